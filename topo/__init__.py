@@ -1,0 +1,22 @@
+"""dgx-topo fabrics: NVIDIA DGX interconnects as validated networkx graphs.
+
+The flat public namespace of the fabric layer. It never imports :mod:`models` nor plotly.
+"""
+
+from .errors import DgxTopoError, TopologyError, UnknownSystemError
+from .schema import ATTRIBUTES, EDGE_KINDS, NODE_KINDS, gpus, nodes_of_kind, schema_markdown, validate
+from .specs import CPUS, GPUS, LINKS, NVSWITCHES, CpuSpec, GpuSpec, LinkSpec, SwitchSpec
+from .dgx import SYSTEMS, build, dgx1, dgx1v, dgx2
+from .nvidia_smi import ConnectionMatrix, connection_matrix, format_connection_matrix
+from .capacity import Bisection, bisection, bisection_bandwidth, injection_bandwidth
+from .summary import FabricSummary, summarize
+
+__all__ = [
+    "DgxTopoError", "TopologyError", "UnknownSystemError",
+    "ATTRIBUTES", "EDGE_KINDS", "NODE_KINDS", "gpus", "nodes_of_kind", "schema_markdown", "validate",
+    "CPUS", "GPUS", "LINKS", "NVSWITCHES", "CpuSpec", "GpuSpec", "LinkSpec", "SwitchSpec",
+    "SYSTEMS", "build", "dgx1", "dgx1v", "dgx2",
+    "ConnectionMatrix", "connection_matrix", "format_connection_matrix",
+    "Bisection", "bisection", "bisection_bandwidth", "injection_bandwidth",
+    "FabricSummary", "summarize",
+]

@@ -1,0 +1,227 @@
+"""The ``nvidia-smi topo -m`` view of a fabric: how every GPU and NIC pair is connected.
+
+nvidia-smi names the best connection between two devices:
+
+======  =====================================================================================
+X       the device itself
+NV#     a bonded set of # NVLinks (direct, or into an NVSwitch fabric both GPUs are on)
+PIX     PCIe through at most one PCIe switch
+PXB     PCIe through several PCIe switches, not through a host bridge
+PHB     PCIe through a host bridge (the CPU's root complex)
+NODE    PCIe through two host bridges of one CPU socket (NUMA node)
+SYS     PCIe and the socket-to-socket link (QPI / UPI)
+======  =====================================================================================
+
+The classes are read off the graph: NVLink edges give NV#; otherwise the PCIe route between
+the two devices (over PCIe and socket-to-socket edges only) is classified by what it crosses.
+The ``host_bridge`` attribute of PCIe edges at a CPU separates PHB from NODE.
+
+Examples
+--------
+>>> from topo import dgx1v
+>>> cm = connection_matrix(dgx1v())
+>>> cm.cell("GPU0", "GPU3"), cm.cell("GPU0", "mlx5_1"), cm.cell("GPU0", "GPU5")
+('NV2', 'PHB', 'SYS')
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import networkx as nx
+
+from .errors import TopologyError
+from .schema import gpus, nodes_of_kind, validate
+
+__all__ = ["ConnectionMatrix", "connection_matrix", "format_connection_matrix", "LEGEND"]
+
+#: The legend printed under the matrix, one line per class.
+LEGEND = (
+    ("X", "the device itself"),
+    ("SYS", "PCIe plus the interconnect between CPU sockets (QPI/UPI)"),
+    ("NODE", "PCIe plus the interconnect between PCIe host bridges of one CPU socket"),
+    ("PHB", "PCIe through a PCIe host bridge (the CPU)"),
+    ("PXB", "PCIe through several PCIe switches, without a host bridge"),
+    ("PIX", "PCIe through at most one PCIe switch"),
+    ("NV#", "a bonded set of # NVLinks"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionMatrix:
+    """nvidia-smi's connection matrix of one host.
+
+    Attributes
+    ----------
+    devices : tuple of str
+        Row and column labels: ``GPU<index>`` for GPUs, the NIC name for NICs.
+    nodes : tuple
+        Graph node of each label.
+    cells : tuple of tuple of str
+        ``cells[i][j]`` is the class of the connection from device i to device j.
+    cpu_affinity : tuple of str
+        Per device, the Linux CPU list of its socket ("" for NICs, as nvidia-smi prints).
+    numa_affinity : tuple of str
+        Per device, its NUMA node ("" for NICs).
+    """
+
+    devices: tuple
+    nodes: tuple
+    cells: tuple
+    cpu_affinity: tuple
+    numa_affinity: tuple
+
+    def cell(self, a: str, b: str) -> str:
+        """The class between devices labelled ``a`` and ``b`` (``"GPU0"``, ``"mlx5_1"``)."""
+        return self.cells[self.devices.index(a)][self.devices.index(b)]
+
+    def to_dict(self) -> dict:
+        """The JSON form printed by ``dgxtopo topo --json`` (see README, "JSON output")."""
+        return {
+            "devices": list(self.devices),
+            "matrix": [list(row) for row in self.cells],
+            "cpu_affinity": list(self.cpu_affinity),
+            "numa_affinity": list(self.numa_affinity),
+        }
+
+
+def _cpu_list(G, cpu) -> str:
+    """Linux CPU numbering: socket k's cores first, then their hyper-thread siblings."""
+    data = G.nodes[cpu]
+    sockets = sum(1 for n in nodes_of_kind(G, "cpu") if G.nodes[n]["host"] == data["host"])
+    cores = data["cores"]
+    ranges = []
+    for thread in range(data["threads_per_core"]):
+        start = (thread * sockets + data["index"]) * cores
+        ranges.append(f"{start}-{start + cores - 1}")
+    return ",".join(ranges)
+
+
+def _nvlink_class(G, a, b, nvswitch_domain) -> str | None:
+    if G.has_edge(a, b) and G.edges[a, b]["kind"] == "nvlink":
+        return f"NV{G.edges[a, b]['links']}"
+    domain_a, domain_b = nvswitch_domain.get(a), nvswitch_domain.get(b)
+    if domain_a is not None and domain_a == domain_b:
+        return f"NV{min(_switch_links(G, a), _switch_links(G, b))}"
+    return None
+
+
+def _switch_links(G, gpu) -> int:
+    return sum(d["links"] for _, v, d in G.out_edges(gpu, data=True)
+               if d["kind"] == "nvlink" and G.nodes[v]["kind"] == "nvswitch")
+
+
+def _pcie_class(G, path) -> str:
+    kinds = [G.nodes[n]["kind"] for n in path[1:-1]]
+    if any(G.edges[u, v]["kind"] == "cpu-to-cpu" for u, v in zip(path, path[1:])):
+        return "SYS"
+    if "cpu" in kinds:
+        i = kinds.index("cpu") + 1
+        bridges = {G.edges[path[i - 1], path[i]].get("host_bridge"),
+                   G.edges[path[i], path[i + 1]].get("host_bridge")}
+        return "PHB" if len(bridges) == 1 else "NODE"
+    return "PIX" if kinds.count("pcie_switch") <= 1 else "PXB"
+
+
+def connection_matrix(G, *, host: int = 0) -> ConnectionMatrix:
+    """Classify every GPU/NIC pair of one host as ``nvidia-smi topo -m`` does.
+
+    Parameters
+    ----------
+    G : networkx.DiGraph
+        A fabric (validated here).
+    host : int
+        Which host of a cluster to show (0 for a single system).
+
+    Returns
+    -------
+    ConnectionMatrix
+        GPUs in index order, then NICs in index order.
+
+    Raises
+    ------
+    TopologyError
+        If ``G`` is not a valid fabric, has no GPU on ``host``, or two devices of the host
+        have no PCIe route and no NVLink between them.
+    """
+    validate(G)
+    gpu_nodes = [n for n in gpus(G) if G.nodes[n]["host"] == host]
+    if not gpu_nodes:
+        hosts = sorted({G.nodes[n]["host"] for n in gpus(G)})
+        raise TopologyError(f"no GPU on host {host}: expected one of hosts {hosts}")
+    nic_nodes = [n for n in nodes_of_kind(G, "nic") if G.nodes[n]["host"] == host]
+    nodes = gpu_nodes + nic_nodes
+    labels = [f"GPU{G.nodes[n]['index']}" for n in gpu_nodes] + [G.nodes[n]["name"] for n in nic_nodes]
+
+    switch_fabric = G.edge_subgraph(
+        (u, v) for u, v, d in G.edges(data=True)
+        if d["kind"] == "nvlink" and "nvswitch" in (G.nodes[u]["kind"], G.nodes[v]["kind"]))
+    nvswitch_domain = {}
+    for number, component in enumerate(nx.weakly_connected_components(switch_fabric)):
+        for n in component:
+            nvswitch_domain[n] = number
+    pcie = G.edge_subgraph((u, v) for u, v, d in G.edges(data=True)
+                           if d["kind"] in ("pcie", "cpu-to-cpu"))
+
+    cells = []
+    for a in nodes:
+        routes = nx.single_source_shortest_path(pcie, a) if a in pcie else {a: [a]}
+        row = []
+        for b in nodes:
+            if a == b:
+                row.append("X")
+                continue
+            nv = (_nvlink_class(G, a, b, nvswitch_domain)
+                  if G.nodes[a]["kind"] == G.nodes[b]["kind"] == "gpu" else None)
+            if nv is not None:
+                row.append(nv)
+            elif b in routes:
+                row.append(_pcie_class(G, routes[b]))
+            else:
+                raise TopologyError(
+                    f"{a!r} and {b!r} have neither NVLink nor a PCIe route: expected every device "
+                    f"of host {host} under a CPU")
+        cells.append(tuple(row))
+
+    cpu_of_socket = {G.nodes[c]["index"]: c for c in nodes_of_kind(G, "cpu") if G.nodes[c]["host"] == host}
+    cpu_affinity, numa_affinity = [], []
+    for n in nodes:
+        socket = G.nodes[n]["socket"]
+        gpu = G.nodes[n]["kind"] == "gpu"
+        cpu_affinity.append(_cpu_list(G, cpu_of_socket[socket]) if gpu and socket in cpu_of_socket else "")
+        numa_affinity.append(str(socket) if gpu else "")
+    return ConnectionMatrix(tuple(labels), tuple(nodes), tuple(cells), tuple(cpu_affinity),
+                            tuple(numa_affinity))
+
+
+def format_connection_matrix(cm: ConnectionMatrix, *, legend: bool = True) -> str:
+    """Lay out a connection matrix as ``nvidia-smi topo -m`` prints it.
+
+    Every column is as wide as its header plus two spaces; GPU rows end with the CPU and
+    NUMA affinity columns; trailing spaces are dropped.
+
+    Parameters
+    ----------
+    cm : ConnectionMatrix
+    legend : bool
+        Append the legend of the classes.
+
+    Returns
+    -------
+    str
+    """
+    headers = list(cm.devices) + ["CPU Affinity", "NUMA Affinity"]
+    widths = [len(h) + 2 for h in headers]
+    label_width = max(8, max(len(d) for d in cm.devices) + 2)
+
+    def line(label, cells):
+        text = label.ljust(label_width) + "".join(c.ljust(w) for c, w in zip(cells, widths))
+        return text.rstrip()
+
+    lines = [line("", headers)]
+    for device, row, cpus, numa in zip(cm.devices, cm.cells, cm.cpu_affinity, cm.numa_affinity):
+        lines.append(line(device, list(row) + [cpus, numa]))
+    if legend:
+        lines += ["", "Legend:", ""]
+        lines += [f"  {key:<4} = {text}" for key, text in LEGEND]
+    return "\n".join(lines)

@@ -1,0 +1,86 @@
+"""Building blocks for fabric builders: add parts and links with the schema's attributes.
+
+Builders call these instead of ``G.add_node`` / ``G.add_edge`` so that every node and edge
+gets its attributes from the catalogue in :mod:`topo.specs`, both directions of a link at
+once, and parallel links merge into one edge per direction.
+"""
+
+from __future__ import annotations
+
+from .errors import TopologyError
+from .specs import CPUS, GPUS, LINKS
+
+__all__ = ["add_link", "add_gpu", "add_cpu", "add_nic", "add_pcie_switch", "add_nvswitch"]
+
+
+def add_link(G, u, v, link: str, links: int = 1, **attributes) -> None:
+    """Add ``links`` physical links of technology ``link`` between ``u`` and ``v``, both ways.
+
+    An existing edge of the same technology gains the links (and their bandwidth), which is
+    how parallel physical links become one edge per direction.
+
+    Parameters
+    ----------
+    G : networkx.DiGraph
+    u, v : node ids
+    link : str
+        Key into :data:`topo.specs.LINKS`.
+    links : int
+        Number of physical links.
+    **attributes
+        Extra edge attributes (e.g. ``host_bridge``), set on both directions.
+
+    Raises
+    ------
+    TopologyError
+        For an unknown link technology, or a second technology on the same node pair.
+    """
+    if link not in LINKS:
+        raise TopologyError(f"unknown link technology {link!r}, expected one of {', '.join(LINKS)}")
+    spec = LINKS[link]
+    for a, b in ((u, v), (v, u)):
+        if G.has_edge(a, b):
+            data = G.edges[a, b]
+            if data["link"] != link:
+                raise TopologyError(
+                    f"edge ({a!r}, {b!r}) is {data['link']}, cannot add {link} links to it")
+            data["links"] += links
+            data["bandwidth"] = data["links"] * spec.bandwidth
+        else:
+            G.add_edge(a, b, kind=spec.kind, link=link, links=links,
+                       bandwidth=links * spec.bandwidth, latency=spec.latency, **attributes)
+
+
+def add_gpu(G, node, gpu: str, *, index: int, socket: int, host: int = 0, **attributes) -> None:
+    """Add a GPU of model ``gpu`` (key into :data:`topo.specs.GPUS`)."""
+    spec = GPUS[gpu]
+    G.add_node(node, kind="gpu", host=host, index=index, socket=socket, model=spec.model,
+               compute_capability=spec.compute_capability,
+               memory_bandwidth=spec.memory_bandwidth, **attributes)
+
+
+def add_cpu(G, node, cpu: str, *, index: int, host: int = 0) -> None:
+    """Add CPU socket ``index`` of model ``cpu`` (key into :data:`topo.specs.CPUS`)."""
+    spec = CPUS[cpu]
+    G.add_node(node, kind="cpu", host=host, index=index, model=spec.model, cores=spec.cores,
+               threads_per_core=spec.threads_per_core)
+
+
+def add_nic(G, node, *, index: int, socket: int, model: str, port: str | None,
+            host: int = 0) -> None:
+    """Add a NIC named like its node; ``port`` is the link key of its network port, or None."""
+    attributes = {} if port is None else {"port_bandwidth": LINKS[port].bandwidth}
+    G.add_node(node, kind="nic", host=host, index=index, socket=socket, name=str(node),
+               model=model, **attributes)
+
+
+def add_pcie_switch(G, node, *, index: int, socket: int, model: str, host: int = 0) -> None:
+    """Add a PCIe switch."""
+    G.add_node(node, kind="pcie_switch", host=host, index=index, socket=socket, model=model)
+
+
+def add_nvswitch(G, node, *, index: int, ports: int, baseboard: int, model: str,
+                 host: int = 0) -> None:
+    """Add an NVSwitch chip with ``ports`` NVLink ports."""
+    G.add_node(node, kind="nvswitch", host=host, index=index, ports=ports, baseboard=baseboard,
+               model=model)

@@ -1,0 +1,275 @@
+"""The hardware catalogue: every link technology, GPU and CPU the builders use, with sources.
+
+One table per kind of part, as frozen dataclasses, in SI units. Builders and models read
+these tables; no bandwidth, latency or port count appears as a literal anywhere else.
+
+Two bandwidths sit side by side for every link technology:
+
+``bandwidth``
+    The line rate per direction of one physical link, as the vendor states it. The graphs
+    carry this figure (``links`` x ``bandwidth`` on each edge).
+``nccl_bandwidth``
+    What NCCL's topology model charges for the same link (``src/graph/topo.h`` of the NCCL
+    reference version v2.27.7, see ``nccl_version`` of the entry), the "effective" figure
+    NCCL builds rings and trees with. For the inter-socket links NCCL charges one figure for
+    the whole socket-to-socket connection, whatever the number of physical links.
+
+Confidence follows ../shared/reference/hardware.md: a fact that reference tags [U]
+(uncertain) is listed in the entry's ``uncertain`` text, so nobody mistakes it for a
+verified figure. Link latencies are not published for any of these parts (hardware.md
+section 3: "NVSwitch/NVLink latency: not published"); the values below are stated
+assumptions of the right order, which the P2P model calibrates against measured latency.
+
+Sources (keys as in hardware.md section 8):
+    [S3]  DGX-1 with V100 whitepaper ("six NVLink ... 25 GB/s in each direction").
+    [S10] DGX-1 (P100) article: "20GB/sec up 20GB/sec down, with 4 links per GP100".
+    [S11] nvidia.com NVLink page: "20 to 25 GB/second in each direction".
+    [S12] A100 whitepaper: 12 links, 25 GB/s per direction each.
+    [S13] H100 whitepaper: 18 links, 25 GB/s per direction each.
+    [S14] [S15] GB200 NVL72 reference architecture: 900 GB/s per GPU per direction / 18 links.
+    [S30] NVIDIA/nccl src/graph/topo.h: SM60 18.0, SM70 20.0, SM80 20.0, SM90 20.6, SM100 40.1,
+          PCI_BW 12.0, BDW_QPI_BW 6.0, SKL_QPI_BW 10.0 (GB/s).
+    [S33] [S34] NCCL logs: PCIe Gen4 x16 as PCI[24.0], Gen5 as PCI[48.0], 400G NIC as NET[50.0].
+    [S35] astra-sim issue 59: NVLink latency not public; 500 ns per NVLink hop assumed for DGX-2.
+    [S50] PCIe per-lane rates: 8/16/32 GT/s with 128b/130b encoding.
+    [S51] IB EDR 4x: 25.78125 Gb/s per lane, 64b/66b, 100 Gb/s of data; [S51b] HDR 200 Gb/s;
+          [S51c] NDR 400 Gb/s.
+    [S52] [S53] Broadwell-EP QPI 9.6 GT/s; Skylake-SP UPI 10.4 GT/s, three links.
+    nccl-model.md section 1.4: NET bw = speed_Mbps / 8000 (100 Gb/s -> 12.5 GB/s).
+
+Examples
+--------
+>>> from topo.specs import LINKS
+>>> from topo.units import GB
+>>> LINKS["nvlink2"].bandwidth / GB, LINKS["nvlink2"].nccl_bandwidth / GB
+(25.0, 20.0)
+>>> round(LINKS["pcie3_x16"].bandwidth / GB, 2)
+15.75
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .units import GB, GiB, ns
+
+__all__ = [
+    "LinkSpec", "GpuSpec", "CpuSpec", "SwitchSpec",
+    "LINKS", "GPUS", "CPUS", "NVSWITCHES", "NCCL_REFERENCE_VERSION",
+]
+
+#: The NCCL release whose topo.h constants ``nccl_bandwidth`` reproduces (nccl-model.md).
+NCCL_REFERENCE_VERSION = "2.27.7"
+
+
+@dataclass(frozen=True, slots=True)
+class LinkSpec:
+    """One physical link technology.
+
+    Attributes
+    ----------
+    name : str
+        Catalogue key, also stored on every edge as ``link`` (e.g. ``"nvlink2"``).
+    kind : str
+        The edge kind it makes (``"nvlink"``, ``"pcie"``, ``"cpu-to-cpu"``, ``"network"``).
+    label : str
+        Display name (``"NVLink 2.0"``).
+    bandwidth : float
+        Line rate of one physical link, per direction. [B/s]
+    latency : float
+        One-way latency of one hop over this link (an assumption where unpublished). [s]
+    nccl_bandwidth : float
+        NCCL's modelled bandwidth for one such link per direction (per connection for the
+        inter-socket links). [B/s]
+    source : str
+        Where ``bandwidth`` and ``nccl_bandwidth`` come from.
+    uncertain : str
+        What in this entry is not verified (empty when everything is).
+    """
+
+    name: str
+    kind: str
+    label: str
+    bandwidth: float
+    latency: float
+    nccl_bandwidth: float
+    source: str
+    uncertain: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class GpuSpec:
+    """One GPU model.
+
+    Attributes
+    ----------
+    model : str
+        As nvidia-smi names it.
+    compute_capability : int
+        SM version (60 = Pascal, 70 = Volta); selects NCCL's per-link NVLink figure.
+    nvlink : str
+        Key into :data:`LINKS` of its NVLink generation.
+    nvlink_ports : int
+        NVLink ports (links) per GPU.
+    memory : int
+        Device memory. [bytes]
+    memory_bandwidth : float
+        HBM bandwidth, the ceiling of a device-local copy. [B/s]
+    source : str
+    uncertain : str
+    """
+
+    model: str
+    compute_capability: int
+    nvlink: str
+    nvlink_ports: int
+    memory: int
+    memory_bandwidth: float
+    source: str
+    uncertain: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class CpuSpec:
+    """One host CPU model (one socket).
+
+    Attributes
+    ----------
+    model : str
+    cores : int
+        Physical cores per socket.
+    threads_per_core : int
+        Hardware threads per core (2 with Hyper-Threading); sets the CPU affinity lists.
+    socket_link : str
+        Key into :data:`LINKS` of its socket-to-socket link.
+    socket_links : int
+        Physical socket-to-socket links between the two sockets of a 2-socket board.
+    source : str
+    uncertain : str
+    """
+
+    model: str
+    cores: int
+    threads_per_core: int
+    socket_link: str
+    socket_links: int
+    source: str
+    uncertain: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class SwitchSpec:
+    """One NVSwitch generation.
+
+    Attributes
+    ----------
+    model : str
+    ports : int
+        NVLink ports of one switch chip.
+    link : str
+        Key into :data:`LINKS` of the NVLink generation of its ports.
+    source : str
+    uncertain : str
+    """
+
+    model: str
+    ports: int
+    link: str
+    source: str
+    uncertain: str = ""
+
+
+def _pcie_x16(gigatransfers: float) -> float:
+    """Data rate of a PCIe x16 link with 128b/130b encoding, per direction. [B/s]"""
+    return 16 * gigatransfers * 1e9 * (128 / 130) / 8
+
+
+_NVLINK_LATENCY = 500 * ns  # [S35] ASTRA-sim's per-hop assumption; NVIDIA publishes none.
+_NVLINK_LATENCY_NOTE = "latency: unpublished, 500 ns per hop is ASTRA-sim's assumption [S35]"
+_PCIE_LATENCY = 150 * ns
+_PCIE_LATENCY_NOTE = ("latency: unpublished for these switches; 150 ns per hop is an assumption "
+                      "of the usual order of PCIe switch cut-through latency")
+_SOCKET_LATENCY = 100 * ns
+_SOCKET_LATENCY_NOTE = "latency: 100 ns per crossing is an assumption (no source retrieved)"
+_IB_LATENCY = 600 * ns
+_IB_LATENCY_NOTE = "latency: 600 ns per network hop (NIC to switch port) is an assumption"
+
+#: Link technologies by catalogue key.
+LINKS: dict[str, LinkSpec] = {spec.name: spec for spec in (
+    LinkSpec("nvlink1", "nvlink", "NVLink 1.0", 20 * GB, _NVLINK_LATENCY, 18.0 * GB,
+             "[S10] [S11] 20 GB/s per direction per link (P100); NCCL SM60 18.0 [S30]",
+             _NVLINK_LATENCY_NOTE),
+    LinkSpec("nvlink2", "nvlink", "NVLink 2.0", 25 * GB, _NVLINK_LATENCY, 20.0 * GB,
+             "[S3] [S11] 25 GB/s per direction per link (V100); NCCL SM70 20.0 [S30] "
+             "(21 in NCCL 2.5-2.9, 22 in 2.10-2.17)",
+             _NVLINK_LATENCY_NOTE),
+    LinkSpec("nvlink3", "nvlink", "NVLink 3.0", 25 * GB, _NVLINK_LATENCY, 20.0 * GB,
+             "[S12] 25 GB/s per direction per link (A100); NCCL SM80 20.0 [S30]",
+             _NVLINK_LATENCY_NOTE),
+    LinkSpec("nvlink4", "nvlink", "NVLink 4.0", 25 * GB, _NVLINK_LATENCY, 20.6 * GB,
+             "[S13] 25 GB/s per direction per link (H100); NCCL SM90 20.6 [S30]",
+             _NVLINK_LATENCY_NOTE),
+    LinkSpec("nvlink5", "nvlink", "NVLink 5.0", 50 * GB, _NVLINK_LATENCY, 40.1 * GB,
+             "[S14] [S15] 900 GB/s per GPU per direction over 18 links (B200); NCCL SM100 40.1 [S30]",
+             "bandwidth derived (900/18), lanes and signalling rate unverified; " + _NVLINK_LATENCY_NOTE),
+    LinkSpec("pcie3_x16", "pcie", "PCIe 3.0 x16", _pcie_x16(8), _PCIE_LATENCY, 12.0 * GB,
+             "[S50] 8 GT/s x16 128b/130b = 15.75 GB/s per direction; NCCL PCI_BW 12.0 [S30]",
+             _PCIE_LATENCY_NOTE),
+    LinkSpec("pcie4_x16", "pcie", "PCIe 4.0 x16", _pcie_x16(16), _PCIE_LATENCY, 24.0 * GB,
+             "[S50] 16 GT/s x16 = 31.5 GB/s per direction; NCCL logs PCI[24.0] [S33]",
+             _PCIE_LATENCY_NOTE),
+    LinkSpec("pcie5_x16", "pcie", "PCIe 5.0 x16", _pcie_x16(32), _PCIE_LATENCY, 48.0 * GB,
+             "[S50] 32 GT/s x16 = 63.0 GB/s per direction; NCCL logs PCI[48.0] [S34]",
+             _PCIE_LATENCY_NOTE),
+    LinkSpec("qpi_bdw", "cpu-to-cpu", "QPI 9.6 GT/s (Broadwell-EP)", 9.6e9 * 2, _SOCKET_LATENCY,
+             6.0 * GB,
+             "[S52] 9.6 GT/s x 2 bytes = 19.2 GB/s per direction per link; NCCL BDW_QPI_BW 6.0 "
+             "for the whole socket-to-socket connection [S30]",
+             "per-link rate derived [D]; " + _SOCKET_LATENCY_NOTE),
+    LinkSpec("upi_skl", "cpu-to-cpu", "UPI 10.4 GT/s (Skylake-SP)", 10.4e9 * 2, _SOCKET_LATENCY,
+             10.0 * GB,
+             "[S52] [S53] 10.4 GT/s x 2 bytes = 20.8 GB/s per direction per link; NCCL SKL_QPI_BW "
+             "10.0 for the whole socket-to-socket connection [S30]",
+             "per-link rate derived [D]; " + _SOCKET_LATENCY_NOTE),
+    LinkSpec("ib_edr", "network", "InfiniBand EDR 4x (100 Gb/s)", 100e9 / 8, _IB_LATENCY,
+             100e9 / 8,
+             "[S51] 4 x 25.78125 Gb/s, 64b/66b = 100 Gb/s of data; NCCL net bw = 100000 Mb/s / 8000 "
+             "= 12.5 (nccl-model.md 1.4)",
+             _IB_LATENCY_NOTE),
+    LinkSpec("ib_hdr", "network", "InfiniBand HDR 4x (200 Gb/s)", 200e9 / 8, _IB_LATENCY,
+             200e9 / 8, "[S51b] 200 Gb/s; NCCL net bw 25.0 (nccl-model.md 1.4)", _IB_LATENCY_NOTE),
+    LinkSpec("ib_ndr", "network", "InfiniBand NDR 4x (400 Gb/s)", 400e9 / 8, _IB_LATENCY,
+             400e9 / 8, "[S51c] 400 Gb/s; NCCL logs NET[50.0] [S34]", _IB_LATENCY_NOTE),
+)}
+
+#: GPU models by short name.
+GPUS: dict[str, GpuSpec] = {
+    "P100": GpuSpec("Tesla P100-SXM2-16GB", 60, "nvlink1", 4, 16 * GiB, 732 * GB,
+                    "hardware.md 2.2: 4 NVLink 1.0 links [S10] [S11], 16 GB [S8]",
+                    "memory_bandwidth 732 GB/s is NVIDIA's datasheet figure, not in the shared reference"),
+    "V100-SXM2": GpuSpec("Tesla V100-SXM2-16GB", 70, "nvlink2", 6, 16 * GiB, 900 * GB,
+                         "hardware.md 2.1: 6 NVLink 2.0 links [S3], 16 GB (32 GB in later DGX-1V) [S9]",
+                         "memory_bandwidth 900 GB/s is NVIDIA's datasheet figure, not in the shared reference"),
+    "V100-SXM3": GpuSpec("Tesla V100-SXM3-32GB", 70, "nvlink2", 6, 32 * GiB, 900 * GB,
+                         "hardware.md 3: DGX-2 V100 SXM3 32 GB, one link to each of 6 NVSwitches [S17]",
+                         "memory_bandwidth 900 GB/s is NVIDIA's datasheet figure, not in the shared reference"),
+}
+
+#: Host CPU models by short name.
+CPUS: dict[str, CpuSpec] = {
+    "E5-2698v4": CpuSpec("Intel Xeon E5-2698 v4", 20, 2, "qpi_bdw", 2,
+                         "hardware.md 2.3: 20 cores at 2.2 GHz, DGX-1 and DGX-1V [S8] [S9]; affinity "
+                         "0-19,40-59 / 20-39,60-79 [S5]",
+                         "socket_links: 2 QPI links per socket is from Intel ARK, not retrieved [U]"),
+    "Platinum8168": CpuSpec("Intel Xeon Platinum 8168", 24, 2, "upi_skl", 3,
+                            "hardware.md 3: two 24-core Xeons [S28] [S20]; affinity 0-23,48-71 [S27]; "
+                            "three UPI links [S53]",
+                            "model 8168 [U]; populated UPI link count [U]"),
+}
+
+#: NVSwitch generations by short name.
+NVSWITCHES: dict[str, SwitchSpec] = {
+    "nvswitch1": SwitchSpec("NVSwitch (first generation)", 18, "nvlink2",
+                            "hardware.md 3: 18 NVLink 2.0 ports at 25 GB/s per direction, "
+                            "non-blocking crossbar [S18] [S19] [S25]"),
+}
