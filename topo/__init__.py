@@ -10,6 +10,7 @@ from .dgx import SYSTEMS, build, dgx1, dgx1v, dgx2
 from .nvidia_smi import ConnectionMatrix, connection_matrix, format_connection_matrix
 from .capacity import Bisection, bisection, bisection_bandwidth, injection_bandwidth
 from .summary import FabricSummary, summarize
+from .select import GpuSelectionError, parse_gpu_list, select_gpus
 
 __all__ = [
     "DgxTopoError", "TopologyError", "UnknownSystemError",
@@ -19,4 +20,5 @@ __all__ = [
     "ConnectionMatrix", "connection_matrix", "format_connection_matrix",
     "Bisection", "bisection", "bisection_bandwidth", "injection_bandwidth",
     "FabricSummary", "summarize",
+    "GpuSelectionError", "parse_gpu_list", "select_gpus",
 ]
