@@ -6,9 +6,10 @@ S-to-T cut, switches free to fall on either side. Each cut is a maximum flow fro
 
 Exact, and fast on symmetric fabrics: GPUs that are *interchangeable* (swapping the two is
 an automorphism of the fabric, e.g. the 8 GPUs of a DGX-2 baseboard) give the same cut, so
-only the number of GPUs taken from each class of interchangeable GPUs matters. DGX-1 has no
-interchangeable GPUs and needs C(8,4)/2 = 35 flows; DGX-2 has two classes of 8 and needs 9.
-In general the work is the number of count vectors over the classes, which is polynomial
+only the number of GPUs taken from each class of interchangeable GPUs matters, and a side
+and its complement cut the same. DGX-1 has no interchangeable GPUs and needs C(8,4)/2 = 35
+flows; DGX-2 has two classes of 8 (its baseboards) and needs 5 (0 to 4 GPUs of board 0 on
+one side). In general the work is the number of count vectors over the classes, which is polynomial
 in the class sizes for a fixed number of classes and up to C(n, n/2) for a fabric without
 symmetry; ``max_cases`` bounds it.
 
@@ -124,11 +125,11 @@ def bisection(G, *, edge_kinds=("nvlink",), max_cases: int = 100_000) -> Bisecti
                      if d["kind"] in edge_kinds)
     classes = _classes(H, gpu_nodes)
     half = len(gpu_nodes) // 2
-    # Cut capacities are the same both ways on a fabric whose links are symmetric, so S and
-    # its complement give the same value: keep the bipartitions whose side holds the first GPU.
-    first = 1 if len(gpu_nodes) % 2 == 0 else 0
+    # Cut capacities are the same both ways on a fabric whose links are symmetric, so a side
+    # and its complement give the same value: of each such pair keep one (for even counts).
+    even = len(gpu_nodes) % 2 == 0
     counts = [c for c in itertools.product(*(range(len(m) + 1) for m in classes))
-              if sum(c) == half and c[0] >= first]
+              if sum(c) == half and not (even and c > tuple(len(m) - x for m, x in zip(classes, c)))]
     if len(counts) > max_cases:
         raise DgxTopoError(f"bisection of {len(gpu_nodes)} GPUs in {len(classes)} symmetry classes "
                            f"needs {len(counts)} max-flows, more than max_cases={max_cases}")

@@ -1,0 +1,162 @@
+"""Facts every builder must encode (hardware.md sections 2 and 3), parametrised over systems."""
+
+from __future__ import annotations
+
+import networkx as nx
+import pytest
+
+import topo
+from topo.specs import GPUS, LINKS, NVSWITCHES
+
+GPU_COUNT = {"dgx1": 8, "dgx1v": 8, "dgx2": 16}
+NVLINK_PORTS = {"dgx1": 4, "dgx1v": 6, "dgx2": 6}  # P100 4 x NVLink 1.0, V100 6 x NVLink 2.0
+
+
+def nvlink_links(G, node) -> int:
+    return sum(d["links"] for _, _, d in G.out_edges(node, data=True) if d["kind"] == "nvlink")
+
+
+def test_builder_returns_valid_fresh_graph(system):
+    first, second = topo.build(system), topo.build(system)
+    topo.validate(first)
+    first.remove_node("gpu0")
+    assert "gpu0" in second, "builders must return a fresh graph each call"
+
+
+def test_gpu_count_and_numbering(fabric, system):
+    gpus = topo.gpus(fabric)
+    assert len(gpus) == GPU_COUNT[system]
+    assert [fabric.nodes[g]["index"] for g in gpus] == list(range(GPU_COUNT[system]))
+
+
+def test_nvlink_links_per_gpu(fabric, system):
+    for g in topo.gpus(fabric):
+        assert nvlink_links(fabric, g) == NVLINK_PORTS[system]
+        model = fabric.nodes[g]["model"]
+        assert NVLINK_PORTS[system] == next(s.nvlink_ports for s in GPUS.values() if s.model == model)
+
+
+def test_every_edge_has_an_equal_reverse(fabric):
+    for u, v, d in fabric.edges(data=True):
+        assert fabric.edges[v, u] == d
+
+
+def test_every_gpu_reaches_every_other(fabric):
+    gpus = topo.gpus(fabric)
+    for g in gpus:
+        assert set(gpus) <= nx.descendants(fabric, g) | {g}
+
+
+def test_edge_bandwidth_is_links_times_catalogue_rate(fabric):
+    for _, _, d in fabric.edges(data=True):
+        spec = LINKS[d["link"]]
+        assert d["kind"] == spec.kind
+        assert d["bandwidth"] == d["links"] * spec.bandwidth
+        assert d["latency"] == spec.latency
+
+
+def test_two_sockets_joined_once(fabric):
+    cpus = topo.nodes_of_kind(fabric, "cpu")
+    assert len(cpus) == 2
+    socket_edges = [(u, v) for u, v, d in fabric.edges(data=True) if d["kind"] == "cpu-to-cpu"]
+    assert sorted(socket_edges) == [("cpu0", "cpu1"), ("cpu1", "cpu0")]
+
+
+DGX1V_LINKS = {
+    2: [(0, 3), (0, 4), (1, 2), (1, 5), (2, 3), (4, 7), (5, 6), (6, 7)],
+    1: [(0, 1), (0, 2), (1, 3), (2, 6), (3, 7), (4, 5), (4, 6), (5, 7)],
+}
+
+
+def gpu_pairs(G) -> dict:
+    return {(G.nodes[u]["index"], G.nodes[v]["index"]): d["links"]
+            for u, v, d in G.edges(data=True)
+            if d["kind"] == "nvlink" and G.nodes[u]["kind"] == G.nodes[v]["kind"] == "gpu"
+            and G.nodes[u]["index"] < G.nodes[v]["index"]}
+
+
+def test_dgx1v_link_counts_as_published():
+    expected = {pair: links for links, pairs in DGX1V_LINKS.items() for pair in pairs}
+    assert gpu_pairs(topo.dgx1v()) == expected
+    assert sum(expected.values()) == 24
+
+
+def test_dgx1_is_the_hybrid_cube_mesh_with_single_links():
+    quads = [(a, b) for q in ((0, 1, 2, 3), (4, 5, 6, 7)) for i, a in enumerate(q) for b in q[i + 1:]]
+    expected = {pair: 1 for pair in quads + [(i, i + 4) for i in range(4)]}
+    G = topo.dgx1()
+    assert gpu_pairs(G) == expected
+    assert {d["link"] for _, _, d in G.edges(data=True) if d["kind"] == "nvlink"} == {"nvlink1"}
+    assert G.edges["gpu0", "gpu1"]["bandwidth"] == 20e9
+
+
+@pytest.mark.parametrize("system", ["dgx1", "dgx1v"])
+def test_dgx1_pcie_layer(system):
+    G = topo.build(system)
+    switches = topo.nodes_of_kind(G, "pcie_switch")
+    assert len(switches) == 4
+    for k, switch in enumerate(switches):
+        below = sorted(v for v in G.successors(switch) if G.nodes[v]["kind"] != "cpu")
+        assert below == sorted([f"gpu{2 * k}", f"gpu{2 * k + 1}", f"mlx5_{k}"])
+        assert list(v for v in G.successors(switch) if G.nodes[v]["kind"] == "cpu") == [f"cpu{k // 2}"]
+        assert G.nodes[f"mlx5_{k}"]["port_bandwidth"] == LINKS["ib_edr"].bandwidth
+    assert all(d["link"] == "pcie3_x16" for _, _, d in G.edges(data=True) if d["kind"] == "pcie")
+    assert G.edges["cpu0", "cpu1"]["link"] == "qpi_bdw"
+
+
+def test_dgx2_nvswitch_fabric():
+    G = topo.dgx2()
+    switches = topo.nodes_of_kind(G, "nvswitch")
+    assert len(switches) == 12
+    spec = NVSWITCHES["nvswitch1"]
+    for s in switches:
+        board = G.nodes[s]["baseboard"]
+        gpus = [v for v in G.successors(s) if G.nodes[v]["kind"] == "gpu"]
+        assert sorted(G.nodes[g]["index"] for g in gpus) == list(range(8 * board, 8 * board + 8))
+        assert all(G.edges[s, g]["links"] == 1 for g in gpus)
+        peers = [v for v in G.successors(s) if G.nodes[v]["kind"] == "nvswitch"]
+        assert len(peers) == 1 and G.nodes[peers[0]]["baseboard"] != board
+        assert G.edges[s, peers[0]]["links"] == 8
+        used = sum(d["links"] for _, _, d in G.out_edges(s, data=True))
+        assert used == 16 and G.nodes[s]["ports"] == spec.ports == 18
+    for g in topo.gpus(G):
+        assert G.nodes[g]["baseboard"] == G.nodes[g]["index"] // 8
+        assert sum(1 for v in G.successors(g) if G.nodes[v]["kind"] == "nvswitch") == 6
+
+
+def test_dgx2_pcie_layer():
+    G = topo.dgx2()
+    assert len(topo.nodes_of_kind(G, "pcie_switch")) == 12
+    nics = topo.nodes_of_kind(G, "nic")
+    assert [G.nodes[n]["name"] for n in nics] == [f"mlx5_{i}" for i in range(10)]
+    compute = [n for n in nics if "port_bandwidth" in G.nodes[n]]
+    assert len(compute) == 8, "8 InfiniBand NICs for compute (hardware.md 3)"
+    assert [G.nodes[n]["socket"] for n in compute] == [0, 0, 0, 0, 1, 1, 1, 1]
+    assert G.edges["cpu0", "cpu1"]["link"] == "upi_skl"
+
+
+def test_build_accepts_spellings_and_rejects_unknown():
+    assert topo.build("DGX-1V").graph["system"] == "dgx1v"
+    assert topo.build("dgx_2").graph["system"] == "dgx2"
+    with pytest.raises(topo.UnknownSystemError, match="unknown system 'dgx-a100': expected one of dgx1, dgx1v, dgx2"):
+        topo.build("dgx-a100")
+
+
+def test_catalogue_is_sourced_and_consistent():
+    for name, spec in LINKS.items():
+        assert spec.name == name and spec.source
+        assert spec.kind in topo.EDGE_KINDS
+        assert 0 < spec.nccl_bandwidth <= spec.bandwidth, "NCCL never charges more than line rate"
+        assert spec.latency > 0
+    for spec in list(GPUS.values()):
+        assert spec.nvlink in LINKS and spec.source
+
+
+def test_catalogue_known_line_rates():
+    GB = 1e9
+    assert [LINKS[f"nvlink{g}"].bandwidth / GB for g in range(1, 6)] == [20, 25, 25, 25, 50]
+    assert [LINKS[f"nvlink{g}"].nccl_bandwidth / GB for g in range(1, 6)] == [18, 20, 20, 20.6, 40.1]
+    assert [round(LINKS[f"pcie{g}_x16"].bandwidth / GB, 2) for g in (3, 4, 5)] == [15.75, 31.51, 63.02]
+    assert [LINKS[f"pcie{g}_x16"].nccl_bandwidth / GB for g in (3, 4, 5)] == [12, 24, 48]
+    assert [LINKS[k].bandwidth / GB for k in ("ib_edr", "ib_hdr", "ib_ndr")] == [12.5, 25, 50]
+    assert (LINKS["qpi_bdw"].nccl_bandwidth / GB, LINKS["upi_skl"].nccl_bandwidth / GB) == (6, 10)
