@@ -6,6 +6,8 @@ Subcommands
     The built-in systems with their GPUs, links and bisection bandwidth.
 ``dgxtopo topo NAME [--json] [--no-legend]``
     The system's connection matrix in the layout of ``nvidia-smi topo -m``.
+``dgxtopo p2p NAME [--gpus IDS] [--mode route|maxflow] [--bidirectional] [--latency] [--json]``
+    Predicted GPU-to-GPU bandwidth (and latency) in the layout of p2pBandwidthLatencyTest.
 
 Bad input (an unknown system, a malformed option) prints one line on stderr and exits 2.
 The JSON forms are documented in the README ("JSON output") and stay stable.
@@ -21,6 +23,7 @@ import topo
 from topo.units import to_GBps
 
 from .display import format_table
+from .p2p import MODES, format_p2p_report, p2p_report
 
 __all__ = ["main", "build_parser"]
 
@@ -61,6 +64,14 @@ def _topo(args) -> None:
     print(topo.format_connection_matrix(matrix, legend=not args.no_legend))
 
 
+def _p2p(args) -> None:
+    report = p2p_report(topo.build(args.name), args.gpus, mode=args.mode)
+    if args.json:
+        _print_json(report.to_dict())
+        return
+    print(format_p2p_report(report, bidirectional=args.bidirectional, latency=args.latency))
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``dgxtopo``."""
     parser = _Parser(prog="dgxtopo", description="Model NVIDIA DGX interconnect fabrics and what "
@@ -77,6 +88,18 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--json", action="store_true", help="print JSON instead of the matrix")
     show.add_argument("--no-legend", action="store_true", help="omit the legend")
     show.set_defaults(run=_topo)
+
+    p2p = commands.add_parser("p2p", help="GPU-to-GPU bandwidth and latency as "
+                              "p2pBandwidthLatencyTest prints them (predicted)")
+    p2p.add_argument("name", metavar="NAME", help="system name: " + ", ".join(topo.SYSTEMS))
+    p2p.add_argument("--gpus", metavar="IDS", help="GPU ids such as 0,3,5-7 (default: all)")
+    p2p.add_argument("--mode", choices=MODES, default="route",
+                     help="route: the copy CUDA makes (default); maxflow: NVLink maximum flow")
+    p2p.add_argument("--bidirectional", action="store_true",
+                     help="both directions at once instead of one")
+    p2p.add_argument("--latency", action="store_true", help="also print the latency matrix")
+    p2p.add_argument("--json", action="store_true", help="print JSON (every matrix) instead")
+    p2p.set_defaults(run=_p2p)
     return parser
 
 

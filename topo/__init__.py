@@ -11,6 +11,7 @@ from .nvidia_smi import ConnectionMatrix, connection_matrix, format_connection_m
 from .capacity import Bisection, bisection, bisection_bandwidth, injection_bandwidth
 from .summary import FabricSummary, summarize
 from .select import GpuSelectionError, parse_gpu_list, select_gpus
+from .symmetry import gpu_automorphisms, interchangeable_gpus
 
 __all__ = [
     "DgxTopoError", "TopologyError", "UnknownSystemError",
@@ -21,4 +22,5 @@ __all__ = [
     "Bisection", "bisection", "bisection_bandwidth", "injection_bandwidth",
     "FabricSummary", "summarize",
     "GpuSelectionError", "parse_gpu_list", "select_gpus",
+    "gpu_automorphisms", "interchangeable_gpus",
 ]

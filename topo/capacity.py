@@ -32,6 +32,7 @@ import networkx as nx
 
 from .errors import DgxTopoError, TopologyError
 from .schema import EDGE_KINDS, gpus, validate
+from .symmetry import interchangeable_gpus
 
 __all__ = ["Bisection", "bisection", "bisection_bandwidth", "injection_bandwidth"]
 
@@ -69,26 +70,6 @@ def _check_kinds(edge_kinds) -> tuple:
     return edge_kinds
 
 
-def _interchangeable(H, u, v) -> bool:
-    """Swapping u and v maps H onto itself (same capacity to and from every other node)."""
-    def profile(x):
-        return {w: (d["bandwidth"], H.edges[w, x]["bandwidth"])
-                for w, d in H.adj[x].items() if w not in (u, v)}
-    return profile(u) == profile(v)
-
-
-def _classes(H, gpu_nodes) -> list[list]:
-    classes: list[list] = []
-    for g in gpu_nodes:
-        for members in classes:
-            if all(_interchangeable(H, g, m) for m in members):
-                members.append(g)
-                break
-        else:
-            classes.append([g])
-    return classes
-
-
 def bisection(G, *, edge_kinds=("nvlink",), max_cases: int = 100_000) -> Bisection:
     """Minimum balanced-bipartition cut of the fabric's GPUs, per direction.
 
@@ -123,7 +104,7 @@ def bisection(G, *, edge_kinds=("nvlink",), max_cases: int = 100_000) -> Bisecti
     H.add_nodes_from(G)
     H.add_edges_from((u, v, {"bandwidth": d["bandwidth"]}) for u, v, d in G.edges(data=True)
                      if d["kind"] in edge_kinds)
-    classes = _classes(H, gpu_nodes)
+    classes = interchangeable_gpus(G, edge_kinds=edge_kinds)
     half = len(gpu_nodes) // 2
     # Cut capacities are the same both ways on a fabric whose links are symmetric, so a side
     # and its complement give the same value: of each such pair keep one (for even counts).

@@ -1,0 +1,752 @@
+"""NCCL's channel search on a fabric: the rings and trees a communicator of GPUs gets.
+
+NCCL builds its collectives on *channels*: for the ring algorithm, each channel is an order
+of the GPUs whose consecutive hops (and the hop back to the first) are routed over the
+fabric; for the tree algorithm inside a node, each channel is a chain of the GPUs. Every
+channel reserves its per-channel bandwidth ``bwIntra`` on every link its hops cross, so the
+number of channels a fabric holds at a given speed is set by its links
+(nccl-model.md section 3; NCCL ``src/graph/search.cc``). This module replays that search on
+our graphs:
+
+1. **NCCL's view of the fabric.** Only the communicator's GPUs are in NCCL's system (a GPU
+   outside the communicator cannot relay); links are charged NCCL's figures, not line rates
+   (:func:`nccl_capacity`: per NVLink ``ncclTopoNVLinkBw`` of the profile, per PCIe link
+   ``width x speed / 80``, the socket-to-socket connection ``BDW_QPI_BW`` / ``SKL_QPI_BW``).
+   Hops follow :func:`models.paths.route` with NCCL's relay through one GPU (NVB) allowed.
+   A route through NVSwitches is sprayed over the parallel switch planes, which is what
+   NCCL's single aggregated NVSwitch node models.
+2. **Start.** ``maxBw`` is the widest GPU-to-GPU path, ``totalBw`` the widest per-GPU sum of
+   NVLink bandwidth (or its PCIe link); the search starts at the first speed of the
+   profile's array not above ``maxBw`` with ``speed x minChannels <= totalBw``.
+3. **Pass 1.** At each speed, find as many channels as fit (up to ``maxChannels``), first
+   with every channel the same order (``sameChannels``), then with free orders, then with
+   worse path types allowed, then at the next lower speed (while it is more than 0.49 of the
+   best found). Stop when the channels fill ``totalBw`` or the search is perfect.
+4. **Duplication** (:func:`models.tuning.dup_channels`): fast channels are split in two.
+5. **Pass 2.** Try higher speeds with the same number of channels.
+
+Each channel search is a depth-first search with NCCL's candidate order (PCI order first,
+then a replay of the previous channel, then the other GPUs by path bandwidth; on an NVSwitch
+system only the next and previous GPU) and NCCL's budget of steps. It keeps the best set of
+channels (most ``nChannels x bw``, then fewest hops). One difference from NCCL: a branch that
+provably cannot beat the best set found is cut short, which saves time but can only matter
+when NCCL's own search would have run out of budget.
+
+What is not modelled (single node only): NET nodes and the inter-node patterns (the
+multi-node issue), crossNic, NVLS, CollNet, the pre-Ampere ``fwBw/8`` reverse charge (it
+applies only to paths that start at an NVSwitch or a NIC).
+
+Examples
+--------
+>>> import topo
+>>> ring = search_channels(topo.dgx1v())
+>>> ring.nchannels, ring.bw_intra / 1e9, ring.type_intra.name
+(6, 20.0, 'NVL')
+>>> search_channels(topo.dgx2(), [0, 5, 9]).nchannels
+6
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from topo.errors import DgxTopoError
+from topo.schema import validate
+from topo.select import select_gpus
+from topo.specs import LINKS
+
+from .nccl import nccl_profile
+from .paths import PathType, _Router
+from .tuning import ChannelGraph, dup_channels
+
+__all__ = ["ChannelSearch", "ChannelSearchError", "LinkLoad", "search_channels", "search_channels_in",
+           "nccl_capacity", "PATTERNS"]
+
+#: Search patterns: NCCL's ring graph (id 0) and its single-node tree graph (id 1).
+PATTERNS = ("ring", "balanced_tree")
+
+# Search budgets, counted in GPU placements (nccl-model.md 3.4, search.cc v2.19+):
+# NCCL_SEARCH_TIMEOUT 2^14, NCCL_SEARCH_TIMEOUT_TREE 2^14, NCCL_SEARCH_TIMEOUT_SAMECHANNELS 2^8.
+_TIMEOUT = 1 << 14
+_TIMEOUT_TREE = 1 << 14
+_TIMEOUT_SAME_CHANNELS = 1 << 8
+# Lowering the speed stops once it would fall to 0.49 of the best solution (search.cc).
+_SPEED_FLOOR = 0.49
+# NCCL charges PCIe links 6/5 of the bandwidth on a PHB path through an Intel CPU
+# (INTEL_P2P_OVERHEAD, topo.h v2.9+; nccl-model.md 1.4 and 3.5).
+_INTEL_P2P_OVERHEAD = 6 / 5
+# Capacity comparisons tolerate this much rounding, as NCCL's SUB_ROUND keeps 0.001 GB/s.
+_SLACK = 1e3  # [B/s]
+# The fallback when nothing is found: one channel in index order at 0.1 GB/s, type SYS.
+_FALLBACK_BW = 0.1e9  # [B/s]
+
+
+class ChannelSearchError(DgxTopoError):
+    """Bad arguments to the channel search."""
+
+
+@dataclass(frozen=True, slots=True)
+class LinkLoad:
+    """What the channels reserve on one directed edge.
+
+    Attributes
+    ----------
+    edge : tuple
+        ``(u, v)``.
+    reserved : float
+        Sum over channels of ``bwIntra x share`` (x 6/5 on PHB PCIe hops). [B/s]
+    capacity : float
+        NCCL's capacity of the edge (:func:`nccl_capacity`). [B/s]
+    """
+
+    edge: tuple
+    reserved: float
+    capacity: float
+
+    @property
+    def utilisation(self) -> float:
+        """``reserved / capacity``."""
+        return self.reserved / self.capacity
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelSearch:
+    """The channels NCCL's search finds for a set of GPUs: an ``ncclTopoGraph``.
+
+    Attributes
+    ----------
+    pattern : str
+        ``"ring"`` or ``"balanced_tree"``.
+    gpus : tuple
+        The communicator's GPU nodes, in index order.
+    channels : tuple of tuple
+        Per channel, the GPU order (a ring closes back to its first GPU; a tree channel is
+        a chain from its first GPU). After duplication, as NCCL logs them.
+    bw_intra : float
+        Bandwidth each channel reserves on every link it crosses, NCCL's ``bwIntra``. [B/s]
+    type_intra : PathType
+        The worst path type the channels were allowed (NCCL's ``typeIntra``).
+    same_channels : bool
+        Every channel follows the same order.
+    max_bw, total_bw : float
+        NCCL's ``maxBw`` and ``totalBw`` of this GPU set. [B/s]
+    loads : tuple of LinkLoad
+        The edges the channels cross, most utilised first.
+    duplicated : bool
+        The channels were split by ``ncclTopoDupChannels``.
+    timed_out : bool
+        Some search ran out of NCCL's step budget.
+    trace : tuple of str
+        The searches tried, in order, with what each found (for ``--explain``).
+    """
+
+    pattern: str
+    gpus: tuple
+    channels: tuple
+    bw_intra: float
+    type_intra: PathType
+    same_channels: bool
+    max_bw: float
+    total_bw: float
+    loads: tuple
+    duplicated: bool
+    timed_out: bool
+    trace: tuple
+
+    @property
+    def nchannels(self) -> int:
+        """Number of channels, NCCL's ``graph.nChannels`` (before ``ncclTopoPostset`` doubles
+        ``comm->nChannels``)."""
+        return len(self.channels)
+
+    @property
+    def bandwidth(self) -> float:
+        """``nchannels x bw_intra``: the bus bandwidth the channels carry. [B/s]"""
+        return self.nchannels * self.bw_intra
+
+    @property
+    def bottleneck(self) -> tuple:
+        """The edges the channels fill (utilisation within 0.1 % of the highest)."""
+        if not self.loads:
+            return ()
+        top = self.loads[0].utilisation
+        return tuple(load.edge for load in self.loads if load.utilisation >= top * 0.999)
+
+    def graph(self) -> ChannelGraph:
+        """The tuning model's view of this result."""
+        return ChannelGraph(self.nchannels, self.bw_intra, self.type_intra.name,
+                            pattern=self.pattern, same_channels=self.same_channels)
+
+
+def nccl_capacity(G, u, v, profile=None) -> float:
+    """NCCL's bandwidth for the directed edge (u, v) under a profile, per direction.
+
+    NVLink: ``links x ncclTopoNVLinkBw(cc)`` with the compute capability of the GPU end
+    (of the slowest GPU of the fabric for a switch-to-switch trunk, which NCCL does not
+    model at all). Socket-to-socket: the profile's ``BDW_QPI_BW`` or ``SKL_QPI_BW`` for the
+    whole connection. Anything else: the catalogue's NCCL figure x links (PCIe
+    ``width x speed / 80``, NICs ``speed / 8000``), which no NCCL version changed.
+
+    Parameters
+    ----------
+    G : networkx.DiGraph
+    u, v : node ids
+    profile : str or NcclProfile, optional
+
+    Returns
+    -------
+    float
+        [B/s]
+
+    Examples
+    --------
+    >>> import topo
+    >>> G = topo.dgx1v()
+    >>> nccl_capacity(G, "gpu0", "gpu3") / 1e9, nccl_capacity(G, "gpu0", "gpu3", "2.12.12") / 1e9
+    (40.0, 44.0)
+    """
+    profile = nccl_profile(profile)
+    data = G.adj[u][v]
+    if data["kind"] == "nvlink":
+        ends = [G.nodes[n]["compute_capability"] for n in (u, v) if G.nodes[n]["kind"] == "gpu"]
+        cc = min(ends) if ends else min(cc for _, cc in G.nodes(data="compute_capability") if cc)
+        return data["links"] * profile.nvlink_bandwidth(cc)
+    if data["kind"] == "cpu-to-cpu":
+        if data.get("link") == "qpi_bdw":
+            return profile.bdw_qpi_bandwidth
+        if data.get("link") == "upi_skl":
+            return profile.skl_qpi_bandwidth
+        return LINKS[data["link"]].nccl_bandwidth
+    return data["links"] * LINKS[data["link"]].nccl_bandwidth
+
+
+class _Hop:
+    """A routed GPU-to-GPU hop as the search charges it."""
+
+    __slots__ = ("type", "bandwidth", "charges", "nhops")
+
+    def __init__(self, path_type, bandwidth, charges, nhops):
+        self.type = path_type
+        self.bandwidth = bandwidth
+        self.charges = charges  # tuple of (edge index, bandwidth multiplier)
+        self.nhops = nhops
+
+
+class _Fabric:
+    """NCCL's view of one fabric, shared by the searches of many GPU sets of it.
+
+    Routes between two GPUs do not pass through other GPUs, except NCCL's NVB relay, so
+    they are computed once on the whole fabric; a GPU set then only decides which relay
+    GPUs are available (NCCL's system holds only the communicator's GPUs).
+    """
+
+    def __init__(self, G, profile):
+        self.G = G
+        self.profile = profile
+        self.router = _Router(G)
+        self.intel = all("Intel" in str(G.nodes[c].get("model", "Intel"))
+                         for c, k in G.nodes(data="kind") if k == "cpu")
+        self.order = {n: i for i, n in enumerate(G)}
+        self._routes: dict = {}
+        self._relays: dict = {}
+        self._capacity: dict = {}
+
+    def capacity(self, u, v) -> float:
+        if (u, v) not in self._capacity:
+            self._capacity[u, v] = nccl_capacity(self.G, u, v, self.profile)
+        return self._capacity[u, v]
+
+    def _relay_order(self, a, b) -> list:
+        """GPUs that can relay a -> b over two NVLink bundles, best first (as the router picks)."""
+        if (a, b) not in self._relays:
+            G = self.G
+            found = []
+            for m, first in G.adj[a].items():
+                second = G.adj[m].get(b)
+                if (m != b and G.nodes[m]["kind"] == "gpu" and first["kind"] == "nvlink"
+                        and second is not None and second["kind"] == "nvlink"):
+                    key = (-min(first["bandwidth"], second["bandwidth"]),
+                           first["latency"] + second["latency"], self.order[m])
+                    found.append((key, m))
+            self._relays[a, b] = [m for _, m in sorted(found)]
+        return self._relays[a, b]
+
+    def hop(self, a, b, members) -> tuple:
+        """``(path type, ((edge, share), ...))`` of the hop a -> b within ``members``."""
+        if (a, b) not in self._routes:
+            r = self.router.route(a, b, nvb=False)
+            self._routes[a, b] = (r.path_type, tuple(zip(r.edges, r.shares)))
+        path_type, flow = self._routes[a, b]
+        if path_type == PathType.NVL:
+            return path_type, flow
+        for m in self._relay_order(a, b):
+            if m in members:
+                return PathType.NVB, (((a, m), 1.0), ((m, b), 1.0))
+        return path_type, flow
+
+
+class _Problem:
+    """The communicator's GPUs, their hops and the edge capacities, as plain arrays."""
+
+    def __init__(self, fabric, gpus):
+        G, profile = fabric.G, fabric.profile
+        members = set(gpus)
+        self.n = len(gpus)
+        self.gpus = list(gpus)
+        self.edges: list = []
+        self.index: dict = {}
+        index = self.index
+        self._port_cache: dict = {}
+        self.capacity: list = []
+        self.hop = [[None] * self.n for _ in range(self.n)]
+        for i, a in enumerate(gpus):
+            for j, b in enumerate(gpus):
+                if i == j:
+                    continue
+                path_type, flow = fabric.hop(a, b, members)
+                overhead = _INTEL_P2P_OVERHEAD if fabric.intel and path_type == PathType.PHB else 1.0
+                charges, width = [], math.inf
+                for (u, v), share in flow:
+                    if (u, v) not in index:
+                        index[u, v] = len(self.edges)
+                        self.edges.append((u, v))
+                        self.capacity.append(fabric.capacity(u, v))
+                    k = index[u, v]
+                    factor = share * (overhead if G.adj[u][v]["kind"] == "pcie" else 1.0)
+                    charges.append((k, factor))
+                    width = min(width, self.capacity[k] / factor)
+                # Parallel switch paths are equally long, so the shares add up to the hops of one.
+                self.hop[i][j] = _Hop(path_type, width, tuple(charges), round(sum(f for _, f in flow)))
+        self.nvswitch = any(G.nodes[v]["kind"] == "nvswitch" for g in gpus for v in G.successors(g))
+        if self.n > 1:
+            hops = [self.hop[i][j] for i in range(self.n) for j in range(self.n) if i != j]
+            self.max_bw = max(h.bandwidth for h in hops)
+            self.types = sorted({h.type for h in hops})
+        else:
+            self.max_bw = profile.loc_bandwidth
+            self.types = [PathType.LOC]
+        total = 0.0
+        for g in gpus:
+            # NCCL's totalBw: the GPU's NVLink bandwidth (to switches and to GPUs of the
+            # communicator; others are not in NCCL's system) or its PCIe link.
+            nvlink = sum(fabric.capacity(g, v) for v, d in G.adj[g].items() if d["kind"] == "nvlink"
+                         and (G.nodes[v]["kind"] != "gpu" or v in members))
+            pcie = max((fabric.capacity(g, v) for v, d in G.adj[g].items() if d["kind"] == "pcie"),
+                       default=0.0)
+            total = max(total, nvlink, pcie)
+        self.total_bw = total if self.n > 1 else profile.loc_bandwidth
+        # Candidate order after GPU i (search.cc ncclTopoSearchNextGpuSort without NET):
+        # wider path first, then fewer hops, then index.
+        self.order = [sorted((j for j in range(self.n) if j != i),
+                             key=lambda j, i=i: (-self.hop[i][j].bandwidth, self.hop[i][j].nhops, j))
+                      for i in range(self.n)]
+
+    # -- upper bound on channels ---------------------------------------------------------
+    def _ports(self, type_intra) -> list:
+        """Per GPU: the edges its allowed hops leave and enter it by.
+
+        Returns, per GPU, ``(pairs, exits, entries)``: ``pairs`` are ``(out edge, in edge)``
+        of the direct NVLink bundles to a neighbour that only the direct hops use, the rest
+        are ``(edge, smallest share)`` of every other edge a hop leaves or enters by.
+        """
+        if type_intra in self._port_cache:
+            return self._port_cache[type_intra]
+        ports = []
+        for i in range(self.n):
+            out_use: dict = {}
+            in_use: dict = {}
+            for j in range(self.n):
+                if j == i:
+                    continue
+                for hop, use, end in ((self.hop[i][j], out_use, 0), (self.hop[j][i], in_use, 1)):
+                    if hop.type > type_intra:
+                        continue
+                    for k, f in hop.charges:
+                        if self.edges[k][end] == self.gpus[i]:
+                            direct = len(hop.charges) == 1 and f == 1.0
+                            old = use.get(k, (True, math.inf))
+                            use[k] = (old[0] and direct, min(old[1], f))
+            pairs, exits, entries = [], [], []
+            paired = set()
+            for k, (direct, f) in out_use.items():
+                neighbour = self.edges[k][1]
+                back = self.index.get((neighbour, self.gpus[i]))
+                if direct and back in in_use and in_use[back][0] and self.n > 2:
+                    pairs.append((k, back))
+                    paired.add(back)
+                else:
+                    exits.append((k, f))
+            entries = [(k, f) for k, (_, f) in in_use.items() if k not in paired]
+            ports.append((tuple(pairs), tuple(exits), tuple(entries)))
+        self._port_cache[type_intra] = ports
+        return ports
+
+    def _connected(self, speed, type_intra, remaining) -> bool:
+        """Every GPU reaches every other by hops that fit ``speed`` now: a channel needs it."""
+        def fits(i, j):
+            hop = self.hop[i][j]
+            return hop.type <= type_intra and all(remaining[k] + _SLACK >= speed * f
+                                                  for k, f in hop.charges)
+        n = self.n
+        return (len(_reach(n, 0, fits)) == n
+                and len(_reach(n, 0, lambda i, j: fits(j, i))) == n)
+
+    def channel_bound(self, remaining, speed, type_intra, ring=True) -> int:
+        """Most ring channels the links could still hold at ``speed`` with hops up to ``type_intra``.
+
+        No bound for trees (a chain does not enter its first GPU nor leave its last). Every
+        ring channel leaves and enters every GPU exactly once. Out of GPU i, an edge with
+        room ``r`` carrying share ``f`` of a hop admits ``f x floor(r / (speed x f))``
+        channels; in a ring of three or more GPUs a channel cannot enter from and leave to
+        the same direct neighbour, so with U entries and V exits of which neighbour x holds
+        u_x and v_x, GPU i admits at most ``min(U, V, U - u_x + V - v_x)`` channels.
+        """
+        if self.n == 1:
+            return 1 << 30
+        if not self._connected(speed, type_intra, remaining):
+            return 0
+        if not ring:
+            return 1 << 30
+
+        def units(k, f):
+            return f * math.floor((remaining[k] + _SLACK) / (speed * f))
+
+        bound = 1 << 30
+        for pairs, exits, entries in self._ports(type_intra):
+            paired = [(units(o, 1.0), units(b, 1.0)) for o, b in pairs]
+            out = sum(v for v, _ in paired) + sum(units(k, f) for k, f in exits)
+            inward = sum(u for _, u in paired) + sum(units(k, f) for k, f in entries)
+            limit = min(out, inward)
+            for v, u in paired:
+                limit = min(limit, inward - u + out - v)
+            bound = min(bound, math.floor(limit + 1e-9))
+        return bound
+
+
+def _reach(n, start, step) -> set:
+    seen, todo = {start}, [start]
+    while todo:
+        i = todo.pop()
+        for j in range(n):
+            if j not in seen and step(i, j):
+                seen.add(j)
+                todo.append(j)
+    return seen
+
+
+class _Timeout(Exception):
+    pass
+
+
+class _Perfect(Exception):
+    pass
+
+
+class _Search:
+    """One ``ncclTopoSearchRec``: as many channels as fit at one speed and type."""
+
+    def __init__(self, problem, speed, type_intra, same_channels, ring, max_channels, budget):
+        self.p = problem
+        self.speed = speed
+        self.type_intra = type_intra
+        self.same = same_channels
+        self.ring = ring
+        self.max_channels = max_channels
+        self.budget = budget
+        self.steps = 0
+        self.remaining = list(problem.capacity)
+        self.channels: list = []
+        self.best: list = []
+        self.best_hops = math.inf
+        self.hops = 0
+        self.timed_out = False
+        self.by_room = False  # candidate order: NCCL's static one, or widest room left first
+        self.ceiling = min(max_channels, problem.channel_bound(problem.capacity, speed, type_intra, ring))
+
+    # -- capacity ----------------------------------------------------------------------
+    def _allowed(self, i, j) -> bool:
+        hop = self.p.hop[i][j]
+        if hop.type > self.type_intra:
+            return False
+        if not self.ring and self.p.hop[j][i].type > self.type_intra:
+            return False  # tree patterns check the reverse path type too (search.cc)
+        need = self.speed
+        remaining = self.remaining
+        return all(remaining[k] + _SLACK >= need * f for k, f in hop.charges)
+
+    def _charge(self, i, j, sign) -> None:
+        hop = self.p.hop[i][j]
+        amount = sign * self.speed
+        for k, f in hop.charges:
+            self.remaining[k] -= amount * f
+        self.hops += sign * hop.nhops
+
+    # -- recursion ---------------------------------------------------------------------
+    def _candidates(self, order, forced):
+        last = order[-1]
+        n = self.p.n
+        if forced is not None:
+            following = forced[len(order)] if len(order) < n else None
+            return [] if following is None or following in order else [following]
+        if self.p.nvswitch:
+            # With an NVSwitch, NCCL tries only the neighbours: ring next then previous;
+            # trees previous then next (search.cc ncclTopoSearchNextGpuSort).
+            near = [(last + 1) % n, (last - 1) % n]
+            if not self.ring:
+                near.reverse()
+            return [j for j in dict.fromkeys(near) if j not in order]
+        candidates = [j for j in self.p.order[last] if j not in order]
+        if self.by_room:
+            remaining = self.remaining
+            room = {j: min((remaining[k] / f for k, f in self.p.hop[last][j].charges), default=math.inf)
+                    for j in candidates}
+            candidates.sort(key=lambda j: -room[j])  # stable: NCCL's order breaks ties
+        return candidates
+
+    def _place(self, order, forced) -> None:
+        self.steps += 1
+        if self.steps > self.budget:
+            raise _Timeout
+        if len(order) == self.p.n:
+            self._close(order)
+            return
+        for j in self._candidates(order, forced):
+            if self._allowed(order[-1], j):
+                self._charge(order[-1], j, +1)
+                order.append(j)
+                self._place(order, forced)
+                order.pop()
+                self._charge(order[-1], j, -1)
+
+    def _close(self, order) -> None:
+        closing = self.ring and self.p.n > 1
+        if closing:
+            if not self._allowed(order[-1], order[0]):
+                return
+            self._charge(order[-1], order[0], +1)
+        self.channels.append(tuple(order))
+        count = len(self.channels)
+        if count > len(self.best) or (count == len(self.best) and self.hops < self.best_hops):
+            self.best, self.best_hops = list(self.channels), self.hops
+        if count >= self.ceiling:
+            # max_channels (NCCL's "perfect" search) or all the links can hold: nothing
+            # found later could have more channels. NCCL would search on for an equal set
+            # with fewer hops, which changes which channels are listed, not their number.
+            raise _Perfect
+        if self._bound() > len(self.best):
+            self.start_channel()
+        self.channels.pop()
+        if closing:
+            self._charge(order[-1], order[0], -1)
+
+    def _bound(self) -> int:
+        """Channels reachable from here: those placed and what the links still admit."""
+        spare = self.p.channel_bound(self.remaining, self.speed, self.type_intra, self.ring)
+        return len(self.channels) + min(self.max_channels - len(self.channels), spare)
+
+    def start_channel(self) -> None:
+        n = self.p.n
+        if not self.channels:
+            self._place([0], tuple(range(n)))  # FORCED_ORDER_PCI: GPU 0, 1, 2, ...
+        else:
+            previous = self.channels[-1]
+            self._place([previous[0]], previous)  # FORCED_ORDER_REPLAY
+        if not self.same or not self.channels:
+            for start in range(n):
+                self._place([start], None)
+
+    def run(self) -> "_Search":
+        try:
+            self.start_channel()
+        except _Timeout:
+            self.timed_out = True
+        except _Perfect:
+            pass
+        return self
+
+
+def _better(candidate, incumbent) -> bool:
+    """ncclTopoCompareGraphs: more nChannels x bwIntra, then fewer hops."""
+    if incumbent is None:
+        return True
+    a = len(candidate["channels"]) * candidate["speed"]
+    b = len(incumbent["channels"]) * incumbent["speed"]
+    if not math.isclose(a, b, rel_tol=1e-12):
+        return a > b
+    return candidate["hops"] < incumbent["hops"]
+
+
+def search_channels(G, gpus=None, *, pattern: str = "ring", min_channels: int | None = None,
+                    max_channels: int | None = None, profile=None) -> ChannelSearch:
+    """NCCL's channel search for a set of GPUs of one host (see the module docstring).
+
+    Parameters
+    ----------
+    G : networkx.DiGraph
+        A fabric.
+    gpus : iterable of int or str, optional
+        GPU ids (``topo.select_gpus``); every GPU by default. Order does not matter: NCCL's
+        search works in PCI (index) order.
+    pattern : str
+        ``"ring"`` (NCCL's ring graph) or ``"balanced_tree"`` (its tree graph).
+    min_channels, max_channels : int, optional
+        Defaults: ring 1 and ``MAXCHANNELS / 2``; tree both equal to the ring's channels
+        (NCCL searches the tree graph with the ring's count, nccl-model.md 3.1).
+    profile : str or NcclProfile, optional
+        NCCL version profile (default: the reference version).
+
+    Returns
+    -------
+    ChannelSearch
+
+    Raises
+    ------
+    ChannelSearchError
+        For an unknown pattern or inconsistent channel bounds.
+    topo.GpuSelectionError, topo.TopologyError
+        For bad GPU ids or an invalid fabric.
+    """
+    validate(G)
+    nodes = sorted(select_gpus(G, gpus), key=lambda n: (G.nodes[n]["host"], G.nodes[n]["index"]))
+    return search_channels_in(_Fabric(G, nccl_profile(profile)), nodes, pattern=pattern,
+                              min_channels=min_channels, max_channels=max_channels)
+
+
+def search_channels_in(fabric, nodes, *, pattern="ring", min_channels=None, max_channels=None):
+    """:func:`search_channels` on a prepared fabric, for GPU nodes in index order."""
+    G, profile = fabric.G, fabric.profile
+    if pattern not in PATTERNS:
+        raise ChannelSearchError(f"unknown pattern {pattern!r}: expected one of {', '.join(PATTERNS)}")
+    if len({G.nodes[n]["host"] for n in nodes}) > 1:
+        raise ChannelSearchError("the channel search covers GPUs of one host: expected GPU ids of a "
+                                 "single system (inter-node channels are not modelled yet)")
+    ring = pattern == "ring"
+    maxchannels = profile.require("max_channels")
+    if ring:
+        min_channels = 1 if min_channels is None else min_channels
+        max_channels = maxchannels // 2 if max_channels is None else max_channels
+    elif min_channels is None or max_channels is None:
+        ring_result = search_channels_in(fabric, nodes)
+        min_channels = ring_result.nchannels if min_channels is None else min_channels
+        max_channels = ring_result.nchannels if max_channels is None else max_channels
+    if not (isinstance(min_channels, int) and isinstance(max_channels, int)
+            and 1 <= min_channels <= max_channels <= maxchannels):
+        raise ChannelSearchError(f"expected 1 <= min_channels <= max_channels <= {maxchannels}, "
+                                 f"received {min_channels!r} and {max_channels!r}")
+    problem = _Problem(fabric, nodes)
+    cc = min(G.nodes[n]["compute_capability"] for n in nodes)
+    speeds = profile.speed_array(cc, inter=False)
+    total = problem.total_bw * (1 if ring else problem.n / max(problem.n - 1, 1))
+    index = next((i for i, s in enumerate(speeds)
+                  if s <= problem.max_bw + _SLACK and s * min_channels <= total + _SLACK),
+                 len(speeds) - 1)
+    trace: list[str] = []
+    timed_out = False  # any search ran out of budget
+    last_timed_out = False  # the last search did: NCCL then skips pass 2
+
+    def attempt(speed, type_intra, same, minimum):
+        nonlocal timed_out, last_timed_out
+        ceiling = min(max_channels, problem.channel_bound(problem.capacity, speed, type_intra, ring))
+        if ceiling < minimum or (best is not None
+                                 and ceiling * speed < len(best["channels"]) * best["speed"] - _SLACK):
+            # No set of channels at this speed can be accepted or beat the best: NCCL would
+            # search in vain (and possibly time out), so skip it; the outcome is the same.
+            trace.append(f"{speed / 1e9:g} GB/s, type {type_intra.name}, "
+                         f"{'same' if same else 'free'} channels: skipped, links hold at most "
+                         f"{ceiling} channel(s)")
+            return None, None
+        budget = _TIMEOUT_SAME_CHANNELS if same else (_TIMEOUT if ring else _TIMEOUT_TREE)
+        search = _Search(problem, speed, type_intra, same, ring, max_channels, budget).run()
+        retry = ""
+        if search.timed_out and not same and len(search.best) < search.ceiling:
+            # NCCL's static order can spend its whole budget behind a poor first channel
+            # (it does on a DGX-1V with one more 0-1 link: 5 rings of 20 where 6 fit). Retry
+            # with the widest room first, so that more links never give fewer channels.
+            second = _Search(problem, speed, type_intra, same, ring, max_channels, budget)
+            second.by_room = True
+            second.run()
+            if len(second.best) > len(search.best):
+                retry = f" (NCCL's order: {len(search.best)} in its budget; widest-room order: more)"
+                search = second
+        timed_out = timed_out or search.timed_out
+        last_timed_out = search.timed_out
+        found = len(search.best)
+        trace.append(f"{speed / 1e9:g} GB/s, type {type_intra.name}, "
+                     f"{'same' if same else 'free'} channels: {found} channel(s)"
+                     + (" (budget exhausted)" if search.timed_out else "") + retry
+                     + ("" if found >= minimum else f", fewer than the {minimum} required"))
+        if found < minimum:
+            return None, search
+        return {"channels": search.best, "speed": speed, "type": type_intra, "same": same,
+                "hops": search.best_hops}, search
+
+    best = None
+    type_intra = problem.types[0]
+    same = True
+    while True:
+        result, _ = attempt(speeds[index], type_intra, same, min_channels)
+        if result is not None and _better(result, best):
+            best = result
+        if best is not None and (len(best["channels"]) == max_channels
+                                 or len(best["channels"]) * best["speed"] >= total - _SLACK):
+            break
+        if same:
+            same = False
+            continue
+        same = True
+        higher = [t for t in problem.types if t > type_intra]
+        if higher and (best is None or type_intra < best["type"]):
+            type_intra = higher[0]
+            continue
+        type_intra = problem.types[0]
+        if index + 1 < len(speeds) and (best is None or speeds[index + 1] / best["speed"] > _SPEED_FLOOR):
+            index += 1
+            continue
+        break
+
+    if best is None:  # NCCL's fallback: one channel in PCI order, 0.1 GB/s, type SYS.
+        trace.append("nothing found: fallback to one channel in index order at 0.1 GB/s")
+        channels, bw, type_intra, same = [tuple(range(problem.n))], _FALLBACK_BW, PathType.SYS, True
+        duplicated = False
+    else:
+        channels, bw, type_intra, same = best["channels"], best["speed"], best["type"], best["same"]
+        dup = dup_channels(len(channels), bw, compute_capability=cc, max_channels=max_channels,
+                           pattern=pattern, profile=profile)
+        duplicated = dup.duplicated
+        if duplicated:
+            channels = (channels * 2)[:dup.nchannels]
+            bw = dup.bw_intra
+            trace.append(f"duplicated: {dup.nchannels} channels x {bw / 1e9:g} GB/s")
+        # Pass 2: raise the speed with as many channels (rings only; single-node trees
+        # have bwIntra == bwInter, which NCCL does not raise).
+        step = next((i for i, s in enumerate(speeds) if s <= bw + _SLACK), len(speeds) - 1)
+        while ring and not last_timed_out and step > 0:
+            step -= 1
+            result, search = attempt(speeds[step], type_intra, True, len(channels))
+            if search is not None and search.timed_out:
+                break
+            if result is not None and len(result["channels"]) * result["speed"] > len(channels) * bw:
+                channels, bw, same = result["channels"], result["speed"], result["same"]
+            else:
+                break
+
+    loads = _loads(problem, channels, bw, ring)
+    return ChannelSearch(pattern, tuple(nodes), tuple(tuple(nodes[i] for i in c) for c in channels),
+                         float(bw), type_intra, bool(same), float(problem.max_bw),
+                         float(problem.total_bw), loads, duplicated, timed_out, tuple(trace))
+
+
+def _loads(problem, channels, bw, ring) -> tuple:
+    reserved = [0.0] * len(problem.edges)
+    for order in channels:
+        steps = list(zip(order, order[1:]))
+        if ring and len(order) > 1:
+            steps.append((order[-1], order[0]))
+        for i, j in steps:
+            for k, f in problem.hop[i][j].charges:
+                reserved[k] += bw * f
+    loads = [LinkLoad(problem.edges[k], reserved[k], problem.capacity[k])
+             for k in range(len(problem.edges)) if reserved[k] > 0]
+    loads.sort(key=lambda load: -load.utilisation)
+    return tuple(loads)

@@ -1,0 +1,506 @@
+"""Routes between two GPUs, as a CUDA peer copy and NCCL's P2P transport take them.
+
+A :class:`Route` says which edges a copy from one GPU to another crosses, how its traffic
+divides over them, NCCL's path type for it, and whether the two GPUs can access each other
+(peer-to-peer) or the copy is staged through host memory. :func:`route` computes one,
+:func:`route_bandwidth` its bottleneck under any per-edge capacity (the line rate, NCCL's
+effective figures of :func:`nccl_bandwidth`, or a model's achieved figures), and
+:meth:`Route.load` the traffic it puts on every edge, for bandwidth reservation.
+
+Routing rules, in order (nccl-model.md sections 1.6 and 1.7):
+
+1. **Direct NVLink** (``NVL``): the NVLink bundle between the two GPUs.
+2. **Through NVSwitches** (``NVL``; NCCL folds all NVSwitches into one node, so the path
+   type is NVL whatever the number of switches crossed): the shortest paths from the source
+   GPU to the destination whose intermediate nodes are all NVSwitches.
+3. **Through one intermediate GPU** (``NVB``), only with ``nvb=True``: two NVLink bundles
+   via a GPU both are directly linked to; NCCL's P2P transport then relays through that
+   GPU (its ``intermediateRank``). A CUDA peer copy cannot relay, and NCCL_NVB_DISABLE=1
+   turns this off, so it is off by default (p2pBandwidthLatencyTest stages such pairs
+   through the host: GPU0-GPU5 of a DGX-1V moves 14.3 GB/s both ways, not NVLink speed).
+4. **PCIe**: the PCIe route (over PCIe and socket-to-socket edges, not through a GPU or a
+   NIC). Its type is ``PIX`` (at most one PCIe switch), ``PXB`` (several switches, no
+   host bridge), ``PHB`` (through a CPU's root complex; nvidia-smi's NODE is PHB for
+   NCCL, whose CPU node is a NUMA domain) or ``SYS`` (across the socket-to-socket link).
+   Peer access needs a type no worse than ``PXB`` (NCCL's default ``p2pLevel``).
+   Otherwise there is no peer access and the copy is **staged through host memory**: the
+   route is the same PCIe path, marked with the CPU whose memory holds the bounce buffer.
+   As NCCL does (``addInterStep`` to the destination's local CPU), that is the CPU nearest
+   the destination, so a cross-socket copy is GPU -> PCIe -> CPU0 -> QPI -> CPU1 (host
+   memory) -> PCIe -> GPU.
+
+Parallel paths (DGX-2) and the choice of representation
+-------------------------------------------------------
+On a DGX-2 every GPU has one link to each of the 6 NVSwitches of its baseboard, so a pair
+is connected by 6 parallel paths (``gpu0 -> nvswitch_s -> gpu1`` within a board,
+``gpu0 -> nvswitch_s -> nvswitch_s+6 -> gpu8`` across), one link each: 150 GB/s line rate
+per direction, where any single path carries 25. A route is therefore **a flow, not a
+single path**: the directed edges it crosses, each with the fraction of the pair's traffic
+it carries (:attr:`Route.shares`). The traffic is spread over all shortest switch paths the
+way NVSwitch fabrics spray it: at the source and at every switch, over the next hops on a
+shortest path, in proportion to their bandwidth (one sixth per plane on a DGX-2). The
+route's bandwidth is ``min over edges of capacity / share``.
+
+Why a flow rather than a tuple of parallel paths: on the DGX-2 the 6 paths share no edge,
+but on larger NVSwitch fabrics (two switch levels) paths share the leaf-to-spine edges and
+their number multiplies with every level; the (edge, share) form is what bandwidth
+reservation needs (:meth:`Route.load`), stays linear in the fabric size, and still gives
+the paths on demand (:attr:`Route.paths`). A single-path route is the special case where
+every share is 1.
+
+Caveat: proportional spraying is static, so on a fabric whose GPUs have *unequal* link
+counts to the switches a pair's two directions can differ, and removing a link can
+re-balance the split and raise a pair's figure (a Braess effect); on the built-in fabrics
+the links are uniform and neither happens.
+
+Examples
+--------
+>>> from topo import dgx1v, dgx2
+>>> r = route(dgx1v(), "gpu0", "gpu3")
+>>> r.path_type.name, r.nodes, r.bandwidth / 1e9
+('NVL', ('gpu0', 'gpu3'), 50.0)
+>>> r = route(dgx1v(), "gpu0", "gpu5")
+>>> r.path_type.name, r.p2p, r.host_memory, r.nodes
+('SYS', False, 'cpu1', ('gpu0', 'pcie0', 'cpu0', 'cpu1', 'pcie2', 'gpu5'))
+>>> r = route(dgx2(), "gpu0", "gpu8")
+>>> len(r.paths), r.paths[0], r.bandwidth / 1e9
+(6, ('gpu0', 'nvswitch0', 'nvswitch6', 'gpu8'), 150.0)
+>>> route_bandwidth(dgx2(), r, nccl_bandwidth)[0] / 1e9   # NCCL: 6 x 20 GB/s (SM70)
+120.0
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass
+from enum import IntEnum
+
+from topo.errors import TopologyError
+from topo.schema import validate
+from topo.specs import LINKS
+
+__all__ = [
+    "PathType", "P2P_LEVEL", "Route", "RouteError",
+    "route", "route_bandwidth", "line_rate", "nccl_bandwidth",
+]
+
+
+class PathType(IntEnum):
+    """NCCL's path types with their numeric values (NCCL 2.27.7, ``src/include/graph.h``).
+
+    Lower is better; NCCL compares them numerically (nccl-model.md section 1.3).
+    ``LOC`` self, ``NVL`` NVLink (direct or through NVSwitches), ``NVB`` NVLink through one
+    intermediate GPU, ``C2C`` Grace chip-to-chip, ``PIX`` at most one PCIe switch, ``PXB``
+    several PCIe switches, ``P2C`` C2C then PCIe, ``PXN`` NVLink to a peer then its PCIe,
+    ``PHB`` through a PCIe host bridge (CPU), ``SYS`` across the socket-to-socket link,
+    ``NET`` network, ``DIS`` disconnected. This module produces LOC, NVL, NVB, PIX, PXB,
+    PHB and SYS.
+    """
+
+    LOC = 0
+    NVL = 1
+    NVB = 2
+    C2C = 3
+    PIX = 4
+    PXB = 5
+    P2C = 6
+    PXN = 7
+    PHB = 8
+    SYS = 9
+    NET = 10
+    DIS = 11
+
+
+#: NCCL's default P2P level: peer access for path types up to and including it (paths.cc).
+P2P_LEVEL = PathType.PXB
+
+
+class RouteError(TopologyError):
+    """Two nodes that are not GPUs of the fabric, or GPUs without any route between them."""
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """How a copy from one GPU to another crosses the fabric.
+
+    Attributes
+    ----------
+    src, dst : node ids
+        The two GPU nodes.
+    path_type : PathType
+        NCCL's type of the path.
+    p2p : bool
+        Peer access (the copy goes GPU to GPU); False when it is staged through host memory.
+    edges : tuple of (u, v)
+        The directed edges the copy crosses, from ``src`` towards ``dst`` (a topological
+        order of the flow; empty for a device-local copy).
+    shares : tuple of float
+        Per edge, the fraction of the pair's traffic it carries (1 on a single path).
+    bandwidth : float
+        Line rate the route can carry per direction, ``min(bandwidth / share)``; ``inf``
+        for a device-local copy (no edge limits it). [B/s]
+    bottleneck : tuple or None
+        The edge that sets ``bandwidth`` (first in route order on a tie), None if no edge.
+    latency : float
+        Sum of the edges' ``latency`` along the longest of the parallel paths; hardware
+        only, without any software overhead. [s]
+    via : node id or None
+        The intermediate GPU of an NVB route.
+    host_memory : node id or None
+        The CPU whose memory stages a copy without peer access.
+    """
+
+    src: object
+    dst: object
+    path_type: PathType
+    p2p: bool
+    edges: tuple
+    shares: tuple
+    bandwidth: float
+    bottleneck: tuple | None
+    latency: float
+    via: object = None
+    host_memory: object = None
+
+    @property
+    def paths(self) -> tuple:
+        """All parallel node paths from ``src`` to ``dst`` (one for most routes).
+
+        Returns
+        -------
+        tuple of tuple
+            Node paths, in the order of the route's edges.
+        """
+        if not self.edges:
+            return ((self.src,),)
+        succ: dict = {}
+        for u, v in self.edges:
+            succ.setdefault(u, []).append(v)
+        found = []
+
+        def walk(path):
+            last = path[-1]
+            if last == self.dst:
+                found.append(tuple(path))
+                return
+            for nxt in succ.get(last, ()):
+                walk(path + [nxt])
+
+        walk([self.src])
+        return tuple(found)
+
+    @property
+    def nodes(self) -> tuple:
+        """The node path; for a route of parallel paths, the first of :attr:`paths`."""
+        return self.paths[0]
+
+    def load(self, rate: float) -> dict:
+        """Traffic on every edge when the pair moves ``rate`` per direction.
+
+        Parameters
+        ----------
+        rate : float
+            Rate of the copy. [B/s]
+
+        Returns
+        -------
+        dict
+            ``(u, v) -> rate x share``. [B/s]
+
+        Examples
+        --------
+        >>> from topo import dgx2
+        >>> r = route(dgx2(), "gpu0", "gpu1")
+        >>> load = r.load(150e9)
+        >>> len(load), load["gpu0", "nvswitch3"] / 1e9
+        (12, 25.0)
+        """
+        return {edge: rate * share for edge, share in zip(self.edges, self.shares)}
+
+
+def line_rate(G, u, v) -> float:
+    """The edge's line rate per direction, its ``bandwidth`` attribute. [B/s]"""
+    return float(G.adj[u][v]["bandwidth"])
+
+
+def nccl_bandwidth(G, u, v) -> float:
+    """What NCCL's topology model charges for the edge (u, v), per direction.
+
+    ``LINKS[link].nccl_bandwidth x links`` (NCCL adds the bandwidth of parallel links,
+    nccl-model.md 1.2); a socket-to-socket edge is charged the single figure NCCL gives the
+    whole connection (``BDW_QPI_BW`` 6, ``SKL_QPI_BW`` 10 GB/s), whatever its link count.
+
+    Parameters
+    ----------
+    G : networkx.DiGraph
+    u, v : node ids
+        An edge of ``G``.
+
+    Returns
+    -------
+    float
+        [B/s]
+
+    Raises
+    ------
+    TopologyError
+        If the edge carries no ``link`` attribute naming a technology of ``topo.specs.LINKS``.
+
+    Examples
+    --------
+    >>> from topo import dgx1v
+    >>> G = dgx1v()
+    >>> nccl_bandwidth(G, "gpu0", "gpu3") / 1e9, nccl_bandwidth(G, "cpu0", "cpu1") / 1e9
+    (40.0, 6.0)
+    """
+    data = G.adj[u][v]
+    link = data.get("link")
+    if link not in LINKS:
+        raise TopologyError(
+            f"edge ({u!r}, {v!r}): NCCL's bandwidth needs attribute 'link' naming one of "
+            f"{', '.join(LINKS)}, received {link!r}")
+    spec = LINKS[link]
+    if data["kind"] == "cpu-to-cpu":
+        return float(spec.nccl_bandwidth)
+    return float(spec.nccl_bandwidth * data["links"])
+
+
+def route_bandwidth(G, r: Route, capacity=line_rate) -> tuple:
+    """Bottleneck of a route under a per-edge capacity.
+
+    Parameters
+    ----------
+    G : networkx.DiGraph
+        The fabric the route was computed on.
+    r : Route
+    capacity : callable
+        ``capacity(G, u, v)`` -> capacity of the edge per direction [B/s]; for instance
+        :func:`line_rate` (default) or :func:`nccl_bandwidth`.
+
+    Returns
+    -------
+    tuple
+        ``(bandwidth, edge)``: ``min over edges of capacity / share`` [B/s] and the edge
+        that sets it (``(inf, None)`` for a route without edges).
+    """
+    best, where = math.inf, None
+    for (u, v), share in zip(r.edges, r.shares):
+        value = capacity(G, u, v) / share
+        if value < best:
+            best, where = value, (u, v)
+    return best, where
+
+
+def route(G, src, dst, *, nvb: bool = False) -> Route:
+    """The route of a copy from GPU ``src`` to GPU ``dst`` (see the module docstring).
+
+    Parameters
+    ----------
+    G : networkx.DiGraph
+        A fabric (validated here).
+    src, dst : node ids
+        GPU nodes of ``G``; equal for a device-local copy (path type LOC, no edges).
+    nvb : bool
+        Allow NCCL's relay through one intermediate GPU (path type NVB) for pairs without
+        an NVLink or NVSwitch path; off by default, as a CUDA peer copy cannot relay.
+
+    Returns
+    -------
+    Route
+
+    Raises
+    ------
+    TopologyError
+        If ``G`` is not a valid fabric.
+    RouteError
+        If ``src`` or ``dst`` is not a GPU of ``G``, or the two have neither an NVLink nor
+        a PCIe route (GPUs of different hosts: the network transport is not modelled).
+    """
+    validate(G)
+    return _Router(G).route(src, dst, nvb=nvb)
+
+
+class _Router:
+    """Routes on one fabric, with per-node searches cached for computing many pairs."""
+
+    def __init__(self, G):
+        self.G = G
+        self.kind = dict(G.nodes(data="kind"))
+        self.order = {n: i for i, n in enumerate(G)}
+        self.adj = {u: dict(nbrs) for u, nbrs in G.adj.items()}  # plain dicts: fast lookups
+        self.nv_succ = {n: [] for n in G}
+        self.nv_pred = {n: [] for n in G}
+        self.pcie_adj = {n: [] for n in G}
+        for u, v, d in G.edges(data=True):
+            if d["kind"] == "nvlink":
+                self.nv_succ[u].append(v)
+                self.nv_pred[v].append(u)
+            elif d["kind"] in ("pcie", "cpu-to-cpu"):
+                self.pcie_adj[u].append(v)
+        self._forward: dict = {}
+        self._backward: dict = {}
+        self._pcie: dict = {}
+
+    # -- searches -------------------------------------------------------------------------
+    def _switch_distances(self, start, neighbours) -> dict:
+        """BFS hop counts from ``start`` expanding only NVSwitches (GPUs are end points)."""
+        dist = {start: 0}
+        queue = deque([start])
+        while queue:
+            x = queue.popleft()
+            for y in neighbours[x]:
+                if y not in dist:
+                    dist[y] = dist[x] + 1
+                    if self.kind[y] == "nvswitch":
+                        queue.append(y)
+        return dist
+
+    def forward(self, src) -> dict:
+        if src not in self._forward:
+            self._forward[src] = self._switch_distances(src, self.nv_succ)
+        return self._forward[src]
+
+    def backward(self, dst) -> tuple:
+        """Hop counts to ``dst`` through switches, and the switches at each count."""
+        if dst not in self._backward:
+            dist = self._switch_distances(dst, self.nv_pred)
+            levels: dict = {}
+            for node, d in dist.items():
+                if self.kind[node] == "nvswitch":
+                    levels.setdefault(d, []).append(node)
+            self._backward[dst] = (dist, levels)
+        return self._backward[dst]
+
+    def pcie_parents(self, src) -> dict:
+        """BFS tree over PCIe and socket-to-socket edges, through switches and CPUs only."""
+        if src not in self._pcie:
+            parent = {src: None}
+            queue = deque([src])
+            while queue:
+                x = queue.popleft()
+                if x != src and self.kind[x] not in ("pcie_switch", "cpu"):
+                    continue
+                for y in self.pcie_adj[x]:
+                    if y not in parent:
+                        parent[y] = x
+                        queue.append(y)
+            self._pcie[src] = parent
+        return self._pcie[src]
+
+    # -- route construction ---------------------------------------------------------------
+    def _check(self, node, role):
+        if node not in self.kind:
+            raise RouteError(f"{role} {node!r} is not a node of the fabric: expected a GPU node "
+                             f"such as {next((n for n, k in self.kind.items() if k == 'gpu'), None)!r}")
+        if self.kind[node] != "gpu":
+            raise RouteError(f"{role} {node!r} is a {self.kind[node]}: expected a GPU node")
+
+    def _make(self, src, dst, path_type, p2p, flow, **extra) -> Route:
+        edges = tuple(flow)
+        shares = tuple(flow[e] for e in edges)
+        adj = self.adj
+        arrival = {src: 0.0}
+        for u, v in edges:  # edges come in topological order: longest path by relaxation
+            t = arrival[u] + adj[u][v]["latency"]
+            arrival[v] = max(arrival.get(v, 0.0), t)
+        bandwidth, bottleneck = math.inf, None
+        for (u, v), share in zip(edges, shares):
+            value = adj[u][v]["bandwidth"] / share
+            if value < bandwidth:
+                bandwidth, bottleneck = value, (u, v)
+        return Route(src, dst, path_type, p2p, edges, shares, float(bandwidth), bottleneck,
+                     arrival.get(dst, 0.0), **extra)
+
+    def route(self, src, dst, *, nvb: bool = False) -> Route:
+        self._check(src, "source")
+        self._check(dst, "destination")
+        G = self.G
+        if src == dst:
+            return Route(src, dst, PathType.LOC, True, (), (), math.inf, None, 0.0)
+        if G.has_edge(src, dst) and G.edges[src, dst]["kind"] == "nvlink":
+            return self._make(src, dst, PathType.NVL, True, {(src, dst): 1.0})
+        flow = self._switch_flow(src, dst)
+        if flow:
+            return self._make(src, dst, PathType.NVL, True, flow)
+        if nvb:
+            relay = self._relay(src, dst)
+            if relay is not None:
+                return self._make(src, dst, PathType.NVB, True,
+                                  {(src, relay): 1.0, (relay, dst): 1.0}, via=relay)
+        return self._pcie_route(src, dst)
+
+    def _switch_flow(self, src, dst) -> dict:
+        """Spray over all shortest paths through NVSwitches, split by bandwidth at each hop."""
+        distance = self.forward(src).get(dst)
+        if distance is None or distance < 2:
+            return {}
+        to_dst, levels = self.backward(dst)
+        adj = self.adj
+        flow: dict = {}
+        layer = {src: 1.0}
+        for step in range(distance):
+            remaining = distance - step - 1
+            candidates = [dst] if remaining == 0 else levels.get(remaining, [])
+            following: dict = {}
+            for x, amount in layer.items():
+                out = adj[x]
+                if len(candidates) <= len(out):
+                    hops = [y for y in candidates if y in out and out[y]["kind"] == "nvlink"]
+                else:
+                    hops = [y for y in out if out[y]["kind"] == "nvlink"
+                            and to_dst.get(y) == remaining
+                            and (y == dst if remaining == 0 else self.kind[y] == "nvswitch")]
+                total = sum(out[y]["bandwidth"] for y in hops)
+                for y in hops:
+                    share = amount * out[y]["bandwidth"] / total
+                    flow[x, y] = flow.get((x, y), 0.0) + share
+                    following[y] = following.get(y, 0.0) + share
+            layer = following
+        return flow
+
+    def _relay(self, src, dst):
+        """NCCL's NVB: the intermediate GPU with the widest two-bundle path (then fastest)."""
+        G = self.G
+        best = None
+        for m in self.nv_succ[src]:
+            if self.kind[m] != "gpu" or m == dst or not G.has_edge(m, dst):
+                continue
+            second = G.edges[m, dst]
+            if second["kind"] != "nvlink":
+                continue
+            first = G.edges[src, m]
+            key = (-min(first["bandwidth"], second["bandwidth"]),
+                   first["latency"] + second["latency"], self.order[m])
+            if best is None or key < best[0]:
+                best = (key, m)
+        return None if best is None else best[1]
+
+    def _pcie_route(self, src, dst) -> Route:
+        parent = self.pcie_parents(src)
+        if dst not in parent:
+            G = self.G
+            raise RouteError(
+                f"GPUs {src!r} (host {G.nodes[src]['host']}) and {dst!r} (host "
+                f"{G.nodes[dst]['host']}) have neither an NVLink nor a PCIe route: expected GPUs "
+                f"of one host or one NVLink domain (the network transport is not modelled)")
+        path = [dst]
+        while path[-1] != src:
+            path.append(parent[path[-1]])
+        path.reverse()
+        edges = list(zip(path, path[1:]))
+        middle = [self.kind[n] for n in path[1:-1]]
+        if any(self.G.edges[e]["kind"] == "cpu-to-cpu" for e in edges):
+            path_type = PathType.SYS
+        elif "cpu" in middle:
+            path_type = PathType.PHB
+        elif middle.count("pcie_switch") <= 1:
+            path_type = PathType.PIX
+        else:
+            path_type = PathType.PXB
+        flow = {e: 1.0 for e in edges}
+        if path_type <= P2P_LEVEL:
+            return self._make(src, dst, path_type, True, flow)
+        # No peer access: staged through the memory of the CPU nearest the destination.
+        host = next(n for n in reversed(path) if self.kind[n] == "cpu")
+        return self._make(src, dst, path_type, False, flow, host_memory=host)

@@ -1,0 +1,1193 @@
+"""NCCL's tuning model: bus bandwidth, latency, time, and the choice of algorithm and protocol.
+
+This reimplements, from nccl-model.md sections 5.1-5.7, what ``ncclTopoTuneModel`` and
+``ncclTopoGetAlgoTime`` (src/graph/tuning.cc) and ``topoGetAlgoInfo`` (src/enqueue.cc)
+compute, for the Ring and Tree algorithms and the LL, LL128 and Simple protocols. It does
+not look at a fabric: the channel search produces, per algorithm, a :class:`ChannelGraph`
+(NCCL's ``ncclTopoGraph`` result: channel count, per-channel bandwidth, path types), the
+caller bundles the two graphs with the rank counts into a :class:`Communicator`, and the
+functions here do the rest.
+
+Pipeline, one cell of NCCL's table per (algorithm, protocol):
+
+1. :func:`applicability`: is the combination enabled at all (Broadcast/Reduce/AllGather/
+   ReduceScatter run Ring only; LL128 has enabling rules)?
+2. :func:`bus_bandwidth`: ``nChannels x bw`` then the protocol factors and caps, each step
+   recorded.
+3. :func:`bus_to_alg_ratio`: bus -> algorithm bandwidth (Ring ``nRanks/nsteps``, Tree 0.5).
+4. :func:`latency`: base latency + hardware latency x steps, each term recorded.
+5. :func:`tune` bundles 1-4 (what NCCL prints with ``NCCL_DEBUG_SUBSYS=TUNING``);
+   :func:`tuning_table` does every cell.
+6. :func:`algo_time`: ``time = lat + nBytes / bw`` per size, with the tree correction factor
+   and the ring plateau rule; :func:`select_algorithm` takes the lowest time, ties to the lower
+   (algorithm, protocol) index, as NCCL does.
+
+Units are SI throughout: bytes, seconds, B/s. Sizes ``nbytes`` are NCCL's ``nBytes``: the
+total buffer for all_gather / reduce_scatter, the same ``S`` nccl-tests reports
+(:mod:`models.busbw`). Time functions are numpy-vectorised over ``nbytes``.
+
+Not modelled: CollNet, NVLS, NVLSTree and PAT (see :mod:`models.nccl`); NCCL_ALGO /
+NCCL_PROTO environment lists (use ``algorithm=`` / ``protocol=`` of
+:func:`select_algorithm`); tuner plugins; fp8; the channel/thread reduction after the choice
+(it does not change the predicted time); user-forced channel counts. A single rank never reaches NCCL's tuning model
+(NCCL runs a local copy), so :class:`Communicator` needs ``nranks >= 2``.
+
+References
+----------
+.. [1] nccl-model.md sections 3.7, 5.1-5.8 (NVIDIA/nccl v2.27.7-1 src/graph/tuning.cc,
+   src/enqueue.cc, src/graph/search.cc, src/graph/connect.cc).
+
+Examples
+--------
+The worked example of nccl-model.md 5.8: 8 H100 on one NVSwitch node, ring and tree graphs
+of 12 channels x 30 GB/s, AllReduce of 1 MiB.
+
+>>> from models.tuning import ChannelGraph, Communicator, select_algorithm
+>>> from topo.units import GB, MiB, to_us
+>>> g = ChannelGraph(nchannels=12, bw_intra=30 * GB, type_intra="NVL")
+>>> comm = Communicator(nranks=8, ring=g, tree=g, compute_capability=90)
+>>> s = select_algorithm("all_reduce", 1 * MiB, comm)
+>>> s.algorithm, s.protocol, round(to_us(s.time), 1)
+('ring', 'LL', 28.0)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from topo.errors import DgxTopoError
+
+from .busbw import busbw_factor, collective as _collective_spec
+from .nccl import ALGORITHMS, PATH_TYPES, PROTOCOLS, NcclProfile, nccl_profile
+
+__all__ = [
+    "NCCL_COLLECTIVES", "PATTERNS", "CPU_VENDORS",
+    "TuningError", "UnsupportedCollectiveError", "UnknownAlgorithmError",
+    "UnknownProtocolError", "NoAlgorithmError",
+    "ChannelGraph", "Communicator", "BandwidthStep", "BusBandwidth", "LatencyTerm", "Latency",
+    "Tuning", "AlgoTime", "Selection", "ChannelDuplication",
+    "nsteps", "bus_to_alg_ratio", "applicability", "bus_bandwidth", "latency", "tune",
+    "tuning_table", "algo_time", "select_algorithm", "dup_channels", "comm_channels",
+]
+
+#: Collectives NCCL's tuning model covers, in NCCL's function order (nccl-model.md 0).
+NCCL_COLLECTIVES = ("broadcast", "reduce", "all_gather", "reduce_scatter", "all_reduce")
+#: Search patterns of a channel graph (NCCL_TOPO_PATTERN_*; nccl-model.md 3.1-3.2).
+PATTERNS = ("ring", "balanced_tree", "tree", "split_tree")
+#: CPU vendors that change the model (llMaxBws row multi-node, getNetOverhead; 5.1-5.2).
+CPU_VENDORS = ("intel", "amd", "other")
+
+
+class TuningError(DgxTopoError):
+    """Bad input to the tuning model."""
+
+
+class UnsupportedCollectiveError(TuningError):
+    """A collective nccl-tests knows but NCCL's tuning model does not cover."""
+
+
+class UnknownAlgorithmError(TuningError):
+    """An algorithm name other than ``"tree"`` / ``"ring"``."""
+
+
+class UnknownProtocolError(TuningError):
+    """A protocol name other than ``"LL"``, ``"LL128"``, ``"Simple"``."""
+
+
+class NoAlgorithmError(TuningError):
+    """No enabled (algorithm, protocol) matches the request."""
+
+
+# ---------------------------------------------------------------------------------- checks
+def _check_collective(name) -> str:
+    _collective_spec(name)  # UnknownCollectiveError for names nccl-tests does not know either
+    if name not in NCCL_COLLECTIVES:
+        raise UnsupportedCollectiveError(
+            f"{name} has no NCCL tuning model (NCCL runs it as grouped send/recv, see the P2P "
+            f"model): expected one of {list(NCCL_COLLECTIVES)}")
+    return name
+
+
+def _check_algorithm(name) -> str:
+    key = name.lower() if isinstance(name, str) else name
+    if key not in ALGORITHMS:
+        raise UnknownAlgorithmError(f"unknown algorithm {name!r}: expected one of "
+                                    f"{list(ALGORITHMS)}")
+    return key
+
+
+_PROTOCOL_KEYS = {p.lower(): p for p in PROTOCOLS}
+
+
+def _check_protocol(name) -> str:
+    key = _PROTOCOL_KEYS.get(name.lower()) if isinstance(name, str) else None
+    if key is None:
+        raise UnknownProtocolError(f"unknown protocol {name!r}: expected one of {list(PROTOCOLS)}")
+    return key
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
+def _positive_bandwidth(name, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
+            or not math.isfinite(value) or value <= 0:
+        raise TuningError(f"{name} must be a finite bandwidth > 0 [B/s], received {value!r}")
+    return float(value)
+
+
+# ---------------------------------------------------------------------------------- inputs
+@dataclass(frozen=True, slots=True)
+class ChannelGraph:
+    """What NCCL's channel search found for one algorithm (an ``ncclTopoGraph``).
+
+    The channel search fills one for the ring graph and one for the tree graph, with the
+    values NCCL's ``ncclTopoCompute`` ends with *after* :func:`dup_channels` (the values NCCL
+    logs as ``Pattern %d, crossNic %d, nChannels %d, bw %f/%f, type %s/%s, sameChannels %d``).
+
+    Attributes
+    ----------
+    nchannels : int
+        ``graph.nChannels`` (>= 1), before the x2 of ``ncclTopoPostset``.
+    bw_intra : float
+        ``graph.bwIntra``, bandwidth each channel reserves on intra-node links. [B/s]
+    type_intra : str
+        ``graph.typeIntra``, the path type channels needed between GPUs (``"NVL"``,
+        ``"NVB"``, ``"PIX"``, ``"PXB"``, ``"PHB"``, ``"SYS"``, ...; ``"LOC"`` for one GPU).
+        An enum member whose ``name`` is one of these (``models.paths.PathType.NVL``) is
+        stored as its name. ``"NVL"`` selects NCCL's NVLINK latencies, anything else the PCI
+        ones (NVB counts as PCI, nccl-model.md 5.1).
+    bw_inter : float, optional
+        ``graph.bwInter`` [B/s]; defaults to ``bw_intra`` (NCCL sets both to the same speed;
+        they differ only after pass 2 of multi-node tree searches).
+    type_inter : str
+        ``graph.typeInter``: path type to the NIC; ``"PIX"`` when there is no NET, as NCCL
+        sets it on one node.
+    pattern : str
+        ``"ring"``, ``"balanced_tree"`` (NCCL's tree graph), ``"tree"`` or ``"split_tree"``.
+    same_channels : bool
+        ``graph.sameChannels``: every channel has the same GPU order.
+    latency_inter : float
+        ``graph.latencyInter``, NET latency from the topology (0 when the XML has none). [s]
+    """
+
+    nchannels: int
+    bw_intra: float
+    type_intra: str
+    bw_inter: float | None = None
+    type_inter: str = "PIX"
+    pattern: str = "ring"
+    same_channels: bool = True
+    latency_inter: float = 0.0
+
+    def __post_init__(self):
+        if not _is_int(self.nchannels) or self.nchannels < 1:
+            raise TuningError(f"nchannels must be an integer >= 1, received {self.nchannels!r}")
+        _positive_bandwidth("bw_intra", self.bw_intra)
+        if self.bw_inter is None:
+            object.__setattr__(self, "bw_inter", float(self.bw_intra))
+        _positive_bandwidth("bw_inter", self.bw_inter)
+        for name in ("type_intra", "type_inter"):
+            value = getattr(self, name)
+            if not isinstance(value, str) and isinstance(getattr(value, "name", None), str):
+                object.__setattr__(self, name, value.name)     # e.g. models.paths.PathType.NVL
+            if getattr(self, name) not in PATH_TYPES:
+                raise TuningError(f"{name} must be an NCCL path type, expected one of "
+                                  f"{list(PATH_TYPES)}, received {getattr(self, name)!r}")
+        if self.pattern not in PATTERNS:
+            raise TuningError(f"unknown pattern {self.pattern!r}: expected one of {list(PATTERNS)}")
+        if not isinstance(self.same_channels, (bool, np.bool_)):
+            raise TuningError(f"same_channels must be a bool, received {self.same_channels!r}")
+        if isinstance(self.latency_inter, bool) or not isinstance(
+                self.latency_inter, (int, float, np.integer, np.floating)) \
+                or not math.isfinite(self.latency_inter) or self.latency_inter < 0:
+            raise TuningError(f"latency_inter must be a finite time >= 0 [s], received "
+                              f"{self.latency_inter!r}")
+
+    @property
+    def hardware(self) -> str:
+        """``"NVLINK"`` when ``type_intra`` is NVL, else ``"PCI"`` (tuning.cc ``intraHw``)."""
+        return "NVLINK" if self.type_intra == "NVL" else "PCI"
+
+
+@dataclass(frozen=True, slots=True)
+class Communicator:
+    """The communicator-level inputs of NCCL's tuning model.
+
+    Attributes
+    ----------
+    nranks : int
+        Ranks (GPUs) in the communicator, >= 2.
+    ring : ChannelGraph
+        The ring graph (search id 0).
+    tree : ChannelGraph
+        The tree graph (search id 1; NCCL searches it with ``nChannels`` = the ring's).
+    compute_capability : int
+        Minimum compute capability over the GPUs (70 for V100, 90 for H100).
+    nnodes : int
+        Nodes (hosts); ``nranks // nnodes`` ranks per node, as NCCL's integer ``ppn``.
+    compute_capability_max : int, optional
+        Maximum compute capability (LL128 needs min == max); defaults to the minimum.
+    cpu_vendor : str
+        ``"intel"``, ``"amd"`` or ``"other"``: picks the multi-node ``llMaxBws`` row and
+        the net overhead. No effect on one node.
+    nchannels : int, optional
+        ``comm->nChannels`` (used by the ring plateau rule only); defaults to
+        :func:`comm_channels` of the two graphs.
+    cuda_11_8 : bool
+        Built with CUDA 11.8 (disables LL128 for sm90 Ring AllReduce on 2 ranks).
+    """
+
+    nranks: int
+    ring: ChannelGraph
+    tree: ChannelGraph
+    compute_capability: int
+    nnodes: int = 1
+    compute_capability_max: int | None = None
+    cpu_vendor: str = "intel"
+    nchannels: int | None = None
+    cuda_11_8: bool = False
+
+    def __post_init__(self):
+        if not _is_int(self.nranks) or self.nranks < 2:
+            raise TuningError(
+                f"nranks must be an integer >= 2, received {self.nranks!r} (NCCL bypasses its "
+                f"tuning model for a single rank and runs a local copy)")
+        if not _is_int(self.nnodes) or not 1 <= self.nnodes <= self.nranks:
+            raise TuningError(f"nnodes must be an integer from 1 to nranks ({self.nranks}), "
+                              f"received {self.nnodes!r}")
+        for name in ("ring", "tree"):
+            if not isinstance(getattr(self, name), ChannelGraph):
+                raise TuningError(f"{name} must be a ChannelGraph, received "
+                                  f"{type(getattr(self, name)).__name__}")
+        if not _is_int(self.compute_capability) or self.compute_capability < 0:
+            raise TuningError(f"compute_capability must be an integer such as 70 or 90, received "
+                              f"{self.compute_capability!r}")
+        if self.compute_capability_max is not None and (
+                not _is_int(self.compute_capability_max)
+                or self.compute_capability_max < self.compute_capability):
+            raise TuningError(f"compute_capability_max must be an integer >= compute_capability "
+                              f"({self.compute_capability}), received "
+                              f"{self.compute_capability_max!r}")
+        if self.cpu_vendor not in CPU_VENDORS:
+            raise TuningError(f"unknown cpu_vendor {self.cpu_vendor!r}: expected one of "
+                              f"{list(CPU_VENDORS)}")
+        if self.nchannels is not None and (not _is_int(self.nchannels) or self.nchannels < 1):
+            raise TuningError(f"nchannels must be an integer >= 1 or None, received "
+                              f"{self.nchannels!r}")
+        if not isinstance(self.cuda_11_8, (bool, np.bool_)):
+            raise TuningError(f"cuda_11_8 must be a bool, received {self.cuda_11_8!r}")
+
+    @property
+    def ppn(self) -> int:
+        """Ranks per node, ``nranks // nnodes`` (NCCL's integer division)."""
+        return self.nranks // self.nnodes
+
+    @property
+    def cc_max(self) -> int:
+        """Maximum compute capability."""
+        return self.compute_capability if self.compute_capability_max is None \
+            else self.compute_capability_max
+
+    def graph(self, algorithm: str) -> ChannelGraph:
+        """The channel graph of ``"ring"`` or ``"tree"``."""
+        return self.tree if _check_algorithm(algorithm) == "tree" else self.ring
+
+
+# --------------------------------------------------------------------------------- results
+@dataclass(frozen=True, slots=True)
+class BandwidthStep:
+    """One refinement of the bus bandwidth: ``after = min(before x factor, cap)``.
+
+    Attributes
+    ----------
+    name : str
+        What NCCL applies, e.g. ``"Ring LL"``, ``"Tree AllReduce"``.
+    factor : float
+        Multiplier. [-]
+    cap : float or None
+        Cap, or None. [B/s]
+    cap_name : str
+        The NCCL table entry of the cap (``"llMaxBws[2][0]"``), or ``""``.
+    before, after : float
+        Bus bandwidth before / after this step. [B/s]
+    bound : bool
+        True when the cap, not the factor, set ``after``.
+    """
+
+    name: str
+    factor: float
+    cap: float | None
+    cap_name: str
+    before: float
+    after: float
+    bound: bool
+
+
+@dataclass(frozen=True, slots=True)
+class BusBandwidth:
+    """NCCL's bus bandwidth of one (collective, algorithm, protocol), with its working.
+
+    Attributes
+    ----------
+    collective, algorithm, protocol : str
+    nchannels : int
+        The graph's channel count.
+    channel_bandwidth : float
+        Per-channel bandwidth used (``bwIntra`` on <= 2 nodes, else ``bwInter``). [B/s]
+    channel_bandwidth_name : str
+        ``"bwIntra"`` or ``"bwInter"``.
+    raw : float
+        ``nchannels x channel_bandwidth``. [B/s]
+    steps : tuple of BandwidthStep
+        Refinements in NCCL's order.
+    value : float
+        Bus bandwidth after every step. [B/s]
+    """
+
+    collective: str
+    algorithm: str
+    protocol: str
+    nchannels: int
+    channel_bandwidth: float
+    channel_bandwidth_name: str
+    raw: float
+    steps: tuple
+    value: float
+
+    @property
+    def bound_by(self) -> str | None:
+        """The cap that bound last (``"llMaxBws[2][0]"``), or None if no cap bound."""
+        bound = [s.cap_name for s in self.steps if s.bound]
+        return bound[-1] if bound else None
+
+
+@dataclass(frozen=True, slots=True)
+class LatencyTerm:
+    """``count x per_step`` seconds of latency.
+
+    Attributes
+    ----------
+    name : str
+        E.g. ``"intra-node steps x hwLat[NVLINK][ring][LL]"``.
+    count : float
+        Number of steps. [-]
+    per_step : float
+        Latency per step. [s]
+    """
+
+    name: str
+    count: float
+    per_step: float
+
+    @property
+    def value(self) -> float:
+        """``count x per_step``. [s]"""
+        return self.count * self.per_step
+
+
+@dataclass(frozen=True, slots=True)
+class Latency:
+    """NCCL's latency of one (collective, algorithm, protocol), with its working.
+
+    Attributes
+    ----------
+    collective, algorithm, protocol : str
+    base : float
+        ``baseLat[algorithm][protocol]``. [s]
+    terms : tuple of LatencyTerm
+        Step terms added to ``base``.
+    value : float
+        ``base + sum of terms``, NCCL's ``comm->latencies`` entry. [s]
+    intra_hardware : str
+        ``"NVLINK"`` or ``"PCI"``, from the graph's ``typeIntra``.
+    net_overhead : float
+        ``getNetOverhead()`` x (3 for Simple) used as the floor of the intra-node step
+        latency (0 on one node). [s]
+    """
+
+    collective: str
+    algorithm: str
+    protocol: str
+    base: float
+    terms: tuple
+    value: float
+    intra_hardware: str
+    net_overhead: float
+
+
+@dataclass(frozen=True, slots=True)
+class Tuning:
+    """One cell of NCCL's tuning table (``NCCL_DEBUG_SUBSYS=TUNING`` prints latency/bandwidth).
+
+    Attributes
+    ----------
+    collective, algorithm, protocol : str
+    enabled : bool
+        False when NCCL disables the combination (then ``bandwidth`` is 0, as in NCCL).
+    reason : str
+        Why it is disabled (``""`` when enabled).
+    bus : BusBandwidth or None
+        The bus bandwidth and its working (None when disabled).
+    ratio : float
+        Bus -> algorithm bandwidth ratio (:func:`bus_to_alg_ratio`).
+    bandwidth : float
+        ``bus.value x ratio``: the algorithm bandwidth NCCL stores in
+        ``comm->bandwidths``. [B/s]
+    latency : Latency or None
+        The latency and its working (None when disabled).
+    """
+
+    collective: str
+    algorithm: str
+    protocol: str
+    enabled: bool
+    reason: str
+    bus: BusBandwidth | None
+    ratio: float
+    bandwidth: float
+    latency: Latency | None
+
+
+@dataclass(frozen=True, slots=True)
+class AlgoTime:
+    """NCCL's predicted time of one table cell for given sizes (``ncclTopoGetAlgoTime``).
+
+    Fields that depend on the size are numpy arrays when ``nbytes`` is an array, floats
+    otherwise.
+
+    Attributes
+    ----------
+    tuning : Tuning
+    nbytes : float or numpy.ndarray
+        [bytes]
+    tree_correction : float or numpy.ndarray
+        ``treeCorrectionFactor[protocol][log2(nBytes/64)]`` for Tree AllReduce, else 1. [-]
+    plateau : float or numpy.ndarray
+        Ring plateau latency factor (multi-node Ring Simple AllReduce), else 1. [-]
+    bandwidth : float or numpy.ndarray
+        ``tuning.bandwidth x tree_correction``. [B/s]
+    latency : float or numpy.ndarray
+        ``tuning.latency.value x plateau``. [s]
+    time : float or numpy.ndarray
+        ``latency + nbytes / bandwidth``. [s]
+    """
+
+    tuning: Tuning
+    nbytes: object
+    tree_correction: object
+    plateau: object
+    bandwidth: object
+    latency: object
+    time: object
+
+
+@dataclass(frozen=True, slots=True)
+class Selection:
+    """NCCL's choice of (algorithm, protocol) per size, and the predicted performance.
+
+    Size-dependent fields are numpy arrays when ``nbytes`` is an array, scalars otherwise.
+
+    Attributes
+    ----------
+    collective : str
+    nranks : int
+    nbytes : float or numpy.ndarray
+        [bytes]
+    algorithm, protocol : str or numpy.ndarray of str
+        The winner per size.
+    time : float or numpy.ndarray
+        Predicted time of one operation. [s]
+    bandwidth : float or numpy.ndarray
+        The winner's NCCL algorithm bandwidth after the tree correction. [B/s]
+    latency : float or numpy.ndarray
+        The winner's latency after the plateau rule. [s]
+    bus_bandwidth : float or numpy.ndarray
+        The winner's NCCL bus bandwidth (:attr:`BusBandwidth.value`). [B/s]
+    candidates : tuple of AlgoTime
+        Every enabled candidate considered, in NCCL's index order.
+    """
+
+    collective: str
+    nranks: int
+    nbytes: object
+    algorithm: object
+    protocol: object
+    time: object
+    bandwidth: object
+    latency: object
+    bus_bandwidth: object
+    candidates: tuple = field(repr=False)
+
+    @property
+    def algbw(self):
+        """nccl-tests' algbw of the predicted time, ``nbytes / time``. [B/s]"""
+        with np.errstate(divide="ignore", invalid="ignore"):   # only a zero-latency profile
+            return self.nbytes / np.float64(self.time) if np.ndim(self.time) == 0 \
+                else self.nbytes / self.time
+
+    @property
+    def busbw(self):
+        """nccl-tests' busbw of the predicted time (:func:`models.busbw.busbw`). [B/s]"""
+        return self.algbw * busbw_factor(self.collective, self.nranks)
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelDuplication:
+    """Result of ``ncclTopoDupChannels``.
+
+    Attributes
+    ----------
+    nchannels : int
+        Channels after the rule.
+    bw_intra, bw_inter : float
+        Per-channel bandwidths after the rule. [B/s]
+    duplicated : bool
+        Whether channels were duplicated.
+    reason : str
+        Which condition decided.
+    """
+
+    nchannels: int
+    bw_intra: float
+    bw_inter: float
+    duplicated: bool
+    reason: str
+
+
+# ------------------------------------------------------------------------------- the model
+def nsteps(collective: str, nranks: int) -> int:
+    """Ring steps of a collective: AllReduce ``2(n-1)``, AllGather/ReduceScatter ``n-1``,
+    Broadcast/Reduce ``n`` (tuning.cc; nccl-model.md 5.1).
+
+    Examples
+    --------
+    >>> nsteps("all_reduce", 8), nsteps("all_gather", 8), nsteps("broadcast", 8)
+    (14, 7, 8)
+    """
+    _check_collective(collective)
+    if collective == "all_reduce":
+        return 2 * (nranks - 1)
+    if collective in ("all_gather", "reduce_scatter"):
+        return nranks - 1
+    return nranks
+
+
+def bus_to_alg_ratio(collective: str, algorithm: str, nranks: int, profile=None) -> float:
+    """Bus -> algorithm bandwidth ratio NCCL applies before storing a bandwidth.
+
+    Ring: ``nRanks / nsteps``; Tree: the profile's ``tree_alg_ratio``, 0.5 (nccl-model.md
+    5.4).
+
+    Examples
+    --------
+    >>> bus_to_alg_ratio("all_reduce", "ring", 8)
+    0.5714285714285714
+    >>> bus_to_alg_ratio("all_reduce", "tree", 8)
+    0.5
+    """
+    if _check_algorithm(algorithm) == "ring":
+        return nranks / nsteps(collective, nranks)
+    _check_collective(collective)
+    return nccl_profile(profile).tree_alg_ratio
+
+
+def _path_above(profile: NcclProfile, path_type: str, limit: str) -> bool:
+    return profile.path_rank(path_type) > profile.path_rank(limit)
+
+
+def applicability(collective: str, algorithm: str, protocol: str, comm: Communicator,
+                  profile=None) -> tuple:
+    """Whether NCCL enables (algorithm, protocol) for a collective on this communicator.
+
+    Rules (nccl-model.md 5.4 "Applicability" and 5.6): Broadcast, Reduce, AllGather and
+    ReduceScatter run Ring only (PAT/NVLS/CollNet are not modelled); LL128 needs, for the
+    reference version, typeInter <= PXB (<= PXN on sm90+), typeIntra <= NVB, one compute
+    capability >= 70 across GPUs, and not (sm90 + CUDA 11.8 + Ring AllReduce on 2 ranks);
+    v2.12 needs typeInter <= PXB, typeIntra <= NVL and all GPUs sm70 or all sm80.
+
+    Parameters
+    ----------
+    collective, algorithm, protocol : str
+    comm : Communicator
+    profile : str or NcclProfile, optional
+        NCCL version (default :data:`models.nccl.DEFAULT_VERSION`).
+
+    Returns
+    -------
+    (bool, str)
+        Enabled, and the reason when it is not (``""`` otherwise).
+    """
+    collective = _check_collective(collective)
+    algorithm = _check_algorithm(algorithm)
+    protocol = _check_protocol(protocol)
+    profile = nccl_profile(profile)
+    if algorithm == "tree" and collective != "all_reduce":
+        return False, f"NCCL runs {collective} with Ring only (nccl-model.md 5.4)"
+    if protocol != "LL128":
+        return True, ""
+    graph = comm.graph(algorithm)
+    cc_min, cc_max = comm.compute_capability, comm.cc_max
+    if cc_min < profile.ll128_min_compute_capability:
+        return False, (f"LL128 needs compute capability >= {profile.ll128_min_compute_capability}, "
+                       f"got {cc_min}")
+    if profile.ll128_compute_capabilities is not None:
+        if cc_min != cc_max or cc_min not in profile.ll128_compute_capabilities:
+            return False, (f"LL128 in NCCL {profile.version} needs every GPU at one of compute "
+                           f"capabilities {list(profile.ll128_compute_capabilities)}, got "
+                           f"{cc_min}-{cc_max}")
+    elif cc_min != cc_max:
+        return False, f"LL128 needs one compute capability across GPUs, got {cc_min}-{cc_max}"
+    if _path_above(profile, graph.type_intra, profile.ll128_max_type_intra):
+        return False, (f"LL128 needs typeIntra <= {profile.ll128_max_type_intra}, the {algorithm} "
+                       f"graph has {graph.type_intra}")
+    inter_limit = profile.ll128_max_type_inter
+    if profile.ll128_max_type_inter_sm90 is not None and cc_min >= 90:
+        inter_limit = profile.ll128_max_type_inter_sm90
+    if _path_above(profile, graph.type_inter, inter_limit):
+        return False, (f"LL128 needs typeInter <= {inter_limit}, the {algorithm} graph has "
+                       f"{graph.type_inter}")
+    if profile.ll128_cuda_11_8_rule and comm.cuda_11_8 and cc_min >= 90 and algorithm == "ring" \
+            and collective == "all_reduce" and comm.nranks == 2:
+        return False, "LL128 is off for sm90 Ring AllReduce on 2 ranks with CUDA 11.8"
+    return True, ""
+
+
+_ROW_NAMES = ("Volta", "Ampere", "Hopper", "Blackwell")
+
+
+def bus_bandwidth(collective: str, algorithm: str, protocol: str, comm: Communicator,
+                  profile=None) -> BusBandwidth:
+    """NCCL's bus bandwidth for one (collective, algorithm, protocol), step by step.
+
+    ``busBw = nChannels x bw`` (bw = bwIntra on <= 2 nodes, else bwInter), then, in NCCL's
+    order (nccl-model.md 5.4, reference version):
+
+    - Ring LL: ``min(busBw x 0.5, llMaxBw)``;
+    - Ring LL128: ``min(busBw x 0.92, nChannels x perChMaxRingLL128Bw)``;
+    - Tree (AllReduce): ``min(busBw x 0.92, nChannels x perChMaxTreeBw)``, then
+      LL: ``min(busBw / 3.8, llMaxBw)``; LL128: ``min(busBw x (7/9 on one node, else
+      120/128), nChannels x perChMaxTreeLL128Bw)``; then x0.85 if the tree graph's pattern
+      is ``tree``.
+
+    It does not check :func:`applicability`; :func:`tune` does.
+
+    Parameters
+    ----------
+    collective, algorithm, protocol : str
+    comm : Communicator
+    profile : str or NcclProfile, optional
+
+    Returns
+    -------
+    BusBandwidth
+
+    Raises
+    ------
+    MissingConstantError
+        When the profile lacks a table this needs (e.g. v2.12 and compute capability 90).
+    TuningError
+        Tree for a collective other than all_reduce.
+
+    Examples
+    --------
+    >>> from models.tuning import ChannelGraph, Communicator, bus_bandwidth
+    >>> g = ChannelGraph(12, 30e9, "NVL")
+    >>> b = bus_bandwidth("all_reduce", "ring", "LL", Communicator(8, g, g, 90))
+    >>> b.raw / 1e9, b.value / 1e9, b.bound_by
+    (360.0, 141.0, 'llMaxBws[2][0]')
+    """
+    collective = _check_collective(collective)
+    algorithm = _check_algorithm(algorithm)
+    protocol = _check_protocol(protocol)
+    profile = nccl_profile(profile)
+    graph = comm.graph(algorithm)
+    nnodes = comm.nnodes
+    use_intra = nnodes <= 2
+    bw = graph.bw_intra if use_intra else graph.bw_inter
+    nch = graph.nchannels
+    raw = nch * bw
+    col = min(nnodes, 3) - 1
+
+    def cc_row():
+        """compCapIndex, looked up only when a table needs it (an old profile may lack it)."""
+        return profile.compute_capability_index(comm.compute_capability)
+
+    def ll_row():
+        """index1 of llMaxBws: compCapIndex on one node, else the CPU vendor row."""
+        return cc_row() if nnodes == 1 else (1 if comm.cpu_vendor == "amd" else 0)
+
+    steps = []
+    value = raw
+
+    def step(name, factor, cap=None, cap_name=""):
+        nonlocal value
+        scaled = value * factor
+        after = scaled if cap is None else min(scaled, cap)
+        steps.append(BandwidthStep(name, factor, cap, cap_name, value, after,
+                                   cap is not None and cap < scaled))
+        value = after
+
+    if algorithm == "ring":
+        if protocol == "LL":
+            reducing = nnodes > 1 or collective in ("all_reduce", "reduce")
+            factor = profile.ring_ll_factor if reducing else profile.ring_ll_factor_single_node_copy
+            row = ll_row()
+            step("Ring LL", factor, profile.ll_max_bw(row, nnodes), f"llMaxBws[{row}][{col}]")
+        elif protocol == "LL128":
+            factor = profile.ring_ll128_factor_ppn1 if comm.ppn < 2 else profile.ring_ll128_factor
+            row = cc_row()
+            step("Ring LL128", factor, nch * profile.per_ch_max_ring_ll128_bw(row, nnodes),
+                 f"nChannels x perChMaxRingLL128Bws[{row}][{col}]")
+    else:
+        if collective != "all_reduce":
+            raise TuningError(f"NCCL runs {collective} with Ring only: expected algorithm 'ring'")
+        row = cc_row()
+        step("Tree AllReduce", profile.tree_factor, nch * profile.per_ch_max_tree_bw(row, nnodes),
+             f"nChannels x perChMaxTreeBws[{row}][{col}]")
+        if protocol == "LL":
+            row = ll_row()
+            step("Tree LL", 1.0 / profile.tree_ll_divisor, profile.ll_max_bw(row, nnodes),
+                 f"llMaxBws[{row}][{col}]")
+        elif protocol == "LL128":
+            factor = profile.tree_ll128_factor_single_node if nnodes == 1 \
+                else profile.tree_ll128_factor_multi_node
+            row = cc_row()
+            step("Tree LL128", factor, nch * profile.per_ch_max_tree_ll128_bw(row, nnodes),
+                 f"nChannels x perChMaxTreeLL128Bws[{row}][{col}]")
+        if graph.pattern == "tree":
+            step("Tree pattern TREE", profile.require("tree_pattern_factor"))
+    return BusBandwidth(collective, algorithm, protocol, nch, bw,
+                        "bwIntra" if use_intra else "bwInter", raw, tuple(steps), value)
+
+
+def _log2i(n: int) -> int:
+    """floor(log2(n)) for n >= 1, -1 for 0 (NCCL's log2i)."""
+    return int(n).bit_length() - 1
+
+
+def latency(collective: str, algorithm: str, protocol: str, comm: Communicator,
+            profile=None) -> Latency:
+    """NCCL's latency for one (collective, algorithm, protocol), term by term.
+
+    Reference version (nccl-model.md 5.5), with ``intraLat = hwLat[intraHw][a][p]`` and
+    ``interLat = (ppn == 1 ? hwLat[NET][Tree][p] : hwLat[NET][a][p]) + latencyInter (x2
+    for Simple)``:
+
+    - Ring Broadcast/Reduce: ``base + hwLat[hw][Ring][p]`` if the channels are the same,
+      else ``base + nsteps x (Simple ? hwLat[hw][Tree][Simple] : hwLat[hw][Ring][p])``,
+      where hw is NET on several nodes;
+    - Ring, other collectives: ``base + (nsteps - nInterSteps) x max(intraLat,
+      netOverhead) + nInterSteps x interLat``;
+    - Tree AllReduce: ``base + 2 x ((ppn - 1) x intraLat + log2i(nNodes) x interLat)``.
+
+    Parameters
+    ----------
+    collective, algorithm, protocol : str
+    comm : Communicator
+    profile : str or NcclProfile, optional
+
+    Returns
+    -------
+    Latency
+
+    Examples
+    --------
+    >>> from models.tuning import ChannelGraph, Communicator, latency
+    >>> g = ChannelGraph(12, 30e9, "NVL")
+    >>> lat = latency("all_reduce", "ring", "Simple", Communicator(8, g, g, 90))
+    >>> round(lat.base * 1e6, 3), [(t.count, round(t.per_step * 1e6, 3)) for t in lat.terms]
+    (8.4, [(14, 3.4), (0, 14.0)])
+    >>> round(lat.value * 1e6, 3)
+    56.0
+    """
+    collective = _check_collective(collective)
+    algorithm = _check_algorithm(algorithm)
+    protocol = _check_protocol(protocol)
+    profile = nccl_profile(profile)
+    graph = comm.graph(algorithm)
+    nnodes, ppn = comm.nnodes, comm.ppn
+    intra_hw = graph.hardware
+    hw = intra_hw if nnodes == 1 else "NET"
+    base = profile.base_lat(algorithm, protocol)
+    intra = profile.hw_lat(intra_hw, algorithm, protocol)
+    if profile.inter_latency_rule == "ppn":
+        net_algorithm = "tree" if ppn == 1 else algorithm
+        inter = profile.hw_lat("NET", net_algorithm, protocol) + graph.latency_inter \
+            + (graph.latency_inter if protocol == "Simple" else 0.0)
+        inter_name = f"hwLat[NET][{net_algorithm}][{protocol}] + latencyInter"
+    else:
+        inter = graph.latency_inter if graph.latency_inter else \
+            profile.hw_lat("NET", algorithm, protocol)
+        inter_name = "latencyInter" if graph.latency_inter else \
+            f"hwLat[NET][{algorithm}][{protocol}]"
+    steps_total = nsteps(collective, comm.nranks)
+    overhead = 0.0
+    if algorithm == "ring" and collective in ("broadcast", "reduce"):
+        if graph.same_channels:
+            terms = (LatencyTerm(f"one step x hwLat[{hw}][ring][{protocol}] (same channels)", 1,
+                                 profile.hw_lat(hw, "ring", protocol)),)
+        else:
+            per_algorithm = "tree" if protocol == "Simple" else "ring"
+            terms = (LatencyTerm(f"nsteps x hwLat[{hw}][{per_algorithm}][{protocol}]", steps_total,
+                                 profile.hw_lat(hw, per_algorithm, protocol)),)
+    elif algorithm == "ring":
+        if nnodes > 1:
+            vendor = {"intel": 0, "amd": 1}.get(comm.cpu_vendor, 2)
+            overhead = profile.net_overhead[vendor] * (
+                profile.net_overhead_simple_factor if protocol == "Simple" else 1)
+            if protocol == "LL":
+                intra *= profile.ring_ll_multi_node_intra_factor
+        intra_step = max(intra, overhead)
+        if nnodes == 1:
+            inter_steps = 0
+        elif collective == "all_reduce":
+            inter_steps = 2 * (nnodes - profile.allreduce_inter_steps_offset)
+        else:
+            inter_steps = nnodes - 1
+        terms = (LatencyTerm(f"intra-node steps x max(hwLat[{intra_hw}][ring][{protocol}], net "
+                             f"overhead)", steps_total - inter_steps, intra_step),
+                 LatencyTerm(f"inter-node steps x {inter_name}", inter_steps, inter))
+    else:
+        terms = (LatencyTerm(f"2 x (ppn - 1) x hwLat[{intra_hw}][tree][{protocol}]", 2 * (ppn - 1),
+                             intra),
+                 LatencyTerm(f"2 x log2i(nNodes) x {inter_name}", 2 * _log2i(nnodes), inter))
+    value = base + sum(term.value for term in terms)
+    return Latency(collective, algorithm, protocol, base, terms, value, intra_hw, overhead)
+
+
+def tune(collective: str, algorithm: str, protocol: str, comm: Communicator,
+         profile=None) -> Tuning:
+    """One cell of NCCL's tuning table: enabled?, bus bandwidth, algorithm bandwidth, latency.
+
+    Parameters
+    ----------
+    collective, algorithm, protocol : str
+    comm : Communicator
+    profile : str or NcclProfile, optional
+
+    Returns
+    -------
+    Tuning
+
+    Examples
+    --------
+    >>> from models.tuning import ChannelGraph, Communicator, tune
+    >>> g = ChannelGraph(12, 30e9, "NVL", pattern="balanced_tree")
+    >>> t = tune("all_reduce", "tree", "LL128", Communicator(8, g, g, 90))
+    >>> round(t.bus.value / 1e9, 1), round(t.bandwidth / 1e9, 1), round(t.latency.value * 1e6, 1)
+    (257.6, 128.8, 31.5)
+    >>> tune("broadcast", "tree", "Simple", Communicator(8, g, g, 90)).reason
+    'NCCL runs broadcast with Ring only (nccl-model.md 5.4)'
+    """
+    collective = _check_collective(collective)
+    algorithm = _check_algorithm(algorithm)
+    protocol = _check_protocol(protocol)
+    profile = nccl_profile(profile)
+    enabled, reason = applicability(collective, algorithm, protocol, comm, profile)
+    ratio = bus_to_alg_ratio(collective, algorithm, comm.nranks, profile)
+    if not enabled:
+        return Tuning(collective, algorithm, protocol, False, reason, None, ratio, 0.0, None)
+    bus = bus_bandwidth(collective, algorithm, protocol, comm, profile)
+    lat = latency(collective, algorithm, protocol, comm, profile)
+    if bus.value <= 0:
+        return Tuning(collective, algorithm, protocol, False, "bus bandwidth is 0", bus, ratio,
+                      0.0, lat)
+    return Tuning(collective, algorithm, protocol, True, "", bus, ratio, bus.value * ratio, lat)
+
+
+def tuning_table(collective: str, comm: Communicator, profile=None) -> tuple:
+    """Every (algorithm, protocol) cell for a collective, in NCCL's index order.
+
+    Order: (tree, LL), (tree, LL128), (tree, Simple), (ring, LL), (ring, LL128),
+    (ring, Simple): Tree=0 before Ring=1, protocols LL=0, LL128=1, Simple=2.
+
+    Returns
+    -------
+    tuple of Tuning
+    """
+    profile = nccl_profile(profile)
+    return tuple(tune(collective, a, p, comm, profile) for a in ALGORITHMS for p in PROTOCOLS)
+
+
+def _sizes(nbytes) -> np.ndarray:
+    try:
+        array = np.asarray(nbytes, dtype=float)
+    except (TypeError, ValueError):
+        raise TuningError(f"nbytes must be a number or an array of numbers [bytes], received "
+                          f"{nbytes!r}") from None
+    if np.any(~np.isfinite(array)) or np.any(array < 0):
+        raise TuningError(f"nbytes must be finite and >= 0 [bytes], received {nbytes!r}")
+    return array
+
+
+def _out(array, scalar: bool):
+    """A Python float for scalar input, the array otherwise."""
+    return float(np.asarray(array)) if scalar else array
+
+
+def comm_channels(ring_nchannels: int, tree_nchannels: int, profile=None) -> int:
+    """``comm->nChannels``: ``min(MAXCHANNELS, 2 x min(ring, tree nChannels))``.
+
+    nccl-model.md 0 (step 5-6) and 3.7 (``ncclTopoPostset`` doubles the channels). The extra
+    copies of 3.7 (CollNet x1.5, sm90 multi-node x2, unpack net devices x2) and
+    NCCL_MIN/MAX_NCHANNELS are not modelled; pass ``Communicator(nchannels=...)`` to override.
+
+    Raises
+    ------
+    MissingConstantError
+        When the profile lacks ``MAXCHANNELS`` (v2.12).
+
+    Examples
+    --------
+    >>> comm_channels(12, 12)
+    24
+    >>> comm_channels(32, 32)
+    64
+    """
+    profile = nccl_profile(profile)
+    for name, value in (("ring_nchannels", ring_nchannels), ("tree_nchannels", tree_nchannels)):
+        if not _is_int(value) or value < 1:
+            raise TuningError(f"{name} must be an integer >= 1, received {value!r}")
+    return min(profile.require("max_channels"), 2 * min(ring_nchannels, tree_nchannels))
+
+
+def algo_time(tuning: Tuning, nbytes, comm: Communicator, profile=None) -> AlgoTime:
+    """NCCL's predicted time of one table cell for sizes ``nbytes`` (``ncclTopoGetAlgoTime``).
+
+    ``time = lat + nBytes / bw`` with (nccl-model.md 5.7):
+
+    - Tree AllReduce: ``bw x treeCorrectionFactor[p][log2i(nBytes >> 6)]`` for
+      0 <= log2i < 23 (no correction below 64 B or from 512 MiB on);
+    - Ring Simple AllReduce on several nodes: ``lat x (1.9 if minCompCap < 80 else 1.4)``
+      when ``nBytes / (comm->nChannels x nRanks) >= 64`` ("plateau effect of ring").
+
+    Parameters
+    ----------
+    tuning : Tuning
+        An enabled cell from :func:`tune`.
+    nbytes : float or array_like
+        NCCL's nBytes (:mod:`models.busbw` ``S``). [bytes]
+    comm : Communicator
+        The communicator ``tuning`` was computed for.
+    profile : str or NcclProfile, optional
+
+    Returns
+    -------
+    AlgoTime
+
+    Raises
+    ------
+    NoAlgorithmError
+        For a disabled cell.
+
+    Examples
+    --------
+    >>> from models.tuning import ChannelGraph, Communicator, tune, algo_time
+    >>> g = ChannelGraph(12, 30e9, "NVL", pattern="balanced_tree")
+    >>> comm = Communicator(8, g, g, 90)
+    >>> t = algo_time(tune("all_reduce", "tree", "LL128", comm), [2**20, 2**24], comm)
+    >>> t.tree_correction
+    array([0.6, 0.9])
+    """
+    profile = nccl_profile(profile)
+    if not tuning.enabled:
+        raise NoAlgorithmError(f"{tuning.algorithm}/{tuning.protocol} is disabled for "
+                               f"{tuning.collective}: {tuning.reason}")
+    size = _sizes(nbytes)
+    scalar = size.ndim == 0
+    correction = np.ones_like(size)
+    if tuning.algorithm == "tree" and tuning.collective == "all_reduce":
+        table = np.asarray(profile.require("tree_correction_factor")[
+            PROTOCOLS.index(tuning.protocol)])
+        chunks = np.floor(size / 64.0)               # nBytes >> 6
+        log_size = np.where(chunks >= 1, np.frexp(np.maximum(chunks, 1.0))[1] - 1, -1)
+        inside = (log_size >= 0) & (log_size < len(table))
+        correction = np.where(inside, table[np.clip(log_size, 0, len(table) - 1)], 1.0)
+    plateau = np.ones_like(size)
+    if tuning.algorithm == "ring" and tuning.protocol == "Simple" and comm.nnodes > 1 \
+            and tuning.collective == "all_reduce":
+        channels = comm.nchannels if comm.nchannels is not None else \
+            comm_channels(comm.ring.nchannels, comm.tree.nchannels, profile)
+        below80, from80 = profile.require("ring_plateau_factor")
+        factor = below80 if comm.compute_capability < 80 else from80
+        plateau = np.where(np.floor(size / (channels * comm.nranks))
+                           >= profile.ring_plateau_min_bytes, factor, 1.0)
+    bandwidth = tuning.bandwidth * correction
+    lat = tuning.latency.value * plateau
+    time = lat + size / bandwidth
+    return AlgoTime(tuning, _out(size, scalar), _out(correction, scalar), _out(plateau, scalar),
+                    _out(bandwidth, scalar), _out(lat, scalar), _out(time, scalar))
+
+
+def select_algorithm(collective: str, nbytes, comm: Communicator, *, algorithm=None,
+                     protocol=None, profile=None) -> Selection:
+    """The (algorithm, protocol) NCCL picks per size, and its predicted time.
+
+    Every enabled cell of :func:`tuning_table` (restricted to ``algorithm`` / ``protocol``
+    when given) is timed with :func:`algo_time`; the lowest time wins, ties going to the
+    lower index (Tree before Ring, LL before LL128 before Simple), as in NCCL's
+    ``topoGetAlgoInfo`` (nccl-model.md 5.7).
+
+    Parameters
+    ----------
+    collective : str
+        One of :data:`NCCL_COLLECTIVES`.
+    nbytes : float or array_like
+        NCCL's nBytes (= nccl-tests' size ``S``). [bytes]
+    comm : Communicator
+    algorithm : str, optional
+        Force ``"ring"`` or ``"tree"``.
+    protocol : str, optional
+        Force ``"LL"``, ``"LL128"`` or ``"Simple"``.
+    profile : str or NcclProfile, optional
+        NCCL version (default :data:`models.nccl.DEFAULT_VERSION`).
+
+    Returns
+    -------
+    Selection
+
+    Raises
+    ------
+    NoAlgorithmError
+        When nothing enabled matches (e.g. ``algorithm="tree"`` for broadcast); the message
+        gives NCCL's reasons.
+    UnsupportedCollectiveError, UnknownCollectiveError, UnknownAlgorithmError, UnknownProtocolError
+
+    Examples
+    --------
+    >>> from models.tuning import ChannelGraph, Communicator, select_algorithm
+    >>> g = ChannelGraph(12, 30e9, "NVL", pattern="balanced_tree")
+    >>> s = select_algorithm("all_reduce", [8, 2**20, 2**30], Communicator(8, g, g, 90))
+    >>> s.algorithm.tolist(), s.protocol.tolist()
+    (['ring', 'ring', 'ring'], ['LL', 'LL', 'Simple'])
+    >>> select_algorithm("broadcast", 8, Communicator(8, g, g, 90), algorithm="tree")
+    Traceback (most recent call last):
+    ...
+    models.tuning.NoAlgorithmError: no enabled algorithm/protocol for broadcast matching algorithm='tree', protocol=None: tree/LL: NCCL runs broadcast with Ring only (nccl-model.md 5.4); tree/LL128: NCCL runs broadcast with Ring only (nccl-model.md 5.4); tree/Simple: NCCL runs broadcast with Ring only (nccl-model.md 5.4)
+    """
+    collective = _check_collective(collective)
+    forced_algorithm = None if algorithm is None else _check_algorithm(algorithm)
+    forced_protocol = None if protocol is None else _check_protocol(protocol)
+    profile = nccl_profile(profile)
+    size = _sizes(nbytes)
+    scalar = size.ndim == 0
+    cells = [tune(collective, a, p, comm, profile) for a in ALGORITHMS for p in PROTOCOLS
+             if forced_algorithm in (None, a) and forced_protocol in (None, p)]
+    enabled = [t for t in cells if t.enabled]
+    if not enabled:
+        reasons = "; ".join(f"{t.algorithm}/{t.protocol}: {t.reason}" for t in cells)
+        raise NoAlgorithmError(f"no enabled algorithm/protocol for {collective} matching "
+                               f"algorithm={forced_algorithm!r}, protocol={forced_protocol!r}: "
+                               f"{reasons}")
+    candidates = tuple(algo_time(t, size, comm, profile) for t in enabled)
+    times = np.stack([np.atleast_1d(c.time) for c in candidates])
+    best = np.argmin(times, axis=0)        # first minimum: ties go to the lower NCCL index
+    pick = best.reshape(size.shape)
+
+    def take(values):
+        stacked = np.stack([np.broadcast_to(np.atleast_1d(v), np.atleast_1d(size).shape)
+                            for v in values])
+        return np.take_along_axis(stacked, best[None, :], axis=0)[0].reshape(size.shape)
+
+    algorithms = np.array([c.tuning.algorithm for c in candidates])[pick]
+    protocols = np.array([c.tuning.protocol for c in candidates])[pick]
+    time = take([c.time for c in candidates])
+    bandwidth = take([c.bandwidth for c in candidates])
+    lat = take([c.latency for c in candidates])
+    bus = take([c.tuning.bus.value for c in candidates])
+    if scalar:
+        return Selection(collective, comm.nranks, float(size), str(algorithms), str(protocols),
+                         float(time), float(bandwidth), float(lat), float(bus), candidates)
+    return Selection(collective, comm.nranks, size, algorithms, protocols, time, bandwidth, lat,
+                     bus, candidates)
+
+
+_DUP_PATTERNS = PATTERNS + ("nvls",)
+
+
+def dup_channels(nchannels: int, bw_intra: float, bw_inter: float | None = None, *,
+                 compute_capability: int, max_channels: int | None = None,
+                 pattern: str = "ring", profile=None) -> ChannelDuplication:
+    """NCCL's channel duplication at the end of search pass 1 (``ncclTopoDupChannels``).
+
+    No change for NVLS, for ``bwIntra`` < 25 GB/s, or for ccMin > 80 with ``bwIntra`` < 50
+    GB/s and more than 4 channels. Otherwise ``dup = min(2 x nChannels, maxChannels)``, both
+    bandwidths are divided by ``ceil(dup / nChannels)`` and ``nChannels = dup``
+    (nccl-model.md 3.7, v2.18+). ``nChannels x bw`` is unchanged when ``dup`` is
+    ``2 x nChannels``, and lower when ``maxChannels`` clips it.
+
+    Parameters
+    ----------
+    nchannels : int
+        Channels found by pass 1.
+    bw_intra : float
+        Per-channel ``bwIntra``. [B/s]
+    bw_inter : float, optional
+        Per-channel ``bwInter``; defaults to ``bw_intra``. [B/s]
+    compute_capability : int
+        Minimum compute capability of the GPUs (ccMin).
+    max_channels : int, optional
+        The graph's ``maxChannels``: ``MAXCHANNELS / 2`` for the ring graph (the default),
+        the ring's ``nChannels`` for the tree graph (nccl-model.md 3.1).
+    pattern : str
+        ``"ring"``, ``"balanced_tree"``, ``"tree"``, ``"split_tree"`` or ``"nvls"``.
+    profile : str or NcclProfile, optional
+
+    Returns
+    -------
+    ChannelDuplication
+
+    Raises
+    ------
+    MissingConstantError
+        When the profile lacks the rule (v2.12).
+
+    Examples
+    --------
+    The DGX-H100 ring of nccl-model.md 3.8 (6 x 60 GB/s) and tree (12 x 30 GB/s):
+
+    >>> d = dup_channels(6, 60e9, compute_capability=90)
+    >>> d.nchannels, d.bw_intra / 1e9
+    (12, 30.0)
+    >>> dup_channels(12, 30e9, compute_capability=90, max_channels=12).duplicated
+    False
+    """
+    profile = nccl_profile(profile)
+    if not _is_int(nchannels) or nchannels < 1:
+        raise TuningError(f"nchannels must be an integer >= 1, received {nchannels!r}")
+    bw_intra = _positive_bandwidth("bw_intra", bw_intra)
+    bw_inter = bw_intra if bw_inter is None else _positive_bandwidth("bw_inter", bw_inter)
+    if not _is_int(compute_capability) or compute_capability < 0:
+        raise TuningError(f"compute_capability must be an integer such as 70 or 90, received "
+                          f"{compute_capability!r}")
+    if pattern not in _DUP_PATTERNS:
+        raise TuningError(f"unknown pattern {pattern!r}: expected one of {list(_DUP_PATTERNS)}")
+    rule = profile.require("dup_channels")
+    if max_channels is None:
+        max_channels = profile.require("max_channels") // 2
+    if not _is_int(max_channels) or max_channels < nchannels:
+        raise TuningError(f"max_channels must be an integer >= nchannels ({nchannels}), received "
+                          f"{max_channels!r}")
+
+    def keep(reason):
+        return ChannelDuplication(nchannels, bw_intra, bw_inter, False, reason)
+
+    if pattern == "nvls":
+        return keep("NVLS graphs are never duplicated")
+    if bw_intra < rule.min_bw:
+        return keep(f"bwIntra below {rule.min_bw:g} B/s")
+    if compute_capability > rule.cc_above and bw_intra < rule.cc_bw_below \
+            and nchannels > rule.cc_nchannels_above:
+        return keep(f"ccMin > {rule.cc_above}, bwIntra below {rule.cc_bw_below:g} B/s and more "
+                    f"than {rule.cc_nchannels_above} channels")
+    dup = min(2 * nchannels, max_channels)
+    divisor = -(-dup // nchannels)
+    if dup == nchannels:
+        return keep(f"already at maxChannels ({max_channels})")
+    return ChannelDuplication(dup, bw_intra / divisor, bw_inter / divisor, True,
+                              f"duplicated to min(2 x {nchannels}, {max_channels}) channels")

@@ -1,0 +1,140 @@
+"""NCCL's channel search on the built-in fabrics: known structure and invariants."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import topo
+from models.channels import ChannelSearchError, nccl_capacity, search_channels
+from models.paths import PathType
+
+GB = 1e9
+
+
+def test_dgx1v_eight_gpus_six_rings_of_20():
+    """What NCCL's search finds on a DGX-1V (nccl-model.md 1.4, 3.3, 3.4, 3.7).
+
+    NCCL charges a V100 NVLink 20 GB/s (SM70), so the doubled bundles are 40 (maxBw) and a
+    GPU's six links 120 (totalBw). The search starts at the first speed <= 40: the doubled
+    bundles form the 8-cycle 0-3-2-1-5-6-7-4, which holds one 40 GB/s ring in each direction
+    (80 < 120, go on); at 30 the single links cannot carry a channel; at 20 every link
+    carries one channel per link and direction: two rings each way on the doubled cycle and
+    one each way on the single-link cycle 0-1-3-7-5-4-6-2 = 6 x 20 = 120 = totalBw, stop.
+    20 < 25 GB/s, so ncclTopoDupChannels leaves them alone.
+    """
+    ring = search_channels(topo.dgx1v())
+    assert (ring.nchannels, ring.bw_intra, ring.type_intra) == (6, 20 * GB, PathType.NVL)
+    assert (ring.max_bw, ring.total_bw) == (40 * GB, 120 * GB)
+    assert not ring.duplicated
+    assert all(load.utilisation == pytest.approx(1.0) for load in ring.loads), "every NVLink is full"
+    assert len(ring.loads) == 32  # all 16 bundles, both directions; no PCIe or QPI
+
+
+def test_dgx1_p100_four_rings_of_18():
+    """P100: NCCL charges 18 GB/s per NVLink (SM60); 4 links per GPU hold 4 rings (NVIDIA/nccl #299)."""
+    ring = search_channels(topo.dgx1())
+    assert (ring.nchannels, ring.bw_intra) == (4, 18 * GB)
+
+
+def test_dgx2_six_links_worth_for_any_set():
+    """NCCL sees one NVSwitch with 6 x 20 = 120 GB/s per GPU: 3 rings at 40, duplicated to 6 x 20."""
+    for gpus in (None, [0, 1], [0, 8], [3, 9, 12], list(range(0, 16, 3))):
+        ring = search_channels(topo.dgx2(), gpus)
+        assert (ring.nchannels, ring.bw_intra, ring.type_intra) == (6, 20 * GB, PathType.NVL)
+        assert ring.duplicated
+        order = [g for g in ring.gpus]
+        assert all(list(c) == order for c in ring.channels), "NVSwitch rings run in index order"
+
+
+@pytest.mark.parametrize("pair, expected", [((0, 3), (2, 20 * GB, "NVL")),   # NV2: 1 x 40, duplicated
+                                            ((0, 1), (1, 20 * GB, "NVL")),   # NV1
+                                            ((0, 5), (1, 6 * GB, "SYS"))])   # no NVLink: QPI, 6 GB/s
+def test_dgx1v_pairs(pair, expected):
+    ring = search_channels(topo.dgx1v(), list(pair))
+    assert (ring.nchannels, ring.bw_intra, ring.type_intra.name) == expected
+
+
+def test_cross_socket_pair_is_bound_by_the_socket_link():
+    ring = search_channels(topo.dgx1v(), [0, 5])
+    assert ring.bottleneck == (("cpu0", "cpu1"), ("cpu1", "cpu0"))
+    assert ring.loads[0].capacity == topo.LINKS["qpi_bdw"].nccl_bandwidth
+
+
+def test_relay_through_a_member_gpu_only():
+    """NVB needs the intermediate GPU in the communicator (NCCL's system holds only its GPUs)."""
+    with_relay = search_channels(topo.dgx1v(), [0, 1, 5])   # 0 -> 5 through 1
+    assert with_relay.type_intra == PathType.NVB and with_relay.bw_intra == 20 * GB
+    assert search_channels(topo.dgx1v(), [0, 5]).type_intra == PathType.SYS
+
+
+def test_tree_graph_uses_the_ring_channel_count():
+    tree = search_channels(topo.dgx1v(), pattern="balanced_tree")
+    assert (tree.nchannels, tree.bw_intra) == (6, 20 * GB)
+    assert tree.pattern == "balanced_tree"
+
+
+def test_single_gpu():
+    ring = search_channels(topo.dgx1v(), [2])
+    assert ring.type_intra == PathType.LOC and all(c == ("gpu2",) for c in ring.channels)
+
+
+def test_nccl_capacity_follows_the_profile():
+    G = topo.dgx1v()
+    assert nccl_capacity(G, "gpu0", "gpu3") == 40 * GB
+    assert nccl_capacity(G, "gpu0", "gpu3", "2.12.12") == 44 * GB   # SM70 was 22 GB/s then
+    assert nccl_capacity(G, "cpu0", "cpu1") == 6 * GB
+    assert nccl_capacity(topo.dgx2(), "cpu0", "cpu1") == 10 * GB
+    assert nccl_capacity(G, "pcie0", "gpu0") == 12 * GB
+
+
+def check_channels(G, result):
+    """Invariants of any search result."""
+    members = set(result.gpus)
+    for channel in result.channels:
+        assert sorted(channel) == sorted(members), "a channel visits every GPU once"
+    for load in result.loads:
+        assert load.reserved <= load.capacity * (1 + 1e-9), f"{load.edge} over capacity"
+    assert 1 <= result.nchannels <= 32
+
+
+@settings(max_examples=30, deadline=None)
+@given(data=st.data())
+def test_search_invariants_on_random_sets(data):
+    system = data.draw(st.sampled_from(["dgx1", "dgx1v", "dgx2"]))
+    G = topo.build(system)
+    n = len(topo.gpus(G))
+    gpus = data.draw(st.lists(st.integers(0, n - 1), min_size=1, max_size=n, unique=True))
+    result = search_channels(G, gpus)
+    check_channels(G, result)
+    shuffled = search_channels(G, list(reversed(gpus)))
+    assert (shuffled.nchannels, shuffled.bw_intra, shuffled.channels) == \
+        (result.nchannels, result.bw_intra, result.channels), "GPU order must not matter"
+
+
+def test_every_dgx1v_subset_is_consistent():
+    """All 255 sets: valid channels, and symmetric sets (GPU i <-> i+4 and the quad flips) agree."""
+    G = topo.dgx1v()
+    found = {}
+    for k in range(1, 9):
+        for gpus in itertools.combinations(range(8), k):
+            result = search_channels(G, list(gpus))
+            check_channels(G, result)
+            found[gpus] = (result.nchannels, result.bw_intra, result.type_intra)
+    for mapping in topo.gpu_automorphisms(G):
+        perm = {G.nodes[a]["index"]: G.nodes[b]["index"] for a, b in mapping.items()}
+        for gpus, value in found.items():
+            assert found[tuple(sorted(perm[g] for g in gpus))] == value
+
+
+def test_errors():
+    G = topo.dgx1v()
+    with pytest.raises(ChannelSearchError, match="unknown pattern 'star'"):
+        search_channels(G, pattern="star")
+    with pytest.raises(ChannelSearchError, match="expected 1 <= min_channels <= max_channels"):
+        search_channels(G, min_channels=4, max_channels=2)
+    with pytest.raises(topo.GpuSelectionError, match="out of range"):
+        search_channels(G, [0, 8])

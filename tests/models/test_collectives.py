@@ -1,0 +1,173 @@
+"""Collective estimates: closed forms, known structure, invariants and errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import topo
+from models.busbw import busbw_factor
+from models.collectives import COLLECTIVE_NAMES, SizeError, estimate, pairwise, subsets
+
+GB = 1e9
+MiB = 2**20
+NCCL = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce")
+
+
+@pytest.mark.parametrize("collective", NCCL)
+def test_large_sizes_reach_the_ring_bandwidth(collective):
+    """At a size where latency vanishes, forced Ring/Simple busbw = nChannels x bwIntra."""
+    e = estimate(topo.dgx1v(), collective, 2**50, algorithm="ring", protocol="Simple")
+    assert e.busbw == pytest.approx(e.ring.nchannels * e.ring.bw_intra, rel=1e-6)
+
+
+@pytest.mark.parametrize("collective", COLLECTIVE_NAMES)
+@pytest.mark.parametrize("gpus", [[0, 1], [0, 1, 2, 3], None])
+def test_busbw_relation_is_nccl_tests(collective, gpus):
+    sizes = np.array([1024, 2**20, 2**30])
+    e = estimate(topo.dgx1v(), collective, sizes, gpus)
+    assert np.allclose(e.algbw, sizes / e.time)
+    assert np.allclose(e.busbw, e.algbw * busbw_factor(collective, e.nranks))
+
+
+@pytest.mark.parametrize("collective", COLLECTIVE_NAMES)
+def test_time_grows_with_size(collective):
+    sizes = 2 ** np.arange(0, 34)
+    for system in ("dgx1", "dgx1v", "dgx2"):
+        time = estimate(topo.build(system), collective, sizes).time
+        assert np.all(np.diff(time) > 0)
+
+
+def test_vector_and_scalar_agree():
+    sizes = [8, 4096, 2**28]
+    vector = estimate(topo.dgx1v(), "all_reduce", sizes, [0, 1, 2, 3])
+    for i, size in enumerate(sizes):
+        scalar = estimate(topo.dgx1v(), "all_reduce", size, [0, 1, 2, 3])
+        assert scalar.time == vector.time[i] and scalar.algorithm == vector.algorithm[i]
+        assert scalar.nchannels == vector.nchannels[i]
+
+
+def test_dgx1v_all_reduce_picks_like_nccl():
+    """Small sizes: Ring LL (lowest latency); mid: LL128; large: Simple at 6 x 20 GB/s."""
+    e = estimate(topo.dgx1v(), "all_reduce", [8, 2**21, 2**30])
+    assert list(e.protocol) == ["LL", "LL128", "Simple"]
+    assert list(e.algorithm) == ["ring", "ring", "ring"]
+    assert e.busbw[-1] == pytest.approx(120 * GB, rel=0.01)
+
+
+def test_dgx2_any_set_gets_six_links_per_gpu():
+    """NCCL's 6 x 20 GB/s per GPU: every subset's large all_reduce approaches 120 GB/s busbw."""
+    for gpus in ([0, 15], [0, 1, 2], list(range(8)), None):
+        e = estimate(topo.dgx2(), "all_reduce", 2**34, gpus)
+        assert e.ring.nchannels * e.ring.bw_intra == 6 * topo.LINKS["nvlink2"].nccl_bandwidth
+        assert e.busbw == pytest.approx(120 * GB, rel=0.01)
+
+
+def test_two_links_beat_one_and_no_link_falls_to_the_host():
+    m = pairwise(topo.dgx1v(), "all_reduce", 256 * MiB)
+    assert m[0, 3] > m[0, 1] > m[0, 5]
+    assert m[0, 3] == pytest.approx(2 * m[0, 1], rel=0.01)
+    host = estimate(topo.dgx1v(), "all_reduce", 256 * MiB, [0, 5])
+    assert host.ring.type_intra.name == "SYS" and ("cpu0", "cpu1") in host.bottleneck
+    assert np.isnan(m[0, 0]) and np.allclose(m, m.T, equal_nan=True)
+
+
+def test_single_gpu_is_a_device_copy():
+    e = estimate(topo.dgx1v(), "all_reduce", 2**20, [3])
+    assert e.algorithm == "copy" and e.busbw == 0.0
+    assert e.time == pytest.approx(2 * 2**20 / topo.GPUS["V100-SXM2"].memory_bandwidth)
+
+
+def test_p2p_collectives():
+    send = estimate(topo.dgx1v(), "sendrecv", 2**30, [0, 3])
+    assert send.busbw == pytest.approx(40 * GB, rel=0.01)   # both directions of the NV2 bundle
+    a2a = estimate(topo.dgx2(), "alltoall", 2**34)
+    assert a2a.busbw == pytest.approx(120 * GB * 15 / 16 * 16 / 15, rel=0.02)
+    assert "this project's model" in a2a.model
+
+
+def test_explain_shows_the_working():
+    text = estimate(topo.dgx1v(), "all_reduce", 2**28, [0, 1, 2, 3]).explain()
+    for needle in ("ring graph: 4 channels x 20.0 GB/s", "bottleneck:", "latency", "busBw", "chosen: ring/Simple"):
+        assert needle in text
+    assert "this project's model" in estimate(topo.dgx1v(), "alltoall", 2**20).explain()
+
+
+def test_results_do_not_depend_on_gpu_order():
+    a = estimate(topo.dgx1v(), "all_reduce", 2**26, [5, 1, 4, 0])
+    b = estimate(topo.dgx1v(), "all_reduce", 2**26, [0, 1, 4, 5])
+    assert a.time == b.time and a.gpus == b.gpus == (0, 1, 4, 5)
+
+
+def injection(G, node):
+    return sum(d["bandwidth"] for _, _, d in G.out_edges(node, data=True) if d["kind"] in ("nvlink", "pcie"))
+
+
+@settings(max_examples=25, deadline=None)
+@given(data=st.data())
+def test_busbw_never_exceeds_injection(data):
+    system = data.draw(st.sampled_from(["dgx1", "dgx1v", "dgx2"]))
+    G = topo.build(system)
+    n = len(topo.gpus(G))
+    gpus = data.draw(st.lists(st.integers(0, n - 1), min_size=2, max_size=n, unique=True))
+    collective = data.draw(st.sampled_from(COLLECTIVE_NAMES))
+    e = estimate(G, collective, 2**32, gpus)
+    assert e.busbw <= min(injection(G, node) for node in e.nodes)
+
+
+@settings(max_examples=25, deadline=None)
+@given(data=st.data())
+def test_adding_a_link_never_lowers_busbw(data):
+    """One more NVLink in an existing DGX-1V bundle, or a new one between two unlinked GPUs."""
+    G = topo.dgx1v()
+    gpus = data.draw(st.lists(st.integers(0, 7), min_size=2, max_size=8, unique=True))
+    a, b = data.draw(st.lists(st.sampled_from(sorted(gpus)), min_size=2, max_size=2, unique=True))
+    before = estimate(G, "all_reduce", 2**30, gpus).busbw
+    topo.parts.add_link(G, f"gpu{a}", f"gpu{b}", "nvlink2")
+    after = estimate(G, "all_reduce", 2**30, gpus).busbw
+    assert after >= before * (1 - 1e-9)
+
+
+def test_subsets_rank_and_match_direct_estimates():
+    ranking = subsets(topo.dgx1v(), 4, "all_reduce", 2**30)
+    assert len(ranking) == 70
+    assert [r.gpus for r in ranking[:2]] == [(0, 1, 2, 3), (4, 5, 6, 7)]
+    assert all(x.busbw >= y.busbw for x, y in zip(ranking, ranking[1:]))
+    for r in ranking[::7]:
+        direct = estimate(topo.dgx1v(), "all_reduce", 2**30, list(r.gpus))
+        assert r.busbw == pytest.approx(direct.busbw) and r.nchannels == direct.nchannels
+
+
+@settings(max_examples=15, deadline=None)
+@given(k=st.integers(2, 16), seed=st.integers(0, 10**6))
+def test_dgx2_symmetry_shortcut_matches_direct(k, seed):
+    ranking = subsets(topo.dgx2(), k, "all_reduce", 2**28)
+    pick = ranking[seed % len(ranking)]
+    direct = estimate(topo.dgx2(), "all_reduce", 2**28, list(pick.gpus))
+    assert pick.busbw == pytest.approx(direct.busbw) and pick.protocol == direct.protocol
+
+
+def test_errors():
+    G = topo.dgx1v()
+    with pytest.raises(SizeError, match="whole number of bytes >= 0, received -1"):
+        estimate(G, "all_reduce", -1)
+    with pytest.raises(SizeError, match="whole number of bytes"):
+        estimate(G, "all_reduce", 1.5)
+    with pytest.raises(SizeError, match="number of bytes"):
+        estimate(G, "all_reduce", "1G")
+    with pytest.raises(topo.DgxTopoError, match="unknown collective 'allreduce'"):
+        estimate(G, "allreduce", 8)
+    with pytest.raises(topo.GpuSelectionError, match="given twice"):
+        estimate(G, "all_reduce", 8, [1, 1])
+    with pytest.raises(topo.DgxTopoError, match="broadcast with Ring only"):
+        estimate(G, "broadcast", 8, algorithm="tree")
+    with pytest.raises(topo.DgxTopoError, match="point-to-point"):
+        estimate(G, "alltoall", 8, algorithm="ring")
+    with pytest.raises(topo.DgxTopoError, match="one GPU runs no all_reduce"):
+        estimate(G, "all_reduce", 8, [0], protocol="LL")
+    with pytest.raises(topo.DgxTopoError, match="k must be a number of GPUs from 1 to 8"):
+        subsets(G, 9, "all_reduce", 8)
+    with pytest.raises(SizeError, match="single size"):
+        subsets(G, 2, "all_reduce", [8, 16])
