@@ -3,7 +3,8 @@
 The cost layer imports :mod:`topo`, never the reverse, and does not import plotly.
 """
 
-from .paths import P2P_LEVEL, PathType, Route, RouteError, line_rate, nccl_bandwidth, route, route_bandwidth
+from .paths import (P2P_LEVEL, PathType, Route, RouteError, Router, line_rate, nccl_bandwidth, route,
+                    route_bandwidth)
 from .p2p import (EFFICIENCIES, MODES, OVERHEADS, Calibrated, P2PError, P2PReport, P2PResult,
                   achieved_capacity, format_p2p_report, maxflow_matrix, p2p_latency_matrix, p2p_matrix, p2p_path,
                   p2p_report, path_type_matrix)
@@ -17,9 +18,12 @@ from .tuning import (NCCL_COLLECTIVES, AlgoTime, ChannelDuplication, ChannelGrap
                      dup_channels, select_algorithm, tune, tuning_table)
 from .trees import (BinaryTree, Chain, DoubleBinaryTree, RankTree, TreeError, binary_tree,
                     double_binary_tree, intra_chain, nccl_tree_depth, rank_tree)
+from .channels import ChannelSearch, ChannelSearchError, LinkLoad, nccl_capacity, search_channels
+from .collectives import (COLLECTIVE_NAMES, CollectiveEstimate, SizeError, SubsetResult, estimate,
+                          pairwise, subsets)
 
 __all__: list[str] = [
-    "P2P_LEVEL", "PathType", "Route", "RouteError", "line_rate", "nccl_bandwidth", "route",
+    "P2P_LEVEL", "PathType", "Route", "RouteError", "Router", "line_rate", "nccl_bandwidth", "route",
     "route_bandwidth",
     "EFFICIENCIES", "MODES", "OVERHEADS", "Calibrated", "P2PError", "P2PReport", "P2PResult",
     "achieved_capacity", "format_p2p_report", "maxflow_matrix", "p2p_latency_matrix", "p2p_matrix", "p2p_path",
@@ -33,4 +37,7 @@ __all__: list[str] = [
     "dup_channels", "select_algorithm", "tune", "tuning_table",
     "BinaryTree", "Chain", "DoubleBinaryTree", "RankTree", "TreeError", "binary_tree",
     "double_binary_tree", "intra_chain", "nccl_tree_depth", "rank_tree",
+    "ChannelSearch", "ChannelSearchError", "LinkLoad", "nccl_capacity", "search_channels",
+    "COLLECTIVE_NAMES", "CollectiveEstimate", "SizeError", "SubsetResult", "estimate", "pairwise",
+    "subsets",
 ]

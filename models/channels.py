@@ -49,6 +49,7 @@ Examples
 from __future__ import annotations
 
 import math
+import random
 from dataclasses import dataclass
 
 from topo.errors import DgxTopoError
@@ -57,7 +58,7 @@ from topo.select import select_gpus
 from topo.specs import LINKS
 
 from .nccl import nccl_profile
-from .paths import PathType, _Router
+from .paths import PathType, Router
 from .tuning import ChannelGraph, dup_channels
 
 __all__ = ["ChannelSearch", "ChannelSearchError", "LinkLoad", "search_channels", "search_channels_in",
@@ -71,6 +72,9 @@ PATTERNS = ("ring", "balanced_tree")
 _TIMEOUT = 1 << 14
 _TIMEOUT_TREE = 1 << 14
 _TIMEOUT_SAME_CHANNELS = 1 << 8
+# Restarts after a search that ran out of budget below what the links admit (not NCCL's).
+_RESTARTS = 16
+_RESTART_BUDGET = 1 << 11
 # Lowering the speed stops once it would fall to 0.49 of the best solution (search.cc).
 _SPEED_FLOOR = 0.49
 # NCCL charges PCIe links 6/5 of the bandwidth on a PHB path through an Intel CPU
@@ -244,7 +248,7 @@ class _Fabric:
     def __init__(self, G, profile):
         self.G = G
         self.profile = profile
-        self.router = _Router(G)
+        self.router = Router(G)
         self.intel = all("Intel" in str(G.nodes[c].get("model", "Intel"))
                          for c, k in G.nodes(data="kind") if k == "cpu")
         self.order = {n: i for i, n in enumerate(G)}
@@ -462,6 +466,7 @@ class _Search:
         self.hops = 0
         self.timed_out = False
         self.by_room = False  # candidate order: NCCL's static one, or widest room left first
+        self.rng = None  # a random.Random shuffles the candidates before that order
         self.ceiling = min(max_channels, problem.channel_bound(problem.capacity, speed, type_intra, ring))
 
     # -- capacity ----------------------------------------------------------------------
@@ -497,6 +502,8 @@ class _Search:
                 near.reverse()
             return [j for j in dict.fromkeys(near) if j not in order]
         candidates = [j for j in self.p.order[last] if j not in order]
+        if self.rng is not None:
+            self.rng.shuffle(candidates)
         if self.by_room:
             remaining = self.remaining
             room = {j: min((remaining[k] / f for k, f in self.p.hop[last][j].charges), default=math.inf)
@@ -661,14 +668,19 @@ def search_channels_in(fabric, nodes, *, pattern="ring", min_channels=None, max_
         retry = ""
         if search.timed_out and not same and len(search.best) < search.ceiling:
             # NCCL's static order can spend its whole budget behind a poor first channel
-            # (it does on a DGX-1V with one more 0-1 link: 5 rings of 20 where 6 fit). Retry
-            # with the widest room first, so that more links never give fewer channels.
-            second = _Search(problem, speed, type_intra, same, ring, max_channels, budget)
-            second.by_room = True
-            second.run()
-            if len(second.best) > len(search.best):
-                retry = f" (NCCL's order: {len(search.best)} in its budget; widest-room order: more)"
-                search = second
+            # (on a DGX-1V with one more 0-1 link it finds 5 rings of 20 where 6 fit). So
+            # that more links never give fewer channels, restart with the widest room first
+            # and ties broken by a seeded shuffle, keeping the best (reproducible).
+            for seed in range(_RESTARTS):
+                second = _Search(problem, speed, type_intra, same, ring, max_channels, _RESTART_BUDGET)
+                second.by_room = True
+                second.rng = random.Random(seed)
+                second.run()
+                if len(second.best) > len(search.best):
+                    retry = f" (NCCL's order: {len(search.best)} in its budget; restart {seed}: more)"
+                    search = second
+                if len(search.best) >= search.ceiling:
+                    break
         timed_out = timed_out or search.timed_out
         last_timed_out = search.timed_out
         found = len(search.best)

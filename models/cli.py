@@ -8,6 +8,14 @@ Subcommands
     The system's connection matrix in the layout of ``nvidia-smi topo -m``.
 ``dgxtopo p2p NAME [--gpus IDS] [--mode route|maxflow] [--bidirectional] [--latency] [--json]``
     Predicted GPU-to-GPU bandwidth (and latency) in the layout of p2pBandwidthLatencyTest.
+``dgxtopo collective COLL --system NAME [--gpus IDS] [-b MIN] [-e MAX] [-f FACTOR] [--algo A]
+[--proto P] [--nccl VERSION] [--explain] [--json]``
+    A predicted nccl-tests sweep (float32, sum): size, count, type, redop, root, time, algbw,
+    busbw, and what NCCL would run.
+``dgxtopo pairs COLL --system NAME -s SIZE [--json]``
+    busbw of every 2-GPU communicator.
+``dgxtopo subsets COLL --system NAME -k K -s SIZE [--top N] [--json]``
+    Every K-GPU set ranked by busbw.
 
 Bad input (an unknown system, a malformed option) prints one line on stderr and exits 2.
 The JSON forms are documented in the README ("JSON output") and stay stable.
@@ -17,12 +25,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 
+import numpy as np
+
 import topo
-from topo.units import to_GBps
+from topo.units import to_GBps, to_us
 
 from .display import format_table
+from .busbw import count_from_nbytes
+from .collectives import COLLECTIVE_NAMES, estimate, pairwise, subsets
+from .nccl import PROFILES
 from .p2p import MODES, format_p2p_report, p2p_report
 
 __all__ = ["main", "build_parser"]
@@ -72,6 +86,138 @@ def _p2p(args) -> None:
     print(format_p2p_report(report, bidirectional=args.bidirectional, latency=args.latency))
 
 
+_SIZE = re.compile(r"^(\d+)([KMGT]?)B?$", re.IGNORECASE)
+_MULTIPLE = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+
+
+def parse_size(text: str) -> int:
+    """A size as nccl-tests takes it: ``8``, ``64K``, ``256M``, ``1G`` (binary multiples). [bytes]
+
+    >>> parse_size("256M"), parse_size("8")
+    (268435456, 8)
+    """
+    match = _SIZE.match(str(text).strip())
+    if not match:
+        raise argparse.ArgumentTypeError(
+            f"malformed size {text!r}: expected bytes such as 8, 64K, 256M or 1G")
+    return int(match.group(1)) * _MULTIPLE[match.group(2).upper()]
+
+
+def _factor(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 2:
+        raise argparse.ArgumentTypeError(f"malformed factor {text!r}: expected an integer >= 2")
+    return value
+
+
+def _sweep(minimum: int, maximum: int, factor: int) -> list:
+    if maximum < minimum:
+        raise _UsageError(f"the largest size ({maximum} B) is below the smallest ({minimum} B): "
+                          f"expected -e >= -b")
+    sizes, size = [], minimum
+    while size <= maximum:
+        sizes.append(size)
+        size = size * factor if size else 1
+    return sizes
+
+
+# nccl-tests' root column: the root rank for rooted collectives, -1 otherwise.
+_ROOT = {"broadcast": 0, "reduce": 0}
+_REDOP = {"all_reduce": "sum", "reduce_scatter": "sum", "reduce": "sum"}
+
+
+def _collective(args) -> None:
+    G = topo.build(args.system)
+    gpus = topo.select_gpus(G, args.gpus)
+    nranks = len(gpus)
+    requested = np.array(_sweep(args.minbytes, args.maxbytes, args.stepfactor), dtype=np.int64)
+    # nccl-tests rounds every size down to whole float32 elements per rank.
+    counts, sizes = (np.atleast_1d(x).astype(np.int64)
+                     for x in count_from_nbytes(args.coll, requested, nranks))
+    e = estimate(G, args.coll, sizes, args.gpus, algorithm=args.algo, protocol=args.proto,
+                 profile=args.nccl)
+    ids = list(e.gpus)
+    times, algbw, busbw = (np.atleast_1d(x) for x in (e.time, e.algbw, e.busbw))
+    algorithms, protocols, nchannels = (np.atleast_1d(x) for x in (e.algorithm, e.protocol, e.nchannels))
+    if args.json:
+        rows = [{"size_bytes": int(size), "time_us": float(to_us(t)), "algbw_gbps": float(to_GBps(a)),
+                 "busbw_gbps": float(to_GBps(b)), "algorithm": str(al), "protocol": str(pr),
+                 "nchannels": int(nc)}
+                for size, t, a, b, al, pr, nc in zip(sizes, times, algbw, busbw, algorithms, protocols,
+                                                     nchannels)]
+        _print_json({"system": G.graph["system"], "collective": args.coll, "gpus": ids, "rows": rows})
+        return
+    print(f"# dgxtopo: predicted nccl-tests {args.coll} on {G.graph['name']} GPUs "
+          f"{','.join(map(str, ids))} ({nranks} ranks); {e.model}")
+    print(f"# {'size':>10}  {'count':>12}  {'type':>6}  {'redop':>6}  {'root':>5}  {'time':>9}  "
+          f"{'algbw':>7}  {'busbw':>7}  {'algo':>5}  {'proto':>6}  {'nch':>3}")
+    print(f"# {'(B)':>10}  {'(elements)':>12}  {'':>6}  {'':>6}  {'':>5}  {'(us)':>9}  "
+          f"{'(GB/s)':>7}  {'(GB/s)':>7}")
+    root = _ROOT.get(args.coll, -1)
+    redop = _REDOP.get(args.coll, "none")
+    for size, count, t, a, b, al, pr, nc in zip(sizes, counts, times, algbw, busbw, algorithms,
+                                                  protocols, nchannels):
+        print(f"  {int(size):>10}  {int(count):>12}  {'float':>6}  {redop:>6}  {root:>5}  "
+              f"{to_us(t):>9.2f}  {to_GBps(a):>7.2f}  {to_GBps(b):>7.2f}  {al:>5}  {pr:>6}  {nc:>3}")
+    print(f"# Avg bus bandwidth    : {to_GBps(float(np.mean(busbw))):.4g}")
+    if args.explain:
+        print()
+        print(e.explain())
+
+
+def _pairs(args) -> None:
+    G = topo.build(args.system)
+    matrix = pairwise(G, args.coll, args.size, profile=args.nccl)
+    n = matrix.shape[0]
+    if args.json:
+        _print_json({"system": G.graph["system"], "collective": args.coll, "size_bytes": args.size,
+                     "gpus": list(range(n)),
+                     "busbw_gbps": [[None if np.isnan(v) else float(to_GBps(v)) for v in row]
+                                    for row in matrix]})
+        return
+    print(f"Predicted {args.coll} busbw (GB/s) of every GPU pair on {G.graph['name']} at "
+          f"{args.size} B")
+    headers = ["GPU"] + [str(j) for j in range(n)]
+    rows = [[str(i)] + ["-" if np.isnan(v) else f"{to_GBps(v):.2f}" for v in row]
+            for i, row in enumerate(matrix)]
+    print(format_table(headers, rows, align=">" * (n + 1)))
+
+
+def _subsets(args) -> None:
+    G = topo.build(args.system)
+    ranking = subsets(G, args.k, args.coll, args.size, profile=args.nccl)
+    shown = ranking if args.top is None else ranking[:args.top]
+    if args.json:
+        _print_json({"system": G.graph["system"], "collective": args.coll, "k": args.k,
+                     "size_bytes": args.size, "count": len(ranking),
+                     "subsets": [{"gpus": list(r.gpus), "busbw_gbps": to_GBps(r.busbw),
+                                  "algbw_gbps": to_GBps(r.algbw), "time_us": to_us(r.time),
+                                  "algorithm": r.algorithm, "protocol": r.protocol,
+                                  "nchannels": r.nchannels} for r in shown]})
+        return
+    print(f"{len(ranking)} sets of {args.k} GPUs on {G.graph['name']}, ranked by predicted "
+          f"{args.coll} busbw at {args.size} B" + ("" if args.top is None else f" (top {len(shown)})"))
+    headers = ["rank", "GPUs", "busbw (GB/s)", "algbw (GB/s)", "time (us)", "algo", "proto", "nch"]
+    rows = [[i + 1, ",".join(map(str, r.gpus)), f"{to_GBps(r.busbw):.2f}", f"{to_GBps(r.algbw):.2f}",
+             f"{to_us(r.time):.2f}", r.algorithm, r.protocol, r.nchannels] for i, r in enumerate(shown)]
+    print(format_table(headers, rows, align="><>>><<>"))
+
+
+def _add_model_options(parser, *, sizes: str) -> None:
+    parser.add_argument("coll", metavar="COLLECTIVE", choices=COLLECTIVE_NAMES,
+                        help="one of " + ", ".join(COLLECTIVE_NAMES))
+    parser.add_argument("--system", required=True, help="system name: " + ", ".join(topo.SYSTEMS))
+    parser.add_argument("--nccl", choices=sorted(PROFILES), default=None,
+                        help="NCCL version profile of the model (default: the reference version)")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    if sizes == "one":
+        parser.add_argument("-s", "--size", type=parse_size, required=True,
+                            help="message size in bytes (8, 64K, 256M, 1G)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``dgxtopo``."""
     parser = _Parser(prog="dgxtopo", description="Model NVIDIA DGX interconnect fabrics and what "
@@ -100,6 +246,30 @@ def build_parser() -> argparse.ArgumentParser:
     p2p.add_argument("--latency", action="store_true", help="also print the latency matrix")
     p2p.add_argument("--json", action="store_true", help="print JSON (every matrix) instead")
     p2p.set_defaults(run=_p2p)
+
+    coll = commands.add_parser("collective", help="predicted nccl-tests sweep of a collective")
+    _add_model_options(coll, sizes="sweep")
+    coll.add_argument("--gpus", metavar="IDS", help="GPU ids such as 0-3 or 0,3,5-7 (default: all)")
+    coll.add_argument("-b", "--minbytes", type=parse_size, default=parse_size("32M"),
+                      help="smallest size (default 32M, as nccl-tests)")
+    coll.add_argument("-e", "--maxbytes", type=parse_size, default=parse_size("32M"),
+                      help="largest size (default 32M)")
+    coll.add_argument("-f", "--stepfactor", type=_factor, default=2, help="size multiplier (default 2)")
+    coll.add_argument("--algo", choices=("ring", "tree"), help="force NCCL's algorithm")
+    coll.add_argument("--proto", choices=("LL", "LL128", "Simple"), help="force NCCL's protocol")
+    coll.add_argument("--explain", action="store_true",
+                      help="show channels, bottleneck, latency and bandwidth terms")
+    coll.set_defaults(run=_collective)
+
+    pairs = commands.add_parser("pairs", help="busbw of every 2-GPU communicator")
+    _add_model_options(pairs, sizes="one")
+    pairs.set_defaults(run=_pairs)
+
+    sets = commands.add_parser("subsets", help="every k-GPU set ranked by busbw")
+    _add_model_options(sets, sizes="one")
+    sets.add_argument("-k", type=int, required=True, help="GPUs per set")
+    sets.add_argument("--top", type=int, help="show only the best N")
+    sets.set_defaults(run=_subsets)
     return parser
 
 

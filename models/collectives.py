@@ -470,7 +470,9 @@ def _explain(e: CollectiveEstimate) -> str:
             lines.append(f"  channel {c:2d}: " + " ".join(str(e.gpus[e.nodes.index(g)]) for g in order))
         if search.loads:
             top = search.loads[0]
-            binding = ", ".join(f"{u}->{v}" for u, v in search.bottleneck)
+            edges = search.bottleneck
+            binding = ", ".join(f"{u}->{v}" for u, v in edges[:6]) + \
+                (f" (+{len(edges) - 6} more)" if len(edges) > 6 else "")
             lines.append(f"  bottleneck: {binding} ({_gbps(top.reserved)} of {_gbps(top.capacity)} GB/s "
                          f"reserved)")
         lines.append("  search: " + "; ".join(t for t in search.trace if "skipped" not in t))
@@ -480,7 +482,8 @@ def _explain(e: CollectiveEstimate) -> str:
                      f"{int(sizes[-1])} B:")
         for cand in e.selection.candidates:
             t = cand.tuning
-            terms = " + ".join(f"{term.count:g} x {to_us(term.per_step):.2f}" for term in t.latency.terms)
+            terms = " + ".join(f"{term.count:g} x {to_us(term.per_step):.2f}" for term in t.latency.terms
+                               if term.count)
             steps = "; ".join(f"{s.name} x{s.factor:g}" + (f" cap {_gbps(s.cap)}" if s.cap is not None else "")
                               + (" (cap binds)" if s.bound else "") for s in t.bus.steps)
             lines.append(

@@ -76,9 +76,10 @@ from topo.nvidia_smi import connection_matrix
 from topo.schema import validate
 from topo.select import select_gpus
 from topo.specs import LINKS
+from topo.symmetry import interchangeable_gpus
 from topo.units import to_GBps, to_us, us
 
-from .paths import PathType, Route, _Router, line_rate, nccl_bandwidth, route_bandwidth
+from .paths import PathType, Route, Router, line_rate, nccl_bandwidth, route_bandwidth
 
 __all__ = [
     "Calibrated", "EFFICIENCIES", "OVERHEADS", "MODES",
@@ -273,50 +274,20 @@ def _latency(r: Route) -> float:
 
 
 # -- symmetry: GPUs whose swap is an automorphism of the fabric give identical rows ---------
-def _profiles(G, nodes) -> dict:
-    return {n: ({k: v for k, v in G.nodes[n].items() if k != "index"}, G.adj[n], G.pred[n])
-            for n in nodes}
-
-
-def _swappable(profiles, u, v) -> bool:
-    """Swapping u and v maps the fabric onto itself, every attribute included."""
-    (nu, ou, iu), (nv, ov, iv) = profiles[u], profiles[v]
-    if nu != nv:
-        return False
-    for pu, pv in ((ou, ov), (iu, iv)):
-        if v in pu or u in pv:
-            if (v in pu) != (u in pv) or pu[v] != pv[u]:
-                return False
-            if {w: d for w, d in pu.items() if w != v} != {w: d for w, d in pv.items() if w != u}:
-                return False
-        elif pu != pv:
-            return False
-    return True
-
-
 def _classes(G, nodes) -> list:
     """Partition ``nodes`` into classes of interchangeable GPUs (positions into ``nodes``).
 
     Swapping two interchangeable GPUs is an automorphism of the attributed fabric, which
     leaves every routed and max-flow figure unchanged; so one representative pair per pair
     of classes gives the whole matrix (DGX-2: GPUs sharing a PCIe leaf switch are
-    interchangeable, 8 classes of 2). Interchangeability is transitive (a composition of
-    automorphisms is one), so comparing with a class's first member suffices.
+    interchangeable, 8 classes of 2). See :func:`topo.interchangeable_gpus`.
     """
-    profiles = _profiles(G, nodes)
-    buckets: dict = {}
-    classes: list = []
-    for position, n in enumerate(nodes):
-        data = G.nodes[n]
-        key = (data.get("host"), data.get("socket"), len(G.adj[n]), len(G.pred[n]))
-        for members in buckets.setdefault(key, []):
-            if _swappable(profiles, nodes[members[0]], n):
-                members.append(position)
-                break
-        else:
-            members = [position]
-            buckets[key].append(members)
-            classes.append(members)
+    position = {n: i for i, n in enumerate(nodes)}
+    classes = []
+    for members in interchangeable_gpus(G):
+        chosen = [position[n] for n in members if n in position]
+        if chosen:
+            classes.append(chosen)
     return classes
 
 
@@ -326,7 +297,7 @@ class _Table:
     def __init__(self, G, nodes, *, symmetry: bool = True):
         self.G = G
         self.nodes = nodes
-        self.router = _Router(G)
+        self.router = Router(G)
         classes = _classes(G, nodes) if symmetry else [[i] for i in range(len(nodes))]
         self.index = np.empty(len(nodes), dtype=np.intp)
         for c, members in enumerate(classes):
@@ -592,7 +563,7 @@ def p2p_path(G, src: int, dst: int) -> P2PResult:
     """
     validate(G)
     (a,), (b,) = select_gpus(G, [src]), select_gpus(G, [dst])
-    r = _Router(G).route(a, b)
+    r = Router(G).route(a, b)
     host = G.nodes[a]["host"]
     if a == b:
         smi = "X"

@@ -81,7 +81,7 @@ from topo.schema import validate
 from topo.specs import LINKS
 
 __all__ = [
-    "PathType", "P2P_LEVEL", "Route", "RouteError",
+    "PathType", "P2P_LEVEL", "Route", "RouteError", "Router",
     "route", "route_bandwidth", "line_rate", "nccl_bandwidth",
 ]
 
@@ -318,11 +318,15 @@ def route(G, src, dst, *, nvb: bool = False) -> Route:
         a PCIe route (GPUs of different hosts: the network transport is not modelled).
     """
     validate(G)
-    return _Router(G).route(src, dst, nvb=nvb)
+    return Router(G).route(src, dst, nvb=nvb)
 
 
-class _Router:
-    """Routes on one fabric, with per-node searches cached for computing many pairs."""
+class Router:
+    """Routes on one fabric, with per-node searches cached for computing many pairs.
+
+    ``Router(G).route(src, dst, nvb=False)`` is :func:`route` without validating ``G`` again;
+    use it for many pairs of one (validated, unchanging) fabric.
+    """
 
     def __init__(self, G):
         self.G = G

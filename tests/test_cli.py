@@ -92,3 +92,69 @@ def test_installed_console_script_runs():
     assert result.returncode == 2 and result.stderr.startswith("dgxtopo: error: unknown system 'nope'")
     result = subprocess.run([script, "systems"], capture_output=True, text=True, check=True)
     assert result.stdout.startswith("system")
+
+
+def test_collective_sweep_prints_nccl_tests_columns(capsys):
+    status, out, err = run(capsys, "collective", "all_reduce", "--system", "dgx1v", "--gpus", "0-3",
+                           "-b", "8", "-e", "1G", "-f", "2")
+    assert status == 0 and err == ""
+    lines = out.splitlines()
+    assert lines[1].split()[1:9] == ["size", "count", "type", "redop", "root", "time", "algbw", "busbw"]
+    rows = [line.split() for line in lines if line and not line.startswith("#")]
+    assert [int(r[0]) for r in rows] == [2**i for i in range(3, 31)]
+    assert all(r[2:5] == ["float", "sum", "-1"] for r in rows)
+    assert int(rows[-1][1]) == 2**30 // 4
+    assert lines[-1].startswith("# Avg bus bandwidth")
+
+
+def test_collective_json_schema(capsys):
+    status, out, _ = run(capsys, "collective", "reduce_scatter", "--system", "dgx2", "-b", "1M", "-e", "4M",
+                         "--json")
+    data = json.loads(out)
+    assert status == 0 and set(data) == {"system", "collective", "gpus", "rows"}
+    assert data["gpus"] == list(range(16)) and len(data["rows"]) == 3
+    assert set(data["rows"][0]) == {"size_bytes", "time_us", "algbw_gbps", "busbw_gbps", "algorithm",
+                                    "protocol", "nchannels"}
+    # nccl-tests rounds a reduce_scatter size down to whole elements per rank (16 x 4 B).
+    assert all(row["size_bytes"] % 64 == 0 for row in data["rows"])
+
+
+def test_collective_explain_and_forcing(capsys):
+    status, out, _ = run(capsys, "collective", "all_reduce", "--system", "dgx1v", "-b", "1M", "-e", "1M",
+                         "--algo", "tree", "--proto", "LL128", "--explain")
+    assert status == 0
+    row = [line.split() for line in out.splitlines() if line.startswith("  ") and line.split()[0] == "1048576"]
+    assert row[0][-3:-1] == ["tree", "LL128"]
+    assert "balanced_tree graph: 6 channels x 20.0 GB/s" in out and "bottleneck" in out
+
+
+def test_pairs_and_subsets(capsys):
+    status, out, _ = run(capsys, "pairs", "all_reduce", "--system", "dgx1v", "-s", "256M", "--json")
+    matrix = json.loads(out)["busbw_gbps"]
+    assert status == 0 and matrix[0][0] is None and matrix[0][3] > matrix[0][1] > matrix[0][5]
+    status, out, _ = run(capsys, "subsets", "all_reduce", "--system", "dgx1v", "-k", "4", "-s", "1G",
+                         "--top", "2")
+    assert status == 0
+    assert [line.split()[1] for line in out.splitlines()[2:4]] == ["0,1,2,3", "4,5,6,7"]
+    status, out, _ = run(capsys, "subsets", "all_gather", "--system", "dgx2", "-k", "3", "-s", "64M", "--json")
+    data = json.loads(out)
+    assert data["count"] == 560 and len(data["subsets"]) == 560
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["collective", "allreduce", "--system", "dgx1v"], "invalid choice: 'allreduce'"),
+    (["collective", "all_reduce", "--system", "dgx9"], "unknown system 'dgx9'"),
+    (["collective", "all_reduce", "--system", "dgx1v", "--gpus", "0,8"], "GPU id 8 out of range"),
+    (["collective", "all_reduce", "--system", "dgx1v", "--gpus", "3-1"], "ascending range"),
+    (["collective", "all_reduce", "--system", "dgx1v", "-b", "-8"], "malformed size '-8'"),
+    (["collective", "all_reduce", "--system", "dgx1v", "-b", "1G", "-e", "1M"], "expected -e >= -b"),
+    (["collective", "all_reduce", "--system", "dgx1v", "-f", "1"], "malformed factor '1'"),
+    (["collective", "broadcast", "--system", "dgx1v", "--algo", "tree"], "broadcast with Ring only"),
+    (["pairs", "all_reduce", "--system", "dgx1v"], "the following arguments are required: -s/--size"),
+    (["subsets", "all_reduce", "--system", "dgx1v", "-k", "0", "-s", "1G"], "k must be a number of GPUs"),
+    (["collective", "all_reduce", "--system", "dgx1v", "--nccl", "2.99"], "invalid choice: '2.99'"),
+])
+def test_collective_bad_input(capsys, argv, message):
+    status, out, err = run(capsys, *argv)
+    assert status == 2 and out == ""
+    assert err.count("\n") == 1 and message in err

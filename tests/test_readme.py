@@ -24,3 +24,12 @@ def test_quick_start_has_exactly_two_commands():
 def test_ci_runs_the_readme_test_command_verbatim():
     ci = (ROOT / ".ci" / "run").read_text().strip().splitlines()
     assert ci[-1] == quick_start_commands()[1]
+
+
+def test_python_examples_run():
+    """Every ```python block of the README runs, in order, in one namespace."""
+    text = (ROOT / "README.md").read_text()
+    namespace: dict = {}
+    for block in re.findall(r"```python\n(.*?)```", text, re.S):
+        exec(compile(block, "README.md", "exec"), namespace)  # noqa: S102
+    assert "G" in namespace
