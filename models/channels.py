@@ -143,6 +143,12 @@ class ChannelSearch:
         Some search ran out of NCCL's step budget.
     trace : tuple of str
         The searches tried, in order, with what each found (for ``--explain``).
+    nets : tuple of tuple
+        Across nodes: per channel, the NIC it enters the node by and the NIC it leaves by.
+    type_inter : PathType
+        NCCL's ``typeInter``: the worst GPU-to-NIC path type allowed (PIX on one node).
+    nnodes : int
+        Hosts the communicator spans.
     """
 
     pattern: str
@@ -157,6 +163,9 @@ class ChannelSearch:
     duplicated: bool
     timed_out: bool
     trace: tuple
+    nets: tuple = ()
+    type_inter: PathType = PathType.PIX
+    nnodes: int = 1
 
     @property
     def nchannels(self) -> int:
@@ -180,7 +189,8 @@ class ChannelSearch:
     def graph(self) -> ChannelGraph:
         """The tuning model's view of this result."""
         return ChannelGraph(self.nchannels, self.bw_intra, self.type_intra.name,
-                            pattern=self.pattern, same_channels=self.same_channels)
+                            type_inter=self.type_inter.name, pattern=self.pattern,
+                            same_channels=self.same_channels)
 
 
 def nccl_capacity(G, u, v, profile=None) -> float:
@@ -290,10 +300,45 @@ class _Fabric:
         return path_type, flow
 
 
+    def net_route(self, gpu, nic) -> tuple:
+        """``(path type, edges gpu -> nic, port out edge, port in edge)`` over PCIe.
+
+        The type is NCCL's GPU-to-NET path type: PIX/PXB when the NIC sits under the GPU's
+        PCIe switches (GPUDirect RDMA), PHB/SYS when traffic crosses the CPU and is staged in
+        host memory (nccl-model.md 1.6-1.7; PXN is not modelled).
+        """
+        key = ("net", gpu, nic)
+        if key not in self._routes:
+            parent = self.router.pcie_parents(gpu)
+            if nic not in parent:
+                raise ChannelSearchError(f"GPU {gpu!r} has no PCIe route to NIC {nic!r}: expected the "
+                                         f"host's NICs under its CPUs")
+            path = [nic]
+            while path[-1] != gpu:
+                path.append(parent[path[-1]])
+            path.reverse()
+            edges = tuple(zip(path, path[1:]))
+            G = self.G
+            middle = [G.nodes[v]["kind"] for v in path[1:-1]]
+            if any(G.adj[u][v]["kind"] == "cpu-to-cpu" for u, v in edges):
+                path_type = PathType.SYS
+            elif "cpu" in middle:
+                path_type = PathType.PHB
+            elif middle.count("pcie_switch") <= 1:
+                path_type = PathType.PIX
+            else:
+                path_type = PathType.PXB
+            ports = [v for v, d in G.adj[nic].items() if d["kind"] == "network"]
+            if not ports:
+                raise ChannelSearchError(f"NIC {nic!r} has no network link: expected a cluster fabric")
+            self._routes[key] = (path_type, edges, (nic, ports[0]), (ports[0], nic))
+        return self._routes[key]
+
+
 class _Problem:
     """The communicator's GPUs, their hops and the edge capacities, as plain arrays."""
 
-    def __init__(self, fabric, gpus):
+    def __init__(self, fabric, gpus, nets=()):
         G, profile = fabric.G, fabric.profile
         members = set(gpus)
         self.n = len(gpus)
@@ -323,6 +368,35 @@ class _Problem:
                 # Parallel switch paths are equally long, so the shares add up to the hops of one.
                 self.hop[i][j] = _Hop(path_type, width, tuple(charges), round(sum(f for _, f in flow)))
         self.nvswitch = any(G.nodes[v]["kind"] == "nvswitch" for g in gpus for v in G.successors(g))
+        # NET hops (multi-node): NIC -> GPU enters a channel, GPU -> NIC leaves it. Each
+        # charges the PCIe links on the way and the NIC's network port in its direction
+        # (NCCL's NET node bandwidth, speed / 8000 GB/s).
+        self.nets = list(nets)
+        self.net_in = [[None] * self.n for _ in self.nets]
+        self.net_out = [[None] * len(self.nets) for _ in range(self.n)]
+        self.net_ports = []
+        for m, nic in enumerate(self.nets):
+            for i, g in enumerate(gpus):
+                path_type, edges, port_out, port_in = fabric.net_route(g, nic)
+                overhead = _INTEL_P2P_OVERHEAD if fabric.intel and path_type == PathType.PHB else 1.0
+                for flow, hops in (((*edges, port_out), "out"), ((port_in, *((v, u) for u, v in reversed(edges))), "in")):
+                    charges, width = [], math.inf
+                    for u, v in flow:
+                        if (u, v) not in index:
+                            index[u, v] = len(self.edges)
+                            self.edges.append((u, v))
+                            self.capacity.append(fabric.capacity(u, v))
+                        k = index[u, v]
+                        factor = overhead if G.adj[u][v]["kind"] == "pcie" else 1.0
+                        charges.append((k, factor))
+                        width = min(width, self.capacity[k] / factor)
+                    hop = _Hop(path_type, width, tuple(charges), len(flow))
+                    if hops == "out":
+                        self.net_out[i][m] = hop
+                    else:
+                        self.net_in[m][i] = hop
+            self.net_ports.append((index[port_in], index[port_out]))
+        self.net_types = sorted({h.type for row in self.net_out for h in row})
         if self.n > 1:
             hops = [self.hop[i][j] for i in range(self.n) for j in range(self.n) if i != j]
             self.max_bw = max(h.bandwidth for h in hops)
@@ -330,6 +404,8 @@ class _Problem:
         else:
             self.max_bw = profile.loc_bandwidth
             self.types = [PathType.LOC]
+        if self.nets:  # with NET nodes, maxBw is the widest GPU-to-NET path (search.cc)
+            self.max_bw = max(h.bandwidth for row in self.net_out for h in row)
         total = 0.0
         for g in gpus:
             # NCCL's totalBw: the GPU's NVLink bandwidth (to switches and to GPUs of the
@@ -406,6 +482,14 @@ class _Problem:
         the same direct neighbour, so with U entries and V exits of which neighbour x holds
         u_x and v_x, GPU i admits at most ``min(U, V, U - u_x + V - v_x)`` channels.
         """
+        if self.nets:
+            # Every channel enters through one NIC port and leaves through one.
+            def ports(which):
+                return sum(math.floor((remaining[p[which]] + _SLACK) / speed) for p in self.net_ports)
+            limit = min(ports(0), ports(1))
+            if self.n > 1 and not self._connected(speed, type_intra, remaining):
+                return 0
+            return limit
         if self.n == 1:
             return 1 << 30
         if not self._connected(speed, type_intra, remaining):
@@ -450,8 +534,13 @@ class _Perfect(Exception):
 class _Search:
     """One ``ncclTopoSearchRec``: as many channels as fit at one speed and type."""
 
-    def __init__(self, problem, speed, type_intra, same_channels, ring, max_channels, budget):
+    def __init__(self, problem, speed, type_intra, same_channels, ring, max_channels, budget,
+                 type_inter=None):
         self.p = problem
+        self.type_inter = type_inter
+        self.nets: list = []  # per placed channel: (NIC index in, NIC index out)
+        self.best_nets: list = []
+        self.net_in = None  # NIC the channel being placed entered by
         self.speed = speed
         self.type_intra = type_intra
         self.same = same_channels
@@ -526,7 +615,73 @@ class _Search:
                 order.pop()
                 self._charge(order[-1], j, -1)
 
+    def _record(self) -> None:
+        count = len(self.channels)
+        if count > len(self.best) or (count == len(self.best) and self.hops < self.best_hops):
+            self.best, self.best_hops = list(self.channels), self.hops
+            self.best_nets = list(self.nets)
+        if count >= self.ceiling:
+            raise _Perfect
+
+    def _net_hop_fits(self, hop) -> bool:
+        if hop.type > self.type_inter:
+            return False
+        remaining, need = self.remaining, self.speed
+        return all(remaining[k] + _SLACK >= need * f for k, f in hop.charges)
+
+    def _net_charge(self, hop, sign) -> None:
+        amount = sign * self.speed
+        for k, f in hop.charges:
+            self.remaining[k] -= amount * f
+        self.hops += sign * hop.nhops
+
+    def _close_net(self, order) -> None:
+        """A ring channel with NET: leave the last GPU for the entry NIC first, then any."""
+        last = order[-1]
+        m = len(self.p.nets)
+        for out in [self.net_in] + [k for k in range(m) if k != self.net_in]:
+            hop = self.p.net_out[last][out]
+            if not self._net_hop_fits(hop):
+                continue
+            self._net_charge(hop, +1)
+            self.channels.append(tuple(order))
+            self.nets.append((self.net_in, out))
+            self._record()
+            if self._bound() > len(self.best):
+                entry = self.net_in
+                self.start_channel()
+                self.net_in = entry
+            self.channels.pop()
+            self.nets.pop()
+            self._net_charge(hop, -1)
+
+    def _start_net_channel(self) -> None:
+        """NCCL's ncclTopoSearchRecNet: pick a NIC, enter the first GPU from it."""
+        p = self.p
+        m = len(p.nets)
+        previous = self.channels[-1] if self.channels else None
+        start = len(self.channels) % m  # spread channels over the NICs, as NCCL's local NICs do
+        for k in range(m):
+            net = (start + k) % m
+            firsts = sorted(range(p.n), key=lambda g: (-p.net_in[net][g].bandwidth, p.net_in[net][g].type, g))
+            tries = []
+            if previous is not None:
+                tries.append((previous[0], previous))  # FORCED_ORDER_REPLAY
+            if not self.same or previous is None:
+                tries += [(g, None) for g in firsts]
+            for first, forced in tries:
+                hop = p.net_in[net][first]
+                if not self._net_hop_fits(hop):
+                    continue
+                self._net_charge(hop, +1)
+                self.net_in = net
+                self._place([first], forced)
+                self._net_charge(hop, -1)
+
     def _close(self, order) -> None:
+        if self.p.nets:
+            self._close_net(order)
+            return
         closing = self.ring and self.p.n > 1
         if closing:
             if not self._allowed(order[-1], order[0]):
@@ -554,6 +709,9 @@ class _Search:
 
     def start_channel(self) -> None:
         n = self.p.n
+        if self.p.nets:
+            self._start_net_channel()
+            return
         if not self.channels:
             self._place([0], tuple(range(n)))  # FORCED_ORDER_PCI: GPU 0, 1, 2, ...
         else:
@@ -621,15 +779,26 @@ def search_channels(G, gpus=None, *, pattern: str = "ring", min_channels: int | 
 
 
 def search_channels_in(fabric, nodes, *, pattern="ring", min_channels=None, max_channels=None):
-    """:func:`search_channels` on a prepared fabric, for GPU nodes in index order."""
+    """:func:`search_channels` on a prepared fabric, for GPU nodes in index order.
+
+    GPUs of several hosts: NCCL searches every node with its NICs (channels enter the node
+    through a NIC, cross all its GPUs and leave through a NIC) and keeps the minimum channel
+    count and bandwidth over the nodes; hosts with the same local GPU set are searched once.
+    """
     G, profile = fabric.G, fabric.profile
     if pattern not in PATTERNS:
         raise ChannelSearchError(f"unknown pattern {pattern!r}: expected one of {', '.join(PATTERNS)}")
-    if len({G.nodes[n]["host"] for n in nodes}) > 1:
-        raise ChannelSearchError("the channel search covers GPUs of one host: expected GPU ids of a "
-                                 "single system (inter-node channels are not modelled yet)")
+    hosts: dict = {}
+    for n in nodes:
+        hosts.setdefault(G.nodes[n]["host"], []).append(n)
     ring = pattern == "ring"
     maxchannels = profile.require("max_channels")
+    if len(hosts) > 1:
+        if not ring:
+            raise ChannelSearchError("across nodes only the ring graph is searched: NCCL's tree graph "
+                                     "with NET nodes is taken as the ring's channels (expected pattern "
+                                     "'ring')")
+        return _search_nodes(fabric, hosts, min_channels, max_channels)
     if ring:
         min_channels = 1 if min_channels is None else min_channels
         max_channels = maxchannels // 2 if max_channels is None else max_channels
@@ -637,13 +806,57 @@ def search_channels_in(fabric, nodes, *, pattern="ring", min_channels=None, max_
         ring_result = search_channels_in(fabric, nodes)
         min_channels = ring_result.nchannels if min_channels is None else min_channels
         max_channels = ring_result.nchannels if max_channels is None else max_channels
+    _check_bounds(min_channels, max_channels, maxchannels)
+    return _search_host(fabric, nodes, (), pattern, min_channels, max_channels)
+
+
+def _check_bounds(min_channels, max_channels, maxchannels) -> None:
     if not (isinstance(min_channels, int) and isinstance(max_channels, int)
             and 1 <= min_channels <= max_channels <= maxchannels):
         raise ChannelSearchError(f"expected 1 <= min_channels <= max_channels <= {maxchannels}, "
                                  f"received {min_channels!r} and {max_channels!r}")
-    problem = _Problem(fabric, nodes)
+
+
+def _search_nodes(fabric, hosts, min_channels, max_channels) -> "ChannelSearch":
+    """Ring channels of a communicator that spans several hosts (one search per node shape)."""
+    G, profile = fabric.G, fabric.profile
+    from topo.cluster import compute_nics  # noqa: PLC0415 (topo.cluster imports nothing of ours)
+
+    maxchannels = profile.require("max_channels")
+    min_channels = 1 if min_channels is None else min_channels
+    max_channels = maxchannels // 2 if max_channels is None else max_channels
+    _check_bounds(min_channels, max_channels, maxchannels)
+    results = {}
+    for host, members in hosts.items():
+        shape = tuple(G.nodes[n]["index"] for n in members)
+        if shape not in results:
+            nets = [v for v in compute_nics(G, host) if any(d["kind"] == "network" for d in G.adj[v].values())]
+            if not nets:
+                raise ChannelSearchError(f"host {host} has no NIC on a network: expected a cluster "
+                                         f"fabric (topo.cluster) for GPUs of several hosts")
+            results[shape] = _search_host(fabric, members, nets, "ring", min_channels, max_channels)
+    # NCCL reduces nChannels and the bandwidths to the minimum over all ranks (init.cc).
+    worst = min(results.values(), key=lambda r: (r.nchannels * r.bw_intra, r.nchannels))
+    first = results[tuple(G.nodes[n]["index"] for n in hosts[min(hosts)])]
+    nchannels = min(r.nchannels for r in results.values())
+    bw = min(r.bw_intra for r in results.values())
+    trace = first.trace + (() if worst is first else
+                           (f"another node shape holds {worst.nchannels} x {worst.bw_intra / 1e9:g} GB/s",))
+    return ChannelSearch("ring", tuple(n for h in sorted(hosts) for n in hosts[h]),
+                         first.channels[:nchannels], bw, max(r.type_intra for r in results.values()),
+                         first.same_channels, first.max_bw, first.total_bw, first.loads,
+                         first.duplicated, any(r.timed_out for r in results.values()), trace,
+                         nets=first.nets[:nchannels], type_inter=max(r.type_inter for r in results.values()),
+                         nnodes=len(hosts))
+
+
+def _search_host(fabric, nodes, nets, pattern, min_channels, max_channels) -> "ChannelSearch":
+    """NCCL's ncclTopoCompute for the GPUs of one host (and its NICs, on several nodes)."""
+    G, profile = fabric.G, fabric.profile
+    ring = pattern == "ring"
+    problem = _Problem(fabric, nodes, nets)
     cc = min(G.nodes[n]["compute_capability"] for n in nodes)
-    speeds = profile.speed_array(cc, inter=False)
+    speeds = profile.speed_array(cc, inter=bool(nets))
     total = problem.total_bw * (1 if ring else problem.n / max(problem.n - 1, 1))
     index = next((i for i, s in enumerate(speeds)
                   if s <= problem.max_bw + _SLACK and s * min_channels <= total + _SLACK),
@@ -651,20 +864,21 @@ def search_channels_in(fabric, nodes, *, pattern="ring", min_channels=None, max_
     trace: list[str] = []
     timed_out = False  # any search ran out of budget
     last_timed_out = False  # the last search did: NCCL then skips pass 2
+    inter_types = problem.net_types if nets else [PathType.PIX]
 
-    def attempt(speed, type_intra, same, minimum):
+    def attempt(speed, type_intra, type_inter, same, minimum):
         nonlocal timed_out, last_timed_out
+        label = (f"{speed / 1e9:g} GB/s, type {type_intra.name}"
+                 + (f"/{type_inter.name}" if nets else "") + f", {'same' if same else 'free'} channels")
         ceiling = min(max_channels, problem.channel_bound(problem.capacity, speed, type_intra, ring))
         if ceiling < minimum or (best is not None
                                  and ceiling * speed < len(best["channels"]) * best["speed"] - _SLACK):
             # No set of channels at this speed can be accepted or beat the best: NCCL would
             # search in vain (and possibly time out), so skip it; the outcome is the same.
-            trace.append(f"{speed / 1e9:g} GB/s, type {type_intra.name}, "
-                         f"{'same' if same else 'free'} channels: skipped, links hold at most "
-                         f"{ceiling} channel(s)")
+            trace.append(f"{label}: skipped, links hold at most {ceiling} channel(s)")
             return None, None
         budget = _TIMEOUT_SAME_CHANNELS if same else (_TIMEOUT if ring else _TIMEOUT_TREE)
-        search = _Search(problem, speed, type_intra, same, ring, max_channels, budget).run()
+        search = _Search(problem, speed, type_intra, same, ring, max_channels, budget, type_inter).run()
         retry = ""
         if search.timed_out and not same and len(search.best) < search.ceiling:
             # NCCL's static order can spend its whole budget behind a poor first channel
@@ -672,7 +886,8 @@ def search_channels_in(fabric, nodes, *, pattern="ring", min_channels=None, max_
             # that more links never give fewer channels, restart with the widest room first
             # and ties broken by a seeded shuffle, keeping the best (reproducible).
             for seed in range(_RESTARTS):
-                second = _Search(problem, speed, type_intra, same, ring, max_channels, _RESTART_BUDGET)
+                second = _Search(problem, speed, type_intra, same, ring, max_channels, _RESTART_BUDGET,
+                                 type_inter)
                 second.by_room = True
                 second.rng = random.Random(seed)
                 second.run()
@@ -684,20 +899,19 @@ def search_channels_in(fabric, nodes, *, pattern="ring", min_channels=None, max_
         timed_out = timed_out or search.timed_out
         last_timed_out = search.timed_out
         found = len(search.best)
-        trace.append(f"{speed / 1e9:g} GB/s, type {type_intra.name}, "
-                     f"{'same' if same else 'free'} channels: {found} channel(s)"
+        trace.append(f"{label}: {found} channel(s)"
                      + (" (budget exhausted)" if search.timed_out else "") + retry
                      + ("" if found >= minimum else f", fewer than the {minimum} required"))
         if found < minimum:
             return None, search
-        return {"channels": search.best, "speed": speed, "type": type_intra, "same": same,
-                "hops": search.best_hops}, search
+        return {"channels": search.best, "nets": search.best_nets, "speed": speed, "type": type_intra,
+                "type_inter": type_inter, "same": same, "hops": search.best_hops}, search
 
     best = None
-    type_intra = problem.types[0]
+    type_intra, type_inter = problem.types[0], inter_types[0]
     same = True
     while True:
-        result, _ = attempt(speeds[index], type_intra, same, min_channels)
+        result, _ = attempt(speeds[index], type_intra, type_inter, same, min_channels)
         if result is not None and _better(result, best):
             best = result
         if best is not None and (len(best["channels"]) == max_channels
@@ -707,27 +921,41 @@ def search_channels_in(fabric, nodes, *, pattern="ring", min_channels=None, max_
             same = False
             continue
         same = True
-        higher = [t for t in problem.types if t > type_intra]
+        # Relax the intra-node path type (with NET: up to typeInter), then the NET path type
+        # (while no solution, or below the solution's, or below PXN), then the speed.
+        limit = type_inter if nets else problem.types[-1]
+        higher = [t for t in problem.types if type_intra < t <= max(limit, problem.types[0])]
         if higher and (best is None or type_intra < best["type"]):
             type_intra = higher[0]
             continue
         type_intra = problem.types[0]
+        higher_inter = [t for t in inter_types if t > type_inter]
+        if nets and higher_inter and (best is None or type_inter < best["type_inter"]
+                                      or type_inter < PathType.PXN):
+            type_inter = higher_inter[0]
+            continue
+        type_inter = inter_types[0]
         if index + 1 < len(speeds) and (best is None or speeds[index + 1] / best["speed"] > _SPEED_FLOOR):
             index += 1
             continue
         break
 
+    channel_nets: list = []
     if best is None:  # NCCL's fallback: one channel in PCI order, 0.1 GB/s, type SYS.
         trace.append("nothing found: fallback to one channel in index order at 0.1 GB/s")
         channels, bw, type_intra, same = [tuple(range(problem.n))], _FALLBACK_BW, PathType.SYS, True
+        type_inter = PathType.SYS if nets else PathType.PIX
+        channel_nets = [(0, 0)] if nets else []
         duplicated = False
     else:
         channels, bw, type_intra, same = best["channels"], best["speed"], best["type"], best["same"]
+        type_inter, channel_nets = best["type_inter"], best["nets"]
         dup = dup_channels(len(channels), bw, compute_capability=cc, max_channels=max_channels,
                            pattern=pattern, profile=profile)
         duplicated = dup.duplicated
         if duplicated:
             channels = (channels * 2)[:dup.nchannels]
+            channel_nets = (channel_nets * 2)[:dup.nchannels]
             bw = dup.bw_intra
             trace.append(f"duplicated: {dup.nchannels} channels x {bw / 1e9:g} GB/s")
         # Pass 2: raise the speed with as many channels (rings only; single-node trees
@@ -735,28 +963,34 @@ def search_channels_in(fabric, nodes, *, pattern="ring", min_channels=None, max_
         step = next((i for i, s in enumerate(speeds) if s <= bw + _SLACK), len(speeds) - 1)
         while ring and not last_timed_out and step > 0:
             step -= 1
-            result, search = attempt(speeds[step], type_intra, True, len(channels))
+            result, search = attempt(speeds[step], type_intra, type_inter, True, len(channels))
             if search is not None and search.timed_out:
                 break
             if result is not None and len(result["channels"]) * result["speed"] > len(channels) * bw:
                 channels, bw, same = result["channels"], result["speed"], result["same"]
+                channel_nets = result["nets"]
             else:
                 break
 
-    loads = _loads(problem, channels, bw, ring)
+    loads = _loads(problem, channels, bw, ring, channel_nets)
     return ChannelSearch(pattern, tuple(nodes), tuple(tuple(nodes[i] for i in c) for c in channels),
                          float(bw), type_intra, bool(same), float(problem.max_bw),
-                         float(problem.total_bw), loads, duplicated, timed_out, tuple(trace))
+                         float(problem.total_bw), loads, duplicated, timed_out, tuple(trace),
+                         nets=tuple((problem.nets[a], problem.nets[b]) for a, b in channel_nets),
+                         type_inter=type_inter if nets else PathType.PIX)
 
 
-def _loads(problem, channels, bw, ring) -> tuple:
+def _loads(problem, channels, bw, ring, nets=()) -> tuple:
     reserved = [0.0] * len(problem.edges)
-    for order in channels:
-        steps = list(zip(order, order[1:]))
-        if ring and len(order) > 1:
-            steps.append((order[-1], order[0]))
-        for i, j in steps:
-            for k, f in problem.hop[i][j].charges:
+    for c, order in enumerate(channels):
+        hops = [problem.hop[i][j] for i, j in zip(order, order[1:])]
+        if nets:
+            entry, leave = nets[c]
+            hops += [problem.net_in[entry][order[0]], problem.net_out[order[-1]][leave]]
+        elif ring and len(order) > 1:
+            hops.append(problem.hop[order[-1]][order[0]])
+        for hop in hops:
+            for k, f in hop.charges:
                 reserved[k] += bw * f
     loads = [LinkLoad(problem.edges[k], reserved[k], problem.capacity[k])
              for k in range(len(problem.edges)) if reserved[k] > 0]

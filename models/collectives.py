@@ -46,7 +46,7 @@ from .busbw import COLLECTIVES, busbw_factor, collective as _collective
 from .channels import ChannelSearch, _Fabric, _Problem, search_channels_in
 from .nccl import nccl_profile
 from .paths import PathType
-from .tuning import NCCL_COLLECTIVES, Communicator, Selection, select_algorithm
+from .tuning import NCCL_COLLECTIVES, ChannelGraph, Communicator, Selection, select_algorithm
 
 __all__ = ["CollectiveEstimate", "SubsetResult", "estimate", "pairwise", "subsets",
            "SizeError", "COLLECTIVE_NAMES"]
@@ -268,6 +268,11 @@ def _estimate(ctx, collective, nbytes, gpus, algorithm=None, protocol=None) -> C
 
 def _searches(ctx, nodes):
     ring = search_channels_in(ctx.fabric, nodes, pattern="ring")
+    if ring.nnodes > 1:
+        # Across nodes NCCL's tree graph (NET -> chain of the node's GPUs) is searched with
+        # the ring's channel count and lands at the same NIC-bound speed on these systems:
+        # it is taken as the ring's channels (the tree's latency and caps still apply).
+        return ring, None
     tree = search_channels_in(ctx.fabric, nodes, pattern="balanced_tree",
                               min_channels=ring.nchannels, max_channels=ring.nchannels)
     return ring, tree
@@ -275,7 +280,11 @@ def _searches(ctx, nodes):
 
 def _communicator(G, nodes, ring, tree) -> Communicator:
     ccs = [G.nodes[n]["compute_capability"] for n in nodes]
-    return Communicator(len(nodes), ring.graph(), tree.graph(), min(ccs), compute_capability_max=max(ccs))
+    tree_graph = tree.graph() if tree is not None else ChannelGraph(
+        ring.nchannels, ring.bw_intra, ring.type_intra.name, type_inter=ring.type_inter.name,
+        pattern="balanced_tree", same_channels=ring.same_channels)
+    return Communicator(len(nodes), ring.graph(), tree_graph, min(ccs), nnodes=ring.nnodes,
+                        compute_capability_max=max(ccs))
 
 
 def _nccl_estimate(ctx, collective, size, scalar, nodes, ids, algorithm, protocol):
@@ -284,9 +293,9 @@ def _nccl_estimate(ctx, collective, size, scalar, nodes, ids, algorithm, protoco
     selection = select_algorithm(collective, size, comm, algorithm=algorithm, protocol=protocol,
                                  profile=ctx.profile)
     algorithms = np.asarray(selection.algorithm)
-    nchannels = np.where(algorithms == "ring", ring.nchannels, tree.nchannels)
+    nchannels = np.where(algorithms == "ring", ring.nchannels, comm.tree.nchannels)
     last = str(np.atleast_1d(algorithms)[-1])
-    bottleneck = (ring if last == "ring" else tree).bottleneck
+    bottleneck = (tree if last == "tree" and tree is not None else ring).bottleneck
     return CollectiveEstimate(
         collective, ids, tuple(nodes), _out(size, scalar), selection.time, selection.algorithm,
         selection.protocol, int(nchannels) if scalar else nchannels, selection.latency,

@@ -150,6 +150,12 @@ EFFICIENCIES: dict[str, Calibrated] = {
         "(GPU5-7, SYS), bidirectional P2P=Enabled", _ROW,
         "only cross-socket pairs measured; PHB (same-socket) staging assumed equal, which the "
         "same row with P2P disabled supports (GPU2-3: 14.43, 14.46 GB/s)"),
+    # NCCL's NET_BW 12.0 GB/s for a 100 Gb/s port, of EDR's 12.5 GB/s line rate: 0.96.
+    "network": Calibrated(
+        round(12.0 / 12.5, 4), "line rate of network edges (NIC ports, switch links) of a copy "
+        "between hosts (NCCL's NET transport)", "",
+        "NCCL src/graph/topo.h NET_BW 12.0 GB/s for a 100 Gbit port [S30], / 12.5 line rate",
+        "not fitted: no measured GPU-to-GPU copy between hosts in the shared data"),
     # 784.87 / 900 = 0.87208
     "hbm": Calibrated(
         0.8721, "HBM bandwidth (GpuSpec.memory_bandwidth) for the device-local copy (diagonal)",
@@ -159,6 +165,12 @@ EFFICIENCIES: dict[str, Calibrated] = {
 
 #: Fixed software overheads added to the hops' latencies.
 OVERHEADS: dict[str, Calibrated] = {
+    "network": Calibrated(
+        2.7 * us, "latency of a copy between hosts (GPUDirect RDMA), on top of the hops",
+        "", "NCCL 2.27.7 src/graph/tuning.cc hwLat[NET][Ring][LL] = 2.7 us, NCCL's own per-step "
+        "network latency for its lowest-latency protocol (nccl-model.md 5.2)",
+        "not fitted: no measured latency between hosts in the shared data; a staged end adds "
+        "the staged overhead"),
     # mean(1.76, 1.62 - 0.5, 1.61 - 0.5, 2.01 - 0.5, 2.02 - 0.5) = 1.404 us
     "p2p": Calibrated(
         1.404 * us, "latency of a peer copy (and of the device-local copy), on top of the hops",
@@ -249,7 +261,7 @@ def achieved_capacity(G, u, v, *, staged: bool = False) -> float:
         For a peer copy over an edge kind without an efficiency (``cpu-to-cpu``, ``network``).
     """
     data = G.adj[u][v]
-    key = "staged" if staged else data["kind"]
+    key = "network" if data["kind"] == "network" else "staged" if staged else data["kind"]
     if key not in EFFICIENCIES:
         raise P2PError(f"edge ({u!r}, {v!r}) of kind {data['kind']!r} on a peer route: expected "
                        f"one of nvlink, pcie (peer copies never cross {data['kind']})")
@@ -259,7 +271,7 @@ def achieved_capacity(G, u, v, *, staged: bool = False) -> float:
 def _capacity(r: Route, achieved: bool):
     if not achieved:
         return line_rate
-    return partial(achieved_capacity, staged=not r.p2p)
+    return partial(achieved_capacity, staged=r.host_memory is not None)
 
 
 def _hbm(G, node, achieved: bool) -> float:
@@ -270,6 +282,8 @@ def _hbm(G, node, achieved: bool) -> float:
 
 
 def _latency(r: Route) -> float:
+    if r.path_type == PathType.NET:
+        return OVERHEADS["network"].value + (OVERHEADS["staged"].value if r.host_memory else 0.0) + r.latency
     return (OVERHEADS["p2p"] if r.p2p else OVERHEADS["staged"]).value + r.latency
 
 

@@ -29,6 +29,12 @@ Routing rules, in order (nccl-model.md sections 1.6 and 1.7):
    the destination, so a cross-socket copy is GPU -> PCIe -> CPU0 -> QPI -> CPU1 (host
    memory) -> PCIe -> GPU.
 
+5. **Between hosts** (``NET``, clusters of :func:`topo.cluster`): from the GPU to the
+   host's network NIC with the best PCIe path type (then the lowest index), over the
+   network, and from the NIC nearest the destination to it. GPUDirect RDMA when a GPU and
+   its NIC are no further apart than ``PXB`` (NCCL's default ``netGdrLevel``); otherwise
+   that end is staged through its CPU's memory (``host_memory``).
+
 Parallel paths (DGX-2) and the choice of representation
 -------------------------------------------------------
 On a DGX-2 every GPU has one link to each of the 6 NVSwitches of its baseboard, so a pair
@@ -315,7 +321,7 @@ def route(G, src, dst, *, nvb: bool = False) -> Route:
         If ``G`` is not a valid fabric.
     RouteError
         If ``src`` or ``dst`` is not a GPU of ``G``, or the two have neither an NVLink nor
-        a PCIe route (GPUs of different hosts: the network transport is not modelled).
+        a PCIe route, nor (on different hosts) NICs on a network between them.
     """
     validate(G)
     return Router(G).route(src, dst, nvb=nvb)
@@ -432,7 +438,74 @@ class Router:
             if relay is not None:
                 return self._make(src, dst, PathType.NVB, True,
                                   {(src, relay): 1.0, (relay, dst): 1.0}, via=relay)
+        if self.G.nodes[src]["host"] != self.G.nodes[dst]["host"]:
+            return self._network_route(src, dst)
         return self._pcie_route(src, dst)
+
+    def _pcie_path(self, src, dst) -> list:
+        parent = self.pcie_parents(src)
+        path = [dst]
+        while path[-1] != src:
+            path.append(parent[path[-1]])
+        return path[::-1]
+
+    def _pcie_type(self, path) -> PathType:
+        edges = list(zip(path, path[1:]))
+        middle = [self.kind[n] for n in path[1:-1]]
+        if any(self.G.edges[e]["kind"] == "cpu-to-cpu" for e in edges):
+            return PathType.SYS
+        if "cpu" in middle:
+            return PathType.PHB
+        return PathType.PIX if middle.count("pcie_switch") <= 1 else PathType.PXB
+
+    def _nearest_nic(self, gpu):
+        """The host's network NIC closest to ``gpu``: best PCIe path type, then index."""
+        parent = self.pcie_parents(gpu)
+        best = None
+        for nic in parent:
+            if self.kind[nic] != "nic" or not any(d["kind"] == "network" for d in self.adj[nic].values()):
+                continue
+            key = (self._pcie_type(self._pcie_path(gpu, nic)), self.G.nodes[nic]["index"])
+            if best is None or key < best[0]:
+                best = (key, nic)
+        return None if best is None else best[1]
+
+    def _network_route(self, src, dst) -> Route:
+        """GPU -> nearest NIC -> network -> the NIC nearest dst -> GPU (NCCL's NET transport).
+
+        GPUDirect RDMA when a GPU and its NIC share PCIe switches (path type up to PXB, NCCL's
+        default ``netGdrLevel``); otherwise that end is staged through its CPU's memory.
+        """
+        first, last = self._nearest_nic(src), self._nearest_nic(dst)
+        if first is None or last is None:
+            G = self.G
+            raise RouteError(
+                f"GPUs {src!r} (host {G.nodes[src]['host']}) and {dst!r} (host {G.nodes[dst]['host']}) "
+                f"are on different hosts without a NIC on a network: expected a cluster fabric "
+                f"(topo.cluster) to route between hosts")
+        parent = {first: None}
+        queue = deque([first])
+        while queue and last not in parent:
+            x = queue.popleft()
+            for y, d in self.adj[x].items():
+                if d["kind"] == "network" and y not in parent and (y == last or self.kind[y] == "network_switch"):
+                    parent[y] = x
+                    queue.append(y)
+        if last not in parent:
+            raise RouteError(f"no network path from {first!r} to {last!r}: expected the NICs on one network")
+        middle = [last]
+        while middle[-1] != first:
+            middle.append(parent[middle[-1]])
+        out_path, in_path = self._pcie_path(src, first), self._pcie_path(dst, last)[::-1]
+        path = out_path + middle[::-1][1:] + in_path[1:]
+        staged = [g for g, leg in ((src, out_path), (dst, in_path[::-1]))
+                  if self._pcie_type(leg) > P2P_LEVEL]
+        host = None
+        if staged:
+            leg = out_path if staged[0] == src else in_path
+            host = next(n for n in leg if self.kind[n] == "cpu")
+        return self._make(src, dst, PathType.NET, False, {e: 1.0 for e in zip(path, path[1:])},
+                          host_memory=host)
 
     def _switch_flow(self, src, dst) -> dict:
         """Spray over all shortest paths through NVSwitches, split by bandwidth at each hop."""
@@ -487,7 +560,7 @@ class Router:
             raise RouteError(
                 f"GPUs {src!r} (host {G.nodes[src]['host']}) and {dst!r} (host "
                 f"{G.nodes[dst]['host']}) have neither an NVLink nor a PCIe route: expected GPUs "
-                f"of one host or one NVLink domain (the network transport is not modelled)")
+                f"under the CPUs of one host")
         path = [dst]
         while path[-1] != src:
             path.append(parent[path[-1]])

@@ -7,6 +7,7 @@ from .errors import DgxTopoError, TopologyError, UnknownSystemError
 from .schema import ATTRIBUTES, EDGE_KINDS, NODE_KINDS, gpus, nodes_of_kind, schema_markdown, validate
 from .specs import CPUS, GPUS, LINKS, NVSWITCHES, CpuSpec, GpuSpec, LinkSpec, SwitchSpec
 from .dgx import SYSTEMS, build, dgx1, dgx1v, dgx2
+from .cluster import NETWORKS, cluster, compute_nics
 from .nvidia_smi import ConnectionMatrix, connection_matrix, format_connection_matrix
 from .capacity import Bisection, bisection, bisection_bandwidth, injection_bandwidth
 from .summary import FabricSummary, summarize
@@ -18,6 +19,7 @@ __all__ = [
     "ATTRIBUTES", "EDGE_KINDS", "NODE_KINDS", "gpus", "nodes_of_kind", "schema_markdown", "validate",
     "CPUS", "GPUS", "LINKS", "NVSWITCHES", "CpuSpec", "GpuSpec", "LinkSpec", "SwitchSpec",
     "SYSTEMS", "build", "dgx1", "dgx1v", "dgx2",
+    "NETWORKS", "cluster", "compute_nics",
     "ConnectionMatrix", "connection_matrix", "format_connection_matrix",
     "Bisection", "bisection", "bisection_bandwidth", "injection_bandwidth",
     "FabricSummary", "summarize",

@@ -21,6 +21,7 @@ from collections.abc import Callable
 
 import networkx as nx
 
+from .cluster import cluster, parse_cluster_spec
 from .errors import UnknownSystemError
 from .parts import add_cpu, add_gpu, add_link, add_nic, add_nvswitch, add_pcie_switch
 from .schema import validate
@@ -208,9 +209,11 @@ SYSTEMS: dict[str, Callable[[], nx.DiGraph]] = {"dgx1": dgx1, "dgx1v": dgx1v, "d
 
 
 def build(name: str) -> nx.DiGraph:
-    """Build a built-in system by name.
+    """Build a built-in system, or a cluster of them, by name.
 
-    Names are matched without case, ``-`` or ``_`` (``"DGX-1V"`` is ``"dgx1v"``).
+    Names are matched without case, ``-`` or ``_`` (``"DGX-1V"`` is ``"dgx1v"``). A cluster
+    is ``<hosts>x<system>``, with ``:rail`` for a rail-optimised network instead of a fat
+    tree (``"2xdgx1v"``, ``"16xdgx2:rail"``; see :func:`topo.cluster`).
 
     Parameters
     ----------
@@ -233,9 +236,16 @@ def build(name: str) -> nx.DiGraph:
     >>> build("dgx3")
     Traceback (most recent call last):
     ...
-    topo.errors.UnknownSystemError: unknown system 'dgx3': expected one of dgx1, dgx1v, dgx2
+    topo.errors.UnknownSystemError: unknown system 'dgx3': expected one of dgx1, dgx1v, dgx2, or a cluster such as 2xdgx1v or 16xdgx2:rail
+    >>> build("2xdgx1v").graph["hosts"]
+    2
     """
     key = str(name).lower().replace("-", "").replace("_", "")
-    if key not in SYSTEMS:
-        raise UnknownSystemError(f"unknown system {name!r}: expected one of {', '.join(SYSTEMS)}")
-    return SYSTEMS[key]()
+    if key in SYSTEMS:
+        return SYSTEMS[key]()
+    spec = parse_cluster_spec(str(name))
+    if spec is not None and spec[1] in SYSTEMS:
+        count, system, network = spec
+        return cluster(SYSTEMS[system], count, network=network)
+    raise UnknownSystemError(f"unknown system {name!r}: expected one of {', '.join(SYSTEMS)}, or a "
+                             f"cluster such as 2xdgx1v or 16xdgx2:rail")

@@ -69,7 +69,7 @@ def add_cpu(G, node, cpu: str, *, index: int, host: int = 0) -> None:
 def add_nic(G, node, *, index: int, socket: int, model: str, port: str | None,
             host: int = 0) -> None:
     """Add a NIC named like its node; ``port`` is the link key of its network port, or None."""
-    attributes = {} if port is None else {"port_bandwidth": LINKS[port].bandwidth}
+    attributes = {} if port is None else {"port_bandwidth": LINKS[port].bandwidth, "port_link": port}
     G.add_node(node, kind="nic", host=host, index=index, socket=socket, name=str(node),
                model=model, **attributes)
 

@@ -38,7 +38,7 @@ __all__ = [
 ]
 
 #: Node kinds a fabric may hold.
-NODE_KINDS = ("gpu", "nvswitch", "pcie_switch", "cpu", "nic")
+NODE_KINDS = ("gpu", "nvswitch", "pcie_switch", "cpu", "nic", "network_switch")
 #: Edge kinds a fabric may hold.
 EDGE_KINDS = ("nvlink", "pcie", "cpu-to-cpu", "network")
 
@@ -79,10 +79,11 @@ class Attribute:
 #: The schema. Validation and documentation both read this table.
 ATTRIBUTES: tuple[Attribute, ...] = (
     Attribute("node", _ALL, "kind", str, "-", True, "one of " + ", ".join(NODE_KINDS)),
-    Attribute("node", _ALL, "host", int, "-", True, "host (system) number, 0 in a single system"),
+    Attribute("node", _ALL, "host", int, "-", True,
+              "host (system) number, 0 in a single system; -1 for the network between hosts"),
     Attribute("node", "gpu", "index", int, "-", True,
               "CUDA / nvidia-smi device number, unique per host"),
-    Attribute("node", "nvswitch,pcie_switch,cpu,nic", "index", int, "-", True,
+    Attribute("node", "nvswitch,pcie_switch,cpu,nic,network_switch", "index", int, "-", True,
               "number of the part among its kind on its host (for a CPU: its socket)"),
     Attribute("node", "gpu,pcie_switch,nic", "socket", int, "-", True,
               "CPU socket / NUMA node the part hangs off"),
@@ -93,14 +94,20 @@ ATTRIBUTES: tuple[Attribute, ...] = (
               "device memory bandwidth, the ceiling of a device-local copy"),
     Attribute("node", "gpu,nvswitch", "baseboard", int, "-", False,
               "GPU baseboard the part sits on (DGX-2 has two)"),
-    Attribute("node", "nvswitch", "ports", int, "-", True, "NVLink ports of the switch chip"),
-    Attribute("node", "cpu,pcie_switch,nvswitch,nic", "model", str, "-", False, "part model"),
+    Attribute("node", "nvswitch,network_switch", "ports", int, "-", True,
+              "ports of the switch (NVLink ports of an NVSwitch chip)"),
+    Attribute("node", "network_switch", "tier", str, "-", True,
+              "place in the network: leaf (NICs attach) or core (joins the leaves)"),
+    Attribute("node", "cpu,pcie_switch,nvswitch,nic,network_switch", "model", str, "-", False,
+              "part model"),
     Attribute("node", "cpu", "cores", int, "-", True, "physical cores of the socket"),
     Attribute("node", "cpu", "threads_per_core", int, "-", True,
               "hardware threads per core; with cores, gives nvidia-smi's CPU affinity"),
     Attribute("node", "nic", "name", str, "-", True, "device name as nvidia-smi shows it (mlx5_0)"),
     Attribute("node", "nic", "port_bandwidth", float, "B/s", False,
-              "line rate of the NIC's network port, per direction"),
+              "line rate of the NIC's network port, per direction (absent: not a compute NIC)"),
+    Attribute("node", "nic", "port_link", str, "-", False,
+              "key in topo.specs.LINKS of the NIC's network port (ib_edr, ...)"),
     Attribute("edge", _ALL, "kind", str, "-", True, "one of " + ", ".join(EDGE_KINDS)),
     Attribute("edge", _ALL, "links", int, "-", True,
               "physical links merged into this edge (at least 1)"),
@@ -126,26 +133,35 @@ def _type_ok(value, expected: type) -> bool:
     return isinstance(value, expected)
 
 
-def _check_value(where: str, attribute: Attribute, value) -> None:
-    if not _type_ok(value, attribute.type):
-        raise TopologyError(
-            f"{where}: attribute {attribute.name!r} must be {attribute.type.__name__} "
-            f"({attribute.meaning}), received {value!r}")
-    if attribute.type is float and not math.isfinite(value):
-        raise TopologyError(f"{where}: attribute {attribute.name!r} must be finite, received {value!r}")
+# The rows that apply to each (scope, kind), read once from ATTRIBUTES: validation runs over
+# every node and edge of fabrics with hundreds of thousands of them.
+_APPLICABLE = {
+    (scope, kind): tuple(a for a in ATTRIBUTES if a.where == scope and a.name != "kind" and a.applies(kind))
+    for scope, kinds in (("node", NODE_KINDS), ("edge", EDGE_KINDS)) for kind in kinds
+}
 
 
-def _check_attributes(where: str, kind: str, data: dict, scope: str) -> None:
-    for attribute in ATTRIBUTES:
-        if attribute.where != scope or attribute.name == "kind" or not attribute.applies(kind):
-            continue
+def _label(scope: str, item) -> str:
+    return f"node {item!r}" if scope == "node" else f"edge ({item[0]!r}, {item[1]!r})"
+
+
+def _check_attributes(item, kind: str, data: dict, scope: str) -> None:
+    """Check the attributes of one node or edge (``item``: node id, or ``(u, v)``)."""
+    for attribute in _APPLICABLE[scope, kind]:
         if attribute.name not in data:
             if attribute.required:
                 raise TopologyError(
-                    f"{where}: a {kind} {scope} needs attribute {attribute.name!r} "
+                    f"{_label(scope, item)}: a {kind} {scope} needs attribute {attribute.name!r} "
                     f"({attribute.meaning}), received attributes {sorted(data)}")
             continue
-        _check_value(where, attribute, data[attribute.name])
+        value = data[attribute.name]
+        if not _type_ok(value, attribute.type):
+            raise TopologyError(
+                f"{_label(scope, item)}: attribute {attribute.name!r} must be {attribute.type.__name__} "
+                f"({attribute.meaning}), received {value!r}")
+        if attribute.type is float and not math.isfinite(value):
+            raise TopologyError(
+                f"{_label(scope, item)}: attribute {attribute.name!r} must be finite, received {value!r}")
 
 
 def validate(G) -> None:
@@ -177,14 +193,14 @@ def validate(G) -> None:
         if kind not in NODE_KINDS:
             raise TopologyError(
                 f"node {node!r}: unknown kind {kind!r}, expected one of {', '.join(NODE_KINDS)}")
-        _check_attributes(f"node {node!r}", kind, data, "node")
+        _check_attributes(node, kind, data, "node")
     for u, v, data in G.edges(data=True):
         kind = data.get("kind")
         where = f"edge ({u!r}, {v!r})"
         if kind not in EDGE_KINDS:
             raise TopologyError(
                 f"{where}: unknown kind {kind!r}, expected one of {', '.join(EDGE_KINDS)}")
-        _check_attributes(where, kind, data, "edge")
+        _check_attributes((u, v), kind, data, "edge")
         if data["links"] < 1:
             raise TopologyError(f"{where}: links must be at least 1, received {data['links']}")
         if data["bandwidth"] <= 0:

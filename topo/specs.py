@@ -55,7 +55,7 @@ from .units import GB, GiB, ns
 
 __all__ = [
     "LinkSpec", "GpuSpec", "CpuSpec", "SwitchSpec",
-    "LINKS", "GPUS", "CPUS", "NVSWITCHES", "NCCL_REFERENCE_VERSION",
+    "LINKS", "GPUS", "CPUS", "NVSWITCHES", "NETWORK_SWITCHES", "NCCL_REFERENCE_VERSION",
 ]
 
 #: The NCCL release whose topo.h constants ``nccl_bandwidth`` reproduces (nccl-model.md).
@@ -272,4 +272,16 @@ NVSWITCHES: dict[str, SwitchSpec] = {
     "nvswitch1": SwitchSpec("NVSwitch (first generation)", 18, "nvlink2",
                             "hardware.md 3: 18 NVLink 2.0 ports at 25 GB/s per direction, "
                             "non-blocking crossbar [S18] [S19] [S25]"),
+}
+
+#: InfiniBand switches by the link key of their ports. [U] Port counts are the vendors'
+#: datasheet figures for the usual switch of each generation (EDR Switch-IB 2: 36 ports;
+#: HDR Quantum QM8700: 40; NDR Quantum-2 QM9700: 64), not in the shared reference.
+NETWORK_SWITCHES: dict[str, SwitchSpec] = {
+    "ib_edr": SwitchSpec("36-port EDR InfiniBand switch", 36, "ib_edr",
+                         "vendor datasheet (Switch-IB 2 class)", "port count [U]"),
+    "ib_hdr": SwitchSpec("40-port HDR InfiniBand switch", 40, "ib_hdr",
+                         "vendor datasheet (Quantum QM8700 class)", "port count [U]"),
+    "ib_ndr": SwitchSpec("64-port NDR InfiniBand switch", 64, "ib_ndr",
+                         "vendor datasheet (Quantum-2 QM9700 class)", "port count [U]"),
 }

@@ -216,10 +216,20 @@ def two_hosts():
     return G
 
 
-def test_gpus_of_different_hosts_have_no_route():
-    with pytest.raises(RouteError, match=r"'h0.gpu0' \(host 0\) and 'h1.gpu0' \(host 1\) have "
-                                         r"neither an NVLink nor a PCIe route"):
-        route(two_hosts(), "h0.gpu0", "h1.gpu0")
+def test_gpus_of_different_hosts_route_through_their_nics():
+    r = route(two_hosts(), "h0.gpu0", "h1.gpu0")
+    assert r.path_type == PathType.NET and not r.p2p and r.host_memory is None
+    assert r.nodes == ("h0.gpu0", "h0.pcie0", "h0.mlx5_0", "h1.mlx5_0", "h1.pcie0", "h1.gpu0")
+
+
+def test_gpus_of_different_hosts_without_a_network_have_no_route():
+    G = two_hosts()
+    for h in (0, 1):
+        del G.nodes[f"h{h}.mlx5_0"]["port_link"]
+    G.edges["h0.mlx5_0", "h1.mlx5_0"]["kind"] = G.edges["h1.mlx5_0", "h0.mlx5_0"]["kind"] = "pcie"
+    with pytest.raises(RouteError, match=r"'h0.gpu0' \(host 0\) and 'h1.gpu0' \(host 1\) are on "
+                                         r"different hosts without a NIC on a network"):
+        route(G, "h0.gpu0", "h1.gpu0")
 
 
 # -- invariants ---------------------------------------------------------------------------------
