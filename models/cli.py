@@ -16,6 +16,9 @@ Subcommands
     busbw of every 2-GPU communicator.
 ``dgxtopo subsets COLL --system NAME -k K -s SIZE [--top N] [--json]``
     Every K-GPU set ranked by busbw.
+``dgxtopo compare SYSTEM SYSTEM... [--collective COLL] [--ngpus N] [-b] [-e] [-f] [--out FILE] [--json]``
+    Time and busbw by size of the same collective on the same GPU count of several systems
+    (for instance one DGX-2 against two DGX-1V: ``dgxtopo compare dgx2 2xdgx1v``).
 
 Bad input (an unknown system, a malformed option) prints one line on stderr and exits 2.
 The JSON forms are documented in the README ("JSON output") and stay stable.
@@ -206,6 +209,53 @@ def _subsets(args) -> None:
     print(format_table(headers, rows, align="><>>><<>"))
 
 
+def _compare(args) -> None:
+    fabrics = [topo.build(name) for name in args.systems]
+    counts = {G.graph.get("system", name): len(topo.gpus(G)) for name, G in zip(args.systems, fabrics)}
+    ngpus = args.ngpus if args.ngpus is not None else min(counts.values())
+    if args.ngpus is None and len(set(counts.values())) > 1:
+        raise _UsageError(f"expected systems with the same GPU count, received "
+                          f"{', '.join(f'{k}: {v}' for k, v in counts.items())}; pass --ngpus N to "
+                          f"compare the first N GPUs of each")
+    sizes = np.array(_sweep(args.minbytes, args.maxbytes, args.stepfactor), dtype=np.int64)
+    estimates = [estimate(G, args.collective, sizes, list(range(ngpus)), profile=args.nccl)
+                 for G in fabrics]
+    names = [G.graph.get("system", n) for n, G in zip(args.systems, fabrics)]
+    if args.out:
+        from .report import write_compare_figure  # plotly only for this option
+        write_compare_figure(estimates, names, args.out)
+    if args.json:
+        _print_json({"collective": args.collective, "ngpus": ngpus, "systems": names,
+                     "rows": [{"size_bytes": int(size),
+                               "results": [{"system": name, "time_us": float(to_us(np.atleast_1d(e.time)[i])),
+                                            "busbw_gbps": float(to_GBps(np.atleast_1d(e.busbw)[i])),
+                                            "algorithm": str(np.atleast_1d(e.algorithm)[i]),
+                                            "protocol": str(np.atleast_1d(e.protocol)[i])}
+                                           for name, e in zip(names, estimates)]}
+                              for i, size in enumerate(sizes)]})
+        return
+    print(f"Predicted {args.collective} on {ngpus} GPUs: " + " vs ".join(
+        f"{name} ({e.model})" for name, e in zip(names, estimates)))
+    headers = ["size (B)"]
+    for name in names:
+        headers += [f"{name} time (us)", f"{name} busbw (GB/s)", "algo/proto"]
+    headers.append("faster")
+    rows = []
+    for i, size in enumerate(sizes):
+        row = [str(int(size))]
+        times = []
+        for e in estimates:
+            t = np.atleast_1d(e.time)[i]
+            times.append(t)
+            row += [f"{to_us(t):.2f}", f"{to_GBps(np.atleast_1d(e.busbw)[i]):.2f}",
+                    f"{np.atleast_1d(e.algorithm)[i]}/{np.atleast_1d(e.protocol)[i]}"]
+        order = np.argsort(times)
+        ratio = times[order[1]] / times[order[0]] if len(times) > 1 else 1.0
+        row.append(f"{names[order[0]]} x{ratio:.2f}")
+        rows.append(row)
+    print(format_table(headers, rows, align=">" + ">><" * len(names) + "<"))
+
+
 def _add_model_options(parser, *, sizes: str) -> None:
     parser.add_argument("coll", metavar="COLLECTIVE", choices=COLLECTIVE_NAMES,
                         help="one of " + ", ".join(COLLECTIVE_NAMES))
@@ -270,6 +320,22 @@ def build_parser() -> argparse.ArgumentParser:
     sets.add_argument("-k", type=int, required=True, help="GPUs per set")
     sets.add_argument("--top", type=int, help="show only the best N")
     sets.set_defaults(run=_subsets)
+
+    compare = commands.add_parser("compare", help="a collective on the same GPU count of several systems")
+    compare.add_argument("systems", metavar="SYSTEM", nargs="+",
+                         help="systems or clusters: " + ", ".join(topo.SYSTEMS) + ", 2xdgx1v, 16xdgx2:rail")
+    compare.add_argument("--collective", default="all_reduce", choices=COLLECTIVE_NAMES,
+                         help="collective (default all_reduce)")
+    compare.add_argument("--ngpus", type=int, help="compare the first N GPUs of each system")
+    compare.add_argument("-b", "--minbytes", type=parse_size, default=parse_size("1K"),
+                         help="smallest size (default 1K)")
+    compare.add_argument("-e", "--maxbytes", type=parse_size, default=parse_size("1G"),
+                         help="largest size (default 1G)")
+    compare.add_argument("-f", "--stepfactor", type=_factor, default=4, help="size multiplier (default 4)")
+    compare.add_argument("--nccl", choices=sorted(PROFILES), default=None, help="NCCL version profile")
+    compare.add_argument("--out", help="also write an HTML figure of busbw and time by size")
+    compare.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    compare.set_defaults(run=_compare)
     return parser
 
 

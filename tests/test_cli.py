@@ -158,3 +158,31 @@ def test_collective_bad_input(capsys, argv, message):
     status, out, err = run(capsys, *argv)
     assert status == 2 and out == ""
     assert err.count("\n") == 1 and message in err
+
+
+def test_compare_one_dgx2_with_two_dgx1v(capsys):
+    status, out, err = run(capsys, "compare", "dgx2", "2xdgx1v", "-b", "1M", "-e", "1G", "-f", "32")
+    assert status == 0 and err == ""
+    rows = [line.split() for line in out.splitlines()[2:]]
+    assert [int(r[0]) for r in rows] == [2**20, 2**25, 2**30]
+    assert rows[-1][-2:] == ["dgx2", "x2.50"], "NVSwitch 6 x 20 GB/s against 4 NICs x 12 GB/s"
+
+
+def test_compare_json_and_errors(capsys):
+    status, out, _ = run(capsys, "compare", "dgx2", "dgx1v", "--ngpus", "8", "-b", "1G", "-e", "1G", "--json")
+    data = json.loads(out)
+    assert status == 0 and data["ngpus"] == 8 and data["systems"] == ["dgx2", "dgx1v"]
+    assert set(data["rows"][0]["results"][0]) == {"system", "time_us", "busbw_gbps", "algorithm", "protocol"}
+    status, out, err = run(capsys, "compare", "dgx2", "dgx1v")
+    assert status == 2 and "same GPU count" in err and err.count("\n") == 1
+    status, out, err = run(capsys, "compare", "dgx2", "3xdgx7")
+    assert status == 2 and "unknown system '3xdgx7'" in err
+
+
+def test_cluster_systems_work_everywhere(capsys):
+    for argv in (["topo", "2xdgx1v", "--no-legend"], ["p2p", "2xdgx1v", "--gpus", "0,8"],
+                 ["collective", "all_gather", "--system", "4xdgx2:rail", "-b", "1M", "-e", "1M"]):
+        status, out, err = run(capsys, *argv)
+        assert status == 0 and err == "", argv
+    status, out, _ = run(capsys, "p2p", "2xdgx1v", "--gpus", "0,8", "--json")
+    assert json.loads(out)["path_type"][0][1] == "NET"

@@ -70,6 +70,27 @@ def _check_kinds(edge_kinds) -> tuple:
     return edge_kinds
 
 
+def _free_split(H, gpu_nodes):
+    """GPUs of whole connected components that add up to half the GPUs, if there are such.
+
+    Clusters joined only by the network have a zero NVLink bisection: a host is a side.
+    """
+    chosen = set(gpu_nodes)
+    sizes = []
+    for component in nx.weakly_connected_components(H):
+        members = tuple(g for g in gpu_nodes if g in component)
+        if members:
+            sizes.append(members)
+    if len(sizes) < 2:
+        return None
+    half = len(chosen) // 2
+    reachable = {0: ()}  # subset sum over components: GPU count -> components' GPUs
+    for members in sizes:
+        for total, side in list(reachable.items()):
+            reachable.setdefault(total + len(members), side + members)
+    return reachable.get(half)
+
+
 def bisection(G, *, edge_kinds=("nvlink",), max_cases: int = 100_000) -> Bisection:
     """Minimum balanced-bipartition cut of the fabric's GPUs, per direction.
 
@@ -104,6 +125,9 @@ def bisection(G, *, edge_kinds=("nvlink",), max_cases: int = 100_000) -> Bisecti
     H.add_nodes_from(G)
     H.add_edges_from((u, v, {"bandwidth": d["bandwidth"]}) for u, v, d in G.edges(data=True)
                      if d["kind"] in edge_kinds)
+    split = _free_split(H, gpu_nodes)
+    if split is not None:  # whole components make up half the GPUs: nothing needs cutting
+        return Bisection(0.0, split, edge_kinds, 0)
     classes = interchangeable_gpus(G, edge_kinds=edge_kinds)
     half = len(gpu_nodes) // 2
     # Cut capacities are the same both ways on a fabric whose links are symmetric, so a side

@@ -86,3 +86,10 @@ def test_cluster_network_errors():
 def test_build_spec_errors(name, message):
     with pytest.raises(topo.DgxTopoError, match=message):
         topo.build(name)
+
+
+def test_nvlink_bisection_of_a_cluster_is_zero():
+    """Hosts share no NVLink: one host is a side of a free cut (found without max-flows)."""
+    result = topo.bisection(topo.build("2xdgx2"))
+    assert result.bandwidth == 0.0 and result.cases == 0
+    assert {topo.build("2xdgx2").nodes[g]["host"] for g in result.side} == {0}
