@@ -309,25 +309,13 @@ class _Fabric:
         """
         key = ("net", gpu, nic)
         if key not in self._routes:
-            parent = self.router.pcie_parents(gpu)
-            if nic not in parent:
+            if nic not in self.router.pcie_parents(gpu):
                 raise ChannelSearchError(f"GPU {gpu!r} has no PCIe route to NIC {nic!r}: expected the "
                                          f"host's NICs under its CPUs")
-            path = [nic]
-            while path[-1] != gpu:
-                path.append(parent[path[-1]])
-            path.reverse()
+            path = self.router.pcie_path(gpu, nic)
             edges = tuple(zip(path, path[1:]))
+            path_type = self.router.pcie_type(path)
             G = self.G
-            middle = [G.nodes[v]["kind"] for v in path[1:-1]]
-            if any(G.adj[u][v]["kind"] == "cpu-to-cpu" for u, v in edges):
-                path_type = PathType.SYS
-            elif "cpu" in middle:
-                path_type = PathType.PHB
-            elif middle.count("pcie_switch") <= 1:
-                path_type = PathType.PIX
-            else:
-                path_type = PathType.PXB
             ports = [v for v, d in G.adj[nic].items() if d["kind"] == "network"]
             if not ports:
                 raise ChannelSearchError(f"NIC {nic!r} has no network link: expected a cluster fabric")

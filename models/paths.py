@@ -442,14 +442,16 @@ class Router:
             return self._network_route(src, dst)
         return self._pcie_route(src, dst)
 
-    def _pcie_path(self, src, dst) -> list:
+    def pcie_path(self, src, dst) -> list:
+        """Node path from ``src`` to ``dst`` over PCIe and socket links (``dst`` must be reachable)."""
         parent = self.pcie_parents(src)
         path = [dst]
         while path[-1] != src:
             path.append(parent[path[-1]])
         return path[::-1]
 
-    def _pcie_type(self, path) -> PathType:
+    def pcie_type(self, path) -> PathType:
+        """NCCL's type of a PCIe node path: PIX, PXB, PHB (through a CPU) or SYS (across sockets)."""
         edges = list(zip(path, path[1:]))
         middle = [self.kind[n] for n in path[1:-1]]
         if any(self.G.edges[e]["kind"] == "cpu-to-cpu" for e in edges):
@@ -465,7 +467,7 @@ class Router:
         for nic in parent:
             if self.kind[nic] != "nic" or not any(d["kind"] == "network" for d in self.adj[nic].values()):
                 continue
-            key = (self._pcie_type(self._pcie_path(gpu, nic)), self.G.nodes[nic]["index"])
+            key = (self.pcie_type(self.pcie_path(gpu, nic)), self.G.nodes[nic]["index"])
             if best is None or key < best[0]:
                 best = (key, nic)
         return None if best is None else best[1]
@@ -496,10 +498,10 @@ class Router:
         middle = [last]
         while middle[-1] != first:
             middle.append(parent[middle[-1]])
-        out_path, in_path = self._pcie_path(src, first), self._pcie_path(dst, last)[::-1]
+        out_path, in_path = self.pcie_path(src, first), self.pcie_path(dst, last)[::-1]
         path = out_path + middle[::-1][1:] + in_path[1:]
         staged = [g for g, leg in ((src, out_path), (dst, in_path[::-1]))
-                  if self._pcie_type(leg) > P2P_LEVEL]
+                  if self.pcie_type(leg) > P2P_LEVEL]
         host = None
         if staged:
             leg = out_path if staged[0] == src else in_path
@@ -561,20 +563,9 @@ class Router:
                 f"GPUs {src!r} (host {G.nodes[src]['host']}) and {dst!r} (host "
                 f"{G.nodes[dst]['host']}) have neither an NVLink nor a PCIe route: expected GPUs "
                 f"under the CPUs of one host")
-        path = [dst]
-        while path[-1] != src:
-            path.append(parent[path[-1]])
-        path.reverse()
+        path = self.pcie_path(src, dst)
         edges = list(zip(path, path[1:]))
-        middle = [self.kind[n] for n in path[1:-1]]
-        if any(self.G.edges[e]["kind"] == "cpu-to-cpu" for e in edges):
-            path_type = PathType.SYS
-        elif "cpu" in middle:
-            path_type = PathType.PHB
-        elif middle.count("pcie_switch") <= 1:
-            path_type = PathType.PIX
-        else:
-            path_type = PathType.PXB
+        path_type = self.pcie_type(path)
         flow = {e: 1.0 for e in edges}
         if path_type <= P2P_LEVEL:
             return self._make(src, dst, path_type, True, flow)
