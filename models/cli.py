@@ -16,6 +16,8 @@ Subcommands
     busbw of every 2-GPU communicator.
 ``dgxtopo subsets COLL --system NAME -k K -s SIZE [--top N] [--json]``
     Every K-GPU set ranked by busbw.
+``dgxtopo report [NAMES...] [--out FILE]``
+    One self-contained HTML file comparing systems (default: all built-in) with figures.
 ``dgxtopo compare SYSTEM SYSTEM... [--collective COLL] [--ngpus N] [-b] [-e] [-f] [--out FILE] [--json]``
     Time and busbw by size of the same collective on the same GPU count of several systems
     (for instance one DGX-2 against two DGX-1V: ``dgxtopo compare dgx2 2xdgx1v``).
@@ -256,6 +258,13 @@ def _compare(args) -> None:
     print(format_table(headers, rows, align=">" + ">><" * len(names) + "<"))
 
 
+def _report(args) -> None:
+    from .report import write_report  # imports plotly: only this command pays for it
+
+    written = write_report(args.out, args.names or None)
+    print(f"wrote {written.path} ({written.nbytes / 1e6:.1f} MB) comparing {', '.join(written.systems)}")
+
+
 def _add_model_options(parser, *, sizes: str) -> None:
     parser.add_argument("coll", metavar="COLLECTIVE", choices=COLLECTIVE_NAMES,
                         help="one of " + ", ".join(COLLECTIVE_NAMES))
@@ -336,6 +345,14 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--out", help="also write an HTML figure of busbw and time by size")
     compare.add_argument("--json", action="store_true", help="print JSON instead of a table")
     compare.set_defaults(run=_compare)
+
+    report = commands.add_parser("report", help="write an offline HTML report comparing systems")
+    report.add_argument("names", metavar="NAME", nargs="*",
+                        help="systems or clusters (default: all built-in): " + ", ".join(topo.SYSTEMS)
+                        + ", 2xdgx1v, ...")
+    report.add_argument("--out", default="report.html", metavar="FILE",
+                        help="HTML file to write, replaced atomically (default: report.html)")
+    report.set_defaults(run=_report)
     return parser
 
 
@@ -351,3 +368,7 @@ def main(argv=None) -> int:
         sys.stderr.close()
         return 0
     return 0
+
+
+if __name__ == "__main__":  # python -m models.cli
+    raise SystemExit(main())

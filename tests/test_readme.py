@@ -18,7 +18,7 @@ def quick_start_commands() -> list[str]:
 def test_quick_start_has_exactly_two_commands():
     commands = quick_start_commands()
     assert len(commands) == 2
-    assert commands[0].startswith("pip install -e .") and "dgxtopo" in commands[0]
+    assert commands[0].startswith("pip install -e .") and "dgxtopo report" in commands[0]
 
 
 def test_ci_runs_the_readme_test_command_verbatim():

@@ -1,0 +1,559 @@
+"""Plotly figure of a fabric: nodes where :func:`topo.layout.fabric_layout` puts them, links
+drawn with their bandwidth.
+
+This is the only module of :mod:`topo` that imports plotly; ``import topo`` does not load it.
+:func:`fabric_figure` returns a ``plotly.graph_objects.Figure`` and never shows it: call
+``fig.show()`` or ``fig.write_html(path)`` yourself.
+
+What the figure holds (tests read it as data):
+
+- one line trace per *link class* (kind, technology, link count, bandwidth), named like
+  ``"NVLink 2.0 x2: 50 GB/s"``, drawn with the colour and width of its bandwidth; a link is
+  drawn once for both directions of its edge pair;
+- one marker trace ``"link details"`` with a point on every drawn link (its midpoint), whose
+  hover text gives the endpoints, kind, link count and GB/s per direction, and whose
+  ``marker.color`` holds one colour per link, the one it is drawn in (a colour bar, on an
+  invisible trace ``"colour scale"``, explains them);
+- one marker trace per node kind (``"GPU"``, ``"NVSwitch"``, ``"PCIe switch"``, ``"CPU"``,
+  ``"NIC"``, or the kind itself for others), hover text listing the node's attributes.
+
+Links that would pass through a node are drawn as arcs; links of the host layer that would
+cross the NVLink core (the QPI/UPI between the sockets) are routed around it.
+
+With ``edge_values`` (per directed edge, e.g. how much of a link's capacity a collective
+uses), links are coloured by the larger of their two directions' values instead of their
+bandwidth, and links without a value are drawn thin and grey.
+
+Examples
+--------
+>>> from topo import dgx1v
+>>> fig = fabric_figure(dgx1v(), host_layer=False)
+>>> sorted(t.name for t in fig.data if t.mode == "lines")
+['NVLink 2.0 x1: 25 GB/s', 'NVLink 2.0 x2: 50 GB/s']
+>>> len(fig.data[-1].x)  # the GPU trace: 8 GPUs
+8
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+
+import numpy as np
+import plotly.colors as pcolors
+import plotly.graph_objects as go
+
+from .layout import CORE_KINDS, fabric_layout
+from .schema import ATTRIBUTES, validate
+from .specs import LINKS
+from .units import to_GBps, to_us
+
+__all__ = ["fabric_figure", "link_class", "BANDWIDTH_COLORSCALE", "LOAD_COLORSCALE", "KIND_STYLE",
+           "MAX_LABELLED"]
+
+#: Link colours by bandwidth (log scale): light (slow) to dark (fast).
+BANDWIDTH_COLORSCALE = [[0.0, "#a6cee3"], [0.5, "#3182bd"], [1.0, "#08306b"]]
+#: Link colours by a value such as the share of capacity a collective uses: 0 to the maximum.
+LOAD_COLORSCALE = [[0.0, "#fee391"], [0.5, "#fc8d59"], [1.0, "#b2182b"]]
+_UNUSED_COLOR = "#d0d0d0"
+
+#: How each node kind is drawn: legend name, marker symbol, size, colour.
+KIND_STYLE = {
+    "gpu": ("GPU", "square", 26, "#76b900"),
+    "nvswitch": ("NVSwitch", "diamond", 20, "#5b3f8c"),
+    "pcie_switch": ("PCIe switch", "circle", 13, "#8c8c8c"),
+    "cpu": ("CPU", "hexagon", 24, "#4d4d4d"),
+    "nic": ("NIC", "triangle-up", 15, "#d98c1f"),
+    "network_switch": ("network switch", "square-open", 18, "#b03060"),
+}
+_OTHER_STYLE = ("circle", 14, "#b07aa1")
+_DASH = {"nvlink": "solid", "pcie": "dot", "cpu-to-cpu": "dash", "network": "dashdot"}
+_KIND_LABEL = {"nvlink": "NVLink", "pcie": "PCIe", "cpu-to-cpu": "CPU-to-CPU", "network": "network"}
+_WIDTH = (1.5, 8.0)  # line width of the slowest and the fastest link [px]
+#: Fabrics with more nodes drawn get no labels and smaller markers by default.
+MAX_LABELLED = 150
+
+
+def link_class(data: dict) -> str:
+    """Display name of a link class from edge attributes: technology, count and bandwidth.
+
+    Parameters
+    ----------
+    data : dict
+        Edge attributes (``kind``, ``links``, ``bandwidth`` [B/s], optional ``link``).
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> from topo import dgx2
+    >>> G = dgx2()
+    >>> link_class(G.edges["nvswitch0", "nvswitch6"]), link_class(G.edges["cpu0", "pcie0"])
+    ('NVLink 2.0 x8: 200 GB/s', 'PCIe 3.0 x16: 15.75 GB/s')
+    """
+    spec = LINKS.get(data.get("link"))
+    label = spec.label if spec is not None else _KIND_LABEL.get(data["kind"], data["kind"])
+    if data["kind"] == "pcie" and data["links"] == 1:
+        return f"{label}: {to_GBps(data['bandwidth']):.4g} GB/s"
+    return f"{label} x{data['links']}: {to_GBps(data['bandwidth']):.4g} GB/s"
+
+
+# ------------------------------------------------------------------------------ routing
+def _polyline_clear(points, obstacles, clearance) -> bool:
+    """Whether a polyline stays at least ``clearance`` from every obstacle (arrays, vectorised)."""
+    if len(obstacles) == 0:
+        return True
+    a, b = points[:-1], points[1:]
+    ab = b - a
+    length2 = (ab ** 2).sum(axis=1)
+    length2[length2 == 0] = 1.0
+    ap = obstacles[:, None, :] - a[None, :, :]
+    t = np.clip((ap * ab[None, :, :]).sum(axis=2) / length2[None, :], 0.0, 1.0)
+    closest = a[None, :, :] + t[..., None] * ab[None, :, :]
+    return bool(np.linalg.norm(obstacles[:, None, :] - closest, axis=2).min() >= clearance)
+
+
+def _inside(points, box) -> bool:
+    xmin, xmax, ymin, ymax = box
+    return bool(np.any((points[:, 0] > xmin) & (points[:, 0] < xmax)
+                       & (points[:, 1] > ymin) & (points[:, 1] < ymax)))
+
+
+def _bezier(a, b, offset, normal, samples=25) -> np.ndarray:
+    control = (a + b) / 2 + normal * 2 * offset  # the apex lies ``offset`` from the chord
+    t = np.linspace(0.0, 1.0, samples)[:, None]
+    return (1 - t) ** 2 * a + 2 * (1 - t) * t * control + t ** 2 * b
+
+
+class _Router:
+    """Straight links where they are clear; arcs around nodes; host-layer links that would
+    cross an NVLink core (one per host) go around it, by its side or as a bus under or over
+    everything, whichever is shortest and clear."""
+
+    def __init__(self, pos, shown, core_hosts, unit):
+        self.pos = {n: np.asarray(pos[n], dtype=float) for n in shown}
+        self.nodes = list(self.pos)
+        self.index = {n: i for i, n in enumerate(self.nodes)}
+        self.points = np.array([self.pos[n] for n in self.nodes]).reshape(-1, 2)
+        self.core = set(core_hosts)
+        self.unit = unit
+        self.clearance = 0.15 * unit
+        self.gap = 0.7 * unit
+        self.centre = self.points.mean(axis=0)
+        self.extent = (self.points[:, 0].min(), self.points[:, 0].max(),
+                       self.points[:, 1].min(), self.points[:, 1].max())
+        margin = 0.1 * unit
+        by_host = defaultdict(list)
+        for n, host in core_hosts.items():
+            if n in self.pos:
+                by_host[host].append(self.pos[n])
+        self.boxes = []
+        for members in by_host.values():
+            p = np.array(members)
+            self.boxes.append((p[:, 0].min() - margin, p[:, 0].max() + margin,
+                               p[:, 1].min() - margin, p[:, 1].max() + margin))
+
+    def _crossed(self, route) -> list:
+        samples = np.concatenate([np.linspace(a, b, 40) for a, b in zip(route[:-1], route[1:])])
+        return [box for box in self.boxes if _inside(samples, box)]
+
+    def route(self, u, v) -> np.ndarray:
+        a, b = self.pos[u], self.pos[v]
+        keep = np.ones(len(self.nodes), dtype=bool)
+        keep[[self.index[u], self.index[v]]] = False
+        obstacles = self.points[keep]
+        straight = np.array([a, b])
+        host_layer = u not in self.core and v not in self.core
+        crossed = self._crossed(straight) if host_layer else []
+        if not crossed:
+            if _polyline_clear(straight, obstacles, self.clearance):
+                return straight
+            return self._arc(a, b, obstacles, host_layer)
+        return self._around(a, b, obstacles, crossed)
+
+    def _arc(self, a, b, obstacles, host_layer) -> np.ndarray:
+        chord = b - a
+        normal = np.array([-chord[1], chord[0]]) / np.linalg.norm(chord)
+        side = float(np.dot((a + b) / 2 - self.centre, normal))
+        if abs(side) < 1e-9 * self.unit:
+            side = -normal[1] or -normal[0]  # on the centre: bend down (or left)
+        normal = normal if side > 0 else -normal
+        for offset in (0.4, 0.6, 0.9, 1.2, 1.6, 2.0, 2.5, 3.0, 4.0):
+            for sign in (1, -1):
+                curve = _bezier(a, b, offset * self.unit, sign * normal)
+                if (_polyline_clear(curve, obstacles, self.clearance)
+                        and not (host_layer and self._crossed(curve))):
+                    return curve
+        return _bezier(a, b, 0.6 * self.unit, normal)
+
+    def _around(self, a, b, obstacles, crossed) -> np.ndarray:
+        xmin, xmax, ymin, ymax = self.extent
+        candidates = []
+        for bx0, bx1, _, _ in crossed:  # up or down beside the core
+            for x in (bx0 - self.gap, bx1 + self.gap):
+                candidates.append(np.array([a, [x, a[1]], [x, b[1]], b]))
+        for level in (ymin - self.gap, ymax + self.gap):  # a bus under or over everything
+            candidates.append(np.array([a, [a[0], level], [b[0], level], b]))
+        clear = [c for c in candidates
+                 if _polyline_clear(c, obstacles, self.clearance) and not self._crossed(c)]
+        if not clear:
+            return candidates[-2]
+        return min(clear, key=lambda c: float(np.linalg.norm(np.diff(c, axis=0), axis=1).sum()))
+
+
+class _Points:
+    """Points on a grid of cells, to ask "is any point within ``radius``?" quickly."""
+
+    def __init__(self, radius):
+        self.radius = radius
+        self.cells = defaultdict(list)
+
+    def _cell(self, p):
+        return (int(math.floor(p[0] / self.radius)), int(math.floor(p[1] / self.radius)))
+
+    def add(self, p) -> None:
+        self.cells[self._cell(p)].append(p)
+
+    def near(self, p) -> bool:
+        cx, cy = self._cell(p)
+        return any(np.linalg.norm(p - q) <= self.radius
+                   for dx in (-1, 0, 1) for dy in (-1, 0, 1) for q in self.cells.get((cx + dx, cy + dy), ()))
+
+
+def _midpoint(points) -> np.ndarray:
+    """The point halfway along a polyline."""
+    steps = np.linalg.norm(np.diff(points, axis=0), axis=1)
+    half = steps.sum() / 2
+    done = 0.0
+    for (a, b), step in zip(zip(points[:-1], points[1:]), steps):
+        if done + step >= half and step > 0:
+            return a + (b - a) * (half - done) / step
+        done += step
+    return points[len(points) // 2]
+
+
+def _along(points, fraction) -> np.ndarray:
+    steps = np.linalg.norm(np.diff(points, axis=0), axis=1)
+    target = steps.sum() * fraction
+    done = 0.0
+    for (a, b), step in zip(zip(points[:-1], points[1:]), steps):
+        if done + step >= target and step > 0:
+            return a + (b - a) * (target - done) / step
+        done += step
+    return points[-1]
+
+
+def _unit(pos, gpu_nodes) -> float:
+    """The typical distance between neighbouring GPUs (1 for :func:`fabric_layout`)."""
+    points = np.array([pos[n] for n in gpu_nodes[:64]])  # a sample is enough
+    if len(points) < 2:
+        return 1.0
+    d = np.linalg.norm(points[:, None, :] - points[None, :, :], axis=2)
+    np.fill_diagonal(d, np.inf)
+    nearest = d.min(axis=1)
+    nearest = nearest[np.isfinite(nearest) & (nearest > 0)]
+    return float(np.median(nearest)) if len(nearest) else 1.0
+
+
+# ------------------------------------------------------------------------------ text
+def _format_value(attribute, value) -> str:
+    if attribute.unit == "B/s":
+        return f"{to_GBps(value):.4g} GB/s"
+    if attribute.unit == "s":
+        return f"{to_us(value):.3g} µs"
+    return str(value)
+
+
+def _node_hover(G, node) -> str:
+    data = G.nodes[node]
+    kind = data["kind"]
+    lines = [f"<b>{node}</b> ({KIND_STYLE.get(kind, (kind,))[0]})"]
+    seen = set()
+    for attribute in ATTRIBUTES:
+        name = attribute.name
+        if attribute.where != "node" or name in seen or name == "kind" or name not in data:
+            continue
+        if not attribute.applies(kind):
+            continue
+        seen.add(name)
+        lines.append(f"{name}: {_format_value(attribute, data[name])}")
+    nvlink = sum(d["bandwidth"] for _, _, d in G.out_edges(node, data=True) if d["kind"] == "nvlink")
+    if nvlink:
+        lines.append(f"NVLink out: {to_GBps(nvlink):.4g} GB/s per direction")
+    return "<br>".join(lines)
+
+
+def _node_label(G, node) -> str:
+    data = G.nodes[node]
+    kind = data["kind"]
+    if kind == "gpu":
+        return str(data["index"])
+    if kind == "nic":
+        return str(data.get("name", node))
+    prefix = {"nvswitch": "NVS", "pcie_switch": "PCIe", "cpu": "CPU"}.get(kind)
+    return f"{prefix}{data['index']}" if prefix and "index" in data else str(node)
+
+
+def _edge_hover(G, u, v, values, value_label, extra) -> str:
+    data = G.edges[u, v]
+    spec = LINKS.get(data.get("link"))
+    tech = f" ({spec.label})" if spec is not None else ""
+    lines = [f"<b>{u} ↔ {v}</b>", f"kind: {data['kind']}{tech}", f"links: {data['links']}",
+             f"{to_GBps(data['bandwidth']):.4g} GB/s per direction "
+             f"({to_GBps(2 * data['bandwidth']):.4g} GB/s both ways)",
+             f"latency: {to_us(data['latency']):.3g} µs per hop"]
+    if values is not None:
+        for a, b in ((u, v), (v, u)):
+            if (a, b) in values:
+                lines.append(f"{a} → {b}: {value_label} {values[a, b]:.4g}")
+    for a, b in ((u, v), (v, u)):
+        if extra and (a, b) in extra:
+            lines.append(str(extra[a, b]))
+    return "<br>".join(lines)
+
+
+def _ticks(lo, hi):
+    """Ticks of a log colour bar between two bandwidths [GB/s]: both ends and the round
+    1-2-5 values between them that are not too close to an end.
+
+    >>> _ticks(15.75, 38.4)
+    [15.75, 20.0, 38.4]
+    """
+    inner = []
+    for exponent in range(math.floor(math.log10(lo)) - 1, math.ceil(math.log10(hi)) + 1):
+        for mantissa in (1, 2, 5):
+            t = mantissa * 10.0 ** exponent
+            if lo * 1.15 <= t <= hi / 1.15:
+                inner.append(t)
+    return sorted({round(lo, 4), *inner, round(hi, 4)})
+
+
+def _default_height(pos, shown) -> int:
+    """A height in pixels that suits the layout's aspect ratio in a page-wide figure."""
+    points = np.array([pos[n] for n in shown])
+    span = np.ptp(points, axis=0) + 1.5
+    return int(np.clip(140 + 700 * span[1] / span[0], 420, 1100))
+
+
+# ------------------------------------------------------------------------------ figure
+def fabric_figure(G, *, pos=None, host_layer: bool = True, edge_values=None,
+                  value_label: str = "value", value_range=None, missing_label: str = "links without a value",
+                  edge_text=None, highlight=None,
+                  color_range=None, labels: bool | None = None, title: str | None = None,
+                  width: int | None = None, height: int | None = None) -> go.Figure:
+    """Draw a fabric: nodes by kind, links coloured and sized by bandwidth (or by a value).
+
+    Parameters
+    ----------
+    G : networkx.DiGraph
+        A fabric (validated here).
+    pos : dict, optional
+        ``{node: (x, y)}``; default :func:`topo.layout.fabric_layout`. Must hold every node
+        drawn.
+    host_layer : bool
+        Draw the PCIe switches, CPUs, NICs (every node that is not a GPU or NVSwitch) and
+        their links. False shows the NVLink fabric only.
+    edge_values : dict, optional
+        ``{(u, v): value}`` per directed edge, in display units (e.g. percent). Links are
+        then coloured by the larger value of their two directions, on ``LOAD_COLORSCALE``;
+        links without a value are thin and grey.
+    value_label : str
+        Name and unit of ``edge_values`` for the hover text and colour bar
+        (e.g. ``"load (% of capacity)"``).
+    value_range : tuple of float, optional
+        ``(low, high)`` of the colour scale of ``edge_values``; default 0 to the largest.
+    missing_label : str
+        Legend name of the links ``edge_values`` does not cover.
+    edge_text : dict, optional
+        ``{(u, v): str}`` extra hover lines per directed edge.
+    highlight : iterable, optional
+        Nodes to emphasise; the other GPUs are drawn faded.
+    color_range : tuple of float, optional
+        ``(low, high)`` bandwidth of the colour and width scales [B/s]; default the slowest
+        and fastest link drawn. Give the same range to figures that are compared.
+    labels : bool, optional
+        Write GPU indices, NIC names, ... on the nodes; by default only when at most
+        :data:`MAX_LABELLED` nodes are drawn. Markers also shrink on larger fabrics.
+    title : str, optional
+        Default: the fabric's name and "fabric".
+    width, height : int, optional
+        Figure size in pixels (default: plotly's width, a height that suits the layout).
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+
+    Raises
+    ------
+    topo.TopologyError
+        For an invalid fabric.
+    KeyError
+        If ``pos`` lacks a node that is drawn.
+    """
+    validate(G)
+    pos = fabric_layout(G) if pos is None else pos
+    shown = [n for n, k in G.nodes(data="kind") if host_layer or k in CORE_KINDS]
+    core = {n: G.nodes[n].get("host", 0) for n in shown if G.nodes[n]["kind"] in CORE_KINDS}
+    gpu_nodes = [n for n in shown if G.nodes[n]["kind"] == "gpu"]
+    unit = _unit(pos, gpu_nodes)
+    pairs = _links(G, set(shown))
+    paint = _Paint(G, pairs, color_range, edge_values, value_range, value_label, missing_label)
+
+    fig = go.Figure()
+    _add_links(fig, G, pairs, _Router(pos, shown, core, unit), paint, unit, [pos[n] for n in shown], edge_text)
+    labels = len(shown) <= MAX_LABELLED if labels is None else labels
+    shrink = float(np.clip(math.sqrt(MAX_LABELLED / max(len(shown), 1)), 0.4, 1.0))
+    _add_nodes(fig, G, shown, pos, labels, shrink, None if highlight is None else set(highlight))
+    hosts = sorted({G.nodes[n]["host"] for n in gpu_nodes})
+    if len(hosts) > 1:
+        for h in hosts:
+            members = np.array([pos[n] for n in shown if G.nodes[n].get("host") == h])
+            fig.add_annotation(x=float(members[:, 0].mean()), y=float(members[:, 1].max() + 0.6 * unit),
+                               text=f"host {h}", showarrow=False, font=dict(size=13))
+    fig.update_layout(
+        title=dict(text=title if title is not None else
+                   (f"{G.graph['name']} fabric" if G.graph.get("name") else "fabric")),
+        width=width, height=height if height is not None else _default_height(pos, shown),
+        hovermode="closest",
+        plot_bgcolor="white", paper_bgcolor="white", margin=dict(l=10, r=10, t=50, b=10),
+        legend=dict(orientation="h", yanchor="top", y=-0.02, xanchor="left", x=0.0),
+        xaxis=dict(visible=False), yaxis=dict(visible=False, scaleanchor="x", scaleratio=1))
+    return fig
+
+
+def _links(G, shown) -> list:
+    """The links between drawn nodes: one ``(u, v)`` per pair of directed edges."""
+    order = {n: i for i, n in enumerate(G.nodes)}
+    pairs, seen = [], set()
+    for u, v in G.edges():
+        if u in shown and v in shown and (v, u) not in seen:
+            seen.add((u, v))
+            pairs.append((u, v) if order[u] < order[v] else (v, u))
+    return pairs
+
+
+class _Paint:
+    """Colour, width and legend group of every link, and the colour bar that explains them."""
+
+    def __init__(self, G, pairs, color_range, edge_values, value_range, value_label, missing_label):
+        self.G = G
+        self.value_label, self.missing_label = value_label, missing_label
+        bandwidths = [G.edges[u, v]["bandwidth"] for u, v in pairs]
+        if color_range is None:
+            color_range = (min(bandwidths), max(bandwidths)) if bandwidths else (1e9, 1e9)
+        self.log_lo, self.log_hi = (math.log10(to_GBps(b)) for b in color_range)
+        if self.log_hi - self.log_lo < 1e-9:
+            self.log_lo, self.log_hi = self.log_lo - 0.1, self.log_hi + 0.1
+        self.values = None
+        if edge_values is not None:
+            self.values = {tuple(k): float(v) for k, v in edge_values.items()}
+            known = list(self.values.values())
+            self.vlo, self.vhi = value_range if value_range is not None else (0.0, max(known, default=1.0))
+            if self.vhi - self.vlo <= 0:
+                self.vhi = self.vlo + 1.0
+
+    def _fraction(self, bandwidth) -> float:
+        f = (math.log10(to_GBps(bandwidth)) - self.log_lo) / (self.log_hi - self.log_lo)
+        return float(np.clip(f, 0.0, 1.0))
+
+    def link(self, u, v) -> tuple:
+        """``(group key, legend name, colour, width, dash)`` of the link u-v."""
+        data = self.G.edges[u, v]
+        f_bw = self._fraction(data["bandwidth"])
+        width = _WIDTH[0] + (_WIDTH[1] - _WIDTH[0]) * f_bw
+        dash = _DASH.get(data["kind"], "solid")
+        name = link_class(data)
+        if self.values is None:
+            colour = pcolors.sample_colorscale(BANDWIDTH_COLORSCALE, [f_bw])[0]
+            return (name,), name, colour, width, dash
+        value = max((self.values[e] for e in ((u, v), (v, u)) if e in self.values), default=None)
+        if value is None:
+            return ("unused", dash), self.missing_label, _UNUSED_COLOR, _WIDTH[0], dash
+        f_v = float(np.clip((value - self.vlo) / (self.vhi - self.vlo), 0.0, 1.0))
+        colour = pcolors.sample_colorscale(LOAD_COLORSCALE, [f_v])[0]
+        return (name, colour), name, colour, width, dash
+
+    def colour_bar(self) -> dict:
+        if self.values is None:
+            ticks = _ticks(10 ** self.log_lo, 10 ** self.log_hi)
+            return dict(colorscale=BANDWIDTH_COLORSCALE, cmin=self.log_lo, cmax=self.log_hi,
+                        colorbar=dict(title=dict(text="GB/s per<br>direction"), len=0.6,
+                                      tickvals=[math.log10(t) for t in ticks],
+                                      ticktext=[f"{t:.4g}" for t in ticks]))
+        return dict(colorscale=LOAD_COLORSCALE, cmin=self.vlo, cmax=self.vhi,
+                    colorbar=dict(title=dict(text=self.value_label), len=0.6))
+
+
+def _add_links(fig, G, pairs, router, paint, unit, node_points, edge_text) -> None:
+    """Line traces per link group, the ``link details`` hover points, the colour bar."""
+    groups = defaultdict(lambda: {"x": [], "y": []})
+    style, kind, bandwidth = {}, {}, {}
+    mid_x, mid_y, mid_color, mid_text = [], [], [], []
+    taken = _Points(0.12 * unit)
+    for p in node_points:
+        taken.add(np.asarray(p, dtype=float))
+    for u, v in pairs:
+        key, name, colour, width, dash = paint.link(u, v)
+        points = router.route(u, v)
+        style.setdefault(key, (name, colour, width, dash))
+        kind.setdefault(key, G.edges[u, v]["kind"])
+        bandwidth.setdefault(key, G.edges[u, v]["bandwidth"])
+        groups[key]["x"] += [*points[:, 0], None]
+        groups[key]["y"] += [*points[:, 1], None]
+        # Hover point: the middle of the link, moved along it if another point is there.
+        mid = _midpoint(points)
+        for fraction in (0.4, 0.6, 0.3, 0.7):
+            if not taken.near(mid):
+                break
+            mid = _along(points, fraction)
+        taken.add(mid)
+        mid_x.append(float(mid[0]))
+        mid_y.append(float(mid[1]))
+        mid_color.append(colour)
+        mid_text.append(_edge_hover(G, u, v, paint.values, paint.value_label, edge_text))
+
+    kinds = list(_DASH)
+    ordered = sorted(style, key=lambda k: (k[0] == "unused", kinds.index(kind[k]) if kind[k] in kinds
+                                           else len(kinds), -bandwidth[k], style[k][0]))
+    in_legend = set()
+    for key in ordered:
+        name, colour, width, dash = style[key]
+        show = paint.values is None or key[0] == "unused"  # by value: the colour bar explains
+        fig.add_trace(go.Scatter(
+            x=groups[key]["x"], y=groups[key]["y"], mode="lines", name=name,
+            line=dict(color=colour, width=width, dash=dash), hoverinfo="skip",
+            legendgroup=name, showlegend=show and name not in in_legend))
+        if show:
+            in_legend.add(name)
+    fig.add_trace(go.Scatter(x=mid_x, y=mid_y, mode="markers", name="link details",
+                             marker=dict(color=mid_color, size=7, line=dict(color="white", width=1)),
+                             hovertext=mid_text, hovertemplate="%{hovertext}<extra></extra>",
+                             showlegend=False))
+    if pairs:  # the colour bar, on an invisible point
+        scale = paint.colour_bar()
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name="colour scale",
+                                 marker=dict(color=[scale["cmin"]], showscale=True, **scale),
+                                 hoverinfo="skip", showlegend=False))
+
+
+def _add_nodes(fig, G, shown, pos, labels, shrink, highlighted) -> None:
+    """One marker trace per node kind, GPUs last (on top)."""
+    kinds = sorted({G.nodes[n]["kind"] for n in shown},
+                   key=lambda k: (k == "gpu", list(KIND_STYLE).index(k) if k in KIND_STYLE else len(KIND_STYLE), k))
+    for kind in kinds:
+        nodes = sorted((n for n in shown if G.nodes[n]["kind"] == kind),
+                       key=lambda n: (G.nodes[n].get("host", 0), G.nodes[n].get("index", 0), str(n)))
+        name, symbol, size, colour = KIND_STYLE.get(kind, (kind, *_OTHER_STYLE))
+        opacity = [1.0 if highlighted is None or n in highlighted or kind != "gpu" else 0.3 for n in nodes]
+        inside = kind == "gpu"
+        fig.add_trace(go.Scatter(
+            x=[float(pos[n][0]) for n in nodes], y=[float(pos[n][1]) for n in nodes],
+            mode="markers+text" if labels else "markers", name=name,
+            text=[_node_label(G, n) for n in nodes] if labels else None,
+            textposition="middle center" if inside else "bottom center",
+            textfont=dict(color="white" if inside else "#333333", size=12 if inside else 10),
+            marker=dict(symbol=symbol, size=size * shrink, color=colour, opacity=opacity,
+                        line=dict(color="white", width=1.5)),
+            hovertext=[_node_hover(G, n) for n in nodes], hovertemplate="%{hovertext}<extra></extra>"))
