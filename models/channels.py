@@ -385,6 +385,12 @@ class _Problem:
                         self.net_in[m][i] = hop
             self.net_ports.append((index[port_in], index[port_out]))
         self.net_types = sorted({h.type for row in self.net_out for h in row})
+        # The PCIe edges a channel uses to enter its first GPU from a NIC and to leave its last
+        # GPU for a NIC (per GPU), which bound the channels as tightly as the NIC ports do.
+        self.net_entries = [sorted({self.net_in[m][i].charges[-1][0] for m in range(len(self.nets))})
+                            for i in range(self.n)] if self.nets else []
+        self.net_exits = [sorted({self.net_out[i][m].charges[0][0] for m in range(len(self.nets))})
+                          for i in range(self.n)] if self.nets else []
         if self.n > 1:
             hops = [self.hop[i][j] for i in range(self.n) for j in range(self.n) if i != j]
             self.max_bw = max(h.bandwidth for h in hops)
@@ -460,7 +466,7 @@ class _Problem:
         return (len(_reach(n, 0, fits)) == n
                 and len(_reach(n, 0, lambda i, j: fits(j, i))) == n)
 
-    def channel_bound(self, remaining, speed, type_intra, ring=True) -> int:
+    def channel_bound(self, remaining, speed, type_intra, ring=True, type_inter=None) -> int:
         """Most ring channels the links could still hold at ``speed`` with hops up to ``type_intra``.
 
         No bound for trees (a chain does not enter its first GPU nor leave its last). Every
@@ -471,10 +477,17 @@ class _Problem:
         u_x and v_x, GPU i admits at most ``min(U, V, U - u_x + V - v_x)`` channels.
         """
         if self.nets:
-            # Every channel enters through one NIC port and leaves through one.
+            # Every channel enters through one NIC port and leaves through one, of the NICs
+            # the GPUs may reach at this typeInter.
+            usable = [m for m in range(len(self.nets))
+                      if type_inter is None or any(self.net_out[i][m].type <= type_inter for i in range(self.n))]
+
             def ports(which):
-                return sum(math.floor((remaining[p[which]] + _SLACK) / speed) for p in self.net_ports)
-            limit = min(ports(0), ports(1))
+                return sum(math.floor((remaining[self.net_ports[m][which]] + _SLACK) / speed) for m in usable)
+            def gpu_side(edges_per_gpu):
+                return sum(math.floor((remaining[k] + _SLACK) / speed)
+                           for edges in edges_per_gpu for k in edges)
+            limit = min(ports(0), ports(1), gpu_side(self.net_entries), gpu_side(self.net_exits))
             if self.n > 1 and not self._connected(speed, type_intra, remaining):
                 return 0
             return limit
@@ -544,7 +557,8 @@ class _Search:
         self.timed_out = False
         self.by_room = False  # candidate order: NCCL's static one, or widest room left first
         self.rng = None  # a random.Random shuffles the candidates before that order
-        self.ceiling = min(max_channels, problem.channel_bound(problem.capacity, speed, type_intra, ring))
+        self.ceiling = min(max_channels, problem.channel_bound(problem.capacity, speed, type_intra, ring,
+                                                               type_inter))
 
     # -- capacity ----------------------------------------------------------------------
     def _allowed(self, i, j) -> bool:
@@ -692,7 +706,7 @@ class _Search:
 
     def _bound(self) -> int:
         """Channels reachable from here: those placed and what the links still admit."""
-        spare = self.p.channel_bound(self.remaining, self.speed, self.type_intra, self.ring)
+        spare = self.p.channel_bound(self.remaining, self.speed, self.type_intra, self.ring, self.type_inter)
         return len(self.channels) + min(self.max_channels - len(self.channels), spare)
 
     def start_channel(self) -> None:
@@ -858,7 +872,8 @@ def _search_host(fabric, nodes, nets, pattern, min_channels, max_channels) -> "C
         nonlocal timed_out, last_timed_out
         label = (f"{speed / 1e9:g} GB/s, type {type_intra.name}"
                  + (f"/{type_inter.name}" if nets else "") + f", {'same' if same else 'free'} channels")
-        ceiling = min(max_channels, problem.channel_bound(problem.capacity, speed, type_intra, ring))
+        ceiling = min(max_channels, problem.channel_bound(problem.capacity, speed, type_intra, ring,
+                                                          type_inter if nets else None))
         if ceiling < minimum or (best is not None
                                  and ceiling * speed < len(best["channels"]) * best["speed"] - _SLACK):
             # No set of channels at this speed can be accepted or beat the best: NCCL would

@@ -8,6 +8,7 @@ from .schema import ATTRIBUTES, EDGE_KINDS, NODE_KINDS, gpus, nodes_of_kind, sch
 from .specs import CPUS, GPUS, LINKS, NVSWITCHES, CpuSpec, GpuSpec, LinkSpec, SwitchSpec
 from .dgx import SYSTEMS, build, dgx1, dgx1v, dgx2
 from .cluster import NETWORKS, cluster, compute_nics
+from .layout import LayoutError, fabric_layout, layout_style
 from .nvidia_smi import ConnectionMatrix, connection_matrix, format_connection_matrix
 from .capacity import Bisection, bisection, bisection_bandwidth, injection_bandwidth
 from .summary import FabricSummary, summarize
@@ -20,6 +21,7 @@ __all__ = [
     "CPUS", "GPUS", "LINKS", "NVSWITCHES", "CpuSpec", "GpuSpec", "LinkSpec", "SwitchSpec",
     "SYSTEMS", "build", "dgx1", "dgx1v", "dgx2",
     "NETWORKS", "cluster", "compute_nics",
+    "LayoutError", "fabric_layout", "layout_style",
     "ConnectionMatrix", "connection_matrix", "format_connection_matrix",
     "Bisection", "bisection", "bisection_bandwidth", "injection_bandwidth",
     "FabricSummary", "summarize",
