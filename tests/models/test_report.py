@@ -55,11 +55,13 @@ def test_report_shows_every_system_and_figure(full_report):
     written, text = full_report
     assert written.systems == ("DGX-1", "DGX-1V", "DGX-2")
     ids = _figure_ids(text)
-    assert ids[:2] == ["curves-busbw", "curves-time"]
+    assert ids[:4] == ["curves-busbw", "curves-time", "compare-busbw", "compare-time"]
     for system in topo.SYSTEMS:
         assert [i for i in ids if i.startswith(f"{system}-")] == [
             f"{system}-fabric", f"{system}-channels", f"{system}-p2p", f"{system}-latency", f"{system}-pairs"]
-    assert len(ids) == 2 + 5 * len(topo.SYSTEMS)
+    assert len(ids) == 4 + 5 * len(topo.SYSTEMS)
+    # The seed comparison of issue 6: one DGX-2 against two DGX-1V, 16 GPUs each.
+    assert "One DGX-2 against two DGX-1V" in text and "2.50x faster" in text
     assert text.count("class=\"plotly-graph-div\"") == len(ids)
     for heading in ("Summary", "How the model works", "How it was validated"):
         assert f">{heading}</h2>" in text
