@@ -309,11 +309,11 @@ def _p2p_estimate(ctx, collective, size, scalar, nodes, ids):
     problem = _Problem(ctx.fabric, nodes)
     if collective == "sendrecv":
         flows = [(i, (i + 1) % n) for i in range(n)]
-        per_flow = size  # each rank sends its whole buffer to the next
+        share = 1  # each rank sends its whole buffer to the next
         steps = 1
     else:  # alltoall: every rank sends S/n to every other rank
         flows = [(i, j) for i in range(n) for j in range(n) if i != j]
-        per_flow = size / n
+        share = n
         steps = n - 1
     load = [0.0] * len(problem.edges)
     for i, j in flows:
@@ -325,13 +325,12 @@ def _p2p_estimate(ctx, collective, size, scalar, nodes, ids):
     hardware = "NVLINK" if worst_type == PathType.NVL else "PCI"
     profile = ctx.profile
     latency = profile.base_lat("ring", "Simple") + steps * profile.hw_lat(hardware, "ring", "Simple")
-    time = latency + per_flow / rate
-    # NCCL's algorithm bandwidth in this model: the size over the bandwidth term.
-    bandwidth = size / np.where(per_flow > 0, per_flow / rate, 1.0) if np.ndim(size) else \
-        (size / (per_flow / rate) if per_flow > 0 else rate)
+    # Each flow moves S / share at ``rate``: the size is divided by rate x share.
+    bandwidth = rate * share
+    time = latency + size / bandwidth
     return CollectiveEstimate(
         collective, ids, tuple(nodes), _out(size, scalar), _out(np.asarray(time), scalar),
-        "p2p", "Simple", 0, latency, _out(np.asarray(bandwidth), scalar), None, None,
+        "p2p", "Simple", 0, latency, bandwidth, None, None,
         (problem.edges[worst],), None,
         f"concurrent point-to-point flows over NCCL {profile.version} paths (this project's model; "
         f"NCCL's tuning model does not cover {collective})")
