@@ -340,9 +340,32 @@ def _p2p_estimate(ctx, collective, size, scalar, nodes, ids):
 class _Symmetry:
     """Canonical keys of GPU sets under the symmetries of the part of the fabric NCCL uses."""
 
-    def __init__(self, ctx):
+    def __init__(self, ctx, collective):
         G = ctx.G
         gpu_nodes = topo.gpus(G)
+        self.hosts = None
+        if G.graph.get("hosts", 1) > 1 and collective in NCCL_COLLECTIVES:
+            # A cluster's hosts are identical copies and NCCL's model sees a multi-node set only
+            # through its node shapes (one search per shape, the minimum over them; the network
+            # is not charged): the sets with the same shapes on any hosts are equivalent.
+            self.hosts = {g: (G.nodes[g]["host"], G.nodes[g]["index"]) for g in gpu_nodes}
+            # Within a host, the symmetries of one host (its NICs included) apply as well.
+            first = G.subgraph(n for n, h in G.nodes(data="host") if h == self.hosts[gpu_nodes[0]][0]).copy()
+            self._local(first)
+            self.local_node = {G.nodes[g]["index"]: g for g in topo.gpus(first)}
+            return
+        self._local(self._support(ctx, gpu_nodes))
+
+    def _local(self, S) -> None:
+        self.classes = topo.interchangeable_gpus(S)
+        self.maps = topo.gpu_automorphisms(S)
+        self.class_of = {g: c for c, members_ in enumerate(self.classes) for g in members_}
+        self.position = {g: i for i, g in enumerate(topo.gpus(S))}
+
+    @staticmethod
+    def _support(ctx, gpu_nodes):
+        """The fabric restricted to the edges NCCL's paths between these GPUs use."""
+        G = ctx.G
         members = set(gpu_nodes)
         support = set()
         for a in gpu_nodes:
@@ -354,12 +377,18 @@ class _Symmetry:
                         support.add((u, v))
         S = G.edge_subgraph(support | {(v, u) for u, v in support}).copy()
         S.add_nodes_from((g, G.nodes[g]) for g in gpu_nodes)
-        self.classes = topo.interchangeable_gpus(S)
-        self.maps = topo.gpu_automorphisms(S)
-        self.class_of = {g: c for c, members_ in enumerate(self.classes) for g in members_}
-        self.position = {g: i for i, g in enumerate(gpu_nodes)}
+        return S
 
     def key(self, nodes) -> tuple:
+        if self.hosts is not None:
+            shapes: dict = {}
+            for g in nodes:
+                host, index = self.hosts[g]
+                shapes.setdefault(host, []).append(self.local_node[index])
+            return ("hosts",) + tuple(sorted(self._canonical(shape) for shape in shapes.values()))
+        return self._canonical(nodes)
+
+    def _canonical(self, nodes) -> tuple:
         best = None
         for mapping in self.maps:
             image = sorted((mapping[g] for g in nodes), key=self.position.__getitem__)
@@ -445,7 +474,7 @@ def _all_sets(ctx, k, collective, nbytes) -> list:
     if np.ndim(nbytes) != 0:
         raise SizeError(f"rank GPU sets at one size: expected a single size, received {nbytes!r}")
     _collective(collective)
-    symmetry = _Symmetry(ctx)
+    symmetry = _Symmetry(ctx, collective)
     gpu_nodes = topo.gpus(ctx.G)
     done: dict = {}
     results = []

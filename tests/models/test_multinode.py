@@ -116,3 +116,15 @@ def test_p2p_between_hosts_stages_when_no_nic_is_near():
     r = models.p2p_path(G, 0, 8)
     assert r.route.host_memory == "h1.cpu0" and r.bandwidth < 12 * GB
     assert models.p2p_path(G, 0, 8).latency > models.p2p_path(topo.build("2xdgx1v"), 0, 8).latency
+
+
+def test_cluster_symmetry_shortcut_matches_direct_estimates():
+    """subsets/pairs on a cluster compute one set per multiset of node shapes (hosts are copies)."""
+    G = topo.build("2xdgx1v")
+    ranking = models.subsets(G, 2, "all_reduce", 2**28)
+    assert len(ranking) == 120 and len({r.representative for r in ranking}) < 40
+    for r in ranking[::9]:
+        direct = estimate(G, "all_reduce", 2**28, list(r.gpus))
+        assert r.busbw == pytest.approx(direct.busbw) and r.protocol == direct.protocol
+    matrix = models.pairwise(G, "all_reduce", 2**28)
+    assert matrix[0, 8] == pytest.approx(matrix[3, 11]) and matrix[0, 3] == pytest.approx(matrix[8, 11])
