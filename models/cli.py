@@ -39,9 +39,9 @@ import topo
 from topo.units import to_GBps, to_us
 
 from .display import format_table
-from .busbw import count_from_nbytes
+from .nccltests import count_from_nbytes
 from .collectives import COLLECTIVE_NAMES, estimate, pairwise, subsets
-from .nccl import PROFILES
+from .nccl.profiles import PROFILES
 from .p2p import MODES, format_p2p_report, p2p_report
 
 __all__ = ["main", "build_parser"]

@@ -2,10 +2,10 @@
 
 :func:`estimate` answers "what busbw will all_reduce reach on these GPUs at this size?". For
 the collectives NCCL's tuning model covers (all_reduce, all_gather, reduce_scatter, broadcast,
-reduce) it runs NCCL's channel search on the fabric (:mod:`models.channels`) for the ring and
-the tree graph, feeds both to NCCL's tuning model (:mod:`models.tuning`) and lets it pick the
+reduce) it runs NCCL's channel search on the fabric (:mod:`models.nccl.search`) for the ring and
+the tree graph, feeds both to NCCL's tuning model (:mod:`models.nccl.tuning`) and lets it pick the
 fastest (algorithm, protocol) per size, as NCCL does unless the caller forces one. Time, algbw
-and busbw then follow nccl-tests' definitions (:mod:`models.busbw`).
+and busbw then follow nccl-tests' definitions (:mod:`models.nccltests`).
 
 alltoall and sendrecv are not collectives for NCCL's tuning model: NCCL runs them as grouped
 point-to-point sends. They are modelled here as concurrent flows over the same NCCL paths
@@ -42,11 +42,11 @@ import topo
 from topo.errors import DgxTopoError
 from topo.units import to_GBps, to_us
 
-from .busbw import COLLECTIVES, busbw_factor, collective as _collective
-from .channels import ChannelSearch, _Fabric, _Problem, search_channels_in
-from .nccl import nccl_profile
-from .paths import PathType
-from .tuning import NCCL_COLLECTIVES, ChannelGraph, Communicator, Selection, select_algorithm
+from .nccl.search import ChannelSearch, search_channels_in
+from .nccl.system import NcclSystem
+from .nccl.tuning import NCCL_COLLECTIVES, ChannelGraph, Communicator, Selection, select_algorithm
+from .nccltests import COLLECTIVES, busbw_factor, collective as _collective
+from .routes import PathType
 
 __all__ = ["CollectiveEstimate", "SubsetResult", "estimate", "pairwise", "subsets",
            "SizeError", "COLLECTIVE_NAMES"]
@@ -191,10 +191,9 @@ class _Context:
     """A fabric prepared once for many estimates (routes, capacities, profile)."""
 
     def __init__(self, G, profile):
-        topo.validate(G)
+        self.fabric = NcclSystem(G, profile)  # validates G
         self.G = G
-        self.profile = nccl_profile(profile)
-        self.fabric = _Fabric(G, self.profile)
+        self.profile = self.fabric.profile
         self.ids = {n: i for i, n in enumerate(topo.gpus(G))}
         self.name = G.graph.get("name", "fabric")
 
@@ -233,7 +232,7 @@ def estimate(G, collective: str, nbytes, gpus=None, *, algorithm=None, protocol=
     ------
     SizeError
         For a negative, fractional or non-numeric size.
-    models.busbw.UnknownCollectiveError, topo.GpuSelectionError, models.tuning.TuningError
+    models.nccltests.UnknownCollectiveError, topo.GpuSelectionError, models.nccl.tuning.TuningError
         For an unknown collective, bad GPU ids, or an algorithm/protocol NCCL would not run.
     """
     return _estimate(_Context(G, profile), collective, nbytes, gpus, algorithm, protocol)
@@ -306,7 +305,8 @@ def _nccl_estimate(ctx, collective, size, scalar, nodes, ids, algorithm, protoco
 def _p2p_estimate(ctx, collective, size, scalar, nodes, ids):
     """Concurrent point-to-point flows over NCCL's paths (see the module docstring)."""
     n = len(nodes)
-    problem = _Problem(ctx.fabric, nodes)
+    system = ctx.fabric
+    members = set(nodes)
     if collective == "sendrecv":
         flows = [(i, (i + 1) % n) for i in range(n)]
         share = 1  # each rank sends its whole buffer to the next
@@ -315,13 +315,15 @@ def _p2p_estimate(ctx, collective, size, scalar, nodes, ids):
         flows = [(i, j) for i in range(n) for j in range(n) if i != j]
         share = n
         steps = n - 1
-    load = [0.0] * len(problem.edges)
+    load: dict = {}  # edge -> sum of the flows' shares crossing it
+    worst_type = PathType.LOC
     for i, j in flows:
-        for k, f in problem.hop[i][j].charges:
-            load[k] += f
-    rates = [(problem.capacity[k] / load[k], k) for k in range(len(load)) if load[k] > 0]
-    rate, worst = min(rates)
-    worst_type = max(problem.hop[i][j].type for i, j in flows)
+        path_type, flow = system.hop(nodes[i], nodes[j], members)
+        worst_type = max(worst_type, path_type)
+        overhead = system.pcie_overhead(path_type)
+        for (u, v), f in flow:
+            load[u, v] = load.get((u, v), 0.0) + f * (overhead if ctx.G.adj[u][v]["kind"] == "pcie" else 1.0)
+    rate, worst = min((system.capacity(*edge) / f, edge) for edge, f in load.items())
     hardware = "NVLINK" if worst_type == PathType.NVL else "PCI"
     profile = ctx.profile
     latency = profile.base_lat("ring", "Simple") + steps * profile.hw_lat(hardware, "ring", "Simple")
@@ -331,7 +333,7 @@ def _p2p_estimate(ctx, collective, size, scalar, nodes, ids):
     return CollectiveEstimate(
         collective, ids, tuple(nodes), _out(size, scalar), _out(np.asarray(time), scalar),
         "p2p", "Simple", 0, latency, bandwidth, None, None,
-        (problem.edges[worst],), None,
+        (worst,), None,
         f"concurrent point-to-point flows over NCCL {profile.version} paths (this project's model; "
         f"NCCL's tuning model does not cover {collective})")
 

@@ -3,7 +3,7 @@
 Two modes:
 
 ``"route"``
-    The copy CUDA makes (``cudaMemcpyPeer``), over the route of :func:`models.paths.route`:
+    The copy CUDA makes (``cudaMemcpyPeer``), over the route of :func:`models.routes.route`:
     a direct NVLink bundle, the NVSwitch fabric, PCIe peer-to-peer, or staged through host
     memory when the GPUs cannot access each other (across the host bridge or the sockets).
 ``"maxflow"``
@@ -79,7 +79,9 @@ from topo.specs import LINKS
 from topo.symmetry import interchangeable_gpus
 from topo.units import to_GBps, to_us, us
 
-from .paths import PathType, Route, Router, line_rate, nccl_bandwidth, route_bandwidth
+from .nccl.profiles import nccl_profile
+from .nccl.system import nccl_capacity
+from .routes import PathType, Route, Router, line_rate, route_bandwidth
 
 __all__ = [
     "Calibrated", "EFFICIENCIES", "OVERHEADS", "MODES",
@@ -137,7 +139,7 @@ EFFICIENCIES: dict[str, Calibrated] = {
         "predicted, not measured; unidirectional efficiency assumed equal to bidirectional"),
     # NCCL's PCI_BW 12.0 GB/s of PCIe 3.0 x16's 15.75 (and Gen4 24 of 31.5): 0.7617.
     "pcie": Calibrated(
-        round(LINKS["pcie3_x16"].nccl_bandwidth / LINKS["pcie3_x16"].bandwidth, 4),
+        round(nccl_profile().link_bandwidth("pcie3_x16") / LINKS["pcie3_x16"].bandwidth, 4),
         "line rate of PCIe edges on a peer route (PIX, PXB)", "",
         "NCCL src/graph/topo.h PCI_BW 12.0 GB/s for a Gen3 x16 link [S30], / 15.75 line rate",
         "not fitted: the DGX-1V row has no PCIe peer pair; NCCL's figure is for SM-driven "
@@ -591,7 +593,7 @@ def p2p_path(G, src: int, dst: int) -> P2PResult:
                          OVERHEADS["p2p"].value)
     achieved, bottleneck = route_bandwidth(G, r, _capacity(r, True))
     return P2PResult(src, dst, r, smi, r.bandwidth, achieved, bottleneck,
-                     route_bandwidth(G, r, nccl_bandwidth)[0], _latency(r))
+                     route_bandwidth(G, r, nccl_capacity)[0], _latency(r))
 
 
 def p2p_matrix(G, gpus=None, *, mode: str = "route", bidirectional: bool = False,

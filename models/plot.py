@@ -32,7 +32,7 @@ from topo.errors import DgxTopoError
 from topo.plot import fabric_figure
 from topo.units import to_GBps, to_us
 
-from .channels import ChannelSearch
+from .nccl.search import ChannelSearch
 from .collectives import CollectiveEstimate
 
 __all__ = ["p2p_figure", "latency_figure", "busbw_figure", "pairs_figure", "channels_figure",

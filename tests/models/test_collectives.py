@@ -7,8 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import models
 import topo
-from models.busbw import busbw_factor
+from models.nccltests import busbw_factor
 from models.collectives import COLLECTIVE_NAMES, SizeError, estimate, pairwise, subsets
 
 GB = 1e9
@@ -61,7 +62,7 @@ def test_dgx2_any_set_gets_six_links_per_gpu():
     """NCCL's 6 x 20 GB/s per GPU: every subset's large all_reduce approaches 120 GB/s busbw."""
     for gpus in ([0, 15], [0, 1, 2], list(range(8)), None):
         e = estimate(topo.dgx2(), "all_reduce", 2**34, gpus)
-        assert e.ring.nchannels * e.ring.bw_intra == 6 * topo.LINKS["nvlink2"].nccl_bandwidth
+        assert e.ring.nchannels * e.ring.bw_intra == 6 * models.nccl_profile().nvlink_bandwidth(70)
         assert e.busbw == pytest.approx(120 * GB, rel=0.01)
 
 

@@ -16,7 +16,7 @@ GB = 1e9
 
 def nic_bound(G, host=0) -> float:
     """What one node's NICs carry together, at NCCL's figure (EDR: 100000 Mb/s / 8000 = 12.5 GB/s)."""
-    return sum(topo.LINKS[G.nodes[n]["port_link"]].nccl_bandwidth for n in topo.compute_nics(G, host))
+    return sum(models.nccl_profile().link_bandwidth(G.nodes[n]["port_link"]) for n in topo.compute_nics(G, host))
 
 
 def test_two_dgx1v_rings_are_bound_by_the_nics():

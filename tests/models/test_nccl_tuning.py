@@ -1,4 +1,4 @@
-"""NCCL profiles (models.nccl) and the tuning model (models.tuning).
+"""NCCL profiles (models.nccl) and the tuning model (models.nccl.tuning).
 
 Known answers come from nccl-model.md (dgx-topo shared reference); each test names the
 section. The numbers are encoded here, never read from the reference at run time.
@@ -16,15 +16,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from models.busbw import UnknownCollectiveError, busbw as nccl_tests_busbw, busbw_factor
-from models.nccl import (
+from models.nccltests import UnknownCollectiveError, busbw as nccl_tests_busbw, busbw_factor
+from models.nccl.profiles import (
     ALGORITHMS, DEFAULT_VERSION, PROFILES, PROTOCOLS, MissingConstantError, NcclProfile,
     UnknownNcclVersionError, nccl_profile,
 )
-from models.tuning import (
+from models.nccl.search import ChannelSearchError, dup_channels
+from models.nccl.tuning import (
     NCCL_COLLECTIVES, ChannelGraph, Communicator, NoAlgorithmError, TuningError,
     UnknownAlgorithmError, UnknownProtocolError, UnsupportedCollectiveError, algo_time,
-    applicability, bus_bandwidth, bus_to_alg_ratio, comm_channels, dup_channels, latency, nsteps,
+    applicability, bus_bandwidth, bus_to_alg_ratio, comm_channels, latency, nsteps,
     select_algorithm, tune, tuning_table,
 )
 from topo.errors import DgxTopoError
@@ -265,15 +266,15 @@ def test_dup_channels_nvls_and_errors():
     assert not dup_channels(4, 100 * GB, compute_capability=90, pattern="nvls").duplicated
     with pytest.raises(MissingConstantError, match="dup_channels"):
         dup_channels(4, 40 * GB, compute_capability=70, profile="2.12.12")
-    with pytest.raises(TuningError, match="nchannels"):
+    with pytest.raises(ChannelSearchError, match="nchannels"):
         dup_channels(0, 40 * GB, compute_capability=70)
-    with pytest.raises(TuningError, match="bw_intra"):
+    with pytest.raises(ChannelSearchError, match="bw_intra"):
         dup_channels(4, -1, compute_capability=70)
-    with pytest.raises(TuningError, match="compute_capability"):
+    with pytest.raises(ChannelSearchError, match="compute_capability"):
         dup_channels(4, 40 * GB, compute_capability="70")
-    with pytest.raises(TuningError, match="pattern"):
+    with pytest.raises(ChannelSearchError, match="pattern"):
         dup_channels(4, 40 * GB, compute_capability=70, pattern="chain")
-    with pytest.raises(TuningError, match="max_channels"):
+    with pytest.raises(ChannelSearchError, match="max_channels"):
         dup_channels(8, 40 * GB, compute_capability=70, max_channels=4)
 
 
@@ -759,7 +760,7 @@ def test_old_profile_refuses_what_it_cannot_model():
 
 
 def test_importing_models_does_not_import_plotly_and_topo_does_not_import_models():
-    code = ("import sys, models, models.nccl, models.tuning, models.trees, models.busbw; "
+    code = ("import sys, models, models.nccl, models.nccl.tuning, models.nccl.trees, models.nccltests; "
             "assert 'plotly' not in sys.modules, 'plotly imported'; "
             "import importlib; [sys.modules.pop(m) for m in list(sys.modules) "
             "if m.split('.')[0] in ('models', 'topo')]; import topo; "

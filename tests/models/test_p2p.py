@@ -19,7 +19,7 @@ from models.cli import main
 from models.p2p import (EFFICIENCIES, OVERHEADS, P2PError, _Table, achieved_capacity,
                         format_p2p_report, maxflow_matrix, p2p_latency_matrix, p2p_matrix,
                         p2p_path, p2p_report, path_type_matrix)
-from models.paths import PathType, RouteError
+from models.routes import PathType, RouteError
 from tests.conftest import DATA
 from topo.parts import add_cpu, add_gpu, add_link
 from topo.specs import GPUS, LINKS
@@ -491,7 +491,7 @@ def test_errors_are_dgx_topo_errors():
 
 
 def test_gpus_of_two_hosts_copy_over_the_network():
-    from tests.models.test_paths import two_hosts
+    from tests.models.test_routes import two_hosts
     matrix = p2p_matrix(two_hosts())
     assert matrix[0, 1] == pytest.approx(12e9, rel=1e-3)  # NCCL's PCIe and NET figures, both 12 GB/s
 

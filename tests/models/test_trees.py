@@ -1,4 +1,4 @@
-"""NCCL's trees (models.trees): chains, the double binary tree, their join.
+"""NCCL's trees (models.nccl.trees): chains, the double binary tree, their join.
 
 Known answers are derived by hand from nccl-model.md 4.1-4.2 (the derivation is in the
 comments); invariants are checked with hypothesis over many rank counts.
@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from models.trees import (
+from models.nccl.trees import (
     TREE_PATTERNS, BinaryTree, TreeError, binary_tree, btree_links, double_binary_tree,
     intra_chain, nccl_tree_depth, rank_tree,
 )

@@ -2,7 +2,7 @@
 
 Every number NCCL's performance model uses lives here, in one :class:`NcclProfile` per NCCL
 release, so that no other module carries an NCCL literal. The tuning model
-(:mod:`models.tuning`) and the channel search read a profile; :func:`nccl_profile` looks one
+(:mod:`models.nccl.tuning`) and the channel search read a profile; :func:`nccl_profile` looks one
 up by version.
 
 Units
@@ -64,6 +64,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from topo.errors import DgxTopoError
+from topo.specs import LINKS
 from topo.units import GB, us
 
 __all__ = [
@@ -280,6 +281,7 @@ class NcclProfile:
     skl_qpi_bandwidth: float
     sources: tuple
     notes: tuple
+    pci_bandwidths: tuple = ()
 
     # ------------------------------------------------------------------ lookups
     @property
@@ -389,6 +391,54 @@ class NcclProfile:
                 return bandwidth
         return self.nvlink_bandwidth_default
 
+    def link_bandwidth(self, link: str) -> float:
+        """NCCL's bandwidth of one PCIe link or NIC port of a technology, per direction. [B/s]
+
+        PCIe: ``width x speed / 80`` (``ncclTopoAddPci``), from :attr:`pci_bandwidths`. A NIC
+        port: ``speed / 8000`` GB/s for a speed in Mb/s (``ncclTopoAddNet``), which is the
+        port's nominal bit rate / 8, the catalogue's line rate of the technology.
+
+        Parameters
+        ----------
+        link : str
+            A key of ``topo.specs.LINKS`` of kind ``pcie`` or ``network``.
+
+        Raises
+        ------
+        MissingConstantError
+            For a technology this profile has no figure for.
+
+        Examples
+        --------
+        >>> from models.nccl import nccl_profile
+        >>> p = nccl_profile()
+        >>> p.link_bandwidth("pcie3_x16") / 1e9, p.link_bandwidth("ib_edr") / 1e9
+        (12.0, 12.5)
+        """
+        for name, bandwidth in self.pci_bandwidths:
+            if name == link:
+                return bandwidth
+        spec = LINKS.get(link)
+        if spec is not None and spec.kind == "network":
+            return spec.bandwidth
+        raise MissingConstantError(f"NCCL profile {self.version} has no bandwidth for link technology "
+                                   f"{link!r}: expected one of {[n for n, _ in self.pci_bandwidths]} "
+                                   f"or a network link")
+
+    def inter_cpu_bandwidth(self, link: str) -> float:
+        """NCCL's bandwidth of a whole socket-to-socket connection (``ncclTopoGetInterCpuBw``). [B/s]
+
+        Raises
+        ------
+        MissingConstantError
+            For an inter-socket technology this profile has no figure for.
+        """
+        figures = {"qpi_bdw": self.bdw_qpi_bandwidth, "upi_skl": self.skl_qpi_bandwidth}
+        if link not in figures:
+            raise MissingConstantError(f"NCCL profile {self.version} has no inter-socket bandwidth for "
+                                       f"{link!r}: expected one of {list(figures)}")
+        return figures[link]
+
 
 # Constants a profile may lack (``None`` = not given by nccl-model.md for that version). Other
 # ``None`` fields (sm90/sm100 speed arrays, ll128_max_type_inter_sm90) mean "absent in that
@@ -455,6 +505,10 @@ _V2_27_SM100_SPEED_INTER = (96.0, 48.0, 45.1, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0
 _V2_27_NVLINK_BW = ((100, 40.1), (90, 20.6), (87, 20.0), (86, 12.0), (80, 20.0), (70, 20.0),
                     (60, 18.0))
 
+# src/graph/topo.cc ncclTopoAddPci: bw = width * speed / 80 with kvDictPciGen speeds 60, 120,
+# 240 for 8, 16, 32 GT/s; x16 links give 12, 24, 48 GB/s (v2.27.7-1). [GB/s]
+_V2_27_PCI_BW = (("pcie3_x16", 12.0), ("pcie4_x16", 24.0), ("pcie5_x16", 48.0))
+
 # --- v2.12.12-1 -----------------------------------------------------------------------------
 # baseLat, nccl-model.md 5.2 column v2.7-v2.17. [µs]
 _V2_12_BASE_LAT = (
@@ -516,6 +570,7 @@ def _build(**fields) -> NcclProfile:
                         "nvlink_bandwidth_default", "loc_bandwidth", "pci_bandwidth",
                         "bdw_qpi_bandwidth", "skl_qpi_bandwidth")
     latency_tables = ("base_latency", "hw_latency", "net_overhead")
+    fields["pci_bandwidths"] = tuple((link, _GBps(bw)) for link, bw in fields["pci_bandwidths"])
     for name in bandwidth_tables:
         if fields[name] is not None:
             fields[name] = _table(fields[name], _GBps)
@@ -574,6 +629,7 @@ _V2_27_7 = _build(
     nvlink_bandwidth_default=20.0,        # "otherwise SM80" (1.4)
     loc_bandwidth=5000.0, pci_bandwidth=12.0,  # LOC_BW, PCI_BW (1.4)
     bdw_qpi_bandwidth=6.0, skl_qpi_bandwidth=10.0,
+    pci_bandwidths=_V2_27_PCI_BW,
     sources=_SOURCES_V2_27,
     notes=("Complete for Tree and Ring; CollNet, NVLS, NVLSTree and PAT are not modelled.",),
 )
@@ -622,6 +678,7 @@ _V2_12_12 = _build(
     nvlink_bandwidth_default=22.0,        # SM80 value of v2.10-v2.17
     loc_bandwidth=5000.0, pci_bandwidth=12.0,
     bdw_qpi_bandwidth=6.0, skl_qpi_bandwidth=9.0,  # SKL_QPI_BW 9 in v2.7-v2.17 (1.4)
+    pci_bandwidths=_V2_27_PCI_BW,  # kvDictPciGen: 8 and 16 GT/s as in v2.27 [U] for 32 GT/s
     sources=_SOURCES_V2_12,
     notes=_NOTES_V2_12,
 )
@@ -655,7 +712,7 @@ def nccl_profile(version: str | NcclProfile | None = None) -> NcclProfile:
     >>> nccl_profile("2.19")
     Traceback (most recent call last):
     ...
-    models.nccl.UnknownNcclVersionError: no NCCL profile for version '2.19': expected one of ['2.27.7', '2.12.12']
+    models.nccl.profiles.UnknownNcclVersionError: no NCCL profile for version '2.19': expected one of ['2.27.7', '2.12.12']
     """
     if version is None:
         return PROFILES[DEFAULT_VERSION]

@@ -33,7 +33,7 @@ References
 
 Examples
 --------
->>> from models.busbw import busbw_factor, algbw, busbw
+>>> from models.nccltests import busbw_factor, algbw, busbw
 >>> busbw_factor("all_reduce", 8)
 1.75
 >>> algbw(1e9, 0.01) / 1e9                      # 1 GB in 10 ms [GB/s]
@@ -112,7 +112,7 @@ def collective(name: str) -> Collective:
     >>> collective("allreduce")
     Traceback (most recent call last):
     ...
-    models.busbw.UnknownCollectiveError: unknown collective 'allreduce': expected one of ['all_reduce', 'all_gather', 'reduce_scatter', 'broadcast', 'reduce', 'alltoall', 'sendrecv']
+    models.nccltests.UnknownCollectiveError: unknown collective 'allreduce': expected one of ['all_reduce', 'all_gather', 'reduce_scatter', 'broadcast', 'reduce', 'alltoall', 'sendrecv']
     """
     try:
         return COLLECTIVES[name]

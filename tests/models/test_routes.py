@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import topo
-from models.paths import (P2P_LEVEL, PathType, RouteError, line_rate, nccl_bandwidth, route,
+from models.nccl.system import nccl_capacity as nccl_bandwidth
+from models.routes import (P2P_LEVEL, PathType, RouteError, line_rate, route,
                           route_bandwidth)
 from topo.parts import add_cpu, add_gpu, add_link, add_nic, add_pcie_switch
 from topo.specs import LINKS

@@ -9,8 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import topo
-from models.channels import ChannelSearchError, nccl_capacity, search_channels
-from models.paths import PathType
+from models.nccl.search import ChannelSearchError, search_channels
+from models.nccl.system import nccl_capacity
+from models.routes import PathType
 
 GB = 1e9
 

@@ -22,7 +22,7 @@ References
 
 Examples
 --------
->>> from models.trees import double_binary_tree
+>>> from models.nccl.trees import double_binary_tree
 >>> dt = double_binary_tree(8)
 >>> t0, t1 = dt.trees
 >>> t0.root, t0.children(0), t0.children(4), t0.depth
@@ -403,7 +403,7 @@ def rank_tree(chains, tree: BinaryTree) -> RankTree:
     --------
     Two nodes of 4 GPUs, tree 0, the TREE pattern: depth = (4 - 1) + 1.
 
-    >>> from models.trees import intra_chain, rank_tree, double_binary_tree
+    >>> from models.nccl.trees import intra_chain, rank_tree, double_binary_tree
     >>> chains = [intra_chain([0, 1, 2, 3], "tree"), intra_chain([4, 5, 6, 7], "tree")]
     >>> t = rank_tree(chains, double_binary_tree(2).trees[0])
     >>> t.root, t.down[0], t.up[4], t.depth

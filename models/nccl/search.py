@@ -12,7 +12,7 @@ our graphs:
    outside the communicator cannot relay); links are charged NCCL's figures, not line rates
    (:func:`nccl_capacity`: per NVLink ``ncclTopoNVLinkBw`` of the profile, per PCIe link
    ``width x speed / 80``, the socket-to-socket connection ``BDW_QPI_BW`` / ``SKL_QPI_BW``).
-   Hops follow :func:`models.paths.route` with NCCL's relay through one GPU (NVB) allowed.
+   Hops follow :func:`models.routes.route` with NCCL's relay through one GPU (NVB) allowed.
    A route through NVSwitches is sprayed over the parallel switch planes, which is what
    NCCL's single aggregated NVSwitch node models.
 2. **Start.** ``maxBw`` is the widest GPU-to-GPU path, ``totalBw`` the widest per-GPU sum of
@@ -22,7 +22,7 @@ our graphs:
    with every channel the same order (``sameChannels``), then with free orders, then with
    worse path types allowed, then at the next lower speed (while it is more than 0.49 of the
    best found). Stop when the channels fill ``totalBw`` or the search is perfect.
-4. **Duplication** (:func:`models.tuning.dup_channels`): fast channels are split in two.
+4. **Duplication** (:func:`models.nccl.tuning.dup_channels`): fast channels are split in two.
 5. **Pass 2.** Try higher speeds with the same number of channels.
 
 Each channel search is a depth-first search with NCCL's candidate order (PCI order first,
@@ -52,17 +52,19 @@ import math
 import random
 from dataclasses import dataclass
 
+import numpy as np
+
 from topo.errors import DgxTopoError
 from topo.schema import validate
 from topo.select import select_gpus
-from topo.specs import LINKS
 
-from .nccl import nccl_profile
-from .paths import PathType, Router
-from .tuning import ChannelGraph, dup_channels
+from ..routes import PathType
+from .profiles import nccl_profile
+from .system import NcclSystem
+from .tuning import PATTERNS as TUNING_PATTERNS, ChannelGraph
 
-__all__ = ["ChannelSearch", "ChannelSearchError", "LinkLoad", "search_channels", "search_channels_in",
-           "nccl_capacity", "PATTERNS"]
+__all__ = ["ChannelSearch", "ChannelSearchError", "LinkLoad", "ChannelDuplication", "search_channels",
+           "search_channels_in", "dup_channels", "PATTERNS"]
 
 #: Search patterns: NCCL's ring graph (id 0) and its single-node tree graph (id 1).
 PATTERNS = ("ring", "balanced_tree")
@@ -77,9 +79,6 @@ _RESTARTS = 16
 _RESTART_BUDGET = 1 << 11
 # Lowering the speed stops once it would fall to 0.49 of the best solution (search.cc).
 _SPEED_FLOOR = 0.49
-# NCCL charges PCIe links 6/5 of the bandwidth on a PHB path through an Intel CPU
-# (INTEL_P2P_OVERHEAD, topo.h v2.9+; nccl-model.md 1.4 and 3.5).
-_INTEL_P2P_OVERHEAD = 6 / 5
 # Capacity comparisons tolerate this much rounding, as NCCL's SUB_ROUND keeps 0.001 GB/s.
 _SLACK = 1e3  # [B/s]
 # The fallback when nothing is found: one channel in index order at 0.1 GB/s, type SYS.
@@ -193,48 +192,6 @@ class ChannelSearch:
                             same_channels=self.same_channels)
 
 
-def nccl_capacity(G, u, v, profile=None) -> float:
-    """NCCL's bandwidth for the directed edge (u, v) under a profile, per direction.
-
-    NVLink: ``links x ncclTopoNVLinkBw(cc)`` with the compute capability of the GPU end
-    (of the slowest GPU of the fabric for a switch-to-switch trunk, which NCCL does not
-    model at all). Socket-to-socket: the profile's ``BDW_QPI_BW`` or ``SKL_QPI_BW`` for the
-    whole connection. Anything else: the catalogue's NCCL figure x links (PCIe
-    ``width x speed / 80``, NICs ``speed / 8000``), which no NCCL version changed.
-
-    Parameters
-    ----------
-    G : networkx.DiGraph
-    u, v : node ids
-    profile : str or NcclProfile, optional
-
-    Returns
-    -------
-    float
-        [B/s]
-
-    Examples
-    --------
-    >>> import topo
-    >>> G = topo.dgx1v()
-    >>> nccl_capacity(G, "gpu0", "gpu3") / 1e9, nccl_capacity(G, "gpu0", "gpu3", "2.12.12") / 1e9
-    (40.0, 44.0)
-    """
-    profile = nccl_profile(profile)
-    data = G.adj[u][v]
-    if data["kind"] == "nvlink":
-        ends = [G.nodes[n]["compute_capability"] for n in (u, v) if G.nodes[n]["kind"] == "gpu"]
-        cc = min(ends) if ends else min(cc for _, cc in G.nodes(data="compute_capability") if cc)
-        return data["links"] * profile.nvlink_bandwidth(cc)
-    if data["kind"] == "cpu-to-cpu":
-        if data.get("link") == "qpi_bdw":
-            return profile.bdw_qpi_bandwidth
-        if data.get("link") == "upi_skl":
-            return profile.skl_qpi_bandwidth
-        return LINKS[data["link"]].nccl_bandwidth
-    return data["links"] * LINKS[data["link"]].nccl_bandwidth
-
-
 class _Hop:
     """A routed GPU-to-GPU hop as the search charges it."""
 
@@ -245,82 +202,6 @@ class _Hop:
         self.bandwidth = bandwidth
         self.charges = charges  # tuple of (edge index, bandwidth multiplier)
         self.nhops = nhops
-
-
-class _Fabric:
-    """NCCL's view of one fabric, shared by the searches of many GPU sets of it.
-
-    Routes between two GPUs do not pass through other GPUs, except NCCL's NVB relay, so
-    they are computed once on the whole fabric; a GPU set then only decides which relay
-    GPUs are available (NCCL's system holds only the communicator's GPUs).
-    """
-
-    def __init__(self, G, profile):
-        self.G = G
-        self.profile = profile
-        self.router = Router(G)
-        self.intel = all("Intel" in str(G.nodes[c].get("model", "Intel"))
-                         for c, k in G.nodes(data="kind") if k == "cpu")
-        self.order = {n: i for i, n in enumerate(G)}
-        self._routes: dict = {}
-        self._relays: dict = {}
-        self._capacity: dict = {}
-
-    def capacity(self, u, v) -> float:
-        if (u, v) not in self._capacity:
-            self._capacity[u, v] = nccl_capacity(self.G, u, v, self.profile)
-        return self._capacity[u, v]
-
-    def _relay_order(self, a, b) -> list:
-        """GPUs that can relay a -> b over two NVLink bundles, best first (as the router picks)."""
-        if (a, b) not in self._relays:
-            G = self.G
-            found = []
-            for m, first in G.adj[a].items():
-                second = G.adj[m].get(b)
-                if (m != b and G.nodes[m]["kind"] == "gpu" and first["kind"] == "nvlink"
-                        and second is not None and second["kind"] == "nvlink"):
-                    key = (-min(first["bandwidth"], second["bandwidth"]),
-                           first["latency"] + second["latency"], self.order[m])
-                    found.append((key, m))
-            self._relays[a, b] = [m for _, m in sorted(found)]
-        return self._relays[a, b]
-
-    def hop(self, a, b, members) -> tuple:
-        """``(path type, ((edge, share), ...))`` of the hop a -> b within ``members``."""
-        if (a, b) not in self._routes:
-            r = self.router.route(a, b, nvb=False)
-            self._routes[a, b] = (r.path_type, tuple(zip(r.edges, r.shares)))
-        path_type, flow = self._routes[a, b]
-        if path_type == PathType.NVL:
-            return path_type, flow
-        for m in self._relay_order(a, b):
-            if m in members:
-                return PathType.NVB, (((a, m), 1.0), ((m, b), 1.0))
-        return path_type, flow
-
-
-    def net_route(self, gpu, nic) -> tuple:
-        """``(path type, edges gpu -> nic, port out edge, port in edge)`` over PCIe.
-
-        The type is NCCL's GPU-to-NET path type: PIX/PXB when the NIC sits under the GPU's
-        PCIe switches (GPUDirect RDMA), PHB/SYS when traffic crosses the CPU and is staged in
-        host memory (nccl-model.md 1.6-1.7; PXN is not modelled).
-        """
-        key = ("net", gpu, nic)
-        if key not in self._routes:
-            if nic not in self.router.pcie_parents(gpu):
-                raise ChannelSearchError(f"GPU {gpu!r} has no PCIe route to NIC {nic!r}: expected the "
-                                         f"host's NICs under its CPUs")
-            path = self.router.pcie_path(gpu, nic)
-            edges = tuple(zip(path, path[1:]))
-            path_type = self.router.pcie_type(path)
-            G = self.G
-            ports = [v for v, d in G.adj[nic].items() if d["kind"] == "network"]
-            if not ports:
-                raise ChannelSearchError(f"NIC {nic!r} has no network link: expected a cluster fabric")
-            self._routes[key] = (path_type, edges, (nic, ports[0]), (ports[0], nic))
-        return self._routes[key]
 
 
 class _Problem:
@@ -342,7 +223,7 @@ class _Problem:
                 if i == j:
                     continue
                 path_type, flow = fabric.hop(a, b, members)
-                overhead = _INTEL_P2P_OVERHEAD if fabric.intel and path_type == PathType.PHB else 1.0
+                overhead = fabric.pcie_overhead(path_type)
                 charges, width = [], math.inf
                 for (u, v), share in flow:
                     if (u, v) not in index:
@@ -365,8 +246,9 @@ class _Problem:
         self.net_ports = []
         for m, nic in enumerate(self.nets):
             for i, g in enumerate(gpus):
-                path_type, edges, port_out, port_in = fabric.net_route(g, nic)
-                overhead = _INTEL_P2P_OVERHEAD if fabric.intel and path_type == PathType.PHB else 1.0
+                net = fabric.net_route(g, nic)
+                path_type, edges, port_out, port_in = net.path_type, net.edges, net.port_out, net.port_in
+                overhead = fabric.pcie_overhead(path_type)
                 for flow, hops in (((*edges, port_out), "out"), ((port_in, *((v, u) for u, v in reversed(edges))), "in")):
                     charges, width = [], math.inf
                     for u, v in flow:
@@ -733,6 +615,17 @@ class _Search:
         return self
 
 
+def _is_int(value) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
+def _positive_bandwidth(name, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
+            or not math.isfinite(value) or value <= 0:
+        raise ChannelSearchError(f"{name} must be a finite bandwidth > 0 [B/s], received {value!r}")
+    return float(value)
+
+
 def _better(candidate, incumbent) -> bool:
     """ncclTopoCompareGraphs: more nChannels x bwIntra, then fewer hops."""
     if incumbent is None:
@@ -776,7 +669,7 @@ def search_channels(G, gpus=None, *, pattern: str = "ring", min_channels: int | 
     """
     validate(G)
     nodes = sorted(select_gpus(G, gpus), key=lambda n: (G.nodes[n]["host"], G.nodes[n]["index"]))
-    return search_channels_in(_Fabric(G, nccl_profile(profile)), nodes, pattern=pattern,
+    return search_channels_in(NcclSystem(G, profile, validate=False), nodes, pattern=pattern,
                               min_channels=min_channels, max_channels=max_channels)
 
 
@@ -999,3 +892,112 @@ def _loads(problem, channels, bw, ring, nets=()) -> tuple:
              for k in range(len(problem.edges)) if reserved[k] > 0]
     loads.sort(key=lambda load: -load.utilisation)
     return tuple(loads)
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelDuplication:
+    """Result of ``ncclTopoDupChannels``.
+
+    Attributes
+    ----------
+    nchannels : int
+        Channels after the rule.
+    bw_intra, bw_inter : float
+        Per-channel bandwidths after the rule. [B/s]
+    duplicated : bool
+        Whether channels were duplicated.
+    reason : str
+        Which condition decided.
+    """
+
+    nchannels: int
+    bw_intra: float
+    bw_inter: float
+    duplicated: bool
+    reason: str
+
+
+_DUP_PATTERNS = TUNING_PATTERNS + ("nvls",)
+
+
+def dup_channels(nchannels: int, bw_intra: float, bw_inter: float | None = None, *,
+                 compute_capability: int, max_channels: int | None = None,
+                 pattern: str = "ring", profile=None) -> ChannelDuplication:
+    """NCCL's channel duplication at the end of search pass 1 (``ncclTopoDupChannels``).
+
+    No change for NVLS, for ``bwIntra`` < 25 GB/s, or for ccMin > 80 with ``bwIntra`` < 50
+    GB/s and more than 4 channels. Otherwise ``dup = min(2 x nChannels, maxChannels)``, both
+    bandwidths are divided by ``ceil(dup / nChannels)`` and ``nChannels = dup``
+    (nccl-model.md 3.7, v2.18+). ``nChannels x bw`` is unchanged when ``dup`` is
+    ``2 x nChannels``, and lower when ``maxChannels`` clips it.
+
+    Parameters
+    ----------
+    nchannels : int
+        Channels found by pass 1.
+    bw_intra : float
+        Per-channel ``bwIntra``. [B/s]
+    bw_inter : float, optional
+        Per-channel ``bwInter``; defaults to ``bw_intra``. [B/s]
+    compute_capability : int
+        Minimum compute capability of the GPUs (ccMin).
+    max_channels : int, optional
+        The graph's ``maxChannels``: ``MAXCHANNELS / 2`` for the ring graph (the default),
+        the ring's ``nChannels`` for the tree graph (nccl-model.md 3.1).
+    pattern : str
+        ``"ring"``, ``"balanced_tree"``, ``"tree"``, ``"split_tree"`` or ``"nvls"``.
+    profile : str or NcclProfile, optional
+
+    Returns
+    -------
+    ChannelDuplication
+
+    Raises
+    ------
+    MissingConstantError
+        When the profile lacks the rule (v2.12).
+
+    Examples
+    --------
+    The DGX-H100 ring of nccl-model.md 3.8 (6 x 60 GB/s) and tree (12 x 30 GB/s):
+
+    >>> d = dup_channels(6, 60e9, compute_capability=90)
+    >>> d.nchannels, d.bw_intra / 1e9
+    (12, 30.0)
+    >>> dup_channels(12, 30e9, compute_capability=90, max_channels=12).duplicated
+    False
+    """
+    profile = nccl_profile(profile)
+    if not _is_int(nchannels) or nchannels < 1:
+        raise ChannelSearchError(f"nchannels must be an integer >= 1, received {nchannels!r}")
+    bw_intra = _positive_bandwidth("bw_intra", bw_intra)
+    bw_inter = bw_intra if bw_inter is None else _positive_bandwidth("bw_inter", bw_inter)
+    if not _is_int(compute_capability) or compute_capability < 0:
+        raise ChannelSearchError(f"compute_capability must be an integer such as 70 or 90, received "
+                          f"{compute_capability!r}")
+    if pattern not in _DUP_PATTERNS:
+        raise ChannelSearchError(f"unknown pattern {pattern!r}: expected one of {list(_DUP_PATTERNS)}")
+    rule = profile.require("dup_channels")
+    if max_channels is None:
+        max_channels = profile.require("max_channels") // 2
+    if not _is_int(max_channels) or max_channels < nchannels:
+        raise ChannelSearchError(f"max_channels must be an integer >= nchannels ({nchannels}), received "
+                          f"{max_channels!r}")
+
+    def keep(reason):
+        return ChannelDuplication(nchannels, bw_intra, bw_inter, False, reason)
+
+    if pattern == "nvls":
+        return keep("NVLS graphs are never duplicated")
+    if bw_intra < rule.min_bw:
+        return keep(f"bwIntra below {rule.min_bw:g} B/s")
+    if compute_capability > rule.cc_above and bw_intra < rule.cc_bw_below \
+            and nchannels > rule.cc_nchannels_above:
+        return keep(f"ccMin > {rule.cc_above}, bwIntra below {rule.cc_bw_below:g} B/s and more "
+                    f"than {rule.cc_nchannels_above} channels")
+    dup = min(2 * nchannels, max_channels)
+    divisor = -(-dup // nchannels)
+    if dup == nchannels:
+        return keep(f"already at maxChannels ({max_channels})")
+    return ChannelDuplication(dup, bw_intra / divisor, bw_inter / divisor, True,
+                              f"duplicated to min(2 x {nchannels}, {max_channels}) channels")

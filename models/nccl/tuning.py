@@ -24,7 +24,7 @@ Pipeline, one cell of NCCL's table per (algorithm, protocol):
 
 Units are SI throughout: bytes, seconds, B/s. Sizes ``nbytes`` are NCCL's ``nBytes``: the
 total buffer for all_gather / reduce_scatter, the same ``S`` nccl-tests reports
-(:mod:`models.busbw`). Time functions are numpy-vectorised over ``nbytes``.
+(:mod:`models.nccltests`). Time functions are numpy-vectorised over ``nbytes``.
 
 Not modelled: CollNet, NVLS, NVLSTree and PAT (see :mod:`models.nccl`); NCCL_ALGO /
 NCCL_PROTO environment lists (use ``algorithm=`` / ``protocol=`` of
@@ -42,7 +42,7 @@ Examples
 The worked example of nccl-model.md 5.8: 8 H100 on one NVSwitch node, ring and tree graphs
 of 12 channels x 30 GB/s, AllReduce of 1 MiB.
 
->>> from models.tuning import ChannelGraph, Communicator, select_algorithm
+>>> from models.nccl.tuning import ChannelGraph, Communicator, select_algorithm
 >>> from topo.units import GB, MiB, to_us
 >>> g = ChannelGraph(nchannels=12, bw_intra=30 * GB, type_intra="NVL")
 >>> comm = Communicator(nranks=8, ring=g, tree=g, compute_capability=90)
@@ -60,17 +60,17 @@ import numpy as np
 
 from topo.errors import DgxTopoError
 
-from .busbw import busbw_factor, collective as _collective_spec
-from .nccl import ALGORITHMS, PATH_TYPES, PROTOCOLS, NcclProfile, nccl_profile
+from ..nccltests import busbw_factor, collective as _collective_spec
+from .profiles import ALGORITHMS, PATH_TYPES, PROTOCOLS, NcclProfile, nccl_profile
 
 __all__ = [
     "NCCL_COLLECTIVES", "PATTERNS", "CPU_VENDORS",
     "TuningError", "UnsupportedCollectiveError", "UnknownAlgorithmError",
     "UnknownProtocolError", "NoAlgorithmError",
     "ChannelGraph", "Communicator", "BandwidthStep", "BusBandwidth", "LatencyTerm", "Latency",
-    "Tuning", "AlgoTime", "Selection", "ChannelDuplication",
+    "Tuning", "AlgoTime", "Selection",
     "nsteps", "bus_to_alg_ratio", "applicability", "bus_bandwidth", "latency", "tune",
-    "tuning_table", "algo_time", "select_algorithm", "dup_channels", "comm_channels",
+    "tuning_table", "algo_time", "select_algorithm", "comm_channels",
 ]
 
 #: Collectives NCCL's tuning model covers, in NCCL's function order (nccl-model.md 0).
@@ -158,7 +158,7 @@ class ChannelGraph:
     type_intra : str
         ``graph.typeIntra``, the path type channels needed between GPUs (``"NVL"``,
         ``"NVB"``, ``"PIX"``, ``"PXB"``, ``"PHB"``, ``"SYS"``, ...; ``"LOC"`` for one GPU).
-        An enum member whose ``name`` is one of these (``models.paths.PathType.NVL``) is
+        An enum member whose ``name`` is one of these (``models.routes.PathType.NVL``) is
         stored as its name. ``"NVL"`` selects NCCL's NVLINK latencies, anything else the PCI
         ones (NVB counts as PCI, nccl-model.md 5.1).
     bw_inter : float, optional
@@ -194,7 +194,7 @@ class ChannelGraph:
         for name in ("type_intra", "type_inter"):
             value = getattr(self, name)
             if not isinstance(value, str) and isinstance(getattr(value, "name", None), str):
-                object.__setattr__(self, name, value.name)     # e.g. models.paths.PathType.NVL
+                object.__setattr__(self, name, value.name)     # e.g. models.routes.PathType.NVL
             if getattr(self, name) not in PATH_TYPES:
                 raise TuningError(f"{name} must be an NCCL path type, expected one of "
                                   f"{list(PATH_TYPES)}, received {getattr(self, name)!r}")
@@ -532,31 +532,8 @@ class Selection:
 
     @property
     def busbw(self):
-        """nccl-tests' busbw of the predicted time (:func:`models.busbw.busbw`). [B/s]"""
+        """nccl-tests' busbw of the predicted time (:func:`models.nccltests.busbw`). [B/s]"""
         return self.algbw * busbw_factor(self.collective, self.nranks)
-
-
-@dataclass(frozen=True, slots=True)
-class ChannelDuplication:
-    """Result of ``ncclTopoDupChannels``.
-
-    Attributes
-    ----------
-    nchannels : int
-        Channels after the rule.
-    bw_intra, bw_inter : float
-        Per-channel bandwidths after the rule. [B/s]
-    duplicated : bool
-        Whether channels were duplicated.
-    reason : str
-        Which condition decided.
-    """
-
-    nchannels: int
-    bw_intra: float
-    bw_inter: float
-    duplicated: bool
-    reason: str
 
 
 # ------------------------------------------------------------------------------- the model
@@ -695,7 +672,7 @@ def bus_bandwidth(collective: str, algorithm: str, protocol: str, comm: Communic
 
     Examples
     --------
-    >>> from models.tuning import ChannelGraph, Communicator, bus_bandwidth
+    >>> from models.nccl.tuning import ChannelGraph, Communicator, bus_bandwidth
     >>> g = ChannelGraph(12, 30e9, "NVL")
     >>> b = bus_bandwidth("all_reduce", "ring", "LL", Communicator(8, g, g, 90))
     >>> b.raw / 1e9, b.value / 1e9, b.bound_by
@@ -797,7 +774,7 @@ def latency(collective: str, algorithm: str, protocol: str, comm: Communicator,
 
     Examples
     --------
-    >>> from models.tuning import ChannelGraph, Communicator, latency
+    >>> from models.nccl.tuning import ChannelGraph, Communicator, latency
     >>> g = ChannelGraph(12, 30e9, "NVL")
     >>> lat = latency("all_reduce", "ring", "Simple", Communicator(8, g, g, 90))
     >>> round(lat.base * 1e6, 3), [(t.count, round(t.per_step * 1e6, 3)) for t in lat.terms]
@@ -876,7 +853,7 @@ def tune(collective: str, algorithm: str, protocol: str, comm: Communicator,
 
     Examples
     --------
-    >>> from models.tuning import ChannelGraph, Communicator, tune
+    >>> from models.nccl.tuning import ChannelGraph, Communicator, tune
     >>> g = ChannelGraph(12, 30e9, "NVL", pattern="balanced_tree")
     >>> t = tune("all_reduce", "tree", "LL128", Communicator(8, g, g, 90))
     >>> round(t.bus.value / 1e9, 1), round(t.bandwidth / 1e9, 1), round(t.latency.value * 1e6, 1)
@@ -971,7 +948,7 @@ def algo_time(tuning: Tuning, nbytes, comm: Communicator, profile=None) -> AlgoT
     tuning : Tuning
         An enabled cell from :func:`tune`.
     nbytes : float or array_like
-        NCCL's nBytes (:mod:`models.busbw` ``S``). [bytes]
+        NCCL's nBytes (:mod:`models.nccltests` ``S``). [bytes]
     comm : Communicator
         The communicator ``tuning`` was computed for.
     profile : str or NcclProfile, optional
@@ -987,7 +964,7 @@ def algo_time(tuning: Tuning, nbytes, comm: Communicator, profile=None) -> AlgoT
 
     Examples
     --------
-    >>> from models.tuning import ChannelGraph, Communicator, tune, algo_time
+    >>> from models.nccl.tuning import ChannelGraph, Communicator, tune, algo_time
     >>> g = ChannelGraph(12, 30e9, "NVL", pattern="balanced_tree")
     >>> comm = Communicator(8, g, g, 90)
     >>> t = algo_time(tune("all_reduce", "tree", "LL128", comm), [2**20, 2**24], comm)
@@ -1060,7 +1037,7 @@ def select_algorithm(collective: str, nbytes, comm: Communicator, *, algorithm=N
 
     Examples
     --------
-    >>> from models.tuning import ChannelGraph, Communicator, select_algorithm
+    >>> from models.nccl.tuning import ChannelGraph, Communicator, select_algorithm
     >>> g = ChannelGraph(12, 30e9, "NVL", pattern="balanced_tree")
     >>> s = select_algorithm("all_reduce", [8, 2**20, 2**30], Communicator(8, g, g, 90))
     >>> s.algorithm.tolist(), s.protocol.tolist()
@@ -1068,7 +1045,7 @@ def select_algorithm(collective: str, nbytes, comm: Communicator, *, algorithm=N
     >>> select_algorithm("broadcast", 8, Communicator(8, g, g, 90), algorithm="tree")
     Traceback (most recent call last):
     ...
-    models.tuning.NoAlgorithmError: no enabled algorithm/protocol for broadcast matching algorithm='tree', protocol=None: tree/LL: NCCL runs broadcast with Ring only (nccl-model.md 5.4); tree/LL128: NCCL runs broadcast with Ring only (nccl-model.md 5.4); tree/Simple: NCCL runs broadcast with Ring only (nccl-model.md 5.4)
+    models.nccl.tuning.NoAlgorithmError: no enabled algorithm/protocol for broadcast matching algorithm='tree', protocol=None: tree/LL: NCCL runs broadcast with Ring only (nccl-model.md 5.4); tree/LL128: NCCL runs broadcast with Ring only (nccl-model.md 5.4); tree/Simple: NCCL runs broadcast with Ring only (nccl-model.md 5.4)
     """
     collective = _check_collective(collective)
     forced_algorithm = None if algorithm is None else _check_algorithm(algorithm)
@@ -1105,89 +1082,3 @@ def select_algorithm(collective: str, nbytes, comm: Communicator, *, algorithm=N
                          float(time), float(bandwidth), float(lat), float(bus), candidates)
     return Selection(collective, comm.nranks, size, algorithms, protocols, time, bandwidth, lat,
                      bus, candidates)
-
-
-_DUP_PATTERNS = PATTERNS + ("nvls",)
-
-
-def dup_channels(nchannels: int, bw_intra: float, bw_inter: float | None = None, *,
-                 compute_capability: int, max_channels: int | None = None,
-                 pattern: str = "ring", profile=None) -> ChannelDuplication:
-    """NCCL's channel duplication at the end of search pass 1 (``ncclTopoDupChannels``).
-
-    No change for NVLS, for ``bwIntra`` < 25 GB/s, or for ccMin > 80 with ``bwIntra`` < 50
-    GB/s and more than 4 channels. Otherwise ``dup = min(2 x nChannels, maxChannels)``, both
-    bandwidths are divided by ``ceil(dup / nChannels)`` and ``nChannels = dup``
-    (nccl-model.md 3.7, v2.18+). ``nChannels x bw`` is unchanged when ``dup`` is
-    ``2 x nChannels``, and lower when ``maxChannels`` clips it.
-
-    Parameters
-    ----------
-    nchannels : int
-        Channels found by pass 1.
-    bw_intra : float
-        Per-channel ``bwIntra``. [B/s]
-    bw_inter : float, optional
-        Per-channel ``bwInter``; defaults to ``bw_intra``. [B/s]
-    compute_capability : int
-        Minimum compute capability of the GPUs (ccMin).
-    max_channels : int, optional
-        The graph's ``maxChannels``: ``MAXCHANNELS / 2`` for the ring graph (the default),
-        the ring's ``nChannels`` for the tree graph (nccl-model.md 3.1).
-    pattern : str
-        ``"ring"``, ``"balanced_tree"``, ``"tree"``, ``"split_tree"`` or ``"nvls"``.
-    profile : str or NcclProfile, optional
-
-    Returns
-    -------
-    ChannelDuplication
-
-    Raises
-    ------
-    MissingConstantError
-        When the profile lacks the rule (v2.12).
-
-    Examples
-    --------
-    The DGX-H100 ring of nccl-model.md 3.8 (6 x 60 GB/s) and tree (12 x 30 GB/s):
-
-    >>> d = dup_channels(6, 60e9, compute_capability=90)
-    >>> d.nchannels, d.bw_intra / 1e9
-    (12, 30.0)
-    >>> dup_channels(12, 30e9, compute_capability=90, max_channels=12).duplicated
-    False
-    """
-    profile = nccl_profile(profile)
-    if not _is_int(nchannels) or nchannels < 1:
-        raise TuningError(f"nchannels must be an integer >= 1, received {nchannels!r}")
-    bw_intra = _positive_bandwidth("bw_intra", bw_intra)
-    bw_inter = bw_intra if bw_inter is None else _positive_bandwidth("bw_inter", bw_inter)
-    if not _is_int(compute_capability) or compute_capability < 0:
-        raise TuningError(f"compute_capability must be an integer such as 70 or 90, received "
-                          f"{compute_capability!r}")
-    if pattern not in _DUP_PATTERNS:
-        raise TuningError(f"unknown pattern {pattern!r}: expected one of {list(_DUP_PATTERNS)}")
-    rule = profile.require("dup_channels")
-    if max_channels is None:
-        max_channels = profile.require("max_channels") // 2
-    if not _is_int(max_channels) or max_channels < nchannels:
-        raise TuningError(f"max_channels must be an integer >= nchannels ({nchannels}), received "
-                          f"{max_channels!r}")
-
-    def keep(reason):
-        return ChannelDuplication(nchannels, bw_intra, bw_inter, False, reason)
-
-    if pattern == "nvls":
-        return keep("NVLS graphs are never duplicated")
-    if bw_intra < rule.min_bw:
-        return keep(f"bwIntra below {rule.min_bw:g} B/s")
-    if compute_capability > rule.cc_above and bw_intra < rule.cc_bw_below \
-            and nchannels > rule.cc_nchannels_above:
-        return keep(f"ccMin > {rule.cc_above}, bwIntra below {rule.cc_bw_below:g} B/s and more "
-                    f"than {rule.cc_nchannels_above} channels")
-    dup = min(2 * nchannels, max_channels)
-    divisor = -(-dup // nchannels)
-    if dup == nchannels:
-        return keep(f"already at maxChannels ({max_channels})")
-    return ChannelDuplication(dup, bw_intra / divisor, bw_inter / divisor, True,
-                              f"duplicated to min(2 x {nchannels}, {max_channels}) channels")

@@ -4,7 +4,7 @@ A :class:`Route` says which edges a copy from one GPU to another crosses, how it
 divides over them, NCCL's path type for it, and whether the two GPUs can access each other
 (peer-to-peer) or the copy is staged through host memory. :func:`route` computes one,
 :func:`route_bandwidth` its bottleneck under any per-edge capacity (the line rate, NCCL's
-effective figures of :func:`nccl_bandwidth`, or a model's achieved figures), and
+effective figures of :func:`models.nccl.system.nccl_capacity`, or a model's achieved figures), and
 :meth:`Route.load` the traffic it puts on every edge, for bandwidth reservation.
 
 Routing rules, in order (nccl-model.md sections 1.6 and 1.7):
@@ -71,8 +71,8 @@ Examples
 >>> r = route(dgx2(), "gpu0", "gpu8")
 >>> len(r.paths), r.paths[0], r.bandwidth / 1e9
 (6, ('gpu0', 'nvswitch0', 'nvswitch6', 'gpu8'), 150.0)
->>> route_bandwidth(dgx2(), r, nccl_bandwidth)[0] / 1e9   # NCCL: 6 x 20 GB/s (SM70)
-120.0
+>>> route_bandwidth(dgx2(), r)[0] / 1e9                   # 6 planes x 25 GB/s line rate
+150.0
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ from topo.specs import LINKS
 
 __all__ = [
     "PathType", "P2P_LEVEL", "Route", "RouteError", "Router",
-    "route", "route_bandwidth", "line_rate", "nccl_bandwidth",
+    "route", "route_bandwidth", "line_rate",
 ]
 
 
@@ -230,48 +230,6 @@ def line_rate(G, u, v) -> float:
     return float(G.adj[u][v]["bandwidth"])
 
 
-def nccl_bandwidth(G, u, v) -> float:
-    """What NCCL's topology model charges for the edge (u, v), per direction.
-
-    ``LINKS[link].nccl_bandwidth x links`` (NCCL adds the bandwidth of parallel links,
-    nccl-model.md 1.2); a socket-to-socket edge is charged the single figure NCCL gives the
-    whole connection (``BDW_QPI_BW`` 6, ``SKL_QPI_BW`` 10 GB/s), whatever its link count.
-
-    Parameters
-    ----------
-    G : networkx.DiGraph
-    u, v : node ids
-        An edge of ``G``.
-
-    Returns
-    -------
-    float
-        [B/s]
-
-    Raises
-    ------
-    TopologyError
-        If the edge carries no ``link`` attribute naming a technology of ``topo.specs.LINKS``.
-
-    Examples
-    --------
-    >>> from topo import dgx1v
-    >>> G = dgx1v()
-    >>> nccl_bandwidth(G, "gpu0", "gpu3") / 1e9, nccl_bandwidth(G, "cpu0", "cpu1") / 1e9
-    (40.0, 6.0)
-    """
-    data = G.adj[u][v]
-    link = data.get("link")
-    if link not in LINKS:
-        raise TopologyError(
-            f"edge ({u!r}, {v!r}): NCCL's bandwidth needs attribute 'link' naming one of "
-            f"{', '.join(LINKS)}, received {link!r}")
-    spec = LINKS[link]
-    if data["kind"] == "cpu-to-cpu":
-        return float(spec.nccl_bandwidth)
-    return float(spec.nccl_bandwidth * data["links"])
-
-
 def route_bandwidth(G, r: Route, capacity=line_rate) -> tuple:
     """Bottleneck of a route under a per-edge capacity.
 
@@ -282,7 +240,7 @@ def route_bandwidth(G, r: Route, capacity=line_rate) -> tuple:
     r : Route
     capacity : callable
         ``capacity(G, u, v)`` -> capacity of the edge per direction [B/s]; for instance
-        :func:`line_rate` (default) or :func:`nccl_bandwidth`.
+        :func:`line_rate` (default) or :func:`models.nccl.system.nccl_capacity`.
 
     Returns
     -------

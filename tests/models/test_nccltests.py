@@ -1,4 +1,4 @@
-"""nccl-tests' size convention, algbw and busbw (models.busbw).
+"""nccl-tests' size convention, algbw and busbw (models.nccltests).
 
 Expected factors are nccl-model.md section 6 (NVIDIA/nccl-tests src/*.cu, version 2.19.6),
 written out here independently of the module's own table.
@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from models.busbw import (
+from models.nccltests import (
     COLLECTIVES, UnknownCollectiveError, algbw, busbw, busbw_factor, busbw_to_algbw, collective,
     count_from_nbytes, nbytes_from_count,
 )
@@ -151,9 +151,3 @@ def test_errors(call, match):
 
 def test_integral_float_ranks_are_accepted():
     assert busbw_factor("all_reduce", 8.0) == 1.75
-
-
-def test_models_busbw_stays_the_module():
-    import models
-    from models import busbw as module
-    assert module.busbw is busbw and models.busbw_factor is busbw_factor
