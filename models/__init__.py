@@ -21,6 +21,11 @@ from .trees import (BinaryTree, Chain, DoubleBinaryTree, RankTree, TreeError, bi
 from .channels import ChannelSearch, ChannelSearchError, LinkLoad, nccl_capacity, search_channels
 from .collectives import (COLLECTIVE_NAMES, CollectiveEstimate, SizeError, SubsetResult, estimate,
                           pairwise, subsets)
+# Measurement model, benchmark readers, calibration (issue 11); after `estimate`, which they use.
+from .measure import DEFAULT as DEFAULT_MEASUREMENT, MeasurementError, MeasurementModel, Measured, measured
+from .benchmarks import (BenchmarkParseError, NcclTestsRun, P2PBenchmark, read_benchmark,
+                         read_nccl_tests, read_p2p_benchmark)
+from .calibration import Calibration, CalibrationError, Check, calibrate, check
 
 __all__: list[str] = [
     "P2P_LEVEL", "PathType", "Route", "RouteError", "Router", "line_rate", "nccl_bandwidth", "route",
@@ -40,4 +45,7 @@ __all__: list[str] = [
     "ChannelSearch", "ChannelSearchError", "LinkLoad", "nccl_capacity", "search_channels",
     "COLLECTIVE_NAMES", "CollectiveEstimate", "SizeError", "SubsetResult", "estimate", "pairwise",
     "subsets",
+    "DEFAULT_MEASUREMENT", "MeasurementError", "MeasurementModel", "Measured", "measured",
+    "BenchmarkParseError", "NcclTestsRun", "P2PBenchmark", "read_benchmark", "read_nccl_tests",
+    "read_p2p_benchmark", "Calibration", "CalibrationError", "Check", "calibrate", "check",
 ]

@@ -205,7 +205,7 @@ class MeasurementModel:
         Share of a link's payload rate NCCL's kernels sustain (every link class).
     efficiency_overrides : tuple of (str, float)
         Per link class, a transfer efficiency replacing ``transfer_efficiency`` (what
-        :func:`models.calibrate.calibrate` fits for the classes a user's runs exercise).
+        :func:`models.calibrate` fits for the classes a user's runs exercise).
     links : dict
         Link classes by ``topo.LINKS`` key.
     provenance : tuple of (str, str)
