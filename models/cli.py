@@ -18,6 +18,10 @@ Subcommands
     Every K-GPU set ranked by busbw.
 ``dgxtopo report [NAMES...] [--out FILE]``
     One self-contained HTML file comparing systems (default: all built-in) with figures.
+``dgxtopo calibrate FILE... --system S [--gpus IDS] [-g N] [--nccl V] [--inplace] --out FILE``
+    Fit the measurement model to nccl-tests outputs; print the fitted constants and residuals.
+``dgxtopo check FILE --system S [--gpus IDS] [-g N] [--nccl V] [--calibration F] [--json]``
+    Measured vs predicted per size (time, busbw, error) for one nccl-tests output.
 ``dgxtopo compare SYSTEM SYSTEM... [--collective COLL] [--ngpus N] [-b] [-e] [-f] [--out FILE] [--json]``
     Time and busbw by size of the same collective on the same GPU count of several systems
     (for instance one DGX-2 against two DGX-1V: ``dgxtopo compare dgx2 2xdgx1v``).
@@ -353,7 +357,103 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--out", default="report.html", metavar="FILE",
                         help="HTML file to write, replaced atomically (default: report.html)")
     report.set_defaults(run=_report)
+    _add_measurement_commands(commands)
     return parser
+
+
+def _read_run(path):
+    from .benchmarks import BenchmarkParseError, read_benchmark
+
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            text = handle.read()
+    except OSError as error:
+        raise _UsageError(f"cannot read {path}: {error.strerror}") from None
+    try:
+        return read_benchmark(text, name=path)
+    except BenchmarkParseError as error:
+        if path in str(error):
+            raise
+        raise BenchmarkParseError(f"{path}: {error}") from None
+
+
+def _calibrate(args) -> None:
+    import os
+    import tempfile
+
+    from .calibration import calibrate
+
+    runs = [_read_run(path) for path in args.files]
+    if args.collective:
+        from dataclasses import replace
+        runs = [replace(r, collective=args.collective) if hasattr(r, "rows") else r for r in runs]
+    result = calibrate(runs, topo.build(args.system), gpus=args.gpus, gpus_per_thread=args.g,
+                       profile=args.nccl, inplace=args.inplace)
+    print(result.format())
+    directory = os.path.dirname(os.path.abspath(args.out))
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".calibration-", suffix=".json")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(result.to_json())
+        os.replace(tmp, args.out)  # atomic: a reader never sees half a file
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    print(f"wrote {args.out}")
+
+
+def _check(args) -> None:
+    from .calibration import Calibration, check
+
+    run = _read_run(args.file)
+    if not hasattr(run, "rows"):
+        raise _UsageError(f"{args.file} is a p2pBandwidthLatencyTest output: check takes nccl-tests")
+    if args.collective:
+        from dataclasses import replace
+        run = replace(run, collective=args.collective)
+    calibration = None
+    if args.calibration:
+        try:
+            with open(args.calibration, encoding="utf-8") as handle:
+                calibration = Calibration.from_json(handle.read())
+        except OSError as error:
+            raise _UsageError(f"cannot read {args.calibration}: {error.strerror}") from None
+    result = check(run, topo.build(args.system), gpus=args.gpus, gpus_per_thread=args.g,
+                   profile=args.nccl, calibration=calibration, inplace=args.inplace)
+    if args.json:
+        _print_json(result.to_json())
+        return
+    print(result.format())
+    if args.explain:
+        print()
+        print(result.explain)
+
+
+def _add_measurement_commands(commands) -> None:
+    def common(parser):
+        parser.add_argument("--system", required=True, help="system name: " + ", ".join(topo.SYSTEMS))
+        parser.add_argument("--gpus", metavar="IDS", help="GPU ids of the ranks, in rank order "
+                            "(default: from CUDA_VISIBLE_DEVICES and the device lines)")
+        parser.add_argument("-g", "--gpus-per-thread", dest="g", type=int, default=None,
+                            help="nccl-tests -g of the run (default: its nGpus)")
+        parser.add_argument("--nccl", choices=sorted(PROFILES), default=None, help="NCCL version profile")
+        parser.add_argument("--collective", choices=COLLECTIVE_NAMES,
+                            help="the collective, if the output does not name it")
+        parser.add_argument("--inplace", action="store_true", help="use the in-place columns")
+
+    cal = commands.add_parser("calibrate", help="fit the measurement model to nccl-tests outputs")
+    cal.add_argument("files", metavar="FILE", nargs="+", help="nccl-tests (or p2pBandwidthLatencyTest) output")
+    common(cal)
+    cal.add_argument("--out", required=True, metavar="FILE", help="calibration JSON to write")
+    cal.set_defaults(run=_calibrate)
+
+    chk = commands.add_parser("check", help="measured vs predicted for one nccl-tests output")
+    chk.add_argument("file", metavar="FILE", help="nccl-tests output")
+    common(chk)
+    chk.add_argument("--calibration", metavar="FILE", help="calibration JSON from dgxtopo calibrate")
+    chk.add_argument("--explain", action="store_true", help="show the measurement model's terms")
+    chk.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    chk.set_defaults(run=_check)
 
 
 def main(argv=None) -> int:
