@@ -14,7 +14,7 @@ overlap and only the larger counts::
 
     time = max(floor + g x launch_per_gpu, nccl_latency) + nbytes / (nccl_bandwidth x ratio)
 
-*Achieved vs nominal bandwidth.* NCCL's per-link figures (``topo.LINKS[...].nccl_bandwidth``)
+*Achieved vs nominal bandwidth.* NCCL's per-link figures (those of the NCCL profile)
 are what its tuner assumes, not what moves. The achieved rate of a link class is
 ``data_rate x packet_efficiency x transfer_efficiency``: the line rate after line coding, the
 share of each packet that is payload (headers, CRC: hardware facts), and the share of that
@@ -49,7 +49,8 @@ import topo
 from topo.errors import DgxTopoError
 from topo.units import to_GBps, to_us, us
 
-from . import busbw_factor
+from .nccl.profiles import nccl_profile
+from .nccltests import busbw_factor
 
 __all__ = [
     "MeasurementError", "Parameter", "LinkClass", "LINK_CLASSES", "MeasurementModel", "DEFAULT",
@@ -236,9 +237,13 @@ class MeasurementModel:
                                    f"{', '.join(sorted(self.links))}")
         return self.links[link].payload_rate * self.efficiency(link)
 
-    def ratio(self, link: str) -> float:
-        """Achieved rate over NCCL's figure for one link of a class (``topo.LINKS``)."""
-        return self.achieved(link) / topo.LINKS[link].nccl_bandwidth
+    def ratio(self, link: str, profile=None, compute_capability: int | None = None) -> float:
+        """Achieved rate over NCCL's figure for one link of a class, under an NCCL profile.
+
+        NCCL's figure is the profile's (``ncclTopoNVLinkBw`` of the compute capability for
+        NVLink, ``width x speed / 80`` for PCIe, ``speed / 8000`` for a NIC port).
+        """
+        return self.achieved(link) / nccl_link_figure(link, profile, compute_capability)
 
     def with_values(self, **values) -> "MeasurementModel":
         """A copy with some constants replaced (``"efficiency:LINK"`` sets an override)."""
@@ -286,6 +291,21 @@ class MeasurementModel:
 
 #: The measurement model with the constants fitted to the DGX-2 runs.
 DEFAULT = MeasurementModel()
+
+
+def nccl_link_figure(link: str, profile=None, compute_capability: int | None = None) -> float:
+    """NCCL's bandwidth for one physical link of a technology under a profile. [B/s]
+
+    For NVLink the figure depends on the GPU (``ncclTopoNVLinkBw``); without a compute
+    capability, the lowest one of the catalogue's GPUs with that NVLink generation is used.
+    """
+    profile = nccl_profile(profile)
+    if topo.LINKS[link].kind == "nvlink":
+        if compute_capability is None:
+            compute_capability = min((g.compute_capability for g in topo.GPUS.values() if g.nvlink == link),
+                                     default=70)
+        return profile.nvlink_bandwidth(compute_capability)
+    return profile.link_bandwidth(link)
 
 
 def link_classes(e, G) -> tuple:
@@ -400,7 +420,7 @@ class Measured:
                 f"{self.ratio:.4f} ({self.link}: data rate {to_GBps(cls.data_rate):.3f} GB/s x packet "
                 f"{cls.packet_efficiency:.4f} x transfer {m.efficiency(self.link):.4f} = "
                 f"{to_GBps(m.achieved(self.link)):.2f} GB/s achieved per link, over NCCL's "
-                f"{to_GBps(topo.LINKS[self.link].nccl_bandwidth):.2f})")
+                f"{to_GBps(m.achieved(self.link) / self.ratio):.2f})")
         else:
             lines.append("  bandwidth: NCCL's, no link class binds (ratio 1)")
         lines.append(f"  time {to_us(last(self.time)):.2f} us (NCCL's tuning estimate "
@@ -411,7 +431,8 @@ class Measured:
         return "\n".join(lines)
 
 
-def measured(e, G, *, gpus_per_thread: int = 1, model: MeasurementModel = DEFAULT) -> Measured:
+def measured(e, G, *, gpus_per_thread: int = 1, model: MeasurementModel = DEFAULT,
+             profile=None) -> Measured:
     """Predict what nccl-tests measures for an estimate.
 
     Parameters
@@ -423,6 +444,9 @@ def measured(e, G, *, gpus_per_thread: int = 1, model: MeasurementModel = DEFAUL
     gpus_per_thread : int
         GPUs one host thread launches on (nccl-tests ``-g``; 1 for one process per GPU).
     model : MeasurementModel
+    profile : str or NcclProfile, optional
+        The NCCL profile ``e`` was estimated with (its per-link figures are what ``ratio``
+        divides by).
 
     Returns
     -------
@@ -439,10 +463,10 @@ def measured(e, G, *, gpus_per_thread: int = 1, model: MeasurementModel = DEFAUL
                                f"(the ranks), received {gpus_per_thread!r}")
     classes = link_classes(e, G)
     if classes:
-        nominal = min(topo.LINKS[c].nccl_bandwidth for c in classes)
-        achieved = {c: model.achieved(c) for c in classes}
-        link = min(achieved, key=achieved.get)
-        ratio = achieved[link] / nominal
+        cc = min(G.nodes[n]["compute_capability"] for n in e.nodes)
+        ratios = {c: model.ratio(c, profile, cc) for c in classes}
+        link = min(ratios, key=ratios.get)
+        ratio = ratios[link]
     else:
         link, ratio = "", 1.0
     host = model.floor + int(gpus_per_thread) * model.launch_per_gpu
