@@ -108,12 +108,20 @@ def test_missing_reverse_edge():
         validate(G)
 
 
-@pytest.mark.parametrize("attribute, value", [("bandwidth", 25e9), ("links", 1), ("latency", 1e-6)])
+@pytest.mark.parametrize("attribute, value", [("latency", 1e-6), ("link", "nvlink1")])
 def test_unequal_directions(attribute, value):
     G = two_gpus()
     G.edges["b", "a"][attribute] = value
     with pytest.raises(TopologyError, match=f"{attribute} differs between directions"):
         validate(G)
+
+
+def test_links_and_bandwidth_may_differ_between_directions():
+    """A what-if may degrade one direction only: bandwidth is per direction."""
+    G = two_gpus()
+    G.edges["b", "a"]["links"] = 1
+    G.edges["b", "a"]["bandwidth"] = 25e9
+    validate(G)
 
 
 def test_no_gpu():
