@@ -201,6 +201,9 @@ def _check_edge(u, v, data: dict) -> None:
         raise TopologyError(
             f"{where}: link {link!r} is not a link technology: expected a key of topo.specs.LINKS "
             f"({', '.join(LINKS)})")
+    if LINKS[link].kind != kind:
+        raise TopologyError(f"{where}: link {link!r} makes {LINKS[link].kind} edges, expected a link "
+                            f"technology of kind {kind!r}")
     if data["links"] < 1:
         raise TopologyError(f"{where}: links must be at least 1, received {data['links']}")
     bandwidth = data["bandwidth"]

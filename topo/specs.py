@@ -3,16 +3,10 @@
 One table per kind of part, as frozen dataclasses, in SI units. Builders and models read
 these tables; no bandwidth, latency or port count appears as a literal anywhere else.
 
-Two bandwidths sit side by side for every link technology:
-
-``bandwidth``
-    The line rate per direction of one physical link, as the vendor states it. The graphs
-    carry this figure (``links`` x ``bandwidth`` on each edge).
-``nccl_bandwidth``
-    What NCCL's topology model charges for the same link (``src/graph/topo.h`` of the NCCL
-    reference version v2.27.7, see ``nccl_version`` of the entry), the "effective" figure
-    NCCL builds rings and trees with. For the inter-socket links NCCL charges one figure for
-    the whole socket-to-socket connection, whatever the number of physical links.
+``bandwidth`` of a link technology is the line rate per direction of one physical link, as
+the vendor states it; the graphs carry it (``links`` x ``bandwidth`` on each edge). What NCCL
+charges for a link is not a hardware fact and lives with NCCL's other constants, in the NCCL
+profiles of :mod:`models.nccl.profiles`.
 
 Confidence follows ../shared/reference/hardware.md: a fact that reference tags [U]
 (uncertain) is listed in the entry's ``uncertain`` text, so nobody mistakes it for a
@@ -41,8 +35,8 @@ Examples
 --------
 >>> from topo.specs import LINKS
 >>> from topo.units import GB
->>> LINKS["nvlink2"].bandwidth / GB, LINKS["nvlink2"].nccl_bandwidth / GB
-(25.0, 20.0)
+>>> LINKS["nvlink2"].bandwidth / GB
+25.0
 >>> round(LINKS["pcie3_x16"].bandwidth / GB, 2)
 15.75
 """
@@ -55,11 +49,9 @@ from .units import GB, GiB, ns
 
 __all__ = [
     "LinkSpec", "GpuSpec", "CpuSpec", "SwitchSpec",
-    "LINKS", "GPUS", "CPUS", "NVSWITCHES", "NETWORK_SWITCHES", "NCCL_REFERENCE_VERSION",
+    "LINKS", "GPUS", "CPUS", "NVSWITCHES", "NETWORK_SWITCHES",
 ]
 
-#: The NCCL release whose topo.h constants ``nccl_bandwidth`` reproduces (nccl-model.md).
-NCCL_REFERENCE_VERSION = "2.27.7"
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,11 +70,8 @@ class LinkSpec:
         Line rate of one physical link, per direction. [B/s]
     latency : float
         One-way latency of one hop over this link (an assumption where unpublished). [s]
-    nccl_bandwidth : float
-        NCCL's modelled bandwidth for one such link per direction (per connection for the
-        inter-socket links). [B/s]
     source : str
-        Where ``bandwidth`` and ``nccl_bandwidth`` come from.
+        Where ``bandwidth`` comes from.
     uncertain : str
         What in this entry is not verified (empty when everything is).
     """
@@ -92,7 +81,6 @@ class LinkSpec:
     label: str
     bandwidth: float
     latency: float
-    nccl_bandwidth: float
     source: str
     uncertain: str = ""
 
@@ -196,50 +184,47 @@ _IB_LATENCY_NOTE = "latency: 600 ns per network hop (NIC to switch port) is an a
 
 #: Link technologies by catalogue key.
 LINKS: dict[str, LinkSpec] = {spec.name: spec for spec in (
-    LinkSpec("nvlink1", "nvlink", "NVLink 1.0", 20 * GB, _NVLINK_LATENCY, 18.0 * GB,
+    LinkSpec("nvlink1", "nvlink", "NVLink 1.0", 20 * GB, _NVLINK_LATENCY,
              "[S10] [S11] 20 GB/s per direction per link (P100); NCCL SM60 18.0 [S30]",
              _NVLINK_LATENCY_NOTE),
-    LinkSpec("nvlink2", "nvlink", "NVLink 2.0", 25 * GB, _NVLINK_LATENCY, 20.0 * GB,
+    LinkSpec("nvlink2", "nvlink", "NVLink 2.0", 25 * GB, _NVLINK_LATENCY,
              "[S3] [S11] 25 GB/s per direction per link (V100); NCCL SM70 20.0 [S30] "
              "(21 in NCCL 2.5-2.9, 22 in 2.10-2.17)",
              _NVLINK_LATENCY_NOTE),
-    LinkSpec("nvlink3", "nvlink", "NVLink 3.0", 25 * GB, _NVLINK_LATENCY, 20.0 * GB,
+    LinkSpec("nvlink3", "nvlink", "NVLink 3.0", 25 * GB, _NVLINK_LATENCY,
              "[S12] 25 GB/s per direction per link (A100); NCCL SM80 20.0 [S30]",
              _NVLINK_LATENCY_NOTE),
-    LinkSpec("nvlink4", "nvlink", "NVLink 4.0", 25 * GB, _NVLINK_LATENCY, 20.6 * GB,
+    LinkSpec("nvlink4", "nvlink", "NVLink 4.0", 25 * GB, _NVLINK_LATENCY,
              "[S13] 25 GB/s per direction per link (H100); NCCL SM90 20.6 [S30]",
              _NVLINK_LATENCY_NOTE),
-    LinkSpec("nvlink5", "nvlink", "NVLink 5.0", 50 * GB, _NVLINK_LATENCY, 40.1 * GB,
+    LinkSpec("nvlink5", "nvlink", "NVLink 5.0", 50 * GB, _NVLINK_LATENCY,
              "[S14] [S15] 900 GB/s per GPU per direction over 18 links (B200); NCCL SM100 40.1 [S30]",
              "bandwidth derived (900/18), lanes and signalling rate unverified; " + _NVLINK_LATENCY_NOTE),
-    LinkSpec("pcie3_x16", "pcie", "PCIe 3.0 x16", _pcie_x16(8), _PCIE_LATENCY, 12.0 * GB,
+    LinkSpec("pcie3_x16", "pcie", "PCIe 3.0 x16", _pcie_x16(8), _PCIE_LATENCY,
              "[S50] 8 GT/s x16 128b/130b = 15.75 GB/s per direction; NCCL PCI_BW 12.0 [S30]",
              _PCIE_LATENCY_NOTE),
-    LinkSpec("pcie4_x16", "pcie", "PCIe 4.0 x16", _pcie_x16(16), _PCIE_LATENCY, 24.0 * GB,
+    LinkSpec("pcie4_x16", "pcie", "PCIe 4.0 x16", _pcie_x16(16), _PCIE_LATENCY,
              "[S50] 16 GT/s x16 = 31.5 GB/s per direction; NCCL logs PCI[24.0] [S33]",
              _PCIE_LATENCY_NOTE),
-    LinkSpec("pcie5_x16", "pcie", "PCIe 5.0 x16", _pcie_x16(32), _PCIE_LATENCY, 48.0 * GB,
+    LinkSpec("pcie5_x16", "pcie", "PCIe 5.0 x16", _pcie_x16(32), _PCIE_LATENCY,
              "[S50] 32 GT/s x16 = 63.0 GB/s per direction; NCCL logs PCI[48.0] [S34]",
              _PCIE_LATENCY_NOTE),
     LinkSpec("qpi_bdw", "cpu-to-cpu", "QPI 9.6 GT/s (Broadwell-EP)", 9.6e9 * 2, _SOCKET_LATENCY,
-             6.0 * GB,
              "[S52] 9.6 GT/s x 2 bytes = 19.2 GB/s per direction per link; NCCL BDW_QPI_BW 6.0 "
              "for the whole socket-to-socket connection [S30]",
              "per-link rate derived [D]; " + _SOCKET_LATENCY_NOTE),
     LinkSpec("upi_skl", "cpu-to-cpu", "UPI 10.4 GT/s (Skylake-SP)", 10.4e9 * 2, _SOCKET_LATENCY,
-             10.0 * GB,
              "[S52] [S53] 10.4 GT/s x 2 bytes = 20.8 GB/s per direction per link; NCCL SKL_QPI_BW "
              "10.0 for the whole socket-to-socket connection [S30]",
              "per-link rate derived [D]; " + _SOCKET_LATENCY_NOTE),
     LinkSpec("ib_edr", "network", "InfiniBand EDR 4x (100 Gb/s)", 100e9 / 8, _IB_LATENCY,
-             100e9 / 8,
              "[S51] 4 x 25.78125 Gb/s, 64b/66b = 100 Gb/s of data; NCCL net bw = 100000 Mb/s / 8000 "
              "= 12.5 (nccl-model.md 1.4)",
              _IB_LATENCY_NOTE),
     LinkSpec("ib_hdr", "network", "InfiniBand HDR 4x (200 Gb/s)", 200e9 / 8, _IB_LATENCY,
-             200e9 / 8, "[S51b] 200 Gb/s; NCCL net bw 25.0 (nccl-model.md 1.4)", _IB_LATENCY_NOTE),
+             "[S51b] 200 Gb/s; NCCL net bw 25.0 (nccl-model.md 1.4)", _IB_LATENCY_NOTE),
     LinkSpec("ib_ndr", "network", "InfiniBand NDR 4x (400 Gb/s)", 400e9 / 8, _IB_LATENCY,
-             400e9 / 8, "[S51c] 400 Gb/s; NCCL logs NET[50.0] [S34]", _IB_LATENCY_NOTE),
+             "[S51c] 400 Gb/s; NCCL logs NET[50.0] [S34]", _IB_LATENCY_NOTE),
 )}
 
 #: GPU models by short name.

@@ -13,6 +13,8 @@ import sys
 
 import numpy as np
 import pytest
+
+import topo
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -767,3 +769,18 @@ def test_importing_models_does_not_import_plotly_and_topo_does_not_import_models
             "assert not any(m.split('.')[0] == 'models' for m in sys.modules), 'topo -> models'")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
+
+
+def test_profile_link_figures_are_nccls_and_below_line_rate():
+    """NCCL 2.27.7 src/graph/topo.h and topo.cc: per-link figures NCCL charges, per direction."""
+    ref = nccl_profile("2.27.7")
+    assert [ref.nvlink_bandwidth(cc) / GB for cc in (60, 70, 80, 90, 100)] == [18, 20, 20, 20.6, 40.1]
+    assert [ref.link_bandwidth(f"pcie{g}_x16") / GB for g in (3, 4, 5)] == [12, 24, 48]
+    assert [ref.link_bandwidth(k) / GB for k in ("ib_edr", "ib_hdr", "ib_ndr")] == [12.5, 25, 50]
+    assert (ref.inter_cpu_bandwidth("qpi_bdw") / GB, ref.inter_cpu_bandwidth("upi_skl") / GB) == (6, 10)
+    for cc, link in ((60, "nvlink1"), (70, "nvlink2"), (80, "nvlink3"), (90, "nvlink4"), (100, "nvlink5")):
+        assert ref.nvlink_bandwidth(cc) < topo.LINKS[link].bandwidth, "NCCL never charges above line rate"
+    with pytest.raises(MissingConstantError, match="nvlink9|no bandwidth"):
+        ref.link_bandwidth("nvlink9")
+    with pytest.raises(MissingConstantError, match="inter-socket"):
+        ref.inter_cpu_bandwidth("pcie3_x16")
