@@ -14,6 +14,8 @@ from .capacity import Bisection, bisection, bisection_bandwidth, injection_bandw
 from .summary import FabricSummary, summarize
 from .select import GpuSelectionError, parse_gpu_list, select_gpus
 from .symmetry import gpu_automorphisms, interchangeable_gpus
+from .io import (TopologyImportError, from_graphml, from_json, from_nccl_xml, from_nvidia_smi,
+                 gpu_model, to_graphml, to_json)
 
 __all__ = [
     "DgxTopoError", "TopologyError", "UnknownSystemError",
@@ -27,4 +29,6 @@ __all__ = [
     "FabricSummary", "summarize",
     "GpuSelectionError", "parse_gpu_list", "select_gpus",
     "gpu_automorphisms", "interchangeable_gpus",
+    "TopologyImportError", "gpu_model", "from_nvidia_smi", "from_nccl_xml",
+    "to_json", "from_json", "to_graphml", "from_graphml",
 ]
