@@ -20,7 +20,7 @@ sendrecv        count x typesize                       1             src/sendrec
 
 ``S`` is the size nccl-tests prints, ``max(sendBytes, recvBytes)`` of one rank: the whole
 buffer for all_gather / reduce_scatter and the per-rank buffer for alltoall. It is also
-NCCL's ``nBytes`` for the five NCCL collectives (nccl-model.md section 6), so the tuning
+NCCL's ``nBytes`` for the five NCCL collectives (NVIDIA/nccl-tests src/*.cu), so the tuning
 model's time is directly comparable.
 
 All functions are numpy-vectorised over ``nbytes``, ``time`` and ``nranks``: scalars in give
@@ -28,8 +28,7 @@ floats out, arrays broadcast.
 
 References
 ----------
-.. [1] NVIDIA/nccl-tests doc/PERFORMANCE.md and src/*.cu at NCCL_TESTS_VERSION 2.19.6, as
-   summarised in nccl-model.md section 6.
+.. [1] NVIDIA/nccl-tests doc/PERFORMANCE.md and src/*.cu at NCCL_TESTS_VERSION 2.19.6.
 
 Examples
 --------
@@ -87,7 +86,7 @@ class Collective:
     source: str
 
 
-#: The collectives, in the order nccl-model.md section 6 lists them.
+#: The collectives, in the order NVIDIA/nccl-tests doc/PERFORMANCE.md lists them.
 COLLECTIVES: dict[str, Collective] = {c.name: c for c in (
     Collective("all_reduce", "count", False, "2(n-1)/n", "nccl-tests src/all_reduce.cu"),
     Collective("all_gather", "sendcount", True, "(n-1)/n", "nccl-tests src/all_gather.cu"),

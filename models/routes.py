@@ -7,7 +7,7 @@ divides over them, NCCL's path type for it, and whether the two GPUs can access 
 effective figures of :func:`models.nccl.system.nccl_capacity`, or a model's achieved figures), and
 :meth:`Route.load` the traffic it puts on every edge, for bandwidth reservation.
 
-Routing rules, in order (nccl-model.md sections 1.6 and 1.7):
+Routing rules, in order (NVIDIA/nccl v2.27.7-1 src/graph/paths.cc):
 
 1. **Direct NVLink** (``NVL``): the NVLink bundle between the two GPUs.
 2. **Through NVSwitches** (``NVL``; NCCL folds all NVSwitches into one node, so the path
@@ -95,7 +95,7 @@ __all__ = [
 class PathType(IntEnum):
     """NCCL's path types with their numeric values (NCCL 2.27.7, ``src/include/graph.h``).
 
-    Lower is better; NCCL compares them numerically (nccl-model.md section 1.3).
+    Lower is better; NCCL compares them numerically (NVIDIA/nccl v2.27.7-1 src/include/graph.h).
     ``LOC`` self, ``NVL`` NVLink (direct or through NVSwitches), ``NVB`` NVLink through one
     intermediate GPU, ``C2C`` Grace chip-to-chip, ``PIX`` at most one PCIe switch, ``PXB``
     several PCIe switches, ``P2C`` C2C then PCIe, ``PXN`` NVLink to a peer then its PCIe,

@@ -2,8 +2,8 @@
 
 Each builder returns a fresh, validated :class:`networkx.DiGraph` (schema in
 :mod:`topo.schema`), with the NVLink layer, the PCIe switches, the CPU sockets and the NICs.
-Facts and their confidence come from ../shared/reference/hardware.md (section numbers
-below); the facts it marks [U] (uncertain) are marked "[U]" here too.
+Every fact names its source by a key of :data:`topo.sources.SOURCES` (``[S4]``); a fact no
+source confirms is marked "[U]" (uncertain), a verified one "[V]".
 
 The registry of these builders by name (and of clusters of them) is :mod:`topo.registry`.
 
@@ -24,16 +24,15 @@ from .specs import CPUS, GPUS, NVSWITCHES
 
 __all__ = ["dgx1", "dgx1v", "dgx2"]
 
-# hardware.md 2.2: DGX-1 (P100) hybrid cube-mesh, one NVLink 1.0 link per edge: both quads
-# {0-3} and {4-7} fully connected plus i <-> i+4 (go-gpuallocator's NewDGX1PascalNode, peers.md
-# 2.9). [U] no pasted P100 nvidia-smi confirms the index order; it is the DGX-1V edge set.
+# DGX-1 (P100) hybrid cube-mesh, one NVLink 1.0 link per edge [S10] [S11]: both quads
+# {0-3} and {4-7} fully connected plus i <-> i+4 (NVIDIA/go-gpuallocator NewDGX1PascalNode). [U] no pasted P100 nvidia-smi confirms the index order; it is the DGX-1V edge set.
 _DGX1_P100_NVLINKS = {
     (0, 1): 1, (0, 2): 1, (0, 3): 1, (1, 2): 1, (1, 3): 1, (2, 3): 1,
     (4, 5): 1, (4, 6): 1, (4, 7): 1, (5, 6): 1, (5, 7): 1, (6, 7): 1,
     (0, 4): 1, (1, 5): 1, (2, 6): 1, (3, 7): 1,
 }
 
-# hardware.md 2.1 [V]: nvidia-smi topo -m of DGX-1V-class machines [S1] [S2] [S5], the NCCL
+# [V] nvidia-smi topo -m of DGX-1V-class machines [S1] [S2] [S5], the NCCL
 # topology dump of a DGX1-V100 [S4]. Every GPU has 6 links; 24 links on 16 GPU pairs.
 _DGX1V_NVLINKS = {
     (0, 3): 2, (0, 4): 2, (1, 2): 2, (1, 5): 2, (2, 3): 2, (4, 7): 2, (5, 6): 2, (6, 7): 2,
@@ -44,7 +43,7 @@ _DGX1V_NVLINKS = {
 def _dgx1_family(name: str, description: str, gpu: str, nvlinks: dict) -> nx.DiGraph:
     """DGX-1 chassis: 8 SXM2 GPUs, 4 PCIe switches, 4 EDR NICs, 2 Broadwell sockets.
 
-    hardware.md 2.3: each PEX8764 PCIe gen3 switch [S4] holds a GPU pair (0/1, 2/3, 4/5, 6/7)
+    Each PEX8764 PCIe gen3 switch [S4] holds a GPU pair (0/1, 2/3, 4/5, 6/7)
     and one ConnectX-4 EDR NIC mlx5_k [S1] [S5] [S8]; switches 0-1 hang off CPU0, 2-3 off CPU1
     (GPU0 to mlx5_1 is PHB: one host bridge per socket); the sockets are joined by QPI.
     """
@@ -61,7 +60,7 @@ def _dgx1_family(name: str, description: str, gpu: str, nvlinks: dict) -> nx.DiG
         for g in (2 * k, 2 * k + 1):
             add_gpu(G, f"gpu{g}", gpu, index=g, socket=socket)
             add_link(G, switch, f"gpu{g}", "pcie3_x16")
-        # [U] the NIC's x16 width (hardware.md 2.3).
+        # [U] the NIC's x16 width (no source gives it).
         add_nic(G, f"mlx5_{k}", index=k, socket=socket, model="ConnectX-4 (EDR InfiniBand)",
                 port="ib_edr")
         add_link(G, switch, f"mlx5_{k}", "pcie3_x16")
@@ -75,7 +74,7 @@ def _dgx1_family(name: str, description: str, gpu: str, nvlinks: dict) -> nx.DiG
 def dgx1() -> nx.DiGraph:
     """DGX-1 with 8x Tesla P100-SXM2: NVLink 1.0 hybrid cube-mesh, one link per edge.
 
-    Each GPU has 4 NVLinks at 20 GB/s per direction (hardware.md 2.2), to the other three
+    Each GPU has 4 NVLinks at 20 GB/s per direction [S10], to the other three
     GPUs of its quad and to GPU i+4 (mod 8). PCIe, CPU and NIC layer as :func:`dgx1v`.
 
     Returns
@@ -97,8 +96,8 @@ def dgx1v() -> nx.DiGraph:
     """DGX-1 with 8x Tesla V100-SXM2 (DGX-1V): NVLink 2.0 hybrid cube-mesh with doubled pairs.
 
     Each GPU has 6 NVLinks at 25 GB/s per direction. Pairs with two links: 0-3, 0-4, 1-2,
-    1-5, 2-3, 4-7, 5-6, 6-7; with one: 0-1, 0-2, 1-3, 2-6, 3-7, 4-5, 4-6, 5-7 (hardware.md
-    2.1, nvidia-smi numbering). Four PCIe gen3 switches each hold a GPU pair and an EDR
+    1-5, 2-3, 4-7, 5-6, 6-7; with one: 0-1, 0-2, 1-3, 2-6, 3-7, 4-5, 4-6, 5-7 ([S1] [S4] [S5],
+    nvidia-smi numbering). Four PCIe gen3 switches each hold a GPU pair and an EDR
     InfiniBand NIC; two switches per Xeon E5-2698 v4 socket; sockets joined by QPI.
 
     Returns
@@ -116,7 +115,7 @@ def dgx1v() -> nx.DiGraph:
                         _DGX1V_NVLINKS)
 
 
-# DGX-2 NVSwitch fabric (hardware.md 3) [V]: two baseboards, each 8 GPUs and 6 NVSwitches;
+# DGX-2 NVSwitch fabric [V]: two baseboards, each 8 GPUs and 6 NVSwitches;
 # every GPU has one link to each switch of its board [S17]; each switch has 8 links to its
 # peer switch (same position) on the other board [S17] [S26]; 16 of 18 ports used [S19].
 _DGX2_BOARDS = 2
@@ -128,12 +127,12 @@ _DGX2_TRUNK_LINKS = 8
 def dgx2() -> nx.DiGraph:
     """DGX-2: 16x Tesla V100-SXM3-32GB on two baseboards joined through 12 NVSwitches.
 
-    NVLink layer (hardware.md 3, verified): GPU g has one NVLink 2.0 link to each of the 6
+    NVLink layer ([S17] [S23], verified): GPU g has one NVLink 2.0 link to each of the 6
     NVSwitches of its baseboard; switch s of board 0 has 8 links to switch s of board 1
     over the backplane. [U] GPUs 0-7 are on board 0 and 8-15 on board 1 (GPU0-3 have
     socket 0 affinity; the board split by index is an assumption).
 
-    PCIe layer (hardware.md 3, from nvidia-smi on a DGX-2 [S27]): a leaf switch per GPU pair
+    PCIe layer (from nvidia-smi on a DGX-2 [S27]): a leaf switch per GPU pair
     with one InfiniBand NIC (PIX), two leaves under a parent switch (PXB), two parents per
     socket each on its own host bridge (NODE), two Xeon sockets joined by UPI (SYS). Socket 0
     holds GPUs 0-7 and mlx5_0-3; socket 1 GPUs 8-15 and mlx5_6-9. [U] mlx5_4 and mlx5_5

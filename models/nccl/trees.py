@@ -1,6 +1,6 @@
 """NCCL's trees: the intra-node chain of a tree channel and the inter-node double binary tree.
 
-Written from the description in nccl-model.md section 4 (NVIDIA/nccl src/graph/trees.cc,
+Written from NVIDIA/nccl v2.27.7-1 src/graph/trees.cc (NVIDIA/nccl src/graph/trees.cc,
 src/graph/connect.cc, v2.27.7), not from NCCL's code.
 
 Inside a node a tree channel is a **chain** of the local GPUs in the channel's order
@@ -16,7 +16,7 @@ Ranks are integers; a missing neighbour is ``None`` (NCCL's logs print ``-1``).
 
 References
 ----------
-.. [1] nccl-model.md 4.1 (``ncclTopoPreset``: chains, treeToParent/treeToChild0/1), 4.2
+.. [1] NVIDIA/nccl v2.27.7-1 src/graph/trees.cc (``ncclTopoPreset``: chains, treeToParent/treeToChild0/1),
    (``ncclGetBtree``, ``ncclGetDtree``, depth, ``NCCL_MAX_TREE_ARITY`` = 3), 3.1 (one GPU per
    node turns every tree pattern into ``TREE``).
 
@@ -64,7 +64,8 @@ def btree_links(nranks: int, rank: int) -> tuple:
     ``bit`` is the lowest set bit of ``rank``. The parent is ``(rank ^ bit) | (bit << 1)``, or
     ``rank ^ bit`` when that is out of range. The children are ``rank - bit/2`` and
     ``rank + bit/2``, the second halving its offset until it is in range. Rank 0 is the root;
-    its only child is the largest power of two below ``nranks`` (nccl-model.md 4.2).
+    its only child is the largest power of two below ``nranks``
+    (NVIDIA/nccl v2.27.7-1 src/graph/trees.cc).
 
     Parameters
     ----------
@@ -205,7 +206,7 @@ def double_binary_tree(nranks: int) -> DoubleBinaryTree:
     """NCCL's double binary tree over ``nranks`` ranks (nodes).
 
     Tree 1 is tree 0 relabelled: mirrored (``r -> n-1-r``, root ``n-1``) for even ``nranks``,
-    shifted by one (``r -> r+1 mod n``, root 1) for odd ``nranks`` (nccl-model.md 4.2). The
+    shifted by one (``r -> r+1 mod n``, root 1) for odd ``nranks`` (NVIDIA/nccl v2.27.7-1 src/graph/trees.cc). The
     child slots keep their roles under the relabelling (so in a mirrored tree ``down0`` is the
     higher rank); the note does not say how NCCL orders them, which only matters for which
     local GPU a child attaches to under the balanced pattern.
@@ -324,7 +325,7 @@ def intra_chain(order, pattern: str = "balanced_tree") -> Chain:
     ------
     TreeError
         For an empty or repeated order, an unknown pattern, or a balanced/split pattern on
-        one GPU (NCCL's search uses TREE then, nccl-model.md 3.1).
+        one GPU (NCCL's search uses TREE then, NVIDIA/nccl v2.27.7-1 src/graph/search.cc).
 
     Examples
     --------
@@ -345,7 +346,7 @@ def intra_chain(order, pattern: str = "balanced_tree") -> Chain:
         raise TreeError(f"rank repeated in chain {list(order)}: expected distinct ranks")
     if len(order) == 1 and pattern != "tree":
         raise TreeError(f"pattern {pattern!r} needs at least 2 GPUs per node; with one GPU "
-                        f"NCCL's search uses 'tree' (nccl-model.md 3.1)")
+                        f"NCCL's search uses 'tree' (NVIDIA/nccl v2.27.7-1 src/graph/search.cc)")
     return Chain(order, pattern)
 
 
@@ -379,7 +380,7 @@ def rank_tree(chains, tree: BinaryTree) -> RankTree:
     Inside node n the chain gives up/down. The chain's ``to_parent`` GPU takes as parent the
     GPU of the parent node that serves this node's slot (``to_child0`` if the node is the
     parent's ``down0``, ``to_child1`` if it is ``down1``), and that GPU takes it as a child
-    (nccl-model.md 4.1-4.2).
+    (NVIDIA/nccl v2.27.7-1 src/graph/trees.cc).
 
     Parameters
     ----------
@@ -445,7 +446,8 @@ def rank_tree(chains, tree: BinaryTree) -> RankTree:
 
 
 def nccl_tree_depth(nranks: int, nnodes: int) -> int:
-    """NCCL's tree depth formula, ``nRanks/nNodes - 1 + log2i(nNodes)`` (nccl-model.md 4.2).
+    """NCCL's tree depth formula, ``nRanks/nNodes - 1 + log2i(nNodes)``
+    (NVIDIA/nccl v2.27.7-1 src/graph/trees.cc).
 
     This is the depth NCCL's latency model charges (5.5: ``2 x ((ppn-1) x intraLat +
     log2i(nNodes) x interLat)``). ``log2i`` rounds down, while the binary tree of

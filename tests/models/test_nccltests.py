@@ -1,6 +1,6 @@
 """nccl-tests' size convention, algbw and busbw (models.nccltests).
 
-Expected factors are nccl-model.md section 6 (NVIDIA/nccl-tests src/*.cu, version 2.19.6),
+Expected factors are NVIDIA/nccl-tests doc/PERFORMANCE.md (src/*.cu, version 2.19.6),
 written out here independently of the module's own table.
 """
 
@@ -19,7 +19,7 @@ from models.nccltests import (
 )
 from topo.errors import DgxTopoError
 
-# nccl-model.md 6: busbw factor as a function of n, per collective.
+# NVIDIA/nccl-tests doc/PERFORMANCE.md: busbw factor as a function of n, per collective.
 FACTORS = {
     "all_reduce": lambda n: 2 * (n - 1) / n,       # src/all_reduce.cu
     "all_gather": lambda n: (n - 1) / n,           # src/all_gather.cu

@@ -159,7 +159,7 @@ def test_nccl_bandwidth_per_edge():
 def test_nccl_bandwidth_of_routes_matches_nccls_model():
     G = topo.dgx2()
     assert route_bandwidth(G, route(G, "gpu0", "gpu9"), nccl_bandwidth) == (
-        pytest.approx(120 * GB), ("gpu0", "nvswitch0"))    # nccl-model.md 1.5: 6 x 20
+        pytest.approx(120 * GB), ("gpu0", "nvswitch0"))    # 6 NVLinks x SM70 20.0 (topo.h)
     G = topo.dgx1v()
     value, edge = route_bandwidth(G, route(G, "gpu0", "gpu5"), nccl_bandwidth)
     assert value == 6 * GB and edge == ("cpu0", "cpu1")    # NCCL charges QPI below PCIe

@@ -1,6 +1,6 @@
 """NCCL's trees (models.nccl.trees): chains, the double binary tree, their join.
 
-Known answers are derived by hand from nccl-model.md 4.1-4.2 (the derivation is in the
+Known answers are derived by hand from NVIDIA/nccl v2.27.7-1 src/graph/trees.cc (the derivation is in the
 comments); invariants are checked with hypothesis over many rank counts.
 """
 
@@ -45,7 +45,7 @@ def check_tree(up, children, nranks, root):
 
 
 def expected_root(tree_index, nranks):
-    """nccl-model.md 4.2: tree 0 rooted at 0; tree 1 is the mirror (root n-1) for even n and
+    """NVIDIA/nccl v2.27.7-1 src/graph/trees.cc: tree 0 rooted at 0; tree 1 is the mirror (root n-1) for even n and
     the shift by one (root 1) for odd n (rank 0 when n = 1)."""
     if tree_index == 0 or nranks == 1:
         return 0
@@ -112,7 +112,7 @@ def test_double_binary_tree_invariants(nranks):
         depths.append(check_tree(t.up, t.children, nranks, t.root))
         assert t.depth == depths[-1]
         assert all(len(t.children(r)) <= 2 for r in range(nranks))
-    # Depth is ceil(log2 n): "~ log2" in nccl-model.md 4.2.
+    # Depth is ceil(log2 n), ncclGetBtree in NVIDIA/nccl v2.27.7-1 src/graph/trees.cc.
     assert depths[0] == depths[1] == (nranks - 1).bit_length()
     t0, t1 = dt.trees
     # Tree 0: children straddle their parent (d0 = rank - low, d1 = rank + low); leaves are

@@ -1,4 +1,4 @@
-"""Facts every builder must encode (hardware.md sections 2 and 3), parametrised over systems."""
+"""Facts every builder must encode (sources in topo.sources), parametrised over systems."""
 
 from __future__ import annotations
 
@@ -130,7 +130,7 @@ def test_dgx2_pcie_layer():
     nics = topo.nodes_of_kind(G, "nic")
     assert [G.nodes[n]["name"] for n in nics] == [f"mlx5_{i}" for i in range(10)]
     compute = [n for n in nics if "port_bandwidth" in G.nodes[n]]
-    assert len(compute) == 8, "8 InfiniBand NICs for compute (hardware.md 3)"
+    assert len(compute) == 8, "8 InfiniBand NICs for compute [S27]"
     assert [G.nodes[n]["socket"] for n in compute] == [0, 0, 0, 0, 1, 1, 1, 1]
     assert G.edges["cpu0", "cpu1"]["link"] == "upi_skl"
 
