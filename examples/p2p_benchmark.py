@@ -32,7 +32,7 @@ from topo.parts import add_gpu, add_link, add_nvswitch  # noqa: E402
 from topo.specs import NVSWITCHES  # noqa: E402
 
 import models  # noqa: E402
-from models.p2p import maxflow_matrix  # noqa: E402
+from models.maxflow import MaxFlowError, maxflow_matrix  # noqa: E402
 
 GROUPS, GPUS_PER_GROUP, PLANES, SPINES_PER_PLANE = 128, 8, 6, 8
 
@@ -99,6 +99,10 @@ def main(argv=None) -> int:
             t = best_of(args.repeat, models.p2p_matrix, G, mode=mode, bidirectional=bidirectional)
             label = "bidirectional" if bidirectional else "unidirectional"
             print(f"  p2p_matrix mode={mode:<8} {label:<15} {t * 1e3:8.2f}")
+    for bidirectional in (False, True):
+        t = best_of(args.repeat, models.p2p_matrix, G, bidirectional=bidirectional, p2p=False)
+        label = "bidirectional" if bidirectional else "unidirectional"
+        print(f"  p2p_matrix p2p=disabled  {label:<15} {t * 1e3:8.2f}")
     print(f"  p2p_latency_matrix                        "
           f"{best_of(args.repeat, models.p2p_latency_matrix, G) * 1e3:8.2f}")
     print(f"  p2p_report (all matrices) mode=maxflow     "
@@ -106,7 +110,7 @@ def main(argv=None) -> int:
     for backend in ("networkx", "scipy"):
         try:
             t = best_of(args.repeat, maxflow_matrix, G, backend=backend)
-        except models.P2PError:  # scipy not installed
+        except MaxFlowError:  # scipy not installed
             print(f"  maxflow_matrix backend={backend:<8} (not installed)")
             continue
         print(f"  maxflow_matrix backend={backend:<8}          {t * 1e3:8.2f}")
@@ -125,7 +129,7 @@ def main(argv=None) -> int:
     for backend in ("networkx", "scipy"):
         try:
             t = once(maxflow_matrix, F, backend=backend)
-        except models.P2PError:  # scipy not installed
+        except MaxFlowError:  # scipy not installed
             print(f"  maxflow_matrix backend={backend:<8} (not installed)")
             continue
         print(f"  maxflow_matrix backend={backend:<8}       {t:8.2f}")

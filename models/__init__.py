@@ -5,9 +5,10 @@ The cost layer imports :mod:`topo`, never the reverse, and does not import plotl
 
 from .routes import (P2P_LEVEL, PathType, Route, RouteError, Router, line_rate, route,
                     route_bandwidth)
-from .p2p import (EFFICIENCIES, MODES, OVERHEADS, Calibrated, P2PError, P2PReport, P2PResult,
-                  achieved_capacity, format_p2p_report, maxflow_matrix, p2p_latency_matrix, p2p_matrix, p2p_path,
-                  p2p_report, path_type_matrix)
+from .p2p import (EFFICIENCIES, HOST_CEILINGS, MODES, OVERHEADS, Calibrated, P2PError, P2PReport,
+                  P2PResult, StagedCopy, achieved_capacity, format_p2p_report, p2p_latency_matrix,
+                  p2p_matrix, p2p_path, p2p_report, path_type_matrix, staged_copy)
+from .maxflow import MaxFlowError, maxflow_matrix
 # models.nccltests stays the module: its busbw() function is not re-exported under the same name.
 from .nccl.profiles import MissingConstantError, NcclProfile, PROFILES, UnknownNcclVersionError, nccl_profile
 from .nccltests import (COLLECTIVES, UnknownCollectiveError, algbw, busbw_factor, busbw_to_algbw,
@@ -31,9 +32,10 @@ from .calibration import Calibration, CalibrationError, Check, calibrate, check
 __all__: list[str] = [
     "P2P_LEVEL", "PathType", "Route", "RouteError", "Router", "line_rate", "route",
     "route_bandwidth",
-    "EFFICIENCIES", "MODES", "OVERHEADS", "Calibrated", "P2PError", "P2PReport", "P2PResult",
-    "achieved_capacity", "format_p2p_report", "maxflow_matrix", "p2p_latency_matrix", "p2p_matrix", "p2p_path",
-    "p2p_report", "path_type_matrix",
+    "EFFICIENCIES", "HOST_CEILINGS", "MODES", "OVERHEADS", "Calibrated", "P2PError", "P2PReport",
+    "P2PResult", "StagedCopy", "achieved_capacity", "format_p2p_report", "p2p_latency_matrix",
+    "p2p_matrix", "p2p_path", "p2p_report", "path_type_matrix", "staged_copy",
+    "MaxFlowError", "maxflow_matrix",
     "MissingConstantError", "NcclProfile", "PROFILES", "UnknownNcclVersionError", "nccl_profile",
     "COLLECTIVES", "UnknownCollectiveError", "algbw", "busbw_factor", "busbw_to_algbw",
     "count_from_nbytes", "nbytes_from_count",

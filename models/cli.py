@@ -6,7 +6,7 @@ Subcommands
     The built-in systems with their GPUs, links and bisection bandwidth.
 ``dgxtopo topo NAME [--json] [--no-legend]``
     The system's connection matrix in the layout of ``nvidia-smi topo -m``.
-``dgxtopo p2p NAME [--gpus IDS] [--mode route|maxflow] [--bidirectional] [--latency] [--json]``
+``dgxtopo p2p NAME [--gpus IDS] [--mode route|maxflow] [--bidirectional] [--latency] [--p2p enabled|disabled] [--json]``
     Predicted GPU-to-GPU bandwidth (and latency) in the layout of p2pBandwidthLatencyTest.
 ``dgxtopo collective COLL --system NAME [--gpus IDS] [-b MIN] [-e MAX] [-f FACTOR] [--algo A]
 [--proto P] [--nccl VERSION] [--explain] [--json]``
@@ -88,7 +88,7 @@ def _topo(args) -> None:
 
 
 def _p2p(args) -> None:
-    report = p2p_report(topo.build(args.name), args.gpus, mode=args.mode)
+    report = p2p_report(topo.build(args.name), args.gpus, mode=args.mode, p2p=args.p2p)
     if args.json:
         _print_json(report.to_dict())
         return
@@ -307,6 +307,9 @@ def build_parser() -> argparse.ArgumentParser:
     p2p.add_argument("--bidirectional", action="store_true",
                      help="both directions at once instead of one")
     p2p.add_argument("--latency", action="store_true", help="also print the latency matrix")
+    p2p.add_argument("--p2p", choices=("enabled", "disabled"), default="enabled",
+                     help="peer access: enabled (default) or disabled, every pair staged "
+                          "through host memory (p2pBandwidthLatencyTest's P2P=Disabled)")
     p2p.add_argument("--json", action="store_true", help="print JSON (every matrix) instead")
     p2p.set_defaults(run=_p2p)
 

@@ -8,42 +8,59 @@ Two modes:
     memory when the GPUs cannot access each other (across the host bridge or the sockets).
 ``"maxflow"``
     The bound a copy split over several paths could reach: the maximum flow between the two
-    GPUs over all NVLink edges, relaying through other GPUs and switches (or the routed
-    figure, when that is higher, e.g. a pair without any NVLink path).
+    GPUs over all NVLink edges (:mod:`models.maxflow`), relaying through other GPUs and
+    switches (or the routed figure, when that is higher, e.g. a pair without any NVLink path).
+
+and two settings of peer access, as p2pBandwidthLatencyTest prints them: ``p2p=True``
+(P2P=Enabled, the default) and ``p2p=False`` (P2P=Disabled: every pair staged through host
+memory, whatever links it has).
 
 The model
 ---------
-*Achieved bandwidth* = line rate of each edge x an efficiency for its link technology
-(:data:`EFFICIENCIES`), taken at the route's bottleneck. *Latency* = the hops' latencies
-along the route (edge attribute ``latency``) + a fixed software overhead
-(:data:`OVERHEADS`), one for peer copies and one for staged copies.
-*Bidirectional* is what p2pBandwidthLatencyTest reports with both directions copying at
-once: the sum of the two rates. Links are full duplex (an edge per direction), and the copy
-back never crosses a directed edge the copy forth crosses: both routes are shortest paths
-(through the switches, over PCIe, or staged), and if the path from a to b took x -> y and
-the path from b to a did too, d(a,x) + d(y,b) + d(b,x) + d(y,a) would be 2D - 2 for the
-distance D between a and b, below the 2D the triangle inequality demands. So each direction
-keeps its one-way rate; the only resource both copies share is the GPU's memory on the
-diagonal. The model never stores a bidirectional figure.
+*Peer copies*: achieved bandwidth = line rate of each edge x an efficiency for its link
+technology and generation (:data:`EFFICIENCIES`), taken at the route's bottleneck. Links are
+full duplex and a peer copy and the copy back never cross the same directed edge (both are
+shortest paths: if the copy from a to b took x -> y and the copy back did too, d(a,x) + d(y,b)
++ d(b,x) + d(y,a) would be 2D - 2 for the distance D between a and b, below the 2D the triangle
+inequality demands), so *bidirectional* is the sum of the two one-way rates.
+
+*Staged copies* (:class:`StagedCopy`) are two DMA legs, GPU -> host memory (the memory of the
+CPU nearest the destination, as NCCL places its bounce buffer) -> GPU, pipelined. Every copy
+is a stream on the directed edges its legs cross (a copy between two GPUs under one PCIe
+switch crosses the switch's uplink once up and once down). A directed PCIe edge gives staged
+streams ``"staged"`` x its line rate, shared between the streams that cross it; a GPU whose
+own PCIe link moves staged data both ways at once gives each direction only
+``"staged_duplex"`` x the line rate; the memory of the CPU holding the bounce buffers caps
+the sum of the copies staged through it (:data:`HOST_CEILINGS`). Concurrent copies share by
+max-min fairness (progressive filling). One way and both ways are computed separately:
+
+- one way, any staged pair: ``"staged"`` x the PCIe line rate (9.56 GB/s on PCIe 3.0 x16);
+- both ways, GPUs under different switches: each GPU's link moves data both ways, so each
+  copy gets ``"staged_duplex"`` x the line rate (14.4 GB/s together);
+- both ways, GPUs sharing a switch (or a parent switch): both copies cross its uplink in both
+  directions, so together they get what one direction of the uplink carries (9.56 GB/s).
+
+*Latency* = the hops' latencies along the route (edge attribute ``latency``; both legs of a
+staged copy) + a fixed software overhead (:data:`OVERHEADS`), one for peer copies and one for
+staged copies in each setting of peer access.
 
 Calibration
 -----------
-The fitted constants come from one published p2pBandwidthLatencyTest row, GPU0 of a
-DGX-1V (bidirectional bandwidth and P2P-write latency, tests/data/dgx1v_p2p_gpu0_row.json);
-each says what it was fitted to. The same constants then predict DGX-1 (P100, NVLink 1.0)
-and DGX-2 (NVSwitch) from their hardware facts alone. The row has no unidirectional
-figures: taking the bidirectional per-direction efficiency for one direction alone is an
-assumption [U] (on an HGX H100 the test's unidirectional efficiency is ~83%, the
-bidirectional ~87% [S32], so the unidirectional predictions may be a few percent high).
+Fitted to one published p2pBandwidthLatencyTest row, GPU0 of a DGX-1V (bidirectional
+bandwidth and latency, P2P enabled and disabled: tests/data/dgx1v_p2p_gpu0_row.json, from
+NVIDIA/OpenACC GPU bootcamp material); every fitted constant says what it was fitted to. The
+NVLink efficiencies are *derived* from NVLink's signalling rates and packet format, and the
+row only checks them; the P100 HBM figure is derived from the V100 fit and NVIDIA's stated
+generation ratio. Nothing was fitted to one-way data (the row has none), to P100 or to DGX-2
+machines: those are predictions. Residuals: ``tests/models/test_p2p.py`` prints them.
 
 Diagonal
 --------
 The device-local copy, as p2pBandwidthLatencyTest counts it (read and write bytes both
-counted): the GPU's HBM bandwidth (``memory_bandwidth`` node attribute, from
-``GpuSpec.memory_bandwidth``) x the ``"hbm"`` efficiency; NaN (null in JSON) for a GPU
-without that attribute. Both copies of the bidirectional test share the one memory, so the
-bidirectional diagonal equals the unidirectional one. Path type LOC; latency the peer
-overhead with no hop.
+counted): the GPU's HBM bandwidth (``memory_bandwidth`` node attribute) x the HBM efficiency
+of its generation (``"hbm_sm70"``, ``"hbm_sm60"``); NaN (null in JSON) for a GPU without that
+attribute. Both copies of the bidirectional test share the one memory, so the bidirectional
+diagonal equals the unidirectional one. Path type LOC; latency the peer overhead with no hop.
 
 Examples
 --------
@@ -51,24 +68,26 @@ Examples
 >>> G = dgx1v()
 >>> r = p2p_path(G, 0, 3)
 >>> r.path_type.name, r.smi_class, r.line_rate / 1e9, round(r.bandwidth / 1e9, 2)
-('NVL', 'NV2', 50.0, 48.47)
+('NVL', 'NV2', 50.0, 48.53)
 >>> r = p2p_path(G, 0, 5)
 >>> r.path_type.name, r.p2p, r.nodes
 ('SYS', False, ('gpu0', 'pcie0', 'cpu0', 'cpu1', 'pcie2', 'gpu5'))
 >>> (p2p_matrix(G, [0, 1, 3, 5], bidirectional=True) / 1e9).round(1)
-array([[784.9,  48.5,  96.9,  14.4],
-       [ 48.5, 784.9,  48.5,  96.9],
-       [ 96.9,  48.5, 784.9,  14.4],
-       [ 14.4,  96.9,  14.4, 784.9]])
+array([[784.9,  48.5,  97.1,  14.4],
+       [ 48.5, 784.9,  48.5,  97.1],
+       [ 97.1,  48.5, 784.9,  14.4],
+       [ 14.4,  97.1,  14.4, 784.9]])
+>>> (p2p_matrix(G, [0, 1, 3, 5], p2p=False) / 1e9).round(2)[0]
+array([784.89,   9.56,   9.56,   9.56])
+>>> (p2p_matrix(G, [0, 1, 3, 5], p2p=False, bidirectional=True) / 1e9).round(2)[0]
+array([784.89,   9.56,  14.42,  14.42])
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import partial
 
-import networkx as nx
 import numpy as np
 
 from topo.errors import DgxTopoError
@@ -77,18 +96,18 @@ from topo.schema import validate
 from topo.select import select_gpus
 from topo.specs import LINKS
 from topo.symmetry import interchangeable_gpus
-from topo.units import to_GBps, to_us, us
+from topo.units import GB, to_GBps, to_us, us
 
+from .maxflow import flow_matrix
 from .nccl.profiles import nccl_profile
 from .nccl.system import nccl_capacity
 from .routes import PathType, Route, Router, line_rate, route_bandwidth
 
 __all__ = [
-    "Calibrated", "EFFICIENCIES", "OVERHEADS", "MODES",
-    "P2PResult", "P2PReport", "P2PError",
+    "Calibrated", "EFFICIENCIES", "OVERHEADS", "HOST_CEILINGS", "MODES",
+    "P2PResult", "P2PReport", "P2PError", "StagedCopy",
     "p2p_path", "p2p_matrix", "p2p_latency_matrix", "p2p_report", "path_type_matrix",
-    "format_p2p_report",
-    "maxflow_matrix", "achieved_capacity", "SCIPY_FROM_EDGES",
+    "format_p2p_report", "achieved_capacity", "hbm_efficiency", "staged_copy",
 ]
 
 #: The two ways of answering "how fast can GPU i send to GPU j".
@@ -96,7 +115,7 @@ MODES = ("route", "maxflow")
 
 
 class P2PError(DgxTopoError):
-    """A P2P request the model cannot answer as asked (unknown mode or backend)."""
+    """A P2P request the model cannot answer as asked (unknown mode, missing path or constant)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +125,7 @@ class Calibrated:
     Attributes
     ----------
     value : float
-        The constant (an efficiency is dimensionless, an overhead in [s]).
+        The constant (an efficiency is dimensionless, an overhead in [s], a ceiling in [B/s]).
     applies_to : str
         What it multiplies or adds to.
     fitted_to : str
@@ -124,55 +143,147 @@ class Calibrated:
     uncertain: str = ""
 
 
-_ROW = ("p2pBandwidthLatencyTest on a DGX-1V, GPU0's row (NVIDIA/OpenACC GPU bootcamp material; "
-        "tests/data/dgx1v_p2p_gpu0_row.json)")
+_ROW = ("p2pBandwidthLatencyTest on a DGX-1V, GPU0's row (NVIDIA/OpenACC GPU bootcamp "
+        "material; tests/data/dgx1v_p2p_gpu0_row.json)")
 
-#: Achieved / line rate, per link technology: the one table of efficiencies.
+# NVLink packets are made of 128-bit (16-byte) flits: one header flit, then up to 256 bytes
+# (16 flits) of data; copy engines write 256-byte payloads. So at most 16 of every 17 flits
+# carry data, on the raw rate of lanes x signalling rate (NVLink 2.0 signals 25.78125 Gb/s,
+# a little above the nominal 25 GB/s per link).
+_FLITS = 16 / 17
+_NVLINK_PACKET = ("packet = 1 header flit + 16 data flits of 16 B (Foley and Danskin, "
+                  "'Ultra-Performance Pascal GPU and NVLink Interconnect', IEEE Micro 37(2), "
+                  "2017, NVIDIA); copy engines write 256 B payloads (NCCL maintainer, "
+                  "NVIDIA/nccl-tests issue 149)")
+
+
+def _nvlink(link: str, lanes: int, gbps: float, signalling_source: str, uncertain: str) -> Calibrated:
+    raw = lanes * gbps * 1e9 / 8
+    return Calibrated(
+        raw * _FLITS / LINKS[link].bandwidth,
+        f"line rate of {LINKS[link].label} edges on a peer route, direct or through "
+        f"NVSwitches, and of those edges in maxflow mode",
+        "", f"derived: {lanes} lanes x {gbps} Gb/s = {raw / GB:.4g} GB/s raw per direction "
+        f"({signalling_source}) x 16/17 flits carrying data ({_NVLINK_PACKET}), / the "
+        f"{LINKS[link].bandwidth / GB:g} GB/s line rate", uncertain)
+
+
+#: Achieved / line rate (or / HBM bandwidth), per link technology and generation: the one
+#: table of efficiencies.
 EFFICIENCIES: dict[str, Calibrated] = {
-    # (48.49/50 + 48.49/50 + 96.85/100 + 96.9/100) / 4 = 0.96928
-    "nvlink": Calibrated(
-        0.9693, "line rate of NVLink edges on a peer route, every NVLink generation, direct or "
-        "through NVSwitches; and of every NVLink edge in maxflow mode",
-        "mean of measured / line rate over the 4 NVLink entries (GPU1-2 NV1, GPU3-4 NV2), "
-        "bidirectional P2P=Enabled", _ROW,
-        "one figure for all NVLink generations: P100 (NVLink 1.0) and NVSwitch hops are "
-        "predicted, not measured; unidirectional efficiency assumed equal to bidirectional"),
+    "nvlink1": _nvlink(
+        "nvlink1", 8, 20.0, "NVIDIA Tesla P100 whitepaper: 20 Gb/s signalling, 20 GB/s per "
+        "link per direction",
+        "[U] 8 lanes per direction and the 16/17 packet efficiency for copy-engine writes are "
+        "not verified on a P100; not measured here (a prediction)"),
+    "nvlink2": _nvlink(
+        "nvlink2", 8, 25.78125, "NVIDIA A100 Tensor Core GPU Architecture whitepaper: V100 "
+        "NVLink signals 25.78 Gb/s per pair, 8 pairs per direction",
+        "checked, not fitted: the DGX-1V row's 4 NVLink entries are within 0.2 % (48.49, "
+        "48.49, 96.85, 96.9 GB/s both ways); NVSwitch hops assumed to keep it [U]"),
+    "nvlink3": _nvlink(
+        "nvlink3", 4, 50.0, "NVIDIA A100 Tensor Core GPU Architecture whitepaper: 50 Gb/s "
+        "per pair, 4 pairs per direction",
+        "[U] no A100 measurement in the data; packet format assumed unchanged from NVLink 2"),
+    "nvlink4": _nvlink(
+        "nvlink4", 2, 100.0, "NVIDIA H100 Tensor Core GPU Architecture whitepaper: 25 GB/s "
+        "per link per direction over 2 PAM4 pairs",
+        "[U] signalling ~100 Gb/s is derived; packet format assumed unchanged; NVIDIA/nccl "
+        "issue 1264 shows p2pBandwidthLatencyTest at ~83 % of line rate one way on an HGX "
+        "H100, below this figure"),
+    "nvlink5": _nvlink(
+        "nvlink5", 2, 200.0, "NVIDIA GB200 NVL72 reference architecture: 900 GB/s per GPU "
+        "per direction over 18 links",
+        "[U] lanes and signalling derived, packet format assumed unchanged"),
     # NCCL's PCI_BW 12.0 GB/s of PCIe 3.0 x16's 15.75 (and Gen4 24 of 31.5): 0.7617.
     "pcie": Calibrated(
         round(nccl_profile().link_bandwidth("pcie3_x16") / LINKS["pcie3_x16"].bandwidth, 4),
         "line rate of PCIe edges on a peer route (PIX, PXB)", "",
-        "NCCL src/graph/topo.h PCI_BW 12.0 GB/s for a Gen3 x16 link [S30], / 15.75 line rate",
+        "NVIDIA/nccl v2.27.7-1 src/graph/topo.h PCI_BW 12.0 GB/s for a Gen3 x16 link, / "
+        "15.75 GB/s line rate",
         "not fitted: the DGX-1V row has no PCIe peer pair; NCCL's figure is for SM-driven "
-        "transfers, not copy engines"),
-    # (14.25 + 14.54 + 14.49) / 3 / (2 x 15.754) = 0.45788
+        "transfers, not copy engines [U]"),
+    # 9.56 / 15.7538 = 0.60684: the GPU0-GPU1 pair shares one PLX switch, and with P2P
+    # disabled both copies of the bidirectional test cross its uplink once in each
+    # direction, so the pair's total is what one direction of the uplink carries.
     "staged": Calibrated(
-        0.4579, "line rate of every edge of a copy staged through host memory (PCIe legs, "
-        "socket-to-socket link), per direction",
-        "mean of measured / (2 x PCIe 3.0 x16 line rate) over the 3 entries without NVLink "
-        "(GPU5-7, SYS), bidirectional P2P=Enabled", _ROW,
-        "only cross-socket pairs measured; PHB (same-socket) staging assumed equal, which the "
-        "same row with P2P disabled supports (GPU2-3: 14.43, 14.46 GB/s)"),
+        0.6068, "line rate of every directed PCIe (and socket-to-socket) edge a copy staged "
+        "through host memory crosses, shared between the staged streams on that edge",
+        "bidirectional P2P=Disabled GPU0-GPU1 entry (9.56 GB/s; GPUs under one PCIe switch, "
+        "both copies share its uplink both ways) / PCIe 3.0 x16 line rate", _ROW,
+        "[U] assumes the uplink carries the same per direction whether one stream or two "
+        "cross it: one-way staged copies (not in the row) are predicted at this figure"),
+    # mean(14.43, 14.46, 14.47, 14.24, 14.51, 14.43, 14.25, 14.54, 14.49) / (2 x 15.7538)
+    # = 14.4244 / 31.5077 = 0.45781
+    "staged_duplex": Calibrated(
+        0.4578, "line rate of a GPU's own PCIe link, each direction, while it moves staged "
+        "copies both ways at once",
+        "mean of measured / (2 x PCIe 3.0 x16 line rate) over the 9 bidirectional staged "
+        "entries whose GPUs do not share a switch (P2P=Disabled GPU2-7, P2P=Enabled GPU5-7)",
+        _ROW,
+        "[U] a per-GPU limit, not the host's: pairs on one socket (both bounce buffers and "
+        "all four DMA streams on one CPU) measure the same as pairs across sockets, which a "
+        "host memory, root complex or socket-link limit would not give; the mechanism "
+        "(copy engines or the GPU's PCIe interface under duplex DMA) is an interpretation"),
     # NCCL's NET_BW 12.0 GB/s for a 100 Gb/s port, of EDR's 12.5 GB/s line rate: 0.96.
     "network": Calibrated(
         round(12.0 / 12.5, 4), "line rate of network edges (NIC ports, switch links) of a copy "
         "between hosts (NCCL's NET transport)", "",
-        "NCCL src/graph/topo.h NET_BW 12.0 GB/s for a 100 Gbit port [S30], / 12.5 line rate",
-        "not fitted: no measured GPU-to-GPU copy between hosts in the shared data"),
+        "NVIDIA/nccl v2.27.7-1 src/graph/topo.h NET_BW 12.0 GB/s for a 100 Gbit port, / "
+        "12.5 GB/s line rate",
+        "not fitted: no measured GPU-to-GPU copy between hosts in the data [U]"),
     # 784.87 / 900 = 0.87208
-    "hbm": Calibrated(
-        0.8721, "HBM bandwidth (GpuSpec.memory_bandwidth) for the device-local copy (diagonal)",
-        "measured / HBM bandwidth of the diagonal entry (784.87 GB/s of V100's 900)", _ROW,
-        "900 GB/s is NVIDIA's datasheet figure, not in the shared reference"),
+    "hbm_sm70": Calibrated(
+        0.8721, "HBM bandwidth (memory_bandwidth) of a Volta GPU (compute capability 7.0, and "
+        "GPUs of unknown generation) for the device-local copy (diagonal)",
+        "measured / HBM bandwidth of the diagonal entry (784.87 GB/s of V100's 900), "
+        "P2P=Enabled", _ROW,
+        "900 GB/s is NVIDIA's V100 datasheet figure; other generations than Volta and Pascal "
+        "fall back to this figure [U]"),
+    # 784.87 / 1.5 / 732 = 0.71482
+    "hbm_sm60": Calibrated(
+        0.7148, "HBM bandwidth (memory_bandwidth) of a Pascal GPU (compute capability 6.0) for "
+        "the device-local copy (diagonal)", "",
+        "derived: the V100 fit (784.87 GB/s) / 1.5, NVIDIA Tesla V100 GPU Architecture "
+        "whitepaper ('1.5x delivered memory bandwidth versus Pascal GP100'), / P100's 732 GB/s",
+        "[U] the whitepaper's ratio is for its own workloads, not for a device-local "
+        "cudaMemcpy; not measured here (a prediction)"),
+}
+
+
+def _ceiling(channels: int, mts: int, platform: str, source: str, uncertain: str) -> Calibrated:
+    memory = channels * mts * 1e6 * 8  # 64-bit channels
+    return Calibrated(
+        memory / 2, f"sum of the copies staged through one {platform} socket's memory (each "
+        f"staged byte is written to and read from it once)", "",
+        f"derived: {channels} channels x DDR4-{mts} x 8 B = {memory / GB:.1f} GB/s, / 2 "
+        f"({source})", uncertain)
+
+
+#: The host's ceiling on copies staged through one CPU's memory, per CPU model (the CPU
+#: node's ``model`` attribute). A CPU of a model not listed has no ceiling.
+HOST_CEILINGS: dict[str, Calibrated] = {
+    "Intel Xeon E5-2698 v4": _ceiling(
+        4, 2133, "Broadwell-EP (DGX-1, DGX-1V)",
+        "Intel Xeon E5-2698 v4 product specifications: 4 channels; NVIDIA DGX-1 datasheet: "
+        "DDR4-2133",
+        "[U] the theoretical figure, not the achievable; above the staged rates the row "
+        "shows, so it never binds on a DGX-1 (consistent with the row: same-socket pairs "
+        "measure as cross-socket ones)"),
+    "Intel Xeon Platinum 8168": _ceiling(
+        6, 2666, "Skylake-SP (DGX-2)",
+        "Intel Xeon Platinum 8168 product specifications: 6 channels, DDR4-2666",
+        "[U] DGX-2's populated memory speed is not verified; never binds on a DGX-2"),
 }
 
 #: Fixed software overheads added to the hops' latencies.
 OVERHEADS: dict[str, Calibrated] = {
     "network": Calibrated(
         2.7 * us, "latency of a copy between hosts (GPUDirect RDMA), on top of the hops",
-        "", "NCCL 2.27.7 src/graph/tuning.cc hwLat[NET][Ring][LL] = 2.7 us, NCCL's own per-step "
-        "network latency for its lowest-latency protocol (nccl-model.md 5.2)",
-        "not fitted: no measured latency between hosts in the shared data; a staged end adds "
-        "the staged overhead"),
+        "", "NVIDIA/nccl v2.27.7-1 src/graph/tuning.cc hwLat[NET][Ring][LL] = 2.7 us, NCCL's "
+        "own per-step network latency for its lowest-latency protocol",
+        "not fitted: no measured latency between hosts in the data; a staged end adds the "
+        "staged overhead [U]"),
     # mean(1.76, 1.62 - 0.5, 1.61 - 0.5, 2.01 - 0.5, 2.02 - 0.5) = 1.404 us
     "p2p": Calibrated(
         1.404 * us, "latency of a peer copy (and of the device-local copy), on top of the hops",
@@ -182,12 +293,57 @@ OVERHEADS: dict[str, Calibrated] = {
         "the row has NV2 pairs slower than NV1 ones, which no per-hop model reproduces"),
     # mean(18.44, 19.15, 19.34) - (4 x 150 ns PCIe + 100 ns QPI) = 18.277 us
     "staged": Calibrated(
-        18.28 * us, "latency of a copy staged through host memory, on top of the hops",
-        "mean of measured minus the route's hop latency (0.7 us) over the 3 entries without "
-        "NVLink (GPU5-7), P2P=Enabled writes", _ROW,
-        "what it stands for (two DMA copies through a host bounce buffer and their "
-        "synchronisation) is an interpretation [U]; measured on cross-socket pairs only"),
+        18.28 * us, "latency of a copy staged through host memory in a P2P=Enabled run, on top "
+        "of the hops of both legs",
+        "mean of measured minus the hop latency (0.7 us) over the 3 entries without NVLink "
+        "(GPU5-7), P2P=Enabled writes", _ROW,
+        "[U] what it stands for (two DMA copies through a host bounce buffer and their "
+        "synchronisation) is an interpretation; measured on cross-socket pairs only"),
+    # mean(17.52, 16.41, 16.43, 17.35, 16.88, 17.34, 16.85)
+    #   - mean(0.6, 0.6, 0.6, 0.7, 0.7, 0.7, 0.7) = 16.9686 - 0.6571 = 16.311 us
+    "staged_p2p_disabled": Calibrated(
+        16.31 * us, "latency of a copy staged through host memory in a P2P=Disabled run, on "
+        "top of the hops of both legs",
+        "mean of measured minus the hop latency of both legs over the 7 off-diagonal "
+        "P2P=Disabled entries (GPU1-7)", _ROW,
+        "[U] about 2 us below the P2P=Enabled staged figure on the same pairs, for reasons "
+        "the row does not show; the residuals spread +-0.6 us"),
 }
+
+
+@dataclass(frozen=True, slots=True)
+class StagedCopy:
+    """A copy staged through host memory: two DMA legs, GPU -> host memory -> GPU.
+
+    Attributes
+    ----------
+    src, dst : node ids
+        The two GPU nodes.
+    host_memory : node id
+        The CPU whose memory holds the bounce buffer (the CPU nearest ``dst``).
+    to_host : tuple
+        Node path of the first leg, ``src`` ... ``host_memory`` (device to host).
+    from_host : tuple
+        Node path of the second leg, ``host_memory`` ... ``dst`` (host to device).
+    """
+
+    src: object
+    dst: object
+    host_memory: object
+    to_host: tuple
+    from_host: tuple
+
+    @property
+    def edges(self) -> tuple:
+        """The directed edges of both legs, in order (an edge may appear in both legs'
+        opposite directions, e.g. a switch's uplink)."""
+        return (tuple(zip(self.to_host, self.to_host[1:]))
+                + tuple(zip(self.from_host, self.from_host[1:])))
+
+    def latency(self, G) -> float:
+        """Sum of the edges' ``latency`` over both legs (the legs run one after the other
+        for a small copy). [s]"""
+        return sum(float(G.adj[u][v]["latency"]) for u, v in self.edges)
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,20 +355,31 @@ class P2PResult:
     src, dst : int
         GPU ids (position in :func:`topo.gpus` order).
     route : Route
-        The path (edges, parallel paths, shares), NCCL path type, peer access or staging.
+        NCCL's route of the pair: path type, peer access or staging, and its edges (for a
+        copy staged with P2P disabled, the PCIe path between the GPUs with the host memory
+        marked; the copy itself is :attr:`staged`).
     smi_class : str or None
         nvidia-smi's class of the pair (NV#, PIX, PXB, PHB, NODE, SYS; X on the diagonal),
         from :func:`topo.connection_matrix`; None for GPUs of different hosts.
     line_rate : float
-        Line rate of the route per direction (HBM bandwidth on the diagonal). [B/s]
+        Line rate of the copy per direction at its bottleneck (HBM bandwidth on the
+        diagonal). [B/s]
     bandwidth : float
         Predicted achieved bandwidth, one direction at a time. [B/s]
     bottleneck : tuple or None
-        The edge that limits the achieved bandwidth (None on the diagonal).
+        What limits the achieved bandwidth: an edge ``(u, v)``, ``("host_memory", cpu)``
+        for a host ceiling, or None on the diagonal.
     nccl_bandwidth : float
-        What NCCL's topology model charges for the route (``inf`` on the diagonal). [B/s]
+        What NCCL's topology model charges for the route (``inf`` on the diagonal), from
+        :func:`models.nccl.system.nccl_capacity`. [B/s]
     latency : float
         Predicted latency of a small write. [s]
+    staged : StagedCopy or None
+        The two legs of a copy staged through host memory; None for a peer copy.
+    efficiency : str or None
+        Key of :data:`EFFICIENCIES` (or of :data:`HOST_CEILINGS`) applied at the bottleneck.
+    overhead : str
+        Key of :data:`OVERHEADS` in the latency.
     """
 
     src: int
@@ -224,6 +391,9 @@ class P2PResult:
     bottleneck: tuple | None
     nccl_bandwidth: float
     latency: float
+    staged: StagedCopy | None = None
+    efficiency: str | None = None
+    overhead: str = "p2p"
 
     @property
     def path_type(self) -> PathType:
@@ -237,8 +407,76 @@ class P2PResult:
 
     @property
     def nodes(self) -> tuple:
-        """The node path (the first of the parallel paths)."""
+        """The node path (the first of the parallel paths; both legs of a staged copy)."""
+        if self.staged is not None:
+            return self.staged.to_host + self.staged.from_host[1:]
         return self.route.nodes
+
+    def explain(self) -> str:
+        """The working of the prediction, one term a line.
+
+        Examples
+        --------
+        >>> from topo import dgx1v
+        >>> print(p2p_path(dgx1v(), 0, 1, p2p=False).explain())
+        GPU0 -> GPU1: PIX, staged through cpu0's memory
+          legs: gpu0 -> pcie0 -> cpu0 | cpu0 -> pcie0 -> gpu1
+          bandwidth 9.56 GB/s one way = min over edges of line rate x efficiency / streams:
+            bottleneck ('gpu0', 'pcie0'), line rate 15.75 GB/s x staged 0.6068
+          latency 16.91 us = overhead staged_p2p_disabled 16.31 us + hops 0.60 us
+        """
+        if self.staged is not None:
+            how = f"staged through {self.staged.host_memory}'s memory"
+            path = ("  legs: " + " -> ".join(map(str, self.staged.to_host)) + " | "
+                    + " -> ".join(map(str, self.staged.from_host)))
+        else:
+            how = "device-local copy" if self.path_type == PathType.LOC else "peer copy"
+            path = "  path: " + " -> ".join(map(str, self.nodes))
+        lines = [f"GPU{self.src} -> GPU{self.dst}: {self.path_type.name}, {how}", path]
+        if self.bottleneck is None:
+            lines.append(f"  bandwidth {to_GBps(self.bandwidth):.2f} GB/s = HBM "
+                         f"{to_GBps(self.line_rate):.2f} GB/s x {self.efficiency} "
+                         f"{EFFICIENCIES[self.efficiency].value:.4f}")
+        elif self.bottleneck[0] == "host_memory":
+            lines.append(f"  bandwidth {to_GBps(self.bandwidth):.2f} GB/s = host ceiling of "
+                         f"{self.bottleneck[1]} ({self.efficiency})")
+        else:
+            lines.append(f"  bandwidth {to_GBps(self.bandwidth):.2f} GB/s one way = min over "
+                         f"edges of line rate x efficiency / streams:")
+            lines.append(f"    bottleneck {self.bottleneck}, line rate "
+                         f"{to_GBps(self.line_rate):.2f} GB/s x {self.efficiency} "
+                         f"{EFFICIENCIES[self.efficiency].value:.4f}")
+        overhead = OVERHEADS[self.overhead].value
+        lines.append(f"  latency {to_us(self.latency):.2f} us = overhead {self.overhead} "
+                     f"{to_us(overhead):.2f} us + hops {to_us(self.latency - overhead):.2f} us")
+        return "\n".join(lines)
+
+
+# -- capacities -------------------------------------------------------------------------------
+def hbm_efficiency(G, gpu) -> str:
+    """Key of :data:`EFFICIENCIES` for the device-local copy of a GPU node: ``"hbm_sm60"`` for
+    Pascal (compute capability 6.x), ``"hbm_sm70"`` otherwise."""
+    capability = G.nodes[gpu].get("compute_capability")
+    return "hbm_sm60" if capability is not None and 60 <= capability < 70 else "hbm_sm70"
+
+
+def _efficiency_key(G, u, v, staged: bool) -> str:
+    data = G.adj[u][v]
+    kind = data["kind"]
+    if kind == "network":
+        return "network"
+    if staged:
+        return "staged"
+    if kind == "nvlink":
+        link = data.get("link")
+        if link not in EFFICIENCIES:
+            raise P2PError(f"NVLink edge ({u!r}, {v!r}) of link {link!r}: expected one of "
+                           f"nvlink1 to nvlink5 (topo.specs.LINKS), which have an efficiency")
+        return link
+    if kind == "pcie":
+        return "pcie"
+    raise P2PError(f"edge ({u!r}, {v!r}) of kind {kind!r} on a peer route: expected one of "
+                   f"nvlink, pcie (peer copies never cross {kind})")
 
 
 def achieved_capacity(G, u, v, *, staged: bool = False) -> float:
@@ -249,44 +487,151 @@ def achieved_capacity(G, u, v, *, staged: bool = False) -> float:
     G : networkx.DiGraph
     u, v : node ids
     staged : bool
-        The edge carries a copy staged through host memory (efficiency ``"staged"``);
-        otherwise the efficiency of the edge's kind (``"nvlink"`` or ``"pcie"``).
+        The edge carries one stream of a copy staged through host memory (efficiency
+        ``"staged"``); otherwise the efficiency of the edge's link (``"nvlink1"`` ...
+        ``"nvlink5"``, ``"pcie"``; ``"network"`` either way).
 
     Returns
     -------
     float
-        [B/s]
+        ``bandwidth`` attribute of the edge x the efficiency. [B/s]
 
     Raises
     ------
     P2PError
-        For a peer copy over an edge kind without an efficiency (``cpu-to-cpu``, ``network``).
+        For a peer copy over an edge kind without an efficiency (``cpu-to-cpu``), or an
+        NVLink edge of an unknown generation.
+
+    Examples
+    --------
+    >>> from topo import dgx1, dgx1v
+    >>> round(achieved_capacity(dgx1v(), "gpu0", "gpu3") / 1e9, 2)   # NV2, NVLink 2.0
+    48.53
+    >>> round(achieved_capacity(dgx1(), "gpu0", "gpu1") / 1e9, 2)    # NV1, NVLink 1.0
+    18.82
     """
-    data = G.adj[u][v]
-    key = "network" if data["kind"] == "network" else "staged" if staged else data["kind"]
-    if key not in EFFICIENCIES:
-        raise P2PError(f"edge ({u!r}, {v!r}) of kind {data['kind']!r} on a peer route: expected "
-                       f"one of nvlink, pcie (peer copies never cross {data['kind']})")
-    return float(data["bandwidth"]) * EFFICIENCIES[key].value
-
-
-def _capacity(r: Route, achieved: bool):
-    if not achieved:
-        return line_rate
-    return partial(achieved_capacity, staged=r.host_memory is not None)
+    key = _efficiency_key(G, u, v, staged)
+    return float(G.adj[u][v]["bandwidth"]) * EFFICIENCIES[key].value
 
 
 def _hbm(G, node, achieved: bool) -> float:
     value = G.nodes[node].get("memory_bandwidth")
     if value is None:
         return math.nan
-    return float(value) * (EFFICIENCIES["hbm"].value if achieved else 1.0)
+    return float(value) * (EFFICIENCIES[hbm_efficiency(G, node)].value if achieved else 1.0)
 
 
-def _latency(r: Route) -> float:
-    if r.path_type == PathType.NET:
-        return OVERHEADS["network"].value + (OVERHEADS["staged"].value if r.host_memory else 0.0) + r.latency
-    return (OVERHEADS["p2p"] if r.p2p else OVERHEADS["staged"]).value + r.latency
+# -- staged copies ------------------------------------------------------------------------------
+def _staged(router: Router, a, b) -> StagedCopy:
+    """The two legs of a copy from GPU node a to b through the memory of the CPU nearest b."""
+    kind = router.kind
+    host = next((n for n in router.pcie_parents(b) if kind[n] == "cpu"), None)
+    if host is None or host not in router.pcie_parents(a):
+        raise P2PError(f"GPUs {a!r} and {b!r} cannot be staged through host memory: expected "
+                       f"both under the PCIe tree of one host's CPUs, found "
+                       f"{'no CPU above ' + repr(b) if host is None else 'no PCIe path from ' + repr(a) + ' to ' + repr(host)}")
+    return StagedCopy(a, b, host, tuple(router.pcie_path(a, host)),
+                      tuple(router.pcie_path(host, b)))
+
+
+def staged_copy(G, src: int, dst: int) -> StagedCopy:
+    """The copy from GPU src to dst staged through host memory, as with P2P disabled.
+
+    Parameters
+    ----------
+    G : networkx.DiGraph
+        A fabric (validated here).
+    src, dst : int
+        GPU ids of one host, distinct.
+
+    Returns
+    -------
+    StagedCopy
+
+    Raises
+    ------
+    GpuSelectionError
+        For bad ids.
+    P2PError
+        For GPUs without a PCIe path through a CPU of their host, or ``src == dst``.
+
+    Examples
+    --------
+    >>> from topo import dgx1v
+    >>> c = staged_copy(dgx1v(), 0, 1)      # one PLX switch: up its uplink and back down
+    >>> c.host_memory, c.to_host, c.from_host
+    ('cpu0', ('gpu0', 'pcie0', 'cpu0'), ('cpu0', 'pcie0', 'gpu1'))
+    """
+    validate(G)
+    (a,), (b,) = select_gpus(G, [src]), select_gpus(G, [dst])
+    if a == b:
+        raise P2PError(f"staged copy from GPU {src} to itself: expected two distinct GPUs "
+                       f"(the device-local copy is never staged)")
+    return _staged(Router(G), a, b)
+
+
+@dataclass(frozen=True, slots=True)
+class _Constraint:
+    name: tuple          # the edge, or ("host_memory", cpu)
+    key: str | None      # the EFFICIENCIES / HOST_CEILINGS key
+    coefficients: dict   # copy index -> streams (or 1 for a host ceiling)
+    capacity: float      # [B/s]
+    line: float          # line rate of the edge [B/s]
+
+
+def _constraints(G, copies, achieved: bool) -> list:
+    uses: dict = {}
+    for i, c in enumerate(copies):
+        for e in c.edges:
+            counts = uses.setdefault(e, {})
+            counts[i] = counts.get(i, 0) + 1
+    kind = G.nodes
+    constraints = []
+    for (u, v), coefficients in uses.items():
+        line = float(G.adj[u][v]["bandwidth"])
+        key = None
+        if achieved:
+            gpu_link = kind[u]["kind"] == "gpu" or kind[v]["kind"] == "gpu"
+            key = ("network" if G.adj[u][v]["kind"] == "network"
+                   else "staged_duplex" if gpu_link and (v, u) in uses else "staged")
+        capacity = line * (EFFICIENCIES[key].value if key else 1.0)
+        constraints.append(_Constraint((u, v), key, coefficients, capacity, line))
+    if achieved:
+        for cpu in dict.fromkeys(c.host_memory for c in copies):
+            model = kind[cpu].get("model")
+            if model in HOST_CEILINGS:
+                constraints.append(_Constraint(
+                    ("host_memory", cpu), model,
+                    {i: 1 for i, c in enumerate(copies) if c.host_memory == cpu},
+                    HOST_CEILINGS[model].value, math.inf))
+    return constraints
+
+
+def _fill(G, copies, achieved: bool) -> list:
+    """Max-min fair rates of concurrent staged copies (progressive filling).
+
+    Returns, per copy, ``(rate, constraint)``: its rate [B/s] and the constraint that froze it.
+    """
+    constraints = _constraints(G, copies, achieved)
+    rates = [0.0] * len(copies)
+    frozen: list = [None] * len(copies)
+    while any(f is None for f in frozen):
+        best, which = math.inf, None
+        for c in constraints:
+            active = sum(n for i, n in c.coefficients.items() if frozen[i] is None)
+            if active == 0:
+                continue
+            used = sum(n * rates[i] for i, n in c.coefficients.items())
+            step = max(0.0, (c.capacity - used) / active)
+            if step < best:
+                best, which = step, c
+        for i in range(len(copies)):
+            if frozen[i] is None:
+                rates[i] += best
+        for i in which.coefficients:
+            if frozen[i] is None:
+                frozen[i] = which
+    return list(zip(rates, frozen))
 
 
 # -- symmetry: GPUs whose swap is an automorphism of the fabric give identical rows ---------
@@ -294,8 +639,8 @@ def _classes(G, nodes) -> list:
     """Partition ``nodes`` into classes of interchangeable GPUs (positions into ``nodes``).
 
     Swapping two interchangeable GPUs is an automorphism of the attributed fabric, which
-    leaves every routed and max-flow figure unchanged; so one representative pair per pair
-    of classes gives the whole matrix (DGX-2: GPUs sharing a PCIe leaf switch are
+    leaves every routed, staged and max-flow figure unchanged; so one representative pair per
+    pair of classes gives the whole matrix (DGX-2: GPUs sharing a PCIe leaf switch are
     interchangeable, 8 classes of 2). See :func:`topo.interchangeable_gpus`.
     """
     position = {n: i for i, n in enumerate(nodes)}
@@ -307,12 +652,29 @@ def _classes(G, nodes) -> list:
     return classes
 
 
+def _peer_access(p2p) -> bool:
+    """``p2p`` as a bool: True / "enabled" (the default of p2pBandwidthLatencyTest's first
+    matrices) or False / "disabled"."""
+    if isinstance(p2p, (bool, np.bool_)):
+        return bool(p2p)
+    if isinstance(p2p, str) and p2p.lower() in ("enabled", "disabled"):
+        return p2p.lower() == "enabled"
+    raise P2PError(f"peer access {p2p!r}: expected True or False, or 'enabled' or 'disabled'")
+
+
+@dataclass(frozen=True, slots=True)
+class _Pair:
+    route: Route
+    staged: StagedCopy | None
+
+
 class _Table:
     """Per-pair figures for a GPU selection, computed once per pair of symmetry classes."""
 
-    def __init__(self, G, nodes, *, symmetry: bool = True):
+    def __init__(self, G, nodes, *, p2p: bool = True, symmetry: bool = True):
         self.G = G
         self.nodes = nodes
+        self.p2p = p2p
         self.router = Router(G)
         classes = _classes(G, nodes) if symmetry else [[i] for i in range(len(nodes))]
         self.index = np.empty(len(nodes), dtype=np.intp)
@@ -320,19 +682,70 @@ class _Table:
             self.index[members] = c
         self.first = [nodes[m[0]] for m in classes]
         self.second = [nodes[m[1]] if len(m) > 1 else None for m in classes]
-        self._routes: dict = {}
-        self._flows: dict = {}
+        self._pairs: dict = {}
+        self._one_way: dict = {}
 
-    def maxflow(self, achieved: bool) -> np.ndarray:
-        if achieved not in self._flows:
-            self._flows[achieved] = _maxflow(self.G, self.nodes, achieved)
-        return self._flows[achieved]
+    def pair(self, a, b) -> _Pair:
+        if (a, b) not in self._pairs:
+            self._pairs[a, b] = self._make_pair(a, b)
+        return self._pairs[a, b]
 
-    def route(self, a, b) -> Route:
-        if (a, b) not in self._routes:
-            self._routes[a, b] = self.router.route(a, b)
-        return self._routes[a, b]
+    def _make_pair(self, a, b) -> _Pair:
+        router, G = self.router, self.G
+        r = router.route(a, b)
+        if r.path_type in (PathType.LOC, PathType.NET) or (self.p2p and r.p2p):
+            return _Pair(r, None)
+        staged = _staged(router, a, b)
+        if not r.p2p:
+            return _Pair(r, staged)
+        # P2P disabled on a pair with peer access: NCCL's view is the PCIe path between the
+        # GPUs (the copy itself goes up to host memory and back: ``staged``).
+        path = router.pcie_path(a, b)
+        edges = tuple(zip(path, path[1:]))
+        line, bottleneck = min((float(G.adj[u][v]["bandwidth"]), (u, v)) for u, v in edges)
+        latency = sum(float(G.adj[u][v]["latency"]) for u, v in edges)
+        return _Pair(Route(a, b, router.pcie_type(path), False, edges, (1.0,) * len(edges),
+                           line, bottleneck, latency, host_memory=staged.host_memory), staged)
 
+    # -- one pair -------------------------------------------------------------------------
+    def one_way(self, a, b, achieved: bool) -> tuple:
+        """``(rate, bottleneck, efficiency key)`` of the copy from a to b alone."""
+        key = (a, b, achieved)
+        if key not in self._one_way:
+            p = self.pair(a, b)
+            if p.staged is not None:
+                rate, c = _fill(self.G, [p.staged], achieved)[0]
+                self._one_way[key] = (rate, c.name, c.key)
+            else:
+                staged = p.route.host_memory is not None  # a NET route with a staged end
+                capacity = (lambda G, u, v: achieved_capacity(G, u, v, staged=staged)) \
+                    if achieved else line_rate
+                rate, edge = route_bandwidth(self.G, p.route, capacity)
+                eff = _efficiency_key(self.G, *edge, staged) if achieved and edge else None
+                self._one_way[key] = (rate, edge, eff)
+        return self._one_way[key]
+
+    def both_ways(self, a, b, achieved: bool) -> float:
+        forth, back = self.pair(a, b), self.pair(b, a)
+        if forth.staged is not None and back.staged is not None:
+            return sum(rate for rate, _ in _fill(self.G, [forth.staged, back.staged], achieved))
+        return self.one_way(a, b, achieved)[0] + self.one_way(b, a, achieved)[0]
+
+    def latency_of(self, a, b) -> tuple:
+        """``(latency, overhead key)`` of a small write from a to b."""
+        p = self.pair(a, b)
+        if p.route.path_type == PathType.LOC:
+            return OVERHEADS["p2p"].value, "p2p"
+        if p.staged is not None:
+            key = "staged" if self.p2p else "staged_p2p_disabled"
+            return OVERHEADS[key].value + p.staged.latency(self.G), key
+        r = p.route
+        if r.path_type == PathType.NET:
+            extra = OVERHEADS["staged"].value if r.host_memory else 0.0
+            return OVERHEADS["network"].value + extra + r.latency, "network"
+        return OVERHEADS["p2p"].value + r.latency, "p2p"
+
+    # -- matrices -------------------------------------------------------------------------
     def matrix(self, pair, diagonal, dtype=float, fill=math.nan) -> np.ndarray:
         """Expand ``pair(a, b)`` over representative pairs and ``diagonal(a)`` to all GPUs."""
         k = len(self.first)
@@ -349,204 +762,39 @@ class _Table:
             full[position, position] = local[c]
         return full
 
-    # -- the figures ----------------------------------------------------------------------
     def unidirectional(self, achieved: bool) -> np.ndarray:
-        def pair(a, b):
-            r = self.route(a, b)
-            return route_bandwidth(self.G, r, _capacity(r, achieved))[0]
-        return self.matrix(pair, lambda a: _hbm(self.G, a, achieved))
+        return self.matrix(lambda a, b: self.one_way(a, b, achieved)[0],
+                           lambda a: _hbm(self.G, a, achieved))
 
     def bidirectional(self, achieved: bool) -> np.ndarray:
-        # Both copies at once: a routed copy and the copy back never cross the same directed
-        # edge (module docstring), so each keeps its one-way rate. On the diagonal both
-        # copies share the GPU's memory: the same figure as one way.
-        one_way = self.unidirectional(achieved)
-        both = one_way + one_way.T
-        np.fill_diagonal(both, np.diag(one_way))
-        return both
+        # On the diagonal both copies share the GPU's memory: the same figure as one way.
+        return self.matrix(lambda a, b: self.both_ways(a, b, achieved),
+                           lambda a: _hbm(self.G, a, achieved))
 
     def latency(self) -> np.ndarray:
-        return self.matrix(lambda a, b: _latency(self.route(a, b)),
+        return self.matrix(lambda a, b: self.latency_of(a, b)[0],
                            lambda a: OVERHEADS["p2p"].value)
 
     def path_types(self) -> np.ndarray:
-        types = self.matrix(lambda a, b: self.route(a, b).path_type.name,
+        types = self.matrix(lambda a, b: self.pair(a, b).route.path_type.name,
                             lambda a: PathType.LOC.name, dtype=object, fill="")
         return types.astype(str)
 
-
-# -- max flow over NVLink ---------------------------------------------------------------------
-def _nvlink_graph(G, achieved: bool) -> nx.Graph:
-    """NVLink edges as an undirected capacity graph (a validated fabric's links are symmetric)."""
-    factor = EFFICIENCIES["nvlink"].value if achieved else 1.0
-    H = nx.Graph()
-    for u, v, d in G.edges(data=True):
-        if d["kind"] == "nvlink":
-            H.add_edge(u, v, capacity=float(d["bandwidth"]) * factor)
-    return H
-
-
-def _networkx_cut(H):
-    from networkx.algorithms.flow import boykov_kolmogorov, build_residual_network
-
-    # Built once and reused: each call resets the flows. Boykov-Kolmogorov was the fastest
-    # of networkx's routines on a DGX-2 (0.19 ms a cut; Edmonds-Karp 0.19, preflow-push 0.28,
-    # shortest augmenting path 0.33, Dinitz 0.44), and always completes the flow, so the
-    # residual network gives the cut.
-    residual = build_residual_network(H, "capacity")
-
-    def cut(s, t):
-        R = boykov_kolmogorov(H, s, t, capacity="capacity", residual=residual)
-        side, stack = {s}, [s]
-        while stack:  # source side of a minimum cut: reachable in the residual network
-            u = stack.pop()
-            for v, d in R.adj[u].items():
-                if v not in side and d["flow"] < d["capacity"]:
-                    side.add(v)
-                    stack.append(v)
-        return float(R.graph["flow_value"]), side
-    return cut
-
-
-def _scipy_cut(H):
-    from scipy.sparse import csr_array
-    from scipy.sparse.csgraph import breadth_first_order, maximum_flow
-
-    names = list(H)
-    where = {n: i for i, n in enumerate(names)}
-    # scipy computes in 32-bit integers: count capacity in units that keep every node's total
-    # below 2**30 (a few hundred B/s on DGX fabrics, so the rounding is below 1e-7 relative).
-    unit = max(1.0, max(sum(c for _, _, c in H.edges(n, data="capacity")) for n in H) / 2**30)
-    rows, cols, caps = [], [], []
-    for u, v, c in H.edges(data="capacity"):
-        value = int(round(c / unit))
-        rows += [where[u], where[v]]
-        cols += [where[v], where[u]]
-        caps += [value, value]
-    n = len(names)
-    capacity = csr_array((np.array(caps, dtype=np.int32), (rows, cols)), shape=(n, n))
-
-    def cut(s, t):
-        result = maximum_flow(capacity, where[s], where[t], method="dinic")
-        residual = (capacity - result.flow).tocsr()
-        residual.data[residual.data < 0] = 0
-        residual.eliminate_zeros()
-        reached = breadth_first_order(residual, where[s], directed=True,
-                                      return_predecessors=False)
-        return float(result.flow_value) * unit, {names[i] for i in reached}
-    return cut
-
-
-#: NVLink edge count from which ``backend=None`` takes scipy, when installed. Measured with
-#: examples/p2p_benchmark.py's fat trees: networkx is faster on a DGX-2's 102 edges (5.5 vs
-#: 10.7 ms), even at 192 (13 vs 12 ms), scipy 4x faster at 3,072 edges and 8-13x on the
-#: 1,024-GPU fabric's 12,288 (1.7-2.5 s vs 20-22 s).
-SCIPY_FROM_EDGES = 200
-
-
-def _scipy_installed() -> bool:
-    try:
-        import scipy.sparse.csgraph  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-def _cut_function(H, backend):
-    if backend not in (None, "networkx", "scipy"):
-        raise P2PError(f"unknown max-flow backend {backend!r}: expected None (automatic), "
-                       f"'networkx' or 'scipy'")
-    if backend is None:
-        large = H.number_of_edges() >= SCIPY_FROM_EDGES
-        backend = "scipy" if large and _scipy_installed() else "networkx"
-    if backend == "scipy":
-        if not _scipy_installed():
-            raise P2PError("max-flow backend 'scipy' needs scipy, which is not installed: "
-                           "expected backend=None or 'networkx', or `pip install scipy`")
-        return _scipy_cut(H)
-    return _networkx_cut(H)
-
-
-def maxflow_matrix(G, gpus=None, *, achieved: bool = True, backend=None) -> np.ndarray:
-    """Maximum flow over NVLink edges only between every pair of GPUs, per direction.
-
-    Intermediate GPUs and NVSwitches relay freely. A validated fabric's links are the same
-    both ways, so the maximum flow from i to j is the minimum i-j cut of the undirected
-    capacity graph and equals the flow from j to i; Gusfield's equivalent flow tree then
-    gives every pair with ``n - 1`` minimum cuts for ``n`` GPUs, not ``n (n - 1) / 2``.
-
-    Parameters
-    ----------
-    G : networkx.DiGraph
-    gpus : iterable of int or str, optional
-        GPU ids (see :func:`topo.select_gpus`); all GPUs by default. Unselected GPUs still
-        relay.
-    achieved : bool
-        Capacities are line rate x the ``"nvlink"`` efficiency (default), or line rates.
-    backend : {None, "networkx", "scipy"}
-        Minimum-cut routine: networkx's Boykov-Kolmogorov, or scipy's Dinic (an optional
-        dependency; 32-bit integer capacities, relative rounding below 1e-7 on DGX fabrics). None takes scipy when it is
-        installed and the fabric has at least :data:`SCIPY_FROM_EDGES` NVLink edges, the
-        measured crossover; networkx otherwise.
-
-    Returns
-    -------
-    numpy.ndarray
-        ``[i, j]`` the maximum flow [B/s]; 0 on the diagonal and for GPUs without NVLink.
-
-    Raises
-    ------
-    P2PError
-        For an unknown backend, or ``"scipy"`` without scipy installed.
-
-    Examples
-    --------
-    >>> from topo import dgx1v
-    >>> (maxflow_matrix(dgx1v(), [0, 5], achieved=False) / 1e9).tolist()
-    [[0.0, 150.0], [150.0, 0.0]]
-    """
-    validate(G)
-    return _maxflow(G, select_gpus(G, gpus), achieved, backend)
-
-
-def _maxflow(G, nodes, achieved, backend=None) -> np.ndarray:
-    H = _nvlink_graph(G, achieved)
-    cut = _cut_function(H, backend)
-    k = len(nodes)
-    result = np.zeros((k, k))
-    present = [i for i, n in enumerate(nodes) if n in H]
-    if len(present) < 2:
-        return result
-    terminals = [nodes[i] for i in present]
-    m = len(terminals)
-    parent = [0] * m
-    weight = np.zeros(m)
-    for s in range(1, m):  # Gusfield (1990): equivalent flow tree, m - 1 minimum cuts
-        t = parent[s]
-        weight[s], side = cut(terminals[s], terminals[t])
-        for i in range(s + 1, m):
-            if parent[i] == t and terminals[i] in side:
-                parent[i] = s
-    # The flow between two terminals is the smallest weight on their tree path. parent[s] < s,
-    # so s's subtree holds larger indices only and its path to any j < s leaves via parent[s].
-    flows = np.full((m, m), math.inf)
-    for s in range(1, m):
-        p = parent[s]
-        flows[s, :s] = np.minimum(weight[s], flows[p, :s])
-        flows[s, p] = weight[s]
-        flows[:s, s] = flows[s, :s]
-    np.fill_diagonal(flows, 0.0)
-    result[np.ix_(present, present)] = flows
-    return result
+    def maxflow(self, achieved: bool) -> np.ndarray:
+        return flow_matrix(self.G, self.nodes, achieved_capacity if achieved else line_rate)
 
 
 # -- public API -----------------------------------------------------------------------------
-def _check_mode(mode):
+def _check_mode(mode, p2p: bool):
     if mode not in MODES:
         raise P2PError(f"unknown P2P mode {mode!r}: expected one of {', '.join(MODES)}")
+    if mode == "maxflow" and not p2p:
+        raise P2PError("mode 'maxflow' with P2P disabled: expected mode 'route' (with peer "
+                       "access disabled every copy is staged through host memory, no NVLink "
+                       "flow) or P2P enabled")
 
 
-def p2p_path(G, src: int, dst: int) -> P2PResult:
+def p2p_path(G, src: int, dst: int, *, p2p=True) -> P2PResult:
     """Route, classes and predicted bandwidth and latency of a copy from GPU src to dst.
 
     Parameters
@@ -556,6 +804,9 @@ def p2p_path(G, src: int, dst: int) -> P2PResult:
     src, dst : int
         GPU ids (position in :func:`topo.gpus` order; the CUDA index in one system). Equal
         ids give the device-local copy.
+    p2p : bool or {"enabled", "disabled"}
+        Peer access, as p2pBandwidthLatencyTest's P2P=Enabled (default) and P2P=Disabled
+        runs: disabled, every copy between GPUs of one host is staged through host memory.
 
     Returns
     -------
@@ -567,6 +818,8 @@ def p2p_path(G, src: int, dst: int) -> P2PResult:
         For an id out of range or not an integer.
     RouteError
         For GPUs without any route between them.
+    P2PError
+        For a bad ``p2p``, or GPUs that cannot be staged through host memory.
 
     Examples
     --------
@@ -575,11 +828,12 @@ def p2p_path(G, src: int, dst: int) -> P2PResult:
     >>> r.smi_class, r.path_type.name, len(r.route.paths), r.line_rate / 1e9
     ('NV6', 'NVL', 6, 150.0)
     >>> round(r.bandwidth / 1e9, 2), round(r.latency / 1e-6, 2), r.nccl_bandwidth / 1e9
-    (145.4, 2.9, 120.0)
+    (145.59, 2.9, 120.0)
     """
+    peer = _peer_access(p2p)
     validate(G)
     (a,), (b,) = select_gpus(G, [src]), select_gpus(G, [dst])
-    r = Router(G).route(a, b)
+    table = _Table(G, [a, b] if a != b else [a], p2p=peer, symmetry=False)
     host = G.nodes[a]["host"]
     if a == b:
         smi = "X"
@@ -588,16 +842,20 @@ def p2p_path(G, src: int, dst: int) -> P2PResult:
         smi = cm.cells[cm.nodes.index(a)][cm.nodes.index(b)]
     else:  # an NVLink domain spanning hosts: nvidia-smi shows one host only
         smi = None
+    p = table.pair(a, b)
     if a == b:
-        return P2PResult(src, dst, r, smi, _hbm(G, a, False), _hbm(G, a, True), None, math.inf,
-                         OVERHEADS["p2p"].value)
-    achieved, bottleneck = route_bandwidth(G, r, _capacity(r, True))
-    return P2PResult(src, dst, r, smi, r.bandwidth, achieved, bottleneck,
-                     route_bandwidth(G, r, nccl_capacity)[0], _latency(r))
+        return P2PResult(src, dst, p.route, smi, _hbm(G, a, False), _hbm(G, a, True), None,
+                         math.inf, OVERHEADS["p2p"].value, efficiency=hbm_efficiency(G, a))
+    rate, bottleneck, efficiency = table.one_way(a, b, True)
+    line = table.one_way(a, b, False)[0] if p.staged is not None else p.route.bandwidth
+    latency, overhead = table.latency_of(a, b)
+    return P2PResult(src, dst, p.route, smi, line, rate, bottleneck,
+                     route_bandwidth(G, p.route, nccl_capacity)[0], latency, p.staged,
+                     efficiency, overhead)
 
 
 def p2p_matrix(G, gpus=None, *, mode: str = "route", bidirectional: bool = False,
-               achieved: bool = True) -> np.ndarray:
+               achieved: bool = True, p2p=True) -> np.ndarray:
     """Bandwidth between every pair of GPUs, as p2pBandwidthLatencyTest lays it out.
 
     Parameters
@@ -613,6 +871,9 @@ def p2p_matrix(G, gpus=None, *, mode: str = "route", bidirectional: bool = False
         Both directions copying at once; the entry is the sum of the two rates.
     achieved : bool
         Predicted achieved bandwidth (default) or line rate.
+    p2p : bool or {"enabled", "disabled"}
+        Peer access (default enabled); disabled, every pair of one host is staged through
+        host memory (p2pBandwidthLatencyTest's P2P=Disabled matrices; mode "route" only).
 
     Returns
     -------
@@ -626,7 +887,7 @@ def p2p_matrix(G, gpus=None, *, mode: str = "route", bidirectional: bool = False
     GpuSelectionError
         For ids out of range, repeated or malformed.
     P2PError
-        For an unknown mode.
+        For an unknown mode, a bad ``p2p``, or mode "maxflow" with P2P disabled.
     RouteError
         For GPUs without any route between them.
 
@@ -642,10 +903,10 @@ def p2p_matrix(G, gpus=None, *, mode: str = "route", bidirectional: bool = False
            [ 80., 732.,  80.],
            [ 80.,  80., 732.]])
     """
-    _check_mode(mode)
+    peer = _peer_access(p2p)
+    _check_mode(mode, peer)
     validate(G)
-    nodes = select_gpus(G, gpus)
-    table = _Table(G, nodes)
+    table = _Table(G, select_gpus(G, gpus), p2p=peer)
     return _bandwidth(table, mode, bidirectional, achieved)
 
 
@@ -660,7 +921,7 @@ def _bandwidth(table: _Table, mode, bidirectional, achieved) -> np.ndarray:
     return best
 
 
-def p2p_latency_matrix(G, gpus=None) -> np.ndarray:
+def p2p_latency_matrix(G, gpus=None, *, p2p=True) -> np.ndarray:
     """Predicted latency of a small write between every pair of GPUs (routed copy).
 
     Parameters
@@ -668,17 +929,21 @@ def p2p_latency_matrix(G, gpus=None) -> np.ndarray:
     G : networkx.DiGraph
     gpus : iterable of int or str, optional
         GPU ids; all GPUs by default.
+    p2p : bool or {"enabled", "disabled"}
+        Peer access (default enabled); disabled, every pair of one host is staged.
 
     Returns
     -------
     numpy.ndarray
-        ``[i, j]`` hop latencies of the route + the peer or staged overhead; the peer
-        overhead on the diagonal. [s]
+        ``[i, j]`` hop latencies of the route (both legs of a staged copy) + the peer or
+        staged overhead; the peer overhead on the diagonal. [s]
 
     Raises
     ------
     GpuSelectionError
         For ids out of range, repeated or malformed.
+    P2PError
+        For a bad ``p2p``.
 
     Examples
     --------
@@ -687,18 +952,23 @@ def p2p_latency_matrix(G, gpus=None) -> np.ndarray:
     array([[ 1.4 ,  1.9 , 18.98],
            [ 1.9 ,  1.4 ,  1.9 ],
            [18.98,  1.9 ,  1.4 ]])
+    >>> (p2p_latency_matrix(dgx1v(), [0, 1, 5], p2p=False) / 1e-6).round(2)[0]
+    array([ 1.4 , 16.91, 17.01])
     """
+    peer = _peer_access(p2p)
     validate(G)
-    return _Table(G, select_gpus(G, gpus)).latency()
+    return _Table(G, select_gpus(G, gpus), p2p=peer).latency()
 
 
-def path_type_matrix(G, gpus=None) -> np.ndarray:
+def path_type_matrix(G, gpus=None, *, p2p=True) -> np.ndarray:
     """NCCL's path type of the route between every pair of GPUs.
 
     Parameters
     ----------
     G : networkx.DiGraph
     gpus : iterable of int or str, optional
+    p2p : bool or {"enabled", "disabled"}
+        Peer access (default enabled); disabled, the type of the PCIe path between the GPUs.
 
     Returns
     -------
@@ -710,9 +980,12 @@ def path_type_matrix(G, gpus=None) -> np.ndarray:
     >>> from topo import dgx1v
     >>> path_type_matrix(dgx1v(), [0, 1, 5]).tolist()
     [['LOC', 'NVL', 'SYS'], ['NVL', 'LOC', 'NVL'], ['SYS', 'NVL', 'LOC']]
+    >>> path_type_matrix(dgx1v(), [0, 1, 2], p2p="disabled").tolist()[0]
+    ['LOC', 'PIX', 'PHB']
     """
+    peer = _peer_access(p2p)
     validate(G)
-    return _Table(G, select_gpus(G, gpus)).path_types()
+    return _Table(G, select_gpus(G, gpus), p2p=peer).path_types()
 
 
 @dataclass(frozen=True, slots=True)
@@ -735,6 +1008,9 @@ class P2PReport:
         Predicted latency of the routed copy, in both modes. [s]
     path_type : numpy.ndarray of str
         NCCL's path type of the routed copy, in both modes.
+    p2p : bool
+        Peer access: True for p2pBandwidthLatencyTest's P2P=Enabled matrices, False for
+        P2P=Disabled.
     """
 
     system: str
@@ -745,10 +1021,12 @@ class P2PReport:
     bidirectional: np.ndarray
     latency: np.ndarray
     path_type: np.ndarray
+    p2p: bool = True
 
     def to_dict(self) -> dict:
         """The JSON form of ``dgxtopo p2p --json``: GB/s and µs rounded to 4 decimals, NaN
-        (a diagonal without ``memory_bandwidth``) as null."""
+        (a diagonal without ``memory_bandwidth``) as null. The same keys with P2P enabled
+        or disabled."""
         def table(matrix, convert):
             return [[None if math.isnan(x) else round(float(convert(x)), 4) for x in row]
                     for row in matrix]
@@ -763,7 +1041,7 @@ class P2PReport:
         }
 
 
-def p2p_report(G, gpus=None, *, mode: str = "route") -> P2PReport:
+def p2p_report(G, gpus=None, *, mode: str = "route", p2p="enabled") -> P2PReport:
     """All P2P matrices of a GPU selection at once (one routing pass).
 
     Parameters
@@ -772,6 +1050,9 @@ def p2p_report(G, gpus=None, *, mode: str = "route") -> P2PReport:
     gpus : iterable of int or str, optional
         GPU ids or a list such as ``"0,3,5-7"``; all GPUs by default.
     mode : {"route", "maxflow"}
+    p2p : {"enabled", "disabled"} or bool
+        Peer access (default enabled): p2pBandwidthLatencyTest's P2P=Enabled or
+        P2P=Disabled matrices.
 
     Returns
     -------
@@ -787,14 +1068,17 @@ def p2p_report(G, gpus=None, *, mode: str = "route") -> P2PReport:
     >>> from topo import dgx2
     >>> report = p2p_report(dgx2(), "0,8")
     >>> report.to_dict()["bidirectional_gbps"]
-    [[784.89, 290.79], [290.79, 784.89]]
+    [[784.89, 291.1765], [291.1765, 784.89]]
+    >>> p2p_report(dgx2(), "0,1,2,8", p2p="disabled").to_dict()["bidirectional_gbps"][0]
+    [784.89, 9.5594, 9.5594, 14.4242]
     """
-    _check_mode(mode)
+    peer = _peer_access(p2p)
+    _check_mode(mode, peer)
     validate(G)
     nodes = select_gpus(G, gpus)
     position = {n: i for i, n in enumerate(select_gpus(G))}
     ids = tuple(position[n] for n in nodes)
-    table = _Table(G, nodes)
+    table = _Table(G, nodes, p2p=peer)
     matrices = [_bandwidth(table, mode, b, True) for b in (False, True)]
     for m in matrices:
         m.setflags(write=False)
@@ -802,8 +1086,8 @@ def p2p_report(G, gpus=None, *, mode: str = "route") -> P2PReport:
     latency.setflags(write=False)
     types.setflags(write=False)
     name = G.graph.get("name", "fabric")
-    return P2PReport(G.graph.get("system", name), name, ids, mode, matrices[0], matrices[1], latency,
-                     types)
+    return P2PReport(G.graph.get("system", name), name, ids, mode, matrices[0], matrices[1],
+                     latency, types, peer)
 
 
 def _layout(title: str, corner: str, ids, matrix, cell) -> list:
@@ -842,19 +1126,21 @@ def format_p2p_report(report: P2PReport, *, bidirectional: bool = False,
     <BLANKLINE>
     Bidirectional P2P=Enabled Bandwidth Matrix (GB/s)
        D\\D      0      3      5
-         0 784.89  96.93  14.43
-         3  96.93 784.89  14.43
-         5  14.43  14.43 784.89
+         0 784.89  97.06  14.42
+         3  97.06 784.89  14.42
+         5  14.42  14.42 784.89
     <BLANKLINE>
-    Predicted for DGX-1V (mode route): line rate x an efficiency per link technology, fitted to
-    a DGX-1V p2pBandwidthLatencyTest row. SYS and PHB pairs are staged through host memory.
+    Predicted for DGX-1V (mode route, P2P enabled): NVLink from its signalling rate and packet
+    format, staged copies and HBM fitted to a DGX-1V p2pBandwidthLatencyTest row. PHB and SYS
+    pairs (every pair with P2P disabled) are staged through host memory.
     Diagonal: device-local copy (HBM, read and write counted).
     """
     def number(convert):
         return lambda x: "n/a" if math.isnan(x) else f"{convert(x):6.02f}"
 
     direction = "Bidirectional" if bidirectional else "Unidirectional"
-    kind = "P2P=Enabled" if report.mode == "route" else "NVLink Max-Flow"
+    access = "P2P=Enabled" if report.p2p else "P2P=Disabled"
+    kind = access if report.mode == "route" else "NVLink Max-Flow"
     lines = _layout("Path Type (NCCL) Matrix", "D\\D", report.gpus, report.path_type, str)
     lines.append("")
     lines += _layout(f"{direction} {kind} Bandwidth Matrix (GB/s)", "D\\D", report.gpus,
@@ -862,10 +1148,13 @@ def format_p2p_report(report: P2PReport, *, bidirectional: bool = False,
                      number(to_GBps))
     if latency:
         lines.append("")
-        lines += _layout("P2P=Enabled Latency (P2P Writes) Matrix (us)", "GPU", report.gpus,
-                         report.latency, number(to_us))
-    lines += ["", f"Predicted for {report.name} (mode {report.mode}): line rate x an efficiency "
-              f"per link technology, fitted to", "a DGX-1V p2pBandwidthLatencyTest row. SYS and "
-              "PHB pairs are staged through host memory.",
+        title = ("P2P=Enabled Latency (P2P Writes) Matrix (us)" if report.p2p
+                 else "P2P=Disabled Latency Matrix (us)")
+        lines += _layout(title, "GPU", report.gpus, report.latency, number(to_us))
+    lines += ["", f"Predicted for {report.name} (mode {report.mode}, P2P "
+              f"{'enabled' if report.p2p else 'disabled'}): NVLink from its signalling rate "
+              f"and packet", "format, staged copies and HBM fitted to a DGX-1V "
+              "p2pBandwidthLatencyTest row. PHB and SYS",
+              "pairs (every pair with P2P disabled) are staged through host memory.",
               "Diagonal: device-local copy (HBM, read and write counted)."]
     return "\n".join(lines)
