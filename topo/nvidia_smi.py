@@ -146,7 +146,8 @@ def connection_matrix(G, *, host: int = 0) -> ConnectionMatrix:
 def format_connection_matrix(cm: ConnectionMatrix, *, legend: bool = True) -> str:
     """Lay out a connection matrix as ``nvidia-smi topo -m`` prints it.
 
-    Every column is as wide as its header plus two spaces; GPU rows end with the CPU and
+    Every column is as wide as its header plus two spaces (the CPU affinity column as its
+    longest entry if that is longer); GPU rows end with the CPU and
     NUMA affinity columns; trailing spaces are dropped.
 
     Parameters
@@ -161,6 +162,8 @@ def format_connection_matrix(cm: ConnectionMatrix, *, legend: bool = True) -> st
     """
     headers = list(cm.devices) + ["CPU Affinity", "NUMA Affinity"]
     widths = [len(h) + 2 for h in headers]
+    # An affinity list longer than its header (112-127,240-255) still needs a gap after it.
+    widths[-2] = max(widths[-2], max(len(c) for c in cm.cpu_affinity) + 2)
     label_width = max(8, max(len(d) for d in cm.devices) + 2)
 
     def line(label, cells):

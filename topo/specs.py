@@ -30,6 +30,19 @@ Sources (keys as in hardware.md section 8):
           [S51c] NDR 400 Gb/s.
     [S52] [S53] Broadwell-EP QPI 9.6 GT/s; Skylake-SP UPI 10.4 GT/s, three links.
     nccl-model.md section 1.4: NET bw = speed_Mbps / 8000 (100 Gb/s -> 12.5 GB/s).
+    [S17] NVIDIA Fabric Manager User Guide, "GPU Baseboard Topologies" (HGX A100/H100/B200 wiring).
+    [S37] NVIDIA/nccl issue 1505: DGX A100 nvidia-smi topo -m and NCCL topology XML.
+    [S38] DGX A100 datasheet tables: 2x AMD EPYC 7742, 8x ConnectX-6 HDR, 6 NVSwitches.
+    [S39] "How to Scale Your Model" (JAX scaling book), GPU chapter: H100 5+4+4+5 links,
+          NVSwitch gen3 "up to 64 NVLink ports" (secondary).
+    [S42] vllm-project/vllm issue 13855: DGX H100 nvidia-smi topo -m (Xeon 8480C affinities).
+    [S43] NVIDIA DGX BasePOD reference architecture, "Core Components" (DGX H100/H200/B200).
+    [S44] NVIDIA DGX GB200 User Guide, "Hardware" (18 compute trays of 2 Grace + 4 B200).
+    [S63] NVIDIA DGX B200 User Guide, "Introduction to NVIDIA DGX B200 Systems" (Xeon 8570,
+          "2 x 5th generation NVLink switches ... 14.4 TB/s aggregate bandwidth").
+    [S64] NVIDIA "NVLink and NVLink Switch" product page: 18 x 100 GB/s links = 1.8 TB/s per
+          B200, "NVLink Switch features 144 NVLink ports", "130TB/s ... in one NVL72".
+    [S71] vllm-project/vllm issue 16336: 8x B200 nvidia-smi topo -m (Xeon 8570 affinities).
 
 Examples
 --------
@@ -134,6 +147,9 @@ class CpuSpec:
         Physical socket-to-socket links between the two sockets of a 2-socket board.
     source : str
     uncertain : str
+    numa_nodes : int
+        NUMA nodes per socket as the DGX configures it (4 for the NPS4 EPYC of a DGX A100).
+        Builders add one ``cpu`` node per NUMA node, as NCCL and nvidia-smi see the host.
     """
 
     model: str
@@ -143,6 +159,7 @@ class CpuSpec:
     socket_links: int
     source: str
     uncertain: str = ""
+    numa_nodes: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,6 +234,46 @@ LINKS: dict[str, LinkSpec] = {spec.name: spec for spec in (
              "[S52] [S53] 10.4 GT/s x 2 bytes = 20.8 GB/s per direction per link; NCCL SKL_QPI_BW "
              "10.0 for the whole socket-to-socket connection [S30]",
              "per-link rate derived [D]; " + _SOCKET_LATENCY_NOTE),
+    LinkSpec("upi_spr", "cpu-to-cpu", "UPI 16 GT/s (Sapphire Rapids)", 16e9 * 2, _SOCKET_LATENCY,
+             22.0 * GB,
+             "16 GT/s x 2 bytes = 32 GB/s per direction per link (DGX H100/H200, Xeon 8480C); NCCL "
+             "SRP_QPI_BW 22.0 for the whole socket-to-socket connection (NVIDIA/nccl v2.27.7-1 "
+             "src/graph/topo.h, from v2.26; the Skylake 10.0 before)",
+             "[U] 16 GT/s and 4 links per socket are from Intel's product pages, not retrieved; "
+             + _SOCKET_LATENCY_NOTE),
+    LinkSpec("upi_emr", "cpu-to-cpu", "UPI 20 GT/s (Emerald Rapids)", 20e9 * 2, _SOCKET_LATENCY,
+             40.0 * GB,
+             "20 GT/s x 2 bytes = 40 GB/s per direction per link (DGX B200, Xeon 8570 [S63]); NCCL "
+             "ERP_QPI_BW 40.0 for the whole connection (NVIDIA/nccl v2.27.7-1 src/graph/topo.h)",
+             "[U] 20 GT/s, 4 links per socket and NCCL classing the 8570 as ERP are not verified; "
+             + _SOCKET_LATENCY_NOTE),
+    LinkSpec("xgmi", "cpu-to-cpu", "AMD xGMI (Infinity Fabric between EPYC sockets)",
+             _pcie_x16(16), _SOCKET_LATENCY, 16.0 * GB,
+             "one x16 xGMI link between the sockets of a DGX A100 [S38]; NCCL AMD_BW 16.0 for any "
+             "two CPU (NUMA) nodes of an AMD host (NVIDIA/nccl v2.27.7-1 src/graph/topo.h, v2.19+)",
+             "[U] raw rate not retrieved: taken as x16 at the PCIe Gen4 signalling rate (16 GT/s); "
+             "[U] the number of links populated; " + _SOCKET_LATENCY_NOTE),
+    LinkSpec("infinity_fabric", "cpu-to-cpu", "AMD Infinity Fabric between NPS4 quadrants of a socket",
+             32 * 1.467e9, _SOCKET_LATENCY, 16.0 * GB,
+             "the I/O die joins the four NUMA quadrants of an EPYC 7742 in NPS4 mode (DGX A100: "
+             "GPU to a NIC of another quadrant is SYS [S37]); NCCL AMD_BW 16.0 between any two "
+             "CPU (NUMA) nodes (NVIDIA/nccl v2.27.7-1 src/graph/topo.h)",
+             "[U] bandwidth is an assumption: 32 B per fabric clock at 1.467 GHz; "
+             + _SOCKET_LATENCY_NOTE),
+    LinkSpec("nvlink_c2c", "pcie", "NVLink-C2C (Grace to Blackwell)", 450 * GB, _NVLINK_LATENCY,
+             450 * GB,
+             "GB200 superchip: Grace to B200 NVLink-C2C, 900 GB/s bidirectional (NVIDIA GB200 "
+             "NVL72 product page, secondary); NCCL LINK_C2C reads its bandwidth from NVML "
+             "(NVIDIA/nccl v2.27.7-1 src/graph/topo.cc)",
+             "[U] 900 GB/s bidirectional per GPU or shared by the superchip's two GPUs is not "
+             "established; [U] NCCL's figure (NVML c2c bw x count) taken as the line rate; the edge "
+             "kind is 'pcie' until the schema has a C2C kind; " + _NVLINK_LATENCY_NOTE),
+    LinkSpec("grace_grace", "cpu-to-cpu", "Grace-to-Grace link of a GB200 compute tray [U]",
+             450 * GB, _SOCKET_LATENCY, 450 * GB,
+             "the two Grace CPUs of a GB200 compute tray are two NUMA nodes of one OS [S44]",
+             "[U] technology and bandwidth not retrieved: taken as NVLink-C2C (450 GB/s per "
+             "direction, as in the Grace CPU Superchip); [U] NCCL's inter-CPU figure for ARM; "
+             + _SOCKET_LATENCY_NOTE),
     LinkSpec("ib_edr", "network", "InfiniBand EDR 4x (100 Gb/s)", 100e9 / 8, _IB_LATENCY,
              "[S51] 4 x 25.78125 Gb/s, 64b/66b = 100 Gb/s of data; NCCL net bw = 100000 Mb/s / 8000 "
              "= 12.5 (nccl-model.md 1.4)",
@@ -238,6 +295,27 @@ GPUS: dict[str, GpuSpec] = {
     "V100-SXM3": GpuSpec("Tesla V100-SXM3-32GB", 70, "nvlink2", 6, 32 * GiB, 900 * GB,
                          "hardware.md 3: DGX-2 V100 SXM3 32 GB, one link to each of 6 NVSwitches [S17]",
                          "memory_bandwidth 900 GB/s is NVIDIA's datasheet figure, not in the shared reference"),
+    "A100-SXM4-40GB": GpuSpec("NVIDIA A100-SXM4-40GB", 80, "nvlink3", 12, 40 * GiB, 1555 * GB,
+                              "[S12] 12 NVLink 3.0 links, 600 GB/s bidirectional; NCCL XML of a DGX "
+                              "A100 320GB: device 0x20b0, sm 80 [S37]",
+                              "memory_bandwidth 1555 GB/s is NVIDIA's datasheet figure [U]"),
+    "A100-SXM4-80GB": GpuSpec("NVIDIA A100-SXM4-80GB", 80, "nvlink3", 12, 80 * GiB, 2039 * GB,
+                              "[S12] 12 NVLink 3.0 links; DGX A100 640GB [S38]",
+                              "memory_bandwidth 2039 GB/s is NVIDIA's datasheet figure [U]"),
+    "H100-SXM5-80GB": GpuSpec("NVIDIA H100 80GB HBM3", 90, "nvlink4", 18, 80 * GiB, 3350 * GB,
+                              "[S13] 18 NVLink 4.0 links, 900 GB/s bidirectional; DGX H100 [S43]",
+                              "memory_bandwidth 3.35 TB/s is NVIDIA's datasheet figure [U]; the "
+                              "nvidia-smi name is from public outputs [U]"),
+    "H200": GpuSpec("NVIDIA H200", 90, "nvlink4", 18, 141 * GB, 4800 * GB,
+                    "[S43] DGX H200: 8x H200 141 GB on the DGX H100 board and NVLink fabric",
+                    "memory_bandwidth 4.8 TB/s is NVIDIA's datasheet figure [U]"),
+    "B200": GpuSpec("NVIDIA B200", 100, "nvlink5", 18, 180 * GB, 8000 * GB,
+                    "[S63] DGX B200: 8x B200, 1,440 GB in total; [S64] 18 NVLink 5 links, 1.8 TB/s",
+                    "memory_bandwidth 8 TB/s is NVIDIA's datasheet figure [U]"),
+    "GB200": GpuSpec("NVIDIA GB200", 100, "nvlink5", 18, 186 * GB, 8000 * GB,
+                     "[S44] B200 of a GB200 superchip (compute tray of an NVL72); [S64] 18 NVLink 5 "
+                     "links, 1.8 TB/s; 186 GB per MLCommons submission names (GB200-186GB)",
+                     "memory and memory_bandwidth 8 TB/s are NVIDIA's datasheet figures [U]"),
 }
 
 #: Host CPU models by short name.
@@ -250,6 +328,23 @@ CPUS: dict[str, CpuSpec] = {
                             "hardware.md 3: two 24-core Xeons [S28] [S20]; affinity 0-23,48-71 [S27]; "
                             "three UPI links [S53]",
                             "model 8168 [U]; populated UPI link count [U]"),
+    "EPYC7742": CpuSpec("AMD EPYC 7742 64-Core Processor", 64, 2, "xgmi", 4,
+                        "DGX A100: 2x EPYC 7742, 64 cores [S38]; NPS4, 8 NUMA nodes of 16 cores, "
+                        "affinity of NUMA 3 48-63,176-191 [S37]",
+                        "socket_links: 4 xGMI links [U] (3 or 4 on 2-socket Rome boards)",
+                        numa_nodes=4),
+    "Platinum8480C": CpuSpec("Intel Xeon Platinum 8480C", 56, 2, "upi_spr", 4,
+                             "DGX H100/H200: 2x Xeon Platinum 8480C, 56 cores [S43]; affinity "
+                             "0-55,112-167 / 56-111,168-223 [S42]",
+                             "socket_links: 4 UPI links [U]"),
+    "Platinum8570": CpuSpec("Intel Xeon Platinum 8570", 56, 2, "upi_emr", 4,
+                            "DGX B200: 2x Xeon 8570, 56 cores [S63]; affinity 0-55,112-167 / "
+                            "56-111,168-223 [S71]",
+                            "socket_links: 4 UPI links [U]"),
+    "Grace": CpuSpec("NVIDIA Grace", 72, 1, "grace_grace", 1,
+                     "GB200 compute tray: 2 Grace CPUs [S44]; 72 Arm Neoverse V2 cores, one thread "
+                     "each (NVIDIA Grace datasheet)",
+                     "cores from NVIDIA's datasheet, not retrieved [U]; the Grace-to-Grace link [U]"),
 }
 
 #: NVSwitch generations by short name.
@@ -257,6 +352,22 @@ NVSWITCHES: dict[str, SwitchSpec] = {
     "nvswitch1": SwitchSpec("NVSwitch (first generation)", 18, "nvlink2",
                             "hardware.md 3: 18 NVLink 2.0 ports at 25 GB/s per direction, "
                             "non-blocking crossbar [S18] [S19] [S25]"),
+    "nvswitch2": SwitchSpec("NVSwitch (second generation)", 36, "nvlink3",
+                            "DGX A100: 6 NVSwitch gen2 chips, 2 NVLink 3.0 links from every GPU to "
+                            "each [S17] [S37]",
+                            "36 ports is from a secondary source [U]; 16 used by the GPUs of one "
+                            "baseboard"),
+    "nvswitch3": SwitchSpec("NVSwitch (third generation)", 64, "nvlink4",
+                            "DGX H100: 4 NVSwitch gen3 chips, 5 or 4 NVLink 4.0 links from every "
+                            "GPU to each [S17]; 64 NVLink ports [S39]",
+                            "64 ports is from a secondary source [U]; 40 or 32 used by GPUs, the "
+                            "rest go to the OSFP NVLink-network ports [U]"),
+    "nvswitch4": SwitchSpec("NVLink 5 switch chip (fourth generation NVSwitch)", 72, "nvlink5",
+                            "DGX B200: 2 chips, 9 NVLink 5 links from every GPU to each [S17], "
+                            "14.4 TB/s aggregate = 2 x 72 ports x 50 GB/s x 2 directions [S63]; "
+                            "NVL72 switch tray: 144 ports = 2 chips [S64]",
+                            "72 ports per chip is derived [D] from the tray's 144 and DGX B200's "
+                            "14.4 TB/s; [U] secondary for the 2 chips per tray"),
 }
 
 #: InfiniBand switches by the link key of their ports. [U] Port counts are the vendors'

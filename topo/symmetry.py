@@ -30,7 +30,7 @@ __all__ = ["interchangeable_gpus", "gpu_automorphisms"]
 
 # What a swap must preserve: node attributes (not the index, which is only a name) and edges.
 # Socket and baseboard are labels of where a part sits; the edges already say it.
-_NODE_KEYS = ("kind", "host", "model", "compute_capability", "memory_bandwidth")
+_NODE_KEYS = ("kind", "model", "compute_capability", "memory_bandwidth")
 _EDGE_KEYS = ("kind", "links", "bandwidth", "latency", "link", "host_bridge")
 
 
