@@ -3,7 +3,7 @@
 A system spec is one of
 
 ``NAME``
-    A built-in system of :data:`SYSTEMS` (``dgx1``, ``dgx1v``, ``dgx2``). Case, ``-`` and
+    A built-in system of :data:`SYSTEMS` (``dgx1``, ``dgx1v``, ``dgx2``, ``dgxa100``, ...). Case, ``-`` and
     ``_`` are ignored: ``"DGX-1V"`` is ``"dgx1v"``.
 ``NxNAME[:network]``
     A cluster of ``N`` hosts of system ``NAME`` (``N`` plain decimal digits, 1 to the host
@@ -17,7 +17,7 @@ built, so ``build("1000000xdgx2")`` fails at once; ``max_hosts=`` raises it.
 Examples
 --------
 >>> sorted(SYSTEMS)
-['dgx1', 'dgx1v', 'dgx2']
+['dgx1', 'dgx1v', 'dgx2', 'dgxa100', 'dgxb200', 'dgxh100', 'dgxh200']
 >>> parse_system_spec("16xDGX-2:rail")
 SystemSpec(system='dgx2', hosts=16, network='rail')
 >>> str(parse_system_spec("dgx1v")), str(parse_system_spec("2xdgx1v"))
@@ -39,12 +39,18 @@ import networkx as nx
 
 from .cluster import MAX_HOSTS, NETWORKS, check_hosts, join_hosts
 from .dgx import dgx1, dgx1v, dgx2
+from .dgx_nvswitch import dgxa100, dgxb200, dgxh100, dgxh200
 from .errors import DgxTopoError, SystemSpecError, UnknownSystemError
 
 __all__ = ["SYSTEMS", "SystemSpec", "parse_system_spec", "build", "cluster", "SPEC_GRAMMAR"]
 
 #: Built-in systems by name.
-SYSTEMS: dict[str, Callable[[], nx.DiGraph]] = {"dgx1": dgx1, "dgx1v": dgx1v, "dgx2": dgx2}
+# gb200nvl72 (topo.dgx_nvswitch) is not registered yet: its 18 compute trays are hosts of
+# one NVLink domain, which the NCCL model does not treat as one node (MNNVL) yet.
+SYSTEMS: dict[str, Callable[[], nx.DiGraph]] = {
+    "dgx1": dgx1, "dgx1v": dgx1v, "dgx2": dgx2,
+    "dgxa100": dgxa100, "dgxh100": dgxh100, "dgxh200": dgxh200, "dgxb200": dgxb200,
+}
 
 #: The grammar, as help texts and error messages state it.
 SPEC_GRAMMAR = "NAME or NxNAME[:network] such as dgx2, 2xdgx1v or 16xdgx2:rail"
@@ -257,7 +263,7 @@ def build(name, *, max_hosts: int = MAX_HOSTS) -> nx.DiGraph:
     >>> build("dgx3")
     Traceback (most recent call last):
     ...
-    topo.errors.UnknownSystemError: unknown system 'dgx3': expected one of dgx1, dgx1v, dgx2, or a cluster such as 2xdgx1v or 16xdgx2:rail
+    topo.errors.UnknownSystemError: unknown system 'dgx3': expected one of dgx1, dgx1v, dgx2, dgxa100, dgxh100, dgxh200, dgxb200, or a cluster such as 2xdgx1v or 16xdgx2:rail
     >>> build("2xdgx1v").graph["hosts"]
     2
     """

@@ -235,33 +235,30 @@ LINKS: dict[str, LinkSpec] = {spec.name: spec for spec in (
              "10.0 for the whole socket-to-socket connection [S30]",
              "per-link rate derived [D]; " + _SOCKET_LATENCY_NOTE),
     LinkSpec("upi_spr", "cpu-to-cpu", "UPI 16 GT/s (Sapphire Rapids)", 16e9 * 2, _SOCKET_LATENCY,
-             22.0 * GB,
              "16 GT/s x 2 bytes = 32 GB/s per direction per link (DGX H100/H200, Xeon 8480C); NCCL "
              "SRP_QPI_BW 22.0 for the whole socket-to-socket connection (NVIDIA/nccl v2.27.7-1 "
              "src/graph/topo.h, from v2.26; the Skylake 10.0 before)",
              "[U] 16 GT/s and 4 links per socket are from Intel's product pages, not retrieved; "
              + _SOCKET_LATENCY_NOTE),
     LinkSpec("upi_emr", "cpu-to-cpu", "UPI 20 GT/s (Emerald Rapids)", 20e9 * 2, _SOCKET_LATENCY,
-             40.0 * GB,
              "20 GT/s x 2 bytes = 40 GB/s per direction per link (DGX B200, Xeon 8570 [S63]); NCCL "
              "ERP_QPI_BW 40.0 for the whole connection (NVIDIA/nccl v2.27.7-1 src/graph/topo.h)",
              "[U] 20 GT/s, 4 links per socket and NCCL classing the 8570 as ERP are not verified; "
              + _SOCKET_LATENCY_NOTE),
     LinkSpec("xgmi", "cpu-to-cpu", "AMD xGMI (Infinity Fabric between EPYC sockets)",
-             _pcie_x16(16), _SOCKET_LATENCY, 16.0 * GB,
+             _pcie_x16(16), _SOCKET_LATENCY,
              "one x16 xGMI link between the sockets of a DGX A100 [S38]; NCCL AMD_BW 16.0 for any "
              "two CPU (NUMA) nodes of an AMD host (NVIDIA/nccl v2.27.7-1 src/graph/topo.h, v2.19+)",
              "[U] raw rate not retrieved: taken as x16 at the PCIe Gen4 signalling rate (16 GT/s); "
              "[U] the number of links populated; " + _SOCKET_LATENCY_NOTE),
     LinkSpec("infinity_fabric", "cpu-to-cpu", "AMD Infinity Fabric between NPS4 quadrants of a socket",
-             32 * 1.467e9, _SOCKET_LATENCY, 16.0 * GB,
+             32 * 1.467e9, _SOCKET_LATENCY,
              "the I/O die joins the four NUMA quadrants of an EPYC 7742 in NPS4 mode (DGX A100: "
              "GPU to a NIC of another quadrant is SYS [S37]); NCCL AMD_BW 16.0 between any two "
              "CPU (NUMA) nodes (NVIDIA/nccl v2.27.7-1 src/graph/topo.h)",
              "[U] bandwidth is an assumption: 32 B per fabric clock at 1.467 GHz; "
              + _SOCKET_LATENCY_NOTE),
     LinkSpec("nvlink_c2c", "pcie", "NVLink-C2C (Grace to Blackwell)", 450 * GB, _NVLINK_LATENCY,
-             450 * GB,
              "GB200 superchip: Grace to B200 NVLink-C2C, 900 GB/s bidirectional (NVIDIA GB200 "
              "NVL72 product page, secondary); NCCL LINK_C2C reads its bandwidth from NVML "
              "(NVIDIA/nccl v2.27.7-1 src/graph/topo.cc)",
@@ -269,7 +266,7 @@ LINKS: dict[str, LinkSpec] = {spec.name: spec for spec in (
              "established; [U] NCCL's figure (NVML c2c bw x count) taken as the line rate; the edge "
              "kind is 'pcie' until the schema has a C2C kind; " + _NVLINK_LATENCY_NOTE),
     LinkSpec("grace_grace", "cpu-to-cpu", "Grace-to-Grace link of a GB200 compute tray [U]",
-             450 * GB, _SOCKET_LATENCY, 450 * GB,
+             450 * GB, _SOCKET_LATENCY,
              "the two Grace CPUs of a GB200 compute tray are two NUMA nodes of one OS [S44]",
              "[U] technology and bandwidth not retrieved: taken as NVLink-C2C (450 GB/s per "
              "direction, as in the Grace CPU Superchip); [U] NCCL's inter-CPU figure for ARM; "

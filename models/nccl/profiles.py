@@ -282,6 +282,12 @@ class NcclProfile:
     sources: tuple
     notes: tuple
     pci_bandwidths: tuple = ()
+    # Inter-CPU figures of later CPUs (ncclTopoGetInterCpuBw, NVIDIA/nccl v2.27.7-1
+    # src/graph/topo.h): SRP_QPI_BW (v2.26+), ERP_QPI_BW (v2.26+), AMD_BW (v2.19+), ARM_BW. [B/s]
+    srp_qpi_bandwidth: float = 22e9
+    erp_qpi_bandwidth: float = 40e9
+    amd_bandwidth: float = 16e9
+    arm_bandwidth: float = 6e9
 
     # ------------------------------------------------------------------ lookups
     @property
@@ -419,7 +425,9 @@ class NcclProfile:
             if name == link:
                 return bandwidth
         spec = LINKS.get(link)
-        if spec is not None and spec.kind == "network":
+        if spec is not None and (spec.kind == "network" or link == "nvlink_c2c"):
+            # NET: speed / 8000; C2C (v2.26+): NVML's per-link bandwidth x count / 1000, taken
+            # as the line rate [U].
             return spec.bandwidth
         raise MissingConstantError(f"NCCL profile {self.version} has no bandwidth for link technology "
                                    f"{link!r}: expected one of {[n for n, _ in self.pci_bandwidths]} "
@@ -433,7 +441,10 @@ class NcclProfile:
         MissingConstantError
             For an inter-socket technology this profile has no figure for.
         """
-        figures = {"qpi_bdw": self.bdw_qpi_bandwidth, "upi_skl": self.skl_qpi_bandwidth}
+        figures = {"qpi_bdw": self.bdw_qpi_bandwidth, "upi_skl": self.skl_qpi_bandwidth,
+                   "upi_spr": self.srp_qpi_bandwidth, "upi_emr": self.erp_qpi_bandwidth,
+                   "xgmi": self.amd_bandwidth, "infinity_fabric": self.amd_bandwidth,
+                   "grace_grace": self.arm_bandwidth}
         if link not in figures:
             raise MissingConstantError(f"NCCL profile {self.version} has no inter-socket bandwidth for "
                                        f"{link!r}: expected one of {list(figures)}")
@@ -678,6 +689,8 @@ _V2_12_12 = _build(
     nvlink_bandwidth_default=22.0,        # SM80 value of v2.10-v2.17
     loc_bandwidth=5000.0, pci_bandwidth=12.0,
     bdw_qpi_bandwidth=6.0, skl_qpi_bandwidth=9.0,  # SKL_QPI_BW 9 in v2.7-v2.17 (1.4)
+    # No SRP/ERP figures before v2.26 (Skylake's applies); AMD got LOC_BW before v2.19.
+    srp_qpi_bandwidth=9e9, erp_qpi_bandwidth=9e9, amd_bandwidth=5000e9,
     pci_bandwidths=_V2_27_PCI_BW,  # kvDictPciGen: 8 and 16 GT/s as in v2.27 [U] for 32 GT/s
     sources=_SOURCES_V2_12,
     notes=_NOTES_V2_12,

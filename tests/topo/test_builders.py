@@ -8,8 +8,9 @@ import pytest
 import topo
 from topo.specs import GPUS, LINKS, NVSWITCHES
 
-GPU_COUNT = {"dgx1": 8, "dgx1v": 8, "dgx2": 16}
-NVLINK_PORTS = {"dgx1": 4, "dgx1v": 6, "dgx2": 6}  # P100 4 x NVLink 1.0, V100 6 x NVLink 2.0
+GPU_COUNT = {"dgx1": 8, "dgx1v": 8, "dgx2": 16, "dgxa100": 8, "dgxh100": 8, "dgxh200": 8, "dgxb200": 8}
+# P100 4 x NVLink 1.0, V100 6 x NVLink 2.0, A100 12 x NVLink 3, H100/H200 18 x NVLink 4, B200 18 x NVLink 5
+NVLINK_PORTS = {"dgx1": 4, "dgx1v": 6, "dgx2": 6, "dgxa100": 12, "dgxh100": 18, "dgxh200": 18, "dgxb200": 18}
 
 
 def nvlink_links(G, node) -> int:
@@ -55,7 +56,9 @@ def test_edge_bandwidth_is_links_times_catalogue_rate(fabric):
         assert d["latency"] == spec.latency
 
 
-def test_two_sockets_joined_once(fabric):
+def test_two_sockets_joined_once(fabric, system):
+    if system == "dgxa100":
+        pytest.skip("DGX A100: one CPU node per NUMA quadrant (tests/topo/test_dgx_nvswitch.py)")
     cpus = topo.nodes_of_kind(fabric, "cpu")
     assert len(cpus) == 2
     socket_edges = [(u, v) for u, v, d in fabric.edges(data=True) if d["kind"] == "cpu-to-cpu"]
@@ -138,8 +141,9 @@ def test_dgx2_pcie_layer():
 def test_build_accepts_spellings_and_rejects_unknown():
     assert topo.build("DGX-1V").graph["system"] == "dgx1v"
     assert topo.build("dgx_2").graph["system"] == "dgx2"
-    with pytest.raises(topo.UnknownSystemError, match="unknown system 'dgx-a100': expected one of dgx1, dgx1v, dgx2"):
-        topo.build("dgx-a100")
+    assert topo.build("DGX-A100").graph["system"] == "dgxa100"
+    with pytest.raises(topo.UnknownSystemError, match="unknown system 'dgx-a200': expected one of dgx1, dgx1v, dgx2"):
+        topo.build("dgx-a200")
 
 
 def test_catalogue_is_sourced_and_consistent():

@@ -122,6 +122,7 @@ def test_bisection_errors():
 def test_summary(fabric, system):
     summary = topo.summarize(fabric)
     assert summary.system == system and summary.gpus == len(topo.gpus(fabric))
-    assert summary.nvlink_links == {"dgx1": 16, "dgx1v": 24, "dgx2": 96 + 48}[system]
+    assert summary.nvlink_links == {"dgx1": 16, "dgx1v": 24, "dgx2": 96 + 48, "dgxa100": 8 * 12,
+                                     "dgxh100": 8 * 18, "dgxh200": 8 * 18, "dgxb200": 8 * 18}[system]
     data = summary.to_dict()
     assert data["bisection_gbps"] == summary.bisection / GB

@@ -42,7 +42,7 @@ def test_gpu_model_resolves_nvidia_smi_names_and_short_forms(name, key):
 
 
 @pytest.mark.parametrize("name, message", [
-    ("v100", "ambiguous: it matches V100-SXM2, V100-SXM3"), ("A100-SXM4", "unknown GPU model"),
+    ("v100", "ambiguous: it matches V100-SXM2, V100-SXM3"), ("A100-PCIE", "unknown GPU model"),
     ("", "expected a GPU model name"), (None, "expected a GPU model name"),
 ])
 def test_gpu_model_errors(name, message):
@@ -229,7 +229,7 @@ def test_more_nvlinks_than_the_gpu_has_is_an_error():
 
 
 @pytest.mark.parametrize("options, message", [
-    ({"gpu": "a100"}, "unknown GPU model"), ({"gpu": "p100", "cpu": "EPYC"}, "unknown CPU"),
+    ({"gpu": "a100-pcie"}, "unknown GPU model"), ({"gpu": "p100", "cpu": "EPYC"}, "unknown CPU"),
     ({"gpu": "p100", "pcie": "nvlink2"}, "pcie='nvlink2' is not a pcie link"),
     ({"gpu": "p100", "nic_link": "eth"}, "nic_link='eth' is not a network link"),
     ({"gpu": "p100", "nvswitch": "yes"}, "nvswitch='yes'"),
