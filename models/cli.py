@@ -46,6 +46,12 @@ from .display import format_table
 from .nccltests import count_from_nbytes
 from .collectives import COLLECTIVE_NAMES, estimate, pairwise, subsets
 from .nccl.profiles import PROFILES
+
+# --nccl takes any release the profiles cover; nccl_profile() raises a one-line typed error.
+_NCCL_HELP = (f"NCCL release to model, {list(PROFILES.values())[0].first[0]}.0 to "
+              f"{'.'.join(map(str, list(PROFILES.values())[-1].last[:2]))}.x, e.g. 2.3.7, 2.12.12, "
+              f"v2.27.7-1 (default: the reference version); each maps to the profile governing it "
+              f"(models.nccl.format_versions_table())")
 from .p2p import MODES, format_p2p_report, p2p_report
 
 __all__ = ["main", "build_parser"]
@@ -273,8 +279,7 @@ def _add_model_options(parser, *, sizes: str) -> None:
     parser.add_argument("coll", metavar="COLLECTIVE", choices=COLLECTIVE_NAMES,
                         help="one of " + ", ".join(COLLECTIVE_NAMES))
     parser.add_argument("--system", required=True, help="system name: " + ", ".join(topo.SYSTEMS))
-    parser.add_argument("--nccl", choices=sorted(PROFILES), default=None,
-                        help="NCCL version profile of the model (default: the reference version)")
+    parser.add_argument("--nccl", metavar="VERSION", default=None, help=_NCCL_HELP)
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     if sizes == "one":
         parser.add_argument("-s", "--size", type=parse_size, required=True,
@@ -348,7 +353,7 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("-e", "--maxbytes", type=parse_size, default=parse_size("1G"),
                          help="largest size (default 1G)")
     compare.add_argument("-f", "--stepfactor", type=_factor, default=4, help="size multiplier (default 4)")
-    compare.add_argument("--nccl", choices=sorted(PROFILES), default=None, help="NCCL version profile")
+    compare.add_argument("--nccl", metavar="VERSION", default=None, help=_NCCL_HELP)
     compare.add_argument("--out", help="also write an HTML figure of busbw and time by size")
     compare.add_argument("--json", action="store_true", help="print JSON instead of a table")
     compare.set_defaults(run=_compare)

@@ -13,10 +13,16 @@ The layers, in the order data flows (each imports only the ones before it):
     NCCL's channel search (rings and trees) on an :class:`NcclSystem`, with channel duplication.
 ``trees``
     NCCL's tree shapes (chains, the double binary tree).
+``legacy_rings``
+    NCCL 2.0-2.4's ring construction from NVLink counts (before the topology search).
+``channels``
+    :func:`channel_graphs`: the channel graphs and communicator a release builds.
 """
 
 from .profiles import (ALGORITHMS, DEFAULT_VERSION, HARDWARE, PATH_TYPES, PROFILES, PROTOCOLS, DupRule,
-                       MissingConstantError, NcclProfile, UnknownNcclVersionError, nccl_profile)
+                       LegacyRings as LegacyRingConstants, MissingConstantError, NcclProfile, NcclRelease,
+                       UnknownNcclVersionError, format_versions_table, nccl_profile, parse_nccl_version,
+                       versions_table)
 from .system import INTEL_P2P_OVERHEAD, NcclSystem, NcclSystemError, NetRoute, nccl_capacity
 from .tuning import (NCCL_COLLECTIVES, AlgoTime, ChannelGraph, Communicator, NoAlgorithmError, Selection,
                      Tuning, TuningError, UnknownAlgorithmError, UnknownProtocolError,
@@ -24,12 +30,17 @@ from .tuning import (NCCL_COLLECTIVES, AlgoTime, ChannelGraph, Communicator, NoA
                      tuning_table)
 from .search import (ChannelDuplication, ChannelSearch, ChannelSearchError, LinkLoad, dup_channels,
                      search_channels, search_channels_in)
+from .legacy_rings import LegacyRings, LegacyRingsError, legacy_rings, nvlink_rings
+from .channels import ChannelGraphs, channel_graphs
 from .trees import (BinaryTree, Chain, DoubleBinaryTree, RankTree, TreeError, binary_tree,
                     double_binary_tree, intra_chain, nccl_tree_depth, rank_tree)
 
 __all__ = [
     "ALGORITHMS", "DEFAULT_VERSION", "HARDWARE", "PATH_TYPES", "PROFILES", "PROTOCOLS", "DupRule",
     "MissingConstantError", "NcclProfile", "UnknownNcclVersionError", "nccl_profile",
+    "LegacyRingConstants", "NcclRelease", "format_versions_table", "parse_nccl_version",
+    "versions_table", "LegacyRings", "LegacyRingsError", "legacy_rings", "nvlink_rings",
+    "ChannelGraphs", "channel_graphs",
     "INTEL_P2P_OVERHEAD", "NcclSystem", "NcclSystemError", "NetRoute", "nccl_capacity",
     "NCCL_COLLECTIVES", "AlgoTime", "ChannelGraph", "Communicator", "NoAlgorithmError", "Selection",
     "Tuning", "TuningError", "UnknownAlgorithmError", "UnknownProtocolError",

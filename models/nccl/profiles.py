@@ -15,17 +15,39 @@ in [B/s], latencies in [s].
 
 Profiles
 --------
-``"2.27.7"`` (default)
-    NCCL v2.27.7-1, the reference version of nccl-model.md: the last release before the
-    DEV/MLOPart rework. Complete for the ring and tree algorithms.
-``"2.12.12"``
-    NCCL v2.12.12-1 (2022), the DGX-1/DGX-2 (Pascal/Volta) and DGX A100 era. Its constants
-    come from the version tags nccl-model.md gives inline. nccl-model.md states that
-    "differences from the reference version are tagged inline", so a table it gives without
-    a version tag is read as unchanged in v2.12; such readings are listed in
-    :attr:`NcclProfile.notes`. What nccl-model.md does not give for v2.12 is left ``None``
-    (see :attr:`NcclProfile.missing`); using it raises :class:`MissingConstantError` rather
-    than inventing a value.
+One profile governs each range of releases; :func:`nccl_profile` / :func:`parse_nccl_version`
+map any release 2.0.0-2.27.x to it, and :func:`versions_table` lists them:
+
+==============  ========  ==========  ==========================================================
+releases        profile   constants   behaviour (source)
+==============  ========  ==========  ==========================================================
+2.0.0-2.3.6     2.3.5     v2.3.5-5    rings from NVLink counts, no relay, single fallback ring
+                                      with SHM hops, no tree, no LL128, LL below a size
+                                      threshold (threadThreshold 32) (src/transport/p2p.cu,
+                                      src/misc/rings.cu, src/include/common_coll.h). [U] 2.0-2.2
+                                      have no tag in NVIDIA/nccl
+2.3.7-2.3.x     2.3.7     v2.3.7-1    as 2.3.5, threadThreshold 64 on Volta (common_coll.h)
+2.4.0-2.4.x     2.4.8     v2.4.8-1    same rings (MAXCHANNELS 16); double binary trees across
+                                      >= 2 nodes below ncclTreeThreshold (src/init.cc)
+2.5.0-2.6.x     2.5.7     v2.5.7-1    topology search, tuning model, LL128 on Volta+NVLink
+                                      (src/graph/tuning.cc, src/enqueue.cc); no NVB, no PXN
+2.7.0-2.7.x     2.7.8     v2.7.8-1    hwLat v2.7, ll128MaxBwPerCh[coll], maxTreeBw, 235 GB/s
+                                      sm80 cap (src/graph/tuning.cc)
+2.8.0-2.9.x     2.8.4     v2.8.4-1    NVB relays through one GPU (src/graph/paths.cc), llMaxBws
+2.10.0-2.11.x   2.11.4    v2.11.4-1   NVLink 22 GB/s (src/graph/topo.h), v2.12 tables, no PXN
+2.12.0-2.13.x   2.12.12   v2.12.12-1  PXN (src/graph/paths.cc); hwLat[NET][Ring][Simple] 28
+2.14.0-2.17.x   2.17.1    v2.17.1-1   v2.12 tables with hwLat[NET][Ring][Simple] 9.6
+2.18.0-2.18.x   2.18.6    v2.18.6-1   MAXCHANNELS 32, NVLink 20, DupChannels, net overhead
+2.19.0-2.19.x   2.19.4    v2.19.4-1   hwLat Tree Simple 28
+2.20.0-2.22.x   2.21.5    v2.21.5-1   Ring LL x0.5, Hopper llMaxBws 141 (v2.21)
+2.23.0-2.26.x   2.23.4    v2.23.4-1   baseLat Tree Simple 8.4, no LL128 ppn rule
+2.27.0-2.27.x   2.27.7    v2.27.7-1   the reference version (default), MAXCHANNELS 64
+==============  ========  ==========  ==========================================================
+
+Every constant of a profile cites its NCCL file and tag next to its table below; what a tag
+column of the reference does not give is marked [U] in the profile's :attr:`NcclProfile.notes`
+with the fallback used. NCCL before 2.5 has no tuning model: its profiles time the rings it
+builds with v2.5's tables [U] and choose the protocol by NCCL's own thresholds.
 
 Index orders follow NCCL (nccl-model.md section 0): algorithms Tree=0, Ring=1
 (:data:`ALGORITHMS`); protocols LL=0, LL128=1, Simple=2 (:data:`PROTOCOLS`); hardware
@@ -56,12 +78,15 @@ Examples
 >>> round(p.hw_lat("NVLINK", "ring", "LL") / us, 3)
 0.6
 >>> nccl_profile("2.12.12").missing
-('max_channels', 'dup_channels', 'tree_pattern_factor')
+('tree_pattern_factor',)
+>>> nccl_profile("2.3.7").ring_builder, nccl_profile("v2.8.4-1").nvb_relay
+('p2p_rings', True)
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, replace
 
 from topo.errors import DgxTopoError
 from topo.specs import LINKS
@@ -135,6 +160,58 @@ class DupRule:
     cc_above: int
     cc_bw_below: float
     cc_nchannels_above: int
+
+
+#: A ``last`` patch number meaning "every patch release of this minor release".
+_ANY = 999
+
+
+@dataclass(frozen=True, slots=True)
+class LegacyRings:
+    """Ring construction and protocol choice of NCCL 2.0-2.4 (before the topology search).
+
+    NVIDIA/nccl v2.3.7-1 / v2.4.8-1 src/init.cu, src/misc/rings.cu, src/transport/p2p.cu,
+    src/include/nvlink.h, src/include/rings.h, src/include/common_coll.h.
+
+    Attributes
+    ----------
+    max_rings : int
+        ``MAXRINGS`` / ``MAXCHANNELS``: the ring count requested and the cap of every copy (16).
+    default_threads : int
+        ``getDefaultThreads`` (256; Kepler 128 is not modelled).
+    ll_max_threads : int
+        ``NCCL_LL_MAX_NTHREADS`` (256).
+    ll_min_threads : int
+        ``NCCL_LL_MIN_NTHREADS`` (64).
+    thread_threshold : tuple of int
+        ``ncclThreadThreshold`` per rank and thread, ``(compute capability 7+, 6 and
+        below)``: (64, 32) in v2.3.7, (32, 32) in v2.3.5. [bytes]
+    multi_node_threshold_factor : int
+        The thread threshold is multiplied by this across nodes (2).
+    pascal_half_threads : bool
+        Pascal with NVLink rings halves ``nThreads`` to 128 (removed in v2.4.2).
+    multi_node_nvlink_dup : bool
+        v2.4: across nodes, the rings of a GPU with NVLink are duplicated x2.
+    connect_nvlink, connect_nvswitch : int
+        ``CONNECT_NVLINK`` 0x10 per NVLink, ``CONNECT_NVSWITCH`` 0x100 per NVSwitch link.
+    max_nvlinks : tuple of int
+        NVLinks probed, ``(compute capability major > 6, otherwise)``: (6, 4).
+    oversubscribe_max_ranks : int
+        The NVLink search is rerun with capacities x2 for at most this many ranks (4).
+    """
+
+    max_rings: int
+    default_threads: int
+    ll_max_threads: int
+    ll_min_threads: int
+    thread_threshold: tuple
+    multi_node_threshold_factor: int
+    pascal_half_threads: bool
+    multi_node_nvlink_dup: bool
+    connect_nvlink: int = 0x10
+    connect_nvswitch: int = 0x100
+    max_nvlinks: tuple = (6, 4)
+    oversubscribe_max_ranks: int = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,6 +306,44 @@ class NcclProfile:
         Where each group of constants comes from.
     notes : tuple of str
         Readings and gaps of this profile, in words.
+    pci_bandwidths : tuple of (str, float)
+        NCCL's figure per PCIe technology (``width x speed / 80``). [B/s]
+    first, last : tuple of int
+        The releases this profile governs, ``(major, minor, patch)``, inclusive; a ``last``
+        patch of 999 means every patch of that minor release.
+    ring_builder : str
+        ``"p2p_rings"``: NCCL 2.0-2.4 builds rings from NVLink counts only
+        (:mod:`models.nccl.legacy_rings`); ``"search"``: the topology search of v2.5+.
+    tree_rule : str
+        ``"none"`` (no trees, before v2.4), ``"threshold"`` (v2.4: double binary trees across
+        >= 2 nodes, chosen below ``ncclTreeThreshold``), ``"model"`` (v2.5+: the tuning model).
+    selection : str
+        ``"model"``: the lowest modelled time wins (v2.5+); ``"threshold"``: NCCL 2.0-2.4
+        pick LL below a size threshold and Simple above it (:class:`LegacyRings`).
+    ll128 : bool
+        The release has the LL128 protocol (v2.5.6+).
+    nvb_relay : bool
+        NCCL routes GPU-to-GPU through one intermediate GPU over NVLink (path NVB, v2.8+).
+    pxn : bool
+        NCCL reaches a NIC through an NVLink peer GPU (path PXN, v2.12+).
+    ll_cap : bool
+        Ring and Tree LL are capped at ``llMaxBws`` (v2.8+; v2.5/v2.7 have no cap).
+    ll128_per_collective : tuple of float or None
+        v2.5 ``ll128MaxBw[coll]`` (totals) or v2.7 ``ll128MaxBwPerCh[coll]`` (per channel),
+        in NCCL's function order (Broadcast, Reduce, AllGather, ReduceScatter, AllReduce);
+        ``None`` when the per-row tables apply (v2.8+). [B/s]
+    ll128_per_collective_rule : str
+        ``"total"`` or ``"per_channel"`` for :attr:`ll128_per_collective`.
+    tree_total_caps : tuple or None
+        v2.5/v2.7 total Tree caps ``((one or two nodes, more), (same for LL128 on sm80))``;
+        v2.5 uses ``(one node, several)``. ``None`` when ``perChMaxTreeBws`` applies. [B/s]
+    sm80_bus_cap : float or None
+        v2.7: every bus bandwidth of an sm80 communicator is capped at 235 GB/s. [B/s]
+    ring_latency_rule : str
+        ``"split"``: intra-node and inter-node steps (v2.7+); ``"nsteps_hw"``: v2.5's
+        ``nsteps x hwLat[hw][Ring][p]`` with hw = NET on several nodes.
+    legacy : LegacyRings or None
+        The ring construction and protocol thresholds of NCCL 2.0-2.4.
     """
 
     version: str
@@ -288,6 +403,21 @@ class NcclProfile:
     erp_qpi_bandwidth: float = 40e9
     amd_bandwidth: float = 16e9
     arm_bandwidth: float = 6e9
+    first: tuple = (2, 27, 0)
+    last: tuple = (2, 27, _ANY)
+    ring_builder: str = "search"
+    tree_rule: str = "model"
+    selection: str = "model"
+    ll128: bool = True
+    nvb_relay: bool = True
+    pxn: bool = True
+    ll_cap: bool = True
+    ll128_per_collective: tuple | None = None
+    ll128_per_collective_rule: str = ""
+    tree_total_caps: tuple | None = None
+    sm80_bus_cap: float | None = None
+    ring_latency_rule: str = "split"
+    legacy: LegacyRings | None = None
 
     # ------------------------------------------------------------------ lookups
     @property
@@ -454,6 +584,9 @@ class NcclProfile:
 # Constants a profile may lack (``None`` = not given by nccl-model.md for that version). Other
 # ``None`` fields (sm90/sm100 speed arrays, ll128_max_type_inter_sm90) mean "absent in that
 # release" and have a defined fallback.
+#: A DupChannels compute-capability clause that never applies (releases before the sm90 clause).
+_NO_CC_CLAUSE = 10**6
+
 _OPTIONAL = ("max_channels", "dup_channels", "tree_pattern_factor", "tree_correction_factor",
              "ring_plateau_factor")
 
@@ -567,9 +700,15 @@ _NOTES_V2_12 = (
     "No bandwidth-cap rows for compute capability >= 90: v2.12 had Volta and Ampere rows only.",
     "No net overhead (getNetOverhead is v2.18+): stored as zero, which is the same as absent.",
     "No sm90/sm100 speed arrays (they appear in v2.18 / v2.25): the generic arrays apply.",
-    "Missing: MAXCHANNELS (nccl-model.md gives 16 for v2.4, 32 for v2.18, nothing for v2.12); "
-    "the DupChannels rule (given for v2.18+ only); the Tree-pattern 0.85 factor (given for "
-    "v2.18+ only).",
+    "[U] MAXCHANNELS 32: NVIDIA/nccl gives 16 in v2.4.8-1 and 32 in v2.18.6-1 "
+    "(src/include/devcomm.h); 32 is taken for v2.5-v2.17. It only bounds the ring search at "
+    "MAXCHANNELS/2 = 16 channels, which no DGX-1/DGX-2 communicator reaches.",
+    "[U] DupChannels: the v2.18 rule without its sm90 clause (bwIntra >= 25 GB/s -> x2 "
+    "channels at half the bandwidth); the clause targets Hopper, which v2.12 predates.",
+    "Missing: the Tree-pattern 0.85 factor (given for v2.18+ only); it applies only to a tree "
+    "graph of pattern TREE, which the single-node search never produces.",
+    "Within 2.10-2.17 only v2.12-v2.13 use hwLat[NET][Ring][Simple] 28; 2.10-2.11 and "
+    "2.14-2.17 have their own profiles for it.",
 )
 
 
@@ -592,6 +731,32 @@ def _build(**fields) -> NcclProfile:
     if rule is not None:
         fields["dup_channels"] = DupRule(_GBps(rule[0]), rule[1], _GBps(rule[2]), rule[3])
     return NcclProfile(**fields)
+
+
+def _derive(base: NcclProfile, **changes) -> NcclProfile:
+    """A profile that differs from ``base`` in ``changes``, given in NCCL units (GB/s, µs).
+
+    Tables are converted to SI here exactly as :func:`_build` does; every other field is taken
+    as given.
+    """
+    bandwidth = {"ll_max_bws", "per_ch_max_ring_ll128_bws", "per_ch_max_tree_ll128_bws",
+                 "per_ch_max_tree_bws", "speed_intra", "speed_inter", "speed_sm90_intra",
+                 "speed_sm90_inter", "speed_sm100_intra", "speed_sm100_inter",
+                 "nvlink_bandwidth_default", "bdw_qpi_bandwidth", "skl_qpi_bandwidth",
+                 "ll128_per_collective", "tree_total_caps", "sm80_bus_cap"}
+    latency = {"base_latency", "hw_latency", "net_overhead"}
+    for name, value in list(changes.items()):
+        if value is None:
+            continue
+        if name in bandwidth:
+            changes[name] = _table(value, _GBps)
+        elif name in latency:
+            changes[name] = _table(value, _us)
+        elif name == "nvlink_bandwidths":
+            changes[name] = tuple((cc, _GBps(bw)) for cc, bw in value)
+        elif name == "dup_channels":
+            changes[name] = DupRule(_GBps(value[0]), value[1], _GBps(value[2]), value[3])
+    return replace(base, **changes)
 
 
 _V2_27_7 = _build(
@@ -643,12 +808,13 @@ _V2_27_7 = _build(
     pci_bandwidths=_V2_27_PCI_BW,
     sources=_SOURCES_V2_27,
     notes=("Complete for Tree and Ring; CollNet, NVLS, NVLSTree and PAT are not modelled.",),
+    first=(2, 27, 0), last=(2, 27, _ANY),
 )
 
 _V2_12_12 = _build(
     version="2.12.12", tag="v2.12.12-1",
     path_types=("LOC", "NVL", "NVB", "PIX", "PXB", "PXN", "PHB", "SYS", "DIS"),  # 1.3, v2.12-v2.17
-    max_channels=None,
+    max_channels=32,                      # [U] see _NOTES_V2_12
     nccl_steps=8,
     base_latency=_V2_12_BASE_LAT,
     hw_latency=_V2_12_HW_LAT,
@@ -684,30 +850,334 @@ _V2_12_12 = _build(
     speed_inter=_V2_12_SPEED_INTER,
     speed_sm90_intra=None, speed_sm90_inter=None,
     speed_sm100_intra=None, speed_sm100_inter=None,
-    dup_channels=None,
+    dup_channels=(25.0, _NO_CC_CLAUSE, 50.0, 4),  # [U] see _NOTES_V2_12
     nvlink_bandwidths=_V2_12_NVLINK_BW,
     nvlink_bandwidth_default=22.0,        # SM80 value of v2.10-v2.17
     loc_bandwidth=5000.0, pci_bandwidth=12.0,
     bdw_qpi_bandwidth=6.0, skl_qpi_bandwidth=9.0,  # SKL_QPI_BW 9 in v2.7-v2.17 (1.4)
-    # No SRP/ERP figures before v2.26 (Skylake's applies); AMD got LOC_BW before v2.19.
-    srp_qpi_bandwidth=9e9, erp_qpi_bandwidth=9e9, amd_bandwidth=5000e9,
     pci_bandwidths=_V2_27_PCI_BW,  # kvDictPciGen: 8 and 16 GT/s as in v2.27 [U] for 32 GT/s
     sources=_SOURCES_V2_12,
     notes=_NOTES_V2_12,
+    first=(2, 12, 0), last=(2, 13, _ANY),
 )
 
-#: Every profile by version string.
-PROFILES: dict[str, NcclProfile] = {p.version: p for p in (_V2_27_7, _V2_12_12)}
+
+# --- v2.23.4-1: 2.23.0-2.26.x ---------------------------------------------------------------
+# Differences from v2.27.7, each from the per-tag tables NCCL's sources give: MAXCHANNELS 32 (64 is
+# v2.27+; 32 is given for v2.18); no Blackwell rows (llMaxBws etc. row 3 is v2.25-v2.27, and
+# v2.25-v2.26's SM100 40.0 / sm100 arrays are not modelled); path types v2.18-v2.25 (src/graph/
+# topo.h: no C2C, P2C). [U] hwLat/baseLat/LL128 rules read as the reference's (the tables tag
+# v2.23-HEAD for baseLat and give no older hwLat row after v2.22).
+_V2_23_4 = _derive(
+    _V2_27_7, version="2.23.4", tag="v2.23.4-1", first=(2, 23, 0), last=(2, 26, _ANY),
+    path_types=("LOC", "NVL", "NVB", "PIX", "PXB", "PXN", "PHB", "SYS", "NET", "DIS"),
+    max_channels=32,
+    ll_max_bws=_V2_27_LL_MAX_BWS[:3],
+    per_ch_max_ring_ll128_bws=_V2_27_PER_CH_MAX_RING_LL128_BWS[:3],
+    per_ch_max_tree_ll128_bws=_V2_27_PER_CH_MAX_TREE_LL128_BWS[:3],
+    per_ch_max_tree_bws=_V2_27_PER_CH_MAX_TREE_BWS[:3],
+    speed_sm100_intra=None, speed_sm100_inter=None,
+    nvlink_bandwidths=((90, 20.6), (87, 20.0), (86, 12.0), (80, 20.0), (70, 20.0), (60, 18.0)),
+    sources=("NVIDIA/nccl v2.23.4-1 src/graph/tuning.cc, search.cc, topo.h",),
+    notes=("[U] MAXCHANNELS 32 (given for v2.18; 64 from v2.27).",
+           "v2.25-v2.26 Blackwell figures (SM100 NVLink 40.0, sm100 speed arrays, row 3 caps) "
+           "are not modelled: no Blackwell system is built in."),
+)
+
+# --- v2.21.5-1: 2.20.0-2.22.x ---------------------------------------------------------------
+# baseLat v2.19-v2.22 (Tree Simple 0); hwLat v2.18-v2.22 row (Tree Simple 28 on NVLINK/PCI/NET);
+# Ring LL128 0.7 when ppn < 2 (v2.7-v2.21); AllReduce nInterSteps nNodes>1 ? 2*nNodes : 0
+# (v2.12-v2.22); llMaxBws Hopper 141/45/35 and sm90SpeedArrayIntra from v2.21.
+_V2_21_5 = _derive(
+    _V2_23_4, version="2.21.5", tag="v2.21.5-1", first=(2, 20, 0), last=(2, 22, _ANY),
+    base_latency=((6.8, 14.0, 0.0), (6.6, 14.0, 8.4)),
+    hw_latency=(((0.6, 1.25, 28.0), (0.6, 1.9, 3.4)),
+                ((1.0, 1.9, 28.0), (1.0, 2.5, 5.7)),
+                ((5.0, 8.5, 28.0), (2.7, 4.0, 14.0))),
+    ring_ll128_factor_ppn1=0.7,
+    allreduce_inter_steps_offset=0,
+    sources=("NVIDIA/nccl v2.21.5-1 src/graph/tuning.cc, search.cc, topo.h",),
+    notes=("[U] MAXCHANNELS 32 (given for v2.18).",
+           "v2.20 differs for Hopper only (Ring LL x1/4 or 1/3, llMaxBws Hopper 87.7/22.5/19.0, "
+           "the v2.19 sm90 intra array): not modelled, v2.20 takes v2.21's values [U]."),
+)
+
+# --- v2.19.4-1: 2.19.x ----------------------------------------------------------------------
+# Ring LL x1/4 (x1/3 single-node Bcast/AG/RS), v2.8-v2.20; llMaxBws Hopper 87.7/22.5/19.0
+# (v2.18-v2.20); sm90 intra array v2.19-v2.20; SM90 NVLink 20.0 (v2.18-v2.19).
+_V2_19_4 = _derive(
+    _V2_21_5, version="2.19.4", tag="v2.19.4-1", first=(2, 19, 0), last=(2, 19, _ANY),
+    ring_ll_factor=1 / 4, ring_ll_factor_single_node_copy=1 / 3,
+    ll_max_bws=((39.0, 39.0, 20.4), (87.7, 22.5, 19.0), (87.7, 22.5, 19.0)),
+    speed_sm90_intra=(60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 15.0, 12.0, 6.0, 3.0),
+    nvlink_bandwidths=((90, 20.0), (87, 20.0), (86, 12.0), (80, 20.0), (70, 20.0), (60, 18.0)),
+    sources=("NVIDIA/nccl v2.19.4-1 src/graph/tuning.cc, search.cc, topo.h",),
+    notes=("[U] MAXCHANNELS 32 (given for v2.18).",),
+)
+
+# --- v2.18.6-1: 2.18.x ----------------------------------------------------------------------
+# hwLat v2.18: Tree Simple NVLINK 4, PCI 6, NET 14; sm90 speed arrays of v2.18.
+_V2_18_6 = _derive(
+    _V2_19_4, version="2.18.6", tag="v2.18.6-1", first=(2, 18, 0), last=(2, 18, _ANY),
+    hw_latency=(((0.6, 1.25, 4.0), (0.6, 1.9, 3.4)),
+                ((1.0, 1.9, 6.0), (1.0, 2.5, 5.7)),
+                ((5.0, 8.5, 14.0), (2.7, 4.0, 14.0))),
+    speed_sm90_intra=(60.0, 40.0, 30.0, 24.0, 20.0, 15.0, 12.0, 6.0, 3.0),
+    speed_sm90_inter=(48.0, 45.0, 42.0, 40.0, 30.0, 24.0, 20.0, 17.5, 15.0, 12.0, 6.0, 3.0,
+                      2.4, 1.2, 0.24, 0.12),
+    sources=("NVIDIA/nccl v2.18.6-1 src/graph/tuning.cc, search.cc, topo.h, "
+             "src/include/device.h (MAXCHANNELS 32)",),
+    notes=(),
+)
+
+# --- v2.14-v2.17 (v2.17.1-1) and v2.10-v2.11 (v2.11.4-1): the v2.12 tables except ------------
+# hwLat[NET][Ring][Simple] = 9.6 (28 only in v2.12-v2.13, 5.2), and for v2.10-
+# v2.11 AllReduce nInterSteps = 2*(nNodes-1) (v2.7-v2.11, 5.5).
+_V2_NET_RING_SIMPLE_9_6 = (((0.52, 1.25, 28.0), (0.47, 1.9, 3.4)),
+                           ((1.0, 1.9, 28.0), (1.0, 2.5, 5.7)),
+                           ((5.0, 8.5, 28.0), (2.7, 4.0, 9.6)))
+_V2_17_1 = _derive(
+    _V2_12_12, version="2.17.1", tag="v2.17.1-1", first=(2, 14, 0), last=(2, 17, _ANY),
+    hw_latency=_V2_NET_RING_SIMPLE_9_6,
+    notes=_NOTES_V2_12[:-1] + ("The v2.12 tables with hwLat[NET][Ring][Simple] 9.6 "
+                               "(v2.14-v2.17).",),
+)
+_V2_11_4 = _derive(
+    _V2_17_1, version="2.11.4", tag="v2.11.4-1", first=(2, 10, 0), last=(2, 11, _ANY),
+    path_types=("LOC", "NVL", "NVB", "PIX", "PXB", "PHB", "SYS"),   # 1.3, v2.8-v2.11 (no PXN)
+    pxn=False, allreduce_inter_steps_offset=1,
+    notes=_NOTES_V2_12[:-1] + ("The v2.12 tables with hwLat[NET][Ring][Simple] 9.6 and "
+                               "AllReduce nInterSteps 2*(nNodes-1) (v2.7-v2.11); no PXN.",),
+)
+
+# --- v2.8-v2.9 (v2.8.4-1) -------------------------------------------------------------------
+# topo.h v2.7-v2.9: SM60 18, SM70 21, SM80 21 (v2.9), SM86 12 (v2.9); QPI 6, SKL 9; search.cc
+# v2.9 single speed array; NVB paths from v2.8 (1.3).
+_V2_9_SPEED = (42.0, 30.0, 24.0, 21.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0, 2.4,
+               1.2, 0.24, 0.12)
+_V2_8_4 = _derive(
+    _V2_11_4, version="2.8.4", tag="v2.8.4-1", first=(2, 8, 0), last=(2, 9, _ANY),
+    speed_intra=_V2_9_SPEED, speed_inter=_V2_9_SPEED,
+    nvlink_bandwidths=((87, 21.0), (86, 12.0), (80, 21.0), (70, 21.0), (60, 18.0)),
+    nvlink_bandwidth_default=21.0,
+    sources=("NVIDIA/nccl v2.8-v2.9 src/graph/tuning.cc, search.cc, topo.h as the tag columns "
+             "of 1.3, 1.4, 3.3, 5.2-5.5 give them",),
+    notes=("[U] MAXCHANNELS 32, DupChannels and llMaxBws/perChMax rows as v2.12 (untagged).",
+           "[U] the speed array is v2.9's (v2.8 lies between v2.7's and v2.9's).",
+           "[U] LL128 enabling as v2.12 (all sm70 or all sm80, typeIntra <= NVL).",
+           "NCCL charges PHB PCIe links x12/9 before v2.9 (6/5 from v2.9): not modelled here."),
+)
+
+# --- v2.7.8-1: 2.7.x ------------------------------------------------------------------------
+# hwLat v2.7 row; no NVB path type (1.3); Ring LL without cap (x1/4, x1/3 single-node copies);
+# ll128MaxBwPerCh[coll]; Tree x0.9 with maxTreeBw; sm80 busBw <= 235 (5.3, 5.4); speed array.
+_V2_7_8 = _derive(
+    _V2_8_4, version="2.7.8", tag="v2.7.8-1", first=(2, 7, 0), last=(2, 7, _ANY),
+    path_types=("LOC", "NVL", "PIX", "PXB", "PHB", "SYS", "NET"),
+    nvb_relay=False,
+    hw_latency=(((0.52, 1.2, 28.0), (0.47, 1.9, 3.4)),
+                ((1.0, 1.9, 28.0), (1.0, 2.5, 5.7)),
+                ((5.0, 8.5, 50.0), (2.7, 4.0, 9.6))),
+    ll_cap=False,
+    ll128_per_collective=(18.8, 12.0, 18.3, 15.2, 16.7), ll128_per_collective_rule="per_channel",
+    tree_factor=0.9,
+    tree_total_caps=((110.0, 80.0), (130.0, 105.0)),
+    sm80_bus_cap=235.0,
+    speed_intra=(42.0, 24.0, 21.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0, 2.4,
+                 1.2, 0.24, 0.12),
+    speed_inter=(42.0, 24.0, 21.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0, 2.4,
+                 1.2, 0.24, 0.12),
+    nvlink_bandwidths=((70, 21.0), (60, 18.0)),
+    sources=("NVIDIA/nccl v2.7.8-1 src/graph/tuning.cc, search.cc, topo.h",),
+    notes=("[U] MAXCHANNELS 32 and DupChannels as v2.12.",
+           "[U] Tree LL128 is capped at nChannels x ll128MaxBwPerCh[AllReduce].",
+           "[U] LL128 enabling as v2.12 (all sm70 or all sm80, typeIntra <= NVL)."),
+)
+
+# --- v2.5.7-1: 2.5.x-2.6.x (the first topology search and tuning model) -----------------------
+# baseLat v2.5-v2.6; hwLat v2.5; Ring/Tree LL x1/4 and x1/3 without cap; ll128MaxBw[coll]
+# totals with x120/128; Tree min(busBw x .9, nNodes > 1 ? 70 : 90); v2.5 treeCorrectionFactor
+# Simple row; QPI 8, SKL 12; LL128 on Volta + NVLink only; ring latency nsteps x hwLat.
+_V2_5_TREE_CORRECTION = (
+    _V2_27_TREE_CORRECTION[0], _V2_27_TREE_CORRECTION[1],
+    (.9,) * 7 + (.8, .7, .6, .6) + (.5,) * 6 + (.6, .6, .7, .8, .9),
+)
+_V2_5_7 = _derive(
+    _V2_7_8, version="2.5.7", tag="v2.5.7-1", first=(2, 5, 0), last=(2, 6, _ANY),
+    base_latency=((4.4, 4.4, 0.0), (3.6, 3.6, 8.4)),
+    hw_latency=(((0.5, 1.9, 28.0), (0.4, 2.5, 5.7)),
+                ((1.0, 1.9, 28.0), (1.0, 2.5, 5.7)),
+                ((5.0, 7.5, 50.0), (0.9, 2.5, 6.6))),
+    ring_ll_factor_single_node_copy=1 / 4,
+    ring_ll128_factor=120 / 128, ring_ll128_factor_ppn1=120 / 128,
+    ll128_per_collective=(113.0, 72.0, 110.0, 91.0, 100.0), ll128_per_collective_rule="total",
+    tree_ll_divisor=3.0,
+    tree_total_caps=((90.0, 70.0), (90.0, 70.0)),
+    sm80_bus_cap=None,
+    tree_correction_factor=_V2_5_TREE_CORRECTION,
+    ring_latency_rule="nsteps_hw",
+    ll128_compute_capabilities=(70,),
+    bdw_qpi_bandwidth=8.0, skl_qpi_bandwidth=12.0,
+    sources=("NVIDIA/nccl v2.5.7-1 src/graph/tuning.cc, src/enqueue.cc (treeCorrectionFactor), "
+             "topo.h",),
+    notes=("[U] the search constants of v2.5 are not in the reference: the v2.7 speed array, "
+           "path types and v2.12 DupChannels are used; MAXCHANNELS 32.",
+           "[U] treeCorrectionFactor LL and LL128 rows: v2.5 had different values that the "
+           "reference does not list; the v2.7+ rows are used (the Simple row is v2.5's).",
+           "[U] the Tree LL128 factor (7/9, 120/128) and the ring plateau rule are untagged and "
+           "read as unchanged; Tree LL128 is capped at ll128MaxBw[AllReduce].",
+           "LL128 needs every GPU at sm70 and typeIntra NVL (v2.5: Volta + NVLink only)."),
+)
+
+# --- v2.4.8-1 and v2.3.x: the ring construction before the topology search ------------------
+# src/init.cu, src/misc/rings.cu, src/transport/p2p.cu. These
+# releases have no tuning model: the time of a ring is computed with the v2.5 tables [U] (the
+# first model NCCL wrote), the protocol is chosen as NCCL did, by size threshold.
+_LEGACY_NOTES = (
+    "No tuning model in NCCL before v2.5: latencies and protocol factors are v2.5's [U], "
+    "applied to the rings this release builds; LL vs Simple is NCCL's own size threshold.",
+    "[U] NVLink/PCIe figures are v2.5's (18 GB/s per P100 NVLink, 21 per V100 NVLink): NCCL "
+    "2.3/2.4 count links and have no bandwidth figures.",
+)
+_V2_4_8 = _derive(
+    _V2_5_7, version="2.4.8", tag="v2.4.8-1", first=(2, 4, 0), last=(2, 4, _ANY),
+    max_channels=16,                      # MAXCHANNELS 16 (v2.4, 0)
+    ring_builder="p2p_rings", tree_rule="threshold", selection="threshold",
+    ll128=False, nvb_relay=False, pxn=False,
+    legacy=LegacyRings(max_rings=16, default_threads=256, ll_max_threads=256, ll_min_threads=64,
+                       thread_threshold=(64, 32), multi_node_threshold_factor=2,
+                       pascal_half_threads=False, multi_node_nvlink_dup=True),
+    sources=("NVIDIA/nccl v2.4.8-1 src/init.cc (ncclTreeThreshold), src/misc/rings.cc, "
+             "src/transport/p2p.cc",),
+    notes=_LEGACY_NOTES + ("Trees only across >= 2 nodes, below ncclTreeThreshold.",
+                           "[U] thread threshold as v2.3.7 (64 Volta+, 32 Pascal)."),
+)
+_V2_3_7 = _derive(
+    _V2_4_8, version="2.3.7", tag="v2.3.7-1", first=(2, 3, 7), last=(2, 3, _ANY),
+    tree_rule="none",
+    legacy=LegacyRings(max_rings=16, default_threads=256, ll_max_threads=256, ll_min_threads=64,
+                       thread_threshold=(64, 32), multi_node_threshold_factor=2,
+                       pascal_half_threads=True, multi_node_nvlink_dup=False),
+    sources=("NVIDIA/nccl v2.3.7-1 src/init.cu, src/misc/rings.cu, src/transport/p2p.cu, "
+             "src/include/nvlink.h, src/include/common_coll.h",),
+    notes=_LEGACY_NOTES + ("No trees, no LL128, no GPU relay.",),
+)
+_V2_3_5 = _derive(
+    _V2_3_7, version="2.3.5", tag="v2.3.5-5", first=(2, 0, 0), last=(2, 3, 6),
+    legacy=replace(_V2_3_7.legacy, thread_threshold=(32, 32)),
+    sources=("NVIDIA/nccl v2.3.5-5 src/include/common_coll.h (threadThreshold 32) and the "
+             "v2.3.7-1 ring code, unchanged between the two tags",),
+    notes=_LEGACY_NOTES + (
+        "[U] 2.0-2.2 have no tags in NVIDIA/nccl (v2.3.5-5 is the oldest 2.x tag): they are "
+        "taken to build rings as v2.3.5.",),
+)
+
+#: Every profile by version string, oldest first.
+def _with_inter_cpu(profile: NcclProfile) -> NcclProfile:
+    """The inter-CPU figures of ncclTopoGetInterCpuBw as the release had them (NVIDIA/nccl
+    src/graph/topo.h): SRP_QPI_BW 22 and ERP_QPI_BW 40 from v2.26 (Skylake's figure before),
+    AMD_BW 16 from v2.19 (LOC_BW before), ARM_BW 6."""
+    newer_intel = profile.first >= (2, 26, 0)
+    return replace(profile,
+                   srp_qpi_bandwidth=22e9 if newer_intel else profile.skl_qpi_bandwidth,
+                   erp_qpi_bandwidth=40e9 if newer_intel else profile.skl_qpi_bandwidth,
+                   amd_bandwidth=16e9 if profile.first >= (2, 19, 0) else profile.loc_bandwidth,
+                   arm_bandwidth=6e9)
+
+
+PROFILES: dict[str, NcclProfile] = {p.version: _with_inter_cpu(p) for p in (
+    _V2_3_5, _V2_3_7, _V2_4_8, _V2_5_7, _V2_7_8, _V2_8_4, _V2_11_4, _V2_12_12, _V2_17_1,
+    _V2_18_6, _V2_19_4, _V2_21_5, _V2_23_4, _V2_27_7)}
+
+_OLDEST, _NEWEST = _V2_3_5, _V2_27_7
+_VERSION_GRAMMAR = re.compile(r"[vV]?([0-9]{1,3})\.([0-9]{1,3})(?:\.([0-9]{1,3}))?(?:-([0-9]{1,3}))?")
+
+
+@dataclass(frozen=True, slots=True)
+class NcclRelease:
+    """A parsed NCCL release number.
+
+    Attributes
+    ----------
+    major, minor : int
+    patch : int or None
+        ``None`` for a minor release given alone (``"2.12"``): the newest patch of it.
+    text : str
+        What was parsed.
+    """
+
+    major: int
+    minor: int
+    patch: int | None
+    text: str
+
+    @property
+    def key(self) -> tuple:
+        """``(major, minor, patch)`` with a missing patch as the newest (for ordering)."""
+        return (self.major, self.minor, _ANY if self.patch is None else self.patch)
+
+    @property
+    def profile(self) -> NcclProfile:
+        """The profile that governs this release."""
+        for profile in PROFILES.values():
+            if profile.first <= self.key <= profile.last:
+                return profile
+        raise UnknownNcclVersionError(_range_message(self.text))  # unreachable after parsing
+
+
+def _release_text(release: tuple) -> str:
+    return ".".join(str(part) for part in release[:2]) + (
+        ".x" if release[2] == _ANY else f".{release[2]}")
+
+
+def _range_message(received) -> str:
+    return (f"no NCCL profile for version {received!r}: expected a release from "
+            f"{_release_text(_OLDEST.first)} to {_release_text(_NEWEST.last)} written MAJOR.MINOR"
+            f"[.PATCH][-BUILD], such as '2.12', '2.12.12' or 'v2.12.12-1'")
+
+
+def parse_nccl_version(text) -> NcclRelease:
+    """Parse an NCCL release number strictly.
+
+    Grammar: an optional ``v``, ``MAJOR.MINOR``, an optional ``.PATCH`` and an optional
+    ``-BUILD`` (the git tag suffix), digits only, surrounding blanks ignored: ``"2.12"``,
+    ``"2.12.12"``, ``"v2.12.12-1"``. A minor release alone means its newest patch. The release
+    must lie in the range the profiles cover (2.0.0 to the newest profile's minor release).
+
+    Raises
+    ------
+    UnknownNcclVersionError
+        For anything else, naming what was received and the accepted range and grammar.
+
+    Examples
+    --------
+    >>> parse_nccl_version("v2.12.12-1").profile.version
+    '2.12.12'
+    >>> parse_nccl_version("2.8.4").profile.version, parse_nccl_version("2.3").profile.version
+    ('2.8.4', '2.3.7')
+    """
+    if not isinstance(text, str):
+        raise UnknownNcclVersionError(_range_message(text))
+    match = _VERSION_GRAMMAR.fullmatch(text.strip())
+    if match is None:
+        raise UnknownNcclVersionError(_range_message(text))
+    major, minor = int(match[1]), int(match[2])
+    patch = None if match[3] is None else int(match[3])
+    release = NcclRelease(major, minor, patch, text)
+    low = (major, minor, 0 if patch is None else patch)
+    if not (_OLDEST.first <= low and release.key <= _NEWEST.last):
+        raise UnknownNcclVersionError(_range_message(text))
+    return release
 
 
 def nccl_profile(version: str | NcclProfile | None = None) -> NcclProfile:
-    """The constants of one NCCL release.
+    """The profile that governs an NCCL release.
 
     Parameters
     ----------
     version : str or NcclProfile, optional
-        ``"2.27.7"``; a tag form such as ``"v2.27.7-1"`` is accepted. ``None`` gives
-        :data:`DEFAULT_VERSION`; a profile is returned as is.
+        A release in :func:`parse_nccl_version`'s grammar (``"2.12.12"``, ``"v2.8.4-1"``,
+        ``"2.19"``). ``None`` gives :data:`DEFAULT_VERSION`; a profile is returned as is.
 
     Returns
     -------
@@ -716,26 +1186,55 @@ def nccl_profile(version: str | NcclProfile | None = None) -> NcclProfile:
     Raises
     ------
     UnknownNcclVersionError
-        For a version without a profile; the message lists the valid ones.
+        For a malformed version or one outside the profiles' range.
 
     Examples
     --------
-    >>> nccl_profile("v2.12.12-1").version
-    '2.12.12'
-    >>> nccl_profile("2.19")
+    >>> nccl_profile("v2.12.12-1").version, nccl_profile("2.15.5").version
+    ('2.12.12', '2.17.1')
+    >>> nccl_profile("2.28")
     Traceback (most recent call last):
     ...
-    models.nccl.profiles.UnknownNcclVersionError: no NCCL profile for version '2.19': expected one of ['2.27.7', '2.12.12']
+    models.nccl.profiles.UnknownNcclVersionError: no NCCL profile for version '2.28': expected a release from 2.0.0 to 2.27.x written MAJOR.MINOR[.PATCH][-BUILD], such as '2.12', '2.12.12' or 'v2.12.12-1'
     """
     if version is None:
         return PROFILES[DEFAULT_VERSION]
     if isinstance(version, NcclProfile):
         return version
-    key = str(version).strip()
-    key = key[1:] if key[:1] in "vV" else key
-    key = key.split("-")[0]
-    try:
-        return PROFILES[key]
-    except KeyError:
-        raise UnknownNcclVersionError(f"no NCCL profile for version {version!r}: expected one of "
-                                      f"{list(PROFILES)}") from None
+    return parse_nccl_version(version).profile
+
+
+def _behaviour(profile: NcclProfile) -> str:
+    parts = ["rings from NVLink counts" if profile.ring_builder == "p2p_rings" else "topology search"]
+    parts.append({"none": "no trees", "threshold": "trees across nodes (threshold)",
+                  "model": "trees"}[profile.tree_rule])
+    parts.append("LL128" if profile.ll128 else "no LL128")
+    parts.append("NVB relay" if profile.nvb_relay else "no GPU relay")
+    parts.append("PXN" if profile.pxn else "no PXN")
+    parts.append("tuning model" if profile.selection == "model" else "LL/Simple by size threshold")
+    return ", ".join(parts)
+
+
+def versions_table() -> tuple:
+    """Releases, the profile governing each and its behaviour, oldest first.
+
+    Returns
+    -------
+    tuple of tuple of str
+        ``(releases, profile, NCCL tag of the constants, behaviour)`` per profile.
+
+    Examples
+    --------
+    >>> versions_table()[0]
+    ('2.0.0-2.3.6', '2.3.5', 'v2.3.5-5', 'rings from NVLink counts, no trees, no LL128, no GPU relay, no PXN, LL/Simple by size threshold')
+    """
+    return tuple((f"{_release_text(p.first)}-{_release_text(p.last)}", p.version, p.tag, _behaviour(p))
+                 for p in PROFILES.values())
+
+
+def format_versions_table() -> str:
+    """:func:`versions_table` as aligned text (for ``--help`` and the README)."""
+    rows = (("releases", "profile", "constants", "behaviour"),) + versions_table()
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row[:3], widths)) + "  " + row[3]
+                     for row in rows)

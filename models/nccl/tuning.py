@@ -70,7 +70,8 @@ __all__ = [
     "ChannelGraph", "Communicator", "BandwidthStep", "BusBandwidth", "LatencyTerm", "Latency",
     "Tuning", "AlgoTime", "Selection",
     "nsteps", "bus_to_alg_ratio", "applicability", "bus_bandwidth", "latency", "tune",
-    "tuning_table", "algo_time", "select_algorithm", "comm_channels",
+    "tuning_table", "algo_time", "select_algorithm", "comm_channels", "ll_threshold",
+    "tree_threshold",
 ]
 
 #: Collectives NCCL's tuning model covers, in NCCL's function order (nccl-model.md 0).
@@ -140,6 +141,18 @@ def _positive_bandwidth(name, value) -> float:
     return float(value)
 
 
+def _bound(comm, profile) -> NcclProfile:
+    """The communicator's profile; ``profile`` (a legacy argument) must be the same release."""
+    if not isinstance(comm, Communicator):
+        raise TuningError(f"comm must be a Communicator, received {type(comm).__name__}")
+    if profile is not None and nccl_profile(profile) is not comm.profile:
+        given = nccl_profile(profile)
+        raise TuningError(f"the communicator runs NCCL {comm.profile.version}, received profile "
+                          f"{given.version}: expected no profile, or build the Communicator with "
+                          f"profile={given.version!r}")
+    return comm.profile
+
+
 # ---------------------------------------------------------------------------------- inputs
 @dataclass(frozen=True, slots=True)
 class ChannelGraph:
@@ -173,6 +186,9 @@ class ChannelGraph:
         ``graph.sameChannels``: every channel has the same GPU order.
     latency_inter : float
         ``graph.latencyInter``, NET latency from the topology (0 when the XML has none). [s]
+    nthreads : int, optional
+        Threads per ring of NCCL 2.0-2.4 (``comm->nThreads``: 256, or 128 on Pascal NVLink
+        rings in 2.3); only the pre-2.5 LL threshold reads it (None: the profile's default).
     """
 
     nchannels: int
@@ -183,8 +199,11 @@ class ChannelGraph:
     pattern: str = "ring"
     same_channels: bool = True
     latency_inter: float = 0.0
+    nthreads: int | None = None
 
     def __post_init__(self):
+        if self.nthreads is not None and (not _is_int(self.nthreads) or self.nthreads < 1):
+            raise TuningError(f"nthreads must be an integer >= 1 or None, received {self.nthreads!r}")
         if not _is_int(self.nchannels) or self.nchannels < 1:
             raise TuningError(f"nchannels must be an integer >= 1, received {self.nchannels!r}")
         _positive_bandwidth("bw_intra", self.bw_intra)
@@ -240,6 +259,10 @@ class Communicator:
         :func:`comm_channels` of the two graphs.
     cuda_11_8 : bool
         Built with CUDA 11.8 (disables LL128 for sm90 Ring AllReduce on 2 ranks).
+    profile : str or NcclProfile, optional
+        The NCCL release whose model this communicator runs (:func:`nccl_profile`; default
+        the reference version). It is stored as an :class:`NcclProfile` and every function
+        of this module uses it, so one communicator cannot be tuned under two releases.
     """
 
     nranks: int
@@ -251,8 +274,10 @@ class Communicator:
     cpu_vendor: str = "intel"
     nchannels: int | None = None
     cuda_11_8: bool = False
+    profile: NcclProfile | str | None = None
 
     def __post_init__(self):
+        object.__setattr__(self, "profile", nccl_profile(self.profile))
         if not _is_int(self.nranks) or self.nranks < 2:
             raise TuningError(
                 f"nranks must be an integer >= 2, received {self.nranks!r} (NCCL bypasses its "
@@ -585,7 +610,8 @@ def applicability(collective: str, algorithm: str, protocol: str, comm: Communic
     ReduceScatter run Ring only (PAT/NVLS/CollNet are not modelled); LL128 needs, for the
     reference version, typeInter <= PXB (<= PXN on sm90+), typeIntra <= NVB, one compute
     capability >= 70 across GPUs, and not (sm90 + CUDA 11.8 + Ring AllReduce on 2 ranks);
-    v2.12 needs typeInter <= PXB, typeIntra <= NVL and all GPUs sm70 or all sm80.
+    v2.12 needs typeInter <= PXB, typeIntra <= NVL and all GPUs sm70 or all sm80. Before
+    v2.5.6 there is no LL128, before v2.4 no tree, and v2.4 runs trees only across nodes.
 
     Parameters
     ----------
@@ -602,11 +628,17 @@ def applicability(collective: str, algorithm: str, protocol: str, comm: Communic
     collective = _check_collective(collective)
     algorithm = _check_algorithm(algorithm)
     protocol = _check_protocol(protocol)
-    profile = nccl_profile(profile)
+    profile = _bound(comm, profile)
+    if algorithm == "tree" and profile.tree_rule == "none":
+        return False, f"NCCL {profile.version} has no trees (they arrive in v2.4.2)"
+    if algorithm == "tree" and profile.tree_rule == "threshold" and comm.nnodes < 2:
+        return False, f"NCCL {profile.version} runs trees only across 2 or more nodes"
     if algorithm == "tree" and collective != "all_reduce":
         return False, f"NCCL runs {collective} with Ring only (nccl-model.md 5.4)"
     if protocol != "LL128":
         return True, ""
+    if not profile.ll128:
+        return False, f"NCCL {profile.version} has no LL128 (it arrives in v2.5.6)"
     graph = comm.graph(algorithm)
     cc_min, cc_max = comm.compute_capability, comm.cc_max
     if cc_min < profile.ll128_min_compute_capability:
@@ -681,7 +713,7 @@ def bus_bandwidth(collective: str, algorithm: str, protocol: str, comm: Communic
     collective = _check_collective(collective)
     algorithm = _check_algorithm(algorithm)
     protocol = _check_protocol(protocol)
-    profile = nccl_profile(profile)
+    profile = _bound(comm, profile)
     graph = comm.graph(algorithm)
     nnodes = comm.nnodes
     use_intra = nnodes <= 2
@@ -705,39 +737,64 @@ def bus_bandwidth(collective: str, algorithm: str, protocol: str, comm: Communic
         nonlocal value
         scaled = value * factor
         after = scaled if cap is None else min(scaled, cap)
+        if cap is None:
+            cap_name = ""
         steps.append(BandwidthStep(name, factor, cap, cap_name, value, after,
                                    cap is not None and cap < scaled))
         value = after
+
+    def ll_cap():
+        """llMaxBws (v2.8+) or no cap (v2.5, v2.7)."""
+        if not profile.ll_cap:
+            return None, ""
+        row = ll_row()
+        return profile.ll_max_bw(row, nnodes), f"llMaxBws[{row}][{col}]"
+
+    def ll128_cap(table_name, lookup):
+        """The LL128 cap: per row and channel (v2.8+), or per collective (v2.5 totals, v2.7
+        per channel)."""
+        if profile.ll128_per_collective is not None:
+            value = profile.ll128_per_collective[NCCL_COLLECTIVES.index(collective)]
+            if profile.ll128_per_collective_rule == "total":
+                return value, f"ll128MaxBw[{collective}]"
+            return nch * value, f"nChannels x ll128MaxBwPerCh[{collective}]"
+        row = cc_row()
+        return nch * lookup(row, nnodes), f"nChannels x {table_name}[{row}][{col}]"
 
     if algorithm == "ring":
         if protocol == "LL":
             reducing = nnodes > 1 or collective in ("all_reduce", "reduce")
             factor = profile.ring_ll_factor if reducing else profile.ring_ll_factor_single_node_copy
-            row = ll_row()
-            step("Ring LL", factor, profile.ll_max_bw(row, nnodes), f"llMaxBws[{row}][{col}]")
+            step("Ring LL", factor, *ll_cap())
         elif protocol == "LL128":
             factor = profile.ring_ll128_factor_ppn1 if comm.ppn < 2 else profile.ring_ll128_factor
-            row = cc_row()
-            step("Ring LL128", factor, nch * profile.per_ch_max_ring_ll128_bw(row, nnodes),
-                 f"nChannels x perChMaxRingLL128Bws[{row}][{col}]")
+            step("Ring LL128", factor, *ll128_cap("perChMaxRingLL128Bws",
+                                                  profile.per_ch_max_ring_ll128_bw))
     else:
         if collective != "all_reduce":
             raise TuningError(f"NCCL runs {collective} with Ring only: expected algorithm 'ring'")
-        row = cc_row()
-        step("Tree AllReduce", profile.tree_factor, nch * profile.per_ch_max_tree_bw(row, nnodes),
-             f"nChannels x perChMaxTreeBws[{row}][{col}]")
+        if profile.tree_total_caps is not None:
+            # v2.5: min(busBw x .9, nNodes > 1 ? 70 : 90); v2.7: maxTreeBw, 110 on <= 2 nodes
+            # and 80 above (130 / 105 for LL128 on sm80).
+            multi = nnodes > 1 if profile.ring_latency_rule == "nsteps_hw" else nnodes > 2
+            sm80_ll128 = protocol == "LL128" and comm.compute_capability >= 80
+            cap = profile.tree_total_caps[int(sm80_ll128)][int(multi)]
+            step("Tree AllReduce", profile.tree_factor, cap, "maxTreeBw")
+        else:
+            row = cc_row()
+            step("Tree AllReduce", profile.tree_factor, nch * profile.per_ch_max_tree_bw(row, nnodes),
+                 f"nChannels x perChMaxTreeBws[{row}][{col}]")
         if protocol == "LL":
-            row = ll_row()
-            step("Tree LL", 1.0 / profile.tree_ll_divisor, profile.ll_max_bw(row, nnodes),
-                 f"llMaxBws[{row}][{col}]")
+            step("Tree LL", 1.0 / profile.tree_ll_divisor, *ll_cap())
         elif protocol == "LL128":
             factor = profile.tree_ll128_factor_single_node if nnodes == 1 \
                 else profile.tree_ll128_factor_multi_node
-            row = cc_row()
-            step("Tree LL128", factor, nch * profile.per_ch_max_tree_ll128_bw(row, nnodes),
-                 f"nChannels x perChMaxTreeLL128Bws[{row}][{col}]")
+            step("Tree LL128", factor, *ll128_cap("perChMaxTreeLL128Bws",
+                                                  profile.per_ch_max_tree_ll128_bw))
         if graph.pattern == "tree":
             step("Tree pattern TREE", profile.require("tree_pattern_factor"))
+    if profile.sm80_bus_cap is not None and comm.compute_capability >= 80:
+        step("sm80 bus cap", 1.0, profile.sm80_bus_cap, "235 GB/s (sm80)")
     return BusBandwidth(collective, algorithm, protocol, nch, bw,
                         "bwIntra" if use_intra else "bwInter", raw, tuple(steps), value)
 
@@ -785,7 +842,7 @@ def latency(collective: str, algorithm: str, protocol: str, comm: Communicator,
     collective = _check_collective(collective)
     algorithm = _check_algorithm(algorithm)
     protocol = _check_protocol(protocol)
-    profile = nccl_profile(profile)
+    profile = _bound(comm, profile)
     graph = comm.graph(algorithm)
     nnodes, ppn = comm.nnodes, comm.ppn
     intra_hw = graph.hardware
@@ -804,7 +861,11 @@ def latency(collective: str, algorithm: str, protocol: str, comm: Communicator,
             f"hwLat[NET][{algorithm}][{protocol}]"
     steps_total = nsteps(collective, comm.nranks)
     overhead = 0.0
-    if algorithm == "ring" and collective in ("broadcast", "reduce"):
+    if algorithm == "ring" and profile.ring_latency_rule == "nsteps_hw":
+        # v2.5: lat += nsteps x hwLat[hw][Ring][p], hw = NET on several nodes (5.5).
+        terms = (LatencyTerm(f"nsteps x hwLat[{hw}][ring][{protocol}]", steps_total,
+                             profile.hw_lat(hw, "ring", protocol)),)
+    elif algorithm == "ring" and collective in ("broadcast", "reduce"):
         if graph.same_channels:
             terms = (LatencyTerm(f"one step x hwLat[{hw}][ring][{protocol}] (same channels)", 1,
                                  profile.hw_lat(hw, "ring", protocol)),)
@@ -864,7 +925,7 @@ def tune(collective: str, algorithm: str, protocol: str, comm: Communicator,
     collective = _check_collective(collective)
     algorithm = _check_algorithm(algorithm)
     protocol = _check_protocol(protocol)
-    profile = nccl_profile(profile)
+    profile = _bound(comm, profile)
     enabled, reason = applicability(collective, algorithm, protocol, comm, profile)
     ratio = bus_to_alg_ratio(collective, algorithm, comm.nranks, profile)
     if not enabled:
@@ -887,7 +948,7 @@ def tuning_table(collective: str, comm: Communicator, profile=None) -> tuple:
     -------
     tuple of Tuning
     """
-    profile = nccl_profile(profile)
+    profile = _bound(comm, profile)
     return tuple(tune(collective, a, p, comm, profile) for a in ALGORITHMS for p in PROTOCOLS)
 
 
@@ -971,7 +1032,7 @@ def algo_time(tuning: Tuning, nbytes, comm: Communicator, profile=None) -> AlgoT
     >>> t.tree_correction
     array([0.6, 0.9])
     """
-    profile = nccl_profile(profile)
+    profile = _bound(comm, profile)
     if not tuning.enabled:
         raise NoAlgorithmError(f"{tuning.algorithm}/{tuning.protocol} is disabled for "
                                f"{tuning.collective}: {tuning.reason}")
@@ -1001,6 +1062,70 @@ def algo_time(tuning: Tuning, nbytes, comm: Communicator, profile=None) -> AlgoT
                     _out(bandwidth, scalar), _out(lat, scalar), _out(time, scalar))
 
 
+def ll_threshold(comm: Communicator) -> float:
+    """NCCL 2.0-2.4: the largest size run with LL (``ncclGetCollResource``, common_coll.h).
+
+    ``nRanks x nRings x min(ll_max_threads, nThreads) x threadThreshold``, with
+    ``threadThreshold`` 64 on compute capability 7+ and 32 below (v2.3.7; 32 for all in
+    v2.3.5), x2 across nodes (NVIDIA/nccl v2.3.7-1 src/include/common_coll.h,
+    ``ncclThreadThreshold``). [bytes]
+
+    Examples
+    --------
+    >>> from models.nccl.tuning import ChannelGraph, Communicator, ll_threshold
+    >>> g = ChannelGraph(12, 4.5e9, "NVL", nthreads=128)
+    >>> ll_threshold(Communicator(4, g, g, 60, profile="2.3.7"))    # 4 x 12 x 128 x 32
+    196608
+    """
+    legacy = comm.profile.legacy
+    if legacy is None:
+        raise TuningError(f"NCCL {comm.profile.version} chooses protocols with its tuning model: "
+                          f"expected a profile before 2.5 for a size threshold")
+    threads = comm.ring.nthreads if comm.ring.nthreads is not None else legacy.default_threads
+    volta, pascal = legacy.thread_threshold
+    threshold = (volta if comm.compute_capability >= 70 else pascal) * (
+        legacy.multi_node_threshold_factor if comm.nnodes > 1 else 1)
+    return comm.nranks * comm.ring.nchannels * min(legacy.ll_max_threads, threads) * threshold
+
+
+def tree_threshold(comm: Communicator) -> float:
+    """NCCL 2.4: AllReduce runs the tree below this size (``ncclTreeThreshold``, src/init.cc).
+
+    0 on one node. Otherwise, with ``ringbw = 5000 x nChannels`` MB/s on NVLink (5000
+    without), ``treebw = ringbw x 3/4`` (x2 on 2 nodes) on NVLink or ``x 2/3``, ``ringlat =
+    6 (nRanks - 1)`` µs and ``treelat = 15 log2(nNodes) + 4 (nRanks/nNodes - 1)`` µs:
+    ``ringbw x treebw / (ringbw - treebw) x (ringlat - treelat)`` (NVIDIA/nccl v2.4.8-1).
+    [U] When ``treebw >= ringbw`` the formula has no crossing: the tree is taken at every
+    size if its latency is lower, else never. [bytes]
+    """
+    if comm.nnodes < 2:
+        return 0.0
+    nvlink = comm.ring.type_intra == "NVL"
+    ringbw = 5000.0 * comm.ring.nchannels if nvlink else 5000.0           # [MB/s]
+    treebw = ringbw * 3 / 4 * (2 if comm.nnodes == 2 else 1) if nvlink else ringbw * 2 / 3
+    ringlat = 6.0 * (comm.nranks - 1)                                      # [µs]
+    treelat = 15.0 * _log2i(comm.nnodes) + 4.0 * (comm.nranks // comm.nnodes - 1)
+    if treebw >= ringbw:
+        return math.inf if treelat < ringlat else 0.0
+    return max(0.0, ringbw * treebw / (ringbw - treebw) * (ringlat - treelat))   # MB/s x µs = B
+
+
+def _legacy_choice(collective, sizes, comm, candidates) -> np.ndarray:
+    """Index into ``candidates`` of what NCCL 2.0-2.4 runs per size (threshold rules)."""
+    keys = [(c.tuning.algorithm, c.tuning.protocol) for c in candidates]
+    ll_max = ll_threshold(comm)
+    tree_max = tree_threshold(comm) if collective == "all_reduce" \
+        and comm.profile.tree_rule == "threshold" else 0.0
+    choice = np.empty(len(sizes), dtype=int)
+    for i, nbytes in enumerate(sizes):
+        wanted = ("tree" if nbytes < tree_max else "ring", "LL" if nbytes <= ll_max else "Simple")
+        order = [k for k, key in enumerate(keys) if key == wanted] \
+            + [k for k, key in enumerate(keys) if key[0] == wanted[0]] \
+            + [k for k, key in enumerate(keys) if key[1] == wanted[1]] + list(range(len(keys)))
+        choice[i] = order[0]       # a forced algorithm/protocol leaves what is enabled
+    return choice
+
+
 def select_algorithm(collective: str, nbytes, comm: Communicator, *, algorithm=None,
                      protocol=None, profile=None) -> Selection:
     """The (algorithm, protocol) NCCL picks per size, and its predicted time.
@@ -1008,7 +1133,8 @@ def select_algorithm(collective: str, nbytes, comm: Communicator, *, algorithm=N
     Every enabled cell of :func:`tuning_table` (restricted to ``algorithm`` / ``protocol``
     when given) is timed with :func:`algo_time`; the lowest time wins, ties going to the
     lower index (Tree before Ring, LL before LL128 before Simple), as in NCCL's
-    ``topoGetAlgoInfo`` (nccl-model.md 5.7).
+    ``topoGetAlgoInfo`` (nccl-model.md 5.7). NCCL 2.0-2.4 had no such model: they choose by
+    size thresholds (:func:`ll_threshold`, :func:`tree_threshold`), and the cell they choose is timed.
 
     Parameters
     ----------
@@ -1050,7 +1176,7 @@ def select_algorithm(collective: str, nbytes, comm: Communicator, *, algorithm=N
     collective = _check_collective(collective)
     forced_algorithm = None if algorithm is None else _check_algorithm(algorithm)
     forced_protocol = None if protocol is None else _check_protocol(protocol)
-    profile = nccl_profile(profile)
+    profile = _bound(comm, profile)
     size = _sizes(nbytes)
     scalar = size.ndim == 0
     cells = [tune(collective, a, p, comm, profile) for a in ALGORITHMS for p in PROTOCOLS
@@ -1063,7 +1189,10 @@ def select_algorithm(collective: str, nbytes, comm: Communicator, *, algorithm=N
                                f"{reasons}")
     candidates = tuple(algo_time(t, size, comm, profile) for t in enabled)
     times = np.stack([np.atleast_1d(c.time) for c in candidates])
-    best = np.argmin(times, axis=0)        # first minimum: ties go to the lower NCCL index
+    if profile.selection == "threshold":
+        best = _legacy_choice(collective, np.atleast_1d(size), comm, candidates)
+    else:
+        best = np.argmin(times, axis=0)    # first minimum: ties go to the lower NCCL index
     pick = best.reshape(size.shape)
 
     def take(values):

@@ -62,7 +62,7 @@ def test_default_profile_is_the_reference_version():
     assert DEFAULT_VERSION == "2.27.7"
     assert nccl_profile() is PROFILES["2.27.7"]
     assert nccl_profile(None).tag == "v2.27.7-1"
-    assert set(PROFILES) == {"2.27.7", "2.12.12"}
+    assert list(PROFILES)[0] == "2.3.5" and list(PROFILES)[-1] == "2.27.7"
 
 
 @pytest.mark.parametrize("spelling", ["2.12.12", "v2.12.12-1", "V2.12.12", " 2.12.12-1 "])
@@ -74,9 +74,9 @@ def test_profile_passes_a_profile_through():
     assert nccl_profile(OLD) is OLD
 
 
-@pytest.mark.parametrize("bad", ["2.19", "2.27", "3.0.0", "", 2.27])
+@pytest.mark.parametrize("bad", ["2.28", "1.3.4", "3.0.0", "", 2.27, "2.12.x", "2. 12", "2.12.12-"])
 def test_unknown_version_lists_valid_ones(bad):
-    with pytest.raises(UnknownNcclVersionError, match=r"expected one of \['2.27.7', '2.12.12'\]"):
+    with pytest.raises(UnknownNcclVersionError, match=r"expected a release from 2.0.0 to 2.27.x"):
         nccl_profile(bad)
     assert issubclass(UnknownNcclVersionError, DgxTopoError)
     assert issubclass(UnknownNcclVersionError, ValueError)
@@ -122,7 +122,8 @@ def test_table_shapes(profile):
     for table in (profile.ll_max_bws, profile.per_ch_max_ring_ll128_bws,
                   profile.per_ch_max_tree_ll128_bws, profile.per_ch_max_tree_bws):
         assert np.shape(table) == (rows, 3)
-    assert np.shape(profile.tree_correction_factor) == (3, 23)
+    # 23 entries per row; v2.5's Simple row has 22 (src/enqueue.cc v2.5.7-1).
+    assert [len(row) for row in profile.tree_correction_factor] in ([23] * 3, [23, 23, 22])
 
 
 @pytest.mark.parametrize("profile", list(PROFILES.values()), ids=list(PROFILES))
@@ -155,10 +156,10 @@ def test_nvlink_bandwidth_per_compute_capability(version, cc, expected):
 
 
 def test_old_profile_lists_and_refuses_what_it_lacks():
-    assert OLD.missing == ("max_channels", "dup_channels", "tree_pattern_factor")
+    assert OLD.missing == ("tree_pattern_factor",)
     assert REF.missing == ()
-    with pytest.raises(MissingConstantError, match=r"lacks 'dup_channels'.*\['2.27.7'\]"):
-        OLD.require("dup_channels")
+    with pytest.raises(MissingConstantError, match=r"lacks 'tree_pattern_factor'.*'2.27.7'"):
+        OLD.require("tree_pattern_factor")
     with pytest.raises(MissingConstantError, match="compute capability 90"):
         OLD.compute_capability_index(90)
     assert OLD.compute_capability_index(80) == 1 and REF.compute_capability_index(100) == 3
@@ -266,8 +267,8 @@ def test_dup_channels_clipped_by_max_channels_lowers_the_total():
 
 def test_dup_channels_nvls_and_errors():
     assert not dup_channels(4, 100 * GB, compute_capability=90, pattern="nvls").duplicated
-    with pytest.raises(MissingConstantError, match="dup_channels"):
-        dup_channels(4, 40 * GB, compute_capability=70, profile="2.12.12")
+    # v2.12: [U] the v2.18 rule without its sm90 clause.
+    assert dup_channels(8, 40 * GB, compute_capability=90, profile="2.12.12").duplicated
     with pytest.raises(ChannelSearchError, match="nchannels"):
         dup_channels(0, 40 * GB, compute_capability=70)
     with pytest.raises(ChannelSearchError, match="bw_intra"):
@@ -285,8 +286,8 @@ def test_comm_channels():
     assert comm_channels(12, 12) == 24
     assert comm_channels(12, 8) == 16
     assert comm_channels(40, 40) == 64
-    with pytest.raises(MissingConstantError, match="max_channels"):
-        comm_channels(12, 12, profile="2.12.12")
+    assert comm_channels(40, 40, profile="2.12.12") == 32     # [U] MAXCHANNELS 32
+    assert comm_channels(12, 12, profile="2.4.8") == 16      # MAXCHANNELS 16 (v2.4)
     with pytest.raises(TuningError, match="tree_nchannels"):
         comm_channels(12, 0)
 
@@ -303,9 +304,9 @@ def test_zero_latency_ring_busbw_is_the_channel_bandwidth(collective, protocol, 
     channels' bandwidth times the protocol factor, capped (nccl-model.md 6)."""
     profile = zero_latency(nccl_profile(version))
     g = graph(nchannels, bw)
-    comm = Communicator(nranks, g, g, 70)
-    s = select_algorithm(collective, nbytes, comm, algorithm="ring", protocol=protocol, profile=profile)
-    cell = tune(collective, "ring", protocol, comm, profile)
+    comm = Communicator(nranks, g, g, 70, profile=profile)
+    s = select_algorithm(collective, nbytes, comm, algorithm="ring", protocol=protocol)
+    cell = tune(collective, "ring", protocol, comm)
     assert s.latency == 0
     assert s.busbw == pytest.approx(cell.bus.value, rel=1e-9)
     if protocol == "Simple":
@@ -415,10 +416,10 @@ def test_ties_go_to_the_lower_index():
         tree_factor=2.0, per_ch_max_tree_bws=tuple((1e15,) * 3 for _ in flat.ll_max_bws),
         tree_correction_factor=tuple((1.0,) * 23 for _ in PROTOCOLS))
     g = graph(4, 20, pattern="balanced_tree")
-    comm = Communicator(2, g, g, 70)
+    comm = Communicator(2, g, g, 70, profile=tie)
     ring = select_algorithm("all_reduce", 2**20, comm, algorithm="ring", protocol=None, profile=tie)
     assert (ring.algorithm, ring.protocol) == ("ring", "LL128")       # LL128 (1) ties Simple (2)
-    both = select_algorithm("all_reduce", 2**20, comm, protocol="Simple", profile=tie)
+    both = select_algorithm("all_reduce", 2**20, comm, protocol="Simple")
     assert [c.time for c in both.candidates][0] == [c.time for c in both.candidates][1]
     assert both.algorithm == "tree"                                    # Tree (0) ties Ring (1)
 
@@ -476,8 +477,9 @@ def test_only_all_reduce_runs_tree(collective):
 def test_ll128_enabling_rules(version, kw, enabled, reason):
     """nccl-model.md 5.6 (reference) and its v2.12 history line."""
     g = graph(4, 20, kw.get("type_intra", "NVL"), type_inter=kw.get("type_inter", "PIX"))
-    comm = Communicator(8, g, g, kw.get("cc", 70), compute_capability_max=kw.get("cc_max"))
-    ok, why = applicability("all_reduce", "ring", "LL128", comm, version)
+    comm = Communicator(8, g, g, kw.get("cc", 70), compute_capability_max=kw.get("cc_max"),
+                        profile=version)
+    ok, why = applicability("all_reduce", "ring", "LL128", comm)
     assert ok is enabled
     if enabled:
         assert why == ""
@@ -493,7 +495,7 @@ def test_ll128_cuda_11_8_rule():
     assert applicability("all_gather", "ring", "LL128", two)[0]
     assert applicability("all_reduce", "ring", "LL128", Communicator(2, g, g, 90))[0]
     assert applicability("all_reduce", "ring", "LL128", Communicator(4, g, g, 90, cuda_11_8=True))[0]
-    ok, why = applicability("all_reduce", "ring", "LL128", Communicator(4, g, g, 90), "2.12.12")
+    ok, why = applicability("all_reduce", "ring", "LL128", Communicator(4, g, g, 90, profile="2.12.12"))
     assert not ok and "[70, 80]" in why                 # v2.12: all sm70 or all sm80 only
 
 
@@ -508,22 +510,24 @@ def test_ring_ll_factors_of_v2_12():
     """5.4: v2.8-v2.20 Ring LL x1/4 for AllReduce/Reduce or multi-node, x1/3 otherwise."""
     g = graph(2, 22)
     comm = Communicator(8, g, g, 70)
+    old = Communicator(8, g, g, 70, profile="2.12.12")
     for collective, factor in [("all_reduce", 1 / 4), ("reduce", 1 / 4), ("broadcast", 1 / 3),
                                ("all_gather", 1 / 3), ("reduce_scatter", 1 / 3)]:
-        b = bus_bandwidth(collective, "ring", "LL", comm, "2.12.12")
+        b = bus_bandwidth(collective, "ring", "LL", old)
         assert b.value == pytest.approx(44 * GB * factor) and b.bound_by is None
         assert b.value == pytest.approx(bus_bandwidth(collective, "ring", "LL", comm).value
                                         * factor / 0.5)
-    multi = Communicator(16, g, g, 70, nnodes=2)
-    assert bus_bandwidth("all_gather", "ring", "LL", multi, "2.12.12").steps[0].factor == 1 / 4
+    multi = Communicator(16, g, g, 70, nnodes=2, profile="2.12.12")
+    assert bus_bandwidth("all_gather", "ring", "LL", multi).steps[0].factor == 1 / 4
 
 
 def test_ring_ll128_ppn1_factor_of_v2_12():
     """5.4: v2.7-v2.21 use 0.7 for Ring LL128 with fewer than 2 ranks per node."""
     g = graph(2, 10, type_inter="PXB")
-    one_per_node = Communicator(4, g, g, 70, nnodes=4)
-    assert bus_bandwidth("all_reduce", "ring", "LL128", one_per_node, "2.12.12").steps[0].factor == 0.7
-    assert bus_bandwidth("all_reduce", "ring", "LL128", one_per_node).steps[0].factor == 0.92
+    one_per_node = Communicator(4, g, g, 70, nnodes=4, profile="2.12.12")
+    assert bus_bandwidth("all_reduce", "ring", "LL128", one_per_node).steps[0].factor == 0.7
+    ref = Communicator(4, g, g, 70, nnodes=4)
+    assert bus_bandwidth("all_reduce", "ring", "LL128", ref).steps[0].factor == 0.92
 
 
 def test_tree_ll128_factor_and_inter_bandwidth_on_many_nodes():
@@ -557,7 +561,7 @@ def test_tree_pattern_factor():
     assert a.value == pytest.approx(b.value * 0.85)
     assert a.steps[-1].name == "Tree pattern TREE"
     with pytest.raises(MissingConstantError, match="tree_pattern_factor"):
-        bus_bandwidth("all_reduce", "tree", "Simple", Communicator(8, plain, plain, 70), "2.12.12")
+        bus_bandwidth("all_reduce", "tree", "Simple", Communicator(8, plain, plain, 70, profile="2.12.12"))
     with pytest.raises(TuningError, match="Ring only"):
         bus_bandwidth("broadcast", "tree", "Simple", Communicator(8, plain, plain, 70))
 
@@ -627,14 +631,14 @@ def test_multi_node_ring_latency_v2_12():
     """5.5 history: v2.12 nInterSteps = 2 nNodes, LL intraLat x1.8 multi-node, interLat =
     latencyInter if set else hwLat[NET][a][p], no net overhead."""
     g = graph(4, 22, type_inter="PXB")
-    lat = latency("all_reduce", "ring", "LL", Communicator(16, g, g, 70, nnodes=2), "2.12.12")
+    lat = latency("all_reduce", "ring", "LL", Communicator(16, g, g, 70, nnodes=2, profile="2.12.12"))
     assert [t.count for t in lat.terms] == [26, 4]
     assert to_us(lat.terms[0].per_step) == pytest.approx(0.47 * 1.8)
     assert to_us(lat.terms[1].per_step) == pytest.approx(2.7)
     assert lat.net_overhead == 0
     set_inter = graph(4, 22, type_inter="PXB", latency_inter=7 * us)
     lat = latency("all_reduce", "ring", "Simple", Communicator(16, set_inter, set_inter, 70,
-                                                               nnodes=2), "2.12.12")
+                                                               nnodes=2, profile="2.12.12"))
     assert to_us(lat.terms[1].per_step) == pytest.approx(7.0)
 
 
@@ -654,12 +658,8 @@ def test_ring_plateau_rule():
     one_node = Communicator(8, g, g, 80)
     assert algo_time(tune("all_reduce", "ring", "Simple", one_node), 2**30, one_node).plateau == 1.0
     assert algo_time(tune("all_gather", "ring", "Simple", comm), 2**30, comm).plateau == 1.0
-    old = Communicator(16, g, g, 70, nnodes=2)
-    with pytest.raises(MissingConstantError, match="max_channels"):
-        algo_time(tune("all_reduce", "ring", "Simple", old, "2.12.12"), 2**30, old, "2.12.12")
-    pinned = Communicator(16, g, g, 70, nnodes=2, nchannels=16)
-    assert algo_time(tune("all_reduce", "ring", "Simple", pinned, "2.12.12"), 2**30, pinned,
-                     "2.12.12").plateau == 1.9
+    pinned = Communicator(16, g, g, 70, nnodes=2, nchannels=16, profile="2.12.12")
+    assert algo_time(tune("all_reduce", "ring", "Simple", pinned), 2**30, pinned).plateau == 1.9
 
 
 def test_results_show_their_working_and_are_frozen():
@@ -746,19 +746,32 @@ def test_bad_sizes(bad):
 
 
 def test_old_profile_refuses_what_it_cannot_model():
+    old = h100(profile="2.12.12")
     with pytest.raises(MissingConstantError, match="compute capability < 90"):
-        tune("all_reduce", "ring", "LL", h100(), "2.12.12")
+        tune("all_reduce", "ring", "LL", old)
     with pytest.raises(MissingConstantError, match="compute capability < 90"):
-        select_algorithm("all_reduce", 8, h100(), profile="2.12.12")
+        select_algorithm("all_reduce", 8, old)
     # Ring Simple needs no cap table, so v2.12 can still price it on sm90.
-    forced = select_algorithm("all_reduce", 8, h100(), algorithm="ring", protocol="Simple",
-                              profile="2.12.12")
+    forced = select_algorithm("all_reduce", 8, old, algorithm="ring", protocol="Simple")
     assert forced.bus_bandwidth == 360 * GB
     g = graph(2, 20, "C2C")
     with pytest.raises(DgxTopoError, match="unknown path type 'C2C'"):
-        applicability("all_reduce", "ring", "LL128", Communicator(4, g, g, 80), "2.12.12")
+        applicability("all_reduce", "ring", "LL128", Communicator(4, g, g, 80, profile="2.12.12"))
     with pytest.raises(UnknownNcclVersionError):
-        select_algorithm("all_reduce", 8, h100(), profile="2.18.6")
+        h100(profile="2.28.3")
+
+
+def test_a_communicator_cannot_be_tuned_under_another_release():
+    """Issue 9 item 2: the communicator owns its profile; a different one is refused."""
+    comm = h100()
+    assert comm.profile is REF
+    assert select_algorithm("all_reduce", 8, comm, profile="2.27.7").time > 0   # the same: fine
+    for call in (lambda: tune("all_reduce", "ring", "LL", comm, "2.18.6"),
+                 lambda: select_algorithm("all_reduce", 8, comm, profile="2.19.4"),
+                 lambda: algo_time(tune("all_reduce", "ring", "LL", comm), 8, comm, "2.21.5"),
+                 lambda: tuning_table("all_reduce", comm, "2.23.4")):
+        with pytest.raises(TuningError, match="runs NCCL 2.27.7, received profile"):
+            call()
 
 
 def test_importing_models_does_not_import_plotly_and_topo_does_not_import_models():
