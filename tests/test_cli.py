@@ -69,9 +69,7 @@ def test_bad_input_is_one_line_and_exit_2(capsys, argv, message):
 
 
 def test_help_exits_zero(capsys):
-    with pytest.raises(SystemExit) as exit_:
-        main(["--help"])
-    assert exit_.value.code == 0
+    assert main(["--help"]) == 0
     assert "systems" in capsys.readouterr().out
 
 
@@ -135,7 +133,7 @@ def test_pairs_and_subsets(capsys):
     status, out, _ = run(capsys, "subsets", "all_reduce", "--system", "dgx1v", "-k", "4", "-s", "1G",
                          "--top", "2")
     assert status == 0
-    assert [line.split()[1] for line in out.splitlines()[2:4]] == ["0,1,2,3", "4,5,6,7"]
+    assert [line.split()[1] for line in out.splitlines()[2:4]] == ["0-3", "4-7"]
     status, out, _ = run(capsys, "subsets", "all_gather", "--system", "dgx2", "-k", "3", "-s", "64M", "--json")
     data = json.loads(out)
     assert data["count"] == 560 and len(data["subsets"]) == 560
@@ -151,7 +149,7 @@ def test_pairs_and_subsets(capsys):
     (["collective", "all_reduce", "--system", "dgx1v", "-f", "1"], "malformed factor '1'"),
     (["collective", "broadcast", "--system", "dgx1v", "--algo", "tree"], "broadcast with Ring only"),
     (["pairs", "all_reduce", "--system", "dgx1v"], "the following arguments are required: -s/--size"),
-    (["subsets", "all_reduce", "--system", "dgx1v", "-k", "0", "-s", "1G"], "k must be a number of GPUs"),
+    (["subsets", "all_reduce", "--system", "dgx1v", "-k", "0", "-s", "1G"], "malformed GPU count '0'"),
     (["collective", "all_reduce", "--system", "dgx1v", "--nccl", "2.99"], "invalid choice: '2.99'"),
 ])
 def test_collective_bad_input(capsys, argv, message):
