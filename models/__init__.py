@@ -22,6 +22,11 @@ from .nccl.search import ChannelSearch, ChannelSearchError, ChannelDuplication, 
 from .nccl.system import NcclSystem, nccl_capacity
 from .collectives import (COLLECTIVE_NAMES, CollectiveEstimate, SizeError, SubsetResult, estimate,
                           pairwise, subsets)
+# Measurement model, benchmark readers, calibration (issue 11); after `estimate`, which they use.
+from .measure import DEFAULT as DEFAULT_MEASUREMENT, MeasurementError, MeasurementModel, Measured, measured
+from .benchmarks import (BenchmarkParseError, NcclTestsRun, P2PBenchmark, read_benchmark,
+                         read_nccl_tests, read_p2p_benchmark)
+from .calibration import Calibration, CalibrationError, Check, calibrate, check
 
 __all__: list[str] = [
     "P2P_LEVEL", "PathType", "Route", "RouteError", "Router", "line_rate", "route",
@@ -41,4 +46,7 @@ __all__: list[str] = [
     "ChannelSearch", "ChannelSearchError", "LinkLoad", "nccl_capacity", "search_channels", "NcclSystem",
     "COLLECTIVE_NAMES", "CollectiveEstimate", "SizeError", "SubsetResult", "estimate", "pairwise",
     "subsets",
+    "DEFAULT_MEASUREMENT", "MeasurementError", "MeasurementModel", "Measured", "measured",
+    "BenchmarkParseError", "NcclTestsRun", "P2PBenchmark", "read_benchmark", "read_nccl_tests",
+    "read_p2p_benchmark", "Calibration", "CalibrationError", "Check", "calibrate", "check",
 ]

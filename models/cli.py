@@ -10,6 +10,8 @@ Subcommands (``dgxtopo COMMAND --help`` for each)
 ``subsets``     every k-GPU set ranked by busbw.
 ``compare``     the same collective on the same GPU count of several systems.
 ``report``      one self-contained HTML file comparing systems, with figures.
+``calibrate``   fit the measurement model to nccl-tests outputs; print the fitted constants.
+``check``       measured vs predicted per size (time, busbw, error) for one nccl-tests output.
 
 Conventions: bad input (an unknown system, a malformed option, work beyond a limit) prints one
 line on stderr and exits 2; Ctrl-C prints one line and exits 130, leaving no partial file.
@@ -25,8 +27,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
-import re
 import sys
 import textwrap
 from dataclasses import dataclass
@@ -35,6 +35,9 @@ from typing import Callable
 import numpy as np
 
 import topo
+from topo.errors import DgxTopoError
+from topo.registry import SPEC_GRAMMAR, parse_system_spec
+from topo.units import parse_count, parse_nbytes
 
 from .collectives import COLLECTIVE_NAMES, LimitError, estimate, pairwise, subsets
 from .nccl.profiles import PROFILES
@@ -59,15 +62,13 @@ MAX_SETS = 50_000
 #: search each per GPU set that differs up to the fabric's symmetry). Built-in systems need at
 #: most 22; 2xdgx1v needs 105 for k = 4 and 554 for k = 8.
 MAX_SEARCHES = 150
-#: The largest size: nccl-tests' sizes are 64-bit integers. [bytes]
-_MAX_NBYTES = 2**63 - 1
 
 _SPEC_HELP = (
-    "Systems: NAME is a built-in system ({names}; case, '-' and '_' ignored) or a cluster "
-    "NxNAME[:network], N systems joined by an InfiniBand network, fat_tree (default) or rail "
-    "(2xdgx1v, 16xdgx2:rail).")
-_SIZE_HELP = ("Sizes are bytes as nccl-tests takes them: 8, 64K, 256M, 1G, 1T (binary multiples, "
-              "an optional trailing B).")
+    "Systems (SPEC, NAME): " + SPEC_GRAMMAR + ". NAME is a built-in system ({names}; case, '-' "
+    "and '_' ignored); NxNAME[:network] is a cluster of N of them joined by an InfiniBand network, "
+    "fat_tree (default) or rail.")
+_SIZE_HELP = ("Sizes (SIZE) are bytes as nccl-tests takes them: 8, 64K, 256M, 1G, 2T (K, M, G, T "
+              "are binary multiples: 64K = 65536).")
 
 
 class _UsageError(Exception):
@@ -80,36 +81,28 @@ class _Parser(argparse.ArgumentParser):
 
 
 # ------------------------------------------------------------------ parsing input values
-# Adapters to the strict shared parsers of topo (one parser per kind of value).
-_SIZE = re.compile(r"^(\d+)([KMGT]?)B?$", re.IGNORECASE)
-_MULTIPLE = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
-
-
+# argparse types over topo's strict shared parsers (one parser per kind of value). A
+# DgxTopoError is a ValueError, which argparse would swallow into "invalid value": re-raised
+# as ArgumentTypeError, its message reaches the user.
 def parse_size(text: str) -> int:
     """A size as nccl-tests takes it: ``8``, ``64K``, ``256M``, ``1G`` (binary multiples). [bytes]
 
     >>> parse_size("256M"), parse_size("8")
     (268435456, 8)
     """
-    match = _SIZE.match(str(text).strip())
-    if not match:
-        raise argparse.ArgumentTypeError(
-            f"malformed size {text!r}: expected bytes such as 8, 64K, 256M or 1G")
-    value = int(match.group(1)) * _MULTIPLE[match.group(2).upper()]
-    if value > _MAX_NBYTES:
-        raise argparse.ArgumentTypeError(
-            f"size {text!r} too large: expected at most {_MAX_NBYTES} bytes (2^63 - 1)")
-    return value
+    try:
+        return parse_nbytes(str(text))
+    except DgxTopoError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
-def _count(minimum: int, what: str):
-    """An argparse type: an integer >= ``minimum`` (no sign tricks, no huge values)."""
+def _count(minimum: int):
+    """An argparse type: a whole number >= ``minimum`` (argparse names the option)."""
     def parse(text: str) -> int:
-        stripped = str(text).strip()
-        if not re.fullmatch(r"\d{1,18}", stripped) or int(stripped) < minimum:
-            raise argparse.ArgumentTypeError(
-                f"malformed {what} {text!r}: expected an integer >= {minimum}")
-        return int(stripped)
+        try:
+            return parse_count(str(text), name="value", minimum=minimum)
+        except DgxTopoError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
     return parse
 
 
@@ -119,27 +112,20 @@ def _too_much(what: str, size: int, limit: int, option: str) -> _UsageError:
                        f"(the work grows with it)")
 
 
-def _system_gpus(spec: str) -> int | None:
-    """GPUs of a system spec, counted without building it (None for an unknown name: the
-    builder then names what it expected)."""
-    from topo.cluster import parse_cluster_spec
-    key = str(spec).lower().replace("-", "").replace("_", "")
-    if key in topo.SYSTEMS:
-        return None  # single systems are small
-    parsed = parse_cluster_spec(str(spec))
-    if parsed is None or parsed[1] not in topo.SYSTEMS:
-        return None
-    count, system, _ = parsed
-    return count * len(topo.gpus(topo.SYSTEMS[system]()))
+def _system_gpus(spec: str, max_gpus: int) -> int:
+    """GPUs of a system spec, counted without building it; beyond ``max_gpus``, refused."""
+    parsed = parse_system_spec(spec, max_hosts=max_gpus)  # every host has at least one GPU
+    gpus = parsed.hosts * len(topo.gpus(topo.SYSTEMS[parsed.system]()))
+    if gpus > max_gpus:
+        raise _too_much(f"{spec} has {gpus} GPUs", gpus, max_gpus, "--max-gpus")
+    return gpus
 
 
 def _build(spec: str, args) -> object:
     """Build a system or cluster after checking its size against ``--max-gpus``."""
-    gpus = _system_gpus(spec)
     limit = getattr(args, "max_gpus", MAX_GPUS)
-    if gpus is not None and gpus > limit:
-        raise _too_much(f"{spec} has {gpus} GPUs", gpus, limit, "--max-gpus")
-    return topo.build(spec)
+    _system_gpus(spec, limit)
+    return topo.build(spec, max_hosts=limit)
 
 
 def _progress(args, description: str, unit: str):
@@ -179,7 +165,7 @@ def _json_option(parser, what: str = "a table") -> None:
 
 
 def _max_gpus_option(parser) -> None:
-    parser.add_argument("--max-gpus", type=_count(1, "GPU limit"), default=MAX_GPUS, metavar="N",
+    parser.add_argument("--max-gpus", type=_count(1), default=MAX_GPUS, metavar="N",
                         help=f"refuse systems with more than N GPUs before building them "
                              f"(default {MAX_GPUS})")
 
@@ -204,14 +190,14 @@ def _sweep_options(parser, *, minimum: str, maximum: str, factor: int) -> None:
                         help=f"smallest size (default {minimum})")
     parser.add_argument("-e", "--maxbytes", type=parse_size, default=parse_size(maximum), metavar="SIZE",
                         help=f"largest size (default {maximum})")
-    parser.add_argument("-f", "--stepfactor", type=_count(2, "factor"), default=factor, metavar="F",
+    parser.add_argument("-f", "--stepfactor", type=_count(2), default=factor, metavar="F",
                         help=f"size multiplier, an integer >= 2 (default {factor})")
 
 
 def _sets_options(parser) -> None:
-    parser.add_argument("--limit", type=_count(1, "limit"), default=MAX_SETS, metavar="N",
+    parser.add_argument("--limit", type=_count(1), default=MAX_SETS, metavar="N",
                         help=f"refuse more than N GPU sets (default {MAX_SETS})")
-    parser.add_argument("--max-searches", type=_count(1, "limit"), default=MAX_SEARCHES, metavar="N",
+    parser.add_argument("--max-searches", type=_count(1), default=MAX_SEARCHES, metavar="N",
                         help=f"refuse sets that need more than N estimates, one per set that differs "
                              f"up to the fabric's symmetry (default {MAX_SEARCHES})")
 
@@ -254,7 +240,7 @@ def _p2p_arguments(parser) -> None:
     parser.add_argument("--latency", action="store_true", help="also print the latency matrix")
     _json_option(parser, "the matrices (every matrix at once)")
     _max_gpus_option(parser)
-    parser.add_argument("--limit", type=_count(1, "limit"), default=MAX_PAIRS, metavar="N",
+    parser.add_argument("--limit", type=_count(1), default=MAX_PAIRS, metavar="N",
                         help=f"refuse more than N GPU pairs (default {MAX_PAIRS})")
 
 
@@ -282,7 +268,7 @@ def _collective_arguments(parser) -> None:
     parser.add_argument("--explain", action="store_true",
                         help="show channels, bottleneck, latency and bandwidth terms (a field with --json)")
     _json_option(parser)
-    parser.add_argument("--limit", type=_count(1, "limit"), default=MAX_PAIRS, metavar="N",
+    parser.add_argument("--limit", type=_count(1), default=MAX_PAIRS, metavar="N",
                         help=f"alltoall and sendrecv: refuse more than N point-to-point flows "
                              f"(default {MAX_PAIRS})")
 
@@ -334,10 +320,10 @@ def _pairs(args) -> None:
 def _subsets_arguments(parser) -> None:
     _collective_argument(parser)
     _system_option(parser)
-    parser.add_argument("-k", type=_count(1, "GPU count"), required=True, help="GPUs per set")
+    parser.add_argument("-k", type=_count(1), required=True, help="GPUs per set")
     parser.add_argument("-s", "--size", type=parse_size, required=True, metavar="SIZE",
                         help="message size in bytes (8, 64K, 256M, 1G)")
-    parser.add_argument("--top", type=_count(1, "count"), metavar="N", help="show only the best N")
+    parser.add_argument("--top", type=_count(1), metavar="N", help="show only the best N")
     _nccl_option(parser)
     _json_option(parser)
     _sets_options(parser)
@@ -357,7 +343,7 @@ def _compare_arguments(parser) -> None:
     parser.add_argument("systems", metavar="SPEC", nargs="+", help="systems or clusters (see below)")
     parser.add_argument("--collective", default="all_reduce", choices=COLLECTIVE_NAMES,
                         help="collective (default all_reduce)")
-    parser.add_argument("--ngpus", type=_count(1, "GPU count"), metavar="N",
+    parser.add_argument("--ngpus", type=_count(1), metavar="N",
                         help="compare the first N GPUs of each system")
     _sweep_options(parser, minimum="1K", maximum="1G", factor=4)
     _nccl_option(parser)
@@ -409,12 +395,98 @@ def _report(args) -> None:
 
     check_output_path(args.out)  # before any work
     for name in args.names:  # sized before anything is built
-        gpus = _system_gpus(name)
-        if gpus is not None and gpus > args.max_gpus:
-            raise _too_much(f"{name} has {gpus} GPUs", gpus, args.max_gpus, "--max-gpus")
+        _system_gpus(name, args.max_gpus)
     with _progress(args, "report", "step") as progress:
         written = write_report(args.out, args.names or None, progress=progress)
     print(f"wrote {written.path} ({written.nbytes / 1e6:.1f} MB) comparing {', '.join(written.systems)}")
+
+
+# calibrate and check (measured nccl-tests outputs)
+def _read_run(path):
+    from .benchmarks import BenchmarkParseError, read_benchmark
+
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            text = handle.read()
+    except OSError as error:
+        raise _UsageError(f"cannot read {path}: {error.strerror}") from None
+    try:
+        return read_benchmark(text, name=path)
+    except BenchmarkParseError as error:
+        if path in str(error):
+            raise
+        raise BenchmarkParseError(f"{path}: {error}") from None
+
+
+def _measurement_arguments(parser) -> None:
+    parser.add_argument("--system", required=True, metavar="SPEC", help="system or cluster (see below)")
+    _max_gpus_option(parser)
+    parser.add_argument("--gpus", metavar="IDS", help="GPU ids of the ranks, in rank order "
+                        "(default: from CUDA_VISIBLE_DEVICES and the device lines)")
+    parser.add_argument("-g", "--gpus-per-thread", dest="g", type=_count(1), default=None,
+                        help="nccl-tests -g of the run (default: its nGpus)")
+    _nccl_option(parser)
+    parser.add_argument("--collective", choices=COLLECTIVE_NAMES,
+                        help="the collective, if the output does not name it")
+    parser.add_argument("--inplace", action="store_true", help="use the in-place columns")
+
+
+def _calibrate_arguments(parser) -> None:
+    parser.add_argument("files", metavar="FILE", nargs="+", help="nccl-tests (or p2pBandwidthLatencyTest) output")
+    _measurement_arguments(parser)
+    parser.add_argument("--out", required=True, metavar="FILE",
+                        help="calibration JSON to write (replaced atomically)")
+
+
+def _calibrate(args) -> None:
+    from .calibration import calibrate
+    from .output import check_output_path, write_text_atomic
+
+    check_output_path(args.out)  # before any work
+    runs = [_read_run(path) for path in args.files]
+    if args.collective:
+        from dataclasses import replace
+        runs = [replace(r, collective=args.collective) if hasattr(r, "rows") else r for r in runs]
+    result = calibrate(runs, _build(args.system, args), gpus=args.gpus, gpus_per_thread=args.g,
+                       profile=args.nccl, inplace=args.inplace)
+    print(result.format())
+    write_text_atomic(args.out, result.to_json())
+    print(f"wrote {args.out}")
+
+
+def _check_arguments(parser) -> None:
+    parser.add_argument("file", metavar="FILE", help="nccl-tests output")
+    _measurement_arguments(parser)
+    parser.add_argument("--calibration", metavar="FILE", help="calibration JSON from dgxtopo calibrate")
+    parser.add_argument("--explain", action="store_true", help="show the measurement model's terms")
+    _json_option(parser)
+
+
+def _check(args) -> None:
+    from .calibration import Calibration, check
+
+    run = _read_run(args.file)
+    if not hasattr(run, "rows"):
+        raise _UsageError(f"{args.file} is a p2pBandwidthLatencyTest output: check takes nccl-tests")
+    if args.collective:
+        from dataclasses import replace
+        run = replace(run, collective=args.collective)
+    calibration = None
+    if args.calibration:
+        try:
+            with open(args.calibration, encoding="utf-8") as handle:
+                calibration = Calibration.from_json(handle.read())
+        except OSError as error:
+            raise _UsageError(f"cannot read {args.calibration}: {error.strerror}") from None
+    result = check(run, _build(args.system, args), gpus=args.gpus, gpus_per_thread=args.g,
+                   profile=args.nccl, calibration=calibration, inplace=args.inplace)
+    if args.json:
+        _print_json(result.to_json())
+        return
+    print(result.format())
+    if args.explain:
+        print()
+        print(result.explain)
 
 
 #: Every subcommand, in the order ``dgxtopo --help`` lists them.
@@ -429,6 +501,8 @@ COMMANDS: list[Command] = [
     Command("compare", "a collective on the same GPU count of several systems", _compare_arguments,
             _compare),
     Command("report", "write an offline HTML report comparing systems", _report_arguments, _report),
+    Command("calibrate", "fit the measurement model to nccl-tests outputs", _calibrate_arguments, _calibrate),
+    Command("check", "measured vs predicted for one nccl-tests output", _check_arguments, _check),
 ]
 
 
@@ -466,7 +540,7 @@ def main(argv=None) -> int:
     except LimitError as error:
         print(f"dgxtopo: error: {_limit_error(error)}", file=sys.stderr)
         return 2
-    except (_UsageError, topo.DgxTopoError) as error:
+    except (_UsageError, DgxTopoError) as error:
         print(f"dgxtopo: error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

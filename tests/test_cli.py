@@ -144,12 +144,12 @@ def test_pairs_and_subsets(capsys):
     (["collective", "all_reduce", "--system", "dgx9"], "unknown system 'dgx9'"),
     (["collective", "all_reduce", "--system", "dgx1v", "--gpus", "0,8"], "GPU id 8 out of range"),
     (["collective", "all_reduce", "--system", "dgx1v", "--gpus", "3-1"], "ascending range"),
-    (["collective", "all_reduce", "--system", "dgx1v", "-b", "-8"], "malformed size '-8'"),
+    (["collective", "all_reduce", "--system", "dgx1v", "-b", "-8"], "invalid size '-8'"),
     (["collective", "all_reduce", "--system", "dgx1v", "-b", "1G", "-e", "1M"], "expected -e >= -b"),
-    (["collective", "all_reduce", "--system", "dgx1v", "-f", "1"], "malformed factor '1'"),
+    (["collective", "all_reduce", "--system", "dgx1v", "-f", "1"], "argument -f/--stepfactor: value must be a whole number from 2"),
     (["collective", "broadcast", "--system", "dgx1v", "--algo", "tree"], "broadcast with Ring only"),
     (["pairs", "all_reduce", "--system", "dgx1v"], "the following arguments are required: -s/--size"),
-    (["subsets", "all_reduce", "--system", "dgx1v", "-k", "0", "-s", "1G"], "malformed GPU count '0'"),
+    (["subsets", "all_reduce", "--system", "dgx1v", "-k", "0", "-s", "1G"], "argument -k: value must be a whole number from 1"),
     (["collective", "all_reduce", "--system", "dgx1v", "--nccl", "2.99"], "invalid choice: '2.99'"),
 ])
 def test_collective_bad_input(capsys, argv, message):
@@ -184,3 +184,60 @@ def test_cluster_systems_work_everywhere(capsys):
         assert status == 0 and err == "", argv
     status, out, _ = run(capsys, "p2p", "2xdgx1v", "--gpus", "0,8", "--json")
     assert json.loads(out)["path_type"][0][1] == "NET"
+
+
+# --- calibrate and check (issue 11) -------------------------------------------------------
+# Real outputs: tests/data/dgx2_12gpu_nccl_tests.json (wohlbier/nccl-tests README, "Results
+# on dgx-2" (2020)), written to files as a user would have them.
+
+def _dgx2_file(tmp_path, collective):
+    from tests.conftest import DATA
+
+    raw = json.loads((DATA / "dgx2_12gpu_nccl_tests.json").read_text())["collectives"][collective]["raw"]
+    path = tmp_path / f"{collective}.txt"
+    path.write_text(raw)
+    return str(path)
+
+
+def test_calibrate_then_check(capsys, tmp_path):
+    out_file = tmp_path / "calibration.json"
+    status, out, err = run(capsys, "calibrate", _dgx2_file(tmp_path, "all_reduce"),
+                           _dgx2_file(tmp_path, "broadcast"), "--system", "dgx2", "--out", str(out_file))
+    assert status == 0 and err == ""
+    assert "launch_per_gpu =" in out and "|time error| after" in out
+    assert json.loads(out_file.read_text())["version"] == 1
+    status, out, err = run(capsys, "check", _dgx2_file(tmp_path, "reduce"), "--system", "dgx2",
+                           "--calibration", str(out_file), "--json")
+    assert status == 0
+    data = json.loads(out)
+    assert len(data["rows"]) == 31 and data["median_abs_time_error"] < 0.07
+    status, out, err = run(capsys, "check", _dgx2_file(tmp_path, "reduce"), "--system", "dgx2",
+                           "-g", "12", "--explain")
+    assert status == 0
+    assert "|time error|: median" in out and "12 x 4.985 us" in out
+
+
+@pytest.mark.parametrize("content, message", [
+    (None, "cannot read"),
+    ("nothing here\n", "found none"),
+    ("    8  2  float  sum  1.0  x\n", "line 1"),
+])
+def test_check_bad_files(capsys, tmp_path, content, message):
+    path = tmp_path / "run.txt"
+    if content is not None:
+        path.write_text(content)
+    status, out, err = run(capsys, "check", str(path), "--system", "dgx2")
+    assert status == 2 and out == "" and len(err.strip().splitlines()) == 1 and message in err
+
+
+def test_calibrate_bad_calibration_and_g(capsys, tmp_path):
+    bad = tmp_path / "cal.json"
+    bad.write_text("{}")
+    status, _, err = run(capsys, "check", _dgx2_file(tmp_path, "reduce"), "--system", "dgx2",
+                         "--calibration", str(bad))
+    assert status == 2 and "schema" in err
+    status, _, err = run(capsys, "check", _dgx2_file(tmp_path, "reduce"), "--system", "dgx2", "-g", "0")
+    assert status == 2 and "-g must be" in err
+    out_file = tmp_path / "never.json"
+    status, _, err = run(capsys, "calibrate", str(bad), "--system", "dgx2", "--out", str(out_file))
+    assert status == 2 and not out_file.exists()

@@ -3,28 +3,38 @@
 The flat public namespace of the fabric layer. It never imports :mod:`models` nor plotly.
 """
 
-from .errors import DgxTopoError, TopologyError, UnknownSystemError
+from .errors import (CountError, DgxTopoError, SizeError, SystemSpecError, TopologyError,
+                     TransformError, UnknownPartError, UnknownSystemError)
 from .schema import ATTRIBUTES, EDGE_KINDS, NODE_KINDS, gpus, nodes_of_kind, schema_markdown, validate
 from .specs import CPUS, GPUS, LINKS, NVSWITCHES, CpuSpec, GpuSpec, LinkSpec, SwitchSpec
-from .dgx import SYSTEMS, build, dgx1, dgx1v, dgx2
-from .cluster import NETWORKS, cluster, compute_nics
+from .dgx import dgx1, dgx1v, dgx2
+from .cluster import MAX_HOSTS, NETWORKS, compute_nics, join_hosts
+from .registry import SYSTEMS, SystemSpec, build, cluster, parse_system_spec
 from .layout import LayoutError, fabric_layout, layout_style
 from .nvidia_smi import ConnectionMatrix, connection_matrix, format_connection_matrix
 from .capacity import Bisection, bisection, bisection_bandwidth, injection_bandwidth
 from .summary import FabricSummary, summarize
-from .select import GpuSelectionError, parse_gpu_list, select_gpus
+from .select import GpuSelectionError, parse_gpu_ids, parse_gpu_list, select_gpus
+from .units import MAX_NBYTES, parse_count, parse_nbytes
+from .pcie import connection_class, pcie_class, pcie_path
+from .transform import add_links, remove_links, remove_nodes, scale_kind, scale_links
 from .symmetry import gpu_automorphisms, interchangeable_gpus
 
 __all__ = [
-    "DgxTopoError", "TopologyError", "UnknownSystemError",
+    "DgxTopoError", "TopologyError", "UnknownSystemError", "SystemSpecError", "SizeError",
+    "CountError", "TransformError", "UnknownPartError",
     "ATTRIBUTES", "EDGE_KINDS", "NODE_KINDS", "gpus", "nodes_of_kind", "schema_markdown", "validate",
     "CPUS", "GPUS", "LINKS", "NVSWITCHES", "CpuSpec", "GpuSpec", "LinkSpec", "SwitchSpec",
-    "SYSTEMS", "build", "dgx1", "dgx1v", "dgx2",
-    "NETWORKS", "cluster", "compute_nics",
+    "dgx1", "dgx1v", "dgx2",
+    "MAX_HOSTS", "NETWORKS", "compute_nics", "join_hosts",
+    "SYSTEMS", "SystemSpec", "build", "cluster", "parse_system_spec",
     "LayoutError", "fabric_layout", "layout_style",
     "ConnectionMatrix", "connection_matrix", "format_connection_matrix",
     "Bisection", "bisection", "bisection_bandwidth", "injection_bandwidth",
     "FabricSummary", "summarize",
-    "GpuSelectionError", "parse_gpu_list", "select_gpus",
+    "GpuSelectionError", "parse_gpu_ids", "parse_gpu_list", "select_gpus",
+    "MAX_NBYTES", "parse_count", "parse_nbytes",
+    "connection_class", "pcie_class", "pcie_path",
+    "add_links", "remove_links", "remove_nodes", "scale_kind", "scale_links",
     "gpu_automorphisms", "interchangeable_gpus",
 ]

@@ -20,10 +20,13 @@ one core node). Switch port counts come from :data:`topo.specs.NETWORK_SWITCHES`
 
 GPU ids are global: ``host x GPUs per host + local index`` (the order of :func:`topo.gpus`).
 
+:func:`join_hosts` builds from a template graph; :func:`topo.cluster` and :func:`topo.build`
+(in :mod:`topo.registry`) accept system names and specs such as ``"2xdgx1v"``.
+
 Examples
 --------
->>> from topo import cluster, dgx1v
->>> G = cluster(dgx1v, 2)
+>>> from topo import dgx1v
+>>> G = join_hosts(dgx1v(), 2)
 >>> G.graph["name"], G.graph["hosts"], len([n for n, k in G.nodes(data="kind") if k == "gpu"])
 ('2xDGX-1V', 2, 16)
 >>> sorted(G.successors("h1.mlx5_0"))
@@ -33,20 +36,24 @@ Examples
 from __future__ import annotations
 
 import math
-import re
+import operator
 
 import networkx as nx
 
-from .errors import DgxTopoError, UnknownSystemError
+from .errors import DgxTopoError, SystemSpecError
 from .schema import nodes_of_kind, validate
 from .specs import LINKS, NETWORK_SWITCHES
 
-__all__ = ["cluster", "NETWORKS", "parse_cluster_spec", "compute_nics"]
+__all__ = ["join_hosts", "NETWORKS", "MAX_HOSTS", "check_hosts", "compute_nics"]
 
-#: Network shapes :func:`cluster` builds.
+#: Network shapes :func:`join_hosts` builds.
 NETWORKS = ("fat_tree", "rail")
 
-_SPEC = re.compile(r"^(\d+)x([a-z0-9]+)(?::([a-z_]+))?$")
+#: Default limit on the hosts of a cluster. A 1,024-host DGX-2 cluster is 53,705 nodes and
+#: 306,064 edges (about 3 s and 1 GB to build); 4,096 hosts is four times that. Beyond it the
+#: graph would not fit in memory of an ordinary machine, so a larger count is refused before
+#: anything is built; ``max_hosts=`` (CLI ``--max-gpus``) raises the limit.
+MAX_HOSTS = 4096
 
 
 def compute_nics(G, host: int | None = None) -> list:
@@ -78,17 +85,57 @@ def _link(G, u, v, link, links) -> None:
                    latency=spec.latency)
 
 
-def cluster(node_builder, n: int, *, network: str = "fat_tree") -> nx.DiGraph:
-    """Join ``n`` copies of a system through their compute NICs into one fabric.
+def check_hosts(n, *, max_hosts: int = MAX_HOSTS, what: str = "a cluster") -> int:
+    """``n`` as a host count: a whole number from 1 to ``max_hosts``.
 
     Parameters
     ----------
-    node_builder : callable or str
-        A builder returning one system's fabric (``topo.dgx1v``), or a built-in name.
     n : int
-        Number of hosts, at least 1.
+        Number of hosts (a Python or numpy integer; not a bool or a float).
+    max_hosts : int
+        The largest count accepted (default :data:`MAX_HOSTS`).
+    what : str
+        What is being sized, for the message.
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    SystemSpecError
+        For a count that is not a whole number >= 1, or above ``max_hosts`` (the message
+        names ``max_hosts=`` and the CLI's ``--max-gpus``, which raise the limit).
+    """
+    if isinstance(max_hosts, bool) or not isinstance(max_hosts, int) or max_hosts < 1:
+        raise SystemSpecError(f"max_hosts must be a whole number >= 1, received {max_hosts!r}")
+    try:
+        count = operator.index(n) if not isinstance(n, bool) else None
+    except TypeError:
+        count = None
+    if count is None or count < 1:
+        raise SystemSpecError(f"{what} needs a whole number of hosts >= 1, received {n!r}")
+    if count > max_hosts:
+        raise SystemSpecError(
+            f"{what} of {count} hosts is beyond the limit of {max_hosts} hosts: expected at most "
+            f"{max_hosts} (raise it with max_hosts=, on the command line --max-gpus)")
+    return count
+
+
+def join_hosts(template: nx.DiGraph, n: int, *, network: str = "fat_tree",
+               max_hosts: int = MAX_HOSTS) -> nx.DiGraph:
+    """Join ``n`` copies of a system's fabric through their compute NICs into one fabric.
+
+    Parameters
+    ----------
+    template : networkx.DiGraph
+        One system's fabric (all nodes on host 0); it is not modified.
+    n : int
+        Number of hosts, 1 to ``max_hosts``.
     network : str
         ``"fat_tree"`` or ``"rail"`` (see the module docstring).
+    max_hosts : int
+        Refuse larger clusters before building anything (default :data:`MAX_HOSTS`).
 
     Returns
     -------
@@ -98,25 +145,18 @@ def cluster(node_builder, n: int, *, network: str = "fat_tree") -> nx.DiGraph:
 
     Raises
     ------
+    SystemSpecError
+        For ``n`` < 1 or above ``max_hosts``.
     DgxTopoError
-        For ``n`` < 1, an unknown network, a system without compute NICs or with NICs of
-        different port technologies, or a network that needs more leaves than one core
-        switch tier can join.
+        For an unknown network, a system without compute NICs or with NICs of different
+        port technologies.
+    TopologyError
+        If ``template`` is not a valid fabric.
     """
-    from .dgx import SYSTEMS, build  # the registry lives there; cluster specs come back here
-
-    if isinstance(node_builder, str):
-        template = build(node_builder)
-    elif callable(node_builder):
-        template = node_builder()
-    else:
-        raise DgxTopoError(f"node_builder must be a builder or a system name such as "
-                           f"{', '.join(SYSTEMS)}, received {node_builder!r}")
-    validate(template)
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise DgxTopoError(f"a cluster needs a whole number of hosts >= 1, received {n!r}")
+    n = check_hosts(n, max_hosts=max_hosts)
     if network not in NETWORKS:
         raise DgxTopoError(f"unknown network {network!r}: expected one of {', '.join(NETWORKS)}")
+    validate(template)
     if any(h != 0 for _, h in template.nodes(data="host")):
         raise DgxTopoError("cluster copies a single system: expected a node fabric whose nodes are "
                            "all on host 0, received a fabric with several hosts")
@@ -177,24 +217,3 @@ def cluster(node_builder, n: int, *, network: str = "fat_tree") -> nx.DiGraph:
             _link(G, f"net.leaf{i}", "net.core", link, len(members))
     validate(G)
     return G
-
-
-def parse_cluster_spec(spec: str):
-    """``"2xdgx1v"`` -> ``(2, "dgx1v", "fat_tree")``; ``"16xdgx2:rail"`` -> rail network.
-
-    Returns None when ``spec`` is not of that form.
-
-    >>> parse_cluster_spec("16xdgx2:rail")
-    (16, 'dgx2', 'rail')
-    """
-    match = _SPEC.match(spec.lower().replace("-", "").replace(" ", ""))
-    if not match:
-        return None
-    count, system, network = match.groups()
-    network = network or "fat_tree"
-    if network == "fattree":
-        network = "fat_tree"
-    if network not in NETWORKS:
-        raise UnknownSystemError(f"unknown network {network!r} in {spec!r}: expected one of "
-                                 f"{', '.join(NETWORKS)}")
-    return int(count), system, network

@@ -1,33 +1,28 @@
-"""Builders of the NVIDIA DGX systems, in the real GPU numbering, and the name registry.
+"""Builders of the NVIDIA DGX systems, in the real GPU numbering.
 
 Each builder returns a fresh, validated :class:`networkx.DiGraph` (schema in
 :mod:`topo.schema`), with the NVLink layer, the PCIe switches, the CPU sockets and the NICs.
 Facts and their confidence come from ../shared/reference/hardware.md (section numbers
 below); the facts it marks [U] (uncertain) are marked "[U]" here too.
 
+The registry of these builders by name (and of clusters of them) is :mod:`topo.registry`.
+
 Examples
 --------
->>> from topo import build, SYSTEMS
->>> sorted(SYSTEMS)
-['dgx1', 'dgx1v', 'dgx2']
->>> G = build("dgx1v")
+>>> G = dgx1v()
 >>> G.graph["name"], G.edges["gpu0", "gpu3"]["links"]
 ('DGX-1V', 2)
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import networkx as nx
 
-from .cluster import cluster, parse_cluster_spec
-from .errors import UnknownSystemError
 from .parts import add_cpu, add_gpu, add_link, add_nic, add_nvswitch, add_pcie_switch
 from .schema import validate
 from .specs import CPUS, GPUS, NVSWITCHES
 
-__all__ = ["dgx1", "dgx1v", "dgx2", "SYSTEMS", "build"]
+__all__ = ["dgx1", "dgx1v", "dgx2"]
 
 # hardware.md 2.2: DGX-1 (P100) hybrid cube-mesh, one NVLink 1.0 link per edge: both quads
 # {0-3} and {4-7} fully connected plus i <-> i+4 (go-gpuallocator's NewDGX1PascalNode, peers.md
@@ -202,50 +197,3 @@ def dgx2() -> nx.DiGraph:
                  _DGX2_TRUNK_LINKS)
     validate(G)
     return G
-
-
-#: Built-in systems by name.
-SYSTEMS: dict[str, Callable[[], nx.DiGraph]] = {"dgx1": dgx1, "dgx1v": dgx1v, "dgx2": dgx2}
-
-
-def build(name: str) -> nx.DiGraph:
-    """Build a built-in system, or a cluster of them, by name.
-
-    Names are matched without case, ``-`` or ``_`` (``"DGX-1V"`` is ``"dgx1v"``). A cluster
-    is ``<hosts>x<system>``, with ``:rail`` for a rail-optimised network instead of a fat
-    tree (``"2xdgx1v"``, ``"16xdgx2:rail"``; see :func:`topo.cluster`).
-
-    Parameters
-    ----------
-    name : str
-        One of :data:`SYSTEMS`.
-
-    Returns
-    -------
-    networkx.DiGraph
-
-    Raises
-    ------
-    UnknownSystemError
-        For a name that is not built in; the message lists the valid names.
-
-    Examples
-    --------
-    >>> build("DGX-2").number_of_nodes()  # 16 GPUs, 12 NVSwitches, 12 PCIe switches, 2 CPUs, 10 NICs
-    52
-    >>> build("dgx3")
-    Traceback (most recent call last):
-    ...
-    topo.errors.UnknownSystemError: unknown system 'dgx3': expected one of dgx1, dgx1v, dgx2, or a cluster such as 2xdgx1v or 16xdgx2:rail
-    >>> build("2xdgx1v").graph["hosts"]
-    2
-    """
-    key = str(name).lower().replace("-", "").replace("_", "")
-    if key in SYSTEMS:
-        return SYSTEMS[key]()
-    spec = parse_cluster_spec(str(name))
-    if spec is not None and spec[1] in SYSTEMS:
-        count, system, network = spec
-        return cluster(SYSTEMS[system], count, network=network)
-    raise UnknownSystemError(f"unknown system {name!r}: expected one of {', '.join(SYSTEMS)}, or a "
-                             f"cluster such as 2xdgx1v or 16xdgx2:rail")

@@ -7,7 +7,10 @@ Messages say what was expected and what was received.
 
 from __future__ import annotations
 
-__all__ = ["DgxTopoError", "TopologyError", "UnknownSystemError"]
+__all__ = [
+    "DgxTopoError", "TopologyError", "SystemSpecError", "UnknownSystemError", "SizeError",
+    "CountError", "TransformError", "UnknownPartError",
+]
 
 
 class DgxTopoError(ValueError):
@@ -18,5 +21,25 @@ class TopologyError(DgxTopoError):
     """A fabric graph breaks the schema (see :data:`topo.schema.ATTRIBUTES`)."""
 
 
-class UnknownSystemError(DgxTopoError):
+class SystemSpecError(DgxTopoError):
+    """A system spec (``NAME`` or ``NxNAME[:network]``) that is malformed or too large."""
+
+
+class UnknownSystemError(SystemSpecError):
     """A system name that is not in :data:`topo.SYSTEMS`."""
+
+
+class SizeError(DgxTopoError):
+    """A message size that is not a whole number of bytes in the accepted range."""
+
+
+class CountError(DgxTopoError):
+    """A count option (``--top``, ``-k``, ``--ngpus``) that is not a whole number in range."""
+
+
+class TransformError(DgxTopoError):
+    """A what-if transformation asked of nodes, edges or factors that do not fit the fabric."""
+
+
+class UnknownPartError(TopologyError):
+    """A part model (GPU, CPU, link technology) that is not in the catalogue of topo.specs."""

@@ -12,9 +12,9 @@ NODE    PCIe through two host bridges of one CPU socket (NUMA node)
 SYS     PCIe and the socket-to-socket link (QPI / UPI)
 ======  =====================================================================================
 
-The classes are read off the graph: NVLink edges give NV#; otherwise the PCIe route between
-the two devices (over PCIe and socket-to-socket edges only) is classified by what it crosses.
-The ``host_bridge`` attribute of PCIe edges at a CPU separates PHB from NODE.
+The classes are read off the graph by :func:`topo.pcie.connection_class`: NVLink edges give
+NV#; otherwise the PCIe route between the two devices (over PCIe and socket-to-socket edges
+only) is classified by what it crosses (:func:`topo.pcie.pcie_class`).
 
 Examples
 --------
@@ -28,9 +28,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import networkx as nx
-
 from .errors import TopologyError
+from .pcie import connection_class, nvswitch_domain, pcie_paths
 from .schema import gpus, nodes_of_kind, validate
 
 __all__ = ["ConnectionMatrix", "connection_matrix", "format_connection_matrix", "LEGEND"]
@@ -97,32 +96,6 @@ def _cpu_list(G, cpu) -> str:
     return ",".join(ranges)
 
 
-def _nvlink_class(G, a, b, nvswitch_domain) -> str | None:
-    if G.has_edge(a, b) and G.edges[a, b]["kind"] == "nvlink":
-        return f"NV{G.edges[a, b]['links']}"
-    domain_a, domain_b = nvswitch_domain.get(a), nvswitch_domain.get(b)
-    if domain_a is not None and domain_a == domain_b:
-        return f"NV{min(_switch_links(G, a), _switch_links(G, b))}"
-    return None
-
-
-def _switch_links(G, gpu) -> int:
-    return sum(d["links"] for _, v, d in G.out_edges(gpu, data=True)
-               if d["kind"] == "nvlink" and G.nodes[v]["kind"] == "nvswitch")
-
-
-def _pcie_class(G, path) -> str:
-    kinds = [G.nodes[n]["kind"] for n in path[1:-1]]
-    if any(G.edges[u, v]["kind"] == "cpu-to-cpu" for u, v in zip(path, path[1:])):
-        return "SYS"
-    if "cpu" in kinds:
-        i = kinds.index("cpu") + 1
-        bridges = {G.edges[path[i - 1], path[i]].get("host_bridge"),
-                   G.edges[path[i], path[i + 1]].get("host_bridge")}
-        return "PHB" if len(bridges) == 1 else "NODE"
-    return "PIX" if kinds.count("pcie_switch") <= 1 else "PXB"
-
-
 def connection_matrix(G, *, host: int = 0) -> ConnectionMatrix:
     """Classify every GPU/NIC pair of one host as ``nvidia-smi topo -m`` does.
 
@@ -153,35 +126,11 @@ def connection_matrix(G, *, host: int = 0) -> ConnectionMatrix:
     nodes = gpu_nodes + nic_nodes
     labels = [f"GPU{G.nodes[n]['index']}" for n in gpu_nodes] + [G.nodes[n]["name"] for n in nic_nodes]
 
-    switch_fabric = G.edge_subgraph(
-        (u, v) for u, v, d in G.edges(data=True)
-        if d["kind"] == "nvlink" and "nvswitch" in (G.nodes[u]["kind"], G.nodes[v]["kind"]))
-    nvswitch_domain = {}
-    for number, component in enumerate(nx.weakly_connected_components(switch_fabric)):
-        for n in component:
-            nvswitch_domain[n] = number
-    pcie = G.edge_subgraph((u, v) for u, v, d in G.edges(data=True)
-                           if d["kind"] in ("pcie", "cpu-to-cpu"))
-
+    domain = nvswitch_domain(G)
     cells = []
     for a in nodes:
-        routes = nx.single_source_shortest_path(pcie, a) if a in pcie else {a: [a]}
-        row = []
-        for b in nodes:
-            if a == b:
-                row.append("X")
-                continue
-            nv = (_nvlink_class(G, a, b, nvswitch_domain)
-                  if G.nodes[a]["kind"] == G.nodes[b]["kind"] == "gpu" else None)
-            if nv is not None:
-                row.append(nv)
-            elif b in routes:
-                row.append(_pcie_class(G, routes[b]))
-            else:
-                raise TopologyError(
-                    f"{a!r} and {b!r} have neither NVLink nor a PCIe route: expected every device "
-                    f"of host {host} under a CPU")
-        cells.append(tuple(row))
+        paths = pcie_paths(G, a)
+        cells.append(tuple(connection_class(G, a, b, domain=domain, paths=paths) for b in nodes))
 
     cpu_of_socket = {G.nodes[c]["index"]: c for c in nodes_of_kind(G, "cpu") if G.nodes[c]["host"] == host}
     cpu_affinity, numa_affinity = [], []

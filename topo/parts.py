@@ -7,7 +7,7 @@ once, and parallel links merge into one edge per direction.
 
 from __future__ import annotations
 
-from .errors import TopologyError
+from .errors import TopologyError, UnknownPartError
 from .specs import CPUS, GPUS, LINKS
 
 __all__ = ["add_link", "add_gpu", "add_cpu", "add_nic", "add_pcie_switch", "add_nvswitch"]
@@ -32,12 +32,17 @@ def add_link(G, u, v, link: str, links: int = 1, **attributes) -> None:
 
     Raises
     ------
+    UnknownPartError
+        For an unknown link technology.
     TopologyError
-        For an unknown link technology, or a second technology on the same node pair.
+        For a second technology on the same node pair, a link from a node to itself, or a
+        link count that is not a whole number >= 1.
     """
-    if link not in LINKS:
-        raise TopologyError(f"unknown link technology {link!r}, expected one of {', '.join(LINKS)}")
-    spec = LINKS[link]
+    spec = _lookup(LINKS, link, "link technology")
+    if u == v:
+        raise TopologyError(f"a link from {u!r} to itself: expected two different nodes")
+    if isinstance(links, bool) or not isinstance(links, int) or links < 1:
+        raise TopologyError(f"links must be a whole number >= 1, received {links!r}")
     for a, b in ((u, v), (v, u)):
         if G.has_edge(a, b):
             data = G.edges[a, b]
@@ -51,9 +56,23 @@ def add_link(G, u, v, link: str, links: int = 1, **attributes) -> None:
                        bandwidth=links * spec.bandwidth, latency=spec.latency, **attributes)
 
 
+def _lookup(table: dict, key, what: str):
+    """``table[key]``, or an :class:`UnknownPartError` listing the known keys."""
+    try:
+        return table[key]
+    except (KeyError, TypeError):
+        raise UnknownPartError(f"unknown {what} {key!r}: expected one of {', '.join(table)}") from None
+
+
 def add_gpu(G, node, gpu: str, *, index: int, socket: int, host: int = 0, **attributes) -> None:
-    """Add a GPU of model ``gpu`` (key into :data:`topo.specs.GPUS`)."""
-    spec = GPUS[gpu]
+    """Add a GPU of model ``gpu`` (key into :data:`topo.specs.GPUS`).
+
+    Raises
+    ------
+    UnknownPartError
+        For a model that is not in :data:`topo.specs.GPUS`; the message lists the known ones.
+    """
+    spec = _lookup(GPUS, gpu, "GPU model")
     G.add_node(node, kind="gpu", host=host, index=index, socket=socket, model=spec.model,
                compute_capability=spec.compute_capability,
                memory_bandwidth=spec.memory_bandwidth, **attributes)
@@ -61,7 +80,7 @@ def add_gpu(G, node, gpu: str, *, index: int, socket: int, host: int = 0, **attr
 
 def add_cpu(G, node, cpu: str, *, index: int, host: int = 0) -> None:
     """Add CPU socket ``index`` of model ``cpu`` (key into :data:`topo.specs.CPUS`)."""
-    spec = CPUS[cpu]
+    spec = _lookup(CPUS, cpu, "CPU model")
     G.add_node(node, kind="cpu", host=host, index=index, model=spec.model, cores=spec.cores,
                threads_per_core=spec.threads_per_core)
 
@@ -69,7 +88,8 @@ def add_cpu(G, node, cpu: str, *, index: int, host: int = 0) -> None:
 def add_nic(G, node, *, index: int, socket: int, model: str, port: str | None,
             host: int = 0) -> None:
     """Add a NIC named like its node; ``port`` is the link key of its network port, or None."""
-    attributes = {} if port is None else {"port_bandwidth": LINKS[port].bandwidth, "port_link": port}
+    attributes = ({} if port is None else
+                  {"port_bandwidth": _lookup(LINKS, port, "NIC port link").bandwidth, "port_link": port})
     G.add_node(node, kind="nic", host=host, index=index, socket=socket, name=str(node),
                model=model, **attributes)
 

@@ -31,9 +31,11 @@ from dataclasses import dataclass
 import networkx as nx
 
 from .errors import TopologyError
+from .specs import GPUS, LINKS
 
 __all__ = [
     "Attribute", "ATTRIBUTES", "NODE_KINDS", "EDGE_KINDS",
+    "COMPUTE_CAPABILITIES", "MAX_BANDWIDTH", "MAX_LATENCY",
     "validate", "schema_markdown", "gpus", "nodes_of_kind",
 ]
 
@@ -43,6 +45,23 @@ NODE_KINDS = ("gpu", "nvswitch", "pcie_switch", "cpu", "nic", "network_switch")
 EDGE_KINDS = ("nvlink", "pcie", "cpu-to-cpu", "network")
 
 _ALL = "all"
+
+#: Compute capabilities a GPU node may carry: those of :data:`topo.specs.GPUS` and the SM
+#: families NCCL has per-architecture code and figures for (60, 61 Pascal; 70 Volta; 75
+#: Turing; 80, 86, 89 Ampere / Ada; 90 Hopper; 100, 103 Blackwell; 120 Blackwell client).
+#: [U] The family list is the CUDA architecture list NVIDIA/nccl v2.27.7-1 builds for
+#: (makefiles/common.mk, NVCC_GENCODE); an unknown value would select no NCCL figure.
+COMPUTE_CAPABILITIES = frozenset({spec.compute_capability for spec in GPUS.values()}
+                                 | {60, 61, 70, 75, 80, 86, 89, 90, 100, 103, 120})
+#: Upper bound of an edge's ``bandwidth``, per direction: 10 TB/s. [B/s] The widest edge of
+#: a fabric here is a bundle of links (a leaf's up-links, an NVSwitch trunk); 18 NVLink 5.0
+#: links are 0.9 TB/s, so a figure beyond 1e13 B/s is a unit mistake, not hardware.
+MAX_BANDWIDTH = 1e13
+#: Upper bound of an edge's ``latency``: 1 s. [s] A hop takes nanoseconds to microseconds.
+MAX_LATENCY = 1.0
+_MISSING = object()
+# Edge kinds of the host layer (the PCIe tree and the links between CPU sockets).
+_HOST_LAYER_EDGES = ("pcie", "cpu-to-cpu")
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,7 +108,8 @@ ATTRIBUTES: tuple[Attribute, ...] = (
               "CPU socket / NUMA node the part hangs off"),
     Attribute("node", "gpu", "model", str, "-", True, "GPU model as nvidia-smi names it"),
     Attribute("node", "gpu", "compute_capability", int, "-", True,
-              "SM version (60 Pascal, 70 Volta), selects NCCL's per-link figures"),
+              "SM version (60 Pascal, 70 Volta, ...), one of topo.schema.COMPUTE_CAPABILITIES; "
+              "selects NCCL's per-link figures"),
     Attribute("node", "gpu", "memory_bandwidth", float, "B/s", False,
               "device memory bandwidth, the ceiling of a device-local copy"),
     Attribute("node", "gpu,nvswitch", "baseboard", int, "-", False,
@@ -112,17 +132,21 @@ ATTRIBUTES: tuple[Attribute, ...] = (
     Attribute("edge", _ALL, "links", int, "-", True,
               "physical links merged into this edge (at least 1)"),
     Attribute("edge", _ALL, "bandwidth", float, "B/s", True,
-              "line rate in this direction, summed over links (> 0)"),
-    Attribute("edge", _ALL, "latency", float, "s", True, "one-way latency of the hop (>= 0)"),
-    Attribute("edge", _ALL, "link", str, "-", False,
+              "capacity in this direction, summed over links (0 < bandwidth <= 1e13); "
+              "authoritative: models read it and what-ifs scale it, so it need not be links x "
+              "the catalogue's line rate"),
+    Attribute("edge", _ALL, "latency", float, "s", True,
+              "one-way latency of the hop (0 <= latency <= 1)"),
+    Attribute("edge", _ALL, "link", str, "-", True,
               "key of the link technology in topo.specs.LINKS (nvlink2, pcie3_x16, ...)"),
     Attribute("edge", "pcie", "host_bridge", int, "-", False,
               "on a PCIe edge at a CPU: the CPU's PCIe host bridge of that root port "
               "(two root ports on different bridges make nvidia-smi's NODE, on one bridge PHB)"),
 )
 
-# Attributes whose value must be the same on both directions of a link.
-_SYMMETRIC_EDGE_ATTRIBUTES = ("kind", "links", "bandwidth", "latency", "link")
+# Attributes whose value must be the same on both directions of a link (``links`` and
+# ``bandwidth`` may differ: a what-if may degrade one direction only).
+_SYMMETRIC_EDGE_ATTRIBUTES = ("kind", "link", "latency")
 
 
 def _type_ok(value, expected: type) -> bool:
@@ -164,15 +188,196 @@ def _check_attributes(item, kind: str, data: dict, scope: str) -> None:
                 f"{_label(scope, item)}: attribute {attribute.name!r} must be finite, received {value!r}")
 
 
+def _check_edge(u, v, data: dict) -> None:
+    """Every per-edge rule, for the first edge of each distinct attribute combination."""
+    where = f"edge ({u!r}, {v!r})"
+    kind = data.get("kind")
+    if kind not in EDGE_KINDS:
+        raise TopologyError(
+            f"{where}: unknown kind {kind!r}, expected one of {', '.join(EDGE_KINDS)}")
+    _check_attributes((u, v), kind, data, "edge")
+    link = data["link"]
+    if link not in LINKS:
+        raise TopologyError(
+            f"{where}: link {link!r} is not a link technology: expected a key of topo.specs.LINKS "
+            f"({', '.join(LINKS)})")
+    if data["links"] < 1:
+        raise TopologyError(f"{where}: links must be at least 1, received {data['links']}")
+    bandwidth = data["bandwidth"]
+    if not 0 < bandwidth <= MAX_BANDWIDTH:
+        raise TopologyError(
+            f"{where}: bandwidth must be positive and at most {MAX_BANDWIDTH:.0e} B/s per direction "
+            f"(a physical edge), received {bandwidth!r}")
+    latency = data["latency"]
+    if not 0 <= latency <= MAX_LATENCY:
+        raise TopologyError(f"{where}: latency must be >= 0 s and at most {MAX_LATENCY:g} s, "
+                            f"received {latency!r}")
+
+
+def _check_edges(G, succ: dict) -> None:
+    """Per-edge rules and the reverse edge of every edge, in one pass over the adjacency.
+
+    The attribute rules run once per distinct combination of attribute values (and types):
+    a 1,024-host cluster has 306,000 edges but a few dozen combinations.
+    """
+    checked = set()
+    for u, neighbours in succ.items():
+        for v, data in neighbours.items():
+            if u == v:
+                raise TopologyError(f"edge ({u!r}, {u!r}) is a self loop: expected edges between "
+                                    f"two different nodes")
+            kind = data.get("kind")
+            link = data.get("link")
+            latency = data.get("latency")
+            links = data.get("links")
+            bandwidth = data.get("bandwidth")
+            key = (kind, link, latency.__class__, latency, links.__class__, links,
+                   bandwidth.__class__, bandwidth, data.get("host_bridge", _MISSING).__class__,
+                   data.get("host_bridge"))
+            if key not in checked:
+                _check_edge(u, v, data)
+                checked.add(key)
+            back = succ[v].get(u)
+            if back is None:
+                raise TopologyError(
+                    f"edge ({u!r}, {v!r}) has no reverse edge ({v!r}, {u!r}): expected one edge "
+                    f"per direction")
+            if back.get("kind") != kind or back.get("link") != link or back.get("latency") != latency:
+                for name in _SYMMETRIC_EDGE_ATTRIBUTES:
+                    if data.get(name) != back.get(name):
+                        raise TopologyError(
+                            f"edge ({u!r}, {v!r}): {name} differs between directions "
+                            f"({data.get(name)!r} vs {back.get(name)!r} on ({v!r}, {u!r})): "
+                            f"expected a link to be the same both ways")
+
+
+def _check_nodes(G) -> None:
+    """Per-node rules, attribute by attribute over the nodes of each kind.
+
+    A value's type decides whether it passes (and ``math.isfinite`` for floats), so each
+    attribute is checked on one value per distinct type; the first offending node is then
+    checked on its own for the message.
+    """
+    groups: dict = {}
+    for node, data in G.nodes(data=True):
+        kind = data.get("kind")
+        members = groups.get(kind)
+        if members is None:
+            if kind not in NODE_KINDS:
+                raise TopologyError(
+                    f"node {node!r}: unknown kind {kind!r}, expected one of {', '.join(NODE_KINDS)}")
+            members = groups[kind] = []
+        members.append((node, data))
+    for kind, members in groups.items():
+        for attribute in _APPLICABLE["node", kind]:
+            values = [data.get(attribute.name, _MISSING) for _, data in members]
+            representatives = {}
+            for value in values:
+                representatives.setdefault(value.__class__, value)
+            bad = _MISSING in representatives.values() and attribute.required
+            bad = bad or any(not _type_ok(value, attribute.type)
+                             for value in representatives.values() if value is not _MISSING)
+            if not bad and attribute.type is float:
+                bad = not all(math.isfinite(value) for value in values if value is not _MISSING)
+            if not bad and attribute.name == "compute_capability":
+                bad = not set(values) <= COMPUTE_CAPABILITIES
+            if bad:
+                for node, data in members:
+                    _check_attributes(node, kind, data, "node")
+                    if kind == "gpu" and data["compute_capability"] not in COMPUTE_CAPABILITIES:
+                        raise TopologyError(
+                            f"node {node!r}: compute capability {data['compute_capability']!r} is "
+                            f"unknown: expected one of "
+                            f"{', '.join(map(str, sorted(COMPUTE_CAPABILITIES)))}")
+
+
+def _reached(succ: dict, start, allowed=None) -> set:
+    """Nodes reachable from ``start``; only through nodes of ``allowed`` when given."""
+    seen = {start}
+    stack = [start]
+    while stack:
+        x = stack.pop()
+        if allowed is not None and x != start and x not in allowed:
+            continue
+        for y in succ[x]:
+            if y not in seen:
+                seen.add(y)
+                stack.append(y)
+    return seen
+
+
+def _check_host_layer(G, succ: dict, gpu_nodes: list) -> None:
+    """Every GPU of a host with CPUs reaches a CPU over PCIe, all of them the same PCIe tree;
+    the GPUs of a host without CPUs are connected within the host."""
+    host_of = G.nodes.data("host")
+    kind_of = G.nodes.data("kind")
+    bridges = {n for n, k in kind_of if k in ("cpu", "pcie_switch")}
+    # Components of the host layer: CPUs and PCIe switches over PCIe and socket-to-socket edges.
+    component: dict = {}
+    for start in bridges:
+        if start in component:
+            continue
+        stack = [start]
+        component[start] = start
+        while stack:
+            x = stack.pop()
+            for y, data in succ[x].items():
+                if y in bridges and y not in component and data.get("kind") in _HOST_LAYER_EDGES:
+                    component[y] = start
+                    stack.append(y)
+    with_cpu = {component[n] for n in bridges if kind_of[n] == "cpu"}
+    hosts_with_cpu = {host_of[n] for n in bridges if kind_of[n] == "cpu"}
+    tree_of_host: dict = {}
+    loose: dict = {}
+    for gpu in gpu_nodes:
+        host = host_of[gpu]
+        if host not in hosts_with_cpu:
+            loose.setdefault(host, []).append(gpu)
+            continue
+        trees = {component[y] for y, data in succ[gpu].items()
+                 if y in bridges and data.get("kind") == "pcie" and component[y] in with_cpu}
+        if not trees:
+            raise TopologyError(
+                f"GPU {gpu!r} reaches no CPU over PCIe: expected a PCIe path (through PCIe "
+                f"switches) to a CPU of host {host}, which routes between GPUs without NVLink need")
+        tree = tree_of_host.setdefault(host, (min(trees, key=str), gpu))
+        if tree[0] not in trees:
+            raise TopologyError(
+                f"GPUs {tree[1]!r} and {gpu!r} of host {host} hang off CPUs that are not joined "
+                f"(no PCIe or socket-to-socket path between them): expected one PCIe tree per host")
+    for host, members in loose.items():
+        same_host = {n for n, h in host_of if h == host}
+        reached = _reached(succ, members[0], same_host)
+        for gpu in members:
+            if gpu not in reached:
+                raise TopologyError(
+                    f"GPU {gpu!r} cannot be reached from GPU {members[0]!r} within host {host}: "
+                    f"expected the GPUs of one host to be connected")
+
+
 def validate(G) -> None:
     """Check that ``G`` is a well-formed fabric; raise :class:`TopologyError` if not.
 
-    Checks, in order: ``G`` is an ``nx.DiGraph`` (not a multigraph); every node has a known
-    ``kind`` and the attributes :data:`ATTRIBUTES` requires for it, with the right types;
-    every edge has a known ``kind``, ``links >= 1``, ``bandwidth > 0`` and ``latency >= 0``;
-    every edge has its reverse, with the same kind, links, bandwidth, latency and link
-    technology; every GPU has an index that no other GPU of its host has; there is at least
-    one GPU and every GPU reaches every other GPU.
+    Checks, in order:
+
+    * ``G`` is an ``nx.DiGraph`` (not a multigraph);
+    * every node has a known ``kind`` and the attributes :data:`ATTRIBUTES` requires for it,
+      with the right types; a GPU's ``compute_capability`` is one of
+      :data:`COMPUTE_CAPABILITIES`;
+    * every edge joins two different nodes (no self loop), has a known ``kind``, a ``link``
+      that is a key of :data:`topo.specs.LINKS`, ``links >= 1``,
+      ``0 < bandwidth <= MAX_BANDWIDTH`` and ``0 <= latency <= MAX_LATENCY``;
+    * every edge has its reverse, with the same kind, link technology and latency (``links``
+      and ``bandwidth`` may differ: a what-if may degrade one direction);
+    * every GPU has an index that no other GPU of its host has; there is at least one GPU;
+    * on a host with CPUs, every GPU reaches a CPU over PCIe through PCIe switches, and all
+      GPUs of the host hang off one PCIe tree (CPUs joined by socket-to-socket links), as the
+      routers need for GPU pairs without NVLink; on a host without CPUs (an NVLink-only
+      abstraction) the GPUs of the host are connected within the host;
+    * every GPU reaches every other GPU.
+
+    ``bandwidth`` is authoritative: it is *not* required to equal ``links`` x the catalogue's
+    per-link rate, because what-ifs (:mod:`topo.transform`) scale it; every model reads it.
 
     Parameters
     ----------
@@ -188,35 +393,9 @@ def validate(G) -> None:
         raise TopologyError(
             f"a fabric must be a networkx.DiGraph with one edge per direction, "
             f"received {type(G).__name__}")
-    for node, data in G.nodes(data=True):
-        kind = data.get("kind")
-        if kind not in NODE_KINDS:
-            raise TopologyError(
-                f"node {node!r}: unknown kind {kind!r}, expected one of {', '.join(NODE_KINDS)}")
-        _check_attributes(node, kind, data, "node")
-    for u, v, data in G.edges(data=True):
-        kind = data.get("kind")
-        where = f"edge ({u!r}, {v!r})"
-        if kind not in EDGE_KINDS:
-            raise TopologyError(
-                f"{where}: unknown kind {kind!r}, expected one of {', '.join(EDGE_KINDS)}")
-        _check_attributes((u, v), kind, data, "edge")
-        if data["links"] < 1:
-            raise TopologyError(f"{where}: links must be at least 1, received {data['links']}")
-        if data["bandwidth"] <= 0:
-            raise TopologyError(
-                f"{where}: bandwidth must be positive (B/s per direction), received {data['bandwidth']!r}")
-        if data["latency"] < 0:
-            raise TopologyError(f"{where}: latency must be >= 0 s, received {data['latency']!r}")
-        if not G.has_edge(v, u):
-            raise TopologyError(
-                f"{where} has no reverse edge ({v!r}, {u!r}): expected one edge per direction")
-        back = G.edges[v, u]
-        for name in _SYMMETRIC_EDGE_ATTRIBUTES:
-            if data.get(name) != back.get(name):
-                raise TopologyError(
-                    f"{where}: {name} differs between directions ({data.get(name)!r} vs "
-                    f"{back.get(name)!r} on ({v!r}, {u!r})): expected a link to be the same both ways")
+    _check_nodes(G)
+    succ = dict(G.adjacency())
+    _check_edges(G, succ)
     gpu_nodes = gpus(G)
     if not gpu_nodes:
         raise TopologyError(f"a fabric needs at least one GPU, received {G.number_of_nodes()} nodes and none of kind 'gpu'")
@@ -228,7 +407,8 @@ def validate(G) -> None:
                 f"GPUs {owner[key]!r} and {node!r} on host {key[0]} share index {key[1]}: "
                 f"expected a distinct index (CUDA device number) per GPU of a host")
         owner[key] = node
-    reached = nx.descendants(G, gpu_nodes[0]) | {gpu_nodes[0]}
+    _check_host_layer(G, succ, gpu_nodes)
+    reached = _reached(succ, gpu_nodes[0])
     for node in gpu_nodes:
         if node not in reached:
             raise TopologyError(

@@ -79,7 +79,7 @@ def test_cluster_network_errors():
 
 
 @pytest.mark.parametrize("name, message", [
-    ("0xdgx1v", "whole number of hosts >= 1"),
+    ("0xdgx1v", "host count '0' is not a whole number >= 1"),
     ("2xdgx9", "unknown system '2xdgx9'"),
     ("2xdgx1v:mesh", "unknown network 'mesh'"),
 ])

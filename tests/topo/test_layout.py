@@ -83,7 +83,7 @@ def _ring_fabric(n):
     G = nx.DiGraph(name="ring")
     for i in range(n):
         add_gpu(G, f"g{i}", "V100-SXM2", index=i, socket=0)
-    for i in range(n):
+    for i in range(n if n > 1 else 0):  # one GPU: no link (a link to itself is refused)
         add_link(G, f"g{i}", f"g{(i + 1) % n}", "nvlink2")
     return G
 
