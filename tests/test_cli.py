@@ -237,7 +237,7 @@ def test_calibrate_bad_calibration_and_g(capsys, tmp_path):
                          "--calibration", str(bad))
     assert status == 2 and "schema" in err
     status, _, err = run(capsys, "check", _dgx2_file(tmp_path, "reduce"), "--system", "dgx2", "-g", "0")
-    assert status == 2 and "-g must be" in err
+    assert status == 2 and "argument -g/--gpus-per-thread: value must be" in err
     out_file = tmp_path / "never.json"
     status, _, err = run(capsys, "calibrate", str(bad), "--system", "dgx2", "--out", str(out_file))
     assert status == 2 and not out_file.exists()
