@@ -74,6 +74,8 @@ def progress_bar(description: str, *, enabled: bool, unit: str = "step", stream=
         if bar.total != total:
             bar.total = total
         bar.update(done - bar.n)
+        if done >= total:
+            bar.refresh()  # the last step is drawn even when it came quickly
 
     try:
         yield progress

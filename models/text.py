@@ -12,7 +12,7 @@ system  GPUs
 dgx1       8
 dgx2      16
 >>> format_gpu_ids(range(256)), format_gpu_ids([0, 1, 2, 3, 5, 8, 9])
-('0-255', '0-3,5,8-9')
+('0-255', '0-3,5,8,9')
 """
 
 from __future__ import annotations
@@ -71,16 +71,16 @@ def format_table(headers, rows, *, align: str | None = None, gap: int = 2) -> st
 
 
 def format_gpu_ids(ids) -> str:
-    """GPU ids with runs of consecutive ids written as ranges, in the order given.
+    """GPU ids with runs of three or more consecutive ids written as ranges, in the order given.
 
-    The inverse of :func:`topo.select.parse_gpu_list`: ``[0, 1, 2, 3, 8]`` -> ``"0-3,8"``.
+    What :func:`topo.select.parse_gpu_list` reads back: ``[0, 1, 2, 3, 8, 9]`` -> ``"0-3,8,9"``.
     """
     ids = [int(i) for i in ids]
     parts, start = [], 0
     for i in range(1, len(ids) + 1):
         if i == len(ids) or ids[i] != ids[i - 1] + 1:
-            first, last = ids[start], ids[i - 1]
-            parts.append(str(first) if first == last else f"{first}-{last}")
+            run = ids[start:i]
+            parts += [f"{run[0]}-{run[-1]}"] if len(run) >= 3 else [str(g) for g in run]
             start = i
     return ",".join(parts)
 
