@@ -1,60 +1,74 @@
-"""The ``dgxtopo`` command line: thin, parse -> call the library -> print.
+"""The ``dgxtopo`` command line: thin, parse -> size the work -> call the library -> print.
 
-Subcommands
------------
-``dgxtopo systems [--json]``
-    The built-in systems with their GPUs, links and bisection bandwidth.
-``dgxtopo topo NAME [--json] [--no-legend]``
-    The system's connection matrix in the layout of ``nvidia-smi topo -m``.
-``dgxtopo p2p NAME [--gpus IDS] [--mode route|maxflow] [--bidirectional] [--latency] [--p2p enabled|disabled] [--json]``
-    Predicted GPU-to-GPU bandwidth (and latency) in the layout of p2pBandwidthLatencyTest.
-``dgxtopo collective COLL --system NAME [--gpus IDS] [-b MIN] [-e MAX] [-f FACTOR] [--algo A]
-[--proto P] [--nccl VERSION] [--explain] [--json]``
-    A predicted nccl-tests sweep (float32, sum): size, count, type, redop, root, time, algbw,
-    busbw, and what NCCL would run.
-``dgxtopo pairs COLL --system NAME -s SIZE [--json]``
-    busbw of every 2-GPU communicator.
-``dgxtopo subsets COLL --system NAME -k K -s SIZE [--top N] [--json]``
-    Every K-GPU set ranked by busbw.
-``dgxtopo report [NAMES...] [--out FILE]``
-    One self-contained HTML file comparing systems (default: all built-in) with figures.
-``dgxtopo calibrate FILE... --system S [--gpus IDS] [-g N] [--nccl V] [--inplace] --out FILE``
-    Fit the measurement model to nccl-tests outputs; print the fitted constants and residuals.
-``dgxtopo check FILE --system S [--gpus IDS] [-g N] [--nccl V] [--calibration F] [--json]``
-    Measured vs predicted per size (time, busbw, error) for one nccl-tests output.
-``dgxtopo compare SYSTEM SYSTEM... [--collective COLL] [--ngpus N] [-b] [-e] [-f] [--out FILE] [--json]``
-    Time and busbw by size of the same collective on the same GPU count of several systems
-    (for instance one DGX-2 against two DGX-1V: ``dgxtopo compare dgx2 2xdgx1v``).
+Subcommands (``dgxtopo COMMAND --help`` for each)
+-------------------------------------------------
+``systems``     the built-in systems with their GPUs, links and bisection bandwidth.
+``topo``        a system's connection matrix in the layout of ``nvidia-smi topo -m``.
+``p2p``         predicted GPU-to-GPU bandwidth and latency as p2pBandwidthLatencyTest prints them.
+``collective``  a predicted nccl-tests sweep, and what NCCL would run (``--explain``: why).
+``pairs``       busbw of every 2-GPU communicator.
+``subsets``     every k-GPU set ranked by busbw.
+``compare``     the same collective on the same GPU count of several systems.
+``report``      one self-contained HTML file comparing systems, with figures.
+``calibrate``   fit the measurement model to nccl-tests outputs; print the fitted constants.
+``check``       measured vs predicted per size (time, busbw, error) for one nccl-tests output.
 
-Bad input (an unknown system, a malformed option) prints one line on stderr and exits 2.
-The JSON forms are documented in the README ("JSON output") and stay stable.
+Conventions: bad input (an unknown system, a malformed option, work beyond a limit) prints one
+line on stderr and exits 2; Ctrl-C prints one line and exits 130, leaving no partial file.
+Work that takes more than about 2 s shows a progress bar on stderr when stderr is a terminal
+(never with ``--json``). The JSON forms are documented in the README ("JSON output") and are
+stable. Tables and JSON shapes live in :mod:`models.text`.
+
+Adding a command: write ``_NAME_arguments(parser)`` and ``_NAME(args)`` and append a
+:class:`Command` to :data:`COMMANDS`.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
+import textwrap
+from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
 import topo
-from topo.units import to_GBps, to_us
+from topo.errors import DgxTopoError
+from topo.registry import SPEC_GRAMMAR, parse_system_spec
+from topo.units import parse_count, parse_nbytes
 
-from .display import format_table
-from .nccltests import count_from_nbytes
-from .collectives import COLLECTIVE_NAMES, estimate, pairwise, subsets
+from .collectives import COLLECTIVE_NAMES, LimitError, estimate, pairwise, subsets
 from .nccl.profiles import PROFILES
-
-# --nccl takes any release the profiles cover; nccl_profile() raises a one-line typed error.
-_NCCL_HELP = (f"NCCL release to model, {list(PROFILES.values())[0].first[0]}.0 to "
-              f"{'.'.join(map(str, list(PROFILES.values())[-1].last[:2]))}.x, e.g. 2.3.7, 2.12.12, "
-              f"v2.27.7-1 (default: the reference version); each maps to the profile governing it "
-              f"(models.nccl.format_versions_table())")
+from .nccltests import count_from_nbytes
 from .p2p import MODES, format_p2p_report, p2p_report
+from .progress import progress_bar, wants_progress
+from .text import (collective_json, collective_table, compare_json, compare_table, package_version,
+                   pairs_json, pairs_table, subsets_json, subsets_table, systems_json, systems_table)
 
-__all__ = ["main", "build_parser"]
+__all__ = ["main", "build_parser", "Command", "COMMANDS", "parse_size", "MAX_GPUS", "MAX_PAIRS",
+           "MAX_SETS", "MAX_SEARCHES"]
+
+#: Default of ``--max-gpus``: the most GPUs a system or cluster may have before it is built.
+MAX_GPUS = 4096
+#: Default of ``--limit`` for ``p2p`` (GPU pairs routed) and for alltoall / sendrecv in
+#: ``collective`` (point-to-point flows): 16xdgx2 (256 GPUs, 65,280 pairs) fits.
+MAX_PAIRS = 70_000
+#: Default of ``--limit`` for ``pairs`` and ``subsets``: the most GPU sets, C(GPUs, k). Every
+#: k on every built-in system fits (at most C(16, 8) = 12,870).
+MAX_SETS = 50_000
+#: Default of ``--max-searches`` for ``pairs`` and ``subsets``: the most estimates (one channel
+#: search each per GPU set that differs up to the fabric's symmetry). Built-in systems need at
+#: most 22; 2xdgx1v needs 105 for k = 4 and 554 for k = 8.
+MAX_SEARCHES = 150
+
+_SPEC_HELP = (
+    "Systems (SPEC, NAME): " + SPEC_GRAMMAR + ". NAME is a built-in system ({names}; case, '-' "
+    "and '_' ignored); NxNAME[:network] is a cluster of N of them joined by an InfiniBand network, "
+    "fat_tree (default) or rail.")
+_SIZE_HELP = ("Sizes (SIZE) are bytes as nccl-tests takes them: 8, 64K, 256M, 1G, 2T (K, M, G, T "
+              "are binary multiples: 64K = 65536).")
 
 
 class _UsageError(Exception):
@@ -66,66 +80,57 @@ class _Parser(argparse.ArgumentParser):
         raise _UsageError(f"{message} (see '{self.prog} --help')")
 
 
-def _print_json(data) -> None:
-    print(json.dumps(data, indent=2))
-
-
-def _systems(args) -> None:
-    summaries = [topo.summarize(topo.build(name)) for name in topo.SYSTEMS]
-    if args.json:
-        _print_json({"systems": [s.to_dict() for s in summaries]})
-        return
-    headers = ["system", "name", "GPUs", "GPU model", "NVLink links", "NVSwitches", "NICs",
-               "NVLink/GPU (GB/s)", "bisection (GB/s)"]
-    rows = [[s.system, s.name, s.gpus, ", ".join(s.gpu_models), s.nvlink_links, s.nvswitches,
-             s.nics, f"{to_GBps(s.injection):.1f}", f"{to_GBps(s.bisection):.1f}"]
-            for s in summaries]
-    print(format_table(headers, rows, align="<<><>>>>>"))
-    print("\nBandwidths are line rates per direction; bisection counts NVLink only.")
-
-
-def _topo(args) -> None:
-    G = topo.build(args.name)
-    matrix = topo.connection_matrix(G)
-    if args.json:
-        _print_json({"system": G.graph["system"], **matrix.to_dict()})
-        return
-    print(topo.format_connection_matrix(matrix, legend=not args.no_legend))
-
-
-def _p2p(args) -> None:
-    report = p2p_report(topo.build(args.name), args.gpus, mode=args.mode, p2p=args.p2p)
-    if args.json:
-        _print_json(report.to_dict())
-        return
-    print(format_p2p_report(report, bidirectional=args.bidirectional, latency=args.latency))
-
-
-_SIZE = re.compile(r"^(\d+)([KMGT]?)B?$", re.IGNORECASE)
-_MULTIPLE = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
-
-
+# ------------------------------------------------------------------ parsing input values
+# argparse types over topo's strict shared parsers (one parser per kind of value). A
+# DgxTopoError is a ValueError, which argparse would swallow into "invalid value": re-raised
+# as ArgumentTypeError, its message reaches the user.
 def parse_size(text: str) -> int:
     """A size as nccl-tests takes it: ``8``, ``64K``, ``256M``, ``1G`` (binary multiples). [bytes]
 
     >>> parse_size("256M"), parse_size("8")
     (268435456, 8)
     """
-    match = _SIZE.match(str(text).strip())
-    if not match:
-        raise argparse.ArgumentTypeError(
-            f"malformed size {text!r}: expected bytes such as 8, 64K, 256M or 1G")
-    return int(match.group(1)) * _MULTIPLE[match.group(2).upper()]
-
-
-def _factor(text: str) -> int:
     try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 2:
-        raise argparse.ArgumentTypeError(f"malformed factor {text!r}: expected an integer >= 2")
-    return value
+        return parse_nbytes(str(text))
+    except DgxTopoError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _count(minimum: int):
+    """An argparse type: a whole number >= ``minimum`` (argparse names the option)."""
+    def parse(text: str) -> int:
+        try:
+            return parse_count(str(text), name="value", minimum=minimum)
+        except DgxTopoError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+    return parse
+
+
+# ------------------------------------------------------------------------- sizing work
+def _too_much(what: str, size: int, limit: int, option: str) -> _UsageError:
+    return _UsageError(f"{what}, more than the limit of {limit}: raise it with {option} N "
+                       f"(the work grows with it)")
+
+
+def _system_gpus(spec: str, max_gpus: int) -> int:
+    """GPUs of a system spec, counted without building it; beyond ``max_gpus``, refused."""
+    parsed = parse_system_spec(spec, max_hosts=max_gpus)  # every host has at least one GPU
+    gpus = parsed.hosts * len(topo.gpus(topo.SYSTEMS[parsed.system]()))
+    if gpus > max_gpus:
+        raise _too_much(f"{spec} has {gpus} GPUs", gpus, max_gpus, "--max-gpus")
+    return gpus
+
+
+def _build(spec: str, args) -> object:
+    """Build a system or cluster after checking its size against ``--max-gpus``."""
+    limit = getattr(args, "max_gpus", MAX_GPUS)
+    _system_gpus(spec, limit)
+    return topo.build(spec, max_hosts=limit)
+
+
+def _progress(args, description: str, unit: str):
+    return progress_bar(description, enabled=wants_progress(json_output=getattr(args, "json", False)),
+                        unit=unit)
 
 
 def _sweep(minimum: int, maximum: int, factor: int) -> list:
@@ -139,90 +144,229 @@ def _sweep(minimum: int, maximum: int, factor: int) -> list:
     return sizes
 
 
-# nccl-tests' root column: the root rank for rooted collectives, -1 otherwise.
-_ROOT = {"broadcast": 0, "reduce": 0}
-_REDOP = {"all_reduce": "sum", "reduce_scatter": "sum", "reduce": "sum"}
+def _print_json(data) -> None:
+    print(json.dumps(data, indent=2))
+
+
+# ---------------------------------------------------------------------------- commands
+@dataclass(frozen=True)
+class Command:
+    """One ``dgxtopo`` subcommand: its name, one-line help, arguments and action."""
+
+    name: str
+    help: str
+    arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], None]
+    description: str = ""
+
+
+def _json_option(parser, what: str = "a table") -> None:
+    parser.add_argument("--json", action="store_true", help=f"print JSON instead of {what}")
+
+
+def _max_gpus_option(parser) -> None:
+    parser.add_argument("--max-gpus", type=_count(1), default=MAX_GPUS, metavar="N",
+                        help=f"refuse systems with more than N GPUs before building them "
+                             f"(default {MAX_GPUS})")
+
+
+def _system_option(parser) -> None:
+    parser.add_argument("--system", required=True, metavar="SPEC", help="system or cluster (see below)")
+    _max_gpus_option(parser)
+
+
+# --nccl takes any release the profiles cover; nccl_profile() raises a one-line typed error.
+_NCCL_HELP = (f"NCCL release to model, {min(p.first for p in PROFILES.values())[0]}.0 to "
+              f"{'.'.join(map(str, max(p.last for p in PROFILES.values())[:2]))}.x, e.g. 2.3.7, 2.12.12, "
+              f"v2.27.7-1 (default: the reference version); each maps to the profile governing it "
+              f"(models.nccl.format_versions_table())")
+
+
+def _nccl_option(parser) -> None:
+    parser.add_argument("--nccl", metavar="VERSION", default=None, help=_NCCL_HELP)
+
+
+def _collective_argument(parser) -> None:
+    parser.add_argument("coll", metavar="COLLECTIVE", choices=COLLECTIVE_NAMES,
+                        help="one of " + ", ".join(COLLECTIVE_NAMES))
+
+
+def _sweep_options(parser, *, minimum: str, maximum: str, factor: int) -> None:
+    parser.add_argument("-b", "--minbytes", type=parse_size, default=parse_size(minimum), metavar="SIZE",
+                        help=f"smallest size (default {minimum})")
+    parser.add_argument("-e", "--maxbytes", type=parse_size, default=parse_size(maximum), metavar="SIZE",
+                        help=f"largest size (default {maximum})")
+    parser.add_argument("-f", "--stepfactor", type=_count(2), default=factor, metavar="F",
+                        help=f"size multiplier, an integer >= 2 (default {factor})")
+
+
+def _sets_options(parser) -> None:
+    parser.add_argument("--limit", type=_count(1), default=MAX_SETS, metavar="N",
+                        help=f"refuse more than N GPU sets (default {MAX_SETS})")
+    parser.add_argument("--max-searches", type=_count(1), default=MAX_SEARCHES, metavar="N",
+                        help=f"refuse sets that need more than N estimates, one per set that differs "
+                             f"up to the fabric's symmetry (default {MAX_SEARCHES})")
+
+
+# systems
+def _systems_arguments(parser) -> None:
+    _json_option(parser)
+
+
+def _systems(args) -> None:
+    summaries = [topo.summarize(topo.build(name)) for name in topo.SYSTEMS]
+    print(json.dumps(systems_json(summaries), indent=2) if args.json else systems_table(summaries))
+
+
+# topo
+def _topo_arguments(parser) -> None:
+    parser.add_argument("name", metavar="NAME", help="system or cluster (see below)")
+    _json_option(parser, "the matrix")
+    parser.add_argument("--no-legend", action="store_true", help="omit the legend")
+    _max_gpus_option(parser)
+
+
+def _topo(args) -> None:
+    G = _build(args.name, args)
+    matrix = topo.connection_matrix(G)
+    if args.json:
+        _print_json({"system": G.graph["system"], **matrix.to_dict()})
+        return
+    print(topo.format_connection_matrix(matrix, legend=not args.no_legend))
+
+
+# p2p
+def _p2p_arguments(parser) -> None:
+    parser.add_argument("name", metavar="NAME", help="system or cluster (see below)")
+    parser.add_argument("--gpus", metavar="IDS", help="GPU ids such as 0,3,5-7 (default: all)")
+    parser.add_argument("--mode", choices=MODES, default="route",
+                        help="route: the copy CUDA makes (default); maxflow: NVLink maximum flow")
+    parser.add_argument("--bidirectional", action="store_true",
+                        help="both directions at once instead of one")
+    parser.add_argument("--latency", action="store_true", help="also print the latency matrix")
+    parser.add_argument("--p2p", choices=("enabled", "disabled"), default="enabled",
+                        help="peer access: enabled (default) or disabled, every pair staged "
+                             "through host memory (p2pBandwidthLatencyTest's P2P=Disabled)")
+    _json_option(parser, "the matrices (every matrix at once)")
+    _max_gpus_option(parser)
+    parser.add_argument("--limit", type=_count(1), default=MAX_PAIRS, metavar="N",
+                        help=f"refuse more than N GPU pairs (default {MAX_PAIRS})")
+
+
+def _p2p(args) -> None:
+    G = _build(args.name, args)
+    n = len(topo.select_gpus(G, args.gpus))
+    if n * (n - 1) > args.limit:
+        raise _too_much(f"p2p of {n} GPUs routes {n * (n - 1)} GPU pairs", n * (n - 1), args.limit, "--limit")
+    report = p2p_report(G, args.gpus, mode=args.mode, p2p=args.p2p)
+    if args.json:
+        _print_json(report.to_dict())
+        return
+    print(format_p2p_report(report, bidirectional=args.bidirectional, latency=args.latency))
+
+
+# collective
+def _collective_arguments(parser) -> None:
+    _collective_argument(parser)
+    _system_option(parser)
+    parser.add_argument("--gpus", metavar="IDS", help="GPU ids such as 0-3 or 0,3,5-7 (default: all)")
+    _sweep_options(parser, minimum="32M", maximum="32M", factor=2)
+    parser.add_argument("--algo", choices=("ring", "tree"), help="force NCCL's algorithm")
+    parser.add_argument("--proto", choices=("LL", "LL128", "Simple"), help="force NCCL's protocol")
+    _nccl_option(parser)
+    parser.add_argument("--explain", action="store_true",
+                        help="show channels, bottleneck, latency and bandwidth terms (a field with --json)")
+    _json_option(parser)
+    parser.add_argument("--limit", type=_count(1), default=MAX_PAIRS, metavar="N",
+                        help=f"alltoall and sendrecv: refuse more than N point-to-point flows "
+                             f"(default {MAX_PAIRS})")
 
 
 def _collective(args) -> None:
-    G = topo.build(args.system)
-    gpus = topo.select_gpus(G, args.gpus)
-    nranks = len(gpus)
+    G = _build(args.system, args)
+    nranks = len(topo.select_gpus(G, args.gpus))
+    flows = {"alltoall": nranks * (nranks - 1), "sendrecv": nranks}.get(args.coll, 0)
+    if flows > args.limit:
+        raise _too_much(f"{args.coll} of {nranks} GPUs models {flows} flows", flows, args.limit, "--limit")
     requested = np.array(_sweep(args.minbytes, args.maxbytes, args.stepfactor), dtype=np.int64)
     # nccl-tests rounds every size down to whole float32 elements per rank.
-    counts, sizes = (np.atleast_1d(x).astype(np.int64)
-                     for x in count_from_nbytes(args.coll, requested, nranks))
+    counts, sizes = (np.atleast_1d(x).astype(np.int64) for x in count_from_nbytes(args.coll, requested, nranks))
     e = estimate(G, args.coll, sizes, args.gpus, algorithm=args.algo, protocol=args.proto,
                  profile=args.nccl)
-    ids = list(e.gpus)
-    times, algbw, busbw = (np.atleast_1d(x) for x in (e.time, e.algbw, e.busbw))
-    algorithms, protocols, nchannels = (np.atleast_1d(x) for x in (e.algorithm, e.protocol, e.nchannels))
     if args.json:
-        rows = [{"size_bytes": int(size), "time_us": float(to_us(t)), "algbw_gbps": float(to_GBps(a)),
-                 "busbw_gbps": float(to_GBps(b)), "algorithm": str(al), "protocol": str(pr),
-                 "nchannels": int(nc)}
-                for size, t, a, b, al, pr, nc in zip(sizes, times, algbw, busbw, algorithms, protocols,
-                                                     nchannels)]
-        _print_json({"system": G.graph["system"], "collective": args.coll, "gpus": ids, "rows": rows})
-        return
-    print(f"# dgxtopo: predicted nccl-tests {args.coll} on {G.graph['name']} GPUs "
-          f"{','.join(map(str, ids))} ({nranks} ranks); {e.model}")
-    print(f"# {'size':>10}  {'count':>12}  {'type':>6}  {'redop':>6}  {'root':>5}  {'time':>9}  "
-          f"{'algbw':>7}  {'busbw':>7}  {'algo':>5}  {'proto':>6}  {'nch':>3}")
-    print(f"# {'(B)':>10}  {'(elements)':>12}  {'':>6}  {'':>6}  {'':>5}  {'(us)':>9}  "
-          f"{'(GB/s)':>7}  {'(GB/s)':>7}")
-    root = _ROOT.get(args.coll, -1)
-    redop = _REDOP.get(args.coll, "none")
-    for size, count, t, a, b, al, pr, nc in zip(sizes, counts, times, algbw, busbw, algorithms,
-                                                  protocols, nchannels):
-        print(f"  {int(size):>10}  {int(count):>12}  {'float':>6}  {redop:>6}  {root:>5}  "
-              f"{to_us(t):>9.2f}  {to_GBps(a):>7.2f}  {to_GBps(b):>7.2f}  {al:>5}  {pr:>6}  {nc:>3}")
-    print(f"# Avg bus bandwidth    : {to_GBps(float(np.mean(busbw))):.4g}")
-    if args.explain:
-        print()
-        print(e.explain())
+        _print_json(collective_json(G, e, explain=args.explain))
+    else:
+        print(collective_table(G, e, counts, explain=args.explain))
+
+
+# pairs
+def _pairs_arguments(parser) -> None:
+    _collective_argument(parser)
+    _system_option(parser)
+    parser.add_argument("-s", "--size", type=parse_size, required=True, metavar="SIZE",
+                        help="message size in bytes (8, 64K, 256M, 1G)")
+    _nccl_option(parser)
+    _json_option(parser)
+    _sets_options(parser)
+
+
+def _ranked(args, k: int, function):
+    G = _build(args.system, args)
+    with _progress(args, f"{args.coll} on sets of {k} GPUs", "search") as progress:
+        return G, function(G, collective=args.coll, nbytes=args.size, profile=args.nccl,
+                           max_sets=args.limit, max_searches=args.max_searches, progress=progress)
 
 
 def _pairs(args) -> None:
-    G = topo.build(args.system)
-    matrix = pairwise(G, args.coll, args.size, profile=args.nccl)
-    n = matrix.shape[0]
+    G, matrix = _ranked(args, 2, pairwise)
     if args.json:
-        _print_json({"system": G.graph["system"], "collective": args.coll, "size_bytes": args.size,
-                     "gpus": list(range(n)),
-                     "busbw_gbps": [[None if np.isnan(v) else float(to_GBps(v)) for v in row]
-                                    for row in matrix]})
-        return
-    print(f"Predicted {args.coll} busbw (GB/s) of every GPU pair on {G.graph['name']} at "
-          f"{args.size} B")
-    headers = ["GPU"] + [str(j) for j in range(n)]
-    rows = [[str(i)] + ["-" if np.isnan(v) else f"{to_GBps(v):.2f}" for v in row]
-            for i, row in enumerate(matrix)]
-    print(format_table(headers, rows, align=">" * (n + 1)))
+        _print_json(pairs_json(G, args.coll, args.size, matrix))
+    else:
+        print(pairs_table(G, args.coll, args.size, matrix))
+
+
+# subsets
+def _subsets_arguments(parser) -> None:
+    _collective_argument(parser)
+    _system_option(parser)
+    parser.add_argument("-k", type=_count(1), required=True, help="GPUs per set")
+    parser.add_argument("-s", "--size", type=parse_size, required=True, metavar="SIZE",
+                        help="message size in bytes (8, 64K, 256M, 1G)")
+    parser.add_argument("--top", type=_count(1), metavar="N", help="show only the best N")
+    _nccl_option(parser)
+    _json_option(parser)
+    _sets_options(parser)
 
 
 def _subsets(args) -> None:
-    G = topo.build(args.system)
-    ranking = subsets(G, args.k, args.coll, args.size, profile=args.nccl)
+    G, ranking = _ranked(args, args.k, lambda G, **kw: subsets(G, k=args.k, **kw))
     shown = ranking if args.top is None else ranking[:args.top]
     if args.json:
-        _print_json({"system": G.graph["system"], "collective": args.coll, "k": args.k,
-                     "size_bytes": args.size, "count": len(ranking),
-                     "subsets": [{"gpus": list(r.gpus), "busbw_gbps": to_GBps(r.busbw),
-                                  "algbw_gbps": to_GBps(r.algbw), "time_us": to_us(r.time),
-                                  "algorithm": r.algorithm, "protocol": r.protocol,
-                                  "nchannels": r.nchannels} for r in shown]})
-        return
-    print(f"{len(ranking)} sets of {args.k} GPUs on {G.graph['name']}, ranked by predicted "
-          f"{args.coll} busbw at {args.size} B" + ("" if args.top is None else f" (top {len(shown)})"))
-    headers = ["rank", "GPUs", "busbw (GB/s)", "algbw (GB/s)", "time (us)", "algo", "proto", "nch"]
-    rows = [[i + 1, ",".join(map(str, r.gpus)), f"{to_GBps(r.busbw):.2f}", f"{to_GBps(r.algbw):.2f}",
-             f"{to_us(r.time):.2f}", r.algorithm, r.protocol, r.nchannels] for i, r in enumerate(shown)]
-    print(format_table(headers, rows, align="><>>><<>"))
+        _print_json(subsets_json(G, args.coll, args.k, args.size, ranking, shown))
+    else:
+        print(subsets_table(G, args.coll, args.k, args.size, ranking, shown))
+
+
+# compare
+def _compare_arguments(parser) -> None:
+    parser.add_argument("systems", metavar="SPEC", nargs="+", help="systems or clusters (see below)")
+    parser.add_argument("--collective", default="all_reduce", choices=COLLECTIVE_NAMES,
+                        help="collective (default all_reduce)")
+    parser.add_argument("--ngpus", type=_count(1), metavar="N",
+                        help="compare the first N GPUs of each system")
+    _sweep_options(parser, minimum="1K", maximum="1G", factor=4)
+    _nccl_option(parser)
+    parser.add_argument("--out", metavar="FILE",
+                        help="also write an HTML figure of busbw and time by size (replaced atomically)")
+    _json_option(parser)
+    _max_gpus_option(parser)
 
 
 def _compare(args) -> None:
-    fabrics = [topo.build(name) for name in args.systems]
+    if args.out is not None:
+        from .output import check_output_path
+        check_output_path(args.out)  # before any work
+    fabrics = [_build(name, args) for name in args.systems]
     counts = {G.graph.get("system", name): len(topo.gpus(G)) for name, G in zip(args.systems, fabrics)}
     ngpus = args.ngpus if args.ngpus is not None else min(counts.values())
     if args.ngpus is None and len(set(counts.values())) > 1:
@@ -230,145 +374,43 @@ def _compare(args) -> None:
                           f"{', '.join(f'{k}: {v}' for k, v in counts.items())}; pass --ngpus N to "
                           f"compare the first N GPUs of each")
     sizes = np.array(_sweep(args.minbytes, args.maxbytes, args.stepfactor), dtype=np.int64)
-    estimates = [estimate(G, args.collective, sizes, list(range(ngpus)), profile=args.nccl)
-                 for G in fabrics]
     names = [G.graph.get("system", n) for n, G in zip(args.systems, fabrics)]
-    if args.out:
+    estimates = []
+    with _progress(args, f"{args.collective} on {len(fabrics)} systems", "system") as progress:
+        for G in fabrics:
+            estimates.append(estimate(G, args.collective, sizes, list(range(ngpus)), profile=args.nccl))
+            progress(len(estimates), len(fabrics))
+    if args.out is not None:
         from .report import write_compare_figure  # plotly only for this option
         write_compare_figure(estimates, names, args.out)
     if args.json:
-        _print_json({"collective": args.collective, "ngpus": ngpus, "systems": names,
-                     "rows": [{"size_bytes": int(size),
-                               "results": [{"system": name, "time_us": float(to_us(np.atleast_1d(e.time)[i])),
-                                            "busbw_gbps": float(to_GBps(np.atleast_1d(e.busbw)[i])),
-                                            "algorithm": str(np.atleast_1d(e.algorithm)[i]),
-                                            "protocol": str(np.atleast_1d(e.protocol)[i])}
-                                           for name, e in zip(names, estimates)]}
-                              for i, size in enumerate(sizes)]})
-        return
-    print(f"Predicted {args.collective} on {ngpus} GPUs: " + " vs ".join(
-        f"{name} ({e.model})" for name, e in zip(names, estimates)))
-    headers = ["size (B)"]
-    for name in names:
-        headers += [f"{name} time (us)", f"{name} busbw (GB/s)", "algo/proto"]
-    headers.append("faster")
-    rows = []
-    for i, size in enumerate(sizes):
-        row = [str(int(size))]
-        times = []
-        for e in estimates:
-            t = np.atleast_1d(e.time)[i]
-            times.append(t)
-            row += [f"{to_us(t):.2f}", f"{to_GBps(np.atleast_1d(e.busbw)[i]):.2f}",
-                    f"{np.atleast_1d(e.algorithm)[i]}/{np.atleast_1d(e.protocol)[i]}"]
-        order = np.argsort(times)
-        ratio = times[order[1]] / times[order[0]] if len(times) > 1 else 1.0
-        row.append(f"{names[order[0]]} x{ratio:.2f}")
-        rows.append(row)
-    print(format_table(headers, rows, align=">" + ">><" * len(names) + "<"))
+        _print_json(compare_json(args.collective, ngpus, names, estimates))
+    else:
+        print(compare_table(args.collective, ngpus, names, estimates))
+
+
+# report
+def _report_arguments(parser) -> None:
+    parser.add_argument("names", metavar="SPEC", nargs="*",
+                        help="systems or clusters (default: every built-in system; see below)")
+    parser.add_argument("--out", default="report.html", metavar="FILE",
+                        help="HTML file to write, replaced atomically (default: report.html)")
+    _max_gpus_option(parser)
 
 
 def _report(args) -> None:
+    from .output import check_output_path
     from .report import write_report  # imports plotly: only this command pays for it
 
-    written = write_report(args.out, args.names or None)
+    check_output_path(args.out)  # before any work
+    for name in args.names:  # sized before anything is built
+        _system_gpus(name, args.max_gpus)
+    with _progress(args, "report", "step") as progress:
+        written = write_report(args.out, args.names or None, progress=progress)
     print(f"wrote {written.path} ({written.nbytes / 1e6:.1f} MB) comparing {', '.join(written.systems)}")
 
 
-def _add_model_options(parser, *, sizes: str) -> None:
-    parser.add_argument("coll", metavar="COLLECTIVE", choices=COLLECTIVE_NAMES,
-                        help="one of " + ", ".join(COLLECTIVE_NAMES))
-    parser.add_argument("--system", required=True, help="system name: " + ", ".join(topo.SYSTEMS))
-    parser.add_argument("--nccl", metavar="VERSION", default=None, help=_NCCL_HELP)
-    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    if sizes == "one":
-        parser.add_argument("-s", "--size", type=parse_size, required=True,
-                            help="message size in bytes (8, 64K, 256M, 1G)")
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of ``dgxtopo``."""
-    parser = _Parser(prog="dgxtopo", description="Model NVIDIA DGX interconnect fabrics and what "
-                     "NCCL-style communication achieves on them.")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    commands.required = True
-
-    systems = commands.add_parser("systems", help="list the built-in systems")
-    systems.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    systems.set_defaults(run=_systems)
-
-    show = commands.add_parser("topo", help="connection matrix as nvidia-smi topo -m prints it")
-    show.add_argument("name", metavar="NAME", help="system name: " + ", ".join(topo.SYSTEMS))
-    show.add_argument("--json", action="store_true", help="print JSON instead of the matrix")
-    show.add_argument("--no-legend", action="store_true", help="omit the legend")
-    show.set_defaults(run=_topo)
-
-    p2p = commands.add_parser("p2p", help="GPU-to-GPU bandwidth and latency as "
-                              "p2pBandwidthLatencyTest prints them (predicted)")
-    p2p.add_argument("name", metavar="NAME", help="system name: " + ", ".join(topo.SYSTEMS))
-    p2p.add_argument("--gpus", metavar="IDS", help="GPU ids such as 0,3,5-7 (default: all)")
-    p2p.add_argument("--mode", choices=MODES, default="route",
-                     help="route: the copy CUDA makes (default); maxflow: NVLink maximum flow")
-    p2p.add_argument("--bidirectional", action="store_true",
-                     help="both directions at once instead of one")
-    p2p.add_argument("--latency", action="store_true", help="also print the latency matrix")
-    p2p.add_argument("--p2p", choices=("enabled", "disabled"), default="enabled",
-                     help="peer access: enabled (default) or disabled, every pair staged "
-                          "through host memory (p2pBandwidthLatencyTest's P2P=Disabled)")
-    p2p.add_argument("--json", action="store_true", help="print JSON (every matrix) instead")
-    p2p.set_defaults(run=_p2p)
-
-    coll = commands.add_parser("collective", help="predicted nccl-tests sweep of a collective")
-    _add_model_options(coll, sizes="sweep")
-    coll.add_argument("--gpus", metavar="IDS", help="GPU ids such as 0-3 or 0,3,5-7 (default: all)")
-    coll.add_argument("-b", "--minbytes", type=parse_size, default=parse_size("32M"),
-                      help="smallest size (default 32M, as nccl-tests)")
-    coll.add_argument("-e", "--maxbytes", type=parse_size, default=parse_size("32M"),
-                      help="largest size (default 32M)")
-    coll.add_argument("-f", "--stepfactor", type=_factor, default=2, help="size multiplier (default 2)")
-    coll.add_argument("--algo", choices=("ring", "tree"), help="force NCCL's algorithm")
-    coll.add_argument("--proto", choices=("LL", "LL128", "Simple"), help="force NCCL's protocol")
-    coll.add_argument("--explain", action="store_true",
-                      help="show channels, bottleneck, latency and bandwidth terms")
-    coll.set_defaults(run=_collective)
-
-    pairs = commands.add_parser("pairs", help="busbw of every 2-GPU communicator")
-    _add_model_options(pairs, sizes="one")
-    pairs.set_defaults(run=_pairs)
-
-    sets = commands.add_parser("subsets", help="every k-GPU set ranked by busbw")
-    _add_model_options(sets, sizes="one")
-    sets.add_argument("-k", type=int, required=True, help="GPUs per set")
-    sets.add_argument("--top", type=int, help="show only the best N")
-    sets.set_defaults(run=_subsets)
-
-    compare = commands.add_parser("compare", help="a collective on the same GPU count of several systems")
-    compare.add_argument("systems", metavar="SYSTEM", nargs="+",
-                         help="systems or clusters: " + ", ".join(topo.SYSTEMS) + ", 2xdgx1v, 16xdgx2:rail")
-    compare.add_argument("--collective", default="all_reduce", choices=COLLECTIVE_NAMES,
-                         help="collective (default all_reduce)")
-    compare.add_argument("--ngpus", type=int, help="compare the first N GPUs of each system")
-    compare.add_argument("-b", "--minbytes", type=parse_size, default=parse_size("1K"),
-                         help="smallest size (default 1K)")
-    compare.add_argument("-e", "--maxbytes", type=parse_size, default=parse_size("1G"),
-                         help="largest size (default 1G)")
-    compare.add_argument("-f", "--stepfactor", type=_factor, default=4, help="size multiplier (default 4)")
-    compare.add_argument("--nccl", metavar="VERSION", default=None, help=_NCCL_HELP)
-    compare.add_argument("--out", help="also write an HTML figure of busbw and time by size")
-    compare.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    compare.set_defaults(run=_compare)
-
-    report = commands.add_parser("report", help="write an offline HTML report comparing systems")
-    report.add_argument("names", metavar="NAME", nargs="*",
-                        help="systems or clusters (default: all built-in): " + ", ".join(topo.SYSTEMS)
-                        + ", 2xdgx1v, ...")
-    report.add_argument("--out", default="report.html", metavar="FILE",
-                        help="HTML file to write, replaced atomically (default: report.html)")
-    report.set_defaults(run=_report)
-    _add_measurement_commands(commands)
-    return parser
-
-
+# calibrate and check (measured nccl-tests outputs)
 def _read_run(path):
     from .benchmarks import BenchmarkParseError, read_benchmark
 
@@ -385,29 +427,48 @@ def _read_run(path):
         raise BenchmarkParseError(f"{path}: {error}") from None
 
 
+def _measurement_arguments(parser) -> None:
+    parser.add_argument("--system", required=True, metavar="SPEC", help="system or cluster (see below)")
+    _max_gpus_option(parser)
+    parser.add_argument("--gpus", metavar="IDS", help="GPU ids of the ranks, in rank order "
+                        "(default: from CUDA_VISIBLE_DEVICES and the device lines)")
+    parser.add_argument("-g", "--gpus-per-thread", dest="g", type=_count(1), default=None,
+                        help="nccl-tests -g of the run (default: its nGpus)")
+    _nccl_option(parser)
+    parser.add_argument("--collective", choices=COLLECTIVE_NAMES,
+                        help="the collective, if the output does not name it")
+    parser.add_argument("--inplace", action="store_true", help="use the in-place columns")
+
+
+def _calibrate_arguments(parser) -> None:
+    parser.add_argument("files", metavar="FILE", nargs="+", help="nccl-tests (or p2pBandwidthLatencyTest) output")
+    _measurement_arguments(parser)
+    parser.add_argument("--out", required=True, metavar="FILE",
+                        help="calibration JSON to write (replaced atomically)")
+
+
 def _calibrate(args) -> None:
-    import os
-    import tempfile
-
     from .calibration import calibrate
+    from .output import check_output_path, write_text_atomic
 
+    check_output_path(args.out)  # before any work
     runs = [_read_run(path) for path in args.files]
     if args.collective:
         from dataclasses import replace
         runs = [replace(r, collective=args.collective) if hasattr(r, "rows") else r for r in runs]
-    result = calibrate(runs, topo.build(args.system), gpus=args.gpus, gpus_per_thread=args.g,
+    result = calibrate(runs, _build(args.system, args), gpus=args.gpus, gpus_per_thread=args.g,
                        profile=args.nccl, inplace=args.inplace)
     print(result.format())
-    directory = os.path.dirname(os.path.abspath(args.out))
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".calibration-", suffix=".json")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(result.to_json())
-        os.replace(tmp, args.out)  # atomic: a reader never sees half a file
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    write_text_atomic(args.out, result.to_json())
     print(f"wrote {args.out}")
+
+
+def _check_arguments(parser) -> None:
+    parser.add_argument("file", metavar="FILE", help="nccl-tests output")
+    _measurement_arguments(parser)
+    parser.add_argument("--calibration", metavar="FILE", help="calibration JSON from dgxtopo calibrate")
+    parser.add_argument("--explain", action="store_true", help="show the measurement model's terms")
+    _json_option(parser)
 
 
 def _check(args) -> None:
@@ -426,7 +487,7 @@ def _check(args) -> None:
                 calibration = Calibration.from_json(handle.read())
         except OSError as error:
             raise _UsageError(f"cannot read {args.calibration}: {error.strerror}") from None
-    result = check(run, topo.build(args.system), gpus=args.gpus, gpus_per_thread=args.g,
+    result = check(run, _build(args.system, args), gpus=args.gpus, gpus_per_thread=args.g,
                    profile=args.nccl, calibration=calibration, inplace=args.inplace)
     if args.json:
         _print_json(result.to_json())
@@ -437,41 +498,63 @@ def _check(args) -> None:
         print(result.explain)
 
 
-def _add_measurement_commands(commands) -> None:
-    def common(parser):
-        parser.add_argument("--system", required=True, help="system name: " + ", ".join(topo.SYSTEMS))
-        parser.add_argument("--gpus", metavar="IDS", help="GPU ids of the ranks, in rank order "
-                            "(default: from CUDA_VISIBLE_DEVICES and the device lines)")
-        parser.add_argument("-g", "--gpus-per-thread", dest="g", type=int, default=None,
-                            help="nccl-tests -g of the run (default: its nGpus)")
-        parser.add_argument("--nccl", choices=sorted(PROFILES), default=None, help="NCCL version profile")
-        parser.add_argument("--collective", choices=COLLECTIVE_NAMES,
-                            help="the collective, if the output does not name it")
-        parser.add_argument("--inplace", action="store_true", help="use the in-place columns")
+#: Every subcommand, in the order ``dgxtopo --help`` lists them.
+COMMANDS: list[Command] = [
+    Command("systems", "list the built-in systems", _systems_arguments, _systems),
+    Command("topo", "connection matrix as nvidia-smi topo -m prints it", _topo_arguments, _topo),
+    Command("p2p", "GPU-to-GPU bandwidth and latency as p2pBandwidthLatencyTest prints them (predicted)",
+            _p2p_arguments, _p2p),
+    Command("collective", "predicted nccl-tests sweep of a collective", _collective_arguments, _collective),
+    Command("pairs", "busbw of every 2-GPU communicator", _pairs_arguments, _pairs),
+    Command("subsets", "every k-GPU set ranked by busbw", _subsets_arguments, _subsets),
+    Command("compare", "a collective on the same GPU count of several systems", _compare_arguments,
+            _compare),
+    Command("report", "write an offline HTML report comparing systems", _report_arguments, _report),
+    Command("calibrate", "fit the measurement model to nccl-tests outputs", _calibrate_arguments, _calibrate),
+    Command("check", "measured vs predicted for one nccl-tests output", _check_arguments, _check),
+]
 
-    cal = commands.add_parser("calibrate", help="fit the measurement model to nccl-tests outputs")
-    cal.add_argument("files", metavar="FILE", nargs="+", help="nccl-tests (or p2pBandwidthLatencyTest) output")
-    common(cal)
-    cal.add_argument("--out", required=True, metavar="FILE", help="calibration JSON to write")
-    cal.set_defaults(run=_calibrate)
 
-    chk = commands.add_parser("check", help="measured vs predicted for one nccl-tests output")
-    chk.add_argument("file", metavar="FILE", help="nccl-tests output")
-    common(chk)
-    chk.add_argument("--calibration", metavar="FILE", help="calibration JSON from dgxtopo calibrate")
-    chk.add_argument("--explain", action="store_true", help="show the measurement model's terms")
-    chk.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    chk.set_defaults(run=_check)
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``dgxtopo``, one subparser per entry of :data:`COMMANDS`."""
+    epilog = "\n\n".join(textwrap.fill(text, 79) for text in
+                         (_SPEC_HELP.format(names=", ".join(topo.SYSTEMS)), _SIZE_HELP))
+    layout = {"formatter_class": argparse.RawDescriptionHelpFormatter, "epilog": epilog}
+    parser = _Parser(prog="dgxtopo", description="Model NVIDIA DGX interconnect fabrics and what "
+                     "NCCL-style communication achieves on them.", **layout)
+    parser.add_argument("--version", action="version", version=f"dgxtopo {package_version()}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    commands.required = True
+    for command in COMMANDS:
+        sub = commands.add_parser(command.name, help=command.help,
+                                  description=command.description or command.help, **layout)
+        command.arguments(sub)
+        sub.set_defaults(run=command.run)
+    return parser
+
+
+def _limit_error(error: LimitError) -> str:
+    option = {"max_sets": "--limit", "max_searches": "--max-searches"}.get(error.keyword, error.keyword)
+    return str(_too_much(error.what, error.size, error.limit, option))
 
 
 def main(argv=None) -> int:
-    """Run ``dgxtopo``; returns the exit status (0, or 2 for bad input)."""
+    """Run ``dgxtopo``; returns the exit status (0; 2 for bad input; 130 when interrupted)."""
     try:
-        args = build_parser().parse_args(argv)
+        try:
+            args = build_parser().parse_args(argv)
+        except SystemExit as exit_:  # --help and --version print and stop here
+            return int(exit_.code or 0)
         args.run(args)
-    except (_UsageError, topo.DgxTopoError) as error:
+    except LimitError as error:
+        print(f"dgxtopo: error: {_limit_error(error)}", file=sys.stderr)
+        return 2
+    except (_UsageError, DgxTopoError) as error:
         print(f"dgxtopo: error: {error}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("dgxtopo: interrupted", file=sys.stderr)
+        return 130
     except BrokenPipeError:  # e.g. `dgxtopo topo dgx2 | head`: the reader left, nothing to report.
         sys.stderr.close()
         return 0

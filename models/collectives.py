@@ -49,7 +49,7 @@ from .nccltests import COLLECTIVES, busbw_factor, collective as _collective
 from .routes import PathType
 
 __all__ = ["CollectiveEstimate", "SubsetResult", "estimate", "pairwise", "subsets",
-           "SizeError", "COLLECTIVE_NAMES"]
+           "SizeError", "LimitError", "COLLECTIVE_NAMES"]
 
 #: Every collective :func:`estimate` knows, in nccl-tests' order.
 COLLECTIVE_NAMES = tuple(COLLECTIVES)
@@ -57,6 +57,24 @@ COLLECTIVE_NAMES = tuple(COLLECTIVES)
 
 class SizeError(DgxTopoError):
     """A message size that is negative, fractional or not a number."""
+
+
+class LimitError(DgxTopoError):
+    """Work beyond a limit the caller set, refused before it starts.
+
+    Attributes
+    ----------
+    what : str
+        The work refused, in words.
+    keyword : str
+        The keyword argument whose limit was exceeded (``max_sets``, ``max_searches``).
+    size, limit : int
+        The work asked for and the limit.
+    """
+
+    def __init__(self, what: str, *, keyword: str, size: int, limit: int):
+        super().__init__(f"{what}: {size} is more than {keyword}={limit}")
+        self.what, self.keyword, self.size, self.limit = what, keyword, size, limit
 
 
 @dataclass(frozen=True, slots=True)
@@ -401,7 +419,8 @@ class _Symmetry:
         return best
 
 
-def pairwise(G, collective: str, nbytes, *, profile=None) -> np.ndarray:
+def pairwise(G, collective: str, nbytes, *, profile=None, max_sets=None, max_searches=None,
+             progress=None) -> np.ndarray:
     """busbw of every 2-GPU communicator.
 
     Parameters
@@ -411,6 +430,8 @@ def pairwise(G, collective: str, nbytes, *, profile=None) -> np.ndarray:
     nbytes : int
         nccl-tests' size. [bytes]
     profile : str or NcclProfile, optional
+    max_sets, max_searches, progress : optional
+        As for :func:`subsets`.
 
     Returns
     -------
@@ -427,13 +448,15 @@ def pairwise(G, collective: str, nbytes, *, profile=None) -> np.ndarray:
     ctx = _Context(G, profile)
     n = len(ctx.ids)
     matrix = np.full((n, n), np.nan)
-    for result in _all_sets(ctx, 2, collective, nbytes):
+    for result in _all_sets(ctx, 2, collective, nbytes, max_sets=max_sets, max_searches=max_searches,
+                            progress=progress):
         i, j = result.gpus
         matrix[i, j] = matrix[j, i] = result.busbw
     return matrix
 
 
-def subsets(G, k: int, collective: str, nbytes, *, profile=None) -> list:
+def subsets(G, k: int, collective: str, nbytes, *, profile=None, max_sets=None, max_searches=None,
+            progress=None) -> list:
     """Every k-GPU set ranked by busbw: "which k GPUs should this job get?".
 
     Parameters
@@ -445,6 +468,14 @@ def subsets(G, k: int, collective: str, nbytes, *, profile=None) -> list:
     nbytes : int
         nccl-tests' size. [bytes]
     profile : str or NcclProfile, optional
+    max_sets : int, optional
+        Refuse (:class:`LimitError`) before any work when there are more than this many
+        k-GPU sets (C(GPUs, k)).
+    max_searches : int, optional
+        Refuse (:class:`LimitError`) before any estimate when the sets need more than this
+        many estimates (one per symmetry class, each a channel search).
+    progress : callable, optional
+        Called as ``progress(done, total)`` after each estimate, for a progress bar.
 
     Returns
     -------
@@ -455,6 +486,8 @@ def subsets(G, k: int, collective: str, nbytes, *, profile=None) -> list:
     ------
     topo.DgxTopoError
         For ``k`` out of range or a size array (one size per ranking).
+    LimitError
+        For work beyond ``max_sets`` or ``max_searches``.
 
     Examples
     --------
@@ -464,31 +497,44 @@ def subsets(G, k: int, collective: str, nbytes, *, profile=None) -> list:
     ((0, 1, 2, 3), 4)
     """
     ctx = _Context(G, profile)
-    results = _all_sets(ctx, k, collective, nbytes)
+    results = _all_sets(ctx, k, collective, nbytes, max_sets=max_sets, max_searches=max_searches,
+                        progress=progress)
     results.sort(key=lambda r: (-r.busbw, r.time, r.gpus))
     return results
 
 
-def _all_sets(ctx, k, collective, nbytes) -> list:
+def _all_sets(ctx, k, collective, nbytes, *, max_sets=None, max_searches=None, progress=None) -> list:
     n = len(ctx.ids)
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= n:
         raise DgxTopoError(f"k must be a number of GPUs from 1 to {n} on {ctx.name}, received {k!r}")
     if np.ndim(nbytes) != 0:
         raise SizeError(f"rank GPU sets at one size: expected a single size, received {nbytes!r}")
     _collective(collective)
+    count = math.comb(n, k)
+    if max_sets is not None and count > max_sets:
+        raise LimitError(f"{count} sets of {k} GPUs on {ctx.name}", keyword="max_sets", size=count,
+                         limit=max_sets)
     symmetry = _Symmetry(ctx, collective)
     gpu_nodes = topo.gpus(ctx.G)
+    combos = list(itertools.combinations(range(n), k))
+    keys = [symmetry.key([gpu_nodes[i] for i in combo]) for combo in combos]
+    representatives: dict = {}
+    for combo, key in zip(combos, keys):
+        representatives.setdefault(key, combo)
+    if max_searches is not None and len(representatives) > max_searches:
+        raise LimitError(f"{count} sets of {k} GPUs on {ctx.name} need {len(representatives)} estimates",
+                         keyword="max_searches", size=len(representatives), limit=max_searches)
     done: dict = {}
+    for key, combo in representatives.items():
+        done[key] = _estimate(ctx, collective, nbytes, list(combo))
+        if progress is not None:
+            progress(len(done), len(representatives))
     results = []
-    for combo in itertools.combinations(range(n), k):
-        nodes = [gpu_nodes[i] for i in combo]
-        key = symmetry.key(nodes)
-        if key not in done:
-            e = _estimate(ctx, collective, nbytes, list(combo))
-            done[key] = (combo, e)
-        rep, e = done[key]
+    for combo, key in zip(combos, keys):
+        e = done[key]
         results.append(SubsetResult(combo, float(e.busbw), float(e.algbw), float(e.time),
-                                    str(e.algorithm), str(e.protocol), int(e.nchannels), rep))
+                                    str(e.algorithm), str(e.protocol), int(e.nchannels),
+                                    representatives[key]))
     return results
 
 

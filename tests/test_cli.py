@@ -69,9 +69,7 @@ def test_bad_input_is_one_line_and_exit_2(capsys, argv, message):
 
 
 def test_help_exits_zero(capsys):
-    with pytest.raises(SystemExit) as exit_:
-        main(["--help"])
-    assert exit_.value.code == 0
+    assert main(["--help"]) == 0
     assert "systems" in capsys.readouterr().out
 
 
@@ -135,7 +133,7 @@ def test_pairs_and_subsets(capsys):
     status, out, _ = run(capsys, "subsets", "all_reduce", "--system", "dgx1v", "-k", "4", "-s", "1G",
                          "--top", "2")
     assert status == 0
-    assert [line.split()[1] for line in out.splitlines()[2:4]] == ["0,1,2,3", "4,5,6,7"]
+    assert [line.split()[1] for line in out.splitlines()[2:4]] == ["0-3", "4-7"]
     status, out, _ = run(capsys, "subsets", "all_gather", "--system", "dgx2", "-k", "3", "-s", "64M", "--json")
     data = json.loads(out)
     assert data["count"] == 560 and len(data["subsets"]) == 560
@@ -146,12 +144,12 @@ def test_pairs_and_subsets(capsys):
     (["collective", "all_reduce", "--system", "dgx9"], "unknown system 'dgx9'"),
     (["collective", "all_reduce", "--system", "dgx1v", "--gpus", "0,8"], "GPU id 8 out of range"),
     (["collective", "all_reduce", "--system", "dgx1v", "--gpus", "3-1"], "ascending range"),
-    (["collective", "all_reduce", "--system", "dgx1v", "-b", "-8"], "malformed size '-8'"),
+    (["collective", "all_reduce", "--system", "dgx1v", "-b", "-8"], "invalid size '-8'"),
     (["collective", "all_reduce", "--system", "dgx1v", "-b", "1G", "-e", "1M"], "expected -e >= -b"),
-    (["collective", "all_reduce", "--system", "dgx1v", "-f", "1"], "malformed factor '1'"),
+    (["collective", "all_reduce", "--system", "dgx1v", "-f", "1"], "argument -f/--stepfactor: value must be a whole number from 2"),
     (["collective", "broadcast", "--system", "dgx1v", "--algo", "tree"], "broadcast with Ring only"),
     (["pairs", "all_reduce", "--system", "dgx1v"], "the following arguments are required: -s/--size"),
-    (["subsets", "all_reduce", "--system", "dgx1v", "-k", "0", "-s", "1G"], "k must be a number of GPUs"),
+    (["subsets", "all_reduce", "--system", "dgx1v", "-k", "0", "-s", "1G"], "argument -k: value must be a whole number from 1"),
     (["collective", "all_reduce", "--system", "dgx1v", "--nccl", "2.99"], "no NCCL profile for version '2.99'"),
 ])
 def test_collective_bad_input(capsys, argv, message):
@@ -239,7 +237,128 @@ def test_calibrate_bad_calibration_and_g(capsys, tmp_path):
                          "--calibration", str(bad))
     assert status == 2 and "schema" in err
     status, _, err = run(capsys, "check", _dgx2_file(tmp_path, "reduce"), "--system", "dgx2", "-g", "0")
-    assert status == 2 and "-g must be" in err
+    assert status == 2 and "argument -g/--gpus-per-thread: value must be" in err
     out_file = tmp_path / "never.json"
     status, _, err = run(capsys, "calibrate", str(bad), "--system", "dgx2", "--out", str(out_file))
     assert status == 2 and not out_file.exists()
+
+
+# --- conventions, limits, progress, Ctrl-C (issue 10) -------------------------------------
+from models.cli import COMMANDS, MAX_SEARCHES  # noqa: E402
+
+
+def test_version(capsys):
+    assert main(["--version"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("dgxtopo ") and out.count("\n") == 1
+
+
+@pytest.mark.parametrize("command", [c.name for c in COMMANDS])
+def test_every_help_states_the_spec_grammar_and_sizes(capsys, command):
+    assert main([command, "--help"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "NAME or NxNAME[:network]" in out and "16xdgx2:rail" in out
+    assert "64K, 256M, 1G" in out and "64K = 65536" in out
+
+
+def test_json_with_explain_keeps_the_explanation(capsys):
+    status, out, _ = run(capsys, "collective", "all_reduce", "--system", "dgx1v", "--gpus", "0,1,4,5",
+                         "-b", "1M", "-e", "1M", "--json", "--explain")
+    data = json.loads(out)
+    assert status == 0 and data["explanation"].startswith("all_reduce on GPUs 0,1,4,5 (4 ranks)")
+    status, out, _ = run(capsys, "collective", "all_reduce", "--system", "dgx1v", "-b", "1M", "-e", "1M", "--json")
+    assert "explanation" not in json.loads(out)
+
+
+def test_a_256_rank_header_is_compressed(capsys):
+    status, out, _ = run(capsys, "collective", "all_gather", "--system", "16xdgx2", "-b", "1G", "-e", "1G")
+    assert status == 0
+    assert out.splitlines()[0].startswith("# dgxtopo: predicted nccl-tests all_gather on 16xDGX-2 GPUs 0-255 "
+                                          "(256 ranks)")
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["subsets", "all_reduce", "--system", "dgx1v", "-k", "4", "-s", "1G", "--top", "0"], "argument --top"),
+    (["subsets", "all_reduce", "--system", "dgx1v", "-k", "4", "-s", "1G", "--top", "-3"], "argument --top"),
+    (["collective", "all_reduce", "--system", "dgx1v", "-e", "99999999999999999999"], "too large"),
+    (["compare", "dgx2", "2xdgx1v", "--out", ""], "cannot write to ''"),
+    (["topo", "1000000xdgx2"], "--max-gpus"),
+    (["topo", "300xdgx2"], "300xdgx2 has 4800 GPUs, more than the limit of 4096: raise it with --max-gpus N"),
+    (["topo", "--", "-1xdgx2"], "malformed system spec '-1xdgx2'"),
+    (["topo", "1-6xdgx2"], "malformed system spec '1-6xdgx2'"),
+    (["subsets", "all_reduce", "--system", "2xdgx1v", "-k", "8", "-s", "1G"],
+     f"need 554 estimates, more than the limit of {MAX_SEARCHES}: raise it with --max-searches N"),
+    (["subsets", "all_reduce", "--system", "dgx2", "-k", "8", "-s", "1G", "--limit", "100"],
+     "12870 sets of 8 GPUs on DGX-2, more than the limit of 100: raise it with --limit N"),
+    (["p2p", "32xdgx2"], "routes 261632 GPU pairs, more than the limit of 70000: raise it with --limit N"),
+    (["collective", "alltoall", "--system", "64xdgx2", "--max-gpus", "1024"], "1047552 flows"),
+    (["report", "5000xdgx1", "--out", "/nonexistent/r.html"], "cannot write to"),
+])
+def test_silently_wrong_or_unbounded_inputs_are_one_line_exit_2(capsys, argv, message):
+    status, out, err = run(capsys, *argv)
+    assert status == 2 and out == "", err
+    assert err.count("\n") == 1 and err.startswith("dgxtopo: error: ") and message in err
+
+
+def test_every_k_of_every_built_in_system_is_within_the_default_limits(capsys):
+    """The default --limit / --max-searches refuse nothing on a single built-in system."""
+    for k in (1, 4, 8):
+        for system in topo.SYSTEMS:
+            status, _, err = run(capsys, "subsets", "all_reduce", "--system", system, "-k", str(k),
+                                 "-s", "1G", "--top", "1", "--json")
+            assert status == 0, err
+
+
+def test_progress_is_silent_when_piped_or_json(capsys):
+    from models.progress import progress_bar, wants_progress
+
+    class Terminal:
+        def isatty(self):
+            return True
+    assert wants_progress(json_output=False, stream=Terminal())
+    assert not wants_progress(json_output=True, stream=Terminal())
+    assert not wants_progress(json_output=False)  # pytest captures stderr: not a terminal
+    status, out, err = run(capsys, "subsets", "all_reduce", "--system", "dgx1v", "-k", "4", "-s", "1G")
+    assert status == 0 and err == ""
+
+
+def test_progress_bar_draws_on_a_terminal():
+    import io
+    pytest.importorskip("tqdm")
+    from models.progress import progress_bar
+
+    stream = io.StringIO()
+    with progress_bar("searching", enabled=True, unit="search", stream=stream, delay=0) as progress:
+        for done in range(1, 4):
+            progress(done, 3)
+    assert "searching" in stream.getvalue() and "3/3" in stream.getvalue()
+
+
+def test_ctrl_c_is_one_line_exit_130_and_leaves_no_file(tmp_path):
+    """SIGINT to a long run (2xdgx1v subsets with a raised limit): one line, status 130."""
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    # The child restores Python's SIGINT handler: it would inherit "ignore" from a parent
+    # that ignores SIGINT (as a shell does for background jobs), and then rightly ignore it.
+    code = ("import signal, sys, models.cli\n"
+            "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+            "sys.stderr.write('ready\\n'); sys.stderr.flush()\n"
+            "raise SystemExit(models.cli.main(sys.argv[1:]))\n")
+    argv = ["subsets", "all_reduce", "--system", "2xdgx1v", "-k", "8", "-s", "1G", "--max-searches", "1000"]
+    child = subprocess.Popen([sys.executable, "-c", code, *argv], cwd=Path(__file__).parents[1],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert child.stderr.readline() == "ready\n"
+        import time
+        time.sleep(1.0)  # inside the work (it takes minutes)
+        child.send_signal(signal.SIGINT)
+        out, err = child.communicate(timeout=60)
+    finally:
+        if child.poll() is None:
+            child.kill()
+    assert child.returncode == 130, err
+    assert err == "dgxtopo: interrupted\n" and out == ""
+    assert list(tmp_path.iterdir()) == []

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+
+import pytest
 from pathlib import Path
 
 ROOT = Path(__file__).parents[1]
@@ -33,3 +35,25 @@ def test_python_examples_run():
     for block in re.findall(r"```python\n(.*?)```", text, re.S):
         exec(compile(block, "README.md", "exec"), namespace)  # noqa: S102
     assert "G" in namespace
+
+
+# ---------------------------------------------------------------- printed output blocks
+def _text_blocks() -> list[str]:
+    from tests.regen_readme import TEXT_BLOCK
+    return TEXT_BLOCK.findall((ROOT / "README.md").read_text())
+
+
+def test_every_output_block_names_its_exact_command():
+    """Each ```text block starts with the `$ dgxtopo ...` line that prints it."""
+    from tests.regen_readme import command_of
+    blocks = _text_blocks()
+    assert len(blocks) >= 7
+    assert [b.split("\n", 1)[0] for b in blocks if command_of(b) is None] == []
+
+
+@pytest.mark.parametrize("index", range(len(_text_blocks())))
+def test_output_block_is_what_its_command_prints(index):
+    """The README shows only output its commands print (`python -m tests.regen_readme` rewrites)."""
+    from tests.regen_readme import expected_block
+    block = _text_blocks()[index]
+    assert block == expected_block(block), "run `python -m tests.regen_readme` and review the diff"

@@ -16,9 +16,11 @@ from pathlib import Path
 import pytest
 
 import topo
-from models import report as report_module
+from models import output as output_module
 from models.cli import main
-from models.report import ReportPathError, check_output_path, report_html, summary_rows, write_report
+from models.output import OutputPathError, check_output_path
+from models.report import analysis as analysis_module
+from models.report import report_html, summary_rows, write_compare_figure, write_report
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +89,7 @@ def test_a_system_the_model_does_not_cover_gets_a_note(monkeypatch):
     """A model error for a system becomes a note and n/a, not a failed report."""
     def refuse(*args, **kwargs):
         raise topo.DgxTopoError("not modelled for this test")
-    monkeypatch.setattr(report_module, "pairwise", refuse)
+    monkeypatch.setattr(analysis_module, "pairwise", refuse)
     text = report_html(["dgx1"])
     assert "pairs: not modelled for this test" in text
     assert "2-GPU all_reduce matrix</b>: not available; not modelled for this test" in text
@@ -133,11 +135,11 @@ def test_interrupted_write_leaves_nothing_behind(tmp_path, monkeypatch, failure)
             return getattr(self.handle, name)
 
     if failure == "write":
-        monkeypatch.setattr(report_module.os, "fdopen", lambda *a, **k: Interrupting(real_fdopen(*a, **k)))
+        monkeypatch.setattr(output_module.os, "fdopen", lambda *a, **k: Interrupting(real_fdopen(*a, **k)))
     else:
         def interrupted_replace(*args):
             raise KeyboardInterrupt
-        monkeypatch.setattr(report_module.os, "replace", interrupted_replace)
+        monkeypatch.setattr(output_module.os, "replace", interrupted_replace)
     fresh = tmp_path / "fresh.html"
     with pytest.raises(KeyboardInterrupt):
         write_report(fresh, ["dgx1"])
@@ -153,8 +155,8 @@ def test_interrupted_write_leaves_nothing_behind(tmp_path, monkeypatch, failure)
 def test_disk_errors_while_writing_are_report_path_errors(tmp_path, monkeypatch):
     def full(*args, **kwargs):
         raise OSError(28, "No space left on device")
-    monkeypatch.setattr(report_module.os, "fsync", full)
-    with pytest.raises(ReportPathError, match="No space left on device"):
+    monkeypatch.setattr(output_module.os, "fsync", full)
+    with pytest.raises(OutputPathError, match="No space left on device"):
         write_report(tmp_path / "r.html", ["dgx1"])
     assert list(tmp_path.iterdir()) == []
 
@@ -169,24 +171,24 @@ def test_new_file_gets_the_usual_permissions(tmp_path):
 
 
 def test_bad_paths(tmp_path, monkeypatch):
-    with pytest.raises(ReportPathError, match="it is a directory"):
+    with pytest.raises(OutputPathError, match="it is a directory"):
         check_output_path(tmp_path)
-    with pytest.raises(ReportPathError, match="does not exist"):
+    with pytest.raises(OutputPathError, match="does not exist"):
         check_output_path(tmp_path / "missing" / "r.html")
     (tmp_path / "file").write_text("")
-    with pytest.raises(ReportPathError, match="is not a directory"):
+    with pytest.raises(OutputPathError, match="is not a directory"):
         check_output_path(tmp_path / "file" / "r.html")
     # Not writable: simulated, since the tests may run as root (who may write anywhere).
-    monkeypatch.setattr(report_module.os, "access", lambda *args: False)
-    with pytest.raises(ReportPathError, match="is not writable"):
+    monkeypatch.setattr(output_module.os, "access", lambda *args: False)
+    with pytest.raises(OutputPathError, match="is not writable"):
         check_output_path(tmp_path / "r.html")
 
 
 def test_permission_denied_at_creation_is_a_report_path_error(tmp_path, monkeypatch):
     def denied(*args, **kwargs):
         raise PermissionError(13, "Permission denied")
-    monkeypatch.setattr(report_module.tempfile, "mkstemp", denied)
-    with pytest.raises(ReportPathError, match="Permission denied"):
+    monkeypatch.setattr(output_module.tempfile, "mkstemp", denied)
+    with pytest.raises(OutputPathError, match="Permission denied"):
         write_report(tmp_path / "r.html", ["dgx1"])
 
 
@@ -196,7 +198,7 @@ def test_unwritable_directory_for_real(tmp_path):
     locked.mkdir()
     locked.chmod(0o555)
     try:
-        with pytest.raises(ReportPathError, match="is not writable"):
+        with pytest.raises(OutputPathError, match="is not writable"):
             write_report(locked / "r.html", ["dgx1"])
     finally:
         locked.chmod(0o755)
@@ -405,4 +407,4 @@ def test_compare_out_writes_its_curves(tmp_path, capsys):
     assert main(["compare", "dgx1v", "dgx1", "--out", str(tmp_path / "no" / "x.html")]) == 2
     assert "does not exist" in capsys.readouterr().err
     with pytest.raises(topo.DgxTopoError, match="one name per estimate"):
-        report_module.write_compare_figure([], ["a"], tmp_path / "y.html")
+        write_compare_figure([], ["a"], tmp_path / "y.html")

@@ -1,4 +1,4 @@
-"""The offline HTML report that compares fabrics: what ``dgxtopo report`` writes.
+"""The offline HTML report that compares fabrics: the page ``dgxtopo report`` writes.
 
 One self-contained file: plotly.js is embedded (the page opens without a network), then a
 summary table of the chosen systems, all_reduce busbw and time against message size for all
@@ -6,240 +6,30 @@ of them, and per system its fabric, the channels of an 8-GPU all_reduce on it, i
 bandwidth and latency matrices and its 2-GPU all_reduce matrix, followed by a short text on
 how the model works and how it was validated.
 
-Any system :func:`topo.build` knows can be given by name; a number a system cannot have
-(an 8-GPU column on a 4-GPU system) shows "n/a", and a figure the models cannot produce for
-a system (a model that does not cover it yet) is replaced by a one-line note saying why.
-
-Writing is atomic: the page is generated in memory, written to a temporary file in the
-target's directory and moved over the target with :func:`os.replace`, so an interrupted run
-leaves either the old file or the new one, never a partial one. A bad output path (missing
-directory, a directory, not writable) raises :class:`ReportPathError` before any work.
-
-Examples
---------
->>> rows = summary_rows(["dgx1v"])
->>> rows[0].gpus, round(rows[0].busbw_8 / 1e9, 1), rows[0].busbw_16
-(8, 119.6, None)
->>> rows[0].best_pair, rows[0].worst_pair
-((0, 3), (0, 5))
+This module only renders: the numbers come from :mod:`models.report.analysis` (a figure the
+models cannot produce for a system is replaced by a one-line note saying why), and the file
+is written by :mod:`models.report.write`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import html
-import math
-import os
-import tempfile
-from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
-import topo
 from topo.errors import DgxTopoError
 from topo.plot import fabric_figure
-from topo.units import GiB, to_GBps
+from topo.units import to_GBps
 
-from .collectives import estimate, pairwise
-from .p2p import p2p_report
-from .plot import busbw_figure, channels_figure, format_bytes, latency_figure, p2p_figure, pairs_figure
+from ..plot import busbw_figure, channels_figure, format_bytes, latency_figure, p2p_figure, pairs_figure
+from .analysis import REPORT_COLLECTIVE, REPORT_SIZE, CURVE_SIZES, ReportAnalysis, analyse_report, report_fabrics
 
-__all__ = ["ReportPathError", "SystemRow", "ReportFile", "summary_rows", "report_html",
-           "write_report", "write_compare_figure", "check_output_path", "REPORT_SIZE", "CURVE_SIZES",
-           "MAX_MATRIX_GPUS"]
+__all__ = ["report_html", "render_report", "compare_html"]
 
-#: The message size of the summary table and the pair matrices: nccl-tests' ``1G``. [bytes]
-REPORT_SIZE = GiB
-#: The sizes of the curves: nccl-tests' ``-b 8 -e 8G -f 2``. [bytes]
-CURVE_SIZES = 2 ** np.arange(3, 34)
-#: Systems with more GPUs get no GPU-by-GPU matrices (too slow and too large to draw).
-MAX_MATRIX_GPUS = 32
-_COLLECTIVE = "all_reduce"
+_COLLECTIVE = REPORT_COLLECTIVE
 _PLOTLY_CONFIG = {"displaylogo": False, "responsive": True}
-
-
-class ReportPathError(DgxTopoError):
-    """An output path the report cannot be written to."""
-
-
-@dataclass(frozen=True, slots=True)
-class SystemRow:
-    """One row of the report's summary table.
-
-    Attributes
-    ----------
-    system, name : str
-        Registry key and display name.
-    gpus : int
-    gpu_models : tuple of str
-    nvlink_links, nvswitches, nics : int
-    injection : float
-        Smallest NVLink line rate a GPU can send at, per direction. [B/s]
-    bisection : float
-        NVLink bisection bandwidth, per direction. [B/s]
-    busbw_8, busbw_16 : float or None
-        Predicted all_reduce busbw of GPUs 0-7 / 0-15 at :data:`REPORT_SIZE`; None when the
-        system has fewer GPUs or the model does not cover it (see ``notes``). [B/s]
-    best_pair, worst_pair : tuple of int or None
-        A GPU pair with the highest / lowest 2-GPU all_reduce busbw at :data:`REPORT_SIZE`.
-    best_busbw, worst_busbw : float or None
-        Their busbw. [B/s]
-    best_count, worst_count : int
-        How many pairs share it.
-    notes : tuple of str
-        Why a number is missing, where the model does not cover the system.
-    """
-
-    system: str
-    name: str
-    gpus: int
-    gpu_models: tuple
-    nvlink_links: int
-    nvswitches: int
-    nics: int
-    injection: float
-    bisection: float
-    busbw_8: float | None
-    busbw_16: float | None
-    best_pair: tuple | None
-    best_busbw: float | None
-    best_count: int
-    worst_pair: tuple | None
-    worst_busbw: float | None
-    worst_count: int
-    notes: tuple
-
-
-@dataclass(frozen=True, slots=True)
-class ReportFile:
-    """What :func:`write_report` wrote.
-
-    Attributes
-    ----------
-    path : pathlib.Path
-    nbytes : int
-        File size. [bytes]
-    systems : tuple of str
-        Display names of the systems compared.
-    """
-
-    path: Path
-    nbytes: int
-    systems: tuple
-
-
-# ----------------------------------------------------------------------------- systems
-def _fabrics(names) -> list:
-    """Build the systems (all built-in ones by default), once each, in the given order."""
-    names = list(topo.SYSTEMS) if names is None else list(names)
-    if not names:
-        raise DgxTopoError("expected at least one system name, received none")
-    fabrics, seen = [], set()
-    for name in names:
-        G = topo.build(name)
-        key = G.graph.get("system", G.graph.get("name", name))
-        if key not in seen:
-            seen.add(key)
-            fabrics.append(G)
-    return fabrics
-
-
-@dataclass(frozen=True, slots=True)
-class _Analysis:
-    """Everything the report shows of one system (model errors kept as text)."""
-
-    G: object
-    row: SystemRow
-    e8: object
-    e8_error: str | None
-    pairs: object
-    pairs_error: str | None
-    p2p: object
-    p2p_error: str | None
-    curve: object
-    curve_error: str | None
-
-
-def _try(function, *args, **kwargs):
-    """(result, None), or (None, message) for a model that does not cover the case."""
-    try:
-        return function(*args, **kwargs), None
-    except DgxTopoError as error:
-        return None, str(error)
-
-
-def _analyse(G) -> _Analysis:
-    s = topo.summarize(G)
-    n = s.gpus
-    notes = []
-    e8 = e8_error = None
-    if n >= 8:
-        e8, e8_error = _try(estimate, G, _COLLECTIVE, REPORT_SIZE, list(range(8)))
-        if e8_error:
-            notes.append(f"8 GPUs: {e8_error}")
-    e16 = None
-    if n >= 16:
-        e16, e16_error = _try(estimate, G, _COLLECTIVE, REPORT_SIZE, list(range(16)))
-        if e16_error:
-            notes.append(f"16 GPUs: {e16_error}")
-    pairs = pairs_error = p2p = p2p_error = None
-    best = worst = (None, None, 0)
-    if n > MAX_MATRIX_GPUS:
-        pairs_error = p2p_error = (f"{n} GPUs: the report draws GPU-by-GPU matrices up to "
-                                   f"{MAX_MATRIX_GPUS} GPUs (dgxtopo p2p and pairs print any size)")
-        notes.append(f"pairs: {pairs_error}")
-    else:
-        if n >= 2:
-            pairs, pairs_error = _try(pairwise, G, _COLLECTIVE, REPORT_SIZE)
-            if pairs_error:
-                notes.append(f"pairs: {pairs_error}")
-            else:
-                best, worst = _extreme_pairs(pairs)
-        p2p, p2p_error = _try(p2p_report, G)
-    curve, curve_error = _try(estimate, G, _COLLECTIVE, CURVE_SIZES)
-    row = SystemRow(
-        system=s.system, name=s.name, gpus=n, gpu_models=s.gpu_models, nvlink_links=s.nvlink_links,
-        nvswitches=s.nvswitches, nics=s.nics, injection=s.injection, bisection=s.bisection,
-        busbw_8=None if e8 is None else float(e8.busbw), busbw_16=None if e16 is None else float(e16.busbw),
-        best_pair=best[0], best_busbw=best[1], best_count=best[2],
-        worst_pair=worst[0], worst_busbw=worst[1], worst_count=worst[2], notes=tuple(notes))
-    return _Analysis(G, row, e8, e8_error, pairs, pairs_error, p2p, p2p_error, curve, curve_error)
-
-
-def _extreme_pairs(matrix):
-    upper = [(matrix[i, j], (i, j)) for i in range(len(matrix)) for j in range(i + 1, len(matrix))
-             if math.isfinite(matrix[i, j])]
-    if not upper:
-        return (None, None, 0), (None, None, 0)
-    values = np.array([v for v, _ in upper])
-    out = []
-    for target in (values.max(), values.min()):
-        ties = [pair for v, pair in upper if math.isclose(v, target, rel_tol=1e-9)]
-        out.append((ties[0], float(target), len(ties)))
-    return tuple(out)
-
-
-def summary_rows(names=None) -> list:
-    """The report's summary table as data, one row per system.
-
-    Parameters
-    ----------
-    names : sequence of str, optional
-        System names for :func:`topo.build`; default every built-in system.
-
-    Returns
-    -------
-    list of SystemRow
-
-    Raises
-    ------
-    topo.UnknownSystemError
-        For a name :func:`topo.build` does not know.
-    """
-    return [_analyse(G).row for G in _fabrics(names)]
 
 
 # -------------------------------------------------------------------------------- HTML
@@ -309,7 +99,7 @@ def _slug(text: str) -> str:
     return "".join(c if c.isalnum() else "-" for c in str(text).lower()).strip("-")
 
 
-def _system_section(a: _Analysis, figures: _Figures, color_range) -> str:
+def _system_section(a, figures: _Figures, color_range) -> str:
     G, r = a.G, a.row
     slug = _slug(r.system)
     description = G.graph.get("description", "")
@@ -351,10 +141,8 @@ def _curves_section(analyses, figures: _Figures) -> str:
     for a in analyses:
         if a.curve is not None:
             curves[f"{a.row.name}, {a.row.gpus} GPUs"] = a.curve
-            if a.row.gpus > 8:
-                e, error = _try(estimate, a.G, _COLLECTIVE, CURVE_SIZES, list(range(8)))
-                if e is not None:
-                    curves[f"{a.row.name}, GPUs 0-7"] = e
+            if a.curve8 is not None:
+                curves[f"{a.row.name}, GPUs 0-7"] = a.curve8
     missing = [(a.row.name, a.curve_error) for a in analyses if a.curve is None]
     parts = ["<section id='curves'>", "<h2>all_reduce against message size</h2>",
              "<p>Predicted nccl-tests all_reduce (float32, sum) from 8 B to 8 GiB on all GPUs of each "
@@ -373,22 +161,13 @@ def _curves_section(analyses, figures: _Figures) -> str:
     return "\n".join(parts)
 
 
-#: The field's seed comparison, shown whenever a DGX-1V or DGX-2 is in the report: the same 16
-#: GPUs as one DGX-2 (NVSwitch) or as two DGX-1V joined by their four EDR NICs each.
-SEED_COMPARISON = ("dgx2", "2xdgx1v")
-
-
-def _seed_section(figures: _Figures) -> str:
-    estimates, errors = [], []
-    for name in SEED_COMPARISON:
-        e, error = _try(estimate, topo.build(name), _COLLECTIVE, CURVE_SIZES)
-        estimates.append(e)
-        errors.append(error)
+def _seed_section(seed, figures: _Figures) -> str:
     parts = ["<section id='compare'>", "<h2>One DGX-2 against two DGX-1V</h2>"]
-    if any(e is None for e in estimates):
-        parts += [figures.missing(f"{n} curves", err) for n, err in zip(SEED_COMPARISON, errors) if err]
+    if any(e is None for e in seed.estimates):
+        parts += [figures.missing(f"{n} curves", err) for n, err in zip(seed.names, seed.errors) if err]
         parts.append("</section>")
         return "\n".join(parts)
+    estimates = seed.estimates
     one, two = estimates
     ratio = float(np.atleast_1d(one.busbw)[-1] / np.atleast_1d(two.busbw)[-1])
     parts.append(
@@ -398,7 +177,7 @@ def _seed_section(figures: _Figures) -> str:
         f"{one.ring.nchannels} x {to_GBps(one.ring.bw_intra):.0f} GB/s, while the two DGX-1V's rings cross "
         f"the network at {two.ring.nchannels} x {to_GBps(two.ring.bw_intra):.0f} GB/s per node (each EDR "
         f"NIC's PCIe link). For small messages the network's latency decides instead.</p>")
-    curves = {f"{n}, {e.nranks} GPUs": e for n, e in zip(SEED_COMPARISON, estimates)}
+    curves = {f"{n}, {e.nranks} GPUs": e for n, e in zip(seed.names, estimates)}
     parts += ["<div class='grid'>",
               figures.div(busbw_figure(curves, y="busbw", title="all_reduce busbw (GB/s), 16 GPUs"),
                           "compare-busbw"),
@@ -496,12 +275,13 @@ def report_html(names=None) -> str:
     topo.UnknownSystemError
         For a name :func:`topo.build` does not know.
     """
-    return _render(_fabrics(names))
+    return render_report(analyse_report(report_fabrics(names)))
 
 
-def _render(fabrics) -> str:
-    analyses = [_analyse(G) for G in fabrics]
-    bandwidths = [d["bandwidth"] for G in fabrics for _, _, d in G.edges(data=True)]
+def render_report(analysis: ReportAnalysis) -> str:
+    """The report page of an :func:`~models.report.analysis.analyse_report` result."""
+    analyses = analysis.systems
+    bandwidths = [d["bandwidth"] for a in analyses for _, _, d in a.G.edges(data=True)]
     color_range = (min(bandwidths), max(bandwidths))
     figures = _Figures()
     names_text = ", ".join(a.row.name for a in analyses)
@@ -514,14 +294,13 @@ def _render(fabrics) -> str:
         f"{_esc(_version())} ({_esc(model)}). Every figure is interactive: hover for numbers, drag to "
         "zoom, double-click to reset. The page works offline.</p>",
         f"<nav><a href='#summary'>summary</a> <a href='#curves'>curves</a> "
-        + ("<a href='#compare'>DGX-2 vs 2xDGX-1V</a> " if any(a.row.system in ("dgx1v", "dgx2") for a in analyses)
-           else "") + f"{nav} "
-        "<a href='#model'>model</a> <a href='#validation'>validation</a></nav></header>",
+        + ("<a href='#compare'>DGX-2 vs 2xDGX-1V</a> " if analysis.seed is not None else "")
+        + f"{nav} <a href='#model'>model</a> <a href='#validation'>validation</a></nav></header>",
         "<section id='summary'><h2>Summary</h2>", _table([a.row for a in analyses]), "</section>",
         _curves_section(analyses, figures),
     ]
-    if any(a.row.system in ("dgx1v", "dgx2") for a in analyses):
-        body.append(_seed_section(figures))
+    if analysis.seed is not None:
+        body.append(_seed_section(analysis.seed, figures))
     body += [_system_section(a, figures, color_range) for a in analyses]
     body.append(_MODEL_TEXT.format(model=_esc(model)))
     body.append(f"<footer class='muted'>{figures.count} figures. Generated by dgx-topo "
@@ -529,121 +308,9 @@ def _render(fabrics) -> str:
     return _page(f"dgx-topo report: {names_text}", body)
 
 
-def _page(title: str, body) -> str:
-    """A complete HTML document with plotly.js inline (no external resource)."""
-    return "\n".join([
-        "<!DOCTYPE html>", "<html lang='en'>", "<head>", "<meta charset='utf-8'>",
-        "<meta name='viewport' content='width=device-width, initial-scale=1'>",
-        f"<title>{_esc(title)}</title>", f"<style>{_STYLE}</style>",
-        "<script type='text/javascript'>window.PlotlyConfig = {MathJaxConfig: 'local'};</script>",
-        f"<script type='text/javascript'>{get_plotlyjs()}</script>", "</head>", "<body>",
-        *body, f"<script type='text/javascript'>{_RESIZE}</script>", "</body>", "</html>", ""])
-
-
-# ------------------------------------------------------------------------------ writing
-def check_output_path(path) -> Path:
-    """Check that a report can be written to ``path``; return it as a Path.
-
-    Parameters
-    ----------
-    path : str or os.PathLike
-
-    Returns
-    -------
-    pathlib.Path
-
-    Raises
-    ------
-    ReportPathError
-        If ``path`` is a directory, its directory does not exist or is not a directory, or
-        the directory is not writable.
-
-    Examples
-    --------
-    >>> check_output_path("/nonexistent-dir/report.html")
-    Traceback (most recent call last):
-    ...
-    models.report.ReportPathError: cannot write the report to '/nonexistent-dir/report.html': directory '/nonexistent-dir' does not exist
-    """
-    if str(path) == "":
-        raise ReportPathError("cannot write the report to '': expected a file name such as report.html")
-    target = Path(path)
-    if target.is_dir():
-        raise ReportPathError(f"cannot write the report to {str(path)!r}: it is a directory, "
-                              f"expected a file name such as report.html")
-    parent = target.parent
-    where = f"cannot write the report to {str(path)!r}"
-    if not parent.exists():
-        raise ReportPathError(f"{where}: directory {str(parent)!r} does not exist")
-    if not parent.is_dir():
-        raise ReportPathError(f"{where}: {str(parent)!r} is not a directory")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise ReportPathError(f"{where}: directory {str(parent)!r} is not writable")
-    return target
-
-
-def _file_mode(target: Path) -> int:
-    try:
-        return target.stat().st_mode & 0o777
-    except FileNotFoundError:
-        umask = os.umask(0)
-        os.umask(umask)
-        return 0o666 & ~umask
-
-
-def _write_atomic(target: Path, text: str) -> None:
-    """Write ``text`` to a temporary file beside ``target``, then move it over ``target``."""
-    where = f"cannot write the report to {str(target)!r}"
-    try:
-        fd, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    except OSError as error:
-        raise ReportPathError(f"{where}: {error.strerror or error}") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(temporary, _file_mode(target))
-        os.replace(temporary, target)
-    except BaseException as error:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        if isinstance(error, OSError):
-            raise ReportPathError(f"{where}: {error.strerror or error}") from None
-        raise
-
-
-def write_report(path="report.html", names=None) -> ReportFile:
-    """Write the report for some systems to one self-contained HTML file, atomically.
-
-    Parameters
-    ----------
-    path : str or os.PathLike
-        The file to write (replaced if it exists).
-    names : sequence of str, optional
-        System names for :func:`topo.build`; default every built-in system.
-
-    Returns
-    -------
-    ReportFile
-
-    Raises
-    ------
-    ReportPathError
-        For a path that cannot be written (checked before any work).
-    topo.UnknownSystemError
-        For an unknown system name.
-    """
-    target = check_output_path(path)
-    fabrics = _fabrics(names)
-    text = _render(fabrics)
-    _write_atomic(target, text)
-    return ReportFile(target, target.stat().st_size, tuple(G.graph.get("name", "fabric") for G in fabrics))
-
-
-def write_compare_figure(estimates, names, path) -> ReportFile:
-    """Write the curves of ``dgxtopo compare --out``: busbw and time by size of the same
-    collective on several systems, one self-contained HTML file, atomically.
+def compare_html(estimates, names) -> str:
+    """The page of ``dgxtopo compare --out``: busbw and time by size of the same collective
+    on several systems.
 
     Parameters
     ----------
@@ -651,21 +318,16 @@ def write_compare_figure(estimates, names, path) -> ReportFile:
         One per system, over the same sizes.
     names : sequence of str
         The systems' names, in the same order (curve labels).
-    path : str or os.PathLike
-        The file to write (replaced if it exists).
 
     Returns
     -------
-    ReportFile
+    str
 
     Raises
     ------
-    ReportPathError
-        For a path that cannot be written.
     topo.DgxTopoError
-        If ``estimates`` and ``names`` differ in length.
+        If ``estimates`` and ``names`` differ in length or are empty.
     """
-    target = check_output_path(path)
     estimates, names = list(estimates), [str(n) for n in names]
     if len(estimates) != len(names) or not estimates:
         raise DgxTopoError(f"expected one name per estimate, received {len(names)} names for "
@@ -679,5 +341,15 @@ def write_compare_figure(estimates, names, path) -> ReportFile:
             "algorithm, protocol and channels at each size.</p>", "<div class='grid'>",
             figures.div(busbw_figure(curves, y="busbw"), "compare-busbw"),
             figures.div(busbw_figure(curves, y="time"), "compare-time"), "</div>"]
-    _write_atomic(target, _page(title, body))
-    return ReportFile(target, target.stat().st_size, tuple(names))
+    return _page(title, body)
+
+
+def _page(title: str, body) -> str:
+    """A complete HTML document with plotly.js inline (no external resource)."""
+    return "\n".join([
+        "<!DOCTYPE html>", "<html lang='en'>", "<head>", "<meta charset='utf-8'>",
+        "<meta name='viewport' content='width=device-width, initial-scale=1'>",
+        f"<title>{_esc(title)}</title>", f"<style>{_STYLE}</style>",
+        "<script type='text/javascript'>window.PlotlyConfig = {MathJaxConfig: 'local'};</script>",
+        f"<script type='text/javascript'>{get_plotlyjs()}</script>", "</head>", "<body>",
+        *body, f"<script type='text/javascript'>{_RESIZE}</script>", "</body>", "</html>", ""])

@@ -1,0 +1,20 @@
+"""The offline HTML report that compares fabrics: what ``dgxtopo report`` writes.
+
+Three steps, one module each: :mod:`~models.report.analysis` computes every number the page
+shows (data, no plotly), :mod:`~models.report.html` renders the page (plotly), and
+:mod:`~models.report.write` writes it through :mod:`models.output` (atomic, regular files
+only). Importing this package imports plotly.
+"""
+
+from ..output import OutputPathError, check_output_path
+from .analysis import (CURVE_SIZES, MAX_MATRIX_GPUS, REPORT_COLLECTIVE, REPORT_SIZE, SEED_COMPARISON,
+                       ReportAnalysis, SeedComparison, SystemAnalysis, SystemRow, analyse_report,
+                       report_fabrics, summary_rows)
+from .html import compare_html, render_report, report_html
+from .write import ReportFile, write_compare_figure, write_report
+
+__all__ = ["CURVE_SIZES", "MAX_MATRIX_GPUS", "REPORT_COLLECTIVE", "REPORT_SIZE", "SEED_COMPARISON",
+           "ReportAnalysis", "SeedComparison", "SystemAnalysis", "SystemRow", "analyse_report",
+           "report_fabrics", "summary_rows", "compare_html", "render_report", "report_html",
+           "ReportFile", "write_compare_figure", "write_report", "OutputPathError",
+           "check_output_path"]

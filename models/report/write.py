@@ -1,0 +1,96 @@
+"""Writing the report and the compare figure to disk, through :mod:`models.output`.
+
+The output path is checked before any model work (a bad ``--out`` fails at once), and the
+page is written atomically into a regular file only: see :mod:`models.output` for the rules
+(devices, FIFOs, sockets and directories are refused; symlinks are written through).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..output import check_output_path, write_text_atomic
+from .analysis import analyse_report, report_fabrics
+from .html import compare_html, render_report
+
+__all__ = ["ReportFile", "write_report", "write_compare_figure"]
+
+
+@dataclass(frozen=True, slots=True)
+class ReportFile:
+    """What :func:`write_report` wrote.
+
+    Attributes
+    ----------
+    path : pathlib.Path
+        The file written (symlinks resolved).
+    nbytes : int
+        File size. [bytes]
+    systems : tuple of str
+        Display names of the systems compared.
+    """
+
+    path: Path
+    nbytes: int
+    systems: tuple
+
+
+def write_report(path="report.html", names=None, *, progress=None) -> ReportFile:
+    """Write the report for some systems to one self-contained HTML file, atomically.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file to write (replaced if it is a regular file).
+    names : sequence of str, optional
+        System names for :func:`topo.build`; default every built-in system.
+    progress : callable, optional
+        ``progress(done, total)``, see :func:`models.report.analysis.analyse_report`.
+
+    Returns
+    -------
+    ReportFile
+
+    Raises
+    ------
+    models.output.OutputPathError
+        For a path that cannot be written (checked before any work).
+    topo.UnknownSystemError
+        For an unknown system name.
+    """
+    check_output_path(path)
+    fabrics = report_fabrics(names)
+    text = render_report(analyse_report(fabrics, progress=progress))
+    target = write_text_atomic(path, text)
+    return ReportFile(target, target.stat().st_size, tuple(G.graph.get("name", "fabric") for G in fabrics))
+
+
+def write_compare_figure(estimates, names, path) -> ReportFile:
+    """Write the curves of ``dgxtopo compare --out``: busbw and time by size of the same
+    collective on several systems, one self-contained HTML file, atomically.
+
+    Parameters
+    ----------
+    estimates : sequence of CollectiveEstimate
+        One per system, over the same sizes.
+    names : sequence of str
+        The systems' names, in the same order (curve labels).
+    path : str or os.PathLike
+        The file to write (replaced if it is a regular file).
+
+    Returns
+    -------
+    ReportFile
+
+    Raises
+    ------
+    models.output.OutputPathError
+        For a path that cannot be written.
+    topo.DgxTopoError
+        If ``estimates`` and ``names`` differ in length.
+    """
+    check_output_path(path)
+    names = [str(n) for n in names]
+    target = write_text_atomic(path, compare_html(estimates, names))
+    return ReportFile(target, target.stat().st_size, tuple(names))
