@@ -92,7 +92,8 @@ from .routes import RouteError
 __all__ = ["WhatIfError", "FailureSpecError", "FabricDisconnectedError", "SweepSizeError",
            "ExecutorSpecError", "Failure", "WhatIf", "parse_failure", "parse_degrade",
            "parse_failures", "apply_failures", "components", "SweepRow", "Sweep", "sweep",
-           "FAIL_EACH", "MAX_CASES", "IN_PROCESS_SECONDS", "FAILURE_GRAMMAR"]
+           "FAIL_EACH", "MAX_CASES", "IN_PROCESS_SECONDS", "FAILURE_GRAMMAR",
+           "terminal_progress"]
 
 #: What :func:`sweep` can fail one at a time.
 FAIL_EACH = ("nvlink", "nvswitch", "nic", "gpu")
@@ -680,6 +681,37 @@ def _ticker(progress):
         return progress
     raise WhatIfError(f"progress={_show(progress)}: expected a callable progress(done, total) or "
                       f"a tqdm-style bar with update(n)")
+
+
+def terminal_progress(stream=None, *, label: str = "whatif"):
+    """A ``progress(done, total)`` callback that redraws one status line on a terminal.
+
+    Writes nothing unless ``stream`` is a terminal (so piped ``--json`` output stays clean).
+
+    Parameters
+    ----------
+    stream : file, optional
+        Default ``sys.stderr``.
+    label : str
+        Text before the counts.
+
+    Returns
+    -------
+    callable
+    """
+    import sys
+
+    stream = sys.stderr if stream is None else stream
+    isatty = getattr(stream, "isatty", None)
+    if not (callable(isatty) and isatty()):
+        return lambda done, total: None
+
+    def show(done, total):
+        stream.write(f"\r{label}: {done}/{total}")
+        if done >= total:
+            stream.write("\n")
+        stream.flush()
+    return show
 
 
 # ------------------------------------------------------------------------------ results

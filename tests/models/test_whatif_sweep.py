@@ -306,6 +306,21 @@ def test_progress_reaches_its_total_as_a_callback_and_as_a_bar():
     assert bar.n == bar.total == len(s.rows) + s.evaluations
 
 
+def test_terminal_progress_draws_only_on_a_terminal():
+    import io
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    piped, tty = io.StringIO(), Tty()
+    for stream in (piped, tty):
+        show = whatif.terminal_progress(stream, label="sweep")
+        show(1, 2)
+        show(2, 2)
+    assert piped.getvalue() == "" and tty.getvalue() == "\rsweep: 1/2\rsweep: 2/2\n"
+
+
 def test_results_are_identical_in_process_and_on_a_process_pool(dgx2_nvswitch):
     with ProcessPoolExecutor(max_workers=2) as pool:
         on_pool = sweep(DGX2, "all_reduce", GiB, fail_each="nvswitch", executor=pool)
