@@ -52,3 +52,12 @@ __all__: list[str] = [
     "BenchmarkParseError", "NcclTestsRun", "P2PBenchmark", "read_benchmark", "read_nccl_tests",
     "read_p2p_benchmark", "Calibration", "CalibrationError", "Check", "calibrate", "check",
 ]
+
+# What-if failures and failure sweeps (issue 13); figures in models.whatif_plot (plotly).
+from .whatif import (FAIL_EACH, FAILURE_GRAMMAR, MAX_CASES, ExecutorSpecError, FabricDisconnectedError,
+                     Failure, FailureSpecError, Sweep, SweepRow, SweepSizeError, WhatIf, WhatIfError,
+                     apply_failures, parse_degrade, parse_failure, parse_failures, sweep)
+
+__all__ += ["FAIL_EACH", "FAILURE_GRAMMAR", "MAX_CASES", "ExecutorSpecError", "FabricDisconnectedError",
+            "Failure", "FailureSpecError", "Sweep", "SweepRow", "SweepSizeError", "WhatIf", "WhatIfError",
+            "apply_failures", "parse_degrade", "parse_failure", "parse_failures", "sweep"]
