@@ -83,7 +83,7 @@ from topo.errors import DgxTopoError, TopologyError
 from topo.units import to_GBps, to_us
 
 from .collectives import estimate
-from .display import format_table
+from .text import format_table
 from .nccltests import collective as _collective
 from .nccl.search import ChannelSearchError
 from .p2p import p2p_matrix
