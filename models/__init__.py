@@ -50,3 +50,15 @@ __all__: list[str] = [
     "BenchmarkParseError", "NcclTestsRun", "P2PBenchmark", "read_benchmark", "read_nccl_tests",
     "read_p2p_benchmark", "Calibration", "CalibrationError", "Check", "calibrate", "check",
 ]
+# Training-step planner (issue 15): workloads, per-generation compute, layouts on the fabric.
+from .workload import (DTYPES, PRESETS, WORKLOAD_GRAMMAR, UnknownDtypeError, UnknownWorkloadError,
+                       WorkloadError, parse_workload, workload)
+from .compute import GENERATIONS, UnknownGenerationError, UnsupportedDtypeError, generation_of
+from .planner import Plan, PlanError, Search, gpus_ranking, plan, search
+
+__all__ += [
+    "DTYPES", "PRESETS", "WORKLOAD_GRAMMAR", "UnknownDtypeError", "UnknownWorkloadError",
+    "WorkloadError", "parse_workload", "workload",
+    "GENERATIONS", "UnknownGenerationError", "UnsupportedDtypeError", "generation_of",
+    "Plan", "PlanError", "Search", "gpus_ranking", "plan", "search",
+]
