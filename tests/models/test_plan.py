@@ -110,7 +110,7 @@ def test_tp_group_inside_a_cube_face_on_dgx1(dgx1v):
     assert best.step_time < straddle.step_time
 
 
-@settings(max_examples=6, deadline=None)
+@settings(max_examples=4, deadline=None)
 @given(st.permutations(range(8)))
 def test_chosen_placement_never_worse_than_any(perm):
     G = topo.dgx1v()
@@ -121,7 +121,7 @@ def test_chosen_placement_never_worse_than_any(perm):
     assert best.component("tp_comm").time <= forced.component("tp_comm").time * (1 + 1e-9)
 
 
-@settings(max_examples=3, deadline=None)
+@settings(max_examples=2, deadline=None)
 @given(st.floats(1.0, 4.0))
 def test_more_nvlink_bandwidth_never_slows_a_step(factor):
     G = topo.dgx1v()
