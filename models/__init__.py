@@ -1,37 +1,60 @@
 """dgx-topo models: what a fabric delivers, and the ``dgxtopo`` command line.
 
-The cost layer imports :mod:`topo`, never the reverse, and does not import plotly.
+The cost layer imports :mod:`topo`, never the reverse, and does not import plotly. Its modules,
+in the order data flows:
+
+- :mod:`models.routes` (how a copy travels), :mod:`models.p2p` (the P2P model),
+  :mod:`models.maxflow`;
+- :mod:`models.nccl` (NCCL's view of the graph and its choices, per version: ``profiles``,
+  ``system``, ``tuning``, ``search``, ``trees``, ``legacy_rings``, ``channels``),
+  :mod:`models.nccltests` (nccl-tests' size and bandwidth conventions);
+- :mod:`models.collectives` (``estimate``, ``pairwise``, ``subsets``), :mod:`models.measure`
+  (what the machine measures), :mod:`models.benchmarks` (reading real outputs),
+  :mod:`models.calibration` (fit and check against them);
+- :mod:`models.whatif` (failures and sweeps), :mod:`models.bounds` (optimal schedules),
+  :mod:`models.workload`, :mod:`models.compute`, :mod:`models.planner` (training steps);
+- presentation: :mod:`models.text`, :mod:`models.output`, :mod:`models.plot` and the other
+  ``*_plot`` modules, :mod:`models.report`, :mod:`models.cli`.
+
+``models.nccltests`` stays a module: its ``busbw()`` function is not re-exported under the same
+name.
 """
 
-from .routes import (P2P_LEVEL, PathType, Route, RouteError, Router, line_rate, route,
-                    route_bandwidth)
+from .routes import P2P_LEVEL, PathType, Route, RouteError, Router, line_rate, route, route_bandwidth
 from .p2p import (EFFICIENCIES, HOST_CEILINGS, MODES, OVERHEADS, Calibrated, P2PError, P2PReport,
                   P2PResult, StagedCopy, achieved_capacity, format_p2p_report, p2p_latency_matrix,
                   p2p_matrix, p2p_path, p2p_report, path_type_matrix, staged_copy)
 from .maxflow import MaxFlowError, maxflow_matrix
-# models.nccltests stays the module: its busbw() function is not re-exported under the same name.
 from .nccl.profiles import MissingConstantError, NcclProfile, PROFILES, UnknownNcclVersionError, nccl_profile
 from .nccltests import (COLLECTIVES, UnknownCollectiveError, algbw, busbw_factor, busbw_to_algbw,
-                    count_from_nbytes, nbytes_from_count)
-from .nccl.tuning import (NCCL_COLLECTIVES, AlgoTime, ChannelGraph, Communicator,
-                     NoAlgorithmError, Selection, Tuning, TuningError, UnknownAlgorithmError,
-                     UnknownProtocolError, UnsupportedCollectiveError, algo_time, comm_channels,
-                     select_algorithm, tune, tuning_table)
+                        count_from_nbytes, nbytes_from_count)
+from .nccl.tuning import (NCCL_COLLECTIVES, AlgoTime, ChannelGraph, Communicator, NoAlgorithmError,
+                          Selection, Tuning, TuningError, UnknownAlgorithmError, UnknownProtocolError,
+                          UnsupportedCollectiveError, algo_time, comm_channels, select_algorithm, tune,
+                          tuning_table)
 from .nccl.trees import (BinaryTree, Chain, DoubleBinaryTree, RankTree, TreeError, binary_tree,
-                    double_binary_tree, intra_chain, nccl_tree_depth, rank_tree)
-from .nccl.search import ChannelSearch, ChannelSearchError, ChannelDuplication, LinkLoad, dup_channels, search_channels
+                         double_binary_tree, intra_chain, nccl_tree_depth, rank_tree)
+from .nccl.search import (ChannelDuplication, ChannelSearch, ChannelSearchError, LinkLoad, dup_channels,
+                          search_channels)
 from .nccl.system import NcclSystem, nccl_capacity
 from .collectives import (COLLECTIVE_NAMES, CollectiveEstimate, SizeError, SubsetResult, estimate,
                           pairwise, subsets)
-# Measurement model, benchmark readers, calibration (issue 11); after `estimate`, which they use.
 from .measure import DEFAULT as DEFAULT_MEASUREMENT, MeasurementError, MeasurementModel, Measured, measured
 from .benchmarks import (BenchmarkParseError, NcclTestsRun, P2PBenchmark, read_benchmark,
                          read_nccl_tests, read_p2p_benchmark)
 from .calibration import Calibration, CalibrationError, Check, calibrate, check
+from .whatif import (FAIL_EACH, FAILURE_GRAMMAR, MAX_CASES, ExecutorSpecError, FabricDisconnectedError,
+                     Failure, FailureSpecError, Sweep, SweepRow, SweepSizeError, WhatIf, WhatIfError,
+                     apply_failures, parse_degrade, parse_failure, parse_failures, sweep)
+from .bounds import (Bound, BoundError, BoundTooLargeError, Cut, SubsetBound, bound, pairwise_bounds,
+                     subset_bounds)
+from .workload import (DTYPES, PRESETS, WORKLOAD_GRAMMAR, UnknownDtypeError, UnknownWorkloadError,
+                       WorkloadError, parse_workload, workload)
+from .compute import GENERATIONS, UnknownGenerationError, UnsupportedDtypeError, generation_of
+from .planner import Plan, PlanError, Search, gpus_ranking, plan, search
 
 __all__: list[str] = [
-    "P2P_LEVEL", "PathType", "Route", "RouteError", "Router", "line_rate", "route",
-    "route_bandwidth",
+    "P2P_LEVEL", "PathType", "Route", "RouteError", "Router", "line_rate", "route", "route_bandwidth",
     "EFFICIENCIES", "HOST_CEILINGS", "MODES", "OVERHEADS", "Calibrated", "P2PError", "P2PReport",
     "P2PResult", "StagedCopy", "achieved_capacity", "format_p2p_report", "p2p_latency_matrix",
     "p2p_matrix", "p2p_path", "p2p_report", "path_type_matrix", "staged_copy",
@@ -39,25 +62,26 @@ __all__: list[str] = [
     "MissingConstantError", "NcclProfile", "PROFILES", "UnknownNcclVersionError", "nccl_profile",
     "COLLECTIVES", "UnknownCollectiveError", "algbw", "busbw_factor", "busbw_to_algbw",
     "count_from_nbytes", "nbytes_from_count",
-    "NCCL_COLLECTIVES", "AlgoTime", "ChannelDuplication", "ChannelGraph", "Communicator",
-    "NoAlgorithmError", "Selection", "Tuning", "TuningError", "UnknownAlgorithmError",
-    "UnknownProtocolError", "UnsupportedCollectiveError", "algo_time", "comm_channels",
-    "dup_channels", "select_algorithm", "tune", "tuning_table",
+    "NCCL_COLLECTIVES", "AlgoTime", "ChannelGraph", "Communicator", "NoAlgorithmError", "Selection",
+    "Tuning", "TuningError", "UnknownAlgorithmError", "UnknownProtocolError",
+    "UnsupportedCollectiveError", "algo_time", "comm_channels", "select_algorithm", "tune",
+    "tuning_table",
     "BinaryTree", "Chain", "DoubleBinaryTree", "RankTree", "TreeError", "binary_tree",
     "double_binary_tree", "intra_chain", "nccl_tree_depth", "rank_tree",
-    "ChannelSearch", "ChannelSearchError", "LinkLoad", "nccl_capacity", "search_channels", "NcclSystem",
+    "ChannelDuplication", "ChannelSearch", "ChannelSearchError", "LinkLoad", "dup_channels",
+    "search_channels", "NcclSystem", "nccl_capacity",
     "COLLECTIVE_NAMES", "CollectiveEstimate", "SizeError", "SubsetResult", "estimate", "pairwise",
     "subsets",
     "DEFAULT_MEASUREMENT", "MeasurementError", "MeasurementModel", "Measured", "measured",
     "BenchmarkParseError", "NcclTestsRun", "P2PBenchmark", "read_benchmark", "read_nccl_tests",
     "read_p2p_benchmark", "Calibration", "CalibrationError", "Check", "calibrate", "check",
+    "FAIL_EACH", "FAILURE_GRAMMAR", "MAX_CASES", "ExecutorSpecError", "FabricDisconnectedError",
+    "Failure", "FailureSpecError", "Sweep", "SweepRow", "SweepSizeError", "WhatIf", "WhatIfError",
+    "apply_failures", "parse_degrade", "parse_failure", "parse_failures", "sweep",
+    "Bound", "BoundError", "BoundTooLargeError", "Cut", "SubsetBound", "bound", "pairwise_bounds",
+    "subset_bounds",
+    "DTYPES", "PRESETS", "WORKLOAD_GRAMMAR", "UnknownDtypeError", "UnknownWorkloadError",
+    "WorkloadError", "parse_workload", "workload",
+    "GENERATIONS", "UnknownGenerationError", "UnsupportedDtypeError", "generation_of",
+    "Plan", "PlanError", "Search", "gpus_ranking", "plan", "search",
 ]
-
-# What-if failures and failure sweeps (issue 13); figures in models.whatif_plot (plotly).
-from .whatif import (FAIL_EACH, FAILURE_GRAMMAR, MAX_CASES, ExecutorSpecError, FabricDisconnectedError,
-                     Failure, FailureSpecError, Sweep, SweepRow, SweepSizeError, WhatIf, WhatIfError,
-                     apply_failures, parse_degrade, parse_failure, parse_failures, sweep)
-
-__all__ += ["FAIL_EACH", "FAILURE_GRAMMAR", "MAX_CASES", "ExecutorSpecError", "FabricDisconnectedError",
-            "Failure", "FailureSpecError", "Sweep", "SweepRow", "SweepSizeError", "WhatIf", "WhatIfError",
-            "apply_failures", "parse_degrade", "parse_failure", "parse_failures", "sweep"]

@@ -66,6 +66,7 @@ from topo.units import to_GBps, to_us
 
 from .collectives import estimate
 from .nccltests import busbw_factor, collective as _collective
+from .packing import pack_trees
 from .relays import RELAYS, FlowNetwork, capacity_graph, out_capacity
 
 __all__ = ["BoundError", "BoundTooLargeError", "Cut", "Bound", "SubsetBound", "bound",
@@ -618,7 +619,6 @@ def bound(G, collective: str, nbytes, gpus=None, *, relay: str = "switches", tre
         nvls = nvls_applicable(G)[1]
     packings = ()
     if trees:
-        from .packing import pack_trees  # packing imports relays only: no cycle
         targets = {"all_reduce": ("reduce_scatter", "all_gather")}.get(name, (name,))
         if name in ("alltoall", "sendrecv"):
             raise BoundError(f"trees=True packs spanning trees for broadcast, reduce, all_gather, "
