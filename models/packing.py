@@ -238,9 +238,16 @@ def pack_trees(G, collective: str, gpus=None, *, relay: str = "switches", root=N
         if not added:
             break
     x = float(solution.x[-1]) * scale
+    # The LP asks each root for at least x; a root may get more where its links are idle.
+    # Trim each root's trees to x so the packing carries exactly what the collective needs.
+    per_root: dict = {}
+    for j, (r, _, _) in enumerate(columns):
+        per_root[r] = per_root.get(r, 0.0) + float(solution.x[j]) * scale
     trees, load = [], {}
     for j, (r, tree, _) in enumerate(columns):
         y = float(solution.x[j]) * scale
+        if per_root[r] > x > 0:
+            y *= x / per_root[r]
         if y <= 1e-9 * max(x, 1.0):
             continue
         if reverse:  # data flows from the leaves to the root
