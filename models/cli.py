@@ -193,7 +193,7 @@ def _pairs(args) -> None:
 
 def _subsets(args) -> None:
     G = topo.build(args.system)
-    ranking = subsets(G, args.k, args.coll, args.size, profile=args.nccl)
+    ranking = subsets(G, args.coll, args.size, args.k, profile=args.nccl)
     shown = ranking if args.top is None else ranking[:args.top]
     if args.json:
         _print_json({"system": G.graph["system"], "collective": args.coll, "k": args.k,

@@ -26,7 +26,8 @@ Examples
 --------
 >>> import topo
 >>> e = estimate(topo.dgx1v(), "all_reduce", 256 * 2**20)
->>> e.algorithm, e.protocol, e.nchannels, round(e.busbw / 1e9, 1)
+>>> p = e.point()          # one size: the arrays are 0-d; point() gives Python scalars
+>>> p.algorithm, p.protocol, p.nchannels, round(p.busbw / 1e9, 1)
 ('ring', 'Simple', 6, 118.3)
 """
 
@@ -49,7 +50,7 @@ from .nccl.tuning import NCCL_COLLECTIVES, ChannelGraph, Communicator, Selection
 from .nccltests import COLLECTIVES, busbw_factor, collective as _collective
 from .routes import PathType
 
-__all__ = ["CollectiveEstimate", "SubsetResult", "estimate", "pairwise", "subsets",
+__all__ = ["CollectiveEstimate", "EstimatePoint", "SubsetResult", "estimate", "pairwise", "subsets",
            "SizeError", "COLLECTIVE_NAMES"]
 
 #: Every collective :func:`estimate` knows, in nccl-tests' order.
@@ -563,17 +564,20 @@ def pairwise(G, collective: str, nbytes, *, profile=None) -> np.ndarray:
     return matrix
 
 
-def subsets(G, k: int, collective: str, nbytes, *, profile=None) -> list:
+def subsets(G, collective: str, nbytes, k: int, *, profile=None) -> list:
     """Every k-GPU set ranked by busbw: "which k GPUs should this job get?".
+
+    The arguments come in the order of :func:`estimate` and :func:`pairwise` (graph,
+    collective, size), then what selects the GPUs (here their number ``k``).
 
     Parameters
     ----------
     G : networkx.DiGraph
-    k : int
-        GPUs per set, 1 to the number of GPUs.
     collective : str
     nbytes : int
         nccl-tests' size. [bytes]
+    k : int
+        GPUs per set, 1 to the number of GPUs.
     profile : str or NcclProfile, optional
 
     Returns
@@ -589,10 +593,13 @@ def subsets(G, k: int, collective: str, nbytes, *, profile=None) -> list:
     Examples
     --------
     >>> import topo
-    >>> best = subsets(topo.dgx1v(), 4, "all_reduce", 2**30)[0]
+    >>> best = subsets(topo.dgx1v(), "all_reduce", 2**30, 4)[0]
     >>> best.gpus, best.nchannels
     ((0, 1, 2, 3), 4)
     """
+    if not isinstance(collective, str):
+        raise DgxTopoError(f"subsets(G, collective, nbytes, k): expected a collective name second, "
+                           f"received {collective!r} (the order before 0.2 was G, k, collective, nbytes)")
     ctx = _Context(G, profile)
     results = _all_sets(ctx, k, collective, nbytes)
     results.sort(key=lambda r: (-r.busbw, r.time, r.gpus))
@@ -617,8 +624,9 @@ def _all_sets(ctx, k, collective, nbytes) -> list:
             e = _estimate(ctx, collective, nbytes, list(combo))
             done[key] = (combo, e)
         rep, e = done[key]
-        results.append(SubsetResult(combo, float(e.busbw), float(e.algbw), float(e.time),
-                                    str(e.algorithm), str(e.protocol), int(e.nchannels), rep))
+        point = e.point()
+        results.append(SubsetResult(combo, point.busbw, point.algbw, point.time, point.algorithm,
+                                    point.protocol, point.nchannels, rep))
     return results
 
 
@@ -646,9 +654,9 @@ def _explain(e: CollectiveEstimate) -> str:
                          f"reserved)")
         lines.append("  search: " + "; ".join(t for t in search.trace if "skipped" not in t))
     if e.selection is not None:
-        sizes = np.atleast_1d(e.nbytes)
+        point = e.point()
         lines.append("tuning (time = latency + size / algorithm bandwidth), largest size "
-                     f"{int(sizes[-1])} B:")
+                     f"{point.nbytes} B:")
         for cand in e.selection.candidates:
             t = cand.tuning
             terms = " + ".join(f"{term.count:g} x {to_us(term.per_step):.2f}" for term in t.latency.terms
@@ -659,10 +667,10 @@ def _explain(e: CollectiveEstimate) -> str:
                 f"  {t.algorithm:4} {t.protocol:6} latency {to_us(t.latency.base):.1f} + {terms or '0'} = "
                 f"{to_us(t.latency.value):.1f} us; busBw {t.bus.nchannels} x {_gbps(t.bus.channel_bandwidth)} "
                 f"= {_gbps(t.bus.raw)} -> {_gbps(t.bus.value)} GB/s [{steps or 'no factor'}]; algBw "
-                f"{_gbps(t.bandwidth)} GB/s; time {to_us(np.atleast_1d(cand.time)[-1]):.1f} us")
-        lines.append(f"  chosen: {np.atleast_1d(e.algorithm)[-1]}/{np.atleast_1d(e.protocol)[-1]}")
+                f"{_gbps(t.bandwidth)} GB/s; time {to_us(np.asarray(cand.time).reshape(-1)[-1]):.1f} us")
+        lines.append(f"  chosen: {point.algorithm}/{point.protocol}")
     else:
-        lines.append(f"latency {to_us(np.atleast_1d(e.latency)[-1]):.1f} us; bandwidth "
-                     f"{_gbps(np.atleast_1d(e.bandwidth)[-1])} GB/s"
+        point = e.point()
+        lines.append(f"latency {to_us(point.latency):.1f} us; bandwidth {_gbps(point.bandwidth)} GB/s"
                      + (f"; bottleneck {e.bottleneck[0][0]}->{e.bottleneck[0][1]}" if e.bottleneck else ""))
     return "\n".join(lines)

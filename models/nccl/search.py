@@ -253,13 +253,16 @@ class _Problem:
     nets: tuple = ()
     net_in: tuple = ()  # net_in[m][i]: NIC m -> GPU i
     net_out: tuple = ()  # net_out[i][m]: GPU i -> NIC m
-    net_ports: tuple = ()  # per NIC: (port-in edge, port-out edge)
+    net_ports: tuple = ()  # per NIC: (port-in class, port-out class)
     net_types: tuple = ()
     net_firsts: tuple = ()  # per NIC: the GPUs a channel may enter first, best first
-    net_entries: tuple = ()  # per GPU: the edges a channel from a NIC enters it by
-    net_exits: tuple = ()  # per GPU: the edges a channel to a NIC leaves it by
+    net_entries: tuple = ()  # the classes of the edges a channel from a NIC enters a GPU by
+    net_exits: tuple = ()  # the classes of the edges a channel to a NIC leaves a GPU by
     ports: dict = None  # PathType -> tuple of _Ports per GPU (rings without NICs)
+    usable: dict = None  # typeInter -> net_ports of the NICs some GPU reaches at that type
     n: int = 0  # len(gpus)
+    ring_near: tuple = ()  # per GPU: the next then the previous GPU (NVSwitch candidates)
+    tree_near: tuple = ()  # per GPU: the previous then the next GPU
 
 
 def _build_problem(fabric, gpus, nets=()) -> _Problem:
@@ -351,20 +354,23 @@ def _build_problem(fabric, gpus, nets=()) -> _Problem:
     problem = _Problem(
         tuple(gpus), nvswitch, tuple(edges), tuple(capacity), edge_class, class_capacity, hop, order,
         types, max_bw, total if n > 1 else profile.loc_bandwidth, nets=tuple(nets), net_in=net_in,
-        net_out=net_out, net_ports=tuple(net_ports),
+        net_out=net_out, net_ports=tuple((edge_class[a], edge_class[b]) for a, b in net_ports),
         net_types=tuple(sorted({h.type for row in net_out for h in row})),
         net_firsts=tuple(tuple(sorted(range(n), key=lambda g, m=m: (-net_in[m][g].bandwidth,
                                                                   net_in[m][g].type, g)))
                          for m in range(len(nets))),
         # The PCIe edges a channel uses to enter its first GPU from a NIC and to leave its last
         # GPU for a NIC, which bound the channels as tightly as the NIC ports do.
-        net_entries=tuple(tuple(sorted({net_in[m][i].flow[-1][0] for m in range(len(nets))}))
-                          for i in range(n)) if nets else (),
-        net_exits=tuple(tuple(sorted({net_out[i][m].flow[0][0] for m in range(len(nets))}))
-                        for i in range(n)) if nets else (),
-        ports={}, n=n)
+        net_entries=tuple(edge_class[k] for i in range(n)
+                          for k in sorted({net_in[m][i].flow[-1][0] for m in range(len(nets))})),
+        net_exits=tuple(edge_class[k] for i in range(n)
+                        for k in sorted({net_out[i][m].flow[0][0] for m in range(len(nets))})),
+        ports={}, usable={}, n=n,
+        ring_near=tuple(tuple(dict.fromkeys(((i + 1) % n, (i - 1) % n))) for i in range(n)),
+        tree_near=tuple(tuple(dict.fromkeys(((i - 1) % n, (i + 1) % n))) for i in range(n)))
     if not nets and n > 1:
         problem.ports.update((t, _gpu_ports(problem, t)) for t in types)
+
     return problem
 
 
@@ -415,7 +421,9 @@ def _gpu_ports(problem, type_intra) -> tuple:
             else:
                 exits.append((k, f))
         entries = [(k, f) for k, (_, f) in in_use.items() if k not in paired]
-        ports.append(_Ports(tuple(pairs), tuple(exits), tuple(entries)))
+        cls = problem.edge_class  # the bound reads the room left per class
+        ports.append(_Ports(tuple((cls[o], cls[b]) for o, b in pairs), tuple((cls[k], f) for k, f in exits),
+                            tuple((cls[k], f) for k, f in entries)))
     return tuple(ports)
 
 
@@ -465,18 +473,23 @@ def _channel_bound(problem, remaining, speed, type_intra, ring=True, type_inter=
     the NICs the GPUs may reach at this ``type_inter``, and through the PCIe edges next to its
     first and last GPU.
     """
-    cls = problem.edge_class
-
     def room(k):
-        return remaining[cls[k]] + _SLACK
+        return remaining[k] + _SLACK
 
     if problem.nets:
-        usable = [m for m in range(len(problem.nets))
-                  if type_inter is None or any(row[m].type <= type_inter for row in problem.net_out)]
-        ports_in = sum(math.floor(room(problem.net_ports[m][0]) / speed) for m in usable)
-        ports_out = sum(math.floor(room(problem.net_ports[m][1]) / speed) for m in usable)
-        entries = sum(math.floor(room(k) / speed) for edges in problem.net_entries for k in edges)
-        exits = sum(math.floor(room(k) / speed) for edges in problem.net_exits for k in edges)
+        usable = problem.usable.get(type_inter)
+        if usable is None:  # the ports of the NICs some GPU reaches at this typeInter
+            usable = problem.usable[type_inter] = tuple(
+                problem.net_ports[m] for m in range(len(problem.nets))
+                if type_inter is None or any(row[m].type <= type_inter for row in problem.net_out))
+        ports_in = ports_out = entries = exits = 0
+        for port_in, port_out in usable:
+            ports_in += math.floor((remaining[port_in] + _SLACK) / speed)
+            ports_out += math.floor((remaining[port_out] + _SLACK) / speed)
+        for k in problem.net_entries:
+            entries += math.floor((remaining[k] + _SLACK) / speed)
+        for k in problem.net_exits:
+            exits += math.floor((remaining[k] + _SLACK) / speed)
         limit = min(ports_in, ports_out, entries, exits)
         if problem.n > 1 and not _connected(problem, remaining, speed, type_intra):
             return 0
@@ -618,17 +631,14 @@ class _Dfs:
 
     def _candidates(self, order, forced) -> list:
         p = self.p
-        last, n = order[-1], p.n
+        last = order[-1]
         if forced is not None:
-            following = forced[len(order)] if len(order) < n else None
+            following = forced[len(order)] if len(order) < p.n else None
             return [] if following is None or following in order else [following]
         if p.nvswitch:
             # With an NVSwitch, NCCL tries only the neighbours: ring next then previous; trees
             # previous then next (search.cc ncclTopoSearchNextGpuSort).
-            near = [(last + 1) % n, (last - 1) % n]
-            if not self.a.ring:
-                near.reverse()
-            return [j for j in dict.fromkeys(near) if j not in order]
+            return [j for j in (p.ring_near if self.a.ring else p.tree_near)[last] if j not in order]
         candidates = [j for j in p.order[last] if j not in order]
         if self.rng is not None:
             self.rng.shuffle(candidates)
@@ -656,10 +666,15 @@ class _Dfs:
         if len(order) == self.p.n:
             return self._close(order)
         last = order[-1]
-        ok = self.gpu_ok[last]
+        ok, row, remaining, speed = self.gpu_ok[last], self.p.hop[last], self.remaining, self.a.speed
         for j in self._candidates(order, forced):
-            hop = self.p.hop[last][j]
-            if ok[j] and _fits(self.remaining, hop, self.a.speed):
+            if not ok[j]:
+                continue
+            hop = row[j]
+            for k, f in hop.charges:  # _fits, inline: this is the innermost loop
+                if remaining[k] + _SLACK < speed * f:
+                    break
+            else:
                 self._book(hop, +1)
                 order.append(j)
                 status = self._place(order, forced)
@@ -1049,7 +1064,8 @@ def _search_nodes(fabric, hosts, min_channels, max_channels) -> ChannelSearch:
                 raise ChannelSearchError(f"host {host} has no NIC on a network: expected a cluster "
                                          f"fabric (topo.cluster) for GPUs of several hosts")
             done[key] = (host, _search_host(fabric, members, nets, "ring", min_channels, max_channels))
-        results[shape] = _on_host(G, *done[key], host)
+        if shape not in results:
+            results[shape] = _on_host(G, *done[key], host)
     # NCCL reduces nChannels and the bandwidths to the minimum over all ranks (init.cc).
     worst = min(results.values(), key=lambda r: (r.nchannels * r.bw_intra, r.nchannels))
     first = results[tuple(G.nodes[n]["index"] for n in hosts[min(hosts)])]

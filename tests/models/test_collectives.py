@@ -132,7 +132,7 @@ def test_adding_a_link_never_lowers_busbw(data):
 
 
 def test_subsets_rank_and_match_direct_estimates():
-    ranking = subsets(topo.dgx1v(), 4, "all_reduce", 2**30)
+    ranking = subsets(topo.dgx1v(), "all_reduce", 2**30, 4)
     assert len(ranking) == 70
     assert [r.gpus for r in ranking[:2]] == [(0, 1, 2, 3), (4, 5, 6, 7)]
     assert all(x.busbw >= y.busbw for x, y in zip(ranking, ranking[1:]))
@@ -144,7 +144,7 @@ def test_subsets_rank_and_match_direct_estimates():
 @settings(max_examples=15, deadline=None)
 @given(k=st.integers(2, 16), seed=st.integers(0, 10**6))
 def test_dgx2_symmetry_shortcut_matches_direct(k, seed):
-    ranking = subsets(topo.dgx2(), k, "all_reduce", 2**28)
+    ranking = subsets(topo.dgx2(), "all_reduce", 2**28, k)
     pick = ranking[seed % len(ranking)]
     direct = estimate(topo.dgx2(), "all_reduce", 2**28, list(pick.gpus))
     assert pick.busbw == pytest.approx(direct.busbw) and pick.protocol == direct.protocol
@@ -169,6 +169,6 @@ def test_errors():
     with pytest.raises(topo.DgxTopoError, match="one GPU runs no all_reduce"):
         estimate(G, "all_reduce", 8, [0], protocol="LL")
     with pytest.raises(topo.DgxTopoError, match="k must be a number of GPUs from 1 to 8"):
-        subsets(G, 9, "all_reduce", 8)
+        subsets(G, "all_reduce", 8, 9)
     with pytest.raises(SizeError, match="single size"):
-        subsets(G, 2, "all_reduce", [8, 16])
+        subsets(G, "all_reduce", [8, 16], 2)

@@ -121,7 +121,7 @@ def test_p2p_between_hosts_stages_when_no_nic_is_near():
 def test_cluster_symmetry_shortcut_matches_direct_estimates():
     """subsets/pairs on a cluster compute one set per multiset of node shapes (hosts are copies)."""
     G = topo.build("2xdgx1v")
-    ranking = models.subsets(G, 2, "all_reduce", 2**28)
+    ranking = models.subsets(G, "all_reduce", 2**28, 2)
     assert len(ranking) == 120 and len({r.representative for r in ranking}) < 40
     for r in ranking[::9]:
         direct = estimate(G, "all_reduce", 2**28, list(r.gpus))
