@@ -152,11 +152,21 @@ def ring_cut_bound(G, system, members) -> float:
     return min(min(nx.maximum_flow_value(H, first, b), nx.maximum_flow_value(H, b, first)) for b in others)
 
 
+def degree_bound(G, system, members) -> float:
+    """Every ring channel leaves every GPU once, by an NVLink to a member or by its PCIe link:
+    ``nChannels x bwIntra`` is at most the smallest such sum of NCCL capacities (the link-packing
+    bound of one GPU)."""
+    return min(sum(system.capacity(g, v) for v, d in G.adj[g].items()
+                   if (d["kind"] == "nvlink" and (G.nodes[v]["kind"] != "gpu" or v in members))
+                   or d["kind"] == "pcie")
+               for g in members)
+
+
 def test_every_dgx1v_subset_matches_the_golden_search_and_bounds():
     """All 255 sets: the rewritten search gives the counts, bandwidths and path types recorded
     from the search before its rewrite (tests/data/make_search_golden.py); every channel is
-    valid; symmetric sets (GPU i <-> i+4 and the quad flips) agree; and the ring bandwidth
-    never exceeds the max-flow cut bound of the set (every set of 2 or 3 GPUs and the 8; on the
+    valid; symmetric sets (GPU i <-> i+4 and the quad flips) agree; the ring bandwidth never
+    exceeds the link-packing bound of any GPU of the set, nor the max-flow cut bound of the set (every set of 2 or 3 GPUs and the 8; on the
     8 GPUs the search reaches 120 GB/s, 6 rings x 20 on a GPU's six NVLinks, of the bound's 126)."""
     G = topo.dgx1v()
     system = NcclSystem(G)
@@ -168,6 +178,8 @@ def test_every_dgx1v_subset_matches_the_golden_search_and_bounds():
             assert row == GOLDEN["dgx1v"][",".join(map(str, ids))], ids
             check_channels(G, ring)
             found[ids] = tuple(row)
+            if k > 1:  # one GPU: NCCL's LOC channels cross no link
+                assert ring.nchannels * ring.bw_intra <= degree_bound(G, system, set(ring.gpus)) * (1 + 1e-9)
             if 2 <= k <= 3 or k == 8:
                 bound = ring_cut_bound(G, system, set(ring.gpus))
                 assert ring.nchannels * ring.bw_intra <= bound * (1 + 1e-9), ids
