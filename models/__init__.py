@@ -20,7 +20,7 @@ from .nccl.trees import (BinaryTree, Chain, DoubleBinaryTree, RankTree, TreeErro
                     double_binary_tree, intra_chain, nccl_tree_depth, rank_tree)
 from .nccl.search import ChannelSearch, ChannelSearchError, ChannelDuplication, LinkLoad, dup_channels, search_channels
 from .nccl.system import NcclSystem, nccl_capacity
-from .collectives import (COLLECTIVE_NAMES, CollectiveEstimate, SizeError, SubsetResult, estimate,
+from .collectives import (COLLECTIVE_NAMES, CollectiveEstimate, EstimatePoint, SizeError, SubsetResult, estimate,
                           pairwise, subsets)
 
 __all__: list[str] = [
@@ -39,6 +39,6 @@ __all__: list[str] = [
     "BinaryTree", "Chain", "DoubleBinaryTree", "RankTree", "TreeError", "binary_tree",
     "double_binary_tree", "intra_chain", "nccl_tree_depth", "rank_tree",
     "ChannelSearch", "ChannelSearchError", "LinkLoad", "nccl_capacity", "search_channels", "NcclSystem",
-    "COLLECTIVE_NAMES", "CollectiveEstimate", "SizeError", "SubsetResult", "estimate", "pairwise",
+    "COLLECTIVE_NAMES", "CollectiveEstimate", "EstimatePoint", "SizeError", "SubsetResult", "estimate", "pairwise",
     "subsets",
 ]
