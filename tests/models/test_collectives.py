@@ -181,7 +181,7 @@ def test_halving_one_nv2_bundle_lowers_the_eight_gpu_all_reduce():
 
 
 @pytest.mark.parametrize("system", ["dgx1", "dgx1v", "dgx2"])
-@pytest.mark.parametrize("factor", [0.25, 0.5, 0.75, 1.5, 2.0])
+@pytest.mark.parametrize("factor", [0.25, 0.75, 2.0])
 def test_scaling_every_nvlink_scales_large_message_busbw(system, factor):
     """Every NVLink edge's bandwidth x s: NCCL's capacities scale by s, so the channels can run
     s times faster where the profile's speed array has the step (bwIntra x s); otherwise the
