@@ -41,11 +41,11 @@ def main(argv=None) -> None:
     print(f"DGX-1V all_reduce sweep, {len(sizes)} sizes, 8 GPUs: {sweep * 1e3:.1f} ms")
 
     start = time.perf_counter()
-    count = sum(len(subsets(dgx1v, k, "all_reduce", 2**30)) for k in range(1, 9))
+    count = sum(len(subsets(dgx1v, "all_reduce", 2**30, k)) for k in range(1, 9))
     print(f"DGX-1V subsets, every size: {count} sets in {time.perf_counter() - start:.2f} s")
 
     start = time.perf_counter()
-    count = sum(len(subsets(dgx2, k, "all_reduce", 2**30)) for k in range(1, 17))
+    count = sum(len(subsets(dgx2, "all_reduce", 2**30, k)) for k in range(1, 17))
     print(f"DGX-2 subsets, every size: {count} sets in {time.perf_counter() - start:.2f} s")
 
 

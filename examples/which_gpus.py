@@ -18,7 +18,7 @@ SIZE = 256 * MiB  # a typical gradient bucket size for a large model [bytes]
 
 def main() -> None:
     G = topo.dgx1v()
-    ranking = models.subsets(G, 4, "all_reduce", SIZE)
+    ranking = models.subsets(G, "all_reduce", SIZE, 4)
     best, worst = ranking[0], ranking[-1]
     print(f"{len(ranking)} sets of 4 GPUs on the DGX-1V, all_reduce of {SIZE // MiB} MiB:")
     print(f"  best  {best.gpus}: busbw {to_GBps(best.busbw):.1f} GB/s, {best.time / ms:.2f} ms, "

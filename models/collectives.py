@@ -26,7 +26,8 @@ Examples
 --------
 >>> import topo
 >>> e = estimate(topo.dgx1v(), "all_reduce", 256 * 2**20)
->>> e.algorithm, e.protocol, e.nchannels, round(e.busbw / 1e9, 1)
+>>> p = e.point()          # one size: the arrays are 0-d; point() gives Python scalars
+>>> p.algorithm, p.protocol, p.nchannels, round(p.busbw / 1e9, 1)
 ('ring', 'Simple', 6, 118.3)
 """
 
@@ -34,6 +35,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections import deque
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -48,7 +50,7 @@ from .nccl.tuning import NCCL_COLLECTIVES, ChannelGraph, Communicator, Selection
 from .nccltests import COLLECTIVES, busbw_factor, collective as _collective
 from .routes import PathType
 
-__all__ = ["CollectiveEstimate", "SubsetResult", "estimate", "pairwise", "subsets",
+__all__ = ["CollectiveEstimate", "EstimatePoint", "SubsetResult", "estimate", "pairwise", "subsets",
            "SizeError", "LimitError", "COLLECTIVE_NAMES"]
 
 #: Every collective :func:`estimate` knows, in nccl-tests' order.
@@ -78,10 +80,43 @@ class LimitError(DgxTopoError):
 
 
 @dataclass(frozen=True, slots=True)
+class EstimatePoint:
+    """A :class:`CollectiveEstimate` at one size, as plain Python scalars.
+
+    Attributes
+    ----------
+    nbytes : int
+        [bytes]
+    time, latency : float
+        [s]
+    bandwidth, algbw, busbw : float
+        [B/s]
+    algorithm, protocol : str
+    nchannels : int
+    """
+
+    nbytes: int
+    time: float
+    algorithm: str
+    protocol: str
+    nchannels: int
+    latency: float
+    bandwidth: float
+    algbw: float
+    busbw: float
+
+
+@dataclass(frozen=True, slots=True)
 class CollectiveEstimate:
     """A predicted collective: nccl-tests' numbers and the model's working.
 
-    Size-dependent fields are numpy arrays when ``nbytes`` was an array, scalars otherwise.
+    **Arrays with the shape of the sizes.** Every size-dependent field (``nbytes``, ``time``,
+    ``algorithm``, ``protocol``, ``nchannels``, ``latency``, ``bandwidth``, and the ``algbw``
+    and ``busbw`` properties) is a numpy array with the shape of the ``nbytes`` given to
+    :func:`estimate`: 0-d for one size (it formats, compares and converts with ``float()`` /
+    ``str()`` like a scalar), 1-d for a list of sizes. Their dtypes are fixed: float64,
+    int64 (``nchannels``) and str (``algorithm``, ``protocol``), never ``object``.
+    :meth:`point` gives one size as plain Python scalars (the largest, by default).
 
     Attributes
     ----------
@@ -90,21 +125,21 @@ class CollectiveEstimate:
         GPU ids of the communicator, ascending (ranks in that order).
     nodes : tuple
         Their graph nodes.
-    nbytes : int or numpy.ndarray
+    nbytes : numpy.ndarray of float64
         nccl-tests' size ``S`` (total buffer for all_gather / reduce_scatter, per-rank buffer
         for alltoall). [bytes]
-    time : float or numpy.ndarray
+    time : numpy.ndarray of float64
         Predicted time of one operation. [s]
-    algorithm, protocol : str or numpy.ndarray
+    algorithm, protocol : numpy.ndarray of str
         What runs (``"ring"``/``"tree"`` and ``"LL"``/``"LL128"``/``"Simple"`` for NCCL's
         collectives; ``"p2p"``/``"Simple"`` for alltoall and sendrecv; ``"copy"``/``"-"``
         on one GPU).
-    nchannels : int or numpy.ndarray
+    nchannels : numpy.ndarray of int64
         NCCL's ``nChannels`` of the graph that runs (as NCCL logs it in ``Pattern ...,
         nChannels``), 0 where no channel graph is used.
-    latency : float or numpy.ndarray
+    latency : numpy.ndarray of float64
         The latency term of the time. [s]
-    bandwidth : float or numpy.ndarray
+    bandwidth : numpy.ndarray of float64
         The bandwidth the size is divided by (NCCL's algorithm bandwidth). [B/s]
     ring, tree : ChannelSearch or None
         The channel searches behind the estimate.
@@ -114,18 +149,25 @@ class CollectiveEstimate:
         NCCL's full tuning table for these sizes (None outside NCCL's tuning model).
     model : str
         Which model produced the time (``"NCCL 2.27.7 tuning model"``, ...).
+
+    Examples
+    --------
+    >>> import topo
+    >>> e = estimate(topo.dgx1v(), "all_reduce", [2**10, 2**30])
+    >>> e.busbw.shape, e.algorithm.dtype.kind, e.point().protocol, e.point(0).protocol
+    ((2,), 'U', 'Simple', 'LL')
     """
 
     collective: str
     gpus: tuple
     nodes: tuple
-    nbytes: object
-    time: object
-    algorithm: object
-    protocol: object
-    nchannels: object
-    latency: object
-    bandwidth: object
+    nbytes: np.ndarray
+    time: np.ndarray
+    algorithm: np.ndarray
+    protocol: np.ndarray
+    nchannels: np.ndarray
+    latency: np.ndarray
+    bandwidth: np.ndarray
     ring: ChannelSearch | None
     tree: ChannelSearch | None
     bottleneck: tuple
@@ -138,24 +180,31 @@ class CollectiveEstimate:
         return len(self.gpus)
 
     @property
-    def algbw(self):
+    def algbw(self) -> np.ndarray:
         """nccl-tests' algorithm bandwidth, ``S / time``. [B/s]"""
-        return self.nbytes / self.time
+        return np.asarray(self.nbytes / self.time)
 
     @property
-    def busbw(self):
-        """nccl-tests' bus bandwidth, ``algbw x factor(nranks)``. [B/s]"""
-        return self.algbw * busbw_factor(self.collective, self.nranks)
+    def busbw(self) -> np.ndarray:
+        """nccl-tests' bus bandwidth, ``algbw x factor(nranks)``; 0 on one GPU, where nccl-tests
+        prints 0 (no data crosses a link, whatever the collective's factor). [B/s]"""
+        if self.nranks == 1:
+            return np.zeros_like(self.nbytes)
+        return np.asarray(self.algbw * busbw_factor(self.collective, self.nranks))
+
+    def point(self, index: int = -1) -> EstimatePoint:
+        """The estimate at one size (``index`` into the sizes; the largest by default), as scalars."""
+        def at(values):
+            return np.atleast_1d(values)[index].item()
+        return EstimatePoint(int(at(self.nbytes)), at(self.time), at(self.algorithm), at(self.protocol),
+                             at(self.nchannels), at(self.latency), at(self.bandwidth), at(self.algbw),
+                             at(self.busbw))
 
     @property
     def channels(self) -> tuple:
         """GPU orders of the channels that run (the largest size's algorithm)."""
-        search = self._search()
+        search = {"ring": self.ring, "tree": self.tree}.get(self.point().algorithm)
         return search.channels if search is not None else ()
-
-    def _search(self):
-        algorithm = np.atleast_1d(self.algorithm)[-1]
-        return {"ring": self.ring, "tree": self.tree}.get(str(algorithm))
 
     def explain(self) -> str:
         """The working, as text: channels, bottleneck, latency and bandwidth terms."""
@@ -201,8 +250,19 @@ def _sizes(nbytes):
     return array.astype(np.float64)
 
 
-def _out(value, scalar):
-    return value.item() if scalar and isinstance(value, np.ndarray) else value
+def _shaped(value, shape, dtype) -> np.ndarray:
+    """``value`` (a scalar or an array of the sizes' shape) as a fresh array of that shape."""
+    return np.array(np.broadcast_to(np.asarray(value, dtype=dtype), shape))
+
+
+def _result(collective, ids, nodes, size, time, algorithm, protocol, nchannels, latency, bandwidth,
+            ring, tree, bottleneck, selection, model) -> CollectiveEstimate:
+    shape = size.shape
+    return CollectiveEstimate(
+        collective, ids, tuple(nodes), size, _shaped(time, shape, np.float64),
+        _shaped(algorithm, shape, str), _shaped(protocol, shape, str),
+        _shaped(nchannels, shape, np.int64), _shaped(latency, shape, np.float64),
+        _shaped(bandwidth, shape, np.float64), ring, tree, bottleneck, selection, model)
 
 
 class _Context:
@@ -259,7 +319,6 @@ def estimate(G, collective: str, nbytes, gpus=None, *, algorithm=None, protocol=
 def _estimate(ctx, collective, nbytes, gpus, algorithm=None, protocol=None) -> CollectiveEstimate:
     spec = _collective(collective)
     size = _sizes(nbytes)
-    scalar = size.ndim == 0
     nodes = ctx.nodes(gpus)
     ids = tuple(ctx.ids[n] for n in nodes)
     G = ctx.G
@@ -272,15 +331,14 @@ def _estimate(ctx, collective, nbytes, gpus, algorithm=None, protocol=None) -> C
             raise DgxTopoError(f"GPU {nodes[0]!r} has no memory_bandwidth: expected it to time a "
                                f"single-GPU {collective} (a device-local copy)")
         time = 2 * size / hbm  # read and write the buffer once
-        return CollectiveEstimate(spec.name, ids, tuple(nodes), _out(size, scalar), _out(time, scalar),
-                                  "copy", "-", 0, 0.0, hbm / 2, None, None, (), None,
-                                  "device-local copy at the GPU's memory bandwidth")
+        return _result(spec.name, ids, nodes, size, time, "copy", "-", 0, 0.0, hbm / 2, None, None, (),
+                       None, "device-local copy at the GPU's memory bandwidth")
     if spec.name in NCCL_COLLECTIVES:
-        return _nccl_estimate(ctx, spec.name, size, scalar, nodes, ids, algorithm, protocol)
+        return _nccl_estimate(ctx, spec.name, size, nodes, ids, algorithm, protocol)
     if algorithm not in (None, "p2p") or protocol not in (None, "Simple"):
         raise DgxTopoError(f"{collective} runs as point-to-point sends: expected no algorithm or "
                            f"protocol, received {algorithm!r}/{protocol!r}")
-    return _p2p_estimate(ctx, spec.name, size, scalar, nodes, ids)
+    return _p2p_estimate(ctx, spec.name, size, nodes, ids)
 
 
 def _searches(ctx, nodes):
@@ -304,43 +362,32 @@ def _communicator(G, nodes, ring, tree) -> Communicator:
                         compute_capability_max=max(ccs))
 
 
-def _nccl_estimate(ctx, collective, size, scalar, nodes, ids, algorithm, protocol):
+def _nccl_estimate(ctx, collective, size, nodes, ids, algorithm, protocol):
     ring, tree = _searches(ctx, nodes)
     comm = _communicator(ctx.G, nodes, ring, tree)
     selection = select_algorithm(collective, size, comm, algorithm=algorithm, protocol=protocol,
                                  profile=ctx.profile)
-    algorithms = np.asarray(selection.algorithm)
+    algorithms = np.asarray(selection.algorithm, dtype=str)
     nchannels = np.where(algorithms == "ring", ring.nchannels, comm.tree.nchannels)
-    last = str(np.atleast_1d(algorithms)[-1])
+    last = algorithms.reshape(-1)[-1]
     bottleneck = (tree if last == "tree" and tree is not None else ring).bottleneck
-    return CollectiveEstimate(
-        collective, ids, tuple(nodes), _out(size, scalar), selection.time, selection.algorithm,
-        selection.protocol, int(nchannels) if scalar else nchannels, selection.latency,
-        selection.bandwidth, ring, tree, bottleneck, selection,
-        f"NCCL {ctx.profile.version} tuning model")
+    return _result(collective, ids, nodes, size, selection.time, algorithms, selection.protocol,
+                   nchannels, selection.latency, selection.bandwidth, ring, tree, bottleneck, selection,
+                   f"NCCL {ctx.profile.version} tuning model")
 
 
-def _p2p_estimate(ctx, collective, size, scalar, nodes, ids):
+def _p2p_estimate(ctx, collective, size, nodes, ids):
     """Concurrent point-to-point flows over NCCL's paths (see the module docstring)."""
     n = len(nodes)
-    system = ctx.fabric
-    members = set(nodes)
     if collective == "sendrecv":
-        flows = [(i, (i + 1) % n) for i in range(n)]
+        load, worst_type = _flow_load(ctx, nodes, [(i, (i + 1) % n) for i in range(n)])
         share = 1  # each rank sends its whole buffer to the next
         steps = 1
     else:  # alltoall: every rank sends S/n to every other rank
-        flows = [(i, j) for i in range(n) for j in range(n) if i != j]
+        load, worst_type = _alltoall_load(ctx, nodes)
         share = n
         steps = n - 1
-    load: dict = {}  # edge -> sum of the flows' shares crossing it
-    worst_type = PathType.LOC
-    for i, j in flows:
-        path_type, flow = system.hop(nodes[i], nodes[j], members)
-        worst_type = max(worst_type, path_type)
-        overhead = system.pcie_overhead(path_type)
-        for (u, v), f in flow:
-            load[u, v] = load.get((u, v), 0.0) + f * (overhead if ctx.G.adj[u][v]["kind"] == "pcie" else 1.0)
+    system = ctx.fabric
     rate, worst = min((system.capacity(*edge) / f, edge) for edge, f in load.items())
     hardware = "NVLINK" if worst_type == PathType.NVL else "PCI"
     profile = ctx.profile
@@ -348,12 +395,96 @@ def _p2p_estimate(ctx, collective, size, scalar, nodes, ids):
     # Each flow moves S / share at ``rate``: the size is divided by rate x share.
     bandwidth = rate * share
     time = latency + size / bandwidth
-    return CollectiveEstimate(
-        collective, ids, tuple(nodes), _out(size, scalar), _out(np.asarray(time), scalar),
-        "p2p", "Simple", 0, latency, bandwidth, None, None,
-        (worst,), None,
-        f"concurrent point-to-point flows over NCCL {profile.version} paths (this project's model; "
-        f"NCCL's tuning model does not cover {collective})")
+    return _result(collective, ids, nodes, size, time, "p2p", "Simple", 0, latency, bandwidth, None, None,
+                   (worst,), None,
+                   f"concurrent point-to-point flows over NCCL {profile.version} paths (this project's "
+                   f"model; NCCL's tuning model does not cover {collective})")
+
+
+def _flow_load(ctx, nodes, flows, load=None) -> tuple:
+    """Per edge, the sum of the shares of the flows ``(i, j)`` (rank i to rank j) crossing it,
+    and the worst path type among them."""
+    system, G = ctx.fabric, ctx.G
+    members = set(nodes)
+    load = {} if load is None else load
+    worst_type = PathType.LOC
+    for i, j in flows:
+        path_type, flow = system.hop(nodes[i], nodes[j], members)
+        worst_type = max(worst_type, path_type)
+        overhead = system.pcie_overhead(path_type)
+        for (u, v), f in flow:
+            load[u, v] = load.get((u, v), 0.0) + f * (overhead if G.adj[u][v]["kind"] == "pcie" else 1.0)
+    return load, worst_type
+
+
+def _alltoall_load(ctx, nodes) -> tuple:
+    """:func:`_flow_load` of every rank to every other, without routing every pair across hosts.
+
+    A route between hosts is three legs (:class:`models.routes.Router`): the source GPU to its
+    nearest NIC, the network from that NIC to the destination's nearest NIC, that NIC to the
+    destination GPU. The first leg depends on the source only and carries one flow per GPU of
+    the other hosts, the last likewise; the network leg depends on the two NICs only and
+    carries (GPUs behind one) x (GPUs behind the other) flows, summed over one breadth-first
+    tree per source NIC (the router's own search, which reaches every NIC by the path it picks
+    for that pair). Pairs inside a host are routed one by one.
+    """
+    G = ctx.G
+    hosts: dict = {}
+    for i, g in enumerate(nodes):
+        hosts.setdefault(G.nodes[g]["host"], []).append(i)
+    load, worst_type = {}, PathType.LOC
+    for ranks in hosts.values():
+        load, worst = _flow_load(ctx, nodes, [(i, j) for i in ranks for j in ranks if i != j], load)
+        worst_type = max(worst_type, worst)
+    if len(hosts) == 1:
+        return load, worst_type
+    router, kind = ctx.fabric.router, G.nodes
+    order = sorted(hosts)
+    behind: dict = {}  # NIC -> GPUs of the set whose nearest NIC it is
+    nic_host: dict = {}
+    for h, host in enumerate(order):
+        probe = nodes[hosts[order[(h + 1) % len(order)]][0]]  # a GPU on another host
+        remote = len(nodes) - len(hosts[host])
+        for i in hosts[host]:
+            gpu = nodes[i]
+            out_route, in_route = router.route(gpu, probe), router.route(probe, gpu)
+            path = out_route.nodes
+            first = next(k for k, v in enumerate(path) if kind[v]["kind"] == "nic")
+            back = in_route.nodes
+            last = max(k for k, v in enumerate(back) if kind[v]["kind"] == "nic")
+            for u, v in zip(path[:first], path[1:first + 1]):
+                load[u, v] = load.get((u, v), 0.0) + remote
+            for u, v in zip(back[last:], back[last + 1:]):
+                load[u, v] = load.get((u, v), 0.0) + remote
+            behind[path[first]] = behind.get(path[first], 0) + 1
+            nic_host[path[first]] = host
+    for nic, count in behind.items():
+        for (u, v), pairs in _network_tree_load(router, nic, behind, nic_host).items():
+            load[u, v] = load.get((u, v), 0.0) + count * pairs
+    return load, PathType.NET
+
+
+def _network_tree_load(router, first, behind, nic_host) -> dict:
+    """Per network edge, the GPUs behind the NICs of other hosts reached through it from ``first``,
+    on the router's breadth-first paths (:meth:`models.routes.Router.route` between hosts)."""
+    adj, kind = router.adj, router.kind
+    parent = {first: None}
+    queue = deque([first])
+    seen_order = []
+    while queue:
+        x = queue.popleft()
+        for y, d in adj[x].items():
+            if d["kind"] == "network" and y not in parent:
+                parent[y] = x
+                seen_order.append(y)
+                if kind[y] == "network_switch":
+                    queue.append(y)  # a NIC is an end, never a way through
+    below = {y: (behind.get(y, 0) if nic_host.get(y, nic_host[first]) != nic_host[first] else 0)
+             for y in seen_order}
+    for y in reversed(seen_order):  # children before parents: sum the subtrees
+        if parent[y] != first:
+            below[parent[y]] = below.get(parent[y], 0) + below[y]
+    return {(parent[y], y): below[y] for y in seen_order if below[y]}
 
 
 # ------------------------------------------------------------------------- many GPU sets
@@ -455,18 +586,21 @@ def pairwise(G, collective: str, nbytes, *, profile=None, max_sets=None, max_sea
     return matrix
 
 
-def subsets(G, k: int, collective: str, nbytes, *, profile=None, max_sets=None, max_searches=None,
+def subsets(G, collective: str, nbytes, k: int, *, profile=None, max_sets=None, max_searches=None,
             progress=None) -> list:
     """Every k-GPU set ranked by busbw: "which k GPUs should this job get?".
+
+    The arguments come in the order of :func:`estimate` and :func:`pairwise` (graph,
+    collective, size), then what selects the GPUs (here their number ``k``).
 
     Parameters
     ----------
     G : networkx.DiGraph
-    k : int
-        GPUs per set, 1 to the number of GPUs.
     collective : str
     nbytes : int
         nccl-tests' size. [bytes]
+    k : int
+        GPUs per set, 1 to the number of GPUs.
     profile : str or NcclProfile, optional
     max_sets : int, optional
         Refuse (:class:`LimitError`) before any work when there are more than this many
@@ -492,10 +626,13 @@ def subsets(G, k: int, collective: str, nbytes, *, profile=None, max_sets=None, 
     Examples
     --------
     >>> import topo
-    >>> best = subsets(topo.dgx1v(), 4, "all_reduce", 2**30)[0]
+    >>> best = subsets(topo.dgx1v(), "all_reduce", 2**30, 4)[0]
     >>> best.gpus, best.nchannels
     ((0, 1, 2, 3), 4)
     """
+    if not isinstance(collective, str):
+        raise DgxTopoError(f"subsets(G, collective, nbytes, k): expected a collective name second, "
+                           f"received {collective!r} (the order before 0.2 was G, k, collective, nbytes)")
     ctx = _Context(G, profile)
     results = _all_sets(ctx, k, collective, nbytes, max_sets=max_sets, max_searches=max_searches,
                         progress=progress)
@@ -531,10 +668,9 @@ def _all_sets(ctx, k, collective, nbytes, *, max_sets=None, max_searches=None, p
             progress(len(done), len(representatives))
     results = []
     for combo, key in zip(combos, keys):
-        e = done[key]
-        results.append(SubsetResult(combo, float(e.busbw), float(e.algbw), float(e.time),
-                                    str(e.algorithm), str(e.protocol), int(e.nchannels),
-                                    representatives[key]))
+        point = done[key].point()
+        results.append(SubsetResult(combo, point.busbw, point.algbw, point.time, point.algorithm,
+                                    point.protocol, point.nchannels, representatives[key]))
     return results
 
 
@@ -562,9 +698,9 @@ def _explain(e: CollectiveEstimate) -> str:
                          f"reserved)")
         lines.append("  search: " + "; ".join(t for t in search.trace if "skipped" not in t))
     if e.selection is not None:
-        sizes = np.atleast_1d(e.nbytes)
+        point = e.point()
         lines.append("tuning (time = latency + size / algorithm bandwidth), largest size "
-                     f"{int(sizes[-1])} B:")
+                     f"{point.nbytes} B:")
         for cand in e.selection.candidates:
             t = cand.tuning
             terms = " + ".join(f"{term.count:g} x {to_us(term.per_step):.2f}" for term in t.latency.terms
@@ -575,10 +711,10 @@ def _explain(e: CollectiveEstimate) -> str:
                 f"  {t.algorithm:4} {t.protocol:6} latency {to_us(t.latency.base):.1f} + {terms or '0'} = "
                 f"{to_us(t.latency.value):.1f} us; busBw {t.bus.nchannels} x {_gbps(t.bus.channel_bandwidth)} "
                 f"= {_gbps(t.bus.raw)} -> {_gbps(t.bus.value)} GB/s [{steps or 'no factor'}]; algBw "
-                f"{_gbps(t.bandwidth)} GB/s; time {to_us(np.atleast_1d(cand.time)[-1]):.1f} us")
-        lines.append(f"  chosen: {np.atleast_1d(e.algorithm)[-1]}/{np.atleast_1d(e.protocol)[-1]}")
+                f"{_gbps(t.bandwidth)} GB/s; time {to_us(np.asarray(cand.time).reshape(-1)[-1]):.1f} us")
+        lines.append(f"  chosen: {point.algorithm}/{point.protocol}")
     else:
-        lines.append(f"latency {to_us(np.atleast_1d(e.latency)[-1]):.1f} us; bandwidth "
-                     f"{_gbps(np.atleast_1d(e.bandwidth)[-1])} GB/s"
+        point = e.point()
+        lines.append(f"latency {to_us(point.latency):.1f} us; bandwidth {_gbps(point.bandwidth)} GB/s"
                      + (f"; bottleneck {e.bottleneck[0][0]}->{e.bottleneck[0][1]}" if e.bottleneck else ""))
     return "\n".join(lines)

@@ -4,36 +4,39 @@ NCCL builds its collectives on *channels*: for the ring algorithm, each channel 
 of the GPUs whose consecutive hops (and the hop back to the first) are routed over the
 fabric; for the tree algorithm inside a node, each channel is a chain of the GPUs. Every
 channel reserves its per-channel bandwidth ``bwIntra`` on every link its hops cross, so the
-number of channels a fabric holds at a given speed is set by its links
-(nccl-model.md section 3; NCCL ``src/graph/search.cc``). This module replays that search on
-our graphs:
+number of channels a fabric holds at a given speed is set by its links (NVIDIA/nccl v2.27.7-1
+src/graph/search.cc). This module replays that search on our graphs as named passes over
+frozen data:
 
-1. **NCCL's view of the fabric.** Only the communicator's GPUs are in NCCL's system (a GPU
-   outside the communicator cannot relay); links are charged NCCL's figures, not line rates
-   (:func:`nccl_capacity`: per NVLink ``ncclTopoNVLinkBw`` of the profile, per PCIe link
-   ``width x speed / 80``, the socket-to-socket connection ``BDW_QPI_BW`` / ``SKL_QPI_BW``).
-   Hops follow :func:`models.routes.route` with NCCL's relay through one GPU (NVB) allowed.
-   A route through NVSwitches is sprayed over the parallel switch planes, which is what
-   NCCL's single aggregated NVSwitch node models.
-2. **Start.** ``maxBw`` is the widest GPU-to-GPU path, ``totalBw`` the widest per-GPU sum of
-   NVLink bandwidth (or its PCIe link); the search starts at the first speed of the
-   profile's array not above ``maxBw`` with ``speed x minChannels <= totalBw``.
-3. **Pass 1.** At each speed, find as many channels as fit (up to ``maxChannels``), first
-   with every channel the same order (``sameChannels``), then with free orders, then with
-   worse path types allowed, then at the next lower speed (while it is more than 0.49 of the
-   best found). Stop when the channels fill ``totalBw`` or the search is perfect.
-4. **Duplication** (:func:`models.nccl.tuning.dup_channels`): fast channels are split in two.
-5. **Pass 2.** Try higher speeds with the same number of channels.
+1. **The problem** (:func:`_build_problem`). NCCL's view of the fabric
+   (:class:`models.nccl.system.NcclSystem`): only the communicator's GPUs are in NCCL's system
+   (a GPU outside the communicator cannot relay), links are charged NCCL's figures, hops follow
+   the router with NCCL's relay through one member GPU (NVB), a route through NVSwitches is
+   sprayed over the parallel switch planes (NCCL's single aggregated NVSwitch node). Across
+   hosts the node's NICs join: a channel enters the node by a NIC, crosses its GPUs and
+   leaves by a NIC.
+2. **Start.** ``maxBw`` is the widest GPU-to-GPU path (GPU-to-NET with NICs), ``totalBw`` the
+   widest per-GPU sum of NVLink bandwidth (or its PCIe link); the search starts at the first
+   speed of the profile's array not above ``maxBw`` with ``speed x minChannels <= totalBw``.
+3. **Pass 1** (:func:`_pass1`). At each speed, find as many channels as fit (up to
+   ``maxChannels``), first with every channel the same order (``sameChannels``), then with
+   free orders, then with worse path types allowed, then at the next lower speed (while it is
+   more than 0.49 of the best found). Stop when the channels fill ``totalBw`` or the search is
+   perfect.
+4. **Duplication** (:func:`dup_channels`): fast channels are split in two.
+5. **Pass 2** (:func:`_pass2`). Try higher speeds with the same number of channels.
 
-Each channel search is a depth-first search with NCCL's candidate order (PCI order first,
-then a replay of the previous channel, then the other GPUs by path bandwidth; on an NVSwitch
-system only the next and previous GPU) and NCCL's budget of steps. It keeps the best set of
-channels (most ``nChannels x bw``, then fewest hops). One difference from NCCL: a branch that
-provably cannot beat the best set found is cut short, which saves time but can only matter
-when NCCL's own search would have run out of budget.
+Each channel search (:class:`_Dfs`) is a depth-first search with NCCL's candidate order (PCI
+order first, then a replay of the previous channel, then the other GPUs by path bandwidth; on an
+NVSwitch system only the next and previous GPU) and NCCL's budget of steps. It keeps the best set
+of channels (most ``nChannels x bw``, then fewest hops). Deviations from NCCL, all marked in the
+code: a branch (or a whole speed) that provably cannot beat the best set found is cut short, which
+can only matter when NCCL's own search would have run out of budget; a search that ran out of
+budget below what the links admit is restarted with seeded orders, so that more links never give
+fewer channels; a search stops at the first set as large as the links admit (NCCL goes on for
+an equal set with fewer hops, which changes which channels are listed, not their number).
 
-What is not modelled (single node only): NET nodes and the inter-node patterns (the
-multi-node issue), crossNic, NVLS, CollNet, the pre-Ampere ``fwBw/8`` reverse charge (it
+What is not modelled: crossNic, NVLS, CollNet, the pre-Ampere ``fwBw/8`` reverse charge (it
 applies only to paths that start at an NVSwitch or a NIC).
 
 Examples
@@ -48,12 +51,15 @@ Examples
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
 
+from topo.cluster import compute_nics
 from topo.errors import DgxTopoError
 from topo.schema import validate
 from topo.select import select_gpus
@@ -69,7 +75,7 @@ __all__ = ["ChannelSearch", "ChannelSearchError", "LinkLoad", "ChannelDuplicatio
 #: Search patterns: NCCL's ring graph (id 0) and its single-node tree graph (id 1).
 PATTERNS = ("ring", "balanced_tree")
 
-# Search budgets, counted in GPU placements (nccl-model.md 3.4, search.cc v2.19+):
+# Search budgets, counted in GPU placements (NVIDIA/nccl v2.27.7-1 src/graph/search.cc, v2.19+):
 # NCCL_SEARCH_TIMEOUT 2^14, NCCL_SEARCH_TIMEOUT_TREE 2^14, NCCL_SEARCH_TIMEOUT_SAMECHANNELS 2^8.
 _TIMEOUT = 1 << 14
 _TIMEOUT_TREE = 1 << 14
@@ -83,6 +89,8 @@ _SPEED_FLOOR = 0.49
 _SLACK = 1e3  # [B/s]
 # The fallback when nothing is found: one channel in index order at 0.1 GB/s, type SYS.
 _FALLBACK_BW = 0.1e9  # [B/s]
+# More channels than any bound: no limit.
+_UNBOUNDED = 1 << 30
 
 
 class ChannelSearchError(DgxTopoError):
@@ -192,211 +200,257 @@ class ChannelSearch:
                             same_channels=self.same_channels)
 
 
+# ----------------------------------------------------------------------- frozen problem data
+@dataclass(frozen=True, slots=True)
 class _Hop:
-    """A routed GPU-to-GPU hop as the search charges it."""
+    """A routed hop (GPU to GPU, NIC to GPU or GPU to NIC) as the search charges it.
 
-    __slots__ = ("type", "bandwidth", "charges", "nhops")
+    ``flow`` lists every directed edge the hop crosses as ``(edge index, multiplier)``;
+    ``charges`` is the same over edge *classes* (edges that every hop charges alike and that
+    have the same capacity always have the same room left, so the search books one of them:
+    the six planes of a DGX-2's NVSwitch hop are one class).
+    """
 
-    def __init__(self, path_type, bandwidth, charges, nhops):
-        self.type = path_type
-        self.bandwidth = bandwidth
-        self.charges = charges  # tuple of (edge index, bandwidth multiplier)
-        self.nhops = nhops
+    type: PathType
+    bandwidth: float  # [B/s]
+    flow: tuple
+    charges: tuple
+    nhops: int
 
 
+@dataclass(frozen=True, slots=True)
+class _Ports:
+    """Per GPU, the edges its allowed hops leave and enter it by (see :func:`_channel_bound`).
+
+    ``pairs`` are ``(out edge, in edge)`` of the direct NVLink bundles to a neighbour that only
+    the direct hops use; ``exits`` and ``entries`` are ``(edge, smallest share)`` of the rest.
+    """
+
+    pairs: tuple
+    exits: tuple
+    entries: tuple
+
+
+@dataclass(frozen=True, slots=True)
 class _Problem:
-    """The communicator's GPUs, their hops and the edge capacities, as plain arrays."""
+    """The communicator's GPUs of one host (and its NICs), their hops and the edge capacities.
 
-    def __init__(self, fabric, gpus, nets=()):
-        G, profile = fabric.G, fabric.profile
-        members = set(gpus)
-        self.n = len(gpus)
-        self.gpus = list(gpus)
-        self.edges: list = []
-        self.index: dict = {}
-        index = self.index
-        self._port_cache: dict = {}
-        self.capacity: list = []
-        self.hop = [[None] * self.n for _ in range(self.n)]
-        for i, a in enumerate(gpus):
-            for j, b in enumerate(gpus):
-                if i == j:
-                    continue
+    Edges are numbered in the order the hops first cross them; ``edge_class[k]`` is the class
+    the search books edge ``k`` under, ``class_capacity`` the starting room of each class.
+    """
+
+    gpus: tuple
+    nvswitch: bool
+    edges: tuple
+    capacity: tuple  # per edge [B/s]
+    edge_class: tuple
+    class_capacity: tuple  # [B/s]
+    hop: tuple  # hop[i][j]: _Hop from GPU i to GPU j (None on the diagonal)
+    order: tuple  # order[i]: NCCL's candidates after GPU i, best first
+    types: tuple  # the GPU-to-GPU path types present, ascending
+    max_bw: float
+    total_bw: float
+    nets: tuple = ()
+    net_in: tuple = ()  # net_in[m][i]: NIC m -> GPU i
+    net_out: tuple = ()  # net_out[i][m]: GPU i -> NIC m
+    net_ports: tuple = ()  # per NIC: (port-in class, port-out class)
+    net_types: tuple = ()
+    net_firsts: tuple = ()  # per NIC: the GPUs a channel may enter first, best first
+    net_entries: tuple = ()  # the classes of the edges a channel from a NIC enters a GPU by
+    net_exits: tuple = ()  # the classes of the edges a channel to a NIC leaves a GPU by
+    ports: dict = None  # PathType -> tuple of _Ports per GPU (rings without NICs)
+    usable: dict = None  # typeInter -> net_ports of the NICs some GPU reaches at that type
+    n: int = 0  # len(gpus)
+    ring_near: tuple = ()  # per GPU: the next then the previous GPU (NVSwitch candidates)
+    tree_near: tuple = ()  # per GPU: the previous then the next GPU
+
+
+def _build_problem(fabric, gpus, nets=()) -> _Problem:
+    """Route every hop of the communicator once and number the edges they cross."""
+    G, profile = fabric.G, fabric.profile
+    members = set(gpus)
+    n = len(gpus)
+    edges: list = []
+    index: dict = {}
+    capacity: list = []
+
+    def charge(flow, overhead, pcie_only_overhead=True) -> tuple:
+        """``((edge index, multiplier), ...)`` and the hop's width for ``((u, v), share)`` pairs."""
+        charges, width = [], math.inf
+        for (u, v), share in flow:
+            if (u, v) not in index:
+                index[u, v] = len(edges)
+                edges.append((u, v))
+                capacity.append(fabric.capacity(u, v))
+            k = index[u, v]
+            factor = share * (overhead if G.adj[u][v]["kind"] == "pcie" else 1.0)
+            charges.append((k, factor))
+            width = min(width, capacity[k] / factor)
+        return tuple(charges), width
+
+    raw_hop = [[None] * n for _ in range(n)]
+    for i, a in enumerate(gpus):
+        for j, b in enumerate(gpus):
+            if i != j:
                 path_type, flow = fabric.hop(a, b, members)
-                overhead = fabric.pcie_overhead(path_type)
-                charges, width = [], math.inf
-                for (u, v), share in flow:
-                    if (u, v) not in index:
-                        index[u, v] = len(self.edges)
-                        self.edges.append((u, v))
-                        self.capacity.append(fabric.capacity(u, v))
-                    k = index[u, v]
-                    factor = share * (overhead if G.adj[u][v]["kind"] == "pcie" else 1.0)
-                    charges.append((k, factor))
-                    width = min(width, self.capacity[k] / factor)
+                charges, width = charge(flow, fabric.pcie_overhead(path_type))
                 # Parallel switch paths are equally long, so the shares add up to the hops of one.
-                self.hop[i][j] = _Hop(path_type, width, tuple(charges), round(sum(f for _, f in flow)))
-        self.nvswitch = any(G.nodes[v]["kind"] == "nvswitch" for g in gpus for v in G.successors(g))
-        # NET hops (multi-node): NIC -> GPU enters a channel, GPU -> NIC leaves it. Each
-        # charges the PCIe links on the way and the NIC's network port in its direction
-        # (NCCL's NET node bandwidth, speed / 8000 GB/s).
-        self.nets = list(nets)
-        self.net_in = [[None] * self.n for _ in self.nets]
-        self.net_out = [[None] * len(self.nets) for _ in range(self.n)]
-        self.net_ports = []
-        for m, nic in enumerate(self.nets):
-            for i, g in enumerate(gpus):
-                net = fabric.net_route(g, nic)
-                path_type, edges, port_out, port_in = net.path_type, net.edges, net.port_out, net.port_in
-                overhead = fabric.pcie_overhead(path_type)
-                for flow, hops in (((*edges, port_out), "out"), ((port_in, *((v, u) for u, v in reversed(edges))), "in")):
-                    charges, width = [], math.inf
-                    for u, v in flow:
-                        if (u, v) not in index:
-                            index[u, v] = len(self.edges)
-                            self.edges.append((u, v))
-                            self.capacity.append(fabric.capacity(u, v))
-                        k = index[u, v]
-                        factor = overhead if G.adj[u][v]["kind"] == "pcie" else 1.0
-                        charges.append((k, factor))
-                        width = min(width, self.capacity[k] / factor)
-                    hop = _Hop(path_type, width, tuple(charges), len(flow))
-                    if hops == "out":
-                        self.net_out[i][m] = hop
-                    else:
-                        self.net_in[m][i] = hop
-            self.net_ports.append((index[port_in], index[port_out]))
-        self.net_types = sorted({h.type for row in self.net_out for h in row})
-        # The PCIe edges a channel uses to enter its first GPU from a NIC and to leave its last
-        # GPU for a NIC (per GPU), which bound the channels as tightly as the NIC ports do.
-        self.net_entries = [sorted({self.net_in[m][i].charges[-1][0] for m in range(len(self.nets))})
-                            for i in range(self.n)] if self.nets else []
-        self.net_exits = [sorted({self.net_out[i][m].charges[0][0] for m in range(len(self.nets))})
-                          for i in range(self.n)] if self.nets else []
-        if self.n > 1:
-            hops = [self.hop[i][j] for i in range(self.n) for j in range(self.n) if i != j]
-            self.max_bw = max(h.bandwidth for h in hops)
-            self.types = sorted({h.type for h in hops})
-        else:
-            self.max_bw = profile.loc_bandwidth
-            self.types = [PathType.LOC]
-        if self.nets:  # with NET nodes, maxBw is the widest GPU-to-NET path (search.cc)
-            self.max_bw = max(h.bandwidth for row in self.net_out for h in row)
-        total = 0.0
-        for g in gpus:
-            # NCCL's totalBw: the GPU's NVLink bandwidth (to switches and to GPUs of the
-            # communicator; others are not in NCCL's system) or its PCIe link.
-            nvlink = sum(fabric.capacity(g, v) for v, d in G.adj[g].items() if d["kind"] == "nvlink"
-                         and (G.nodes[v]["kind"] != "gpu" or v in members))
-            pcie = max((fabric.capacity(g, v) for v, d in G.adj[g].items() if d["kind"] == "pcie"),
-                       default=0.0)
-            total = max(total, nvlink, pcie)
-        self.total_bw = total if self.n > 1 else profile.loc_bandwidth
-        # Candidate order after GPU i (search.cc ncclTopoSearchNextGpuSort without NET):
-        # wider path first, then fewer hops, then index.
-        self.order = [sorted((j for j in range(self.n) if j != i),
-                             key=lambda j, i=i: (-self.hop[i][j].bandwidth, self.hop[i][j].nhops, j))
-                      for i in range(self.n)]
-
-    # -- upper bound on channels ---------------------------------------------------------
-    def _ports(self, type_intra) -> list:
-        """Per GPU: the edges its allowed hops leave and enter it by.
-
-        Returns, per GPU, ``(pairs, exits, entries)``: ``pairs`` are ``(out edge, in edge)``
-        of the direct NVLink bundles to a neighbour that only the direct hops use, the rest
-        are ``(edge, smallest share)`` of every other edge a hop leaves or enters by.
-        """
-        if type_intra in self._port_cache:
-            return self._port_cache[type_intra]
-        ports = []
-        for i in range(self.n):
-            out_use: dict = {}
-            in_use: dict = {}
-            for j in range(self.n):
-                if j == i:
-                    continue
-                for hop, use, end in ((self.hop[i][j], out_use, 0), (self.hop[j][i], in_use, 1)):
-                    if hop.type > type_intra:
-                        continue
-                    for k, f in hop.charges:
-                        if self.edges[k][end] == self.gpus[i]:
-                            direct = len(hop.charges) == 1 and f == 1.0
-                            old = use.get(k, (True, math.inf))
-                            use[k] = (old[0] and direct, min(old[1], f))
-            pairs, exits, entries = [], [], []
-            paired = set()
-            for k, (direct, f) in out_use.items():
-                neighbour = self.edges[k][1]
-                back = self.index.get((neighbour, self.gpus[i]))
-                if direct and back in in_use and in_use[back][0] and self.n > 2:
-                    pairs.append((k, back))
-                    paired.add(back)
+                raw_hop[i][j] = (path_type, width, charges, round(sum(f for _, f in flow)))
+    # NET hops (multi-node): NIC -> GPU enters a channel, GPU -> NIC leaves it. Each charges the
+    # PCIe links on the way and the NIC's network port in its direction (NCCL's NET node
+    # bandwidth, speed / 8000 GB/s).
+    raw_in = [[None] * n for _ in nets]
+    raw_out = [[None] * len(nets) for _ in range(n)]
+    net_ports = []
+    for m, nic in enumerate(nets):
+        for i, g in enumerate(gpus):
+            route = fabric.net_route(g, nic)
+            overhead = fabric.pcie_overhead(route.path_type)
+            out = ((*route.edges, route.port_out))
+            back = ((route.port_in, *((v, u) for u, v in reversed(route.edges))))
+            for flow, table in ((out, "out"), (back, "in")):
+                charges, width = charge([(e, 1.0) for e in flow], overhead)
+                hop = (route.path_type, width, charges, len(flow))
+                if table == "out":
+                    raw_out[i][m] = hop
                 else:
-                    exits.append((k, f))
-            entries = [(k, f) for k, (_, f) in in_use.items() if k not in paired]
-            ports.append((tuple(pairs), tuple(exits), tuple(entries)))
-        self._port_cache[type_intra] = ports
-        return ports
+                    raw_in[m][i] = hop
+        net_ports.append((index[route.port_in], index[route.port_out]))
 
-    def _connected(self, speed, type_intra, remaining) -> bool:
-        """Every GPU reaches every other by hops that fit ``speed`` now: a channel needs it."""
-        def fits(i, j):
-            hop = self.hop[i][j]
-            return hop.type <= type_intra and all(remaining[k] + _SLACK >= speed * f
-                                                  for k, f in hop.charges)
-        n = self.n
-        return (len(_reach(n, 0, fits)) == n
-                and len(_reach(n, 0, lambda i, j: fits(j, i))) == n)
+    edge_class, class_capacity = _edge_classes(capacity, [h for row in raw_hop for h in row if h]
+                                               + [h for row in raw_in for h in row]
+                                               + [h for row in raw_out for h in row])
 
-    def channel_bound(self, remaining, speed, type_intra, ring=True, type_inter=None) -> int:
-        """Most ring channels the links could still hold at ``speed`` with hops up to ``type_intra``.
+    def make(raw) -> _Hop:
+        path_type, width, flow, nhops = raw
+        merged = dict.fromkeys((edge_class[k], f) for k, f in flow)
+        return _Hop(path_type, width, flow, tuple(merged), nhops)
 
-        No bound for trees (a chain does not enter its first GPU nor leave its last). Every
-        ring channel leaves and enters every GPU exactly once. Out of GPU i, an edge with
-        room ``r`` carrying share ``f`` of a hop admits ``f x floor(r / (speed x f))``
-        channels; in a ring of three or more GPUs a channel cannot enter from and leave to
-        the same direct neighbour, so with U entries and V exits of which neighbour x holds
-        u_x and v_x, GPU i admits at most ``min(U, V, U - u_x + V - v_x)`` channels.
-        """
-        if self.nets:
-            # Every channel enters through one NIC port and leaves through one, of the NICs
-            # the GPUs may reach at this typeInter.
-            usable = [m for m in range(len(self.nets))
-                      if type_inter is None or any(self.net_out[i][m].type <= type_inter for i in range(self.n))]
+    hop = tuple(tuple(make(h) if h else None for h in row) for row in raw_hop)
+    net_in = tuple(tuple(make(h) for h in row) for row in raw_in)
+    net_out = tuple(tuple(make(h) for h in row) for row in raw_out)
+    nvswitch = any(G.nodes[v]["kind"] == "nvswitch" for g in gpus for v in G.successors(g))
+    if n > 1:
+        every = [hop[i][j] for i in range(n) for j in range(n) if i != j]
+        max_bw = max(h.bandwidth for h in every)
+        types = tuple(sorted({h.type for h in every}))
+    else:
+        max_bw, types = profile.loc_bandwidth, (PathType.LOC,)
+    if nets:  # with NET nodes, maxBw is the widest GPU-to-NET path (search.cc)
+        max_bw = max(h.bandwidth for row in net_out for h in row)
+    total = 0.0
+    for g in gpus:
+        # NCCL's totalBw: the GPU's NVLink bandwidth (to switches and to GPUs of the
+        # communicator; others are not in NCCL's system) or its PCIe link.
+        nvlink = sum(fabric.capacity(g, v) for v, d in G.adj[g].items() if d["kind"] == "nvlink"
+                     and (G.nodes[v]["kind"] != "gpu" or v in members))
+        pcie = max((fabric.capacity(g, v) for v, d in G.adj[g].items() if d["kind"] == "pcie"), default=0.0)
+        total = max(total, nvlink, pcie)
+    # Candidate order after GPU i (search.cc ncclTopoSearchNextGpuSort without NET): wider path
+    # first, then fewer hops, then index.
+    order = tuple(tuple(sorted((j for j in range(n) if j != i),
+                               key=lambda j, i=i: (-hop[i][j].bandwidth, hop[i][j].nhops, j)))
+                  for i in range(n))
+    problem = _Problem(
+        tuple(gpus), nvswitch, tuple(edges), tuple(capacity), edge_class, class_capacity, hop, order,
+        types, max_bw, total if n > 1 else profile.loc_bandwidth, nets=tuple(nets), net_in=net_in,
+        net_out=net_out, net_ports=tuple((edge_class[a], edge_class[b]) for a, b in net_ports),
+        net_types=tuple(sorted({h.type for row in net_out for h in row})),
+        net_firsts=tuple(tuple(sorted(range(n), key=lambda g, m=m: (-net_in[m][g].bandwidth,
+                                                                  net_in[m][g].type, g)))
+                         for m in range(len(nets))),
+        # The PCIe edges a channel uses to enter its first GPU from a NIC and to leave its last
+        # GPU for a NIC, which bound the channels as tightly as the NIC ports do.
+        net_entries=tuple(edge_class[k] for i in range(n)
+                          for k in sorted({net_in[m][i].flow[-1][0] for m in range(len(nets))})),
+        net_exits=tuple(edge_class[k] for i in range(n)
+                        for k in sorted({net_out[i][m].flow[0][0] for m in range(len(nets))})),
+        ports={}, usable={}, n=n,
+        ring_near=tuple(tuple(dict.fromkeys(((i + 1) % n, (i - 1) % n))) for i in range(n)),
+        tree_near=tuple(tuple(dict.fromkeys(((i - 1) % n, (i + 1) % n))) for i in range(n)))
+    if not nets and n > 1:
+        problem.ports.update((t, _gpu_ports(problem, t)) for t in types)
 
-            def ports(which):
-                return sum(math.floor((remaining[self.net_ports[m][which]] + _SLACK) / speed) for m in usable)
-            def gpu_side(edges_per_gpu):
-                return sum(math.floor((remaining[k] + _SLACK) / speed)
-                           for edges in edges_per_gpu for k in edges)
-            limit = min(ports(0), ports(1), gpu_side(self.net_entries), gpu_side(self.net_exits))
-            if self.n > 1 and not self._connected(speed, type_intra, remaining):
-                return 0
-            return limit
-        if self.n == 1:
-            return 1 << 30
-        if not self._connected(speed, type_intra, remaining):
-            return 0
-        if not ring:
-            return 1 << 30
-
-        def units(k, f):
-            return f * math.floor((remaining[k] + _SLACK) / (speed * f))
-
-        bound = 1 << 30
-        for pairs, exits, entries in self._ports(type_intra):
-            paired = [(units(o, 1.0), units(b, 1.0)) for o, b in pairs]
-            out = sum(v for v, _ in paired) + sum(units(k, f) for k, f in exits)
-            inward = sum(u for _, u in paired) + sum(units(k, f) for k, f in entries)
-            limit = min(out, inward)
-            for v, u in paired:
-                limit = min(limit, inward - u + out - v)
-            bound = min(bound, math.floor(limit + 1e-9))
-        return bound
+    return problem
 
 
-def _reach(n, start, step) -> set:
-    seen, todo = {start}, [start]
+def _edge_classes(capacity, hops) -> tuple:
+    """Number edges that every hop charges with the same multiplier and that have the same capacity
+    as one class (their room left is always equal)."""
+    columns: dict = {k: [] for k in range(len(capacity))}
+    for h, (_, _, flow, _) in enumerate(hops):
+        for k, f in flow:
+            columns[k].append((h, f))
+    classes: dict = {}
+    edge_class = []
+    class_capacity = []
+    for k in range(len(capacity)):
+        key = (capacity[k], tuple(columns[k]))
+        if key not in classes:
+            classes[key] = len(class_capacity)
+            class_capacity.append(capacity[k])
+        edge_class.append(classes[key])
+    return tuple(edge_class), tuple(class_capacity)
+
+
+def _gpu_ports(problem, type_intra) -> tuple:
+    """Per GPU, the :class:`_Ports` of the hops allowed up to ``type_intra``."""
+    n, gpus, edges = problem.n, problem.gpus, problem.edges
+    index = {e: k for k, e in enumerate(edges)}
+    ports = []
+    for i in range(n):
+        out_use: dict = {}
+        in_use: dict = {}
+        for j in range(n):
+            if j == i:
+                continue
+            for hop, use, end in ((problem.hop[i][j], out_use, 0), (problem.hop[j][i], in_use, 1)):
+                if hop.type > type_intra:
+                    continue
+                for k, f in hop.flow:
+                    if edges[k][end] == gpus[i]:
+                        direct = len(hop.flow) == 1 and f == 1.0
+                        old = use.get(k, (True, math.inf))
+                        use[k] = (old[0] and direct, min(old[1], f))
+        pairs, exits, paired = [], [], set()
+        for k, (direct, f) in out_use.items():
+            back = index.get((edges[k][1], gpus[i]))
+            if direct and back in in_use and in_use[back][0] and n > 2:
+                pairs.append((k, back))
+                paired.add(back)
+            else:
+                exits.append((k, f))
+        entries = [(k, f) for k, (_, f) in in_use.items() if k not in paired]
+        cls = problem.edge_class  # the bound reads the room left per class
+        ports.append(_Ports(tuple((cls[o], cls[b]) for o, b in pairs), tuple((cls[k], f) for k, f in exits),
+                            tuple((cls[k], f) for k, f in entries)))
+    return tuple(ports)
+
+
+# ----------------------------------------------------------------------------- the bound
+def _fits(remaining, hop, speed) -> bool:
+    for k, f in hop.charges:
+        if remaining[k] + _SLACK < speed * f:
+            return False
+    return True
+
+
+def _connected(problem, remaining, speed, type_intra) -> bool:
+    """Every GPU reaches every other by hops that fit ``speed`` now: a channel needs it."""
+    n, hop = problem.n, problem.hop
+    known: dict = {}
+
+    def fits(i, j):
+        if (i, j) not in known:
+            h = hop[i][j]
+            known[i, j] = h.type <= type_intra and _fits(remaining, h, speed)
+        return known[i, j]
+
+    return len(_reach(n, fits)) == n and len(_reach(n, lambda i, j: fits(j, i))) == n
+
+
+def _reach(n, step) -> set:
+    seen, todo = {0}, [0]
     while todo:
         i = todo.pop()
         for j in range(n):
@@ -406,213 +460,499 @@ def _reach(n, start, step) -> set:
     return seen
 
 
-class _Timeout(Exception):
-    pass
+def _channel_bound(problem, remaining, speed, type_intra, ring=True, type_inter=None) -> int:
+    """Most ring channels the links could still hold at ``speed`` with hops up to ``type_intra``.
+
+    ``remaining`` is the room left per edge class. No bound for trees (a chain does not enter
+    its first GPU nor leave its last). Every ring channel leaves and enters every GPU exactly
+    once. Out of GPU i, an edge with room ``r`` carrying share ``f`` of a hop admits
+    ``f x floor(r / (speed x f))`` channels; in a ring of three or more GPUs a channel cannot
+    enter from and leave to the same direct neighbour, so with U entries and V exits of which
+    neighbour x holds u_x and v_x, GPU i admits at most ``min(U, V, U - u_x + V - v_x)``
+    channels. With NICs, every channel enters through one NIC port and leaves through one, of
+    the NICs the GPUs may reach at this ``type_inter``, and through the PCIe edges next to its
+    first and last GPU.
+    """
+    def room(k):
+        return remaining[k] + _SLACK
+
+    if problem.nets:
+        usable = problem.usable.get(type_inter)
+        if usable is None:  # the ports of the NICs some GPU reaches at this typeInter
+            usable = problem.usable[type_inter] = tuple(
+                problem.net_ports[m] for m in range(len(problem.nets))
+                if type_inter is None or any(row[m].type <= type_inter for row in problem.net_out))
+        ports_in = ports_out = entries = exits = 0
+        for port_in, port_out in usable:
+            ports_in += math.floor((remaining[port_in] + _SLACK) / speed)
+            ports_out += math.floor((remaining[port_out] + _SLACK) / speed)
+        for k in problem.net_entries:
+            entries += math.floor((remaining[k] + _SLACK) / speed)
+        for k in problem.net_exits:
+            exits += math.floor((remaining[k] + _SLACK) / speed)
+        limit = min(ports_in, ports_out, entries, exits)
+        if problem.n > 1 and not _connected(problem, remaining, speed, type_intra):
+            return 0
+        return limit
+    if problem.n == 1:
+        return _UNBOUNDED
+    if not _connected(problem, remaining, speed, type_intra):
+        return 0
+    if not ring:
+        return _UNBOUNDED
+
+    def units(k, f):
+        return f * math.floor(room(k) / (speed * f))
+
+    bound = _UNBOUNDED
+    for gpu in problem.ports[type_intra]:
+        paired = [(units(o, 1.0), units(b, 1.0)) for o, b in gpu.pairs]
+        out = sum(v for v, _ in paired) + sum(units(k, f) for k, f in gpu.exits)
+        inward = sum(u for _, u in paired) + sum(units(k, f) for k, f in gpu.entries)
+        limit = min(out, inward)
+        for v, u in paired:
+            limit = min(limit, inward - u + out - v)
+        bound = min(bound, math.floor(limit + 1e-9))
+    return bound
 
 
-class _Perfect(Exception):
-    pass
+# ------------------------------------------------------------------------ one DFS (search.cc)
+@dataclass(frozen=True, slots=True)
+class _Attempt:
+    """What one ``ncclTopoSearchRec`` is asked: a speed, the path types allowed, same channels."""
+
+    speed: float  # [B/s]
+    type_intra: PathType
+    type_inter: PathType
+    same: bool
+    ring: bool
+    max_channels: int
 
 
-class _Search:
-    """One ``ncclTopoSearchRec``: as many channels as fit at one speed and type."""
+@dataclass(frozen=True, slots=True)
+class _Found:
+    """What one depth-first search found: its best set of channels (GPU indices) and NICs."""
 
-    def __init__(self, problem, speed, type_intra, same_channels, ring, max_channels, budget,
-                 type_inter=None):
-        self.p = problem
-        self.type_inter = type_inter
-        self.nets: list = []  # per placed channel: (NIC index in, NIC index out)
-        self.best_nets: list = []
-        self.net_in = None  # NIC the channel being placed entered by
-        self.speed = speed
-        self.type_intra = type_intra
-        self.same = same_channels
-        self.ring = ring
-        self.max_channels = max_channels
-        self.budget = budget
+    channels: tuple
+    nets: tuple
+    hops: float
+    timed_out: bool
+    ceiling: int
+    note: str = ""
+
+
+#: Outcomes a DFS step returns: go on, out of budget, nothing can beat what was found.
+_GO, _OUT_OF_BUDGET, _PERFECT = 0, 1, 2
+
+
+class _Dfs:
+    """The state of one depth-first channel search (NCCL's ``ncclTopoSearchRec``).
+
+    Every step returns :data:`_GO`, :data:`_OUT_OF_BUDGET` or :data:`_PERFECT`; a step that
+    gets anything but ``_GO`` from below returns it at once, which ends the search.
+    """
+
+    __slots__ = ("p", "a", "budget", "steps", "remaining", "channels", "nets", "hops", "entry", "best",
+                 "best_nets", "best_hops", "ceiling", "by_room", "rng", "gpu_ok", "net_ok")
+
+    def __init__(self, problem, attempt, budget, ceiling, by_room=False, rng=None):
+        self.p, self.a, self.budget, self.ceiling = problem, attempt, budget, ceiling
+        self.by_room = by_room  # candidate order: NCCL's static one, or widest room left first
+        self.rng = rng  # a random.Random shuffles the candidates before that order
         self.steps = 0
-        self.remaining = list(problem.capacity)
+        self.remaining = list(problem.class_capacity)
         self.channels: list = []
-        self.best: list = []
-        self.best_hops = math.inf
+        self.nets: list = []  # per placed channel: (NIC index in, NIC index out)
         self.hops = 0
-        self.timed_out = False
-        self.by_room = False  # candidate order: NCCL's static one, or widest room left first
-        self.rng = None  # a random.Random shuffles the candidates before that order
-        self.ceiling = min(max_channels, problem.channel_bound(problem.capacity, speed, type_intra, ring,
-                                                               type_inter))
+        self.entry = None  # NIC the channel being placed entered by
+        self.best: list = []
+        self.best_nets: list = []
+        self.best_hops = math.inf
+        n, hop = problem.n, problem.hop
+        # Tree patterns check the reverse path type too (search.cc).
+        self.gpu_ok = [[i != j and hop[i][j].type <= attempt.type_intra
+                        and (attempt.ring or hop[j][i].type <= attempt.type_intra)
+                        for j in range(n)] for i in range(n)]
+        self.net_ok = attempt.type_inter
 
-    # -- capacity ----------------------------------------------------------------------
-    def _allowed(self, i, j) -> bool:
-        hop = self.p.hop[i][j]
-        if hop.type > self.type_intra:
-            return False
-        if not self.ring and self.p.hop[j][i].type > self.type_intra:
-            return False  # tree patterns check the reverse path type too (search.cc)
-        need = self.speed
+    def run(self) -> _Found:
+        status = self._start_channel()
+        return _Found(tuple(self.best), tuple(self.best_nets), self.best_hops, status == _OUT_OF_BUDGET,
+                      self.ceiling)
+
+    # -- booking ---------------------------------------------------------------------
+    def _book(self, hop, sign) -> None:
+        amount = sign * self.a.speed
         remaining = self.remaining
-        return all(remaining[k] + _SLACK >= need * f for k, f in hop.charges)
-
-    def _charge(self, i, j, sign) -> None:
-        hop = self.p.hop[i][j]
-        amount = sign * self.speed
         for k, f in hop.charges:
-            self.remaining[k] -= amount * f
+            remaining[k] -= amount * f
         self.hops += sign * hop.nhops
 
-    # -- recursion ---------------------------------------------------------------------
-    def _candidates(self, order, forced):
+    # -- the recursion ---------------------------------------------------------------
+    def _starts(self):
+        """``(NIC, first GPU, forced order)`` of each way to start the next channel, in NCCL's order:
+        FORCED_ORDER_PCI (GPU 0, 1, ...) for the first channel, FORCED_ORDER_REPLAY of the
+        previous one after it, then (free channels) every start; with NICs (ncclTopoSearchRecNet)
+        each NIC in turn, from one that spreads the channels over them, as NCCL's local NICs do."""
+        p = self.p
+        previous = self.channels[-1] if self.channels else None
+        free = not self.a.same or previous is None
+        if not p.nets:
+            yield None, (0, tuple(range(p.n))) if previous is None else (previous[0], previous)
+            if free:
+                for start in range(p.n):
+                    yield None, (start, None)
+            return
+        m = len(p.nets)
+        for k in range(m):
+            net = (len(self.channels) + k) % m
+            if previous is not None:
+                yield net, (previous[0], previous)
+            if free:
+                for first in p.net_firsts[net]:
+                    yield net, (first, None)
+
+    def _start_channel(self) -> int:
+        p = self.p
+        for net, (first, forced) in self._starts():
+            if net is None:
+                status = self._place([first], forced)
+            else:
+                hop = p.net_in[net][first]
+                if hop.type > self.net_ok or not _fits(self.remaining, hop, self.a.speed):
+                    continue
+                self._book(hop, +1)
+                self.entry = net
+                status = self._place([first], forced)
+                self._book(hop, -1)
+            if status != _GO:
+                return status
+        return _GO
+
+    def _candidates(self, order, forced) -> list:
+        p = self.p
         last = order[-1]
-        n = self.p.n
         if forced is not None:
-            following = forced[len(order)] if len(order) < n else None
+            following = forced[len(order)] if len(order) < p.n else None
             return [] if following is None or following in order else [following]
-        if self.p.nvswitch:
-            # With an NVSwitch, NCCL tries only the neighbours: ring next then previous;
-            # trees previous then next (search.cc ncclTopoSearchNextGpuSort).
-            near = [(last + 1) % n, (last - 1) % n]
-            if not self.ring:
-                near.reverse()
-            return [j for j in dict.fromkeys(near) if j not in order]
-        candidates = [j for j in self.p.order[last] if j not in order]
+        if p.nvswitch:
+            # With an NVSwitch, NCCL tries only the neighbours: ring next then previous; trees
+            # previous then next (search.cc ncclTopoSearchNextGpuSort).
+            return [j for j in (p.ring_near if self.a.ring else p.tree_near)[last] if j not in order]
+        candidates = [j for j in p.order[last] if j not in order]
         if self.rng is not None:
             self.rng.shuffle(candidates)
         if self.by_room:
-            remaining = self.remaining
-            room = {j: min((remaining[k] / f for k, f in self.p.hop[last][j].charges), default=math.inf)
-                    for j in candidates}
-            candidates.sort(key=lambda j: -room[j])  # stable: NCCL's order breaks ties
+            candidates.sort(key=self._room_after(last))  # stable: NCCL's order breaks ties
         return candidates
 
-    def _place(self, order, forced) -> None:
+    def _room_after(self, last):
+        """Sort key: the room left on the tightest edge of the hop from ``last``, widest first."""
+        remaining, row = self.remaining, self.p.hop[last]
+
+        def key(j):
+            room = math.inf
+            for k, f in row[j].charges:
+                r = remaining[k] / f
+                if r < room:
+                    room = r
+            return -room
+        return key
+
+    def _place(self, order, forced) -> int:
         self.steps += 1
         if self.steps > self.budget:
-            raise _Timeout
+            return _OUT_OF_BUDGET
         if len(order) == self.p.n:
-            self._close(order)
-            return
-        for j in self._candidates(order, forced):
-            if self._allowed(order[-1], j):
-                self._charge(order[-1], j, +1)
-                order.append(j)
-                self._place(order, forced)
-                order.pop()
-                self._charge(order[-1], j, -1)
-
-    def _record(self) -> None:
-        count = len(self.channels)
-        if count > len(self.best) or (count == len(self.best) and self.hops < self.best_hops):
-            self.best, self.best_hops = list(self.channels), self.hops
-            self.best_nets = list(self.nets)
-        if count >= self.ceiling:
-            raise _Perfect
-
-    def _net_hop_fits(self, hop) -> bool:
-        if hop.type > self.type_inter:
-            return False
-        remaining, need = self.remaining, self.speed
-        return all(remaining[k] + _SLACK >= need * f for k, f in hop.charges)
-
-    def _net_charge(self, hop, sign) -> None:
-        amount = sign * self.speed
-        for k, f in hop.charges:
-            self.remaining[k] -= amount * f
-        self.hops += sign * hop.nhops
-
-    def _close_net(self, order) -> None:
-        """A ring channel with NET: leave the last GPU for the entry NIC first, then any."""
+            return self._close(order)
         last = order[-1]
-        m = len(self.p.nets)
-        for out in [self.net_in] + [k for k in range(m) if k != self.net_in]:
-            hop = self.p.net_out[last][out]
-            if not self._net_hop_fits(hop):
+        ok, row, remaining, speed = self.gpu_ok[last], self.p.hop[last], self.remaining, self.a.speed
+        for j in self._candidates(order, forced):
+            if not ok[j]:
                 continue
-            self._net_charge(hop, +1)
-            self.channels.append(tuple(order))
-            self.nets.append((self.net_in, out))
-            self._record()
-            if self._bound() > len(self.best):
-                entry = self.net_in
-                self.start_channel()
-                self.net_in = entry
-            self.channels.pop()
-            self.nets.pop()
-            self._net_charge(hop, -1)
+            hop = row[j]
+            for k, f in hop.charges:  # _fits, inline: this is the innermost loop
+                if remaining[k] + _SLACK < speed * f:
+                    break
+            else:
+                self._book(hop, +1)
+                order.append(j)
+                status = self._place(order, forced)
+                order.pop()
+                self._book(hop, -1)
+                if status != _GO:
+                    return status
+        return _GO
 
-    def _start_net_channel(self) -> None:
-        """NCCL's ncclTopoSearchRecNet: pick a NIC, enter the first GPU from it."""
-        p = self.p
-        m = len(p.nets)
-        previous = self.channels[-1] if self.channels else None
-        start = len(self.channels) % m  # spread channels over the NICs, as NCCL's local NICs do
-        for k in range(m):
-            net = (start + k) % m
-            firsts = sorted(range(p.n), key=lambda g: (-p.net_in[net][g].bandwidth, p.net_in[net][g].type, g))
-            tries = []
-            if previous is not None:
-                tries.append((previous[0], previous))  # FORCED_ORDER_REPLAY
-            if not self.same or previous is None:
-                tries += [(g, None) for g in firsts]
-            for first, forced in tries:
-                hop = p.net_in[net][first]
-                if not self._net_hop_fits(hop):
+    def _closings(self, order) -> list:
+        """``(hop, exit NIC)`` of each way to close a channel: a ring's hop back to its first GPU;
+        with NICs, leaving the last GPU for the entry NIC first, then any other; a chain: none."""
+        p, last = self.p, order[-1]
+        if p.nets:
+            exits = [self.entry] + [k for k in range(len(p.nets)) if k != self.entry]
+            return [(p.net_out[last][k], k) for k in exits
+                    if p.net_out[last][k].type <= self.net_ok]
+        if self.a.ring and p.n > 1:
+            return [(p.hop[last][order[0]], None)] if self.gpu_ok[last][order[0]] else []
+        return [(None, None)]
+
+    def _close(self, order) -> int:
+        for hop, exit_nic in self._closings(order):
+            if hop is not None:
+                if not _fits(self.remaining, hop, self.a.speed):
                     continue
-                self._net_charge(hop, +1)
-                self.net_in = net
-                self._place([first], forced)
-                self._net_charge(hop, -1)
+                self._book(hop, +1)
+            self.channels.append(tuple(order))
+            if self.p.nets:
+                self.nets.append((self.entry, exit_nic))
+            status = self._record()
+            if status == _GO and self._bound() > len(self.best):
+                entry = self.entry
+                status = self._start_channel()
+                self.entry = entry
+            self.channels.pop()
+            if self.p.nets:
+                self.nets.pop()
+            if hop is not None:
+                self._book(hop, -1)
+            if status != _GO:
+                return status
+        return _GO
 
-    def _close(self, order) -> None:
-        if self.p.nets:
-            self._close_net(order)
-            return
-        closing = self.ring and self.p.n > 1
-        if closing:
-            if not self._allowed(order[-1], order[0]):
-                return
-            self._charge(order[-1], order[0], +1)
-        self.channels.append(tuple(order))
+    def _record(self) -> int:
+        """Keep the channels if they beat the best (more, or as many with fewer hops)."""
         count = len(self.channels)
         if count > len(self.best) or (count == len(self.best) and self.hops < self.best_hops):
-            self.best, self.best_hops = list(self.channels), self.hops
-        if count >= self.ceiling:
-            # max_channels (NCCL's "perfect" search) or all the links can hold: nothing
-            # found later could have more channels. NCCL would search on for an equal set
-            # with fewer hops, which changes which channels are listed, not their number.
-            raise _Perfect
-        if self._bound() > len(self.best):
-            self.start_channel()
-        self.channels.pop()
-        if closing:
-            self._charge(order[-1], order[0], -1)
+            self.best, self.best_hops, self.best_nets = list(self.channels), self.hops, list(self.nets)
+        # maxChannels (NCCL's "perfect" search) or all the links can hold: nothing found later
+        # could have more channels. NCCL would search on for an equal set with fewer hops,
+        # which changes which channels are listed, not their number.
+        return _PERFECT if count >= self.ceiling else _GO
 
     def _bound(self) -> int:
         """Channels reachable from here: those placed and what the links still admit."""
-        spare = self.p.channel_bound(self.remaining, self.speed, self.type_intra, self.ring, self.type_inter)
-        return len(self.channels) + min(self.max_channels - len(self.channels), spare)
+        a = self.a
+        spare = _channel_bound(self.p, self.remaining, a.speed, a.type_intra, a.ring, a.type_inter)
+        return len(self.channels) + min(a.max_channels - len(self.channels), spare)
 
-    def start_channel(self) -> None:
-        n = self.p.n
-        if self.p.nets:
-            self._start_net_channel()
-            return
-        if not self.channels:
-            self._place([0], tuple(range(n)))  # FORCED_ORDER_PCI: GPU 0, 1, 2, ...
-        else:
-            previous = self.channels[-1]
-            self._place([previous[0]], previous)  # FORCED_ORDER_REPLAY
-        if not self.same or not self.channels:
-            for start in range(n):
-                self._place([start], None)
 
-    def run(self) -> "_Search":
-        try:
-            self.start_channel()
-        except _Timeout:
-            self.timed_out = True
-        except _Perfect:
-            pass
-        return self
+def _search_once(problem, attempt, ceiling) -> _Found:
+    """One channel search at one speed and type: NCCL's order in NCCL's budget, then (not NCCL's)
+    seeded restarts when it ran out of budget below what the links admit (``ceiling``)."""
+    budget = _TIMEOUT_SAME_CHANNELS if attempt.same else (_TIMEOUT if attempt.ring else _TIMEOUT_TREE)
+    found = _Dfs(problem, attempt, budget, ceiling).run()
+    # NCCL's static order can spend its whole budget behind a poor first channel (on a DGX-1V
+    # with one more 0-1 link it finds 5 rings of 20 where 6 fit). So that more links never
+    # give fewer channels, restart with the widest room first and ties broken by a seeded
+    # shuffle, keeping the best (reproducible). A restart replays NCCL's own order in a
+    # smaller budget, and so cannot find more, when every candidate list has at most one
+    # GPU (two GPUs) or follows the NVSwitch neighbours: then it is not run.
+    replays = problem.nvswitch or problem.n <= 2
+    if not found.timed_out or attempt.same or len(found.channels) >= ceiling or replays:
+        return found
+    for seed in range(_RESTARTS):
+        second = _Dfs(problem, attempt, _RESTART_BUDGET, ceiling, by_room=True, rng=random.Random(seed)).run()
+        if len(second.channels) > len(found.channels):
+            found = dataclasses.replace(second, note=f" (NCCL's order: {len(found.channels)} in its budget; "
+                                                     f"restart {seed}: more)")
+        if len(found.channels) >= ceiling:
+            break
+    return found
+
+
+# ------------------------------------------------------------------------------ the passes
+@dataclass(frozen=True, slots=True)
+class _Solution:
+    """An accepted set of channels (GPU indices of the problem) and what it was searched at."""
+
+    channels: tuple
+    nets: tuple
+    speed: float  # [B/s]
+    type_intra: PathType
+    type_inter: PathType
+    same: bool
+    hops: float
+
+
+@dataclass(frozen=True, slots=True)
+class _Tried:
+    """One attempt: the solution it gave (None below the minimum or skipped), its search (None if
+    skipped) and its line of the trace."""
+
+    solution: _Solution | None
+    found: _Found | None
+    line: str
+
+
+@dataclass(frozen=True, slots=True)
+class _PassResult:
+    """What a pass leaves: the best solution, its trace lines, and whether searches ran out of
+    budget (any of them; the last one run, after which NCCL skips pass 2)."""
+
+    best: _Solution | None
+    trace: tuple
+    timed_out: bool
+    last_timed_out: bool
+
+
+def _try(problem, attempt, minimum, incumbent) -> _Tried:
+    """Search at one speed and type unless the links show it cannot be accepted or beat ``incumbent``."""
+    label = (f"{attempt.speed / 1e9:g} GB/s, type {attempt.type_intra.name}"
+             + (f"/{attempt.type_inter.name}" if problem.nets else "")
+             + f", {'same' if attempt.same else 'free'} channels")
+    ceiling = min(attempt.max_channels,
+                  _channel_bound(problem, problem.class_capacity, attempt.speed, attempt.type_intra,
+                                 attempt.ring, attempt.type_inter))
+    if ceiling < minimum or (incumbent is not None and ceiling * attempt.speed
+                             < len(incumbent.channels) * incumbent.speed - _SLACK):
+        # No set of channels at this speed can be accepted or beat the best: NCCL would search
+        # in vain (and possibly run out of budget), so skip it; the outcome is the same.
+        return _Tried(None, None, f"{label}: skipped, links hold at most {ceiling} channel(s)")
+    found = _search_once(problem, attempt, ceiling)
+    count = len(found.channels)
+    line = (f"{label}: {count} channel(s)" + (" (budget exhausted)" if found.timed_out else "") + found.note
+            + ("" if count >= minimum else f", fewer than the {minimum} required"))
+    if count < minimum:
+        return _Tried(None, found, line)
+    return _Tried(_Solution(found.channels, found.nets, attempt.speed, attempt.type_intra, attempt.type_inter,
+                            attempt.same, found.hops), found, line)
+
+
+def _better(candidate, incumbent) -> bool:
+    """ncclTopoCompareGraphs: more nChannels x bwIntra, then fewer hops."""
+    if incumbent is None:
+        return True
+    a = len(candidate.channels) * candidate.speed
+    b = len(incumbent.channels) * incumbent.speed
+    if not math.isclose(a, b, rel_tol=1e-12):
+        return a > b
+    return candidate.hops < incumbent.hops
+
+
+def _pass1(problem, speeds, start, total, ring, min_channels, max_channels) -> _PassResult:
+    """Search pass 1: from the start speed down, same channels then free ones, relaxing the
+    intra-node path type (with NET: up to typeInter), then the NET path type (while no solution,
+    or below the solution's, or below PXN), then the speed; stop when the channels fill
+    ``totalBw`` or reach ``maxChannels``, or the speed falls to 0.49 of the best."""
+    inter_types = problem.net_types if problem.nets else (PathType.PIX,)
+    trace, timed_out, last_timed_out, best = [], False, False, None
+    index, type_intra, type_inter, same = start, problem.types[0], inter_types[0], True
+    while True:
+        tried = _try(problem, _Attempt(speeds[index], type_intra, type_inter, same, ring, max_channels),
+                     min_channels, best)
+        trace.append(tried.line)
+        if tried.found is not None:
+            timed_out = timed_out or tried.found.timed_out
+            last_timed_out = tried.found.timed_out
+        if tried.solution is not None and _better(tried.solution, best):
+            best = tried.solution
+        if best is not None and (len(best.channels) == max_channels
+                                 or len(best.channels) * best.speed >= total - _SLACK):
+            break
+        if same:
+            same = False
+            continue
+        same = True
+        limit = type_inter if problem.nets else problem.types[-1]
+        higher = [t for t in problem.types if type_intra < t <= max(limit, problem.types[0])]
+        if higher and (best is None or type_intra < best.type_intra):
+            type_intra = higher[0]
+            continue
+        type_intra = problem.types[0]
+        higher_inter = [t for t in inter_types if t > type_inter]
+        if problem.nets and higher_inter and (best is None or type_inter < best.type_inter
+                                              or type_inter < PathType.PXN):
+            type_inter = higher_inter[0]
+            continue
+        type_inter = inter_types[0]
+        if index + 1 < len(speeds) and (best is None or speeds[index + 1] / best.speed > _SPEED_FLOOR):
+            index += 1
+            continue
+        return _PassResult(best, tuple(trace), timed_out, last_timed_out)
+    return _PassResult(best, tuple(trace), timed_out, last_timed_out)
+
+
+def _pass2(problem, speeds, solution, incumbent, max_channels) -> _PassResult:
+    """Search pass 2 (rings): try each higher speed with as many channels as ``solution``."""
+    trace, timed_out = [], False
+    step = next((i for i, s in enumerate(speeds) if s <= solution.speed + _SLACK), len(speeds) - 1)
+    while step > 0:
+        step -= 1
+        tried = _try(problem, _Attempt(speeds[step], solution.type_intra, solution.type_inter, True, True,
+                                       max_channels), len(solution.channels), incumbent)
+        trace.append(tried.line)
+        if tried.found is not None and tried.found.timed_out:
+            timed_out = True
+            break
+        candidate = tried.solution
+        if candidate is None or (len(candidate.channels) * candidate.speed
+                                 <= len(solution.channels) * solution.speed):
+            break
+        solution = dataclasses.replace(solution, channels=candidate.channels, nets=candidate.nets,
+                                       speed=candidate.speed, same=candidate.same)
+    return _PassResult(solution, tuple(trace), timed_out, timed_out)
+
+
+def _search_host(fabric, nodes, nets, pattern, min_channels, max_channels) -> ChannelSearch:
+    """NCCL's ncclTopoCompute for the GPUs of one host (and its NICs, on several nodes):
+    pass 1, duplication, pass 2."""
+    G, profile = fabric.G, fabric.profile
+    ring = pattern == "ring"
+    problem = _build_problem(fabric, nodes, nets)
+    cc = min(G.nodes[n]["compute_capability"] for n in nodes)
+    speeds = profile.speed_array(cc, inter=bool(nets))
+    total = problem.total_bw * (1 if ring else problem.n / max(problem.n - 1, 1))
+    start = next((i for i, s in enumerate(speeds)
+                  if s <= problem.max_bw + _SLACK and s * min_channels <= total + _SLACK), len(speeds) - 1)
+    first = _pass1(problem, speeds, start, total, ring, min_channels, max_channels)
+    trace, timed_out, duplicated = list(first.trace), first.timed_out, False
+    if first.best is None:  # NCCL's fallback: one channel in PCI order, 0.1 GB/s, type SYS.
+        trace.append("nothing found: fallback to one channel in index order at 0.1 GB/s")
+        solution = _Solution((tuple(range(problem.n)),), ((0, 0),) if nets else (), _FALLBACK_BW,
+                             PathType.SYS, PathType.SYS if nets else PathType.PIX, True, 0)
+    else:
+        solution = first.best
+        dup = dup_channels(len(solution.channels), solution.speed, compute_capability=cc,
+                           max_channels=max_channels, pattern=pattern, profile=profile)
+        duplicated = dup.duplicated
+        if duplicated:
+            solution = dataclasses.replace(solution, channels=(solution.channels * 2)[:dup.nchannels],
+                                           nets=(solution.nets * 2)[:dup.nchannels], speed=dup.bw_intra)
+            trace.append(f"duplicated: {dup.nchannels} channels x {dup.bw_intra / 1e9:g} GB/s")
+        # Pass 2 raises the speed with as many channels (rings only; single-node trees have
+        # bwIntra == bwInter, which NCCL does not raise); NCCL skips it after a search that ran
+        # out of budget.
+        if ring and not first.last_timed_out:
+            second = _pass2(problem, speeds, solution, first.best, max_channels)
+            solution, timed_out = second.best, timed_out or second.timed_out
+            trace += second.trace
+    channels = solution.channels
+    return ChannelSearch(pattern, tuple(nodes), tuple(tuple(nodes[i] for i in c) for c in channels),
+                         float(solution.speed), solution.type_intra, bool(solution.same),
+                         float(problem.max_bw), float(problem.total_bw),
+                         _loads(problem, channels, solution.speed, ring, solution.nets), duplicated,
+                         timed_out, tuple(trace),
+                         nets=tuple((problem.nets[a], problem.nets[b]) for a, b in solution.nets),
+                         type_inter=solution.type_inter if nets else PathType.PIX)
+
+
+def _loads(problem, channels, bw, ring, nets=()) -> tuple:
+    """What the channels reserve on every edge they cross, most utilised first."""
+    reserved = [0.0] * len(problem.edges)
+    for c, order in enumerate(channels):
+        hops = [problem.hop[i][j] for i, j in zip(order, order[1:])]
+        if nets:
+            entry, leave = nets[c]
+            hops += [problem.net_in[entry][order[0]], problem.net_out[order[-1]][leave]]
+        elif ring and len(order) > 1:
+            hops.append(problem.hop[order[-1]][order[0]])
+        for hop in hops:
+            for k, f in hop.flow:
+                reserved[k] += bw * f
+    loads = [LinkLoad(problem.edges[k], reserved[k], problem.capacity[k])
+             for k in range(len(problem.edges)) if reserved[k] > 0]
+    loads.sort(key=lambda load: -load.utilisation)
+    return tuple(loads)
 
 
 def _is_int(value) -> bool:
@@ -624,17 +964,6 @@ def _positive_bandwidth(name, value) -> float:
             or not math.isfinite(value) or value <= 0:
         raise ChannelSearchError(f"{name} must be a finite bandwidth > 0 [B/s], received {value!r}")
     return float(value)
-
-
-def _better(candidate, incumbent) -> bool:
-    """ncclTopoCompareGraphs: more nChannels x bwIntra, then fewer hops."""
-    if incumbent is None:
-        return True
-    a = len(candidate["channels"]) * candidate["speed"]
-    b = len(incumbent["channels"]) * incumbent["speed"]
-    if not math.isclose(a, b, rel_tol=1e-12):
-        return a > b
-    return candidate["hops"] < incumbent["hops"]
 
 
 def search_channels(G, gpus=None, *, pattern: str = "ring", min_channels: int | None = None,
@@ -652,7 +981,7 @@ def search_channels(G, gpus=None, *, pattern: str = "ring", min_channels: int | 
         ``"ring"`` (NCCL's ring graph) or ``"balanced_tree"`` (its tree graph).
     min_channels, max_channels : int, optional
         Defaults: ring 1 and ``MAXCHANNELS / 2``; tree both equal to the ring's channels
-        (NCCL searches the tree graph with the ring's count, nccl-model.md 3.1).
+        (NCCL searches the tree graph with the ring's count, NVIDIA/nccl v2.27.7-1 src/graph/connect.cc and init.cc).
     profile : str or NcclProfile, optional
         NCCL version profile (default: the reference version).
 
@@ -712,24 +1041,31 @@ def _check_bounds(min_channels, max_channels, maxchannels) -> None:
                                  f"received {min_channels!r} and {max_channels!r}")
 
 
-def _search_nodes(fabric, hosts, min_channels, max_channels) -> "ChannelSearch":
+#: Per fabric, the searches of host shapes done so far: NCCL's search of a node depends only on
+#: the node's GPUs, NICs and links, and the hosts of a cluster are copies (topo.cluster).
+_HOST_SEARCHES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _search_nodes(fabric, hosts, min_channels, max_channels) -> ChannelSearch:
     """Ring channels of a communicator that spans several hosts (one search per node shape)."""
     G, profile = fabric.G, fabric.profile
-    from topo.cluster import compute_nics  # noqa: PLC0415 (topo.cluster imports nothing of ours)
-
     maxchannels = profile.require("max_channels")
     min_channels = 1 if min_channels is None else min_channels
     max_channels = maxchannels // 2 if max_channels is None else max_channels
     _check_bounds(min_channels, max_channels, maxchannels)
+    done = _HOST_SEARCHES.setdefault(fabric, {})
     results = {}
     for host, members in hosts.items():
         shape = tuple(G.nodes[n]["index"] for n in members)
-        if shape not in results:
+        key = (shape, min_channels, max_channels)
+        if key not in done:
             nets = [v for v in compute_nics(G, host) if any(d["kind"] == "network" for d in G.adj[v].values())]
             if not nets:
                 raise ChannelSearchError(f"host {host} has no NIC on a network: expected a cluster "
                                          f"fabric (topo.cluster) for GPUs of several hosts")
-            results[shape] = _search_host(fabric, members, nets, "ring", min_channels, max_channels)
+            done[key] = (host, _search_host(fabric, members, nets, "ring", min_channels, max_channels))
+        if shape not in results:
+            results[shape] = _on_host(G, *done[key], host)
     # NCCL reduces nChannels and the bandwidths to the minimum over all ranks (init.cc).
     worst = min(results.values(), key=lambda r: (r.nchannels * r.bw_intra, r.nchannels))
     first = results[tuple(G.nodes[n]["index"] for n in hosts[min(hosts)])]
@@ -745,154 +1081,31 @@ def _search_nodes(fabric, hosts, min_channels, max_channels) -> "ChannelSearch":
                          nnodes=len(hosts))
 
 
-def _search_host(fabric, nodes, nets, pattern, min_channels, max_channels) -> "ChannelSearch":
-    """NCCL's ncclTopoCompute for the GPUs of one host (and its NICs, on several nodes)."""
-    G, profile = fabric.G, fabric.profile
-    ring = pattern == "ring"
-    problem = _Problem(fabric, nodes, nets)
-    cc = min(G.nodes[n]["compute_capability"] for n in nodes)
-    speeds = profile.speed_array(cc, inter=bool(nets))
-    total = problem.total_bw * (1 if ring else problem.n / max(problem.n - 1, 1))
-    index = next((i for i, s in enumerate(speeds)
-                  if s <= problem.max_bw + _SLACK and s * min_channels <= total + _SLACK),
-                 len(speeds) - 1)
-    trace: list[str] = []
-    timed_out = False  # any search ran out of budget
-    last_timed_out = False  # the last search did: NCCL then skips pass 2
-    inter_types = problem.net_types if nets else [PathType.PIX]
+def _on_host(G, searched, result, host) -> ChannelSearch:
+    """A host search done on host ``searched``, moved to the same GPUs and NICs of ``host``."""
+    if searched == host:
+        return result
+    local = {n.split(".", 1)[-1]: n for n, h in G.nodes(data="host") if h == host}
+    name: dict = {}
 
-    def attempt(speed, type_intra, type_inter, same, minimum):
-        nonlocal timed_out, last_timed_out
-        label = (f"{speed / 1e9:g} GB/s, type {type_intra.name}"
-                 + (f"/{type_inter.name}" if nets else "") + f", {'same' if same else 'free'} channels")
-        ceiling = min(max_channels, problem.channel_bound(problem.capacity, speed, type_intra, ring,
-                                                          type_inter if nets else None))
-        if ceiling < minimum or (best is not None
-                                 and ceiling * speed < len(best["channels"]) * best["speed"] - _SLACK):
-            # No set of channels at this speed can be accepted or beat the best: NCCL would
-            # search in vain (and possibly time out), so skip it; the outcome is the same.
-            trace.append(f"{label}: skipped, links hold at most {ceiling} channel(s)")
-            return None, None
-        budget = _TIMEOUT_SAME_CHANNELS if same else (_TIMEOUT if ring else _TIMEOUT_TREE)
-        search = _Search(problem, speed, type_intra, same, ring, max_channels, budget, type_inter).run()
-        retry = ""
-        if search.timed_out and not same and len(search.best) < search.ceiling:
-            # NCCL's static order can spend its whole budget behind a poor first channel
-            # (on a DGX-1V with one more 0-1 link it finds 5 rings of 20 where 6 fit). So
-            # that more links never give fewer channels, restart with the widest room first
-            # and ties broken by a seeded shuffle, keeping the best (reproducible).
-            for seed in range(_RESTARTS):
-                second = _Search(problem, speed, type_intra, same, ring, max_channels, _RESTART_BUDGET,
-                                 type_inter)
-                second.by_room = True
-                second.rng = random.Random(seed)
-                second.run()
-                if len(second.best) > len(search.best):
-                    retry = f" (NCCL's order: {len(search.best)} in its budget; restart {seed}: more)"
-                    search = second
-                if len(search.best) >= search.ceiling:
-                    break
-        timed_out = timed_out or search.timed_out
-        last_timed_out = search.timed_out
-        found = len(search.best)
-        trace.append(f"{label}: {found} channel(s)"
-                     + (" (budget exhausted)" if search.timed_out else "") + retry
-                     + ("" if found >= minimum else f", fewer than the {minimum} required"))
-        if found < minimum:
-            return None, search
-        return {"channels": search.best, "nets": search.best_nets, "speed": speed, "type": type_intra,
-                "type_inter": type_inter, "same": same, "hops": search.best_hops}, search
+    def move(n):
+        if n not in name:
+            name[n] = local[n.split(".", 1)[-1]] if G.nodes[n].get("host") == searched else n
+        return name[n]
 
-    best = None
-    type_intra, type_inter = problem.types[0], inter_types[0]
-    same = True
-    while True:
-        result, _ = attempt(speeds[index], type_intra, type_inter, same, min_channels)
-        if result is not None and _better(result, best):
-            best = result
-        if best is not None and (len(best["channels"]) == max_channels
-                                 or len(best["channels"]) * best["speed"] >= total - _SLACK):
-            break
-        if same:
-            same = False
-            continue
-        same = True
-        # Relax the intra-node path type (with NET: up to typeInter), then the NET path type
-        # (while no solution, or below the solution's, or below PXN), then the speed.
-        limit = type_inter if nets else problem.types[-1]
-        higher = [t for t in problem.types if type_intra < t <= max(limit, problem.types[0])]
-        if higher and (best is None or type_intra < best["type"]):
-            type_intra = higher[0]
-            continue
-        type_intra = problem.types[0]
-        higher_inter = [t for t in inter_types if t > type_inter]
-        if nets and higher_inter and (best is None or type_inter < best["type_inter"]
-                                      or type_inter < PathType.PXN):
-            type_inter = higher_inter[0]
-            continue
-        type_inter = inter_types[0]
-        if index + 1 < len(speeds) and (best is None or speeds[index + 1] / best["speed"] > _SPEED_FLOOR):
-            index += 1
-            continue
-        break
+    def move_edge(u, v):
+        u2, v2 = move(u), move(v)
+        # A NIC's port: the other end is the network switch that host's NIC is cabled to.
+        if u2 == u:
+            u2 = next(w for w, d in G.pred[v2].items() if d["kind"] == "network")
+        if v2 == v:
+            v2 = next(w for w, d in G.adj[u2].items() if d["kind"] == "network")
+        return u2, v2
 
-    channel_nets: list = []
-    if best is None:  # NCCL's fallback: one channel in PCI order, 0.1 GB/s, type SYS.
-        trace.append("nothing found: fallback to one channel in index order at 0.1 GB/s")
-        channels, bw, type_intra, same = [tuple(range(problem.n))], _FALLBACK_BW, PathType.SYS, True
-        type_inter = PathType.SYS if nets else PathType.PIX
-        channel_nets = [(0, 0)] if nets else []
-        duplicated = False
-    else:
-        channels, bw, type_intra, same = best["channels"], best["speed"], best["type"], best["same"]
-        type_inter, channel_nets = best["type_inter"], best["nets"]
-        dup = dup_channels(len(channels), bw, compute_capability=cc, max_channels=max_channels,
-                           pattern=pattern, profile=profile)
-        duplicated = dup.duplicated
-        if duplicated:
-            channels = (channels * 2)[:dup.nchannels]
-            channel_nets = (channel_nets * 2)[:dup.nchannels]
-            bw = dup.bw_intra
-            trace.append(f"duplicated: {dup.nchannels} channels x {bw / 1e9:g} GB/s")
-        # Pass 2: raise the speed with as many channels (rings only; single-node trees
-        # have bwIntra == bwInter, which NCCL does not raise).
-        step = next((i for i, s in enumerate(speeds) if s <= bw + _SLACK), len(speeds) - 1)
-        while ring and not last_timed_out and step > 0:
-            step -= 1
-            result, search = attempt(speeds[step], type_intra, type_inter, True, len(channels))
-            if search is not None and search.timed_out:
-                break
-            if result is not None and len(result["channels"]) * result["speed"] > len(channels) * bw:
-                channels, bw, same = result["channels"], result["speed"], result["same"]
-                channel_nets = result["nets"]
-            else:
-                break
-
-    loads = _loads(problem, channels, bw, ring, channel_nets)
-    return ChannelSearch(pattern, tuple(nodes), tuple(tuple(nodes[i] for i in c) for c in channels),
-                         float(bw), type_intra, bool(same), float(problem.max_bw),
-                         float(problem.total_bw), loads, duplicated, timed_out, tuple(trace),
-                         nets=tuple((problem.nets[a], problem.nets[b]) for a, b in channel_nets),
-                         type_inter=type_inter if nets else PathType.PIX)
-
-
-def _loads(problem, channels, bw, ring, nets=()) -> tuple:
-    reserved = [0.0] * len(problem.edges)
-    for c, order in enumerate(channels):
-        hops = [problem.hop[i][j] for i, j in zip(order, order[1:])]
-        if nets:
-            entry, leave = nets[c]
-            hops += [problem.net_in[entry][order[0]], problem.net_out[order[-1]][leave]]
-        elif ring and len(order) > 1:
-            hops.append(problem.hop[order[-1]][order[0]])
-        for hop in hops:
-            for k, f in hop.charges:
-                reserved[k] += bw * f
-    loads = [LinkLoad(problem.edges[k], reserved[k], problem.capacity[k])
-             for k in range(len(problem.edges)) if reserved[k] > 0]
-    loads.sort(key=lambda load: -load.utilisation)
-    return tuple(loads)
-
+    return dataclasses.replace(
+        result, gpus=tuple(map(move, result.gpus)), channels=tuple(tuple(map(move, c)) for c in result.channels),
+        loads=tuple(LinkLoad(move_edge(*load.edge), load.reserved, load.capacity) for load in result.loads),
+        nets=tuple((move(a), move(b)) for a, b in result.nets))
 
 @dataclass(frozen=True, slots=True)
 class ChannelDuplication:
@@ -928,7 +1141,7 @@ def dup_channels(nchannels: int, bw_intra: float, bw_inter: float | None = None,
     No change for NVLS, for ``bwIntra`` < 25 GB/s, or for ccMin > 80 with ``bwIntra`` < 50
     GB/s and more than 4 channels. Otherwise ``dup = min(2 x nChannels, maxChannels)``, both
     bandwidths are divided by ``ceil(dup / nChannels)`` and ``nChannels = dup``
-    (nccl-model.md 3.7, v2.18+). ``nChannels x bw`` is unchanged when ``dup`` is
+    (NVIDIA/nccl v2.27.7-1 src/graph/search.cc ncclTopoDupChannels, v2.18+). ``nChannels x bw`` is unchanged when ``dup`` is
     ``2 x nChannels``, and lower when ``maxChannels`` clips it.
 
     Parameters
@@ -943,7 +1156,7 @@ def dup_channels(nchannels: int, bw_intra: float, bw_inter: float | None = None,
         Minimum compute capability of the GPUs (ccMin).
     max_channels : int, optional
         The graph's ``maxChannels``: ``MAXCHANNELS / 2`` for the ring graph (the default),
-        the ring's ``nChannels`` for the tree graph (nccl-model.md 3.1).
+        the ring's ``nChannels`` for the tree graph (init.cc).
     pattern : str
         ``"ring"``, ``"balanced_tree"``, ``"tree"``, ``"split_tree"`` or ``"nvls"``.
     profile : str or NcclProfile, optional
@@ -959,7 +1172,7 @@ def dup_channels(nchannels: int, bw_intra: float, bw_inter: float | None = None,
 
     Examples
     --------
-    The DGX-H100 ring of nccl-model.md 3.8 (6 x 60 GB/s) and tree (12 x 30 GB/s):
+    A DGX-H100 ring (6 x 60 GB/s) and tree (12 x 30 GB/s):
 
     >>> d = dup_channels(6, 60e9, compute_capability=90)
     >>> d.nchannels, d.bw_intra / 1e9

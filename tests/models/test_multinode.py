@@ -71,10 +71,12 @@ def test_ring_busbw_never_exceeds_one_nodes_nics(system, hosts, data):
     per_host = G.graph["gpus_per_host"]
     local = data.draw(st.lists(st.integers(0, per_host - 1), min_size=1, max_size=per_host, unique=True))
     gpus = [h * per_host + g for h in range(hosts) for g in local]
-    e = estimate(G, "all_reduce", 2**34, gpus, algorithm="ring", protocol="Simple")
+    e = estimate(G, "all_reduce", 2**34, list(reversed(gpus)), algorithm="ring", protocol="Simple")
     assert e.busbw <= nic_bound(G) * 1.0001
-    shuffled = estimate(G, "all_reduce", 2**34, list(reversed(gpus)), algorithm="ring", protocol="Simple")
-    assert shuffled.time == e.time
+    # The GPUs came in reverse order: estimate ranks them by id before any search (GPU order
+    # not mattering is tested once, in test_collectives; a second estimate here would double
+    # this test's time for the same code path).
+    assert e.gpus == tuple(sorted(gpus))
 
 
 @settings(max_examples=8, deadline=None)
@@ -121,7 +123,7 @@ def test_p2p_between_hosts_stages_when_no_nic_is_near():
 def test_cluster_symmetry_shortcut_matches_direct_estimates():
     """subsets/pairs on a cluster compute one set per multiset of node shapes (hosts are copies)."""
     G = topo.build("2xdgx1v")
-    ranking = models.subsets(G, 2, "all_reduce", 2**28)
+    ranking = models.subsets(G, "all_reduce", 2**28, 2)
     assert len(ranking) == 120 and len({r.representative for r in ranking}) < 40
     for r in ranking[::9]:
         direct = estimate(G, "all_reduce", 2**28, list(r.gpus))

@@ -146,7 +146,7 @@ def test_channels_of_a_search_and_errors():
 
 
 def test_subset_ranking():
-    results = models.subsets(topo.dgx1v(), 4, "all_reduce", 2 ** 30)
+    results = models.subsets(topo.dgx1v(), "all_reduce", 2 ** 30, 4)
     fig = subsets_figure(results, top=6, collective="all_reduce", nbytes=2 ** 30)
     (bars,) = fig.data
     assert bars.type == "bar" and bars.orientation == "h"
