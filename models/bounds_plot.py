@@ -107,7 +107,7 @@ def bound_vs_nccl_figure(G, collective: str, nbytes=2**33, *, relay: str = "swit
     xs, bound_y, nccl_y, hover, mean_ratio = [], [], [], [], []
     for k in sizes:
         ratios = []
-        for r in subsets(G, k, collective, nbytes):
+        for r in subsets(G, collective, nbytes, k):
             b = bounds[r.gpus]
             jitter = 0.25 * (hash(r.gpus) % 1000 / 1000 - 0.5)
             xs.append(k + jitter)

@@ -210,7 +210,7 @@ def test_bound_never_below_nccl_on_every_dgx1v_subset(collective, sizes):
     bounds = {r.gpus: r.bound_busbw for r in subset_bounds(G, collective)}
     assert len(bounds) == 247  # every set of 2 to 8 GPUs
     for k in sizes:
-        for r in subsets(G, k, collective, BIG):
+        for r in subsets(G, collective, BIG, k):
             assert bounds[r.gpus] >= r.busbw, r.gpus
 
 
