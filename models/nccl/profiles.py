@@ -49,7 +49,7 @@ column of the reference does not give is marked [U] in the profile's :attr:`Nccl
 with the fallback used. NCCL before 2.5 has no tuning model: its profiles time the rings it
 builds with v2.5's tables [U] and choose the protocol by NCCL's own thresholds.
 
-Index orders follow NCCL (nccl-model.md section 0): algorithms Tree=0, Ring=1
+Index orders follow NCCL (src/include/device.h, NVIDIA/nccl v2.27.7-1): algorithms Tree=0, Ring=1
 (:data:`ALGORITHMS`); protocols LL=0, LL128=1, Simple=2 (:data:`PROTOCOLS`); hardware
 NVLINK=0, PCI=1, NET=2 (:data:`HARDWARE`). Rows of the bandwidth-cap tables are indexed by
 the compute-capability index (Volta 0, Ampere 1, Hopper 2, Blackwell 3, see
@@ -62,9 +62,9 @@ SHARP on NVSwitch 3, one rank per node).
 
 References
 ----------
-.. [1] nccl-model.md (dgx-topo shared reference), sections 0, 1.4, 3.3, 3.7, 5.1-5.7, read
-   from NVIDIA/nccl tags v2.12.12-1 and v2.27.7-1: src/graph/tuning.cc, src/graph/search.cc,
-   src/graph/topo.h, src/include/device.h (NCCL_STEPS), src/init.cc.
+.. [1] NVIDIA/nccl, at the tag each profile names (:attr:`NcclProfile.tag`, e.g. v2.12.12-1,
+   v2.27.7-1): src/graph/tuning.cc, src/graph/search.cc, src/graph/topo.h,
+   src/include/device.h (NCCL_STEPS, MAXCHANNELS), src/init.cc, src/transport/nvls.cc.
 
 Examples
 --------
@@ -98,14 +98,14 @@ __all__ = [
     "UnknownNcclVersionError", "MissingConstantError",
 ]
 
-#: Algorithms modelled, in NCCL's index order (Tree=0, Ring=1; nccl-model.md section 0).
+#: Algorithms modelled, in NCCL's index order (Tree=0, Ring=1; NVIDIA/nccl v2.27.7-1 src/include/device.h).
 ALGORITHMS = ("tree", "ring")
-#: Protocols in NCCL's index order (LL=0, LL128=1, Simple=2; nccl-model.md section 0).
+#: Protocols in NCCL's index order (LL=0, LL128=1, Simple=2; NVIDIA/nccl v2.27.7-1 src/include/device.h).
 PROTOCOLS = ("LL", "LL128", "Simple")
 #: Hardware classes of the latency table (NCCL_HW_NVLINK=0, PCI=1, NET=2; tuning.cc).
 HARDWARE = ("NVLINK", "PCI", "NET")
 #: Path types in increasing order of distance, reference version (src/include/graph.h
-#: v2.27.7; nccl-model.md 1.3). Older versions lack some (see ``NcclProfile.path_types``).
+#: NVIDIA/nccl v2.27.7-1). Older versions lack some (see ``NcclProfile.path_types``).
 PATH_TYPES = ("LOC", "NVL", "NVB", "C2C", "PIX", "PXB", "P2C", "PXN", "PHB", "SYS", "NET", "DIS")
 #: The profile :func:`nccl_profile` returns when no version is given.
 DEFAULT_VERSION = "2.27.7"
@@ -138,7 +138,7 @@ def _table(rows, convert):
 
 @dataclass(frozen=True, slots=True)
 class DupRule:
-    """``ncclTopoDupChannels`` thresholds (search.cc; nccl-model.md 3.7, v2.18+).
+    """``ncclTopoDupChannels`` thresholds (NVIDIA/nccl v2.18.6-1 src/graph/search.cc, unchanged to v2.27.7-1).
 
     Channels are **not** duplicated when the per-channel bandwidth is below ``min_bw``, or
     when the minimum compute capability is above ``cc_above`` and the bandwidth is below
@@ -220,8 +220,8 @@ class NcclProfile:
 
     Table fields are nested tuples in NCCL's index order (module docstring); use the
     lookup methods (:meth:`base_lat`, :meth:`hw_lat`, :meth:`ll_max_bw`, ...) rather than
-    raw indices. A field that is ``None`` is a constant nccl-model.md does not give for
-    this version; the lookups raise :class:`MissingConstantError` for it.
+    raw indices. A field that is ``None`` is a constant this library has no reading of for
+    this release's tag; the lookups raise :class:`MissingConstantError` for it.
 
     Attributes
     ----------
@@ -436,8 +436,9 @@ class NcclProfile:
         value = getattr(self, name)
         if value is None:
             raise MissingConstantError(
-                f"NCCL profile {self.version} lacks {name!r}: nccl-model.md does not give it for "
-                f"{self.tag}; expected a profile that has it, one of "
+                f"NCCL profile {self.version} lacks {name!r}: its value in NVIDIA/nccl {self.tag} "
+                f"({_CONSTANT_FILES.get(name, 'src/graph/tuning.cc')}) is not modelled; expected a "
+                f"profile that has it, one of "
                 f"{[v for v, p in PROFILES.items() if getattr(p, name) is not None]}")
         return value
 
@@ -459,7 +460,7 @@ class NcclProfile:
         """Row of the bandwidth-cap tables for a minimum compute capability.
 
         ``>= 100`` -> 3 (Blackwell), ``>= 90`` -> 2 (Hopper), ``>= 80`` -> 1 (Ampere), else 0
-        (Volta) (tuning.cc ``compCapIndex``; nccl-model.md 5.1).
+        (Volta) (``compCapIndex``, NVIDIA/nccl v2.27.7-1 src/graph/tuning.cc).
 
         Raises
         ------
@@ -471,7 +472,8 @@ class NcclProfile:
         if index >= len(self.ll_max_bws):
             raise MissingConstantError(
                 f"NCCL profile {self.version} has bandwidth-cap rows for compute capability < 90 "
-                f"only (nccl-model.md 5.3); received compute capability {compute_capability}; "
+                f"only (its llMaxBws rows, NVIDIA/nccl {self.tag} src/graph/tuning.cc); received compute "
+                f"capability {compute_capability}; "
                 f"expected a profile such as {DEFAULT_VERSION}")
         return index
 
@@ -504,7 +506,7 @@ class NcclProfile:
         """Per-channel speeds the search tries, high to low, for a minimum compute capability.
 
         ``inter`` selects the arrays used when the system has NET nodes (search.cc;
-        nccl-model.md 3.3: ccMin >= 100 -> sm100, >= 90 -> sm90, otherwise generic; a
+        NVIDIA/nccl v2.27.7-1 src/graph/search.cc: ccMin >= 100 -> sm100, >= 90 -> sm90, otherwise generic; a
         version without the sm90/sm100 arrays uses the generic ones). [B/s]
         """
         if compute_capability >= 100 and self.speed_sm100_intra is not None:
@@ -581,7 +583,7 @@ class NcclProfile:
         return figures[link]
 
 
-# Constants a profile may lack (``None`` = not given by nccl-model.md for that version). Other
+# Constants a profile may lack (``None`` = no reading of that release's tag). Other
 # ``None`` fields (sm90/sm100 speed arrays, ll128_max_type_inter_sm90) mean "absent in that
 # release" and have a defined fallback.
 #: A DupChannels compute-capability clause that never applies (releases before the sm90 clause).
@@ -589,6 +591,12 @@ _NO_CC_CLAUSE = 10**6
 
 _OPTIONAL = ("max_channels", "dup_channels", "tree_pattern_factor", "tree_correction_factor",
              "ring_plateau_factor")
+# The NVIDIA/nccl file that holds each optional constant (named in MissingConstantError).
+_CONSTANT_FILES = {"max_channels": "src/include/device.h MAXCHANNELS",
+                   "dup_channels": "src/graph/search.cc ncclTopoDupChannels",
+                   "tree_pattern_factor": "src/graph/tuning.cc",
+                   "tree_correction_factor": "src/graph/tuning.cc treeCorrectionFactor",
+                   "ring_plateau_factor": "src/graph/tuning.cc ncclTopoGetAlgoTime"}
 
 # ============================================================================================
 # Tables in NCCL's units (GB/s, µs), as NCCL writes them. Converted to SI in _build() only.
@@ -596,20 +604,20 @@ _OPTIONAL = ("max_channels", "dup_channels", "tree_pattern_factor", "tree_correc
 
 # --- v2.27.7-1 (reference) ------------------------------------------------------------------
 # src/graph/tuning.cc v2.27.7 baseLat[NCCL_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS], Tree and Ring
-# rows (nccl-model.md 5.2, column v2.23-HEAD). [µs]
+# rows (the same from v2.23.4-1 to v2.27.7-1). [µs]
 _V2_27_BASE_LAT = (
     (6.8, 14.0, 8.4),   # Tree: LL, LL128, Simple
     (6.6, 14.0, 8.4),   # Ring
 )
 # src/graph/tuning.cc v2.27.7 hwLat[NCCL_NUM_HW][NCCL_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS],
-# Tree and Ring columns (nccl-model.md 5.2, reference version). [µs]
+# Tree and Ring columns. [µs]
 _V2_27_HW_LAT = (
     ((0.6, 1.25, 4.0), (0.6, 1.9, 3.4)),    # NVLINK: Tree, Ring
     ((1.0, 1.9, 4.0), (1.0, 2.5, 5.7)),     # PCI
     ((5.0, 8.5, 14.0), (2.7, 4.0, 14.0)),   # NET
 )
-# src/graph/tuning.cc v2.27.7 llMaxBws / perChMax*Bws [compCapIndex][index2] (nccl-model.md
-# 5.3; Hopper llMaxBws row v2.21+, Blackwell rows v2.25-v2.27). [GB/s]
+# src/graph/tuning.cc v2.27.7 llMaxBws / perChMax*Bws [compCapIndex][index2] (Hopper
+# llMaxBws row from v2.21.5-1, Blackwell rows v2.25-v2.27). [GB/s]
 _V2_27_LL_MAX_BWS = (
     (39.0, 39.0, 20.4),    # Volta-N1 / Intel-N2 / Intel-N4
     (87.7, 22.5, 19.0),    # Ampere-N1 / AMD-N2 / AMD-N4
@@ -623,7 +631,7 @@ _V2_27_PER_CH_MAX_TREE_LL128_BWS = (
 _V2_27_PER_CH_MAX_TREE_BWS = (
     (26.5, 18.5, 10.0), (24.0, 23.6, 17.8), (38.7, 41.4, 36.0), (77.4, 82.8, 72.0))
 # src/graph/tuning.cc v2.27.7 treeCorrectionFactor[NCCL_NUM_PROTOCOLS][23], index
-# log2i(nBytes >> 6) (nccl-model.md 5.7; HEAD adds a 24th entry).
+# log2i(nBytes >> 6) (src/graph/tuning.cc v2.27.7-1; later releases add a 24th entry).
 _V2_27_TREE_CORRECTION = (
     (1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0,
      1.0, 1.0),                                                                     # LL
@@ -633,7 +641,7 @@ _V2_27_TREE_CORRECTION = (
      .9),                                                                           # Simple
 )
 # src/graph/search.cc v2.27.7 speedArrayIntra/Inter, sm90SpeedArrayIntra (v2.21+)/Inter
-# (v2.19+), sm100SpeedArrayIntra/Inter (v2.27-v2.28) (nccl-model.md 3.3). [GB/s]
+# (v2.19+), sm100SpeedArrayIntra/Inter (v2.27-v2.28) (NVIDIA/nccl v2.27.7-1). [GB/s]
 _V2_18_SPEED_INTRA = (40.0, 30.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0)
 _V2_18_SPEED_INTER = (48.0, 30.0, 28.0, 24.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0,
                       4.0, 3.0, 2.4, 1.2, 0.24, 0.12)
@@ -644,7 +652,7 @@ _V2_27_SM100_SPEED_INTRA = (90.0, 80.0, 70.0, 60.0, 50.0, 40.0, 30.0, 24.0, 20.0
 _V2_27_SM100_SPEED_INTER = (96.0, 48.0, 45.1, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0,
                             12.0, 6.0, 3.0, 2.4, 1.2, 0.24, 0.12)
 # src/graph/topo.h v2.27.7 ncclTopoNVLinkBw: SM100 40.1, SM90 20.6, SM86 12.0, SM80 20.0,
-# SM70 20.0, SM60 18.0, otherwise SM80 (nccl-model.md 1.4). Thresholds are tested in order;
+# SM70 20.0, SM60 18.0, otherwise SM80 (NVIDIA/nccl v2.27.7-1). Thresholds are tested in order;
 # (87, SM80) makes cc 87-89 take the SM80 value and cc 86 alone take SM86. [GB/s]
 _V2_27_NVLINK_BW = ((100, 40.1), (90, 20.6), (87, 20.0), (86, 12.0), (80, 20.0), (70, 20.0),
                     (60, 18.0))
@@ -654,49 +662,49 @@ _V2_27_NVLINK_BW = ((100, 40.1), (90, 20.6), (87, 20.0), (86, 12.0), (80, 20.0),
 _V2_27_PCI_BW = (("pcie3_x16", 12.0), ("pcie4_x16", 24.0), ("pcie5_x16", 48.0))
 
 # --- v2.12.12-1 -----------------------------------------------------------------------------
-# baseLat, nccl-model.md 5.2 column v2.7-v2.17. [µs]
+# baseLat, NVIDIA/nccl v2.12.12-1 src/graph/tuning.cc (the same from v2.7 to v2.17). [µs]
 _V2_12_BASE_LAT = (
     (4.4, 4.4, 0.0),    # Tree
     (3.6, 10.0, 8.4),   # Ring
 )
-# hwLat, nccl-model.md 5.2 "Older hwLat values" rows v2.7 (PCI) and v2.8-v2.17 (NVLINK, NET),
-# with the v2.12.x-v2.13.x exception NET Ring Simple = 28. [µs]
+# hwLat, NVIDIA/nccl v2.12.12-1 src/graph/tuning.cc (PCI row as v2.7.8-1, NVLINK and NET rows
+# as v2.8-v2.17), with the v2.12.x-v2.13.x NET Ring Simple = 28. [µs]
 _V2_12_HW_LAT = (
     ((0.52, 1.25, 28.0), (0.47, 1.9, 3.4)),   # NVLINK: Tree, Ring
     ((1.0, 1.9, 28.0), (1.0, 2.5, 5.7)),      # PCI
     ((5.0, 8.5, 28.0), (2.7, 4.0, 28.0)),     # NET
 )
-# v2.12 "used one ll128MaxBwPerCh = 20.0, and llMaxBws/perChMaxTreeBws with only Volta/Ampere
-# rows" (nccl-model.md 5.3); the Volta/Ampere rows are untagged there, read as unchanged.
+# NVIDIA/nccl v2.12.12-1 src/graph/tuning.cc: one ll128MaxBwPerCh = 20.0, and llMaxBws /
+# perChMaxTreeBws with Volta/Ampere rows only; [U] their values read as v2.27.7-1's.
 _V2_12_LL_MAX_BWS = _V2_27_LL_MAX_BWS[:2]
 _V2_12_LL128_MAX_BW_PER_CH = ((20.0, 20.0, 20.0), (20.0, 20.0, 20.0))
 _V2_12_PER_CH_MAX_TREE_BWS = _V2_27_PER_CH_MAX_TREE_BWS[:2]
-# search.cc speed arrays v2.12-v2.17 (nccl-model.md 3.3). [GB/s]
+# src/graph/search.cc speed arrays, NVIDIA/nccl v2.12.12-1 (the same to v2.17.1-1). [GB/s]
 _V2_12_SPEED_INTRA = (44.0, 30.0, 22.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0)
 _V2_12_SPEED_INTER = (48.0, 30.0, 24.0, 22.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0,
                       3.0, 2.4, 1.2, 0.24, 0.12)
-# topo.h v2.10-v2.17: SM60 18, SM70 22, SM80 22, SM86 12, SM90 = SM80 (nccl-model.md 1.4). [GB/s]
+# src/graph/topo.h NVIDIA/nccl v2.12.12-1 (v2.10-v2.17): SM60 18, SM70 22, SM80 22, SM86 12, SM90 = SM80. [GB/s]
 _V2_12_NVLINK_BW = ((87, 22.0), (86, 12.0), (80, 22.0), (70, 22.0), (60, 18.0))
 
 _SOURCES_V2_27 = (
     "baseLat, hwLat, llMaxBws, perChMax*Bws, treeCorrectionFactor, protocol factors, ring "
-    "plateau, LL128 rules: NVIDIA/nccl v2.27.7-1 src/graph/tuning.cc (nccl-model.md 5.1-5.7)",
-    "getNetOverhead: src/graph/tuning.cc v2.18+ (nccl-model.md 5.2)",
-    "speed arrays, ncclTopoDupChannels: src/graph/search.cc (nccl-model.md 3.3, 3.7)",
-    "MAXCHANNELS 64, NCCL_STEPS 8: src/include/device.h (nccl-model.md 0, 5.7)",
-    "NVLink/PCI/QPI/LOC bandwidths: src/graph/topo.h (nccl-model.md 1.4)",
+    "plateau, LL128 rules: NVIDIA/nccl v2.27.7-1 src/graph/tuning.cc, src/enqueue.cc",
+    "getNetOverhead: NVIDIA/nccl v2.27.7-1 src/graph/tuning.cc (v2.18+)",
+    "speed arrays, ncclTopoDupChannels: NVIDIA/nccl v2.27.7-1 src/graph/search.cc",
+    "MAXCHANNELS 64, NCCL_STEPS 8: NVIDIA/nccl v2.27.7-1 src/include/device.h",
+    "NVLink/PCI/QPI/LOC bandwidths: NVIDIA/nccl v2.27.7-1 src/graph/topo.h",
 )
 _SOURCES_V2_12 = (
     "baseLat, hwLat, Ring LL/LL128 factors, latency rules: NVIDIA/nccl v2.12.12-1 "
-    "src/graph/tuning.cc as nccl-model.md 5.2-5.6 tags them",
-    "speed arrays: src/graph/search.cc v2.12-v2.17 (nccl-model.md 3.3)",
-    "NVLink/QPI bandwidths: src/graph/topo.h v2.10-v2.17 (nccl-model.md 1.4)",
+    "src/graph/tuning.cc",
+    "speed arrays: NVIDIA/nccl v2.12.12-1 src/graph/search.cc",
+    "NVLink/QPI bandwidths: NVIDIA/nccl v2.12.12-1 src/graph/topo.h",
 )
 _NOTES_V2_12 = (
     "llMaxBws and perChMaxTreeBws Volta/Ampere rows, treeCorrectionFactor, the ring plateau "
     "rule, the Tree ratio and LL/LL128 factors, NCCL_STEPS and the Broadcast/Reduce latency "
     "rule are "
-    "untagged in nccl-model.md (which tags differences inline) and are read as unchanged.",
+    "[U] not read at tag v2.12.12-1: taken as unchanged from v2.27.7-1.",
     "No bandwidth-cap rows for compute capability >= 90: v2.12 had Volta and Ampere rows only.",
     "No net overhead (getNetOverhead is v2.18+): stored as zero, which is the same as absent.",
     "No sm90/sm100 speed arrays (they appear in v2.18 / v2.25): the generic arrays apply.",
@@ -762,33 +770,33 @@ def _derive(base: NcclProfile, **changes) -> NcclProfile:
 _V2_27_7 = _build(
     version="2.27.7", tag="v2.27.7-1",
     path_types=PATH_TYPES,
-    max_channels=64,                      # MAXCHANNELS, v2.27 (nccl-model.md 0)
-    nccl_steps=8,                         # NCCL_STEPS (nccl-model.md 5.7)
+    max_channels=64,                      # MAXCHANNELS, src/include/device.h v2.27.7-1
+    nccl_steps=8,                         # NCCL_STEPS, src/include/device.h
     base_latency=_V2_27_BASE_LAT,
     hw_latency=_V2_27_HW_LAT,
     ll_max_bws=_V2_27_LL_MAX_BWS,
     per_ch_max_ring_ll128_bws=_V2_27_PER_CH_MAX_RING_LL128_BWS,
     per_ch_max_tree_ll128_bws=_V2_27_PER_CH_MAX_TREE_LL128_BWS,
     per_ch_max_tree_bws=_V2_27_PER_CH_MAX_TREE_BWS,
-    ring_ll_factor=0.5,                   # Ring LL x0.5, v2.21+ (nccl-model.md 5.4)
+    ring_ll_factor=0.5,                   # Ring LL x0.5, v2.21+ (src/graph/tuning.cc)
     ring_ll_factor_single_node_copy=0.5,
-    ring_ll128_factor=0.92,               # Ring LL128 x0.92 (5.4); ppn<2 rule removed by v2.23
+    ring_ll128_factor=0.92,               # Ring LL128 x0.92 (tuning.cc); ppn<2 rule removed by v2.23
     ring_ll128_factor_ppn1=0.92,
-    tree_factor=0.92,                     # Tree AllReduce x0.92 (5.4)
-    tree_ll_divisor=3.8,                  # Tree LL /3.8 (5.4)
-    tree_ll128_factor_single_node=7 / 9,  # Tree LL128 (5.4)
+    tree_factor=0.92,                     # Tree AllReduce x0.92 (tuning.cc)
+    tree_ll_divisor=3.8,                  # Tree LL /3.8 (tuning.cc)
+    tree_ll128_factor_single_node=7 / 9,  # Tree LL128 (tuning.cc)
     tree_ll128_factor_multi_node=120 / 128,
-    tree_pattern_factor=0.85,             # maxTreePattern == TREE (5.4)
-    tree_alg_ratio=0.5,                   # bus -> alg ratio "Tree, CollNet*, others" (5.4)
+    tree_pattern_factor=0.85,             # maxTreePattern == TREE (tuning.cc)
+    tree_alg_ratio=0.5,                   # bus -> alg ratio "Tree, CollNet*, others" (tuning.cc)
     tree_correction_factor=_V2_27_TREE_CORRECTION,
-    ring_plateau_factor=(1.9, 1.4),       # minCompCap < 80 / >= 80 (5.7)
-    ring_plateau_min_bytes=64,            # nBytes/(comm->nChannels*nRanks) >= 64 (5.7)
-    net_overhead=(1.0, 2.0, 1.0),         # getNetOverhead: Intel, AMD, other [µs] (5.2)
-    net_overhead_simple_factor=3,         # getNetOverhead() * (Simple ? 3 : 1) (5.5)
-    ring_ll_multi_node_intra_factor=1.0,  # the x1.8 is v2.7-v2.17 only (5.5)
-    allreduce_inter_steps_offset=1,       # 2*(nNodes-1) (5.5)
+    ring_plateau_factor=(1.9, 1.4),       # minCompCap < 80 / >= 80 (enqueue.cc)
+    ring_plateau_min_bytes=64,            # nBytes/(comm->nChannels*nRanks) >= 64 (enqueue.cc)
+    net_overhead=(1.0, 2.0, 1.0),         # getNetOverhead: Intel, AMD, other [µs] (tuning.cc)
+    net_overhead_simple_factor=3,         # getNetOverhead() * (Simple ? 3 : 1) (tuning.cc)
+    ring_ll_multi_node_intra_factor=1.0,  # the x1.8 is v2.7-v2.17 only (tuning.cc)
+    allreduce_inter_steps_offset=1,       # 2*(nNodes-1) (tuning.cc)
     inter_latency_rule="ppn",
-    ll128_max_type_intra="NVB",           # 5.6
+    ll128_max_type_intra="NVB",           # tuning.cc
     ll128_max_type_inter="PXB",
     ll128_max_type_inter_sm90="PXN",      # NCCL_LL128_C2C default 1 and sm >= 90
     ll128_compute_capabilities=None,      # minCompCap == maxCompCap, any value >= 70
@@ -800,10 +808,10 @@ _V2_27_7 = _build(
     speed_sm90_inter=_V2_19_SM90_SPEED_INTER,
     speed_sm100_intra=_V2_27_SM100_SPEED_INTRA,
     speed_sm100_inter=_V2_27_SM100_SPEED_INTER,
-    dup_channels=(25.0, 80, 50.0, 4),     # ncclTopoDupChannels (3.7) [GB/s, cc, GB/s, channels]
+    dup_channels=(25.0, 80, 50.0, 4),     # ncclTopoDupChannels (search.cc) [GB/s, cc, GB/s, channels]
     nvlink_bandwidths=_V2_27_NVLINK_BW,
-    nvlink_bandwidth_default=20.0,        # "otherwise SM80" (1.4)
-    loc_bandwidth=5000.0, pci_bandwidth=12.0,  # LOC_BW, PCI_BW (1.4)
+    nvlink_bandwidth_default=20.0,        # "otherwise SM80" (topo.h)
+    loc_bandwidth=5000.0, pci_bandwidth=12.0,  # LOC_BW, PCI_BW (topo.h)
     bdw_qpi_bandwidth=6.0, skl_qpi_bandwidth=10.0,
     pci_bandwidths=_V2_27_PCI_BW,
     sources=_SOURCES_V2_27,
@@ -813,7 +821,7 @@ _V2_27_7 = _build(
 
 _V2_12_12 = _build(
     version="2.12.12", tag="v2.12.12-1",
-    path_types=("LOC", "NVL", "NVB", "PIX", "PXB", "PXN", "PHB", "SYS", "DIS"),  # 1.3, v2.12-v2.17
+    path_types=("LOC", "NVL", "NVB", "PIX", "PXB", "PXN", "PHB", "SYS", "DIS"),  # topo.h v2.12-v2.17
     max_channels=32,                      # [U] see _NOTES_V2_12
     nccl_steps=8,
     base_latency=_V2_12_BASE_LAT,
@@ -837,10 +845,10 @@ _V2_12_12 = _build(
     ring_plateau_min_bytes=64,
     net_overhead=(0.0, 0.0, 0.0),
     net_overhead_simple_factor=3,
-    ring_ll_multi_node_intra_factor=1.8,  # v2.7-v2.17 (5.5)
-    allreduce_inter_steps_offset=0,       # v2.12-v2.22: nNodes>1 ? 2*nNodes : 0 (5.5)
+    ring_ll_multi_node_intra_factor=1.8,  # v2.7-v2.17 (tuning.cc)
+    allreduce_inter_steps_offset=0,       # v2.12-v2.22: nNodes>1 ? 2*nNodes : 0 (tuning.cc)
     inter_latency_rule="graph-or-net",    # v2.12: latencyInter ? latencyInter : hwLat[NET][a][p]
-    ll128_max_type_intra="NVL",           # v2.12 (5.6)
+    ll128_max_type_intra="NVL",           # v2.12 (tuning.cc)
     ll128_max_type_inter="PXB",
     ll128_max_type_inter_sm90=None,
     ll128_compute_capabilities=(70, 80),  # "all GPUs are sm70 or all sm80"
@@ -854,7 +862,7 @@ _V2_12_12 = _build(
     nvlink_bandwidths=_V2_12_NVLINK_BW,
     nvlink_bandwidth_default=22.0,        # SM80 value of v2.10-v2.17
     loc_bandwidth=5000.0, pci_bandwidth=12.0,
-    bdw_qpi_bandwidth=6.0, skl_qpi_bandwidth=9.0,  # SKL_QPI_BW 9 in v2.7-v2.17 (1.4)
+    bdw_qpi_bandwidth=6.0, skl_qpi_bandwidth=9.0,  # SKL_QPI_BW 9 in v2.7-v2.17 (topo.h)
     pci_bandwidths=_V2_27_PCI_BW,  # kvDictPciGen: 8 and 16 GT/s as in v2.27 [U] for 32 GT/s
     sources=_SOURCES_V2_12,
     notes=_NOTES_V2_12,
@@ -931,8 +939,8 @@ _V2_18_6 = _derive(
 )
 
 # --- v2.14-v2.17 (v2.17.1-1) and v2.10-v2.11 (v2.11.4-1): the v2.12 tables except ------------
-# hwLat[NET][Ring][Simple] = 9.6 (28 only in v2.12-v2.13, 5.2), and for v2.10-
-# v2.11 AllReduce nInterSteps = 2*(nNodes-1) (v2.7-v2.11, 5.5).
+# hwLat[NET][Ring][Simple] = 9.6 (28 only in v2.12-v2.13), and for v2.10-
+# v2.11 AllReduce nInterSteps = 2*(nNodes-1) (v2.7-v2.11), src/graph/tuning.cc.
 _V2_NET_RING_SIMPLE_9_6 = (((0.52, 1.25, 28.0), (0.47, 1.9, 3.4)),
                            ((1.0, 1.9, 28.0), (1.0, 2.5, 5.7)),
                            ((5.0, 8.5, 28.0), (2.7, 4.0, 9.6)))
@@ -944,7 +952,7 @@ _V2_17_1 = _derive(
 )
 _V2_11_4 = _derive(
     _V2_17_1, version="2.11.4", tag="v2.11.4-1", first=(2, 10, 0), last=(2, 11, _ANY),
-    path_types=("LOC", "NVL", "NVB", "PIX", "PXB", "PHB", "SYS"),   # 1.3, v2.8-v2.11 (no PXN)
+    path_types=("LOC", "NVL", "NVB", "PIX", "PXB", "PHB", "SYS"),   # topo.h v2.8-v2.11 (no PXN)
     pxn=False, allreduce_inter_steps_offset=1,
     notes=_NOTES_V2_12[:-1] + ("The v2.12 tables with hwLat[NET][Ring][Simple] 9.6 and "
                                "AllReduce nInterSteps 2*(nNodes-1) (v2.7-v2.11); no PXN.",),
@@ -952,7 +960,7 @@ _V2_11_4 = _derive(
 
 # --- v2.8-v2.9 (v2.8.4-1) -------------------------------------------------------------------
 # topo.h v2.7-v2.9: SM60 18, SM70 21, SM80 21 (v2.9), SM86 12 (v2.9); QPI 6, SKL 9; search.cc
-# v2.9 single speed array; NVB paths from v2.8 (1.3).
+# v2.9 single speed array; NVB paths from v2.8 (topo.h).
 _V2_9_SPEED = (42.0, 30.0, 24.0, 21.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0, 2.4,
                1.2, 0.24, 0.12)
 _V2_8_4 = _derive(
@@ -960,8 +968,8 @@ _V2_8_4 = _derive(
     speed_intra=_V2_9_SPEED, speed_inter=_V2_9_SPEED,
     nvlink_bandwidths=((87, 21.0), (86, 12.0), (80, 21.0), (70, 21.0), (60, 18.0)),
     nvlink_bandwidth_default=21.0,
-    sources=("NVIDIA/nccl v2.8-v2.9 src/graph/tuning.cc, search.cc, topo.h as the tag columns "
-             "of 1.3, 1.4, 3.3, 5.2-5.5 give them",),
+    sources=("NVIDIA/nccl v2.8.4-1 and v2.9.9-1 src/graph/tuning.cc, src/graph/search.cc, "
+             "src/graph/topo.h",),
     notes=("[U] MAXCHANNELS 32, DupChannels and llMaxBws/perChMax rows as v2.12 (untagged).",
            "[U] the speed array is v2.9's (v2.8 lies between v2.7's and v2.9's).",
            "[U] LL128 enabling as v2.12 (all sm70 or all sm80, typeIntra <= NVL).",
@@ -969,8 +977,8 @@ _V2_8_4 = _derive(
 )
 
 # --- v2.7.8-1: 2.7.x ------------------------------------------------------------------------
-# hwLat v2.7 row; no NVB path type (1.3); Ring LL without cap (x1/4, x1/3 single-node copies);
-# ll128MaxBwPerCh[coll]; Tree x0.9 with maxTreeBw; sm80 busBw <= 235 (5.3, 5.4); speed array.
+# hwLat v2.7 row; no NVB path type (topo.h); Ring LL without cap (x1/4, x1/3 single-node copies);
+# ll128MaxBwPerCh[coll]; Tree x0.9 with maxTreeBw; sm80 busBw <= 235 (tuning.cc); speed array.
 _V2_7_8 = _derive(
     _V2_8_4, version="2.7.8", tag="v2.7.8-1", first=(2, 7, 0), last=(2, 7, _ANY),
     path_types=("LOC", "NVL", "PIX", "PXB", "PHB", "SYS", "NET"),
@@ -1041,7 +1049,7 @@ _LEGACY_NOTES = (
 )
 _V2_4_8 = _derive(
     _V2_5_7, version="2.4.8", tag="v2.4.8-1", first=(2, 4, 0), last=(2, 4, _ANY),
-    max_channels=16,                      # MAXCHANNELS 16 (v2.4, 0)
+    max_channels=16,                      # MAXCHANNELS 16 (src/include/devcomm.h v2.4.8-1)
     ring_builder="p2p_rings", tree_rule="threshold", selection="threshold",
     ll128=False, nvb_relay=False, pxn=False,
     legacy=LegacyRings(max_rings=16, default_threads=256, ll_max_threads=256, ll_min_threads=64,

@@ -1,6 +1,6 @@
 """NCCL's tuning model: bus bandwidth, latency, time, and the choice of algorithm and protocol.
 
-This reimplements, from nccl-model.md sections 5.1-5.7, what ``ncclTopoTuneModel`` and
+This reimplements, from NVIDIA/nccl v2.27.7-1 (and the tags of older profiles), what ``ncclTopoTuneModel`` and
 ``ncclTopoGetAlgoTime`` (src/graph/tuning.cc) and ``topoGetAlgoInfo`` (src/enqueue.cc)
 compute, for the Ring and Tree algorithms and the LL, LL128 and Simple protocols. It does
 not look at a fabric: the channel search produces, per algorithm, a :class:`ChannelGraph`
@@ -34,12 +34,12 @@ NCCL_PROTO environment lists (use ``algorithm=`` / ``protocol=`` of
 
 References
 ----------
-.. [1] nccl-model.md sections 3.7, 5.1-5.8 (NVIDIA/nccl v2.27.7-1 src/graph/tuning.cc,
-   src/enqueue.cc, src/graph/search.cc, src/graph/connect.cc).
+.. [1] NVIDIA/nccl v2.27.7-1 src/graph/tuning.cc, src/enqueue.cc, src/graph/search.cc,
+   src/graph/connect.cc, src/transport/nvls.cc; older releases at the tag of their profile.
 
 Examples
 --------
-The worked example of nccl-model.md 5.8: 8 H100 on one NVSwitch node, ring and tree graphs
+A worked example derived by hand from the v2.27.7-1 tables: 8 H100 on one NVSwitch node, ring and tree graphs
 of 12 channels x 30 GB/s, AllReduce of 1 MiB.
 
 >>> from models.nccl.tuning import ChannelGraph, Communicator, select_algorithm
@@ -74,11 +74,11 @@ __all__ = [
     "tree_threshold",
 ]
 
-#: Collectives NCCL's tuning model covers, in NCCL's function order (nccl-model.md 0).
+#: Collectives NCCL's tuning model covers, in NCCL's function order (src/include/device.h).
 NCCL_COLLECTIVES = ("broadcast", "reduce", "all_gather", "reduce_scatter", "all_reduce")
-#: Search patterns of a channel graph (NCCL_TOPO_PATTERN_*; nccl-model.md 3.1-3.2).
+#: Search patterns of a channel graph (NCCL_TOPO_PATTERN_*, src/graph/search.cc).
 PATTERNS = ("ring", "balanced_tree", "tree", "split_tree")
-#: CPU vendors that change the model (llMaxBws row multi-node, getNetOverhead; 5.1-5.2).
+#: CPU vendors that change the model (llMaxBws row multi-node, getNetOverhead; src/graph/tuning.cc).
 CPU_VENDORS = ("intel", "amd", "other")
 
 
@@ -173,7 +173,7 @@ class ChannelGraph:
         ``"NVB"``, ``"PIX"``, ``"PXB"``, ``"PHB"``, ``"SYS"``, ...; ``"LOC"`` for one GPU).
         An enum member whose ``name`` is one of these (``models.routes.PathType.NVL``) is
         stored as its name. ``"NVL"`` selects NCCL's NVLINK latencies, anything else the PCI
-        ones (NVB counts as PCI, nccl-model.md 5.1).
+        ones (NVB counts as PCI, src/graph/tuning.cc).
     bw_inter : float, optional
         ``graph.bwInter`` [B/s]; defaults to ``bw_intra`` (NCCL sets both to the same speed;
         they differ only after pass 2 of multi-node tree searches).
@@ -564,7 +564,7 @@ class Selection:
 # ------------------------------------------------------------------------------- the model
 def nsteps(collective: str, nranks: int) -> int:
     """Ring steps of a collective: AllReduce ``2(n-1)``, AllGather/ReduceScatter ``n-1``,
-    Broadcast/Reduce ``n`` (tuning.cc; nccl-model.md 5.1).
+    Broadcast/Reduce ``n`` (src/graph/tuning.cc).
 
     Examples
     --------
@@ -582,8 +582,8 @@ def nsteps(collective: str, nranks: int) -> int:
 def bus_to_alg_ratio(collective: str, algorithm: str, nranks: int, profile=None) -> float:
     """Bus -> algorithm bandwidth ratio NCCL applies before storing a bandwidth.
 
-    Ring: ``nRanks / nsteps``; Tree: the profile's ``tree_alg_ratio``, 0.5 (nccl-model.md
-    5.4).
+    Ring: ``nRanks / nsteps``; Tree: the profile's ``tree_alg_ratio``, 0.5 (src/graph/
+    tuning.cc).
 
     Examples
     --------
@@ -606,7 +606,7 @@ def applicability(collective: str, algorithm: str, protocol: str, comm: Communic
                   profile=None) -> tuple:
     """Whether NCCL enables (algorithm, protocol) for a collective on this communicator.
 
-    Rules (nccl-model.md 5.4 "Applicability" and 5.6): Broadcast, Reduce, AllGather and
+    Rules (src/graph/tuning.cc, src/enqueue.cc): Broadcast, Reduce, AllGather and
     ReduceScatter run Ring only (PAT/NVLS/CollNet are not modelled); LL128 needs, for the
     reference version, typeInter <= PXB (<= PXN on sm90+), typeIntra <= NVB, one compute
     capability >= 70 across GPUs, and not (sm90 + CUDA 11.8 + Ring AllReduce on 2 ranks);
@@ -634,7 +634,7 @@ def applicability(collective: str, algorithm: str, protocol: str, comm: Communic
     if algorithm == "tree" and profile.tree_rule == "threshold" and comm.nnodes < 2:
         return False, f"NCCL {profile.version} runs trees only across 2 or more nodes"
     if algorithm == "tree" and collective != "all_reduce":
-        return False, f"NCCL runs {collective} with Ring only (nccl-model.md 5.4)"
+        return False, f"NCCL runs {collective} with Ring only (src/graph/tuning.cc)"
     if protocol != "LL128":
         return True, ""
     if not profile.ll128:
@@ -674,7 +674,7 @@ def bus_bandwidth(collective: str, algorithm: str, protocol: str, comm: Communic
     """NCCL's bus bandwidth for one (collective, algorithm, protocol), step by step.
 
     ``busBw = nChannels x bw`` (bw = bwIntra on <= 2 nodes, else bwInter), then, in NCCL's
-    order (nccl-model.md 5.4, reference version):
+    order (src/graph/tuning.cc v2.27.7-1):
 
     - Ring LL: ``min(busBw x 0.5, llMaxBw)``;
     - Ring LL128: ``min(busBw x 0.92, nChannels x perChMaxRingLL128Bw)``;
@@ -808,7 +808,7 @@ def latency(collective: str, algorithm: str, protocol: str, comm: Communicator,
             profile=None) -> Latency:
     """NCCL's latency for one (collective, algorithm, protocol), term by term.
 
-    Reference version (nccl-model.md 5.5), with ``intraLat = hwLat[intraHw][a][p]`` and
+    v2.27.7-1 (src/graph/tuning.cc), with ``intraLat = hwLat[intraHw][a][p]`` and
     ``interLat = (ppn == 1 ? hwLat[NET][Tree][p] : hwLat[NET][a][p]) + latencyInter (x2
     for Simple)``:
 
@@ -862,7 +862,7 @@ def latency(collective: str, algorithm: str, protocol: str, comm: Communicator,
     steps_total = nsteps(collective, comm.nranks)
     overhead = 0.0
     if algorithm == "ring" and profile.ring_latency_rule == "nsteps_hw":
-        # v2.5: lat += nsteps x hwLat[hw][Ring][p], hw = NET on several nodes (5.5).
+        # v2.5: lat += nsteps x hwLat[hw][Ring][p], hw = NET on several nodes (v2.5.7-1 tuning.cc).
         terms = (LatencyTerm(f"nsteps x hwLat[{hw}][ring][{protocol}]", steps_total,
                              profile.hw_lat(hw, "ring", protocol)),)
     elif algorithm == "ring" and collective in ("broadcast", "reduce"):
@@ -920,7 +920,7 @@ def tune(collective: str, algorithm: str, protocol: str, comm: Communicator,
     >>> round(t.bus.value / 1e9, 1), round(t.bandwidth / 1e9, 1), round(t.latency.value * 1e6, 1)
     (257.6, 128.8, 31.5)
     >>> tune("broadcast", "tree", "Simple", Communicator(8, g, g, 90)).reason
-    'NCCL runs broadcast with Ring only (nccl-model.md 5.4)'
+    'NCCL runs broadcast with Ring only (src/graph/tuning.cc)'
     """
     collective = _check_collective(collective)
     algorithm = _check_algorithm(algorithm)
@@ -971,8 +971,8 @@ def _out(array, scalar: bool):
 def comm_channels(ring_nchannels: int, tree_nchannels: int, profile=None) -> int:
     """``comm->nChannels``: ``min(MAXCHANNELS, 2 x min(ring, tree nChannels))``.
 
-    nccl-model.md 0 (step 5-6) and 3.7 (``ncclTopoPostset`` doubles the channels). The extra
-    copies of 3.7 (CollNet x1.5, sm90 multi-node x2, unpack net devices x2) and
+    src/init.cc and src/graph/connect.cc (``ncclTopoPostset`` doubles the channels). The extra
+    copies (CollNet x1.5, sm90 multi-node x2, unpack net devices x2) and
     NCCL_MIN/MAX_NCHANNELS are not modelled; pass ``Communicator(nchannels=...)`` to override.
 
     Raises
@@ -997,7 +997,7 @@ def comm_channels(ring_nchannels: int, tree_nchannels: int, profile=None) -> int
 def algo_time(tuning: Tuning, nbytes, comm: Communicator, profile=None) -> AlgoTime:
     """NCCL's predicted time of one table cell for sizes ``nbytes`` (``ncclTopoGetAlgoTime``).
 
-    ``time = lat + nBytes / bw`` with (nccl-model.md 5.7):
+    ``time = lat + nBytes / bw`` with (src/graph/tuning.cc, src/enqueue.cc):
 
     - Tree AllReduce: ``bw x treeCorrectionFactor[p][log2i(nBytes >> 6)]`` for
       0 <= log2i < 23 (no correction below 64 B or from 512 MiB on);
@@ -1133,7 +1133,7 @@ def select_algorithm(collective: str, nbytes, comm: Communicator, *, algorithm=N
     Every enabled cell of :func:`tuning_table` (restricted to ``algorithm`` / ``protocol``
     when given) is timed with :func:`algo_time`; the lowest time wins, ties going to the
     lower index (Tree before Ring, LL before LL128 before Simple), as in NCCL's
-    ``topoGetAlgoInfo`` (nccl-model.md 5.7). NCCL 2.0-2.4 had no such model: they choose by
+    ``topoGetAlgoInfo`` (src/enqueue.cc). NCCL 2.0-2.4 had no such model: they choose by
     size thresholds (:func:`ll_threshold`, :func:`tree_threshold`), and the cell they choose is timed.
 
     Parameters
@@ -1171,7 +1171,7 @@ def select_algorithm(collective: str, nbytes, comm: Communicator, *, algorithm=N
     >>> select_algorithm("broadcast", 8, Communicator(8, g, g, 90), algorithm="tree")
     Traceback (most recent call last):
     ...
-    models.nccl.tuning.NoAlgorithmError: no enabled algorithm/protocol for broadcast matching algorithm='tree', protocol=None: tree/LL: NCCL runs broadcast with Ring only (nccl-model.md 5.4); tree/LL128: NCCL runs broadcast with Ring only (nccl-model.md 5.4); tree/Simple: NCCL runs broadcast with Ring only (nccl-model.md 5.4)
+    models.nccl.tuning.NoAlgorithmError: no enabled algorithm/protocol for broadcast matching algorithm='tree', protocol=None: tree/LL: NCCL runs broadcast with Ring only (src/graph/tuning.cc); tree/LL128: NCCL runs broadcast with Ring only (src/graph/tuning.cc); tree/Simple: NCCL runs broadcast with Ring only (src/graph/tuning.cc)
     """
     collective = _check_collective(collective)
     forced_algorithm = None if algorithm is None else _check_algorithm(algorithm)
