@@ -36,11 +36,15 @@ releases        profile   constants   behaviour (source)
 2.8.0-2.9.x     2.8.4     v2.8.4-1    NVB relays through one GPU (src/graph/paths.cc), llMaxBws
 2.10.0-2.11.x   2.11.4    v2.11.4-1   NVLink 22 GB/s (src/graph/topo.h), v2.12 tables, no PXN
 2.12.0-2.13.x   2.12.12   v2.12.12-1  PXN (src/graph/paths.cc); hwLat[NET][Ring][Simple] 28
-2.14.0-2.17.x   2.17.1    v2.17.1-1   v2.12 tables with hwLat[NET][Ring][Simple] 9.6
-2.18.0-2.18.x   2.18.6    v2.18.6-1   MAXCHANNELS 32, NVLink 20, DupChannels, net overhead
-2.19.0-2.19.x   2.19.4    v2.19.4-1   hwLat Tree Simple 28
-2.20.0-2.22.x   2.21.5    v2.21.5-1   Ring LL x0.5, Hopper llMaxBws 141 (v2.21)
-2.23.0-2.26.x   2.23.4    v2.23.4-1   baseLat Tree Simple 8.4, no LL128 ppn rule
+2.14.0-2.16.x   2.16.5    v2.16.5-1   v2.12 tables with hwLat[NET][Ring][Simple] 9.6
+2.17.0-2.17.x   2.17.1    v2.17.1-1   as 2.16, and the first NVLS (src/transport/nvls.cc)
+2.18.0-2.18.x   2.18.6    v2.18.6-1   MAXCHANNELS 32, NVLink 20, DupChannels, net overhead,
+                                      NVLSTree
+2.19.0-2.19.x   2.19.4    v2.19.4-1   hwLat Tree Simple 28; NVLS AllGather/ReduceScatter
+2.20.0-2.22.x   2.21.5    v2.21.5-1   Ring LL x0.5, Hopper llMaxBws 141 (v2.21), MNNVL,
+                                      NCCL_MAX_NVLS_ARITY 32
+2.23.0-2.23.x   2.23.4    v2.23.4-1   baseLat Tree Simple 8.4, no LL128 ppn rule, PAT x0.85
+2.24.0-2.26.x   2.24.3    v2.24.3-1   as 2.23, PAT x0.75
 2.27.0-2.27.x   2.27.7    v2.27.7-1   the reference version (default), MAXCHANNELS 64
 ==============  ========  ==========  ==========================================================
 
@@ -56,9 +60,9 @@ the compute-capability index (Volta 0, Ampere 1, Hopper 2, Blackwell 3, see
 :meth:`NcclProfile.compute_capability_index`) or, for multi-node ``llMaxBws``, by CPU vendor;
 columns by node count (1 node, 2 nodes, 4+ nodes).
 
-Only the Tree and Ring algorithms are modelled. CollNet, NVLS, NVLSTree and PAT constants
-are deliberately absent (they need hardware this library does not model: SHARP, NVLink
-SHARP on NVSwitch 3, one rank per node).
+Tree, Ring, NVLS, NVLSTree (:class:`NvlsRules`, v2.17+) and PAT (:class:`PatRules`, v2.23+)
+are modelled. CollNet is not: NCCL enables CollNetDirect/CollNetChain only with a CollNet
+(SHARP-enabled network) plugin, which none of these fabrics has, so NCCL would not pick them.
 
 References
 ----------
@@ -94,12 +98,19 @@ from topo.units import GB, us
 
 __all__ = [
     "ALGORITHMS", "PROTOCOLS", "HARDWARE", "PATH_TYPES", "DEFAULT_VERSION",
-    "DupRule", "NcclProfile", "PROFILES", "nccl_profile",
+    "DupRule", "NvlsRules", "PatRules", "NcclProfile", "PROFILES", "nccl_profile",
+    "TABLE_ALGORITHMS", "NVLS_EFFICIENCY_V2_28",
     "UnknownNcclVersionError", "MissingConstantError",
 ]
 
-#: Algorithms modelled, in NCCL's index order (Tree=0, Ring=1; NVIDIA/nccl v2.27.7-1 src/include/device.h).
-ALGORITHMS = ("tree", "ring")
+#: Algorithms modelled, in NCCL's index order (Tree=0, Ring=1, NVLS=4, NVLSTree=5, PAT=6;
+#: NVIDIA/nccl v2.27.7-1 src/include/device.h). CollNetDirect=2 and CollNetChain=3 are not
+#: modelled: NCCL enables them only with a CollNet (SHARP) network plugin, which no fabric here
+#: has, so NCCL would never pick them on these systems.
+ALGORITHMS = ("tree", "ring", "nvls", "nvls_tree", "pat")
+#: The algorithms of the ``base_latency`` / ``hw_latency`` tables (NVLS, NVLSTree and PAT
+#: latencies are in :class:`NvlsRules` and :class:`PatRules`).
+TABLE_ALGORITHMS = ("tree", "ring")
 #: Protocols in NCCL's index order (LL=0, LL128=1, Simple=2; NVIDIA/nccl v2.27.7-1 src/include/device.h).
 PROTOCOLS = ("LL", "LL128", "Simple")
 #: Hardware classes of the latency table (NCCL_HW_NVLINK=0, PCI=1, NET=2; tuning.cc).
@@ -164,6 +175,96 @@ class DupRule:
 
 #: A ``last`` patch number meaning "every patch release of this minor release".
 _ANY = 999
+
+#: ``nvlsEfficiency`` per compute-capability row (Volta, Ampere, Hopper, Blackwell), from
+#: NVIDIA/nccl v2.28.3-1 src/graph/tuning.cc (absent before v2.28.3, where the v2.27 NVLS
+#: formulas apply). No shipped profile reaches v2.28; :attr:`NvlsRules.efficiency` takes it.
+NVLS_EFFICIENCY_V2_28 = (0.0, 0.0, 0.85, 0.74)
+
+
+@dataclass(frozen=True, slots=True)
+class NvlsRules:
+    """NVLink SHARP (NVLS, NVLSTree) in one release: enabling, search and model constants.
+
+    NVIDIA/nccl src/transport/nvls.cc (``ncclNvlsInit``), src/graph/search.cc (the NVLS
+    search), src/graph/tuning.cc, src/enqueue.cc and src/include/device.h at the profile's tag.
+
+    Attributes
+    ----------
+    min_gpus : int
+        NVLS is off with fewer GPUs in NCCL's node (v2.17: ``localRanks <= 1``; v2.18-v2.28.3:
+        GPU count ``<= 2``, so 3).
+    max_arity : int
+        ``NCCL_MAX_NVLS_ARITY``: 8 up to v2.20, 32 from v2.21. The NVLS search has
+        ``min(arity, nGPUs)`` heads; AllGather/ReduceScatter need ``localRanks <= arity``.
+    tree : bool
+        NVLSTree exists (v2.18+).
+    collectives : tuple of str
+        Collectives NVLS runs: AllReduce (v2.17+), AllGather and ReduceScatter (v2.19+).
+    mnnvl : str
+        NVLS on a multi-node NVLink clique: ``"none"`` (no MNNVL in the release), ``"off"``
+        (v2.20: "NVLS is not supported on MNNVL yet"), ``"clique"`` (v2.21-v2.24: off when the
+        clique has <= 2 GPUs), ``"gpus"`` (v2.25+: the GPU-count rule alone).
+    base_latency : tuple of float
+        ``baseLat[NVLS][Simple]``, ``baseLat[NVLSTree][Simple]``. [s]
+    hw_latency : tuple of tuple of float
+        ``hwLat[NVLINK, PCI, NET][NVLS, NVLSTree][Simple]``. [s]
+    ratio_rule : str
+        Bus -> algorithm ratio for AllReduce: ``"5/6"`` (v2.19-v2.27), ``"v2.18"`` (NVLS 5/6,
+        NVLSTree ``0.70 nNodes / (2 (nNodes - 1))``), ``"nsteps"`` (v2.28+: ``nRanks/nsteps``).
+    latency_rule : str
+        ``"v2.18"``: ``baseLat + (nNodes > 1 ? hwLat[NET] : 0)`` (NVLS) and ``+ 2 (nNodes - 1)
+        hwLat[NET]`` (NVLSTree); ``"v2.19"``: ``+ intraLat (+ interLat)`` and ``+ intraLat + 2
+        log2i(nNodes) interLat``.
+    nchannels : tuple of int
+        Execution channels ``comm->nvlsChannels``: (sm90, sm100 on one node or an MNNVL
+        clique of all ranks, sm100 across nodes). They run the kernels; the model uses the
+        search's heads.
+    efficiency : tuple of float or None
+        ``nvlsEfficiency`` per compute-capability row (v2.28.3+); ``None``: the v2.27 formulas.
+    min_tuning_channels : int
+        NVLS/NVLSTree need at least this many search channels in the model (1; 2 from v2.28).
+    """
+
+    min_gpus: int
+    max_arity: int
+    tree: bool
+    collectives: tuple
+    mnnvl: str
+    base_latency: tuple
+    hw_latency: tuple
+    ratio_rule: str
+    latency_rule: str
+    nchannels: tuple = (16, 16, 16)
+    efficiency: tuple | None = None
+    min_tuning_channels: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class PatRules:
+    """PAT (v2.23+): AllGather/ReduceScatter with one rank per node (``ncclPatEnable``).
+
+    NVIDIA/nccl v2.23.4-1 / v2.24.3-1 / v2.27.7-1 src/graph/tuning.cc.
+
+    Attributes
+    ----------
+    factor : float
+        ``busBw = treeGraph.nChannels x bw x factor``: 0.85 in v2.23, 0.75 from v2.24.3.
+    base_latency : float
+        The 8 µs written in the v2.23-v2.27 code (``baseLat[PAT]`` from v2.28). [s]
+    per_rank_latency : float
+        ``nRanks x 2.8`` µs. [s]
+    inter_divisor : float
+        ``log2i(nNodes) x interLat / 3.5``.
+    min_compute_capability : int
+        v2.26+: PAT is off below compute capability 60 (CUDA atomics); 0 before.
+    """
+
+    factor: float
+    base_latency: float
+    per_rank_latency: float
+    inter_divisor: float = 3.5
+    min_compute_capability: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -344,6 +445,14 @@ class NcclProfile:
         ``nsteps x hwLat[hw][Ring][p]`` with hw = NET on several nodes.
     legacy : LegacyRings or None
         The ring construction and protocol thresholds of NCCL 2.0-2.4.
+    nvls : NvlsRules or None
+        NVLS / NVLSTree (v2.17+); ``None`` when the release has no NVLS.
+    pat : PatRules or None
+        PAT (v2.23+); ``None`` when the release has none.
+    mnnvl : str
+        Multi-node NVLink (NVIDIA/nccl src/init.cc, src/graph/topo.cc): ``"none"`` before
+        v2.20.3; ``"all_ranks"`` (v2.20: one NCCL node when the clique holds every rank);
+        ``"clique"`` (v2.21+: the GPUs of one clique are one NCCL node, XML fused across it).
     """
 
     version: str
@@ -418,6 +527,9 @@ class NcclProfile:
     sm80_bus_cap: float | None = None
     ring_latency_rule: str = "split"
     legacy: LegacyRings | None = None
+    nvls: NvlsRules | None = None
+    pat: PatRules | None = None
+    mnnvl: str = "none"
 
     # ------------------------------------------------------------------ lookups
     @property
@@ -478,13 +590,37 @@ class NcclProfile:
         return index
 
     def base_lat(self, algorithm: str, protocol: str) -> float:
-        """``baseLat[algorithm][protocol]``. [s]"""
-        return self.base_latency[ALGORITHMS.index(algorithm)][PROTOCOLS.index(protocol)]
+        """``baseLat[algorithm][protocol]``. [s]
+
+        NVLS and NVLSTree run Simple only (0 for LL/LL128); PAT's base is its
+        :attr:`PatRules.base_latency` for Simple.
+
+        Raises
+        ------
+        MissingConstantError
+            For NVLS/NVLSTree/PAT in a release without them.
+        """
+        if algorithm in TABLE_ALGORITHMS:
+            return self.base_latency[TABLE_ALGORITHMS.index(algorithm)][PROTOCOLS.index(protocol)]
+        if algorithm == "pat":
+            return self.require("pat").base_latency if protocol == "Simple" else 0.0
+        rules = self.require("nvls")
+        return rules.base_latency[("nvls", "nvls_tree").index(algorithm)] if protocol == "Simple" \
+            else 0.0
 
     def hw_lat(self, hardware: str, algorithm: str, protocol: str) -> float:
-        """``hwLat[hardware][algorithm][protocol]``. [s]"""
-        return self.hw_latency[HARDWARE.index(hardware)][ALGORITHMS.index(algorithm)][
-            PROTOCOLS.index(protocol)]
+        """``hwLat[hardware][algorithm][protocol]``. [s]
+
+        PAT's per-step latency is the Tree column's (its model reads ``hwLat[NET][TREE]``).
+        """
+        if algorithm == "pat":
+            algorithm = "tree"
+        if algorithm in TABLE_ALGORITHMS:
+            return self.hw_latency[HARDWARE.index(hardware)][TABLE_ALGORITHMS.index(algorithm)][
+                PROTOCOLS.index(protocol)]
+        rules = self.require("nvls")
+        return rules.hw_latency[HARDWARE.index(hardware)][("nvls", "nvls_tree").index(algorithm)] \
+            if protocol == "Simple" else 0.0
 
     def ll_max_bw(self, row: int, nnodes: int) -> float:
         """``llMaxBws[row][index2]``, index2 = nnodes - 1 capped at 2. [B/s]"""
@@ -596,7 +732,9 @@ _CONSTANT_FILES = {"max_channels": "src/include/device.h MAXCHANNELS",
                    "dup_channels": "src/graph/search.cc ncclTopoDupChannels",
                    "tree_pattern_factor": "src/graph/tuning.cc",
                    "tree_correction_factor": "src/graph/tuning.cc treeCorrectionFactor",
-                   "ring_plateau_factor": "src/graph/tuning.cc ncclTopoGetAlgoTime"}
+                   "ring_plateau_factor": "src/graph/tuning.cc ncclTopoGetAlgoTime",
+                   "nvls": "src/transport/nvls.cc, src/graph/tuning.cc NVLS",
+                   "pat": "src/graph/tuning.cc ncclPatEnable"}
 
 # ============================================================================================
 # Tables in NCCL's units (GB/s, µs), as NCCL writes them. Converted to SI in _build() only.
@@ -767,6 +905,37 @@ def _derive(base: NcclProfile, **changes) -> NcclProfile:
     return replace(base, **changes)
 
 
+# --- NVLS / NVLSTree / PAT rules per release --------------------------------------------------
+# hwLat NVLS/NVLSTree Simple, NVIDIA/nccl v2.27.7-1 src/graph/tuning.cc: NVLINK 25/25, PCI 0/0,
+# NET 18/14. [U] releases v2.17-v2.26 are taken to have the same values (their rows were not
+# read). [µs]
+_NVLS_HW_LAT = ((_us(25.0), _us(25.0)), (0.0, 0.0), (_us(18.0), _us(14.0)))
+# v2.27.7-1: NVLS off with <= 2 GPUs (src/transport/nvls.cc), arity 32 (src/include/device.h),
+# AllReduce/AllGather/ReduceScatter (src/graph/tuning.cc), baseLat 0, bus->alg 5/6, MNNVL the
+# GPU-count rule (v2.25+), nvlsChannels sm90 16, sm100 24 single node / 32 multi-node.
+_NVLS_V2_27 = NvlsRules(min_gpus=3, max_arity=32, tree=True,
+                        collectives=("all_reduce", "all_gather", "reduce_scatter"), mnnvl="gpus",
+                        base_latency=(0.0, 0.0), hw_latency=_NVLS_HW_LAT, ratio_rule="5/6",
+                        latency_rule="v2.19", nchannels=(16, 24, 32))
+# v2.25.x-v2.26.x: the same, nvlsChannels sm100 32 (NVLS_NCHANNELS_SM100).
+# v2.21.x-v2.24.x: MNNVL needs a clique of more than 2 GPUs; nvlsChannels 16.
+_NVLS_V2_21 = replace(_NVLS_V2_27, mnnvl="clique", nchannels=(16, 16, 16))
+# v2.19.x: NCCL_MAX_NVLS_ARITY 8 (up to v2.20) and no MNNVL (it arrives in v2.20.3).
+_NVLS_V2_19 = replace(_NVLS_V2_21, max_arity=8, mnnvl="none")
+# v2.18.x: NVLSTree appears; baseLat 23 for both; AllReduce only; bus->alg NVLS 5/6, NVLSTree
+# 0.70 nNodes / (2 (nNodes - 1)); the v2.18 latency formulas (src/graph/tuning.cc v2.18.6-1).
+_NVLS_V2_18 = replace(_NVLS_V2_19, collectives=("all_reduce",), base_latency=(_us(23.0), _us(23.0)),
+                      ratio_rule="v2.18", latency_rule="v2.18")
+# v2.17.x: NVLS only (no NVLSTree), off when localRanks <= 1 or nNodes > 1, baseLat 40
+# (src/transport/nvls.cc, src/graph/tuning.cc v2.17.1-1). [U] ratio 5/6 and the v2.18 latency
+# formula.
+_NVLS_V2_17 = replace(_NVLS_V2_18, min_gpus=2, tree=False, base_latency=(_us(40.0), 0.0))
+# PAT: busBw x 0.85 (v2.23.4-1), x 0.75 (v2.24.3-1+); 8 + log2i(nNodes) interLat / 3.5 +
+# nRanks x 2.8 µs; v2.26+ off below compute capability 60 (src/graph/tuning.cc).
+_PAT_V2_23 = PatRules(factor=0.85, base_latency=_us(8.0), per_rank_latency=_us(2.8))
+_PAT_V2_24 = replace(_PAT_V2_23, factor=0.75)
+_PAT_V2_26 = replace(_PAT_V2_24, min_compute_capability=60)
+
 _V2_27_7 = _build(
     version="2.27.7", tag="v2.27.7-1",
     path_types=PATH_TYPES,
@@ -815,8 +984,12 @@ _V2_27_7 = _build(
     bdw_qpi_bandwidth=6.0, skl_qpi_bandwidth=10.0,
     pci_bandwidths=_V2_27_PCI_BW,
     sources=_SOURCES_V2_27,
-    notes=("Complete for Tree and Ring; CollNet, NVLS, NVLSTree and PAT are not modelled.",),
+    notes=("Tree, Ring, NVLS, NVLSTree and PAT. CollNet is not modelled: NCCL enables it only "
+           "with a CollNet (SHARP) network plugin, which none of these fabrics has.",
+           "[U] the NVLS search with NET nodes (NVLSTree, one head per NIC) is this library's "
+           "reading of src/graph/search.cc, not checked against NCCL_DEBUG_SUBSYS=GRAPH logs."),
     first=(2, 27, 0), last=(2, 27, _ANY),
+    nvls=_NVLS_V2_27, pat=_PAT_V2_26, mnnvl="clique",
 )
 
 _V2_12_12 = _build(
@@ -889,7 +1062,22 @@ _V2_23_4 = _derive(
     sources=("NVIDIA/nccl v2.23.4-1 src/graph/tuning.cc, search.cc, topo.h",),
     notes=("[U] MAXCHANNELS 32 (given for v2.18; 64 from v2.27).",
            "v2.25-v2.26 Blackwell figures (SM100 NVLink 40.0, sm100 speed arrays, row 3 caps) "
-           "are not modelled: no Blackwell system is built in."),
+           "are not modelled: no Blackwell system is built in.",
+           "PAT busBw x0.85 (v2.23.4-1); x0.75 from v2.24.3 (profile 2.24.3)."),
+    nvls=_NVLS_V2_21, pat=_PAT_V2_23,
+)
+_V2_23_4 = replace(_V2_23_4, last=(2, 23, _ANY))
+
+# --- v2.24.3-1: 2.24.0-2.26.x: as v2.23.4 with PAT x0.75 ---------------------------------------
+_V2_24_3 = _derive(
+    _V2_23_4, version="2.24.3", tag="v2.24.3-1", first=(2, 24, 0), last=(2, 26, _ANY),
+    pat=_PAT_V2_24,
+    sources=("NVIDIA/nccl v2.24.3-1 src/graph/tuning.cc, search.cc, topo.h",),
+    notes=_V2_23_4.notes[:2] + (
+        "PAT busBw x0.75 (v2.24.3-1). [U] v2.26's PAT floor (compute capability >= 60) is not "
+        "applied; it concerns no GPU of these fabrics.",
+        "[U] v2.25-v2.26 NVLS on MNNVL follows the GPU-count rule, v2.24 needs a clique of more "
+        "than 2 GPUs: the same for a clique that is the communicator's NCCL node."),
 )
 
 # --- v2.21.5-1: 2.20.0-2.22.x ---------------------------------------------------------------
@@ -904,8 +1092,11 @@ _V2_21_5 = _derive(
                 ((5.0, 8.5, 28.0), (2.7, 4.0, 14.0))),
     ring_ll128_factor_ppn1=0.7,
     allreduce_inter_steps_offset=0,
-    sources=("NVIDIA/nccl v2.21.5-1 src/graph/tuning.cc, search.cc, topo.h",),
+    pat=None,
+    sources=("NVIDIA/nccl v2.21.5-1 src/graph/tuning.cc, search.cc, topo.h, src/transport/nvls.cc",),
     notes=("[U] MAXCHANNELS 32 (given for v2.18).",
+           "[U] v2.20 differs for NVLS: NCCL_MAX_NVLS_ARITY 8, no NVLS on MNNVL, and MNNVL only "
+           "when one clique holds every rank; v2.20 takes v2.21's rules.",
            "v2.20 differs for Hopper only (Ring LL x1/4 or 1/3, llMaxBws Hopper 87.7/22.5/19.0, "
            "the v2.19 sm90 intra array): not modelled, v2.20 takes v2.21's values [U]."),
 )
@@ -919,6 +1110,7 @@ _V2_19_4 = _derive(
     ll_max_bws=((39.0, 39.0, 20.4), (87.7, 22.5, 19.0), (87.7, 22.5, 19.0)),
     speed_sm90_intra=(60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 15.0, 12.0, 6.0, 3.0),
     nvlink_bandwidths=((90, 20.0), (87, 20.0), (86, 12.0), (80, 20.0), (70, 20.0), (60, 18.0)),
+    nvls=_NVLS_V2_19, mnnvl="none",
     sources=("NVIDIA/nccl v2.19.4-1 src/graph/tuning.cc, search.cc, topo.h",),
     notes=("[U] MAXCHANNELS 32 (given for v2.18).",),
 )
@@ -933,6 +1125,7 @@ _V2_18_6 = _derive(
     speed_sm90_intra=(60.0, 40.0, 30.0, 24.0, 20.0, 15.0, 12.0, 6.0, 3.0),
     speed_sm90_inter=(48.0, 45.0, 42.0, 40.0, 30.0, 24.0, 20.0, 17.5, 15.0, 12.0, 6.0, 3.0,
                       2.4, 1.2, 0.24, 0.12),
+    nvls=_NVLS_V2_18,
     sources=("NVIDIA/nccl v2.18.6-1 src/graph/tuning.cc, search.cc, topo.h, "
              "src/include/device.h (MAXCHANNELS 32)",),
     notes=(),
@@ -944,14 +1137,23 @@ _V2_18_6 = _derive(
 _V2_NET_RING_SIMPLE_9_6 = (((0.52, 1.25, 28.0), (0.47, 1.9, 3.4)),
                            ((1.0, 1.9, 28.0), (1.0, 2.5, 5.7)),
                            ((5.0, 8.5, 28.0), (2.7, 4.0, 9.6)))
-_V2_17_1 = _derive(
-    _V2_12_12, version="2.17.1", tag="v2.17.1-1", first=(2, 14, 0), last=(2, 17, _ANY),
+_V2_16_5 = _derive(
+    _V2_12_12, version="2.16.5", tag="v2.16.5-1", first=(2, 14, 0), last=(2, 16, _ANY),
     hw_latency=_V2_NET_RING_SIMPLE_9_6,
     notes=_NOTES_V2_12[:-1] + ("The v2.12 tables with hwLat[NET][Ring][Simple] 9.6 "
-                               "(v2.14-v2.17).",),
+                               "(v2.14-v2.17); no NVLS (it arrives in v2.17.1).",),
+)
+# v2.17.x: v2.16's tables and the first NVLS (src/transport/nvls.cc v2.17.1-1).
+_V2_17_1 = _derive(
+    _V2_16_5, version="2.17.1", tag="v2.17.1-1", first=(2, 17, 0), last=(2, 17, _ANY),
+    nvls=_NVLS_V2_17,
+    notes=_NOTES_V2_12[:-1] + ("The v2.12 tables with hwLat[NET][Ring][Simple] 9.6 "
+                               "(v2.14-v2.17).",
+                               "[U] NVLS of v2.17: ratio 5/6, hwLat as v2.27's, the v2.18 "
+                               "latency formula; the search on the generic speed arrays."),
 )
 _V2_11_4 = _derive(
-    _V2_17_1, version="2.11.4", tag="v2.11.4-1", first=(2, 10, 0), last=(2, 11, _ANY),
+    _V2_16_5, version="2.11.4", tag="v2.11.4-1", first=(2, 10, 0), last=(2, 11, _ANY),
     path_types=("LOC", "NVL", "NVB", "PIX", "PXB", "PHB", "SYS"),   # topo.h v2.8-v2.11 (no PXN)
     pxn=False, allreduce_inter_steps_offset=1,
     notes=_NOTES_V2_12[:-1] + ("The v2.12 tables with hwLat[NET][Ring][Simple] 9.6 and "
@@ -1094,8 +1296,8 @@ def _with_inter_cpu(profile: NcclProfile) -> NcclProfile:
 
 
 PROFILES: dict[str, NcclProfile] = {p.version: _with_inter_cpu(p) for p in (
-    _V2_3_5, _V2_3_7, _V2_4_8, _V2_5_7, _V2_7_8, _V2_8_4, _V2_11_4, _V2_12_12, _V2_17_1,
-    _V2_18_6, _V2_19_4, _V2_21_5, _V2_23_4, _V2_27_7)}
+    _V2_3_5, _V2_3_7, _V2_4_8, _V2_5_7, _V2_7_8, _V2_8_4, _V2_11_4, _V2_12_12, _V2_16_5,
+    _V2_17_1, _V2_18_6, _V2_19_4, _V2_21_5, _V2_23_4, _V2_24_3, _V2_27_7)}
 
 _OLDEST, _NEWEST = _V2_3_5, _V2_27_7
 _VERSION_GRAMMAR = re.compile(r"[vV]?([0-9]{1,3})\.([0-9]{1,3})(?:\.([0-9]{1,3}))?(?:-([0-9]{1,3}))?")
@@ -1199,7 +1401,7 @@ def nccl_profile(version: str | NcclProfile | None = None) -> NcclProfile:
     Examples
     --------
     >>> nccl_profile("v2.12.12-1").version, nccl_profile("2.15.5").version
-    ('2.12.12', '2.17.1')
+    ('2.12.12', '2.16.5')
     >>> nccl_profile("2.28")
     Traceback (most recent call last):
     ...

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from models.nccltests import UnknownCollectiveError, busbw as nccl_tests_busbw, busbw_factor
 from models.nccl.profiles import (
-    ALGORITHMS, DEFAULT_VERSION, PROFILES, PROTOCOLS, MissingConstantError, NcclProfile,
+    ALGORITHMS, DEFAULT_VERSION, PROFILES, PROTOCOLS, TABLE_ALGORITHMS, MissingConstantError, NcclProfile,
     UnknownNcclVersionError, nccl_profile,
 )
 from models.nccl.search import ChannelSearchError, dup_channels
@@ -116,8 +116,8 @@ def test_v2_12_constants():
 
 @pytest.mark.parametrize("profile", list(PROFILES.values()), ids=list(PROFILES))
 def test_table_shapes(profile):
-    assert np.shape(profile.base_latency) == (len(ALGORITHMS), len(PROTOCOLS))
-    assert np.shape(profile.hw_latency) == (3, len(ALGORITHMS), len(PROTOCOLS))
+    assert np.shape(profile.base_latency) == (len(TABLE_ALGORITHMS), len(PROTOCOLS))
+    assert np.shape(profile.hw_latency) == (3, len(TABLE_ALGORITHMS), len(PROTOCOLS))
     rows = len(profile.ll_max_bws)
     for table in (profile.ll_max_bws, profile.per_ch_max_ring_ll128_bws,
                   profile.per_ch_max_tree_ll128_bws, profile.per_ch_max_tree_bws):
@@ -448,12 +448,12 @@ def test_forcing_a_disabled_combination_explains_why():
 # ==================================================================== applicability
 @pytest.mark.parametrize("collective", ["broadcast", "reduce", "all_gather", "reduce_scatter"])
 def test_only_all_reduce_runs_tree(collective):
-    table = tuning_table(collective, h100())
+    table = tuning_table(collective, h100())    # no NVLS graph: NVLS/NVLSTree off; PAT off
     assert [(t.algorithm, t.enabled) for t in table] == [
         ("tree", False), ("tree", False), ("tree", False), ("ring", True), ("ring", True),
-        ("ring", True)]
+        ("ring", True)] + [(a, False) for a in ("nvls", "nvls_tree", "pat") for _ in range(3)]
     assert all(t.bandwidth == 0 and t.bus is None for t in table[:3])
-    assert all(t.enabled for t in tuning_table("all_reduce", h100()))
+    assert all(t.enabled for t in tuning_table("all_reduce", h100())[:6])
 
 
 @pytest.mark.parametrize("version, kw, enabled, reason", [
@@ -502,7 +502,7 @@ def test_ll128_cuda_11_8_rule():
 def test_ll128_disabled_on_pascal_dgx1():
     g = graph(4, 18)
     table = tuning_table("all_reduce", Communicator(8, g, g, 60))
-    assert [t.protocol for t in table if not t.enabled] == ["LL128", "LL128"]
+    assert [t.protocol for t in table[:6] if not t.enabled] == ["LL128", "LL128"]
 
 
 # =============================================================== bus bandwidth rules
@@ -685,9 +685,10 @@ def test_unknown_and_unsupported_collectives():
     assert issubclass(TuningError, DgxTopoError)
 
 
-@pytest.mark.parametrize("bad", ["nvls", "collnet", None, 1])
+@pytest.mark.parametrize("bad", ["nvlstree", "collnet", None, 1])
 def test_unknown_algorithm(bad):
-    with pytest.raises(UnknownAlgorithmError, match=r"expected one of \['tree', 'ring'\]"):
+    with pytest.raises(UnknownAlgorithmError, match=r"expected one of \['tree', 'ring', 'nvls', "
+                                                    r"'nvls_tree', 'pat'\]"):
         tune("all_reduce", bad, "Simple", h100())
 
 
