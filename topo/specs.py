@@ -8,13 +8,13 @@ the vendor states it; the graphs carry it (``links`` x ``bandwidth`` on each edg
 charges for a link is not a hardware fact and lives with NCCL's other constants, in the NCCL
 profiles of :mod:`models.nccl.profiles`.
 
-Confidence follows ../shared/reference/hardware.md: a fact that reference tags [U]
-(uncertain) is listed in the entry's ``uncertain`` text, so nobody mistakes it for a
-verified figure. Link latencies are not published for any of these parts (hardware.md
-section 3: "NVSwitch/NVLink latency: not published"); the values below are stated
-assumptions of the right order, which the P2P model calibrates against measured latency.
+A fact that is not established by its sources is tagged [U] (uncertain) in the entry's
+``uncertain`` text, so nobody mistakes it for a verified figure. Link latencies are not
+published for any of these parts ([S35]: NVSwitch/NVLink latency is not public); the values
+below are stated assumptions of the right order, which the P2P model calibrates against
+measured latency.
 
-Sources (keys as in hardware.md section 8):
+Sources (keys resolve in :data:`topo.sources.SOURCES`):
     [S3]  DGX-1 with V100 whitepaper ("six NVLink ... 25 GB/s in each direction").
     [S10] DGX-1 (P100) article: "20GB/sec up 20GB/sec down, with 4 links per GP100".
     [S11] nvidia.com NVLink page: "20 to 25 GB/second in each direction".
@@ -29,7 +29,7 @@ Sources (keys as in hardware.md section 8):
     [S51] IB EDR 4x: 25.78125 Gb/s per lane, 64b/66b, 100 Gb/s of data; [S51b] HDR 200 Gb/s;
           [S51c] NDR 400 Gb/s.
     [S52] [S53] Broadwell-EP QPI 9.6 GT/s; Skylake-SP UPI 10.4 GT/s, three links.
-    nccl-model.md section 1.4: NET bw = speed_Mbps / 8000 (100 Gb/s -> 12.5 GB/s).
+    NVIDIA/nccl v2.27.7-1 src/graph/topo.cc ncclTopoAddNet: NET bw = speed_Mbps / 8000 (100 Gb/s -> 12.5 GB/s).
     [S17] NVIDIA Fabric Manager User Guide, "GPU Baseboard Topologies" (HGX A100/H100/B200 wiring).
     [S37] NVIDIA/nccl issue 1505: DGX A100 nvidia-smi topo -m and NCCL topology XML.
     [S38] DGX A100 datasheet tables: 2x AMD EPYC 7742, 8x ConnectX-6 HDR, 6 NVSwitches.
@@ -175,6 +175,9 @@ class SwitchSpec:
         Key into :data:`LINKS` of the NVLink generation of its ports.
     source : str
     uncertain : str
+    sharp : bool
+        The chip reduces in the switch (NVLink SHARP, which NCCL's NVLS algorithms use):
+        NVSwitch gen3 and later [S13] [S64].
     """
 
     model: str
@@ -182,6 +185,7 @@ class SwitchSpec:
     link: str
     source: str
     uncertain: str = ""
+    sharp: bool = False
 
 
 def _pcie_x16(gigatransfers: float) -> float:
@@ -273,10 +277,10 @@ LINKS: dict[str, LinkSpec] = {spec.name: spec for spec in (
              + _SOCKET_LATENCY_NOTE),
     LinkSpec("ib_edr", "network", "InfiniBand EDR 4x (100 Gb/s)", 100e9 / 8, _IB_LATENCY,
              "[S51] 4 x 25.78125 Gb/s, 64b/66b = 100 Gb/s of data; NCCL net bw = 100000 Mb/s / 8000 "
-             "= 12.5 (nccl-model.md 1.4)",
+             "= 12.5 (NVIDIA/nccl v2.27.7-1 src/graph/topo.cc)",
              _IB_LATENCY_NOTE),
     LinkSpec("ib_hdr", "network", "InfiniBand HDR 4x (200 Gb/s)", 200e9 / 8, _IB_LATENCY,
-             "[S51b] 200 Gb/s; NCCL net bw 25.0 (nccl-model.md 1.4)", _IB_LATENCY_NOTE),
+             "[S51b] 200 Gb/s; NCCL net bw 25.0 (NVIDIA/nccl v2.27.7-1 src/graph/topo.cc)", _IB_LATENCY_NOTE),
     LinkSpec("ib_ndr", "network", "InfiniBand NDR 4x (400 Gb/s)", 400e9 / 8, _IB_LATENCY,
              "[S51c] 400 Gb/s; NCCL logs NET[50.0] [S34]", _IB_LATENCY_NOTE),
 )}
@@ -284,13 +288,13 @@ LINKS: dict[str, LinkSpec] = {spec.name: spec for spec in (
 #: GPU models by short name.
 GPUS: dict[str, GpuSpec] = {
     "P100": GpuSpec("Tesla P100-SXM2-16GB", 60, "nvlink1", 4, 16 * GiB, 732 * GB,
-                    "hardware.md 2.2: 4 NVLink 1.0 links [S10] [S11], 16 GB [S8]",
+                    "4 NVLink 1.0 links [S10] [S11], 16 GB [S8]",
                     "memory_bandwidth 732 GB/s is NVIDIA's datasheet figure, not in the shared reference"),
     "V100-SXM2": GpuSpec("Tesla V100-SXM2-16GB", 70, "nvlink2", 6, 16 * GiB, 900 * GB,
-                         "hardware.md 2.1: 6 NVLink 2.0 links [S3], 16 GB (32 GB in later DGX-1V) [S9]",
+                         "6 NVLink 2.0 links [S3], 16 GB (32 GB in later DGX-1V) [S9]",
                          "memory_bandwidth 900 GB/s is NVIDIA's datasheet figure, not in the shared reference"),
     "V100-SXM3": GpuSpec("Tesla V100-SXM3-32GB", 70, "nvlink2", 6, 32 * GiB, 900 * GB,
-                         "hardware.md 3: DGX-2 V100 SXM3 32 GB, one link to each of 6 NVSwitches [S17]",
+                         "DGX-2 V100 SXM3 32 GB, one link to each of 6 NVSwitches [S17]",
                          "memory_bandwidth 900 GB/s is NVIDIA's datasheet figure, not in the shared reference"),
     "A100-SXM4-40GB": GpuSpec("NVIDIA A100-SXM4-40GB", 80, "nvlink3", 12, 40 * GiB, 1555 * GB,
                               "[S12] 12 NVLink 3.0 links, 600 GB/s bidirectional; NCCL XML of a DGX "
@@ -318,11 +322,11 @@ GPUS: dict[str, GpuSpec] = {
 #: Host CPU models by short name.
 CPUS: dict[str, CpuSpec] = {
     "E5-2698v4": CpuSpec("Intel Xeon E5-2698 v4", 20, 2, "qpi_bdw", 2,
-                         "hardware.md 2.3: 20 cores at 2.2 GHz, DGX-1 and DGX-1V [S8] [S9]; affinity "
+                         "20 cores at 2.2 GHz, DGX-1 and DGX-1V [S8] [S9]; affinity "
                          "0-19,40-59 / 20-39,60-79 [S5]",
                          "socket_links: 2 QPI links per socket is from Intel ARK, not retrieved [U]"),
     "Platinum8168": CpuSpec("Intel Xeon Platinum 8168", 24, 2, "upi_skl", 3,
-                            "hardware.md 3: two 24-core Xeons [S28] [S20]; affinity 0-23,48-71 [S27]; "
+                            "two 24-core Xeons [S28] [S20]; affinity 0-23,48-71 [S27]; "
                             "three UPI links [S53]",
                             "model 8168 [U]; populated UPI link count [U]"),
     "EPYC7742": CpuSpec("AMD EPYC 7742 64-Core Processor", 64, 2, "xgmi", 4,
@@ -347,7 +351,7 @@ CPUS: dict[str, CpuSpec] = {
 #: NVSwitch generations by short name.
 NVSWITCHES: dict[str, SwitchSpec] = {
     "nvswitch1": SwitchSpec("NVSwitch (first generation)", 18, "nvlink2",
-                            "hardware.md 3: 18 NVLink 2.0 ports at 25 GB/s per direction, "
+                            "18 NVLink 2.0 ports at 25 GB/s per direction, "
                             "non-blocking crossbar [S18] [S19] [S25]"),
     "nvswitch2": SwitchSpec("NVSwitch (second generation)", 36, "nvlink3",
                             "DGX A100: 6 NVSwitch gen2 chips, 2 NVLink 3.0 links from every GPU to "
@@ -358,13 +362,13 @@ NVSWITCHES: dict[str, SwitchSpec] = {
                             "DGX H100: 4 NVSwitch gen3 chips, 5 or 4 NVLink 4.0 links from every "
                             "GPU to each [S17]; 64 NVLink ports [S39]",
                             "64 ports is from a secondary source [U]; 40 or 32 used by GPUs, the "
-                            "rest go to the OSFP NVLink-network ports [U]"),
+                            "rest go to the OSFP NVLink-network ports [U]", sharp=True),
     "nvswitch4": SwitchSpec("NVLink 5 switch chip (fourth generation NVSwitch)", 72, "nvlink5",
                             "DGX B200: 2 chips, 9 NVLink 5 links from every GPU to each [S17], "
                             "14.4 TB/s aggregate = 2 x 72 ports x 50 GB/s x 2 directions [S63]; "
                             "NVL72 switch tray: 144 ports = 2 chips [S64]",
                             "72 ports per chip is derived [D] from the tray's 144 and DGX B200's "
-                            "14.4 TB/s; [U] secondary for the 2 chips per tray"),
+                            "14.4 TB/s; [U] secondary for the 2 chips per tray", sharp=True),
 }
 
 #: InfiniBand switches by the link key of their ports. [U] Port counts are the vendors'

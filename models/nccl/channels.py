@@ -3,8 +3,18 @@
 One entry point, :func:`channel_graphs`, picks how the release builds channels
 (:attr:`models.nccl.profiles.NcclProfile.ring_builder`): NCCL 2.0-2.4 build rings from NVLink
 counts (:mod:`models.nccl.legacy_rings`, no tree graph), v2.5+ run the topology search
-(:mod:`models.nccl.search`). It returns both graphs and the :class:`Communicator` bound to
-the fabric's profile, so the tuning model cannot be run under another release.
+(:mod:`models.nccl.search`) and, where NCCL enables NVLink SHARP, the NVLS search
+(:mod:`models.nccl.nvls`). It returns the graphs and the :class:`Communicator` bound to the
+fabric's profile, so the tuning model cannot be run under another release.
+
+Multi-node NVLink (MNNVL, NVIDIA/nccl v2.20.3+ src/init.cc, src/graph/topo.cc): GPUs of
+different hosts joined by one NVSwitch domain (a GB200 NVL72's 18 trays) form a *clique*, and
+NCCL fuses the topology of the clique into one system with one NVSwitch node: the clique is
+one NCCL node. :func:`nccl_view` gives the search that view: a copy of the graph in which every
+node of the clique's hosts carries the clique's first host, so the unchanged channel search sees
+one node (with all the clique's NICs, as NCCL's fused XML has them). v2.21+ do this for every
+clique of more than one host; v2.20 only when one clique holds every rank; earlier releases
+have no MNNVL (each tray is a node and needs a network).
 
 Examples
 --------
@@ -13,18 +23,26 @@ Examples
 >>> g = channel_graphs(NcclSystem(topo.dgx1(), "2.3.7"), [f"gpu{i}" for i in range(5)])
 >>> g.ring.nchannels, g.tree, g.communicator.profile.version
 (1, None, '2.3.7')
+>>> h = channel_graphs(NcclSystem(topo.build("dgxh100")), [f"gpu{i}" for i in range(8)])
+>>> h.nvls.nchannels, h.nvls.bw_intra / 1e9, h.nvls_reason
+(8, 40.0, '')
 """
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 
 from .legacy_rings import legacy_rings
+from .nvls import NvlsGraph, nvlink_cliques, nvls_search, nvls_support
 from .search import ChannelSearch, search_channels_in
 from .system import NcclSystem
 from .tuning import ChannelGraph, Communicator
 
-__all__ = ["ChannelGraphs", "channel_graphs"]
+__all__ = ["ChannelGraphs", "channel_graphs", "nccl_view"]
+
+# One MNNVL view per (fabric, clique hosts): the fused copy is built once per fabric.
+_VIEWS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,12 +57,86 @@ class ChannelGraphs:
         The single-node tree graph; None before v2.5 (no tree search) and across nodes (the
         tree is taken as the ring's channels, as :mod:`models.collectives` did).
     communicator : Communicator
-        The tuning model's inputs, bound to the fabric's profile.
+        The tuning model's inputs, bound to the fabric's profile (with the NVLS graph).
+    nvls : NvlsGraph or None
+        The NVLS graph when NCCL sets ``nvlsSupport``.
+    nvls_reason : str
+        Why there is no NVLS graph (``""`` when there is one).
+    mnnvl : bool
+        GPUs of several hosts were fused into one NCCL node (a multi-node NVLink clique).
+    fabric : NcclSystem
+        The view the searches ran on (the fused copy under MNNVL, else the given fabric).
     """
 
     ring: ChannelSearch
     tree: ChannelSearch | None
     communicator: Communicator
+    nvls: NvlsGraph | None = None
+    nvls_reason: str = ""
+    mnnvl: bool = False
+    fabric: NcclSystem | None = None
+
+
+def nccl_view(fabric: NcclSystem, nodes) -> tuple:
+    """NCCL's node partition of GPUs ``nodes``: the fabric the search runs on, and MNNVL.
+
+    Returns
+    -------
+    (NcclSystem, bool)
+        ``fabric`` itself when no multi-node NVLink clique applies; otherwise a view of a copy
+        of its graph in which the hosts of each clique are one host, and True.
+    """
+    G, profile = fabric.G, fabric.profile
+    nodes = list(nodes)
+    if profile.mnnvl == "none":
+        return fabric, False
+    hosts_of = [sorted({G.nodes[n]["host"] for n in clique}) for clique in nvlink_cliques(G, nodes)]
+    fused = [hosts for hosts in hosts_of if len(hosts) > 1]
+    if not fused:
+        return fabric, False
+    all_hosts = {G.nodes[n]["host"] for n in nodes}
+    if profile.mnnvl == "all_ranks" and not (len(hosts_of) == 1 and set(hosts_of[0]) == all_hosts):
+        return fabric, False
+    key = tuple(tuple(h) for h in fused)
+    views = _VIEWS.setdefault(fabric, {})
+    if key not in views:
+        host_map = {h: hosts[0] for hosts in fused for h in hosts}
+        H = G.copy()
+        for _, data in H.nodes(data=True):
+            if data.get("host") in host_map:
+                data["host"] = host_map[data["host"]]
+        views[key] = NcclSystem(H, profile, validate=False)
+    return views[key], True
+
+
+def _node_nics(fabric, host) -> list:
+    """The host's compute NICs on a network (NCCL's NET nodes of that node)."""
+    from topo.cluster import compute_nics  # noqa: PLC0415 (topo imports nothing of ours)
+    G = fabric.G
+    return [v for v in compute_nics(G, host) if any(d["kind"] == "network" for d in G.adj[v].values())]
+
+
+def _nvls(fabric, nodes, nnodes, mnnvl) -> tuple:
+    """The NVLS graph of the communicator (the worst NCCL node), or None and the reason."""
+    G = fabric.G
+    hosts: dict = {}
+    for n in nodes:
+        hosts.setdefault(G.nodes[n]["host"], []).append(n)
+    graphs = []
+    for host, members in hosts.items():
+        supported, reason = nvls_support(fabric, members, nnodes=nnodes,
+                                         clique=len(members) if mnnvl else None)
+        if not supported:
+            return None, reason
+        nets = _node_nics(fabric, host) if nnodes > 1 else ()
+        if nnodes > 1 and not nets:
+            return None, f"host {host} has no NIC on a network for NVLSTree"
+        graph = nvls_search(fabric, members, nets)
+        if graph.nchannels == 0:
+            return None, "the NVLS search found no channel (NCCL clears nvlsSupport)"
+        graphs.append(graph)
+    # NCCL reduces nChannels and the bandwidths to the minimum over the ranks (src/init.cc).
+    return min(graphs, key=lambda g: (g.nchannels, g.bw_intra, g.bw_inter)), ""
 
 
 def channel_graphs(fabric: NcclSystem, nodes) -> ChannelGraphs:
@@ -61,22 +153,30 @@ def channel_graphs(fabric: NcclSystem, nodes) -> ChannelGraphs:
     -------
     ChannelGraphs
     """
-    G, profile = fabric.G, fabric.profile
+    profile = fabric.profile
     nodes = list(nodes)
+    view, mnnvl = nccl_view(fabric, nodes)
+    G = view.G
     ccs = [G.nodes[n]["compute_capability"] for n in nodes]
     if profile.ring_builder == "p2p_rings":
-        built = legacy_rings(fabric, nodes)
+        built = legacy_rings(view, nodes)
         ring, tree, ring_graph = built.search, None, built.graph()
     else:
-        ring = search_channels_in(fabric, nodes, pattern="ring")
+        ring = search_channels_in(view, nodes, pattern="ring")
         tree = None if ring.nnodes > 1 else search_channels_in(
-            fabric, nodes, pattern="balanced_tree", min_channels=ring.nchannels,
+            view, nodes, pattern="balanced_tree", min_channels=ring.nchannels,
             max_channels=ring.nchannels)
         ring_graph = ring.graph()
     tree_graph = tree.graph() if tree is not None else ChannelGraph(
         ring_graph.nchannels, ring_graph.bw_intra, ring_graph.type_intra,
         type_inter=ring_graph.type_inter, pattern="balanced_tree",
         same_channels=ring_graph.same_channels, nthreads=ring_graph.nthreads)
+    if profile.ring_builder == "p2p_rings" or profile.nvls is None:
+        nvls, reason = None, f"NCCL {profile.version} has no NVLS (it arrives in v2.17.1)"
+    else:
+        nvls, reason = _nvls(view, nodes, ring.nnodes, mnnvl)
     comm = Communicator(len(nodes), ring_graph, tree_graph, min(ccs), nnodes=ring.nnodes,
-                        compute_capability_max=max(ccs), profile=profile)
-    return ChannelGraphs(ring, tree, comm)
+                        compute_capability_max=max(ccs), profile=profile,
+                        nvls=None if nvls is None else nvls.graph(),
+                        nvls_reason=reason or "NVLS is supported")
+    return ChannelGraphs(ring, tree, comm, nvls, reason, mnnvl, view)

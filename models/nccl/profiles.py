@@ -36,11 +36,15 @@ releases        profile   constants   behaviour (source)
 2.8.0-2.9.x     2.8.4     v2.8.4-1    NVB relays through one GPU (src/graph/paths.cc), llMaxBws
 2.10.0-2.11.x   2.11.4    v2.11.4-1   NVLink 22 GB/s (src/graph/topo.h), v2.12 tables, no PXN
 2.12.0-2.13.x   2.12.12   v2.12.12-1  PXN (src/graph/paths.cc); hwLat[NET][Ring][Simple] 28
-2.14.0-2.17.x   2.17.1    v2.17.1-1   v2.12 tables with hwLat[NET][Ring][Simple] 9.6
-2.18.0-2.18.x   2.18.6    v2.18.6-1   MAXCHANNELS 32, NVLink 20, DupChannels, net overhead
-2.19.0-2.19.x   2.19.4    v2.19.4-1   hwLat Tree Simple 28
-2.20.0-2.22.x   2.21.5    v2.21.5-1   Ring LL x0.5, Hopper llMaxBws 141 (v2.21)
-2.23.0-2.26.x   2.23.4    v2.23.4-1   baseLat Tree Simple 8.4, no LL128 ppn rule
+2.14.0-2.16.x   2.16.5    v2.16.5-1   v2.12 tables with hwLat[NET][Ring][Simple] 9.6
+2.17.0-2.17.x   2.17.1    v2.17.1-1   as 2.16, and the first NVLS (src/transport/nvls.cc)
+2.18.0-2.18.x   2.18.6    v2.18.6-1   MAXCHANNELS 32, NVLink 20, DupChannels, net overhead,
+                                      NVLSTree
+2.19.0-2.19.x   2.19.4    v2.19.4-1   hwLat Tree Simple 28; NVLS AllGather/ReduceScatter
+2.20.0-2.22.x   2.21.5    v2.21.5-1   Ring LL x0.5, Hopper llMaxBws 141 (v2.21), MNNVL,
+                                      NCCL_MAX_NVLS_ARITY 32
+2.23.0-2.23.x   2.23.4    v2.23.4-1   baseLat Tree Simple 8.4, no LL128 ppn rule, PAT x0.85
+2.24.0-2.26.x   2.24.3    v2.24.3-1   as 2.23, PAT x0.75
 2.27.0-2.27.x   2.27.7    v2.27.7-1   the reference version (default), MAXCHANNELS 64
 ==============  ========  ==========  ==========================================================
 
@@ -49,22 +53,22 @@ column of the reference does not give is marked [U] in the profile's :attr:`Nccl
 with the fallback used. NCCL before 2.5 has no tuning model: its profiles time the rings it
 builds with v2.5's tables [U] and choose the protocol by NCCL's own thresholds.
 
-Index orders follow NCCL (nccl-model.md section 0): algorithms Tree=0, Ring=1
+Index orders follow NCCL (src/include/device.h, NVIDIA/nccl v2.27.7-1): algorithms Tree=0, Ring=1
 (:data:`ALGORITHMS`); protocols LL=0, LL128=1, Simple=2 (:data:`PROTOCOLS`); hardware
 NVLINK=0, PCI=1, NET=2 (:data:`HARDWARE`). Rows of the bandwidth-cap tables are indexed by
 the compute-capability index (Volta 0, Ampere 1, Hopper 2, Blackwell 3, see
 :meth:`NcclProfile.compute_capability_index`) or, for multi-node ``llMaxBws``, by CPU vendor;
 columns by node count (1 node, 2 nodes, 4+ nodes).
 
-Only the Tree and Ring algorithms are modelled. CollNet, NVLS, NVLSTree and PAT constants
-are deliberately absent (they need hardware this library does not model: SHARP, NVLink
-SHARP on NVSwitch 3, one rank per node).
+Tree, Ring, NVLS, NVLSTree (:class:`NvlsRules`, v2.17+) and PAT (:class:`PatRules`, v2.23+)
+are modelled. CollNet is not: NCCL enables CollNetDirect/CollNetChain only with a CollNet
+(SHARP-enabled network) plugin, which none of these fabrics has, so NCCL would not pick them.
 
 References
 ----------
-.. [1] nccl-model.md (dgx-topo shared reference), sections 0, 1.4, 3.3, 3.7, 5.1-5.7, read
-   from NVIDIA/nccl tags v2.12.12-1 and v2.27.7-1: src/graph/tuning.cc, src/graph/search.cc,
-   src/graph/topo.h, src/include/device.h (NCCL_STEPS), src/init.cc.
+.. [1] NVIDIA/nccl, at the tag each profile names (:attr:`NcclProfile.tag`, e.g. v2.12.12-1,
+   v2.27.7-1): src/graph/tuning.cc, src/graph/search.cc, src/graph/topo.h,
+   src/include/device.h (NCCL_STEPS, MAXCHANNELS), src/init.cc, src/transport/nvls.cc.
 
 Examples
 --------
@@ -94,18 +98,25 @@ from topo.units import GB, us
 
 __all__ = [
     "ALGORITHMS", "PROTOCOLS", "HARDWARE", "PATH_TYPES", "DEFAULT_VERSION",
-    "DupRule", "NcclProfile", "PROFILES", "nccl_profile",
+    "DupRule", "NvlsRules", "PatRules", "NcclProfile", "PROFILES", "nccl_profile",
+    "TABLE_ALGORITHMS", "NVLS_EFFICIENCY_V2_28",
     "UnknownNcclVersionError", "MissingConstantError",
 ]
 
-#: Algorithms modelled, in NCCL's index order (Tree=0, Ring=1; nccl-model.md section 0).
-ALGORITHMS = ("tree", "ring")
-#: Protocols in NCCL's index order (LL=0, LL128=1, Simple=2; nccl-model.md section 0).
+#: Algorithms modelled, in NCCL's index order (Tree=0, Ring=1, NVLS=4, NVLSTree=5, PAT=6;
+#: NVIDIA/nccl v2.27.7-1 src/include/device.h). CollNetDirect=2 and CollNetChain=3 are not
+#: modelled: NCCL enables them only with a CollNet (SHARP) network plugin, which no fabric here
+#: has, so NCCL would never pick them on these systems.
+ALGORITHMS = ("tree", "ring", "nvls", "nvls_tree", "pat")
+#: The algorithms of the ``base_latency`` / ``hw_latency`` tables (NVLS, NVLSTree and PAT
+#: latencies are in :class:`NvlsRules` and :class:`PatRules`).
+TABLE_ALGORITHMS = ("tree", "ring")
+#: Protocols in NCCL's index order (LL=0, LL128=1, Simple=2; NVIDIA/nccl v2.27.7-1 src/include/device.h).
 PROTOCOLS = ("LL", "LL128", "Simple")
 #: Hardware classes of the latency table (NCCL_HW_NVLINK=0, PCI=1, NET=2; tuning.cc).
 HARDWARE = ("NVLINK", "PCI", "NET")
 #: Path types in increasing order of distance, reference version (src/include/graph.h
-#: v2.27.7; nccl-model.md 1.3). Older versions lack some (see ``NcclProfile.path_types``).
+#: NVIDIA/nccl v2.27.7-1). Older versions lack some (see ``NcclProfile.path_types``).
 PATH_TYPES = ("LOC", "NVL", "NVB", "C2C", "PIX", "PXB", "P2C", "PXN", "PHB", "SYS", "NET", "DIS")
 #: The profile :func:`nccl_profile` returns when no version is given.
 DEFAULT_VERSION = "2.27.7"
@@ -138,7 +149,7 @@ def _table(rows, convert):
 
 @dataclass(frozen=True, slots=True)
 class DupRule:
-    """``ncclTopoDupChannels`` thresholds (search.cc; nccl-model.md 3.7, v2.18+).
+    """``ncclTopoDupChannels`` thresholds (NVIDIA/nccl v2.18.6-1 src/graph/search.cc, unchanged to v2.27.7-1).
 
     Channels are **not** duplicated when the per-channel bandwidth is below ``min_bw``, or
     when the minimum compute capability is above ``cc_above`` and the bandwidth is below
@@ -164,6 +175,96 @@ class DupRule:
 
 #: A ``last`` patch number meaning "every patch release of this minor release".
 _ANY = 999
+
+#: ``nvlsEfficiency`` per compute-capability row (Volta, Ampere, Hopper, Blackwell), from
+#: NVIDIA/nccl v2.28.3-1 src/graph/tuning.cc (absent before v2.28.3, where the v2.27 NVLS
+#: formulas apply). No shipped profile reaches v2.28; :attr:`NvlsRules.efficiency` takes it.
+NVLS_EFFICIENCY_V2_28 = (0.0, 0.0, 0.85, 0.74)
+
+
+@dataclass(frozen=True, slots=True)
+class NvlsRules:
+    """NVLink SHARP (NVLS, NVLSTree) in one release: enabling, search and model constants.
+
+    NVIDIA/nccl src/transport/nvls.cc (``ncclNvlsInit``), src/graph/search.cc (the NVLS
+    search), src/graph/tuning.cc, src/enqueue.cc and src/include/device.h at the profile's tag.
+
+    Attributes
+    ----------
+    min_gpus : int
+        NVLS is off with fewer GPUs in NCCL's node (v2.17: ``localRanks <= 1``; v2.18-v2.28.3:
+        GPU count ``<= 2``, so 3).
+    max_arity : int
+        ``NCCL_MAX_NVLS_ARITY``: 8 up to v2.20, 32 from v2.21. The NVLS search has
+        ``min(arity, nGPUs)`` heads; AllGather/ReduceScatter need ``localRanks <= arity``.
+    tree : bool
+        NVLSTree exists (v2.18+).
+    collectives : tuple of str
+        Collectives NVLS runs: AllReduce (v2.17+), AllGather and ReduceScatter (v2.19+).
+    mnnvl : str
+        NVLS on a multi-node NVLink clique: ``"none"`` (no MNNVL in the release), ``"off"``
+        (v2.20: "NVLS is not supported on MNNVL yet"), ``"clique"`` (v2.21-v2.24: off when the
+        clique has <= 2 GPUs), ``"gpus"`` (v2.25+: the GPU-count rule alone).
+    base_latency : tuple of float
+        ``baseLat[NVLS][Simple]``, ``baseLat[NVLSTree][Simple]``. [s]
+    hw_latency : tuple of tuple of float
+        ``hwLat[NVLINK, PCI, NET][NVLS, NVLSTree][Simple]``. [s]
+    ratio_rule : str
+        Bus -> algorithm ratio for AllReduce: ``"5/6"`` (v2.19-v2.27), ``"v2.18"`` (NVLS 5/6,
+        NVLSTree ``0.70 nNodes / (2 (nNodes - 1))``), ``"nsteps"`` (v2.28+: ``nRanks/nsteps``).
+    latency_rule : str
+        ``"v2.18"``: ``baseLat + (nNodes > 1 ? hwLat[NET] : 0)`` (NVLS) and ``+ 2 (nNodes - 1)
+        hwLat[NET]`` (NVLSTree); ``"v2.19"``: ``+ intraLat (+ interLat)`` and ``+ intraLat + 2
+        log2i(nNodes) interLat``.
+    nchannels : tuple of int
+        Execution channels ``comm->nvlsChannels``: (sm90, sm100 on one node or an MNNVL
+        clique of all ranks, sm100 across nodes). They run the kernels; the model uses the
+        search's heads.
+    efficiency : tuple of float or None
+        ``nvlsEfficiency`` per compute-capability row (v2.28.3+); ``None``: the v2.27 formulas.
+    min_tuning_channels : int
+        NVLS/NVLSTree need at least this many search channels in the model (1; 2 from v2.28).
+    """
+
+    min_gpus: int
+    max_arity: int
+    tree: bool
+    collectives: tuple
+    mnnvl: str
+    base_latency: tuple
+    hw_latency: tuple
+    ratio_rule: str
+    latency_rule: str
+    nchannels: tuple = (16, 16, 16)
+    efficiency: tuple | None = None
+    min_tuning_channels: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class PatRules:
+    """PAT (v2.23+): AllGather/ReduceScatter with one rank per node (``ncclPatEnable``).
+
+    NVIDIA/nccl v2.23.4-1 / v2.24.3-1 / v2.27.7-1 src/graph/tuning.cc.
+
+    Attributes
+    ----------
+    factor : float
+        ``busBw = treeGraph.nChannels x bw x factor``: 0.85 in v2.23, 0.75 from v2.24.3.
+    base_latency : float
+        The 8 µs written in the v2.23-v2.27 code (``baseLat[PAT]`` from v2.28). [s]
+    per_rank_latency : float
+        ``nRanks x 2.8`` µs. [s]
+    inter_divisor : float
+        ``log2i(nNodes) x interLat / 3.5``.
+    min_compute_capability : int
+        v2.26+: PAT is off below compute capability 60 (CUDA atomics); 0 before.
+    """
+
+    factor: float
+    base_latency: float
+    per_rank_latency: float
+    inter_divisor: float = 3.5
+    min_compute_capability: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,8 +321,8 @@ class NcclProfile:
 
     Table fields are nested tuples in NCCL's index order (module docstring); use the
     lookup methods (:meth:`base_lat`, :meth:`hw_lat`, :meth:`ll_max_bw`, ...) rather than
-    raw indices. A field that is ``None`` is a constant nccl-model.md does not give for
-    this version; the lookups raise :class:`MissingConstantError` for it.
+    raw indices. A field that is ``None`` is a constant this library has no reading of for
+    this release's tag; the lookups raise :class:`MissingConstantError` for it.
 
     Attributes
     ----------
@@ -344,6 +445,14 @@ class NcclProfile:
         ``nsteps x hwLat[hw][Ring][p]`` with hw = NET on several nodes.
     legacy : LegacyRings or None
         The ring construction and protocol thresholds of NCCL 2.0-2.4.
+    nvls : NvlsRules or None
+        NVLS / NVLSTree (v2.17+); ``None`` when the release has no NVLS.
+    pat : PatRules or None
+        PAT (v2.23+); ``None`` when the release has none.
+    mnnvl : str
+        Multi-node NVLink (NVIDIA/nccl src/init.cc, src/graph/topo.cc): ``"none"`` before
+        v2.20.3; ``"all_ranks"`` (v2.20: one NCCL node when the clique holds every rank);
+        ``"clique"`` (v2.21+: the GPUs of one clique are one NCCL node, XML fused across it).
     """
 
     version: str
@@ -418,6 +527,9 @@ class NcclProfile:
     sm80_bus_cap: float | None = None
     ring_latency_rule: str = "split"
     legacy: LegacyRings | None = None
+    nvls: NvlsRules | None = None
+    pat: PatRules | None = None
+    mnnvl: str = "none"
 
     # ------------------------------------------------------------------ lookups
     @property
@@ -436,8 +548,9 @@ class NcclProfile:
         value = getattr(self, name)
         if value is None:
             raise MissingConstantError(
-                f"NCCL profile {self.version} lacks {name!r}: nccl-model.md does not give it for "
-                f"{self.tag}; expected a profile that has it, one of "
+                f"NCCL profile {self.version} lacks {name!r}: its value in NVIDIA/nccl {self.tag} "
+                f"({_CONSTANT_FILES.get(name, 'src/graph/tuning.cc')}) is not modelled; expected a "
+                f"profile that has it, one of "
                 f"{[v for v, p in PROFILES.items() if getattr(p, name) is not None]}")
         return value
 
@@ -459,7 +572,7 @@ class NcclProfile:
         """Row of the bandwidth-cap tables for a minimum compute capability.
 
         ``>= 100`` -> 3 (Blackwell), ``>= 90`` -> 2 (Hopper), ``>= 80`` -> 1 (Ampere), else 0
-        (Volta) (tuning.cc ``compCapIndex``; nccl-model.md 5.1).
+        (Volta) (``compCapIndex``, NVIDIA/nccl v2.27.7-1 src/graph/tuning.cc).
 
         Raises
         ------
@@ -471,18 +584,43 @@ class NcclProfile:
         if index >= len(self.ll_max_bws):
             raise MissingConstantError(
                 f"NCCL profile {self.version} has bandwidth-cap rows for compute capability < 90 "
-                f"only (nccl-model.md 5.3); received compute capability {compute_capability}; "
+                f"only (its llMaxBws rows, NVIDIA/nccl {self.tag} src/graph/tuning.cc); received compute "
+                f"capability {compute_capability}; "
                 f"expected a profile such as {DEFAULT_VERSION}")
         return index
 
     def base_lat(self, algorithm: str, protocol: str) -> float:
-        """``baseLat[algorithm][protocol]``. [s]"""
-        return self.base_latency[ALGORITHMS.index(algorithm)][PROTOCOLS.index(protocol)]
+        """``baseLat[algorithm][protocol]``. [s]
+
+        NVLS and NVLSTree run Simple only (0 for LL/LL128); PAT's base is its
+        :attr:`PatRules.base_latency` for Simple.
+
+        Raises
+        ------
+        MissingConstantError
+            For NVLS/NVLSTree/PAT in a release without them.
+        """
+        if algorithm in TABLE_ALGORITHMS:
+            return self.base_latency[TABLE_ALGORITHMS.index(algorithm)][PROTOCOLS.index(protocol)]
+        if algorithm == "pat":
+            return self.require("pat").base_latency if protocol == "Simple" else 0.0
+        rules = self.require("nvls")
+        return rules.base_latency[("nvls", "nvls_tree").index(algorithm)] if protocol == "Simple" \
+            else 0.0
 
     def hw_lat(self, hardware: str, algorithm: str, protocol: str) -> float:
-        """``hwLat[hardware][algorithm][protocol]``. [s]"""
-        return self.hw_latency[HARDWARE.index(hardware)][ALGORITHMS.index(algorithm)][
-            PROTOCOLS.index(protocol)]
+        """``hwLat[hardware][algorithm][protocol]``. [s]
+
+        PAT's per-step latency is the Tree column's (its model reads ``hwLat[NET][TREE]``).
+        """
+        if algorithm == "pat":
+            algorithm = "tree"
+        if algorithm in TABLE_ALGORITHMS:
+            return self.hw_latency[HARDWARE.index(hardware)][TABLE_ALGORITHMS.index(algorithm)][
+                PROTOCOLS.index(protocol)]
+        rules = self.require("nvls")
+        return rules.hw_latency[HARDWARE.index(hardware)][("nvls", "nvls_tree").index(algorithm)] \
+            if protocol == "Simple" else 0.0
 
     def ll_max_bw(self, row: int, nnodes: int) -> float:
         """``llMaxBws[row][index2]``, index2 = nnodes - 1 capped at 2. [B/s]"""
@@ -504,7 +642,7 @@ class NcclProfile:
         """Per-channel speeds the search tries, high to low, for a minimum compute capability.
 
         ``inter`` selects the arrays used when the system has NET nodes (search.cc;
-        nccl-model.md 3.3: ccMin >= 100 -> sm100, >= 90 -> sm90, otherwise generic; a
+        NVIDIA/nccl v2.27.7-1 src/graph/search.cc: ccMin >= 100 -> sm100, >= 90 -> sm90, otherwise generic; a
         version without the sm90/sm100 arrays uses the generic ones). [B/s]
         """
         if compute_capability >= 100 and self.speed_sm100_intra is not None:
@@ -581,7 +719,7 @@ class NcclProfile:
         return figures[link]
 
 
-# Constants a profile may lack (``None`` = not given by nccl-model.md for that version). Other
+# Constants a profile may lack (``None`` = no reading of that release's tag). Other
 # ``None`` fields (sm90/sm100 speed arrays, ll128_max_type_inter_sm90) mean "absent in that
 # release" and have a defined fallback.
 #: A DupChannels compute-capability clause that never applies (releases before the sm90 clause).
@@ -589,6 +727,14 @@ _NO_CC_CLAUSE = 10**6
 
 _OPTIONAL = ("max_channels", "dup_channels", "tree_pattern_factor", "tree_correction_factor",
              "ring_plateau_factor")
+# The NVIDIA/nccl file that holds each optional constant (named in MissingConstantError).
+_CONSTANT_FILES = {"max_channels": "src/include/device.h MAXCHANNELS",
+                   "dup_channels": "src/graph/search.cc ncclTopoDupChannels",
+                   "tree_pattern_factor": "src/graph/tuning.cc",
+                   "tree_correction_factor": "src/graph/tuning.cc treeCorrectionFactor",
+                   "ring_plateau_factor": "src/graph/tuning.cc ncclTopoGetAlgoTime",
+                   "nvls": "src/transport/nvls.cc, src/graph/tuning.cc NVLS",
+                   "pat": "src/graph/tuning.cc ncclPatEnable"}
 
 # ============================================================================================
 # Tables in NCCL's units (GB/s, µs), as NCCL writes them. Converted to SI in _build() only.
@@ -596,20 +742,20 @@ _OPTIONAL = ("max_channels", "dup_channels", "tree_pattern_factor", "tree_correc
 
 # --- v2.27.7-1 (reference) ------------------------------------------------------------------
 # src/graph/tuning.cc v2.27.7 baseLat[NCCL_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS], Tree and Ring
-# rows (nccl-model.md 5.2, column v2.23-HEAD). [µs]
+# rows (the same from v2.23.4-1 to v2.27.7-1). [µs]
 _V2_27_BASE_LAT = (
     (6.8, 14.0, 8.4),   # Tree: LL, LL128, Simple
     (6.6, 14.0, 8.4),   # Ring
 )
 # src/graph/tuning.cc v2.27.7 hwLat[NCCL_NUM_HW][NCCL_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS],
-# Tree and Ring columns (nccl-model.md 5.2, reference version). [µs]
+# Tree and Ring columns. [µs]
 _V2_27_HW_LAT = (
     ((0.6, 1.25, 4.0), (0.6, 1.9, 3.4)),    # NVLINK: Tree, Ring
     ((1.0, 1.9, 4.0), (1.0, 2.5, 5.7)),     # PCI
     ((5.0, 8.5, 14.0), (2.7, 4.0, 14.0)),   # NET
 )
-# src/graph/tuning.cc v2.27.7 llMaxBws / perChMax*Bws [compCapIndex][index2] (nccl-model.md
-# 5.3; Hopper llMaxBws row v2.21+, Blackwell rows v2.25-v2.27). [GB/s]
+# src/graph/tuning.cc v2.27.7 llMaxBws / perChMax*Bws [compCapIndex][index2] (Hopper
+# llMaxBws row from v2.21.5-1, Blackwell rows v2.25-v2.27). [GB/s]
 _V2_27_LL_MAX_BWS = (
     (39.0, 39.0, 20.4),    # Volta-N1 / Intel-N2 / Intel-N4
     (87.7, 22.5, 19.0),    # Ampere-N1 / AMD-N2 / AMD-N4
@@ -623,7 +769,7 @@ _V2_27_PER_CH_MAX_TREE_LL128_BWS = (
 _V2_27_PER_CH_MAX_TREE_BWS = (
     (26.5, 18.5, 10.0), (24.0, 23.6, 17.8), (38.7, 41.4, 36.0), (77.4, 82.8, 72.0))
 # src/graph/tuning.cc v2.27.7 treeCorrectionFactor[NCCL_NUM_PROTOCOLS][23], index
-# log2i(nBytes >> 6) (nccl-model.md 5.7; HEAD adds a 24th entry).
+# log2i(nBytes >> 6) (src/graph/tuning.cc v2.27.7-1; later releases add a 24th entry).
 _V2_27_TREE_CORRECTION = (
     (1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0,
      1.0, 1.0),                                                                     # LL
@@ -633,7 +779,7 @@ _V2_27_TREE_CORRECTION = (
      .9),                                                                           # Simple
 )
 # src/graph/search.cc v2.27.7 speedArrayIntra/Inter, sm90SpeedArrayIntra (v2.21+)/Inter
-# (v2.19+), sm100SpeedArrayIntra/Inter (v2.27-v2.28) (nccl-model.md 3.3). [GB/s]
+# (v2.19+), sm100SpeedArrayIntra/Inter (v2.27-v2.28) (NVIDIA/nccl v2.27.7-1). [GB/s]
 _V2_18_SPEED_INTRA = (40.0, 30.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0)
 _V2_18_SPEED_INTER = (48.0, 30.0, 28.0, 24.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0,
                       4.0, 3.0, 2.4, 1.2, 0.24, 0.12)
@@ -644,7 +790,7 @@ _V2_27_SM100_SPEED_INTRA = (90.0, 80.0, 70.0, 60.0, 50.0, 40.0, 30.0, 24.0, 20.0
 _V2_27_SM100_SPEED_INTER = (96.0, 48.0, 45.1, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0,
                             12.0, 6.0, 3.0, 2.4, 1.2, 0.24, 0.12)
 # src/graph/topo.h v2.27.7 ncclTopoNVLinkBw: SM100 40.1, SM90 20.6, SM86 12.0, SM80 20.0,
-# SM70 20.0, SM60 18.0, otherwise SM80 (nccl-model.md 1.4). Thresholds are tested in order;
+# SM70 20.0, SM60 18.0, otherwise SM80 (NVIDIA/nccl v2.27.7-1). Thresholds are tested in order;
 # (87, SM80) makes cc 87-89 take the SM80 value and cc 86 alone take SM86. [GB/s]
 _V2_27_NVLINK_BW = ((100, 40.1), (90, 20.6), (87, 20.0), (86, 12.0), (80, 20.0), (70, 20.0),
                     (60, 18.0))
@@ -654,49 +800,49 @@ _V2_27_NVLINK_BW = ((100, 40.1), (90, 20.6), (87, 20.0), (86, 12.0), (80, 20.0),
 _V2_27_PCI_BW = (("pcie3_x16", 12.0), ("pcie4_x16", 24.0), ("pcie5_x16", 48.0))
 
 # --- v2.12.12-1 -----------------------------------------------------------------------------
-# baseLat, nccl-model.md 5.2 column v2.7-v2.17. [µs]
+# baseLat, NVIDIA/nccl v2.12.12-1 src/graph/tuning.cc (the same from v2.7 to v2.17). [µs]
 _V2_12_BASE_LAT = (
     (4.4, 4.4, 0.0),    # Tree
     (3.6, 10.0, 8.4),   # Ring
 )
-# hwLat, nccl-model.md 5.2 "Older hwLat values" rows v2.7 (PCI) and v2.8-v2.17 (NVLINK, NET),
-# with the v2.12.x-v2.13.x exception NET Ring Simple = 28. [µs]
+# hwLat, NVIDIA/nccl v2.12.12-1 src/graph/tuning.cc (PCI row as v2.7.8-1, NVLINK and NET rows
+# as v2.8-v2.17), with the v2.12.x-v2.13.x NET Ring Simple = 28. [µs]
 _V2_12_HW_LAT = (
     ((0.52, 1.25, 28.0), (0.47, 1.9, 3.4)),   # NVLINK: Tree, Ring
     ((1.0, 1.9, 28.0), (1.0, 2.5, 5.7)),      # PCI
     ((5.0, 8.5, 28.0), (2.7, 4.0, 28.0)),     # NET
 )
-# v2.12 "used one ll128MaxBwPerCh = 20.0, and llMaxBws/perChMaxTreeBws with only Volta/Ampere
-# rows" (nccl-model.md 5.3); the Volta/Ampere rows are untagged there, read as unchanged.
+# NVIDIA/nccl v2.12.12-1 src/graph/tuning.cc: one ll128MaxBwPerCh = 20.0, and llMaxBws /
+# perChMaxTreeBws with Volta/Ampere rows only; [U] their values read as v2.27.7-1's.
 _V2_12_LL_MAX_BWS = _V2_27_LL_MAX_BWS[:2]
 _V2_12_LL128_MAX_BW_PER_CH = ((20.0, 20.0, 20.0), (20.0, 20.0, 20.0))
 _V2_12_PER_CH_MAX_TREE_BWS = _V2_27_PER_CH_MAX_TREE_BWS[:2]
-# search.cc speed arrays v2.12-v2.17 (nccl-model.md 3.3). [GB/s]
+# src/graph/search.cc speed arrays, NVIDIA/nccl v2.12.12-1 (the same to v2.17.1-1). [GB/s]
 _V2_12_SPEED_INTRA = (44.0, 30.0, 22.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0)
 _V2_12_SPEED_INTER = (48.0, 30.0, 24.0, 22.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0,
                       3.0, 2.4, 1.2, 0.24, 0.12)
-# topo.h v2.10-v2.17: SM60 18, SM70 22, SM80 22, SM86 12, SM90 = SM80 (nccl-model.md 1.4). [GB/s]
+# src/graph/topo.h NVIDIA/nccl v2.12.12-1 (v2.10-v2.17): SM60 18, SM70 22, SM80 22, SM86 12, SM90 = SM80. [GB/s]
 _V2_12_NVLINK_BW = ((87, 22.0), (86, 12.0), (80, 22.0), (70, 22.0), (60, 18.0))
 
 _SOURCES_V2_27 = (
     "baseLat, hwLat, llMaxBws, perChMax*Bws, treeCorrectionFactor, protocol factors, ring "
-    "plateau, LL128 rules: NVIDIA/nccl v2.27.7-1 src/graph/tuning.cc (nccl-model.md 5.1-5.7)",
-    "getNetOverhead: src/graph/tuning.cc v2.18+ (nccl-model.md 5.2)",
-    "speed arrays, ncclTopoDupChannels: src/graph/search.cc (nccl-model.md 3.3, 3.7)",
-    "MAXCHANNELS 64, NCCL_STEPS 8: src/include/device.h (nccl-model.md 0, 5.7)",
-    "NVLink/PCI/QPI/LOC bandwidths: src/graph/topo.h (nccl-model.md 1.4)",
+    "plateau, LL128 rules: NVIDIA/nccl v2.27.7-1 src/graph/tuning.cc, src/enqueue.cc",
+    "getNetOverhead: NVIDIA/nccl v2.27.7-1 src/graph/tuning.cc (v2.18+)",
+    "speed arrays, ncclTopoDupChannels: NVIDIA/nccl v2.27.7-1 src/graph/search.cc",
+    "MAXCHANNELS 64, NCCL_STEPS 8: NVIDIA/nccl v2.27.7-1 src/include/device.h",
+    "NVLink/PCI/QPI/LOC bandwidths: NVIDIA/nccl v2.27.7-1 src/graph/topo.h",
 )
 _SOURCES_V2_12 = (
     "baseLat, hwLat, Ring LL/LL128 factors, latency rules: NVIDIA/nccl v2.12.12-1 "
-    "src/graph/tuning.cc as nccl-model.md 5.2-5.6 tags them",
-    "speed arrays: src/graph/search.cc v2.12-v2.17 (nccl-model.md 3.3)",
-    "NVLink/QPI bandwidths: src/graph/topo.h v2.10-v2.17 (nccl-model.md 1.4)",
+    "src/graph/tuning.cc",
+    "speed arrays: NVIDIA/nccl v2.12.12-1 src/graph/search.cc",
+    "NVLink/QPI bandwidths: NVIDIA/nccl v2.12.12-1 src/graph/topo.h",
 )
 _NOTES_V2_12 = (
     "llMaxBws and perChMaxTreeBws Volta/Ampere rows, treeCorrectionFactor, the ring plateau "
     "rule, the Tree ratio and LL/LL128 factors, NCCL_STEPS and the Broadcast/Reduce latency "
     "rule are "
-    "untagged in nccl-model.md (which tags differences inline) and are read as unchanged.",
+    "[U] not read at tag v2.12.12-1: taken as unchanged from v2.27.7-1.",
     "No bandwidth-cap rows for compute capability >= 90: v2.12 had Volta and Ampere rows only.",
     "No net overhead (getNetOverhead is v2.18+): stored as zero, which is the same as absent.",
     "No sm90/sm100 speed arrays (they appear in v2.18 / v2.25): the generic arrays apply.",
@@ -759,36 +905,67 @@ def _derive(base: NcclProfile, **changes) -> NcclProfile:
     return replace(base, **changes)
 
 
+# --- NVLS / NVLSTree / PAT rules per release --------------------------------------------------
+# hwLat NVLS/NVLSTree Simple, NVIDIA/nccl v2.27.7-1 src/graph/tuning.cc: NVLINK 25/25, PCI 0/0,
+# NET 18/14. [U] releases v2.17-v2.26 are taken to have the same values (their rows were not
+# read). [µs]
+_NVLS_HW_LAT = ((_us(25.0), _us(25.0)), (0.0, 0.0), (_us(18.0), _us(14.0)))
+# v2.27.7-1: NVLS off with <= 2 GPUs (src/transport/nvls.cc), arity 32 (src/include/device.h),
+# AllReduce/AllGather/ReduceScatter (src/graph/tuning.cc), baseLat 0, bus->alg 5/6, MNNVL the
+# GPU-count rule (v2.25+), nvlsChannels sm90 16, sm100 24 single node / 32 multi-node.
+_NVLS_V2_27 = NvlsRules(min_gpus=3, max_arity=32, tree=True,
+                        collectives=("all_reduce", "all_gather", "reduce_scatter"), mnnvl="gpus",
+                        base_latency=(0.0, 0.0), hw_latency=_NVLS_HW_LAT, ratio_rule="5/6",
+                        latency_rule="v2.19", nchannels=(16, 24, 32))
+# v2.25.x-v2.26.x: the same, nvlsChannels sm100 32 (NVLS_NCHANNELS_SM100).
+# v2.21.x-v2.24.x: MNNVL needs a clique of more than 2 GPUs; nvlsChannels 16.
+_NVLS_V2_21 = replace(_NVLS_V2_27, mnnvl="clique", nchannels=(16, 16, 16))
+# v2.19.x: NCCL_MAX_NVLS_ARITY 8 (up to v2.20) and no MNNVL (it arrives in v2.20.3).
+_NVLS_V2_19 = replace(_NVLS_V2_21, max_arity=8, mnnvl="none")
+# v2.18.x: NVLSTree appears; baseLat 23 for both; AllReduce only; bus->alg NVLS 5/6, NVLSTree
+# 0.70 nNodes / (2 (nNodes - 1)); the v2.18 latency formulas (src/graph/tuning.cc v2.18.6-1).
+_NVLS_V2_18 = replace(_NVLS_V2_19, collectives=("all_reduce",), base_latency=(_us(23.0), _us(23.0)),
+                      ratio_rule="v2.18", latency_rule="v2.18")
+# v2.17.x: NVLS only (no NVLSTree), off when localRanks <= 1 or nNodes > 1, baseLat 40
+# (src/transport/nvls.cc, src/graph/tuning.cc v2.17.1-1). [U] ratio 5/6 and the v2.18 latency
+# formula.
+_NVLS_V2_17 = replace(_NVLS_V2_18, min_gpus=2, tree=False, base_latency=(_us(40.0), 0.0))
+# PAT: busBw x 0.85 (v2.23.4-1), x 0.75 (v2.24.3-1+); 8 + log2i(nNodes) interLat / 3.5 +
+# nRanks x 2.8 µs; v2.26+ off below compute capability 60 (src/graph/tuning.cc).
+_PAT_V2_23 = PatRules(factor=0.85, base_latency=_us(8.0), per_rank_latency=_us(2.8))
+_PAT_V2_24 = replace(_PAT_V2_23, factor=0.75)
+_PAT_V2_26 = replace(_PAT_V2_24, min_compute_capability=60)
+
 _V2_27_7 = _build(
     version="2.27.7", tag="v2.27.7-1",
     path_types=PATH_TYPES,
-    max_channels=64,                      # MAXCHANNELS, v2.27 (nccl-model.md 0)
-    nccl_steps=8,                         # NCCL_STEPS (nccl-model.md 5.7)
+    max_channels=64,                      # MAXCHANNELS, src/include/device.h v2.27.7-1
+    nccl_steps=8,                         # NCCL_STEPS, src/include/device.h
     base_latency=_V2_27_BASE_LAT,
     hw_latency=_V2_27_HW_LAT,
     ll_max_bws=_V2_27_LL_MAX_BWS,
     per_ch_max_ring_ll128_bws=_V2_27_PER_CH_MAX_RING_LL128_BWS,
     per_ch_max_tree_ll128_bws=_V2_27_PER_CH_MAX_TREE_LL128_BWS,
     per_ch_max_tree_bws=_V2_27_PER_CH_MAX_TREE_BWS,
-    ring_ll_factor=0.5,                   # Ring LL x0.5, v2.21+ (nccl-model.md 5.4)
+    ring_ll_factor=0.5,                   # Ring LL x0.5, v2.21+ (src/graph/tuning.cc)
     ring_ll_factor_single_node_copy=0.5,
-    ring_ll128_factor=0.92,               # Ring LL128 x0.92 (5.4); ppn<2 rule removed by v2.23
+    ring_ll128_factor=0.92,               # Ring LL128 x0.92 (tuning.cc); ppn<2 rule removed by v2.23
     ring_ll128_factor_ppn1=0.92,
-    tree_factor=0.92,                     # Tree AllReduce x0.92 (5.4)
-    tree_ll_divisor=3.8,                  # Tree LL /3.8 (5.4)
-    tree_ll128_factor_single_node=7 / 9,  # Tree LL128 (5.4)
+    tree_factor=0.92,                     # Tree AllReduce x0.92 (tuning.cc)
+    tree_ll_divisor=3.8,                  # Tree LL /3.8 (tuning.cc)
+    tree_ll128_factor_single_node=7 / 9,  # Tree LL128 (tuning.cc)
     tree_ll128_factor_multi_node=120 / 128,
-    tree_pattern_factor=0.85,             # maxTreePattern == TREE (5.4)
-    tree_alg_ratio=0.5,                   # bus -> alg ratio "Tree, CollNet*, others" (5.4)
+    tree_pattern_factor=0.85,             # maxTreePattern == TREE (tuning.cc)
+    tree_alg_ratio=0.5,                   # bus -> alg ratio "Tree, CollNet*, others" (tuning.cc)
     tree_correction_factor=_V2_27_TREE_CORRECTION,
-    ring_plateau_factor=(1.9, 1.4),       # minCompCap < 80 / >= 80 (5.7)
-    ring_plateau_min_bytes=64,            # nBytes/(comm->nChannels*nRanks) >= 64 (5.7)
-    net_overhead=(1.0, 2.0, 1.0),         # getNetOverhead: Intel, AMD, other [µs] (5.2)
-    net_overhead_simple_factor=3,         # getNetOverhead() * (Simple ? 3 : 1) (5.5)
-    ring_ll_multi_node_intra_factor=1.0,  # the x1.8 is v2.7-v2.17 only (5.5)
-    allreduce_inter_steps_offset=1,       # 2*(nNodes-1) (5.5)
+    ring_plateau_factor=(1.9, 1.4),       # minCompCap < 80 / >= 80 (enqueue.cc)
+    ring_plateau_min_bytes=64,            # nBytes/(comm->nChannels*nRanks) >= 64 (enqueue.cc)
+    net_overhead=(1.0, 2.0, 1.0),         # getNetOverhead: Intel, AMD, other [µs] (tuning.cc)
+    net_overhead_simple_factor=3,         # getNetOverhead() * (Simple ? 3 : 1) (tuning.cc)
+    ring_ll_multi_node_intra_factor=1.0,  # the x1.8 is v2.7-v2.17 only (tuning.cc)
+    allreduce_inter_steps_offset=1,       # 2*(nNodes-1) (tuning.cc)
     inter_latency_rule="ppn",
-    ll128_max_type_intra="NVB",           # 5.6
+    ll128_max_type_intra="NVB",           # tuning.cc
     ll128_max_type_inter="PXB",
     ll128_max_type_inter_sm90="PXN",      # NCCL_LL128_C2C default 1 and sm >= 90
     ll128_compute_capabilities=None,      # minCompCap == maxCompCap, any value >= 70
@@ -800,20 +977,24 @@ _V2_27_7 = _build(
     speed_sm90_inter=_V2_19_SM90_SPEED_INTER,
     speed_sm100_intra=_V2_27_SM100_SPEED_INTRA,
     speed_sm100_inter=_V2_27_SM100_SPEED_INTER,
-    dup_channels=(25.0, 80, 50.0, 4),     # ncclTopoDupChannels (3.7) [GB/s, cc, GB/s, channels]
+    dup_channels=(25.0, 80, 50.0, 4),     # ncclTopoDupChannels (search.cc) [GB/s, cc, GB/s, channels]
     nvlink_bandwidths=_V2_27_NVLINK_BW,
-    nvlink_bandwidth_default=20.0,        # "otherwise SM80" (1.4)
-    loc_bandwidth=5000.0, pci_bandwidth=12.0,  # LOC_BW, PCI_BW (1.4)
+    nvlink_bandwidth_default=20.0,        # "otherwise SM80" (topo.h)
+    loc_bandwidth=5000.0, pci_bandwidth=12.0,  # LOC_BW, PCI_BW (topo.h)
     bdw_qpi_bandwidth=6.0, skl_qpi_bandwidth=10.0,
     pci_bandwidths=_V2_27_PCI_BW,
     sources=_SOURCES_V2_27,
-    notes=("Complete for Tree and Ring; CollNet, NVLS, NVLSTree and PAT are not modelled.",),
+    notes=("Tree, Ring, NVLS, NVLSTree and PAT. CollNet is not modelled: NCCL enables it only "
+           "with a CollNet (SHARP) network plugin, which none of these fabrics has.",
+           "[U] the NVLS search with NET nodes (NVLSTree, one head per NIC) is this library's "
+           "reading of src/graph/search.cc, not checked against NCCL_DEBUG_SUBSYS=GRAPH logs."),
     first=(2, 27, 0), last=(2, 27, _ANY),
+    nvls=_NVLS_V2_27, pat=_PAT_V2_26, mnnvl="clique",
 )
 
 _V2_12_12 = _build(
     version="2.12.12", tag="v2.12.12-1",
-    path_types=("LOC", "NVL", "NVB", "PIX", "PXB", "PXN", "PHB", "SYS", "DIS"),  # 1.3, v2.12-v2.17
+    path_types=("LOC", "NVL", "NVB", "PIX", "PXB", "PXN", "PHB", "SYS", "DIS"),  # topo.h v2.12-v2.17
     max_channels=32,                      # [U] see _NOTES_V2_12
     nccl_steps=8,
     base_latency=_V2_12_BASE_LAT,
@@ -837,10 +1018,10 @@ _V2_12_12 = _build(
     ring_plateau_min_bytes=64,
     net_overhead=(0.0, 0.0, 0.0),
     net_overhead_simple_factor=3,
-    ring_ll_multi_node_intra_factor=1.8,  # v2.7-v2.17 (5.5)
-    allreduce_inter_steps_offset=0,       # v2.12-v2.22: nNodes>1 ? 2*nNodes : 0 (5.5)
+    ring_ll_multi_node_intra_factor=1.8,  # v2.7-v2.17 (tuning.cc)
+    allreduce_inter_steps_offset=0,       # v2.12-v2.22: nNodes>1 ? 2*nNodes : 0 (tuning.cc)
     inter_latency_rule="graph-or-net",    # v2.12: latencyInter ? latencyInter : hwLat[NET][a][p]
-    ll128_max_type_intra="NVL",           # v2.12 (5.6)
+    ll128_max_type_intra="NVL",           # v2.12 (tuning.cc)
     ll128_max_type_inter="PXB",
     ll128_max_type_inter_sm90=None,
     ll128_compute_capabilities=(70, 80),  # "all GPUs are sm70 or all sm80"
@@ -854,7 +1035,7 @@ _V2_12_12 = _build(
     nvlink_bandwidths=_V2_12_NVLINK_BW,
     nvlink_bandwidth_default=22.0,        # SM80 value of v2.10-v2.17
     loc_bandwidth=5000.0, pci_bandwidth=12.0,
-    bdw_qpi_bandwidth=6.0, skl_qpi_bandwidth=9.0,  # SKL_QPI_BW 9 in v2.7-v2.17 (1.4)
+    bdw_qpi_bandwidth=6.0, skl_qpi_bandwidth=9.0,  # SKL_QPI_BW 9 in v2.7-v2.17 (topo.h)
     pci_bandwidths=_V2_27_PCI_BW,  # kvDictPciGen: 8 and 16 GT/s as in v2.27 [U] for 32 GT/s
     sources=_SOURCES_V2_12,
     notes=_NOTES_V2_12,
@@ -881,7 +1062,22 @@ _V2_23_4 = _derive(
     sources=("NVIDIA/nccl v2.23.4-1 src/graph/tuning.cc, search.cc, topo.h",),
     notes=("[U] MAXCHANNELS 32 (given for v2.18; 64 from v2.27).",
            "v2.25-v2.26 Blackwell figures (SM100 NVLink 40.0, sm100 speed arrays, row 3 caps) "
-           "are not modelled: no Blackwell system is built in."),
+           "are not modelled: no Blackwell system is built in.",
+           "PAT busBw x0.85 (v2.23.4-1); x0.75 from v2.24.3 (profile 2.24.3)."),
+    nvls=_NVLS_V2_21, pat=_PAT_V2_23,
+)
+_V2_23_4 = replace(_V2_23_4, last=(2, 23, _ANY))
+
+# --- v2.24.3-1: 2.24.0-2.26.x: as v2.23.4 with PAT x0.75 ---------------------------------------
+_V2_24_3 = _derive(
+    _V2_23_4, version="2.24.3", tag="v2.24.3-1", first=(2, 24, 0), last=(2, 26, _ANY),
+    pat=_PAT_V2_24,
+    sources=("NVIDIA/nccl v2.24.3-1 src/graph/tuning.cc, search.cc, topo.h",),
+    notes=_V2_23_4.notes[:2] + (
+        "PAT busBw x0.75 (v2.24.3-1). [U] v2.26's PAT floor (compute capability >= 60) is not "
+        "applied; it concerns no GPU of these fabrics.",
+        "[U] v2.25-v2.26 NVLS on MNNVL follows the GPU-count rule, v2.24 needs a clique of more "
+        "than 2 GPUs: the same for a clique that is the communicator's NCCL node."),
 )
 
 # --- v2.21.5-1: 2.20.0-2.22.x ---------------------------------------------------------------
@@ -896,8 +1092,11 @@ _V2_21_5 = _derive(
                 ((5.0, 8.5, 28.0), (2.7, 4.0, 14.0))),
     ring_ll128_factor_ppn1=0.7,
     allreduce_inter_steps_offset=0,
-    sources=("NVIDIA/nccl v2.21.5-1 src/graph/tuning.cc, search.cc, topo.h",),
+    pat=None,
+    sources=("NVIDIA/nccl v2.21.5-1 src/graph/tuning.cc, search.cc, topo.h, src/transport/nvls.cc",),
     notes=("[U] MAXCHANNELS 32 (given for v2.18).",
+           "[U] v2.20 differs for NVLS: NCCL_MAX_NVLS_ARITY 8, no NVLS on MNNVL, and MNNVL only "
+           "when one clique holds every rank; v2.20 takes v2.21's rules.",
            "v2.20 differs for Hopper only (Ring LL x1/4 or 1/3, llMaxBws Hopper 87.7/22.5/19.0, "
            "the v2.19 sm90 intra array): not modelled, v2.20 takes v2.21's values [U]."),
 )
@@ -911,6 +1110,7 @@ _V2_19_4 = _derive(
     ll_max_bws=((39.0, 39.0, 20.4), (87.7, 22.5, 19.0), (87.7, 22.5, 19.0)),
     speed_sm90_intra=(60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 15.0, 12.0, 6.0, 3.0),
     nvlink_bandwidths=((90, 20.0), (87, 20.0), (86, 12.0), (80, 20.0), (70, 20.0), (60, 18.0)),
+    nvls=_NVLS_V2_19, mnnvl="none",
     sources=("NVIDIA/nccl v2.19.4-1 src/graph/tuning.cc, search.cc, topo.h",),
     notes=("[U] MAXCHANNELS 32 (given for v2.18).",),
 )
@@ -925,26 +1125,36 @@ _V2_18_6 = _derive(
     speed_sm90_intra=(60.0, 40.0, 30.0, 24.0, 20.0, 15.0, 12.0, 6.0, 3.0),
     speed_sm90_inter=(48.0, 45.0, 42.0, 40.0, 30.0, 24.0, 20.0, 17.5, 15.0, 12.0, 6.0, 3.0,
                       2.4, 1.2, 0.24, 0.12),
+    nvls=_NVLS_V2_18,
     sources=("NVIDIA/nccl v2.18.6-1 src/graph/tuning.cc, search.cc, topo.h, "
              "src/include/device.h (MAXCHANNELS 32)",),
     notes=(),
 )
 
 # --- v2.14-v2.17 (v2.17.1-1) and v2.10-v2.11 (v2.11.4-1): the v2.12 tables except ------------
-# hwLat[NET][Ring][Simple] = 9.6 (28 only in v2.12-v2.13, 5.2), and for v2.10-
-# v2.11 AllReduce nInterSteps = 2*(nNodes-1) (v2.7-v2.11, 5.5).
+# hwLat[NET][Ring][Simple] = 9.6 (28 only in v2.12-v2.13), and for v2.10-
+# v2.11 AllReduce nInterSteps = 2*(nNodes-1) (v2.7-v2.11), src/graph/tuning.cc.
 _V2_NET_RING_SIMPLE_9_6 = (((0.52, 1.25, 28.0), (0.47, 1.9, 3.4)),
                            ((1.0, 1.9, 28.0), (1.0, 2.5, 5.7)),
                            ((5.0, 8.5, 28.0), (2.7, 4.0, 9.6)))
-_V2_17_1 = _derive(
-    _V2_12_12, version="2.17.1", tag="v2.17.1-1", first=(2, 14, 0), last=(2, 17, _ANY),
+_V2_16_5 = _derive(
+    _V2_12_12, version="2.16.5", tag="v2.16.5-1", first=(2, 14, 0), last=(2, 16, _ANY),
     hw_latency=_V2_NET_RING_SIMPLE_9_6,
     notes=_NOTES_V2_12[:-1] + ("The v2.12 tables with hwLat[NET][Ring][Simple] 9.6 "
-                               "(v2.14-v2.17).",),
+                               "(v2.14-v2.17); no NVLS (it arrives in v2.17.1).",),
+)
+# v2.17.x: v2.16's tables and the first NVLS (src/transport/nvls.cc v2.17.1-1).
+_V2_17_1 = _derive(
+    _V2_16_5, version="2.17.1", tag="v2.17.1-1", first=(2, 17, 0), last=(2, 17, _ANY),
+    nvls=_NVLS_V2_17,
+    notes=_NOTES_V2_12[:-1] + ("The v2.12 tables with hwLat[NET][Ring][Simple] 9.6 "
+                               "(v2.14-v2.17).",
+                               "[U] NVLS of v2.17: ratio 5/6, hwLat as v2.27's, the v2.18 "
+                               "latency formula; the search on the generic speed arrays."),
 )
 _V2_11_4 = _derive(
-    _V2_17_1, version="2.11.4", tag="v2.11.4-1", first=(2, 10, 0), last=(2, 11, _ANY),
-    path_types=("LOC", "NVL", "NVB", "PIX", "PXB", "PHB", "SYS"),   # 1.3, v2.8-v2.11 (no PXN)
+    _V2_16_5, version="2.11.4", tag="v2.11.4-1", first=(2, 10, 0), last=(2, 11, _ANY),
+    path_types=("LOC", "NVL", "NVB", "PIX", "PXB", "PHB", "SYS"),   # topo.h v2.8-v2.11 (no PXN)
     pxn=False, allreduce_inter_steps_offset=1,
     notes=_NOTES_V2_12[:-1] + ("The v2.12 tables with hwLat[NET][Ring][Simple] 9.6 and "
                                "AllReduce nInterSteps 2*(nNodes-1) (v2.7-v2.11); no PXN.",),
@@ -952,7 +1162,7 @@ _V2_11_4 = _derive(
 
 # --- v2.8-v2.9 (v2.8.4-1) -------------------------------------------------------------------
 # topo.h v2.7-v2.9: SM60 18, SM70 21, SM80 21 (v2.9), SM86 12 (v2.9); QPI 6, SKL 9; search.cc
-# v2.9 single speed array; NVB paths from v2.8 (1.3).
+# v2.9 single speed array; NVB paths from v2.8 (topo.h).
 _V2_9_SPEED = (42.0, 30.0, 24.0, 21.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0, 2.4,
                1.2, 0.24, 0.12)
 _V2_8_4 = _derive(
@@ -960,8 +1170,8 @@ _V2_8_4 = _derive(
     speed_intra=_V2_9_SPEED, speed_inter=_V2_9_SPEED,
     nvlink_bandwidths=((87, 21.0), (86, 12.0), (80, 21.0), (70, 21.0), (60, 18.0)),
     nvlink_bandwidth_default=21.0,
-    sources=("NVIDIA/nccl v2.8-v2.9 src/graph/tuning.cc, search.cc, topo.h as the tag columns "
-             "of 1.3, 1.4, 3.3, 5.2-5.5 give them",),
+    sources=("NVIDIA/nccl v2.8.4-1 and v2.9.9-1 src/graph/tuning.cc, src/graph/search.cc, "
+             "src/graph/topo.h",),
     notes=("[U] MAXCHANNELS 32, DupChannels and llMaxBws/perChMax rows as v2.12 (untagged).",
            "[U] the speed array is v2.9's (v2.8 lies between v2.7's and v2.9's).",
            "[U] LL128 enabling as v2.12 (all sm70 or all sm80, typeIntra <= NVL).",
@@ -969,8 +1179,8 @@ _V2_8_4 = _derive(
 )
 
 # --- v2.7.8-1: 2.7.x ------------------------------------------------------------------------
-# hwLat v2.7 row; no NVB path type (1.3); Ring LL without cap (x1/4, x1/3 single-node copies);
-# ll128MaxBwPerCh[coll]; Tree x0.9 with maxTreeBw; sm80 busBw <= 235 (5.3, 5.4); speed array.
+# hwLat v2.7 row; no NVB path type (topo.h); Ring LL without cap (x1/4, x1/3 single-node copies);
+# ll128MaxBwPerCh[coll]; Tree x0.9 with maxTreeBw; sm80 busBw <= 235 (tuning.cc); speed array.
 _V2_7_8 = _derive(
     _V2_8_4, version="2.7.8", tag="v2.7.8-1", first=(2, 7, 0), last=(2, 7, _ANY),
     path_types=("LOC", "NVL", "PIX", "PXB", "PHB", "SYS", "NET"),
@@ -1041,7 +1251,7 @@ _LEGACY_NOTES = (
 )
 _V2_4_8 = _derive(
     _V2_5_7, version="2.4.8", tag="v2.4.8-1", first=(2, 4, 0), last=(2, 4, _ANY),
-    max_channels=16,                      # MAXCHANNELS 16 (v2.4, 0)
+    max_channels=16,                      # MAXCHANNELS 16 (src/include/devcomm.h v2.4.8-1)
     ring_builder="p2p_rings", tree_rule="threshold", selection="threshold",
     ll128=False, nvb_relay=False, pxn=False,
     legacy=LegacyRings(max_rings=16, default_threads=256, ll_max_threads=256, ll_min_threads=64,
@@ -1086,8 +1296,8 @@ def _with_inter_cpu(profile: NcclProfile) -> NcclProfile:
 
 
 PROFILES: dict[str, NcclProfile] = {p.version: _with_inter_cpu(p) for p in (
-    _V2_3_5, _V2_3_7, _V2_4_8, _V2_5_7, _V2_7_8, _V2_8_4, _V2_11_4, _V2_12_12, _V2_17_1,
-    _V2_18_6, _V2_19_4, _V2_21_5, _V2_23_4, _V2_27_7)}
+    _V2_3_5, _V2_3_7, _V2_4_8, _V2_5_7, _V2_7_8, _V2_8_4, _V2_11_4, _V2_12_12, _V2_16_5,
+    _V2_17_1, _V2_18_6, _V2_19_4, _V2_21_5, _V2_23_4, _V2_24_3, _V2_27_7)}
 
 _OLDEST, _NEWEST = _V2_3_5, _V2_27_7
 _VERSION_GRAMMAR = re.compile(r"[vV]?([0-9]{1,3})\.([0-9]{1,3})(?:\.([0-9]{1,3}))?(?:-([0-9]{1,3}))?")
@@ -1191,7 +1401,7 @@ def nccl_profile(version: str | NcclProfile | None = None) -> NcclProfile:
     Examples
     --------
     >>> nccl_profile("v2.12.12-1").version, nccl_profile("2.15.5").version
-    ('2.12.12', '2.17.1')
+    ('2.12.12', '2.16.5')
     >>> nccl_profile("2.28")
     Traceback (most recent call last):
     ...

@@ -1,8 +1,8 @@
 """NCCL's tuning model: bus bandwidth, latency, time, and the choice of algorithm and protocol.
 
-This reimplements, from nccl-model.md sections 5.1-5.7, what ``ncclTopoTuneModel`` and
+This reimplements, from NVIDIA/nccl v2.27.7-1 (and the tags of older profiles), what ``ncclTopoTuneModel`` and
 ``ncclTopoGetAlgoTime`` (src/graph/tuning.cc) and ``topoGetAlgoInfo`` (src/enqueue.cc)
-compute, for the Ring and Tree algorithms and the LL, LL128 and Simple protocols. It does
+compute, for the Ring, Tree, NVLS, NVLSTree and PAT algorithms and the LL, LL128 and Simple protocols. It does
 not look at a fabric: the channel search produces, per algorithm, a :class:`ChannelGraph`
 (NCCL's ``ncclTopoGraph`` result: channel count, per-channel bandwidth, path types), the
 caller bundles the two graphs with the rank counts into a :class:`Communicator`, and the
@@ -26,7 +26,9 @@ Units are SI throughout: bytes, seconds, B/s. Sizes ``nbytes`` are NCCL's ``nByt
 total buffer for all_gather / reduce_scatter, the same ``S`` nccl-tests reports
 (:mod:`models.nccltests`). Time functions are numpy-vectorised over ``nbytes``.
 
-Not modelled: CollNet, NVLS, NVLSTree and PAT (see :mod:`models.nccl`); NCCL_ALGO /
+NVLS and NVLSTree read the communicator's NVLS graph (:mod:`models.nccl.nvls`), PAT the tree
+graph; :func:`nvls_choice` says why NVLS was or was not chosen. Not modelled: CollNet (NCCL
+enables it only with a SHARP-enabled network plugin, so it would not pick it here); NCCL_ALGO /
 NCCL_PROTO environment lists (use ``algorithm=`` / ``protocol=`` of
 :func:`select_algorithm`); tuner plugins; fp8; the channel/thread reduction after the choice
 (it does not change the predicted time); user-forced channel counts. A single rank never reaches NCCL's tuning model
@@ -34,12 +36,12 @@ NCCL_PROTO environment lists (use ``algorithm=`` / ``protocol=`` of
 
 References
 ----------
-.. [1] nccl-model.md sections 3.7, 5.1-5.8 (NVIDIA/nccl v2.27.7-1 src/graph/tuning.cc,
-   src/enqueue.cc, src/graph/search.cc, src/graph/connect.cc).
+.. [1] NVIDIA/nccl v2.27.7-1 src/graph/tuning.cc, src/enqueue.cc, src/graph/search.cc,
+   src/graph/connect.cc, src/transport/nvls.cc; older releases at the tag of their profile.
 
 Examples
 --------
-The worked example of nccl-model.md 5.8: 8 H100 on one NVSwitch node, ring and tree graphs
+A worked example derived by hand from the v2.27.7-1 tables: 8 H100 on one NVSwitch node, ring and tree graphs
 of 12 channels x 30 GB/s, AllReduce of 1 MiB.
 
 >>> from models.nccl.tuning import ChannelGraph, Communicator, select_algorithm
@@ -61,7 +63,8 @@ import numpy as np
 from topo.errors import DgxTopoError
 
 from ..nccltests import busbw_factor, collective as _collective_spec
-from .profiles import ALGORITHMS, PATH_TYPES, PROTOCOLS, NcclProfile, nccl_profile
+from .profiles import (ALGORITHMS, PATH_TYPES, PROTOCOLS, MissingConstantError, NcclProfile,
+                       nccl_profile)
 
 __all__ = [
     "NCCL_COLLECTIVES", "PATTERNS", "CPU_VENDORS",
@@ -71,14 +74,14 @@ __all__ = [
     "Tuning", "AlgoTime", "Selection",
     "nsteps", "bus_to_alg_ratio", "applicability", "bus_bandwidth", "latency", "tune",
     "tuning_table", "algo_time", "select_algorithm", "comm_channels", "ll_threshold",
-    "tree_threshold",
+    "tree_threshold", "nvls_choice",
 ]
 
-#: Collectives NCCL's tuning model covers, in NCCL's function order (nccl-model.md 0).
+#: Collectives NCCL's tuning model covers, in NCCL's function order (src/include/device.h).
 NCCL_COLLECTIVES = ("broadcast", "reduce", "all_gather", "reduce_scatter", "all_reduce")
-#: Search patterns of a channel graph (NCCL_TOPO_PATTERN_*; nccl-model.md 3.1-3.2).
-PATTERNS = ("ring", "balanced_tree", "tree", "split_tree")
-#: CPU vendors that change the model (llMaxBws row multi-node, getNetOverhead; 5.1-5.2).
+#: Search patterns of a channel graph (NCCL_TOPO_PATTERN_*, src/graph/search.cc).
+PATTERNS = ("ring", "balanced_tree", "tree", "split_tree", "nvls")
+#: CPU vendors that change the model (llMaxBws row multi-node, getNetOverhead; src/graph/tuning.cc).
 CPU_VENDORS = ("intel", "amd", "other")
 
 
@@ -91,7 +94,7 @@ class UnsupportedCollectiveError(TuningError):
 
 
 class UnknownAlgorithmError(TuningError):
-    """An algorithm name other than ``"tree"`` / ``"ring"``."""
+    """An algorithm name other than those of :data:`models.nccl.profiles.ALGORITHMS`."""
 
 
 class UnknownProtocolError(TuningError):
@@ -173,7 +176,7 @@ class ChannelGraph:
         ``"NVB"``, ``"PIX"``, ``"PXB"``, ``"PHB"``, ``"SYS"``, ...; ``"LOC"`` for one GPU).
         An enum member whose ``name`` is one of these (``models.routes.PathType.NVL``) is
         stored as its name. ``"NVL"`` selects NCCL's NVLINK latencies, anything else the PCI
-        ones (NVB counts as PCI, nccl-model.md 5.1).
+        ones (NVB counts as PCI, src/graph/tuning.cc).
     bw_inter : float, optional
         ``graph.bwInter`` [B/s]; defaults to ``bw_intra`` (NCCL sets both to the same speed;
         they differ only after pass 2 of multi-node tree searches).
@@ -263,6 +266,11 @@ class Communicator:
         The NCCL release whose model this communicator runs (:func:`nccl_profile`; default
         the reference version). It is stored as an :class:`NcclProfile` and every function
         of this module uses it, so one communicator cannot be tuned under two releases.
+    nvls : ChannelGraph, optional
+        The NVLS graph (search id 3; its ``nchannels`` are the heads) when NCCL sets
+        ``nvlsSupport``; None otherwise (NVLS and NVLSTree are then disabled).
+    nvls_reason : str
+        Why there is no NVLS graph (shown by :func:`applicability` and :func:`nvls_choice`).
     """
 
     nranks: int
@@ -275,9 +283,13 @@ class Communicator:
     nchannels: int | None = None
     cuda_11_8: bool = False
     profile: NcclProfile | str | None = None
+    nvls: ChannelGraph | None = None
+    nvls_reason: str = "no NVLS graph was given (NCCL's NVLS search needs NVLink SHARP switches)"
 
     def __post_init__(self):
         object.__setattr__(self, "profile", nccl_profile(self.profile))
+        if self.nvls is not None and not isinstance(self.nvls, ChannelGraph):
+            raise TuningError(f"nvls must be a ChannelGraph or None, received {type(self.nvls).__name__}")
         if not _is_int(self.nranks) or self.nranks < 2:
             raise TuningError(
                 f"nranks must be an integer >= 2, received {self.nranks!r} (NCCL bypasses its "
@@ -319,8 +331,14 @@ class Communicator:
             else self.compute_capability_max
 
     def graph(self, algorithm: str) -> ChannelGraph:
-        """The channel graph of ``"ring"`` or ``"tree"``."""
-        return self.tree if _check_algorithm(algorithm) == "tree" else self.ring
+        """The channel graph an algorithm's model reads: Tree and PAT the tree graph, NVLS and
+        NVLSTree the NVLS graph (None without one), Ring the ring graph (src/init.cc)."""
+        algorithm = _check_algorithm(algorithm)
+        if algorithm in ("tree", "pat"):
+            return self.tree
+        if algorithm in ("nvls", "nvls_tree"):
+            return self.nvls
+        return self.ring
 
 
 # --------------------------------------------------------------------------------- results
@@ -564,7 +582,7 @@ class Selection:
 # ------------------------------------------------------------------------------- the model
 def nsteps(collective: str, nranks: int) -> int:
     """Ring steps of a collective: AllReduce ``2(n-1)``, AllGather/ReduceScatter ``n-1``,
-    Broadcast/Reduce ``n`` (tuning.cc; nccl-model.md 5.1).
+    Broadcast/Reduce ``n`` (src/graph/tuning.cc).
 
     Examples
     --------
@@ -579,11 +597,14 @@ def nsteps(collective: str, nranks: int) -> int:
     return nranks
 
 
-def bus_to_alg_ratio(collective: str, algorithm: str, nranks: int, profile=None) -> float:
+def bus_to_alg_ratio(collective: str, algorithm: str, nranks: int, profile=None, *,
+                     nnodes: int = 1) -> float:
     """Bus -> algorithm bandwidth ratio NCCL applies before storing a bandwidth.
 
-    Ring: ``nRanks / nsteps``; Tree: the profile's ``tree_alg_ratio``, 0.5 (nccl-model.md
-    5.4).
+    Ring: ``nRanks / nsteps``; Tree: the profile's ``tree_alg_ratio``, 0.5 (src/graph/
+    tuning.cc). NVLS/NVLSTree AllReduce: 5/6 (v2.19-v2.27), v2.18 NVLSTree ``0.70 nNodes /
+    (2 (nNodes - 1))``, ``nRanks / nsteps`` from v2.28. AllGather/ReduceScatter on a non-ring
+    algorithm (NVLS, PAT): no conversion (1), the bus bandwidth divides the total bytes.
 
     Examples
     --------
@@ -592,10 +613,22 @@ def bus_to_alg_ratio(collective: str, algorithm: str, nranks: int, profile=None)
     >>> bus_to_alg_ratio("all_reduce", "tree", 8)
     0.5
     """
-    if _check_algorithm(algorithm) == "ring":
+    algorithm = _check_algorithm(algorithm)
+    if algorithm == "ring":
         return nranks / nsteps(collective, nranks)
     _check_collective(collective)
-    return nccl_profile(profile).tree_alg_ratio
+    profile = nccl_profile(profile)
+    if algorithm in ("nvls", "nvls_tree", "pat") and collective in ("all_gather", "reduce_scatter"):
+        return 1.0
+    if algorithm in ("nvls", "nvls_tree"):
+        # A release without NVLS never enables the cell; its ratio is then moot (5/6).
+        rule = profile.nvls.ratio_rule if profile.nvls is not None else "5/6"
+        if rule == "nsteps":
+            return nranks / nsteps(collective, nranks)
+        if rule == "v2.18" and algorithm == "nvls_tree" and nnodes > 1:
+            return 0.70 * nnodes / (2 * (nnodes - 1))
+        return 5 / 6
+    return profile.tree_alg_ratio
 
 
 def _path_above(profile: NcclProfile, path_type: str, limit: str) -> bool:
@@ -606,7 +639,7 @@ def applicability(collective: str, algorithm: str, protocol: str, comm: Communic
                   profile=None) -> tuple:
     """Whether NCCL enables (algorithm, protocol) for a collective on this communicator.
 
-    Rules (nccl-model.md 5.4 "Applicability" and 5.6): Broadcast, Reduce, AllGather and
+    Rules (src/graph/tuning.cc, src/enqueue.cc): Broadcast, Reduce, AllGather and
     ReduceScatter run Ring only (PAT/NVLS/CollNet are not modelled); LL128 needs, for the
     reference version, typeInter <= PXB (<= PXN on sm90+), typeIntra <= NVB, one compute
     capability >= 70 across GPUs, and not (sm90 + CUDA 11.8 + Ring AllReduce on 2 ranks);
@@ -629,12 +662,14 @@ def applicability(collective: str, algorithm: str, protocol: str, comm: Communic
     algorithm = _check_algorithm(algorithm)
     protocol = _check_protocol(protocol)
     profile = _bound(comm, profile)
+    if algorithm in ("nvls", "nvls_tree", "pat"):
+        return _nvls_pat_applicability(collective, algorithm, protocol, comm, profile)
     if algorithm == "tree" and profile.tree_rule == "none":
         return False, f"NCCL {profile.version} has no trees (they arrive in v2.4.2)"
     if algorithm == "tree" and profile.tree_rule == "threshold" and comm.nnodes < 2:
         return False, f"NCCL {profile.version} runs trees only across 2 or more nodes"
     if algorithm == "tree" and collective != "all_reduce":
-        return False, f"NCCL runs {collective} with Ring only (nccl-model.md 5.4)"
+        return False, f"NCCL runs {collective} with Ring only (src/graph/tuning.cc)"
     if protocol != "LL128":
         return True, ""
     if not profile.ll128:
@@ -669,12 +704,92 @@ def applicability(collective: str, algorithm: str, protocol: str, comm: Communic
 _ROW_NAMES = ("Volta", "Ampere", "Hopper", "Blackwell")
 
 
+def _nvls_pat_applicability(collective, algorithm, protocol, comm, profile) -> tuple:
+    """NVLS, NVLSTree and PAT enabling (src/graph/tuning.cc, src/enqueue.cc at the profile's tag)."""
+    if algorithm == "pat":
+        rules = profile.pat
+        if rules is None:
+            return False, f"NCCL {profile.version} has no PAT (it arrives in v2.23)"
+        if collective not in ("all_gather", "reduce_scatter"):
+            return False, f"PAT runs all_gather and reduce_scatter only, not {collective}"
+        if protocol != "Simple":
+            return False, "PAT runs the Simple protocol only"
+        if comm.nnodes != comm.nranks:
+            return False, (f"NCCL enables PAT with one rank per node only (nNodes == nRanks), this "
+                           f"communicator has {comm.ppn} ranks per node")
+        if comm.compute_capability < rules.min_compute_capability:
+            return False, f"PAT needs compute capability >= {rules.min_compute_capability}"
+        return True, ""
+    rules = profile.nvls
+    name = "NVLS" if algorithm == "nvls" else "NVLSTree"
+    if rules is None:
+        return False, f"NCCL {profile.version} has no {name} (NVLS arrives in v2.17.1, NVLSTree in v2.18)"
+    if algorithm == "nvls_tree" and not rules.tree:
+        return False, f"NCCL {profile.version} has no NVLSTree (it arrives in v2.18)"
+    if comm.nvls is None:
+        return False, f"no NVLS support: {comm.nvls_reason}"
+    if protocol != "Simple":
+        return False, f"{name} runs the Simple protocol only"
+    if algorithm == "nvls_tree" and collective != "all_reduce":
+        return False, f"NVLSTree runs all_reduce only, not {collective}"
+    if collective not in rules.collectives:
+        return False, f"NCCL {profile.version} runs NVLS for {', '.join(rules.collectives)} only"
+    if algorithm == "nvls" and comm.nnodes > 1:
+        return False, ("NVLS across nodes needs CollNet (a SHARP-enabled network), which this "
+                       "fabric has not: NVLSTree runs instead")
+    if algorithm == "nvls_tree" and comm.nnodes == 1:
+        return False, "NVLSTree is disabled on a single node (NVLS runs there)"
+    if collective != "all_reduce" and comm.ppn > rules.max_arity:
+        return False, (f"NVLS {collective} needs at most NCCL_MAX_NVLS_ARITY = {rules.max_arity} "
+                       f"ranks per node, this communicator has {comm.ppn}")
+    if comm.nvls.nchannels < rules.min_tuning_channels:
+        return False, (f"NCCL {profile.version} needs {rules.min_tuning_channels} or more NVLS "
+                       f"channels, the search found {comm.nvls.nchannels}")
+    return True, ""
+
+
+def _nvls_pat_bus(collective, algorithm, protocol, comm, profile) -> BusBandwidth:
+    """NVLS / NVLSTree / PAT bus bandwidth (src/graph/tuning.cc at the profile's tag)."""
+    nnodes, ppn = comm.nnodes, comm.ppn
+    if algorithm == "pat":
+        graph = comm.tree
+        use_intra = nnodes <= 2
+        bw = graph.bw_intra if use_intra else graph.bw_inter
+        raw = graph.nchannels * bw
+        factor = profile.require("pat").factor
+        step = BandwidthStep("PAT", factor, None, "", raw, raw * factor, False)
+        return BusBandwidth(collective, algorithm, protocol, graph.nchannels, bw,
+                            "bwIntra" if use_intra else "bwInter", raw, (step,), raw * factor)
+    graph = comm.nvls
+    rules = profile.require("nvls")
+    nch = graph.nchannels
+    if rules.efficiency is not None:     # v2.28.3+
+        row = profile.compute_capability_index(comm.compute_capability)
+        intra = graph.bw_intra * rules.efficiency[row] * (nch - 1) / nch
+        intra *= 2 if collective == "all_reduce" else (ppn - 1) / ppn
+        inter = graph.bw_inter * (2 if nnodes <= 2 and algorithm == "nvls_tree" else 1)
+        name = (f"min(bwIntra x nvlsEfficiency[{row}] x (nCh-1)/nCh x "
+                f"{'2' if collective == 'all_reduce' else '(ppn-1)/ppn'}, bwInter"
+                f"{' x 2' if inter != graph.bw_inter else ''})")
+    elif algorithm == "nvls" and collective == "all_reduce":
+        intra, inter, name = graph.bw_intra, graph.bw_inter, "min(bwIntra, bwInter)"
+    elif algorithm == "nvls":
+        intra, inter = graph.bw_intra * (ppn - 1) / ppn, graph.bw_inter * 0.9
+        name = "min(bwIntra x (ppn-1)/ppn, bwInter x 0.9)"
+    else:
+        intra = graph.bw_intra
+        inter = graph.bw_inter if nnodes <= 2 else graph.bw_inter / 2
+        name = "min(bwIntra, bwInter)" if nnodes <= 2 else "min(bwIntra, bwInter / 2)"
+    bw = min(intra, inter)
+    return BusBandwidth(collective, algorithm, protocol, nch, bw, name, nch * bw, (), nch * bw)
+
+
 def bus_bandwidth(collective: str, algorithm: str, protocol: str, comm: Communicator,
                   profile=None) -> BusBandwidth:
     """NCCL's bus bandwidth for one (collective, algorithm, protocol), step by step.
 
     ``busBw = nChannels x bw`` (bw = bwIntra on <= 2 nodes, else bwInter), then, in NCCL's
-    order (nccl-model.md 5.4, reference version):
+    order (src/graph/tuning.cc v2.27.7-1):
 
     - Ring LL: ``min(busBw x 0.5, llMaxBw)``;
     - Ring LL128: ``min(busBw x 0.92, nChannels x perChMaxRingLL128Bw)``;
@@ -714,6 +829,10 @@ def bus_bandwidth(collective: str, algorithm: str, protocol: str, comm: Communic
     algorithm = _check_algorithm(algorithm)
     protocol = _check_protocol(protocol)
     profile = _bound(comm, profile)
+    if algorithm in ("nvls", "nvls_tree", "pat"):
+        if comm.graph(algorithm) is None:
+            raise TuningError(f"{algorithm} needs the communicator's NVLS graph: {comm.nvls_reason}")
+        return _nvls_pat_bus(collective, algorithm, protocol, comm, profile)
     graph = comm.graph(algorithm)
     nnodes = comm.nnodes
     use_intra = nnodes <= 2
@@ -808,7 +927,7 @@ def latency(collective: str, algorithm: str, protocol: str, comm: Communicator,
             profile=None) -> Latency:
     """NCCL's latency for one (collective, algorithm, protocol), term by term.
 
-    Reference version (nccl-model.md 5.5), with ``intraLat = hwLat[intraHw][a][p]`` and
+    v2.27.7-1 (src/graph/tuning.cc), with ``intraLat = hwLat[intraHw][a][p]`` and
     ``interLat = (ppn == 1 ? hwLat[NET][Tree][p] : hwLat[NET][a][p]) + latencyInter (x2
     for Simple)``:
 
@@ -844,6 +963,8 @@ def latency(collective: str, algorithm: str, protocol: str, comm: Communicator,
     protocol = _check_protocol(protocol)
     profile = _bound(comm, profile)
     graph = comm.graph(algorithm)
+    if graph is None:
+        raise TuningError(f"{algorithm} needs the communicator's NVLS graph: {comm.nvls_reason}")
     nnodes, ppn = comm.nnodes, comm.ppn
     intra_hw = graph.hardware
     hw = intra_hw if nnodes == 1 else "NET"
@@ -861,8 +982,25 @@ def latency(collective: str, algorithm: str, protocol: str, comm: Communicator,
             f"hwLat[NET][{algorithm}][{protocol}]"
     steps_total = nsteps(collective, comm.nranks)
     overhead = 0.0
-    if algorithm == "ring" and profile.ring_latency_rule == "nsteps_hw":
-        # v2.5: lat += nsteps x hwLat[hw][Ring][p], hw = NET on several nodes (5.5).
+    if algorithm == "pat":
+        # 8 + log2i(nNodes) x interLat / 3.5 + nRanks x 2.8 µs (v2.23-v2.27 tuning.cc).
+        rules = profile.require("pat")
+        terms = (LatencyTerm(f"log2i(nNodes) x {inter_name} / {rules.inter_divisor:g}",
+                             _log2i(nnodes), inter / rules.inter_divisor),
+                 LatencyTerm("nRanks x PAT per-rank latency", comm.nranks, rules.per_rank_latency))
+    elif algorithm in ("nvls", "nvls_tree") and profile.require("nvls").latency_rule == "v2.18":
+        count = (1 if nnodes > 1 else 0) if algorithm == "nvls" else 2 * (nnodes - 1)
+        terms = (LatencyTerm(f"{'' if algorithm == 'nvls' else '2 x (nNodes - 1) x '}"
+                             f"hwLat[NET][{algorithm}][{protocol}]", count,
+                             profile.hw_lat("NET", algorithm, protocol)),)
+    elif algorithm == "nvls":
+        terms = (LatencyTerm(f"hwLat[{intra_hw}][nvls][{protocol}]", 1, intra),
+                 LatencyTerm(f"{inter_name} (across nodes)", 1 if nnodes > 1 else 0, inter))
+    elif algorithm == "nvls_tree":
+        terms = (LatencyTerm(f"hwLat[{intra_hw}][nvls_tree][{protocol}]", 1, intra),
+                 LatencyTerm(f"2 x log2i(nNodes) x {inter_name}", 2 * _log2i(nnodes), inter))
+    elif algorithm == "ring" and profile.ring_latency_rule == "nsteps_hw":
+        # v2.5: lat += nsteps x hwLat[hw][Ring][p], hw = NET on several nodes (v2.5.7-1 tuning.cc).
         terms = (LatencyTerm(f"nsteps x hwLat[{hw}][ring][{protocol}]", steps_total,
                              profile.hw_lat(hw, "ring", protocol)),)
     elif algorithm == "ring" and collective in ("broadcast", "reduce"):
@@ -920,14 +1058,14 @@ def tune(collective: str, algorithm: str, protocol: str, comm: Communicator,
     >>> round(t.bus.value / 1e9, 1), round(t.bandwidth / 1e9, 1), round(t.latency.value * 1e6, 1)
     (257.6, 128.8, 31.5)
     >>> tune("broadcast", "tree", "Simple", Communicator(8, g, g, 90)).reason
-    'NCCL runs broadcast with Ring only (nccl-model.md 5.4)'
+    'NCCL runs broadcast with Ring only (src/graph/tuning.cc)'
     """
     collective = _check_collective(collective)
     algorithm = _check_algorithm(algorithm)
     protocol = _check_protocol(protocol)
     profile = _bound(comm, profile)
     enabled, reason = applicability(collective, algorithm, protocol, comm, profile)
-    ratio = bus_to_alg_ratio(collective, algorithm, comm.nranks, profile)
+    ratio = bus_to_alg_ratio(collective, algorithm, comm.nranks, profile, nnodes=comm.nnodes)
     if not enabled:
         return Tuning(collective, algorithm, protocol, False, reason, None, ratio, 0.0, None)
     bus = bus_bandwidth(collective, algorithm, protocol, comm, profile)
@@ -971,8 +1109,8 @@ def _out(array, scalar: bool):
 def comm_channels(ring_nchannels: int, tree_nchannels: int, profile=None) -> int:
     """``comm->nChannels``: ``min(MAXCHANNELS, 2 x min(ring, tree nChannels))``.
 
-    nccl-model.md 0 (step 5-6) and 3.7 (``ncclTopoPostset`` doubles the channels). The extra
-    copies of 3.7 (CollNet x1.5, sm90 multi-node x2, unpack net devices x2) and
+    src/init.cc and src/graph/connect.cc (``ncclTopoPostset`` doubles the channels). The extra
+    copies (CollNet x1.5, sm90 multi-node x2, unpack net devices x2) and
     NCCL_MIN/MAX_NCHANNELS are not modelled; pass ``Communicator(nchannels=...)`` to override.
 
     Raises
@@ -997,7 +1135,7 @@ def comm_channels(ring_nchannels: int, tree_nchannels: int, profile=None) -> int
 def algo_time(tuning: Tuning, nbytes, comm: Communicator, profile=None) -> AlgoTime:
     """NCCL's predicted time of one table cell for sizes ``nbytes`` (``ncclTopoGetAlgoTime``).
 
-    ``time = lat + nBytes / bw`` with (nccl-model.md 5.7):
+    ``time = lat + nBytes / bw`` with (src/graph/tuning.cc, src/enqueue.cc):
 
     - Tree AllReduce: ``bw x treeCorrectionFactor[p][log2i(nBytes >> 6)]`` for
       0 <= log2i < 23 (no correction below 64 B or from 512 MiB on);
@@ -1133,7 +1271,7 @@ def select_algorithm(collective: str, nbytes, comm: Communicator, *, algorithm=N
     Every enabled cell of :func:`tuning_table` (restricted to ``algorithm`` / ``protocol``
     when given) is timed with :func:`algo_time`; the lowest time wins, ties going to the
     lower index (Tree before Ring, LL before LL128 before Simple), as in NCCL's
-    ``topoGetAlgoInfo`` (nccl-model.md 5.7). NCCL 2.0-2.4 had no such model: they choose by
+    ``topoGetAlgoInfo`` (src/enqueue.cc). NCCL 2.0-2.4 had no such model: they choose by
     size thresholds (:func:`ll_threshold`, :func:`tree_threshold`), and the cell they choose is timed.
 
     Parameters
@@ -1171,7 +1309,7 @@ def select_algorithm(collective: str, nbytes, comm: Communicator, *, algorithm=N
     >>> select_algorithm("broadcast", 8, Communicator(8, g, g, 90), algorithm="tree")
     Traceback (most recent call last):
     ...
-    models.nccl.tuning.NoAlgorithmError: no enabled algorithm/protocol for broadcast matching algorithm='tree', protocol=None: tree/LL: NCCL runs broadcast with Ring only (nccl-model.md 5.4); tree/LL128: NCCL runs broadcast with Ring only (nccl-model.md 5.4); tree/Simple: NCCL runs broadcast with Ring only (nccl-model.md 5.4)
+    models.nccl.tuning.NoAlgorithmError: no enabled algorithm/protocol for broadcast matching algorithm='tree', protocol=None: tree/LL: NCCL runs broadcast with Ring only (src/graph/tuning.cc); tree/LL128: NCCL runs broadcast with Ring only (src/graph/tuning.cc); tree/Simple: NCCL runs broadcast with Ring only (src/graph/tuning.cc)
     """
     collective = _check_collective(collective)
     forced_algorithm = None if algorithm is None else _check_algorithm(algorithm)
@@ -1211,3 +1349,47 @@ def select_algorithm(collective: str, nbytes, comm: Communicator, *, algorithm=N
                          float(time), float(bandwidth), float(lat), float(bus), candidates)
     return Selection(collective, comm.nranks, size, algorithms, protocols, time, bandwidth, lat,
                      bus, candidates)
+
+
+def nvls_choice(collective: str, nbytes, comm: Communicator, *, profile=None) -> str:
+    """Why NCCL does or does not run NVLS (or NVLSTree) for a collective of ``nbytes``.
+
+    For an array of sizes the largest is explained. The answer names the first reason NCCL
+    has: no NVLS in the release, no NVLS support on the fabric (:attr:`Communicator.nvls_reason`),
+    the algorithm disabled for this collective or node count, or, when it is enabled, the
+    time it is predicted against the winner's (:func:`select_algorithm`).
+
+    Returns
+    -------
+    str
+        One sentence.
+
+    Examples
+    --------
+    >>> from models.nccl.tuning import ChannelGraph, Communicator, nvls_choice
+    >>> g = ChannelGraph(12, 30e9, "NVL", pattern="balanced_tree")
+    >>> nvls = ChannelGraph(8, 40e9, "NVL", bw_inter=60e9, pattern="nvls", same_channels=False)
+    >>> nvls_choice("all_reduce", 2**30, Communicator(8, g, g, 90, nvls=nvls))[:44]
+    'NVLS chosen for all_reduce of 1073741824 B: '
+    """
+    collective = _check_collective(collective)
+    profile = _bound(comm, profile)
+    size = float(np.max(_sizes(nbytes)))
+    name_of = {"nvls": "NVLS", "nvls_tree": "NVLSTree"}
+    algorithm = "nvls" if comm.nnodes == 1 else "nvls_tree"
+    name = name_of[algorithm]
+    enabled, reason = applicability(collective, algorithm, "Simple", comm, profile)
+    if not enabled:
+        return f"{name} not chosen for {collective}: {reason}"
+    cell = algo_time(tune(collective, algorithm, "Simple", comm, profile), size, comm, profile)
+    try:
+        selection = select_algorithm(collective, size, comm, profile=profile)
+    except MissingConstantError as error:
+        return f"{name} enabled for {collective}, but the other algorithms cannot be timed: {error}"
+    detail = (f"{comm.nvls.nchannels} heads x {comm.nvls.bw_intra / 1e9:g} GB/s (bwInter "
+              f"{comm.nvls.bw_inter / 1e9:g}), busBw {cell.tuning.bus.value / 1e9:.1f} GB/s, "
+              f"latency {cell.latency * 1e6:.1f} us, time {cell.time * 1e6:.1f} us")
+    if selection.algorithm == algorithm:
+        return f"{name} chosen for {collective} of {int(size)} B: {detail}"
+    return (f"{name} not chosen for {collective} of {int(size)} B: {selection.algorithm}/"
+            f"{selection.protocol} takes {selection.time * 1e6:.1f} us, {name} {detail}")

@@ -1,7 +1,7 @@
 """NCCL profiles (models.nccl) and the tuning model (models.nccl.tuning).
 
-Known answers come from nccl-model.md (dgx-topo shared reference); each test names the
-section. The numbers are encoded here, never read from the reference at run time.
+Known answers come from NVIDIA/nccl's source at the tag each test names (src/graph/tuning.cc,
+src/graph/search.cc, src/graph/topo.h) and from examples derived by hand from those tables.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from models.nccltests import UnknownCollectiveError, busbw as nccl_tests_busbw, busbw_factor
 from models.nccl.profiles import (
-    ALGORITHMS, DEFAULT_VERSION, PROFILES, PROTOCOLS, MissingConstantError, NcclProfile,
+    ALGORITHMS, DEFAULT_VERSION, PROFILES, PROTOCOLS, TABLE_ALGORITHMS, MissingConstantError, NcclProfile,
     UnknownNcclVersionError, nccl_profile,
 )
 from models.nccl.search import ChannelSearchError, dup_channels
@@ -43,7 +43,7 @@ def graph(nchannels=12, bw=30, type_intra="NVL", **kw):
 
 
 def h100(**kw):
-    """nccl-model.md 5.8 / 3.8: 8 x H100, one node, ring and tree graphs 12 ch x 30 GB/s."""
+    """Hand-derived from v2.27.7-1 tuning.cc: 8 x H100, one node, ring and tree graphs 12 ch x 30 GB/s."""
     ring = graph(12, 30)
     tree = graph(12, 30, pattern="balanced_tree")
     return Communicator(8, ring, tree, 90, **kw)
@@ -88,7 +88,7 @@ def test_profiles_are_frozen():
 
 
 def test_reference_constants_in_si_units():
-    """nccl-model.md 5.2/5.3: spot checks, converted from GB/s and µs to B/s and s."""
+    """NVIDIA/nccl v2.27.7-1 src/graph/tuning.cc tables: spot checks, converted from GB/s and µs to B/s and s."""
     assert REF.ll_max_bw(2, 1) == 141 * GB                      # llMaxBws Hopper N1
     assert REF.ll_max_bw(0, 4) == 20.4 * GB                     # Volta/Intel N4+
     assert REF.per_ch_max_tree_ll128_bw(2, 8) == 29.0 * GB      # Hopper N4+
@@ -104,7 +104,7 @@ def test_reference_constants_in_si_units():
 
 
 def test_v2_12_constants():
-    """nccl-model.md 5.2: v2.7-v2.17 baseLat, v2.8-v2.17 hwLat, NET Ring Simple 28 in v2.12."""
+    """NVIDIA/nccl v2.12.12-1 src/graph/tuning.cc: baseLat, hwLat, NET Ring Simple 28 (v2.12-v2.13 only)."""
     assert OLD.base_lat("ring", "LL128") == pytest.approx(10.0 * us, rel=1e-12)
     assert OLD.base_lat("tree", "Simple") == 0.0
     assert OLD.hw_lat("NVLINK", "ring", "LL") == pytest.approx(0.47 * us, rel=1e-12)
@@ -116,8 +116,8 @@ def test_v2_12_constants():
 
 @pytest.mark.parametrize("profile", list(PROFILES.values()), ids=list(PROFILES))
 def test_table_shapes(profile):
-    assert np.shape(profile.base_latency) == (len(ALGORITHMS), len(PROTOCOLS))
-    assert np.shape(profile.hw_latency) == (3, len(ALGORITHMS), len(PROTOCOLS))
+    assert np.shape(profile.base_latency) == (len(TABLE_ALGORITHMS), len(PROTOCOLS))
+    assert np.shape(profile.hw_latency) == (3, len(TABLE_ALGORITHMS), len(PROTOCOLS))
     rows = len(profile.ll_max_bws)
     for table in (profile.ll_max_bws, profile.per_ch_max_ring_ll128_bws,
                   profile.per_ch_max_tree_ll128_bws, profile.per_ch_max_tree_bws):
@@ -141,7 +141,7 @@ def test_speed_arrays_descend_in_bytes_per_second(profile):
     ("2.12.12", 70, False, 44), ("2.12.12", 90, False, 44), ("2.12.12", 70, True, 48),
 ])
 def test_speed_array_choice(version, cc, inter, first):
-    """nccl-model.md 3.3: ccMin >= 100 -> sm100, >= 90 -> sm90, else generic arrays."""
+    """NVIDIA/nccl v2.27.7-1 src/graph/search.cc: ccMin >= 100 -> sm100, >= 90 -> sm90, else generic arrays."""
     assert nccl_profile(version).speed_array(cc, inter=inter)[0] == first * GB
 
 
@@ -151,7 +151,7 @@ def test_speed_array_choice(version, cc, inter, first):
     ("2.12.12", 60, 18), ("2.12.12", 70, 22), ("2.12.12", 86, 12), ("2.12.12", 90, 22),
 ])
 def test_nvlink_bandwidth_per_compute_capability(version, cc, expected):
-    """nccl-model.md 1.4 ncclTopoNVLinkBw."""
+    """ncclTopoNVLinkBw, NVIDIA/nccl v2.27.7-1 / v2.12.12-1 src/graph/topo.h."""
     assert nccl_profile(version).nvlink_bandwidth(cc) == pytest.approx(expected * GB)
 
 
@@ -171,12 +171,12 @@ def test_path_rank_rejects_types_of_other_versions():
         OLD.path_rank("C2C")
 
 
-# ================================================== nccl-model.md 5.8 worked example
-# Source: nccl-model.md section 5.8, "Worked tuning example": reference version, 8 x H100
+# ================================================== worked example (v2.27.7-1 tables)
+# Derived by hand from NVIDIA/nccl v2.27.7-1 src/graph/tuning.cc: 8 x H100
 # NVSwitch, one node, ring and tree graphs 12 ch x 30 GB/s, AllReduce (nsteps 14, ratio 8/14).
 # Columns: algorithm, protocol, busBw [GB/s], algBw stored [GB/s], latency [µs] as printed
 # (one decimal), then the exact expressions the note derives them from.
-WORKED_5_8 = [
+WORKED_H100 = [
     ("ring", "LL", 141.0, 80.6, 15.0, 141.0, 141.0 * 8 / 14, 6.6 + 14 * 0.6),
     ("ring", "LL128", 331.2, 189.3, 40.6, 360 * .92, 360 * .92 * 8 / 14, 14 + 14 * 1.9),
     ("ring", "Simple", 360.0, 205.7, 56.0, 360.0, 360 * 8 / 14, 8.4 + 14 * 3.4),
@@ -186,8 +186,8 @@ WORKED_5_8 = [
 ]
 
 
-@pytest.mark.parametrize("algo, proto, bus, alg, lat, bus_exact, alg_exact, lat_exact", WORKED_5_8,
-                         ids=[f"{r[0]}-{r[1]}" for r in WORKED_5_8])
+@pytest.mark.parametrize("algo, proto, bus, alg, lat, bus_exact, alg_exact, lat_exact", WORKED_H100,
+                         ids=[f"{r[0]}-{r[1]}" for r in WORKED_H100])
 def test_worked_example_5_8_table(algo, proto, bus, alg, lat, bus_exact, alg_exact, lat_exact):
     cell = tune("all_reduce", algo, proto, h100())
     assert cell.enabled
@@ -200,7 +200,7 @@ def test_worked_example_5_8_table(algo, proto, bus, alg, lat, bus_exact, alg_exa
 
 
 def test_worked_example_5_8_caps():
-    """5.8: Ring LL is bound by llMaxBw 141; the tree rows start from the AllReduce cap 331.2."""
+    """Worked example: Ring LL is bound by llMaxBw 141; the tree rows start from the AllReduce cap 331.2."""
     comm = h100()
     ring_ll = bus_bandwidth("all_reduce", "ring", "LL", comm)
     assert ring_ll.raw == 360 * GB and ring_ll.bound_by == "llMaxBws[2][0]"
@@ -216,7 +216,7 @@ def test_worked_example_5_8_caps():
 
 
 def test_worked_example_5_8_one_mebibyte():
-    """5.8: at 1 MiB Ring LL wins at 28.0 µs; Tree LL128 45.1; Ring LL128 46.1."""
+    """Worked example: at 1 MiB Ring LL wins at 28.0 µs; Tree LL128 45.1; Ring LL128 46.1."""
     s = select_algorithm("all_reduce", 1 * MiB, h100())
     assert (s.algorithm, s.protocol) == ("ring", "LL")
     assert round(to_us(s.time), 1) == 28.0
@@ -228,7 +228,7 @@ def test_worked_example_5_8_one_mebibyte():
     assert times["ring", "LL"] == pytest.approx(15.0 + 1048576 / (1000 * 141 * 8 / 14), rel=1e-12)
     factors = {c.tuning.protocol: c.tree_correction for c in s.candidates
                if c.tuning.algorithm == "tree"}
-    assert factors == {"LL": .5, "LL128": .6, "Simple": .5}     # "logSize 14" in 5.8
+    assert factors == {"LL": .5, "LL128": .6, "Simple": .5}     # logSize 14 at 1 MiB
 
 
 # ============================================================ search-side rules (3.7)
@@ -301,7 +301,7 @@ def test_comm_channels():
 def test_zero_latency_ring_busbw_is_the_channel_bandwidth(collective, protocol, nranks, nchannels,
                                                          bw, nbytes, version):
     """With zero latency, nccl-tests' busbw of the predicted ring time is NCCL's busBw: the
-    channels' bandwidth times the protocol factor, capped (nccl-model.md 6)."""
+    channels' bandwidth times the protocol factor, capped (nccl-tests doc/PERFORMANCE.md)."""
     profile = zero_latency(nccl_profile(version))
     g = graph(nchannels, bw)
     comm = Communicator(nranks, g, g, 70, profile=profile)
@@ -318,7 +318,7 @@ def test_zero_latency_ring_busbw_is_the_channel_bandwidth(collective, protocol, 
 @pytest.mark.parametrize("collective", NCCL_COLLECTIVES)
 @pytest.mark.parametrize("nranks", [2, 3, 4, 7, 8, 16, 100])
 def test_ring_ratio_is_the_inverse_of_the_nccl_tests_factor(collective, nranks):
-    """nccl-model.md 6: NCCL's ring bus->alg ratio nRanks/nsteps inverts nccl-tests' factor."""
+    """nccl-tests doc/PERFORMANCE.md: NCCL's ring bus->alg ratio nRanks/nsteps inverts nccl-tests' factor."""
     assert bus_to_alg_ratio(collective, "ring", nranks) * busbw_factor(collective, nranks) \
         == pytest.approx(1.0, rel=1e-12)
 
@@ -448,12 +448,12 @@ def test_forcing_a_disabled_combination_explains_why():
 # ==================================================================== applicability
 @pytest.mark.parametrize("collective", ["broadcast", "reduce", "all_gather", "reduce_scatter"])
 def test_only_all_reduce_runs_tree(collective):
-    table = tuning_table(collective, h100())
+    table = tuning_table(collective, h100())    # no NVLS graph: NVLS/NVLSTree off; PAT off
     assert [(t.algorithm, t.enabled) for t in table] == [
         ("tree", False), ("tree", False), ("tree", False), ("ring", True), ("ring", True),
-        ("ring", True)]
+        ("ring", True)] + [(a, False) for a in ("nvls", "nvls_tree", "pat") for _ in range(3)]
     assert all(t.bandwidth == 0 and t.bus is None for t in table[:3])
-    assert all(t.enabled for t in tuning_table("all_reduce", h100()))
+    assert all(t.enabled for t in tuning_table("all_reduce", h100())[:6])
 
 
 @pytest.mark.parametrize("version, kw, enabled, reason", [
@@ -475,7 +475,7 @@ def test_only_all_reduce_runs_tree(collective):
     ("2.12.12", dict(cc=80, type_inter="PXN"), False, "typeInter <= PXB"),
 ])
 def test_ll128_enabling_rules(version, kw, enabled, reason):
-    """nccl-model.md 5.6 (reference) and its v2.12 history line."""
+    """LL128 enabling, NVIDIA/nccl v2.27.7-1 and v2.12.12-1 src/graph/tuning.cc."""
     g = graph(4, 20, kw.get("type_intra", "NVL"), type_inter=kw.get("type_inter", "PIX"))
     comm = Communicator(8, g, g, kw.get("cc", 70), compute_capability_max=kw.get("cc_max"),
                         profile=version)
@@ -502,7 +502,7 @@ def test_ll128_cuda_11_8_rule():
 def test_ll128_disabled_on_pascal_dgx1():
     g = graph(4, 18)
     table = tuning_table("all_reduce", Communicator(8, g, g, 60))
-    assert [t.protocol for t in table if not t.enabled] == ["LL128", "LL128"]
+    assert [t.protocol for t in table[:6] if not t.enabled] == ["LL128", "LL128"]
 
 
 # =============================================================== bus bandwidth rules
@@ -685,9 +685,10 @@ def test_unknown_and_unsupported_collectives():
     assert issubclass(TuningError, DgxTopoError)
 
 
-@pytest.mark.parametrize("bad", ["nvls", "collnet", None, 1])
+@pytest.mark.parametrize("bad", ["nvlstree", "collnet", None, 1])
 def test_unknown_algorithm(bad):
-    with pytest.raises(UnknownAlgorithmError, match=r"expected one of \['tree', 'ring'\]"):
+    with pytest.raises(UnknownAlgorithmError, match=r"expected one of \['tree', 'ring', 'nvls', "
+                                                    r"'nvls_tree', 'pat'\]"):
         tune("all_reduce", bad, "Simple", h100())
 
 

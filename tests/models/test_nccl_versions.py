@@ -1,7 +1,7 @@
 """NCCL behaviour by version: the strict version parser, the profiles per release range,
 and the ring construction of NCCL 2.0-2.4 (models.nccl.legacy_rings).
 
-Known answers are NCCL's own: the A.7 rings were produced by NCCL v2.3.7-1's ``p2p.cu`` ring
+Known answers are NCCL's own: the DGX-1 rings below were produced by NCCL v2.3.7-1's ``p2p.cu`` ring
 code on the DGX-1 link matrices (encoded here).
 """
 
@@ -26,9 +26,9 @@ from topo.units import GB, us
     ("2.0.5", "2.3.5"), ("2.3.5", "2.3.5"), ("2.3.7", "2.3.7"), ("2.3", "2.3.7"),
     ("2.4.8", "2.4.8"), ("2.5.6", "2.5.7"), ("2.6.4", "2.5.7"), ("2.7.8", "2.7.8"),
     ("2.8.4", "2.8.4"), ("2.9.9", "2.8.4"), ("2.10.3", "2.11.4"), ("2.12", "2.12.12"),
-    ("v2.12.12-1", "2.12.12"), ("2.13.4", "2.12.12"), ("2.14.3", "2.17.1"), ("2.18.3", "2.18.6"),
+    ("v2.12.12-1", "2.12.12"), ("2.13.4", "2.12.12"), ("2.14.3", "2.16.5"), ("2.17.2", "2.17.1"), ("2.18.3", "2.18.6"),
     ("2.19.3", "2.19.4"), ("2.20.5", "2.21.5"), ("2.22.3", "2.21.5"), ("2.23.4", "2.23.4"),
-    ("2.26.2", "2.23.4"), ("2.27.7", "2.27.7"), (" V2.27.3-1 ", "2.27.7"),
+    ("2.26.2", "2.24.3"), ("2.24.3", "2.24.3"), ("2.27.7", "2.27.7"), (" V2.27.3-1 ", "2.27.7"),
 ])
 def test_every_release_maps_to_the_profile_that_governs_it(text, profile):
     assert nccl_profile(text).version == profile
@@ -73,7 +73,8 @@ def test_profiles_cover_2_0_to_2_27_without_gaps_or_overlaps():
     ("2.27.7", "model", True, True, True),
 ])
 def test_behaviour_flags(version, tree, ll128, nvb, pxn):
-    """A.6/A.8 (no trees before v2.4.2, LL128 from v2.5.6), 1.3 (NVB from v2.8, PXN v2.12)."""
+    """No trees before v2.4.2 (src/init.cc), LL128 from v2.5.6 (src/graph/tuning.cc), NVB from v2.8 and
+    PXN from v2.12 (src/graph/paths.cc), at the NVIDIA/nccl tags of each profile."""
     p = nccl_profile(version)
     assert (p.tree_rule, p.ll128, p.nvb_relay, p.pxn) == (tree, ll128, nvb, pxn)
 
@@ -103,7 +104,7 @@ def test_known_constants_per_profile(version, check):
     assert check(nccl_profile(version))
 
 
-# ================================================================ A.7: NCCL 2.3 on a DGX-1
+# ======================================== NCCL 2.3 on a DGX-1 (NVIDIA/nccl v2.3.7-1 src/transport/p2p.cu)
 def _rings(name, k, version="2.3.7"):
     return legacy_rings(NcclSystem(getattr(topo, name)(), version), [f"gpu{i}" for i in range(k)])
 
@@ -158,7 +159,7 @@ def test_nvswitch_rings_and_v2_4_threads():
 
 
 def test_k4_cannot_hold_three_rings():
-    """A.5: K4 with one link per pair gives 2 rings, not the bound 3."""
+    """p2p.cu v2.3.7-1 ring search: K4 with one link per pair gives 2 rings, not the bound 3."""
     k4 = [[0 if i == j else 1 for j in range(4)] for i in range(4)]
     assert len(nvlink_rings(k4)) == 2
 
@@ -192,7 +193,7 @@ def test_legacy_rings_refuse_a_searching_release_and_non_gpus():
 
 # ================================================================= protocol choice before 2.5
 def test_ll_threshold_and_no_tree_or_ll128_before_2_5():
-    """A.6: LL iff nbytes <= nRanks x nRings x min(256, nThreads) x threadThreshold."""
+    """src/include/common_coll.h v2.3.7-1: LL iff nbytes <= nRanks x nRings x min(256, nThreads) x threadThreshold."""
     comm = channel_graphs(NcclSystem(topo.dgx1(), "2.3.7"), [f"gpu{i}" for i in range(4)]).communicator
     limit = 4 * 12 * 128 * 32
     assert ll_threshold(comm) == limit

@@ -1,0 +1,74 @@
+"""Provenance: every source the code cites can be checked from the repository.
+
+Constants cite an NVIDIA/nccl file and release tag, an NVIDIA document title, or a ``[S#]`` key
+of :data:`topo.sources.SOURCES`. Notes kept outside the repository are never cited: a reader of
+the code (or of an error message) cannot open them.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from topo.sources import SOURCES
+
+ROOT = Path(__file__).resolve().parent.parent
+SCANNED = ("topo", "models", "tests", "examples")
+
+# Built from pieces so that this file does not match itself.
+FORBIDDEN = tuple(part + suffix for part, suffix in (
+    ("nccl-model", ".md"), ("hardware", ".md"), ("peers", ".md"), ("style-anchors", ".md"),
+    ("../", "shared"), ("shared/", "reference")))
+
+# TODO(lead): remove each entry once the file is rewritten without the out-of-repository
+# citations (models/nccl/search.py and models/collectives.py are being rewritten by another
+# helper; tests/models/test_search.py goes with search.py).
+PENDING = {
+    "models/nccl/search.py",
+    "models/collectives.py",
+    "tests/models/test_search.py",
+}
+
+_KEY = re.compile(r"\[(S\d+[a-z]?)\]")
+
+
+def _files():
+    for top in SCANNED:
+        yield from sorted((ROOT / top).rglob("*.py"))
+
+
+def _relative(path: Path) -> str:
+    return path.relative_to(ROOT).as_posix()
+
+
+FILES = [p for p in _files() if "__pycache__" not in p.parts]
+
+
+def test_the_scan_sees_the_packages():
+    names = {_relative(p) for p in FILES}
+    assert {"topo/specs.py", "models/nccl/profiles.py", "tests/test_provenance.py"} <= names
+    assert PENDING <= names, "a pending file is gone: drop it from PENDING"
+
+
+@pytest.mark.parametrize("path", [p for p in FILES if _relative(p) not in PENDING], ids=_relative)
+def test_no_citation_outside_the_repository(path):
+    text = path.read_text(encoding="utf-8")
+    found = [(n, word) for n, line in enumerate(text.splitlines(), 1) for word in FORBIDDEN
+             if word in line]
+    assert not found, f"{_relative(path)} cites notes outside the repository at (line, text) {found}"
+
+
+@pytest.mark.parametrize("path", FILES, ids=_relative)
+def test_every_source_key_resolves(path):
+    keys = set(_KEY.findall(path.read_text(encoding="utf-8")))
+    unknown = sorted(keys - set(SOURCES))
+    assert not unknown, f"{_relative(path)} cites source keys missing from topo.sources.SOURCES: {unknown}"
+
+
+def test_the_key_pattern_and_the_forbidden_words_can_fail():
+    """The checks above would catch a bad file (guards against a pattern that never matches)."""
+    assert _KEY.findall("a figure [S3] and [S51b], not [U]") == ["S3", "S51b"]
+    assert "S999" not in SOURCES
+    assert any(word in "see " + "nccl-model" + ".md 5.2" for word in FORBIDDEN)
