@@ -33,6 +33,7 @@ Examples
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from collections import deque
@@ -44,9 +45,12 @@ import topo
 from topo.errors import DgxTopoError
 from topo.units import to_GBps, to_us
 
-from .nccl.search import ChannelSearch, search_channels_in
+from .measure import DEFAULT as DEFAULT_MEASUREMENT, MeasurementModel, Measured, measured
+from .nccl.channels import channel_graphs
+from .nccl.nvls import NvlsGraph
+from .nccl.search import ChannelSearch
 from .nccl.system import NcclSystem
-from .nccl.tuning import NCCL_COLLECTIVES, ChannelGraph, Communicator, Selection, select_algorithm
+from .nccl.tuning import NCCL_COLLECTIVES, Selection, nvls_choice, select_algorithm
 from .nccltests import COLLECTIVES, busbw_factor, collective as _collective
 from .routes import PathType
 
@@ -129,10 +133,12 @@ class CollectiveEstimate:
         nccl-tests' size ``S`` (total buffer for all_gather / reduce_scatter, per-rank buffer
         for alltoall). [bytes]
     time : numpy.ndarray of float64
-        Predicted time of one operation. [s]
+        Predicted time of one operation as nccl-tests measures it: NCCL's estimate with the
+        measurement model's terms (:mod:`models.measure`: the host's launch cost for
+        ``gpus_per_thread`` GPUs, achieved instead of NCCL's nominal link bandwidth). [s]
     algorithm, protocol : numpy.ndarray of str
-        What runs (``"ring"``/``"tree"`` and ``"LL"``/``"LL128"``/``"Simple"`` for NCCL's
-        collectives; ``"p2p"``/``"Simple"`` for alltoall and sendrecv; ``"copy"``/``"-"``
+        What runs (``"ring"``/``"tree"``/``"nvls"``/``"nvls_tree"``/``"pat"`` and
+        ``"LL"``/``"LL128"``/``"Simple"`` for NCCL's collectives; ``"p2p"``/``"Simple"`` for alltoall and sendrecv; ``"copy"``/``"-"``
         on one GPU).
     nchannels : numpy.ndarray of int64
         NCCL's ``nChannels`` of the graph that runs (as NCCL logs it in ``Pattern ...,
@@ -148,7 +154,14 @@ class CollectiveEstimate:
     selection : Selection or None
         NCCL's full tuning table for these sizes (None outside NCCL's tuning model).
     model : str
-        Which model produced the time (``"NCCL 2.27.7 tuning model"``, ...).
+        Which model produced NCCL's time (``"NCCL 2.27.7 tuning model"``, ...).
+    nccl_time : numpy.ndarray of float64
+        NCCL's own estimate (its tuning model), what it chooses by; ``time`` is what a
+        benchmark measures. [s]
+    measurement : models.measure.Measured
+        The measurement terms (``measurement.explain()``).
+    nvls, nvls_reason : NvlsGraph or None, str
+        NCCL's NVLS graph where it has one, and why there is none or why it does not run.
 
     Examples
     --------
@@ -173,6 +186,10 @@ class CollectiveEstimate:
     bottleneck: tuple
     selection: Selection | None = field(repr=False)
     model: str = ""
+    nccl_time: np.ndarray | None = field(default=None, repr=False)
+    measurement: Measured | None = field(default=None, repr=False)
+    nvls: NvlsGraph | None = field(default=None, repr=False)
+    nvls_reason: str = ""
 
     @property
     def nranks(self) -> int:
@@ -192,6 +209,14 @@ class CollectiveEstimate:
             return np.zeros_like(self.nbytes)
         return np.asarray(self.algbw * busbw_factor(self.collective, self.nranks))
 
+    @property
+    def nccl_busbw(self) -> np.ndarray:
+        """busbw of NCCL's own estimate (``nccl_time``), what NCCL's tuner believes. [B/s]"""
+        nccl_time = self.time if self.nccl_time is None else self.nccl_time
+        if self.nranks == 1:
+            return np.zeros_like(self.nbytes)
+        return np.asarray(self.nbytes / nccl_time * busbw_factor(self.collective, self.nranks))
+
     def point(self, index: int = -1) -> EstimatePoint:
         """The estimate at one size (``index`` into the sizes; the largest by default), as scalars."""
         def at(values):
@@ -202,8 +227,12 @@ class CollectiveEstimate:
 
     @property
     def channels(self) -> tuple:
-        """GPU orders of the channels that run (the largest size's algorithm)."""
-        search = {"ring": self.ring, "tree": self.tree}.get(self.point().algorithm)
+        """GPU orders of the channels that run (the largest size's algorithm; an NVLS channel
+        is its head GPU)."""
+        algorithm = self.point().algorithm
+        if algorithm in ("nvls", "nvls_tree") and self.nvls is not None:
+            return tuple((head,) for head in self.nvls.heads)
+        search = {"ring": self.ring, "tree": self.tree, "pat": self.tree}.get(algorithm)
         return search.channels if search is not None else ()
 
     def explain(self) -> str:
@@ -265,13 +294,29 @@ def _result(collective, ids, nodes, size, time, algorithm, protocol, nchannels, 
         _shaped(bandwidth, shape, np.float64), ring, tree, bottleneck, selection, model)
 
 
-class _Context:
-    """A fabric prepared once for many estimates (routes, capacities, profile)."""
+def measurement_model(calibration=None) -> MeasurementModel:
+    """The measurement model of a calibration (a :class:`models.calibration.Calibration`, a
+    :class:`~models.measure.MeasurementModel`, or None for the default fitted one)."""
+    if calibration is None:
+        return DEFAULT_MEASUREMENT
+    if isinstance(calibration, MeasurementModel):
+        return calibration
+    model = getattr(calibration, "model", None)
+    if isinstance(model, MeasurementModel):
+        return model
+    raise DgxTopoError(f"calibration must be a models.Calibration or a MeasurementModel, received "
+                       f"{type(calibration).__name__}")
 
-    def __init__(self, G, profile):
+
+class _Context:
+    """A fabric prepared once for many estimates (routes, capacities, profile, measurement)."""
+
+    def __init__(self, G, profile, gpus_per_thread=1, calibration=None):
         self.fabric = NcclSystem(G, profile)  # validates G
         self.G = G
         self.profile = self.fabric.profile
+        self.gpus_per_thread = gpus_per_thread
+        self.measurement = measurement_model(calibration)
         self.ids = {n: i for i, n in enumerate(topo.gpus(G))}
         self.name = G.graph.get("name", "fabric")
 
@@ -281,7 +326,7 @@ class _Context:
 
 
 def estimate(G, collective: str, nbytes, gpus=None, *, algorithm=None, protocol=None,
-             profile=None) -> CollectiveEstimate:
+             profile=None, gpus_per_thread: int = 1, calibration=None) -> CollectiveEstimate:
     """Predict one collective on a set of GPUs, as nccl-tests would report it.
 
     Parameters
@@ -296,15 +341,23 @@ def estimate(G, collective: str, nbytes, gpus=None, *, algorithm=None, protocol=
     gpus : iterable of int or str, optional
         GPU ids (``"0-3"``, ``[0, 3, 5]``); every GPU by default. Order does not matter.
     algorithm : str, optional
-        Force ``"ring"`` or ``"tree"`` (NCCL collectives only).
+        Force ``"ring"``, ``"tree"``, ``"nvls"``, ``"nvls_tree"`` or ``"pat"`` (NCCL collectives
+        only, where the release and the fabric have it).
     protocol : str, optional
         Force ``"LL"``, ``"LL128"`` or ``"Simple"`` (NCCL collectives only).
     profile : str or NcclProfile, optional
-        NCCL version profile (default: the reference version).
+        NCCL release (``"2.3.7"``, ``"2.12"``; default: the reference version).
+    gpus_per_thread : int
+        GPUs one host thread launches the collective on, nccl-tests' ``-g`` (1: one process
+        per GPU, as training frameworks run).
+    calibration : models.Calibration or MeasurementModel, optional
+        Measurement constants fitted to the user's machine (:func:`models.calibrate`);
+        default: the constants fitted to the shipped DGX-2 runs.
 
     Returns
     -------
     CollectiveEstimate
+        ``time`` is what nccl-tests would measure, ``nccl_time`` NCCL's own estimate.
 
     Raises
     ------
@@ -313,10 +366,21 @@ def estimate(G, collective: str, nbytes, gpus=None, *, algorithm=None, protocol=
     models.nccltests.UnknownCollectiveError, topo.GpuSelectionError, models.nccl.tuning.TuningError
         For an unknown collective, bad GPU ids, or an algorithm/protocol NCCL would not run.
     """
-    return _estimate(_Context(G, profile), collective, nbytes, gpus, algorithm, protocol)
+    ctx = _Context(G, profile, gpus_per_thread, calibration)
+    return _estimate(ctx, collective, nbytes, gpus, algorithm, protocol)
 
 
 def _estimate(ctx, collective, nbytes, gpus, algorithm=None, protocol=None) -> CollectiveEstimate:
+    """NCCL's estimate, then what the benchmark measures (:func:`models.measure.measured`)."""
+    e = _nccl_view_estimate(ctx, collective, nbytes, gpus, algorithm, protocol)
+    m = measured(e, ctx.fabric.G, gpus_per_thread=ctx.gpus_per_thread, model=ctx.measurement,
+                 profile=ctx.profile)
+    shape = e.nbytes.shape
+    return dataclasses.replace(e, time=_shaped(m.time, shape, np.float64), nccl_time=e.time,
+                               measurement=m)
+
+
+def _nccl_view_estimate(ctx, collective, nbytes, gpus, algorithm=None, protocol=None) -> CollectiveEstimate:
     spec = _collective(collective)
     size = _sizes(nbytes)
     nodes = ctx.nodes(gpus)
@@ -341,39 +405,21 @@ def _estimate(ctx, collective, nbytes, gpus, algorithm=None, protocol=None) -> C
     return _p2p_estimate(ctx, spec.name, size, nodes, ids)
 
 
-def _searches(ctx, nodes):
-    ring = search_channels_in(ctx.fabric, nodes, pattern="ring")
-    if ring.nnodes > 1:
-        # Across nodes NCCL's tree graph (NET -> chain of the node's GPUs) is searched with
-        # the ring's channel count and lands at the same NIC-bound speed on these systems:
-        # it is taken as the ring's channels (the tree's latency and caps still apply).
-        return ring, None
-    tree = search_channels_in(ctx.fabric, nodes, pattern="balanced_tree",
-                              min_channels=ring.nchannels, max_channels=ring.nchannels)
-    return ring, tree
-
-
-def _communicator(G, nodes, ring, tree) -> Communicator:
-    ccs = [G.nodes[n]["compute_capability"] for n in nodes]
-    tree_graph = tree.graph() if tree is not None else ChannelGraph(
-        ring.nchannels, ring.bw_intra, ring.type_intra.name, type_inter=ring.type_inter.name,
-        pattern="balanced_tree", same_channels=ring.same_channels)
-    return Communicator(len(nodes), ring.graph(), tree_graph, min(ccs), nnodes=ring.nnodes,
-                        compute_capability_max=max(ccs))
-
-
 def _nccl_estimate(ctx, collective, size, nodes, ids, algorithm, protocol):
-    ring, tree = _searches(ctx, nodes)
-    comm = _communicator(ctx.G, nodes, ring, tree)
-    selection = select_algorithm(collective, size, comm, algorithm=algorithm, protocol=protocol,
-                                 profile=ctx.profile)
+    graphs = channel_graphs(ctx.fabric, nodes)  # the release's rings, trees and NVLS graph
+    comm = graphs.communicator
+    selection = select_algorithm(collective, size, comm, algorithm=algorithm, protocol=protocol)
     algorithms = np.asarray(selection.algorithm, dtype=str)
-    nchannels = np.where(algorithms == "ring", ring.nchannels, comm.tree.nchannels)
+    nvls_channels = comm.nvls.nchannels if comm.nvls is not None else 0
+    nchannels = np.select([algorithms == "ring", np.isin(algorithms, ("nvls", "nvls_tree"))],
+                          [graphs.ring.nchannels, nvls_channels], comm.tree.nchannels)
     last = algorithms.reshape(-1)[-1]
-    bottleneck = (tree if last == "tree" and tree is not None else ring).bottleneck
-    return _result(collective, ids, nodes, size, selection.time, algorithms, selection.protocol,
-                   nchannels, selection.latency, selection.bandwidth, ring, tree, bottleneck, selection,
-                   f"NCCL {ctx.profile.version} tuning model")
+    tree = graphs.tree
+    bottleneck = (tree if last in ("tree", "pat") and tree is not None else graphs.ring).bottleneck
+    e = _result(collective, ids, nodes, size, selection.time, algorithms, selection.protocol,
+                nchannels, selection.latency, selection.bandwidth, graphs.ring, tree, bottleneck,
+                selection, f"NCCL {ctx.profile.version} tuning model")
+    return dataclasses.replace(e, nvls=graphs.nvls, nvls_reason=nvls_choice(collective, size, comm))
 
 
 def _p2p_estimate(ctx, collective, size, nodes, ids):
@@ -550,8 +596,8 @@ class _Symmetry:
         return best
 
 
-def pairwise(G, collective: str, nbytes, *, profile=None, max_sets=None, max_searches=None,
-             progress=None) -> np.ndarray:
+def pairwise(G, collective: str, nbytes, *, profile=None, gpus_per_thread: int = 1, calibration=None,
+             max_sets=None, max_searches=None, progress=None) -> np.ndarray:
     """busbw of every 2-GPU communicator.
 
     Parameters
@@ -561,7 +607,7 @@ def pairwise(G, collective: str, nbytes, *, profile=None, max_sets=None, max_sea
     nbytes : int
         nccl-tests' size. [bytes]
     profile : str or NcclProfile, optional
-    max_sets, max_searches, progress : optional
+    gpus_per_thread, calibration, max_sets, max_searches, progress : optional
         As for :func:`subsets`.
 
     Returns
@@ -576,7 +622,7 @@ def pairwise(G, collective: str, nbytes, *, profile=None, max_sets=None, max_sea
     >>> bool(m[0, 3] > m[0, 1] > m[0, 5])  # two links, one link, none (host path)
     True
     """
-    ctx = _Context(G, profile)
+    ctx = _Context(G, profile, gpus_per_thread, calibration)
     n = len(ctx.ids)
     matrix = np.full((n, n), np.nan)
     for result in _all_sets(ctx, 2, collective, nbytes, max_sets=max_sets, max_searches=max_searches,
@@ -586,8 +632,8 @@ def pairwise(G, collective: str, nbytes, *, profile=None, max_sets=None, max_sea
     return matrix
 
 
-def subsets(G, collective: str, nbytes, k: int, *, profile=None, max_sets=None, max_searches=None,
-            progress=None) -> list:
+def subsets(G, collective: str, nbytes, k: int, *, profile=None, gpus_per_thread: int = 1,
+            calibration=None, max_sets=None, max_searches=None, progress=None) -> list:
     """Every k-GPU set ranked by busbw: "which k GPUs should this job get?".
 
     The arguments come in the order of :func:`estimate` and :func:`pairwise` (graph,
@@ -602,6 +648,8 @@ def subsets(G, collective: str, nbytes, k: int, *, profile=None, max_sets=None, 
     k : int
         GPUs per set, 1 to the number of GPUs.
     profile : str or NcclProfile, optional
+    gpus_per_thread, calibration : optional
+        As for :func:`estimate` (nccl-tests' ``-g``; a :func:`models.calibrate` result).
     max_sets : int, optional
         Refuse (:class:`LimitError`) before any work when there are more than this many
         k-GPU sets (C(GPUs, k)).
@@ -633,7 +681,7 @@ def subsets(G, collective: str, nbytes, k: int, *, profile=None, max_sets=None, 
     if not isinstance(collective, str):
         raise DgxTopoError(f"subsets(G, collective, nbytes, k): expected a collective name second, "
                            f"received {collective!r} (the order before 0.2 was G, k, collective, nbytes)")
-    ctx = _Context(G, profile)
+    ctx = _Context(G, profile, gpus_per_thread, calibration)
     results = _all_sets(ctx, k, collective, nbytes, max_sets=max_sets, max_searches=max_searches,
                         progress=progress)
     results.sort(key=lambda r: (-r.busbw, r.time, r.gpus))
@@ -679,8 +727,20 @@ def _gbps(value) -> str:
     return f"{to_GBps(value):.1f}"
 
 
+def gpu_ranges(ids) -> str:
+    """GPU ids as ranges: ``0-7``, ``0,1,4,5``, ``0-3,8-11`` (runs of three or more joined)."""
+    ids = sorted(ids)
+    parts, start = [], 0
+    for i in range(1, len(ids) + 1):
+        if i == len(ids) or ids[i] != ids[i - 1] + 1:
+            run = ids[start:i]
+            parts += [f"{run[0]}-{run[-1]}"] if len(run) >= 3 else [str(g) for g in run]
+            start = i
+    return ",".join(parts)
+
+
 def _explain(e: CollectiveEstimate) -> str:
-    lines = [f"{e.collective} on GPUs {','.join(map(str, e.gpus))} ({e.nranks} ranks); model: {e.model}"]
+    lines = [f"{e.collective} on GPUs {gpu_ranges(e.gpus)} ({e.nranks} ranks); model: {e.model}"]
     for search in (e.ring, e.tree):
         if search is None:
             continue
@@ -713,8 +773,16 @@ def _explain(e: CollectiveEstimate) -> str:
                 f"= {_gbps(t.bus.raw)} -> {_gbps(t.bus.value)} GB/s [{steps or 'no factor'}]; algBw "
                 f"{_gbps(t.bandwidth)} GB/s; time {to_us(np.asarray(cand.time).reshape(-1)[-1]):.1f} us")
         lines.append(f"  chosen: {point.algorithm}/{point.protocol}")
+        if e.nvls is not None:
+            lines.append(f"nvls graph: {e.nvls.nchannels} heads x {_gbps(e.nvls.bw_intra)} GB/s (bwInter "
+                         f"{_gbps(e.nvls.bw_inter)} GB/s); heads " + " ".join(
+                             str(e.gpus[e.nodes.index(g)]) if g in e.nodes else str(g) for g in e.nvls.heads))
+        if e.nvls_reason:
+            lines.append(f"  NVLS: {e.nvls_reason}")
     else:
         point = e.point()
         lines.append(f"latency {to_us(point.latency):.1f} us; bandwidth {_gbps(point.bandwidth)} GB/s"
                      + (f"; bottleneck {e.bottleneck[0][0]}->{e.bottleneck[0][1]}" if e.bottleneck else ""))
+    if e.measurement is not None:
+        lines.append(e.measurement.explain())
     return "\n".join(lines)
