@@ -59,7 +59,6 @@ Examples
 
 from __future__ import annotations
 
-import math
 import operator
 
 import networkx as nx

@@ -31,7 +31,7 @@ SystemSpec(system='dgx2', hosts=16, network='rail', oversub=1)
 >>> parse_system_spec("-1xdgx2")
 Traceback (most recent call last):
 ...
-topo.errors.SystemSpecError: malformed system spec '-1xdgx2': the host count '-1' is not a whole number >= 1; expected NAME or NxNAME[:network][:oversub=K] (network fat_tree, rail or rail_only) such as dgx2, 2xdgx1v, 4xdgxh100:rail or 16xdgx2:fat_tree:oversub=4
+topo.errors.SystemSpecError: malformed system spec '-1xdgx2': the host count '-1' is not a whole number >= 1; expected NAME or NxNAME[:network][:oversub=K] (network fat_tree, rail or rail_only) such as dgx2, 2xdgx1v, 16xdgx2:rail, 4xdgxh100:rail_only or 16xdgx2:fat_tree:oversub=4
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ HOSTS_PER_SYSTEM: dict[str, int] = {"gb200nvl72": 18}
 
 #: The grammar, as help texts and error messages state it.
 SPEC_GRAMMAR = ("NAME or NxNAME[:network][:oversub=K] (network fat_tree, rail or rail_only) such as "
-                "dgx2, 2xdgx1v, 4xdgxh100:rail or 16xdgx2:fat_tree:oversub=4")
+                "dgx2, 2xdgx1v, 16xdgx2:rail, 4xdgxh100:rail_only or 16xdgx2:fat_tree:oversub=4")
 
 # Spellings of the networks (after lower-casing) and the network they mean.
 _NETWORK_NAMES = {"fat_tree": "fat_tree", "fattree": "fat_tree", "fat-tree": "fat_tree",
