@@ -5,27 +5,33 @@ A system spec is one of
 ``NAME``
     A built-in system of :data:`SYSTEMS` (``dgx1``, ``dgx1v``, ``dgx2``, ``dgxa100``, ...). Case, ``-`` and
     ``_`` are ignored: ``"DGX-1V"`` is ``"dgx1v"``.
-``NxNAME[:network]``
-    A cluster of ``N`` hosts of system ``NAME`` (``N`` plain decimal digits, 1 to the host
-    limit) joined by a ``fat_tree`` (default) or ``rail`` network (:mod:`topo.cluster`):
-    ``"2xdgx1v"``, ``"16xdgx2:rail"``.
+``NxNAME[:network][:option=value...]``
+    A cluster of ``N`` copies of system ``NAME`` (``N`` plain decimal digits, 1 to the host
+    limit) joined by a ``fat_tree`` (default), ``rail`` or ``rail_only`` network
+    (:mod:`topo.cluster`): ``"2xdgx1v"``, ``"4xdgxh100:rail"``, ``"8xgb200nvl72"`` (eight
+    NVL72 racks of 18 hosts). Options, each at most once: ``oversub=K``, the leaves'
+    down-link to up-link ratio (a whole number, 1 = non-blocking):
+    ``"16xdgx2:fat_tree:oversub=4"``, or without the network ``"16xdgx2:oversub=4"``.
 
 Nothing else is accepted: no sign, no spaces, no decimal point or exponent, no range. The
-host limit (:data:`topo.cluster.MAX_HOSTS`, 4,096) is checked on the text, before anything is
-built, so ``build("1000000xdgx2")`` fails at once; ``max_hosts=`` raises it.
+host limit (:data:`topo.cluster.MAX_HOSTS`, 4,096 hosts; an NVL72 rack is 18) is checked on
+the text, before anything is built, so ``build("1000000xdgx2")`` fails at once; ``max_hosts=``
+raises it.
 
 Examples
 --------
 >>> sorted(SYSTEMS)
 ['dgx1', 'dgx1v', 'dgx2', 'dgxa100', 'dgxb200', 'dgxh100', 'dgxh200']
 >>> parse_system_spec("16xDGX-2:rail")
-SystemSpec(system='dgx2', hosts=16, network='rail')
+SystemSpec(system='dgx2', hosts=16, network='rail', oversub=1)
+>>> str(parse_system_spec("16xdgx2:fat_tree:oversub=4"))
+'16xdgx2:oversub=4'
 >>> str(parse_system_spec("dgx1v")), str(parse_system_spec("2xdgx1v"))
 ('dgx1v', '2xdgx1v')
 >>> parse_system_spec("-1xdgx2")
 Traceback (most recent call last):
 ...
-topo.errors.SystemSpecError: malformed system spec '-1xdgx2': the host count '-1' is not a whole number >= 1; expected NAME or NxNAME[:network] such as dgx2, 2xdgx1v or 16xdgx2:rail
+topo.errors.SystemSpecError: malformed system spec '-1xdgx2': the host count '-1' is not a whole number >= 1; expected NAME or NxNAME[:network][:oversub=K] (network fat_tree, rail or rail_only) such as dgx2, 2xdgx1v, 16xdgx2:rail, 4xdgxh100:rail_only or 16xdgx2:fat_tree:oversub=4
 """
 
 from __future__ import annotations
@@ -37,27 +43,39 @@ from dataclasses import dataclass
 
 import networkx as nx
 
-from .cluster import MAX_HOSTS, NETWORKS, check_hosts, join_hosts
+from .cluster import MAX_HOSTS, MAX_OVERSUB, NETWORKS, check_hosts, check_oversub, join_hosts
 from .dgx import dgx1, dgx1v, dgx2
 from .dgx_nvswitch import dgxa100, dgxb200, dgxh100, dgxh200
 from .errors import DgxTopoError, SystemSpecError, UnknownSystemError
 
-__all__ = ["SYSTEMS", "SystemSpec", "parse_system_spec", "build", "cluster", "SPEC_GRAMMAR"]
+__all__ = ["SYSTEMS", "HOSTS_PER_SYSTEM", "OPTIONS", "SystemSpec", "parse_system_spec", "build", "cluster",
+           "SPEC_GRAMMAR"]
 
 #: Built-in systems by name.
-# gb200nvl72 (topo.dgx_nvswitch) is not registered yet: its 18 compute trays are hosts of
-# one NVLink domain, which the NCCL model does not treat as one node (MNNVL) yet.
+# gb200nvl72 (topo.dgx_nvswitch) is not registered yet, though the builders take it
+# (topo.cluster(gb200nvl72, 8) joins 8 racks): the suites that run over every registered
+# system assume one host per system (layout and plot, builder tables, the NCCL model's
+# treatment of a cluster's hosts as copies). Registering it is one entry here;
+# HOSTS_PER_SYSTEM already sizes it.
 SYSTEMS: dict[str, Callable[[], nx.DiGraph]] = {
     "dgx1": dgx1, "dgx1v": dgx1v, "dgx2": dgx2,
     "dgxa100": dgxa100, "dgxh100": dgxh100, "dgxh200": dgxh200, "dgxb200": dgxb200,
 }
 
+#: Hosts of one copy of a system where it is more than one (a GB200 NVL72 rack: 18 compute
+#: trays [S44]); the host limit of a spec counts them.
+HOSTS_PER_SYSTEM: dict[str, int] = {"gb200nvl72": 18}
+
 #: The grammar, as help texts and error messages state it.
-SPEC_GRAMMAR = "NAME or NxNAME[:network] such as dgx2, 2xdgx1v or 16xdgx2:rail"
+SPEC_GRAMMAR = ("NAME or NxNAME[:network][:oversub=K] (network fat_tree, rail or rail_only) such as "
+                "dgx2, 2xdgx1v, 16xdgx2:rail, 4xdgxh100:rail_only or 16xdgx2:fat_tree:oversub=4")
 
 # Spellings of the networks (after lower-casing) and the network they mean.
 _NETWORK_NAMES = {"fat_tree": "fat_tree", "fattree": "fat_tree", "fat-tree": "fat_tree",
-                  "rail": "rail"}
+                  "rail": "rail", "rail_only": "rail_only", "railonly": "rail_only",
+                  "rail-only": "rail_only"}
+#: Options of a cluster spec.
+OPTIONS = ("oversub",)
 _COUNT = re.compile(r"[0-9]+")
 # Longest host count text read as a number; longer digit strings are refused as too large
 # without converting them.
@@ -73,14 +91,19 @@ class SystemSpec:
     system : str
         Key of :data:`SYSTEMS`.
     hosts : int
-        Number of hosts (1 for a single system).
+        Copies of the system (1 for a single system): hosts, or racks of
+        :data:`HOSTS_PER_SYSTEM` hosts each for a multi-host system such as ``gb200nvl72``.
     network : str or None
-        ``"fat_tree"`` or ``"rail"`` for a cluster (``NxNAME``), None for a single system.
+        ``"fat_tree"``, ``"rail"`` or ``"rail_only"`` for a cluster (``NxNAME``), None for a
+        single system.
+    oversub : int
+        Leaf down-link to up-link ratio of the network (1: non-blocking).
     """
 
     system: str
     hosts: int = 1
     network: str | None = None
+    oversub: int = 1
 
     @property
     def is_cluster(self) -> bool:
@@ -90,7 +113,8 @@ class SystemSpec:
     def __str__(self) -> str:
         if not self.is_cluster:
             return self.system
-        return f"{self.hosts}x{self.system}" + ("" if self.network == "fat_tree" else f":{self.network}")
+        return (f"{self.hosts}x{self.system}" + ("" if self.network == "fat_tree" else f":{self.network}")
+                + ("" if self.oversub == 1 else f":oversub={self.oversub}"))
 
 
 def _system_key(text: str) -> str:
@@ -111,15 +135,35 @@ def _unknown(text: str) -> UnknownSystemError:
                               f"cluster such as 2xdgx1v or 16xdgx2:rail")
 
 
+def _options(text: str, items: list) -> dict:
+    """``option=value`` items of a cluster spec, strictly."""
+    options: dict = {}
+    for item in items:
+        key, equals, value = item.partition("=")
+        key = key.lower()
+        if not equals or key not in OPTIONS:
+            raise SystemSpecError(f"unknown option {_show(item)} in {_show(text)}: expected "
+                                  f"{' or '.join(f'{k}=K' for k in OPTIONS)} after the network "
+                                  f"({', '.join(NETWORKS)})")
+        if key in options:
+            raise _malformed(text, f"option {key} is given twice")
+        if not _COUNT.fullmatch(value) or len(value) > _MAX_COUNT_DIGITS \
+                or not 1 <= int(value) <= MAX_OVERSUB:
+            raise _malformed(text, f"{key}={_show(value)} is not a whole number from 1 to {MAX_OVERSUB}")
+        options[key] = int(value)
+    return options
+
+
 def parse_system_spec(text, *, max_hosts: int = MAX_HOSTS) -> SystemSpec:
-    """Parse ``NAME`` or ``NxNAME[:network]`` (see the module docstring), strictly.
+    """Parse ``NAME`` or ``NxNAME[:network][:option=value...]`` (module docstring), strictly.
 
     Parameters
     ----------
     text : str
         The spec.
     max_hosts : int
-        Largest host count accepted (default :data:`topo.cluster.MAX_HOSTS`).
+        Largest host count accepted (default :data:`topo.cluster.MAX_HOSTS`); a copy of a
+        multi-host system counts its :data:`HOSTS_PER_SYSTEM` hosts.
 
     Returns
     -------
@@ -133,11 +177,21 @@ def parse_system_spec(text, *, max_hosts: int = MAX_HOSTS) -> SystemSpec:
         For anything else that is not the grammar: not a string, empty, whitespace, a host
         count that is not plain digits >= 1 (``-1xdgx2``, ``1-6xdgx2``, ``1.5xdgx2``,
         ``0xdgx2``) or above ``max_hosts`` (the message names ``max_hosts=`` and
-        ``--max-gpus``), an unknown network, a network without a host count.
+        ``--max-gpus``), an unknown network or option, an option given twice or with a value
+        that is not a whole number from 1 to :data:`topo.cluster.MAX_OVERSUB`, a network or
+        option without a host count, an empty part (``2xdgx2:``).
     """
     check_hosts(1, max_hosts=max_hosts)  # max_hosts itself: a whole number >= 1
     if isinstance(text, SystemSpec):
-        check_hosts(text.hosts, max_hosts=max_hosts, what=f"system {str(text)!r}")
+        if text.system not in SYSTEMS:
+            raise _unknown(text.system)
+        if text.is_cluster:
+            if text.network not in NETWORKS:
+                raise SystemSpecError(f"unknown network {text.network!r} in {str(text)!r}: expected one "
+                                      f"of {', '.join(NETWORKS)}")
+            check_oversub(text.oversub)
+        check_hosts(text.hosts * HOSTS_PER_SYSTEM.get(text.system, 1), max_hosts=max_hosts,
+                    what=f"system {str(text)!r}")
         return text
     if not isinstance(text, str):
         raise SystemSpecError(f"a system spec must be a string, received {type(text).__name__} "
@@ -146,7 +200,7 @@ def parse_system_spec(text, *, max_hosts: int = MAX_HOSTS) -> SystemSpec:
         raise SystemSpecError(f"empty system spec: expected {SPEC_GRAMMAR}")
     if any(c.isspace() for c in text) or not text.isprintable():
         raise _malformed(text, "it contains whitespace or unprintable characters")
-    head, colon, network_text = text.partition(":")
+    head, colon, rest = text.partition(":")
     if not colon and _system_key(head) in SYSTEMS:
         return SystemSpec(_system_key(head))
     count_text, x, system_text = head.partition("x")
@@ -158,44 +212,67 @@ def parse_system_spec(text, *, max_hosts: int = MAX_HOSTS) -> SystemSpec:
                 f"unknown system {_show(text)}: {_show(system_text)} is not one of {', '.join(SYSTEMS)}; "
                 f"expected {SPEC_GRAMMAR}")
         if colon and _system_key(head) in SYSTEMS:
-            raise _malformed(text, f"a network (:{network_text}) needs a host count")
+            raise _malformed(text, f"a network or option (:{rest}) needs a host count")
         raise _unknown(text)
     system = _system_key(system_text)
     if not _COUNT.fullmatch(count_text) or int(count_text[:_MAX_COUNT_DIGITS] or "0") < 1:
         raise _malformed(text, f"the host count {_show(count_text)} is not a whole number >= 1")
+    per_copy = HOSTS_PER_SYSTEM.get(system, 1)
     if len(count_text) > _MAX_COUNT_DIGITS:
         hosts = max_hosts + 1  # too large to be anything but refused below
         shown = f"{count_text[:6]}... ({len(count_text)} digits)"
     else:
         hosts = int(count_text)
-        shown = str(hosts)
-    network = "fat_tree"
+        shown = str(hosts) if per_copy == 1 else f"{hosts} x {per_copy} = {hosts * per_copy}"
+    network, options = "fat_tree", {}
     if colon:
-        network = _NETWORK_NAMES.get(network_text.lower())
-        if network is None:
-            raise SystemSpecError(f"unknown network {_show(network_text)} in {_show(text)}: expected one of "
-                                  f"{', '.join(NETWORKS)}")
-    if hosts > max_hosts:
+        items = rest.split(":")
+        if "=" not in items[0]:
+            network_text = items.pop(0)
+            network = _NETWORK_NAMES.get(network_text.lower())
+            if network is None:
+                raise SystemSpecError(f"unknown network {_show(network_text)} in {_show(text)}: expected "
+                                      f"one of {', '.join(NETWORKS)}")
+        options = _options(text, items)
+    if hosts * per_copy > max_hosts:
         raise SystemSpecError(
             f"system spec {_show(text)} asks for {shown} hosts, beyond the limit of {max_hosts}: "
             f"expected at most {max_hosts} hosts (raise it with max_hosts=, on the command line "
             f"--max-gpus)")
-    return SystemSpec(system, hosts, network)
+    return SystemSpec(system, hosts, network, options.get("oversub", 1))
 
 
-def cluster(node_builder, n: int, *, network: str = "fat_tree",
+def _template(node_builder):
+    if isinstance(node_builder, str):
+        spec = parse_system_spec(node_builder)
+        if spec.is_cluster:
+            raise DgxTopoError(f"cluster copies a single system: expected a name such as "
+                               f"{', '.join(SYSTEMS)}, received the cluster {node_builder!r}")
+        return SYSTEMS[spec.system]()
+    if isinstance(node_builder, nx.DiGraph):
+        return node_builder
+    if callable(node_builder):
+        return node_builder()
+    raise DgxTopoError(f"node_builder must be a builder or a system name such as "
+                       f"{', '.join(SYSTEMS)}, received {node_builder!r}")
+
+
+def cluster(node_builder, n: int, *, network: str = "fat_tree", oversub: int = 1,
             max_hosts: int = MAX_HOSTS) -> nx.DiGraph:
     """Join ``n`` copies of a system through their compute NICs (see :mod:`topo.cluster`).
 
     Parameters
     ----------
     node_builder : callable, str or networkx.DiGraph
-        A builder returning one system's fabric (``topo.dgx1v``), a built-in name
-        (``"dgx1v"``), or a single-system fabric used as the template (not modified).
+        A builder returning one system's fabric (``topo.dgx1v``, or
+        ``topo.dgx_nvswitch.gb200nvl72`` for racks of 18 hosts), a built-in name
+        (``"dgx1v"``), or a system's fabric used as the template (not modified).
     n : int
-        Number of hosts, 1 to ``max_hosts``; checked before anything is built.
+        Number of copies, 1 to ``max_hosts``; checked before anything is built.
     network : str
-        ``"fat_tree"`` or ``"rail"``.
+        ``"fat_tree"``, ``"rail"`` or ``"rail_only"``.
+    oversub : int
+        Leaf down-link to up-link ratio (1: non-blocking).
     max_hosts : int
         Host limit (default :data:`topo.cluster.MAX_HOSTS`).
 
@@ -207,7 +284,7 @@ def cluster(node_builder, n: int, *, network: str = "fat_tree",
     Raises
     ------
     DgxTopoError
-        For a bad builder, host count, network or template.
+        For a bad builder, host count, network, oversubscription or template.
 
     Examples
     --------
@@ -217,20 +294,8 @@ def cluster(node_builder, n: int, *, network: str = "fat_tree",
     n = check_hosts(n, max_hosts=max_hosts)
     if network not in NETWORKS:
         raise DgxTopoError(f"unknown network {network!r}: expected one of {', '.join(NETWORKS)}")
-    if isinstance(node_builder, str):
-        spec = parse_system_spec(node_builder)
-        if spec.is_cluster:
-            raise DgxTopoError(f"cluster copies a single system: expected a name such as "
-                               f"{', '.join(SYSTEMS)}, received the cluster {node_builder!r}")
-        template = SYSTEMS[spec.system]()
-    elif isinstance(node_builder, nx.DiGraph):
-        template = node_builder
-    elif callable(node_builder):
-        template = node_builder()
-    else:
-        raise DgxTopoError(f"node_builder must be a builder or a system name such as "
-                           f"{', '.join(SYSTEMS)}, received {node_builder!r}")
-    return join_hosts(template, n, network=network, max_hosts=max_hosts)
+    oversub = check_oversub(oversub)
+    return join_hosts(_template(node_builder), n, network=network, oversub=oversub, max_hosts=max_hosts)
 
 
 def build(name, *, max_hosts: int = MAX_HOSTS) -> nx.DiGraph:
@@ -239,7 +304,7 @@ def build(name, *, max_hosts: int = MAX_HOSTS) -> nx.DiGraph:
     Parameters
     ----------
     name : str or SystemSpec
-        ``NAME`` or ``NxNAME[:network]`` (see the module docstring).
+        ``NAME`` or ``NxNAME[:network][:option=value...]`` (see the module docstring).
     max_hosts : int
         Host limit of a cluster (default :data:`topo.cluster.MAX_HOSTS`), checked on the
         spec before anything is built.
@@ -255,6 +320,9 @@ def build(name, *, max_hosts: int = MAX_HOSTS) -> nx.DiGraph:
         For a name that is not built in; the message lists the valid names.
     SystemSpecError
         For a malformed spec or one beyond ``max_hosts``.
+    DgxTopoError
+        For an ``oversub`` beyond what the network's switches can give (a leaf needs an
+        up-port: ``oversub`` <= ports - 1).
 
     Examples
     --------
@@ -266,8 +334,12 @@ def build(name, *, max_hosts: int = MAX_HOSTS) -> nx.DiGraph:
     topo.errors.UnknownSystemError: unknown system 'dgx3': expected one of dgx1, dgx1v, dgx2, dgxa100, dgxh100, dgxh200, dgxb200, or a cluster such as 2xdgx1v or 16xdgx2:rail
     >>> build("2xdgx1v").graph["hosts"]
     2
+    >>> G = build("4xdgxh100:rail")
+    >>> sorted(G.nodes[leaf]["rail"] for leaf in G.successors("h3.mlx5_0") if leaf.startswith("net."))
+    [0]
     """
     spec = parse_system_spec(name, max_hosts=max_hosts)
     if not spec.is_cluster:
         return SYSTEMS[spec.system]()
-    return join_hosts(SYSTEMS[spec.system](), spec.hosts, network=spec.network, max_hosts=max_hosts)
+    return join_hosts(SYSTEMS[spec.system](), spec.hosts, network=spec.network, oversub=spec.oversub,
+                      max_hosts=max_hosts)

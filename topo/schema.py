@@ -117,7 +117,14 @@ ATTRIBUTES: tuple[Attribute, ...] = (
     Attribute("node", "nvswitch,network_switch", "ports", int, "-", True,
               "ports of the switch (NVLink ports of an NVSwitch chip)"),
     Attribute("node", "network_switch", "tier", str, "-", True,
-              "place in the network: leaf (NICs attach) or core (joins the leaves)"),
+              "place in the network: leaf (NICs attach), spine (joins leaves), core (joins the "
+              "spines of different blocks), tier4, ... (topo.cluster.TIERS)"),
+    Attribute("node", "network_switch", "rail", int, "-", False,
+              "rail (position of the NIC in its host) whose NICs the leaf joins, in rail and "
+              "rail_only networks; on every switch of a rail_only network"),
+    Attribute("node", "gpu,nvswitch", "nvlink_domain", int, "-", False,
+              "NVLink domain in a cluster: GPUs that share it reach each other over NVLink, "
+              "across hosts in an NVL72 rack; others only over the network (absent: one system)"),
     Attribute("node", "cpu,pcie_switch,nvswitch,nic,network_switch", "model", str, "-", False,
               "part model"),
     Attribute("node", "cpu", "cores", int, "-", True, "physical cores of the socket"),

@@ -283,6 +283,12 @@ LINKS: dict[str, LinkSpec] = {spec.name: spec for spec in (
              "[S51b] 200 Gb/s; NCCL net bw 25.0 (NVIDIA/nccl v2.27.7-1 src/graph/topo.cc)", _IB_LATENCY_NOTE),
     LinkSpec("ib_ndr", "network", "InfiniBand NDR 4x (400 Gb/s)", 400e9 / 8, _IB_LATENCY,
              "[S51c] 400 Gb/s; NCCL logs NET[50.0] [S34]", _IB_LATENCY_NOTE),
+    LinkSpec("ib_xdr", "network", "InfiniBand XDR 4x (800 Gb/s)", 800e9 / 8, _IB_LATENCY,
+             "NVIDIA Quantum-X800 InfiniBand platform: 800 Gb/s per port (ConnectX-8 SuperNIC); "
+             "the DGX SuperPOD with DGX B300 uses 8x XDR 800G compute NICs per node [S49]; NCCL "
+             "net bw = port speed in Mb/s / 8000 = 100 (NVIDIA/nccl v2.27.7-1 "
+             "src/graph/topo.cc ncclTopoAddNet)",
+             "[U] no system built here has XDR NICs yet; " + _IB_LATENCY_NOTE),
 )}
 
 #: GPU models by short name.
@@ -373,7 +379,8 @@ NVSWITCHES: dict[str, SwitchSpec] = {
 
 #: InfiniBand switches by the link key of their ports. [U] Port counts are the vendors'
 #: datasheet figures for the usual switch of each generation (EDR Switch-IB 2: 36 ports;
-#: HDR Quantum QM8700: 40; NDR Quantum-2 QM9700: 64), not in the shared reference.
+#: HDR Quantum QM8700: 40; NDR Quantum-2 QM9700: 64; XDR Quantum-X800 Q3400: 144), not
+#: retrieved. :mod:`topo.cluster` builds every tier of a cluster's network from them.
 NETWORK_SWITCHES: dict[str, SwitchSpec] = {
     "ib_edr": SwitchSpec("36-port EDR InfiniBand switch", 36, "ib_edr",
                          "vendor datasheet (Switch-IB 2 class)", "port count [U]"),
@@ -381,4 +388,9 @@ NETWORK_SWITCHES: dict[str, SwitchSpec] = {
                          "vendor datasheet (Quantum QM8700 class)", "port count [U]"),
     "ib_ndr": SwitchSpec("64-port NDR InfiniBand switch", 64, "ib_ndr",
                          "vendor datasheet (Quantum-2 QM9700 class)", "port count [U]"),
+    "ib_xdr": SwitchSpec("144-port XDR InfiniBand switch", 144, "ib_xdr",
+                         "NVIDIA Quantum-X800 Q3400 switch: 144 ports of 800 Gb/s (product "
+                         "announcement, GTC 2024); the DGX B300 SuperPOD reference architecture "
+                         "builds its compute fabric from it [S49]",
+                         "port count from the announcement, datasheet not retrieved [U]"),
 }

@@ -20,13 +20,21 @@ from topo import SystemSpec, SystemSpecError, UnknownSystemError, parse_system_s
     ("4xdgx1:fat_tree", SystemSpec("dgx1", 4, "fat_tree")),
     ("4xdgx1:fattree", SystemSpec("dgx1", 4, "fat_tree")),
     ("4096xdgx2", SystemSpec("dgx2", 4096, "fat_tree")),
+    ("4xdgxh100:rail", SystemSpec("dgxh100", 4, "rail")),
+    ("4xdgxh100:Rail_Only", SystemSpec("dgxh100", 4, "rail_only")),
+    ("4xdgxh100:rail-only", SystemSpec("dgxh100", 4, "rail_only")),
+    ("16xdgx2:fat_tree:oversub=4", SystemSpec("dgx2", 16, "fat_tree", 4)),
+    ("16xdgx2:oversub=4", SystemSpec("dgx2", 16, "fat_tree", 4)),
+    ("16xdgx2:rail:OVERSUB=64", SystemSpec("dgx2", 16, "rail", 64)),
+    ("16xdgx2:rail:oversub=1", SystemSpec("dgx2", 16, "rail")),
 ])
 def test_accepted_specs(text, expected):
     assert parse_system_spec(text) == expected
 
 
 def test_canonical_text_round_trips():
-    for text in ("dgx2", "2xdgx1v", "16xdgx2:rail", "1xdgx1"):
+    for text in ("dgx2", "2xdgx1v", "16xdgx2:rail", "1xdgx1", "4xdgxh100:rail_only", "16xdgx2:oversub=4",
+                 "16xdgx2:rail_only:oversub=3"):
         assert str(parse_system_spec(text)) == text
         assert parse_system_spec(str(parse_system_spec(text))) == parse_system_spec(text)
 
@@ -44,9 +52,22 @@ def test_canonical_text_round_trips():
     ("4097xdgx2", SystemSpecError, r"4097 hosts, beyond the limit of 4096.*max_hosts=.*--max-gpus"),
     ("1000000xdgx2", SystemSpecError, r"beyond the limit"),
     ("9" * 5000 + "xdgx2", SystemSpecError, r"\(5000 digits\) hosts, beyond the limit"),
-    ("2xdgx2:mesh", SystemSpecError, r"unknown network 'mesh'.*expected one of fat_tree, rail"),
+    ("2xdgx2:mesh", SystemSpecError, r"unknown network 'mesh'.*expected one of fat_tree, rail, rail_only"),
     ("2xdgx2:", SystemSpecError, r"unknown network ''"),
-    ("dgx2:rail", SystemSpecError, r"network \(:rail\) needs a host count"),
+    ("dgx2:rail", SystemSpecError, r"network or option \(:rail\) needs a host count"),
+    ("dgx2:oversub=2", SystemSpecError, r"needs a host count"),
+    ("2xdgx2::oversub=2", SystemSpecError, r"unknown network ''"),
+    ("2xdgx2:rail:", SystemSpecError, r"unknown option ''"),
+    ("2xdgx2:rail:rail", SystemSpecError, r"unknown option 'rail'.*expected oversub=K"),
+    ("2xdgx2:rail:radix=8", SystemSpecError, r"unknown option 'radix=8'"),
+    ("2xdgx2:oversub", SystemSpecError, r"unknown network 'oversub'"),
+    ("2xdgx2:oversub=0", SystemSpecError, r"oversub='0' is not a whole number from 1 to 64"),
+    ("2xdgx2:oversub=65", SystemSpecError, r"oversub='65'"),
+    ("2xdgx2:oversub=+4", SystemSpecError, r"oversub='\+4'"),
+    ("2xdgx2:oversub=1.5", SystemSpecError, r"oversub='1.5'"),
+    ("2xdgx2:oversub=" + "9" * 40, SystemSpecError, r"is not a whole number from 1 to 64"),
+    ("2xdgx2:oversub=2:oversub=2", SystemSpecError, r"option oversub is given twice"),
+    ("2xdgx2:rail:oversub=2:fat_tree", SystemSpecError, r"unknown option 'fat_tree'"),
     ("", SystemSpecError, r"empty system spec: expected NAME or NxNAME"),
     (" dgx2", SystemSpecError, r"whitespace"),
     ("2x dgx2", SystemSpecError, r"whitespace"),
@@ -100,14 +121,16 @@ def test_cluster_host_counts(n):
 
 @settings(max_examples=300, deadline=None)
 @given(st.one_of(st.text(max_size=30),
-                 st.from_regex(r"[-+0-9.x]{0,6}x?(dgx1|dgx1v|dgx2|DGX-2|dgx9)(:[a-z_]{0,9})?", fullmatch=True)))
+                 st.from_regex(r"[-+0-9.x]{0,6}x?(dgx1|dgx1v|dgx2|DGX-2|dgx9)(:[a-z_]{0,9})?"
+                               r"(:(oversub|rail|x)?=?[-+0-9.]{0,3}){0,2}", fullmatch=True)))
 def test_fuzzed_specs_parse_or_raise_a_typed_error(text):
     try:
         spec = parse_system_spec(text)
     except topo.DgxTopoError:
         return
     assert spec.system in topo.SYSTEMS and 1 <= spec.hosts <= topo.MAX_HOSTS
-    assert str(spec).lower() == str(spec)
+    assert str(spec).lower() == str(spec) and parse_system_spec(str(spec)) == spec
+    assert 1 <= spec.oversub <= 64
 
 
 def test_no_cycle_between_builders_and_registry():
@@ -119,3 +142,32 @@ def test_no_cycle_between_builders_and_registry():
         tree = ast.parse((Path(topo.__file__).parent / f"{name}.py").read_text())
         imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
         assert not imported & {"registry", "dgx", "cluster"} - {name}, (name, imported)
+
+
+def test_a_multi_host_system_counts_its_hosts_against_the_limit(monkeypatch):
+    """An NVL72 rack is 18 hosts: 227 racks (4,086 hosts) fit the 4,096 limit, 228 do not."""
+    from topo.registry import HOSTS_PER_SYSTEM
+    from topo.dgx_nvswitch import gb200nvl72
+
+    assert HOSTS_PER_SYSTEM == {"gb200nvl72": len({h for _, h in gb200nvl72().nodes(data="host")} - {-1})}
+    spec = SystemSpec("gb200nvl72", 228, "fat_tree")
+    monkeypatch.setitem(topo.registry.SYSTEMS, "gb200nvl72", gb200nvl72)   # not registered yet
+    assert parse_system_spec("227xgb200nvl72").hosts == 227
+    with pytest.raises(SystemSpecError, match=r"228 x 18 = 4104 hosts, beyond the limit of 4096"):
+        parse_system_spec("228xgb200nvl72")
+    with pytest.raises(SystemSpecError, match="beyond the limit"):
+        parse_system_spec(spec)
+    G = topo.build("2xgb200nvl72:rail")
+    assert G.graph["hosts"] == 36 and G.graph["system"] == "2xgb200nvl72:rail"
+
+
+@pytest.mark.parametrize("spec, message", [
+    (SystemSpec("dgx9", 2, "fat_tree"), "unknown system 'dgx9'"),
+    (SystemSpec("dgx2", 2, "torus"), "unknown network 'torus'"),
+    (SystemSpec("dgx2", 2, "rail", 0), "oversub must be a whole number"),
+    (SystemSpec("dgx2", 0, "rail"), "whole number of hosts"),
+])
+def test_a_parsed_spec_is_checked_too(spec, message):
+    with pytest.raises(topo.DgxTopoError, match=message):
+        topo.build(spec)
+
