@@ -232,8 +232,8 @@ def compare_table(collective: str, ngpus: int, names, estimates) -> str:
 
 
 # ------------------------------------------------------------------------------- import
-def _plural(count: int, word: str) -> str:
-    return f"{count} {word}{'' if count == 1 else 's'}"
+def _plural(count: int, word: str, plural: str | None = None) -> str:
+    return f"{count} {word if count == 1 else plural or word + 's'}"
 
 
 def import_summary(G, *, source: str, what: str, nvswitch_origin: str, pcie_origin: str,
@@ -272,7 +272,7 @@ def import_summary(G, *, source: str, what: str, nvswitch_origin: str, pcie_orig
     nvlink = f"{_plural(len(bundles), 'NVLink bundle')} ({_plural(links, 'link')}"
     nvlink += f"; GPU pairs {mix})" if mix else ")"
     if switches:
-        nvswitches = f"{_plural(len(switches), 'NVSwitch')} ({nvswitch_origin})"
+        nvswitches = f"{_plural(len(switches), 'NVSwitch', 'NVSwitches')} ({nvswitch_origin})"
     else:
         nvswitches = f"no NVSwitch ({nvswitch_origin})"
     nic_text = _plural(len(nics), "NIC")
@@ -281,7 +281,7 @@ def import_summary(G, *, source: str, what: str, nvswitch_origin: str, pcie_orig
     text = (f"Imported {source} ({what}) as {G.graph.get('name', '?')}: "
             f"{_plural(len(gpus), 'GPU')} {', '.join(models)} "
             f"(GPU ids {format_gpu_ids(nodes[n].get('index', 0) for n in gpus)}); {nvlink}; {nvswitches}; "
-            f"{_plural(pcie, 'PCIe switch').replace('switchs', 'switches')} ({pcie_origin}); "
+            f"{_plural(pcie, 'PCIe switch', 'PCIe switches')} ({pcie_origin}); "
             f"{_plural(sockets, 'CPU socket')}; {nic_text}. "
             + (f"Wrote {out}." if out is not None else "Nothing written (pass --out FILE to write the fabric)."))
     return textwrap.fill(text, 79, break_on_hyphens=False, break_long_words=False)
