@@ -802,7 +802,8 @@ def main(argv=None) -> int:
         print(f"dgxtopo: error: {_limit_error(error)}", file=sys.stderr)
         return 2
     except (_UsageError, DgxTopoError) as error:
-        print(f"dgxtopo: error: {error}", file=sys.stderr)
+        # One line even when a name inside the message (a node id read from a file) holds a newline.
+        print(f"dgxtopo: error: {' '.join(str(error).splitlines())}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("dgxtopo: interrupted", file=sys.stderr)

@@ -81,6 +81,38 @@ def test_import_then_topo_reproduces_the_matrix_cell_for_cell(capsys, imported):
     assert len(_cells(out)) == 13 and _cells(out)[1][:5] == ["GPU0", "X", "NV1", "NV1", "NV2"]
 
 
+def test_the_shipped_import_is_what_the_readme_command_writes(capsys, tmp_path):
+    """examples/dgx1v_imported.json (read by the README's blocks) is what its ```sh line writes."""
+    from pathlib import Path
+    import shlex
+
+    root = Path(__file__).parents[1]
+    line = next(line for line in (root / "README.md").read_text().splitlines()
+                if line.startswith("dgxtopo import ") and "--out examples/dgx1v_imported.json" in line)
+    argv = shlex.split(line)[1:]
+    argv[argv.index("--out") + 1] = str(tmp_path / "again.json")
+    argv[1] = str(root / argv[1])
+    ok(capsys, *argv)
+    assert (tmp_path / "again.json").read_text() == (root / "examples" / "dgx1v_imported.json").read_text(), \
+        "rerun the README's import command to refresh examples/dgx1v_imported.json"
+
+
+def test_an_imported_dgx1v_predicts_what_the_built_in_one_does(capsys, imported):
+    """The published DGX-1V printout, imported, gives the built-in DGX-1V's P2P matrices and
+    collectives figure for figure: the importer rebuilds the same fabric from the text."""
+    for builtin, again in ((["p2p", "dgx1v"], ["p2p", "--topo-file", imported]),
+                           (["collective", "broadcast", "--system", "dgx1v"], ["collective", "broadcast",
+                                                                               "--topo-file", imported]),
+                           (["pairs", "all_reduce", "-s", "64M", "--system", "dgx1v"],
+                            ["pairs", "all_reduce", "-s", "64M", "--topo-file", imported])):
+        expected = json.loads(ok(capsys, *builtin, "--json", "-b", "8", "-e", "1G", "-f", "32")
+                              if builtin[0] == "collective" else ok(capsys, *builtin, "--json"))
+        got = json.loads(ok(capsys, *again, "--json", "-b", "8", "-e", "1G", "-f", "32")
+                         if again[0] == "collective" else ok(capsys, *again, "--json"))
+        assert got.pop("system") == "imported" and expected.pop("system") == "dgx1v"
+        assert got == expected
+
+
 def test_import_summary_says_what_was_imported(capsys, tmp_path):
     out = ok(capsys, "import", SMI, "--gpu", "v100-sxm2", "--out", tmp_path / "a.json")
     text = " ".join(out.split())
