@@ -281,7 +281,7 @@ def _fabric(args, spec: str | None, *, option: str = "--system SPEC") -> object:
     if spec is not None and path is not None:
         raise _UsageError(f"expected either {option} or --topo-file FILE, received both")
     if spec is None and path is None:
-        raise _UsageError(f"expected a system: {option} or --topo-file FILE")
+        raise _UsageError(f"the following arguments are required: {option} (or --topo-file FILE)")
     G = _from_topo_file(path, args) if path is not None else _build(spec, args)
     return apply_whatif(G, getattr(args, "fail", ()), getattr(args, "degrade", ()))
 

@@ -57,7 +57,7 @@ def test_topo_json(capsys):
 
 @pytest.mark.parametrize("argv, message", [
     (["topo", "dgx3"], "unknown system 'dgx3': expected one of dgx1, dgx1v, dgx2"),
-    (["topo"], "expected a system: NAME or --topo-file FILE"),
+    (["topo"], "the following arguments are required: NAME (or --topo-file FILE)"),
     (["frobnicate"], "invalid choice: 'frobnicate'"),
     ([], "the following arguments are required: COMMAND"),
     (["systems", "--bogus"], "unrecognized arguments: --bogus"),

@@ -221,7 +221,7 @@ def test_export_of_a_whatif(capsys, tmp_path):
     (["dgx1v"], "the following arguments are required: --out"),
     (["dgx1v", "--out", "{tmp}"], "it is a directory"),
     (["dgx1v", "--format", "dot", "--out", "{tmp}/x"], "invalid choice: 'dot'"),
-    (["--out", "{tmp}/x"], "expected a system: NAME or --topo-file FILE"),
+    (["--out", "{tmp}/x"], "the following arguments are required: NAME (or --topo-file FILE)"),
     (["nope", "--out", "{tmp}/x"], "unknown system 'nope'"),
 ])
 def test_export_errors_write_nothing(capsys, tmp_path, argv, message):
@@ -260,7 +260,7 @@ def test_system_and_topo_file_exactly_one(capsys, tmp_path, imported, name):
     else:
         argv = _argv(name, tmp_path) + option
     assert "received both" in fails(capsys, *argv, "--topo-file", imported)
-    assert "expected a system:" in fails(capsys, *_argv(name, tmp_path))
+    assert "(or --topo-file FILE)" in fails(capsys, *_argv(name, tmp_path))
 
 
 def test_calibrate_check_and_report_take_topo_files(capsys, tmp_path, exported):
@@ -276,7 +276,8 @@ def test_calibrate_check_and_report_take_topo_files(capsys, tmp_path, exported):
     assert ok(capsys, "check", tmp_path / "run.txt", "--topo-file", tmp_path / "dgx2.json", "--json") == builtin
     assert "received both" in fails(capsys, "check", tmp_path / "run.txt", "--system", "dgx2", "--topo-file",
                                     tmp_path / "dgx2.json")
-    assert "expected a system" in fails(capsys, "calibrate", tmp_path / "run.txt", "--out", tmp_path / "c2.json")
+    assert "required: --system SPEC (or --topo-file FILE)" in fails(capsys, "calibrate", tmp_path / "run.txt",
+                                                                   "--out", tmp_path / "c2.json")
     out = ok(capsys, "report", "--topo-file", exported["graphml"], "--out", tmp_path / "r.html")
     assert out.startswith("wrote ") and out.rstrip().endswith("comparing DGX-1V")
 
