@@ -12,6 +12,12 @@ Subcommands (``dgxtopo COMMAND --help`` for each)
 ``report``      one self-contained HTML file comparing systems, with figures.
 ``calibrate``   fit the measurement model to nccl-tests outputs; print the fitted constants.
 ``check``       measured vs predicted per size (time, busbw, error) for one nccl-tests output.
+``import``      read ``nvidia-smi topo -m`` text or NCCL's topology XML; write the fabric as JSON.
+``export``      write a system (or a topology file, after what-ifs) as JSON or GraphML.
+
+Every command that takes a system also takes ``--topo-file FILE`` (a fabric written by import
+or export) instead, and ``--nodes N [--network fat_tree|rail]`` to join N copies of it. The
+modelling commands take what-ifs, ``--fail SPEC`` and ``--degrade SPEC`` (:mod:`models.failures`).
 
 Conventions: bad input (an unknown system, a malformed option, work beyond a limit) prints one
 line on stderr and exits 2; Ctrl-C prints one line and exits 130, leaving no partial file.
@@ -27,6 +33,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import stat
 import sys
 import textwrap
 from dataclasses import dataclass
@@ -43,9 +51,11 @@ from .collectives import COLLECTIVE_NAMES, LimitError, estimate, pairwise, subse
 from .nccl.profiles import PROFILES
 from .nccltests import count_from_nbytes
 from .p2p import MODES, format_p2p_report, p2p_report
+from .failures import DEGRADE_GRAMMAR, FAIL_GRAMMAR, apply_whatif
 from .progress import progress_bar, wants_progress
-from .text import (collective_json, collective_table, compare_json, compare_table, package_version,
-                   pairs_json, pairs_table, subsets_json, subsets_table, systems_json, systems_table)
+from .text import (collective_json, collective_table, compare_json, compare_table, import_summary,
+                   package_version, pairs_json, pairs_table, subsets_json, subsets_table, systems_json,
+                   systems_table)
 
 __all__ = ["main", "build_parser", "Command", "COMMANDS", "parse_size", "MAX_GPUS", "MAX_PAIRS",
            "MAX_SETS", "MAX_SEARCHES"]
@@ -67,6 +77,14 @@ _SPEC_HELP = (
     "Systems (SPEC, NAME): " + SPEC_GRAMMAR + ". NAME is a built-in system ({names}; case, '-' "
     "and '_' ignored); NxNAME[:network] is a cluster of N of them joined by an InfiniBand network, "
     "fat_tree (default) or rail.")
+_TOPO_FILE_HELP = (
+    "Topology files (--topo-file FILE): a fabric written by 'dgxtopo import' or 'dgxtopo export', "
+    "JSON or GraphML (told apart by content), used instead of a system; --nodes N joins N copies "
+    "of it like NxNAME does a built-in system.")
+_WHATIF_HELP = (
+    f"What-ifs: --fail {FAIL_GRAMMAR} takes out a part (gpu2, nvswitch3, mlx5_1) or the links "
+    f"between two nodes (gpu0-gpu3), or K of them (gpu0-gpu3:1); --degrade {DEGRADE_GRAMMAR} "
+    f"(gpu0-gpu3=0.5) slows links down. Both repeat; node ids as the fabric names them.")
 _SIZE_HELP = ("Sizes (SIZE) are bytes as nccl-tests takes them: 8, 64K, 256M, 1G, 2T (K, M, G, T "
               "are binary multiples: 64K = 65536).")
 
@@ -170,9 +188,113 @@ def _max_gpus_option(parser) -> None:
                              f"(default {MAX_GPUS})")
 
 
-def _system_option(parser) -> None:
-    parser.add_argument("--system", required=True, metavar="SPEC", help="system or cluster (see below)")
+def _topo_file_options(parser, *, many: bool = False) -> None:
+    """``--topo-file`` (repeatable with ``many``), ``--nodes``, ``--network``."""
+    if many:
+        parser.add_argument("--topo-file", action="append", default=[], metavar="FILE",
+                            help="also a fabric written by import or export (JSON or GraphML); repeatable")
+    else:
+        parser.add_argument("--topo-file", metavar="FILE",
+                            help="a fabric written by import or export (JSON or GraphML) instead of a system")
+    parser.add_argument("--nodes", type=_count(1), metavar="N",
+                        help="with --topo-file: a cluster of N copies of the file's system")
+    parser.add_argument("--network", choices=("fat_tree", "rail"),
+                        help="with --nodes: the InfiniBand network joining them (default fat_tree)")
+
+
+def _whatif_options(parser) -> None:
+    parser.add_argument("--fail", action="append", default=[], metavar="SPEC",
+                        help=f"take out a part or links, {FAIL_GRAMMAR}: gpu2, nvswitch3, mlx5_1, "
+                             f"gpu0-gpu3, gpu0-gpu3:1 (repeatable)")
+    parser.add_argument("--degrade", action="append", default=[], metavar="SPEC",
+                        help=f"slow links down, {DEGRADE_GRAMMAR}: gpu0-gpu3=0.5 (repeatable)")
+
+
+def _system_option(parser, *, whatif: bool = True) -> None:
+    parser.add_argument("--system", metavar="SPEC", help="system or cluster (see below)")
+    _topo_file_options(parser)
+    if whatif:
+        _whatif_options(parser)
     _max_gpus_option(parser)
+
+
+def _read_text(path: str, what: str) -> str:
+    """A file's text (undecodable bytes replaced); regular files only, so a FIFO cannot hang us."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise _UsageError(f"cannot read {what} {path}: expected a regular file")
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError as error:
+        raise _UsageError(f"cannot read {what} {path}: {error.strerror or error}") from None
+    return data.decode("utf-8", errors="replace")
+
+
+def _load_topo_file(path: str) -> object:
+    """The fabric of a JSON or GraphML file written by import or export (told apart by content)."""
+    text = _read_text(path, "topology file")
+    head = text.lstrip("\ufeff \t\r\n")
+    try:
+        if head.startswith("{"):
+            return topo.from_json(head)
+        if head.startswith("<") and "<graphml" not in head[:4096] and "<system" in head[:65536]:
+            raise _UsageError(f"{path} is an NCCL topology XML: import it first with 'dgxtopo import "
+                              f"{path} --out FILE.json' and pass that file to --topo-file")
+        if head.startswith("<"):
+            return topo.from_graphml(head)
+    except DgxTopoError as error:
+        raise type(error)(f"{path}: {error}") from None
+    hint = (": it looks like nvidia-smi topo -m output, import it first with 'dgxtopo import FILE "
+            "--gpu MODEL --out FILE.json'" if "GPU0" in head[:65536] else "")
+    raise _UsageError(f"{path}: expected a fabric written by 'dgxtopo import' or 'dgxtopo export' "
+                      f"(JSON or GraphML), received {'an empty file' if not head else 'other text'}{hint}")
+
+
+def _from_topo_file(path: str, args) -> object:
+    """A fabric from ``--topo-file``, joined into ``--nodes`` copies; sized against --max-gpus."""
+    limit = getattr(args, "max_gpus", MAX_GPUS)
+    G = _load_topo_file(path)
+    gpus = len(topo.gpus(G))
+    nodes = getattr(args, "nodes", None)
+    total = gpus * (nodes or 1)
+    if total > limit:
+        what = f"{nodes} x {path}" if nodes else path
+        raise _too_much(f"{what} has {total} GPUs", total, limit, "--max-gpus")
+    if nodes is None:
+        return G
+    return topo.cluster(G, nodes, network=getattr(args, "network", None) or "fat_tree", max_hosts=limit)
+
+
+def _check_cluster_options(args) -> None:
+    files = getattr(args, "topo_file", None)
+    if getattr(args, "nodes", None) is not None and not files:
+        raise _UsageError("--nodes N joins copies of a --topo-file fabric: expected --topo-file FILE "
+                          "(a cluster of a built-in system is written NxNAME, such as 2xdgx1v)")
+    if getattr(args, "network", None) is not None and getattr(args, "nodes", None) is None:
+        raise _UsageError("--network applies to a cluster: expected --nodes N with it")
+
+
+def _fabric(args, spec: str | None, *, option: str = "--system SPEC") -> object:
+    """The one system a command runs on: a spec or ``--topo-file`` (exactly one), what-ifs applied."""
+    path = getattr(args, "topo_file", None)
+    _check_cluster_options(args)
+    if spec is not None and path is not None:
+        raise _UsageError(f"expected either {option} or --topo-file FILE, received both")
+    if spec is None and path is None:
+        raise _UsageError(f"the following arguments are required: {option} (or --topo-file FILE)")
+    G = _from_topo_file(path, args) if path is not None else _build(spec, args)
+    return apply_whatif(G, getattr(args, "fail", ()), getattr(args, "degrade", ()))
+
+
+def _fabrics(args, specs) -> list:
+    """Several systems (``compare``, ``report``): the specs, then each ``--topo-file``."""
+    _check_cluster_options(args)
+    for spec in specs:  # sized before anything is built
+        _system_gpus(spec, getattr(args, "max_gpus", MAX_GPUS))
+    fabrics = [_build(spec, args) for spec in specs] + [_from_topo_file(path, args) for path in args.topo_file]
+    if not fabrics:
+        raise _UsageError("expected at least one system: SPEC or --topo-file FILE")
+    return [apply_whatif(G, getattr(args, "fail", ()), getattr(args, "degrade", ())) for G in fabrics]
 
 
 # --nccl takes any release the profiles cover; nccl_profile() raises a one-line typed error.
@@ -220,14 +342,17 @@ def _systems(args) -> None:
 
 # topo
 def _topo_arguments(parser) -> None:
-    parser.add_argument("name", metavar="NAME", help="system or cluster (see below)")
+    parser.add_argument("name", metavar="NAME", nargs="?", help="system or cluster (see below), "
+                        "or none with --topo-file")
     _json_option(parser, "the matrix")
     parser.add_argument("--no-legend", action="store_true", help="omit the legend")
+    _topo_file_options(parser)
+    _whatif_options(parser)
     _max_gpus_option(parser)
 
 
 def _topo(args) -> None:
-    G = _build(args.name, args)
+    G = _fabric(args, args.name, option="NAME")
     matrix = topo.connection_matrix(G)
     if args.json:
         _print_json({"system": G.graph["system"], **matrix.to_dict()})
@@ -237,7 +362,8 @@ def _topo(args) -> None:
 
 # p2p
 def _p2p_arguments(parser) -> None:
-    parser.add_argument("name", metavar="NAME", help="system or cluster (see below)")
+    parser.add_argument("name", metavar="NAME", nargs="?", help="system or cluster (see below), "
+                        "or none with --topo-file")
     parser.add_argument("--gpus", metavar="IDS", help="GPU ids such as 0,3,5-7 (default: all)")
     parser.add_argument("--mode", choices=MODES, default="route",
                         help="route: the copy CUDA makes (default); maxflow: NVLink maximum flow")
@@ -248,13 +374,15 @@ def _p2p_arguments(parser) -> None:
                         help="peer access: enabled (default) or disabled, every pair staged "
                              "through host memory (p2pBandwidthLatencyTest's P2P=Disabled)")
     _json_option(parser, "the matrices (every matrix at once)")
+    _topo_file_options(parser)
+    _whatif_options(parser)
     _max_gpus_option(parser)
     parser.add_argument("--limit", type=_count(1), default=MAX_PAIRS, metavar="N",
                         help=f"refuse more than N GPU pairs (default {MAX_PAIRS})")
 
 
 def _p2p(args) -> None:
-    G = _build(args.name, args)
+    G = _fabric(args, args.name, option="NAME")
     n = len(topo.select_gpus(G, args.gpus))
     if n * (n - 1) > args.limit:
         raise _too_much(f"p2p of {n} GPUs routes {n * (n - 1)} GPU pairs", n * (n - 1), args.limit, "--limit")
@@ -283,7 +411,7 @@ def _collective_arguments(parser) -> None:
 
 
 def _collective(args) -> None:
-    G = _build(args.system, args)
+    G = _fabric(args, args.system)
     nranks = len(topo.select_gpus(G, args.gpus))
     flows = {"alltoall": nranks * (nranks - 1), "sendrecv": nranks}.get(args.coll, 0)
     if flows > args.limit:
@@ -311,7 +439,7 @@ def _pairs_arguments(parser) -> None:
 
 
 def _ranked(args, k: int, function):
-    G = _build(args.system, args)
+    G = _fabric(args, args.system)
     with _progress(args, f"{args.coll} on sets of {k} GPUs", "search") as progress:
         return G, function(G, collective=args.coll, nbytes=args.size, profile=args.nccl,
                            max_sets=args.limit, max_searches=args.max_searches, progress=progress)
@@ -349,7 +477,9 @@ def _subsets(args) -> None:
 
 # compare
 def _compare_arguments(parser) -> None:
-    parser.add_argument("systems", metavar="SPEC", nargs="+", help="systems or clusters (see below)")
+    parser.add_argument("systems", metavar="SPEC", nargs="*", help="systems or clusters (see below)")
+    _topo_file_options(parser, many=True)
+    _whatif_options(parser)
     parser.add_argument("--collective", default="all_reduce", choices=COLLECTIVE_NAMES,
                         help="collective (default all_reduce)")
     parser.add_argument("--ngpus", type=_count(1), metavar="N",
@@ -362,19 +492,24 @@ def _compare_arguments(parser) -> None:
     _max_gpus_option(parser)
 
 
+def _compare_name(G, args) -> str:
+    """A system's label in compare: its spec name, or its display name after a what-if."""
+    return G.graph["name"] if (args.fail or args.degrade) else G.graph.get("system", G.graph["name"])
+
+
 def _compare(args) -> None:
     if args.out is not None:
         from .output import check_output_path
         check_output_path(args.out)  # before any work
-    fabrics = [_build(name, args) for name in args.systems]
-    counts = {G.graph.get("system", name): len(topo.gpus(G)) for name, G in zip(args.systems, fabrics)}
-    ngpus = args.ngpus if args.ngpus is not None else min(counts.values())
-    if args.ngpus is None and len(set(counts.values())) > 1:
+    fabrics = _fabrics(args, args.systems)
+    counts = [(G.graph["name"], len(topo.gpus(G))) for G in fabrics]
+    ngpus = args.ngpus if args.ngpus is not None else min(n for _, n in counts)
+    if args.ngpus is None and len({n for _, n in counts}) > 1:
         raise _UsageError(f"expected systems with the same GPU count, received "
-                          f"{', '.join(f'{k}: {v}' for k, v in counts.items())}; pass --ngpus N to "
+                          f"{', '.join(f'{k}: {v}' for k, v in counts)}; pass --ngpus N to "
                           f"compare the first N GPUs of each")
     sizes = np.array(_sweep(args.minbytes, args.maxbytes, args.stepfactor), dtype=np.int64)
-    names = [G.graph.get("system", n) for n, G in zip(args.systems, fabrics)]
+    names = [_compare_name(G, args) for G in fabrics]
     estimates = []
     with _progress(args, f"{args.collective} on {len(fabrics)} systems", "system") as progress:
         for G in fabrics:
@@ -395,6 +530,7 @@ def _report_arguments(parser) -> None:
                         help="systems or clusters (default: every built-in system; see below)")
     parser.add_argument("--out", default="report.html", metavar="FILE",
                         help="HTML file to write, replaced atomically (default: report.html)")
+    _topo_file_options(parser, many=True)
     _max_gpus_option(parser)
 
 
@@ -403,8 +539,19 @@ def _report(args) -> None:
     from .report import write_report  # imports plotly: only this command pays for it
 
     check_output_path(args.out)  # before any work
+    _check_cluster_options(args)
     for name in args.names:  # sized before anything is built
         _system_gpus(name, args.max_gpus)
+    if args.topo_file:
+        from .output import write_text_atomic
+        from .report import analyse_report, render_report
+        fabrics = _fabrics(args, args.names)
+        with _progress(args, "report", "step") as progress:
+            text = render_report(analyse_report(fabrics, progress=progress))
+        path = write_text_atomic(args.out, text)
+        names = [G.graph.get("name", "fabric") for G in fabrics]
+        print(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB) comparing {', '.join(names)}")
+        return
     with _progress(args, "report", "step") as progress:
         written = write_report(args.out, args.names or None, progress=progress)
     print(f"wrote {written.path} ({written.nbytes / 1e6:.1f} MB) comparing {', '.join(written.systems)}")
@@ -428,8 +575,7 @@ def _read_run(path):
 
 
 def _measurement_arguments(parser) -> None:
-    parser.add_argument("--system", required=True, metavar="SPEC", help="system or cluster (see below)")
-    _max_gpus_option(parser)
+    _system_option(parser, whatif=False)
     parser.add_argument("--gpus", metavar="IDS", help="GPU ids of the ranks, in rank order "
                         "(default: from CUDA_VISIBLE_DEVICES and the device lines)")
     parser.add_argument("-g", "--gpus-per-thread", dest="g", type=_count(1), default=None,
@@ -456,7 +602,7 @@ def _calibrate(args) -> None:
     if args.collective:
         from dataclasses import replace
         runs = [replace(r, collective=args.collective) if hasattr(r, "rows") else r for r in runs]
-    result = calibrate(runs, _build(args.system, args), gpus=args.gpus, gpus_per_thread=args.g,
+    result = calibrate(runs, _fabric(args, args.system), gpus=args.gpus, gpus_per_thread=args.g,
                        profile=args.nccl, inplace=args.inplace)
     print(result.format())
     write_text_atomic(args.out, result.to_json())
@@ -487,7 +633,7 @@ def _check(args) -> None:
                 calibration = Calibration.from_json(handle.read())
         except OSError as error:
             raise _UsageError(f"cannot read {args.calibration}: {error.strerror}") from None
-    result = check(run, _build(args.system, args), gpus=args.gpus, gpus_per_thread=args.g,
+    result = check(run, _fabric(args, args.system), gpus=args.gpus, gpus_per_thread=args.g,
                    profile=args.nccl, calibration=calibration, inplace=args.inplace)
     if args.json:
         _print_json(result.to_json())
@@ -496,6 +642,108 @@ def _check(args) -> None:
     if args.explain:
         print()
         print(result.explain)
+
+
+# import and export
+IMPORT_FORMATS = ("auto", "nvidia-smi", "nccl-xml")
+EXPORT_FORMATS = ("json", "graphml")
+
+
+def _import_arguments(parser) -> None:
+    parser.add_argument("file", metavar="FILE", help="nvidia-smi topo -m output, or NCCL's topology XML "
+                        "(NCCL_TOPO_DUMP_FILE)")
+    parser.add_argument("--format", choices=IMPORT_FORMATS, default="auto",
+                        help="the file's format (default auto: XML if it starts with '<', else nvidia-smi)")
+    parser.add_argument("--gpu", metavar="MODEL",
+                        help="GPU model as nvidia-smi names it ('Tesla V100-SXM2-16GB') or a short form "
+                             "('v100-sxm2'); required for nvidia-smi text, which does not say")
+    parser.add_argument("--out", metavar="FILE",
+                        help="fabric JSON to write, replaced atomically (default: write nothing, "
+                             "print the summary only)")
+    parser.add_argument("--name", help="the fabric's name in every output (default: imported)")
+    parser.add_argument("--pcie", metavar="LINK",
+                        help="PCIe link of every device, e.g. pcie3_x16 (default: by GPU generation)")
+    parser.add_argument("--socket-link", metavar="LINK",
+                        help="CPU-to-CPU link, e.g. upi (default: qpi_bdw; ignored with --cpu)")
+    smi = parser.add_argument_group("nvidia-smi text only")
+    smi.add_argument("--cpu", metavar="CPU", help="CPU model of every socket, a key of topo.CPUS "
+                     "(default: cores and threads read off the CPU affinity)")
+    smi.add_argument("--nvswitch", action=argparse.BooleanOptionalAction, default=None,
+                     help="whether the GPUs talk through NVSwitches (default: inferred from the NV# counts)")
+    smi.add_argument("--nvswitches", type=_count(1), metavar="N",
+                     help="NVSwitch chips to build (default: one per NVLink of a GPU)")
+    smi.add_argument("--nic-link", metavar="LINK",
+                     help="network port of every NIC, e.g. ib_hdr, or 'none' (default: by GPU generation)")
+
+
+def _import_format(args, text: str) -> str:
+    if args.format != "auto":
+        return args.format
+    return "nccl-xml" if text.lstrip("\ufeff \t\r\n").startswith("<") else "nvidia-smi"
+
+
+def _import(args) -> None:
+    if args.out is not None:
+        from .output import check_output_path
+        check_output_path(args.out)  # before any work
+    text = _read_text(args.file, "file")
+    kind = _import_format(args, text)
+    name = {} if args.name is None else {"name": args.name}
+    if kind == "nvidia-smi":
+        if args.gpu is None:
+            raise _UsageError(f"{args.file}: nvidia-smi topo -m does not name the GPU model: expected "
+                              f"--gpu MODEL such as 'Tesla V100-SXM2-16GB' or v100-sxm2")
+        nic = {} if args.nic_link is None else {"nic_link": None if args.nic_link.lower() == "none" else args.nic_link}
+        try:
+            G = topo.from_nvidia_smi(text, gpu=args.gpu, cpu=args.cpu, pcie=args.pcie, nvswitch=args.nvswitch,
+                                     nvswitches=args.nvswitches, socket_link=args.socket_link, **nic, **name)
+        except DgxTopoError as error:
+            raise type(error)(f"{args.file}: {error}") from None
+        what = "nvidia-smi topo -m"
+        nvswitch_origin = ("inferred from the NV# counts" if args.nvswitch is None
+                           else "--nvswitch" if args.nvswitch else "--no-nvswitch")
+        pcie_origin = "rebuilt from the PIX/PXB/PHB classes"
+    else:
+        given = [option for option, value in (("--cpu", args.cpu), ("--nvswitch/--no-nvswitch", args.nvswitch),
+                                              ("--nvswitches", args.nvswitches), ("--nic-link", args.nic_link))
+                 if value is not None]
+        if given:
+            raise _UsageError(f"{', '.join(given)} appl{'ies' if len(given) == 1 else 'y'} to nvidia-smi text: "
+                              f"an NCCL topology XML says it itself")
+        try:
+            G = topo.from_nccl_xml(text, gpu=args.gpu, pcie=args.pcie, socket_link=args.socket_link, **name)
+        except DgxTopoError as error:
+            raise type(error)(f"{args.file}: {error}") from None
+        what = "NCCL topology XML"
+        nvswitch_origin = "from the XML's NVLink targets"
+        pcie_origin = "from the XML's PCI bridges"
+    if args.out is not None:
+        from .output import write_text_atomic
+        write_text_atomic(args.out, topo.to_json(G))
+    print(import_summary(G, source=args.file, what=what, nvswitch_origin=nvswitch_origin,
+                         pcie_origin=pcie_origin, out=args.out))
+
+
+def _export_arguments(parser) -> None:
+    parser.add_argument("name", metavar="NAME", nargs="?", help="system or cluster (see below), "
+                        "or none with --topo-file")
+    parser.add_argument("--format", choices=EXPORT_FORMATS, default="json",
+                        help="json (networkx node-link data with a format version; default) or graphml")
+    parser.add_argument("--out", required=True, metavar="FILE", help="file to write, replaced atomically")
+    _topo_file_options(parser)
+    _whatif_options(parser)
+    _max_gpus_option(parser)
+
+
+def _export(args) -> None:
+    from .output import check_output_path, write_text_atomic
+
+    check_output_path(args.out)  # before any work
+    G = _fabric(args, args.name, option="NAME")
+    text = topo.to_json(G) if args.format == "json" else topo.to_graphml(G)
+    write_text_atomic(args.out, text)
+    print(f"wrote {args.out} ({args.format}: {G.graph.get('name', '?')}, {len(topo.gpus(G))} GPUs, "
+          f"{G.number_of_nodes()} nodes, {G.number_of_edges()} edges)")
 
 
 #: Every subcommand, in the order ``dgxtopo --help`` lists them.
@@ -512,13 +760,17 @@ COMMANDS: list[Command] = [
     Command("report", "write an offline HTML report comparing systems", _report_arguments, _report),
     Command("calibrate", "fit the measurement model to nccl-tests outputs", _calibrate_arguments, _calibrate),
     Command("check", "measured vs predicted for one nccl-tests output", _check_arguments, _check),
+    Command("import", "read nvidia-smi topo -m text or an NCCL topology XML into a fabric file",
+            _import_arguments, _import),
+    Command("export", "write a system or cluster as JSON or GraphML", _export_arguments, _export),
 ]
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``dgxtopo``, one subparser per entry of :data:`COMMANDS`."""
     epilog = "\n\n".join(textwrap.fill(text, 79) for text in
-                         (_SPEC_HELP.format(names=", ".join(topo.SYSTEMS)), _SIZE_HELP))
+                         (_SPEC_HELP.format(names=", ".join(topo.SYSTEMS)), _TOPO_FILE_HELP,
+                          _WHATIF_HELP, _SIZE_HELP))
     layout = {"formatter_class": argparse.RawDescriptionHelpFormatter, "epilog": epilog}
     parser = _Parser(prog="dgxtopo", description="Model NVIDIA DGX interconnect fabrics and what "
                      "NCCL-style communication achieves on them.", **layout)
@@ -550,7 +802,8 @@ def main(argv=None) -> int:
         print(f"dgxtopo: error: {_limit_error(error)}", file=sys.stderr)
         return 2
     except (_UsageError, DgxTopoError) as error:
-        print(f"dgxtopo: error: {error}", file=sys.stderr)
+        # One line even when a name inside the message (a node id read from a file) holds a newline.
+        print(f"dgxtopo: error: {' '.join(str(error).splitlines())}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("dgxtopo: interrupted", file=sys.stderr)

@@ -18,6 +18,7 @@ dgx2      16
 from __future__ import annotations
 
 import math
+import textwrap
 
 import numpy as np
 
@@ -26,7 +27,7 @@ from topo.units import to_GBps, to_us
 __all__ = ["format_table", "format_gpu_ids", "package_version",
            "systems_table", "systems_json", "collective_table", "collective_json",
            "pairs_table", "pairs_json", "subsets_table", "subsets_json", "compare_table",
-           "compare_json", "NCCL_TESTS_ROOT", "NCCL_TESTS_REDOP"]
+           "compare_json", "import_summary", "NCCL_TESTS_ROOT", "NCCL_TESTS_REDOP"]
 
 # nccl-tests' root column: the root rank for rooted collectives, -1 otherwise.
 NCCL_TESTS_ROOT = {"broadcast": 0, "reduce": 0}
@@ -228,3 +229,59 @@ def compare_table(collective: str, ngpus: int, names, estimates) -> str:
         row.append(f"{names[order[0]]} x{ratio:.2f}")
         rows.append(row)
     return title + "\n" + format_table(headers, rows, align=">" + ">><" * len(names) + "<")
+
+
+# ------------------------------------------------------------------------------- import
+def _plural(count: int, word: str, plural: str | None = None) -> str:
+    return f"{count} {word if count == 1 else plural or word + 's'}"
+
+
+def import_summary(G, *, source: str, what: str, nvswitch_origin: str, pcie_origin: str,
+                   out: str | None) -> str:
+    """``dgxtopo import``: one paragraph on what was imported, wrapped at 79 columns.
+
+    Parameters
+    ----------
+    G : networkx.DiGraph
+        The imported fabric.
+    source : str
+        The file read.
+    what : str
+        Its format as people name it (``"nvidia-smi topo -m"``, ``"an NCCL topology XML"``).
+    nvswitch_origin, pcie_origin : str
+        How the NVSwitches and PCIe switches came about (``"inferred from the NV# counts"``).
+    out : str or None
+        The file written, or None when nothing was written.
+    """
+    nodes = dict(G.nodes(data=True))
+    gpus = sorted((n for n, d in nodes.items() if d["kind"] == "gpu"),
+                  key=lambda n: (nodes[n].get("host", 0), nodes[n].get("index", 0)))
+    models = sorted({str(nodes[n].get("model", "?")) for n in gpus})
+    bundles = [(u, v, d) for u, v, d in G.edges(data=True) if d["kind"] == "nvlink" and str(u) < str(v)]
+    gpu_gpu = [d for u, v, d in bundles if nodes[u]["kind"] == "gpu" and nodes[v]["kind"] == "gpu"]
+    switches = [n for n, d in nodes.items() if d["kind"] == "nvswitch"]
+    links = sum(d.get("links", 1) for *_, d in bundles)
+    by_count: dict[int, int] = {}
+    for d in gpu_gpu:
+        by_count[d.get("links", 1)] = by_count.get(d.get("links", 1), 0) + 1
+    mix = ", ".join(f"{c} x NV{k}" for k, c in sorted(by_count.items(), reverse=True))
+    nics = [n for n, d in nodes.items() if d["kind"] == "nic"]
+    ports = sorted({str(nodes[n]["port_link"]) for n in nics if nodes[n].get("port_link")})
+    sockets = sum(1 for d in nodes.values() if d["kind"] == "cpu")
+    pcie = sum(1 for d in nodes.values() if d["kind"] == "pcie_switch")
+    nvlink = f"{_plural(len(bundles), 'NVLink bundle')} ({_plural(links, 'link')}"
+    nvlink += f"; GPU pairs {mix})" if mix else ")"
+    if switches:
+        nvswitches = f"{_plural(len(switches), 'NVSwitch', 'NVSwitches')} ({nvswitch_origin})"
+    else:
+        nvswitches = f"no NVSwitch ({nvswitch_origin})"
+    nic_text = _plural(len(nics), "NIC")
+    if nics:
+        nic_text += f" ({', '.join(map(str, nics))}" + (f"; ports {', '.join(ports)})" if ports else "; no network port)")
+    text = (f"Imported {source} ({what}) as {G.graph.get('name', '?')}: "
+            f"{_plural(len(gpus), 'GPU')} {', '.join(models)} "
+            f"(GPU ids {format_gpu_ids(nodes[n].get('index', 0) for n in gpus)}); {nvlink}; {nvswitches}; "
+            f"{_plural(pcie, 'PCIe switch', 'PCIe switches')} ({pcie_origin}); "
+            f"{_plural(sockets, 'CPU socket')}; {nic_text}. "
+            + (f"Wrote {out}." if out is not None else "Nothing written (pass --out FILE to write the fabric)."))
+    return textwrap.fill(text, 79, break_on_hyphens=False, break_long_words=False)

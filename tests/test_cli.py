@@ -57,7 +57,7 @@ def test_topo_json(capsys):
 
 @pytest.mark.parametrize("argv, message", [
     (["topo", "dgx3"], "unknown system 'dgx3': expected one of dgx1, dgx1v, dgx2"),
-    (["topo"], "the following arguments are required: NAME"),
+    (["topo"], "the following arguments are required: NAME (or --topo-file FILE)"),
     (["frobnicate"], "invalid choice: 'frobnicate'"),
     ([], "the following arguments are required: COMMAND"),
     (["systems", "--bogus"], "unrecognized arguments: --bogus"),

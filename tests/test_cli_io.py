@@ -1,0 +1,484 @@
+"""dgxtopo import / export, --topo-file on every system command, --fail / --degrade, run in-process.
+
+Real data: tests/data/dgx1v_nvidia_smi_topo.txt (a DGX-1V's nvidia-smi topo -m, source named in
+the file); tests/data/dgx1v_nccl_topo_synthetic.xml is synthetic (says so in the file).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import signal
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import topo
+from models.cli import main
+from tests.conftest import DATA, read_data
+
+SMI = str(DATA / "dgx1v_nvidia_smi_topo.txt")
+XML = str(DATA / "dgx1v_nccl_topo_synthetic.xml")
+V100 = "Tesla V100-SXM2-16GB"
+
+
+def run(capsys, *argv):
+    status = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def ok(capsys, *argv) -> str:
+    status, out, err = run(capsys, *argv)
+    assert (status, err) == (0, ""), err
+    return out
+
+
+def fails(capsys, *argv) -> str:
+    status, out, err = run(capsys, *argv)
+    assert status == 2 and out == "", (status, out)
+    assert err.count("\n") == 1 and err.startswith("dgxtopo: error: "), err
+    return err
+
+
+@pytest.fixture(scope="module")
+def imported(tmp_path_factory):
+    """The DGX-1V text imported once, as a JSON file."""
+    path = tmp_path_factory.mktemp("io") / "node.json"
+    assert main(["import", SMI, "--gpu", V100, "--out", str(path)]) == 0
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    """The built-in dgx1v exported as JSON and as GraphML."""
+    folder = tmp_path_factory.mktemp("export")
+    paths = {}
+    for kind in ("json", "graphml"):
+        paths[kind] = str(folder / f"dgx1v.{kind}")
+        assert main(["export", "dgx1v", "--format", kind, "--out", paths[kind]]) == 0
+    return paths
+
+
+# ------------------------------------------------------------------------------- import
+def _cells(text: str) -> list:
+    """The matrix rows of an nvidia-smi topo -m printout, split into cells (legend dropped)."""
+    lines = [line for line in text.splitlines() if line.strip() and not line.startswith("#")]
+    rows = []
+    for line in lines:
+        if line.startswith("Legend"):
+            break
+        rows.append(line.split())
+    return rows
+
+
+def test_import_then_topo_reproduces_the_matrix_cell_for_cell(capsys, imported):
+    out = ok(capsys, "topo", "--topo-file", imported)
+    assert _cells(out) == _cells(read_data("dgx1v_nvidia_smi_topo.txt"))
+    assert len(_cells(out)) == 13 and _cells(out)[1][:5] == ["GPU0", "X", "NV1", "NV1", "NV2"]
+
+
+def test_the_shipped_import_is_what_the_readme_command_writes(capsys, tmp_path):
+    """examples/dgx1v_imported.json (read by the README's blocks) is what its ```sh line writes."""
+    from pathlib import Path
+    import shlex
+
+    root = Path(__file__).parents[1]
+    line = next(line for line in (root / "README.md").read_text().splitlines()
+                if line.startswith("dgxtopo import ") and "--out examples/dgx1v_imported.json" in line)
+    argv = shlex.split(line)[1:]
+    argv[argv.index("--out") + 1] = str(tmp_path / "again.json")
+    argv[1] = str(root / argv[1])
+    ok(capsys, *argv)
+    assert (tmp_path / "again.json").read_text() == (root / "examples" / "dgx1v_imported.json").read_text(), \
+        "rerun the README's import command to refresh examples/dgx1v_imported.json"
+
+
+def test_an_imported_dgx1v_predicts_what_the_built_in_one_does(capsys, imported):
+    """The published DGX-1V printout, imported, gives the built-in DGX-1V's P2P matrices and
+    collectives figure for figure: the importer rebuilds the same fabric from the text."""
+    for builtin, again in ((["p2p", "dgx1v"], ["p2p", "--topo-file", imported]),
+                           (["collective", "broadcast", "--system", "dgx1v"], ["collective", "broadcast",
+                                                                               "--topo-file", imported]),
+                           (["pairs", "all_reduce", "-s", "64M", "--system", "dgx1v"],
+                            ["pairs", "all_reduce", "-s", "64M", "--topo-file", imported])):
+        expected = json.loads(ok(capsys, *builtin, "--json", "-b", "8", "-e", "1G", "-f", "32")
+                              if builtin[0] == "collective" else ok(capsys, *builtin, "--json"))
+        got = json.loads(ok(capsys, *again, "--json", "-b", "8", "-e", "1G", "-f", "32")
+                         if again[0] == "collective" else ok(capsys, *again, "--json"))
+        assert got.pop("system") == "imported" and expected.pop("system") == "dgx1v"
+        assert got == expected
+
+
+def test_import_summary_says_what_was_imported(capsys, tmp_path):
+    out = ok(capsys, "import", SMI, "--gpu", "v100-sxm2", "--out", tmp_path / "a.json")
+    text = " ".join(out.split())
+    assert text.startswith(f"Imported {SMI} (nvidia-smi topo -m) as imported: 8 GPUs {V100} (GPU ids 0-7);")
+    # DGX-1V: 16 GPU pairs linked, 8 of them twice (NV2): 24 NVLinks (hybrid cube-mesh).
+    assert "16 NVLink bundles (24 links; GPU pairs 8 x NV2, 8 x NV1)" in text
+    assert "no NVSwitch (inferred from the NV# counts)" in text
+    assert "4 PCIe switches (rebuilt from the PIX/PXB/PHB classes); 2 CPU sockets" in text
+    assert "4 NICs (mlx5_0, mlx5_1, mlx5_2, mlx5_3; ports ib_edr)" in text
+    assert text.endswith(f"Wrote {tmp_path / 'a.json'}.")
+    assert all(len(line) <= 79 for line in out.splitlines())
+
+
+def test_gpu_names_nvidia_smi_prints_and_short_forms_give_the_same_file(capsys, tmp_path):
+    texts = []
+    for name in (V100, "v100-sxm2", "V100SXM2", "Tesla V100-SXM2-32GB", "Tesla V100-SXM3-32GB"):
+        ok(capsys, "import", SMI, "--gpu", name, "--out", tmp_path / "g.json")
+        texts.append((tmp_path / "g.json").read_text())
+    assert texts[0] == texts[1] == texts[2] == texts[3]  # the catalogue's V100-SXM2, any memory size
+    assert "V100-SXM3" in texts[4] and texts[4] != texts[0]
+
+
+def test_import_without_out_writes_nothing(capsys, tmp_path):
+    before = set(os.listdir(tmp_path))
+    out = ok(capsys, "import", SMI, "--gpu", V100)
+    assert "Nothing written (pass --out FILE" in " ".join(out.split())
+    assert set(os.listdir(tmp_path)) == before
+
+
+def test_import_nccl_xml_auto_detected(capsys, tmp_path):
+    out = ok(capsys, "import", XML, "--out", tmp_path / "x.json")
+    text = " ".join(out.split())
+    assert "(NCCL topology XML)" in text and "8 GPUs Tesla V100-SXM2-16GB" in text
+    assert "no NVSwitch (from the XML's NVLink targets)" in text
+    G = topo.from_json((tmp_path / "x.json").read_text())
+    assert G.edges["gpu0", "gpu3"]["links"] == 2 and G.edges["gpu0", "gpu1"]["links"] == 1
+
+
+def test_import_nvswitch_inferred_and_overridden(capsys, tmp_path):
+    """A DGX-2 matrix (NV6 between every pair of 16 GPUs) needs NVSwitches: 16 x 15 x 6 links
+    would exceed the V100's 6 NVLink ports; --no-nvswitch is therefore refused."""
+    text = topo.format_connection_matrix(topo.connection_matrix(topo.dgx2()))
+    (tmp_path / "dgx2.txt").write_text(text)
+    out = " ".join(ok(capsys, "import", tmp_path / "dgx2.txt", "--gpu", "Tesla V100-SXM3-32GB").split())
+    assert "6 NVSwitches (inferred from the NV# counts)" in out and "16 GPUs" in out
+    assert "96 NVLink bundles (96 links)" in out
+    out = " ".join(ok(capsys, "import", tmp_path / "dgx2.txt", "--gpu", "v100-sxm3", "--nvswitch",
+                      "--nvswitches", "3").split())
+    assert "3 NVSwitches (--nvswitch)" in out and "48 NVLink bundles (96 links)" in out
+    fails(capsys, "import", tmp_path / "dgx2.txt", "--gpu", "v100-sxm3", "--no-nvswitch")
+
+
+@pytest.mark.parametrize("argv, message", [
+    ([SMI], "nvidia-smi topo -m does not name the GPU model: expected --gpu MODEL"),
+    ([SMI, "--gpu", "v100"], "GPU model 'v100' is ambiguous"),
+    ([SMI, "--gpu", "k80"], "unknown GPU model 'k80'"),
+    ([SMI, "--gpu", "v100-sxm2", "--cpu", "nope"], "unknown CPU 'nope'"),
+    ([SMI, "--gpu", "v100-sxm2", "--pcie", "nvlink2"], "pcie"),
+    ([SMI, "--gpu", "v100-sxm2", "--format", "nccl-xml"], "NCCL topology XML"),
+    ([XML, "--format", "nvidia-smi", "--gpu", "v100-sxm2"], "nvidia-smi topo -m"),
+    ([XML, "--cpu", "x", "--nvswitch"], "--cpu, --nvswitch/--no-nvswitch apply to nvidia-smi text"),
+    (["/nonexistent/file"], "cannot read file /nonexistent/file"),
+    ([SMI, "--gpu", "v100-sxm2", "--out", "/nonexistent/dir/x.json"], "/nonexistent/dir"),
+    ([SMI, "--gpu", "v100-sxm2", "--format", "csv"], "invalid choice: 'csv'"),
+])
+def test_import_errors(capsys, argv, message):
+    assert message in fails(capsys, "import", *argv)
+
+
+def test_import_errors_name_the_file_and_line(capsys, tmp_path):
+    lines = read_data("dgx1v_nvidia_smi_topo.txt").splitlines()
+    path = tmp_path / "cut.txt"
+    path.write_text("\n".join(lines[:5]))  # rows GPU4.. and the NICs missing
+    err = fails(capsys, "import", path, "--gpu", V100)
+    assert str(path) in err and "GPU4" in err
+    path.write_text("\n".join(lines).replace("NV2   SYS   SYS   SYS   PIX     PHB     SYS     SYS     0-19",
+                                             "NV2   SYS   SYS   SYS   PXB     PHB     SYS     SYS     0-19", 1))
+    assert "line" in fails(capsys, "import", path, "--gpu", V100)
+
+
+# ------------------------------------------------------------------------------- export
+def test_export_round_trips_give_the_same_predictions(capsys, exported):
+    builtin = json.loads(ok(capsys, "collective", "all_reduce", "--system", "dgx1v", "-b", "8", "-e", "1G",
+                            "-f", "64", "--json"))
+    for path in exported.values():
+        again = json.loads(ok(capsys, "collective", "all_reduce", "--topo-file", path, "-b", "8", "-e", "1G",
+                              "-f", "64", "--json"))
+        assert again == builtin
+    assert ok(capsys, "p2p", "--topo-file", exported["graphml"]) == ok(capsys, "p2p", "dgx1v")
+
+
+def test_export_prints_what_it_wrote(capsys, tmp_path):
+    out = ok(capsys, "export", "2xdgx1v:rail", "--format", "graphml", "--out", tmp_path / "c.graphml")
+    assert out == f"wrote {tmp_path / 'c.graphml'} (graphml: 2xDGX-1V, 16 GPUs, 41 nodes, 156 edges)\n"
+    G = topo.from_graphml((tmp_path / "c.graphml").read_text())
+    assert G.graph["network"] == "rail" and len(topo.gpus(G)) == 16
+
+
+def test_export_of_a_whatif(capsys, tmp_path):
+    ok(capsys, "export", "dgx1v", "--fail", "gpu0-gpu3:1", "--out", tmp_path / "f.json")
+    G = topo.from_json((tmp_path / "f.json").read_text())
+    assert G.edges["gpu0", "gpu3"]["links"] == 1 and G.graph["name"] == "DGX-1V (fail gpu0-gpu3:1)"
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["dgx1v"], "the following arguments are required: --out"),
+    (["dgx1v", "--out", "{tmp}"], "it is a directory"),
+    (["dgx1v", "--format", "dot", "--out", "{tmp}/x"], "invalid choice: 'dot'"),
+    (["--out", "{tmp}/x"], "the following arguments are required: NAME (or --topo-file FILE)"),
+    (["nope", "--out", "{tmp}/x"], "unknown system 'nope'"),
+])
+def test_export_errors_write_nothing(capsys, tmp_path, argv, message):
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    assert message in fails(capsys, "export", *argv)
+    assert os.listdir(tmp_path) == []
+
+
+# ---------------------------------------------------------------------------- --topo-file
+SYSTEM_COMMANDS = {
+    "topo": ["topo", "--no-legend"],
+    "p2p": ["p2p", "--gpus", "0,3"],
+    "collective": ["collective", "all_reduce"],
+    "pairs": ["pairs", "all_reduce", "-s", "1M", "--json"],
+    "subsets": ["subsets", "all_reduce", "-k", "7", "-s", "1M", "--top", "2"],
+    "compare": ["compare", "-b", "1M", "-e", "1M"],
+    "export": ["export", "--out", "{tmp}/e.json"],
+}
+
+
+def _argv(name, tmp_path, *extra):
+    return [a.replace("{tmp}", str(tmp_path)) for a in SYSTEM_COMMANDS[name] + list(extra)]
+
+
+@pytest.mark.parametrize("name", sorted(SYSTEM_COMMANDS))
+def test_every_system_command_takes_a_topo_file(capsys, tmp_path, imported, name):
+    out = ok(capsys, *_argv(name, tmp_path, "--topo-file", imported))
+    assert out.strip()
+
+
+@pytest.mark.parametrize("name", sorted(set(SYSTEM_COMMANDS) - {"compare"}))
+def test_system_and_topo_file_exactly_one(capsys, tmp_path, imported, name):
+    option = ["dgx1v"] if name in ("topo", "p2p", "export") else ["--system", "dgx1v"]
+    if name == "topo" or name == "p2p" or name == "export":
+        argv = _argv(name, tmp_path)[:1] + option + _argv(name, tmp_path)[1:]
+    else:
+        argv = _argv(name, tmp_path) + option
+    assert "received both" in fails(capsys, *argv, "--topo-file", imported)
+    assert "(or --topo-file FILE)" in fails(capsys, *_argv(name, tmp_path))
+
+
+def test_calibrate_check_and_report_take_topo_files(capsys, tmp_path, exported):
+    """A DGX-2 exported and read back calibrates and checks as the built-in one does (real
+    nccl-tests output of a DGX-2, tests/data/dgx2_12gpu_nccl_tests.json)."""
+    raw = json.loads((DATA / "dgx2_12gpu_nccl_tests.json").read_text())["collectives"]["all_reduce"]["raw"]
+    (tmp_path / "run.txt").write_text(raw)
+    ok(capsys, "export", "dgx2", "--out", tmp_path / "dgx2.json")
+    out = ok(capsys, "calibrate", tmp_path / "run.txt", "--topo-file", tmp_path / "dgx2.json",
+             "--out", tmp_path / "cal.json")
+    assert "wrote" in out and json.loads((tmp_path / "cal.json").read_text())["version"] == 1
+    builtin = ok(capsys, "check", tmp_path / "run.txt", "--system", "dgx2", "--json")
+    assert ok(capsys, "check", tmp_path / "run.txt", "--topo-file", tmp_path / "dgx2.json", "--json") == builtin
+    assert "received both" in fails(capsys, "check", tmp_path / "run.txt", "--system", "dgx2", "--topo-file",
+                                    tmp_path / "dgx2.json")
+    assert "required: --system SPEC (or --topo-file FILE)" in fails(capsys, "calibrate", tmp_path / "run.txt",
+                                                                   "--out", tmp_path / "c2.json")
+    out = ok(capsys, "report", "--topo-file", exported["graphml"], "--out", tmp_path / "r.html")
+    assert out.startswith("wrote ") and out.rstrip().endswith("comparing DGX-1V")
+
+
+def test_compare_builtin_with_imported(capsys, imported):
+    data = json.loads(ok(capsys, "compare", "dgx1v", "--topo-file", imported, "-b", "1M", "-e", "1M", "--json"))
+    assert data["systems"] == ["dgx1v", "imported"] and data["ngpus"] == 8
+
+
+def test_cluster_of_a_topo_file_is_the_cluster_of_the_system(capsys, exported):
+    for network in ("fat_tree", "rail"):
+        spec = "2xdgx1v" + ("" if network == "fat_tree" else ":rail")
+        builtin = json.loads(ok(capsys, "collective", "all_reduce", "--system", spec, "--json"))
+        again = json.loads(ok(capsys, "collective", "all_reduce", "--topo-file", exported["json"],
+                              "--nodes", "2", "--network", network, "--json"))
+        assert again == builtin
+
+
+def test_cluster_of_an_imported_node(capsys, imported):
+    data = json.loads(ok(capsys, "p2p", "--topo-file", imported, "--nodes", "2", "--gpus", "0,8", "--json"))
+    assert data["system"] == "2ximported" and data["path_type"][0][1] == "NET"
+
+
+@pytest.mark.parametrize("content, message", [
+    (None, "cannot read topology file"),
+    ("", "received an empty file"),
+    ("hello\n", "received other text"),
+    ("\x00\xff\xfe binary", "received other text"),
+    ("{", "fabric JSON: not JSON"),
+    ("{}", "expected an object with format 'dgx-topo fabric'"),
+    ('{"format": "dgx-topo fabric", "version": 99}', "version 99 is not supported"),
+    ("<graphml>", "GraphML"),
+    ("<x/>", "GraphML"),
+    ("<system version='1'></system>", "is an NCCL topology XML: import it first"),
+    ("GPU0 GPU1\nGPU0 X NV1\n", "it looks like nvidia-smi topo -m output, import it first"),
+])
+def test_bad_topo_files(capsys, tmp_path, content, message):
+    path = tmp_path / "f"
+    if content is not None:
+        path.write_bytes(content.encode("utf-8", errors="surrogateescape") if isinstance(content, str) else content)
+    err = fails(capsys, "topo", "--topo-file", path)
+    assert message in err and str(path) in err
+
+
+def test_topo_file_that_is_not_a_regular_file(capsys, tmp_path):
+    os.mkfifo(tmp_path / "fifo")  # reading it would block: refused up front
+    assert "expected a regular file" in fails(capsys, "topo", "--topo-file", tmp_path / "fifo")
+    assert "topology file" in fails(capsys, "topo", "--topo-file", tmp_path)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["topo", "dgx1v", "--nodes", "2"], "--nodes N joins copies of a --topo-file fabric"),
+    (["topo", "dgx1v", "--network", "rail"], "--network applies to a cluster"),
+    (["topo", "--topo-file", "{file}", "--nodes", "0"], "argument --nodes"),
+    (["topo", "--topo-file", "{file}", "--nodes", "3", "--max-gpus", "16"], "has 24 GPUs, more than the limit of 16"),
+    (["collective", "all_reduce", "--topo-file", "{file}", "--max-gpus", "4"], "has 8 GPUs, more than the limit of 4"),
+    (["compare", "--network", "rail"], "--network applies to a cluster"),
+    (["compare"], "expected at least one system"),
+])
+def test_cluster_option_errors(capsys, imported, argv, message):
+    assert message in fails(capsys, *[a.replace("{file}", imported) for a in argv])
+
+
+# ------------------------------------------------------------------------------ what-ifs
+def test_fail_one_link_shows_in_topo_and_p2p(capsys):
+    out = ok(capsys, "topo", "dgx1v", "--no-legend", "--fail", "gpu0-gpu3:1")
+    assert _cells(out)[1][:5] == ["GPU0", "X", "NV1", "NV1", "NV1"]
+    assert _cells(ok(capsys, "topo", "dgx1v", "--fail", "gpu0-gpu3"))[1][4] == "PHB"
+    # An NV2 pair at half bandwidth copies like an NV1 pair (the model reads the edge's bandwidth).
+    degraded = json.loads(ok(capsys, "p2p", "dgx1v", "--json", "--degrade", "gpu0-gpu3=0.5"))
+    assert degraded["unidirectional_gbps"][0][3] == degraded["unidirectional_gbps"][0][1]
+    baseline = json.loads(ok(capsys, "p2p", "dgx1v", "--json"))
+    assert baseline["unidirectional_gbps"][0][3] > degraded["unidirectional_gbps"][0][3]
+
+
+def test_failed_nvswitch_costs_allreduce_bandwidth(capsys):
+    """DGX-2: every GPU has one NVLink to each of 6 switches of its baseboard; without one,
+    5 are left, so ring all-reduce loses bandwidth."""
+    base = json.loads(ok(capsys, "collective", "all_reduce", "--system", "dgx2", "--json"))["rows"][0]
+    failed = json.loads(ok(capsys, "collective", "all_reduce", "--system", "dgx2", "--fail", "nvswitch3",
+                           "--json"))["rows"][0]
+    assert failed["busbw_gbps"] < base["busbw_gbps"]
+    out = ok(capsys, "collective", "all_reduce", "--system", "dgx2", "--fail", "nvswitch3")
+    assert out.startswith("# dgxtopo: predicted nccl-tests all_reduce on DGX-2 (fail nvswitch3) GPUs 0-15")
+
+
+def test_failed_gpu_leaves_the_others_numbered(capsys):
+    out = ok(capsys, "topo", "dgx1v", "--fail", "gpu2", "--no-legend")
+    assert _cells(out)[0][:8] == ["GPU0", "GPU1", "GPU3", "GPU4", "GPU5", "GPU6", "GPU7", "mlx5_0"]
+    data = json.loads(ok(capsys, "pairs", "all_reduce", "--system", "dgx1v", "--fail", "gpu2", "-s", "1M",
+                         "--json"))
+    assert len(data["busbw_gbps"]) == 7
+
+
+def test_whatifs_on_ranked_commands_and_compare(capsys):
+    data = json.loads(ok(capsys, "subsets", "all_reduce", "--system", "dgx1v", "-k", "2", "-s", "64M", "--json",
+                         "--fail", "gpu0-gpu3", "--fail", "gpu0-gpu4"))
+    assert [0, 3] not in [s["gpus"][:2] for s in data["subsets"][:10]]  # now PCIe only: not near the top
+    data = json.loads(ok(capsys, "compare", "dgx1v", "dgx1", "--fail", "gpu0-gpu3", "-b", "1M", "-e", "1M",
+                         "--json"))
+    assert data["systems"] == ["DGX-1V (fail gpu0-gpu3)", "DGX-1 (fail gpu0-gpu3)"]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--fail", "nvswitch3"], "--fail 'nvswitch3': no node 'nvswitch3' in DGX-1V"),
+    (["--fail", "gpu0-gpu5"], "gpu0 and gpu5 are not directly linked"),
+    (["--fail", "gpu0-gpu3:9"], "gpu0-gpu3 has 2 links"),
+    (["--fail", "cpu0"], "--fail 'cpu0' leaves an invalid fabric"),
+    (["--degrade", "gpu0-gpu3=2"], "the factor '2' is not a number in (0, 1]"),
+    (["--degrade", "gpu0-gpu3"], "expected A-B=F"),
+    (["--fail"], "expected one argument"),
+])
+def test_whatif_errors(capsys, argv, message):
+    for command in (["topo", "dgx1v"], ["collective", "all_reduce", "--system", "dgx1v"]):
+        assert message in fails(capsys, *command, *argv)
+
+
+# ---------------------------------------------------------------------------------- fuzz
+class _Hang(Exception):
+    pass
+
+
+@contextlib.contextmanager
+def _watchdog(seconds: int):
+    def alarm(*_):
+        raise _Hang(f"no answer within {seconds} s")
+    previous = signal.signal(signal.SIGALRM, alarm)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+NODE_IDS = st.sampled_from(["gpu0", "gpu3", "gpu7", "gpu9", "nvswitch3", "mlx5_1", "pcie0", "cpu1", "h0.gpu0",
+                            "h1.gpu3", "net.leaf0", "", "-", "gpu0-gpu3"])
+FAIL_SPECS = st.one_of(
+    st.builds(lambda a, b, k: f"{a}-{b}{k}", NODE_IDS, NODE_IDS,
+              st.sampled_from(["", ":1", ":2", ":0", ":-1", ":x", ":99999999999999999999"])),
+    NODE_IDS, st.text(alphabet="gpu0123-:=.,_ ", max_size=12))
+DEGRADE_SPECS = st.one_of(
+    st.builds(lambda a, b, f: f"{a}-{b}={f}", NODE_IDS, NODE_IDS,
+              st.sampled_from(["0.5", "1", "0", "2", "-1", "nan", "inf", "1e-300", "1e-400", "x", ""])),
+    st.text(alphabet="gpu0123-:=.e ", max_size=12))
+JUNK = st.one_of(st.binary(max_size=64),
+                 st.sampled_from([b"{}", b"[]", b"null", b"{\"format\": \"dgx-topo fabric\", \"version\": 1}",
+                                  b"<graphml/>", b"<?xml version='1.0'?><system/>", b"GPU0\n", b"<!DOCTYPE x [",
+                                  b"{" * 5000, b"\xef\xbb\xbf{}"]))
+
+
+@st.composite
+def io_command_lines(draw):
+    kind = draw(st.sampled_from(["topo", "p2p", "collective", "export", "import"]))
+    system = draw(st.sampled_from([["dgx1v"], ["2xdgx1v"], ["--topo-file", "{node}"], ["--topo-file", "{junk}"],
+                                   ["--topo-file", "{tmp}"], ["--topo-file", "{tmp}/fifo"],
+                                   ["--topo-file", "{node}", "--nodes", "2"], []]))
+    whatif = []
+    for _ in range(draw(st.integers(0, 2))):
+        whatif += ["--fail", draw(FAIL_SPECS)]
+    for _ in range(draw(st.integers(0, 1))):
+        whatif += ["--degrade", draw(DEGRADE_SPECS)]
+    tail = ["--max-gpus", "16"]
+    if kind == "import":
+        return ["import", draw(st.sampled_from(["{junk}", "{smi}", "{xml}", "{tmp}/fifo"])),
+                *draw(st.sampled_from([[], ["--gpu", "v100-sxm2"], ["--gpu", "x"], ["--format", "nccl-xml"]])),
+                "--out", draw(st.sampled_from(["{tmp}/out.json", "{tmp}", "{tmp}/fifo"]))]
+    if kind == "collective":
+        spec = system[1:] if system[:1] == ["--topo-file"] else system
+        option = ["--topo-file", *spec] if system[:1] == ["--topo-file"] else (["--system", *spec] if spec else [])
+        return ["collective", "all_reduce", *option, *whatif, *tail]
+    if kind == "export":
+        return ["export", *system, *whatif, "--out", draw(st.sampled_from(["{tmp}/e.json", "{tmp}/fifo"])), *tail]
+    return [kind, *system, *whatif, *tail] + (["--gpus", "0,1"] if kind == "p2p" else [])
+
+
+@pytest.fixture(scope="module")
+def fuzzdir(tmp_path_factory, exported):
+    path = tmp_path_factory.mktemp("fuzz_io")
+    os.mkfifo(path / "fifo")
+    return path
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                 HealthCheck.function_scoped_fixture])
+@given(argv=io_command_lines(), junk=JUNK)
+def test_any_io_command_line_is_status_0_or_2_with_one_line(fuzzdir, exported, argv, junk):
+    (fuzzdir / "junk").write_bytes(junk)
+    for name in ("out.json", "e.json"):
+        (fuzzdir / name).unlink(missing_ok=True)
+    before = sorted(p.name for p in fuzzdir.iterdir())
+    values = {"{node}": exported["json"], "{junk}": str(fuzzdir / "junk"), "{smi}": SMI, "{xml}": XML,
+              "{tmp}": str(fuzzdir)}
+    for key, value in values.items():
+        argv = [a.replace(key, value) for a in argv]
+    out, err = io.StringIO(), io.StringIO()
+    with _watchdog(60), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = main(argv)
+    assert status in (0, 2), (argv, status, err.getvalue())
+    assert "Traceback" not in err.getvalue()
+    if status == 2:
+        assert err.getvalue().count("\n") == 1 and err.getvalue().startswith("dgxtopo: error: "), (argv, err.getvalue())
+        assert out.getvalue() == ""
+        assert sorted(p.name for p in fuzzdir.iterdir()) == before, argv  # nothing written on error
