@@ -4,8 +4,7 @@ Run: python examples/generations.py [--out FILE.html]
 
 Prints, per system, the NVLink bandwidth one GPU can send, the NVLink bisection of the whole
 system and the predicted nccl-tests all_reduce busbw of 8 GPUs at 1 GiB: as NCCL chooses it,
-forced to ring, and forced to NVLS (NVLink SHARP) where the model has it (n/a and the reason
-otherwise). With ``--out`` it also writes one self-contained HTML page (plotly.js embedded, it
+and forced to NVLS (NVLink SHARP) where the model has it (n/a and the reason otherwise). With ``--out`` it also writes one self-contained HTML page (plotly.js embedded, it
 opens offline) with the NVLink bars and the 8-GPU busbw curves; curves that coincide (the
 DGX-1V and the DGX-2's GPUs 0-7, the DGX H100 and H200) are drawn dashed over each other.
 For the full report, run ``dgxtopo report``.
@@ -39,18 +38,17 @@ def _busbw(G, algorithm=None):
 
 
 def compare():
-    print(f"{'system':9}{'GPU':24}{'NVLink/GPU':>12}{'bisection':>11}{'busbw':>8}{'ring':>8}{'NVLS':>8}"
+    print(f"{'system':9}{'GPU':24}{'NVLink/GPU':>12}{'bisection':>11}{'busbw':>8}{'NVLS':>8}"
           f"   (GB/s per direction; all_reduce of 8 GPUs at 1 GiB)")
     names, per_gpu, bisection, curves, why_not = [], [], [], {}, {}
     for name in SYSTEMS:
         G = topo.build(name)
         s = topo.summarize(G)
         auto, _ = _busbw(G)
-        ring, _ = _busbw(G, "ring")
         nvls, error = _busbw(G, "nvls")
         if error:
             why_not.setdefault(error, []).append(s.name)
-        cells = [("n/a" if e is None else f"{to_GBps(e.busbw[AT]):.1f}") for e in (auto, ring, nvls)]
+        cells = [("n/a" if e is None else f"{to_GBps(e.busbw[AT]):.1f}") for e in (auto, nvls)]
         print(f"{name:9}{s.gpu_models[0]:24}{to_GBps(s.injection):>12.0f}{to_GBps(s.bisection):>11.0f}"
               + "".join(f"{c:>8}" for c in cells))
         names.append(s.name)

@@ -197,12 +197,21 @@ class Generation:
 
     def busbw(self, which: str = "auto", nbytes: int = REPORT_SIZE) -> float | None:
         """busbw of one curve (``"auto"``, ``"ring"``, ``"nvls"``) at a size of
-        :data:`CURVE_SIZES`, None where the curve is missing. [B/s]"""
+        :data:`CURVE_SIZES`, None where the curve is missing. [B/s]
+
+        Raises
+        ------
+        topo.DgxTopoError
+            For another curve name or a size not in :data:`CURVE_SIZES`.
+        """
+        if which not in ("auto", "ring", "nvls"):
+            raise DgxTopoError(f"unknown curve {which!r}: expected 'auto', 'ring' or 'nvls'")
         e = getattr(self, which)
-        if e is None:
-            return None
-        index = int(np.flatnonzero(CURVE_SIZES == nbytes)[0])
-        return float(np.atleast_1d(e.busbw)[index])
+        index = np.flatnonzero(CURVE_SIZES == nbytes)
+        if not index.size:
+            raise DgxTopoError(f"no curve point at {nbytes!r} bytes: expected a power of two from "
+                               f"{int(CURVE_SIZES[0])} to {int(CURVE_SIZES[-1])}")
+        return None if e is None else float(np.atleast_1d(e.busbw)[int(index[0])])
 
 
 @dataclass(frozen=True, slots=True)

@@ -532,7 +532,7 @@ def render_report(analysis: ReportAnalysis) -> str:
         "<p>What NVIDIA DGX fabrics deliver to NCCL-style communication, predicted by dgx-topo "
         f"{_esc(_version())} ({_esc(model)}). Every figure is interactive: hover for numbers, drag to "
         "zoom, double-click to reset. The page works offline.</p>",
-        f"<nav><a href='#summary'>summary</a> <a href='#curves'>curves</a> "
+        "<nav><a href='#summary'>summary</a> <a href='#curves'>curves</a> "
         + ("<a href='#generations'>generations</a> " if analysis.generations else "")
         + ("<a href='#compare'>DGX-2 vs 2xDGX-1V</a> " if analysis.seed is not None else "")
         + ("<a href='#measured'>model vs measurement</a> " if analysis.measurement is not None else "")

@@ -155,8 +155,12 @@ def test_generations_as_data(all_analysis):
     order = ["dgx1", "dgx1v", "dgxa100", "dgxh100", "dgxb200"]
     busbw = [gens[k].busbw("auto") for k in order]
     assert busbw == sorted(busbw) and gens["dgx1v"].busbw("ring") == pytest.approx(gens["dgx1v"].busbw("auto"))
-    for g in gens.values():  # never more than a GPU can inject
-        assert g.busbw("auto") <= g.nvlink_per_gpu
+    for g in gens.values():  # a ring never moves more than a GPU can inject (NVLS may: in-switch sums)
+        assert g.busbw("ring") <= g.nvlink_per_gpu
+    with pytest.raises(topo.DgxTopoError, match="no curve point at 1000 bytes"):
+        gens["dgx1"].busbw("auto", 1000)
+    with pytest.raises(topo.DgxTopoError, match="unknown curve 'tree'"):
+        gens["dgx1"].busbw("tree")
 
 
 def _generations_part(text) -> str:
