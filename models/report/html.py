@@ -484,7 +484,7 @@ figure.missing { border: 1px dashed #bbb; padding: 12px; color: #555; }
 figcaption { color: #555; font-size: 90%; }
 table.errors td.err.ok { background: #e3f4e1; } table.errors td.err.fair { background: #fdf1d6; }
 table.errors td.err.poor { background: #f9dcdc; } table.errors td.na { color: #999; }
-table.bysize { font-size: 12px; } table.bysize td, table.bysize th { padding: 2px 6px; }
+table.errors td:nth-child(3) { text-align: right; } table.bysize { font-size: 12px; } table.bysize td, table.bysize th { padding: 2px 6px; }
 nav a { margin-right: 14px; }
 """
 
@@ -622,8 +622,8 @@ def check_html(check, *, source: str = "") -> str:
     body = [f"<h1>{_esc(title)}</h1>",
             f"<p>Measured{_esc(what)} against predicted (NCCL's tuning model, then the measurement model "
             f"with <code>-g {check.gpus_per_thread}</code>) on GPUs {_esc(','.join(map(str, check.gpus)))}. "
-            f"Errors are predicted / measured - 1: |time error| median {check.median_abs_time_error:.1%}, "
-            f"max {check.max_abs_time_error:.1%}; |busbw error| median {_abs_pct(check.median_abs_busbw_error)}, "
+            f"Errors are predicted / measured - 1: |time error| median {_abs_pct(check.median_abs_time_error)}, "
+            f"max {_abs_pct(check.max_abs_time_error)}; |busbw error| median {_abs_pct(check.median_abs_busbw_error)}, "
             f"max {_abs_pct(check.max_abs_busbw_error)}.</p>",
             figure,
             "<div class='scroll'><table class='summary errors'>" + head + "<tbody>" + rows + "</tbody></table></div>"]

@@ -316,7 +316,7 @@ def test_write_check_html(tmp_path, comparison):
     text = out.read_text(encoding="utf-8")
     assert written.path == out and written.nbytes == len(text.encode()) and written.systems == ("dgx2",)
     assert _figure_ids(text) == ["check"] and not re.search(r"<script[^>]*\ssrc=", text, re.I)
-    assert "all_reduce on dgx2 (all_reduce.txt)" in text and f"max {c.max_abs_time_error:.1%}" in text
+    assert "all_reduce on dgx2 (all_reduce.txt)" in text and f"max {100 * c.max_abs_time_error:.1f} %" in text
     assert text.count("<tr><td>") == len(c.rows) and "Measurement model for all_reduce" in text
     assert sorted(p.name for p in tmp_path.iterdir()) == ["check.html"]
     with pytest.raises(OutputPathError, match="does not exist"):
