@@ -7,14 +7,18 @@ only). Importing this package imports plotly.
 """
 
 from ..output import OutputPathError, check_output_path
-from .analysis import (CURVE_SIZES, MAX_MATRIX_GPUS, REPORT_COLLECTIVE, REPORT_SIZE, SEED_COMPARISON,
-                       ReportAnalysis, SeedComparison, SystemAnalysis, SystemRow, analyse_report,
+from .analysis import (CURVE_SIZES, GENERATION_GPUS, MAX_MATRIX_GPUS, MEASURED_DATA, REPORT_COLLECTIVE,
+                       REPORT_SIZE, SEED_COMPARISON, CollectiveCheck, Generation, MeasurementComparison,
+                       P2PRowCheck, ReportAnalysis, SeedComparison, SystemAnalysis, SystemRow,
+                       analyse_report, generations, measured_data, measurement_comparison,
                        report_fabrics, summary_rows)
-from .html import compare_html, render_report, report_html
-from .write import ReportFile, write_compare_figure, write_report
+from .html import check_html, compare_html, render_report, report_html
+from .write import ReportFile, write_check_html, write_compare_figure, write_report
 
-__all__ = ["CURVE_SIZES", "MAX_MATRIX_GPUS", "REPORT_COLLECTIVE", "REPORT_SIZE", "SEED_COMPARISON",
-           "ReportAnalysis", "SeedComparison", "SystemAnalysis", "SystemRow", "analyse_report",
-           "report_fabrics", "summary_rows", "compare_html", "render_report", "report_html",
-           "ReportFile", "write_compare_figure", "write_report", "OutputPathError",
-           "check_output_path"]
+__all__ = ["CURVE_SIZES", "GENERATION_GPUS", "MAX_MATRIX_GPUS", "MEASURED_DATA", "REPORT_COLLECTIVE",
+           "REPORT_SIZE", "SEED_COMPARISON", "CollectiveCheck", "Generation", "MeasurementComparison",
+           "P2PRowCheck", "ReportAnalysis", "SeedComparison", "SystemAnalysis", "SystemRow",
+           "analyse_report", "generations", "measured_data", "measurement_comparison",
+           "report_fabrics", "summary_rows", "check_html", "compare_html", "render_report",
+           "report_html", "ReportFile", "write_check_html", "write_compare_figure", "write_report",
+           "OutputPathError", "check_output_path"]

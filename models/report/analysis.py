@@ -12,25 +12,39 @@ Examples
 (8, 119.6, None)
 >>> rows[0].best_pair, rows[0].worst_pair
 ((0, 3), (0, 5))
+
+Two sections compare systems and measurements: :func:`generations` (NVLink per GPU, bisection
+and 8-GPU all_reduce curves of every single-host system of 8 GPUs or more, NVLS beside ring
+where the model has it) and :func:`measurement_comparison` (the model against the measured
+runs shipped in ``models/report/data``: nccl-tests on 12 GPUs of a DGX-2 through
+:func:`models.calibration.check`, and a DGX-1V's p2pBandwidthLatencyTest row).
 """
 
 from __future__ import annotations
 
+import json
 import math
+import re
 from dataclasses import dataclass
+from importlib import resources
 
 import numpy as np
 
 import topo
 from topo.errors import DgxTopoError
-from topo.units import GiB
+from topo.units import GB, GiB, us
 
+from ..benchmarks import read_nccl_tests
+from ..calibration import check
 from ..collectives import estimate, pairwise
-from ..p2p import p2p_report
+from ..measure import DEFAULT
+from ..p2p import EFFICIENCIES, OVERHEADS, p2p_report
 
-__all__ = ["SystemRow", "SystemAnalysis", "SeedComparison", "ReportAnalysis", "summary_rows",
-           "analyse_report", "report_fabrics", "REPORT_SIZE", "CURVE_SIZES", "MAX_MATRIX_GPUS",
-           "REPORT_COLLECTIVE", "SEED_COMPARISON"]
+__all__ = ["SystemRow", "SystemAnalysis", "SeedComparison", "ReportAnalysis", "Generation",
+           "CollectiveCheck", "P2PRowCheck", "MeasurementComparison", "summary_rows",
+           "analyse_report", "report_fabrics", "generations", "measurement_comparison",
+           "measured_data", "REPORT_SIZE", "CURVE_SIZES", "MAX_MATRIX_GPUS", "REPORT_COLLECTIVE",
+           "SEED_COMPARISON", "GENERATION_GPUS", "MEASURED_DATA"]
 
 #: The message size of the summary table and the pair matrices: nccl-tests' ``1G``. [bytes]
 REPORT_SIZE = GiB
@@ -43,6 +57,12 @@ REPORT_COLLECTIVE = "all_reduce"
 #: The field's seed comparison, shown whenever a DGX-1V or DGX-2 is in the report: the same 16
 #: GPUs as one DGX-2 (NVSwitch) or as two DGX-1V joined by their four EDR NICs each.
 SEED_COMPARISON = ("dgx2", "2xdgx1v")
+#: GPUs of the generations' all_reduce curves (GPUs 0-7: every DGX since the DGX-1 has 8).
+GENERATION_GPUS = 8
+#: The measured runs the report checks the model against (package data of this module, copies
+#: of the project's tests/data files, each naming its source inside): nccl-tests on 12 GPUs
+#: of a DGX-2 and a DGX-1V's p2pBandwidthLatencyTest row of GPU0.
+MEASURED_DATA = {"dgx2": "dgx2_12gpu_nccl_tests.json", "dgx1v": "dgx1v_p2p_gpu0_row.json"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +164,138 @@ class SeedComparison:
 
 
 @dataclass(frozen=True, slots=True)
+class Generation:
+    """One system in the generations section: NVLink and 8-GPU all_reduce.
+
+    Attributes
+    ----------
+    system, name, gpu_model : str
+    nvlink : str
+        The NVLink technologies of its GPUs' links (``"nvlink4"``; several joined by ``/``).
+    nvlink_per_gpu : float
+        Smallest NVLink line rate a GPU can send at, per direction. [B/s]
+    bisection : float
+        NVLink bisection bandwidth of the whole system, per direction. [B/s]
+    auto, ring, nvls : CollectiveEstimate or None
+        all_reduce of GPUs 0-7 over :data:`CURVE_SIZES`: as NCCL chooses, forced to ring,
+        forced to NVLS (NVLink SHARP); None where the ``*_error`` says why.
+    auto_error, ring_error, nvls_error : str or None
+    """
+
+    system: str
+    name: str
+    gpu_model: str
+    nvlink: str
+    nvlink_per_gpu: float
+    bisection: float
+    auto: object
+    auto_error: str | None
+    ring: object
+    ring_error: str | None
+    nvls: object
+    nvls_error: str | None
+
+    def busbw(self, which: str = "auto", nbytes: int = REPORT_SIZE) -> float | None:
+        """busbw of one curve (``"auto"``, ``"ring"``, ``"nvls"``) at a size of
+        :data:`CURVE_SIZES`, None where the curve is missing. [B/s]
+
+        Raises
+        ------
+        topo.DgxTopoError
+            For another curve name or a size not in :data:`CURVE_SIZES`.
+        """
+        if which not in ("auto", "ring", "nvls"):
+            raise DgxTopoError(f"unknown curve {which!r}: expected 'auto', 'ring' or 'nvls'")
+        e = getattr(self, which)
+        index = np.flatnonzero(CURVE_SIZES == nbytes)
+        if not index.size:
+            raise DgxTopoError(f"no curve point at {nbytes!r} bytes: expected a power of two from "
+                               f"{int(CURVE_SIZES[0])} to {int(CURVE_SIZES[-1])}")
+        return None if e is None else float(np.atleast_1d(e.busbw)[int(index[0])])
+
+
+@dataclass(frozen=True, slots=True)
+class CollectiveCheck:
+    """One measured nccl-tests run against the model.
+
+    Attributes
+    ----------
+    collective : str
+    placement : {"out-of-place", "in-place"}
+        Which columns of the run were compared.
+    check : models.calibration.Check or None
+    error : str or None
+        Why ``check`` is missing.
+    fitted : str
+        The rows of this run the measurement model's constants were fitted to ("" if none).
+    suspect : str
+        What the data's own notes say is suspect in this run ("" if nothing).
+    """
+
+    collective: str
+    placement: str
+    check: object
+    error: str | None
+    fitted: str
+    suspect: str
+
+
+@dataclass(frozen=True, slots=True)
+class P2PRowCheck:
+    """One quantity of a p2pBandwidthLatencyTest row against the P2P model.
+
+    Attributes
+    ----------
+    label : str
+    quantity : {"bandwidth", "latency"}
+    destinations : tuple of int
+    measured, predicted : tuple of float
+        Per destination GPU (entry 0: the device-local copy). [B/s] or [s]
+    """
+
+    label: str
+    quantity: str
+    destinations: tuple
+    measured: tuple
+    predicted: tuple
+
+    @property
+    def errors(self) -> np.ndarray:
+        """predicted / measured - 1 per destination."""
+        return np.array(self.predicted) / np.array(self.measured) - 1
+
+
+@dataclass(frozen=True, slots=True)
+class MeasurementComparison:
+    """The model against measured runs (:data:`MEASURED_DATA`).
+
+    Attributes
+    ----------
+    collectives : tuple of CollectiveCheck
+        The DGX-2 nccl-tests runs (empty when no DGX-2 is in the report).
+    runs : dict
+        What the DGX-2 data file says of the runs (machine, program, source, notes...).
+    constants : tuple of models.measure.Parameter
+        The measurement model's constants fitted to these runs.
+    p2p : tuple of P2PRowCheck
+        The DGX-1V row (empty when no DGX-1V is in the report, or see ``p2p_error``).
+    p2p_source : dict
+        What the DGX-1V data file says of the row.
+    p2p_constants : tuple of (str, Calibrated)
+        The P2P model's constants fitted to the row.
+    p2p_error : str or None
+    """
+
+    collectives: tuple
+    runs: dict
+    constants: tuple
+    p2p: tuple
+    p2p_source: dict
+    p2p_constants: tuple
+    p2p_error: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class ReportAnalysis:
     """The whole report as data.
 
@@ -153,10 +305,16 @@ class ReportAnalysis:
         In the order given, duplicates removed.
     seed : SeedComparison or None
         Present when a DGX-1V or a DGX-2 is among the systems.
+    generations : tuple of Generation
+        Every single-host system of 8 GPUs or more, in order; empty with fewer than two.
+    measurement : MeasurementComparison or None
+        Present when a DGX-2 or a DGX-1V (the measured systems) is among the systems.
     """
 
     systems: tuple
     seed: SeedComparison | None
+    generations: tuple = ()
+    measurement: MeasurementComparison | None = None
 
 
 def report_fabrics(names=None) -> list:
@@ -249,6 +407,143 @@ def _seed_comparison() -> SeedComparison:
     return SeedComparison(SEED_COMPARISON, tuple(e for e, _ in results), tuple(err for _, err in results))
 
 
+def _nvlink(G, gpus) -> str:
+    links = sorted({d["link"] for g in gpus for _, _, d in G.out_edges(g, data=True)
+                    if d.get("kind") == "nvlink"})
+    return "/".join(links) or "none"
+
+
+def _generation(a: SystemAnalysis) -> Generation:
+    G, r = a.G, a.row
+    gpus = list(range(GENERATION_GPUS))
+    auto, auto_error = (a.curve, a.curve_error) if r.gpus == GENERATION_GPUS else (a.curve8, None)
+    if auto is None and auto_error is None:
+        auto, auto_error = _try(estimate, G, REPORT_COLLECTIVE, CURVE_SIZES, gpus)
+    ring, ring_error = _try(estimate, G, REPORT_COLLECTIVE, CURVE_SIZES, gpus, algorithm="ring")
+    # NVLS (NVLink SHARP) where the NCCL model has it; a model without it, or a fabric NCCL
+    # would not run it on, raises, and the page says why.
+    nvls, nvls_error = _try(estimate, G, REPORT_COLLECTIVE, CURVE_SIZES, gpus, algorithm="nvls")
+    return Generation(r.system, r.name, ", ".join(r.gpu_models), _nvlink(G, topo.gpus(G)[:GENERATION_GPUS]),
+                      r.injection, r.bisection, auto, auto_error, ring, ring_error, nvls, nvls_error)
+
+
+def _single_host(G) -> bool:
+    return len({G.nodes[g].get("host", 0) for g in topo.gpus(G)}) == 1
+
+
+def generations(analyses) -> tuple:
+    """The generations section as data: every single-host system of :data:`GENERATION_GPUS`
+    GPUs or more, in order (none when fewer than two qualify).
+
+    Parameters
+    ----------
+    analyses : sequence of SystemAnalysis
+
+    Returns
+    -------
+    tuple of Generation
+    """
+    chosen = [a for a in analyses if a.row.gpus >= GENERATION_GPUS and _single_host(a.G)]
+    return tuple(_generation(a) for a in chosen) if len(chosen) >= 2 else ()
+
+
+def measured_data(system: str) -> dict:
+    """The measured data file of a system (:data:`MEASURED_DATA`), as the JSON it holds.
+
+    Raises
+    ------
+    topo.DgxTopoError
+        For a system without measured data.
+    """
+    if system not in MEASURED_DATA:
+        raise DgxTopoError(f"no measured data for {system!r}: expected one of {', '.join(MEASURED_DATA)}")
+    path = resources.files(__package__).joinpath("data", MEASURED_DATA[system])
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+# The rows of each DGX-2 run the measurement model's constants were fitted to (see
+# models.measure: launch_per_gpu on 8 B - 64 KiB of all five, both placements;
+# transfer_efficiency on out-of-place >= 64 MiB of all_reduce, broadcast and reduce).
+_LAUNCH_ROWS = "8 B - 64 KiB (launch_per_gpu)"
+_BANDWIDTH_ROWS = ">= 64 MiB (transfer_efficiency)"
+_BANDWIDTH_FITTED = ("all_reduce", "broadcast", "reduce")
+
+
+def _suspect(collective: str, notes: str) -> str:
+    """The data's own note on a collective's rows: the clauses of its notes naming it."""
+    clauses = [t.strip().rstrip(".;") for t in re.split(r"(?<=[.;])\s+", notes)]
+    hits = [t for t in clauses if re.search(rf"\b{collective}\b", t)]
+    return "; ".join(hits)
+
+
+def _collective_checks(G, profile) -> tuple:
+    data = measured_data("dgx2")
+    out = []
+    for collective, run in data["collectives"].items():
+        parsed = read_nccl_tests(run["raw"], name=f"{collective} (DGX-2, -g 12)")
+        suspect = _suspect(collective, data.get("notes", ""))
+        for inplace in (False, True):
+            fitted = [_LAUNCH_ROWS] + ([_BANDWIDTH_ROWS] if collective in _BANDWIDTH_FITTED and not inplace else [])
+            result, error = _try(check, parsed, G, inplace=inplace, profile=profile)
+            out.append(CollectiveCheck(collective, "in-place" if inplace else "out-of-place", result, error,
+                                       "; ".join(fitted), suspect))
+    return tuple(out)
+
+
+def _p2p_checks(G) -> tuple:
+    row = measured_data("dgx1v")
+    source = int(row.get("row_of_gpu", 0))
+    enabled, disabled = p2p_report(G), p2p_report(G, p2p="disabled")
+    n = len(row["bidirectional_p2p_enabled_gbps"])
+    destinations = tuple(range(n))
+    series = [
+        ("bidirectional, P2P enabled", "bandwidth", row["bidirectional_p2p_enabled_gbps"], GB,
+         enabled.bidirectional),
+        ("bidirectional, P2P disabled", "bandwidth", row["bidirectional_p2p_disabled_gbps"], GB,
+         disabled.bidirectional),
+        ("write latency, P2P enabled", "latency", row["latency_p2p_enabled_writes_us"], us, enabled.latency),
+        ("latency, P2P disabled", "latency", row["latency_p2p_disabled_us"], us, disabled.latency),
+    ]
+    return tuple(P2PRowCheck(label, quantity, destinations, tuple(float(v) * unit for v in measured),
+                             tuple(float(v) for v in np.asarray(matrix, dtype=float)[source][:n]))
+                 for label, quantity, measured, unit, matrix in series), row
+
+
+def measurement_comparison(systems=("dgx2", "dgx1v"), *, profile=None) -> MeasurementComparison:
+    """The model against the measured data of the given systems (:data:`MEASURED_DATA`).
+
+    Parameters
+    ----------
+    systems : iterable of str
+        Which measured systems to compare: ``"dgx2"`` (nccl-tests runs, checked with the
+        default measurement model and ``-g 12`` as they were run) and/or ``"dgx1v"``
+        (p2pBandwidthLatencyTest row).
+    profile : str, optional
+        NCCL version profile of the collective predictions (default: the reference).
+
+    Returns
+    -------
+    MeasurementComparison
+    """
+    systems = set(systems)
+    collectives, runs, constants = (), {}, ()
+    if "dgx2" in systems:
+        collectives = _collective_checks(topo.build("dgx2"), profile)
+        runs = {k: v for k, v in measured_data("dgx2").items() if k != "collectives"}
+        constants = tuple(p for p in DEFAULT.parameters() if p.fitted_to)
+    p2p, p2p_source, p2p_constants, p2p_error = (), {}, (), None
+    if "dgx1v" in systems:
+        try:
+            p2p, row = _p2p_checks(topo.build("dgx1v"))
+            p2p_source = {k: v for k, v in row.items() if not isinstance(v, list)}
+        except DgxTopoError as error:
+            p2p_error = str(error)
+        p2p_constants = tuple((f"{table}[{key!r}]", c) for table, constants_table in
+                              (("EFFICIENCIES", EFFICIENCIES), ("OVERHEADS", OVERHEADS))
+                              for key, c in constants_table.items() if c.fitted_to)
+    return MeasurementComparison(collectives, runs, constants, p2p, p2p_source, p2p_constants, p2p_error)
+
+
 def analyse_report(fabrics, *, progress=None) -> ReportAnalysis:
     """Every model result the report shows, for fabrics from :func:`report_fabrics`.
 
@@ -256,25 +551,40 @@ def analyse_report(fabrics, *, progress=None) -> ReportAnalysis:
     ----------
     fabrics : sequence of networkx.DiGraph
     progress : callable, optional
-        Called as ``progress(done, total)`` after each step (one per system, one for the
-        seed comparison), for a progress bar.
+        Called as ``progress(done, total)`` after each step (one per system, one each for
+        the seed comparison, the generations and the measurements when present), for a
+        progress bar.
 
     Returns
     -------
     ReportAnalysis
     """
     fabrics = list(fabrics)
-    seeded = any(G.graph.get("system") in ("dgx1v", "dgx2") for G in fabrics)
-    total = len(fabrics) + int(seeded)
+    present = {G.graph.get("system") for G in fabrics}
+    seeded = bool(present & {"dgx1v", "dgx2"})
+    measured = present & set(MEASURED_DATA)
+    total = len(fabrics) + 1 + int(seeded) + int(bool(measured))
+    done = 0
+
+    def step():
+        nonlocal done
+        done += 1
+        if progress is not None:
+            progress(done, total)
+
     systems = []
     for G in fabrics:
         systems.append(_analyse(G))
-        if progress is not None:
-            progress(len(systems), total)
+        step()
+    gens = generations(systems)
+    step()
     seed = _seed_comparison() if seeded else None
-    if seed is not None and progress is not None:
-        progress(total, total)
-    return ReportAnalysis(tuple(systems), seed)
+    if seeded:
+        step()
+    measurement = measurement_comparison(measured) if measured else None
+    if measured:
+        step()
+    return ReportAnalysis(tuple(systems), seed, gens, measurement)
 
 
 def summary_rows(names=None) -> list:

@@ -2,9 +2,11 @@
 
 One self-contained file: plotly.js is embedded (the page opens without a network), then a
 summary table of the chosen systems, all_reduce busbw and time against message size for all
-of them, and per system its fabric, the channels of an 8-GPU all_reduce on it, its P2P
-bandwidth and latency matrices and its 2-GPU all_reduce matrix, followed by a short text on
-how the model works and how it was validated.
+of them, the generations side by side (NVLink per GPU, bisection, 8-GPU all_reduce, NVLS
+beside ring), the model against measured runs with its errors per collective and per size,
+and per system its fabric, the channels of an 8-GPU all_reduce on it, its P2P bandwidth and
+latency matrices and its 2-GPU all_reduce matrix, followed by a short text on how the model
+works and how it was validated.
 
 This module only renders: the numbers come from :mod:`models.report.analysis` (a figure the
 models cannot produce for a system is replaced by a one-line note saying why), and the file
@@ -14,6 +16,7 @@ is written by :mod:`models.report.write`.
 from __future__ import annotations
 
 import html
+import math
 
 import numpy as np
 import plotly.io as pio
@@ -21,12 +24,14 @@ from plotly.offline import get_plotlyjs
 
 from topo.errors import DgxTopoError
 from topo.plot import fabric_figure
-from topo.units import to_GBps
+from topo.units import to_GBps, to_us
 
-from ..plot import busbw_figure, channels_figure, format_bytes, latency_figure, p2p_figure, pairs_figure
-from .analysis import REPORT_COLLECTIVE, REPORT_SIZE, CURVE_SIZES, ReportAnalysis, analyse_report, report_fabrics
+from ..plot import (busbw_figure, channels_figure, check_figure, curve_styles, format_bytes,
+                    generations_figure, latency_figure, p2p_check_figure, p2p_figure, pairs_figure)
+from .analysis import (CURVE_SIZES, GENERATION_GPUS, REPORT_COLLECTIVE, REPORT_SIZE, ReportAnalysis,
+                       analyse_report, report_fabrics)
 
-__all__ = ["report_html", "render_report", "compare_html"]
+__all__ = ["report_html", "render_report", "compare_html", "check_html"]
 
 _COLLECTIVE = REPORT_COLLECTIVE
 _PLOTLY_CONFIG = {"displaylogo": False, "responsive": True}
@@ -187,6 +192,234 @@ def _seed_section(seed, figures: _Figures) -> str:
     return "\n".join(parts)
 
 
+def _coinciding(curves) -> list:
+    """Sentences naming the curves of a figure that coincide (drawn dashed over each other)."""
+    labels = list(curves)
+    points = [(np.atleast_1d(e.nbytes), np.atleast_1d(e.busbw)) for e in curves.values()]
+    return [f"{labels[i]} coincides with {labels[style['same_as']]}"
+            for i, style in enumerate(curve_styles(points)) if style["same_as"] is not None]
+
+
+def _algo_at(e, nbytes=REPORT_SIZE) -> str:
+    index = int(np.flatnonzero(np.atleast_1d(e.nbytes) == nbytes)[0])
+    return f"{np.atleast_1d(e.algorithm)[index]}/{np.atleast_1d(e.protocol)[index]}"
+
+
+def _generations_section(gens, figures: _Figures) -> str:
+    size = format_bytes(REPORT_SIZE)
+    k = GENERATION_GPUS
+    parts = ["<section id='generations'>", "<h2>Generations</h2>",
+             f"<p>Every DGX generation in this report side by side: the NVLink bandwidth one GPU can "
+             f"send, the NVLink bisection of the whole system, and the predicted nccl-tests all_reduce "
+             f"of GPUs 0-{k - 1} (float32, sum) as NCCL chooses it, forced to ring, and forced to NVLS "
+             f"(NVLink SHARP: the reduction done in the NVSwitches) where the model has it.</p>"]
+    headers = ["system", "GPU", "NVLink", "NVLink per GPU (GB/s)", "NVLink bisection (GB/s)",
+               f"all_reduce busbw, {k} GPUs, {size}: NCCL's choice (GB/s)", "ring (GB/s)", "NVLS (GB/s)"]
+    lines = ["<div class='scroll'><table class='summary'>",
+             "<thead><tr>" + "".join(f"<th>{_esc(h)}</th>" for h in headers) + "</tr></thead>", "<tbody>"]
+    for g in gens:
+        auto = (f"{_gbps(g.busbw('auto'))}<br><span class='muted'>{_esc(_algo_at(g.auto))}</span>"
+                if g.auto is not None else "n/a")
+        cells = [f"<b>{_esc(g.name)}</b><br><span class='muted'>{_esc(g.system)}</span>", _esc(g.gpu_model),
+                 _esc(g.nvlink), _gbps(g.nvlink_per_gpu), _gbps(g.bisection), auto,
+                 _gbps(g.busbw("ring")), _gbps(g.busbw("nvls"))]
+        lines.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    lines += ["</tbody>", "</table></div>"]
+    notes = [f"{g.name}: {what}: {err}" for g in gens
+             for what, err in (("NCCL's choice", g.auto_error), ("ring", g.ring_error)) if err]
+    nvls_errors = {}
+    for g in gens:
+        if g.nvls_error:
+            nvls_errors.setdefault(g.nvls_error, []).append(g.name)
+    notes += [f"NVLS n/a on {', '.join(names)}: {err}" for err, names in nvls_errors.items()]
+    lines.append(f"<p class='muted'>Per direction; GB/s is 10<sup>9</sup> B/s, {size} is 2<sup>30</sup> "
+                 "bytes. NVLink per GPU is the smallest NVLink line rate a GPU can send at; bisection "
+                 "is over the worst balanced cut of the system's GPUs."
+                 + (" n/a: the model gives no figure:" if notes else "") + "</p>")
+    if notes:
+        lines.append("<ul class='muted'>" + "".join(f"<li>{_esc(n)}</li>" for n in notes) + "</ul>")
+    parts.append("\n".join(lines))
+    parts.append(figures.div(generations_figure([g.name for g in gens], [g.nvlink_per_gpu for g in gens],
+                                                [g.bisection for g in gens],
+                                                title="NVLink per GPU and NVLink bisection by generation"),
+                             "generations-nvlink"))
+    auto = {f"{g.name}, GPUs 0-{k - 1}": g.auto for g in gens if g.auto is not None}
+    same = _coinciding(auto)
+    if auto:
+        caption = ("Curves that coincide are drawn over each other, dashed, thinner and with other "
+                   "markers, so that each stays visible" + (f": {_esc('; '.join(same))}." if same else "."))
+        parts += ["<div class='grid'>",
+                  figures.div(busbw_figure(auto, y="busbw", title=f"predicted all_reduce busbw, {k} GPUs, "
+                                                                  "NCCL's choice (GB/s)"),
+                              "generations-busbw", caption),
+                  figures.div(busbw_figure(auto, y="time", title=f"predicted all_reduce time, {k} GPUs, "
+                                                                 "NCCL's choice (µs)"),
+                              "generations-time"), "</div>"]
+    versus = {}
+    for g in gens:
+        if g.ring is not None:
+            versus[f"{g.name}, ring"] = g.ring
+        if g.nvls is not None:
+            versus[f"{g.name}, NVLS"] = g.nvls
+    if versus:
+        with_nvls = [g.name for g in gens if g.nvls is not None]
+        why = ("" if with_nvls else " NVLS is not shown: the model gives no NVLS estimate on any of "
+               "these systems (see the notes under the table).")
+        title = ("predicted all_reduce busbw, NVLS vs ring (GB/s)" if with_nvls
+                 else "predicted all_reduce busbw, ring (GB/s); no NVLS in the model")
+        parts.append(figures.div(busbw_figure(versus, y="busbw", title=title), "generations-nvls",
+                                 f"all_reduce of GPUs 0-{k - 1} forced to ring"
+                                 + (f" and to NVLS on {_esc(', '.join(with_nvls))}." if with_nvls else ".")
+                                 + _esc(why)))
+    parts.append("</section>")
+    return "\n".join(parts)
+
+
+def _pct(value) -> str:
+    return "-" if value is None or not np.isfinite(value) else f"{100 * value:+.1f} %"
+
+
+def _abs_pct(value) -> str:
+    return "-" if value is None or not np.isfinite(value) else f"{100 * value:.1f} %"
+
+
+def _error_cell(value, row=None) -> str:
+    """A signed error, its cell coloured by size (under 5 %, under 20 %, above); a check row's
+    exact size on hover."""
+    tip = "" if row is None else f" title='{row.size} B'"
+    if value is None or not np.isfinite(value):
+        return f"<td class='na'{tip}>-</td>"
+    grade = "ok" if abs(value) < 0.05 else "fair" if abs(value) < 0.2 else "poor"
+    return f"<td class='err {grade}'{tip}>{_pct(value)}</td>"
+
+
+def _nominal(size: int) -> int:
+    """The power of two an nccl-tests size was asked as (it rounds down to whole elements
+    per rank: 1008 B of 12 ranks for 1 KiB)."""
+    return 1 << max(0, math.ceil(math.log2(size))) if size > 0 else 0
+
+
+def _measured_collectives(m, figures: _Figures) -> list:
+    runs = m.runs
+    checks = [c for c in m.collectives]
+    parts = ["<h3>nccl-tests on 12 GPUs of a DGX-2</h3>",
+             f"<p><b>Data</b>: {_esc(runs.get('machine', ''))}; {_esc(runs.get('program', ''))}; "
+             f"CUDA devices {_esc(','.join(map(str, runs.get('cuda_visible_devices', []))))}; NCCL: "
+             f"{_esc(runs.get('nccl_version', 'not stated'))}. Source: {_esc(runs.get('source', ''))}.</p>",
+             "<p><b>Predicted</b>: NCCL's tuning model for what NCCL chooses, then the measurement model "
+             "(<code>models.measured</code>, <code>-g 12</code> as the runs were made) for what nccl-tests "
+             "measures; <code>dgxtopo check FILE --system dgx2 -g 12</code> prints the same rows. "
+             "Errors are predicted / measured - 1.</p>"]
+    if m.constants:
+        parts.append("<p><b>Fitted to these runs</b> (so the rows below that were used in the fit are not "
+                     "an independent test):</p><ul>"
+                     + "".join(f"<li><code>{_esc(c.describe())}</code></li>" for c in m.constants) + "</ul>")
+    parts.append("<p>Everything else (the sizes in between, where NCCL switches protocol and algorithm; "
+                 "all_gather and reduce_scatter above 64 KiB) is predicted, not fitted.</p>")
+    headers = ["collective", "columns", "rows", "median |time error|", "max |time error|",
+               "median |busbw error|", "max |busbw error|", "rows used in the fit", "suspect in the data"]
+    lines = ["<div class='scroll'><table class='summary errors'>",
+             "<thead><tr>" + "".join(f"<th>{_esc(h)}</th>" for h in headers) + "</tr></thead>", "<tbody>"]
+    for c in checks:
+        if c.check is None:
+            lines.append(f"<tr><td>{_esc(c.collective)}</td><td>{_esc(c.placement)}</td>"
+                         f"<td colspan='7'>not available: {_esc(c.error)}</td></tr>")
+            continue
+        k = c.check
+        cells = [_esc(c.collective), _esc(c.placement), len(k.rows), _abs_pct(k.median_abs_time_error),
+                 _abs_pct(k.max_abs_time_error), _abs_pct(k.median_abs_busbw_error),
+                 _abs_pct(k.max_abs_busbw_error), _esc(c.fitted), _esc(c.suspect) or "-"]
+        lines.append("<tr>" + "".join(f"<td>{v}</td>" for v in cells) + "</tr>")
+    lines += ["</tbody>", "</table></div>"]
+    parts.append("\n".join(lines))
+    # The error at every size, every collective side by side (out-of-place columns).
+    shown = [c for c in checks if c.check is not None and c.placement == "out-of-place"]
+    if shown:
+        by_size = [{_nominal(r.size): r for r in c.check.rows} for c in shown]
+        sizes = sorted({size for table in by_size for size in table})
+        head = ("<thead><tr><th rowspan='2'>size</th>"
+                + "".join(f"<th colspan='2'>{_esc(c.collective)}</th>" for c in shown)
+                + "</tr><tr>" + "<th>time</th><th>busbw</th>" * len(shown) + "</tr></thead>")
+        rows = []
+        for size in sizes:
+            cells = []
+            for table in by_size:
+                r = table.get(size)
+                cells.append(_error_cell(None if r is None else r.time_error, r)
+                             + _error_cell(None if r is None else r.busbw_error, r))
+            rows.append(f"<tr><td>{_esc(format_bytes(size))}</td>{''.join(cells)}</tr>")
+        parts += ["<p>The error at every size (out-of-place columns; green under 5 %, amber under 20 %, "
+                  "red above; busbw error is - where nccl-tests printed 0.00). all_gather and "
+                  "reduce_scatter sizes are the total over the 12 ranks, which nccl-tests rounds down "
+                  "to whole elements per rank (1008 B for 1 KiB): they are listed at the size asked for; "
+                  "hover a cell for the exact size.</p>",
+                  "<div class='scroll'><table class='summary errors bysize'>" + head + "<tbody>"
+                  + "".join(rows) + "</tbody></table></div>"]
+        parts.append("<div class='grid'>")
+        for c in shown:
+            parts.append(figures.div(check_figure(c.check), f"measured-{_slug(c.collective)}",
+                                     f"{_esc(c.collective)} (out-of-place): measured (solid, circles) and "
+                                     "predicted (dashed, diamonds) busbw and time, and the error at each size."
+                                     + (f" Suspect in the data: {_esc(c.suspect)}." if c.suspect else "")))
+        parts.append("</div>")
+    return parts
+
+
+def _measured_p2p(m, figures: _Figures) -> list:
+    src = m.p2p_source
+    parts = ["<h3>p2pBandwidthLatencyTest on a DGX-1V (row of GPU 0)</h3>"]
+    if m.p2p_error:
+        return parts + [figures.missing("P2P comparison", m.p2p_error)]
+    source = src.get("row_of_gpu", 0)
+    parts.append(f"<p><b>Data</b>: {_esc(src.get('machine', ''))}; {_esc(src.get('program', ''))}. "
+                 f"Source: {_esc(src.get('source', ''))}. {_esc(src.get('notes', ''))}</p>")
+    if m.p2p_constants:
+        parts.append("<p><b>Fitted to this row</b> (the P2P model's fitted constants; every other "
+                     "system is predicted with them):</p><ul>" + "".join(
+                         f"<li><code>{_esc(name)} = {c.value:.4g}</code>: {_esc(c.fitted_to)}</li>"
+                         for name, c in m.p2p_constants) + "</ul>")
+    destinations = m.p2p[0].destinations
+    head = ("<thead><tr><th rowspan='2'>destination GPU</th>"
+            + "".join(f"<th colspan='3'>{_esc(r.label)} ({'GB/s' if r.quantity == 'bandwidth' else 'µs'})</th>"
+                      for r in m.p2p)
+            + "</tr><tr>" + "<th>measured</th><th>predicted</th><th>error</th>" * len(m.p2p) + "</tr></thead>")
+    rows = []
+    for j, d in enumerate(destinations):
+        cells = []
+        for r in m.p2p:
+            convert = to_GBps if r.quantity == "bandwidth" else to_us
+            cells.append(f"<td>{convert(r.measured[j]):.2f}</td><td>{convert(r.predicted[j]):.2f}</td>"
+                         + _error_cell(r.errors[j]))
+        label = f"{d} (local copy)" if d == source else str(d)
+        rows.append(f"<tr><td>{_esc(label)}</td>{''.join(cells)}</tr>")
+    stats = "; ".join(f"{_esc(r.label)}: median |error| {_abs_pct(float(np.median(np.abs(r.errors))))}, "
+                      f"max {_abs_pct(float(np.max(np.abs(r.errors))))}" for r in m.p2p)
+    parts += ["<div class='scroll'><table class='summary errors'>" + head + "<tbody>" + "".join(rows)
+              + "</tbody></table></div>", f"<p class='muted'>{stats}.</p>", "<div class='grid'>"]
+    for quantity in ("bandwidth", "latency"):
+        series = [(r.label, r.measured, r.predicted) for r in m.p2p if r.quantity == quantity]
+        if series:
+            parts.append(figures.div(p2p_check_figure(destinations, series, quantity=quantity, source=source,
+                                                      title=f"DGX-1V, GPU {source}'s row: P2P {quantity}, "
+                                                            "measured vs predicted"),
+                                     f"measured-p2p-{quantity}"))
+    parts.append("</div>")
+    return parts
+
+
+def _measurement_section(m, figures: _Figures) -> str:
+    parts = ["<section id='measured'>", "<h2>Model vs measurement</h2>",
+             "<p>The model against published measurements of real machines, with every error shown. "
+             "Constants fitted to a data set are listed with it: rows used in a fit test the fit, not "
+             "the model.</p>"]
+    if m.collectives:
+        parts += _measured_collectives(m, figures)
+    if m.p2p or m.p2p_error:
+        parts += _measured_p2p(m, figures)
+    parts.append("</section>")
+    return "\n".join(parts)
+
+
 _MODEL_TEXT = """
 <section id='model'>
 <h2>How the model works</h2>
@@ -221,6 +454,9 @@ NCCL's search gives by hand (6 rings x 20 GB/s on a DGX-1V, 4 x 18 GB/s on a P10
 on any DGX-2 set).</li>
 <li>Invariants are tested on random cases: busbw never exceeds a GPU's injection bandwidth, adding
 a link never lowers it, GPU order never matters.</li>
+<li>Measured against predicted, with the errors per collective and per size: see
+<a href='#measured'>model vs measurement</a> (when a DGX-2 or a DGX-1V is in the report), or run
+<code>dgxtopo check</code> on your own nccl-tests output.</li>
 </ul>
 <p>These are predictions from a model, not measurements: compare with nccl-tests on your machine
 before relying on a figure.</p>
@@ -246,6 +482,9 @@ table.summary td:first-child, table.summary td:nth-child(3) { text-align: left; 
 figure.plot { margin: 12px 0; min-width: 0; }
 figure.missing { border: 1px dashed #bbb; padding: 12px; color: #555; }
 figcaption { color: #555; font-size: 90%; }
+table.errors td.err.ok { background: #e3f4e1; } table.errors td.err.fair { background: #fdf1d6; }
+table.errors td.err.poor { background: #f9dcdc; } table.errors td.na { color: #999; }
+table.errors td:nth-child(3) { text-align: right; } table.bysize { font-size: 12px; } table.bysize td, table.bysize th { padding: 2px 6px; }
 nav a { margin-right: 14px; }
 """
 
@@ -293,14 +532,20 @@ def render_report(analysis: ReportAnalysis) -> str:
         "<p>What NVIDIA DGX fabrics deliver to NCCL-style communication, predicted by dgx-topo "
         f"{_esc(_version())} ({_esc(model)}). Every figure is interactive: hover for numbers, drag to "
         "zoom, double-click to reset. The page works offline.</p>",
-        f"<nav><a href='#summary'>summary</a> <a href='#curves'>curves</a> "
+        "<nav><a href='#summary'>summary</a> <a href='#curves'>curves</a> "
+        + ("<a href='#generations'>generations</a> " if analysis.generations else "")
         + ("<a href='#compare'>DGX-2 vs 2xDGX-1V</a> " if analysis.seed is not None else "")
+        + ("<a href='#measured'>model vs measurement</a> " if analysis.measurement is not None else "")
         + f"{nav} <a href='#model'>model</a> <a href='#validation'>validation</a></nav></header>",
         "<section id='summary'><h2>Summary</h2>", _table([a.row for a in analyses]), "</section>",
         _curves_section(analyses, figures),
     ]
+    if analysis.generations:
+        body.append(_generations_section(analysis.generations, figures))
     if analysis.seed is not None:
         body.append(_seed_section(analysis.seed, figures))
+    if analysis.measurement is not None:
+        body.append(_measurement_section(analysis.measurement, figures))
     body += [_system_section(a, figures, color_range) for a in analyses]
     body.append(_MODEL_TEXT.format(model=_esc(model)))
     body.append(f"<footer class='muted'>{figures.count} figures. Generated by dgx-topo "
@@ -341,6 +586,49 @@ def compare_html(estimates, names) -> str:
             "algorithm, protocol and channels at each size.</p>", "<div class='grid'>",
             figures.div(busbw_figure(curves, y="busbw"), "compare-busbw"),
             figures.div(busbw_figure(curves, y="time"), "compare-time"), "</div>"]
+    return _page(title, body)
+
+
+def check_html(check, *, source: str = "") -> str:
+    """The page of ``dgxtopo check ... --out FILE.html``: measured vs predicted busbw, time and
+    error by size (:func:`models.plot.check_figure`) and the table of every row.
+
+    Parameters
+    ----------
+    check : models.calibration.Check
+    source : str, optional
+        Where the measurement came from (a file name), for the heading.
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    topo.DgxTopoError
+        For something that is not a Check, or a Check without rows.
+    """
+    figures = _Figures()
+    figure = figures.div(check_figure(check), "check")
+    what = f" ({source})" if source else ""
+    title = f"dgx-topo check: {check.collective} on {check.system}{what}"
+    head = ("<thead><tr><th>size (B)</th><th>measured time (µs)</th><th>predicted time (µs)</th>"
+            "<th>time error</th><th>measured busbw (GB/s)</th><th>predicted busbw (GB/s)</th>"
+            "<th>busbw error</th></tr></thead>")
+    rows = "".join(f"<tr><td>{r.size}</td><td>{to_us(r.measured_time):.2f}</td><td>{to_us(r.predicted_time):.2f}</td>"
+                   f"{_error_cell(r.time_error)}<td>{to_GBps(r.measured_busbw):.2f}</td>"
+                   f"<td>{to_GBps(r.predicted_busbw):.2f}</td>{_error_cell(r.busbw_error)}</tr>"
+                   for r in check.rows)
+    body = [f"<h1>{_esc(title)}</h1>",
+            f"<p>Measured{_esc(what)} against predicted (NCCL's tuning model, then the measurement model "
+            f"with <code>-g {check.gpus_per_thread}</code>) on GPUs {_esc(','.join(map(str, check.gpus)))}. "
+            f"Errors are predicted / measured - 1: |time error| median {_abs_pct(check.median_abs_time_error)}, "
+            f"max {_abs_pct(check.max_abs_time_error)}; |busbw error| median {_abs_pct(check.median_abs_busbw_error)}, "
+            f"max {_abs_pct(check.max_abs_busbw_error)}.</p>",
+            figure,
+            "<div class='scroll'><table class='summary errors'>" + head + "<tbody>" + rows + "</tbody></table></div>"]
+    if check.explain:
+        body.append(f"<h2>The model's working at the largest size</h2><pre>{_esc(check.explain)}</pre>")
     return _page(title, body)
 
 

@@ -1,4 +1,4 @@
-"""Writing the report and the compare figure to disk, through :mod:`models.output`.
+"""Writing the report, the compare figure and the check page to disk, through :mod:`models.output`.
 
 The output path is checked before any model work (a bad ``--out`` fails at once), and the
 page is written atomically into a regular file only: see :mod:`models.output` for the rules
@@ -12,9 +12,9 @@ from pathlib import Path
 
 from ..output import check_output_path, write_text_atomic
 from .analysis import analyse_report, report_fabrics
-from .html import compare_html, render_report
+from .html import check_html, compare_html, render_report
 
-__all__ = ["ReportFile", "write_report", "write_compare_figure"]
+__all__ = ["ReportFile", "write_report", "write_compare_figure", "write_check_html"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,3 +94,33 @@ def write_compare_figure(estimates, names, path) -> ReportFile:
     names = [str(n) for n in names]
     target = write_text_atomic(path, compare_html(estimates, names))
     return ReportFile(target, target.stat().st_size, tuple(names))
+
+
+def write_check_html(path, check, *, source: str = "") -> ReportFile:
+    """Write the page of ``dgxtopo check ... --out FILE.html``: measured vs predicted busbw,
+    time and error by size, one self-contained HTML file, atomically.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file to write (replaced if it is a regular file).
+    check : models.calibration.Check
+        From :func:`models.calibration.check`.
+    source : str, optional
+        Where the measurement came from (a file name), for the page's heading.
+
+    Returns
+    -------
+    ReportFile
+        ``systems`` holds the checked system's name.
+
+    Raises
+    ------
+    models.output.OutputPathError
+        For a path that cannot be written (checked before the page is drawn).
+    topo.DgxTopoError
+        For something that is not a Check, or a Check without rows.
+    """
+    check_output_path(path)
+    target = write_text_atomic(path, check_html(check, source=source))
+    return ReportFile(target, target.stat().st_size, (getattr(check, "system", ""),))

@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
 import plotly.graph_objects as go
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import models
 import topo
-from models.plot import (busbw_figure, channels_figure, format_bytes, latency_figure, p2p_figure,
+from models.benchmarks import read_nccl_tests
+from models.calibration import Check, check
+from models.plot import (DASHES, SYMBOLS, busbw_figure, channels_figure, check_figure, curve_styles,
+                         format_bytes, generations_figure, latency_figure, p2p_check_figure, p2p_figure,
                          pairs_figure, subsets_figure)
+from tests.conftest import DATA
 
 SIZES = 2 ** np.arange(10, 31, 2)
 
@@ -165,3 +172,130 @@ def test_format_bytes():
     assert [format_bytes(n) for n in (0, 1023, 1024, 3 * 2 ** 30, 2 ** 50)] == [
         "0 B", "1023 B", "1 KiB", "3 GiB", "1024 TiB"]
     assert not math.isnan(len(format_bytes(8)))
+
+
+# ------------------------------------------------------------------ coinciding curves
+def test_coinciding_curves_stay_visible():
+    """A DGX-1V's 8-GPU all_reduce is a DGX-2's GPUs 0-7 (6 rings x 20 GB/s on both): the
+    second curve is drawn dashed and thinner over the first, each with its own marker."""
+    v, d, p = topo.dgx1v(), topo.dgx2(), topo.dgx1()
+    curves = {"DGX-1V": models.estimate(v, "all_reduce", SIZES),
+              "DGX-1": models.estimate(p, "all_reduce", SIZES),
+              "DGX-2, GPUs 0-7": models.estimate(d, "all_reduce", SIZES, gpus="0-7")}
+    assert np.allclose(curves["DGX-1V"].busbw, curves["DGX-2, GPUs 0-7"].busbw)
+    fig = busbw_figure(curves)
+    one_v, one, two = fig.data
+    assert (one_v.line.dash, one.line.dash, two.line.dash) == ("solid", "solid", "dash")
+    assert one_v.line.width > two.line.width and one_v.marker.size > two.marker.size
+    assert len({t.marker.symbol for t in fig.data}) == 3
+    assert "coincides with DGX-1V" in two.hovertext[-1] and "coincides" not in one.hovertext[-1]
+    assert "GB/s" in two.hovertext[-1] and "µs" in two.hovertext[-1]
+    # On the time axis they coincide too.
+    timed = busbw_figure(curves, y="time")
+    assert timed.data[2].line.dash == "dash"
+
+
+def test_curve_styles_groups():
+    x = [1, 2, 3]
+    styles = curve_styles([(x, [1, 2, 3]), (x, [1, 2, 3.001]), (x, [1, 2, 3.5]), (x, [1, 2, 3]),
+                           ([1, 2], [1, 2])])
+    assert [s["same_as"] for s in styles] == [None, 0, None, 0, None]
+    assert [s["dash"] for s in styles] == ["solid", "dash", "solid", "dot", "solid"]
+    assert styles[0]["width"] > styles[1]["width"] > styles[3]["width"]
+    assert styles[2]["width"] == styles[4]["width"] == styles[3]["width"]  # alone: the thinnest
+    # Partial overlap (equal at small sizes only) is not coinciding.
+    assert curve_styles([(x, [1, 2, 3]), (x, [1, 2, 9])])[1]["same_as"] is None
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from([(1.0, 2.0, 3.0), (1.0, 2.0, 4.0), (2.0, 2.0, 2.0)]), min_size=1, max_size=12))
+def test_curves_that_coincide_never_share_a_style(ys):
+    """Property: curves group exactly when they coincide; within a group (up to 6) dashes
+    differ and widths strictly fall in drawing order; the first
+    7 curves have 7 markers."""
+    styles = curve_styles([([1, 2, 3], y) for y in ys])
+    assert len({s["symbol"] for s in styles[:len(SYMBOLS)]}) == min(len(ys), len(SYMBOLS))
+    for leader in {s["same_as"] for s in styles if s["same_as"] is not None}:
+        group = [leader] + [i for i, s in enumerate(styles) if s["same_as"] == leader]
+        assert group == [i for i, y in enumerate(ys) if y == ys[leader]]
+        if len(group) <= len(DASHES):
+            assert len({styles[i]["dash"] for i in group}) == len(group)
+        widths = [styles[i]["width"] for i in group]
+        assert widths == sorted(widths, reverse=True) and len(set(widths)) == len(widths)
+    assert all(s["symbol"] in SYMBOLS for s in styles)
+
+
+# ------------------------------------------------------------------ measured vs predicted
+@pytest.fixture(scope="module")
+def dgx2_check():
+    run = json.loads((DATA / "dgx2_12gpu_nccl_tests.json").read_text())["collectives"]["all_reduce"]
+    return check(read_nccl_tests(run["raw"], name="all_reduce"), topo.dgx2())
+
+
+def test_check_figure_shows_both_curves_and_the_error(dgx2_check):
+    c = dgx2_check
+    fig = check_figure(c)
+    assert [t.name for t in fig.data] == ["measured", "predicted"] * 2 + ["time error", "busbw error"]
+    sizes = [r.size for r in c.rows]
+    assert all(list(t.x) == sizes for t in fig.data)
+    mb, pb, mt, pt, te, be = fig.data
+    assert np.allclose(mb.y, [r.measured_busbw / 1e9 for r in c.rows])
+    assert np.allclose(pt.y, [r.predicted_time / 1e-6 for r in c.rows])
+    assert np.allclose(te.y, [100 * r.time_error for r in c.rows])
+    # busbw error is missing where nccl-tests printed 0.00, not plotted as -100 %.
+    assert all((b is None or math.isnan(b)) == (r.busbw_error is None) for b, r in zip(be.y, c.rows))
+    # Measured solid with circles, predicted dashed with diamonds: never hidden under each other.
+    assert (mb.line.dash in (None, "solid"), pb.line.dash) == (True, "dash")
+    assert mb.marker.symbol != pb.marker.symbol
+    # Shared log size axis; time on a log axis; error in %.
+    assert fig.layout.xaxis.type == fig.layout.xaxis3.type == "log"
+    assert fig.layout.yaxis2.type == "log" and fig.layout.yaxis2.title.text == "time (µs)"
+    assert fig.layout.yaxis.title.text == "busbw (GB/s)" and "error (%)" in fig.layout.yaxis3.title.text
+    big = mb.hovertext[-1]
+    assert "GB/s" in big and "µs" in big and "%" in big and "8 GiB" in big
+    assert f"max {c.max_abs_time_error:.1%}" in fig.layout.title.subtitle.text
+    assert "all_reduce on dgx2, 12 GPUs (-g 12)" in fig.layout.title.text
+
+
+def test_check_figure_errors(dgx2_check):
+    with pytest.raises(topo.DgxTopoError, match="expected a Check .* received dict"):
+        check_figure({})
+    empty = Check("all_reduce", "dgx2", (0,), 1, (), 0.0, 0.0, 0.0, 0.0)
+    with pytest.raises(topo.DgxTopoError, match="at least one row"):
+        check_figure(empty)
+
+
+def test_p2p_check_figure():
+    row = json.loads((DATA / "dgx1v_p2p_gpu0_row.json").read_text())
+    measured = np.array(row["bidirectional_p2p_enabled_gbps"]) * 1e9
+    predicted = models.p2p_report(topo.dgx1v()).bidirectional[0]
+    fig = p2p_check_figure(range(8), [("P2P enabled", measured, predicted)])
+    bars_measured, bars_predicted = fig.data
+    assert (bars_measured.type, bars_measured.name, bars_predicted.name) == ("bar", "measured", "predicted")
+    assert np.allclose(bars_measured.y, row["bidirectional_p2p_enabled_gbps"])
+    assert bars_predicted.marker.pattern.shape == "/"
+    # 785 GB/s local copy beside 14 GB/s staged ones: a log axis keeps both readable.
+    assert fig.layout.yaxis.type == "log" and fig.layout.yaxis.title.text == "bandwidth (GB/s)"
+    assert "GPU 0 → GPU 5" in bars_measured.hovertext[5] and "error +1.2 %" in bars_measured.hovertext[5]
+    lat = p2p_check_figure(range(2), [("writes", [1.6e-6, 1.8e-6], [1.9e-6, 1.9e-6])], quantity="latency")
+    assert lat.layout.yaxis.type != "log" and "µs" in lat.data[0].hovertext[0]
+    with pytest.raises(topo.DgxTopoError, match="unknown quantity 'size'"):
+        p2p_check_figure(range(2), [("x", [1, 2], [1, 2])], quantity="size")
+    with pytest.raises(topo.DgxTopoError, match="expected 3 measured and 3 predicted values, received 2 and 3"):
+        p2p_check_figure(range(3), [("x", [1, 2], [1, 2, 3])])
+    with pytest.raises(topo.DgxTopoError, match="at least one"):
+        p2p_check_figure(range(3), [])
+
+
+def test_generations_figure():
+    names = ["DGX-1", "DGX H100"]
+    fig = generations_figure(names, [80e9, 450e9], [80e9, 1800e9])
+    per_gpu, bisection = fig.data
+    assert list(per_gpu.x) == names and list(per_gpu.y) == [80, 450] and list(bisection.y) == [80, 1800]
+    assert list(per_gpu.text) == ["80", "450"]
+    assert "450.0 GB/s per direction" in per_gpu.hovertext[1]
+    assert fig.layout.yaxis.title.text == fig.layout.yaxis2.title.text == "GB/s"
+    with pytest.raises(topo.DgxTopoError, match="2 names, 1 and 2 figures"):
+        generations_figure(names, [80e9], [1, 2])
+    with pytest.raises(topo.DgxTopoError, match="0 names"):
+        generations_figure([], [], [])

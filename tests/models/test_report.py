@@ -13,22 +13,46 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import topo
 from models import output as output_module
+from models.benchmarks import read_nccl_tests
+from models.calibration import check
 from models.cli import main
 from models.output import OutputPathError, check_output_path
 from models.report import analysis as analysis_module
-from models.report import report_html, summary_rows, write_compare_figure, write_report
+from models.report import write as write_module
+from models.report import (MEASURED_DATA, analyse_report, measured_data, measurement_comparison,
+                           report_fabrics, report_html, summary_rows, write_check_html,
+                           write_compare_figure, write_report)
+from tests.conftest import DATA
+
+
+_ANALYSIS = {}
 
 
 @pytest.fixture(scope="module")
 def full_report(tmp_path_factory):
-    """The default report (all built-in systems), written once for the module."""
+    """The default report (all built-in systems), written once for the module; its analysis
+    is kept for :func:`all_analysis`."""
     path = tmp_path_factory.mktemp("report") / "report.html"
-    written = write_report(path)
+    real = write_module.analyse_report
+
+    def keep(*args, **kwargs):
+        _ANALYSIS["all"] = real(*args, **kwargs)
+        return _ANALYSIS["all"]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(write_module, "analyse_report", keep)
+        written = write_report(path)
     return written, path.read_text(encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def all_analysis(full_report):
+    """The analysis behind the default report."""
+    return _ANALYSIS["all"]
 
 
 def _figure_ids(text) -> list:
@@ -36,8 +60,9 @@ def _figure_ids(text) -> list:
 
 
 # ------------------------------------------------------------------------------ content
-def test_summary_rows_known_answers():
-    rows = {r.system: r for r in summary_rows()}
+def test_summary_rows_known_answers(all_analysis):
+    # The rows of the default report (summary_rows() computes the same; its doctest runs it).
+    rows = {a.row.system: a.row for a in all_analysis.systems}
     assert list(rows) == list(topo.SYSTEMS)
     assert (rows["dgx1"].gpus, rows["dgx1v"].gpus, rows["dgx2"].gpus) == (8, 8, 16)
     assert rows["dgx2"].bisection == pytest.approx(1.2e12)
@@ -57,15 +82,20 @@ def test_report_shows_every_system_and_figure(full_report):
     written, text = full_report
     assert written.systems == tuple(topo.build(name).graph["name"] for name in topo.SYSTEMS)
     ids = _figure_ids(text)
-    assert ids[:4] == ["curves-busbw", "curves-time", "compare-busbw", "compare-time"]
+    shared = ["curves-busbw", "curves-time", "generations-nvlink", "generations-busbw", "generations-time",
+              "generations-nvls", "compare-busbw", "compare-time"]
+    measured = [f"measured-{c.replace('_', '-')}" for c in measured_data("dgx2")["collectives"]]
+    measured += ["measured-p2p-bandwidth", "measured-p2p-latency"]
+    assert ids[:len(shared) + len(measured)] == shared + measured
     for system in topo.SYSTEMS:
         assert [i for i in ids if i.startswith(f"{system}-")] == [
             f"{system}-fabric", f"{system}-channels", f"{system}-p2p", f"{system}-latency", f"{system}-pairs"]
-    assert len(ids) == 4 + 5 * len(topo.SYSTEMS)
+    assert len(ids) == len(shared) + len(measured) + 5 * len(topo.SYSTEMS)
     # The seed comparison of issue 6: one DGX-2 against two DGX-1V, 16 GPUs each.
     assert "One DGX-2 against two DGX-1V" in text and "2.50x faster" in text
     assert text.count("class=\"plotly-graph-div\"") == len(ids)
-    for heading in ("Summary", "How the model works", "How it was validated"):
+    for heading in ("Summary", "Generations", "Model vs measurement", "How the model works",
+                    "How it was validated"):
         assert f">{heading}</h2>" in text
     assert "n/a" in text  # 16-GPU column of the 8-GPU systems
     assert "GB/s" in text
@@ -82,7 +112,11 @@ def test_report_is_self_contained(full_report):
 
 
 def test_report_is_deterministic():
-    assert report_html(["dgx1v"]) == report_html(["dgx1v"])
+    text = report_html(["dgx1v"])
+    assert text == report_html(["dgx1v"])
+    # One system of 8 GPUs: no generations to compare; a DGX-1V: its measured P2P row.
+    assert "id='generations'" not in text and "p2pBandwidthLatencyTest on a DGX-1V" in text
+    assert "nccl-tests on 12 GPUs of a DGX-2" not in text
 
 
 def test_a_system_the_model_does_not_cover_gets_a_note(monkeypatch):
@@ -100,6 +134,196 @@ def test_unknown_system_and_duplicates():
     with pytest.raises(topo.UnknownSystemError, match="unknown system 'dgx9'"):
         summary_rows(["dgx1", "dgx9"])
     assert [r.system for r in summary_rows(["DGX-1V", "dgx1v"])] == ["dgx1v"]
+
+
+# --------------------------------------------------------------------------- generations
+def test_generations_as_data(all_analysis):
+    gens = {g.system: g for g in all_analysis.generations}
+    assert list(gens) == [s for s in topo.SYSTEMS if topo.summarize(topo.build(s)).gpus >= 8]
+    # Hardware facts: NVLink per GPU 80 (P100, 4 x 20), 150 (V100, 6 x 25), 300 (A100, 12 x 25),
+    # 450 (H100, 18 x 25), 900 GB/s (B200, 18 x 50) per direction.
+    assert {k: round(g.nvlink_per_gpu / 1e9) for k, g in gens.items()} == {
+        "dgx1": 80, "dgx1v": 150, "dgx2": 150, "dgxa100": 300, "dgxh100": 450, "dgxh200": 450, "dgxb200": 900}
+    assert [gens[k].nvlink for k in ("dgx1", "dgx2", "dgxa100", "dgxh100", "dgxb200")] == [
+        "nvlink1", "nvlink2", "nvlink3", "nvlink4", "nvlink5"]
+    assert gens["dgx2"].bisection == pytest.approx(1.2e12)
+    # The coinciding curves the page must keep visible.
+    assert np.allclose(gens["dgx1v"].auto.busbw, gens["dgx2"].auto.busbw)
+    assert np.allclose(gens["dgxh100"].auto.busbw, gens["dgxh200"].auto.busbw)
+    assert gens["dgx2"].auto.nranks == 8
+    # Each generation at least as fast as the one before at 1 GiB (ring, NCCL's choice).
+    order = ["dgx1", "dgx1v", "dgxa100", "dgxh100", "dgxb200"]
+    busbw = [gens[k].busbw("auto") for k in order]
+    assert busbw == sorted(busbw) and gens["dgx1v"].busbw("ring") == pytest.approx(gens["dgx1v"].busbw("auto"))
+    for g in gens.values():  # a ring never moves more than a GPU can inject (NVLS may: in-switch sums)
+        assert g.busbw("ring") <= g.nvlink_per_gpu
+    with pytest.raises(topo.DgxTopoError, match="no curve point at 1000 bytes"):
+        gens["dgx1"].busbw("auto", 1000)
+    with pytest.raises(topo.DgxTopoError, match="unknown curve 'tree'"):
+        gens["dgx1"].busbw("tree")
+
+
+def _generations_part(text) -> str:
+    return text[text.index("<section id='generations'>"):text.index("</section>", text.index("<section id='generations'>"))]
+
+
+def test_generations_without_nvls_show_ring_and_say_why(monkeypatch):
+    """A model without NVLS (it raises for algorithm="nvls"): ring only, and the reason."""
+    real = analysis_module.estimate
+
+    def no_nvls(*args, algorithm=None, **kwargs):
+        if algorithm == "nvls":
+            raise topo.DgxTopoError("NVLS needs NVSwitch gen3 (test)")
+        return real(*args, algorithm=algorithm, **kwargs)
+    monkeypatch.setattr(analysis_module, "estimate", no_nvls)
+    part = _generations_part(report_html(["dgx1v", "dgxh100"]))
+    assert "NVLS n/a on DGX-1V, DGX H100: NVLS needs NVSwitch gen3 (test)" in part
+    assert "no NVLS in the model" in part and "NVLS is not shown" in part
+    assert '"name":"DGX H100, ring"' in part and '"name":"DGX H100, NVLS"' not in part
+
+
+def test_generations_with_nvls_draw_nvls_beside_ring(monkeypatch):
+    """Once the NCCL model has NVLS, its curves appear beside ring (here a stand-in NVLS
+    estimate: ring's, on the NVSwitch gen3 system only)."""
+    real = analysis_module.estimate
+
+    def some_nvls(G, *args, algorithm=None, **kwargs):
+        if algorithm == "nvls":
+            if G.graph["system"] != "dgxh100":
+                raise topo.DgxTopoError("no NVLink SHARP on this fabric (test)")
+            algorithm = "ring"
+        return real(G, *args, algorithm=algorithm, **kwargs)
+    monkeypatch.setattr(analysis_module, "estimate", some_nvls)
+    analysis = analyse_report(report_fabrics(["dgx1v", "dgxh100"]))
+    assert [g.nvls is not None for g in analysis.generations] == [False, True]
+    part = _generations_part(render_report_of(analysis))
+    assert "NVLS vs ring" in part and '"name":"DGX H100, NVLS"' in part
+    assert "NVLS n/a on DGX-1V: no NVLink SHARP on this fabric (test)" in part
+    assert "and to NVLS on DGX H100" in part
+
+
+def render_report_of(analysis):
+    from models.report import render_report
+    return render_report(analysis)
+
+
+
+
+def test_coinciding_generation_curves_are_named_on_the_page(full_report):
+    _, text = full_report
+    part = _generations_part(text)
+    assert "DGX-2, GPUs 0-7 coincides with DGX-1V, GPUs 0-7" in part
+    assert "DGX H200, GPUs 0-7 coincides with DGX H100, GPUs 0-7" in part
+    assert '"dash":"dash"' in part  # the second curve of each pair
+
+
+# ------------------------------------------------------------------- model vs measurement
+def test_packaged_measurements_are_the_tests_data():
+    """The report's copies of the measured runs are byte for byte the project's test data."""
+    from importlib import resources
+    for name in MEASURED_DATA.values():
+        packaged = resources.files("models.report").joinpath("data", name).read_bytes()
+        assert packaged == (DATA / name).read_bytes(), name
+    with pytest.raises(topo.DgxTopoError, match="no measured data for 'dgx9'"):
+        measured_data("dgx9")
+
+
+@pytest.fixture(scope="module")
+def comparison():
+    return measurement_comparison()
+
+
+def test_measurement_comparison_is_check_on_the_dgx2_runs(comparison):
+    """Every run in both placements, each the result of models.calibration.check on the
+    tests/data file (-g 12 read from the run, ranks from its CUDA_VISIBLE_DEVICES)."""
+    runs = json.loads((DATA / "dgx2_12gpu_nccl_tests.json").read_text())["collectives"]
+    assert [(c.collective, c.placement) for c in comparison.collectives] == [
+        (name, placement) for name in runs for placement in ("out-of-place", "in-place")]
+    G = topo.build("dgx2")
+    for c in comparison.collectives:
+        expected = check(read_nccl_tests(runs[c.collective]["raw"]), G, inplace=c.placement == "in-place")
+        assert c.error is None and c.check.rows == expected.rows
+        assert c.check.gpus == (1, 2, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15) and c.check.gpus_per_thread == 12
+    by = {(c.collective, c.placement): c for c in comparison.collectives}
+    # What the fit used, and what the data itself calls suspect.
+    assert "transfer_efficiency" in by["all_reduce", "out-of-place"].fitted
+    assert "transfer_efficiency" not in by["all_reduce", "in-place"].fitted
+    assert "transfer_efficiency" not in by["all_gather", "out-of-place"].fitted
+    assert "validation errors" in by["all_gather", "out-of-place"].suspect
+    assert "48 and 62 GB/s" in by["reduce_scatter", "in-place"].suspect
+    assert by["reduce", "out-of-place"].suspect == ""  # "reduce" is not "reduce_scatter"
+    assert {p.name for p in comparison.constants} == {"launch_per_gpu", "transfer_efficiency"}
+
+
+def test_measurement_comparison_of_the_p2p_row(comparison):
+    row = json.loads((DATA / "dgx1v_p2p_gpu0_row.json").read_text())
+    labels = [r.label for r in comparison.p2p]
+    assert labels == ["bidirectional, P2P enabled", "bidirectional, P2P disabled",
+                      "write latency, P2P enabled", "latency, P2P disabled"]
+    enabled = comparison.p2p[0]
+    assert np.allclose(np.array(enabled.measured) / 1e9, row["bidirectional_p2p_enabled_gbps"])
+    # The bandwidth fit's stated tolerance (1.5 %) holds on every entry; latency is shown as is.
+    assert np.all(np.abs(comparison.p2p[0].errors) < 0.015) and np.all(np.abs(comparison.p2p[1].errors) < 0.015)
+    assert comparison.p2p_error is None
+    assert {name for name, _ in comparison.p2p_constants} >= {"EFFICIENCIES['staged']", "OVERHEADS['p2p']"}
+
+
+def test_measurement_section_shows_the_errors(full_report, comparison):
+    _, text = full_report
+    start = text.index("<section id='measured'>")
+    part = text[start:text.index("</section>", start)]
+    for c in comparison.collectives:
+        k = c.check
+        cells = (f"<td>{c.collective}</td><td>{c.placement}</td><td>{len(k.rows)}</td>"
+                 f"<td>{100 * k.median_abs_time_error:.1f} %</td><td>{100 * k.max_abs_time_error:.1f} %</td>")
+        assert cells in part
+    # The largest errors are on the page, red, not only the medians.
+    worst = max(abs(r.time_error) for c in comparison.collectives for r in c.check.rows
+                if c.placement == "out-of-place")
+    assert f"{100 * worst:.1f} %" in part.replace("-", "").replace("+", "")
+    assert "class='err poor'" in part and "class='err ok'" in part
+    # One row per size asked (1 KiB stands for all_gather's 1008 B), 8 B to 8 GiB.
+    sizes = re.findall(r"<tr><td>([^<]+)</td><td class='(?:err|na)", part[part.index("bysize"):])
+    assert sizes[0] == "8 B" and sizes[-1] == "8 GiB" and len(sizes) == 31 and "1008 B" not in sizes
+    assert "launch_per_gpu = 4.985 us" in part and "not an independent test" in part
+    assert "784.87" in part  # the DGX-1V row's local copy, measured
+
+
+def test_measurement_section_only_with_a_measured_system():
+    analysis = analyse_report(report_fabrics(["dgx1"]))
+    assert analysis.measurement is None and analysis.generations == ()
+    only_runs = measurement_comparison(["dgx2"])
+    assert len(only_runs.collectives) == 10 and only_runs.p2p == () and only_runs.p2p_constants == ()
+    only_p2p = measurement_comparison(["dgx1v"])
+    assert only_p2p.collectives == () and len(only_p2p.p2p) == 4
+
+
+def test_progress_counts_every_step(monkeypatch):
+    calls = []
+    def skip(*args, **kwargs):  # the steps are counted here, not their results
+        raise topo.DgxTopoError("skipped")
+    monkeypatch.setattr(analysis_module, "pairwise", skip)
+    analyse_report(report_fabrics(["dgx1", "dgx1v"]), progress=lambda done, total: calls.append((done, total)))
+    # 2 systems, generations, the seed comparison, the measurements.
+    assert calls == [(i, 5) for i in range(1, 6)]
+
+
+# ---------------------------------------------------------------------------- check page
+def test_write_check_html(tmp_path, comparison):
+    c = next(x.check for x in comparison.collectives if x.collective == "all_reduce")
+    out = tmp_path / "check.html"
+    written = write_check_html(out, c, source="all_reduce.txt")
+    text = out.read_text(encoding="utf-8")
+    assert written.path == out and written.nbytes == len(text.encode()) and written.systems == ("dgx2",)
+    assert _figure_ids(text) == ["check"] and not re.search(r"<script[^>]*\ssrc=", text, re.I)
+    assert "all_reduce on dgx2 (all_reduce.txt)" in text and f"max {100 * c.max_abs_time_error:.1f} %" in text
+    assert text.count("<tr><td>") == len(c.rows) and "Measurement model for all_reduce" in text
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["check.html"]
+    with pytest.raises(OutputPathError, match="does not exist"):
+        write_check_html(tmp_path / "no" / "c.html", c)
+    with pytest.raises(topo.DgxTopoError, match="expected a Check"):
+        write_check_html(tmp_path / "c.html", "not a check")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["check.html"]
 
 
 # ------------------------------------------------------------------------------ writing
