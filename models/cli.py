@@ -17,7 +17,7 @@ Subcommands (``dgxtopo COMMAND --help`` for each)
 
 Every command that takes a system also takes ``--topo-file FILE`` (a fabric written by import
 or export) instead, and ``--nodes N [--network fat_tree|rail]`` to join N copies of it. The
-modelling commands take what-ifs, ``--fail SPEC`` and ``--degrade SPEC`` (:mod:`models.failures`).
+modelling commands take what-ifs, ``--fail SPEC`` and ``--degrade SPEC`` (:mod:`models.whatif`).
 
 Conventions: bad input (an unknown system, a malformed option, work beyond a limit) prints one
 line on stderr and exits 2; Ctrl-C prints one line and exits 130, leaving no partial file.
@@ -51,7 +51,11 @@ from .collectives import COLLECTIVE_NAMES, LimitError, estimate, pairwise, subse
 from .nccl.profiles import PROFILES
 from .nccltests import count_from_nbytes
 from .p2p import MODES, format_p2p_report, p2p_report
-from .failures import DEGRADE_GRAMMAR, FAIL_GRAMMAR, apply_whatif
+from .whatif import apply_failures
+
+# The grammar of --fail and --degrade (models.whatif.FAILURE_GRAMMAR, shortened for --help).
+FAIL_GRAMMAR = "NODE, A-B or A-B:K"
+DEGRADE_GRAMMAR = "A-B=F with 0 < F <= 1"
 from .progress import progress_bar, wants_progress
 from .text import (collective_json, collective_table, compare_json, compare_table, import_summary,
                    package_version, pairs_json, pairs_table, subsets_json, subsets_table, systems_json,
@@ -274,6 +278,14 @@ def _check_cluster_options(args) -> None:
         raise _UsageError("--network applies to a cluster: expected --nodes N with it")
 
 
+def _whatif(G, args):
+    """``G`` with the command line's --fail and --degrade applied (models.whatif)."""
+    fail, degrade = getattr(args, "fail", None) or (), getattr(args, "degrade", None) or ()
+    if not fail and not degrade:
+        return G
+    return apply_failures(G, fail, degrade).graph
+
+
 def _fabric(args, spec: str | None, *, option: str = "--system SPEC") -> object:
     """The one system a command runs on: a spec or ``--topo-file`` (exactly one), what-ifs applied."""
     path = getattr(args, "topo_file", None)
@@ -283,7 +295,7 @@ def _fabric(args, spec: str | None, *, option: str = "--system SPEC") -> object:
     if spec is None and path is None:
         raise _UsageError(f"the following arguments are required: {option} (or --topo-file FILE)")
     G = _from_topo_file(path, args) if path is not None else _build(spec, args)
-    return apply_whatif(G, getattr(args, "fail", ()), getattr(args, "degrade", ()))
+    return _whatif(G, args)
 
 
 def _fabrics(args, specs) -> list:
@@ -294,7 +306,7 @@ def _fabrics(args, specs) -> list:
     fabrics = [_build(spec, args) for spec in specs] + [_from_topo_file(path, args) for path in args.topo_file]
     if not fabrics:
         raise _UsageError("expected at least one system: SPEC or --topo-file FILE")
-    return [apply_whatif(G, getattr(args, "fail", ()), getattr(args, "degrade", ())) for G in fabrics]
+    return [_whatif(G, args) for G in fabrics]
 
 
 # --nccl takes any release the profiles cover; nccl_profile() raises a one-line typed error.

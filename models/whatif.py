@@ -487,6 +487,9 @@ def apply_failures(G, fail=(), degrade=()) -> WhatIf:
     except TopologyError as err:
         raise FabricDisconnectedError(f"failing {_describe(changes)} disconnects the fabric: {err}") from err
     lost = tuple(n for n in topo.gpus(G) if n in failed_parts)
+    if changes:  # the name says what was changed: "DGX-1V (fail gpu0-gpu3:1)"
+        label = ", ".join(("degrade " if c.factor is not None else "fail ") + str(c) for c in changes)
+        H.graph["name"] = f"{G.graph.get('name', 'fabric')} ({label})"
     return WhatIf(G, H, tuple(changes), lost)
 
 

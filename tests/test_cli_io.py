@@ -382,12 +382,12 @@ def test_whatifs_on_ranked_commands_and_compare(capsys):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--fail", "nvswitch3"], "--fail 'nvswitch3': no node 'nvswitch3' in DGX-1V"),
-    (["--fail", "gpu0-gpu5"], "gpu0 and gpu5 are not directly linked"),
-    (["--fail", "gpu0-gpu3:9"], "gpu0-gpu3 has 2 links"),
-    (["--fail", "cpu0"], "--fail 'cpu0' leaves an invalid fabric"),
-    (["--degrade", "gpu0-gpu3=2"], "the factor '2' is not a number in (0, 1]"),
-    (["--degrade", "gpu0-gpu3"], "expected A-B=F"),
+    (["--fail", "nvswitch3"], "failure spec 'nvswitch3' names no node of DGX-1V"),
+    (["--fail", "gpu0-gpu5"], "'gpu0' and 'gpu5' are not directly linked in DGX-1V"),
+    (["--fail", "gpu0-gpu3:9"], "the gpu0-gpu3 bundle has 2, expected 1 to 2"),
+    (["--fail", "cpu0"], "failing cpu0 disconnects the fabric"),
+    (["--degrade", "gpu0-gpu3=2"], "degrade factor 2 in 'gpu0-gpu3=2' is out of range"),
+    (["--degrade", "gpu0-gpu3"], "has no '=FACTOR'"),
     (["--fail"], "expected one argument"),
 ])
 def test_whatif_errors(capsys, argv, message):
