@@ -21,7 +21,10 @@ NCCL = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce")
 def test_large_sizes_reach_the_ring_bandwidth(collective):
     """At a size where latency vanishes, forced Ring/Simple busbw = nChannels x bwIntra."""
     e = estimate(topo.dgx1v(), collective, 2**50, algorithm="ring", protocol="Simple")
-    assert e.busbw == pytest.approx(e.ring.nchannels * e.ring.bw_intra, rel=1e-6)
+    assert e.nccl_busbw == pytest.approx(e.ring.nchannels * e.ring.bw_intra, rel=1e-6)
+    # What the benchmark measures: NVLink 2 achieves 25.78 GB/s x 16/17 x 0.8405 per link, not
+    # NCCL's 20 (models.measure), so busbw rises by that ratio where NVLink binds.
+    assert e.busbw == pytest.approx(e.nccl_busbw * 25.78125 * 16 / 17 * 0.8405 / 20, rel=1e-3)
 
 
 @pytest.mark.parametrize("collective", COLLECTIVE_NAMES)
@@ -55,7 +58,8 @@ def test_dgx1v_all_reduce_picks_like_nccl():
     e = estimate(topo.dgx1v(), "all_reduce", [8, 2**21, 2**30])
     assert list(e.protocol) == ["LL", "LL128", "Simple"]
     assert list(e.algorithm) == ["ring", "ring", "ring"]
-    assert e.busbw[-1] == pytest.approx(120 * GB, rel=0.01)
+    assert e.nccl_busbw[-1] == pytest.approx(120 * GB, rel=0.01)
+    assert e.busbw[-1] > e.nccl_busbw[-1]  # NVLink 2 achieves above NCCL's 20 GB/s per link
 
 
 def test_dgx2_any_set_gets_six_links_per_gpu():
@@ -63,7 +67,7 @@ def test_dgx2_any_set_gets_six_links_per_gpu():
     for gpus in ([0, 15], [0, 1, 2], list(range(8)), None):
         e = estimate(topo.dgx2(), "all_reduce", 2**34, gpus)
         assert e.ring.nchannels * e.ring.bw_intra == 6 * models.nccl_profile().nvlink_bandwidth(70)
-        assert e.busbw == pytest.approx(120 * GB, rel=0.01)
+        assert e.nccl_busbw == pytest.approx(120 * GB, rel=0.01)
 
 
 def test_two_links_beat_one_and_no_link_falls_to_the_host():
@@ -78,14 +82,15 @@ def test_two_links_beat_one_and_no_link_falls_to_the_host():
 def test_single_gpu_is_a_device_copy():
     e = estimate(topo.dgx1v(), "all_reduce", 2**20, [3])
     assert e.algorithm == "copy" and e.busbw == 0.0
-    assert e.time == pytest.approx(2 * 2**20 / topo.GPUS["V100-SXM2"].memory_bandwidth)
+    assert e.nccl_time == pytest.approx(2 * 2**20 / topo.GPUS["V100-SXM2"].memory_bandwidth)
+    assert e.time > e.nccl_time  # plus the host's launch
 
 
 def test_p2p_collectives():
     send = estimate(topo.dgx1v(), "sendrecv", 2**30, [0, 3])
-    assert send.busbw == pytest.approx(40 * GB, rel=0.01)   # both directions of the NV2 bundle
+    assert send.nccl_busbw == pytest.approx(40 * GB, rel=0.01)   # both directions of the NV2 bundle
     a2a = estimate(topo.dgx2(), "alltoall", 2**34)
-    assert a2a.busbw == pytest.approx(120 * GB * 15 / 16 * 16 / 15, rel=0.02)
+    assert a2a.nccl_busbw == pytest.approx(120 * GB * 15 / 16 * 16 / 15, rel=0.02)
     assert "this project's model" in a2a.model
 
 

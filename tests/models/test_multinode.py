@@ -39,7 +39,10 @@ def test_dgx2_beats_two_dgx1v_by_what_the_fabric_implies():
     one = estimate(topo.dgx2(), "all_reduce", size)
     two = estimate(topo.build("2xdgx1v"), "all_reduce", size)
     assert one.nranks == two.nranks == 16
-    assert one.busbw / two.busbw == pytest.approx(120 / 48, rel=0.02)
+    assert one.nccl_busbw / two.nccl_busbw == pytest.approx(120 / 48, rel=0.02)
+    # Measured, the gap widens: NVLink 2 achieves 1.02x NCCL's figure, EDR 0.84x (models.measure).
+    assert one.busbw / two.busbw == pytest.approx(120 / 48 * one.measurement.ratio / two.measurement.ratio,
+                                                  rel=0.02)
 
 
 def test_tree_latency_grows_with_log_nodes_ring_linearly():

@@ -68,7 +68,7 @@ def test_summary_rows_known_answers(all_analysis):
     assert rows["dgx2"].bisection == pytest.approx(1.2e12)
     # 6 rings x 20 GB/s on a DGX-1V and on any DGX-2 set; 4 x 18 on the P100 DGX-1.
     assert rows["dgx1v"].busbw_8 == pytest.approx(rows["dgx2"].busbw_8)
-    assert rows["dgx1"].busbw_8 < rows["dgx1v"].busbw_8 < 120e9
+    assert rows["dgx1"].busbw_8 < rows["dgx1v"].busbw_8 < 150e9  # below the 6 NVLinks x 25 GB/s line rate
     assert rows["dgx1"].busbw_16 is None and rows["dgx1v"].busbw_16 is None
     assert rows["dgx2"].busbw_16 is not None
     # DGX-1V: a doubled NVLink pair is best, a pair without NVLink worst; DGX-2: all equal.
@@ -92,7 +92,10 @@ def test_report_shows_every_system_and_figure(full_report):
             f"{system}-fabric", f"{system}-channels", f"{system}-p2p", f"{system}-latency", f"{system}-pairs"]
     assert len(ids) == len(shared) + len(measured) + 5 * len(topo.SYSTEMS)
     # The seed comparison of issue 6: one DGX-2 against two DGX-1V, 16 GPUs each.
-    assert "One DGX-2 against two DGX-1V" in text and "2.50x faster" in text
+    # 120/48 = 2.50 in NCCL's figures (6 x 20 GB/s NVSwitch rings against 4 NICs x 12), widened by
+    # what NVLink 2 (x1.02) and EDR (x0.84) achieve over NCCL's figures.
+    assert "One DGX-2 against two DGX-1V" in text and "2.50x in NCCL's own figures" in text
+    assert "3.05x faster" in text
     assert text.count("class=\"plotly-graph-div\"") == len(ids)
     for heading in ("Summary", "Generations", "Model vs measurement", "How the model works",
                     "How it was validated"):
