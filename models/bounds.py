@@ -49,7 +49,7 @@ Examples
 >>> import topo
 >>> b = bound(topo.dgx1v(), "all_reduce", 2**33, edge_kinds=["nvlink"])
 >>> round(b.bound_busbw / 1e9, 1), round(b.nccl_busbw / 1e9, 1), b.cut.gpus
-(150.0, 119.9, (1, 2, 3, 4, 5, 6, 7))
+(150.0, 122.3, (1, 2, 3, 4, 5, 6, 7))
 """
 
 from __future__ import annotations

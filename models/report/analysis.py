@@ -9,7 +9,7 @@ Examples
 --------
 >>> rows = summary_rows(["dgx1v"])
 >>> rows[0].gpus, round(rows[0].busbw_8 / 1e9, 1), rows[0].busbw_16
-(8, 119.6, None)
+(8, 121.9, None)
 >>> rows[0].best_pair, rows[0].worst_pair
 ((0, 3), (0, 5))
 
