@@ -295,13 +295,13 @@ LINKS: dict[str, LinkSpec] = {spec.name: spec for spec in (
 GPUS: dict[str, GpuSpec] = {
     "P100": GpuSpec("Tesla P100-SXM2-16GB", 60, "nvlink1", 4, 16 * GiB, 732 * GB,
                     "4 NVLink 1.0 links [S10] [S11], 16 GB [S8]",
-                    "memory_bandwidth 732 GB/s is NVIDIA's datasheet figure, not in the shared reference"),
+                    "memory_bandwidth 732 GB/s is NVIDIA's datasheet figure (Tesla P100 / V100 datasheets), not cross-checked by a second source"),
     "V100-SXM2": GpuSpec("Tesla V100-SXM2-16GB", 70, "nvlink2", 6, 16 * GiB, 900 * GB,
                          "6 NVLink 2.0 links [S3], 16 GB (32 GB in later DGX-1V) [S9]",
-                         "memory_bandwidth 900 GB/s is NVIDIA's datasheet figure, not in the shared reference"),
+                         "memory_bandwidth 900 GB/s is NVIDIA's datasheet figure (Tesla P100 / V100 datasheets), not cross-checked by a second source"),
     "V100-SXM3": GpuSpec("Tesla V100-SXM3-32GB", 70, "nvlink2", 6, 32 * GiB, 900 * GB,
                          "DGX-2 V100 SXM3 32 GB, one link to each of 6 NVSwitches [S17]",
-                         "memory_bandwidth 900 GB/s is NVIDIA's datasheet figure, not in the shared reference"),
+                         "memory_bandwidth 900 GB/s is NVIDIA's datasheet figure (Tesla P100 / V100 datasheets), not cross-checked by a second source"),
     "A100-SXM4-40GB": GpuSpec("NVIDIA A100-SXM4-40GB", 80, "nvlink3", 12, 40 * GiB, 1555 * GB,
                               "[S12] 12 NVLink 3.0 links, 600 GB/s bidirectional; NCCL XML of a DGX "
                               "A100 320GB: device 0x20b0, sm 80 [S37]",

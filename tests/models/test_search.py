@@ -21,7 +21,7 @@ GB = 1e9
 
 
 def test_dgx1v_eight_gpus_six_rings_of_20():
-    """What NCCL's search finds on a DGX-1V (nccl-model.md 1.4, 3.3, 3.4, 3.7).
+    """What NCCL's search finds on a DGX-1V (NVIDIA/nccl v2.27.7-1 src/graph/topo.h, src/graph/search.cc).
 
     NCCL charges a V100 NVLink 20 GB/s (SM70), so the doubled bundles are 40 (maxBw) and a
     GPU's six links 120 (totalBw). The search starts at the first speed <= 40: the doubled
