@@ -37,7 +37,7 @@ from .nccl.trees import (BinaryTree, Chain, DoubleBinaryTree, RankTree, TreeErro
 from .nccl.search import (ChannelDuplication, ChannelSearch, ChannelSearchError, LinkLoad, dup_channels,
                           search_channels)
 from .nccl.system import NcclSystem, nccl_capacity
-from .collectives import (COLLECTIVE_NAMES, CollectiveEstimate, EstimatePoint, SizeError, SubsetResult, estimate,
+from .collectives import (COLLECTIVE_NAMES, CollectiveEstimate, EstimatePoint, Estimator, SizeError, SubsetResult, estimate,
                           pairwise, subsets)
 from .measure import DEFAULT as DEFAULT_MEASUREMENT, MeasurementError, MeasurementModel, Measured, measured
 from .benchmarks import (BenchmarkParseError, NcclTestsRun, P2PBenchmark, read_benchmark,
@@ -70,7 +70,7 @@ __all__: list[str] = [
     "double_binary_tree", "intra_chain", "nccl_tree_depth", "rank_tree",
     "ChannelDuplication", "ChannelSearch", "ChannelSearchError", "LinkLoad", "dup_channels",
     "search_channels", "NcclSystem", "nccl_capacity",
-    "COLLECTIVE_NAMES", "CollectiveEstimate", "EstimatePoint", "SizeError", "SubsetResult", "estimate", "pairwise",
+    "COLLECTIVE_NAMES", "CollectiveEstimate", "EstimatePoint", "Estimator", "SizeError", "SubsetResult", "estimate", "pairwise",
     "subsets",
     "DEFAULT_MEASUREMENT", "MeasurementError", "MeasurementModel", "Measured", "measured",
     "BenchmarkParseError", "NcclTestsRun", "P2PBenchmark", "read_benchmark", "read_nccl_tests",

@@ -54,7 +54,7 @@ from .nccl.tuning import NCCL_COLLECTIVES, Selection, nvls_choice, select_algori
 from .nccltests import COLLECTIVES, busbw_factor, collective as _collective
 from .routes import PathType
 
-__all__ = ["CollectiveEstimate", "EstimatePoint", "SubsetResult", "estimate", "pairwise", "subsets",
+__all__ = ["CollectiveEstimate", "EstimatePoint", "Estimator", "SubsetResult", "estimate", "pairwise", "subsets",
            "SizeError", "LimitError", "COLLECTIVE_NAMES"]
 
 #: Every collective :func:`estimate` knows, in nccl-tests' order.
@@ -323,6 +323,36 @@ class _Context:
     def nodes(self, gpus) -> list:
         nodes = topo.select_gpus(self.G, gpus)
         return sorted(nodes, key=lambda n: self.ids[n])
+
+
+class Estimator:
+    """A fabric prepared once for many estimates: ``Estimator(G).estimate(...)`` is
+    :func:`estimate`, but NCCL's view of the fabric (routes, capacities, the per-host channel
+    searches of a cluster) is built once and reused, which is what a caller estimating many GPU
+    sets or sizes of one fabric wants (the planner, sweeps). Do not edit ``G`` while using it.
+
+    Parameters
+    ----------
+    G : networkx.DiGraph
+    profile, gpus_per_thread, calibration : optional
+        As for :func:`estimate`, fixed for every estimate of this object.
+
+    Examples
+    --------
+    >>> import topo
+    >>> estimator = Estimator(topo.dgx1v())
+    >>> [round(float(estimator.estimate("all_reduce", 2**30, gpus).busbw) / 1e9, 1)
+    ...  for gpus in ([0, 3], [0, 1], [0, 5])]
+    [40.8, 20.4, 6.0]
+    """
+
+    def __init__(self, G, *, profile=None, gpus_per_thread: int = 1, calibration=None):
+        self._context = _Context(G, profile, gpus_per_thread, calibration)
+
+    def estimate(self, collective: str, nbytes, gpus=None, *, algorithm=None,
+                 protocol=None) -> CollectiveEstimate:
+        """:func:`estimate` on the prepared fabric."""
+        return _estimate(self._context, collective, nbytes, gpus, algorithm, protocol)
 
 
 def estimate(G, collective: str, nbytes, gpus=None, *, algorithm=None, protocol=None,

@@ -72,7 +72,7 @@ import topo
 from topo.errors import DgxTopoError
 from topo.units import GB, GiB, MiB, to_us
 
-from .collectives import estimate
+from .collectives import Estimator
 from .compute import (DEFAULT_EFFICIENCY, DEFAULT_MEMORY_EFFICIENCY, GENERATIONS, generation,
                       generation_of, gpu_memory, op_roofline)
 from .workload import CNN, dtype_bytes, tp_constraint, workload as as_workload
@@ -362,6 +362,9 @@ class _Fabric:
             class_of = {g: c for c, members in enumerate(classes) for g in members}
             self.sym[scope] = (class_of, maps)
         self.nic_bandwidth = self._nic_bandwidth()
+        # One prepared fabric for every collective of the plan: NCCL's view and the per-host
+        # channel searches of a cluster are built once.
+        self.estimator = Estimator(G)
         self.cache: dict = {}
 
     def _nic_bandwidth(self) -> dict:
@@ -388,9 +391,13 @@ class _Fabric:
     def _envelope(self, collective, ids):
         key = (collective, self.key(ids))
         if key not in self.cache:
-            e = estimate(self.G, collective, _GRID, gpus=list(ids))
-            latency = np.broadcast_to(np.asarray(e.latency, dtype=float), _GRID.shape)
-            bandwidth = np.broadcast_to(np.asarray(e.bandwidth, dtype=float), _GRID.shape)
+            e = self.estimator.estimate(collective, _GRID, gpus=list(ids))
+            # What the step sees is what the machine achieves (models.measure): the host's launch
+            # overlaps NCCL's latency, and the links move data at their achieved rate.
+            m = e.measurement
+            latency = np.broadcast_to(np.maximum(np.asarray(e.latency, dtype=float), m.host_time),
+                                      _GRID.shape)
+            bandwidth = np.broadcast_to(np.asarray(e.bandwidth, dtype=float) * m.ratio, _GRID.shape)
             pairs = sorted(set(zip(latency.tolist(), bandwidth.tolist())))
             self.cache[key] = (np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs]))
         return self.cache[key]
