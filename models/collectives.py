@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 import topo
-from topo.errors import DgxTopoError
+from topo.errors import DgxTopoError, SizeError
 from topo.units import to_GBps, to_us
 
 from .measure import DEFAULT as DEFAULT_MEASUREMENT, MeasurementModel, Measured, measured
@@ -59,10 +59,6 @@ __all__ = ["CollectiveEstimate", "EstimatePoint", "Estimator", "SubsetResult", "
 
 #: Every collective :func:`estimate` knows, in nccl-tests' order.
 COLLECTIVE_NAMES = tuple(COLLECTIVES)
-
-
-class SizeError(DgxTopoError):
-    """A message size that is negative, fractional or not a number."""
 
 
 class LimitError(DgxTopoError):
@@ -267,16 +263,10 @@ class SubsetResult:
     representative: tuple
 
 
-def _sizes(nbytes):
-    array = np.asarray(nbytes)
-    if array.dtype.kind not in "iuf" or array.dtype == bool:
-        raise SizeError(f"size must be a number of bytes, received {nbytes!r}")
-    if array.size == 0:
-        raise SizeError("expected at least one size, received an empty array")
-    if np.any(~np.isfinite(array)) or np.any(array < 0) or np.any(array != np.floor(array)):
-        bad = array[(~np.isfinite(array)) | (array < 0) | (array != np.floor(array))].ravel()[0].item()
-        raise SizeError(f"size must be a whole number of bytes >= 0, received {bad!r}")
-    return array.astype(np.float64)
+def _sizes(nbytes) -> np.ndarray:
+    """Sizes as float64 bytes through the one size parser (:func:`topo.parse_nbytes`: ints,
+    numpy integers, integral floats, ``"64K"``/``"1G"`` strings, lists and 1-d arrays)."""
+    return np.asarray(topo.parse_nbytes(nbytes), dtype=np.float64)
 
 
 def _shaped(value, shape, dtype) -> np.ndarray:
