@@ -22,7 +22,7 @@ from topo.units import to_GBps, to_us, us
 
 from . import estimate
 from .benchmarks import NcclTestsRun, P2PBenchmark
-from .measure import DEFAULT, MeasurementModel, link_classes, measured
+from .measure import DEFAULT, MeasurementModel, measured
 
 __all__ = ["CalibrationError", "Calibration", "CheckRow", "Check", "calibrate", "check",
            "SCHEMA", "SCHEMA_VERSION"]

@@ -36,7 +36,6 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-from collections import deque
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -524,33 +523,53 @@ def _alltoall_load(ctx, nodes) -> tuple:
                 load[u, v] = load.get((u, v), 0.0) + remote
             behind[path[first]] = behind.get(path[first], 0) + 1
             nic_host[path[first]] = host
-    for nic, count in behind.items():
-        for (u, v), pairs in _network_tree_load(router, nic, behind, nic_host).items():
-            load[u, v] = load.get((u, v), 0.0) + count * pairs
+    _network_load(router, behind, nic_host, load)
     return load, PathType.NET
 
 
-def _network_tree_load(router, first, behind, nic_host) -> dict:
-    """Per network edge, the GPUs behind the NICs of other hosts reached through it from ``first``,
-    on the router's breadth-first paths (:meth:`models.routes.Router.route` between hosts)."""
-    adj, kind = router.adj, router.kind
-    parent = {first: None}
-    queue = deque([first])
-    seen_order = []
-    while queue:
-        x = queue.popleft()
-        for y, d in adj[x].items():
-            if d["kind"] == "network" and y not in parent:
-                parent[y] = x
-                seen_order.append(y)
-                if kind[y] == "network_switch":
-                    queue.append(y)  # a NIC is an end, never a way through
-    below = {y: (behind.get(y, 0) if nic_host.get(y, nic_host[first]) != nic_host[first] else 0)
-             for y in seen_order}
-    for y in reversed(seen_order):  # children before parents: sum the subtrees
-        if parent[y] != first:
-            below[parent[y]] = below.get(parent[y], 0) + below[y]
-    return {(parent[y], y): below[y] for y in seen_order if below[y]}
+def _network_load(router, behind, nic_host, load) -> None:
+    """Add the network legs of every pair of GPUs on different hosts to ``load``.
+
+    A pair's network leg runs from the source GPU's NIC to the destination's over every shortest
+    path, spread over the spines as the router spreads it (:meth:`Router.network_flow`). Grouped
+    by the NICs' edge switches (leaves): between leaves A and B the pairs are
+    ``W_A x W_B - sum over hosts h of w_Ah x w_Bh`` (GPUs behind A's NICs times those behind B's,
+    less the pairs of one host, which stay inside it), so each pair of leaves is routed once.
+    """
+    by_leaf: dict = {}  # leaf -> {host: GPUs behind its NICs}
+    direct = []
+    for nic, count in behind.items():
+        leaf = router.edge_switch(nic)
+        if leaf is None:
+            direct.append(nic)
+            continue
+        hosts_on_leaf = by_leaf.setdefault(leaf, {})
+        hosts_on_leaf[nic_host[nic]] = hosts_on_leaf.get(nic_host[nic], 0) + count
+    total = sum(behind.values())
+    per_host: dict = {}
+    for nic, count in behind.items():
+        per_host[nic_host[nic]] = per_host.get(nic_host[nic], 0) + count
+    for nic, count in behind.items():  # NIC port edges: every remote GPU, each way
+        leaf = router.edge_switch(nic)
+        if leaf is not None:
+            remote = total - per_host[nic_host[nic]]
+            for edge in ((nic, leaf), (leaf, nic)):
+                load[edge] = load.get(edge, 0.0) + count * remote
+    leaves = list(by_leaf)
+    weight = {leaf: sum(h.values()) for leaf, h in by_leaf.items()}
+    for a in leaves:
+        for b in leaves:
+            if a == b:
+                continue
+            pairs = weight[a] * weight[b] - sum(n * by_leaf[b].get(h, 0) for h, n in by_leaf[a].items())
+            if pairs:
+                for edge, share in router.switch_flow(a, b).items():
+                    load[edge] = load.get(edge, 0.0) + pairs * share
+    for first in direct:  # NICs cabled to each other: route each pair
+        for last in behind:
+            if last != first and nic_host[last] != nic_host[first]:
+                for edge, share in router.network_flow(first, last).items():
+                    load[edge] = load.get(edge, 0.0) + behind[first] * behind[last] * share
 
 
 # ------------------------------------------------------------------------- many GPU sets

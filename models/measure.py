@@ -407,7 +407,7 @@ class Measured:
         size = int(last(self.nbytes))
         lines = [
             f"Measurement model for {self.collective} on {self.nranks} GPUs, {size} B:",
-            f"  time = max(floor + g x launch_per_gpu, nccl_latency) + nbytes / (nccl_bandwidth x ratio)",
+            "  time = max(floor + g x launch_per_gpu, nccl_latency) + nbytes / (nccl_bandwidth x ratio)",
             f"  host term: floor {to_us(m.floor):.3f} us + {self.gpus_per_thread} x "
             f"{to_us(m.launch_per_gpu):.3f} us = {to_us(self.host_time):.2f} us",
             f"  NCCL latency term: {to_us(last(self.nccl_latency)):.2f} us (overlaps the host term; "

@@ -84,7 +84,6 @@ from enum import IntEnum
 
 from topo.errors import TopologyError
 from topo.schema import validate
-from topo.specs import LINKS
 
 __all__ = [
     "PathType", "P2P_LEVEL", "Route", "RouteError", "Router",
@@ -309,6 +308,8 @@ class Router:
         self._forward: dict = {}
         self._backward: dict = {}
         self._pcie: dict = {}
+        self._net_distance: dict = {}
+        self._net_flows: dict = {}
 
     # -- searches -------------------------------------------------------------------------
     def _switch_distances(self, start, neighbours) -> dict:
@@ -443,29 +444,86 @@ class Router:
                 f"GPUs {src!r} (host {G.nodes[src]['host']}) and {dst!r} (host {G.nodes[dst]['host']}) "
                 f"are on different hosts without a NIC on a network: expected a cluster fabric "
                 f"(topo.cluster) to route between hosts")
-        parent = {first: None}
-        queue = deque([first])
-        while queue and last not in parent:
-            x = queue.popleft()
-            for y, d in self.adj[x].items():
-                if d["kind"] == "network" and y not in parent and (y == last or self.kind[y] == "network_switch"):
-                    parent[y] = x
-                    queue.append(y)
-        if last not in parent:
+        network = self.network_flow(first, last)
+        if network is None:
             raise RouteError(f"no network path from {first!r} to {last!r}: expected the NICs on one network")
-        middle = [last]
-        while middle[-1] != first:
-            middle.append(parent[middle[-1]])
         out_path, in_path = self.pcie_path(src, first), self.pcie_path(dst, last)[::-1]
-        path = out_path + middle[::-1][1:] + in_path[1:]
+        flow = {e: 1.0 for e in zip(out_path, out_path[1:])}
+        flow.update(network)
+        flow.update({e: 1.0 for e in zip(in_path, in_path[1:])})
         staged = [g for g, leg in ((src, out_path), (dst, in_path[::-1]))
                   if self.pcie_type(leg) > P2P_LEVEL]
         host = None
         if staged:
             leg = out_path if staged[0] == src else in_path
             host = next(n for n in leg if self.kind[n] == "cpu")
-        return self._make(src, dst, PathType.NET, False, {e: 1.0 for e in zip(path, path[1:])},
-                          host_memory=host)
+        return self._make(src, dst, PathType.NET, False, flow, host_memory=host)
+
+    def _network_distances(self, start) -> dict:
+        """BFS hop counts over network edges from ``start``, expanding network switches only."""
+        if start not in self._net_distance:
+            dist = {start: 0}
+            queue = deque([start])
+            while queue:
+                x = queue.popleft()
+                for y, d in self.adj[x].items():
+                    if d["kind"] == "network" and y not in dist:
+                        dist[y] = dist[x] + 1
+                        if self.kind[y] == "network_switch":
+                            queue.append(y)
+            self._net_distance[start] = dist
+        return self._net_distance[start]
+
+    def network_flow(self, first, last):
+        """NIC ``first`` to NIC ``last`` over every shortest network path, split at each switch
+        in proportion to the bandwidth of its equal-cost links, as InfiniBand's routing spreads
+        destinations over a fat tree's spines (ECMP); None without a path. The switch-to-switch
+        part is computed once per pair of edge switches."""
+        ends = [self.edge_switch(first), self.edge_switch(last)]
+        if ends[0] is None or ends[1] is None:  # NICs joined directly, or several ports: plain BFS
+            return self._ecmp(first, last)
+        if ends[0] == ends[1]:
+            return {(first, ends[0]): 1.0, (ends[0], last): 1.0}
+        middle = self.switch_flow(ends[0], ends[1])
+        if middle is None:
+            return None
+        return {(first, ends[0]): 1.0, **middle, (ends[1], last): 1.0}
+
+    def edge_switch(self, nic):
+        """The network switch a NIC's single port attaches to (its leaf), or None (no port, several
+        ports, or a port cabled straight to another NIC)."""
+        ports = [y for y, d in self.adj[nic].items() if d["kind"] == "network"]
+        return ports[0] if len(ports) == 1 and self.kind[ports[0]] == "network_switch" else None
+
+    def switch_flow(self, a, b):
+        """Edge switch ``a`` to edge switch ``b`` over every shortest network path, split as
+        :meth:`network_flow` splits (per edge, the share of the traffic); cached."""
+        if (a, b) not in self._net_flows:
+            self._net_flows[a, b] = self._ecmp(a, b)
+        return self._net_flows[a, b]
+
+    def _ecmp(self, a, b):
+        forward = self._network_distances(a)
+        if b not in forward:
+            return None
+        backward = self._network_distances(b)  # network links run both ways
+        distance = forward[b]
+        flow: dict = {}
+        layer = {a: 1.0}
+        for _ in range(distance):
+            following: dict = {}
+            for x, amount in layer.items():
+                out = self.adj[x]
+                hops = [y for y, d in out.items() if d["kind"] == "network" and forward.get(y) == forward[x] + 1
+                        and backward.get(y) == distance - forward[x] - 1
+                        and (y == b or self.kind[y] == "network_switch")]
+                total = sum(out[y]["bandwidth"] for y in hops)
+                for y in hops:
+                    share = amount * out[y]["bandwidth"] / total
+                    flow[x, y] = flow.get((x, y), 0.0) + share
+                    following[y] = following.get(y, 0.0) + share
+            layer = following
+        return flow
 
     def _switch_flow(self, src, dst) -> dict:
         """Spray over all shortest paths through NVSwitches, split by bandwidth at each hop."""

@@ -69,7 +69,6 @@ import numbers
 import os
 import re
 import time
-from collections.abc import Iterable
 from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 

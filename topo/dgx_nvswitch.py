@@ -51,7 +51,7 @@ import networkx as nx
 from .errors import TopologyError
 from .parts import add_cpu, add_gpu, add_link, add_nic, add_nvswitch, add_pcie_switch
 from .schema import validate
-from .specs import CPUS, GPUS, NVSWITCHES
+from .specs import CPUS, NVSWITCHES
 
 __all__ = ["dgxa100", "dgxh100", "dgxh200", "dgxb200", "gb200nvl72", "SYSTEMS", "UNCERTAIN"]
 

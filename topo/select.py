@@ -162,7 +162,7 @@ def parse_gpu_ids(gpus, *, limit: int = MAX_GPU_ID, where: str = "") -> tuple[in
         raise GpuSelectionError(f"GPU selection of type {type(gpus).__name__} ({_show(gpus)}): "
                                 f"{_EXPECTED}")
     if not ids:
-        raise GpuSelectionError(f"empty GPU selection: expected at least one GPU id")
+        raise GpuSelectionError("empty GPU selection: expected at least one GPU id")
     for gpu in ids:
         _check_id(gpu, limit, where)
     _no_duplicates(ids)

@@ -49,7 +49,6 @@ Examples
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from topo.errors import DgxTopoError
