@@ -750,12 +750,12 @@ def _all_sets(ctx, k, collective, nbytes, *, max_sets=None, max_searches=None, p
                          keyword="max_searches", size=len(representatives), limit=max_searches)
     done: dict = {}
     for key, combo in representatives.items():
-        done[key] = _estimate(ctx, collective, nbytes, list(combo))
+        done[key] = _estimate(ctx, collective, nbytes, list(combo)).point()
         if progress is not None:
             progress(len(done), len(representatives))
     results = []
     for combo, key in zip(combos, keys):
-        point = done[key].point()
+        point = done[key]
         results.append(SubsetResult(combo, point.busbw, point.algbw, point.time, point.algorithm,
                                     point.protocol, point.nchannels, representatives[key]))
     return results
