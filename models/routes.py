@@ -83,12 +83,18 @@ from dataclasses import dataclass
 from enum import IntEnum
 
 from topo.errors import TopologyError
+from topo.pcie import pcie_class
 from topo.schema import validate
 
 __all__ = [
     "PathType", "P2P_LEVEL", "Route", "RouteError", "Router",
     "route", "route_bandwidth", "line_rate",
 ]
+
+
+# nvidia-smi's PCIe classes as NCCL's path types (NCCL has no NODE; NVIDIA/nccl v2.27.7-1
+# src/graph/paths.cc classifies a path through a CPU as PHB whichever root ports it uses).
+_NCCL_PCIE_TYPE = {"PIX": "PIX", "PXB": "PXB", "PHB": "PHB", "NODE": "PHB", "SYS": "SYS"}
 
 
 class PathType(IntEnum):
@@ -410,14 +416,12 @@ class Router:
         return path[::-1]
 
     def pcie_type(self, path) -> PathType:
-        """NCCL's type of a PCIe node path: PIX, PXB, PHB (through a CPU) or SYS (across sockets)."""
-        edges = list(zip(path, path[1:]))
-        middle = [self.kind[n] for n in path[1:-1]]
-        if any(self.G.edges[e]["kind"] == "cpu-to-cpu" for e in edges):
-            return PathType.SYS
-        if "cpu" in middle:
-            return PathType.PHB
-        return PathType.PIX if middle.count("pcie_switch") <= 1 else PathType.PXB
+        """NCCL's type of a PCIe node path: PIX, PXB, PHB (through a CPU) or SYS (across sockets).
+
+        The path is classified once, by :func:`topo.pcie.pcie_class` (the classifier nvidia-smi's
+        view uses too); NCCL has no NODE: two root ports of one CPU are PHB for it.
+        """
+        return PathType[_NCCL_PCIE_TYPE[pcie_class(self.G, path)]]
 
     def _nearest_nic(self, gpu):
         """The host's network NIC closest to ``gpu``: best PCIe path type, then index."""
