@@ -82,6 +82,8 @@ from collections import deque
 from dataclasses import dataclass
 from enum import IntEnum
 
+import numpy as np
+
 from topo.errors import TopologyError
 from topo.pcie import pcie_class
 from topo.schema import validate
@@ -227,6 +229,9 @@ class Route:
         >>> len(load), load["gpu0", "nvswitch3"] / 1e9
         (12, 25.0)
         """
+        if isinstance(rate, bool) or not isinstance(rate, (int, float, np.integer, np.floating)) \
+                or not math.isfinite(rate) or rate < 0:
+            raise RouteError(f"rate must be a finite bandwidth >= 0 [B/s], received {rate!r}")
         return {edge: rate * share for edge, share in zip(self.edges, self.shares)}
 
 

@@ -43,6 +43,7 @@ import numpy as np
 import plotly.colors as pcolors
 import plotly.graph_objects as go
 
+from .errors import DgxTopoError
 from .layout import CORE_KINDS, fabric_layout
 from .schema import ATTRIBUTES, validate
 from .specs import LINKS
@@ -448,7 +449,15 @@ class _Paint:
             self.log_lo, self.log_hi = self.log_lo - 0.1, self.log_hi + 0.1
         self.values = None
         if edge_values is not None:
-            self.values = {tuple(k): float(v) for k, v in edge_values.items()}
+            self.values = {}
+            for k, v in edge_values.items():
+                try:
+                    value = float(v)
+                except (TypeError, ValueError):
+                    value = math.nan
+                if not math.isfinite(value):
+                    raise DgxTopoError(f"edge_values[{k!r}] must be a finite number, received {v!r}")
+                self.values[tuple(k)] = value
             known = list(self.values.values())
             self.vlo, self.vhi = value_range if value_range is not None else (0.0, max(known, default=1.0))
             if self.vhi - self.vlo <= 0:

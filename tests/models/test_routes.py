@@ -279,3 +279,10 @@ def test_hop_latency_comes_from_the_edges():
     for u, v in (("gpu0", "gpu3"), ("gpu3", "gpu0")):
         G.edges[u, v]["latency"] = 800 * ns
     assert route(G, "gpu0", "gpu3").latency == pytest.approx(800 * ns)
+
+
+def test_a_negative_or_non_finite_rate_has_no_load():
+    r = route(topo.dgx1v(), "gpu0", "gpu3")
+    for rate in (-5, math.nan, math.inf, "1G", True):
+        with pytest.raises(RouteError, match="rate must be a finite bandwidth >= 0"):
+            r.load(rate)

@@ -179,3 +179,10 @@ def test_invalid_fabric_is_rejected():
     G.remove_edge("gpu0", "gpu3")
     with pytest.raises(topo.TopologyError, match="no reverse edge"):
         fabric_figure(G)
+
+
+def test_edge_values_must_be_finite_numbers():
+    G = topo.dgx1v()
+    for bad in (float("nan"), float("inf"), "high", None):
+        with pytest.raises(topo.DgxTopoError, match=r"edge_values\[\('gpu0', 'gpu3'\)\] must be a finite number"):
+            fabric_figure(G, edge_values={("gpu0", "gpu3"): bad})
