@@ -99,6 +99,7 @@ from topo.symmetry import interchangeable_gpus
 from topo.units import GB, to_GBps, to_us, us
 
 from .maxflow import flow_matrix
+from .measure import LINK_CLASSES
 from .nccl.profiles import nccl_profile
 from .nccl.system import nccl_capacity
 from .routes import PathType, Route, Router, line_rate, route_bandwidth
@@ -226,12 +227,15 @@ EFFICIENCIES: dict[str, Calibrated] = {
         "host memory, root complex or socket-link limit would not give; the mechanism "
         "(copy engines or the GPU's PCIe interface under duplex DMA) is an interpretation"),
     # NCCL's NET_BW 12.0 GB/s for a 100 Gb/s port, of EDR's 12.5 GB/s line rate: 0.96.
+    # An RDMA copy moves at the payload rate of InfiniBand packets: 4096 of every 4122 bytes
+    # (the measurement model's packet efficiency of the link class, one source for it).
     "network": Calibrated(
-        round(12.0 / 12.5, 4), "line rate of network edges (NIC ports, switch links) of a copy "
-        "between hosts (NCCL's NET transport)", "",
-        "NVIDIA/nccl v2.27.7-1 src/graph/topo.h NET_BW 12.0 GB/s for a 100 Gbit port, / "
-        "12.5 GB/s line rate",
-        "not fitted: no measured GPU-to-GPU copy between hosts in the data [U]"),
+        round(LINK_CLASSES["ib_edr"].packet_efficiency, 4), "line rate of network edges (NIC ports, "
+        "switch links) of a copy between hosts (NCCL's NET transport)", "",
+        "InfiniBand Architecture Specification vol. 1: 26 B of headers per 4096-byte packet "
+        "(models.measure.LINK_CLASSES)",
+        "not fitted: no measured GPU-to-GPU copy between hosts in the data; RDMA assumed to run "
+        "at the payload rate [U]"),
     # 784.87 / 900 = 0.87208
     "hbm_sm70": Calibrated(
         0.8721, "HBM bandwidth (memory_bandwidth) of a Volta GPU (compute capability 7.0, and "
