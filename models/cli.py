@@ -14,6 +14,10 @@ Subcommands (``dgxtopo COMMAND --help`` for each)
 ``check``       measured vs predicted per size (time, busbw, error) for one nccl-tests output.
 ``import``      read ``nvidia-smi topo -m`` text or NCCL's topology XML; write the fabric as JSON.
 ``export``      write a system (or a topology file, after what-ifs) as JSON or GraphML.
+``bound``       the best busbw any schedule could reach on a GPU set, beside NCCL's, and the cut.
+``whatif``      every single (or pair of) failure of a kind of component, ranked by the loss.
+``plan``        a training step of a workload on a fabric: layout, placement, where time goes.
+``gpus``        GPU generations ranked for a workload, with the resource that binds.
 
 Every command that takes a system also takes ``--topo-file FILE`` (a fabric written by import
 or export) instead, and ``--nodes N [--network fat_tree|rail]`` to join N copies of it. The
@@ -33,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import stat
 import sys
@@ -52,17 +57,18 @@ from .nccl.profiles import PROFILES
 from .nccltests import count_from_nbytes
 from .p2p import MODES, format_p2p_report, p2p_report
 from .whatif import apply_failures
+from .workload import WORKLOAD_GRAMMAR
 
 # The grammar of --fail and --degrade (models.whatif.FAILURE_GRAMMAR, shortened for --help).
 FAIL_GRAMMAR = "NODE, A-B or A-B:K"
 DEGRADE_GRAMMAR = "A-B=F with 0 < F <= 1"
 from .progress import progress_bar, wants_progress
-from .text import (collective_json, collective_table, compare_json, compare_table, import_summary,
-                   package_version, pairs_json, pairs_table, subsets_json, subsets_table, systems_json,
-                   systems_table)
+from .text import (collective_json, collective_table, compare_json, compare_table, gpus_ranking_json,
+                   import_summary, measurement_note, package_version, pairs_json, pairs_table,
+                   subsets_json, subsets_table, systems_json, systems_table)
 
 __all__ = ["main", "build_parser", "Command", "COMMANDS", "parse_size", "MAX_GPUS", "MAX_PAIRS",
-           "MAX_SETS", "MAX_SEARCHES"]
+           "MAX_SETS", "MAX_SEARCHES", "MAX_PLAN_GPUS", "MAX_BOUND_GPUS", "ALGORITHMS"]
 
 #: Default of ``--max-gpus``: the most GPUs a system or cluster may have before it is built.
 MAX_GPUS = 4096
@@ -76,6 +82,15 @@ MAX_SETS = 50_000
 #: search each per GPU set that differs up to the fabric's symmetry). Built-in systems need at
 #: most 22; 2xdgx1v needs 105 for k = 4 and 554 for k = 8.
 MAX_SEARCHES = 150
+#: Default of ``--limit`` for ``plan``: the most GPUs a planned job may use. A layout search
+#: estimates every group shape of every layout; 64 GPUs (8xdgxh100) take about 15 s.
+MAX_PLAN_GPUS = 128
+#: Default of ``--limit`` for ``bound``: the most GPUs in the set. The cut bounds grow faster
+#: than linearly with the GPUs (4xdgx2, 64 GPUs: about 1 s; 16xdgx2, 256 GPUs: about 50 s);
+#: alltoall's LP has its own limit (models.bounds.MAX_LP_VARIABLES).
+MAX_BOUND_GPUS = 128
+#: What ``--algo`` forces (NCCL's names; a release or fabric without one says so in one line).
+ALGORITHMS = ("ring", "tree", "nvls", "nvls_tree", "pat")
 
 _SPEC_HELP = (
     "Systems (SPEC, NAME): " + SPEC_GRAMMAR + ". NAME is a built-in system ({names}; case, '-' "
@@ -180,6 +195,8 @@ class Command:
     arguments: Callable[[argparse.ArgumentParser], None]
     run: Callable[[argparse.Namespace], None]
     description: str = ""
+    #: Grammars of this command's own values, printed after the shared ones by ``--help``.
+    epilog: str = ""
 
 
 def _json_option(parser, what: str = "a table") -> None:
@@ -320,6 +337,42 @@ def _nccl_option(parser) -> None:
     parser.add_argument("--nccl", metavar="VERSION", default=None, help=_NCCL_HELP)
 
 
+def _gpus_per_thread_option(parser, *, default=1, help_default="1: one process per GPU, as "
+                            "training frameworks run") -> None:
+    parser.add_argument("-g", "--gpus-per-thread", dest="g", type=_count(1), default=default, metavar="N",
+                        help=f"GPUs one host thread drives, nccl-tests' -g (default {help_default})")
+
+
+def _calibration_option(parser) -> None:
+    parser.add_argument("--calibration", metavar="FILE",
+                        help="measurement constants fitted by 'dgxtopo calibrate' (its JSON file; "
+                             "default: the constants fitted to the shipped DGX-2 runs)")
+
+
+def _measurement_options(parser) -> None:
+    """``-g N`` and ``--calibration FILE``: how the predicted time becomes what nccl-tests measures."""
+    _gpus_per_thread_option(parser)
+    _calibration_option(parser)
+
+
+def _calibration(args):
+    """The ``--calibration`` file read as a :class:`models.Calibration` (None without one)."""
+    path = getattr(args, "calibration", None)
+    if path is None:
+        return None
+    from .calibration import Calibration
+
+    text = _read_text(path, "calibration file")
+    try:
+        return Calibration.from_json(text)
+    except DgxTopoError as error:
+        raise type(error)(f"{path}: {error}") from None
+
+
+def _measurement_note(args) -> str:
+    return measurement_note(getattr(args, "g", 1) or 1, getattr(args, "calibration", None))
+
+
 def _collective_argument(parser) -> None:
     parser.add_argument("coll", metavar="COLLECTIVE", choices=COLLECTIVE_NAMES,
                         help="one of " + ", ".join(COLLECTIVE_NAMES))
@@ -411,9 +464,12 @@ def _collective_arguments(parser) -> None:
     _system_option(parser)
     parser.add_argument("--gpus", metavar="IDS", help="GPU ids such as 0-3 or 0,3,5-7 (default: all)")
     _sweep_options(parser, minimum="32M", maximum="32M", factor=2)
-    parser.add_argument("--algo", choices=("ring", "tree"), help="force NCCL's algorithm")
+    parser.add_argument("--algo", choices=ALGORITHMS,
+                        help="force NCCL's algorithm: " + ", ".join(ALGORITHMS) + " (nvls and nvls_tree "
+                             "need NVSwitches that reduce, as on dgxh100; pat a release that has it)")
     parser.add_argument("--proto", choices=("LL", "LL128", "Simple"), help="force NCCL's protocol")
     _nccl_option(parser)
+    _measurement_options(parser)
     parser.add_argument("--explain", action="store_true",
                         help="show channels, bottleneck, latency and bandwidth terms (a field with --json)")
     _json_option(parser)
@@ -423,6 +479,7 @@ def _collective_arguments(parser) -> None:
 
 
 def _collective(args) -> None:
+    calibration = _calibration(args)  # a bad file fails before any work
     G = _fabric(args, args.system)
     nranks = len(topo.select_gpus(G, args.gpus))
     flows = {"alltoall": nranks * (nranks - 1), "sendrecv": nranks}.get(args.coll, 0)
@@ -432,11 +489,11 @@ def _collective(args) -> None:
     # nccl-tests rounds every size down to whole float32 elements per rank.
     counts, sizes = (np.atleast_1d(x).astype(np.int64) for x in count_from_nbytes(args.coll, requested, nranks))
     e = estimate(G, args.coll, sizes, args.gpus, algorithm=args.algo, protocol=args.proto,
-                 profile=args.nccl)
+                 profile=args.nccl, gpus_per_thread=args.g, calibration=calibration)
     if args.json:
         _print_json(collective_json(G, e, explain=args.explain))
     else:
-        print(collective_table(G, e, counts, explain=args.explain))
+        print(collective_table(G, e, counts, explain=args.explain, measurement=_measurement_note(args)))
 
 
 # pairs
@@ -446,23 +503,56 @@ def _pairs_arguments(parser) -> None:
     parser.add_argument("-s", "--size", type=parse_size, required=True, metavar="SIZE",
                         help="message size in bytes (8, 64K, 256M, 1G)")
     _nccl_option(parser)
+    _measurement_options(parser)
+    _bound_column_option(parser)
     _json_option(parser)
     _sets_options(parser)
 
 
+def _bound_column_option(parser) -> None:
+    parser.add_argument("--bound", action="store_true",
+                        help="also the optimal-schedule bound of each set and NCCL's share of it "
+                             "('NCCL gets X of the Y this fabric allows'; relays through switches, "
+                             "as 'dgxtopo bound' by default)")
+
+
 def _ranked(args, k: int, function):
+    calibration = _calibration(args)  # a bad file fails before any work
     G = _fabric(args, args.system)
     with _progress(args, f"{args.coll} on sets of {k} GPUs", "search") as progress:
         return G, function(G, collective=args.coll, nbytes=args.size, profile=args.nccl,
+                           gpus_per_thread=args.g, calibration=calibration,
                            max_sets=args.limit, max_searches=args.max_searches, progress=progress)
 
 
 def _pairs(args) -> None:
     G, matrix = _ranked(args, 2, pairwise)
+    bounds = None
+    if args.bound:
+        from .bounds import pairwise_bounds
+        bounds = pairwise_bounds(G, args.coll)
     if args.json:
-        _print_json(pairs_json(G, args.coll, args.size, matrix))
+        _print_json(pairs_json(G, args.coll, args.size, matrix, bounds))
     else:
-        print(pairs_table(G, args.coll, args.size, matrix))
+        print(pairs_table(G, args.coll, args.size, matrix, bounds))
+
+
+def _set_bounds(G, collective: str, results) -> dict:
+    """GPU ids -> bound busbw [B/s] of each set shown, one bound per set the estimates found
+    equal up to the fabric's symmetry (``representative``), as :func:`models.subset_bounds`
+    does: relabelling GPUs by a symmetry of the fabric never changes a bound."""
+    from .bounds import bound
+
+    found: dict = {}
+    values = {}
+    for r in results:
+        if len(r.gpus) < 2:
+            values[tuple(r.gpus)] = 0.0
+            continue
+        if r.representative not in found:
+            found[r.representative] = bound(G, collective, 2**30, list(r.gpus), nccl=False).bound_busbw
+        values[tuple(r.gpus)] = found[r.representative]
+    return values
 
 
 # subsets
@@ -474,6 +564,8 @@ def _subsets_arguments(parser) -> None:
                         help="message size in bytes (8, 64K, 256M, 1G)")
     parser.add_argument("--top", type=_count(1), metavar="N", help="show only the best N")
     _nccl_option(parser)
+    _measurement_options(parser)
+    _bound_column_option(parser)
     _json_option(parser)
     _sets_options(parser)
 
@@ -481,10 +573,11 @@ def _subsets_arguments(parser) -> None:
 def _subsets(args) -> None:
     G, ranking = _ranked(args, args.k, lambda G, **kw: subsets(G, k=args.k, **kw))
     shown = ranking if args.top is None else ranking[:args.top]
+    bounds = _set_bounds(G, args.coll, shown) if args.bound else None
     if args.json:
-        _print_json(subsets_json(G, args.coll, args.k, args.size, ranking, shown))
+        _print_json(subsets_json(G, args.coll, args.k, args.size, ranking, shown, bounds))
     else:
-        print(subsets_table(G, args.coll, args.k, args.size, ranking, shown))
+        print(subsets_table(G, args.coll, args.k, args.size, ranking, shown, bounds))
 
 
 # compare
@@ -498,6 +591,7 @@ def _compare_arguments(parser) -> None:
                         help="compare the first N GPUs of each system")
     _sweep_options(parser, minimum="1K", maximum="1G", factor=4)
     _nccl_option(parser)
+    _measurement_options(parser)
     parser.add_argument("--out", metavar="FILE",
                         help="also write an HTML figure of busbw and time by size (replaced atomically)")
     _json_option(parser)
@@ -513,6 +607,7 @@ def _compare(args) -> None:
     if args.out is not None:
         from .output import check_output_path
         check_output_path(args.out)  # before any work
+    calibration = _calibration(args)
     fabrics = _fabrics(args, args.systems)
     counts = [(G.graph["name"], len(topo.gpus(G))) for G in fabrics]
     ngpus = args.ngpus if args.ngpus is not None else min(n for _, n in counts)
@@ -525,7 +620,8 @@ def _compare(args) -> None:
     estimates = []
     with _progress(args, f"{args.collective} on {len(fabrics)} systems", "system") as progress:
         for G in fabrics:
-            estimates.append(estimate(G, args.collective, sizes, list(range(ngpus)), profile=args.nccl))
+            estimates.append(estimate(G, args.collective, sizes, list(range(ngpus)), profile=args.nccl,
+                                      gpus_per_thread=args.g, calibration=calibration))
             progress(len(estimates), len(fabrics))
     if args.out is not None:
         from .report import write_compare_figure  # plotly only for this option
@@ -590,8 +686,7 @@ def _measurement_arguments(parser) -> None:
     _system_option(parser, whatif=False)
     parser.add_argument("--gpus", metavar="IDS", help="GPU ids of the ranks, in rank order "
                         "(default: from CUDA_VISIBLE_DEVICES and the device lines)")
-    parser.add_argument("-g", "--gpus-per-thread", dest="g", type=_count(1), default=None,
-                        help="nccl-tests -g of the run (default: its nGpus)")
+    _gpus_per_thread_option(parser, default=None, help_default="the run's own nGpus")
     _nccl_option(parser)
     parser.add_argument("--collective", choices=COLLECTIVE_NAMES,
                         help="the collective, if the output does not name it")
@@ -624,29 +719,33 @@ def _calibrate(args) -> None:
 def _check_arguments(parser) -> None:
     parser.add_argument("file", metavar="FILE", help="nccl-tests output")
     _measurement_arguments(parser)
-    parser.add_argument("--calibration", metavar="FILE", help="calibration JSON from dgxtopo calibrate")
+    _calibration_option(parser)
     parser.add_argument("--explain", action="store_true", help="show the measurement model's terms")
     _json_option(parser)
+    parser.add_argument("--out", metavar="FILE.html",
+                        help="also write a page of measured vs predicted busbw, time and error by "
+                             "size (replaced atomically)")
 
 
 def _check(args) -> None:
-    from .calibration import Calibration, check
+    from .calibration import check
 
+    if args.out is not None:
+        from .output import check_output_path
+        check_output_path(args.out)  # before any work
+    calibration = _calibration(args)
     run = _read_run(args.file)
     if not hasattr(run, "rows"):
         raise _UsageError(f"{args.file} is a p2pBandwidthLatencyTest output: check takes nccl-tests")
     if args.collective:
         from dataclasses import replace
         run = replace(run, collective=args.collective)
-    calibration = None
-    if args.calibration:
-        try:
-            with open(args.calibration, encoding="utf-8") as handle:
-                calibration = Calibration.from_json(handle.read())
-        except OSError as error:
-            raise _UsageError(f"cannot read {args.calibration}: {error.strerror}") from None
     result = check(run, _fabric(args, args.system), gpus=args.gpus, gpus_per_thread=args.g,
                    profile=args.nccl, calibration=calibration, inplace=args.inplace)
+    written = None
+    if args.out is not None:
+        from .report import write_check_html  # plotly only for this option
+        written = write_check_html(args.out, result, source=os.path.basename(args.file))
     if args.json:
         _print_json(result.to_json())
         return
@@ -654,6 +753,8 @@ def _check(args) -> None:
     if args.explain:
         print()
         print(result.explain)
+    if written is not None:
+        print(f"wrote {args.out}")
 
 
 # import and export
@@ -758,6 +859,263 @@ def _export(args) -> None:
           f"{G.number_of_nodes()} nodes, {G.number_of_edges()} edges)")
 
 
+# Pages of figures (bound, whatif, plan --out): one self-contained HTML file, plotly.js inline.
+def _write_figures(path: str, title: str, figures, lines=()) -> None:
+    """Write ``figures`` (plotly) under a title and a few lines of text, atomically."""
+    import html
+
+    import plotly.io as pio
+
+    from .output import write_text_atomic
+
+    divs = [pio.to_html(fig, full_html=False, include_plotlyjs=(i == 0), div_id=f"fig-{i}",
+                        config={"displaylogo": False, "responsive": True}, default_width="100%")
+            for i, fig in enumerate(figures)]
+    text = "\n".join(["<!DOCTYPE html>", "<html lang='en'>", "<head>", "<meta charset='utf-8'>",
+                      f"<title>{html.escape(title)}</title>",
+                      "<style>body{font-family:sans-serif;margin:1.5em;max-width:80em}"
+                      "pre{background:#f6f6f6;padding:.6em;overflow-x:auto}</style>", "</head>", "<body>",
+                      f"<h1>{html.escape(title)}</h1>",
+                      *(f"<pre>{html.escape(block)}</pre>" for block in lines), *divs, "</body>", "</html>", ""])
+    write_text_atomic(path, text)
+
+
+def _check_out(args) -> None:
+    if getattr(args, "out", None) is not None:
+        from .output import check_output_path
+        check_output_path(args.out)  # before any work
+
+
+# bound
+_RELAY_HELP = ("which nodes may forward data: none (GPU to GPU links only), switches (NVSwitches, "
+               "PCIe switches, CPUs and the network, as NCCL relays; default) or all (GPUs too)")
+_EDGE_KINDS = topo.EDGE_KINDS
+
+
+def _edge_kinds(text: str) -> tuple:
+    kinds = tuple(k.strip() for k in str(text).split(","))
+    bad = [k for k in kinds if k not in _EDGE_KINDS]
+    if not kinds or bad:
+        raise argparse.ArgumentTypeError(f"expected a comma-separated list of {', '.join(_EDGE_KINDS)}, "
+                                         f"received {text!r}")
+    return kinds
+
+
+def _bound_arguments(parser) -> None:
+    _collective_argument(parser)
+    _system_option(parser)
+    parser.add_argument("--gpus", metavar="IDS", help="GPU ids such as 0-3 or 0,3,5-7 (default: all)")
+    parser.add_argument("-s", "--size", type=parse_size, default=parse_size("8G"), metavar="SIZE",
+                        help="size of NCCL's estimate beside the bound, and of the bound's time "
+                             "(default 8G: the bandwidth term dominates)")
+    parser.add_argument("--relay", choices=("none", "switches", "all"), default="switches", help=_RELAY_HELP)
+    parser.add_argument("--links", type=_edge_kinds, metavar="KINDS",
+                        help="only these edge kinds carry data, comma-separated from "
+                             f"{', '.join(_EDGE_KINDS)} (default: every link)")
+    parser.add_argument("--root", type=_count(0), metavar="ID",
+                        help="root GPU of broadcast and reduce (default: the lowest id, nccl-tests' root 0)")
+    parser.add_argument("--trees", action="store_true",
+                        help="also pack spanning trees that meet the bound (the schedule; not for "
+                             "alltoall and sendrecv, whose schedule is a flow)")
+    _nccl_option(parser)
+    parser.add_argument("--explain", action="store_true",
+                        help="also the formulation, the rates and where NCCL's gap comes from")
+    _json_option(parser, "text")
+    parser.add_argument("--out", metavar="FILE.html",
+                        help="also write the tree packing drawn on the fabric (implies --trees; "
+                             "replaced atomically)")
+    parser.add_argument("--limit", type=_count(2), default=MAX_BOUND_GPUS, metavar="N",
+                        help=f"refuse sets of more than N GPUs (default {MAX_BOUND_GPUS}; the work "
+                             f"grows faster than the GPUs)")
+
+
+def _bound(args) -> None:
+    from .bounds import bound
+
+    _check_out(args)
+    if (args.trees or args.out) and args.coll in ("alltoall", "sendrecv"):
+        raise _UsageError(f"--trees and --out pack spanning trees for broadcast, reduce, all_gather, "
+                          f"reduce_scatter and all_reduce, received {args.coll} (its bound is a flow LP)")
+    G = _fabric(args, args.system)
+    n = len(topo.select_gpus(G, args.gpus))
+    if n > args.limit:
+        raise _too_much(f"a bound on {n} GPUs", n, args.limit, "--limit")
+    b = bound(G, args.coll, args.size, args.gpus, relay=args.relay, trees=bool(args.trees or args.out),
+              root=args.root, edge_kinds=args.links, profile=args.nccl)
+    if args.out is not None:
+        from .bounds_plot import packing_figure
+
+        figures = [packing_figure(G, packing) for packing in b.packings]
+        _write_figures(args.out, f"dgx-topo: {b.collective} bound on {b.system}", figures, [b.format()])
+    if args.json:
+        _print_json(b.to_json())
+        return
+    print(b.explain() if args.explain else b.format())
+    if args.out is not None:
+        print(f"wrote {args.out}")
+
+
+# whatif
+_FAIL_EACH_HELP = ("nvlink: one physical link of each NVLink bundle (NV2 becomes NV1; one row per bundle); "
+                   "nvswitch, nic: each one; gpu: each GPU of the job, which runs on the others")
+
+
+def _whatif_arguments(parser) -> None:
+    from .whatif import FAIL_EACH, MAX_CASES
+
+    _collective_argument(parser)
+    _system_option(parser)
+    parser.add_argument("--fail-each", choices=FAIL_EACH, required=True, help=_FAIL_EACH_HELP)
+    parser.add_argument("--pairs", action="store_true", help="every pair of failures instead of every single one")
+    parser.add_argument("--gpus", metavar="IDS", help="the job's GPU ids such as 0-3 (default: all)")
+    parser.add_argument("-s", "--size", type=parse_size, default=parse_size("1G"), metavar="SIZE",
+                        help="message size (default 1G)")
+    parser.add_argument("--executor", default="auto", metavar="WHERE",
+                        help="where the estimates run: auto (default: in this process when quick, "
+                             "else a process pool), inline, process, or dask://HOST:PORT (a Dask "
+                             "scheduler; the extra dgx-topo[dask])")
+    parser.add_argument("--top", type=_count(1), metavar="N", help="show only the N worst")
+    _nccl_option(parser)
+    _json_option(parser)
+    parser.add_argument("--out", metavar="FILE.html",
+                        help="also write the fabric coloured by each failure's loss and the ranked bar "
+                             "chart (replaced atomically)")
+    parser.add_argument("--max-cases", type=_count(1), default=MAX_CASES, metavar="N",
+                        help=f"refuse sweeps of more than N failure cases (default {MAX_CASES}; "
+                             f"--pairs grows as the square)")
+
+
+def _whatif_sweep(args) -> None:
+    import math
+
+    from .whatif import components, sweep
+
+    _check_out(args)
+    executor = None if args.executor == "auto" else args.executor
+    G = _fabric(args, args.system)
+    singles = len(components(G, args.fail_each, args.gpus))
+    cases = math.comb(singles, 2) if args.pairs else singles
+    if cases > args.max_cases:
+        raise _too_much(f"--fail-each {args.fail_each}{' --pairs' if args.pairs else ''} on "
+                        f"{G.graph.get('name', 'the fabric')} gives {cases} failure cases", cases,
+                        args.max_cases, "--max-cases")
+    with _progress(args, f"whatif {args.fail_each}", "case") as progress:
+        result = sweep(G, args.coll, args.size, fail_each=args.fail_each, pairs=args.pairs, gpus=args.gpus,
+                       executor=executor, progress=progress, max_cases=args.max_cases, profile=args.nccl)
+    if args.out is not None:
+        from .whatif_plot import sweep_fabric_figure, sweep_figure
+
+        figures = [sweep_figure(result)] + ([] if args.pairs else [sweep_fabric_figure(G, result)])
+        _write_figures(args.out, f"dgx-topo: what each failure costs on {result.fabric}", figures,
+                       [result.format(top=args.top)])
+    if args.json:
+        _print_json(result.to_dict())
+        return
+    print(result.format(top=args.top))
+    if args.out is not None:
+        print(f"wrote {args.out}")
+
+
+# plan and gpus
+def _workload_argument(parser) -> None:
+    from .workload import PRESETS
+
+    parser.add_argument("workload", metavar="WORKLOAD",
+                        help=f"a preset ({', '.join(PRESETS)}) or a transformer spec (see below)")
+
+
+def _dtype_option(parser, default=None) -> None:
+    from .workload import DTYPES
+
+    parser.add_argument("--dtype", choices=DTYPES, default=default,
+                        help="training data type" + (f" (default {default})" if default else
+                                                     " (default bf16 where the GPU has it, else fp16)"))
+
+
+def _plan_arguments(parser) -> None:
+    from .planner import RECOMPUTE
+
+    _workload_argument(parser)
+    _system_option(parser)
+    layout = parser.add_argument_group("layout (degrees not given are searched)")
+    for option, what in (("--tp", "tensor"), ("--pp", "pipeline"), ("--dp", "data")):
+        layout.add_argument(option, type=_count(1), metavar="N", help=f"{what}-parallel degree")
+    layout.add_argument("--zero", type=int, choices=(0, 1, 2, 3), metavar="K",
+                        help="ZeRO stage 0-3 (3 is FSDP; default: searched)")
+    layout.add_argument("--micro-batch", type=_count(1), default=1, metavar="B",
+                        help="micro-batch per GPU [samples] (default 1)")
+    layout.add_argument("--global-batch", type=_count(1), metavar="B",
+                        help="global batch [samples] (default: the workload's published one)")
+    _dtype_option(layout)
+    layout.add_argument("--recompute", nargs="?", const="full", choices=RECOMPUTE, metavar="MODE",
+                        help=f"activation recomputation, {', '.join(RECOMPUTE)} (alone: full; "
+                             f"default: none and full searched)")
+    parser.add_argument("--search", action="store_true", help="rank every layout instead of printing the best")
+    parser.add_argument("--top", type=_count(1), default=10, metavar="N",
+                        help="with --search: layouts shown (default 10)")
+    _json_option(parser, "text")
+    parser.add_argument("--out", metavar="FILE.html",
+                        help="also write the step-time breakdown per layout and memory per GPU "
+                             "(replaced atomically)")
+    parser.add_argument("--limit", type=_count(1), default=MAX_PLAN_GPUS, metavar="N",
+                        help=f"refuse jobs of more than N GPUs (default {MAX_PLAN_GPUS}; the search "
+                             f"grows with the GPUs)")
+
+
+def _plan(args) -> None:
+    from .planner import format_plan, format_search, plan, search
+    from .workload import parse_workload
+
+    _check_out(args)
+    w = parse_workload(args.workload)  # a bad workload fails before the fabric is built
+    G = _fabric(args, args.system)
+    degrees = (args.tp, args.pp, args.dp)
+    ngpus = math.prod(degrees) if None not in degrees else len(topo.gpus(G))
+    if ngpus > args.limit:
+        raise _too_much(f"a plan of {ngpus} GPUs", ngpus, args.limit, "--limit")
+    options = dict(tp=args.tp, pp=args.pp, dp=args.dp, zero=args.zero, micro_batch=args.micro_batch,
+                   global_batch=args.global_batch, dtype=args.dtype, recompute=args.recompute)
+    if args.search or args.out is not None:
+        result = search(w, G, **options)
+        best = result.best if result.best.fits else plan(w, G, **options)
+    else:
+        result, best = None, plan(w, G, **options)
+    if args.out is not None:
+        from .plan_plot import memory_figure, step_time_figure
+
+        _write_figures(args.out, f"dgx-topo: {best.workload} on {best.fabric}",
+                       [step_time_figure(result), memory_figure(result)],
+                       [format_plan(best, verbose=True)])
+    if args.json:
+        print(result.to_json() if args.search else best.to_json())
+        return
+    print(format_search(result, top=args.top) if args.search else format_plan(best, verbose=True))
+    if args.out is not None:
+        print(f"wrote {args.out}")
+
+
+def _gpus_arguments(parser) -> None:
+    _workload_argument(parser)
+    _dtype_option(parser, default="fp16")
+    parser.add_argument("--micro-batch", type=_count(1), default=1, metavar="B",
+                        help="micro-batch per GPU [samples] (default 1)")
+    _json_option(parser)
+
+
+def _gpus(args) -> None:
+    from .planner import format_gpus_ranking, gpus_ranking
+    from .workload import parse_workload
+
+    w = parse_workload(args.workload)
+    ranks = gpus_ranking(w, dtype=args.dtype, micro_batch=args.micro_batch)
+    if args.json:
+        _print_json(gpus_ranking_json(w.name, args.dtype, ranks))
+        return
+    print(f"{w.describe()}\nGPU generations ranked by the time of one training sample ({args.dtype}, "
+          f"micro-batch {args.micro_batch}, data parallel over 8 GPUs of one board)")
+    print(format_gpus_ranking(ranks))
+
+
 #: Every subcommand, in the order ``dgxtopo --help`` lists them.
 COMMANDS: list[Command] = [
     Command("systems", "list the built-in systems", _systems_arguments, _systems),
@@ -775,6 +1133,15 @@ COMMANDS: list[Command] = [
     Command("import", "read nvidia-smi topo -m text or an NCCL topology XML into a fabric file",
             _import_arguments, _import),
     Command("export", "write a system or cluster as JSON or GraphML", _export_arguments, _export),
+    Command("bound", "the best busbw any schedule could reach, beside NCCL's, and the binding cut",
+            _bound_arguments, _bound, epilog="Relays (--relay): " + _RELAY_HELP + ". Links (--links): "
+            + ", ".join(_EDGE_KINDS) + ", comma-separated."),
+    Command("whatif", "every failure of a kind of component, ranked by the busbw it costs",
+            _whatif_arguments, _whatif_sweep, epilog="Failures (--fail-each): " + _FAIL_EACH_HELP + "."),
+    Command("plan", "a training step on a fabric: the best layout and where the time goes",
+            _plan_arguments, _plan, epilog="Workloads (WORKLOAD): " + WORKLOAD_GRAMMAR + "."),
+    Command("gpus", "GPU generations ranked for a workload", _gpus_arguments, _gpus,
+            epilog="Workloads (WORKLOAD): " + WORKLOAD_GRAMMAR + "."),
 ]
 
 
@@ -790,8 +1157,10 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     commands.required = True
     for command in COMMANDS:
+        own = textwrap.fill(command.epilog, 79, break_long_words=False, break_on_hyphens=False)
         sub = commands.add_parser(command.name, help=command.help,
-                                  description=command.description or command.help, **layout)
+                                  description=command.description or command.help,
+                                  **{**layout, "epilog": (own + "\n\n" if own else "") + epilog})
         command.arguments(sub)
         sub.set_defaults(run=command.run)
     return parser

@@ -27,7 +27,8 @@ from topo.units import to_GBps, to_us
 __all__ = ["format_table", "format_gpu_ids", "package_version",
            "systems_table", "systems_json", "collective_table", "collective_json",
            "pairs_table", "pairs_json", "subsets_table", "subsets_json", "compare_table",
-           "compare_json", "import_summary", "NCCL_TESTS_ROOT", "NCCL_TESTS_REDOP"]
+           "compare_json", "import_summary", "gpus_ranking_json", "measurement_note",
+           "NCCL_TESTS_ROOT", "NCCL_TESTS_REDOP"]
 
 # nccl-tests' root column: the root rank for rooted collectives, -1 otherwise.
 NCCL_TESTS_ROOT = {"broadcast": 0, "reduce": 0}
@@ -127,14 +128,27 @@ def collective_json(G, e, *, explain: bool = False) -> dict:
     return data
 
 
-def collective_table(G, e, counts, *, explain: bool = False) -> str:
+def measurement_note(gpus_per_thread: int = 1, calibration: str | None = None) -> str:
+    """How the measured time was predicted, for a table's header: nccl-tests' ``-g`` when one
+    thread drives several GPUs, and which measurement constants (:mod:`models.measure`).
+
+    >>> measurement_note(), measurement_note(12, "cal.json")
+    ('measurement constants: default (DGX-2 fit)', '-g 12; measurement constants: cal.json')
+    """
+    g = f"-g {int(gpus_per_thread)}; " if gpus_per_thread and int(gpus_per_thread) > 1 else ""
+    return g + "measurement constants: " + (calibration if calibration else "default (DGX-2 fit)")
+
+
+def collective_table(G, e, counts, *, explain: bool = False, measurement: str = "") -> str:
     """``dgxtopo collective``: nccl-tests' columns (float32, sum) plus NCCL's choice.
 
-    ``counts`` are nccl-tests' element counts of the sizes in ``e.nbytes``.
+    ``counts`` are nccl-tests' element counts of the sizes in ``e.nbytes``; ``measurement``
+    (:func:`measurement_note`) closes the header line.
     """
     coll = e.collective
     lines = [f"# dgxtopo: predicted nccl-tests {coll} on {G.graph['name']} GPUs "
-             f"{format_gpu_ids(e.gpus)} ({e.nranks} ranks); {e.model}",
+             f"{format_gpu_ids(e.gpus)} ({e.nranks} ranks); {e.model}"
+             + (f"; {measurement}" if measurement else ""),
              f"# {'size':>10}  {'count':>12}  {'type':>6}  {'redop':>6}  {'root':>5}  {'time':>9}  "
              f"{'algbw':>7}  {'busbw':>7}  {'algo':>5}  {'proto':>6}  {'nch':>3}",
              f"# {'(B)':>10}  {'(elements)':>12}  {'':>6}  {'':>6}  {'':>5}  {'(us)':>9}  "
@@ -155,42 +169,84 @@ def collective_table(G, e, counts, *, explain: bool = False) -> str:
 
 
 # -------------------------------------------------------------------------------- pairs
-def pairs_json(G, collective: str, nbytes: int, matrix) -> dict:
-    """``dgxtopo pairs --json``: ``{"system", "collective", "size_bytes", "gpus", "busbw_gbps"}``."""
-    return {"system": G.graph["system"], "collective": collective, "size_bytes": int(nbytes),
-            "gpus": list(range(len(matrix))),
-            "busbw_gbps": [[None if math.isnan(v) else float(to_GBps(v)) for v in row] for row in matrix]}
+def _matrix_json(matrix) -> list:
+    return [[None if math.isnan(v) else float(to_GBps(v)) for v in row] for row in matrix]
 
 
-def pairs_table(G, collective: str, nbytes: int, matrix) -> str:
-    """``dgxtopo pairs``: the busbw matrix of every 2-GPU communicator (``-`` on the diagonal)."""
+def pairs_json(G, collective: str, nbytes: int, matrix, bounds=None) -> dict:
+    """``dgxtopo pairs --json``: ``{"system", "collective", "size_bytes", "gpus", "busbw_gbps"}``,
+    and ``"bound_busbw_gbps"`` (the optimal-schedule bound of each pair) with ``--bound``."""
+    data = {"system": G.graph["system"], "collective": collective, "size_bytes": int(nbytes),
+            "gpus": list(range(len(matrix))), "busbw_gbps": _matrix_json(matrix)}
+    if bounds is not None:
+        data["bound_busbw_gbps"] = _matrix_json(bounds)
+    return data
+
+
+def _matrix_table(matrix) -> str:
     n = len(matrix)
     headers = ["GPU"] + [str(j) for j in range(n)]
     rows = [[str(i)] + ["-" if math.isnan(v) else _gbps(v) for v in row] for i, row in enumerate(matrix)]
-    return (f"Predicted {collective} busbw (GB/s) of every GPU pair on {G.graph['name']} at {nbytes} B\n"
-            + format_table(headers, rows, align=">" * (n + 1)))
+    return format_table(headers, rows, align=">" * (n + 1))
+
+
+def pairs_table(G, collective: str, nbytes: int, matrix, bounds=None) -> str:
+    """``dgxtopo pairs``: the busbw matrix of every 2-GPU communicator (``-`` on the diagonal),
+    and with ``bounds`` the bound matrix and NCCL's share of it."""
+    text = (f"Predicted {collective} busbw (GB/s) of every GPU pair on {G.graph['name']} at {nbytes} B\n"
+            + _matrix_table(matrix))
+    if bounds is None:
+        return text
+    share = np.asarray(matrix) / np.where(np.asarray(bounds) > 0, bounds, np.nan)
+    lo, hi = np.nanmin(share), np.nanmax(share)
+    return (text + f"\n\nBound (GB/s): the most any schedule could reach on each pair (bandwidth only)\n"
+            + _matrix_table(bounds)
+            + f"\n\nNCCL gets {lo:.0%} to {hi:.0%} of the busbw this fabric allows a pair")
 
 
 # ------------------------------------------------------------------------------ subsets
-def subsets_json(G, collective: str, k: int, nbytes: int, ranking, shown) -> dict:
+def subsets_json(G, collective: str, k: int, nbytes: int, ranking, shown, bounds=None) -> dict:
     """``dgxtopo subsets --json``: ``{"system", "collective", "k", "size_bytes", "count",
-    "subsets"}``, ``count`` being every set and ``subsets`` the ones shown, best first."""
+    "subsets"}``, ``count`` being every set and ``subsets`` the ones shown, best first; with
+    ``bounds`` (GPU ids -> bound busbw [B/s]) each set also has ``"bound_busbw_gbps"`` and
+    ``"ratio"`` (NCCL's busbw over the bound)."""
+    rows = []
+    for r in shown:
+        row = {"gpus": list(r.gpus), "busbw_gbps": float(to_GBps(r.busbw)),
+               "algbw_gbps": float(to_GBps(r.algbw)), "time_us": float(to_us(r.time)),
+               "algorithm": r.algorithm, "protocol": r.protocol, "nchannels": int(r.nchannels)}
+        if bounds is not None:
+            b = bounds[tuple(r.gpus)]
+            row["bound_busbw_gbps"] = float(to_GBps(b))
+            row["ratio"] = float(r.busbw / b) if b > 0 else None
+        rows.append(row)
     return {"system": G.graph["system"], "collective": collective, "k": int(k), "size_bytes": int(nbytes),
-            "count": len(ranking),
-            "subsets": [{"gpus": list(r.gpus), "busbw_gbps": float(to_GBps(r.busbw)),
-                         "algbw_gbps": float(to_GBps(r.algbw)), "time_us": float(to_us(r.time)),
-                         "algorithm": r.algorithm, "protocol": r.protocol, "nchannels": int(r.nchannels)}
-                        for r in shown]}
+            "count": len(ranking), "subsets": rows}
 
 
-def subsets_table(G, collective: str, k: int, nbytes: int, ranking, shown) -> str:
-    """``dgxtopo subsets``: the sets shown, ranked by busbw."""
+def subsets_table(G, collective: str, k: int, nbytes: int, ranking, shown, bounds=None) -> str:
+    """``dgxtopo subsets``: the sets shown, ranked by busbw; with ``bounds`` (GPU ids -> bound
+    busbw [B/s]) two more columns, the bound and NCCL's share of it."""
     top = "" if len(shown) == len(ranking) else f" (top {len(shown)})"
     headers = ["rank", "GPUs", "busbw (GB/s)", "algbw (GB/s)", "time (us)", "algo", "proto", "nch"]
-    rows = [[i + 1, format_gpu_ids(r.gpus), _gbps(r.busbw), _gbps(r.algbw), f"{to_us(r.time):.2f}",
-             r.algorithm, r.protocol, r.nchannels] for i, r in enumerate(shown)]
-    return (f"{len(ranking)} sets of {k} GPUs on {G.graph['name']}, ranked by predicted "
-            f"{collective} busbw at {nbytes} B{top}\n" + format_table(headers, rows, align="><>>><<>"))
+    align = "><>>><<>"
+    if bounds is not None:
+        headers += ["bound (GB/s)", "NCCL/bound"]
+        align += ">>"
+    rows = []
+    for i, r in enumerate(shown):
+        row = [i + 1, format_gpu_ids(r.gpus), _gbps(r.busbw), _gbps(r.algbw), f"{to_us(r.time):.2f}",
+               r.algorithm, r.protocol, r.nchannels]
+        if bounds is not None:
+            b = bounds[tuple(r.gpus)]
+            row += [_gbps(b), f"{r.busbw / b:.0%}" if b > 0 else "-"]
+        rows.append(row)
+    text = (f"{len(ranking)} sets of {k} GPUs on {G.graph['name']}, ranked by predicted "
+            f"{collective} busbw at {nbytes} B{top}\n" + format_table(headers, rows, align=align))
+    if bounds is not None:
+        text += ("\nbound: the most busbw any schedule could reach on the set (bandwidth only, "
+                 "dgxtopo bound); NCCL/bound: NCCL gets that share of what the fabric allows")
+    return text
 
 
 # ------------------------------------------------------------------------------ compare
@@ -285,3 +341,16 @@ def import_summary(G, *, source: str, what: str, nvswitch_origin: str, pcie_orig
             f"{_plural(sockets, 'CPU socket')}; {nic_text}. "
             + (f"Wrote {out}." if out is not None else "Nothing written (pass --out FILE to write the fabric)."))
     return textwrap.fill(text, 79, break_on_hyphens=False, break_long_words=False)
+
+
+# -------------------------------------------------------------------------------- gpus
+def gpus_ranking_json(workload: str, dtype: str, ranks) -> dict:
+    """``dgxtopo gpus --json``: ``{"workload", "dtype", "ranking": [{"generation",
+    "time_per_sample_s", "compute_s", "memory_s", "communication_s", "binding", "fits"}]}``,
+    fastest first; a generation without the dtype has ``time_per_sample_s`` null."""
+    return {"workload": workload, "dtype": dtype,
+            "ranking": [{"generation": r.generation,
+                         "time_per_sample_s": r.time_per_sample if math.isfinite(r.time_per_sample) else None,
+                         "compute_s": r.compute, "memory_s": r.memory_bound,
+                         "communication_s": r.communication, "binding": r.binding, "fits": r.fits}
+                        for r in ranks]}
