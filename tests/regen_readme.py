@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import re
 import shlex
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 README = Path(__file__).parents[1] / "README.md"
@@ -29,14 +32,35 @@ def command_of(block: str) -> str | None:
     return first[2:] if first.startswith(PROMPT) else None
 
 
+_WORKDIR: list = []
+
+
+def _workdir() -> Path:
+    """A scratch directory holding copies of ``examples/`` and ``tests/data/``, where the README's commands run: the
+    files they read are there under the same relative paths, and the files they write (``--out``)
+    land there, never in the repository."""
+    if not _WORKDIR:
+        scratch = Path(tempfile.mkdtemp(prefix="dgxtopo-readme-"))
+        shutil.copytree(README.parent / "examples", scratch / "examples")
+        shutil.copytree(README.parent / "tests" / "data", scratch / "tests" / "data")
+        _WORKDIR.append(scratch)
+    return _WORKDIR[0]
+
+
 def run_command(command: str) -> str:
-    """The standard output of ``dgxtopo ARGS`` run in-process; fails on a non-zero status."""
+    """The standard output of ``dgxtopo ARGS`` run in-process (in :func:`_workdir`); fails on a
+    non-zero status."""
     from models.cli import main
 
     argv = shlex.split(command)[1:]
     out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        status = main(argv)
+    here = os.getcwd()
+    os.chdir(_workdir())
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            status = main(argv)
+    finally:
+        os.chdir(here)
     if status != 0:
         raise RuntimeError(f"README command {command!r} exited {status}: {err.getvalue().strip()}")
     return out.getvalue()
