@@ -358,7 +358,11 @@ class _Fabric:
         self.sym = {}
         for scope, kinds in (("local", ["nvlink"] if switched else None), ("multi", None)):
             classes = topo.interchangeable_gpus(host_graph, edge_kinds=kinds)
-            maps = topo.gpu_automorphisms(host_graph) if all(len(c) == 1 for c in classes) else None
+            # The automorphisms of a whole NVSwitch host (NICs, PCIe tree and all) take VF2 tens
+            # of seconds on a DGX H100; there the classes alone key the sets (fewer shortcuts,
+            # each estimate still cached).
+            maps = (topo.gpu_automorphisms(host_graph)
+                    if all(len(c) == 1 for c in classes) and not switched else None)
             class_of = {g: c for c, members in enumerate(classes) for g in members}
             self.sym[scope] = (class_of, maps)
         self.nic_bandwidth = self._nic_bandwidth()
