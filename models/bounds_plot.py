@@ -26,7 +26,7 @@ from .bounds import Bound, subset_bounds
 from .collectives import subsets
 from .packing import TreePacking
 
-__all__ = ["packing_figure", "bound_vs_nccl_figure"]
+__all__ = ["packing_figure", "bound_vs_nccl_figure", "ratio_by_size_figure"]
 
 
 def packing_figure(G, packing, *, title: str | None = None, width: int | None = None,
@@ -130,6 +130,60 @@ def bound_vs_nccl_figure(G, collective: str, nbytes=2**33, *, relay: str = "swit
         xaxis=dict(title="GPUs in the set", dtick=1),
         yaxis=dict(title="busbw (GB/s)", rangemode="tozero"),
         yaxis2=dict(title="NCCL / bound (%)", overlaying="y", side="right", range=[0, 105]),
+        width=width, height=height, plot_bgcolor="white",
+        legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0.0))
+    return fig
+
+
+def ratio_by_size_figure(series, *, title: str | None = None, width: int | None = None,
+                         height: int | None = None) -> go.Figure:
+    """NCCL's busbw as a share of the bound by GPU-set size, one line per system, from numbers
+    already computed (the report's: :func:`models.report.analysis.system_bounds`).
+
+    Each line joins the mean over the sets of a size (each set counted once, symmetric sets
+    included); its error bar spans the lowest to the highest set.
+
+    Parameters
+    ----------
+    series : mapping of str to mapping
+        Line label -> {set size: (lowest, mean, highest) ratio}.
+    title : str, optional
+    width, height : int, optional
+        [px]
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+
+    Raises
+    ------
+    topo.DgxTopoError
+        For a ratio triple that is not ordered lowest <= mean <= highest.
+
+    Examples
+    --------
+    >>> fig = ratio_by_size_figure({"DGX-1V": {2: (0.4, 0.5, 0.6), 8: (0.74, 0.74, 0.74)}})
+    >>> fig.data[0].name, list(fig.data[0].x), [round(y) for y in fig.data[0].y]
+    ('DGX-1V', [2, 8], [50, 74])
+    """
+    fig = go.Figure()
+    for label, by_size in series.items():
+        sizes = sorted(by_size)
+        low, mean, high = (np.array([by_size[k][i] for k in sizes], dtype=float) for i in range(3))
+        if np.any(low > mean + 1e-12) or np.any(mean > high + 1e-12):
+            raise DgxTopoError(f"{label}: expected (lowest, mean, highest) ratios, received "
+                               f"{[by_size[k] for k in sizes]!r}")
+        fig.add_trace(go.Scatter(
+            x=sizes, y=100 * mean, mode="lines+markers", name=str(label),
+            error_y=dict(type="data", symmetric=False, array=100 * (high - mean), arrayminus=100 * (mean - low)),
+            customdata=np.stack([100 * low, 100 * high], axis=-1) if sizes else None,
+            hovertemplate=(f"{label}<br>%{{x}} GPUs: mean %{{y:.0f}}% of the bound"
+                           "<br>sets from %{customdata[0]:.0f}% to %{customdata[1]:.0f}%<extra></extra>")))
+    fig.update_layout(
+        title=dict(text=title if title is not None else "NCCL's predicted busbw as a share of the bound, "
+                                                          "by GPU-set size"),
+        xaxis=dict(title="GPUs in the set", dtick=1),
+        yaxis=dict(title="NCCL / bound (%)", range=[0, 105]),
         width=width, height=height, plot_bgcolor="white",
         legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0.0))
     return fig

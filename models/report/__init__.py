@@ -11,7 +11,8 @@ from .analysis import (CURVE_SIZES, GENERATION_GPUS, MAX_MATRIX_GPUS, MEASURED_D
                        REPORT_SIZE, SEED_COMPARISON, CollectiveCheck, Generation, MeasurementComparison,
                        P2PRowCheck, ReportAnalysis, SeedComparison, SystemAnalysis, SystemRow,
                        analyse_report, generations, measured_data, measurement_comparison,
-                       report_fabrics, summary_rows)
+                       report_fabrics, summary_rows, SetBound, SystemBounds, TrainingStep, WorstSet,
+                       set_classes, system_bounds, training_step, worst_sets)
 from .html import check_html, compare_html, render_report, report_html
 from .write import ReportFile, write_check_html, write_compare_figure, write_report
 
@@ -19,6 +20,7 @@ __all__ = ["CURVE_SIZES", "GENERATION_GPUS", "MAX_MATRIX_GPUS", "MEASURED_DATA",
            "REPORT_SIZE", "SEED_COMPARISON", "CollectiveCheck", "Generation", "MeasurementComparison",
            "P2PRowCheck", "ReportAnalysis", "SeedComparison", "SystemAnalysis", "SystemRow",
            "analyse_report", "generations", "measured_data", "measurement_comparison",
-           "report_fabrics", "summary_rows", "check_html", "compare_html", "render_report",
+           "report_fabrics", "summary_rows", "SetBound", "SystemBounds", "TrainingStep", "WorstSet",
+           "set_classes", "system_bounds", "training_step", "worst_sets", "check_html", "compare_html", "render_report",
            "report_html", "ReportFile", "write_check_html", "write_compare_figure", "write_report",
            "OutputPathError", "check_output_path"]

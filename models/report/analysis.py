@@ -18,10 +18,18 @@ and 8-GPU all_reduce curves of every single-host system of 8 GPUs or more, NVLS 
 where the model has it) and :func:`measurement_comparison` (the model against the measured
 runs shipped in ``models/report/data``: nccl-tests on 12 GPUs of a DGX-2 through
 :func:`models.calibration.check`, and a DGX-1V's p2pBandwidthLatencyTest row).
+
+Two more answer issues 14 and 15: :func:`system_bounds` (NCCL's predicted busbw against the
+optimal schedule's bound, :func:`models.bound`, on every GPU set, one computation per class of
+:func:`set_classes`, the worst sets explained) and :func:`training_step` (a planner workload's
+layouts on the seed comparison's systems, :func:`models.search`, and
+:func:`models.gpus_ranking`).
 """
 
 from __future__ import annotations
 
+import functools
+import itertools
 import json
 import math
 import re
@@ -32,19 +40,25 @@ import numpy as np
 
 import topo
 from topo.errors import DgxTopoError
-from topo.units import GB, GiB, us
+from topo.units import GB, GiB, to_GBps, us
 
 from ..benchmarks import read_nccl_tests
+from ..bounds import bound
 from ..calibration import check
-from ..collectives import estimate, pairwise
+from ..collectives import Estimator, estimate, pairwise
 from ..measure import DEFAULT
+from ..nccltests import busbw_factor
 from ..p2p import EFFICIENCIES, OVERHEADS, p2p_report
+from ..planner import Search, gpus_ranking, search
 
 __all__ = ["SystemRow", "SystemAnalysis", "SeedComparison", "ReportAnalysis", "Generation",
            "CollectiveCheck", "P2PRowCheck", "MeasurementComparison", "summary_rows",
            "analyse_report", "report_fabrics", "generations", "measurement_comparison",
            "measured_data", "REPORT_SIZE", "CURVE_SIZES", "MAX_MATRIX_GPUS", "REPORT_COLLECTIVE",
-           "SEED_COMPARISON", "GENERATION_GPUS", "MEASURED_DATA"]
+           "SEED_COMPARISON", "GENERATION_GPUS", "MEASURED_DATA", "SetBound", "WorstSet",
+           "SystemBounds", "TrainingStep", "bound_edge_kinds", "set_classes", "system_bounds",
+           "worst_sets", "training_step", "BOUND_SIZE", "BOUND_RELAY", "BOUND_WORST",
+           "TRAINING_WORKLOAD", "TRAINING_SYSTEMS", "TRAINING_TP"]
 
 #: The message size of the summary table and the pair matrices: nccl-tests' ``1G``. [bytes]
 REPORT_SIZE = GiB
@@ -309,12 +323,18 @@ class ReportAnalysis:
         Every single-host system of 8 GPUs or more, in order; empty with fewer than two.
     measurement : MeasurementComparison or None
         Present when a DGX-2 or a DGX-1V (the measured systems) is among the systems.
+    bounds : tuple of SystemBounds
+        NCCL against the optimum, one per single-host system, in order.
+    training : TrainingStep or None
+        Present with the seed comparison (a DGX-1V or a DGX-2 among the systems).
     """
 
     systems: tuple
     seed: SeedComparison | None
     generations: tuple = ()
     measurement: MeasurementComparison | None = None
+    bounds: tuple = ()
+    training: object = None
 
 
 def report_fabrics(names=None) -> list:
@@ -553,7 +573,8 @@ def analyse_report(fabrics, *, progress=None) -> ReportAnalysis:
     progress : callable, optional
         Called as ``progress(done, total)`` after each step (one per system, one each for
         the seed comparison, the generations and the measurements when present), for a
-        progress bar.
+        progress bar; NCCL against the optimum and the training step (with the seed
+        comparison) are one step each.
 
     Returns
     -------
@@ -563,7 +584,7 @@ def analyse_report(fabrics, *, progress=None) -> ReportAnalysis:
     present = {G.graph.get("system") for G in fabrics}
     seeded = bool(present & {"dgx1v", "dgx2"})
     measured = present & set(MEASURED_DATA)
-    total = len(fabrics) + 1 + int(seeded) + int(bool(measured))
+    total = len(fabrics) + 2 + 2 * int(seeded) + int(bool(measured))
     done = 0
 
     def step():
@@ -584,7 +605,12 @@ def analyse_report(fabrics, *, progress=None) -> ReportAnalysis:
     measurement = measurement_comparison(measured) if measured else None
     if measured:
         step()
-    return ReportAnalysis(tuple(systems), seed, gens, measurement)
+    bounds = tuple(system_bounds(a.G) for a in systems if _single_host(a.G))
+    step()
+    training = training_step() if seeded else None
+    if seeded:
+        step()
+    return ReportAnalysis(tuple(systems), seed, gens, measurement, bounds, training)
 
 
 def summary_rows(names=None) -> list:
@@ -605,3 +631,353 @@ def summary_rows(names=None) -> list:
         For a name :func:`topo.build` does not know.
     """
     return [_analyse(G).row for G in report_fabrics(names)]
+
+
+# --------------------------------------------------------------- NCCL against the optimum
+#: Size of the bound section's NCCL estimates: nccl-tests' largest, ``-e 8G``, where the
+#: bandwidth term dominates (the bounds have no latency term). [bytes]
+BOUND_SIZE = int(CURVE_SIZES[-1])
+#: Relays of the bounds: NCCL's own (switches, CPUs, NICs forward; GPUs outside the set do not).
+BOUND_RELAY = "switches"
+#: Worst GPU sets (symmetry classes) shown per system.
+BOUND_WORST = 3
+# A ratio of NCCL's bandwidth term to the bound above this counts as "the links bind".
+_LINKS_BIND = 0.98
+
+
+@dataclass(frozen=True, slots=True)
+class SetBound:
+    """NCCL against the bound on one class of equivalent GPU sets.
+
+    Attributes
+    ----------
+    gpus : tuple of int
+        The class's representative (the first set in ``itertools.combinations`` order).
+    count : int
+        Sets in the class (the fabric's symmetries map them onto each other).
+    bound_busbw : float
+        The bound that applies to what NCCL runs: GPUs reduce (reduce_scatter + all_gather,
+        :attr:`models.bounds.Bound.bound_busbw`), or, where NCCL runs NVLS (reduction in the
+        switches), the cut bound on any schedule (:attr:`~models.bounds.Bound.upper_busbw`). [B/s]
+    nccl_busbw : float
+        NCCL's predicted busbw at :data:`BOUND_SIZE` (:func:`models.estimate`). [B/s]
+    algorithm : str
+        What NCCL runs (``"ring/Simple"``).
+    """
+
+    gpus: tuple
+    count: int
+    bound_busbw: float
+    nccl_busbw: float
+    algorithm: str
+
+    @property
+    def ratio(self) -> float:
+        """``nccl_busbw / bound_busbw`` (NaN for a zero bound)."""
+        return self.nccl_busbw / self.bound_busbw if self.bound_busbw > 0 else math.nan
+
+
+@dataclass(frozen=True, slots=True)
+class WorstSet:
+    """One of the worst sets of a system, with the explanation of its gap.
+
+    Attributes
+    ----------
+    system, name : str
+    set : SetBound
+    cut : str
+        The binding cut of the bound (:meth:`models.bounds.Cut.describe`).
+    binds : str
+        ``"links"`` (NCCL's bandwidth term reaches the bound: what is left is achieved
+        bandwidth and latency) or ``"NCCL's channels"`` (its rings or trees carry less than
+        the links allow).
+    explanation : str
+        One or two sentences: what binds NCCL and what the optimal schedule uses.
+    working : str
+        The whole working (:meth:`models.bounds.Bound.explain`).
+    """
+
+    system: str
+    name: str
+    set: SetBound
+    cut: str
+    binds: str
+    explanation: str
+    working: str
+
+
+@dataclass(frozen=True, slots=True)
+class SystemBounds:
+    """NCCL against the bound on every GPU set of one system, one computation per class.
+
+    Attributes
+    ----------
+    system, name : str
+    edge_kinds : tuple of str or None
+        The links the bound may use: NVLink alone on NVSwitch systems (NVLink joins every GPU
+        pair there, and NCCL uses nothing else), every link on the others (NCCL falls back to
+        PCIe between GPUs without NVLink, so the bound must count it).
+    sets : tuple of SetBound
+        Every class, by set size then GPUs.
+    worst : tuple of WorstSet
+        The :data:`BOUND_WORST` lowest ratios, lowest first.
+    error : str or None
+        Why the section has no numbers for this system.
+    """
+
+    system: str
+    name: str
+    edge_kinds: tuple | None
+    sets: tuple
+    worst: tuple
+    error: str | None = None
+
+    def by_size(self) -> dict:
+        """Set size -> (lowest, count-weighted mean, highest) ratio over its sets."""
+        out = {}
+        for k in sorted({len(s.gpus) for s in self.sets}):
+            chosen = [s for s in self.sets if len(s.gpus) == k and math.isfinite(s.ratio)]
+            if chosen:
+                ratios = np.array([s.ratio for s in chosen])
+                weights = np.array([s.count for s in chosen], dtype=float)
+                out[k] = (float(ratios.min()), float(np.average(ratios, weights=weights)), float(ratios.max()))
+        return out
+
+    @property
+    def nsets(self) -> int:
+        return sum(s.count for s in self.sets)
+
+
+def bound_edge_kinds(G) -> tuple | None:
+    """The links the report's bound uses on a fabric (see :class:`SystemBounds`)."""
+    return ("nvlink",) if topo.nodes_of_kind(G, "nvswitch") else None
+
+
+def set_classes(G, edge_kinds=None) -> dict:
+    """Every GPU set of 2 or more GPUs, grouped by the fabric's symmetries.
+
+    Two sets are in one class when a symmetry of the fabric maps one onto the other: GPUs of one
+    class of :func:`topo.interchangeable_gpus` (over ``edge_kinds``) swap freely, and the
+    fabric's automorphisms (:func:`topo.gpu_automorphisms`) map GPUs. Where the automorphisms
+    are the identity alone, a class is a number of GPUs from each interchangeable class, and the
+    classes are counted without listing the sets (65 519 sets of a DGX-2 are 78 classes).
+
+    Returns
+    -------
+    dict
+        Representative (GPU ids, the first of its class in ``itertools.combinations`` order)
+        -> number of sets in the class, by set size.
+    """
+    nodes = topo.gpus(G)
+    ids = {g: i for i, g in enumerate(nodes)}
+    classes = [sorted(ids[g] for g in c) for c in topo.interchangeable_gpus(G, edge_kinds=edge_kinds)]
+    maps = topo.gpu_automorphisms(G)
+    n = len(nodes)
+    out: dict = {}
+    if len(maps) == 1:
+        def vectors(i, left):
+            if i == len(classes):
+                if left == 0:
+                    yield ()
+                return
+            for c in range(min(left, len(classes[i])) + 1):
+                for rest in vectors(i + 1, left - c):
+                    yield (c,) + rest
+        for k in range(2, n + 1):
+            found = []
+            for v in vectors(0, k):
+                rep = tuple(sorted(g for c, members in zip(v, classes) for g in members[:c]))
+                found.append((rep, math.prod(math.comb(len(m), c) for c, m in zip(v, classes))))
+            out.update(sorted(found))
+        return out
+    class_of = {g: c for c, members in enumerate(classes) for g in members}
+    images = [[ids[m[g]] for g in nodes] for m in maps]
+    for k in range(2, n + 1):
+        seen: dict = {}
+        for combo in itertools.combinations(range(n), k):
+            key = min(tuple(sorted(class_of[image[i]] for i in combo)) for image in images)
+            if key in seen:
+                out[seen[key]] += 1
+            else:
+                seen[key] = combo
+                out[combo] = 1
+    return out
+
+
+def _applicable(b, e) -> float:
+    """The bound that applies to what NCCL runs (see :class:`SetBound`)."""
+    return b.upper_busbw if str(e.point().algorithm).startswith("nvls") else b.bound_busbw
+
+
+def _gap(G, b, e, against: float) -> tuple[str, str]:
+    """(what binds, the explanation) of one set's gap, from NCCL's estimate ``e`` and the bound ``b``."""
+    p = e.point()
+    nominal = float(p.bandwidth) * busbw_factor(REPORT_COLLECTIVE, e.nranks)
+    size = f"{to_GBps(against):.1f}"
+    if p.algorithm.startswith("nvls"):
+        optimum = (f"with reductions in the switches the cut bound is {size} GB/s (every GPU must "
+                   f"receive the whole buffer over its own links)")
+    else:
+        optimum = f"the optimal schedule (trees packed into the binding cut) reaches {size} GB/s"
+    if nominal >= _LINKS_BIND * against:
+        return "links", (f"NCCL's {p.algorithm} with {p.nchannels} channels fills the binding cut "
+                         f"({to_GBps(nominal):.1f} GB/s in its own figures); {optimum}: the gap is what the "
+                         f"links achieve against NCCL's figures, and latency.")
+    search = {"ring": e.ring, "tree": e.tree, "pat": e.tree}.get(p.algorithm)
+    loads = {load.edge: load for load in (search.loads if search is not None else ())}
+    where = ""
+    if e.bottleneck:
+        u, v = e.bottleneck[0]
+        line = G.edges[u, v]["bandwidth"] if G.has_edge(u, v) else math.nan
+        load = loads.get((u, v))
+        counted = (f", which NCCL counts at {to_GBps(load.capacity):.1f} GB/s of its "
+                   f"{to_GBps(line):.1f} GB/s line rate" if load is not None and math.isfinite(line) else "")
+        more = f" and {len(e.bottleneck) - 1} more" if len(e.bottleneck) > 1 else ""
+        where = f"; they are bound by {u}->{v}{more}{counted}"
+    per = f" x {to_GBps(search.bw_intra):.1f} GB/s" if search is not None else ""
+    return "NCCL's channels", (f"NCCL's {p.algorithm}: {p.nchannels} channel(s){per} give "
+                               f"{to_GBps(nominal):.1f} GB/s busbw in its own figures{where}; "
+                               f"{optimum} over {b.cut.describe()}.")
+
+
+def system_bounds(G, *, worst: int = BOUND_WORST, profile=None) -> SystemBounds:
+    """NCCL against the optimal all_reduce on every GPU set of a fabric (one single host).
+
+    One bound (:func:`models.bound`, relays :data:`BOUND_RELAY`, links
+    :func:`bound_edge_kinds`) and one NCCL estimate at :data:`BOUND_SIZE` per class of
+    :func:`set_classes`.
+
+    Parameters
+    ----------
+    G : networkx.DiGraph
+    worst : int
+        How many of the lowest-ratio classes to explain.
+    profile : str, optional
+        NCCL version profile.
+
+    Returns
+    -------
+    SystemBounds
+        With ``error`` set (and no sets) where a model does not cover the fabric.
+    """
+    # Memoised per fabric (its JSON: the whole graph), so that a process writing several
+    # reports, such as the test suite, searches each fabric's sets once.
+    key = (topo.to_json(G), worst, profile if profile is None or isinstance(profile, str) else id(profile))
+    if key not in _BOUNDS_MEMO:
+        if len(_BOUNDS_MEMO) >= _MEMO_SIZE:
+            _BOUNDS_MEMO.pop(next(iter(_BOUNDS_MEMO)))
+        _BOUNDS_MEMO[key] = _system_bounds(G, worst, profile)
+    return _BOUNDS_MEMO[key]
+
+
+_BOUNDS_MEMO: dict = {}
+_MEMO_SIZE = 16
+
+
+def _system_bounds(G, worst, profile) -> SystemBounds:
+    s = topo.summarize(G)
+    kinds = bound_edge_kinds(G)
+    try:
+        estimator = Estimator(G, profile=profile)
+        sets, work = [], {}
+        for gpus, count in set_classes(G, kinds).items():
+            b = bound(G, REPORT_COLLECTIVE, BOUND_SIZE, list(gpus), relay=BOUND_RELAY, edge_kinds=kinds,
+                      nccl=False)
+            e = estimator.estimate(REPORT_COLLECTIVE, BOUND_SIZE, list(gpus))
+            p = e.point()
+            sets.append(SetBound(gpus, count, float(_applicable(b, e)), float(p.busbw),
+                                 f"{p.algorithm}/{p.protocol}"))
+            work[gpus] = (b, e)
+        ordered = sorted((x for x in sets if math.isfinite(x.ratio)), key=lambda x: (x.ratio, x.gpus))
+        explained = []
+        for x in ordered[:worst]:
+            b, e = work[x.gpus]
+            binds, text = _gap(G, b, e, x.bound_busbw)
+            working = b.explain() + "\nNCCL's working:\n  " + e.explain().replace("\n", "\n  ")
+            explained.append(WorstSet(s.system, s.name, x, b.cut.describe(), binds, text, working))
+    except DgxTopoError as error:
+        return SystemBounds(s.system, s.name, kinds, (), (), str(error))
+    return SystemBounds(s.system, s.name, kinds, tuple(sets), tuple(explained))
+
+
+def worst_sets(bounds) -> tuple:
+    """The worst sets of every system in one list, lowest ratio first (then system order)."""
+    rows = [(w.set.ratio, i, j, w) for i, sb in enumerate(bounds) for j, w in enumerate(sb.worst)]
+    return tuple(w for *_, w in sorted(rows, key=lambda r: r[:3]))
+
+
+# ---------------------------------------------------------------------------- training step
+#: The training section's workload and the systems it compares (the seed comparison's).
+TRAINING_WORKLOAD = "megatron-8.3b"
+TRAINING_SYSTEMS = SEED_COMPARISON
+#: Tensor-parallel degrees the section searches: a DGX-1V cube face and a whole host (Megatron-LM
+#: trained 8.3B with 8-way tensor parallelism: Shoeybi et al. 2019, "Megatron-LM", section 5).
+#: :func:`models.search` without ``tp`` searches every degree.
+TRAINING_TP = (4, 8)
+
+
+@dataclass(frozen=True, slots=True)
+class TrainingStep:
+    """The training-step section as data.
+
+    Attributes
+    ----------
+    workload : str
+    names : tuple of str
+        Registry names of the systems (:data:`TRAINING_SYSTEMS`).
+    searches : tuple of (models.planner.Search or None)
+        Every layout with tensor parallelism in :data:`TRAINING_TP`, best first.
+    errors : tuple of (str or None)
+    ranking : tuple of models.planner.GpuRank
+        GPU generations for the workload (:func:`models.gpus_ranking`).
+    ranking_dtype : str
+    """
+
+    workload: str
+    names: tuple
+    searches: tuple
+    errors: tuple
+    ranking: tuple
+    ranking_dtype: str
+
+
+def _merged_search(workload, G, tps):
+    plans, skipped = [], []
+    for tp in tps:
+        s = search(workload, G, tp=tp)
+        plans += s.plans
+        skipped += s.skipped
+    plans.sort(key=lambda p: (not p.fits, p.step_time, p.memory.total, p.layout.label()))
+    return Search(tuple(plans), tuple(skipped))
+
+
+@functools.lru_cache(maxsize=4)
+def _training_step(workload, names, tps, dtype) -> TrainingStep:
+    searches, errors = [], []
+    for name in names:
+        result, error = _try(_merged_search, workload, topo.build(name), tps)
+        searches.append(result)
+        errors.append(error)
+    return TrainingStep(str(workload), tuple(names), tuple(searches), tuple(errors),
+                        gpus_ranking(workload, dtype=dtype), dtype)
+
+
+def training_step(workload: str = TRAINING_WORKLOAD, names=TRAINING_SYSTEMS, *, tps=TRAINING_TP,
+                  dtype: str = "fp16") -> TrainingStep:
+    """Layouts of a workload on some systems, and the GPU generations ranked for it.
+
+    Parameters
+    ----------
+    workload : str
+        A planner workload (:mod:`models.workload`).
+    names : sequence of str
+        Systems for :func:`topo.build`.
+    tps : sequence of int
+        Tensor-parallel degrees searched.
+    dtype : str
+        dtype of the generations' ranking.
+
+    The built-in systems are fixed, so a result is memoised per arguments (a workload object is
+    keyed by itself).
+    """
+    return _training_step(workload, tuple(names), tuple(tps), dtype)

@@ -4,7 +4,9 @@ One self-contained file: plotly.js is embedded (the page opens without a network
 summary table of the chosen systems, all_reduce busbw and time against message size for all
 of them, the generations side by side (NVLink per GPU, bisection, 8-GPU all_reduce, NVLS
 beside ring), the model against measured runs with its errors per collective and per size,
-and per system its fabric, the channels of an 8-GPU all_reduce on it, its P2P bandwidth and
+NCCL against the optimal schedule on every GPU set (by set size, and the worst sets with the
+explanation of each gap), a training step (Megatron 8.3B layouts on a DGX-2 and on two DGX-1V,
+and the GPU generations ranked for it), and per system its fabric, the channels of an 8-GPU all_reduce on it, its P2P bandwidth and
 latency matrices and its 2-GPU all_reduce matrix, followed by a short text on how the model
 works and how it was validated.
 
@@ -28,8 +30,10 @@ from topo.units import to_GBps, to_us
 
 from ..plot import (busbw_figure, channels_figure, check_figure, curve_styles, format_bytes,
                     generations_figure, latency_figure, p2p_check_figure, p2p_figure, pairs_figure)
-from .analysis import (CURVE_SIZES, GENERATION_GPUS, REPORT_COLLECTIVE, REPORT_SIZE, ReportAnalysis,
-                       analyse_report, report_fabrics)
+from ..bounds_plot import ratio_by_size_figure
+from ..plan_plot import memory_figure, step_time_figure
+from .analysis import (BOUND_RELAY, BOUND_SIZE, CURVE_SIZES, GENERATION_GPUS, REPORT_COLLECTIVE, REPORT_SIZE,
+                       TRAINING_TP, ReportAnalysis, analyse_report, report_fabrics, worst_sets)
 
 __all__ = ["report_html", "render_report", "compare_html", "check_html"]
 
@@ -433,6 +437,131 @@ def _measurement_section(m, figures: _Figures) -> str:
     return "\n".join(parts)
 
 
+def _pct(value) -> str:
+    return "n/a" if value is None or not math.isfinite(value) else f"{100 * value:.0f}%"
+
+
+def _bounds_section(bounds, figures: _Figures) -> str:
+    size = format_bytes(BOUND_SIZE)
+    parts = ["<section id='bounds'>", "<h2>NCCL against the optimum</h2>",
+             f"<p>For every set of 2 or more GPUs of each system: NCCL's predicted all_reduce busbw at {size} "
+             "against the best busbw any schedule could reach on the same GPUs (<code>models.bound</code>): "
+             "reduce_scatter + all_gather over the binding cut of the fabric (ForestColl's cut bound, reached "
+             "by packing spanning trees), or, where NCCL reduces in the switches (NVLS), the cut bound on "
+             f"any schedule. Relays: {_esc(BOUND_RELAY)} (NVSwitches, PCIe switches and CPUs forward; GPUs "
+             "outside the set do not, as in NCCL). The bound has no latency term; it counts NVLink alone on "
+             "NVSwitch systems (NCCL uses nothing else there) and every link, PCIe included, on the others "
+             "(NCCL falls back to PCIe between GPUs without NVLink). Sets that the fabric's symmetries map onto "
+             "each other are computed once.</p>"]
+    shown = [b for b in bounds if b.sets]
+    head = ["system", "links of the bound", "GPU sets", "computed (classes)", "all GPUs: bound (GB/s)",
+            "all GPUs: NCCL (GB/s)", "all GPUs: NCCL / bound", "mean NCCL / bound", "worst NCCL / bound"]
+    lines = ["<div class='scroll'><table class='summary bounds'>",
+             "<thead><tr>" + "".join(f"<th>{_esc(h)}</th>" for h in head) + "</tr></thead>", "<tbody>"]
+    for b in shown:
+        full = max(b.sets, key=lambda x: len(x.gpus))
+        weights = np.array([x.count for x in b.sets if math.isfinite(x.ratio)], dtype=float)
+        ratios = np.array([x.ratio for x in b.sets if math.isfinite(x.ratio)])
+        mean = float(np.average(ratios, weights=weights)) if ratios.size else None
+        worst = min(b.sets, key=lambda x: (x.ratio if math.isfinite(x.ratio) else math.inf, x.gpus))
+        cells = [f"<b>{_esc(b.name)}</b><br><span class='muted'>{_esc(b.system)}</span>",
+                 _esc("NVLink" if b.edge_kinds == ("nvlink",) else "all (NVLink, PCIe, CPU)"), b.nsets, len(b.sets),
+                 _gbps(full.bound_busbw), f"{_gbps(full.nccl_busbw)}<br><span class='muted'>{_esc(full.algorithm)}</span>",
+                 _pct(full.ratio), _pct(mean),
+                 f"{_pct(worst.ratio)}<br><span class='muted'>GPUs {_esc(','.join(map(str, worst.gpus)))}</span>"]
+        lines.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    lines += ["</tbody>", "</table></div>"]
+    parts.append("\n".join(lines))
+    for b in bounds:
+        if b.error:
+            parts.append(figures.missing(f"{b.name}: NCCL against the optimum", b.error))
+    if shown:
+        parts.append(figures.div(ratio_by_size_figure({b.name: b.by_size() for b in shown}), "bounds-ratio",
+                                 "Mean over the sets of each size (every set counted, symmetric ones "
+                                 "included); bars span the worst to the best set."))
+    worst = worst_sets(bounds)
+    if worst:
+        head = ["system", "GPUs", "sets like it", f"bound (GB/s)", "NCCL (GB/s)", "NCCL / bound", "what binds",
+                "why"]
+        rows = []
+        for w in worst:
+            x = w.set
+            rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in [
+                _esc(w.name), _esc(",".join(map(str, x.gpus))), x.count, _gbps(x.bound_busbw),
+                f"{_gbps(x.nccl_busbw)}<br><span class='muted'>{_esc(x.algorithm)}</span>", _pct(x.ratio),
+                _esc(w.binds),
+                f"{_esc(w.explanation)}<details><summary>working</summary><pre>{_esc(w.working)}</pre></details>"])
+                + "</tr>")
+        parts += [f"<h3>The worst sets</h3><p>The {len(worst)} lowest ratios (up to "
+                  f"{max(len(b.worst) for b in bounds)} per system), lowest first. <i>links</i>: NCCL's "
+                  "bandwidth term reaches the bound, what is left is what the links achieve and latency; "
+                  "<i>NCCL's channels</i>: its rings (or NVLS channels) carry less than the links allow. "
+                  "<code>models.bound(G, \"all_reduce\", size, gpus).explain()</code> prints the same working.</p>",
+                  "<div class='scroll'><table class='summary worst'>",
+                  "<thead><tr>" + "".join(f"<th>{_esc(h)}</th>" for h in head) + "</tr></thead><tbody>",
+                  *rows, "</tbody></table></div>"]
+    parts.append("</section>")
+    return "\n".join(parts)
+
+
+def _training_section(t, figures: _Figures) -> str:
+    parts = ["<section id='training'>", "<h2>Training step</h2>",
+             f"<p>{_esc(t.workload)} on {_esc(' and '.join(t.names))}, the same 16 GPUs: every layout with "
+             f"tensor parallelism {_esc(' or '.join(map(str, TRAINING_TP)))} (pipeline and data parallel "
+             "degrees, ZeRO stage and recomputation searched; <code>models.search</code>), each collective "
+             "estimated on the GPU groups the planner chose on the fabric. <code>models.search("
+             f"&quot;{_esc(t.workload)}&quot;, G)</code> searches every degree.</p>"]
+    head = ["system", "best layout", "step (s)", "samples/s", "tokens/s", "TFLOP/s per GPU", "MFU",
+            "memory per GPU (GB)", "binding", "tensor-parallel groups"]
+    rows = []
+    for name, s, error in zip(t.names, t.searches, t.errors):
+        if s is None or not s.fitting():
+            rows.append(f"<tr><td>{_esc(name)}</td><td colspan='{len(head) - 1}'>n/a: "
+                        f"{_esc(error or 'no layout fits')}</td></tr>")
+            continue
+        p = s.best
+        groups = " ".join("(" + ",".join(map(str, g)) + ")" for g in p.groups["tp"][:4])
+        more = len(p.groups["tp"]) - 4
+        rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in [
+            f"<b>{_esc(p.fabric)}</b><br><span class='muted'>{_esc(name)}</span>", _esc(p.layout.label()),
+            f"{p.step_time:.2f}", f"{p.samples_per_s:.2f}", f"{p.tokens_per_s:,.0f}", f"{p.tflops_per_gpu:.1f}",
+            _pct(p.mfu), f"{p.memory.total / 1e9:.1f}", _esc(p.binding()),
+            _esc(groups + (f" +{more}" if more > 0 else ""))]) + "</tr>")
+    parts.append("<div class='scroll'><table class='summary training'><thead><tr>"
+                 + "".join(f"<th>{_esc(h)}</th>" for h in head) + "</tr></thead><tbody>" + "".join(rows)
+                 + "</tbody></table></div>")
+    grid = []
+    for name, s, error in zip(t.names, t.searches, t.errors):
+        slug = _slug(name)
+        if s is None:
+            grid.append(figures.missing(f"{name} layouts", error))
+            continue
+        step = step_time_figure(s, top=10)
+        step.update_layout(title=f"{s.best.fabric}: exposed step time per layout (best 10 that fit)")
+        grid.append(figures.div(step, f"training-{slug}-step"))
+        mem = memory_figure(s, top=10)
+        mem.update_layout(title=f"{s.best.fabric}: memory per GPU per layout")
+        grid.append(figures.div(mem, f"training-{slug}-memory"))
+    parts.append("<div class='grid'>" + "".join(grid) + "</div>")
+    head = ["GPU", "time per sample (ms)", "compute (ms)", "memory-bound (ms)", "exposed communication (ms)",
+            "fits (8 GPUs, ZeRO 3)", "binding"]
+    rows = []
+    for r in t.ranking:
+        finite = math.isfinite(r.time_per_sample)
+        rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in [
+            _esc(r.generation), f"{r.time_per_sample * 1e3:.1f}" if finite else "n/a",
+            f"{r.compute * 1e3:.1f}", f"{r.memory_bound * 1e3:.1f}", f"{r.communication * 1e3:.1f}",
+            "yes" if r.fits else "no", _esc(r.binding)]) + "</tr>")
+    parts += [f"<h3>Which GPU generation</h3><p>{_esc(t.workload)} ({_esc(t.ranking_dtype)}) on each generation: "
+              "one micro-batch per GPU on the roofline, data parallel over 8 GPUs of one board at the "
+              "generation's NVLink bandwidth (<code>models.gpus_ranking</code>); "
+              "fastest first.</p>",
+              "<div class='scroll'><table class='summary gpus'><thead><tr>"
+              + "".join(f"<th>{_esc(h)}</th>" for h in head) + "</tr></thead><tbody>" + "".join(rows)
+              + "</tbody></table></div>", "</section>"]
+    return "\n".join(parts)
+
+
 _MODEL_TEXT = """
 <section id='model'>
 <h2>How the model works</h2>
@@ -549,6 +678,8 @@ def render_report(analysis: ReportAnalysis) -> str:
         + ("<a href='#generations'>generations</a> " if analysis.generations else "")
         + ("<a href='#compare'>DGX-2 vs 2xDGX-1V</a> " if analysis.seed is not None else "")
         + ("<a href='#measured'>model vs measurement</a> " if analysis.measurement is not None else "")
+        + ("<a href='#bounds'>NCCL vs optimum</a> " if analysis.bounds else "")
+        + ("<a href='#training'>training step</a> " if analysis.training is not None else "")
         + f"{nav} <a href='#model'>model</a> <a href='#validation'>validation</a></nav></header>",
         "<section id='summary'><h2>Summary</h2>", _table([a.row for a in analyses]), "</section>",
         _curves_section(analyses, figures),
@@ -559,6 +690,10 @@ def render_report(analysis: ReportAnalysis) -> str:
         body.append(_seed_section(analysis.seed, figures))
     if analysis.measurement is not None:
         body.append(_measurement_section(analysis.measurement, figures))
+    if analysis.bounds:
+        body.append(_bounds_section(analysis.bounds, figures))
+    if analysis.training is not None:
+        body.append(_training_section(analysis.training, figures))
     body += [_system_section(a, figures, color_range) for a in analyses]
     body.append(_MODEL_TEXT.format(model=_esc(model)))
     body.append(f"<footer class='muted'>{figures.count} figures. Generated by dgx-topo "

@@ -4,6 +4,7 @@ headless browser (Debian's chromium, skipped when absent) that opens it offline.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import select
@@ -27,6 +28,13 @@ from models.report import write as write_module
 from models.report import (MEASURED_DATA, analyse_report, measured_data, measurement_comparison,
                            report_fabrics, report_html, summary_rows, write_check_html,
                            write_compare_figure, write_report)
+from models.bounds import bound, subset_bounds
+from models.bounds_plot import ratio_by_size_figure
+from models.plan_plot import step_time_figure
+from models.planner import gpus_ranking
+from models.report import render_report
+from models.report.analysis import (BOUND_RELAY, BOUND_SIZE, BOUND_WORST, TRAINING_TP, bound_edge_kinds,
+                                    set_classes, worst_sets)
 from tests.conftest import DATA
 
 
@@ -86,6 +94,8 @@ def test_report_shows_every_system_and_figure(full_report):
               "generations-nvls", "compare-busbw", "compare-time"]
     measured = [f"measured-{c.replace('_', '-')}" for c in measured_data("dgx2")["collectives"]]
     measured += ["measured-p2p-bandwidth", "measured-p2p-latency"]
+    measured += ["bounds-ratio", "training-dgx2-step", "training-dgx2-memory", "training-2xdgx1v-step",
+                 "training-2xdgx1v-memory"]
     assert ids[:len(shared) + len(measured)] == shared + measured
     for system in topo.SYSTEMS:
         assert [i for i in ids if i.startswith(f"{system}-")] == [
@@ -97,8 +107,8 @@ def test_report_shows_every_system_and_figure(full_report):
     assert "One DGX-2 against two DGX-1V" in text and "2.50x in NCCL's own figures" in text
     assert "3.05x faster" in text
     assert text.count("class=\"plotly-graph-div\"") == len(ids)
-    for heading in ("Summary", "Generations", "Model vs measurement", "How the model works",
-                    "How it was validated"):
+    for heading in ("Summary", "Generations", "Model vs measurement", "NCCL against the optimum",
+                    "Training step", "How the model works", "How it was validated"):
         assert f">{heading}</h2>" in text
     assert "n/a" in text  # 16-GPU column of the 8-GPU systems
     assert "GB/s" in text
@@ -306,9 +316,122 @@ def test_progress_counts_every_step(monkeypatch):
     def skip(*args, **kwargs):  # the steps are counted here, not their results
         raise topo.DgxTopoError("skipped")
     monkeypatch.setattr(analysis_module, "pairwise", skip)
+    monkeypatch.setattr(analysis_module, "system_bounds", lambda G: None)
+    monkeypatch.setattr(analysis_module, "training_step", lambda: None)
     analyse_report(report_fabrics(["dgx1", "dgx1v"]), progress=lambda done, total: calls.append((done, total)))
-    # 2 systems, generations, the seed comparison, the measurements.
-    assert calls == [(i, 5) for i in range(1, 6)]
+    # 2 systems, generations, the seed comparison, the measurements, the bounds, the training step.
+    assert calls == [(i, 7) for i in range(1, 8)]
+
+
+# ------------------------------------------------------------------ NCCL against the optimum
+def test_set_classes_cover_every_set_once():
+    for name in topo.SYSTEMS:
+        G = topo.build(name)
+        n = len(topo.gpus(G))
+        classes = set_classes(G, bound_edge_kinds(G))
+        for k in range(2, n + 1):
+            assert sum(c for g, c in classes.items() if len(g) == k) == math.comb(n, k), (name, k)
+    # DGX-2: NVLink makes the GPUs of each baseboard interchangeable: (a, k - a) GPUs per board.
+    assert len(set_classes(topo.build("dgx2"), ("nvlink",))) == sum(
+        min(k, 8) - max(0, k - 8) + 1 for k in range(2, 17))
+
+
+def test_set_classes_agree_with_every_set_brute_force():
+    """The classes of a DGX-1V, expanded by their counts, give the bounds of all 247 sets."""
+    G = topo.dgx1v()
+    every = sorted(round(r.bound_busbw) for r in subset_bounds(G, "all_reduce", relay=BOUND_RELAY))
+    classes = set_classes(G)
+    expanded = sorted(round(bound(G, "all_reduce", BOUND_SIZE, list(g), nccl=False).bound_busbw)
+                      for g, count in classes.items() for _ in range(count))
+    assert expanded == every
+
+
+def test_bounds_section_as_data(all_analysis):
+    bounds = {b.system: b for b in all_analysis.bounds}
+    assert list(bounds) == list(topo.SYSTEMS)  # every built-in system is one host
+    for b in bounds.values():
+        assert b.error is None and b.nsets == 2 ** len(topo.gpus(topo.build(b.system))) - len(
+            topo.gpus(topo.build(b.system))) - 1
+        # No schedule beats the bound: NCCL's prediction never does.
+        assert all(0 < s.ratio <= 1 + 1e-9 for s in b.sets), b.system
+        assert len(b.worst) == BOUND_WORST
+        assert [w.set.ratio for w in b.worst] == sorted(w.set.ratio for w in b.worst)
+        assert b.worst[0].set.ratio == min(s.ratio for s in b.sets)
+    assert bounds["dgx2"].edge_kinds == ("nvlink",) and bounds["dgx1v"].edge_kinds is None
+    # DGX-2: 6 NVLinks x 25 GB/s into every GPU bind every set; NCCL's rings run at 20 of them.
+    assert all(s.bound_busbw == pytest.approx(150e9) for s in bounds["dgx2"].sets)
+    assert bounds["dgx2"].worst[0].binds == "NCCL's channels"
+    assert "20.0 GB/s of its 25.0 GB/s line rate" in bounds["dgx2"].worst[0].explanation
+    # The worst DGX-1V sets straddle the sockets: NCCL's ring crosses the CPU link.
+    worst = bounds["dgx1v"].worst[0]
+    assert worst.set.ratio < 0.2 and "cpu" in worst.explanation and "binding cut" not in worst.binds
+    # NVLS systems are held to the cut bound on any schedule (reductions in the switches).
+    h100 = bounds["dgxh100"]
+    full = max(h100.sets, key=lambda s: len(s.gpus))
+    assert full.algorithm.startswith("nvls") and full.bound_busbw == pytest.approx(2 * 7 / 8 * 450e9)
+
+
+def test_bounds_numbers_are_models_bound(all_analysis):
+    """One set of the report against models.bound run directly."""
+    b = next(b for b in all_analysis.bounds if b.system == "dgx1v")
+    x = b.worst[0].set
+    direct = bound(topo.dgx1v(), "all_reduce", BOUND_SIZE, list(x.gpus), relay=BOUND_RELAY)
+    assert x.bound_busbw == pytest.approx(direct.bound_busbw)
+    assert x.nccl_busbw == pytest.approx(direct.nccl_busbw)
+    assert x.ratio == pytest.approx(direct.ratio)
+    assert b.worst[0].cut == direct.cut.describe()
+
+
+def test_worst_sets_table_is_sorted(full_report, all_analysis):
+    worst = worst_sets(all_analysis.bounds)
+    assert len(worst) == BOUND_WORST * len(all_analysis.bounds)
+    assert [w.set.ratio for w in worst] == sorted(w.set.ratio for w in worst)
+    _, text = full_report
+    table = text[text.index("<table class='summary worst'>"):]
+    table = table[:table.index("</table>")]
+    shown = [float(v) for v in re.findall(r"<td>(\d+)%</td>", table)]
+    assert shown == sorted(shown) and len(shown) == len(worst)
+    assert table.count("<details>") == len(worst)
+
+
+def test_ratio_figure_traces(all_analysis):
+    series = {b.name: b.by_size() for b in all_analysis.bounds}
+    fig = ratio_by_size_figure(series)
+    assert [t.name for t in fig.data] == list(series)
+    dgx2 = fig.data[[t.name for t in fig.data].index("DGX-2")]
+    assert list(dgx2.x) == list(range(2, 17))
+    low, mean, high = series["DGX-1V"][4]
+    assert low < mean < high  # 4-GPU sets of a DGX-1V range from a cube face to the sockets
+    with pytest.raises(topo.DgxTopoError, match="lowest, mean, highest"):
+        ratio_by_size_figure({"bad": {2: (0.9, 0.5, 0.7)}})
+
+
+# --------------------------------------------------------------------------- training step
+def test_training_section_as_data(all_analysis, full_report):
+    t = all_analysis.training
+    assert t.names == ("dgx2", "2xdgx1v") and t.errors == (None, None)
+    for s in t.searches:
+        assert s.best.fits and s.best.layout.tp in TRAINING_TP and s.best.layout.ngpus == 16
+        steps = [p.step_time for p in s.fitting()]
+        assert steps == sorted(steps)
+    dgx2, dgx1v = (s.best for s in t.searches)
+    # The same layouts, faster on one NVSwitch fabric than over two DGX-1V's InfiniBand.
+    assert dgx2.step_time < dgx1v.step_time
+    assert [r.generation for r in t.ranking] == [r.generation for r in gpus_ranking(t.workload, dtype="fp16")]
+    _, text = full_report
+    section = text[text.index("<section id='training'>"):]
+    section = section[:section.index("</section>")]
+    assert dgx2.layout.label() in section and f"{dgx2.step_time:.2f}" in section
+    assert section.index(f"<td>{t.ranking[0].generation}</td>") < section.index(f"<td>{t.ranking[-1].generation}</td>")
+    fig = step_time_figure(t.searches[0], top=10)
+    assert [d.name for d in fig.data] == ["compute", "tp_comm", "pp_comm", "bubble", "dp_comm", "optimizer"]
+    assert len(fig.data[0].x) == min(10, len(t.searches[0].fitting()))
+
+
+def test_no_training_section_without_a_v100_system():
+    analysis = analyse_report(report_fabrics(["dgxa100"]))
+    assert analysis.training is None and len(analysis.bounds) == 1
+    assert "id='training'" not in render_report(analysis)
 
 
 # ---------------------------------------------------------------------------- check page
