@@ -33,7 +33,7 @@ all_reduce
     :attr:`Bound.upper_busbw` gives the bound on *any* schedule, in-switch reduction included:
     every cut between GPUs must carry ``M`` each way, ``T >= M / min(B+(A), B-(A))``. In-switch
     reduction (NVLS, NVSwitch gen 3 with Hopper: NVIDIA/nccl v2.27.7-1 src/transport/nvls.cc)
-    is reported as not applicable on fabrics without it (:func:`nvls_applicable`, the hook).
+    is reported as applicable or not (:func:`nvls_applicable`: NVLink SHARP switches, Hopper GPUs).
 alltoall / sendrecv
     The maximum concurrent multicommodity flow, as a linear program solved by HiGHS through
     ``scipy.optimize.linprog``: one commodity per source GPU, rate ``λ`` to every other GPU
@@ -65,6 +65,7 @@ from topo.errors import DgxTopoError
 from topo.units import to_GBps, to_us
 
 from .collectives import estimate
+from .nccl.nvls import sharp_switch
 from .nccltests import busbw_factor, collective as _collective
 from .packing import pack_trees
 from .relays import RELAYS, FlowNetwork, capacity_graph, out_capacity
@@ -417,10 +418,9 @@ def _flow_lp(H, members, demands):
 def nvls_applicable(G) -> tuple[bool, str]:
     """Whether the fabric's switches can reduce in the network (NVLS), and why.
 
-    NVLS needs NVSwitch gen 3 (NVLink 4, Hopper) or later: NVIDIA/nccl v2.27.7-1
-    src/transport/nvls.cc enables it only on SM90+ with multicast-capable NVSwitches. No
-    fabric built here has such switches; a builder adding them would set the switch's
-    ``model`` to one of :data:`_NVLS_SWITCH_MODELS` (the hook).
+    NVLS needs NVSwitches with NVLink SHARP (gen 3 and later, :func:`models.nccl.nvls.sharp_switch`
+    reads the switch's ``model``) and Hopper or later GPUs (NVIDIA/nccl v2.27.7-1
+    src/transport/nvls.cc enables it on SM90+ only).
 
     Returns
     -------
@@ -430,14 +430,13 @@ def nvls_applicable(G) -> tuple[bool, str]:
     if not switches:
         return False, "not applicable: no NVSwitch in the fabric"
     models = sorted({str(G.nodes[s].get("model", "?")) for s in switches})
-    if all(G.nodes[s].get("model") in _NVLS_SWITCH_MODELS for s in switches):
-        return True, f"applicable: {', '.join(models)} reduce in the switch"
-    return False, (f"not applicable: {', '.join(models)} cannot reduce in the switch (NVLS needs "
-                   f"NVSwitch gen 3 with Hopper GPUs)")
-
-
-# NVSwitch models with in-switch reduction (NVLS). Empty until a fabric with them is built.
-_NVLS_SWITCH_MODELS: frozenset = frozenset()
+    if not all(sharp_switch(G, s) for s in switches):
+        return False, (f"not applicable: {', '.join(models)} cannot reduce in the switch (NVLS needs "
+                       f"NVSwitch gen 3 or later)")
+    cc = min(G.nodes[g]["compute_capability"] for g in topo.gpus(G))
+    if cc < 90:
+        return False, f"not applicable: NVLS needs Hopper GPUs or later, the GPUs have compute capability {cc}"
+    return True, f"applicable: {', '.join(models)} reduce in the switch"
 
 
 # --------------------------------------------------------------------------- the solver

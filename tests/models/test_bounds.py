@@ -366,3 +366,10 @@ def test_figures():
     assert len(fig.data) == 3 and len(fig.data[0].x) == 11  # 6 + 4 + 1 sets
     ratios = [y for y in fig.data[2].y]
     assert all(0 < y <= 100 for y in ratios)
+
+
+def test_nvls_applies_where_the_switches_reduce_and_the_gpus_are_hopper():
+    assert nvls_applicable(topo.build("dgxh100"))[0] is True
+    assert nvls_applicable(topo.build("dgxb200"))[0] is True
+    applicable, why = nvls_applicable(topo.build("dgxa100"))
+    assert applicable is False and "cannot reduce in the switch" in why
