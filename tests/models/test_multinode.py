@@ -65,7 +65,10 @@ def test_nccl_picks_by_size_across_nodes():
     assert e.busbw[-1] <= nic_bound(topo.build("16xdgx1v")) * 1.0001
 
 
-@settings(max_examples=12, deadline=None)
+# 8 examples: a DGX-2 subset of 6 to 9 GPUs costs up to a second to search; the bound itself
+# is checked at full size, for every host count of 2 to 16, by test_nccl_picks_by_size_across_nodes
+# and test_dgx2_beats_two_dgx1v_by_what_the_fabric_implies.
+@settings(max_examples=8, deadline=None)
 @given(system=st.sampled_from(["dgx1", "dgx1v", "dgx2"]), hosts=st.integers(2, 4), data=st.data())
 def test_ring_busbw_never_exceeds_one_nodes_nics(system, hosts, data):
     """Bound: every ring channel leaves each node through one NIC port, so the ring's bus
