@@ -65,9 +65,7 @@ def test_nccl_picks_by_size_across_nodes():
     assert e.busbw[-1] <= nic_bound(topo.build("16xdgx1v")) * 1.0001
 
 
-# 8 examples: a DGX-2 subset of 6 to 9 GPUs costs up to a second to search; the bound itself
-# is checked at full size, for every host count of 2 to 16, by test_nccl_picks_by_size_across_nodes
-# and test_dgx2_beats_two_dgx1v_by_what_the_fabric_implies.
+# 8 examples; the bound at full size on 16 DGX-1V is also test_nccl_picks_by_size_across_nodes.
 @settings(max_examples=8, deadline=None)
 @given(system=st.sampled_from(["dgx1", "dgx1v", "dgx2"]), hosts=st.integers(2, 4), data=st.data())
 def test_ring_busbw_never_exceeds_one_nodes_nics(system, hosts, data):
@@ -75,7 +73,14 @@ def test_ring_busbw_never_exceeds_one_nodes_nics(system, hosts, data):
     bandwidth is at most the sum of one node's NIC figures (4 x 12.5 GB/s on a DGX-1)."""
     G = topo.build(f"{hosts}x{system}")
     per_host = G.graph["gpus_per_host"]
-    local = data.draw(st.lists(st.integers(0, per_host - 1), min_size=1, max_size=per_host, unique=True))
+    # DGX-2: sets of 1 to 5 GPUs or all 16. NCCL sees one NVSwitch, so every DGX-2 set gets the
+    # same channels (tests/models/test_search.py::test_dgx2_six_links_worth_for_any_set), and
+    # the search across nodes on sets of 6 to 9 costs up to 2 s an example.
+    if system == "dgx2" and data.draw(st.booleans()):
+        local = list(range(per_host))
+    else:
+        local = data.draw(st.lists(st.integers(0, per_host - 1), min_size=1,
+                                   max_size=5 if system == "dgx2" else per_host, unique=True))
     gpus = [h * per_host + g for h in range(hosts) for g in local]
     e = estimate(G, "all_reduce", 2**34, list(reversed(gpus)), algorithm="ring", protocol="Simple")
     assert e.busbw <= nic_bound(G) * 1.0001
