@@ -65,9 +65,10 @@ def test_nccl_picks_by_size_across_nodes():
     assert e.busbw[-1] <= nic_bound(topo.build("16xdgx1v")) * 1.0001
 
 
-# 6 examples: a search across nodes on a partial set of GPUs per host costs up to 2 s; the
+# 5 examples: a search across nodes on a partial set of GPUs per host costs up to 2.6 s (mean
+# 0.5 s over 30 random draws: DGX-1 sets of 3 to 7 GPUs exhaust NCCL's search budget); the
 # bound at full size on 16 DGX-1V is also test_nccl_picks_by_size_across_nodes.
-@settings(max_examples=6, deadline=None)
+@settings(max_examples=5, deadline=None)
 @given(system=st.sampled_from(["dgx1", "dgx1v", "dgx2"]), hosts=st.integers(2, 4), data=st.data())
 def test_ring_busbw_never_exceeds_one_nodes_nics(system, hosts, data):
     """Bound: every ring channel leaves each node through one NIC port, so the ring's bus
