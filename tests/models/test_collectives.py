@@ -185,8 +185,11 @@ def test_halving_one_nv2_bundle_lowers_the_eight_gpu_all_reduce():
     assert (after.ring.nchannels, after.ring.bw_intra) == (5, 20 * GB)
 
 
+# Factor 2 on the same three systems is tests/models/test_whatif.py::
+# test_doubling_every_nvlink_doubles_large_message_busbw (through topo.transform.scale_kind, and
+# stricter: the busbw doubles exactly), so it is not repeated here.
 @pytest.mark.parametrize("system", ["dgx1", "dgx1v", "dgx2"])
-@pytest.mark.parametrize("factor", [0.25, 0.75, 2.0])
+@pytest.mark.parametrize("factor", [0.25, 0.75])
 def test_scaling_every_nvlink_scales_large_message_busbw(system, factor):
     """Every NVLink edge's bandwidth x s: NCCL's capacities scale by s, so the channels can run
     s times faster where the profile's speed array has the step (bwIntra x s); otherwise the

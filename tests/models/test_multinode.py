@@ -65,14 +65,24 @@ def test_nccl_picks_by_size_across_nodes():
     assert e.busbw[-1] <= nic_bound(topo.build("16xdgx1v")) * 1.0001
 
 
-@settings(max_examples=12, deadline=None)
+# 5 examples: a search across nodes on a partial set of GPUs per host costs up to 2.6 s (mean
+# 0.5 s over 30 random draws: DGX-1 sets of 3 to 7 GPUs exhaust NCCL's search budget); the
+# bound at full size on 16 DGX-1V is also test_nccl_picks_by_size_across_nodes.
+@settings(max_examples=5, deadline=None)
 @given(system=st.sampled_from(["dgx1", "dgx1v", "dgx2"]), hosts=st.integers(2, 4), data=st.data())
 def test_ring_busbw_never_exceeds_one_nodes_nics(system, hosts, data):
     """Bound: every ring channel leaves each node through one NIC port, so the ring's bus
     bandwidth is at most the sum of one node's NIC figures (4 x 12.5 GB/s on a DGX-1)."""
     G = topo.build(f"{hosts}x{system}")
     per_host = G.graph["gpus_per_host"]
-    local = data.draw(st.lists(st.integers(0, per_host - 1), min_size=1, max_size=per_host, unique=True))
+    # DGX-2: sets of 1 to 5 GPUs or all 16. NCCL sees one NVSwitch, so every DGX-2 set gets the
+    # same channels (tests/models/test_search.py::test_dgx2_six_links_worth_for_any_set), and
+    # the search across nodes on sets of 6 to 9 costs up to 2 s an example.
+    if system == "dgx2" and data.draw(st.booleans()):
+        local = list(range(per_host))
+    else:
+        local = data.draw(st.lists(st.integers(0, per_host - 1), min_size=1,
+                                   max_size=5 if system == "dgx2" else per_host, unique=True))
     gpus = [h * per_host + g for h in range(hosts) for g in local]
     e = estimate(G, "all_reduce", 2**34, list(reversed(gpus)), algorithm="ring", protocol="Simple")
     assert e.busbw <= nic_bound(G) * 1.0001

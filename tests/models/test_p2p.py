@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
 import sys
 
 import networkx as nx
@@ -802,17 +801,8 @@ def test_format_marks_missing_diagonal():
 
 
 # -- packaging ------------------------------------------------------------------------------
-def test_importing_models_imports_neither_plotly_nor_scipy():
-    code = ("import sys, models; "
-            "bad = [m for m in ('plotly', 'scipy') if m in sys.modules]; "
-            "sys.exit(f'imported {bad}' if bad else 0)")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr
-
-
-def test_topo_does_not_import_models():
-    code = "import sys, topo; sys.exit('models imported' if 'models' in sys.modules else 0)"
-    assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+# `import models` imports neither plotly nor scipy, and topo never imports models: checked in
+# tests/test_imports.py (one subprocess for every import check).
 
 
 def test_units_are_si_inside():

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import subprocess
-import sys
-from pathlib import Path
 
 import networkx as nx
 import pytest
@@ -153,9 +150,6 @@ def test_a_broken_cube_mesh_falls_back_to_the_ring():
     assert layout_style(G) == "ring"
 
 
-def test_layout_and_plot_imports_stay_out_of_topo_and_models():
-    code = ("import sys, topo, topo.layout, models\n"
-            "assert 'plotly' not in sys.modules, sorted(m for m in sys.modules if 'plotly' in m)[:3]\n"
-            "import topo.plot, models.plot\n"
-            "assert 'plotly' in sys.modules\n")
-    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parents[2])
+
+# That topo.layout and models import no plotly, and topo.plot / models.plot do, is checked in
+# tests/test_imports.py (one subprocess for every import check).
