@@ -42,6 +42,7 @@ import numpy as np
 
 import topo
 from topo.errors import DgxTopoError, SizeError
+from topo.select import format_gpu_ids
 from topo.units import to_GBps, to_us
 
 from .measure import DEFAULT as DEFAULT_MEASUREMENT, MeasurementModel, Measured, measured
@@ -766,20 +767,8 @@ def _gbps(value) -> str:
     return f"{to_GBps(value):.1f}"
 
 
-def gpu_ranges(ids) -> str:
-    """GPU ids as ranges: ``0-7``, ``0,1,4,5``, ``0-3,8-11`` (runs of three or more joined)."""
-    ids = sorted(ids)
-    parts, start = [], 0
-    for i in range(1, len(ids) + 1):
-        if i == len(ids) or ids[i] != ids[i - 1] + 1:
-            run = ids[start:i]
-            parts += [f"{run[0]}-{run[-1]}"] if len(run) >= 3 else [str(g) for g in run]
-            start = i
-    return ",".join(parts)
-
-
 def _explain(e: CollectiveEstimate) -> str:
-    lines = [f"{e.collective} on GPUs {gpu_ranges(e.gpus)} ({e.nranks} ranks); model: {e.model}"]
+    lines = [f"{e.collective} on GPUs {format_gpu_ids(e.gpus)} ({e.nranks} ranks); model: {e.model}"]
     for search in (e.ring, e.tree):
         if search is None:
             continue

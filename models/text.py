@@ -22,6 +22,7 @@ import textwrap
 
 import numpy as np
 
+from topo.select import format_gpu_ids
 from topo.units import to_GBps, to_us
 
 __all__ = ["format_table", "format_gpu_ids", "package_version",
@@ -70,21 +71,6 @@ def format_table(headers, rows, *, align: str | None = None, gap: int = 2) -> st
         cells = [c.ljust(w) if a == "<" else c.rjust(w) for c, w, a in zip(row, widths, align)]
         lines.append((" " * gap).join(cells).rstrip())
     return "\n".join(lines)
-
-
-def format_gpu_ids(ids) -> str:
-    """GPU ids with runs of three or more consecutive ids written as ranges, in the order given.
-
-    What :func:`topo.select.parse_gpu_list` reads back: ``[0, 1, 2, 3, 8, 9]`` -> ``"0-3,8,9"``.
-    """
-    ids = [int(i) for i in ids]
-    parts, start = [], 0
-    for i in range(1, len(ids) + 1):
-        if i == len(ids) or ids[i] != ids[i - 1] + 1:
-            run = ids[start:i]
-            parts += [f"{run[0]}-{run[-1]}"] if len(run) >= 3 else [str(g) for g in run]
-            start = i
-    return ",".join(parts)
 
 
 def _gbps(value, digits: int = 2) -> str:

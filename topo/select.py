@@ -38,7 +38,7 @@ import numpy as np
 from .errors import DgxTopoError
 from .schema import gpus as gpu_nodes
 
-__all__ = ["GpuSelectionError", "MAX_GPU_ID", "parse_gpu_list", "parse_gpu_ids", "select_gpus"]
+__all__ = ["format_gpu_ids", "GpuSelectionError", "MAX_GPU_ID", "parse_gpu_list", "parse_gpu_ids", "select_gpus"]
 
 #: Ids at or above this are refused when no fabric bounds them (a cluster at the host limit
 #: of 4,096 DGX-2 has 65,536 GPUs).
@@ -194,3 +194,18 @@ def select_gpus(G, gpus=None) -> list:
         return nodes
     ids = parse_gpu_ids(gpus, limit=len(nodes), where=f" on {G.graph.get('name', 'this fabric')}")
     return [nodes[g] for g in ids]
+
+
+def format_gpu_ids(ids) -> str:
+    """GPU ids with runs of three or more consecutive ids written as ranges, in the order given.
+
+    What :func:`topo.select.parse_gpu_list` reads back: ``[0, 1, 2, 3, 8, 9]`` -> ``"0-3,8,9"``.
+    """
+    ids = [int(i) for i in ids]
+    parts, start = [], 0
+    for i in range(1, len(ids) + 1):
+        if i == len(ids) or ids[i] != ids[i - 1] + 1:
+            run = ids[start:i]
+            parts += [f"{run[0]}-{run[-1]}"] if len(run) >= 3 else [str(g) for g in run]
+            start = i
+    return ",".join(parts)
