@@ -52,6 +52,7 @@ from .nccl.search import ChannelSearch
 from .nccl.system import NcclSystem
 from .nccl.tuning import NCCL_COLLECTIVES, Selection, nvls_choice, select_algorithm
 from .nccltests import COLLECTIVES, busbw_factor, collective as _collective
+from .network import PATTERNS as NETWORK_PATTERNS, network_load
 from .routes import PathType
 
 __all__ = ["CollectiveEstimate", "EstimatePoint", "Estimator", "SubsetResult", "estimate", "pairwise", "subsets",
@@ -158,6 +159,9 @@ class CollectiveEstimate:
         The measurement terms (``measurement.explain()``).
     nvls, nvls_reason : NvlsGraph or None, str
         NCCL's NVLS graph where it has one, and why there is none or why it does not run.
+    network : tuple of models.network.NetworkLoad
+        Across hosts, what the network gives the channels of each pattern that runs (ring,
+        tree); NCCL charges only the NICs, the measured ``time`` charges every network edge.
 
     Examples
     --------
@@ -186,6 +190,7 @@ class CollectiveEstimate:
     measurement: Measured | None = field(default=None, repr=False)
     nvls: NvlsGraph | None = field(default=None, repr=False)
     nvls_reason: str = ""
+    network: tuple = field(default=(), repr=False)
 
     @property
     def nranks(self) -> int:
@@ -436,10 +441,19 @@ def _nccl_estimate(ctx, collective, size, nodes, ids, algorithm, protocol):
     last = algorithms.reshape(-1)[-1]
     tree = graphs.tree
     bottleneck = (tree if last in ("tree", "pat") and tree is not None else graphs.ring).bottleneck
+    network = ()
+    if graphs.ring.nnodes > 1:  # what the network gives the channels NCCL charged only at the NICs
+        patterns = sorted({NETWORK_PATTERNS[a] for a in np.unique(algorithms) if a in NETWORK_PATTERNS})
+        network = tuple(network_load(graphs.fabric, graphs.ring, p) for p in patterns)
+        network = tuple(n for n in network if n is not None)
+        binding = [n for n in network if n.factor < 1 and n.pattern == NETWORK_PATTERNS.get(last)]
+        if binding:
+            bottleneck = (binding[0].bottleneck,)
     e = _result(collective, ids, nodes, size, selection.time, algorithms, selection.protocol,
                 nchannels, selection.latency, selection.bandwidth, graphs.ring, tree, bottleneck,
                 selection, f"NCCL {ctx.profile.version} tuning model")
-    return dataclasses.replace(e, nvls=graphs.nvls, nvls_reason=nvls_choice(collective, size, comm))
+    return dataclasses.replace(e, nvls=graphs.nvls, nvls_reason=nvls_choice(collective, size, comm),
+                               network=network)
 
 
 def _p2p_estimate(ctx, collective, size, nodes, ids):
@@ -486,13 +500,16 @@ def _flow_load(ctx, nodes, flows, load=None) -> tuple:
 def _alltoall_load(ctx, nodes) -> tuple:
     """:func:`_flow_load` of every rank to every other, without routing every pair across hosts.
 
-    A route between hosts is three legs (:class:`models.routes.Router`): the source GPU to its
-    nearest NIC, the network from that NIC to the destination's nearest NIC, that NIC to the
-    destination GPU. The first leg depends on the source only and carries one flow per GPU of
-    the other hosts, the last likewise; the network leg depends on the two NICs only and
-    carries (GPUs behind one) x (GPUs behind the other) flows, summed over one breadth-first
-    tree per source NIC (the router's own search, which reaches every NIC by the path it picks
-    for that pair). Pairs inside a host are routed one by one.
+    A route between hosts is three legs (:class:`models.routes.Router`): the source GPU to the
+    NIC it sends through, the network from that NIC to the destination's nearest NIC, that NIC
+    to the destination GPU. A GPU sends through its nearest NIC to every NIC that NIC reaches;
+    to a network that NIC does not reach (another rail of a rail-only fabric) it sends through
+    NCCL's PXN proxy, over NVLink to the GPU beside a NIC of that network. So the first leg
+    depends on the source and the destination's network only and carries one flow per
+    destination behind that network; the last leg depends on the destination only and carries
+    one flow per GPU of the other hosts; the network leg depends on the two NICs only and
+    carries (GPUs sending through one) x (GPUs behind the other) flows, summed per pair of
+    leaves (:func:`_network_load`). Pairs inside a host are routed one by one.
     """
     G = ctx.G
     hosts: dict = {}
@@ -506,71 +523,107 @@ def _alltoall_load(ctx, nodes) -> tuple:
         return load, worst_type
     router, kind = ctx.fabric.router, G.nodes
     order = sorted(hosts)
-    behind: dict = {}  # NIC -> GPUs of the set whose nearest NIC it is
-    nic_host: dict = {}
+    # Where every GPU receives: its nearest NIC, and the leg from that NIC to it.
+    receive: dict = {}  # rank -> (NIC, edges of the last leg)
     for h, host in enumerate(order):
         probe = nodes[hosts[order[(h + 1) % len(order)]][0]]  # a GPU on another host
-        remote = len(nodes) - len(hosts[host])
         for i in hosts[host]:
-            gpu = nodes[i]
-            out_route, in_route = router.route(gpu, probe), router.route(probe, gpu)
-            path = out_route.nodes
-            first = next(k for k, v in enumerate(path) if kind[v]["kind"] == "nic")
-            back = in_route.nodes
+            back = router.route(probe, nodes[i]).nodes
             last = max(k for k, v in enumerate(back) if kind[v]["kind"] == "nic")
-            for u, v in zip(path[:first], path[1:first + 1]):
-                load[u, v] = load.get((u, v), 0.0) + remote
-            for u, v in zip(back[last:], back[last + 1:]):
-                load[u, v] = load.get((u, v), 0.0) + remote
-            behind[path[first]] = behind.get(path[first], 0) + 1
-            nic_host[path[first]] = host
-    _network_load(router, behind, nic_host, load)
+            receive[i] = (back[last], tuple(zip(back[last:], back[last + 1:])))
+    recv: dict = {}  # NIC -> GPUs of the set behind it
+    nic_host: dict = {}
+    by_network: dict = {}  # network -> {host: [ranks behind its NICs]}
+    for i, (nic, _) in receive.items():
+        recv[nic] = recv.get(nic, 0) + 1
+        host = kind[nodes[i]]["host"]
+        nic_host[nic] = host
+        by_network.setdefault(router.network_component(nic), {}).setdefault(host, []).append(i)
+    send: dict = {}  # NIC -> GPUs of the set sending through it (to its network)
+    for i, (nic, edges) in receive.items():
+        host = kind[nodes[i]]["host"]
+        remote = len(nodes) - len(hosts[host])
+        for u, v in edges:
+            load[u, v] = load.get((u, v), 0.0) + remote
+        for network, members in by_network.items():
+            behind = sum(len(r) for h, r in members.items() if h != host)
+            if not behind:
+                continue
+            probe = nodes[next(r[0] for h, r in members.items() if h != host)]
+            path = router.route(nodes[i], probe)
+            edges = path.edges
+            first = next(k for k, (u, v) in enumerate(edges) if kind[v]["kind"] == "nic")
+            for (u, v), share in zip(edges[:first + 1], path.shares[:first + 1]):
+                load[u, v] = load.get((u, v), 0.0) + behind * share
+            out = edges[first][1]
+            send[out] = send.get(out, 0) + 1
+            nic_host[out] = host
+    _network_load(router, send, recv, nic_host, load)
     return load, PathType.NET
 
 
-def _network_load(router, behind, nic_host, load) -> None:
+def _network_load(router, send, recv, nic_host, load) -> None:
     """Add the network legs of every pair of GPUs on different hosts to ``load``.
 
-    A pair's network leg runs from the source GPU's NIC to the destination's over every shortest
-    path, spread over the spines as the router spreads it (:meth:`Router.network_flow`). Grouped
-    by the NICs' edge switches (leaves): between leaves A and B the pairs are
-    ``W_A x W_B - sum over hosts h of w_Ah x w_Bh`` (GPUs behind A's NICs times those behind B's,
-    less the pairs of one host, which stay inside it), so each pair of leaves is routed once.
+    ``send[a]``: GPUs sending through NIC ``a`` to every GPU on its network; ``recv[b]``: GPUs
+    whose nearest NIC is ``b``. A pair's network leg runs from NIC to NIC over every shortest
+    path, spread over the spines as the router spreads it (:meth:`Router.network_flow`).
+    Grouped by the NICs' edge switches (leaves): from leaf A to leaf B of one network the pairs
+    are ``S_A x R_B - sum over hosts h of s_Ah x r_Bh`` (senders through A's NICs times
+    receivers behind B's, less the pairs of one host, which stay inside it), so each pair of
+    leaves is routed once.
     """
-    by_leaf: dict = {}  # leaf -> {host: GPUs behind its NICs}
+    component = router.network_component
+    sent: dict = {}  # (leaf, host) and leaf totals
+    got: dict = {}
     direct = []
-    for nic, count in behind.items():
-        leaf = router.edge_switch(nic)
-        if leaf is None:
-            direct.append(nic)
-            continue
-        hosts_on_leaf = by_leaf.setdefault(leaf, {})
-        hosts_on_leaf[nic_host[nic]] = hosts_on_leaf.get(nic_host[nic], 0) + count
-    total = sum(behind.values())
-    per_host: dict = {}
-    for nic, count in behind.items():
-        per_host[nic_host[nic]] = per_host.get(nic_host[nic], 0) + count
-    for nic, count in behind.items():  # NIC port edges: every remote GPU, each way
+    for table, totals in ((send, sent), (recv, got)):
+        for nic, count in table.items():
+            leaf = router.edge_switch(nic)
+            if leaf is None:
+                if table is send:
+                    direct.append(nic)
+                continue
+            per_host = totals.setdefault(leaf, {})
+            per_host[nic_host[nic]] = per_host.get(nic_host[nic], 0) + count
+    # NIC port edges: each way, the GPUs on its side times those of other hosts on its network.
+    senders: dict = {}
+    receivers: dict = {}
+    for table, tally in ((send, senders), (recv, receivers)):
+        for nic, count in table.items():
+            per_host = tally.setdefault(component(nic), {})
+            per_host[nic_host[nic]] = per_host.get(nic_host[nic], 0) + count
+    for nic, count in send.items():
         leaf = router.edge_switch(nic)
         if leaf is not None:
-            remote = total - per_host[nic_host[nic]]
-            for edge in ((nic, leaf), (leaf, nic)):
-                load[edge] = load.get(edge, 0.0) + count * remote
-    leaves = list(by_leaf)
-    weight = {leaf: sum(h.values()) for leaf, h in by_leaf.items()}
-    for a in leaves:
-        for b in leaves:
+            peers = receivers.get(component(nic), {})
+            remote = sum(peers.values()) - peers.get(nic_host[nic], 0)
+            load[nic, leaf] = load.get((nic, leaf), 0.0) + count * remote
+    for nic, count in recv.items():
+        leaf = router.edge_switch(nic)
+        if leaf is not None:
+            peers = senders.get(component(nic), {})
+            remote = sum(peers.values()) - peers.get(nic_host[nic], 0)
+            load[leaf, nic] = load.get((leaf, nic), 0.0) + count * remote
+    for a, from_a in sent.items():
+        total_a = sum(from_a.values())
+        for b, to_b in got.items():
             if a == b:
                 continue
-            pairs = weight[a] * weight[b] - sum(n * by_leaf[b].get(h, 0) for h, n in by_leaf[a].items())
+            pairs = total_a * sum(to_b.values()) - sum(n * to_b.get(h, 0) for h, n in from_a.items())
             if pairs:
-                for edge, share in router.switch_flow(a, b).items():
+                flow = router.switch_flow(a, b)
+                if flow is None:  # different networks (rails of a rail-only fabric): no pairs
+                    continue
+                for edge, share in flow.items():
                     load[edge] = load.get(edge, 0.0) + pairs * share
     for first in direct:  # NICs cabled to each other: route each pair
-        for last in behind:
+        for last in recv:
             if last != first and nic_host[last] != nic_host[first]:
-                for edge, share in router.network_flow(first, last).items():
-                    load[edge] = load.get(edge, 0.0) + behind[first] * behind[last] * share
+                flow = router.network_flow(first, last)
+                if flow is not None:
+                    for edge, share in flow.items():
+                        load[edge] = load.get(edge, 0.0) + send[first] * recv[last] * share
 
 
 # ------------------------------------------------------------------------- many GPU sets

@@ -51,6 +51,7 @@ from topo.units import to_GBps, to_us, us
 
 from .nccl.profiles import nccl_profile
 from .nccltests import busbw_factor
+from .network import PATTERNS as NETWORK_PATTERNS
 
 __all__ = [
     "MeasurementError", "Parameter", "LinkClass", "LINK_CLASSES", "MeasurementModel", "DEFAULT",
@@ -366,6 +367,11 @@ class Measured:
         The binding link class (``""`` if none).
     gpus_per_thread : int
     model : MeasurementModel
+    network_factor : float or numpy.ndarray
+        Per size, what the network gives of the bandwidth NCCL assumed at the NICs, for the
+        algorithm that runs (:mod:`models.network`; 1 on one host or a non-blocking network).
+    network : tuple of models.network.NetworkLoad
+        The network loads behind it.
     """
 
     collective: str
@@ -381,6 +387,8 @@ class Measured:
     link: str
     gpus_per_thread: int
     model: MeasurementModel = field(repr=False)
+    network_factor: object = 1.0
+    network: tuple = ()
 
     @property
     def nranks(self) -> int:
@@ -407,7 +415,8 @@ class Measured:
         size = int(last(self.nbytes))
         lines = [
             f"Measurement model for {self.collective} on {self.nranks} GPUs, {size} B:",
-            "  time = max(floor + g x launch_per_gpu, nccl_latency) + nbytes / (nccl_bandwidth x ratio)",
+            "  time = max(floor + g x launch_per_gpu, nccl_latency) + nbytes / (nccl_bandwidth x ratio"
+            + (" x network)" if self.network else ")"),
             f"  host term: floor {to_us(m.floor):.3f} us + {self.gpus_per_thread} x "
             f"{to_us(m.launch_per_gpu):.3f} us = {to_us(self.host_time):.2f} us",
             f"  NCCL latency term: {to_us(last(self.nccl_latency)):.2f} us (overlaps the host term; "
@@ -423,6 +432,10 @@ class Measured:
                 f"{to_GBps(m.achieved(self.link) / self.ratio):.2f})")
         else:
             lines.append("  bandwidth: NCCL's, no link class binds (ratio 1)")
+        for load in self.network:
+            lines.append("  " + load.describe())
+        if self.network:
+            lines.append(f"  network factor at this size: {last(self.network_factor):.4f}")
         lines.append(f"  time {to_us(last(self.time)):.2f} us (NCCL's tuning estimate "
                      f"{to_us(last(self.nccl_time)):.2f} us)")
         lines.append("Constants:")
@@ -473,11 +486,17 @@ def measured(e, G, *, gpus_per_thread: int = 1, model: MeasurementModel = DEFAUL
     nbytes = e.nbytes
     startup = np.maximum(host, e.latency)
     bandwidth = e.bandwidth
+    network = tuple(getattr(e, "network", ()) or ())
+    factors = {n.pattern: n.factor for n in network}
+    algorithms = np.asarray(getattr(e, "algorithm", ""), dtype=str)
+    network_factor = np.vectorize(lambda a: factors.get(NETWORK_PATTERNS.get(a), 1.0), otypes=[float])(
+        algorithms) if factors else np.ones(np.shape(algorithms))
     with np.errstate(divide="ignore", invalid="ignore"):
         transfer = np.where(np.asarray(nbytes) > 0, np.asarray(nbytes, dtype=float)
-                            / (np.asarray(bandwidth, dtype=float) * ratio), 0.0)
+                            / (np.asarray(bandwidth, dtype=float) * ratio * network_factor), 0.0)
     time = startup + transfer
     if np.ndim(nbytes) == 0:
         time, startup = float(time), float(startup)
+        network_factor = float(np.asarray(network_factor).reshape(-1)[-1])
     return Measured(e.collective, tuple(e.gpus), nbytes, time, e.time, e.latency, host, startup,
-                    bandwidth, float(ratio), link, int(gpus_per_thread), model)
+                    bandwidth, float(ratio), link, int(gpus_per_thread), model, network_factor, network)

@@ -33,7 +33,12 @@ Routing rules, in order (NVIDIA/nccl v2.27.7-1 src/graph/paths.cc):
    host's network NIC with the best PCIe path type (then the lowest index), over the
    network, and from the NIC nearest the destination to it. GPUDirect RDMA when a GPU and
    its NIC are no further apart than ``PXB`` (NCCL's default ``netGdrLevel``); otherwise
-   that end is staged through its CPU's memory (``host_memory``).
+   that end is staged through its CPU's memory (``host_memory``). When the two NICs have
+   no network path (a rail-only fabric, the NICs on different rails), NCCL's PXN carries
+   the data over NVLink to the GPU beside a NIC on the destination NIC's network first
+   (the same NIC index when there is one), and that NIC sends it (PXN, NVIDIA/nccl
+   v2.12.12-1 and later, src/graph/paths.cc and src/transport/net.cc); ``via`` names that
+   GPU.
 
 Parallel paths (DGX-2) and the choice of representation
 -------------------------------------------------------
@@ -321,6 +326,8 @@ class Router:
         self._pcie: dict = {}
         self._net_distance: dict = {}
         self._net_flows: dict = {}
+        self._net_component: dict = {}
+        self._gpus_by_host: dict | None = None
 
     # -- searches -------------------------------------------------------------------------
     def _switch_distances(self, start, neighbours) -> dict:
@@ -440,6 +447,15 @@ class Router:
                 best = (key, nic)
         return None if best is None else best[1]
 
+    def nearest_nic(self, gpu):
+        """The host's network NIC closest to ``gpu`` (best PCIe path type, then index), the NIC
+        a route between hosts leaves by; None without one."""
+        return self._nearest_nic(gpu)
+
+    def nvlink_reaches(self, src, dst) -> bool:
+        """``src`` reaches ``dst`` over NVLink: a direct bundle or a path through NVSwitches."""
+        return self.adj[src].get(dst, {}).get("kind") == "nvlink" or bool(self._switch_flow(src, dst))
+
     def _network_route(self, src, dst) -> Route:
         """GPU -> nearest NIC -> network -> the NIC nearest dst -> GPU (NCCL's NET transport).
 
@@ -454,19 +470,98 @@ class Router:
                 f"are on different hosts without a NIC on a network: expected a cluster fabric "
                 f"(topo.cluster) to route between hosts")
         network = self.network_flow(first, last)
+        proxy = None
         if network is None:
-            raise RouteError(f"no network path from {first!r} to {last!r}: expected the NICs on one network")
-        out_path, in_path = self.pcie_path(src, first), self.pcie_path(dst, last)[::-1]
-        flow = {e: 1.0 for e in zip(out_path, out_path[1:])}
+            proxy, first = self.pxn_proxy(src, last)
+            network = self.network_flow(first, last)
+        if proxy is None:
+            out_path = self.pcie_path(src, first)
+            flow = {}
+        else:
+            out_path = self.pcie_path(proxy, first)
+            nvlink = self.route(src, proxy)
+            flow = dict(zip(nvlink.edges, nvlink.shares))
+        in_path = self.pcie_path(dst, last)[::-1]
+        flow.update({e: 1.0 for e in zip(out_path, out_path[1:])})
         flow.update(network)
         flow.update({e: 1.0 for e in zip(in_path, in_path[1:])})
-        staged = [g for g, leg in ((src, out_path), (dst, in_path[::-1]))
+        staged = [g for g, leg in ((out_path[0], out_path), (dst, in_path[::-1]))
                   if self.pcie_type(leg) > P2P_LEVEL]
         host = None
         if staged:
-            leg = out_path if staged[0] == src else in_path
+            leg = out_path if staged[0] == out_path[0] else in_path
             host = next(n for n in leg if self.kind[n] == "cpu")
-        return self._make(src, dst, PathType.NET, False, flow, host_memory=host)
+        return self._make(src, dst, PathType.NET, False, flow, host_memory=host, via=proxy)
+
+    def network_component(self, nic):
+        """An id shared by the NICs that reach each other over the network (one per rail of a
+        rail-only fabric, one for a fat tree); None for a NIC without a network port."""
+        if nic not in self._net_component:
+            if not any(d["kind"] == "network" for d in self.adj[nic].values()):
+                self._net_component[nic] = None
+            else:
+                reached = [n for n in self._network_distances(nic) if self.kind[n] == "nic"]
+                label = min(reached, key=self.order.__getitem__)
+                for n in reached:
+                    self._net_component[n] = label
+        return self._net_component[nic]
+
+    def pxn_proxy(self, src, nic) -> tuple:
+        """NCCL's PXN for a GPU whose nearest NIC cannot reach ``nic``: the GPU of ``src``'s host
+        it moves the data to over NVLink and that GPU's nearest NIC, which reaches ``nic``.
+
+        Candidates are the host's GPUs that ``src`` reaches over NVLink (directly or through
+        NVSwitches) and whose nearest NIC is on ``nic``'s network; the one whose NIC has the
+        same index as ``nic`` (the same rail), else the first in fabric order. Without such a
+        GPU, NCCL's path to a NIC of that network is the PCIe one (through the CPUs, path
+        type PHB or SYS): the proxy is None and the NIC is the one of that network with the
+        best PCIe path.
+
+        Returns
+        -------
+        (node id or None, node id)
+            The proxy GPU and the NIC that sends.
+
+        Raises
+        ------
+        RouteError
+            When the host has no NIC on ``nic``'s network.
+        """
+        target = self.network_component(nic)
+        host = self.G.nodes[src]["host"]
+        want = self.G.nodes[nic].get("index")
+        best = None
+        for gpu in self.host_gpus(host):
+            if gpu == src:
+                continue
+            near = self._nearest_nic(gpu)
+            if near is None or self.network_component(near) != target:
+                continue
+            if not self.nvlink_reaches(src, gpu):
+                continue
+            key = (self.G.nodes[near].get("index") != want, self.order[gpu])
+            if best is None or key < best[0]:
+                best = (key, gpu, near)
+        if best is None:  # no NVLink peer beside that network: the GPU's PCIe path to such a NIC
+            parent = self.pcie_parents(src)
+            direct = [n for n in parent if self.kind[n] == "nic" and self.network_component(n) == target]
+            if direct:
+                return None, min(direct, key=lambda n: (self.G.nodes[n].get("index") != want,
+                                                        self.pcie_type(self.pcie_path(src, n)),
+                                                        self.order[n]))
+            raise RouteError(f"no network path from the NICs of {src!r} to {nic!r}, and no GPU of host "
+                             f"{host} on that network reachable over NVLink (PXN): expected the NICs on "
+                             f"one network, or a rail-only fabric inside NVLink-connected hosts")
+        return best[1], best[2]
+
+    def host_gpus(self, host) -> list:
+        """The GPUs of ``host``, in fabric order."""
+        if self._gpus_by_host is None:
+            self._gpus_by_host = {}
+            for n, data in self.G.nodes(data=True):
+                if data["kind"] == "gpu":
+                    self._gpus_by_host.setdefault(data["host"], []).append(n)
+        return self._gpus_by_host.get(host, [])
 
     def _network_distances(self, start) -> dict:
         """BFS hop counts over network edges from ``start``, expanding network switches only."""

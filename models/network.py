@@ -1,0 +1,274 @@
+"""What the network between hosts gives NCCL's channels: the load of their connections on it.
+
+NCCL's channel search and tuning model stop at the NIC. A channel that leaves a node is
+charged its NIC port's figure (``speed / 8000``, NVIDIA/nccl v2.27.7-1 src/graph/topo.cc
+``ncclTopoAddNet``) and the network beyond the port is taken as non-blocking, so NCCL's own
+estimate is the same on a rail-optimised, a fat-tree or an oversubscribed network. A real
+network is not always non-blocking: the leaves of an oversubscribed fat tree have fewer
+up-links than NICs, and every connection that crosses a leaf boundary shares them.
+
+This module routes the connections of NCCL's inter-node channels over the fabric's network
+edges, as :meth:`models.routes.Router.network_flow` spreads traffic (ECMP over the spines),
+and charges each edge:
+
+``ring``
+    Ranks are in node order and every node holds the same channels (NVIDIA/nccl v2.27.7-1
+    src/graph/connect.cc, ``ncclTopoPostset``): channel ``c`` leaves node ``i`` by its exit
+    NIC and enters node ``i + 1`` (node 0 after the last) by its entry NIC, one connection per
+    channel and pair of neighbouring nodes.
+``tree`` (also the inter-node part of ``nvls_tree``)
+    NCCL's double binary tree over the nodes (:func:`models.nccl.trees.double_binary_tree`):
+    the first half of the channels run tree 0, the second half tree 1, and every tree edge is
+    a connection each way (reduce up, broadcast down), by the channel's NIC at both ends (a
+    tree channel returns to the NIC it entered by, src/graph/search.cc).
+
+Every connection of a pattern moves data at the same rate, so an edge that carries ``k``
+connections gives each ``capacity / k``, with NCCL's capacity of the edge
+(:class:`models.nccl.system.NcclSystem`: the NIC figure per link, scaled by the edge's own
+``bandwidth``). NCCL assumed the NIC ports' rate, at most the channel's ``bwIntra``; the
+network's rate is the smallest ``capacity / k`` over every network edge, ports included. The
+factor ``min(1, network rate / NCCL's rate)`` scales the bandwidth the measurement model
+predicts (:func:`models.measure.measured`), and the edge that sets it is the bottleneck
+``--explain`` names. A non-blocking network gives exactly 1.
+
+When two NICs have no network path (different rails of a rail-only fabric), NCCL's PXN
+sends from the NIC of the sending host that is on the receiver's network, reached over
+NVLink (:meth:`models.routes.Router.pxn_proxy`); the connection is charged from that NIC.
+
+Not charged: ``nvls`` (inside one NVLink domain), ``pat`` (one GPU per node; its pairwise
+steps are left to the NIC figure) and the point-to-point collectives, whose flows
+:mod:`models.collectives` already routes over every network edge.
+
+Examples
+--------
+>>> import topo
+>>> from models.nccl.system import NcclSystem
+>>> from models.nccl.channels import channel_graphs
+>>> G = topo.build("16xdgx2:fat_tree:oversub=4")
+>>> system = NcclSystem(G)
+>>> graphs = channel_graphs(system, topo.gpus(G))
+>>> load = network_load(graphs.fabric, graphs.ring, "ring")
+>>> round(load.factor, 3), load.bottleneck, load.load     # 8 channels close the ring over 4 up-links
+(0.521, ('net.leaf4', 'net.spine0'), 8.0)
+"""
+
+from __future__ import annotations
+
+import math
+import weakref
+from dataclasses import dataclass
+
+from topo.errors import DgxTopoError
+
+from .nccl.trees import double_binary_tree
+from .routes import RouteError
+
+__all__ = ["NetworkLoad", "network_load", "PATTERNS"]
+
+#: The patterns whose connections are charged, by the algorithm that runs.
+PATTERNS = {"ring": "ring", "tree": "tree", "nvls_tree": "tree"}
+
+# Per fabric view: loads computed so far, by (pattern, GPUs, NICs of the channels).
+_LOADS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+@dataclass(frozen=True, slots=True)
+class NetworkLoad:
+    """The network's share of NCCL's inter-node channels for one pattern.
+
+    Attributes
+    ----------
+    pattern : str
+        ``"ring"`` or ``"tree"``.
+    connections : int
+        Node-to-node connections of the channels (each one way).
+    factor : float
+        ``min(1, network_rate / nccl_rate)``: what the network gives of the bandwidth NCCL
+        assumed.
+    nccl_rate : float
+        The per-connection rate NCCL assumed: its NIC ports' share, at most ``bwIntra``. [B/s]
+    network_rate : float
+        The per-connection rate the most loaded network edge gives. [B/s]
+    bottleneck : tuple
+        That edge ``(u, v)``.
+    load : float
+        Connections on it (fractions where the traffic is spread over several spines).
+    capacity : float
+        NCCL's capacity of it. [B/s]
+    pxn : int
+        Connections sent through another NIC of the host over NVLink (PXN), because the
+        receiving NIC is on another network (rail-only fabrics).
+    aligned : int
+        Ring channels that return through the NIC they entered by over PXN (NCCL's crossNic=0
+        rings), where the search reported another exit NIC.
+    """
+
+    pattern: str
+    connections: int
+    factor: float
+    nccl_rate: float
+    network_rate: float
+    bottleneck: tuple
+    load: float
+    capacity: float
+    pxn: int = 0
+    aligned: int = 0
+
+    def describe(self) -> str:
+        """One line for ``--explain``."""
+        u, v = self.bottleneck
+        verdict = ("the network is not the limit" if self.factor >= 1 else
+                   f"the network gives {self.factor:.3f} of it")
+        extra = f"; {self.aligned} channels return by their entry NIC over PXN" if self.aligned else ""
+        extra += f"; {self.pxn} sent over NVLink to another NIC first (PXN)" if self.pxn else ""
+        return (f"network ({self.pattern}): {self.connections} connections; busiest edge {u}->{v} "
+                f"carries {self.load:.3g} of them on {self.capacity / 1e9:.1f} GB/s = "
+                f"{self.network_rate / 1e9:.2f} GB/s each, NCCL assumed {self.nccl_rate / 1e9:.2f}: "
+                f"{verdict}{extra}")
+
+
+class _Nics:
+    """A host's NIC for each NIC position of the first host's list: the one with the same
+    index (hosts are copies), else the host's NIC at that position modulo its count (a host
+    whose NIC a what-if removed)."""
+
+    def __init__(self, G, nics, first):
+        if not nics:
+            raise DgxTopoError("a host of the communicator has no NIC on a network: expected a "
+                               "cluster fabric (topo.cluster) for GPUs of several hosts")
+        by_index = {G.nodes[n].get("index"): n for n in nics}
+        self.nics = [by_index.get(G.nodes[n].get("index"), nics[k % len(nics)])
+                     for k, n in enumerate(first)]
+
+    def __getitem__(self, position):
+        return self.nics[position]
+
+
+def _nics_by_host(G) -> dict:
+    """Per host, its NICs with a network port, in index order (the same order on every copy)."""
+    found: dict = {}
+    for n, data in G.nodes(data=True):
+        if data["kind"] == "nic" and any(d["kind"] == "network" for d in G.adj[n].values()):
+            found.setdefault(data["host"], []).append((data.get("index", 0), n))
+    return {h: [n for _, n in sorted(nics, key=lambda x: (x[0], str(x[1])))] for h, nics in found.items()}
+
+
+def network_load(fabric, search, pattern: str) -> NetworkLoad | None:
+    """Charge the network edges with the connections of a multi-node channel search.
+
+    Parameters
+    ----------
+    fabric : models.nccl.system.NcclSystem
+        The view the search ran on (``ChannelGraphs.fabric``).
+    search : models.nccl.search.ChannelSearch
+        NCCL's ring search of a communicator over several nodes (its ``nets``).
+    pattern : str
+        ``"ring"`` or ``"tree"``.
+
+    Returns
+    -------
+    NetworkLoad or None
+        None on one node or without NICs in the search.
+
+    Raises
+    ------
+    DgxTopoError
+        For an unknown pattern.
+    models.routes.RouteError
+        When a connection has no network path, even through PXN.
+    """
+    if pattern not in ("ring", "tree"):
+        raise DgxTopoError(f"network load of pattern {pattern!r}: expected 'ring' or 'tree'")
+    if search is None or search.nnodes < 2 or not search.nets:
+        return None
+    key = (pattern, search.gpus, search.nets)
+    cache = _LOADS.setdefault(fabric, {})
+    if key not in cache:
+        cache[key] = _charge(fabric, search, pattern)
+    return cache[key]
+
+
+def _charge(fabric, search, pattern) -> NetworkLoad:
+    G, router = fabric.G, fabric.router
+    hosts = sorted({G.nodes[n]["host"] for n in search.gpus})
+    host_nics = _nics_by_host(G)
+    first = host_nics[hosts[0]]
+    position = {nic: k for k, nic in enumerate(first)}
+    nets = [(position[a], position[b]) for a, b in search.nets]
+    nics = {h: _Nics(G, host_nics.get(h, []), first) for h in hosts}
+    connections = []  # (sending NIC, receiving NIC)
+    aligned = 0
+    if pattern == "ring":
+        for c, (entry, out) in enumerate(nets):
+            if out != entry and _returns_by_pxn(fabric, search.channels[c][-1], first[entry]):
+                out = entry
+                aligned += 1
+            for i, host in enumerate(hosts):
+                following = hosts[(i + 1) % len(hosts)]
+                connections.append((nics[host][out], nics[following][nets[c][0]]))
+    else:
+        trees = double_binary_tree(len(hosts)).trees
+        half = (len(nets) + 1) // 2
+        for c, (entry, _) in enumerate(nets):
+            tree = trees[0 if c < half else 1]
+            for rank, parent in enumerate(tree.up):
+                if parent is not None:
+                    a, b = nics[hosts[rank]][entry], nics[hosts[parent]][entry]
+                    connections += [(a, b), (b, a)]
+    load: dict = {}
+    between: dict = {}  # (leaf, leaf) -> connections
+    ports = set()
+    pxn = 0
+    for a, b in connections:
+        if router.network_component(a) != router.network_component(b):
+            a = _pxn_nic(G, router, host_nics[G.nodes[a]["host"]], b)
+            pxn += 1
+        leaf_a, leaf_b = router.edge_switch(a), router.edge_switch(b)
+        if leaf_a is None or leaf_b is None:
+            for edge, share in router.network_flow(a, b).items():
+                load[edge] = load.get(edge, 0.0) + share
+            ports.update(e for e in ((a, next(iter(G.adj[a]))),) if e in load)
+            continue
+        for edge in ((a, leaf_a), (leaf_b, b)):
+            load[edge] = load.get(edge, 0.0) + 1.0
+            ports.add(edge)
+        if leaf_a != leaf_b:
+            between[leaf_a, leaf_b] = between.get((leaf_a, leaf_b), 0) + 1
+    for (leaf_a, leaf_b), count in between.items():
+        for edge, share in router.switch_flow(leaf_a, leaf_b).items():
+            load[edge] = load.get(edge, 0.0) + count * share
+    rate = {edge: fabric.capacity(*edge) / k for edge, k in load.items() if k > 0}
+    nic_rate = min((rate[e] for e in ports if e in rate), default=math.inf)
+    worst = min(rate, key=lambda e: (rate[e], str(e)))
+    nccl_rate = min(nic_rate, search.bw_intra)
+    factor = min(1.0, rate[worst] / nccl_rate)
+    return NetworkLoad(pattern, len(connections), factor, nccl_rate, rate[worst], worst, load[worst],
+                       fabric.capacity(*worst), pxn, aligned)
+
+
+def _returns_by_pxn(fabric, last_gpu, entry_nic) -> bool:
+    """NCCL's crossNic=0 pass closes the ring through the NIC it entered by: with PXN (v2.12+)
+    the last GPU reaches that NIC over NVLink to the GPU beside it (path type PXN, tried before
+    crossNic, NVIDIA/nccl v2.27.7-1 src/graph/search.cc ``ncclTopoCompute`` and
+    src/graph/paths.cc). This project's search does not model PXN paths to a NIC and may report
+    another exit NIC for the same channels; the network charge follows NCCL."""
+    if not fabric.profile.pxn:
+        return False
+    router = fabric.router
+    host = router.G.nodes[entry_nic]["host"]
+    if router.G.nodes[last_gpu]["host"] != host:
+        return False
+    return any(router.nearest_nic(g) == entry_nic and (g == last_gpu or router.nvlink_reaches(last_gpu, g))
+               for g in router.host_gpus(host))
+
+
+def _pxn_nic(G, router, host_nics, nic):
+    """The NIC of a host on ``nic``'s network that PXN sends from: the same index (rail) when
+    there is one (:meth:`models.routes.Router.pxn_proxy` picks it the same way)."""
+    target = router.network_component(nic)
+    on = [n for n in host_nics if router.network_component(n) == target]
+    if not on:
+        raise RouteError(f"no NIC of host {G.nodes[host_nics[0]]['host']} is on the network of "
+                         f"{nic!r}: expected every host on every rail")
+    want = G.nodes[nic].get("index")
+    return min(on, key=lambda n: G.nodes[n].get("index") != want)

@@ -1,0 +1,125 @@
+"""The network between hosts is charged like every other link (models.network, issue 12).
+
+Known answers are closed forms of the built networks (topo.cluster: a leaf holding m NICs has
+ceil(m / K) up-links at oversub=K; EDR links 12.5 GB/s) and of NCCL's ring (one connection per
+channel and pair of neighbouring nodes).
+"""
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import topo
+from models import estimate
+from models.nccl.channels import channel_graphs
+from models.nccl.system import NcclSystem
+from models.network import network_load
+from models.routes import Router
+from topo.errors import DgxTopoError
+
+GiB = [2**30]  # one size, as a 1-element array of results
+
+
+def _graphs(spec):
+    G = topo.build(spec)
+    return G, channel_graphs(NcclSystem(G), topo.gpus(G))
+
+
+@pytest.fixture(scope="module")
+def oversubscribed():
+    return _graphs("16xdgx2:fat_tree:oversub=4")
+
+
+def test_oversubscribed_leaf_closes_the_ring_at_a_closed_form_rate(oversubscribed):
+    G, graphs = oversubscribed
+    # 16 hosts x 8 EDR NICs on 36-port leaves at oversub=4: 28 NICs per leaf, the last leaf
+    # holds hosts 14 and 15 (16 NICs) and ceil(16 / 4) = 4 up-links. The ring closes from
+    # host 15 to host 0 with all 8 channels: 8 connections on 4 x 12.5 GB/s.
+    leaf = Router(G).edge_switch("h15.mlx5_0")
+    ups = [v for v in G.adj[leaf] if G.nodes[v]["kind"] == "network_switch"]
+    assert sum(G.edges[leaf, v]["links"] for v in ups) == 4
+    load = network_load(graphs.fabric, graphs.ring, "ring")
+    assert load.bottleneck[0] == leaf and load.load == 8
+    assert load.network_rate == pytest.approx(4 * 12.5e9 / 8)
+    assert load.nccl_rate == pytest.approx(graphs.ring.bw_intra)  # 12 GB/s per channel
+    assert load.factor == pytest.approx(4 * 12.5 / 8 / 12)
+
+
+def test_the_measured_transfer_slows_by_the_factor_and_nccls_own_estimate_does_not(oversubscribed):
+    G, _ = oversubscribed
+    thin = estimate(G, "all_reduce", GiB, algorithm="ring")
+    full = estimate(topo.build("16xdgx2"), "all_reduce", GiB, algorithm="ring")
+    assert thin.nccl_time[0] == full.nccl_time[0]  # NCCL charges only the NICs
+    factor = thin.network[0].factor
+    m_thin, m_full = thin.measurement, full.measurement
+    transfer_thin = thin.time[0] - float(np.atleast_1d(m_thin.startup)[0])
+    transfer_full = full.time[0] - float(np.atleast_1d(m_full.startup)[0])
+    assert transfer_full / transfer_thin == pytest.approx(factor)
+    assert thin.bottleneck == (thin.network[0].bottleneck,)
+    text = thin.explain() + m_thin.explain()
+    assert "net.leaf4->net.spine0" in text and "network gives 0.521" in text
+
+
+@pytest.mark.parametrize("spec", ["2xdgx1v", "4xdgx2", "4xdgxh100:rail", "16xdgx2:rail_only", "3xdgxa100"])
+def test_a_non_blocking_network_gives_every_channel_its_nic(spec):
+    _, graphs = _graphs(spec)
+    for pattern in ("ring", "tree"):
+        assert network_load(graphs.fabric, graphs.ring, pattern).factor == 1.0
+
+
+def test_rail_optimised_rings_stay_on_their_leaf_where_a_fat_tree_crosses_thin_up_links():
+    rail = estimate(topo.build("16xdgx2:rail:oversub=4"), "all_reduce", GiB, algorithm="ring")
+    fat = estimate(topo.build("16xdgx2:fat_tree:oversub=4"), "all_reduce", GiB, algorithm="ring")
+    assert rail.network[0].factor == 1.0
+    assert rail.busbw[0] > 1.5 * fat.busbw[0]
+
+
+def test_editing_a_spine_link_in_the_graph_changes_the_prediction(oversubscribed):
+    G, _ = oversubscribed
+    half = topo.transform.scale_links(G, "net.leaf4", "net.spine0", 0.5)
+    base = estimate(G, "all_reduce", GiB, algorithm="ring").network[0]
+    thinner = estimate(half, "all_reduce", GiB, algorithm="ring").network[0]
+    assert thinner.factor == pytest.approx(base.factor / 2)
+
+
+@settings(max_examples=4, deadline=None)
+@given(st.integers(1, 4), st.sampled_from(["fat_tree", "rail"]))
+def test_more_oversubscription_never_raises_busbw(k, network):
+    thinner = estimate(topo.build(f"12xdgx1v:{network}:oversub={k + 1}"), "all_reduce", GiB)
+    wider = estimate(topo.build(f"12xdgx1v:{network}:oversub={k}"), "all_reduce", GiB)
+    assert thinner.busbw[0] <= wider.busbw[0] * (1 + 1e-12)
+
+
+def test_rail_only_routes_cross_rails_over_nvlink_first():
+    G = topo.build("2xdgxh100:rail_only")
+    r = Router(G).route("h0.gpu0", "h1.gpu5")
+    assert r.via == "h0.gpu5"  # NCCL's PXN: to the GPU beside rail 5's NIC over NVLink
+    assert not any(G.nodes[v]["kind"] == "network_switch" and G.nodes[v]["tier"] != "leaf"
+                   for v in r.nodes)
+    a2a = estimate(G, "alltoall", GiB)
+    assert a2a.busbw[0] == pytest.approx(estimate(topo.build("2xdgxh100:rail"), "alltoall", GiB).busbw[0])
+
+
+def test_rail_only_without_an_nvlink_peer_uses_the_pcie_path_to_that_rail():
+    G = topo.build("2xdgx1v:rail_only")
+    router = Router(G)
+    # DGX-1V gpu2 has no NVLink to gpu4 or gpu5, the GPUs beside rail 2 (mlx5_2).
+    target = router.nearest_nic("h1.gpu4")
+    proxy, nic = router.pxn_proxy("h0.gpu2", target)
+    assert proxy is None and G.nodes[nic]["index"] == G.nodes[target]["index"]
+    assert router.route("h0.gpu2", "h1.gpu4").bandwidth > 0
+    assert math.isfinite(estimate(G, "alltoall", GiB).busbw[0])
+
+
+def test_bad_pattern_is_a_typed_error(oversubscribed):
+    _, graphs = oversubscribed
+    with pytest.raises(DgxTopoError, match="expected 'ring' or 'tree'"):
+        network_load(graphs.fabric, graphs.ring, "nvls")
+
+
+def test_one_host_has_no_network_load():
+    G, graphs = _graphs("dgx1v")
+    assert network_load(graphs.fabric, graphs.ring, "ring") is None
+    assert estimate(G, "all_reduce", GiB).network == ()
