@@ -72,8 +72,9 @@ __all__ = ["main", "build_parser", "Command", "COMMANDS", "parse_size", "MAX_GPU
 
 #: Default of ``--max-gpus``: the most GPUs a system or cluster may have before it is built.
 MAX_GPUS = 4096
-#: Default of ``--limit`` for ``p2p`` (GPU pairs routed) and for alltoall / sendrecv in
-#: ``collective`` (point-to-point flows): 16xdgx2 (256 GPUs, 65,280 pairs) fits.
+#: Default of ``--limit`` for ``p2p`` (GPU pairs routed: 16xdgx2, 256 GPUs, 65,280 pairs, fits)
+#: and for alltoall / sendrecv in ``collective`` (GPU pairs routed: those inside each host plus
+#: one per GPU across hosts; 4096 GPUs of 256 DGX-2 route 65,536 and fit).
 MAX_PAIRS = 70_000
 #: Default of ``--limit`` for ``pairs`` and ``subsets``: the most GPU sets, C(GPUs, k). Every
 #: k on every built-in system fits (at most C(16, 8) = 12,870).
@@ -474,17 +475,25 @@ def _collective_arguments(parser) -> None:
                         help="show channels, bottleneck, latency and bandwidth terms (a field with --json)")
     _json_option(parser)
     parser.add_argument("--limit", type=_count(1), default=MAX_PAIRS, metavar="N",
-                        help=f"alltoall and sendrecv: refuse more than N point-to-point flows "
-                             f"(default {MAX_PAIRS})")
+                        help=f"alltoall and sendrecv: refuse routing more than N GPU pairs (alltoall "
+                             f"routes the pairs inside each host, and one per GPU across hosts; "
+                             f"default {MAX_PAIRS})")
 
 
 def _collective(args) -> None:
     calibration = _calibration(args)  # a bad file fails before any work
     G = _fabric(args, args.system)
-    nranks = len(topo.select_gpus(G, args.gpus))
-    flows = {"alltoall": nranks * (nranks - 1), "sendrecv": nranks}.get(args.coll, 0)
+    selected = topo.select_gpus(G, args.gpus)
+    nranks = len(selected)
+    per_host: dict = {}
+    for n in selected:
+        per_host[G.nodes[n]["host"]] = per_host.get(G.nodes[n]["host"], 0) + 1
+    # alltoall routes the pairs inside a host one by one and groups the rest per GPU and NIC
+    # (models.collectives): that, not the nranks x (nranks - 1) flows, is the work.
+    routed = sum(k * (k - 1) for k in per_host.values()) + (nranks if len(per_host) > 1 else 0)
+    flows = {"alltoall": routed, "sendrecv": nranks}.get(args.coll, 0)
     if flows > args.limit:
-        raise _too_much(f"{args.coll} of {nranks} GPUs models {flows} flows", flows, args.limit, "--limit")
+        raise _too_much(f"{args.coll} of {nranks} GPUs routes {flows} GPU pairs", flows, args.limit, "--limit")
     requested = np.array(_sweep(args.minbytes, args.maxbytes, args.stepfactor), dtype=np.int64)
     # nccl-tests rounds every size down to whole float32 elements per rank.
     counts, sizes = (np.atleast_1d(x).astype(np.int64) for x in count_from_nbytes(args.coll, requested, nranks))
