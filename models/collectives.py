@@ -448,7 +448,7 @@ def _nccl_estimate(ctx, collective, size, nodes, ids, algorithm, protocol):
         network = tuple(n for n in network if n is not None)
         binding = [n for n in network if n.factor < 1 and n.pattern == NETWORK_PATTERNS.get(last)]
         if binding:
-            bottleneck = (binding[0].bottleneck,)
+            bottleneck = binding[0].edges
     e = _result(collective, ids, nodes, size, selection.time, algorithms, selection.protocol,
                 nchannels, selection.latency, selection.bandwidth, graphs.ring, tree, bottleneck,
                 selection, f"NCCL {ctx.profile.version} tuning model")

@@ -48,8 +48,8 @@ Examples
 >>> system = NcclSystem(G)
 >>> graphs = channel_graphs(system, topo.gpus(G))
 >>> load = network_load(graphs.fabric, graphs.ring, "ring")
->>> round(load.factor, 3), load.bottleneck, load.load     # 8 channels close the ring over 4 up-links
-(0.521, ('net.leaf4', 'net.spine0'), 8.0)
+>>> round(load.factor, 3), load.where, load.load     # 8 channels close the ring over 4 links
+(0.521, "net.leaf4's down-links from the tier above", 8.0)
 """
 
 from __future__ import annotations
@@ -89,12 +89,13 @@ class NetworkLoad:
         The per-connection rate NCCL assumed: its NIC ports' share, at most ``bwIntra``. [B/s]
     network_rate : float
         The per-connection rate the most loaded network edge gives. [B/s]
-    bottleneck : tuple
-        That edge ``(u, v)``.
+    edges : tuple
+        The busiest link group's edges: a NIC port, a switch's links to the tier above, or a
+        switch's links from the tier above.
     load : float
-        Connections on it (fractions where the traffic is spread over several spines).
+        Connections on the group (fractions where the traffic is spread over several spines).
     capacity : float
-        NCCL's capacity of it. [B/s]
+        NCCL's capacity of the group. [B/s]
     pxn : int
         Connections sent through another NIC of the host over NVLink (PXN), because the
         receiving NIC is on another network (rail-only fabrics).
@@ -108,21 +109,27 @@ class NetworkLoad:
     factor: float
     nccl_rate: float
     network_rate: float
-    bottleneck: tuple
+    edges: tuple
     load: float
     capacity: float
     pxn: int = 0
     aligned: int = 0
+    where: str = ""
+
+    @property
+    def bottleneck(self) -> tuple:
+        """The first edge of the busiest group ``(u, v)``."""
+        return self.edges[0]
 
     def describe(self) -> str:
         """One line for ``--explain``."""
-        u, v = self.bottleneck
         verdict = ("the network is not the limit" if self.factor >= 1 else
                    f"the network gives {self.factor:.3f} of it")
         extra = f"; {self.aligned} channels return by their entry NIC over PXN" if self.aligned else ""
         extra += f"; {self.pxn} sent over NVLink to another NIC first (PXN)" if self.pxn else ""
-        return (f"network ({self.pattern}): {self.connections} connections; busiest edge {u}->{v} "
-                f"carries {self.load:.3g} of them on {self.capacity / 1e9:.1f} GB/s = "
+        return (f"network ({self.pattern}): {self.connections} connections; busiest: {self.where} "
+                f"({len(self.edges)} edge{'s' if len(self.edges) > 1 else ''}) carry {self.load:.3g} of "
+                f"them on {self.capacity / 1e9:.1f} GB/s = "
                 f"{self.network_rate / 1e9:.2f} GB/s each, NCCL assumed {self.nccl_rate / 1e9:.2f}: "
                 f"{verdict}{extra}")
 
@@ -215,35 +222,99 @@ def _charge(fabric, search, pattern) -> NetworkLoad:
                 if parent is not None:
                     a, b = nics[hosts[rank]][entry], nics[hosts[parent]][entry]
                     connections += [(a, b), (b, a)]
-    load: dict = {}
+    component: dict = {}
+    leaf_of: dict = {}
+
+    def attach(nic):
+        if nic not in leaf_of:
+            leaf_of[nic] = router.edge_switch(nic)
+            component[nic] = router.network_component(nic)
+        return leaf_of[nic]
+
+    ports: dict = {}  # NIC port edge -> connections
     between: dict = {}  # (leaf, leaf) -> connections
-    ports = set()
+    direct: dict = {}  # network edge -> connections, for NICs not on one leaf each
     pxn = 0
     for a, b in connections:
-        if router.network_component(a) != router.network_component(b):
+        attach(a), attach(b)
+        if component[a] != component[b]:
             a = _pxn_nic(G, router, host_nics[G.nodes[a]["host"]], b)
+            attach(a)
             pxn += 1
-        leaf_a, leaf_b = router.edge_switch(a), router.edge_switch(b)
+        leaf_a, leaf_b = leaf_of[a], leaf_of[b]
         if leaf_a is None or leaf_b is None:
             for edge, share in router.network_flow(a, b).items():
-                load[edge] = load.get(edge, 0.0) + share
-            ports.update(e for e in ((a, next(iter(G.adj[a]))),) if e in load)
+                direct[edge] = direct.get(edge, 0.0) + share
             continue
-        for edge in ((a, leaf_a), (leaf_b, b)):
-            load[edge] = load.get(edge, 0.0) + 1.0
-            ports.add(edge)
+        ports[a, leaf_a] = ports.get((a, leaf_a), 0) + 1
+        ports[leaf_b, b] = ports.get((leaf_b, b), 0) + 1
         if leaf_a != leaf_b:
             between[leaf_a, leaf_b] = between.get((leaf_a, leaf_b), 0) + 1
+    # Switch-to-switch links are charged per group: a switch's links to the tier above, and a
+    # switch's links from the tier above. The subnet manager spreads destinations over a
+    # group's links (fat-tree routing) where the even split of every connection over every
+    # shortest path would pile fractions of many connections onto one link of a partly filled
+    # leaf; what a group carries is the same either way.
+    tiers = {n: _tier(G, n) for n, k in router.kind.items() if k == "network_switch"}
+    load: dict = {("edge", e): float(k) for e, k in ports.items()}
+    for edge, k in direct.items():
+        key = _group(tiers, *edge)
+        load[key] = load.get(key, 0.0) + k
     for (leaf_a, leaf_b), count in between.items():
-        for edge, share in router.switch_flow(leaf_a, leaf_b).items():
-            load[edge] = load.get(edge, 0.0) + count * share
-    rate = {edge: fabric.capacity(*edge) / k for edge, k in load.items() if k > 0}
-    nic_rate = min((rate[e] for e in ports if e in rate), default=math.inf)
-    worst = min(rate, key=lambda e: (rate[e], str(e)))
+        for (u, v), share in router.switch_flow(leaf_a, leaf_b).items():
+            tu, tv = tiers[u], tiers[v]
+            key = ("up", u) if tv > tu > 0 else ("down", v) if tu > tv > 0 else ("edge", (u, v))
+            load[key] = load.get(key, 0.0) + count * share
+    rate = {}
+    for key, k in load.items():
+        if k > 0:
+            rate[key] = sum(fabric.capacity(*e) for e in _group_edges(G, tiers, key)) / k
+    nic_rate = min((rate[("edge", e)] for e in ports), default=math.inf)
+    worst = min(rate, key=lambda key: (rate[key], str(key)))
+    edges = _group_edges(G, tiers, worst)
+    capacity = sum(fabric.capacity(*e) for e in edges)
     nccl_rate = min(nic_rate, search.bw_intra)
     factor = min(1.0, rate[worst] / nccl_rate)
-    return NetworkLoad(pattern, len(connections), factor, nccl_rate, rate[worst], worst, load[worst],
-                       fabric.capacity(*worst), pxn, aligned)
+    return NetworkLoad(pattern, len(connections), factor, nccl_rate, rate[worst], edges,
+                       load[worst], capacity, pxn, aligned, _where(worst))
+
+
+def _tier(G, node) -> int:
+    """A network switch's level: leaf 1, spine 2, core 3, ``tierN`` N (topo.cluster)."""
+    tier = str(G.nodes[node].get("tier", ""))
+    return {"leaf": 1, "spine": 2, "core": 3}.get(tier, int(tier[4:]) if tier[4:].isdigit() else 0)
+
+
+def _group(tiers, u, v) -> tuple:
+    """The link group of the network edge ``(u, v)``: ``("up", u)`` for a switch's links to the
+    tier above, ``("down", v)`` for a switch's links from the tier above; else the edge itself."""
+    tu, tv = tiers.get(u, 0), tiers.get(v, 0)
+    if tv > tu > 0:
+        return ("up", u)
+    if tu > tv > 0:
+        return ("down", v)
+    return ("edge", (u, v))
+
+
+def _group_edges(G, tiers, key) -> tuple:
+    """Every edge of a link group (all of a switch's up-links, not only the loaded ones)."""
+    what, node = key
+    if what == "up":
+        return tuple((node, v) for v, d in G.adj[node].items()
+                     if d["kind"] == "network" and tiers.get(v, 0) > tiers[node])
+    if what == "down":
+        return tuple((u, node) for u, d in G.pred[node].items()
+                     if d["kind"] == "network" and tiers.get(u, 0) > tiers[node])
+    return (node,)
+
+
+def _where(key) -> str:
+    what, node = key
+    if what == "up":
+        return f"{node}'s up-links"
+    if what == "down":
+        return f"{node}'s down-links from the tier above"
+    return f"{node[0]}->{node[1]}"
 
 
 def _returns_by_pxn(fabric, last_gpu, entry_nic) -> bool:

@@ -327,6 +327,7 @@ class Router:
         self._net_distance: dict = {}
         self._net_flows: dict = {}
         self._net_component: dict = {}
+        self._switch_nbrs: dict = {}
         self._gpus_by_host: dict | None = None
 
     # -- searches -------------------------------------------------------------------------
@@ -606,7 +607,83 @@ class Router:
             self._net_flows[a, b] = self._ecmp(a, b)
         return self._net_flows[a, b]
 
+    def _switch_neighbours(self, x) -> list:
+        """Network switches cabled to switch ``x`` (NICs are never between two switches)."""
+        found = self._switch_nbrs.get(x)
+        if found is None:
+            kind = self.kind
+            found = self._switch_nbrs[x] = [y for y, d in self.adj[x].items()
+                                            if d["kind"] == "network" and kind[y] == "network_switch"]
+        return found
+
+    def _switch_ecmp(self, a, b):
+        """:meth:`_ecmp` between two network switches by a bidirectional breadth-first search.
+
+        Both ends grow one layer at a time, the smaller frontier first, until a new layer of one
+        side touches the other side's ball: that meeting layer holds every node halfway along a
+        shortest path (both balls are exact within their radii), so only the two balls around
+        the ends are explored, not the whole network (a leaf pair of a 1,024-host cluster meets
+        two tiers up instead of visiting its 1,248 switches).
+        """
+        if a == b:
+            return {}
+        nbrs = self._switch_neighbours
+        sides = [[[a]], [[b]]]  # per side, its layers
+        seen = [{a: 0}, {b: 0}]
+        meet = None
+        while meet is None:
+            grow = 0 if len(sides[0][-1]) <= len(sides[1][-1]) else 1
+            if not sides[grow][-1]:
+                grow = 1 - grow
+                if not sides[grow][-1]:
+                    return None
+            ball, other = seen[grow], seen[1 - grow]
+            depth = len(sides[grow])
+            layer = []
+            for x in sides[grow][-1]:
+                for y in nbrs(x):
+                    if y not in ball:
+                        ball[y] = depth
+                        layer.append(y)
+            sides[grow].append(layer)
+            touching = [y for y in layer if y in other]
+            if touching:
+                meet = set(touching)
+            elif not layer and not sides[1 - grow][-1]:
+                return None
+        # Keep, on each side, the nodes from which the meeting layer is reached layer by layer.
+        on_path = []
+        for layers, ball in zip(sides, seen):
+            keep = [set() for _ in layers]
+            top = len(layers) - 1
+            while top >= 0 and not (meet & set(layers[top])):
+                top -= 1
+            keep[top] = meet & set(layers[top])
+            for k in range(top - 1, -1, -1):
+                above = keep[k + 1]
+                keep[k] = {x for x in layers[k] if not above.isdisjoint(nbrs(x))}
+            on_path.append(keep[:top + 1])
+        path = on_path[0] + on_path[1][::-1][1:]  # a's layers, then b's from the meeting layer down
+        adj = self.adj
+        flow: dict = {}
+        amounts = {a: 1.0}
+        for k in range(len(path) - 1):
+            following: dict = {}
+            nxt = path[k + 1]
+            for x, amount in amounts.items():
+                out = adj[x]
+                hops = [y for y in nbrs(x) if y in nxt]
+                total = sum(out[y]["bandwidth"] for y in hops)
+                for y in hops:
+                    share = amount * out[y]["bandwidth"] / total
+                    flow[x, y] = flow.get((x, y), 0.0) + share
+                    following[y] = following.get(y, 0.0) + share
+            amounts = following
+        return flow
+
     def _ecmp(self, a, b):
+        if self.kind[a] == "network_switch" and self.kind[b] == "network_switch":
+            return self._switch_ecmp(a, b)
         forward = self._network_distances(a)
         if b not in forward:
             return None

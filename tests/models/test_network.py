@@ -41,7 +41,7 @@ def test_oversubscribed_leaf_closes_the_ring_at_a_closed_form_rate(oversubscribe
     ups = [v for v in G.adj[leaf] if G.nodes[v]["kind"] == "network_switch"]
     assert sum(G.edges[leaf, v]["links"] for v in ups) == 4
     load = network_load(graphs.fabric, graphs.ring, "ring")
-    assert load.bottleneck[0] == leaf and load.load == 8
+    assert load.edges == tuple((v, leaf) for v in ups) and load.load == 8  # into the last leaf
     assert load.network_rate == pytest.approx(4 * 12.5e9 / 8)
     assert load.nccl_rate == pytest.approx(graphs.ring.bw_intra)  # 12 GB/s per channel
     assert load.factor == pytest.approx(4 * 12.5 / 8 / 12)
@@ -57,13 +57,14 @@ def test_the_measured_transfer_slows_by_the_factor_and_nccls_own_estimate_does_n
     transfer_thin = thin.time[0] - float(np.atleast_1d(m_thin.startup)[0])
     transfer_full = full.time[0] - float(np.atleast_1d(m_full.startup)[0])
     assert transfer_full / transfer_thin == pytest.approx(factor)
-    assert thin.bottleneck == (thin.network[0].bottleneck,)
+    assert thin.bottleneck == thin.network[0].edges
     text = thin.explain() + m_thin.explain()
-    assert "net.leaf4->net.spine0" in text and "network gives 0.521" in text
+    assert "net.leaf4's down-links from the tier above" in text and "network gives 0.521" in text
 
 
-@pytest.mark.parametrize("spec", ["2xdgx1v", "4xdgx2", "4xdgxh100:rail", "16xdgx2:rail_only", "2xdgx2"])
+@pytest.mark.parametrize("spec", ["2xdgx1v", "4xdgx2", "4xdgxh100:rail", "16xdgx2:rail_only", "10xdgx2"])
 def test_a_non_blocking_network_gives_every_channel_its_nic(spec):
+    # 10xdgx2: 80 EDR NICs on 18-port-down leaves, the last leaf partly filled (8 NICs).
     _, graphs = _graphs(spec)
     for pattern in ("ring", "tree"):
         assert network_load(graphs.fabric, graphs.ring, pattern).factor == 1.0
@@ -78,7 +79,7 @@ def test_rail_optimised_rings_stay_on_their_leaf_where_a_fat_tree_crosses_thin_u
 
 def test_editing_a_spine_link_in_the_graph_changes_the_prediction(oversubscribed):
     G, _ = oversubscribed
-    half = topo.transform.scale_links(G, "net.leaf4", "net.spine0", 0.5)
+    half = topo.transform.scale_links(G, "net.spine0", "net.leaf4", 0.5)
     base = estimate(G, "all_reduce", GiB, algorithm="ring").network[0]
     thinner = estimate(half, "all_reduce", GiB, algorithm="ring").network[0]
     assert thinner.factor == pytest.approx(base.factor / 2)
@@ -123,3 +124,42 @@ def test_one_host_has_no_network_load():
     G, graphs = _graphs("dgx1v")
     assert network_load(graphs.fabric, graphs.ring, "ring") is None
     assert estimate(G, "all_reduce", GiB).network == ()
+
+
+def _reference_ecmp(G, a, b):
+    """Every shortest switch path from a to b by networkx, split at each switch by bandwidth."""
+    import networkx as nx
+    S = G.subgraph(n for n, k in G.nodes(data="kind") if k == "network_switch")
+    if not nx.has_path(S, a, b):
+        return None
+    to_b = nx.single_source_shortest_path_length(S.reverse(copy=False), b)
+    flow, layer = {}, {a: 1.0}
+    for _ in range(to_b[a]):
+        following = {}
+        for x, amount in layer.items():
+            hops = [y for y in S.successors(x) if to_b.get(y) == to_b[x] - 1]
+            total = sum(G.edges[x, y]["bandwidth"] for y in hops)
+            for y in hops:
+                share = amount * G.edges[x, y]["bandwidth"] / total
+                flow[x, y] = flow.get((x, y), 0.0) + share
+                following[y] = following.get(y, 0.0) + share
+        layer = following
+    return flow
+
+
+@pytest.fixture(scope="module")
+def three_tier():
+    G = topo.build("300xdgx2", max_hosts=300)  # 2,400 EDR NICs: leaves, spines and a core tier
+    assert any(t == "core" for _, t in G.nodes(data="tier"))
+    return G, Router(G), [n for n, k in G.nodes(data="kind") if k == "network_switch"]
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.data())
+def test_meeting_halfway_spreads_traffic_as_the_whole_network_search(three_tier, data):
+    G, router, switches = three_tier
+    a, b = data.draw(st.sampled_from(switches)), data.draw(st.sampled_from(switches))
+    flow = router.switch_flow(a, b)
+    expected = {} if a == b else _reference_ecmp(G, a, b)
+    assert flow.keys() == expected.keys()
+    assert all(flow[e] == pytest.approx(expected[e], rel=1e-12) for e in flow)
