@@ -8,7 +8,8 @@ in the order data flows:
 - :mod:`models.nccl` (NCCL's view of the graph and its choices, per version: ``profiles``,
   ``system``, ``tuning``, ``search``, ``trees``, ``legacy_rings``, ``channels``),
   :mod:`models.nccltests` (nccl-tests' size and bandwidth conventions);
-- :mod:`models.collectives` (``estimate``, ``pairwise``, ``subsets``), :mod:`models.measure`
+- :mod:`models.collectives` (``estimate``, ``pairwise``, ``subsets``), :mod:`models.network`
+  (what the network between hosts gives NCCL's channels), :mod:`models.measure`
   (what the machine measures), :mod:`models.benchmarks` (reading real outputs),
   :mod:`models.calibration` (fit and check against them);
 - :mod:`models.whatif` (failures and sweeps), :mod:`models.bounds` (optimal schedules),
@@ -39,6 +40,7 @@ from .nccl.search import (ChannelDuplication, ChannelSearch, ChannelSearchError,
 from .nccl.system import NcclSystem, nccl_capacity
 from .collectives import (COLLECTIVE_NAMES, CollectiveEstimate, EstimatePoint, Estimator, SizeError, SubsetResult, estimate,
                           pairwise, subsets)
+from .network import NetworkLoad, network_load
 from .measure import DEFAULT as DEFAULT_MEASUREMENT, MeasurementError, MeasurementModel, Measured, measured
 from .benchmarks import (BenchmarkParseError, NcclTestsRun, P2PBenchmark, read_benchmark,
                          read_nccl_tests, read_p2p_benchmark)
@@ -72,6 +74,7 @@ __all__: list[str] = [
     "search_channels", "NcclSystem", "nccl_capacity",
     "COLLECTIVE_NAMES", "CollectiveEstimate", "EstimatePoint", "Estimator", "SizeError", "SubsetResult", "estimate", "pairwise",
     "subsets",
+    "NetworkLoad", "network_load",
     "DEFAULT_MEASUREMENT", "MeasurementError", "MeasurementModel", "Measured", "measured",
     "BenchmarkParseError", "NcclTestsRun", "P2PBenchmark", "read_benchmark", "read_nccl_tests",
     "read_p2p_benchmark", "Calibration", "CalibrationError", "Check", "calibrate", "check",
