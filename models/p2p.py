@@ -12,8 +12,9 @@ Two modes:
     switches (or the routed figure, when that is higher, e.g. a pair without any NVLink path).
 
 and two settings of peer access, as p2pBandwidthLatencyTest prints them: ``p2p=True``
-(P2P=Enabled, the default) and ``p2p=False`` (P2P=Disabled: every pair staged through host
-memory, whatever links it has).
+(P2P=Enabled, the default) and ``p2p=False`` (P2P=Disabled: every pair of one host staged
+through host memory, whatever links it has; GPUs of different hosts copy over the network, or
+over the NVLink domain of a GB200 NVL72's trays, either way).
 
 The model
 ---------
@@ -656,6 +657,61 @@ def _classes(G, nodes) -> list:
     return classes
 
 
+def _host_copies(G):
+    """The hosts of ``G`` as identical copies: ``[{local key: node}, ...]`` in host order, or
+    None.
+
+    A multi-host fabric whose hosts are copies of one another, joined only through nodes of no
+    host (the 18 compute trays of a GB200 NVL72 on the rack's NVSwitch chips, host -1), has
+    every permutation of its hosts as an automorphism. A pair's figures then depend only on
+    its GPUs' places within their hosts and on whether they share a host, so the GPUs of two
+    hosts give the whole matrix (on an NVL72, 28 pairs instead of 5,112). A node's place in
+    its host is its ``(kind, index)``. Checked exactly, in time linear in the edges: the same
+    places, the same attributes (but ``host``) and the same edges (to the same places or the
+    same shared nodes, with the same attributes); anything else, such as a cluster's network
+    (hosts on different leaves), returns None.
+    """
+    hosts: dict = {}
+    place: dict = {}
+    for n, data in G.nodes(data=True):
+        h = data.get("host")
+        if isinstance(h, int) and h >= 0:
+            local = hosts.setdefault(h, {})
+            key = place[n] = (data.get("kind"), data.get("index"))
+            if key in local:
+                return None
+            local[key] = n
+    if len(hosts) < 3:  # nothing to gain over the interchangeable classes
+        return None
+    order = [hosts[h] for h in sorted(hosts)]
+    first = order[0]
+    host_of = {n: i for i, local in enumerate(order) for n in local.values()}
+
+    def same(x0, x, k):
+        if {**G.nodes[x0], "host": None} != {**G.nodes[x], "host": None}:
+            return False
+        for adjacency in (G.adj, G.pred):
+            out0, out = adjacency[x0], adjacency[x]
+            if len(out0) != len(out):
+                return False
+            for y0, e0 in out0.items():
+                h = host_of.get(y0)
+                if h is None:
+                    y = y0
+                elif h == 0:
+                    y = order[k][place[y0]]
+                else:
+                    return False  # an edge between two hosts
+                if out.get(y) != e0:
+                    return False
+        return True
+
+    for k in range(1, len(order)):
+        if order[k].keys() != first.keys() or not all(same(first[m], order[k][m], k) for m in first):
+            return None
+    return order
+
+
 def _peer_access(p2p) -> bool:
     """``p2p`` as a bool: True / "enabled" (the default of p2pBandwidthLatencyTest's first
     matrices) or False / "disabled"."""
@@ -680,6 +736,11 @@ class _Table:
         self.nodes = nodes
         self.p2p = p2p
         self.router = Router(G)
+        copies = _host_copies(G) if symmetry else None
+        if copies is not None:
+            self._by_host(nodes, copies)
+            return
+        self.host_of = None
         classes = _classes(G, nodes) if symmetry else [[i] for i in range(len(nodes))]
         self.index = np.empty(len(nodes), dtype=np.intp)
         for c, members in enumerate(classes):
@@ -689,6 +750,29 @@ class _Table:
         self._pairs: dict = {}
         self._one_way: dict = {}
 
+    def _by_host(self, nodes, copies) -> None:
+        """Representatives under host permutations (:func:`_host_copies`): the selected GPUs'
+        places on the first host, and on the second for pairs across hosts."""
+        where = {n: (h, key) for h, local in enumerate(copies) for key, n in local.items()}
+        names = list(dict.fromkeys(where[n][1] for n in nodes))
+        code = {name: i for i, name in enumerate(names)}
+        self.host_of = np.array([where[n][0] for n in nodes], dtype=np.intp)
+        self.index = np.array([code[where[n][1]] for n in nodes], dtype=np.intp)
+        self.first = [copies[0][name] for name in names]
+        self.second = [copies[1][name] for name in names]
+        self._pairs: dict = {}
+        self._one_way: dict = {}
+
+    def representatives(self) -> list:
+        """GPU nodes whose pairs stand for every pair of the selection (in ``matrix``)."""
+        if self.host_of is None:
+            return list(self.first) + [n for n in self.second if n is not None]
+        return list(self.first) + list(self.second)
+
+    def expand(self, rows: dict) -> np.ndarray:
+        """The full matrix from ``rows[(a, b)]`` over the representative pairs (off-diagonal)."""
+        return self.matrix(lambda a, b: rows[a, b], lambda a: 0.0)
+
     def pair(self, a, b) -> _Pair:
         if (a, b) not in self._pairs:
             self._pairs[a, b] = self._make_pair(a, b)
@@ -697,7 +781,10 @@ class _Table:
     def _make_pair(self, a, b) -> _Pair:
         router, G = self.router, self.G
         r = router.route(a, b)
-        if r.path_type in (PathType.LOC, PathType.NET) or (self.p2p and r.p2p):
+        # GPUs of different hosts are no pair of p2pBandwidthLatencyTest's: their copy is the
+        # network's, or the NVLink domain's (an NVL72's trays), whatever the peer setting.
+        if r.path_type in (PathType.LOC, PathType.NET) or (self.p2p and r.p2p) \
+                or G.nodes[a].get("host") != G.nodes[b].get("host"):
             return _Pair(r, None)
         staged = _staged(router, a, b)
         if not r.p2p:
@@ -758,9 +845,16 @@ class _Table:
             for j in range(k):
                 if i != j:
                     reduced[i, j] = pair(self.first[i], self.first[j])
-                elif self.second[i] is not None:
+                elif self.second[i] is not None and self.host_of is None:
                     reduced[i, i] = pair(self.first[i], self.second[i])
         full = reduced[np.ix_(self.index, self.index)]
+        if self.host_of is not None:  # pairs across hosts: first host to second
+            across = np.full((k, k), fill, dtype=dtype)
+            for i in range(k):
+                for j in range(k):
+                    across[i, j] = pair(self.first[i], self.second[j])
+            other = self.host_of[:, None] != self.host_of[None, :]
+            full = np.where(other, across[np.ix_(self.index, self.index)], full)
         local = [diagonal(self.first[c]) for c in range(k)]
         for position, c in enumerate(self.index):
             full[position, position] = local[c]
@@ -785,7 +879,15 @@ class _Table:
         return types.astype(str)
 
     def maxflow(self, achieved: bool) -> np.ndarray:
-        return flow_matrix(self.G, self.nodes, achieved_capacity if achieved else line_rate)
+        capacity = achieved_capacity if achieved else line_rate
+        if self.host_of is None:
+            return flow_matrix(self.G, self.nodes, capacity)
+        # A maximum flow does not depend on which other GPUs are selected (all relay): the
+        # representatives' flows give every pair's.
+        reps = self.representatives()
+        flows = flow_matrix(self.G, reps, capacity)
+        rows = {(a, b): flows[i, j] for i, a in enumerate(reps) for j, b in enumerate(reps)}
+        return self.expand(rows)
 
 
 # -- public API -----------------------------------------------------------------------------

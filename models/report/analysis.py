@@ -47,6 +47,7 @@ from ..bounds import bound
 from ..calibration import check
 from ..collectives import Estimator, estimate, pairwise
 from ..measure import DEFAULT
+from ..nccl.nvls import nvlink_cliques
 from ..nccltests import busbw_factor
 from ..p2p import EFFICIENCIES, OVERHEADS, p2p_report
 from ..planner import Search, gpus_ranking, search
@@ -448,12 +449,15 @@ def _generation(a: SystemAnalysis) -> Generation:
 
 
 def _single_host(G) -> bool:
-    return len({G.nodes[g].get("host", 0) for g in topo.gpus(G)}) == 1
+    """One host, or one NVLink domain over several (a GB200 NVL72 rack: GPUs 0-7 are two of its
+    trays, one NCCL node, as 8 GPUs of a DGX are); a cluster has several domains."""
+    gpus = topo.gpus(G)
+    return len({G.nodes[g].get("host", 0) for g in gpus}) == 1 or len(nvlink_cliques(G, gpus)) == 1
 
 
 def generations(analyses) -> tuple:
-    """The generations section as data: every single-host system of :data:`GENERATION_GPUS`
-    GPUs or more, in order (none when fewer than two qualify).
+    """The generations section as data: every system of :data:`GENERATION_GPUS` GPUs or more on
+    one host or in one NVLink domain (GB200 NVL72), in order (none when fewer than two qualify).
 
     Parameters
     ----------

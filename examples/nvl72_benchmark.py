@@ -1,0 +1,76 @@
+"""Benchmark of GB200 NVL72 (issue 12): a full 72-GPU analysis, and 8 racks (576 GPUs).
+
+Run: python examples/nvl72_benchmark.py [--repeat N]
+
+Figures (CPU time, ``time.process_time``: on a shared machine it is the steadier figure; the
+best of ``--repeat`` runs, each on a freshly built fabric so that no cache is warm):
+
+- the build of one ``gb200nvl72`` rack (72 GPUs, 18 trays, 18 NVLink switch chips), validated;
+- a full analysis of the rack: the P2P bandwidth matrix in both modes (``route``, the copy CUDA
+  makes; ``maxflow``, the NVLink maximum flow) and an all_reduce sweep over all 72 GPUs at the
+  31 sizes of ``nccl-tests -b 8 -e 8G -f 2``. Target: under 0.5 s;
+- the build of ``8xgb200nvl72`` (8 racks over an InfiniBand fat tree, 576 GPUs), and one
+  1 GiB all_reduce estimate over its 576 GPUs. Target: under 1 s for the estimate.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import topo
+from models.collectives import estimate
+from models.p2p import p2p_matrix
+
+#: nccl-tests -b 8 -e 8G -f 2: 8 B to 8 GiB, 31 sizes.
+SWEEP = [2 ** k for k in range(3, 34)]
+
+
+def cpu(fn):
+    """``fn()`` and the CPU time it took. [s]"""
+    start = time.process_time()
+    result = fn()
+    return result, time.process_time() - start
+
+
+def rack_analysis(G):
+    """P2P in both modes and a 31-size all_reduce sweep over every GPU of ``G``."""
+    route = p2p_matrix(G, mode="route")
+    flow = p2p_matrix(G, mode="maxflow")
+    sweep = estimate(G, "all_reduce", SWEEP)
+    return route, flow, sweep
+
+
+def best_of(repeat: int, build, work):
+    """Best CPU time of ``work(G)`` over ``repeat`` fresh fabrics, with the last result."""
+    best_build = best = float("inf")
+    result = None
+    for _ in range(repeat):
+        G, built = cpu(build)
+        result, spent = cpu(lambda: work(G))
+        best_build, best = min(best_build, built), min(best, spent)
+    return result, best_build, best
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=3, help="runs per figure (the best is shown)")
+    args = parser.parse_args(argv)
+    repeat = max(1, args.repeat)
+
+    (route, flow, sweep), built, spent = best_of(repeat, lambda: topo.build("gb200nvl72"), rack_analysis)
+    print(f"gb200nvl72: 72 GPUs; build {built:.3f} s cpu; P2P route + maxflow and a {len(SWEEP)}-size "
+          f"all_reduce sweep {spent:.3f} s cpu (target 0.5 s)")
+    print(f"  P2P GPU0->GPU71 route {route[0, 71] / 1e9:.1f} GB/s, maxflow {flow[0, 71] / 1e9:.1f} GB/s; "
+          f"all_reduce 8 GiB busbw {sweep.busbw[-1] / 1e9:.1f} GB/s ({sweep.algorithm[-1]}/"
+          f"{sweep.protocol[-1]})")
+
+    e, built, spent = best_of(repeat, lambda: topo.build("8xgb200nvl72"),
+                              lambda G: estimate(G, "all_reduce", 2 ** 30))
+    print(f"8xgb200nvl72: {e.nranks} GPUs; build {built:.3f} s cpu; 1 GiB all_reduce estimate "
+          f"{spent:.3f} s cpu (target 1 s)")
+    print(f"  busbw {e.busbw[0] / 1e9:.1f} GB/s ({e.algorithm[0]}/{e.protocol[0]})")
+
+
+if __name__ == "__main__":
+    main()
