@@ -449,10 +449,13 @@ def _generation(a: SystemAnalysis) -> Generation:
 
 
 def _single_host(G) -> bool:
+    return len({G.nodes[g].get("host", 0) for g in topo.gpus(G)}) == 1
+
+
+def _one_domain(G) -> bool:
     """One host, or one NVLink domain over several (a GB200 NVL72 rack: GPUs 0-7 are two of its
     trays, one NCCL node, as 8 GPUs of a DGX are); a cluster has several domains."""
-    gpus = topo.gpus(G)
-    return len({G.nodes[g].get("host", 0) for g in gpus}) == 1 or len(nvlink_cliques(G, gpus)) == 1
+    return _single_host(G) or len(nvlink_cliques(G, topo.gpus(G))) == 1
 
 
 def generations(analyses) -> tuple:
@@ -467,7 +470,7 @@ def generations(analyses) -> tuple:
     -------
     tuple of Generation
     """
-    chosen = [a for a in analyses if a.row.gpus >= GENERATION_GPUS and _single_host(a.G)]
+    chosen = [a for a in analyses if a.row.gpus >= GENERATION_GPUS and _one_domain(a.G)]
     return tuple(_generation(a) for a in chosen) if len(chosen) >= 2 else ()
 
 
