@@ -62,8 +62,13 @@ def test_registered_with_its_spellings():
     assert (spec.system, spec.hosts, spec.network) == ("gb200nvl72", 8, "rail")
 
 
-def test_eight_racks_build_576_gpus_in_144_hosts():
-    G = topo.build("8xgb200nvl72")
+@pytest.fixture(scope="module")
+def racks():
+    return topo.build("8xgb200nvl72")
+
+
+def test_eight_racks_build_576_gpus_in_144_hosts(racks):
+    G = racks
     gpus = topo.gpus(G)
     assert len(gpus) == 576 and G.graph["hosts"] == 144
     domains = {G.nodes[g]["nvlink_domain"] for g in gpus}
@@ -165,3 +170,23 @@ def test_p2p_matrix_of_the_rack_is_uniform(rack):
     m = p2p_matrix(rack, achieved=False)
     off = m[~np.eye(72, dtype=bool)]
     assert np.all(off == 900 * GB), "every pair gets the GPU's whole 18-link NVLink rate"
+
+
+# -- clusters of racks ----------------------------------------------------------------------------
+def test_one_rack_of_a_cluster_is_the_rack(racks, rack_estimate):
+    """GPUs 0-71 of 8xgb200nvl72: one NVLink domain, no network: the rack's own estimate."""
+    e = estimate(racks, "all_reduce", [2 ** 30], "0-71")
+    assert e.ring.nnodes == 1 and e.busbw[0] == pytest.approx(rack_estimate.busbw[1])
+
+
+def test_one_tray_per_rack_runs_over_infiniband(racks):
+    """A tray of each rack: 8 hosts of 4 GPUs, each its own NCCL node joined by the network."""
+    e = estimate(racks, "all_reduce", [2 ** 30], "0-3,72-75,144-147,216-219")
+    assert e.ring.nnodes == 4 and e.algorithm[0] in ("ring", "tree")
+
+
+def test_several_racks_are_refused_with_the_reason(racks):
+    """Across several multi-host NVLink domains NCCL reaches other trays' NICs over NVLink (PXN),
+    which the model does not route: a typed error says so, not a wrong figure."""
+    with pytest.raises(topo.DgxTopoError, match="GPUs of 2 NVLink domains.*PXN"):
+        estimate(racks, "all_reduce", [2 ** 30], "0-143")
