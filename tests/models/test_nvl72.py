@@ -7,9 +7,10 @@ Known answers:
   node (src/graph/topo.cc MNNVL clique fusion; src/init.cc nNodes from the rings), with one NVS
   node to which every GPU has 18 x ncclTopoNVLinkBw(sm100) = 18 x 40.1 = 721.8 GB/s
   (src/graph/topo.h, topo.cc ncclTopoConnectNodes).
-- Ring search (src/graph/search.cc, sm100 speed array): 8 channels at 90 GB/s (9 x 90 > 721.8 is
-  not needed: a ring crosses each GPU link once per channel, 8 x 90 = 720 <= 721.8), then
-  ncclTopoDupChannels doubles them to 16 x 45.
+- Ring search (src/graph/search.cc, sm100 speed array, start at 90 GB/s): a ring channel crosses
+  each GPU's link to the NVS node once per direction, so 8 channels of 90 fit (8 x 90 = 720 <=
+  721.8, a ninth would need 810); ncclTopoDupChannels then makes them 16 x 45. [U] derived from
+  the source, not checked against an NCCL_DEBUG_SUBSYS=GRAPH log of a rack.
 - NVLS (src/transport/nvls.cc, src/graph/search.cc ncclTopoSearchTryNvls): enabled on sm100 with
   NVLink SHARP switches and more than 2 GPUs; NCCL_MAX_NVLS_ARITY 32 heads, 33 x 20 <= 721.8,
   bwInter 2 x 20 = 40 GB/s; tuning (src/graph/tuning.cc v2.27) busBw 32 x min(20, 40) = 640 GB/s
