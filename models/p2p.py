@@ -658,18 +658,20 @@ def _classes(G, nodes) -> list:
 
 
 def _host_copies(G):
-    """The hosts of ``G`` as identical copies: ``[{local key: node}, ...]`` in host order, or
-    None.
+    """The hosts of ``G`` grouped into classes of identical copies: a list of classes, each a
+    list of ``{place: node}`` per host (in host order), or None.
 
-    A multi-host fabric whose hosts are copies of one another, joined only through nodes of no
-    host (the 18 compute trays of a GB200 NVL72 on the rack's NVSwitch chips, host -1), has
-    every permutation of its hosts as an automorphism. A pair's figures then depend only on
-    its GPUs' places within their hosts and on whether they share a host, so the GPUs of two
-    hosts give the whole matrix (on an NVL72, 28 pairs instead of 5,112). A node's place in
-    its host is its ``(kind, index)``. Checked exactly, in time linear in the edges: the same
-    places, the same attributes (but ``host``) and the same edges (to the same places or the
-    same shared nodes, with the same attributes); anything else, such as a cluster's network
-    (hosts on different leaves), returns None.
+    Hosts joined only through NVSwitch chips of no host (the 18 compute trays of a GB200 NVL72
+    on the rack's switch chips, host -1) that are copies of one another can be permuted: every
+    permutation within a class of identical hosts is an automorphism of the fabric, even when
+    another host differs (a what-if that damaged one tray). A pair's figures then depend only
+    on its GPUs' places within their hosts, their hosts' classes and whether the hosts are the
+    same, so the GPUs of two hosts per class give the whole matrix (on an NVL72, 28 pairs
+    instead of 5,112). A node's place in its host is its ``(kind, index)``. Checked exactly, in
+    time linear in the edges: the same places, the same attributes (but ``host``) and the same
+    edges (to the same places or the same shared nodes, with the same attributes). None when
+    there is nothing to gain (fewer than 3 hosts, no two hosts alike) or the hosts are joined
+    otherwise (a cluster's network).
     """
     hosts: dict = {}
     place: dict = {}
@@ -684,11 +686,15 @@ def _host_copies(G):
     if len(hosts) < 3:  # nothing to gain over the interchangeable classes
         return None
     order = [hosts[h] for h in sorted(hosts)]
-    first = order[0]
     host_of = {n: i for i, local in enumerate(order) for n in local.values()}
+    kind = G.nodes
+    for n in host_of:
+        if any(v not in host_of and kind[v]["kind"] != "nvswitch" for v in _neighbours(G, n)):
+            return None
 
-    def same(x0, x, k):
-        if {**G.nodes[x0], "host": None} != {**G.nodes[x], "host": None}:
+    def same(x0, x, r, k):
+        """Whether node x of host k is node x0 of host r under the map of places."""
+        if {**kind[x0], "host": None} != {**kind[x], "host": None}:
             return False
         for adjacency in (G.adj, G.pred):
             out0, out = adjacency[x0], adjacency[x]
@@ -698,7 +704,7 @@ def _host_copies(G):
                 h = host_of.get(y0)
                 if h is None:
                     y = y0
-                elif h == 0:
+                elif h == r:
                     y = order[k][place[y0]]
                 else:
                     return False  # an edge between two hosts
@@ -706,10 +712,24 @@ def _host_copies(G):
                     return False
         return True
 
-    for k in range(1, len(order)):
-        if order[k].keys() != first.keys() or not all(same(first[m], order[k][m], k) for m in first):
-            return None
-    return order
+    classes: list = []  # per class: the host numbers (positions in ``order``)
+    for k, local in enumerate(order):
+        for members in classes:
+            r = members[0]
+            if local.keys() == order[r].keys() and all(same(order[r][m], local[m], r, k) for m in local):
+                members.append(k)
+                break
+        else:
+            classes.append([k])
+    if all(len(members) == 1 for members in classes):
+        return None
+    return [[order[k] for k in members] for members in classes]
+
+
+def _neighbours(G, n):
+    """Successors and predecessors of ``n``."""
+    yield from G.adj[n]
+    yield from G.pred[n]
 
 
 def _peer_access(p2p) -> bool:
@@ -750,24 +770,32 @@ class _Table:
         self._pairs: dict = {}
         self._one_way: dict = {}
 
-    def _by_host(self, nodes, copies) -> None:
-        """Representatives under host permutations (:func:`_host_copies`): the selected GPUs'
-        places on the first host, and on the second for pairs across hosts."""
-        where = {n: (h, key) for h, local in enumerate(copies) for key, n in local.items()}
-        names = list(dict.fromkeys(where[n][1] for n in nodes))
-        code = {name: i for i, name in enumerate(names)}
-        self.host_of = np.array([where[n][0] for n in nodes], dtype=np.intp)
-        self.index = np.array([code[where[n][1]] for n in nodes], dtype=np.intp)
-        self.first = [copies[0][name] for name in names]
-        self.second = [copies[1][name] for name in names]
+    def _by_host(self, nodes, classes) -> None:
+        """Representatives under host permutations (:func:`_host_copies`)."""
+        where = {}
+        for c, hosts in enumerate(classes):
+            for i, local in enumerate(hosts):
+                for key, n in local.items():
+                    where[n] = (c, i, key)
+        self.classes = classes
+        self.where = [where[n] for n in nodes]
+        self.host_of = np.array([(c, i) for c, i, _ in self.where])
+        self.first = self.representatives()
         self._pairs: dict = {}
         self._one_way: dict = {}
 
+    def _representative(self, a: int, b: int) -> tuple:
+        """The pair of nodes standing for positions a and b (a != b) in host mode."""
+        (c1, i1, p1), (c2, i2, p2) = self.where[a], self.where[b]
+        hosts = self.classes
+        second = hosts[c2][1 if c1 == c2 and i1 != i2 else 0]
+        return hosts[c1][0][p1], second[p2]
+
     def representatives(self) -> list:
-        """GPU nodes whose pairs stand for every pair of the selection (in ``matrix``)."""
-        if self.host_of is None:
-            return list(self.first) + [n for n in self.second if n is not None]
-        return list(self.first) + list(self.second)
+        """GPU nodes whose pairs stand for every pair of the selection (host mode)."""
+        n = len(self.nodes)
+        return list(dict.fromkeys(x for a in range(n) for b in range(n) if a != b
+                                  for x in self._representative(a, b)))
 
     def expand(self, rows: dict) -> np.ndarray:
         """The full matrix from ``rows[(a, b)]`` over the representative pairs (off-diagonal)."""
@@ -839,25 +867,38 @@ class _Table:
     # -- matrices -------------------------------------------------------------------------
     def matrix(self, pair, diagonal, dtype=float, fill=math.nan) -> np.ndarray:
         """Expand ``pair(a, b)`` over representative pairs and ``diagonal(a)`` to all GPUs."""
+        if self.host_of is not None:
+            return self._host_matrix(pair, diagonal, dtype, fill)
         k = len(self.first)
         reduced = np.full((k, k), fill, dtype=dtype)
         for i in range(k):
             for j in range(k):
                 if i != j:
                     reduced[i, j] = pair(self.first[i], self.first[j])
-                elif self.second[i] is not None and self.host_of is None:
+                elif self.second[i] is not None:
                     reduced[i, i] = pair(self.first[i], self.second[i])
         full = reduced[np.ix_(self.index, self.index)]
-        if self.host_of is not None:  # pairs across hosts: first host to second
-            across = np.full((k, k), fill, dtype=dtype)
-            for i in range(k):
-                for j in range(k):
-                    across[i, j] = pair(self.first[i], self.second[j])
-            other = self.host_of[:, None] != self.host_of[None, :]
-            full = np.where(other, across[np.ix_(self.index, self.index)], full)
         local = [diagonal(self.first[c]) for c in range(k)]
         for position, c in enumerate(self.index):
             full[position, position] = local[c]
+        return full
+
+    def _host_matrix(self, pair, diagonal, dtype, fill) -> np.ndarray:
+        n = len(self.nodes)
+        full = np.full((n, n), fill, dtype=dtype)
+        values: dict = {}
+        for a in range(n):
+            for b in range(n):
+                if a != b:
+                    key = self._representative(a, b)
+                    if key not in values:
+                        values[key] = pair(*key)
+                    full[a, b] = values[key]
+        for a, (c, _, p) in enumerate(self.where):
+            node = self.classes[c][0][p]
+            if node not in values:
+                values[node] = diagonal(node)
+            full[a, a] = values[node]
         return full
 
     def unidirectional(self, achieved: bool) -> np.ndarray:

@@ -191,3 +191,21 @@ def test_several_racks_are_refused_with_the_reason(racks):
     which the model does not route: a typed error says so, not a wrong figure."""
     with pytest.raises(topo.DgxTopoError, match="GPUs of 2 NVLink domains.*PXN"):
         estimate(racks, "all_reduce", [2 ** 30], "0-143")
+
+
+def test_p2p_of_a_damaged_tray_by_symmetry_of_the_others(rack):
+    """One tray lost a switch link (a what-if): the other 17 trays are still interchangeable, the
+    damaged one stands alone, and every entry is still the pair's own figure."""
+    H = rack.copy()
+    H.remove_edge("t3.gpu1", "nvswitch5")
+    H.remove_edge("nvswitch5", "t3.gpu1")
+    ids = [0, 13, 14, 40, 41]   # t0.gpu0, t3.gpu1 (damaged), t3.gpu2, t10.gpu0, t10.gpu1
+    route = p2p_matrix(H, ids)
+    for i, a in enumerate(ids):
+        for j, b in enumerate(ids):
+            if a != b:
+                assert route[i, j] == pytest.approx(models.p2p_path(H, a, b).bandwidth, rel=1e-12)
+    assert route[1, 0] < route[2, 0] == route[3, 0]   # 17 links instead of 18
+    flow = p2p_matrix(H, ids, mode="maxflow")
+    exact = models.maxflow_matrix(H, ids, capacity=models.p2p.achieved_capacity)
+    assert flow == pytest.approx(np.maximum(exact, route) * ~np.eye(5, dtype=bool) + np.diag(np.diag(flow)))
