@@ -926,7 +926,9 @@ class _Table:
         # A maximum flow does not depend on which other GPUs are selected (all relay): the
         # representatives' flows give every pair's.
         reps = self.representatives()
-        flows = flow_matrix(self.G, reps, capacity)
+        # A handful of cuts (7 on an NVL72): networkx is as fast as scipy here (0.020 against
+        # 0.017 s CPU measured) and spares importing scipy (0.3 s).
+        flows = flow_matrix(self.G, reps, capacity, backend="networkx" if len(reps) <= 16 else None)
         rows = {(a, b): flows[i, j] for i, a in enumerate(reps) for j, b in enumerate(reps)}
         return self.expand(rows)
 
