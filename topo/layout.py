@@ -26,6 +26,13 @@ for the cube-mesh (the PCIe pairs are its rows), sideways for the baseboards, ra
 the ring. The result is pure data, reused by :func:`topo.plot.fabric_figure` and by anyone
 drawing a fabric with other tools.
 
+A rack whose hosts share an NVLink domain (a GB200 NVL72: 18 compute trays, the NVSwitch chips
+of its switch trays belonging to no host) is drawn as the rack stands: the switch chips in a
+column in the middle (in index order), the trays stacked in two columns beside it, each tray's
+GPUs in a column facing the switches and its host layer pushed away from them. Every NVLink
+then runs straight across the gap between a GPU column and the switch column, clear of every
+other node (the gap grows with the height of the columns).
+
 Examples
 --------
 >>> from topo import dgx1v, dgx2
@@ -64,6 +71,7 @@ _BOARD_TRUNK = 1.4       # NVSwitch column to the peer board's NVSwitch column
 _BOARD_STEP = 1.0        # host layer: distance per hop away from a baseboard's GPU column
 _RING_STEP = 1.0
 _HOST_GAP = 2.0          # between the hosts of a cluster
+_TRAY_GPU_STEP = 1.5     # GPUs of a rack's tray: room for the NICs spread beside each CPU
 _SHARED_STEP = 1.5       # nodes shared by hosts: height per hop above the hosts
 _SPREAD = 0.6            # nodes that would coincide are spread this far apart
 _EPS = 1e-9
@@ -283,6 +291,9 @@ def _place_outward(G, nodes, pos, axis, step) -> None:
             norm = math.hypot(dx, dy)
             ux, uy = (dx / norm, dy / norm) if norm > _EPS else (0.0, -1.0)
             placed[n] = (cx + ux * (radius + hop), cy + uy * (radius + hop))
+        elif axis == "left":  # a rack tray: away from the switches, which are to the right
+            ux, uy = -1.0, 0.0
+            placed[n] = (xmin - hop, by)
         elif (axis == "vertical" and vertical) or (axis == "horizontal" and not horizontal):
             ux, uy = 0.0, (1.0 if by > cy else -1.0)
             placed[n] = (bx, ymax + hop if uy > 0 else ymin - hop)
@@ -368,6 +379,9 @@ def fabric_layout(G, *, style: str = "auto", scale: float = 1.0) -> dict:
     hosts = _host_nodes(G)
     pos: dict = {}
     keys = sorted(k for k in hosts if k is not None)
+    if style == "auto" and _is_rack(G, hosts, keys):
+        pos = _rack_layout(G, hosts, keys)
+        return {n: (float(x * scale), float(y * scale)) for n, (x, y) in pos.items()}
     locals_ = [_host_layout(G, hosts[host], style) for host in keys]
     # Hosts side by side, in rows of at least 3 (a square grid for many hosts), host 0 top left.
     columns = max(3, math.ceil(math.sqrt(len(keys))))
@@ -383,6 +397,50 @@ def fabric_layout(G, *, style: str = "auto", scale: float = 1.0) -> dict:
     if shared:
         _place_shared(G, shared, pos)
     return {n: (float(x * scale), float(y * scale)) for n, (x, y) in pos.items()}
+
+
+def _is_rack(G, hosts, keys) -> bool:
+    """Several hosts whose only shared nodes are NVSwitch chips linked to their GPUs alone (one
+    NVLink domain over the hosts), the hosts holding no switch of their own."""
+    shared = hosts.get(None, [])
+    if len(keys) < 2 or not shared:
+        return False
+    kind = G.nodes
+    if any(kind[n]["kind"] != "nvswitch" or any(kind[m]["kind"] != "gpu" for m in nx.all_neighbors(G, n))
+           for n in shared):
+        return False
+    return not any(kind[n]["kind"] == "nvswitch" for h in keys for n in hosts[h])
+
+
+def _rack_layout(G, hosts, keys) -> dict:
+    """The rack arrangement (module docstring): trays in two columns around the switch column."""
+    locals_ = []
+    for h in keys:
+        gpu_nodes = _ordered(G, [n for n in hosts[h] if G.nodes[n]["kind"] == "gpu"])
+        local = {g: (0.0, -_TRAY_GPU_STEP * i) for i, g in enumerate(gpu_nodes)}
+        _place_outward(G, [n for n in hosts[h] if n not in local], local, "left", _BOARD_STEP)
+        locals_.append(local)
+    half = math.ceil(len(locals_) / 2)
+    columns = (locals_[:half], locals_[half:])
+    heights = [sum(_bounds(p.values())[3] - _bounds(p.values())[2] + _HOST_GAP for p in column) - _HOST_GAP
+               for column in columns if column]
+    span = max(heights + [1.0])
+    # A link from the top of a GPU column to the bottom of the switch column must clear the GPU
+    # next to its end by a fifth of the spacing: gap / length >= 0.2.
+    gap = max(3.0, 0.25 * span)
+    pos: dict = {}
+    for side, column in ((-1.0, columns[0]), (1.0, columns[1])):
+        top = 0.0
+        for local in column:
+            _, _, ymin, ymax = _bounds(local.values())
+            for n, (x, y) in local.items():  # GPUs at x = 0 facing the middle; mirrored on the right
+                pos[n] = (side * (gap - x), top - (ymax - y))
+            top -= ymax - ymin + _HOST_GAP
+    switches = _ordered(G, hosts[None])
+    step = span / max(1, len(switches) - 1)
+    for i, n in enumerate(switches):
+        pos[n] = (0.0, -i * step)
+    return pos
 
 
 def _place_shared(G, shared, pos) -> None:
@@ -403,7 +461,7 @@ def _place_shared(G, shared, pos) -> None:
             x, _ = _barycentre([pos[m] for m in nx.all_neighbors(G, n) if m in pos])
             row[n] = (x, ymax + level * _SHARED_STEP)
         # Keep the row readable: at least one unit between neighbours, in barycentre order.
-        ordered = sorted(row, key=lambda n: (row[n][0], str(n)))
+        ordered = sorted(row, key=lambda n: (row[n][0], G.nodes[n]["kind"], G.nodes[n].get("index", 0), str(n)))
         last = None
         for n in ordered:
             x, y = row[n]

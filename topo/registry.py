@@ -21,7 +21,7 @@ raises it.
 Examples
 --------
 >>> sorted(SYSTEMS)
-['dgx1', 'dgx1v', 'dgx2', 'dgxa100', 'dgxb200', 'dgxh100', 'dgxh200']
+['dgx1', 'dgx1v', 'dgx2', 'dgxa100', 'dgxb200', 'dgxh100', 'dgxh200', 'gb200nvl72']
 >>> parse_system_spec("16xDGX-2:rail")
 SystemSpec(system='dgx2', hosts=16, network='rail', oversub=1)
 >>> str(parse_system_spec("16xdgx2:fat_tree:oversub=4"))
@@ -45,21 +45,18 @@ import networkx as nx
 
 from .cluster import MAX_HOSTS, MAX_OVERSUB, NETWORKS, check_hosts, check_oversub, join_hosts
 from .dgx import dgx1, dgx1v, dgx2
-from .dgx_nvswitch import dgxa100, dgxb200, dgxh100, dgxh200
+from .dgx_nvswitch import dgxa100, dgxb200, dgxh100, dgxh200, gb200nvl72
 from .errors import DgxTopoError, SystemSpecError, UnknownSystemError
 
 __all__ = ["SYSTEMS", "HOSTS_PER_SYSTEM", "OPTIONS", "SystemSpec", "parse_system_spec", "build", "cluster",
            "SPEC_GRAMMAR"]
 
-#: Built-in systems by name.
-# gb200nvl72 (topo.dgx_nvswitch) is not registered yet, though the builders take it
-# (topo.cluster(gb200nvl72, 8) joins 8 racks): the suites that run over every registered
-# system assume one host per system (layout and plot, builder tables, the NCCL model's
-# treatment of a cluster's hosts as copies). Registering it is one entry here;
-# HOSTS_PER_SYSTEM already sizes it.
+#: Built-in systems by name. ``gb200nvl72`` is one rack of 18 hosts (compute trays) in one
+#: NVLink domain (:data:`HOSTS_PER_SYSTEM`); ``8xgb200nvl72`` joins 8 racks.
 SYSTEMS: dict[str, Callable[[], nx.DiGraph]] = {
     "dgx1": dgx1, "dgx1v": dgx1v, "dgx2": dgx2,
     "dgxa100": dgxa100, "dgxh100": dgxh100, "dgxh200": dgxh200, "dgxb200": dgxb200,
+    "gb200nvl72": gb200nvl72,
 }
 
 #: Hosts of one copy of a system where it is more than one (a GB200 NVL72 rack: 18 compute
@@ -331,7 +328,7 @@ def build(name, *, max_hosts: int = MAX_HOSTS) -> nx.DiGraph:
     >>> build("dgx3")
     Traceback (most recent call last):
     ...
-    topo.errors.UnknownSystemError: unknown system 'dgx3': expected one of dgx1, dgx1v, dgx2, dgxa100, dgxh100, dgxh200, dgxb200, or a cluster such as 2xdgx1v or 16xdgx2:rail
+    topo.errors.UnknownSystemError: unknown system 'dgx3': expected one of dgx1, dgx1v, dgx2, dgxa100, dgxh100, dgxh200, dgxb200, gb200nvl72, or a cluster such as 2xdgx1v or 16xdgx2:rail
     >>> build("2xdgx1v").graph["hosts"]
     2
     >>> G = build("4xdgxh100:rail")

@@ -16,6 +16,16 @@ one node (with all the clique's NICs, as NCCL's fused XML has them). v2.21+ do t
 clique of more than one host; v2.20 only when one clique holds every rank; earlier releases
 have no MNNVL (each tray is a node and needs a network).
 
+NCCL's fused system has a single NVS node: every NVLink of a GPU to any NVSwitch chip goes to
+``nodes[NVS].nodes[0]`` (NVIDIA/nccl v2.27.7-1 src/graph/topo.cc ``ncclTopoConnectNodes``), so a
+GPU has one link to it, the sum of its NVLinks (on an NVL72 18 x 40.1 = 721.8 GB/s). The view
+does the same where it changes nothing but the cost: the chips a clique's GPUs reach become one
+switch node when every GPU has the same links to every chip and the chips link only to those
+GPUs (a single-level switch plane, as the rack's 18 chips are). A route over 18 parallel planes
+then becomes one two-edge route, which is what makes the 72-GPU search cheap. The loads of the
+channels are split back over the chips in proportion to their links, so results name the
+fabric's own edges. A fabric that breaks the symmetry (a failed chip or link) keeps its chips.
+
 Examples
 --------
 >>> import topo
@@ -30,12 +40,13 @@ Examples
 
 from __future__ import annotations
 
+import dataclasses
 import weakref
 from dataclasses import dataclass
 
 from .legacy_rings import legacy_rings
 from .nvls import NvlsGraph, nvlink_cliques, nvls_search, nvls_support
-from .search import ChannelSearch, search_channels_in
+from .search import ChannelSearch, ChannelSearchError, LinkLoad, search_channels_in
 from .system import NcclSystem
 from .tuning import ChannelGraph, Communicator
 
@@ -43,6 +54,8 @@ __all__ = ["ChannelGraphs", "channel_graphs", "nccl_view"]
 
 # One MNNVL view per (fabric, clique hosts): the fused copy is built once per fabric.
 _VIEWS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+# Per MNNVL view whose switch chips were merged: merged node -> ((chip, share of the links), ...).
+_SPLITS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,8 +118,90 @@ def nccl_view(fabric: NcclSystem, nodes) -> tuple:
         for _, data in H.nodes(data=True):
             if data.get("host") in host_map:
                 data["host"] = host_map[data["host"]]
+        split = {}
+        for clique in nvlink_cliques(G, nodes):
+            if any(G.nodes[n]["host"] in host_map for n in clique):
+                split.update(_merge_switches(H, clique))
         views[key] = NcclSystem(H, profile, validate=False)
+        if split:
+            _SPLITS[views[key]] = split
     return views[key], True
+
+
+def _merge_switches(H, clique) -> dict:
+    """Merge the NVSwitch chips that ``clique``'s GPUs reach into one node of ``H``, in place,
+    where that is exact (module docstring); return {merged node: ((chip, share), ...)}.
+
+    Exact when every chip links only to GPUs, both ways, all chips to the same GPUs (the
+    domain, which may hold GPUs outside the communicator: routes never cross them), every
+    GPU of the domain with the same links to each chip, and the chips of one model.
+    """
+    chips = sorted({v for g in clique for v, d in H.adj[g].items()
+                    if d["kind"] == "nvlink" and H.nodes[v]["kind"] == "nvswitch"},
+                   key=lambda c: (H.nodes[c].get("index", 0), str(c)))
+    if len(chips) < 2:
+        return {}
+    first = chips[0]
+    domain = list(H.adj[first])
+    members = set(domain)
+    model = H.nodes[first].get("model")
+    for c in chips:
+        if set(H.adj[c]) != members or set(H.pred[c]) != members or H.nodes[c].get("model") != model:
+            return {}
+    if any(H.nodes[g]["kind"] != "gpu" for g in domain):
+        return {}
+    row = [H.adj[domain[0]][c] for c in chips]
+    want = [(d["kind"], d["link"], d["links"], d["bandwidth"], d["latency"]) for d in row]
+    if len({(w[0], w[1], w[4]) for w in want}) != 1 or want[0][0] != "nvlink":
+        return {}
+    for g in domain:
+        for c, w in zip(chips, want):
+            for d in (H.adj[g][c], H.adj[c][g]):
+                if (d["kind"], d["link"], d["links"], d["bandwidth"], d["latency"]) != w:
+                    return {}
+    total = sum(w[3] for w in want)
+    shares = tuple((c, w[3] / total) for c, w in zip(chips, want))
+    data = dict(H.nodes[first])
+    data["ports"] = sum(H.nodes[c].get("ports", 0) for c in chips)
+    edge = dict(row[0])
+    edge["links"] = sum(w[2] for w in want)
+    edge["bandwidth"] = total
+    merged = f"nccl.nvs.{first}"
+    H.remove_nodes_from(chips)
+    H.add_node(merged, **data)
+    for g in domain:
+        H.add_edge(g, merged, **edge)
+        H.add_edge(merged, g, **edge)
+    return {merged: shares}
+
+
+def _split_loads(search, split):
+    """``search`` with the loads on merged switch nodes spread back over the chips."""
+    if search is None or not split:
+        return search
+    loads = []
+    for load in search.loads:
+        u, v = load.edge
+        shares = split.get(v) or split.get(u)
+        if shares is None:
+            loads.append(load)
+            continue
+        for chip, share in shares:
+            edge = (u, chip) if v in split else (chip, v)
+            loads.append(LinkLoad(edge, load.reserved * share, load.capacity * share))
+    return dataclasses.replace(search, loads=tuple(loads))
+
+
+def _ranges(values) -> str:
+    """Sorted whole numbers as ``0-17`` or ``0-3,8``."""
+    parts, start = [], None
+    for i, v in enumerate(values):
+        if start is None:
+            start = v
+        if i + 1 == len(values) or values[i + 1] != v + 1:
+            parts.append(str(start) if start == v else f"{start}-{v}")
+            start = None
+    return ",".join(parts)
 
 
 def _node_nics(fabric, host) -> list:
@@ -156,6 +251,15 @@ def channel_graphs(fabric: NcclSystem, nodes) -> ChannelGraphs:
     profile = fabric.profile
     nodes = list(nodes)
     view, mnnvl = nccl_view(fabric, nodes)
+    if mnnvl:
+        cliques = nvlink_cliques(fabric.G, nodes)
+        if len(cliques) > 1:
+            raise ChannelSearchError(
+                f"GPUs of {len(cliques)} NVLink domains, some spanning several hosts (multi-node "
+                f"NVLink, as the racks of 8xgb200nvl72): NCCL {profile.version} makes each domain one "
+                f"node and joins them through every NIC of the domain, reached from the GPUs of other "
+                f"hosts over NVLink (PXN), which this model does not route yet; expected the GPUs of "
+                f"one NVLink domain (--gpus 0-71 of a cluster of NVL72 racks) or of one host per domain")
     G = view.G
     ccs = [G.nodes[n]["compute_capability"] for n in nodes]
     if profile.ring_builder == "p2p_rings":
@@ -175,6 +279,14 @@ def channel_graphs(fabric: NcclSystem, nodes) -> ChannelGraphs:
         nvls, reason = None, f"NCCL {profile.version} has no NVLS (it arrives in v2.17.1)"
     else:
         nvls, reason = _nvls(view, nodes, ring.nnodes, mnnvl)
+    split = _SPLITS.get(view)
+    ring, tree = _split_loads(ring, split), _split_loads(tree, split)
+    if mnnvl:
+        hosts = sorted({fabric.G.nodes[n]["host"] for n in nodes})
+        note = (f"MNNVL: the GPUs of hosts {_ranges(hosts)} share one NVLink domain and are "
+                f"{ring.nnodes} NCCL node(s) (NCCL {profile.version} fuses a clique's hosts, "
+                f"src/graph/topo.cc; tuning counts a clique as one node)")
+        ring = dataclasses.replace(ring, trace=(note, *ring.trace))
     comm = Communicator(len(nodes), ring_graph, tree_graph, min(ccs), nnodes=ring.nnodes,
                         compute_capability_max=max(ccs), profile=profile,
                         nvls=None if nvls is None else nvls.graph(),

@@ -660,28 +660,58 @@ class _Dfs:
         return key
 
     def _place(self, order, forced) -> int:
+        """Extend the channel ``order`` GPU by GPU, depth first (NCCL's ``ncclTopoSearchTryGpu``).
+
+        The walk keeps its own stack rather than recursing once per GPU: a channel through
+        the 72 GPUs of an NVL72 rack, times the channels placed before it, went beyond
+        Python's recursion limit. Same order, steps and bookings as the recursion it replaces.
+        """
+        remaining, speed = self.remaining, self.a.speed
+        levels: list = []  # per open GPU of the order: (candidates left, gpu_ok row, hop row)
+        taken: list = []   # hop booked from each open level to the GPU after it
+        status = self._arrive(order, forced, levels)
+        while status == _GO and levels:
+            candidates, ok, row = levels[-1]
+            hop = None
+            for j in candidates:
+                if not ok[j]:
+                    continue
+                hop = row[j]
+                for k, f in hop.charges:  # _fits, inline: this is the innermost loop
+                    if remaining[k] + _SLACK < speed * f:
+                        break
+                else:
+                    break
+                hop = None
+            if hop is None:  # this level is done: back to the one before
+                levels.pop()
+                if taken:
+                    order.pop()
+                    self._book(taken.pop(), -1)
+                continue
+            self._book(hop, +1)
+            order.append(j)
+            taken.append(hop)
+            opened = len(levels)
+            status = self._arrive(order, forced, levels)
+            if len(levels) == opened:  # a closed channel or the budget: take the hop back
+                order.pop()
+                self._book(taken.pop(), -1)
+        while taken:
+            order.pop()
+            self._book(taken.pop(), -1)
+        return status
+
+    def _arrive(self, order, forced, levels) -> int:
+        """One step of :meth:`_place` at ``order``: count it, close a full channel, or open
+        the order's last GPU as a level of ``levels`` to try its candidates."""
         self.steps += 1
         if self.steps > self.budget:
             return _OUT_OF_BUDGET
         if len(order) == self.p.n:
             return self._close(order)
         last = order[-1]
-        ok, row, remaining, speed = self.gpu_ok[last], self.p.hop[last], self.remaining, self.a.speed
-        for j in self._candidates(order, forced):
-            if not ok[j]:
-                continue
-            hop = row[j]
-            for k, f in hop.charges:  # _fits, inline: this is the innermost loop
-                if remaining[k] + _SLACK < speed * f:
-                    break
-            else:
-                self._book(hop, +1)
-                order.append(j)
-                status = self._place(order, forced)
-                order.pop()
-                self._book(hop, -1)
-                if status != _GO:
-                    return status
+        levels.append((iter(self._candidates(order, forced)), self.gpu_ok[last], self.p.hop[last]))
         return _GO
 
     def _closings(self, order) -> list:

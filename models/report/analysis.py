@@ -47,6 +47,7 @@ from ..bounds import bound
 from ..calibration import check
 from ..collectives import Estimator, estimate, pairwise
 from ..measure import DEFAULT
+from ..nccl.nvls import nvlink_cliques
 from ..nccltests import busbw_factor
 from ..p2p import EFFICIENCIES, OVERHEADS, p2p_report
 from ..planner import Search, gpus_ranking, search
@@ -451,9 +452,15 @@ def _single_host(G) -> bool:
     return len({G.nodes[g].get("host", 0) for g in topo.gpus(G)}) == 1
 
 
+def _one_domain(G) -> bool:
+    """One host, or one NVLink domain over several (a GB200 NVL72 rack: GPUs 0-7 are two of its
+    trays, one NCCL node, as 8 GPUs of a DGX are); a cluster has several domains."""
+    return _single_host(G) or len(nvlink_cliques(G, topo.gpus(G))) == 1
+
+
 def generations(analyses) -> tuple:
-    """The generations section as data: every single-host system of :data:`GENERATION_GPUS`
-    GPUs or more, in order (none when fewer than two qualify).
+    """The generations section as data: every system of :data:`GENERATION_GPUS` GPUs or more on
+    one host or in one NVLink domain (GB200 NVL72), in order (none when fewer than two qualify).
 
     Parameters
     ----------
@@ -463,7 +470,7 @@ def generations(analyses) -> tuple:
     -------
     tuple of Generation
     """
-    chosen = [a for a in analyses if a.row.gpus >= GENERATION_GPUS and _single_host(a.G)]
+    chosen = [a for a in analyses if a.row.gpus >= GENERATION_GPUS and _one_domain(a.G)]
     return tuple(_generation(a) for a in chosen) if len(chosen) >= 2 else ()
 
 

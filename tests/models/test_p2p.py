@@ -494,6 +494,8 @@ def test_symmetry_reduction_matches_pair_by_pair(case, data):
     """Matrices computed once per class of interchangeable GPUs equal the pair-by-pair ones."""
     H = case[1]
     nodes = topo.gpus(H)
+    if len(nodes) > 16:  # a rack: pair by pair over 72 GPUs is 5,112 routes; a drawn selection
+        nodes = data.draw(st.lists(st.sampled_from(nodes), min_size=2, max_size=10, unique=True))
     p2p = data.draw(st.booleans())
     reduced, plain = _Table(H, nodes, p2p=p2p), _Table(H, nodes, p2p=p2p, symmetry=False)
     assert len(reduced.first) < len(nodes) or "dgx2" not in H.graph["system"]

@@ -97,10 +97,15 @@ def test_report_shows_every_system_and_figure(full_report):
     measured += ["bounds-ratio", "training-dgx2-step", "training-dgx2-memory", "training-2xdgx1v-step",
                  "training-2xdgx1v-memory"]
     assert ids[:len(shared) + len(measured)] == shared + measured
+    per_system = 0
     for system in topo.SYSTEMS:
-        assert [i for i in ids if i.startswith(f"{system}-")] == [
-            f"{system}-fabric", f"{system}-channels", f"{system}-p2p", f"{system}-latency", f"{system}-pairs"]
-    assert len(ids) == len(shared) + len(measured) + 5 * len(topo.SYSTEMS)
+        # GPU-by-GPU matrices up to MAX_MATRIX_GPUS (not a GB200 NVL72's 72).
+        matrices = len(topo.gpus(topo.build(system))) <= analysis_module.MAX_MATRIX_GPUS
+        expected = [f"{system}-fabric", f"{system}-channels"] + (
+            [f"{system}-p2p", f"{system}-latency", f"{system}-pairs"] if matrices else [])
+        assert [i for i in ids if i.startswith(f"{system}-")] == expected
+        per_system += len(expected)
+    assert len(ids) == len(shared) + len(measured) + per_system
     # The seed comparison of issue 6: one DGX-2 against two DGX-1V, 16 GPUs each.
     # 120/48 = 2.50 in NCCL's figures (6 x 20 GB/s NVSwitch rings against 4 NICs x 12), widened by
     # what NVLink 2 (x1.02) and EDR (x0.84) achieve over NCCL's figures.
@@ -152,11 +157,17 @@ def test_unknown_system_and_duplicates():
 # --------------------------------------------------------------------------- generations
 def test_generations_as_data(all_analysis):
     gens = {g.system: g for g in all_analysis.generations}
-    assert list(gens) == [s for s in topo.SYSTEMS if topo.summarize(topo.build(s)).gpus >= 8]
+    # Every built-in system has 8 GPUs or more on one host or in one NVLink domain (the NVL72 rack).
+    assert list(gens) == list(topo.SYSTEMS)
     # Hardware facts: NVLink per GPU 80 (P100, 4 x 20), 150 (V100, 6 x 25), 300 (A100, 12 x 25),
     # 450 (H100, 18 x 25), 900 GB/s (B200, 18 x 50) per direction.
     assert {k: round(g.nvlink_per_gpu / 1e9) for k, g in gens.items()} == {
-        "dgx1": 80, "dgx1v": 150, "dgx2": 150, "dgxa100": 300, "dgxh100": 450, "dgxh200": 450, "dgxb200": 900}
+        "dgx1": 80, "dgx1v": 150, "dgx2": 150, "dgxa100": 300, "dgxh100": 450, "dgxh200": 450, "dgxb200": 900,
+        "gb200nvl72": 900}
+    # GPUs 0-7 of an NVL72 are two trays, one NCCL node over NVLink: a DGX B200's 8 GPUs in NCCL's
+    # figures (18 x 40.1 GB/s to the NVSwitch, NVLS); the rack's bisection is 36 x 900 GB/s.
+    assert gens["gb200nvl72"].auto.nranks == 8 and gens["gb200nvl72"].bisection == pytest.approx(32.4e12)
+    assert np.allclose(gens["gb200nvl72"].auto.busbw, gens["dgxb200"].auto.busbw)
     assert [gens[k].nvlink for k in ("dgx1", "dgx2", "dgxa100", "dgxh100", "dgxb200")] == [
         "nvlink1", "nvlink2", "nvlink3", "nvlink4", "nvlink5"]
     assert gens["dgx2"].bisection == pytest.approx(1.2e12)
@@ -348,7 +359,8 @@ def test_set_classes_agree_with_every_set_brute_force():
 
 def test_bounds_section_as_data(all_analysis):
     bounds = {b.system: b for b in all_analysis.bounds}
-    assert list(bounds) == list(topo.SYSTEMS)  # every built-in system is one host
+    # Every built-in system of one host (not the NVL72 rack of 18 trays).
+    assert list(bounds) == [s for s in topo.SYSTEMS if s != "gb200nvl72"]
     for b in bounds.values():
         assert b.error is None and b.nsets == 2 ** len(topo.gpus(topo.build(b.system))) - len(
             topo.gpus(topo.build(b.system))) - 1

@@ -8,9 +8,11 @@ import pytest
 import topo
 from topo.specs import GPUS, LINKS, NVSWITCHES
 
-GPU_COUNT = {"dgx1": 8, "dgx1v": 8, "dgx2": 16, "dgxa100": 8, "dgxh100": 8, "dgxh200": 8, "dgxb200": 8}
+GPU_COUNT = {"dgx1": 8, "dgx1v": 8, "dgx2": 16, "dgxa100": 8, "dgxh100": 8, "dgxh200": 8, "dgxb200": 8,
+             "gb200nvl72": 72}
 # P100 4 x NVLink 1.0, V100 6 x NVLink 2.0, A100 12 x NVLink 3, H100/H200 18 x NVLink 4, B200 18 x NVLink 5
-NVLINK_PORTS = {"dgx1": 4, "dgx1v": 6, "dgx2": 6, "dgxa100": 12, "dgxh100": 18, "dgxh200": 18, "dgxb200": 18}
+NVLINK_PORTS = {"dgx1": 4, "dgx1v": 6, "dgx2": 6, "dgxa100": 12, "dgxh100": 18, "dgxh200": 18, "dgxb200": 18,
+                "gb200nvl72": 18}
 
 
 def nvlink_links(G, node) -> int:
@@ -20,14 +22,28 @@ def nvlink_links(G, node) -> int:
 def test_builder_returns_valid_fresh_graph(system):
     first, second = topo.build(system), topo.build(system)
     topo.validate(first)
-    first.remove_node("gpu0")
-    assert "gpu0" in second, "builders must return a fresh graph each call"
+    gpu = topo.gpus(first)[0]
+    first.remove_node(gpu)
+    assert gpu in second, "builders must return a fresh graph each call"
+
+
+def hosts_of(G, nodes) -> dict:
+    """Nodes by host (a system of several hosts, such as a GB200 NVL72 rack's 18 trays)."""
+    by_host: dict = {}
+    for n in nodes:
+        by_host.setdefault(G.nodes[n].get("host", 0), []).append(n)
+    return by_host
 
 
 def test_gpu_count_and_numbering(fabric, system):
+    """CUDA numbers the GPUs of each host from 0; the system's GPU order is host by host."""
     gpus = topo.gpus(fabric)
     assert len(gpus) == GPU_COUNT[system]
-    assert [fabric.nodes[g]["index"] for g in gpus] == list(range(GPU_COUNT[system]))
+    by_host = hosts_of(fabric, gpus)
+    assert [h for h in by_host] == sorted(by_host)
+    assert gpus == [g for h in sorted(by_host) for g in by_host[h]]
+    for members in by_host.values():
+        assert [fabric.nodes[g]["index"] for g in members] == list(range(len(members)))
 
 
 def test_nvlink_links_per_gpu(fabric, system):
@@ -59,10 +75,12 @@ def test_edge_bandwidth_is_links_times_catalogue_rate(fabric):
 def test_two_sockets_joined_once(fabric, system):
     if system == "dgxa100":
         pytest.skip("DGX A100: one CPU node per NUMA quadrant (tests/topo/test_dgx_nvswitch.py)")
-    cpus = topo.nodes_of_kind(fabric, "cpu")
-    assert len(cpus) == 2
+    by_host = hosts_of(fabric, topo.nodes_of_kind(fabric, "cpu"))
     socket_edges = [(u, v) for u, v, d in fabric.edges(data=True) if d["kind"] == "cpu-to-cpu"]
-    assert sorted(socket_edges) == [("cpu0", "cpu1"), ("cpu1", "cpu0")]
+    assert len(socket_edges) == 2 * len(by_host)
+    for cpus in by_host.values():   # two sockets per host, joined to each other only
+        assert [fabric.nodes[c]["index"] for c in cpus] == [0, 1]
+        assert sorted((u, v) for u, v in socket_edges if u in cpus) == [tuple(cpus), tuple(reversed(cpus))]
 
 
 DGX1V_LINKS = {

@@ -290,3 +290,27 @@ def test_catalogue_entries_name_their_sources():
     assert GPUS["H200"].nvlink == GPUS["H100-SXM5-80GB"].nvlink and dgxh200().graph["system"] == "dgxh200"
     assert dgxh100().graph["system"] == "dgxh100" and dgxb200().graph["name"] == "DGX B200"
     assert gb200nvl72().graph["system"] == "gb200nvl72"
+
+
+def test_nvl72_against_the_gb200_nvl72_datasheet(built):
+    """NVIDIA "GB200 NVL72" product page / datasheet [S45]: 72 Blackwell GPUs and 36 Grace CPUs in
+    one NVLink domain, 130 TB/s of NVLink bandwidth; NVIDIA DGX SuperPOD GB200 reference
+    architecture [S14]: 900 GB/s per GPU per direction (1,800 GB/s bidirectional) over 18 NVLink
+    5 links [S64] of 50 GB/s; NVIDIA DGX GB200 User Guide [S44]: 18 compute trays, 9 NVLink
+    switch trays [2 chips each: U, secondary]."""
+    G = built["gb200nvl72"]
+    gpus = topo.gpus(G)
+    assert len(gpus) == 72 and len(topo.nodes_of_kind(G, "cpu")) == 36
+    switches = topo.nodes_of_kind(G, "nvswitch")
+    assert len(switches) == 18 and len({G.nodes[s]["baseboard"] for s in switches}) == 9
+    assert len({G.nodes[g]["host"] for g in gpus}) == 18
+    for g in gpus:
+        links = nvlink_out(G, g)
+        assert sum(d["links"] for _, d in links) == 18
+        assert {d["bandwidth"] / d["links"] for _, d in links} == {50 * GB}
+        assert sum(d["bandwidth"] for _, d in links) == 900 * GB
+    per_gpu_both_ways = 2 * 900 * GB
+    assert per_gpu_both_ways == 1.8 * TB
+    assert 72 * per_gpu_both_ways == pytest.approx(129.6 * TB)   # "130 TB/s", rounded
+    # One NVLink domain: every GPU pair is one switch hop apart (no GPU-to-GPU link, no trunk).
+    assert not any(G.nodes[v]["kind"] != "gpu" for s in switches for v in G.successors(s))

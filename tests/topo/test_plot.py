@@ -100,8 +100,8 @@ def test_links_never_run_through_other_nodes(fabric):
     points = np.array(list(pos.values()))
     for trace in (t for t in fig.data if t.mode == "lines"):
         for piece in _pieces(trace):
-            ends = [piece[0], piece[-1]]
-            others = np.array([p for p in points if not any(np.allclose(p, e) for e in ends)])
+            ends = np.array([piece[0], piece[-1]])
+            others = points[~np.isclose(points[:, None, :], ends[None, :, :]).all(axis=2).any(axis=1)]
             samples = np.concatenate([np.linspace(a, b, 30) for a, b in zip(piece[:-1], piece[1:])])
             distance = np.linalg.norm(samples[:, None, :] - others[None, :, :], axis=2).min()
             assert distance > 0.12, (trace.name, piece[0], piece[-1])

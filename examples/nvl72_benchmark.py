@@ -1,0 +1,91 @@
+"""Benchmark of GB200 NVL72 (issue 12): a full 72-GPU analysis, and 8 racks (576 GPUs).
+
+Run: python examples/nvl72_benchmark.py [--repeat N]
+
+Figures (CPU time, ``time.process_time``: on a shared machine it is the steadier figure; the
+best of ``--repeat`` runs, each on a freshly built fabric so that no cache is warm):
+
+- the build of one ``gb200nvl72`` rack (72 GPUs, 18 trays, 18 NVLink switch chips), validated;
+- a full analysis of the rack: the P2P bandwidth matrix in both modes (``route``, the copy CUDA
+  makes; ``maxflow``, the NVLink maximum flow) and an all_reduce sweep over all 72 GPUs at the
+  31 sizes of ``nccl-tests -b 8 -e 8G -f 2``. Target: under 0.5 s;
+- the build of ``8xgb200nvl72`` (8 racks over an InfiniBand fat tree, 576 GPUs), and a 1 GiB
+  all_reduce estimate over its 576 GPUs (target: under 1 s), one rack's 72 GPUs, and one tray
+  of each rack. Across several racks NCCL reaches the NICs of a rack's other trays over NVLink
+  (PXN), which the model does not route yet: the 576-GPU estimate says so and is skipped.
+  Each estimate runs on a freshly built fabric (its build not counted), so no cache is warm.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import topo
+from models.collectives import estimate
+from topo.errors import DgxTopoError
+from models.p2p import p2p_matrix
+
+#: nccl-tests -b 8 -e 8G -f 2: 8 B to 8 GiB, 31 sizes.
+SWEEP = [2 ** k for k in range(3, 34)]
+
+
+def cpu(fn):
+    """``fn()`` and the CPU time it took. [s]"""
+    start = time.process_time()
+    result = fn()
+    return result, time.process_time() - start
+
+
+def rack_analysis(G):
+    """P2P in both modes and a 31-size all_reduce sweep over every GPU of ``G``."""
+    route = p2p_matrix(G, mode="route")
+    flow = p2p_matrix(G, mode="maxflow")
+    sweep = estimate(G, "all_reduce", SWEEP)
+    return route, flow, sweep
+
+
+def best_of(repeat: int, build, work):
+    """Best CPU time of ``work(G)`` over ``repeat`` fresh fabrics, the first (cold: the process's
+    first imports of what the models use lazily), and the last result."""
+    best_build = best = float("inf")
+    result = first = None
+    for _ in range(repeat):
+        G, built = cpu(build)
+        result, spent = cpu(lambda: work(G))
+        first = spent if first is None else first
+        best_build, best = min(best_build, built), min(best, spent)
+    return result, best_build, best, first
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=3, help="runs per figure (the best is shown)")
+    args = parser.parse_args(argv)
+    repeat = max(1, args.repeat)
+
+    (route, flow, sweep), built, spent, cold = best_of(repeat, lambda: topo.build("gb200nvl72"),
+                                                       rack_analysis)
+    print(f"gb200nvl72: 72 GPUs; build {built:.3f} s cpu; P2P route + maxflow and a {len(SWEEP)}-size "
+          f"all_reduce sweep {spent:.3f} s cpu (target 0.5 s; first run {cold:.3f} s)")
+    print(f"  P2P GPU0->GPU71 route {route[0, 71] / 1e9:.1f} GB/s, maxflow {flow[0, 71] / 1e9:.1f} GB/s; "
+          f"all_reduce 8 GiB busbw {sweep.busbw[-1] / 1e9:.1f} GB/s ({sweep.algorithm[-1]}/"
+          f"{sweep.protocol[-1]})")
+
+    G, built = cpu(lambda: topo.build("8xgb200nvl72"))
+    print(f"8xgb200nvl72: {len(topo.gpus(G))} GPUs; build {built:.3f} s cpu")
+    for gpus, what in ((None, "all 576 GPUs (target 1 s)"), ("0-71", "one rack's 72 GPUs"),
+                       ("0-3,72-75,144-147,216-219,288-291,360-363,432-435,504-507",
+                        "tray 0 of each rack (8 nodes over InfiniBand)")):
+        fresh = topo.build("8xgb200nvl72")  # no cache warm from the previous estimate
+        try:
+            e, spent = cpu(lambda: estimate(fresh, "all_reduce", [2 ** 30], gpus))
+        except DgxTopoError as error:
+            print(f"  1 GiB all_reduce on {what}: not modelled: {error}")
+            continue
+        print(f"  1 GiB all_reduce on {what}: estimate {spent:.3f} s cpu; busbw "
+              f"{e.busbw[0] / 1e9:.1f} GB/s ({e.algorithm[0]}/{e.protocol[0]})")
+
+
+if __name__ == "__main__":
+    main()
