@@ -11,6 +11,19 @@ import topo
 DATA = Path(__file__).parent / "data"
 
 
+def pytest_addoption(parser, pluginmanager):
+    """pyproject.toml's addopts name pytest-xdist's options (long forms); without the plugin
+    (``-p no:xdist`` to debug in one process, or not installed) they are accepted and ignored."""
+    if pluginmanager.has_plugin("xdist"):
+        return
+    group = parser.getgroup("xdist (not loaded)")
+    group.addoption("--numprocesses", dest="numprocesses", default=None,
+                    help="ignored: pytest-xdist is not loaded")
+    group.addoption("--dist", dest="dist", default="no", help="ignored: pytest-xdist is not loaded")
+    group.addoption("--no-loadscope-reorder", dest="loadscopereorder", action="store_false",
+                    help="ignored: pytest-xdist is not loaded")
+
+
 def read_data(name: str) -> str:
     """A file of tests/data without its '#' comment lines (which name the source)."""
     lines = (DATA / name).read_text().splitlines()
@@ -27,3 +40,14 @@ def system(request):
 def fabric(system):
     """A fresh graph of each built-in system in turn."""
     return topo.build(system)
+
+
+# A file that takes far longer than any other runs first: tests/models/test_report.py builds
+# the full report once (a module fixture) and opens it in a browser. Under pytest-xdist
+# (--dist loadfile --no-loadscope-reorder, pyproject.toml) one worker starts on it while the
+# others share every other file, instead of a worker picking it up last and the run waiting for it.
+SLOW_FIRST = ("tests/models/test_report.py",)
+
+
+def pytest_collection_modifyitems(config, items):
+    items.sort(key=lambda item: item.nodeid.split("::")[0] not in SLOW_FIRST)  # stable: order kept otherwise

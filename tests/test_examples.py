@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import runpy
+import sys
 from pathlib import Path
 
 import pytest
@@ -10,11 +11,29 @@ import pytest
 EXAMPLES = sorted(p for p in (Path(__file__).parents[1] / "examples").glob("*.py")
                   if "benchmark" not in p.name)
 
+# Command-line arguments of the examples whose default question is slow to answer: the same
+# code paths on a smaller question (the planner's full searches are tested in
+# tests/models/test_plan.py).
+ARGUMENTS = {
+    # One tensor-parallel degree (Megatron-LM's own, 8) instead of every degree: both systems,
+    # their best layouts and the comparison are still printed (5 s -> 1 s).
+    "megatron_dgx2_vs_dgx1v.py": ["--tp", "8"],
+    # Two DGX H100 (16 GPUs; 19 of 136 layouts fit, so the best layout is explained) instead
+    # of four DGX A100.
+    "plan_llama3_70b.py": ["--system", "2xdgxh100", "--top", "3"],
+}
+
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
-def test_example_runs(path, capsys):
+def test_example_runs(path, capsys, monkeypatch, tmp_path):
+    arguments = ARGUMENTS.get(path.name, [])
+    if path.name == "architect_comparison.py":
+        arguments = ["--out", str(tmp_path)]  # not a new temporary directory left behind
+    monkeypatch.setattr(sys, "argv", [str(path), *arguments])
     runpy.run_path(str(path), run_name="__main__")
-    assert capsys.readouterr().out.strip(), f"{path.name} printed nothing"
+    captured = capsys.readouterr()
+    assert captured.out.strip(), f"{path.name} printed nothing"
+    assert "ignoring arguments" not in captured.err
 
 
 def test_there_are_examples():

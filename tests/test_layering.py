@@ -4,6 +4,7 @@ included), no module reading another's private names, ``topo`` never importing `
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import networkx as nx
@@ -32,9 +33,16 @@ def _resolve(module: str, node: ast.ImportFrom) -> str:
     return ".".join(base + ([node.module] if node.module else []))
 
 
-def _imports(module: str) -> list:
+@functools.lru_cache(maxsize=None)
+def _tree(module: str) -> ast.Module:
+    """The module's syntax tree, parsed once for every test of this file (read-only)."""
+    return ast.parse(MODULES[module].read_text(encoding="utf-8"))
+
+
+@functools.lru_cache(maxsize=None)
+def _imports(module: str) -> tuple:
     """``(target module, imported name or None, line)`` for every import of a module, anywhere."""
-    tree = ast.parse(MODULES[module].read_text(encoding="utf-8"))
+    tree = _tree(module)
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -44,10 +52,12 @@ def _imports(module: str) -> list:
             for alias in node.names:
                 sub = f"{target}.{alias.name}"
                 found.append((sub, None, node.lineno) if sub in MODULES else (target, alias.name, node.lineno))
-    return [(t, n, line) for t, n, line in found if t.split(".")[0] in PACKAGES]
+    return tuple((t, n, line) for t, n, line in found if t.split(".")[0] in PACKAGES)
 
 
+@functools.lru_cache(maxsize=None)
 def _graph() -> nx.DiGraph:
+    """The import graph (shared by the tests below, which only read it)."""
     graph = nx.DiGraph()
     graph.add_nodes_from(MODULES)
     for module in MODULES:
@@ -84,7 +94,7 @@ def test_topo_never_imports_models():
 def test_no_module_reads_another_modules_private_names(module):
     offenders = [(t, n, line) for t, n, line in _imports(module)
                  if n is not None and n.startswith("_") and not n.startswith("__") and t != module]
-    tree = ast.parse(MODULES[module].read_text(encoding="utf-8"))
+    tree = _tree(module)
     aliases = {alias.asname or alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
                for alias in node.names if alias.name.split(".")[0] in PACKAGES}
     for node in ast.walk(tree):  # topo._private / models.x._private through an imported module
