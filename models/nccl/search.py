@@ -55,6 +55,7 @@ import dataclasses
 import math
 import random
 import weakref
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
@@ -259,7 +260,8 @@ class _Problem:
     net_entries: tuple = ()  # the classes of the edges a channel from a NIC enters a GPU by
     net_exits: tuple = ()  # the classes of the edges a channel to a NIC leaves a GPU by
     ports: dict = None  # PathType -> tuple of _Ports per GPU (rings without NICs)
-    usable: dict = None  # typeInter -> net_ports of the NICs some GPU reaches at that type
+    usable: dict = None  # typeInter -> the NIC-side classes that bound the channels at that type
+    allowed: dict = None  # typeIntra -> per GPU, (j, charges) of its hops to and from j of that type or better
     n: int = 0  # len(gpus)
     ring_near: tuple = ()  # per GPU: the next then the previous GPU (NVSwitch candidates)
     tree_near: tuple = ()  # per GPU: the previous then the next GPU
@@ -365,7 +367,7 @@ def _build_problem(fabric, gpus, nets=()) -> _Problem:
                           for k in sorted({net_in[m][i].flow[-1][0] for m in range(len(nets))})),
         net_exits=tuple(edge_class[k] for i in range(n)
                         for k in sorted({net_out[i][m].flow[0][0] for m in range(len(nets))})),
-        ports={}, usable={}, n=n,
+        ports={}, usable={}, allowed={}, n=n,
         ring_near=tuple(tuple(dict.fromkeys(((i + 1) % n, (i - 1) % n))) for i in range(n)),
         tree_near=tuple(tuple(dict.fromkeys(((i - 1) % n, (i + 1) % n))) for i in range(n)))
     if not nets and n > 1:
@@ -437,27 +439,35 @@ def _fits(remaining, hop, speed) -> bool:
 
 def _connected(problem, remaining, speed, type_intra) -> bool:
     """Every GPU reaches every other by hops that fit ``speed`` now: a channel needs it."""
-    n, hop = problem.n, problem.hop
-    known: dict = {}
+    n = problem.n
+    rows = problem.allowed.get(type_intra)
+    if rows is None:  # per GPU, its hops of this type or better: out to j, and in from j
+        hop = problem.hop
+        rows = problem.allowed[type_intra] = tuple(
+            tuple(tuple((j, h[i][j].charges) for j in range(n) if j != i and h[i][j].type <= type_intra)
+                  for i in range(n))
+            for h in (hop, tuple(zip(*hop))))
+    return _reach(rows[0], remaining, speed, n) and _reach(rows[1], remaining, speed, n)
 
-    def fits(i, j):
-        if (i, j) not in known:
-            h = hop[i][j]
-            known[i, j] = h.type <= type_intra and _fits(remaining, h, speed)
-        return known[i, j]
 
-    return len(_reach(n, fits)) == n and len(_reach(n, lambda i, j: fits(j, i))) == n
-
-
-def _reach(n, step) -> set:
-    seen, todo = {0}, [0]
+def _reach(rows, remaining, speed, n) -> bool:
+    """Whether GPU 0 reaches all ``n`` GPUs by the hops of ``rows`` (per GPU, ``(j, charges)``)
+    that fit ``speed`` in ``remaining``."""
+    seen = [False] * n
+    seen[0] = True
+    todo, count = [0], 1
     while todo:
-        i = todo.pop()
-        for j in range(n):
-            if j not in seen and step(i, j):
-                seen.add(j)
+        for j, charges in rows[todo.pop()]:
+            if seen[j]:
+                continue
+            for k, f in charges:  # _fits, inline
+                if remaining[k] + _SLACK < speed * f:
+                    break
+            else:
+                seen[j] = True
+                count += 1
                 todo.append(j)
-    return seen
+    return count == n
 
 
 def _channel_bound(problem, remaining, speed, type_intra, ring=True, type_inter=None) -> int:
@@ -477,21 +487,23 @@ def _channel_bound(problem, remaining, speed, type_intra, ring=True, type_inter=
         return remaining[k] + _SLACK
 
     if problem.nets:
-        usable = problem.usable.get(type_inter)
-        if usable is None:  # the ports of the NICs some GPU reaches at this typeInter
-            usable = problem.usable[type_inter] = tuple(
-                problem.net_ports[m] for m in range(len(problem.nets))
-                if type_inter is None or any(row[m].type <= type_inter for row in problem.net_out))
-        ports_in = ports_out = entries = exits = 0
-        for port_in, port_out in usable:
-            ports_in += math.floor((remaining[port_in] + _SLACK) / speed)
-            ports_out += math.floor((remaining[port_out] + _SLACK) / speed)
-        for k in problem.net_entries:
-            entries += math.floor((remaining[k] + _SLACK) / speed)
-        for k in problem.net_exits:
-            exits += math.floor((remaining[k] + _SLACK) / speed)
-        limit = min(ports_in, ports_out, entries, exits)
-        if problem.n > 1 and not _connected(problem, remaining, speed, type_intra):
+        groups = problem.usable.get(type_inter)
+        if groups is None:
+            # The in and out ports of the NICs some GPU reaches at this typeInter, and the PCIe
+            # edges next to the first and last GPUs.
+            usable = [problem.net_ports[m] for m in range(len(problem.nets))
+                      if type_inter is None or any(row[m].type <= type_inter for row in problem.net_out)]
+            groups = problem.usable[type_inter] = (tuple(a for a, _ in usable), tuple(b for _, b in usable),
+                                                   problem.net_entries, problem.net_exits)
+        floor = math.floor
+        limit = _UNBOUNDED
+        for group in groups:
+            total = 0
+            for k in group:
+                total += floor((remaining[k] + _SLACK) / speed)
+            if total < limit:
+                limit = total
+        if limit > 0 and problem.n > 1 and not _connected(problem, remaining, speed, type_intra):
             return 0
         return limit
     if problem.n == 1:
@@ -613,13 +625,19 @@ class _Dfs:
                     yield net, (first, None)
 
     def _start_channel(self) -> int:
-        p = self.p
+        p, remaining, speed = self.p, self.remaining, self.a.speed
         for net, (first, forced) in self._starts():
             if net is None:
                 status = self._place([first], forced)
             else:
                 hop = p.net_in[net][first]
-                if hop.type > self.net_ok or not _fits(self.remaining, hop, self.a.speed):
+                fits = hop.type <= self.net_ok
+                if fits:
+                    for k, f in hop.charges:  # _fits, inline: once per start of a channel
+                        if remaining[k] + _SLACK < speed * f:
+                            fits = False
+                            break
+                if not fits:
                     continue
                 self._book(hop, +1)
                 self.entry = net
@@ -897,9 +915,40 @@ def _search_host(fabric, nodes, nets, pattern, min_channels, max_channels) -> Ch
     """NCCL's ncclTopoCompute for the GPUs of one host (and its NICs, on several nodes):
     pass 1, duplication, pass 2."""
     G, profile = fabric.G, fabric.profile
-    ring = pattern == "ring"
     problem = _build_problem(fabric, nodes, nets)
     cc = min(G.nodes[n]["compute_capability"] for n in nodes)
+    # The search reads only the problem, the GPUs' compute capability and the profile: a problem
+    # equal in content (the same GPUs, NICs, edges, capacities and routes) has the same answer,
+    # whichever graph object or call it comes from.
+    key = (_problem_key(problem), cc, pattern, min_channels, max_channels, id(profile))
+    cached = _SEARCHES.get(key)
+    if cached is not None and cached[0] is profile:
+        _SEARCHES.move_to_end(key)
+        return cached[1]
+    result = _compute(problem, profile, cc, nets, pattern, min_channels, max_channels)
+    _SEARCHES[key] = (profile, result)
+    if len(_SEARCHES) > _SEARCHES_KEPT:
+        _SEARCHES.popitem(last=False)
+    return result
+
+
+#: Host searches done so far, most recently used last: ``key -> (profile, ChannelSearch)``.
+_SEARCHES: OrderedDict = OrderedDict()
+_SEARCHES_KEPT = 256
+
+
+def _problem_key(problem) -> tuple:
+    """Everything of a :class:`_Problem` the search reads (its derived caches excluded)."""
+    return (problem.gpus, problem.nvswitch, problem.edges, problem.capacity, problem.edge_class,
+            problem.class_capacity, problem.hop, problem.order, problem.types, problem.max_bw,
+            problem.total_bw, problem.nets, problem.net_in, problem.net_out, problem.net_ports,
+            problem.net_types, problem.net_firsts, problem.net_entries, problem.net_exits)
+
+
+def _compute(problem, profile, cc, nets, pattern, min_channels, max_channels) -> ChannelSearch:
+    """Pass 1, duplication and pass 2 on a built problem."""
+    ring = pattern == "ring"
+    nodes = problem.gpus
     speeds = profile.speed_array(cc, inter=bool(nets))
     total = problem.total_bw * (1 if ring else problem.n / max(problem.n - 1, 1))
     start = next((i for i, s in enumerate(speeds)
