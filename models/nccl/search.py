@@ -33,8 +33,13 @@ of channels (most ``nChannels x bw``, then fewest hops). Deviations from NCCL, a
 code: a branch (or a whole speed) that provably cannot beat the best set found is cut short, which
 can only matter when NCCL's own search would have run out of budget; a search that ran out of
 budget below what the links admit is restarted with seeded orders, so that more links never give
-fewer channels; a search stops at the first set as large as the links admit (NCCL goes on for
+fewer channels (not when an exhaustive check over the distinct ring channels shows that no more
+fit: the restarts could not change the answer); a search stops at the first set as large as the links admit (NCCL goes on for
 an equal set with fewer hops, which changes which channels are listed, not their number).
+
+A host's search depends only on its problem (GPUs, NICs, edges, capacities, routes), the GPUs'
+compute capability and the profile; results are kept by that content (the last 256), so an equal
+host of another call, graph or copy is not searched again.
 
 What is not modelled: crossNic, NVLS, CollNet, the pre-Ampere ``fwBw/8`` reverse charge (it
 applies only to paths that start at an NVSwitch or a NIC).
@@ -754,6 +759,95 @@ class _Dfs:
         return len(self.channels) + min(a.max_channels - len(self.channels), spare)
 
 
+# Limits of the exhaustive check below: channel kinds and steps (beyond them: unknown).
+_KINDS_MAX = 256
+_EXHAUSTIVE_STEPS = 1 << 12
+
+
+def _ring_kinds(problem, attempt) -> list | None:
+    """The distinct ring channels an attempt allows, each as its charges ``((class, multiplier
+    summed over its hops), ...)``; without the ones another channel beats on every class (a set
+    of channels that fits still fits with them swapped), nor the ones that alone do not fit.
+    None when there are more than :data:`_KINDS_MAX` orders (NIC pairs included)."""
+    n, hop, speed = problem.n, problem.hop, attempt.speed
+    ok = [[i != j and hop[i][j].type <= attempt.type_intra for j in range(n)] for i in range(n)]
+    nets = problem.nets
+    ends = [(a, b) for a in range(len(nets)) for b in range(len(nets))] if nets else [None]
+    # A ring without NICs closes on itself: its orders from GPU 0 are all its rotations.
+    orders, stack = [], [[i] for i in range(n)] if nets else [[0]]
+    while stack:
+        order = stack.pop()
+        if len(order) == n:
+            if nets or ok[order[-1]][order[0]]:
+                orders.append(order)
+                if len(orders) * len(ends) > _KINDS_MAX:
+                    return None
+            continue
+        stack.extend(order + [j] for j in range(n) if j not in order and ok[order[-1]][j])
+    kinds = set()
+    for order in orders:
+        hops = [hop[i][j] for i, j in zip(order, order[1:])]
+        for end in ends:
+            if end is None:
+                path = hops + [hop[order[-1]][order[0]]]
+            else:
+                entry, leave = problem.net_in[end[0]][order[0]], problem.net_out[order[-1]][end[1]]
+                if entry.type > attempt.type_inter or leave.type > attempt.type_inter:
+                    continue
+                path = [entry, *hops, leave]
+            use: dict = {}
+            for h in path:
+                for k, f in h.charges:
+                    use[k] = use.get(k, 0.0) + f
+            if all(speed * f <= problem.class_capacity[k] + 2 * _SLACK for k, f in use.items()):
+                kinds.add(tuple(sorted(use.items())))
+    kinds = sorted(kinds)
+    return [a for a in kinds if not any(b != a and _dominates(b, a) for b in kinds)]
+
+
+def _dominates(b, a) -> bool:
+    """Channel ``b`` charges every class at most as much as channel ``a`` does."""
+    charge = dict(a)
+    return all(k in charge and f <= charge[k] for k, f in b)
+
+
+def _admits_more(problem, attempt, count) -> bool:
+    """Whether ``count + 1`` ring channels of the attempt could fit the links in some order, by
+    exhaustive search over sets of channel kinds (:func:`_ring_kinds`). A relaxation of the
+    channel search (the order of booking does not matter to what fits, and the tolerance is
+    doubled): False proves no search finds more than ``count``. True when it cannot tell (too
+    many kinds or steps)."""
+    kinds = _ring_kinds(problem, attempt)
+    if kinds is None or count >= attempt.max_channels:
+        return kinds is None
+    remaining = [c + _SLACK for c in problem.class_capacity]  # the doubled tolerance
+    return _fill(problem, attempt, kinds, 0, count + 1, remaining, [_EXHAUSTIVE_STEPS])
+
+
+def _fill(problem, attempt, kinds, first, wanted, remaining, steps) -> bool:
+    """Whether ``wanted`` more channels of ``kinds[first:]`` fit ``remaining`` (True when the
+    ``steps`` left run out)."""
+    if wanted == 0:
+        return True
+    steps[0] -= 1
+    if steps[0] < 0:
+        return True
+    if _channel_bound(problem, remaining, attempt.speed, attempt.type_intra, True, attempt.type_inter) < wanted:
+        return False
+    speed = attempt.speed
+    for i in range(first, len(kinds)):
+        kind = kinds[i]
+        if all(remaining[k] + _SLACK >= speed * f for k, f in kind):
+            for k, f in kind:
+                remaining[k] -= speed * f
+            fits = _fill(problem, attempt, kinds, i, wanted - 1, remaining, steps)
+            for k, f in kind:
+                remaining[k] += speed * f
+            if fits:
+                return True
+    return False
+
+
 def _search_once(problem, attempt, ceiling) -> _Found:
     """One channel search at one speed and type: NCCL's order in NCCL's budget, then (not NCCL's)
     seeded restarts when it ran out of budget below what the links admit (``ceiling``)."""
@@ -767,6 +861,10 @@ def _search_once(problem, attempt, ceiling) -> _Found:
     # GPU (two GPUs) or follows the NVSwitch neighbours: then it is not run.
     replays = problem.nvswitch or problem.n <= 2
     if not found.timed_out or attempt.same or len(found.channels) >= ceiling or replays:
+        return found
+    # Restarts keep a result only when it has more channels: when no set of more channels fits
+    # the links (:func:`_admits_more`), they cannot change the answer and are not run.
+    if attempt.ring and not _admits_more(problem, attempt, len(found.channels)):
         return found
     for seed in range(_RESTARTS):
         second = _Dfs(problem, attempt, _RESTART_BUDGET, ceiling, by_room=True, rng=random.Random(seed)).run()
