@@ -267,6 +267,7 @@ class _Problem:
     ports: dict = None  # PathType -> tuple of _Ports per GPU (rings without NICs)
     usable: dict = None  # typeInter -> the NIC-side classes that bound the channels at that type
     allowed: dict = None  # typeIntra -> per GPU, (j, charges) of its hops to and from j of that type or better
+    bounds: dict = None  # (speed, typeIntra, ring, typeInter) -> {room left per class: channel bound}
     n: int = 0  # len(gpus)
     ring_near: tuple = ()  # per GPU: the next then the previous GPU (NVSwitch candidates)
     tree_near: tuple = ()  # per GPU: the previous then the next GPU
@@ -372,7 +373,7 @@ def _build_problem(fabric, gpus, nets=()) -> _Problem:
                           for k in sorted({net_in[m][i].flow[-1][0] for m in range(len(nets))})),
         net_exits=tuple(edge_class[k] for i in range(n)
                         for k in sorted({net_out[i][m].flow[0][0] for m in range(len(nets))})),
-        ports={}, usable={}, allowed={}, n=n,
+        ports={}, usable={}, allowed={}, bounds={}, n=n,
         ring_near=tuple(tuple(dict.fromkeys(((i + 1) % n, (i - 1) % n))) for i in range(n)),
         tree_near=tuple(tuple(dict.fromkeys(((i - 1) % n, (i + 1) % n))) for i in range(n)))
     if not nets and n > 1:
@@ -570,7 +571,7 @@ class _Dfs:
     """
 
     __slots__ = ("p", "a", "budget", "steps", "remaining", "channels", "nets", "hops", "entry", "best",
-                 "best_nets", "best_hops", "ceiling", "by_room", "rng", "gpu_ok", "net_ok")
+                 "best_nets", "best_hops", "ceiling", "by_room", "rng", "gpu_ok", "net_ok", "spare")
 
     def __init__(self, problem, attempt, budget, ceiling, by_room=False, rng=None):
         self.p, self.a, self.budget, self.ceiling = problem, attempt, budget, ceiling
@@ -591,6 +592,10 @@ class _Dfs:
                         and (attempt.ring or hop[j][i].type <= attempt.type_intra)
                         for j in range(n)] for i in range(n)]
         self.net_ok = attempt.type_inter
+        # The bound of each room-left state met, shared by the searches of this attempt: the same
+        # channels booked in another order leave the same room.
+        self.spare = problem.bounds.setdefault((attempt.speed, attempt.type_intra, attempt.ring,
+                                                attempt.type_inter), {})
 
     def run(self) -> _Found:
         status = self._start_channel()
@@ -755,7 +760,11 @@ class _Dfs:
     def _bound(self) -> int:
         """Channels reachable from here: those placed and what the links still admit."""
         a = self.a
-        spare = _channel_bound(self.p, self.remaining, a.speed, a.type_intra, a.ring, a.type_inter)
+        state = tuple(self.remaining)
+        spare = self.spare.get(state)
+        if spare is None:
+            spare = self.spare[state] = _channel_bound(self.p, self.remaining, a.speed, a.type_intra, a.ring,
+                                                       a.type_inter)
         return len(self.channels) + min(a.max_channels - len(self.channels), spare)
 
 
