@@ -50,10 +50,11 @@ def main(argv=None) -> None:
 
     G, build = best_cpu(args.repeat, lambda: topo.build("1024xdgx2"))
     _, copy = best_cpu(args.repeat, lambda: nx.DiGraph(G))
+    _, first = best_cpu(1, lambda: estimate(G, "all_reduce", 2**30))
     e, est = best_cpu(args.repeat, lambda: estimate(G, "all_reduce", 2**30))
-    print(f"1024xdgx2: build {build:.2f} s + estimate {est:.2f} s = {build + est:.2f} s CPU; "
-          f"nx.DiGraph(G) {copy:.2f} s; ratio {(build + est) / copy:.2f} (target <= 2); "
-          f"busbw {float(e.busbw) / 1e9:.1f} GB/s")
+    print(f"1024xdgx2: build {build:.2f} s + estimate {first:.2f} s first call ({est:.2f} s repeated) "
+          f"= {build + first:.2f} s CPU; nx.DiGraph(G) {copy:.2f} s; ratio {(build + first) / copy:.2f} "
+          f"(target <= 2); busbw {float(e.busbw) / 1e9:.1f} GB/s")
 
     if not args.skip_subsets:
         for spec, k in (("2xdgx1v", 4), ("dgx1", 7)):

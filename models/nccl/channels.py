@@ -109,6 +109,9 @@ def nccl_view(fabric: NcclSystem, nodes) -> tuple:
     return views[key], True
 
 
+_NO_HOST = object()  # the host of a node that is neither a GPU nor an NVSwitch
+
+
 def _nvlink_leaves_host(fabric, nodes) -> bool:
     """Whether an NVLink leaves a GPU or NVSwitch of the hosts of ``nodes`` for a GPU or NVSwitch of
     another host: without one, no NVLink clique of ``nodes`` spans hosts (a path from one host to
@@ -117,9 +120,10 @@ def _nvlink_leaves_host(fabric, nodes) -> bool:
     hosts = {G.nodes[n]["host"] for n in nodes}
     fabric_nodes = ("gpu", "nvswitch")
     host_of = {n: data.get("host") for n, data in G.nodes(data=True) if data["kind"] in fabric_nodes}
-    for u, host in host_of.items():
+    for u, neighbours in G.adjacency():
+        host = host_of.get(u, _NO_HOST)
         if host in hosts:
-            for v, data in G.adj[u].items():
+            for v, data in neighbours.items():
                 if data["kind"] == "nvlink" and kind[v] in fabric_nodes and host_of[v] != host:
                     return True
     return False
