@@ -571,7 +571,8 @@ class _Dfs:
     """
 
     __slots__ = ("p", "a", "budget", "steps", "remaining", "channels", "nets", "hops", "entry", "best",
-                 "best_nets", "best_hops", "ceiling", "by_room", "rng", "gpu_ok", "net_ok", "spare")
+                 "best_nets", "best_hops", "ceiling", "by_room", "rng", "gpu_ok", "net_ok", "spare", "exits", "speed",
+                 "start_ways")
 
     def __init__(self, problem, attempt, budget, ceiling, by_room=False, rng=None):
         self.p, self.a, self.budget, self.ceiling = problem, attempt, budget, ceiling
@@ -592,6 +593,9 @@ class _Dfs:
                         and (attempt.ring or hop[j][i].type <= attempt.type_intra)
                         for j in range(n)] for i in range(n)]
         self.net_ok = attempt.type_inter
+        self.exits: dict = {}  # (last GPU, entry NIC) -> _closings with NICs
+        self.start_ways: dict = {}  # (previous channel, channels placed) -> _starts
+        self.speed = attempt.speed
         # The bound of each room-left state met, shared by the searches of this attempt: the same
         # channels booked in another order leave the same room.
         self.spare = problem.bounds.setdefault((attempt.speed, attempt.type_intra, attempt.ring,
@@ -604,35 +608,39 @@ class _Dfs:
 
     # -- booking ---------------------------------------------------------------------
     def _book(self, hop, sign) -> None:
-        amount = sign * self.a.speed
+        amount = sign * self.speed
         remaining = self.remaining
         for k, f in hop.charges:
             remaining[k] -= amount * f
         self.hops += sign * hop.nhops
 
     # -- the recursion ---------------------------------------------------------------
-    def _starts(self):
-        """``(NIC, first GPU, forced order)`` of each way to start the next channel, in NCCL's order:
-        FORCED_ORDER_PCI (GPU 0, 1, ...) for the first channel, FORCED_ORDER_REPLAY of the
+    def _starts(self) -> list:
+        """``(NIC, (first GPU, forced order))`` of each way to start the next channel, in NCCL's
+        order: FORCED_ORDER_PCI (GPU 0, 1, ...) for the first channel, FORCED_ORDER_REPLAY of the
         previous one after it, then (free channels) every start; with NICs (ncclTopoSearchRecNet)
         each NIC in turn, from one that spreads the channels over them, as NCCL's local NICs do."""
         p = self.p
         previous = self.channels[-1] if self.channels else None
+        key = (previous, len(self.channels) % len(p.nets) if p.nets else 0)
+        ways = self.start_ways.get(key)
+        if ways is not None:
+            return ways
         free = not self.a.same or previous is None
+        ways = self.start_ways[key] = []
         if not p.nets:
-            yield None, (0, tuple(range(p.n))) if previous is None else (previous[0], previous)
+            ways.append((None, (0, tuple(range(p.n))) if previous is None else (previous[0], previous)))
             if free:
-                for start in range(p.n):
-                    yield None, (start, None)
-            return
+                ways.extend((None, (start, None)) for start in range(p.n))
+            return ways
         m = len(p.nets)
         for k in range(m):
             net = (len(self.channels) + k) % m
             if previous is not None:
-                yield net, (previous[0], previous)
+                ways.append((net, (previous[0], previous)))
             if free:
-                for first in p.net_firsts[net]:
-                    yield net, (first, None)
+                ways.extend((net, (first, None)) for first in p.net_firsts[net])
+        return ways
 
     def _start_channel(self) -> int:
         p, remaining, speed = self.p, self.remaining, self.a.speed
@@ -717,17 +725,27 @@ class _Dfs:
         with NICs, leaving the last GPU for the entry NIC first, then any other; a chain: none."""
         p, last = self.p, order[-1]
         if p.nets:
-            exits = [self.entry] + [k for k in range(len(p.nets)) if k != self.entry]
-            return [(p.net_out[last][k], k) for k in exits
-                    if p.net_out[last][k].type <= self.net_ok]
+            key = (last, self.entry)
+            ways = self.exits.get(key)
+            if ways is None:
+                exits = [self.entry] + [k for k in range(len(p.nets)) if k != self.entry]
+                ways = self.exits[key] = [(p.net_out[last][k], k) for k in exits
+                                          if p.net_out[last][k].type <= self.net_ok]
+            return ways
         if self.a.ring and p.n > 1:
             return [(p.hop[last][order[0]], None)] if self.gpu_ok[last][order[0]] else []
         return [(None, None)]
 
     def _close(self, order) -> int:
+        remaining, speed = self.remaining, self.a.speed
         for hop, exit_nic in self._closings(order):
             if hop is not None:
-                if not _fits(self.remaining, hop, self.a.speed):
+                fits = True
+                for k, f in hop.charges:  # _fits, inline: once per channel closed
+                    if remaining[k] + _SLACK < speed * f:
+                        fits = False
+                        break
+                if not fits:
                     continue
                 self._book(hop, +1)
             self.channels.append(tuple(order))
