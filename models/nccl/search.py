@@ -34,8 +34,9 @@ code: a branch (or a whole speed) that provably cannot beat the best set found i
 can only matter when NCCL's own search would have run out of budget; a search that ran out of
 budget below what the links admit is restarted with seeded orders, so that more links never give
 fewer channels (not when an exhaustive check over the distinct ring channels shows that no more
-fit: the restarts could not change the answer); a search stops at the first set as large as the links admit (NCCL goes on for
-an equal set with fewer hops, which changes which channels are listed, not their number).
+fit: the restarts could not change the answer); a search stops at the first set as large as the
+links admit (NCCL goes on for an equal set with fewer hops, which changes which channels are
+listed, not their number).
 
 A host's search depends only on its problem (GPUs, NICs, edges, capacities, routes), the GPUs'
 compute capability and the profile; results are kept by that content (the last 256), so an equal
@@ -266,7 +267,7 @@ class _Problem:
     net_exits: tuple = ()  # the classes of the edges a channel to a NIC leaves a GPU by
     ports: dict = None  # PathType -> tuple of _Ports per GPU (rings without NICs)
     usable: dict = None  # typeInter -> the NIC-side classes that bound the channels at that type
-    allowed: dict = None  # typeIntra -> per GPU, (j, charges) of its hops to and from j of that type or better
+    allowed: dict = None  # typeIntra -> per GPU, (j, charges) of its hops to / from j of that type or better
     bounds: dict = None  # (speed, typeIntra, ring, typeInter) -> {room left per class: channel bound}
     n: int = 0  # len(gpus)
     ring_near: tuple = ()  # per GPU: the next then the previous GPU (NVSwitch candidates)
@@ -509,7 +510,7 @@ def _channel_bound(problem, remaining, speed, type_intra, ring=True, type_inter=
                 total += floor((remaining[k] + _SLACK) / speed)
             if total < limit:
                 limit = total
-        if limit > 0 and problem.n > 1 and not _connected(problem, remaining, speed, type_intra):
+        if limit != 0 and problem.n > 1 and not _connected(problem, remaining, speed, type_intra):
             return 0
         return limit
     if problem.n == 1:
@@ -571,8 +572,8 @@ class _Dfs:
     """
 
     __slots__ = ("p", "a", "budget", "steps", "remaining", "channels", "nets", "hops", "entry", "best",
-                 "best_nets", "best_hops", "ceiling", "by_room", "rng", "gpu_ok", "net_ok", "spare", "exits", "speed",
-                 "start_ways")
+                 "best_nets", "best_hops", "ceiling", "by_room", "rng", "gpu_ok", "net_ok", "spare", "exits",
+                 "speed", "start_ways")
 
     def __init__(self, problem, attempt, budget, ceiling, by_room=False, rng=None):
         self.p, self.a, self.budget, self.ceiling = problem, attempt, budget, ceiling
@@ -859,17 +860,18 @@ def _fill(problem, attempt, kinds, first, wanted, remaining, steps) -> bool:
     steps[0] -= 1
     if steps[0] < 0:
         return True
-    if _channel_bound(problem, remaining, attempt.speed, attempt.type_intra, True, attempt.type_inter) < wanted:
-        return False
     speed = attempt.speed
+    if _channel_bound(problem, remaining, speed, attempt.type_intra, True, attempt.type_inter) < wanted:
+        return False
     for i in range(first, len(kinds)):
         kind = kinds[i]
         if all(remaining[k] + _SLACK >= speed * f for k, f in kind):
+            saved = [remaining[k] for k, _ in kind]  # restored exactly, not by adding back
             for k, f in kind:
                 remaining[k] -= speed * f
             fits = _fill(problem, attempt, kinds, i, wanted - 1, remaining, steps)
-            for k, f in kind:
-                remaining[k] += speed * f
+            for (k, _), value in zip(kind, saved):
+                remaining[k] = value
             if fits:
                 return True
     return False
