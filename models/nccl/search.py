@@ -473,6 +473,8 @@ def _reach(rows, remaining, speed, n) -> bool:
             else:
                 seen[j] = True
                 count += 1
+                if count == n:
+                    return True
                 todo.append(j)
     return count == n
 
