@@ -300,6 +300,20 @@ def route(G, src, dst, *, nvb: bool = False) -> Route:
     return Router(G).route(src, dst, nvb=nvb)
 
 
+class _PerNode(dict):
+    """A dict that computes a node's entry on first access (``make(node)``)."""
+
+    __slots__ = ("make",)
+
+    def __init__(self, make):
+        super().__init__()
+        self.make = make
+
+    def __missing__(self, node):
+        value = self[node] = self.make(node)
+        return value
+
+
 class Router:
     """Routes on one fabric, with per-node searches cached for computing many pairs.
 
@@ -311,16 +325,14 @@ class Router:
         self.G = G
         self.kind = dict(G.nodes(data="kind"))
         self.order = {n: i for i, n in enumerate(G)}
-        self.adj = {u: dict(nbrs) for u, nbrs in G.adj.items()}  # plain dicts: fast lookups
-        self.nv_succ = {n: [] for n in G}
-        self.nv_pred = {n: [] for n in G}
-        self.pcie_adj = {n: [] for n in G}
-        for u, v, d in G.edges(data=True):
-            if d["kind"] == "nvlink":
-                self.nv_succ[u].append(v)
-                self.nv_pred[v].append(u)
-            elif d["kind"] in ("pcie", "cpu-to-cpu"):
-                self.pcie_adj[u].append(v)
+        # Per-node views, built on first use: a route reads a few hosts of a large cluster.
+        self.adj = _PerNode(lambda u: dict(G.adj[u]))  # plain dicts: fast lookups
+        self.nv_succ = _PerNode(lambda u: [v for v, d in G.adj[u].items() if d["kind"] == "nvlink"])
+        # In node order of the predecessors, as a pass over the edges would list them.
+        self.nv_pred = _PerNode(lambda v: sorted((u for u, d in G.pred[v].items() if d["kind"] == "nvlink"),
+                                                 key=self.order.__getitem__))
+        self.pcie_adj = _PerNode(lambda u: [v for v, d in G.adj[u].items()
+                                            if d["kind"] in ("pcie", "cpu-to-cpu")])
         self._forward: dict = {}
         self._backward: dict = {}
         self._pcie: dict = {}

@@ -59,7 +59,13 @@ COMPUTE_CAPABILITIES = frozenset({spec.compute_capability for spec in GPUS.value
 MAX_BANDWIDTH = 1e13
 #: Upper bound of an edge's ``latency``: 1 s. [s] A hop takes nanoseconds to microseconds.
 MAX_LATENCY = 1.0
-_MISSING = object()
+
+
+class _Missing:
+    """The type of :data:`_MISSING`, an absent attribute's placeholder."""
+
+
+_MISSING = _Missing()
 # Edge kinds of the host layer (the PCIe tree and the links between CPU sockets).
 _HOST_LAYER_EDGES = ("pcie", "cpu-to-cpu")
 
@@ -280,15 +286,18 @@ def _check_nodes(G) -> None:
         members.append((node, data))
     for kind, members in groups.items():
         for attribute in _APPLICABLE["node", kind]:
-            values = [data.get(attribute.name, _MISSING) for _, data in members]
-            representatives = {}
-            for value in values:
-                representatives.setdefault(value.__class__, value)
-            bad = _MISSING in representatives.values() and attribute.required
-            bad = bad or any(not _type_ok(value, attribute.type)
-                             for value in representatives.values() if value is not _MISSING)
+            name = attribute.name
+            values = [data.get(name, _MISSING) for _, data in members]
+            classes = set(map(type, values))
+            missing = _Missing in classes
+            # One value of each type decides for all of that type.
+            representatives = [next(v for v in values if type(v) is cls) for cls in classes
+                               if cls is not _Missing]
+            bad = missing and attribute.required
+            bad = bad or any(not _type_ok(value, attribute.type) for value in representatives)
             if not bad and attribute.type is float:
-                bad = not all(math.isfinite(value) for value in values if value is not _MISSING)
+                present = [v for v in values if v is not _MISSING] if missing else values
+                bad = not all(map(math.isfinite, present))
             if not bad and attribute.name == "compute_capability":
                 bad = not set(values) <= COMPUTE_CAPABILITIES
             if bad:
@@ -440,8 +449,10 @@ def nodes_of_kind(G, kind: str) -> list:
     list
         Node ids.
     """
-    found = [n for n, k in G.nodes(data="kind") if k == kind]
-    return sorted(found, key=lambda n: (G.nodes[n].get("host", 0), G.nodes[n].get("index", 0), str(n)))
+    found = [(data.get("host", 0), data.get("index", 0), str(n), i, n)
+             for i, (n, data) in enumerate(G.nodes(data=True)) if data.get("kind") == kind]
+    found.sort()  # the node's position i breaks ties as a stable sort would
+    return [item[-1] for item in found]
 
 
 def gpus(G) -> list:

@@ -101,7 +101,7 @@ def nccl_view(fabric: NcclSystem, nodes) -> tuple:
     """
     G, profile = fabric.G, fabric.profile
     nodes = list(nodes)
-    if profile.mnnvl == "none":
+    if profile.mnnvl == "none" or not _nvlink_leaves_host(fabric, nodes):
         return fabric, False
     hosts_of = [sorted({G.nodes[n]["host"] for n in clique}) for clique in nvlink_cliques(G, nodes)]
     fused = [hosts for hosts in hosts_of if len(hosts) > 1]
@@ -202,6 +202,26 @@ def _ranges(values) -> str:
             parts.append(str(start) if start == v else f"{start}-{v}")
             start = None
     return ",".join(parts)
+
+
+_NO_HOST = object()  # the host of a node that is neither a GPU nor an NVSwitch
+
+
+def _nvlink_leaves_host(fabric, nodes) -> bool:
+    """Whether an NVLink leaves a GPU or NVSwitch of the hosts of ``nodes`` for a GPU or NVSwitch of
+    another host: without one, no NVLink clique of ``nodes`` spans hosts (a path from one host to
+    another crosses such a link), which spares the clique search over a large cluster."""
+    G, kind = fabric.G, fabric.router.kind
+    hosts = {G.nodes[n]["host"] for n in nodes}
+    fabric_nodes = ("gpu", "nvswitch")
+    host_of = {n: data.get("host") for n, data in G.nodes(data=True) if data["kind"] in fabric_nodes}
+    for u, neighbours in G.adjacency():
+        host = host_of.get(u, _NO_HOST)
+        if host in hosts:
+            for v, data in neighbours.items():
+                if data["kind"] == "nvlink" and kind[v] in fabric_nodes and host_of[v] != host:
+                    return True
+    return False
 
 
 def _node_nics(fabric, host) -> list:

@@ -33,8 +33,14 @@ of channels (most ``nChannels x bw``, then fewest hops). Deviations from NCCL, a
 code: a branch (or a whole speed) that provably cannot beat the best set found is cut short, which
 can only matter when NCCL's own search would have run out of budget; a search that ran out of
 budget below what the links admit is restarted with seeded orders, so that more links never give
-fewer channels; a search stops at the first set as large as the links admit (NCCL goes on for
-an equal set with fewer hops, which changes which channels are listed, not their number).
+fewer channels (not when an exhaustive check over the distinct ring channels shows that no more
+fit: the restarts could not change the answer); a search stops at the first set as large as the
+links admit (NCCL goes on for an equal set with fewer hops, which changes which channels are
+listed, not their number).
+
+A host's search depends only on its problem (GPUs, NICs, edges, capacities, routes), the GPUs'
+compute capability and the profile; results are kept by that content (the last 256), so an equal
+host of another call, graph or copy is not searched again.
 
 What is not modelled: crossNic, NVLS, CollNet, the pre-Ampere ``fwBw/8`` reverse charge (it
 applies only to paths that start at an NVSwitch or a NIC).
@@ -55,6 +61,7 @@ import dataclasses
 import math
 import random
 import weakref
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
@@ -259,7 +266,9 @@ class _Problem:
     net_entries: tuple = ()  # the classes of the edges a channel from a NIC enters a GPU by
     net_exits: tuple = ()  # the classes of the edges a channel to a NIC leaves a GPU by
     ports: dict = None  # PathType -> tuple of _Ports per GPU (rings without NICs)
-    usable: dict = None  # typeInter -> net_ports of the NICs some GPU reaches at that type
+    usable: dict = None  # typeInter -> the NIC-side classes that bound the channels at that type
+    allowed: dict = None  # typeIntra -> per GPU, (j, charges) of its hops to / from j of that type or better
+    bounds: dict = None  # (speed, typeIntra, ring, typeInter) -> {room left per class: channel bound}
     n: int = 0  # len(gpus)
     ring_near: tuple = ()  # per GPU: the next then the previous GPU (NVSwitch candidates)
     tree_near: tuple = ()  # per GPU: the previous then the next GPU
@@ -365,7 +374,7 @@ def _build_problem(fabric, gpus, nets=()) -> _Problem:
                           for k in sorted({net_in[m][i].flow[-1][0] for m in range(len(nets))})),
         net_exits=tuple(edge_class[k] for i in range(n)
                         for k in sorted({net_out[i][m].flow[0][0] for m in range(len(nets))})),
-        ports={}, usable={}, n=n,
+        ports={}, usable={}, allowed={}, bounds={}, n=n,
         ring_near=tuple(tuple(dict.fromkeys(((i + 1) % n, (i - 1) % n))) for i in range(n)),
         tree_near=tuple(tuple(dict.fromkeys(((i - 1) % n, (i + 1) % n))) for i in range(n)))
     if not nets and n > 1:
@@ -437,27 +446,37 @@ def _fits(remaining, hop, speed) -> bool:
 
 def _connected(problem, remaining, speed, type_intra) -> bool:
     """Every GPU reaches every other by hops that fit ``speed`` now: a channel needs it."""
-    n, hop = problem.n, problem.hop
-    known: dict = {}
+    n = problem.n
+    rows = problem.allowed.get(type_intra)
+    if rows is None:  # per GPU, its hops of this type or better: out to j, and in from j
+        hop = problem.hop
+        rows = problem.allowed[type_intra] = tuple(
+            tuple(tuple((j, h[i][j].charges) for j in range(n) if j != i and h[i][j].type <= type_intra)
+                  for i in range(n))
+            for h in (hop, tuple(zip(*hop))))
+    return _reach(rows[0], remaining, speed, n) and _reach(rows[1], remaining, speed, n)
 
-    def fits(i, j):
-        if (i, j) not in known:
-            h = hop[i][j]
-            known[i, j] = h.type <= type_intra and _fits(remaining, h, speed)
-        return known[i, j]
 
-    return len(_reach(n, fits)) == n and len(_reach(n, lambda i, j: fits(j, i))) == n
-
-
-def _reach(n, step) -> set:
-    seen, todo = {0}, [0]
+def _reach(rows, remaining, speed, n) -> bool:
+    """Whether GPU 0 reaches all ``n`` GPUs by the hops of ``rows`` (per GPU, ``(j, charges)``)
+    that fit ``speed`` in ``remaining``."""
+    seen = [False] * n
+    seen[0] = True
+    todo, count = [0], 1
     while todo:
-        i = todo.pop()
-        for j in range(n):
-            if j not in seen and step(i, j):
-                seen.add(j)
+        for j, charges in rows[todo.pop()]:
+            if seen[j]:
+                continue
+            for k, f in charges:  # _fits, inline
+                if remaining[k] + _SLACK < speed * f:
+                    break
+            else:
+                seen[j] = True
+                count += 1
+                if count == n:
+                    return True
                 todo.append(j)
-    return seen
+    return count == n
 
 
 def _channel_bound(problem, remaining, speed, type_intra, ring=True, type_inter=None) -> int:
@@ -477,21 +496,23 @@ def _channel_bound(problem, remaining, speed, type_intra, ring=True, type_inter=
         return remaining[k] + _SLACK
 
     if problem.nets:
-        usable = problem.usable.get(type_inter)
-        if usable is None:  # the ports of the NICs some GPU reaches at this typeInter
-            usable = problem.usable[type_inter] = tuple(
-                problem.net_ports[m] for m in range(len(problem.nets))
-                if type_inter is None or any(row[m].type <= type_inter for row in problem.net_out))
-        ports_in = ports_out = entries = exits = 0
-        for port_in, port_out in usable:
-            ports_in += math.floor((remaining[port_in] + _SLACK) / speed)
-            ports_out += math.floor((remaining[port_out] + _SLACK) / speed)
-        for k in problem.net_entries:
-            entries += math.floor((remaining[k] + _SLACK) / speed)
-        for k in problem.net_exits:
-            exits += math.floor((remaining[k] + _SLACK) / speed)
-        limit = min(ports_in, ports_out, entries, exits)
-        if problem.n > 1 and not _connected(problem, remaining, speed, type_intra):
+        groups = problem.usable.get(type_inter)
+        if groups is None:
+            # The in and out ports of the NICs some GPU reaches at this typeInter, and the PCIe
+            # edges next to the first and last GPUs.
+            usable = [problem.net_ports[m] for m in range(len(problem.nets))
+                      if type_inter is None or any(row[m].type <= type_inter for row in problem.net_out)]
+            groups = problem.usable[type_inter] = (tuple(a for a, _ in usable), tuple(b for _, b in usable),
+                                                   problem.net_entries, problem.net_exits)
+        floor = math.floor
+        limit = _UNBOUNDED
+        for group in groups:
+            total = 0
+            for k in group:
+                total += floor((remaining[k] + _SLACK) / speed)
+            if total < limit:
+                limit = total
+        if limit != 0 and problem.n > 1 and not _connected(problem, remaining, speed, type_intra):
             return 0
         return limit
     if problem.n == 1:
@@ -553,7 +574,8 @@ class _Dfs:
     """
 
     __slots__ = ("p", "a", "budget", "steps", "remaining", "channels", "nets", "hops", "entry", "best",
-                 "best_nets", "best_hops", "ceiling", "by_room", "rng", "gpu_ok", "net_ok")
+                 "best_nets", "best_hops", "ceiling", "by_room", "rng", "gpu_ok", "net_ok", "spare", "exits",
+                 "speed", "start_ways")
 
     def __init__(self, problem, attempt, budget, ceiling, by_room=False, rng=None):
         self.p, self.a, self.budget, self.ceiling = problem, attempt, budget, ceiling
@@ -574,6 +596,13 @@ class _Dfs:
                         and (attempt.ring or hop[j][i].type <= attempt.type_intra)
                         for j in range(n)] for i in range(n)]
         self.net_ok = attempt.type_inter
+        self.exits: dict = {}  # (last GPU, entry NIC) -> _closings with NICs
+        self.start_ways: dict = {}  # (previous channel, channels placed) -> _starts
+        self.speed = attempt.speed
+        # The bound of each room-left state met, shared by the searches of this attempt: the same
+        # channels booked in another order leave the same room.
+        self.spare = problem.bounds.setdefault((attempt.speed, attempt.type_intra, attempt.ring,
+                                                attempt.type_inter), {})
 
     def run(self) -> _Found:
         status = self._start_channel()
@@ -582,44 +611,54 @@ class _Dfs:
 
     # -- booking ---------------------------------------------------------------------
     def _book(self, hop, sign) -> None:
-        amount = sign * self.a.speed
+        amount = sign * self.speed
         remaining = self.remaining
         for k, f in hop.charges:
             remaining[k] -= amount * f
         self.hops += sign * hop.nhops
 
     # -- the recursion ---------------------------------------------------------------
-    def _starts(self):
-        """``(NIC, first GPU, forced order)`` of each way to start the next channel, in NCCL's order:
-        FORCED_ORDER_PCI (GPU 0, 1, ...) for the first channel, FORCED_ORDER_REPLAY of the
+    def _starts(self) -> list:
+        """``(NIC, (first GPU, forced order))`` of each way to start the next channel, in NCCL's
+        order: FORCED_ORDER_PCI (GPU 0, 1, ...) for the first channel, FORCED_ORDER_REPLAY of the
         previous one after it, then (free channels) every start; with NICs (ncclTopoSearchRecNet)
         each NIC in turn, from one that spreads the channels over them, as NCCL's local NICs do."""
         p = self.p
         previous = self.channels[-1] if self.channels else None
+        key = (previous, len(self.channels) % len(p.nets) if p.nets else 0)
+        ways = self.start_ways.get(key)
+        if ways is not None:
+            return ways
         free = not self.a.same or previous is None
+        ways = self.start_ways[key] = []
         if not p.nets:
-            yield None, (0, tuple(range(p.n))) if previous is None else (previous[0], previous)
+            ways.append((None, (0, tuple(range(p.n))) if previous is None else (previous[0], previous)))
             if free:
-                for start in range(p.n):
-                    yield None, (start, None)
-            return
+                ways.extend((None, (start, None)) for start in range(p.n))
+            return ways
         m = len(p.nets)
         for k in range(m):
             net = (len(self.channels) + k) % m
             if previous is not None:
-                yield net, (previous[0], previous)
+                ways.append((net, (previous[0], previous)))
             if free:
-                for first in p.net_firsts[net]:
-                    yield net, (first, None)
+                ways.extend((net, (first, None)) for first in p.net_firsts[net])
+        return ways
 
     def _start_channel(self) -> int:
-        p = self.p
+        p, remaining, speed = self.p, self.remaining, self.a.speed
         for net, (first, forced) in self._starts():
             if net is None:
                 status = self._place([first], forced)
             else:
                 hop = p.net_in[net][first]
-                if hop.type > self.net_ok or not _fits(self.remaining, hop, self.a.speed):
+                fits = hop.type <= self.net_ok
+                if fits:
+                    for k, f in hop.charges:  # _fits, inline: once per start of a channel
+                        if remaining[k] + _SLACK < speed * f:
+                            fits = False
+                            break
+                if not fits:
                     continue
                 self._book(hop, +1)
                 self.entry = net
@@ -719,17 +758,27 @@ class _Dfs:
         with NICs, leaving the last GPU for the entry NIC first, then any other; a chain: none."""
         p, last = self.p, order[-1]
         if p.nets:
-            exits = [self.entry] + [k for k in range(len(p.nets)) if k != self.entry]
-            return [(p.net_out[last][k], k) for k in exits
-                    if p.net_out[last][k].type <= self.net_ok]
+            key = (last, self.entry)
+            ways = self.exits.get(key)
+            if ways is None:
+                exits = [self.entry] + [k for k in range(len(p.nets)) if k != self.entry]
+                ways = self.exits[key] = [(p.net_out[last][k], k) for k in exits
+                                          if p.net_out[last][k].type <= self.net_ok]
+            return ways
         if self.a.ring and p.n > 1:
             return [(p.hop[last][order[0]], None)] if self.gpu_ok[last][order[0]] else []
         return [(None, None)]
 
     def _close(self, order) -> int:
+        remaining, speed = self.remaining, self.a.speed
         for hop, exit_nic in self._closings(order):
             if hop is not None:
-                if not _fits(self.remaining, hop, self.a.speed):
+                fits = True
+                for k, f in hop.charges:  # _fits, inline: once per channel closed
+                    if remaining[k] + _SLACK < speed * f:
+                        fits = False
+                        break
+                if not fits:
                     continue
                 self._book(hop, +1)
             self.channels.append(tuple(order))
@@ -762,8 +811,102 @@ class _Dfs:
     def _bound(self) -> int:
         """Channels reachable from here: those placed and what the links still admit."""
         a = self.a
-        spare = _channel_bound(self.p, self.remaining, a.speed, a.type_intra, a.ring, a.type_inter)
+        state = tuple(self.remaining)
+        spare = self.spare.get(state)
+        if spare is None:
+            spare = self.spare[state] = _channel_bound(self.p, self.remaining, a.speed, a.type_intra, a.ring,
+                                                       a.type_inter)
         return len(self.channels) + min(a.max_channels - len(self.channels), spare)
+
+
+# Limits of the exhaustive check below: channel kinds and steps (beyond them: unknown).
+_KINDS_MAX = 256
+_EXHAUSTIVE_STEPS = 1 << 12
+
+
+def _ring_kinds(problem, attempt) -> list | None:
+    """The distinct ring channels an attempt allows, each as its charges ``((class, multiplier
+    summed over its hops), ...)``; without the ones another channel beats on every class (a set
+    of channels that fits still fits with them swapped), nor the ones that alone do not fit.
+    None when there are more than :data:`_KINDS_MAX` orders (NIC pairs included)."""
+    n, hop, speed = problem.n, problem.hop, attempt.speed
+    ok = [[i != j and hop[i][j].type <= attempt.type_intra for j in range(n)] for i in range(n)]
+    nets = problem.nets
+    ends = [(a, b) for a in range(len(nets)) for b in range(len(nets))] if nets else [None]
+    # A ring without NICs closes on itself: its orders from GPU 0 are all its rotations.
+    orders, stack = [], [[i] for i in range(n)] if nets else [[0]]
+    while stack:
+        order = stack.pop()
+        if len(order) == n:
+            if nets or ok[order[-1]][order[0]]:
+                orders.append(order)
+                if len(orders) * len(ends) > _KINDS_MAX:
+                    return None
+            continue
+        stack.extend(order + [j] for j in range(n) if j not in order and ok[order[-1]][j])
+    kinds = set()
+    for order in orders:
+        hops = [hop[i][j] for i, j in zip(order, order[1:])]
+        for end in ends:
+            if end is None:
+                path = hops + [hop[order[-1]][order[0]]]
+            else:
+                entry, leave = problem.net_in[end[0]][order[0]], problem.net_out[order[-1]][end[1]]
+                if entry.type > attempt.type_inter or leave.type > attempt.type_inter:
+                    continue
+                path = [entry, *hops, leave]
+            use: dict = {}
+            for h in path:
+                for k, f in h.charges:
+                    use[k] = use.get(k, 0.0) + f
+            if all(speed * f <= problem.class_capacity[k] + 2 * _SLACK for k, f in use.items()):
+                kinds.add(tuple(sorted(use.items())))
+    kinds = sorted(kinds)
+    return [a for a in kinds if not any(b != a and _dominates(b, a) for b in kinds)]
+
+
+def _dominates(b, a) -> bool:
+    """Channel ``b`` charges every class at most as much as channel ``a`` does."""
+    charge = dict(a)
+    return all(k in charge and f <= charge[k] for k, f in b)
+
+
+def _admits_more(problem, attempt, count) -> bool:
+    """Whether ``count + 1`` ring channels of the attempt could fit the links in some order, by
+    exhaustive search over sets of channel kinds (:func:`_ring_kinds`). A relaxation of the
+    channel search (the order of booking does not matter to what fits, and the tolerance is
+    doubled): False proves no search finds more than ``count``. True when it cannot tell (too
+    many kinds or steps)."""
+    kinds = _ring_kinds(problem, attempt)
+    if kinds is None or count >= attempt.max_channels:
+        return kinds is None
+    remaining = [c + _SLACK for c in problem.class_capacity]  # the doubled tolerance
+    return _fill(problem, attempt, kinds, 0, count + 1, remaining, [_EXHAUSTIVE_STEPS])
+
+
+def _fill(problem, attempt, kinds, first, wanted, remaining, steps) -> bool:
+    """Whether ``wanted`` more channels of ``kinds[first:]`` fit ``remaining`` (True when the
+    ``steps`` left run out)."""
+    if wanted == 0:
+        return True
+    steps[0] -= 1
+    if steps[0] < 0:
+        return True
+    speed = attempt.speed
+    if _channel_bound(problem, remaining, speed, attempt.type_intra, True, attempt.type_inter) < wanted:
+        return False
+    for i in range(first, len(kinds)):
+        kind = kinds[i]
+        if all(remaining[k] + _SLACK >= speed * f for k, f in kind):
+            saved = [remaining[k] for k, _ in kind]  # restored exactly, not by adding back
+            for k, f in kind:
+                remaining[k] -= speed * f
+            fits = _fill(problem, attempt, kinds, i, wanted - 1, remaining, steps)
+            for (k, _), value in zip(kind, saved):
+                remaining[k] = value
+            if fits:
+                return True
+    return False
 
 
 def _search_once(problem, attempt, ceiling) -> _Found:
@@ -779,6 +922,10 @@ def _search_once(problem, attempt, ceiling) -> _Found:
     # GPU (two GPUs) or follows the NVSwitch neighbours: then it is not run.
     replays = problem.nvswitch or problem.n <= 2
     if not found.timed_out or attempt.same or len(found.channels) >= ceiling or replays:
+        return found
+    # Restarts keep a result only when it has more channels: when no set of more channels fits
+    # the links (:func:`_admits_more`), they cannot change the answer and are not run.
+    if attempt.ring and not _admits_more(problem, attempt, len(found.channels)):
         return found
     for seed in range(_RESTARTS):
         second = _Dfs(problem, attempt, _RESTART_BUDGET, ceiling, by_room=True, rng=random.Random(seed)).run()
@@ -927,9 +1074,40 @@ def _search_host(fabric, nodes, nets, pattern, min_channels, max_channels) -> Ch
     """NCCL's ncclTopoCompute for the GPUs of one host (and its NICs, on several nodes):
     pass 1, duplication, pass 2."""
     G, profile = fabric.G, fabric.profile
-    ring = pattern == "ring"
     problem = _build_problem(fabric, nodes, nets)
     cc = min(G.nodes[n]["compute_capability"] for n in nodes)
+    # The search reads only the problem, the GPUs' compute capability and the profile: a problem
+    # equal in content (the same GPUs, NICs, edges, capacities and routes) has the same answer,
+    # whichever graph object or call it comes from.
+    key = (_problem_key(problem), cc, pattern, min_channels, max_channels, id(profile))
+    cached = _SEARCHES.get(key)
+    if cached is not None and cached[0] is profile:
+        _SEARCHES.move_to_end(key)
+        return cached[1]
+    result = _compute(problem, profile, cc, nets, pattern, min_channels, max_channels)
+    _SEARCHES[key] = (profile, result)
+    if len(_SEARCHES) > _SEARCHES_KEPT:
+        _SEARCHES.popitem(last=False)
+    return result
+
+
+#: Host searches done so far, most recently used last: ``key -> (profile, ChannelSearch)``.
+_SEARCHES: OrderedDict = OrderedDict()
+_SEARCHES_KEPT = 256
+
+
+def _problem_key(problem) -> tuple:
+    """Everything of a :class:`_Problem` the search reads (its derived caches excluded)."""
+    return (problem.gpus, problem.nvswitch, problem.edges, problem.capacity, problem.edge_class,
+            problem.class_capacity, problem.hop, problem.order, problem.types, problem.max_bw,
+            problem.total_bw, problem.nets, problem.net_in, problem.net_out, problem.net_ports,
+            problem.net_types, problem.net_firsts, problem.net_entries, problem.net_exits)
+
+
+def _compute(problem, profile, cc, nets, pattern, min_channels, max_channels) -> ChannelSearch:
+    """Pass 1, duplication and pass 2 on a built problem."""
+    ring = pattern == "ring"
+    nodes = problem.gpus
     speeds = profile.speed_array(cc, inter=bool(nets))
     total = problem.total_bw * (1 if ring else problem.n / max(problem.n - 1, 1))
     start = next((i for i, s in enumerate(speeds)

@@ -86,7 +86,7 @@ class NetRoute:
 
 
 def _slowest_gpu(G) -> int:
-    return min((cc for n, cc in G.nodes(data="compute_capability") if G.nodes[n]["kind"] == "gpu"),
+    return min((data["compute_capability"] for _, data in G.nodes(data=True) if data["kind"] == "gpu"),
                default=0)
 
 

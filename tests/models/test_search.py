@@ -240,3 +240,29 @@ def test_errors():
         search_channels(G, min_channels=4, max_channels=2)
     with pytest.raises(topo.GpuSelectionError, match="out of range"):
         search_channels(G, [0, 8])
+
+
+def test_a_graph_edited_in_place_is_searched_again():
+    """Host searches are kept by the content of the problem, not by graph object: halving the
+    NV2 bundle between GPUs 0 and 3 of a DGX-1V in place halves their rings (2 x 20 -> 1 x 20
+    GB/s), restoring it gives 2 x 20 again; on two DGX-1V, slowing one NIC port of the second
+    host lowers the ring bandwidth of a set that spans both hosts."""
+    G = topo.dgx1v()
+    before = search_channels(G, [0, 3])
+
+    def scale(H, pairs, factor):
+        for u, v in pairs:
+            H.edges[u, v]["bandwidth"] *= factor
+            H.edges[v, u]["bandwidth"] *= factor
+
+    scale(G, [("gpu0", "gpu3")], 0.5)
+    halved = search_channels(G, [0, 3])
+    scale(G, [("gpu0", "gpu3")], 2.0)
+    assert (before.nchannels, before.bw_intra) == (2, 20 * GB)
+    assert (halved.nchannels, halved.bw_intra) == (1, 20 * GB)
+    assert search_channels(G, [0, 3]).channels == before.channels
+    H = topo.build("2xdgx1v")
+    spanning = search_channels(H, [0, 1, 2, 8])
+    scale(H, [(u, v) for u, v, kind in H.edges(data="kind") if u == "h1.mlx5_0" and kind == "network"], 0.25)
+    slowed = search_channels(H, [0, 1, 2, 8])
+    assert slowed.nchannels * slowed.bw_intra < spanning.nchannels * spanning.bw_intra
