@@ -443,10 +443,14 @@ def _nccl_estimate(ctx, collective, size, nodes, ids, algorithm, protocol):
     bottleneck = (tree if last in ("tree", "pat") and tree is not None else graphs.ring).bottleneck
     network = ()
     if graphs.ring.nnodes > 1:  # what the network gives the channels NCCL charged only at the NICs
-        patterns = sorted({NETWORK_PATTERNS[a] for a in np.unique(algorithms) if a in NETWORK_PATTERNS})
-        network = tuple(network_load(graphs.fabric, graphs.ring, p) for p in patterns)
-        network = tuple(n for n in network if n is not None)
-        binding = [n for n in network if n.factor < 1 and n.pattern == NETWORK_PATTERNS.get(last)]
+        loads = []
+        for a in sorted({a for a in np.unique(algorithms) if a in NETWORK_PATTERNS}):
+            load = network_load(graphs.fabric, graphs.nvls if a == "nvls_tree" else graphs.ring,
+                                NETWORK_PATTERNS[a], graphs.ring.gpus)
+            if load is not None:
+                loads.append(dataclasses.replace(load, algorithm=str(a)))
+        network = tuple(loads)
+        binding = [n for n in network if n.factor < 1 and n.algorithm == last]
         if binding:
             bottleneck = binding[0].edges
     e = _result(collective, ids, nodes, size, selection.time, algorithms, selection.protocol,

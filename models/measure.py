@@ -51,7 +51,6 @@ from topo.units import to_GBps, to_us, us
 
 from .nccl.profiles import nccl_profile
 from .nccltests import busbw_factor
-from .network import PATTERNS as NETWORK_PATTERNS
 
 __all__ = [
     "MeasurementError", "Parameter", "LinkClass", "LINK_CLASSES", "MeasurementModel", "DEFAULT",
@@ -487,9 +486,9 @@ def measured(e, G, *, gpus_per_thread: int = 1, model: MeasurementModel = DEFAUL
     startup = np.maximum(host, e.latency)
     bandwidth = e.bandwidth
     network = tuple(getattr(e, "network", ()) or ())
-    factors = {n.pattern: n.factor for n in network}
+    factors = {n.algorithm or n.pattern: n.factor for n in network}
     algorithms = np.asarray(getattr(e, "algorithm", ""), dtype=str)
-    network_factor = np.vectorize(lambda a: factors.get(NETWORK_PATTERNS.get(a), 1.0), otypes=[float])(
+    network_factor = np.vectorize(lambda a: factors.get(a, 1.0), otypes=[float])(
         algorithms) if factors else np.ones(np.shape(algorithms))
     with np.errstate(divide="ignore", invalid="ignore"):
         transfer = np.where(np.asarray(nbytes) > 0, np.asarray(nbytes, dtype=float)

@@ -61,7 +61,7 @@ from dataclasses import dataclass
 from topo.errors import DgxTopoError
 
 from .nccl.trees import double_binary_tree
-from .routes import RouteError
+from .routes import PathType, RouteError
 
 __all__ = ["NetworkLoad", "network_load", "PATTERNS"]
 
@@ -99,6 +99,11 @@ class NetworkLoad:
     pxn : int
         Connections sent through another NIC of the host over NVLink (PXN), because the
         receiving NIC is on another network (rail-only fabrics).
+    where : str
+        The busiest group in words.
+    algorithm : str
+        The NCCL algorithm these connections run (set by :func:`models.estimate`; ``""``
+        otherwise).
     aligned : int
         Ring channels that return through the NIC they entered by over PXN (NCCL's crossNic=0
         rings), where the search reported another exit NIC.
@@ -115,6 +120,7 @@ class NetworkLoad:
     pxn: int = 0
     aligned: int = 0
     where: str = ""
+    algorithm: str = ""
 
     @property
     def bottleneck(self) -> tuple:
@@ -127,7 +133,7 @@ class NetworkLoad:
                    f"the network gives {self.factor:.3f} of it")
         extra = f"; {self.aligned} channels return by their entry NIC over PXN" if self.aligned else ""
         extra += f"; {self.pxn} sent over NVLink to another NIC first (PXN)" if self.pxn else ""
-        return (f"network ({self.pattern}): {self.connections} connections; busiest: {self.where} "
+        return (f"network ({self.algorithm or self.pattern}): {self.connections} connections; busiest: {self.where} "
                 f"({len(self.edges)} edge{'s' if len(self.edges) > 1 else ''}) carry {self.load:.3g} of "
                 f"them on {self.capacity / 1e9:.1f} GB/s = "
                 f"{self.network_rate / 1e9:.2f} GB/s each, NCCL assumed {self.nccl_rate / 1e9:.2f}: "
@@ -135,14 +141,17 @@ class NetworkLoad:
 
 
 class _Nics:
-    """A host's NIC for each NIC position of the first host's list: the one with the same
-    index (hosts are copies), else the host's NIC at that position modulo its count (a host
-    whose NIC a what-if removed)."""
+    """A host's NIC for each NIC position of the first host's list: the one at the same position
+    when the host has as many (hosts are copies), else the one with the same index, else the
+    host's NIC at that position modulo its count (a host whose NIC a what-if removed)."""
 
     def __init__(self, G, nics, first):
         if not nics:
             raise DgxTopoError("a host of the communicator has no NIC on a network: expected a "
                                "cluster fabric (topo.cluster) for GPUs of several hosts")
+        if len(nics) == len(first):  # a copy of the first host (or a fused NVLink domain)
+            self.nics = list(nics)
+            return
         by_index = {G.nodes[n].get("index"): n for n in nics}
         self.nics = [by_index.get(G.nodes[n].get("index"), nics[k % len(nics)])
                      for k, n in enumerate(first)]
@@ -160,17 +169,21 @@ def _nics_by_host(G) -> dict:
     return {h: [n for _, n in sorted(nics, key=lambda x: (x[0], str(x[1])))] for h, nics in found.items()}
 
 
-def network_load(fabric, search, pattern: str) -> NetworkLoad | None:
+def network_load(fabric, search, pattern: str, gpus=None) -> NetworkLoad | None:
     """Charge the network edges with the connections of a multi-node channel search.
 
     Parameters
     ----------
     fabric : models.nccl.system.NcclSystem
         The view the search ran on (``ChannelGraphs.fabric``).
-    search : models.nccl.search.ChannelSearch
-        NCCL's ring search of a communicator over several nodes (its ``nets``).
+    search : models.nccl.search.ChannelSearch or models.nccl.nvls.NvlsGraph
+        NCCL's ring search of a communicator over several nodes (its channels' ``nets``), or
+        the NVLS graph across nodes (NVLSTree: one NIC per head, entered and left by it).
     pattern : str
         ``"ring"`` or ``"tree"``.
+    gpus : sequence of node ids, optional
+        The communicator's GPUs (default: the search's; required for an NVLS graph, whose
+        heads are one node's).
 
     Returns
     -------
@@ -186,28 +199,43 @@ def network_load(fabric, search, pattern: str) -> NetworkLoad | None:
     """
     if pattern not in ("ring", "tree"):
         raise DgxTopoError(f"network load of pattern {pattern!r}: expected 'ring' or 'tree'")
-    if search is None or search.nnodes < 2 or not search.nets:
+    if search is None or not search.nets:
         return None
-    key = (pattern, search.gpus, search.nets)
+    G = fabric.G
+    if hasattr(search, "heads"):  # NVLS graph: NVLSTree's tree runs through each head's NIC
+        if gpus is None:
+            raise DgxTopoError("network load of an NVLS graph: expected the communicator's gpus")
+        nets, rate, exits = tuple((n, n) for n in search.nets), search.bw_inter, ()
+        pattern = "tree"
+    else:
+        nets, rate = search.nets, search.bw_intra
+        exits = tuple(c[-1] for c in search.channels)
+        gpus = search.gpus if gpus is None else gpus
+    gpus = tuple(gpus)
+    if len({G.nodes[n]["host"] for pair in nets for n in pair}) != 1:
+        raise DgxTopoError("network load: expected the channels' NICs of one node (the first)")
+    hosts_of_gpus = sorted({G.nodes[n]["host"] for n in gpus})
+    if len(hosts_of_gpus) < 2:
+        return None
+    key = (pattern, gpus, nets, rate)
     cache = _LOADS.setdefault(fabric, {})
     if key not in cache:
-        cache[key] = _charge(fabric, search, pattern)
+        cache[key] = _charge(fabric, pattern, nets, rate, exits, hosts_of_gpus)
     return cache[key]
 
 
-def _charge(fabric, search, pattern) -> NetworkLoad:
+def _charge(fabric, pattern, channel_nets, channel_rate, exits, hosts) -> NetworkLoad:
     G, router = fabric.G, fabric.router
-    hosts = sorted({G.nodes[n]["host"] for n in search.gpus})
     host_nics = _nics_by_host(G)
     first = host_nics[hosts[0]]
     position = {nic: k for k, nic in enumerate(first)}
-    nets = [(position[a], position[b]) for a, b in search.nets]
+    nets = [(position[a], position[b]) for a, b in channel_nets]
     nics = {h: _Nics(G, host_nics.get(h, []), first) for h in hosts}
     connections = []  # (sending NIC, receiving NIC)
     aligned = 0
     if pattern == "ring":
         for c, (entry, out) in enumerate(nets):
-            if out != entry and _returns_by_pxn(fabric, search.channels[c][-1], first[entry]):
+            if out != entry and _returns_by_pxn(fabric, exits[c], first[entry]):
                 out = entry
                 aligned += 1
             for i, host in enumerate(hosts):
@@ -273,7 +301,7 @@ def _charge(fabric, search, pattern) -> NetworkLoad:
     worst = min(rate, key=lambda key: (rate[key], str(key)))
     edges = _group_edges(G, tiers, worst)
     capacity = sum(fabric.capacity(*e) for e in edges)
-    nccl_rate = min(nic_rate, search.bw_intra)
+    nccl_rate = min(nic_rate, channel_rate)
     factor = min(1.0, rate[worst] / nccl_rate)
     return NetworkLoad(pattern, len(connections), factor, nccl_rate, rate[worst], edges,
                        load[worst], capacity, pxn, aligned, _where(worst))
@@ -319,7 +347,8 @@ def _where(key) -> str:
 
 def _returns_by_pxn(fabric, last_gpu, entry_nic) -> bool:
     """NCCL's crossNic=0 pass closes the ring through the NIC it entered by: with PXN (v2.12+)
-    the last GPU reaches that NIC over NVLink to the GPU beside it (path type PXN, tried before
+    the last GPU reaches that NIC over NVLink to the GPU beside it, if that GPU's own path to the
+    NIC is no worse than PXB (path type PXN, tried before
     crossNic, NVIDIA/nccl v2.27.7-1 src/graph/search.cc ``ncclTopoCompute`` and
     src/graph/paths.cc). This project's search does not model PXN paths to a NIC and may report
     another exit NIC for the same channels; the network charge follows NCCL."""
@@ -329,7 +358,9 @@ def _returns_by_pxn(fabric, last_gpu, entry_nic) -> bool:
     host = router.G.nodes[entry_nic]["host"]
     if router.G.nodes[last_gpu]["host"] != host:
         return False
-    return any(router.nearest_nic(g) == entry_nic and (g == last_gpu or router.nvlink_reaches(last_gpu, g))
+    return any(router.nearest_nic(g) == entry_nic
+               and router.pcie_type(router.pcie_path(g, entry_nic)) <= PathType.PXB
+               and (g == last_gpu or router.nvlink_reaches(last_gpu, g))
                for g in router.host_gpus(host))
 
 

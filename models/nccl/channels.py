@@ -271,15 +271,6 @@ def channel_graphs(fabric: NcclSystem, nodes) -> ChannelGraphs:
     profile = fabric.profile
     nodes = list(nodes)
     view, mnnvl = nccl_view(fabric, nodes)
-    if mnnvl:
-        cliques = nvlink_cliques(fabric.G, nodes)
-        if len(cliques) > 1:
-            raise ChannelSearchError(
-                f"GPUs of {len(cliques)} NVLink domains, some spanning several hosts (multi-node "
-                f"NVLink, as the racks of 8xgb200nvl72): NCCL {profile.version} makes each domain one "
-                f"node and joins them through every NIC of the domain, reached from the GPUs of other "
-                f"hosts over NVLink (PXN), which this model does not route yet; expected the GPUs of "
-                f"one NVLink domain (--gpus 0-71 of a cluster of NVL72 racks) or of one host per domain")
     G = view.G
     ccs = [G.nodes[n]["compute_capability"] for n in nodes]
     if profile.ring_builder == "p2p_rings":

@@ -315,11 +315,14 @@ def _build_problem(fabric, gpus, nets=()) -> _Problem:
         for i, g in enumerate(gpus):
             route = fabric.net_route(g, nic)
             overhead = fabric.pcie_overhead(route.path_type)
-            out = ((*route.edges, route.port_out))
-            back = ((route.port_in, *((v, u) for u, v in reversed(route.edges))))
+            out = (*route.flow, (route.port_out, 1.0))
+            back = ((route.port_in, 1.0), *(((v, u), f) for (u, v), f in reversed(route.flow)))
             for flow, table in ((out, "out"), (back, "in")):
-                charges, width = charge([(e, 1.0) for e in flow], overhead)
-                hop = (route.path_type, width, charges, len(flow))
+                charges, width = charge(flow, overhead)
+                path_type = route.path_type if table == "out" or route.inward else PathType.DIS
+                if path_type == PathType.DIS:  # NCCL has no such path: never chosen, no width
+                    width = 0.0
+                hop = (path_type, width, charges, round(sum(f for _, f in flow)))
                 if table == "out":
                     raw_out[i][m] = hop
                 else:
@@ -364,16 +367,18 @@ def _build_problem(fabric, gpus, nets=()) -> _Problem:
         tuple(gpus), nvswitch, tuple(edges), tuple(capacity), edge_class, class_capacity, hop, order,
         types, max_bw, total if n > 1 else profile.loc_bandwidth, nets=tuple(nets), net_in=net_in,
         net_out=net_out, net_ports=tuple((edge_class[a], edge_class[b]) for a, b in net_ports),
-        net_types=tuple(sorted({h.type for row in net_out for h in row})),
+        net_types=tuple(sorted({h.type for row in net_out for h in row if h.type != PathType.DIS})),
         net_firsts=tuple(tuple(sorted(range(n), key=lambda g, m=m: (-net_in[m][g].bandwidth,
                                                                   net_in[m][g].type, g)))
                          for m in range(len(nets))),
         # The PCIe edges a channel uses to enter its first GPU from a NIC and to leave its last
         # GPU for a NIC, which bound the channels as tightly as the NIC ports do.
         net_entries=tuple(edge_class[k] for i in range(n)
-                          for k in sorted({net_in[m][i].flow[-1][0] for m in range(len(nets))})),
+                          for k in sorted({net_in[m][i].flow[-1][0] for m in range(len(nets))
+                                           if net_in[m][i].type != PathType.DIS})),
         net_exits=tuple(edge_class[k] for i in range(n)
-                        for k in sorted({net_out[i][m].flow[0][0] for m in range(len(nets))})),
+                        for k in sorted({net_out[i][m].flow[0][0] for m in range(len(nets))
+                                         if net_out[i][m].type != PathType.DIS})),
         ports={}, usable={}, allowed={}, bounds={}, n=n,
         ring_near=tuple(tuple(dict.fromkeys(((i + 1) % n, (i - 1) % n))) for i in range(n)),
         tree_near=tuple(tuple(dict.fromkeys(((i - 1) % n, (i + 1) % n))) for i in range(n)))

@@ -74,15 +74,29 @@ class NetRoute:
         PIX/PXB when the NIC sits under the GPU's PCIe switches (GPUDirect RDMA), PHB/SYS when
         the traffic crosses a CPU and is staged in host memory.
     edges : tuple
-        The PCIe edges from the GPU to the NIC.
+        The edges from the GPU to the NIC: PCIe, preceded by the NVLink part of a PXN route;
+        empty for ``DIS``.
     port_out, port_in : tuple
         The NIC's network edge leaving the node and the one entering it.
+    shares : tuple
+        Per edge, the share of the traffic it carries (empty: 1 on every edge).
+    inward : bool
+        The NIC reaches the GPU the same way back. False for PXN, which NCCL applies only from
+        the GPU to the NIC; the NIC to the GPU is then ``DIS``.
     """
 
     path_type: PathType
     edges: tuple
     port_out: tuple
     port_in: tuple
+    shares: tuple = ()
+    inward: bool = True
+
+    @property
+    def flow(self) -> tuple:
+        """``((edge, share), ...)`` from the GPU to the NIC (shares below 1 where an NVLink part
+        is sprayed over switch planes)."""
+        return tuple(zip(self.edges, self.shares or (1.0,) * len(self.edges)))
 
 
 def _slowest_gpu(G) -> int:
@@ -177,6 +191,7 @@ class NcclSystem:
         self._order = {n: i for i, n in enumerate(G)}
         self._routes: dict = {}
         self._net_routes: dict = {}
+        self._pxn_proxies: dict = {}
         self._relays: dict = {}
         self._capacity: dict = {}
 
@@ -236,22 +251,49 @@ class NcclSystem:
         return path_type, flow
 
     def net_route(self, gpu, nic) -> NetRoute:
-        """The PCIe route from a GPU to a NIC and the NIC's network port (:class:`NetRoute`).
+        """How a GPU reaches a NIC and the NIC's network port (:class:`NetRoute`).
+
+        The PCIe route when the NIC is under the GPU's CPUs. Otherwise (a NIC of another host of
+        a multi-node NVLink domain, fused into one NCCL node) NCCL's PXN when the profile has it:
+        over NVLink to the NIC's own GPU, then that GPU's PCIe route, provided it is no worse than
+        PXB and only from the GPU to the NIC (NVIDIA/nccl v2.27.7-1 src/graph/paths.cc,
+        ``ncclTopoComputePaths``; a GB200 tray's NIC behind the Grace CPU is PHB, so no PXN
+        there). Else the NIC is unreachable from that GPU: path type ``DIS``, which NCCL's search
+        never uses.
 
         Raises
         ------
         NcclSystemError
-            When the NIC is not under the GPU's CPUs or has no network link.
+            When the NIC has no network link.
         """
         key = (gpu, nic)
         if key not in self._net_routes:
-            if nic not in self.router.pcie_parents(gpu):
-                raise NcclSystemError(f"GPU {gpu!r} has no PCIe route to NIC {nic!r}: expected the "
-                                      f"host's NICs under its CPUs")
-            path = self.router.pcie_path(gpu, nic)
             ports = [v for v, d in self.G.adj[nic].items() if d["kind"] == "network"]
             if not ports:
                 raise NcclSystemError(f"NIC {nic!r} has no network link: expected a cluster fabric")
-            self._net_routes[key] = NetRoute(self.router.pcie_type(path), tuple(zip(path, path[1:])),
-                                             (nic, ports[0]), (ports[0], nic))
+            port_out, port_in = (nic, ports[0]), (ports[0], nic)
+            router = self.router
+            if nic in router.pcie_parents(gpu):
+                path = router.pcie_path(gpu, nic)
+                route = NetRoute(router.pcie_type(path), tuple(zip(path, path[1:])), port_out, port_in)
+            else:
+                route = self._pxn_route(gpu, nic, port_out, port_in)
+            self._net_routes[key] = route
         return self._net_routes[key]
+
+    def _pxn_route(self, gpu, nic, port_out, port_in) -> NetRoute:
+        router = self.router
+        if self.profile.pxn:
+            if nic not in self._pxn_proxies:  # the NIC's own GPUs within PXB, best first
+                self._pxn_proxies[nic] = [p for t, _, p in sorted(
+                    (router.pcie_type(router.pcie_path(p, nic)), self._order[p], p)
+                    for p in router.host_gpus(self.G.nodes[nic]["host"])
+                    if nic in router.pcie_parents(p)) if t <= PathType.PXB]
+            for proxy in self._pxn_proxies[nic]:
+                if proxy != gpu and router.nvlink_reaches(gpu, proxy):
+                    nvlink = router.route(gpu, proxy)
+                    path = router.pcie_path(proxy, nic)
+                    edges = tuple(nvlink.edges) + tuple(zip(path, path[1:]))
+                    shares = tuple(nvlink.shares) + (1.0,) * (len(path) - 1)
+                    return NetRoute(PathType.PXN, edges, port_out, port_in, shares, inward=False)
+        return NetRoute(PathType.DIS, (), port_out, port_in, inward=False)

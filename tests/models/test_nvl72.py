@@ -187,11 +187,26 @@ def test_one_tray_per_rack_runs_over_infiniband(racks):
     assert e.ring.nnodes == 4 and e.algorithm[0] in ("ring", "tree")
 
 
-def test_several_racks_are_refused_with_the_reason(racks):
-    """Across several multi-host NVLink domains NCCL reaches other trays' NICs over NVLink (PXN),
-    which the model does not route: a typed error says so, not a wrong figure."""
-    with pytest.raises(topo.DgxTopoError, match="GPUs of 2 NVLink domains.*PXN"):
-        estimate(racks, "all_reduce", [2 ** 30], "0-143")
+def test_two_racks_are_two_nccl_nodes_each_reaching_only_its_trays_nics(racks):
+    """Across racks each NVLink domain is one NCCL node holding every tray's NICs. A GPU reaches
+    its own tray's NICs over PCIe (through Grace: PHB here) and no other tray's: PXN needs the
+    NIC's own GPU within PXB of it (NVIDIA/nccl v2.27.7-1 src/graph/paths.cc), so those paths
+    are DIS and the channels enter and leave each rack through NICs of the trays they start and
+    end in."""
+    from models.nccl.channels import channel_graphs
+    from models.nccl.system import NcclSystem
+    system = NcclSystem(racks)
+    gpus = topo.gpus(racks)[:144]
+    assert system.net_route("r0.t0.gpu0", "r0.t0.mlx5_0").path_type.name == "PHB"
+    assert system.net_route("r0.t0.gpu0", "r0.t5.mlx5_0").path_type.name == "DIS"
+    graphs = channel_graphs(system, gpus)
+    assert graphs.mnnvl and graphs.ring.nnodes == 2
+    view = graphs.fabric.G
+    for c, (entry, leave) in zip(graphs.ring.channels, graphs.ring.nets):
+        assert view.nodes[entry]["host"] == view.nodes[c[0]]["host"]
+        assert entry.split(".")[1] == c[0].split(".")[1] and leave.split(".")[1] == c[-1].split(".")[1]
+    e = estimate(racks, "all_reduce", [2 ** 30], "0-143")
+    assert e.busbw[0] > 0 and all(n.factor == 1.0 for n in e.network)
 
 
 def test_p2p_of_a_damaged_tray_by_symmetry_of_the_others(rack):
