@@ -11,9 +11,8 @@ best of ``--repeat`` runs, each on a freshly built fabric so that no cache is wa
   31 sizes of ``nccl-tests -b 8 -e 8G -f 2``. Target: under 0.5 s;
 - the build of ``8xgb200nvl72`` (8 racks over an InfiniBand fat tree, 576 GPUs), and a 1 GiB
   all_reduce estimate over its 576 GPUs (target: under 1 s), one rack's 72 GPUs, and one tray
-  of each rack. Across several racks NCCL reaches the NICs of a rack's other trays over NVLink
-  (PXN), which the model does not route yet: the 576-GPU estimate says so and is skipped.
-  Each estimate runs on a freshly built fabric (its build not counted), so no cache is warm.
+  of each rack. Across racks each rack is one NCCL node with all its trays' NICs; a GPU
+  reaches only its own tray's (PXN needs the NIC's own GPU within PXB). Each estimate runs on a freshly built fabric (its build not counted), so no cache is warm.
 """
 
 from __future__ import annotations
