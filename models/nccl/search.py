@@ -265,6 +265,7 @@ class _Problem:
     net_firsts: tuple = ()  # per NIC: the GPUs a channel may enter first, best first
     net_entries: tuple = ()  # the classes of the edges a channel from a NIC enters a GPU by
     net_exits: tuple = ()  # the classes of the edges a channel to a NIC leaves a GPU by
+    gpu_out: tuple = ()  # the class of every edge a hop between two GPUs leaves its GPU by
     ports: dict = None  # PathType -> tuple of _Ports per GPU (rings without NICs)
     usable: dict = None  # typeInter -> the NIC-side classes that bound the channels at that type
     allowed: dict = None  # typeIntra -> per GPU, (j, charges) of its hops to / from j of that type or better
@@ -376,6 +377,8 @@ def _build_problem(fabric, gpus, nets=()) -> _Problem:
         net_entries=tuple(edge_class[k] for i in range(n)
                           for k in sorted({net_in[m][i].flow[-1][0] for m in range(len(nets))
                                            if net_in[m][i].type != PathType.DIS})),
+        gpu_out=tuple(edge_class[k] for k in sorted({k for row in hop for h in row if h is not None
+                                                     for k, _ in h.flow if edges[k][0] in members})),
         net_exits=tuple(edge_class[k] for i in range(n)
                         for k in sorted({net_out[i][m].flow[0][0] for m in range(len(nets))
                                          if net_out[i][m].type != PathType.DIS})),
@@ -495,7 +498,8 @@ def _channel_bound(problem, remaining, speed, type_intra, ring=True, type_inter=
     neighbour x holds u_x and v_x, GPU i admits at most ``min(U, V, U - u_x + V - v_x)``
     channels. With NICs, every channel enters through one NIC port and leaves through one, of
     the NICs the GPUs may reach at this ``type_inter``, and through the PCIe edges next to its
-    first and last GPU.
+    first and last GPU; and its n - 1 hops between GPUs take their speed from the room on the
+    edges leaving GPUs.
     """
     def room(k):
         return remaining[k] + _SLACK
@@ -517,8 +521,16 @@ def _channel_bound(problem, remaining, speed, type_intra, ring=True, type_inter=
                 total += floor((remaining[k] + _SLACK) / speed)
             if total < limit:
                 limit = total
-        if limit != 0 and problem.n > 1 and not _connected(problem, remaining, speed, type_intra):
-            return 0
+        if problem.n > 1 and limit != 0:
+            # Inside the node a channel makes n - 1 hops between GPUs, each taking at least its
+            # speed from the room on the edges leaving its GPU (shares of one hop add up to 1,
+            # PCIe overheads only add): all channels together need (n - 1) x speed each.
+            room_out = _SLACK
+            for k in problem.gpu_out:
+                room_out += remaining[k]
+            limit = min(limit, floor(room_out / ((problem.n - 1) * speed)))
+            if limit != 0 and not _connected(problem, remaining, speed, type_intra):
+                return 0
         return limit
     if problem.n == 1:
         return _UNBOUNDED
