@@ -192,6 +192,7 @@ class NcclSystem:
         self._routes: dict = {}
         self._net_routes: dict = {}
         self._pxn_proxies: dict = {}
+        self._ports: dict = {}
         self._relays: dict = {}
         self._capacity: dict = {}
 
@@ -268,10 +269,13 @@ class NcclSystem:
         """
         key = (gpu, nic)
         if key not in self._net_routes:
-            ports = [v for v, d in self.G.adj[nic].items() if d["kind"] == "network"]
-            if not ports:
-                raise NcclSystemError(f"NIC {nic!r} has no network link: expected a cluster fabric")
-            port_out, port_in = (nic, ports[0]), (ports[0], nic)
+            port = self._ports.get(nic)
+            if port is None:
+                ports = [v for v, d in self.G.adj[nic].items() if d["kind"] == "network"]
+                if not ports:
+                    raise NcclSystemError(f"NIC {nic!r} has no network link: expected a cluster fabric")
+                port = self._ports[nic] = ports[0]
+            port_out, port_in = (nic, port), (port, nic)
             router = self.router
             if nic in router.pcie_parents(gpu):
                 path = router.pcie_path(gpu, nic)
