@@ -882,7 +882,9 @@ _MEMO_SIZE = 16
 
 
 def _system_bounds(G, worst, profile) -> SystemBounds:
-    s = topo.summarize(G)
+    # The names only (topo.summarize's), not its bisection: _analyse summarised this fabric.
+    name = G.graph.get("name", "fabric")
+    system = G.graph.get("system", name)
     kinds = bound_edge_kinds(G)
     try:
         estimator = Estimator(G, profile=profile)
@@ -901,10 +903,10 @@ def _system_bounds(G, worst, profile) -> SystemBounds:
             b, e = work[x.gpus]
             binds, text = _gap(G, b, e, x.bound_busbw)
             working = b.explain() + "\nNCCL's working:\n  " + e.explain().replace("\n", "\n  ")
-            explained.append(WorstSet(s.system, s.name, x, b.cut.describe(), binds, text, working))
+            explained.append(WorstSet(system, name, x, b.cut.describe(), binds, text, working))
     except DgxTopoError as error:
-        return SystemBounds(s.system, s.name, kinds, (), (), str(error))
-    return SystemBounds(s.system, s.name, kinds, tuple(sets), tuple(explained))
+        return SystemBounds(system, name, kinds, (), (), str(error))
+    return SystemBounds(system, name, kinds, tuple(sets), tuple(explained))
 
 
 def worst_sets(bounds) -> tuple:

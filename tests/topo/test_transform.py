@@ -146,7 +146,7 @@ def what_ifs(draw):
     return name, steps
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(what_ifs())
 def test_what_ifs_never_touch_their_input_and_return_valid_fabrics(case):
     name, steps = case
