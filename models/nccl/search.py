@@ -742,20 +742,29 @@ class _Dfs:
                 else:
                     break
                 hop = None
+            # _book inlined (the innermost loop): x - (-s) * f is x + s * f exactly.
             if hop is None:  # this level is done: back to the one before
                 levels.pop()
                 if taken:
                     order.pop()
-                    self._book(taken.pop(), -1)
+                    back = taken.pop()
+                    for k, f in back.charges:
+                        remaining[k] += speed * f
+                    self.hops -= back.nhops
                 continue
-            self._book(hop, +1)
+            for k, f in hop.charges:
+                remaining[k] -= speed * f
+            self.hops += hop.nhops
             order.append(j)
             taken.append(hop)
             opened = len(levels)
             status = self._arrive(order, forced, levels)
             if len(levels) == opened:  # a closed channel or the budget: take the hop back
                 order.pop()
-                self._book(taken.pop(), -1)
+                back = taken.pop()
+                for k, f in back.charges:
+                    remaining[k] += speed * f
+                self.hops -= back.nhops
         while taken:
             order.pop()
             self._book(taken.pop(), -1)
