@@ -340,6 +340,7 @@ class Router:
         self._net_flows: dict = {}
         self._net_component: dict = {}
         self._switch_nbrs: dict = {}
+        self._nearest: dict = {}
         self._gpus_by_host: dict | None = None
 
     # -- searches -------------------------------------------------------------------------
@@ -450,6 +451,12 @@ class Router:
 
     def _nearest_nic(self, gpu):
         """The host's network NIC closest to ``gpu``: best PCIe path type, then index."""
+        if gpu in self._nearest:
+            return self._nearest[gpu]
+        self._nearest[gpu] = nic = self._find_nearest_nic(gpu)
+        return nic
+
+    def _find_nearest_nic(self, gpu):
         parent = self.pcie_parents(gpu)
         best = None
         for nic in parent:
