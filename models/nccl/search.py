@@ -726,6 +726,7 @@ class _Dfs:
         Python's recursion limit. Same order, steps and bookings as the recursion it replaces.
         """
         remaining, speed = self.remaining, self.a.speed
+        n, gpu_ok, hops = self.p.n, self.gpu_ok, self.p.hop
         levels: list = []  # per open GPU of the order: (candidates left, gpu_ok row, hop row)
         taken: list = []   # hop booked from each open level to the GPU after it
         status = self._arrive(order, forced, levels)
@@ -758,7 +759,15 @@ class _Dfs:
             order.append(j)
             taken.append(hop)
             opened = len(levels)
-            status = self._arrive(order, forced, levels)
+            # _arrive inlined for the common case (a GPU to open); the rest as it does.
+            self.steps += 1
+            if self.steps > self.budget:
+                status = _OUT_OF_BUDGET
+            elif len(order) == n:
+                status = self._close(order)
+            else:
+                levels.append((iter(self._candidates(order, forced)), gpu_ok[j], hops[j]))
+                status = _GO
             if len(levels) == opened:  # a closed channel or the budget: take the hop back
                 order.pop()
                 back = taken.pop()
