@@ -220,7 +220,8 @@ def _heads_by_nic(fabric, nodes, nets) -> tuple:
     """One head per NIC: the GPU with the closest path to it (then the lower index)."""
     heads, head_nets = [], []
     for nic in nets:
-        best = min(nodes, key=lambda g: (fabric.net_route(g, nic).path_type, nodes.index(g)))
+        best = min(nodes, key=lambda g, rank={g: i for i, g in enumerate(nodes)}:
+                   (fabric.net_route(g, nic).path_type, rank[g]))
         if best not in heads:
             heads.append(best)
             head_nets.append(nic)

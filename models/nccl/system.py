@@ -193,6 +193,7 @@ class NcclSystem:
         self._net_routes: dict = {}
         self._pxn_proxies: dict = {}
         self._ports: dict = {}
+        self._dis: dict = {}
         self._relays: dict = {}
         self._capacity: dict = {}
 
@@ -293,6 +294,8 @@ class NcclSystem:
                     (router.pcie_type(router.pcie_path(p, nic)), self._order[p], p)
                     for p in router.host_gpus(self.G.nodes[nic]["host"])
                     if nic in router.pcie_parents(p)) if t <= PathType.PXB]
+            if not self._pxn_proxies[nic]:  # no GPU of the NIC within PXB: DIS from every other
+                return self._unreachable(nic, port_out, port_in)
             for proxy in self._pxn_proxies[nic]:
                 if proxy != gpu and router.nvlink_reaches(gpu, proxy):
                     nvlink = router.route(gpu, proxy)
@@ -300,4 +303,10 @@ class NcclSystem:
                     edges = tuple(nvlink.edges) + tuple(zip(path, path[1:]))
                     shares = tuple(nvlink.shares) + (1.0,) * (len(path) - 1)
                     return NetRoute(PathType.PXN, edges, port_out, port_in, shares, inward=False)
-        return NetRoute(PathType.DIS, (), port_out, port_in, inward=False)
+        return self._unreachable(nic, port_out, port_in)
+
+    def _unreachable(self, nic, port_out, port_in) -> NetRoute:
+        route = self._dis.get(nic)
+        if route is None:
+            route = self._dis[nic] = NetRoute(PathType.DIS, (), port_out, port_in, inward=False)
+        return route
