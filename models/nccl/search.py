@@ -1311,7 +1311,12 @@ def _search_nodes(fabric, hosts, min_channels, max_channels) -> ChannelSearch:
                                          f"fabric (topo.cluster) for GPUs of several hosts")
             done[key] = (host, _search_host(fabric, members, nets, "ring", min_channels, max_channels))
         if shape not in results:
-            results[shape] = _on_host(G, *done[key], host)
+            moved = _on_host(G, *done[key], host)
+            if moved is None:  # not a copy of the host searched: search this one
+                nets = [v for v in compute_nics(G, host)
+                        if any(d["kind"] == "network" for d in G.adj[v].values())]
+                moved = _search_host(fabric, members, nets, "ring", min_channels, max_channels)
+            results[shape] = moved
     # NCCL reduces nChannels and the bandwidths to the minimum over all ranks (init.cc).
     worst = min(results.values(), key=lambda r: (r.nchannels * r.bw_intra, r.nchannels))
     first = results[tuple(G.nodes[n]["index"] for n in hosts[min(hosts)])]
@@ -1327,31 +1332,43 @@ def _search_nodes(fabric, hosts, min_channels, max_channels) -> ChannelSearch:
                          nnodes=len(hosts))
 
 
-def _on_host(G, searched, result, host) -> ChannelSearch:
-    """A host search done on host ``searched``, moved to the same GPUs and NICs of ``host``."""
+def _on_host(G, searched, result, host):
+    """A host search done on host ``searched``, moved to the same GPUs and NICs of ``host``;
+    None when some node of ``searched`` the result names has no counterpart on ``host`` (hosts
+    that are not copies of each other, as the trays of a rack: then search ``host`` itself)."""
     if searched == host:
         return result
     local = {n.split(".", 1)[-1]: n for n, h in G.nodes(data="host") if h == host}
     name: dict = {}
-
-    def move(n):
-        if n not in name:
-            name[n] = local[n.split(".", 1)[-1]] if G.nodes[n].get("host") == searched else n
-        return name[n]
+    named = {n for c in result.channels for n in c} | set(result.gpus) \
+        | {n for pair in result.nets for n in pair} | {n for load in result.loads for n in load.edge}
+    for n in named:
+        if G.nodes[n].get("host") == searched:
+            counterpart = local.get(n.split(".", 1)[-1])
+            if counterpart is None:
+                return None
+            name[n] = counterpart
+        else:
+            name[n] = n
 
     def move_edge(u, v):
-        u2, v2 = move(u), move(v)
-        # A NIC's port: the other end is the network switch that host's NIC is cabled to.
-        if u2 == u:
-            u2 = next(w for w, d in G.pred[v2].items() if d["kind"] == "network")
-        if v2 == v:
-            v2 = next(w for w, d in G.adj[u2].items() if d["kind"] == "network")
+        u2, v2 = name[u], name[v]
+        if G.adj[u][v]["kind"] == "network":
+            # A NIC's port: the other end is the network switch that host's NIC is cabled to.
+            if u2 == u and v2 != v:
+                u2 = next((w for w, d in G.pred[v2].items() if d["kind"] == "network"), None)
+            elif v2 == v and u2 != u:
+                v2 = next((w for w, d in G.adj[u2].items() if d["kind"] == "network"), None)
         return u2, v2
 
+    loads = [LinkLoad(move_edge(*load.edge), load.reserved, load.capacity) for load in result.loads]
+    if any(None in load.edge for load in loads):
+        return None
     return dataclasses.replace(
-        result, gpus=tuple(map(move, result.gpus)), channels=tuple(tuple(map(move, c)) for c in result.channels),
-        loads=tuple(LinkLoad(move_edge(*load.edge), load.reserved, load.capacity) for load in result.loads),
-        nets=tuple((move(a), move(b)) for a, b in result.nets))
+        result, gpus=tuple(name[n] for n in result.gpus),
+        channels=tuple(tuple(name[n] for n in c) for c in result.channels), loads=tuple(loads),
+        nets=tuple((name[a], name[b]) for a, b in result.nets))
+
 
 @dataclass(frozen=True, slots=True)
 class ChannelDuplication:

@@ -226,3 +226,15 @@ def test_p2p_of_a_damaged_tray_by_symmetry_of_the_others(rack):
     exact = models.maxflow_matrix(H, ids, capacity=models.p2p.achieved_capacity)
     assert flow == pytest.approx(np.maximum(exact, route) * ~np.eye(5, dtype=bool) + np.diag(np.diag(flow)),
                                  rel=1e-7)
+
+
+def test_trays_searched_without_fusing_are_not_taken_for_copies():
+    """``search_channels`` works on the graph as given (no MNNVL view): trays are hosts whose node
+    names differ (t2 against t4), so a search of one tray is not moved onto another by name; the
+    other tray is searched itself."""
+    from models import search_channels
+    G = topo.build("2xgb200nvl72")
+    first = search_channels(G, [8, 9, 10, 11, 72, 73, 74, 75])
+    second = search_channels(G, [16, 17, 18, 19, 100, 101, 102, 103])
+    assert second.gpus[0] == "r0.t4.gpu0" and all(n.startswith("r0.t4.") for n, _ in second.nets)
+    assert second.nchannels == first.nchannels
