@@ -229,12 +229,15 @@ def test_p2p_of_a_damaged_tray_by_symmetry_of_the_others(rack):
 
 
 def test_trays_searched_without_fusing_are_not_taken_for_copies():
-    """``search_channels`` works on the graph as given (no MNNVL view): trays are hosts whose node
-    names differ (t2 against t4), so a search of one tray is not moved onto another by name; the
-    other tray is searched itself."""
-    from models import search_channels
+    """The search on the graph as given (no MNNVL view) sees trays as hosts whose node names
+    differ (t2 against t4): a search of one tray is not moved onto another by name, the other
+    tray is searched itself (this raised KeyError)."""
+    from models.nccl.search import search_channels_in
+    from models.nccl.system import NcclSystem
     G = topo.build("2xgb200nvl72")
-    first = search_channels(G, [8, 9, 10, 11, 72, 73, 74, 75])
-    second = search_channels(G, [16, 17, 18, 19, 100, 101, 102, 103])
+    system = NcclSystem(G)  # one prepared fabric: the second search may reuse the first's
+    gpus = topo.gpus(G)
+    first = search_channels_in(system, [gpus[i] for i in (8, 9, 10, 11, 72, 73, 74, 75)])
+    second = search_channels_in(system, [gpus[i] for i in (16, 17, 18, 19, 100, 101, 102, 103)])
     assert second.gpus[0] == "r0.t4.gpu0" and all(n.startswith("r0.t4.") for n, _ in second.nets)
     assert second.nchannels == first.nchannels
