@@ -1023,6 +1023,12 @@ def _try(problem, attempt, minimum, incumbent) -> _Tried:
         # No set of channels at this speed can be accepted or beat the best: NCCL would search
         # in vain (and possibly run out of budget), so skip it; the outcome is the same.
         return _Tried(None, None, f"{label}: skipped, links hold at most {ceiling} channel(s)")
+    if incumbent is not None and ceiling * attempt.speed <= len(incumbent.channels) * incumbent.speed + _SLACK \
+            and ceiling * _fewest_hops(problem, attempt) >= incumbent.hops:
+        # At best a tie in bandwidth, which wins only with fewer hops (ncclTopoCompareGraphs):
+        # even the shortest channels, as many as can tie, have no fewer. Skipped as above.
+        return _Tried(None, None, f"{label}: skipped, at most a tie ({ceiling} channel(s)) with no "
+                                  f"fewer hops")
     found = _search_once(problem, attempt, ceiling)
     count = len(found.channels)
     line = (f"{label}: {count} channel(s)" + (" (budget exhausted)" if found.timed_out else "") + found.note
@@ -1031,6 +1037,24 @@ def _try(problem, attempt, minimum, incumbent) -> _Tried:
         return _Tried(None, found, line)
     return _Tried(_Solution(found.channels, found.nets, attempt.speed, attempt.type_intra, attempt.type_inter,
                             attempt.same, found.hops), found, line)
+
+
+def _fewest_hops(problem, attempt) -> float:
+    """A lower bound on the hops of one channel of the attempt: its GPU-to-GPU hops (n on a ring
+    without NICs, n - 1 otherwise) each at least the fewest any allowed hop counts, and with NICs
+    the fewest of an entry and of an exit."""
+    n = problem.n
+    if n < 2:
+        return 0.0
+    allowed = [h.nhops for row in problem.hop for h in row if h is not None and h.type <= attempt.type_intra]
+    if not allowed:
+        return 0.0
+    inner = (n if attempt.ring and not problem.nets else n - 1) * min(allowed)
+    if not problem.nets:
+        return inner
+    entry = [h.nhops for row in problem.net_in for h in row if h.type <= attempt.type_inter]
+    leave = [h.nhops for row in problem.net_out for h in row if h.type <= attempt.type_inter]
+    return inner + min(entry, default=0) + min(leave, default=0)
 
 
 def _better(candidate, incumbent) -> bool:
