@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import signal
 from pathlib import Path
 
 import pytest
@@ -51,3 +53,21 @@ SLOW_FIRST = ("tests/models/test_report.py",)
 
 def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: item.nodeid.split("::")[0] not in SLOW_FIRST)  # stable: order kept otherwise
+
+
+class Hang(Exception):
+    """A call under :func:`watchdog` gave no answer in time."""
+
+
+@contextlib.contextmanager
+def watchdog(seconds: int):
+    """Raise :class:`Hang` in the block after ``seconds`` (the fuzz suites' guard against hangs)."""
+    def alarm(*_):
+        raise Hang(f"no answer within {seconds} s")
+    previous = signal.signal(signal.SIGALRM, alarm)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)

@@ -10,7 +10,6 @@ import contextlib
 import io
 import json
 import os
-import signal
 from pathlib import Path
 
 import pytest
@@ -19,7 +18,7 @@ from hypothesis import strategies as st
 
 import topo
 from models.cli import main
-from tests.conftest import DATA, read_data
+from tests.conftest import DATA, read_data, watchdog
 
 SMI = str(DATA / "dgx1v_nvidia_smi_topo.txt")
 XML = str(DATA / "dgx1v_nccl_topo_synthetic.xml")
@@ -405,21 +404,6 @@ def test_whatif_errors(capsys, argv, message):
 
 
 # ---------------------------------------------------------------------------------- fuzz
-class _Hang(Exception):
-    pass
-
-
-@contextlib.contextmanager
-def _watchdog(seconds: int):
-    def alarm(*_):
-        raise _Hang(f"no answer within {seconds} s")
-    previous = signal.signal(signal.SIGALRM, alarm)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 NODE_IDS = st.sampled_from(["gpu0", "gpu3", "gpu7", "gpu9", "nvswitch3", "mlx5_1", "pcie0", "cpu1", "h0.gpu0",
@@ -483,7 +467,7 @@ def test_any_io_command_line_is_status_0_or_2_with_one_line(fuzzdir, exported, a
     for key, value in values.items():
         argv = [a.replace(key, value) for a in argv]
     out, err = io.StringIO(), io.StringIO()
-    with _watchdog(60), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+    with watchdog(60), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         status = main(argv)
     assert status in (0, 2), (argv, status, err.getvalue())
     assert "Traceback" not in err.getvalue()

@@ -11,13 +11,13 @@ from __future__ import annotations
 import contextlib
 import io
 import os
-import signal
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from models.cli import main
+from tests.conftest import watchdog
 
 SPECS = st.one_of(
     st.sampled_from(["dgx1", "dgx1v", "DGX-1V", "dgx_1", "dgx2", "dgx3", "", "x", ":rail", "2x", "xdgx1",
@@ -93,21 +93,6 @@ def command_lines(draw):
     return argv
 
 
-class _Hang(Exception):
-    pass
-
-
-@contextlib.contextmanager
-def _watchdog(seconds: int):
-    def alarm(*_):
-        raise _Hang(f"no answer within {seconds} s")
-    previous = signal.signal(signal.SIGALRM, alarm)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 @pytest.fixture(scope="module")
@@ -123,7 +108,7 @@ def test_any_command_line_is_status_0_or_2_with_one_line(workdir, argv):
     argv = [a.replace("{tmp}", str(workdir)) for a in argv]
     before = sorted(p.name for p in workdir.iterdir())
     out, err = io.StringIO(), io.StringIO()
-    with _watchdog(60), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+    with watchdog(60), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         status = main(argv)
     assert status in (0, 2), (argv, status, err.getvalue())
     assert "Traceback" not in err.getvalue()
