@@ -58,6 +58,7 @@ import math
 import weakref
 from dataclasses import dataclass
 
+from topo.cluster import network_nics
 from topo.errors import DgxTopoError
 
 from .nccl.trees import double_binary_tree
@@ -161,12 +162,11 @@ class _Nics:
 
 
 def _nics_by_host(G) -> dict:
-    """Per host, its NICs with a network port, in index order (the same order on every copy)."""
+    """Per host, its NICs on a network in index order (the same order on every copy)."""
     found: dict = {}
-    for n, data in G.nodes(data=True):
-        if data["kind"] == "nic" and any(d["kind"] == "network" for d in G.adj[n].values()):
-            found.setdefault(data["host"], []).append((data.get("index", 0), n))
-    return {h: [n for _, n in sorted(nics, key=lambda x: (x[0], str(x[1])))] for h, nics in found.items()}
+    for n in network_nics(G):
+        found.setdefault(G.nodes[n]["host"], []).append(n)
+    return {h: sorted(nics, key=lambda n: (G.nodes[n].get("index", 0), str(n))) for h, nics in found.items()}
 
 
 def network_load(fabric, search, pattern: str, gpus=None) -> NetworkLoad | None:
@@ -290,8 +290,7 @@ def _charge(fabric, pattern, channel_nets, channel_rate, exits, hosts) -> Networ
         load[key] = load.get(key, 0.0) + k
     for (leaf_a, leaf_b), count in between.items():
         for (u, v), share in router.switch_flow(leaf_a, leaf_b).items():
-            tu, tv = tiers[u], tiers[v]
-            key = ("up", u) if tv > tu > 0 else ("down", v) if tu > tv > 0 else ("edge", (u, v))
+            key = _group(tiers, u, v)
             load[key] = load.get(key, 0.0) + count * share
     rate = {}
     for key, k in load.items():

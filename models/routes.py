@@ -449,12 +449,12 @@ class Router:
         """
         return PathType[_NCCL_PCIE_TYPE[pcie_class(self.G, path)]]
 
-    def _nearest_nic(self, gpu):
-        """The host's network NIC closest to ``gpu``: best PCIe path type, then index."""
-        if gpu in self._nearest:
-            return self._nearest[gpu]
-        self._nearest[gpu] = nic = self._find_nearest_nic(gpu)
-        return nic
+    def nearest_nic(self, gpu):
+        """The host's network NIC closest to ``gpu`` (best PCIe path type, then index), the NIC
+        a route between hosts leaves by; None without one. Cached per GPU."""
+        if gpu not in self._nearest:
+            self._nearest[gpu] = self._find_nearest_nic(gpu)
+        return self._nearest[gpu]
 
     def _find_nearest_nic(self, gpu):
         parent = self.pcie_parents(gpu)
@@ -467,11 +467,6 @@ class Router:
                 best = (key, nic)
         return None if best is None else best[1]
 
-    def nearest_nic(self, gpu):
-        """The host's network NIC closest to ``gpu`` (best PCIe path type, then index), the NIC
-        a route between hosts leaves by; None without one."""
-        return self._nearest_nic(gpu)
-
     def nvlink_reaches(self, src, dst) -> bool:
         """``src`` reaches ``dst`` over NVLink: a direct bundle or a path through NVSwitches."""
         return self.adj[src].get(dst, {}).get("kind") == "nvlink" or bool(self._switch_flow(src, dst))
@@ -482,7 +477,7 @@ class Router:
         GPUDirect RDMA when a GPU and its NIC share PCIe switches (path type up to PXB, NCCL's
         default ``netGdrLevel``); otherwise that end is staged through its CPU's memory.
         """
-        first, last = self._nearest_nic(src), self._nearest_nic(dst)
+        first, last = self.nearest_nic(src), self.nearest_nic(dst)
         if first is None or last is None:
             G = self.G
             raise RouteError(
@@ -554,7 +549,7 @@ class Router:
         for gpu in self.host_gpus(host):
             if gpu == src:
                 continue
-            near = self._nearest_nic(gpu)
+            near = self.nearest_nic(gpu)
             if near is None or self.network_component(near) != target:
                 continue
             if not self.nvlink_reaches(src, gpu):

@@ -68,7 +68,7 @@ from .schema import nodes_of_kind, validate
 from .specs import LINKS, NETWORK_SWITCHES
 
 __all__ = ["join_hosts", "NETWORKS", "TIERS", "MAX_HOSTS", "MAX_OVERSUB", "check_hosts",
-           "check_oversub", "compute_nics", "network_switches", "network_cut", "network_bisection"]
+           "check_oversub", "compute_nics", "network_nics", "network_switches", "network_cut", "network_bisection"]
 
 #: Network shapes :func:`join_hosts` builds.
 NETWORKS = ("fat_tree", "rail", "rail_only")
@@ -103,6 +103,20 @@ def compute_nics(G, host: int | None = None) -> list:
     """
     return [n for n in nodes_of_kind(G, "nic") if "port_link" in G.nodes[n]
             and (host is None or G.nodes[n]["host"] == host)]
+
+
+def network_nics(G, host: int | None = None) -> list:
+    """The compute NICs of ``host`` (all hosts if None) cabled to a network: NCCL's NET nodes.
+
+    A template host has compute NICs (:func:`compute_nics`) with no network edge yet; in a
+    cluster they are joined.
+
+    Returns
+    -------
+    list
+        NIC nodes in (host, index) order.
+    """
+    return [n for n in compute_nics(G, host) if any(d["kind"] == "network" for d in G.adj[n].values())]
 
 
 def network_switches(G, tier: str | None = None) -> list:

@@ -44,9 +44,11 @@ import dataclasses
 import weakref
 from dataclasses import dataclass
 
+from topo.cluster import network_nics
+
 from .legacy_rings import legacy_rings
 from .nvls import NvlsGraph, nvlink_cliques, nvls_search, nvls_support
-from .search import ChannelSearch, ChannelSearchError, LinkLoad, search_channels_in
+from .search import ChannelSearch, LinkLoad, search_channels_in
 from .system import NcclSystem
 from .tuning import ChannelGraph, Communicator
 
@@ -224,13 +226,6 @@ def _nvlink_leaves_host(fabric, nodes) -> bool:
     return False
 
 
-def _node_nics(fabric, host) -> list:
-    """The host's compute NICs on a network (NCCL's NET nodes of that node)."""
-    from topo.cluster import compute_nics  # noqa: PLC0415 (topo imports nothing of ours)
-    G = fabric.G
-    return [v for v in compute_nics(G, host) if any(d["kind"] == "network" for d in G.adj[v].values())]
-
-
 def _nvls(fabric, nodes, nnodes, mnnvl) -> tuple:
     """The NVLS graph of the communicator (the worst NCCL node), or None and the reason."""
     G = fabric.G
@@ -243,7 +238,7 @@ def _nvls(fabric, nodes, nnodes, mnnvl) -> tuple:
                                          clique=len(members) if mnnvl else None)
         if not supported:
             return None, reason
-        nets = _node_nics(fabric, host) if nnodes > 1 else ()
+        nets = network_nics(fabric.G, host) if nnodes > 1 else ()
         if nnodes > 1 and not nets:
             return None, f"host {host} has no NIC on a network for NVLSTree"
         graph = nvls_search(fabric, members, nets)

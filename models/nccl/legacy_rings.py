@@ -386,12 +386,12 @@ def _result(fabric, nodes, rings, duplicated, trace, nets=None, nnodes=1) -> Cha
 # ---------------------------------------------------------------------------- several nodes
 def _multi_node(fabric, hosts) -> LegacyRings:
     """One ring per NIC of the node (netGetRings), simplified (module docstring)."""
-    from topo.cluster import compute_nics  # noqa: PLC0415 (topo.cluster imports nothing of ours)
+    from topo.cluster import network_nics  # noqa: PLC0415 (topo.cluster imports nothing of ours)
 
     G, legacy = fabric.G, fabric.profile.legacy
     first = sorted(hosts)[0]
     members = hosts[first]
-    nics = [v for v in compute_nics(G, first) if any(d["kind"] == "network" for d in G.adj[v].values())]
+    nics = network_nics(G, first)
     if not nics:
         raise LegacyRingsError(f"host {first} has no NIC on a network: expected a cluster fabric "
                                f"for GPUs of several hosts")

@@ -66,7 +66,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from topo.cluster import compute_nics
+from topo.cluster import network_nics
 from topo.errors import DgxTopoError
 from topo.schema import validate
 from topo.select import select_gpus
@@ -1329,7 +1329,7 @@ def _search_nodes(fabric, hosts, min_channels, max_channels) -> ChannelSearch:
         shape = tuple(G.nodes[n]["index"] for n in members)
         key = (shape, min_channels, max_channels)
         if key not in done:
-            nets = [v for v in compute_nics(G, host) if any(d["kind"] == "network" for d in G.adj[v].values())]
+            nets = network_nics(G, host)
             if not nets:
                 raise ChannelSearchError(f"host {host} has no NIC on a network: expected a cluster "
                                          f"fabric (topo.cluster) for GPUs of several hosts")
@@ -1337,9 +1337,7 @@ def _search_nodes(fabric, hosts, min_channels, max_channels) -> ChannelSearch:
         if shape not in results:
             moved = _on_host(G, *done[key], host)
             if moved is None:  # not a copy of the host searched: search this one
-                nets = [v for v in compute_nics(G, host)
-                        if any(d["kind"] == "network" for d in G.adj[v].values())]
-                moved = _search_host(fabric, members, nets, "ring", min_channels, max_channels)
+                moved = _search_host(fabric, members, network_nics(G, host), "ring", min_channels, max_channels)
             results[shape] = moved
     # NCCL reduces nChannels and the bandwidths to the minimum over all ranks (init.cc).
     worst = min(results.values(), key=lambda r: (r.nchannels * r.bw_intra, r.nchannels))
