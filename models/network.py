@@ -60,6 +60,7 @@ from dataclasses import dataclass
 
 from topo.cluster import network_nics
 from topo.errors import DgxTopoError
+from topo.units import to_GBps
 
 from .nccl.trees import double_binary_tree
 from .routes import PathType, RouteError
@@ -136,8 +137,8 @@ class NetworkLoad:
         extra += f"; {self.pxn} sent over NVLink to another NIC first (PXN)" if self.pxn else ""
         return (f"network ({self.algorithm or self.pattern}): {self.connections} connections; busiest: {self.where} "
                 f"({len(self.edges)} edge{'s' if len(self.edges) > 1 else ''}) carry {self.load:.3g} of "
-                f"them on {self.capacity / 1e9:.1f} GB/s = "
-                f"{self.network_rate / 1e9:.2f} GB/s each, NCCL assumed {self.nccl_rate / 1e9:.2f}: "
+                f"them on {to_GBps(self.capacity):.1f} GB/s = "
+                f"{to_GBps(self.network_rate):.2f} GB/s each, NCCL assumed {to_GBps(self.nccl_rate):.2f}: "
                 f"{verdict}{extra}")
 
 
