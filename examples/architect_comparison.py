@@ -21,7 +21,7 @@ import plotly.io as pio
 
 import models
 import topo
-from models.plot import busbw_figure, p2p_figure
+from models.present.plot import busbw_figure, p2p_figure
 from topo.plot import fabric_figure
 from topo.units import GiB, to_GBps
 

@@ -19,7 +19,7 @@ import time
 import networkx as nx
 
 import topo
-from models.collectives import estimate, subsets
+from models.predict.collectives import estimate, subsets
 
 
 def timed(fn):

@@ -18,7 +18,7 @@ import time
 import numpy as np
 
 import topo
-from models.collectives import estimate, subsets
+from models.predict.collectives import estimate, subsets
 
 
 def best_of(repeat, fn):

@@ -20,8 +20,8 @@ import plotly.io as pio
 
 import models
 import topo
-from models.output import OutputPathError, check_output_path, write_text_atomic
-from models.plot import busbw_figure, generations_figure
+from models.present.output import OutputPathError, check_output_path, write_text_atomic
+from models.present.plot import busbw_figure, generations_figure
 from topo.units import GiB, to_GBps
 
 SYSTEMS = ("dgx1", "dgx1v", "dgx2", "dgxa100", "dgxh100", "dgxh200", "dgxb200")

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import models
 import topo
-from models.text import format_table
+from models.present.text import format_table
 from topo.units import to_GBps
 
 PARAMETERS = 70_000_000_000

@@ -21,9 +21,9 @@ import argparse
 import time
 
 import topo
-from models.collectives import estimate
+from models.predict.collectives import estimate
 from topo.errors import DgxTopoError
-from models.p2p import p2p_matrix
+from models.predict.p2p import p2p_matrix
 
 #: nccl-tests -b 8 -e 8G -f 2: 8 B to 8 GiB, 31 sizes.
 SWEEP = [2 ** k for k in range(3, 34)]

@@ -32,7 +32,7 @@ from topo.parts import add_gpu, add_link, add_nvswitch  # noqa: E402
 from topo.specs import NVSWITCHES  # noqa: E402
 
 import models  # noqa: E402
-from models.maxflow import MaxFlowError, maxflow_matrix  # noqa: E402
+from models.predict.maxflow import MaxFlowError, maxflow_matrix  # noqa: E402
 
 GROUPS, GPUS_PER_GROUP, PLANES, SPINES_PER_PLANE = 128, 8, 6, 8
 

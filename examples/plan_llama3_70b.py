@@ -24,8 +24,8 @@ import plotly.io as pio
 
 import models
 import topo
-from models.output import write_text_atomic
-from models.plan_plot import memory_figure, step_time_figure
+from models.present.output import write_text_atomic
+from models.present.plan_plot import memory_figure, step_time_figure
 from topo.units import GB
 
 WORKLOAD = "llama3-70b"

@@ -22,7 +22,7 @@ import time
 import networkx as nx
 
 import topo
-from models.collectives import estimate, subsets
+from models.predict.collectives import estimate, subsets
 
 
 def best_cpu(repeat, fn) -> tuple:

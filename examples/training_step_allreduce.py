@@ -15,7 +15,7 @@ import numpy as np
 
 import models
 import topo
-from models.text import format_table
+from models.present.text import format_table
 from topo.units import MB, ms, to_GBps
 
 MODELS = {"ResNet-50": 25_600_000, "BERT-large": 340_000_000, "8.7B model": 8_700_000_000}

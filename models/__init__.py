@@ -3,57 +3,57 @@
 The cost layer imports :mod:`topo`, never the reverse, and does not import plotly. Its modules,
 in the order data flows:
 
-- :mod:`models.routes` (how a copy travels), :mod:`models.p2p` (the P2P model),
-  :mod:`models.maxflow`;
-- :mod:`models.nccl` (NCCL's view of the graph and its choices, per version: ``profiles``,
+- :mod:`models.engine.routes` (how a copy travels), :mod:`models.predict.p2p` (the P2P model),
+  :mod:`models.predict.maxflow`;
+- :mod:`models.engine.nccl` (NCCL's view of the graph and its choices, per version: ``profiles``,
   ``system``, ``tuning``, ``search``, ``trees``, ``legacy_rings``, ``channels``),
-  :mod:`models.nccltests` (nccl-tests' size and bandwidth conventions);
-- :mod:`models.collectives` (``estimate``, ``pairwise``, ``subsets``), :mod:`models.network`
-  (what the network between hosts gives NCCL's channels), :mod:`models.measure`
-  (what the machine measures), :mod:`models.benchmarks` (reading real outputs),
-  :mod:`models.calibration` (fit and check against them);
-- :mod:`models.whatif` (failures and sweeps), :mod:`models.bounds` (optimal schedules),
-  :mod:`models.workload`, :mod:`models.compute`, :mod:`models.planner` (training steps);
-- presentation: :mod:`models.text`, :mod:`models.output`, :mod:`models.plot` and the other
-  ``*_plot`` modules, :mod:`models.report`, :mod:`models.cli`.
+  :mod:`models.engine.nccltests` (nccl-tests' size and bandwidth conventions);
+- :mod:`models.predict.collectives` (``estimate``, ``pairwise``, ``subsets``), :mod:`models.predict.network`
+  (what the network between hosts gives NCCL's channels), :mod:`models.predict.measure`
+  (what the machine measures), :mod:`models.studies.benchmarks` (reading real outputs),
+  :mod:`models.studies.calibration` (fit and check against them);
+- :mod:`models.studies.whatif` (failures and sweeps), :mod:`models.studies.bounds` (optimal schedules),
+  :mod:`models.studies.workload`, :mod:`models.studies.compute`, :mod:`models.studies.planner` (training steps);
+- presentation: :mod:`models.present.text`, :mod:`models.present.output`, :mod:`models.present.plot` and the other
+  ``*_plot`` modules, :mod:`models.present.report`, :mod:`models.present.cli`.
 
-``models.nccltests`` stays a module: its ``busbw()`` function is not re-exported under the same
+``models.engine.nccltests`` stays a module: its ``busbw()`` function is not re-exported under the same
 name.
 """
 
-from .routes import P2P_LEVEL, PathType, Route, RouteError, Router, line_rate, route, route_bandwidth
-from .p2p import (EFFICIENCIES, HOST_CEILINGS, MODES, OVERHEADS, Calibrated, P2PError, P2PReport,
+from .engine.routes import P2P_LEVEL, PathType, Route, RouteError, Router, line_rate, route, route_bandwidth
+from .predict.p2p import (EFFICIENCIES, HOST_CEILINGS, MODES, OVERHEADS, Calibrated, P2PError, P2PReport,
                   P2PResult, StagedCopy, achieved_capacity, format_p2p_report, p2p_latency_matrix,
                   p2p_matrix, p2p_path, p2p_report, path_type_matrix, staged_copy)
-from .maxflow import MaxFlowError, maxflow_matrix
-from .nccl.profiles import MissingConstantError, NcclProfile, PROFILES, UnknownNcclVersionError, nccl_profile
-from .nccltests import (COLLECTIVES, UnknownCollectiveError, algbw, busbw_factor, busbw_to_algbw,
+from .predict.maxflow import MaxFlowError, maxflow_matrix
+from .engine.nccl.profiles import MissingConstantError, NcclProfile, PROFILES, UnknownNcclVersionError, nccl_profile
+from .engine.nccltests import (COLLECTIVES, UnknownCollectiveError, algbw, busbw_factor, busbw_to_algbw,
                         count_from_nbytes, nbytes_from_count)
-from .nccl.tuning import (NCCL_COLLECTIVES, AlgoTime, ChannelGraph, Communicator, NoAlgorithmError,
+from .engine.nccl.tuning import (NCCL_COLLECTIVES, AlgoTime, ChannelGraph, Communicator, NoAlgorithmError,
                           Selection, Tuning, TuningError, UnknownAlgorithmError, UnknownProtocolError,
                           UnsupportedCollectiveError, algo_time, comm_channels, select_algorithm, tune,
                           tuning_table)
-from .nccl.trees import (BinaryTree, Chain, DoubleBinaryTree, RankTree, TreeError, binary_tree,
+from .engine.nccl.trees import (BinaryTree, Chain, DoubleBinaryTree, RankTree, TreeError, binary_tree,
                          double_binary_tree, intra_chain, nccl_tree_depth, rank_tree)
-from .nccl.search import (ChannelDuplication, ChannelSearch, ChannelSearchError, LinkLoad, dup_channels,
+from .engine.nccl.search import (ChannelDuplication, ChannelSearch, ChannelSearchError, LinkLoad, dup_channels,
                           search_channels)
-from .nccl.system import NcclSystem, nccl_capacity
-from .collectives import (COLLECTIVE_NAMES, CollectiveEstimate, EstimatePoint, Estimator, SizeError, SubsetResult, estimate,
+from .engine.nccl.system import NcclSystem, nccl_capacity
+from .predict.collectives import (COLLECTIVE_NAMES, CollectiveEstimate, EstimatePoint, Estimator, SizeError, SubsetResult, estimate,
                           pairwise, subsets)
-from .network import NetworkLoad, network_load
-from .measure import DEFAULT as DEFAULT_MEASUREMENT, MeasurementError, MeasurementModel, Measured, measured
-from .benchmarks import (BenchmarkParseError, NcclTestsRun, P2PBenchmark, read_benchmark,
+from .predict.network import NetworkLoad, network_load
+from .predict.measure import DEFAULT as DEFAULT_MEASUREMENT, MeasurementError, MeasurementModel, Measured, measured
+from .studies.benchmarks import (BenchmarkParseError, NcclTestsRun, P2PBenchmark, read_benchmark,
                          read_nccl_tests, read_p2p_benchmark)
-from .calibration import Calibration, CalibrationError, Check, calibrate, check
-from .whatif import (FAIL_EACH, FAILURE_GRAMMAR, MAX_CASES, ExecutorSpecError, FabricDisconnectedError,
+from .studies.calibration import Calibration, CalibrationError, Check, calibrate, check
+from .studies.whatif import (FAIL_EACH, FAILURE_GRAMMAR, MAX_CASES, ExecutorSpecError, FabricDisconnectedError,
                      Failure, FailureSpecError, Sweep, SweepRow, SweepSizeError, WhatIf, WhatIfError,
                      apply_failures, parse_degrade, parse_failure, parse_failures, sweep)
-from .bounds import (Bound, BoundError, BoundTooLargeError, Cut, SubsetBound, bound, pairwise_bounds,
+from .studies.bounds import (Bound, BoundError, BoundTooLargeError, Cut, SubsetBound, bound, pairwise_bounds,
                      subset_bounds)
-from .workload import (DTYPES, PRESETS, WORKLOAD_GRAMMAR, UnknownDtypeError, UnknownWorkloadError,
+from .studies.workload import (DTYPES, PRESETS, WORKLOAD_GRAMMAR, UnknownDtypeError, UnknownWorkloadError,
                        WorkloadError, parse_workload, workload)
-from .compute import GENERATIONS, UnknownGenerationError, UnsupportedDtypeError, generation_of
-from .planner import Plan, PlanError, Search, gpus_ranking, plan, search
+from .studies.compute import GENERATIONS, UnknownGenerationError, UnsupportedDtypeError, generation_of
+from .studies.planner import Plan, PlanError, Search, gpus_ranking, plan, search
 
 __all__: list[str] = [
     "P2P_LEVEL", "PathType", "Route", "RouteError", "Router", "line_rate", "route", "route_bandwidth",

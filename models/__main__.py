@@ -1,5 +1,5 @@
 """``python -m models`` runs the ``dgxtopo`` command line."""
 
-from .cli import main
+from .present.cli import main
 
 raise SystemExit(main())

@@ -44,11 +44,11 @@ def fabric(system):
     return topo.build(system)
 
 
-# A file that takes far longer than any other runs first: tests/models/test_report.py builds
+# A file that takes far longer than any other runs first: tests/models/present/test_report.py builds
 # the full report once (a module fixture) and opens it in a browser. Under pytest-xdist
 # (--dist loadfile --no-loadscope-reorder, pyproject.toml) one worker starts on it while the
 # others share every other file, instead of a worker picking it up last and the run waiting for it.
-SLOW_FIRST = ("tests/models/test_report.py",)
+SLOW_FIRST = ("tests/models/present/test_report.py",)
 
 
 def pytest_collection_modifyitems(config, items):

@@ -50,7 +50,7 @@ def _workdir() -> Path:
 def run_command(command: str) -> str:
     """The standard output of ``dgxtopo ARGS`` run in-process (in :func:`_workdir`); fails on a
     non-zero status."""
-    from models.cli import main
+    from models.present.cli import main
 
     argv = shlex.split(command)[1:]
     out, err = io.StringIO(), io.StringIO()

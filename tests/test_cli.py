@@ -7,7 +7,7 @@ import json
 import pytest
 
 import topo
-from models.cli import main
+from models.present.cli import main
 from tests.conftest import read_data
 
 
@@ -246,7 +246,7 @@ def test_calibrate_bad_calibration_and_g(capsys, tmp_path):
 
 
 # --- conventions, limits, progress, Ctrl-C (issue 10) -------------------------------------
-from models.cli import COMMANDS, MAX_SEARCHES  # noqa: E402
+from models.present.cli import COMMANDS, MAX_SEARCHES  # noqa: E402
 
 
 def test_version(capsys):
@@ -308,7 +308,7 @@ def test_every_k_of_every_built_in_system_is_within_the_default_limits(capsys):
     GB200 NVL72 rack's C(72, 4) = 1,028,790 sets are refused at once, saying how to raise it."""
     from math import comb
 
-    from models.cli import MAX_SETS
+    from models.present.cli import MAX_SETS
     sizes = {system: len(topo.gpus(topo.build(system))) for system in topo.SYSTEMS}
     for k in (4, 8):  # the most sets and classes; k = 1 is one class
         for system, n in sizes.items():
@@ -321,7 +321,7 @@ def test_every_k_of_every_built_in_system_is_within_the_default_limits(capsys):
 
 
 def test_progress_is_silent_when_piped_or_json(capsys):
-    from models.progress import progress_bar, wants_progress
+    from models.present.progress import progress_bar, wants_progress
 
     class Terminal:
         def isatty(self):
@@ -336,7 +336,7 @@ def test_progress_is_silent_when_piped_or_json(capsys):
 def test_progress_bar_draws_on_a_terminal():
     import io
     pytest.importorskip("tqdm")
-    from models.progress import progress_bar
+    from models.present.progress import progress_bar
 
     stream = io.StringIO()
     with progress_bar("searching", enabled=True, unit="search", stream=stream, delay=0) as progress:
@@ -354,10 +354,10 @@ def test_ctrl_c_is_one_line_exit_130_and_leaves_no_file(tmp_path):
 
     # The child restores Python's SIGINT handler: it would inherit "ignore" from a parent
     # that ignores SIGINT (as a shell does for background jobs), and then rightly ignore it.
-    code = ("import signal, sys, models.cli\n"
+    code = ("import signal, sys, models.present.cli\n"
             "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
             "sys.stderr.write('ready\\n'); sys.stderr.flush()\n"
-            "raise SystemExit(models.cli.main(sys.argv[1:]))\n")
+            "raise SystemExit(models.present.cli.main(sys.argv[1:]))\n")
     argv = ["subsets", "all_reduce", "--system", "2xdgx1v", "-k", "8", "-s", "1G", "--max-searches", "1000"]
     child = subprocess.Popen([sys.executable, "-c", code, *argv], cwd=Path(__file__).parents[1],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

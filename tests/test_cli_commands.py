@@ -17,7 +17,7 @@ import pytest
 
 import models
 import topo
-from models.cli import COMMANDS, main
+from models.present.cli import COMMANDS, main
 from tests.conftest import DATA
 
 
@@ -35,7 +35,7 @@ def one_line_error(capsys, *argv) -> str:
 
 
 def calibration_file(tmp_path, launch_per_gpu: float) -> str:
-    from models.calibration import SCHEMA, SCHEMA_VERSION
+    from models.studies.calibration import SCHEMA, SCHEMA_VERSION
 
     path = tmp_path / "cal.json"
     path.write_text(json.dumps({"schema": SCHEMA, "version": SCHEMA_VERSION, "system": "test",

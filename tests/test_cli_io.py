@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import topo
-from models.cli import main
+from models.present.cli import main
 from tests.conftest import DATA, read_data, watchdog
 
 SMI = str(DATA / "dgx1v_nvidia_smi_topo.txt")
@@ -284,7 +284,7 @@ def test_calibrate_check_and_report_take_topo_files(capsys, tmp_path):
                                                                    "--out", tmp_path / "c2.json")
     # The report of a GraphML file: a DGX A100 (one NCCL channel search per set class, where a
     # DGX-1V's report adds its 73 classes, the training step and the measurements: the same
-    # page code, tested on the built-in systems in tests/models/test_report.py).
+    # page code, tested on the built-in systems in tests/models/present/test_report.py).
     ok(capsys, "export", "dgxa100", "--out", tmp_path / "a100.graphml")
     out = ok(capsys, "report", "--topo-file", tmp_path / "a100.graphml", "--out", tmp_path / "r.html")
     assert out.startswith("wrote ") and out.rstrip().endswith("comparing DGX A100")

@@ -13,7 +13,7 @@ EXAMPLES = sorted(p for p in (Path(__file__).parents[1] / "examples").glob("*.py
 
 # Command-line arguments of the examples whose default question is slow to answer: the same
 # code paths on a smaller question (the planner's full searches are tested in
-# tests/models/test_plan.py).
+# tests/models/studies/test_plan.py).
 ARGUMENTS = {
     # One tensor-parallel degree (Megatron-LM's own, 8) instead of every degree: both systems,
     # their best layouts and the comparison are still printed (5 s -> 1 s).

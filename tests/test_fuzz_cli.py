@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from models.cli import main
+from models.present.cli import main
 from tests.conftest import watchdog
 
 SPECS = st.one_of(

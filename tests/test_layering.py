@@ -71,8 +71,8 @@ def _graph() -> nx.DiGraph:
 
 
 def test_the_scan_sees_the_layers():
-    assert {"topo.schema", "models.nccl.search", "models.collectives", "models.cli"} <= set(MODULES)
-    assert _graph().has_edge("models.collectives", "models.nccl.channels")
+    assert {"topo.schema", "models.engine.nccl.search", "models.predict.collectives", "models.present.cli"} <= set(MODULES)
+    assert _graph().has_edge("models.predict.collectives", "models.engine.nccl.channels")
 
 
 def test_no_import_cycle_even_inside_functions():

@@ -22,10 +22,6 @@ FORBIDDEN = tuple(part + suffix for part, suffix in (
     ("nccl-model", ".md"), ("hardware", ".md"), ("peers", ".md"), ("style-anchors", ".md"),
     ("../", "shared"), ("shared/", "reference")))
 
-# TODO(lead): remove each entry once the file is rewritten without the out-of-repository
-# citations (models/nccl/search.py and models/collectives.py are being rewritten by another
-# helper; tests/models/test_search.py goes with search.py).
-PENDING: set = set()  # files not yet rewritten (none)
 
 _KEY = re.compile(r"\[(S\d+[a-z]?)\]")
 
@@ -44,11 +40,10 @@ FILES = [p for p in _files() if "__pycache__" not in p.parts]
 
 def test_the_scan_sees_the_packages():
     names = {_relative(p) for p in FILES}
-    assert {"topo/specs.py", "models/nccl/profiles.py", "tests/test_provenance.py"} <= names
-    assert PENDING <= names, "a pending file is gone: drop it from PENDING"
+    assert {"topo/specs.py", "models/engine/nccl/profiles.py", "tests/test_provenance.py"} <= names
 
 
-@pytest.mark.parametrize("path", [p for p in FILES if _relative(p) not in PENDING], ids=_relative)
+@pytest.mark.parametrize("path", FILES, ids=_relative)
 def test_no_citation_outside_the_repository(path):
     text = path.read_text(encoding="utf-8")
     found = [(n, word) for n, line in enumerate(text.splitlines(), 1) for word in FORBIDDEN

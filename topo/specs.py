@@ -6,7 +6,7 @@ these tables; no bandwidth, latency or port count appears as a literal anywhere 
 ``bandwidth`` of a link technology is the line rate per direction of one physical link, as
 the vendor states it; the graphs carry it (``links`` x ``bandwidth`` on each edge). What NCCL
 charges for a link is not a hardware fact and lives with NCCL's other constants, in the NCCL
-profiles of :mod:`models.nccl.profiles`.
+profiles of :mod:`models.engine.nccl.profiles`.
 
 A fact that is not established by its sources is tagged [U] (uncertain) in the entry's
 ``uncertain`` text, so nobody mistakes it for a verified figure. Link latencies are not

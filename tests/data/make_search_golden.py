@@ -4,9 +4,9 @@ Run: python tests/data/make_search_golden.py tests/data/search_golden.json
 """
 import itertools, json, random, sys, time
 import topo
-from models.nccl.search import search_channels_in
-from models.nccl.system import NcclSystem
-from models.collectives import estimate
+from models.engine.nccl.search import search_channels_in
+from models.engine.nccl.system import NcclSystem
+from models.predict.collectives import estimate
 
 def rec(system, G, sets, tree=True):
     fab = NcclSystem(G)

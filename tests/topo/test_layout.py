@@ -151,5 +151,5 @@ def test_a_broken_cube_mesh_falls_back_to_the_ring():
 
 
 
-# That topo.layout and models import no plotly, and topo.plot / models.plot do, is checked in
+# That topo.layout and models import no plotly, and topo.plot / models.present.plot do, is checked in
 # tests/test_imports.py (one subprocess for every import check).

@@ -1,0 +1,300 @@
+"""The channel graphs of a communicator for its NCCL release, and its tuning inputs.
+
+One entry point, :func:`channel_graphs`, picks how the release builds channels
+(:attr:`models.engine.nccl.profiles.NcclProfile.ring_builder`): NCCL 2.0-2.4 build rings from NVLink
+counts (:mod:`models.engine.nccl.legacy_rings`, no tree graph), v2.5+ run the topology search
+(:mod:`models.engine.nccl.search`) and, where NCCL enables NVLink SHARP, the NVLS search
+(:mod:`models.engine.nccl.nvls`). It returns the graphs and the :class:`Communicator` bound to the
+fabric's profile, so the tuning model cannot be run under another release.
+
+Multi-node NVLink (MNNVL, NVIDIA/nccl v2.20.3+ src/init.cc, src/graph/topo.cc): GPUs of
+different hosts joined by one NVSwitch domain (a GB200 NVL72's 18 trays) form a *clique*, and
+NCCL fuses the topology of the clique into one system with one NVSwitch node: the clique is
+one NCCL node. :func:`nccl_view` gives the search that view: a copy of the graph in which every
+node of the clique's hosts carries the clique's first host, so the unchanged channel search sees
+one node (with all the clique's NICs, as NCCL's fused XML has them). v2.21+ do this for every
+clique of more than one host; v2.20 only when one clique holds every rank; earlier releases
+have no MNNVL (each tray is a node and needs a network).
+
+NCCL's fused system has a single NVS node: every NVLink of a GPU to any NVSwitch chip goes to
+``nodes[NVS].nodes[0]`` (NVIDIA/nccl v2.27.7-1 src/graph/topo.cc ``ncclTopoConnectNodes``), so a
+GPU has one link to it, the sum of its NVLinks (on an NVL72 18 x 40.1 = 721.8 GB/s). The view
+does the same where it changes nothing but the cost: the chips a clique's GPUs reach become one
+switch node when every GPU has the same links to every chip and the chips link only to those
+GPUs (a single-level switch plane, as the rack's 18 chips are). A route over 18 parallel planes
+then becomes one two-edge route, which is what makes the 72-GPU search cheap. The loads of the
+channels are split back over the chips in proportion to their links, so results name the
+fabric's own edges. A fabric that breaks the symmetry (a failed chip or link) keeps its chips.
+
+Examples
+--------
+>>> import topo
+>>> from models.engine.nccl.system import NcclSystem
+>>> g = channel_graphs(NcclSystem(topo.dgx1(), "2.3.7"), [f"gpu{i}" for i in range(5)])
+>>> g.ring.nchannels, g.tree, g.communicator.profile.version
+(1, None, '2.3.7')
+>>> h = channel_graphs(NcclSystem(topo.build("dgxh100")), [f"gpu{i}" for i in range(8)])
+>>> h.nvls.nchannels, h.nvls.bw_intra / 1e9, h.nvls_reason
+(8, 40.0, '')
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import weakref
+from dataclasses import dataclass
+
+from topo.cluster import network_nics
+
+from .legacy_rings import legacy_rings
+from .nvls import NvlsGraph, nvlink_cliques, nvls_search, nvls_support
+from .search import ChannelSearch, LinkLoad, search_channels_in
+from .system import NcclSystem
+from .tuning import ChannelGraph, Communicator
+
+__all__ = ["ChannelGraphs", "channel_graphs", "nccl_view"]
+
+# One MNNVL view per (fabric, clique hosts): the fused copy is built once per fabric.
+_VIEWS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+# Per MNNVL view whose switch chips were merged: merged node -> ((chip, share of the links), ...).
+_SPLITS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelGraphs:
+    """What a release builds for a communicator.
+
+    Attributes
+    ----------
+    ring : ChannelSearch
+        The ring channels (the search's result, or the pre-2.5 rings in its form).
+    tree : ChannelSearch or None
+        The single-node tree graph; None before v2.5 (no tree search) and across nodes (the
+        tree is taken as the ring's channels, as :mod:`models.predict.collectives` did).
+    communicator : Communicator
+        The tuning model's inputs, bound to the fabric's profile (with the NVLS graph).
+    nvls : NvlsGraph or None
+        The NVLS graph when NCCL sets ``nvlsSupport``.
+    nvls_reason : str
+        Why there is no NVLS graph (``""`` when there is one).
+    mnnvl : bool
+        GPUs of several hosts were fused into one NCCL node (a multi-node NVLink clique).
+    fabric : NcclSystem
+        The view the searches ran on (the fused copy under MNNVL, else the given fabric).
+    """
+
+    ring: ChannelSearch
+    tree: ChannelSearch | None
+    communicator: Communicator
+    nvls: NvlsGraph | None = None
+    nvls_reason: str = ""
+    mnnvl: bool = False
+    fabric: NcclSystem | None = None
+
+
+def nccl_view(fabric: NcclSystem, nodes) -> tuple:
+    """NCCL's node partition of GPUs ``nodes``: the fabric the search runs on, and MNNVL.
+
+    Returns
+    -------
+    (NcclSystem, bool)
+        ``fabric`` itself when no multi-node NVLink clique applies; otherwise a view of a copy
+        of its graph in which the hosts of each clique are one host, and True.
+    """
+    G, profile = fabric.G, fabric.profile
+    nodes = list(nodes)
+    if profile.mnnvl == "none" or not _nvlink_leaves_host(fabric, nodes):
+        return fabric, False
+    hosts_of = [sorted({G.nodes[n]["host"] for n in clique}) for clique in nvlink_cliques(G, nodes)]
+    fused = [hosts for hosts in hosts_of if len(hosts) > 1]
+    if not fused:
+        return fabric, False
+    all_hosts = {G.nodes[n]["host"] for n in nodes}
+    if profile.mnnvl == "all_ranks" and not (len(hosts_of) == 1 and set(hosts_of[0]) == all_hosts):
+        return fabric, False
+    key = tuple(tuple(h) for h in fused)
+    views = _VIEWS.setdefault(fabric, {})
+    if key not in views:
+        host_map = {h: hosts[0] for hosts in fused for h in hosts}
+        H = G.copy()
+        for _, data in H.nodes(data=True):
+            if data.get("host") in host_map:
+                data["host"] = host_map[data["host"]]
+        split = {}
+        for clique in nvlink_cliques(G, nodes):
+            if any(G.nodes[n]["host"] in host_map for n in clique):
+                split.update(_merge_switches(H, clique))
+        views[key] = NcclSystem(H, profile, validate=False)
+        if split:
+            _SPLITS[views[key]] = split
+    return views[key], True
+
+
+def _merge_switches(H, clique) -> dict:
+    """Merge the NVSwitch chips that ``clique``'s GPUs reach into one node of ``H``, in place,
+    where that is exact (module docstring); return {merged node: ((chip, share), ...)}.
+
+    Exact when every chip links only to GPUs, both ways, all chips to the same GPUs (the
+    domain, which may hold GPUs outside the communicator: routes never cross them), every
+    GPU of the domain with the same links to each chip, and the chips of one model.
+    """
+    chips = sorted({v for g in clique for v, d in H.adj[g].items()
+                    if d["kind"] == "nvlink" and H.nodes[v]["kind"] == "nvswitch"},
+                   key=lambda c: (H.nodes[c].get("index", 0), str(c)))
+    if len(chips) < 2:
+        return {}
+    first = chips[0]
+    domain = list(H.adj[first])
+    members = set(domain)
+    model = H.nodes[first].get("model")
+    for c in chips:
+        if set(H.adj[c]) != members or set(H.pred[c]) != members or H.nodes[c].get("model") != model:
+            return {}
+    if any(H.nodes[g]["kind"] != "gpu" for g in domain):
+        return {}
+    row = [H.adj[domain[0]][c] for c in chips]
+    want = [(d["kind"], d["link"], d["links"], d["bandwidth"], d["latency"]) for d in row]
+    if len({(w[0], w[1], w[4]) for w in want}) != 1 or want[0][0] != "nvlink":
+        return {}
+    for g in domain:
+        for c, w in zip(chips, want):
+            for d in (H.adj[g][c], H.adj[c][g]):
+                if (d["kind"], d["link"], d["links"], d["bandwidth"], d["latency"]) != w:
+                    return {}
+    total = sum(w[3] for w in want)
+    shares = tuple((c, w[3] / total) for c, w in zip(chips, want))
+    data = dict(H.nodes[first])
+    data["ports"] = sum(H.nodes[c].get("ports", 0) for c in chips)
+    edge = dict(row[0])
+    edge["links"] = sum(w[2] for w in want)
+    edge["bandwidth"] = total
+    merged = f"nccl.nvs.{first}"
+    H.remove_nodes_from(chips)
+    H.add_node(merged, **data)
+    for g in domain:
+        H.add_edge(g, merged, **edge)
+        H.add_edge(merged, g, **edge)
+    return {merged: shares}
+
+
+def _split_loads(search, split):
+    """``search`` with the loads on merged switch nodes spread back over the chips."""
+    if search is None or not split:
+        return search
+    loads = []
+    for load in search.loads:
+        u, v = load.edge
+        shares = split.get(v) or split.get(u)
+        if shares is None:
+            loads.append(load)
+            continue
+        for chip, share in shares:
+            edge = (u, chip) if v in split else (chip, v)
+            loads.append(LinkLoad(edge, load.reserved * share, load.capacity * share))
+    return dataclasses.replace(search, loads=tuple(loads))
+
+
+def _ranges(values) -> str:
+    """Sorted whole numbers as ``0-17`` or ``0-3,8``."""
+    parts, start = [], None
+    for i, v in enumerate(values):
+        if start is None:
+            start = v
+        if i + 1 == len(values) or values[i + 1] != v + 1:
+            parts.append(str(start) if start == v else f"{start}-{v}")
+            start = None
+    return ",".join(parts)
+
+
+_NO_HOST = object()  # the host of a node that is neither a GPU nor an NVSwitch
+
+
+def _nvlink_leaves_host(fabric, nodes) -> bool:
+    """Whether an NVLink leaves a GPU or NVSwitch of the hosts of ``nodes`` for a GPU or NVSwitch of
+    another host: without one, no NVLink clique of ``nodes`` spans hosts (a path from one host to
+    another crosses such a link), which spares the clique search over a large cluster."""
+    G, kind = fabric.G, fabric.router.kind
+    hosts = {G.nodes[n]["host"] for n in nodes}
+    fabric_nodes = ("gpu", "nvswitch")
+    host_of = {n: data.get("host") for n, data in G.nodes(data=True) if data["kind"] in fabric_nodes}
+    for u, neighbours in G.adjacency():
+        host = host_of.get(u, _NO_HOST)
+        if host in hosts:
+            for v, data in neighbours.items():
+                if data["kind"] == "nvlink" and kind[v] in fabric_nodes and host_of[v] != host:
+                    return True
+    return False
+
+
+def _nvls(fabric, nodes, nnodes, mnnvl) -> tuple:
+    """The NVLS graph of the communicator (the worst NCCL node), or None and the reason."""
+    G = fabric.G
+    hosts: dict = {}
+    for n in nodes:
+        hosts.setdefault(G.nodes[n]["host"], []).append(n)
+    graphs = []
+    for host, members in hosts.items():
+        supported, reason = nvls_support(fabric, members, nnodes=nnodes,
+                                         clique=len(members) if mnnvl else None)
+        if not supported:
+            return None, reason
+        nets = network_nics(fabric.G, host) if nnodes > 1 else ()
+        if nnodes > 1 and not nets:
+            return None, f"host {host} has no NIC on a network for NVLSTree"
+        graph = nvls_search(fabric, members, nets)
+        if graph.nchannels == 0:
+            return None, "the NVLS search found no channel (NCCL clears nvlsSupport)"
+        graphs.append(graph)
+    # NCCL reduces nChannels and the bandwidths to the minimum over the ranks (src/init.cc).
+    return min(graphs, key=lambda g: (g.nchannels, g.bw_intra, g.bw_inter)), ""
+
+
+def channel_graphs(fabric: NcclSystem, nodes) -> ChannelGraphs:
+    """Channel graphs and communicator of GPUs ``nodes`` (index order) under ``fabric.profile``.
+
+    Parameters
+    ----------
+    fabric : NcclSystem
+        The fabric and the NCCL release (``fabric.profile``).
+    nodes : sequence of node ids
+        Two or more GPUs in rank order (index order, hosts first).
+
+    Returns
+    -------
+    ChannelGraphs
+    """
+    profile = fabric.profile
+    nodes = list(nodes)
+    view, mnnvl = nccl_view(fabric, nodes)
+    G = view.G
+    ccs = [G.nodes[n]["compute_capability"] for n in nodes]
+    if profile.ring_builder == "p2p_rings":
+        built = legacy_rings(view, nodes)
+        ring, tree, ring_graph = built.search, None, built.graph()
+    else:
+        ring = search_channels_in(view, nodes, pattern="ring")
+        tree = None if ring.nnodes > 1 else search_channels_in(
+            view, nodes, pattern="balanced_tree", min_channels=ring.nchannels,
+            max_channels=ring.nchannels)
+        ring_graph = ring.graph()
+    tree_graph = tree.graph() if tree is not None else ChannelGraph(
+        ring_graph.nchannels, ring_graph.bw_intra, ring_graph.type_intra,
+        type_inter=ring_graph.type_inter, pattern="balanced_tree",
+        same_channels=ring_graph.same_channels, nthreads=ring_graph.nthreads)
+    if profile.ring_builder == "p2p_rings" or profile.nvls is None:
+        nvls, reason = None, f"NCCL {profile.version} has no NVLS (it arrives in v2.17.1)"
+    else:
+        nvls, reason = _nvls(view, nodes, ring.nnodes, mnnvl)
+    split = _SPLITS.get(view)
+    ring, tree = _split_loads(ring, split), _split_loads(tree, split)
+    if mnnvl:
+        hosts = sorted({fabric.G.nodes[n]["host"] for n in nodes})
+        note = (f"MNNVL: the GPUs of hosts {_ranges(hosts)} share one NVLink domain and are "
+                f"{ring.nnodes} NCCL node(s) (NCCL {profile.version} fuses a clique's hosts, "
+                f"src/graph/topo.cc; tuning counts a clique as one node)")
+        ring = dataclasses.replace(ring, trace=(note, *ring.trace))
+    comm = Communicator(len(nodes), ring_graph, tree_graph, min(ccs), nnodes=ring.nnodes,
+                        compute_capability_max=max(ccs), profile=profile,
+                        nvls=None if nvls is None else nvls.graph(),
+                        nvls_reason=reason or "NVLS is supported")
+    return ChannelGraphs(ring, tree, comm, nvls, reason, mnnvl, view)

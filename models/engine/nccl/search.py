@@ -1,0 +1,1501 @@
+"""NCCL's channel search on a fabric: the rings and trees a communicator of GPUs gets.
+
+NCCL builds its collectives on *channels*: for the ring algorithm, each channel is an order
+of the GPUs whose consecutive hops (and the hop back to the first) are routed over the
+fabric; for the tree algorithm inside a node, each channel is a chain of the GPUs. Every
+channel reserves its per-channel bandwidth ``bwIntra`` on every link its hops cross, so the
+number of channels a fabric holds at a given speed is set by its links (NVIDIA/nccl v2.27.7-1
+src/graph/search.cc). This module replays that search on our graphs as named passes over
+frozen data:
+
+1. **The problem** (:func:`_build_problem`). NCCL's view of the fabric
+   (:class:`models.engine.nccl.system.NcclSystem`): only the communicator's GPUs are in NCCL's system
+   (a GPU outside the communicator cannot relay), links are charged NCCL's figures, hops follow
+   the router with NCCL's relay through one member GPU (NVB), a route through NVSwitches is
+   sprayed over the parallel switch planes (NCCL's single aggregated NVSwitch node). Across
+   hosts the node's NICs join: a channel enters the node by a NIC, crosses its GPUs and
+   leaves by a NIC.
+2. **Start.** ``maxBw`` is the widest GPU-to-GPU path (GPU-to-NET with NICs), ``totalBw`` the
+   widest per-GPU sum of NVLink bandwidth (or its PCIe link); the search starts at the first
+   speed of the profile's array not above ``maxBw`` with ``speed x minChannels <= totalBw``.
+3. **Pass 1** (:func:`_pass1`). At each speed, find as many channels as fit (up to
+   ``maxChannels``), first with every channel the same order (``sameChannels``), then with
+   free orders, then with worse path types allowed, then at the next lower speed (while it is
+   more than 0.49 of the best found). Stop when the channels fill ``totalBw`` or the search is
+   perfect.
+4. **Duplication** (:func:`dup_channels`): fast channels are split in two.
+5. **Pass 2** (:func:`_pass2`). Try higher speeds with the same number of channels.
+
+Each channel search (:class:`_Dfs`) is a depth-first search with NCCL's candidate order (PCI
+order first, then a replay of the previous channel, then the other GPUs by path bandwidth; on an
+NVSwitch system only the next and previous GPU) and NCCL's budget of steps. It keeps the best set
+of channels (most ``nChannels x bw``, then fewest hops). Deviations from NCCL, all marked in the
+code: a branch (or a whole speed) that provably cannot beat the best set found is cut short, which
+can only matter when NCCL's own search would have run out of budget; a search that ran out of
+budget below what the links admit is restarted with seeded orders, so that more links never give
+fewer channels (not when an exhaustive check over the distinct ring channels shows that no more
+fit: the restarts could not change the answer); a search stops at the first set as large as the
+links admit (NCCL goes on for an equal set with fewer hops, which changes which channels are
+listed, not their number).
+
+A host's search depends only on its problem (GPUs, NICs, edges, capacities, routes), the GPUs'
+compute capability and the profile; results are kept by that content (the last 256), so an equal
+host of another call, graph or copy is not searched again.
+
+What is not modelled: crossNic, NVLS, CollNet, the pre-Ampere ``fwBw/8`` reverse charge (it
+applies only to paths that start at an NVSwitch or a NIC).
+
+Examples
+--------
+>>> import topo
+>>> ring = search_channels(topo.dgx1v())
+>>> ring.nchannels, ring.bw_intra / 1e9, ring.type_intra.name
+(6, 20.0, 'NVL')
+>>> search_channels(topo.dgx2(), [0, 5, 9]).nchannels
+6
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import random
+import weakref
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import numpy as np
+
+from topo.cluster import network_nics
+from topo.errors import DgxTopoError
+from topo.schema import validate
+from topo.select import select_gpus
+
+from ..routes import PathType
+from .profiles import nccl_profile
+from .system import NcclSystem
+from .tuning import PATTERNS as TUNING_PATTERNS, ChannelGraph
+
+__all__ = ["ChannelSearch", "ChannelSearchError", "LinkLoad", "ChannelDuplication", "search_channels",
+           "search_channels_in", "dup_channels", "PATTERNS"]
+
+#: Search patterns: NCCL's ring graph (id 0) and its single-node tree graph (id 1).
+PATTERNS = ("ring", "balanced_tree")
+
+# Search budgets, counted in GPU placements (NVIDIA/nccl v2.27.7-1 src/graph/search.cc, v2.19+):
+# NCCL_SEARCH_TIMEOUT 2^14, NCCL_SEARCH_TIMEOUT_TREE 2^14, NCCL_SEARCH_TIMEOUT_SAMECHANNELS 2^8.
+_TIMEOUT = 1 << 14
+_TIMEOUT_TREE = 1 << 14
+_TIMEOUT_SAME_CHANNELS = 1 << 8
+# Restarts after a search that ran out of budget below what the links admit (not NCCL's).
+# Four seeds: on every subset of 3 to 8 GPUs of a DGX-1, a DGX-1V, a DGX-1V with one more 0-1
+# NVLink and one with the 0-3 bundle thinned, and a sample of 2xdgx1v sets (1,136 searches),
+# two seeds already find what sixteen find (checked 2026-11-30); four keep a margin.
+_RESTARTS = 4
+_RESTART_BUDGET = 1 << 11
+# Lowering the speed stops once it would fall to 0.49 of the best solution (search.cc).
+_SPEED_FLOOR = 0.49
+# Capacity comparisons tolerate this much rounding, as NCCL's SUB_ROUND keeps 0.001 GB/s.
+_SLACK = 1e3  # [B/s]
+# The fallback when nothing is found: one channel in index order at 0.1 GB/s, type SYS.
+_FALLBACK_BW = 0.1e9  # [B/s]
+# More channels than any bound: no limit.
+_UNBOUNDED = 1 << 30
+
+
+class ChannelSearchError(DgxTopoError):
+    """Bad arguments to the channel search."""
+
+
+@dataclass(frozen=True, slots=True)
+class LinkLoad:
+    """What the channels reserve on one directed edge.
+
+    Attributes
+    ----------
+    edge : tuple
+        ``(u, v)``.
+    reserved : float
+        Sum over channels of ``bwIntra x share`` (x 6/5 on PHB PCIe hops). [B/s]
+    capacity : float
+        NCCL's capacity of the edge (:func:`nccl_capacity`). [B/s]
+    """
+
+    edge: tuple
+    reserved: float
+    capacity: float
+
+    @property
+    def utilisation(self) -> float:
+        """``reserved / capacity``."""
+        return self.reserved / self.capacity
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelSearch:
+    """The channels NCCL's search finds for a set of GPUs: an ``ncclTopoGraph``.
+
+    Attributes
+    ----------
+    pattern : str
+        ``"ring"`` or ``"balanced_tree"``.
+    gpus : tuple
+        The communicator's GPU nodes, in index order.
+    channels : tuple of tuple
+        Per channel, the GPU order (a ring closes back to its first GPU; a tree channel is
+        a chain from its first GPU). After duplication, as NCCL logs them.
+    bw_intra : float
+        Bandwidth each channel reserves on every link it crosses, NCCL's ``bwIntra``. [B/s]
+    type_intra : PathType
+        The worst path type the channels were allowed (NCCL's ``typeIntra``).
+    same_channels : bool
+        Every channel follows the same order.
+    max_bw, total_bw : float
+        NCCL's ``maxBw`` and ``totalBw`` of this GPU set. [B/s]
+    loads : tuple of LinkLoad
+        The edges the channels cross, most utilised first.
+    duplicated : bool
+        The channels were split by ``ncclTopoDupChannels``.
+    timed_out : bool
+        Some search ran out of NCCL's step budget.
+    trace : tuple of str
+        The searches tried, in order, with what each found (for ``--explain``).
+    nets : tuple of tuple
+        Across nodes: per channel, the NIC it enters the node by and the NIC it leaves by.
+    type_inter : PathType
+        NCCL's ``typeInter``: the worst GPU-to-NIC path type allowed (PIX on one node).
+    nnodes : int
+        Hosts the communicator spans.
+    """
+
+    pattern: str
+    gpus: tuple
+    channels: tuple
+    bw_intra: float
+    type_intra: PathType
+    same_channels: bool
+    max_bw: float
+    total_bw: float
+    loads: tuple
+    duplicated: bool
+    timed_out: bool
+    trace: tuple
+    nets: tuple = ()
+    type_inter: PathType = PathType.PIX
+    nnodes: int = 1
+
+    @property
+    def nchannels(self) -> int:
+        """Number of channels, NCCL's ``graph.nChannels`` (before ``ncclTopoPostset`` doubles
+        ``comm->nChannels``)."""
+        return len(self.channels)
+
+    @property
+    def bandwidth(self) -> float:
+        """``nchannels x bw_intra``: the bus bandwidth the channels carry. [B/s]"""
+        return self.nchannels * self.bw_intra
+
+    @property
+    def bottleneck(self) -> tuple:
+        """The edges the channels fill (utilisation within 0.1 % of the highest)."""
+        if not self.loads:
+            return ()
+        top = self.loads[0].utilisation
+        return tuple(load.edge for load in self.loads if load.utilisation >= top * 0.999)
+
+    def graph(self) -> ChannelGraph:
+        """The tuning model's view of this result."""
+        return ChannelGraph(self.nchannels, self.bw_intra, self.type_intra.name,
+                            type_inter=self.type_inter.name, pattern=self.pattern,
+                            same_channels=self.same_channels)
+
+
+# ----------------------------------------------------------------------- frozen problem data
+@dataclass(frozen=True, slots=True)
+class _Hop:
+    """A routed hop (GPU to GPU, NIC to GPU or GPU to NIC) as the search charges it.
+
+    ``flow`` lists every directed edge the hop crosses as ``(edge index, multiplier)``;
+    ``charges`` is the same over edge *classes* (edges that every hop charges alike and that
+    have the same capacity always have the same room left, so the search books one of them:
+    the six planes of a DGX-2's NVSwitch hop are one class).
+    """
+
+    type: PathType
+    bandwidth: float  # [B/s]
+    flow: tuple
+    charges: tuple
+    nhops: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Ports:
+    """Per GPU, the edges its allowed hops leave and enter it by (see :func:`_channel_bound`).
+
+    ``pairs`` are ``(out edge, in edge)`` of the direct NVLink bundles to a neighbour that only
+    the direct hops use; ``exits`` and ``entries`` are ``(edge, smallest share)`` of the rest.
+    """
+
+    pairs: tuple
+    exits: tuple
+    entries: tuple
+
+
+@dataclass(frozen=True, slots=True)
+class _Problem:
+    """The communicator's GPUs of one host (and its NICs), their hops and the edge capacities.
+
+    Edges are numbered in the order the hops first cross them; ``edge_class[k]`` is the class
+    the search books edge ``k`` under, ``class_capacity`` the starting room of each class.
+    """
+
+    gpus: tuple
+    nvswitch: bool
+    edges: tuple
+    capacity: tuple  # per edge [B/s]
+    edge_class: tuple
+    class_capacity: tuple  # [B/s]
+    hop: tuple  # hop[i][j]: _Hop from GPU i to GPU j (None on the diagonal)
+    order: tuple  # order[i]: NCCL's candidates after GPU i, best first
+    types: tuple  # the GPU-to-GPU path types present, ascending
+    max_bw: float
+    total_bw: float
+    nets: tuple = ()
+    net_in: tuple = ()  # net_in[m][i]: NIC m -> GPU i
+    net_out: tuple = ()  # net_out[i][m]: GPU i -> NIC m
+    net_ports: tuple = ()  # per NIC: (port-in class, port-out class)
+    net_types: tuple = ()
+    net_firsts: tuple = ()  # per NIC: the GPUs a channel may enter first, best first
+    net_entries: tuple = ()  # the classes of the edges a channel from a NIC enters a GPU by
+    net_exits: tuple = ()  # the classes of the edges a channel to a NIC leaves a GPU by
+    gpu_out: tuple = ()  # the class of every edge a hop between two GPUs leaves its GPU by
+    ports: dict = None  # PathType -> tuple of _Ports per GPU (rings without NICs)
+    usable: dict = None  # typeInter -> the NIC-side classes that bound the channels at that type
+    allowed: dict = None  # typeIntra -> per GPU, (j, charges) of its hops to / from j of that type or better
+    bounds: dict = None  # (speed, typeIntra, ring, typeInter) -> {room left per class: channel bound}
+    n: int = 0  # len(gpus)
+    ring_near: tuple = ()  # per GPU: the next then the previous GPU (NVSwitch candidates)
+    tree_near: tuple = ()  # per GPU: the previous then the next GPU
+
+
+def _build_problem(fabric, gpus, nets=()) -> _Problem:
+    """Route every hop of the communicator once and number the edges they cross."""
+    G, profile = fabric.G, fabric.profile
+    members = set(gpus)
+    n = len(gpus)
+    edges: list = []
+    index: dict = {}
+    capacity: list = []
+
+    def charge(flow, overhead, pcie_only_overhead=True) -> tuple:
+        """``((edge index, multiplier), ...)`` and the hop's width for ``((u, v), share)`` pairs."""
+        charges, width = [], math.inf
+        for (u, v), share in flow:
+            if (u, v) not in index:
+                index[u, v] = len(edges)
+                edges.append((u, v))
+                capacity.append(fabric.capacity(u, v))
+            k = index[u, v]
+            factor = share * (overhead if G.adj[u][v]["kind"] == "pcie" else 1.0)
+            charges.append((k, factor))
+            width = min(width, capacity[k] / factor)
+        return tuple(charges), width
+
+    raw_hop = [[None] * n for _ in range(n)]
+    for i, a in enumerate(gpus):
+        for j, b in enumerate(gpus):
+            if i != j:
+                path_type, flow = fabric.hop(a, b, members)
+                charges, width = charge(flow, fabric.pcie_overhead(path_type))
+                # Parallel switch paths are equally long, so the shares add up to the hops of one.
+                raw_hop[i][j] = (path_type, width, charges, round(sum(f for _, f in flow)))
+    # NET hops (multi-node): NIC -> GPU enters a channel, GPU -> NIC leaves it. Each charges the
+    # PCIe links on the way and the NIC's network port in its direction (NCCL's NET node
+    # bandwidth, speed / 8000 GB/s).
+    raw_in = [[None] * n for _ in nets]
+    raw_out = [[None] * len(nets) for _ in range(n)]
+    net_ports = []
+    for m, nic in enumerate(nets):
+        for i, g in enumerate(gpus):
+            route = fabric.net_route(g, nic)
+            overhead = fabric.pcie_overhead(route.path_type)
+            out = (*route.flow, (route.port_out, 1.0))
+            back = ((route.port_in, 1.0), *(((v, u), f) for (u, v), f in reversed(route.flow)))
+            for flow, table in ((out, "out"), (back, "in")):
+                charges, width = charge(flow, overhead)
+                path_type = route.path_type if table == "out" or route.inward else PathType.DIS
+                if path_type == PathType.DIS:  # NCCL has no such path: never chosen, no width
+                    width = 0.0
+                hop = (path_type, width, charges, round(sum(f for _, f in flow)))
+                if table == "out":
+                    raw_out[i][m] = hop
+                else:
+                    raw_in[m][i] = hop
+        net_ports.append((index[route.port_in], index[route.port_out]))
+
+    edge_class, class_capacity = _edge_classes(capacity, [h for row in raw_hop for h in row if h]
+                                               + [h for row in raw_in for h in row]
+                                               + [h for row in raw_out for h in row])
+
+    def make(raw) -> _Hop:
+        path_type, width, flow, nhops = raw
+        merged = dict.fromkeys((edge_class[k], f) for k, f in flow)
+        return _Hop(path_type, width, flow, tuple(merged), nhops)
+
+    hop = tuple(tuple(make(h) if h else None for h in row) for row in raw_hop)
+    net_in = tuple(tuple(make(h) for h in row) for row in raw_in)
+    net_out = tuple(tuple(make(h) for h in row) for row in raw_out)
+    nvswitch = any(G.nodes[v]["kind"] == "nvswitch" for g in gpus for v in G.successors(g))
+    if n > 1:
+        every = [hop[i][j] for i in range(n) for j in range(n) if i != j]
+        max_bw = max(h.bandwidth for h in every)
+        types = tuple(sorted({h.type for h in every}))
+    else:
+        max_bw, types = profile.loc_bandwidth, (PathType.LOC,)
+    if nets:  # with NET nodes, maxBw is the widest GPU-to-NET path (search.cc)
+        max_bw = max(h.bandwidth for row in net_out for h in row)
+    total = 0.0
+    for g in gpus:
+        # NCCL's totalBw: the GPU's NVLink bandwidth (to switches and to GPUs of the
+        # communicator; others are not in NCCL's system) or its PCIe link.
+        nvlink = sum(fabric.capacity(g, v) for v, d in G.adj[g].items() if d["kind"] == "nvlink"
+                     and (G.nodes[v]["kind"] != "gpu" or v in members))
+        pcie = max((fabric.capacity(g, v) for v, d in G.adj[g].items() if d["kind"] == "pcie"), default=0.0)
+        total = max(total, nvlink, pcie)
+    # Candidate order after GPU i (search.cc ncclTopoSearchNextGpuSort without NET): wider path
+    # first, then fewer hops, then index.
+    order = tuple(tuple(sorted((j for j in range(n) if j != i),
+                               key=lambda j, i=i: (-hop[i][j].bandwidth, hop[i][j].nhops, j)))
+                  for i in range(n))
+    problem = _Problem(
+        tuple(gpus), nvswitch, tuple(edges), tuple(capacity), edge_class, class_capacity, hop, order,
+        types, max_bw, total if n > 1 else profile.loc_bandwidth, nets=tuple(nets), net_in=net_in,
+        net_out=net_out, net_ports=tuple((edge_class[a], edge_class[b]) for a, b in net_ports),
+        net_types=tuple(sorted({h.type for row in net_out for h in row if h.type != PathType.DIS})),
+        net_firsts=tuple(tuple(sorted(range(n), key=lambda g, m=m: (-net_in[m][g].bandwidth,
+                                                                  net_in[m][g].type, g)))
+                         for m in range(len(nets))),
+        # The PCIe edges a channel uses to enter its first GPU from a NIC and to leave its last
+        # GPU for a NIC, which bound the channels as tightly as the NIC ports do.
+        net_entries=tuple(edge_class[k] for i in range(n)
+                          for k in sorted({net_in[m][i].flow[-1][0] for m in range(len(nets))
+                                           if net_in[m][i].type != PathType.DIS})),
+        gpu_out=tuple(edge_class[k] for k in sorted({k for row in hop for h in row if h is not None
+                                                     for k, _ in h.flow if edges[k][0] in members})),
+        net_exits=tuple(edge_class[k] for i in range(n)
+                        for k in sorted({net_out[i][m].flow[0][0] for m in range(len(nets))
+                                         if net_out[i][m].type != PathType.DIS})),
+        ports={}, usable={}, allowed={}, bounds={}, n=n,
+        ring_near=tuple(tuple(dict.fromkeys(((i + 1) % n, (i - 1) % n))) for i in range(n)),
+        tree_near=tuple(tuple(dict.fromkeys(((i - 1) % n, (i + 1) % n))) for i in range(n)))
+    if not nets and n > 1:
+        problem.ports.update((t, _gpu_ports(problem, t)) for t in types)
+
+    return problem
+
+
+def _edge_classes(capacity, hops) -> tuple:
+    """Number edges that every hop charges with the same multiplier and that have the same capacity
+    as one class (their room left is always equal)."""
+    columns: dict = {k: [] for k in range(len(capacity))}
+    for h, (_, _, flow, _) in enumerate(hops):
+        for k, f in flow:
+            columns[k].append((h, f))
+    classes: dict = {}
+    edge_class = []
+    class_capacity = []
+    for k in range(len(capacity)):
+        key = (capacity[k], tuple(columns[k]))
+        if key not in classes:
+            classes[key] = len(class_capacity)
+            class_capacity.append(capacity[k])
+        edge_class.append(classes[key])
+    return tuple(edge_class), tuple(class_capacity)
+
+
+def _gpu_ports(problem, type_intra) -> tuple:
+    """Per GPU, the :class:`_Ports` of the hops allowed up to ``type_intra``."""
+    n, gpus, edges = problem.n, problem.gpus, problem.edges
+    index = {e: k for k, e in enumerate(edges)}
+    ports = []
+    for i in range(n):
+        out_use: dict = {}
+        in_use: dict = {}
+        for j in range(n):
+            if j == i:
+                continue
+            for hop, use, end in ((problem.hop[i][j], out_use, 0), (problem.hop[j][i], in_use, 1)):
+                if hop.type > type_intra:
+                    continue
+                for k, f in hop.flow:
+                    if edges[k][end] == gpus[i]:
+                        direct = len(hop.flow) == 1 and f == 1.0
+                        old = use.get(k, (True, math.inf))
+                        use[k] = (old[0] and direct, min(old[1], f))
+        pairs, exits, paired = [], [], set()
+        for k, (direct, f) in out_use.items():
+            back = index.get((edges[k][1], gpus[i]))
+            if direct and back in in_use and in_use[back][0] and n > 2:
+                pairs.append((k, back))
+                paired.add(back)
+            else:
+                exits.append((k, f))
+        entries = [(k, f) for k, (_, f) in in_use.items() if k not in paired]
+        cls = problem.edge_class  # the bound reads the room left per class
+        ports.append(_Ports(tuple((cls[o], cls[b]) for o, b in pairs), tuple((cls[k], f) for k, f in exits),
+                            tuple((cls[k], f) for k, f in entries)))
+    return tuple(ports)
+
+
+# ----------------------------------------------------------------------------- the bound
+def _fits(remaining, hop, speed) -> bool:
+    for k, f in hop.charges:
+        if remaining[k] + _SLACK < speed * f:
+            return False
+    return True
+
+
+def _connected(problem, remaining, speed, type_intra) -> bool:
+    """Every GPU reaches every other by hops that fit ``speed`` now: a channel needs it."""
+    n = problem.n
+    rows = problem.allowed.get(type_intra)
+    if rows is None:  # per GPU, its hops of this type or better: out to j, and in from j
+        hop = problem.hop
+        rows = problem.allowed[type_intra] = tuple(
+            tuple(tuple((j, h[i][j].charges) for j in range(n) if j != i and h[i][j].type <= type_intra)
+                  for i in range(n))
+            for h in (hop, tuple(zip(*hop))))
+    return _reach(rows[0], remaining, speed, n) and _reach(rows[1], remaining, speed, n)
+
+
+def _reach(rows, remaining, speed, n) -> bool:
+    """Whether GPU 0 reaches all ``n`` GPUs by the hops of ``rows`` (per GPU, ``(j, charges)``)
+    that fit ``speed`` in ``remaining``."""
+    seen = [False] * n
+    seen[0] = True
+    todo, count = [0], 1
+    while todo:
+        for j, charges in rows[todo.pop()]:
+            if seen[j]:
+                continue
+            for k, f in charges:  # _fits, inline
+                if remaining[k] + _SLACK < speed * f:
+                    break
+            else:
+                seen[j] = True
+                count += 1
+                if count == n:
+                    return True
+                todo.append(j)
+    return count == n
+
+
+def _channel_bound(problem, remaining, speed, type_intra, ring=True, type_inter=None) -> int:
+    """Most ring channels the links could still hold at ``speed`` with hops up to ``type_intra``.
+
+    ``remaining`` is the room left per edge class. No bound for trees (a chain does not enter
+    its first GPU nor leave its last). Every ring channel leaves and enters every GPU exactly
+    once. Out of GPU i, an edge with room ``r`` carrying share ``f`` of a hop admits
+    ``f x floor(r / (speed x f))`` channels; in a ring of three or more GPUs a channel cannot
+    enter from and leave to the same direct neighbour, so with U entries and V exits of which
+    neighbour x holds u_x and v_x, GPU i admits at most ``min(U, V, U - u_x + V - v_x)``
+    channels. With NICs, every channel enters through one NIC port and leaves through one, of
+    the NICs the GPUs may reach at this ``type_inter``, and through the PCIe edges next to its
+    first and last GPU; and its n - 1 hops between GPUs take their speed from the room on the
+    edges leaving GPUs.
+    """
+    def room(k):
+        return remaining[k] + _SLACK
+
+    if problem.nets:
+        groups = problem.usable.get(type_inter)
+        if groups is None:
+            # The in and out ports of the NICs some GPU reaches at this typeInter, and the PCIe
+            # edges next to the first and last GPUs.
+            usable = [problem.net_ports[m] for m in range(len(problem.nets))
+                      if type_inter is None or any(row[m].type <= type_inter for row in problem.net_out)]
+            groups = problem.usable[type_inter] = (tuple(a for a, _ in usable), tuple(b for _, b in usable),
+                                                   problem.net_entries, problem.net_exits)
+        floor = math.floor
+        limit = _UNBOUNDED
+        for group in groups:
+            total = 0
+            for k in group:
+                total += floor((remaining[k] + _SLACK) / speed)
+            if total < limit:
+                limit = total
+        if problem.n > 1 and limit != 0:
+            # Inside the node a channel makes n - 1 hops between GPUs, each taking at least its
+            # speed from the room on the edges leaving its GPU (shares of one hop add up to 1,
+            # PCIe overheads only add): all channels together need (n - 1) x speed each.
+            room_out = _SLACK
+            for k in problem.gpu_out:
+                room_out += remaining[k]
+            limit = min(limit, floor(room_out / ((problem.n - 1) * speed)))
+            if limit != 0 and not _connected(problem, remaining, speed, type_intra):
+                return 0
+        return limit
+    if problem.n == 1:
+        return _UNBOUNDED
+    if not _connected(problem, remaining, speed, type_intra):
+        return 0
+    if not ring:
+        return _UNBOUNDED
+
+    def units(k, f):
+        return f * math.floor(room(k) / (speed * f))
+
+    bound = _UNBOUNDED
+    for gpu in problem.ports[type_intra]:
+        paired = [(units(o, 1.0), units(b, 1.0)) for o, b in gpu.pairs]
+        out = sum(v for v, _ in paired) + sum(units(k, f) for k, f in gpu.exits)
+        inward = sum(u for _, u in paired) + sum(units(k, f) for k, f in gpu.entries)
+        limit = min(out, inward)
+        for v, u in paired:
+            limit = min(limit, inward - u + out - v)
+        bound = min(bound, math.floor(limit + 1e-9))
+    return bound
+
+
+# ------------------------------------------------------------------------ one DFS (search.cc)
+@dataclass(frozen=True, slots=True)
+class _Attempt:
+    """What one ``ncclTopoSearchRec`` is asked: a speed, the path types allowed, same channels."""
+
+    speed: float  # [B/s]
+    type_intra: PathType
+    type_inter: PathType
+    same: bool
+    ring: bool
+    max_channels: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Found:
+    """What one depth-first search found: its best set of channels (GPU indices) and NICs."""
+
+    channels: tuple
+    nets: tuple
+    hops: float
+    timed_out: bool
+    ceiling: int
+    note: str = ""
+
+
+#: Outcomes a DFS step returns: go on, out of budget, nothing can beat what was found.
+_GO, _OUT_OF_BUDGET, _PERFECT = 0, 1, 2
+
+
+class _Dfs:
+    """The state of one depth-first channel search (NCCL's ``ncclTopoSearchRec``).
+
+    Every step returns :data:`_GO`, :data:`_OUT_OF_BUDGET` or :data:`_PERFECT`; a step that
+    gets anything but ``_GO`` from below returns it at once, which ends the search.
+    """
+
+    __slots__ = ("p", "a", "budget", "steps", "remaining", "channels", "nets", "hops", "entry", "best",
+                 "best_nets", "best_hops", "ceiling", "by_room", "rng", "gpu_ok", "net_ok", "spare", "exits",
+                 "speed", "start_ways")
+
+    def __init__(self, problem, attempt, budget, ceiling, by_room=False, rng=None):
+        self.p, self.a, self.budget, self.ceiling = problem, attempt, budget, ceiling
+        self.by_room = by_room  # candidate order: NCCL's static one, or widest room left first
+        self.rng = rng  # a random.Random shuffles the candidates before that order
+        self.steps = 0
+        self.remaining = list(problem.class_capacity)
+        self.channels: list = []
+        self.nets: list = []  # per placed channel: (NIC index in, NIC index out)
+        self.hops = 0
+        self.entry = None  # NIC the channel being placed entered by
+        self.best: list = []
+        self.best_nets: list = []
+        self.best_hops = math.inf
+        n, hop = problem.n, problem.hop
+        # Tree patterns check the reverse path type too (search.cc).
+        self.gpu_ok = [[i != j and hop[i][j].type <= attempt.type_intra
+                        and (attempt.ring or hop[j][i].type <= attempt.type_intra)
+                        for j in range(n)] for i in range(n)]
+        self.net_ok = attempt.type_inter
+        self.exits: dict = {}  # (last GPU, entry NIC) -> _closings with NICs
+        self.start_ways: dict = {}  # (previous channel, channels placed) -> _starts
+        self.speed = attempt.speed
+        # The bound of each room-left state met, shared by the searches of this attempt: the same
+        # channels booked in another order leave the same room.
+        self.spare = problem.bounds.setdefault((attempt.speed, attempt.type_intra, attempt.ring,
+                                                attempt.type_inter), {})
+
+    def run(self) -> _Found:
+        status = self._start_channel()
+        return _Found(tuple(self.best), tuple(self.best_nets), self.best_hops, status == _OUT_OF_BUDGET,
+                      self.ceiling)
+
+    # -- booking ---------------------------------------------------------------------
+    def _book(self, hop, sign) -> None:
+        amount = sign * self.speed
+        remaining = self.remaining
+        for k, f in hop.charges:
+            remaining[k] -= amount * f
+        self.hops += sign * hop.nhops
+
+    # -- the recursion ---------------------------------------------------------------
+    def _starts(self) -> list:
+        """``(NIC, (first GPU, forced order))`` of each way to start the next channel, in NCCL's
+        order: FORCED_ORDER_PCI (GPU 0, 1, ...) for the first channel, FORCED_ORDER_REPLAY of the
+        previous one after it, then (free channels) every start; with NICs (ncclTopoSearchRecNet)
+        each NIC in turn, from one that spreads the channels over them, as NCCL's local NICs do."""
+        p = self.p
+        previous = self.channels[-1] if self.channels else None
+        key = (previous, len(self.channels) % len(p.nets) if p.nets else 0)
+        ways = self.start_ways.get(key)
+        if ways is not None:
+            return ways
+        free = not self.a.same or previous is None
+        ways = self.start_ways[key] = []
+        if not p.nets:
+            ways.append((None, (0, tuple(range(p.n))) if previous is None else (previous[0], previous)))
+            if free:
+                ways.extend((None, (start, None)) for start in range(p.n))
+            return ways
+        m = len(p.nets)
+        for k in range(m):
+            net = (len(self.channels) + k) % m
+            if previous is not None:
+                ways.append((net, (previous[0], previous)))
+            if free:
+                ways.extend((net, (first, None)) for first in p.net_firsts[net])
+        return ways
+
+    def _start_channel(self) -> int:
+        p, remaining, speed = self.p, self.remaining, self.a.speed
+        for net, (first, forced) in self._starts():
+            if net is None:
+                status = self._place([first], forced)
+            else:
+                hop = p.net_in[net][first]
+                fits = hop.type <= self.net_ok
+                if fits:
+                    for k, f in hop.charges:  # _fits, inline: once per start of a channel
+                        if remaining[k] + _SLACK < speed * f:
+                            fits = False
+                            break
+                if not fits:
+                    continue
+                self._book(hop, +1)
+                self.entry = net
+                status = self._place([first], forced)
+                self._book(hop, -1)
+            if status != _GO:
+                return status
+        return _GO
+
+    def _candidates(self, order, forced) -> list:
+        p = self.p
+        last = order[-1]
+        if forced is not None:
+            following = forced[len(order)] if len(order) < p.n else None
+            return [] if following is None or following in order else [following]
+        if p.nvswitch:
+            # With an NVSwitch, NCCL tries only the neighbours: ring next then previous; trees
+            # previous then next (search.cc ncclTopoSearchNextGpuSort).
+            return [j for j in (p.ring_near if self.a.ring else p.tree_near)[last] if j not in order]
+        candidates = [j for j in p.order[last] if j not in order]
+        if self.rng is not None:
+            self.rng.shuffle(candidates)
+        if self.by_room:
+            candidates.sort(key=self._room_after(last))  # stable: NCCL's order breaks ties
+        return candidates
+
+    def _room_after(self, last):
+        """Sort key: the room left on the tightest edge of the hop from ``last``, widest first."""
+        remaining, row = self.remaining, self.p.hop[last]
+
+        def key(j):
+            room = math.inf
+            for k, f in row[j].charges:
+                r = remaining[k] / f
+                if r < room:
+                    room = r
+            return -room
+        return key
+
+    def _place(self, order, forced) -> int:
+        """Extend the channel ``order`` GPU by GPU, depth first (NCCL's ``ncclTopoSearchTryGpu``).
+
+        The walk keeps its own stack rather than recursing once per GPU: a channel through
+        the 72 GPUs of an NVL72 rack, times the channels placed before it, went beyond
+        Python's recursion limit. Same order, steps and bookings as the recursion it replaces.
+        """
+        remaining, speed = self.remaining, self.a.speed
+        n, gpu_ok, hops = self.p.n, self.gpu_ok, self.p.hop
+        levels: list = []  # per open GPU of the order: (candidates left, gpu_ok row, hop row)
+        taken: list = []   # hop booked from each open level to the GPU after it
+        status = self._arrive(order, forced, levels)
+        while status == _GO and levels:
+            candidates, ok, row = levels[-1]
+            hop = None
+            for j in candidates:
+                if not ok[j]:
+                    continue
+                hop = row[j]
+                for k, f in hop.charges:  # _fits, inline: this is the innermost loop
+                    if remaining[k] + _SLACK < speed * f:
+                        break
+                else:
+                    break
+                hop = None
+            # _book inlined (the innermost loop): x - (-s) * f is x + s * f exactly.
+            if hop is None:  # this level is done: back to the one before
+                levels.pop()
+                if taken:
+                    order.pop()
+                    back = taken.pop()
+                    for k, f in back.charges:
+                        remaining[k] += speed * f
+                    self.hops -= back.nhops
+                continue
+            for k, f in hop.charges:
+                remaining[k] -= speed * f
+            self.hops += hop.nhops
+            order.append(j)
+            taken.append(hop)
+            opened = len(levels)
+            # _arrive inlined for the common case (a GPU to open); the rest as it does.
+            self.steps += 1
+            if self.steps > self.budget:
+                status = _OUT_OF_BUDGET
+            elif len(order) == n:
+                status = self._close(order)
+            else:
+                levels.append((iter(self._candidates(order, forced)), gpu_ok[j], hops[j]))
+                status = _GO
+            if len(levels) == opened:  # a closed channel or the budget: take the hop back
+                order.pop()
+                back = taken.pop()
+                for k, f in back.charges:
+                    remaining[k] += speed * f
+                self.hops -= back.nhops
+        while taken:
+            order.pop()
+            self._book(taken.pop(), -1)
+        return status
+
+    def _arrive(self, order, forced, levels) -> int:
+        """One step of :meth:`_place` at ``order``: count it, close a full channel, or open
+        the order's last GPU as a level of ``levels`` to try its candidates."""
+        self.steps += 1
+        if self.steps > self.budget:
+            return _OUT_OF_BUDGET
+        if len(order) == self.p.n:
+            return self._close(order)
+        last = order[-1]
+        levels.append((iter(self._candidates(order, forced)), self.gpu_ok[last], self.p.hop[last]))
+        return _GO
+
+    def _closings(self, order) -> list:
+        """``(hop, exit NIC)`` of each way to close a channel: a ring's hop back to its first GPU;
+        with NICs, leaving the last GPU for the entry NIC first, then any other; a chain: none."""
+        p, last = self.p, order[-1]
+        if p.nets:
+            key = (last, self.entry)
+            ways = self.exits.get(key)
+            if ways is None:
+                exits = [self.entry] + [k for k in range(len(p.nets)) if k != self.entry]
+                ways = self.exits[key] = [(p.net_out[last][k], k) for k in exits
+                                          if p.net_out[last][k].type <= self.net_ok]
+            return ways
+        if self.a.ring and p.n > 1:
+            return [(p.hop[last][order[0]], None)] if self.gpu_ok[last][order[0]] else []
+        return [(None, None)]
+
+    def _close(self, order) -> int:
+        remaining, speed = self.remaining, self.a.speed
+        for hop, exit_nic in self._closings(order):
+            if hop is not None:
+                fits = True
+                for k, f in hop.charges:  # _fits, inline: once per channel closed
+                    if remaining[k] + _SLACK < speed * f:
+                        fits = False
+                        break
+                if not fits:
+                    continue
+                self._book(hop, +1)
+            self.channels.append(tuple(order))
+            if self.p.nets:
+                self.nets.append((self.entry, exit_nic))
+            status = self._record()
+            if status == _GO and self._bound() > len(self.best):
+                entry = self.entry
+                status = self._start_channel()
+                self.entry = entry
+            self.channels.pop()
+            if self.p.nets:
+                self.nets.pop()
+            if hop is not None:
+                self._book(hop, -1)
+            if status != _GO:
+                return status
+        return _GO
+
+    def _record(self) -> int:
+        """Keep the channels if they beat the best (more, or as many with fewer hops)."""
+        count = len(self.channels)
+        if count > len(self.best) or (count == len(self.best) and self.hops < self.best_hops):
+            self.best, self.best_hops, self.best_nets = list(self.channels), self.hops, list(self.nets)
+        # maxChannels (NCCL's "perfect" search) or all the links can hold: nothing found later
+        # could have more channels. NCCL would search on for an equal set with fewer hops,
+        # which changes which channels are listed, not their number.
+        return _PERFECT if count >= self.ceiling else _GO
+
+    def _bound(self) -> int:
+        """Channels reachable from here: those placed and what the links still admit."""
+        a = self.a
+        state = tuple(self.remaining)
+        spare = self.spare.get(state)
+        if spare is None:
+            spare = self.spare[state] = _channel_bound(self.p, self.remaining, a.speed, a.type_intra, a.ring,
+                                                       a.type_inter)
+        return len(self.channels) + min(a.max_channels - len(self.channels), spare)
+
+
+# Limits of the exhaustive check below: channel kinds and steps (beyond them: unknown).
+_KINDS_MAX = 256
+_EXHAUSTIVE_STEPS = 1 << 12
+
+
+def _ring_kinds(problem, attempt) -> list | None:
+    """The distinct ring channels an attempt allows, each as its charges ``((class, multiplier
+    summed over its hops), ...)``; without the ones another channel beats on every class (a set
+    of channels that fits still fits with them swapped), nor the ones that alone do not fit.
+    None when there are more than :data:`_KINDS_MAX` orders (NIC pairs included)."""
+    n, hop, speed = problem.n, problem.hop, attempt.speed
+    ok = [[i != j and hop[i][j].type <= attempt.type_intra for j in range(n)] for i in range(n)]
+    nets = problem.nets
+    ends = [(a, b) for a in range(len(nets)) for b in range(len(nets))] if nets else [None]
+    # A ring without NICs closes on itself: its orders from GPU 0 are all its rotations.
+    orders, stack = [], [[i] for i in range(n)] if nets else [[0]]
+    while stack:
+        order = stack.pop()
+        if len(order) == n:
+            if nets or ok[order[-1]][order[0]]:
+                orders.append(order)
+                if len(orders) * len(ends) > _KINDS_MAX:
+                    return None
+            continue
+        stack.extend(order + [j] for j in range(n) if j not in order and ok[order[-1]][j])
+    kinds = set()
+    for order in orders:
+        hops = [hop[i][j] for i, j in zip(order, order[1:])]
+        for end in ends:
+            if end is None:
+                path = hops + [hop[order[-1]][order[0]]]
+            else:
+                entry, leave = problem.net_in[end[0]][order[0]], problem.net_out[order[-1]][end[1]]
+                if entry.type > attempt.type_inter or leave.type > attempt.type_inter:
+                    continue
+                path = [entry, *hops, leave]
+            use: dict = {}
+            for h in path:
+                for k, f in h.charges:
+                    use[k] = use.get(k, 0.0) + f
+            if all(speed * f <= problem.class_capacity[k] + 2 * _SLACK for k, f in use.items()):
+                kinds.add(tuple(sorted(use.items())))
+    kinds = sorted(kinds)
+    return [a for a in kinds if not any(b != a and _dominates(b, a) for b in kinds)]
+
+
+def _dominates(b, a) -> bool:
+    """Channel ``b`` charges every class at most as much as channel ``a`` does."""
+    charge = dict(a)
+    return all(k in charge and f <= charge[k] for k, f in b)
+
+
+def _admits_more(problem, attempt, count) -> bool:
+    """Whether ``count + 1`` ring channels of the attempt could fit the links in some order, by
+    exhaustive search over sets of channel kinds (:func:`_ring_kinds`). A relaxation of the
+    channel search (the order of booking does not matter to what fits, and the tolerance is
+    doubled): False proves no search finds more than ``count``. True when it cannot tell (too
+    many kinds or steps)."""
+    kinds = _ring_kinds(problem, attempt)
+    if kinds is None or count >= attempt.max_channels:
+        return kinds is None
+    remaining = [c + _SLACK for c in problem.class_capacity]  # the doubled tolerance
+    return _fill(problem, attempt, kinds, 0, count + 1, remaining, [_EXHAUSTIVE_STEPS])
+
+
+def _fill(problem, attempt, kinds, first, wanted, remaining, steps) -> bool:
+    """Whether ``wanted`` more channels of ``kinds[first:]`` fit ``remaining`` (True when the
+    ``steps`` left run out)."""
+    if wanted == 0:
+        return True
+    steps[0] -= 1
+    if steps[0] < 0:
+        return True
+    speed = attempt.speed
+    if _channel_bound(problem, remaining, speed, attempt.type_intra, True, attempt.type_inter) < wanted:
+        return False
+    for i in range(first, len(kinds)):
+        kind = kinds[i]
+        if all(remaining[k] + _SLACK >= speed * f for k, f in kind):
+            saved = [remaining[k] for k, _ in kind]  # restored exactly, not by adding back
+            for k, f in kind:
+                remaining[k] -= speed * f
+            fits = _fill(problem, attempt, kinds, i, wanted - 1, remaining, steps)
+            for (k, _), value in zip(kind, saved):
+                remaining[k] = value
+            if fits:
+                return True
+    return False
+
+
+def _search_once(problem, attempt, ceiling) -> _Found:
+    """One channel search at one speed and type: NCCL's order in NCCL's budget, then (not NCCL's)
+    seeded restarts when it ran out of budget below what the links admit (``ceiling``)."""
+    budget = _TIMEOUT_SAME_CHANNELS if attempt.same else (_TIMEOUT if attempt.ring else _TIMEOUT_TREE)
+    found = _Dfs(problem, attempt, budget, ceiling).run()
+    # NCCL's static order can spend its whole budget behind a poor first channel (on a DGX-1V
+    # with one more 0-1 link it finds 5 rings of 20 where 6 fit). So that more links never
+    # give fewer channels, restart with the widest room first and ties broken by a seeded
+    # shuffle, keeping the best (reproducible). A restart replays NCCL's own order in a
+    # smaller budget, and so cannot find more, when every candidate list has at most one
+    # GPU (two GPUs) or follows the NVSwitch neighbours: then it is not run.
+    replays = problem.nvswitch or problem.n <= 2
+    if not found.timed_out or attempt.same or len(found.channels) >= ceiling or replays:
+        return found
+    # Restarts keep a result only when it has more channels: when no set of more channels fits
+    # the links (:func:`_admits_more`), they cannot change the answer and are not run.
+    if attempt.ring and not _admits_more(problem, attempt, len(found.channels)):
+        return found
+    for seed in range(_RESTARTS):
+        second = _Dfs(problem, attempt, _RESTART_BUDGET, ceiling, by_room=True, rng=random.Random(seed)).run()
+        if len(second.channels) > len(found.channels):
+            found = dataclasses.replace(second, note=f" (NCCL's order: {len(found.channels)} in its budget; "
+                                                     f"restart {seed}: more)")
+        if len(found.channels) >= ceiling:
+            break
+    return found
+
+
+# ------------------------------------------------------------------------------ the passes
+@dataclass(frozen=True, slots=True)
+class _Solution:
+    """An accepted set of channels (GPU indices of the problem) and what it was searched at."""
+
+    channels: tuple
+    nets: tuple
+    speed: float  # [B/s]
+    type_intra: PathType
+    type_inter: PathType
+    same: bool
+    hops: float
+
+
+@dataclass(frozen=True, slots=True)
+class _Tried:
+    """One attempt: the solution it gave (None below the minimum or skipped), its search (None if
+    skipped) and its line of the trace."""
+
+    solution: _Solution | None
+    found: _Found | None
+    line: str
+
+
+@dataclass(frozen=True, slots=True)
+class _PassResult:
+    """What a pass leaves: the best solution, its trace lines, and whether searches ran out of
+    budget (any of them; the last one run, after which NCCL skips pass 2)."""
+
+    best: _Solution | None
+    trace: tuple
+    timed_out: bool
+    last_timed_out: bool
+
+
+def _try(problem, attempt, minimum, incumbent) -> _Tried:
+    """Search at one speed and type unless the links show it cannot be accepted or beat ``incumbent``."""
+    label = (f"{attempt.speed / 1e9:g} GB/s, type {attempt.type_intra.name}"
+             + (f"/{attempt.type_inter.name}" if problem.nets else "")
+             + f", {'same' if attempt.same else 'free'} channels")
+    ceiling = min(attempt.max_channels,
+                  _channel_bound(problem, problem.class_capacity, attempt.speed, attempt.type_intra,
+                                 attempt.ring, attempt.type_inter))
+    if ceiling < minimum or (incumbent is not None and ceiling * attempt.speed
+                             < len(incumbent.channels) * incumbent.speed - _SLACK):
+        # No set of channels at this speed can be accepted or beat the best: NCCL would search
+        # in vain (and possibly run out of budget), so skip it; the outcome is the same.
+        return _Tried(None, None, f"{label}: skipped, links hold at most {ceiling} channel(s)")
+    if incumbent is not None and ceiling * attempt.speed <= len(incumbent.channels) * incumbent.speed + _SLACK \
+            and ceiling * _fewest_hops(problem, attempt) >= incumbent.hops:
+        # At best a tie in bandwidth, which wins only with fewer hops (ncclTopoCompareGraphs):
+        # even the shortest channels, as many as can tie, have no fewer. Skipped as above.
+        return _Tried(None, None, f"{label}: skipped, at most a tie ({ceiling} channel(s)) with no "
+                                  f"fewer hops")
+    found = _search_once(problem, attempt, ceiling)
+    count = len(found.channels)
+    line = (f"{label}: {count} channel(s)" + (" (budget exhausted)" if found.timed_out else "") + found.note
+            + ("" if count >= minimum else f", fewer than the {minimum} required"))
+    if count < minimum:
+        return _Tried(None, found, line)
+    return _Tried(_Solution(found.channels, found.nets, attempt.speed, attempt.type_intra, attempt.type_inter,
+                            attempt.same, found.hops), found, line)
+
+
+def _fewest_hops(problem, attempt) -> float:
+    """A lower bound on the hops of one channel of the attempt: its GPU-to-GPU hops (n on a ring
+    without NICs, n - 1 otherwise) each at least the fewest any allowed hop counts, and with NICs
+    the fewest of an entry and of an exit."""
+    n = problem.n
+    if n < 2:
+        return 0.0
+    allowed = [h.nhops for row in problem.hop for h in row if h is not None and h.type <= attempt.type_intra]
+    if not allowed:
+        return 0.0
+    inner = (n if attempt.ring and not problem.nets else n - 1) * min(allowed)
+    if not problem.nets:
+        return inner
+    entry = [h.nhops for row in problem.net_in for h in row if h.type <= attempt.type_inter]
+    leave = [h.nhops for row in problem.net_out for h in row if h.type <= attempt.type_inter]
+    return inner + min(entry, default=0) + min(leave, default=0)
+
+
+def _better(candidate, incumbent) -> bool:
+    """ncclTopoCompareGraphs: more nChannels x bwIntra, then fewer hops."""
+    if incumbent is None:
+        return True
+    a = len(candidate.channels) * candidate.speed
+    b = len(incumbent.channels) * incumbent.speed
+    if not math.isclose(a, b, rel_tol=1e-12):
+        return a > b
+    return candidate.hops < incumbent.hops
+
+
+def _pass1(problem, speeds, start, total, ring, min_channels, max_channels) -> _PassResult:
+    """Search pass 1: from the start speed down, same channels then free ones, relaxing the
+    intra-node path type (with NET: up to typeInter), then the NET path type (while no solution,
+    or below the solution's, or below PXN), then the speed; stop when the channels fill
+    ``totalBw`` or reach ``maxChannels``, or the speed falls to 0.49 of the best."""
+    inter_types = problem.net_types if problem.nets else (PathType.PIX,)
+    trace, timed_out, last_timed_out, best = [], False, False, None
+    index, type_intra, type_inter, same = start, problem.types[0], inter_types[0], True
+    while True:
+        tried = _try(problem, _Attempt(speeds[index], type_intra, type_inter, same, ring, max_channels),
+                     min_channels, best)
+        trace.append(tried.line)
+        if tried.found is not None:
+            timed_out = timed_out or tried.found.timed_out
+            last_timed_out = tried.found.timed_out
+        if tried.solution is not None and _better(tried.solution, best):
+            best = tried.solution
+        if best is not None and (len(best.channels) == max_channels
+                                 or len(best.channels) * best.speed >= total - _SLACK):
+            break
+        if same:
+            same = False
+            continue
+        same = True
+        limit = type_inter if problem.nets else problem.types[-1]
+        higher = [t for t in problem.types if type_intra < t <= max(limit, problem.types[0])]
+        if higher and (best is None or type_intra < best.type_intra):
+            type_intra = higher[0]
+            continue
+        type_intra = problem.types[0]
+        higher_inter = [t for t in inter_types if t > type_inter]
+        if problem.nets and higher_inter and (best is None or type_inter < best.type_inter
+                                              or type_inter < PathType.PXN):
+            type_inter = higher_inter[0]
+            continue
+        type_inter = inter_types[0]
+        if index + 1 < len(speeds) and (best is None or speeds[index + 1] / best.speed > _SPEED_FLOOR):
+            index += 1
+            continue
+        return _PassResult(best, tuple(trace), timed_out, last_timed_out)
+    return _PassResult(best, tuple(trace), timed_out, last_timed_out)
+
+
+def _pass2(problem, speeds, solution, incumbent, max_channels) -> _PassResult:
+    """Search pass 2 (rings): try each higher speed with as many channels as ``solution``."""
+    trace, timed_out = [], False
+    step = next((i for i, s in enumerate(speeds) if s <= solution.speed + _SLACK), len(speeds) - 1)
+    while step > 0:
+        step -= 1
+        tried = _try(problem, _Attempt(speeds[step], solution.type_intra, solution.type_inter, True, True,
+                                       max_channels), len(solution.channels), incumbent)
+        trace.append(tried.line)
+        if tried.found is not None and tried.found.timed_out:
+            timed_out = True
+            break
+        candidate = tried.solution
+        if candidate is None or (len(candidate.channels) * candidate.speed
+                                 <= len(solution.channels) * solution.speed):
+            break
+        solution = dataclasses.replace(solution, channels=candidate.channels, nets=candidate.nets,
+                                       speed=candidate.speed, same=candidate.same)
+    return _PassResult(solution, tuple(trace), timed_out, timed_out)
+
+
+def _search_host(fabric, nodes, nets, pattern, min_channels, max_channels) -> ChannelSearch:
+    """NCCL's ncclTopoCompute for the GPUs of one host (and its NICs, on several nodes):
+    pass 1, duplication, pass 2."""
+    G, profile = fabric.G, fabric.profile
+    problem = _build_problem(fabric, nodes, nets)
+    cc = min(G.nodes[n]["compute_capability"] for n in nodes)
+    # The search reads only the problem, the GPUs' compute capability and the profile: a problem
+    # equal in content (the same GPUs, NICs, edges, capacities and routes) has the same answer,
+    # whichever graph object or call it comes from.
+    key = (_problem_key(problem), cc, pattern, min_channels, max_channels, id(profile))
+    cached = _SEARCHES.get(key)
+    if cached is not None and cached[0] is profile:
+        _SEARCHES.move_to_end(key)
+        return cached[1]
+    result = _compute(problem, profile, cc, nets, pattern, min_channels, max_channels)
+    _SEARCHES[key] = (profile, result)
+    if len(_SEARCHES) > _SEARCHES_KEPT:
+        _SEARCHES.popitem(last=False)
+    return result
+
+
+#: Host searches done so far, most recently used last: ``key -> (profile, ChannelSearch)``.
+_SEARCHES: OrderedDict = OrderedDict()
+_SEARCHES_KEPT = 256
+
+
+def _problem_key(problem) -> tuple:
+    """Everything of a :class:`_Problem` the search reads (its derived caches excluded)."""
+    return (problem.gpus, problem.nvswitch, problem.edges, problem.capacity, problem.edge_class,
+            problem.class_capacity, problem.hop, problem.order, problem.types, problem.max_bw,
+            problem.total_bw, problem.nets, problem.net_in, problem.net_out, problem.net_ports,
+            problem.net_types, problem.net_firsts, problem.net_entries, problem.net_exits)
+
+
+def _compute(problem, profile, cc, nets, pattern, min_channels, max_channels) -> ChannelSearch:
+    """Pass 1, duplication and pass 2 on a built problem."""
+    ring = pattern == "ring"
+    nodes = problem.gpus
+    speeds = profile.speed_array(cc, inter=bool(nets))
+    total = problem.total_bw * (1 if ring else problem.n / max(problem.n - 1, 1))
+    start = next((i for i, s in enumerate(speeds)
+                  if s <= problem.max_bw + _SLACK and s * min_channels <= total + _SLACK), len(speeds) - 1)
+    first = _pass1(problem, speeds, start, total, ring, min_channels, max_channels)
+    trace, timed_out, duplicated = list(first.trace), first.timed_out, False
+    if first.best is None:  # NCCL's fallback: one channel in PCI order, 0.1 GB/s, type SYS.
+        trace.append("nothing found: fallback to one channel in index order at 0.1 GB/s")
+        solution = _Solution((tuple(range(problem.n)),), ((0, 0),) if nets else (), _FALLBACK_BW,
+                             PathType.SYS, PathType.SYS if nets else PathType.PIX, True, 0)
+    else:
+        solution = first.best
+        dup = dup_channels(len(solution.channels), solution.speed, compute_capability=cc,
+                           max_channels=max_channels, pattern=pattern, profile=profile)
+        duplicated = dup.duplicated
+        if duplicated:
+            solution = dataclasses.replace(solution, channels=(solution.channels * 2)[:dup.nchannels],
+                                           nets=(solution.nets * 2)[:dup.nchannels], speed=dup.bw_intra)
+            trace.append(f"duplicated: {dup.nchannels} channels x {dup.bw_intra / 1e9:g} GB/s")
+        # Pass 2 raises the speed with as many channels (rings only; single-node trees have
+        # bwIntra == bwInter, which NCCL does not raise); NCCL skips it after a search that ran
+        # out of budget.
+        if ring and not first.last_timed_out:
+            second = _pass2(problem, speeds, solution, first.best, max_channels)
+            solution, timed_out = second.best, timed_out or second.timed_out
+            trace += second.trace
+    channels = solution.channels
+    return ChannelSearch(pattern, tuple(nodes), tuple(tuple(nodes[i] for i in c) for c in channels),
+                         float(solution.speed), solution.type_intra, bool(solution.same),
+                         float(problem.max_bw), float(problem.total_bw),
+                         _loads(problem, channels, solution.speed, ring, solution.nets), duplicated,
+                         timed_out, tuple(trace),
+                         nets=tuple((problem.nets[a], problem.nets[b]) for a, b in solution.nets),
+                         type_inter=solution.type_inter if nets else PathType.PIX)
+
+
+def _loads(problem, channels, bw, ring, nets=()) -> tuple:
+    """What the channels reserve on every edge they cross, most utilised first."""
+    reserved = [0.0] * len(problem.edges)
+    for c, order in enumerate(channels):
+        hops = [problem.hop[i][j] for i, j in zip(order, order[1:])]
+        if nets:
+            entry, leave = nets[c]
+            hops += [problem.net_in[entry][order[0]], problem.net_out[order[-1]][leave]]
+        elif ring and len(order) > 1:
+            hops.append(problem.hop[order[-1]][order[0]])
+        for hop in hops:
+            for k, f in hop.flow:
+                reserved[k] += bw * f
+    loads = [LinkLoad(problem.edges[k], reserved[k], problem.capacity[k])
+             for k in range(len(problem.edges)) if reserved[k] > 0]
+    loads.sort(key=lambda load: -load.utilisation)
+    return tuple(loads)
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
+def _positive_bandwidth(name, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
+            or not math.isfinite(value) or value <= 0:
+        raise ChannelSearchError(f"{name} must be a finite bandwidth > 0 [B/s], received {value!r}")
+    return float(value)
+
+
+def search_channels(G, gpus=None, *, pattern: str = "ring", min_channels: int | None = None,
+                    max_channels: int | None = None, profile=None) -> ChannelSearch:
+    """NCCL's channel search for a set of GPUs of one host (see the module docstring).
+
+    Parameters
+    ----------
+    G : networkx.DiGraph
+        A fabric.
+    gpus : iterable of int or str, optional
+        GPU ids (``topo.select_gpus``); every GPU by default. Order does not matter: NCCL's
+        search works in PCI (index) order.
+    pattern : str
+        ``"ring"`` (NCCL's ring graph) or ``"balanced_tree"`` (its tree graph).
+    min_channels, max_channels : int, optional
+        Defaults: ring 1 and ``MAXCHANNELS / 2``; tree both equal to the ring's channels
+        (NCCL searches the tree graph with the ring's count, NVIDIA/nccl v2.27.7-1 src/graph/connect.cc and init.cc).
+    profile : str or NcclProfile, optional
+        NCCL version profile (default: the reference version).
+
+    Returns
+    -------
+    ChannelSearch
+
+    Raises
+    ------
+    ChannelSearchError
+        For an unknown pattern or inconsistent channel bounds.
+    topo.GpuSelectionError, topo.TopologyError
+        For bad GPU ids or an invalid fabric.
+    """
+    validate(G)
+    nodes = sorted(select_gpus(G, gpus), key=lambda n: (G.nodes[n]["host"], G.nodes[n]["index"]))
+    return search_channels_in(NcclSystem(G, profile, validate=False), nodes, pattern=pattern,
+                              min_channels=min_channels, max_channels=max_channels)
+
+
+def search_channels_in(fabric, nodes, *, pattern="ring", min_channels=None, max_channels=None):
+    """:func:`search_channels` on a prepared fabric, for GPU nodes in index order.
+
+    GPUs of several hosts: NCCL searches every node with its NICs (channels enter the node
+    through a NIC, cross all its GPUs and leave through a NIC) and keeps the minimum channel
+    count and bandwidth over the nodes; hosts with the same local GPU set are searched once.
+    """
+    G, profile = fabric.G, fabric.profile
+    if pattern not in PATTERNS:
+        raise ChannelSearchError(f"unknown pattern {pattern!r}: expected one of {', '.join(PATTERNS)}")
+    hosts: dict = {}
+    for n in nodes:
+        hosts.setdefault(G.nodes[n]["host"], []).append(n)
+    ring = pattern == "ring"
+    maxchannels = profile.require("max_channels")
+    if len(hosts) > 1:
+        if not ring:
+            raise ChannelSearchError("across nodes only the ring graph is searched: NCCL's tree graph "
+                                     "with NET nodes is taken as the ring's channels (expected pattern "
+                                     "'ring')")
+        return _search_nodes(fabric, hosts, min_channels, max_channels)
+    if ring:
+        min_channels = 1 if min_channels is None else min_channels
+        max_channels = maxchannels // 2 if max_channels is None else max_channels
+    elif min_channels is None or max_channels is None:
+        ring_result = search_channels_in(fabric, nodes)
+        min_channels = ring_result.nchannels if min_channels is None else min_channels
+        max_channels = ring_result.nchannels if max_channels is None else max_channels
+    _check_bounds(min_channels, max_channels, maxchannels)
+    return _search_host(fabric, nodes, (), pattern, min_channels, max_channels)
+
+
+def _check_bounds(min_channels, max_channels, maxchannels) -> None:
+    if not (isinstance(min_channels, int) and isinstance(max_channels, int)
+            and 1 <= min_channels <= max_channels <= maxchannels):
+        raise ChannelSearchError(f"expected 1 <= min_channels <= max_channels <= {maxchannels}, "
+                                 f"received {min_channels!r} and {max_channels!r}")
+
+
+#: Per fabric, the searches of host shapes done so far: NCCL's search of a node depends only on
+#: the node's GPUs, NICs and links, and the hosts of a cluster are copies (topo.cluster).
+_HOST_SEARCHES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _search_nodes(fabric, hosts, min_channels, max_channels) -> ChannelSearch:
+    """Ring channels of a communicator that spans several hosts (one search per node shape)."""
+    G, profile = fabric.G, fabric.profile
+    maxchannels = profile.require("max_channels")
+    min_channels = 1 if min_channels is None else min_channels
+    max_channels = maxchannels // 2 if max_channels is None else max_channels
+    _check_bounds(min_channels, max_channels, maxchannels)
+    done = _HOST_SEARCHES.setdefault(fabric, {})
+    results = {}
+    for host, members in hosts.items():
+        shape = tuple(G.nodes[n]["index"] for n in members)
+        key = (shape, min_channels, max_channels)
+        if key not in done:
+            nets = network_nics(G, host)
+            if not nets:
+                raise ChannelSearchError(f"host {host} has no NIC on a network: expected a cluster "
+                                         f"fabric (topo.cluster) for GPUs of several hosts")
+            done[key] = (host, _search_host(fabric, members, nets, "ring", min_channels, max_channels))
+        if shape not in results:
+            moved = _on_host(G, *done[key], host)
+            if moved is None:  # not a copy of the host searched: search this one
+                moved = _search_host(fabric, members, network_nics(G, host), "ring", min_channels, max_channels)
+            results[shape] = moved
+    # NCCL reduces nChannels and the bandwidths to the minimum over all ranks (init.cc).
+    worst = min(results.values(), key=lambda r: (r.nchannels * r.bw_intra, r.nchannels))
+    first = results[tuple(G.nodes[n]["index"] for n in hosts[min(hosts)])]
+    nchannels = min(r.nchannels for r in results.values())
+    bw = min(r.bw_intra for r in results.values())
+    trace = first.trace + (() if worst is first else
+                           (f"another node shape holds {worst.nchannels} x {worst.bw_intra / 1e9:g} GB/s",))
+    return ChannelSearch("ring", tuple(n for h in sorted(hosts) for n in hosts[h]),
+                         first.channels[:nchannels], bw, max(r.type_intra for r in results.values()),
+                         first.same_channels, first.max_bw, first.total_bw, first.loads,
+                         first.duplicated, any(r.timed_out for r in results.values()), trace,
+                         nets=first.nets[:nchannels], type_inter=max(r.type_inter for r in results.values()),
+                         nnodes=len(hosts))
+
+
+def _on_host(G, searched, result, host):
+    """A host search done on host ``searched``, moved to the same GPUs and NICs of ``host``;
+    None when some node of ``searched`` the result names has no counterpart on ``host`` (hosts
+    that are not copies of each other, as the trays of a rack: then search ``host`` itself)."""
+    if searched == host:
+        return result
+    local = {n.split(".", 1)[-1]: n for n, h in G.nodes(data="host") if h == host}
+    name: dict = {}
+    named = {n for c in result.channels for n in c} | set(result.gpus) \
+        | {n for pair in result.nets for n in pair} | {n for load in result.loads for n in load.edge}
+    for n in named:
+        if G.nodes[n].get("host") == searched:
+            counterpart = local.get(n.split(".", 1)[-1])
+            if counterpart is None:
+                return None
+            name[n] = counterpart
+        else:
+            name[n] = n
+
+    def move_edge(u, v):
+        u2, v2 = name[u], name[v]
+        if G.adj[u][v]["kind"] == "network":
+            # A NIC's port: the other end is the network switch that host's NIC is cabled to.
+            if u2 == u and v2 != v:
+                u2 = next((w for w, d in G.pred[v2].items() if d["kind"] == "network"), None)
+            elif v2 == v and u2 != u:
+                v2 = next((w for w, d in G.adj[u2].items() if d["kind"] == "network"), None)
+        return u2, v2
+
+    loads = [LinkLoad(move_edge(*load.edge), load.reserved, load.capacity) for load in result.loads]
+    if any(None in load.edge for load in loads):
+        return None
+    return dataclasses.replace(
+        result, gpus=tuple(name[n] for n in result.gpus),
+        channels=tuple(tuple(name[n] for n in c) for c in result.channels), loads=tuple(loads),
+        nets=tuple((name[a], name[b]) for a, b in result.nets))
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelDuplication:
+    """Result of ``ncclTopoDupChannels``.
+
+    Attributes
+    ----------
+    nchannels : int
+        Channels after the rule.
+    bw_intra, bw_inter : float
+        Per-channel bandwidths after the rule. [B/s]
+    duplicated : bool
+        Whether channels were duplicated.
+    reason : str
+        Which condition decided.
+    """
+
+    nchannels: int
+    bw_intra: float
+    bw_inter: float
+    duplicated: bool
+    reason: str
+
+
+_DUP_PATTERNS = TUNING_PATTERNS + ("nvls",)
+
+
+def dup_channels(nchannels: int, bw_intra: float, bw_inter: float | None = None, *,
+                 compute_capability: int, max_channels: int | None = None,
+                 pattern: str = "ring", profile=None) -> ChannelDuplication:
+    """NCCL's channel duplication at the end of search pass 1 (``ncclTopoDupChannels``).
+
+    No change for NVLS, for ``bwIntra`` < 25 GB/s, or for ccMin > 80 with ``bwIntra`` < 50
+    GB/s and more than 4 channels. Otherwise ``dup = min(2 x nChannels, maxChannels)``, both
+    bandwidths are divided by ``ceil(dup / nChannels)`` and ``nChannels = dup``
+    (NVIDIA/nccl v2.27.7-1 src/graph/search.cc ncclTopoDupChannels, v2.18+). ``nChannels x bw`` is unchanged when ``dup`` is
+    ``2 x nChannels``, and lower when ``maxChannels`` clips it.
+
+    Parameters
+    ----------
+    nchannels : int
+        Channels found by pass 1.
+    bw_intra : float
+        Per-channel ``bwIntra``. [B/s]
+    bw_inter : float, optional
+        Per-channel ``bwInter``; defaults to ``bw_intra``. [B/s]
+    compute_capability : int
+        Minimum compute capability of the GPUs (ccMin).
+    max_channels : int, optional
+        The graph's ``maxChannels``: ``MAXCHANNELS / 2`` for the ring graph (the default),
+        the ring's ``nChannels`` for the tree graph (init.cc).
+    pattern : str
+        ``"ring"``, ``"balanced_tree"``, ``"tree"``, ``"split_tree"`` or ``"nvls"``.
+    profile : str or NcclProfile, optional
+
+    Returns
+    -------
+    ChannelDuplication
+
+    Raises
+    ------
+    MissingConstantError
+        When the profile lacks the rule (v2.12).
+
+    Examples
+    --------
+    A DGX-H100 ring (6 x 60 GB/s) and tree (12 x 30 GB/s):
+
+    >>> d = dup_channels(6, 60e9, compute_capability=90)
+    >>> d.nchannels, d.bw_intra / 1e9
+    (12, 30.0)
+    >>> dup_channels(12, 30e9, compute_capability=90, max_channels=12).duplicated
+    False
+    """
+    profile = nccl_profile(profile)
+    if not _is_int(nchannels) or nchannels < 1:
+        raise ChannelSearchError(f"nchannels must be an integer >= 1, received {nchannels!r}")
+    bw_intra = _positive_bandwidth("bw_intra", bw_intra)
+    bw_inter = bw_intra if bw_inter is None else _positive_bandwidth("bw_inter", bw_inter)
+    if not _is_int(compute_capability) or compute_capability < 0:
+        raise ChannelSearchError(f"compute_capability must be an integer such as 70 or 90, received "
+                          f"{compute_capability!r}")
+    if pattern not in _DUP_PATTERNS:
+        raise ChannelSearchError(f"unknown pattern {pattern!r}: expected one of {list(_DUP_PATTERNS)}")
+    rule = profile.require("dup_channels")
+    if max_channels is None:
+        max_channels = profile.require("max_channels") // 2
+    if not _is_int(max_channels) or max_channels < nchannels:
+        raise ChannelSearchError(f"max_channels must be an integer >= nchannels ({nchannels}), received "
+                          f"{max_channels!r}")
+
+    def keep(reason):
+        return ChannelDuplication(nchannels, bw_intra, bw_inter, False, reason)
+
+    if pattern == "nvls":
+        return keep("NVLS graphs are never duplicated")
+    if bw_intra < rule.min_bw:
+        return keep(f"bwIntra below {rule.min_bw:g} B/s")
+    if compute_capability > rule.cc_above and bw_intra < rule.cc_bw_below \
+            and nchannels > rule.cc_nchannels_above:
+        return keep(f"ccMin > {rule.cc_above}, bwIntra below {rule.cc_bw_below:g} B/s and more "
+                    f"than {rule.cc_nchannels_above} channels")
+    dup = min(2 * nchannels, max_channels)
+    divisor = -(-dup // nchannels)
+    if dup == nchannels:
+        return keep(f"already at maxChannels ({max_channels})")
+    return ChannelDuplication(dup, bw_intra / divisor, bw_inter / divisor, True,
+                              f"duplicated to min(2 x {nchannels}, {max_channels}) channels")

@@ -1,0 +1,312 @@
+"""NCCL's view of a fabric: the hops its channels take and what each link is charged.
+
+NCCL does not see line rates. It charges every link a figure of its own (``topo.h``: per
+NVLink ``ncclTopoNVLinkBw(cc)``, per PCIe link ``width x speed / 80``, one figure for a whole
+socket-to-socket connection, a NIC its port speed / 8000) and builds its channels against
+those figures. :class:`NcclSystem` is that view, built from the graph and one NCCL profile,
+and it is the only place in :mod:`models` that turns an edge into an NCCL capacity. The
+channel search, the tuning inputs, the point-to-point (alltoall/sendrecv) model, the symmetry
+keys of ``subsets`` and P2P's ``nccl_bandwidth`` all read it.
+
+**The edge's own attributes are the truth.** NCCL's figure for a technology is scaled by how
+much of that technology's nominal line rate the edge carries::
+
+    capacity = NCCL figure of the connection x bandwidth / (links x line rate of one link)
+
+so a built-in edge (``bandwidth == links x line rate``) gets exactly NCCL's figure, and an
+edge that a what-if halved, thinned to one link or set to 1 B/s (``topo.transform``, or by
+hand) is charged in proportion: every model downstream sees the same edited fabric.
+
+Hops follow :class:`models.engine.routes.Router`: a direct NVLink bundle (NVL); the parallel NVSwitch
+planes, sprayed evenly (NCCL's single aggregated NVSwitch node); else NCCL's relay through
+one GPU of the communicator over two NVLink bundles (NVB), since NCCL's system holds only the
+communicator's GPUs; else the PCIe / host path (PIX, PXB, PHB, SYS).
+
+References
+----------
+NVIDIA/nccl v2.27.7-1 src/graph/topo.h (link bandwidth constants, ``ncclTopoNVLinkBw``),
+src/graph/topo.cc (``ncclTopoAddPci``: ``width * speed / 80``; ``ncclTopoAddNet``:
+``speed / 8000``; ``ncclTopoGetInterCpuBw``), src/graph/paths.cc (path types, NVB relays).
+
+Examples
+--------
+>>> import topo
+>>> from models.engine.nccl.system import NcclSystem
+>>> system = NcclSystem(topo.dgx1v())
+>>> system.capacity("gpu0", "gpu3") / 1e9, system.capacity("cpu0", "cpu1") / 1e9
+(40.0, 6.0)
+>>> half = topo.dgx1v()
+>>> for u, v in (("gpu0", "gpu3"), ("gpu3", "gpu0")):      # a degraded NV2 bundle
+...     half.edges[u, v]["bandwidth"] /= 2
+>>> NcclSystem(half).capacity("gpu0", "gpu3") / 1e9
+20.0
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from topo.errors import DgxTopoError, TopologyError
+from topo.schema import validate as validate_graph
+from topo.specs import LINKS
+
+from ..routes import PathType, Router
+from .profiles import NcclProfile, nccl_profile
+
+__all__ = ["NcclSystem", "NetRoute", "NcclSystemError", "nccl_capacity", "INTEL_P2P_OVERHEAD"]
+
+#: NCCL charges PCIe links 6/5 of the bandwidth on a PHB path through an Intel CPU
+#: (``INTEL_P2P_OVERHEAD``, NVIDIA/nccl v2.27.7-1 src/graph/topo.h, v2.9+).
+INTEL_P2P_OVERHEAD = 6 / 5
+
+
+class NcclSystemError(DgxTopoError):
+    """NCCL's view cannot be formed: a NIC without a route or a network port."""
+
+
+@dataclass(frozen=True, slots=True)
+class NetRoute:
+    """How a GPU reaches a NIC's network port, as NCCL's NET path sees it.
+
+    Attributes
+    ----------
+    path_type : PathType
+        PIX/PXB when the NIC sits under the GPU's PCIe switches (GPUDirect RDMA), PHB/SYS when
+        the traffic crosses a CPU and is staged in host memory.
+    edges : tuple
+        The edges from the GPU to the NIC: PCIe, preceded by the NVLink part of a PXN route;
+        empty for ``DIS``.
+    port_out, port_in : tuple
+        The NIC's network edge leaving the node and the one entering it.
+    shares : tuple
+        Per edge, the share of the traffic it carries (empty: 1 on every edge).
+    inward : bool
+        The NIC reaches the GPU the same way back. False for PXN, which NCCL applies only from
+        the GPU to the NIC; the NIC to the GPU is then ``DIS``.
+    """
+
+    path_type: PathType
+    edges: tuple
+    port_out: tuple
+    port_in: tuple
+    shares: tuple = ()
+    inward: bool = True
+
+    @property
+    def flow(self) -> tuple:
+        """``((edge, share), ...)`` from the GPU to the NIC (shares below 1 where an NVLink part
+        is sprayed over switch planes)."""
+        return tuple(zip(self.edges, self.shares or (1.0,) * len(self.edges)))
+
+
+def _slowest_gpu(G) -> int:
+    return min((data["compute_capability"] for _, data in G.nodes(data=True) if data["kind"] == "gpu"),
+               default=0)
+
+
+def _edge_capacity(G, u, v, profile: NcclProfile, fabric_cc: int | None = None) -> float:
+    data = G.adj[u][v]
+    link = data.get("link")
+    if link not in LINKS:
+        raise TopologyError(f"edge ({u!r}, {v!r}): NCCL's view needs attribute 'link' naming one of "
+                            f"{', '.join(LINKS)}, received {link!r}")
+    spec = LINKS[link]
+    links = data["links"]
+    if data["kind"] == "nvlink":
+        ends = [G.nodes[n]["compute_capability"] for n in (u, v) if G.nodes[n]["kind"] == "gpu"]
+        # A switch-to-switch trunk is not in NCCL's model at all; it is charged at the rate of
+        # the slowest GPU of the fabric.
+        cc = min(ends) if ends else (_slowest_gpu(G) if fabric_cc is None else fabric_cc)
+        figure = links * profile.nvlink_bandwidth(cc)
+    elif data["kind"] == "cpu-to-cpu":
+        figure = profile.inter_cpu_bandwidth(link)  # one figure for the whole connection
+    else:
+        figure = links * profile.link_bandwidth(link)
+    return figure * (data["bandwidth"] / (links * spec.bandwidth))
+
+
+def nccl_capacity(G, u, v, profile=None) -> float:
+    """NCCL's bandwidth for the directed edge (u, v) under a profile, per direction.
+
+    The profile's figure for the edge's technology (:meth:`NcclProfile.nvlink_bandwidth` per
+    NVLink with the compute capability of the GPU end, :meth:`NcclProfile.link_bandwidth` per
+    PCIe link or NIC port, :meth:`NcclProfile.inter_cpu_bandwidth` for a whole socket-to-socket
+    connection) scaled by ``bandwidth / (links x line rate)`` of the edge (module docstring).
+    For many edges of one fabric, build an :class:`NcclSystem` once instead.
+
+    Parameters
+    ----------
+    G : networkx.DiGraph
+    u, v : node ids
+    profile : str or NcclProfile, optional
+
+    Returns
+    -------
+    float
+        [B/s]
+
+    Examples
+    --------
+    >>> import topo
+    >>> G = topo.dgx1v()
+    >>> nccl_capacity(G, "gpu0", "gpu3") / 1e9, nccl_capacity(G, "gpu0", "gpu3", "2.12.12") / 1e9
+    (40.0, 44.0)
+    """
+    return _edge_capacity(G, u, v, nccl_profile(profile))
+
+
+class NcclSystem:
+    """NCCL's view of one fabric under one profile, shared by every GPU set of it.
+
+    Routes between two GPUs pass through no other GPU except NCCL's NVB relay, so they are
+    computed once for the whole fabric and cached; a GPU set decides only which relay GPUs
+    exist. The object caches, but what it answers depends only on ``G`` and ``profile``: build
+    a new one after editing the graph.
+
+    Parameters
+    ----------
+    G : networkx.DiGraph
+        A fabric (validated here unless ``validate=False``).
+    profile : str or NcclProfile, optional
+        NCCL version profile (default: the reference version).
+
+    Attributes
+    ----------
+    G : networkx.DiGraph
+    profile : NcclProfile
+    router : models.engine.routes.Router
+    intel : bool
+        Every CPU is an Intel part (NCCL's PHB overhead applies).
+    """
+
+    def __init__(self, G, profile=None, *, validate: bool = True):
+        if validate:
+            validate_graph(G)
+        self.G = G
+        self.profile = nccl_profile(profile)
+        self.router = Router(G)
+        self.intel = all("Intel" in str(G.nodes[c].get("model", "Intel"))
+                         for c, k in G.nodes(data="kind") if k == "cpu")
+        self._fabric_cc = _slowest_gpu(G)
+        self._order = {n: i for i, n in enumerate(G)}
+        self._routes: dict = {}
+        self._net_routes: dict = {}
+        self._pxn_proxies: dict = {}
+        self._ports: dict = {}
+        self._dis: dict = {}
+        self._relays: dict = {}
+        self._capacity: dict = {}
+
+    def capacity(self, u, v) -> float:
+        """NCCL's charge for the directed edge (u, v) (:func:`nccl_capacity`). [B/s]"""
+        try:
+            return self._capacity[u, v]
+        except KeyError:
+            value = self._capacity[u, v] = _edge_capacity(self.G, u, v, self.profile, self._fabric_cc)
+            return value
+
+    def pcie_overhead(self, path_type: PathType) -> float:
+        """Multiplier NCCL's search applies to PCIe links of a path of this type (6/5 on PHB
+        through Intel CPUs, otherwise 1)."""
+        return INTEL_P2P_OVERHEAD if self.intel and path_type == PathType.PHB else 1.0
+
+    def _relay_order(self, a, b) -> list:
+        """GPUs that can relay a -> b over two NVLink bundles, best first (as the router picks)."""
+        if (a, b) not in self._relays:
+            G = self.G
+            found = []
+            for m, first in G.adj[a].items():
+                second = G.adj[m].get(b)
+                if (m != b and G.nodes[m]["kind"] == "gpu" and first["kind"] == "nvlink"
+                        and second is not None and second["kind"] == "nvlink"):
+                    key = (-min(first["bandwidth"], second["bandwidth"]),
+                           first["latency"] + second["latency"], self._order[m])
+                    found.append((key, m))
+            self._relays[a, b] = [m for _, m in sorted(found)]
+        return self._relays[a, b]
+
+    def hop(self, a, b, members=()) -> tuple:
+        """How NCCL's channel goes from GPU ``a`` to GPU ``b`` in a communicator.
+
+        Parameters
+        ----------
+        a, b : node ids
+            GPUs of one host.
+        members : collection of node ids
+            The communicator's GPUs (the relays NCCL may use); empty: no relay.
+
+        Returns
+        -------
+        tuple
+            ``(path type, ((edge, share), ...))``: every edge the hop crosses and the share of
+            the hop's traffic it carries (1 on a single path; 1/k on k parallel switch planes).
+        """
+        if (a, b) not in self._routes:
+            r = self.router.route(a, b, nvb=False)
+            self._routes[a, b] = (r.path_type, tuple(zip(r.edges, r.shares)))
+        path_type, flow = self._routes[a, b]
+        if path_type == PathType.NVL:
+            return path_type, flow
+        for m in self._relay_order(a, b):
+            if m in members:
+                return PathType.NVB, (((a, m), 1.0), ((m, b), 1.0))
+        return path_type, flow
+
+    def net_route(self, gpu, nic) -> NetRoute:
+        """How a GPU reaches a NIC and the NIC's network port (:class:`NetRoute`).
+
+        The PCIe route when the NIC is under the GPU's CPUs. Otherwise (a NIC of another host of
+        a multi-node NVLink domain, fused into one NCCL node) NCCL's PXN when the profile has it:
+        over NVLink to the NIC's own GPU, then that GPU's PCIe route, provided it is no worse than
+        PXB and only from the GPU to the NIC (NVIDIA/nccl v2.27.7-1 src/graph/paths.cc,
+        ``ncclTopoComputePaths``; a GB200 tray's NIC behind the Grace CPU is PHB, so no PXN
+        there). Else the NIC is unreachable from that GPU: path type ``DIS``, which NCCL's search
+        never uses.
+
+        Raises
+        ------
+        NcclSystemError
+            When the NIC has no network link.
+        """
+        key = (gpu, nic)
+        if key not in self._net_routes:
+            port = self._ports.get(nic)
+            if port is None:
+                ports = [v for v, d in self.G.adj[nic].items() if d["kind"] == "network"]
+                if not ports:
+                    raise NcclSystemError(f"NIC {nic!r} has no network link: expected a cluster fabric")
+                port = self._ports[nic] = ports[0]
+            port_out, port_in = (nic, port), (port, nic)
+            router = self.router
+            if nic in router.pcie_parents(gpu):
+                path = router.pcie_path(gpu, nic)
+                route = NetRoute(router.pcie_type(path), tuple(zip(path, path[1:])), port_out, port_in)
+            else:
+                route = self._pxn_route(gpu, nic, port_out, port_in)
+            self._net_routes[key] = route
+        return self._net_routes[key]
+
+    def _pxn_route(self, gpu, nic, port_out, port_in) -> NetRoute:
+        router = self.router
+        if self.profile.pxn:
+            if nic not in self._pxn_proxies:  # the NIC's own GPUs within PXB, best first
+                self._pxn_proxies[nic] = [p for t, _, p in sorted(
+                    (router.pcie_type(router.pcie_path(p, nic)), self._order[p], p)
+                    for p in router.host_gpus(self.G.nodes[nic]["host"])
+                    if nic in router.pcie_parents(p)) if t <= PathType.PXB]
+            if not self._pxn_proxies[nic]:  # no GPU of the NIC within PXB: DIS from every other
+                return self._unreachable(nic, port_out, port_in)
+            for proxy in self._pxn_proxies[nic]:
+                if proxy != gpu and router.nvlink_reaches(gpu, proxy):
+                    nvlink = router.route(gpu, proxy)
+                    path = router.pcie_path(proxy, nic)
+                    edges = tuple(nvlink.edges) + tuple(zip(path, path[1:]))
+                    shares = tuple(nvlink.shares) + (1.0,) * (len(path) - 1)
+                    return NetRoute(PathType.PXN, edges, port_out, port_in, shares, inward=False)
+        return self._unreachable(nic, port_out, port_in)
+
+    def _unreachable(self, nic, port_out, port_in) -> NetRoute:
+        route = self._dis.get(nic)
+        if route is None:
+            route = self._dis[nic] = NetRoute(PathType.DIS, (), port_out, port_in, inward=False)
+        return route

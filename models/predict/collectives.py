@@ -1,0 +1,873 @@
+"""Collective estimates on a fabric: what nccl-tests would measure, and why.
+
+:func:`estimate` answers "what busbw will all_reduce reach on these GPUs at this size?". For
+the collectives NCCL's tuning model covers (all_reduce, all_gather, reduce_scatter, broadcast,
+reduce) it runs NCCL's channel search on the fabric (:mod:`models.engine.nccl.search`) for the ring and
+the tree graph, feeds both to NCCL's tuning model (:mod:`models.engine.nccl.tuning`) and lets it pick the
+fastest (algorithm, protocol) per size, as NCCL does unless the caller forces one. Time, algbw
+and busbw then follow nccl-tests' definitions (:mod:`models.engine.nccltests`).
+
+alltoall and sendrecv are not collectives for NCCL's tuning model: NCCL runs them as grouped
+point-to-point sends. They are modelled here as concurrent flows over the same NCCL paths
+(sendrecv: every rank to the next one; alltoall: every rank to every other), each link shared
+in proportion to the flows crossing it, at NCCL's link figures; the latency is NCCL's Ring
+Simple base latency plus one hardware step per peer. That part is this project's model, not
+NCCL's, and is marked so in every explanation.
+
+A single GPU runs no collective: NCCL copies the buffer on the device, so the time is a read
+and a write of it at the GPU's memory bandwidth, and busbw is 0 as nccl-tests prints it.
+
+:func:`pairwise` and :func:`subsets` evaluate every 2-GPU communicator and every k-GPU set.
+They compute one representative per symmetry class (:func:`topo.interchangeable_gpus`,
+:func:`topo.gpu_automorphisms` on the part of the fabric NCCL's paths use) and reuse it for
+the others, so 65,535 DGX-2 subsets take a few dozen searches.
+
+Examples
+--------
+>>> import topo
+>>> e = estimate(topo.dgx1v(), "all_reduce", 256 * 2**20)
+>>> p = e.point()          # one size: the arrays are 0-d; point() gives Python scalars
+>>> p.algorithm, p.protocol, p.nchannels, round(p.busbw / 1e9, 1)
+('ring', 'Simple', 6, 120.6)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+import topo
+from topo.errors import DgxTopoError, SizeError
+from topo.select import format_gpu_ids
+from topo.units import to_GBps, to_us
+
+from .measure import DEFAULT as DEFAULT_MEASUREMENT, MeasurementModel, Measured, measured
+from ..engine.nccl.channels import channel_graphs
+from ..engine.nccl.nvls import NvlsGraph
+from ..engine.nccl.search import ChannelSearch
+from ..engine.nccl.system import NcclSystem
+from ..engine.nccl.tuning import NCCL_COLLECTIVES, Selection, nvls_choice, select_algorithm
+from ..engine.nccltests import COLLECTIVES, busbw_factor, collective as _collective
+from .network import PATTERNS as NETWORK_PATTERNS, network_load
+from ..engine.routes import PathType
+
+__all__ = ["CollectiveEstimate", "EstimatePoint", "Estimator", "SubsetResult", "estimate", "pairwise", "subsets",
+           "SizeError", "LimitError", "COLLECTIVE_NAMES"]
+
+#: Every collective :func:`estimate` knows, in nccl-tests' order.
+COLLECTIVE_NAMES = tuple(COLLECTIVES)
+
+
+class LimitError(DgxTopoError):
+    """Work beyond a limit the caller set, refused before it starts.
+
+    Attributes
+    ----------
+    what : str
+        The work refused, in words.
+    keyword : str
+        The keyword argument whose limit was exceeded (``max_sets``, ``max_searches``).
+    size, limit : int
+        The work asked for and the limit.
+    """
+
+    def __init__(self, what: str, *, keyword: str, size: int, limit: int):
+        super().__init__(f"{what}: {size} is more than {keyword}={limit}")
+        self.what, self.keyword, self.size, self.limit = what, keyword, size, limit
+
+
+@dataclass(frozen=True, slots=True)
+class EstimatePoint:
+    """A :class:`CollectiveEstimate` at one size, as plain Python scalars.
+
+    Attributes
+    ----------
+    nbytes : int
+        [bytes]
+    time, latency : float
+        [s]
+    bandwidth, algbw, busbw : float
+        [B/s]
+    algorithm, protocol : str
+    nchannels : int
+    """
+
+    nbytes: int
+    time: float
+    algorithm: str
+    protocol: str
+    nchannels: int
+    latency: float
+    bandwidth: float
+    algbw: float
+    busbw: float
+
+
+@dataclass(frozen=True, slots=True)
+class CollectiveEstimate:
+    """A predicted collective: nccl-tests' numbers and the model's working.
+
+    **Arrays with the shape of the sizes.** Every size-dependent field (``nbytes``, ``time``,
+    ``algorithm``, ``protocol``, ``nchannels``, ``latency``, ``bandwidth``, and the ``algbw``
+    and ``busbw`` properties) is a numpy array with the shape of the ``nbytes`` given to
+    :func:`estimate`: 0-d for one size (it formats, compares and converts with ``float()`` /
+    ``str()`` like a scalar), 1-d for a list of sizes. Their dtypes are fixed: float64,
+    int64 (``nchannels``) and str (``algorithm``, ``protocol``), never ``object``.
+    :meth:`point` gives one size as plain Python scalars (the largest, by default).
+
+    Attributes
+    ----------
+    collective : str
+    gpus : tuple of int
+        GPU ids of the communicator, ascending (ranks in that order).
+    nodes : tuple
+        Their graph nodes.
+    nbytes : numpy.ndarray of float64
+        nccl-tests' size ``S`` (total buffer for all_gather / reduce_scatter, per-rank buffer
+        for alltoall). [bytes]
+    time : numpy.ndarray of float64
+        Predicted time of one operation as nccl-tests measures it: NCCL's estimate with the
+        measurement model's terms (:mod:`models.predict.measure`: the host's launch cost for
+        ``gpus_per_thread`` GPUs, achieved instead of NCCL's nominal link bandwidth). [s]
+    algorithm, protocol : numpy.ndarray of str
+        What runs (``"ring"``/``"tree"``/``"nvls"``/``"nvls_tree"``/``"pat"`` and
+        ``"LL"``/``"LL128"``/``"Simple"`` for NCCL's collectives; ``"p2p"``/``"Simple"`` for alltoall and sendrecv; ``"copy"``/``"-"``
+        on one GPU).
+    nchannels : numpy.ndarray of int64
+        NCCL's ``nChannels`` of the graph that runs (as NCCL logs it in ``Pattern ...,
+        nChannels``), 0 where no channel graph is used.
+    latency : numpy.ndarray of float64
+        The latency term of the time. [s]
+    bandwidth : numpy.ndarray of float64
+        The bandwidth the size is divided by (NCCL's algorithm bandwidth). [B/s]
+    ring, tree : ChannelSearch or None
+        The channel searches behind the estimate.
+    bottleneck : tuple
+        The edges that bind the bandwidth that runs (for the largest size).
+    selection : Selection or None
+        NCCL's full tuning table for these sizes (None outside NCCL's tuning model).
+    model : str
+        Which model produced NCCL's time (``"NCCL 2.27.7 tuning model"``, ...).
+    nccl_time : numpy.ndarray of float64
+        NCCL's own estimate (its tuning model), what it chooses by; ``time`` is what a
+        benchmark measures. [s]
+    measurement : models.predict.measure.Measured
+        The measurement terms (``measurement.explain()``).
+    nvls, nvls_reason : NvlsGraph or None, str
+        NCCL's NVLS graph where it has one, and why there is none or why it does not run.
+    network : tuple of models.predict.network.NetworkLoad
+        Across hosts, what the network gives the channels of each pattern that runs (ring,
+        tree); NCCL charges only the NICs, the measured ``time`` charges every network edge.
+
+    Examples
+    --------
+    >>> import topo
+    >>> e = estimate(topo.dgx1v(), "all_reduce", [2**10, 2**30])
+    >>> e.busbw.shape, e.algorithm.dtype.kind, e.point().protocol, e.point(0).protocol
+    ((2,), 'U', 'Simple', 'LL')
+    """
+
+    collective: str
+    gpus: tuple
+    nodes: tuple
+    nbytes: np.ndarray
+    time: np.ndarray
+    algorithm: np.ndarray
+    protocol: np.ndarray
+    nchannels: np.ndarray
+    latency: np.ndarray
+    bandwidth: np.ndarray
+    ring: ChannelSearch | None
+    tree: ChannelSearch | None
+    bottleneck: tuple
+    selection: Selection | None = field(repr=False)
+    model: str = ""
+    nccl_time: np.ndarray | None = field(default=None, repr=False)
+    measurement: Measured | None = field(default=None, repr=False)
+    nvls: NvlsGraph | None = field(default=None, repr=False)
+    nvls_reason: str = ""
+    network: tuple = field(default=(), repr=False)
+
+    @property
+    def nranks(self) -> int:
+        """Number of ranks (GPUs)."""
+        return len(self.gpus)
+
+    @property
+    def algbw(self) -> np.ndarray:
+        """nccl-tests' algorithm bandwidth, ``S / time``. [B/s]"""
+        return np.asarray(self.nbytes / self.time)
+
+    @property
+    def busbw(self) -> np.ndarray:
+        """nccl-tests' bus bandwidth, ``algbw x factor(nranks)``; 0 on one GPU, where nccl-tests
+        prints 0 (no data crosses a link, whatever the collective's factor). [B/s]"""
+        if self.nranks == 1:
+            return np.zeros_like(self.nbytes)
+        return np.asarray(self.algbw * busbw_factor(self.collective, self.nranks))
+
+    @property
+    def nccl_busbw(self) -> np.ndarray:
+        """busbw of NCCL's own estimate (``nccl_time``), what NCCL's tuner believes. [B/s]"""
+        nccl_time = self.time if self.nccl_time is None else self.nccl_time
+        if self.nranks == 1:
+            return np.zeros_like(self.nbytes)
+        return np.asarray(self.nbytes / nccl_time * busbw_factor(self.collective, self.nranks))
+
+    def point(self, index: int = -1) -> EstimatePoint:
+        """The estimate at one size (``index`` into the sizes; the largest by default), as scalars."""
+        def at(values):
+            return np.atleast_1d(values)[index].item()
+        return EstimatePoint(int(at(self.nbytes)), at(self.time), at(self.algorithm), at(self.protocol),
+                             at(self.nchannels), at(self.latency), at(self.bandwidth), at(self.algbw),
+                             at(self.busbw))
+
+    @property
+    def channels(self) -> tuple:
+        """GPU orders of the channels that run (the largest size's algorithm; an NVLS channel
+        is its head GPU)."""
+        algorithm = self.point().algorithm
+        if algorithm in ("nvls", "nvls_tree") and self.nvls is not None:
+            return tuple((head,) for head in self.nvls.heads)
+        search = {"ring": self.ring, "tree": self.tree, "pat": self.tree}.get(algorithm)
+        return search.channels if search is not None else ()
+
+    def explain(self) -> str:
+        """The working, as text: channels, bottleneck, latency and bandwidth terms."""
+        return _explain(self)
+
+
+@dataclass(frozen=True, slots=True)
+class SubsetResult:
+    """One GPU set of :func:`subsets`.
+
+    Attributes
+    ----------
+    gpus : tuple of int
+    busbw, algbw : float
+        [B/s]
+    time : float
+        [s]
+    algorithm, protocol : str
+    nchannels : int
+    representative : tuple of int
+        The GPU set whose search this result reuses (itself unless a symmetry mapped it).
+    """
+
+    gpus: tuple
+    busbw: float
+    algbw: float
+    time: float
+    algorithm: str
+    protocol: str
+    nchannels: int
+    representative: tuple
+
+
+def _sizes(nbytes) -> np.ndarray:
+    """Sizes as float64 bytes through the one size parser (:func:`topo.parse_nbytes`: ints,
+    numpy integers, integral floats, ``"64K"``/``"1G"`` strings, lists and 1-d arrays)."""
+    return np.asarray(topo.parse_nbytes(nbytes), dtype=np.float64)
+
+
+def _shaped(value, shape, dtype) -> np.ndarray:
+    """``value`` (a scalar or an array of the sizes' shape) as a fresh array of that shape."""
+    return np.array(np.broadcast_to(np.asarray(value, dtype=dtype), shape))
+
+
+def _result(collective, ids, nodes, size, time, algorithm, protocol, nchannels, latency, bandwidth,
+            ring, tree, bottleneck, selection, model) -> CollectiveEstimate:
+    shape = size.shape
+    return CollectiveEstimate(
+        collective, ids, tuple(nodes), size, _shaped(time, shape, np.float64),
+        _shaped(algorithm, shape, str), _shaped(protocol, shape, str),
+        _shaped(nchannels, shape, np.int64), _shaped(latency, shape, np.float64),
+        _shaped(bandwidth, shape, np.float64), ring, tree, bottleneck, selection, model)
+
+
+def measurement_model(calibration=None) -> MeasurementModel:
+    """The measurement model of a calibration (a :class:`models.studies.calibration.Calibration`, a
+    :class:`~models.predict.measure.MeasurementModel`, or None for the default fitted one)."""
+    if calibration is None:
+        return DEFAULT_MEASUREMENT
+    if isinstance(calibration, MeasurementModel):
+        return calibration
+    model = getattr(calibration, "model", None)
+    if isinstance(model, MeasurementModel):
+        return model
+    raise DgxTopoError(f"calibration must be a models.Calibration or a MeasurementModel, received "
+                       f"{type(calibration).__name__}")
+
+
+class _Context:
+    """A fabric prepared once for many estimates (routes, capacities, profile, measurement)."""
+
+    def __init__(self, G, profile, gpus_per_thread=1, calibration=None):
+        self.fabric = NcclSystem(G, profile)  # validates G
+        self.G = G
+        self.profile = self.fabric.profile
+        self.gpus_per_thread = gpus_per_thread
+        self.measurement = measurement_model(calibration)
+        self.ids = {n: i for i, n in enumerate(topo.gpus(G))}
+        self.name = G.graph.get("name", "fabric")
+
+    def nodes(self, gpus) -> list:
+        nodes = topo.select_gpus(self.G, gpus)
+        return sorted(nodes, key=lambda n: self.ids[n])
+
+
+class Estimator:
+    """A fabric prepared once for many estimates: ``Estimator(G).estimate(...)`` is
+    :func:`estimate`, but NCCL's view of the fabric (routes, capacities, the per-host channel
+    searches of a cluster) is built once and reused, which is what a caller estimating many GPU
+    sets or sizes of one fabric wants (the planner, sweeps). Do not edit ``G`` while using it.
+
+    Parameters
+    ----------
+    G : networkx.DiGraph
+    profile, gpus_per_thread, calibration : optional
+        As for :func:`estimate`, fixed for every estimate of this object.
+
+    Examples
+    --------
+    >>> import topo
+    >>> estimator = Estimator(topo.dgx1v())
+    >>> [round(float(estimator.estimate("all_reduce", 2**30, gpus).busbw) / 1e9, 1)
+    ...  for gpus in ([0, 3], [0, 1], [0, 5])]
+    [40.8, 20.4, 6.0]
+    """
+
+    def __init__(self, G, *, profile=None, gpus_per_thread: int = 1, calibration=None):
+        self._context = _Context(G, profile, gpus_per_thread, calibration)
+
+    def estimate(self, collective: str, nbytes, gpus=None, *, algorithm=None,
+                 protocol=None) -> CollectiveEstimate:
+        """:func:`estimate` on the prepared fabric."""
+        return _estimate(self._context, collective, nbytes, gpus, algorithm, protocol)
+
+
+def estimate(G, collective: str, nbytes, gpus=None, *, algorithm=None, protocol=None,
+             profile=None, gpus_per_thread: int = 1, calibration=None) -> CollectiveEstimate:
+    """Predict one collective on a set of GPUs, as nccl-tests would report it.
+
+    Parameters
+    ----------
+    G : networkx.DiGraph
+        A fabric (one host).
+    collective : str
+        One of :data:`COLLECTIVE_NAMES`.
+    nbytes : int or array_like of int
+        nccl-tests' size: the buffer per rank for all_reduce, broadcast, reduce, sendrecv and
+        alltoall, the total buffer for all_gather and reduce_scatter. [bytes]
+    gpus : iterable of int or str, optional
+        GPU ids (``"0-3"``, ``[0, 3, 5]``); every GPU by default. Order does not matter.
+    algorithm : str, optional
+        Force ``"ring"``, ``"tree"``, ``"nvls"``, ``"nvls_tree"`` or ``"pat"`` (NCCL collectives
+        only, where the release and the fabric have it).
+    protocol : str, optional
+        Force ``"LL"``, ``"LL128"`` or ``"Simple"`` (NCCL collectives only).
+    profile : str or NcclProfile, optional
+        NCCL release (``"2.3.7"``, ``"2.12"``; default: the reference version).
+    gpus_per_thread : int
+        GPUs one host thread launches the collective on, nccl-tests' ``-g`` (1: one process
+        per GPU, as training frameworks run).
+    calibration : models.Calibration or MeasurementModel, optional
+        Measurement constants fitted to the user's machine (:func:`models.calibrate`);
+        default: the constants fitted to the shipped DGX-2 runs.
+
+    Returns
+    -------
+    CollectiveEstimate
+        ``time`` is what nccl-tests would measure, ``nccl_time`` NCCL's own estimate.
+
+    Raises
+    ------
+    SizeError
+        For a negative, fractional or non-numeric size.
+    models.engine.nccltests.UnknownCollectiveError, topo.GpuSelectionError, models.engine.nccl.tuning.TuningError
+        For an unknown collective, bad GPU ids, or an algorithm/protocol NCCL would not run.
+    """
+    ctx = _Context(G, profile, gpus_per_thread, calibration)
+    return _estimate(ctx, collective, nbytes, gpus, algorithm, protocol)
+
+
+def _estimate(ctx, collective, nbytes, gpus, algorithm=None, protocol=None) -> CollectiveEstimate:
+    """NCCL's estimate, then what the benchmark measures (:func:`models.predict.measure.measured`)."""
+    e = _nccl_view_estimate(ctx, collective, nbytes, gpus, algorithm, protocol)
+    m = measured(e, ctx.fabric.G, gpus_per_thread=ctx.gpus_per_thread, model=ctx.measurement,
+                 profile=ctx.profile)
+    shape = e.nbytes.shape
+    return dataclasses.replace(e, time=_shaped(m.time, shape, np.float64), nccl_time=e.time,
+                               measurement=m)
+
+
+def _nccl_view_estimate(ctx, collective, nbytes, gpus, algorithm=None, protocol=None) -> CollectiveEstimate:
+    spec = _collective(collective)
+    size = _sizes(nbytes)
+    nodes = ctx.nodes(gpus)
+    ids = tuple(ctx.ids[n] for n in nodes)
+    G = ctx.G
+    if len(nodes) == 1:
+        if algorithm is not None or protocol is not None:
+            raise DgxTopoError(f"one GPU runs no {collective}: NCCL copies on the device, "
+                               f"expected no algorithm or protocol, received {algorithm!r}/{protocol!r}")
+        hbm = G.nodes[nodes[0]].get("memory_bandwidth")
+        if hbm is None:
+            raise DgxTopoError(f"GPU {nodes[0]!r} has no memory_bandwidth: expected it to time a "
+                               f"single-GPU {collective} (a device-local copy)")
+        time = 2 * size / hbm  # read and write the buffer once
+        return _result(spec.name, ids, nodes, size, time, "copy", "-", 0, 0.0, hbm / 2, None, None, (),
+                       None, "device-local copy at the GPU's memory bandwidth")
+    if spec.name in NCCL_COLLECTIVES:
+        return _nccl_estimate(ctx, spec.name, size, nodes, ids, algorithm, protocol)
+    if algorithm not in (None, "p2p") or protocol not in (None, "Simple"):
+        raise DgxTopoError(f"{collective} runs as point-to-point sends: expected no algorithm or "
+                           f"protocol, received {algorithm!r}/{protocol!r}")
+    return _p2p_estimate(ctx, spec.name, size, nodes, ids)
+
+
+def _nccl_estimate(ctx, collective, size, nodes, ids, algorithm, protocol):
+    graphs = channel_graphs(ctx.fabric, nodes)  # the release's rings, trees and NVLS graph
+    comm = graphs.communicator
+    selection = select_algorithm(collective, size, comm, algorithm=algorithm, protocol=protocol)
+    algorithms = np.asarray(selection.algorithm, dtype=str)
+    nvls_channels = comm.nvls.nchannels if comm.nvls is not None else 0
+    nchannels = np.select([algorithms == "ring", np.isin(algorithms, ("nvls", "nvls_tree"))],
+                          [graphs.ring.nchannels, nvls_channels], comm.tree.nchannels)
+    last = algorithms.reshape(-1)[-1]
+    tree = graphs.tree
+    bottleneck = (tree if last in ("tree", "pat") and tree is not None else graphs.ring).bottleneck
+    network = ()
+    if graphs.ring.nnodes > 1:  # what the network gives the channels NCCL charged only at the NICs
+        loads = []
+        for a in sorted({a for a in np.unique(algorithms) if a in NETWORK_PATTERNS}):
+            load = network_load(graphs.fabric, graphs.nvls if a == "nvls_tree" else graphs.ring,
+                                NETWORK_PATTERNS[a], graphs.ring.gpus)
+            if load is not None:
+                loads.append(dataclasses.replace(load, algorithm=str(a)))
+        network = tuple(loads)
+        binding = [n for n in network if n.factor < 1 and n.algorithm == last]
+        if binding:
+            bottleneck = binding[0].edges
+    e = _result(collective, ids, nodes, size, selection.time, algorithms, selection.protocol,
+                nchannels, selection.latency, selection.bandwidth, graphs.ring, tree, bottleneck,
+                selection, f"NCCL {ctx.profile.version} tuning model")
+    return dataclasses.replace(e, nvls=graphs.nvls, nvls_reason=nvls_choice(collective, size, comm),
+                               network=network)
+
+
+def _p2p_estimate(ctx, collective, size, nodes, ids):
+    """Concurrent point-to-point flows over NCCL's paths (see the module docstring)."""
+    n = len(nodes)
+    if collective == "sendrecv":
+        load, worst_type = _flow_load(ctx, nodes, [(i, (i + 1) % n) for i in range(n)])
+        share = 1  # each rank sends its whole buffer to the next
+        steps = 1
+    else:  # alltoall: every rank sends S/n to every other rank
+        load, worst_type = _alltoall_load(ctx, nodes)
+        share = n
+        steps = n - 1
+    system = ctx.fabric
+    rate, worst = min((system.capacity(*edge) / f, edge) for edge, f in load.items())
+    hardware = "NVLINK" if worst_type == PathType.NVL else "PCI"
+    profile = ctx.profile
+    latency = profile.base_lat("ring", "Simple") + steps * profile.hw_lat(hardware, "ring", "Simple")
+    # Each flow moves S / share at ``rate``: the size is divided by rate x share.
+    bandwidth = rate * share
+    time = latency + size / bandwidth
+    return _result(collective, ids, nodes, size, time, "p2p", "Simple", 0, latency, bandwidth, None, None,
+                   (worst,), None,
+                   f"concurrent point-to-point flows over NCCL {profile.version} paths (this project's "
+                   f"model; NCCL's tuning model does not cover {collective})")
+
+
+def _flow_load(ctx, nodes, flows, load=None) -> tuple:
+    """Per edge, the sum of the shares of the flows ``(i, j)`` (rank i to rank j) crossing it,
+    and the worst path type among them."""
+    system, G = ctx.fabric, ctx.G
+    members = set(nodes)
+    load = {} if load is None else load
+    worst_type = PathType.LOC
+    for i, j in flows:
+        path_type, flow = system.hop(nodes[i], nodes[j], members)
+        worst_type = max(worst_type, path_type)
+        overhead = system.pcie_overhead(path_type)
+        for (u, v), f in flow:
+            load[u, v] = load.get((u, v), 0.0) + f * (overhead if G.adj[u][v]["kind"] == "pcie" else 1.0)
+    return load, worst_type
+
+
+def _alltoall_load(ctx, nodes) -> tuple:
+    """:func:`_flow_load` of every rank to every other, without routing every pair across hosts.
+
+    A route between hosts is three legs (:class:`models.engine.routes.Router`): the source GPU to the
+    NIC it sends through, the network from that NIC to the destination's nearest NIC, that NIC
+    to the destination GPU. A GPU sends through its nearest NIC to every NIC that NIC reaches;
+    to a network that NIC does not reach (another rail of a rail-only fabric) it sends through
+    NCCL's PXN proxy, over NVLink to the GPU beside a NIC of that network. So the first leg
+    depends on the source and the destination's network only and carries one flow per
+    destination behind that network; the last leg depends on the destination only and carries
+    one flow per GPU of the other hosts; the network leg depends on the two NICs only and
+    carries (GPUs sending through one) x (GPUs behind the other) flows, summed per pair of
+    leaves (:func:`_network_load`). Pairs inside a host are routed one by one.
+    """
+    G = ctx.G
+    hosts: dict = {}
+    for i, g in enumerate(nodes):
+        hosts.setdefault(G.nodes[g]["host"], []).append(i)
+    load, worst_type = {}, PathType.LOC
+    for ranks in hosts.values():
+        load, worst = _flow_load(ctx, nodes, [(i, j) for i in ranks for j in ranks if i != j], load)
+        worst_type = max(worst_type, worst)
+    if len(hosts) == 1:
+        return load, worst_type
+    router, kind = ctx.fabric.router, G.nodes
+    order = sorted(hosts)
+    # Where every GPU receives: its nearest NIC, and the leg from that NIC to it.
+    receive: dict = {}  # rank -> (NIC, edges of the last leg)
+    for h, host in enumerate(order):
+        probe = nodes[hosts[order[(h + 1) % len(order)]][0]]  # a GPU on another host
+        for i in hosts[host]:
+            back = router.route(probe, nodes[i]).nodes
+            last = max(k for k, v in enumerate(back) if kind[v]["kind"] == "nic")
+            receive[i] = (back[last], tuple(zip(back[last:], back[last + 1:])))
+    recv: dict = {}  # NIC -> GPUs of the set behind it
+    nic_host: dict = {}
+    by_network: dict = {}  # network -> {host: [ranks behind its NICs]}
+    for i, (nic, _) in receive.items():
+        recv[nic] = recv.get(nic, 0) + 1
+        host = kind[nodes[i]]["host"]
+        nic_host[nic] = host
+        by_network.setdefault(router.network_component(nic), {}).setdefault(host, []).append(i)
+    send: dict = {}  # NIC -> GPUs of the set sending through it (to its network)
+    for i, (nic, edges) in receive.items():
+        host = kind[nodes[i]]["host"]
+        remote = len(nodes) - len(hosts[host])
+        for u, v in edges:
+            load[u, v] = load.get((u, v), 0.0) + remote
+        for network, members in by_network.items():
+            behind = sum(len(r) for h, r in members.items() if h != host)
+            if not behind:
+                continue
+            probe = nodes[next(r[0] for h, r in members.items() if h != host)]
+            path = router.route(nodes[i], probe)
+            edges = path.edges
+            first = next(k for k, (u, v) in enumerate(edges) if kind[v]["kind"] == "nic")
+            for (u, v), share in zip(edges[:first + 1], path.shares[:first + 1]):
+                load[u, v] = load.get((u, v), 0.0) + behind * share
+            out = edges[first][1]
+            send[out] = send.get(out, 0) + 1
+            nic_host[out] = host
+    _network_load(router, send, recv, nic_host, load)
+    return load, PathType.NET
+
+
+def _network_load(router, send, recv, nic_host, load) -> None:
+    """Add the network legs of every pair of GPUs on different hosts to ``load``.
+
+    ``send[a]``: GPUs sending through NIC ``a`` to every GPU on its network; ``recv[b]``: GPUs
+    whose nearest NIC is ``b``. A pair's network leg runs from NIC to NIC over every shortest
+    path, spread over the spines as the router spreads it (:meth:`Router.network_flow`).
+    Grouped by the NICs' edge switches (leaves): from leaf A to leaf B of one network the pairs
+    are ``S_A x R_B - sum over hosts h of s_Ah x r_Bh`` (senders through A's NICs times
+    receivers behind B's, less the pairs of one host, which stay inside it), so each pair of
+    leaves is routed once.
+    """
+    component = router.network_component
+    sent: dict = {}  # (leaf, host) and leaf totals
+    got: dict = {}
+    direct = []
+    for table, totals in ((send, sent), (recv, got)):
+        for nic, count in table.items():
+            leaf = router.edge_switch(nic)
+            if leaf is None:
+                if table is send:
+                    direct.append(nic)
+                continue
+            per_host = totals.setdefault(leaf, {})
+            per_host[nic_host[nic]] = per_host.get(nic_host[nic], 0) + count
+    # NIC port edges: each way, the GPUs on its side times those of other hosts on its network.
+    senders: dict = {}
+    receivers: dict = {}
+    for table, tally in ((send, senders), (recv, receivers)):
+        for nic, count in table.items():
+            per_host = tally.setdefault(component(nic), {})
+            per_host[nic_host[nic]] = per_host.get(nic_host[nic], 0) + count
+    for nic, count in send.items():
+        leaf = router.edge_switch(nic)
+        if leaf is not None:
+            peers = receivers.get(component(nic), {})
+            remote = sum(peers.values()) - peers.get(nic_host[nic], 0)
+            load[nic, leaf] = load.get((nic, leaf), 0.0) + count * remote
+    for nic, count in recv.items():
+        leaf = router.edge_switch(nic)
+        if leaf is not None:
+            peers = senders.get(component(nic), {})
+            remote = sum(peers.values()) - peers.get(nic_host[nic], 0)
+            load[leaf, nic] = load.get((leaf, nic), 0.0) + count * remote
+    for a, from_a in sent.items():
+        total_a = sum(from_a.values())
+        for b, to_b in got.items():
+            if a == b:
+                continue
+            pairs = total_a * sum(to_b.values()) - sum(n * to_b.get(h, 0) for h, n in from_a.items())
+            if pairs:
+                flow = router.switch_flow(a, b)
+                if flow is None:  # different networks (rails of a rail-only fabric): no pairs
+                    continue
+                for edge, share in flow.items():
+                    load[edge] = load.get(edge, 0.0) + pairs * share
+    for first in direct:  # NICs cabled to each other: route each pair
+        for last in recv:
+            if last != first and nic_host[last] != nic_host[first]:
+                flow = router.network_flow(first, last)
+                if flow is not None:
+                    for edge, share in flow.items():
+                        load[edge] = load.get(edge, 0.0) + send[first] * recv[last] * share
+
+
+# ------------------------------------------------------------------------- many GPU sets
+class _Symmetry:
+    """Canonical keys of GPU sets under the symmetries of the part of the fabric NCCL uses."""
+
+    def __init__(self, ctx, collective):
+        G = ctx.G
+        gpu_nodes = topo.gpus(G)
+        self.hosts = None
+        if G.graph.get("hosts", 1) > 1 and collective in NCCL_COLLECTIVES:
+            # A cluster's hosts are identical copies and NCCL's model sees a multi-node set only
+            # through its node shapes (one search per shape, the minimum over them; the network
+            # is not charged): the sets with the same shapes on any hosts are equivalent.
+            self.hosts = {g: (G.nodes[g]["host"], G.nodes[g]["index"]) for g in gpu_nodes}
+            # Within a host, the symmetries of one host (its NICs included) apply as well.
+            first = G.subgraph(n for n, h in G.nodes(data="host") if h == self.hosts[gpu_nodes[0]][0]).copy()
+            self._local(first)
+            self.local_node = {G.nodes[g]["index"]: g for g in topo.gpus(first)}
+            return
+        self._local(self._support(ctx, gpu_nodes))
+
+    def _local(self, S) -> None:
+        self.classes = topo.interchangeable_gpus(S)
+        self.maps = topo.gpu_automorphisms(S)
+        self.class_of = {g: c for c, members_ in enumerate(self.classes) for g in members_}
+        self.position = {g: i for i, g in enumerate(topo.gpus(S))}
+
+    @staticmethod
+    def _support(ctx, gpu_nodes):
+        """The fabric restricted to the edges NCCL's paths between these GPUs use."""
+        G = ctx.G
+        members = set(gpu_nodes)
+        support = set()
+        for a in gpu_nodes:
+            for b in gpu_nodes:
+                if a != b:
+                    for (u, v), _ in ctx.fabric.hop(a, b, ())[1]:  # PCIe / switch / direct
+                        support.add((u, v))
+                    for (u, v), _ in ctx.fabric.hop(a, b, members)[1]:  # with NVB relays
+                        support.add((u, v))
+        S = G.edge_subgraph(support | {(v, u) for u, v in support}).copy()
+        S.add_nodes_from((g, G.nodes[g]) for g in gpu_nodes)
+        return S
+
+    def key(self, nodes) -> tuple:
+        if self.hosts is not None:
+            shapes: dict = {}
+            for g in nodes:
+                host, index = self.hosts[g]
+                shapes.setdefault(host, []).append(self.local_node[index])
+            return ("hosts",) + tuple(sorted(self._canonical(shape) for shape in shapes.values()))
+        return self._canonical(nodes)
+
+    def _canonical(self, nodes) -> tuple:
+        best = None
+        for mapping in self.maps:
+            image = sorted((mapping[g] for g in nodes), key=self.position.__getitem__)
+            # Interchangeable GPUs are equivalent: keep only the class of each, in index order.
+            candidate = tuple(self.class_of[g] for g in image)
+            if best is None or candidate < best:
+                best = candidate
+        return best
+
+
+def pairwise(G, collective: str, nbytes, *, profile=None, gpus_per_thread: int = 1, calibration=None,
+             max_sets=None, max_searches=None, progress=None) -> np.ndarray:
+    """busbw of every 2-GPU communicator.
+
+    Parameters
+    ----------
+    G : networkx.DiGraph
+    collective : str
+    nbytes : int
+        nccl-tests' size. [bytes]
+    profile : str or NcclProfile, optional
+    gpus_per_thread, calibration, max_sets, max_searches, progress : optional
+        As for :func:`subsets`.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``[i, j]`` = busbw of GPUs i and j, in GPU-id order; the diagonal is NaN. [B/s]
+
+    Examples
+    --------
+    >>> import topo
+    >>> m = pairwise(topo.dgx1v(), "all_reduce", 2**28)
+    >>> bool(m[0, 3] > m[0, 1] > m[0, 5])  # two links, one link, none (host path)
+    True
+    """
+    ctx = _Context(G, profile, gpus_per_thread, calibration)
+    n = len(ctx.ids)
+    matrix = np.full((n, n), np.nan)
+    for result in _all_sets(ctx, 2, collective, nbytes, max_sets=max_sets, max_searches=max_searches,
+                            progress=progress):
+        i, j = result.gpus
+        matrix[i, j] = matrix[j, i] = result.busbw
+    return matrix
+
+
+def subsets(G, collective: str, nbytes, k: int, *, profile=None, gpus_per_thread: int = 1,
+            calibration=None, max_sets=None, max_searches=None, progress=None) -> list:
+    """Every k-GPU set ranked by busbw: "which k GPUs should this job get?".
+
+    The arguments come in the order of :func:`estimate` and :func:`pairwise` (graph,
+    collective, size), then what selects the GPUs (here their number ``k``).
+
+    Parameters
+    ----------
+    G : networkx.DiGraph
+    collective : str
+    nbytes : int
+        nccl-tests' size. [bytes]
+    k : int
+        GPUs per set, 1 to the number of GPUs.
+    profile : str or NcclProfile, optional
+    gpus_per_thread, calibration : optional
+        As for :func:`estimate` (nccl-tests' ``-g``; a :func:`models.calibrate` result).
+    max_sets : int, optional
+        Refuse (:class:`LimitError`) before any work when there are more than this many
+        k-GPU sets (C(GPUs, k)).
+    max_searches : int, optional
+        Refuse (:class:`LimitError`) before any estimate when the sets need more than this
+        many estimates (one per symmetry class, each a channel search).
+    progress : callable, optional
+        Called as ``progress(done, total)`` after each estimate, for a progress bar.
+
+    Returns
+    -------
+    list of SubsetResult
+        Best first (highest busbw, then shortest time, then lowest GPU ids).
+
+    Raises
+    ------
+    topo.DgxTopoError
+        For ``k`` out of range or a size array (one size per ranking).
+    LimitError
+        For work beyond ``max_sets`` or ``max_searches``.
+
+    Examples
+    --------
+    >>> import topo
+    >>> best = subsets(topo.dgx1v(), "all_reduce", 2**30, 4)[0]
+    >>> best.gpus, best.nchannels
+    ((0, 1, 2, 3), 4)
+    """
+    if not isinstance(collective, str):
+        raise DgxTopoError(f"subsets(G, collective, nbytes, k): expected a collective name second, "
+                           f"received {collective!r} (the order before 0.2 was G, k, collective, nbytes)")
+    ctx = _Context(G, profile, gpus_per_thread, calibration)
+    results = _all_sets(ctx, k, collective, nbytes, max_sets=max_sets, max_searches=max_searches,
+                        progress=progress)
+    results.sort(key=lambda r: (-r.busbw, r.time, r.gpus))
+    return results
+
+
+def _all_sets(ctx, k, collective, nbytes, *, max_sets=None, max_searches=None, progress=None) -> list:
+    n = len(ctx.ids)
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= n:
+        raise DgxTopoError(f"k must be a number of GPUs from 1 to {n} on {ctx.name}, received {k!r}")
+    if np.ndim(nbytes) != 0:
+        raise SizeError(f"rank GPU sets at one size: expected a single size, received {nbytes!r}")
+    _collective(collective)
+    count = math.comb(n, k)
+    if max_sets is not None and count > max_sets:
+        raise LimitError(f"{count} sets of {k} GPUs on {ctx.name}", keyword="max_sets", size=count,
+                         limit=max_sets)
+    symmetry = _Symmetry(ctx, collective)
+    gpu_nodes = topo.gpus(ctx.G)
+    combos = list(itertools.combinations(range(n), k))
+    keys = [symmetry.key([gpu_nodes[i] for i in combo]) for combo in combos]
+    representatives: dict = {}
+    for combo, key in zip(combos, keys):
+        representatives.setdefault(key, combo)
+    if max_searches is not None and len(representatives) > max_searches:
+        raise LimitError(f"{count} sets of {k} GPUs on {ctx.name} need {len(representatives)} estimates",
+                         keyword="max_searches", size=len(representatives), limit=max_searches)
+    done: dict = {}
+    for key, combo in representatives.items():
+        done[key] = _estimate(ctx, collective, nbytes, list(combo)).point()
+        if progress is not None:
+            progress(len(done), len(representatives))
+    results = []
+    for combo, key in zip(combos, keys):
+        point = done[key]
+        results.append(SubsetResult(combo, point.busbw, point.algbw, point.time, point.algorithm,
+                                    point.protocol, point.nchannels, representatives[key]))
+    return results
+
+
+# ------------------------------------------------------------------------------ explain
+def _gbps(value) -> str:
+    return f"{to_GBps(value):.1f}"
+
+
+def _explain(e: CollectiveEstimate) -> str:
+    lines = [f"{e.collective} on GPUs {format_gpu_ids(e.gpus)} ({e.nranks} ranks); model: {e.model}"]
+    for search in (e.ring, e.tree):
+        if search is None:
+            continue
+        lines.append(f"{search.pattern} graph: {search.nchannels} channels x {_gbps(search.bw_intra)} GB/s"
+                     f" (type {search.type_intra.name}, maxBw {_gbps(search.max_bw)}, totalBw "
+                     f"{_gbps(search.total_bw)} GB/s{', duplicated' if search.duplicated else ''})")
+        for c, order in enumerate(search.channels):
+            lines.append(f"  channel {c:2d}: " + " ".join(str(e.gpus[e.nodes.index(g)]) for g in order))
+        if search.loads:
+            top = search.loads[0]
+            edges = search.bottleneck
+            binding = ", ".join(f"{u}->{v}" for u, v in edges[:6]) + \
+                (f" (+{len(edges) - 6} more)" if len(edges) > 6 else "")
+            lines.append(f"  bottleneck: {binding} ({_gbps(top.reserved)} of {_gbps(top.capacity)} GB/s "
+                         f"reserved)")
+        lines.append("  search: " + "; ".join(t for t in search.trace if "skipped" not in t))
+    if e.selection is not None:
+        point = e.point()
+        lines.append("tuning (time = latency + size / algorithm bandwidth), largest size "
+                     f"{point.nbytes} B:")
+        for cand in e.selection.candidates:
+            t = cand.tuning
+            terms = " + ".join(f"{term.count:g} x {to_us(term.per_step):.2f}" for term in t.latency.terms
+                               if term.count)
+            steps = "; ".join(f"{s.name} x{s.factor:g}" + (f" cap {_gbps(s.cap)}" if s.cap is not None else "")
+                              + (" (cap binds)" if s.bound else "") for s in t.bus.steps)
+            lines.append(
+                f"  {t.algorithm:4} {t.protocol:6} latency {to_us(t.latency.base):.1f} + {terms or '0'} = "
+                f"{to_us(t.latency.value):.1f} us; busBw {t.bus.nchannels} x {_gbps(t.bus.channel_bandwidth)} "
+                f"= {_gbps(t.bus.raw)} -> {_gbps(t.bus.value)} GB/s [{steps or 'no factor'}]; algBw "
+                f"{_gbps(t.bandwidth)} GB/s; time {to_us(np.asarray(cand.time).reshape(-1)[-1]):.1f} us")
+        lines.append(f"  chosen: {point.algorithm}/{point.protocol}")
+        if e.nvls is not None:
+            lines.append(f"nvls graph: {e.nvls.nchannels} heads x {_gbps(e.nvls.bw_intra)} GB/s (bwInter "
+                         f"{_gbps(e.nvls.bw_inter)} GB/s); heads " + " ".join(
+                             str(e.gpus[e.nodes.index(g)]) if g in e.nodes else str(g) for g in e.nvls.heads))
+        if e.nvls_reason:
+            lines.append(f"  NVLS: {e.nvls_reason}")
+    else:
+        point = e.point()
+        lines.append(f"latency {to_us(point.latency):.1f} us; bandwidth {_gbps(point.bandwidth)} GB/s"
+                     + (f"; bottleneck {e.bottleneck[0][0]}->{e.bottleneck[0][1]}" if e.bottleneck else ""))
+    if e.measurement is not None:
+        lines.append(e.measurement.explain())
+    return "\n".join(lines)

@@ -1,0 +1,376 @@
+"""What the network between hosts gives NCCL's channels: the load of their connections on it.
+
+NCCL's channel search and tuning model stop at the NIC. A channel that leaves a node is
+charged its NIC port's figure (``speed / 8000``, NVIDIA/nccl v2.27.7-1 src/graph/topo.cc
+``ncclTopoAddNet``) and the network beyond the port is taken as non-blocking, so NCCL's own
+estimate is the same on a rail-optimised, a fat-tree or an oversubscribed network. A real
+network is not always non-blocking: the leaves of an oversubscribed fat tree have fewer
+up-links than NICs, and every connection that crosses a leaf boundary shares them.
+
+This module routes the connections of NCCL's inter-node channels over the fabric's network
+edges, as :meth:`models.engine.routes.Router.network_flow` spreads traffic (ECMP over the spines),
+and charges each edge:
+
+``ring``
+    Ranks are in node order and every node holds the same channels (NVIDIA/nccl v2.27.7-1
+    src/graph/connect.cc, ``ncclTopoPostset``): channel ``c`` leaves node ``i`` by its exit
+    NIC and enters node ``i + 1`` (node 0 after the last) by its entry NIC, one connection per
+    channel and pair of neighbouring nodes.
+``tree`` (also the inter-node part of ``nvls_tree``)
+    NCCL's double binary tree over the nodes (:func:`models.engine.nccl.trees.double_binary_tree`):
+    the first half of the channels run tree 0, the second half tree 1, and every tree edge is
+    a connection each way (reduce up, broadcast down), by the channel's NIC at both ends (a
+    tree channel returns to the NIC it entered by, src/graph/search.cc).
+
+Every connection of a pattern moves data at the same rate, so an edge that carries ``k``
+connections gives each ``capacity / k``, with NCCL's capacity of the edge
+(:class:`models.engine.nccl.system.NcclSystem`: the NIC figure per link, scaled by the edge's own
+``bandwidth``). NCCL assumed the NIC ports' rate, at most the channel's ``bwIntra``; the
+network's rate is the smallest ``capacity / k`` over every network edge, ports included. The
+factor ``min(1, network rate / NCCL's rate)`` scales the bandwidth the measurement model
+predicts (:func:`models.predict.measure.measured`), and the edge that sets it is the bottleneck
+``--explain`` names. A non-blocking network gives exactly 1.
+
+When two NICs have no network path (different rails of a rail-only fabric), NCCL's PXN
+sends from the NIC of the sending host that is on the receiver's network, reached over
+NVLink (:meth:`models.engine.routes.Router.pxn_proxy`); the connection is charged from that NIC.
+
+Not charged: ``nvls`` (inside one NVLink domain), ``pat`` (one GPU per node; its pairwise
+steps are left to the NIC figure) and the point-to-point collectives, whose flows
+:mod:`models.predict.collectives` already routes over every network edge.
+
+Examples
+--------
+>>> import topo
+>>> from models.engine.nccl.system import NcclSystem
+>>> from models.engine.nccl.channels import channel_graphs
+>>> G = topo.build("16xdgx2:fat_tree:oversub=4")
+>>> system = NcclSystem(G)
+>>> graphs = channel_graphs(system, topo.gpus(G))
+>>> load = network_load(graphs.fabric, graphs.ring, "ring")
+>>> round(load.factor, 3), load.where, load.load     # 8 channels close the ring over 4 links
+(0.521, "net.leaf4's down-links from the tier above", 8.0)
+"""
+
+from __future__ import annotations
+
+import math
+import weakref
+from dataclasses import dataclass
+
+from topo.cluster import network_nics
+from topo.errors import DgxTopoError
+from topo.units import to_GBps
+
+from ..engine.nccl.trees import double_binary_tree
+from ..engine.routes import PathType, RouteError
+
+__all__ = ["NetworkLoad", "network_load", "PATTERNS"]
+
+#: The patterns whose connections are charged, by the algorithm that runs.
+PATTERNS = {"ring": "ring", "tree": "tree", "nvls_tree": "tree"}
+
+# Per fabric view: loads computed so far, by (pattern, GPUs, NICs of the channels).
+_LOADS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+@dataclass(frozen=True, slots=True)
+class NetworkLoad:
+    """The network's share of NCCL's inter-node channels for one pattern.
+
+    Attributes
+    ----------
+    pattern : str
+        ``"ring"`` or ``"tree"``.
+    connections : int
+        Node-to-node connections of the channels (each one way).
+    factor : float
+        ``min(1, network_rate / nccl_rate)``: what the network gives of the bandwidth NCCL
+        assumed.
+    nccl_rate : float
+        The per-connection rate NCCL assumed: its NIC ports' share, at most ``bwIntra``. [B/s]
+    network_rate : float
+        The per-connection rate the most loaded network edge gives. [B/s]
+    edges : tuple
+        The busiest link group's edges: a NIC port, a switch's links to the tier above, or a
+        switch's links from the tier above.
+    load : float
+        Connections on the group (fractions where the traffic is spread over several spines).
+    capacity : float
+        NCCL's capacity of the group. [B/s]
+    pxn : int
+        Connections sent through another NIC of the host over NVLink (PXN), because the
+        receiving NIC is on another network (rail-only fabrics).
+    where : str
+        The busiest group in words.
+    algorithm : str
+        The NCCL algorithm these connections run (set by :func:`models.estimate`; ``""``
+        otherwise).
+    aligned : int
+        Ring channels that return through the NIC they entered by over PXN (NCCL's crossNic=0
+        rings), where the search reported another exit NIC.
+    """
+
+    pattern: str
+    connections: int
+    factor: float
+    nccl_rate: float
+    network_rate: float
+    edges: tuple
+    load: float
+    capacity: float
+    pxn: int = 0
+    aligned: int = 0
+    where: str = ""
+    algorithm: str = ""
+
+    @property
+    def bottleneck(self) -> tuple:
+        """The first edge of the busiest group ``(u, v)``."""
+        return self.edges[0]
+
+    def describe(self) -> str:
+        """One line for ``--explain``."""
+        verdict = ("the network is not the limit" if self.factor >= 1 else
+                   f"the network gives {self.factor:.3f} of it")
+        extra = f"; {self.aligned} channels return by their entry NIC over PXN" if self.aligned else ""
+        extra += f"; {self.pxn} sent over NVLink to another NIC first (PXN)" if self.pxn else ""
+        return (f"network ({self.algorithm or self.pattern}): {self.connections} connections; busiest: {self.where} "
+                f"({len(self.edges)} edge{'s' if len(self.edges) > 1 else ''}) carry {self.load:.3g} of "
+                f"them on {to_GBps(self.capacity):.1f} GB/s = "
+                f"{to_GBps(self.network_rate):.2f} GB/s each, NCCL assumed {to_GBps(self.nccl_rate):.2f}: "
+                f"{verdict}{extra}")
+
+
+class _Nics:
+    """A host's NIC for each NIC position of the first host's list: the one at the same position
+    when the host has as many (hosts are copies), else the one with the same index, else the
+    host's NIC at that position modulo its count (a host whose NIC a what-if removed)."""
+
+    def __init__(self, G, nics, first):
+        if not nics:
+            raise DgxTopoError("a host of the communicator has no NIC on a network: expected a "
+                               "cluster fabric (topo.cluster) for GPUs of several hosts")
+        if len(nics) == len(first):  # a copy of the first host (or a fused NVLink domain)
+            self.nics = list(nics)
+            return
+        by_index = {G.nodes[n].get("index"): n for n in nics}
+        self.nics = [by_index.get(G.nodes[n].get("index"), nics[k % len(nics)])
+                     for k, n in enumerate(first)]
+
+    def __getitem__(self, position):
+        return self.nics[position]
+
+
+def _nics_by_host(G) -> dict:
+    """Per host, its NICs on a network in index order (the same order on every copy)."""
+    found: dict = {}
+    for n in network_nics(G):
+        found.setdefault(G.nodes[n]["host"], []).append(n)
+    return {h: sorted(nics, key=lambda n: (G.nodes[n].get("index", 0), str(n))) for h, nics in found.items()}
+
+
+def network_load(fabric, search, pattern: str, gpus=None) -> NetworkLoad | None:
+    """Charge the network edges with the connections of a multi-node channel search.
+
+    Parameters
+    ----------
+    fabric : models.engine.nccl.system.NcclSystem
+        The view the search ran on (``ChannelGraphs.fabric``).
+    search : models.engine.nccl.search.ChannelSearch or models.engine.nccl.nvls.NvlsGraph
+        NCCL's ring search of a communicator over several nodes (its channels' ``nets``), or
+        the NVLS graph across nodes (NVLSTree: one NIC per head, entered and left by it).
+    pattern : str
+        ``"ring"`` or ``"tree"``.
+    gpus : sequence of node ids, optional
+        The communicator's GPUs (default: the search's; required for an NVLS graph, whose
+        heads are one node's).
+
+    Returns
+    -------
+    NetworkLoad or None
+        None on one node or without NICs in the search.
+
+    Raises
+    ------
+    DgxTopoError
+        For an unknown pattern.
+    models.engine.routes.RouteError
+        When a connection has no network path, even through PXN.
+    """
+    if pattern not in ("ring", "tree"):
+        raise DgxTopoError(f"network load of pattern {pattern!r}: expected 'ring' or 'tree'")
+    if search is None or not search.nets:
+        return None
+    G = fabric.G
+    if hasattr(search, "heads"):  # NVLS graph: NVLSTree's tree runs through each head's NIC
+        if gpus is None:
+            raise DgxTopoError("network load of an NVLS graph: expected the communicator's gpus")
+        nets, rate, exits = tuple((n, n) for n in search.nets), search.bw_inter, ()
+        pattern = "tree"
+    else:
+        nets, rate = search.nets, search.bw_intra
+        exits = tuple(c[-1] for c in search.channels)
+        gpus = search.gpus if gpus is None else gpus
+    gpus = tuple(gpus)
+    if len({G.nodes[n]["host"] for pair in nets for n in pair}) != 1:
+        raise DgxTopoError("network load: expected the channels' NICs of one node (the first)")
+    hosts_of_gpus = sorted({G.nodes[n]["host"] for n in gpus})
+    if len(hosts_of_gpus) < 2:
+        return None
+    key = (pattern, gpus, nets, rate)
+    cache = _LOADS.setdefault(fabric, {})
+    if key not in cache:
+        cache[key] = _charge(fabric, pattern, nets, rate, exits, hosts_of_gpus)
+    return cache[key]
+
+
+def _charge(fabric, pattern, channel_nets, channel_rate, exits, hosts) -> NetworkLoad:
+    G, router = fabric.G, fabric.router
+    host_nics = _nics_by_host(G)
+    first = host_nics[hosts[0]]
+    position = {nic: k for k, nic in enumerate(first)}
+    nets = [(position[a], position[b]) for a, b in channel_nets]
+    nics = {h: _Nics(G, host_nics.get(h, []), first) for h in hosts}
+    connections = []  # (sending NIC, receiving NIC)
+    aligned = 0
+    if pattern == "ring":
+        for c, (entry, out) in enumerate(nets):
+            if out != entry and _returns_by_pxn(fabric, exits[c], first[entry]):
+                out = entry
+                aligned += 1
+            for i, host in enumerate(hosts):
+                following = hosts[(i + 1) % len(hosts)]
+                connections.append((nics[host][out], nics[following][nets[c][0]]))
+    else:
+        trees = double_binary_tree(len(hosts)).trees
+        half = (len(nets) + 1) // 2
+        for c, (entry, _) in enumerate(nets):
+            tree = trees[0 if c < half else 1]
+            for rank, parent in enumerate(tree.up):
+                if parent is not None:
+                    a, b = nics[hosts[rank]][entry], nics[hosts[parent]][entry]
+                    connections += [(a, b), (b, a)]
+    component: dict = {}
+    leaf_of: dict = {}
+
+    def attach(nic):
+        if nic not in leaf_of:
+            leaf_of[nic] = router.edge_switch(nic)
+            component[nic] = router.network_component(nic)
+        return leaf_of[nic]
+
+    ports: dict = {}  # NIC port edge -> connections
+    between: dict = {}  # (leaf, leaf) -> connections
+    direct: dict = {}  # network edge -> connections, for NICs not on one leaf each
+    pxn = 0
+    for a, b in connections:
+        attach(a), attach(b)
+        if component[a] != component[b]:
+            a = _pxn_nic(G, router, host_nics[G.nodes[a]["host"]], b)
+            attach(a)
+            pxn += 1
+        leaf_a, leaf_b = leaf_of[a], leaf_of[b]
+        if leaf_a is None or leaf_b is None:
+            for edge, share in router.network_flow(a, b).items():
+                direct[edge] = direct.get(edge, 0.0) + share
+            continue
+        ports[a, leaf_a] = ports.get((a, leaf_a), 0) + 1
+        ports[leaf_b, b] = ports.get((leaf_b, b), 0) + 1
+        if leaf_a != leaf_b:
+            between[leaf_a, leaf_b] = between.get((leaf_a, leaf_b), 0) + 1
+    # Switch-to-switch links are charged per group: a switch's links to the tier above, and a
+    # switch's links from the tier above. The subnet manager spreads destinations over a
+    # group's links (fat-tree routing) where the even split of every connection over every
+    # shortest path would pile fractions of many connections onto one link of a partly filled
+    # leaf; what a group carries is the same either way.
+    tiers = {n: _tier(G, n) for n, k in router.kind.items() if k == "network_switch"}
+    load: dict = {("edge", e): float(k) for e, k in ports.items()}
+    for edge, k in direct.items():
+        key = _group(tiers, *edge)
+        load[key] = load.get(key, 0.0) + k
+    for (leaf_a, leaf_b), count in between.items():
+        for (u, v), share in router.switch_flow(leaf_a, leaf_b).items():
+            key = _group(tiers, u, v)
+            load[key] = load.get(key, 0.0) + count * share
+    rate = {}
+    for key, k in load.items():
+        if k > 0:
+            rate[key] = sum(fabric.capacity(*e) for e in _group_edges(G, tiers, key)) / k
+    nic_rate = min((rate[("edge", e)] for e in ports), default=math.inf)
+    worst = min(rate, key=lambda key: (rate[key], str(key)))
+    edges = _group_edges(G, tiers, worst)
+    capacity = sum(fabric.capacity(*e) for e in edges)
+    nccl_rate = min(nic_rate, channel_rate)
+    factor = min(1.0, rate[worst] / nccl_rate)
+    return NetworkLoad(pattern, len(connections), factor, nccl_rate, rate[worst], edges,
+                       load[worst], capacity, pxn, aligned, _where(worst))
+
+
+def _tier(G, node) -> int:
+    """A network switch's level: leaf 1, spine 2, core 3, ``tierN`` N (topo.cluster)."""
+    tier = str(G.nodes[node].get("tier", ""))
+    return {"leaf": 1, "spine": 2, "core": 3}.get(tier, int(tier[4:]) if tier[4:].isdigit() else 0)
+
+
+def _group(tiers, u, v) -> tuple:
+    """The link group of the network edge ``(u, v)``: ``("up", u)`` for a switch's links to the
+    tier above, ``("down", v)`` for a switch's links from the tier above; else the edge itself."""
+    tu, tv = tiers.get(u, 0), tiers.get(v, 0)
+    if tv > tu > 0:
+        return ("up", u)
+    if tu > tv > 0:
+        return ("down", v)
+    return ("edge", (u, v))
+
+
+def _group_edges(G, tiers, key) -> tuple:
+    """Every edge of a link group (all of a switch's up-links, not only the loaded ones)."""
+    what, node = key
+    if what == "up":
+        return tuple((node, v) for v, d in G.adj[node].items()
+                     if d["kind"] == "network" and tiers.get(v, 0) > tiers[node])
+    if what == "down":
+        return tuple((u, node) for u, d in G.pred[node].items()
+                     if d["kind"] == "network" and tiers.get(u, 0) > tiers[node])
+    return (node,)
+
+
+def _where(key) -> str:
+    what, node = key
+    if what == "up":
+        return f"{node}'s up-links"
+    if what == "down":
+        return f"{node}'s down-links from the tier above"
+    return f"{node[0]}->{node[1]}"
+
+
+def _returns_by_pxn(fabric, last_gpu, entry_nic) -> bool:
+    """NCCL's crossNic=0 pass closes the ring through the NIC it entered by: with PXN (v2.12+)
+    the last GPU reaches that NIC over NVLink to the GPU beside it, if that GPU's own path to the
+    NIC is no worse than PXB (path type PXN, tried before
+    crossNic, NVIDIA/nccl v2.27.7-1 src/graph/search.cc ``ncclTopoCompute`` and
+    src/graph/paths.cc). This project's search does not model PXN paths to a NIC and may report
+    another exit NIC for the same channels; the network charge follows NCCL."""
+    if not fabric.profile.pxn:
+        return False
+    router = fabric.router
+    host = router.G.nodes[entry_nic]["host"]
+    if router.G.nodes[last_gpu]["host"] != host:
+        return False
+    return any(router.nearest_nic(g) == entry_nic
+               and router.pcie_type(router.pcie_path(g, entry_nic)) <= PathType.PXB
+               and (g == last_gpu or router.nvlink_reaches(last_gpu, g))
+               for g in router.host_gpus(host))
+
+
+def _pxn_nic(G, router, host_nics, nic):
+    """The NIC of a host on ``nic``'s network that PXN sends from: the same index (rail) when
+    there is one (:meth:`models.engine.routes.Router.pxn_proxy` picks it the same way)."""
+    target = router.network_component(nic)
+    on = [n for n in host_nics if router.network_component(n) == target]
+    if not on:
+        raise RouteError(f"no NIC of host {G.nodes[host_nics[0]]['host']} is on the network of "
+                         f"{nic!r}: expected every host on every rail")
+    want = G.nodes[nic].get("index")
+    return min(on, key=lambda n: G.nodes[n].get("index") != want)

@@ -1,0 +1,1309 @@
+"""GPU-to-GPU copies: what p2pBandwidthLatencyTest measures, predicted from the fabric.
+
+Two modes:
+
+``"route"``
+    The copy CUDA makes (``cudaMemcpyPeer``), over the route of :func:`models.engine.routes.route`:
+    a direct NVLink bundle, the NVSwitch fabric, PCIe peer-to-peer, or staged through host
+    memory when the GPUs cannot access each other (across the host bridge or the sockets).
+``"maxflow"``
+    The bound a copy split over several paths could reach: the maximum flow between the two
+    GPUs over all NVLink edges (:mod:`models.predict.maxflow`), relaying through other GPUs and
+    switches (or the routed figure, when that is higher, e.g. a pair without any NVLink path).
+
+and two settings of peer access, as p2pBandwidthLatencyTest prints them: ``p2p=True``
+(P2P=Enabled, the default) and ``p2p=False`` (P2P=Disabled: every pair of one host staged
+through host memory, whatever links it has; GPUs of different hosts copy over the network, or
+over the NVLink domain of a GB200 NVL72's trays, either way).
+
+The model
+---------
+*Peer copies*: achieved bandwidth = line rate of each edge x an efficiency for its link
+technology and generation (:data:`EFFICIENCIES`), taken at the route's bottleneck. Links are
+full duplex and a peer copy and the copy back never cross the same directed edge (both are
+shortest paths: if the copy from a to b took x -> y and the copy back did too, d(a,x) + d(y,b)
++ d(b,x) + d(y,a) would be 2D - 2 for the distance D between a and b, below the 2D the triangle
+inequality demands), so *bidirectional* is the sum of the two one-way rates.
+
+*Staged copies* (:class:`StagedCopy`) are two DMA legs, GPU -> host memory (the memory of the
+CPU nearest the destination, as NCCL places its bounce buffer) -> GPU, pipelined. Every copy
+is a stream on the directed edges its legs cross (a copy between two GPUs under one PCIe
+switch crosses the switch's uplink once up and once down). A directed PCIe edge gives staged
+streams ``"staged"`` x its line rate, shared between the streams that cross it; a GPU whose
+own PCIe link moves staged data both ways at once gives each direction only
+``"staged_duplex"`` x the line rate; the memory of the CPU holding the bounce buffers caps
+the sum of the copies staged through it (:data:`HOST_CEILINGS`). Concurrent copies share by
+max-min fairness (progressive filling). One way and both ways are computed separately:
+
+- one way, any staged pair: ``"staged"`` x the PCIe line rate (9.56 GB/s on PCIe 3.0 x16);
+- both ways, GPUs under different switches: each GPU's link moves data both ways, so each
+  copy gets ``"staged_duplex"`` x the line rate (14.4 GB/s together);
+- both ways, GPUs sharing a switch (or a parent switch): both copies cross its uplink in both
+  directions, so together they get what one direction of the uplink carries (9.56 GB/s).
+
+*Latency* = the hops' latencies along the route (edge attribute ``latency``; both legs of a
+staged copy) + a fixed software overhead (:data:`OVERHEADS`), one for peer copies and one for
+staged copies in each setting of peer access.
+
+Calibration
+-----------
+Fitted to one published p2pBandwidthLatencyTest row, GPU0 of a DGX-1V (bidirectional
+bandwidth and latency, P2P enabled and disabled: tests/data/dgx1v_p2p_gpu0_row.json, from
+NVIDIA/OpenACC GPU bootcamp material); every fitted constant says what it was fitted to. The
+NVLink efficiencies are *derived* from NVLink's signalling rates and packet format, and the
+row only checks them; the P100 HBM figure is derived from the V100 fit and NVIDIA's stated
+generation ratio. Nothing was fitted to one-way data (the row has none), to P100 or to DGX-2
+machines: those are predictions. Residuals: ``tests/models/predict/test_p2p.py`` prints them.
+
+Diagonal
+--------
+The device-local copy, as p2pBandwidthLatencyTest counts it (read and write bytes both
+counted): the GPU's HBM bandwidth (``memory_bandwidth`` node attribute) x the HBM efficiency
+of its generation (``"hbm_sm70"``, ``"hbm_sm60"``); NaN (null in JSON) for a GPU without that
+attribute. Both copies of the bidirectional test share the one memory, so the bidirectional
+diagonal equals the unidirectional one. Path type LOC; latency the peer overhead with no hop.
+
+Examples
+--------
+>>> from topo import dgx1v
+>>> G = dgx1v()
+>>> r = p2p_path(G, 0, 3)
+>>> r.path_type.name, r.smi_class, r.line_rate / 1e9, round(r.bandwidth / 1e9, 2)
+('NVL', 'NV2', 50.0, 48.53)
+>>> r = p2p_path(G, 0, 5)
+>>> r.path_type.name, r.p2p, r.nodes
+('SYS', False, ('gpu0', 'pcie0', 'cpu0', 'cpu1', 'pcie2', 'gpu5'))
+>>> (p2p_matrix(G, [0, 1, 3, 5], bidirectional=True) / 1e9).round(1)
+array([[784.9,  48.5,  97.1,  14.4],
+       [ 48.5, 784.9,  48.5,  97.1],
+       [ 97.1,  48.5, 784.9,  14.4],
+       [ 14.4,  97.1,  14.4, 784.9]])
+>>> (p2p_matrix(G, [0, 1, 3, 5], p2p=False) / 1e9).round(2)[0]
+array([784.89,   9.56,   9.56,   9.56])
+>>> (p2p_matrix(G, [0, 1, 3, 5], p2p=False, bidirectional=True) / 1e9).round(2)[0]
+array([784.89,   9.56,  14.42,  14.42])
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from topo.errors import DgxTopoError
+from topo.nvidia_smi import connection_matrix
+from topo.schema import validate
+from topo.select import select_gpus
+from topo.specs import LINKS
+from topo.symmetry import interchangeable_gpus
+from topo.units import GB, to_GBps, to_us, us
+
+from .maxflow import flow_matrix
+from .measure import LINK_CLASSES
+from ..engine.nccl.profiles import nccl_profile
+from ..engine.nccl.system import nccl_capacity
+from ..engine.routes import PathType, Route, Router, line_rate, route_bandwidth
+
+__all__ = [
+    "Calibrated", "EFFICIENCIES", "OVERHEADS", "HOST_CEILINGS", "MODES",
+    "P2PResult", "P2PReport", "P2PError", "StagedCopy",
+    "p2p_path", "p2p_matrix", "p2p_latency_matrix", "p2p_report", "path_type_matrix",
+    "format_p2p_report", "achieved_capacity", "hbm_efficiency", "staged_copy",
+]
+
+#: The two ways of answering "how fast can GPU i send to GPU j".
+MODES = ("route", "maxflow")
+
+
+class P2PError(DgxTopoError):
+    """A P2P request the model cannot answer as asked (unknown mode, missing path or constant)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Calibrated:
+    """A model constant with its provenance.
+
+    Attributes
+    ----------
+    value : float
+        The constant (an efficiency is dimensionless, an overhead in [s], a ceiling in [B/s]).
+    applies_to : str
+        What it multiplies or adds to.
+    fitted_to : str
+        The measurements it was fitted to, and how; empty if it was not fitted.
+    source : str
+        Where the value or the measurements come from.
+    uncertain : str
+        What about it is not verified.
+    """
+
+    value: float
+    applies_to: str
+    fitted_to: str
+    source: str
+    uncertain: str = ""
+
+
+_ROW = ("p2pBandwidthLatencyTest on a DGX-1V, GPU0's row (NVIDIA/OpenACC GPU bootcamp "
+        "material; tests/data/dgx1v_p2p_gpu0_row.json)")
+
+# NVLink packets are made of 128-bit (16-byte) flits: one header flit, then up to 256 bytes
+# (16 flits) of data; copy engines write 256-byte payloads. So at most 16 of every 17 flits
+# carry data, on the raw rate of lanes x signalling rate (NVLink 2.0 signals 25.78125 Gb/s,
+# a little above the nominal 25 GB/s per link).
+_FLITS = 16 / 17
+_NVLINK_PACKET = ("packet = 1 header flit + 16 data flits of 16 B (Foley and Danskin, "
+                  "'Ultra-Performance Pascal GPU and NVLink Interconnect', IEEE Micro 37(2), "
+                  "2017, NVIDIA); copy engines write 256 B payloads (NCCL maintainer, "
+                  "NVIDIA/nccl-tests issue 149)")
+
+
+def _nvlink(link: str, lanes: int, gbps: float, signalling_source: str, uncertain: str) -> Calibrated:
+    raw = lanes * gbps * 1e9 / 8
+    return Calibrated(
+        raw * _FLITS / LINKS[link].bandwidth,
+        f"line rate of {LINKS[link].label} edges on a peer route, direct or through "
+        f"NVSwitches, and of those edges in maxflow mode",
+        "", f"derived: {lanes} lanes x {gbps} Gb/s = {raw / GB:.4g} GB/s raw per direction "
+        f"({signalling_source}) x 16/17 flits carrying data ({_NVLINK_PACKET}), / the "
+        f"{LINKS[link].bandwidth / GB:g} GB/s line rate", uncertain)
+
+
+#: Achieved / line rate (or / HBM bandwidth), per link technology and generation: the one
+#: table of efficiencies.
+EFFICIENCIES: dict[str, Calibrated] = {
+    "nvlink1": _nvlink(
+        "nvlink1", 8, 20.0, "NVIDIA Tesla P100 whitepaper: 20 Gb/s signalling, 20 GB/s per "
+        "link per direction",
+        "[U] 8 lanes per direction and the 16/17 packet efficiency for copy-engine writes are "
+        "not verified on a P100; not measured here (a prediction)"),
+    "nvlink2": _nvlink(
+        "nvlink2", 8, 25.78125, "NVIDIA A100 Tensor Core GPU Architecture whitepaper: V100 "
+        "NVLink signals 25.78 Gb/s per pair, 8 pairs per direction",
+        "checked, not fitted: the DGX-1V row's 4 NVLink entries are within 0.2 % (48.49, "
+        "48.49, 96.85, 96.9 GB/s both ways); NVSwitch hops assumed to keep it [U]"),
+    "nvlink3": _nvlink(
+        "nvlink3", 4, 50.0, "NVIDIA A100 Tensor Core GPU Architecture whitepaper: 50 Gb/s "
+        "per pair, 4 pairs per direction",
+        "[U] no A100 measurement in the data; packet format assumed unchanged from NVLink 2"),
+    "nvlink4": _nvlink(
+        "nvlink4", 2, 100.0, "NVIDIA H100 Tensor Core GPU Architecture whitepaper: 25 GB/s "
+        "per link per direction over 2 PAM4 pairs",
+        "[U] signalling ~100 Gb/s is derived; packet format assumed unchanged; NVIDIA/nccl "
+        "issue 1264 shows p2pBandwidthLatencyTest at ~83 % of line rate one way on an HGX "
+        "H100, below this figure"),
+    "nvlink5": _nvlink(
+        "nvlink5", 2, 200.0, "NVIDIA GB200 NVL72 reference architecture: 900 GB/s per GPU "
+        "per direction over 18 links",
+        "[U] lanes and signalling derived, packet format assumed unchanged"),
+    # NCCL's PCI_BW 12.0 GB/s of PCIe 3.0 x16's 15.75 (and Gen4 24 of 31.5): 0.7617.
+    "pcie": Calibrated(
+        round(nccl_profile().link_bandwidth("pcie3_x16") / LINKS["pcie3_x16"].bandwidth, 4),
+        "line rate of PCIe edges on a peer route (PIX, PXB)", "",
+        "NVIDIA/nccl v2.27.7-1 src/graph/topo.h PCI_BW 12.0 GB/s for a Gen3 x16 link, / "
+        "15.75 GB/s line rate",
+        "not fitted: the DGX-1V row has no PCIe peer pair; NCCL's figure is for SM-driven "
+        "transfers, not copy engines [U]"),
+    # 9.56 / 15.7538 = 0.60684: the GPU0-GPU1 pair shares one PLX switch, and with P2P
+    # disabled both copies of the bidirectional test cross its uplink once in each
+    # direction, so the pair's total is what one direction of the uplink carries.
+    "staged": Calibrated(
+        0.6068, "line rate of every directed PCIe (and socket-to-socket) edge a copy staged "
+        "through host memory crosses, shared between the staged streams on that edge",
+        "bidirectional P2P=Disabled GPU0-GPU1 entry (9.56 GB/s; GPUs under one PCIe switch, "
+        "both copies share its uplink both ways) / PCIe 3.0 x16 line rate", _ROW,
+        "[U] assumes the uplink carries the same per direction whether one stream or two "
+        "cross it: one-way staged copies (not in the row) are predicted at this figure"),
+    # mean(14.43, 14.46, 14.47, 14.24, 14.51, 14.43, 14.25, 14.54, 14.49) / (2 x 15.7538)
+    # = 14.4244 / 31.5077 = 0.45781
+    "staged_duplex": Calibrated(
+        0.4578, "line rate of a GPU's own PCIe link, each direction, while it moves staged "
+        "copies both ways at once",
+        "mean of measured / (2 x PCIe 3.0 x16 line rate) over the 9 bidirectional staged "
+        "entries whose GPUs do not share a switch (P2P=Disabled GPU2-7, P2P=Enabled GPU5-7)",
+        _ROW,
+        "[U] a per-GPU limit, not the host's: pairs on one socket (both bounce buffers and "
+        "all four DMA streams on one CPU) measure the same as pairs across sockets, which a "
+        "host memory, root complex or socket-link limit would not give; the mechanism "
+        "(copy engines or the GPU's PCIe interface under duplex DMA) is an interpretation"),
+    # NCCL's NET_BW 12.0 GB/s for a 100 Gb/s port, of EDR's 12.5 GB/s line rate: 0.96.
+    # An RDMA copy moves at the payload rate of InfiniBand packets: 4096 of every 4122 bytes
+    # (the measurement model's packet efficiency of the link class, one source for it).
+    "network": Calibrated(
+        round(LINK_CLASSES["ib_edr"].packet_efficiency, 4), "line rate of network edges (NIC ports, "
+        "switch links) of a copy between hosts (NCCL's NET transport)", "",
+        "InfiniBand Architecture Specification vol. 1: 26 B of headers per 4096-byte packet "
+        "(models.predict.measure.LINK_CLASSES)",
+        "not fitted: no measured GPU-to-GPU copy between hosts in the data; RDMA assumed to run "
+        "at the payload rate [U]"),
+    # 784.87 / 900 = 0.87208
+    "hbm_sm70": Calibrated(
+        0.8721, "HBM bandwidth (memory_bandwidth) of a Volta GPU (compute capability 7.0, and "
+        "GPUs of unknown generation) for the device-local copy (diagonal)",
+        "measured / HBM bandwidth of the diagonal entry (784.87 GB/s of V100's 900), "
+        "P2P=Enabled", _ROW,
+        "900 GB/s is NVIDIA's V100 datasheet figure; other generations than Volta and Pascal "
+        "fall back to this figure [U]"),
+    # 784.87 / 1.5 / 732 = 0.71482
+    "hbm_sm60": Calibrated(
+        0.7148, "HBM bandwidth (memory_bandwidth) of a Pascal GPU (compute capability 6.0) for "
+        "the device-local copy (diagonal)", "",
+        "derived: the V100 fit (784.87 GB/s) / 1.5, NVIDIA Tesla V100 GPU Architecture "
+        "whitepaper ('1.5x delivered memory bandwidth versus Pascal GP100'), / P100's 732 GB/s",
+        "[U] the whitepaper's ratio is for its own workloads, not for a device-local "
+        "cudaMemcpy; not measured here (a prediction)"),
+}
+
+
+def _ceiling(channels: int, mts: int, platform: str, source: str, uncertain: str) -> Calibrated:
+    memory = channels * mts * 1e6 * 8  # 64-bit channels
+    return Calibrated(
+        memory / 2, f"sum of the copies staged through one {platform} socket's memory (each "
+        f"staged byte is written to and read from it once)", "",
+        f"derived: {channels} channels x DDR4-{mts} x 8 B = {memory / GB:.1f} GB/s, / 2 "
+        f"({source})", uncertain)
+
+
+#: The host's ceiling on copies staged through one CPU's memory, per CPU model (the CPU
+#: node's ``model`` attribute). A CPU of a model not listed has no ceiling.
+HOST_CEILINGS: dict[str, Calibrated] = {
+    "Intel Xeon E5-2698 v4": _ceiling(
+        4, 2133, "Broadwell-EP (DGX-1, DGX-1V)",
+        "Intel Xeon E5-2698 v4 product specifications: 4 channels; NVIDIA DGX-1 datasheet: "
+        "DDR4-2133",
+        "[U] the theoretical figure, not the achievable; above the staged rates the row "
+        "shows, so it never binds on a DGX-1 (consistent with the row: same-socket pairs "
+        "measure as cross-socket ones)"),
+    "Intel Xeon Platinum 8168": _ceiling(
+        6, 2666, "Skylake-SP (DGX-2)",
+        "Intel Xeon Platinum 8168 product specifications: 6 channels, DDR4-2666",
+        "[U] DGX-2's populated memory speed is not verified; never binds on a DGX-2"),
+}
+
+#: Fixed software overheads added to the hops' latencies.
+OVERHEADS: dict[str, Calibrated] = {
+    "network": Calibrated(
+        2.7 * us, "latency of a copy between hosts (GPUDirect RDMA), on top of the hops",
+        "", "NVIDIA/nccl v2.27.7-1 src/graph/tuning.cc hwLat[NET][Ring][LL] = 2.7 us, NCCL's "
+        "own per-step network latency for its lowest-latency protocol",
+        "not fitted: no measured latency between hosts in the data; a staged end adds the "
+        "staged overhead [U]"),
+    # mean(1.76, 1.62 - 0.5, 1.61 - 0.5, 2.01 - 0.5, 2.02 - 0.5) = 1.404 us
+    "p2p": Calibrated(
+        1.404 * us, "latency of a peer copy (and of the device-local copy), on top of the hops",
+        "mean of measured minus the route's hop latency over the 5 peer entries (diagonal, "
+        "GPU1-4), P2P=Enabled writes", _ROW,
+        "the hop latencies themselves are assumptions (500 ns per NVLink hop, topo.specs); "
+        "the row has NV2 pairs slower than NV1 ones, which no per-hop model reproduces"),
+    # mean(18.44, 19.15, 19.34) - (4 x 150 ns PCIe + 100 ns QPI) = 18.277 us
+    "staged": Calibrated(
+        18.28 * us, "latency of a copy staged through host memory in a P2P=Enabled run, on top "
+        "of the hops of both legs",
+        "mean of measured minus the hop latency (0.7 us) over the 3 entries without NVLink "
+        "(GPU5-7), P2P=Enabled writes", _ROW,
+        "[U] what it stands for (two DMA copies through a host bounce buffer and their "
+        "synchronisation) is an interpretation; measured on cross-socket pairs only"),
+    # mean(17.52, 16.41, 16.43, 17.35, 16.88, 17.34, 16.85)
+    #   - mean(0.6, 0.6, 0.6, 0.7, 0.7, 0.7, 0.7) = 16.9686 - 0.6571 = 16.311 us
+    "staged_p2p_disabled": Calibrated(
+        16.31 * us, "latency of a copy staged through host memory in a P2P=Disabled run, on "
+        "top of the hops of both legs",
+        "mean of measured minus the hop latency of both legs over the 7 off-diagonal "
+        "P2P=Disabled entries (GPU1-7)", _ROW,
+        "[U] about 2 us below the P2P=Enabled staged figure on the same pairs, for reasons "
+        "the row does not show; the residuals spread +-0.6 us"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class StagedCopy:
+    """A copy staged through host memory: two DMA legs, GPU -> host memory -> GPU.
+
+    Attributes
+    ----------
+    src, dst : node ids
+        The two GPU nodes.
+    host_memory : node id
+        The CPU whose memory holds the bounce buffer (the CPU nearest ``dst``).
+    to_host : tuple
+        Node path of the first leg, ``src`` ... ``host_memory`` (device to host).
+    from_host : tuple
+        Node path of the second leg, ``host_memory`` ... ``dst`` (host to device).
+    """
+
+    src: object
+    dst: object
+    host_memory: object
+    to_host: tuple
+    from_host: tuple
+
+    @property
+    def edges(self) -> tuple:
+        """The directed edges of both legs, in order (an edge may appear in both legs'
+        opposite directions, e.g. a switch's uplink)."""
+        return (tuple(zip(self.to_host, self.to_host[1:]))
+                + tuple(zip(self.from_host, self.from_host[1:])))
+
+    def latency(self, G) -> float:
+        """Sum of the edges' ``latency`` over both legs (the legs run one after the other
+        for a small copy). [s]"""
+        return sum(float(G.adj[u][v]["latency"]) for u, v in self.edges)
+
+
+@dataclass(frozen=True, slots=True)
+class P2PResult:
+    """One GPU pair: its route, classes and predicted bandwidth and latency.
+
+    Attributes
+    ----------
+    src, dst : int
+        GPU ids (position in :func:`topo.gpus` order).
+    route : Route
+        NCCL's route of the pair: path type, peer access or staging, and its edges (for a
+        copy staged with P2P disabled, the PCIe path between the GPUs with the host memory
+        marked; the copy itself is :attr:`staged`).
+    smi_class : str or None
+        nvidia-smi's class of the pair (NV#, PIX, PXB, PHB, NODE, SYS; X on the diagonal),
+        from :func:`topo.connection_matrix`; None for GPUs of different hosts.
+    line_rate : float
+        Line rate of the copy per direction at its bottleneck (HBM bandwidth on the
+        diagonal). [B/s]
+    bandwidth : float
+        Predicted achieved bandwidth, one direction at a time. [B/s]
+    bottleneck : tuple or None
+        What limits the achieved bandwidth: an edge ``(u, v)``, ``("host_memory", cpu)``
+        for a host ceiling, or None on the diagonal.
+    nccl_bandwidth : float
+        What NCCL's topology model charges for the route (``inf`` on the diagonal), from
+        :func:`models.engine.nccl.system.nccl_capacity`. [B/s]
+    latency : float
+        Predicted latency of a small write. [s]
+    staged : StagedCopy or None
+        The two legs of a copy staged through host memory; None for a peer copy.
+    efficiency : str or None
+        Key of :data:`EFFICIENCIES` (or of :data:`HOST_CEILINGS`) applied at the bottleneck.
+    overhead : str
+        Key of :data:`OVERHEADS` in the latency.
+    """
+
+    src: int
+    dst: int
+    route: Route
+    smi_class: str | None
+    line_rate: float
+    bandwidth: float
+    bottleneck: tuple | None
+    nccl_bandwidth: float
+    latency: float
+    staged: StagedCopy | None = None
+    efficiency: str | None = None
+    overhead: str = "p2p"
+
+    @property
+    def path_type(self) -> PathType:
+        """NCCL's path type."""
+        return self.route.path_type
+
+    @property
+    def p2p(self) -> bool:
+        """Peer access; False when the copy is staged through host memory."""
+        return self.route.p2p
+
+    @property
+    def nodes(self) -> tuple:
+        """The node path (the first of the parallel paths; both legs of a staged copy)."""
+        if self.staged is not None:
+            return self.staged.to_host + self.staged.from_host[1:]
+        return self.route.nodes
+
+    def explain(self) -> str:
+        """The working of the prediction, one term a line.
+
+        Examples
+        --------
+        >>> from topo import dgx1v
+        >>> print(p2p_path(dgx1v(), 0, 1, p2p=False).explain())
+        GPU0 -> GPU1: PIX, staged through cpu0's memory
+          legs: gpu0 -> pcie0 -> cpu0 | cpu0 -> pcie0 -> gpu1
+          bandwidth 9.56 GB/s one way = min over edges of line rate x efficiency / streams:
+            bottleneck ('gpu0', 'pcie0'), line rate 15.75 GB/s x staged 0.6068
+          latency 16.91 us = overhead staged_p2p_disabled 16.31 us + hops 0.60 us
+        """
+        if self.staged is not None:
+            how = f"staged through {self.staged.host_memory}'s memory"
+            path = ("  legs: " + " -> ".join(map(str, self.staged.to_host)) + " | "
+                    + " -> ".join(map(str, self.staged.from_host)))
+        else:
+            how = "device-local copy" if self.path_type == PathType.LOC else "peer copy"
+            path = "  path: " + " -> ".join(map(str, self.nodes))
+        lines = [f"GPU{self.src} -> GPU{self.dst}: {self.path_type.name}, {how}", path]
+        if self.bottleneck is None:
+            lines.append(f"  bandwidth {to_GBps(self.bandwidth):.2f} GB/s = HBM "
+                         f"{to_GBps(self.line_rate):.2f} GB/s x {self.efficiency} "
+                         f"{EFFICIENCIES[self.efficiency].value:.4f}")
+        elif self.bottleneck[0] == "host_memory":
+            lines.append(f"  bandwidth {to_GBps(self.bandwidth):.2f} GB/s = host ceiling of "
+                         f"{self.bottleneck[1]} ({self.efficiency})")
+        else:
+            lines.append(f"  bandwidth {to_GBps(self.bandwidth):.2f} GB/s one way = min over "
+                         f"edges of line rate x efficiency / streams:")
+            lines.append(f"    bottleneck {self.bottleneck}, line rate "
+                         f"{to_GBps(self.line_rate):.2f} GB/s x {self.efficiency} "
+                         f"{EFFICIENCIES[self.efficiency].value:.4f}")
+        overhead = OVERHEADS[self.overhead].value
+        lines.append(f"  latency {to_us(self.latency):.2f} us = overhead {self.overhead} "
+                     f"{to_us(overhead):.2f} us + hops {to_us(self.latency - overhead):.2f} us")
+        return "\n".join(lines)
+
+
+# -- capacities -------------------------------------------------------------------------------
+def hbm_efficiency(G, gpu) -> str:
+    """Key of :data:`EFFICIENCIES` for the device-local copy of a GPU node: ``"hbm_sm60"`` for
+    Pascal (compute capability 6.x), ``"hbm_sm70"`` otherwise."""
+    capability = G.nodes[gpu].get("compute_capability")
+    return "hbm_sm60" if capability is not None and 60 <= capability < 70 else "hbm_sm70"
+
+
+def _efficiency_key(G, u, v, staged: bool) -> str:
+    data = G.adj[u][v]
+    kind = data["kind"]
+    if kind == "network":
+        return "network"
+    if staged:
+        return "staged"
+    if kind == "nvlink":
+        link = data.get("link")
+        if link not in EFFICIENCIES:
+            raise P2PError(f"NVLink edge ({u!r}, {v!r}) of link {link!r}: expected one of "
+                           f"nvlink1 to nvlink5 (topo.specs.LINKS), which have an efficiency")
+        return link
+    if kind == "pcie":
+        return "pcie"
+    raise P2PError(f"edge ({u!r}, {v!r}) of kind {kind!r} on a peer route: expected one of "
+                   f"nvlink, pcie (peer copies never cross {kind})")
+
+
+def achieved_capacity(G, u, v, *, staged: bool = False) -> float:
+    """Predicted achievable rate of the edge (u, v) per direction: line rate x efficiency.
+
+    Parameters
+    ----------
+    G : networkx.DiGraph
+    u, v : node ids
+    staged : bool
+        The edge carries one stream of a copy staged through host memory (efficiency
+        ``"staged"``); otherwise the efficiency of the edge's link (``"nvlink1"`` ...
+        ``"nvlink5"``, ``"pcie"``; ``"network"`` either way).
+
+    Returns
+    -------
+    float
+        ``bandwidth`` attribute of the edge x the efficiency. [B/s]
+
+    Raises
+    ------
+    P2PError
+        For a peer copy over an edge kind without an efficiency (``cpu-to-cpu``), or an
+        NVLink edge of an unknown generation.
+
+    Examples
+    --------
+    >>> from topo import dgx1, dgx1v
+    >>> round(achieved_capacity(dgx1v(), "gpu0", "gpu3") / 1e9, 2)   # NV2, NVLink 2.0
+    48.53
+    >>> round(achieved_capacity(dgx1(), "gpu0", "gpu1") / 1e9, 2)    # NV1, NVLink 1.0
+    18.82
+    """
+    key = _efficiency_key(G, u, v, staged)
+    return float(G.adj[u][v]["bandwidth"]) * EFFICIENCIES[key].value
+
+
+def _hbm(G, node, achieved: bool) -> float:
+    value = G.nodes[node].get("memory_bandwidth")
+    if value is None:
+        return math.nan
+    return float(value) * (EFFICIENCIES[hbm_efficiency(G, node)].value if achieved else 1.0)
+
+
+# -- staged copies ------------------------------------------------------------------------------
+def _staged(router: Router, a, b) -> StagedCopy:
+    """The two legs of a copy from GPU node a to b through the memory of the CPU nearest b."""
+    kind = router.kind
+    host = next((n for n in router.pcie_parents(b) if kind[n] == "cpu"), None)
+    if host is None or host not in router.pcie_parents(a):
+        raise P2PError(f"GPUs {a!r} and {b!r} cannot be staged through host memory: expected "
+                       f"both under the PCIe tree of one host's CPUs, found "
+                       f"{'no CPU above ' + repr(b) if host is None else 'no PCIe path from ' + repr(a) + ' to ' + repr(host)}")
+    return StagedCopy(a, b, host, tuple(router.pcie_path(a, host)),
+                      tuple(router.pcie_path(host, b)))
+
+
+def staged_copy(G, src: int, dst: int) -> StagedCopy:
+    """The copy from GPU src to dst staged through host memory, as with P2P disabled.
+
+    Parameters
+    ----------
+    G : networkx.DiGraph
+        A fabric (validated here).
+    src, dst : int
+        GPU ids of one host, distinct.
+
+    Returns
+    -------
+    StagedCopy
+
+    Raises
+    ------
+    GpuSelectionError
+        For bad ids.
+    P2PError
+        For GPUs without a PCIe path through a CPU of their host, or ``src == dst``.
+
+    Examples
+    --------
+    >>> from topo import dgx1v
+    >>> c = staged_copy(dgx1v(), 0, 1)      # one PLX switch: up its uplink and back down
+    >>> c.host_memory, c.to_host, c.from_host
+    ('cpu0', ('gpu0', 'pcie0', 'cpu0'), ('cpu0', 'pcie0', 'gpu1'))
+    """
+    validate(G)
+    (a,), (b,) = select_gpus(G, [src]), select_gpus(G, [dst])
+    if a == b:
+        raise P2PError(f"staged copy from GPU {src} to itself: expected two distinct GPUs "
+                       f"(the device-local copy is never staged)")
+    return _staged(Router(G), a, b)
+
+
+@dataclass(frozen=True, slots=True)
+class _Constraint:
+    name: tuple          # the edge, or ("host_memory", cpu)
+    key: str | None      # the EFFICIENCIES / HOST_CEILINGS key
+    coefficients: dict   # copy index -> streams (or 1 for a host ceiling)
+    capacity: float      # [B/s]
+    line: float          # line rate of the edge [B/s]
+
+
+def _constraints(G, copies, achieved: bool) -> list:
+    uses: dict = {}
+    for i, c in enumerate(copies):
+        for e in c.edges:
+            counts = uses.setdefault(e, {})
+            counts[i] = counts.get(i, 0) + 1
+    kind = G.nodes
+    constraints = []
+    for (u, v), coefficients in uses.items():
+        line = float(G.adj[u][v]["bandwidth"])
+        key = None
+        if achieved:
+            gpu_link = kind[u]["kind"] == "gpu" or kind[v]["kind"] == "gpu"
+            key = ("network" if G.adj[u][v]["kind"] == "network"
+                   else "staged_duplex" if gpu_link and (v, u) in uses else "staged")
+        capacity = line * (EFFICIENCIES[key].value if key else 1.0)
+        constraints.append(_Constraint((u, v), key, coefficients, capacity, line))
+    if achieved:
+        for cpu in dict.fromkeys(c.host_memory for c in copies):
+            model = kind[cpu].get("model")
+            if model in HOST_CEILINGS:
+                constraints.append(_Constraint(
+                    ("host_memory", cpu), model,
+                    {i: 1 for i, c in enumerate(copies) if c.host_memory == cpu},
+                    HOST_CEILINGS[model].value, math.inf))
+    return constraints
+
+
+def _fill(G, copies, achieved: bool) -> list:
+    """Max-min fair rates of concurrent staged copies (progressive filling).
+
+    Returns, per copy, ``(rate, constraint)``: its rate [B/s] and the constraint that froze it.
+    """
+    constraints = _constraints(G, copies, achieved)
+    rates = [0.0] * len(copies)
+    frozen: list = [None] * len(copies)
+    while any(f is None for f in frozen):
+        best, which = math.inf, None
+        for c in constraints:
+            active = sum(n for i, n in c.coefficients.items() if frozen[i] is None)
+            if active == 0:
+                continue
+            used = sum(n * rates[i] for i, n in c.coefficients.items())
+            step = max(0.0, (c.capacity - used) / active)
+            if step < best:
+                best, which = step, c
+        for i in range(len(copies)):
+            if frozen[i] is None:
+                rates[i] += best
+        for i in which.coefficients:
+            if frozen[i] is None:
+                frozen[i] = which
+    return list(zip(rates, frozen))
+
+
+# -- symmetry: GPUs whose swap is an automorphism of the fabric give identical rows ---------
+def _classes(G, nodes) -> list:
+    """Partition ``nodes`` into classes of interchangeable GPUs (positions into ``nodes``).
+
+    Swapping two interchangeable GPUs is an automorphism of the attributed fabric, which
+    leaves every routed, staged and max-flow figure unchanged; so one representative pair per
+    pair of classes gives the whole matrix (DGX-2: GPUs sharing a PCIe leaf switch are
+    interchangeable, 8 classes of 2). See :func:`topo.interchangeable_gpus`.
+    """
+    position = {n: i for i, n in enumerate(nodes)}
+    classes = []
+    for members in interchangeable_gpus(G):
+        chosen = [position[n] for n in members if n in position]
+        if chosen:
+            classes.append(chosen)
+    return classes
+
+
+def _host_copies(G):
+    """The hosts of ``G`` grouped into classes of identical copies: a list of classes, each a
+    list of ``{place: node}`` per host (in host order), or None.
+
+    Hosts joined only through NVSwitch chips of no host (the 18 compute trays of a GB200 NVL72
+    on the rack's switch chips, host -1) that are copies of one another can be permuted: every
+    permutation within a class of identical hosts is an automorphism of the fabric, even when
+    another host differs (a what-if that damaged one tray). A pair's figures then depend only
+    on its GPUs' places within their hosts, their hosts' classes and whether the hosts are the
+    same, so the GPUs of two hosts per class give the whole matrix (on an NVL72, 28 pairs
+    instead of 5,112). A node's place in its host is its ``(kind, index)``. Checked exactly, in
+    time linear in the edges: the same places, the same attributes (but ``host``) and the same
+    edges (to the same places or the same shared nodes, with the same attributes). None when
+    there is nothing to gain (fewer than 3 hosts, no two hosts alike) or the hosts are joined
+    otherwise (a cluster's network).
+    """
+    hosts: dict = {}
+    place: dict = {}
+    for n, data in G.nodes(data=True):
+        h = data.get("host")
+        if isinstance(h, int) and h >= 0:
+            local = hosts.setdefault(h, {})
+            key = place[n] = (data.get("kind"), data.get("index"))
+            if key in local:
+                return None
+            local[key] = n
+    if len(hosts) < 3:  # nothing to gain over the interchangeable classes
+        return None
+    order = [hosts[h] for h in sorted(hosts)]
+    host_of = {n: i for i, local in enumerate(order) for n in local.values()}
+    kind = G.nodes
+    for n in host_of:
+        if any(v not in host_of and kind[v]["kind"] != "nvswitch" for v in _neighbours(G, n)):
+            return None
+
+    def same(x0, x, r, k):
+        """Whether node x of host k is node x0 of host r under the map of places."""
+        if {**kind[x0], "host": None} != {**kind[x], "host": None}:
+            return False
+        for adjacency in (G.adj, G.pred):
+            out0, out = adjacency[x0], adjacency[x]
+            if len(out0) != len(out):
+                return False
+            for y0, e0 in out0.items():
+                h = host_of.get(y0)
+                if h is None:
+                    y = y0
+                elif h == r:
+                    y = order[k][place[y0]]
+                else:
+                    return False  # an edge between two hosts
+                if out.get(y) != e0:
+                    return False
+        return True
+
+    classes: list = []  # per class: the host numbers (positions in ``order``)
+    for k, local in enumerate(order):
+        for members in classes:
+            r = members[0]
+            if local.keys() == order[r].keys() and all(same(order[r][m], local[m], r, k) for m in local):
+                members.append(k)
+                break
+        else:
+            classes.append([k])
+    if all(len(members) == 1 for members in classes):
+        return None
+    return [[order[k] for k in members] for members in classes]
+
+
+def _neighbours(G, n):
+    """Successors and predecessors of ``n``."""
+    yield from G.adj[n]
+    yield from G.pred[n]
+
+
+def _peer_access(p2p) -> bool:
+    """``p2p`` as a bool: True / "enabled" (the default of p2pBandwidthLatencyTest's first
+    matrices) or False / "disabled"."""
+    if isinstance(p2p, (bool, np.bool_)):
+        return bool(p2p)
+    if isinstance(p2p, str) and p2p.lower() in ("enabled", "disabled"):
+        return p2p.lower() == "enabled"
+    raise P2PError(f"peer access {p2p!r}: expected True or False, or 'enabled' or 'disabled'")
+
+
+@dataclass(frozen=True, slots=True)
+class _Pair:
+    route: Route
+    staged: StagedCopy | None
+
+
+class _Table:
+    """Per-pair figures for a GPU selection, computed once per pair of symmetry classes."""
+
+    def __init__(self, G, nodes, *, p2p: bool = True, symmetry: bool = True):
+        self.G = G
+        self.nodes = nodes
+        self.p2p = p2p
+        self.router = Router(G)
+        copies = _host_copies(G) if symmetry else None
+        if copies is not None:
+            self._by_host(nodes, copies)
+            return
+        self.host_of = None
+        classes = _classes(G, nodes) if symmetry else [[i] for i in range(len(nodes))]
+        self.index = np.empty(len(nodes), dtype=np.intp)
+        for c, members in enumerate(classes):
+            self.index[members] = c
+        self.first = [nodes[m[0]] for m in classes]
+        self.second = [nodes[m[1]] if len(m) > 1 else None for m in classes]
+        self._pairs: dict = {}
+        self._one_way: dict = {}
+
+    def _by_host(self, nodes, classes) -> None:
+        """Representatives under host permutations (:func:`_host_copies`)."""
+        where = {}
+        for c, hosts in enumerate(classes):
+            for i, local in enumerate(hosts):
+                for key, n in local.items():
+                    where[n] = (c, i, key)
+        self.classes = classes
+        self.where = [where[n] for n in nodes]
+        self.host_of = np.array([(c, i) for c, i, _ in self.where])
+        self.first = self.representatives()
+        self._pairs: dict = {}
+        self._one_way: dict = {}
+
+    def _representative(self, a: int, b: int) -> tuple:
+        """The pair of nodes standing for positions a and b (a != b) in host mode."""
+        (c1, i1, p1), (c2, i2, p2) = self.where[a], self.where[b]
+        hosts = self.classes
+        second = hosts[c2][1 if c1 == c2 and i1 != i2 else 0]
+        return hosts[c1][0][p1], second[p2]
+
+    def representatives(self) -> list:
+        """GPU nodes whose pairs stand for every pair of the selection (host mode)."""
+        n = len(self.nodes)
+        return list(dict.fromkeys(x for a in range(n) for b in range(n) if a != b
+                                  for x in self._representative(a, b)))
+
+    def expand(self, rows: dict) -> np.ndarray:
+        """The full matrix from ``rows[(a, b)]`` over the representative pairs (off-diagonal)."""
+        return self.matrix(lambda a, b: rows[a, b], lambda a: 0.0)
+
+    def pair(self, a, b) -> _Pair:
+        if (a, b) not in self._pairs:
+            self._pairs[a, b] = self._make_pair(a, b)
+        return self._pairs[a, b]
+
+    def _make_pair(self, a, b) -> _Pair:
+        router, G = self.router, self.G
+        r = router.route(a, b)
+        # GPUs of different hosts are no pair of p2pBandwidthLatencyTest's: their copy is the
+        # network's, or the NVLink domain's (an NVL72's trays), whatever the peer setting.
+        if r.path_type in (PathType.LOC, PathType.NET) or (self.p2p and r.p2p) \
+                or G.nodes[a].get("host") != G.nodes[b].get("host"):
+            return _Pair(r, None)
+        staged = _staged(router, a, b)
+        if not r.p2p:
+            return _Pair(r, staged)
+        # P2P disabled on a pair with peer access: NCCL's view is the PCIe path between the
+        # GPUs (the copy itself goes up to host memory and back: ``staged``).
+        path = router.pcie_path(a, b)
+        edges = tuple(zip(path, path[1:]))
+        line, bottleneck = min((float(G.adj[u][v]["bandwidth"]), (u, v)) for u, v in edges)
+        latency = sum(float(G.adj[u][v]["latency"]) for u, v in edges)
+        return _Pair(Route(a, b, router.pcie_type(path), False, edges, (1.0,) * len(edges),
+                           line, bottleneck, latency, host_memory=staged.host_memory), staged)
+
+    # -- one pair -------------------------------------------------------------------------
+    def one_way(self, a, b, achieved: bool) -> tuple:
+        """``(rate, bottleneck, efficiency key)`` of the copy from a to b alone."""
+        key = (a, b, achieved)
+        if key not in self._one_way:
+            p = self.pair(a, b)
+            if p.staged is not None:
+                rate, c = _fill(self.G, [p.staged], achieved)[0]
+                self._one_way[key] = (rate, c.name, c.key)
+            else:
+                staged = p.route.host_memory is not None  # a NET route with a staged end
+                capacity = (lambda G, u, v: achieved_capacity(G, u, v, staged=staged)) \
+                    if achieved else line_rate
+                rate, edge = route_bandwidth(self.G, p.route, capacity)
+                eff = _efficiency_key(self.G, *edge, staged) if achieved and edge else None
+                self._one_way[key] = (rate, edge, eff)
+        return self._one_way[key]
+
+    def both_ways(self, a, b, achieved: bool) -> float:
+        forth, back = self.pair(a, b), self.pair(b, a)
+        if forth.staged is not None and back.staged is not None:
+            return sum(rate for rate, _ in _fill(self.G, [forth.staged, back.staged], achieved))
+        return self.one_way(a, b, achieved)[0] + self.one_way(b, a, achieved)[0]
+
+    def latency_of(self, a, b) -> tuple:
+        """``(latency, overhead key)`` of a small write from a to b."""
+        p = self.pair(a, b)
+        if p.route.path_type == PathType.LOC:
+            return OVERHEADS["p2p"].value, "p2p"
+        if p.staged is not None:
+            key = "staged" if self.p2p else "staged_p2p_disabled"
+            return OVERHEADS[key].value + p.staged.latency(self.G), key
+        r = p.route
+        if r.path_type == PathType.NET:
+            extra = OVERHEADS["staged"].value if r.host_memory else 0.0
+            return OVERHEADS["network"].value + extra + r.latency, "network"
+        return OVERHEADS["p2p"].value + r.latency, "p2p"
+
+    # -- matrices -------------------------------------------------------------------------
+    def matrix(self, pair, diagonal, dtype=float, fill=math.nan) -> np.ndarray:
+        """Expand ``pair(a, b)`` over representative pairs and ``diagonal(a)`` to all GPUs."""
+        if self.host_of is not None:
+            return self._host_matrix(pair, diagonal, dtype, fill)
+        k = len(self.first)
+        reduced = np.full((k, k), fill, dtype=dtype)
+        for i in range(k):
+            for j in range(k):
+                if i != j:
+                    reduced[i, j] = pair(self.first[i], self.first[j])
+                elif self.second[i] is not None:
+                    reduced[i, i] = pair(self.first[i], self.second[i])
+        full = reduced[np.ix_(self.index, self.index)]
+        local = [diagonal(self.first[c]) for c in range(k)]
+        for position, c in enumerate(self.index):
+            full[position, position] = local[c]
+        return full
+
+    def _host_matrix(self, pair, diagonal, dtype, fill) -> np.ndarray:
+        n = len(self.nodes)
+        full = np.full((n, n), fill, dtype=dtype)
+        values: dict = {}
+        for a in range(n):
+            for b in range(n):
+                if a != b:
+                    key = self._representative(a, b)
+                    if key not in values:
+                        values[key] = pair(*key)
+                    full[a, b] = values[key]
+        for a, (c, _, p) in enumerate(self.where):
+            node = self.classes[c][0][p]
+            if node not in values:
+                values[node] = diagonal(node)
+            full[a, a] = values[node]
+        return full
+
+    def unidirectional(self, achieved: bool) -> np.ndarray:
+        return self.matrix(lambda a, b: self.one_way(a, b, achieved)[0],
+                           lambda a: _hbm(self.G, a, achieved))
+
+    def bidirectional(self, achieved: bool) -> np.ndarray:
+        # On the diagonal both copies share the GPU's memory: the same figure as one way.
+        return self.matrix(lambda a, b: self.both_ways(a, b, achieved),
+                           lambda a: _hbm(self.G, a, achieved))
+
+    def latency(self) -> np.ndarray:
+        return self.matrix(lambda a, b: self.latency_of(a, b)[0],
+                           lambda a: OVERHEADS["p2p"].value)
+
+    def path_types(self) -> np.ndarray:
+        types = self.matrix(lambda a, b: self.pair(a, b).route.path_type.name,
+                            lambda a: PathType.LOC.name, dtype=object, fill="")
+        return types.astype(str)
+
+    def maxflow(self, achieved: bool) -> np.ndarray:
+        capacity = achieved_capacity if achieved else line_rate
+        if self.host_of is None:
+            return flow_matrix(self.G, self.nodes, capacity)
+        # A maximum flow does not depend on which other GPUs are selected (all relay): the
+        # representatives' flows give every pair's.
+        reps = self.representatives()
+        # A handful of cuts (7 on an NVL72): networkx is as fast as scipy here (0.020 against
+        # 0.017 s CPU measured) and spares importing scipy (0.3 s).
+        flows = flow_matrix(self.G, reps, capacity, backend="networkx" if len(reps) <= 16 else None)
+        rows = {(a, b): flows[i, j] for i, a in enumerate(reps) for j, b in enumerate(reps)}
+        return self.expand(rows)
+
+
+# -- public API -----------------------------------------------------------------------------
+def _check_mode(mode, p2p: bool):
+    if mode not in MODES:
+        raise P2PError(f"unknown P2P mode {mode!r}: expected one of {', '.join(MODES)}")
+    if mode == "maxflow" and not p2p:
+        raise P2PError("mode 'maxflow' with P2P disabled: expected mode 'route' (with peer "
+                       "access disabled every copy is staged through host memory, no NVLink "
+                       "flow) or P2P enabled")
+
+
+def p2p_path(G, src: int, dst: int, *, p2p=True) -> P2PResult:
+    """Route, classes and predicted bandwidth and latency of a copy from GPU src to dst.
+
+    Parameters
+    ----------
+    G : networkx.DiGraph
+        A fabric (validated here).
+    src, dst : int
+        GPU ids (position in :func:`topo.gpus` order; the CUDA index in one system). Equal
+        ids give the device-local copy.
+    p2p : bool or {"enabled", "disabled"}
+        Peer access, as p2pBandwidthLatencyTest's P2P=Enabled (default) and P2P=Disabled
+        runs: disabled, every copy between GPUs of one host is staged through host memory.
+
+    Returns
+    -------
+    P2PResult
+
+    Raises
+    ------
+    GpuSelectionError
+        For an id out of range or not an integer.
+    RouteError
+        For GPUs without any route between them.
+    P2PError
+        For a bad ``p2p``, or GPUs that cannot be staged through host memory.
+
+    Examples
+    --------
+    >>> from topo import dgx2
+    >>> r = p2p_path(dgx2(), 0, 9)
+    >>> r.smi_class, r.path_type.name, len(r.route.paths), r.line_rate / 1e9
+    ('NV6', 'NVL', 6, 150.0)
+    >>> round(r.bandwidth / 1e9, 2), round(r.latency / 1e-6, 2), r.nccl_bandwidth / 1e9
+    (145.59, 2.9, 120.0)
+    """
+    peer = _peer_access(p2p)
+    validate(G)
+    (a,), (b,) = select_gpus(G, [src]), select_gpus(G, [dst])
+    table = _Table(G, [a, b] if a != b else [a], p2p=peer, symmetry=False)
+    host = G.nodes[a]["host"]
+    if a == b:
+        smi = "X"
+    elif G.nodes[b]["host"] == host:
+        cm = connection_matrix(G, host=host)
+        smi = cm.cells[cm.nodes.index(a)][cm.nodes.index(b)]
+    else:  # an NVLink domain spanning hosts: nvidia-smi shows one host only
+        smi = None
+    p = table.pair(a, b)
+    if a == b:
+        return P2PResult(src, dst, p.route, smi, _hbm(G, a, False), _hbm(G, a, True), None,
+                         math.inf, OVERHEADS["p2p"].value, efficiency=hbm_efficiency(G, a))
+    rate, bottleneck, efficiency = table.one_way(a, b, True)
+    line = table.one_way(a, b, False)[0] if p.staged is not None else p.route.bandwidth
+    latency, overhead = table.latency_of(a, b)
+    return P2PResult(src, dst, p.route, smi, line, rate, bottleneck,
+                     route_bandwidth(G, p.route, nccl_capacity)[0], latency, p.staged,
+                     efficiency, overhead)
+
+
+def p2p_matrix(G, gpus=None, *, mode: str = "route", bidirectional: bool = False,
+               achieved: bool = True, p2p=True) -> np.ndarray:
+    """Bandwidth between every pair of GPUs, as p2pBandwidthLatencyTest lays it out.
+
+    Parameters
+    ----------
+    G : networkx.DiGraph
+        A fabric (validated here).
+    gpus : iterable of int or str, optional
+        GPU ids or a list such as ``"0,3,5-7"`` (rows and columns in that order); all GPUs
+        by default.
+    mode : {"route", "maxflow"}
+        The routed copy, or the NVLink maximum flow (at least the routed figure).
+    bidirectional : bool
+        Both directions copying at once; the entry is the sum of the two rates.
+    achieved : bool
+        Predicted achieved bandwidth (default) or line rate.
+    p2p : bool or {"enabled", "disabled"}
+        Peer access (default enabled); disabled, every pair of one host is staged through
+        host memory (p2pBandwidthLatencyTest's P2P=Disabled matrices; mode "route" only).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``[i, j]`` from GPU ``gpus[i]`` to ``gpus[j]``, per direction unless
+        ``bidirectional``. [B/s] The diagonal is the device-local copy (see the module
+        docstring), NaN for a GPU without ``memory_bandwidth``.
+
+    Raises
+    ------
+    GpuSelectionError
+        For ids out of range, repeated or malformed.
+    P2PError
+        For an unknown mode, a bad ``p2p``, or mode "maxflow" with P2P disabled.
+    RouteError
+        For GPUs without any route between them.
+
+    Examples
+    --------
+    >>> from topo import dgx1
+    >>> (p2p_matrix(dgx1(), [0, 1, 5], achieved=False) / 1e9).round(2)
+    array([[732.  ,  20.  ,  15.75],
+           [ 20.  , 732.  ,  20.  ],
+           [ 15.75,  20.  , 732.  ]])
+    >>> (p2p_matrix(dgx1(), [0, 1, 5], mode="maxflow", achieved=False) / 1e9).round(2)
+    array([[732.,  80.,  80.],
+           [ 80., 732.,  80.],
+           [ 80.,  80., 732.]])
+    """
+    peer = _peer_access(p2p)
+    _check_mode(mode, peer)
+    validate(G)
+    table = _Table(G, select_gpus(G, gpus), p2p=peer)
+    return _bandwidth(table, mode, bidirectional, achieved)
+
+
+def _bandwidth(table: _Table, mode, bidirectional, achieved) -> np.ndarray:
+    routed = table.bidirectional(achieved) if bidirectional else table.unidirectional(achieved)
+    if mode == "route":
+        return routed
+    # Full duplex: both directions at once carry two independent maximum flows.
+    flows = table.maxflow(achieved) * (2 if bidirectional else 1)
+    best = np.maximum(routed, flows)
+    np.fill_diagonal(best, np.diag(routed))  # the device-local copy is the same in both modes
+    return best
+
+
+def p2p_latency_matrix(G, gpus=None, *, p2p=True) -> np.ndarray:
+    """Predicted latency of a small write between every pair of GPUs (routed copy).
+
+    Parameters
+    ----------
+    G : networkx.DiGraph
+    gpus : iterable of int or str, optional
+        GPU ids; all GPUs by default.
+    p2p : bool or {"enabled", "disabled"}
+        Peer access (default enabled); disabled, every pair of one host is staged.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``[i, j]`` hop latencies of the route (both legs of a staged copy) + the peer or
+        staged overhead; the peer overhead on the diagonal. [s]
+
+    Raises
+    ------
+    GpuSelectionError
+        For ids out of range, repeated or malformed.
+    P2PError
+        For a bad ``p2p``.
+
+    Examples
+    --------
+    >>> from topo import dgx1v
+    >>> (p2p_latency_matrix(dgx1v(), [0, 1, 5]) / 1e-6).round(2)
+    array([[ 1.4 ,  1.9 , 18.98],
+           [ 1.9 ,  1.4 ,  1.9 ],
+           [18.98,  1.9 ,  1.4 ]])
+    >>> (p2p_latency_matrix(dgx1v(), [0, 1, 5], p2p=False) / 1e-6).round(2)[0]
+    array([ 1.4 , 16.91, 17.01])
+    """
+    peer = _peer_access(p2p)
+    validate(G)
+    return _Table(G, select_gpus(G, gpus), p2p=peer).latency()
+
+
+def path_type_matrix(G, gpus=None, *, p2p=True) -> np.ndarray:
+    """NCCL's path type of the route between every pair of GPUs.
+
+    Parameters
+    ----------
+    G : networkx.DiGraph
+    gpus : iterable of int or str, optional
+    p2p : bool or {"enabled", "disabled"}
+        Peer access (default enabled); disabled, the type of the PCIe path between the GPUs.
+
+    Returns
+    -------
+    numpy.ndarray of str
+        ``LOC`` on the diagonal, else ``NVL``, ``PIX``, ``PXB``, ``PHB`` or ``SYS``.
+
+    Examples
+    --------
+    >>> from topo import dgx1v
+    >>> path_type_matrix(dgx1v(), [0, 1, 5]).tolist()
+    [['LOC', 'NVL', 'SYS'], ['NVL', 'LOC', 'NVL'], ['SYS', 'NVL', 'LOC']]
+    >>> path_type_matrix(dgx1v(), [0, 1, 2], p2p="disabled").tolist()[0]
+    ['LOC', 'PIX', 'PHB']
+    """
+    peer = _peer_access(p2p)
+    validate(G)
+    return _Table(G, select_gpus(G, gpus), p2p=peer).path_types()
+
+
+@dataclass(frozen=True, slots=True)
+class P2PReport:
+    """Every P2P matrix of a GPU selection: what ``dgxtopo p2p`` prints.
+
+    Attributes
+    ----------
+    system : str
+        Registry key of the fabric (graph attribute ``system``, or its name).
+    name : str
+        Display name of the fabric (graph attribute ``name``).
+    gpus : tuple of int
+        GPU ids, the rows and columns.
+    mode : str
+        ``"route"`` or ``"maxflow"``.
+    unidirectional, bidirectional : numpy.ndarray
+        Predicted achieved bandwidth. [B/s]
+    latency : numpy.ndarray
+        Predicted latency of the routed copy, in both modes. [s]
+    path_type : numpy.ndarray of str
+        NCCL's path type of the routed copy, in both modes.
+    p2p : bool
+        Peer access: True for p2pBandwidthLatencyTest's P2P=Enabled matrices, False for
+        P2P=Disabled.
+    """
+
+    system: str
+    name: str
+    gpus: tuple
+    mode: str
+    unidirectional: np.ndarray
+    bidirectional: np.ndarray
+    latency: np.ndarray
+    path_type: np.ndarray
+    p2p: bool = True
+
+    def to_dict(self) -> dict:
+        """The JSON form of ``dgxtopo p2p --json``: GB/s and µs rounded to 4 decimals, NaN
+        (a diagonal without ``memory_bandwidth``) as null. The same keys with P2P enabled
+        or disabled."""
+        def table(matrix, convert):
+            return [[None if math.isnan(x) else round(float(convert(x)), 4) for x in row]
+                    for row in matrix]
+        return {
+            "system": self.system,
+            "gpus": list(self.gpus),
+            "mode": self.mode,
+            "unidirectional_gbps": table(self.unidirectional, to_GBps),
+            "bidirectional_gbps": table(self.bidirectional, to_GBps),
+            "latency_us": table(self.latency, to_us),
+            "path_type": [list(map(str, row)) for row in self.path_type],
+        }
+
+
+def p2p_report(G, gpus=None, *, mode: str = "route", p2p="enabled") -> P2PReport:
+    """All P2P matrices of a GPU selection at once (one routing pass).
+
+    Parameters
+    ----------
+    G : networkx.DiGraph
+    gpus : iterable of int or str, optional
+        GPU ids or a list such as ``"0,3,5-7"``; all GPUs by default.
+    mode : {"route", "maxflow"}
+    p2p : {"enabled", "disabled"} or bool
+        Peer access (default enabled): p2pBandwidthLatencyTest's P2P=Enabled or
+        P2P=Disabled matrices.
+
+    Returns
+    -------
+    P2PReport
+
+    Raises
+    ------
+    GpuSelectionError, P2PError, RouteError
+        As :func:`p2p_matrix`.
+
+    Examples
+    --------
+    >>> from topo import dgx2
+    >>> report = p2p_report(dgx2(), "0,8")
+    >>> report.to_dict()["bidirectional_gbps"]
+    [[784.89, 291.1765], [291.1765, 784.89]]
+    >>> p2p_report(dgx2(), "0,1,2,8", p2p="disabled").to_dict()["bidirectional_gbps"][0]
+    [784.89, 9.5594, 9.5594, 14.4242]
+    """
+    peer = _peer_access(p2p)
+    _check_mode(mode, peer)
+    validate(G)
+    nodes = select_gpus(G, gpus)
+    position = {n: i for i, n in enumerate(select_gpus(G))}
+    ids = tuple(position[n] for n in nodes)
+    table = _Table(G, nodes, p2p=peer)
+    matrices = [_bandwidth(table, mode, b, True) for b in (False, True)]
+    for m in matrices:
+        m.setflags(write=False)
+    latency, types = table.latency(), table.path_types()
+    latency.setflags(write=False)
+    types.setflags(write=False)
+    name = G.graph.get("name", "fabric")
+    return P2PReport(G.graph.get("system", name), name, ids, mode, matrices[0], matrices[1],
+                     latency, types, peer)
+
+
+def _layout(title: str, corner: str, ids, matrix, cell) -> list:
+    """One matrix as p2pBandwidthLatencyTest prints it: ``%6d`` labels, ``%6.02f`` cells."""
+    lines = [title, f"{corner:>6} " + "".join(f"{i:6d} " for i in ids).rstrip()]
+    for i, row in zip(ids, matrix):
+        lines.append((f"{i:6d} " + "".join(f"{cell(x):>6} " for x in row)).rstrip())
+    return lines
+
+
+def format_p2p_report(report: P2PReport, *, bidirectional: bool = False,
+                      latency: bool = False) -> str:
+    """Lay out a report as p2pBandwidthLatencyTest prints its matrices (GB/s, µs).
+
+    Parameters
+    ----------
+    report : P2PReport
+    bidirectional : bool
+        Print the bidirectional bandwidth matrix instead of the unidirectional one.
+    latency : bool
+        Also print the latency matrix.
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> from topo import dgx1v
+    >>> print(format_p2p_report(p2p_report(dgx1v(), "0,3,5"), bidirectional=True))
+    Path Type (NCCL) Matrix
+       D\\D      0      3      5
+         0    LOC    NVL    SYS
+         3    NVL    LOC    SYS
+         5    SYS    SYS    LOC
+    <BLANKLINE>
+    Bidirectional P2P=Enabled Bandwidth Matrix (GB/s)
+       D\\D      0      3      5
+         0 784.89  97.06  14.42
+         3  97.06 784.89  14.42
+         5  14.42  14.42 784.89
+    <BLANKLINE>
+    Predicted for DGX-1V (mode route, P2P enabled): NVLink from its signalling rate and packet
+    format, staged copies and HBM fitted to a DGX-1V p2pBandwidthLatencyTest row. PHB and SYS
+    pairs (every pair with P2P disabled) are staged through host memory.
+    Diagonal: device-local copy (HBM, read and write counted).
+    """
+    def number(convert):
+        return lambda x: "n/a" if math.isnan(x) else f"{convert(x):6.02f}"
+
+    direction = "Bidirectional" if bidirectional else "Unidirectional"
+    access = "P2P=Enabled" if report.p2p else "P2P=Disabled"
+    kind = access if report.mode == "route" else "NVLink Max-Flow"
+    lines = _layout("Path Type (NCCL) Matrix", "D\\D", report.gpus, report.path_type, str)
+    lines.append("")
+    lines += _layout(f"{direction} {kind} Bandwidth Matrix (GB/s)", "D\\D", report.gpus,
+                     report.bidirectional if bidirectional else report.unidirectional,
+                     number(to_GBps))
+    if latency:
+        lines.append("")
+        title = ("P2P=Enabled Latency (P2P Writes) Matrix (us)" if report.p2p
+                 else "P2P=Disabled Latency Matrix (us)")
+        lines += _layout(title, "GPU", report.gpus, report.latency, number(to_us))
+    lines += ["", f"Predicted for {report.name} (mode {report.mode}, P2P "
+              f"{'enabled' if report.p2p else 'disabled'}): NVLink from its signalling rate "
+              f"and packet", "format, staged copies and HBM fitted to a DGX-1V "
+              "p2pBandwidthLatencyTest row. PHB and SYS",
+              "pairs (every pair with P2P disabled) are staged through host memory.",
+              "Diagonal: device-local copy (HBM, read and write counted)."]
+    return "\n".join(lines)

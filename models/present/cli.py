@@ -1,0 +1,1208 @@
+"""The ``dgxtopo`` command line: thin, parse -> size the work -> call the library -> print.
+
+Subcommands (``dgxtopo COMMAND --help`` for each)
+-------------------------------------------------
+``systems``     the built-in systems with their GPUs, links and bisection bandwidth.
+``topo``        a system's connection matrix in the layout of ``nvidia-smi topo -m``.
+``p2p``         predicted GPU-to-GPU bandwidth and latency as p2pBandwidthLatencyTest prints them.
+``collective``  a predicted nccl-tests sweep, and what NCCL would run (``--explain``: why).
+``pairs``       busbw of every 2-GPU communicator.
+``subsets``     every k-GPU set ranked by busbw.
+``compare``     the same collective on the same GPU count of several systems.
+``report``      one self-contained HTML file comparing systems, with figures.
+``calibrate``   fit the measurement model to nccl-tests outputs; print the fitted constants.
+``check``       measured vs predicted per size (time, busbw, error) for one nccl-tests output.
+``import``      read ``nvidia-smi topo -m`` text or NCCL's topology XML; write the fabric as JSON.
+``export``      write a system (or a topology file, after what-ifs) as JSON or GraphML.
+``bound``       the best busbw any schedule could reach on a GPU set, beside NCCL's, and the cut.
+``whatif``      every single (or pair of) failure of a kind of component, ranked by the loss.
+``plan``        a training step of a workload on a fabric: layout, placement, where time goes.
+``gpus``        GPU generations ranked for a workload, with the resource that binds.
+
+Every command that takes a system also takes ``--topo-file FILE`` (a fabric written by import
+or export) instead, and ``--nodes N [--network fat_tree|rail]`` to join N copies of it. The
+modelling commands take what-ifs, ``--fail SPEC`` and ``--degrade SPEC`` (:mod:`models.studies.whatif`).
+
+Conventions: bad input (an unknown system, a malformed option, work beyond a limit) prints one
+line on stderr and exits 2; Ctrl-C prints one line and exits 130, leaving no partial file.
+Work that takes more than about 2 s shows a progress bar on stderr when stderr is a terminal
+(never with ``--json``). The JSON forms are documented in the README ("JSON output") and are
+stable. Tables and JSON shapes live in :mod:`models.present.text`.
+
+Adding a command: write ``_NAME_arguments(parser)`` and ``_NAME(args)`` and append a
+:class:`Command` to :data:`COMMANDS`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import stat
+import sys
+import textwrap
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+import topo
+from topo.errors import DgxTopoError
+from topo.registry import SPEC_GRAMMAR, parse_system_spec
+from topo.units import parse_count, parse_nbytes
+
+from ..predict.collectives import COLLECTIVE_NAMES, LimitError, estimate, pairwise, subsets
+from ..engine.nccl.profiles import PROFILES
+from ..engine.nccltests import count_from_nbytes
+from ..predict.p2p import MODES, format_p2p_report, p2p_report
+from ..studies.whatif import apply_failures
+from ..studies.workload import WORKLOAD_GRAMMAR
+
+# The grammar of --fail and --degrade (models.studies.whatif.FAILURE_GRAMMAR, shortened for --help).
+FAIL_GRAMMAR = "NODE, A-B or A-B:K"
+DEGRADE_GRAMMAR = "A-B=F with 0 < F <= 1"
+from .progress import progress_bar, wants_progress
+from .text import (collective_json, collective_table, compare_json, compare_table, gpus_ranking_json,
+                   import_summary, measurement_note, package_version, pairs_json, pairs_table,
+                   subsets_json, subsets_table, systems_json, systems_table)
+
+__all__ = ["main", "build_parser", "Command", "COMMANDS", "parse_size", "MAX_GPUS", "MAX_PAIRS",
+           "MAX_SETS", "MAX_SEARCHES", "MAX_PLAN_GPUS", "MAX_BOUND_GPUS", "ALGORITHMS"]
+
+#: Default of ``--max-gpus``: the most GPUs a system or cluster may have before it is built.
+MAX_GPUS = 4096
+#: Default of ``--limit`` for ``p2p`` (GPU pairs routed: 16xdgx2, 256 GPUs, 65,280 pairs, fits)
+#: and for alltoall / sendrecv in ``collective`` (GPU pairs routed: those inside each host plus
+#: one per GPU across hosts; 4096 GPUs of 256 DGX-2 route 65,536 and fit).
+MAX_PAIRS = 70_000
+#: Default of ``--limit`` for ``pairs`` and ``subsets``: the most GPU sets, C(GPUs, k). Every
+#: k on every built-in system fits (at most C(16, 8) = 12,870).
+MAX_SETS = 50_000
+#: Default of ``--max-searches`` for ``pairs`` and ``subsets``: the most estimates (one channel
+#: search each per GPU set that differs up to the fabric's symmetry). Built-in systems need at
+#: most 22; 2xdgx1v needs 105 for k = 4 and 554 for k = 8.
+MAX_SEARCHES = 150
+#: Default of ``--limit`` for ``plan``: the most GPUs a planned job may use. A layout search
+#: estimates every group shape of every layout; 64 GPUs (8xdgxh100) take about 15 s.
+MAX_PLAN_GPUS = 128
+#: Default of ``--limit`` for ``bound``: the most GPUs in the set. The cut bounds grow faster
+#: than linearly with the GPUs (4xdgx2, 64 GPUs: about 1 s; 16xdgx2, 256 GPUs: about 50 s);
+#: alltoall's LP has its own limit (models.studies.bounds.MAX_LP_VARIABLES).
+MAX_BOUND_GPUS = 128
+#: What ``--algo`` forces (NCCL's names; a release or fabric without one says so in one line).
+ALGORITHMS = ("ring", "tree", "nvls", "nvls_tree", "pat")
+
+_SPEC_HELP = (
+    "Systems (SPEC, NAME): " + SPEC_GRAMMAR + ". NAME is a built-in system ({names}; case, '-' "
+    "and '_' ignored); NxNAME[:network] is a cluster of N of them joined by an InfiniBand network, "
+    "fat_tree (default) or rail.")
+_TOPO_FILE_HELP = (
+    "Topology files (--topo-file FILE): a fabric written by 'dgxtopo import' or 'dgxtopo export', "
+    "JSON or GraphML (told apart by content), used instead of a system; --nodes N joins N copies "
+    "of it like NxNAME does a built-in system.")
+_WHATIF_HELP = (
+    f"What-ifs: --fail {FAIL_GRAMMAR} takes out a part (gpu2, nvswitch3, mlx5_1) or the links "
+    f"between two nodes (gpu0-gpu3), or K of them (gpu0-gpu3:1); --degrade {DEGRADE_GRAMMAR} "
+    f"(gpu0-gpu3=0.5) slows links down. Both repeat; node ids as the fabric names them.")
+_SIZE_HELP = ("Sizes (SIZE) are bytes as nccl-tests takes them: 8, 64K, 256M, 1G, 2T (K, M, G, T "
+              "are binary multiples: 64K = 65536).")
+
+
+class _UsageError(Exception):
+    """A malformed command line; reported in one line like every other input error."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # argparse would print the usage and exit; we report one line.
+        raise _UsageError(f"{message} (see '{self.prog} --help')")
+
+
+# ------------------------------------------------------------------ parsing input values
+# argparse types over topo's strict shared parsers (one parser per kind of value). A
+# DgxTopoError is a ValueError, which argparse would swallow into "invalid value": re-raised
+# as ArgumentTypeError, its message reaches the user.
+def parse_size(text: str) -> int:
+    """A size as nccl-tests takes it: ``8``, ``64K``, ``256M``, ``1G`` (binary multiples). [bytes]
+
+    >>> parse_size("256M"), parse_size("8")
+    (268435456, 8)
+    """
+    try:
+        return parse_nbytes(str(text))
+    except DgxTopoError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _count(minimum: int):
+    """An argparse type: a whole number >= ``minimum`` (argparse names the option)."""
+    def parse(text: str) -> int:
+        try:
+            return parse_count(str(text), name="value", minimum=minimum)
+        except DgxTopoError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+    return parse
+
+
+# ------------------------------------------------------------------------- sizing work
+def _too_much(what: str, size: int, limit: int, option: str) -> _UsageError:
+    return _UsageError(f"{what}, more than the limit of {limit}: raise it with {option} N "
+                       f"(the work grows with it)")
+
+
+def _system_gpus(spec: str, max_gpus: int) -> int:
+    """GPUs of a system spec, counted without building it; beyond ``max_gpus``, refused."""
+    parsed = parse_system_spec(spec, max_hosts=max_gpus)  # every host has at least one GPU
+    gpus = parsed.hosts * len(topo.gpus(topo.SYSTEMS[parsed.system]()))
+    if gpus > max_gpus:
+        raise _too_much(f"{spec} has {gpus} GPUs", gpus, max_gpus, "--max-gpus")
+    return gpus
+
+
+def _build(spec: str, args) -> object:
+    """Build a system or cluster after checking its size against ``--max-gpus``."""
+    limit = getattr(args, "max_gpus", MAX_GPUS)
+    _system_gpus(spec, limit)
+    return topo.build(spec, max_hosts=limit)
+
+
+def _progress(args, description: str, unit: str):
+    return progress_bar(description, enabled=wants_progress(json_output=getattr(args, "json", False)),
+                        unit=unit)
+
+
+def _sweep(minimum: int, maximum: int, factor: int) -> list:
+    if maximum < minimum:
+        raise _UsageError(f"the largest size ({maximum} B) is below the smallest ({minimum} B): "
+                          f"expected -e >= -b")
+    sizes, size = [], minimum
+    while size <= maximum:
+        sizes.append(size)
+        size = size * factor if size else 1
+    return sizes
+
+
+def _print_json(data) -> None:
+    print(json.dumps(data, indent=2))
+
+
+# ---------------------------------------------------------------------------- commands
+@dataclass(frozen=True)
+class Command:
+    """One ``dgxtopo`` subcommand: its name, one-line help, arguments and action."""
+
+    name: str
+    help: str
+    arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], None]
+    description: str = ""
+    #: Grammars of this command's own values, printed after the shared ones by ``--help``.
+    epilog: str = ""
+
+
+def _json_option(parser, what: str = "a table") -> None:
+    parser.add_argument("--json", action="store_true", help=f"print JSON instead of {what}")
+
+
+def _max_gpus_option(parser) -> None:
+    parser.add_argument("--max-gpus", type=_count(1), default=MAX_GPUS, metavar="N",
+                        help=f"refuse systems with more than N GPUs before building them "
+                             f"(default {MAX_GPUS})")
+
+
+def _topo_file_options(parser, *, many: bool = False) -> None:
+    """``--topo-file`` (repeatable with ``many``), ``--nodes``, ``--network``."""
+    if many:
+        parser.add_argument("--topo-file", action="append", default=[], metavar="FILE",
+                            help="also a fabric written by import or export (JSON or GraphML); repeatable")
+    else:
+        parser.add_argument("--topo-file", metavar="FILE",
+                            help="a fabric written by import or export (JSON or GraphML) instead of a system")
+    parser.add_argument("--nodes", type=_count(1), metavar="N",
+                        help="with --topo-file: a cluster of N copies of the file's system")
+    parser.add_argument("--network", choices=("fat_tree", "rail"),
+                        help="with --nodes: the InfiniBand network joining them (default fat_tree)")
+
+
+def _whatif_options(parser) -> None:
+    parser.add_argument("--fail", action="append", default=[], metavar="SPEC",
+                        help=f"take out a part or links, {FAIL_GRAMMAR}: gpu2, nvswitch3, mlx5_1, "
+                             f"gpu0-gpu3, gpu0-gpu3:1 (repeatable)")
+    parser.add_argument("--degrade", action="append", default=[], metavar="SPEC",
+                        help=f"slow links down, {DEGRADE_GRAMMAR}: gpu0-gpu3=0.5 (repeatable)")
+
+
+def _system_option(parser, *, whatif: bool = True) -> None:
+    parser.add_argument("--system", metavar="SPEC", help="system or cluster (see below)")
+    _topo_file_options(parser)
+    if whatif:
+        _whatif_options(parser)
+    _max_gpus_option(parser)
+
+
+def _read_text(path: str, what: str) -> str:
+    """A file's text (undecodable bytes replaced); regular files only, so a FIFO cannot hang us."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise _UsageError(f"cannot read {what} {path}: expected a regular file")
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError as error:
+        raise _UsageError(f"cannot read {what} {path}: {error.strerror or error}") from None
+    return data.decode("utf-8", errors="replace")
+
+
+def _load_topo_file(path: str) -> object:
+    """The fabric of a JSON or GraphML file written by import or export (told apart by content)."""
+    text = _read_text(path, "topology file")
+    head = text.lstrip("\ufeff \t\r\n")
+    try:
+        if head.startswith("{"):
+            return topo.from_json(head)
+        if head.startswith("<") and "<graphml" not in head[:4096] and "<system" in head[:65536]:
+            raise _UsageError(f"{path} is an NCCL topology XML: import it first with 'dgxtopo import "
+                              f"{path} --out FILE.json' and pass that file to --topo-file")
+        if head.startswith("<"):
+            return topo.from_graphml(head)
+    except DgxTopoError as error:
+        raise type(error)(f"{path}: {error}") from None
+    hint = (": it looks like nvidia-smi topo -m output, import it first with 'dgxtopo import FILE "
+            "--gpu MODEL --out FILE.json'" if "GPU0" in head[:65536] else "")
+    raise _UsageError(f"{path}: expected a fabric written by 'dgxtopo import' or 'dgxtopo export' "
+                      f"(JSON or GraphML), received {'an empty file' if not head else 'other text'}{hint}")
+
+
+def _from_topo_file(path: str, args) -> object:
+    """A fabric from ``--topo-file``, joined into ``--nodes`` copies; sized against --max-gpus."""
+    limit = getattr(args, "max_gpus", MAX_GPUS)
+    G = _load_topo_file(path)
+    gpus = len(topo.gpus(G))
+    nodes = getattr(args, "nodes", None)
+    total = gpus * (nodes or 1)
+    if total > limit:
+        what = f"{nodes} x {path}" if nodes else path
+        raise _too_much(f"{what} has {total} GPUs", total, limit, "--max-gpus")
+    if nodes is None:
+        return G
+    return topo.cluster(G, nodes, network=getattr(args, "network", None) or "fat_tree", max_hosts=limit)
+
+
+def _check_cluster_options(args) -> None:
+    files = getattr(args, "topo_file", None)
+    if getattr(args, "nodes", None) is not None and not files:
+        raise _UsageError("--nodes N joins copies of a --topo-file fabric: expected --topo-file FILE "
+                          "(a cluster of a built-in system is written NxNAME, such as 2xdgx1v)")
+    if getattr(args, "network", None) is not None and getattr(args, "nodes", None) is None:
+        raise _UsageError("--network applies to a cluster: expected --nodes N with it")
+
+
+def _whatif(G, args):
+    """``G`` with the command line's --fail and --degrade applied (models.studies.whatif)."""
+    fail, degrade = getattr(args, "fail", None) or (), getattr(args, "degrade", None) or ()
+    if not fail and not degrade:
+        return G
+    return apply_failures(G, fail, degrade).graph
+
+
+def _fabric(args, spec: str | None, *, option: str = "--system SPEC") -> object:
+    """The one system a command runs on: a spec or ``--topo-file`` (exactly one), what-ifs applied."""
+    path = getattr(args, "topo_file", None)
+    _check_cluster_options(args)
+    if spec is not None and path is not None:
+        raise _UsageError(f"expected either {option} or --topo-file FILE, received both")
+    if spec is None and path is None:
+        raise _UsageError(f"the following arguments are required: {option} (or --topo-file FILE)")
+    G = _from_topo_file(path, args) if path is not None else _build(spec, args)
+    return _whatif(G, args)
+
+
+def _fabrics(args, specs) -> list:
+    """Several systems (``compare``, ``report``): the specs, then each ``--topo-file``."""
+    _check_cluster_options(args)
+    for spec in specs:  # sized before anything is built
+        _system_gpus(spec, getattr(args, "max_gpus", MAX_GPUS))
+    fabrics = [_build(spec, args) for spec in specs] + [_from_topo_file(path, args) for path in args.topo_file]
+    if not fabrics:
+        raise _UsageError("expected at least one system: SPEC or --topo-file FILE")
+    return [_whatif(G, args) for G in fabrics]
+
+
+# --nccl takes any release the profiles cover; nccl_profile() raises a one-line typed error.
+_NCCL_HELP = (f"NCCL release to model, {min(p.first for p in PROFILES.values())[0]}.0 to "
+              f"{'.'.join(map(str, max(p.last for p in PROFILES.values())[:2]))}.x, e.g. 2.3.7, 2.12.12, "
+              f"v2.27.7-1 (default: the reference version); each maps to the profile governing it "
+              f"(models.engine.nccl.format_versions_table())")
+
+
+def _nccl_option(parser) -> None:
+    parser.add_argument("--nccl", metavar="VERSION", default=None, help=_NCCL_HELP)
+
+
+def _gpus_per_thread_option(parser, *, default=1, help_default="1: one process per GPU, as "
+                            "training frameworks run") -> None:
+    parser.add_argument("-g", "--gpus-per-thread", dest="g", type=_count(1), default=default, metavar="N",
+                        help=f"GPUs one host thread drives, nccl-tests' -g (default {help_default})")
+
+
+def _calibration_option(parser) -> None:
+    parser.add_argument("--calibration", metavar="FILE",
+                        help="measurement constants fitted by 'dgxtopo calibrate' (its JSON file; "
+                             "default: the constants fitted to the shipped DGX-2 runs)")
+
+
+def _measurement_options(parser) -> None:
+    """``-g N`` and ``--calibration FILE``: how the predicted time becomes what nccl-tests measures."""
+    _gpus_per_thread_option(parser)
+    _calibration_option(parser)
+
+
+def _calibration(args):
+    """The ``--calibration`` file read as a :class:`models.Calibration` (None without one)."""
+    path = getattr(args, "calibration", None)
+    if path is None:
+        return None
+    from ..studies.calibration import Calibration
+
+    text = _read_text(path, "calibration file")
+    try:
+        return Calibration.from_json(text)
+    except DgxTopoError as error:
+        raise type(error)(f"{path}: {error}") from None
+
+
+def _measurement_note(args) -> str:
+    return measurement_note(getattr(args, "g", 1) or 1, getattr(args, "calibration", None))
+
+
+def _collective_argument(parser) -> None:
+    parser.add_argument("coll", metavar="COLLECTIVE", choices=COLLECTIVE_NAMES,
+                        help="one of " + ", ".join(COLLECTIVE_NAMES))
+
+
+def _sweep_options(parser, *, minimum: str, maximum: str, factor: int) -> None:
+    parser.add_argument("-b", "--minbytes", type=parse_size, default=parse_size(minimum), metavar="SIZE",
+                        help=f"smallest size (default {minimum})")
+    parser.add_argument("-e", "--maxbytes", type=parse_size, default=parse_size(maximum), metavar="SIZE",
+                        help=f"largest size (default {maximum})")
+    parser.add_argument("-f", "--stepfactor", type=_count(2), default=factor, metavar="F",
+                        help=f"size multiplier, an integer >= 2 (default {factor})")
+
+
+def _sets_options(parser) -> None:
+    parser.add_argument("--limit", type=_count(1), default=MAX_SETS, metavar="N",
+                        help=f"refuse more than N GPU sets (default {MAX_SETS})")
+    parser.add_argument("--max-searches", type=_count(1), default=MAX_SEARCHES, metavar="N",
+                        help=f"refuse sets that need more than N estimates, one per set that differs "
+                             f"up to the fabric's symmetry (default {MAX_SEARCHES})")
+
+
+# systems
+def _systems_arguments(parser) -> None:
+    _json_option(parser)
+
+
+def _systems(args) -> None:
+    summaries = [topo.summarize(topo.build(name)) for name in topo.SYSTEMS]
+    print(json.dumps(systems_json(summaries), indent=2) if args.json else systems_table(summaries))
+
+
+# topo
+def _topo_arguments(parser) -> None:
+    parser.add_argument("name", metavar="NAME", nargs="?", help="system or cluster (see below), "
+                        "or none with --topo-file")
+    _json_option(parser, "the matrix")
+    parser.add_argument("--no-legend", action="store_true", help="omit the legend")
+    _topo_file_options(parser)
+    _whatif_options(parser)
+    _max_gpus_option(parser)
+
+
+def _topo(args) -> None:
+    G = _fabric(args, args.name, option="NAME")
+    matrix = topo.connection_matrix(G)
+    if args.json:
+        _print_json({"system": G.graph["system"], **matrix.to_dict()})
+        return
+    print(topo.format_connection_matrix(matrix, legend=not args.no_legend))
+
+
+# p2p
+def _p2p_arguments(parser) -> None:
+    parser.add_argument("name", metavar="NAME", nargs="?", help="system or cluster (see below), "
+                        "or none with --topo-file")
+    parser.add_argument("--gpus", metavar="IDS", help="GPU ids such as 0,3,5-7 (default: all)")
+    parser.add_argument("--mode", choices=MODES, default="route",
+                        help="route: the copy CUDA makes (default); maxflow: NVLink maximum flow")
+    parser.add_argument("--bidirectional", action="store_true",
+                        help="both directions at once instead of one")
+    parser.add_argument("--latency", action="store_true", help="also print the latency matrix")
+    parser.add_argument("--p2p", choices=("enabled", "disabled"), default="enabled",
+                        help="peer access: enabled (default) or disabled, every pair staged "
+                             "through host memory (p2pBandwidthLatencyTest's P2P=Disabled)")
+    _json_option(parser, "the matrices (every matrix at once)")
+    _topo_file_options(parser)
+    _whatif_options(parser)
+    _max_gpus_option(parser)
+    parser.add_argument("--limit", type=_count(1), default=MAX_PAIRS, metavar="N",
+                        help=f"refuse more than N GPU pairs (default {MAX_PAIRS})")
+
+
+def _p2p(args) -> None:
+    G = _fabric(args, args.name, option="NAME")
+    n = len(topo.select_gpus(G, args.gpus))
+    if n * (n - 1) > args.limit:
+        raise _too_much(f"p2p of {n} GPUs routes {n * (n - 1)} GPU pairs", n * (n - 1), args.limit, "--limit")
+    report = p2p_report(G, args.gpus, mode=args.mode, p2p=args.p2p)
+    if args.json:
+        _print_json(report.to_dict())
+        return
+    print(format_p2p_report(report, bidirectional=args.bidirectional, latency=args.latency))
+
+
+# collective
+def _collective_arguments(parser) -> None:
+    _collective_argument(parser)
+    _system_option(parser)
+    parser.add_argument("--gpus", metavar="IDS", help="GPU ids such as 0-3 or 0,3,5-7 (default: all)")
+    _sweep_options(parser, minimum="32M", maximum="32M", factor=2)
+    parser.add_argument("--algo", choices=ALGORITHMS,
+                        help="force NCCL's algorithm: " + ", ".join(ALGORITHMS) + " (nvls and nvls_tree "
+                             "need NVSwitches that reduce, as on dgxh100; pat a release that has it)")
+    parser.add_argument("--proto", choices=("LL", "LL128", "Simple"), help="force NCCL's protocol")
+    _nccl_option(parser)
+    _measurement_options(parser)
+    parser.add_argument("--explain", action="store_true",
+                        help="show channels, bottleneck, latency and bandwidth terms (a field with --json)")
+    _json_option(parser)
+    parser.add_argument("--limit", type=_count(1), default=MAX_PAIRS, metavar="N",
+                        help=f"alltoall and sendrecv: refuse routing more than N GPU pairs (alltoall "
+                             f"routes the pairs inside each host, and one per GPU across hosts; "
+                             f"default {MAX_PAIRS})")
+
+
+def _collective(args) -> None:
+    calibration = _calibration(args)  # a bad file fails before any work
+    G = _fabric(args, args.system)
+    selected = topo.select_gpus(G, args.gpus)
+    nranks = len(selected)
+    per_host: dict = {}
+    for n in selected:
+        per_host[G.nodes[n]["host"]] = per_host.get(G.nodes[n]["host"], 0) + 1
+    # alltoall routes the pairs inside a host one by one and groups the rest per GPU and NIC
+    # (models.predict.collectives): that, not the nranks x (nranks - 1) flows, is the work.
+    routed = sum(k * (k - 1) for k in per_host.values()) + (nranks if len(per_host) > 1 else 0)
+    flows = {"alltoall": routed, "sendrecv": nranks}.get(args.coll, 0)
+    if flows > args.limit:
+        raise _too_much(f"{args.coll} of {nranks} GPUs routes {flows} GPU pairs", flows, args.limit, "--limit")
+    requested = np.array(_sweep(args.minbytes, args.maxbytes, args.stepfactor), dtype=np.int64)
+    # nccl-tests rounds every size down to whole float32 elements per rank.
+    counts, sizes = (np.atleast_1d(x).astype(np.int64) for x in count_from_nbytes(args.coll, requested, nranks))
+    e = estimate(G, args.coll, sizes, args.gpus, algorithm=args.algo, protocol=args.proto,
+                 profile=args.nccl, gpus_per_thread=args.g, calibration=calibration)
+    if args.json:
+        _print_json(collective_json(G, e, explain=args.explain))
+    else:
+        print(collective_table(G, e, counts, explain=args.explain, measurement=_measurement_note(args)))
+
+
+# pairs
+def _pairs_arguments(parser) -> None:
+    _collective_argument(parser)
+    _system_option(parser)
+    parser.add_argument("-s", "--size", type=parse_size, required=True, metavar="SIZE",
+                        help="message size in bytes (8, 64K, 256M, 1G)")
+    _nccl_option(parser)
+    _measurement_options(parser)
+    _bound_column_option(parser)
+    _json_option(parser)
+    _sets_options(parser)
+
+
+def _bound_column_option(parser) -> None:
+    parser.add_argument("--bound", action="store_true",
+                        help="also the optimal-schedule bound of each set and NCCL's share of it "
+                             "('NCCL gets X of the Y this fabric allows'; relays through switches, "
+                             "as 'dgxtopo bound' by default)")
+
+
+def _ranked(args, k: int, function):
+    calibration = _calibration(args)  # a bad file fails before any work
+    G = _fabric(args, args.system)
+    with _progress(args, f"{args.coll} on sets of {k} GPUs", "search") as progress:
+        return G, function(G, collective=args.coll, nbytes=args.size, profile=args.nccl,
+                           gpus_per_thread=args.g, calibration=calibration,
+                           max_sets=args.limit, max_searches=args.max_searches, progress=progress)
+
+
+def _pairs(args) -> None:
+    G, matrix = _ranked(args, 2, pairwise)
+    bounds = None
+    if args.bound:
+        from ..studies.bounds import pairwise_bounds
+        bounds = pairwise_bounds(G, args.coll)
+    if args.json:
+        _print_json(pairs_json(G, args.coll, args.size, matrix, bounds))
+    else:
+        print(pairs_table(G, args.coll, args.size, matrix, bounds))
+
+
+def _set_bounds(G, collective: str, results) -> dict:
+    """GPU ids -> bound busbw [B/s] of each set shown, one bound per set the estimates found
+    equal up to the fabric's symmetry (``representative``), as :func:`models.subset_bounds`
+    does: relabelling GPUs by a symmetry of the fabric never changes a bound."""
+    from ..studies.bounds import bound
+
+    found: dict = {}
+    values = {}
+    for r in results:
+        if len(r.gpus) < 2:
+            values[tuple(r.gpus)] = 0.0
+            continue
+        if r.representative not in found:
+            found[r.representative] = bound(G, collective, 2**30, list(r.gpus), nccl=False).bound_busbw
+        values[tuple(r.gpus)] = found[r.representative]
+    return values
+
+
+# subsets
+def _subsets_arguments(parser) -> None:
+    _collective_argument(parser)
+    _system_option(parser)
+    parser.add_argument("-k", type=_count(1), required=True, help="GPUs per set")
+    parser.add_argument("-s", "--size", type=parse_size, required=True, metavar="SIZE",
+                        help="message size in bytes (8, 64K, 256M, 1G)")
+    parser.add_argument("--top", type=_count(1), metavar="N", help="show only the best N")
+    _nccl_option(parser)
+    _measurement_options(parser)
+    _bound_column_option(parser)
+    _json_option(parser)
+    _sets_options(parser)
+
+
+def _subsets(args) -> None:
+    G, ranking = _ranked(args, args.k, lambda G, **kw: subsets(G, k=args.k, **kw))
+    shown = ranking if args.top is None else ranking[:args.top]
+    bounds = _set_bounds(G, args.coll, shown) if args.bound else None
+    if args.json:
+        _print_json(subsets_json(G, args.coll, args.k, args.size, ranking, shown, bounds))
+    else:
+        print(subsets_table(G, args.coll, args.k, args.size, ranking, shown, bounds))
+
+
+# compare
+def _compare_arguments(parser) -> None:
+    parser.add_argument("systems", metavar="SPEC", nargs="*", help="systems or clusters (see below)")
+    _topo_file_options(parser, many=True)
+    _whatif_options(parser)
+    parser.add_argument("--collective", default="all_reduce", choices=COLLECTIVE_NAMES,
+                        help="collective (default all_reduce)")
+    parser.add_argument("--ngpus", type=_count(1), metavar="N",
+                        help="compare the first N GPUs of each system")
+    _sweep_options(parser, minimum="1K", maximum="1G", factor=4)
+    _nccl_option(parser)
+    _measurement_options(parser)
+    parser.add_argument("--out", metavar="FILE",
+                        help="also write an HTML figure of busbw and time by size (replaced atomically)")
+    _json_option(parser)
+    _max_gpus_option(parser)
+
+
+def _compare_name(G, args) -> str:
+    """A system's label in compare: its spec name, or its display name after a what-if."""
+    return G.graph["name"] if (args.fail or args.degrade) else G.graph.get("system", G.graph["name"])
+
+
+def _compare(args) -> None:
+    if args.out is not None:
+        from .output import check_output_path
+        check_output_path(args.out)  # before any work
+    calibration = _calibration(args)
+    fabrics = _fabrics(args, args.systems)
+    counts = [(G.graph["name"], len(topo.gpus(G))) for G in fabrics]
+    ngpus = args.ngpus if args.ngpus is not None else min(n for _, n in counts)
+    if args.ngpus is None and len({n for _, n in counts}) > 1:
+        raise _UsageError(f"expected systems with the same GPU count, received "
+                          f"{', '.join(f'{k}: {v}' for k, v in counts)}; pass --ngpus N to "
+                          f"compare the first N GPUs of each")
+    sizes = np.array(_sweep(args.minbytes, args.maxbytes, args.stepfactor), dtype=np.int64)
+    names = [_compare_name(G, args) for G in fabrics]
+    estimates = []
+    with _progress(args, f"{args.collective} on {len(fabrics)} systems", "system") as progress:
+        for G in fabrics:
+            estimates.append(estimate(G, args.collective, sizes, list(range(ngpus)), profile=args.nccl,
+                                      gpus_per_thread=args.g, calibration=calibration))
+            progress(len(estimates), len(fabrics))
+    if args.out is not None:
+        from .report import write_compare_figure  # plotly only for this option
+        write_compare_figure(estimates, names, args.out)
+    if args.json:
+        _print_json(compare_json(args.collective, ngpus, names, estimates))
+    else:
+        print(compare_table(args.collective, ngpus, names, estimates))
+
+
+# report
+def _report_arguments(parser) -> None:
+    parser.add_argument("names", metavar="SPEC", nargs="*",
+                        help="systems or clusters (default: every built-in system; see below)")
+    parser.add_argument("--out", default="report.html", metavar="FILE",
+                        help="HTML file to write, replaced atomically (default: report.html)")
+    _topo_file_options(parser, many=True)
+    _max_gpus_option(parser)
+
+
+def _report(args) -> None:
+    from .output import check_output_path
+    from .report import write_report  # imports plotly: only this command pays for it
+
+    check_output_path(args.out)  # before any work
+    _check_cluster_options(args)
+    for name in args.names:  # sized before anything is built
+        _system_gpus(name, args.max_gpus)
+    if args.topo_file:
+        from .output import write_text_atomic
+        from .report import analyse_report, render_report
+        fabrics = _fabrics(args, args.names)
+        with _progress(args, "report", "step") as progress:
+            text = render_report(analyse_report(fabrics, progress=progress))
+        path = write_text_atomic(args.out, text)
+        names = [G.graph.get("name", "fabric") for G in fabrics]
+        print(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB) comparing {', '.join(names)}")
+        return
+    with _progress(args, "report", "step") as progress:
+        written = write_report(args.out, args.names or None, progress=progress)
+    print(f"wrote {written.path} ({written.nbytes / 1e6:.1f} MB) comparing {', '.join(written.systems)}")
+
+
+# calibrate and check (measured nccl-tests outputs)
+def _read_run(path):
+    from ..studies.benchmarks import BenchmarkParseError, read_benchmark
+
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            text = handle.read()
+    except OSError as error:
+        raise _UsageError(f"cannot read {path}: {error.strerror}") from None
+    try:
+        return read_benchmark(text, name=path)
+    except BenchmarkParseError as error:
+        if path in str(error):
+            raise
+        raise BenchmarkParseError(f"{path}: {error}") from None
+
+
+def _measurement_arguments(parser) -> None:
+    _system_option(parser, whatif=False)
+    parser.add_argument("--gpus", metavar="IDS", help="GPU ids of the ranks, in rank order "
+                        "(default: from CUDA_VISIBLE_DEVICES and the device lines)")
+    _gpus_per_thread_option(parser, default=None, help_default="the run's own nGpus")
+    _nccl_option(parser)
+    parser.add_argument("--collective", choices=COLLECTIVE_NAMES,
+                        help="the collective, if the output does not name it")
+    parser.add_argument("--inplace", action="store_true", help="use the in-place columns")
+
+
+def _calibrate_arguments(parser) -> None:
+    parser.add_argument("files", metavar="FILE", nargs="+", help="nccl-tests (or p2pBandwidthLatencyTest) output")
+    _measurement_arguments(parser)
+    parser.add_argument("--out", required=True, metavar="FILE",
+                        help="calibration JSON to write (replaced atomically)")
+
+
+def _calibrate(args) -> None:
+    from ..studies.calibration import calibrate
+    from .output import check_output_path, write_text_atomic
+
+    check_output_path(args.out)  # before any work
+    runs = [_read_run(path) for path in args.files]
+    if args.collective:
+        from dataclasses import replace
+        runs = [replace(r, collective=args.collective) if hasattr(r, "rows") else r for r in runs]
+    result = calibrate(runs, _fabric(args, args.system), gpus=args.gpus, gpus_per_thread=args.g,
+                       profile=args.nccl, inplace=args.inplace)
+    print(result.format())
+    write_text_atomic(args.out, result.to_json())
+    print(f"wrote {args.out}")
+
+
+def _check_arguments(parser) -> None:
+    parser.add_argument("file", metavar="FILE", help="nccl-tests output")
+    _measurement_arguments(parser)
+    _calibration_option(parser)
+    parser.add_argument("--explain", action="store_true", help="show the measurement model's terms")
+    _json_option(parser)
+    parser.add_argument("--out", metavar="FILE.html",
+                        help="also write a page of measured vs predicted busbw, time and error by "
+                             "size (replaced atomically)")
+
+
+def _check(args) -> None:
+    from ..studies.calibration import check
+
+    if args.out is not None:
+        from .output import check_output_path
+        check_output_path(args.out)  # before any work
+    calibration = _calibration(args)
+    run = _read_run(args.file)
+    if not hasattr(run, "rows"):
+        raise _UsageError(f"{args.file} is a p2pBandwidthLatencyTest output: check takes nccl-tests")
+    if args.collective:
+        from dataclasses import replace
+        run = replace(run, collective=args.collective)
+    result = check(run, _fabric(args, args.system), gpus=args.gpus, gpus_per_thread=args.g,
+                   profile=args.nccl, calibration=calibration, inplace=args.inplace)
+    written = None
+    if args.out is not None:
+        from .report import write_check_html  # plotly only for this option
+        written = write_check_html(args.out, result, source=os.path.basename(args.file))
+    if args.json:
+        _print_json(result.to_json())
+        return
+    print(result.format())
+    if args.explain:
+        print()
+        print(result.explain)
+    if written is not None:
+        print(f"wrote {args.out}")
+
+
+# import and export
+IMPORT_FORMATS = ("auto", "nvidia-smi", "nccl-xml")
+EXPORT_FORMATS = ("json", "graphml")
+
+
+def _import_arguments(parser) -> None:
+    parser.add_argument("file", metavar="FILE", help="nvidia-smi topo -m output, or NCCL's topology XML "
+                        "(NCCL_TOPO_DUMP_FILE)")
+    parser.add_argument("--format", choices=IMPORT_FORMATS, default="auto",
+                        help="the file's format (default auto: XML if it starts with '<', else nvidia-smi)")
+    parser.add_argument("--gpu", metavar="MODEL",
+                        help="GPU model as nvidia-smi names it ('Tesla V100-SXM2-16GB') or a short form "
+                             "('v100-sxm2'); required for nvidia-smi text, which does not say")
+    parser.add_argument("--out", metavar="FILE",
+                        help="fabric JSON to write, replaced atomically (default: write nothing, "
+                             "print the summary only)")
+    parser.add_argument("--name", help="the fabric's name in every output (default: imported)")
+    parser.add_argument("--pcie", metavar="LINK",
+                        help="PCIe link of every device, e.g. pcie3_x16 (default: by GPU generation)")
+    parser.add_argument("--socket-link", metavar="LINK",
+                        help="CPU-to-CPU link, e.g. upi (default: qpi_bdw; ignored with --cpu)")
+    smi = parser.add_argument_group("nvidia-smi text only")
+    smi.add_argument("--cpu", metavar="CPU", help="CPU model of every socket, a key of topo.CPUS "
+                     "(default: cores and threads read off the CPU affinity)")
+    smi.add_argument("--nvswitch", action=argparse.BooleanOptionalAction, default=None,
+                     help="whether the GPUs talk through NVSwitches (default: inferred from the NV# counts)")
+    smi.add_argument("--nvswitches", type=_count(1), metavar="N",
+                     help="NVSwitch chips to build (default: one per NVLink of a GPU)")
+    smi.add_argument("--nic-link", metavar="LINK",
+                     help="network port of every NIC, e.g. ib_hdr, or 'none' (default: by GPU generation)")
+
+
+def _import_format(args, text: str) -> str:
+    if args.format != "auto":
+        return args.format
+    return "nccl-xml" if text.lstrip("\ufeff \t\r\n").startswith("<") else "nvidia-smi"
+
+
+def _import(args) -> None:
+    if args.out is not None:
+        from .output import check_output_path
+        check_output_path(args.out)  # before any work
+    text = _read_text(args.file, "file")
+    kind = _import_format(args, text)
+    name = {} if args.name is None else {"name": args.name}
+    if kind == "nvidia-smi":
+        if args.gpu is None:
+            raise _UsageError(f"{args.file}: nvidia-smi topo -m does not name the GPU model: expected "
+                              f"--gpu MODEL such as 'Tesla V100-SXM2-16GB' or v100-sxm2")
+        nic = {} if args.nic_link is None else {"nic_link": None if args.nic_link.lower() == "none" else args.nic_link}
+        try:
+            G = topo.from_nvidia_smi(text, gpu=args.gpu, cpu=args.cpu, pcie=args.pcie, nvswitch=args.nvswitch,
+                                     nvswitches=args.nvswitches, socket_link=args.socket_link, **nic, **name)
+        except DgxTopoError as error:
+            raise type(error)(f"{args.file}: {error}") from None
+        what = "nvidia-smi topo -m"
+        nvswitch_origin = ("inferred from the NV# counts" if args.nvswitch is None
+                           else "--nvswitch" if args.nvswitch else "--no-nvswitch")
+        pcie_origin = "rebuilt from the PIX/PXB/PHB classes"
+    else:
+        given = [option for option, value in (("--cpu", args.cpu), ("--nvswitch/--no-nvswitch", args.nvswitch),
+                                              ("--nvswitches", args.nvswitches), ("--nic-link", args.nic_link))
+                 if value is not None]
+        if given:
+            raise _UsageError(f"{', '.join(given)} appl{'ies' if len(given) == 1 else 'y'} to nvidia-smi text: "
+                              f"an NCCL topology XML says it itself")
+        try:
+            G = topo.from_nccl_xml(text, gpu=args.gpu, pcie=args.pcie, socket_link=args.socket_link, **name)
+        except DgxTopoError as error:
+            raise type(error)(f"{args.file}: {error}") from None
+        what = "NCCL topology XML"
+        nvswitch_origin = "from the XML's NVLink targets"
+        pcie_origin = "from the XML's PCI bridges"
+    if args.out is not None:
+        from .output import write_text_atomic
+        write_text_atomic(args.out, topo.to_json(G))
+    print(import_summary(G, source=args.file, what=what, nvswitch_origin=nvswitch_origin,
+                         pcie_origin=pcie_origin, out=args.out))
+
+
+def _export_arguments(parser) -> None:
+    parser.add_argument("name", metavar="NAME", nargs="?", help="system or cluster (see below), "
+                        "or none with --topo-file")
+    parser.add_argument("--format", choices=EXPORT_FORMATS, default="json",
+                        help="json (networkx node-link data with a format version; default) or graphml")
+    parser.add_argument("--out", required=True, metavar="FILE", help="file to write, replaced atomically")
+    _topo_file_options(parser)
+    _whatif_options(parser)
+    _max_gpus_option(parser)
+
+
+def _export(args) -> None:
+    from .output import check_output_path, write_text_atomic
+
+    check_output_path(args.out)  # before any work
+    G = _fabric(args, args.name, option="NAME")
+    text = topo.to_json(G) if args.format == "json" else topo.to_graphml(G)
+    write_text_atomic(args.out, text)
+    print(f"wrote {args.out} ({args.format}: {G.graph.get('name', '?')}, {len(topo.gpus(G))} GPUs, "
+          f"{G.number_of_nodes()} nodes, {G.number_of_edges()} edges)")
+
+
+# Pages of figures (bound, whatif, plan --out): one self-contained HTML file, plotly.js inline.
+def _write_figures(path: str, title: str, figures, lines=()) -> None:
+    """Write ``figures`` (plotly) under a title and a few lines of text, atomically."""
+    import html
+
+    import plotly.io as pio
+
+    from .output import write_text_atomic
+
+    divs = [pio.to_html(fig, full_html=False, include_plotlyjs=(i == 0), div_id=f"fig-{i}",
+                        config={"displaylogo": False, "responsive": True}, default_width="100%")
+            for i, fig in enumerate(figures)]
+    text = "\n".join(["<!DOCTYPE html>", "<html lang='en'>", "<head>", "<meta charset='utf-8'>",
+                      f"<title>{html.escape(title)}</title>",
+                      "<style>body{font-family:sans-serif;margin:1.5em;max-width:80em}"
+                      "pre{background:#f6f6f6;padding:.6em;overflow-x:auto}</style>", "</head>", "<body>",
+                      f"<h1>{html.escape(title)}</h1>",
+                      *(f"<pre>{html.escape(block)}</pre>" for block in lines), *divs, "</body>", "</html>", ""])
+    write_text_atomic(path, text)
+
+
+def _check_out(args) -> None:
+    if getattr(args, "out", None) is not None:
+        from .output import check_output_path
+        check_output_path(args.out)  # before any work
+
+
+# bound
+_RELAY_HELP = ("which nodes may forward data: none (GPU to GPU links only), switches (NVSwitches, "
+               "PCIe switches, CPUs and the network, as NCCL relays; default) or all (GPUs too)")
+_EDGE_KINDS = topo.EDGE_KINDS
+
+
+def _edge_kinds(text: str) -> tuple:
+    kinds = tuple(k.strip() for k in str(text).split(","))
+    bad = [k for k in kinds if k not in _EDGE_KINDS]
+    if not kinds or bad:
+        raise argparse.ArgumentTypeError(f"expected a comma-separated list of {', '.join(_EDGE_KINDS)}, "
+                                         f"received {text!r}")
+    return kinds
+
+
+def _bound_arguments(parser) -> None:
+    _collective_argument(parser)
+    _system_option(parser)
+    parser.add_argument("--gpus", metavar="IDS", help="GPU ids such as 0-3 or 0,3,5-7 (default: all)")
+    parser.add_argument("-s", "--size", type=parse_size, default=parse_size("8G"), metavar="SIZE",
+                        help="size of NCCL's estimate beside the bound, and of the bound's time "
+                             "(default 8G: the bandwidth term dominates)")
+    parser.add_argument("--relay", choices=("none", "switches", "all"), default="switches", help=_RELAY_HELP)
+    parser.add_argument("--links", type=_edge_kinds, metavar="KINDS",
+                        help="only these edge kinds carry data, comma-separated from "
+                             f"{', '.join(_EDGE_KINDS)} (default: every link)")
+    parser.add_argument("--root", type=_count(0), metavar="ID",
+                        help="root GPU of broadcast and reduce (default: the lowest id, nccl-tests' root 0)")
+    parser.add_argument("--trees", action="store_true",
+                        help="also pack spanning trees that meet the bound (the schedule; not for "
+                             "alltoall and sendrecv, whose schedule is a flow)")
+    _nccl_option(parser)
+    parser.add_argument("--explain", action="store_true",
+                        help="also the formulation, the rates and where NCCL's gap comes from")
+    _json_option(parser, "text")
+    parser.add_argument("--out", metavar="FILE.html",
+                        help="also write the tree packing drawn on the fabric (implies --trees; "
+                             "replaced atomically)")
+    parser.add_argument("--limit", type=_count(2), default=MAX_BOUND_GPUS, metavar="N",
+                        help=f"refuse sets of more than N GPUs (default {MAX_BOUND_GPUS}; the work "
+                             f"grows faster than the GPUs)")
+
+
+def _bound(args) -> None:
+    from ..studies.bounds import bound
+
+    _check_out(args)
+    if (args.trees or args.out) and args.coll in ("alltoall", "sendrecv"):
+        raise _UsageError(f"--trees and --out pack spanning trees for broadcast, reduce, all_gather, "
+                          f"reduce_scatter and all_reduce, received {args.coll} (its bound is a flow LP)")
+    G = _fabric(args, args.system)
+    n = len(topo.select_gpus(G, args.gpus))
+    if n > args.limit:
+        raise _too_much(f"a bound on {n} GPUs", n, args.limit, "--limit")
+    b = bound(G, args.coll, args.size, args.gpus, relay=args.relay, trees=bool(args.trees or args.out),
+              root=args.root, edge_kinds=args.links, profile=args.nccl)
+    if args.out is not None:
+        from .bounds_plot import packing_figure
+
+        figures = [packing_figure(G, packing) for packing in b.packings]
+        _write_figures(args.out, f"dgx-topo: {b.collective} bound on {b.system}", figures, [b.format()])
+    if args.json:
+        _print_json(b.to_json())
+        return
+    print(b.explain() if args.explain else b.format())
+    if args.out is not None:
+        print(f"wrote {args.out}")
+
+
+# whatif
+_FAIL_EACH_HELP = ("nvlink: one physical link of each NVLink bundle (NV2 becomes NV1; one row per bundle); "
+                   "nvswitch, nic: each one; gpu: each GPU of the job, which runs on the others")
+
+
+def _whatif_arguments(parser) -> None:
+    from ..studies.whatif import FAIL_EACH, MAX_CASES
+
+    _collective_argument(parser)
+    _system_option(parser)
+    parser.add_argument("--fail-each", choices=FAIL_EACH, required=True, help=_FAIL_EACH_HELP)
+    parser.add_argument("--pairs", action="store_true", help="every pair of failures instead of every single one")
+    parser.add_argument("--gpus", metavar="IDS", help="the job's GPU ids such as 0-3 (default: all)")
+    parser.add_argument("-s", "--size", type=parse_size, default=parse_size("1G"), metavar="SIZE",
+                        help="message size (default 1G)")
+    parser.add_argument("--executor", default="auto", metavar="WHERE",
+                        help="where the estimates run: auto (default: in this process when quick, "
+                             "else a process pool), inline, process, or dask://HOST:PORT (a Dask "
+                             "scheduler; the extra dgx-topo[dask])")
+    parser.add_argument("--top", type=_count(1), metavar="N", help="show only the N worst")
+    _nccl_option(parser)
+    _json_option(parser)
+    parser.add_argument("--out", metavar="FILE.html",
+                        help="also write the fabric coloured by each failure's loss and the ranked bar "
+                             "chart (replaced atomically)")
+    parser.add_argument("--max-cases", type=_count(1), default=MAX_CASES, metavar="N",
+                        help=f"refuse sweeps of more than N failure cases (default {MAX_CASES}; "
+                             f"--pairs grows as the square)")
+
+
+def _whatif_sweep(args) -> None:
+    import math
+
+    from ..studies.whatif import components, sweep
+
+    _check_out(args)
+    executor = None if args.executor == "auto" else args.executor
+    G = _fabric(args, args.system)
+    singles = len(components(G, args.fail_each, args.gpus))
+    cases = math.comb(singles, 2) if args.pairs else singles
+    if cases > args.max_cases:
+        raise _too_much(f"--fail-each {args.fail_each}{' --pairs' if args.pairs else ''} on "
+                        f"{G.graph.get('name', 'the fabric')} gives {cases} failure cases", cases,
+                        args.max_cases, "--max-cases")
+    with _progress(args, f"whatif {args.fail_each}", "case") as progress:
+        result = sweep(G, args.coll, args.size, fail_each=args.fail_each, pairs=args.pairs, gpus=args.gpus,
+                       executor=executor, progress=progress, max_cases=args.max_cases, profile=args.nccl)
+    if args.out is not None:
+        from .whatif_plot import sweep_fabric_figure, sweep_figure
+
+        figures = [sweep_figure(result)] + ([] if args.pairs else [sweep_fabric_figure(G, result)])
+        _write_figures(args.out, f"dgx-topo: what each failure costs on {result.fabric}", figures,
+                       [result.format(top=args.top)])
+    if args.json:
+        _print_json(result.to_dict())
+        return
+    print(result.format(top=args.top))
+    if args.out is not None:
+        print(f"wrote {args.out}")
+
+
+# plan and gpus
+def _workload_argument(parser) -> None:
+    from ..studies.workload import PRESETS
+
+    parser.add_argument("workload", metavar="WORKLOAD",
+                        help=f"a preset ({', '.join(PRESETS)}) or a transformer spec (see below)")
+
+
+def _dtype_option(parser, default=None) -> None:
+    from ..studies.workload import DTYPES
+
+    parser.add_argument("--dtype", choices=DTYPES, default=default,
+                        help="training data type" + (f" (default {default})" if default else
+                                                     " (default bf16 where the GPU has it, else fp16)"))
+
+
+def _plan_arguments(parser) -> None:
+    from ..studies.planner import RECOMPUTE
+
+    _workload_argument(parser)
+    _system_option(parser)
+    layout = parser.add_argument_group("layout (degrees not given are searched)")
+    for option, what in (("--tp", "tensor"), ("--pp", "pipeline"), ("--dp", "data")):
+        layout.add_argument(option, type=_count(1), metavar="N", help=f"{what}-parallel degree")
+    layout.add_argument("--zero", type=int, choices=(0, 1, 2, 3), metavar="K",
+                        help="ZeRO stage 0-3 (3 is FSDP; default: searched)")
+    layout.add_argument("--micro-batch", type=_count(1), default=1, metavar="B",
+                        help="micro-batch per GPU [samples] (default 1)")
+    layout.add_argument("--global-batch", type=_count(1), metavar="B",
+                        help="global batch [samples] (default: the workload's published one)")
+    _dtype_option(layout)
+    layout.add_argument("--recompute", nargs="?", const="full", choices=RECOMPUTE, metavar="MODE",
+                        help=f"activation recomputation, {', '.join(RECOMPUTE)} (alone: full; "
+                             f"default: none and full searched)")
+    parser.add_argument("--search", action="store_true", help="rank every layout instead of printing the best")
+    parser.add_argument("--top", type=_count(1), default=10, metavar="N",
+                        help="with --search: layouts shown (default 10)")
+    _json_option(parser, "text")
+    parser.add_argument("--out", metavar="FILE.html",
+                        help="also write the step-time breakdown per layout and memory per GPU "
+                             "(replaced atomically)")
+    parser.add_argument("--limit", type=_count(1), default=MAX_PLAN_GPUS, metavar="N",
+                        help=f"refuse jobs of more than N GPUs (default {MAX_PLAN_GPUS}; the search "
+                             f"grows with the GPUs)")
+
+
+def _plan(args) -> None:
+    from ..studies.planner import format_plan, format_search, plan, search
+    from ..studies.workload import parse_workload
+
+    _check_out(args)
+    w = parse_workload(args.workload)  # a bad workload fails before the fabric is built
+    G = _fabric(args, args.system)
+    degrees = (args.tp, args.pp, args.dp)
+    ngpus = math.prod(degrees) if None not in degrees else len(topo.gpus(G))
+    if ngpus > args.limit:
+        raise _too_much(f"a plan of {ngpus} GPUs", ngpus, args.limit, "--limit")
+    options = dict(tp=args.tp, pp=args.pp, dp=args.dp, zero=args.zero, micro_batch=args.micro_batch,
+                   global_batch=args.global_batch, dtype=args.dtype, recompute=args.recompute)
+    if args.search or args.out is not None:
+        result = search(w, G, **options)
+        best = result.best if result.best.fits else plan(w, G, **options)
+    else:
+        result, best = None, plan(w, G, **options)
+    if args.out is not None:
+        from .plan_plot import memory_figure, step_time_figure
+
+        _write_figures(args.out, f"dgx-topo: {best.workload} on {best.fabric}",
+                       [step_time_figure(result), memory_figure(result)],
+                       [format_plan(best, verbose=True)])
+    if args.json:
+        print(result.to_json() if args.search else best.to_json())
+        return
+    print(format_search(result, top=args.top) if args.search else format_plan(best, verbose=True))
+    if args.out is not None:
+        print(f"wrote {args.out}")
+
+
+def _gpus_arguments(parser) -> None:
+    _workload_argument(parser)
+    _dtype_option(parser, default="fp16")
+    parser.add_argument("--micro-batch", type=_count(1), default=1, metavar="B",
+                        help="micro-batch per GPU [samples] (default 1)")
+    _json_option(parser)
+
+
+def _gpus(args) -> None:
+    from ..studies.planner import format_gpus_ranking, gpus_ranking
+    from ..studies.workload import parse_workload
+
+    w = parse_workload(args.workload)
+    ranks = gpus_ranking(w, dtype=args.dtype, micro_batch=args.micro_batch)
+    if args.json:
+        _print_json(gpus_ranking_json(w.name, args.dtype, ranks))
+        return
+    print(f"{w.describe()}\nGPU generations ranked by the time of one training sample ({args.dtype}, "
+          f"micro-batch {args.micro_batch}, data parallel over 8 GPUs of one board)")
+    print(format_gpus_ranking(ranks))
+
+
+#: Every subcommand, in the order ``dgxtopo --help`` lists them.
+COMMANDS: list[Command] = [
+    Command("systems", "list the built-in systems", _systems_arguments, _systems),
+    Command("topo", "connection matrix as nvidia-smi topo -m prints it", _topo_arguments, _topo),
+    Command("p2p", "GPU-to-GPU bandwidth and latency as p2pBandwidthLatencyTest prints them (predicted)",
+            _p2p_arguments, _p2p),
+    Command("collective", "predicted nccl-tests sweep of a collective", _collective_arguments, _collective),
+    Command("pairs", "busbw of every 2-GPU communicator", _pairs_arguments, _pairs),
+    Command("subsets", "every k-GPU set ranked by busbw", _subsets_arguments, _subsets),
+    Command("compare", "a collective on the same GPU count of several systems", _compare_arguments,
+            _compare),
+    Command("report", "write an offline HTML report comparing systems", _report_arguments, _report),
+    Command("calibrate", "fit the measurement model to nccl-tests outputs", _calibrate_arguments, _calibrate),
+    Command("check", "measured vs predicted for one nccl-tests output", _check_arguments, _check),
+    Command("import", "read nvidia-smi topo -m text or an NCCL topology XML into a fabric file",
+            _import_arguments, _import),
+    Command("export", "write a system or cluster as JSON or GraphML", _export_arguments, _export),
+    Command("bound", "the best busbw any schedule could reach, beside NCCL's, and the binding cut",
+            _bound_arguments, _bound, epilog="Relays (--relay): " + _RELAY_HELP + ". Links (--links): "
+            + ", ".join(_EDGE_KINDS) + ", comma-separated."),
+    Command("whatif", "every failure of a kind of component, ranked by the busbw it costs",
+            _whatif_arguments, _whatif_sweep, epilog="Failures (--fail-each): " + _FAIL_EACH_HELP + "."),
+    Command("plan", "a training step on a fabric: the best layout and where the time goes",
+            _plan_arguments, _plan, epilog="Workloads (WORKLOAD): " + WORKLOAD_GRAMMAR + "."),
+    Command("gpus", "GPU generations ranked for a workload", _gpus_arguments, _gpus,
+            epilog="Workloads (WORKLOAD): " + WORKLOAD_GRAMMAR + "."),
+]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``dgxtopo``, one subparser per entry of :data:`COMMANDS`."""
+    epilog = "\n\n".join(textwrap.fill(text, 79) for text in
+                         (_SPEC_HELP.format(names=", ".join(topo.SYSTEMS)), _TOPO_FILE_HELP,
+                          _WHATIF_HELP, _SIZE_HELP))
+    layout = {"formatter_class": argparse.RawDescriptionHelpFormatter, "epilog": epilog}
+    parser = _Parser(prog="dgxtopo", description="Model NVIDIA DGX interconnect fabrics and what "
+                     "NCCL-style communication achieves on them.", **layout)
+    parser.add_argument("--version", action="version", version=f"dgxtopo {package_version()}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    commands.required = True
+    for command in COMMANDS:
+        own = textwrap.fill(command.epilog, 79, break_long_words=False, break_on_hyphens=False)
+        sub = commands.add_parser(command.name, help=command.help,
+                                  description=command.description or command.help,
+                                  **{**layout, "epilog": (own + "\n\n" if own else "") + epilog})
+        command.arguments(sub)
+        sub.set_defaults(run=command.run)
+    return parser
+
+
+def _limit_error(error: LimitError) -> str:
+    option = {"max_sets": "--limit", "max_searches": "--max-searches"}.get(error.keyword, error.keyword)
+    return str(_too_much(error.what, error.size, error.limit, option))
+
+
+def main(argv=None) -> int:
+    """Run ``dgxtopo``; returns the exit status (0; 2 for bad input; 130 when interrupted)."""
+    try:
+        try:
+            args = build_parser().parse_args(argv)
+        except SystemExit as exit_:  # --help and --version print and stop here
+            return int(exit_.code or 0)
+        args.run(args)
+    except LimitError as error:
+        print(f"dgxtopo: error: {_limit_error(error)}", file=sys.stderr)
+        return 2
+    except (_UsageError, DgxTopoError) as error:
+        # One line even when a name inside the message (a node id read from a file) holds a newline.
+        print(f"dgxtopo: error: {' '.join(str(error).splitlines())}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("dgxtopo: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # e.g. `dgxtopo topo dgx2 | head`: the reader left, nothing to report.
+        sys.stderr.close()
+        return 0
+    return 0
+
+
+if __name__ == "__main__":  # python -m models.present.cli
+    raise SystemExit(main())

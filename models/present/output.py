@@ -1,0 +1,163 @@
+"""Writing output files safely: the one writer behind every ``--out``.
+
+A file is written atomically: the text goes to a temporary file in the target's directory,
+is flushed to disk (``fsync``) and then renamed over the target, so an interrupted or failed
+run leaves either the old file or the new one, never a partial one, and no temporary file.
+
+Only a regular file is ever replaced. The target is checked before any work and again just
+before the rename; a directory, a device (``/dev/full``), a FIFO, a socket, an empty path or a
+path whose directory does not exist (or is not writable) raises :class:`OutputPathError`
+naming the path and what was expected, and leaves whatever is there untouched.
+
+Symbolic links are written through: a path that is a symlink is resolved, the same rules
+apply to the file it points to, and that file is replaced (the link itself stays). A link
+to a device, a directory or a FIFO is refused like the device itself; a dangling link whose
+target directory exists creates the target file, as ``echo text > link`` would.
+
+Examples
+--------
+>>> check_output_path("")
+Traceback (most recent call last):
+...
+models.present.output.OutputPathError: cannot write to '': expected a file name such as report.html
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import tempfile
+from pathlib import Path
+
+from topo.errors import DgxTopoError
+
+__all__ = ["OutputPathError", "check_output_path", "write_text_atomic"]
+
+
+class OutputPathError(DgxTopoError):
+    """A path an output file cannot be written to (or replaced at)."""
+
+
+def _kind(mode: int) -> str | None:
+    """What a non-regular file is, for the message; None for a regular file."""
+    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+                       (stat.S_ISSOCK, "a socket"), (stat.S_ISREG, None)):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def _check_resolved(path: str, target: Path) -> None:
+    """Refuse anything at ``target`` (the resolved path) but a regular file or nothing."""
+    where = f"cannot write to {path!r}"
+    via = f" (a symlink to {str(target)!r})" if os.path.islink(path) else ""
+    try:
+        mode = os.stat(target).st_mode
+    except (FileNotFoundError, NotADirectoryError):  # nothing there yet: the directory decides
+        mode = None
+    except OSError as error:
+        raise OutputPathError(f"{where}: {error.strerror or error}") from None
+    if mode is not None:
+        kind = _kind(mode)
+        if kind is not None:
+            raise OutputPathError(f"{where}{via}: it is {kind}, expected a regular file "
+                                  f"such as report.html")
+        return
+    parent = target.parent
+    if not parent.exists():
+        raise OutputPathError(f"{where}{via}: directory {str(parent)!r} does not exist")
+    if not parent.is_dir():
+        raise OutputPathError(f"{where}{via}: {str(parent)!r} is not a directory")
+
+
+def check_output_path(path) -> Path:
+    """Check that an output file can be written at ``path``; return the file to replace.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+
+    Returns
+    -------
+    pathlib.Path
+        The regular file that will be replaced (``path`` with symlinks resolved), or that
+        will be created.
+
+    Raises
+    ------
+    OutputPathError
+        If ``path`` is empty, is (or links to) a directory, a device, a FIFO or a socket,
+        or its directory does not exist, is not a directory or is not writable.
+
+    Examples
+    --------
+    >>> check_output_path("/nonexistent-dir/report.html")
+    Traceback (most recent call last):
+    ...
+    models.present.output.OutputPathError: cannot write to '/nonexistent-dir/report.html': directory '/nonexistent-dir' does not exist
+    """
+    text = os.fspath(path) if isinstance(path, (str, os.PathLike)) else None
+    if not isinstance(text, str):
+        raise OutputPathError(f"cannot write to {path!r}: expected a file name such as report.html")
+    if text == "" or "\0" in text:
+        raise OutputPathError(f"cannot write to {text!r}: expected a file name such as report.html")
+    target = Path(os.path.realpath(text))
+    _check_resolved(text, target)
+    if not os.access(target.parent, os.W_OK | os.X_OK):
+        raise OutputPathError(f"cannot write to {text!r}: directory {str(target.parent)!r} "
+                              f"is not writable")
+    return target
+
+
+def _new_file_mode(target: Path) -> int:
+    try:
+        return target.stat().st_mode & 0o777
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
+
+
+def write_text_atomic(path, text: str) -> Path:
+    """Write ``text`` (UTF-8) to ``path`` atomically; see the module's rules.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+    text : str
+
+    Returns
+    -------
+    pathlib.Path
+        The file written (symlinks resolved).
+
+    Raises
+    ------
+    OutputPathError
+        For a path :func:`check_output_path` refuses, or a disk error while writing (the old
+        file, if any, is left as it was).
+    """
+    target = check_output_path(path)
+    where = f"cannot write to {os.fspath(path)!r}"
+    try:
+        fd, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    except OSError as error:
+        raise OutputPathError(f"{where}: {error.strerror or error}") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(temporary, _new_file_mode(target))
+        # Checked again: something other than a regular file may have appeared meanwhile.
+        _check_resolved(os.fspath(path), target)
+        os.replace(temporary, target)
+    except BaseException as error:  # Ctrl-C included: no temporary file is left behind
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        if isinstance(error, OSError):
+            raise OutputPathError(f"{where}: {error.strerror or error}") from None
+        raise
+    return target

@@ -1,0 +1,66 @@
+"""Figures of training-step plans: step-time breakdown per layout, memory per GPU.
+
+This module imports plotly; ``models``'s namespace does not import it, so
+``import models`` stays free of plotly.
+
+Examples
+--------
+>>> import topo
+>>> from models.studies.planner import search
+>>> s = search("megatron-8.3b", topo.dgx2(), tp=8, zero=0, recompute="full", dtype="fp16")
+>>> step_time_figure(s).data[0].name
+'compute'
+"""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+
+from topo.units import GB
+
+__all__ = ["step_time_figure", "memory_figure"]
+
+_COMPONENTS = ("compute", "tp_comm", "pp_comm", "bubble", "dp_comm", "optimizer")
+
+
+def _plans(result, top):
+    plans = getattr(result, "plans", None)
+    plans = list(plans) if plans is not None else list(result if isinstance(result, (list, tuple)) else [result])
+    return plans[:top]
+
+
+def step_time_figure(result, *, top: int = 12) -> go.Figure:
+    """Stacked bars: the exposed time of each step component, per layout (fitting ones). [ms]
+
+    Parameters
+    ----------
+    result : Search, Plan or sequence of Plan
+    top : int
+        Layouts shown, best first.
+    """
+    plans = [p for p in _plans(result, top) if p.fits]
+    labels = [p.layout.label() for p in plans]
+    fig = go.Figure()
+    for name in _COMPONENTS:
+        fig.add_bar(name=name, x=labels, y=[p.component(name).exposed * 1e3 for p in plans],
+                    hovertemplate="%{x}<br>" + name + ": %{y:.2f} ms<extra></extra>")
+    title = f"{plans[0].workload} on {plans[0].fabric}: step time per layout" if plans else "no layout fits"
+    fig.update_layout(barmode="stack", title=title, yaxis_title="exposed time per step [ms]",
+                      xaxis_title="layout", legend_title="component")
+    return fig
+
+
+def memory_figure(result, *, top: int = 12) -> go.Figure:
+    """Stacked bars: memory per GPU by kind, per layout, with the GPU's capacity as a line. [GB]"""
+    plans = _plans(result, top)
+    labels = [p.layout.label() + ("" if p.fits else " (OOM)") for p in plans]
+    fig = go.Figure()
+    for name in ("parameters", "gradients", "optimizer", "activations"):
+        fig.add_bar(name=name, x=labels, y=[getattr(p.memory, name) / GB for p in plans],
+                    hovertemplate="%{x}<br>" + name + ": %{y:.1f} GB<extra></extra>")
+    if plans:
+        fig.add_scatter(name="capacity", x=labels, y=[p.memory.capacity / GB for p in plans],
+                        mode="lines", line={"dash": "dash", "color": "black"})
+    fig.update_layout(barmode="stack", title="memory per GPU", yaxis_title="memory per GPU [GB]",
+                      xaxis_title="layout")
+    return fig

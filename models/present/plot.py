@@ -1,0 +1,684 @@
+"""Plotly figures of the models: P2P matrices, collective curves, pair matrices, channel loads,
+subset rankings, measured against predicted (:func:`check_figure`, :func:`p2p_check_figure`) and
+generations side by side (:func:`generations_figure`).
+
+This module imports plotly; ``import models`` does not load it. Every function takes results
+the models computed (:class:`models.P2PReport`, :class:`models.CollectiveEstimate`, the
+matrix of :func:`models.pairwise`, :class:`models.ChannelSearch`, the list of
+:func:`models.subsets`), returns a ``plotly.graph_objects.Figure`` and never shows it. They
+share the keywords ``title``, ``width`` and ``height`` (pixels); numbers arrive in SI and are
+shown in GB/s and µs, every axis, colour bar and hover text saying which.
+
+Examples
+--------
+>>> import topo, models
+>>> G = topo.dgx1v()
+>>> fig = p2p_figure(models.p2p_report(G))
+>>> fig.data[0].type, fig.layout.coloraxis.colorbar.title.text
+('heatmap', 'GB/s')
+>>> e = models.estimate(G, "all_reduce", 2 ** np.arange(10, 31, 4))
+>>> [t.name for t in busbw_figure({"DGX-1V": e}).data]
+['DGX-1V']
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+import topo
+from topo.errors import DgxTopoError
+from topo.plot import fabric_figure
+from topo.units import to_GBps, to_us
+
+from ..engine.nccl.search import ChannelSearch
+from ..predict.collectives import CollectiveEstimate
+
+__all__ = ["p2p_figure", "latency_figure", "busbw_figure", "pairs_figure", "channels_figure",
+           "subsets_figure", "check_figure", "p2p_check_figure", "generations_figure",
+           "format_bytes", "curve_styles", "Y_QUANTITIES", "DASHES", "SYMBOLS"]
+
+#: What :func:`busbw_figure` can plot: attribute of the estimate, axis label, conversion.
+Y_QUANTITIES = {
+    "busbw": ("busbw (GB/s)", to_GBps),
+    "algbw": ("algbw (GB/s)", to_GBps),
+    "time": ("time (µs)", to_us),
+}
+_BANDWIDTH_SCALE = "Blues"
+_LATENCY_SCALE = "Oranges"
+#: Line dashes given in turn to curves that coincide (the first of a group is solid).
+DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
+#: Marker symbols given in turn to the curves of one figure (distinct up to 7 curves; 7 against
+#: 6 dashes, so that within a group of coinciding curves no (dash, symbol) pair repeats).
+SYMBOLS = ("circle", "square", "diamond", "triangle-up", "x", "star", "cross")
+# Curves closer than this (relative, at every point) are drawn as one line would be: they
+# coincide on screen. A DGX-1V's 8-GPU all_reduce and a DGX-2's GPUs 0-7 are equal; DGX H100
+# and H200 share one fabric.
+_COINCIDE = 0.01
+
+
+def format_bytes(nbytes) -> str:
+    """A size with binary prefixes, as nccl-tests' ``-b``/``-e`` take them.
+
+    Parameters
+    ----------
+    nbytes : int
+        [bytes]
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> format_bytes(8), format_bytes(2**20), format_bytes(3 * 2**29), format_bytes(1000)
+    ('8 B', '1 MiB', '1.5 GiB', '1000 B')
+    """
+    value = float(nbytes)
+    units = ("B", "KiB", "MiB", "GiB", "TiB")
+    step = 0
+    while abs(value) >= 1024 and step < len(units) - 1:
+        value /= 1024
+        step += 1
+    return f"{value:.4g} {units[step]}"
+
+
+def _layout(fig, title, width, height, default_height):
+    fig.update_layout(title=dict(text=title), width=width,
+                      height=height if height is not None else default_height,
+                      plot_bgcolor="white", paper_bgcolor="white",
+                      margin=dict(l=60, r=20, t=60, b=50))
+    return fig
+
+
+def _matrix_figure(matrix, labels, text, hover, *, colorscale, colorbar, x_title, y_title, title,
+                   width, height, zmin=None):
+    n = len(labels)
+    fig = go.Figure(go.Heatmap(
+        z=[[None if not math.isfinite(v) else v for v in row] for row in matrix],
+        x=labels, y=labels, text=text, texttemplate="%{text}", hovertext=hover,
+        hovertemplate="%{hovertext}<extra></extra>", coloraxis="coloraxis", xgap=1, ygap=1))
+    finite = [v for row in matrix for v in row if math.isfinite(v)]
+    cmax = max(finite) if finite else 1.0
+    limits = {} if zmin is None else dict(cmin=zmin, cmax=cmax if cmax > zmin else zmin + 1.0)
+    fig.update_layout(coloraxis=dict(colorscale=colorscale, colorbar=dict(title=dict(text=colorbar)), **limits))
+    fig.update_xaxes(title_text=x_title, type="category", side="top", showgrid=False)
+    fig.update_yaxes(title_text=y_title, type="category", autorange="reversed", showgrid=False)
+    size = max(340, min(900, 110 + 44 * n))
+    fig = _layout(fig, title, width, height, size)
+    fig.update_layout(margin=dict(t=100))
+    return fig
+
+
+def _ids(report) -> list:
+    return [str(g) for g in report.gpus]
+
+
+def p2p_figure(report, *, bidirectional: bool = False, diagonal: bool = False,
+               title: str | None = None, width: int | None = None,
+               height: int | None = None) -> go.Figure:
+    """Heatmap of predicted P2P bandwidth, GB/s in every cell, NCCL's path class on hover.
+
+    Parameters
+    ----------
+    report : P2PReport
+        From :func:`models.p2p_report`.
+    bidirectional : bool
+        Both directions at once (p2pBandwidthLatencyTest's bidirectional matrix).
+    diagonal : bool
+        Colour the device-local copies too; by default they are written but left blank so
+        that they do not squash the colour scale.
+    title : str, optional
+    width, height : int, optional
+        [px]
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+    """
+    matrix = np.array(report.bidirectional if bidirectional else report.unidirectional, dtype=float)
+    gbps = to_GBps(matrix)
+    shown = gbps.copy()
+    if not diagonal:
+        np.fill_diagonal(shown, np.nan)
+    ids = _ids(report)
+    direction = "both directions" if bidirectional else "per direction"
+    text, hover = [], []
+    for i, a in enumerate(ids):
+        text.append([("local" if i == j and len(ids) > 10 else
+                      ("local<br>" if i == j else "") + ("n/a" if math.isnan(v) else f"{v:.1f}"))
+                     for j, v in enumerate(gbps[i])])
+        hover.append([f"GPU {a} → GPU {b}<br>{'n/a' if math.isnan(v) else f'{v:.2f}'} GB/s ({direction})"
+                      f"<br>path class: {report.path_type[i][j]}"
+                      + ("<br>device-local copy (HBM read + write)" if i == j else "")
+                      for j, (b, v) in enumerate(zip(ids, gbps[i]))])
+    kind = "P2P copy" if report.mode == "route" else "NVLink max-flow"
+    return _matrix_figure(
+        shown, ids, text, hover, colorscale=_BANDWIDTH_SCALE, colorbar="GB/s", zmin=0,
+        x_title="destination GPU", y_title="source GPU",
+        title=title if title is not None else
+        f"{report.name}: predicted {'bidirectional' if bidirectional else 'unidirectional'} {kind} bandwidth (GB/s)",
+        width=width, height=height)
+
+
+def latency_figure(report, *, title: str | None = None, width: int | None = None,
+                   height: int | None = None) -> go.Figure:
+    """Heatmap of predicted P2P write latency, µs in every cell, path class on hover.
+
+    Parameters
+    ----------
+    report : P2PReport
+    title : str, optional
+    width, height : int, optional
+        [px]
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+    """
+    us = to_us(np.array(report.latency, dtype=float))
+    ids = _ids(report)
+    text = [[f"{v:.1f}" for v in row] for row in us]
+    hover = [[f"GPU {a} → GPU {b}<br>{v:.2f} µs<br>path class: {report.path_type[i][j]}"
+              for j, (b, v) in enumerate(zip(ids, us[i]))] for i, a in enumerate(ids)]
+    return _matrix_figure(
+        us, ids, text, hover, colorscale=_LATENCY_SCALE, colorbar="µs", zmin=0,
+        x_title="destination GPU", y_title="source GPU",
+        title=title if title is not None else f"{report.name}: predicted P2P write latency (µs)",
+        width=width, height=height)
+
+
+def pairs_figure(matrix, *, gpus=None, collective: str | None = None, nbytes=None,
+                 title: str | None = None, width: int | None = None,
+                 height: int | None = None) -> go.Figure:
+    """Heatmap of the busbw of every 2-GPU communicator (:func:`models.pairwise`).
+
+    Parameters
+    ----------
+    matrix : numpy.ndarray
+        ``[i, j]`` busbw of GPUs i and j, NaN on the diagonal. [B/s]
+    gpus : sequence, optional
+        Row and column labels (default 0, 1, ...).
+    collective : str, optional
+        For the title and hover text.
+    nbytes : int, optional
+        The size the matrix was computed at, for the title and hover text. [bytes]
+    title : str, optional
+    width, height : int, optional
+        [px]
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+    """
+    gbps = to_GBps(np.asarray(matrix, dtype=float))
+    ids = [str(g) for g in (range(len(gbps)) if gpus is None else gpus)]
+    what = f"{collective} busbw" if collective else "busbw"
+    at = f" at {format_bytes(nbytes)}" if nbytes is not None else ""
+    text = [["" if math.isnan(v) else f"{v:.1f}" for v in row] for row in gbps]
+    hover = [[f"GPUs {a} and {b}<br>{what}{at}: " + ("-" if math.isnan(v) else f"{v:.2f} GB/s")
+              for b, v in zip(ids, gbps[i])] for i, a in enumerate(ids)]
+    return _matrix_figure(
+        gbps, ids, text, hover, colorscale=_BANDWIDTH_SCALE, colorbar="busbw<br>(GB/s)", zmin=0,
+        x_title="GPU", y_title="GPU",
+        title=title if title is not None else f"2-GPU {what}{at} (GB/s)",
+        width=width, height=height)
+
+
+def _size_axis(fig, sizes, **where) -> None:
+    """A log message-size axis with ticks at powers of 4 (narrow ranges) or of 32 (wide): both
+    include 1 KiB, 1 MiB and 1 GiB."""
+    sizes = [float(s) for s in sizes if s > 0] or [1.0]
+    lo, hi = min(sizes), max(sizes)
+    ticks = [2.0 ** k for k in range(0, 50, 2 if hi / max(lo, 1) < 2 ** 24 else 5)
+             if max(lo, 1) / 1.01 <= 2.0 ** k <= hi * 1.01]
+    fig.update_xaxes(type="log", tickvals=ticks, ticktext=[format_bytes(t) for t in ticks],
+                     gridcolor="#eeeeee", **where)
+
+
+def curve_styles(curves, *, rtol: float = _COINCIDE) -> list:
+    """Line and marker styles that keep coinciding curves visible.
+
+    Every curve gets its own marker symbol (:data:`SYMBOLS` in turn). Curves that coincide
+    (same x, y within ``rtol`` at every point) form a group: its first curve is drawn solid
+    and thickest, the next ones over it dashed (:data:`DASHES` in turn) and thinner, so that
+    each colour shows.
+
+    Parameters
+    ----------
+    curves : sequence of (x, y)
+        The plotted points of each curve, in drawing order.
+    rtol : float
+        Relative distance under which two curves coincide.
+
+    Returns
+    -------
+    list of dict
+        Per curve: ``dash``, ``width`` [px], ``symbol``, ``size`` [px] (marker) and
+        ``same_as`` (index of the group's first curve, or None).
+
+    Examples
+    --------
+    >>> x = [1, 2, 3]
+    >>> [(s["dash"], s["symbol"], s["same_as"]) for s in curve_styles([(x, [1, 2, 3]), (x, [2, 3, 4]), (x, [1, 2, 3])])]
+    [('solid', 'circle', None), ('solid', 'square', None), ('dash', 'diamond', 0)]
+    """
+    points = [(np.asarray(x, dtype=float), np.asarray(y, dtype=float)) for x, y in curves]
+    leader, rank = [], []
+    for i, (x, y) in enumerate(points):
+        first = next((j for j in range(i) if leader[j] == j and points[j][0].shape == x.shape
+                      and np.array_equal(points[j][0], x)
+                      and np.allclose(points[j][1], y, rtol=rtol, atol=0, equal_nan=True)), None)
+        leader.append(i if first is None else first)
+        rank.append(sum(1 for j in range(i) if leader[j] == leader[i]))
+    sizes = {g: leader.count(g) for g in set(leader)}
+    styles = []
+    for i, (g, k) in enumerate(zip(leader, rank)):
+        later = sizes[g] - 1 - k  # curves of the group drawn over this one
+        styles.append({"dash": DASHES[k % len(DASHES)], "width": 2.0 + 2.0 * later,
+                       "symbol": SYMBOLS[i % len(SYMBOLS)], "size": 6 + 3 * later,
+                       "same_as": None if g == i else g})
+    return styles
+
+
+def _curves(estimates) -> list:
+    if isinstance(estimates, CollectiveEstimate):
+        estimates = [estimates]
+    items = list(estimates.items()) if isinstance(estimates, dict) else list(estimates)
+    curves = []
+    for item in items:
+        label, e = item if isinstance(item, tuple) else (None, item)
+        if not isinstance(e, CollectiveEstimate):
+            raise DgxTopoError(f"expected CollectiveEstimate results (from models.estimate), "
+                               f"received {type(e).__name__}")
+        if label is None:
+            label = f"{e.collective} GPUs {','.join(map(str, e.gpus))}"
+        curves.append((str(label), e))
+    if not curves:
+        raise DgxTopoError("expected at least one estimate to plot, received none")
+    return curves
+
+
+def busbw_figure(estimates, *, y: str = "busbw", title: str | None = None,
+                 width: int | None = None, height: int | None = None) -> go.Figure:
+    """busbw (or algbw, or time) against message size, one curve per estimate, as nccl-tests
+    results are usually plotted (log size axis).
+
+    Parameters
+    ----------
+    estimates : dict or sequence
+        ``{label: CollectiveEstimate}``, a sequence of ``(label, estimate)`` or of estimates
+        (labelled by collective and GPUs). Estimates computed over arrays of sizes give
+        curves; systems, GPU sets, forced algorithms and protocols can be mixed.
+    y : {"busbw", "algbw", "time"}
+        The quantity on the y axis (GB/s, or µs on a log axis for time).
+    title : str, optional
+    width, height : int, optional
+        [px]
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+
+    Raises
+    ------
+    topo.DgxTopoError
+        For an unknown ``y`` or something that is not an estimate.
+    """
+    if y not in Y_QUANTITIES:
+        raise DgxTopoError(f"unknown quantity {y!r}: expected one of {', '.join(Y_QUANTITIES)}")
+    axis_title, convert = Y_QUANTITIES[y]
+    curves = _curves(estimates)
+    fig = go.Figure()
+    all_sizes = []
+    points = [(np.atleast_1d(e.nbytes).astype(float), convert(np.atleast_1d(getattr(e, y)).astype(float)))
+              for _, e in curves]
+    for (label, e), (sizes, values), style in zip(curves, points, curve_styles(points)):
+        times = to_us(np.atleast_1d(e.time).astype(float))
+        busbw = to_GBps(np.atleast_1d(e.busbw).astype(float))
+        algorithm = np.broadcast_to(np.atleast_1d(e.algorithm), sizes.shape)
+        protocol = np.broadcast_to(np.atleast_1d(e.protocol), sizes.shape)
+        channels = np.broadcast_to(np.atleast_1d(e.nchannels), sizes.shape)
+        all_sizes.extend(sizes)
+        same = ("" if style["same_as"] is None else
+                f"<br>(coincides with {curves[style['same_as']][0]})")
+        hover = [f"<b>{label}</b><br>{e.collective}, {e.nranks} GPUs<br>size {format_bytes(s)} "
+                 f"({int(s)} B)<br>busbw {b:.2f} GB/s<br>time {t:.2f} µs<br>{a}/{p}, {c} channels{same}"
+                 for s, b, t, a, p, c in zip(sizes, busbw, times, algorithm, protocol, channels)]
+        fig.add_trace(go.Scatter(x=sizes, y=values, mode="lines+markers", name=label, hovertext=hover,
+                                 hovertemplate="%{hovertext}<extra></extra>",
+                                 line=dict(dash=style["dash"], width=style["width"]),
+                                 marker=dict(symbol=style["symbol"], size=style["size"])))
+    _size_axis(fig, all_sizes, title_text="message size (bytes)")
+    fig.update_yaxes(title_text=axis_title, type="log" if y == "time" else "linear",
+                     rangemode="tozero" if y != "time" else None, gridcolor="#eeeeee")
+    collectives = sorted({e.collective for _, e in curves})
+    fig.update_layout(hovermode="closest", legend=dict(title=dict(text="")))
+    return _layout(fig, title if title is not None else
+                   f"predicted {'/'.join(collectives)} {axis_title} vs message size",
+                   width, height, 460)
+
+
+def _search(result, pattern):
+    if isinstance(result, ChannelSearch):
+        return result, None
+    if not isinstance(result, CollectiveEstimate):
+        raise DgxTopoError(f"expected a CollectiveEstimate or ChannelSearch, received {type(result).__name__}")
+    if pattern is None:
+        pattern = str(np.atleast_1d(result.algorithm)[-1])
+        # NVLS channels reduce in the switch (no GPU order to draw) and PAT runs on the tree
+        # graph: draw the ring graph NCCL also built, or the tree's.
+        pattern = {"nvls": "ring", "nvls_tree": "ring", "pat": "tree"}.get(pattern, pattern)
+    search = {"ring": result.ring, "tree": result.tree}.get(pattern)
+    if search is None:
+        raise DgxTopoError(f"{result.collective} on GPUs {','.join(map(str, result.gpus))} has no "
+                           f"{pattern!r} channels to draw (model: {result.model}): expected an estimate "
+                           f"of a collective NCCL runs on channels, on 2 or more GPUs, and pattern "
+                           f"'ring' or 'tree'")
+    return search, result
+
+
+def channels_figure(G, result, *, pattern: str | None = None, host_layer: bool | None = None,
+                    pos=None, title: str | None = None, width: int | None = None,
+                    height: int | None = None) -> go.Figure:
+    """The channels of a collective on the fabric: each link coloured by the share of its
+    NCCL capacity the channels reserve (:attr:`models.ChannelSearch.loads`).
+
+    Parameters
+    ----------
+    G : networkx.DiGraph
+        The fabric the result was computed on.
+    result : CollectiveEstimate or ChannelSearch
+    pattern : {"ring", "tree"}, optional
+        For an estimate: which search to draw (default: the algorithm that runs at the
+        largest size).
+    host_layer : bool, optional
+        Draw the PCIe/CPU/NIC layer; default: only if the channels cross it.
+    pos : dict, optional
+        Node positions (default :func:`topo.layout.fabric_layout`).
+    title : str, optional
+    width, height : int, optional
+        [px]
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+
+    Raises
+    ------
+    topo.DgxTopoError
+        For an estimate without channels (one GPU, alltoall, sendrecv).
+    """
+    search, estimate = _search(result, pattern)
+    values = {tuple(load.edge): 100.0 * load.utilisation for load in search.loads}
+    text = {tuple(load.edge): f"{load.edge[0]} → {load.edge[1]}: channels reserve "
+                              f"{to_GBps(load.reserved):.2f} of {to_GBps(load.capacity):.2f} GB/s "
+                              f"(NCCL's capacity)" for load in search.loads}
+    if host_layer is None:
+        host_layer = any(G.nodes[n]["kind"] not in ("gpu", "nvswitch") for edge in values for n in edge)
+    ids = {n: i for i, n in enumerate(topo.gpus(G))}
+    orders = [" ".join(str(ids[g]) for g in channel) for channel in search.channels]
+    shown = orders[:8] + ([f"... {len(orders) - 8} more"] if len(orders) > 8 else [])
+    name = G.graph.get("name", "fabric")
+    what = f"{estimate.collective} " if estimate is not None else ""
+    heading = (title if title is not None else
+               f"{name}: {what}{search.pattern} channels, {search.nchannels} x "
+               f"{to_GBps(search.bw_intra):.1f} GB/s, link load")
+    fig = fabric_figure(G, pos=pos, host_layer=host_layer, edge_values=values,
+                        value_label="load (% of<br>NCCL capacity)", value_range=(0.0, 100.0),
+                        missing_label="links no channel crosses",
+                        edge_text=text, highlight=search.gpus, title=heading, width=width,
+                        height=height)
+    fig.update_layout(title=dict(subtitle=dict(text="channels (GPU order): " + " | ".join(shown))),
+                      margin=dict(t=80))
+    return fig
+
+
+def subsets_figure(results, *, top: int | None = 20, collective: str | None = None, nbytes=None,
+                   title: str | None = None, width: int | None = None,
+                   height: int | None = None) -> go.Figure:
+    """Bar chart of GPU sets ranked by busbw (:func:`models.subsets`), best at the top.
+
+    Parameters
+    ----------
+    results : sequence of SubsetResult
+        Best first, as :func:`models.subsets` returns them.
+    top : int, optional
+        Show only the best ``top`` sets (all if None).
+    collective : str, optional
+        For the title.
+    nbytes : int, optional
+        The size of the ranking, for the title. [bytes]
+    title : str, optional
+    width, height : int, optional
+        [px]
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+    """
+    results = list(results)
+    if not results:
+        raise DgxTopoError("expected at least one GPU set to rank, received none")
+    shown = results if top is None else results[:top]
+    labels = [",".join(map(str, r.gpus)) for r in shown]
+    busbw = [to_GBps(r.busbw) for r in shown]
+    hover = [f"<b>GPUs {label}</b> (rank {i + 1} of {len(results)})<br>busbw {to_GBps(r.busbw):.2f} GB/s"
+             f"<br>algbw {to_GBps(r.algbw):.2f} GB/s<br>time {to_us(r.time):.2f} µs<br>"
+             f"{r.algorithm}/{r.protocol}, {r.nchannels} channels"
+             for i, (label, r) in enumerate(zip(labels, shown))]
+    fig = go.Figure(go.Bar(
+        x=busbw, y=labels, orientation="h", name="busbw", text=[f"{b:.1f}" for b in busbw],
+        textposition="auto", hovertext=hover, hovertemplate="%{hovertext}<extra></extra>",
+        marker=dict(color=busbw, colorscale=_BANDWIDTH_SCALE, cmin=0,
+                    colorbar=dict(title=dict(text="busbw<br>(GB/s)")))))
+    fig.update_xaxes(title_text="busbw (GB/s)", rangemode="tozero", gridcolor="#eeeeee")
+    fig.update_yaxes(title_text="GPUs", type="category", autorange="reversed")
+    k = len(shown[0].gpus)
+    what = f"{collective} " if collective else ""
+    at = f" at {format_bytes(nbytes)}" if nbytes is not None else ""
+    heading = title if title is not None else (
+        f"best {len(shown)} of {len(results)} sets of {k} GPUs by predicted {what}busbw{at}")
+    return _layout(fig, heading, width, height, max(300, 90 + 22 * len(shown)))
+
+
+# ------------------------------------------------------------------ measured vs predicted
+_MEASURED, _PREDICTED = "#1f77b4", "#d62728"
+_TIME_ERROR, _BUSBW_ERROR = "#2ca02c", "#9467bd"
+
+
+def _percent(value) -> str:
+    return "-" if value is None or not math.isfinite(value) else f"{100 * value:+.1f} %"
+
+
+def check_figure(check, *, title: str | None = None, width: int | None = None,
+                 height: int | None = None) -> go.Figure:
+    """Measured against predicted for one nccl-tests run (:func:`models.studies.calibration.check`):
+    busbw, time and the error at every size, log size axis.
+
+    Three panels share the size axis: busbw (GB/s), time (µs, log) and the signed error
+    ``predicted / measured - 1`` of both (%). Measured is drawn solid with circles, predicted
+    dashed with diamonds; hovering a point gives the whole row.
+
+    Parameters
+    ----------
+    check : models.studies.calibration.Check
+    title : str, optional
+    width, height : int, optional
+        [px]
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+
+    Raises
+    ------
+    topo.DgxTopoError
+        For something that is not a Check, or a Check without rows.
+    """
+    from ..studies.calibration import Check
+
+    if not isinstance(check, Check):
+        raise DgxTopoError(f"expected a Check (from models.studies.calibration.check), received "
+                           f"{type(check).__name__}")
+    if not check.rows:
+        raise DgxTopoError("expected a Check with at least one row, received none")
+    rows = check.rows
+    sizes = np.array([r.size for r in rows], dtype=float)
+    mt, pt = to_us(np.array([r.measured_time for r in rows])), to_us(np.array([r.predicted_time for r in rows]))
+    mb, pb = to_GBps(np.array([r.measured_busbw for r in rows])), to_GBps(np.array([r.predicted_busbw for r in rows]))
+    te = np.array([r.time_error for r in rows], dtype=float)
+    be = np.array([math.nan if r.busbw_error is None else r.busbw_error for r in rows], dtype=float)
+    hover = [f"<b>{format_bytes(s)}</b> ({int(s)} B)<br>measured: time {a:.2f} µs, busbw {b:.2f} GB/s"
+             f"<br>predicted: time {c:.2f} µs, busbw {d:.2f} GB/s<br>error: time {_percent(e)}, "
+             f"busbw {_percent(f)}" for s, a, c, b, d, e, f in zip(sizes, mt, pt, mb, pb, te, be)]
+    fig = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.06,
+                        row_heights=[0.38, 0.34, 0.28])
+    common = dict(hovertext=hover, hovertemplate="%{hovertext}<extra></extra>", mode="lines+markers")
+    for row, (measured_y, predicted_y) in ((1, (mb, pb)), (2, (mt, pt))):
+        fig.add_trace(go.Scatter(x=sizes, y=measured_y, name="measured", legendgroup="measured",
+                                 showlegend=row == 1, line=dict(color=_MEASURED, width=2.5),
+                                 marker=dict(symbol="circle", size=7), **common), row=row, col=1)
+        fig.add_trace(go.Scatter(x=sizes, y=predicted_y, name="predicted", legendgroup="predicted",
+                                 showlegend=row == 1, line=dict(color=_PREDICTED, width=2, dash="dash"),
+                                 marker=dict(symbol="diamond", size=6), **common), row=row, col=1)
+    fig.add_trace(go.Scatter(x=sizes, y=100 * te, name="time error", line=dict(color=_TIME_ERROR, width=1.5),
+                             marker=dict(symbol="square", size=6), **common), row=3, col=1)
+    fig.add_trace(go.Scatter(x=sizes, y=100 * be, name="busbw error", connectgaps=False,
+                             line=dict(color=_BUSBW_ERROR, width=1.5, dash="dot"),
+                             marker=dict(symbol="triangle-up", size=6), **common), row=3, col=1)
+    for row in (1, 2, 3):
+        _size_axis(fig, sizes, row=row, col=1)
+    fig.update_xaxes(title_text="message size (bytes)", row=3, col=1)
+    fig.update_yaxes(title_text="busbw (GB/s)", rangemode="tozero", gridcolor="#eeeeee", row=1, col=1)
+    fig.update_yaxes(title_text="time (µs)", type="log", gridcolor="#eeeeee", row=2, col=1)
+    fig.update_yaxes(title_text="error (%)<br>predicted / measured - 1", gridcolor="#eeeeee",
+                     zeroline=True, zerolinecolor="#888888", zerolinewidth=1, row=3, col=1)
+    heading = title if title is not None else (
+        f"{check.collective} on {check.system}, {len(check.gpus)} GPUs (-g {check.gpus_per_thread}): "
+        f"measured vs predicted")
+    # The legend sits in the busbw panel's upper left, empty for nccl-tests' rising curves.
+    fig.update_layout(hovermode="closest", legend=dict(x=0.01, y=0.99, xanchor="left", yanchor="top",
+                                                       bgcolor="rgba(255,255,255,0.85)"))
+    fig = _layout(fig, heading, width, height, 720)
+    fig.update_layout(title=dict(subtitle=dict(text=(
+        f"GPUs {','.join(map(str, check.gpus))}. |time error| median {check.median_abs_time_error:.1%}, "
+        f"max {check.max_abs_time_error:.1%}; |busbw error| median {check.median_abs_busbw_error:.1%}, "
+        f"max {check.max_abs_busbw_error:.1%}"))), margin=dict(t=90))
+    return fig
+
+
+_P2P_QUANTITIES = {"bandwidth": ("GB/s", to_GBps), "latency": ("µs", to_us)}
+_SERIES_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2")
+
+
+def p2p_check_figure(destinations, series, *, quantity: str = "bandwidth", source=0,
+                     title: str | None = None, width: int | None = None,
+                     height: int | None = None) -> go.Figure:
+    """Measured against predicted P2P figures of one source GPU (a p2pBandwidthLatencyTest
+    row), as grouped bars: measured solid, predicted hatched, the error on hover.
+
+    Parameters
+    ----------
+    destinations : sequence
+        Destination GPU labels.
+    series : sequence of (str, array_like, array_like)
+        ``(label, measured, predicted)`` per quantity shown (e.g. P2P enabled and disabled),
+        one value per destination, SI units ([B/s] or [s]).
+    quantity : {"bandwidth", "latency"}
+    source : int or str
+        The source GPU, for the hover text.
+    title : str, optional
+    width, height : int, optional
+        [px]
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+
+    Raises
+    ------
+    topo.DgxTopoError
+        For an unknown quantity, no series, or a series of another length than destinations.
+    """
+    if quantity not in _P2P_QUANTITIES:
+        raise DgxTopoError(f"unknown quantity {quantity!r}: expected one of {', '.join(_P2P_QUANTITIES)}")
+    unit, convert = _P2P_QUANTITIES[quantity]
+    labels = [str(d) for d in destinations]
+    series = list(series)
+    if not series:
+        raise DgxTopoError("expected at least one (label, measured, predicted) series, received none")
+    fig = go.Figure()
+    for k, (name, measured_values, predicted_values) in enumerate(series):
+        m = convert(np.asarray(measured_values, dtype=float))
+        p = convert(np.asarray(predicted_values, dtype=float))
+        if m.shape != (len(labels),) or p.shape != (len(labels),):
+            raise DgxTopoError(f"series {name!r}: expected {len(labels)} measured and {len(labels)} "
+                               f"predicted values, received {m.size} and {p.size}")
+        hover = [f"GPU {source} → GPU {d}, {name}<br>measured {a:.2f} {unit}<br>predicted {b:.2f} {unit}"
+                 f"<br>error {_percent(b / a - 1 if a else math.nan)}" for d, a, b in zip(labels, m, p)]
+        color = _SERIES_COLORS[k % len(_SERIES_COLORS)]
+        common = dict(x=labels, hovertext=hover, hovertemplate="%{hovertext}<extra></extra>",
+                      legendgroup=name, legendgrouptitle=dict(text=name))
+        fig.add_trace(go.Bar(y=m, name="measured", marker=dict(color=color), **common))
+        fig.add_trace(go.Bar(y=p, name="predicted", marker=dict(color="white", line=dict(color=color, width=1.5),
+                                                                pattern=dict(shape="/", fgcolor=color)),
+                             **common))
+    fig.update_xaxes(title_text=f"destination GPU (source GPU {source})", type="category")
+    values = [v for trace in fig.data for v in trace.y if v > 0]
+    # Bandwidths span a device-local copy (~800 GB/s) and staged ones (~10 GB/s): log them.
+    spread = bool(values) and max(values) / min(values) > 20
+    fig.update_yaxes(title_text=f"{quantity} ({unit})", gridcolor="#eeeeee",
+                     **(dict(type="log") if spread else dict(rangemode="tozero")))
+    fig.update_layout(barmode="group", hovermode="closest")
+    return _layout(fig, title if title is not None else f"P2P {quantity} from GPU {source}: measured vs predicted ({unit})",
+                   width, height, 420)
+
+
+def generations_figure(names, nvlink_per_gpu, bisection, *, title: str | None = None,
+                       width: int | None = None, height: int | None = None) -> go.Figure:
+    """NVLink bandwidth per GPU and NVLink bisection of several systems, side by side (bars,
+    GB/s per direction written on each).
+
+    Parameters
+    ----------
+    names : sequence of str
+    nvlink_per_gpu, bisection : sequence of float
+        Per system, per direction. [B/s]
+    title : str, optional
+    width, height : int, optional
+        [px]
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+
+    Raises
+    ------
+    topo.DgxTopoError
+        For no system, or lists of different lengths.
+    """
+    names = [str(n) for n in names]
+    per_gpu, bisect = to_GBps(np.asarray(nvlink_per_gpu, dtype=float)), to_GBps(np.asarray(bisection, dtype=float))
+    if not names or per_gpu.shape != (len(names),) or bisect.shape != (len(names),):
+        raise DgxTopoError(f"expected one NVLink and one bisection figure per system, received "
+                           f"{len(names)} names, {per_gpu.size} and {bisect.size} figures")
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12,
+                        subplot_titles=("NVLink per GPU (GB/s per direction)",
+                                        "NVLink bisection of the system (GB/s per direction)"))
+    for col, (values, what, color) in enumerate(((per_gpu, "NVLink per GPU", "#1f77b4"),
+                                                 (bisect, "NVLink bisection", "#ff7f0e")), start=1):
+        fig.add_trace(go.Bar(x=names, y=values, name=what, marker=dict(color=color), showlegend=False,
+                             text=[f"{v:.0f}" for v in values], textposition="outside", cliponaxis=False,
+                             hovertext=[f"<b>{n}</b><br>{what}: {v:.1f} GB/s per direction"
+                                        for n, v in zip(names, values)],
+                             hovertemplate="%{hovertext}<extra></extra>"), row=1, col=col)
+        fig.update_yaxes(title_text="GB/s", rangemode="tozero", gridcolor="#eeeeee", row=1, col=col)
+    fig.update_xaxes(type="category")
+    fig = _layout(fig, title if title is not None else "NVLink by generation", width, height, 440)
+    fig.update_layout(margin=dict(t=100))
+    fig.update_annotations(yshift=10)  # the subplot titles, clear of the bars' labels
+    return fig

@@ -1,0 +1,992 @@
+"""What the report shows, as data: every model result of every system, computed once.
+
+Any system :func:`topo.build` knows can be given by name; a number a system cannot have (an
+8-GPU column on a 4-GPU system) is None, and a model that does not cover a case (it raises a
+:class:`topo.DgxTopoError`) leaves its result None and its message in the matching
+``*_error`` field, so that the page can say why a figure is missing.
+
+Examples
+--------
+>>> rows = summary_rows(["dgx1v"])
+>>> rows[0].gpus, round(rows[0].busbw_8 / 1e9, 1), rows[0].busbw_16
+(8, 121.9, None)
+>>> rows[0].best_pair, rows[0].worst_pair
+((0, 3), (0, 5))
+
+Two sections compare systems and measurements: :func:`generations` (NVLink per GPU, bisection
+and 8-GPU all_reduce curves of every single-host system of 8 GPUs or more, NVLS beside ring
+where the model has it) and :func:`measurement_comparison` (the model against the measured
+runs shipped in ``models/report/data``: nccl-tests on 12 GPUs of a DGX-2 through
+:func:`models.studies.calibration.check`, and a DGX-1V's p2pBandwidthLatencyTest row).
+
+Two more answer issues 14 and 15: :func:`system_bounds` (NCCL's predicted busbw against the
+optimal schedule's bound, :func:`models.bound`, on every GPU set, one computation per class of
+:func:`set_classes`, the worst sets explained) and :func:`training_step` (a planner workload's
+layouts on the seed comparison's systems, :func:`models.search`, and
+:func:`models.gpus_ranking`).
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import json
+import math
+import re
+from dataclasses import dataclass
+from importlib import resources
+
+import numpy as np
+
+import topo
+from topo.errors import DgxTopoError
+from topo.units import GB, GiB, to_GBps, us
+
+from ...studies.benchmarks import read_nccl_tests
+from ...studies.bounds import bound
+from ...studies.calibration import check
+from ...predict.collectives import Estimator, estimate, pairwise
+from ...predict.measure import DEFAULT
+from ...engine.nccl.nvls import nvlink_cliques
+from ...engine.nccltests import busbw_factor
+from ...predict.p2p import EFFICIENCIES, OVERHEADS, p2p_report
+from ...studies.planner import Search, gpus_ranking, search
+
+__all__ = ["SystemRow", "SystemAnalysis", "SeedComparison", "ReportAnalysis", "Generation",
+           "CollectiveCheck", "P2PRowCheck", "MeasurementComparison", "summary_rows",
+           "analyse_report", "report_fabrics", "generations", "measurement_comparison",
+           "measured_data", "REPORT_SIZE", "CURVE_SIZES", "MAX_MATRIX_GPUS", "REPORT_COLLECTIVE",
+           "SEED_COMPARISON", "GENERATION_GPUS", "MEASURED_DATA", "SetBound", "WorstSet",
+           "SystemBounds", "TrainingStep", "bound_edge_kinds", "set_classes", "system_bounds",
+           "worst_sets", "training_step", "BOUND_SIZE", "BOUND_RELAY", "BOUND_WORST",
+           "TRAINING_WORKLOAD", "TRAINING_SYSTEMS", "TRAINING_TP"]
+
+#: The message size of the summary table and the pair matrices: nccl-tests' ``1G``. [bytes]
+REPORT_SIZE = GiB
+#: The sizes of the curves: nccl-tests' ``-b 8 -e 8G -f 2``. [bytes]
+CURVE_SIZES = 2 ** np.arange(3, 34)
+#: Systems with more GPUs get no GPU-by-GPU matrices (too slow and too large to draw).
+MAX_MATRIX_GPUS = 32
+#: The collective the report predicts.
+REPORT_COLLECTIVE = "all_reduce"
+#: The field's seed comparison, shown whenever a DGX-1V or DGX-2 is in the report: the same 16
+#: GPUs as one DGX-2 (NVSwitch) or as two DGX-1V joined by their four EDR NICs each.
+SEED_COMPARISON = ("dgx2", "2xdgx1v")
+#: GPUs of the generations' all_reduce curves (GPUs 0-7: every DGX since the DGX-1 has 8).
+GENERATION_GPUS = 8
+#: The measured runs the report checks the model against (package data of this module, copies
+#: of the project's tests/data files, each naming its source inside): nccl-tests on 12 GPUs
+#: of a DGX-2 and a DGX-1V's p2pBandwidthLatencyTest row of GPU0.
+MEASURED_DATA = {"dgx2": "dgx2_12gpu_nccl_tests.json", "dgx1v": "dgx1v_p2p_gpu0_row.json"}
+
+
+@dataclass(frozen=True, slots=True)
+class SystemRow:
+    """One row of the report's summary table.
+
+    Attributes
+    ----------
+    system, name : str
+        Registry key and display name.
+    gpus : int
+    gpu_models : tuple of str
+    nvlink_links, nvswitches, nics : int
+    injection : float
+        Smallest NVLink line rate a GPU can send at, per direction. [B/s]
+    bisection : float
+        NVLink bisection bandwidth, per direction. [B/s]
+    busbw_8, busbw_16 : float or None
+        Predicted all_reduce busbw of GPUs 0-7 / 0-15 at :data:`REPORT_SIZE`; None when the
+        system has fewer GPUs or the model does not cover it (see ``notes``). [B/s]
+    best_pair, worst_pair : tuple of int or None
+        A GPU pair with the highest / lowest 2-GPU all_reduce busbw at :data:`REPORT_SIZE`.
+    best_busbw, worst_busbw : float or None
+        Their busbw. [B/s]
+    best_count, worst_count : int
+        How many pairs share it.
+    notes : tuple of str
+        Why a number is missing, where the model does not cover the system.
+    """
+
+    system: str
+    name: str
+    gpus: int
+    gpu_models: tuple
+    nvlink_links: int
+    nvswitches: int
+    nics: int
+    injection: float
+    bisection: float
+    busbw_8: float | None
+    busbw_16: float | None
+    best_pair: tuple | None
+    best_busbw: float | None
+    best_count: int
+    worst_pair: tuple | None
+    worst_busbw: float | None
+    worst_count: int
+    notes: tuple
+
+
+@dataclass(frozen=True, slots=True)
+class SystemAnalysis:
+    """Everything the report shows of one system; a result is None where its ``*_error``
+    says why (a model that does not cover the case, or a system too large to draw).
+
+    Attributes
+    ----------
+    G : networkx.DiGraph
+    row : SystemRow
+    e8 : CollectiveEstimate or None
+        all_reduce of GPUs 0-7 at :data:`REPORT_SIZE` (its channels are drawn).
+    pairs : numpy.ndarray or None
+        2-GPU all_reduce busbw matrix at :data:`REPORT_SIZE`. [B/s]
+    p2p : P2PReport or None
+    curve : CollectiveEstimate or None
+        all_reduce of all GPUs over :data:`CURVE_SIZES`.
+    curve8 : CollectiveEstimate or None
+        all_reduce of GPUs 0-7 over :data:`CURVE_SIZES`, for systems of more than 8 GPUs.
+    e8_error, pairs_error, p2p_error, curve_error : str or None
+    """
+
+    G: object
+    row: SystemRow
+    e8: object
+    e8_error: str | None
+    pairs: object
+    pairs_error: str | None
+    p2p: object
+    p2p_error: str | None
+    curve: object
+    curve_error: str | None
+    curve8: object
+
+
+@dataclass(frozen=True, slots=True)
+class SeedComparison:
+    """One DGX-2 against two DGX-1V (:data:`SEED_COMPARISON`) over :data:`CURVE_SIZES`.
+
+    Attributes
+    ----------
+    names : tuple of str
+    estimates : tuple of (CollectiveEstimate or None)
+    errors : tuple of (str or None)
+    """
+
+    names: tuple
+    estimates: tuple
+    errors: tuple
+
+
+@dataclass(frozen=True, slots=True)
+class Generation:
+    """One system in the generations section: NVLink and 8-GPU all_reduce.
+
+    Attributes
+    ----------
+    system, name, gpu_model : str
+    nvlink : str
+        The NVLink technologies of its GPUs' links (``"nvlink4"``; several joined by ``/``).
+    nvlink_per_gpu : float
+        Smallest NVLink line rate a GPU can send at, per direction. [B/s]
+    bisection : float
+        NVLink bisection bandwidth of the whole system, per direction. [B/s]
+    auto, ring, nvls : CollectiveEstimate or None
+        all_reduce of GPUs 0-7 over :data:`CURVE_SIZES`: as NCCL chooses, forced to ring,
+        forced to NVLS (NVLink SHARP); None where the ``*_error`` says why.
+    auto_error, ring_error, nvls_error : str or None
+    """
+
+    system: str
+    name: str
+    gpu_model: str
+    nvlink: str
+    nvlink_per_gpu: float
+    bisection: float
+    auto: object
+    auto_error: str | None
+    ring: object
+    ring_error: str | None
+    nvls: object
+    nvls_error: str | None
+
+    def busbw(self, which: str = "auto", nbytes: int = REPORT_SIZE) -> float | None:
+        """busbw of one curve (``"auto"``, ``"ring"``, ``"nvls"``) at a size of
+        :data:`CURVE_SIZES`, None where the curve is missing. [B/s]
+
+        Raises
+        ------
+        topo.DgxTopoError
+            For another curve name or a size not in :data:`CURVE_SIZES`.
+        """
+        if which not in ("auto", "ring", "nvls"):
+            raise DgxTopoError(f"unknown curve {which!r}: expected 'auto', 'ring' or 'nvls'")
+        e = getattr(self, which)
+        index = np.flatnonzero(CURVE_SIZES == nbytes)
+        if not index.size:
+            raise DgxTopoError(f"no curve point at {nbytes!r} bytes: expected a power of two from "
+                               f"{int(CURVE_SIZES[0])} to {int(CURVE_SIZES[-1])}")
+        return None if e is None else float(np.atleast_1d(e.busbw)[int(index[0])])
+
+
+@dataclass(frozen=True, slots=True)
+class CollectiveCheck:
+    """One measured nccl-tests run against the model.
+
+    Attributes
+    ----------
+    collective : str
+    placement : {"out-of-place", "in-place"}
+        Which columns of the run were compared.
+    check : models.studies.calibration.Check or None
+    error : str or None
+        Why ``check`` is missing.
+    fitted : str
+        The rows of this run the measurement model's constants were fitted to ("" if none).
+    suspect : str
+        What the data's own notes say is suspect in this run ("" if nothing).
+    """
+
+    collective: str
+    placement: str
+    check: object
+    error: str | None
+    fitted: str
+    suspect: str
+
+
+@dataclass(frozen=True, slots=True)
+class P2PRowCheck:
+    """One quantity of a p2pBandwidthLatencyTest row against the P2P model.
+
+    Attributes
+    ----------
+    label : str
+    quantity : {"bandwidth", "latency"}
+    destinations : tuple of int
+    measured, predicted : tuple of float
+        Per destination GPU (entry 0: the device-local copy). [B/s] or [s]
+    """
+
+    label: str
+    quantity: str
+    destinations: tuple
+    measured: tuple
+    predicted: tuple
+
+    @property
+    def errors(self) -> np.ndarray:
+        """predicted / measured - 1 per destination."""
+        return np.array(self.predicted) / np.array(self.measured) - 1
+
+
+@dataclass(frozen=True, slots=True)
+class MeasurementComparison:
+    """The model against measured runs (:data:`MEASURED_DATA`).
+
+    Attributes
+    ----------
+    collectives : tuple of CollectiveCheck
+        The DGX-2 nccl-tests runs (empty when no DGX-2 is in the report).
+    runs : dict
+        What the DGX-2 data file says of the runs (machine, program, source, notes...).
+    constants : tuple of models.predict.measure.Parameter
+        The measurement model's constants fitted to these runs.
+    p2p : tuple of P2PRowCheck
+        The DGX-1V row (empty when no DGX-1V is in the report, or see ``p2p_error``).
+    p2p_source : dict
+        What the DGX-1V data file says of the row.
+    p2p_constants : tuple of (str, Calibrated)
+        The P2P model's constants fitted to the row.
+    p2p_error : str or None
+    """
+
+    collectives: tuple
+    runs: dict
+    constants: tuple
+    p2p: tuple
+    p2p_source: dict
+    p2p_constants: tuple
+    p2p_error: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ReportAnalysis:
+    """The whole report as data.
+
+    Attributes
+    ----------
+    systems : tuple of SystemAnalysis
+        In the order given, duplicates removed.
+    seed : SeedComparison or None
+        Present when a DGX-1V or a DGX-2 is among the systems.
+    generations : tuple of Generation
+        Every single-host system of 8 GPUs or more, in order; empty with fewer than two.
+    measurement : MeasurementComparison or None
+        Present when a DGX-2 or a DGX-1V (the measured systems) is among the systems.
+    bounds : tuple of SystemBounds
+        NCCL against the optimum, one per single-host system, in order.
+    training : TrainingStep or None
+        Present with the seed comparison (a DGX-1V or a DGX-2 among the systems).
+    """
+
+    systems: tuple
+    seed: SeedComparison | None
+    generations: tuple = ()
+    measurement: MeasurementComparison | None = None
+    bounds: tuple = ()
+    training: object = None
+
+
+def report_fabrics(names=None) -> list:
+    """Build the systems (all built-in ones by default), once each, in the given order.
+
+    Raises
+    ------
+    topo.DgxTopoError
+        For an empty list or a name :func:`topo.build` does not know.
+    """
+    names = list(topo.SYSTEMS) if names is None else list(names)
+    if not names:
+        raise DgxTopoError("expected at least one system name, received none")
+    fabrics, seen = [], set()
+    for name in names:
+        G = topo.build(name)
+        key = G.graph.get("system", G.graph.get("name", name))
+        if key not in seen:
+            seen.add(key)
+            fabrics.append(G)
+    return fabrics
+
+
+def _try(function, *args, **kwargs):
+    """(result, None), or (None, message) for a model that does not cover the case."""
+    try:
+        return function(*args, **kwargs), None
+    except DgxTopoError as error:
+        return None, str(error)
+
+
+def _extreme_pairs(matrix):
+    upper = [(matrix[i, j], (i, j)) for i in range(len(matrix)) for j in range(i + 1, len(matrix))
+             if math.isfinite(matrix[i, j])]
+    if not upper:
+        return (None, None, 0), (None, None, 0)
+    values = np.array([v for v, _ in upper])
+    out = []
+    for target in (values.max(), values.min()):
+        ties = [pair for v, pair in upper if math.isclose(v, target, rel_tol=1e-9)]
+        out.append((ties[0], float(target), len(ties)))
+    return tuple(out)
+
+
+def _analyse(G) -> SystemAnalysis:
+    s = topo.summarize(G)
+    n = s.gpus
+    notes = []
+    e8 = e8_error = None
+    if n >= 8:
+        e8, e8_error = _try(estimate, G, REPORT_COLLECTIVE, REPORT_SIZE, list(range(8)))
+        if e8_error:
+            notes.append(f"8 GPUs: {e8_error}")
+    e16 = None
+    if n >= 16:
+        e16, e16_error = _try(estimate, G, REPORT_COLLECTIVE, REPORT_SIZE, list(range(16)))
+        if e16_error:
+            notes.append(f"16 GPUs: {e16_error}")
+    pairs = pairs_error = p2p = p2p_error = None
+    best = worst = (None, None, 0)
+    if n > MAX_MATRIX_GPUS:
+        pairs_error = p2p_error = (f"{n} GPUs: the report draws GPU-by-GPU matrices up to "
+                                   f"{MAX_MATRIX_GPUS} GPUs (dgxtopo p2p and pairs print any size)")
+        notes.append(f"pairs: {pairs_error}")
+    else:
+        if n >= 2:
+            pairs, pairs_error = _try(pairwise, G, REPORT_COLLECTIVE, REPORT_SIZE)
+            if pairs_error:
+                notes.append(f"pairs: {pairs_error}")
+            else:
+                best, worst = _extreme_pairs(pairs)
+        p2p, p2p_error = _try(p2p_report, G)
+    curve, curve_error = _try(estimate, G, REPORT_COLLECTIVE, CURVE_SIZES)
+    curve8 = None
+    if curve is not None and n > 8:
+        curve8, _ = _try(estimate, G, REPORT_COLLECTIVE, CURVE_SIZES, list(range(8)))
+    row = SystemRow(
+        system=s.system, name=s.name, gpus=n, gpu_models=s.gpu_models, nvlink_links=s.nvlink_links,
+        nvswitches=s.nvswitches, nics=s.nics, injection=s.injection, bisection=s.bisection,
+        busbw_8=None if e8 is None else float(e8.busbw), busbw_16=None if e16 is None else float(e16.busbw),
+        best_pair=best[0], best_busbw=best[1], best_count=best[2],
+        worst_pair=worst[0], worst_busbw=worst[1], worst_count=worst[2], notes=tuple(notes))
+    return SystemAnalysis(G, row, e8, e8_error, pairs, pairs_error, p2p, p2p_error, curve,
+                          curve_error, curve8)
+
+
+def _seed_comparison() -> SeedComparison:
+    results = [_try(estimate, topo.build(name), REPORT_COLLECTIVE, CURVE_SIZES)
+               for name in SEED_COMPARISON]
+    return SeedComparison(SEED_COMPARISON, tuple(e for e, _ in results), tuple(err for _, err in results))
+
+
+def _nvlink(G, gpus) -> str:
+    links = sorted({d["link"] for g in gpus for _, _, d in G.out_edges(g, data=True)
+                    if d.get("kind") == "nvlink"})
+    return "/".join(links) or "none"
+
+
+def _generation(a: SystemAnalysis) -> Generation:
+    G, r = a.G, a.row
+    gpus = list(range(GENERATION_GPUS))
+    auto, auto_error = (a.curve, a.curve_error) if r.gpus == GENERATION_GPUS else (a.curve8, None)
+    if auto is None and auto_error is None:
+        auto, auto_error = _try(estimate, G, REPORT_COLLECTIVE, CURVE_SIZES, gpus)
+    ring, ring_error = _try(estimate, G, REPORT_COLLECTIVE, CURVE_SIZES, gpus, algorithm="ring")
+    # NVLS (NVLink SHARP) where the NCCL model has it; a model without it, or a fabric NCCL
+    # would not run it on, raises, and the page says why.
+    nvls, nvls_error = _try(estimate, G, REPORT_COLLECTIVE, CURVE_SIZES, gpus, algorithm="nvls")
+    return Generation(r.system, r.name, ", ".join(r.gpu_models), _nvlink(G, topo.gpus(G)[:GENERATION_GPUS]),
+                      r.injection, r.bisection, auto, auto_error, ring, ring_error, nvls, nvls_error)
+
+
+def _single_host(G) -> bool:
+    return len({G.nodes[g].get("host", 0) for g in topo.gpus(G)}) == 1
+
+
+def _one_domain(G) -> bool:
+    """One host, or one NVLink domain over several (a GB200 NVL72 rack: GPUs 0-7 are two of its
+    trays, one NCCL node, as 8 GPUs of a DGX are); a cluster has several domains."""
+    return _single_host(G) or len(nvlink_cliques(G, topo.gpus(G))) == 1
+
+
+def generations(analyses) -> tuple:
+    """The generations section as data: every system of :data:`GENERATION_GPUS` GPUs or more on
+    one host or in one NVLink domain (GB200 NVL72), in order (none when fewer than two qualify).
+
+    Parameters
+    ----------
+    analyses : sequence of SystemAnalysis
+
+    Returns
+    -------
+    tuple of Generation
+    """
+    chosen = [a for a in analyses if a.row.gpus >= GENERATION_GPUS and _one_domain(a.G)]
+    return tuple(_generation(a) for a in chosen) if len(chosen) >= 2 else ()
+
+
+def measured_data(system: str) -> dict:
+    """The measured data file of a system (:data:`MEASURED_DATA`), as the JSON it holds.
+
+    Raises
+    ------
+    topo.DgxTopoError
+        For a system without measured data.
+    """
+    if system not in MEASURED_DATA:
+        raise DgxTopoError(f"no measured data for {system!r}: expected one of {', '.join(MEASURED_DATA)}")
+    path = resources.files(__package__).joinpath("data", MEASURED_DATA[system])
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+# The rows of each DGX-2 run the measurement model's constants were fitted to (see
+# models.predict.measure: launch_per_gpu on 8 B - 64 KiB of all five, both placements;
+# transfer_efficiency on out-of-place >= 64 MiB of all_reduce, broadcast and reduce).
+_LAUNCH_ROWS = "8 B - 64 KiB (launch_per_gpu)"
+_BANDWIDTH_ROWS = ">= 64 MiB (transfer_efficiency)"
+_BANDWIDTH_FITTED = ("all_reduce", "broadcast", "reduce")
+
+
+def _suspect(collective: str, notes: str) -> str:
+    """The data's own note on a collective's rows: the clauses of its notes naming it."""
+    clauses = [t.strip().rstrip(".;") for t in re.split(r"(?<=[.;])\s+", notes)]
+    hits = [t for t in clauses if re.search(rf"\b{collective}\b", t)]
+    return "; ".join(hits)
+
+
+def _collective_checks(G, profile) -> tuple:
+    data = measured_data("dgx2")
+    out = []
+    for collective, run in data["collectives"].items():
+        parsed = read_nccl_tests(run["raw"], name=f"{collective} (DGX-2, -g 12)")
+        suspect = _suspect(collective, data.get("notes", ""))
+        for inplace in (False, True):
+            fitted = [_LAUNCH_ROWS] + ([_BANDWIDTH_ROWS] if collective in _BANDWIDTH_FITTED and not inplace else [])
+            result, error = _try(check, parsed, G, inplace=inplace, profile=profile)
+            out.append(CollectiveCheck(collective, "in-place" if inplace else "out-of-place", result, error,
+                                       "; ".join(fitted), suspect))
+    return tuple(out)
+
+
+def _p2p_checks(G) -> tuple:
+    row = measured_data("dgx1v")
+    source = int(row.get("row_of_gpu", 0))
+    enabled, disabled = p2p_report(G), p2p_report(G, p2p="disabled")
+    n = len(row["bidirectional_p2p_enabled_gbps"])
+    destinations = tuple(range(n))
+    series = [
+        ("bidirectional, P2P enabled", "bandwidth", row["bidirectional_p2p_enabled_gbps"], GB,
+         enabled.bidirectional),
+        ("bidirectional, P2P disabled", "bandwidth", row["bidirectional_p2p_disabled_gbps"], GB,
+         disabled.bidirectional),
+        ("write latency, P2P enabled", "latency", row["latency_p2p_enabled_writes_us"], us, enabled.latency),
+        ("latency, P2P disabled", "latency", row["latency_p2p_disabled_us"], us, disabled.latency),
+    ]
+    return tuple(P2PRowCheck(label, quantity, destinations, tuple(float(v) * unit for v in measured),
+                             tuple(float(v) for v in np.asarray(matrix, dtype=float)[source][:n]))
+                 for label, quantity, measured, unit, matrix in series), row
+
+
+def measurement_comparison(systems=("dgx2", "dgx1v"), *, profile=None) -> MeasurementComparison:
+    """The model against the measured data of the given systems (:data:`MEASURED_DATA`).
+
+    Parameters
+    ----------
+    systems : iterable of str
+        Which measured systems to compare: ``"dgx2"`` (nccl-tests runs, checked with the
+        default measurement model and ``-g 12`` as they were run) and/or ``"dgx1v"``
+        (p2pBandwidthLatencyTest row).
+    profile : str, optional
+        NCCL version profile of the collective predictions (default: the reference).
+
+    Returns
+    -------
+    MeasurementComparison
+    """
+    systems = set(systems)
+    collectives, runs, constants = (), {}, ()
+    if "dgx2" in systems:
+        collectives = _collective_checks(topo.build("dgx2"), profile)
+        runs = {k: v for k, v in measured_data("dgx2").items() if k != "collectives"}
+        constants = tuple(p for p in DEFAULT.parameters() if p.fitted_to)
+    p2p, p2p_source, p2p_constants, p2p_error = (), {}, (), None
+    if "dgx1v" in systems:
+        try:
+            p2p, row = _p2p_checks(topo.build("dgx1v"))
+            p2p_source = {k: v for k, v in row.items() if not isinstance(v, list)}
+        except DgxTopoError as error:
+            p2p_error = str(error)
+        p2p_constants = tuple((f"{table}[{key!r}]", c) for table, constants_table in
+                              (("EFFICIENCIES", EFFICIENCIES), ("OVERHEADS", OVERHEADS))
+                              for key, c in constants_table.items() if c.fitted_to)
+    return MeasurementComparison(collectives, runs, constants, p2p, p2p_source, p2p_constants, p2p_error)
+
+
+def analyse_report(fabrics, *, progress=None) -> ReportAnalysis:
+    """Every model result the report shows, for fabrics from :func:`report_fabrics`.
+
+    Parameters
+    ----------
+    fabrics : sequence of networkx.DiGraph
+    progress : callable, optional
+        Called as ``progress(done, total)`` after each step (one per system, one each for
+        the seed comparison, the generations and the measurements when present), for a
+        progress bar; NCCL against the optimum and the training step (with the seed
+        comparison) are one step each.
+
+    Returns
+    -------
+    ReportAnalysis
+    """
+    fabrics = list(fabrics)
+    present = {G.graph.get("system") for G in fabrics}
+    seeded = bool(present & {"dgx1v", "dgx2"})
+    measured = present & set(MEASURED_DATA)
+    total = len(fabrics) + 2 + 2 * int(seeded) + int(bool(measured))
+    done = 0
+
+    def step():
+        nonlocal done
+        done += 1
+        if progress is not None:
+            progress(done, total)
+
+    systems = []
+    for G in fabrics:
+        systems.append(_analyse(G))
+        step()
+    gens = generations(systems)
+    step()
+    seed = _seed_comparison() if seeded else None
+    if seeded:
+        step()
+    measurement = measurement_comparison(measured) if measured else None
+    if measured:
+        step()
+    bounds = tuple(system_bounds(a.G) for a in systems if _single_host(a.G))
+    step()
+    training = training_step() if seeded else None
+    if seeded:
+        step()
+    return ReportAnalysis(tuple(systems), seed, gens, measurement, bounds, training)
+
+
+def summary_rows(names=None) -> list:
+    """The report's summary table as data, one row per system.
+
+    Parameters
+    ----------
+    names : sequence of str, optional
+        System names for :func:`topo.build`; default every built-in system.
+
+    Returns
+    -------
+    list of SystemRow
+
+    Raises
+    ------
+    topo.UnknownSystemError
+        For a name :func:`topo.build` does not know.
+    """
+    return [_analyse(G).row for G in report_fabrics(names)]
+
+
+# --------------------------------------------------------------- NCCL against the optimum
+#: Size of the bound section's NCCL estimates: nccl-tests' largest, ``-e 8G``, where the
+#: bandwidth term dominates (the bounds have no latency term). [bytes]
+BOUND_SIZE = int(CURVE_SIZES[-1])
+#: Relays of the bounds: NCCL's own (switches, CPUs, NICs forward; GPUs outside the set do not).
+BOUND_RELAY = "switches"
+#: Worst GPU sets (symmetry classes) shown per system.
+BOUND_WORST = 3
+# A ratio of NCCL's bandwidth term to the bound above this counts as "the links bind".
+_LINKS_BIND = 0.98
+
+
+@dataclass(frozen=True, slots=True)
+class SetBound:
+    """NCCL against the bound on one class of equivalent GPU sets.
+
+    Attributes
+    ----------
+    gpus : tuple of int
+        The class's representative (the first set in ``itertools.combinations`` order).
+    count : int
+        Sets in the class (the fabric's symmetries map them onto each other).
+    bound_busbw : float
+        The bound that applies to what NCCL runs: GPUs reduce (reduce_scatter + all_gather,
+        :attr:`models.studies.bounds.Bound.bound_busbw`), or, where NCCL runs NVLS (reduction in the
+        switches), the cut bound on any schedule (:attr:`~models.studies.bounds.Bound.upper_busbw`). [B/s]
+    nccl_busbw : float
+        NCCL's predicted busbw at :data:`BOUND_SIZE` (:func:`models.estimate`). [B/s]
+    algorithm : str
+        What NCCL runs (``"ring/Simple"``).
+    """
+
+    gpus: tuple
+    count: int
+    bound_busbw: float
+    nccl_busbw: float
+    algorithm: str
+
+    @property
+    def ratio(self) -> float:
+        """``nccl_busbw / bound_busbw`` (NaN for a zero bound)."""
+        return self.nccl_busbw / self.bound_busbw if self.bound_busbw > 0 else math.nan
+
+
+@dataclass(frozen=True, slots=True)
+class WorstSet:
+    """One of the worst sets of a system, with the explanation of its gap.
+
+    Attributes
+    ----------
+    system, name : str
+    set : SetBound
+    cut : str
+        The binding cut of the bound (:meth:`models.studies.bounds.Cut.describe`).
+    binds : str
+        ``"links"`` (NCCL's bandwidth term reaches the bound: what is left is achieved
+        bandwidth and latency) or ``"NCCL's channels"`` (its rings or trees carry less than
+        the links allow).
+    explanation : str
+        One or two sentences: what binds NCCL and what the optimal schedule uses.
+    working : str
+        The whole working (:meth:`models.studies.bounds.Bound.explain`).
+    """
+
+    system: str
+    name: str
+    set: SetBound
+    cut: str
+    binds: str
+    explanation: str
+    working: str
+
+
+@dataclass(frozen=True, slots=True)
+class SystemBounds:
+    """NCCL against the bound on every GPU set of one system, one computation per class.
+
+    Attributes
+    ----------
+    system, name : str
+    edge_kinds : tuple of str or None
+        The links the bound may use: NVLink alone on NVSwitch systems (NVLink joins every GPU
+        pair there, and NCCL uses nothing else), every link on the others (NCCL falls back to
+        PCIe between GPUs without NVLink, so the bound must count it).
+    sets : tuple of SetBound
+        Every class, by set size then GPUs.
+    worst : tuple of WorstSet
+        The :data:`BOUND_WORST` lowest ratios, lowest first.
+    error : str or None
+        Why the section has no numbers for this system.
+    """
+
+    system: str
+    name: str
+    edge_kinds: tuple | None
+    sets: tuple
+    worst: tuple
+    error: str | None = None
+
+    def by_size(self) -> dict:
+        """Set size -> (lowest, count-weighted mean, highest) ratio over its sets."""
+        out = {}
+        for k in sorted({len(s.gpus) for s in self.sets}):
+            chosen = [s for s in self.sets if len(s.gpus) == k and math.isfinite(s.ratio)]
+            if chosen:
+                ratios = np.array([s.ratio for s in chosen])
+                weights = np.array([s.count for s in chosen], dtype=float)
+                out[k] = (float(ratios.min()), float(np.average(ratios, weights=weights)), float(ratios.max()))
+        return out
+
+    @property
+    def nsets(self) -> int:
+        return sum(s.count for s in self.sets)
+
+
+def bound_edge_kinds(G) -> tuple | None:
+    """The links the report's bound uses on a fabric (see :class:`SystemBounds`)."""
+    return ("nvlink",) if topo.nodes_of_kind(G, "nvswitch") else None
+
+
+def set_classes(G, edge_kinds=None) -> dict:
+    """Every GPU set of 2 or more GPUs, grouped by the fabric's symmetries.
+
+    Two sets are in one class when a symmetry of the fabric maps one onto the other: GPUs of one
+    class of :func:`topo.interchangeable_gpus` (over ``edge_kinds``) swap freely, and the
+    fabric's automorphisms (:func:`topo.gpu_automorphisms`) map GPUs. Where the automorphisms
+    are the identity alone, a class is a number of GPUs from each interchangeable class, and the
+    classes are counted without listing the sets (65 519 sets of a DGX-2 are 78 classes).
+
+    Returns
+    -------
+    dict
+        Representative (GPU ids, the first of its class in ``itertools.combinations`` order)
+        -> number of sets in the class, by set size.
+    """
+    nodes = topo.gpus(G)
+    ids = {g: i for i, g in enumerate(nodes)}
+    classes = [sorted(ids[g] for g in c) for c in topo.interchangeable_gpus(G, edge_kinds=edge_kinds)]
+    maps = topo.gpu_automorphisms(G)
+    n = len(nodes)
+    out: dict = {}
+    if len(maps) == 1:
+        def vectors(i, left):
+            if i == len(classes):
+                if left == 0:
+                    yield ()
+                return
+            for c in range(min(left, len(classes[i])) + 1):
+                for rest in vectors(i + 1, left - c):
+                    yield (c,) + rest
+        for k in range(2, n + 1):
+            found = []
+            for v in vectors(0, k):
+                rep = tuple(sorted(g for c, members in zip(v, classes) for g in members[:c]))
+                found.append((rep, math.prod(math.comb(len(m), c) for c, m in zip(v, classes))))
+            out.update(sorted(found))
+        return out
+    class_of = {g: c for c, members in enumerate(classes) for g in members}
+    images = [[ids[m[g]] for g in nodes] for m in maps]
+    for k in range(2, n + 1):
+        seen: dict = {}
+        for combo in itertools.combinations(range(n), k):
+            key = min(tuple(sorted(class_of[image[i]] for i in combo)) for image in images)
+            if key in seen:
+                out[seen[key]] += 1
+            else:
+                seen[key] = combo
+                out[combo] = 1
+    return out
+
+
+def _applicable(b, e) -> float:
+    """The bound that applies to what NCCL runs (see :class:`SetBound`)."""
+    return b.upper_busbw if str(e.point().algorithm).startswith("nvls") else b.bound_busbw
+
+
+def _gap(G, b, e, against: float) -> tuple[str, str]:
+    """(what binds, the explanation) of one set's gap, from NCCL's estimate ``e`` and the bound ``b``."""
+    p = e.point()
+    nominal = float(p.bandwidth) * busbw_factor(REPORT_COLLECTIVE, e.nranks)
+    size = f"{to_GBps(against):.1f}"
+    if p.algorithm.startswith("nvls"):
+        optimum = (f"with reductions in the switches the cut bound is {size} GB/s (every GPU must "
+                   f"receive the whole buffer over its own links)")
+    else:
+        optimum = f"the optimal schedule (trees packed into the binding cut) reaches {size} GB/s"
+    if nominal >= _LINKS_BIND * against:
+        return "links", (f"NCCL's {p.algorithm} with {p.nchannels} channels fills the binding cut "
+                         f"({to_GBps(nominal):.1f} GB/s in its own figures); {optimum}: the gap is what the "
+                         f"links achieve against NCCL's figures, and latency.")
+    search = {"ring": e.ring, "tree": e.tree, "pat": e.tree}.get(p.algorithm)
+    loads = {load.edge: load for load in (search.loads if search is not None else ())}
+    where = ""
+    if e.bottleneck:
+        u, v = e.bottleneck[0]
+        line = G.edges[u, v]["bandwidth"] if G.has_edge(u, v) else math.nan
+        load = loads.get((u, v))
+        counted = (f", which NCCL counts at {to_GBps(load.capacity):.1f} GB/s of its "
+                   f"{to_GBps(line):.1f} GB/s line rate" if load is not None and math.isfinite(line) else "")
+        more = f" and {len(e.bottleneck) - 1} more" if len(e.bottleneck) > 1 else ""
+        where = f"; they are bound by {u}->{v}{more}{counted}"
+    per = f" x {to_GBps(search.bw_intra):.1f} GB/s" if search is not None else ""
+    return "NCCL's channels", (f"NCCL's {p.algorithm}: {p.nchannels} channel(s){per} give "
+                               f"{to_GBps(nominal):.1f} GB/s busbw in its own figures{where}; "
+                               f"{optimum} over {b.cut.describe()}.")
+
+
+def system_bounds(G, *, worst: int = BOUND_WORST, profile=None) -> SystemBounds:
+    """NCCL against the optimal all_reduce on every GPU set of a fabric (one single host).
+
+    One bound (:func:`models.bound`, relays :data:`BOUND_RELAY`, links
+    :func:`bound_edge_kinds`) and one NCCL estimate at :data:`BOUND_SIZE` per class of
+    :func:`set_classes`.
+
+    Parameters
+    ----------
+    G : networkx.DiGraph
+    worst : int
+        How many of the lowest-ratio classes to explain.
+    profile : str, optional
+        NCCL version profile.
+
+    Returns
+    -------
+    SystemBounds
+        With ``error`` set (and no sets) where a model does not cover the fabric.
+    """
+    # Memoised per fabric (its JSON: the whole graph), so that a process writing several
+    # reports, such as the test suite, searches each fabric's sets once.
+    key = (topo.to_json(G), worst, profile if profile is None or isinstance(profile, str) else id(profile))
+    if key not in _BOUNDS_MEMO:
+        if len(_BOUNDS_MEMO) >= _MEMO_SIZE:
+            _BOUNDS_MEMO.pop(next(iter(_BOUNDS_MEMO)))
+        _BOUNDS_MEMO[key] = _system_bounds(G, worst, profile)
+    return _BOUNDS_MEMO[key]
+
+
+_BOUNDS_MEMO: dict = {}
+_MEMO_SIZE = 16
+
+
+def _system_bounds(G, worst, profile) -> SystemBounds:
+    # The names only (topo.summarize's), not its bisection: _analyse summarised this fabric.
+    name = G.graph.get("name", "fabric")
+    system = G.graph.get("system", name)
+    kinds = bound_edge_kinds(G)
+    try:
+        estimator = Estimator(G, profile=profile)
+        sets, work = [], {}
+        for gpus, count in set_classes(G, kinds).items():
+            b = bound(G, REPORT_COLLECTIVE, BOUND_SIZE, list(gpus), relay=BOUND_RELAY, edge_kinds=kinds,
+                      nccl=False)
+            e = estimator.estimate(REPORT_COLLECTIVE, BOUND_SIZE, list(gpus))
+            p = e.point()
+            sets.append(SetBound(gpus, count, float(_applicable(b, e)), float(p.busbw),
+                                 f"{p.algorithm}/{p.protocol}"))
+            work[gpus] = (b, e)
+        ordered = sorted((x for x in sets if math.isfinite(x.ratio)), key=lambda x: (x.ratio, x.gpus))
+        explained = []
+        for x in ordered[:worst]:
+            b, e = work[x.gpus]
+            binds, text = _gap(G, b, e, x.bound_busbw)
+            working = b.explain() + "\nNCCL's working:\n  " + e.explain().replace("\n", "\n  ")
+            explained.append(WorstSet(system, name, x, b.cut.describe(), binds, text, working))
+    except DgxTopoError as error:
+        return SystemBounds(system, name, kinds, (), (), str(error))
+    return SystemBounds(system, name, kinds, tuple(sets), tuple(explained))
+
+
+def worst_sets(bounds) -> tuple:
+    """The worst sets of every system in one list, lowest ratio first (then system order)."""
+    rows = [(w.set.ratio, i, j, w) for i, sb in enumerate(bounds) for j, w in enumerate(sb.worst)]
+    return tuple(w for *_, w in sorted(rows, key=lambda r: r[:3]))
+
+
+# ---------------------------------------------------------------------------- training step
+#: The training section's workload and the systems it compares (the seed comparison's).
+TRAINING_WORKLOAD = "megatron-8.3b"
+TRAINING_SYSTEMS = SEED_COMPARISON
+#: Tensor-parallel degrees the section searches: a DGX-1V cube face and a whole host (Megatron-LM
+#: trained 8.3B with 8-way tensor parallelism: Shoeybi et al. 2019, "Megatron-LM", section 5).
+#: :func:`models.search` without ``tp`` searches every degree.
+TRAINING_TP = (4, 8)
+
+
+@dataclass(frozen=True, slots=True)
+class TrainingStep:
+    """The training-step section as data.
+
+    Attributes
+    ----------
+    workload : str
+    names : tuple of str
+        Registry names of the systems (:data:`TRAINING_SYSTEMS`).
+    searches : tuple of (models.studies.planner.Search or None)
+        Every layout with tensor parallelism in :data:`TRAINING_TP`, best first.
+    errors : tuple of (str or None)
+    ranking : tuple of models.studies.planner.GpuRank
+        GPU generations for the workload (:func:`models.gpus_ranking`).
+    ranking_dtype : str
+    """
+
+    workload: str
+    names: tuple
+    searches: tuple
+    errors: tuple
+    ranking: tuple
+    ranking_dtype: str
+
+
+def _merged_search(workload, G, tps):
+    plans, skipped = [], []
+    for tp in tps:
+        s = search(workload, G, tp=tp)
+        plans += s.plans
+        skipped += s.skipped
+    plans.sort(key=lambda p: (not p.fits, p.step_time, p.memory.total, p.layout.label()))
+    return Search(tuple(plans), tuple(skipped))
+
+
+@functools.lru_cache(maxsize=4)
+def _training_step(workload, names, tps, dtype) -> TrainingStep:
+    searches, errors = [], []
+    for name in names:
+        result, error = _try(_merged_search, workload, topo.build(name), tps)
+        searches.append(result)
+        errors.append(error)
+    return TrainingStep(str(workload), tuple(names), tuple(searches), tuple(errors),
+                        gpus_ranking(workload, dtype=dtype), dtype)
+
+
+def training_step(workload: str = TRAINING_WORKLOAD, names=TRAINING_SYSTEMS, *, tps=TRAINING_TP,
+                  dtype: str = "fp16") -> TrainingStep:
+    """Layouts of a workload on some systems, and the GPU generations ranked for it.
+
+    Parameters
+    ----------
+    workload : str
+        A planner workload (:mod:`models.studies.workload`).
+    names : sequence of str
+        Systems for :func:`topo.build`.
+    tps : sequence of int
+        Tensor-parallel degrees searched.
+    dtype : str
+        dtype of the generations' ranking.
+
+    The built-in systems are fixed, so a result is memoised per arguments (a workload object is
+    keyed by itself).
+    """
+    return _training_step(workload, tuple(names), tuple(tps), dtype)

@@ -1,0 +1,455 @@
+"""Calibrate the measurement model to a user's own runs, and show the error.
+
+:func:`calibrate` fits a small named set of :class:`models.predict.measure.MeasurementModel` constants
+(``launch_per_gpu``; ``floor`` when the runs use several ``-g``; one transfer efficiency per
+link class that binds a bandwidth-bound row) with bounds, by least squares on the relative
+time error ``predicted / measured - 1`` (soft-L1, so that rows off for another reason, such as
+a protocol another NCCL version would not choose, do not drag the constants). scipy's ``least_squares`` is used when installed (the
+``fit`` extra); otherwise a bounded Levenberg-Marquardt in numpy gives the same minimum on these
+few parameters. :func:`check` puts measured and predicted side by side.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from topo.errors import DgxTopoError
+from topo.units import to_GBps, to_us, us
+
+from ..predict.collectives import estimate
+from .benchmarks import NcclTestsRun, P2PBenchmark
+from ..predict.measure import DEFAULT, MeasurementModel, measured
+
+__all__ = ["CalibrationError", "Calibration", "CheckRow", "Check", "calibrate", "check",
+           "SCHEMA", "SCHEMA_VERSION"]
+
+SCHEMA = "dgx-topo calibration"
+SCHEMA_VERSION = 1
+
+# Bounds of the fitted constants [SI]: a launch above 50 us per GPU or a floor above 1 ms is
+# not a launch; an efficiency above 1 would move more than the wire's payload rate.
+_BOUNDS = {"launch_per_gpu": (0.0, 50 * us), "floor": (0.0, 1000 * us), "efficiency": (0.05, 1.0)}
+# Scale of the soft-L1 loss: relative errors above ~5 % count linearly.
+_ROBUST = 0.05
+# A row is bandwidth-bound when the bandwidth term is at least this share of its predicted time.
+_BANDWIDTH_BOUND = 0.5
+# A row is launch-bound when the host term is the startup term and at least this share of it.
+_LAUNCH_BOUND = 0.8
+
+
+class CalibrationError(DgxTopoError):
+    """Runs that cannot be calibrated or checked as asked, or a malformed calibration file."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    run: NcclTestsRun
+    estimate: object
+    measured_time: np.ndarray
+    measured_busbw: np.ndarray
+    sizes: np.ndarray
+    gpus_per_thread: int
+
+
+def _gpus(run: NcclTestsRun, G, gpus):
+    if gpus is not None:
+        return gpus
+    n = run.nranks
+    if n is None:
+        raise CalibrationError(f"{run.name or 'the run'} does not print its ranks: expected --gpus")
+    visible = run.cuda_visible_devices
+    if len(run.hosts) <= 1 and visible and run.devices and len(visible) >= n:
+        return [visible[d.device] for d in run.devices if d.device < len(visible)]
+    if len(run.hosts) <= 1 and run.devices:
+        return sorted(d.device for d in run.devices)
+    return list(range(n))
+
+
+def _prepare(run, G, gpus, gpus_per_thread, profile, inplace) -> _Prepared:
+    if not isinstance(run, NcclTestsRun):
+        raise CalibrationError(f"expected an nccl-tests run, received {type(run).__name__}")
+    if run.collective is None:
+        raise CalibrationError(f"{run.name or 'the run'} does not name its collective and the "
+                               f"columns do not tell: expected a *_perf line or --collective")
+    sizes = run.column("size")
+    t = run.column("inplace_time" if inplace else "time")
+    b = run.column("inplace_busbw" if inplace else "busbw")
+    keep = (sizes > 0) & np.isfinite(t) & (t > 0)
+    if not keep.any():
+        raise CalibrationError(f"{run.name or 'the run'} has no row with a size and a time")
+    ids = _gpus(run, G, gpus)
+    e = estimate(G, run.collective, sizes[keep].astype(np.int64), ids, profile=profile)
+    g = gpus_per_thread if gpus_per_thread is not None else (run.gpus_per_thread or 1)
+    if not isinstance(g, (int, np.integer)) or not 1 <= g <= e.nranks:
+        raise CalibrationError(f"-g must be an integer from 1 to {e.nranks}, received {g!r}")
+    return _Prepared(run, e, t[keep], b[keep], sizes[keep], int(g))
+
+
+def _residuals(prepared, G, model) -> np.ndarray:
+    return np.concatenate([np.atleast_1d(measured(p.estimate, G, gpus_per_thread=p.gpus_per_thread,
+                                                  model=model).time) / p.measured_time - 1
+                           for p in prepared])
+
+
+def _stats(r) -> dict:
+    a = np.abs(r)
+    return {"median_abs_time_error": float(np.median(a)), "max_abs_time_error": float(np.max(a)),
+            "rows": int(a.size)}
+
+
+def _lm(fun, x0, lower, upper, iterations=200):
+    """Bounded Levenberg-Marquardt (numpy fallback): numeric Jacobian, steps clipped to bounds."""
+    x = np.clip(np.asarray(x0, float), lower, upper)
+    r = fun(x)
+    cost, lam = float(r @ r), 1e-3
+    for _ in range(iterations):
+        J = np.empty((r.size, x.size))
+        for k in range(x.size):
+            h = 1e-6 * max(abs(x[k]), 1e-3)
+            step = x.copy()
+            step[k] = x[k] + h if x[k] + h <= upper[k] else x[k] - h
+            J[:, k] = (fun(step) - r) / (step[k] - x[k])
+        A, g = J.T @ J, J.T @ r
+        improved = False
+        for _ in range(20):
+            try:
+                dx = -np.linalg.solve(A + lam * np.diag(np.diag(A) + 1e-12), g)
+            except np.linalg.LinAlgError:
+                lam *= 10
+                continue
+            trial = np.clip(x + dx, lower, upper)
+            rt = fun(trial)
+            ct = float(rt @ rt)
+            if ct < cost:
+                improved = abs(cost - ct) > 1e-15 * max(cost, 1e-30)
+                x, r, cost, lam = trial, rt, ct, max(lam / 10, 1e-12)
+                break
+            lam *= 10
+        if not improved:
+            break
+    return x
+
+
+@dataclass(frozen=True, slots=True)
+class Calibration:
+    """A fitted measurement model and how well it fits.
+
+    Attributes
+    ----------
+    model : MeasurementModel
+    fitted : tuple of (str, float, float, float)
+        ``(name, value, lower, upper)`` per fitted constant, SI units.
+    before, after : dict
+        Residual statistics with the default and the fitted constants.
+    residuals_before, residuals_after : numpy.ndarray
+        ``predicted / measured - 1`` per row used.
+    system : str
+    sources : tuple of str
+    method : str
+    notes : tuple of str
+    """
+
+    model: MeasurementModel
+    fitted: tuple
+    before: dict
+    after: dict
+    residuals_before: object
+    residuals_after: object
+    system: str = ""
+    sources: tuple = ()
+    method: str = ""
+    notes: tuple = ()
+
+    def format(self) -> str:
+        """The fitted values and the residuals before and after, as text."""
+        lines = [f"Calibration of the measurement model on {self.system} ({self.method}), "
+                 f"{self.after['rows']} rows of {', '.join(self.sources) or 'the runs'}:"]
+        for name, value, lo, hi in self.fitted:
+            shown = (f"{to_us(value):.3f} us (bounds {to_us(lo):g}-{to_us(hi):g} us)" if name in
+                     ("launch_per_gpu", "floor") else f"{value:.4f} (bounds {lo:g}-{hi:g})")
+            lines.append(f"  {name} = {shown}")
+        lines.append(f"  |time error| before: median {self.before['median_abs_time_error']:.1%}, "
+                     f"max {self.before['max_abs_time_error']:.1%}")
+        lines.append(f"  |time error| after:  median {self.after['median_abs_time_error']:.1%}, "
+                     f"max {self.after['max_abs_time_error']:.1%}")
+        lines += [f"  note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+    def to_json(self) -> str:
+        """The versioned JSON form (read back by :meth:`from_json`)."""
+        return json.dumps({
+            "schema": SCHEMA, "version": SCHEMA_VERSION, "system": self.system,
+            "units": "SI: seconds for launch_per_gpu and floor, efficiencies dimensionless",
+            "parameters": {"launch_per_gpu": self.model.launch_per_gpu, "floor": self.model.floor,
+                           "transfer_efficiency": self.model.transfer_efficiency,
+                           **{f"efficiency:{k}": v for k, v in self.model.efficiency_overrides}},
+            "fitted": [{"name": n, "value": v, "lower": lo, "upper": hi} for n, v, lo, hi in self.fitted],
+            "residuals": {"before": self.before, "after": self.after},
+            "sources": list(self.sources), "method": self.method, "notes": list(self.notes),
+        }, indent=2)
+
+    @classmethod
+    def from_json(cls, text: str) -> "Calibration":
+        """Read :meth:`to_json`'s form.
+
+        Raises
+        ------
+        CalibrationError
+            For text that is not JSON, another schema or version, or bad parameter values.
+        """
+        try:
+            data = json.loads(text)
+        except (TypeError, ValueError) as error:
+            raise CalibrationError(f"expected a calibration JSON file, received text that is not "
+                                   f"JSON ({error})") from None
+        if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+            raise CalibrationError(f"expected a JSON object with \"schema\": \"{SCHEMA}\"")
+        if data.get("version") != SCHEMA_VERSION:
+            raise CalibrationError(f"expected calibration schema version {SCHEMA_VERSION}, received "
+                                   f"{data.get('version')!r}")
+        params = data.get("parameters")
+        if not isinstance(params, dict) or not all(
+                isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
+                for v in params.values()):
+            raise CalibrationError("expected \"parameters\": an object of non-negative numbers")
+        try:
+            fitted = tuple((str(f["name"]), float(f["value"]), float(f["lower"]), float(f["upper"]))
+                           for f in data.get("fitted", []))
+            model = DEFAULT.with_values(**params)
+        except (KeyError, TypeError, ValueError) as error:
+            raise CalibrationError(f"malformed calibration parameters: {error}") from None
+        source = f"calibration on {data.get('system', '?')} ({', '.join(data.get('sources', []))})"
+        model = _with_provenance(model, [f[0] for f in fitted], source)
+        residuals = data.get("residuals", {})
+        return cls(model, fitted, residuals.get("before", {}), residuals.get("after", {}),
+                   np.array([]), np.array([]), str(data.get("system", "")),
+                   tuple(data.get("sources", [])), str(data.get("method", "")),
+                   tuple(data.get("notes", [])))
+
+
+def _with_provenance(model, names, source):
+    from dataclasses import replace
+
+    return replace(model, provenance=tuple((n, source) for n in names))
+
+
+def calibrate(runs, G, *, gpus=None, gpus_per_thread=None, profile=None, inplace=False,
+              model: MeasurementModel = DEFAULT, use_scipy=None) -> Calibration:
+    """Fit the measurement model's constants to nccl-tests runs on one system.
+
+    Parameters
+    ----------
+    runs : iterable of NcclTestsRun (P2PBenchmark entries are noted, not fitted)
+    G : networkx.DiGraph
+        The system the runs were made on.
+    gpus : list of int or str, optional
+        GPU ids of the ranks (default: from the runs' CUDA_VISIBLE_DEVICES and device lines).
+    gpus_per_thread : int, optional
+        nccl-tests ``-g`` (default: the runs' ``nGpus``).
+    profile : str, optional
+        NCCL version profile.
+    inplace : bool
+        Fit the in-place columns instead of the out-of-place ones.
+    model : MeasurementModel
+        Starting point, and the constants not fitted.
+    use_scipy : bool, optional
+        Force (True) or forbid (False) scipy; default: use it when installed.
+
+    Returns
+    -------
+    Calibration
+
+    Raises
+    ------
+    CalibrationError
+        For no usable run, or scipy forced but missing.
+    """
+    runs = list(runs)
+    notes = []
+    p2p = [r for r in runs if isinstance(r, P2PBenchmark)]
+    if p2p:
+        notes.append(f"{len(p2p)} p2pBandwidthLatencyTest output(s) read but not fitted: the P2P "
+                     f"copy model is calibrated separately")
+    prepared = [_prepare(r, G, gpus, gpus_per_thread, profile, inplace) for r in runs
+                if not isinstance(r, P2PBenchmark)]
+    if not prepared:
+        raise CalibrationError("expected at least one nccl-tests run to calibrate on")
+    names = []
+    launch_rows = bandwidth_rows = 0
+    classes = set()
+    for p in prepared:
+        m = measured(p.estimate, G, gpus_per_thread=p.gpus_per_thread, model=model)
+        time = np.atleast_1d(m.time)
+        bw_share = (time - np.atleast_1d(m.startup)) / time
+        host_share = np.where(m.host_time >= np.atleast_1d(m.nccl_latency), m.host_time / time, 0)
+        launch_rows += int(np.sum(host_share >= _LAUNCH_BOUND))
+        if m.link and np.any(bw_share >= _BANDWIDTH_BOUND):
+            bandwidth_rows += int(np.sum(bw_share >= _BANDWIDTH_BOUND))
+            classes.add(m.link)
+    if launch_rows:
+        names.append("launch_per_gpu")
+        if len({p.gpus_per_thread for p in prepared}) > 1:
+            names.append("floor")
+        else:
+            notes.append("floor held (all runs use one -g: floor and launch_per_gpu are not separable)")
+    names += [f"efficiency:{c}" for c in sorted(classes)]
+    if not names:
+        raise CalibrationError("no row is launch-bound or bandwidth-bound: nothing to fit")
+
+    def value(name):
+        return model.efficiency(name.split(":", 1)[1]) if name.startswith("efficiency:") \
+            else getattr(model, name)
+
+    scale = np.array([us if n in ("launch_per_gpu", "floor") else 1.0 for n in names])
+    lower = np.array([_BOUNDS["efficiency" if n.startswith("efficiency:") else n][0] for n in names]) / scale
+    upper = np.array([_BOUNDS["efficiency" if n.startswith("efficiency:") else n][1] for n in names]) / scale
+    x0 = np.clip(np.array([value(n) for n in names]) / scale, lower, upper)
+
+    def trial(x):
+        return model.with_values(**dict(zip(names, x * scale)))
+
+    def fun(x):
+        # soft-L1 residuals: rows off for a reason outside these constants (a protocol another
+        # NCCL version would not choose) weigh like |r|, not r^2, so they do not drag the fit.
+        r = _residuals(prepared, G, trial(x))
+        return np.sign(r) * np.sqrt(2 * _ROBUST**2 * (np.sqrt(1 + (r / _ROBUST) ** 2) - 1))
+
+    if use_scipy is None or use_scipy:
+        try:
+            from scipy.optimize import least_squares
+        except ImportError:
+            if use_scipy:
+                raise CalibrationError("scipy is not installed: pip install 'dgx-topo[fit]', or "
+                                       "use_scipy=False for the numpy fit") from None
+            least_squares = None
+    else:
+        least_squares = None
+    if least_squares is not None:
+        x = least_squares(fun, x0, bounds=(lower, upper), x_scale="jac").x
+        method = "scipy.optimize.least_squares"
+    else:
+        x = _lm(fun, x0, lower, upper)
+        method = "numpy bounded Levenberg-Marquardt"
+    fitted_model = trial(x)
+    system = G.graph.get("system", G.graph.get("name", ""))
+    sources = tuple(p.run.name or p.run.collective for p in prepared)
+    fitted_model = _with_provenance(fitted_model, names, f"calibration on {system} "
+                                    f"({', '.join(sources)})")
+    before, after = _residuals(prepared, G, model), _residuals(prepared, G, fitted_model)
+    fitted = tuple((n, float(v * s), float(lo * s), float(hi * s))
+                   for n, v, s, lo, hi in zip(names, x, scale, lower, upper))
+    return Calibration(fitted_model, fitted, _stats(before), _stats(after), before, after, system,
+                       sources, method, tuple(notes))
+
+
+@dataclass(frozen=True, slots=True)
+class CheckRow:
+    """One size: measured vs predicted (SI units; errors are predicted / measured - 1)."""
+
+    size: int
+    measured_time: float
+    predicted_time: float
+    measured_busbw: float
+    predicted_busbw: float
+    time_error: float
+    busbw_error: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """Measured vs predicted for one run.
+
+    Attributes
+    ----------
+    collective : str
+    rows : tuple of CheckRow
+    median_abs_time_error, max_abs_time_error : float
+    median_abs_busbw_error, max_abs_busbw_error : float
+        Over the rows whose measured busbw is not 0 (printed as 0.00 at the smallest sizes).
+    explain : str
+        The measurement model's working for the largest size.
+    """
+
+    collective: str
+    system: str
+    gpus: tuple
+    gpus_per_thread: int
+    rows: tuple
+    median_abs_time_error: float
+    max_abs_time_error: float
+    median_abs_busbw_error: float
+    max_abs_busbw_error: float
+    explain: str = ""
+
+    def to_json(self) -> dict:
+        """The JSON form of ``dgxtopo check --json`` (issue 11 item 5)."""
+        return {
+            "rows": [{"size_bytes": r.size, "measured_time_us": to_us(r.measured_time),
+                      "predicted_time_us": to_us(r.predicted_time),
+                      "measured_busbw_gbps": to_GBps(r.measured_busbw),
+                      "predicted_busbw_gbps": to_GBps(r.predicted_busbw),
+                      "time_error": r.time_error, "busbw_error": r.busbw_error} for r in self.rows],
+            "median_abs_time_error": self.median_abs_time_error,
+            "max_abs_time_error": self.max_abs_time_error,
+        }
+
+    def format(self) -> str:
+        """A table of measured vs predicted per size and the closing error line."""
+        lines = [f"# {self.collective} on {self.system} GPUs {','.join(map(str, self.gpus))} "
+                 f"(-g {self.gpus_per_thread}): measured vs predicted",
+                 f"# {'size (B)':>12}  {'time meas':>10}  {'time pred':>10}  {'err':>7}  "
+                 f"{'busbw meas':>10}  {'busbw pred':>10}  {'err':>7}",
+                 f"# {'':>12}  {'(us)':>10}  {'(us)':>10}  {'':>7}  {'(GB/s)':>10}  {'(GB/s)':>10}"]
+        for r in self.rows:
+            berr = "-" if r.busbw_error is None else f"{r.busbw_error:+.1%}"
+            lines.append(f"  {r.size:>12}  {to_us(r.measured_time):>10.2f}  {to_us(r.predicted_time):>10.2f}  "
+                         f"{r.time_error:>+7.1%}  {to_GBps(r.measured_busbw):>10.2f}  "
+                         f"{to_GBps(r.predicted_busbw):>10.2f}  {berr:>7}")
+        lines.append(f"# |time error|: median {self.median_abs_time_error:.1%}, max "
+                     f"{self.max_abs_time_error:.1%}; |busbw error|: median "
+                     f"{self.median_abs_busbw_error:.1%}, max {self.max_abs_busbw_error:.1%}")
+        return "\n".join(lines)
+
+
+def check(run, G, *, gpus=None, gpus_per_thread=None, profile=None, calibration=None,
+          inplace=False) -> Check:
+    """Measured vs predicted, size by size, for one nccl-tests run.
+
+    Parameters
+    ----------
+    run : NcclTestsRun
+    G : networkx.DiGraph
+    gpus, gpus_per_thread, profile, inplace
+        As for :func:`calibrate`.
+    calibration : Calibration or MeasurementModel, optional
+        Constants to use instead of the defaults.
+
+    Returns
+    -------
+    Check
+
+    Raises
+    ------
+    CalibrationError
+        For a run without usable rows or a bad ``-g``.
+    """
+    model = calibration.model if isinstance(calibration, Calibration) else (calibration or DEFAULT)
+    p = _prepare(run, G, gpus, gpus_per_thread, profile, inplace)
+    m = measured(p.estimate, G, gpus_per_thread=p.gpus_per_thread, model=model)
+    time, busbw = np.atleast_1d(m.time), np.atleast_1d(m.busbw)
+    rows = []
+    for size, mt, pt, mb, pb in zip(p.sizes, p.measured_time, time, p.measured_busbw, busbw):
+        berr = float(pb / mb - 1) if np.isfinite(mb) and mb > 0 else None
+        rows.append(CheckRow(int(size), float(mt), float(pt), float(mb), float(pb),
+                             float(pt / mt - 1), berr))
+    terr = np.abs([r.time_error for r in rows])
+    berrs = np.abs([r.busbw_error for r in rows if r.busbw_error is not None])
+    return Check(run.collective, G.graph.get("system", ""), tuple(m.gpus), p.gpus_per_thread,
+                 tuple(rows), float(np.median(terr)), float(np.max(terr)),
+                 float(np.median(berrs)) if berrs.size else math.nan,
+                 float(np.max(berrs)) if berrs.size else math.nan, m.explain())
+

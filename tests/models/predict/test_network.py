@@ -1,0 +1,165 @@
+"""The network between hosts is charged like every other link (models.predict.network, issue 12).
+
+Known answers are closed forms of the built networks (topo.cluster: a leaf holding m NICs has
+ceil(m / K) up-links at oversub=K; EDR links 12.5 GB/s) and of NCCL's ring (one connection per
+channel and pair of neighbouring nodes).
+"""
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import topo
+from models import estimate
+from models.engine.nccl.channels import channel_graphs
+from models.engine.nccl.system import NcclSystem
+from models.predict.network import network_load
+from models.engine.routes import Router
+from topo.errors import DgxTopoError
+
+GiB = [2**30]  # one size, as a 1-element array of results
+
+
+def _graphs(spec):
+    G = topo.build(spec)
+    return G, channel_graphs(NcclSystem(G), topo.gpus(G))
+
+
+@pytest.fixture(scope="module")
+def oversubscribed():
+    return _graphs("16xdgx2:fat_tree:oversub=4")
+
+
+def test_oversubscribed_leaf_closes_the_ring_at_a_closed_form_rate(oversubscribed):
+    G, graphs = oversubscribed
+    # 16 hosts x 8 EDR NICs on 36-port leaves at oversub=4: 28 NICs per leaf, the last leaf
+    # holds hosts 14 and 15 (16 NICs) and ceil(16 / 4) = 4 up-links. The ring closes from
+    # host 15 to host 0 with all 8 channels: 8 connections on 4 x 12.5 GB/s.
+    leaf = Router(G).edge_switch("h15.mlx5_0")
+    ups = [v for v in G.adj[leaf] if G.nodes[v]["kind"] == "network_switch"]
+    assert sum(G.edges[leaf, v]["links"] for v in ups) == 4
+    load = network_load(graphs.fabric, graphs.ring, "ring")
+    assert load.edges == tuple((v, leaf) for v in ups) and load.load == 8  # into the last leaf
+    assert load.network_rate == pytest.approx(4 * 12.5e9 / 8)
+    assert load.nccl_rate == pytest.approx(graphs.ring.bw_intra)  # 12 GB/s per channel
+    assert load.factor == pytest.approx(4 * 12.5 / 8 / 12)
+
+
+def test_the_measured_transfer_slows_by_the_factor_and_nccls_own_estimate_does_not(oversubscribed):
+    G, _ = oversubscribed
+    thin = estimate(G, "all_reduce", GiB, algorithm="ring")
+    full = estimate(topo.build("16xdgx2"), "all_reduce", GiB, algorithm="ring")
+    assert thin.nccl_time[0] == full.nccl_time[0]  # NCCL charges only the NICs
+    factor = thin.network[0].factor
+    m_thin, m_full = thin.measurement, full.measurement
+    transfer_thin = thin.time[0] - float(np.atleast_1d(m_thin.startup)[0])
+    transfer_full = full.time[0] - float(np.atleast_1d(m_full.startup)[0])
+    assert transfer_full / transfer_thin == pytest.approx(factor)
+    assert thin.bottleneck == thin.network[0].edges
+    text = thin.explain() + m_thin.explain()
+    assert "net.leaf4's down-links from the tier above" in text and "network gives 0.521" in text
+
+
+@pytest.mark.parametrize("spec", ["2xdgx1v", "4xdgx2", "4xdgxh100:rail", "16xdgx2:rail_only", "10xdgx2"])
+def test_a_non_blocking_network_gives_every_channel_its_nic(spec):
+    # 10xdgx2: 80 EDR NICs on 18-port-down leaves, the last leaf partly filled (8 NICs).
+    _, graphs = _graphs(spec)
+    for pattern in ("ring", "tree"):
+        assert network_load(graphs.fabric, graphs.ring, pattern).factor == 1.0
+
+
+def test_rail_optimised_rings_stay_on_their_leaf_where_a_fat_tree_crosses_thin_up_links():
+    rail = estimate(topo.build("16xdgx2:rail:oversub=4"), "all_reduce", GiB, algorithm="ring")
+    fat = estimate(topo.build("16xdgx2:fat_tree:oversub=4"), "all_reduce", GiB, algorithm="ring")
+    assert rail.network[0].factor == 1.0
+    assert rail.busbw[0] > 1.5 * fat.busbw[0]
+
+
+def test_editing_a_spine_link_in_the_graph_changes_the_prediction(oversubscribed):
+    G, _ = oversubscribed
+    half = topo.transform.scale_links(G, "net.spine0", "net.leaf4", 0.5)
+    base = estimate(G, "all_reduce", GiB, algorithm="ring").network[0]
+    thinner = estimate(half, "all_reduce", GiB, algorithm="ring").network[0]
+    assert thinner.factor == pytest.approx(base.factor / 2)
+
+
+@settings(max_examples=4, deadline=None)
+@given(st.integers(1, 4), st.sampled_from(["fat_tree", "rail"]))
+def test_more_oversubscription_never_raises_busbw(k, network):
+    thinner = estimate(topo.build(f"12xdgx1v:{network}:oversub={k + 1}"), "all_reduce", GiB)
+    wider = estimate(topo.build(f"12xdgx1v:{network}:oversub={k}"), "all_reduce", GiB)
+    assert thinner.busbw[0] <= wider.busbw[0] * (1 + 1e-12)
+
+
+def test_rail_only_routes_cross_rails_over_nvlink_first():
+    G = topo.build("2xdgxh100:rail_only")
+    r = Router(G).route("h0.gpu0", "h1.gpu5")
+    assert r.via == "h0.gpu5"  # NCCL's PXN: to the GPU beside rail 5's NIC over NVLink
+    assert not any(G.nodes[v]["kind"] == "network_switch" and G.nodes[v]["tier"] != "leaf"
+                   for v in r.nodes)
+    a2a = estimate(G, "alltoall", GiB)
+    assert a2a.busbw[0] == pytest.approx(estimate(topo.build("2xdgxh100:rail"), "alltoall", GiB).busbw[0])
+
+
+def test_rail_only_without_an_nvlink_peer_uses_the_pcie_path_to_that_rail():
+    G = topo.build("2xdgx1v:rail_only")
+    router = Router(G)
+    # DGX-1V gpu2 has no NVLink to gpu4 or gpu5, the GPUs beside rail 2 (mlx5_2).
+    target = router.nearest_nic("h1.gpu4")
+    proxy, nic = router.pxn_proxy("h0.gpu2", target)
+    assert proxy is None and G.nodes[nic]["index"] == G.nodes[target]["index"]
+    assert router.route("h0.gpu2", "h1.gpu4").bandwidth > 0
+    assert math.isfinite(estimate(G, "alltoall", GiB).busbw[0])
+
+
+def test_bad_pattern_is_a_typed_error(oversubscribed):
+    _, graphs = oversubscribed
+    with pytest.raises(DgxTopoError, match="expected 'ring' or 'tree'"):
+        network_load(graphs.fabric, graphs.ring, "nvls")
+
+
+def test_one_host_has_no_network_load():
+    G, graphs = _graphs("dgx1v")
+    assert network_load(graphs.fabric, graphs.ring, "ring") is None
+    assert estimate(G, "all_reduce", GiB).network == ()
+
+
+def _reference_ecmp(G, a, b):
+    """Every shortest switch path from a to b by networkx, split at each switch by bandwidth."""
+    import networkx as nx
+    S = G.subgraph(n for n, k in G.nodes(data="kind") if k == "network_switch")
+    if not nx.has_path(S, a, b):
+        return None
+    to_b = nx.single_source_shortest_path_length(S.reverse(copy=False), b)
+    flow, layer = {}, {a: 1.0}
+    for _ in range(to_b[a]):
+        following = {}
+        for x, amount in layer.items():
+            hops = [y for y in S.successors(x) if to_b.get(y) == to_b[x] - 1]
+            total = sum(G.edges[x, y]["bandwidth"] for y in hops)
+            for y in hops:
+                share = amount * G.edges[x, y]["bandwidth"] / total
+                flow[x, y] = flow.get((x, y), 0.0) + share
+                following[y] = following.get(y, 0.0) + share
+        layer = following
+    return flow
+
+
+@pytest.fixture(scope="module")
+def three_tier():
+    G = topo.build("300xdgx2", max_hosts=300)  # 2,400 EDR NICs: leaves, spines and a core tier
+    assert any(t == "core" for _, t in G.nodes(data="tier"))
+    return G, Router(G), [n for n, k in G.nodes(data="kind") if k == "network_switch"]
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.data())
+def test_meeting_halfway_spreads_traffic_as_the_whole_network_search(three_tier, data):
+    G, router, switches = three_tier
+    a, b = data.draw(st.sampled_from(switches)), data.draw(st.sampled_from(switches))
+    flow = router.switch_flow(a, b)
+    expected = {} if a == b else _reference_ecmp(G, a, b)
+    assert flow.keys() == expected.keys()
+    assert all(flow[e] == pytest.approx(expected[e], rel=1e-12) for e in flow)

@@ -1,0 +1,113 @@
+"""calibrate and check: recovery of known constants from synthetic runs, prediction of the
+held-out DGX-2 runs (tests/data/dgx2_12gpu_nccl_tests.json: wohlbier/nccl-tests README,
+"Results on dgx-2" (2020)), the JSON forms, every error path."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import models
+import topo
+from models.studies.benchmarks import NcclTestsRow, NcclTestsRun, read_nccl_tests
+from models.studies.calibration import SCHEMA_VERSION, Calibration, CalibrationError, calibrate, check
+from models.predict.measure import DEFAULT, measured
+from tests.conftest import DATA
+
+RUN = json.loads((DATA / "dgx2_12gpu_nccl_tests.json").read_text())
+SIZES = 2 ** np.arange(3, 34, 2)
+
+
+def synthetic(G, collective, g, model, gpus="0-7"):
+    """An nccl-tests run as the measurement model with ``model`` predicts it."""
+    e = models.estimate(G, collective, SIZES, gpus)
+    m = measured(e, G, gpus_per_thread=g, model=model)
+    rows = tuple(NcclTestsRow(int(s), int(s) // 4, "float", "sum", -1, float(t), float(a), float(b), 0.0)
+                 for s, t, a, b in zip(SIZES, m.time, m.algbw, m.busbw))
+    return NcclTestsRun(collective, rows, nthreads=1, gpus_per_thread=g, name=f"{collective} -g {g}")
+
+
+@pytest.mark.parametrize("use_scipy", [True, False])
+def test_recovers_known_constants(use_scipy):
+    G = topo.build("dgx1v")
+    truth = DEFAULT.with_values(launch_per_gpu=3e-6, floor=8e-6, **{"efficiency:nvlink2": 0.7})
+    runs = [synthetic(G, c, g, truth) for c in ("all_reduce", "broadcast") for g in (4, 8)]
+    cal = calibrate(runs, G, gpus="0-7", use_scipy=use_scipy)
+    got = {name: value for name, value, _, _ in cal.fitted}
+    assert set(got) == {"launch_per_gpu", "floor", "efficiency:nvlink2"}
+    assert got["launch_per_gpu"] == pytest.approx(3e-6, rel=0.01)
+    assert got["floor"] == pytest.approx(8e-6, rel=0.02)
+    assert got["efficiency:nvlink2"] == pytest.approx(0.7, rel=0.01)
+    assert cal.after["max_abs_time_error"] < 1e-3 < cal.before["max_abs_time_error"]
+
+
+@pytest.fixture(scope="module")
+def dgx2_runs():
+    return {c: read_nccl_tests(v["raw"], name=c) for c, v in RUN["collectives"].items()}
+
+
+def test_fit_on_part_predicts_the_rest(dgx2_runs):
+    G = topo.build("dgx2")
+    cal = calibrate([dgx2_runs["all_reduce"], dgx2_runs["broadcast"]], G)
+    print("\n" + cal.format())
+    for held_out in ("reduce", "all_gather"):
+        result = check(dgx2_runs[held_out], G, calibration=cal, inplace=held_out == "all_gather")
+        print(f"{held_out}: median |time error| {result.median_abs_time_error:.1%}, max "
+              f"{result.max_abs_time_error:.1%}")
+        assert result.median_abs_time_error < 0.07
+
+
+def test_check_json_has_exactly_the_issue_keys(dgx2_runs):
+    result = check(dgx2_runs["all_reduce"], topo.build("dgx2"))
+    data = result.to_json()
+    assert set(data) == {"rows", "median_abs_time_error", "max_abs_time_error"}
+    assert set(data["rows"][0]) == {"size_bytes", "measured_time_us", "predicted_time_us",
+                                    "measured_busbw_gbps", "predicted_busbw_gbps", "time_error",
+                                    "busbw_error"}
+    last = data["rows"][-1]
+    assert last["size_bytes"] == 8589934592 and last["measured_time_us"] == pytest.approx(127453)
+    assert last["time_error"] == pytest.approx(last["predicted_time_us"] / 127453 - 1)
+    assert data["rows"][0]["busbw_error"] is None  # printed 0.00 GB/s: no ratio
+    assert result.gpus == tuple(RUN["cuda_visible_devices"]) and result.gpus_per_thread == 12
+    json.dumps(data)
+
+
+def test_json_round_trip(dgx2_runs):
+    G = topo.build("dgx2")
+    cal = calibrate([dgx2_runs["broadcast"]], G)
+    again = Calibration.from_json(cal.to_json())
+    assert again.model.launch_per_gpu == cal.model.launch_per_gpu
+    assert again.model.efficiency("nvlink2") == cal.model.efficiency("nvlink2")
+    assert again.fitted == cal.fitted
+    assert "calibration on dgx2" in measured(models.estimate(G, "broadcast", 8, "0-3"), G,
+                                             model=again.model).explain()
+
+
+@pytest.mark.parametrize("text, message", [
+    ("not json", "not JSON"),
+    ("[]", "schema"),
+    (json.dumps({"schema": "dgx-topo calibration", "version": SCHEMA_VERSION + 1}), "version"),
+    (json.dumps({"schema": "dgx-topo calibration", "version": SCHEMA_VERSION,
+                 "parameters": {"floor": -1}}), "non-negative"),
+    (json.dumps({"schema": "dgx-topo calibration", "version": SCHEMA_VERSION,
+                 "parameters": {"speed": 1}}), "unknown parameter"),
+])
+def test_bad_calibration_files(text, message):
+    with pytest.raises(Exception, match=message) as info:
+        Calibration.from_json(text)
+    assert isinstance(info.value, topo.DgxTopoError)
+
+
+def test_error_paths(dgx2_runs):
+    G = topo.build("dgx2")
+    with pytest.raises(CalibrationError, match="at least one"):
+        calibrate([], G)
+    unnamed = NcclTestsRun(None, dgx2_runs["reduce"].rows, gpus_per_thread=12, nthreads=1)
+    with pytest.raises(CalibrationError, match="collective"):
+        check(unnamed, G)
+    with pytest.raises(CalibrationError, match="-g must be"):
+        check(dgx2_runs["reduce"], G, gpus_per_thread=13)
+    with pytest.raises(CalibrationError, match="expected an nccl-tests run"):
+        check("text", G)

@@ -1,0 +1,132 @@
+"""Workloads: published parameter counts, FLOPs closed forms, activation memory, the parser."""
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from models.studies.workload import (PRESETS, UnknownDtypeError, UnknownWorkloadError, WorkloadError,
+                             dtype_bytes, parse_workload, resnet50, tp_constraint, workload)
+
+# Released checkpoints' counts (Hugging Face model cards / config-derived), exact.
+EXACT = {
+    "bert-large": 335_141_888,      # bert-large-uncased (the paper quotes 340M)
+    "gpt2-1.5b": 1_557_611_200,     # gpt2-xl (the paper quotes 1542M)
+    "llama3-8b": 8_030_261_248,     # Meta-Llama-3-8B
+    "llama3-70b": 70_553_706_496,   # Meta-Llama-3-70B
+    "llama3-405b": 405_853_388_800,  # Llama-3.1-405B
+    "resnet50": 25_557_032,         # torchvision resnet50
+}
+# Papers' rounded figures: Megatron-LM table 2 "8.3B", GPT-3 table 2.1 "175.0B".
+ROUNDED = {"megatron-8.3b": (8.3e9, 0.05e9), "gpt3-175b": (175.0e9, 0.5e9)}
+
+
+@pytest.mark.parametrize("name,count", EXACT.items())
+def test_parameter_counts_exact(name, count):
+    assert PRESETS[name].parameters == count
+
+
+@pytest.mark.parametrize("name,published", ROUNDED.items())
+def test_parameter_counts_rounded(name, published):
+    value, half_step = published
+    assert abs(PRESETS[name].parameters - value) <= half_step
+
+
+@pytest.mark.parametrize("name", [n for n, w in PRESETS.items() if w.kind == "transformer"])
+def test_flops_per_token_6n_plus_attention(name):
+    # Kaplan et al. 2020: 6 N + attention, N = weights multiplying activations; attention as
+    # Megatron counts it (QK^T and AV over the full s x s): 3 x 4 s h per layer.
+    w = PRESETS[name]
+    reference = 6 * w.matmul_parameters + 12 * w.layers * w.seq * w.hidden
+    assert w.training_flops_per_token() == pytest.approx(reference, rel=0.01)
+
+
+def test_megatron_closed_form_with_recomputation():
+    # Narayanan et al. 2021 eq. (3): 96 B s l h^2 (1 + s/(6h) + V/(16 l h)) per iteration.
+    w = PRESETS["gpt3-175b"]
+    B, s, l, h, V = 1, w.seq, w.layers, w.hidden, w.vocab
+    closed = 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h))
+    assert w.training_flops_per_token(recompute=True) * s == pytest.approx(closed, rel=1e-9)
+
+
+def test_recomputation_adds_one_forward_of_the_layers():
+    w = PRESETS["gpt2-1.5b"]
+    head = 2 * w.hidden * w.vocab
+    layers_fwd = w.forward_flops_per_token() - head
+    assert w.training_flops_per_token(True) - w.training_flops_per_token() == pytest.approx(layers_fwd)
+
+
+def test_resnet50_flops():
+    # He et al. 2016 quote 3.8e9 multiply-adds (stride on the 1x1); the stride-on-3x3 variant
+    # measures 4.09 GMAC per 224x224 image.
+    net = resnet50()
+    assert net.forward_macs == pytest.approx(4.09e9, rel=0.01)
+    assert len([layer for layer in net.conv_layers if layer.kernel == 3]) == 16
+
+
+@pytest.mark.parametrize("name", ["gpt2-1.5b", "megatron-8.3b", "gpt3-175b"])
+def test_activation_memory_korthikanti(name):
+    w = PRESETS[name]
+    s, b, h, a = w.seq, 2, w.hidden, w.heads
+    assert w.activation_bytes(b) == pytest.approx(s * b * h * (34 + 5 * a * s / h))
+    for t in (2, 4, 8):
+        assert w.activation_bytes(b, t) == pytest.approx(s * b * h * (10 + 24 / t + 5 * a * s / (h * t)))
+        assert w.activation_bytes(b, t, sequence_parallel=True) == pytest.approx(
+            s * b * h * (34 + 5 * a * s / h) / t)
+        assert w.activation_bytes(b, t, sequence_parallel=True, recompute="full") == pytest.approx(2 * s * b * h / t)
+    assert w.activation_bytes(b, 1, recompute="selective") == pytest.approx(34 * s * b * h)
+
+
+def test_llama_is_gqa_swiglu():
+    w = PRESETS["llama3-70b"]
+    assert (w.kv_heads, w.gated, w.vocab, w.tied) == (8, True, 128256, False)
+    assert tp_constraint(w, 8) == "" and tp_constraint(w, 16) == ""
+    assert "heads" in tp_constraint(PRESETS["gpt2-1.5b"], 2)  # 25 heads
+    assert "CNN" in tp_constraint(resnet50(), 2)
+
+
+def test_parse_presets_and_custom():
+    assert parse_workload("LLaMA3_8B") is PRESETS["llama3-8b"]
+    w = parse_workload("transformer:layers=4,hidden=256,heads=8,seq=512,vocab=1000,ffn=1024,kv_heads=2,gated=1")
+    assert (w.layers, w.ffn, w.kv_heads, w.gated) == (4, 1024, 2, True)
+    assert workload(w) is w
+
+
+@pytest.mark.parametrize("text,error", [
+    ("gpt5", UnknownWorkloadError),
+    ("cnn:layers=1", WorkloadError),
+    ("transformer:layers=2,hidden=64", WorkloadError),
+    ("transformer:layers=2,hidden=64,heads=3,seq=8,vocab=10", WorkloadError),
+    ("transformer:layers=-2,hidden=64,heads=4,seq=8,vocab=10", WorkloadError),
+    ("transformer:layers=2,hidden=64,heads=4,seq=8,vocab=10,gated=2", WorkloadError),
+    ("transformer:layers=2,layers=2,hidden=64,heads=4,seq=8,vocab=10", WorkloadError),
+    ("transformer:layers=1e3,hidden=64,heads=4,seq=8,vocab=10", WorkloadError),
+    ("transformer:bogus=1", WorkloadError),
+    (42, WorkloadError),
+])
+def test_parse_errors(text, error):
+    with pytest.raises(error):
+        parse_workload(text)
+
+
+def test_dtypes():
+    assert [dtype_bytes(d) for d in ("fp32", "fp16", "bf16", "fp8")] == [4, 2, 2, 1]
+    with pytest.raises(UnknownDtypeError):
+        dtype_bytes("int4")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=80))
+def test_parser_fuzz(text):
+    try:
+        parse_workload(text)
+    except WorkloadError:
+        pass
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 8), st.sampled_from([64, 128, 256]), st.sampled_from([1, 2, 4]),
+       st.integers(16, 512), st.integers(100, 5000))
+def test_flops_grow_with_shapes(layers, hidden, heads, seq, vocab):
+    w = parse_workload(f"transformer:layers={layers},hidden={hidden},heads={heads},seq={seq},vocab={vocab}")
+    bigger = parse_workload(f"transformer:layers={layers + 1},hidden={hidden},heads={heads},seq={seq},vocab={vocab}")
+    assert bigger.training_flops_per_token() > w.training_flops_per_token()
+    assert bigger.parameters - w.parameters == w.layer_parameters
