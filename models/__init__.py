@@ -21,6 +21,10 @@ in the order data flows:
 name.
 """
 
+from . import compat as _compat
+
+_compat.install()
+
 from .engine.routes import P2P_LEVEL, PathType, Route, RouteError, Router, line_rate, route, route_bandwidth
 from .predict.p2p import (EFFICIENCIES, HOST_CEILINGS, MODES, OVERHEADS, Calibrated, P2PError, P2PReport,
                   P2PResult, StagedCopy, achieved_capacity, format_p2p_report, p2p_latency_matrix,
@@ -88,3 +92,8 @@ __all__: list[str] = [
     "GENERATIONS", "UnknownGenerationError", "UnsupportedDtypeError", "generation_of",
     "Plan", "PlanError", "Search", "gpus_ranking", "plan", "search",
 ]
+
+
+def __getattr__(name: str):
+    """0.2's face names that moved (:mod:`models.compat`), with a DeprecationWarning."""
+    return _compat.moved_name(name)

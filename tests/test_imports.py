@@ -36,3 +36,28 @@ def test_imports_pull_in_only_what_they_need():
     result = subprocess.run([sys.executable, "-c", _CODE], capture_output=True, text=True,
                             cwd=Path(__file__).parents[1])
     assert result.returncode == 0, result.stderr
+
+
+_OLD_PATHS = """
+import warnings
+warnings.simplefilter("error")
+import models
+import models.predict.collectives as new
+for old in ("import models.collectives", "from models.nccl.search import search_channels"):
+    try:
+        exec(old)
+    except DeprecationWarning as warning:
+        assert "moved to models." in str(warning), warning
+    else:
+        raise AssertionError(f"{old}: no DeprecationWarning")
+warnings.simplefilter("ignore")
+import models.collectives as old, models.nccl.search as search, models.engine.nccl.search as search_new
+assert old is new and search is search_new, "a 0.2 path gave a second copy of a module"
+assert old.estimate is new.estimate
+"""
+
+
+def test_old_import_paths_work_and_name_the_new_place():
+    result = subprocess.run([sys.executable, "-c", _OLD_PATHS], capture_output=True, text=True,
+                            cwd=Path(__file__).parents[1])
+    assert result.returncode == 0, result.stderr

@@ -633,7 +633,7 @@ def _compare(args) -> None:
                                       gpus_per_thread=args.g, calibration=calibration))
             progress(len(estimates), len(fabrics))
     if args.out is not None:
-        from .report import write_compare_figure  # plotly only for this option
+        from .report.write import write_compare_figure  # plotly only for this option
         write_compare_figure(estimates, names, args.out)
     if args.json:
         _print_json(compare_json(args.collective, ngpus, names, estimates))
@@ -653,7 +653,7 @@ def _report_arguments(parser) -> None:
 
 def _report(args) -> None:
     from .output import check_output_path
-    from .report import write_report  # imports plotly: only this command pays for it
+    from .report.write import write_report  # imports plotly: only this command pays for it
 
     check_output_path(args.out)  # before any work
     _check_cluster_options(args)
@@ -661,7 +661,8 @@ def _report(args) -> None:
         _system_gpus(name, args.max_gpus)
     if args.topo_file:
         from .output import write_text_atomic
-        from .report import analyse_report, render_report
+        from .report.analysis import analyse_report
+        from .report.html import render_report
         fabrics = _fabrics(args, args.names)
         with _progress(args, "report", "step") as progress:
             text = render_report(analyse_report(fabrics, progress=progress))
@@ -753,7 +754,7 @@ def _check(args) -> None:
                    profile=args.nccl, calibration=calibration, inplace=args.inplace)
     written = None
     if args.out is not None:
-        from .report import write_check_html  # plotly only for this option
+        from .report.write import write_check_html  # plotly only for this option
         written = write_check_html(args.out, result, source=os.path.basename(args.file))
     if args.json:
         _print_json(result.to_json())
