@@ -14,8 +14,12 @@ in the order data flows:
   :mod:`models.studies.calibration` (fit and check against them);
 - :mod:`models.studies.whatif` (failures and sweeps), :mod:`models.studies.bounds` (optimal schedules),
   :mod:`models.studies.workload`, :mod:`models.studies.compute`, :mod:`models.studies.planner` (training steps);
-- presentation: :mod:`models.present.text`, :mod:`models.present.output`, :mod:`models.present.plot` and the other
-  ``*_plot`` modules, :mod:`models.present.report`, :mod:`models.present.cli`.
+- presentation, the only place with words: :mod:`models.present.format` (numbers as people read
+  them), :mod:`models.present.text` (tables), :mod:`models.present.json_shapes` (``--json``),
+  :mod:`models.present.explain` (``--explain``), :mod:`models.present.page` (one HTML page),
+  :mod:`models.present.output`, :mod:`models.present.plot` and the other ``*_plot`` modules,
+  :mod:`models.present.report`, :mod:`models.present.cli`. Results are numbers and offer
+  ``to_records()`` (:mod:`models.engine.results`).
 
 ``models.engine.nccltests`` stays a module: its ``busbw()`` function is not re-exported under the same
 name.
@@ -27,7 +31,7 @@ _compat.install()
 
 from .engine.routes import P2P_LEVEL, PathType, Route, RouteError, Router, line_rate, route, route_bandwidth
 from .predict.p2p import (EFFICIENCIES, HOST_CEILINGS, MODES, OVERHEADS, Calibrated, P2PError, P2PReport,
-                  P2PResult, StagedCopy, achieved_capacity, format_p2p_report, p2p_latency_matrix,
+                  P2PResult, StagedCopy, achieved_capacity, p2p_latency_matrix,
                   p2p_matrix, p2p_path, p2p_report, path_type_matrix, staged_copy)
 from .predict.maxflow import MaxFlowError, maxflow_matrix
 from .engine.nccl.profiles import MissingConstantError, NcclProfile, PROFILES, UnknownNcclVersionError, nccl_profile
@@ -62,7 +66,7 @@ from .studies.planner import Plan, PlanError, Search, gpus_ranking, plan, search
 __all__: list[str] = [
     "P2P_LEVEL", "PathType", "Route", "RouteError", "Router", "line_rate", "route", "route_bandwidth",
     "EFFICIENCIES", "HOST_CEILINGS", "MODES", "OVERHEADS", "Calibrated", "P2PError", "P2PReport",
-    "P2PResult", "StagedCopy", "achieved_capacity", "format_p2p_report", "p2p_latency_matrix",
+    "P2PResult", "StagedCopy", "achieved_capacity", "p2p_latency_matrix",
     "p2p_matrix", "p2p_path", "p2p_report", "path_type_matrix", "staged_copy",
     "MaxFlowError", "maxflow_matrix",
     "MissingConstantError", "NcclProfile", "PROFILES", "UnknownNcclVersionError", "nccl_profile",

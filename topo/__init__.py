@@ -3,7 +3,7 @@
 The flat public namespace of the fabric layer. It never imports :mod:`models` nor plotly.
 """
 
-from .errors import (CountError, DgxTopoError, SizeError, SystemSpecError, TopologyError,
+from .errors import (CountError, DgxTopoError, LimitError, SizeError, SystemSpecError, TopologyError,
                      TransformError, UnknownPartError, UnknownSystemError)
 from .schema import ATTRIBUTES, EDGE_KINDS, NODE_KINDS, gpus, nodes_of_kind, schema_markdown, validate
 from .specs import CPUS, GPUS, LINKS, NVSWITCHES, CpuSpec, GpuSpec, LinkSpec, SwitchSpec
@@ -24,7 +24,7 @@ from .io import (TopologyImportError, from_graphml, from_json, from_nccl_xml, fr
 
 __all__ = [
     "DgxTopoError", "TopologyError", "UnknownSystemError", "SystemSpecError", "SizeError",
-    "CountError", "TransformError", "UnknownPartError",
+    "CountError", "LimitError", "TransformError", "UnknownPartError",
     "ATTRIBUTES", "EDGE_KINDS", "NODE_KINDS", "gpus", "nodes_of_kind", "schema_markdown", "validate",
     "CPUS", "GPUS", "LINKS", "NVSWITCHES", "CpuSpec", "GpuSpec", "LinkSpec", "SwitchSpec",
     "dgx1", "dgx1v", "dgx2",

@@ -25,6 +25,7 @@ from topo.units import to_GBps
 from ..studies.bounds import Bound, subset_bounds
 from ..predict.collectives import subsets
 from ..studies.packing import TreePacking
+from .format import format_percent
 
 __all__ = ["packing_figure", "bound_vs_nccl_figure", "ratio_by_size_figure"]
 
@@ -114,7 +115,7 @@ def bound_vs_nccl_figure(G, collective: str, nbytes=2**33, *, relay: str = "swit
             bound_y.append(to_GBps(b))
             nccl_y.append(to_GBps(r.busbw))
             hover.append(f"GPUs {','.join(map(str, r.gpus))}: NCCL {to_GBps(r.busbw):.1f} of "
-                         f"{to_GBps(b):.1f} GB/s ({r.busbw / b:.0%})" if b > 0 else "bound 0")
+                         f"{to_GBps(b):.1f} GB/s ({format_percent(r.busbw / b, 0)})" if b > 0 else "bound 0")
             if b > 0:
                 ratios.append(r.busbw / b)
         mean_ratio.append(float(np.mean(ratios)) if ratios else float("nan"))

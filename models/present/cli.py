@@ -27,7 +27,8 @@ Conventions: bad input (an unknown system, a malformed option, work beyond a lim
 line on stderr and exits 2; Ctrl-C prints one line and exits 130, leaving no partial file.
 Work that takes more than about 2 s shows a progress bar on stderr when stderr is a terminal
 (never with ``--json``). The JSON forms are documented in the README ("JSON output") and are
-stable. Tables and JSON shapes live in :mod:`models.present.text`.
+stable. Tables live in :mod:`models.present.text`, JSON shapes in :mod:`models.present.json_shapes`,
+the ``--explain`` working in :mod:`models.present.explain`.
 
 Adding a command: write ``_NAME_arguments(parser)`` and ``_NAME(args)`` and append a
 :class:`Command` to :data:`COMMANDS`.
@@ -48,24 +49,27 @@ from typing import Callable
 import numpy as np
 
 import topo
-from topo.errors import DgxTopoError
+from topo.errors import DgxTopoError, LimitError
 from topo.registry import SPEC_GRAMMAR, parse_system_spec
 from topo.units import parse_count, parse_nbytes
 
-from ..predict.collectives import COLLECTIVE_NAMES, LimitError, estimate, pairwise, subsets
+from ..predict.collectives import COLLECTIVE_NAMES, estimate, pairwise, subsets
 from ..engine.nccl.profiles import PROFILES
 from ..engine.nccltests import count_from_nbytes
-from ..predict.p2p import MODES, format_p2p_report, p2p_report
+from ..predict.p2p import MODES, p2p_report
 from ..studies.whatif import apply_failures
 from ..studies.workload import WORKLOAD_GRAMMAR
 
 # The grammar of --fail and --degrade (models.studies.whatif.FAILURE_GRAMMAR, shortened for --help).
 FAIL_GRAMMAR = "NODE, A-B or A-B:K"
 DEGRADE_GRAMMAR = "A-B=F with 0 < F <= 1"
+from .explain import bound_summary, explain_bound, explain_check
+from .json_shapes import (bound_json, check_json, collective_json, compare_json, gpus_ranking_json,
+                          p2p_json, pairs_json, plan_json, search_json, subsets_json, systems_json)
 from .progress import progress_bar, wants_progress
-from .text import (collective_json, collective_table, compare_json, compare_table, gpus_ranking_json,
-                   import_summary, measurement_note, package_version, pairs_json, pairs_table,
-                   subsets_json, subsets_table, systems_json, systems_table)
+from .text import (calibration_table, check_table, collective_table, compare_table, format_gpus_ranking,
+                   format_p2p_report, format_plan, format_search, import_summary, measurement_note,
+                   package_version, pairs_table, subsets_table, systems_table)
 
 __all__ = ["main", "build_parser", "Command", "COMMANDS", "parse_size", "MAX_GPUS", "MAX_PAIRS",
            "MAX_SETS", "MAX_SEARCHES", "MAX_PLAN_GPUS", "MAX_BOUND_GPUS", "ALGORITHMS"]
@@ -449,12 +453,9 @@ def _p2p_arguments(parser) -> None:
 
 def _p2p(args) -> None:
     G = _fabric(args, args.name, option="NAME")
-    n = len(topo.select_gpus(G, args.gpus))
-    if n * (n - 1) > args.limit:
-        raise _too_much(f"p2p of {n} GPUs routes {n * (n - 1)} GPU pairs", n * (n - 1), args.limit, "--limit")
-    report = p2p_report(G, args.gpus, mode=args.mode, p2p=args.p2p)
+    report = p2p_report(G, args.gpus, mode=args.mode, p2p=args.p2p, max_pairs=args.limit)
     if args.json:
-        _print_json(report.to_dict())
+        _print_json(p2p_json(report))
         return
     print(format_p2p_report(report, bidirectional=args.bidirectional, latency=args.latency))
 
@@ -483,22 +484,12 @@ def _collective_arguments(parser) -> None:
 def _collective(args) -> None:
     calibration = _calibration(args)  # a bad file fails before any work
     G = _fabric(args, args.system)
-    selected = topo.select_gpus(G, args.gpus)
-    nranks = len(selected)
-    per_host: dict = {}
-    for n in selected:
-        per_host[G.nodes[n]["host"]] = per_host.get(G.nodes[n]["host"], 0) + 1
-    # alltoall routes the pairs inside a host one by one and groups the rest per GPU and NIC
-    # (models.predict.collectives): that, not the nranks x (nranks - 1) flows, is the work.
-    routed = sum(k * (k - 1) for k in per_host.values()) + (nranks if len(per_host) > 1 else 0)
-    flows = {"alltoall": routed, "sendrecv": nranks}.get(args.coll, 0)
-    if flows > args.limit:
-        raise _too_much(f"{args.coll} of {nranks} GPUs routes {flows} GPU pairs", flows, args.limit, "--limit")
+    nranks = len(topo.select_gpus(G, args.gpus))
     requested = np.array(_sweep(args.minbytes, args.maxbytes, args.stepfactor), dtype=np.int64)
     # nccl-tests rounds every size down to whole float32 elements per rank.
-    counts, sizes = (np.atleast_1d(x).astype(np.int64) for x in count_from_nbytes(args.coll, requested, nranks))
+    counts, sizes = (np.atleast_1d(x) for x in count_from_nbytes(args.coll, requested, nranks))
     e = estimate(G, args.coll, sizes, args.gpus, algorithm=args.algo, protocol=args.proto,
-                 profile=args.nccl, gpus_per_thread=args.g, calibration=calibration)
+                 profile=args.nccl, gpus_per_thread=args.g, calibration=calibration, max_pairs=args.limit)
     if args.json:
         _print_json(collective_json(G, e, explain=args.explain))
     else:
@@ -721,7 +712,7 @@ def _calibrate(args) -> None:
         runs = [replace(r, collective=args.collective) if hasattr(r, "rows") else r for r in runs]
     result = calibrate(runs, _fabric(args, args.system), gpus=args.gpus, gpus_per_thread=args.g,
                        profile=args.nccl, inplace=args.inplace)
-    print(result.format())
+    print(calibration_table(result))
     write_text_atomic(args.out, result.to_json())
     print(f"wrote {args.out}")
 
@@ -757,12 +748,12 @@ def _check(args) -> None:
         from .report.write import write_check_html  # plotly only for this option
         written = write_check_html(args.out, result, source=os.path.basename(args.file))
     if args.json:
-        _print_json(result.to_json())
+        _print_json(check_json(result))
         return
-    print(result.format())
+    print(check_table(result))
     if args.explain:
         print()
-        print(result.explain)
+        print(explain_check(result))
     if written is not None:
         print(f"wrote {args.out}")
 
@@ -869,25 +860,13 @@ def _export(args) -> None:
           f"{G.number_of_nodes()} nodes, {G.number_of_edges()} edges)")
 
 
-# Pages of figures (bound, whatif, plan --out): one self-contained HTML file, plotly.js inline.
+# Pages of figures (bound, whatif, plan --out): one self-contained HTML file (models.present.page).
 def _write_figures(path: str, title: str, figures, lines=()) -> None:
-    """Write ``figures`` (plotly) under a title and a few lines of text, atomically."""
-    import html
-
-    import plotly.io as pio
-
+    """Write ``figures`` (plotly) under a title and a few blocks of text, atomically."""
     from .output import write_text_atomic
+    from .page import figures_page
 
-    divs = [pio.to_html(fig, full_html=False, include_plotlyjs=(i == 0), div_id=f"fig-{i}",
-                        config={"displaylogo": False, "responsive": True}, default_width="100%")
-            for i, fig in enumerate(figures)]
-    text = "\n".join(["<!DOCTYPE html>", "<html lang='en'>", "<head>", "<meta charset='utf-8'>",
-                      f"<title>{html.escape(title)}</title>",
-                      "<style>body{font-family:sans-serif;margin:1.5em;max-width:80em}"
-                      "pre{background:#f6f6f6;padding:.6em;overflow-x:auto}</style>", "</head>", "<body>",
-                      f"<h1>{html.escape(title)}</h1>",
-                      *(f"<pre>{html.escape(block)}</pre>" for block in lines), *divs, "</body>", "</html>", ""])
-    write_text_atomic(path, text)
+    write_text_atomic(path, figures_page(title, figures, lines))
 
 
 def _check_out(args) -> None:
@@ -947,20 +926,17 @@ def _bound(args) -> None:
         raise _UsageError(f"--trees and --out pack spanning trees for broadcast, reduce, all_gather, "
                           f"reduce_scatter and all_reduce, received {args.coll} (its bound is a flow LP)")
     G = _fabric(args, args.system)
-    n = len(topo.select_gpus(G, args.gpus))
-    if n > args.limit:
-        raise _too_much(f"a bound on {n} GPUs", n, args.limit, "--limit")
     b = bound(G, args.coll, args.size, args.gpus, relay=args.relay, trees=bool(args.trees or args.out),
-              root=args.root, edge_kinds=args.links, profile=args.nccl)
+              root=args.root, edge_kinds=args.links, profile=args.nccl, max_gpus=args.limit)
     if args.out is not None:
         from .bounds_plot import packing_figure
 
         figures = [packing_figure(G, packing) for packing in b.packings]
-        _write_figures(args.out, f"dgx-topo: {b.collective} bound on {b.system}", figures, [b.format()])
+        _write_figures(args.out, f"dgx-topo: {b.collective} bound on {b.system}", figures, [bound_summary(b)])
     if args.json:
-        _print_json(b.to_json())
+        _print_json(bound_json(b))
         return
-    print(b.explain() if args.explain else b.format())
+    print(explain_bound(b) if args.explain else bound_summary(b))
     if args.out is not None:
         print(f"wrote {args.out}")
 
@@ -996,19 +972,11 @@ def _whatif_arguments(parser) -> None:
 
 
 def _whatif_sweep(args) -> None:
-    import math
-
-    from ..studies.whatif import components, sweep
+    from ..studies.whatif import sweep
 
     _check_out(args)
     executor = None if args.executor == "auto" else args.executor
     G = _fabric(args, args.system)
-    singles = len(components(G, args.fail_each, args.gpus))
-    cases = math.comb(singles, 2) if args.pairs else singles
-    if cases > args.max_cases:
-        raise _too_much(f"--fail-each {args.fail_each}{' --pairs' if args.pairs else ''} on "
-                        f"{G.graph.get('name', 'the fabric')} gives {cases} failure cases", cases,
-                        args.max_cases, "--max-cases")
     with _progress(args, f"whatif {args.fail_each}", "case") as progress:
         result = sweep(G, args.coll, args.size, fail_each=args.fail_each, pairs=args.pairs, gpus=args.gpus,
                        executor=executor, progress=progress, max_cases=args.max_cases, profile=args.nccl)
@@ -1073,7 +1041,7 @@ def _plan_arguments(parser) -> None:
 
 
 def _plan(args) -> None:
-    from ..studies.planner import format_plan, format_search, plan, search
+    from ..studies.planner import plan, search
     from ..studies.workload import parse_workload
 
     _check_out(args)
@@ -1097,7 +1065,7 @@ def _plan(args) -> None:
                        [step_time_figure(result), memory_figure(result)],
                        [format_plan(best, verbose=True)])
     if args.json:
-        print(result.to_json() if args.search else best.to_json())
+        _print_json(search_json(result) if args.search else plan_json(best))
         return
     print(format_search(result, top=args.top) if args.search else format_plan(best, verbose=True))
     if args.out is not None:
@@ -1113,7 +1081,7 @@ def _gpus_arguments(parser) -> None:
 
 
 def _gpus(args) -> None:
-    from ..studies.planner import format_gpus_ranking, gpus_ranking
+    from ..studies.planner import gpus_ranking
     from ..studies.workload import parse_workload
 
     w = parse_workload(args.workload)
@@ -1176,8 +1144,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: The option that raises each limit the library names by its keyword (topo.LimitError.keyword).
+LIMIT_OPTIONS = {"max_sets": "--limit", "max_searches": "--max-searches", "max_pairs": "--limit",
+                 "max_gpus": "--limit", "max_cases": "--max-cases"}
+
+
 def _limit_error(error: LimitError) -> str:
-    option = {"max_sets": "--limit", "max_searches": "--max-searches"}.get(error.keyword, error.keyword)
+    option = LIMIT_OPTIONS.get(error.keyword, error.keyword)
     return str(_too_much(error.what, error.size, error.limit, option))
 
 

@@ -35,6 +35,7 @@ from topo.plot import fabric_figure
 from topo.units import to_GBps, to_us
 
 from ..engine.nccl.search import ChannelSearch
+from .format import format_bytes, format_percent
 from ..predict.collectives import CollectiveEstimate
 
 __all__ = ["p2p_figure", "latency_figure", "busbw_figure", "pairs_figure", "channels_figure",
@@ -58,32 +59,6 @@ SYMBOLS = ("circle", "square", "diamond", "triangle-up", "x", "star", "cross")
 # coincide on screen. A DGX-1V's 8-GPU all_reduce and a DGX-2's GPUs 0-7 are equal; DGX H100
 # and H200 share one fabric.
 _COINCIDE = 0.01
-
-
-def format_bytes(nbytes) -> str:
-    """A size with binary prefixes, as nccl-tests' ``-b``/``-e`` take them.
-
-    Parameters
-    ----------
-    nbytes : int
-        [bytes]
-
-    Returns
-    -------
-    str
-
-    Examples
-    --------
-    >>> format_bytes(8), format_bytes(2**20), format_bytes(3 * 2**29), format_bytes(1000)
-    ('8 B', '1 MiB', '1.5 GiB', '1000 B')
-    """
-    value = float(nbytes)
-    units = ("B", "KiB", "MiB", "GiB", "TiB")
-    step = 0
-    while abs(value) >= 1024 and step < len(units) - 1:
-        value /= 1024
-        step += 1
-    return f"{value:.4g} {units[step]}"
 
 
 def _layout(fig, title, width, height, default_height):
@@ -490,8 +465,8 @@ _MEASURED, _PREDICTED = "#1f77b4", "#d62728"
 _TIME_ERROR, _BUSBW_ERROR = "#2ca02c", "#9467bd"
 
 
-def _percent(value) -> str:
-    return "-" if value is None or not math.isfinite(value) else f"{100 * value:+.1f} %"
+def _signed(value) -> str:
+    return format_percent(value, signed=True, space=True)
 
 
 def check_figure(check, *, title: str | None = None, width: int | None = None,
@@ -533,8 +508,8 @@ def check_figure(check, *, title: str | None = None, width: int | None = None,
     te = np.array([r.time_error for r in rows], dtype=float)
     be = np.array([math.nan if r.busbw_error is None else r.busbw_error for r in rows], dtype=float)
     hover = [f"<b>{format_bytes(s)}</b> ({int(s)} B)<br>measured: time {a:.2f} µs, busbw {b:.2f} GB/s"
-             f"<br>predicted: time {c:.2f} µs, busbw {d:.2f} GB/s<br>error: time {_percent(e)}, "
-             f"busbw {_percent(f)}" for s, a, c, b, d, e, f in zip(sizes, mt, pt, mb, pb, te, be)]
+             f"<br>predicted: time {c:.2f} µs, busbw {d:.2f} GB/s<br>error: time {_signed(e)}, "
+             f"busbw {_signed(f)}" for s, a, c, b, d, e, f in zip(sizes, mt, pt, mb, pb, te, be)]
     fig = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.06,
                         row_heights=[0.38, 0.34, 0.28])
     common = dict(hovertext=hover, hovertemplate="%{hovertext}<extra></extra>", mode="lines+markers")
@@ -565,9 +540,9 @@ def check_figure(check, *, title: str | None = None, width: int | None = None,
                                                        bgcolor="rgba(255,255,255,0.85)"))
     fig = _layout(fig, heading, width, height, 720)
     fig.update_layout(title=dict(subtitle=dict(text=(
-        f"GPUs {','.join(map(str, check.gpus))}. |time error| median {check.median_abs_time_error:.1%}, "
-        f"max {check.max_abs_time_error:.1%}; |busbw error| median {check.median_abs_busbw_error:.1%}, "
-        f"max {check.max_abs_busbw_error:.1%}"))), margin=dict(t=90))
+        f"GPUs {','.join(map(str, check.gpus))}. |time error| median {format_percent(check.median_abs_time_error)}, "
+        f"max {format_percent(check.max_abs_time_error)}; |busbw error| median "
+        f"{format_percent(check.median_abs_busbw_error)}, max {format_percent(check.max_abs_busbw_error)}"))), margin=dict(t=90))
     return fig
 
 
@@ -619,7 +594,7 @@ def p2p_check_figure(destinations, series, *, quantity: str = "bandwidth", sourc
             raise DgxTopoError(f"series {name!r}: expected {len(labels)} measured and {len(labels)} "
                                f"predicted values, received {m.size} and {p.size}")
         hover = [f"GPU {source} → GPU {d}, {name}<br>measured {a:.2f} {unit}<br>predicted {b:.2f} {unit}"
-                 f"<br>error {_percent(b / a - 1 if a else math.nan)}" for d, a, b in zip(labels, m, p)]
+                 f"<br>error {_signed(b / a - 1 if a else math.nan)}" for d, a, b in zip(labels, m, p)]
         color = _SERIES_COLORS[k % len(_SERIES_COLORS)]
         common = dict(x=labels, hovertext=hover, hovertemplate="%{hovertext}<extra></extra>",
                       legendgroup=name, legendgrouptitle=dict(text=name))

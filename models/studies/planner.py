@@ -62,7 +62,6 @@ Examples
 from __future__ import annotations
 
 import itertools
-import json
 import math
 from dataclasses import dataclass, field
 
@@ -72,14 +71,14 @@ import topo
 from topo.errors import DgxTopoError
 from topo.units import GB, GiB, MiB, to_us
 
+from ..engine.results import Moved, tidy_records
 from ..predict.collectives import Estimator
 from .compute import (DEFAULT_EFFICIENCY, DEFAULT_MEMORY_EFFICIENCY, GENERATIONS, generation,
                       generation_of, gpu_memory, op_roofline)
 from .workload import CNN, dtype_bytes, tp_constraint, workload as as_workload
 
 __all__ = ["PlanError", "Layout", "Memory", "Component", "Plan", "Search", "GpuRank",
-           "plan", "search", "memory", "gpus_ranking", "format_plan", "format_search",
-           "format_gpus_ranking", "ORDERS", "RECOMPUTE", "DEFAULT_BUCKET", "DEFAULT_OVERLAP",
+           "plan", "search", "memory", "gpus_ranking", "ORDERS", "RECOMPUTE", "DEFAULT_BUCKET", "DEFAULT_OVERLAP",
            "OPTIMIZER_PASS_BYTES"]
 
 #: Nesting orders of the data- and pipeline-parallel groups over the tensor-parallel groups.
@@ -275,29 +274,24 @@ class Plan:
             return "memory capacity"
         return max(self.components, key=lambda c: c.exposed).name
 
-    def explain(self) -> str:
-        return format_plan(self, verbose=True)
+    explain = Moved("models.present.text.format_plan(plan, verbose=True)")
+    to_dict = Moved("models.present.json_shapes.plan_json(plan)")
+    to_json = Moved("models.present.json_shapes.plan_json(plan)")
 
-    def to_dict(self) -> dict:
-        return {
+    def to_records(self) -> list:
+        """Tidy rows, one per component of the step (one row with ``component`` None when the
+        layout does not fit): the layout, the step's figures and the component's time and
+        exposed part."""
+        components = self.components or (Component(None, None, None),)
+        return tidy_records({
             "workload": self.workload, "fabric": self.fabric, "generation": self.generation,
-            "dtype": self.dtype, "layout": {k: getattr(self.layout, k) for k in Layout.__slots__},
-            "fits": self.fits, "reason": self.reason,
-            "step_time_s": self.step_time if self.fits else None,
-            "samples_per_s": self.samples_per_s, "tokens_per_s": self.tokens_per_s,
-            "tflops_per_gpu": self.tflops_per_gpu, "mfu": self.mfu,
-            "memory_per_gpu_bytes": self.memory.total,
-            "memory": {"parameters": self.memory.parameters, "gradients": self.memory.gradients,
-                       "optimizer": self.memory.optimizer, "activations": self.memory.activations,
-                       "capacity": self.memory.capacity},
-            "components": {c.name: {"time_s": c.time, "exposed_s": c.exposed, "detail": c.detail}
-                           for c in self.components},
-            "exposed_comm_s": sum(c.exposed for c in self.components if c.name.endswith("_comm")),
-            "groups": {k: [list(g) for g in v] for k, v in self.groups.items()},
-        }
-
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2)
+            "dtype": self.dtype, "layout": self.layout.label(), "tp": self.layout.tp, "pp": self.layout.pp,
+            "dp": self.layout.dp, "zero": self.layout.zero, "micro_batch": self.layout.micro_batch,
+            "global_batch": self.layout.global_batch, "recompute": self.layout.recompute,
+            "fits": self.fits, "step_time_s": self.step_time if self.fits else None,
+            "samples_per_s": self.samples_per_s, "mfu": self.mfu, "memory_bytes": self.memory.total,
+            "component": [c.name for c in components], "time_s": [c.time for c in components],
+            "exposed_s": [c.exposed for c in components]})
 
 
 @dataclass(frozen=True, slots=True)
@@ -321,13 +315,13 @@ class Search:
     def fitting(self) -> tuple:
         return tuple(p for p in self.plans if p.fits)
 
-    def explain(self) -> str:
-        return format_search(self)
+    explain = Moved("models.present.text.format_search(search)")
+    to_json = Moved("models.present.json_shapes.search_json(search)")
 
-    def to_json(self) -> str:
-        return json.dumps({"best": self.best.to_dict(),
-                           "layouts": [p.to_dict() for p in self.plans],
-                           "skipped": list(self.skipped)}, indent=2)
+    def to_records(self) -> list:
+        """Tidy rows of every layout (:meth:`Plan.to_records`), each with its ``rank`` (1 is
+        the best)."""
+        return [{"rank": i + 1, **row} for i, p in enumerate(self.plans) for row in p.to_records()]
 
 
 # ------------------------------------------------------------------------------- fabric
@@ -898,6 +892,13 @@ class GpuRank:
     binding: str
     fits: bool
 
+    def to_records(self) -> list:
+        """One tidy row (``time_per_sample_s`` None for a generation without the dtype)."""
+        return tidy_records({"generation": self.generation,
+                             "time_per_sample_s": self.time_per_sample if math.isfinite(self.time_per_sample) else None,
+                             "compute_s": self.compute, "memory_s": self.memory_bound,
+                             "communication_s": self.communication, "binding": self.binding, "fits": self.fits})
+
 
 #: Per-GPU NVLink bandwidth per direction of each generation's HGX/DGX board (datasheets:
 #: P100 160 GB/s, V100 300 GB/s, A100 600 GB/s, H100/H200 900 GB/s, B200 1.8 TB/s, all quoted
@@ -950,44 +951,3 @@ def gpus_ranking(workload, *, dtype: str = "fp16", micro_batch: int = 1, ngpus: 
                              max(parts, key=parts.get), fits))
     ranks.sort(key=lambda r: (not r.fits, r.time_per_sample))
     return tuple(ranks)
-
-
-# ------------------------------------------------------------------------------ display
-def format_plan(p: Plan, verbose: bool = False) -> str:
-    """A plan as text: layout, throughput, components, memory (and groups when verbose)."""
-    lines = [f"{p.workload} on {p.fabric} ({p.generation}, {p.dtype}): {p.layout.label()}"]
-    if not p.fits:
-        lines.append(f"  does not fit: {p.reason}")
-        return "\n".join(lines)
-    lines.append(f"  step {p.step_time * 1e3:.1f} ms; {p.samples_per_s:.2f} samples/s, "
-                 f"{p.tokens_per_s:,.0f} tokens/s; {p.tflops_per_gpu:.1f} TFLOP/s per GPU, "
-                 f"MFU {p.mfu:.1%}; binding: {p.binding()}")
-    for c in p.components:
-        lines.append(f"  {c.name:10} {c.time * 1e3:10.2f} ms (exposed {c.exposed * 1e3:9.2f} ms)  {c.detail}")
-    lines.append(f"  memory per GPU: {p.memory.describe()}")
-    if verbose:
-        for dim in ("tp", "pp", "dp"):
-            shown = p.groups[dim][:4]
-            more = len(p.groups[dim]) - len(shown)
-            lines.append(f"  {dim} groups: " + " ".join("(" + ",".join(map(str, g)) + ")" for g in shown)
-                         + (f" ... +{more}" if more > 0 else ""))
-    return "\n".join(lines)
-
-
-def format_search(s: Search, top: int = 10) -> str:
-    """The ranking as a table."""
-    lines = [f"{'layout':44} {'step ms':>9} {'samples/s':>10} {'MFU':>6} {'mem GB':>7}  binding"]
-    for p in s.plans[:top]:
-        step = f"{p.step_time * 1e3:9.1f}" if p.fits else f"{'OOM':>9}"
-        lines.append(f"{p.layout.label():44} {step} {p.samples_per_s:10.2f} {p.mfu:6.1%} "
-                     f"{p.memory.total / GB:7.1f}  {p.binding() if p.fits else 'memory capacity'}")
-    return "\n".join(lines)
-
-
-def format_gpus_ranking(ranks) -> str:
-    lines = [f"{'GPU':6} {'ms/sample':>10} {'compute':>9} {'memory':>9} {'comm':>9}  fits  binding"]
-    for r in ranks:
-        t = f"{r.time_per_sample * 1e3:10.3f}" if math.isfinite(r.time_per_sample) else f"{'-':>10}"
-        lines.append(f"{r.generation:6} {t} {r.compute * 1e3:9.3f} {r.memory_bound * 1e3:9.3f} "
-                     f"{r.communication * 1e3:9.3f}  {'yes' if r.fits else 'no ':4}  {r.binding}")
-    return "\n".join(lines)

@@ -33,6 +33,7 @@ from models.predict.collectives import estimate
 from models.engine.nccl.channels import channel_graphs
 from models.engine.nccl.system import NcclSystem
 from models.predict.p2p import p2p_matrix
+from models.present.explain import explain
 
 GB = 1e9
 
@@ -113,7 +114,7 @@ def test_all_reduce_picks_nvls_and_explains_mnnvl(rack_estimate):
     # 72 ranks make every ring and chain step count (latency 142 x per-hop), NVLS's is one
     # 25 us step: NCCL's model picks NVLS at every size.
     assert list(rack_estimate.algorithm) == ["nvls", "nvls"]
-    text = rack_estimate.explain()
+    text = explain(rack_estimate)
     assert "MNNVL: the GPUs of hosts 0-17" in text and "NVLS chosen for all_reduce" in text
 
 

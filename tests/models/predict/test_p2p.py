@@ -18,9 +18,12 @@ from models.present.cli import main
 from models.predict import maxflow as maxflow_module
 from models.predict.maxflow import MaxFlowError, maxflow_matrix
 from models.predict.p2p import (EFFICIENCIES, HOST_CEILINGS, OVERHEADS, P2PError, _Table,
-                        achieved_capacity, format_p2p_report, p2p_latency_matrix, p2p_matrix,
+                        achieved_capacity, p2p_latency_matrix, p2p_matrix,
                         p2p_path, p2p_report, path_type_matrix, staged_copy)
 from models.engine.routes import PathType, RouteError
+from models.present.explain import explain
+from models.present.json_shapes import p2p_json
+from models.present.text import format_p2p_report
 from tests.conftest import DATA
 from topo.parts import add_cpu, add_gpu, add_link
 from topo.specs import GPUS, LINKS
@@ -186,7 +189,7 @@ def test_host_ceiling_binds_when_the_pcie_links_outrun_host_memory():
     assert STAGED * LINKS["pcie5_x16"].bandwidth > ceiling
     r = p2p_path(G, 0, 1, p2p=False)
     assert r.bandwidth == pytest.approx(ceiling) and r.bottleneck == ("host_memory", "cpu0")
-    assert "host ceiling" in r.explain()
+    assert "host ceiling" in explain(r)
     assert p2p_matrix(G, p2p=False, bidirectional=True)[0, 1] == pytest.approx(ceiling)
     # Never binds on the DGX hosts (the row: same-socket pairs measure as cross-socket ones).
     for name in ("dgx1v", "dgx2"):
@@ -325,7 +328,7 @@ def test_diagonal_without_memory_bandwidth_is_nan_and_null():
     G = custom_pair(memory=False)
     m = p2p_matrix(G)
     assert np.isnan(np.diag(m)).all() and m[0, 1] == pytest.approx(25 * GB * NV)
-    data = p2p_report(G).to_dict()
+    data = p2p_json(p2p_report(G))
     assert data["unidirectional_gbps"][0] == [None, pytest.approx(25 * NV)]
     assert data["system"] == "pair" and data["path_type"] == [["LOC", "NVL"], ["NVL", "LOC"]]
 
@@ -603,12 +606,12 @@ def test_achieved_capacity_per_technology():
 
 
 def test_explain_shows_the_working():
-    text = p2p_path(fabric("dgx1v"), 0, 1, p2p=False).explain()
+    text = explain(p2p_path(fabric("dgx1v"), 0, 1, p2p=False))
     assert text.splitlines()[0] == "GPU0 -> GPU1: PIX, staged through cpu0's memory"
     assert "staged 0.6068" in text and "overhead staged_p2p_disabled 16.31 us" in text
-    text = p2p_path(fabric("dgx2"), 0, 9).explain()
+    text = explain(p2p_path(fabric("dgx2"), 0, 9))
     assert "nvlink2 0.9706" in text and "overhead p2p 1.40 us + hops 1.50 us" in text
-    assert "hbm_sm60 0.7148" in p2p_path(fabric("dgx1"), 2, 2).explain()
+    assert "hbm_sm60 0.7148" in explain(p2p_path(fabric("dgx1"), 2, 2))
 
 
 # -- errors ---------------------------------------------------------------------------------

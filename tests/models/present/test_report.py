@@ -36,6 +36,7 @@ from models.present.report import render_report
 from models.present.report.analysis import (BOUND_RELAY, BOUND_SIZE, BOUND_WORST, TRAINING_TP, bound_edge_kinds,
                                     set_classes, worst_sets)
 from tests.conftest import DATA
+from models.present.explain import describe_cut
 
 
 _ANALYSIS = {}
@@ -391,7 +392,7 @@ def test_bounds_numbers_are_models_bound(all_analysis):
     assert x.bound_busbw == pytest.approx(direct.bound_busbw)
     assert x.nccl_busbw == pytest.approx(direct.nccl_busbw)
     assert x.ratio == pytest.approx(direct.ratio)
-    assert b.worst[0].cut == direct.cut.describe()
+    assert b.worst[0].cut == describe_cut(direct.cut)
 
 
 def test_worst_sets_table_is_sorted(full_report, all_analysis):
@@ -792,3 +793,18 @@ def test_compare_out_writes_its_curves(tmp_path, capsys):
     assert "does not exist" in capsys.readouterr().err
     with pytest.raises(topo.DgxTopoError, match="one name per estimate"):
         write_compare_figure([], ["a"], tmp_path / "y.html")
+
+
+def test_error_cells_are_signed_with_one_decimal():
+    # Issue 19 item 8: a second _pct (whole, unsigned percent, for the bounds section) once
+    # shadowed the signed one, so the model-vs-measurement cells printed "5%".
+    from models.studies.calibration import Check, CheckRow
+    from models.present.report.html import check_html
+
+    rows = (CheckRow(1024, 10e-6, 10.512e-6, 1e9, 0.8e9, 0.0512, -0.2),
+            CheckRow(2048, 10e-6, 9.99e-6, 1e9, 1.001e9, -0.001, None))
+    page = check_html(Check("all_reduce", "dgx2", (0, 1), 1, rows, 0.0263, 0.0512, 0.2, 0.2))
+    assert "<td class='err fair'>+5.1 %</td>" in page and "<td class='err poor'>-20.0 %</td>" in page
+    assert "<td class='err ok'>-0.1 %</td>" in page and "<td class='na'>-</td>" in page
+    cells = re.findall(r"<td class='err [a-z]+'>([^<]*)</td>", page)
+    assert len(cells) == 3 and all(re.fullmatch(r"[+-][0-9]+\.[0-9] %", c) for c in cells)

@@ -11,6 +11,8 @@ from models.studies.planner import (Layout, PlanError, gpus_ranking, memory, pla
 from models.present.plan_plot import memory_figure, step_time_figure
 from models.studies.workload import PRESETS, WorkloadError
 from models.studies.compute import UnsupportedDtypeError
+from models.present.json_shapes import plan_json
+from models.present.text import format_plan, format_search
 from topo.units import GiB
 
 MEGATRON = dict(zero=1, recompute="full", dtype="fp16")
@@ -73,12 +75,12 @@ def test_megatron_8_3b_on_dgx2_fits_with_tp8_not_with_dp16(dgx2):
     assert fit.fits and fit.memory.capacity == 32 * GiB
     oom = plan("megatron-8.3b", dgx2, tp=1, pp=1, dp=16, zero=0, recompute="full", dtype="fp16")
     assert not oom.fits and "out of memory" in oom.reason and math.isinf(oom.step_time)
-    assert oom.to_dict()["step_time_s"] is None
+    assert plan_json(oom)["step_time_s"] is None
 
 
 def test_result_fields_and_json(dgx2):
     p = plan("megatron-8.3b", dgx2, tp=8, pp=1, dp=2, **MEGATRON)
-    d = json.loads(p.to_json())
+    d = json.loads(json.dumps(plan_json(p)))
     for key in ("step_time_s", "samples_per_s", "tokens_per_s", "tflops_per_gpu", "mfu",
                 "memory_per_gpu_bytes", "components"):
         assert key in d
@@ -89,7 +91,7 @@ def test_result_fields_and_json(dgx2):
     # MFU = model FLOPs / (step x GPUs x peak), model FLOPs per token from the workload.
     w = PRESETS["megatron-8.3b"]
     assert p.mfu == pytest.approx(w.training_flops_per_token() * p.tokens_per_s / 16 / 125e12)
-    assert "tp groups" in p.explain()
+    assert "tp groups" in format_plan(p, verbose=True)
     assert sorted(i for g in p.groups["tp"] for i in g) == list(range(16))
 
 
@@ -141,7 +143,7 @@ def test_search_ranks_fitting_first_by_step_time(dgx1v):
     assert {p.layout.tp for p in s.plans} == {1, 2, 4, 8}
     with pytest.raises(PlanError, match="heads"):  # GPT-2's 25 heads: tp 2 does not divide
         search("gpt2-1.5b", dgx1v, tp=2, dtype="fp16")
-    assert "layout" in s.explain()
+    assert "layout" in format_search(s)
 
 
 def test_resnet50_is_data_parallel(dgx1v):
