@@ -59,7 +59,7 @@ def exported(tmp_path_factory):
     paths = {}
     for kind in ("json", "graphml"):
         paths[kind] = str(folder / f"dgx1v.{kind}")
-        assert main(["export", "dgx1v", "--format", kind, "--out", paths[kind]]) == 0
+        assert main(["export", "--system", "dgx1v", "--format", kind, "--out", paths[kind]]) == 0
     return paths
 
 
@@ -100,7 +100,7 @@ def test_the_shipped_import_is_what_the_readme_command_writes(capsys, tmp_path):
 def test_an_imported_dgx1v_predicts_what_the_built_in_one_does(capsys, imported):
     """The published DGX-1V printout, imported, gives the built-in DGX-1V's P2P matrices and
     collectives figure for figure: the importer rebuilds the same fabric from the text."""
-    for builtin, again in ((["p2p", "dgx1v"], ["p2p", "--topo-file", imported]),
+    for builtin, again in ((["p2p", "--system", "dgx1v"], ["p2p", "--topo-file", imported]),
                            (["collective", "broadcast", "--system", "dgx1v"], ["collective", "broadcast",
                                                                                "--topo-file", imported]),
                            (["pairs", "all_reduce", "-s", "64M", "--system", "dgx1v"],
@@ -205,18 +205,18 @@ def test_export_round_trips_give_the_same_predictions(capsys, exported):
         again = json.loads(ok(capsys, "collective", "all_reduce", "--topo-file", path, "-b", "8", "-e", "1G",
                               "-f", "64", "--json"))
         assert again == builtin
-    assert ok(capsys, "p2p", "--topo-file", exported["graphml"]) == ok(capsys, "p2p", "dgx1v")
+    assert ok(capsys, "p2p", "--topo-file", exported["graphml"]) == ok(capsys, "p2p", "--system", "dgx1v")
 
 
 def test_export_prints_what_it_wrote(capsys, tmp_path):
-    out = ok(capsys, "export", "2xdgx1v:rail", "--format", "graphml", "--out", tmp_path / "c.graphml")
+    out = ok(capsys, "export", "--system", "2xdgx1v:rail", "--format", "graphml", "--out", tmp_path / "c.graphml")
     assert out == f"wrote {tmp_path / 'c.graphml'} (graphml: 2xDGX-1V, 16 GPUs, 41 nodes, 156 edges)\n"
     G = topo.from_graphml((tmp_path / "c.graphml").read_text())
     assert G.graph["network"] == "rail" and len(topo.gpus(G)) == 16
 
 
 def test_export_of_a_whatif(capsys, tmp_path):
-    ok(capsys, "export", "dgx1v", "--fail", "gpu0-gpu3:1", "--out", tmp_path / "f.json")
+    ok(capsys, "export", "--system", "dgx1v", "--fail", "gpu0-gpu3:1", "--out", tmp_path / "f.json")
     G = topo.from_json((tmp_path / "f.json").read_text())
     assert G.edges["gpu0", "gpu3"]["links"] == 1 and G.graph["name"] == "DGX-1V (fail gpu0-gpu3:1)"
 
@@ -225,7 +225,7 @@ def test_export_of_a_whatif(capsys, tmp_path):
     (["dgx1v"], "the following arguments are required: --out"),
     (["dgx1v", "--out", "{tmp}"], "it is a directory"),
     (["dgx1v", "--format", "dot", "--out", "{tmp}/x"], "invalid choice: 'dot'"),
-    (["--out", "{tmp}/x"], "the following arguments are required: NAME (or --topo-file FILE)"),
+    (["--out", "{tmp}/x"], "the following arguments are required: --system SPEC (or --topo-file FILE)"),
     (["nope", "--out", "{tmp}/x"], "unknown system 'nope'"),
 ])
 def test_export_errors_write_nothing(capsys, tmp_path, argv, message):
@@ -258,7 +258,7 @@ def test_every_system_command_takes_a_topo_file(capsys, tmp_path, imported, name
 
 @pytest.mark.parametrize("name", sorted(set(SYSTEM_COMMANDS) - {"compare"}))
 def test_system_and_topo_file_exactly_one(capsys, tmp_path, imported, name):
-    option = ["dgx1v"] if name in ("topo", "p2p", "export") else ["--system", "dgx1v"]
+    option = ["--system", "dgx1v"]
     if name == "topo" or name == "p2p" or name == "export":
         argv = _argv(name, tmp_path)[:1] + option + _argv(name, tmp_path)[1:]
     else:
@@ -272,7 +272,7 @@ def test_calibrate_check_and_report_take_topo_files(capsys, tmp_path):
     nccl-tests output of a DGX-2, tests/data/dgx2_12gpu_nccl_tests.json)."""
     raw = json.loads((DATA / "dgx2_12gpu_nccl_tests.json").read_text())["collectives"]["all_reduce"]["raw"]
     (tmp_path / "run.txt").write_text(raw)
-    ok(capsys, "export", "dgx2", "--out", tmp_path / "dgx2.json")
+    ok(capsys, "export", "--system", "dgx2", "--out", tmp_path / "dgx2.json")
     out = ok(capsys, "calibrate", tmp_path / "run.txt", "--topo-file", tmp_path / "dgx2.json",
              "--out", tmp_path / "cal.json")
     assert "wrote" in out and json.loads((tmp_path / "cal.json").read_text())["version"] == 1
@@ -285,13 +285,13 @@ def test_calibrate_check_and_report_take_topo_files(capsys, tmp_path):
     # The report of a GraphML file: a DGX A100 (one NCCL channel search per set class, where a
     # DGX-1V's report adds its 73 classes, the training step and the measurements: the same
     # page code, tested on the built-in systems in tests/models/present/test_report.py).
-    ok(capsys, "export", "dgxa100", "--out", tmp_path / "a100.graphml")
+    ok(capsys, "export", "--system", "dgxa100", "--out", tmp_path / "a100.graphml")
     out = ok(capsys, "report", "--topo-file", tmp_path / "a100.graphml", "--out", tmp_path / "r.html")
     assert out.startswith("wrote ") and out.rstrip().endswith("comparing DGX A100")
 
 
 def test_compare_builtin_with_imported(capsys, imported):
-    data = json.loads(ok(capsys, "compare", "dgx1v", "--topo-file", imported, "-b", "1M", "-e", "1M", "--json"))
+    data = json.loads(ok(capsys, "compare", "--system", "dgx1v", "--topo-file", imported, "-b", "1M", "-e", "1M", "--json"))
     assert data["systems"] == ["dgx1v", "imported"] and data["ngpus"] == 8
 
 
@@ -337,8 +337,8 @@ def test_topo_file_that_is_not_a_regular_file(capsys, tmp_path):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["topo", "dgx1v", "--nodes", "2"], "--nodes N joins copies of a --topo-file fabric"),
-    (["topo", "dgx1v", "--network", "rail"], "--network applies to a cluster"),
+    (["topo", "--system", "dgx1v", "--nodes", "2"], "--nodes N joins copies of a --topo-file fabric"),
+    (["topo", "--system", "dgx1v", "--network", "rail"], "--network applies to a cluster"),
     (["topo", "--topo-file", "{file}", "--nodes", "0"], "argument --nodes"),
     (["topo", "--topo-file", "{file}", "--nodes", "3", "--max-gpus", "16"], "has 24 GPUs, more than the limit of 16"),
     (["collective", "all_reduce", "--topo-file", "{file}", "--max-gpus", "4"], "has 8 GPUs, more than the limit of 4"),
@@ -351,13 +351,13 @@ def test_cluster_option_errors(capsys, imported, argv, message):
 
 # ------------------------------------------------------------------------------ what-ifs
 def test_fail_one_link_shows_in_topo_and_p2p(capsys):
-    out = ok(capsys, "topo", "dgx1v", "--no-legend", "--fail", "gpu0-gpu3:1")
+    out = ok(capsys, "topo", "--system", "dgx1v", "--no-legend", "--fail", "gpu0-gpu3:1")
     assert _cells(out)[1][:5] == ["GPU0", "X", "NV1", "NV1", "NV1"]
-    assert _cells(ok(capsys, "topo", "dgx1v", "--fail", "gpu0-gpu3"))[1][4] == "PHB"
+    assert _cells(ok(capsys, "topo", "--system", "dgx1v", "--fail", "gpu0-gpu3"))[1][4] == "PHB"
     # An NV2 pair at half bandwidth copies like an NV1 pair (the model reads the edge's bandwidth).
-    degraded = json.loads(ok(capsys, "p2p", "dgx1v", "--json", "--degrade", "gpu0-gpu3=0.5"))
+    degraded = json.loads(ok(capsys, "p2p", "--system", "dgx1v", "--json", "--degrade", "gpu0-gpu3=0.5"))
     assert degraded["unidirectional_gbps"][0][3] == degraded["unidirectional_gbps"][0][1]
-    baseline = json.loads(ok(capsys, "p2p", "dgx1v", "--json"))
+    baseline = json.loads(ok(capsys, "p2p", "--system", "dgx1v", "--json"))
     assert baseline["unidirectional_gbps"][0][3] > degraded["unidirectional_gbps"][0][3]
 
 
@@ -373,7 +373,7 @@ def test_failed_nvswitch_costs_allreduce_bandwidth(capsys):
 
 
 def test_failed_gpu_leaves_the_others_numbered(capsys):
-    out = ok(capsys, "topo", "dgx1v", "--fail", "gpu2", "--no-legend")
+    out = ok(capsys, "topo", "--system", "dgx1v", "--fail", "gpu2", "--no-legend")
     assert _cells(out)[0][:8] == ["GPU0", "GPU1", "GPU3", "GPU4", "GPU5", "GPU6", "GPU7", "mlx5_0"]
     data = json.loads(ok(capsys, "pairs", "all_reduce", "--system", "dgx1v", "--fail", "gpu2", "-s", "1M",
                          "--json"))
@@ -384,7 +384,7 @@ def test_whatifs_on_ranked_commands_and_compare(capsys):
     data = json.loads(ok(capsys, "subsets", "all_reduce", "--system", "dgx1v", "-k", "2", "-s", "64M", "--json",
                          "--fail", "gpu0-gpu3", "--fail", "gpu0-gpu4"))
     assert [0, 3] not in [s["gpus"][:2] for s in data["subsets"][:10]]  # now PCIe only: not near the top
-    data = json.loads(ok(capsys, "compare", "dgx1v", "dgx1", "--fail", "gpu0-gpu3", "-b", "1M", "-e", "1M",
+    data = json.loads(ok(capsys, "compare", "--system", "dgx1v", "dgx1", "--fail", "gpu0-gpu3", "-b", "1M", "-e", "1M",
                          "--json"))
     assert data["systems"] == ["DGX-1V (fail gpu0-gpu3)", "DGX-1 (fail gpu0-gpu3)"]
 
@@ -399,7 +399,7 @@ def test_whatifs_on_ranked_commands_and_compare(capsys):
     (["--fail"], "expected one argument"),
 ])
 def test_whatif_errors(capsys, argv, message):
-    for command in (["topo", "dgx1v"], ["collective", "all_reduce", "--system", "dgx1v"]):
+    for command in (["topo", "--system", "dgx1v"], ["collective", "all_reduce", "--system", "dgx1v"]):
         assert message in fails(capsys, *command, *argv)
 
 

@@ -1,3 +1,4 @@
+# PYTHON_ARGCOMPLETE_OK (shell completion: the completion extra, see _complete)
 """The ``dgxtopo`` command line: thin, parse -> size the work -> call the library -> print.
 
 Subcommands (``dgxtopo COMMAND --help`` for each)
@@ -19,12 +20,21 @@ Subcommands (``dgxtopo COMMAND --help`` for each)
 ``plan``        a training step of a workload on a fabric: layout, placement, where time goes.
 ``gpus``        GPU generations ranked for a workload, with the resource that binds.
 
-Every command that takes a system also takes ``--topo-file FILE`` (a fabric written by import
-or export) instead, and ``--nodes N [--network fat_tree|rail]`` to join N copies of it. The
-modelling commands take what-ifs, ``--fail SPEC`` and ``--degrade SPEC`` (:mod:`models.studies.whatif`).
+Every command that takes a system names it ``--system SPEC`` (``compare`` and ``report`` take
+several: ``--system dgx2 2xdgx1v``): the one form that reads the same next to each command's own
+positionals (a collective, a workload, a file). The positional forms of 0.2 (``topo NAME``,
+``compare SPEC ...``) still work and print a deprecation note on stderr once the command has
+succeeded. Each also takes ``--topo-file FILE`` (a fabric written by import or export) instead,
+and ``--nodes N [--network fat_tree|rail|rail_only]`` to join N copies of it. The modelling
+commands take what-ifs, ``--fail SPEC`` and ``--degrade SPEC`` (:mod:`models.studies.whatif`).
 
-Conventions: bad input (an unknown system, a malformed option, work beyond a limit) prints one
-line on stderr and exits 2; Ctrl-C prints one line and exits 130, leaving no partial file.
+Conventions: every command that produces a result prints it as JSON with ``--json`` (the
+commands that write a file: what they wrote, with its summary); every ``--out`` says what it
+wrote unless ``--json``; ``--top`` cuts the JSON like the table; ``COMMAND --help`` ends with the
+grammars that command's options take, and only those. Bad input (an unknown system, a malformed
+option, work beyond a limit) prints one line on stderr that points to the command's help and
+exits 2; a limit is raised by the library as :class:`topo.LimitError` naming its keyword, which
+:data:`LIMIT_OPTIONS` maps to the option. Ctrl-C prints one line and exits 130, leaving no partial file.
 Work that takes more than about 2 s shows a progress bar on stderr when stderr is a terminal
 (never with ``--json``). The JSON forms are documented in the README ("JSON output") and are
 stable. Tables live in :mod:`models.present.text`, JSON shapes in :mod:`models.present.json_shapes`,
@@ -64,8 +74,9 @@ from ..studies.workload import WORKLOAD_GRAMMAR
 FAIL_GRAMMAR = "NODE, A-B or A-B:K"
 DEGRADE_GRAMMAR = "A-B=F with 0 < F <= 1"
 from .explain import bound_summary, explain_bound, explain_check
-from .json_shapes import (bound_json, check_json, collective_json, compare_json, gpus_ranking_json,
-                          p2p_json, pairs_json, plan_json, search_json, subsets_json, systems_json)
+from .json_shapes import (bound_json, calibration_json, check_json, collective_json, compare_json,
+                          export_json, gpus_ranking_json, import_json, p2p_json, pairs_json, plan_json,
+                          report_json, search_json, subsets_json, sweep_json, systems_json)
 from .progress import progress_bar, wants_progress
 from .text import (calibration_table, check_table, collective_table, compare_table, format_gpus_ranking,
                    format_p2p_report, format_plan, format_search, import_summary, measurement_note,
@@ -98,9 +109,9 @@ MAX_BOUND_GPUS = 128
 ALGORITHMS = ("ring", "tree", "nvls", "nvls_tree", "pat")
 
 _SPEC_HELP = (
-    "Systems (SPEC, NAME): " + SPEC_GRAMMAR + ". NAME is a built-in system ({names}; case, '-' "
+    "Systems (--system SPEC): " + SPEC_GRAMMAR + ". NAME is a built-in system ({names}; case, '-' "
     "and '_' ignored); NxNAME[:network] is a cluster of N of them joined by an InfiniBand network, "
-    "fat_tree (default) or rail.")
+    "fat_tree (default), rail or rail_only.")
 _TOPO_FILE_HELP = (
     "Topology files (--topo-file FILE): a fabric written by 'dgxtopo import' or 'dgxtopo export', "
     "JSON or GraphML (told apart by content), used instead of a system; --nodes N joins N copies "
@@ -224,8 +235,9 @@ def _topo_file_options(parser, *, many: bool = False) -> None:
                             help="a fabric written by import or export (JSON or GraphML) instead of a system")
     parser.add_argument("--nodes", type=_count(1), metavar="N",
                         help="with --topo-file: a cluster of N copies of the file's system")
-    parser.add_argument("--network", choices=("fat_tree", "rail"),
-                        help="with --nodes: the InfiniBand network joining them (default fat_tree)")
+    parser.add_argument("--network", choices=topo.NETWORKS,
+                        help=f"with --nodes: the InfiniBand network joining them, {', '.join(topo.NETWORKS)} "
+                             f"(default fat_tree)")
 
 
 def _whatif_options(parser) -> None:
@@ -236,12 +248,50 @@ def _whatif_options(parser) -> None:
                         help=f"slow links down, {DEGRADE_GRAMMAR}: gpu0-gpu3=0.5 (repeatable)")
 
 
-def _system_option(parser, *, whatif: bool = True) -> None:
+def _system_option(parser, *, whatif: bool = True, legacy: bool = False) -> None:
+    """``--system SPEC`` (every command names its system so), ``--topo-file`` and what-ifs.
+    ``legacy``: also the positional ``NAME`` these commands took before 0.3 (deprecated)."""
     parser.add_argument("--system", metavar="SPEC", help="system or cluster (see below)")
+    if legacy:
+        parser.add_argument("legacy_system", metavar="NAME", nargs="?", help=argparse.SUPPRESS)
     _topo_file_options(parser)
     if whatif:
         _whatif_options(parser)
     _max_gpus_option(parser)
+
+
+def _systems_option(parser, *, default: str) -> None:
+    """``--system SPEC [SPEC ...]`` for the commands that take several (compare, report), and the
+    positional ``SPEC ...`` they took before 0.3 (deprecated)."""
+    parser.add_argument("--system", metavar="SPEC", nargs="+", action="extend", default=[],
+                        help=f"systems or clusters, repeatable ({default}; see below)")
+    parser.add_argument("legacy_systems", metavar="SPEC", nargs="*", help=argparse.SUPPRESS)
+
+
+def _deprecated(args, old: str, new: str) -> None:
+    """Note a form of the command line that still works but will go; :func:`main` prints the note
+    (one line on stderr) after the command succeeds, so that bad input still gets one line."""
+    args.deprecation = (f"dgxtopo: note: 'dgxtopo {args.command} {old}' is deprecated: write 'dgxtopo "
+                        f"{args.command} {new}' (every command names its system with --system)")
+
+
+def _named_system(args) -> str | None:
+    """The system of a command that takes one: ``--system``, or the deprecated positional NAME."""
+    legacy = getattr(args, "legacy_system", None)
+    if legacy is None:
+        return args.system
+    if args.system is not None:
+        raise _UsageError(f"expected the system once, received {legacy!r} and --system {args.system}")
+    _deprecated(args, legacy, f"--system {legacy}")
+    return legacy
+
+
+def _named_systems(args) -> list:
+    """The systems of compare and report: every ``--system``, then the deprecated positionals."""
+    legacy = list(getattr(args, "legacy_systems", None) or [])
+    if legacy:
+        _deprecated(args, " ".join(legacy), "--system " + " ".join(legacy))
+    return list(args.system) + legacy
 
 
 def _read_text(path: str, what: str) -> str:
@@ -308,14 +358,14 @@ def _whatif(G, args):
     return apply_failures(G, fail, degrade).graph
 
 
-def _fabric(args, spec: str | None, *, option: str = "--system SPEC") -> object:
+def _fabric(args, spec: str | None) -> object:
     """The one system a command runs on: a spec or ``--topo-file`` (exactly one), what-ifs applied."""
     path = getattr(args, "topo_file", None)
     _check_cluster_options(args)
     if spec is not None and path is not None:
-        raise _UsageError(f"expected either {option} or --topo-file FILE, received both")
+        raise _UsageError("expected either --system SPEC or --topo-file FILE, received both")
     if spec is None and path is None:
-        raise _UsageError(f"the following arguments are required: {option} (or --topo-file FILE)")
+        raise _UsageError("the following arguments are required: --system SPEC (or --topo-file FILE)")
     G = _from_topo_file(path, args) if path is not None else _build(spec, args)
     return _whatif(G, args)
 
@@ -407,22 +457,21 @@ def _systems_arguments(parser) -> None:
 
 def _systems(args) -> None:
     summaries = [topo.summarize(topo.build(name)) for name in topo.SYSTEMS]
-    print(json.dumps(systems_json(summaries), indent=2) if args.json else systems_table(summaries))
+    if args.json:
+        _print_json(systems_json(summaries))
+        return
+    print(systems_table(summaries))
 
 
 # topo
 def _topo_arguments(parser) -> None:
-    parser.add_argument("name", metavar="NAME", nargs="?", help="system or cluster (see below), "
-                        "or none with --topo-file")
+    _system_option(parser, legacy=True)
     _json_option(parser, "the matrix")
     parser.add_argument("--no-legend", action="store_true", help="omit the legend")
-    _topo_file_options(parser)
-    _whatif_options(parser)
-    _max_gpus_option(parser)
 
 
 def _topo(args) -> None:
-    G = _fabric(args, args.name, option="NAME")
+    G = _fabric(args, _named_system(args))
     matrix = topo.connection_matrix(G)
     if args.json:
         _print_json({"system": G.graph["system"], **matrix.to_dict()})
@@ -432,8 +481,7 @@ def _topo(args) -> None:
 
 # p2p
 def _p2p_arguments(parser) -> None:
-    parser.add_argument("name", metavar="NAME", nargs="?", help="system or cluster (see below), "
-                        "or none with --topo-file")
+    _system_option(parser, legacy=True)
     parser.add_argument("--gpus", metavar="IDS", help="GPU ids such as 0,3,5-7 (default: all)")
     parser.add_argument("--mode", choices=MODES, default="route",
                         help="route: the copy CUDA makes (default); maxflow: NVLink maximum flow")
@@ -444,15 +492,12 @@ def _p2p_arguments(parser) -> None:
                         help="peer access: enabled (default) or disabled, every pair staged "
                              "through host memory (p2pBandwidthLatencyTest's P2P=Disabled)")
     _json_option(parser, "the matrices (every matrix at once)")
-    _topo_file_options(parser)
-    _whatif_options(parser)
-    _max_gpus_option(parser)
     parser.add_argument("--limit", type=_count(1), default=MAX_PAIRS, metavar="N",
                         help=f"refuse more than N GPU pairs (default {MAX_PAIRS})")
 
 
 def _p2p(args) -> None:
-    G = _fabric(args, args.name, option="NAME")
+    G = _fabric(args, _named_system(args))
     report = p2p_report(G, args.gpus, mode=args.mode, p2p=args.p2p, max_pairs=args.limit)
     if args.json:
         _print_json(p2p_json(report))
@@ -582,7 +627,7 @@ def _subsets(args) -> None:
 
 # compare
 def _compare_arguments(parser) -> None:
-    parser.add_argument("systems", metavar="SPEC", nargs="*", help="systems or clusters (see below)")
+    _systems_option(parser, default="at least one, or --topo-file")
     _topo_file_options(parser, many=True)
     _whatif_options(parser)
     parser.add_argument("--collective", default="all_reduce", choices=COLLECTIVE_NAMES,
@@ -608,7 +653,7 @@ def _compare(args) -> None:
         from .output import check_output_path
         check_output_path(args.out)  # before any work
     calibration = _calibration(args)
-    fabrics = _fabrics(args, args.systems)
+    fabrics = _fabrics(args, _named_systems(args))
     counts = [(G.graph["name"], len(topo.gpus(G))) for G in fabrics]
     ngpus = args.ngpus if args.ngpus is not None else min(n for _, n in counts)
     if args.ngpus is None and len({n for _, n in counts}) > 1:
@@ -628,16 +673,18 @@ def _compare(args) -> None:
         write_compare_figure(estimates, names, args.out)
     if args.json:
         _print_json(compare_json(args.collective, ngpus, names, estimates))
-    else:
-        print(compare_table(args.collective, ngpus, names, estimates))
+        return
+    print(compare_table(args.collective, ngpus, names, estimates))
+    if args.out is not None:
+        print(f"wrote {args.out}")
 
 
 # report
 def _report_arguments(parser) -> None:
-    parser.add_argument("names", metavar="SPEC", nargs="*",
-                        help="systems or clusters (default: every built-in system; see below)")
+    _systems_option(parser, default="default: every built-in system")
     parser.add_argument("--out", default="report.html", metavar="FILE",
                         help="HTML file to write, replaced atomically (default: report.html)")
+    _json_option(parser, "a line: what was written, with its summary")
     _topo_file_options(parser, many=True)
     _max_gpus_option(parser)
 
@@ -648,22 +695,27 @@ def _report(args) -> None:
 
     check_output_path(args.out)  # before any work
     _check_cluster_options(args)
-    for name in args.names:  # sized before anything is built
+    names = _named_systems(args)
+    for name in names:  # sized before anything is built
         _system_gpus(name, args.max_gpus)
     if args.topo_file:
         from .output import write_text_atomic
         from .report.analysis import analyse_report
         from .report.html import render_report
-        fabrics = _fabrics(args, args.names)
+        fabrics = _fabrics(args, names)
         with _progress(args, "report", "step") as progress:
             text = render_report(analyse_report(fabrics, progress=progress))
         path = write_text_atomic(args.out, text)
-        names = [G.graph.get("name", "fabric") for G in fabrics]
-        print(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB) comparing {', '.join(names)}")
+        written = (path, path.stat().st_size, [G.graph.get("name", "fabric") for G in fabrics])
+    else:
+        with _progress(args, "report", "step") as progress:
+            result = write_report(args.out, names or None, progress=progress)
+        written = (result.path, result.nbytes, list(result.systems))
+    path, nbytes, systems = written
+    if args.json:
+        _print_json(report_json(args.out, nbytes, systems))
         return
-    with _progress(args, "report", "step") as progress:
-        written = write_report(args.out, args.names or None, progress=progress)
-    print(f"wrote {written.path} ({written.nbytes / 1e6:.1f} MB) comparing {', '.join(written.systems)}")
+    print(f"wrote {path} ({nbytes / 1e6:.1f} MB) comparing {', '.join(systems)}")
 
 
 # calibrate and check (measured nccl-tests outputs)
@@ -699,6 +751,7 @@ def _calibrate_arguments(parser) -> None:
     _measurement_arguments(parser)
     parser.add_argument("--out", required=True, metavar="FILE",
                         help="calibration JSON to write (replaced atomically)")
+    _json_option(parser, "the fitted constants: what was written, with its content")
 
 
 def _calibrate(args) -> None:
@@ -712,8 +765,12 @@ def _calibrate(args) -> None:
         runs = [replace(r, collective=args.collective) if hasattr(r, "rows") else r for r in runs]
     result = calibrate(runs, _fabric(args, args.system), gpus=args.gpus, gpus_per_thread=args.g,
                        profile=args.nccl, inplace=args.inplace)
+    text = result.to_json()
+    path = write_text_atomic(args.out, text)
+    if args.json:
+        _print_json(calibration_json(args.out, path.stat().st_size, json.loads(text)))
+        return
     print(calibration_table(result))
-    write_text_atomic(args.out, result.to_json())
     print(f"wrote {args.out}")
 
 
@@ -775,6 +832,7 @@ def _import_arguments(parser) -> None:
                         help="fabric JSON to write, replaced atomically (default: write nothing, "
                              "print the summary only)")
     parser.add_argument("--name", help="the fabric's name in every output (default: imported)")
+    _json_option(parser, "the summary: what was read and written")
     parser.add_argument("--pcie", metavar="LINK",
                         help="PCIe link of every device, e.g. pcie3_x16 (default: by GPU generation)")
     parser.add_argument("--socket-link", metavar="LINK",
@@ -831,31 +889,36 @@ def _import(args) -> None:
         what = "NCCL topology XML"
         nvswitch_origin = "from the XML's NVLink targets"
         pcie_origin = "from the XML's PCI bridges"
+    nbytes = None
     if args.out is not None:
         from .output import write_text_atomic
-        write_text_atomic(args.out, topo.to_json(G))
+        nbytes = write_text_atomic(args.out, topo.to_json(G)).stat().st_size
+    if args.json:
+        _print_json(import_json(G, source=args.file, what=what, nvswitch_origin=nvswitch_origin,
+                                pcie_origin=pcie_origin, path=args.out, nbytes=nbytes))
+        return
     print(import_summary(G, source=args.file, what=what, nvswitch_origin=nvswitch_origin,
                          pcie_origin=pcie_origin, out=args.out))
 
 
 def _export_arguments(parser) -> None:
-    parser.add_argument("name", metavar="NAME", nargs="?", help="system or cluster (see below), "
-                        "or none with --topo-file")
+    _system_option(parser, legacy=True)
     parser.add_argument("--format", choices=EXPORT_FORMATS, default="json",
                         help="json (networkx node-link data with a format version; default) or graphml")
     parser.add_argument("--out", required=True, metavar="FILE", help="file to write, replaced atomically")
-    _topo_file_options(parser)
-    _whatif_options(parser)
-    _max_gpus_option(parser)
+    _json_option(parser, "a line: what was written, with its summary")
 
 
 def _export(args) -> None:
     from .output import check_output_path, write_text_atomic
 
     check_output_path(args.out)  # before any work
-    G = _fabric(args, args.name, option="NAME")
+    G = _fabric(args, _named_system(args))
     text = topo.to_json(G) if args.format == "json" else topo.to_graphml(G)
-    write_text_atomic(args.out, text)
+    path = write_text_atomic(args.out, text)
+    if args.json:
+        _print_json(export_json(G, args.out, args.format, path.stat().st_size))
+        return
     print(f"wrote {args.out} ({args.format}: {G.graph.get('name', '?')}, {len(topo.gpus(G))} GPUs, "
           f"{G.number_of_nodes()} nodes, {G.number_of_edges()} edges)")
 
@@ -987,7 +1050,7 @@ def _whatif_sweep(args) -> None:
         _write_figures(args.out, f"dgx-topo: what each failure costs on {result.fabric}", figures,
                        [result.format(top=args.top)])
     if args.json:
-        _print_json(result.to_dict())
+        _print_json(sweep_json(result.to_dict(), args.top))
         return
     print(result.format(top=args.top))
     if args.out is not None:
@@ -1030,7 +1093,7 @@ def _plan_arguments(parser) -> None:
                              f"default: none and full searched)")
     parser.add_argument("--search", action="store_true", help="rank every layout instead of printing the best")
     parser.add_argument("--top", type=_count(1), default=10, metavar="N",
-                        help="with --search: layouts shown (default 10)")
+                        help="with --search: layouts shown, in the table and in the JSON (default 10)")
     _json_option(parser, "text")
     parser.add_argument("--out", metavar="FILE.html",
                         help="also write the step-time breakdown per layout and memory per GPU "
@@ -1065,7 +1128,7 @@ def _plan(args) -> None:
                        [step_time_figure(result), memory_figure(result)],
                        [format_plan(best, verbose=True)])
     if args.json:
-        _print_json(search_json(result) if args.search else plan_json(best))
+        _print_json(search_json(result, args.top) if args.search else plan_json(best))
         return
     print(format_search(result, top=args.top) if args.search else format_plan(best, verbose=True))
     if args.out is not None:
@@ -1123,24 +1186,47 @@ COMMANDS: list[Command] = [
 ]
 
 
+def _grammars(parser) -> list:
+    """The shared grammars a subcommand's own options take (its epilog shows only these): the
+    system spec with --system, topology files with --topo-file, what-ifs with --fail/--degrade,
+    sizes with an option of type SIZE."""
+    dests = {action.dest for action in parser._actions}
+    sized = any(action.type is parse_size for action in parser._actions)
+    return [text for wanted, text in (("system" in dests, _SPEC_HELP.format(names=", ".join(topo.SYSTEMS))),
+                                      ("topo_file" in dests, _TOPO_FILE_HELP), ("fail" in dests, _WHATIF_HELP),
+                                      (sized, _SIZE_HELP)) if wanted]
+
+
+def _fill(text: str) -> str:
+    return textwrap.fill(text, 79, break_long_words=False, break_on_hyphens=False)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of ``dgxtopo``, one subparser per entry of :data:`COMMANDS`."""
-    epilog = "\n\n".join(textwrap.fill(text, 79) for text in
-                         (_SPEC_HELP.format(names=", ".join(topo.SYSTEMS)), _TOPO_FILE_HELP,
-                          _WHATIF_HELP, _SIZE_HELP))
-    layout = {"formatter_class": argparse.RawDescriptionHelpFormatter, "epilog": epilog}
+    """The argument parser of ``dgxtopo``, one subparser per entry of :data:`COMMANDS`; each
+    subcommand's epilog holds its own grammars, then the shared ones it takes."""
+    layout = {"formatter_class": argparse.RawDescriptionHelpFormatter}
+    everything = (_SPEC_HELP.format(names=", ".join(topo.SYSTEMS)), _TOPO_FILE_HELP, _WHATIF_HELP, _SIZE_HELP)
     parser = _Parser(prog="dgxtopo", description="Model NVIDIA DGX interconnect fabrics and what "
-                     "NCCL-style communication achieves on them.", **layout)
+                     "NCCL-style communication achieves on them.",
+                     epilog="\n\n".join(_fill(text) for text in everything), **layout)
     parser.add_argument("--version", action="version", version=f"dgxtopo {package_version()}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     commands.required = True
     for command in COMMANDS:
-        own = textwrap.fill(command.epilog, 79, break_long_words=False, break_on_hyphens=False)
         sub = commands.add_parser(command.name, help=command.help,
-                                  description=command.description or command.help,
-                                  **{**layout, "epilog": (own + "\n\n" if own else "") + epilog})
+                                  description=command.description or command.help, **layout)
         command.arguments(sub)
+        sub.epilog = "\n\n".join(_fill(text) for text in ([command.epilog] if command.epilog else [])
+                                   + _grammars(sub)) or None
         sub.set_defaults(run=command.run)
+    return parser
+
+
+def _subcommand_parser(parser, name: str):
+    """The subparser of a command (for its one-line usage errors)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return action.choices.get(name, parser)
     return parser
 
 
@@ -1154,14 +1240,31 @@ def _limit_error(error: LimitError) -> str:
     return str(_too_much(error.what, error.size, error.limit, option))
 
 
+def _complete(parser) -> None:
+    """Shell completion through argcomplete (``pip install 'dgx-topo[completion]'``, then
+    ``eval "$(register-python-argcomplete dgxtopo)"``); it answers and exits."""
+    try:
+        import argcomplete
+    except ImportError:  # not installed: no completion, the command runs as usual
+        return
+    argcomplete.autocomplete(parser)
+
+
 def main(argv=None) -> int:
     """Run ``dgxtopo``; returns the exit status (0; 2 for bad input; 130 when interrupted)."""
     try:
+        parser = build_parser()
         try:
-            args = build_parser().parse_args(argv)
+            if "_ARGCOMPLETE" in os.environ:  # shell completion asks (the completion extra): answer, exit
+                _complete(parser)
+            args, extra = parser.parse_known_args(argv)
+            if extra:  # the command's own help knows the options it takes
+                _subcommand_parser(parser, args.command).error(f"unrecognized arguments: {' '.join(extra)}")
         except SystemExit as exit_:  # --help and --version print and stop here
             return int(exit_.code or 0)
         args.run(args)
+        if getattr(args, "deprecation", None):
+            print(args.deprecation, file=sys.stderr)
     except LimitError as error:
         print(f"dgxtopo: error: {_limit_error(error)}", file=sys.stderr)
         return 2

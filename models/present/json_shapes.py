@@ -14,13 +14,15 @@ import math
 
 import numpy as np
 
+from topo.summary import summarize
 from topo.units import to_GBps, to_us
 
 from .explain import explain_estimate
 
 __all__ = ["systems_json", "collective_json", "pairs_json", "subsets_json", "compare_json",
            "gpus_ranking_json", "p2p_json", "cut_json", "tree_json", "packing_json", "bound_json",
-           "check_json", "plan_json", "search_json"]
+           "check_json", "plan_json", "search_json", "sweep_json", "export_json", "import_json",
+           "report_json", "calibration_json"]
 
 
 def systems_json(summaries) -> dict:
@@ -161,7 +163,7 @@ def bound_json(b) -> dict:
         return None if value is None else to_GBps(value)
     return {
         "collective": b.collective, "system": b.system, "gpus": list(b.gpus),
-        "root": b.root, "nbytes": b.nbytes, "relay": b.relay,
+        "root": b.root, "size_bytes": b.nbytes, "relay": b.relay,
         "edge_kinds": None if b.edge_kinds is None else list(b.edge_kinds),
         "bound_busbw_gbps": gbps(b.bound_busbw), "bound_algbw_gbps": gbps(b.bound_algbw),
         "time_us": None if math.isinf(b.time) else to_us(b.time),
@@ -213,8 +215,48 @@ def plan_json(p) -> dict:
     }
 
 
-def search_json(s) -> dict:
-    """``dgxtopo plan --search --json``: ``{"best", "layouts", "skipped"}``, each layout as
-    :func:`plan_json`."""
-    return {"best": plan_json(s.best), "layouts": [plan_json(p) for p in s.plans],
-            "skipped": list(s.skipped)}
+def search_json(s, top: int | None = None) -> dict:
+    """``dgxtopo plan --search --json``: ``{"best", "count", "layouts", "skipped"}``, each layout
+    as :func:`plan_json`: ``count`` layouts were evaluated, ``layouts`` holds the ``top`` best
+    (all without ``top``)."""
+    return {"best": plan_json(s.best), "count": len(s.plans),
+            "layouts": [plan_json(p) for p in s.plans[:top]], "skipped": list(s.skipped)}
+
+
+def sweep_json(data: dict, top: int | None = None) -> dict:
+    """``dgxtopo whatif --json``: the sweep's JSON (``{"baseline", "rows"}``, built by the sweep)
+    with ``count``, every failure case ranked, and ``rows`` cut to the ``top`` worst."""
+    rows = data["rows"]
+    return {**data, "count": len(rows), "rows": rows[:top]}
+
+
+# ------------------------------------------------------------------ files written
+def _file(path, nbytes) -> dict:
+    return {"path": None if path is None else str(path), "file_bytes": None if nbytes is None else int(nbytes)}
+
+
+def export_json(G, path, file_format: str, nbytes: int) -> dict:
+    """``dgxtopo export --json``: ``{"path", "file_bytes", "format", "fabric"}``, ``fabric`` the
+    exported fabric's summary as ``dgxtopo systems --json`` gives each system."""
+    return {**_file(path, nbytes), "format": file_format, "fabric": summarize(G).to_dict()}
+
+
+def import_json(G, *, source: str, what: str, nvswitch_origin: str, pcie_origin: str, path,
+                nbytes) -> dict:
+    """``dgxtopo import --json``: ``{"source", "format", "path", "file_bytes", "nvswitches_from",
+    "pcie_switches_from", "fabric"}``; ``path`` and ``file_bytes`` are null when nothing was
+    written, ``fabric`` is the imported fabric's summary (as ``dgxtopo systems --json``)."""
+    return {"source": source, "format": what, **_file(path, nbytes), "nvswitches_from": nvswitch_origin,
+            "pcie_switches_from": pcie_origin, "fabric": summarize(G).to_dict()}
+
+
+def report_json(path, nbytes: int, systems) -> dict:
+    """``dgxtopo report --json``: ``{"path", "file_bytes", "systems"}``, the display names of the
+    systems compared."""
+    return {**_file(path, nbytes), "systems": list(systems)}
+
+
+def calibration_json(path, nbytes: int, calibration: dict) -> dict:
+    """``dgxtopo calibrate --json``: ``{"path", "file_bytes", "calibration"}``, ``calibration``
+    the file's content (its ``parameters``, ``fitted`` constants and ``residuals``)."""
+    return {**_file(path, nbytes), "calibration": calibration}

@@ -716,7 +716,7 @@ def run(capsys, *argv):
 
 
 def test_cli_prints_p2pbandwidthlatencytest_layout(capsys):
-    status, out, err = run(capsys, "p2p", "dgx1v", "--bidirectional", "--latency")
+    status, out, err = run(capsys, "p2p", "--system", "dgx1v", "--bidirectional", "--latency")
     assert status == 0 and err == ""
     lines = out.splitlines()
     assert lines[0] == "Path Type (NCCL) Matrix"
@@ -731,7 +731,7 @@ def test_cli_prints_p2pbandwidthlatencytest_layout(capsys):
 
 
 def test_cli_unidirectional_by_default_and_maxflow(capsys):
-    status, out, _ = run(capsys, "p2p", "dgx2", "--gpus", "0,8-9", "--mode", "maxflow")
+    status, out, _ = run(capsys, "p2p", "--system", "dgx2", "--gpus", "0,8-9", "--mode", "maxflow")
     assert status == 0
     assert "Unidirectional NVLink Max-Flow Bandwidth Matrix (GB/s)" in out
     assert "Latency Matrix" not in out and "Bidirectional" not in out
@@ -742,7 +742,7 @@ def test_cli_unidirectional_by_default_and_maxflow(capsys):
 
 
 def test_cli_json_is_exactly_the_issues_object(capsys):
-    status, out, _ = run(capsys, "p2p", "DGX-1V", "--gpus", "0,3,5-7", "--json")
+    status, out, _ = run(capsys, "p2p", "--system", "DGX-1V", "--gpus", "0,3,5-7", "--json")
     data = json.loads(out)
     assert status == 0
     assert list(data) == ["system", "gpus", "mode", "unidirectional_gbps", "bidirectional_gbps",
@@ -756,7 +756,7 @@ def test_cli_json_is_exactly_the_issues_object(capsys):
 
 
 def test_cli_p2p_disabled_prints_the_disabled_matrices(capsys):
-    status, out, err = run(capsys, "p2p", "dgx1v", "--p2p", "disabled", "--bidirectional",
+    status, out, err = run(capsys, "p2p", "--system", "dgx1v", "--p2p", "disabled", "--bidirectional",
                            "--latency")
     assert status == 0 and err == ""
     lines = out.splitlines()
@@ -772,26 +772,26 @@ def test_cli_p2p_disabled_prints_the_disabled_matrices(capsys):
 def test_cli_json_keys_do_not_depend_on_peer_access(capsys):
     outputs = []
     for access in ("enabled", "disabled"):
-        status, out, _ = run(capsys, "p2p", "dgx1v", "--gpus", "0,1", "--json", "--p2p", access)
+        status, out, _ = run(capsys, "p2p", "--system", "dgx1v", "--gpus", "0,1", "--json", "--p2p", access)
         assert status == 0
         outputs.append(json.loads(out))
     assert list(outputs[0]) == list(outputs[1])
     assert outputs[0]["unidirectional_gbps"][0][1] == pytest.approx(25 * NV)
     assert outputs[1]["unidirectional_gbps"][0][1] == pytest.approx(STAGED * PCIE3 / GB, abs=1e-4)
     assert outputs[1]["path_type"][0] == ["LOC", "PIX"]
-    status, out, _ = run(capsys, "p2p", "dgx1v", "--gpus", "0,1", "--json")
+    status, out, _ = run(capsys, "p2p", "--system", "dgx1v", "--gpus", "0,1", "--json")
     assert json.loads(out) == outputs[0]  # enabled is the default
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["p2p", "dgx1v", "--gpus", "0,8"], "GPU id 8 out of range: expected 0 to 7 on DGX-1V"),
-    (["p2p", "dgx1v", "--p2p", "off"], "argument --p2p: invalid choice: 'off'"),
-    (["p2p", "dgx1v", "--p2p", "disabled", "--mode", "maxflow"], "mode 'maxflow' with P2P disabled"),
-    (["p2p", "dgx2", "--gpus", "3,3"], "GPU id 3 given twice: expected distinct GPUs"),
-    (["p2p", "dgx1", "--gpus", "a-b"], "malformed GPU list 'a-b'"),
-    (["p2p", "dgx1", "--gpus", ""], "malformed GPU list ''"),
-    (["p2p", "dgx1", "--mode", "fastest"], "argument --mode: invalid choice: 'fastest'"),
-    (["p2p", "dgx9"], "unknown system 'dgx9'"),
+    (["p2p", "--system", "dgx1v", "--gpus", "0,8"], "GPU id 8 out of range: expected 0 to 7 on DGX-1V"),
+    (["p2p", "--system", "dgx1v", "--p2p", "off"], "argument --p2p: invalid choice: 'off'"),
+    (["p2p", "--system", "dgx1v", "--p2p", "disabled", "--mode", "maxflow"], "mode 'maxflow' with P2P disabled"),
+    (["p2p", "--system", "dgx2", "--gpus", "3,3"], "GPU id 3 given twice: expected distinct GPUs"),
+    (["p2p", "--system", "dgx1", "--gpus", "a-b"], "malformed GPU list 'a-b'"),
+    (["p2p", "--system", "dgx1", "--gpus", ""], "malformed GPU list ''"),
+    (["p2p", "--system", "dgx1", "--mode", "fastest"], "argument --mode: invalid choice: 'fastest'"),
+    (["p2p", "--system", "dgx9"], "unknown system 'dgx9'"),
     (["p2p"], "the following arguments are required: NAME"),
 ])
 def test_cli_bad_input_is_one_line_and_exit_2(capsys, argv, message):

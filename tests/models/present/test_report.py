@@ -595,7 +595,7 @@ def test_unwritable_directory_for_real(tmp_path, analysed_once):
 # ---------------------------------------------------------------------------------- CLI
 def test_cli_report(tmp_path, capsys):
     out = tmp_path / "dgx1.html"
-    assert main(["report", "dgx1", "--out", str(out)]) == 0
+    assert main(["report", "--system", "dgx1", "--out", str(out)]) == 0
     stdout, stderr = capsys.readouterr()
     assert stderr == "" and out.exists()
     assert stdout.startswith(f"wrote {out} (") and "DGX-1" in stdout
@@ -606,7 +606,7 @@ def test_cli_report(tmp_path, capsys):
     (["report", "--out", "{tmp}/missing/r.html"], "directory '{tmp}/missing' does not exist"),
     (["report", "--out", "{tmp}"], "it is a directory"),
     (["report", "--out", ""], "expected a file name such as report.html"),
-    (["report", "dgx9", "--out", "{tmp}/r.html"], "unknown system 'dgx9'"),
+    (["report", "--system", "dgx9", "--out", "{tmp}/r.html"], "unknown system 'dgx9'"),
     (["report", "--out"], "expected one argument"),
 ])
 def test_cli_report_bad_input_is_one_line_exit_2(tmp_path, capsys, argv, message):
@@ -783,13 +783,13 @@ def test_report_opens_in_headless_chromium_without_errors(full_report, tmp_path)
 def test_compare_out_writes_its_curves(tmp_path, capsys):
     """``dgxtopo compare ... --out FILE`` (the compare command) writes through this module."""
     out = tmp_path / "cmp.html"
-    assert main(["compare", "dgx1v", "dgx1", "-b", "1M", "-e", "16M", "-f", "4", "--out", str(out)]) == 0
+    assert main(["compare", "--system", "dgx1v", "dgx1", "-b", "1M", "-e", "16M", "-f", "4", "--out", str(out)]) == 0
     text = out.read_text(encoding="utf-8")
     assert _figure_ids(text) == ["compare-busbw", "compare-time"]
     assert not re.search(r"<script[^>]*\ssrc=", text, re.I) and "dgx1v, 8 GPUs" in text
     assert list(tmp_path.iterdir()) == [out]
     capsys.readouterr()
-    assert main(["compare", "dgx1v", "dgx1", "--out", str(tmp_path / "no" / "x.html")]) == 2
+    assert main(["compare", "--system", "dgx1v", "dgx1", "--out", str(tmp_path / "no" / "x.html")]) == 2
     assert "does not exist" in capsys.readouterr().err
     with pytest.raises(topo.DgxTopoError, match="one name per estimate"):
         write_compare_figure([], ["a"], tmp_path / "y.html")
