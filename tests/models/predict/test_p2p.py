@@ -792,7 +792,7 @@ def test_cli_json_keys_do_not_depend_on_peer_access(capsys):
     (["p2p", "--system", "dgx1", "--gpus", ""], "malformed GPU list ''"),
     (["p2p", "--system", "dgx1", "--mode", "fastest"], "argument --mode: invalid choice: 'fastest'"),
     (["p2p", "--system", "dgx9"], "unknown system 'dgx9'"),
-    (["p2p"], "the following arguments are required: NAME"),
+    (["p2p"], "the following arguments are required: --system SPEC"),
 ])
 def test_cli_bad_input_is_one_line_and_exit_2(capsys, argv, message):
     status, out, err = run(capsys, *argv)
