@@ -1035,14 +1035,19 @@ def _whatif_arguments(parser) -> None:
 
 
 def _whatif_sweep(args) -> None:
-    from ..studies.whatif import sweep
+    from ..studies.whatif import SweepSizeError, sweep
 
     _check_out(args)
     executor = None if args.executor == "auto" else args.executor
     G = _fabric(args, args.system)
-    with _progress(args, f"whatif {args.fail_each}", "case") as progress:
-        result = sweep(G, args.coll, args.size, fail_each=args.fail_each, pairs=args.pairs, gpus=args.gpus,
-                       executor=executor, progress=progress, max_cases=args.max_cases, profile=args.nccl)
+    try:  # the sweep sizes itself before any work (max_cases)
+        with _progress(args, f"whatif {args.fail_each}", "case") as progress:
+            result = sweep(G, args.coll, args.size, fail_each=args.fail_each, pairs=args.pairs, gpus=args.gpus,
+                           executor=executor, progress=progress, max_cases=args.max_cases, profile=args.nccl)
+    except SweepSizeError as error:
+        if isinstance(error, LimitError):  # a LimitError names its keyword: main() maps it to the option
+            raise
+        raise _UsageError(f"{error}; on the command line: --max-cases N") from None
     if args.out is not None:
         from .whatif_plot import sweep_fabric_figure, sweep_figure
 
