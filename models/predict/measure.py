@@ -50,6 +50,7 @@ from topo.errors import DgxTopoError
 from topo.units import to_GBps, to_us, us
 
 from ..engine.nccl.profiles import nccl_profile
+from ..engine.nccl.system import NcclSystem
 from ..engine.nccltests import busbw_factor
 
 __all__ = [
@@ -443,6 +444,16 @@ class Measured:
         return "\n".join(lines)
 
 
+def _release_and_graph(fabric, profile) -> tuple:
+    """``(NcclProfile, graph)`` of an NCCL view (its own release), or of a graph and ``profile``."""
+    if isinstance(fabric, NcclSystem):
+        if profile is not None and nccl_profile(profile) is not fabric.profile:
+            raise MeasurementError(f"the fabric's NCCL view runs {fabric.profile.version}, received "
+                                   f"profile={profile!r}: expected no profile with an NCCL view")
+        return fabric.profile, fabric.G
+    return nccl_profile(profile), fabric
+
+
 def measured(e, G, *, gpus_per_thread: int = 1, model: MeasurementModel = DEFAULT,
              profile=None) -> Measured:
     """Predict what nccl-tests measures for an estimate.
@@ -451,14 +462,15 @@ def measured(e, G, *, gpus_per_thread: int = 1, model: MeasurementModel = DEFAUL
     ----------
     e : CollectiveEstimate
         From :func:`models.estimate` on ``G``.
-    G : networkx.DiGraph
-        The fabric (read for the link class of the bottleneck edges).
+    G : models.engine.nccl.system.NcclSystem or networkx.DiGraph
+        The fabric ``e`` was estimated on (read for the link class of the bottleneck edges): NCCL's
+        view of it, which carries the NCCL release, or the graph alone.
     gpus_per_thread : int
         GPUs one host thread launches on (nccl-tests ``-g``; 1 for one process per GPU).
     model : MeasurementModel
     profile : str or NcclProfile, optional
-        The NCCL profile ``e`` was estimated with (its per-link figures are what ``ratio``
-        divides by).
+        With a graph ``G`` only: the NCCL release ``e`` was estimated with (its per-link figures
+        are what ``ratio`` divides by; default the reference release). An NCCL view carries its own.
 
     Returns
     -------
@@ -469,6 +481,7 @@ def measured(e, G, *, gpus_per_thread: int = 1, model: MeasurementModel = DEFAUL
     MeasurementError
         If ``gpus_per_thread`` is not a whole number from 1 to the number of ranks.
     """
+    profile, G = _release_and_graph(G, profile)
     if isinstance(gpus_per_thread, bool) or not isinstance(gpus_per_thread, (int, np.integer)) \
             or not 1 <= gpus_per_thread <= max(1, e.nranks):
         raise MeasurementError(f"gpus_per_thread must be an integer from 1 to {max(1, e.nranks)} "

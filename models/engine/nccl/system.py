@@ -52,6 +52,7 @@ from topo.specs import LINKS
 
 from ..routes import PathType, Router
 from .profiles import NcclProfile, nccl_profile
+from .releases import Pxn
 
 __all__ = ["NcclSystem", "NetRoute", "NcclSystemError", "nccl_capacity", "INTEL_P2P_OVERHEAD"]
 
@@ -288,7 +289,7 @@ class NcclSystem:
 
     def _pxn_route(self, gpu, nic, port_out, port_in) -> NetRoute:
         router = self.router
-        if self.profile.pxn:
+        if self.profile.behaviour.pxn is Pxn.NVLINK_PEER:
             if nic not in self._pxn_proxies:  # the NIC's own GPUs within PXB, best first
                 self._pxn_proxies[nic] = [p for t, _, p in sorted(
                     (router.pcie_type(router.pcie_path(p, nic)), self._order[p], p)
