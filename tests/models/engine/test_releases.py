@@ -117,3 +117,20 @@ def test_no_behaviour_is_compared_as_a_string():
     for module in (channels, nvls, system, tuning):
         source = inspect.getsource(module)
         assert not re.search(r"(profile|rules|behaviour)\.\w+ *(==|!=|in) *\(?[\"']", source), module
+
+
+def test_no_gpu_relay_before_v2_8():
+    """NVB paths arrive in v2.8 (src/graph/paths.cc): on a DGX-1V, GPUs 0, 1 and 5 (0 and 5 share
+    no NVLink) ring over NVLink with a relay through GPU 1 from v2.8 on, over the CPUs (SYS) in
+    v2.7; the hop of v2.7 never names a relay."""
+    import topo
+    from models.engine.nccl.system import NcclSystem
+    from models.engine.routes import PathType
+    from models.predict.collectives import estimate
+
+    G = topo.dgx1v()
+    members = ("gpu0", "gpu1", "gpu5")
+    assert NcclSystem(G, "2.8.4").hop("gpu5", "gpu0", members)[0] == PathType.NVB
+    assert NcclSystem(G, "2.7.8").hop("gpu5", "gpu0", members)[0] == PathType.SYS
+    old, new = (estimate(G, "all_reduce", 2**30, [0, 1, 5], profile=v) for v in ("2.7.8", "2.8.4"))
+    assert (old.ring.type_intra, new.ring.type_intra) == (PathType.SYS, PathType.NVB)
