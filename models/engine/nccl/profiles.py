@@ -262,7 +262,9 @@ class PatRules:
 
 @dataclass(frozen=True, slots=True)
 class LegacyRings:
-    """Ring construction and protocol choice of NCCL 2.0-2.4 (before the topology search).
+    """Ring construction and protocol choice of NCCL 2.0-2.4 (before the topology search): the
+    numbers (the Pascal thread halving and the x2 node rings are behaviours,
+    :class:`models.engine.nccl.releases.LegacyThreads` and ``LegacyNodeRings``).
 
     NVIDIA/nccl v2.3.7-1 / v2.4.8-1 src/init.cu, src/misc/rings.cu, src/transport/p2p.cu,
     src/include/nvlink.h, src/include/rings.h, src/include/common_coll.h.
@@ -282,10 +284,6 @@ class LegacyRings:
         below)``: (64, 32) in v2.3.7, (32, 32) in v2.3.5. [bytes]
     multi_node_threshold_factor : int
         The thread threshold is multiplied by this across nodes (2).
-    pascal_half_threads : bool
-        Pascal with NVLink rings halves ``nThreads`` to 128 (removed in v2.4.2).
-    multi_node_nvlink_dup : bool
-        v2.4: across nodes, the rings of a GPU with NVLink are duplicated x2.
     connect_nvlink, connect_nvswitch : int
         ``CONNECT_NVLINK`` 0x10 per NVLink, ``CONNECT_NVSWITCH`` 0x100 per NVSwitch link.
     max_nvlinks : tuple of int
@@ -300,8 +298,6 @@ class LegacyRings:
     ll_min_threads: int
     thread_threshold: tuple
     multi_node_threshold_factor: int
-    pascal_half_threads: bool
-    multi_node_nvlink_dup: bool
     connect_nvlink: int = 0x10
     connect_nvswitch: int = 0x100
     max_nvlinks: tuple = (6, 4)
@@ -1199,8 +1195,7 @@ _V2_4_8 = _derive(
     _V2_5_7, version="2.4.8", tag="v2.4.8-1", first=(2, 4, 0), last=(2, 4, _ANY),
     max_channels=16,                      # MAXCHANNELS 16 (src/include/devcomm.h v2.4.8-1)
     legacy=LegacyRings(max_rings=16, default_threads=256, ll_max_threads=256, ll_min_threads=64,
-                       thread_threshold=(64, 32), multi_node_threshold_factor=2,
-                       pascal_half_threads=False, multi_node_nvlink_dup=True),
+                       thread_threshold=(64, 32), multi_node_threshold_factor=2),
     sources=("NVIDIA/nccl v2.4.8-1 src/init.cc (ncclTreeThreshold), src/misc/rings.cc, "
              "src/transport/p2p.cc",),
     notes=_LEGACY_NOTES + ("Trees only across >= 2 nodes, below ncclTreeThreshold.",
@@ -1209,8 +1204,7 @@ _V2_4_8 = _derive(
 _V2_3_7 = _derive(
     _V2_4_8, version="2.3.7", tag="v2.3.7-1", first=(2, 3, 7), last=(2, 3, _ANY),
     legacy=LegacyRings(max_rings=16, default_threads=256, ll_max_threads=256, ll_min_threads=64,
-                       thread_threshold=(64, 32), multi_node_threshold_factor=2,
-                       pascal_half_threads=True, multi_node_nvlink_dup=False),
+                       thread_threshold=(64, 32), multi_node_threshold_factor=2),
     sources=("NVIDIA/nccl v2.3.7-1 src/init.cu, src/misc/rings.cu, src/transport/p2p.cu, "
              "src/include/nvlink.h, src/include/common_coll.h",),
     notes=_LEGACY_NOTES + ("No trees, no LL128, no GPU relay.",),

@@ -20,47 +20,47 @@ and a test checks that this copy is the same):
 
 .. behaviour-table
 
-======= ========== ============= ========= =========== =========== ============ =========== ==========
-profile tag        rings         tree      choice      ring_lat    inter_lat    tree_cap    ll_cap
-======= ========== ============= ========= =========== =========== ============ =========== ==========
-2.3.5   v2.3.5-5   nvlink_counts none      thresholds  nsteps_hw   graph_or_net total_v2.5  none
-2.3.7   v2.3.7-1   nvlink_counts none      thresholds  nsteps_hw   graph_or_net total_v2.5  none
-2.4.8   v2.4.8-1   nvlink_counts threshold thresholds  nsteps_hw   graph_or_net total_v2.5  none
-2.5.7   v2.5.7-1   search        model     lowest_time nsteps_hw   graph_or_net total_v2.5  none
-2.7.8   v2.7.8-1   search        model     lowest_time intra_inter graph_or_net total_v2.7  none
-2.8.4   v2.8.4-1   search        model     lowest_time intra_inter graph_or_net per_channel ll_max_bws
-2.11.4  v2.11.4-1  search        model     lowest_time intra_inter graph_or_net per_channel ll_max_bws
-2.12.12 v2.12.12-1 search        model     lowest_time intra_inter graph_or_net per_channel ll_max_bws
-2.16.5  v2.16.5-1  search        model     lowest_time intra_inter graph_or_net per_channel ll_max_bws
-2.17.1  v2.17.1-1  search        model     lowest_time intra_inter graph_or_net per_channel ll_max_bws
-2.18.6  v2.18.6-1  search        model     lowest_time intra_inter ppn          per_channel ll_max_bws
-2.19.4  v2.19.4-1  search        model     lowest_time intra_inter ppn          per_channel ll_max_bws
-2.21.5  v2.21.5-1  search        model     lowest_time intra_inter ppn          per_channel ll_max_bws
-2.23.4  v2.23.4-1  search        model     lowest_time intra_inter ppn          per_channel ll_max_bws
-2.24.3  v2.24.3-1  search        model     lowest_time intra_inter ppn          per_channel ll_max_bws
-2.27.7  v2.27.7-1  search        model     lowest_time intra_inter ppn          per_channel ll_max_bws
-======= ========== ============= ========= =========== =========== ============ =========== ==========
+======= ========== ============= ============== ================= ========= =========== =========== ============
+profile tag        rings         legacy_threads legacy_node_rings tree      choice      ring_lat    inter_lat
+======= ========== ============= ============== ================= ========= =========== =========== ============
+2.3.5   v2.3.5-5   nvlink_counts pascal_half    as_found          none      thresholds  nsteps_hw   graph_or_net
+2.3.7   v2.3.7-1   nvlink_counts pascal_half    as_found          none      thresholds  nsteps_hw   graph_or_net
+2.4.8   v2.4.8-1   nvlink_counts default        nvlink_x2         threshold thresholds  nsteps_hw   graph_or_net
+2.5.7   v2.5.7-1   search        -              -                 model     lowest_time nsteps_hw   graph_or_net
+2.7.8   v2.7.8-1   search        -              -                 model     lowest_time intra_inter graph_or_net
+2.8.4   v2.8.4-1   search        -              -                 model     lowest_time intra_inter graph_or_net
+2.11.4  v2.11.4-1  search        -              -                 model     lowest_time intra_inter graph_or_net
+2.12.12 v2.12.12-1 search        -              -                 model     lowest_time intra_inter graph_or_net
+2.16.5  v2.16.5-1  search        -              -                 model     lowest_time intra_inter graph_or_net
+2.17.1  v2.17.1-1  search        -              -                 model     lowest_time intra_inter graph_or_net
+2.18.6  v2.18.6-1  search        -              -                 model     lowest_time intra_inter ppn
+2.19.4  v2.19.4-1  search        -              -                 model     lowest_time intra_inter ppn
+2.21.5  v2.21.5-1  search        -              -                 model     lowest_time intra_inter ppn
+2.23.4  v2.23.4-1  search        -              -                 model     lowest_time intra_inter ppn
+2.24.3  v2.24.3-1  search        -              -                 model     lowest_time intra_inter ppn
+2.27.7  v2.27.7-1  search        -              -                 model     lowest_time intra_inter ppn
+======= ========== ============= ============== ================= ========= =========== =========== ============
 
-======= =========== ========= ======= =========== ====== ============= ========== ========== ========
-profile ll128_cap   ll128     nvb     pxn         mnnvl  nvls          nvls_mnnvl nvls_ratio nvls_lat
-======= =========== ========= ======= =========== ====== ============= ========== ========== ========
-2.3.5   total       none      none    none        none   none          -          -          -
-2.3.7   total       none      none    none        none   none          -          -          -
-2.4.8   total       none      none    none        none   none          -          -          -
-2.5.7   total       listed_cc none    none        none   none          -          -          -
-2.7.8   per_channel listed_cc none    none        none   none          -          -          -
-2.8.4   per_row     listed_cc one_gpu none        none   none          -          -          -
-2.11.4  per_row     listed_cc one_gpu none        none   none          -          -          -
-2.12.12 per_row     listed_cc one_gpu nvlink_peer none   none          -          -          -
-2.16.5  per_row     listed_cc one_gpu nvlink_peer none   none          -          -          -
-2.17.1  per_row     listed_cc one_gpu nvlink_peer none   nvls          none       v2.18      v2.18
-2.18.6  per_row     one_cc    one_gpu nvlink_peer none   nvls_and_tree none       v2.18      v2.18
-2.19.4  per_row     one_cc    one_gpu nvlink_peer none   nvls_and_tree none       5/6        v2.19
-2.21.5  per_row     one_cc    one_gpu nvlink_peer clique nvls_and_tree clique     5/6        v2.19
-2.23.4  per_row     one_cc    one_gpu nvlink_peer clique nvls_and_tree clique     5/6        v2.19
-2.24.3  per_row     one_cc    one_gpu nvlink_peer clique nvls_and_tree clique     5/6        v2.19
-2.27.7  per_row     one_cc    one_gpu nvlink_peer clique nvls_and_tree gpus       5/6        v2.19
-======= =========== ========= ======= =========== ====== ============= ========== ========== ========
+======= =========== ========== =========== ========= ======= =========== ====== ============= ========== ========== ========
+profile tree_cap    ll_cap     ll128_cap   ll128     nvb     pxn         mnnvl  nvls          nvls_mnnvl nvls_ratio nvls_lat
+======= =========== ========== =========== ========= ======= =========== ====== ============= ========== ========== ========
+2.3.5   total_v2.5  none       total       none      none    none        none   none          -          -          -
+2.3.7   total_v2.5  none       total       none      none    none        none   none          -          -          -
+2.4.8   total_v2.5  none       total       none      none    none        none   none          -          -          -
+2.5.7   total_v2.5  none       total       listed_cc none    none        none   none          -          -          -
+2.7.8   total_v2.7  none       per_channel listed_cc none    none        none   none          -          -          -
+2.8.4   per_channel ll_max_bws per_row     listed_cc one_gpu none        none   none          -          -          -
+2.11.4  per_channel ll_max_bws per_row     listed_cc one_gpu none        none   none          -          -          -
+2.12.12 per_channel ll_max_bws per_row     listed_cc one_gpu nvlink_peer none   none          -          -          -
+2.16.5  per_channel ll_max_bws per_row     listed_cc one_gpu nvlink_peer none   none          -          -          -
+2.17.1  per_channel ll_max_bws per_row     listed_cc one_gpu nvlink_peer none   nvls          none       v2.18      v2.18
+2.18.6  per_channel ll_max_bws per_row     one_cc    one_gpu nvlink_peer none   nvls_and_tree none       v2.18      v2.18
+2.19.4  per_channel ll_max_bws per_row     one_cc    one_gpu nvlink_peer none   nvls_and_tree none       5/6        v2.19
+2.21.5  per_channel ll_max_bws per_row     one_cc    one_gpu nvlink_peer clique nvls_and_tree clique     5/6        v2.19
+2.23.4  per_channel ll_max_bws per_row     one_cc    one_gpu nvlink_peer clique nvls_and_tree clique     5/6        v2.19
+2.24.3  per_channel ll_max_bws per_row     one_cc    one_gpu nvlink_peer clique nvls_and_tree clique     5/6        v2.19
+2.27.7  per_channel ll_max_bws per_row     one_cc    one_gpu nvlink_peer clique nvls_and_tree gpus       5/6        v2.19
+======= =========== ========== =========== ========= ======= =========== ====== ============= ========== ========== ========
 
 .. end-behaviour-table
 
@@ -83,7 +83,7 @@ from enum import Enum
 __all__ = [
     "Behaviour", "RingBuilder", "TreeRule", "AlgorithmSelection", "RingLatency", "InterLatency",
     "TreeCap", "LlCap", "Ll128Cap", "Ll128Rule", "NvbRelay", "Pxn", "Mnnvl", "NvlsAlgorithms",
-    "NvlsMnnvl", "NvlsRatio", "NvlsLatency",
+    "NvlsMnnvl", "NvlsRatio", "NvlsLatency", "LegacyThreads", "LegacyNodeRings",
     "Column", "COLUMNS", "ReleaseBehaviour", "BEHAVIOURS", "behaviour_table",
     "format_behaviour_table",
 ]
@@ -111,6 +111,24 @@ class RingBuilder(Behaviour):
     NVLINK_COUNTS = ("nvlink_counts", "rings from NVLink counts")
     #: v2.5+: the topology search (:mod:`models.engine.nccl.search`).
     TOPOLOGY_SEARCH = ("search", "topology search")
+
+
+class LegacyThreads(Behaviour):
+    """Threads per ring of NCCL 2.0-2.4 (src/init.cu ``getDefaultThreads`` and its callers)."""
+
+    #: v2.0-v2.3 (removed in v2.4.2): Pascal with NVLink rings halves ``nThreads`` to 128.
+    HALF_ON_PASCAL_NVLINK = ("pascal_half", "Pascal NVLink rings at half the threads")
+    #: v2.4: every ring at the default thread count.
+    DEFAULT = ("default", "default threads")
+
+
+class LegacyNodeRings(Behaviour):
+    """Rings of a GPU with NVLink across nodes in NCCL 2.0-2.4 (src/init.cc, netGetRings)."""
+
+    #: v2.0-v2.3: one ring per NIC, as found.
+    AS_FOUND = ("as_found", "one ring per NIC")
+    #: v2.4: the NVLink rings are copied x2.
+    NVLINK_DOUBLED = ("nvlink_x2", "NVLink rings across nodes x2")
 
 
 class TreeRule(Behaviour):
@@ -304,6 +322,8 @@ class Column:
 COLUMNS = (
     Column("ring_builder", RingBuilder, "src/init.cc, src/graph/search.cc (v2.5+); src/init.cu, "
            "src/misc/rings.cu, src/transport/p2p.cu (before v2.5)"),
+    Column("legacy_threads", LegacyThreads, "src/init.cu, src/init.cc (getDefaultThreads)"),
+    Column("legacy_node_rings", LegacyNodeRings, "src/init.cc, src/transport/net.cc (netGetRings)"),
     Column("tree", TreeRule, "src/init.cc (ncclTreeThreshold, v2.4), src/graph/tuning.cc"),
     Column("selection", AlgorithmSelection, "src/enqueue.cc (topoGetAlgoInfo; "
            "ncclGetCollResource in src/include/common_coll.h before v2.5)"),
@@ -328,7 +348,7 @@ class ReleaseBehaviour:
     """One row of :data:`BEHAVIOURS`: the form of every behaviour in one profile's releases.
 
     The NVLS cells are ``None`` in a release without NVLS (``nvls`` is then
-    :attr:`NvlsAlgorithms.NONE`).
+    :attr:`NvlsAlgorithms.NONE`), the legacy cells in a release with the topology search.
 
     Attributes
     ----------
@@ -336,7 +356,7 @@ class ReleaseBehaviour:
         The profile's version (:attr:`NcclProfile.version`).
     tag : str
         The NVIDIA/nccl tag read for the row (the profile's :attr:`NcclProfile.tag`).
-    ring_builder, tree, selection, ring_latency, inter_latency, tree_cap, ll_cap, ll128_cap, \
+    ring_builder, legacy_threads, legacy_node_rings, tree, selection, ring_latency, inter_latency, tree_cap, ll_cap, ll128_cap, \
 ll128, nvb, pxn, mnnvl, nvls, nvls_mnnvl, nvls_ratio, nvls_latency : Behaviour
         One member of each column's enum (:data:`COLUMNS`).
     uncertain : tuple of str
@@ -346,6 +366,8 @@ ll128, nvb, pxn, mnnvl, nvls, nvls_mnnvl, nvls_ratio, nvls_latency : Behaviour
     profile: str
     tag: str
     ring_builder: RingBuilder
+    legacy_threads: LegacyThreads | None
+    legacy_node_rings: LegacyNodeRings | None
     tree: TreeRule
     selection: AlgorithmSelection
     ring_latency: RingLatency
@@ -382,6 +404,7 @@ def _row(profile, tag, *cells, uncertain=()) -> ReleaseBehaviour:
 
 
 _R, _T, _S = RingBuilder, TreeRule, AlgorithmSelection
+_LT, _LN = LegacyThreads, LegacyNodeRings
 _RL, _IL, _TC, _LC, _L8C, _L8 = RingLatency, InterLatency, TreeCap, LlCap, Ll128Cap, Ll128Rule
 _NV, _PX, _MN, _NA, _NM, _NR, _NL = NvbRelay, Pxn, Mnnvl, NvlsAlgorithms, NvlsMnnvl, NvlsRatio, NvlsLatency
 _LEGACY_U = ("ring_latency", "inter_latency", "tree_cap", "ll_cap", "ll128_cap")
@@ -392,67 +415,67 @@ BEHAVIOURS: dict[str, ReleaseBehaviour] = {row.profile: row for row in (
     #    profile    tag           ring     tree       selection          ring lat        inter lat
     #    tree cap         ll cap         ll128 cap                   ll128          nvb         pxn
     #    mnnvl      nvls                  nvls mnnvl  nvls ratio  nvls latency
-    _row("2.3.5", "v2.3.5-5", _R.NVLINK_COUNTS, _T.NONE, _S.SIZE_THRESHOLDS, _RL.NSTEPS_HW,
+    _row("2.3.5", "v2.3.5-5", _R.NVLINK_COUNTS, _LT.HALF_ON_PASCAL_NVLINK, _LN.AS_FOUND, _T.NONE, _S.SIZE_THRESHOLDS, _RL.NSTEPS_HW,
          _IL.GRAPH_OR_NET, _TC.TOTAL_V2_5, _LC.NONE, _L8C.TOTAL_PER_COLLECTIVE, _L8.NONE, _NV.NONE,
          _PX.NONE, _MN.NONE, _NA.NONE, None, None, None,
          uncertain=_LEGACY_U + ("ring_builder: 2.0-2.2 have no tag; v2.3.5's rings are taken",)),
-    _row("2.3.7", "v2.3.7-1", _R.NVLINK_COUNTS, _T.NONE, _S.SIZE_THRESHOLDS, _RL.NSTEPS_HW,
+    _row("2.3.7", "v2.3.7-1", _R.NVLINK_COUNTS, _LT.HALF_ON_PASCAL_NVLINK, _LN.AS_FOUND, _T.NONE, _S.SIZE_THRESHOLDS, _RL.NSTEPS_HW,
          _IL.GRAPH_OR_NET, _TC.TOTAL_V2_5, _LC.NONE, _L8C.TOTAL_PER_COLLECTIVE, _L8.NONE, _NV.NONE,
          _PX.NONE, _MN.NONE, _NA.NONE, None, None, None, uncertain=_LEGACY_U),
-    _row("2.4.8", "v2.4.8-1", _R.NVLINK_COUNTS, _T.ACROSS_NODES, _S.SIZE_THRESHOLDS, _RL.NSTEPS_HW,
+    _row("2.4.8", "v2.4.8-1", _R.NVLINK_COUNTS, _LT.DEFAULT, _LN.NVLINK_DOUBLED, _T.ACROSS_NODES, _S.SIZE_THRESHOLDS, _RL.NSTEPS_HW,
          _IL.GRAPH_OR_NET, _TC.TOTAL_V2_5, _LC.NONE, _L8C.TOTAL_PER_COLLECTIVE, _L8.NONE, _NV.NONE,
          _PX.NONE, _MN.NONE, _NA.NONE, None, None, None, uncertain=_LEGACY_U),
-    _row("2.5.7", "v2.5.7-1", _R.TOPOLOGY_SEARCH, _T.TUNED, _S.LOWEST_TIME, _RL.NSTEPS_HW,
+    _row("2.5.7", "v2.5.7-1", _R.TOPOLOGY_SEARCH, None, None, _T.TUNED, _S.LOWEST_TIME, _RL.NSTEPS_HW,
          _IL.GRAPH_OR_NET, _TC.TOTAL_V2_5, _LC.NONE, _L8C.TOTAL_PER_COLLECTIVE,
          _L8.LISTED_COMPUTE_CAPABILITIES, _NV.NONE, _PX.NONE, _MN.NONE, _NA.NONE, None, None, None,
          uncertain=("inter_latency",)),
-    _row("2.7.8", "v2.7.8-1", _R.TOPOLOGY_SEARCH, _T.TUNED, _S.LOWEST_TIME, _RL.INTRA_INTER,
+    _row("2.7.8", "v2.7.8-1", _R.TOPOLOGY_SEARCH, None, None, _T.TUNED, _S.LOWEST_TIME, _RL.INTRA_INTER,
          _IL.GRAPH_OR_NET, _TC.TOTAL_V2_7, _LC.NONE, _L8C.PER_CHANNEL_PER_COLLECTIVE,
          _L8.LISTED_COMPUTE_CAPABILITIES, _NV.NONE, _PX.NONE, _MN.NONE, _NA.NONE, None, None, None,
          uncertain=("inter_latency", "ll128")),
-    _row("2.8.4", "v2.8.4-1", _R.TOPOLOGY_SEARCH, _T.TUNED, _S.LOWEST_TIME, _RL.INTRA_INTER,
+    _row("2.8.4", "v2.8.4-1", _R.TOPOLOGY_SEARCH, None, None, _T.TUNED, _S.LOWEST_TIME, _RL.INTRA_INTER,
          _IL.GRAPH_OR_NET, _TC.PER_CHANNEL, _LC.LL_MAX_BWS, _L8C.PER_CHANNEL_PER_ROW,
          _L8.LISTED_COMPUTE_CAPABILITIES, _NV.ONE_GPU, _PX.NONE, _MN.NONE, _NA.NONE, None, None, None,
          uncertain=("inter_latency", "ll128")),
-    _row("2.11.4", "v2.11.4-1", _R.TOPOLOGY_SEARCH, _T.TUNED, _S.LOWEST_TIME, _RL.INTRA_INTER,
+    _row("2.11.4", "v2.11.4-1", _R.TOPOLOGY_SEARCH, None, None, _T.TUNED, _S.LOWEST_TIME, _RL.INTRA_INTER,
          _IL.GRAPH_OR_NET, _TC.PER_CHANNEL, _LC.LL_MAX_BWS, _L8C.PER_CHANNEL_PER_ROW,
          _L8.LISTED_COMPUTE_CAPABILITIES, _NV.ONE_GPU, _PX.NONE, _MN.NONE, _NA.NONE, None, None, None),
-    _row("2.12.12", "v2.12.12-1", _R.TOPOLOGY_SEARCH, _T.TUNED, _S.LOWEST_TIME, _RL.INTRA_INTER,
+    _row("2.12.12", "v2.12.12-1", _R.TOPOLOGY_SEARCH, None, None, _T.TUNED, _S.LOWEST_TIME, _RL.INTRA_INTER,
          _IL.GRAPH_OR_NET, _TC.PER_CHANNEL, _LC.LL_MAX_BWS, _L8C.PER_CHANNEL_PER_ROW,
          _L8.LISTED_COMPUTE_CAPABILITIES, _NV.ONE_GPU, _PX.NVLINK_PEER, _MN.NONE, _NA.NONE,
          None, None, None),
-    _row("2.16.5", "v2.16.5-1", _R.TOPOLOGY_SEARCH, _T.TUNED, _S.LOWEST_TIME, _RL.INTRA_INTER,
+    _row("2.16.5", "v2.16.5-1", _R.TOPOLOGY_SEARCH, None, None, _T.TUNED, _S.LOWEST_TIME, _RL.INTRA_INTER,
          _IL.GRAPH_OR_NET, _TC.PER_CHANNEL, _LC.LL_MAX_BWS, _L8C.PER_CHANNEL_PER_ROW,
          _L8.LISTED_COMPUTE_CAPABILITIES, _NV.ONE_GPU, _PX.NVLINK_PEER, _MN.NONE, _NA.NONE,
          None, None, None),
-    _row("2.17.1", "v2.17.1-1", _R.TOPOLOGY_SEARCH, _T.TUNED, _S.LOWEST_TIME, _RL.INTRA_INTER,
+    _row("2.17.1", "v2.17.1-1", _R.TOPOLOGY_SEARCH, None, None, _T.TUNED, _S.LOWEST_TIME, _RL.INTRA_INTER,
          _IL.GRAPH_OR_NET, _TC.PER_CHANNEL, _LC.LL_MAX_BWS, _L8C.PER_CHANNEL_PER_ROW,
          _L8.LISTED_COMPUTE_CAPABILITIES, _NV.ONE_GPU, _PX.NVLINK_PEER, _MN.NONE, _NA.NVLS,
          _NM.NONE, _NR.V2_18, _NL.V2_18, uncertain=("nvls_ratio", "nvls_latency")),
-    _row("2.18.6", "v2.18.6-1", _R.TOPOLOGY_SEARCH, _T.TUNED, _S.LOWEST_TIME, _RL.INTRA_INTER,
+    _row("2.18.6", "v2.18.6-1", _R.TOPOLOGY_SEARCH, None, None, _T.TUNED, _S.LOWEST_TIME, _RL.INTRA_INTER,
          _IL.PPN, _TC.PER_CHANNEL, _LC.LL_MAX_BWS, _L8C.PER_CHANNEL_PER_ROW,
          _L8.ONE_COMPUTE_CAPABILITY, _NV.ONE_GPU, _PX.NVLINK_PEER, _MN.NONE, _NA.NVLS_AND_TREE,
          _NM.NONE, _NR.V2_18, _NL.V2_18),
-    _row("2.19.4", "v2.19.4-1", _R.TOPOLOGY_SEARCH, _T.TUNED, _S.LOWEST_TIME, _RL.INTRA_INTER,
+    _row("2.19.4", "v2.19.4-1", _R.TOPOLOGY_SEARCH, None, None, _T.TUNED, _S.LOWEST_TIME, _RL.INTRA_INTER,
          _IL.PPN, _TC.PER_CHANNEL, _LC.LL_MAX_BWS, _L8C.PER_CHANNEL_PER_ROW,
          _L8.ONE_COMPUTE_CAPABILITY, _NV.ONE_GPU, _PX.NVLINK_PEER, _MN.NONE, _NA.NVLS_AND_TREE,
          _NM.NONE, _NR.FIVE_SIXTHS, _NL.V2_19),
-    _row("2.21.5", "v2.21.5-1", _R.TOPOLOGY_SEARCH, _T.TUNED, _S.LOWEST_TIME, _RL.INTRA_INTER,
+    _row("2.21.5", "v2.21.5-1", _R.TOPOLOGY_SEARCH, None, None, _T.TUNED, _S.LOWEST_TIME, _RL.INTRA_INTER,
          _IL.PPN, _TC.PER_CHANNEL, _LC.LL_MAX_BWS, _L8C.PER_CHANNEL_PER_ROW,
          _L8.ONE_COMPUTE_CAPABILITY, _NV.ONE_GPU, _PX.NVLINK_PEER, _MN.CLIQUE, _NA.NVLS_AND_TREE,
          _NM.CLIQUE, _NR.FIVE_SIXTHS, _NL.V2_19,
          uncertain=("mnnvl: v2.20 fuses a clique only when it holds every rank (Mnnvl.ALL_RANKS) "
                     "and runs no NVLS on it (NvlsMnnvl.OFF); the profile takes v2.21's rules",)),
-    _row("2.23.4", "v2.23.4-1", _R.TOPOLOGY_SEARCH, _T.TUNED, _S.LOWEST_TIME, _RL.INTRA_INTER,
+    _row("2.23.4", "v2.23.4-1", _R.TOPOLOGY_SEARCH, None, None, _T.TUNED, _S.LOWEST_TIME, _RL.INTRA_INTER,
          _IL.PPN, _TC.PER_CHANNEL, _LC.LL_MAX_BWS, _L8C.PER_CHANNEL_PER_ROW,
          _L8.ONE_COMPUTE_CAPABILITY, _NV.ONE_GPU, _PX.NVLINK_PEER, _MN.CLIQUE, _NA.NVLS_AND_TREE,
          _NM.CLIQUE, _NR.FIVE_SIXTHS, _NL.V2_19),
-    _row("2.24.3", "v2.24.3-1", _R.TOPOLOGY_SEARCH, _T.TUNED, _S.LOWEST_TIME, _RL.INTRA_INTER,
+    _row("2.24.3", "v2.24.3-1", _R.TOPOLOGY_SEARCH, None, None, _T.TUNED, _S.LOWEST_TIME, _RL.INTRA_INTER,
          _IL.PPN, _TC.PER_CHANNEL, _LC.LL_MAX_BWS, _L8C.PER_CHANNEL_PER_ROW,
          _L8.ONE_COMPUTE_CAPABILITY, _NV.ONE_GPU, _PX.NVLINK_PEER, _MN.CLIQUE, _NA.NVLS_AND_TREE,
          _NM.CLIQUE, _NR.FIVE_SIXTHS, _NL.V2_19,
          uncertain=("nvls_mnnvl: v2.25-v2.26 follow the GPU-count rule (NvlsMnnvl.GPUS)",)),
-    _row("2.27.7", "v2.27.7-1", _R.TOPOLOGY_SEARCH, _T.TUNED, _S.LOWEST_TIME, _RL.INTRA_INTER,
+    _row("2.27.7", "v2.27.7-1", _R.TOPOLOGY_SEARCH, None, None, _T.TUNED, _S.LOWEST_TIME, _RL.INTRA_INTER,
          _IL.PPN, _TC.PER_CHANNEL, _LC.LL_MAX_BWS, _L8C.PER_CHANNEL_PER_ROW,
          _L8.ONE_COMPUTE_CAPABILITY, _NV.ONE_GPU, _PX.NVLINK_PEER, _MN.CLIQUE, _NA.NVLS_AND_TREE,
          _NM.GPUS, _NR.FIVE_SIXTHS, _NL.V2_19),
@@ -465,9 +488,9 @@ def behaviour_table() -> tuple:
     Examples
     --------
     >>> behaviour_table()[0][:4]
-    ('profile', 'tag', 'ring_builder', 'tree')
+    ('profile', 'tag', 'ring_builder', 'legacy_threads')
     >>> behaviour_table()[1][:4]
-    ('2.3.5', 'v2.3.5-5', 'nvlink_counts', 'none')
+    ('2.3.5', 'v2.3.5-5', 'nvlink_counts', 'pascal_half')
     """
     header = ("profile", "tag") + tuple(c.name for c in COLUMNS)
     rows = tuple((b.profile, b.tag) + tuple("-" if getattr(b, c.name) is None
@@ -478,12 +501,12 @@ def behaviour_table() -> tuple:
 
 _SHORT = {"ring_builder": "rings", "selection": "choice", "ring_latency": "ring_lat",
           "inter_latency": "inter_lat", "nvls_mnnvl": "nvls_mnnvl", "nvls_latency": "nvls_lat"}
-_SPLIT = 9   # the first table: profile, tag and the ring, tree, selection, latency and cap columns
+_SPLIT = 9   # the first table: profile, tag and the ring, tree, selection and latency columns
 
 
 def format_behaviour_table() -> str:
     """:func:`behaviour_table` as the two reStructuredText tables of this module's docstring
-    (profile and tag, then the first seven behaviours; profile, then the other nine)."""
+    (profile and tag, then the first seven behaviours; profile, then the other eleven)."""
     rows = behaviour_table()
     rows = (tuple(_SHORT.get(name, name) for name in rows[0]),) + rows[1:]
 
