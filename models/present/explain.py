@@ -32,7 +32,7 @@ from topo.units import to_GBps, to_us
 
 from ..engine.routes import PathType
 from ..predict.collectives import CollectiveEstimate
-from ..predict.measure import Measured, Parameter
+from ..predict.measure import FILL_NOTE, Measured, Parameter, PipelineFill
 from ..predict.network import NetworkLoad
 from ..predict.p2p import EFFICIENCIES, OVERHEADS, P2PResult
 from ..studies.bounds import Bound, Cut
@@ -42,7 +42,7 @@ from .format import format_gbps, format_percent
 
 __all__ = ["explain", "explain_estimate", "explain_measurement", "explain_p2p_path", "explain_bound",
            "explain_check", "describe_parameter", "describe_network_load", "describe_cut",
-           "describe_packing", "bound_summary"]
+           "describe_packing", "describe_pipeline_fill", "bound_summary"]
 
 
 def _gbps(value) -> str:
@@ -129,6 +129,21 @@ def describe_parameter(p: Parameter) -> str:
     return text
 
 
+def describe_pipeline_fill(fill: PipelineFill) -> str:
+    """One line: the release's pipeline for the largest size, the decomposition of the size and
+    the fill (:func:`models.predict.measure.pipeline_fill`)."""
+    p = fill.pipelining
+    text = (f"pipeline: {p.protocol} {p.collective} ({p.pattern}) of NCCL {p.release}: steps of "
+            f"{p.step_bytes} B, chunks of {p.chunk_steps} step(s), slices of {p.slice_steps}, "
+            f"{p.steps_in_flight} steps in flight; {fill.loops} loop(s) on {fill.nchannels} "
+            f"channel(s)")
+    if not fill.fill_slices:
+        return text + "; no fill (every rank sends from the first step, or lines forward one by one)"
+    return (text + f"; store-and-forward fill {fill.fill_slices} slices = "
+            f"{fill.fill_bytes / fill.nchannels:.0f} B per channel, {to_us(fill.fill_time):.1f} us, "
+            f"not added ({FILL_NOTE})")
+
+
 def describe_network_load(load: NetworkLoad) -> str:
     """One line: what the network gives the channels of one pattern across hosts."""
     verdict = ("the network is not the limit" if load.factor >= 1 else
@@ -161,6 +176,8 @@ def explain_measurement(m: Measured) -> str:
     size = int(last(m.nbytes))
     lines = [
         f"Measurement model for {m.collective} on {m.nranks} GPUs, {size} B:",
+        *([f"  NCCL release {m.release}"] if m.release else []),
+        *(["  " + describe_pipeline_fill(m.pipeline)] if m.pipeline is not None else []),
         "  time = max(floor + g x launch_per_gpu, nccl_latency) + nbytes / (nccl_bandwidth x ratio"
         + (" x network)" if m.network else ")"),
         f"  host term: floor {to_us(model.floor):.3f} us + {m.gpus_per_thread} x "
@@ -308,7 +325,8 @@ def explain_bound(b: Bound) -> str:
 _EXPLAINERS = ((CollectiveEstimate, explain_estimate), (Measured, explain_measurement),
                (P2PResult, explain_p2p_path), (Bound, explain_bound), (Check, explain_check),
                (Cut, describe_cut), (TreePacking, describe_packing),
-               (NetworkLoad, describe_network_load), (Parameter, describe_parameter))
+               (NetworkLoad, describe_network_load), (Parameter, describe_parameter),
+               (PipelineFill, describe_pipeline_fill))
 
 
 def explain(result) -> str:
