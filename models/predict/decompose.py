@@ -42,9 +42,9 @@ Examples
 >>> d = Decomposer(topo.build("dgxh100"))
 >>> steps = d.collective("all_reduce", 2**30, range(8))
 >>> steps.algorithm, steps.protocol, round(steps.time / 1e-3, 3)
-('nvls', 'Simple', 3.051)
+('nvls', 'Simple', 4.219)
 >>> round(float(steps.usage.max()), 3)       # the busiest GPU-to-switch link, alone
-0.924
+0.971
 """
 
 from __future__ import annotations
@@ -234,6 +234,38 @@ class Decomposer:
             found = self._asked[key] = self._cached(("s", size), nodes, lambda ns: self._send(size, ns))
         return found
 
+    def prepare(self, operations) -> None:
+        """Decompose many operations at once: one estimate per (op, GPU group) for all its sizes.
+
+        Parameters
+        ----------
+        operations : iterable of (str, tuple of int, int)
+            ``(op, gpus, nbytes)``: a collective, or ``"send"`` with ``gpus = (src, dst)``.
+            Later :meth:`collective` and :meth:`send` calls with the same arguments are free.
+        """
+        sizes: dict = {}
+        for op, gpus, nbytes in operations:
+            key = ("s", gpus[0], gpus[1], nbytes) if op == "send" else ("c", op, nbytes, tuple(gpus))
+            if key in self._asked:
+                continue
+            group = ("sendrecv", tuple(sorted(gpus))) if op == "send" else (op, tuple(sorted(gpus)))
+            sizes.setdefault(group, {}).setdefault(int(nbytes), []).append((op, tuple(gpus)))
+        for (op, group), by_size in sizes.items():
+            if op not in COLLECTIVE_NAMES:
+                raise DecomposeError(f"unknown collective {op!r}: expected one of {', '.join(COLLECTIVE_NAMES)}")
+            nodes = self._nodes(group)
+            if len({_prefix(n) for n in nodes} - {None}) == 1 and len(by_size) == 1:
+                continue  # one host: the first group of its shape serves the others (see _cached)
+            ordered = sorted(by_size)
+            e = self.estimator.estimate(op, ordered, list(group))
+            for i, size in enumerate(ordered):
+                for asked_op, gpus in by_size[size]:
+                    if asked_op == "send":
+                        steps = self._send_from(e, i, self._nodes(gpus, ordered=True))
+                        self._asked[("s", gpus[0], gpus[1], size)] = steps
+                    else:
+                        self._asked[("c", asked_op, size, gpus)] = self.from_estimate(e, i)
+
     # ---------------------------------------------------------------------- internals
     def _nodes(self, gpus, ordered=False) -> tuple:
         if isinstance(gpus, str):
@@ -309,14 +341,17 @@ class Decomposer:
 
     def _send(self, size, nodes) -> CollectiveSteps:
         ids = [self.ids[n] for n in nodes]
-        e = self.estimator.estimate("sendrecv", size, sorted(ids))
-        point = e.point()
-        startup = float(e.measurement.startup) if e.measurement is not None else float(point.latency)
+        return self._send_from(self.estimator.estimate("sendrecv", size, sorted(ids)), -1, nodes)
+
+    def _send_from(self, e, index, nodes) -> CollectiveSteps:
+        """A send ``nodes[0] -> nodes[1]`` from the sendrecv estimate of the pair."""
+        point = e.point(index)
+        startup = _at(e.measurement.startup, index) if e.measurement is not None else point.latency
         load: dict = {}
         self._pair_load(nodes, [(0, 1)], point.bandwidth, load)
         edges, usage = _as_arrays(load)
-        return CollectiveSteps("send", tuple(ids), int(size), "p2p", "Simple", 0, startup,
-                               max(float(point.time) - startup, 0.0), edges, usage)
+        return CollectiveSteps("send", tuple(self.ids[n] for n in nodes), int(point.nbytes), "p2p", "Simple", 0,
+                               float(startup), max(float(point.time) - startup, 0.0), edges, usage)
 
     def _charge(self, load, edge, fraction) -> None:
         capacity = self.system.capacity(*edge)

@@ -72,7 +72,7 @@ from topo.errors import DgxTopoError
 
 from .collectives import COLLECTIVE_NAMES, LimitError
 from .decompose import Decomposer
-from .flows import link_utilisation, max_min_share
+from .flows import max_min_share
 
 __all__ = ["Task", "TaskGraph", "TaskGraphError", "TaskTiming", "LinkUse", "SimulationResult",
            "task_graph", "read_task_graph", "simulate", "simulation_size", "SMS", "COLLECTIVE_OPS",
@@ -498,16 +498,14 @@ class LinkUse:
     mean : float
         Mean fraction of its capacity filled over the step.
     peak : float
-        Highest fraction filled at any time.
-    busy : float
-        Time with any data on it. [s]
+        Highest fraction filled at any time (the busiest links only; NaN for the others,
+        :meth:`SimulationResult.link_series` gives any link's).
     """
 
     edge: tuple
     capacity: float
     mean: float
-    peak: float
-    busy: float
+    peak: float = math.nan
 
 
 @dataclass(frozen=True, slots=True)
@@ -530,14 +528,16 @@ class SimulationResult:
         Per kind of communication, its time on the critical path. [s]
     links : tuple of LinkUse
         Every link that carried data, busiest (mean) first.
-    timeline : tuple
-        Link utilisation over time: ``(start, end, link indices, fractions)`` per interval
-        between events, link indices into :attr:`links` order of first use
-        (:attr:`link_order`).
     link_order : tuple of tuple
-        The edges as the timeline indexes them.
+        The edges as the flows' link indices number them.
     events : int
         Event times processed.
+    intervals : tuple of numpy.ndarray
+        The timeline between events, flattened: ``(starts, ends, interval, flow class, factor)``
+        (per moving flow of each interval, its speed factor); :meth:`link_series` reads it.
+    class_links, class_usage, flow_class : tuple
+        Per distinct decomposition (flow class) its link indices and usage; per task its class
+        (-1 for compute).
     """
 
     fabric: str
@@ -547,9 +547,35 @@ class SimulationResult:
     critical_path: tuple
     exposed: tuple
     links: tuple = field(repr=False)
-    timeline: tuple = field(repr=False)
     link_order: tuple = field(repr=False)
     events: int = 0
+    intervals: tuple = field(default=(), repr=False)
+    class_links: tuple = field(default=(), repr=False)
+    class_usage: tuple = field(default=(), repr=False)
+    flow_class: tuple = field(default=(), repr=False)
+
+    def link_series(self, edges=None, *, top: int = 8) -> tuple:
+        """Utilisation of links over time, piecewise constant between events.
+
+        Parameters
+        ----------
+        edges : sequence of (u, v), optional
+            The links (default: the ``top`` busiest by mean).
+        top : int
+
+        Returns
+        -------
+        (edges, starts, ends, shares)
+            ``shares[j, i]``: the fraction of link ``j``'s capacity filled from ``starts[i]``
+            to ``ends[i]`` [s].
+        """
+        position = {edge: i for i, edge in enumerate(self.link_order)}
+        if edges is None:
+            edges = [link.edge for link in self.links[:top]]
+        chosen = [position[tuple(e)] for e in edges if tuple(e) in position]
+        starts, ends = (self.intervals[0], self.intervals[1]) if self.intervals else (np.zeros(0), np.zeros(0))
+        shares = _series(self.intervals, chosen, self.class_links, self.class_usage)[1]
+        return tuple(self.link_order[i] for i in chosen), starts, ends, shares
 
     @property
     def exposed_comm(self) -> float:
@@ -622,6 +648,41 @@ class SimulationResult:
 
 
 # ---------------------------------------------------------------------------- simulating
+_PEAK_LINKS = 16  # links whose peak share a result computes (the busiest by mean)
+
+
+def _flatten(timeline) -> tuple:
+    """``(starts, ends, interval, flow class, factor)`` arrays of a run's timeline."""
+    if not timeline:
+        empty = np.zeros(0)
+        return empty, empty, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), empty
+    starts = np.array([t0 for t0, _, _, _ in timeline])
+    ends = np.array([t1 for _, t1, _, _ in timeline])
+    interval = np.repeat(np.arange(len(timeline)), [len(m) for _, _, m, _ in timeline])
+    classes = np.fromiter((c for _, _, movers, _ in timeline for c in movers), dtype=np.int64,
+                          count=interval.size)
+    factors = np.fromiter((f for _, _, _, rates in timeline for f in rates), dtype=np.float64, count=interval.size)
+    return starts, ends, interval, classes, factors
+
+
+def _series(flat, chosen, class_links, class_usage) -> tuple:
+    """Shares of links ``chosen`` (indices) per interval of a flattened timeline."""
+    starts, _, interval, classes, factors = flat
+    shares = np.zeros((len(chosen), starts.size))
+    if not chosen or not starts.size:
+        return chosen, shares
+    where = {link: j for j, link in enumerate(chosen)}
+    for c, links in enumerate(class_links):
+        hits = [(where[int(link)], u) for link, u in zip(links, class_usage[c]) if int(link) in where]
+        if not hits:
+            continue
+        mask = classes == c
+        if not mask.any():
+            continue
+        for j, u in hits:
+            np.add.at(shares[j], interval[mask], u * factors[mask])
+    return chosen, shares
+
 def simulation_size(graph: TaskGraph) -> int:
     """Events a simulation of ``graph`` may process: three per task (start, data, end)."""
     return 3 * len(graph.tasks)
@@ -720,7 +781,11 @@ class _Run:
         self.task_links: list = [None] * n
         self.task_usage: list = [None] * n
         ctas = decomposer.parameters.ctas_per_channel
+        decomposer.prepare((t.op, t.gpus, t.nbytes) for t in tasks if t.op != "compute")
         arrays: dict = {}  # one link array per distinct decomposition
+        self.flow_class = [-1] * n
+        self.class_links: list = []
+        self.class_usage: list = []
         for k, t in enumerate(tasks):
             if t.op == "compute":
                 self.work[k] = t.seconds
@@ -735,8 +800,11 @@ class _Run:
                 link_of = self.link_of
                 links = np.fromiter((link_of.setdefault(edge, len(link_of)) for edge in steps.edges),
                                     dtype=np.int64, count=len(steps.edges))
-                found = arrays[id(steps)] = (steps, links)
+                found = arrays[id(steps)] = (steps, links, len(self.class_links))
+                self.class_links.append(links)
+                self.class_usage.append(steps.usage)
             self.task_links[k], self.task_usage[k] = found[1], steps.usage
+            self.flow_class[k] = found[2]
         self.edges = list(self.link_of)
         self.streams = [_stream_keys(t) for t in tasks]
         # SMs per GPU (the last entry pads groups of compute tasks: always free).
@@ -750,25 +818,30 @@ class _Run:
 
     def run(self) -> SimulationResult:
         tasks, n = self.graph.tasks, self.n
-        index, streams, users, waiting = self.index, self.streams, self.users, self.waiting
-        is_compute, gpu_pad, ctas = self.is_compute, self.gpu_pad, self.ctas
-        start = np.full(n, np.nan)
-        data_start = np.full(n, np.nan)
-        end = np.full(n, np.nan)
-        remaining = np.zeros(n)
-        phase = np.zeros(n, dtype=np.int64)  # 0 start-up, 1 data / compute
+        index, streams, users, waiting = self.index, self.streams, self.users, self.waiting.tolist()
+        is_compute = self.is_compute.tolist()
+        work, startup = self.work.tolist(), self.startup.tolist()
+        ctas = self.ctas.tolist()
+        gpus_of = [t.gpus for t in tasks]
+        flow_class = self.flow_class
+        start = [math.nan] * n
+        data_start = [math.nan] * n
+        end = [math.nan] * n
+        remaining = [0.0] * n
+        phase = [0] * n  # 0 start-up, 1 data / compute
         cause = [-1] * n  # the task whose end let this one start
         busy: dict = {}  # stream -> running task
         last_on: dict = {}  # stream -> last task that ran on it
         queues: dict = {}  # stream -> heap of waiting ready task indices
         running: list = []
+        shares: dict = {}  # max-min factors by the sorted classes of the moving flows
         done = 0
         t_now = 0.0
         timeline = []
         events = 0
-        cta_load = np.zeros(len(self.sms))  # NCCL blocks running per GPU (last: padding)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            per_block = np.where(self.sms > 0, 1.0 / self.sms, 0.0)
+        cta_load = [0.0] * len(self.sms)  # NCCL blocks running per GPU
+        per_block = [1.0 / s if s > 0 else 0.0 for s in self.sms.tolist()]
+        sm_share = self.sm_share
 
         def enqueue(k):
             for stream in streams[k]:
@@ -788,11 +861,12 @@ class _Run:
                     best, best_end = j, end[j]
             cause[k] = best
             if is_compute[k]:
-                phase[k], remaining[k] = 1, self.work[k]
+                phase[k], remaining[k] = 1, work[k]
                 data_start[k] = t_now
             else:
-                phase[k], remaining[k] = 0, self.startup[k]
-                cta_load[gpu_pad[k]] += ctas[k]
+                phase[k], remaining[k] = 0, startup[k]
+                for g in gpus_of[k]:
+                    cta_load[g] += ctas[k]
             running.append(k)
 
         def try_start(candidates) -> None:
@@ -818,50 +892,53 @@ class _Run:
         for k in range(n):
             if waiting[k] == 0:
                 enqueue(k)
-        try_start(queues)
+        try_start(list(queues))
         while running:
             events += 1
-            run = np.array(running, dtype=np.int64)
-            rate = np.ones(len(run))
-            moving = np.flatnonzero((phase[run] == 1) & ~is_compute[run])
-            flow_ids = links = usage = None
-            if moving.size:
-                movers = run[moving]
-                parts = [self.task_links[k] for k in movers]
-                links = np.concatenate(parts)
-                usage = np.concatenate([self.task_usage[k] for k in movers])
-                flow_ids = np.repeat(np.arange(moving.size), [len(p) for p in parts])
-                rate[moving] = max_min_share(moving.size, flow_ids, links, usage, check=False)
-            if self.sm_share:
-                kernels = np.flatnonzero(is_compute[run])
-                if kernels.size:
-                    free = 1.0 - cta_load * per_block
-                    free[-1] = 1.0
-                    rate[kernels] = np.maximum(free[gpu_pad[run[kernels]]].min(axis=1), 0.05)
-            left = remaining[run]
-            times = left / rate
-            dt = float(times.min())
-            if moving.size and dt > 0:
-                util = link_utilisation(len(self.edges), flow_ids, links, usage, rate[moving])
-                used = np.flatnonzero(util > 0)
-                timeline.append((t_now, t_now + dt, used, util[used]))
+            rate = {}
+            movers = [k for k in running if phase[k] == 1 and not is_compute[k]]
+            if movers:
+                key = tuple(sorted(flow_class[k] for k in movers))
+                factors = shares.get(key)
+                if factors is None:
+                    factors = shares[key] = self._share(key)
+                for k in movers:
+                    rate[k] = factors[flow_class[k]]
+            dt = math.inf
+            for k in running:
+                r = rate.get(k, 1.0)
+                if sm_share and is_compute[k]:
+                    r = max(min(1.0 - cta_load[g] * per_block[g] for g in gpus_of[k]), 0.05)
+                    rate[k] = r
+                left = remaining[k] / r
+                if left < dt:
+                    dt = left
+            if movers and dt > 0:
+                timeline.append((t_now, t_now + dt, [flow_class[k] for k in movers], [rate[k] for k in movers]))
             t_now += dt
-            remaining[run] = left - rate * dt
-            # Everything within rounding of its end finishes now (simultaneous events together).
-            finished = run[times <= dt * (1 + 1e-9) + 1e-15]
+            limit = dt * (1 + 1e-9) + 1e-15
+            finished = []
+            for k in running:
+                r = rate.get(k, 1.0)
+                if remaining[k] <= r * limit:
+                    finished.append(k)
+                else:
+                    remaining[k] -= r * dt
             freed = set()
-            for k in finished.tolist():
-                if phase[k] == 0 and self.work[k] > 0:
-                    phase[k], remaining[k] = 1, self.work[k]
+            for k in finished:
+                if phase[k] == 0 and work[k] > 0:
+                    phase[k], remaining[k] = 1, work[k]
                     data_start[k] = t_now
                     continue
                 if phase[k] == 0:
                     data_start[k] = t_now
+                remaining[k] = 0.0
                 end[k] = t_now
                 running.remove(k)
                 done += 1
                 if not is_compute[k]:
-                    cta_load[gpu_pad[k]] -= ctas[k]
+                    for g in gpus_of[k]:
+                        cta_load[g] -= ctas[k]
                 for stream in streams[k]:
                     del busy[stream]
                     last_on[stream] = k
@@ -871,13 +948,23 @@ class _Run:
                     if waiting[u] == 0:
                         enqueue(u)
                         freed.update(streams[u])
-            if self.progress is not None and finished.size:
+            if self.progress is not None and finished:
                 self.progress(done, n)
             try_start(freed)
         if done != n:  # cannot happen for an acyclic graph; kept as a guard
-            stuck = next(t.id for k, t in enumerate(tasks) if np.isnan(end[k]))
+            stuck = next(t.id for k, t in enumerate(tasks) if math.isnan(end[k]))
             raise TaskGraphError("never started (its streams or dependencies never freed)", task=stuck)
-        return self._result(start, data_start, end, cause, timeline, events)
+        return self._result(np.array(start), np.array(data_start), np.array(end), cause, timeline, events)
+
+    def _share(self, key) -> dict:
+        """Max-min factors of moving flows of classes ``key`` (sorted; repeats are separate flows)."""
+        parts = [self.class_links[c] for c in key]
+        links = np.concatenate(parts)
+        usage = np.concatenate([self.class_usage[c] for c in key])
+        flow_ids = np.repeat(np.arange(len(key)), [len(p) for p in parts])
+        factors = max_min_share(len(key), flow_ids, links, usage, check=False)
+        # Flows of one class are symmetric: they get one factor.
+        return {c: float(f) for c, f in zip(key, factors)}
 
     def _result(self, start, data_start, end, cause, timeline, events) -> SimulationResult:
         tasks = self.graph.tasks
@@ -899,18 +986,26 @@ class _Run:
                                    float(self.startup[k] + self.work[k]), t.nbytes, self.algorithm[k],
                                    self.protocol[k], _stream_name(self.streams[k][0]), k in on_path)
                         for k, t in enumerate(tasks))
+        # Mean share of each link: over its data phase a flow moves its alone work whatever its
+        # speed, so link l carries usage x alone-time of every flow on it, in all.
         n_links = len(self.edges)
         total = np.zeros(n_links)
-        peak = np.zeros(n_links)
-        busy = np.zeros(n_links)
-        for t0, t1, used, frac in timeline:
-            total[used] += frac * (t1 - t0)
-            peak[used] = np.maximum(peak[used], frac)
-            busy[used] += t1 - t0
-        order = np.argsort(-total, kind="stable")
-        links = tuple(LinkUse(self.edges[i], float(self.G.adj[self.edges[i][0]][self.edges[i][1]].get("bandwidth", 0.0)),
-                              float(total[i] / step) if step > 0 else 0.0, float(peak[i]), float(busy[i]))
-                      for i in order if total[i] > 0)
+        carried = np.zeros(len(self.class_links))
+        np.add.at(carried, [c for c in self.flow_class if c >= 0],
+                  [self.work[k] for k, c in enumerate(self.flow_class) if c >= 0])
+        for c, links in enumerate(self.class_links):
+            np.add.at(total, links, self.class_usage[c] * carried[c])
+        order = [int(i) for i in np.argsort(-total, kind="stable") if total[i] > 0]
+        flat = _flatten(timeline)
+        peaks = _series(flat, order[:_PEAK_LINKS], self.class_links, self.class_usage)[1]
+        links = []
+        for j, i in enumerate(order):
+            u, v = self.edges[i]
+            peak = float(peaks[j].max()) if j < _PEAK_LINKS and peaks.size else math.nan
+            links.append(LinkUse(self.edges[i], float(self.G.adj[u][v].get("bandwidth", 0.0)),
+                                 float(total[i] / step) if step > 0 else 0.0, peak))
+        links = tuple(links)
         return SimulationResult(self.G.graph.get("name", "fabric"), self.graph.name, step, timings,
                                 tuple(tasks[k].id for k in critical), tuple(sorted(exposed.items())), links,
-                                tuple(timeline), tuple(self.edges), events)
+                                tuple(self.edges), events, flat, tuple(self.class_links), tuple(self.class_usage),
+                                tuple(self.flow_class))
