@@ -623,7 +623,8 @@ class SimulationResult:
                 "critical_s": self.critical_by_kind(), "critical_path": list(self.critical_path),
                 "events": self.events,
                 "links": [{"edge": [str(u) for u in link.edge], "capacity_Bps": link.capacity,
-                           "mean_utilisation": link.mean, "peak_utilisation": link.peak, "busy_s": link.busy}
+                           "mean_utilisation": link.mean,
+                           "peak_utilisation": None if math.isnan(link.peak) else link.peak}
                           for link in self.links[:top_links]],
                 "tasks": self.to_records()}
 
@@ -643,7 +644,8 @@ class SimulationResult:
             lines.append("  busiest links (mean / peak share of capacity):")
             for link in self.links[:top_links]:
                 u, v = link.edge
-                lines.append(f"    {u}->{v} ({to_GBps(link.capacity):.0f} GB/s): {link.mean:.1%} / {link.peak:.1%}")
+                peak = "-" if math.isnan(link.peak) else f"{link.peak:.1%}"
+                lines.append(f"    {u}->{v} ({to_GBps(link.capacity):.0f} GB/s): {link.mean:.1%} / {peak}")
         return "\n".join(lines)
 
 
