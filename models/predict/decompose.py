@@ -227,10 +227,10 @@ class Decomposer:
         key = ("s", src, dst, nbytes)
         found = self._asked.get(key)
         if found is None:
+            if src == dst:
+                raise DecomposeError(f"a send needs two different GPUs, received {src} to {dst}")
             size = _size(nbytes)
             nodes = self._nodes([src, dst], ordered=True)
-            if nodes[0] == nodes[1]:
-                raise DecomposeError(f"a send needs two different GPUs, received {src} to {dst}")
             found = self._asked[key] = self._cached(("s", size), nodes, lambda ns: self._send(size, ns))
         return found
 
