@@ -245,11 +245,13 @@ class Decomposer:
         """
         sizes: dict = {}
         for op, gpus, nbytes in operations:
-            key = ("s", gpus[0], gpus[1], nbytes) if op == "send" else ("c", op, nbytes, tuple(gpus))
+            gpus = tuple(gpus)
+            key = ("s", gpus[0], gpus[1], nbytes) if op == "send" else ("c", op, nbytes, gpus)
             if key in self._asked:
                 continue
             group = ("sendrecv", tuple(sorted(gpus))) if op == "send" else (op, tuple(sorted(gpus)))
-            sizes.setdefault(group, {}).setdefault(int(nbytes), []).append((op, tuple(gpus)))
+            sizes.setdefault(group, {}).setdefault(int(nbytes), set()).add((op, gpus))
+        pairs: dict = {}  # route signature of a GPU pair -> its sendrecv estimate
         for (op, group), by_size in sizes.items():
             if op not in COLLECTIVE_NAMES:
                 raise DecomposeError(f"unknown collective {op!r}: expected one of {', '.join(COLLECTIVE_NAMES)}")
@@ -257,14 +259,32 @@ class Decomposer:
             if len({_prefix(n) for n in nodes} - {None}) == 1 and len(by_size) == 1:
                 continue  # one host: the first group of its shape serves the others (see _cached)
             ordered = sorted(by_size)
-            e = self.estimator.estimate(op, ordered, list(group))
+            e = None
+            only_sends = all(asked == "send" for by in by_size.values() for asked, _ in by)
+            if only_sends and len(nodes) == 2:
+                # The point-to-point estimate of a pair reads only its routes both ways (the kind,
+                # class, count and bandwidth of every edge, each edge's share) and the GPUs' model:
+                # a pair whose routes match another's has its estimate.
+                signature = (tuple(ordered), self._route_signature(*nodes), self._route_signature(*nodes[::-1]))
+                e = pairs.get(signature)
+                if e is None:
+                    e = pairs[signature] = self.estimator.estimate(op, ordered, list(group))
+            if e is None:
+                e = self.estimator.estimate(op, ordered, list(group))
             for i, size in enumerate(ordered):
-                for asked_op, gpus in by_size[size]:
+                for asked_op, gpus in sorted(by_size[size]):
                     if asked_op == "send":
                         steps = self._send_from(e, i, self._nodes(gpus, ordered=True))
                         self._asked[("s", gpus[0], gpus[1], size)] = steps
                     else:
                         self._asked[("c", asked_op, size, gpus)] = self.from_estimate(e, i)
+
+    def _route_signature(self, a, b) -> tuple:
+        G = self.G
+        r = self.system.router.route(a, b)
+        return (G.nodes[a].get("model"), G.nodes[b].get("model"), r.path_type) + tuple(
+            (G.edges[e]["kind"], G.edges[e].get("link"), G.edges[e].get("links"), G.edges[e]["bandwidth"], share)
+            for e, share in zip(r.edges, r.shares))
 
     # ---------------------------------------------------------------------- internals
     def _nodes(self, gpus, ordered=False) -> tuple:

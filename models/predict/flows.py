@@ -61,7 +61,7 @@ def _check(n_flows, flows, links, usage) -> tuple:
     return flows, links, usage
 
 
-def max_min_share(n_flows: int, flows, links, usage, *, check: bool = True) -> np.ndarray:
+def max_min_share(n_flows: int, flows, links, usage, *, check: bool = True, peaks=None) -> np.ndarray:
     """Max-min fair speed factors of flows sharing links (progressive filling).
 
     Parameters
@@ -74,6 +74,10 @@ def max_min_share(n_flows: int, flows, links, usage, *, check: bool = True) -> n
         For that pair, the fraction of the link's capacity the flow fills alone, in [0, 1].
     check : bool
         Validate the arrays (a caller that built them itself may skip it).
+    peaks : array_like of float, optional
+        Per flow, the share it fills on its busiest link when it stands for several identical
+        flows on different links (:mod:`models.predict.simulate`'s folded replicas): the share of
+        *one* of them. Default: the largest usage of the flow.
 
     Returns
     -------
@@ -117,7 +121,9 @@ def max_min_share(n_flows: int, flows, links, usage, *, check: bool = True) -> n
     n_links = used.size
     peak = np.zeros(n_flows)
     np.maximum.at(peak, flows, usage)
-    weight = usage / peak[flows]  # usage per unit of the flow's peak share, max 1 per flow
+    if peaks is not None:
+        peak = np.where(peak > 0, np.asarray(peaks, dtype=np.float64), 0.0)
+    weight = usage / peak[flows]  # usage per unit of the flow's peak share
     share = np.zeros(n_flows)  # the peak share each flow has reached
     spare = np.ones(n_links)
     active = peak > 0

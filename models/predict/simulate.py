@@ -141,6 +141,9 @@ class Task:
         A named stream ('' for the default: the GPU's compute stream, or the communicator's).
     root : int or None
         Root GPU of a broadcast or reduce.
+    images : tuple of tuple of int
+        The same task on other GPUs (a data-parallel replica's), run in lockstep with this one
+        (*folded*): their links are charged, their GPUs' streams are not modelled.
     """
 
     id: str
@@ -152,6 +155,12 @@ class Task:
     kind: str = ""
     stream: str = ""
     root: int | None = None
+    images: tuple = ()
+
+    @property
+    def copies(self) -> int:
+        """1 + the folded images."""
+        return 1 + len(self.images)
 
     @property
     def is_compute(self) -> bool:
@@ -198,13 +207,15 @@ class TaskGraph:
                 d["kind"] = t.kind
             if t.stream:
                 d["stream"] = t.stream
+            if t.images:
+                d["images"] = [list(i) for i in t.images]
             out.append(d)
         return {"name": self.name, "tasks": out} if self.name else {"tasks": out}
 
 
 # ------------------------------------------------------------------------------ reading
 _FIELDS = {"id", "op", "gpus", "gpu", "src", "dst", "bytes", "root", "seconds", "flops", "dtype", "after",
-           "kind", "stream"}
+           "kind", "stream", "images"}
 
 
 def _int(value, task, name, low=0, high=None) -> int:
@@ -239,6 +250,22 @@ def _gpu_list(value, task, name, ngpus) -> tuple:
 
 
 def _one_task(raw, k, ngpus, compute_time) -> Task:
+    task = _plain_task(raw, k, ngpus, compute_time)
+    if "images" not in raw:
+        return task
+    images = raw["images"]
+    if not isinstance(images, (list, tuple)) or len(images) > 100_000:
+        raise TaskGraphError("expected a list of GPU lists (at most 100000)", task=task.id, field="images")
+    parsed = tuple(_gpu_list(list(i) if isinstance(i, (list, tuple)) else i, task.id, "images", ngpus)
+                   for i in images)
+    if any(len(i) != len(task.gpus) for i in parsed):
+        raise TaskGraphError(f"expected every image to have {len(task.gpus)} GPUs like the task", task=task.id,
+                             field="images")
+    return Task(task.id, task.op, task.gpus, task.nbytes, task.seconds, task.after, task.kind, task.stream,
+                task.root, parsed)
+
+
+def _plain_task(raw, k, ngpus, compute_time) -> Task:
     if not isinstance(raw, dict):
         raise TaskGraphError(f"expected an object, received {type(raw).__name__}", task=f"#{k}")
     task = raw.get("id")
@@ -310,6 +337,8 @@ def _one_task(raw, k, ngpus, compute_time) -> Task:
         return Task(task, op, (src, dst), nbytes, 0.0, after, kind, stream)
     forbid("src", "dst")
     gpus = _gpu_list(raw.get("gpus"), task, "gpus", ngpus)
+    if op in ("broadcast", "reduce") and "root" in raw and "images" in raw:
+        raise TaskGraphError("a rooted collective cannot be folded", task=task, field="images")
     root = None
     if op in ("broadcast", "reduce"):
         root = _int(raw.get("root", gpus[0]), task, "root")
@@ -460,6 +489,8 @@ class TaskTiming:
         The stream it ran on (display name).
     critical : bool
         On the critical path.
+    copies : int
+        The task and its folded images (each ran from ``start`` to ``end``).
     """
 
     id: str
@@ -475,6 +506,7 @@ class TaskTiming:
     protocol: str
     stream: str
     critical: bool
+    copies: int = 1
 
     @property
     def duration(self) -> float:
@@ -590,17 +622,17 @@ class SimulationResult:
 
     def to_records(self) -> list:
         """One dict per task: ``id``, ``op``, ``kind``, ``gpus``, ``start_s``, ``end_s``, ``data_start_s``,
-        ``alone_s``, ``bytes``, ``algorithm``, ``protocol``, ``stream``, ``critical``."""
+        ``alone_s``, ``bytes``, ``algorithm``, ``protocol``, ``stream``, ``critical``, ``copies``."""
         return [{"id": t.id, "op": t.op, "kind": t.kind, "gpus": list(t.gpus), "start_s": t.start,
                  "end_s": t.end, "data_start_s": t.data_start, "alone_s": t.alone, "bytes": t.nbytes,
                  "algorithm": t.algorithm, "protocol": t.protocol, "stream": t.stream,
-                 "critical": t.critical} for t in self.tasks]
+                 "critical": t.critical, "copies": t.copies} for t in self.tasks]
 
     def busy_by_kind(self) -> dict:
-        """Per kind, the summed duration of its tasks. [s]"""
+        """Per kind, the summed duration of its tasks (folded images included). [s]"""
         out: dict = {}
         for t in self.tasks:
-            out[t.kind] = out.get(t.kind, 0.0) + t.duration
+            out[t.kind] = out.get(t.kind, 0.0) + t.duration * t.copies
         return out
 
     def critical_by_kind(self) -> dict:
@@ -651,6 +683,7 @@ class SimulationResult:
 
 # ---------------------------------------------------------------------------- simulating
 _PEAK_LINKS = 16  # links whose peak share a result computes (the busiest by mean)
+_VECTOR_FROM = 48  # with more tasks running, an event's arithmetic runs in numpy
 
 
 def _flatten(timeline) -> tuple:
@@ -746,7 +779,7 @@ def simulate(G, graph: TaskGraph, *, profile=None, calibration=None, sm_share: b
                          size=size, limit=max_events)
     gpu_nodes = topo.gpus(G)
     for t in graph.tasks:
-        bad = [g for g in t.gpus if not 0 <= g < len(gpu_nodes)]
+        bad = [g for g in t.gpus + tuple(g for i in t.images for g in i) if not 0 <= g < len(gpu_nodes)]
         if bad:
             raise TaskGraphError(f"GPU {bad[0]} is not on {G.graph.get('name', 'the fabric')} "
                                  f"({len(gpu_nodes)} GPUs)", task=t.id, field="gpus")
@@ -767,11 +800,12 @@ class _Run:
         self.n = n
         self.index = {t.id: k for k, t in enumerate(tasks)}
         self.users = [[] for _ in range(n)]
+        self.deps = [[self.index[a] for a in t.after] for t in tasks]
         self.waiting = np.zeros(n, dtype=np.int64)
-        for k, t in enumerate(tasks):
-            for a in t.after:
-                self.users[self.index[a]].append(k)
-            self.waiting[k] = len(t.after)
+        for k, deps in enumerate(self.deps):
+            for j in deps:
+                self.users[j].append(k)
+            self.waiting[k] = len(deps)
         # Per task: the start-up and the data (or compute) phase, the links of the data phase.
         self.startup = np.zeros(n)
         self.work = np.zeros(n)
@@ -788,24 +822,41 @@ class _Run:
         self.flow_class = [-1] * n
         self.class_links: list = []
         self.class_usage: list = []
+        self.class_peak: list = []
+        asked: dict = {}
         for k, t in enumerate(tasks):
             if t.op == "compute":
                 self.work[k] = t.seconds
                 continue
-            steps = decomposer.send(*t.gpus, t.nbytes) if t.op == "send" else \
-                decomposer.collective(t.op, t.nbytes, t.gpus)
+            steps = asked.get((t.op, t.gpus, t.nbytes))
+            if steps is None:
+                steps = asked[t.op, t.gpus, t.nbytes] = decomposer.send(*t.gpus, t.nbytes) if t.op == "send" \
+                    else decomposer.collective(t.op, t.nbytes, t.gpus)
+            image_steps = [asked.get((t.op, i, t.nbytes)) for i in t.images]
+            for j, i in enumerate(t.images):
+                if image_steps[j] is None:
+                    image_steps[j] = asked[t.op, i, t.nbytes] = decomposer.send(*i, t.nbytes) if t.op == "send" \
+                        else decomposer.collective(t.op, t.nbytes, i)
             self.startup[k], self.work[k] = steps.startup, steps.transfer
             self.algorithm[k], self.protocol[k] = steps.algorithm, steps.protocol
             self.ctas[k] = steps.nchannels * ctas
-            found = arrays.get(id(steps))
+            signature = (id(steps),) + tuple(id(i) for i in image_steps)
+            found = arrays.get(signature)
             if found is None:
                 link_of = self.link_of
-                links = np.fromiter((link_of.setdefault(edge, len(link_of)) for edge in steps.edges),
-                                    dtype=np.int64, count=len(steps.edges))
-                found = arrays[id(steps)] = (steps, links, len(self.class_links))
+                merged: dict = {}
+                for part in [steps] + image_steps:
+                    for edge, u in zip(part.edges, part.usage.tolist()):
+                        j = link_of.setdefault(edge, len(link_of))
+                        merged[j] = merged.get(j, 0.0) + u
+                links = np.fromiter(merged, dtype=np.int64, count=len(merged))
+                usage = np.fromiter(merged.values(), dtype=np.float64, count=len(merged))
+                found = arrays[signature] = ([steps] + image_steps, links, len(self.class_links))
                 self.class_links.append(links)
-                self.class_usage.append(steps.usage)
-            self.task_links[k], self.task_usage[k] = found[1], steps.usage
+                self.class_usage.append(usage)
+                # Each image is one of several identical flows: it fills its own busiest link alone.
+                self.class_peak.append(float(steps.usage.max()) if len(steps.usage) else 0.0)
+            self.task_links[k], self.task_usage[k] = found[1], self.class_usage[found[2]]
             self.flow_class[k] = found[2]
         self.edges = list(self.link_of)
         self.streams = [_stream_keys(t) for t in tasks]
@@ -820,7 +871,7 @@ class _Run:
 
     def run(self) -> SimulationResult:
         tasks, n = self.graph.tasks, self.n
-        index, streams, users, waiting = self.index, self.streams, self.users, self.waiting.tolist()
+        streams, users, waiting, deps = self.streams, self.users, self.waiting.tolist(), self.deps
         is_compute = self.is_compute.tolist()
         work, startup = self.work.tolist(), self.startup.tolist()
         ctas = self.ctas.tolist()
@@ -844,6 +895,8 @@ class _Run:
         cta_load = [0.0] * len(self.sms)  # NCCL blocks running per GPU
         per_block = [1.0 / s if s > 0 else 0.0 for s in self.sms.tolist()]
         sm_share = self.sm_share
+        kernel_rate: dict = {}  # a compute kernel's speed by its GPUs, while their NCCL blocks hold
+        kernels_on = [set() for _ in range(len(self.sms))]  # GPU -> GPU groups of kernels on it
 
         def enqueue(k):
             for stream in streams[k]:
@@ -853,8 +906,7 @@ class _Run:
             start[k] = t_now
             # the binding predecessor: the latest-ending dependency or stream predecessor
             best, best_end = -1, -math.inf
-            for a in tasks[k].after:
-                j = index[a]
+            for j in deps[k]:
                 if end[j] > best_end:
                     best, best_end = j, end[j]
             for stream in streams[k]:
@@ -867,8 +919,11 @@ class _Run:
                 data_start[k] = t_now
             else:
                 phase[k], remaining[k] = 0, startup[k]
-                for g in gpus_of[k]:
-                    cta_load[g] += ctas[k]
+                if ctas[k]:
+                    for g in gpus_of[k]:
+                        cta_load[g] += ctas[k]
+                        for group in kernels_on[g]:
+                            kernel_rate.pop(group, None)
             running.append(k)
 
         def try_start(candidates) -> None:
@@ -891,33 +946,38 @@ class _Run:
                     busy[other] = k
                 begin(k)
 
-        for k in range(n):
-            if waiting[k] == 0:
-                enqueue(k)
-        try_start(list(queues))
-        while running:
-            events += 1
+        def kernel_speed(group) -> float:
+            """A compute kernel's speed on GPUs ``group`` beside the NCCL blocks running there."""
+            r = kernel_rate.get(group)
+            if r is None:
+                r = kernel_rate[group] = max(min(1.0 - cta_load[g] * per_block[g] for g in group), 0.05)
+                for g in group:
+                    kernels_on[g].add(group)
+            return r
+
+        def factors_of(movers) -> dict:
+            key = tuple(sorted(flow_class[k] for k in movers))
+            found = shares.get(key)
+            if found is None:
+                found = shares[key] = self._share(key)
+            return found
+
+        def scalar_step():
+            """Advance to the next event, task by task (few tasks running)."""
             rate = {}
             movers = [k for k in running if phase[k] == 1 and not is_compute[k]]
             if movers:
-                key = tuple(sorted(flow_class[k] for k in movers))
-                factors = shares.get(key)
-                if factors is None:
-                    factors = shares[key] = self._share(key)
+                factors = factors_of(movers)
                 for k in movers:
                     rate[k] = factors[flow_class[k]]
             dt = math.inf
             for k in running:
                 r = rate.get(k, 1.0)
                 if sm_share and is_compute[k]:
-                    r = max(min(1.0 - cta_load[g] * per_block[g] for g in gpus_of[k]), 0.05)
-                    rate[k] = r
+                    r = rate[k] = kernel_speed(gpus_of[k])
                 left = remaining[k] / r
                 if left < dt:
                     dt = left
-            if movers and dt > 0:
-                timeline.append((t_now, t_now + dt, [flow_class[k] for k in movers], [rate[k] for k in movers]))
-            t_now += dt
             limit = dt * (1 + 1e-9) + 1e-15
             finished = []
             for k in running:
@@ -926,6 +986,47 @@ class _Run:
                     finished.append(k)
                 else:
                     remaining[k] -= r * dt
+            return dt, finished, movers, [rate[k] for k in movers]
+
+        def vector_step():
+            """:func:`scalar_step` with numpy over the running tasks (many tasks running)."""
+            compute = np.array([is_compute[k] for k in running])
+            moving = np.array([phase[k] == 1 for k in running]) & ~compute
+            rate = np.ones(len(running))
+            movers = [k for k, m in zip(running, moving.tolist()) if m]
+            mover_rates = []
+            if movers:
+                factors = factors_of(movers)
+                mover_rates = [factors[flow_class[k]] for k in movers]
+                rate[moving] = mover_rates
+            if sm_share and compute.any():
+                rate[compute] = [kernel_speed(gpus_of[k]) for k, c in zip(running, compute.tolist()) if c]
+            left = np.array([remaining[k] for k in running])
+            times = left / rate
+            dt = float(times.min())
+            done_now = left <= rate * (dt * (1 + 1e-9) + 1e-15)
+            after = (left - rate * dt).tolist()
+            finished = []
+            for k, f, value in zip(running, done_now.tolist(), after):
+                if f:
+                    finished.append(k)
+                else:
+                    remaining[k] = value
+            return dt, finished, movers, mover_rates
+
+        for k in range(n):
+            if waiting[k] == 0:
+                enqueue(k)
+        try_start(list(queues))
+        while running:
+            events += 1
+            if len(running) > _VECTOR_FROM:
+                dt, finished, movers, mover_rates = vector_step()
+            else:
+                dt, finished, movers, mover_rates = scalar_step()
+            if movers and dt > 0:
+                timeline.append((t_now, t_now + dt, [flow_class[k] for k in movers], mover_rates))
+            t_now += dt
             freed = set()
             for k in finished:
                 if phase[k] == 0 and work[k] > 0:
@@ -938,9 +1039,11 @@ class _Run:
                 end[k] = t_now
                 running.remove(k)
                 done += 1
-                if not is_compute[k]:
+                if not is_compute[k] and ctas[k]:
                     for g in gpus_of[k]:
                         cta_load[g] -= ctas[k]
+                        for group in kernels_on[g]:
+                            kernel_rate.pop(group, None)
                 for stream in streams[k]:
                     del busy[stream]
                     last_on[stream] = k
@@ -964,7 +1067,8 @@ class _Run:
         links = np.concatenate(parts)
         usage = np.concatenate([self.class_usage[c] for c in key])
         flow_ids = np.repeat(np.arange(len(key)), [len(p) for p in parts])
-        factors = max_min_share(len(key), flow_ids, links, usage, check=False)
+        factors = max_min_share(len(key), flow_ids, links, usage, check=False,
+                                peaks=[self.class_peak[c] for c in key])
         # Flows of one class are symmetric: they get one factor.
         return {c: float(f) for c, f in zip(key, factors)}
 
@@ -984,9 +1088,15 @@ class _Run:
             t = tasks[k]
             if t.op != "compute":
                 exposed[t.label] = exposed.get(t.label, 0.0) + float(end[k] - start[k])
-        timings = tuple(TaskTiming(t.id, t.op, t.label, t.gpus, float(start[k]), float(end[k]), float(data_start[k]),
-                                   float(self.startup[k] + self.work[k]), t.nbytes, self.algorithm[k],
-                                   self.protocol[k], _stream_name(self.streams[k][0]), k in on_path)
+        names: dict = {}
+        for key in self.streams:
+            if key[0] not in names:
+                names[key[0]] = _stream_name(key[0])
+        alone = (self.startup + self.work).tolist()
+        start, end, data_start = start.tolist(), end.tolist(), data_start.tolist()
+        timings = tuple(TaskTiming(t.id, t.op, t.label, t.gpus, start[k], end[k], data_start[k], alone[k], t.nbytes,
+                                   self.algorithm[k], self.protocol[k], names[self.streams[k][0]], k in on_path,
+                                   t.copies)
                         for k, t in enumerate(tasks))
         # Mean share of each link: over its data phase a flow moves its alone work whatever its
         # speed, so link l carries usage x alone-time of every flow on it, in all.

@@ -83,18 +83,21 @@ def compute_time(G, *, efficiency: float = DEFAULT_EFFICIENCY):
 
 
 class _Builder:
-    def __init__(self):
+    def __init__(self, image_maps=()):
         self.tasks: list = []
+        self.image_maps = image_maps  # per folded replica: GPU id of replica 0 -> its GPU id
 
-    def add(self, id_, op, gpus, *, nbytes=0, seconds=0.0, after=(), kind="") -> str:
-        self.tasks.append(Task(id_, op, tuple(gpus), int(nbytes), float(seconds),
-                               tuple(a for a in after if a), kind))
+    def add(self, id_, op, gpus, *, nbytes=0, seconds=0.0, after=(), kind="", fold=False) -> str:
+        gpus = tuple(gpus)
+        images = tuple(tuple(m[g] for g in gpus) for m in self.image_maps) if fold else ()
+        self.tasks.append(Task(id_, op, gpus, int(nbytes), float(seconds), tuple(a for a in after if a), kind,
+                               images=images))
         return id_
 
 
 def step_graph(plan: Plan, G, *, workload=None, bucket: float = DEFAULT_BUCKET,
                efficiency: float = DEFAULT_EFFICIENCY,
-               memory_efficiency: float = DEFAULT_MEMORY_EFFICIENCY) -> TaskGraph:
+               memory_efficiency: float = DEFAULT_MEMORY_EFFICIENCY, fold: bool = True) -> TaskGraph:
     """The task graph of one training step of a plan (module docstring).
 
     Parameters
@@ -108,6 +111,13 @@ def step_graph(plan: Plan, G, *, workload=None, bucket: float = DEFAULT_BUCKET,
         Data-parallel gradient bucket. [bytes]
     efficiency, memory_efficiency : float
         Roofline fractions (:mod:`models.studies.compute`).
+    fold : bool
+        Build replica 0's tasks only, each carrying the other data-parallel replicas' copies as
+        *images* (:class:`models.predict.simulate.Task`): their links are charged, and they run in
+        lockstep with replica 0. Exact when the replicas' GPUs are images of each other under a
+        symmetry of the fabric (identical hosts; a network that treats their hosts alike), which
+        is the case of the built-in clusters up to the network's placement of hosts on leaves [U];
+        ``False`` builds every replica (the simulation then costs ``dp`` times more).
 
     Returns
     -------
@@ -153,8 +163,13 @@ def step_graph(plan: Plan, G, *, workload=None, bucket: float = DEFAULT_BUCKET,
     else:
         def slot(p, d): return slots[d * pp + p]
     layer_grad = w.layer_parameters / tp * grad_elem
-    out = _Builder()
-    last_grads = {(d, p): [] for d in range(dp) for p in range(pp)}  # the last backward's layer ends
+    replicas = range(1) if fold else range(dp)
+    maps = []
+    if fold:
+        for d in range(1, dp):
+            maps.append({g: h for p in range(pp) for g, h in zip(slot(p, 0), slot(p, d))})
+    out = _Builder(maps)
+    last_grads = {(d, p): [] for d in replicas for p in range(pp)}  # the last backward's layer ends
     stage_end: dict = {}
 
     def tp_comm(prefix, group, after, count=2) -> str:
@@ -165,17 +180,19 @@ def step_graph(plan: Plan, G, *, workload=None, bucket: float = DEFAULT_BUCKET,
         for c in range(count):
             if lay.sequence_parallel:
                 last = out.add(f"{prefix}.rs{c}", "reduce_scatter", group, nbytes=tp_bytes, after=(last,),
-                               kind="tp_comm")
-                last = out.add(f"{prefix}.ag{c}", "all_gather", group, nbytes=tp_bytes, after=(last,), kind="tp_comm")
+                               kind="tp_comm", fold=fold)
+                last = out.add(f"{prefix}.ag{c}", "all_gather", group, nbytes=tp_bytes, after=(last,), kind="tp_comm",
+                               fold=fold)
             else:
-                last = out.add(f"{prefix}.ar{c}", "all_reduce", group, nbytes=tp_bytes, after=(last,), kind="tp_comm")
+                last = out.add(f"{prefix}.ar{c}", "all_reduce", group, nbytes=tp_bytes, after=(last,), kind="tp_comm",
+                               fold=fold)
         return last
 
-    def zero3_gather(prefix, d, p, r_list, after) -> list:
+    def zero3_gather(prefix, p, after) -> list:
         return [out.add(f"{prefix}.zg{r}", "all_gather", [slot(p, dd)[r] for dd in range(dp)],
-                        nbytes=w.layer_parameters / tp * elem, after=(after,), kind="dp_comm") for r in r_list]
+                        nbytes=w.layer_parameters / tp * elem, after=(after,), kind="dp_comm") for r in range(tp)]
 
-    for d in range(dp):
+    for d in replicas:
         for p in range(pp):
             group = slot(p, d)
             nl = layers[p]
@@ -202,9 +219,9 @@ def step_graph(plan: Plan, G, *, workload=None, bucket: float = DEFAULT_BUCKET,
                 layer_ids = range(nl) if what == "F" else reversed(range(nl))
                 for li in layer_ids:
                     lid = f"{base}.l{li}"
-                    zg = []
+                    zg = []  # ZeRO 3: the layer's parameters, gathered over the data-parallel group
                     if lay.zero == 3 and dp > 1 and d == 0:
-                        zg = zero3_gather(lid, d, p, range(tp), last)
+                        zg = zero3_gather(lid, p, last)
                     elif lay.zero == 3 and dp > 1:
                         zg = [f"d0.p{p}.{what}{i}.l{li}.zg{r}" for r in range(tp)]
                     work = layer_fwd if what == "F" else 2 * layer_fwd + recompute_layer
@@ -212,22 +229,23 @@ def step_graph(plan: Plan, G, *, workload=None, bucket: float = DEFAULT_BUCKET,
                         work += 2 * head_fwd
                     half = work / 2
                     c0 = out.add(f"{lid}.c0", "compute", group, seconds=half, after=(last, *gate, *zg),
-                                 kind="compute")
+                                 kind="compute", fold=fold)
                     gate = ()
                     a0 = tp_comm(f"{lid}.h0", group, c0, 1 + (what == "B" and lay.recompute == "full"))
                     extra = head_fwd if (what == "F" and last_stage and li == nl - 1) else 0.0
-                    c1 = out.add(f"{lid}.c1", "compute", group, seconds=half + extra, after=(a0,), kind="compute")
+                    c1 = out.add(f"{lid}.c1", "compute", group, seconds=half + extra, after=(a0,), kind="compute",
+                                 fold=fold)
                     last = tp_comm(f"{lid}.h1", group, c1, 1 + (what == "B" and lay.recompute == "full"))
                     if what == "B" and i == m - 1 and dp > 1:
                         last_grads[(d, p)].append((li, last))
                 if what == "F" and not last_stage:
                     for r in range(tp):
                         out.add(f"{base}.send{r}", "send", [group[r], slot(p + 1, d)[r]], nbytes=tp_bytes / tp,
-                                after=(last,), kind="pp_comm")
+                                after=(last,), kind="pp_comm", fold=fold)
                 if what == "B" and p > 0:
                     for r in range(tp):
                         out.add(f"{base}.send{r}", "send", [group[r], slot(p - 1, d)[r]], nbytes=tp_bytes / tp,
-                                after=(last,), kind="pp_comm")
+                                after=(last,), kind="pp_comm", fold=fold)
                 prev = last
             stage_end[(d, p)] = prev
     # data-parallel gradient buckets (one collective per tensor-parallel rank's data-parallel group)
@@ -244,9 +262,8 @@ def step_graph(plan: Plan, G, *, workload=None, bucket: float = DEFAULT_BUCKET,
         opt_seconds = local / (dp if lay.zero >= 1 else 1) * OPTIMIZER_PASS_BYTES / (
             gen.memory_bandwidth * memory_efficiency)
         if dp == 1:
-            for d in range(dp):
-                finals.append(out.add(f"d{d}.p{p}.opt", "compute", slot(p, d), seconds=opt_seconds,
-                                      after=(stage_end[(d, p)],), kind="optimizer"))
+            finals.append(out.add(f"d0.p{p}.opt", "compute", slot(p, 0), seconds=opt_seconds,
+                                  after=(stage_end[(0, p)],), kind="optimizer"))
             continue
         collective = "all_reduce" if lay.zero == 0 else "reduce_scatter"
         # layer order of the last backward: the last layer first; the buckets fill in that order
@@ -267,19 +284,19 @@ def step_graph(plan: Plan, G, *, workload=None, bucket: float = DEFAULT_BUCKET,
             for r in range(tp):
                 group = [slot(p, d)[r] for d in range(dp)]
                 waits = [last_grads[(d, p)][done_of[li]][1] if li is not None else stage_end[(d, p)]
-                         for d in range(dp)]
+                         for d in replicas]
                 prev_bucket[r] = out.add(f"p{p}.bucket{k}.r{r}", collective, group, nbytes=nbytes,
                                          after=(*waits, prev_bucket.get(r, "")), kind="dp_comm")
-        for d in range(dp):
+        for d in replicas:
             opt = out.add(f"d{d}.p{p}.opt", "compute", slot(p, d), seconds=opt_seconds,
-                          after=(stage_end[(d, p)], *prev_bucket.values()), kind="optimizer")
+                          after=(stage_end[(d, p)], *prev_bucket.values()), kind="optimizer", fold=fold)
             finals.append(opt)
         if lay.zero in (1, 2):
             for r in range(tp):
                 group = [slot(p, d)[r] for d in range(dp)]
                 total = sum(nb for nb, _ in buckets)
                 finals.append(out.add(f"p{p}.params.r{r}", "all_gather", group, nbytes=total,
-                                      after=tuple(f"d{d}.p{p}.opt" for d in range(dp)), kind="dp_comm"))
+                                      after=tuple(f"d{d}.p{p}.opt" for d in replicas), kind="dp_comm"))
     return TaskGraph(tuple(out.tasks), f"{plan.workload} {lay.label()}")
 
 
