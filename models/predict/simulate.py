@@ -660,7 +660,7 @@ class SimulationResult:
                           for link in self.links[:top_links]],
                 "tasks": self.to_records()}
 
-    def format(self, *, top_links: int = 5) -> str:
+    def format(self, *, top_links: int = 3) -> str:
         """The step in words: time, where it goes, the busiest links."""
         from topo.units import to_GBps
 
@@ -817,7 +817,7 @@ class _Run:
         self.task_links: list = [None] * n
         self.task_usage: list = [None] * n
         ctas = decomposer.parameters.ctas_per_channel
-        decomposer.prepare((t.op, t.gpus, t.nbytes) for t in tasks if t.op != "compute")
+        decomposer.prepare((t.op, gpus, t.nbytes) for t in tasks if t.op != "compute" for gpus in (t.gpus,) + t.images)
         arrays: dict = {}  # one link array per distinct decomposition
         self.flow_class = [-1] * n
         self.class_links: list = []
