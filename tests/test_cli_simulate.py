@@ -6,26 +6,13 @@ import json
 
 import pytest
 
-from models.present.cli import main
+from tests.test_cli_commands import one_line_error, run
 
 GRAPH = {"tasks": [
     {"id": "grad", "op": "all_reduce", "gpus": [0, 1, 2, 3, 4, 5, 6, 7], "bytes": 1073741824},
     {"id": "p2p", "op": "send", "src": 0, "dst": 5, "bytes": 65536, "after": ["grad"]},
     {"id": "fwd0", "op": "compute", "gpu": 0, "seconds": 0.001, "after": []},
     {"id": "fwd1", "op": "compute", "gpu": 1, "flops": 1e12, "dtype": "bf16"}]}
-
-
-def run(capsys, *argv):
-    status = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return status, out, err
-
-
-def one_line_error(capsys, *argv) -> str:
-    status, out, err = run(capsys, *argv)
-    assert status == 2 and out == "", (status, out, err)
-    assert err.count("\n") == 1 and err.startswith("dgxtopo: error: "), err
-    return err
 
 
 @pytest.fixture

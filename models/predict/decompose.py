@@ -58,8 +58,8 @@ import topo
 from topo.errors import DgxTopoError
 
 from .collectives import COLLECTIVE_NAMES, Estimator
+from .network import tree_links
 from ..engine.nccl.system import NcclSystem
-from ..engine.nccl.trees import double_binary_tree
 from ..engine.nccltests import busbw_factor
 
 __all__ = ["StepParameters", "STEP_PARAMETERS", "CollectiveSteps", "Decomposer", "DecomposeError"]
@@ -410,8 +410,7 @@ class Decomposer:
                 for g in members:
                     self._switch_links(load, g, (graph.nchannels + (g in local_heads)) * graph.bw_intra * scale)
             if algorithm == "nvls_tree" and len(groups) > 1 and graph.nets:
-                self._network_tree(load, groups, [(n, n) for n in graph.nets],
-                                   graph.bw_inter * scale, graph.nchannels)
+                self._network_tree(load, groups, [(n, n) for n in graph.nets], graph.bw_inter * scale)
             return
         search = e.tree if algorithm in ("tree", "pat") and e.tree is not None else e.ring
         if search is None:
@@ -432,7 +431,7 @@ class Decomposer:
             if algorithm == "ring":
                 self._network_ring(load, groups, search.nets, rate)
             else:
-                self._network_tree(load, groups, search.nets, rate, search.nchannels)
+                self._network_tree(load, groups, search.nets, rate)
 
     def _switch_links(self, load, gpu, reserved) -> None:
         """Charge ``reserved`` [B/s] on a GPU's NVLinks to switches, both ways, by bandwidth."""
@@ -470,18 +469,13 @@ class Decomposer:
                 following = order[(k + 1) % len(order)]
                 self._connect(load, self._nic_of(leave, members, groups), self._nic_of(entry, following, groups), rate)
 
-    def _network_tree(self, load, groups, nets, rate, nchannels) -> None:
+    def _network_tree(self, load, groups, nets, rate) -> None:
         order = list(groups.values())
-        trees = double_binary_tree(len(order)).trees
-        half = (len(nets) + 1) // 2
-        for c, (entry, _) in enumerate(nets):
-            tree = trees[0 if c < half else 1]
-            for rank, parent in enumerate(tree.up):
-                if parent is not None:
-                    a = self._nic_of(entry, order[rank], groups)
-                    b = self._nic_of(entry, order[parent], groups)
-                    self._connect(load, a, b, rate)
-                    self._connect(load, b, a, rate)
+        for c, rank, parent in tree_links(len(order), len(nets)):
+            a = self._nic_of(nets[c][0], order[rank], groups)
+            b = self._nic_of(nets[c][0], order[parent], groups)
+            self._connect(load, a, b, rate)
+            self._connect(load, b, a, rate)
 
 
 def _size(nbytes) -> int:

@@ -1043,11 +1043,10 @@ def _dtype_option(parser, default=None) -> None:
                                                      " (default bf16 where the GPU has it, else fp16)"))
 
 
-def _plan_arguments(parser) -> None:
+def _layout_options(parser):
+    """The layout options of ``plan`` (and ``simulate``, which plans first); returns their group."""
     from ..studies.planner import RECOMPUTE
 
-    _workload_argument(parser)
-    _system_option(parser)
     layout = parser.add_argument_group("layout (degrees not given are searched)")
     for option, what in (("--tp", "tensor"), ("--pp", "pipeline"), ("--dp", "data")):
         layout.add_argument(option, type=_count(1), metavar="N", help=f"{what}-parallel degree")
@@ -1061,6 +1060,13 @@ def _plan_arguments(parser) -> None:
     layout.add_argument("--recompute", nargs="?", const="full", choices=RECOMPUTE, metavar="MODE",
                         help=f"activation recomputation, {', '.join(RECOMPUTE)} (alone: full; "
                              f"default: none and full searched)")
+    return layout
+
+
+def _plan_arguments(parser) -> None:
+    _workload_argument(parser)
+    _system_option(parser)
+    _layout_options(parser)
     parser.add_argument("--search", action="store_true", help="rank every layout instead of printing the best")
     parser.add_argument("--top", type=_count(1), default=10, metavar="N",
                         help="with --search: layouts shown (default 10)")
@@ -1130,23 +1136,12 @@ def _gpus(args) -> None:
 # simulate
 def _simulate_arguments(parser) -> None:
     from ..predict.simulate import MAX_EVENTS
-    from ..studies.planner import RECOMPUTE
 
     parser.add_argument("workload", metavar="WORKLOAD", nargs="?",
                         help="a workload (as for plan) whose step is simulated; or --graph FILE.json")
     parser.add_argument("--graph", metavar="FILE.json", help="simulate your own task graph instead (see below)")
     _system_option(parser)
-    layout = parser.add_argument_group("layout, as for plan (degrees not given are searched by plan)")
-    for option, what in (("--tp", "tensor"), ("--pp", "pipeline"), ("--dp", "data")):
-        layout.add_argument(option, type=_count(1), metavar="N", help=f"{what}-parallel degree")
-    layout.add_argument("--zero", type=int, choices=(0, 1, 2, 3), metavar="K", help="ZeRO stage 0-3")
-    layout.add_argument("--micro-batch", type=_count(1), default=1, metavar="B",
-                        help="micro-batch per GPU [samples] (default 1)")
-    layout.add_argument("--global-batch", type=_count(1), metavar="B",
-                        help="global batch [samples] (default: the workload's published one)")
-    _dtype_option(layout)
-    layout.add_argument("--recompute", nargs="?", const="full", choices=RECOMPUTE, metavar="MODE",
-                        help=f"activation recomputation, {', '.join(RECOMPUTE)}")
+    layout = _layout_options(parser)
     layout.add_argument("--bucket", type=parse_size, default=None, metavar="SIZE",
                         help="data-parallel gradient bucket (default 25M, PyTorch DDP's)")
     parser.add_argument("--no-sm-share", action="store_true",
