@@ -42,8 +42,9 @@ Fields: ``id`` (text, unique), ``op`` (a collective of :data:`COLLECTIVE_OPS`, `
 kernel on one), ``src``/``dst`` (a send), ``bytes`` (nccl-tests' size for a collective),
 ``root`` (broadcast, reduce: one of ``gpus``; NCCL's time does not depend on it), ``seconds``
 (compute) or ``flops`` with ``dtype`` (compute, converted by the caller's ``compute_time``),
-``after`` (ids), ``kind`` (a label for the breakdown, default the op; e.g. ``tp_comm``) and
-``stream`` (a stream name). Limits: :data:`MAX_TASKS` tasks, :data:`MAX_BYTES` per operation,
+``after`` (ids), ``kind`` (a label for the breakdown, default the op; e.g. ``tp_comm``),
+``stream`` (a stream name) and ``images`` (the same task on other GPU lists, folded: run in
+lockstep, their links charged, see :class:`Task`). Limits: :data:`MAX_TASKS` tasks, :data:`MAX_BYTES` per operation,
 ids of at most 200 characters.
 
 Examples

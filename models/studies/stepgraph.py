@@ -36,8 +36,8 @@ Examples
 >>> G = topo.build("dgxh100")
 >>> p = plan("llama3-8b", G, tp=8, pp=1, dp=1, zero=0, global_batch=2)
 >>> g = step_graph(p, G)
->>> len(g.tasks), g.tasks[0].kind, g.tasks[1].op
-(266, 'compute', 'all_reduce')
+>>> len(g.tasks), g.tasks[0].kind, g.tasks[1].op     # sequence parallel: reduce_scatter + all_gather
+(769, 'compute', 'reduce_scatter')
 """
 
 from __future__ import annotations
