@@ -95,7 +95,7 @@ ALGORITHMS = ("ring", "tree", "nvls", "nvls_tree", "pat")
 
 _SPEC_HELP = (
     "Systems (SPEC, NAME): " + SPEC_GRAMMAR + ". NAME is a built-in system ({names}; case, '-' "
-    "and '_' ignored); NxNAME[:network] is a cluster of N of them joined by an InfiniBand network, "
+    "and '_' ignored) or a variant of one ({variants}); NxNAME[:network] is a cluster of N of them joined by an InfiniBand network, "
     "fat_tree (default) or rail.")
 _TOPO_FILE_HELP = (
     "Topology files (--topo-file FILE): a fabric written by 'dgxtopo import' or 'dgxtopo export', "
@@ -153,7 +153,7 @@ def _too_much(what: str, size: int, limit: int, option: str) -> _UsageError:
 def _system_gpus(spec: str, max_gpus: int) -> int:
     """GPUs of a system spec, counted without building it; beyond ``max_gpus``, refused."""
     parsed = parse_system_spec(spec, max_hosts=max_gpus)  # every host has at least one GPU
-    gpus = parsed.hosts * len(topo.gpus(topo.SYSTEMS[parsed.system]()))
+    gpus = parsed.hosts * len(topo.gpus(topo.build(parsed.system)))
     if gpus > max_gpus:
         raise _too_much(f"{spec} has {gpus} GPUs", gpus, max_gpus, "--max-gpus")
     return gpus
@@ -1158,7 +1158,7 @@ COMMANDS: list[Command] = [
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``dgxtopo``, one subparser per entry of :data:`COMMANDS`."""
     epilog = "\n\n".join(textwrap.fill(text, 79) for text in
-                         (_SPEC_HELP.format(names=", ".join(topo.SYSTEMS)), _TOPO_FILE_HELP,
+                         (_SPEC_HELP.format(names=", ".join(topo.SYSTEMS), variants=", ".join(topo.VARIANTS)), _TOPO_FILE_HELP,
                           _WHATIF_HELP, _SIZE_HELP))
     layout = {"formatter_class": argparse.RawDescriptionHelpFormatter, "epilog": epilog}
     parser = _Parser(prog="dgxtopo", description="Model NVIDIA DGX interconnect fabrics and what "
