@@ -12,8 +12,9 @@ A :class:`ComputeModel` times each kernel of a workload (:class:`models.studies.
   Multiplication Background User's Guide" [S109]): the output is cut into thread-block tiles
   (:data:`TILES`; a partial tile costs a whole one: *tile quantisation*), and the tiles run in
   *waves* of one tile per SM, a partial last wave costing a whole one (*wave quantisation*);
-  the tile with the least time is taken, and a product with fewer tiles than SMs splits its
-  reduction dimension (split-K); dimensions are padded to 16 bytes (Tensor Core requirements
+  each tile's output is written after its main loop (the epilogue, at the SM's share of the
+  HBM bandwidth); the tile with the least time is taken, and a product with fewer tiles than
+  SMs splits its reduction dimension (split-K); dimensions are padded to 16 bytes (Tensor Core requirements
   [S109]: from Ampere cuBLAS uses tensor cores on any shape, best at multiples of 16 bytes;
   before Ampere a misaligned product runs on the CUDA cores, half-precision at twice the FP32
   rate [S102]). A full wave runs at :data:`GEMM_EFFICIENCY` of the dense peak, the achievable
@@ -356,6 +357,10 @@ class ComputeModel:
             m, n, k = (-(-x // align) * align for x in (m, n, k))
         sms = self.gpu.sm_count
         per_sm = rate / sms
+        # Each SM writes its output tile after the tile's main loop (the epilogue), at its share
+        # of the HBM bandwidth, in 16-bit (32-bit for fp32 and tf32).
+        out = 4 if dtype_bytes(self.dtype) == 4 else 2
+        per_sm_hbm = self.gpu.memory_bandwidth * self.memory_efficiency / sms
         best = math.inf
         for rows, cols, reach in TILES:
             tiles = batch * -(-m // rows) * -(-n // cols)
@@ -363,7 +368,8 @@ class ComputeModel:
             while split < _MAX_SPLIT and tiles * split * 2 <= sms and k // (split * 2) >= cols:
                 split *= 2
             waves = -(-tiles * split // sms)
-            time = waves * 2.0 * rows * cols * -(-k // split) / (per_sm * reach)
+            time = waves * (2.0 * rows * cols * -(-k // split) / (per_sm * reach)
+                            + rows * cols * out / per_sm_hbm)
             if split > 1:  # the partial products, fp32, written and summed
                 time += self._hbm(4.0 * 2 * split * batch * m * n)
             best = min(best, time)

@@ -839,7 +839,9 @@ def step_components(w, layout: Layout, cm, comm, *, overlap: float = DEFAULT_OVE
     opt_params = local_params / (dp if layout.zero >= 1 else 1)
     optimizer = cm.scale * opt_params * OPTIMIZER_PASS_BYTES / (cm.gpu.memory_bandwidth * cm.memory_efficiency)
     compute = m * (fwd + bwd)
-    quantised = f"; quantisation +{products / ideal - 1:.0%}" if ideal > 0 and products > ideal * 1.0005 else ""
+    # What tiles, waves, split-K, epilogues and launch floors add to the products' ideal time.
+    quantised = (f"; tiles, waves and launches +{products / ideal - 1:.0%}"
+                 if ideal > 0 and products > ideal * 1.0005 else "")
     comm_name = "reduce_scatter+all_gather" if layout.sequence_parallel else "all_reduce"
     return (
         Component("compute", compute, compute,

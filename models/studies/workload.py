@@ -136,7 +136,8 @@ class Software:
     name : str
     description : str
     fused_softmax : bool
-        Scale, mask, softmax and dropout of the attention scores in one kernel (else four).
+        Scale, mask and softmax of the attention scores in one kernel (else three; the
+        attention dropout is a kernel of its own either way).
     fused_elementwise : bool
         Bias + activation in one kernel and bias + dropout + residual add in one (else a
         kernel each).
@@ -427,11 +428,12 @@ class Transformer:
             ops.append(_matmul("scores", s, s, d, elem, batch=b * heads))
             scores = float(act) * b * heads * s * s
             masks = (float(b * heads * s * s) if self.dropout else 0.0)  # 1 byte per element
-            if sw.fused_softmax:
-                ops.append(_memory("softmax", 2 * scores + masks, 1))
-            else:  # scale, mask, softmax, dropout: each reads and writes the scores
-                ops.append(_memory("softmax", (8 if self.dropout else 6) * scores + masks,
-                                   4 if self.dropout else 3))
+            # Scale, mask and softmax: one kernel fused, three unfused, each reading and writing
+            # the scores; the attention dropout stays its own kernel in both (Megatron-LM's
+            # ParallelAttention: scale_mask_softmax, then attention_dropout).
+            passes = 1 if sw.fused_softmax else 3
+            dropout = 2 * scores + masks if self.dropout else 0.0
+            ops.append(_memory("softmax", 2 * passes * scores + dropout, passes + (1 if self.dropout else 0)))
             ops.append(_matmul("context", s, d, s, elem, batch=b * heads))
         ops += [_matmul("proj", m, h, h // tp, elem),
                 _matmul("ffn_in", m, (2 if self.gated else 1) * f // tp, h, elem),
