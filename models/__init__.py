@@ -57,7 +57,7 @@ from .studies.bounds import (Bound, BoundError, BoundTooLargeError, Cut, SubsetB
 from .studies.workload import (DTYPES, PRESETS, WORKLOAD_GRAMMAR, UnknownDtypeError, UnknownWorkloadError,
                        WorkloadError, parse_workload, workload)
 from .studies.compute import GENERATIONS, UnknownGenerationError, UnsupportedDtypeError, generation_of
-from .studies.planner import Plan, PlanError, Search, gpus_ranking, plan, search
+from .studies.planner import Plan, PlanError, Search, calibrate_plan, gpus_ranking, plan, search
 
 __all__: list[str] = [
     "P2P_LEVEL", "PathType", "Route", "RouteError", "Router", "line_rate", "route", "route_bandwidth",
@@ -90,7 +90,7 @@ __all__: list[str] = [
     "DTYPES", "PRESETS", "WORKLOAD_GRAMMAR", "UnknownDtypeError", "UnknownWorkloadError",
     "WorkloadError", "parse_workload", "workload",
     "GENERATIONS", "UnknownGenerationError", "UnsupportedDtypeError", "generation_of",
-    "Plan", "PlanError", "Search", "gpus_ranking", "plan", "search",
+    "Plan", "PlanError", "Search", "calibrate_plan", "gpus_ranking", "plan", "search",
 ]
 
 

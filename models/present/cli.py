@@ -1114,7 +1114,7 @@ def _plan_arguments(parser) -> None:
 
 
 def _plan(args) -> int:
-    from ..studies.planner import DEFAULT_BUCKET, calibrate, format_plan, format_search, plan, search
+    from ..studies.planner import DEFAULT_BUCKET, calibrate_plan, format_plan, format_search, plan, search
     from ..studies.workload import parse_workload
 
     _check_out(args)
@@ -1138,7 +1138,7 @@ def _plan(args) -> int:
         options["overlap"] = args.overlap
     top = 10 if args.top is None else args.top
     if args.calibrate is not None:
-        best = calibrate(w, G, args.calibrate, **options)
+        best = calibrate_plan(w, G, args.calibrate, **options)
         options["compute_scale"] = best.calibration.scale
     elif args.compute_scale is not None:
         options["compute_scale"] = args.compute_scale

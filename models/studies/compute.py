@@ -28,7 +28,7 @@ A :class:`ComputeModel` times each kernel of a workload (:class:`models.studies.
 * **flash attention** as one kernel at :data:`ATTENTION_EFFICIENCY` of the peak, executing half
   the score matrix when causal, its backward recomputing the scores (2.5 times the forward).
 
-Nothing here is fitted to published training throughputs; :func:`models.studies.planner.calibrate`
+Nothing here is fitted to published training throughputs; :func:`models.studies.planner.calibrate_plan`
 fits one time scale to a step the user measured.
 
 Examples

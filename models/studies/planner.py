@@ -2,7 +2,7 @@
 
 :func:`plan` answers "how long does one training step of this workload take on these GPUs, with
 which (tensor, pipeline, data) parallel layout and which GPUs in each group?"; :func:`search`
-ranks every layout; :func:`calibrate` fits the compute model to one step the user measured;
+ranks every layout; :func:`calibrate_plan` fits the compute model to one step the user measured;
 :func:`gpus_ranking` answers "which GPU generation suits this workload?".
 
 The step (one global batch; Narayanan et al. 2021, "Efficient Large-Scale Language Model
@@ -97,7 +97,7 @@ from .workload import CNN, activation_bytes_per_element, dtype_bytes, software a
     tp_constraint, workload as as_workload
 
 __all__ = ["PlanError", "Layout", "Memory", "Component", "Plan", "Search", "GpuRank", "Calibration",
-           "plan", "search", "calibrate", "memory", "step_components", "gpus_ranking", "parse_measured",
+           "plan", "search", "calibrate_plan", "memory", "step_components", "gpus_ranking", "parse_measured",
            "format_plan", "format_search", "format_gpus_ranking", "format_calibration", "ORDERS",
            "RECOMPUTE", "DEFAULT_BUCKET", "DEFAULT_OVERLAP", "OPTIMIZER_PASS_BYTES",
            "MEASURED_GRAMMAR", "CROSS_HOST_TP_WARNING"]
@@ -1081,7 +1081,7 @@ def search(workload, G, *, tp=None, pp=None, dp=None, zero=None, micro_batch=1, 
         ``eager``, ``fused`` or ``flash`` (:data:`models.studies.workload.SOFTWARE`); default
         ``flash`` for a workload trained with flash attention on Ampere or newer, else ``fused``.
     compute_scale : float
-        Multiplier on every kernel's time (a :func:`calibrate` result's ``scale``).
+        Multiplier on every kernel's time (a :func:`calibrate_plan` result's ``scale``).
     virtual_stages : int
         Model chunks per GPU (interleaved 1F1B); needs ``pp > 1``, layers divisible by ``pp x
         v`` and micro-batches by ``pp``.
@@ -1157,7 +1157,7 @@ def parse_measured(text: str) -> tuple:
     return ("hardware_tflops" if unit.endswith(":hardware") else "model_tflops"), value
 
 
-def calibrate(workload, G, measured: str, **options) -> Plan:
+def calibrate_plan(workload, G, measured: str, **options) -> Plan:
     """Fit the compute model to one measured step and return the calibrated plan.
 
     The layout measured is :func:`plan`'s with the same options (fix ``tp``, ``pp``, ``dp`` and
@@ -1185,7 +1185,7 @@ def calibrate(workload, G, measured: str, **options) -> Plan:
         measured), or a measurement shorter than the communication the model predicts alone.
     """
     if "compute_scale" in options:
-        raise PlanError("calibrate fits compute_scale: expected no compute_scale option")
+        raise PlanError("calibrate_plan fits compute_scale: expected no compute_scale option")
     kind, value = parse_measured(measured)
     defaults = {name: p.default for name, p in inspect.signature(search).parameters.items()
                 if p.kind is inspect.Parameter.KEYWORD_ONLY}

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import topo
-from models.studies.planner import (Layout, PlanError, calibrate, gpus_ranking, memory, plan, search)
+from models.studies.planner import (Layout, PlanError, calibrate_plan, gpus_ranking, memory, plan, search)
 from models.present.plan_plot import memory_figure, step_time_figure
 from models.studies.workload import PRESETS, WorkloadError
 from models.studies.compute import UnsupportedDtypeError
@@ -278,23 +278,23 @@ def test_bert_large_fits_a_16gb_v100_with_its_real_heads(dgx1v):
 def test_calibration_fits_one_scale_to_the_measured_step(dgx1v):
     opts = dict(tp=4, pp=1, dp=2, **MEGATRON)
     base = plan(SMALL, dgx1v, **opts)
-    fitted = calibrate(SMALL, dgx1v, f"{base.step_time * 1.25:.6f}s", **opts)
+    fitted = calibrate_plan(SMALL, dgx1v, f"{base.step_time * 1.25:.6f}s", **opts)
     c = fitted.calibration
     assert fitted.step_time == pytest.approx(base.step_time * 1.25, rel=1e-6)
     assert c.scale > 1 and c.fitted["gemm_efficiency"] == pytest.approx(c.default["gemm_efficiency"] / c.scale)
     assert fitted.to_dict()["calibration"]["compute_scale"] == pytest.approx(c.scale)
     # The same measurement as model TFLOP/s per GPU gives the same fit.
     tflops = fitted.model_tflops_per_gpu
-    again = calibrate(SMALL, dgx1v, f"{tflops:.9f}tflops", **opts)
+    again = calibrate_plan(SMALL, dgx1v, f"{tflops:.9f}tflops", **opts)
     assert again.calibration.scale == pytest.approx(c.scale, rel=1e-5)
     # Carried to another layout: every kernel slower by the scale.
     other = dict(tp=2, pp=2, dp=2, **MEGATRON)
     assert plan(SMALL, dgx1v, compute_scale=c.scale, **other).component("compute").time == pytest.approx(
         c.scale * plan(SMALL, dgx1v, **other).component("compute").time)
     with pytest.raises(PlanError, match="shorter than the communication"):
-        calibrate(SMALL, dgx1v, "0.000001ms", **opts)
+        calibrate_plan(SMALL, dgx1v, "0.000001ms", **opts)
     for bad in ("fast", "-1s", "1e400s", "nan", ""):
         with pytest.raises(PlanError, match="measured step"):
-            calibrate(SMALL, dgx1v, bad, **opts)
+            calibrate_plan(SMALL, dgx1v, bad, **opts)
     with pytest.raises(PlanError, match="unknown option"):
-        calibrate(SMALL, dgx1v, "10s", bogus=1)
+        calibrate_plan(SMALL, dgx1v, "10s", bogus=1)
