@@ -252,7 +252,7 @@ class Calibration:
         model from hardware facts).
     default : dict
         The fractions of the model from hardware facts: ``gemm_efficiency``,
-        ``attention_efficiency``, ``memory_efficiency``.
+        ``memory_efficiency`` and, with flash attention, ``attention_efficiency``.
     fitted : dict
         The same fractions divided by ``scale`` (what the measurement implies).
     layout : str
@@ -1225,8 +1225,9 @@ def calibrate_plan(workload, G, measured: str, **options) -> Plan:
             high = mid
     scale = math.sqrt(low * high)
     cm = ctx.cm
-    default = {"gemm_efficiency": cm.gemm_efficiency, "attention_efficiency": cm.attention_efficiency,
-               "memory_efficiency": cm.memory_efficiency}
+    default = {"gemm_efficiency": cm.gemm_efficiency, "memory_efficiency": cm.memory_efficiency}
+    if cm.stack.flash_attention:
+        default["attention_efficiency"] = cm.attention_efficiency
     fitted = {k: v / scale for k, v in default.items()}
     fit = Calibration(str(measured), target, base.step_time, scale, default, fitted, base.layout.label())
     calibrated = _evaluate(ctx, base.layout, options["tp_groups"], dataclasses.replace(cm, scale=scale))
@@ -1324,7 +1325,7 @@ def format_calibration(c: Calibration) -> str:
             f"  fitted compute time scale {c.scale:.3f} (carry it to other layouts and scales with "
             f"--compute-scale {c.scale:.4g})"]
     for key, label in names.items():
-        if c.default[key]:
+        if key in c.default:
             rows.append(f"  {label:27} default {c.default[key]:.3f} -> fitted {c.fitted[key]:.3f}")
     return "\n".join(rows)
 
