@@ -1103,7 +1103,7 @@ def _plan_arguments(parser) -> None:
                        help=f"fit the compute model to one measured step of this layout: {MEASURED_GRAMMAR}")
     parser.add_argument("--search", action="store_true", help="rank every layout instead of printing the best")
     parser.add_argument("--top", type=_count(1), metavar="N",
-                        help="with --search: layouts shown, in text and JSON (default 10)")
+                        help="with --search: layouts shown (default: 10 in text, all in JSON)")
     _json_option(parser, "text")
     parser.add_argument("--out", metavar="FILE.html",
                         help="also write the step-time breakdown per layout and memory per GPU "
@@ -1157,7 +1157,7 @@ def _plan(args) -> int:
     fits = best.fits if not args.search else bool(result.fitting())
     if args.json:
         if args.search:
-            data = result.to_dict(top)
+            data = result.to_dict(args.top)  # every layout unless --top says how many
             if args.calibrate is not None:
                 data["calibration"] = best.calibration.to_dict()
             _print_json(data)
