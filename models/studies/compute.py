@@ -40,8 +40,8 @@ Examples
 >>> gpu_of("NVIDIA A100-SXM4-40GB").memory_bandwidth / 1e9
 1555.0
 >>> m = compute_model("A100", "bf16", efficiency=1.0)
->>> round(m.gemm_time(8192, 8192, 8192) * 1e3, 3)  # 2 x 8192^3 / 312 TFLOP/s = 3.524, in 19 waves
-3.531
+>>> round(m.gemm_time(8192, 8192, 8192) * 1e3, 3)  # 2 x 8192^3 / 312 TFLOP/s = 3.524: 19 waves, epilogues
+3.613
 """
 
 from __future__ import annotations
