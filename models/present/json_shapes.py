@@ -21,7 +21,7 @@ from .explain import explain_estimate
 
 __all__ = ["systems_json", "collective_json", "pairs_json", "subsets_json", "compare_json",
            "gpus_ranking_json", "p2p_json", "cut_json", "tree_json", "packing_json", "bound_json",
-           "check_json", "plan_json", "search_json", "sweep_json", "export_json", "import_json",
+           "check_json", "sweep_json", "export_json", "import_json",
            "report_json", "calibration_json"]
 
 
@@ -194,35 +194,7 @@ def check_json(check) -> dict:
     }
 
 
-# --------------------------------------------------------------------------------- plan
-def plan_json(p) -> dict:
-    """``dgxtopo plan --json``: one layout, its step and where the time goes (seconds, bytes)."""
-    return {
-        "workload": p.workload, "fabric": p.fabric, "generation": p.generation,
-        "dtype": p.dtype, "layout": {k: getattr(p.layout, k) for k in type(p.layout).__slots__},
-        "fits": p.fits, "reason": p.reason,
-        "step_time_s": p.step_time if p.fits else None,
-        "samples_per_s": p.samples_per_s, "tokens_per_s": p.tokens_per_s,
-        "tflops_per_gpu": p.tflops_per_gpu, "mfu": p.mfu,
-        "memory_per_gpu_bytes": p.memory.total,
-        "memory": {"parameters": p.memory.parameters, "gradients": p.memory.gradients,
-                   "optimizer": p.memory.optimizer, "activations": p.memory.activations,
-                   "capacity": p.memory.capacity},
-        "components": {c.name: {"time_s": c.time, "exposed_s": c.exposed, "detail": c.detail}
-                       for c in p.components},
-        "exposed_comm_s": sum(c.exposed for c in p.components if c.name.endswith("_comm")),
-        "groups": {k: [list(g) for g in v] for k, v in p.groups.items()},
-    }
-
-
-def search_json(s, top: int | None = None) -> dict:
-    """``dgxtopo plan --search --json``: ``{"best", "count", "layouts", "skipped"}``, each layout
-    as :func:`plan_json`: ``count`` layouts were evaluated, ``layouts`` holds the ``top`` best
-    (all without ``top``)."""
-    return {"best": plan_json(s.best), "count": len(s.plans),
-            "layouts": [plan_json(p) for p in s.plans[:top]], "skipped": list(s.skipped)}
-
-
+# ------------------------------------------------------------------------------- whatif
 def sweep_json(data: dict, top: int | None = None) -> dict:
     """``dgxtopo whatif --json``: the sweep's JSON (``{"baseline", "rows"}``, built by the sweep)
     with ``count``, every failure case ranked, and ``rows`` cut to the ``top`` worst."""

@@ -31,7 +31,7 @@ from .format import format_gbps, format_percent
 __all__ = ["format_table", "format_gpu_ids", "package_version",
            "systems_table", "collective_table", "pairs_table", "subsets_table", "compare_table",
            "import_summary", "measurement_note", "format_p2p_report", "check_table",
-           "calibration_table", "format_plan", "format_search", "format_gpus_ranking",
+           "calibration_table",
            "NCCL_TESTS_ROOT", "NCCL_TESTS_REDOP"]
 
 # nccl-tests' root column: the root rank for rooted collectives, -1 otherwise.
@@ -368,47 +368,4 @@ def check_table(check) -> str:
                  f"{format_percent(check.max_abs_time_error)}; |busbw error|: median "
                  f"{format_percent(check.median_abs_busbw_error)}, max "
                  f"{format_percent(check.max_abs_busbw_error)}")
-    return "\n".join(lines)
-
-
-# --------------------------------------------------------------------------- plan, gpus
-def format_plan(p, verbose: bool = False) -> str:
-    """``dgxtopo plan``: a :class:`models.studies.planner.Plan` as text: layout, throughput,
-    components, memory (and groups when verbose)."""
-    lines = [f"{p.workload} on {p.fabric} ({p.generation}, {p.dtype}): {p.layout.label()}"]
-    if not p.fits:
-        lines.append(f"  does not fit: {p.reason}")
-        return "\n".join(lines)
-    lines.append(f"  step {p.step_time * 1e3:.1f} ms; {p.samples_per_s:.2f} samples/s, "
-                 f"{p.tokens_per_s:,.0f} tokens/s; {p.tflops_per_gpu:.1f} TFLOP/s per GPU, "
-                 f"MFU {format_percent(p.mfu)}; binding: {p.binding()}")
-    for c in p.components:
-        lines.append(f"  {c.name:10} {c.time * 1e3:10.2f} ms (exposed {c.exposed * 1e3:9.2f} ms)  {c.detail}")
-    lines.append(f"  memory per GPU: {p.memory.describe()}")
-    if verbose:
-        for dim in ("tp", "pp", "dp"):
-            shown = p.groups[dim][:4]
-            more = len(p.groups[dim]) - len(shown)
-            lines.append(f"  {dim} groups: " + " ".join("(" + ",".join(map(str, g)) + ")" for g in shown)
-                         + (f" ... +{more}" if more > 0 else ""))
-    return "\n".join(lines)
-
-
-def format_search(s, top: int = 10) -> str:
-    """``dgxtopo plan --search``: the ranking of a :class:`models.studies.planner.Search` as a table."""
-    lines = [f"{'layout':44} {'step ms':>9} {'samples/s':>10} {'MFU':>6} {'mem GB':>7}  binding"]
-    for p in s.plans[:top]:
-        step = f"{p.step_time * 1e3:9.1f}" if p.fits else f"{'OOM':>9}"
-        lines.append(f"{p.layout.label():44} {step} {p.samples_per_s:10.2f} {format_percent(p.mfu):>6} "
-                     f"{p.memory.total / GB:7.1f}  {p.binding() if p.fits else 'memory capacity'}")
-    return "\n".join(lines)
-
-
-def format_gpus_ranking(ranks) -> str:
-    """``dgxtopo gpus``: GPU generations ranked for a workload (:func:`models.studies.planner.gpus_ranking`)."""
-    lines = [f"{'GPU':6} {'ms/sample':>10} {'compute':>9} {'memory':>9} {'comm':>9}  fits  binding"]
-    for r in ranks:
-        t = f"{r.time_per_sample * 1e3:10.3f}" if math.isfinite(r.time_per_sample) else f"{'-':>10}"
-        lines.append(f"{r.generation:6} {t} {r.compute * 1e3:9.3f} {r.memory_bound * 1e3:9.3f} "
-                     f"{r.communication * 1e3:9.3f}  {'yes' if r.fits else 'no ':4}  {r.binding}")
     return "\n".join(lines)

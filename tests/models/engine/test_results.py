@@ -158,8 +158,7 @@ def test_plan_search_and_ranking_records(dgx1v):
     (Bound, "to_json", "json_shapes.bound_json"), (Cut, "describe", "describe_cut"),
     (TreePacking, "describe", "describe_packing"), (Tree, "to_json", "tree_json"),
     (Check, "to_json", "check_json"), (Check, "format", "check_table"), (Check, "explain", "explain"),
-    (Calibration, "format", "calibration_table"), (Plan, "to_dict", "plan_json"),
-    (Plan, "explain", "format_plan"), (Search, "to_json", "search_json"),
+    (Calibration, "format", "calibration_table"),
     (NetworkLoad, "describe", "describe_network_load"), (Parameter, "describe", "describe_parameter"),
 ])
 def test_moved_words_name_their_new_place(kind, name, new):
