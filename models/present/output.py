@@ -49,6 +49,10 @@ def _kind(mode: int) -> str | None:
     return "not a regular file"
 
 
+# Names of the standard streams: a stream is not a file that can be replaced atomically.
+_STREAMS = ("/dev/stdout", "/dev/stderr", "/dev/stdin", "/dev/fd/", "/proc/self/fd/")
+
+
 def _check_resolved(path: str, target: Path) -> None:
     """Refuse anything at ``target`` (the resolved path) but a regular file or nothing."""
     where = f"cannot write to {path!r}"
@@ -72,12 +76,15 @@ def _check_resolved(path: str, target: Path) -> None:
         raise OutputPathError(f"{where}{via}: {str(parent)!r} is not a directory")
 
 
-def check_output_path(path) -> Path:
+def check_output_path(path, *, inputs=()) -> Path:
     """Check that an output file can be written at ``path``; return the file to replace.
 
     Parameters
     ----------
     path : str or os.PathLike
+    inputs : iterable of str or os.PathLike
+        The files the command reads: ``path`` must be none of them (replacing an input, such as
+        the measurement being calibrated, would lose it). ``-`` (standard input) is skipped.
 
     Returns
     -------
@@ -88,8 +95,9 @@ def check_output_path(path) -> Path:
     Raises
     ------
     OutputPathError
-        If ``path`` is empty, is (or links to) a directory, a device, a FIFO or a socket,
-        or its directory does not exist, is not a directory or is not writable.
+        If ``path`` is empty or ``-``, is (or links to) a directory, a device, a FIFO or a
+        socket, is one of ``inputs``, or its directory does not exist, is not a directory or
+        is not writable.
 
     Examples
     --------
@@ -103,12 +111,35 @@ def check_output_path(path) -> Path:
         raise OutputPathError(f"cannot write to {path!r}: expected a file name such as report.html")
     if text == "" or "\0" in text:
         raise OutputPathError(f"cannot write to {text!r}: expected a file name such as report.html")
+    if text == "-":
+        raise OutputPathError("cannot write to '-': output files are replaced atomically, so standard "
+                              "output is not one; expected a file name such as report.html (the "
+                              "printed output goes to standard output already)")
+    if text.startswith(_STREAMS):
+        raise OutputPathError(f"cannot write to {text!r}: it is a standard stream, expected a regular "
+                              f"file such as report.html (output files are replaced atomically; the "
+                              f"printed output goes to standard output already)")
     target = Path(os.path.realpath(text))
     _check_resolved(text, target)
+    for source in inputs:
+        if os.fspath(source) != "-" and _same_file(target, source):
+            raise OutputPathError(f"cannot write to {text!r}: it is the input {os.fspath(source)!r}, "
+                                  f"which would be replaced; expected another file name")
     if not os.access(target.parent, os.W_OK | os.X_OK):
         raise OutputPathError(f"cannot write to {text!r}: directory {str(target.parent)!r} "
                               f"is not writable")
     return target
+
+
+def _same_file(target: Path, source) -> bool:
+    """Whether ``source`` (an input path) is the file at ``target``: the same resolved name,
+    or the same inode (a hard link)."""
+    try:
+        if Path(os.path.realpath(os.fspath(source))) == target:
+            return True
+        return target.exists() and os.path.samefile(target, source)
+    except (OSError, TypeError, ValueError):
+        return False
 
 
 def _new_file_mode(target: Path) -> int:

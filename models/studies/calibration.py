@@ -25,7 +25,7 @@ from .benchmarks import NcclTestsRun, P2PBenchmark
 from ..predict.measure import DEFAULT, MeasurementModel, measured
 
 __all__ = ["CalibrationError", "Calibration", "CheckRow", "Check", "calibrate", "check",
-           "SCHEMA", "SCHEMA_VERSION"]
+           "parameter_range", "SCHEMA", "SCHEMA_VERSION"]
 
 SCHEMA = "dgx-topo calibration"
 SCHEMA_VERSION = 1
@@ -193,42 +193,126 @@ class Calibration:
         }, indent=2)
 
     @classmethod
-    def from_json(cls, text: str) -> "Calibration":
-        """Read :meth:`to_json`'s form.
+    def from_json(cls, text: str, *, source: str = "calibration file") -> "Calibration":
+        """Read :meth:`to_json`'s form, every value checked against its range.
+
+        Parameters
+        ----------
+        text : str
+        source : str
+            Where the text came from (a file name), for messages.
 
         Raises
         ------
         CalibrationError
-            For text that is not JSON, another schema or version, or bad parameter values.
+            For text that is not JSON (or nests deeper than topo.inputs.MAX_JSON_DEPTH),
+            another schema or version, an unknown parameter, or a value out of its range
+            (:func:`parameter_range`), naming the field.
+
+        Examples
+        --------
+        >>> Calibration.from_json('{"schema": "dgx-topo calibration", "version": 1, '
+        ...                       '"parameters": {"efficiency:nvlink2": 0}}')
+        Traceback (most recent call last):
+        ...
+        models.studies.calibration.CalibrationError: calibration file: "parameters": efficiency:nvlink2 = 0: expected a number from 0.05 to 1 (the share of the link's payload rate a transfer achieves; 'dgxtopo calibrate' fits within these bounds)
         """
+        from topo.inputs import InputFileError, parse_json
+
         try:
-            data = json.loads(text)
-        except (TypeError, ValueError) as error:
-            raise CalibrationError(f"expected a calibration JSON file, received text that is not "
-                                   f"JSON ({error})") from None
+            data = parse_json(text, source=source)
+        except InputFileError as error:
+            raise CalibrationError(f"{error}: expected a calibration JSON file") from None
         if not isinstance(data, dict) or data.get("schema") != SCHEMA:
-            raise CalibrationError(f"expected a JSON object with \"schema\": \"{SCHEMA}\"")
+            raise CalibrationError(f"{source}: expected a JSON object with \"schema\": \"{SCHEMA}\"")
         if data.get("version") != SCHEMA_VERSION:
-            raise CalibrationError(f"expected calibration schema version {SCHEMA_VERSION}, received "
-                                   f"{data.get('version')!r}")
+            raise CalibrationError(f"{source}: expected calibration schema version {SCHEMA_VERSION}, "
+                                   f"received {data.get('version')!r}")
         params = data.get("parameters")
-        if not isinstance(params, dict) or not all(
-                isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
-                for v in params.values()):
-            raise CalibrationError("expected \"parameters\": an object of non-negative numbers")
-        try:
-            fitted = tuple((str(f["name"]), float(f["value"]), float(f["lower"]), float(f["upper"]))
-                           for f in data.get("fitted", []))
-            model = DEFAULT.with_values(**params)
-        except (KeyError, TypeError, ValueError) as error:
-            raise CalibrationError(f"malformed calibration parameters: {error}") from None
-        source = f"calibration on {data.get('system', '?')} ({', '.join(data.get('sources', []))})"
-        model = _with_provenance(model, [f[0] for f in fitted], source)
+        if not isinstance(params, dict):
+            raise CalibrationError(f"{source}: expected \"parameters\": an object of named numbers")
+        for name, value in params.items():
+            _check_parameter(name, value, f"{source}: \"parameters\": ")
+        fitted = _fitted(data.get("fitted", []), source)
+        system = data.get("system", "")
+        sources = data.get("sources", [])
+        notes = data.get("notes", [])
+        method = data.get("method", "")
         residuals = data.get("residuals", {})
+        for field, value, kind in (("system", system, str), ("method", method, str),
+                                   ("sources", sources, list), ("notes", notes, list),
+                                   ("residuals", residuals, dict)):
+            if not isinstance(value, kind) or (kind is list and not all(isinstance(v, str) for v in value)):
+                shape = {str: "a string", list: "a list of strings", dict: "an object"}[kind]
+                raise CalibrationError(f"{source}: expected \"{field}\": {shape}, received "
+                                       f"{type(value).__name__}")
+        model = DEFAULT.with_values(**params)
+        model = _with_provenance(model, [f[0] for f in fitted], f"calibration on {system or '?'} "
+                                 f"({', '.join(sources)})")
         return cls(model, fitted, residuals.get("before", {}), residuals.get("after", {}),
-                   np.array([]), np.array([]), str(data.get("system", "")),
-                   tuple(data.get("sources", [])), str(data.get("method", "")),
-                   tuple(data.get("notes", [])))
+                   np.array([]), np.array([]), system, tuple(sources), method, tuple(notes))
+
+
+def parameter_range(name: str) -> tuple:
+    """The accepted range ``(lower, upper)`` of a calibration parameter, SI units: the bounds
+    :func:`calibrate` fits within (a launch above 50 us per GPU or a floor above 1 ms is not a
+    launch; an efficiency is a share of the link's payload rate, at most 1).
+
+    >>> parameter_range("floor")
+    (0.0, 0.001)
+
+    Raises
+    ------
+    CalibrationError
+        For a name that is not a parameter of the measurement model.
+    """
+    if name in ("launch_per_gpu", "floor"):
+        return _BOUNDS[name]
+    if name == "transfer_efficiency":
+        return _BOUNDS["efficiency"]
+    if isinstance(name, str) and name.startswith("efficiency:"):
+        from ..predict.measure import LINK_CLASSES
+
+        if name.split(":", 1)[1] in LINK_CLASSES:
+            return _BOUNDS["efficiency"]
+        raise CalibrationError(f"unknown parameter {name!r}: expected efficiency:LINK with LINK one of "
+                               f"{', '.join(LINK_CLASSES)}")
+    raise CalibrationError(f"unknown parameter {name!r}: expected launch_per_gpu, floor, "
+                           f"transfer_efficiency or efficiency:LINK")
+
+
+def _check_parameter(name, value, where: str = "") -> float:
+    """``value`` of parameter ``name`` checked against :func:`parameter_range`."""
+    try:
+        lower, upper = parameter_range(name)
+    except CalibrationError as error:
+        raise CalibrationError(f"{where}{error}") from None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or not lower <= value <= upper:
+        if name in ("launch_per_gpu", "floor"):
+            meaning = (f"from 0 to {upper:g} seconds ({to_us(upper):g} us; 'dgxtopo calibrate' fits "
+                       f"within these bounds)")
+        else:
+            meaning = (f"from {lower:g} to {upper:g} (the share of the link's payload rate a transfer "
+                       f"achieves; 'dgxtopo calibrate' fits within these bounds)")
+        shown = value if isinstance(value, (int, float, str)) and len(repr(value)) < 40 else type(value).__name__
+        raise CalibrationError(f"{where}{name} = {shown}: expected a number {meaning}")
+    return float(value)
+
+
+def _fitted(entries, source: str) -> tuple:
+    """The ``"fitted"`` list: ``(name, value, lower, upper)`` per fitted constant, checked."""
+    if not isinstance(entries, list):
+        raise CalibrationError(f"{source}: expected \"fitted\": a list, received {type(entries).__name__}")
+    fitted = []
+    for k, entry in enumerate(entries):
+        where = f"{source}: \"fitted\"[{k}]: "
+        if not isinstance(entry, dict) or not {"name", "value", "lower", "upper"} <= set(entry):
+            raise CalibrationError(f"{where}expected an object with name, value, lower, upper")
+        name = entry["name"]
+        values = [_check_parameter(name, entry[key], where) for key in ("value", "lower", "upper")]
+        fitted.append((str(name), *values))
+    return tuple(fitted)
 
 
 def _with_provenance(model, names, source):

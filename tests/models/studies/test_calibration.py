@@ -5,6 +5,7 @@ held-out DGX-2 runs (tests/data/dgx2_12gpu_nccl_tests.json: wohlbier/nccl-tests 
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -85,17 +86,36 @@ def test_json_round_trip(dgx2_runs):
                                              model=again.model).explain()
 
 
+def _parameters(**values) -> str:
+    return json.dumps({"schema": "dgx-topo calibration", "version": SCHEMA_VERSION, "parameters": values})
+
+
 @pytest.mark.parametrize("text, message", [
-    ("not json", "not JSON"),
+    ("not json", "line 1: expected JSON"),
     ("[]", "schema"),
     (json.dumps({"schema": "dgx-topo calibration", "version": SCHEMA_VERSION + 1}), "version"),
-    (json.dumps({"schema": "dgx-topo calibration", "version": SCHEMA_VERSION,
-                 "parameters": {"floor": -1}}), "non-negative"),
-    (json.dumps({"schema": "dgx-topo calibration", "version": SCHEMA_VERSION,
-                 "parameters": {"speed": 1}}), "unknown parameter"),
+    (_parameters(floor=-1), "floor = -1: expected a number from 0 to 0.001 seconds"),
+    (_parameters(speed=1), "unknown parameter 'speed'"),
+    # issue 24: an efficiency of 0 divided by zero in check and collective --explain; 5.0 gave a
+    # DGX-2 all_reduce of 700 GB/s, beyond line rate; unknown link classes were accepted; a
+    # floor of 1e300 printed a 300-digit time; deep nesting raised RecursionError.
+    (_parameters(**{"efficiency:nvlink2": 0}), "efficiency:nvlink2 = 0: expected a number from 0.05 to 1"),
+    (_parameters(**{"efficiency:nvlink2": 5.0}), "efficiency:nvlink2 = 5.0: expected a number from 0.05 to 1"),
+    (_parameters(transfer_efficiency=0), "transfer_efficiency = 0: expected"),
+    (_parameters(**{"efficiency:nvlink99": 0.9}), "unknown parameter 'efficiency:nvlink99': expected "
+     "efficiency:LINK with LINK one of nvlink1"),
+    (_parameters(floor=1e300), "floor = 1e+300: expected a number from 0"),
+    (_parameters(launch_per_gpu=True), "launch_per_gpu = True: expected a number"),
+    (_parameters(launch_per_gpu="5"), "launch_per_gpu = 5: expected a number"),
+    (_parameters(floor=float("nan")).replace("NaN", "NaN"), "received NaN"),
+    ('{"a": ' * 100_000, "nested at most 64 levels"),
+    (json.dumps({"schema": "dgx-topo calibration", "version": SCHEMA_VERSION, "parameters": {},
+                 "fitted": [{"name": "floor", "value": 1, "lower": 0, "upper": 1}]}), '"fitted"[0]: floor = 1'),
+    (json.dumps({"schema": "dgx-topo calibration", "version": SCHEMA_VERSION, "parameters": {},
+                 "sources": [1]}), '"sources": a list of strings'),
 ])
 def test_bad_calibration_files(text, message):
-    with pytest.raises(Exception, match=message) as info:
+    with pytest.raises(Exception, match=re.escape(message)) as info:
         Calibration.from_json(text)
     assert isinstance(info.value, topo.DgxTopoError)
 
