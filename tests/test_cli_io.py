@@ -178,7 +178,7 @@ def test_import_nvswitch_inferred_and_overridden(capsys, tmp_path):
     ([SMI, "--gpu", "v100-sxm2", "--format", "nccl-xml"], "NCCL topology XML"),
     ([XML, "--format", "nvidia-smi", "--gpu", "v100-sxm2"], "nvidia-smi topo -m"),
     ([XML, "--cpu", "x", "--nvswitch"], "--cpu, --nvswitch/--no-nvswitch apply to nvidia-smi text"),
-    (["/nonexistent/file"], "cannot read file /nonexistent/file"),
+    (["/nonexistent/file"], "'/nonexistent/file': No such file"),
     ([SMI, "--gpu", "v100-sxm2", "--out", "/nonexistent/dir/x.json"], "/nonexistent/dir"),
     ([SMI, "--gpu", "v100-sxm2", "--format", "csv"], "invalid choice: 'csv'"),
 ])

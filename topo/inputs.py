@@ -97,7 +97,7 @@ class InputKind:
 # - calibration JSON ('dgxtopo calibrate --out') is about 1 KB.
 # - task graph JSON (one training step's operations) stays below a few MB for thousands of ops.
 INPUT_KINDS: dict = {kind.name: kind for kind in (
-    InputKind("fabric", "fabric file (JSON or GraphML)", 64 * MiB),
+    InputKind("fabric", "topology file (JSON or GraphML)", 64 * MiB),
     InputKind("nvidia-smi", "nvidia-smi topo -m output", 4 * MiB),
     InputKind("nccl-xml", "NCCL topology XML", 16 * MiB),
     InputKind("import", "nvidia-smi topo -m output or NCCL topology XML", 16 * MiB),

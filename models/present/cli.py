@@ -39,7 +39,7 @@ import argparse
 import json
 import math
 import os
-import stat
+import re
 import sys
 import textwrap
 from dataclasses import dataclass
@@ -378,10 +378,7 @@ def _calibration(args):
     from ..studies.calibration import Calibration
 
     text = _read_text(path, "calibration", args)
-    try:
-        return Calibration.from_json(text, source="standard input" if path == "-" else path)
-    except DgxTopoError as error:
-        raise type(error)(f"{path}: {error}") from None
+    return Calibration.from_json(text, source="standard input" if path == "-" else path)
 
 
 def _measurement_note(args) -> str:
@@ -692,7 +689,8 @@ def _read_run(path, args):
 
     text = _read_text(path, "benchmark", args)
     try:
-        return read_benchmark(text, name="standard input" if path == "-" else path)
+        return read_benchmark(text, name="standard input" if path == "-" else path,
+                              collective=args.collective)
     except BenchmarkParseError as error:
         if path in str(error):
             raise
@@ -706,7 +704,8 @@ def _measurement_arguments(parser) -> None:
     _gpus_per_thread_option(parser, default=None, help_default="the run's own nGpus")
     _nccl_option(parser)
     parser.add_argument("--collective", choices=COLLECTIVE_NAMES,
-                        help="the collective, if the output does not name it")
+                        help="the collective, if the output does not name it (one it names or "
+                             "its columns imply must be the same)")
     parser.add_argument("--inplace", action="store_true", help="use the in-place columns")
 
 
@@ -723,9 +722,6 @@ def _calibrate(args) -> None:
 
     _check_out(args)
     runs = [_read_run(path, args) for path in args.files]
-    if args.collective:
-        from dataclasses import replace
-        runs = [replace(r, collective=args.collective) if hasattr(r, "rows") else r for r in runs]
     result = calibrate(runs, _fabric(args, args.system), gpus=args.gpus, gpus_per_thread=args.g,
                        profile=args.nccl, inplace=args.inplace)
     print(result.format())
@@ -752,9 +748,6 @@ def _check(args) -> None:
     run = _read_run(args.file, args)
     if not hasattr(run, "rows"):
         raise _UsageError(f"{args.file} is a p2pBandwidthLatencyTest output: check takes nccl-tests")
-    if args.collective:
-        from dataclasses import replace
-        run = replace(run, collective=args.collective)
     result = check(run, _fabric(args, args.system), gpus=args.gpus, gpus_per_thread=args.g,
                    profile=args.nccl, calibration=calibration, inplace=args.inplace)
     written = None
@@ -1182,6 +1175,29 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# Library keywords a message may name, and the option that sets each on the command line: the
+# library's typed errors name the keyword (gpus_per_thread=); the command line names its option.
+_KEYWORD_OPTIONS = {"gpus_per_thread": "-g", "fail_each": "--fail-each", "max_hosts": "--max-gpus",
+                    "socket_link": "--socket-link", "gpus": "--gpus", "collective": "--collective",
+                    "pairs": "--pairs", "max_cases": "--max-cases", "max_sets": "--limit",
+                    "max_searches": "--max-searches", "calibration": "--calibration"}
+_KEYWORD = re.compile(r"\b(" + "|".join(_KEYWORD_OPTIONS) + r")=(?:True\b)?|\b(gpus_per_thread)\b")
+
+
+def _option_words(message: str) -> str:
+    """``message`` with each library keyword (``fail_each=``, ``gpus_per_thread must``) named as
+    the command line's option (``--fail-each``, ``-g must``)."""
+    message = message.replace("max_hosts=, on the command line --max-gpus", "--max-gpus N")
+
+    def option(match):
+        name = _KEYWORD_OPTIONS[match.group(1) or match.group(2)]
+        end = match.end()
+        value_follows = match.group(0).endswith("=") and end < len(message) and not message[end].isspace() \
+            and message[end] not in ",;:)"
+        return name + (" " if value_follows else "")
+    return _KEYWORD.sub(option, message)
+
+
 def _limit_error(error: LimitError) -> str:
     option = {"max_sets": "--limit", "max_searches": "--max-searches"}.get(error.keyword, error.keyword)
     return str(_too_much(error.what, error.size, error.limit, option))
@@ -1200,7 +1216,7 @@ def main(argv=None) -> int:
         return 2
     except (_UsageError, DgxTopoError) as error:
         # One line even when a name inside the message (a node id read from a file) holds a newline.
-        print(f"dgxtopo: error: {' '.join(str(error).splitlines())}", file=sys.stderr)
+        print(f"dgxtopo: error: {_option_words(' '.join(str(error).splitlines()))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("dgxtopo: interrupted", file=sys.stderr)

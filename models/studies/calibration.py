@@ -53,40 +53,71 @@ class _Prepared:
     measured_busbw: np.ndarray
     sizes: np.ndarray
     gpus_per_thread: int
+    note: str | None = None
 
 
-def _gpus(run: NcclTestsRun, G, gpus):
-    if gpus is not None:
-        return gpus
+def _gpus(run: NcclTestsRun, G, gpus) -> tuple:
+    """The run's GPU ids in rank order, and a note when they were assumed."""
     n = run.nranks
+    label = run.name or "the run"
+    if gpus is not None:
+        import topo
+
+        chosen = topo.select_gpus(G, gpus)
+        # The ranks the text shows (nThread x nGpus of a run built by hand counts one process).
+        shown = n if (run.complete_devices or run.ranks is not None) else None
+        if shown is not None and len(chosen) != shown:
+            raise CalibrationError(f"gpus= names {len(chosen)} GPU{'s' if len(chosen) != 1 else ''}, "
+                                   f"{label} has {shown} ranks: expected one GPU per rank, in rank order")
+        return gpus, None
+    if run.gpu_ids is not None:  # dgxtopo collective's own output names its GPUs
+        return run.gpu_ids, None
     if n is None:
-        raise CalibrationError(f"{run.name or 'the run'} does not print its ranks: expected --gpus")
+        import topo
+
+        every = len(topo.gpus(G))
+        why = run.ranks_source.removeprefix("unknown: ") if run.ranks_source else "no device lines"
+        return None, (f"{label} does not show its rank count (no complete device lines; {why}): "
+                      f"assumed every GPU of {G.graph.get('name', 'the system')} ({every}); expected "
+                      f"gpus= naming them if the run used fewer")
     visible = run.cuda_visible_devices
-    if len(run.hosts) <= 1 and visible and run.devices and len(visible) >= n:
-        return [visible[d.device] for d in run.devices if d.device < len(visible)]
-    if len(run.hosts) <= 1 and run.devices:
-        return sorted(d.device for d in run.devices)
-    return list(range(n))
+    single = len(run.hosts) <= 1
+    if single and visible and run.complete_devices and len(visible) >= n:
+        return [visible[d.device] for d in run.devices if d.device < len(visible)], None
+    if single and run.complete_devices:
+        return sorted(d.device for d in run.devices), None
+    if not run.devices and visible and len(visible) >= n and run.ranks_source.startswith("nThread"):
+        return list(visible[:n]), None  # one process: rank r drives visible device r
+    if not run.devices and visible and len(visible) >= n and run.nthreads and run.gpus_per_thread \
+            and run.nthreads * run.gpus_per_thread == n:
+        return list(visible[:n]), None
+    return list(range(n)), None
 
 
 def _prepare(run, G, gpus, gpus_per_thread, profile, inplace) -> _Prepared:
     if not isinstance(run, NcclTestsRun):
         raise CalibrationError(f"expected an nccl-tests run, received {type(run).__name__}")
     if run.collective is None:
-        raise CalibrationError(f"{run.name or 'the run'} does not name its collective and the "
-                               f"columns do not tell: expected a *_perf line or --collective")
+        program = (f"it names {run.program}, which dgx-topo does not model" if run.program
+                   else "the columns do not tell (a size counting every rank's part without a "
+                        "reduction is all_gather or alltoall alike)")
+        raise CalibrationError(f"{run.name or 'the run'} does not name a collective dgx-topo models: "
+                               f"{program}: expected a *_perf line or collective= (on the command "
+                               f"line --collective)")
     sizes = run.column("size")
     t = run.column("inplace_time" if inplace else "time")
     b = run.column("inplace_busbw" if inplace else "busbw")
     keep = (sizes > 0) & np.isfinite(t) & (t > 0)
     if not keep.any():
         raise CalibrationError(f"{run.name or 'the run'} has no row with a size and a time")
-    ids = _gpus(run, G, gpus)
+    ids, note = _gpus(run, G, gpus)
     e = estimate(G, run.collective, sizes[keep].astype(np.int64), ids, profile=profile)
     g = gpus_per_thread if gpus_per_thread is not None else (run.gpus_per_thread or 1)
-    if not isinstance(g, (int, np.integer)) or not 1 <= g <= e.nranks:
-        raise CalibrationError(f"-g must be an integer from 1 to {e.nranks}, received {g!r}")
-    return _Prepared(run, e, t[keep], b[keep], sizes[keep], int(g))
+    if not isinstance(g, (int, np.integer)) or isinstance(g, bool) or not 1 <= g <= e.nranks:
+        given = "" if gpus_per_thread is not None else f" (the run's nGpus {g})"
+        raise CalibrationError(f"gpus_per_thread must be an integer from 1 to {e.nranks} (the ranks "
+                               f"of {run.name or 'the run'}), received {g!r}{given}")
+    return _Prepared(run, e, t[keep], b[keep], sizes[keep], int(g), note)
 
 
 def _residuals(prepared, G, model) -> np.ndarray:
@@ -362,6 +393,7 @@ def calibrate(runs, G, *, gpus=None, gpus_per_thread=None, profile=None, inplace
                 if not isinstance(r, P2PBenchmark)]
     if not prepared:
         raise CalibrationError("expected at least one nccl-tests run to calibrate on")
+    notes += [p.note for p in prepared if p.note]
     names = []
     launch_rows = bandwidth_rows = 0
     classes = set()
@@ -456,6 +488,8 @@ class Check:
         Over the rows whose measured busbw is not 0 (printed as 0.00 at the smallest sizes).
     explain : str
         The measurement model's working for the largest size.
+    notes : tuple of str
+        What was assumed (the GPUs of a run that does not show its rank count).
     """
 
     collective: str
@@ -468,6 +502,7 @@ class Check:
     median_abs_busbw_error: float
     max_abs_busbw_error: float
     explain: str = ""
+    notes: tuple = ()
 
     def to_json(self) -> dict:
         """The JSON form of ``dgxtopo check --json`` (issue 11 item 5)."""
@@ -479,6 +514,7 @@ class Check:
                       "time_error": r.time_error, "busbw_error": r.busbw_error} for r in self.rows],
             "median_abs_time_error": self.median_abs_time_error,
             "max_abs_time_error": self.max_abs_time_error,
+            **({"notes": list(self.notes)} if self.notes else {}),
         }
 
     def format(self) -> str:
@@ -493,9 +529,11 @@ class Check:
             lines.append(f"  {r.size:>12}  {to_us(r.measured_time):>10.2f}  {to_us(r.predicted_time):>10.2f}  "
                          f"{r.time_error:>+7.1%}  {to_GBps(r.measured_busbw):>10.2f}  "
                          f"{to_GBps(r.predicted_busbw):>10.2f}  {berr:>7}")
+        busbw = (f"median {self.median_abs_busbw_error:.1%}, max {self.max_abs_busbw_error:.1%}"
+                 if math.isfinite(self.median_abs_busbw_error) else "- (no row with a measured busbw)")
         lines.append(f"# |time error|: median {self.median_abs_time_error:.1%}, max "
-                     f"{self.max_abs_time_error:.1%}; |busbw error|: median "
-                     f"{self.median_abs_busbw_error:.1%}, max {self.max_abs_busbw_error:.1%}")
+                     f"{self.max_abs_time_error:.1%}; |busbw error|: {busbw}")
+        lines += [f"# note: {n}" for n in self.notes]
         return "\n".join(lines)
 
 
@@ -535,5 +573,6 @@ def check(run, G, *, gpus=None, gpus_per_thread=None, profile=None, calibration=
     return Check(run.collective, G.graph.get("system", ""), tuple(m.gpus), p.gpus_per_thread,
                  tuple(rows), float(np.median(terr)), float(np.max(terr)),
                  float(np.median(berrs)) if berrs.size else math.nan,
-                 float(np.max(berrs)) if berrs.size else math.nan, m.explain())
+                 float(np.max(berrs)) if berrs.size else math.nan, m.explain(),
+                 tuple(n for n in (p.note,) if n))
 

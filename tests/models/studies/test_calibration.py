@@ -127,7 +127,60 @@ def test_error_paths(dgx2_runs):
     unnamed = NcclTestsRun(None, dgx2_runs["reduce"].rows, gpus_per_thread=12, nthreads=1)
     with pytest.raises(CalibrationError, match="collective"):
         check(unnamed, G)
-    with pytest.raises(CalibrationError, match="-g must be"):
+    with pytest.raises(CalibrationError, match="gpus_per_thread must be"):
         check(dgx2_runs["reduce"], G, gpus_per_thread=13)
     with pytest.raises(CalibrationError, match="expected an nccl-tests run"):
         check("text", G)
+
+
+# -- nccl-tests text as users paste it (issue 21 item 4) --------------------------------------
+def _without(text: str, *words) -> str:
+    return "\n".join(line for line in text.splitlines() if not any(w in line for w in words))
+
+
+@pytest.mark.parametrize("collective", sorted(RUN["collectives"]))
+def test_check_runs_without_rank_lines_and_without_the_header(collective):
+    """The given DGX-2 runs with their rank lines cut (and the nThread header too) check exactly
+    as the whole text does: the rank count follows from the rows (size / count, busbw / algbw) or
+    the command line's -g 12, the GPUs from CUDA_VISIBLE_DEVICES."""
+    G = topo.build("dgx2")
+    raw = RUN["collectives"][collective]["raw"]
+    whole = check(read_nccl_tests(raw), G)
+    for cut in (_without(raw, "Rank"), _without(raw, "Rank", "nThread")):
+        run = read_nccl_tests(cut, collective=collective)
+        assert run.nranks == 12 and not run.devices
+        assert check(run, G) == whole
+
+
+def test_a_run_that_does_not_show_its_ranks_assumes_the_system_and_says_so():
+    G = topo.build("dgx2")
+    raw = _without(RUN["collectives"]["broadcast"]["raw"], "Rank", "nThread", "Running")
+    run = read_nccl_tests(raw)
+    assert run.collective == "broadcast" and run.nranks is None and "factor 1" in run.ranks_source
+    result = check(run, G)
+    assert len(result.gpus) == 16 and "assumed every GPU of DGX-2 (16)" in result.format()
+    assert result == check(run, G) and check(run, G, gpus=RUN["cuda_visible_devices"]).gpus == \
+        tuple(RUN["cuda_visible_devices"])
+    # all_gather's columns without its program line could be alltoall's: refused, naming why.
+    bare = read_nccl_tests(_without(RUN["collectives"]["all_gather"]["raw"], "Running"))
+    with pytest.raises(CalibrationError, match="all_gather or alltoall alike.*collective="):
+        check(bare, G)
+
+
+def test_gpus_that_do_not_match_the_ranks_are_refused_naming_both(dgx2_runs):
+    with pytest.raises(CalibrationError, match="gpus= names 4 GPUs, reduce has 12 ranks"):
+        check(dgx2_runs["reduce"], topo.build("dgx2"), gpus="0-3")
+
+
+@pytest.mark.parametrize("collective", ["all_reduce", "all_gather", "broadcast", "alltoall"])
+def test_check_reads_what_dgxtopo_collective_prints(capsys, collective):
+    """`dgxtopo collective` output checked against the same prediction: no error at all."""
+    from models.present.cli import main
+
+    assert main(["collective", collective, "--system", "dgxh100", "--gpus", "0-3", "-b", "1M", "-e", "64M",
+                 "--explain"]) == 0
+    run = read_nccl_tests(capsys.readouterr().out)
+    assert (run.collective, run.nranks, run.gpu_ids) == (collective, 4, "0-3")
+    result = check(run, topo.build("dgxh100"))
+    assert result.gpus == (0, 1, 2, 3)
+    assert result.max_abs_time_error < 0.005  # the printed times carry two decimals
