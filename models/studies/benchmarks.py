@@ -470,13 +470,14 @@ def read_nccl_tests(text: str, *, name: str = "", collective: str | None = None)
         if collective not in _MODELLED:
             raise BenchmarkParseError(f"unknown collective {collective!r}: expected one of "
                                       f"{', '.join(_MODELLED)}")
+        label = name or "the text"
         if program is not None and program != collective:
-            raise BenchmarkParseError(f"the text names {program} ({program}_perf), the collective "
-                                      f"given is {collective}: expected the same{where}")
+            raise BenchmarkParseError(f"{label} names {program} ({program}_perf), collective= is "
+                                      f"{collective}: expected the same (or collective= left out)")
         if found is not None and found != collective:
-            raise BenchmarkParseError(f"the columns are those of {found} (a root, a reduction and "
-                                      f"the size per rank tell), the collective given is {collective}: "
-                                      f"expected the same{where}")
+            raise BenchmarkParseError(f"the columns of {label} are those of {found} (a root, a "
+                                      f"reduction and the size per rank tell), collective= is "
+                                      f"{collective}: expected the same (or collective= left out)")
         found, source = collective, "caller" if found is None else source
     if dgxtopo is not None:
         ranks, how = dgxtopo[2], "dgxtopo header"
