@@ -621,3 +621,10 @@ def test_calibrate_and_check_run_on_the_runs_without_rank_lines(capsys, tmp_path
     out = ok(capsys, "calibrate", *sorted(tmp_path.glob("*[a-z].txt")), "--system", "dgx2",
              "--out", tmp_path / "c.json")
     assert "launch_per_gpu" in out and (tmp_path / "c.json").exists()
+
+
+def test_result_rows_are_bounded(capsys, tmp_path, measured_run):
+    """A 16 MB nccl-tests text of rows took 45 s and printed 157,000 lines: refused past --max-rows."""
+    err = fails(capsys, "check", measured_run, "--system", "dgx2", "--max-rows", "10")
+    assert "has more than 10 result rows, the limit: raise it with --max-rows" in err
+    assert "8589934592" in ok(capsys, "check", measured_run, "--system", "dgx2", "--max-rows", "34")

@@ -56,6 +56,7 @@ from ..predict.collectives import COLLECTIVE_NAMES, LimitError, estimate, pairwi
 from ..engine.nccl.profiles import PROFILES
 from ..engine.nccltests import count_from_nbytes
 from ..predict.p2p import MODES, format_p2p_report, p2p_report
+from ..studies.benchmarks import MAX_ROWS
 from ..studies.whatif import apply_failures
 from ..studies.workload import WORKLOAD_GRAMMAR
 
@@ -690,7 +691,7 @@ def _read_run(path, args):
     text = _read_text(path, "benchmark", args)
     try:
         return read_benchmark(text, name="standard input" if path == "-" else path,
-                              collective=args.collective)
+                              collective=args.collective, max_rows=args.max_rows)
     except BenchmarkParseError as error:
         if path in str(error):
             raise
@@ -707,6 +708,9 @@ def _measurement_arguments(parser) -> None:
                         help="the collective, if the output does not name it (one it names or "
                              "its columns imply must be the same)")
     parser.add_argument("--inplace", action="store_true", help="use the in-place columns")
+    parser.add_argument("--max-rows", type=_count(1), default=MAX_ROWS, metavar="N",
+                        help=f"refuse outputs of more than N result rows (default {MAX_ROWS}; each "
+                             f"row is an estimate)")
 
 
 def _calibrate_arguments(parser) -> None:
@@ -1180,7 +1184,8 @@ def build_parser() -> argparse.ArgumentParser:
 _KEYWORD_OPTIONS = {"gpus_per_thread": "-g", "fail_each": "--fail-each", "max_hosts": "--max-gpus",
                     "socket_link": "--socket-link", "gpus": "--gpus", "collective": "--collective",
                     "pairs": "--pairs", "max_cases": "--max-cases", "max_sets": "--limit",
-                    "max_searches": "--max-searches", "calibration": "--calibration"}
+                    "max_searches": "--max-searches", "calibration": "--calibration",
+                    "max_rows": "--max-rows"}
 _KEYWORD = re.compile(r"\b(" + "|".join(_KEYWORD_OPTIONS) + r")=(?:True\b)?|\b(gpus_per_thread)\b")
 
 

@@ -40,7 +40,7 @@ from topo.units import GB, MAX_NBYTES, us
 from ..engine.nccltests import COLLECTIVES as _MODELLED
 
 __all__ = [
-    "BenchmarkParseError", "Device", "NcclTestsRow", "NcclTestsRun", "read_nccl_tests",
+    "BenchmarkParseError", "Device", "NcclTestsRow", "NcclTestsRun", "read_nccl_tests", "MAX_ROWS",
     "P2PDevice", "P2PBenchmark", "read_p2p_benchmark", "read_benchmark",
 ]
 
@@ -161,8 +161,11 @@ class NcclTestsRun:
 
     @property
     def complete_devices(self) -> bool:
-        """Whether the device lines list ranks 0, 1, ... n-1, each once."""
-        return bool(self.devices) and sorted(d.rank for d in self.devices) == list(range(len(self.devices)))
+        """Whether the device lines list ranks 0, 1, ... n-1, each once, and as many as the rows
+        show (device lines cut at the end would otherwise look complete)."""
+        n = len(self.devices)
+        return bool(n) and sorted(d.rank for d in self.devices) == list(range(n)) \
+            and self.ranks in (None, n)
 
     @property
     def nranks(self) -> int | None:
@@ -215,6 +218,9 @@ _TYPE_BYTES = {"int8": 1, "uint8": 1, "char": 1, "f8e4m3": 1, "f8e5m2": 1, "fp8_
 _PRINTED = 0.0051 * GB
 # The most ranks a rank count is inferred for (a larger figure is refused as not a run).
 _MAX_RANKS = 1 << 20
+#: The most result rows one run may have before it is refused (``max_rows=``; the command line's
+#: ``--max-rows``): a sweep by factor 2 from 1 B to 2^62 B has 63; checking a row costs about 0.3 ms.
+MAX_ROWS = 4096
 # The value columns of one result group, as the column header names them.
 _GROUP = ("time", "algbw", "busbw", "error")
 
@@ -360,7 +366,9 @@ def _ratio_ranks(rows, factor) -> int | None:
         return None
     guess = max(2, round(limit / (limit - ratio)))
     candidates = [n for n in range(max(2, guess - 2), guess + 3) if n <= _MAX_RANKS and fits(n)]
-    return candidates[0] if len(candidates) == 1 else None
+    if len(candidates) != 1 or fits(candidates[0] - 1) or fits(candidates[0] + 1):
+        return None  # the printed decimals leave more than one rank count
+    return candidates[0]
 
 
 def _rows_ranks(collective, rows, peers) -> tuple:
@@ -379,7 +387,8 @@ def _rows_ranks(collective, rows, peers) -> tuple:
     return None, f"{collective}'s busbw equals its algbw (factor 1), so the rows do not tell"
 
 
-def read_nccl_tests(text: str, *, name: str = "", collective: str | None = None) -> NcclTestsRun:
+def read_nccl_tests(text: str, *, name: str = "", collective: str | None = None,
+                    max_rows: int = MAX_ROWS) -> NcclTestsRun:
     """Parse one nccl-tests output (any layout of the module's list).
 
     Parameters
@@ -391,6 +400,8 @@ def read_nccl_tests(text: str, *, name: str = "", collective: str | None = None)
     collective : str, optional
         The collective, if the text does not name it. A text that names (or whose columns
         imply) another one is refused: a conflict means the wrong file or the wrong option.
+    max_rows : int
+        The most result rows accepted (:data:`MAX_ROWS`); the text is refused beyond it.
 
     Returns
     -------
@@ -445,6 +456,10 @@ def read_nccl_tests(text: str, *, name: str = "", collective: str | None = None)
                 header = _header_layout(match.group(1).split())
             continue
         if _ROW.match(line):
+            if len(rows) >= max_rows:
+                raise BenchmarkParseError(f"{name or 'the text'} has more than {max_rows} result rows, "
+                                          f"the limit: raise it with max_rows= (each row is an estimate)",
+                                          lineno, line)
             rows.append(_row(line, lineno, header))
     where = f" in {name}" if name else ""
     if not rows:
@@ -483,13 +498,10 @@ def read_nccl_tests(text: str, *, name: str = "", collective: str | None = None)
         ranks, how = dgxtopo[2], "dgxtopo header"
     else:
         ranks, how = _rows_ranks(found, rows, peers) if found else (None, "the collective is not known")
-    if ranks is None and nthreads and gpus and not several_processes:
+    if ranks is None and nthreads and gpus and not several_processes and not devices:
         ranks, how = nthreads * gpus, "nThread x nGpus of the one process"
         if nthreads * gpus > _MAX_RANKS:
             ranks = None
-    complete = bool(devices) and sorted(d.rank for d in devices) == list(range(len(devices)))
-    if complete and ranks is not None and ranks != len(devices) and dgxtopo is None:
-        ranks = None  # the device lines, complete, decide (the property reads them first)
     return NcclTestsRun(found, tuple(rows), tuple(devices), nthreads, gpus, avg, bounds, visible, name,
                         program=program, ranks=ranks, ranks_source=how if ranks is not None else f"unknown: {how}",
                         gpu_ids=dgxtopo[1] if dgxtopo else None,
@@ -630,7 +642,7 @@ def read_p2p_benchmark(text: str, *, name: str = "") -> P2PBenchmark:
     return P2PBenchmark(tuple(devices), connectivity, bandwidth, latency, name)
 
 
-def read_benchmark(text: str, *, name: str = "", collective: str | None = None):
+def read_benchmark(text: str, *, name: str = "", collective: str | None = None, max_rows: int = MAX_ROWS):
     """Parse either kind of output, told apart by its content (``collective``: as for
     :func:`read_nccl_tests`).
 
@@ -646,4 +658,4 @@ def read_benchmark(text: str, *, name: str = "", collective: str | None = None):
         raise BenchmarkParseError(f"expected text, received {type(text).__name__}")
     if "P2P=" in text or "P2P Connectivity Matrix" in text:
         return read_p2p_benchmark(text, name=name)
-    return read_nccl_tests(text, name=name, collective=collective)
+    return read_nccl_tests(text, name=name, collective=collective, max_rows=max_rows)

@@ -16,7 +16,7 @@ from hypothesis import given, settings, strategies as st
 
 from models.studies.benchmarks import (BenchmarkParseError, NcclTestsRun, P2PBenchmark, read_benchmark,
                                read_nccl_tests, read_p2p_benchmark)
-from tests.conftest import DATA
+from tests.conftest import DATA, watchdog
 
 RUN = json.loads((DATA / "dgx2_12gpu_nccl_tests.json").read_text())
 
@@ -235,3 +235,75 @@ def test_not_text():
     for parse in (read_nccl_tests, read_p2p_benchmark, read_benchmark):
         with pytest.raises(BenchmarkParseError, match="expected text"):
             parse(b"bytes")
+
+
+# -- structure-aware fuzzing: real runs as users paste them ------------------------------------
+def _dgxtopo_text() -> str:
+    """What `dgxtopo collective all_reduce --system dgx2 -b 8 -e 1G` printed (2026-12-01): header,
+    a few rows and the closing line, as check takes it."""
+    return ("# dgxtopo: predicted nccl-tests all_reduce on DGX-2 GPUs 0-15 (16 ranks); NCCL 2.27.7 tuning "
+            "model; measurement constants: default (DGX-2 fit)\n"
+            "#       size         count    type   redop   root       time    algbw    busbw   algo   proto  nch\n"
+            "#        (B)    (elements)                              (us)   (GB/s)   (GB/s)\n"
+            "           8             2   float     sum     -1      24.60     0.00     0.00   ring      LL    6\n"
+            "     1048576        262144   float     sum     -1      74.04    14.16    26.56   ring      LL    6\n"
+            "  1073741824     268435456   float     sum     -1   16563.10    64.83   121.55   ring  Simple    6\n"
+            "# Avg bus bandwidth    : 36.54\n")
+
+
+_TEXTS = {**{c: v["raw"] for c, v in RUN["collectives"].items()}, "modern": MODERN, "dgxtopo": _dgxtopo_text()}
+_EXPECTED = {"modern": ("all_reduce", 4), "dgxtopo": ("all_reduce", 16),
+             **{c: (c, 12) for c in RUN["collectives"]}}
+_PREFIXES = ["", "[1,0]<stdout>:", "[1,3]<stderr>:", "0: ", "  12: "]
+_TOKENS = ["N/A", "-1", "0", "1e30", "9" * 30, "nan", "inf", "sum", "x", "", "1.5", "#wrong", "-0"]
+
+
+@st.composite
+def pasted(draw):
+    """A real run with lines dropped, duplicated, reordered and prefixed; maybe a column mutated."""
+    key = draw(st.sampled_from(sorted(_TEXTS)))
+    lines = _TEXTS[key].splitlines()
+    edits = draw(st.lists(st.tuples(st.sampled_from(["drop", "dup", "swap", "prefix"]),
+                                    st.integers(0, len(lines) - 1), st.integers(0, len(lines) - 1),
+                                    st.sampled_from(_PREFIXES)), max_size=8))
+    for kind, i, j, prefix in edits:
+        if not lines:
+            break
+        i, j = i % len(lines), j % len(lines)
+        if kind == "drop":
+            del lines[i]
+        elif kind == "dup":
+            lines.insert(j, lines[i])
+        elif kind == "swap":
+            lines[i], lines[j] = lines[j], lines[i]
+        else:
+            lines[i] = prefix + lines[i]
+    mutated = draw(st.booleans()) and bool(lines)
+    if mutated:
+        i = draw(st.integers(0, len(lines) - 1))
+        tokens = lines[i].split()
+        if tokens:
+            tokens[draw(st.integers(0, len(tokens) - 1))] = draw(st.sampled_from(_TOKENS))
+            lines[i] = "  ".join(tokens)
+    return key, "\n".join(lines), mutated
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(pasted())
+def test_fuzz_pasted_runs(case):
+    """Only typed errors escape; what parses is a subset of the real run's rows, of its collective
+    (or none named), of its rank count (or unknown): never a wrong answer."""
+    key, text, mutated = case
+    original = read_nccl_tests(_TEXTS[key])
+    with watchdog(10):
+        try:
+            run = read_nccl_tests(text, name=key)
+        except BenchmarkParseError:
+            return
+    assert run.rows and all(0 <= r.size <= 2**62 and 0 <= r.count <= 2**62 for r in run.rows)
+    if mutated:
+        return
+    assert {repr(r) for r in run.rows} <= {repr(r) for r in original.rows}  # repr: NaN equals NaN
+    collective, nranks = _EXPECTED[key]
+    assert run.collective in (collective, None)
+    assert run.nranks in (nranks, None), (run.nranks, run.ranks_source)
