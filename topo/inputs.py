@@ -26,7 +26,7 @@ Examples
 >>> parse_json('{"a": [1, 2}', source="x.json")
 Traceback (most recent call last):
 ...
-topo.inputs.InputFileError: x.json: line 1: expected JSON (',' delimiter, column 12)
+topo.inputs.InputFileError: x.json: line 1: expected JSON (Expecting ',' delimiter, column 12)
 >>> INPUT_KINDS["calibration"].limit
 1048576
 """
@@ -43,7 +43,7 @@ from .errors import DgxTopoError
 from .units import MiB
 
 __all__ = ["InputFileError", "InputKind", "INPUT_KINDS", "MAX_JSON_DEPTH", "STDIN", "read_input",
-           "read_json", "parse_json", "json_depth"]
+           "read_json", "parse_json", "json_depth", "file_type"]
 
 #: The path that means standard input.
 STDIN = "-"
@@ -115,10 +115,16 @@ def _kind(kind) -> InputKind:
     return INPUT_KINDS[kind]
 
 
-def _file_type(mode: int) -> str:
-    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
-                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-                       (stat.S_ISSOCK, "a socket")):
+def file_type(mode: int) -> str | None:
+    """What a file of ``st_mode`` ``mode`` is, for messages ("a FIFO (named pipe)"); None for a
+    regular file. Shared by the input reader and the output writer (models.present.output).
+
+    >>> import os; file_type(os.stat("/").st_mode)
+    'a directory'
+    """
+    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+                       (stat.S_ISSOCK, "a socket"), (stat.S_ISREG, None)):
         if test(mode):
             return name
     return "not a regular file"
@@ -157,7 +163,7 @@ def _read_path(path: str, spec: InputKind, limit: int, option: str) -> bytes:
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise InputFileError(f"cannot read {where}: it is {_file_type(info.st_mode)}, expected a "
+            raise InputFileError(f"cannot read {where}: it is {file_type(info.st_mode)}, expected a "
                                  f"regular file", path=path)
         if info.st_size > limit:
             raise _too_large(where, f"{info.st_size} bytes", limit, option)

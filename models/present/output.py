@@ -26,27 +26,17 @@ from __future__ import annotations
 
 import contextlib
 import os
-import stat
 import tempfile
 from pathlib import Path
 
 from topo.errors import DgxTopoError
+from topo.inputs import file_type
 
 __all__ = ["OutputPathError", "check_output_path", "write_text_atomic"]
 
 
 class OutputPathError(DgxTopoError):
     """A path an output file cannot be written to (or replaced at)."""
-
-
-def _kind(mode: int) -> str | None:
-    """What a non-regular file is, for the message; None for a regular file."""
-    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"),
-                       (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
-                       (stat.S_ISSOCK, "a socket"), (stat.S_ISREG, None)):
-        if test(mode):
-            return name
-    return "not a regular file"
 
 
 # Names of the standard streams: a stream is not a file that can be replaced atomically.
@@ -64,7 +54,7 @@ def _check_resolved(path: str, target: Path) -> None:
     except OSError as error:
         raise OutputPathError(f"{where}: {error.strerror or error}") from None
     if mode is not None:
-        kind = _kind(mode)
+        kind = file_type(mode)
         if kind is not None:
             raise OutputPathError(f"{where}{via}: it is {kind}, expected a regular file "
                                   f"such as report.html")
