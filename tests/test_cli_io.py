@@ -628,3 +628,17 @@ def test_result_rows_are_bounded(capsys, tmp_path, measured_run):
     err = fails(capsys, "check", measured_run, "--system", "dgx2", "--max-rows", "10")
     assert "has more than 10 result rows, the limit: raise it with --max-rows" in err
     assert "8589934592" in ok(capsys, "check", measured_run, "--system", "dgx2", "--max-rows", "34")
+
+
+def test_a_link_slowed_past_any_search_speed_is_not_reported_at_nccls_fallback_figure(capsys):
+    """issue 24: --degrade gpu0-gpu3=0.05 reported 0.10 GB/s, NCCL's fallback tuning figure, as the
+    measured busbw (worse than failing the link, 10 GB/s over PCIe). NCCL keeps the direct link
+    (fewest hops) and falls back to one channel on it: 2 of the bundle's 40 GB/s moves, and a
+    time of 10^300 us prints in powers of ten."""
+    row = ok(capsys, "collective", "all_reduce", "--system", "dgx1v", "--degrade", "gpu0-gpu3=0.05",
+             "--gpus", "0,3").splitlines()[-2].split()
+    assert 1.9 < float(row[7]) < 2.1
+    out = ok(capsys, "collective", "all_reduce", "--system", "dgx1v", "--degrade", "gpu0-gpu3=1e-300",
+             "--gpus", "0,3", "--explain")
+    assert out.splitlines()[3].split()[5] == "8.226e+302" and "tuned at 0.1 GB/s; its data moves at" in out
+    assert not any(w in ("nan", "inf") for w in out.lower().split())

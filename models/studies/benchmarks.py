@@ -216,6 +216,9 @@ _TYPE_BYTES = {"int8": 1, "uint8": 1, "char": 1, "f8e4m3": 1, "f8e5m2": 1, "fp8_
                "float32": 4, "int64": 8, "uint64": 8, "double": 8, "float64": 8}
 # A row's busbw and algbw are printed with two decimals (GB/s): each is off by up to 0.005.
 _PRINTED = 0.0051 * GB
+# The largest time [us] or bandwidth [GB/s] a row may print: 10^12 us is 11 days per operation,
+# 10^12 GB/s a thousand times any link; beyond, the row is not a measurement.
+_LARGEST = 1e12
 # The most ranks a rank count is inferred for (a larger figure is refused as not a run).
 _MAX_RANKS = 1 << 20
 #: The most result rows one run may have before it is refused (``max_rows=``; the command line's
@@ -307,6 +310,9 @@ def _row(line: str, lineno: int, header=None) -> NcclTestsRow:
     numbers = [_number(t, lineno, line) for t in values]
     if any(v < 0 for v in numbers if not math.isnan(v)):
         raise BenchmarkParseError("expected non-negative times and bandwidths", lineno, line)
+    if any(v > _LARGEST for v in numbers[:3] + numbers[4:7]):
+        raise BenchmarkParseError(f"expected times and bandwidths below {_LARGEST:g} (us, GB/s): "
+                                  f"not what a run measures", lineno, line)
     if nvalues == 4:
         numbers += [math.nan] * 4
     time, algbw, busbw, error, itime, ialgbw, ibusbw, ierror = numbers

@@ -307,3 +307,13 @@ def test_fuzz_pasted_runs(case):
     collective, nranks = _EXPECTED[key]
     assert run.collective in (collective, None)
     assert run.nranks in (nranks, None), (run.nranks, run.ranks_source)
+
+
+@pytest.mark.parametrize("row, message", [
+    ("8 2 float sum -1 1e300 0.00 0.00 0", r"below 1e\+12"),
+    (f"{10**30} 2 float sum -1 61.03 0.00 0.00 0", "size of at most 4611686018427387904"),
+    ("8 2 float sum 99999999 61.03 0.00 0.00 0", "root rank from -1"),
+])
+def test_rows_out_of_any_measurement_are_refused(row, message):
+    with pytest.raises(BenchmarkParseError, match=message):
+        read_nccl_tests(row)
