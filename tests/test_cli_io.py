@@ -642,3 +642,13 @@ def test_a_link_slowed_past_any_search_speed_is_not_reported_at_nccls_fallback_f
              "--gpus", "0,3", "--explain")
     assert out.splitlines()[3].split()[5] == "8.226e+302" and "tuned at 0.1 GB/s; its data moves at" in out
     assert not any(w in ("nan", "inf") for w in out.lower().split())
+
+
+def test_messages_name_the_command_lines_options_not_python_keywords(capsys, tmp_path):
+    """issue 24: the library names its keyword (socket_link=, gpus_per_thread); the CLI its option."""
+    xml = tmp_path / "foo.xml"
+    xml.write_text(Path(XML).read_text().replace('vendor="GenuineIntel"', 'vendor="Foo"'))
+    err = fails(capsys, "import", xml, "--gpu", "v100-sxm2")
+    assert "pass --socket-link one of" in err and "socket_link" not in err
+    err = fails(capsys, "pairs", "all_reduce", "--system", "dgx1v", "-s", "8", "-g", "4")
+    assert "-g must be" in err and "gpus_per_thread" not in err
