@@ -9,6 +9,12 @@ before the rename; a directory, a device (``/dev/full``), a FIFO, a socket, an e
 path whose directory does not exist (or is not writable) raises :class:`OutputPathError`
 naming the path and what was expected, and leaves whatever is there untouched.
 
+Nor is a file the command reads: ``check_output_path(path, inputs=...)`` refuses a path that is
+one of the inputs (the same name resolved, or a hard link to it), so ``calibrate m.txt --out
+m.txt`` cannot replace the measurement. ``-`` and the standard streams (``/dev/stdout``,
+``/dev/fd/N``) are refused too: a stream cannot be replaced atomically, and what a command prints
+goes to standard output already.
+
 Symbolic links are written through: a path that is a symlink is resolved, the same rules
 apply to the file it points to, and that file is replaced (the link itself stays). A link
 to a device, a directory or a FIFO is refused like the device itself; a dangling link whose
