@@ -317,3 +317,25 @@ def test_fuzz_pasted_runs(case):
 def test_rows_out_of_any_measurement_are_refused(row, message):
     with pytest.raises(BenchmarkParseError, match=message):
         read_nccl_tests(row)
+
+
+MPI_WITHOUT_RANKS = """\
+[1,0]<stdout>:# nThread 1 nGpus 1 minBytes 1048576 maxBytes 1073741824 step: 1024(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0
+[1,1]<stdout>:# nThread 1 nGpus 1 minBytes 1048576 maxBytes 1073741824 step: 1024(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0
+[1,0]<stdout>:#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+[1,0]<stdout>:     1048576        262144     float     sum      -1    40.00   26.21   49.15      0    40.00   26.21   49.15      0
+[1,0]<stdout>:  1073741824     268435456     float     sum      -1  10737.4  100.00  187.50      0  10737.4  100.00  187.50      0
+"""
+
+
+def test_several_processes_without_rank_lines():
+    """mpirun --tag-output, one header per process (nThread 1 nGpus 1 each: not the rank count),
+    no device lines: 16 ranks from busbw / algbw = 2(n-1)/n = 1.875 (made-up numbers)."""
+    run = read_nccl_tests(MPI_WITHOUT_RANKS)
+    assert (run.collective, run.nranks, run.ranks_source) == ("all_reduce", 16, "busbw / algbw")
+    assert run.rows[1].busbw == pytest.approx(187.5e9) and run.rows[0].error == 0
+    # Broadcast's busbw equals its algbw: several processes, no device lines -> unknown, not 1.
+    text = MPI_WITHOUT_RANKS.replace("sum      -1", "none       0").replace("187.50", "100.00").replace(
+        "49.15", "26.21")
+    run = read_nccl_tests(text)
+    assert run.collective == "broadcast" and run.nranks is None and "factor 1" in run.ranks_source
