@@ -35,7 +35,7 @@ wrote unless ``--json``; ``--top`` cuts the JSON like the table; ``COMMAND --hel
 grammars that command's options take, and only those. Bad input (an unknown system, a malformed
 option, work beyond a limit) prints one line on stderr that points to the command's help and
 exits 2; a limit is raised by the library as :class:`topo.LimitError` naming its keyword, which
-:data:`LIMIT_OPTIONS` maps to the option. Ctrl-C prints one line and exits 130, leaving no partial file.
+the command line maps to its option. Ctrl-C prints one line and exits 130, leaving no partial file.
 Work that takes more than about 2 s shows a progress bar on stderr when stderr is a terminal
 (never with ``--json``). The JSON forms are documented in the README ("JSON output") and are
 stable. Tables live in :mod:`models.present.text`, JSON shapes in :mod:`models.present.json_shapes`,
@@ -51,7 +51,7 @@ import argparse
 import json
 import math
 import os
-import stat
+import re
 import sys
 import textwrap
 from dataclasses import dataclass
@@ -68,6 +68,7 @@ from ..predict.collectives import COLLECTIVE_NAMES, estimate, pairwise, subsets
 from ..engine.nccl.profiles import PROFILES
 from ..engine.nccltests import count_from_nbytes
 from ..predict.p2p import MODES, p2p_report
+from ..studies.benchmarks import MAX_ROWS
 from ..studies.whatif import apply_failures
 from ..studies.workload import WORKLOAD_GRAMMAR
 
@@ -239,6 +240,14 @@ def _topo_file_options(parser, *, many: bool = False) -> None:
     parser.add_argument("--network", choices=topo.NETWORKS,
                         help=f"with --nodes: the InfiniBand network joining them, {', '.join(topo.NETWORKS)} "
                              f"(default fat_tree)")
+    _max_input_option(parser)
+
+
+def _max_input_option(parser) -> None:
+    parser.add_argument("--max-input", type=parse_size, metavar="SIZE",
+                        help="refuse input files larger than SIZE (default: per kind, "
+                             "topo.inputs.INPUT_KINDS: 64M for fabrics, 16M for benchmark outputs "
+                             "and imports, 1M for calibrations)")
 
 
 def _whatif_options(parser) -> None:
@@ -295,21 +304,27 @@ def _named_systems(args) -> list:
     return list(args.system) + legacy
 
 
-def _read_text(path: str, what: str) -> str:
-    """A file's text (undecodable bytes replaced); regular files only, so a FIFO cannot hang us."""
-    try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
-            raise _UsageError(f"cannot read {what} {path}: expected a regular file")
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except OSError as error:
-        raise _UsageError(f"cannot read {what} {path}: {error.strerror or error}") from None
-    return data.decode("utf-8", errors="replace")
+def _read_text(path: str, kind: str, args) -> str:
+    """An input file's text through topo.inputs (regular files or -, sized before reading)."""
+    from topo.inputs import read_input
+
+    return read_input(path, kind, limit=getattr(args, "max_input", None))
 
 
-def _load_topo_file(path: str) -> object:
+def _inputs(args) -> list:
+    """Every file the command line names as an input (--topo-file, --calibration, FILE...)."""
+    paths = []
+    for name in ("file", "files", "topo_file", "calibration"):
+        value = getattr(args, name, None)
+        paths += value if isinstance(value, list) else [] if value is None else [value]
+    if paths.count("-") > 1:
+        raise _UsageError("standard input (-) can be read once: expected at most one input given as -")
+    return paths
+
+
+def _load_topo_file(path: str, args=None) -> object:
     """The fabric of a JSON or GraphML file written by import or export (told apart by content)."""
-    text = _read_text(path, "topology file")
+    text = _read_text(path, "fabric", args)
     head = text.lstrip("\ufeff \t\r\n")
     try:
         if head.startswith("{"):
@@ -330,7 +345,7 @@ def _load_topo_file(path: str) -> object:
 def _from_topo_file(path: str, args) -> object:
     """A fabric from ``--topo-file``, joined into ``--nodes`` copies; sized against --max-gpus."""
     limit = getattr(args, "max_gpus", MAX_GPUS)
-    G = _load_topo_file(path)
+    G = _load_topo_file(path, args)
     gpus = len(topo.gpus(G))
     nodes = getattr(args, "nodes", None)
     total = gpus * (nodes or 1)
@@ -418,11 +433,8 @@ def _calibration(args):
         return None
     from ..studies.calibration import Calibration
 
-    text = _read_text(path, "calibration file")
-    try:
-        return Calibration.from_json(text)
-    except DgxTopoError as error:
-        raise type(error)(f"{path}: {error}") from None
+    text = _read_text(path, "calibration", args)
+    return Calibration.from_json(text, source="standard input" if path == "-" else path)
 
 
 def _measurement_note(args) -> str:
@@ -650,9 +662,7 @@ def _compare_name(G, args) -> str:
 
 
 def _compare(args) -> None:
-    if args.out is not None:
-        from .output import check_output_path
-        check_output_path(args.out)  # before any work
+    _check_out(args)
     calibration = _calibration(args)
     fabrics = _fabrics(args, _named_systems(args))
     counts = [(G.graph["name"], len(topo.gpus(G))) for G in fabrics]
@@ -691,10 +701,9 @@ def _report_arguments(parser) -> None:
 
 
 def _report(args) -> None:
-    from .output import check_output_path
     from .report.write import write_report  # imports plotly: only this command pays for it
 
-    check_output_path(args.out)  # before any work
+    _check_out(args)
     _check_cluster_options(args)
     names = _named_systems(args)
     for name in names:  # sized before anything is built
@@ -720,16 +729,13 @@ def _report(args) -> None:
 
 
 # calibrate and check (measured nccl-tests outputs)
-def _read_run(path):
+def _read_run(path, args):
     from ..studies.benchmarks import BenchmarkParseError, read_benchmark
 
+    text = _read_text(path, "benchmark", args)
     try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            text = handle.read()
-    except OSError as error:
-        raise _UsageError(f"cannot read {path}: {error.strerror}") from None
-    try:
-        return read_benchmark(text, name=path)
+        return read_benchmark(text, name="standard input" if path == "-" else path,
+                              collective=args.collective, max_rows=args.max_rows)
     except BenchmarkParseError as error:
         if path in str(error):
             raise
@@ -743,8 +749,12 @@ def _measurement_arguments(parser) -> None:
     _gpus_per_thread_option(parser, default=None, help_default="the run's own nGpus")
     _nccl_option(parser)
     parser.add_argument("--collective", choices=COLLECTIVE_NAMES,
-                        help="the collective, if the output does not name it")
+                        help="the collective, if the output does not name it (one it names or "
+                             "its columns imply must be the same)")
     parser.add_argument("--inplace", action="store_true", help="use the in-place columns")
+    parser.add_argument("--max-rows", type=_count(1), default=MAX_ROWS, metavar="N",
+                        help=f"refuse outputs of more than N result rows (default {MAX_ROWS}; each "
+                             f"row is an estimate)")
 
 
 def _calibrate_arguments(parser) -> None:
@@ -757,13 +767,10 @@ def _calibrate_arguments(parser) -> None:
 
 def _calibrate(args) -> None:
     from ..studies.calibration import calibrate
-    from .output import check_output_path, write_text_atomic
+    from .output import write_text_atomic
 
-    check_output_path(args.out)  # before any work
-    runs = [_read_run(path) for path in args.files]
-    if args.collective:
-        from dataclasses import replace
-        runs = [replace(r, collective=args.collective) if hasattr(r, "rows") else r for r in runs]
+    _check_out(args)
+    runs = [_read_run(path, args) for path in args.files]
     result = calibrate(runs, _fabric(args, args.system), gpus=args.gpus, gpus_per_thread=args.g,
                        profile=args.nccl, inplace=args.inplace)
     text = result.to_json()
@@ -789,16 +796,11 @@ def _check_arguments(parser) -> None:
 def _check(args) -> None:
     from ..studies.calibration import check
 
-    if args.out is not None:
-        from .output import check_output_path
-        check_output_path(args.out)  # before any work
+    _check_out(args)
     calibration = _calibration(args)
-    run = _read_run(args.file)
+    run = _read_run(args.file, args)
     if not hasattr(run, "rows"):
         raise _UsageError(f"{args.file} is a p2pBandwidthLatencyTest output: check takes nccl-tests")
-    if args.collective:
-        from dataclasses import replace
-        run = replace(run, collective=args.collective)
     result = check(run, _fabric(args, args.system), gpus=args.gpus, gpus_per_thread=args.g,
                    profile=args.nccl, calibration=calibration, inplace=args.inplace)
     written = None
@@ -838,6 +840,7 @@ def _import_arguments(parser) -> None:
                         help="PCIe link of every device, e.g. pcie3_x16 (default: by GPU generation)")
     parser.add_argument("--socket-link", metavar="LINK",
                         help="CPU-to-CPU link, e.g. upi (default: qpi_bdw; ignored with --cpu)")
+    _max_input_option(parser)
     smi = parser.add_argument_group("nvidia-smi text only")
     smi.add_argument("--cpu", metavar="CPU", help="CPU model of every socket, a key of topo.CPUS "
                      "(default: cores and threads read off the CPU affinity)")
@@ -856,10 +859,8 @@ def _import_format(args, text: str) -> str:
 
 
 def _import(args) -> None:
-    if args.out is not None:
-        from .output import check_output_path
-        check_output_path(args.out)  # before any work
-    text = _read_text(args.file, "file")
+    _check_out(args)
+    text = _read_text(args.file, "import", args)
     kind = _import_format(args, text)
     name = {} if args.name is None else {"name": args.name}
     if kind == "nvidia-smi":
@@ -911,9 +912,9 @@ def _export_arguments(parser) -> None:
 
 
 def _export(args) -> None:
-    from .output import check_output_path, write_text_atomic
+    from .output import write_text_atomic
 
-    check_output_path(args.out)  # before any work
+    _check_out(args)
     G = _fabric(args, _named_system(args))
     text = topo.to_json(G) if args.format == "json" else topo.to_graphml(G)
     path = write_text_atomic(args.out, text)
@@ -934,9 +935,11 @@ def _write_figures(path: str, title: str, figures, lines=()) -> None:
 
 
 def _check_out(args) -> None:
+    """Refuse an --out that cannot be written, or that is one of the inputs, before any work."""
+    inputs = _inputs(args)
     if getattr(args, "out", None) is not None:
         from .output import check_output_path
-        check_output_path(args.out)  # before any work
+        check_output_path(args.out, inputs=inputs)
 
 
 # bound
@@ -1036,19 +1039,14 @@ def _whatif_arguments(parser) -> None:
 
 
 def _whatif_sweep(args) -> None:
-    from ..studies.whatif import SweepSizeError, sweep
+    from ..studies.whatif import sweep
 
     _check_out(args)
     executor = None if args.executor == "auto" else args.executor
     G = _fabric(args, args.system)
-    try:  # the sweep sizes itself before any work (max_cases)
-        with _progress(args, f"whatif {args.fail_each}", "case") as progress:
-            result = sweep(G, args.coll, args.size, fail_each=args.fail_each, pairs=args.pairs, gpus=args.gpus,
-                           executor=executor, progress=progress, max_cases=args.max_cases, profile=args.nccl)
-    except SweepSizeError as error:
-        if isinstance(error, LimitError):  # a LimitError names its keyword: main() maps it to the option
-            raise
-        raise _UsageError(f"{error}; on the command line: --max-cases N") from None
+    with _progress(args, f"whatif {args.fail_each}", "case") as progress:  # the sweep sizes itself first
+        result = sweep(G, args.coll, args.size, fail_each=args.fail_each, pairs=args.pairs, gpus=args.gpus,
+                       executor=executor, progress=progress, max_cases=args.max_cases, profile=args.nccl)
     if args.out is not None:
         from .whatif_plot import sweep_fabric_figure, sweep_figure
 
@@ -1407,13 +1405,34 @@ def _subcommand_parser(parser, name: str):
     return parser
 
 
-#: The option that raises each limit the library names by its keyword (topo.LimitError.keyword).
-LIMIT_OPTIONS = {"max_sets": "--limit", "max_searches": "--max-searches", "max_pairs": "--limit",
-                 "max_gpus": "--limit", "max_cases": "--max-cases", "max_events": "--max-events"}
+# Library keywords a message may name, and the option that sets each on the command line: the
+# library's typed errors name the keyword (gpus_per_thread=, topo.LimitError.keyword); the command
+# line names its option.
+_KEYWORD_OPTIONS = {"gpus_per_thread": "-g", "fail_each": "--fail-each", "max_hosts": "--max-gpus",
+                    "socket_link": "--socket-link", "gpus": "--gpus", "collective": "--collective",
+                    "pairs": "--pairs", "max_cases": "--max-cases", "max_sets": "--limit",
+                    "max_searches": "--max-searches", "calibration": "--calibration",
+                    "max_rows": "--max-rows", "max_pairs": "--limit", "max_gpus": "--limit",
+                    "max_events": "--max-events"}
+_KEYWORD = re.compile(r"\b(" + "|".join(_KEYWORD_OPTIONS) + r")=(?:True\b)?|\b(gpus_per_thread)\b")
+
+
+def _option_words(message: str) -> str:
+    """``message`` with each library keyword (``fail_each=``, ``gpus_per_thread must``) named as
+    the command line's option (``--fail-each``, ``-g must``)."""
+    message = message.replace("max_hosts=, on the command line --max-gpus", "--max-gpus N")
+
+    def option(match):
+        name = _KEYWORD_OPTIONS[match.group(1) or match.group(2)]
+        end = match.end()
+        value_follows = match.group(0).endswith("=") and end < len(message) and not message[end].isspace() \
+            and message[end] not in ",;:)"
+        return name + (" " if value_follows else "")
+    return _KEYWORD.sub(option, message)
 
 
 def _limit_error(error: LimitError) -> str:
-    option = LIMIT_OPTIONS.get(error.keyword, error.keyword)
+    option = _KEYWORD_OPTIONS.get(error.keyword, error.keyword)
     return str(_too_much(error.what, error.size, error.limit, option))
 
 
@@ -1448,7 +1467,7 @@ def main(argv=None) -> int:
         return 2
     except (_UsageError, DgxTopoError) as error:
         # One line even when a name inside the message (a node id read from a file) holds a newline.
-        print(f"dgxtopo: error: {' '.join(str(error).splitlines())}", file=sys.stderr)
+        print(f"dgxtopo: error: {_option_words(' '.join(str(error).splitlines()))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("dgxtopo: interrupted", file=sys.stderr)

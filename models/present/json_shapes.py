@@ -182,7 +182,8 @@ def bound_json(b) -> dict:
 def check_json(check) -> dict:
     """``dgxtopo check --json``: ``{"rows": [{"size_bytes", "measured_time_us",
     "predicted_time_us", "measured_busbw_gbps", "predicted_busbw_gbps", "time_error",
-    "busbw_error"}], "median_abs_time_error", "max_abs_time_error"}``."""
+    "busbw_error"}], "median_abs_time_error", "max_abs_time_error"}``, and ``"notes"`` (what was
+    assumed) when there are any."""
     return {
         "rows": [{"size_bytes": r.size, "measured_time_us": to_us(r.measured_time),
                   "predicted_time_us": to_us(r.predicted_time),
@@ -191,6 +192,7 @@ def check_json(check) -> dict:
                   "time_error": r.time_error, "busbw_error": r.busbw_error} for r in check.rows],
         "median_abs_time_error": check.median_abs_time_error,
         "max_abs_time_error": check.max_abs_time_error,
+        **({"notes": list(check.notes)} if check.notes else {}),
     }
 
 
