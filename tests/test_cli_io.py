@@ -554,7 +554,7 @@ def test_standard_input_is_read_where_piping_makes_sense(capsys, monkeypatch, me
     whole = ok(capsys, "check", measured_run, "--system", "dgx2")
     _stdin(monkeypatch, measured_run.read_bytes())
     assert ok(capsys, "check", "-", "--system", "dgx2") == whole
-    topo_text = ok(capsys, "topo", "dgx1v")
+    topo_text = ok(capsys, "topo", "--system", "dgx1v")
     _stdin(monkeypatch, topo_text.encode())
     assert "8 GPUs" in ok(capsys, "import", "-", "--gpu", V100)
     _stdin(monkeypatch, b"")
