@@ -161,8 +161,8 @@ def test_import_nvswitch_inferred_and_overridden(capsys, tmp_path):
     text = topo.format_connection_matrix(topo.connection_matrix(topo.dgx2()))
     (tmp_path / "dgx2.txt").write_text(text)
     out = " ".join(ok(capsys, "import", tmp_path / "dgx2.txt", "--gpu", "Tesla V100-SXM3-32GB").split())
-    assert "6 NVSwitches (inferred from the NV# counts)" in out and "16 GPUs" in out
-    assert "96 NVLink bundles (96 links)" in out
+    assert "12 NVSwitches (inferred from the NV# counts)" in out and "16 GPUs" in out
+    assert "102 NVLink bundles (144 links)" in out and "trunks between them" in out  # DGX-2's wiring
     out = " ".join(ok(capsys, "import", tmp_path / "dgx2.txt", "--gpu", "v100-sxm3", "--nvswitch",
                       "--nvswitches", "3").split())
     assert "3 NVSwitches (--nvswitch)" in out and "48 NVLink bundles (96 links)" in out

@@ -794,7 +794,15 @@ def _import_arguments(parser) -> None:
     smi.add_argument("--nvswitch", action=argparse.BooleanOptionalAction, default=None,
                      help="whether the GPUs talk through NVSwitches (default: inferred from the NV# counts)")
     smi.add_argument("--nvswitches", type=_count(1), metavar="N",
-                     help="NVSwitch chips to build (default: one per NVLink of a GPU)")
+                     help="NVSwitch chips to build (default: the known system's, else one per NVLink of a GPU)")
+    smi.add_argument("--nvswitch-links", metavar="LIST",
+                     help="NVLinks from every GPU to each NVSwitch chip, such as 5,4,4,5 (default: the known system's)")
+    smi.add_argument("--like", metavar="SYSTEM",
+                     help="built-in system to take what the text cannot say from (NVSwitch wiring, CPUs, NIC ports, "
+                          "PCIe links), or 'none' (default: the known system of the GPU model)")
+    smi.add_argument("--hosts", type=_count(1), metavar="N",
+                     help="hosts of an NVLink domain that spans several, the printed one copied to each "
+                          "(default: the known system's, 18 for a GB200 NVL72 tray)")
     smi.add_argument("--nic-link", metavar="LINK",
                      help="network port of every NIC, e.g. ib_hdr, or 'none' (default: by GPU generation)")
 
@@ -803,6 +811,16 @@ def _import_format(args, text: str) -> str:
     if args.format != "auto":
         return args.format
     return "nccl-xml" if text.lstrip("\ufeff \t\r\n").startswith("<") else "nvidia-smi"
+
+
+def _links_list(text):
+    """``--nvswitch-links 5,4,4,5`` as a tuple of whole numbers (the importer checks the values)."""
+    if text is None:
+        return None
+    parts = text.split(",")
+    if not all(part.strip().isdigit() and len(part.strip()) <= 4 for part in parts):
+        raise _UsageError(f"--nvswitch-links {text!r}: expected whole numbers separated by commas, such as 5,4,4,5")
+    return tuple(int(part) for part in parts)
 
 
 def _import(args) -> None:
@@ -817,9 +835,11 @@ def _import(args) -> None:
             raise _UsageError(f"{args.file}: nvidia-smi topo -m does not name the GPU model: expected "
                               f"--gpu MODEL such as 'Tesla V100-SXM2-16GB' or v100-sxm2")
         nic = {} if args.nic_link is None else {"nic_link": None if args.nic_link.lower() == "none" else args.nic_link}
+        like = "auto" if args.like is None else None if args.like.lower() == "none" else args.like
         try:
             G = topo.from_nvidia_smi(text, gpu=args.gpu, cpu=args.cpu, pcie=args.pcie, nvswitch=args.nvswitch,
-                                     nvswitches=args.nvswitches, socket_link=args.socket_link, **nic, **name)
+                                     nvswitches=args.nvswitches, nvswitch_links=_links_list(args.nvswitch_links),
+                                     socket_link=args.socket_link, like=like, hosts=args.hosts, **nic, **name)
         except DgxTopoError as error:
             raise type(error)(f"{args.file}: {error}") from None
         what = "nvidia-smi topo -m"
@@ -828,7 +848,9 @@ def _import(args) -> None:
         pcie_origin = "rebuilt from the PIX/PXB/PHB classes"
     else:
         given = [option for option, value in (("--cpu", args.cpu), ("--nvswitch/--no-nvswitch", args.nvswitch),
-                                              ("--nvswitches", args.nvswitches), ("--nic-link", args.nic_link))
+                                              ("--nvswitches", args.nvswitches), ("--nic-link", args.nic_link),
+                                              ("--nvswitch-links", args.nvswitch_links), ("--like", args.like),
+                                              ("--hosts", args.hosts))
                  if value is not None]
         if given:
             raise _UsageError(f"{', '.join(given)} appl{'ies' if len(given) == 1 else 'y'} to nvidia-smi text: "

@@ -88,10 +88,15 @@ def test_dgx2_published_rows_agree_with_the_import_of_the_whole_matrix():
     for line in lines[1:]:
         cells = line.split()
         assert [cm.cell(cells[0], h) for h in header] == cells[1:1 + len(header)]
+    # The DGX-2's wiring (nvidia-smi cannot show it): two baseboards of 6 chips, trunked.
     switches = [n for n, k in G.nodes(data="kind") if k == "nvswitch"]
-    assert len(switches) == 6  # NV6: one chip per link by default
-    assert all(G.edges["gpu0", s]["links"] == 1 for s in switches)
+    assert len(switches) == 12 and G.edges["nvswitch0", "nvswitch6"]["links"] == 8
+    assert [s for s in switches if G.has_edge("gpu0", s)] == switches[:6]
     assert topo.injection_bandwidth(G)["gpu0"] == 6 * topo.LINKS["nvlink2"].bandwidth
+    # Without the known system: one chip per link of NV6, every GPU on each.
+    H = topo.from_nvidia_smi(printout(topo.dgx2()), gpu="Tesla V100-SXM3-32GB", like=None)
+    plain = [n for n, k in H.nodes(data="kind") if k == "nvswitch"]
+    assert len(plain) == 6 and all(H.edges["gpu15", s]["links"] == 1 for s in plain)
 
 
 @pytest.mark.parametrize("system", sorted(GPU_OF))
@@ -162,7 +167,7 @@ def test_nvswitch_options():
     assert switched.edges["gpu0", "nvswitch0"]["links"] == 2
     for G in (direct, switched):
         assert topo.connection_matrix(G).cell("GPU0", "GPU3") == "NV2"
-    with pytest.raises(topo.TopologyImportError, match="divides the NV2 links"):
+    with pytest.raises(topo.TopologyImportError, match="expected at most 2 NVSwitch chips"):
         topo.from_nvidia_smi(text, gpu="v100-sxm2", nvswitch=True, nvswitches=3)
     with pytest.raises(topo.TopologyImportError, match="without NVSwitches"):
         topo.from_nvidia_smi(text, gpu="v100-sxm2", nvswitch=False, nvswitches=2)

@@ -48,20 +48,52 @@ RESERVED_ID = re.compile(r"(gpu|cpu|pcie|nvswitch)\d+$")
 # GPU names
 # --------------------------------------------------------------------------------------------
 
-def _gpu_key(name: str) -> str:
-    """Lower case without vendor prefixes, memory suffix and separators: 'v100sxm2'."""
-    text = name.lower().strip()
-    text = re.sub(r"^(nvidia\s+)?(tesla\s+)?", "", text)
-    text = re.sub(r"[-_ ]?\d+\s*gb$", "", text)
-    return re.sub(r"[-_\s]", "", text)
+_VENDOR = re.compile(r"^(nvidia\s+)?(tesla\s+)?")
+# A memory size as a word of the name: "-40GB", " 80GB", "_32gb".
+_MEMORY = re.compile(r"(?:^|(?<=[-_\s]))(\d{1,4})\s*gb(?=$|[-_\s])")
+
+
+def _plain(text: str) -> str:
+    """Lower case without vendor prefixes and separators: 'a100sxm440gb'."""
+    return re.sub(r"[-_\s]", "", _VENDOR.sub("", text.lower().strip()))
+
+
+def _bare(text: str) -> tuple[str, int | None]:
+    """(the name without its memory size, that size in GB or None): ('a100sxm4', 40)."""
+    text = _VENDOR.sub("", text.lower().strip())
+    sizes = [int(m.group(1)) for m in _MEMORY.finditer(text)]
+    return re.sub(r"[-_\s]", "", _MEMORY.sub("", text)), (sizes[0] if len(sizes) == 1 else None)
+
+
+def _memory_names(key: str) -> set:
+    """Memory sizes [GB] a GPU of :data:`topo.specs.GPUS` answers to: the size its key or model
+    names, else its ``memory`` in GiB and in GB (16 GiB is sold as "16GB", 141 GB as "141GB")."""
+    spec = GPUS[key]
+    named = {size for text in (key, spec.model) for size in [_bare(text)[1]] if size is not None}
+    return named or {round(spec.memory / 2**30), round(spec.memory / 1e9)}
+
+
+def _narrow(keys: list, memory: int | None) -> list:
+    """``keys`` whose memory size is ``memory`` when that leaves some; else ``keys``."""
+    if memory is None:
+        return keys
+    sized = [key for key in keys if memory in _memory_names(key)]
+    return sized or keys
 
 
 def gpu_model(name: str) -> str:
     """Resolve a GPU name to its key in :data:`topo.specs.GPUS`.
 
-    Accepts the catalogue key (``"V100-SXM2"``), the name nvidia-smi prints (``"Tesla
-    V100-SXM2-16GB"``, any memory size) and short forms (``"v100-sxm2"``, ``"v100sxm2"``),
-    without regard to case, ``-``, ``_`` or spaces.
+    Accepts the catalogue key (``"A100-SXM4-80GB"``), the name nvidia-smi prints (``"Tesla
+    V100-SXM2-16GB"``, ``"NVIDIA A100-SXM4-40GB"``) and short forms (``"v100-sxm2"``,
+    ``"h100"``), without regard to case, ``-``, ``_`` or spaces. The lookup reads the
+    catalogue only, so a model added to it resolves without further code:
+
+    1. the whole name equals a key or a model (memory size included);
+    2. else the name without its memory size equals one without theirs (``"a100-sxm4-80gb"``
+       and ``"NVIDIA A100-SXM4-80GB"`` are the 80 GB part; ``"Tesla V100-SXM2-32GB"`` is the
+       one V100-SXM2 of the catalogue); among several, the memory size decides;
+    3. else the name begins one key or model (``"h100"``).
 
     Parameters
     ----------
@@ -75,27 +107,35 @@ def gpu_model(name: str) -> str:
     Raises
     ------
     TopologyImportError
-        For a name that matches no model, or several (``"v100"``).
+        For a name that matches no model, or several that its memory size does not tell
+        apart (``"v100"``, ``"A100"``); the message lists the keys that resolve.
 
     Examples
     --------
     >>> gpu_model("Tesla V100-SXM2-32GB"), gpu_model("v100-sxm3"), gpu_model("P100")
     ('V100-SXM2', 'V100-SXM3', 'P100')
+    >>> gpu_model("NVIDIA A100-SXM4-80GB"), gpu_model("a100 sxm4 40gb"), gpu_model("H100")
+    ('A100-SXM4-80GB', 'A100-SXM4-40GB', 'H100-SXM5-80GB')
     """
-    if not isinstance(name, str) or not name.strip():
+    if not isinstance(name, str) or not name.strip() or len(name) > 200 or not name.isprintable():
         raise TopologyImportError(f"expected a GPU model name such as 'V100-SXM2' or 'Tesla "
-                                  f"V100-SXM2-16GB', received {name!r}")
-    wanted = _gpu_key(name)
-    exact = [key for key, spec in GPUS.items() if wanted in (_gpu_key(key), _gpu_key(spec.model))]
+                                  f"V100-SXM2-16GB', received {name!r:.80}")
+    whole = _plain(name)
+    exact = [key for key, spec in GPUS.items() if whole in (_plain(key), _plain(spec.model))]
     if len(exact) == 1:
         return exact[0]
-    partial = [key for key, spec in GPUS.items()
-               if _gpu_key(key).startswith(wanted) or _gpu_key(spec.model).startswith(wanted)]
-    if len(partial) == 1 and wanted:
-        return partial[0]
+    bare, memory = _bare(name)
+    same = _narrow([key for key, spec in GPUS.items() if bare in (_bare(key)[0], _bare(spec.model)[0])],
+                   memory)
+    if len(same) == 1:
+        return same[0]
+    begun = same or _narrow([key for key, spec in GPUS.items() if bare and (
+        _bare(key)[0].startswith(bare) or _bare(spec.model)[0].startswith(bare))], memory)
+    if len(begun) == 1:
+        return begun[0]
     known = ", ".join(f"{key} ({spec.model})" for key, spec in GPUS.items())
-    if len(partial) > 1:
-        raise TopologyImportError(f"GPU model {name!r} is ambiguous: it matches {', '.join(partial)}; "
+    if begun:
+        raise TopologyImportError(f"GPU model {name!r} is ambiguous: it matches {', '.join(begun)}; "
                                   f"expected one of {known}")
     raise TopologyImportError(f"unknown GPU model {name!r}: expected one of {known}")
 
