@@ -145,7 +145,7 @@ class Attribute:
         if self.minimum is None and self.maximum is None:
             return ""
         def show(x):
-            return f"{x:g}" if isinstance(x, float) else f"{x:,}".replace(",", " ")
+            return f"{x:g}" if isinstance(x, float) else str(x)
         if self.maximum is None:
             return f">= {show(self.minimum)}"
         if self.minimum is None:

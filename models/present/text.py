@@ -330,7 +330,7 @@ def import_summary(G, *, source: str, what: str, nvswitch_origin: str, pcie_orig
             + f"{nvlink}; {nvswitches}; "
             f"{_plural(pcie, 'PCIe switch', 'PCIe switches')} ({pcie_origin}); "
             f"{_plural(sockets, 'CPU socket')}; {nic_text}. "
-            + (f"What the text does not say, {G.graph['inferred']}. " if G.graph.get("inferred") else "")
+            + (f"{G.graph['inferred']}. " if G.graph.get("inferred") else "")
             + (f"Wrote {out}." if out is not None else "Nothing written (pass --out FILE to write the fabric)."))
     return textwrap.fill(text, 79, break_on_hyphens=False, break_long_words=False)
 

@@ -36,6 +36,12 @@ JSON_VERSION = 1
 _SCALARS = (str, int, float, bool)
 
 
+def _show(text) -> str:
+    """``repr(text)``, cut to a readable length and safe to print."""
+    shown = repr(text)
+    return shown if len(shown) <= 60 else f"{shown[:40]}... ({len(shown)} characters)"
+
+
 def _check_exportable(G):
     validate(G)
     for n, data in G.nodes(data=True):
@@ -174,12 +180,23 @@ def from_json(text) -> nx.DiGraph:
     for k, item in enumerate(nodes):
         if not isinstance(item, dict) or not isinstance(item.get("id"), str):
             raise TopologyImportError(f"fabric JSON: nodes[{k}] must be an object with a string 'id'")
-    ids = {item["id"] for item in nodes}
+    ids: dict = {}
+    for k, item in enumerate(nodes):
+        if item["id"] in ids:
+            raise TopologyImportError(f"fabric JSON: nodes[{k}] has id {_show(item['id'])}, as nodes[{ids[item['id']]}] "
+                                      f"has: expected every node id once")
+        ids[item["id"]] = k
+    pairs: dict = {}
     for k, item in enumerate(edges):
         if (not isinstance(item, dict) or item.get("source") not in ids or item.get("target") not in ids
                 or not isinstance(item.get("source"), str) or not isinstance(item.get("target"), str)):
             raise TopologyImportError(f"fabric JSON: edges[{k}] must be an object whose 'source' and "
                                       f"'target' are node ids")
+        pair = (item["source"], item["target"])
+        if pair in pairs:
+            raise TopologyImportError(f"fabric JSON: edges[{k}] joins {_show(pair[0])} to {_show(pair[1])}, as "
+                                      f"edges[{pairs[pair]}] does: expected one edge per direction")
+        pairs[pair] = k
     for where, items in (("nodes", nodes), ("edges", edges), ("graph", [body.get("graph", {})])):
         for k, item in enumerate(items):
             for key, value in item.items():
@@ -266,6 +283,12 @@ def from_graphml(text) -> nx.DiGraph:
                                   "(edgedefault=\"directed\")")
     # networkx's reader goes through a MultiDiGraph and loses the predecessors' order: add the
     # edges again in the file's order (see _edge_order).
+    seen: set = set()
+    for element in root.iter("{http://graphml.graphdrawing.org/xmlns}node"):
+        if element.get("id") in seen:
+            raise TopologyImportError(f"GraphML: <node id={_show(element.get('id'))}> appears twice: expected "
+                                      f"every node id once")
+        seen.add(element.get("id"))
     G = nx.DiGraph()
     G.graph.update(parsed.graph)
     G.add_nodes_from(parsed.nodes(data=True))

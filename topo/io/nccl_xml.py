@@ -14,12 +14,12 @@ import networkx as nx
 
 from ..errors import TopologyError
 from ..parts import add_link, add_nic, add_pcie_switch
-from ..schema import validate
+from ..schema import MAX_NUMA_NODES, validate
 from ..specs import GPUS, LINKS, NVSWITCHES
 from .common import (DEFAULT_PCIE, NIC_NAME, RESERVED_ID, TopologyImportError, check_link, gpu_model,
                      parse_xml)
 
-__all__ = ["from_nccl_xml", "NVLINK_BY_SM"]
+__all__ = ["from_nccl_xml", "NVLINK_BY_SM", "MAX_CPU_ELEMENTS", "MAX_PCI_DEPTH", "PCIE_WIDTHS"]
 
 #: NVLink generation by the major digit(s) of the SM version NCCL writes (``sm="80"``):
 #: Pascal NVLink 1.0, Volta 2.0, Ampere 3.0, Hopper 4.0, Blackwell 5.0 (whitepapers [S10]
@@ -47,7 +47,20 @@ _GPU_DEVICES = {
 _PCIE_GENERATIONS = {2.5: ("pcie3_x16", 0.8), 5.0: ("pcie3_x16", 0.8), 8.0: ("pcie3_x16", 128 / 130),
                      16.0: ("pcie4_x16", 128 / 130), 32.0: ("pcie5_x16", 128 / 130)}
 
+_BUSID = re.compile(r"[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-9a-f]")
+
 _KNOWN_ELEMENTS = {"system", "cpu", "pci", "gpu", "nvlink", "c2c", "pcilink", "nic", "net"}
+
+#: ``<cpu>`` elements (NUMA nodes) one XML may hold: a host's CPU nodes are joined pair by pair,
+#: so the work grows with their square. The largest hosts have 32 NUMA nodes (8 sockets of 4
+#: sub-NUMA clusters; a DGX A100 has 8) [U]; 64 leaves headroom.
+MAX_CPU_ELEMENTS = 64
+#: ``<pci>`` elements nested in one another, at most: a PCIe tree is a few switch levels deep
+#: (DGX-2: root port, 2 switch levels, device); 32 bounds the recursion over the tree.
+MAX_PCI_DEPTH = 32
+#: PCIe link widths (lanes) NCCL reads from ``link_width`` (PCI Express base specification:
+#: x1, x2, x4, x8, x12, x16, x32).
+PCIE_WIDTHS = (1, 2, 4, 8, 12, 16, 32)
 
 
 def _xml_err(path: str, message: str) -> TopologyImportError:
@@ -74,10 +87,12 @@ def _attr_int(element, path, name, *, base=0, required=True, default=None, minim
 def _pcie_edge(element, path, default_link):
     """(link key, bandwidth) of the link between a <pci> element and its parent."""
     speed = (element.get("link_speed") or "").strip()
-    width = _attr_int(element, path, "link_width", base=10, required=False, default=0, minimum=0)
-    width = 16 if width == 0 else width  # NCCL reads width 0 as 16 (src/graph/topo.cc).
-    if width > 32:
-        raise _xml_err(path, f"link_width={width}, expected a PCIe width of at most 32 lanes")
+    # Without link_width NCCL takes x16 (NVIDIA/nccl v2.27.7-1 src/graph/topo.cc); a width it
+    # states must be a PCIe width: link_width="0" is no link.
+    width = _attr_int(element, path, "link_width", base=10, required=False, default=16)
+    if width not in PCIE_WIDTHS:
+        raise _xml_err(path, f"link_width={element.get('link_width')!r}, expected a PCIe width of "
+                             f"{', '.join(map(str, PCIE_WIDTHS))} lanes")
     if not speed:
         return default_link, LINKS[default_link].bandwidth * width / 16
     match = re.match(r"([\d.]+)\s*GT/s", speed)
@@ -181,15 +196,23 @@ def from_nccl_xml(text, *, gpu: str | None = None, pcie: str | None = None,
                                         f"{', '.join(sorted(_KNOWN_ELEMENTS))}")
 
     state = {"switches": 0, "busids": {}, "gpus": {}, "nvlinks": [], "nics": {}, "nic_index": {},
-             "nvswitch_busids": set(), "pending": [], "nvlink": {}}
+             "nvswitch_busids": set(), "pending": [], "nvlink": {}, "notes": []}
     cpus = []
+    numa_path: dict = {}
+    if len(root) > MAX_CPU_ELEMENTS:
+        raise _xml_err("system", f"{len(root)} elements under <system>, expected at most MAX_CPU_ELEMENTS="
+                                 f"{MAX_CPU_ELEMENTS} <cpu> (NUMA nodes of one host)")
     for k, cpu in enumerate(root):
         path = f"system/{cpu.tag}[{k}]"
         if cpu.tag != "cpu":
             raise _xml_err(path, f"<{cpu.tag}> directly under <system>, expected <cpu>")
         numa = _attr_int(cpu, path, "numaid", minimum=0)
-        if any(numa == other for other, _, _ in cpus):
-            raise _xml_err(path, f"numaid={numa} appears on two <cpu> elements")
+        if numa >= MAX_NUMA_NODES:
+            raise _xml_err(path, f"numaid={numa}, expected a NUMA node below {MAX_NUMA_NODES} (Linux's "
+                                 f"MAX_NUMNODES)")
+        if numa in numa_path:
+            raise _xml_err(path, f"numaid={numa} appears on two <cpu> elements (first {numa_path[numa]})")
+        numa_path[numa] = path
         cpus.append((numa, cpu, path))
     if not cpus:
         raise _xml_err("system", "no <cpu> element")
@@ -224,6 +247,8 @@ def from_nccl_xml(text, *, gpu: str | None = None, pcie: str | None = None,
         for other in cpu_nodes[k + 1:]:
             link = _socket_link(cpu, path, socket_link)
             add_link(G, f"cpu{numa}", other, link, 1)
+    if state["notes"]:
+        G.graph["inferred"] = "As NCCL reads the XML: " + "; ".join(state["notes"])
     try:
         validate(G)
     except TopologyError as error:
@@ -238,9 +263,12 @@ def _xml_link(G, u, v, link, bandwidth, **attributes):
                    **attributes)
 
 
-def _xml_pci(G, state, element, path, parent, socket, spec_key, pcie):
+def _xml_pci(G, state, element, path, parent, socket, spec_key, pcie, depth=1):
+    if depth > MAX_PCI_DEPTH:
+        raise _xml_err(path, f"<pci> elements nested {depth} deep, expected at most MAX_PCI_DEPTH="
+                             f"{MAX_PCI_DEPTH} (a PCIe tree is a few switch levels deep)")
     busid = (element.get("busid") or "").strip().lower()
-    if not re.fullmatch(r"[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-9a-f]", busid):
+    if not _BUSID.fullmatch(busid):
         raise _xml_err(path, f"busid={element.get('busid')!r}, expected a PCI bus id such as 0000:1a:00.0")
     path = f"{path}[busid={busid}]"
     if busid in state["busids"]:
@@ -288,7 +316,7 @@ def _xml_pci(G, state, element, path, parent, socket, spec_key, pcie):
                     model=f"PCIe switch {vendor}:{device}")
     pending(node)
     for k, kid in enumerate(children):
-        _xml_pci(G, state, kid, f"{path}/pci[{k}]", node, socket, spec_key, pcie)
+        _xml_pci(G, state, kid, f"{path}/pci[{k}]", node, socket, spec_key, pcie, depth + 1)
 
 
 def _xml_gpu(G, state, element, path, busid, socket, spec_key, pci):
@@ -322,14 +350,18 @@ def _xml_gpu(G, state, element, path, busid, socket, spec_key, pci):
         if kid.tag != "nvlink":
             raise _xml_err(kid_path, f"<{kid.tag}> under <gpu>, expected <nvlink>")
         target = (kid.get("target") or "").strip().lower()
-        if not target:
-            raise _xml_err(kid_path, "missing attribute 'target'")
+        if not _BUSID.fullmatch(target):
+            raise _xml_err(kid_path, f"target={kid.get('target')!r}, expected the PCI bus id of the GPU or "
+                                     f"NVSwitch at the other end, such as 0000:c4:00.0")
         count = _attr_int(kid, kid_path, "count", base=10, minimum=1)
         if count > 64:
             raise _xml_err(kid_path, f"count={count}, expected at most 64 NVLinks")
         tclass = (kid.get("tclass") or "").strip().lower()
         if tclass == _CLASS_CPU_NVLINK:
             raise _xml_err(kid_path, "NVLink to a CPU (tclass 0x068001, POWER9) is not modelled")
+        if not (tclass.startswith(_CLASS_GPU) or tclass == _CLASS_NVSWITCH):
+            raise _xml_err(kid_path, f"tclass={kid.get('tclass')!r}, expected the PCI class of the other end: "
+                                     f"0x03.... (a GPU) or {_CLASS_NVSWITCH} (an NVSwitch)")
         state["nvlinks"].append((node, target, count, tclass.startswith(_CLASS_GPU), kid_path))
     return node
 
@@ -351,7 +383,12 @@ def _xml_nic(G, state, element, path, parent, socket, edge):
         if dev in state["nic_index"]:
             raise _xml_err(net_path, f"dev={dev} appears on NICs {state['nic_index'][dev]!r} and {name!r}")
         speed = _attr_int(net, net_path, "speed", base=10, required=False, default=0)
-        # NCCL takes speed <= 0 as 10000 Mb/s (NVIDIA/nccl v2.27.7-1 src/graph/topo.cc).
+        if speed < 0:
+            raise _xml_err(net_path, f"speed={net.get('speed')!r}, expected the port rate in Mb/s "
+                                     f"(such as 400000), or 0 or nothing for NCCL's default")
+        # NCCL takes a speed of 0 as 10000 Mb/s (NVIDIA/nccl v2.27.7-1 src/graph/topo.cc).
+        if speed == 0:
+            state["notes"].append(f"{name}: no port speed, NCCL's 10000 Mb/s")
         rate = (speed if speed > 0 else 10_000) * 1e6 / 8
         port = next((k for k, s in LINKS.items() if s.kind == "network" and math.isclose(s.bandwidth, rate)), None)
         if port is not None:
@@ -389,8 +426,14 @@ def _xml_nvlinks(G, state):
                                      f"{gpu_links[key][0]} ({gpu_links[key][2]}): the two GPUs disagree")
             gpu_links[key] = (count, node, path)
             continue
+        if target in state["busids"] and target not in state["nvswitch_busids"]:
+            raise _xml_err(path, f"an NVLink to {target}, which is {state['busids'][target]}: expected a GPU "
+                                 f"(with a <gpu> element) or an NVSwitch")
         if to_gpu:
-            continue  # a GPU NCCL does not see: NCCL drops the link too
+            # A GPU of the machine outside the XML (not in the job): NCCL ignores the link
+            # (NVIDIA/nccl v2.27.7-1 src/graph/topo.cc ncclTopoAddNvLinks), and so does this.
+            state["notes"].append(f"NVLink from {node} to {target} ignored (a GPU not in the XML)")
+            continue
         if target not in switch_of:
             switch_of[target] = f"nvswitch{len(switch_of)}"
         switch = switch_of[target]

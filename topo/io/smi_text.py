@@ -841,7 +841,8 @@ def _rebuild(m: _Printout, spec, ref, options, hidden: dict, count: int, name: s
                                f"{len(m.devices) - len(m.gpu_index)} NICs"
                                + (f" per host, {count} hosts" if count > 1 else ""))
     if notes:
-        G.graph["inferred"] = (f"from {ref.name}: " if ref is not None else "assumed: ") + "; ".join(notes)
+        G.graph["inferred"] = (f"From {ref.name}, what the text does not say: " if ref is not None
+                               else "Assumed, what the text does not say: ") + "; ".join(notes)
     try:
         validate(G)
     except TopologyError as error:
