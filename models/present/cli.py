@@ -769,7 +769,7 @@ def _check(args) -> None:
 
 # import and export
 IMPORT_FORMATS = ("auto", "nvidia-smi", "nccl-xml")
-EXPORT_FORMATS = ("json", "graphml")
+EXPORT_FORMATS = ("json", "graphml", "nccl-xml")
 
 
 def _import_arguments(parser) -> None:
@@ -873,7 +873,8 @@ def _export_arguments(parser) -> None:
     parser.add_argument("name", metavar="NAME", nargs="?", help="system or cluster (see below), "
                         "or none with --topo-file")
     parser.add_argument("--format", choices=EXPORT_FORMATS, default="json",
-                        help="json (networkx node-link data with a format version; default) or graphml")
+                        help="json (networkx node-link data with a format version; default), graphml, or "
+                             "nccl-xml (NCCL's topology XML of host 0, what NCCL_TOPO_DUMP_FILE holds)")
     parser.add_argument("--out", required=True, metavar="FILE", help="file to write, replaced atomically")
     _topo_file_options(parser)
     _whatif_options(parser)
@@ -885,7 +886,8 @@ def _export(args) -> None:
 
     check_output_path(args.out)  # before any work
     G = _fabric(args, args.name, option="NAME")
-    text = topo.to_json(G) if args.format == "json" else topo.to_graphml(G)
+    write = {"json": topo.to_json, "graphml": topo.to_graphml, "nccl-xml": topo.to_nccl_xml}[args.format]
+    text = write(G)
     write_text_atomic(args.out, text)
     print(f"wrote {args.out} ({args.format}: {G.graph.get('name', '?')}, {len(topo.gpus(G))} GPUs, "
           f"{G.number_of_nodes()} nodes, {G.number_of_edges()} edges)")

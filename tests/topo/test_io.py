@@ -1,9 +1,11 @@
-"""Import (nvidia-smi topo -m, NCCL topology XML) and export (JSON, GraphML) of fabrics."""
+"""Import (nvidia-smi topo -m, NCCL topology XML) and export (JSON, GraphML) of fabrics.
+
+The fuzzers of every importer are in test_io_fuzz.py, the round trips of every built-in system
+through its printout in test_io_roundtrip.py."""
 
 from __future__ import annotations
 
 import json
-import re
 
 import numpy as np
 import pytest
@@ -12,7 +14,7 @@ from hypothesis import strategies as st
 
 import models
 import topo
-from tests.conftest import read_data
+from tests.conftest import read_data, watchdog
 
 GPU_OF = {"dgx1": "Tesla P100-SXM2-16GB", "dgx1v": "Tesla V100-SXM2-16GB", "dgx2": "Tesla V100-SXM3-32GB"}
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -247,16 +249,6 @@ def test_nvidia_smi_option_errors(options, message):
 CELLS = ["X", "NV1", "NV2", "NV6", "PIX", "PXB", "PHB", "NODE", "SYS", "SOC", "N/A", "0-3"]
 
 
-@FUZZ
-@given(st.text(alphabet=st.sampled_from(list("GPUNICmlx5_0123 \t\nXVSYOHBDE-,:#=/A")), max_size=300))
-def test_fuzz_nvidia_smi_random_text(text):
-    try:
-        G = topo.from_nvidia_smi(text, gpu="v100-sxm2")
-    except topo.DgxTopoError:
-        return
-    topo.validate(G)
-
-
 @FUZZ_SYSTEMS
 @given(st.data())
 def test_fuzz_nvidia_smi_mutated_printouts(data):
@@ -272,7 +264,8 @@ def test_fuzz_nvidia_smi_mutated_printouts(data):
             lines[k] = "  ".join(tokens)
     text = "\n".join(lines)
     try:
-        G = topo.from_nvidia_smi(text, gpu=GPU_OF[system])
+        with watchdog(30):
+            G = topo.from_nvidia_smi(text, gpu=GPU_OF[system])
     except topo.DgxTopoError:
         return
     cm = topo.connection_matrix(G)
@@ -301,9 +294,11 @@ def test_dgx1v_like_xml_rebuilds_the_dgx1v():
 def test_dgxa100_like_xml():
     """Synthetic DGX A100-like dump: 6 NVSwitches x 2 links per GPU, gen4 PCIe, HDR NICs."""
     text = read_data("dgxa100_nccl_topo_synthetic.xml")
+    # An AMD host: NCCL charges AMD_BW between its CPU nodes, the catalogue's xGMI figure.
+    assert topo.from_nccl_xml(text).edges["cpu0", "cpu1"]["link"] == "xgmi"
     with pytest.raises(topo.TopologyImportError, match=r"system/cpu\[0\]: no socket-to-socket link .* "
-                                                       r"vendor='AuthenticAMD'"):
-        topo.from_nccl_xml(text)
+                                                       r"vendor='CentaurHauls'"):
+        topo.from_nccl_xml(text.replace("AuthenticAMD", "CentaurHauls"))
     G = topo.from_nccl_xml(text, socket_link="upi_skl", name="A100-like")
     switches = [n for n, k in G.nodes(data="kind") if k == "nvswitch"]
     assert len(switches) == 6 and len(topo.gpus(G)) == 8
@@ -394,41 +389,6 @@ def test_nccl_xml_option_errors():
         topo.from_nccl_xml(42)
 
 
-XML_TOKENS = ["<system version=\"1\">", "</system>", "<cpu numaid=\"0\">", "</cpu>",
-              "<pci busid=\"0000:01:00.0\" class=\"0x030200\">", "<pci busid=\"0000:02:00.0\" class=\"0x060400\">",
-              "</pci>", "<gpu dev=\"0\" sm=\"70\">", "<gpu dev=\"1\" sm=\"80\">", "</gpu>",
-              "<nvlink target=\"0000:02:00.0\" count=\"2\" tclass=\"0x030200\"/>",
-              "<nvlink target=\"0000:aa:00.0\" count=\"3\"/>", "<nic>", "</nic>",
-              "<net name=\"mlx5_0\" dev=\"0\" speed=\"100000\"/>", "<pcilink target=\"x\"/>", "&amp;", "<"]
-
-
-@FUZZ_SYSTEMS
-@given(st.lists(st.sampled_from(XML_TOKENS), max_size=30))
-def test_fuzz_nccl_xml(tokens):
-    try:
-        G = topo.from_nccl_xml("".join(tokens))
-    except topo.DgxTopoError:
-        return
-    topo.validate(G)
-
-
-@FUZZ_SYSTEMS
-@given(st.data())
-def test_fuzz_nccl_xml_mutated_attributes(data):
-    text = read_data("dgx1v_nccl_topo_synthetic.xml")
-    values = list(re.finditer(r'="([^"]*)"', text))
-    for _ in range(data.draw(st.integers(1, 3))):
-        match = data.draw(st.sampled_from(values))
-        new = data.draw(st.sampled_from(["", "0", "-1", "x", "0x068000", "99999999999999", "16", "2.5 GT/s"]))
-        text = text[:match.start(1)] + new + text[match.end(1):] if len(text) > match.end(1) else text
-        values = list(re.finditer(r'="([^"]*)"', text))
-    try:
-        G = topo.from_nccl_xml(text)
-    except topo.DgxTopoError:
-        return
-    topo.validate(G)
-
-
 # --- JSON and GraphML --------------------------------------------------------------------------
 
 @pytest.mark.parametrize("system", ["dgx1v", "dgx2", "2xdgx1v"])
@@ -505,6 +465,7 @@ def test_export_rejects_what_it_cannot_carry():
 def test_fuzz_from_json_and_graphml(text):
     for read in (topo.from_json, topo.from_graphml):
         try:
-            read(text)
+            with watchdog(30):
+                read(text)
         except topo.DgxTopoError:
             pass

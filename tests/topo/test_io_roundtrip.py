@@ -150,3 +150,43 @@ def test_an_ambiguous_name_lists_names_that_resolve():
         topo.gpu_model("A100")
     for choice_key in ("A100-SXM4-40GB", "A100-SXM4-80GB"):
         assert choice_key in str(error.value) and topo.gpu_model(choice_key) == choice_key
+
+
+# -- NCCL's topology XML ------------------------------------------------------------------------
+SINGLE_HOST = sorted(s for s in topo.SYSTEMS if s != "gb200nvl72")
+
+
+@pytest.mark.parametrize("system", SINGLE_HOST)
+def test_nccl_xml_export_imports_to_the_builtin_predictions(system):
+    """export --format nccl-xml, then import: NCCL's view of the machine, and so its figures.
+    (The XML names no GPU model beyond the PCI ids the importer knows: ``gpu=`` says it.)"""
+    B = topo.build(system)
+    G = topo.from_nccl_xml(topo.to_nccl_xml(B), gpu=gpu_name(B))
+    for gpus in (None, [0, 1, 2, 3]):
+        assert choice(G, gpus) == choice(B, gpus)
+    assert np.array_equal(p2p_matrix(G), p2p_matrix(B), equal_nan=True)
+    # What NCCL's XML holds comes back as it was.
+    ids = lambda H: sorted(H.nodes[n]["name"] for n in topo.compute_nics(H))  # noqa: E731
+    assert ids(G) == ids(B) and len(topo.nodes_of_kind(G, "nvswitch")) == len(topo.nodes_of_kind(B, "nvswitch"))
+    assert {d["link"] for *_, d in G.edges(data=True) if d["kind"] == "cpu-to-cpu"} <= \
+        {d["link"] for *_, d in B.edges(data=True) if d["kind"] == "cpu-to-cpu"} | {"xgmi"}
+
+
+def test_nccl_xml_export_of_a_dgx1v_names_its_gpus_and_cpus():
+    text = topo.to_nccl_xml(topo.build("dgx1v"))
+    assert text.count("<gpu ") == 8 and 'device="0x1db1"' in text and 'modelid="79"' in text
+    G = topo.from_nccl_xml(text)  # the V100's PCI id names it
+    assert G.nodes["gpu0"]["model"] == "Tesla V100-SXM2-16GB"
+    assert G.edges["cpu0", "cpu1"]["link"] == "qpi_bdw"
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: topo.build("gb200nvl72"), "is nvlink_c2c, which NCCL's XML cannot state"),
+    (lambda: topo.scale_links(topo.build("dgx1v"), "gpu0", "gpu3", 0.5), "NCCL's XML states link counts"),
+    (lambda: topo.scale_links(topo.build("dgx1v"), "pcie0", "gpu0", 0.3), "which is no PCIe width"),
+])
+def test_nccl_xml_export_refuses_what_it_cannot_state(make, message):
+    with pytest.raises(topo.TopologyError, match=message):
+        topo.to_nccl_xml(make())
+    with pytest.raises(topo.TopologyError, match="no GPU on host 3"):
+        topo.to_nccl_xml(topo.build("dgx1v"), host=3)

@@ -3,7 +3,8 @@
 :mod:`topo.io.smi_text`
     :func:`from_nvidia_smi` reads the text ``nvidia-smi topo -m`` prints on any machine.
 :mod:`topo.io.nccl_xml`
-    :func:`from_nccl_xml` reads the topology NCCL dumps (``NCCL_TOPO_DUMP_FILE``).
+    :func:`from_nccl_xml` reads the topology NCCL dumps (``NCCL_TOPO_DUMP_FILE``);
+    :func:`to_nccl_xml` writes one host of a fabric so.
 :mod:`topo.io.fabric_file`
     :func:`to_json` / :func:`from_json` and :func:`to_graphml` / :func:`from_graphml`: a
     fabric written and read back with the same nodes, edges and attributes in the same order.
@@ -26,12 +27,12 @@ True
 
 from .common import DEFAULT_NIC_LINK, DEFAULT_PCIE, TopologyImportError, gpu_model
 from .fabric_file import JSON_FORMAT, JSON_VERSION, from_graphml, from_json, to_graphml, to_json
-from .nccl_xml import NVLINK_BY_SM, from_nccl_xml
+from .nccl_xml import NVLINK_BY_SM, from_nccl_xml, to_nccl_xml
 from .smi_text import from_nvidia_smi
 
 __all__ = [
     "TopologyImportError", "gpu_model",
-    "from_nvidia_smi", "from_nccl_xml",
+    "from_nvidia_smi", "from_nccl_xml", "to_nccl_xml",
     "to_json", "from_json", "to_graphml", "from_graphml",
     "JSON_FORMAT", "JSON_VERSION", "DEFAULT_PCIE", "DEFAULT_NIC_LINK", "NVLINK_BY_SM",
 ]

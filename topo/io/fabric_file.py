@@ -188,8 +188,8 @@ def from_json(text) -> nx.DiGraph:
         ids[item["id"]] = k
     pairs: dict = {}
     for k, item in enumerate(edges):
-        if (not isinstance(item, dict) or item.get("source") not in ids or item.get("target") not in ids
-                or not isinstance(item.get("source"), str) or not isinstance(item.get("target"), str)):
+        if (not isinstance(item, dict) or not isinstance(item.get("source"), str)
+                or not isinstance(item.get("target"), str) or item["source"] not in ids or item["target"] not in ids):
             raise TopologyImportError(f"fabric JSON: edges[{k}] must be an object whose 'source' and "
                                       f"'target' are node ids")
         pair = (item["source"], item["target"])

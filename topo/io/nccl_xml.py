@@ -14,12 +14,12 @@ import networkx as nx
 
 from ..errors import TopologyError
 from ..parts import add_link, add_nic, add_pcie_switch
-from ..schema import MAX_NUMA_NODES, validate
+from ..schema import MAX_NUMA_NODES, gpus, nodes_of_kind, validate
 from ..specs import GPUS, LINKS, NVSWITCHES
 from .common import (DEFAULT_PCIE, NIC_NAME, RESERVED_ID, TopologyImportError, check_link, gpu_model,
                      parse_xml)
 
-__all__ = ["from_nccl_xml", "NVLINK_BY_SM", "MAX_CPU_ELEMENTS", "MAX_PCI_DEPTH", "PCIE_WIDTHS"]
+__all__ = ["from_nccl_xml", "to_nccl_xml", "NVLINK_BY_SM", "MAX_CPU_ELEMENTS", "MAX_PCI_DEPTH", "PCIE_WIDTHS"]
 
 #: NVLink generation by the major digit(s) of the SM version NCCL writes (``sm="80"``):
 #: Pascal NVLink 1.0, Volta 2.0, Ampere 3.0, Hopper 4.0, Blackwell 5.0 (whitepapers [S10]
@@ -106,15 +106,32 @@ def _pcie_edge(element, path, default_link):
     return link, width * rate * 1e9 * efficiency / 8
 
 
+# The socket-to-socket link of the catalogue whose NCCL figure NCCL picks for a CPU, by what
+# the XML says of it (NVIDIA/nccl v2.27.7-1 src/graph/topo.cc ncclTopoGetInterCpuBw and the
+# CPU model it reads in xml.cc): Intel family 6 by model, ERP_QPI_BW from 0xCF (Emerald
+# Rapids), SRP_QPI_BW from 0x8F (Sapphire Rapids), SKL_QPI_BW from 0x55 (Skylake), else
+# BDW_QPI_BW; AMD_BW for any AMD x86 (v2.19+); ARM_BW for arm64. The identity written for each
+# link by :func:`to_nccl_xml` is a real CPU of that kind (Broadwell-EP 0x4F, Skylake-SP 0x55,
+# Sapphire Rapids 0x8F, Emerald Rapids 0xCF, EPYC Rome family 23 model 0x31, Grace arm64).
+_INTEL_MODELS = ((0xCF, "upi_emr"), (0x8F, "upi_spr"), (0x55, "upi_skl"), (0, "qpi_bdw"))
+_CPU_IDENTITY = {"qpi_bdw": ("x86_64", "GenuineIntel", 6, 0x4F), "upi_skl": ("x86_64", "GenuineIntel", 6, 0x55),
+                 "upi_spr": ("x86_64", "GenuineIntel", 6, 0x8F), "upi_emr": ("x86_64", "GenuineIntel", 6, 0xCF),
+                 "xgmi": ("x86_64", "AuthenticAMD", 23, 0x31), "infinity_fabric": ("x86_64", "AuthenticAMD", 23, 0x31),
+                 "grace_grace": ("arm64", "ARM", 0, 0)}
+
+
 def _socket_link(cpu, path, option):
     if option is not None:
         return option
     vendor = (cpu.get("vendor") or "").strip()
+    arch = (cpu.get("arch") or "").strip()
+    if arch == "arm64":
+        return "grace_grace"  # the catalogue's one ARM socket link [U for other ARM hosts]
     if vendor == "GenuineIntel":
         model = _attr_int(cpu, path, "modelid", required=False, default=0)
-        # NCCL charges Skylake and later (model >= 0x55) SKL_QPI_BW, earlier BDW_QPI_BW
-        # (NVIDIA/nccl v2.27.7-1 src/graph/topo.cc ncclTopoConnectCpus).
-        return "upi_skl" if model >= 0x55 else "qpi_bdw"
+        return next(link for first, link in _INTEL_MODELS if model >= first)
+    if vendor == "AuthenticAMD":
+        return "xgmi"
     raise _xml_err(path, f"no socket-to-socket link in the catalogue for vendor={vendor!r} "
                          f"arch={cpu.get('arch')!r}: pass socket_link= one of "
                          f"{', '.join(k for k, s in LINKS.items() if s.kind == 'cpu-to-cpu')}")
@@ -329,7 +346,7 @@ def _xml_gpu(G, state, element, path, busid, socket, spec_key, pci):
     if node in G:
         raise _xml_err(path, f"dev={dev} appears on two GPUs")
     device = _attr_int(pci, path, "device", required=False, default=None)
-    key = spec_key or _GPU_DEVICES.get(device)
+    key = spec_key or (gpu_model(_GPU_DEVICES[device]) if device in _GPU_DEVICES else None)
     attributes = {}
     if key in GPUS:
         spec = GPUS[key]
@@ -479,4 +496,170 @@ def _add_nvlink(G, state, a, b, count, nvlink=None):
     ends = [state["nvlink"][n] for n in (a, b) if n in state["nvlink"]]
     add_link(G, a, b, nvlink or min(ends), count)
 
+
+
+
+# --------------------------------------------------------------------------------------------
+# Export
+# --------------------------------------------------------------------------------------------
+
+# PCIe link technology -> the link_speed NCCL writes for it (src/graph/xml.cc reads sysfs's
+# "max_link_speed": "8.0 GT/s PCIe", "16.0 GT/s PCIe", "32.0 GT/s PCIe").
+_LINK_SPEED = {link: f"{rate:.1f} GT/s PCIe" for rate, (link, efficiency) in _PCIE_GENERATIONS.items()
+               if efficiency == 128 / 130}
+_DEVICE_OF_MODEL = {}
+for _device, _name in _GPU_DEVICES.items():
+    _DEVICE_OF_MODEL.setdefault(GPUS[gpu_model(_name)].model, _device)
+del _device, _name
+
+
+def _busid(number: int) -> str:
+    """A PCI bus id: domain and bus from ``number``, device 0, function 0."""
+    return f"{number // 256:04x}:{number % 256:02x}:00.0"
+
+
+def _pcie_attributes(G, parent, child, where: str) -> dict:
+    data = G.edges[parent, child]
+    if data["link"] not in _LINK_SPEED:
+        raise TopologyError(f"NCCL XML export: {where} ({parent!r} to {child!r}) is {data['link']}, which "
+                            f"NCCL's XML cannot state: expected one of {', '.join(_LINK_SPEED)}")
+    width = 16 * data["bandwidth"] / LINKS[data["link"]].bandwidth
+    if not any(math.isclose(width, w) for w in PCIE_WIDTHS):
+        raise TopologyError(f"NCCL XML export: {where} ({parent!r} to {child!r}) carries "
+                            f"{data['bandwidth']:.4g} B/s, which is no PCIe width of {data['link']} "
+                            f"(x{width:.3g}): NCCL's XML states lanes, not bandwidth")
+    return {"link_speed": _LINK_SPEED[data["link"]], "link_width": str(round(width))}
+
+
+def to_nccl_xml(G, *, host: int = 0) -> str:
+    """One host of a fabric as NCCL's topology XML (what ``NCCL_TOPO_DUMP_FILE`` holds).
+
+    Writes what :func:`from_nccl_xml` reads: a ``<cpu>`` per CPU (NUMA) node with its affinity
+    mask and a CPU identity of its socket link's kind (:data:`_CPU_IDENTITY`), the PCIe tree
+    as nested ``<pci>`` (switches class 0x060400, GPUs 0x030200, NICs 0x020700) with each
+    link's speed and width, ``<gpu dev sm>`` with an ``<nvlink>`` per bundle to a GPU or an
+    NVSwitch, ``<nic><net name dev speed>`` for each compute NIC. Bus ids are made up in tree
+    order (NVSwitches after the devices). NCCL's XML has no room for the rest, which a round
+    trip therefore does not keep: NICs without a network port (storage cards), host bridges
+    (NCCL has no NODE class), NVSwitch trunks (the importer rejoins two baseboards), thread
+    counts and socket link counts (NCCL charges one figure per socket pair). Reading it back
+    gives the fabric NCCL builds from it, and so NCCL's predictions.
+
+    Parameters
+    ----------
+    G : networkx.DiGraph
+        A valid fabric.
+    host : int
+        The host to write (NCCL writes one XML per host).
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    TopologyError
+        For a host without GPUs or CPU nodes, a device that does not hang off a CPU by PCIe
+        (NVLink-C2C), a PCIe or NVLink edge whose bandwidth is not the catalogue's for its
+        lanes or links (a degraded what-if), or a socket link without a CPU identity.
+
+    Examples
+    --------
+    >>> import topo
+    >>> G = from_nccl_xml(to_nccl_xml(topo.dgx1v()))
+    >>> G.edges["gpu0", "gpu3"]["links"], G.edges["cpu0", "cpu1"]["link"]
+    (2, 'qpi_bdw')
+    """
+    from xml.etree import ElementTree as ET  # writing only: the parsing above goes through defusedxml
+
+    validate(G)
+    kind = G.nodes
+    gpu_nodes = [g for g in gpus(G) if kind[g]["host"] == host]
+    if not gpu_nodes:
+        raise TopologyError(f"NCCL XML export: no GPU on host {host}")
+    cpus = [c for c in nodes_of_kind(G, "cpu") if kind[c]["host"] == host]
+    if not cpus:
+        raise TopologyError(f"NCCL XML export: host {host} has no CPU node: NCCL's XML hangs every "
+                            f"device off a <cpu>")
+    links = {G.edges[a, b]["link"] for a in cpus for b in G.adj[a] if G.edges[a, b]["kind"] == "cpu-to-cpu"}
+    identity = _CPU_IDENTITY.get(min(links) if links else "qpi_bdw")
+    if identity is None:
+        raise TopologyError(f"NCCL XML export: no CPU identity for the socket link {min(links)!r}")
+    # Bus ids: devices and switches in tree order, then the NVSwitches.
+    number = iter(range(1, 2**24))
+    busid: dict = {}
+    root = ET.Element("system", version="1", name=str(G.graph.get("name", "imported")))
+    placed: set = set()
+    gpu_element: dict = {}
+
+    def device(parent_element, parent, node):
+        where = f"the PCIe link of {kind[node]['kind']} {node!r}"
+        kid_kind = kind[node]["kind"]
+        if kid_kind == "nic" and "port_bandwidth" not in kind[node]:
+            return  # a storage / management port: no <net> NCCL uses
+        busid[node] = _busid(next(number))
+        attributes = {"busid": busid[node]}
+        if kid_kind == "gpu":
+            model = _DEVICE_OF_MODEL.get(kind[node]["model"])
+            attributes.update({"class": "0x030200", "vendor": "0x10de",
+                               **({"device": f"0x{model:04x}"} if model is not None else {})})
+        elif kid_kind == "nic":
+            attributes.update({"class": "0x020700", "vendor": "0x15b3"})
+        else:
+            attributes.update({"class": "0x060400", "vendor": "0x10b5"})
+        attributes.update(_pcie_attributes(G, parent, node, where))
+        element = ET.SubElement(parent_element, "pci", attributes)
+        placed.add(node)
+        if kid_kind == "gpu":
+            gpu_element[node] = ET.SubElement(element, "gpu", dev=str(kind[node]["index"]),
+                                              sm=str(kind[node]["compute_capability"]),
+                                              rank=str(kind[node]["index"]), gdr="1")
+        elif kid_kind == "nic":
+            nic = ET.SubElement(element, "nic")
+            ET.SubElement(nic, "net", name=str(kind[node]["name"]), dev=str(kind[node]["index"]),
+                          speed=str(round(kind[node]["port_bandwidth"] * 8 / 1e6)), port="1", gdr="1")
+        else:
+            for kid, data in G.adj[node].items():
+                if data["kind"] == "pcie" and kid not in placed and kind[kid]["kind"] in ("pcie_switch", "gpu", "nic"):
+                    device(element, node, kid)
+            if not len(element):
+                parent_element.remove(element)  # a switch with nothing NCCL uses below it
+
+    for c in cpus:
+        arch, vendor, family, model = identity
+        data = kind[c]
+        sockets = len(cpus)
+        mask = 0
+        for thread in range(data["threads_per_core"]):
+            start = (thread * sockets + data["index"]) * data["cores"]
+            mask |= ((1 << data["cores"]) - 1) << start
+        digits = f"{mask:x}"
+        digits = digits.zfill(-(-len(digits) // 8) * 8)
+        element = ET.SubElement(root, "cpu", numaid=str(data["index"]),
+                                affinity=",".join(digits[k:k + 8] for k in range(0, len(digits), 8)),
+                                arch=arch, vendor=vendor, familyid=str(family), modelid=str(model))
+        for kid, edge in G.adj[c].items():
+            if edge["kind"] == "pcie" and kind[kid]["kind"] in ("pcie_switch", "gpu", "nic") and kid not in placed:
+                device(element, c, kid)
+    missing = [g for g in gpu_nodes if g not in placed]
+    if missing:
+        raise TopologyError(f"NCCL XML export: GPU {missing[0]!r} does not hang off a CPU by PCIe (NVLink-C2C "
+                            f"or no PCIe path): NCCL's XML places a GPU in the PCIe tree")
+    switches = [n for n in nodes_of_kind(G, "nvswitch")
+                if any(u in placed for u in G.adj[n])]
+    for s_node in switches:
+        busid[s_node] = _busid(next(number))
+    for g, target in gpu_element.items():
+        for peer, data in G.adj[g].items():
+            if data["kind"] != "nvlink":
+                continue
+            if data["bandwidth"] != data["links"] * LINKS[data["link"]].bandwidth:
+                raise TopologyError(f"NCCL XML export: NVLink ({g!r}, {peer!r}) carries {data['bandwidth']:.4g} "
+                                    f"B/s, not {data['links']} x {data['link']}: NCCL's XML states link counts")
+            if peer not in busid:
+                continue  # a GPU of another host
+            tclass = "0x030200" if kind[peer]["kind"] == "gpu" else _CLASS_NVSWITCH
+            ET.SubElement(target, "nvlink", target=busid[peer], count=str(data["links"]), tclass=tclass)
+    ET.indent(root, space="  ")
+    return ET.tostring(root, encoding="unicode") + "\n"
 

@@ -799,13 +799,13 @@ def from_nvidia_smi(text: str, *, gpu: str, cpu: str | None = None, pcie: str | 
         raise TopologyImportError(f"hosts={hosts!r}: expected a whole number >= 1")
     if not isinstance(name, str) or not name:
         raise TopologyImportError(f"name={name!r}: expected a non-empty string")
-    ref = reference_system(key, like)
     options = {"cpu": cpu, "pcie": pcie, "nic_link": nic_link, "socket_link": socket_link,
                "nvswitch": nvswitch, "nvswitches": nvswitches, "nvswitch_links": nvswitch_links}
 
     devices, rows, nic_legend = _parse_text(text)
     labels = _nic_names(devices, nic_legend)
     m = _Printout(devices, rows, labels, _classify(devices, rows, labels))
+    ref = reference_system(key, like)  # built once the text is known to be a printout
     domain = len(ref.hosts()) if ref is not None and _domain_spans_hosts(ref) else 1
     if hosts is not None and hosts > 1 and domain == 1:
         raise TopologyImportError(f"hosts={hosts}: the GPUs' NVLink domain is one host"
