@@ -59,10 +59,11 @@ COMPUTE_CAPABILITIES = frozenset({spec.compute_capability for spec in GPUS.value
 #: a fabric here is a bundle of links (a leaf's up-links, an NVSwitch trunk); 18 NVLink 5.0
 #: links are 0.9 TB/s, so a figure beyond 1e13 B/s is a unit mistake, not hardware.
 MAX_BANDWIDTH = 1e13
-#: Lower bound of an edge's (and a NIC port's) ``bandwidth``: 1 MB/s. [B/s] The slowest link a
-#: fabric holds is a PCIe 1.0 lane (250 MB/s) or a degraded what-if of a fast one; below
-#: 1e6 B/s a figure is a unit mistake (1e-300 is not a link), not hardware.
-MIN_BANDWIDTH = 1e6
+#: Lower bound of an edge's (and a NIC port's, a GPU memory's) ``bandwidth``: 1 B/s. [B/s] The
+#: slowest real link is a PCIe 1.0 lane (250 MB/s); a what-if or a hand edit may slow a link
+#: down as far as 1 B/s to take it out of NCCL's use (models read that as NCCL does), but a
+#: figure below 1 B/s (1e-300) is a unit mistake, not a link.
+MIN_BANDWIDTH = 1.0
 #: Upper bound of an edge's ``latency``: 1 s. [s] A hop takes nanoseconds to microseconds.
 MAX_LATENCY = 1.0
 #: Upper bound of a GPU's ``memory_bandwidth``: 100 TB/s. [B/s] B200's HBM3e is 8 TB/s
@@ -90,8 +91,9 @@ MAX_LINKS = 65536
 #: cluster is 4,096 by default (:data:`topo.cluster.MAX_HOSTS`), and its network a few hundred
 #: thousand parts; a larger number is not a part of a machine that fits in memory.
 MAX_NUMBER = 2**24 - 1
-#: Longest text attribute or node id, in characters.
-MAX_TEXT = 1000
+#: Longest text attribute, node id or graph name, in characters (a description or what an
+#: import inferred is a paragraph; a name is a few words).
+MAX_TEXT = 4096
 
 
 class _Missing:

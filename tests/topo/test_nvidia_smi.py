@@ -94,7 +94,7 @@ def test_unknown_host_is_an_error():
 def test_device_without_pcie_route_is_an_error():
     G = topo.dgx1v()
     G.remove_edges_from([("pcie0", "mlx5_0"), ("mlx5_0", "pcie0")])
-    G.add_edge("mlx5_0", "gpu0", kind="nvlink", link="nvlink2", links=1, bandwidth=1e9, latency=0.0)
-    G.add_edge("gpu0", "mlx5_0", kind="nvlink", link="nvlink2", links=1, bandwidth=1e9, latency=0.0)
+    G.add_edge("mlx5_0", "gpu0", kind="nvlink", link="nvlink2", links=1, bandwidth=1.0, latency=0.0)
+    G.add_edge("gpu0", "mlx5_0", kind="nvlink", link="nvlink2", links=1, bandwidth=1.0, latency=0.0)
     with pytest.raises(topo.TopologyError, match="neither NVLink nor a PCIe route"):
         topo.connection_matrix(G)

@@ -217,7 +217,7 @@ def test_bandwidth_beyond_the_physical_range(bandwidth):
 
 def test_bandwidth_is_authoritative_not_links_times_rate():
     G = two_gpus()
-    G.edges["a", "b"]["bandwidth"] = G.edges["b", "a"]["bandwidth"] = 1e7
+    G.edges["a", "b"]["bandwidth"] = G.edges["b", "a"]["bandwidth"] = 1.0
     validate(G)
 
 

@@ -5,28 +5,37 @@
 :class:`~topo.io.common.TopologyImportError` naming the line for text it does not understand
 or that contradicts itself.
 
-What ``nvidia-smi topo -m`` cannot say comes from options, with documented defaults:
+What ``nvidia-smi topo -m`` cannot say comes from options, else from the known system of the
+GPU model (:mod:`topo.io.known`: the built-in DGX of that GPU, as far as it agrees with the
+text; ``like=`` names another or none), else from defaults by NVLink generation:
 
 =====================  ==================================================================
 GPU model              ``gpu=`` (required), a :data:`topo.specs.GPUS` key or the name
                        nvidia-smi prints (:func:`~topo.io.common.gpu_model`); gives the
-                       NVLink generation
-PCIe generation        ``pcie=``; default by NVLink generation (:data:`DEFAULT_PCIE`)
-NIC port rate          ``nic_link=``; default by NVLink generation (:data:`DEFAULT_NIC_LINK`)
+                       NVLink generation and the known system
 NVSwitches             ``nvswitch=``; by default present exactly when every GPU pair shows
                        the same ``NV#`` and direct links would need more NVLink ports than
                        the GPU has (DGX-2 ``NV6`` on 16 GPUs, DGX A100 ``NV12`` on 8)
-CPU                    ``cpu=`` (a :data:`topo.specs.CPUS` key); otherwise cores and threads
-                       are read off the CPU affinity lists and the socket link is
-                       ``socket_link=`` (default ``"qpi_bdw"``, NCCL's lowest figure)
+their wiring           ``nvswitches=``, ``nvswitch_links=``; the known system's chips,
+                       generation and links per chip (DGX H100: 5/4/4/5), else one chip
+                       per link of the catalogue's generation
+CPU (NUMA) nodes       ``cpu=`` (a :data:`topo.specs.CPUS` key); the known system's nodes
+                       and links when the affinities agree; else cores and threads read off
+                       the CPU affinity lists and ``socket_link=`` (default ``"qpi_bdw"``)
+PCIe links             ``pcie=``; the known system's; else :data:`~topo.io.common.DEFAULT_PCIE`
+NIC ports              ``nic_link=``; the known system's NICs by name (storage ports have
+                       none); else :data:`~topo.io.common.DEFAULT_NIC_LINK`
+hosts                  ``hosts=``; the hosts of the known system's NVLink domain (a GB200
+                       NVL72 rack: the printed tray copied 18 times)
 =====================  ==================================================================
 
 The PCIe tree is rebuilt from the classes: devices that are PIX share a PCIe switch, PXB
 share an upper switch, PHB a host bridge, NODE a socket (NUMA node) through different host
 bridges, SYS are on different sockets. The result reproduces the imported matrix cell for
 cell (:func:`topo.connection_matrix`); the importer checks that it does, so a matrix that no
-PCIe tree can produce is an error. ``NV#`` hides the PCIe class of a GPU pair: such pairs are
-placed by their relations to the NICs, or, when nothing relates them, on separate root ports.
+PCIe tree can produce is an error. ``NV#`` hides the PCIe class of a GPU pair: such pairs take
+the known system's class when it fits the rest of the matrix, else they are placed by their
+relations to the NICs, or, when nothing relates them, on separate root ports.
 
 Examples
 --------
@@ -484,7 +493,9 @@ def _host_layer(m: _Printout, cells, spec, ref, options, notes) -> nx.DiGraph:
         by_port: dict = {}
         for i in nic_positions:
             by_port.setdefault(G.nodes[node_of[i]].get("port_link") or "no network port", []).append(m.labels[i])
-        notes.append("NIC ports (" + "; ".join(f"{port} on {', '.join(names)}" for port, names in by_port.items()) + ")")
+        notes.append("NIC ports (" + "; ".join(
+            f"{port} on {', '.join(names) if len(names) <= 16 else f'{len(names)} NICs'}"
+            for port, names in by_port.items()) + ")")
 
     switches = 0
 
@@ -769,7 +780,7 @@ def from_nvidia_smi(text: str, *, gpu: str, cpu: str | None = None, pcie: str | 
     >>> G.edges["gpu0", "gpu1"]["links"], sorted(G.successors("mlx5_0"))
     (4, ['pcie0'])
     >>> import topo
-    >>> H = from_nvidia_smi(topo.format_connection_matrix(topo.connection_matrix(topo.dgxh100())),
+    >>> H = from_nvidia_smi(topo.format_connection_matrix(topo.connection_matrix(topo.build("dgxh100"))),
     ...                     gpu="NVIDIA H100 80GB HBM3")
     >>> [H.edges["gpu0", f"nvswitch{s}"]["links"] for s in range(4)], H.nodes["nvswitch0"]["model"]
     ([5, 4, 4, 5], 'NVSwitch (third generation)')
