@@ -800,6 +800,8 @@ def _import_arguments(parser) -> None:
     smi.add_argument("--like", metavar="SYSTEM",
                      help="built-in system to take what the text cannot say from (NVSwitch wiring, CPUs, NIC ports, "
                           "PCIe links), or 'none' (default: the known system of the GPU model)")
+    smi.add_argument("--max-devices", type=_count(1), default=None, metavar="N",
+                     help="refuse printouts of more than N GPUs and NICs (default 128, at most 1024)")
     smi.add_argument("--hosts", type=_count(1), metavar="N",
                      help="hosts of an NVLink domain that spans several, the printed one copied to each "
                           "(default: the known system's, 18 for a GB200 NVL72 tray)")
@@ -839,7 +841,8 @@ def _import(args) -> None:
         try:
             G = topo.from_nvidia_smi(text, gpu=args.gpu, cpu=args.cpu, pcie=args.pcie, nvswitch=args.nvswitch,
                                      nvswitches=args.nvswitches, nvswitch_links=_links_list(args.nvswitch_links),
-                                     socket_link=args.socket_link, like=like, hosts=args.hosts, **nic, **name)
+                                     socket_link=args.socket_link, like=like, hosts=args.hosts, **nic, **name,
+                                     **({} if args.max_devices is None else {"max_devices": args.max_devices}))
         except DgxTopoError as error:
             raise type(error)(f"{args.file}: {error}") from None
         what = "nvidia-smi topo -m"
@@ -850,7 +853,7 @@ def _import(args) -> None:
         given = [option for option, value in (("--cpu", args.cpu), ("--nvswitch/--no-nvswitch", args.nvswitch),
                                               ("--nvswitches", args.nvswitches), ("--nic-link", args.nic_link),
                                               ("--nvswitch-links", args.nvswitch_links), ("--like", args.like),
-                                              ("--hosts", args.hosts))
+                                              ("--hosts", args.hosts), ("--max-devices", args.max_devices))
                  if value is not None]
         if given:
             raise _UsageError(f"{', '.join(given)} appl{'ies' if len(given) == 1 else 'y'} to nvidia-smi text: "

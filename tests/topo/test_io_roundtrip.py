@@ -190,3 +190,13 @@ def test_nccl_xml_export_refuses_what_it_cannot_state(make, message):
         topo.to_nccl_xml(make())
     with pytest.raises(topo.TopologyError, match="no GPU on host 3"):
         topo.to_nccl_xml(topo.build("dgx1v"), host=3)
+
+
+def test_a_printout_of_more_devices_than_the_limit_is_refused_before_work():
+    header = "        " + "  ".join(f"GPU{i}" for i in range(300))
+    with pytest.raises(topo.TopologyImportError, match="300 device columns, more than max_devices=128"):
+        topo.from_nvidia_smi(header + "\nGPU0  X", gpu="v100-sxm2")
+    with pytest.raises(topo.TopologyImportError, match="max_devices=2000: expected a whole number from 1 to 1024"):
+        topo.from_nvidia_smi(header, gpu="v100-sxm2", max_devices=2000)
+    with pytest.raises(topo.TopologyImportError, match="row GPU0 has 1 cells, expected 300"):  # read past the header
+        topo.from_nvidia_smi(header + "\nGPU0  X", gpu="v100-sxm2", max_devices=300)

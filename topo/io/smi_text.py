@@ -61,10 +61,16 @@ from .common import (DEFAULT_NIC_LINK, DEFAULT_PCIE, NIC_NAME, RESERVED_ID, Topo
                      check_link, gpu_model)
 from .known import reference_system, upstream_link, wiring
 
-__all__ = ["from_nvidia_smi"]
+__all__ = ["from_nvidia_smi", "MAX_DEVICES"]
 
 _DEFAULT_SOCKET_LINK = "qpi_bdw"
-_MAX_DEVICES = 1024
+#: Device columns (GPUs and NICs) a printout may have unless ``max_devices=`` raises it. The
+#: largest hosts print 8 to 16 GPUs and up to 20 NICs; every one of the n x n cells is checked
+#: against the rebuilt PCIe tree, which takes about a second at 128 and minutes at 1,000.
+MAX_DEVICES = 128
+# Device columns at most, whatever max_devices= says: CUDA numbers 1,024 GPUs per host
+# (topo.schema.MAX_GPUS_PER_HOST).
+_LARGEST = 1024
 # Most NVLinks of one GPU, and so of NVSwitch chips a GPU reaches: 18 on Hopper and Blackwell
 # (topo.specs.GPUS); 64 leaves room for generations to come.
 _MAX_NVLINKS = 64
@@ -97,7 +103,7 @@ def _err(line: int, message: str) -> TopologyImportError:
     return TopologyImportError(f"nvidia-smi topo -m, line {line}: {message}")
 
 
-def _parse_header(number: int, line: str):
+def _parse_header(number: int, line: str, max_devices: int):
     tokens = _TITLE_RE.sub(lambda m: "\0" + "_".join(m.group(0).split()), line).split()
     devices, titles = [], []
     for token in tokens:
@@ -114,8 +120,9 @@ def _parse_header(number: int, line: str):
     if not devices or not _GPU_LABEL.match(devices[0]):
         raise _err(number, f"expected the header row of nvidia-smi topo -m (GPU0 GPU1 ... "
                            f"CPU Affinity), received {line.strip()[:80]!r}")
-    if len(devices) > _MAX_DEVICES:
-        raise _err(number, f"{len(devices)} device columns, more than {_MAX_DEVICES}")
+    if len(devices) > max_devices:
+        raise _err(number, f"{len(devices)} device columns, more than max_devices={max_devices} "
+                           f"(--max-devices N on the command line; the check of every cell grows with its square)")
     seen = set()
     for token in devices:
         if token in seen:
@@ -127,7 +134,7 @@ def _parse_header(number: int, line: str):
     return devices, [_TITLES[t] for t in titles]
 
 
-def _parse_text(text: str):
+def _parse_text(text: str, max_devices: int = MAX_DEVICES):
     """Header, rows by label and the NIC legend of an nvidia-smi topo -m printout."""
     if not isinstance(text, str):
         raise TopologyImportError(f"expected the text of nvidia-smi topo -m, received {type(text).__name__}")
@@ -141,7 +148,7 @@ def _parse_text(text: str):
         if not stripped or stripped.startswith("#"):
             continue
         if devices is None:
-            devices, titles = _parse_header(number, line)
+            devices, titles = _parse_header(number, line, max_devices)
             continue
         if stripped == "Legend:":
             section = "legend"
@@ -692,7 +699,7 @@ def from_nvidia_smi(text: str, *, gpu: str, cpu: str | None = None, pcie: str | 
                     nic_link: str | None = "default", nvswitch: bool | None = None,
                     nvswitches: int | None = None, nvswitch_links=None, socket_link: str | None = None,
                     like: str | None = "auto", hosts: int | None = None,
-                    name: str = "imported") -> nx.DiGraph:
+                    max_devices: int = MAX_DEVICES, name: str = "imported") -> nx.DiGraph:
     """Rebuild a fabric from the text ``nvidia-smi topo -m`` prints.
 
     Reads GPU and NIC rows, ``NV#`` counts, PIX/PXB/PHB/NODE/SYS (and the old drivers' SOC),
@@ -754,6 +761,9 @@ def from_nvidia_smi(text: str, *, gpu: str, cpu: str | None = None, pcie: str | 
     hosts : int, optional
         Hosts of an NVLink domain that spans several (default the reference's: 18 for a GB200
         NVL72 tray); 1 imports the printed host alone.
+    max_devices : int
+        Most device columns (GPUs and NICs) to read, at most 1,024 (default :data:`MAX_DEVICES`,
+        128): a larger printout is refused before anything is built.
     name : str
         ``G.graph["name"]``; ``G.graph["system"]`` is it in lower case.
 
@@ -806,6 +816,8 @@ def from_nvidia_smi(text: str, *, gpu: str, cpu: str | None = None, pcie: str | 
             raise TopologyImportError(f"nvswitch_links={nvswitch_links!r}: expected links per NVSwitch chip, "
                                       f"whole numbers from 1 to {_MAX_NVLINKS} such as (5, 4, 4, 5)")
         nvswitch_links = values
+    if isinstance(max_devices, bool) or not isinstance(max_devices, int) or not 1 <= max_devices <= _LARGEST:
+        raise TopologyImportError(f"max_devices={max_devices!r}: expected a whole number from 1 to {_LARGEST}")
     if hosts is not None and (isinstance(hosts, bool) or not isinstance(hosts, int) or hosts < 1):
         raise TopologyImportError(f"hosts={hosts!r}: expected a whole number >= 1")
     if not isinstance(name, str) or not name:
@@ -813,7 +825,7 @@ def from_nvidia_smi(text: str, *, gpu: str, cpu: str | None = None, pcie: str | 
     options = {"cpu": cpu, "pcie": pcie, "nic_link": nic_link, "socket_link": socket_link,
                "nvswitch": nvswitch, "nvswitches": nvswitches, "nvswitch_links": nvswitch_links}
 
-    devices, rows, nic_legend = _parse_text(text)
+    devices, rows, nic_legend = _parse_text(text, max_devices)
     labels = _nic_names(devices, nic_legend)
     m = _Printout(devices, rows, labels, _classify(devices, rows, labels))
     ref = reference_system(key, like)  # built once the text is known to be a printout
