@@ -8,6 +8,9 @@
 :mod:`topo.io.fabric_file`
     :func:`to_json` / :func:`from_json` and :func:`to_graphml` / :func:`from_graphml`: a
     fabric written and read back with the same nodes, edges and attributes in the same order.
+:mod:`topo.io.known`
+    What a printout cannot say, from the built-in system of its GPU model (NVSwitch wiring,
+    CPU nodes, NIC ports, PCIe links, the hosts of an NVLink domain).
 :mod:`topo.io.common`
     What they share: :class:`TopologyImportError`, :func:`gpu_model`, the default links by
     GPU generation, safe XML parsing.
