@@ -222,6 +222,11 @@ ATTRIBUTES: tuple[Attribute, ...] = (
 _SYMMETRIC_EDGE_ATTRIBUTES = ("kind", "link", "latency")
 
 
+def _finite(value) -> bool:
+    """A number is finite: every int is (``math.isfinite`` would overflow on a 400-digit one)."""
+    return isinstance(value, int) or math.isfinite(value)
+
+
 def _type_ok(value, expected: type) -> bool:
     if isinstance(value, bool):
         return False
@@ -268,7 +273,7 @@ def _check_attributes(item, kind: str, data: dict, scope: str) -> None:
             raise TopologyError(
                 f"{_label(scope, item)}: attribute {attribute.name!r} must be {attribute.type.__name__} "
                 f"({attribute.meaning}), received {_show(value)}")
-        if attribute.type is float and not math.isfinite(value):
+        if attribute.type is float and not _finite(value):
             raise TopologyError(
                 f"{_label(scope, item)}: attribute {attribute.name!r} must be finite, received {value!r}")
         if attribute.type is str and not text_ok(value):
@@ -293,13 +298,13 @@ def _check_edge(u, v, data: dict) -> None:
     if _type_ok(links, int) and not 1 <= links <= MAX_LINKS:
         raise TopologyError(f"{where}: links must be at least 1 and at most {MAX_LINKS}, received "
                             f"{_show(links)}")
-    if _type_ok(bandwidth, float) and math.isfinite(bandwidth) and not MIN_BANDWIDTH <= bandwidth <= MAX_BANDWIDTH:
+    if _type_ok(bandwidth, float) and _finite(bandwidth) and not MIN_BANDWIDTH <= bandwidth <= MAX_BANDWIDTH:
         raise TopologyError(
-            f"{where}: bandwidth must be positive, at least {MIN_BANDWIDTH:.0e} and at most "
-            f"{MAX_BANDWIDTH:.0e} B/s per direction (a physical edge), received {bandwidth!r}")
-    if _type_ok(latency, float) and math.isfinite(latency) and not 0 <= latency <= MAX_LATENCY:
+            f"{where}: bandwidth must be positive, at least {MIN_BANDWIDTH:g} and at most "
+            f"{MAX_BANDWIDTH:.0e} B/s per direction (a physical edge), received {_show(bandwidth)}")
+    if _type_ok(latency, float) and _finite(latency) and not 0 <= latency <= MAX_LATENCY:
         raise TopologyError(f"{where}: latency must be >= 0 s and at most {MAX_LATENCY:g} s, "
-                            f"received {latency!r}")
+                            f"received {_show(latency)}")
     _check_attributes((u, v), kind, data, "edge")
     link = data["link"]
     if link not in LINKS:
@@ -378,7 +383,7 @@ def _check_nodes(G) -> None:
             bad = bad or any(not _type_ok(value, attribute.type) for value in representatives)
             present = [v for v in values if v is not _MISSING] if missing else values
             if not bad and attribute.type is float:
-                bad = not all(map(math.isfinite, present))
+                bad = not all(map(_finite, present))
             if not bad and attribute.type is str:
                 bad = not all(map(text_ok, set(present)))
             if not bad and present and attribute.type is not str and (

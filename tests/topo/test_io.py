@@ -433,6 +433,17 @@ def test_json_envelope_and_version():
      '"nodes": [{"id": "a", "kind": [1]}], "edges": []}}', "attribute 'kind' is list"),
     ('{"format": "dgx-topo fabric", "version": 1, "graph": {"directed": true, "multigraph": false, '
      '"nodes": [{"id": "a", "kind": "gpu"}], "edges": []}}', "needs attribute 'host'"),
+    # Found by the fuzzers (test_io_fuzz.py): values a file may hold that are no physical figure.
+    (topo.to_json(topo.dgx1v()).replace('"bandwidth": 38400000000.0', '"bandwidth": 1' + "0" * 400, 1),
+     r"bandwidth must be positive, at least 1 and at most 1e\+13 B/s .* \(401 characters\)"),
+    (topo.to_json(topo.dgx1v()).replace('"bandwidth": 38400000000.0', '"bandwidth": 1e-300', 1),
+     "bandwidth must be positive, at least 1 and at most"),
+    (topo.to_json(topo.dgx1v()).replace('"index": 0,\n    "socket": 0,\n    "model": "Tesla',
+                                        '"index": -7,\n    "socket": 0,\n    "model": "Tesla', 1),
+     "node 'gpu0': attribute 'index' must be 0 to 1023"),
+    (topo.to_json(topo.dgx1v()).replace('"links": 2', '"links": 1e30', 1), "attribute 'links' must be int"),
+    (topo.to_json(topo.dgx1v()).replace('"name": "DGX-1V"', '"name": "\\u001b[2J"', 1),
+     r"graph attribute 'name' is '\\x1b\[2J': expected printable text"),
 ])
 def test_from_json_errors(text, message):
     with pytest.raises(topo.TopologyImportError, match=message):
