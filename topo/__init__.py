@@ -3,13 +3,14 @@
 The flat public namespace of the fabric layer. It never imports :mod:`models` nor plotly.
 """
 
+from .version import __version__
 from .errors import (CountError, DgxTopoError, SizeError, SystemSpecError, TopologyError,
                      TransformError, UnknownPartError, UnknownSystemError)
 from .schema import ATTRIBUTES, EDGE_KINDS, NODE_KINDS, gpus, nodes_of_kind, schema_markdown, validate
 from .specs import CPUS, GPUS, LINKS, NVSWITCHES, CpuSpec, GpuSpec, LinkSpec, SwitchSpec
 from .dgx import dgx1, dgx1v, dgx2
 from .cluster import MAX_HOSTS, NETWORKS, compute_nics, join_hosts
-from .registry import SYSTEMS, SystemSpec, build, cluster, parse_system_spec
+from .registry import SYSTEMS, VARIANTS, SystemSpec, build, cluster, parse_system_spec
 from .layout import LayoutError, fabric_layout, layout_style
 from .nvidia_smi import ConnectionMatrix, connection_matrix, format_connection_matrix
 from .capacity import Bisection, bisection, bisection_bandwidth, injection_bandwidth
@@ -23,13 +24,14 @@ from .io import (TopologyImportError, from_graphml, from_json, from_nccl_xml, fr
                  gpu_model, to_graphml, to_json, to_nccl_xml)
 
 __all__ = [
+    "__version__",
     "DgxTopoError", "TopologyError", "UnknownSystemError", "SystemSpecError", "SizeError",
     "CountError", "TransformError", "UnknownPartError",
     "ATTRIBUTES", "EDGE_KINDS", "NODE_KINDS", "gpus", "nodes_of_kind", "schema_markdown", "validate",
     "CPUS", "GPUS", "LINKS", "NVSWITCHES", "CpuSpec", "GpuSpec", "LinkSpec", "SwitchSpec",
     "dgx1", "dgx1v", "dgx2",
     "MAX_HOSTS", "NETWORKS", "compute_nics", "join_hosts",
-    "SYSTEMS", "SystemSpec", "build", "cluster", "parse_system_spec",
+    "SYSTEMS", "VARIANTS", "SystemSpec", "build", "cluster", "parse_system_spec",
     "LayoutError", "fabric_layout", "layout_style",
     "ConnectionMatrix", "connection_matrix", "format_connection_matrix",
     "Bisection", "bisection", "bisection_bandwidth", "injection_bandwidth",

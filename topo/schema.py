@@ -35,7 +35,7 @@ from .specs import GPUS, LINKS
 
 __all__ = [
     "Attribute", "ATTRIBUTES", "NODE_KINDS", "EDGE_KINDS",
-    "COMPUTE_CAPABILITIES", "MAX_BANDWIDTH", "MIN_BANDWIDTH", "MAX_LATENCY", "MAX_MEMORY_BANDWIDTH",
+    "COMPUTE_CAPABILITIES", "MAX_BANDWIDTH", "MAX_LATENCY", "MAX_MEMORY_BANDWIDTH",
     "MAX_GPUS_PER_HOST", "MAX_NUMA_NODES", "MAX_CPUS", "MAX_THREADS_PER_CORE", "MAX_LINKS",
     "MAX_NUMBER", "MAX_TEXT", "text_ok",
     "validate", "schema_markdown", "gpus", "nodes_of_kind",
@@ -59,11 +59,6 @@ COMPUTE_CAPABILITIES = frozenset({spec.compute_capability for spec in GPUS.value
 #: a fabric here is a bundle of links (a leaf's up-links, an NVSwitch trunk); 18 NVLink 5.0
 #: links are 0.9 TB/s, so a figure beyond 1e13 B/s is a unit mistake, not hardware.
 MAX_BANDWIDTH = 1e13
-#: Lower bound of an edge's (and a NIC port's, a GPU memory's) ``bandwidth``: 1 B/s. [B/s] The
-#: slowest real link is a PCIe 1.0 lane (250 MB/s); a what-if or a hand edit may slow a link
-#: down as far as 1 B/s to take it out of NCCL's use (models read that as NCCL does), but a
-#: figure below 1 B/s (1e-300) is a unit mistake, not a link.
-MIN_BANDWIDTH = 1.0
 #: Upper bound of an edge's ``latency``: 1 s. [s] A hop takes nanoseconds to microseconds.
 MAX_LATENCY = 1.0
 #: Upper bound of a GPU's ``memory_bandwidth``: 100 TB/s. [B/s] B200's HBM3e is 8 TB/s
@@ -133,19 +128,22 @@ class Attribute:
     meaning: str
     minimum: float | None = None
     maximum: float | None = None
+    positive: bool = False
 
     def applies(self, kind: str) -> bool:
         return self.applies_to == _ALL or kind in self.applies_to.split(",")
 
     def in_range(self, value) -> bool:
         """Whether a number is within the attribute's physical range (inclusive)."""
-        return ((self.minimum is None or value >= self.minimum)
+        return ((self.minimum is None or value >= self.minimum) and (not self.positive or value > 0)
                 and (self.maximum is None or value <= self.maximum))
 
     def range_text(self) -> str:
         """The range as the table prints it (``"0 to 1023"``, ``"> 0"``, ``""``)."""
         if self.minimum is None and self.maximum is None:
             return ""
+        if self.positive and self.minimum is None:
+            return f"> 0, <= {self.maximum:g}" if self.maximum is not None else "> 0"
         def show(x):
             return f"{x:g}" if isinstance(x, float) else str(x)
         if self.maximum is None:
@@ -172,8 +170,8 @@ ATTRIBUTES: tuple[Attribute, ...] = (
               "SM version (60 Pascal, 70 Volta, ...), one of topo.schema.COMPUTE_CAPABILITIES; "
               "selects NCCL's per-link figures"),
     Attribute("node", "gpu", "memory_bandwidth", float, "B/s", False,
-              "device memory bandwidth, the ceiling of a device-local copy", MIN_BANDWIDTH,
-              MAX_MEMORY_BANDWIDTH),
+              "device memory bandwidth, the ceiling of a device-local copy",
+              maximum=MAX_MEMORY_BANDWIDTH, positive=True),
     Attribute("node", "gpu,nvswitch", "baseboard", int, "-", False,
               "GPU baseboard the part sits on (DGX-2 has two)", 0, MAX_NUMBER),
     Attribute("node", "nvswitch,network_switch", "ports", int, "-", True,
@@ -197,7 +195,7 @@ ATTRIBUTES: tuple[Attribute, ...] = (
     Attribute("node", "nic", "name", str, "-", True, "device name as nvidia-smi shows it (mlx5_0)"),
     Attribute("node", "nic", "port_bandwidth", float, "B/s", False,
               "line rate of the NIC's network port, per direction (absent: not a compute NIC)",
-              MIN_BANDWIDTH, MAX_BANDWIDTH),
+              maximum=MAX_BANDWIDTH, positive=True),
     Attribute("node", "nic", "port_link", str, "-", False,
               "key in topo.specs.LINKS of the NIC's network port (ib_edr, ...)"),
     Attribute("edge", _ALL, "kind", str, "-", True, "one of " + ", ".join(EDGE_KINDS)),
@@ -205,8 +203,9 @@ ATTRIBUTES: tuple[Attribute, ...] = (
               "physical links merged into this edge", 1, MAX_LINKS),
     Attribute("edge", _ALL, "bandwidth", float, "B/s", True,
               "capacity in this direction, summed over links; authoritative: models read it and "
-              "what-ifs scale it, so it need not be links x the catalogue's line rate",
-              MIN_BANDWIDTH, MAX_BANDWIDTH),
+              "what-ifs scale it, so it need not be links x the catalogue's line rate (a what-if may "
+              "slow a link down to any positive figure; models treat a link too slow to use as NCCL does)",
+              maximum=MAX_BANDWIDTH, positive=True),
     Attribute("edge", _ALL, "latency", float, "s", True,
               "one-way latency of the hop", 0, MAX_LATENCY),
     Attribute("edge", _ALL, "link", str, "-", True,
@@ -298,10 +297,10 @@ def _check_edge(u, v, data: dict) -> None:
     if _type_ok(links, int) and not 1 <= links <= MAX_LINKS:
         raise TopologyError(f"{where}: links must be at least 1 and at most {MAX_LINKS}, received "
                             f"{_show(links)}")
-    if _type_ok(bandwidth, float) and _finite(bandwidth) and not MIN_BANDWIDTH <= bandwidth <= MAX_BANDWIDTH:
+    if _type_ok(bandwidth, float) and _finite(bandwidth) and not 0 < bandwidth <= MAX_BANDWIDTH:
         raise TopologyError(
-            f"{where}: bandwidth must be positive, at least {MIN_BANDWIDTH:g} and at most "
-            f"{MAX_BANDWIDTH:.0e} B/s per direction (a physical edge), received {_show(bandwidth)}")
+            f"{where}: bandwidth must be positive and at most {MAX_BANDWIDTH:.0e} B/s per direction "
+            f"(a physical edge), received {_show(bandwidth)}")
     if _type_ok(latency, float) and _finite(latency) and not 0 <= latency <= MAX_LATENCY:
         raise TopologyError(f"{where}: latency must be >= 0 s and at most {MAX_LATENCY:g} s, "
                             f"received {_show(latency)}")
@@ -492,7 +491,7 @@ def validate(G) -> None:
       printable; a GPU's ``compute_capability`` is one of :data:`COMPUTE_CAPABILITIES`;
     * every edge joins two different nodes (no self loop), has a known ``kind``, a ``link``
       that is a key of :data:`topo.specs.LINKS`, ``1 <= links <= MAX_LINKS``,
-      ``MIN_BANDWIDTH <= bandwidth <= MAX_BANDWIDTH`` and ``0 <= latency <= MAX_LATENCY``;
+      ``0 < bandwidth <= MAX_BANDWIDTH`` and ``0 <= latency <= MAX_LATENCY``;
     * every edge has its reverse, with the same kind, link technology and latency (``links``
       and ``bandwidth`` may differ: a what-if may degrade one direction);
     * every GPU has an index that no other GPU of its host has; there is at least one GPU;

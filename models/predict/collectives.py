@@ -304,12 +304,12 @@ def measurement_model(calibration=None) -> MeasurementModel:
 
 
 class _Context:
-    """A fabric prepared once for many estimates (routes, capacities, profile, measurement)."""
+    """A fabric prepared once for many estimates (routes, capacities, measurement); the NCCL
+    release travels on ``fabric`` (the NCCL view), resolved from ``profile`` here only."""
 
     def __init__(self, G, profile, gpus_per_thread=1, calibration=None):
         self.fabric = NcclSystem(G, profile)  # validates G
         self.G = G
-        self.profile = self.fabric.profile
         self.gpus_per_thread = gpus_per_thread
         self.measurement = measurement_model(calibration)
         self.ids = {n: i for i, n in enumerate(topo.gpus(G))}
@@ -343,6 +343,11 @@ class Estimator:
 
     def __init__(self, G, *, profile=None, gpus_per_thread: int = 1, calibration=None):
         self._context = _Context(G, profile, gpus_per_thread, calibration)
+
+    @property
+    def fabric(self) -> NcclSystem:
+        """NCCL's view of the fabric, which carries the release (``fabric.profile``)."""
+        return self._context.fabric
 
     def estimate(self, collective: str, nbytes, gpus=None, *, algorithm=None,
                  protocol=None) -> CollectiveEstimate:
@@ -398,8 +403,7 @@ def estimate(G, collective: str, nbytes, gpus=None, *, algorithm=None, protocol=
 def _estimate(ctx, collective, nbytes, gpus, algorithm=None, protocol=None) -> CollectiveEstimate:
     """NCCL's estimate, then what the benchmark measures (:func:`models.predict.measure.measured`)."""
     e = _nccl_view_estimate(ctx, collective, nbytes, gpus, algorithm, protocol)
-    m = measured(e, ctx.fabric.G, gpus_per_thread=ctx.gpus_per_thread, model=ctx.measurement,
-                 profile=ctx.profile)
+    m = measured(e, ctx.fabric, gpus_per_thread=ctx.gpus_per_thread, model=ctx.measurement)
     shape = e.nbytes.shape
     return dataclasses.replace(e, time=_shaped(m.time, shape, np.float64), nccl_time=e.time,
                                measurement=m)
@@ -455,7 +459,7 @@ def _nccl_estimate(ctx, collective, size, nodes, ids, algorithm, protocol):
             bottleneck = binding[0].edges
     e = _result(collective, ids, nodes, size, selection.time, algorithms, selection.protocol,
                 nchannels, selection.latency, selection.bandwidth, graphs.ring, tree, bottleneck,
-                selection, f"NCCL {ctx.profile.version} tuning model")
+                selection, f"NCCL {ctx.fabric.profile.version} tuning model")
     return dataclasses.replace(e, nvls=graphs.nvls, nvls_reason=nvls_choice(collective, size, comm),
                                network=network)
 
@@ -474,7 +478,7 @@ def _p2p_estimate(ctx, collective, size, nodes, ids):
     system = ctx.fabric
     rate, worst = min((system.capacity(*edge) / f, edge) for edge, f in load.items())
     hardware = "NVLINK" if worst_type == PathType.NVL else "PCI"
-    profile = ctx.profile
+    profile = system.profile
     latency = profile.base_lat("ring", "Simple") + steps * profile.hw_lat(hardware, "ring", "Simple")
     # Each flow moves S / share at ``rate``: the size is divided by rate x share.
     bandwidth = rate * share
@@ -513,12 +517,12 @@ def _alltoall_load(ctx, nodes) -> tuple:
     destination behind that network; the last leg depends on the destination only and carries
     one flow per GPU of the other hosts; the network leg depends on the two NICs only and
     carries (GPUs sending through one) x (GPUs behind the other) flows, summed per pair of
-    leaves (:func:`_network_load`). Pairs inside a host are routed one by one.
+    leaves (:func:`_network_load`). Pairs inside a host, or inside one NVLink domain of several
+    hosts (the trays of a GB200 NVL72, whose NICs sit behind Grace), are routed one by one: they
+    never leave NVLink (:func:`_nvlink_groups`).
     """
     G = ctx.G
-    hosts: dict = {}
-    for i, g in enumerate(nodes):
-        hosts.setdefault(G.nodes[g]["host"], []).append(i)
+    hosts = _nvlink_groups(ctx, nodes)
     load, worst_type = {}, PathType.LOC
     for ranks in hosts.values():
         load, worst = _flow_load(ctx, nodes, [(i, j) for i in ranks for j in ranks if i != j], load)
@@ -527,6 +531,7 @@ def _alltoall_load(ctx, nodes) -> tuple:
         return load, worst_type
     router, kind = ctx.fabric.router, G.nodes
     order = sorted(hosts)
+    group = {i: key for key, ranks in hosts.items() for i in ranks}
     # Where every GPU receives: its nearest NIC, and the leg from that NIC to it.
     receive: dict = {}  # rank -> (NIC, edges of the last leg)
     for h, host in enumerate(order):
@@ -540,12 +545,12 @@ def _alltoall_load(ctx, nodes) -> tuple:
     by_network: dict = {}  # network -> {host: [ranks behind its NICs]}
     for i, (nic, _) in receive.items():
         recv[nic] = recv.get(nic, 0) + 1
-        host = kind[nodes[i]]["host"]
+        host = group[i]
         nic_host[nic] = host
         by_network.setdefault(router.network_component(nic), {}).setdefault(host, []).append(i)
     send: dict = {}  # NIC -> GPUs of the set sending through it (to its network)
     for i, (nic, edges) in receive.items():
-        host = kind[nodes[i]]["host"]
+        host = group[i]
         remote = len(nodes) - len(hosts[host])
         for u, v in edges:
             load[u, v] = load.get((u, v), 0.0) + remote
@@ -564,6 +569,30 @@ def _alltoall_load(ctx, nodes) -> tuple:
             nic_host[out] = host
     _network_load(router, send, recv, nic_host, load)
     return load, PathType.NET
+
+
+def _nvlink_groups(ctx, nodes) -> dict:
+    """The ranks grouped by where their pairs stay on NVLink: one group per host, hosts joined
+    when their GPUs reach each other over NVLink (an NVLink domain of several hosts, as the 18
+    trays of a GB200 NVL72; a cluster marks its copies with ``nvlink_domain``). Keyed by the
+    lowest host of the group, in order."""
+    G, router = ctx.G, ctx.fabric.router
+    hosts: dict = {}
+    for i, g in enumerate(nodes):
+        hosts.setdefault(G.nodes[g]["host"], []).append(i)
+    groups: dict = {}  # first host -> ranks
+    anchors: list = []  # (domain, first host, a GPU)
+    for host in sorted(hosts):
+        gpu = nodes[hosts[host][0]]
+        domain = G.nodes[gpu].get("nvlink_domain")
+        key = next((first for d, first, other in anchors
+                    if d == domain and router.nvlink_reaches(gpu, other)), None)
+        if key is None:
+            anchors.append((domain, host, gpu))
+            groups[host] = []
+            key = host
+        groups[key].extend(hosts[host])
+    return groups
 
 
 def _network_load(router, send, recv, nic_host, load) -> None:

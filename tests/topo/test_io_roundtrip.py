@@ -32,7 +32,7 @@ def choice(G, gpus) -> tuple:
     return p.algorithm, p.protocol, p.nchannels, p.busbw
 
 
-@pytest.mark.parametrize("system", sorted(topo.SYSTEMS))
+@pytest.mark.parametrize("system", sorted(topo.SYSTEMS) + sorted(topo.registry.VARIANTS))
 def test_printout_imports_to_the_builtin_predictions(system):
     B = topo.build(system)
     G = topo.from_nvidia_smi(printout(B), gpu=gpu_name(B))
@@ -76,15 +76,25 @@ def test_dgxa100_import_has_the_eight_numa_nodes_and_the_storage_nics():
     assert topo.compute_nics(G) == topo.compute_nics(B)
 
 
-def test_a100_80gb_takes_the_dgx_a100_board():
-    """No built-in system has the 80 GB part: the DGX A100 (same NVLink 3.0 board) stands in, and
-    the GPUs keep their own memory bandwidth."""
+def test_a100_80gb_takes_the_dgx_a100_640gb_variant():
     from topo.io.known import reference_system
     ref = reference_system("A100-SXM4-80GB")
-    assert ref.name.startswith("dgxa100")
-    G = topo.from_nvidia_smi(printout(topo.build("dgxa100")), gpu="a100-sxm4-80gb")
+    assert (ref.name, ref.exact) == ("dgxa100-80g", True)
+    G = topo.from_nvidia_smi(printout(topo.build("dgxa100-80g")), gpu="NVIDIA A100-SXM4-80GB")
     assert G.nodes["gpu0"]["memory_bandwidth"] == topo.GPUS["A100-SXM4-80GB"].memory_bandwidth
-    assert len([n for n, k in G.nodes(data="kind") if k == "nvswitch"]) == 6
+    assert G.graph["inferred"].startswith("From dgxa100-80g")
+    assert choice(G, None) == choice(topo.build("dgxa100-80g"), None)
+
+
+def test_a_gpu_no_system_has_takes_the_board_of_its_nvlink_generation(monkeypatch):
+    """A catalogue GPU no built-in system carries: the first system of its NVLink generation and
+    port count stands in (the same baseboard family), and says it is not exact."""
+    from dataclasses import replace
+    from topo.io.known import reference_system
+    monkeypatch.setitem(topo.GPUS, "A100-SXM4-96GB", replace(topo.GPUS["A100-SXM4-80GB"],
+                                                             model="NVIDIA A100-SXM4-96GB"))
+    ref = reference_system("A100-SXM4-96GB")
+    assert (ref.name, ref.exact) == ("dgxa100", False)
 
 
 def test_gb200_tray_is_the_rack_or_itself():

@@ -112,7 +112,7 @@ def gpu_model(name: str) -> str:
 
     Examples
     --------
-    >>> gpu_model("Tesla V100-SXM2-32GB"), gpu_model("v100-sxm3"), gpu_model("P100")
+    >>> gpu_model("Tesla V100-SXM2-16GB"), gpu_model("v100-sxm3"), gpu_model("P100")
     ('V100-SXM2', 'V100-SXM3', 'P100')
     >>> gpu_model("NVIDIA A100-SXM4-80GB"), gpu_model("a100 sxm4 40gb"), gpu_model("H100")
     ('A100-SXM4-80GB', 'A100-SXM4-40GB', 'H100-SXM5-80GB')

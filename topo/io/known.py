@@ -4,8 +4,8 @@
 model and the links between NUMA nodes, which NICs have a network port, the PCIe link of each
 device, nor the PCIe class of a GPU pair that NVLink hides. The built-in system whose GPUs are
 the imported model knows all of that: :func:`reference_system` finds it in the registry
-(:data:`topo.registry.SYSTEMS`, built on demand), so a system or GPU model added there is
-found without further code. The importer (:func:`topo.io.smi_text.from_nvidia_smi`) takes
+(:data:`topo.registry.SYSTEMS` and its variants, built on demand), so a system or GPU model
+added there is found without further code. The importer (:func:`topo.io.smi_text.from_nvidia_smi`) takes
 from it only what the text leaves open and what agrees with the text, and says so.
 
 Examples
@@ -25,7 +25,7 @@ import networkx as nx
 
 from ..nvidia_smi import connection_matrix
 from ..pcie import pcie_class, pcie_path
-from ..registry import SYSTEMS
+from ..registry import SYSTEMS, VARIANTS, build
 from ..schema import gpus, nodes_of_kind
 from ..specs import GPUS
 from .common import TopologyImportError
@@ -40,7 +40,7 @@ class ReferenceSystem:
     Attributes
     ----------
     name : str
-        Its key in :data:`topo.registry.SYSTEMS`.
+        Its key in :data:`topo.registry.SYSTEMS` or :data:`topo.registry.VARIANTS`.
     exact : bool
         Its GPUs are the imported model; False when only the NVLink generation and port count
         agree (the same baseboard family, e.g. an A100 80 GB on the DGX A100's board).
@@ -98,9 +98,9 @@ def reference_system(gpu: str, like: str | None = "auto") -> ReferenceSystem | N
     gpu : str
         A key of :data:`topo.specs.GPUS` (the imported GPU model).
     like : str or None
-        ``"auto"``: the first registered system whose GPUs are all that model, else the first
-        whose GPUs have its NVLink generation and port count; a key of
-        :data:`topo.registry.SYSTEMS`: that system; None: none.
+        ``"auto"``: the first registered system or variant whose GPUs are all that model, else
+        the first whose GPUs have its NVLink generation and port count; a key of
+        :data:`topo.registry.SYSTEMS` or :data:`topo.registry.VARIANTS`: that system; None: none.
 
     Returns
     -------
@@ -115,11 +115,12 @@ def reference_system(gpu: str, like: str | None = "auto") -> ReferenceSystem | N
     if like is None:
         return None
     spec = GPUS[gpu]
+    names = (*SYSTEMS, *VARIANTS)
     if like != "auto":
-        if not isinstance(like, str) or like not in SYSTEMS:
+        if not isinstance(like, str) or like not in names:
             raise TopologyImportError(f"like={like!r}: expected 'auto', None or a built-in system, one "
-                                      f"of {', '.join(SYSTEMS)}")
-        G = SYSTEMS[like]()
+                                      f"of {', '.join(names)}")
+        G = build(like)
         models = {G.nodes[g]["model"] for g in gpus(G)}
         others = {key for key, s in GPUS.items() if s.model in models}
         if any(GPUS[key].nvlink != spec.nvlink for key in others):
@@ -127,8 +128,8 @@ def reference_system(gpu: str, like: str | None = "auto") -> ReferenceSystem | N
                                       f"the NVLink generation of a {spec.model} ({spec.nvlink})")
         return ReferenceSystem(like, models == {spec.model}, G)
     family = None
-    for name, build in SYSTEMS.items():
-        G = build()
+    for name in names:
+        G = build(name)
         models = {G.nodes[g]["model"] for g in gpus(G)}
         if models == {spec.model}:
             return ReferenceSystem(name, True, G)
