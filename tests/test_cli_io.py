@@ -162,8 +162,8 @@ def test_import_nvswitch_inferred_and_overridden(capsys, tmp_path):
     text = topo.format_connection_matrix(topo.connection_matrix(topo.dgx2()))
     (tmp_path / "dgx2.txt").write_text(text)
     out = " ".join(ok(capsys, "import", tmp_path / "dgx2.txt", "--gpu", "Tesla V100-SXM3-32GB").split())
-    assert "6 NVSwitches (inferred from the NV# counts)" in out and "16 GPUs" in out
-    assert "96 NVLink bundles (96 links)" in out
+    assert "12 NVSwitches (inferred from the NV# counts)" in out and "16 GPUs" in out
+    assert "102 NVLink bundles (144 links)" in out and "trunks between them" in out  # DGX-2's wiring
     out = " ".join(ok(capsys, "import", tmp_path / "dgx2.txt", "--gpu", "v100-sxm3", "--nvswitch",
                       "--nvswitches", "3").split())
     assert "3 NVSwitches (--nvswitch)" in out and "48 NVLink bundles (96 links)" in out
@@ -478,6 +478,67 @@ def test_any_io_command_line_is_status_0_or_2_with_one_line(fuzzdir, exported, a
         assert sorted(p.name for p in fuzzdir.iterdir()) == before, argv  # nothing written on error
 
 
+# ------------------------------------------------ imports that give back the machine (issue 24)
+def test_topo_printout_imports_back_to_the_builtin_figures(capsys, tmp_path):
+    """dgxtopo topo dgxh100 > file; dgxtopo import file: the same NVLS figure as --system dgxh100."""
+    (tmp_path / "h100.txt").write_text(ok(capsys, "topo", "--system", "dgxh100"))
+    out = " ".join(ok(capsys, "import", tmp_path / "h100.txt", "--gpu", "NVIDIA H100 80GB HBM3",
+                      "--out", tmp_path / "h100.json").split())
+    assert "From dgxh100, what the text does not say:" in out and "5/4/4/5 links from each GPU" in out
+    argv = ["collective", "all_reduce", "-b", "1G", "-e", "1G", "--json"]
+    imported = json.loads(ok(capsys, *argv, "--topo-file", tmp_path / "h100.json"))
+    builtin = json.loads(ok(capsys, *argv, "--system", "dgxh100"))
+    assert imported["rows"] == builtin["rows"] and imported["rows"][0]["algorithm"] == "nvls"
+
+
+def test_import_options_of_the_known_system(capsys, tmp_path):
+    (tmp_path / "h100.txt").write_text(ok(capsys, "topo", "--system", "dgxh100"))
+    out = " ".join(ok(capsys, "import", tmp_path / "h100.txt", "--gpu", "h100", "--like", "none",
+                      "--nvswitch-links", "5,4,4,5", "--out", tmp_path / "x.json").split())
+    assert "From dgxh100" not in out and "4 NVSwitches" in out
+    G = topo.from_json((tmp_path / "x.json").read_text())
+    assert [G.edges["gpu0", f"nvswitch{s}"]["links"] for s in range(4)] == [5, 4, 4, 5]
+    (tmp_path / "tray.txt").write_text(ok(capsys, "topo", "--system", "gb200nvl72"))
+    out = " ".join(ok(capsys, "import", tmp_path / "tray.txt", "--gpu", "gb200", "--hosts", "1").split())
+    assert "4 GPUs NVIDIA GB200 (GPU ids 0-3)" in out
+    out = " ".join(ok(capsys, "import", tmp_path / "tray.txt", "--gpu", "gb200").split())
+    assert "72 GPUs NVIDIA GB200 (18 hosts of GPU ids 0-3)" in out and "8 NICs per host" in out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--nvswitch-links", "5,4,x"], "--nvswitch-links '5,4,x': expected whole numbers separated by commas"),
+    (["--nvswitch-links", "5,4,4"], "nvswitch_links=5/4/4: expected links per NVSwitch chip that add up to the NV18"),
+    (["--like", "dgx9"], "like='dgx9': expected 'auto', None or a built-in system"),
+    (["--hosts", "2"], "hosts=2: the GPUs' NVLink domain is one host in dgxh100"),
+    (["--name", "\x1b[2Jx"], "graph attribute 'name' is '\\x1b[2Jx': expected printable text"),
+])
+def test_import_option_errors_of_the_known_system(capsys, tmp_path, argv, message):
+    (tmp_path / "h100.txt").write_text(ok(capsys, "topo", "--system", "dgxh100"))
+    assert message in fails(capsys, "import", tmp_path / "h100.txt", "--gpu", "h100", *argv)
+
+
+def test_export_nccl_xml_and_import_it(capsys, tmp_path):
+    out = ok(capsys, "export", "--system", "dgx2", "--format", "nccl-xml", "--out", tmp_path / "dgx2.xml")
+    assert out.startswith(f"wrote {tmp_path / 'dgx2.xml'} (nccl-xml: DGX-2")
+    assert (tmp_path / "dgx2.xml").read_text().startswith('<system version="1" name="DGX-2">')
+    out = " ".join(ok(capsys, "import", tmp_path / "dgx2.xml", "--out", tmp_path / "dgx2.json").split())
+    assert "12 NVSwitches (from the XML's NVLink targets)" in out
+    argv = ["collective", "all_reduce", "-b", "1G", "-e", "1G", "--json"]
+    assert (json.loads(ok(capsys, *argv, "--topo-file", tmp_path / "dgx2.json"))["rows"]
+            == json.loads(ok(capsys, *argv, "--system", "dgx2"))["rows"])
+    assert "is nvlink_c2c, which NCCL's XML cannot state" in fails(
+        capsys, "export", "gb200nvl72", "--format", "nccl-xml", "--out", tmp_path / "g.xml")
+    assert not (tmp_path / "g.xml").exists()
+
+
+def test_a_fabric_file_with_a_terminal_escape_is_refused(capsys, tmp_path):
+    data = json.loads(topo.to_json(topo.build("dgx1v")))
+    data["graph"]["graph"]["name"] = "\x1b[2J\x1b[Hpwned"
+    (tmp_path / "evil.json").write_text(json.dumps(data))
+    err = fails(capsys, "topo", "--topo-file", tmp_path / "evil.json")
+    assert "\x1b" not in err and "expected printable text" in err
+
+
 # ------------------------------------------------------- inputs: every file a command reads
 # issue 24: each case ends within seconds in exit 0 with the answer, or exit 2 and one line.
 DGX2_RUNS = json.loads((DATA / "dgx2_12gpu_nccl_tests.json").read_text())["collectives"]
@@ -543,7 +604,7 @@ def test_an_out_that_is_an_input_is_refused_and_the_input_kept(capsys, tmp_path,
 ])
 def test_out_to_standard_output_is_refused_clearly(capsys, measured_run, out, message):
     assert message in fails(capsys, "calibrate", measured_run, "--system", "dgx2", "--out", out)
-    assert message in fails(capsys, "export", "dgx1v", "--out", out)
+    assert message in fails(capsys, "export", "--system", "dgx1v", "--out", out)
 
 
 def _stdin(monkeypatch, data: bytes):

@@ -21,7 +21,7 @@ from .pcie import connection_class, pcie_class, pcie_path
 from .transform import add_links, remove_links, remove_nodes, scale_kind, scale_links
 from .symmetry import gpu_automorphisms, interchangeable_gpus
 from .io import (TopologyImportError, from_graphml, from_json, from_nccl_xml, from_nvidia_smi,
-                 gpu_model, to_graphml, to_json)
+                 gpu_model, to_graphml, to_json, to_nccl_xml)
 
 __all__ = [
     "__version__",
@@ -41,6 +41,6 @@ __all__ = [
     "connection_class", "pcie_class", "pcie_path",
     "add_links", "remove_links", "remove_nodes", "scale_kind", "scale_links",
     "gpu_automorphisms", "interchangeable_gpus",
-    "TopologyImportError", "gpu_model", "from_nvidia_smi", "from_nccl_xml",
+    "TopologyImportError", "gpu_model", "from_nvidia_smi", "from_nccl_xml", "to_nccl_xml",
     "to_json", "from_json", "to_graphml", "from_graphml",
 ]

@@ -820,7 +820,7 @@ def _check(args) -> None:
 
 # import and export
 IMPORT_FORMATS = ("auto", "nvidia-smi", "nccl-xml")
-EXPORT_FORMATS = ("json", "graphml")
+EXPORT_FORMATS = ("json", "graphml", "nccl-xml")
 
 
 def _import_arguments(parser) -> None:
@@ -847,7 +847,17 @@ def _import_arguments(parser) -> None:
     smi.add_argument("--nvswitch", action=argparse.BooleanOptionalAction, default=None,
                      help="whether the GPUs talk through NVSwitches (default: inferred from the NV# counts)")
     smi.add_argument("--nvswitches", type=_count(1), metavar="N",
-                     help="NVSwitch chips to build (default: one per NVLink of a GPU)")
+                     help="NVSwitch chips to build (default: the known system's, else one per NVLink of a GPU)")
+    smi.add_argument("--nvswitch-links", metavar="LIST",
+                     help="NVLinks from every GPU to each NVSwitch chip, such as 5,4,4,5 (default: the known system's)")
+    smi.add_argument("--like", metavar="SYSTEM",
+                     help="built-in system to take what the text cannot say from (NVSwitch wiring, CPUs, NIC ports, "
+                          "PCIe links), or 'none' (default: the known system of the GPU model)")
+    smi.add_argument("--max-devices", type=_count(1), default=None, metavar="N",
+                     help="refuse printouts of more than N GPUs and NICs (default 128, at most 1024)")
+    smi.add_argument("--hosts", type=_count(1), metavar="N",
+                     help="hosts of an NVLink domain that spans several, the printed one copied to each "
+                          "(default: the known system's, 18 for a GB200 NVL72 tray)")
     smi.add_argument("--nic-link", metavar="LINK",
                      help="network port of every NIC, e.g. ib_hdr, or 'none' (default: by GPU generation)")
 
@@ -856,6 +866,16 @@ def _import_format(args, text: str) -> str:
     if args.format != "auto":
         return args.format
     return "nccl-xml" if text.lstrip("\ufeff \t\r\n").startswith("<") else "nvidia-smi"
+
+
+def _links_list(text):
+    """``--nvswitch-links 5,4,4,5`` as a tuple of whole numbers (the importer checks the values)."""
+    if text is None:
+        return None
+    parts = text.split(",")
+    if not all(part.strip().isdigit() and len(part.strip()) <= 4 for part in parts):
+        raise _UsageError(f"--nvswitch-links {text!r}: expected whole numbers separated by commas, such as 5,4,4,5")
+    return tuple(int(part) for part in parts)
 
 
 def _import(args) -> None:
@@ -868,9 +888,12 @@ def _import(args) -> None:
             raise _UsageError(f"{args.file}: nvidia-smi topo -m does not name the GPU model: expected "
                               f"--gpu MODEL such as 'Tesla V100-SXM2-16GB' or v100-sxm2")
         nic = {} if args.nic_link is None else {"nic_link": None if args.nic_link.lower() == "none" else args.nic_link}
+        like = "auto" if args.like is None else None if args.like.lower() == "none" else args.like
         try:
             G = topo.from_nvidia_smi(text, gpu=args.gpu, cpu=args.cpu, pcie=args.pcie, nvswitch=args.nvswitch,
-                                     nvswitches=args.nvswitches, socket_link=args.socket_link, **nic, **name)
+                                     nvswitches=args.nvswitches, nvswitch_links=_links_list(args.nvswitch_links),
+                                     socket_link=args.socket_link, like=like, hosts=args.hosts, **nic, **name,
+                                     **({} if args.max_devices is None else {"max_devices": args.max_devices}))
         except DgxTopoError as error:
             raise type(error)(f"{args.file}: {error}") from None
         what = "nvidia-smi topo -m"
@@ -879,7 +902,9 @@ def _import(args) -> None:
         pcie_origin = "rebuilt from the PIX/PXB/PHB classes"
     else:
         given = [option for option, value in (("--cpu", args.cpu), ("--nvswitch/--no-nvswitch", args.nvswitch),
-                                              ("--nvswitches", args.nvswitches), ("--nic-link", args.nic_link))
+                                              ("--nvswitches", args.nvswitches), ("--nic-link", args.nic_link),
+                                              ("--nvswitch-links", args.nvswitch_links), ("--like", args.like),
+                                              ("--hosts", args.hosts), ("--max-devices", args.max_devices))
                  if value is not None]
         if given:
             raise _UsageError(f"{', '.join(given)} appl{'ies' if len(given) == 1 else 'y'} to nvidia-smi text: "
@@ -906,7 +931,8 @@ def _import(args) -> None:
 def _export_arguments(parser) -> None:
     _system_option(parser, legacy=True)
     parser.add_argument("--format", choices=EXPORT_FORMATS, default="json",
-                        help="json (networkx node-link data with a format version; default) or graphml")
+                        help="json (networkx node-link data with a format version; default), graphml, or "
+                             "nccl-xml (NCCL's topology XML of host 0, what NCCL_TOPO_DUMP_FILE holds)")
     parser.add_argument("--out", required=True, metavar="FILE", help="file to write, replaced atomically")
     _json_option(parser, "a line: what was written, with its summary")
 
@@ -916,8 +942,8 @@ def _export(args) -> None:
 
     _check_out(args)
     G = _fabric(args, _named_system(args))
-    text = topo.to_json(G) if args.format == "json" else topo.to_graphml(G)
-    path = write_text_atomic(args.out, text)
+    write = {"json": topo.to_json, "graphml": topo.to_graphml, "nccl-xml": topo.to_nccl_xml}[args.format]
+    path = write_text_atomic(args.out, write(G))
     if args.json:
         _print_json(export_json(G, args.out, args.format, path.stat().st_size))
         return

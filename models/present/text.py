@@ -244,7 +244,8 @@ def import_summary(G, *, source: str, what: str, nvswitch_origin: str, pcie_orig
     for d in gpu_gpu:
         by_count[d.get("links", 1)] = by_count.get(d.get("links", 1), 0) + 1
     mix = ", ".join(f"{c} x NV{k}" for k, c in sorted(by_count.items(), reverse=True))
-    nics = [n for n, d in nodes.items() if d["kind"] == "nic"]
+    hosts = sorted({nodes[n].get("host", 0) for n in gpus})
+    nics = [n for n, d in nodes.items() if d["kind"] == "nic" and d.get("host", 0) == hosts[0]]
     ports = sorted({str(nodes[n]["port_link"]) for n in nics if nodes[n].get("port_link")})
     sockets = sum(1 for d in nodes.values() if d["kind"] == "cpu")
     pcie = sum(1 for d in nodes.values() if d["kind"] == "pcie_switch")
@@ -254,14 +255,19 @@ def import_summary(G, *, source: str, what: str, nvswitch_origin: str, pcie_orig
         nvswitches = f"{_plural(len(switches), 'NVSwitch', 'NVSwitches')} ({nvswitch_origin})"
     else:
         nvswitches = f"no NVSwitch ({nvswitch_origin})"
-    nic_text = _plural(len(nics), "NIC")
+    nic_text = _plural(len(nics), "NIC") + (" per host" if len(hosts) > 1 else "")
     if nics:
-        nic_text += f" ({', '.join(map(str, nics))}" + (f"; ports {', '.join(ports)})" if ports else "; no network port)")
+        nic_text += (f" ({', '.join(str(nodes[n].get('name', n)) for n in nics)}"
+                     + (f"; ports {', '.join(ports)})" if ports else "; no network port)"))
+    first = [n for n in gpus if nodes[n].get("host", 0) == hosts[0]]
+    ids = format_gpu_ids(nodes[n].get("index", 0) for n in first)
     text = (f"Imported {source} ({what}) as {G.graph.get('name', '?')}: "
             f"{_plural(len(gpus), 'GPU')} {', '.join(models)} "
-            f"(GPU ids {format_gpu_ids(nodes[n].get('index', 0) for n in gpus)}); {nvlink}; {nvswitches}; "
+            + (f"(GPU ids {ids}); " if len(hosts) == 1 else f"({len(hosts)} hosts of GPU ids {ids}); ")
+            + f"{nvlink}; {nvswitches}; "
             f"{_plural(pcie, 'PCIe switch', 'PCIe switches')} ({pcie_origin}); "
             f"{_plural(sockets, 'CPU socket')}; {nic_text}. "
+            + (f"{G.graph['inferred']}. " if G.graph.get("inferred") else "")
             + (f"Wrote {out}." if out is not None else "Nothing written (pass --out FILE to write the fabric)."))
     return textwrap.fill(text, 79, break_on_hyphens=False, break_long_words=False)
 
