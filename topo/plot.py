@@ -45,11 +45,12 @@ import plotly.graph_objects as go
 
 from .errors import DgxTopoError
 from .layout import CORE_KINDS, fabric_layout
+from .plot_style import blend, style_figure, text_colour
 from .schema import ATTRIBUTES, validate
 from .specs import LINKS
 from .units import to_GBps, to_us
 
-__all__ = ["fabric_figure", "link_class", "BANDWIDTH_COLORSCALE", "LOAD_COLORSCALE", "KIND_STYLE",
+__all__ = ["fabric_figure", "link_class", "label_side", "BANDWIDTH_COLORSCALE", "LOAD_COLORSCALE", "KIND_STYLE",
            "MAX_LABELLED"]
 
 #: Link colours by bandwidth (log scale): light (slow) to dark (fast).
@@ -403,24 +404,23 @@ def fabric_figure(G, *, pos=None, host_layer: bool = True, edge_values=None,
     paint = _Paint(G, pairs, color_range, edge_values, value_range, value_label, missing_label)
 
     fig = go.Figure()
-    _add_links(fig, G, pairs, _Router(pos, shown, core, unit), paint, unit, [pos[n] for n in shown], edge_text)
+    ends = _add_links(fig, G, pairs, _Router(pos, shown, core, unit), paint, unit, [pos[n] for n in shown],
+                      edge_text)
     labels = len(shown) <= MAX_LABELLED if labels is None else labels
     shrink = float(np.clip(math.sqrt(MAX_LABELLED / max(len(shown), 1)), 0.4, 1.0))
-    _add_nodes(fig, G, shown, pos, labels, shrink, None if highlight is None else set(highlight))
+    _add_nodes(fig, G, shown, pos, labels, shrink, None if highlight is None else set(highlight), ends)
     hosts = sorted({G.nodes[n]["host"] for n in gpu_nodes})
     if len(hosts) > 1:
         for h in hosts:
             members = np.array([pos[n] for n in shown if G.nodes[n].get("host") == h])
             fig.add_annotation(x=float(members[:, 0].mean()), y=float(members[:, 1].max() + 0.6 * unit),
                                text=f"host {h}", showarrow=False, font=dict(size=13))
-    fig.update_layout(
-        title=dict(text=title if title is not None else
-                   (f"{G.graph['name']} fabric" if G.graph.get("name") else "fabric")),
-        width=width, height=height if height is not None else _default_height(pos, shown),
-        hovermode="closest",
-        plot_bgcolor="white", paper_bgcolor="white", margin=dict(l=10, r=10, t=50, b=10),
-        legend=dict(orientation="h", yanchor="top", y=-0.02, xanchor="left", x=0.0),
-        xaxis=dict(visible=False), yaxis=dict(visible=False, scaleanchor="x", scaleratio=1))
+    style_figure(fig, title=title if title is not None else
+                 (f"{G.graph['name']} fabric" if G.graph.get("name") else "fabric"),
+                 width=width, height=height, default_height=_default_height(pos, shown),
+                 margin=dict(l=10, r=10, t=50, b=10))
+    fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.02, xanchor="left", x=0.0),
+                      xaxis=dict(visible=False), yaxis=dict(visible=False, scaleanchor="x", scaleratio=1))
     return fig
 
 
@@ -495,17 +495,23 @@ class _Paint:
                     colorbar=dict(title=dict(text=self.value_label), len=0.6))
 
 
-def _add_links(fig, G, pairs, router, paint, unit, node_points, edge_text) -> None:
-    """Line traces per link group, the ``link details`` hover points, the colour bar."""
+def _add_links(fig, G, pairs, router, paint, unit, node_points, edge_text) -> dict:
+    """Line traces per link group, the ``link details`` hover points, the colour bar; returns
+    the directions in which links leave each node (unit vectors), for placing its label."""
     groups = defaultdict(lambda: {"x": [], "y": []})
     style, kind, bandwidth = {}, {}, {}
     mid_x, mid_y, mid_color, mid_text = [], [], [], []
     taken = _Points(0.12 * unit)
     for p in node_points:
         taken.add(np.asarray(p, dtype=float))
+    ends = defaultdict(list)
     for u, v in pairs:
         key, name, colour, width, dash = paint.link(u, v)
         points = router.route(u, v)
+        for node, (a, b) in ((u, (points[0], points[1])), (v, (points[-1], points[-2]))):
+            step = np.asarray(b, dtype=float) - np.asarray(a, dtype=float)
+            if np.linalg.norm(step) > 0:
+                ends[node].append(step / np.linalg.norm(step))
         style.setdefault(key, (name, colour, width, dash))
         kind.setdefault(key, G.edges[u, v]["kind"])
         bandwidth.setdefault(key, G.edges[u, v]["bandwidth"])
@@ -545,10 +551,51 @@ def _add_links(fig, G, pairs, router, paint, unit, node_points, edge_text) -> No
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name="colour scale",
                                  marker=dict(color=[scale["cmin"]], showscale=True, **scale),
                                  hoverinfo="skip", showlegend=False))
+    return ends
 
 
-def _add_nodes(fig, G, shown, pos, labels, shrink, highlighted) -> None:
-    """One marker trace per node kind, GPUs last (on top)."""
+# Where a label may sit around its node (plotly's textposition) and the direction it lies in,
+# in order of preference: below first, as maps and schematics write them.
+_LABEL_SIDES = (("bottom center", (0.0, -1.0)), ("top center", (0.0, 1.0)), ("middle right", (1.0, 0.0)),
+                ("middle left", (-1.0, 0.0)), ("bottom right", (0.71, -0.71)), ("bottom left", (-0.71, -0.71)),
+                ("top right", (0.71, 0.71)), ("top left", (-0.71, 0.71)))
+_LABEL_CLEAR = math.radians(50)  # a side this far from every link leaving the node is clear
+
+
+def label_side(directions) -> str:
+    """The side of a node its label goes on: the first of below, above, right, left and the
+    diagonals that no link leaves the node towards (within 50 degrees), else the one furthest
+    from every link.
+
+    Parameters
+    ----------
+    directions : sequence of (dx, dy)
+        Unit vectors along the links leaving the node (y up).
+
+    Returns
+    -------
+    str
+        A plotly ``textposition``.
+
+    Examples
+    --------
+    >>> label_side([]), label_side([(0.0, -1.0)]), label_side([(0.0, -1.0), (0.0, 1.0)])
+    ('bottom center', 'top center', 'middle right')
+    """
+    best, best_angle = _LABEL_SIDES[0][0], -1.0
+    for side, vector in _LABEL_SIDES:
+        angle = min((math.acos(float(np.clip(np.dot(vector, d), -1.0, 1.0))) for d in directions), default=math.pi)
+        if angle >= _LABEL_CLEAR:
+            return side
+        if angle > best_angle:
+            best, best_angle = side, angle
+    return best
+
+
+def _add_nodes(fig, G, shown, pos, labels, shrink, highlighted, ends) -> None:
+    """One marker trace per node kind, GPUs last (on top). Labels inside a marker (GPU ids) are
+    dark or white by contrast with the marker as drawn (faded GPUs included); labels beside
+    one sit on a side no link leaves from (:func:`label_side`)."""
     kinds = sorted({G.nodes[n]["kind"] for n in shown},
                    key=lambda k: (k == "gpu", list(KIND_STYLE).index(k) if k in KIND_STYLE else len(KIND_STYLE), k))
     for kind in kinds:
@@ -561,8 +608,9 @@ def _add_nodes(fig, G, shown, pos, labels, shrink, highlighted) -> None:
             x=[float(pos[n][0]) for n in nodes], y=[float(pos[n][1]) for n in nodes],
             mode="markers+text" if labels else "markers", name=name,
             text=[_node_label(G, n) for n in nodes] if labels else None,
-            textposition="middle center" if inside else "bottom center",
-            textfont=dict(color="white" if inside else "#333333", size=12 if inside else 10),
+            textposition="middle center" if inside else [label_side(ends.get(n, ())) for n in nodes],
+            textfont=dict(color=[text_colour(blend(colour, o)) for o in opacity] if inside else "#333333",
+                          size=12 if inside else 10),
             marker=dict(symbol=symbol, size=size * shrink, color=colour, opacity=opacity,
                         line=dict(color="white", width=1.5)),
             hovertext=[_node_hover(G, n) for n in nodes], hovertemplate="%{hovertext}<extra></extra>"))
