@@ -20,7 +20,7 @@ Examples
 >>> axis_title("busbw", "GB/s"), time_unit(25.66), time_unit(0.004)
 ('busbw (GB/s)', ('s', 1.0), ('ms', 1000.0))
 >>> log_ticks(8.0, 6000.0)
-[10.0, 100.0, 1000.0]
+[1.0, 10.0, 100.0, 1000.0, 10000.0]
 >>> text_colour("#76b900"), text_colour("#08306b")
 ('#1a1a1a', 'white')
 """
@@ -137,10 +137,11 @@ def log_ticks(lo: float, hi: float, mantissas=None) -> list:
     Returns
     -------
     list of float
-        Ascending; at least two ticks whenever the range spans a decade.
+        Ascending, from the decade at or below ``lo`` to the one at or above ``hi`` (plotly
+        shows those inside the axis range, which pads the data).
 
-    >>> log_ticks(15, 800), log_ticks(10, 2e5)
-    ([20.0, 50.0, 100.0, 200.0, 500.0], [10.0, 100.0, 1000.0, 10000.0, 100000.0])
+    >>> log_ticks(15, 800), log_ticks(15, 2e5)
+    ([10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0], [10.0, 100.0, 1000.0, 10000.0, 100000.0, 1000000.0])
     """
     lo, hi = sorted((float(lo), float(hi)))
     if not (hi > 0 and math.isfinite(hi)):
@@ -148,13 +149,9 @@ def log_ticks(lo: float, hi: float, mantissas=None) -> list:
     lo = lo if lo > 0 else hi / 10
     if mantissas is None:
         mantissas = (1, 2, 5) if math.log10(hi / lo) <= 2.0 else (1,)
-    ticks = []
-    for exponent in range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1):
-        for m in mantissas:
-            t = float(m * 10.0 ** exponent)
-            if lo * (1 - 1e-9) <= t <= hi * (1 + 1e-9):
-                ticks.append(t)
-    return ticks
+    first, last = math.floor(math.log10(lo) + 1e-9), math.ceil(math.log10(hi) - 1e-9)
+    return [float(m * 10.0 ** e) for e in range(first, last + 1) for m in mantissas
+            if m * 10.0 ** e <= 10.0 ** last * (1 + 1e-9)]
 
 
 def _tick_text(value: float) -> str:
@@ -175,7 +172,7 @@ def log_axis(values) -> dict:
         ``type``, ``tickvals``, ``ticktext`` (for ``fig.update_xaxes``/``update_yaxes``).
 
     >>> log_axis([12.0, 180000.0])["ticktext"]
-    ['100', '1,000', '10,000', '100,000']
+    ['10', '100', '1,000', '10,000', '100,000', '1,000,000']
     """
     finite = [float(v) for v in values if v is not None and math.isfinite(float(v)) and float(v) > 0]
     ticks = log_ticks(min(finite), max(finite)) if finite else []

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import html
 import math
+import re
 
 import numpy as np
 import plotly.io as pio
@@ -26,6 +27,7 @@ from plotly.offline import get_plotlyjs
 
 from topo.errors import DgxTopoError
 from topo.plot import fabric_figure
+from topo.select import format_gpu_ids
 from topo.units import to_GBps, to_us
 from topo.version import __version__
 
@@ -66,7 +68,7 @@ def _table(rows) -> str:
                f"all_reduce busbw, GPUs 0-15, {size} (GB/s)",
                f"best GPU pair: all_reduce busbw at {size} (GB/s)",
                f"worst GPU pair: all_reduce busbw at {size} (GB/s)"]
-    lines = ["<div class='scroll'><table class='summary'>", "<thead><tr>" + "".join(f"<th>{_esc(h)}</th>" for h in headers)
+    lines = ["<div class='scroll'><table class='summary systems'>", "<thead><tr>" + "".join(f"<th>{_esc(h)}</th>" for h in headers)
              + "</tr></thead>", "<tbody>"]
     for r in rows:
         cells = [f"<b>{_esc(r.name)}</b><br><span class='muted'>{_esc(r.system)}</span>", r.gpus,
@@ -233,7 +235,7 @@ def _generations_section(gens, figures: _Figures) -> str:
              f"(NVLink SHARP: the reduction done in the NVSwitches) where the model has it.</p>"]
     headers = ["system", "GPU", "NVLink", "NVLink per GPU (GB/s)", "NVLink bisection (GB/s)",
                f"all_reduce busbw, {k} GPUs, {size}: NCCL's choice (GB/s)", "ring (GB/s)", "NVLS (GB/s)"]
-    lines = ["<div class='scroll'><table class='summary'>",
+    lines = ["<div class='scroll'><table class='summary generations'>",
              "<thead><tr>" + "".join(f"<th>{_esc(h)}</th>" for h in headers) + "</tr></thead>", "<tbody>"]
     for g in gens:
         auto = (f"{_gbps(g.busbw('auto'))}<br><span class='muted'>{_esc(_algo_at(g.auto))}</span>"
@@ -336,7 +338,7 @@ def _measured_collectives(m, figures: _Figures) -> list:
                  "all_gather and reduce_scatter above 64 KiB) is predicted, not fitted.</p>")
     headers = ["collective", "columns", "rows", "median |time error|", "max |time error|",
                "median |busbw error|", "max |busbw error|", "rows used in the fit", "suspect in the data"]
-    lines = ["<div class='scroll'><table class='summary errors'>",
+    lines = ["<div class='scroll'><table class='summary errors collectives'>",
              "<thead><tr>" + "".join(f"<th>{_esc(h)}</th>" for h in headers) + "</tr></thead>", "<tbody>"]
     for c in checks:
         if c.check is None:
@@ -442,7 +444,13 @@ def _pct(value) -> str:
     return "n/a" if value is None or not math.isfinite(value) else f"{100 * value:.0f}%"
 
 
-def _bounds_section(bounds, figures: _Figures) -> str:
+def _arrows(text: str) -> str:
+    """Escaped prose with every ``a->b`` kept on one line (a line break inside an arrow reads as
+    two words)."""
+    return re.sub(r"(\S*-&gt;\S*)", r"<span class='nowrap'>\1</span>", text)
+
+
+def _bounds_section(bounds, figures: _Figures, absent=()) -> str:
     size = format_bytes(BOUND_SIZE)
     parts = ["<section id='bounds'>", "<h2>NCCL against the optimum</h2>",
              f"<p>For every set of 2 or more GPUs of each system: NCCL's predicted all_reduce busbw at {size} "
@@ -469,17 +477,27 @@ def _bounds_section(bounds, figures: _Figures) -> str:
                  _esc("NVLink" if b.edge_kinds == ("nvlink",) else "all (NVLink, PCIe, CPU)"), b.nsets, len(b.sets),
                  _gbps(full.bound_busbw), f"{_gbps(full.nccl_busbw)}<br><span class='muted'>{_esc(full.algorithm)}</span>",
                  _pct(full.ratio), _pct(mean),
-                 f"{_pct(worst.ratio)}<br><span class='muted'>GPUs {_esc(','.join(map(str, worst.gpus)))}</span>"]
+                 f"{_pct(worst.ratio)}<br><span class='muted'>GPUs {_esc(format_gpu_ids(worst.gpus))}</span>"]
         lines.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     lines += ["</tbody>", "</table></div>"]
     parts.append("\n".join(lines))
     for b in bounds:
         if b.error:
             parts.append(figures.missing(f"{b.name}: NCCL against the optimum", b.error))
+    if absent:
+        parts.append(f"<p class='muted absent'>Not in this section: {_esc(', '.join(absent))}. Its GPUs span "
+                     "several hosts (the compute trays of a rack), and its GPU sets are too many to bound each "
+                     "class of them here; <code>dgxtopo bound --system NAME --gpus IDS</code> bounds any one set.</p>")
     if shown:
-        parts.append(figures.div(ratio_by_size_figure({b.name: b.by_size() for b in shown}), "bounds-ratio",
+        ratio = ratio_by_size_figure({b.name: b.by_size() for b in shown})
+        same = [f"{t.name} coincides with {t.hovertemplate.split('(coincides with ')[1].split(')')[0]}"
+                for t in ratio.data if "(coincides with " in t.hovertemplate]
+        parts.append(figures.div(ratio, "bounds-ratio",
                                  "Mean over the sets of each size (every set counted, symmetric ones "
-                                 "included); bars span the worst to the best set."))
+                                 "included); bars span the worst to the best set. The lines stand a little "
+                                 "apart at each size so that no bar hides another"
+                                 + (f"; lines that coincide are dashed, with other markers: {_esc('; '.join(same))}."
+                                    if same else ".")))
     worst = worst_sets(bounds)
     if worst:
         head = ["system", "GPUs", "sets like it", f"bound (GB/s)", "NCCL (GB/s)", "NCCL / bound", "what binds",
@@ -488,10 +506,10 @@ def _bounds_section(bounds, figures: _Figures) -> str:
         for w in worst:
             x = w.set
             rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in [
-                _esc(w.name), _esc(",".join(map(str, x.gpus))), x.count, _gbps(x.bound_busbw),
+                _esc(w.name), _esc(format_gpu_ids(x.gpus)), x.count, _gbps(x.bound_busbw),
                 f"{_gbps(x.nccl_busbw)}<br><span class='muted'>{_esc(x.algorithm)}</span>", _pct(x.ratio),
                 _esc(w.binds),
-                f"{_esc(w.explanation)}<details><summary>working</summary><pre>{_esc(w.working)}</pre></details>"])
+                f"{_arrows(_esc(w.explanation))}<details><summary>working</summary><pre>{_esc(w.working)}</pre></details>"])
                 + "</tr>")
         parts += [f"<h3>The worst sets</h3><p>The {len(worst)} lowest ratios (up to "
                   f"{max(len(b.worst) for b in bounds)} per system), lowest first. <i>links</i>: NCCL's "
@@ -618,7 +636,14 @@ h1 { margin-top: 24px; } h2 { border-bottom: 1px solid #ddd; padding-bottom: 4px
 table.summary { border-collapse: collapse; font-size: 14px; }
 table.summary th, table.summary td { border: 1px solid #ddd; padding: 4px 8px; text-align: right; }
 table.summary th { background: #f4f6f8; vertical-align: bottom; max-width: 140px; }
-table.summary td:first-child, table.summary td:nth-child(3) { text-align: left; }
+table.summary td:first-child { text-align: left; }
+table.systems td:nth-child(3), table.generations td:nth-child(2), table.generations td:nth-child(3),
+table.bounds td:nth-child(2), table.worst td:nth-child(2), table.worst td:nth-child(7),
+table.worst td:nth-child(8), table.training td:nth-child(2), table.training td:nth-child(9),
+table.training td:nth-child(10), table.gpus td:nth-child(7), table.collectives td:nth-child(2),
+table.collectives td:nth-child(8), table.collectives td:nth-child(9) { text-align: left; }
+table.worst td:nth-child(8) { min-width: 420px; }
+.nowrap { white-space: nowrap; }
 .muted { color: #666; font-size: 90%; }
 .grid { display: grid; grid-template-columns: repeat(2, minmax(0, 1fr)); gap: 12px; }
 @media (max-width: 1000px) { .grid { grid-template-columns: minmax(0, 1fr); } }
@@ -627,7 +652,7 @@ figure.missing { border: 1px dashed #bbb; padding: 12px; color: #555; }
 figcaption { color: #555; font-size: 90%; }
 table.errors td.err.ok { background: #e3f4e1; } table.errors td.err.fair { background: #fdf1d6; }
 table.errors td.err.poor { background: #f9dcdc; } table.errors td.na { color: #999; }
-table.errors td:nth-child(3) { text-align: right; } table.bysize { font-size: 12px; } table.bysize td, table.bysize th { padding: 2px 6px; }
+table.bysize { font-size: 12px; } table.bysize td, table.bysize th { padding: 2px 6px; }
 nav a { margin-right: 14px; }
 """
 
@@ -684,7 +709,9 @@ def render_report(analysis: ReportAnalysis) -> str:
     if analysis.measurement is not None:
         body.append(_measurement_section(analysis.measurement, figures))
     if analysis.bounds:
-        body.append(_bounds_section(analysis.bounds, figures))
+        bounded = {b.system for b in analysis.bounds}
+        body.append(_bounds_section(analysis.bounds, figures,
+                                    [a.row.name for a in analyses if a.row.system not in bounded]))
     if analysis.training is not None:
         body.append(_training_section(analysis.training, figures))
     body += [_system_section(a, figures, color_range) for a in analyses]
