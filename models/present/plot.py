@@ -106,7 +106,8 @@ def _matrix_figure(matrix, labels, text, hover, *, colorscale, colorbar, x_title
     fig.update_yaxes(title_text=y_title, type="category", autorange="reversed", showgrid=False)
     size = max(340, min(900, 110 + 44 * n))
     fig = _layout(fig, title, width, height, size)
-    fig.update_layout(margin=dict(t=100))
+    # The title at the top, clear of the x axis and its title, which stand above the matrix.
+    fig.update_layout(margin=dict(t=110), title=dict(y=1.0, yanchor="top", pad=dict(t=12)))
     return fig
 
 
