@@ -58,7 +58,8 @@ import plotly.graph_objects as go
 from .errors import DgxTopoError
 from .layout import CORE_KINDS, fabric_layout
 from .plot_style import blend, style_figure, text_colour
-from .schema import ATTRIBUTES, validate
+from .schema import ATTRIBUTES, gpus, validate
+from .select import format_gpu_ids
 from .specs import LINKS
 from .units import to_GBps, to_us
 
@@ -518,14 +519,14 @@ def _bundles(G, pairs, pos, paint, unit) -> list:
 
 
 def _ids(G, nodes, kind) -> str:
-    indices = sorted(G.nodes[n].get("index", 0) for n in nodes)
-    runs, start = [], 0
-    for i in range(1, len(indices) + 1):
-        if i == len(indices) or indices[i] != indices[i - 1] + 1:
-            run = indices[start:i]
-            runs.append(f"{run[0]}-{run[-1]}" if len(run) >= 3 else ",".join(map(str, run)))
-            start = i
-    return f"{kind} {','.join(runs)}"
+    """``"GPUs 0-7"``: GPUs by their id over the fabric (:func:`topo.gpus` order), other
+    nodes by index, as the CLI writes sets."""
+    if kind == "GPUs":
+        order = {g: i for i, g in enumerate(gpus(G))}
+        ids = sorted(order[n] for n in nodes)
+    else:
+        ids = sorted(G.nodes[n].get("index", 0) for n in nodes)
+    return f"{kind} {format_gpu_ids(ids)}"
 
 
 def _add_bundles(fig, G, bundles, pos, paint, ends) -> None:

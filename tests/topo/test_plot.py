@@ -218,6 +218,8 @@ def test_nvl72_opens_as_trays_and_switch_trays():
     G = topo.build("gb200nvl72")
     fig = fabric_figure(G)
     assert _bundle_links(fig) == [648, 648]  # each GPU column to the 18 chips: 1,296 links in two buses
+    assert [t.split("<br>")[1] for t in _trace(fig, "bundle details").hovertext] == [
+        "every one of GPUs 0-35 to every one of NVSwitches 0-17", "every one of GPUs 36-71 to every one of NVSwitches 0-17"]
     texts = {a.text for a in fig.layout.annotations}
     assert {f"compute tray {t}" for t in range(18)} | {f"switch tray {t}" for t in range(9)} <= texts
     assert len(fig.layout.shapes) == 18 + 9
