@@ -44,7 +44,14 @@ h1 { margin-top: 24px; } h2 { border-bottom: 1px solid #ddd; padding-bottom: 4px
 table.summary { border-collapse: collapse; font-size: 14px; }
 table.summary th, table.summary td { border: 1px solid #ddd; padding: 4px 8px; text-align: right; }
 table.summary th { background: #f4f6f8; vertical-align: bottom; max-width: 140px; }
-table.summary td:first-child, table.summary td:nth-child(3) { text-align: left; }
+table.summary td:first-child { text-align: left; }
+table.systems td:nth-child(3), table.generations td:nth-child(2), table.generations td:nth-child(3),
+table.bounds td:nth-child(2), table.worst td:nth-child(2), table.worst td:nth-child(7),
+table.worst td:nth-child(8), table.training td:nth-child(2), table.training td:nth-child(9),
+table.training td:nth-child(10), table.gpus td:nth-child(7), table.collectives td:nth-child(2),
+table.collectives td:nth-child(8), table.collectives td:nth-child(9) { text-align: left; }
+table.worst td:nth-child(8) { min-width: 420px; }
+.nowrap { white-space: nowrap; }
 .muted { color: #666; font-size: 90%; }
 .grid { display: grid; grid-template-columns: repeat(2, minmax(0, 1fr)); gap: 12px; }
 @media (max-width: 1000px) { .grid { grid-template-columns: minmax(0, 1fr); } }
@@ -53,7 +60,7 @@ figure.missing { border: 1px dashed #bbb; padding: 12px; color: #555; }
 figcaption { color: #555; font-size: 90%; }
 table.errors td.err.ok { background: #e3f4e1; } table.errors td.err.fair { background: #fdf1d6; }
 table.errors td.err.poor { background: #f9dcdc; } table.errors td.na { color: #999; }
-table.errors td:nth-child(3) { text-align: right; } table.bysize { font-size: 12px; } table.bysize td, table.bysize th { padding: 2px 6px; }
+table.bysize { font-size: 12px; } table.bysize td, table.bysize th { padding: 2px 6px; }
 nav a { margin-right: 14px; }
 pre { background: #f6f6f6; padding: .6em; overflow-x: auto; }
 """

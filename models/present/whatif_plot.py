@@ -22,6 +22,7 @@ import plotly.graph_objects as go
 
 from topo.errors import DgxTopoError
 from topo.plot import fabric_figure
+from topo.plot_style import axis_title, style_figure
 from topo.units import to_GBps, to_us
 
 from ..studies.whatif import Sweep
@@ -152,15 +153,11 @@ def sweep_figure(result: Sweep, *, top: int | None = 30, title: str | None = Non
         textposition="auto", hovertext=hover, hovertemplate="%{hovertext}<extra></extra>",
         marker=dict(color=loss, colorscale="Reds", cmin=0, cmax=max(max(loss), 1.0),
                     colorbar=dict(title=dict(text="busbw<br>loss (%)")))))
-    fig.update_xaxes(title_text="busbw loss (% of the baseline)", rangemode="tozero",
-                     gridcolor="#eeeeee")
+    fig.update_xaxes(title_text=axis_title("busbw loss", "% of the baseline"), rangemode="tozero")
     fig.update_yaxes(title_text="failed", type="category", autorange="reversed")
     heading = title if title is not None else (
         f"{result.fabric}, {result.collective} {format_bytes(result.nbytes)}: the "
         f"{len(shown)} worst of {len(result.rows)} failures (baseline busbw "
         f"{to_GBps(result.baseline_busbw):.1f} GB/s)")
-    fig.update_layout(title=dict(text=heading), width=width,
-                      height=height if height is not None else max(300, 90 + 22 * len(shown)),
-                      plot_bgcolor="white", paper_bgcolor="white",
-                      margin=dict(l=10, r=10, t=50, b=10))
-    return fig
+    return style_figure(fig, title=heading, width=width, height=height,
+                        default_height=max(300, 90 + 22 * len(shown)), margin=dict(l=10, r=10, t=50, b=10))

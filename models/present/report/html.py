@@ -19,11 +19,13 @@ is written by :mod:`models.present.report.write`.
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 
 from topo.errors import DgxTopoError
 from topo.plot import fabric_figure
+from topo.select import format_gpu_ids
 from topo.units import to_GBps, to_us
 from topo.version import __version__
 
@@ -65,7 +67,7 @@ def _table(rows) -> str:
                f"all_reduce busbw, GPUs 0-15, {size} (GB/s)",
                f"best GPU pair: all_reduce busbw at {size} (GB/s)",
                f"worst GPU pair: all_reduce busbw at {size} (GB/s)"]
-    lines = ["<div class='scroll'><table class='summary'>", "<thead><tr>" + "".join(f"<th>{escape(h)}</th>" for h in headers)
+    lines = ["<div class='scroll'><table class='summary systems'>", "<thead><tr>" + "".join(f"<th>{escape(h)}</th>" for h in headers)
              + "</tr></thead>", "<tbody>"]
     for r in rows:
         cells = [f"<b>{escape(r.name)}</b><br><span class='muted'>{escape(r.system)}</span>", r.gpus,
@@ -215,7 +217,7 @@ def _generations_section(gens, figures: FigureDivs) -> str:
              f"(NVLink SHARP: the reduction done in the NVSwitches) where the model has it.</p>"]
     headers = ["system", "GPU", "NVLink", "NVLink per GPU (GB/s)", "NVLink bisection (GB/s)",
                f"all_reduce busbw, {k} GPUs, {size}: NCCL's choice (GB/s)", "ring (GB/s)", "NVLS (GB/s)"]
-    lines = ["<div class='scroll'><table class='summary'>",
+    lines = ["<div class='scroll'><table class='summary generations'>",
              "<thead><tr>" + "".join(f"<th>{escape(h)}</th>" for h in headers) + "</tr></thead>", "<tbody>"]
     for g in gens:
         auto = (f"{_gbps(g.busbw('auto'))}<br><span class='muted'>{escape(_algo_at(g.auto))}</span>"
@@ -314,7 +316,7 @@ def _measured_collectives(m, figures: FigureDivs) -> list:
                  "all_gather and reduce_scatter above 64 KiB) is predicted, not fitted.</p>")
     headers = ["collective", "columns", "rows", "median |time error|", "max |time error|",
                "median |busbw error|", "max |busbw error|", "rows used in the fit", "suspect in the data"]
-    lines = ["<div class='scroll'><table class='summary errors'>",
+    lines = ["<div class='scroll'><table class='summary errors collectives'>",
              "<thead><tr>" + "".join(f"<th>{escape(h)}</th>" for h in headers) + "</tr></thead>", "<tbody>"]
     for c in checks:
         if c.check is None:
@@ -421,7 +423,13 @@ def _share(value) -> str:
     return format_percent(value, 0, missing="n/a")
 
 
-def _bounds_section(bounds, figures: FigureDivs) -> str:
+def _arrows(text: str) -> str:
+    """Escaped prose with every ``a->b`` kept on one line (a line break inside an arrow reads as
+    two words)."""
+    return re.sub(r"(\S*-&gt;\S*)", r"<span class='nowrap'>\1</span>", text)
+
+
+def _bounds_section(bounds, figures: FigureDivs, absent=()) -> str:
     size = format_bytes(BOUND_SIZE)
     parts = ["<section id='bounds'>", "<h2>NCCL against the optimum</h2>",
              f"<p>For every set of 2 or more GPUs of each system: NCCL's predicted all_reduce busbw at {size} "
@@ -448,17 +456,27 @@ def _bounds_section(bounds, figures: FigureDivs) -> str:
                  escape("NVLink" if b.edge_kinds == ("nvlink",) else "all (NVLink, PCIe, CPU)"), b.nsets, len(b.sets),
                  _gbps(full.bound_busbw), f"{_gbps(full.nccl_busbw)}<br><span class='muted'>{escape(full.algorithm)}</span>",
                  _share(full.ratio), _share(mean),
-                 f"{_share(worst.ratio)}<br><span class='muted'>GPUs {escape(','.join(map(str, worst.gpus)))}</span>"]
+                 f"{_share(worst.ratio)}<br><span class='muted'>GPUs {escape(format_gpu_ids(worst.gpus))}</span>"]
         lines.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     lines += ["</tbody>", "</table></div>"]
     parts.append("\n".join(lines))
     for b in bounds:
         if b.error:
             parts.append(figures.missing(f"{b.name}: NCCL against the optimum", b.error))
+    if absent:
+        parts.append(f"<p class='muted absent'>Not in this section: {escape(', '.join(absent))}. Its GPUs span "
+                     "several hosts (the compute trays of a rack), and its GPU sets are too many to bound each "
+                     "class of them here; <code>dgxtopo bound --system NAME --gpus IDS</code> bounds any one set.</p>")
     if shown:
-        parts.append(figures.div(ratio_by_size_figure({b.name: b.by_size() for b in shown}), "bounds-ratio",
+        ratio = ratio_by_size_figure({b.name: b.by_size() for b in shown})
+        same = [f"{t.name} coincides with {t.hovertemplate.split('(coincides with ')[1].split(')')[0]}"
+                for t in ratio.data if "(coincides with " in t.hovertemplate]
+        parts.append(figures.div(ratio, "bounds-ratio",
                                  "Mean over the sets of each size (every set counted, symmetric ones "
-                                 "included); bars span the worst to the best set."))
+                                 "included); bars span the worst to the best set. The lines stand a little "
+                                 "apart at each size so that no bar hides another"
+                                 + (f"; lines that coincide are dashed, with other markers: {escape('; '.join(same))}."
+                                    if same else ".")))
     worst = worst_sets(bounds)
     if worst:
         head = ["system", "GPUs", "sets like it", f"bound (GB/s)", "NCCL (GB/s)", "NCCL / bound", "what binds",
@@ -467,10 +485,10 @@ def _bounds_section(bounds, figures: FigureDivs) -> str:
         for w in worst:
             x = w.set
             rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in [
-                escape(w.name), escape(",".join(map(str, x.gpus))), x.count, _gbps(x.bound_busbw),
+                escape(w.name), escape(format_gpu_ids(x.gpus)), x.count, _gbps(x.bound_busbw),
                 f"{_gbps(x.nccl_busbw)}<br><span class='muted'>{escape(x.algorithm)}</span>", _share(x.ratio),
                 escape(w.binds),
-                f"{escape(w.explanation)}<details><summary>working</summary><pre>{escape(w.working)}</pre></details>"])
+                f"{_arrows(escape(w.explanation))}<details><summary>working</summary><pre>{escape(w.working)}</pre></details>"])
                 + "</tr>")
         parts += [f"<h3>The worst sets</h3><p>The {len(worst)} lowest ratios (up to "
                   f"{max(len(b.worst) for b in bounds)} per system), lowest first. <i>links</i>: NCCL's "
@@ -672,7 +690,9 @@ def render_report(analysis: ReportAnalysis) -> str:
     if analysis.measurement is not None:
         body.append(_measurement_section(analysis.measurement, figures))
     if analysis.bounds:
-        body.append(_bounds_section(analysis.bounds, figures))
+        bounded = {b.system for b in analysis.bounds}
+        body.append(_bounds_section(analysis.bounds, figures,
+                                    [a.row.name for a in analyses if a.row.system not in bounded]))
     if analysis.training is not None:
         body.append(_training_section(analysis.training, figures))
     if analysis.simulated:
