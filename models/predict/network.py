@@ -55,7 +55,6 @@ Examples
 from __future__ import annotations
 
 import math
-import weakref
 from dataclasses import dataclass
 
 from topo.cluster import network_nics
@@ -69,10 +68,6 @@ __all__ = ["NetworkLoad", "network_load", "PATTERNS"]
 
 #: The patterns whose connections are charged, by the algorithm that runs.
 PATTERNS = {"ring": "ring", "tree": "tree", "nvls_tree": "tree"}
-
-# Per fabric view: loads computed so far, by (pattern, GPUs, NICs of the channels).
-_LOADS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-
 
 @dataclass(frozen=True, slots=True)
 class NetworkLoad:
@@ -219,7 +214,7 @@ def network_load(fabric, search, pattern: str, gpus=None) -> NetworkLoad | None:
     if len(hosts_of_gpus) < 2:
         return None
     key = (pattern, gpus, nets, rate)
-    cache = _LOADS.setdefault(fabric, {})
+    cache = fabric.network_loads  # the view's, by (pattern, GPUs, NICs of the channels)
     if key not in cache:
         cache[key] = _charge(fabric, pattern, nets, rate, exits, hosts_of_gpus)
     return cache[key]

@@ -96,13 +96,14 @@ from topo.nvidia_smi import connection_matrix
 from topo.schema import validate
 from topo.select import select_gpus
 from topo.specs import LINKS
-from topo.symmetry import interchangeable_gpus
 from topo.units import GB, to_GBps, to_us, us
 
 from .maxflow import flow_matrix
 from .measure import LINK_CLASSES
+from ..engine.fabric import prepare
 from ..engine.nccl.profiles import nccl_profile
 from ..engine.nccl.system import nccl_capacity
+from ..engine.symmetry import host_copies
 from ..engine.routes import PathType, Route, Router, line_rate, route_bandwidth
 
 __all__ = [
@@ -640,96 +641,22 @@ def _fill(G, copies, achieved: bool) -> list:
 
 
 # -- symmetry: GPUs whose swap is an automorphism of the fabric give identical rows ---------
-def _classes(G, nodes) -> list:
+def _classes(symmetry, nodes) -> list:
     """Partition ``nodes`` into classes of interchangeable GPUs (positions into ``nodes``).
 
     Swapping two interchangeable GPUs is an automorphism of the attributed fabric, which
     leaves every routed, staged and max-flow figure unchanged; so one representative pair per
     pair of classes gives the whole matrix (DGX-2: GPUs sharing a PCIe leaf switch are
-    interchangeable, 8 classes of 2). See :func:`topo.interchangeable_gpus`.
+    interchangeable, 8 classes of 2). ``symmetry`` is the whole graph's
+    (:meth:`models.engine.symmetry.FabricSymmetry.graph`).
     """
     position = {n: i for i, n in enumerate(nodes)}
     classes = []
-    for members in interchangeable_gpus(G):
+    for members in symmetry.classes:
         chosen = [position[n] for n in members if n in position]
         if chosen:
             classes.append(chosen)
     return classes
-
-
-def _host_copies(G):
-    """The hosts of ``G`` grouped into classes of identical copies: a list of classes, each a
-    list of ``{place: node}`` per host (in host order), or None.
-
-    Hosts joined only through NVSwitch chips of no host (the 18 compute trays of a GB200 NVL72
-    on the rack's switch chips, host -1) that are copies of one another can be permuted: every
-    permutation within a class of identical hosts is an automorphism of the fabric, even when
-    another host differs (a what-if that damaged one tray). A pair's figures then depend only
-    on its GPUs' places within their hosts, their hosts' classes and whether the hosts are the
-    same, so the GPUs of two hosts per class give the whole matrix (on an NVL72, 28 pairs
-    instead of 5,112). A node's place in its host is its ``(kind, index)``. Checked exactly, in
-    time linear in the edges: the same places, the same attributes (but ``host``) and the same
-    edges (to the same places or the same shared nodes, with the same attributes). None when
-    there is nothing to gain (fewer than 3 hosts, no two hosts alike) or the hosts are joined
-    otherwise (a cluster's network).
-    """
-    hosts: dict = {}
-    place: dict = {}
-    for n, data in G.nodes(data=True):
-        h = data.get("host")
-        if isinstance(h, int) and h >= 0:
-            local = hosts.setdefault(h, {})
-            key = place[n] = (data.get("kind"), data.get("index"))
-            if key in local:
-                return None
-            local[key] = n
-    if len(hosts) < 3:  # nothing to gain over the interchangeable classes
-        return None
-    order = [hosts[h] for h in sorted(hosts)]
-    host_of = {n: i for i, local in enumerate(order) for n in local.values()}
-    kind = G.nodes
-    for n in host_of:
-        if any(v not in host_of and kind[v]["kind"] != "nvswitch" for v in _neighbours(G, n)):
-            return None
-
-    def same(x0, x, r, k):
-        """Whether node x of host k is node x0 of host r under the map of places."""
-        if {**kind[x0], "host": None} != {**kind[x], "host": None}:
-            return False
-        for adjacency in (G.adj, G.pred):
-            out0, out = adjacency[x0], adjacency[x]
-            if len(out0) != len(out):
-                return False
-            for y0, e0 in out0.items():
-                h = host_of.get(y0)
-                if h is None:
-                    y = y0
-                elif h == r:
-                    y = order[k][place[y0]]
-                else:
-                    return False  # an edge between two hosts
-                if out.get(y) != e0:
-                    return False
-        return True
-
-    classes: list = []  # per class: the host numbers (positions in ``order``)
-    for k, local in enumerate(order):
-        for members in classes:
-            r = members[0]
-            if local.keys() == order[r].keys() and all(same(order[r][m], local[m], r, k) for m in local):
-                members.append(k)
-                break
-        else:
-            classes.append([k])
-    if all(len(members) == 1 for members in classes):
-        return None
-    return [[order[k] for k in members] for members in classes]
-
-
-def _neighbours(G, n):
-    """Successors and predecessors of ``n``."""
-    yield from G.adj[n]
-    yield from G.pred[n]
 
 
 def _peer_access(p2p) -> bool:
@@ -751,17 +678,20 @@ class _Pair:
 class _Table:
     """Per-pair figures for a GPU selection, computed once per pair of symmetry classes."""
 
-    def __init__(self, G, nodes, *, p2p: bool = True, symmetry: bool = True):
+    def __init__(self, G, nodes, *, p2p: bool = True, symmetry=None):
+        """``symmetry``: the fabric's (:class:`models.engine.fabric.PreparedFabric`), or None to
+        compute every pair."""
         self.G = G
         self.nodes = nodes
         self.p2p = p2p
         self.router = Router(G)
-        copies = _host_copies(G) if symmetry else None
+        copies = host_copies(G) if symmetry is not None else None
         if copies is not None:
             self._by_host(nodes, copies)
             return
         self.host_of = None
-        classes = _classes(G, nodes) if symmetry else [[i] for i in range(len(nodes))]
+        classes = (_classes(symmetry.graph(), nodes) if symmetry is not None
+                   else [[i] for i in range(len(nodes))])
         self.index = np.empty(len(nodes), dtype=np.intp)
         for c, members in enumerate(classes):
             self.index[members] = c
@@ -771,7 +701,7 @@ class _Table:
         self._one_way: dict = {}
 
     def _by_host(self, nodes, classes) -> None:
-        """Representatives under host permutations (:func:`_host_copies`)."""
+        """Representatives under host permutations (:func:`models.engine.symmetry.host_copies`)."""
         where = {}
         for c, hosts in enumerate(classes):
             for i, local in enumerate(hosts):
@@ -982,7 +912,7 @@ def p2p_path(G, src: int, dst: int, *, p2p=True) -> P2PResult:
     peer = _peer_access(p2p)
     validate(G)
     (a,), (b,) = select_gpus(G, [src]), select_gpus(G, [dst])
-    table = _Table(G, [a, b] if a != b else [a], p2p=peer, symmetry=False)
+    table = _Table(G, [a, b] if a != b else [a], p2p=peer)
     host = G.nodes[a]["host"]
     if a == b:
         smi = "X"
@@ -1054,8 +984,9 @@ def p2p_matrix(G, gpus=None, *, mode: str = "route", bidirectional: bool = False
     """
     peer = _peer_access(p2p)
     _check_mode(mode, peer)
-    validate(G)
-    table = _Table(G, select_gpus(G, gpus), p2p=peer)
+    fabric = prepare(G)
+    G = fabric.G
+    table = _Table(G, select_gpus(G, gpus), p2p=peer, symmetry=fabric.symmetry)
     return _bandwidth(table, mode, bidirectional, achieved)
 
 
@@ -1105,8 +1036,9 @@ def p2p_latency_matrix(G, gpus=None, *, p2p=True) -> np.ndarray:
     array([ 1.4 , 16.91, 17.01])
     """
     peer = _peer_access(p2p)
-    validate(G)
-    return _Table(G, select_gpus(G, gpus), p2p=peer).latency()
+    fabric = prepare(G)
+    G = fabric.G
+    return _Table(G, select_gpus(G, gpus), p2p=peer, symmetry=fabric.symmetry).latency()
 
 
 def path_type_matrix(G, gpus=None, *, p2p=True) -> np.ndarray:
@@ -1133,8 +1065,9 @@ def path_type_matrix(G, gpus=None, *, p2p=True) -> np.ndarray:
     ['LOC', 'PIX', 'PHB']
     """
     peer = _peer_access(p2p)
-    validate(G)
-    return _Table(G, select_gpus(G, gpus), p2p=peer).path_types()
+    fabric = prepare(G)
+    G = fabric.G
+    return _Table(G, select_gpus(G, gpus), p2p=peer, symmetry=fabric.symmetry).path_types()
 
 
 @dataclass(frozen=True, slots=True)
@@ -1223,11 +1156,12 @@ def p2p_report(G, gpus=None, *, mode: str = "route", p2p="enabled") -> P2PReport
     """
     peer = _peer_access(p2p)
     _check_mode(mode, peer)
-    validate(G)
+    fabric = prepare(G)
+    G = fabric.G
     nodes = select_gpus(G, gpus)
     position = {n: i for i, n in enumerate(select_gpus(G))}
     ids = tuple(position[n] for n in nodes)
-    table = _Table(G, nodes, p2p=peer)
+    table = _Table(G, nodes, p2p=peer, symmetry=fabric.symmetry)
     matrices = [_bandwidth(table, mode, b, True) for b in (False, True)]
     for m in matrices:
         m.setflags(write=False)

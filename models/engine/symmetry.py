@@ -1,0 +1,421 @@
+"""THE GPU-set key: which GPU sets of a fabric give the same answer, so that one is computed.
+
+Two GPU sets are *equivalent* when a symmetry of the fabric maps one onto the other; a model
+whose answer depends only on the fabric's structure then gives both the same answer, and
+computes it once. Everything in :mod:`models` that shares work between GPU sets uses the keys of
+this module, held by :class:`models.engine.fabric.PreparedFabric` (``fabric.symmetry``); the
+graph-level primitives are :func:`topo.interchangeable_gpus` (GPUs that swap freely) and
+:func:`topo.gpu_automorphisms` (maps that move GPUs).
+
+**The key** (:class:`GpuSymmetry`): within a class of interchangeable GPUs every permutation is
+an automorphism, and an automorphism maps classes onto classes; so a set is described by how many
+of its GPUs lie in each class (its *count vector*), and two sets are equivalent when some
+automorphism takes one count vector to the other. The key is the smallest image of the count
+vector over the automorphisms found (and the class of a root GPU, for rooted collectives). Equal
+keys always mean equivalent sets; an automorphism search that stopped early only leaves some
+equivalent sets with different keys (more work, never a wrong answer).
+
+**What the symmetry is of** must be what the model reads, and nothing less:
+
+* :meth:`FabricSymmetry.nccl` keys NCCL's estimates. On one host it is the symmetry of the
+  *support* of NCCL's paths between the fabric's GPUs (the edges its channels can cross, NVB
+  relays included): links no path uses cannot change an estimate. The old planner rule (on
+  NVSwitch hosts, NVLink edges only and no automorphisms) is wrong where a GPU has lost its
+  NVLinks: its paths then cross the PCIe tree, which the rule ignored, so it keyed GPU 3 with
+  GPU 0 (one PCIe switch) and with GPU 4 (the other socket) alike.
+* On a cluster (:class:`ClusterSymmetry`), the hosts whose swap is an automorphism of the whole
+  cluster (:func:`host_classes`: the same parts and links, the same network ports) are
+  interchangeable, and within a host the symmetry of the host with its network ports pinned
+  applies: a set is keyed by the sorted (host class, local key) of its hosts.
+* :meth:`FabricSymmetry.graph` keys the bounds: the whole graph (or its edges of some kinds).
+* :meth:`FabricSymmetry.both` keys a section that shows both (the report's bound vs NCCL).
+
+Counting before enumerating: :meth:`GpuSymmetry.count` counts the count vectors of k-GPU sets
+(closed form, an upper bound of the classes where automorphisms merge some), and
+:meth:`GpuSymmetry.set_classes` refuses at once, with :class:`SymmetryLimitError` naming the
+keyword, work beyond its ``max_classes``.
+
+Examples
+--------
+>>> import topo
+>>> from models.engine.fabric import PreparedFabric
+>>> sym = PreparedFabric(topo.dgx2()).symmetry.nccl("all_reduce")
+>>> [len(c) for c in sym.classes], sym.key(["gpu0", "gpu1"]) == sym.key(["gpu0", "gpu7"])
+([8, 8], True)
+>>> sym.count(2), len(sym.set_classes([2]))
+(3, 3)
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from types import MappingProxyType
+
+from topo.errors import DgxTopoError
+from topo.schema import gpus as gpu_nodes_of
+from topo.symmetry import gpu_automorphisms, interchangeable_gpus
+
+__all__ = ["GpuSymmetry", "ClusterSymmetry", "FabricSymmetry", "SymmetryLimitError", "host_classes",
+           "host_copies", "MAX_SET_CLASSES"]
+
+#: Default limit of the GPU-set classes one call enumerates (:meth:`GpuSymmetry.set_classes`,
+#: keyword ``max_classes``): each class is an estimate or a bound to compute.
+MAX_SET_CLASSES = 5000
+
+
+class SymmetryLimitError(DgxTopoError):
+    """More GPU-set classes than the caller's limit. ``keyword`` names the argument that raises
+    it (the CLI maps it to its option)."""
+
+    def __init__(self, message: str, *, keyword: str, size: int, limit: int):
+        super().__init__(message)
+        self.keyword, self.size, self.limit = keyword, size, limit
+
+
+class GpuSymmetry:
+    """The symmetry of one scope: classes of interchangeable GPUs and automorphisms.
+
+    Parameters
+    ----------
+    S : networkx.DiGraph
+        The scope: a fabric, its support, a host with pinned ports.
+    edge_kinds : iterable of str, optional
+        Only edges of these kinds make GPUs distinct (bounds over NVLink only).
+
+    Attributes
+    ----------
+    gpus : tuple
+        The scope's GPU nodes, in GPU order.
+    classes : tuple of tuple
+        Interchangeable GPUs, in GPU order.
+    maps : tuple of dict
+        Automorphisms as GPU maps, identity first.
+    """
+
+    def __init__(self, S=None, *, edge_kinds=None, _parts=None):
+        if _parts is not None:
+            self.gpus, self.classes, self.maps = _parts
+        else:
+            self.gpus = tuple(gpu_nodes_of(S))
+            self.classes = tuple(tuple(c) for c in interchangeable_gpus(S, edge_kinds=edge_kinds))
+            self.maps = tuple(gpu_automorphisms(S))
+        self.class_of = MappingProxyType({g: c for c, members in enumerate(self.classes) for g in members})
+        # Each automorphism permutes the classes: class c goes to class perm[c].
+        perms = {tuple(self.class_of[m[members[0]]] for members in self.classes) for m in self.maps}
+        identity = tuple(range(len(self.classes)))
+        self.perms = (identity,) + tuple(sorted(perms - {identity}))
+
+    def key(self, nodes, root=None) -> tuple:
+        """The canonical key of a GPU set (and of its root GPU, for broadcast and reduce)."""
+        counts = [0] * len(self.classes)
+        for g in nodes:
+            counts[self.class_of[g]] += 1
+        rooted = None if root is None else self.class_of[root]
+        best = None
+        for perm in self.perms:
+            image = [0] * len(counts)
+            for c, x in enumerate(counts):
+                image[perm[c]] = x
+            candidate = (tuple(image), None if rooted is None else perm[rooted])
+            if best is None or candidate < best:
+                best = candidate
+        return best
+
+    def count(self, k: int) -> int:
+        """Count vectors of k-GPU sets: the classes' number without automorphisms (exact where
+        there are none, else an upper bound), computed without listing them."""
+        ways = [1] + [0] * k  # ways[j]: count vectors of j GPUs over the classes so far
+        for members in self.classes:
+            ways = [sum(ways[j - x] for x in range(min(len(members), j) + 1)) for j in range(k + 1)]
+        return ways[k]
+
+    def meet(self, other: "GpuSymmetry") -> "GpuSymmetry":
+        """The symmetries two scopes share (a key of both answers): GPUs interchangeable in both,
+        automorphisms of both."""
+        classes: dict = {}
+        for g in self.gpus:
+            classes.setdefault((self.class_of[g], other.class_of[g]), []).append(g)
+        maps = [m for m in self.maps if m in other.maps]
+        return GpuSymmetry(_parts=(self.gpus, tuple(tuple(c) for c in classes.values()), tuple(maps)))
+
+    def set_classes(self, sizes, *, max_classes: int | None = MAX_SET_CLASSES) -> dict:
+        """Every GPU set of the given sizes, grouped into classes, without listing the sets.
+
+        Returns
+        -------
+        dict
+            Representative (GPU positions in :attr:`gpus`, the class's first set in
+            ``itertools.combinations`` order) -> number of sets in the class, by size.
+
+        Raises
+        ------
+        SymmetryLimitError
+            When the count vectors (:meth:`count`) exceed ``max_classes``, before any is listed.
+        """
+        sizes = list(sizes)
+        total = sum(self.count(k) for k in sizes)
+        if max_classes is not None and total > max_classes:
+            raise SymmetryLimitError(
+                f"GPU sets of {', '.join(map(str, sizes))} GPUs fall into up to {total:,} symmetry classes "
+                f"({len(self.gpus)} GPUs in {len(self.classes)} classes of interchangeable GPUs), more "
+                f"than max_classes={max_classes:,}: raise max_classes", keyword="max_classes",
+                size=total, limit=max_classes)
+        position = {g: i for i, g in enumerate(self.gpus)}
+        members = [sorted(position[g] for g in c) for c in self.classes]
+        out: dict = {}
+        for k in sizes:
+            found: dict = {}
+            for vector in _vectors([len(m) for m in members], k):
+                rep = tuple(sorted(g for x, m in zip(vector, members) for g in m[:x]))
+                sets = math.prod(math.comb(len(m), x) for x, m in zip(vector, members))
+                key = self.key([self.gpus[i] for i in rep])
+                if key in found:
+                    first, n = found[key]
+                    found[key] = (min(first, rep), n + sets)
+                else:
+                    found[key] = (rep, sets)
+            out.update(sorted(found.values()))
+        return out
+
+
+def _vectors(sizes, k):
+    """Count vectors: ``x[c]`` GPUs of class c (0..sizes[c]), summing to k."""
+    if not sizes:
+        if k == 0:
+            yield ()
+        return
+    for x in range(min(k, sizes[0]) + 1):
+        for rest in _vectors(sizes[1:], k - x):
+            yield (x,) + rest
+
+
+# ------------------------------------------------------------------------------ hosts
+def _place(n) -> str:
+    """A node's place within its host: its name without the host prefix (``h3.gpu0`` ->
+    ``gpu0``), as :func:`topo.cluster` names the copies."""
+    return str(n).split(".", 1)[-1]
+
+
+def _attributes(data) -> tuple:
+    return tuple(sorted(((k, repr(v)) for k, v in data.items() if k != "host")))
+
+
+def host_classes(G, marked=frozenset()) -> list:
+    """The hosts of ``G`` grouped into classes whose swaps are automorphisms of the whole fabric.
+
+    A host is its nodes with a non-negative ``host``; two hosts swap when they hold the same
+    places (:func:`_place`) with the same attributes (but ``host``) and the same edges, to the
+    same places of their own host or to the same node outside (a network switch, a rack's
+    NVSwitch chip), and the same nodes are ``marked`` (a job's GPUs). Linear in the edges.
+
+    Returns
+    -------
+    list of list of int
+        Host numbers, each class in host order, classes by first host.
+    """
+    host_of = {n: h for n, h in G.nodes(data="host") if isinstance(h, int) and h >= 0}
+    nodes_of: dict = {}
+    for n, h in host_of.items():
+        nodes_of.setdefault(h, []).append(n)
+    signature: dict = {}
+    for h, nodes in nodes_of.items():
+        parts = []
+        for n in nodes:
+            def far(w):
+                return ("local", _place(w)) if host_of.get(w) == h else ("outside", str(w))
+            out = sorted((far(w), _attributes(d)) for w, d in G.adj[n].items())
+            into = sorted((far(w), _attributes(d)) for w, d in G.pred[n].items())
+            parts.append((_place(n), _attributes(G.nodes[n]), n in marked, tuple(out), tuple(into)))
+        signature.setdefault(tuple(sorted(parts)), []).append(h)
+    return sorted((sorted(hosts) for hosts in signature.values()), key=lambda c: c[0])
+
+
+def host_copies(G):
+    """The hosts of ``G`` grouped into classes of identical copies: a list of classes, each a
+    list of ``{place: node}`` per host (in host order), or None.
+
+    Hosts joined only through NVSwitch chips of no host (the 18 compute trays of a GB200 NVL72
+    on the rack's switch chips, host -1) that are copies of one another can be permuted: every
+    permutation within a class of identical hosts is an automorphism of the fabric, even when
+    another host differs (a what-if that damaged one tray). A pair's figures then depend only
+    on its GPUs' places within their hosts, their hosts' classes and whether the hosts are the
+    same, so the GPUs of two hosts per class give the whole matrix (on an NVL72, 28 pairs
+    instead of 5,112). A node's place in its host is its ``(kind, index)``. Checked exactly, in
+    time linear in the edges: the same places, the same attributes (but ``host``) and the same
+    edges (to the same places or the same shared nodes, with the same attributes). None when
+    there is nothing to gain (fewer than 3 hosts, no two hosts alike) or the hosts are joined
+    otherwise (a cluster's network).
+    """
+    hosts: dict = {}
+    place: dict = {}
+    for n, data in G.nodes(data=True):
+        h = data.get("host")
+        if isinstance(h, int) and h >= 0:
+            local = hosts.setdefault(h, {})
+            key = place[n] = (data.get("kind"), data.get("index"))
+            if key in local:
+                return None
+            local[key] = n
+    if len(hosts) < 3:  # nothing to gain over the interchangeable classes
+        return None
+    order = [hosts[h] for h in sorted(hosts)]
+    host_of = {n: i for i, local in enumerate(order) for n in local.values()}
+    kind = G.nodes
+    for n in host_of:
+        if any(v not in host_of and kind[v]["kind"] != "nvswitch" for v in _neighbours(G, n)):
+            return None
+
+    def same(x0, x, r, k):
+        """Whether node x of host k is node x0 of host r under the map of places."""
+        if {**kind[x0], "host": None} != {**kind[x], "host": None}:
+            return False
+        for adjacency in (G.adj, G.pred):
+            out0, out = adjacency[x0], adjacency[x]
+            if len(out0) != len(out):
+                return False
+            for y0, e0 in out0.items():
+                h = host_of.get(y0)
+                if h is None:
+                    y = y0
+                elif h == r:
+                    y = order[k][place[y0]]
+                else:
+                    return False  # an edge between two hosts
+                if out.get(y) != e0:
+                    return False
+        return True
+
+    classes: list = []  # per class: the host numbers (positions in ``order``)
+    for k, local in enumerate(order):
+        for members in classes:
+            r = members[0]
+            if local.keys() == order[r].keys() and all(same(order[r][m], local[m], r, k) for m in local):
+                members.append(k)
+                break
+        else:
+            classes.append([k])
+    if all(len(members) == 1 for members in classes):
+        return None
+    return [[order[k] for k in members] for members in classes]
+
+
+def _neighbours(G, n):
+    """Successors and predecessors of ``n``."""
+    yield from G.adj[n]
+    yield from G.pred[n]
+
+
+
+def _neighbours(G, n):
+    """Successors and predecessors of ``n``."""
+    yield from G.adj[n]
+    yield from G.pred[n]
+
+
+class ClusterSymmetry:
+    """The GPU-set key of a cluster: hosts that swap (:func:`host_classes`), and within a host
+    the symmetry of the host with its outside neighbours pinned (kept in place).
+
+    Attributes
+    ----------
+    host_class : dict
+        Host number -> class number.
+    """
+
+    def __init__(self, G, marked=frozenset()):
+        self.G = G
+        classes = host_classes(G, marked)
+        self.host_class = {h: c for c, hosts in enumerate(classes) for h in hosts}
+        self._representative = [hosts[0] for hosts in classes]
+        self._local: dict = {}
+        self._names: dict = {}
+        self.host = {g: G.nodes[g]["host"] for g in gpu_nodes_of(G)}
+
+    def local(self, c: int) -> GpuSymmetry:
+        """The symmetry within a host of class ``c`` (its representative, ports pinned)."""
+        if c not in self._local:
+            G, host = self.G, self._representative[c]
+            nodes = [n for n, h in G.nodes(data="host") if h == host]
+            outside = {w for n in nodes for w in (*G.adj[n], *G.pred[n])} - set(nodes)
+            H = G.subgraph([*nodes, *outside]).copy()
+            for w in outside:  # pinned: no automorphism moves a node outside the host
+                H.nodes[w]["model"] = f"pinned {w}"
+            H.remove_edges_from([(u, v) for u, v in list(H.edges) if u in outside and v in outside])
+            self._local[c] = GpuSymmetry(H)
+            self._names[c] = {_place(g): g for g in gpu_nodes_of(H)}
+        return self._local[c]
+
+    def key(self, nodes, root=None) -> tuple:
+        """``("hosts", sorted (host class, local key) per host)`` (and the root's)."""
+        by_host: dict = {}
+        for g in nodes:
+            by_host.setdefault(self.host[g], []).append(g)
+        shapes = []
+        for h, members in by_host.items():
+            c = self.host_class[h]
+            local = self.local(c)
+            names = self._names[c]
+            mapped = [names[_place(g)] for g in members]
+            r = names[_place(root)] if root is not None and root in members else None
+            shapes.append((c, local.key(mapped, r), r is not None))
+        return ("hosts",) + tuple(sorted(shapes))
+
+
+class FabricSymmetry:
+    """Every GPU-set key of one fabric, each built on first use (module docstring).
+
+    Parameters
+    ----------
+    G : networkx.DiGraph
+    system : models.engine.nccl.system.NcclSystem
+        NCCL's view of ``G`` (its hops give the support of NCCL's paths).
+    """
+
+    def __init__(self, G, system):
+        self.G = G
+        self.system = system
+        self._scopes: dict = {}
+
+    def _scope(self, key, build):
+        if key not in self._scopes:
+            self._scopes[key] = build()
+        return self._scopes[key]
+
+    @property
+    def hosts(self) -> int:
+        return len({self.G.nodes[g]["host"] for g in gpu_nodes_of(self.G)})
+
+    def nccl(self, collective: str | None = None, *, network: bool = True):
+        """The key of NCCL's estimates: :class:`ClusterSymmetry` for a collective of NCCL's
+        channels on a cluster (``network=True``), else the symmetry of the support of NCCL's
+        paths (point-to-point collectives: alltoall, sendrecv)."""
+        if self.hosts > 1 and network:
+            return self._scope("cluster", lambda: ClusterSymmetry(self.G))
+        return self._scope("support", lambda: GpuSymmetry(self._support()))
+
+    def graph(self, edge_kinds=None) -> GpuSymmetry:
+        """The key of answers that read the whole graph (or its edges of ``edge_kinds``): the
+        bounds."""
+        kinds = None if edge_kinds is None else tuple(sorted(edge_kinds))
+        return self._scope(("graph", kinds), lambda: GpuSymmetry(self.G, edge_kinds=kinds))
+
+    def both(self, edge_kinds=None) -> GpuSymmetry:
+        """The key of a pair of answers, a bound and NCCL's estimate (single host)."""
+        kinds = None if edge_kinds is None else tuple(sorted(edge_kinds))
+        return self._scope(("both", kinds), lambda: self.graph(kinds).meet(self.nccl(network=False)))
+
+    def _support(self):
+        """The fabric restricted to the edges NCCL's paths between its GPUs use."""
+        G, system = self.G, self.system
+        gpu_nodes = gpu_nodes_of(G)
+        members = set(gpu_nodes)
+        support = set()
+        for a, b in itertools.permutations(gpu_nodes, 2):
+            for (u, v), _ in system.hop(a, b, ())[1]:  # PCIe / switch / direct
+                support.add((u, v))
+            for (u, v), _ in system.hop(a, b, members)[1]:  # with NVB relays
+                support.add((u, v))
+        S = G.edge_subgraph(support | {(v, u) for u, v in support}).copy()
+        S.add_nodes_from((g, G.nodes[g]) for g in gpu_nodes)
+        return S
