@@ -27,7 +27,8 @@ from networkx.algorithms.isomorphism import DiGraphMatcher
 
 from .schema import gpus
 
-__all__ = ["interchangeable_gpus", "gpu_automorphisms", "AUTOMORPHISM_STEPS"]
+__all__ = ["interchangeable_gpus", "interchangeable_nodes", "gpu_automorphisms", "colour_refinement",
+           "AUTOMORPHISM_STEPS"]
 
 # What a swap must preserve: node attributes (not the index, which is only a name) and edges.
 # Socket and baseboard are labels of where a part sits; the edges already say it.
@@ -43,36 +44,80 @@ def _node(data) -> tuple:
     return tuple(data.get(k) for k in _NODE_KEYS)
 
 
-def _swappable(G, u, v, edge_kinds) -> bool:
-    if _node(G.nodes[u]) != _node(G.nodes[v]):
+def _profile(G, x, others, kinds) -> tuple:
+    """``x``'s edges (out, in) to every node but ``others``, by neighbour."""
+    out = {w: _edge(d) for w, d in G.adj[x].items()
+           if w not in others and (kinds is None or d["kind"] in kinds)}
+    into = {w: _edge(d) for w, d in G.pred[x].items()
+            if w not in others and (kinds is None or d["kind"] in kinds)}
+    return out, into
+
+
+def _swappable(G, u, v, kinds) -> bool:
+    """Whether the transposition of ``u`` and ``v`` is an automorphism (over edges of ``kinds``):
+    the same links to every other node, and the links between them the same both ways."""
+    if _profile(G, u, (u, v), kinds) != _profile(G, v, (u, v), kinds):
         return False
-
-    def profile(x):
-        out = {w: _edge(d) for w, d in G.adj[x].items()
-               if w not in (u, v) and (edge_kinds is None or d["kind"] in edge_kinds)}
-        into = {w: _edge(d) for w, d in G.pred[x].items()
-                if w not in (u, v) and (edge_kinds is None or d["kind"] in edge_kinds)}
-        return out, into
-
-    return profile(u) == profile(v)
+    uv, vu = G.adj[u].get(v), G.adj[v].get(u)
+    if kinds is not None:
+        uv = uv if uv is not None and uv["kind"] in kinds else None
+        vu = vu if vu is not None and vu["kind"] in kinds else None
+    return (uv is None) == (vu is None) and (uv is None or _edge(uv) == _edge(vu))
 
 
-def _neighbourhood(G, x, kinds) -> tuple:
-    """What a GPU links to outside the GPUs, as a hashable bucket key: two interchangeable GPUs
-    have the same (their links to other GPUs are compared pairwise)."""
+def _bucket(G, x, kinds, label) -> tuple:
+    """What a node links to outside its own label, as a hashable key: two interchangeable nodes
+    have the same (their links to nodes of their label are compared pairwise)."""
+    own = label(x)
     out = sorted((str(w), _edge(d)) for w, d in G.adj[x].items()
-                 if G.nodes[w]["kind"] != "gpu" and (kinds is None or d["kind"] in kinds))
+                 if label(w) != own and (kinds is None or d["kind"] in kinds))
     into = sorted((str(w), _edge(d)) for w, d in G.pred[x].items()
-                  if G.nodes[w]["kind"] != "gpu" and (kinds is None or d["kind"] in kinds))
-    return _node(G.nodes[x]), tuple(out), tuple(into)
+                  if label(w) != own and (kinds is None or d["kind"] in kinds))
+    return repr(own), tuple(out), tuple(into)
+
+
+def interchangeable_nodes(G, nodes, *, label=None, edge_kinds=None) -> list:
+    """Classes of interchangeable nodes among ``nodes``, in their order.
+
+    Two nodes are interchangeable (*twins*) when swapping them maps the fabric onto itself: the
+    same label and the same links (kind, count, bandwidth, technology) to every other node, and
+    the links between them the same both ways. Every permutation within a class is then an
+    automorphism. Nodes are first bucketed by what they link to outside their label (linear in
+    the edges), then compared pairwise within a bucket only.
+
+    Parameters
+    ----------
+    G : networkx.DiGraph
+    nodes : iterable of node ids
+    label : callable, optional
+        ``label(node)``: what a swap must keep (default: the node's kind, model, compute
+        capability and memory bandwidth; not its index, which is only a name).
+    edge_kinds : iterable of str, optional
+        Only edges of these kinds count.
+
+    Returns
+    -------
+    list of list
+    """
+    kinds = None if edge_kinds is None else set(edge_kinds)
+    label = label or (lambda n: _node(G.nodes[n]))
+    classes: list = []
+    buckets: dict = {}
+    for g in nodes:
+        bucket = buckets.setdefault(_bucket(G, g, kinds, label), [])
+        for members in bucket:
+            if all(_swappable(G, g, m, kinds) for m in members):
+                members.append(g)
+                break
+        else:
+            members = [g]
+            bucket.append(members)
+            classes.append(members)
+    return classes
 
 
 def interchangeable_gpus(G, *, edge_kinds=None) -> list:
-    """Classes of interchangeable GPUs, in GPU order.
-
-    GPUs are first bucketed by what they link to outside the GPUs (linear in the edges), then
-    compared pairwise within a bucket only, so a fabric without interchangeable GPUs (a PCIe
-    server, every GPU under its own switch) costs no pairwise work.
+    """Classes of interchangeable GPUs, in GPU order (:func:`interchangeable_nodes` of the GPUs).
 
     Parameters
     ----------
@@ -87,20 +132,7 @@ def interchangeable_gpus(G, *, edge_kinds=None) -> list:
     list of list
         GPU nodes; every GPU is in exactly one class.
     """
-    kinds = None if edge_kinds is None else set(edge_kinds)
-    classes: list = []
-    buckets: dict = {}
-    for g in gpus(G):
-        bucket = buckets.setdefault(_neighbourhood(G, g, kinds), [])
-        for members in bucket:
-            if all(_swappable(G, g, m, kinds) for m in members):
-                members.append(g)
-                break
-        else:
-            members = [g]
-            bucket.append(members)
-            classes.append(members)
-    return classes
+    return interchangeable_nodes(G, gpus(G), edge_kinds=edge_kinds)
 
 
 #: Default work limit of :func:`gpu_automorphisms`: candidate node pairs VF2 may try.
@@ -121,18 +153,33 @@ class _OutOfSteps(Exception):
     pass
 
 
-def _colours(G) -> dict:
-    """Colour refinement (1-WL) of the attributed fabric: node -> stable colour, a small int.
+def colour_refinement(G, node_label=None, edge_label=None) -> dict:
+    """Colour refinement (1-WL) of an attributed graph: node -> stable colour, a small int.
 
-    Colours are ranks of sorted signatures, so they do not depend on ``PYTHONHASHSEED`` or on
-    the order of the graph's nodes. Automorphisms map nodes onto nodes of the same colour.
+    Colours are ranks of sorted signatures, so they depend neither on ``PYTHONHASHSEED`` nor on
+    the order of the graph's nodes: the sorted colours of two isomorphic graphs are equal (a
+    certificate), and an isomorphism maps nodes onto nodes of the same colour.
+
+    Parameters
+    ----------
+    G : networkx.DiGraph
+    node_label, edge_label : callable, optional
+        ``node_label(node, data)`` and ``edge_label(u, v, data)``: what an isomorphism must keep
+        (default: the attributes a swap of GPUs must keep).
+
+    Returns
+    -------
+    dict
     """
+    node_label = node_label or (lambda n, d: _node(d))
+    edge_label = edge_label or (lambda u, v, d: _edge(d))
+
     def rank(labels):
         table = {label: i for i, label in enumerate(sorted(set(labels.values()), key=repr))}
         return {n: table[label] for n, label in labels.items()}
 
-    colour = rank({n: _node(d) for n, d in G.nodes(data=True)})
-    edge = {(u, v): repr(_edge(d)) for u, v, d in G.edges(data=True)}
+    colour = rank({n: repr(node_label(n, d)) for n, d in G.nodes(data=True)})
+    edge = {(u, v): repr(edge_label(u, v, d)) for u, v, d in G.edges(data=True)}
     classes = len(set(colour.values()))
     for _ in range(len(colour)):
         colour = rank({n: (colour[n],
@@ -151,7 +198,7 @@ def gpu_automorphisms(G, *, limit: int = 1024, steps: int = AUTOMORPHISM_STEPS) 
 
     Only worth computing where no two GPUs are interchangeable (otherwise the group is huge
     and :func:`interchangeable_gpus` describes it better): then the list holds the identity
-    alone. Bounded and deterministic: colour refinement (:func:`_colours`) first, and where it
+    alone. Bounded and deterministic: colour refinement (:func:`colour_refinement`) first, and where it
     leaves every GPU alone in its colour no GPU moves (no search at all); otherwise VF2 matches
     nodes of equal colour, in a fixed order, and stops after ``limit`` distinct maps or
     ``steps`` candidate pairs, whichever comes first. Every map returned is an automorphism, so
@@ -175,7 +222,7 @@ def gpu_automorphisms(G, *, limit: int = 1024, steps: int = AUTOMORPHISM_STEPS) 
     identity = {g: g for g in gpu_nodes}
     if any(len(c) > 1 for c in interchangeable_gpus(G)):
         return [identity]
-    colour = _colours(G)
+    colour = colour_refinement(G)
     gpu_colours = [colour[g] for g in gpu_nodes]
     if len(set(gpu_colours)) == len(gpu_colours):
         return [identity]

@@ -52,12 +52,15 @@ import itertools
 import math
 from types import MappingProxyType
 
+import networkx as nx
+from networkx.algorithms.isomorphism import DiGraphMatcher
+
 from topo.errors import DgxTopoError
 from topo.schema import gpus as gpu_nodes_of
-from topo.symmetry import gpu_automorphisms, interchangeable_gpus
+from topo.symmetry import colour_refinement, gpu_automorphisms, interchangeable_gpus, interchangeable_nodes
 
-__all__ = ["GpuSymmetry", "ClusterSymmetry", "FabricSymmetry", "SymmetryLimitError", "host_classes",
-           "host_copies", "MAX_SET_CLASSES"]
+__all__ = ["GpuSymmetry", "ClusterSymmetry", "FabricSymmetry", "FabricClasses", "SymmetryLimitError",
+           "host_classes", "host_copies", "host_place", "interchangeable_nodes", "MAX_SET_CLASSES", "FABRIC_NODE_KEYS", "FABRIC_EDGE_KEYS"]
 
 #: Default limit of the GPU-set classes one call enumerates (:meth:`GpuSymmetry.set_classes`,
 #: keyword ``max_classes``): each class is an estimate or a bound to compute.
@@ -191,21 +194,25 @@ def _vectors(sizes, k):
 
 
 # ------------------------------------------------------------------------------ hosts
-def _place(n) -> str:
+def host_place(n) -> str:
     """A node's place within its host: its name without the host prefix (``h3.gpu0`` ->
     ``gpu0``), as :func:`topo.cluster` names the copies."""
     return str(n).split(".", 1)[-1]
 
 
-def _attributes(data) -> tuple:
-    return tuple(sorted(((k, repr(v)) for k, v in data.items() if k != "host")))
+def _attributes(data, own_domains=frozenset()) -> tuple:
+    """A node's or edge's attributes as a comparable key, without the labels of where it sits:
+    ``host``, and an ``nvlink_domain`` that only its host has (a cluster's hosts are numbered
+    domains; the rack of a GB200 NVL72 is one domain shared by its trays, which stays)."""
+    return tuple(sorted((k, "own" if k == "nvlink_domain" and v in own_domains else repr(v))
+                        for k, v in data.items() if k != "host"))
 
 
 def host_classes(G, marked=frozenset()) -> list:
     """The hosts of ``G`` grouped into classes whose swaps are automorphisms of the whole fabric.
 
     A host is its nodes with a non-negative ``host``; two hosts swap when they hold the same
-    places (:func:`_place`) with the same attributes (but ``host``) and the same edges, to the
+    places (:func:`host_place`) with the same attributes (but ``host``) and the same edges, to the
     same places of their own host or to the same node outside (a network switch, a rack's
     NVSwitch chip), and the same nodes are ``marked`` (a job's GPUs). Linear in the edges.
 
@@ -216,17 +223,22 @@ def host_classes(G, marked=frozenset()) -> list:
     """
     host_of = {n: h for n, h in G.nodes(data="host") if isinstance(h, int) and h >= 0}
     nodes_of: dict = {}
+    hosts_of_domain: dict = {}
     for n, h in host_of.items():
         nodes_of.setdefault(h, []).append(n)
+    for n, domain in G.nodes(data="nvlink_domain"):
+        if domain is not None:
+            hosts_of_domain.setdefault(domain, set()).add(host_of.get(n))
+    own = frozenset(d for d, hosts in hosts_of_domain.items() if len(hosts) == 1 and None not in hosts)
     signature: dict = {}
     for h, nodes in nodes_of.items():
         parts = []
         for n in nodes:
             def far(w):
-                return ("local", _place(w)) if host_of.get(w) == h else ("outside", str(w))
+                return ("local", host_place(w)) if host_of.get(w) == h else ("outside", str(w))
             out = sorted((far(w), _attributes(d)) for w, d in G.adj[n].items())
             into = sorted((far(w), _attributes(d)) for w, d in G.pred[n].items())
-            parts.append((_place(n), _attributes(G.nodes[n]), n in marked, tuple(out), tuple(into)))
+            parts.append((host_place(n), _attributes(G.nodes[n], own), n in marked, tuple(out), tuple(into)))
         signature.setdefault(tuple(sorted(parts)), []).append(h)
     return sorted((sorted(hosts) for hosts in signature.values()), key=lambda c: c[0])
 
@@ -343,7 +355,7 @@ class ClusterSymmetry:
                 H.nodes[w]["model"] = f"pinned {w}"
             H.remove_edges_from([(u, v) for u, v in list(H.edges) if u in outside and v in outside])
             self._local[c] = GpuSymmetry(H)
-            self._names[c] = {_place(g): g for g in gpu_nodes_of(H)}
+            self._names[c] = {host_place(g): g for g in gpu_nodes_of(H)}
         return self._local[c]
 
     def key(self, nodes, root=None) -> tuple:
@@ -356,8 +368,8 @@ class ClusterSymmetry:
             c = self.host_class[h]
             local = self.local(c)
             names = self._names[c]
-            mapped = [names[_place(g)] for g in members]
-            r = names[_place(root)] if root is not None and root in members else None
+            mapped = [names[host_place(g)] for g in members]
+            r = names[host_place(root)] if root is not None and root in members else None
             shapes.append((c, local.key(mapped, r), r is not None))
         return ("hosts",) + tuple(sorted(shapes))
 
@@ -419,3 +431,67 @@ class FabricSymmetry:
         S = G.edge_subgraph(support | {(v, u) for u, v in support}).copy()
         S.add_nodes_from((g, G.nodes[g]) for g in gpu_nodes)
         return S
+
+
+# ------------------------------------------------------------------------------ whole fabrics
+#: What an isomorphism of two fabrics must keep: what the models read from nodes and edges (not
+#: names, indices or labels of where a part sits, which the edges already say).
+FABRIC_NODE_KEYS = ("kind", "host", "model", "compute_capability", "memory_bandwidth", "ports")
+FABRIC_EDGE_KEYS = ("kind", "links", "bandwidth", "latency", "link", "host_bridge")
+
+
+class FabricClasses:
+    """Fabrics with marked nodes grouped into isomorphism classes: colour refinement
+    (:func:`topo.symmetry.colour_refinement`) buckets them, VF2 confirms, so a class is computed
+    once (the failed fabrics of a what-if sweep: the 102 NVLink bundles of a DGX-2 fall into 5
+    classes). A node's label is its :data:`FABRIC_NODE_KEYS` and its mark (a job's GPU, a pinned
+    node outside a host); an edge's, its :data:`FABRIC_EDGE_KEYS` and its mark (a failed link).
+    """
+
+    def __init__(self):
+        self._buckets: dict = {}  # certificate -> class indices
+        self._labelled: list = []  # class index -> labelled representative
+
+    def __len__(self) -> int:
+        return len(self._labelled)
+
+    def add(self, H, marks=None, edge_marks=None) -> tuple:
+        """``(class index, mapping)`` of fabric ``H``: the mapping takes the nodes of ``H`` to
+        those of the class's representative (None for a new class).
+
+        Parameters
+        ----------
+        H : networkx.DiGraph
+        marks : dict, optional
+            Node -> mark (any hashable, compared as its repr); unmarked nodes are None.
+        edge_marks : dict, optional
+            (u, v) -> mark.
+        """
+        marks = marks or {}
+        edge_marks = edge_marks or {}
+
+        def node_label(n, d):
+            return tuple(d.get(k) for k in FABRIC_NODE_KEYS), marks.get(n)
+
+        def edge_label(u, v, d):
+            return tuple(d.get(k) for k in FABRIC_EDGE_KEYS), edge_marks.get((u, v))
+
+        colour = colour_refinement(H, node_label, edge_label)
+        labels = {n: repr(node_label(n, d)) for n, d in H.nodes(data=True)}
+        certificate = (tuple(sorted(colour.values())), tuple(sorted(labels.values())))
+        bucket = self._buckets.setdefault(certificate, [])
+        L = nx.DiGraph()
+        L.add_nodes_from((n, {"label": (colour[n], labels[n])}) for n in H)
+        L.add_edges_from((u, v, {"label": repr(edge_label(u, v, d))}) for u, v, d in H.edges(data=True))
+        for index in bucket:
+            matcher = DiGraphMatcher(L, self._labelled[index], node_match=_same_label,
+                                     edge_match=_same_label)
+            if matcher.is_isomorphic():
+                return index, dict(matcher.mapping)
+        self._labelled.append(L)
+        bucket.append(len(self._labelled) - 1)
+        return len(self._labelled) - 1, None
+
+
+def _same_label(a, b) -> bool:
+    return a["label"] == b["label"]

@@ -41,6 +41,8 @@ Everything else (other link classes, generations, the network) is predicted from
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -142,7 +144,7 @@ _PCIE_PACKET = 256 / 282
 _IB_PACKET = 4096 / (4096 + 26)
 
 #: The link classes the measurement model knows, keyed like :data:`topo.LINKS`.
-LINK_CLASSES: dict[str, LinkClass] = {
+LINK_CLASSES: dict[str, LinkClass] = MappingProxyType({
     "nvlink1": LinkClass("nvlink1", topo.LINKS["nvlink1"].bandwidth, _NVLINK_PACKET,
                          "8 lanes x 20 Gb/s (Tesla P100 whitepaper, NVIDIA 2016); NVLink packet "
                          "framing (Foley & Danskin, IEEE Micro 2017)"),
@@ -180,7 +182,7 @@ LINK_CLASSES: dict[str, LinkClass] = {
     "ib_ndr": LinkClass("ib_ndr", topo.LINKS["ib_ndr"].bandwidth, _IB_PACKET,
                         "4 x 106.25 Gb/s PAM4; 4096 B MTU packet headers (InfiniBand Architecture "
                         "Specification vol. 1 rel. 1.5)", "NDR's FEC overhead not counted"),
-}
+})
 
 _DGX2 = ("nccl-tests -g 12 on 12 GPUs of a DGX-2, wohlbier/nccl-tests README \"Results on dgx-2\" "
          "(2020)")

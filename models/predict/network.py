@@ -54,6 +54,8 @@ Examples
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 import math
 from dataclasses import dataclass
 
@@ -67,7 +69,7 @@ from ..engine.routes import PathType, RouteError
 __all__ = ["NetworkLoad", "network_load", "PATTERNS"]
 
 #: The patterns whose connections are charged, by the algorithm that runs.
-PATTERNS = {"ring": "ring", "tree": "tree", "nvls_tree": "tree"}
+PATTERNS = MappingProxyType({"ring": "ring", "tree": "tree", "nvls_tree": "tree"})
 
 @dataclass(frozen=True, slots=True)
 class NetworkLoad:

@@ -86,6 +86,8 @@ array([784.89,   9.56,  14.42,  14.42])
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 import math
 from dataclasses import dataclass
 
@@ -173,7 +175,7 @@ def _nvlink(link: str, lanes: int, gbps: float, signalling_source: str, uncertai
 
 #: Achieved / line rate (or / HBM bandwidth), per link technology and generation: the one
 #: table of efficiencies.
-EFFICIENCIES: dict[str, Calibrated] = {
+EFFICIENCIES: dict[str, Calibrated] = MappingProxyType({
     "nvlink1": _nvlink(
         "nvlink1", 8, 20.0, "NVIDIA Tesla P100 whitepaper: 20 Gb/s signalling, 20 GB/s per "
         "link per direction",
@@ -254,7 +256,7 @@ EFFICIENCIES: dict[str, Calibrated] = {
         "whitepaper ('1.5x delivered memory bandwidth versus Pascal GP100'), / P100's 732 GB/s",
         "[U] the whitepaper's ratio is for its own workloads, not for a device-local "
         "cudaMemcpy; not measured here (a prediction)"),
-}
+})
 
 
 def _ceiling(channels: int, mts: int, platform: str, source: str, uncertain: str) -> Calibrated:
@@ -268,7 +270,7 @@ def _ceiling(channels: int, mts: int, platform: str, source: str, uncertain: str
 
 #: The host's ceiling on copies staged through one CPU's memory, per CPU model (the CPU
 #: node's ``model`` attribute). A CPU of a model not listed has no ceiling.
-HOST_CEILINGS: dict[str, Calibrated] = {
+HOST_CEILINGS: dict[str, Calibrated] = MappingProxyType({
     "Intel Xeon E5-2698 v4": _ceiling(
         4, 2133, "Broadwell-EP (DGX-1, DGX-1V)",
         "Intel Xeon E5-2698 v4 product specifications: 4 channels; NVIDIA DGX-1 datasheet: "
@@ -280,10 +282,10 @@ HOST_CEILINGS: dict[str, Calibrated] = {
         6, 2666, "Skylake-SP (DGX-2)",
         "Intel Xeon Platinum 8168 product specifications: 6 channels, DDR4-2666",
         "[U] DGX-2's populated memory speed is not verified; never binds on a DGX-2"),
-}
+})
 
 #: Fixed software overheads added to the hops' latencies.
-OVERHEADS: dict[str, Calibrated] = {
+OVERHEADS: dict[str, Calibrated] = MappingProxyType({
     "network": Calibrated(
         2.7 * us, "latency of a copy between hosts (GPUDirect RDMA), on top of the hops",
         "", "NVIDIA/nccl v2.27.7-1 src/graph/tuning.cc hwLat[NET][Ring][LL] = 2.7 us, NCCL's "
@@ -314,7 +316,7 @@ OVERHEADS: dict[str, Calibrated] = {
         "P2P=Disabled entries (GPU1-7)", _ROW,
         "[U] about 2 us below the P2P=Enabled staged figure on the same pairs, for reasons "
         "the row does not show; the residuals spread +-0.6 us"),
-}
+})
 
 
 @dataclass(frozen=True, slots=True)

@@ -144,6 +144,17 @@ def _count(minimum: int):
     return parse
 
 
+def _seconds(text: str) -> float:
+    """An argparse type: a finite number of seconds > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"expected a number of seconds > 0, received {text!r}")
+    return value
+
+
 # ------------------------------------------------------------------------- sizing work
 def _too_much(what: str, size: int, limit: int, option: str) -> _UsageError:
     return _UsageError(f"{what}, more than the limit of {limit}: raise it with {option} N "
@@ -971,7 +982,8 @@ _FAIL_EACH_HELP = ("nvlink: one physical link of each NVLink bundle (NV2 becomes
 
 
 def _whatif_arguments(parser) -> None:
-    from ..studies.whatif import FAIL_EACH, MAX_CASES
+    from ..studies.sweep import DASK_TIMEOUT, MAX_CASES, MAX_SECONDS
+    from ..studies.whatif import FAIL_EACH
 
     _collective_argument(parser)
     _system_option(parser)
@@ -991,37 +1003,42 @@ def _whatif_arguments(parser) -> None:
                         help="also write the fabric coloured by each failure's loss and the ranked bar "
                              "chart (replaced atomically)")
     parser.add_argument("--max-cases", type=_count(1), default=MAX_CASES, metavar="N",
-                        help=f"refuse sweeps of more than N failure cases (default {MAX_CASES}; "
-                             f"--pairs grows as the square)")
+                        help=f"refuse sweeps that classify more than N failure cases (default {MAX_CASES}; "
+                             f"--pairs grows as the square; the hosts of a cluster that are copies count once)")
+    parser.add_argument("--max-seconds", type=_seconds, default=MAX_SECONDS, metavar="S",
+                        help=f"refuse sweeps whose distinct estimates would take more than S seconds in this "
+                             f"process (the baseline estimate's time x their number; default {MAX_SECONDS:g})")
+    parser.add_argument("--dask-timeout", type=_seconds, default=DASK_TIMEOUT, metavar="S",
+                        help=f"seconds to reach a dask:// scheduler (default {DASK_TIMEOUT:g})")
 
 
 def _whatif_sweep(args) -> None:
-    import math
-
-    from ..studies.whatif import components, sweep
+    from ..studies.sweep import SweepSizeError, sweep
+    from .sweep_text import format_sweep, sweep_dict
 
     _check_out(args)
     executor = None if args.executor == "auto" else args.executor
     G = _fabric(args, args.system)
-    singles = len(components(G, args.fail_each, args.gpus))
-    cases = math.comb(singles, 2) if args.pairs else singles
-    if cases > args.max_cases:
-        raise _too_much(f"--fail-each {args.fail_each}{' --pairs' if args.pairs else ''} on "
-                        f"{G.graph.get('name', 'the fabric')} gives {cases} failure cases", cases,
-                        args.max_cases, "--max-cases")
     with _progress(args, f"whatif {args.fail_each}", "case") as progress:
-        result = sweep(G, args.coll, args.size, fail_each=args.fail_each, pairs=args.pairs, gpus=args.gpus,
-                       executor=executor, progress=progress, max_cases=args.max_cases, profile=args.nccl)
+        try:
+            result = sweep(G, args.coll, args.size, fail_each=args.fail_each, pairs=args.pairs, gpus=args.gpus,
+                           executor=executor, progress=progress, max_cases=args.max_cases,
+                           max_seconds=args.max_seconds, profile=args.nccl, dask_timeout=args.dask_timeout)
+        except SweepSizeError as error:  # the library names its keyword; the command line, its option
+            option = {"max_cases": "--max-cases N", "max_seconds": "--max-seconds S"}[error.keyword]
+            raise _UsageError(str(error).replace(f"pass a larger {error.keyword}=", f"raise it with {option}")
+                              .replace("fewer GPUs (gpus=)", "fewer GPUs (--gpus)")
+                              .replace("another fail_each=", "another --fail-each")) from None
     if args.out is not None:
         from .whatif_plot import sweep_fabric_figure, sweep_figure
 
         figures = [sweep_figure(result)] + ([] if args.pairs else [sweep_fabric_figure(G, result)])
         _write_figures(args.out, f"dgx-topo: what each failure costs on {result.fabric}", figures,
-                       [result.format(top=args.top)])
+                       [format_sweep(result, top=args.top)])
     if args.json:
-        _print_json(result.to_dict())
+        _print_json(sweep_dict(result))
         return
-    print(result.format(top=args.top))
+    print(format_sweep(result, top=args.top))
     if args.out is not None:
         print(f"wrote {args.out}")
 
@@ -1127,7 +1144,7 @@ def _gpus(args) -> None:
 
 
 #: Every subcommand, in the order ``dgxtopo --help`` lists them.
-COMMANDS: list[Command] = [
+COMMANDS: list[Command] = tuple([
     Command("systems", "list the built-in systems", _systems_arguments, _systems),
     Command("topo", "connection matrix as nvidia-smi topo -m prints it", _topo_arguments, _topo),
     Command("p2p", "GPU-to-GPU bandwidth and latency as p2pBandwidthLatencyTest prints them (predicted)",
@@ -1152,7 +1169,7 @@ COMMANDS: list[Command] = [
             _plan_arguments, _plan, epilog="Workloads (WORKLOAD): " + WORKLOAD_GRAMMAR + "."),
     Command("gpus", "GPU generations ranked for a workload", _gpus_arguments, _gpus,
             epilog="Workloads (WORKLOAD): " + WORKLOAD_GRAMMAR + "."),
-]
+])
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -23,6 +23,8 @@ Examples
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 import math
 
 import numpy as np
@@ -42,11 +44,11 @@ __all__ = ["p2p_figure", "latency_figure", "busbw_figure", "pairs_figure", "chan
            "format_bytes", "curve_styles", "Y_QUANTITIES", "DASHES", "SYMBOLS"]
 
 #: What :func:`busbw_figure` can plot: attribute of the estimate, axis label, conversion.
-Y_QUANTITIES = {
+Y_QUANTITIES = MappingProxyType({
     "busbw": ("busbw (GB/s)", to_GBps),
     "algbw": ("algbw (GB/s)", to_GBps),
     "time": ("time (µs)", to_us),
-}
+})
 _BANDWIDTH_SCALE = "Blues"
 _LATENCY_SCALE = "Oranges"
 #: Line dashes given in turn to curves that coincide (the first of a group is solid).
@@ -571,7 +573,7 @@ def check_figure(check, *, title: str | None = None, width: int | None = None,
     return fig
 
 
-_P2P_QUANTITIES = {"bandwidth": ("GB/s", to_GBps), "latency": ("µs", to_us)}
+_P2P_QUANTITIES = MappingProxyType({"bandwidth": ("GB/s", to_GBps), "latency": ("µs", to_us)})
 _SERIES_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2")
 
 

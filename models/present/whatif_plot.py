@@ -9,7 +9,7 @@ This module imports plotly; ``import models`` does not load it.
 Examples
 --------
 >>> import topo
->>> from models.studies.whatif import sweep
+>>> from models.studies.sweep import sweep
 >>> G = topo.dgx2()
 >>> s = sweep(G, "all_reduce", 2**30, fail_each="nvswitch")
 >>> len(sweep_figure(s).data), sweep_fabric_figure(G, s).layout.title.text
@@ -18,31 +18,26 @@ Examples
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 import plotly.graph_objects as go
 
 from topo.errors import DgxTopoError
 from topo.plot import fabric_figure
 from topo.units import to_GBps, to_us
 
-from ..studies.whatif import Sweep
+from ..studies.sweep import Sweep
+from .sweep_text import size_text
 
 __all__ = ["sweep_fabric_figure", "sweep_figure"]
 
-_WHAT = {"nvlink": "one link of each NVLink bundle fails", "nvswitch": "each NVSwitch fails",
-         "nic": "each NIC fails", "gpu": "each GPU fails (the job runs on the others)"}
-
-
-def _size(nbytes: int) -> str:
-    value, units, step = float(nbytes), ("B", "KiB", "MiB", "GiB", "TiB"), 0
-    while value >= 1024 and step < len(units) - 1:
-        value /= 1024
-        step += 1
-    return f"{value:.4g} {units[step]}"
+_WHAT = MappingProxyType({"nvlink": "one link of each NVLink bundle fails", "nvswitch": "each NVSwitch fails",
+         "nic": "each NIC fails", "gpu": "each GPU fails (the job runs on the others)"})
 
 
 def _check(result) -> None:
     if not isinstance(result, Sweep):
-        raise DgxTopoError(f"expected a models.studies.whatif.Sweep, received {type(result).__name__}")
+        raise DgxTopoError(f"expected a models.studies.sweep.Sweep, received {type(result).__name__}")
     if not result.rows:
         raise DgxTopoError("expected a sweep with at least one failure case, received none")
 
@@ -108,7 +103,7 @@ def sweep_fabric_figure(G, result: Sweep, *, host_layer: bool | None = None,
         host_layer = result.fail_each in ("nic", "gpu")
     top = max(values.values(), default=0.0)
     heading = title if title is not None else (
-        f"{result.fabric}: busbw loss of {result.collective} {_size(result.nbytes)} when "
+        f"{result.fabric}: busbw loss of {result.collective} {size_text(result.nbytes)} when "
         f"{_WHAT[result.fail_each]}" + (" (worst pair)" if result.pairs else ""))
     return fabric_figure(G, host_layer=host_layer, edge_values=values,
                          value_label="busbw loss (%)", value_range=(0.0, max(top, 1.0)),
@@ -163,7 +158,7 @@ def sweep_figure(result: Sweep, *, top: int | None = 30, title: str | None = Non
                      gridcolor="#eeeeee")
     fig.update_yaxes(title_text="failed", type="category", autorange="reversed")
     heading = title if title is not None else (
-        f"{result.fabric}, {result.collective} {_size(result.nbytes)}: the "
+        f"{result.fabric}, {result.collective} {size_text(result.nbytes)}: the "
         f"{len(shown)} worst of {len(result.rows)} failures (baseline busbw "
         f"{to_GBps(result.baseline_busbw):.1f} GB/s)")
     fig.update_layout(title=dict(text=heading), width=width,

@@ -11,6 +11,8 @@ few parameters. :func:`check` puts measured and predicted side by side.
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 import json
 import math
 from dataclasses import dataclass
@@ -32,7 +34,7 @@ SCHEMA_VERSION = 1
 
 # Bounds of the fitted constants [SI]: a launch above 50 us per GPU or a floor above 1 ms is
 # not a launch; an efficiency above 1 would move more than the wire's payload rate.
-_BOUNDS = {"launch_per_gpu": (0.0, 50 * us), "floor": (0.0, 1000 * us), "efficiency": (0.05, 1.0)}
+_BOUNDS = MappingProxyType({"launch_per_gpu": (0.0, 50 * us), "floor": (0.0, 1000 * us), "efficiency": (0.05, 1.0)})
 # Scale of the soft-L1 loss: relative errors above ~5 % count linearly.
 _ROBUST = 0.05
 # A row is bandwidth-bound when the bandwidth term is at least this share of its predicted time.

@@ -31,6 +31,8 @@ Examples
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 import re
 from dataclasses import dataclass, field
 
@@ -113,7 +115,7 @@ class Generation:
 
 
 #: GPU generations by name, oldest first. Dense figures of the SXM parts.
-GENERATIONS: dict[str, Generation] = {g.name: g for g in (
+GENERATIONS: dict[str, Generation] = MappingProxyType({g.name: g for g in (
     Generation("P100", ("P100",), {"fp32": 10.6 * TF, "fp16": 21.2 * TF}, 732 * GB, 16 * GiB,
                "NVIDIA Tesla P100 datasheet (SXM2: 10.6 TFLOPS FP32, 21.2 TFLOPS FP16, 732 GB/s "
                "CoWoS HBM2)"),
@@ -138,7 +140,7 @@ GENERATIONS: dict[str, Generation] = {g.name: g for g in (
                "per GPU 4.5 PFLOPS FP8 and 2.25 PFLOPS FP16/BF16 dense, 180 GB, 8 TB/s)",
                "fp32 80 TFLOPS [U] (not in the DGX datasheet); per-GPU figures derived from the "
                "8-GPU system [D]"),
-)}
+)})
 
 _GB_IN_MODEL = re.compile(r"(\d{1,4})\s*GB", re.IGNORECASE)
 

@@ -62,6 +62,8 @@ Examples
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 import itertools
 import json
 import math
@@ -886,8 +888,8 @@ class GpuRank:
 #: P100 160 GB/s, V100 300 GB/s, A100 600 GB/s, H100/H200 900 GB/s, B200 1.8 TB/s, all quoted
 #: bidirectional). Used only by :func:`gpus_ranking`, which compares generations without a
 #: fabric. [B/s]
-NVLINK_PER_GPU = {"P100": 80 * GB, "V100": 150 * GB, "A100": 300 * GB, "H100": 450 * GB,
-                  "H200": 450 * GB, "B200": 900 * GB}
+NVLINK_PER_GPU = MappingProxyType({"P100": 80 * GB, "V100": 150 * GB, "A100": 300 * GB, "H100": 450 * GB,
+                  "H200": 450 * GB, "B200": 900 * GB})
 __all__.append("NVLINK_PER_GPU")
 
 

@@ -39,6 +39,8 @@ Examples
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 import re
 from dataclasses import dataclass
 
@@ -52,7 +54,7 @@ __all__ = ["DTYPES", "Op", "Transformer", "ConvLayer", "CNN", "PRESETS", "WORKLO
 #: Engine recipes ("Using FP8 with Transformer Engine", NVIDIA Transformer Engine
 #: documentation); its weights, gradients and optimizer state stay 16/32-bit, see
 #: :func:`models.studies.planner.memory`.
-DTYPES: dict[str, int] = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1}
+DTYPES: dict[str, int] = MappingProxyType({"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1})
 
 #: The text grammar of :func:`parse_workload`.
 WORKLOAD_GRAMMAR = ("a preset name (" + ", ".join(
@@ -495,13 +497,13 @@ def resnet50() -> CNN:
                "He et al. 2016, Deep Residual Learning for Image Recognition (table 1; batch 256)")
 
 
-_LLAMA3 = dict(vocab=128256, kv_heads=8, gated=True, tied=False, biases=False, flash_attention=True,
-               dropout=False, seq=8192)
+_LLAMA3 = MappingProxyType(dict(vocab=128256, kv_heads=8, gated=True, tied=False, biases=False, flash_attention=True,
+               dropout=False, seq=8192))
 _LLAMA3_SOURCE = ("Llama Team 2024, The Llama 3 Herd of Models (table 3: layers, width, FFN, heads, "
                   "8 KV heads, vocabulary 128K); Meta Llama 3 / 3.1 model cards (8B, 70B, 405B)")
 
 #: Preset workloads by name.
-PRESETS: dict = {w.name: w for w in (
+PRESETS = MappingProxyType({w.name: w for w in (
     Transformer("bert-large", 24, 1024, 16, 512, 30522, position_embeddings=512,
                 # Token-type table (2 x h) and the pooler (h x h + h) of the released checkpoint.
                 extra_parameters=2 * 1024 + 1024 * 1024 + 1024, global_batch=256,
@@ -522,11 +524,11 @@ PRESETS: dict = {w.name: w for w in (
     Transformer("llama3-405b", 126, 16384, 128, ffn=53248, global_batch=2048, source=_LLAMA3_SOURCE,
                 **_LLAMA3),
     resnet50(),
-)}
+)})
 
-_FIELDS = {"layers": "layers", "hidden": "hidden", "heads": "heads", "seq": "seq", "vocab": "vocab",
+_FIELDS = MappingProxyType({"layers": "layers", "hidden": "hidden", "heads": "heads", "seq": "seq", "vocab": "vocab",
            "ffn": "ffn", "kv_heads": "kv_heads", "gated": "gated", "tied": "tied",
-           "flash": "flash_attention", "batch": "global_batch"}
+           "flash": "flash_attention", "batch": "global_batch"})
 _REQUIRED = ("layers", "hidden", "heads", "seq", "vocab")
 _FLAGS = ("gated", "tied", "flash")
 _INT = re.compile(r"[0-9]{1,9}")

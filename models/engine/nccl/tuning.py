@@ -55,6 +55,8 @@ of 12 channels x 30 GB/s, AllReduce of 1 MiB.
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 import math
 from dataclasses import dataclass, field
 
@@ -123,7 +125,7 @@ def _check_algorithm(name) -> str:
     return key
 
 
-_PROTOCOL_KEYS = {p.lower(): p for p in PROTOCOLS}
+_PROTOCOL_KEYS = MappingProxyType({p.lower(): p for p in PROTOCOLS})
 
 
 def _check_protocol(name) -> str:

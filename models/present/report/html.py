@@ -17,6 +17,8 @@ is written by :mod:`models.present.report.write`.
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 import html
 import math
 
@@ -38,7 +40,7 @@ from .analysis import (BOUND_RELAY, BOUND_SIZE, CURVE_SIZES, GENERATION_GPUS, RE
 __all__ = ["report_html", "render_report", "compare_html", "check_html"]
 
 _COLLECTIVE = REPORT_COLLECTIVE
-_PLOTLY_CONFIG = {"displaylogo": False, "responsive": True}
+_PLOTLY_CONFIG = MappingProxyType({"displaylogo": False, "responsive": True})
 
 
 # -------------------------------------------------------------------------------- HTML
