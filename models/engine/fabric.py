@@ -90,52 +90,80 @@ class _ReadOnlyAttributes(dict):
         return (_ReadOnlyAttributes, (dict(self), self._name))
 
 
-def _refuse_structure(G, *args, **kwargs):
-    _refuse(G.graph.get("name", "fabric"))
-
-
 _STRUCTURE = ("add_node", "add_nodes_from", "remove_node", "remove_nodes_from", "add_edge",
               "add_edges_from", "add_weighted_edges_from", "remove_edge", "remove_edges_from", "clear",
               "clear_edges", "update")
 
 
+def _refuse_structure(self, *args, **kwargs):
+    _refuse(self.graph.get("name", "fabric"))
+
+
+class _FrozenDiGraph(nx.DiGraph):
+    """The class of a frozen fabric: a :class:`networkx.DiGraph` whose structural methods refuse
+    (``networkx.is_frozen`` is True), and whose copies (``copy()``, ``copy.deepcopy``,
+    ``reverse()``) are plain, editable DiGraphs. Pickled, it stays frozen."""
+
+    frozen = True
+
+    def copy(self, as_view=False):
+        if as_view:
+            return nx.graphviews.generic_graph_view(self)
+        return _plain(self, reverse=False)
+
+    def reverse(self, copy=True):
+        return _plain(self, reverse=True) if copy else super().reverse(copy=False)
+
+    def __deepcopy__(self, memo):
+        import copy
+        return copy.deepcopy(_plain(self, reverse=False), memo)
+
+
+for _method in _STRUCTURE:
+    setattr(_FrozenDiGraph, _method, _refuse_structure)
+
+
+def _plain(G, *, reverse: bool) -> nx.DiGraph:
+    """An editable copy of a frozen graph (reversed: every edge turned round)."""
+    H = nx.DiGraph()
+    H.graph.update(G.graph)
+    H.add_nodes_from((n, dict(d)) for n, d in G._node.items())
+    H.add_edges_from(((v, u) if reverse else (u, v)) + (dict(d),)
+                     for u, neighbours in G._adj.items() for v, d in neighbours.items())
+    return H
+
+
 def freeze_graph(G) -> None:
-    """Make ``G`` read-only in place: :func:`networkx.freeze` for its structure (a structural edit
-    raises :class:`FrozenFabricError`), read-only node, edge and graph attribute dicts. Copies of
+    """Make ``G`` read-only in place: its structure (as :func:`networkx.freeze`: a structural edit
+    raises :class:`FrozenFabricError`) and its node, edge and graph attribute dicts. Copies of
     ``G`` are editable. Freezing a frozen graph does nothing.
 
-    The cost is one new dict per node and edge (about a third of copying the graph): an edge's
-    dict is shared by ``G._adj`` and ``G._pred``, and both get the read-only one.
+    The cost is one new dict per node and edge (a copy of the graph makes those and its
+    adjacency): an edge's dict is shared by ``G._adj`` and ``G._pred``, and both get the
+    read-only one.
+
+    Raises
+    ------
+    topo.DgxTopoError
+        For a graph that is not exactly a :class:`networkx.DiGraph` (a subclass keeps methods of
+        its own, which freezing would replace).
     """
-    if isinstance(G.graph, _ReadOnlyAttributes):
+    if isinstance(G, _FrozenDiGraph):
         return
+    if type(G) is not nx.DiGraph:
+        raise DgxTopoError(f"expected a networkx.DiGraph to prepare, received a {type(G).__name__}: "
+                           f"prepare nx.DiGraph(G)")
     name = G.graph.get("name", "fabric")
     nodes = G._node
     for n, data in nodes.items():
         nodes[n] = _ReadOnlyAttributes(data, name)
-    pred = G._pred if G.is_directed() else G._adj
     for u, neighbours in G._adj.items():
         for v, data in neighbours.items():
-            if not isinstance(data, _ReadOnlyAttributes):
-                frozen = _ReadOnlyAttributes(data, name)
-                neighbours[v] = frozen
-                pred[v][u] = frozen
+            frozen = _ReadOnlyAttributes(data, name)
+            neighbours[v] = frozen
+            G._pred[v][u] = frozen
     G.graph = _ReadOnlyAttributes(G.graph, name)
-    nx.freeze(G)
-    for method in _STRUCTURE:
-        setattr(G, method, _Refusal(name))
-
-
-class _Refusal:
-    """A structural method of a frozen graph (picklable, unlike a closure)."""
-
-    __slots__ = ("name",)
-
-    def __init__(self, name):
-        self.name = name
-
-    def __call__(self, *args, **kwargs):
-        _refuse(self.name)
+    G.__class__ = _FrozenDiGraph
 
 
 class PreparedFabric:
@@ -152,6 +180,9 @@ class PreparedFabric:
     searches : models.engine.memo.BoundedMemo, optional
         The memo of channel searches by problem content, shared with other fabrics whose hosts
         are alike (the variants of a what-if sweep); a new one by default.
+    freeze : bool
+        Freeze ``G`` (default). False only for a graph nobody edits while the object lives (a
+        call's own, :func:`prepare`).
 
     Attributes
     ----------
@@ -170,7 +201,7 @@ class PreparedFabric:
         the planner, a report section. Keys start with the owner's name.
     """
 
-    def __init__(self, G, *, nccl=None, searches: BoundedMemo | None = None, _freeze: bool = True):
+    def __init__(self, G, *, nccl=None, searches: BoundedMemo | None = None, freeze: bool = True):
         if isinstance(G, PreparedFabric):
             raise DgxTopoError("PreparedFabric(G): expected a graph, received a PreparedFabric (use it as "
                                "it is, or models.prepare(fabric))")
@@ -178,7 +209,7 @@ class PreparedFabric:
             raise DgxTopoError(f"expected a fabric (networkx.DiGraph) or a models.PreparedFabric, received "
                                f"{type(G).__name__}")
         validate_graph(G)
-        if _freeze:
+        if freeze:
             freeze_graph(G)
         self.G = G
         self.profile: NcclProfile = nccl_profile(nccl)
@@ -229,4 +260,4 @@ def prepare(fabric, *, nccl=None) -> PreparedFabric:
                                f"{asked!r}: prepare the graph for that release (models.PreparedFabric(G.copy(), "
                                f"nccl={asked!r})) or omit the profile")
         return fabric
-    return PreparedFabric(fabric, nccl=nccl, _freeze=False)
+    return PreparedFabric(fabric, nccl=nccl, freeze=False)

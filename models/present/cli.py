@@ -1013,7 +1013,7 @@ def _whatif_arguments(parser) -> None:
 
 
 def _whatif_sweep(args) -> None:
-    from ..studies.sweep import SweepSizeError, sweep
+    from ..studies.sweep import ExecutorConnectionError, ExecutorSpecError, SweepSizeError, sweep
     from .sweep_text import format_sweep, sweep_dict
 
     _check_out(args)
@@ -1029,6 +1029,9 @@ def _whatif_sweep(args) -> None:
             raise _UsageError(str(error).replace(f"pass a larger {error.keyword}=", f"raise it with {option}")
                               .replace("fewer GPUs (gpus=)", "fewer GPUs (--gpus)")
                               .replace("another fail_each=", "another --fail-each")) from None
+        except (ExecutorSpecError, ExecutorConnectionError) as error:
+            raise _UsageError(str(error).replace("executor=", "--executor ")
+                              .replace("raise dask_timeout", "raise --dask-timeout S")) from None
     if args.out is not None:
         from .whatif_plot import sweep_fabric_figure, sweep_figure
 

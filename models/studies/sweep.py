@@ -214,7 +214,7 @@ def _evaluate(H, collective, nbytes, job_nodes, p2p, profile, searches=None) -> 
     """One estimate on a failed fabric (module level: executors pickle it). ``searches``: a memo
     of channel searches shared by the fabrics of one sweep in this process (hosts a failure
     leaves alone are searched once)."""
-    fabric = PreparedFabric(H, nccl=profile, searches=searches)
+    fabric = PreparedFabric(H, nccl=profile, searches=searches, freeze=False)  # the caller's G, or ours
     ids = sorted(fabric.ids[n] for n in job_nodes)
     try:
         e = estimate(fabric, collective, nbytes, ids)
@@ -289,8 +289,9 @@ def _dask_client(executor, timeout):
             f"({type(err).__name__}); start one (dask scheduler --port {port}) or raise dask_timeout") from None
 
 
-def _executor(kind, executor, n_tasks, seconds_each, dask_timeout) -> tuple:
-    """``(executor, close)``: where to run ``n_tasks`` (None: in-process), what to shut down."""
+def _executor(kind, executor, n_tasks, seconds_each, client) -> tuple:
+    """``(executor, close)``: where to run ``n_tasks`` (None: in-process), what to shut down
+    (``client``: the Dask client of ``dask://``, connected before any work)."""
     cores = os.cpu_count() or 1
     if n_tasks == 0 or kind == "inline":
         return None, None
@@ -302,8 +303,7 @@ def _executor(kind, executor, n_tasks, seconds_each, dask_timeout) -> tuple:
         pool = ProcessPoolExecutor(max_workers=max(1, min(cores, n_tasks)))
         return pool, pool.shutdown
     if kind == "dask":
-        client = _dask_client(executor, dask_timeout)
-        return client.get_executor(), client.close
+        return client.get_executor(), None
     return executor, None  # the caller's: the caller shuts it down
 
 
@@ -619,6 +619,19 @@ def sweep(G, collective: str, nbytes, *, fail_each: str = "nvlink", pairs: bool 
             f"max_cases={max_cases:,}: pass a larger max_cases= (each builds or labels a failed fabric, "
             f"about 15 ms on a DGX-2){', fewer GPUs (gpus=)' if fail_each == 'gpu' else ''} or another "
             f"fail_each=", keyword="max_cases")
+    # A Dask scheduler is reached (or refused) before any work.
+    client = _dask_client(executor, dask_timeout) if executor_kind == "dask" else None
+    try:
+        return _run(G, collective, size, job, p2p, profile, cases, keys, cluster, symmetry, tick, what,
+                    max_seconds, fail_each, pairs, executor_kind, executor, client, position)
+    finally:
+        if client is not None:
+            client.close()
+
+
+def _run(G, collective, size, job, p2p, profile, cases, keys, cluster, symmetry, tick, what, max_seconds,
+         fail_each, pairs, executor_kind, executor, client, position) -> Sweep:
+    """The sweep's work once its arguments are checked and its cases counted."""
     searches = BoundedMemo(256)  # shared by the fabrics estimated in this process
     started = time.perf_counter()
     base = _evaluate(G, collective, size, job, p2p, profile, searches)  # checks the profile too
@@ -641,7 +654,7 @@ def sweep(G, collective: str, nbytes, *, fail_each: str = "nvlink", pairs: bool 
     total += len(tasks)
 
     outcomes: list = [None] * len(tasks)
-    runner, close = _executor(executor_kind, executor, len(tasks), seconds_each, dask_timeout)
+    runner, close = _executor(executor_kind, executor, len(tasks), seconds_each, client)
     try:
         if runner is None:
             for i, (H, remaining, _) in enumerate(tasks):
