@@ -136,7 +136,7 @@ def interchangeable_gpus(G, *, edge_kinds=None) -> list:
 
 
 #: Default work limit of :func:`gpu_automorphisms`: candidate node pairs VF2 may try.
-AUTOMORPHISM_STEPS = 200_000
+AUTOMORPHISM_STEPS = 20_000
 
 
 class _Budget:
@@ -193,12 +193,35 @@ def colour_refinement(G, node_label=None, edge_label=None) -> dict:
     return colour
 
 
+def _quotient(G) -> nx.DiGraph:
+    """``G`` with each class of interchangeable non-GPU nodes (:func:`interchangeable_nodes`: the
+    parallel NVSwitch planes of a DGX H100 import, 18 of them) made one node that carries its
+    size. An automorphism of the quotient lifts to one of ``G`` (a class goes onto a class of the
+    same size, and every permutation within a class is an automorphism), and the quotient has
+    none of the class's k! permutations that move no GPU."""
+    others = [n for n, kind in G.nodes(data="kind") if kind != "gpu"]
+    first = {}
+    size = {}
+    for members in interchangeable_nodes(G, others):
+        for n in members:
+            first[n] = members[0]
+        size[members[0]] = len(members)
+    Q = nx.DiGraph()
+    for n, data in G.nodes(data=True):
+        if first.get(n, n) == n:
+            Q.add_node(n, **data, twins=size.get(n, 1))
+    for u, v, data in G.edges(data=True):
+        Q.add_edge(first.get(u, u), first.get(v, v), **data)
+    return Q
+
+
 def gpu_automorphisms(G, *, limit: int = 1024, steps: int = AUTOMORPHISM_STEPS) -> list:
     """Automorphisms of the whole fabric, as maps of GPU nodes, identity first.
 
     Only worth computing where no two GPUs are interchangeable (otherwise the group is huge
     and :func:`interchangeable_gpus` describes it better): then the list holds the identity
-    alone. Bounded and deterministic: colour refinement (:func:`colour_refinement`) first, and where it
+    alone. Bounded and deterministic: interchangeable parts that are not GPUs are one node
+    (:func:`_quotient`), colour refinement (:func:`colour_refinement`) follows, and where it
     leaves every GPU alone in its colour no GPU moves (no search at all); otherwise VF2 matches
     nodes of equal colour, in a fixed order, and stops after ``limit`` distinct maps or
     ``steps`` candidate pairs, whichever comes first. Every map returned is an automorphism, so
@@ -222,7 +245,8 @@ def gpu_automorphisms(G, *, limit: int = 1024, steps: int = AUTOMORPHISM_STEPS) 
     identity = {g: g for g in gpu_nodes}
     if any(len(c) > 1 for c in interchangeable_gpus(G)):
         return [identity]
-    colour = colour_refinement(G)
+    G = _quotient(G)
+    colour = colour_refinement(G, node_label=lambda n, d: (_node(d), d["twins"]))
     gpu_colours = [colour[g] for g in gpu_nodes]
     if len(set(gpu_colours)) == len(gpu_colours):
         return [identity]
