@@ -645,7 +645,7 @@ def summary_rows(names=None) -> list:
     topo.UnknownSystemError
         For a name :func:`topo.build` does not know.
     """
-    return [_analyse(G).row for G in report_fabrics(names)]
+    return [_analyse(prepare(G)).row for G in report_fabrics(names)]
 
 
 # --------------------------------------------------------------- NCCL against the optimum
