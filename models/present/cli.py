@@ -1025,10 +1025,10 @@ def _whatif_sweep(args) -> None:
                            executor=executor, progress=progress, max_cases=args.max_cases,
                            max_seconds=args.max_seconds, profile=args.nccl, dask_timeout=args.dask_timeout)
         except SweepSizeError as error:  # the library names its keyword; the command line, its option
-            option = {"max_cases": "--max-cases N", "max_seconds": "--max-seconds S"}[error.keyword]
-            raise _UsageError(str(error).replace(f"pass a larger {error.keyword}=", f"raise it with {option}")
-                              .replace("fewer GPUs (gpus=)", "fewer GPUs (--gpus)")
-                              .replace("another fail_each=", "another --fail-each")) from None
+            option = {"max_cases": "--max-cases", "max_seconds": "--max-seconds"}[error.keyword]
+            raise _UsageError(str(error).replace(f"pass a larger {error.keyword}=", f"raise {option}")
+                              .replace(f"{error.keyword}=", f"{option} ").replace("fail_each=", "--fail-each ")
+                              .replace("pairs=True", "--pairs").replace("(gpus=)", "(--gpus)")) from None
         except (ExecutorSpecError, ExecutorConnectionError) as error:
             raise _UsageError(str(error).replace("executor=", "--executor ")
                               .replace("raise dask_timeout", "raise --dask-timeout S")) from None

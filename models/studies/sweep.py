@@ -642,7 +642,7 @@ def _run(G, collective, size, job, p2p, profile, cases, keys, cluster, symmetry,
         if predicted > max_seconds:
             raise SweepSizeError(
                 f"{what} needs {what_counted}{estimates:,} distinct estimates of about {seconds_each:.2g} s each "
-                f"(the baseline's), about {predicted:.0f} s, more than max_seconds={max_seconds:g}: pass a "
+                f"(the baseline's), about {predicted:.2g} s, more than max_seconds={max_seconds:g}: pass a "
                 f"larger max_seconds= or fewer GPUs (gpus=)", keyword="max_seconds")
 
     if cluster is not None:  # failures in hosts of different classes are different cases
