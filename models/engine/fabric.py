@@ -44,7 +44,7 @@ from .memo import BoundedMemo
 from .nccl.system import NcclSystem
 from .symmetry import FabricSymmetry
 
-__all__ = ["PreparedFabric", "FrozenFabricError", "prepare", "freeze_graph"]
+__all__ = ["PreparedFabric", "FrozenFabricError", "prepare", "graph_of", "freeze_graph"]
 
 
 class FrozenFabricError(DgxTopoError, nx.NetworkXError):
@@ -261,3 +261,21 @@ def prepare(fabric, *, nccl=None) -> PreparedFabric:
                                f"nccl={asked!r})) or omit the profile")
         return fabric
     return PreparedFabric(fabric, nccl=nccl, freeze=False)
+
+
+def graph_of(fabric):
+    """The graph of ``fabric``: a prepared fabric's own (validated when it was prepared), or a
+    graph validated now. For functions that read the graph but no cache of the fabric.
+
+    Raises
+    ------
+    topo.DgxTopoError
+        For anything else than a graph or a prepared fabric, or an invalid graph.
+    """
+    if isinstance(fabric, PreparedFabric):
+        return fabric.G
+    if not isinstance(fabric, nx.DiGraph):
+        raise DgxTopoError(f"expected a fabric (networkx.DiGraph) or a models.PreparedFabric, received "
+                           f"{type(fabric).__name__}")
+    validate_graph(fabric)
+    return fabric

@@ -95,14 +95,13 @@ import numpy as np
 
 from topo.errors import DgxTopoError
 from topo.nvidia_smi import connection_matrix
-from topo.schema import validate
 from topo.select import select_gpus
 from topo.specs import LINKS
 from topo.units import GB, to_GBps, to_us, us
 
 from .maxflow import flow_matrix
 from .measure import LINK_CLASSES
-from ..engine.fabric import prepare
+from ..engine.fabric import graph_of, prepare
 from ..engine.nccl.profiles import nccl_profile
 from ..engine.nccl.system import nccl_capacity
 from ..engine.symmetry import host_copies
@@ -548,7 +547,7 @@ def staged_copy(G, src: int, dst: int) -> StagedCopy:
     Parameters
     ----------
     G : networkx.DiGraph
-        A fabric (validated here).
+        A fabric (validated here) or a :class:`models.engine.fabric.PreparedFabric`.
     src, dst : int
         GPU ids of one host, distinct.
 
@@ -570,7 +569,7 @@ def staged_copy(G, src: int, dst: int) -> StagedCopy:
     >>> c.host_memory, c.to_host, c.from_host
     ('cpu0', ('gpu0', 'pcie0', 'cpu0'), ('cpu0', 'pcie0', 'gpu1'))
     """
-    validate(G)
+    G = graph_of(G)
     (a,), (b,) = select_gpus(G, [src]), select_gpus(G, [dst])
     if a == b:
         raise P2PError(f"staged copy from GPU {src} to itself: expected two distinct GPUs "
@@ -881,7 +880,7 @@ def p2p_path(G, src: int, dst: int, *, p2p=True) -> P2PResult:
     Parameters
     ----------
     G : networkx.DiGraph
-        A fabric (validated here).
+        A fabric (validated here) or a :class:`models.engine.fabric.PreparedFabric`.
     src, dst : int
         GPU ids (position in :func:`topo.gpus` order; the CUDA index in one system). Equal
         ids give the device-local copy.
@@ -912,7 +911,7 @@ def p2p_path(G, src: int, dst: int, *, p2p=True) -> P2PResult:
     (145.59, 2.9, 120.0)
     """
     peer = _peer_access(p2p)
-    validate(G)
+    G = graph_of(G)
     (a,), (b,) = select_gpus(G, [src]), select_gpus(G, [dst])
     table = _Table(G, [a, b] if a != b else [a], p2p=peer)
     host = G.nodes[a]["host"]
@@ -942,7 +941,7 @@ def p2p_matrix(G, gpus=None, *, mode: str = "route", bidirectional: bool = False
     Parameters
     ----------
     G : networkx.DiGraph
-        A fabric (validated here).
+        A fabric (validated here) or a :class:`models.engine.fabric.PreparedFabric`.
     gpus : iterable of int or str, optional
         GPU ids or a list such as ``"0,3,5-7"`` (rows and columns in that order); all GPUs
         by default.

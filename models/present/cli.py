@@ -537,41 +537,48 @@ def _bound_column_option(parser) -> None:
 
 
 def _ranked(args, k: int, function):
+    """``(graph, prepared fabric, result)``: one prepared fabric for the ranking and its bounds."""
+    from ..engine.fabric import PreparedFabric
+
     calibration = _calibration(args)  # a bad file fails before any work
     G = _fabric(args, args.system)
+    fabric = PreparedFabric(G, nccl=args.nccl)  # the command's own graph: frozen while it runs
     with _progress(args, f"{args.coll} on sets of {k} GPUs", "search") as progress:
-        return G, function(G, collective=args.coll, nbytes=args.size, profile=args.nccl,
-                           gpus_per_thread=args.g, calibration=calibration,
-                           max_sets=args.limit, max_searches=args.max_searches, progress=progress)
+        return G, fabric, function(fabric, collective=args.coll, nbytes=args.size, gpus_per_thread=args.g,
+                                   calibration=calibration, max_sets=args.limit, max_searches=args.max_searches,
+                                   progress=progress)
 
 
 def _pairs(args) -> None:
-    G, matrix = _ranked(args, 2, pairwise)
+    G, fabric, matrix = _ranked(args, 2, pairwise)
     bounds = None
     if args.bound:
         from ..studies.bounds import pairwise_bounds
-        bounds = pairwise_bounds(G, args.coll)
+        bounds = pairwise_bounds(fabric, args.coll)
     if args.json:
         _print_json(pairs_json(G, args.coll, args.size, matrix, bounds))
     else:
         print(pairs_table(G, args.coll, args.size, matrix, bounds))
 
 
-def _set_bounds(G, collective: str, results) -> dict:
-    """GPU ids -> bound busbw [B/s] of each set shown, one bound per set the estimates found
-    equal up to the fabric's symmetry (``representative``), as :func:`models.subset_bounds`
-    does: relabelling GPUs by a symmetry of the fabric never changes a bound."""
+def _set_bounds(fabric, collective: str, results) -> dict:
+    """GPU ids -> bound busbw [B/s] of each set shown, one bound per class of the whole graph's
+    symmetry (the bounds' key, models.engine.symmetry; not the estimates' key, which ignores
+    links NCCL's paths do not use and a bound may), as :func:`models.subset_bounds` does."""
     from ..studies.bounds import bound
 
+    key = fabric.symmetry.graph().key
+    nodes = list(fabric.ids)
     found: dict = {}
     values = {}
     for r in results:
         if len(r.gpus) < 2:
             values[tuple(r.gpus)] = 0.0
             continue
-        if r.representative not in found:
-            found[r.representative] = bound(G, collective, 2**30, list(r.gpus), nccl=False).bound_busbw
-        values[tuple(r.gpus)] = found[r.representative]
+        k = key([nodes[i] for i in r.gpus])
+        if k not in found:
+            found[k] = bound(fabric, collective, 2**30, list(r.gpus), nccl=False).bound_busbw
+        values[tuple(r.gpus)] = found[k]
     return values
 
 
@@ -591,9 +598,9 @@ def _subsets_arguments(parser) -> None:
 
 
 def _subsets(args) -> None:
-    G, ranking = _ranked(args, args.k, lambda G, **kw: subsets(G, k=args.k, **kw))
+    G, fabric, ranking = _ranked(args, args.k, lambda G, **kw: subsets(G, k=args.k, **kw))
     shown = ranking if args.top is None else ranking[:args.top]
-    bounds = _set_bounds(G, args.coll, shown) if args.bound else None
+    bounds = _set_bounds(fabric, args.coll, shown) if args.bound else None
     if args.json:
         _print_json(subsets_json(G, args.coll, args.k, args.size, ranking, shown, bounds))
     else:

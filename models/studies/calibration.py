@@ -22,6 +22,7 @@ import numpy as np
 from topo.errors import DgxTopoError
 from topo.units import to_GBps, to_us, us
 
+from ..engine.fabric import prepare
 from ..predict.collectives import estimate
 from .benchmarks import NcclTestsRun, P2PBenchmark
 from ..predict.measure import DEFAULT, MeasurementModel, measured
@@ -276,7 +277,9 @@ def calibrate(runs, G, *, gpus=None, gpus_per_thread=None, profile=None, inplace
     if p2p:
         notes.append(f"{len(p2p)} p2pBandwidthLatencyTest output(s) read but not fitted: the P2P "
                      f"copy model is calibrated separately")
-    prepared = [_prepare(r, G, gpus, gpus_per_thread, profile, inplace) for r in runs
+    fabric = prepare(G, nccl=profile)  # one NCCL view and its searches for every run
+    G = fabric.G
+    prepared = [_prepare(r, fabric, gpus, gpus_per_thread, None, inplace) for r in runs
                 if not isinstance(r, P2PBenchmark)]
     if not prepared:
         raise CalibrationError("expected at least one nccl-tests run to calibrate on")
@@ -440,7 +443,9 @@ def check(run, G, *, gpus=None, gpus_per_thread=None, profile=None, calibration=
         For a run without usable rows or a bad ``-g``.
     """
     model = calibration.model if isinstance(calibration, Calibration) else (calibration or DEFAULT)
-    p = _prepare(run, G, gpus, gpus_per_thread, profile, inplace)
+    fabric = prepare(G, nccl=profile)
+    G = fabric.G
+    p = _prepare(run, fabric, gpus, gpus_per_thread, None, inplace)
     m = measured(p.estimate, G, gpus_per_thread=p.gpus_per_thread, model=model)
     time, busbw = np.atleast_1d(m.time), np.atleast_1d(m.busbw)
     rows = []
