@@ -8,12 +8,15 @@ graph-level primitives are :func:`topo.interchangeable_gpus` (GPUs that swap fre
 :func:`topo.gpu_automorphisms` (maps that move GPUs).
 
 **The key** (:class:`GpuSymmetry`): within a class of interchangeable GPUs every permutation is
-an automorphism, and an automorphism maps classes onto classes; so a set is described by how many
-of its GPUs lie in each class (its *count vector*), and two sets are equivalent when some
-automorphism takes one count vector to the other. The key is the smallest image of the count
-vector over the automorphisms found (and the class of a root GPU, for rooted collectives). Equal
-keys always mean equivalent sets; an automorphism search that stopped early only leaves some
-equivalent sets with different keys (more work, never a wrong answer).
+an automorphism, and an automorphism maps classes onto classes. NCCL ranks a communicator's GPUs
+in GPU order and its search works in that order, so the key keeps it: the classes of the set's
+GPUs in rank order (the *word* it picks from the classes along the GPU order), the smallest over
+the automorphisms found that keep the set's rank order, and the rank of a root GPU. Two sets with
+one key are mapped onto each other rank by rank by an automorphism. (A key by the number of GPUs
+in each class alone would merge {gpu0, gpu5} with {gpu1, gpu4} where 0 and 4, 1 and 5 are alike,
+whose rank 0 differs; and sendrecv's ring over a set depends on its order.) An automorphism
+search that stopped early only leaves some equivalent sets with different keys (more work, never
+a wrong answer).
 
 **What the symmetry is of** must be what the model reads, and nothing less:
 
@@ -26,12 +29,14 @@ equivalent sets with different keys (more work, never a wrong answer).
 * On a cluster (:class:`ClusterSymmetry`), the hosts whose swap is an automorphism of the whole
   cluster (:func:`host_classes`: the same parts and links, the same network ports) are
   interchangeable, and within a host the symmetry of the host with its network ports pinned
-  applies: a set is keyed by the sorted (host class, local key) of its hosts.
+  applies: a set is keyed by the (host class, local key) of its first host, then those of its
+  other hosts sorted. The first host is not swapped with the others: NCCL's model takes the
+  channels and their NICs from the first node's search, so a set is not its mirror image.
 * :meth:`FabricSymmetry.graph` keys the bounds: the whole graph (or its edges of some kinds).
 * :meth:`FabricSymmetry.both` keys a section that shows both (the report's bound vs NCCL).
 
-Counting before enumerating: :meth:`GpuSymmetry.count` counts the count vectors of k-GPU sets
-(closed form, an upper bound of the classes where automorphisms merge some), and
+Counting before enumerating: :meth:`GpuSymmetry.count` counts the words of k-GPU sets (a
+dynamic programme, an upper bound of the classes where automorphisms merge some), and
 :meth:`GpuSymmetry.set_classes` refuses at once, with :class:`SymmetryLimitError` naming the
 keyword, work beyond its ``max_classes``.
 
@@ -104,33 +109,46 @@ class GpuSymmetry:
             self.classes = tuple(tuple(c) for c in interchangeable_gpus(S, edge_kinds=edge_kinds))
             self.maps = tuple(gpu_automorphisms(S))
         self.class_of = MappingProxyType({g: c for c, members in enumerate(self.classes) for g in members})
-        # Each automorphism permutes the classes: class c goes to class perm[c].
-        perms = {tuple(self.class_of[m[members[0]]] for members in self.classes) for m in self.maps}
-        identity = tuple(range(len(self.classes)))
-        self.perms = (identity,) + tuple(sorted(perms - {identity}))
+        self.position = MappingProxyType({g: i for i, g in enumerate(self.gpus)})
+        # The classes along the GPU order: a set's key is the word it picks from it.
+        self.word = tuple(self.class_of[g] for g in self.gpus)
 
     def key(self, nodes, root=None) -> tuple:
-        """The canonical key of a GPU set (and of its root GPU, for broadcast and reduce)."""
-        counts = [0] * len(self.classes)
-        for g in nodes:
-            counts[self.class_of[g]] += 1
-        rooted = None if root is None else self.class_of[root]
+        """The canonical key of a GPU set (and of its root GPU, for broadcast and reduce).
+
+        The classes of the set's GPUs in rank (GPU) order, the smallest over the automorphisms
+        that keep the set's rank order; with the root's rank. Two sets with one key are mapped
+        onto each other, rank by rank, by an automorphism: NCCL's search, which works in rank
+        order, and rooted or ordered patterns (sendrecv's ring) see the same problem.
+        """
+        position = self.position
+        ranked = sorted(nodes, key=position.__getitem__)
+        rank = None if root is None else ranked.index(root)
         best = None
-        for perm in self.perms:
-            image = [0] * len(counts)
-            for c, x in enumerate(counts):
-                image[perm[c]] = x
-            candidate = (tuple(image), None if rooted is None else perm[rooted])
+        for m in self.maps:
+            image = [m[g] for g in ranked]
+            if any(position[x] > position[y] for x, y in zip(image, image[1:])):
+                continue  # not rank-preserving on this set
+            candidate = tuple(self.class_of[g] for g in image)
             if best is None or candidate < best:
                 best = candidate
-        return best
+        return best, rank
 
     def count(self, k: int) -> int:
-        """Count vectors of k-GPU sets: the classes' number without automorphisms (exact where
-        there are none, else an upper bound), computed without listing them."""
-        ways = [1] + [0] * k  # ways[j]: count vectors of j GPUs over the classes so far
-        for members in self.classes:
-            ways = [sum(ways[j - x] for x in range(min(len(members), j) + 1)) for j in range(k + 1)]
+        """Words of k GPUs (distinct class sequences along the GPU order): the number of classes
+        of k-GPU sets without automorphisms (exact where there are none, else an upper bound),
+        computed without listing them."""
+        word = self.word
+        # ways[j]: distinct words of length j in the prefix so far; seen[c]: ways before the
+        # previous occurrence of class c (its words would be counted twice).
+        ways = [1] + [0] * k
+        before: dict = {}
+        for c in word:
+            new = ways[:]
+            for j in range(1, k + 1):
+                new[j] += ways[j - 1] - before.get(c, [0] * (k + 1))[j - 1]
+            before[c] = ways
+            ways = new
         return ways[k]
 
     def meet(self, other: "GpuSymmetry") -> "GpuSymmetry":
@@ -154,7 +172,7 @@ class GpuSymmetry:
         Raises
         ------
         SymmetryLimitError
-            When the count vectors (:meth:`count`) exceed ``max_classes``, before any is listed.
+            When the words (:meth:`count`) exceed ``max_classes``, before any is listed.
         """
         sizes = list(sizes)
         total = sum(self.count(k) for k in sizes)
@@ -164,14 +182,10 @@ class GpuSymmetry:
                 f"({len(self.gpus)} GPUs in {len(self.classes)} classes of interchangeable GPUs), more "
                 f"than max_classes={max_classes:,}: raise max_classes", keyword="max_classes",
                 size=total, limit=max_classes)
-        position = {g: i for i, g in enumerate(self.gpus)}
-        members = [sorted(position[g] for g in c) for c in self.classes]
         out: dict = {}
         for k in sizes:
             found: dict = {}
-            for vector in _vectors([len(m) for m in members], k):
-                rep = tuple(sorted(g for x, m in zip(vector, members) for g in m[:x]))
-                sets = math.prod(math.comb(len(m), x) for x, m in zip(vector, members))
+            for rep, sets in _words(self.word, k):
                 key = self.key([self.gpus[i] for i in rep])
                 if key in found:
                     first, n = found[key]
@@ -182,15 +196,35 @@ class GpuSymmetry:
         return out
 
 
-def _vectors(sizes, k):
-    """Count vectors: ``x[c]`` GPUs of class c (0..sizes[c]), summing to k."""
-    if not sizes:
-        if k == 0:
-            yield ()
-        return
-    for x in range(min(k, sizes[0]) + 1):
-        for rest in _vectors(sizes[1:], k - x):
-            yield (x,) + rest
+def _words(word, k):
+    """``(first positions, number of position sets)`` of every distinct length-k subsequence of
+    ``word``: the first (earliest) embedding is the smallest set in combinations order."""
+    n = len(word)
+    nxt = [dict() for _ in range(n + 1)]  # nxt[i][c]: first position >= i of class c
+    for i in range(n - 1, -1, -1):
+        nxt[i] = dict(nxt[i + 1])
+        nxt[i][word[i]] = i
+    symbols = sorted(set(word))
+
+    def embeddings(sub):
+        ways = [1] * (n + 1)  # ways[i]: embeddings of the empty suffix in word[i:]
+        for c in reversed(sub):
+            new = [0] * (n + 1)
+            for i in range(n - 1, -1, -1):
+                new[i] = new[i + 1] + (ways[i + 1] if word[i] == c else 0)
+            ways = new
+        return ways[0]
+
+    def grow(start, prefix, positions):
+        if len(prefix) == k:
+            yield tuple(positions), embeddings(prefix)
+            return
+        for c in symbols:
+            i = nxt[start].get(c)
+            if i is not None and n - i >= k - len(prefix):
+                yield from grow(i + 1, prefix + [c], positions + [i])
+
+    yield from grow(0, [], [])
 
 
 # ------------------------------------------------------------------------------ hosts
@@ -359,19 +393,21 @@ class ClusterSymmetry:
         return self._local[c]
 
     def key(self, nodes, root=None) -> tuple:
-        """``("hosts", sorted (host class, local key) per host)`` (and the root's)."""
+        """``("hosts", first host's (class, local key), sorted (class, local key) of the others)``
+        (and the root's). The first host stays first: NCCL's model takes the channels and their
+        NICs from the first node's search."""
         by_host: dict = {}
         for g in nodes:
             by_host.setdefault(self.host[g], []).append(g)
         shapes = []
-        for h, members in by_host.items():
+        for h, members in sorted(by_host.items()):
             c = self.host_class[h]
             local = self.local(c)
             names = self._names[c]
             mapped = [names[host_place(g)] for g in members]
             r = names[host_place(root)] if root is not None and root in members else None
             shapes.append((c, local.key(mapped, r), r is not None))
-        return ("hosts",) + tuple(sorted(shapes))
+        return ("hosts", shapes[0]) + tuple(sorted(shapes[1:]))
 
 
 class FabricSymmetry:
