@@ -19,13 +19,12 @@ Examples
 
 from __future__ import annotations
 
-from types import MappingProxyType
-
 import importlib
 import importlib.abc
 import importlib.util
 import sys
 import warnings
+from types import MappingProxyType
 
 __all__ = ["MOVED_MODULES", "MOVED_NAMES", "MovedModuleFinder", "moved_name", "new_module_name"]
 

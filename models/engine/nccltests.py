@@ -43,9 +43,8 @@ Examples
 
 from __future__ import annotations
 
-from types import MappingProxyType
-
 from dataclasses import dataclass
+from types import MappingProxyType
 
 import numpy as np
 

@@ -82,12 +82,11 @@ Examples
 
 from __future__ import annotations
 
-from types import MappingProxyType
-
 import math
 from collections import deque
 from dataclasses import dataclass
 from enum import IntEnum
+from types import MappingProxyType
 
 import numpy as np
 

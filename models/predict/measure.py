@@ -41,9 +41,8 @@ Everything else (other link classes, generations, the network) is predicted from
 
 from __future__ import annotations
 
-from types import MappingProxyType
-
 from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 
 import numpy as np
 

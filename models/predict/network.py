@@ -54,10 +54,9 @@ Examples
 
 from __future__ import annotations
 
-from types import MappingProxyType
-
 import math
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from topo.cluster import network_nics
 from topo.errors import DgxTopoError

@@ -86,10 +86,9 @@ array([784.89,   9.56,  14.42,  14.42])
 
 from __future__ import annotations
 
-from types import MappingProxyType
-
 import math
 from dataclasses import dataclass
+from types import MappingProxyType
 
 import numpy as np
 

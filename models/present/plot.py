@@ -23,9 +23,8 @@ Examples
 
 from __future__ import annotations
 
-from types import MappingProxyType
-
 import math
+from types import MappingProxyType
 
 import numpy as np
 import plotly.graph_objects as go

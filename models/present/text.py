@@ -17,10 +17,9 @@ dgx2      16
 
 from __future__ import annotations
 
-from types import MappingProxyType
-
 import math
 import textwrap
+from types import MappingProxyType
 
 import numpy as np
 

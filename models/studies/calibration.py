@@ -11,11 +11,10 @@ few parameters. :func:`check` puts measured and predicted side by side.
 
 from __future__ import annotations
 
-from types import MappingProxyType
-
 import json
 import math
 from dataclasses import dataclass
+from types import MappingProxyType
 
 import numpy as np
 

@@ -31,10 +31,9 @@ Examples
 
 from __future__ import annotations
 
-from types import MappingProxyType
-
 import re
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 from topo.errors import DgxTopoError
 from topo.specs import GPUS

@@ -62,12 +62,11 @@ Examples
 
 from __future__ import annotations
 
-from types import MappingProxyType
-
 import itertools
 import json
 import math
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 import numpy as np
 

@@ -39,10 +39,9 @@ Examples
 
 from __future__ import annotations
 
-from types import MappingProxyType
-
 import re
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from topo.errors import DgxTopoError
 

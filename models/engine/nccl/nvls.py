@@ -49,9 +49,8 @@ Examples
 
 from __future__ import annotations
 
-from types import MappingProxyType
-
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from topo.errors import DgxTopoError
 from topo.specs import NVSWITCHES

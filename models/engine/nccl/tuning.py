@@ -55,10 +55,9 @@ of 12 channels x 30 GB/s, AllReduce of 1 MiB.
 
 from __future__ import annotations
 
-from types import MappingProxyType
-
 import math
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 import numpy as np
 

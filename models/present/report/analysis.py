@@ -28,13 +28,12 @@ layouts on the seed comparison's systems, :func:`models.search`, and
 
 from __future__ import annotations
 
-from types import MappingProxyType
-
 import json
 import math
 import re
 from dataclasses import dataclass
 from importlib import resources
+from types import MappingProxyType
 
 import numpy as np
 

@@ -17,10 +17,9 @@ is written by :mod:`models.present.report.write`.
 
 from __future__ import annotations
 
-from types import MappingProxyType
-
 import html
 import math
+from types import MappingProxyType
 
 import numpy as np
 import plotly.io as pio
