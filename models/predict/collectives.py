@@ -307,13 +307,14 @@ def measurement_model(calibration=None) -> MeasurementModel:
 
 
 class _Context:
-    """One call's view of a prepared fabric: the fabric and how the benchmark is run."""
+    """One call's view of a prepared fabric: the fabric (its NCCL view ``fabric`` carries the
+    release, resolved from ``profile`` by :func:`models.engine.fabric.prepare` only) and how the
+    benchmark is run."""
 
     def __init__(self, fabric, profile=None, gpus_per_thread=1, calibration=None):
         self.prepared = prepare(fabric, nccl=profile)
         self.fabric = self.prepared.nccl
         self.G = self.prepared.G
-        self.profile = self.prepared.profile
         self.gpus_per_thread = gpus_per_thread
         self.measurement = measurement_model(calibration)
         self.ids = self.prepared.ids
@@ -338,6 +339,7 @@ class Estimator:
     Attributes
     ----------
     fabric : PreparedFabric
+        The prepared fabric; its NCCL view ``fabric.nccl`` carries the release.
 
     Examples
     --------
@@ -408,8 +410,7 @@ def estimate(G, collective: str, nbytes, gpus=None, *, algorithm=None, protocol=
 def _estimate(ctx, collective, nbytes, gpus, algorithm=None, protocol=None) -> CollectiveEstimate:
     """NCCL's estimate, then what the benchmark measures (:func:`models.predict.measure.measured`)."""
     e = _nccl_view_estimate(ctx, collective, nbytes, gpus, algorithm, protocol)
-    m = measured(e, ctx.fabric.G, gpus_per_thread=ctx.gpus_per_thread, model=ctx.measurement,
-                 profile=ctx.profile)
+    m = measured(e, ctx.fabric, gpus_per_thread=ctx.gpus_per_thread, model=ctx.measurement)
     shape = e.nbytes.shape
     return dataclasses.replace(e, time=_shaped(m.time, shape, np.float64), nccl_time=e.time,
                                measurement=m)
@@ -465,7 +466,7 @@ def _nccl_estimate(ctx, collective, size, nodes, ids, algorithm, protocol):
             bottleneck = binding[0].edges
     e = _result(collective, ids, nodes, size, selection.time, algorithms, selection.protocol,
                 nchannels, selection.latency, selection.bandwidth, graphs.ring, tree, bottleneck,
-                selection, f"NCCL {ctx.profile.version} tuning model")
+                selection, f"NCCL {ctx.fabric.profile.version} tuning model")
     return dataclasses.replace(e, nvls=graphs.nvls, nvls_reason=nvls_choice(collective, size, comm),
                                network=network)
 
@@ -484,7 +485,7 @@ def _p2p_estimate(ctx, collective, size, nodes, ids):
     system = ctx.fabric
     rate, worst = min((system.capacity(*edge) / f, edge) for edge, f in load.items())
     hardware = "NVLINK" if worst_type == PathType.NVL else "PCI"
-    profile = ctx.profile
+    profile = system.profile
     latency = profile.base_lat("ring", "Simple") + steps * profile.hw_lat(hardware, "ring", "Simple")
     # Each flow moves S / share at ``rate``: the size is divided by rate x share.
     bandwidth = rate * share

@@ -337,10 +337,10 @@ class Search:
 class _JobGroups:
     """The job's GPUs on a prepared fabric: GPU-set keys, cached collective times per group shape."""
 
-    def __init__(self, G, gpus=None):
-        # One prepared fabric for every collective of the plan: NCCL's view, the per-host
-        # channel searches of a cluster and the symmetry are built once.
-        self.prepared = prepare(G)
+    def __init__(self, G, gpus=None, profile=None):
+        # One prepared fabric for every collective of the plan: NCCL's view (with the release),
+        # the per-host channel searches of a cluster and the symmetry are built once.
+        self.prepared = prepare(G, nccl=profile)
         G = self.G = self.prepared.G
         nodes = topo.gpus(G)
         chosen = topo.select_gpus(G, gpus) if gpus is not None else list(nodes)
@@ -528,9 +528,9 @@ def _divisors(n):
 
 class _Context:
     def __init__(self, w, G, gpus, dtype, efficiency, memory_efficiency, overlap, bucket,
-                 gen, capacity):
+                 gen, capacity, profile=None):
         self.w = w
-        self.fabric = _JobGroups(G, gpus)
+        self.fabric = _JobGroups(G, gpus, profile)
         if gen is None:
             gens = {generation_of(m).name for m in self.fabric.models}
             if len(gens) != 1:
@@ -753,7 +753,7 @@ def search(workload, G, *, tp=None, pp=None, dp=None, zero=None, micro_batch=1, 
            dtype=None, recompute=None, sequence_parallel=None, overlap=DEFAULT_OVERLAP,
            bucket=DEFAULT_BUCKET, efficiency=DEFAULT_EFFICIENCY,
            memory_efficiency=DEFAULT_MEMORY_EFFICIENCY, gpus=None, generation=None,
-           memory_capacity=None, tp_groups=None) -> Search:
+           memory_capacity=None, tp_groups=None, profile=None) -> Search:
     """Evaluate every layout of the job's GPUs and rank them (fitting first, by step time).
 
     Parameters
@@ -790,11 +790,14 @@ def search(workload, G, *, tp=None, pp=None, dp=None, zero=None, micro_batch=1, 
         Device memory per GPU (what-if) [bytes], instead of the fabric GPUs'.
     tp_groups : sequence of GPU-id tuples, optional
         Force the tensor-parallel groups (all of them, host-major order).
+    profile : str or NcclProfile, optional
+        The NCCL release whose collectives the plan times (``"2.12"``; default: the reference
+        version, :data:`models.engine.nccl.DEFAULT_VERSION`).
 
     Raises
     ------
     PlanError, models.studies.workload.WorkloadError, models.studies.compute.UnsupportedDtypeError,
-    topo.GpuSelectionError
+    topo.GpuSelectionError, models.engine.nccl.UnknownNcclVersionError
     """
     w = as_workload(workload)
     for name, value in (("tp", tp), ("pp", pp), ("dp", dp), ("micro_batch", micro_batch),
@@ -805,7 +808,7 @@ def search(workload, G, *, tp=None, pp=None, dp=None, zero=None, micro_batch=1, 
     if recompute is not None and recompute not in RECOMPUTE:
         raise PlanError(f"recompute must be one of {', '.join(RECOMPUTE)}, received {recompute!r}")
     ctx = _Context(w, G, gpus, dtype, efficiency, memory_efficiency, overlap, bucket, generation,
-                   memory_capacity)
+                   memory_capacity, profile)
     available = len(ctx.fabric.ids)
     if tp is not None and pp is not None and dp is not None:
         n = tp * pp * dp
