@@ -38,9 +38,9 @@ Examples
 >>> s = sweep(topo.dgx2(), "all_reduce", 2**30, fail_each="nvswitch")
 >>> len(s.rows), s.evaluations, round(s.rows[0].loss, 3), s.rows[0].label
 (12, 2, 0.166, 'nvswitch0')
->>> c = sweep(topo.build("8xdgx2"), "all_reduce", 2**30, fail_each="gpu", gpus="0-31")
->>> len(c.rows), c.evaluations   # 32 GPUs of two identical hosts: 16 places, 8 classes
-(32, 8)
+>>> c = sweep(topo.build("4xdgx1v"), "all_reduce", 2**30, fail_each="nic")
+>>> len(c.rows), c.evaluations   # 16 NICs: the first host's 4, and hosts 1-3 are copies
+(16, 4)
 """
 
 from __future__ import annotations

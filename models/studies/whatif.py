@@ -39,7 +39,7 @@ Failure(nodes=('gpu0', 'gpu3'), count=1, factor=None)
 >>> w.graph.edges["gpu0", "gpu3"]["links"], w.lost_gpus, w.job_gpus()
 (1, ('gpu5',), (0, 1, 2, 3, 4, 5, 6))
 >>> len(components(topo.dgx2(), "nvswitch")), str(components(G, "nvlink")[0])
-(12, 'gpu0-gpu1:1')
+(12, 'gpu0-gpu3:1')
 """
 
 from __future__ import annotations
