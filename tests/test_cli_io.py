@@ -135,7 +135,8 @@ def test_gpu_names_nvidia_smi_prints_and_short_forms_give_the_same_file(capsys, 
     for name in (V100, "v100-sxm2", "V100SXM2", "Tesla V100-SXM2-32GB", "Tesla V100-SXM3-32GB"):
         ok(capsys, "import", SMI, "--gpu", name, "--out", tmp_path / "g.json")
         texts.append((tmp_path / "g.json").read_text())
-    assert texts[0] == texts[1] == texts[2] == texts[3]  # the catalogue's V100-SXM2, any memory size
+    assert texts[0] == texts[1] == texts[2]  # the catalogue's V100-SXM2
+    assert "Tesla V100-SXM2-32GB" in texts[3] and texts[3] != texts[0]  # the 32 GB part, by its size
     assert "V100-SXM3" in texts[4] and texts[4] != texts[0]
 
 

@@ -18,6 +18,7 @@ Subcommands (``dgxtopo COMMAND --help`` for each)
 ``whatif``      every single (or pair of) failure of a kind of component, ranked by the loss.
 ``plan``        a training step of a workload on a fabric: layout, placement, where time goes.
 ``gpus``        GPU generations ranked for a workload, with the resource that binds.
+``simulate``    a training step (or a task graph) as a timeline: overlap, contention, a trace.
 
 Every command that takes a system also takes ``--topo-file FILE`` (a fabric written by import
 or export) instead, and ``--nodes N [--network fat_tree|rail]`` to join N copies of it. The
@@ -95,7 +96,7 @@ ALGORITHMS = ("ring", "tree", "nvls", "nvls_tree", "pat")
 
 _SPEC_HELP = (
     "Systems (SPEC, NAME): " + SPEC_GRAMMAR + ". NAME is a built-in system ({names}; case, '-' "
-    "and '_' ignored); NxNAME[:network] is a cluster of N of them joined by an InfiniBand network, "
+    "and '_' ignored) or a variant of one ({variants}); NxNAME[:network] is a cluster of N of them joined by an InfiniBand network, "
     "fat_tree (default) or rail.")
 _TOPO_FILE_HELP = (
     "Topology files (--topo-file FILE): a fabric written by 'dgxtopo import' or 'dgxtopo export', "
@@ -164,7 +165,7 @@ def _too_much(what: str, size: int, limit: int, option: str) -> _UsageError:
 def _system_gpus(spec: str, max_gpus: int) -> int:
     """GPUs of a system spec, counted without building it; beyond ``max_gpus``, refused."""
     parsed = parse_system_spec(spec, max_hosts=max_gpus)  # every host has at least one GPU
-    gpus = parsed.hosts * len(topo.gpus(topo.SYSTEMS[parsed.system]()))
+    gpus = parsed.hosts * len(topo.gpus(topo.build(parsed.system)))
     if gpus > max_gpus:
         raise _too_much(f"{spec} has {gpus} GPUs", gpus, max_gpus, "--max-gpus")
     return gpus
@@ -1069,12 +1070,25 @@ def _dtype_option(parser, default=None) -> None:
                                                      " (default bf16 where the GPU has it, else fp16)"))
 
 
-def _plan_arguments(parser) -> None:
+def _plan_number(name: str, *, low: float, high: float, low_open: bool = True):
+    """An argparse type for the plan's fractions and scales: a plain finite number in range."""
+    shown = f"{'(' if low_open else '['}{low:g}, {high:g}]"
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text) if len(text) <= 40 and text.strip().lower() not in ("nan", "inf") else math.nan
+        except ValueError:
+            value = math.nan
+        if not (low < value <= high if low_open else low <= value <= high):
+            raise argparse.ArgumentTypeError(f"{name} must be a number in {shown}, received {text[:40]!r}")
+        return value
+    return parse
+
+
+def _layout_options(parser):
+    """The layout options of ``plan`` (and ``simulate``, which plans first); returns their group."""
     from ..studies.planner import RECOMPUTE
 
-    _workload_argument(parser)
-    _system_option(parser)
-    _nccl_option(parser)
     layout = parser.add_argument_group("layout (degrees not given are searched)")
     for option, what in (("--tp", "tensor"), ("--pp", "pipeline"), ("--dp", "data")):
         layout.add_argument(option, type=_count(1), metavar="N", help=f"{what}-parallel degree")
@@ -1085,12 +1099,48 @@ def _plan_arguments(parser) -> None:
     layout.add_argument("--global-batch", type=_count(1), metavar="B",
                         help="global batch [samples] (default: the workload's published one)")
     _dtype_option(layout)
-    layout.add_argument("--recompute", nargs="?", const="full", choices=RECOMPUTE, metavar="MODE",
-                        help=f"activation recomputation, {', '.join(RECOMPUTE)} (alone: full; "
-                             f"default: none and full searched)")
+    layout.add_argument("--recompute", choices=RECOMPUTE, metavar="MODE",
+                        help=f"activation recomputation, {', '.join(RECOMPUTE)} (default: none and full "
+                             f"searched)")
+    layout.add_argument("--sequence-parallel", choices=("on", "off"),
+                        help="sequence parallelism with tensor parallelism (default on)")
+    layout.add_argument("--virtual-stages", type=_count(1), default=1, metavar="V",
+                        help="model chunks per GPU, interleaved 1F1B (default 1: plain 1F1B)")
+    return layout
+
+
+def _plan_arguments(parser) -> None:
+    from ..studies.planner import MEASURED_GRAMMAR
+    from ..studies.workload import SOFTWARE
+
+    _workload_argument(parser)
+    _system_option(parser)
+    _nccl_option(parser)
+    _layout_options(parser)
+    model = parser.add_argument_group("compute and overlap model")
+    model.add_argument("--software", choices=SOFTWARE, metavar="STACK",
+                       help="which kernels are fused: " + "; ".join(f"{k}: {v.description}" for k, v in
+                                                                     SOFTWARE.items())
+                            + " (default flash for models trained with it on Ampere or newer, else fused)")
+    model.add_argument("--efficiency", type=_plan_number("--efficiency", low=0, high=1), metavar="F",
+                       help="fraction of the dense peak a full wave of a matrix multiply reaches "
+                            "(default per GPU generation and dtype)")
+    model.add_argument("--attention-efficiency", type=_plan_number("--attention-efficiency", low=0, high=1),
+                       metavar="F", help="fraction of the dense peak of flash attention (default 0.6)")
+    model.add_argument("--memory-efficiency", type=_plan_number("--memory-efficiency", low=0, high=1),
+                       metavar="F", help="fraction of the HBM bandwidth of a streaming kernel (default 0.8)")
+    model.add_argument("--overlap", type=_plan_number("--overlap", low=0, high=1, low_open=False),
+                       metavar="F", help="fraction of the backward that hides data-parallel "
+                                         "communication (default 1; 0: gradients reduced after it)")
+    model.add_argument("--bucket", type=parse_size, metavar="SIZE",
+                       help="gradient bucket (default 25M, PyTorch DDP's)")
+    model.add_argument("--compute-scale", type=_plan_number("--compute-scale", low=0, high=1e4), metavar="K",
+                       help="multiply every kernel's time by K (a --calibrate result)")
+    model.add_argument("--calibrate", metavar="MEASURED",
+                       help=f"fit the compute model to one measured step of this layout: {MEASURED_GRAMMAR}")
     parser.add_argument("--search", action="store_true", help="rank every layout instead of printing the best")
-    parser.add_argument("--top", type=_count(1), default=10, metavar="N",
-                        help="with --search: layouts shown (default 10)")
+    parser.add_argument("--top", type=_count(1), metavar="N",
+                        help="with --search: layouts shown (default: 10 in text, all in JSON)")
     _json_option(parser, "text")
     parser.add_argument("--out", metavar="FILE.html",
                         help="also write the step-time breakdown per layout and memory per GPU "
@@ -1100,11 +1150,15 @@ def _plan_arguments(parser) -> None:
                              f"grows with the GPUs)")
 
 
-def _plan(args) -> None:
-    from ..studies.planner import format_plan, format_search, plan, search
+def _plan(args) -> int:
+    from ..studies.planner import DEFAULT_BUCKET, calibrate_plan, format_plan, format_search, plan, search
     from ..studies.workload import parse_workload
 
     _check_out(args)
+    if args.top is not None and not args.search:
+        raise _UsageError("--top ranks layouts: expected it with --search")
+    if args.calibrate is not None and args.compute_scale is not None:
+        raise _UsageError("--calibrate fits the compute scale: expected --calibrate or --compute-scale, not both")
     w = parse_workload(args.workload)  # a bad workload fails before the fabric is built
     G = _fabric(args, args.system)
     degrees = (args.tp, args.pp, args.dp)
@@ -1113,11 +1167,24 @@ def _plan(args) -> None:
         raise _too_much(f"a plan of {ngpus} GPUs", ngpus, args.limit, "--limit")
     options = dict(tp=args.tp, pp=args.pp, dp=args.dp, zero=args.zero, micro_batch=args.micro_batch,
                    global_batch=args.global_batch, dtype=args.dtype, recompute=args.recompute,
-                   profile=args.nccl)
+                   profile=args.nccl,
+                   sequence_parallel=None if args.sequence_parallel is None else args.sequence_parallel == "on",
+                   virtual_stages=args.virtual_stages, software=args.software, efficiency=args.efficiency,
+                   attention_efficiency=args.attention_efficiency, memory_efficiency=args.memory_efficiency,
+                   bucket=DEFAULT_BUCKET if args.bucket is None else args.bucket)
+    if args.overlap is not None:
+        options["overlap"] = args.overlap
+    top = 10 if args.top is None else args.top
+    if args.calibrate is not None:
+        best = calibrate_plan(w, G, args.calibrate, **options)
+        options["compute_scale"] = best.calibration.scale
+    elif args.compute_scale is not None:
+        options["compute_scale"] = args.compute_scale
     if args.search or args.out is not None:
         result = search(w, G, **options)
-        best = result.best if result.best.fits else plan(w, G, **options)
-    else:
+        if args.calibrate is None:
+            best = result.best if result.best.fits else plan(w, G, **options)
+    elif args.calibrate is None:
         result, best = None, plan(w, G, **options)
     if args.out is not None:
         from .plan_plot import memory_figure, step_time_figure
@@ -1125,12 +1192,25 @@ def _plan(args) -> None:
         _write_figures(args.out, f"dgx-topo: {best.workload} on {best.fabric}",
                        [step_time_figure(result), memory_figure(result)],
                        [format_plan(best, verbose=True)])
+    fits = best.fits if not args.search else bool(result.fitting())
     if args.json:
-        print(result.to_json() if args.search else best.to_json())
-        return
-    print(format_search(result, top=args.top) if args.search else format_plan(best, verbose=True))
+        if args.search:
+            data = result.to_dict(args.top)  # every layout unless --top says how many
+            if args.calibrate is not None:
+                data["calibration"] = best.calibration.to_dict()
+            _print_json(data)
+        else:
+            print(best.to_json())
+        return 0 if fits else 1
+    if args.search:
+        print(format_search(result, top=top))
+        if args.calibrate is not None:
+            print(format_plan(best, verbose=True))
+    else:
+        print(format_plan(best, verbose=True))
     if args.out is not None:
         print(f"wrote {args.out}")
+    return 0 if fits else 1
 
 
 def _gpus_arguments(parser) -> None:
@@ -1153,6 +1233,90 @@ def _gpus(args) -> None:
     print(f"{w.describe()}\nGPU generations ranked by the time of one training sample ({args.dtype}, "
           f"micro-batch {args.micro_batch}, data parallel over 8 GPUs of one board)")
     print(format_gpus_ranking(ranks))
+
+
+# simulate
+def _simulate_arguments(parser) -> None:
+    from ..predict.simulate import MAX_EVENTS
+
+    parser.add_argument("workload", metavar="WORKLOAD", nargs="?",
+                        help="a workload (as for plan) whose step is simulated; or --graph FILE.json")
+    parser.add_argument("--graph", metavar="FILE.json", help="simulate your own task graph instead (see below)")
+    _system_option(parser)
+    layout = _layout_options(parser)
+    layout.add_argument("--bucket", type=parse_size, default=None, metavar="SIZE",
+                        help="data-parallel gradient bucket (default 25M, PyTorch DDP's)")
+    parser.add_argument("--no-sm-share", action="store_true",
+                        help="do not slow compute by the SMs NCCL's kernels hold")
+    parser.add_argument("--trace", metavar="OUT.json",
+                        help="also write a Chrome trace (Perfetto, chrome://tracing), replaced atomically")
+    _json_option(parser, "text")
+    parser.add_argument("--out", metavar="FILE.html",
+                        help="also write a Gantt chart and the links' utilisation (replaced atomically)")
+    parser.add_argument("--max-events", type=_count(1), default=MAX_EVENTS, metavar="N",
+                        help=f"refuse simulations of more than N events, three per task (default {MAX_EVENTS})")
+    parser.add_argument("--limit", type=_count(1), default=MAX_PLAN_GPUS, metavar="N",
+                        help=f"refuse jobs of more than N GPUs (default {MAX_PLAN_GPUS})")
+
+
+def _simulate(args) -> None:
+    from ..predict.simulate import read_task_graph, simulate
+    from ..studies.planner import DEFAULT_BUCKET, plan
+    from ..studies.stepgraph import compute_time, step_graph
+    from ..studies.workload import parse_workload
+
+    if (args.workload is None) == (args.graph is None):
+        raise _UsageError("expected either WORKLOAD or --graph FILE.json, received "
+                          + ("both" if args.workload else "neither"))
+    for path in (args.out, args.trace):
+        if path is not None:
+            from .output import check_output_path
+            check_output_path(path)  # before any work
+    w = parse_workload(args.workload) if args.workload is not None else None
+    G = _fabric(args, args.system)
+    planned = None
+    if w is not None:
+        degrees = (args.tp, args.pp, args.dp)
+        ngpus = math.prod(degrees) if None not in degrees else len(topo.gpus(G))
+        if ngpus > args.limit:
+            raise _too_much(f"a plan of {ngpus} GPUs", ngpus, args.limit, "--limit")
+        if args.virtual_stages != 1:
+            raise _UsageError("simulate builds plain 1F1B schedules: expected --virtual-stages 1, received "
+                              f"{args.virtual_stages} (plan --virtual-stages models the interleaved step)")
+        planned = plan(w, G, tp=args.tp, pp=args.pp, dp=args.dp, zero=args.zero, micro_batch=args.micro_batch,
+                       global_batch=args.global_batch, dtype=args.dtype, recompute=args.recompute,
+                       sequence_parallel=None if args.sequence_parallel is None else args.sequence_parallel == "on")
+        graph = step_graph(planned, G, workload=w, bucket=args.bucket or DEFAULT_BUCKET)
+    else:
+        graph = read_task_graph(args.graph, ngpus=len(topo.gpus(G)), compute_time=compute_time(G))
+    with _progress(args, "simulate", "task") as progress:
+        result = simulate(G, graph, sm_share=not args.no_sm_share, max_events=args.max_events, progress=progress)
+    if args.trace is not None:
+        from .output import write_text_atomic
+        from .simulate_plot import chrome_trace
+        write_text_atomic(args.trace, json.dumps(chrome_trace(result)))
+    if args.out is not None:
+        from .simulate_plot import gantt_figure, link_heatmap_figure
+        _write_figures(args.out, f"dgx-topo: {result.name or 'task graph'} on {result.fabric}",
+                       [gantt_figure(result), link_heatmap_figure(result)], [result.format()])
+    if args.json:
+        data = result.to_dict()
+        if planned is not None:
+            data["plan_step_time_s"] = planned.step_time
+        _print_json(data)
+        return
+    print(result.format())
+    if planned is not None:
+        print(f"  the planner's estimate of the step: {planned.step_time * 1e3:.3f} ms")
+    for path in (args.trace, args.out):
+        if path is not None:
+            print(f"wrote {path}")
+
+
+_GRAPH_HELP = ('Task graphs (--graph): {"tasks": [{"id": "grad", "op": "all_reduce", "gpus": [0, 1], '
+               '"bytes": 1048576}, {"id": "mm", "op": "compute", "gpu": 0, "seconds": 0.001, "after": '
+               '["grad"]}]}; op is a collective, send (src, dst, bytes) or compute (seconds, or flops with '
+               'dtype); see models.predict.simulate')
 
 
 #: Every subcommand, in the order ``dgxtopo --help`` lists them.
@@ -1178,16 +1342,21 @@ COMMANDS: list[Command] = tuple([
     Command("whatif", "every failure of a kind of component, ranked by the busbw it costs",
             _whatif_arguments, _whatif_sweep, epilog="Failures (--fail-each): " + _FAIL_EACH_HELP + "."),
     Command("plan", "a training step on a fabric: the best layout and where the time goes",
-            _plan_arguments, _plan, epilog="Workloads (WORKLOAD): " + WORKLOAD_GRAMMAR + "."),
+            _plan_arguments, _plan, epilog="Workloads (WORKLOAD): " + WORKLOAD_GRAMMAR + ". Exit "
+            "status: 0 when the layout fits (with --search: when one does), 1 when none fits (the "
+            "verdict and its numbers are printed), 2 for bad input."),
     Command("gpus", "GPU generations ranked for a workload", _gpus_arguments, _gpus,
             epilog="Workloads (WORKLOAD): " + WORKLOAD_GRAMMAR + "."),
+    Command("simulate", "a training step or your task graph as a timeline: overlap and shared links",
+            _simulate_arguments, _simulate,
+            epilog="Workloads (WORKLOAD): " + WORKLOAD_GRAMMAR + ". " + _GRAPH_HELP + "."),
 ])
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``dgxtopo``, one subparser per entry of :data:`COMMANDS`."""
     epilog = "\n\n".join(textwrap.fill(text, 79) for text in
-                         (_SPEC_HELP.format(names=", ".join(topo.SYSTEMS)), _TOPO_FILE_HELP,
+                         (_SPEC_HELP.format(names=", ".join(topo.SYSTEMS), variants=", ".join(topo.VARIANTS)), _TOPO_FILE_HELP,
                           _WHATIF_HELP, _SIZE_HELP))
     layout = {"formatter_class": argparse.RawDescriptionHelpFormatter, "epilog": epilog}
     parser = _Parser(prog="dgxtopo", description="Model NVIDIA DGX interconnect fabrics and what "
@@ -1206,18 +1375,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _limit_error(error: LimitError) -> str:
-    option = {"max_sets": "--limit", "max_searches": "--max-searches"}.get(error.keyword, error.keyword)
+    option = {"max_sets": "--limit", "max_searches": "--max-searches", "max_events": "--max-events"}.get(
+        error.keyword, error.keyword)
     return str(_too_much(error.what, error.size, error.limit, option))
 
 
 def main(argv=None) -> int:
-    """Run ``dgxtopo``; returns the exit status (0; 2 for bad input; 130 when interrupted)."""
+    """Run ``dgxtopo``; returns the exit status (0; 1 when ``plan`` finds no layout that fits; 2 for
+    bad input; 130 when interrupted)."""
     try:
         try:
             args = build_parser().parse_args(argv)
         except SystemExit as exit_:  # --help and --version print and stop here
             return int(exit_.code or 0)
-        args.run(args)
+        status = args.run(args)  # plan: 1 when no layout fits (the verdict is printed)
     except LimitError as error:
         print(f"dgxtopo: error: {_limit_error(error)}", file=sys.stderr)
         return 2
@@ -1231,7 +1402,7 @@ def main(argv=None) -> int:
     except BrokenPipeError:  # e.g. `dgxtopo topo dgx2 | head`: the reader left, nothing to report.
         sys.stderr.close()
         return 0
-    return 0
+    return status or 0
 
 
 if __name__ == "__main__":  # python -m models.present.cli
