@@ -211,7 +211,7 @@ def test_whatif_ranks_one_nvlink_of_a_dgx1v_at_a_sixth(capsys, tmp_path):
     (["--system", "dgx1v", "--fail-each", "nvswitch"], "has no nvswitch to fail"),
     (["--system", "dgx1v", "--fail-each", "disk"], "argument --fail-each: invalid choice"),
     (["--system", "dgx2", "--fail-each", "nvlink", "--pairs"],
-     "gives 5151 failure cases, more than the limit of 2000: raise it with --max-cases N"),
+     "gives 5,151 failure cases (102 components), more than the limit of 2,000: raise it with --max-cases N"),
     (["--system", "dgx1v", "--fail-each", "nic", "--executor", "threads"], "dask://HOST:PORT"),
     (["--system", "dgx1v", "--fail-each", "nic", "--out", "/nonexistent-dir/w.html"], "cannot write"),
 ])

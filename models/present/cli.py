@@ -1034,9 +1034,11 @@ def _whatif_sweep(args) -> None:
                            max_seconds=args.max_seconds, profile=args.nccl, dask_timeout=args.dask_timeout)
         except SweepSizeError as error:  # the library names its keyword; the command line, its option
             option = {"max_cases": "--max-cases", "max_seconds": "--max-seconds"}[error.keyword]
-            raise _UsageError(str(error).replace(f"pass a larger {error.keyword}=", f"raise {option}")
-                              .replace(f"{error.keyword}=", f"{option} ").replace("fail_each=", "--fail-each ")
-                              .replace("pairs=True", "--pairs").replace("(gpus=)", "(--gpus)")) from None
+            unit = {"max_cases": "N", "max_seconds": "S"}[error.keyword]
+            raise _UsageError(str(error).replace(f"pass a larger {error.keyword}=", f"raise it with {option} {unit}")
+                              .replace(f"more than {error.keyword}=", "more than the limit of ")
+                              .replace("fail_each=", "--fail-each ").replace("pairs=True", "--pairs")
+                              .replace("(gpus=)", "(--gpus)")) from None
         except (ExecutorSpecError, ExecutorConnectionError) as error:
             raise _UsageError(str(error).replace("executor=", "--executor ")
                               .replace("raise dask_timeout", "raise --dask-timeout S")) from None

@@ -53,7 +53,7 @@ def test_the_cli_maps_the_keywords_to_its_options(capsys):
     assert main(["whatif", "all_reduce", "--system", "2xdgx1v", "--fail-each", "gpu", "-s", "1M",
                  "--max-seconds", "1e-9"]) == 2
     err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "more than --max-seconds 1e-09: raise --max-seconds" in err
+    assert len(err.splitlines()) == 1 and "more than the limit of 1e-09: raise it with --max-seconds S" in err
     assert "max_seconds" not in err and "fail_each" not in err and "--fail-each 'gpu'" in err
 
 
