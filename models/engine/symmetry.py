@@ -97,21 +97,27 @@ class GpuSymmetry:
         The scope's GPU nodes, in GPU order.
     classes : tuple of tuple
         Interchangeable GPUs, in GPU order.
-    maps : tuple of dict
-        Automorphisms as GPU maps, identity first.
     """
 
     def __init__(self, S=None, *, edge_kinds=None, _parts=None):
+        self._graph = S
         if _parts is not None:
-            self.gpus, self.classes, self.maps = _parts
+            self.gpus, self.classes, self._maps = _parts
         else:
             self.gpus = tuple(gpu_nodes_of(S))
             self.classes = tuple(tuple(c) for c in interchangeable_gpus(S, edge_kinds=edge_kinds))
-            self.maps = tuple(gpu_automorphisms(S))
+            self._maps = None  # found on first use (P2P needs the classes alone)
         self.class_of = MappingProxyType({g: c for c, members in enumerate(self.classes) for g in members})
         self.position = MappingProxyType({g: i for i, g in enumerate(self.gpus)})
         # The classes along the GPU order: a set's key is the word it picks from it.
         self.word = tuple(self.class_of[g] for g in self.gpus)
+
+    @property
+    def maps(self) -> tuple:
+        """Automorphisms as GPU maps, identity first (:func:`topo.gpu_automorphisms`)."""
+        if self._maps is None:
+            self._maps = tuple(gpu_automorphisms(self._graph))
+        return self._maps
 
     def key(self, nodes, root=None) -> tuple:
         """The canonical key of a GPU set (and of its root GPU, for broadcast and reduce).
