@@ -361,7 +361,6 @@ class _ClusterCases:
                 self.by_place[h, host_place(n)] = n
         self.outside_twins = None
         self._twins: dict = {}
-        self._local: dict = {}  # host class -> (host graph, marks, classes of its failures)
 
     def _local_twins(self, c) -> dict:
         """Node of the first host of class ``c`` -> its twin class."""
@@ -403,36 +402,6 @@ class _ClusterCases:
                 ends.append(("host", twins[self.by_place[self.first_host[c], host_place(n)]]))
         return c, tuple(sorted(ends)), failure.count, failure.factor
 
-    def local_class(self, case) -> int:
-        """The class of a keyed case among the failures of the hosts of its class, up to every
-        automorphism of the host with what lies outside it kept in place (up to twins): the
-        host's graph with the failed part marked, classified by
-        :class:`models.engine.symmetry.FabricClasses` (keys of twins are merged before)."""
-        G = self.G
-        (h,) = {_host_of(G, n) for n in case[0].nodes} - {None}
-        c = self.host_class[h]
-        if c not in self._local:
-            host = self.first_host[c]
-            nodes = [n for n in G if _host_of(G, n) == host]
-            outside = {w for n in nodes for w in (*G.adj[n], *G.pred[n])} - set(nodes)
-            L = G.subgraph([*nodes, *outside]).copy()
-            L.remove_edges_from([(u, v) for u, v in list(L.edges) if u in outside and v in outside])
-            marks = {n: "job" for n in nodes if n in self.job}
-            marks.update({w: self._outside(w) for w in outside})
-            self._local[c] = (L, marks, FabricClasses())
-        L, marks, classes = self._local[c]
-        moved = {n: n if _host_of(G, n) is None else self.by_place[self.first_host[c], host_place(n)]
-                 for n in case[0].nodes}
-        failure = case[0]
-        node_marks, edge_marks = dict(marks), {}
-        if failure.is_node:
-            n = moved[failure.nodes[0]]
-            node_marks[n] = ("failed", node_marks.get(n))
-        else:
-            u, v = (moved[n] for n in failure.nodes)
-            edge_marks[u, v] = edge_marks[v, u] = ("failed", failure.count, failure.factor)
-        return c, classes.add(L, node_marks, edge_marks)[0]
-
 
 def _classify(G, cases, keys, cluster, job, *, symmetry, tick) -> tuple:
     """Per case: a note (it disconnects the fabric or the job), or ``(task, remaining job nodes,
@@ -451,7 +420,7 @@ def _classify(G, cases, keys, cluster, job, *, symmetry, tick) -> tuple:
         else:
             if key not in local_of:
                 # The key alone (twins): VF2 over a host with its outside nodes (a tray and the 18
-                # twin switch chips of an NVL72) can take minutes, so local_class is not used here.
+                # twin switch chips of an NVL72) took minutes.
                 local_of[key] = key
             if local_of[key] not in first_of:
                 first_of[local_of[key]] = _full_case(G, case, job, None, tasks)
