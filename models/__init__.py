@@ -35,9 +35,12 @@ _compat.install()
 
 from types import MappingProxyType  # noqa: E402  (after the finder is installed)
 
+from .engine.faces import lazy_face as _lazy_face  # noqa: E402
+
 # What a user calls, and the module that has it. The face imports a module only when one of its
-# names is first asked for (PEP 562), so that ``import models`` (and the command line's start-up)
-# costs nothing beyond topo; every other name is imported from its module.
+# names is first asked for (models.engine.faces), so that ``import models`` (and the command line's
+# start-up) costs nothing beyond topo; every other name is imported from its module, and 0.2's face
+# names that moved resolve with a DeprecationWarning naming the new place (models.compat).
 _FACE = MappingProxyType({
     "prepare": "models.engine.fabric",
     "PreparedFabric": "models.engine.fabric",
@@ -73,19 +76,4 @@ _FACE = MappingProxyType({
 
 __all__: list[str] = ["__version__", *_FACE]
 
-
-def __getattr__(name: str):
-    """A face name, from its module; 0.2's face names that moved (:mod:`models.compat`), with a
-    DeprecationWarning naming the new place."""
-    module = _FACE.get(name)
-    if module is None:
-        return _compat.moved_name(name)
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # asked once: later lookups do not come back here
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = _lazy_face(__name__, _FACE, _compat.MOVED_NAMES)

@@ -7,7 +7,8 @@ with a :class:`DeprecationWarning` that names the new place:
 - a module (``import models.collectives``, ``from models.nccl.search import ...``) resolves to
   the same module object under its new name (:data:`MOVED_MODULES`);
 - a name of 0.2's ``models`` face that the 0.3 face no longer lists (``models.Router``) is
-  looked up in its new module by ``models.__getattr__`` (:data:`MOVED_NAMES`).
+  looked up in its new module by ``models.__getattr__`` (:data:`MOVED_NAMES`,
+  :func:`models.engine.faces.lazy_face`).
 
 :class:`MovedModuleFinder` is the import hook; ``models/__init__.py`` installs it once.
 
@@ -26,7 +27,7 @@ import sys
 import warnings
 from types import MappingProxyType
 
-__all__ = ["MOVED_MODULES", "MOVED_NAMES", "MovedModuleFinder", "moved_name", "new_module_name"]
+__all__ = ["MOVED_MODULES", "MOVED_NAMES", "MovedModuleFinder", "new_module_name"]
 
 #: 0.2 module -> 0.3 module (a package maps its submodules too: models.nccl.search ->
 #: models.engine.nccl.search).
@@ -204,22 +205,6 @@ def new_module_name(old: str) -> str | None:
 def _warn(old: str, new: str) -> None:
     warnings.warn(f"{old} moved to {new} in dgx-topo 0.3: import it from there", DeprecationWarning,
                   stacklevel=3)
-
-
-def moved_name(name: str):
-    """``models.<name>`` of 0.2, from the module that has it now (with a DeprecationWarning).
-
-    Raises
-    ------
-    AttributeError
-        If 0.2's face had no such name either.
-    """
-    where = MOVED_NAMES.get(name)
-    if where is None:
-        raise AttributeError(f"module 'models' has no attribute {name!r}")
-    _warn(f"models.{name}", where)
-    module, _, attribute = where.rpartition(".")
-    return getattr(importlib.import_module(module), attribute)
 
 
 class _AliasLoader(importlib.abc.Loader):

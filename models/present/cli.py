@@ -413,7 +413,7 @@ def _fabrics(args, specs) -> list:
 _NCCL_HELP = (f"NCCL release to model, {min(p.first for p in PROFILES.values())[0]}.0 to "
               f"{'.'.join(map(str, max(p.last for p in PROFILES.values())[:2]))}.x, e.g. 2.3.7, 2.12.12, "
               f"v2.27.7-1 (default: the reference version); each maps to the profile governing it "
-              f"(models.engine.nccl.format_versions_table())")
+              f"(models.engine.nccl.profiles.format_versions_table())")
 
 
 def _nccl_option(parser) -> None:
