@@ -41,16 +41,19 @@ Everything else (other link classes, generations, the network) is predicted from
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 import topo
 from topo.errors import DgxTopoError
+from topo.specs import WIRES
 from topo.units import to_GBps, to_us, us
 
 from ..engine.nccl.profiles import nccl_profile
 from ..engine.nccltests import busbw_factor
+from .nicpath import nic_path
 
 __all__ = [
     "MeasurementError", "Parameter", "LinkClass", "LINK_CLASSES", "MeasurementModel", "DEFAULT",
@@ -127,60 +130,24 @@ class LinkClass:
         return self.data_rate * self.packet_efficiency
 
 
-# NVLink 1.0/2.0 packets: one 16-byte header flit per up to 16 data flits (256 B) ->
-# 256 / 272 (Foley & Danskin, "Ultra-Performance Pascal GPU and NVLink Interconnect",
-# IEEE Micro 37(2), 2017). The same framing is assumed for NVLink 3-5 [U].
-_NVLINK_PACKET = 256 / 272
-# PCIe 3.0-5.0 (128b/130b coding already in topo's line rate): a 256-byte max-payload TLP
-# carries 4 B framing + 2 B sequence + 16 B header (4DW, 64-bit address) + 4 B LCRC ->
-# 256 / 282 (PCI Express Base Specification 3.0, 2.1 and 4.2). Max payload 256 B on these
-# hosts and no ACK/flow-control DLLP share are assumptions [U].
-_PCIE_PACKET = 256 / 282
-# InfiniBand (64b/66b coding already in topo's line rate): a 4096-byte MTU packet carries
-# LRH 8 + BTH 12 + ICRC 4 + VCRC 2 = 26 B (InfiniBand Architecture Specification vol. 1,
-# rel. 1.3, ch. 5 and 9); RDMA-write RETH (16 B) only on a message's first packet.
-_IB_PACKET = 4096 / (4096 + 26)
+# The wire of every link class is a fact of its specification (topo.specs.WIRES: lanes, bit
+# rate, line code, FEC, packet framing per generation); nothing is carried from one generation
+# to another. NVLink-C2C carries no channel between two GPUs (only a GPU's traffic to its CPU
+# and the NICs beyond, models.predict.nicpath), so it is no class of its own here.
+def _link_class(wire) -> "LinkClass":
+    return LinkClass(wire.link, wire.data_rate, wire.packet_efficiency, wire.source, wire.uncertain)
+
 
 #: The link classes the measurement model knows, keyed like :data:`topo.LINKS`.
 LINK_CLASSES: dict[str, LinkClass] = {
-    "nvlink1": LinkClass("nvlink1", topo.LINKS["nvlink1"].bandwidth, _NVLINK_PACKET,
-                         "8 lanes x 20 Gb/s (Tesla P100 whitepaper, NVIDIA 2016); NVLink packet "
-                         "framing (Foley & Danskin, IEEE Micro 2017)"),
-    # NVLink 2.0 signals at 25.78125 Gb/s per lane (the "25 GB/s" per link is rounded down):
-    # 8 lanes -> 25.78 GB/s. 25.78 x 256/272 = 24.26 GB/s, 0.970 of 25: what the DGX-1V
-    # p2pBandwidthLatencyTest row shows on its NVLink pairs (0.969), not fitted here.
-    "nvlink2": LinkClass("nvlink2", 8 * 25.78125e9 / 8, _NVLINK_PACKET,  # 8 lanes x 25.78125 Gb/s
-                         "8 lanes x 25.78125 Gb/s (NVIDIA Tesla V100 GPU architecture whitepaper, "
-                         "2017); NVLink packet framing (Foley & Danskin, IEEE Micro 2017)"),
-    "nvlink3": LinkClass("nvlink3", topo.LINKS["nvlink3"].bandwidth, _NVLINK_PACKET,
-                         "4 lanes x 50 Gb/s (NVIDIA A100 Tensor Core GPU architecture whitepaper, "
-                         "2020)", "packet framing assumed as NVLink 1/2"),
-    "nvlink4": LinkClass("nvlink4", topo.LINKS["nvlink4"].bandwidth, _NVLINK_PACKET,
-                         "2 lanes x 100 Gb/s PAM4 (NVIDIA H100 Tensor Core GPU architecture "
-                         "whitepaper, 2022)", "packet framing assumed as NVLink 1/2"),
-    "nvlink5": LinkClass("nvlink5", topo.LINKS["nvlink5"].bandwidth, _NVLINK_PACKET,
-                         "1.8 TB/s both ways over 18 links (NVIDIA Blackwell architecture "
-                         "technical brief, 2024)", "lanes, signalling and packet framing assumed"),
-    "pcie3_x16": LinkClass("pcie3_x16", topo.LINKS["pcie3_x16"].bandwidth, _PCIE_PACKET,
-                           "8 GT/s x16, 128b/130b; TLP overheads (PCI Express Base Specification "
-                           "3.0)", "max payload 256 B, DLLP traffic ignored"),
-    "pcie4_x16": LinkClass("pcie4_x16", topo.LINKS["pcie4_x16"].bandwidth, _PCIE_PACKET,
-                           "16 GT/s x16, 128b/130b; TLP overheads (PCI Express Base Specification "
-                           "4.0)", "max payload 256 B, DLLP traffic ignored"),
-    "pcie5_x16": LinkClass("pcie5_x16", topo.LINKS["pcie5_x16"].bandwidth, _PCIE_PACKET,
-                           "32 GT/s x16, 128b/130b; TLP overheads (PCI Express Base Specification "
-                           "5.0)", "max payload 256 B, DLLP traffic ignored"),
-    "ib_edr": LinkClass("ib_edr", topo.LINKS["ib_edr"].bandwidth, _IB_PACKET,
-                        "4 x 25.78125 Gb/s, 64b/66b; 4096 B MTU packet headers (InfiniBand "
-                        "Architecture Specification vol. 1 rel. 1.3)"),
-    "ib_hdr": LinkClass("ib_hdr", topo.LINKS["ib_hdr"].bandwidth, _IB_PACKET,
-                        "4 x 53.125 Gb/s PAM4, 64b/66b; 4096 B MTU packet headers (InfiniBand "
-                        "Architecture Specification vol. 1 rel. 1.4)",
-                        "HDR's FEC overhead not counted"),
-    "ib_ndr": LinkClass("ib_ndr", topo.LINKS["ib_ndr"].bandwidth, _IB_PACKET,
-                        "4 x 106.25 Gb/s PAM4; 4096 B MTU packet headers (InfiniBand Architecture "
-                        "Specification vol. 1 rel. 1.5)", "NDR's FEC overhead not counted"),
-}
+    link: _link_class(wire) for link, wire in WIRES.items() if link != "nvlink_c2c"}
+
+#: Share of a NIC port's payload rate its DMA sustains (every InfiniBand generation). [U]
+NIC_EFFICIENCY = 1.0
+_NIC_SOURCE = ("a NIC moves NCCL's network data by DMA (RDMA writes), not by NCCL's kernels: the "
+               "kernels' transfer efficiency, fitted on NVLink, does not apply to it")
+_NIC_UNCERTAIN = ("the NIC is assumed to sustain its port's payload rate (ConnectX adapters are "
+                  "specified at full wire speed); not measured here")
 
 _DGX2 = ("nccl-tests -g 12 on 12 GPUs of a DGX-2, wohlbier/nccl-tests README \"Results on dgx-2\" "
          "(2020)")
@@ -221,8 +188,10 @@ class MeasurementModel:
     provenance: tuple = ()
 
     def efficiency(self, link: str) -> float:
-        """Transfer efficiency of a link class (its override, or the common one)."""
-        return dict(self.efficiency_overrides).get(link, self.transfer_efficiency)
+        """Transfer efficiency of a link class: its override, else :data:`NIC_EFFICIENCY` for a
+        network port (a NIC's DMA moves that data) and the common one for every other class."""
+        default = NIC_EFFICIENCY if topo.LINKS[link].kind == "network" else self.transfer_efficiency
+        return dict(self.efficiency_overrides).get(link, default)
 
     def achieved(self, link: str) -> float:
         """Achieved rate of one link of a class, per direction. [B/s]
@@ -280,6 +249,7 @@ class MeasurementModel:
                       "out-of-place rows >= 64 MiB of all_reduce, broadcast, reduce",
                       "fitted on NVLink 2.0 through NVSwitch, assumed for every link class"),
         ]
+        out.append(Parameter("nic_efficiency", NIC_EFFICIENCY, "1", _NIC_SOURCE, "", _NIC_UNCERTAIN))
         for link, value in self.efficiency_overrides:
             out.append(Parameter(f"efficiency:{link}", value, "1",
                                  source(f"efficiency:{link}", "calibration")))
@@ -371,6 +341,8 @@ class Measured:
         algorithm that runs (:mod:`models.predict.network`; 1 on one host or a non-blocking network).
     network : tuple of models.predict.network.NetworkLoad
         The network loads behind it.
+    nic_paths : tuple of models.predict.nicpath.NicPath
+        Across hosts, the path of each NIC the channels use (port or PCIe, whichever binds).
     """
 
     collective: str
@@ -388,6 +360,7 @@ class Measured:
     model: MeasurementModel = field(repr=False)
     network_factor: object = 1.0
     network: tuple = ()
+    nic_paths: tuple = ()
 
     @property
     def nranks(self) -> int:
@@ -421,7 +394,11 @@ class Measured:
             f"  NCCL latency term: {to_us(last(self.nccl_latency)):.2f} us (overlaps the host term; "
             f"the larger, {to_us(last(self.startup)):.2f} us, counts)",
         ]
-        if self.link:
+        binding = [p for p in self.nic_paths if p.binding == self.link and math.isclose(p.ratio, self.ratio)]
+        if binding:
+            lines.append(f"  bandwidth: NCCL {to_GBps(last(self.nccl_bandwidth)):.2f} GB/s x ratio "
+                         f"{self.ratio:.4f}, the path of a NIC:")
+        elif self.link:
             cls = m.links[self.link]
             lines.append(
                 f"  bandwidth: NCCL {to_GBps(last(self.nccl_bandwidth)):.2f} GB/s x ratio "
@@ -431,6 +408,7 @@ class Measured:
                 f"{to_GBps(m.achieved(self.link) / self.ratio):.2f})")
         else:
             lines.append("  bandwidth: NCCL's, no link class binds (ratio 1)")
+        lines += ["  " + p.describe() for p in self.nic_paths]
         for load in self.network:
             lines.append("  " + load.describe())
         if self.network:
@@ -473,14 +451,7 @@ def measured(e, G, *, gpus_per_thread: int = 1, model: MeasurementModel = DEFAUL
             or not 1 <= gpus_per_thread <= max(1, e.nranks):
         raise MeasurementError(f"gpus_per_thread must be an integer from 1 to {max(1, e.nranks)} "
                                f"(the ranks), received {gpus_per_thread!r}")
-    classes = link_classes(e, G)
-    if classes:
-        cc = min(G.nodes[n]["compute_capability"] for n in e.nodes)
-        ratios = {c: model.ratio(c, profile, cc) for c in classes}
-        link = min(ratios, key=ratios.get)
-        ratio = ratios[link]
-    else:
-        link, ratio = "", 1.0
+    link, ratio, paths = _binding(e, G, model, profile)
     host = model.floor + int(gpus_per_thread) * model.launch_per_gpu
     nbytes = e.nbytes
     startup = np.maximum(host, e.latency)
@@ -498,4 +469,56 @@ def measured(e, G, *, gpus_per_thread: int = 1, model: MeasurementModel = DEFAUL
         time, startup = float(time), float(startup)
         network_factor = float(np.asarray(network_factor).reshape(-1)[-1])
     return Measured(e.collective, tuple(e.gpus), nbytes, time, e.time, e.latency, host, startup,
-                    bandwidth, float(ratio), link, int(gpus_per_thread), model, network_factor, network)
+                    bandwidth, float(ratio), link, int(gpus_per_thread), model, network_factor, network,
+                    paths)
+
+
+def _binding(e, G, model, profile) -> tuple:
+    """The link class that binds an estimate's bandwidth, the ratio of achieved to NCCL's
+    bandwidth it gives, and across hosts the NICs' paths.
+
+    On one host: the lowest :meth:`MeasurementModel.ratio` over the classes of the bottleneck
+    (NCCL's kernels drive every link). Across hosts the PCIe links and the ports carry the NICs'
+    DMA: each NIC of the channels counts by its path (:func:`models.predict.nicpath.nic_path`,
+    the port or the PCIe path, whichever binds, over NCCL's figure for the path); NVLink counts
+    by the headroom of every NVLink edge the channels load (achieved / reserved), since a path
+    faster than NCCL assumed runs the channels faster across NVLink too; NVLS runs at its NVLink
+    class's ratio.
+    """
+    classes = link_classes(e, G)
+    searches = [s for s in (e.ring, e.tree) if s is not None]
+    if max((s.nnodes for s in searches), default=1) == 1:
+        if not classes:
+            return "", 1.0, ()
+        cc = min(G.nodes[n]["compute_capability"] for n in e.nodes)
+        ratios = {c: model.ratio(c, profile, cc) for c in classes}
+        link = min(ratios, key=ratios.get)
+        return link, ratios[link], ()
+    last = str(np.asarray(getattr(e, "algorithm", "ring")).reshape(-1)[-1])
+    search = e.tree if last in ("tree", "pat") and e.tree is not None else e.ring
+    nics = sorted({nic for pair in (search.nets if search is not None else ()) for nic in pair}, key=str)
+    overrides = dict(model.efficiency_overrides)
+    paths = tuple(nic_path(G, nic, efficiency=lambda link: overrides.get(link, NIC_EFFICIENCY),
+                           sm_efficiency=model.transfer_efficiency, profile=profile) for nic in nics)
+    ratios: dict = {}
+
+    def bind(link, value):
+        ratios[link] = min(ratios.get(link, value), value)
+
+    for p in paths:
+        bind(p.binding, p.ratio)
+    if last in ("nvls", "nvls_tree"):
+        cc = min(G.nodes[n]["compute_capability"] for n in e.nodes)
+        for c in {d["link"] for n in e.nodes for _, _, d in G.out_edges(n, data=True)
+                  if d["kind"] == "nvlink" and d.get("link") in LINK_CLASSES}:
+            bind(c, model.ratio(c, profile, cc))
+    elif search is not None:
+        for load in search.loads:
+            d = G.adj[load.edge[0]][load.edge[1]]
+            if d["kind"] == "nvlink" and d.get("link") in LINK_CLASSES and load.reserved > 0:
+                achieved = float(d["bandwidth"]) / topo.LINKS[d["link"]].bandwidth * model.achieved(d["link"])
+                bind(d["link"], achieved / load.reserved)
+    if not ratios:
+        return "", 1.0, paths
+    link = min(ratios, key=ratios.get)
+    return link, ratios[link], paths

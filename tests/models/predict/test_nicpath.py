@@ -1,0 +1,75 @@
+"""The path of a NIC's network traffic: the port or the PCIe path to the GPU, whichever binds.
+
+Known answers from the wire of each generation (topo.specs.WIRES) and NCCL's figures
+(NVIDIA/nccl v2.27.7-1 src/graph/topo.cc: PCIe width x speed / 80, a port speed / 8000).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import topo
+from models.predict.nicpath import nic_path
+from topo.errors import DgxTopoError
+
+GB = 1e9
+IB = 4096 / 4122                    # InfiniBand payload share at MTU 4096
+PCIE_DMA = 256 / (256 + 24 + 4 + 12)  # PCIe gen 3-5, both ways, MPS 256, MRRS 512
+
+
+@pytest.mark.parametrize("system, nic, port, port_GBps, pcie_GBps, nccl_GBps, path_class", [
+    ("2xdgx2", "h0.mlx5_0", "ib_edr", 12.5, 16 * 8 * 128 / 130 / 8, 12, "PIX"),      # EDR, gen 3
+    ("2xdgxa100", "h0.mlx5_0", "ib_hdr", 25, 16 * 16 * 128 / 130 / 8, 24, "PXB"),    # HDR, gen 4
+    ("2xdgxh100", "h0.mlx5_0", "ib_ndr", 50, 16 * 32 * 128 / 130 / 8, 48, "PXB"),    # NDR, gen 5
+])
+def test_the_port_binds_where_the_nic_shares_a_switch_with_its_gpu(system, nic, port, port_GBps,
+                                                                  pcie_GBps, nccl_GBps, path_class):
+    p = nic_path(topo.build(system), nic)
+    assert (p.port, p.path_class, p.gdr) == (port, path_class, True)
+    assert p.port_rate == pytest.approx(port_GBps * GB * IB)
+    assert p.pcie_rate == pytest.approx(pcie_GBps * GB * PCIE_DMA)
+    assert p.binding == port and p.rate == p.port_rate
+    # NCCL charges the path its PCIe figure (below its port figure): the path beats it
+    assert p.nccl_rate == pytest.approx(nccl_GBps * GB)
+    assert p.ratio == pytest.approx(port_GBps * IB / nccl_GBps)
+    assert f"{port} binds" in p.describe()
+
+
+def test_a_faster_port_on_the_same_pcie_path_is_bound_by_pcie():
+    G = topo.build("2xdgx1v")
+    G.nodes["h0.mlx5_0"].update(port_link="ib_ndr", port_bandwidth=50 * GB)  # NDR on PCIe gen 3
+    p = nic_path(G, "h0.mlx5_0")
+    assert p.binding == "pcie3_x16"
+    assert p.rate == pytest.approx(16 * 8 * 128 / 130 / 8 * GB * PCIE_DMA)
+    assert p.nccl_rate == 12 * GB and p.ratio == pytest.approx(p.rate / (12 * GB))
+
+
+def test_without_a_shared_switch_the_data_is_staged_and_the_gpu_side_runs_at_the_kernels_rate():
+    G = topo.build("2xgb200nvl72")
+    nic = next(n for n, d in G.nodes(data=True) if d.get("kind") == "nic" and d.get("port_link"))
+    fast = nic_path(G, nic)
+    assert not fast.gdr and fast.path_class not in ("PIX", "PXB")
+    assert any(G.nodes[n]["kind"] == "cpu" for n in fast.path)
+    # the GPU's side (NVLink-C2C to Grace) is written by NCCL's kernels: slowed enough, it binds
+    slow = nic_path(G, nic, sm_efficiency=0.05)
+    assert slow.binding == "nvlink_c2c"
+    assert slow.rate == pytest.approx(450 * GB * 256 / 272 * 0.05)
+
+
+def test_efficiency_scales_what_the_nic_dmas():
+    G = topo.build("2xdgxh100")
+    half = nic_path(G, "h0.mlx5_0", efficiency=lambda link: 0.5)
+    assert half.port_rate == pytest.approx(50 * GB * IB / 2)
+    assert half.pcie_rate == pytest.approx(16 * 32 * 128 / 130 / 8 * GB * PCIE_DMA / 2)
+
+
+def test_bad_nics():
+    G = topo.build("2xdgx1v")
+    with pytest.raises(DgxTopoError, match="not a NIC with a catalogued network port"):
+        nic_path(G, "h0.gpu0")
+    with pytest.raises(DgxTopoError, match="not a NIC"):
+        nic_path(G, "nothing")
+    G.remove_edges_from([e for e in list(G.edges("h0.mlx5_0")) + list(G.in_edges("h0.mlx5_0"))
+                         if G.edges[e]["kind"] == "pcie"])
+    with pytest.raises(DgxTopoError, match="reaches 'h0.mlx5_0' over PCIe"):
+        nic_path(G, "h0.mlx5_0")
