@@ -16,11 +16,20 @@ overlap and only the larger counts::
 
 *Achieved vs nominal bandwidth.* NCCL's per-link figures (those of the NCCL profile)
 are what its tuner assumes, not what moves. The achieved rate of a link class is
-``data_rate x packet_efficiency x transfer_efficiency``: the line rate after line coding, the
-share of each packet that is payload (headers, CRC: hardware facts), and the share of that
-NCCL's kernels sustain (fitted once, on NVSwitch, and assumed for every class [U]). ``ratio`` is
-the achieved rate of the slowest link class the collective's bottleneck crosses (and, across
-hosts, of the network) over NCCL's figure for it.
+``data_rate x packet_efficiency x transfer_efficiency``: the line rate after line coding and
+FEC, the share of each packet that is payload (headers, CRCs, framing, link control: the
+wire of each generation's specification, :data:`topo.specs.WIRES`), and the share of that
+NCCL's kernels sustain (fitted once, on NVSwitch, and assumed for every class they drive
+[U]). On one host ``ratio`` is the achieved rate of the slowest link class the collective's
+bottleneck crosses over NCCL's figure for it.
+
+*Across hosts*, NCCL's kernels do not move the network's data: each NIC reads and writes it
+by DMA, over its PCIe path to the GPU it serves (GPUDirect RDMA when they share a PCIe
+switch) or through host memory. Each NIC the channels use counts by its path
+(:mod:`models.predict.nicpath`): the port's payload rate or the PCIe path's DMA payload rate,
+whichever binds, over NCCL's figure for the same path (its PCIe figure where that is below the
+port's); the NVLink the channels also cross counts by its headroom, achieved over what the
+channels reserve on it. ``ratio`` is the lowest of these.
 
 What was fitted, to what
 ------------------------
@@ -32,11 +41,19 @@ dgx-2" (2020); tests/data/dgx2_12gpu_nccl_tests.json):
 - ``transfer_efficiency``: least squares on the relative time error of the out-of-place rows of
   all_reduce, broadcast and reduce from 64 MiB to 8 GiB (ring, Simple protocol, bandwidth-bound)
   with ``launch_per_gpu`` fixed. all_gather (validation errors >= 4 GB and a 35 % gap between
-  out-of-place and in-place) and reduce_scatter (busbw alternating 48/62 GB/s above 64 MB) are
-  suspect in the published output and not used.
+  out-of-place and in-place) and reduce_scatter (busbw alternating 48/62 GB/s above 64 MB)
+  measure NCCL's misaligned path (below) and are not used.
+
+The all_gather and reduce_scatter rows are not wrong measurements but measurements of another
+code path: that nccl-tests revision gave each of the 12 ranks ``size / 48`` floats, so the
+ranks' blocks start 4 or 8 bytes off a 16-byte boundary, and NCCL 2.5's copy/reduce loop
+leaves its 128-bit vector path for such pointers (NVIDIA/nccl v2.5.7-1
+src/collectives/device/common_kernel.h, ``ReduceOrCopyMulti``); the model predicts the aligned
+path every current nccl-tests run takes (``test_all_gather_and_reduce_scatter_rows_are_misaligned_per_rank``).
 
 ``tests/models/predict/test_measure.py`` re-derives both from the data and prints the residuals.
-Everything else (other link classes, generations, the network) is predicted from hardware facts.
+Everything else (other link classes, generations, the network) is predicted from hardware facts:
+nothing is fitted to a network (``nic_efficiency`` is 1 [U]).
 """
 
 from __future__ import annotations
@@ -47,6 +64,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 import topo
+from topo.cluster import network_nics
 from topo.errors import DgxTopoError
 from topo.specs import WIRES
 from topo.units import to_GBps, to_us, us
@@ -486,8 +504,7 @@ def _binding(e, G, model, profile) -> tuple:
     class's ratio.
     """
     classes = link_classes(e, G)
-    searches = [s for s in (e.ring, e.tree) if s is not None]
-    if max((s.nnodes for s in searches), default=1) == 1:
+    if len({G.nodes[n].get("host") for n in e.nodes}) < 2:
         if not classes:
             return "", 1.0, ()
         cc = min(G.nodes[n]["compute_capability"] for n in e.nodes)
@@ -496,7 +513,11 @@ def _binding(e, G, model, profile) -> tuple:
         return link, ratios[link], ()
     last = str(np.asarray(getattr(e, "algorithm", "ring")).reshape(-1)[-1])
     search = e.tree if last in ("tree", "pat") and e.tree is not None else e.ring
-    nics = sorted({nic for pair in (search.nets if search is not None else ()) for nic in pair}, key=str)
+    if search is not None and search.nets:
+        nics = sorted({nic for pair in search.nets for nic in pair}, key=str)
+    else:  # point-to-point flows (alltoall, sendrecv): every network NIC of the first host
+        host = G.nodes[e.nodes[0]].get("host")
+        nics = [n for n in network_nics(G) if G.nodes[n].get("host") == host]
     overrides = dict(model.efficiency_overrides)
     paths = tuple(nic_path(G, nic, efficiency=lambda link: overrides.get(link, NIC_EFFICIENCY),
                            sm_efficiency=model.transfer_efficiency, profile=profile) for nic in nics)
@@ -507,12 +528,14 @@ def _binding(e, G, model, profile) -> tuple:
 
     for p in paths:
         bind(p.binding, p.ratio)
+    cc = min(G.nodes[n]["compute_capability"] for n in e.nodes)
+    kernels = {c for c in classes if topo.LINKS[c].kind == "nvlink"}  # NCCL's kernels drive them
     if last in ("nvls", "nvls_tree"):
-        cc = min(G.nodes[n]["compute_capability"] for n in e.nodes)
-        for c in {d["link"] for n in e.nodes for _, _, d in G.out_edges(n, data=True)
-                  if d["kind"] == "nvlink" and d.get("link") in LINK_CLASSES}:
-            bind(c, model.ratio(c, profile, cc))
-    elif search is not None:
+        kernels |= {d["link"] for n in e.nodes for _, _, d in G.out_edges(n, data=True)
+                    if d["kind"] == "nvlink" and d.get("link") in LINK_CLASSES}
+    for c in kernels:
+        bind(c, model.ratio(c, profile, cc))
+    if last not in ("nvls", "nvls_tree") and search is not None:
         for load in search.loads:
             d = G.adj[load.edge[0]][load.edge[1]]
             if d["kind"] == "nvlink" and d.get("link") in LINK_CLASSES and load.reserved > 0:
