@@ -66,6 +66,7 @@ import numpy as np
 import topo
 from topo.cluster import network_nics
 from topo.errors import DgxTopoError
+from topo.pcie import pcie_paths
 from topo.specs import WIRES
 from topo.units import to_GBps, to_us, us
 
@@ -517,7 +518,8 @@ def _binding(e, G, model, profile) -> tuple:
         nics = sorted({nic for pair in search.nets for nic in pair}, key=str)
     else:  # point-to-point flows (alltoall, sendrecv): every network NIC of the first host
         host = G.nodes[e.nodes[0]].get("host")
-        nics = [n for n in network_nics(G) if G.nodes[n].get("host") == host]
+        nics = [n for n in network_nics(G) if G.nodes[n].get("host") == host
+                and any(G.nodes[m].get("kind") == "gpu" for m in pcie_paths(G, n))]
     overrides = dict(model.efficiency_overrides)
     paths = tuple(nic_path(G, nic, efficiency=lambda link: overrides.get(link, NIC_EFFICIENCY),
                            sm_efficiency=model.transfer_efficiency, profile=profile) for nic in nics)

@@ -195,3 +195,15 @@ def test_all_gather_and_reduce_scatter_rows_are_misaligned_per_rank(dgx2):
     # all_reduce's buffers (2^k bytes) are sliced by NCCL into 16-byte multiples: fast
     assert all(r["size_bytes"] & (r["size_bytes"] - 1) == 0 and r["oop_busbw_gbs"] > 116
                for r in rows("all_reduce") if r["size_bytes"] >= 2**26)
+
+
+def test_point_to_point_flows_across_hosts_count_every_reachable_nic():
+    G = topo.build("2xdgx1v")
+    e = models.estimate(G, "sendrecv", 2**28)
+    assert e.measurement.link == "ib_edr" and len(e.measurement.nic_paths) == 4
+    assert e.measurement.ratio == pytest.approx(12.5 * 4096 / 4122 / 12)
+    # a NIC cut off its host's PCIe tree carries nothing: the others still count
+    G.remove_edges_from([edge for edge in list(G.edges("h0.mlx5_0")) + list(G.in_edges("h0.mlx5_0"))
+                         if G.edges[edge]["kind"] == "pcie"])
+    m = models.estimate(G, "sendrecv", 2**28).measurement
+    assert {p.nic for p in m.nic_paths} == {"h0.mlx5_1", "h0.mlx5_2", "h0.mlx5_3"}
