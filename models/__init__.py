@@ -21,6 +21,8 @@ in the order data flows:
 name.
 """
 
+from topo.version import __version__
+
 from . import compat as _compat
 
 _compat.install()
@@ -60,6 +62,7 @@ from .studies.compute import GENERATIONS, UnknownGenerationError, UnsupportedDty
 from .studies.planner import Plan, PlanError, Search, gpus_ranking, plan, search
 
 __all__: list[str] = [
+    "__version__",
     "P2P_LEVEL", "PathType", "Route", "RouteError", "Router", "line_rate", "route", "route_bandwidth",
     "EFFICIENCIES", "HOST_CEILINGS", "MODES", "OVERHEADS", "Calibrated", "P2PError", "P2PReport",
     "P2PResult", "StagedCopy", "achieved_capacity", "format_p2p_report", "p2p_latency_matrix",

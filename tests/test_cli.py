@@ -151,6 +151,7 @@ def test_pairs_and_subsets(capsys):
     (["pairs", "all_reduce", "--system", "dgx1v"], "the following arguments are required: -s/--size"),
     (["subsets", "all_reduce", "--system", "dgx1v", "-k", "0", "-s", "1G"], "argument -k: value must be a whole number from 1"),
     (["collective", "all_reduce", "--system", "dgx1v", "--nccl", "2.99"], "no NCCL profile for version '2.99'"),
+    (["plan", "bert-large", "--system", "dgx1v", "--nccl", "2.99"], "no NCCL profile for version '2.99'"),
 ])
 def test_collective_bad_input(capsys, argv, message):
     status, out, err = run(capsys, *argv)

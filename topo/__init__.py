@@ -3,6 +3,7 @@
 The flat public namespace of the fabric layer. It never imports :mod:`models` nor plotly.
 """
 
+from .version import __version__
 from .errors import (CountError, DgxTopoError, SizeError, SystemSpecError, TopologyError,
                      TransformError, UnknownPartError, UnknownSystemError)
 from .schema import ATTRIBUTES, EDGE_KINDS, NODE_KINDS, gpus, nodes_of_kind, schema_markdown, validate
@@ -23,6 +24,7 @@ from .io import (TopologyImportError, from_graphml, from_json, from_nccl_xml, fr
                  gpu_model, to_graphml, to_json)
 
 __all__ = [
+    "__version__",
     "DgxTopoError", "TopologyError", "UnknownSystemError", "SystemSpecError", "SizeError",
     "CountError", "TransformError", "UnknownPartError",
     "ATTRIBUTES", "EDGE_KINDS", "NODE_KINDS", "gpus", "nodes_of_kind", "schema_markdown", "validate",

@@ -304,12 +304,12 @@ def measurement_model(calibration=None) -> MeasurementModel:
 
 
 class _Context:
-    """A fabric prepared once for many estimates (routes, capacities, profile, measurement)."""
+    """A fabric prepared once for many estimates (routes, capacities, measurement); the NCCL
+    release travels on ``fabric`` (the NCCL view), resolved from ``profile`` here only."""
 
     def __init__(self, G, profile, gpus_per_thread=1, calibration=None):
         self.fabric = NcclSystem(G, profile)  # validates G
         self.G = G
-        self.profile = self.fabric.profile
         self.gpus_per_thread = gpus_per_thread
         self.measurement = measurement_model(calibration)
         self.ids = {n: i for i, n in enumerate(topo.gpus(G))}
@@ -343,6 +343,11 @@ class Estimator:
 
     def __init__(self, G, *, profile=None, gpus_per_thread: int = 1, calibration=None):
         self._context = _Context(G, profile, gpus_per_thread, calibration)
+
+    @property
+    def fabric(self) -> NcclSystem:
+        """NCCL's view of the fabric, which carries the release (``fabric.profile``)."""
+        return self._context.fabric
 
     def estimate(self, collective: str, nbytes, gpus=None, *, algorithm=None,
                  protocol=None) -> CollectiveEstimate:
@@ -398,8 +403,7 @@ def estimate(G, collective: str, nbytes, gpus=None, *, algorithm=None, protocol=
 def _estimate(ctx, collective, nbytes, gpus, algorithm=None, protocol=None) -> CollectiveEstimate:
     """NCCL's estimate, then what the benchmark measures (:func:`models.predict.measure.measured`)."""
     e = _nccl_view_estimate(ctx, collective, nbytes, gpus, algorithm, protocol)
-    m = measured(e, ctx.fabric.G, gpus_per_thread=ctx.gpus_per_thread, model=ctx.measurement,
-                 profile=ctx.profile)
+    m = measured(e, ctx.fabric, gpus_per_thread=ctx.gpus_per_thread, model=ctx.measurement)
     shape = e.nbytes.shape
     return dataclasses.replace(e, time=_shaped(m.time, shape, np.float64), nccl_time=e.time,
                                measurement=m)
@@ -455,7 +459,7 @@ def _nccl_estimate(ctx, collective, size, nodes, ids, algorithm, protocol):
             bottleneck = binding[0].edges
     e = _result(collective, ids, nodes, size, selection.time, algorithms, selection.protocol,
                 nchannels, selection.latency, selection.bandwidth, graphs.ring, tree, bottleneck,
-                selection, f"NCCL {ctx.profile.version} tuning model")
+                selection, f"NCCL {ctx.fabric.profile.version} tuning model")
     return dataclasses.replace(e, nvls=graphs.nvls, nvls_reason=nvls_choice(collective, size, comm),
                                network=network)
 
@@ -474,7 +478,7 @@ def _p2p_estimate(ctx, collective, size, nodes, ids):
     system = ctx.fabric
     rate, worst = min((system.capacity(*edge) / f, edge) for edge, f in load.items())
     hardware = "NVLINK" if worst_type == PathType.NVL else "PCI"
-    profile = ctx.profile
+    profile = system.profile
     latency = profile.base_lat("ring", "Simple") + steps * profile.hw_lat(hardware, "ring", "Simple")
     # Each flow moves S / share at ``rate``: the size is divided by rate x share.
     bandwidth = rate * share

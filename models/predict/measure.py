@@ -70,13 +70,15 @@ from topo.pcie import pcie_paths
 from topo.specs import WIRES
 from topo.units import to_GBps, to_us, us
 
+from ..engine.nccl.pipelining import PIPELINE_COLLECTIVES, Pipelining, pipelining
 from ..engine.nccl.profiles import nccl_profile
+from ..engine.nccl.system import NcclSystem
 from ..engine.nccltests import busbw_factor
 from .nicpath import nic_path
 
 __all__ = [
     "MeasurementError", "Parameter", "LinkClass", "LINK_CLASSES", "MeasurementModel", "DEFAULT",
-    "Measured", "measured", "link_classes",
+    "Measured", "measured", "link_classes", "PipelineFill", "pipeline_fill",
 ]
 
 
@@ -360,6 +362,10 @@ class Measured:
         algorithm that runs (:mod:`models.predict.network`; 1 on one host or a non-blocking network).
     network : tuple of models.predict.network.NetworkLoad
         The network loads behind it.
+    release : str
+        The NCCL release the estimate ran and its behaviours, in words.
+    pipeline : PipelineFill or None
+        The release's pipeline for the largest size (:func:`pipeline_fill`).
     nic_paths : tuple of models.predict.nicpath.NicPath
         Across hosts, the path of each NIC the channels use (port or PCIe, whichever binds).
     """
@@ -379,6 +385,8 @@ class Measured:
     model: MeasurementModel = field(repr=False)
     network_factor: object = 1.0
     network: tuple = ()
+    release: str = ""
+    pipeline: "PipelineFill | None" = None
     nic_paths: tuple = ()
 
     @property
@@ -406,6 +414,8 @@ class Measured:
         size = int(last(self.nbytes))
         lines = [
             f"Measurement model for {self.collective} on {self.nranks} GPUs, {size} B:",
+            *([f"  NCCL release {self.release}"] if self.release else []),
+            *(["  " + self.pipeline.describe()] if self.pipeline is not None else []),
             "  time = max(floor + g x launch_per_gpu, nccl_latency) + nbytes / (nccl_bandwidth x ratio"
             + (" x network)" if self.network else ")"),
             f"  host term: floor {to_us(m.floor):.3f} us + {self.gpus_per_thread} x "
@@ -440,6 +450,16 @@ class Measured:
         return "\n".join(lines)
 
 
+def _release_and_graph(fabric, profile) -> tuple:
+    """``(NcclProfile, graph)`` of an NCCL view (its own release), or of a graph and ``profile``."""
+    if isinstance(fabric, NcclSystem):
+        if profile is not None and nccl_profile(profile) is not fabric.profile:
+            raise MeasurementError(f"the fabric's NCCL view runs {fabric.profile.version}, received "
+                                   f"profile={profile!r}: expected no profile with an NCCL view")
+        return fabric.profile, fabric.G
+    return nccl_profile(profile), fabric
+
+
 def measured(e, G, *, gpus_per_thread: int = 1, model: MeasurementModel = DEFAULT,
              profile=None) -> Measured:
     """Predict what nccl-tests measures for an estimate.
@@ -448,14 +468,15 @@ def measured(e, G, *, gpus_per_thread: int = 1, model: MeasurementModel = DEFAUL
     ----------
     e : CollectiveEstimate
         From :func:`models.estimate` on ``G``.
-    G : networkx.DiGraph
-        The fabric (read for the link class of the bottleneck edges).
+    G : models.engine.nccl.system.NcclSystem or networkx.DiGraph
+        The fabric ``e`` was estimated on (read for the link class of the bottleneck edges): NCCL's
+        view of it, which carries the NCCL release, or the graph alone.
     gpus_per_thread : int
         GPUs one host thread launches on (nccl-tests ``-g``; 1 for one process per GPU).
     model : MeasurementModel
     profile : str or NcclProfile, optional
-        The NCCL profile ``e`` was estimated with (its per-link figures are what ``ratio``
-        divides by).
+        With a graph ``G`` only: the NCCL release ``e`` was estimated with (its per-link figures
+        are what ``ratio`` divides by; default the reference release). An NCCL view carries its own.
 
     Returns
     -------
@@ -466,6 +487,7 @@ def measured(e, G, *, gpus_per_thread: int = 1, model: MeasurementModel = DEFAUL
     MeasurementError
         If ``gpus_per_thread`` is not a whole number from 1 to the number of ranks.
     """
+    profile, G = _release_and_graph(G, profile)
     if isinstance(gpus_per_thread, bool) or not isinstance(gpus_per_thread, (int, np.integer)) \
             or not 1 <= gpus_per_thread <= max(1, e.nranks):
         raise MeasurementError(f"gpus_per_thread must be an integer from 1 to {max(1, e.nranks)} "
@@ -489,7 +511,7 @@ def measured(e, G, *, gpus_per_thread: int = 1, model: MeasurementModel = DEFAUL
         network_factor = float(np.asarray(network_factor).reshape(-1)[-1])
     return Measured(e.collective, tuple(e.gpus), nbytes, time, e.time, e.latency, host, startup,
                     bandwidth, float(ratio), link, int(gpus_per_thread), model, network_factor, network,
-                    paths)
+                    _release_words(profile), pipeline_fill(e, profile, ratio * network_factor), paths)
 
 
 def _binding(e, G, model, profile) -> tuple:
@@ -547,3 +569,95 @@ def _binding(e, G, model, profile) -> tuple:
         return "", 1.0, paths
     link = min(ratios, key=ratios.get)
     return link, ratios[link], paths
+
+
+
+# ------------------------------------------------------------------------ the release's pipeline
+def _release_words(profile) -> str:
+    """``"2.27.7 (v2.27.7-1): topology search, trees, ..."``: the release and its behaviours."""
+    b = profile.behaviour
+    if b is None:
+        return f"{profile.version} ({profile.tag})"
+    return (f"{profile.version} ({profile.tag}): " + ", ".join(
+        cell.label for cell in (b.ring_builder, b.tree, b.selection, b.ll128, b.nvb, b.pxn, b.nvls)))
+
+
+@dataclass(frozen=True, slots=True)
+class PipelineFill:
+    """The pipeline of an estimate's largest size in its NCCL release, and its fill.
+
+    Attributes
+    ----------
+    pipelining : models.engine.nccl.pipelining.Pipelining
+        Chunk, slice and step sizes of the (release, collective, protocol) that runs.
+    nbytes : int
+        The size described. [bytes]
+    nchannels, nranks : int
+    loops : int
+        Loop iterations per channel (:meth:`Pipelining.loops`).
+    fill_slices : int
+        Slices the last rank of a chain waits after the first hop (0 on a ring, LL and LL128).
+    fill_bytes : float
+        What the channels could have moved meanwhile, ``fill_slices x slice x nchannels``. [bytes]
+    fill_time : float
+        ``fill_bytes`` at the achieved bandwidth of the estimate: shown, not part of the predicted
+        time (:data:`FILL_NOTE`). [s]
+    """
+
+    pipelining: Pipelining
+    nbytes: int
+    nchannels: int
+    nranks: int
+    loops: int
+    fill_slices: int
+    fill_bytes: float
+    fill_time: float
+
+    def describe(self) -> str:
+        """One line: the pipeline, the decomposition of the size and the fill."""
+        p = self.pipelining
+        text = (f"pipeline: {p.protocol} {p.collective} ({p.pattern}) of NCCL {p.release}: steps of "
+                f"{p.step_bytes} B, chunks of {p.chunk_steps} step(s), slices of {p.slice_steps}, "
+                f"{p.steps_in_flight} steps in flight; {self.loops} loop(s) on {self.nchannels} "
+                f"channel(s)")
+        if not self.fill_slices:
+            return text + "; no fill (every rank sends from the first step, or lines forward one by one)"
+        return (text + f"; store-and-forward fill {self.fill_slices} slices = "
+                f"{self.fill_bytes / self.nchannels:.0f} B per channel, {to_us(self.fill_time):.1f} us, "
+                f"not added ({FILL_NOTE})")
+
+
+#: Why the chain fill is described but not added to the predicted time.
+FILL_NOTE = ("the 2.5-era DGX-2 broadcast and reduce runs, 12 ranks, leave 5-25 us beside the host "
+             "term for it at 1-8 GiB, where 10 slices of 512 KiB would take ~257 us: NCCL's "
+             "kernels forward finer than a posted slice [U]; tests/data/dgx2_12gpu_nccl_tests.json")
+
+
+def pipeline_fill(e, profile, achieved_ratio=1.0) -> PipelineFill | None:
+    """The pipeline of an estimate's largest size in its release (:mod:`models.engine.nccl.pipelining`).
+
+    Parameters
+    ----------
+    e : CollectiveEstimate
+    profile : NcclProfile
+        The release ``e`` ran.
+    achieved_ratio : float or numpy.ndarray
+        Achieved over NCCL's bandwidth (the measurement's ``ratio x network_factor``).
+
+    Returns
+    -------
+    PipelineFill or None
+        None for a collective NCCL does not pipeline (sendrecv, alltoall), NVLS, PAT and one rank.
+    """
+    protocols = np.atleast_1d(np.asarray(getattr(e, "protocol", ""), dtype=str))
+    algorithms = np.atleast_1d(np.asarray(getattr(e, "algorithm", ""), dtype=str))
+    if e.collective not in PIPELINE_COLLECTIVES or e.nranks < 2 or not protocols.size \
+            or algorithms[-1] not in ("ring", "tree"):
+        return None
+    pipe = pipelining(profile, e.collective, str(protocols[-1]))
+    nbytes = int(np.atleast_1d(e.nbytes)[-1])
+    nchannels = max(1, int(np.atleast_1d(e.nchannels)[-1]))
+    fill = float(pipe.fill_bytes(nbytes, nchannels, e.nranks))
+    bandwidth = float(np.atleast_1d(e.bandwidth)[-1]) * float(np.atleast_1d(achieved_ratio)[-1])
+    return PipelineFill(pipe, nbytes, nchannels, e.nranks, pipe.loops(nbytes, nchannels, e.nranks),
+                        pipe.fill_slices(e.nranks), fill, fill / bandwidth if bandwidth > 0 else 0.0)

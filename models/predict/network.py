@@ -62,6 +62,7 @@ from topo.cluster import network_nics
 from topo.errors import DgxTopoError
 from topo.units import to_GBps
 
+from ..engine.nccl.releases import Pxn
 from ..engine.nccl.trees import double_binary_tree
 from ..engine.routes import PathType, RouteError
 
@@ -352,7 +353,7 @@ def _returns_by_pxn(fabric, last_gpu, entry_nic) -> bool:
     crossNic, NVIDIA/nccl v2.27.7-1 src/graph/search.cc ``ncclTopoCompute`` and
     src/graph/paths.cc). This project's search does not model PXN paths to a NIC and may report
     another exit NIC for the same channels; the network charge follows NCCL."""
-    if not fabric.profile.pxn:
+    if fabric.profile.behaviour.pxn is Pxn.NONE:
         return False
     router = fabric.router
     host = router.G.nodes[entry_nic]["host"]

@@ -1047,6 +1047,7 @@ def _plan_arguments(parser) -> None:
 
     _workload_argument(parser)
     _system_option(parser)
+    _nccl_option(parser)
     layout = parser.add_argument_group("layout (degrees not given are searched)")
     for option, what in (("--tp", "tensor"), ("--pp", "pipeline"), ("--dp", "data")):
         layout.add_argument(option, type=_count(1), metavar="N", help=f"{what}-parallel degree")
@@ -1084,7 +1085,8 @@ def _plan(args) -> None:
     if ngpus > args.limit:
         raise _too_much(f"a plan of {ngpus} GPUs", ngpus, args.limit, "--limit")
     options = dict(tp=args.tp, pp=args.pp, dp=args.dp, zero=args.zero, micro_batch=args.micro_batch,
-                   global_batch=args.global_batch, dtype=args.dtype, recompute=args.recompute)
+                   global_batch=args.global_batch, dtype=args.dtype, recompute=args.recompute,
+                   profile=args.nccl)
     if args.search or args.out is not None:
         result = search(w, G, **options)
         best = result.best if result.best.fits else plan(w, G, **options)

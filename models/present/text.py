@@ -38,12 +38,9 @@ NCCL_TESTS_REDOP = {"all_reduce": "sum", "reduce_scatter": "sum", "reduce": "sum
 
 
 def package_version() -> str:
-    """The installed dgx-topo version, or ``(source tree)`` when run uninstalled."""
-    from importlib.metadata import PackageNotFoundError, version
-    try:
-        return version("dgx-topo")
-    except PackageNotFoundError:
-        return "(source tree)"
+    """The dgx-topo version (:data:`topo.version.__version__`, what pyproject.toml installs)."""
+    from topo.version import __version__
+    return __version__
 
 
 def format_table(headers, rows, *, align: str | None = None, gap: int = 2) -> str:

@@ -20,7 +20,7 @@ import numpy as np
 from topo.errors import DgxTopoError
 from topo.units import to_GBps, to_us, us
 
-from ..predict.collectives import estimate
+from ..predict.collectives import Estimator
 from .benchmarks import NcclTestsRun, P2PBenchmark
 from ..predict.measure import DEFAULT, MeasurementModel, measured
 
@@ -69,7 +69,8 @@ def _gpus(run: NcclTestsRun, G, gpus):
     return list(range(n))
 
 
-def _prepare(run, G, gpus, gpus_per_thread, profile, inplace) -> _Prepared:
+def _prepare(run, estimator, gpus, gpus_per_thread, inplace) -> _Prepared:
+    """The run's rows and the estimate of them on ``estimator`` (which carries the release)."""
     if not isinstance(run, NcclTestsRun):
         raise CalibrationError(f"expected an nccl-tests run, received {type(run).__name__}")
     if run.collective is None:
@@ -81,16 +82,16 @@ def _prepare(run, G, gpus, gpus_per_thread, profile, inplace) -> _Prepared:
     keep = (sizes > 0) & np.isfinite(t) & (t > 0)
     if not keep.any():
         raise CalibrationError(f"{run.name or 'the run'} has no row with a size and a time")
-    ids = _gpus(run, G, gpus)
-    e = estimate(G, run.collective, sizes[keep].astype(np.int64), ids, profile=profile)
+    ids = _gpus(run, estimator.fabric.G, gpus)
+    e = estimator.estimate(run.collective, sizes[keep].astype(np.int64), ids)
     g = gpus_per_thread if gpus_per_thread is not None else (run.gpus_per_thread or 1)
     if not isinstance(g, (int, np.integer)) or not 1 <= g <= e.nranks:
         raise CalibrationError(f"-g must be an integer from 1 to {e.nranks}, received {g!r}")
     return _Prepared(run, e, t[keep], b[keep], sizes[keep], int(g))
 
 
-def _residuals(prepared, G, model) -> np.ndarray:
-    return np.concatenate([np.atleast_1d(measured(p.estimate, G, gpus_per_thread=p.gpus_per_thread,
+def _residuals(prepared, fabric, model) -> np.ndarray:
+    return np.concatenate([np.atleast_1d(measured(p.estimate, fabric, gpus_per_thread=p.gpus_per_thread,
                                                   model=model).time) / p.measured_time - 1
                            for p in prepared])
 
@@ -274,7 +275,9 @@ def calibrate(runs, G, *, gpus=None, gpus_per_thread=None, profile=None, inplace
     if p2p:
         notes.append(f"{len(p2p)} p2pBandwidthLatencyTest output(s) read but not fitted: the P2P "
                      f"copy model is calibrated separately")
-    prepared = [_prepare(r, G, gpus, gpus_per_thread, profile, inplace) for r in runs
+    estimator = Estimator(G, profile=profile)
+    fabric = estimator.fabric
+    prepared = [_prepare(r, estimator, gpus, gpus_per_thread, inplace) for r in runs
                 if not isinstance(r, P2PBenchmark)]
     if not prepared:
         raise CalibrationError("expected at least one nccl-tests run to calibrate on")
@@ -282,7 +285,7 @@ def calibrate(runs, G, *, gpus=None, gpus_per_thread=None, profile=None, inplace
     launch_rows = bandwidth_rows = 0
     classes = set()
     for p in prepared:
-        m = measured(p.estimate, G, gpus_per_thread=p.gpus_per_thread, model=model)
+        m = measured(p.estimate, fabric, gpus_per_thread=p.gpus_per_thread, model=model)
         time = np.atleast_1d(m.time)
         bw_share = (time - np.atleast_1d(m.startup)) / time
         host_share = np.where(m.host_time >= np.atleast_1d(m.nccl_latency), m.host_time / time, 0)
@@ -315,7 +318,7 @@ def calibrate(runs, G, *, gpus=None, gpus_per_thread=None, profile=None, inplace
     def fun(x):
         # soft-L1 residuals: rows off for a reason outside these constants (a protocol another
         # NCCL version would not choose) weigh like |r|, not r^2, so they do not drag the fit.
-        r = _residuals(prepared, G, trial(x))
+        r = _residuals(prepared, fabric, trial(x))
         return np.sign(r) * np.sqrt(2 * _ROBUST**2 * (np.sqrt(1 + (r / _ROBUST) ** 2) - 1))
 
     if use_scipy is None or use_scipy:
@@ -339,7 +342,7 @@ def calibrate(runs, G, *, gpus=None, gpus_per_thread=None, profile=None, inplace
     sources = tuple(p.run.name or p.run.collective for p in prepared)
     fitted_model = _with_provenance(fitted_model, names, f"calibration on {system} "
                                     f"({', '.join(sources)})")
-    before, after = _residuals(prepared, G, model), _residuals(prepared, G, fitted_model)
+    before, after = _residuals(prepared, fabric, model), _residuals(prepared, fabric, fitted_model)
     fitted = tuple((n, float(v * s), float(lo * s), float(hi * s))
                    for n, v, s, lo, hi in zip(names, x, scale, lower, upper))
     return Calibration(fitted_model, fitted, _stats(before), _stats(after), before, after, system,
@@ -438,8 +441,9 @@ def check(run, G, *, gpus=None, gpus_per_thread=None, profile=None, calibration=
         For a run without usable rows or a bad ``-g``.
     """
     model = calibration.model if isinstance(calibration, Calibration) else (calibration or DEFAULT)
-    p = _prepare(run, G, gpus, gpus_per_thread, profile, inplace)
-    m = measured(p.estimate, G, gpus_per_thread=p.gpus_per_thread, model=model)
+    estimator = Estimator(G, profile=profile)
+    p = _prepare(run, estimator, gpus, gpus_per_thread, inplace)
+    m = measured(p.estimate, estimator.fabric, gpus_per_thread=p.gpus_per_thread, model=model)
     time, busbw = np.atleast_1d(m.time), np.atleast_1d(m.busbw)
     rows = []
     for size, mt, pt, mb, pb in zip(p.sizes, p.measured_time, time, p.measured_busbw, busbw):

@@ -334,7 +334,7 @@ class Search:
 class _Fabric:
     """The job's GPUs on a fabric, symmetry keys of GPU sets, cached collective times."""
 
-    def __init__(self, G, gpus=None):
+    def __init__(self, G, gpus=None, profile=None):
         self.G = G
         nodes = topo.gpus(G)
         chosen = topo.select_gpus(G, gpus) if gpus is not None else list(nodes)
@@ -368,7 +368,7 @@ class _Fabric:
         self.nic_bandwidth = self._nic_bandwidth()
         # One prepared fabric for every collective of the plan: NCCL's view and the per-host
         # channel searches of a cluster are built once.
-        self.estimator = Estimator(G)
+        self.estimator = Estimator(G, profile=profile)
         self.cache: dict = {}
 
     def _nic_bandwidth(self) -> dict:
@@ -544,9 +544,9 @@ def _divisors(n):
 
 class _Context:
     def __init__(self, w, G, gpus, dtype, efficiency, memory_efficiency, overlap, bucket,
-                 gen, capacity):
+                 gen, capacity, profile=None):
         self.w = w
-        self.fabric = _Fabric(G, gpus)
+        self.fabric = _Fabric(G, gpus, profile)
         if gen is None:
             gens = {generation_of(m).name for m in self.fabric.models}
             if len(gens) != 1:
@@ -769,7 +769,7 @@ def search(workload, G, *, tp=None, pp=None, dp=None, zero=None, micro_batch=1, 
            dtype=None, recompute=None, sequence_parallel=None, overlap=DEFAULT_OVERLAP,
            bucket=DEFAULT_BUCKET, efficiency=DEFAULT_EFFICIENCY,
            memory_efficiency=DEFAULT_MEMORY_EFFICIENCY, gpus=None, generation=None,
-           memory_capacity=None, tp_groups=None) -> Search:
+           memory_capacity=None, tp_groups=None, profile=None) -> Search:
     """Evaluate every layout of the job's GPUs and rank them (fitting first, by step time).
 
     Parameters
@@ -806,11 +806,14 @@ def search(workload, G, *, tp=None, pp=None, dp=None, zero=None, micro_batch=1, 
         Device memory per GPU (what-if) [bytes], instead of the fabric GPUs'.
     tp_groups : sequence of GPU-id tuples, optional
         Force the tensor-parallel groups (all of them, host-major order).
+    profile : str or NcclProfile, optional
+        The NCCL release whose collectives the plan times (``"2.12"``; default: the reference
+        version, :data:`models.engine.nccl.DEFAULT_VERSION`).
 
     Raises
     ------
     PlanError, models.studies.workload.WorkloadError, models.studies.compute.UnsupportedDtypeError,
-    topo.GpuSelectionError
+    topo.GpuSelectionError, models.engine.nccl.UnknownNcclVersionError
     """
     w = as_workload(workload)
     for name, value in (("tp", tp), ("pp", pp), ("dp", dp), ("micro_batch", micro_batch),
@@ -821,7 +824,7 @@ def search(workload, G, *, tp=None, pp=None, dp=None, zero=None, micro_batch=1, 
     if recompute is not None and recompute not in RECOMPUTE:
         raise PlanError(f"recompute must be one of {', '.join(RECOMPUTE)}, received {recompute!r}")
     ctx = _Context(w, G, gpus, dtype, efficiency, memory_efficiency, overlap, bucket, generation,
-                   memory_capacity)
+                   memory_capacity, profile)
     available = len(ctx.fabric.ids)
     if tp is not None and pp is not None and dp is not None:
         n = tp * pp * dp
@@ -831,7 +834,7 @@ def search(workload, G, *, tp=None, pp=None, dp=None, zero=None, micro_batch=1, 
         raise PlanError(f"the layout needs {n} GPUs, the fabric offers {available}")
     if n < available:
         keep = ctx.fabric.ids[:n]
-        ctx.fabric = _Fabric(G, keep)
+        ctx.fabric = _Fabric(G, keep, ctx.fabric.estimator.fabric.profile)
         if len({len(h) for h in ctx.fabric.hosts}) > 1:
             raise PlanError(f"{n} GPUs do not fill whole hosts of {len(ctx.fabric.hosts[0])}: expected a "
                             "GPU count that fills hosts equally")

@@ -2,8 +2,10 @@
 
 The layers, in the order data flows (each imports only the ones before it):
 
+``releases``
+    What each release does differently, typed: one Enum per behaviour, one table of releases.
 ``profiles``
-    Every NCCL constant, one frozen profile per release.
+    Every NCCL constant, one frozen profile per release (which carries its behaviour row).
 ``system``
     NCCL's view of one fabric (:class:`NcclSystem`): which hops its channels take and what each
     link is charged, derived from the graph's own edge attributes through a profile.

@@ -1,7 +1,7 @@
 """The channel graphs of a communicator for its NCCL release, and its tuning inputs.
 
 One entry point, :func:`channel_graphs`, picks how the release builds channels
-(:attr:`models.engine.nccl.profiles.NcclProfile.ring_builder`): NCCL 2.0-2.4 build rings from NVLink
+(:class:`models.engine.nccl.releases.RingBuilder`): NCCL 2.0-2.4 build rings from NVLink
 counts (:mod:`models.engine.nccl.legacy_rings`, no tree graph), v2.5+ run the topology search
 (:mod:`models.engine.nccl.search`) and, where NCCL enables NVLink SHARP, the NVLS search
 (:mod:`models.engine.nccl.nvls`). It returns the graphs and the :class:`Communicator` bound to the
@@ -48,6 +48,7 @@ from topo.cluster import network_nics
 
 from .legacy_rings import legacy_rings
 from .nvls import NvlsGraph, nvlink_cliques, nvls_search, nvls_support
+from .releases import Mnnvl, NvlsAlgorithms, RingBuilder
 from .search import ChannelSearch, LinkLoad, search_channels_in
 from .system import NcclSystem
 from .tuning import ChannelGraph, Communicator
@@ -103,14 +104,14 @@ def nccl_view(fabric: NcclSystem, nodes) -> tuple:
     """
     G, profile = fabric.G, fabric.profile
     nodes = list(nodes)
-    if profile.mnnvl == "none" or not _nvlink_leaves_host(fabric, nodes):
+    if profile.behaviour.mnnvl is Mnnvl.NONE or not _nvlink_leaves_host(fabric, nodes):
         return fabric, False
     hosts_of = [sorted({G.nodes[n]["host"] for n in clique}) for clique in nvlink_cliques(G, nodes)]
     fused = [hosts for hosts in hosts_of if len(hosts) > 1]
     if not fused:
         return fabric, False
     all_hosts = {G.nodes[n]["host"] for n in nodes}
-    if profile.mnnvl == "all_ranks" and not (len(hosts_of) == 1 and set(hosts_of[0]) == all_hosts):
+    if profile.behaviour.mnnvl is Mnnvl.ALL_RANKS and not (len(hosts_of) == 1 and set(hosts_of[0]) == all_hosts):
         return fabric, False
     key = tuple(tuple(h) for h in fused)
     views = _VIEWS.setdefault(fabric, {})
@@ -268,7 +269,8 @@ def channel_graphs(fabric: NcclSystem, nodes) -> ChannelGraphs:
     view, mnnvl = nccl_view(fabric, nodes)
     G = view.G
     ccs = [G.nodes[n]["compute_capability"] for n in nodes]
-    if profile.ring_builder == "p2p_rings":
+    legacy = profile.behaviour.ring_builder is RingBuilder.NVLINK_COUNTS
+    if legacy:
         built = legacy_rings(view, nodes)
         ring, tree, ring_graph = built.search, None, built.graph()
     else:
@@ -281,7 +283,7 @@ def channel_graphs(fabric: NcclSystem, nodes) -> ChannelGraphs:
         ring_graph.nchannels, ring_graph.bw_intra, ring_graph.type_intra,
         type_inter=ring_graph.type_inter, pattern="balanced_tree",
         same_channels=ring_graph.same_channels, nthreads=ring_graph.nthreads)
-    if profile.ring_builder == "p2p_rings" or profile.nvls is None:
+    if legacy or profile.behaviour.nvls is NvlsAlgorithms.NONE:
         nvls, reason = None, f"NCCL {profile.version} has no NVLS (it arrives in v2.17.1)"
     else:
         nvls, reason = _nvls(view, nodes, ring.nnodes, mnnvl)

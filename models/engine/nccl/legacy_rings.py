@@ -54,6 +54,7 @@ from dataclasses import dataclass
 from topo.errors import DgxTopoError
 
 from ..routes import PathType
+from .releases import LegacyNodeRings, LegacyThreads
 from .search import ChannelSearch, LinkLoad
 from .system import NcclSystem
 from .tuning import ChannelGraph
@@ -277,7 +278,7 @@ def _domains(fabric, nodes) -> list:
 
 
 def _single_node(fabric, nodes) -> LegacyRings:
-    G, legacy = fabric.G, fabric.profile.legacy
+    G, legacy, behaviour = fabric.G, fabric.profile.legacy, fabric.profile.behaviour
     n = len(nodes)
     cc = min(G.nodes[g]["compute_capability"] for g in nodes)
     threads = legacy.default_threads
@@ -314,7 +315,7 @@ def _single_node(fabric, nodes) -> LegacyRings:
                 rings = _copy(found, 2 * len(found), legacy.max_rings)
                 duplicated = True
                 trace.append(f"copied x2 -> {len(rings)} rings")
-            if legacy.pascal_half_threads and cc // 10 == 6:
+            if behaviour.legacy_threads is LegacyThreads.HALF_ON_PASCAL_NVLINK and cc // 10 == 6:
                 threads //= 2
                 trace.append(f"Pascal: nThreads {threads}")
         elif not any(any(row) for row in links):
@@ -407,12 +408,13 @@ def _multi_node(fabric, hosts) -> LegacyRings:
         nets.append((nic, nic))
     nvlink = any(any(row) for row in links)
     duplicated = False
-    if legacy.multi_node_nvlink_dup and nvlink:
+    if fabric.profile.behaviour.legacy_node_rings is LegacyNodeRings.NVLINK_DOUBLED and nvlink:
         rings, nets = _copy(rings, 2 * len(rings), legacy.max_rings), _copy(nets, 2 * len(nets), legacy.max_rings)
         duplicated = True
         trace.append(f"v2.4: NVLink rings across nodes copied x2 -> {len(rings)}")
     cc = min(G.nodes[g]["compute_capability"] for g in members)
-    threads = legacy.default_threads // (2 if legacy.pascal_half_threads and cc // 10 == 6 and nvlink else 1)
+    halved = fabric.profile.behaviour.legacy_threads is LegacyThreads.HALF_ON_PASCAL_NVLINK
+    threads = legacy.default_threads // (2 if halved and cc // 10 == 6 and nvlink else 1)
     all_nodes = tuple(g for h in sorted(hosts) for g in hosts[h])
     search = _result(fabric, members, rings, duplicated, trace, nets=nets, nnodes=len(hosts))
     search = ChannelSearch(search.pattern, all_nodes, search.channels, search.bw_intra, search.type_intra,

@@ -54,6 +54,7 @@ from dataclasses import dataclass
 from topo.errors import DgxTopoError
 from topo.specs import NVSWITCHES
 
+from .releases import NvlsAlgorithms, NvlsMnnvl
 from .tuning import ChannelGraph
 
 __all__ = ["NvlsGraph", "NvlsError", "nvls_search", "nvls_support", "sharp_switch",
@@ -171,8 +172,8 @@ def nvls_support(fabric, nodes, *, nnodes: int = 1, clique: int | None = None) -
         Supported, and the reason when not (``""`` otherwise).
     """
     G, profile = fabric.G, fabric.profile
-    rules = profile.nvls
-    if rules is None:
+    rules, behaviour = profile.nvls, profile.behaviour
+    if behaviour.nvls is NvlsAlgorithms.NONE:
         return False, f"NCCL {profile.version} has no NVLS (it arrives in v2.17.1)"
     ccs = [G.nodes[n]["compute_capability"] for n in nodes]
     if min(ccs) < 90:
@@ -188,12 +189,12 @@ def nvls_support(fabric, nodes, *, nnodes: int = 1, clique: int | None = None) -
     if len(nodes) < rules.min_gpus:
         return False, (f"NCCL {profile.version} disables NVLS with {len(nodes)} GPU(s) per node "
                        f"(it needs {rules.min_gpus} or more)")
-    if nnodes > 1 and not rules.tree:
+    if nnodes > 1 and behaviour.nvls is not NvlsAlgorithms.NVLS_AND_TREE:
         return False, f"NCCL {profile.version} disables NVLS across nodes (no NVLSTree before v2.18)"
     if clique is not None:
-        if rules.mnnvl in ("none", "off"):
+        if behaviour.nvls_mnnvl in (NvlsMnnvl.NONE, NvlsMnnvl.OFF):
             return False, f"NCCL {profile.version} does not run NVLS on a multi-node NVLink clique"
-        if rules.mnnvl == "clique" and clique <= 2:
+        if behaviour.nvls_mnnvl is NvlsMnnvl.CLIQUE and clique <= 2:
             return False, (f"NCCL {profile.version} runs NVLS on a multi-node NVLink clique of more "
                            f"than 2 GPUs, this one has {clique}")
     return True, ""

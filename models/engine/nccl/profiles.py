@@ -48,6 +48,11 @@ releases        profile   constants   behaviour (source)
 2.27.0-2.27.x   2.27.7    v2.27.7-1   the reference version (default), MAXCHANNELS 64
 ==============  ========  ==========  ==========================================================
 
+What a release does differently in code (ring construction, tree rule, selection, latency and
+cap formulas, LL128, NVB, PXN, MNNVL and NVLS rules) is not here but in
+:mod:`models.engine.nccl.releases`, one typed row per profile, which the profile carries as
+:attr:`NcclProfile.behaviour`; the behaviour words of :func:`versions_table` are written from it.
+
 Every constant of a profile cites its NCCL file and tag next to its table below; what a tag
 column of the reference does not give is marked [U] in the profile's :attr:`NcclProfile.notes`
 with the fallback used. NCCL before 2.5 has no tuning model: its profiles time the rings it
@@ -83,8 +88,8 @@ Examples
 0.6
 >>> nccl_profile("2.12.12").missing
 ('tree_pattern_factor',)
->>> nccl_profile("2.3.7").ring_builder, nccl_profile("v2.8.4-1").nvb_relay
-('p2p_rings', True)
+>>> nccl_profile("2.3.7").behaviour.ring_builder.label, nccl_profile("v2.8.4-1").behaviour.nvb.label
+('rings from NVLink counts', 'NVB relay')
 """
 
 from __future__ import annotations
@@ -95,6 +100,8 @@ from dataclasses import dataclass, replace
 from topo.errors import DgxTopoError
 from topo.specs import LINKS
 from topo.units import GB, us
+
+from .releases import BEHAVIOURS, ReleaseBehaviour
 
 __all__ = [
     "ALGORITHMS", "PROTOCOLS", "HARDWARE", "PATH_TYPES", "DEFAULT_VERSION",
@@ -186,6 +193,9 @@ NVLS_EFFICIENCY_V2_28 = (0.0, 0.0, 0.85, 0.74)
 class NvlsRules:
     """NVLink SHARP (NVLS, NVLSTree) in one release: enabling, search and model constants.
 
+    Which NVLS algorithms exist and the forms of their rules (MNNVL, ratio, latency) are
+    behaviours (:class:`models.engine.nccl.releases.ReleaseBehaviour`); these are the numbers.
+
     NVIDIA/nccl src/transport/nvls.cc (``ncclNvlsInit``), src/graph/search.cc (the NVLS
     search), src/graph/tuning.cc, src/enqueue.cc and src/include/device.h at the profile's tag.
 
@@ -197,25 +207,12 @@ class NvlsRules:
     max_arity : int
         ``NCCL_MAX_NVLS_ARITY``: 8 up to v2.20, 32 from v2.21. The NVLS search has
         ``min(arity, nGPUs)`` heads; AllGather/ReduceScatter need ``localRanks <= arity``.
-    tree : bool
-        NVLSTree exists (v2.18+).
     collectives : tuple of str
         Collectives NVLS runs: AllReduce (v2.17+), AllGather and ReduceScatter (v2.19+).
-    mnnvl : str
-        NVLS on a multi-node NVLink clique: ``"none"`` (no MNNVL in the release), ``"off"``
-        (v2.20: "NVLS is not supported on MNNVL yet"), ``"clique"`` (v2.21-v2.24: off when the
-        clique has <= 2 GPUs), ``"gpus"`` (v2.25+: the GPU-count rule alone).
     base_latency : tuple of float
         ``baseLat[NVLS][Simple]``, ``baseLat[NVLSTree][Simple]``. [s]
     hw_latency : tuple of tuple of float
         ``hwLat[NVLINK, PCI, NET][NVLS, NVLSTree][Simple]``. [s]
-    ratio_rule : str
-        Bus -> algorithm ratio for AllReduce: ``"5/6"`` (v2.19-v2.27), ``"v2.18"`` (NVLS 5/6,
-        NVLSTree ``0.70 nNodes / (2 (nNodes - 1))``), ``"nsteps"`` (v2.28+: ``nRanks/nsteps``).
-    latency_rule : str
-        ``"v2.18"``: ``baseLat + (nNodes > 1 ? hwLat[NET] : 0)`` (NVLS) and ``+ 2 (nNodes - 1)
-        hwLat[NET]`` (NVLSTree); ``"v2.19"``: ``+ intraLat (+ interLat)`` and ``+ intraLat + 2
-        log2i(nNodes) interLat``.
     nchannels : tuple of int
         Execution channels ``comm->nvlsChannels``: (sm90, sm100 on one node or an MNNVL
         clique of all ranks, sm100 across nodes). They run the kernels; the model uses the
@@ -228,13 +225,9 @@ class NvlsRules:
 
     min_gpus: int
     max_arity: int
-    tree: bool
     collectives: tuple
-    mnnvl: str
     base_latency: tuple
     hw_latency: tuple
-    ratio_rule: str
-    latency_rule: str
     nchannels: tuple = (16, 16, 16)
     efficiency: tuple | None = None
     min_tuning_channels: int = 1
@@ -269,7 +262,9 @@ class PatRules:
 
 @dataclass(frozen=True, slots=True)
 class LegacyRings:
-    """Ring construction and protocol choice of NCCL 2.0-2.4 (before the topology search).
+    """Ring construction and protocol choice of NCCL 2.0-2.4 (before the topology search): the
+    numbers (the Pascal thread halving and the x2 node rings are behaviours,
+    :class:`models.engine.nccl.releases.LegacyThreads` and ``LegacyNodeRings``).
 
     NVIDIA/nccl v2.3.7-1 / v2.4.8-1 src/init.cu, src/misc/rings.cu, src/transport/p2p.cu,
     src/include/nvlink.h, src/include/rings.h, src/include/common_coll.h.
@@ -289,10 +284,6 @@ class LegacyRings:
         below)``: (64, 32) in v2.3.7, (32, 32) in v2.3.5. [bytes]
     multi_node_threshold_factor : int
         The thread threshold is multiplied by this across nodes (2).
-    pascal_half_threads : bool
-        Pascal with NVLink rings halves ``nThreads`` to 128 (removed in v2.4.2).
-    multi_node_nvlink_dup : bool
-        v2.4: across nodes, the rings of a GPU with NVLink are duplicated x2.
     connect_nvlink, connect_nvswitch : int
         ``CONNECT_NVLINK`` 0x10 per NVLink, ``CONNECT_NVSWITCH`` 0x100 per NVSwitch link.
     max_nvlinks : tuple of int
@@ -307,8 +298,6 @@ class LegacyRings:
     ll_min_threads: int
     thread_threshold: tuple
     multi_node_threshold_factor: int
-    pascal_half_threads: bool
-    multi_node_nvlink_dup: bool
     connect_nvlink: int = 0x10
     connect_nvswitch: int = 0x100
     max_nvlinks: tuple = (6, 4)
@@ -376,9 +365,6 @@ class NcclProfile:
         Ring LL intra-node latency multiplier when nNodes > 1 (1.8 before v2.18).
     allreduce_inter_steps_offset : int
         Ring AllReduce inter-node steps are ``2 * (nNodes - offset)``.
-    inter_latency_rule : str
-        ``"ppn"``: ``(ppn == 1 ? hwLat[NET][Tree] : hwLat[NET][a]) + latencyInter (x2 for
-        Simple)``; ``"graph-or-net"``: ``latencyInter if latencyInter else hwLat[NET][a]``.
     ll128_max_type_intra, ll128_max_type_inter : str
         LL128 needs the graph's typeIntra / typeInter at most these.
     ll128_max_type_inter_sm90 : str or None
@@ -387,8 +373,6 @@ class NcclProfile:
         If set, LL128 needs every GPU at one of these exact compute capabilities.
     ll128_min_compute_capability : int
         LL128 is off below this.
-    ll128_cuda_11_8_rule : bool
-        LL128 off for sm90 + CUDA 11.8 + Ring AllReduce on 2 ranks.
     speed_intra, speed_inter : tuple of float
         Generic per-channel speed arrays of the search, high to low. [B/s]
     speed_sm90_intra, speed_sm90_inter, speed_sm100_intra, speed_sm100_inter : tuple or None
@@ -412,47 +396,25 @@ class NcclProfile:
     first, last : tuple of int
         The releases this profile governs, ``(major, minor, patch)``, inclusive; a ``last``
         patch of 999 means every patch of that minor release.
-    ring_builder : str
-        ``"p2p_rings"``: NCCL 2.0-2.4 builds rings from NVLink counts only
-        (:mod:`models.engine.nccl.legacy_rings`); ``"search"``: the topology search of v2.5+.
-    tree_rule : str
-        ``"none"`` (no trees, before v2.4), ``"threshold"`` (v2.4: double binary trees across
-        >= 2 nodes, chosen below ``ncclTreeThreshold``), ``"model"`` (v2.5+: the tuning model).
-    selection : str
-        ``"model"``: the lowest modelled time wins (v2.5+); ``"threshold"``: NCCL 2.0-2.4
-        pick LL below a size threshold and Simple above it (:class:`LegacyRings`).
-    ll128 : bool
-        The release has the LL128 protocol (v2.5.6+).
-    nvb_relay : bool
-        NCCL routes GPU-to-GPU through one intermediate GPU over NVLink (path NVB, v2.8+).
-    pxn : bool
-        NCCL reaches a NIC through an NVLink peer GPU (path PXN, v2.12+).
-    ll_cap : bool
-        Ring and Tree LL are capped at ``llMaxBws`` (v2.8+; v2.5/v2.7 have no cap).
     ll128_per_collective : tuple of float or None
-        v2.5 ``ll128MaxBw[coll]`` (totals) or v2.7 ``ll128MaxBwPerCh[coll]`` (per channel),
+        The per-collective LL128 caps (``Ll128Cap`` of the behaviour table): v2.5 ``ll128MaxBw[coll]`` (totals) or v2.7 ``ll128MaxBwPerCh[coll]`` (per channel),
         in NCCL's function order (Broadcast, Reduce, AllGather, ReduceScatter, AllReduce);
         ``None`` when the per-row tables apply (v2.8+). [B/s]
-    ll128_per_collective_rule : str
-        ``"total"`` or ``"per_channel"`` for :attr:`ll128_per_collective`.
     tree_total_caps : tuple or None
         v2.5/v2.7 total Tree caps ``((one or two nodes, more), (same for LL128 on sm80))``;
         v2.5 uses ``(one node, several)``. ``None`` when ``perChMaxTreeBws`` applies. [B/s]
     sm80_bus_cap : float or None
         v2.7: every bus bandwidth of an sm80 communicator is capped at 235 GB/s. [B/s]
-    ring_latency_rule : str
-        ``"split"``: intra-node and inter-node steps (v2.7+); ``"nsteps_hw"``: v2.5's
-        ``nsteps x hwLat[hw][Ring][p]`` with hw = NET on several nodes.
     legacy : LegacyRings or None
         The ring construction and protocol thresholds of NCCL 2.0-2.4.
     nvls : NvlsRules or None
         NVLS / NVLSTree (v2.17+); ``None`` when the release has no NVLS.
     pat : PatRules or None
         PAT (v2.23+); ``None`` when the release has none.
-    mnnvl : str
-        Multi-node NVLink (NVIDIA/nccl src/init.cc, src/graph/topo.cc): ``"none"`` before
-        v2.20.3; ``"all_ranks"`` (v2.20: one NCCL node when the clique holds every rank);
-        ``"clique"`` (v2.21+: the GPUs of one clique are one NCCL node, XML fused across it).
+    behaviour : models.engine.nccl.releases.ReleaseBehaviour
+        The release's behaviours, its row of :data:`models.engine.nccl.releases.BEHAVIOURS`
+        (ring construction, tree rule, selection, latency and cap formulas, LL128, NVB, PXN,
+        MNNVL and NVLS rules).
     """
 
     version: str
@@ -483,13 +445,11 @@ class NcclProfile:
     net_overhead_simple_factor: float
     ring_ll_multi_node_intra_factor: float
     allreduce_inter_steps_offset: int
-    inter_latency_rule: str
     ll128_max_type_intra: str
     ll128_max_type_inter: str
     ll128_max_type_inter_sm90: str | None
     ll128_compute_capabilities: tuple | None
     ll128_min_compute_capability: int
-    ll128_cuda_11_8_rule: bool
     speed_intra: tuple
     speed_inter: tuple
     speed_sm90_intra: tuple | None
@@ -514,22 +474,13 @@ class NcclProfile:
     arm_bandwidth: float = 6e9
     first: tuple = (2, 27, 0)
     last: tuple = (2, 27, _ANY)
-    ring_builder: str = "search"
-    tree_rule: str = "model"
-    selection: str = "model"
-    ll128: bool = True
-    nvb_relay: bool = True
-    pxn: bool = True
-    ll_cap: bool = True
     ll128_per_collective: tuple | None = None
-    ll128_per_collective_rule: str = ""
     tree_total_caps: tuple | None = None
     sm80_bus_cap: float | None = None
-    ring_latency_rule: str = "split"
     legacy: LegacyRings | None = None
     nvls: NvlsRules | None = None
     pat: PatRules | None = None
-    mnnvl: str = "none"
+    behaviour: ReleaseBehaviour | None = None
 
     # ------------------------------------------------------------------ lookups
     @property
@@ -913,23 +864,21 @@ _NVLS_HW_LAT = ((_us(25.0), _us(25.0)), (0.0, 0.0), (_us(18.0), _us(14.0)))
 # v2.27.7-1: NVLS off with <= 2 GPUs (src/transport/nvls.cc), arity 32 (src/include/device.h),
 # AllReduce/AllGather/ReduceScatter (src/graph/tuning.cc), baseLat 0, bus->alg 5/6, MNNVL the
 # GPU-count rule (v2.25+), nvlsChannels sm90 16, sm100 24 single node / 32 multi-node.
-_NVLS_V2_27 = NvlsRules(min_gpus=3, max_arity=32, tree=True,
-                        collectives=("all_reduce", "all_gather", "reduce_scatter"), mnnvl="gpus",
-                        base_latency=(0.0, 0.0), hw_latency=_NVLS_HW_LAT, ratio_rule="5/6",
-                        latency_rule="v2.19", nchannels=(16, 24, 32))
+_NVLS_V2_27 = NvlsRules(min_gpus=3, max_arity=32,
+                        collectives=("all_reduce", "all_gather", "reduce_scatter"),
+                        base_latency=(0.0, 0.0), hw_latency=_NVLS_HW_LAT, nchannels=(16, 24, 32))
 # v2.25.x-v2.26.x: the same, nvlsChannels sm100 32 (NVLS_NCHANNELS_SM100).
 # v2.21.x-v2.24.x: MNNVL needs a clique of more than 2 GPUs; nvlsChannels 16.
-_NVLS_V2_21 = replace(_NVLS_V2_27, mnnvl="clique", nchannels=(16, 16, 16))
+_NVLS_V2_21 = replace(_NVLS_V2_27, nchannels=(16, 16, 16))
 # v2.19.x: NCCL_MAX_NVLS_ARITY 8 (up to v2.20) and no MNNVL (it arrives in v2.20.3).
-_NVLS_V2_19 = replace(_NVLS_V2_21, max_arity=8, mnnvl="none")
+_NVLS_V2_19 = replace(_NVLS_V2_21, max_arity=8)
 # v2.18.x: NVLSTree appears; baseLat 23 for both; AllReduce only; bus->alg NVLS 5/6, NVLSTree
 # 0.70 nNodes / (2 (nNodes - 1)); the v2.18 latency formulas (src/graph/tuning.cc v2.18.6-1).
-_NVLS_V2_18 = replace(_NVLS_V2_19, collectives=("all_reduce",), base_latency=(_us(23.0), _us(23.0)),
-                      ratio_rule="v2.18", latency_rule="v2.18")
+_NVLS_V2_18 = replace(_NVLS_V2_19, collectives=("all_reduce",), base_latency=(_us(23.0), _us(23.0)))
 # v2.17.x: NVLS only (no NVLSTree), off when localRanks <= 1 or nNodes > 1, baseLat 40
 # (src/transport/nvls.cc, src/graph/tuning.cc v2.17.1-1). [U] ratio 5/6 and the v2.18 latency
 # formula.
-_NVLS_V2_17 = replace(_NVLS_V2_18, min_gpus=2, tree=False, base_latency=(_us(40.0), 0.0))
+_NVLS_V2_17 = replace(_NVLS_V2_18, min_gpus=2, base_latency=(_us(40.0), 0.0))
 # PAT: busBw x 0.85 (v2.23.4-1), x 0.75 (v2.24.3-1+); 8 + log2i(nNodes) interLat / 3.5 +
 # nRanks x 2.8 µs; v2.26+ off below compute capability 60 (src/graph/tuning.cc).
 _PAT_V2_23 = PatRules(factor=0.85, base_latency=_us(8.0), per_rank_latency=_us(2.8))
@@ -964,13 +913,11 @@ _V2_27_7 = _build(
     net_overhead_simple_factor=3,         # getNetOverhead() * (Simple ? 3 : 1) (tuning.cc)
     ring_ll_multi_node_intra_factor=1.0,  # the x1.8 is v2.7-v2.17 only (tuning.cc)
     allreduce_inter_steps_offset=1,       # 2*(nNodes-1) (tuning.cc)
-    inter_latency_rule="ppn",
     ll128_max_type_intra="NVB",           # tuning.cc
     ll128_max_type_inter="PXB",
     ll128_max_type_inter_sm90="PXN",      # NCCL_LL128_C2C default 1 and sm >= 90
     ll128_compute_capabilities=None,      # minCompCap == maxCompCap, any value >= 70
     ll128_min_compute_capability=70,
-    ll128_cuda_11_8_rule=True,
     speed_intra=_V2_18_SPEED_INTRA,
     speed_inter=_V2_18_SPEED_INTER,
     speed_sm90_intra=_V2_21_SM90_SPEED_INTRA,
@@ -989,7 +936,7 @@ _V2_27_7 = _build(
            "[U] the NVLS search with NET nodes (NVLSTree, one head per NIC) is this library's "
            "reading of src/graph/search.cc, not checked against NCCL_DEBUG_SUBSYS=GRAPH logs."),
     first=(2, 27, 0), last=(2, 27, _ANY),
-    nvls=_NVLS_V2_27, pat=_PAT_V2_26, mnnvl="clique",
+    nvls=_NVLS_V2_27, pat=_PAT_V2_26,
 )
 
 _V2_12_12 = _build(
@@ -1020,13 +967,11 @@ _V2_12_12 = _build(
     net_overhead_simple_factor=3,
     ring_ll_multi_node_intra_factor=1.8,  # v2.7-v2.17 (tuning.cc)
     allreduce_inter_steps_offset=0,       # v2.12-v2.22: nNodes>1 ? 2*nNodes : 0 (tuning.cc)
-    inter_latency_rule="graph-or-net",    # v2.12: latencyInter ? latencyInter : hwLat[NET][a][p]
     ll128_max_type_intra="NVL",           # v2.12 (tuning.cc)
     ll128_max_type_inter="PXB",
     ll128_max_type_inter_sm90=None,
     ll128_compute_capabilities=(70, 80),  # "all GPUs are sm70 or all sm80"
     ll128_min_compute_capability=70,
-    ll128_cuda_11_8_rule=False,
     speed_intra=_V2_12_SPEED_INTRA,
     speed_inter=_V2_12_SPEED_INTER,
     speed_sm90_intra=None, speed_sm90_inter=None,
@@ -1110,7 +1055,7 @@ _V2_19_4 = _derive(
     ll_max_bws=((39.0, 39.0, 20.4), (87.7, 22.5, 19.0), (87.7, 22.5, 19.0)),
     speed_sm90_intra=(60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 15.0, 12.0, 6.0, 3.0),
     nvlink_bandwidths=((90, 20.0), (87, 20.0), (86, 12.0), (80, 20.0), (70, 20.0), (60, 18.0)),
-    nvls=_NVLS_V2_19, mnnvl="none",
+    nvls=_NVLS_V2_19,
     sources=("NVIDIA/nccl v2.19.4-1 src/graph/tuning.cc, search.cc, topo.h",),
     notes=("[U] MAXCHANNELS 32 (given for v2.18).",),
 )
@@ -1155,7 +1100,7 @@ _V2_17_1 = _derive(
 _V2_11_4 = _derive(
     _V2_16_5, version="2.11.4", tag="v2.11.4-1", first=(2, 10, 0), last=(2, 11, _ANY),
     path_types=("LOC", "NVL", "NVB", "PIX", "PXB", "PHB", "SYS"),   # topo.h v2.8-v2.11 (no PXN)
-    pxn=False, allreduce_inter_steps_offset=1,
+    allreduce_inter_steps_offset=1,
     notes=_NOTES_V2_12[:-1] + ("The v2.12 tables with hwLat[NET][Ring][Simple] 9.6 and "
                                "AllReduce nInterSteps 2*(nNodes-1) (v2.7-v2.11); no PXN.",),
 )
@@ -1184,12 +1129,10 @@ _V2_8_4 = _derive(
 _V2_7_8 = _derive(
     _V2_8_4, version="2.7.8", tag="v2.7.8-1", first=(2, 7, 0), last=(2, 7, _ANY),
     path_types=("LOC", "NVL", "PIX", "PXB", "PHB", "SYS", "NET"),
-    nvb_relay=False,
     hw_latency=(((0.52, 1.2, 28.0), (0.47, 1.9, 3.4)),
                 ((1.0, 1.9, 28.0), (1.0, 2.5, 5.7)),
                 ((5.0, 8.5, 50.0), (2.7, 4.0, 9.6))),
-    ll_cap=False,
-    ll128_per_collective=(18.8, 12.0, 18.3, 15.2, 16.7), ll128_per_collective_rule="per_channel",
+    ll128_per_collective=(18.8, 12.0, 18.3, 15.2, 16.7),
     tree_factor=0.9,
     tree_total_caps=((110.0, 80.0), (130.0, 105.0)),
     sm80_bus_cap=235.0,
@@ -1220,12 +1163,11 @@ _V2_5_7 = _derive(
                 ((5.0, 7.5, 50.0), (0.9, 2.5, 6.6))),
     ring_ll_factor_single_node_copy=1 / 4,
     ring_ll128_factor=120 / 128, ring_ll128_factor_ppn1=120 / 128,
-    ll128_per_collective=(113.0, 72.0, 110.0, 91.0, 100.0), ll128_per_collective_rule="total",
+    ll128_per_collective=(113.0, 72.0, 110.0, 91.0, 100.0),
     tree_ll_divisor=3.0,
     tree_total_caps=((90.0, 70.0), (90.0, 70.0)),
     sm80_bus_cap=None,
     tree_correction_factor=_V2_5_TREE_CORRECTION,
-    ring_latency_rule="nsteps_hw",
     ll128_compute_capabilities=(70,),
     bdw_qpi_bandwidth=8.0, skl_qpi_bandwidth=12.0,
     sources=("NVIDIA/nccl v2.5.7-1 src/graph/tuning.cc, src/enqueue.cc (treeCorrectionFactor), "
@@ -1252,11 +1194,8 @@ _LEGACY_NOTES = (
 _V2_4_8 = _derive(
     _V2_5_7, version="2.4.8", tag="v2.4.8-1", first=(2, 4, 0), last=(2, 4, _ANY),
     max_channels=16,                      # MAXCHANNELS 16 (src/include/devcomm.h v2.4.8-1)
-    ring_builder="p2p_rings", tree_rule="threshold", selection="threshold",
-    ll128=False, nvb_relay=False, pxn=False,
     legacy=LegacyRings(max_rings=16, default_threads=256, ll_max_threads=256, ll_min_threads=64,
-                       thread_threshold=(64, 32), multi_node_threshold_factor=2,
-                       pascal_half_threads=False, multi_node_nvlink_dup=True),
+                       thread_threshold=(64, 32), multi_node_threshold_factor=2),
     sources=("NVIDIA/nccl v2.4.8-1 src/init.cc (ncclTreeThreshold), src/misc/rings.cc, "
              "src/transport/p2p.cc",),
     notes=_LEGACY_NOTES + ("Trees only across >= 2 nodes, below ncclTreeThreshold.",
@@ -1264,10 +1203,8 @@ _V2_4_8 = _derive(
 )
 _V2_3_7 = _derive(
     _V2_4_8, version="2.3.7", tag="v2.3.7-1", first=(2, 3, 7), last=(2, 3, _ANY),
-    tree_rule="none",
     legacy=LegacyRings(max_rings=16, default_threads=256, ll_max_threads=256, ll_min_threads=64,
-                       thread_threshold=(64, 32), multi_node_threshold_factor=2,
-                       pascal_half_threads=True, multi_node_nvlink_dup=False),
+                       thread_threshold=(64, 32), multi_node_threshold_factor=2),
     sources=("NVIDIA/nccl v2.3.7-1 src/init.cu, src/misc/rings.cu, src/transport/p2p.cu, "
              "src/include/nvlink.h, src/include/common_coll.h",),
     notes=_LEGACY_NOTES + ("No trees, no LL128, no GPU relay.",),
@@ -1295,7 +1232,8 @@ def _with_inter_cpu(profile: NcclProfile) -> NcclProfile:
                    arm_bandwidth=6e9)
 
 
-PROFILES: dict[str, NcclProfile] = {p.version: _with_inter_cpu(p) for p in (
+PROFILES: dict[str, NcclProfile] = {p.version: replace(_with_inter_cpu(p), behaviour=BEHAVIOURS[p.version])
+                                     for p in (
     _V2_3_5, _V2_3_7, _V2_4_8, _V2_5_7, _V2_7_8, _V2_8_4, _V2_11_4, _V2_12_12, _V2_16_5,
     _V2_17_1, _V2_18_6, _V2_19_4, _V2_21_5, _V2_23_4, _V2_24_3, _V2_27_7)}
 
@@ -1415,14 +1353,9 @@ def nccl_profile(version: str | NcclProfile | None = None) -> NcclProfile:
 
 
 def _behaviour(profile: NcclProfile) -> str:
-    parts = ["rings from NVLink counts" if profile.ring_builder == "p2p_rings" else "topology search"]
-    parts.append({"none": "no trees", "threshold": "trees across nodes (threshold)",
-                  "model": "trees"}[profile.tree_rule])
-    parts.append("LL128" if profile.ll128 else "no LL128")
-    parts.append("NVB relay" if profile.nvb_relay else "no GPU relay")
-    parts.append("PXN" if profile.pxn else "no PXN")
-    parts.append("tuning model" if profile.selection == "model" else "LL/Simple by size threshold")
-    return ", ".join(parts)
+    """The behaviours that set a release apart, in words, from its row of the behaviour table."""
+    b = profile.behaviour
+    return ", ".join(cell.label for cell in (b.ring_builder, b.tree, b.ll128, b.nvb, b.pxn, b.selection))
 
 
 def versions_table() -> tuple:

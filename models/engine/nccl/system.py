@@ -52,6 +52,7 @@ from topo.specs import LINKS
 
 from ..routes import PathType, Router
 from .profiles import NcclProfile, nccl_profile
+from .releases import NvbRelay, Pxn
 
 __all__ = ["NcclSystem", "NetRoute", "NcclSystemError", "nccl_capacity", "INTEL_P2P_OVERHEAD"]
 
@@ -233,7 +234,9 @@ class NcclSystem:
         a, b : node ids
             GPUs of one host.
         members : collection of node ids
-            The communicator's GPUs (the relays NCCL may use); empty: no relay.
+            The communicator's GPUs (the relays NCCL may use); empty: no relay. A release without
+            NVB paths (:attr:`NvbRelay.NONE <models.engine.nccl.releases.NvbRelay>`, before v2.8)
+            relays through none of them.
 
         Returns
         -------
@@ -245,7 +248,7 @@ class NcclSystem:
             r = self.router.route(a, b, nvb=False)
             self._routes[a, b] = (r.path_type, tuple(zip(r.edges, r.shares)))
         path_type, flow = self._routes[a, b]
-        if path_type == PathType.NVL:
+        if path_type == PathType.NVL or self.profile.behaviour.nvb is NvbRelay.NONE:
             return path_type, flow
         for m in self._relay_order(a, b):
             if m in members:
@@ -288,7 +291,7 @@ class NcclSystem:
 
     def _pxn_route(self, gpu, nic, port_out, port_in) -> NetRoute:
         router = self.router
-        if self.profile.pxn:
+        if self.profile.behaviour.pxn is Pxn.NVLINK_PEER:
             if nic not in self._pxn_proxies:  # the NIC's own GPUs within PXB, best first
                 self._pxn_proxies[nic] = [p for t, _, p in sorted(
                     (router.pcie_type(router.pcie_path(p, nic)), self._order[p], p)

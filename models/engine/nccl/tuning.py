@@ -65,6 +65,8 @@ from topo.errors import DgxTopoError
 from ..nccltests import busbw_factor, collective as _collective_spec
 from .profiles import (ALGORITHMS, PATH_TYPES, PROTOCOLS, MissingConstantError, NcclProfile,
                        nccl_profile)
+from .releases import (AlgorithmSelection, InterLatency, LlCap, Ll128Cap, Ll128Rule, NvlsAlgorithms,
+                       NvlsLatency, NvlsRatio, RingLatency, TreeCap, TreeRule)
 
 __all__ = [
     "NCCL_COLLECTIVES", "PATTERNS", "CPU_VENDORS",
@@ -145,7 +147,8 @@ def _positive_bandwidth(name, value) -> float:
 
 
 def _bound(comm, profile) -> NcclProfile:
-    """The communicator's profile; ``profile`` (a legacy argument) must be the same release."""
+    """The communicator's profile, which carries the release; ``profile`` (accepted for 0.2
+    callers, never passed inside this package) must be the same release."""
     if not isinstance(comm, Communicator):
         raise TuningError(f"comm must be a Communicator, received {type(comm).__name__}")
     if profile is not None and nccl_profile(profile) is not comm.profile:
@@ -622,12 +625,8 @@ def bus_to_alg_ratio(collective: str, algorithm: str, nranks: int, profile=None,
         return 1.0
     if algorithm in ("nvls", "nvls_tree"):
         # A release without NVLS never enables the cell; its ratio is then moot (5/6).
-        rule = profile.nvls.ratio_rule if profile.nvls is not None else "5/6"
-        if rule == "nsteps":
-            return nranks / nsteps(collective, nranks)
-        if rule == "v2.18" and algorithm == "nvls_tree" and nnodes > 1:
-            return 0.70 * nnodes / (2 * (nnodes - 1))
-        return 5 / 6
+        rule = profile.behaviour.nvls_ratio or NvlsRatio.FIVE_SIXTHS
+        return rule.ratio(algorithm, nnodes, nranks / nsteps(collective, nranks))
     return profile.tree_alg_ratio
 
 
@@ -664,22 +663,23 @@ def applicability(collective: str, algorithm: str, protocol: str, comm: Communic
     profile = _bound(comm, profile)
     if algorithm in ("nvls", "nvls_tree", "pat"):
         return _nvls_pat_applicability(collective, algorithm, protocol, comm, profile)
-    if algorithm == "tree" and profile.tree_rule == "none":
+    behaviour = profile.behaviour
+    if algorithm == "tree" and behaviour.tree is TreeRule.NONE:
         return False, f"NCCL {profile.version} has no trees (they arrive in v2.4.2)"
-    if algorithm == "tree" and profile.tree_rule == "threshold" and comm.nnodes < 2:
+    if algorithm == "tree" and behaviour.tree is TreeRule.ACROSS_NODES and comm.nnodes < 2:
         return False, f"NCCL {profile.version} runs trees only across 2 or more nodes"
     if algorithm == "tree" and collective != "all_reduce":
         return False, f"NCCL runs {collective} with Ring only (src/graph/tuning.cc)"
     if protocol != "LL128":
         return True, ""
-    if not profile.ll128:
+    if behaviour.ll128 is Ll128Rule.NONE:
         return False, f"NCCL {profile.version} has no LL128 (it arrives in v2.5.6)"
     graph = comm.graph(algorithm)
     cc_min, cc_max = comm.compute_capability, comm.cc_max
     if cc_min < profile.ll128_min_compute_capability:
         return False, (f"LL128 needs compute capability >= {profile.ll128_min_compute_capability}, "
                        f"got {cc_min}")
-    if profile.ll128_compute_capabilities is not None:
+    if behaviour.ll128 is Ll128Rule.LISTED_COMPUTE_CAPABILITIES:
         if cc_min != cc_max or cc_min not in profile.ll128_compute_capabilities:
             return False, (f"LL128 in NCCL {profile.version} needs every GPU at one of compute "
                            f"capabilities {list(profile.ll128_compute_capabilities)}, got "
@@ -695,7 +695,7 @@ def applicability(collective: str, algorithm: str, protocol: str, comm: Communic
     if _path_above(profile, graph.type_inter, inter_limit):
         return False, (f"LL128 needs typeInter <= {inter_limit}, the {algorithm} graph has "
                        f"{graph.type_inter}")
-    if profile.ll128_cuda_11_8_rule and comm.cuda_11_8 and cc_min >= 90 and algorithm == "ring" \
+    if behaviour.ll128 is Ll128Rule.ONE_COMPUTE_CAPABILITY and comm.cuda_11_8 and cc_min >= 90 and algorithm == "ring" \
             and collective == "all_reduce" and comm.nranks == 2:
         return False, "LL128 is off for sm90 Ring AllReduce on 2 ranks with CUDA 11.8"
     return True, ""
@@ -722,9 +722,10 @@ def _nvls_pat_applicability(collective, algorithm, protocol, comm, profile) -> t
         return True, ""
     rules = profile.nvls
     name = "NVLS" if algorithm == "nvls" else "NVLSTree"
-    if rules is None:
+    present = profile.behaviour.nvls
+    if present is NvlsAlgorithms.NONE:
         return False, f"NCCL {profile.version} has no {name} (NVLS arrives in v2.17.1, NVLSTree in v2.18)"
-    if algorithm == "nvls_tree" and not rules.tree:
+    if algorithm == "nvls_tree" and present is not NvlsAlgorithms.NVLS_AND_TREE:
         return False, f"NCCL {profile.version} has no NVLSTree (it arrives in v2.18)"
     if comm.nvls is None:
         return False, f"no NVLS support: {comm.nvls_reason}"
@@ -864,7 +865,7 @@ def bus_bandwidth(collective: str, algorithm: str, protocol: str, comm: Communic
 
     def ll_cap():
         """llMaxBws (v2.8+) or no cap (v2.5, v2.7)."""
-        if not profile.ll_cap:
+        if profile.behaviour.ll_cap is LlCap.NONE:
             return None, ""
         row = ll_row()
         return profile.ll_max_bw(row, nnodes), f"llMaxBws[{row}][{col}]"
@@ -872,9 +873,10 @@ def bus_bandwidth(collective: str, algorithm: str, protocol: str, comm: Communic
     def ll128_cap(table_name, lookup):
         """The LL128 cap: per row and channel (v2.8+), or per collective (v2.5 totals, v2.7
         per channel)."""
-        if profile.ll128_per_collective is not None:
+        rule = profile.behaviour.ll128_cap
+        if rule is not Ll128Cap.PER_CHANNEL_PER_ROW:
             value = profile.ll128_per_collective[NCCL_COLLECTIVES.index(collective)]
-            if profile.ll128_per_collective_rule == "total":
+            if rule is Ll128Cap.TOTAL_PER_COLLECTIVE:
                 return value, f"ll128MaxBw[{collective}]"
             return nch * value, f"nChannels x ll128MaxBwPerCh[{collective}]"
         row = cc_row()
@@ -892,12 +894,12 @@ def bus_bandwidth(collective: str, algorithm: str, protocol: str, comm: Communic
     else:
         if collective != "all_reduce":
             raise TuningError(f"NCCL runs {collective} with Ring only: expected algorithm 'ring'")
-        if profile.tree_total_caps is not None:
+        tree_cap = profile.behaviour.tree_cap
+        if tree_cap is not TreeCap.PER_CHANNEL:
             # v2.5: min(busBw x .9, nNodes > 1 ? 70 : 90); v2.7: maxTreeBw, 110 on <= 2 nodes
             # and 80 above (130 / 105 for LL128 on sm80).
-            multi = nnodes > 1 if profile.ring_latency_rule == "nsteps_hw" else nnodes > 2
             sm80_ll128 = protocol == "LL128" and comm.compute_capability >= 80
-            cap = profile.tree_total_caps[int(sm80_ll128)][int(multi)]
+            cap = profile.tree_total_caps[int(sm80_ll128)][tree_cap.multi_node_column(nnodes)]
             step("Tree AllReduce", profile.tree_factor, cap, "maxTreeBw")
         else:
             row = cc_row()
@@ -970,7 +972,8 @@ def latency(collective: str, algorithm: str, protocol: str, comm: Communicator,
     hw = intra_hw if nnodes == 1 else "NET"
     base = profile.base_lat(algorithm, protocol)
     intra = profile.hw_lat(intra_hw, algorithm, protocol)
-    if profile.inter_latency_rule == "ppn":
+    behaviour = profile.behaviour
+    if behaviour.inter_latency is InterLatency.PPN:
         net_algorithm = "tree" if ppn == 1 else algorithm
         inter = profile.hw_lat("NET", net_algorithm, protocol) + graph.latency_inter \
             + (graph.latency_inter if protocol == "Simple" else 0.0)
@@ -988,7 +991,7 @@ def latency(collective: str, algorithm: str, protocol: str, comm: Communicator,
         terms = (LatencyTerm(f"log2i(nNodes) x {inter_name} / {rules.inter_divisor:g}",
                              _log2i(nnodes), inter / rules.inter_divisor),
                  LatencyTerm("nRanks x PAT per-rank latency", comm.nranks, rules.per_rank_latency))
-    elif algorithm in ("nvls", "nvls_tree") and profile.require("nvls").latency_rule == "v2.18":
+    elif algorithm in ("nvls", "nvls_tree") and behaviour.nvls_latency is NvlsLatency.V2_18:
         count = (1 if nnodes > 1 else 0) if algorithm == "nvls" else 2 * (nnodes - 1)
         terms = (LatencyTerm(f"{'' if algorithm == 'nvls' else '2 x (nNodes - 1) x '}"
                              f"hwLat[NET][{algorithm}][{protocol}]", count,
@@ -999,7 +1002,7 @@ def latency(collective: str, algorithm: str, protocol: str, comm: Communicator,
     elif algorithm == "nvls_tree":
         terms = (LatencyTerm(f"hwLat[{intra_hw}][nvls_tree][{protocol}]", 1, intra),
                  LatencyTerm(f"2 x log2i(nNodes) x {inter_name}", 2 * _log2i(nnodes), inter))
-    elif algorithm == "ring" and profile.ring_latency_rule == "nsteps_hw":
+    elif algorithm == "ring" and behaviour.ring_latency is RingLatency.NSTEPS_HW:
         # v2.5: lat += nsteps x hwLat[hw][Ring][p], hw = NET on several nodes (v2.5.7-1 tuning.cc).
         terms = (LatencyTerm(f"nsteps x hwLat[{hw}][ring][{protocol}]", steps_total,
                              profile.hw_lat(hw, "ring", protocol)),)
@@ -1064,12 +1067,12 @@ def tune(collective: str, algorithm: str, protocol: str, comm: Communicator,
     algorithm = _check_algorithm(algorithm)
     protocol = _check_protocol(protocol)
     profile = _bound(comm, profile)
-    enabled, reason = applicability(collective, algorithm, protocol, comm, profile)
+    enabled, reason = applicability(collective, algorithm, protocol, comm)
     ratio = bus_to_alg_ratio(collective, algorithm, comm.nranks, profile, nnodes=comm.nnodes)
     if not enabled:
         return Tuning(collective, algorithm, protocol, False, reason, None, ratio, 0.0, None)
-    bus = bus_bandwidth(collective, algorithm, protocol, comm, profile)
-    lat = latency(collective, algorithm, protocol, comm, profile)
+    bus = bus_bandwidth(collective, algorithm, protocol, comm)
+    lat = latency(collective, algorithm, protocol, comm)
     if bus.value <= 0:
         return Tuning(collective, algorithm, protocol, False, "bus bandwidth is 0", bus, ratio,
                       0.0, lat)
@@ -1086,8 +1089,8 @@ def tuning_table(collective: str, comm: Communicator, profile=None) -> tuple:
     -------
     tuple of Tuning
     """
-    profile = _bound(comm, profile)
-    return tuple(tune(collective, a, p, comm, profile) for a in ALGORITHMS for p in PROTOCOLS)
+    _bound(comm, profile)
+    return tuple(tune(collective, a, p, comm) for a in ALGORITHMS for p in PROTOCOLS)
 
 
 def _sizes(nbytes) -> np.ndarray:
@@ -1253,7 +1256,7 @@ def _legacy_choice(collective, sizes, comm, candidates) -> np.ndarray:
     keys = [(c.tuning.algorithm, c.tuning.protocol) for c in candidates]
     ll_max = ll_threshold(comm)
     tree_max = tree_threshold(comm) if collective == "all_reduce" \
-        and comm.profile.tree_rule == "threshold" else 0.0
+        and comm.profile.behaviour.tree is TreeRule.ACROSS_NODES else 0.0
     choice = np.empty(len(sizes), dtype=int)
     for i, nbytes in enumerate(sizes):
         wanted = ("tree" if nbytes < tree_max else "ring", "LL" if nbytes <= ll_max else "Simple")
@@ -1317,7 +1320,7 @@ def select_algorithm(collective: str, nbytes, comm: Communicator, *, algorithm=N
     profile = _bound(comm, profile)
     size = _sizes(nbytes)
     scalar = size.ndim == 0
-    cells = [tune(collective, a, p, comm, profile) for a in ALGORITHMS for p in PROTOCOLS
+    cells = [tune(collective, a, p, comm) for a in ALGORITHMS for p in PROTOCOLS
              if forced_algorithm in (None, a) and forced_protocol in (None, p)]
     enabled = [t for t in cells if t.enabled]
     if not enabled:
@@ -1325,9 +1328,9 @@ def select_algorithm(collective: str, nbytes, comm: Communicator, *, algorithm=N
         raise NoAlgorithmError(f"no enabled algorithm/protocol for {collective} matching "
                                f"algorithm={forced_algorithm!r}, protocol={forced_protocol!r}: "
                                f"{reasons}")
-    candidates = tuple(algo_time(t, size, comm, profile) for t in enabled)
+    candidates = tuple(algo_time(t, size, comm) for t in enabled)
     times = np.stack([np.atleast_1d(c.time) for c in candidates])
-    if profile.selection == "threshold":
+    if profile.behaviour.selection is AlgorithmSelection.SIZE_THRESHOLDS:
         best = _legacy_choice(collective, np.atleast_1d(size), comm, candidates)
     else:
         best = np.argmin(times, axis=0)    # first minimum: ties go to the lower NCCL index
@@ -1378,12 +1381,12 @@ def nvls_choice(collective: str, nbytes, comm: Communicator, *, profile=None) ->
     name_of = {"nvls": "NVLS", "nvls_tree": "NVLSTree"}
     algorithm = "nvls" if comm.nnodes == 1 else "nvls_tree"
     name = name_of[algorithm]
-    enabled, reason = applicability(collective, algorithm, "Simple", comm, profile)
+    enabled, reason = applicability(collective, algorithm, "Simple", comm)
     if not enabled:
         return f"{name} not chosen for {collective}: {reason}"
-    cell = algo_time(tune(collective, algorithm, "Simple", comm, profile), size, comm, profile)
+    cell = algo_time(tune(collective, algorithm, "Simple", comm), size, comm)
     try:
-        selection = select_algorithm(collective, size, comm, profile=profile)
+        selection = select_algorithm(collective, size, comm)
     except MissingConstantError as error:
         return f"{name} enabled for {collective}, but the other algorithms cannot be timed: {error}"
     detail = (f"{comm.nvls.nchannels} heads x {comm.nvls.bw_intra / 1e9:g} GB/s (bwInter "

@@ -16,6 +16,7 @@ from models.engine.nccl.channels import channel_graphs
 from models.engine.nccl.legacy_rings import LegacyRingsError, legacy_rings, nvlink_rings
 from models.engine.nccl.profiles import (PROFILES, UnknownNcclVersionError, format_versions_table,
                                   nccl_profile, parse_nccl_version, versions_table)
+from models.engine.nccl.releases import Ll128Rule, NvbRelay, Pxn, RingBuilder, TreeRule
 from models.engine.nccl.system import NcclSystem
 from models.engine.nccl.tuning import applicability, ll_threshold, select_algorithm, tree_threshold
 from topo.units import GB, us
@@ -67,16 +68,18 @@ def test_profiles_cover_2_0_to_2_27_without_gaps_or_overlaps():
 
 # ========================================================= behaviour and constants by version
 @pytest.mark.parametrize("version, tree, ll128, nvb, pxn", [
-    ("2.3.7", "none", False, False, False), ("2.4.8", "threshold", False, False, False),
-    ("2.5.7", "model", True, False, False), ("2.7.8", "model", True, False, False),
-    ("2.8.4", "model", True, True, False), ("2.12.12", "model", True, True, True),
-    ("2.27.7", "model", True, True, True),
+    ("2.3.7", TreeRule.NONE, False, False, False), ("2.4.8", TreeRule.ACROSS_NODES, False, False, False),
+    ("2.5.7", TreeRule.TUNED, True, False, False), ("2.7.8", TreeRule.TUNED, True, False, False),
+    ("2.8.4", TreeRule.TUNED, True, True, False), ("2.12.12", TreeRule.TUNED, True, True, True),
+    ("2.27.7", TreeRule.TUNED, True, True, True),
 ])
 def test_behaviour_flags(version, tree, ll128, nvb, pxn):
     """No trees before v2.4.2 (src/init.cc), LL128 from v2.5.6 (src/graph/tuning.cc), NVB from v2.8 and
     PXN from v2.12 (src/graph/paths.cc), at the NVIDIA/nccl tags of each profile."""
     p = nccl_profile(version)
-    assert (p.tree_rule, p.ll128, p.nvb_relay, p.pxn) == (tree, ll128, nvb, pxn)
+    b = p.behaviour
+    assert (b.tree, b.ll128 is not Ll128Rule.NONE, b.nvb is NvbRelay.ONE_GPU,
+            b.pxn is Pxn.NVLINK_PEER) == (tree, ll128, nvb, pxn)
 
 
 @pytest.mark.parametrize("version, check", [
@@ -227,10 +230,11 @@ def test_every_release_runs_on_every_system(version):
         nodes = sorted(topo.gpus(G), key=lambda n: (G.nodes[n]["host"], G.nodes[n]["index"]))
         graphs = channel_graphs(NcclSystem(G, version), nodes)
         assert graphs.communicator.profile.version == version
-        assert (graphs.tree is None) == (nccl_profile(version).ring_builder == "p2p_rings"
+        legacy = nccl_profile(version).behaviour.ring_builder is RingBuilder.NVLINK_COUNTS
+        assert (graphs.tree is None) == (legacy
                                          or graphs.ring.nnodes > 1)
         for collective in ("all_reduce", "all_gather", "broadcast"):
             s = select_algorithm(collective, [8, 2**20, 2**30], graphs.communicator)
             assert (s.time > 0).all() and (s.busbw > 0).all(), (name, collective)
-            if not nccl_profile(version).ll128:
+            if nccl_profile(version).behaviour.ll128 is Ll128Rule.NONE:
                 assert "LL128" not in s.protocol.tolist()

@@ -17,6 +17,7 @@ import topo
 from models.engine.nccl.channels import channel_graphs, nccl_view
 from models.engine.nccl.nvls import NvlsError, nvlink_cliques, nvls_search, nvls_support, sharp_switch
 from models.engine.nccl.profiles import NVLS_EFFICIENCY_V2_28, nccl_profile
+from models.engine.nccl.releases import NvlsRatio
 from models.engine.nccl.system import NcclSystem
 from models.engine.nccl.tuning import (ChannelGraph, Communicator, NoAlgorithmError, applicability,
                                 bus_bandwidth, bus_to_alg_ratio, latency, nvls_choice,
@@ -179,8 +180,9 @@ def test_v2_18_ratio_and_latency_rules():
 def test_nvls_efficiency_of_v2_28_gives_the_head_column():
     """v2.28.3+ (not shipped): nCh x min(bwIntra x eff x (nCh-1)/nCh x 2, bwInter)."""
     rules = dataclasses.replace(nccl_profile().nvls, efficiency=NVLS_EFFICIENCY_V2_28,
-                                ratio_rule="nsteps", min_tuning_channels=2)
-    profile = dataclasses.replace(nccl_profile(), nvls=rules)
+                                min_tuning_channels=2)
+    behaviour = dataclasses.replace(nccl_profile().behaviour, nvls_ratio=NvlsRatio.NSTEPS)
+    profile = dataclasses.replace(nccl_profile(), nvls=rules, behaviour=behaviour)
     ring = ChannelGraph(8, 30 * GB, "NVL")
     for cc, nch, intra, inter, expected in ((90, 8, 40, 60, 476.0), (100, 8, 80, 90, 720.0),
                                             (100, 32, 20, 40, 917.6)):

@@ -185,3 +185,19 @@ def test_figures(dgx2):
 def test_errors(dgx1v, options, error):
     with pytest.raises(error):
         search(SMALL, dgx1v, **options)
+
+
+def test_the_nccl_release_is_chosen_for_the_plan(dgx1v):
+    """A data-parallel step's all_reduce is timed by the release asked for: NCCL 2.3 on a DGX-1V
+    (LL below its size threshold, v2.5's latencies [U]) is not the reference release's model."""
+    from models.engine.nccl import UnknownNcclVersionError
+    from models.predict.collectives import Estimator
+
+    old = plan("bert-large", dgx1v, tp=1, pp=1, dp=8, profile="2.3.7")
+    new = plan("bert-large", dgx1v, tp=1, pp=1, dp=8)
+    assert old.step_time != new.step_time
+    assert plan("bert-large", dgx1v, tp=1, pp=1, dp=8, profile="2.3").step_time == old.step_time
+    e = Estimator(dgx1v, profile="2.3.7").estimate("all_reduce", 2**20)
+    assert e.model == "NCCL 2.3.7 tuning model"
+    with pytest.raises(UnknownNcclVersionError, match="'2.99'"):
+        plan("bert-large", dgx1v, tp=1, pp=1, dp=8, profile="2.99")

@@ -1,0 +1,70 @@
+"""The measurement model reads the NCCL release from the NCCL view that carries it."""
+
+from __future__ import annotations
+
+import pytest
+
+import topo
+from models.engine.nccl.system import NcclSystem
+from models.predict.collectives import Estimator
+from models.predict.measure import MeasurementError, measured
+
+
+def test_measured_takes_the_release_from_the_nccl_view():
+    """NCCL 2.12 counts 22 GB/s per V100 NVLink, 2.27 counts 20 (src/graph/topo.h at each tag), so
+    the achieved/NCCL ratio differs by 20/22; a second, different profile is refused."""
+    G = topo.dgx1v()
+    old, new = Estimator(G, profile="2.12.12"), Estimator(G)
+    e_old = old.estimate("all_reduce", 2**30)
+    e_new = new.estimate("all_reduce", 2**30)
+    assert measured(e_old, old.fabric).ratio / measured(e_new, new.fabric).ratio == pytest.approx(20 / 22)
+    assert measured(e_old, G, profile="2.12.12").ratio == measured(e_old, old.fabric).ratio
+    with pytest.raises(MeasurementError, match="runs 2.12.12"):
+        measured(e_old, NcclSystem(G, "2.12.12"), profile="2.27.7")
+
+
+def test_explain_names_the_release_and_its_pipeline():
+    e = Estimator(topo.dgx1(), profile="2.3.7").estimate("broadcast", 64 * 2**20)
+    text = e.explain()
+    assert "NCCL release 2.3.7 (v2.3.7-1): rings from NVLink counts, no trees, LL/Simple by size " \
+           "threshold, no LL128" in text
+    assert "pipeline: Simple broadcast (chain) of NCCL 2.3.7: steps of 262144 B" in text
+
+
+def test_pipeline_fill_of_a_chain_and_of_a_ring():
+    """Broadcast on 8 DGX-1 GPUs with NCCL 2.3.7: 8 rings, 256 KiB sub-steps (4 MiB / (BUFCHUNKS 2
+    x SUBSTEPS 8)), 6 slices to fill; all_reduce runs on a ring: no fill."""
+    fabric = Estimator(topo.dgx1(), profile="2.3.7")
+    e = fabric.estimate("broadcast", 64 * 2**20)
+    fill = e.measurement.pipeline
+    assert (fill.nchannels, fill.fill_slices) == (int(e.nchannels), 6)
+    assert fill.fill_bytes == 6 * 256 * 1024 * fill.nchannels
+    assert fill.fill_time == pytest.approx(fill.fill_bytes / (float(e.measurement.nccl_bandwidth)
+                                                              * e.measurement.ratio))
+    ring = fabric.estimate("all_reduce", 64 * 2**20).measurement.pipeline
+    assert ring.fill_slices == 0 and ring.fill_bytes == 0
+    assert fabric.estimate("alltoall", 2**20).measurement.pipeline is None
+
+
+def test_the_dgx2_runs_leave_no_room_for_a_slice_fill():
+    """Why the fill is shown and not added: on the 2.5-era DGX-2 runs (12 ranks, -g 12), time(S)
+    between 1 and 8 GiB is a line whose intercept, less the host term (12 launches), is far below
+    the store-and-forward fill of 10 slices of 512 KiB that BROADCAST_SLICESTEPS x stepSize gives."""
+    import json
+
+    import numpy as np
+
+    from models.predict.measure import DEFAULT
+    from tests.conftest import DATA
+
+    runs = json.loads((DATA / "dgx2_12gpu_nccl_tests.json").read_text())
+    fabric = Estimator(topo.build("dgx2"), profile="2.5.7", gpus_per_thread=12)
+    for collective in ("broadcast", "reduce"):
+        rows = [r for r in runs["collectives"][collective]["rows"] if r["size_bytes"] >= 2**30]
+        size = np.array([r["size_bytes"] for r in rows], dtype=float)
+        time = np.array([r["oop_time_us"] for r in rows]) * 1e-6
+        slope, intercept = np.polyfit(size, time, 1)
+        room = intercept - 12 * DEFAULT.launch_per_gpu
+        fill = fabric.estimate(collective, 2**30, runs["cuda_visible_devices"]).measurement.pipeline
+        assert fill.fill_slices == 10 and fill.fill_time > 200e-6
+        assert room < fill.fill_time / 5, (collective, room, fill.fill_time)
