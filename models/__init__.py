@@ -14,6 +14,8 @@ in the order data flows:
   :mod:`models.studies.calibration` (fit and check against them);
 - :mod:`models.studies.whatif` (failures and sweeps), :mod:`models.studies.bounds` (optimal schedules),
   :mod:`models.studies.workload`, :mod:`models.studies.compute`, :mod:`models.studies.planner` (training steps);
+- :mod:`models.predict.simulate` (many tasks at once as a timeline: :mod:`models.predict.decompose`,
+  :mod:`models.predict.flows`), :mod:`models.studies.stepgraph` (a planner layout as a task graph);
 - presentation: :mod:`models.present.text`, :mod:`models.present.output`, :mod:`models.present.plot` and the other
   ``*_plot`` modules, :mod:`models.present.report`, :mod:`models.present.cli`.
 
@@ -60,6 +62,8 @@ from .studies.workload import (DTYPES, PRESETS, WORKLOAD_GRAMMAR, UnknownDtypeEr
                        WorkloadError, parse_workload, workload)
 from .studies.compute import GENERATIONS, UnknownGenerationError, UnsupportedDtypeError, generation_of
 from .studies.planner import Plan, PlanError, Search, gpus_ranking, plan, search
+from .predict.simulate import SimulationResult, TaskGraph, TaskGraphError, read_task_graph, simulate, task_graph
+from .studies.stepgraph import StepGraphError, simulate_many, simulate_plan, step_graph
 
 __all__: list[str] = [
     "__version__",
@@ -94,6 +98,8 @@ __all__: list[str] = [
     "WorkloadError", "parse_workload", "workload",
     "GENERATIONS", "UnknownGenerationError", "UnsupportedDtypeError", "generation_of",
     "Plan", "PlanError", "Search", "gpus_ranking", "plan", "search",
+    "SimulationResult", "TaskGraph", "TaskGraphError", "read_task_graph", "simulate", "task_graph",
+    "StepGraphError", "simulate_many", "simulate_plan", "step_graph",
 ]
 
 

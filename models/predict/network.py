@@ -66,7 +66,7 @@ from ..engine.nccl.releases import Pxn
 from ..engine.nccl.trees import double_binary_tree
 from ..engine.routes import PathType, RouteError
 
-__all__ = ["NetworkLoad", "network_load", "PATTERNS"]
+__all__ = ["NetworkLoad", "network_load", "tree_links", "PATTERNS"]
 
 #: The patterns whose connections are charged, by the algorithm that runs.
 PATTERNS = {"ring": "ring", "tree": "tree", "nvls_tree": "tree"}
@@ -244,14 +244,10 @@ def _charge(fabric, pattern, channel_nets, channel_rate, exits, hosts) -> Networ
                 following = hosts[(i + 1) % len(hosts)]
                 connections.append((nics[host][out], nics[following][nets[c][0]]))
     else:
-        trees = double_binary_tree(len(hosts)).trees
-        half = (len(nets) + 1) // 2
-        for c, (entry, _) in enumerate(nets):
-            tree = trees[0 if c < half else 1]
-            for rank, parent in enumerate(tree.up):
-                if parent is not None:
-                    a, b = nics[hosts[rank]][entry], nics[hosts[parent]][entry]
-                    connections += [(a, b), (b, a)]
+        for c, rank, parent in tree_links(len(hosts), len(nets)):
+            entry = nets[c][0]
+            a, b = nics[hosts[rank]][entry], nics[hosts[parent]][entry]
+            connections += [(a, b), (b, a)]
     component: dict = {}
     leaf_of: dict = {}
 
@@ -306,6 +302,23 @@ def _charge(fabric, pattern, channel_nets, channel_rate, exits, hosts) -> Networ
     factor = min(1.0, rate[worst] / nccl_rate)
     return NetworkLoad(pattern, len(connections), factor, nccl_rate, rate[worst], edges,
                        load[worst], capacity, pxn, aligned, _where(worst))
+
+
+def tree_links(nnodes: int, nchannels: int) -> list:
+    """The node-to-node links of NCCL's tree channels: ``(channel, node, parent)`` per tree edge.
+
+    The first half of the channels run tree 0 of the double binary tree over the nodes
+    (:func:`models.engine.nccl.trees.double_binary_tree`), the second half tree 1.
+
+    Examples
+    --------
+    >>> tree_links(2, 2)
+    [(0, 1, 0), (1, 0, 1)]
+    """
+    trees = double_binary_tree(nnodes).trees
+    half = (nchannels + 1) // 2
+    return [(c, rank, parent) for c in range(nchannels)
+            for rank, parent in enumerate(trees[0 if c < half else 1].up) if parent is not None]
 
 
 def _tier(G, node) -> int:

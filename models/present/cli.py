@@ -18,6 +18,7 @@ Subcommands (``dgxtopo COMMAND --help`` for each)
 ``whatif``      every single (or pair of) failure of a kind of component, ranked by the loss.
 ``plan``        a training step of a workload on a fabric: layout, placement, where time goes.
 ``gpus``        GPU generations ranked for a workload, with the resource that binds.
+``simulate``    a training step (or a task graph) as a timeline: overlap, contention, a trace.
 
 Every command that takes a system also takes ``--topo-file FILE`` (a fabric written by import
 or export) instead, and ``--nodes N [--network fat_tree|rail]`` to join N copies of it. The
@@ -1042,12 +1043,10 @@ def _dtype_option(parser, default=None) -> None:
                                                      " (default bf16 where the GPU has it, else fp16)"))
 
 
-def _plan_arguments(parser) -> None:
+def _layout_options(parser):
+    """The layout options of ``plan`` (and ``simulate``, which plans first); returns their group."""
     from ..studies.planner import RECOMPUTE
 
-    _workload_argument(parser)
-    _system_option(parser)
-    _nccl_option(parser)
     layout = parser.add_argument_group("layout (degrees not given are searched)")
     for option, what in (("--tp", "tensor"), ("--pp", "pipeline"), ("--dp", "data")):
         layout.add_argument(option, type=_count(1), metavar="N", help=f"{what}-parallel degree")
@@ -1061,6 +1060,14 @@ def _plan_arguments(parser) -> None:
     layout.add_argument("--recompute", nargs="?", const="full", choices=RECOMPUTE, metavar="MODE",
                         help=f"activation recomputation, {', '.join(RECOMPUTE)} (alone: full; "
                              f"default: none and full searched)")
+    return layout
+
+
+def _plan_arguments(parser) -> None:
+    _workload_argument(parser)
+    _system_option(parser)
+    _nccl_option(parser)
+    _layout_options(parser)
     parser.add_argument("--search", action="store_true", help="rank every layout instead of printing the best")
     parser.add_argument("--top", type=_count(1), default=10, metavar="N",
                         help="with --search: layouts shown (default 10)")
@@ -1128,6 +1135,86 @@ def _gpus(args) -> None:
     print(format_gpus_ranking(ranks))
 
 
+# simulate
+def _simulate_arguments(parser) -> None:
+    from ..predict.simulate import MAX_EVENTS
+
+    parser.add_argument("workload", metavar="WORKLOAD", nargs="?",
+                        help="a workload (as for plan) whose step is simulated; or --graph FILE.json")
+    parser.add_argument("--graph", metavar="FILE.json", help="simulate your own task graph instead (see below)")
+    _system_option(parser)
+    layout = _layout_options(parser)
+    layout.add_argument("--bucket", type=parse_size, default=None, metavar="SIZE",
+                        help="data-parallel gradient bucket (default 25M, PyTorch DDP's)")
+    parser.add_argument("--no-sm-share", action="store_true",
+                        help="do not slow compute by the SMs NCCL's kernels hold")
+    parser.add_argument("--trace", metavar="OUT.json",
+                        help="also write a Chrome trace (Perfetto, chrome://tracing), replaced atomically")
+    _json_option(parser, "text")
+    parser.add_argument("--out", metavar="FILE.html",
+                        help="also write a Gantt chart and the links' utilisation (replaced atomically)")
+    parser.add_argument("--max-events", type=_count(1), default=MAX_EVENTS, metavar="N",
+                        help=f"refuse simulations of more than N events, three per task (default {MAX_EVENTS})")
+    parser.add_argument("--limit", type=_count(1), default=MAX_PLAN_GPUS, metavar="N",
+                        help=f"refuse jobs of more than N GPUs (default {MAX_PLAN_GPUS})")
+
+
+def _simulate(args) -> None:
+    from ..predict.simulate import read_task_graph, simulate
+    from ..studies.planner import DEFAULT_BUCKET, plan
+    from ..studies.stepgraph import compute_time, step_graph
+    from ..studies.workload import parse_workload
+
+    if (args.workload is None) == (args.graph is None):
+        raise _UsageError("expected either WORKLOAD or --graph FILE.json, received "
+                          + ("both" if args.workload else "neither"))
+    for path in (args.out, args.trace):
+        if path is not None:
+            from .output import check_output_path
+            check_output_path(path)  # before any work
+    w = parse_workload(args.workload) if args.workload is not None else None
+    G = _fabric(args, args.system)
+    planned = None
+    if w is not None:
+        degrees = (args.tp, args.pp, args.dp)
+        ngpus = math.prod(degrees) if None not in degrees else len(topo.gpus(G))
+        if ngpus > args.limit:
+            raise _too_much(f"a plan of {ngpus} GPUs", ngpus, args.limit, "--limit")
+        planned = plan(w, G, tp=args.tp, pp=args.pp, dp=args.dp, zero=args.zero, micro_batch=args.micro_batch,
+                       global_batch=args.global_batch, dtype=args.dtype, recompute=args.recompute)
+        graph = step_graph(planned, G, workload=w, bucket=args.bucket or DEFAULT_BUCKET)
+    else:
+        graph = read_task_graph(args.graph, ngpus=len(topo.gpus(G)), compute_time=compute_time(G))
+    with _progress(args, "simulate", "task") as progress:
+        result = simulate(G, graph, sm_share=not args.no_sm_share, max_events=args.max_events, progress=progress)
+    if args.trace is not None:
+        from .output import write_text_atomic
+        from .simulate_plot import chrome_trace
+        write_text_atomic(args.trace, json.dumps(chrome_trace(result)))
+    if args.out is not None:
+        from .simulate_plot import gantt_figure, link_heatmap_figure
+        _write_figures(args.out, f"dgx-topo: {result.name or 'task graph'} on {result.fabric}",
+                       [gantt_figure(result), link_heatmap_figure(result)], [result.format()])
+    if args.json:
+        data = result.to_dict()
+        if planned is not None:
+            data["plan_step_time_s"] = planned.step_time
+        _print_json(data)
+        return
+    print(result.format())
+    if planned is not None:
+        print(f"  the planner's estimate of the step: {planned.step_time * 1e3:.3f} ms")
+    for path in (args.trace, args.out):
+        if path is not None:
+            print(f"wrote {path}")
+
+
+_GRAPH_HELP = ('Task graphs (--graph): {"tasks": [{"id": "grad", "op": "all_reduce", "gpus": [0, 1], '
+               '"bytes": 1048576}, {"id": "mm", "op": "compute", "gpu": 0, "seconds": 0.001, "after": '
+               '["grad"]}]}; op is a collective, send (src, dst, bytes) or compute (seconds, or flops with '
+               'dtype); see models.predict.simulate')
+
+
 #: Every subcommand, in the order ``dgxtopo --help`` lists them.
 COMMANDS: list[Command] = [
     Command("systems", "list the built-in systems", _systems_arguments, _systems),
@@ -1154,6 +1241,9 @@ COMMANDS: list[Command] = [
             _plan_arguments, _plan, epilog="Workloads (WORKLOAD): " + WORKLOAD_GRAMMAR + "."),
     Command("gpus", "GPU generations ranked for a workload", _gpus_arguments, _gpus,
             epilog="Workloads (WORKLOAD): " + WORKLOAD_GRAMMAR + "."),
+    Command("simulate", "a training step or your task graph as a timeline: overlap and shared links",
+            _simulate_arguments, _simulate,
+            epilog="Workloads (WORKLOAD): " + WORKLOAD_GRAMMAR + ". " + _GRAPH_HELP + "."),
 ]
 
 
@@ -1179,7 +1269,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _limit_error(error: LimitError) -> str:
-    option = {"max_sets": "--limit", "max_searches": "--max-searches"}.get(error.keyword, error.keyword)
+    option = {"max_sets": "--limit", "max_searches": "--max-searches", "max_events": "--max-events"}.get(
+        error.keyword, error.keyword)
     return str(_too_much(error.what, error.size, error.limit, option))
 
 

@@ -59,7 +59,8 @@ __all__ = ["SystemRow", "SystemAnalysis", "SeedComparison", "ReportAnalysis", "G
            "SEED_COMPARISON", "GENERATION_GPUS", "MEASURED_DATA", "SetBound", "WorstSet",
            "SystemBounds", "TrainingStep", "bound_edge_kinds", "set_classes", "system_bounds",
            "worst_sets", "training_step", "BOUND_SIZE", "BOUND_RELAY", "BOUND_WORST",
-           "TRAINING_WORKLOAD", "TRAINING_SYSTEMS", "TRAINING_TP"]
+           "TRAINING_WORKLOAD", "TRAINING_SYSTEMS", "TRAINING_TP", "SimulatedStep", "simulated_steps",
+           "SIMULATED_WORKLOAD"]
 
 #: The message size of the summary table and the pair matrices: nccl-tests' ``1G``. [bytes]
 REPORT_SIZE = GiB
@@ -328,6 +329,8 @@ class ReportAnalysis:
         NCCL against the optimum, one per single-host system, in order.
     training : TrainingStep or None
         Present with the seed comparison (a DGX-1V or a DGX-2 among the systems).
+    simulated : tuple of SimulatedStep
+        One simulated training step per system of the generations section.
     """
 
     systems: tuple
@@ -336,6 +339,7 @@ class ReportAnalysis:
     measurement: MeasurementComparison | None = None
     bounds: tuple = ()
     training: object = None
+    simulated: tuple = ()
 
 
 def report_fabrics(names=None) -> list:
@@ -617,7 +621,8 @@ def analyse_report(fabrics, *, progress=None) -> ReportAnalysis:
     training = training_step() if seeded else None
     if seeded:
         step()
-    return ReportAnalysis(tuple(systems), seed, gens, measurement, bounds, training)
+    simulated = simulated_steps(systems) if gens else ()
+    return ReportAnalysis(tuple(systems), seed, gens, measurement, bounds, training, simulated)
 
 
 def summary_rows(names=None) -> list:
@@ -990,3 +995,73 @@ def training_step(workload: str = TRAINING_WORKLOAD, names=TRAINING_SYSTEMS, *, 
     keyed by itself).
     """
     return _training_step(workload, tuple(names), tuple(tps), dtype)
+
+
+# --------------------------------------------------------------------- a simulated step
+#: The worked step of the simulation section: this workload on 8 GPUs, tensor parallel over a
+#: host's GPUs (at most 8; the rest data parallel), one micro-batch per replica, full recomputation.
+SIMULATED_WORKLOAD = "llama3-8b"
+
+
+@dataclass(frozen=True, slots=True)
+class SimulatedStep:
+    """One worked step of the simulation section.
+
+    Attributes
+    ----------
+    system, name : str
+    result : models.predict.simulate.SimulationResult or None
+        None where ``error`` says why.
+    planned : float
+        The planner's estimate of the same step. [s]
+    error : str or None
+    """
+
+    system: str
+    name: str
+    result: object
+    planned: float
+    error: str | None = None
+
+
+def simulated_steps(analyses) -> tuple:
+    """One simulated step of :data:`SIMULATED_WORKLOAD` on 8 GPUs per GPU generation: the first
+    system of each generation among those of the generations section (:func:`generations`), in order.
+
+    Parameters
+    ----------
+    analyses : sequence of SystemAnalysis
+
+    Returns
+    -------
+    tuple of SimulatedStep
+    """
+    from ...studies.compute import generation_of
+    from ...studies.planner import plan
+    from ...studies.stepgraph import simulate_plan
+
+    out = []
+    seen = set()
+    for a in analyses:
+        if a.row.gpus < GENERATION_GPUS or not _one_domain(a.G):
+            continue
+        try:
+            gen = generation_of(a.G.nodes[topo.gpus(a.G)[0]].get("model", "")).name
+        except DgxTopoError:
+            gen = a.row.system
+        if gen in seen:
+            continue
+        seen.add(gen)
+        try:
+            nodes = topo.gpus(a.G)
+            host = a.G.nodes[nodes[0]].get("host")
+            tp = min(8, sum(1 for g in nodes if a.G.nodes[g].get("host") == host))
+            p = plan(SIMULATED_WORKLOAD, a.G, tp=tp, pp=1, dp=8 // tp, zero=0, global_batch=8 // tp,
+                     recompute="full")
+            if not p.fits:
+                out.append(SimulatedStep(a.row.system, a.row.name, None, math.inf, p.reason))
+                continue
+            out.append(SimulatedStep(a.row.system, a.row.name, simulate_plan(p, a.G), p.step_time))
+        except DgxTopoError as error:
+            out.append(SimulatedStep(a.row.system, a.row.name, None, math.inf, str(error)))
+    return tuple(out)

@@ -6,7 +6,8 @@ of them, the generations side by side (NVLink per GPU, bisection, 8-GPU all_redu
 beside ring), the model against measured runs with its errors per collective and per size,
 NCCL against the optimal schedule on every GPU set (by set size, and the worst sets with the
 explanation of each gap), a training step (Megatron 8.3B layouts on a DGX-2 and on two DGX-1V,
-and the GPU generations ranked for it), and per system its fabric, the channels of an 8-GPU all_reduce on it, its P2P bandwidth and
+and the GPU generations ranked for it), one simulated training step per GPU generation (a
+timeline: where the step's time goes), and per system its fabric, the channels of an 8-GPU all_reduce on it, its P2P bandwidth and
 latency matrices and its 2-GPU all_reduce matrix, followed by a short text on how the model
 works and how it was validated.
 
@@ -33,8 +34,9 @@ from ..plot import (busbw_figure, channels_figure, check_figure, curve_styles, f
                     generations_figure, latency_figure, p2p_check_figure, p2p_figure, pairs_figure)
 from ..bounds_plot import ratio_by_size_figure
 from ..plan_plot import memory_figure, step_time_figure
+from ..simulate_plot import gantt_figure
 from .analysis import (BOUND_RELAY, BOUND_SIZE, CURVE_SIZES, GENERATION_GPUS, REPORT_COLLECTIVE, REPORT_SIZE,
-                       TRAINING_TP, ReportAnalysis, analyse_report, report_fabrics, worst_sets)
+                       SIMULATED_WORKLOAD, TRAINING_TP, ReportAnalysis, analyse_report, report_fabrics, worst_sets)
 
 __all__ = ["report_html", "render_report", "compare_html", "check_html"]
 
@@ -564,6 +566,38 @@ def _training_section(t, figures: _Figures) -> str:
     return "\n".join(parts)
 
 
+def _simulation_section(steps, figures: _Figures) -> str:
+    parts = ["<section id='simulated'>", "<h2>A simulated step</h2>",
+             f"<p>One training step of {_esc(SIMULATED_WORKLOAD)} on GPUs 0-7 (tensor parallel over a host's "
+             "GPUs, data parallel across hosts, one micro-batch, full recomputation) run as a timeline on each generation: every layer's compute and collectives, NCCL's "
+             "kernels holding SMs, links shared by max-min fairness "
+             "(<code>dgxtopo simulate</code>, <code>models.studies.stepgraph.simulate_plan</code>). The critical "
+             "path is where the step's time goes.</p>"]
+    head = ["system", "step (ms)", "planner's estimate (ms)", "compute on the critical path (ms)",
+            "exposed communication (ms)", "busiest link (mean share of capacity)"]
+    rows = []
+    for s in steps:
+        if s.result is None:
+            rows.append(f"<tr><td>{_esc(s.name)}</td><td colspan='{len(head) - 1}'>n/a: {_esc(s.error)}</td></tr>")
+            continue
+        r = s.result
+        link = r.links[0] if r.links else None
+        busiest = f"{_esc(link.edge[0])}&rarr;{_esc(link.edge[1])} ({link.mean:.0%})" if link else "none"
+        rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in [
+            f"<b>{_esc(s.name)}</b>", f"{r.step_time * 1e3:.1f}", f"{s.planned * 1e3:.1f}",
+            f"{r.critical_by_kind().get('compute', 0.0) * 1e3:.1f}", f"{r.exposed_comm * 1e3:.1f}", busiest]) + "</tr>")
+    parts.append("<div class='scroll'><table class='summary simulated'><thead><tr>"
+                 + "".join(f"<th>{_esc(h)}</th>" for h in head) + "</tr></thead><tbody>" + "".join(rows)
+                 + "</tbody></table></div>")
+    shown = next((s for s in steps if s.result is not None), None)
+    if shown is not None:
+        fig = gantt_figure(shown.result, max_rows=8)
+        parts.append(figures.div(fig, f"simulated-{_slug(shown.system)}",
+                                 f"{shown.name}: the step's tasks on their streams"))
+    parts.append("</section>")
+    return "\n".join(parts)
+
+
 _MODEL_TEXT = """
 <section id='model'>
 <h2>How the model works</h2>
@@ -674,6 +708,7 @@ def render_report(analysis: ReportAnalysis) -> str:
         + ("<a href='#measured'>model vs measurement</a> " if analysis.measurement is not None else "")
         + ("<a href='#bounds'>NCCL vs optimum</a> " if analysis.bounds else "")
         + ("<a href='#training'>training step</a> " if analysis.training is not None else "")
+        + ("<a href='#simulated'>simulated step</a> " if analysis.simulated else "")
         + f"{nav} <a href='#model'>model</a> <a href='#validation'>validation</a></nav></header>",
         "<section id='summary'><h2>Summary</h2>", _table([a.row for a in analyses]), "</section>",
         _curves_section(analyses, figures),
@@ -688,6 +723,8 @@ def render_report(analysis: ReportAnalysis) -> str:
         body.append(_bounds_section(analysis.bounds, figures))
     if analysis.training is not None:
         body.append(_training_section(analysis.training, figures))
+    if analysis.simulated:
+        body.append(_simulation_section(analysis.simulated, figures))
     body += [_system_section(a, figures, color_range) for a in analyses]
     body.append(_MODEL_TEXT.format(model=_esc(model)))
     body.append(f"<footer class='muted'>{figures.count} figures. Generated by dgx-topo "

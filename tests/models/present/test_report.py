@@ -95,7 +95,7 @@ def test_report_shows_every_system_and_figure(full_report):
     measured = [f"measured-{c.replace('_', '-')}" for c in measured_data("dgx2")["collectives"]]
     measured += ["measured-p2p-bandwidth", "measured-p2p-latency"]
     measured += ["bounds-ratio", "training-dgx2-step", "training-dgx2-memory", "training-2xdgx1v-step",
-                 "training-2xdgx1v-memory"]
+                 "training-2xdgx1v-memory", "simulated-dgxa100"]
     assert ids[:len(shared) + len(measured)] == shared + measured
     per_system = 0
     for system in topo.SYSTEMS:
@@ -445,6 +445,21 @@ def test_no_training_section_without_a_v100_system():
     analysis = analyse_report(report_fabrics(["dgxa100"]))
     assert analysis.training is None and len(analysis.bounds) == 1
     assert "id='training'" not in render_report(analysis)
+
+
+def test_simulated_section_one_step_per_generation(all_analysis, full_report):
+    steps = {s.system: s for s in all_analysis.simulated}
+    # the first system of each GPU generation: P100, V100 (not the DGX-2), A100, H100, H200, B200
+    assert list(steps) == ["dgx1", "dgx1v", "dgxa100", "dgxh100", "dgxh200", "dgxb200"]
+    assert steps["dgx1v"].result is None and "out of memory" in steps["dgx1v"].error
+    for name in ("dgxa100", "dgxh100", "dgxh200", "dgxb200"):
+        r = steps[name].result
+        assert r.step_time == pytest.approx(steps[name].planned, rel=0.05)  # the same parts, one timeline
+    assert steps["dgxb200"].result.step_time < steps["dgxh100"].result.step_time < steps["dgxa100"].result.step_time
+    _, text = full_report
+    section = text[text.index("<section id='simulated'>"):]
+    section = section[:section.index("</section>")]
+    assert ">A simulated step</h2>" in section and f"{steps['dgxh100'].result.step_time * 1e3:.1f}" in section
 
 
 # ---------------------------------------------------------------------------- check page

@@ -1,0 +1,1124 @@
+"""Many collectives, sends and compute kernels at once on a fabric: an event-driven, flow-level timeline.
+
+:func:`simulate` runs a :class:`TaskGraph` on a fabric. A task is a compute kernel on one GPU
+(or the same kernel on every GPU of a group: a tensor-parallel layer), one of the seven
+collectives on a GPU group, or a point-to-point send; tasks wait for the tasks they come
+``after`` and for their *stream*:
+
+* a GPU runs one compute kernel at a time (its compute stream);
+* each communicator runs its operations one at a time on its own stream, as NCCL does
+  (operations of one communicator are serialised; different communicators run concurrently);
+* a task may name a stream instead (``stream``), shared by every task naming it.
+
+When a stream is free it starts the first of its waiting tasks (in the graph's order) whose
+dependencies are done and whose other streams are free.
+
+Communication is decomposed the way NCCL runs it (:mod:`models.predict.decompose`): a start-up
+(host launch and NCCL's latency term, the chunked steps' pipeline fill), then a data phase
+that fills the links of its channels. Links are shared by max-min fairness, recomputed at every
+event (:func:`models.predict.flows.max_min_share`). Every link's share comes from the graph's
+capacities through the channel search and the estimate, so a what-if graph changes the
+simulation as it changes every other prediction. Alone on an idle fabric a collective takes
+exactly :func:`models.predict.collectives.estimate`'s time.
+
+NCCL's kernels hold SMs: one CUDA block per channel (NVIDIA/nccl v2.27.7-1 src/enqueue.cc), so
+while a collective runs on a GPU, a compute kernel there gets the rest of the SMs
+(``sm_share=True``, the default): its speed is ``1 - blocks / SMs`` (:data:`SMS`; linear in
+the SMs left [U]).
+
+Events that fall at the same time are processed together, so identical data-parallel replicas
+or pipeline stages cost one rate computation per event time, not one per replica.
+
+Task graphs in JSON (:func:`task_graph`)::
+
+    {"tasks": [
+      {"id": "grad", "op": "all_reduce", "gpus": [0, 1, 2, 3, 4, 5, 6, 7], "bytes": 1073741824},
+      {"id": "p2p", "op": "send", "src": 0, "dst": 5, "bytes": 65536, "after": ["grad"]},
+      {"id": "fwd0", "op": "compute", "gpu": 0, "seconds": 0.001, "after": []}
+    ]}
+
+Fields: ``id`` (text, unique), ``op`` (a collective of :data:`COLLECTIVE_OPS`, ``send`` or
+``compute``), ``gpus`` (a collective; a compute kernel on several GPUs) or ``gpu`` (a compute
+kernel on one), ``src``/``dst`` (a send), ``bytes`` (nccl-tests' size for a collective),
+``root`` (broadcast, reduce: one of ``gpus``; NCCL's time does not depend on it), ``seconds``
+(compute) or ``flops`` with ``dtype`` (compute, converted by the caller's ``compute_time``),
+``after`` (ids), ``kind`` (a label for the breakdown, default the op; e.g. ``tp_comm``),
+``stream`` (a stream name) and ``images`` (the same task on other GPU lists, folded: run in
+lockstep, their links charged, see :class:`Task`). Limits: :data:`MAX_TASKS` tasks, :data:`MAX_BYTES` per operation,
+ids of at most 200 characters.
+
+Examples
+--------
+>>> import topo
+>>> G = topo.build("dgxh100")
+>>> graph = task_graph({"tasks": [
+...     {"id": "ar", "op": "all_reduce", "gpus": list(range(8)), "bytes": 2**28},
+...     {"id": "mm", "op": "compute", "gpu": 0, "seconds": 2e-3}]})
+>>> r = simulate(G, graph, sm_share=False)        # the all_reduce hides behind the compute
+>>> round(r.step_time / 1e-3, 3), r.critical_path, round(r.task("ar").end / 1e-3, 3)
+(2.0, ('mm',), 1.074)
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+import topo
+from topo.errors import DgxTopoError
+
+from .collectives import COLLECTIVE_NAMES, LimitError
+from .decompose import Decomposer
+from .flows import max_min_share
+
+__all__ = ["Task", "TaskGraph", "TaskGraphError", "TaskTiming", "LinkUse", "SimulationResult",
+           "task_graph", "read_task_graph", "simulate", "simulation_size", "SMS", "COLLECTIVE_OPS",
+           "MAX_TASKS", "MAX_BYTES", "MAX_EVENTS", "MAX_GRAPH_FILE_BYTES", "LimitError"]
+
+#: The collectives a task may run (nccl-tests' names).
+COLLECTIVE_OPS = tuple(COLLECTIVE_NAMES)
+_OPS = COLLECTIVE_OPS + ("send", "compute")
+#: Most tasks a graph may hold (a 1,024-GPU step is about 10^5).
+MAX_TASKS = 2_000_000
+#: Largest operation (bytes of one collective or send): topo's size limit.
+MAX_BYTES = topo.MAX_NBYTES
+#: Default limit on a simulation's events (three per task: start, data, end); about a minute
+#: of work on one core at the rate of the benchmark (examples/simulate_benchmark.py).
+MAX_EVENTS = 3_000_000
+#: Largest task-graph file read (:func:`read_task_graph`). [bytes]
+MAX_GRAPH_FILE_BYTES = 256 * 2**20
+_MAX_ID = 200
+
+#: Streaming multiprocessors per GPU, by compute capability (the SXM part of each
+#: generation): P100 56 (NVIDIA Tesla P100 whitepaper, 2016), V100 80 (NVIDIA Tesla V100 GPU
+#: architecture whitepaper, 2017), A100 108 (NVIDIA A100 Tensor Core GPU architecture whitepaper,
+#: 2020), H100/H200 132 (NVIDIA H100 Tensor Core GPU architecture whitepaper, 2022),
+#: B200 148 [U: NVIDIA's Blackwell technical brief gives no SM count; the figure of NVIDIA's
+#: CUDA device query as reported for B200].
+SMS = {60: 56, 70: 80, 80: 108, 90: 132, 100: 148}
+
+
+class TaskGraphError(DgxTopoError):
+    """A task graph that cannot run: a bad field, an unknown dependency, a cycle.
+
+    Attributes
+    ----------
+    task : str
+        The id of the task at fault ('' for the graph as a whole).
+    field : str
+        The field at fault ('' when none).
+    """
+
+    def __init__(self, message: str, *, task: str = "", field: str = ""):
+        where = f"task {task!r}" if task else "task graph"
+        super().__init__(f"{where}{f', field {field!r}' if field else ''}: {message}")
+        self.task, self.field = task, field
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    """One task of a :class:`TaskGraph`.
+
+    Attributes
+    ----------
+    id : str
+    op : str
+        A collective of :data:`COLLECTIVE_OPS`, ``"send"`` or ``"compute"``.
+    gpus : tuple of int
+        The GPU ids it runs on (a send: source, destination).
+    nbytes : int
+        Size of a collective (nccl-tests' ``S``) or a send. [bytes]
+    seconds : float
+        Duration of a compute kernel on an otherwise idle GPU. [s]
+    after : tuple of str
+        Ids of the tasks it waits for.
+    kind : str
+        Label for the breakdown (``"tp_comm"``...; default the op).
+    stream : str
+        A named stream ('' for the default: the GPU's compute stream, or the communicator's).
+    root : int or None
+        Root GPU of a broadcast or reduce.
+    images : tuple of tuple of int
+        The same task on other GPUs (a data-parallel replica's), run in lockstep with this one
+        (*folded*): their links are charged, their GPUs' streams are not modelled.
+    """
+
+    id: str
+    op: str
+    gpus: tuple
+    nbytes: int = 0
+    seconds: float = 0.0
+    after: tuple = ()
+    kind: str = ""
+    stream: str = ""
+    root: int | None = None
+    images: tuple = ()
+
+    @property
+    def copies(self) -> int:
+        """1 + the folded images."""
+        return 1 + len(self.images)
+
+    @property
+    def is_compute(self) -> bool:
+        return self.op == "compute"
+
+    @property
+    def label(self) -> str:
+        """The breakdown label: ``kind``, else the op."""
+        return self.kind or self.op
+
+
+@dataclass(frozen=True, slots=True)
+class TaskGraph:
+    """Tasks in the order their streams prefer them (build with :func:`task_graph`).
+
+    Attributes
+    ----------
+    tasks : tuple of Task
+    name : str
+    """
+
+    tasks: tuple
+    name: str = ""
+
+    def __len__(self) -> int:
+        return len(self.tasks)
+
+    def to_dict(self) -> dict:
+        """The JSON form :func:`task_graph` reads."""
+        out = []
+        for t in self.tasks:
+            d = {"id": t.id, "op": t.op}
+            if t.op == "send":
+                d.update(src=t.gpus[0], dst=t.gpus[1], bytes=t.nbytes)
+            elif t.op == "compute":
+                d.update(gpus=list(t.gpus), seconds=t.seconds)
+            else:
+                d.update(gpus=list(t.gpus), bytes=t.nbytes)
+            if t.root is not None:
+                d["root"] = t.root
+            if t.after:
+                d["after"] = list(t.after)
+            if t.kind:
+                d["kind"] = t.kind
+            if t.stream:
+                d["stream"] = t.stream
+            if t.images:
+                d["images"] = [list(i) for i in t.images]
+            out.append(d)
+        return {"name": self.name, "tasks": out} if self.name else {"tasks": out}
+
+
+# ------------------------------------------------------------------------------ reading
+_FIELDS = {"id", "op", "gpus", "gpu", "src", "dst", "bytes", "root", "seconds", "flops", "dtype", "after",
+           "kind", "stream", "images"}
+
+
+def _int(value, task, name, low=0, high=None) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        else:
+            raise TaskGraphError(f"expected a whole number, received {value!r}", task=task, field=name)
+    value = int(value)
+    if value < low or (high is not None and value > high):
+        bound = f"from {low} to {high}" if high is not None else f">= {low}"
+        raise TaskGraphError(f"expected a whole number {bound}, received {value}", task=task, field=name)
+    return value
+
+
+def _text(value, task, name) -> str:
+    if not isinstance(value, str) or not value or len(value) > _MAX_ID or any(c in value for c in "\n\r\0"):
+        raise TaskGraphError(f"expected text of 1 to {_MAX_ID} characters on one line, received {value!r:.80}",
+                             task=task, field=name)
+    return value
+
+
+def _gpu_list(value, task, name, ngpus) -> tuple:
+    if not isinstance(value, (list, tuple)) or not value:
+        raise TaskGraphError(f"expected a non-empty list of GPU ids, received {value!r:.80}", task=task, field=name)
+    if ngpus is not None and len(value) > ngpus:
+        raise TaskGraphError(f"expected at most {ngpus} GPUs, received {len(value)}", task=task, field=name)
+    gpus = tuple(_int(g, task, name, 0, None if ngpus is None else ngpus - 1) for g in value)
+    if len(set(gpus)) != len(gpus):
+        raise TaskGraphError(f"expected distinct GPU ids, received {list(gpus)}", task=task, field=name)
+    return gpus
+
+
+def _one_task(raw, k, ngpus, compute_time) -> Task:
+    task = _plain_task(raw, k, ngpus, compute_time)
+    if "images" not in raw:
+        return task
+    images = raw["images"]
+    if not isinstance(images, (list, tuple)) or len(images) > 100_000:
+        raise TaskGraphError("expected a list of GPU lists (at most 100000)", task=task.id, field="images")
+    parsed = tuple(_gpu_list(list(i) if isinstance(i, (list, tuple)) else i, task.id, "images", ngpus)
+                   for i in images)
+    if any(len(i) != len(task.gpus) for i in parsed):
+        raise TaskGraphError(f"expected every image to have {len(task.gpus)} GPUs like the task", task=task.id,
+                             field="images")
+    return Task(task.id, task.op, task.gpus, task.nbytes, task.seconds, task.after, task.kind, task.stream,
+                task.root, parsed)
+
+
+def _plain_task(raw, k, ngpus, compute_time) -> Task:
+    if not isinstance(raw, dict):
+        raise TaskGraphError(f"expected an object, received {type(raw).__name__}", task=f"#{k}")
+    task = raw.get("id")
+    task = _text(task, f"#{k}", "id")
+    unknown = sorted(set(raw) - _FIELDS)
+    if unknown:
+        raise TaskGraphError(f"unknown field(s) {', '.join(map(repr, unknown))}: expected some of "
+                             f"{', '.join(sorted(_FIELDS))}", task=task)
+    op = raw.get("op")
+    if op not in _OPS:
+        raise TaskGraphError(f"expected one of {', '.join(_OPS)}, received {op!r:.80}", task=task, field="op")
+    after = raw.get("after", [])
+    if not isinstance(after, (list, tuple)):
+        raise TaskGraphError(f"expected a list of task ids, received {after!r:.80}", task=task, field="after")
+    after = tuple(_text(a, task, "after") for a in after)
+    kind = _text(raw["kind"], task, "kind") if "kind" in raw else ""
+    stream = _text(raw["stream"], task, "stream") if "stream" in raw else ""
+
+    def forbid(*names):
+        for name in names:
+            if name in raw:
+                raise TaskGraphError(f"does not apply to op {op!r}", task=task, field=name)
+
+    if op == "compute":
+        forbid("src", "dst", "bytes", "root")
+        if ("gpu" in raw) == ("gpus" in raw):
+            raise TaskGraphError("expected exactly one of 'gpu' or 'gpus'", task=task, field="gpu")
+        gpus = (_int(raw["gpu"], task, "gpu", 0, None if ngpus is None else ngpus - 1),) if "gpu" in raw \
+            else _gpu_list(raw["gpus"], task, "gpus", ngpus)
+        if ("seconds" in raw) == ("flops" in raw):
+            raise TaskGraphError("expected exactly one of 'seconds' or 'flops' (with 'dtype')", task=task,
+                                 field="seconds")
+        if "seconds" in raw:
+            forbid("dtype")
+            seconds = raw["seconds"]
+            if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not math.isfinite(seconds) \
+                    or not 0 <= seconds <= 1e6:
+                raise TaskGraphError(f"expected a duration from 0 to 1e6 s, received {seconds!r:.80}", task=task,
+                                     field="seconds")
+        else:
+            flops = raw["flops"]
+            if isinstance(flops, bool) or not isinstance(flops, (int, float)) or not math.isfinite(flops) \
+                    or not 0 <= flops <= 1e24:
+                raise TaskGraphError(f"expected FLOPs from 0 to 1e24, received {flops!r:.80}", task=task, field="flops")
+            dtype = raw.get("dtype")
+            if not isinstance(dtype, str):
+                raise TaskGraphError(f"expected a dtype with 'flops', received {dtype!r:.80}", task=task, field="dtype")
+            if compute_time is None:
+                raise TaskGraphError("compute given in flops needs a compute model: read the graph through "
+                                     "models.studies.stepgraph.read_graph (or the CLI), or give 'seconds'",
+                                     task=task, field="flops")
+            try:
+                seconds = float(compute_time(float(flops), dtype, gpus))
+            except DgxTopoError as error:
+                raise TaskGraphError(str(error), task=task, field="dtype") from None
+        return Task(task, op, gpus, 0, float(seconds), after, kind, stream)
+    forbid("gpu", "seconds", "flops", "dtype")
+    nbytes = _int(raw.get("bytes"), task, "bytes", 0, MAX_BYTES) if "bytes" in raw else None
+    if nbytes is None:
+        raise TaskGraphError("expected a size in bytes", task=task, field="bytes")
+    if op == "send":
+        forbid("gpus", "root")
+        top = None if ngpus is None else ngpus - 1
+        src = _int(raw.get("src"), task, "src", 0, top)
+        dst = _int(raw.get("dst"), task, "dst", 0, top)
+        if src == dst:
+            raise TaskGraphError(f"expected a destination other than the source, received {src} to {dst}",
+                                 task=task, field="dst")
+        return Task(task, op, (src, dst), nbytes, 0.0, after, kind, stream)
+    forbid("src", "dst")
+    gpus = _gpu_list(raw.get("gpus"), task, "gpus", ngpus)
+    if op in ("broadcast", "reduce") and "root" in raw and "images" in raw:
+        raise TaskGraphError("a rooted collective cannot be folded", task=task, field="images")
+    root = None
+    if op in ("broadcast", "reduce"):
+        root = _int(raw.get("root", gpus[0]), task, "root")
+        if root not in gpus:
+            raise TaskGraphError(f"expected the root among the GPUs {list(gpus)}, received {root}", task=task,
+                                 field="root")
+    else:
+        forbid("root")
+    return Task(task, op, gpus, nbytes, 0.0, after, kind, stream, root)
+
+
+def task_graph(data, *, ngpus: int | None = None, compute_time=None, max_tasks: int = MAX_TASKS) -> TaskGraph:
+    """A validated :class:`TaskGraph` from its JSON form (a dict, or JSON text).
+
+    Parameters
+    ----------
+    data : dict or str
+        ``{"tasks": [...], "name": optional}`` (module docstring).
+    ngpus : int, optional
+        GPUs of the fabric: GPU ids must be below it.
+    compute_time : callable, optional
+        ``compute_time(flops, dtype, gpus) -> seconds`` for compute tasks given in FLOPs
+        (:func:`models.studies.stepgraph.compute_time`).
+    max_tasks : int
+        Refuse graphs with more tasks (:class:`LimitError`, keyword ``max_tasks``).
+
+    Returns
+    -------
+    TaskGraph
+
+    Raises
+    ------
+    TaskGraphError
+        Naming the task and field at fault: a missing or malformed field, a duplicate id, an
+        unknown dependency, a dependency cycle.
+    LimitError
+        For more than ``max_tasks`` tasks.
+
+    Examples
+    --------
+    >>> g = task_graph('{"tasks": [{"id": "a", "op": "compute", "gpu": 0, "seconds": 0.5}]}')
+    >>> g.tasks[0].gpus, g.tasks[0].seconds
+    ((0,), 0.5)
+    >>> task_graph({"tasks": [{"id": "a", "op": "send", "src": 0, "dst": 0, "bytes": 8}]})
+    Traceback (most recent call last):
+    ...
+    models.predict.simulate.TaskGraphError: task 'a', field 'dst': expected a destination other than the source, received 0 to 0
+    """
+    if isinstance(data, (str, bytes)):
+        try:
+            data = json.loads(data)
+        except (ValueError, RecursionError) as error:
+            raise TaskGraphError(f"expected JSON, received text that does not parse ({error})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("tasks"), list):
+        raise TaskGraphError('expected an object with a "tasks" list', field="tasks")
+    extra = sorted(set(data) - {"tasks", "name"})
+    if extra:
+        raise TaskGraphError(f"unknown top-level field(s) {', '.join(map(repr, extra))}: expected 'tasks' and "
+                             f"optionally 'name'")
+    raw_tasks = data["tasks"]
+    if len(raw_tasks) > max_tasks:
+        raise LimitError(f"a task graph of {len(raw_tasks)} tasks", keyword="max_tasks", size=len(raw_tasks),
+                         limit=max_tasks)
+    name = data.get("name", "")
+    if not isinstance(name, str) or len(name) > _MAX_ID:
+        raise TaskGraphError(f"expected a name of at most {_MAX_ID} characters", field="name")
+    tasks = tuple(_one_task(raw, k, ngpus, compute_time) for k, raw in enumerate(raw_tasks))
+    return _checked(TaskGraph(tasks, name))
+
+
+def _checked(graph: TaskGraph) -> TaskGraph:
+    """Unique ids, known dependencies, no cycle (Kahn's algorithm)."""
+    index: dict = {}
+    for k, t in enumerate(graph.tasks):
+        if t.id in index:
+            raise TaskGraphError("the id is used by an earlier task", task=t.id, field="id")
+        index[t.id] = k
+    indegree = [0] * len(graph.tasks)
+    users: list = [[] for _ in graph.tasks]
+    for k, t in enumerate(graph.tasks):
+        for a in t.after:
+            if a not in index:
+                raise TaskGraphError(f"unknown task {a!r}", task=t.id, field="after")
+            if a == t.id:
+                raise TaskGraphError("a task cannot wait for itself", task=t.id, field="after")
+            users[index[a]].append(k)
+            indegree[k] += 1
+    ready = [k for k, d in enumerate(indegree) if d == 0]
+    seen = 0
+    while ready:
+        k = ready.pop()
+        seen += 1
+        for u in users[k]:
+            indegree[u] -= 1
+            if indegree[u] == 0:
+                ready.append(u)
+    if seen != len(graph.tasks):
+        stuck = next(t.id for k, t in enumerate(graph.tasks) if indegree[k] > 0)
+        raise TaskGraphError("its dependencies form a cycle", task=stuck, field="after")
+    return graph
+
+
+def read_task_graph(path, *, ngpus: int | None = None, compute_time=None, max_tasks: int = MAX_TASKS) -> TaskGraph:
+    """:func:`task_graph` of a JSON file (a regular file of at most :data:`MAX_GRAPH_FILE_BYTES`)."""
+    return task_graph(_read_file(path), ngpus=ngpus, compute_time=compute_time, max_tasks=max_tasks)
+
+
+def _read_file(path) -> str:
+    """A task-graph file's text: regular files only (a FIFO cannot hang us), size-limited.
+
+    The one place that reads the file, so the project's safe reader can replace it.
+    """
+    import os
+    import stat
+
+    try:
+        info = os.stat(path)
+        if not stat.S_ISREG(info.st_mode):
+            raise TaskGraphError(f"cannot read {path}: expected a regular file")
+        if info.st_size > MAX_GRAPH_FILE_BYTES:
+            raise TaskGraphError(f"{path} holds {info.st_size} bytes: expected at most {MAX_GRAPH_FILE_BYTES}")
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_GRAPH_FILE_BYTES + 1)
+    except OSError as error:
+        raise TaskGraphError(f"cannot read {path}: {error.strerror or error}") from None
+    return data.decode("utf-8", errors="replace")
+
+
+# ------------------------------------------------------------------------------ results
+@dataclass(frozen=True, slots=True)
+class TaskTiming:
+    """When one task ran.
+
+    Attributes
+    ----------
+    id, op, kind : str
+    gpus : tuple of int
+    start, end : float
+        [s] from the start of the step.
+    data_start : float
+        When its data began to flow (communication; ``start`` for compute). [s]
+    alone : float
+        Its duration alone on an idle fabric and GPU. [s]
+    nbytes : int
+    algorithm, protocol : str
+        What NCCL runs ('' for compute).
+    stream : str
+        The stream it ran on (display name).
+    critical : bool
+        On the critical path.
+    copies : int
+        The task and its folded images (each ran from ``start`` to ``end``).
+    """
+
+    id: str
+    op: str
+    kind: str
+    gpus: tuple
+    start: float
+    end: float
+    data_start: float
+    alone: float
+    nbytes: int
+    algorithm: str
+    protocol: str
+    stream: str
+    critical: bool
+    copies: int = 1
+
+    @property
+    def duration(self) -> float:
+        return self.end - self.start
+
+    @property
+    def is_compute(self) -> bool:
+        return self.op == "compute"
+
+
+@dataclass(frozen=True, slots=True)
+class LinkUse:
+    """One link over the step.
+
+    Attributes
+    ----------
+    edge : tuple
+        ``(u, v)``.
+    capacity : float
+        The graph's bandwidth of the edge, per direction. [B/s]
+    mean : float
+        Mean fraction of its capacity filled over the step.
+    peak : float
+        Highest fraction filled at any time (the busiest links only; NaN for the others,
+        :meth:`SimulationResult.link_series` gives any link's).
+    """
+
+    edge: tuple
+    capacity: float
+    mean: float
+    peak: float = math.nan
+
+
+@dataclass(frozen=True, slots=True)
+class SimulationResult:
+    """A simulated step.
+
+    Attributes
+    ----------
+    fabric : str
+    name : str
+        The task graph's name.
+    step_time : float
+        When the last task ends. [s]
+    tasks : tuple of TaskTiming
+        In the graph's order.
+    critical_path : tuple of str
+        Task ids from the first to the last, each starting when the previous one ends (or
+        when its stream frees).
+    exposed : tuple of (str, float)
+        Per kind of communication, its time on the critical path. [s]
+    links : tuple of LinkUse
+        Every link that carried data, busiest (mean) first.
+    link_order : tuple of tuple
+        The edges as the flows' link indices number them.
+    events : int
+        Event times processed.
+    intervals : tuple of numpy.ndarray
+        The timeline between events, flattened: ``(starts, ends, interval, flow class, factor)``
+        (per moving flow of each interval, its speed factor); :meth:`link_series` reads it.
+    class_links, class_usage, flow_class : tuple
+        Per distinct decomposition (flow class) its link indices and usage; per task its class
+        (-1 for compute).
+    """
+
+    fabric: str
+    name: str
+    step_time: float
+    tasks: tuple
+    critical_path: tuple
+    exposed: tuple
+    links: tuple = field(repr=False)
+    link_order: tuple = field(repr=False)
+    events: int = 0
+    intervals: tuple = field(default=(), repr=False)
+    class_links: tuple = field(default=(), repr=False)
+    class_usage: tuple = field(default=(), repr=False)
+    flow_class: tuple = field(default=(), repr=False)
+
+    def link_series(self, edges=None, *, top: int = 8) -> tuple:
+        """Utilisation of links over time, piecewise constant between events.
+
+        Parameters
+        ----------
+        edges : sequence of (u, v), optional
+            The links (default: the ``top`` busiest by mean).
+        top : int
+
+        Returns
+        -------
+        (edges, starts, ends, shares)
+            ``shares[j, i]``: the fraction of link ``j``'s capacity filled from ``starts[i]``
+            to ``ends[i]`` [s].
+        """
+        position = {edge: i for i, edge in enumerate(self.link_order)}
+        if edges is None:
+            edges = [link.edge for link in self.links[:top]]
+        chosen = [position[tuple(e)] for e in edges if tuple(e) in position]
+        starts, ends = (self.intervals[0], self.intervals[1]) if self.intervals else (np.zeros(0), np.zeros(0))
+        shares = _series(self.intervals, chosen, self.class_links, self.class_usage)[1]
+        return tuple(self.link_order[i] for i in chosen), starts, ends, shares
+
+    @property
+    def exposed_comm(self) -> float:
+        """Communication on the critical path, every kind. [s]"""
+        return sum(t for _, t in self.exposed)
+
+    def task(self, task_id: str) -> TaskTiming:
+        for t in self.tasks:
+            if t.id == task_id:
+                return t
+        raise KeyError(task_id)
+
+    def to_records(self) -> list:
+        """One dict per task: ``id``, ``op``, ``kind``, ``gpus``, ``start_s``, ``end_s``, ``data_start_s``,
+        ``alone_s``, ``bytes``, ``algorithm``, ``protocol``, ``stream``, ``critical``, ``copies``."""
+        return [{"id": t.id, "op": t.op, "kind": t.kind, "gpus": list(t.gpus), "start_s": t.start,
+                 "end_s": t.end, "data_start_s": t.data_start, "alone_s": t.alone, "bytes": t.nbytes,
+                 "algorithm": t.algorithm, "protocol": t.protocol, "stream": t.stream,
+                 "critical": t.critical, "copies": t.copies} for t in self.tasks]
+
+    def busy_by_kind(self) -> dict:
+        """Per kind, the summed duration of its tasks (folded images included). [s]"""
+        out: dict = {}
+        for t in self.tasks:
+            out[t.kind] = out.get(t.kind, 0.0) + t.duration * t.copies
+        return out
+
+    def critical_by_kind(self) -> dict:
+        """Per kind (compute included), its time on the critical path. [s]"""
+        out: dict = {}
+        for task_id in self.critical_path:
+            t = self.task_index[task_id]
+            out[t.kind] = out.get(t.kind, 0.0) + t.duration
+        return out
+
+    @property
+    def task_index(self) -> dict:
+        return {t.id: t for t in self.tasks}
+
+    def to_dict(self, *, top_links: int = 10) -> dict:
+        """JSON-ready: ``step_time_s``, ``exposed_comm_s``, ``exposed_s`` per kind, ``critical_path``,
+        ``links`` (the busiest ``top_links``) and ``tasks`` (:meth:`to_records`)."""
+        return {"fabric": self.fabric, "name": self.name, "step_time_s": self.step_time,
+                "exposed_comm_s": self.exposed_comm, "exposed_s": dict(self.exposed),
+                "critical_s": self.critical_by_kind(), "critical_path": list(self.critical_path),
+                "events": self.events,
+                "links": [{"edge": [str(u) for u in link.edge], "capacity_Bps": link.capacity,
+                           "mean_utilisation": link.mean,
+                           "peak_utilisation": None if math.isnan(link.peak) else link.peak}
+                          for link in self.links[:top_links]],
+                "tasks": self.to_records()}
+
+    def format(self, *, top_links: int = 3) -> str:
+        """The step in words: time, where it goes, the busiest links."""
+        from topo.units import to_GBps
+
+        lines = [f"{self.name or 'task graph'} on {self.fabric}: step {self.step_time * 1e3:.3f} ms "
+                 f"({len(self.tasks)} tasks, {self.events} event times)"]
+        critical = self.critical_by_kind()
+        busy = self.busy_by_kind()
+        lines.append("  kind            busy [ms]   on critical path [ms]")
+        for kind in sorted(busy, key=lambda k: -critical.get(k, 0.0)):
+            lines.append(f"  {kind:14} {busy[kind] * 1e3:10.3f}   {critical.get(kind, 0.0) * 1e3:10.3f}")
+        lines.append(f"  exposed communication: {self.exposed_comm * 1e3:.3f} ms of the step")
+        if self.links:
+            lines.append("  busiest links (mean / peak share of capacity):")
+            for link in self.links[:top_links]:
+                u, v = link.edge
+                peak = "-" if math.isnan(link.peak) else f"{link.peak:.1%}"
+                lines.append(f"    {u}->{v} ({to_GBps(link.capacity):.0f} GB/s): {link.mean:.1%} / {peak}")
+        return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------- simulating
+_PEAK_LINKS = 16  # links whose peak share a result computes (the busiest by mean)
+_VECTOR_FROM = 48  # with more tasks running, an event's arithmetic runs in numpy
+
+
+def _flatten(timeline) -> tuple:
+    """``(starts, ends, interval, flow class, factor)`` arrays of a run's timeline."""
+    if not timeline:
+        empty = np.zeros(0)
+        return empty, empty, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), empty
+    starts = np.array([t0 for t0, _, _, _ in timeline])
+    ends = np.array([t1 for _, t1, _, _ in timeline])
+    interval = np.repeat(np.arange(len(timeline)), [len(m) for _, _, m, _ in timeline])
+    classes = np.fromiter((c for _, _, movers, _ in timeline for c in movers), dtype=np.int64,
+                          count=interval.size)
+    factors = np.fromiter((f for _, _, _, rates in timeline for f in rates), dtype=np.float64, count=interval.size)
+    return starts, ends, interval, classes, factors
+
+
+def _series(flat, chosen, class_links, class_usage) -> tuple:
+    """Shares of links ``chosen`` (indices) per interval of a flattened timeline."""
+    starts, _, interval, classes, factors = flat
+    shares = np.zeros((len(chosen), starts.size))
+    if not chosen or not starts.size:
+        return chosen, shares
+    where = {link: j for j, link in enumerate(chosen)}
+    for c, links in enumerate(class_links):
+        hits = [(where[int(link)], u) for link, u in zip(links, class_usage[c]) if int(link) in where]
+        if not hits:
+            continue
+        mask = classes == c
+        if not mask.any():
+            continue
+        for j, u in hits:
+            np.add.at(shares[j], interval[mask], u * factors[mask])
+    return chosen, shares
+
+def simulation_size(graph: TaskGraph) -> int:
+    """Events a simulation of ``graph`` may process: three per task (start, data, end)."""
+    return 3 * len(graph.tasks)
+
+
+def _stream_keys(t: Task) -> tuple:
+    if t.stream:
+        return (("named", t.stream),)
+    if t.op == "compute":
+        return tuple(("compute", g) for g in t.gpus)
+    return (("comm", tuple(sorted(t.gpus))),)
+
+
+def _stream_name(key) -> str:
+    kind, what = key
+    if kind == "named":
+        return what
+    if kind == "compute":
+        return "compute"
+    return "comm " + topo.select.format_gpu_ids(what)
+
+
+def simulate(G, graph: TaskGraph, *, profile=None, calibration=None, sm_share: bool = True,
+             max_events: int = MAX_EVENTS, progress=None, decomposer: Decomposer | None = None) -> SimulationResult:
+    """Simulate a task graph on a fabric.
+
+    Parameters
+    ----------
+    G : networkx.DiGraph
+        The fabric (a what-if graph simulates the what-if).
+    graph : TaskGraph
+        From :func:`task_graph` or :func:`models.studies.stepgraph.step_graph`.
+    profile, calibration : optional
+        As for :func:`models.predict.collectives.estimate`.
+    sm_share : bool
+        Slow compute by the SMs NCCL's kernels hold on the same GPU (module docstring).
+    max_events : int
+        Refuse (:class:`LimitError`, keyword ``max_events``) before any work when the graph may
+        need more events (:func:`simulation_size`).
+    progress : callable, optional
+        ``progress(done, total)`` as tasks end.
+    decomposer : Decomposer, optional
+        A prepared fabric to reuse (its ``G`` must be ``G``).
+
+    Returns
+    -------
+    SimulationResult
+
+    Raises
+    ------
+    LimitError
+        Beyond ``max_events``.
+    TaskGraphError
+        For GPU ids the fabric does not have.
+    """
+    size = simulation_size(graph)
+    if size > max_events:
+        raise LimitError(f"a simulation of {len(graph.tasks)} tasks ({size} events)", keyword="max_events",
+                         size=size, limit=max_events)
+    gpu_nodes = topo.gpus(G)
+    for t in graph.tasks:
+        bad = [g for g in t.gpus + tuple(g for i in t.images for g in i) if not 0 <= g < len(gpu_nodes)]
+        if bad:
+            raise TaskGraphError(f"GPU {bad[0]} is not on {G.graph.get('name', 'the fabric')} "
+                                 f"({len(gpu_nodes)} GPUs)", task=t.id, field="gpus")
+    if decomposer is None:
+        decomposer = Decomposer(G, profile=profile, calibration=calibration)
+    elif decomposer.G is not G:
+        raise DgxTopoError("simulate(G, decomposer=...): expected a Decomposer of the same graph G")
+    return _Run(G, graph, decomposer, sm_share, progress).run()
+
+
+class _Run:
+    """One simulation: the state belongs to this object and dies with it."""
+
+    def __init__(self, G, graph, decomposer, sm_share, progress):
+        self.G, self.graph, self.progress = G, graph, progress
+        tasks = graph.tasks
+        n = len(tasks)
+        self.n = n
+        self.index = {t.id: k for k, t in enumerate(tasks)}
+        self.users = [[] for _ in range(n)]
+        self.deps = [[self.index[a] for a in t.after] for t in tasks]
+        self.waiting = np.zeros(n, dtype=np.int64)
+        for k, deps in enumerate(self.deps):
+            for j in deps:
+                self.users[j].append(k)
+            self.waiting[k] = len(deps)
+        # Per task: the start-up and the data (or compute) phase, the links of the data phase.
+        self.startup = np.zeros(n)
+        self.work = np.zeros(n)
+        self.algorithm = [""] * n
+        self.protocol = [""] * n
+        self.ctas = np.zeros(n)
+        self.is_compute = np.array([t.op == "compute" for t in tasks], dtype=bool)
+        self.link_of: dict = {}
+        self.task_links: list = [None] * n
+        self.task_usage: list = [None] * n
+        ctas = decomposer.parameters.ctas_per_channel
+        decomposer.prepare((t.op, gpus, t.nbytes) for t in tasks if t.op != "compute" for gpus in (t.gpus,) + t.images)
+        arrays: dict = {}  # one link array per distinct decomposition
+        self.flow_class = [-1] * n
+        self.class_links: list = []
+        self.class_usage: list = []
+        self.class_peak: list = []
+        asked: dict = {}
+        for k, t in enumerate(tasks):
+            if t.op == "compute":
+                self.work[k] = t.seconds
+                continue
+            steps = asked.get((t.op, t.gpus, t.nbytes))
+            if steps is None:
+                steps = asked[t.op, t.gpus, t.nbytes] = decomposer.send(*t.gpus, t.nbytes) if t.op == "send" \
+                    else decomposer.collective(t.op, t.nbytes, t.gpus)
+            image_steps = [asked.get((t.op, i, t.nbytes)) for i in t.images]
+            for j, i in enumerate(t.images):
+                if image_steps[j] is None:
+                    image_steps[j] = asked[t.op, i, t.nbytes] = decomposer.send(*i, t.nbytes) if t.op == "send" \
+                        else decomposer.collective(t.op, t.nbytes, i)
+            self.startup[k], self.work[k] = steps.startup, steps.transfer
+            self.algorithm[k], self.protocol[k] = steps.algorithm, steps.protocol
+            self.ctas[k] = steps.nchannels * ctas
+            signature = (id(steps),) + tuple(id(i) for i in image_steps)
+            found = arrays.get(signature)
+            if found is None:
+                link_of = self.link_of
+                merged: dict = {}
+                for part in [steps] + image_steps:
+                    for edge, u in zip(part.edges, part.usage.tolist()):
+                        j = link_of.setdefault(edge, len(link_of))
+                        merged[j] = merged.get(j, 0.0) + u
+                links = np.fromiter(merged, dtype=np.int64, count=len(merged))
+                usage = np.fromiter(merged.values(), dtype=np.float64, count=len(merged))
+                found = arrays[signature] = ([steps] + image_steps, links, len(self.class_links))
+                self.class_links.append(links)
+                self.class_usage.append(usage)
+                # Each image is one of several identical flows: it fills its own busiest link alone.
+                self.class_peak.append(float(steps.usage.max()) if len(steps.usage) else 0.0)
+            self.task_links[k], self.task_usage[k] = found[1], self.class_usage[found[2]]
+            self.flow_class[k] = found[2]
+        self.edges = list(self.link_of)
+        self.streams = [_stream_keys(t) for t in tasks]
+        # SMs per GPU (the last entry pads groups of compute tasks: always free).
+        nodes = topo.gpus(G)
+        self.sms = np.array([SMS.get(int(G.nodes[g].get("compute_capability", 0)), 0) for g in nodes] + [0.0])
+        width = max((len(t.gpus) for t in tasks), default=1)
+        self.gpu_pad = np.full((n, width), len(nodes), dtype=np.int64)
+        for k, t in enumerate(tasks):
+            self.gpu_pad[k, :len(t.gpus)] = t.gpus
+        self.sm_share = sm_share
+
+    def run(self) -> SimulationResult:
+        tasks, n = self.graph.tasks, self.n
+        streams, users, waiting, deps = self.streams, self.users, self.waiting.tolist(), self.deps
+        is_compute = self.is_compute.tolist()
+        work, startup = self.work.tolist(), self.startup.tolist()
+        ctas = self.ctas.tolist()
+        gpus_of = [t.gpus for t in tasks]
+        flow_class = self.flow_class
+        start = [math.nan] * n
+        data_start = [math.nan] * n
+        end = [math.nan] * n
+        remaining = [0.0] * n
+        phase = [0] * n  # 0 start-up, 1 data / compute
+        cause = [-1] * n  # the task whose end let this one start
+        busy: dict = {}  # stream -> running task
+        last_on: dict = {}  # stream -> last task that ran on it
+        queues: dict = {}  # stream -> heap of waiting ready task indices
+        running: list = []
+        shares: dict = {}  # max-min factors by the sorted classes of the moving flows
+        done = 0
+        t_now = 0.0
+        timeline = []
+        events = 0
+        cta_load = [0.0] * len(self.sms)  # NCCL blocks running per GPU
+        per_block = [1.0 / s if s > 0 else 0.0 for s in self.sms.tolist()]
+        sm_share = self.sm_share
+        kernel_rate: dict = {}  # a compute kernel's speed by its GPUs, while their NCCL blocks hold
+        kernels_on = [set() for _ in range(len(self.sms))]  # GPU -> GPU groups of kernels on it
+
+        def enqueue(k):
+            for stream in streams[k]:
+                heapq.heappush(queues.setdefault(stream, []), k)
+
+        def begin(k):
+            start[k] = t_now
+            # the binding predecessor: the latest-ending dependency or stream predecessor
+            best, best_end = -1, -math.inf
+            for j in deps[k]:
+                if end[j] > best_end:
+                    best, best_end = j, end[j]
+            for stream in streams[k]:
+                j = last_on.get(stream, -1)
+                if j >= 0 and end[j] > best_end:
+                    best, best_end = j, end[j]
+            cause[k] = best
+            if is_compute[k]:
+                phase[k], remaining[k] = 1, work[k]
+                data_start[k] = t_now
+            else:
+                phase[k], remaining[k] = 0, startup[k]
+                if ctas[k]:
+                    for g in gpus_of[k]:
+                        cta_load[g] += ctas[k]
+                        for group in kernels_on[g]:
+                            kernel_rate.pop(group, None)
+            running.append(k)
+
+        def try_start(candidates) -> None:
+            pending = list(candidates)
+            while pending:
+                stream = pending.pop()
+                q = queues.get(stream)
+                if not q or stream in busy:
+                    continue
+                k = q[0]
+                if any(other in busy for other in streams[k]):
+                    continue
+                for other in streams[k]:
+                    oq = queues[other]
+                    if oq[0] == k:
+                        heapq.heappop(oq)
+                    else:  # started ahead of a task of this stream that waits for another stream
+                        oq.remove(k)
+                        heapq.heapify(oq)
+                    busy[other] = k
+                begin(k)
+
+        def kernel_speed(group) -> float:
+            """A compute kernel's speed on GPUs ``group`` beside the NCCL blocks running there."""
+            r = kernel_rate.get(group)
+            if r is None:
+                r = kernel_rate[group] = max(min(1.0 - cta_load[g] * per_block[g] for g in group), 0.05)
+                for g in group:
+                    kernels_on[g].add(group)
+            return r
+
+        def factors_of(movers) -> dict:
+            key = tuple(sorted(flow_class[k] for k in movers))
+            found = shares.get(key)
+            if found is None:
+                found = shares[key] = self._share(key)
+            return found
+
+        def scalar_step():
+            """Advance to the next event, task by task (few tasks running)."""
+            rate = {}
+            movers = [k for k in running if phase[k] == 1 and not is_compute[k]]
+            if movers:
+                factors = factors_of(movers)
+                for k in movers:
+                    rate[k] = factors[flow_class[k]]
+            dt = math.inf
+            for k in running:
+                r = rate.get(k, 1.0)
+                if sm_share and is_compute[k]:
+                    r = rate[k] = kernel_speed(gpus_of[k])
+                left = remaining[k] / r
+                if left < dt:
+                    dt = left
+            limit = dt * (1 + 1e-9) + 1e-15
+            finished = []
+            for k in running:
+                r = rate.get(k, 1.0)
+                if remaining[k] <= r * limit:
+                    finished.append(k)
+                else:
+                    remaining[k] -= r * dt
+            return dt, finished, movers, [rate[k] for k in movers]
+
+        def vector_step():
+            """:func:`scalar_step` with numpy over the running tasks (many tasks running)."""
+            compute = np.array([is_compute[k] for k in running])
+            moving = np.array([phase[k] == 1 for k in running]) & ~compute
+            rate = np.ones(len(running))
+            movers = [k for k, m in zip(running, moving.tolist()) if m]
+            mover_rates = []
+            if movers:
+                factors = factors_of(movers)
+                mover_rates = [factors[flow_class[k]] for k in movers]
+                rate[moving] = mover_rates
+            if sm_share and compute.any():
+                rate[compute] = [kernel_speed(gpus_of[k]) for k, c in zip(running, compute.tolist()) if c]
+            left = np.array([remaining[k] for k in running])
+            times = left / rate
+            dt = float(times.min())
+            done_now = left <= rate * (dt * (1 + 1e-9) + 1e-15)
+            after = (left - rate * dt).tolist()
+            finished = []
+            for k, f, value in zip(running, done_now.tolist(), after):
+                if f:
+                    finished.append(k)
+                else:
+                    remaining[k] = value
+            return dt, finished, movers, mover_rates
+
+        for k in range(n):
+            if waiting[k] == 0:
+                enqueue(k)
+        try_start(list(queues))
+        while running:
+            events += 1
+            if len(running) > _VECTOR_FROM:
+                dt, finished, movers, mover_rates = vector_step()
+            else:
+                dt, finished, movers, mover_rates = scalar_step()
+            if movers and dt > 0:
+                timeline.append((t_now, t_now + dt, [flow_class[k] for k in movers], mover_rates))
+            t_now += dt
+            freed = set()
+            for k in finished:
+                if phase[k] == 0 and work[k] > 0:
+                    phase[k], remaining[k] = 1, work[k]
+                    data_start[k] = t_now
+                    continue
+                if phase[k] == 0:
+                    data_start[k] = t_now
+                remaining[k] = 0.0
+                end[k] = t_now
+                running.remove(k)
+                done += 1
+                if not is_compute[k] and ctas[k]:
+                    for g in gpus_of[k]:
+                        cta_load[g] -= ctas[k]
+                        for group in kernels_on[g]:
+                            kernel_rate.pop(group, None)
+                for stream in streams[k]:
+                    del busy[stream]
+                    last_on[stream] = k
+                    freed.add(stream)
+                for u in users[k]:
+                    waiting[u] -= 1
+                    if waiting[u] == 0:
+                        enqueue(u)
+                        freed.update(streams[u])
+            if self.progress is not None and finished:
+                self.progress(done, n)
+            try_start(freed)
+        if done != n:  # cannot happen for an acyclic graph; kept as a guard
+            stuck = next(t.id for k, t in enumerate(tasks) if math.isnan(end[k]))
+            raise TaskGraphError("never started (its streams or dependencies never freed)", task=stuck)
+        return self._result(np.array(start), np.array(data_start), np.array(end), cause, timeline, events)
+
+    def _share(self, key) -> dict:
+        """Max-min factors of moving flows of classes ``key`` (sorted; repeats are separate flows)."""
+        parts = [self.class_links[c] for c in key]
+        links = np.concatenate(parts)
+        usage = np.concatenate([self.class_usage[c] for c in key])
+        flow_ids = np.repeat(np.arange(len(key)), [len(p) for p in parts])
+        factors = max_min_share(len(key), flow_ids, links, usage, check=False,
+                                peaks=[self.class_peak[c] for c in key])
+        # Flows of one class are symmetric: they get one factor.
+        return {c: float(f) for c, f in zip(key, factors)}
+
+    def _result(self, start, data_start, end, cause, timeline, events) -> SimulationResult:
+        tasks = self.graph.tasks
+        step = float(np.max(end)) if self.n else 0.0
+        critical = []
+        if self.n:
+            k = int(np.argmax(end))
+            while k >= 0:
+                critical.append(k)
+                k = cause[k]
+        critical.reverse()
+        on_path = set(critical)
+        exposed: dict = {}
+        for k in critical:
+            t = tasks[k]
+            if t.op != "compute":
+                exposed[t.label] = exposed.get(t.label, 0.0) + float(end[k] - start[k])
+        names: dict = {}
+        for key in self.streams:
+            if key[0] not in names:
+                names[key[0]] = _stream_name(key[0])
+        alone = (self.startup + self.work).tolist()
+        start, end, data_start = start.tolist(), end.tolist(), data_start.tolist()
+        timings = tuple(TaskTiming(t.id, t.op, t.label, t.gpus, start[k], end[k], data_start[k], alone[k], t.nbytes,
+                                   self.algorithm[k], self.protocol[k], names[self.streams[k][0]], k in on_path,
+                                   t.copies)
+                        for k, t in enumerate(tasks))
+        # Mean share of each link: over its data phase a flow moves its alone work whatever its
+        # speed, so link l carries usage x alone-time of every flow on it, in all.
+        n_links = len(self.edges)
+        total = np.zeros(n_links)
+        carried = np.zeros(len(self.class_links))
+        np.add.at(carried, [c for c in self.flow_class if c >= 0],
+                  [self.work[k] for k, c in enumerate(self.flow_class) if c >= 0])
+        for c, links in enumerate(self.class_links):
+            np.add.at(total, links, self.class_usage[c] * carried[c])
+        order = [int(i) for i in np.argsort(-total, kind="stable") if total[i] > 0]
+        flat = _flatten(timeline)
+        peaks = _series(flat, order[:_PEAK_LINKS], self.class_links, self.class_usage)[1]
+        links = []
+        for j, i in enumerate(order):
+            u, v = self.edges[i]
+            peak = float(peaks[j].max()) if j < _PEAK_LINKS and peaks.size else math.nan
+            links.append(LinkUse(self.edges[i], float(self.G.adj[u][v].get("bandwidth", 0.0)),
+                                 float(total[i] / step) if step > 0 else 0.0, peak))
+        links = tuple(links)
+        return SimulationResult(self.G.graph.get("name", "fabric"), self.graph.name, step, timings,
+                                tuple(tasks[k].id for k in critical), tuple(sorted(exposed.items())), links,
+                                tuple(self.edges), events, flat, tuple(self.class_links), tuple(self.class_usage),
+                                tuple(self.flow_class))

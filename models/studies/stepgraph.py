@@ -1,0 +1,334 @@
+"""A planner layout as a task graph: one training step, task by task, for the simulator.
+
+:func:`step_graph` turns a :class:`models.studies.planner.Plan` (its layout, its placed groups,
+its workload and data type) into a :class:`models.predict.simulate.TaskGraph`, and
+:func:`simulate_plan` simulates it: overlap and contention then come from the schedule and the
+fabric, not from fractions. The schedule is Megatron-LM's (Narayanan et al. 2021, "Efficient
+Large-Scale Language Model Training on GPU Clusters Using Megatron-LM", sections 2-4):
+
+* every pipeline stage runs 1F1B: ``min(p - s - 1, m)`` warm-up forwards, then one forward
+  and one backward in turn, then the cool-down backwards, in that program order on its GPUs;
+* a layer's forward is the attention half, a tensor-parallel all_reduce of ``b s h``
+  activations, the MLP half, another all_reduce (Shoeybi et al. 2019, section 3); with
+  sequence parallelism each all_reduce is a reduce_scatter then an all_gather of the same
+  buffer (Korthikanti et al. 2022, section 4.2.2). The backward is twice the forward's compute
+  with the same two collectives (plus a recomputed forward with ``recompute="full"``). The
+  compute of a tensor-parallel group is one task on all its GPUs (they run the same kernels);
+* between stages, each tensor-parallel rank sends its ``b s h / t`` share of the activations
+  forward and of their gradients backward (Megatron's scatter/gather, section 4.1);
+* data parallel: gradients are reduced in buckets of ``bucket`` bytes (PyTorch DDP's
+  ``bucket_cap_mb``, 25 MiB) as the last micro-batch's backward produces them, layer by layer
+  from the last (DDP and Megatron accumulate over the other micro-batches without
+  communicating); ZeRO 1/2 reduce_scatter them and all_gather the updated parameters after the
+  optimizer; ZeRO 3 also all_gathers each layer's parameters before its forward and backward of
+  every micro-batch, one layer ahead (Rajbhandari et al. 2020);
+* the optimizer: a memory-bound pass over the local optimizer state
+  (:data:`models.studies.planner.OPTIMIZER_PASS_BYTES` per parameter).
+
+Kernel times come from the roofline of :mod:`models.studies.compute` (seconds reach the
+simulator; FLOPs are converted here, the floor that knows the GPUs). The attention and MLP
+halves of a layer split its forward evenly [U].
+
+Examples
+--------
+>>> import topo
+>>> from models.studies.planner import plan
+>>> G = topo.build("dgxh100")
+>>> p = plan("llama3-8b", G, tp=8, pp=1, dp=1, zero=0, global_batch=2)
+>>> g = step_graph(p, G)
+>>> len(g.tasks), g.tasks[0].kind, g.tasks[1].op     # sequence parallel: reduce_scatter + all_gather
+(769, 'compute', 'reduce_scatter')
+"""
+
+from __future__ import annotations
+
+import topo
+from topo.errors import DgxTopoError
+
+from ..predict.simulate import Task, TaskGraph, simulate
+from .compute import (DEFAULT_EFFICIENCY, DEFAULT_MEMORY_EFFICIENCY, generation, generation_of, op_roofline)
+from .planner import DEFAULT_BUCKET, OPTIMIZER_PASS_BYTES, Plan
+from .workload import CNN, dtype_bytes, workload as as_workload
+
+__all__ = ["StepGraphError", "step_graph", "simulate_plan", "compute_time", "simulate_many"]
+
+
+class StepGraphError(DgxTopoError):
+    """A plan that cannot become a step graph (a layout that does not fit, a CNN, bad options)."""
+
+
+def compute_time(G, *, efficiency: float = DEFAULT_EFFICIENCY):
+    """``compute_time(flops, dtype, gpus) -> seconds`` for task graphs that give FLOPs.
+
+    The GPUs' generation (by model) and the dtype's dense peak at ``efficiency``
+    (:mod:`models.studies.compute`).
+
+    Examples
+    --------
+    >>> import topo
+    >>> f = compute_time(topo.build("dgxh100"))
+    >>> round(f(989.5e12 * 0.75, "bf16", (0,)), 6)
+    1.0
+    """
+    nodes = topo.gpus(G)
+
+    def seconds(flops: float, dtype: str, gpus) -> float:
+        slowest = 0.0
+        for g in gpus:
+            gen = generation_of(G.nodes[nodes[g]].get("model", ""))
+            slowest = max(slowest, flops / (gen.peak_flops(dtype) * efficiency))
+        return slowest
+
+    return seconds
+
+
+class _Builder:
+    def __init__(self, image_maps=()):
+        self.tasks: list = []
+        self.image_maps = image_maps  # per folded replica: GPU id of replica 0 -> its GPU id
+
+    def add(self, id_, op, gpus, *, nbytes=0, seconds=0.0, after=(), kind="", fold=False) -> str:
+        gpus = tuple(gpus)
+        images = tuple(tuple(m[g] for g in gpus) for m in self.image_maps) if fold else ()
+        self.tasks.append(Task(id_, op, gpus, int(nbytes), float(seconds), tuple(a for a in after if a), kind,
+                               images=images))
+        return id_
+
+
+def step_graph(plan: Plan, G, *, workload=None, bucket: float = DEFAULT_BUCKET,
+               efficiency: float = DEFAULT_EFFICIENCY,
+               memory_efficiency: float = DEFAULT_MEMORY_EFFICIENCY, fold: bool = True) -> TaskGraph:
+    """The task graph of one training step of a plan (module docstring).
+
+    Parameters
+    ----------
+    plan : Plan
+        From :func:`models.studies.planner.plan` on ``G`` (its groups are GPU ids of ``G``).
+    G : networkx.DiGraph
+    workload : optional
+        The workload object, when ``plan.workload`` is not a preset name or spec.
+    bucket : float
+        Data-parallel gradient bucket. [bytes]
+    efficiency, memory_efficiency : float
+        Roofline fractions (:mod:`models.studies.compute`).
+    fold : bool
+        Build replica 0's tasks only, each carrying the other data-parallel replicas' copies as
+        *images* (:class:`models.predict.simulate.Task`): their links are charged, and they run in
+        lockstep with replica 0. Exact when the replicas' GPUs are images of each other under a
+        symmetry of the fabric (identical hosts; a network that treats their hosts alike), which
+        is the case of the built-in clusters up to the network's placement of hosts on leaves [U];
+        ``False`` builds every replica (the simulation then costs ``dp`` times more).
+
+    Returns
+    -------
+    TaskGraph
+
+    Raises
+    ------
+    StepGraphError
+        For a plan that does not fit, a CNN workload, or a bucket below one byte.
+    """
+    if not plan.fits:
+        raise StepGraphError(f"the plan does not fit ({plan.reason}): expected a layout that fits in memory")
+    if isinstance(bucket, bool) or not isinstance(bucket, (int, float)) or not bucket >= 1:
+        raise StepGraphError(f"bucket must be a size >= 1 byte, received {bucket!r}")
+    w = as_workload(workload if workload is not None else plan.workload)
+    if isinstance(w, CNN):
+        raise StepGraphError(f"{w.name} is a CNN: expected a transformer (step graphs follow Megatron's schedule)")
+    lay = plan.layout
+    tp, pp, dp, m, b = lay.tp, lay.pp, lay.dp, lay.micro_batches, lay.micro_batch
+    gen = generation(plan.generation)
+    elem = dtype_bytes(plan.dtype)
+    act_elem = 4 if plan.dtype == "fp32" else 2
+    grad_elem = 4 if plan.dtype == "fp32" else 2
+
+    def seconds(ops) -> float:
+        return sum(op_roofline(op, gen, plan.dtype, efficiency=efficiency,
+                               memory_efficiency=memory_efficiency).time for op in ops)
+
+    layer_fwd = seconds(w.layer_ops(b, tp, elem, sequence_parallel=lay.sequence_parallel))
+    head_fwd = seconds(w.head_ops(b, tp, elem))
+    recompute_layer = 0.0
+    if lay.recompute == "full":
+        recompute_layer = layer_fwd
+    elif lay.recompute == "selective":
+        recompute_layer = seconds([op for op in w.layer_ops(b, tp, elem, sequence_parallel=lay.sequence_parallel)
+                                   if op.name in ("attention", "softmax")])
+    tp_bytes = b * w.seq * w.hidden * act_elem
+    base, more = divmod(w.layers, pp)
+    layers = [base + (s < more) for s in range(pp)]  # the first stages take the remainder
+    slots = plan.groups["tp"]
+    if lay.order == "tp-dp-pp":
+        def slot(p, d): return slots[p * dp + d]
+    else:
+        def slot(p, d): return slots[d * pp + p]
+    layer_grad = w.layer_parameters / tp * grad_elem
+    replicas = range(1) if fold else range(dp)
+    maps = []
+    if fold:
+        for d in range(1, dp):
+            maps.append({g: h for p in range(pp) for g, h in zip(slot(p, 0), slot(p, d))})
+    out = _Builder(maps)
+    last_grads = {(d, p): [] for d in replicas for p in range(pp)}  # the last backward's layer ends
+    stage_end: dict = {}
+
+    def tp_comm(prefix, group, after, count=2) -> str:
+        """A layer half's tensor-parallel collective(s), after ``after``; returns the last id."""
+        last = after
+        if tp == 1:
+            return last
+        for c in range(count):
+            if lay.sequence_parallel:
+                last = out.add(f"{prefix}.rs{c}", "reduce_scatter", group, nbytes=tp_bytes, after=(last,),
+                               kind="tp_comm", fold=fold)
+                last = out.add(f"{prefix}.ag{c}", "all_gather", group, nbytes=tp_bytes, after=(last,), kind="tp_comm",
+                               fold=fold)
+            else:
+                last = out.add(f"{prefix}.ar{c}", "all_reduce", group, nbytes=tp_bytes, after=(last,), kind="tp_comm",
+                               fold=fold)
+        return last
+
+    def zero3_gather(prefix, p, after) -> list:
+        return [out.add(f"{prefix}.zg{r}", "all_gather", [slot(p, dd)[r] for dd in range(dp)],
+                        nbytes=w.layer_parameters / tp * elem, after=(after,), kind="dp_comm") for r in range(tp)]
+
+    for d in replicas:
+        for p in range(pp):
+            group = slot(p, d)
+            nl = layers[p]
+            last_stage = p == pp - 1
+            order = []
+            warm = min(pp - p - 1, m)
+            order += [("F", i) for i in range(warm)]
+            f_next = warm
+            for i in range(m):
+                if f_next < m:
+                    order.append(("F", f_next))
+                    f_next += 1
+                order.append(("B", i))
+            prev = ""
+            for what, i in order:
+                base = f"d{d}.p{p}.{what}{i}"
+                after_in = []
+                if what == "F" and p > 0:
+                    after_in = [f"d{d}.p{p - 1}.F{i}.send{r}" for r in range(tp)]
+                if what == "B" and not last_stage:
+                    after_in = [f"d{d}.p{p + 1}.B{i}.send{r}" for r in range(tp)]
+                last = prev
+                gate = tuple(after_in)
+                layer_ids = range(nl) if what == "F" else reversed(range(nl))
+                for li in layer_ids:
+                    lid = f"{base}.l{li}"
+                    zg = []  # ZeRO 3: the layer's parameters, gathered over the data-parallel group
+                    if lay.zero == 3 and dp > 1 and d == 0:
+                        zg = zero3_gather(lid, p, last)
+                    elif lay.zero == 3 and dp > 1:
+                        zg = [f"d0.p{p}.{what}{i}.l{li}.zg{r}" for r in range(tp)]
+                    work = layer_fwd if what == "F" else 2 * layer_fwd + recompute_layer
+                    if what == "B" and last_stage and li == nl - 1:
+                        work += 2 * head_fwd
+                    half = work / 2
+                    c0 = out.add(f"{lid}.c0", "compute", group, seconds=half, after=(last, *gate, *zg),
+                                 kind="compute", fold=fold)
+                    gate = ()
+                    a0 = tp_comm(f"{lid}.h0", group, c0, 1 + (what == "B" and lay.recompute == "full"))
+                    extra = head_fwd if (what == "F" and last_stage and li == nl - 1) else 0.0
+                    c1 = out.add(f"{lid}.c1", "compute", group, seconds=half + extra, after=(a0,), kind="compute",
+                                 fold=fold)
+                    last = tp_comm(f"{lid}.h1", group, c1, 1 + (what == "B" and lay.recompute == "full"))
+                    if what == "B" and i == m - 1 and dp > 1:
+                        last_grads[(d, p)].append((li, last))
+                if what == "F" and not last_stage:
+                    for r in range(tp):
+                        out.add(f"{base}.send{r}", "send", [group[r], slot(p + 1, d)[r]], nbytes=tp_bytes / tp,
+                                after=(last,), kind="pp_comm", fold=fold)
+                if what == "B" and p > 0:
+                    for r in range(tp):
+                        out.add(f"{base}.send{r}", "send", [group[r], slot(p - 1, d)[r]], nbytes=tp_bytes / tp,
+                                after=(last,), kind="pp_comm", fold=fold)
+                prev = last
+            stage_end[(d, p)] = prev
+    # data-parallel gradient buckets (one collective per tensor-parallel rank's data-parallel group)
+    finals = []
+    for p in range(pp):
+        nl = layers[p]
+        extra = 0.0  # embedding / head parameters of the first / last stage join the last bucket
+        if p == 0:
+            extra += w.embedding_parameters + getattr(w, "extra_parameters", 0)
+        if p == pp - 1:
+            extra += w.head_parameters + (w.vocab * w.hidden if w.tied and pp > 1 else 0)
+        extra_bytes = extra / tp * grad_elem
+        local = (nl * w.layer_parameters + extra) / tp
+        opt_seconds = local / (dp if lay.zero >= 1 else 1) * OPTIMIZER_PASS_BYTES / (
+            gen.memory_bandwidth * memory_efficiency)
+        if dp == 1:
+            finals.append(out.add(f"d0.p{p}.opt", "compute", slot(p, 0), seconds=opt_seconds,
+                                  after=(stage_end[(0, p)],), kind="optimizer"))
+            continue
+        collective = "all_reduce" if lay.zero == 0 else "reduce_scatter"
+        # layer order of the last backward: the last layer first; the buckets fill in that order
+        ready = last_grads[(0, p)]
+        buckets, filled, members = [], 0.0, []
+        for li, done_id in ready:
+            filled += layer_grad
+            members.append(li)
+            if filled >= bucket:
+                buckets.append((filled, members[-1]))
+                filled, members = 0.0, []
+        filled += extra_bytes
+        if filled > 0:
+            buckets.append((filled, None))
+        done_of = {li: k for k, (li, _) in enumerate(ready)}
+        prev_bucket = {}
+        for k, (nbytes, li) in enumerate(buckets):
+            for r in range(tp):
+                group = [slot(p, d)[r] for d in range(dp)]
+                waits = [last_grads[(d, p)][done_of[li]][1] if li is not None else stage_end[(d, p)]
+                         for d in replicas]
+                prev_bucket[r] = out.add(f"p{p}.bucket{k}.r{r}", collective, group, nbytes=nbytes,
+                                         after=(*waits, prev_bucket.get(r, "")), kind="dp_comm")
+        for d in replicas:
+            opt = out.add(f"d{d}.p{p}.opt", "compute", slot(p, d), seconds=opt_seconds,
+                          after=(stage_end[(d, p)], *prev_bucket.values()), kind="optimizer", fold=fold)
+            finals.append(opt)
+        if lay.zero in (1, 2):
+            for r in range(tp):
+                group = [slot(p, d)[r] for d in range(dp)]
+                total = sum(nb for nb, _ in buckets)
+                finals.append(out.add(f"p{p}.params.r{r}", "all_gather", group, nbytes=total,
+                                      after=tuple(f"d{d}.p{p}.opt" for d in replicas), kind="dp_comm"))
+    return TaskGraph(tuple(out.tasks), f"{plan.workload} {lay.label()}")
+
+
+def simulate_plan(plan: Plan, G, *, bucket: float = DEFAULT_BUCKET, workload=None, **options):
+    """Simulate one step of a plan (:func:`step_graph`, then :func:`models.predict.simulate.simulate`)."""
+    return simulate(G, step_graph(plan, G, bucket=bucket, workload=workload), **options)
+
+
+def _simulate_one(item):
+    """One simulation of :func:`simulate_many` (module level: executors pickle it)."""
+    G, graph, options = item
+    return simulate(G, graph, **options)
+
+
+def simulate_many(items, *, executor=None, **options) -> list:
+    """Simulate many ``(G, TaskGraph)`` pairs (layouts, what-ifs), on an executor or in-process.
+
+    Parameters
+    ----------
+    items : iterable of (networkx.DiGraph, TaskGraph)
+    executor : concurrent.futures.Executor, optional
+        Where to run them (a process pool, a Dask client's ``get_executor()``); None: here, one
+        after the other. Every simulation is deterministic, so the results are identical.
+    **options
+        For :func:`models.predict.simulate.simulate` (not ``progress`` or ``decomposer``).
+
+    Returns
+    -------
+    list of SimulationResult
+        In the order of ``items``.
+    """
+    work = [(G, graph, options) for G, graph in items]
+    if executor is None:
+        return [_simulate_one(item) for item in work]
+    return list(executor.map(_simulate_one, work))

@@ -1,0 +1,313 @@
+"""The simulator: known answers (the estimate alone, disjoint and shared links, overlap, what-ifs),
+max-min fairness invariants, task-graph validation and its errors."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import topo
+from models.predict.collectives import COLLECTIVE_NAMES, LimitError, estimate
+from models.predict.decompose import DecomposeError, Decomposer, STEP_PARAMETERS
+from models.predict.flows import FlowError, max_min_share
+from models.predict.simulate import SMS, TaskGraphError, read_task_graph, simulate, task_graph
+
+MiB = 2**20
+# 8 B to 8 GiB, x8 apart.
+SIZES = [8 * 8**k for k in range(11)] + [8 * 2**30]
+
+
+def _one(op, gpus, nbytes):
+    return task_graph({"tasks": [{"id": "x", "op": op, "gpus": list(gpus), "bytes": nbytes}]})
+
+
+# ------------------------------------------------------------------ the estimate, alone
+@pytest.mark.parametrize("system", sorted(topo.SYSTEMS) + ["2xdgxh100"])
+def test_a_lone_collective_takes_its_estimate(system):
+    """Every collective alone on an idle fabric, 8 B to 8 GiB: the simulated time is the estimate's."""
+    G = topo.build(system)
+    n = len(topo.gpus(G))
+    gpus = list(range(n)) if n <= 16 else list(range(8))  # a GB200 rack: two trays
+    d = Decomposer(G)
+    for collective in COLLECTIVE_NAMES:
+        if system == "gb200nvl72" and collective == "alltoall":
+            continue  # estimate() itself fails there (a route without a NIC), see the report
+        d.prepare((collective, tuple(gpus), s) for s in SIZES)  # one estimate for every size
+        expected = estimate(G, collective, SIZES, gpus).time
+        for size, want in zip(SIZES, expected):
+            got = simulate(G, _one(collective, gpus, size), decomposer=d).step_time
+            assert got == pytest.approx(want, rel=1e-9), (collective, size)
+
+
+def test_a_send_takes_the_sendrecv_estimate():
+    G = topo.build("2xdgxh100")
+    graph = task_graph({"tasks": [{"id": "s", "op": "send", "src": 0, "dst": 9, "bytes": 64 * MiB}]})
+    assert simulate(G, graph).step_time == pytest.approx(
+        float(estimate(G, "sendrecv", 64 * MiB, [0, 9]).time), rel=1e-9)
+
+
+# ------------------------------------------------------------------ concurrency, closed forms
+def test_collectives_on_links_they_do_not_share_keep_their_time():
+    G = topo.build("dgxh100")  # every GPU has its own links to the switches
+    graph = task_graph({"tasks": [
+        {"id": "a", "op": "all_gather", "gpus": [0, 1, 2, 3], "bytes": 256 * MiB},
+        {"id": "b", "op": "all_gather", "gpus": [4, 5, 6, 7], "bytes": 256 * MiB}]})
+    r = simulate(G, graph)
+    alone = float(estimate(G, "all_gather", 256 * MiB, [0, 1, 2, 3]).time)
+    assert r.task("a").end == pytest.approx(alone, rel=1e-9)
+    assert r.task("b").end == pytest.approx(alone, rel=1e-9)
+
+
+def test_two_sends_through_one_nic_split_it_as_max_min_fairness_says():
+    """GPUs 0 and 1 of a DGX-1V share a NIC. Two equal sends to the other host, each filling the
+    NIC port to a share u alone: together each gets min(1, 1 / (2u)) of its speed; a smaller
+    third send that shares nothing keeps its time."""
+    G = topo.build("2xdgx1v")
+    d = Decomposer(G)
+    s0, s1 = d.send(0, 8, 256 * MiB), d.send(1, 9, 256 * MiB)
+    shared = set(s0.edges) & set(s1.edges)
+    nic = [e for e in shared if G.nodes[e[0]]["kind"] == "nic" and G.edges[e]["kind"] == "network"]
+    assert nic, "the two sends leave by one NIC port"
+    u = max(float(s0.usage[s0.edges.index(e)]) for e in shared)  # the busiest shared link
+    factor = min(1.0, 1 / (2 * u))
+    graph = task_graph({"tasks": [{"id": "a", "op": "send", "src": 0, "dst": 8, "bytes": 256 * MiB},
+                                  {"id": "b", "op": "send", "src": 1, "dst": 9, "bytes": 256 * MiB}]})
+    r = simulate(G, graph, decomposer=d)
+    want = s0.startup + s0.transfer / factor
+    assert factor < 1
+    assert r.task("a").end == pytest.approx(want, rel=1e-9)
+    assert r.task("b").end == pytest.approx(want, rel=1e-9)
+
+
+def test_a_shorter_flow_on_a_shared_bottleneck_frees_it_for_the_longer():
+    """Two identical paths that both fill their bottleneck: half each while both run, then the
+    rest alone, so the small ends at startup + 2 T_small and the large at startup + T_small + T_large."""
+    G = topo.build("2xdgx1v")
+    d = Decomposer(G)
+    small, large = d.send(0, 8, 64 * MiB), d.send(0, 8, 256 * MiB)
+    assert max(small.usage) == pytest.approx(1.0)
+    graph = task_graph({"tasks": [
+        {"id": "small", "op": "send", "src": 0, "dst": 8, "bytes": 64 * MiB, "stream": "one"},
+        {"id": "large", "op": "send", "src": 0, "dst": 8, "bytes": 256 * MiB, "stream": "two"}]})
+    r = simulate(G, graph, decomposer=d)
+    assert r.task("small").end == pytest.approx(small.startup + 2 * small.transfer, rel=1e-9)
+    assert r.task("large").end == pytest.approx(large.startup + small.transfer + large.transfer, rel=1e-9)
+
+
+def test_compute_and_an_independent_collective_overlap_to_the_longer():
+    G = topo.build("dgxh100")
+    alone = float(estimate(G, "all_reduce", 512 * MiB).time)
+    for seconds in (alone / 3, 3 * alone):
+        graph = task_graph({"tasks": [
+            {"id": "ar", "op": "all_reduce", "gpus": list(range(8)), "bytes": 512 * MiB},
+            {"id": "mm", "op": "compute", "gpus": list(range(8)), "seconds": seconds}]})
+        r = simulate(G, graph, sm_share=False)
+        assert r.step_time == pytest.approx(max(seconds, alone), rel=1e-9)
+        assert r.critical_path == (("ar",) if alone > seconds else ("mm",))
+
+
+def test_nccl_blocks_slow_compute_by_their_share_of_the_sms():
+    """A kernel of C seconds beside a collective of T seconds holding b blocks of S SMs: it runs at
+    1 - b/S while the collective runs, so it ends at C + T b / S."""
+    G = topo.build("dgxh100")
+    d = Decomposer(G)
+    steps = d.collective("all_reduce", 512 * MiB, range(8))
+    blocks = steps.nchannels * STEP_PARAMETERS.ctas_per_channel
+    seconds = 5 * steps.time
+    graph = task_graph({"tasks": [
+        {"id": "ar", "op": "all_reduce", "gpus": list(range(8)), "bytes": 512 * MiB},
+        {"id": "mm", "op": "compute", "gpu": 3, "seconds": seconds}]})
+    r = simulate(G, graph, decomposer=d)
+    assert r.task("mm").end == pytest.approx(seconds + steps.time * blocks / SMS[90], rel=1e-9)
+
+
+def test_dependencies_and_streams_order_tasks():
+    G = topo.build("dgx1v")
+    graph = task_graph({"tasks": [
+        {"id": "a", "op": "compute", "gpu": 0, "seconds": 1.0},
+        {"id": "b", "op": "compute", "gpu": 0, "seconds": 2.0},  # same compute stream: after a
+        {"id": "c", "op": "compute", "gpu": 1, "seconds": 0.5, "after": ["b"]}]})
+    r = simulate(G, graph)
+    assert (r.task("b").start, r.task("c").start, r.step_time) == (1.0, 3.0, 3.5)
+    assert r.critical_path == ("a", "b", "c")
+    assert r.exposed_comm == 0
+
+
+@pytest.mark.parametrize("change", ["remove", "halve"])
+def test_a_what_if_link_changes_the_simulation_as_it_changes_the_estimate(change):
+    G = topo.dgx1v()
+    H = G.copy()
+    for u, v in (("gpu0", "gpu3"), ("gpu3", "gpu0")):
+        if change == "remove":
+            H.remove_edge(u, v)
+        else:
+            H.edges[u, v]["bandwidth"] /= 2
+            H.edges[u, v]["links"] = 1
+    gpus = [0, 1, 2, 3]
+    before = simulate(G, _one("all_reduce", gpus, 256 * MiB)).step_time
+    after = simulate(H, _one("all_reduce", gpus, 256 * MiB)).step_time
+    assert after == pytest.approx(float(estimate(H, "all_reduce", 256 * MiB, gpus).time), rel=1e-9)
+    assert after > before
+
+
+def test_link_means_account_for_every_byte():
+    """A link's mean share x step = the share it carries alone x the flow's alone transfer time."""
+    G = topo.build("dgxh100")
+    d = Decomposer(G)
+    steps = d.collective("all_reduce", 2**30, range(8))
+    r = simulate(G, _one("all_reduce", range(8), 2**30), decomposer=d)
+    link = r.links[0]
+    alone = float(steps.usage[steps.edges.index(link.edge)])
+    assert link.mean * r.step_time == pytest.approx(alone * steps.transfer, rel=1e-9)
+    assert link.peak == pytest.approx(alone)
+    edges, starts, ends, shares = r.link_series([link.edge])
+    assert float(np.sum(shares[0] * (ends - starts))) == pytest.approx(alone * steps.transfer, rel=1e-9)
+
+
+def test_records_and_json():
+    G = topo.build("dgxh100")
+    r = simulate(G, task_graph({"tasks": [
+        {"id": "a", "op": "reduce", "gpus": [0, 1, 2], "bytes": MiB, "root": 2, "kind": "dp_comm"},
+        {"id": "b", "op": "compute", "gpu": 0, "seconds": 1e-3, "after": ["a"]}]}))
+    records = r.to_records()
+    assert [x["id"] for x in records] == ["a", "b"]
+    assert records[1]["start_s"] == pytest.approx(records[0]["end_s"])
+    data = json.loads(json.dumps(r.to_dict()))
+    assert data["exposed_comm_s"] == pytest.approx(records[0]["end_s"])
+    assert data["exposed_s"] == {"dp_comm": pytest.approx(records[0]["end_s"])}
+    assert "step" in r.format()
+
+
+# ------------------------------------------------------------------ max-min fairness
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 6), st.integers(1, 5), st.data())
+def test_max_min_shares_are_feasible_and_each_flow_has_a_bottleneck(n_flows, n_links, data):
+    pairs = data.draw(st.lists(st.tuples(st.integers(0, n_flows - 1), st.integers(0, n_links - 1)),
+                               min_size=1, max_size=12, unique=True))
+    usage = data.draw(st.lists(st.floats(0.05, 1.0), min_size=len(pairs), max_size=len(pairs)))
+    flows = np.array([f for f, _ in pairs])
+    links = np.array([l for _, l in pairs])
+    usage = np.array(usage)
+    x = max_min_share(n_flows, flows, links, usage)
+    assert np.all(x > 0) and np.all(x <= 1 + 1e-12)
+    load = np.bincount(links, weights=usage * x[flows], minlength=n_links)
+    assert np.all(load <= 1 + 1e-9)
+    # Max-min: a flow below its own speed crosses a full link on which no flow gets a larger share
+    # of that link (progressive filling raises every flow's share of its busiest link alike).
+    peak = np.zeros(n_flows)
+    np.maximum.at(peak, flows, usage)
+    for f in range(n_flows):
+        if x[f] < 1 - 1e-9:
+            mine = [l for g, l in zip(flows, links) if g == f]
+            assert any(load[l] >= 1 - 1e-9 and all(
+                peak[g] * x[g] <= peak[f] * x[f] + 1e-9 for g, k in zip(flows, links) if k == l) for l in mine)
+
+
+def test_max_min_share_rejects_bad_arrays():
+    with pytest.raises(FlowError, match="one length"):
+        max_min_share(1, [0], [0, 1], [0.5])
+    with pytest.raises(FlowError, match=r"in \[0, 1\]"):
+        max_min_share(1, [0], [0], [1.5])
+    with pytest.raises(FlowError, match="flow indices"):
+        max_min_share(1, [3], [0], [0.5])
+
+
+# ------------------------------------------------------------------ task graphs: errors
+@pytest.mark.parametrize("task, field, message", [
+    ({"op": "compute", "gpu": 0, "seconds": 1}, "id", "expected text"),
+    ({"id": "a", "op": "fly", "gpu": 0}, "op", "expected one of"),
+    ({"id": "a", "op": "compute", "gpu": 0}, "seconds", "exactly one of 'seconds' or 'flops'"),
+    ({"id": "a", "op": "compute", "gpu": 0, "seconds": -1}, "seconds", "from 0 to 1e6"),
+    ({"id": "a", "op": "compute", "gpu": 0, "seconds": 1, "flops": 5}, "seconds", "exactly one"),
+    ({"id": "a", "op": "compute", "gpu": 0, "flops": 5, "dtype": "bf16"}, "flops", "compute model"),
+    ({"id": "a", "op": "compute", "gpu": 99, "seconds": 1}, "gpu", "from 0 to 7"),
+    ({"id": "a", "op": "compute", "gpu": 0, "gpus": [1], "seconds": 1}, "gpu", "exactly one of"),
+    ({"id": "a", "op": "all_reduce", "gpus": [0, 1]}, "bytes", "a size in bytes"),
+    ({"id": "a", "op": "all_reduce", "gpus": [0, 0], "bytes": 8}, "gpus", "distinct"),
+    ({"id": "a", "op": "all_reduce", "gpus": [], "bytes": 8}, "gpus", "non-empty"),
+    ({"id": "a", "op": "all_reduce", "gpus": [0, 1], "bytes": 2**70}, "bytes", "whole number"),
+    ({"id": "a", "op": "all_reduce", "gpus": [0, 1], "bytes": 1.5}, "bytes", "whole number"),
+    ({"id": "a", "op": "all_reduce", "gpus": [0, 1], "bytes": 8, "root": 0}, "root", "does not apply"),
+    ({"id": "a", "op": "broadcast", "gpus": [0, 1], "bytes": 8, "root": 5}, "root", "among the GPUs"),
+    ({"id": "a", "op": "send", "src": 0, "dst": 0, "bytes": 8}, "dst", "other than the source"),
+    ({"id": "a", "op": "send", "src": 0, "dst": 1, "bytes": 8, "gpus": [0]}, "gpus", "does not apply"),
+    ({"id": "a", "op": "compute", "gpu": 0, "seconds": 1, "colour": 1}, "", "unknown field"),
+    ({"id": "a", "op": "compute", "gpu": 0, "seconds": 1, "after": "b"}, "after", "a list"),
+    ({"id": "a", "op": "compute", "gpu": 0, "seconds": 1, "after": ["zz"]}, "after", "unknown task"),
+    ({"id": "a", "op": "compute", "gpu": 0, "seconds": 1, "after": ["a"]}, "after", "itself"),
+])
+def test_bad_tasks_are_named_with_their_field(task, field, message):
+    with pytest.raises(TaskGraphError, match=message) as error:
+        task_graph({"tasks": [task]}, ngpus=8)
+    assert error.value.field == field
+    assert error.value.task == task.get("id", "#0")
+
+
+def test_graph_level_errors():
+    with pytest.raises(TaskGraphError, match="tasks"):
+        task_graph({"task": []})
+    with pytest.raises(TaskGraphError, match="does not parse"):
+        task_graph("{oops")
+    with pytest.raises(TaskGraphError, match="cycle"):
+        task_graph({"tasks": [{"id": "a", "op": "compute", "gpu": 0, "seconds": 1, "after": ["b"]},
+                              {"id": "b", "op": "compute", "gpu": 0, "seconds": 1, "after": ["a"]}]})
+    with pytest.raises(TaskGraphError, match="earlier task"):
+        task_graph({"tasks": [{"id": "a", "op": "compute", "gpu": 0, "seconds": 1}] * 2})
+    with pytest.raises(TaskGraphError, match="top-level"):
+        task_graph({"tasks": [], "extra": 1})
+    with pytest.raises(LimitError, match="max_tasks=1"):
+        task_graph({"tasks": [{"id": str(k), "op": "compute", "gpu": 0, "seconds": 1} for k in range(2)]},
+                   max_tasks=1)
+    with pytest.raises(TaskGraphError, match="does not parse"):  # nesting too deep for json
+        task_graph("[" * 100000 + "]" * 100000)
+
+
+def test_simulation_errors():
+    G = topo.build("dgx1v")
+    graph = task_graph({"tasks": [{"id": "a", "op": "compute", "gpu": 12, "seconds": 1}]})
+    with pytest.raises(TaskGraphError, match="GPU 12 is not on"):
+        simulate(G, graph)
+    graph = task_graph({"tasks": [{"id": str(k), "op": "compute", "gpu": 0, "seconds": 1} for k in range(4)]})
+    with pytest.raises(LimitError, match="max_events=10") as error:
+        simulate(G, graph, max_events=10)
+    assert error.value.keyword == "max_events"
+    with pytest.raises(DecomposeError, match="unknown collective"):
+        Decomposer(G).collective("allreduce", 8, [0, 1])
+    with pytest.raises(DecomposeError, match="two different GPUs"):
+        Decomposer(G).send(1, 1, 8)
+
+
+def test_flops_go_through_the_callers_compute_model():
+    graph = task_graph({"tasks": [{"id": "a", "op": "compute", "gpus": [0, 1], "flops": 2e12, "dtype": "bf16"}]},
+                       compute_time=lambda flops, dtype, gpus: flops / 1e15)
+    assert graph.tasks[0].seconds == pytest.approx(2e-3)
+    assert task_graph(graph.to_dict()) == graph
+
+
+def test_reading_task_graph_files(tmp_path):
+    path = tmp_path / "g.json"
+    path.write_text(json.dumps({"tasks": [{"id": "a", "op": "compute", "gpu": 0, "seconds": 1}]}))
+    assert read_task_graph(path).tasks[0].id == "a"
+    with pytest.raises(TaskGraphError, match="regular file"):
+        read_task_graph(tmp_path)
+    with pytest.raises(TaskGraphError, match="cannot read"):
+        read_task_graph(tmp_path / "missing.json")
+    if hasattr(os, "mkfifo"):
+        fifo = tmp_path / "fifo"
+        os.mkfifo(fifo)
+        with pytest.raises(TaskGraphError, match="regular file"):
+            read_task_graph(fifo)
+
+
+def test_state_belongs_to_the_call():
+    """Two simulations of one graph give the same answer (nothing is kept between calls)."""
+    G = topo.build("dgxh100")
+    graph = _one("all_gather", range(8), 8 * MiB)
+    assert simulate(G, graph).to_records() == simulate(G, graph).to_records()
+    assert math.isfinite(simulate(G, graph).step_time)

@@ -1,0 +1,115 @@
+"""Planner layouts as step graphs: Megatron's schedule, data-parallel buckets, folded replicas."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+import topo
+from models.predict.simulate import simulate, task_graph
+from models.studies.planner import plan
+from models.studies.stepgraph import StepGraphError, compute_time, simulate_many, simulate_plan, step_graph
+
+MiB = 2**20
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    return topo.build("4xdgxh100")
+
+
+@pytest.fixture(scope="module")
+def pipelined(cluster):
+    return plan("llama3-8b", cluster, tp=8, pp=2, dp=2, zero=0, global_batch=8, recompute="full")
+
+
+def _compute_order(graph, stage_prefix):
+    """F/B micro-batch order of a stage, from its first layer-half compute tasks."""
+    out = []
+    for t in graph.tasks:
+        if t.id.startswith(stage_prefix) and t.id.endswith(".c0"):
+            what = t.id.split(".")[2]
+            if not out or out[-1] != what:
+                out.append(what)
+    return out
+
+
+def test_stages_run_one_f_one_b(cluster, pipelined):
+    graph = step_graph(pipelined, cluster)
+    assert pipelined.layout.micro_batches == 4
+    assert _compute_order(graph, "d0.p0.") == ["F0", "F1", "B0", "F2", "B1", "F3", "B2", "B3"]
+    assert _compute_order(graph, "d0.p1.") == ["F0", "B0", "F1", "B1", "F2", "B2", "F3", "B3"]
+
+
+def test_layers_collectives_sends_and_buckets(cluster, pipelined):
+    w_layers = 32  # llama3-8b
+    graph = step_graph(pipelined, cluster, bucket=25 * MiB)
+    kinds = {}
+    for t in graph.tasks:
+        kinds.setdefault(t.kind, []).append(t)
+    m, tp = 4, 8
+    # per layer and micro-batch: forward 2 halves, backward 2 halves, each followed by its
+    # tensor-parallel collective(s) (one more per half in the backward with full recomputation)
+    assert len(kinds["compute"]) == w_layers * m * 4
+    per_half = 2 if pipelined.layout.sequence_parallel else 1
+    assert len(kinds["tp_comm"]) == w_layers * m * (2 + 4) * per_half
+    assert len(kinds["pp_comm"]) == 2 * m * tp  # one boundary, forward and backward, each tp rank
+    buckets = [t for t in kinds["dp_comm"]]
+    assert buckets and all(t.op == "all_reduce" and len(t.gpus) == 2 for t in buckets)
+    # replica 1's copy of each send, folded: the same GPU positions in its own hosts
+    assert all(len(t.images) == 1 and len(t.images[0]) == 2 for t in kinds["pp_comm"])
+
+
+def test_folded_replicas_simulate_exactly_as_every_replica(cluster, pipelined):
+    folded = step_graph(pipelined, cluster)
+    unfolded = step_graph(pipelined, cluster, fold=False)
+    assert len(unfolded) > len(folded)
+    a, b = simulate(cluster, folded), simulate(cluster, unfolded)
+    assert a.step_time == pytest.approx(b.step_time, rel=1e-12)
+    assert dict(a.exposed) == pytest.approx(dict(b.exposed), rel=1e-12)
+
+
+def test_zero_stages_change_the_data_parallel_collectives(cluster):
+    p = plan("llama3-8b", cluster, tp=8, pp=1, dp=4, zero=1, global_batch=8)
+    ops = {t.op for t in step_graph(p, cluster).tasks if t.kind == "dp_comm"}
+    assert ops == {"reduce_scatter", "all_gather"}
+    p3 = plan("llama3-8b", cluster, tp=8, pp=1, dp=4, zero=3, global_batch=8)
+    gathers = [t for t in step_graph(p3, cluster).tasks if t.kind == "dp_comm" and t.op == "all_gather"]
+    assert len(gathers) >= 32 * 2 * 8  # every layer, forward and backward, every tensor-parallel rank
+
+
+def test_the_simulated_step_beside_the_planners(cluster, pipelined):
+    r = simulate_plan(pipelined, cluster)
+    assert r.step_time > 0 and r.exposed_comm > 0
+    # The same compute and the same collectives: the two agree to a few percent on this layout.
+    assert r.step_time == pytest.approx(pipelined.step_time, rel=0.1)
+    assert set(r.critical_by_kind()) <= {"compute", "tp_comm", "pp_comm", "dp_comm", "optimizer"}
+
+
+def test_many_simulations_on_an_executor_give_the_same_results(cluster, pipelined):
+    G2 = cluster.copy()
+    items = [(cluster, step_graph(pipelined, cluster)), (G2, task_graph(
+        {"tasks": [{"id": "a", "op": "all_reduce", "gpus": list(range(16)), "bytes": 64 * MiB}]}))]
+    here = simulate_many(items)
+    with ThreadPoolExecutor(2) as pool:
+        there = simulate_many(items, executor=pool)
+    assert [r.to_records() for r in here] == [r.to_records() for r in there]
+
+
+def test_errors(cluster):
+    cnn = plan("resnet50", topo.build("dgxh100"), tp=1, pp=1, dp=8, zero=0)
+    with pytest.raises(StepGraphError, match="CNN"):
+        step_graph(cnn, topo.build("dgxh100"))
+    p = plan("llama3-8b", cluster, tp=8, pp=1, dp=4, zero=0, global_batch=8)
+    with pytest.raises(StepGraphError, match="bucket"):
+        step_graph(p, cluster, bucket=0)
+    big = plan("llama3-70b", topo.build("dgxh100"), tp=1, pp=1, dp=8, zero=0)
+    assert not big.fits
+    with pytest.raises(StepGraphError, match="does not fit"):
+        step_graph(big, topo.build("dgxh100"))
+
+
+def test_compute_time_of_flops():
+    f = compute_time(topo.build("dgxa100"))
+    assert f(312e12 * 0.75, "bf16", (0, 1)) == pytest.approx(1.0)
