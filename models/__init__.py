@@ -61,7 +61,7 @@ from .studies.bounds import (Bound, BoundError, BoundTooLargeError, Cut, SubsetB
 from .studies.workload import (DTYPES, PRESETS, WORKLOAD_GRAMMAR, UnknownDtypeError, UnknownWorkloadError,
                        WorkloadError, parse_workload, workload)
 from .studies.compute import GENERATIONS, UnknownGenerationError, UnsupportedDtypeError, generation_of
-from .studies.planner import Plan, PlanError, Search, gpus_ranking, plan, search
+from .studies.planner import Plan, PlanError, Search, calibrate_plan, gpus_ranking, plan, search
 from .predict.simulate import SimulationResult, TaskGraph, TaskGraphError, read_task_graph, simulate, task_graph
 from .studies.stepgraph import StepGraphError, simulate_many, simulate_plan, step_graph
 
@@ -97,7 +97,7 @@ __all__: list[str] = [
     "DTYPES", "PRESETS", "WORKLOAD_GRAMMAR", "UnknownDtypeError", "UnknownWorkloadError",
     "WorkloadError", "parse_workload", "workload",
     "GENERATIONS", "UnknownGenerationError", "UnsupportedDtypeError", "generation_of",
-    "Plan", "PlanError", "Search", "gpus_ranking", "plan", "search",
+    "Plan", "PlanError", "Search", "calibrate_plan", "gpus_ranking", "plan", "search",
     "SimulationResult", "TaskGraph", "TaskGraphError", "read_task_graph", "simulate", "task_graph",
     "StepGraphError", "simulate_many", "simulate_plan", "step_graph",
 ]

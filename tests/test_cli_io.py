@@ -135,7 +135,8 @@ def test_gpu_names_nvidia_smi_prints_and_short_forms_give_the_same_file(capsys, 
     for name in (V100, "v100-sxm2", "V100SXM2", "Tesla V100-SXM2-32GB", "Tesla V100-SXM3-32GB"):
         ok(capsys, "import", SMI, "--gpu", name, "--out", tmp_path / "g.json")
         texts.append((tmp_path / "g.json").read_text())
-    assert texts[0] == texts[1] == texts[2] == texts[3]  # the catalogue's V100-SXM2, any memory size
+    assert texts[0] == texts[1] == texts[2]  # the catalogue's V100-SXM2
+    assert "Tesla V100-SXM2-32GB" in texts[3] and texts[3] != texts[0]  # the 32 GB part, by its size
     assert "V100-SXM3" in texts[4] and texts[4] != texts[0]
 
 
@@ -178,7 +179,7 @@ def test_import_nvswitch_inferred_and_overridden(capsys, tmp_path):
     ([SMI, "--gpu", "v100-sxm2", "--format", "nccl-xml"], "NCCL topology XML"),
     ([XML, "--format", "nvidia-smi", "--gpu", "v100-sxm2"], "nvidia-smi topo -m"),
     ([XML, "--cpu", "x", "--nvswitch"], "--cpu, --nvswitch/--no-nvswitch apply to nvidia-smi text"),
-    (["/nonexistent/file"], "cannot read file /nonexistent/file"),
+    (["/nonexistent/file"], "'/nonexistent/file': No such file"),
     ([SMI, "--gpu", "v100-sxm2", "--out", "/nonexistent/dir/x.json"], "/nonexistent/dir"),
     ([SMI, "--gpu", "v100-sxm2", "--format", "csv"], "invalid choice: 'csv'"),
 ])
@@ -475,3 +476,180 @@ def test_any_io_command_line_is_status_0_or_2_with_one_line(fuzzdir, exported, a
         assert err.getvalue().count("\n") == 1 and err.getvalue().startswith("dgxtopo: error: "), (argv, err.getvalue())
         assert out.getvalue() == ""
         assert sorted(p.name for p in fuzzdir.iterdir()) == before, argv  # nothing written on error
+
+
+# ------------------------------------------------------- inputs: every file a command reads
+# issue 24: each case ends within seconds in exit 0 with the answer, or exit 2 and one line.
+DGX2_RUNS = json.loads((DATA / "dgx2_12gpu_nccl_tests.json").read_text())["collectives"]
+
+
+@pytest.fixture
+def measured_run(tmp_path):
+    """The given DGX-2 all_reduce run as a file (tests/data/dgx2_12gpu_nccl_tests.json)."""
+    path = tmp_path / "m.txt"
+    path.write_text(DGX2_RUNS["all_reduce"]["raw"])
+    return path
+
+
+def _calibration_file(tmp_path, **parameters):
+    path = tmp_path / "cal.json"
+    path.write_text(json.dumps({"schema": "dgx-topo calibration", "version": 1, "parameters": parameters}))
+    return path
+
+
+@pytest.mark.parametrize("argv", [
+    ["check", "{fifo}", "--system", "dgx2"], ["calibrate", "{fifo}", "--system", "dgx2", "--out", "{tmp}/c.json"],
+    ["collective", "all_reduce", "--system", "dgx2", "--calibration", "{fifo}"],
+    ["topo", "--topo-file", "{fifo}"], ["import", "{fifo}", "--gpu", V100],
+    ["check", "{tmp}", "--system", "dgx2"], ["check", "/dev/zero", "--system", "dgx2"],
+])
+def test_an_input_that_is_not_a_regular_file_is_refused_at_once(capsys, tmp_path, argv):
+    os.mkfifo(tmp_path / "fifo")  # nobody writes to it: reading it would block for ever
+    argv = [a.replace("{fifo}", str(tmp_path / "fifo")).replace("{tmp}", str(tmp_path)) for a in argv]
+    with watchdog(20):
+        err = fails(capsys, *argv)
+    assert "expected a regular file" in err and ("FIFO" in err or "directory" in err or "device" in err)
+
+
+def test_inputs_are_sized_before_they_are_read(capsys, tmp_path, measured_run):
+    err = fails(capsys, "check", measured_run, "--system", "dgx2", "--max-input", "1K")
+    assert f"is {measured_run.stat().st_size} bytes, more than the limit of 1024 bytes" in err
+    assert "raise it with --max-input SIZE" in err
+    big = tmp_path / "big.txt"
+    with open(big, "wb") as handle:  # sparse: 17 MiB of nothing, over the 16 MiB default
+        handle.truncate(17 * 2**20)
+    assert "more than the limit of 16777216 bytes" in fails(capsys, "check", big, "--system", "dgx2")
+    assert "more than the limit" in fails(capsys, "topo", "--topo-file", measured_run, "--max-input", "100")
+    assert "more than the limit" in fails(capsys, "import", SMI, "--gpu", V100, "--max-input", "100")
+
+
+def test_an_out_that_is_an_input_is_refused_and_the_input_kept(capsys, tmp_path, measured_run):
+    before = measured_run.read_text()
+    (tmp_path / "hard.txt").hardlink_to(measured_run)
+    for out in (measured_run, tmp_path / "." / "m.txt", tmp_path / "hard.txt"):
+        assert "is the input" in fails(capsys, "calibrate", measured_run, "--system", "dgx2", "--out", out)
+        assert "is the input" in fails(capsys, "check", measured_run, "--system", "dgx2", "--out", out)
+    smi = tmp_path / "x.txt"
+    smi.write_text(Path(SMI).read_text())
+    assert "is the input" in fails(capsys, "import", smi, "--gpu", V100, "--out", smi)
+    cal = _calibration_file(tmp_path)
+    assert "is the input" in fails(capsys, "compare", "dgx1v", "--calibration", cal, "--out", cal)
+    assert measured_run.read_text() == before and smi.read_text() == Path(SMI).read_text()
+
+
+@pytest.mark.parametrize("out, message", [
+    ("-", "standard output is not one"), ("/dev/stdout", "it is a standard stream"),
+    ("/dev/fd/1", "it is a standard stream"),
+])
+def test_out_to_standard_output_is_refused_clearly(capsys, measured_run, out, message):
+    assert message in fails(capsys, "calibrate", measured_run, "--system", "dgx2", "--out", out)
+    assert message in fails(capsys, "export", "dgx1v", "--out", out)
+
+
+def _stdin(monkeypatch, data: bytes):
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(data)))
+
+
+def test_standard_input_is_read_where_piping_makes_sense(capsys, monkeypatch, measured_run):
+    whole = ok(capsys, "check", measured_run, "--system", "dgx2")
+    _stdin(monkeypatch, measured_run.read_bytes())
+    assert ok(capsys, "check", "-", "--system", "dgx2") == whole
+    topo_text = ok(capsys, "topo", "dgx1v")
+    _stdin(monkeypatch, topo_text.encode())
+    assert "8 GPUs" in ok(capsys, "import", "-", "--gpu", V100)
+    _stdin(monkeypatch, b"")
+    assert "found none in standard input" in fails(capsys, "check", "-", "--system", "dgx2")
+    assert "at most one input given as -" in fails(capsys, "calibrate", "-", "-", "--system", "dgx2",
+                                                   "--out", measured_run.parent / "c.json")
+
+
+@pytest.mark.parametrize("parameters, message", [
+    ({"efficiency:nvlink2": 0}, "efficiency:nvlink2 = 0: expected a number from 0.05 to 1"),
+    ({"efficiency:nvlink2": 5.0}, "efficiency:nvlink2 = 5.0: expected a number from 0.05 to 1"),
+    ({"efficiency:nvlink99": 0.9}, "unknown parameter 'efficiency:nvlink99'"),
+    ({"floor": 1e300}, "floor = 1e+300: expected a number from 0 to 0.001 seconds"),
+])
+def test_calibration_constants_are_range_checked_naming_the_field(capsys, tmp_path, measured_run, parameters,
+                                                                   message):
+    cal = _calibration_file(tmp_path, **parameters)
+    for argv in (["collective", "all_reduce", "--system", "dgx2", "--explain"],
+                 ["check", measured_run, "--system", "dgx2", "--explain"]):
+        err = fails(capsys, *argv, "--calibration", cal)
+        assert message in err and str(cal) in err
+
+
+def test_deeply_nested_calibration_json_is_refused(capsys, tmp_path):
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    err = fails(capsys, "collective", "all_reduce", "--system", "dgx2", "--calibration", deep)
+    assert "nested at most 64 levels" in err and str(deep) in err
+
+
+def test_the_collective_a_run_names_is_not_overridden(capsys, tmp_path, measured_run):
+    err = fails(capsys, "check", measured_run, "--system", "dgx2", "--collective", "broadcast")
+    assert "names all_reduce (all_reduce_perf), --collective is broadcast" in err
+    gather = tmp_path / "gather.txt"
+    gather.write_text(DGX2_RUNS["all_gather"]["raw"].replace("all_gather_perf", "gather_perf"))
+    assert "it names gather, which dgx-topo does not model" in fails(capsys, "check", gather, "--system", "dgx2")
+    bare = tmp_path / "bare.txt"
+    bare.write_text("\n".join(line for line in DGX2_RUNS["all_gather"]["raw"].splitlines()
+                              if "_perf" not in line))
+    assert "all_gather or alltoall alike" in fails(capsys, "check", bare, "--system", "dgx2")
+    assert "all_gather on dgx2" in ok(capsys, "check", bare, "--system", "dgx2", "--collective", "all_gather")
+
+
+def test_nccl_tests_messages_name_the_option(capsys, tmp_path, measured_run):
+    huge = tmp_path / "huge.txt"
+    huge.write_text(f"{10**30}  2  float  sum  -1  61.03  0.00  0.00  2e-07\n")
+    err = fails(capsys, "check", huge, "--system", "dgx2")
+    assert "line 1: expected a size of at most 4611686018427387904 (2^62), found a 31-digit number" in err
+    assert "--gpus names 4 GPUs, " in fails(capsys, "check", measured_run, "--system", "dgx2", "--gpus", "0-3")
+    assert "has 12 ranks" in fails(capsys, "check", measured_run, "--system", "dgx2", "--gpus", "0-3")
+    assert "-g must be an integer from 1 to 12" in fails(capsys, "check", measured_run, "--system", "dgx2",
+                                                          "-g", "13")
+    assert "--fail-each" in fails(capsys, "whatif", "all_reduce", "--system", "dgx1v", "--fail-each", "nvswitch")
+
+
+def test_calibrate_and_check_run_on_the_runs_without_rank_lines(capsys, tmp_path):
+    for collective, published in DGX2_RUNS.items():
+        cut = tmp_path / f"{collective}.txt"
+        cut.write_text("\n".join(line for line in published["raw"].splitlines()
+                                 if "Rank" not in line and "nThread" not in line))
+        whole = tmp_path / f"{collective}-whole.txt"
+        whole.write_text(published["raw"])
+        assert ok(capsys, "check", cut, "--system", "dgx2").replace(cut.name, "") == \
+            ok(capsys, "check", whole, "--system", "dgx2").replace(whole.name, "")
+    out = ok(capsys, "calibrate", *sorted(tmp_path.glob("*[a-z].txt")), "--system", "dgx2",
+             "--out", tmp_path / "c.json")
+    assert "launch_per_gpu" in out and (tmp_path / "c.json").exists()
+
+
+def test_result_rows_are_bounded(capsys, tmp_path, measured_run):
+    """A 16 MB nccl-tests text of rows took 45 s and printed 157,000 lines: refused past --max-rows."""
+    err = fails(capsys, "check", measured_run, "--system", "dgx2", "--max-rows", "10")
+    assert "has more than 10 result rows, the limit: raise it with --max-rows" in err
+    assert "8589934592" in ok(capsys, "check", measured_run, "--system", "dgx2", "--max-rows", "34")
+
+
+def test_a_link_slowed_past_any_search_speed_is_not_reported_at_nccls_fallback_figure(capsys):
+    """issue 24: --degrade gpu0-gpu3=0.05 reported 0.10 GB/s, NCCL's fallback tuning figure, as the
+    measured busbw (worse than failing the link, 10 GB/s over PCIe). NCCL keeps the direct link
+    (fewest hops) and falls back to one channel on it: 2 of the bundle's 40 GB/s moves, and a
+    time of 10^300 us prints in powers of ten."""
+    row = ok(capsys, "collective", "all_reduce", "--system", "dgx1v", "--degrade", "gpu0-gpu3=0.05",
+             "--gpus", "0,3").splitlines()[-2].split()
+    assert 1.9 < float(row[7]) < 2.1
+    out = ok(capsys, "collective", "all_reduce", "--system", "dgx1v", "--degrade", "gpu0-gpu3=1e-300",
+             "--gpus", "0,3", "--explain")
+    assert out.splitlines()[3].split()[5] == "8.226e+302" and "tuned at 0.1 GB/s; its data moves at" in out
+    assert not any(w in ("nan", "inf") for w in out.lower().split())
+
+
+def test_messages_name_the_command_lines_options_not_python_keywords(capsys, tmp_path):
+    """issue 24: the library names its keyword (socket_link=, gpus_per_thread); the CLI its option."""
+    xml = tmp_path / "foo.xml"
+    xml.write_text(Path(XML).read_text().replace('vendor="GenuineIntel"', 'vendor="Foo"'))
+    err = fails(capsys, "import", xml, "--gpu", "v100-sxm2")
+    assert "pass --socket-link one of" in err and "socket_link" not in err
+    err = fails(capsys, "pairs", "all_reduce", "--system", "dgx1v", "-s", "8", "-g", "4")
+    assert "-g must be" in err and "gpus_per_thread" not in err

@@ -10,7 +10,7 @@ from .schema import ATTRIBUTES, EDGE_KINDS, NODE_KINDS, gpus, nodes_of_kind, sch
 from .specs import CPUS, GPUS, LINKS, NVSWITCHES, CpuSpec, GpuSpec, LinkSpec, SwitchSpec
 from .dgx import dgx1, dgx1v, dgx2
 from .cluster import MAX_HOSTS, NETWORKS, compute_nics, join_hosts
-from .registry import SYSTEMS, SystemSpec, build, cluster, parse_system_spec
+from .registry import SYSTEMS, VARIANTS, SystemSpec, build, cluster, parse_system_spec
 from .layout import LayoutError, fabric_layout, layout_style
 from .nvidia_smi import ConnectionMatrix, connection_matrix, format_connection_matrix
 from .capacity import Bisection, bisection, bisection_bandwidth, injection_bandwidth
@@ -31,7 +31,7 @@ __all__ = [
     "CPUS", "GPUS", "LINKS", "NVSWITCHES", "CpuSpec", "GpuSpec", "LinkSpec", "SwitchSpec",
     "dgx1", "dgx1v", "dgx2",
     "MAX_HOSTS", "NETWORKS", "compute_nics", "join_hosts",
-    "SYSTEMS", "SystemSpec", "build", "cluster", "parse_system_spec",
+    "SYSTEMS", "VARIANTS", "SystemSpec", "build", "cluster", "parse_system_spec",
     "LayoutError", "fabric_layout", "layout_style",
     "ConnectionMatrix", "connection_matrix", "format_connection_matrix",
     "Bisection", "bisection", "bisection_bandwidth", "injection_bandwidth",

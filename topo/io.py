@@ -105,11 +105,12 @@ _MAX_DEVICES = 1024
 # GPU names
 # --------------------------------------------------------------------------------------------
 
-def _gpu_key(name: str) -> str:
-    """Lower case without vendor prefixes, memory suffix and separators: 'v100sxm2'."""
+def _gpu_key(name: str, *, keep_memory: bool = False) -> str:
+    """Lower case without vendor prefixes, memory suffix (unless kept) and separators: 'v100sxm2'."""
     text = name.lower().strip()
     text = re.sub(r"^(nvidia\s+)?(tesla\s+)?", "", text)
-    text = re.sub(r"[-_ ]?\d+\s*gb$", "", text)
+    if not keep_memory:
+        text = re.sub(r"[-_ ]?\d+\s*gb$", "", text)
     return re.sub(r"[-_\s]", "", text)
 
 
@@ -117,8 +118,9 @@ def gpu_model(name: str) -> str:
     """Resolve a GPU name to its key in :data:`topo.specs.GPUS`.
 
     Accepts the catalogue key (``"V100-SXM2"``), the name nvidia-smi prints (``"Tesla
-    V100-SXM2-16GB"``, any memory size) and short forms (``"v100-sxm2"``, ``"v100sxm2"``),
-    without regard to case, ``-``, ``_`` or spaces.
+    V100-SXM2-16GB"``: the part of that memory size when the catalogue has it, else the model
+    of any size) and short forms (``"v100-sxm2"``, ``"v100sxm2"``), without regard to case,
+    ``-``, ``_`` or spaces.
 
     Parameters
     ----------
@@ -137,11 +139,18 @@ def gpu_model(name: str) -> str:
     Examples
     --------
     >>> gpu_model("Tesla V100-SXM2-32GB"), gpu_model("v100-sxm3"), gpu_model("P100")
-    ('V100-SXM2', 'V100-SXM3', 'P100')
+    ('V100-SXM2-32GB', 'V100-SXM3', 'P100')
     """
     if not isinstance(name, str) or not name.strip():
         raise TopologyImportError(f"expected a GPU model name such as 'V100-SXM2' or 'Tesla "
                                   f"V100-SXM2-16GB', received {name!r}")
+    # A name with its memory size names one part exactly ("Tesla V100-SXM2-32GB"); without it,
+    # the part whose key or name matches once the size is dropped.
+    full = _gpu_key(name, keep_memory=True)
+    named = [key for key, spec in GPUS.items()
+             if full in (_gpu_key(key, keep_memory=True), _gpu_key(spec.model, keep_memory=True))]
+    if len(named) == 1:
+        return named[0]
     wanted = _gpu_key(name)
     exact = [key for key, spec in GPUS.items() if wanted in (_gpu_key(key), _gpu_key(spec.model))]
     if len(exact) == 1:

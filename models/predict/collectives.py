@@ -517,12 +517,12 @@ def _alltoall_load(ctx, nodes) -> tuple:
     destination behind that network; the last leg depends on the destination only and carries
     one flow per GPU of the other hosts; the network leg depends on the two NICs only and
     carries (GPUs sending through one) x (GPUs behind the other) flows, summed per pair of
-    leaves (:func:`_network_load`). Pairs inside a host are routed one by one.
+    leaves (:func:`_network_load`). Pairs inside a host, or inside one NVLink domain of several
+    hosts (the trays of a GB200 NVL72, whose NICs sit behind Grace), are routed one by one: they
+    never leave NVLink (:func:`_nvlink_groups`).
     """
     G = ctx.G
-    hosts: dict = {}
-    for i, g in enumerate(nodes):
-        hosts.setdefault(G.nodes[g]["host"], []).append(i)
+    hosts = _nvlink_groups(ctx, nodes)
     load, worst_type = {}, PathType.LOC
     for ranks in hosts.values():
         load, worst = _flow_load(ctx, nodes, [(i, j) for i in ranks for j in ranks if i != j], load)
@@ -531,6 +531,7 @@ def _alltoall_load(ctx, nodes) -> tuple:
         return load, worst_type
     router, kind = ctx.fabric.router, G.nodes
     order = sorted(hosts)
+    group = {i: key for key, ranks in hosts.items() for i in ranks}
     # Where every GPU receives: its nearest NIC, and the leg from that NIC to it.
     receive: dict = {}  # rank -> (NIC, edges of the last leg)
     for h, host in enumerate(order):
@@ -544,12 +545,12 @@ def _alltoall_load(ctx, nodes) -> tuple:
     by_network: dict = {}  # network -> {host: [ranks behind its NICs]}
     for i, (nic, _) in receive.items():
         recv[nic] = recv.get(nic, 0) + 1
-        host = kind[nodes[i]]["host"]
+        host = group[i]
         nic_host[nic] = host
         by_network.setdefault(router.network_component(nic), {}).setdefault(host, []).append(i)
     send: dict = {}  # NIC -> GPUs of the set sending through it (to its network)
     for i, (nic, edges) in receive.items():
-        host = kind[nodes[i]]["host"]
+        host = group[i]
         remote = len(nodes) - len(hosts[host])
         for u, v in edges:
             load[u, v] = load.get((u, v), 0.0) + remote
@@ -568,6 +569,30 @@ def _alltoall_load(ctx, nodes) -> tuple:
             nic_host[out] = host
     _network_load(router, send, recv, nic_host, load)
     return load, PathType.NET
+
+
+def _nvlink_groups(ctx, nodes) -> dict:
+    """The ranks grouped by where their pairs stay on NVLink: one group per host, hosts joined
+    when their GPUs reach each other over NVLink (an NVLink domain of several hosts, as the 18
+    trays of a GB200 NVL72; a cluster marks its copies with ``nvlink_domain``). Keyed by the
+    lowest host of the group, in order."""
+    G, router = ctx.G, ctx.fabric.router
+    hosts: dict = {}
+    for i, g in enumerate(nodes):
+        hosts.setdefault(G.nodes[g]["host"], []).append(i)
+    groups: dict = {}  # first host -> ranks
+    anchors: list = []  # (domain, first host, a GPU)
+    for host in sorted(hosts):
+        gpu = nodes[hosts[host][0]]
+        domain = G.nodes[gpu].get("nvlink_domain")
+        key = next((first for d, first, other in anchors
+                    if d == domain and router.nvlink_reaches(gpu, other)), None)
+        if key is None:
+            anchors.append((domain, host, gpu))
+            groups[host] = []
+            key = host
+        groups[key].extend(hosts[host])
+    return groups
 
 
 def _network_load(router, send, recv, nic_host, load) -> None:

@@ -40,7 +40,7 @@ import argparse
 import json
 import math
 import os
-import stat
+import re
 import sys
 import textwrap
 from dataclasses import dataclass
@@ -57,6 +57,7 @@ from ..predict.collectives import COLLECTIVE_NAMES, LimitError, estimate, pairwi
 from ..engine.nccl.profiles import PROFILES
 from ..engine.nccltests import count_from_nbytes
 from ..predict.p2p import MODES, format_p2p_report, p2p_report
+from ..studies.benchmarks import MAX_ROWS
 from ..studies.whatif import apply_failures
 from ..studies.workload import WORKLOAD_GRAMMAR
 
@@ -96,7 +97,7 @@ ALGORITHMS = ("ring", "tree", "nvls", "nvls_tree", "pat")
 
 _SPEC_HELP = (
     "Systems (SPEC, NAME): " + SPEC_GRAMMAR + ". NAME is a built-in system ({names}; case, '-' "
-    "and '_' ignored); NxNAME[:network] is a cluster of N of them joined by an InfiniBand network, "
+    "and '_' ignored) or a variant of one ({variants}); NxNAME[:network] is a cluster of N of them joined by an InfiniBand network, "
     "fat_tree (default) or rail.")
 _TOPO_FILE_HELP = (
     "Topology files (--topo-file FILE): a fabric written by 'dgxtopo import' or 'dgxtopo export', "
@@ -154,7 +155,7 @@ def _too_much(what: str, size: int, limit: int, option: str) -> _UsageError:
 def _system_gpus(spec: str, max_gpus: int) -> int:
     """GPUs of a system spec, counted without building it; beyond ``max_gpus``, refused."""
     parsed = parse_system_spec(spec, max_hosts=max_gpus)  # every host has at least one GPU
-    gpus = parsed.hosts * len(topo.gpus(topo.SYSTEMS[parsed.system]()))
+    gpus = parsed.hosts * len(topo.gpus(topo.build(parsed.system)))
     if gpus > max_gpus:
         raise _too_much(f"{spec} has {gpus} GPUs", gpus, max_gpus, "--max-gpus")
     return gpus
@@ -223,6 +224,14 @@ def _topo_file_options(parser, *, many: bool = False) -> None:
                         help="with --topo-file: a cluster of N copies of the file's system")
     parser.add_argument("--network", choices=("fat_tree", "rail"),
                         help="with --nodes: the InfiniBand network joining them (default fat_tree)")
+    _max_input_option(parser)
+
+
+def _max_input_option(parser) -> None:
+    parser.add_argument("--max-input", type=parse_size, metavar="SIZE",
+                        help="refuse input files larger than SIZE (default: per kind, "
+                             "topo.inputs.INPUT_KINDS: 64M for fabrics, 16M for benchmark outputs "
+                             "and imports, 1M for calibrations)")
 
 
 def _whatif_options(parser) -> None:
@@ -241,21 +250,27 @@ def _system_option(parser, *, whatif: bool = True) -> None:
     _max_gpus_option(parser)
 
 
-def _read_text(path: str, what: str) -> str:
-    """A file's text (undecodable bytes replaced); regular files only, so a FIFO cannot hang us."""
-    try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
-            raise _UsageError(f"cannot read {what} {path}: expected a regular file")
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except OSError as error:
-        raise _UsageError(f"cannot read {what} {path}: {error.strerror or error}") from None
-    return data.decode("utf-8", errors="replace")
+def _read_text(path: str, kind: str, args) -> str:
+    """An input file's text through topo.inputs (regular files or -, sized before reading)."""
+    from topo.inputs import read_input
+
+    return read_input(path, kind, limit=getattr(args, "max_input", None))
 
 
-def _load_topo_file(path: str) -> object:
+def _inputs(args) -> list:
+    """Every file the command line names as an input (--topo-file, --calibration, FILE...)."""
+    paths = []
+    for name in ("file", "files", "topo_file", "calibration"):
+        value = getattr(args, name, None)
+        paths += value if isinstance(value, list) else [] if value is None else [value]
+    if paths.count("-") > 1:
+        raise _UsageError("standard input (-) can be read once: expected at most one input given as -")
+    return paths
+
+
+def _load_topo_file(path: str, args=None) -> object:
     """The fabric of a JSON or GraphML file written by import or export (told apart by content)."""
-    text = _read_text(path, "topology file")
+    text = _read_text(path, "fabric", args)
     head = text.lstrip("\ufeff \t\r\n")
     try:
         if head.startswith("{"):
@@ -276,7 +291,7 @@ def _load_topo_file(path: str) -> object:
 def _from_topo_file(path: str, args) -> object:
     """A fabric from ``--topo-file``, joined into ``--nodes`` copies; sized against --max-gpus."""
     limit = getattr(args, "max_gpus", MAX_GPUS)
-    G = _load_topo_file(path)
+    G = _load_topo_file(path, args)
     gpus = len(topo.gpus(G))
     nodes = getattr(args, "nodes", None)
     total = gpus * (nodes or 1)
@@ -364,11 +379,8 @@ def _calibration(args):
         return None
     from ..studies.calibration import Calibration
 
-    text = _read_text(path, "calibration file")
-    try:
-        return Calibration.from_json(text)
-    except DgxTopoError as error:
-        raise type(error)(f"{path}: {error}") from None
+    text = _read_text(path, "calibration", args)
+    return Calibration.from_json(text, source="standard input" if path == "-" else path)
 
 
 def _measurement_note(args) -> str:
@@ -614,9 +626,7 @@ def _compare_name(G, args) -> str:
 
 
 def _compare(args) -> None:
-    if args.out is not None:
-        from .output import check_output_path
-        check_output_path(args.out)  # before any work
+    _check_out(args)
     calibration = _calibration(args)
     fabrics = _fabrics(args, args.systems)
     counts = [(G.graph["name"], len(topo.gpus(G))) for G in fabrics]
@@ -653,10 +663,9 @@ def _report_arguments(parser) -> None:
 
 
 def _report(args) -> None:
-    from .output import check_output_path
     from .report.write import write_report  # imports plotly: only this command pays for it
 
-    check_output_path(args.out)  # before any work
+    _check_out(args)
     _check_cluster_options(args)
     for name in args.names:  # sized before anything is built
         _system_gpus(name, args.max_gpus)
@@ -677,16 +686,13 @@ def _report(args) -> None:
 
 
 # calibrate and check (measured nccl-tests outputs)
-def _read_run(path):
+def _read_run(path, args):
     from ..studies.benchmarks import BenchmarkParseError, read_benchmark
 
+    text = _read_text(path, "benchmark", args)
     try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            text = handle.read()
-    except OSError as error:
-        raise _UsageError(f"cannot read {path}: {error.strerror}") from None
-    try:
-        return read_benchmark(text, name=path)
+        return read_benchmark(text, name="standard input" if path == "-" else path,
+                              collective=args.collective, max_rows=args.max_rows)
     except BenchmarkParseError as error:
         if path in str(error):
             raise
@@ -700,8 +706,12 @@ def _measurement_arguments(parser) -> None:
     _gpus_per_thread_option(parser, default=None, help_default="the run's own nGpus")
     _nccl_option(parser)
     parser.add_argument("--collective", choices=COLLECTIVE_NAMES,
-                        help="the collective, if the output does not name it")
+                        help="the collective, if the output does not name it (one it names or "
+                             "its columns imply must be the same)")
     parser.add_argument("--inplace", action="store_true", help="use the in-place columns")
+    parser.add_argument("--max-rows", type=_count(1), default=MAX_ROWS, metavar="N",
+                        help=f"refuse outputs of more than N result rows (default {MAX_ROWS}; each "
+                             f"row is an estimate)")
 
 
 def _calibrate_arguments(parser) -> None:
@@ -713,13 +723,10 @@ def _calibrate_arguments(parser) -> None:
 
 def _calibrate(args) -> None:
     from ..studies.calibration import calibrate
-    from .output import check_output_path, write_text_atomic
+    from .output import write_text_atomic
 
-    check_output_path(args.out)  # before any work
-    runs = [_read_run(path) for path in args.files]
-    if args.collective:
-        from dataclasses import replace
-        runs = [replace(r, collective=args.collective) if hasattr(r, "rows") else r for r in runs]
+    _check_out(args)
+    runs = [_read_run(path, args) for path in args.files]
     result = calibrate(runs, _fabric(args, args.system), gpus=args.gpus, gpus_per_thread=args.g,
                        profile=args.nccl, inplace=args.inplace)
     print(result.format())
@@ -741,16 +748,11 @@ def _check_arguments(parser) -> None:
 def _check(args) -> None:
     from ..studies.calibration import check
 
-    if args.out is not None:
-        from .output import check_output_path
-        check_output_path(args.out)  # before any work
+    _check_out(args)
     calibration = _calibration(args)
-    run = _read_run(args.file)
+    run = _read_run(args.file, args)
     if not hasattr(run, "rows"):
         raise _UsageError(f"{args.file} is a p2pBandwidthLatencyTest output: check takes nccl-tests")
-    if args.collective:
-        from dataclasses import replace
-        run = replace(run, collective=args.collective)
     result = check(run, _fabric(args, args.system), gpus=args.gpus, gpus_per_thread=args.g,
                    profile=args.nccl, calibration=calibration, inplace=args.inplace)
     written = None
@@ -789,6 +791,7 @@ def _import_arguments(parser) -> None:
                         help="PCIe link of every device, e.g. pcie3_x16 (default: by GPU generation)")
     parser.add_argument("--socket-link", metavar="LINK",
                         help="CPU-to-CPU link, e.g. upi (default: qpi_bdw; ignored with --cpu)")
+    _max_input_option(parser)
     smi = parser.add_argument_group("nvidia-smi text only")
     smi.add_argument("--cpu", metavar="CPU", help="CPU model of every socket, a key of topo.CPUS "
                      "(default: cores and threads read off the CPU affinity)")
@@ -807,10 +810,8 @@ def _import_format(args, text: str) -> str:
 
 
 def _import(args) -> None:
-    if args.out is not None:
-        from .output import check_output_path
-        check_output_path(args.out)  # before any work
-    text = _read_text(args.file, "file")
+    _check_out(args)
+    text = _read_text(args.file, "import", args)
     kind = _import_format(args, text)
     name = {} if args.name is None else {"name": args.name}
     if kind == "nvidia-smi":
@@ -860,9 +861,9 @@ def _export_arguments(parser) -> None:
 
 
 def _export(args) -> None:
-    from .output import check_output_path, write_text_atomic
+    from .output import write_text_atomic
 
-    check_output_path(args.out)  # before any work
+    _check_out(args)
     G = _fabric(args, args.name, option="NAME")
     text = topo.to_json(G) if args.format == "json" else topo.to_graphml(G)
     write_text_atomic(args.out, text)
@@ -892,9 +893,11 @@ def _write_figures(path: str, title: str, figures, lines=()) -> None:
 
 
 def _check_out(args) -> None:
+    """Refuse an --out that cannot be written, or that is one of the inputs, before any work."""
+    inputs = _inputs(args)
     if getattr(args, "out", None) is not None:
         from .output import check_output_path
-        check_output_path(args.out)  # before any work
+        check_output_path(args.out, inputs=inputs)
 
 
 # bound
@@ -1043,6 +1046,21 @@ def _dtype_option(parser, default=None) -> None:
                                                      " (default bf16 where the GPU has it, else fp16)"))
 
 
+def _plan_number(name: str, *, low: float, high: float, low_open: bool = True):
+    """An argparse type for the plan's fractions and scales: a plain finite number in range."""
+    shown = f"{'(' if low_open else '['}{low:g}, {high:g}]"
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text) if len(text) <= 40 and text.strip().lower() not in ("nan", "inf") else math.nan
+        except ValueError:
+            value = math.nan
+        if not (low < value <= high if low_open else low <= value <= high):
+            raise argparse.ArgumentTypeError(f"{name} must be a number in {shown}, received {text[:40]!r}")
+        return value
+    return parse
+
+
 def _layout_options(parser):
     """The layout options of ``plan`` (and ``simulate``, which plans first); returns their group."""
     from ..studies.planner import RECOMPUTE
@@ -1057,20 +1075,48 @@ def _layout_options(parser):
     layout.add_argument("--global-batch", type=_count(1), metavar="B",
                         help="global batch [samples] (default: the workload's published one)")
     _dtype_option(layout)
-    layout.add_argument("--recompute", nargs="?", const="full", choices=RECOMPUTE, metavar="MODE",
-                        help=f"activation recomputation, {', '.join(RECOMPUTE)} (alone: full; "
-                             f"default: none and full searched)")
+    layout.add_argument("--recompute", choices=RECOMPUTE, metavar="MODE",
+                        help=f"activation recomputation, {', '.join(RECOMPUTE)} (default: none and full "
+                             f"searched)")
+    layout.add_argument("--sequence-parallel", choices=("on", "off"),
+                        help="sequence parallelism with tensor parallelism (default on)")
+    layout.add_argument("--virtual-stages", type=_count(1), default=1, metavar="V",
+                        help="model chunks per GPU, interleaved 1F1B (default 1: plain 1F1B)")
     return layout
 
 
 def _plan_arguments(parser) -> None:
+    from ..studies.planner import MEASURED_GRAMMAR
+    from ..studies.workload import SOFTWARE
+
     _workload_argument(parser)
     _system_option(parser)
     _nccl_option(parser)
     _layout_options(parser)
+    model = parser.add_argument_group("compute and overlap model")
+    model.add_argument("--software", choices=SOFTWARE, metavar="STACK",
+                       help="which kernels are fused: " + "; ".join(f"{k}: {v.description}" for k, v in
+                                                                     SOFTWARE.items())
+                            + " (default flash for models trained with it on Ampere or newer, else fused)")
+    model.add_argument("--efficiency", type=_plan_number("--efficiency", low=0, high=1), metavar="F",
+                       help="fraction of the dense peak a full wave of a matrix multiply reaches "
+                            "(default per GPU generation and dtype)")
+    model.add_argument("--attention-efficiency", type=_plan_number("--attention-efficiency", low=0, high=1),
+                       metavar="F", help="fraction of the dense peak of flash attention (default 0.6)")
+    model.add_argument("--memory-efficiency", type=_plan_number("--memory-efficiency", low=0, high=1),
+                       metavar="F", help="fraction of the HBM bandwidth of a streaming kernel (default 0.8)")
+    model.add_argument("--overlap", type=_plan_number("--overlap", low=0, high=1, low_open=False),
+                       metavar="F", help="fraction of the backward that hides data-parallel "
+                                         "communication (default 1; 0: gradients reduced after it)")
+    model.add_argument("--bucket", type=parse_size, metavar="SIZE",
+                       help="gradient bucket (default 25M, PyTorch DDP's)")
+    model.add_argument("--compute-scale", type=_plan_number("--compute-scale", low=0, high=1e4), metavar="K",
+                       help="multiply every kernel's time by K (a --calibrate result)")
+    model.add_argument("--calibrate", metavar="MEASURED",
+                       help=f"fit the compute model to one measured step of this layout: {MEASURED_GRAMMAR}")
     parser.add_argument("--search", action="store_true", help="rank every layout instead of printing the best")
-    parser.add_argument("--top", type=_count(1), default=10, metavar="N",
-                        help="with --search: layouts shown (default 10)")
+    parser.add_argument("--top", type=_count(1), metavar="N",
+                        help="with --search: layouts shown (default: 10 in text, all in JSON)")
     _json_option(parser, "text")
     parser.add_argument("--out", metavar="FILE.html",
                         help="also write the step-time breakdown per layout and memory per GPU "
@@ -1080,11 +1126,15 @@ def _plan_arguments(parser) -> None:
                              f"grows with the GPUs)")
 
 
-def _plan(args) -> None:
-    from ..studies.planner import format_plan, format_search, plan, search
+def _plan(args) -> int:
+    from ..studies.planner import DEFAULT_BUCKET, calibrate_plan, format_plan, format_search, plan, search
     from ..studies.workload import parse_workload
 
     _check_out(args)
+    if args.top is not None and not args.search:
+        raise _UsageError("--top ranks layouts: expected it with --search")
+    if args.calibrate is not None and args.compute_scale is not None:
+        raise _UsageError("--calibrate fits the compute scale: expected --calibrate or --compute-scale, not both")
     w = parse_workload(args.workload)  # a bad workload fails before the fabric is built
     G = _fabric(args, args.system)
     degrees = (args.tp, args.pp, args.dp)
@@ -1093,11 +1143,24 @@ def _plan(args) -> None:
         raise _too_much(f"a plan of {ngpus} GPUs", ngpus, args.limit, "--limit")
     options = dict(tp=args.tp, pp=args.pp, dp=args.dp, zero=args.zero, micro_batch=args.micro_batch,
                    global_batch=args.global_batch, dtype=args.dtype, recompute=args.recompute,
-                   profile=args.nccl)
+                   profile=args.nccl,
+                   sequence_parallel=None if args.sequence_parallel is None else args.sequence_parallel == "on",
+                   virtual_stages=args.virtual_stages, software=args.software, efficiency=args.efficiency,
+                   attention_efficiency=args.attention_efficiency, memory_efficiency=args.memory_efficiency,
+                   bucket=DEFAULT_BUCKET if args.bucket is None else args.bucket)
+    if args.overlap is not None:
+        options["overlap"] = args.overlap
+    top = 10 if args.top is None else args.top
+    if args.calibrate is not None:
+        best = calibrate_plan(w, G, args.calibrate, **options)
+        options["compute_scale"] = best.calibration.scale
+    elif args.compute_scale is not None:
+        options["compute_scale"] = args.compute_scale
     if args.search or args.out is not None:
         result = search(w, G, **options)
-        best = result.best if result.best.fits else plan(w, G, **options)
-    else:
+        if args.calibrate is None:
+            best = result.best if result.best.fits else plan(w, G, **options)
+    elif args.calibrate is None:
         result, best = None, plan(w, G, **options)
     if args.out is not None:
         from .plan_plot import memory_figure, step_time_figure
@@ -1105,12 +1168,25 @@ def _plan(args) -> None:
         _write_figures(args.out, f"dgx-topo: {best.workload} on {best.fabric}",
                        [step_time_figure(result), memory_figure(result)],
                        [format_plan(best, verbose=True)])
+    fits = best.fits if not args.search else bool(result.fitting())
     if args.json:
-        print(result.to_json() if args.search else best.to_json())
-        return
-    print(format_search(result, top=args.top) if args.search else format_plan(best, verbose=True))
+        if args.search:
+            data = result.to_dict(args.top)  # every layout unless --top says how many
+            if args.calibrate is not None:
+                data["calibration"] = best.calibration.to_dict()
+            _print_json(data)
+        else:
+            print(best.to_json())
+        return 0 if fits else 1
+    if args.search:
+        print(format_search(result, top=top))
+        if args.calibrate is not None:
+            print(format_plan(best, verbose=True))
+    else:
+        print(format_plan(best, verbose=True))
     if args.out is not None:
         print(f"wrote {args.out}")
+    return 0 if fits else 1
 
 
 def _gpus_arguments(parser) -> None:
@@ -1180,8 +1256,12 @@ def _simulate(args) -> None:
         ngpus = math.prod(degrees) if None not in degrees else len(topo.gpus(G))
         if ngpus > args.limit:
             raise _too_much(f"a plan of {ngpus} GPUs", ngpus, args.limit, "--limit")
+        if args.virtual_stages != 1:
+            raise _UsageError("simulate builds plain 1F1B schedules: expected --virtual-stages 1, received "
+                              f"{args.virtual_stages} (plan --virtual-stages models the interleaved step)")
         planned = plan(w, G, tp=args.tp, pp=args.pp, dp=args.dp, zero=args.zero, micro_batch=args.micro_batch,
-                       global_batch=args.global_batch, dtype=args.dtype, recompute=args.recompute)
+                       global_batch=args.global_batch, dtype=args.dtype, recompute=args.recompute,
+                       sequence_parallel=None if args.sequence_parallel is None else args.sequence_parallel == "on")
         graph = step_graph(planned, G, workload=w, bucket=args.bucket or DEFAULT_BUCKET)
     else:
         graph = read_task_graph(args.graph, ngpus=len(topo.gpus(G)), compute_time=compute_time(G))
@@ -1238,7 +1318,9 @@ COMMANDS: list[Command] = [
     Command("whatif", "every failure of a kind of component, ranked by the busbw it costs",
             _whatif_arguments, _whatif_sweep, epilog="Failures (--fail-each): " + _FAIL_EACH_HELP + "."),
     Command("plan", "a training step on a fabric: the best layout and where the time goes",
-            _plan_arguments, _plan, epilog="Workloads (WORKLOAD): " + WORKLOAD_GRAMMAR + "."),
+            _plan_arguments, _plan, epilog="Workloads (WORKLOAD): " + WORKLOAD_GRAMMAR + ". Exit "
+            "status: 0 when the layout fits (with --search: when one does), 1 when none fits (the "
+            "verdict and its numbers are printed), 2 for bad input."),
     Command("gpus", "GPU generations ranked for a workload", _gpus_arguments, _gpus,
             epilog="Workloads (WORKLOAD): " + WORKLOAD_GRAMMAR + "."),
     Command("simulate", "a training step or your task graph as a timeline: overlap and shared links",
@@ -1250,7 +1332,7 @@ COMMANDS: list[Command] = [
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``dgxtopo``, one subparser per entry of :data:`COMMANDS`."""
     epilog = "\n\n".join(textwrap.fill(text, 79) for text in
-                         (_SPEC_HELP.format(names=", ".join(topo.SYSTEMS)), _TOPO_FILE_HELP,
+                         (_SPEC_HELP.format(names=", ".join(topo.SYSTEMS), variants=", ".join(topo.VARIANTS)), _TOPO_FILE_HELP,
                           _WHATIF_HELP, _SIZE_HELP))
     layout = {"formatter_class": argparse.RawDescriptionHelpFormatter, "epilog": epilog}
     parser = _Parser(prog="dgxtopo", description="Model NVIDIA DGX interconnect fabrics and what "
@@ -1268,6 +1350,30 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# Library keywords a message may name, and the option that sets each on the command line: the
+# library's typed errors name the keyword (gpus_per_thread=); the command line names its option.
+_KEYWORD_OPTIONS = {"gpus_per_thread": "-g", "fail_each": "--fail-each", "max_hosts": "--max-gpus",
+                    "socket_link": "--socket-link", "gpus": "--gpus", "collective": "--collective",
+                    "pairs": "--pairs", "max_cases": "--max-cases", "max_sets": "--limit",
+                    "max_searches": "--max-searches", "calibration": "--calibration",
+                    "max_rows": "--max-rows"}
+_KEYWORD = re.compile(r"\b(" + "|".join(_KEYWORD_OPTIONS) + r")=(?:True\b)?|\b(gpus_per_thread)\b")
+
+
+def _option_words(message: str) -> str:
+    """``message`` with each library keyword (``fail_each=``, ``gpus_per_thread must``) named as
+    the command line's option (``--fail-each``, ``-g must``)."""
+    message = message.replace("max_hosts=, on the command line --max-gpus", "--max-gpus N")
+
+    def option(match):
+        name = _KEYWORD_OPTIONS[match.group(1) or match.group(2)]
+        end = match.end()
+        value_follows = match.group(0).endswith("=") and end < len(message) and not message[end].isspace() \
+            and message[end] not in ",;:)"
+        return name + (" " if value_follows else "")
+    return _KEYWORD.sub(option, message)
+
+
 def _limit_error(error: LimitError) -> str:
     option = {"max_sets": "--limit", "max_searches": "--max-searches", "max_events": "--max-events"}.get(
         error.keyword, error.keyword)
@@ -1275,19 +1381,20 @@ def _limit_error(error: LimitError) -> str:
 
 
 def main(argv=None) -> int:
-    """Run ``dgxtopo``; returns the exit status (0; 2 for bad input; 130 when interrupted)."""
+    """Run ``dgxtopo``; returns the exit status (0; 1 when ``plan`` finds no layout that fits; 2 for
+    bad input; 130 when interrupted)."""
     try:
         try:
             args = build_parser().parse_args(argv)
         except SystemExit as exit_:  # --help and --version print and stop here
             return int(exit_.code or 0)
-        args.run(args)
+        status = args.run(args)  # plan: 1 when no layout fits (the verdict is printed)
     except LimitError as error:
         print(f"dgxtopo: error: {_limit_error(error)}", file=sys.stderr)
         return 2
     except (_UsageError, DgxTopoError) as error:
         # One line even when a name inside the message (a node id read from a file) holds a newline.
-        print(f"dgxtopo: error: {' '.join(str(error).splitlines())}", file=sys.stderr)
+        print(f"dgxtopo: error: {_option_words(' '.join(str(error).splitlines()))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("dgxtopo: interrupted", file=sys.stderr)
@@ -1295,7 +1402,7 @@ def main(argv=None) -> int:
     except BrokenPipeError:  # e.g. `dgxtopo topo dgx2 | head`: the reader left, nothing to report.
         sys.stderr.close()
         return 0
-    return 0
+    return status or 0
 
 
 if __name__ == "__main__":  # python -m models.present.cli

@@ -122,6 +122,13 @@ def measurement_note(gpus_per_thread: int = 1, calibration: str | None = None) -
     return g + "measurement constants: " + (calibration if calibration else "default (DGX-2 fit)")
 
 
+def _time_us(seconds) -> str:
+    """A time in microseconds with two decimals; beyond 10^10 us (a link slowed a billionfold) in
+    powers of ten, so that a column never holds a 300-digit number."""
+    value = to_us(seconds)
+    return f"{value:.2f}" if abs(value) < 1e10 else f"{value:.3e}"
+
+
 def collective_table(G, e, counts, *, explain: bool = False, measurement: str = "") -> str:
     """``dgxtopo collective``: nccl-tests' columns (float32, sum) plus NCCL's choice.
 
@@ -143,7 +150,7 @@ def collective_table(G, e, counts, *, explain: bool = False, measurement: str = 
                                                   _each(e.algbw), busbw, _each(e.algorithm),
                                                   _each(e.protocol), _each(e.nchannels)):
         lines.append(f"  {int(size):>10}  {int(count):>12}  {'float':>6}  {redop:>6}  {root:>5}  "
-                     f"{to_us(t):>9.2f}  {to_GBps(a):>7.2f}  {to_GBps(b):>7.2f}  {al:>5}  {pr:>6}  "
+                     f"{_time_us(t):>9}  {to_GBps(a):>7.2f}  {to_GBps(b):>7.2f}  {al:>5}  {pr:>6}  "
                      f"{int(nc):>3}")
     lines.append(f"# Avg bus bandwidth    : {to_GBps(float(np.mean(busbw))):.4g}")
     if explain:

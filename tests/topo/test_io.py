@@ -33,7 +33,7 @@ def same_graph(G, H):
 # --- gpu_model ---------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("name, key", [
-    ("Tesla V100-SXM2-16GB", "V100-SXM2"), ("Tesla V100-SXM2-32GB", "V100-SXM2"),
+    ("Tesla V100-SXM2-16GB", "V100-SXM2"), ("Tesla V100-SXM2-32GB", "V100-SXM2-32GB"),
     ("v100-sxm2", "V100-SXM2"), ("V100SXM2", "V100-SXM2"), ("Tesla V100-SXM3-32GB", "V100-SXM3"),
     ("v100_sxm3", "V100-SXM3"), ("Tesla P100-SXM2-16GB", "P100"), ("p100", "P100"),
 ])
@@ -42,7 +42,7 @@ def test_gpu_model_resolves_nvidia_smi_names_and_short_forms(name, key):
 
 
 @pytest.mark.parametrize("name, message", [
-    ("v100", "ambiguous: it matches V100-SXM2, V100-SXM3"), ("A100-PCIE", "unknown GPU model"),
+    ("v100", "ambiguous: it matches V100-SXM2, V100-SXM2-32GB, V100-SXM3"), ("A100-PCIE", "unknown GPU model"),
     ("", "expected a GPU model name"), (None, "expected a GPU model name"),
 ])
 def test_gpu_model_errors(name, message):

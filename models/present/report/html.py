@@ -515,7 +515,7 @@ def _training_section(t, figures: _Figures) -> str:
              "degrees, ZeRO stage and recomputation searched; <code>models.search</code>), each collective "
              "estimated on the GPU groups the planner chose on the fabric. <code>models.search("
              f"&quot;{_esc(t.workload)}&quot;, G)</code> searches every degree.</p>"]
-    head = ["system", "best layout", "step (s)", "samples/s", "tokens/s", "TFLOP/s per GPU", "MFU",
+    head = ["system", "best layout", "step (s)", "samples/s", "tokens/s", "model TFLOP/s per GPU", "MFU",
             "memory per GPU (GB)", "binding", "tensor-parallel groups"]
     rows = []
     for name, s, error in zip(t.names, t.searches, t.errors):
@@ -528,7 +528,7 @@ def _training_section(t, figures: _Figures) -> str:
         more = len(p.groups["tp"]) - 4
         rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in [
             f"<b>{_esc(p.fabric)}</b><br><span class='muted'>{_esc(name)}</span>", _esc(p.layout.label()),
-            f"{p.step_time:.2f}", f"{p.samples_per_s:.2f}", f"{p.tokens_per_s:,.0f}", f"{p.tflops_per_gpu:.1f}",
+            f"{p.step_time:.2f}", f"{p.samples_per_s:.2f}", f"{p.tokens_per_s:,.0f}", f"{p.model_tflops_per_gpu:.1f}",
             _pct(p.mfu), f"{p.memory.total / 1e9:.1f}", _esc(p.binding()),
             _esc(groups + (f" +{more}" if more > 0 else ""))]) + "</tr>")
     parts.append("<div class='scroll'><table class='summary training'><thead><tr>"
