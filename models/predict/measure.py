@@ -28,8 +28,12 @@ by DMA, over its PCIe path to the GPU it serves (GPUDirect RDMA when they share 
 switch) or through host memory. Each NIC the channels use counts by its path
 (:mod:`models.predict.nicpath`): the port's payload rate or the PCIe path's DMA payload rate,
 whichever binds, over NCCL's figure for the same path (its PCIe figure where that is below the
-port's); the NVLink the channels also cross counts by its headroom, achieved over what the
-channels reserve on it. ``ratio`` is the lowest of these.
+port's). Each link counts by its own generation: PCIe 3.0 by what its DMA was measured to move
+both ways (9.56 GB/s on x16, the DGX-1V row; it binds the EDR NICs of DGX-1V and DGX-2
+clusters, 0.797 of NCCL's 12), later generations and the ports by their specifications (the
+port binds: HDR and NDR at 1.035 of NCCL's PCIe figure). The NVLink the channels also cross
+counts by its headroom, achieved over what the channels reserve on it. ``ratio`` is the lowest
+of these.
 
 What was fitted, to what
 ------------------------
@@ -53,7 +57,9 @@ path every current nccl-tests run takes (``test_all_gather_and_reduce_scatter_ro
 
 ``tests/models/predict/test_measure.py`` re-derives both from the data and prints the residuals.
 Everything else (other link classes, generations, the network) is predicted from hardware facts:
-nothing is fitted to a network (``nic_efficiency`` is 1 [U]).
+nothing is fitted to a network (``nic_efficiency`` is 1 [U]); the one PCIe DMA figure across
+hosts, PCIe 3.0's (``dma:pcie3_x16``), was fitted to the DGX-1V p2pBandwidthLatencyTest row
+(:data:`models.predict.p2p.EFFICIENCIES`) and is used for PCIe 3.0 alone.
 """
 
 from __future__ import annotations
@@ -74,7 +80,8 @@ from ..engine.nccl.pipelining import PIPELINE_COLLECTIVES, Pipelining, pipelinin
 from ..engine.nccl.profiles import nccl_profile
 from ..engine.nccl.system import NcclSystem
 from ..engine.nccltests import busbw_factor
-from .nicpath import nic_path
+from .nicpath import MEASURED_DMA, dma_share, nic_path
+from .p2p import EFFICIENCIES as P2P_EFFICIENCIES
 
 __all__ = [
     "MeasurementError", "Parameter", "LinkClass", "LINK_CLASSES", "MeasurementModel", "DEFAULT",
@@ -271,6 +278,14 @@ class MeasurementModel:
                       "fitted on NVLink 2.0 through NVSwitch, assumed for every link class"),
         ]
         out.append(Parameter("nic_efficiency", NIC_EFFICIENCY, "1", _NIC_SOURCE, "", _NIC_UNCERTAIN))
+        for link, key in MEASURED_DMA.items():
+            c = P2P_EFFICIENCIES[key]
+            out.append(Parameter(
+                f"dma:{link}", dma_share(link)[0], "1",
+                f"share of the line rate a NIC's GPUDirect RDMA (writes one way, read completions "
+                f"the other) moves each way over a {topo.LINKS[link].label} link; {c.source}",
+                c.fitted_to, "a copy staged through host memory (the root complex completes its "
+                "reads) taken for a NIC's GPUDirect RDMA (the GPU completes them); " + c.uncertain))
         for link, value in self.efficiency_overrides:
             out.append(Parameter(f"efficiency:{link}", value, "1",
                                  source(f"efficiency:{link}", "calibration")))
@@ -445,8 +460,10 @@ class Measured:
         lines.append(f"  time {to_us(last(self.time)):.2f} us (NCCL's tuning estimate "
                      f"{to_us(last(self.nccl_time)):.2f} us)")
         lines.append("Constants:")
+        crossed = {p.pcie_link for p in self.nic_paths}
         lines += ["  " + p.describe() for p in m.parameters()
-                  if not p.name.startswith("packet_efficiency:") or p.name.endswith(":" + self.link)]
+                  if not p.name.startswith(("packet_efficiency:", "dma:")) or p.name.endswith(":" + self.link)
+                  or p.name.startswith("dma:") and p.name[4:] in crossed]
         return "\n".join(lines)
 
 

@@ -3,25 +3,67 @@
 NCCL charges a channel that leaves a node the smaller of the NIC port's figure
 (``speed / 8000``, NVIDIA/nccl v2.27.7-1 src/graph/topo.cc ``ncclTopoAddNet``) and its figures
 for the PCIe links between the GPU and the NIC (``width x speed / 80``, ``ncclTopoAddPci``).
-What the path achieves is decided the same way, from the wire of each link
-(:data:`topo.specs.WIRES`), by whichever link binds:
+What the path achieves is decided the same way, link by link, each by its own generation,
+and whichever binds decides:
 
 *The port* carries InfiniBand packets: ``data_rate x packet_efficiency`` (4096 of every 4122
-bytes are payload at every generation), times the share of it the NIC's DMA sustains.
+bytes are payload at every generation, :data:`topo.specs.WIRES`), times the share of it the
+NIC's DMA sustains.
 
 *The PCIe path.* When the NIC and the GPU it serves share a PCIe switch (path no worse than
 PXB, NCCL's default ``NCCL_NET_GDR_LEVEL``; src/graph/paths.cc ``ncclTopoCheckGdr``), the NIC
 reads and writes GPU memory directly (GPUDirect RDMA): every PCIe link between them carries
-the NIC's DMA both ways, full write TLPs one way plus the read requests for the data going the
-other, at :attr:`topo.specs.WireFormat.dma_efficiency` of its data rate. Otherwise NCCL stages
-the data in host memory: the GPU's kernels write (and read) it across the GPU's side of the
-path, as NCCL's kernels move data over any link (``sm_efficiency`` of the wire's payload rate),
-and the NIC DMAs it across the NIC's side.
+the NIC's DMA both ways, writes one way and read completions the other (the reads are the
+sends: ``ncclTopoCheckGdr`` enables them on every GPU here, pre-Ampere ones because they have
+NVLink peers). Otherwise NCCL stages the data in host memory: the GPU's kernels write (and
+read) it across the GPU's side of the path, as NCCL's kernels move data over any link
+(``sm_efficiency`` of the wire's payload rate), and the NIC DMAs it across the NIC's side.
+
+What DMA both ways moves over a PCIe link is taken per generation (:func:`dma_share`):
+
+- *PCIe 3.0* was measured: on a DGX-1V, two GPUs under one PLX switch copying to each other
+  through host memory move 9.56 GB/s over the switch's x16 uplink in each direction at once
+  (writes up, read completions down: the pattern of a NIC doing GPUDirect RDMA), 0.6068 of the
+  line rate (:data:`models.predict.p2p.EFFICIENCIES` ``"staged"``, fitted to
+  tests/data/dgx1v_p2p_gpu0_row.json). It is what binds a DGX-1V's or DGX-2's EDR NICs:
+  9.56 GB/s, below the port's 12.42 and NCCL's 12.
+- *PCIe 4.0, 5.0, 6.0* have no such measurement: the specification's figure
+  (:attr:`topo.specs.WireFormat.dma_efficiency`: 256-byte TLPs one way, the read requests for
+  the other way's data beside them), 9-10 % above the port of the same era, so the port binds.
+  [U] Nothing of the gen 3 shortfall is carried to them.
 
 The path's rate is the smallest of these; its ratio to NCCL's figure for the same path scales
 the bandwidth NCCL's tuning model assumed (:func:`models.predict.measure.measured`). A link
 whose wire is not catalogued (the socket-to-socket link on a staged path) counts at its line
 rate [U].
+
+Why EDR-era clusters stay below NCCL's figure
+---------------------------------------------
+Their wires do not explain it: an EDR port carries 99.4 % of its data rate as payload, as an
+NDR one does, and PCIe 3.0 x16 by its specification moves 13.62 GB/s of DMA both ways (86 % of
+its line rate), above the port's 12.42. What was examined, on 16 DGX-2s (NCCL 2.27.7's search:
+8 channels of 12 GB/s, one per NIC; ``ncclTopoPostset`` runs them as 16 CTAs, 2 per NIC):
+
+- *NCCL's kernels per channel* (one CTA each): the DGX-2 runs in tests/data reach 123.6 GB/s
+  busbw on 6 channels (12 CTAs), at least 20.6 GB/s per channel on a V100; 16 DGX-2s ask 12.
+  A per-channel cap cannot bind there (the 2.5-2.7 searches give the same 8 x 12).
+- *GPUDirect RDMA reads* (the sends): read completions split at a 64-byte read completion
+  boundary (PCI Express Base Specification 3.0, sec. 2.3.1.1) would leave 11.46 GB/s
+  (64 / (64 + 20 + 4) of the data rate), 0.955 of NCCL's 12: not the 0.82 that was measured.
+  Nothing says V100s return 64-byte completions [U].
+- *NCCL's proxy*: 8 steps of 512 KiB in flight per connection (src/include/device.h
+  ``NCCL_STEPS``, 4 MiB buffers) is ~700 us of data at a NIC's rate, against a few
+  microseconds a step (network latency, the GDR flush of pre-Hopper GPUs): never the limit.
+- *PCIe 3.0 DMA as measured*: 9.56 GB/s each way through a PLX switch (above). This binds,
+  and gives 16 DGX-2s 68.0 GB/s busbw at 1 GiB (NCCL's estimate 84.7; the model was checked
+  within ~4 % of a measurement about 18 % below NCCL's). Why PCIe 3.0 DMA falls that far
+  short of its specification (completer and root-complex behaviour, flow-control credits) is
+  not established [U]; the figure is a measurement of that generation and is used for it alone.
+
+Two DGX H100s (PCIe 5.0, NDR) are bound by their ports at 49.68 GB/s, 1.035 of NCCL's 48
+(the PCIe 5.0 x16 figure, below the port's 50): 383.5 GB/s busbw with the ring forced, NCCL's
+estimate 371.0; a PCIe 5.0 path short of its specification as PCIe 3.0 is of its own would give
+~300, below what was measured there (more than 10 % above 311.6).
 
 Examples
 --------
@@ -32,6 +74,9 @@ Examples
 ('h0.gpu0', 'PXB', True, 'ib_ndr')
 >>> round(p.rate / 1e9, 2), round(p.nccl_rate / 1e9, 1), round(p.ratio, 4)
 (49.68, 48.0, 1.0351)
+>>> q = nic_path(topo.build("2xdgx2"), "h0.mlx5_0")
+>>> q.binding, round(q.port_rate / 1e9, 2), round(q.rate / 1e9, 2), round(q.ratio, 4)
+('pcie3_x16', 12.42, 9.56, 0.7966)
 """
 
 from __future__ import annotations
@@ -45,12 +90,47 @@ from topo.units import to_GBps
 
 from ..engine.nccl.profiles import nccl_profile
 from ..engine.nccl.system import nccl_capacity
+from .p2p import EFFICIENCIES
 
-__all__ = ["NicPath", "nic_path", "GDR_CLASSES"]
+__all__ = ["NicPath", "nic_path", "dma_share", "GDR_CLASSES", "MEASURED_DMA"]
 
 #: PCIe classes over which NCCL uses GPUDirect RDMA by default (``NCCL_NET_GDR_LEVEL`` PXB,
 #: NVIDIA/nccl v2.27.7-1 src/graph/paths.cc ``ncclTopoCheckGdr``).
 GDR_CLASSES = ("PIX", "PXB")
+
+#: PCIe generations whose DMA both ways at once was measured, with the key of the measurement
+#: in :data:`models.predict.p2p.EFFICIENCIES` (a share of the line rate, each direction).
+MEASURED_DMA = {"pcie3_x16": "staged"}
+
+
+def dma_share(link: str) -> tuple:
+    """Share of a link's line rate a device DMAing both ways over it moves each way, and its basis.
+
+    Parameters
+    ----------
+    link : str
+        A key of :data:`topo.specs.WIRES`.
+
+    Returns
+    -------
+    (float, str)
+        The share, and ``"measured"`` (that generation's DMA was measured, :data:`MEASURED_DMA`)
+        or ``"specification"`` (:attr:`topo.specs.WireFormat.dma_efficiency` of the data rate:
+        256-byte TLPs one way, the read requests for the other way's data beside them [U]).
+
+    Examples
+    --------
+    >>> share, basis = dma_share("pcie3_x16")
+    >>> round(share * 15.7538, 2), basis
+    (9.56, 'measured')
+    >>> share, basis = dma_share("pcie5_x16")
+    >>> round(share * 63.0154, 2), basis
+    (54.5, 'specification')
+    """
+    if link in MEASURED_DMA:
+        return EFFICIENCIES[MEASURED_DMA[link]].value, "measured"
+    wire = WIRES[link]
+    return wire.data_rate * wire.dma_efficiency / LINKS[link].bandwidth, "specification"
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +161,11 @@ class NicPath:
     nccl_rate : float
         NCCL's figure for the path: its port figure or, if lower, its figure for a PCIe link of
         the path. [B/s]
+    pcie_basis : str
+        Where ``pcie_rate`` comes from: ``"measured"`` (that generation's DMA was measured,
+        :data:`MEASURED_DMA`), ``"specification"``, ``"kernels"`` (NCCL's kernels write across
+        the GPU's side of a staged path) or ``"line rate"`` (no catalogued wire); ``""``
+        without a PCIe link.
     """
 
     nic: object
@@ -93,6 +178,7 @@ class NicPath:
     pcie_rate: float
     pcie_link: str
     nccl_rate: float
+    pcie_basis: str = ""
 
     @property
     def rate(self) -> float:
@@ -113,7 +199,8 @@ class NicPath:
         """One line for ``--explain``."""
         wire = WIRES[self.port]
         pcie = (f"PCIe {self.path_class} {'GPUDirect RDMA' if self.gdr else 'staged in host memory'}"
-                + (f", slowest {self.pcie_link} {to_GBps(self.pcie_rate):.2f} GB/s" if self.pcie_link else ""))
+                + (f", slowest {self.pcie_link} {to_GBps(self.pcie_rate):.2f} GB/s ({self.pcie_basis})"
+                   if self.pcie_link else ""))
         return (f"network path {self.nic} <-> {self.gpu}: port {self.port} data {to_GBps(wire.data_rate):.3f} "
                 f"GB/s x packet {wire.packet_efficiency:.4f} = {to_GBps(self.port_rate):.2f} GB/s; {pcie}; "
                 f"{self.binding} binds: {to_GBps(self.rate):.2f} GB/s over NCCL's "
@@ -134,16 +221,16 @@ def _served_gpu(G, nic, paths):
     return best
 
 
-def _edge_rate(G, u, v, efficiency) -> tuple:
-    """Payload rate of the edge (u, v) at a wire efficiency (a function of the WireFormat)."""
+def _edge_rate(G, u, v, share) -> tuple:
+    """``(payload rate, link class, basis)`` of the edge (u, v); ``share(link)`` gives
+    ``(share of the line rate, basis)`` for a catalogued wire."""
     data = G.adj[u][v]
     link = data.get("link", "")
-    wire = WIRES.get(link)
-    line = float(data["bandwidth"])
-    if wire is None:
-        return line, link
-    # the edge's bandwidth is links x the catalogue's line rate (x a what-if's degradation)
-    return line / LINKS[link].bandwidth * wire.data_rate * efficiency(wire), link
+    line = float(data["bandwidth"])  # links x the catalogue's line rate (x a what-if's degradation)
+    if link not in WIRES:
+        return line, link, "line rate"
+    fraction, basis = share(link)
+    return line * fraction, link, basis
 
 
 def nic_path(G, nic, *, efficiency=None, sm_efficiency: float = 1.0, profile=None) -> NicPath:
@@ -156,8 +243,8 @@ def nic_path(G, nic, *, efficiency=None, sm_efficiency: float = 1.0, profile=Non
     nic : node id
         A NIC with a network port (``port_link`` attribute).
     efficiency : callable, optional
-        Link class -> share of its wire's payload rate the NIC's DMA sustains on it (the port,
-        and the PCIe links it DMAs across); default 1 for every class.
+        Link class -> factor on what the NIC's DMA moves over it: the port's payload rate, and
+        each PCIe link's DMA share (:func:`dma_share`); default 1 for every class.
     sm_efficiency : float
         Share of a wire's payload rate NCCL's kernels sustain (the GPU's side of a staged path).
     profile : str or NcclProfile, optional
@@ -194,15 +281,22 @@ def nic_path(G, nic, *, efficiency=None, sm_efficiency: float = 1.0, profile=Non
             return 1.0
     port_rate = wire.data_rate * wire.packet_efficiency * scale * efficiency(port)
     nccl = profile.link_bandwidth(port) * scale
-    pcie_rate, pcie_link = float("inf"), ""
+
+    def dma(link):  # the NIC's DMA: its generation's share, x the NIC's efficiency on it
+        fraction, basis = dma_share(link)
+        return fraction * efficiency(link), basis
+
+    def kernels(link):  # NCCL's kernels write the GPU's side of a staged path
+        wire = WIRES[link]
+        return wire.data_rate * wire.packet_efficiency * sm_efficiency / LINKS[link].bandwidth, "kernels"
+
+    pcie_rate, pcie_link, pcie_basis = float("inf"), "", ""
     staged = False  # the GPU's side of a staged path ends at the first CPU
     for u, v in zip(path, path[1:]):
         nccl = min(nccl, nccl_capacity(G, u, v, profile))
-        if gdr or staged:
-            rate, link = _edge_rate(G, u, v, lambda w: w.dma_efficiency * efficiency(w.link))
-        else:
-            rate, link = _edge_rate(G, u, v, lambda w: w.packet_efficiency * sm_efficiency)
+        rate, link, basis = _edge_rate(G, u, v, dma if gdr or staged else kernels)
         staged = staged or G.nodes[v].get("kind") == "cpu"
         if rate < pcie_rate:
-            pcie_rate, pcie_link = rate, link
-    return NicPath(nic, gpu, tuple(path), path_class, gdr, port, port_rate, pcie_rate, pcie_link, nccl)
+            pcie_rate, pcie_link, pcie_basis = rate, link, basis
+    return NicPath(nic, gpu, tuple(path), path_class, gdr, port, port_rate, pcie_rate, pcie_link, nccl,
+                   pcie_basis)

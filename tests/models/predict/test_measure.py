@@ -108,10 +108,11 @@ def test_ratios_follow_from_hardware_facts():
 
 
 @pytest.mark.parametrize("system, port, port_GBps, nccl_GBps", [
-    ("2xdgx1v", "ib_edr", 12.5, 12.0), ("2xdgxa100", "ib_hdr", 25, 24.0), ("2xdgxh100", "ib_ndr", 50, 48.0)])
+    ("2xdgxa100", "ib_hdr", 25, 24.0), ("2xdgxh100", "ib_ndr", 50, 48.0)])
 def test_across_hosts_the_nic_path_binds(system, port, port_GBps, nccl_GBps):
-    """Each generation's port binds its ring (GPU and NIC share a PCIe switch, and PCIe DMA has
-    headroom): its payload rate over NCCL's figure for the path, NCCL's PCIe figure."""
+    """From PCIe 4.0 on, each generation's port binds its ring (GPU and NIC share a PCIe switch,
+    and PCIe DMA has headroom by its specification): its payload rate over NCCL's figure for the
+    path, NCCL's PCIe figure."""
     G = topo.build(system)
     e = models.estimate(G, "all_reduce", 2**30, algorithm="ring")
     m = measured(e, G)
@@ -122,6 +123,41 @@ def test_across_hosts_the_nic_path_binds(system, port, port_GBps, nccl_GBps):
     assert m.busbw > 0.97 * e.nccl_busbw      # within NCCL's latency of its own figure, or above
     text = m.explain()
     assert "network path" in text and f"{port} binds" in text and "nic_efficiency" in text
+
+
+def test_across_hosts_pcie3_dma_binds_edr_clusters():
+    """PCIe 3.0 DMA both ways, as measured on a DGX-1V (9.56 GB/s each way over a PLX switch's
+    x16 uplink, tests/data/dgx1v_p2p_gpu0_row.json), is below an EDR port's 12.42 and NCCL's 12."""
+    G = topo.build("2xdgx1v")
+    e = models.estimate(G, "all_reduce", 2**30, algorithm="ring")
+    m = measured(e, G)
+    assert m.link == "pcie3_x16" and {p.port for p in m.nic_paths} == {"ib_edr"}
+    assert m.ratio == pytest.approx(9.56 / 12, rel=1e-3)
+    text = m.explain()
+    assert "pcie3_x16 binds" in text and "dma:pcie3_x16 = 0.6068" in text
+
+
+# Project-level verdicts. The project's predictions were checked against measurements it does
+# not have; only the verdicts came back (issue 21, with the model's figures of the time). They
+# are kept here as what the model must still satisfy; nothing is fitted to them.
+def test_verdict_16_dgx2_over_edr_all_reduce_within_4_percent_of_a_measurement_18_percent_below_nccl():
+    """16 DGX-2 over EDR InfiniBand, all_reduce 1 GiB: the model's 71.2 GB/s busbw was within
+    ~4 % of the measurement, which is about 18 % below NCCL's own estimate (84.7)."""
+    G = topo.build("16xdgx2")
+    e = models.estimate(G, "all_reduce", 2**30)
+    assert e.nccl_busbw == pytest.approx(84.7e9, rel=2e-3)
+    measurement = (1 - 0.18) * e.nccl_busbw  # ~69.5 GB/s
+    assert abs(e.busbw / measurement - 1) < 0.04
+    assert e.measurement.link == "pcie3_x16"
+
+
+def test_verdict_2_dgx_h100_over_ndr_ring_forced_more_than_10_percent_above_the_old_311_6():
+    """Two DGX H100 over 400 Gb/s InfiniBand, all_reduce 1 GiB with the ring forced: the
+    model's 311.6 GB/s busbw was more than 10 % below the measured busbw."""
+    G = topo.build("2xdgxh100")
+    e = models.estimate(G, "all_reduce", 2**30, algorithm="ring")
+    assert e.busbw > 311.6e9 / (1 - 0.10)
+    assert e.measurement.link == "ib_ndr"
 
 
 def test_a_nic_path_faster_than_nccl_assumed_is_capped_by_nvlink_headroom():
@@ -200,8 +236,8 @@ def test_all_gather_and_reduce_scatter_rows_are_misaligned_per_rank(dgx2):
 def test_point_to_point_flows_across_hosts_count_every_reachable_nic():
     G = topo.build("2xdgx1v")
     e = models.estimate(G, "sendrecv", 2**28)
-    assert e.measurement.link == "ib_edr" and len(e.measurement.nic_paths) == 4
-    assert e.measurement.ratio == pytest.approx(12.5 * 4096 / 4122 / 12)
+    assert e.measurement.link == "pcie3_x16" and len(e.measurement.nic_paths) == 4
+    assert e.measurement.ratio == pytest.approx(9.56 / 12, rel=1e-3)
     # a NIC cut off its host's PCIe tree carries nothing: the others still count
     G.remove_edges_from([edge for edge in list(G.edges("h0.mlx5_0")) + list(G.in_edges("h0.mlx5_0"))
                          if G.edges[edge]["kind"] == "pcie"])
