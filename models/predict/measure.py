@@ -280,12 +280,14 @@ class MeasurementModel:
         out.append(Parameter("nic_efficiency", NIC_EFFICIENCY, "1", _NIC_SOURCE, "", _NIC_UNCERTAIN))
         for link, key in MEASURED_DMA.items():
             c = P2P_EFFICIENCIES[key]
+            # fitted to the DGX-1V row, not to this model's runs: the fit is models.predict.p2p's
             out.append(Parameter(
                 f"dma:{link}", dma_share(link)[0], "1",
                 f"share of the line rate a NIC's GPUDirect RDMA (writes one way, read completions "
-                f"the other) moves each way over a {topo.LINKS[link].label} link; {c.source}",
-                c.fitted_to, "a copy staged through host memory (the root complex completes its "
-                "reads) taken for a NIC's GPUDirect RDMA (the GPU completes them); " + c.uncertain))
+                f"the other) moves each way over a {topo.LINKS[link].label} link: "
+                f"models.predict.p2p.EFFICIENCIES[{key!r}], fitted to the {c.fitted_to} ({c.source})",
+                "", "a copy staged through host memory (the root complex completes its reads) "
+                "taken for a NIC's GPUDirect RDMA (the GPU completes them); " + c.uncertain))
         for link, value in self.efficiency_overrides:
             out.append(Parameter(f"efficiency:{link}", value, "1",
                                  source(f"efficiency:{link}", "calibration")))
