@@ -29,7 +29,7 @@ What DMA both ways moves over a PCIe link is taken per generation (:func:`dma_sh
   9.56 GB/s, below the port's 12.42 and NCCL's 12.
 - *PCIe 4.0, 5.0, 6.0* have no such measurement: the specification's figure
   (:attr:`topo.specs.WireFormat.dma_efficiency`: 256-byte TLPs one way, the read requests for
-  the other way's data beside them), 9-10 % above the port of the same era, so the port binds.
+  the other way's data beside them), 8-10 % above the port of the same era, so the port binds.
   [U] Nothing of the gen 3 shortfall is carried to them.
 
 The path's rate is the smallest of these; its ratio to NCCL's figure for the same path scales
@@ -49,11 +49,12 @@ its line rate), above the port's 12.42. What was examined, on 16 DGX-2s (NCCL 2.
   A per-channel cap cannot bind there (the 2.5-2.7 searches give the same 8 x 12).
 - *GPUDirect RDMA reads* (the sends): read completions split at a 64-byte read completion
   boundary (PCI Express Base Specification 3.0, sec. 2.3.1.1) would leave 11.46 GB/s
-  (64 / (64 + 20 + 4) of the data rate), 0.955 of NCCL's 12: not the 0.82 that was measured.
-  Nothing says V100s return 64-byte completions [U].
-- *NCCL's proxy*: 8 steps of 512 KiB in flight per connection (src/include/device.h
-  ``NCCL_STEPS``, 4 MiB buffers) is ~700 us of data at a NIC's rate, against a few
-  microseconds a step (network latency, the GDR flush of pre-Hopper GPUs): never the limit.
+  (64 / (64 + 20 + 4) of the data rate), 0.955 of NCCL's 12: 16 DGX-2s near 81 GB/s, not near
+  the measurement. Nothing says V100s return 64-byte completions [U].
+- *NCCL's proxy*: 8 steps of 512 KiB in flight per connection (``NCCL_STEPS``, src/include/device.h;
+  the 4 MiB ``NCCL_BUFFSIZE``, src/init.cc; :mod:`models.engine.nccl.pipelining`) is ~700 us of
+  data at a connection's 6 GB/s, against a few microseconds a step (network latency, the GDR
+  flush of pre-Hopper GPUs): never the limit.
 - *PCIe 3.0 DMA as measured*: 9.56 GB/s each way through a PLX switch (above). This binds,
   and gives 16 DGX-2s 68.0 GB/s busbw at 1 GiB (NCCL's estimate 84.7; the model was checked
   within ~4 % of a measurement about 18 % below NCCL's). Why PCIe 3.0 DMA falls that far
