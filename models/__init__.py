@@ -16,8 +16,12 @@ in the order data flows:
   :mod:`models.studies.workload`, :mod:`models.studies.compute`, :mod:`models.studies.planner` (training steps);
 - :mod:`models.predict.simulate` (many tasks at once as a timeline: :mod:`models.predict.decompose`,
   :mod:`models.predict.flows`), :mod:`models.studies.stepgraph` (a planner layout as a task graph);
-- presentation: :mod:`models.present.text`, :mod:`models.present.output`, :mod:`models.present.plot` and the other
-  ``*_plot`` modules, :mod:`models.present.report`, :mod:`models.present.cli`.
+- presentation, the only place with words: :mod:`models.present.format` (numbers as people read
+  them), :mod:`models.present.text` (tables), :mod:`models.present.json_shapes` (``--json``),
+  :mod:`models.present.explain` (``--explain``), :mod:`models.present.page` (one HTML page),
+  :mod:`models.present.output`, :mod:`models.present.plot` and the other ``*_plot`` modules,
+  :mod:`models.present.report`, :mod:`models.present.cli`. Results are numbers and offer
+  ``to_records()`` (:mod:`models.engine.results`).
 
 ``models.engine.nccltests`` stays a module: its ``busbw()`` function is not re-exported under the same
 name.
@@ -31,7 +35,7 @@ _compat.install()
 
 from .engine.routes import P2P_LEVEL, PathType, Route, RouteError, Router, line_rate, route, route_bandwidth
 from .predict.p2p import (EFFICIENCIES, HOST_CEILINGS, MODES, OVERHEADS, Calibrated, P2PError, P2PReport,
-                  P2PResult, StagedCopy, achieved_capacity, format_p2p_report, p2p_latency_matrix,
+                  P2PResult, StagedCopy, achieved_capacity, p2p_latency_matrix,
                   p2p_matrix, p2p_path, p2p_report, path_type_matrix, staged_copy)
 from .predict.maxflow import MaxFlowError, maxflow_matrix
 from .engine.nccl.profiles import MissingConstantError, NcclProfile, PROFILES, UnknownNcclVersionError, nccl_profile
@@ -53,9 +57,10 @@ from .predict.measure import DEFAULT as DEFAULT_MEASUREMENT, MeasurementError, M
 from .studies.benchmarks import (BenchmarkParseError, NcclTestsRun, P2PBenchmark, read_benchmark,
                          read_nccl_tests, read_p2p_benchmark)
 from .studies.calibration import Calibration, CalibrationError, Check, calibrate, check
-from .studies.whatif import (FAIL_EACH, FAILURE_GRAMMAR, MAX_CASES, ExecutorSpecError, FabricDisconnectedError,
-                     Failure, FailureSpecError, Sweep, SweepRow, SweepSizeError, WhatIf, WhatIfError,
-                     apply_failures, parse_degrade, parse_failure, parse_failures, sweep)
+from .studies.whatif import (FAIL_EACH, FAILURE_GRAMMAR, FabricDisconnectedError, Failure, FailureSpecError,
+                             WhatIf, WhatIfError, apply_failures, parse_degrade, parse_failure, parse_failures)
+from .studies.sweep import MAX_CASES, ExecutorSpecError, Sweep, SweepRow, SweepSizeError, sweep
+from .engine.fabric import FrozenFabricError, PreparedFabric, prepare
 from .studies.bounds import (Bound, BoundError, BoundTooLargeError, Cut, SubsetBound, bound, pairwise_bounds,
                      subset_bounds)
 from .studies.workload import (DTYPES, PRESETS, WORKLOAD_GRAMMAR, UnknownDtypeError, UnknownWorkloadError,
@@ -69,7 +74,7 @@ __all__: list[str] = [
     "__version__",
     "P2P_LEVEL", "PathType", "Route", "RouteError", "Router", "line_rate", "route", "route_bandwidth",
     "EFFICIENCIES", "HOST_CEILINGS", "MODES", "OVERHEADS", "Calibrated", "P2PError", "P2PReport",
-    "P2PResult", "StagedCopy", "achieved_capacity", "format_p2p_report", "p2p_latency_matrix",
+    "P2PResult", "StagedCopy", "achieved_capacity", "p2p_latency_matrix",
     "p2p_matrix", "p2p_path", "p2p_report", "path_type_matrix", "staged_copy",
     "MaxFlowError", "maxflow_matrix",
     "MissingConstantError", "NcclProfile", "PROFILES", "UnknownNcclVersionError", "nccl_profile",
@@ -92,6 +97,7 @@ __all__: list[str] = [
     "FAIL_EACH", "FAILURE_GRAMMAR", "MAX_CASES", "ExecutorSpecError", "FabricDisconnectedError",
     "Failure", "FailureSpecError", "Sweep", "SweepRow", "SweepSizeError", "WhatIf", "WhatIfError",
     "apply_failures", "parse_degrade", "parse_failure", "parse_failures", "sweep",
+    "PreparedFabric", "FrozenFabricError", "prepare",
     "Bound", "BoundError", "BoundTooLargeError", "Cut", "SubsetBound", "bound", "pairwise_bounds",
     "subset_bounds",
     "DTYPES", "PRESETS", "WORKLOAD_GRAMMAR", "UnknownDtypeError", "UnknownWorkloadError",

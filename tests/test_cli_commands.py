@@ -72,7 +72,7 @@ def test_calibration_file_changes_the_constants_and_says_so(capsys, tmp_path):
     assert _time_us(out) - _time_us(default) == pytest.approx(8 * (20 - 4.985), rel=0.02)
     for command in (["pairs", "all_reduce", "--system", "dgx1v", "-s", "8", "-g", "2"],
                     ["subsets", "all_reduce", "--system", "dgx1v", "-k", "2", "-s", "8", "-g", "2"],
-                    ["compare", "dgx1v", "dgx1", "-b", "8", "-e", "8", "-g", "4"]):
+                    ["compare", "--system", "dgx1v", "dgx1", "-b", "8", "-e", "8", "-g", "4"]):
         status, out, _ = run(capsys, *command, "--calibration", path, "--json")
         assert status == 0, command
     # -g beyond the ranks: the model's one-line error
@@ -85,7 +85,7 @@ def test_calibration_file_changes_the_constants_and_says_so(capsys, tmp_path):
     ["collective", "all_reduce", "--system", "dgx1v"],
     ["pairs", "all_reduce", "--system", "dgx1v", "-s", "1M"],
     ["subsets", "all_reduce", "--system", "dgx1v", "-k", "2", "-s", "1M"],
-    ["compare", "dgx1v", "dgx1"],
+    ["compare", "--system", "dgx1v", "dgx1"],
     ["check", str(DATA / "dgx2_12gpu_nccl_tests.json"), "--system", "dgx2"],
 ])
 @pytest.mark.parametrize("content, message", [
@@ -197,7 +197,7 @@ def test_whatif_ranks_one_nvlink_of_a_dgx1v_at_a_sixth(capsys, tmp_path):
     status, out, _ = run(capsys, "whatif", "all_reduce", "--system", "dgx1v", "--fail-each", "nvlink",
                          "--json", "--out", page, "--executor", "inline")
     data = json.loads(out)
-    assert status == 0 and set(data) == {"baseline", "rows"} and len(data["rows"]) == 16
+    assert status == 0 and set(data) == {"baseline", "rows", "count"} and len(data["rows"]) == 16
     assert set(data["rows"][0]) == {"failed", "busbw_gbps", "time_us", "loss"}
     assert data["rows"][0]["loss"] == pytest.approx(1 / 6, abs=0.01)
     assert data["rows"][0]["busbw_gbps"] == pytest.approx(data["baseline"]["busbw_gbps"] * 5 / 6, rel=0.01)
@@ -212,7 +212,7 @@ def test_whatif_ranks_one_nvlink_of_a_dgx1v_at_a_sixth(capsys, tmp_path):
     (["--system", "dgx1v", "--fail-each", "nvswitch"], "has no nvswitch to fail"),
     (["--system", "dgx1v", "--fail-each", "disk"], "argument --fail-each: invalid choice"),
     (["--system", "dgx2", "--fail-each", "nvlink", "--pairs"],
-     "gives 5151 failure cases, more than the limit of 2000: raise it with --max-cases N"),
+     "gives 5,151 failure cases (102 components), more than the limit of 2,000: raise it with --max-cases N"),
     (["--system", "dgx1v", "--fail-each", "nic", "--executor", "threads"], "dask://HOST:PORT"),
     (["--system", "dgx1v", "--fail-each", "nic", "--out", "/nonexistent-dir/w.html"], "cannot write"),
 ])

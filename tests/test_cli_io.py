@@ -59,7 +59,7 @@ def exported(tmp_path_factory):
     paths = {}
     for kind in ("json", "graphml"):
         paths[kind] = str(folder / f"dgx1v.{kind}")
-        assert main(["export", "dgx1v", "--format", kind, "--out", paths[kind]]) == 0
+        assert main(["export", "--system", "dgx1v", "--format", kind, "--out", paths[kind]]) == 0
     return paths
 
 
@@ -100,7 +100,7 @@ def test_the_shipped_import_is_what_the_readme_command_writes(capsys, tmp_path):
 def test_an_imported_dgx1v_predicts_what_the_built_in_one_does(capsys, imported):
     """The published DGX-1V printout, imported, gives the built-in DGX-1V's P2P matrices and
     collectives figure for figure: the importer rebuilds the same fabric from the text."""
-    for builtin, again in ((["p2p", "dgx1v"], ["p2p", "--topo-file", imported]),
+    for builtin, again in ((["p2p", "--system", "dgx1v"], ["p2p", "--topo-file", imported]),
                            (["collective", "broadcast", "--system", "dgx1v"], ["collective", "broadcast",
                                                                                "--topo-file", imported]),
                            (["pairs", "all_reduce", "-s", "64M", "--system", "dgx1v"],
@@ -162,8 +162,8 @@ def test_import_nvswitch_inferred_and_overridden(capsys, tmp_path):
     text = topo.format_connection_matrix(topo.connection_matrix(topo.dgx2()))
     (tmp_path / "dgx2.txt").write_text(text)
     out = " ".join(ok(capsys, "import", tmp_path / "dgx2.txt", "--gpu", "Tesla V100-SXM3-32GB").split())
-    assert "6 NVSwitches (inferred from the NV# counts)" in out and "16 GPUs" in out
-    assert "96 NVLink bundles (96 links)" in out
+    assert "12 NVSwitches (inferred from the NV# counts)" in out and "16 GPUs" in out
+    assert "102 NVLink bundles (144 links)" in out and "trunks between them" in out  # DGX-2's wiring
     out = " ".join(ok(capsys, "import", tmp_path / "dgx2.txt", "--gpu", "v100-sxm3", "--nvswitch",
                       "--nvswitches", "3").split())
     assert "3 NVSwitches (--nvswitch)" in out and "48 NVLink bundles (96 links)" in out
@@ -206,18 +206,18 @@ def test_export_round_trips_give_the_same_predictions(capsys, exported):
         again = json.loads(ok(capsys, "collective", "all_reduce", "--topo-file", path, "-b", "8", "-e", "1G",
                               "-f", "64", "--json"))
         assert again == builtin
-    assert ok(capsys, "p2p", "--topo-file", exported["graphml"]) == ok(capsys, "p2p", "dgx1v")
+    assert ok(capsys, "p2p", "--topo-file", exported["graphml"]) == ok(capsys, "p2p", "--system", "dgx1v")
 
 
 def test_export_prints_what_it_wrote(capsys, tmp_path):
-    out = ok(capsys, "export", "2xdgx1v:rail", "--format", "graphml", "--out", tmp_path / "c.graphml")
+    out = ok(capsys, "export", "--system", "2xdgx1v:rail", "--format", "graphml", "--out", tmp_path / "c.graphml")
     assert out == f"wrote {tmp_path / 'c.graphml'} (graphml: 2xDGX-1V, 16 GPUs, 41 nodes, 156 edges)\n"
     G = topo.from_graphml((tmp_path / "c.graphml").read_text())
     assert G.graph["network"] == "rail" and len(topo.gpus(G)) == 16
 
 
 def test_export_of_a_whatif(capsys, tmp_path):
-    ok(capsys, "export", "dgx1v", "--fail", "gpu0-gpu3:1", "--out", tmp_path / "f.json")
+    ok(capsys, "export", "--system", "dgx1v", "--fail", "gpu0-gpu3:1", "--out", tmp_path / "f.json")
     G = topo.from_json((tmp_path / "f.json").read_text())
     assert G.edges["gpu0", "gpu3"]["links"] == 1 and G.graph["name"] == "DGX-1V (fail gpu0-gpu3:1)"
 
@@ -226,7 +226,7 @@ def test_export_of_a_whatif(capsys, tmp_path):
     (["dgx1v"], "the following arguments are required: --out"),
     (["dgx1v", "--out", "{tmp}"], "it is a directory"),
     (["dgx1v", "--format", "dot", "--out", "{tmp}/x"], "invalid choice: 'dot'"),
-    (["--out", "{tmp}/x"], "the following arguments are required: NAME (or --topo-file FILE)"),
+    (["--out", "{tmp}/x"], "the following arguments are required: --system SPEC (or --topo-file FILE)"),
     (["nope", "--out", "{tmp}/x"], "unknown system 'nope'"),
 ])
 def test_export_errors_write_nothing(capsys, tmp_path, argv, message):
@@ -259,7 +259,7 @@ def test_every_system_command_takes_a_topo_file(capsys, tmp_path, imported, name
 
 @pytest.mark.parametrize("name", sorted(set(SYSTEM_COMMANDS) - {"compare"}))
 def test_system_and_topo_file_exactly_one(capsys, tmp_path, imported, name):
-    option = ["dgx1v"] if name in ("topo", "p2p", "export") else ["--system", "dgx1v"]
+    option = ["--system", "dgx1v"]
     if name == "topo" or name == "p2p" or name == "export":
         argv = _argv(name, tmp_path)[:1] + option + _argv(name, tmp_path)[1:]
     else:
@@ -273,7 +273,7 @@ def test_calibrate_check_and_report_take_topo_files(capsys, tmp_path):
     nccl-tests output of a DGX-2, tests/data/dgx2_12gpu_nccl_tests.json)."""
     raw = json.loads((DATA / "dgx2_12gpu_nccl_tests.json").read_text())["collectives"]["all_reduce"]["raw"]
     (tmp_path / "run.txt").write_text(raw)
-    ok(capsys, "export", "dgx2", "--out", tmp_path / "dgx2.json")
+    ok(capsys, "export", "--system", "dgx2", "--out", tmp_path / "dgx2.json")
     out = ok(capsys, "calibrate", tmp_path / "run.txt", "--topo-file", tmp_path / "dgx2.json",
              "--out", tmp_path / "cal.json")
     assert "wrote" in out and json.loads((tmp_path / "cal.json").read_text())["version"] == 1
@@ -286,13 +286,13 @@ def test_calibrate_check_and_report_take_topo_files(capsys, tmp_path):
     # The report of a GraphML file: a DGX A100 (one NCCL channel search per set class, where a
     # DGX-1V's report adds its 73 classes, the training step and the measurements: the same
     # page code, tested on the built-in systems in tests/models/present/test_report.py).
-    ok(capsys, "export", "dgxa100", "--out", tmp_path / "a100.graphml")
+    ok(capsys, "export", "--system", "dgxa100", "--out", tmp_path / "a100.graphml")
     out = ok(capsys, "report", "--topo-file", tmp_path / "a100.graphml", "--out", tmp_path / "r.html")
     assert out.startswith("wrote ") and out.rstrip().endswith("comparing DGX A100")
 
 
 def test_compare_builtin_with_imported(capsys, imported):
-    data = json.loads(ok(capsys, "compare", "dgx1v", "--topo-file", imported, "-b", "1M", "-e", "1M", "--json"))
+    data = json.loads(ok(capsys, "compare", "--system", "dgx1v", "--topo-file", imported, "-b", "1M", "-e", "1M", "--json"))
     assert data["systems"] == ["dgx1v", "imported"] and data["ngpus"] == 8
 
 
@@ -315,7 +315,7 @@ def test_cluster_of_an_imported_node(capsys, imported):
     ("", "received an empty file"),
     ("hello\n", "received other text"),
     ("\x00\xff\xfe binary", "received other text"),
-    ("{", "fabric JSON: not JSON"),
+    ("{", "fabric JSON: line 1: expected JSON"),
     ("{}", "expected an object with format 'dgx-topo fabric'"),
     ('{"format": "dgx-topo fabric", "version": 99}', "version 99 is not supported"),
     ("<graphml>", "GraphML"),
@@ -338,8 +338,8 @@ def test_topo_file_that_is_not_a_regular_file(capsys, tmp_path):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["topo", "dgx1v", "--nodes", "2"], "--nodes N joins copies of a --topo-file fabric"),
-    (["topo", "dgx1v", "--network", "rail"], "--network applies to a cluster"),
+    (["topo", "--system", "dgx1v", "--nodes", "2"], "--nodes N joins copies of a --topo-file fabric"),
+    (["topo", "--system", "dgx1v", "--network", "rail"], "--network applies to a cluster"),
     (["topo", "--topo-file", "{file}", "--nodes", "0"], "argument --nodes"),
     (["topo", "--topo-file", "{file}", "--nodes", "3", "--max-gpus", "16"], "has 24 GPUs, more than the limit of 16"),
     (["collective", "all_reduce", "--topo-file", "{file}", "--max-gpus", "4"], "has 8 GPUs, more than the limit of 4"),
@@ -352,13 +352,13 @@ def test_cluster_option_errors(capsys, imported, argv, message):
 
 # ------------------------------------------------------------------------------ what-ifs
 def test_fail_one_link_shows_in_topo_and_p2p(capsys):
-    out = ok(capsys, "topo", "dgx1v", "--no-legend", "--fail", "gpu0-gpu3:1")
+    out = ok(capsys, "topo", "--system", "dgx1v", "--no-legend", "--fail", "gpu0-gpu3:1")
     assert _cells(out)[1][:5] == ["GPU0", "X", "NV1", "NV1", "NV1"]
-    assert _cells(ok(capsys, "topo", "dgx1v", "--fail", "gpu0-gpu3"))[1][4] == "PHB"
+    assert _cells(ok(capsys, "topo", "--system", "dgx1v", "--fail", "gpu0-gpu3"))[1][4] == "PHB"
     # An NV2 pair at half bandwidth copies like an NV1 pair (the model reads the edge's bandwidth).
-    degraded = json.loads(ok(capsys, "p2p", "dgx1v", "--json", "--degrade", "gpu0-gpu3=0.5"))
+    degraded = json.loads(ok(capsys, "p2p", "--system", "dgx1v", "--json", "--degrade", "gpu0-gpu3=0.5"))
     assert degraded["unidirectional_gbps"][0][3] == degraded["unidirectional_gbps"][0][1]
-    baseline = json.loads(ok(capsys, "p2p", "dgx1v", "--json"))
+    baseline = json.loads(ok(capsys, "p2p", "--system", "dgx1v", "--json"))
     assert baseline["unidirectional_gbps"][0][3] > degraded["unidirectional_gbps"][0][3]
 
 
@@ -374,7 +374,7 @@ def test_failed_nvswitch_costs_allreduce_bandwidth(capsys):
 
 
 def test_failed_gpu_leaves_the_others_numbered(capsys):
-    out = ok(capsys, "topo", "dgx1v", "--fail", "gpu2", "--no-legend")
+    out = ok(capsys, "topo", "--system", "dgx1v", "--fail", "gpu2", "--no-legend")
     assert _cells(out)[0][:8] == ["GPU0", "GPU1", "GPU3", "GPU4", "GPU5", "GPU6", "GPU7", "mlx5_0"]
     data = json.loads(ok(capsys, "pairs", "all_reduce", "--system", "dgx1v", "--fail", "gpu2", "-s", "1M",
                          "--json"))
@@ -385,7 +385,7 @@ def test_whatifs_on_ranked_commands_and_compare(capsys):
     data = json.loads(ok(capsys, "subsets", "all_reduce", "--system", "dgx1v", "-k", "2", "-s", "64M", "--json",
                          "--fail", "gpu0-gpu3", "--fail", "gpu0-gpu4"))
     assert [0, 3] not in [s["gpus"][:2] for s in data["subsets"][:10]]  # now PCIe only: not near the top
-    data = json.loads(ok(capsys, "compare", "dgx1v", "dgx1", "--fail", "gpu0-gpu3", "-b", "1M", "-e", "1M",
+    data = json.loads(ok(capsys, "compare", "--system", "dgx1v", "dgx1", "--fail", "gpu0-gpu3", "-b", "1M", "-e", "1M",
                          "--json"))
     assert data["systems"] == ["DGX-1V (fail gpu0-gpu3)", "DGX-1 (fail gpu0-gpu3)"]
 
@@ -400,7 +400,7 @@ def test_whatifs_on_ranked_commands_and_compare(capsys):
     (["--fail"], "expected one argument"),
 ])
 def test_whatif_errors(capsys, argv, message):
-    for command in (["topo", "dgx1v"], ["collective", "all_reduce", "--system", "dgx1v"]):
+    for command in (["topo", "--system", "dgx1v"], ["collective", "all_reduce", "--system", "dgx1v"]):
         assert message in fails(capsys, *command, *argv)
 
 
@@ -478,6 +478,67 @@ def test_any_io_command_line_is_status_0_or_2_with_one_line(fuzzdir, exported, a
         assert sorted(p.name for p in fuzzdir.iterdir()) == before, argv  # nothing written on error
 
 
+# ------------------------------------------------ imports that give back the machine (issue 24)
+def test_topo_printout_imports_back_to_the_builtin_figures(capsys, tmp_path):
+    """dgxtopo topo dgxh100 > file; dgxtopo import file: the same NVLS figure as --system dgxh100."""
+    (tmp_path / "h100.txt").write_text(ok(capsys, "topo", "--system", "dgxh100"))
+    out = " ".join(ok(capsys, "import", tmp_path / "h100.txt", "--gpu", "NVIDIA H100 80GB HBM3",
+                      "--out", tmp_path / "h100.json").split())
+    assert "From dgxh100, what the text does not say:" in out and "5/4/4/5 links from each GPU" in out
+    argv = ["collective", "all_reduce", "-b", "1G", "-e", "1G", "--json"]
+    imported = json.loads(ok(capsys, *argv, "--topo-file", tmp_path / "h100.json"))
+    builtin = json.loads(ok(capsys, *argv, "--system", "dgxh100"))
+    assert imported["rows"] == builtin["rows"] and imported["rows"][0]["algorithm"] == "nvls"
+
+
+def test_import_options_of_the_known_system(capsys, tmp_path):
+    (tmp_path / "h100.txt").write_text(ok(capsys, "topo", "--system", "dgxh100"))
+    out = " ".join(ok(capsys, "import", tmp_path / "h100.txt", "--gpu", "h100", "--like", "none",
+                      "--nvswitch-links", "5,4,4,5", "--out", tmp_path / "x.json").split())
+    assert "From dgxh100" not in out and "4 NVSwitches" in out
+    G = topo.from_json((tmp_path / "x.json").read_text())
+    assert [G.edges["gpu0", f"nvswitch{s}"]["links"] for s in range(4)] == [5, 4, 4, 5]
+    (tmp_path / "tray.txt").write_text(ok(capsys, "topo", "--system", "gb200nvl72"))
+    out = " ".join(ok(capsys, "import", tmp_path / "tray.txt", "--gpu", "gb200", "--hosts", "1").split())
+    assert "4 GPUs NVIDIA GB200 (GPU ids 0-3)" in out
+    out = " ".join(ok(capsys, "import", tmp_path / "tray.txt", "--gpu", "gb200").split())
+    assert "72 GPUs NVIDIA GB200 (18 hosts of GPU ids 0-3)" in out and "8 NICs per host" in out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--nvswitch-links", "5,4,x"], "--nvswitch-links '5,4,x': expected whole numbers separated by commas"),
+    (["--nvswitch-links", "5,4,4"], "nvswitch_links=5/4/4: expected links per NVSwitch chip that add up to the NV18"),
+    (["--like", "dgx9"], "like='dgx9': expected 'auto', None or a built-in system"),
+    (["--hosts", "2"], "hosts=2: the GPUs' NVLink domain is one host in dgxh100"),
+    (["--name", "\x1b[2Jx"], "graph attribute 'name' is '\\x1b[2Jx': expected printable text"),
+])
+def test_import_option_errors_of_the_known_system(capsys, tmp_path, argv, message):
+    (tmp_path / "h100.txt").write_text(ok(capsys, "topo", "--system", "dgxh100"))
+    assert message in fails(capsys, "import", tmp_path / "h100.txt", "--gpu", "h100", *argv)
+
+
+def test_export_nccl_xml_and_import_it(capsys, tmp_path):
+    out = ok(capsys, "export", "--system", "dgx2", "--format", "nccl-xml", "--out", tmp_path / "dgx2.xml")
+    assert out.startswith(f"wrote {tmp_path / 'dgx2.xml'} (nccl-xml: DGX-2")
+    assert (tmp_path / "dgx2.xml").read_text().startswith('<system version="1" name="DGX-2">')
+    out = " ".join(ok(capsys, "import", tmp_path / "dgx2.xml", "--out", tmp_path / "dgx2.json").split())
+    assert "12 NVSwitches (from the XML's NVLink targets)" in out
+    argv = ["collective", "all_reduce", "-b", "1G", "-e", "1G", "--json"]
+    assert (json.loads(ok(capsys, *argv, "--topo-file", tmp_path / "dgx2.json"))["rows"]
+            == json.loads(ok(capsys, *argv, "--system", "dgx2"))["rows"])
+    assert "is nvlink_c2c, which NCCL's XML cannot state" in fails(
+        capsys, "export", "gb200nvl72", "--format", "nccl-xml", "--out", tmp_path / "g.xml")
+    assert not (tmp_path / "g.xml").exists()
+
+
+def test_a_fabric_file_with_a_terminal_escape_is_refused(capsys, tmp_path):
+    data = json.loads(topo.to_json(topo.build("dgx1v")))
+    data["graph"]["graph"]["name"] = "\x1b[2J\x1b[Hpwned"
+    (tmp_path / "evil.json").write_text(json.dumps(data))
+    err = fails(capsys, "topo", "--topo-file", tmp_path / "evil.json")
+    assert "\x1b" not in err and "expected printable text" in err
+
+
 # ------------------------------------------------------- inputs: every file a command reads
 # issue 24: each case ends within seconds in exit 0 with the answer, or exit 2 and one line.
 DGX2_RUNS = json.loads((DATA / "dgx2_12gpu_nccl_tests.json").read_text())["collectives"]
@@ -543,7 +604,7 @@ def test_an_out_that_is_an_input_is_refused_and_the_input_kept(capsys, tmp_path,
 ])
 def test_out_to_standard_output_is_refused_clearly(capsys, measured_run, out, message):
     assert message in fails(capsys, "calibrate", measured_run, "--system", "dgx2", "--out", out)
-    assert message in fails(capsys, "export", "dgx1v", "--out", out)
+    assert message in fails(capsys, "export", "--system", "dgx1v", "--out", out)
 
 
 def _stdin(monkeypatch, data: bytes):
@@ -554,7 +615,7 @@ def test_standard_input_is_read_where_piping_makes_sense(capsys, monkeypatch, me
     whole = ok(capsys, "check", measured_run, "--system", "dgx2")
     _stdin(monkeypatch, measured_run.read_bytes())
     assert ok(capsys, "check", "-", "--system", "dgx2") == whole
-    topo_text = ok(capsys, "topo", "dgx1v")
+    topo_text = ok(capsys, "topo", "--system", "dgx1v")
     _stdin(monkeypatch, topo_text.encode())
     assert "8 GPUs" in ok(capsys, "import", "-", "--gpu", V100)
     _stdin(monkeypatch, b"")

@@ -18,9 +18,12 @@ A single GPU runs no collective: NCCL copies the buffer on the device, so the ti
 and a write of it at the GPU's memory bandwidth, and busbw is 0 as nccl-tests prints it.
 
 :func:`pairwise` and :func:`subsets` evaluate every 2-GPU communicator and every k-GPU set.
-They compute one representative per symmetry class (:func:`topo.interchangeable_gpus`,
-:func:`topo.gpu_automorphisms` on the part of the fabric NCCL's paths use) and reuse it for
-the others, so 65,535 DGX-2 subsets take a few dozen searches.
+They compute one representative per symmetry class (the fabric's key of NCCL estimates,
+:meth:`models.engine.symmetry.FabricSymmetry.nccl`) and reuse it for the others, so 65,535 DGX-2
+subsets take a few dozen searches.
+
+Every function takes a graph or a :class:`models.engine.fabric.PreparedFabric` first: a prepared
+fabric keeps NCCL's view, the searches and the symmetry between calls.
 
 Examples
 --------
@@ -41,43 +44,25 @@ from dataclasses import dataclass, field
 import numpy as np
 
 import topo
-from topo.errors import DgxTopoError, SizeError
+from topo.errors import DgxTopoError, LimitError, SizeError
 from topo.select import format_gpu_ids
-from topo.units import to_GBps, to_us
 
 from .measure import DEFAULT as DEFAULT_MEASUREMENT, MeasurementModel, Measured, measured
 from ..engine.nccl.channels import channel_graphs
 from ..engine.nccl.nvls import NvlsGraph
 from ..engine.nccl.search import ChannelSearch
-from ..engine.nccl.system import NcclSystem
+from ..engine.fabric import PreparedFabric, prepare
 from ..engine.nccl.tuning import NCCL_COLLECTIVES, Selection, nvls_choice, select_algorithm
-from ..engine.nccltests import COLLECTIVES, busbw_factor, collective as _collective
+from ..engine.nccltests import COLLECTIVES, algbw, busbw, collective as _collective
 from .network import PATTERNS as NETWORK_PATTERNS, network_load
+from ..engine.results import Moved, tidy_records
 from ..engine.routes import PathType
 
-__all__ = ["CollectiveEstimate", "EstimatePoint", "Estimator", "SubsetResult", "estimate", "pairwise", "subsets",
-           "SizeError", "LimitError", "COLLECTIVE_NAMES"]
+__all__ = ["CollectiveEstimate", "EstimatePoint", "Estimator", "SubsetResult", "SubsetRanking", "estimate",
+           "pairwise", "subsets", "routed_pairs", "SizeError", "LimitError", "COLLECTIVE_NAMES"]
 
 #: Every collective :func:`estimate` knows, in nccl-tests' order.
 COLLECTIVE_NAMES = tuple(COLLECTIVES)
-
-
-class LimitError(DgxTopoError):
-    """Work beyond a limit the caller set, refused before it starts.
-
-    Attributes
-    ----------
-    what : str
-        The work refused, in words.
-    keyword : str
-        The keyword argument whose limit was exceeded (``max_sets``, ``max_searches``).
-    size, limit : int
-        The work asked for and the limit.
-    """
-
-    def __init__(self, what: str, *, keyword: str, size: int, limit: int):
-        super().__init__(f"{what}: {size} is more than {keyword}={limit}")
-        self.what, self.keyword, self.size, self.limit = what, keyword, size, limit
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +91,13 @@ class EstimatePoint:
     algbw: float
     busbw: float
 
+    def to_records(self) -> list:
+        """One tidy row (the columns of :meth:`CollectiveEstimate.to_records` this point has)."""
+        return tidy_records({"nbytes": self.nbytes, "time_s": self.time, "algbw_Bps": self.algbw,
+                             "busbw_Bps": self.busbw, "algorithm": self.algorithm,
+                             "protocol": self.protocol, "nchannels": self.nchannels,
+                             "latency_s": self.latency, "bandwidth_Bps": self.bandwidth})
+
 
 @dataclass(frozen=True, slots=True)
 class CollectiveEstimate:
@@ -116,7 +108,7 @@ class CollectiveEstimate:
     and ``busbw`` properties) is a numpy array with the shape of the ``nbytes`` given to
     :func:`estimate`: 0-d for one size (it formats, compares and converts with ``float()`` /
     ``str()`` like a scalar), 1-d for a list of sizes. Their dtypes are fixed: float64,
-    int64 (``nchannels``) and str (``algorithm``, ``protocol``), never ``object``.
+    int64 (``nbytes``, ``nchannels``) and str (``algorithm``, ``protocol``), never ``object``.
     :meth:`point` gives one size as plain Python scalars (the largest, by default).
 
     Attributes
@@ -126,7 +118,7 @@ class CollectiveEstimate:
         GPU ids of the communicator, ascending (ranks in that order).
     nodes : tuple
         Their graph nodes.
-    nbytes : numpy.ndarray of float64
+    nbytes : numpy.ndarray of int64
         nccl-tests' size ``S`` (total buffer for all_gather / reduce_scatter, per-rank buffer
         for alltoall). [bytes]
     time : numpy.ndarray of float64
@@ -156,7 +148,7 @@ class CollectiveEstimate:
         NCCL's own estimate (its tuning model), what it chooses by; ``time`` is what a
         benchmark measures. [s]
     measurement : models.predict.measure.Measured
-        The measurement terms (``measurement.explain()``).
+        The measurement terms (:func:`models.present.explain.explain` writes them out).
     nvls, nvls_reason : NvlsGraph or None, str
         NCCL's NVLS graph where it has one, and why there is none or why it does not run.
     network : tuple of models.predict.network.NetworkLoad
@@ -199,24 +191,25 @@ class CollectiveEstimate:
 
     @property
     def algbw(self) -> np.ndarray:
-        """nccl-tests' algorithm bandwidth, ``S / time``. [B/s]"""
-        return np.asarray(self.nbytes / self.time)
+        """nccl-tests' algorithm bandwidth, ``S / time`` (:func:`models.engine.nccltests.algbw`). [B/s]"""
+        return np.asarray(algbw(self.nbytes, self.time))
 
     @property
     def busbw(self) -> np.ndarray:
-        """nccl-tests' bus bandwidth, ``algbw x factor(nranks)``; 0 on one GPU, where nccl-tests
-        prints 0 (no data crosses a link, whatever the collective's factor). [B/s]"""
+        """nccl-tests' bus bandwidth, ``algbw x factor(nranks)`` (:func:`models.engine.nccltests.busbw`);
+        0 on one GPU, where nccl-tests prints 0 (no data crosses a link, whatever the
+        collective's factor). [B/s]"""
         if self.nranks == 1:
-            return np.zeros_like(self.nbytes)
-        return np.asarray(self.algbw * busbw_factor(self.collective, self.nranks))
+            return np.zeros(np.shape(self.nbytes))
+        return np.asarray(busbw(self.collective, self.nbytes, self.time, self.nranks))
 
     @property
     def nccl_busbw(self) -> np.ndarray:
         """busbw of NCCL's own estimate (``nccl_time``), what NCCL's tuner believes. [B/s]"""
         nccl_time = self.time if self.nccl_time is None else self.nccl_time
         if self.nranks == 1:
-            return np.zeros_like(self.nbytes)
-        return np.asarray(self.nbytes / nccl_time * busbw_factor(self.collective, self.nranks))
+            return np.zeros(np.shape(self.nbytes))
+        return np.asarray(busbw(self.collective, self.nbytes, nccl_time, self.nranks))
 
     def point(self, index: int = -1) -> EstimatePoint:
         """The estimate at one size (``index`` into the sizes; the largest by default), as scalars."""
@@ -236,9 +229,29 @@ class CollectiveEstimate:
         search = {"ring": self.ring, "tree": self.tree, "pat": self.tree}.get(algorithm)
         return search.channels if search is not None else ()
 
-    def explain(self) -> str:
-        """The working, as text: channels, bottleneck, latency and bandwidth terms."""
-        return _explain(self)
+    explain = Moved("models.present.explain.explain(estimate)")
+
+    def to_records(self) -> list:
+        """Tidy rows, one per size: the collective, its GPUs, and nccl-tests' numbers with what
+        NCCL runs (:mod:`models.engine.results` names the columns).
+
+        Examples
+        --------
+        >>> import topo
+        >>> rows = estimate(topo.dgx1v(), "all_reduce", [2**10, 2**30]).to_records()
+        >>> rows[1]["nbytes"], rows[1]["algorithm"], round(rows[1]["busbw_Bps"] / 1e9, 1)
+        (1073741824, 'ring', 121.9)
+        """
+        nccl_time = self.time if self.nccl_time is None else self.nccl_time
+        return tidy_records({
+            "collective": self.collective, "gpus": format_gpu_ids(self.gpus), "nranks": self.nranks,
+            "nbytes": np.atleast_1d(self.nbytes), "time_s": np.atleast_1d(self.time),
+            "algbw_Bps": np.atleast_1d(self.algbw), "busbw_Bps": np.atleast_1d(self.busbw),
+            "algorithm": np.atleast_1d(self.algorithm), "protocol": np.atleast_1d(self.protocol),
+            "nchannels": np.atleast_1d(self.nchannels), "latency_s": np.atleast_1d(self.latency),
+            "bandwidth_Bps": np.atleast_1d(self.bandwidth),
+            "nccl_time_s": np.broadcast_to(np.atleast_1d(nccl_time), np.shape(np.atleast_1d(self.nbytes))),
+            "model": self.model})
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,11 +280,29 @@ class SubsetResult:
     nchannels: int
     representative: tuple
 
+    def to_records(self) -> list:
+        """One tidy row: the set, its numbers, and the set whose estimate it reuses."""
+        return tidy_records({"gpus": format_gpu_ids(self.gpus), "ngpus": len(self.gpus),
+                             "busbw_Bps": self.busbw, "algbw_Bps": self.algbw, "time_s": self.time,
+                             "algorithm": self.algorithm, "protocol": self.protocol,
+                             "nchannels": self.nchannels,
+                             "representative": format_gpu_ids(self.representative)})
+
+
+class SubsetRanking(list):
+    """The list of :class:`SubsetResult` that :func:`subsets` returns, best first, with
+    :meth:`to_records` (one row per set, in rank order)."""
+
+    def to_records(self) -> list:
+        """Tidy rows, one per set in rank order, each with its ``rank`` (1 is the best)."""
+        return [{"rank": i + 1, **row} for i, r in enumerate(self) for row in r.to_records()]
+
 
 def _sizes(nbytes) -> np.ndarray:
-    """Sizes as float64 bytes through the one size parser (:func:`topo.parse_nbytes`: ints,
-    numpy integers, integral floats, ``"64K"``/``"1G"`` strings, lists and 1-d arrays)."""
-    return np.asarray(topo.parse_nbytes(nbytes), dtype=np.float64)
+    """Sizes as integer bytes through the one size parser (:func:`topo.parse_nbytes`: ints,
+    numpy integers, integral floats, ``"64K"``/``"1G"`` strings, lists and 1-d arrays): an
+    int64 array, 0-d for one size."""
+    return np.asarray(topo.parse_nbytes(nbytes))
 
 
 def _shaped(value, shape, dtype) -> np.ndarray:
@@ -304,16 +335,18 @@ def measurement_model(calibration=None) -> MeasurementModel:
 
 
 class _Context:
-    """A fabric prepared once for many estimates (routes, capacities, measurement); the NCCL
-    release travels on ``fabric`` (the NCCL view), resolved from ``profile`` here only."""
+    """One call's view of a prepared fabric: the fabric (its NCCL view ``fabric`` carries the
+    release, resolved from ``profile`` by :func:`models.engine.fabric.prepare` only) and how the
+    benchmark is run."""
 
-    def __init__(self, G, profile, gpus_per_thread=1, calibration=None):
-        self.fabric = NcclSystem(G, profile)  # validates G
-        self.G = G
+    def __init__(self, fabric, profile=None, gpus_per_thread=1, calibration=None):
+        self.prepared = prepare(fabric, nccl=profile)
+        self.fabric = self.prepared.nccl
+        self.G = self.prepared.G
         self.gpus_per_thread = gpus_per_thread
         self.measurement = measurement_model(calibration)
-        self.ids = {n: i for i, n in enumerate(topo.gpus(G))}
-        self.name = G.graph.get("name", "fabric")
+        self.ids = self.prepared.ids
+        self.name = self.prepared.name
 
     def nodes(self, gpus) -> list:
         nodes = topo.select_gpus(self.G, gpus)
@@ -322,15 +355,19 @@ class _Context:
 
 class Estimator:
     """A fabric prepared once for many estimates: ``Estimator(G).estimate(...)`` is
-    :func:`estimate`, but NCCL's view of the fabric (routes, capacities, the per-host channel
-    searches of a cluster) is built once and reused, which is what a caller estimating many GPU
-    sets or sizes of one fabric wants (the planner, sweeps). Do not edit ``G`` while using it.
+    :func:`estimate` on a :class:`models.engine.fabric.PreparedFabric` with the benchmark
+    settings fixed. Given a graph, it prepares it, which freezes it (edit a copy instead).
 
     Parameters
     ----------
-    G : networkx.DiGraph
+    G : networkx.DiGraph or PreparedFabric
     profile, gpus_per_thread, calibration : optional
         As for :func:`estimate`, fixed for every estimate of this object.
+
+    Attributes
+    ----------
+    fabric : PreparedFabric
+        The prepared fabric; its NCCL view ``fabric.nccl`` carries the release.
 
     Examples
     --------
@@ -342,27 +379,25 @@ class Estimator:
     """
 
     def __init__(self, G, *, profile=None, gpus_per_thread: int = 1, calibration=None):
-        self._context = _Context(G, profile, gpus_per_thread, calibration)
-
-    @property
-    def fabric(self) -> NcclSystem:
-        """NCCL's view of the fabric, which carries the release (``fabric.profile``)."""
-        return self._context.fabric
+        fabric = G if isinstance(G, PreparedFabric) else PreparedFabric(G, nccl=profile)
+        self._context = _Context(fabric, profile, gpus_per_thread, calibration)
+        self.fabric = fabric
 
     def estimate(self, collective: str, nbytes, gpus=None, *, algorithm=None,
-                 protocol=None) -> CollectiveEstimate:
+                 protocol=None, max_pairs=None) -> CollectiveEstimate:
         """:func:`estimate` on the prepared fabric."""
-        return _estimate(self._context, collective, nbytes, gpus, algorithm, protocol)
+        return _estimate(self._context, collective, nbytes, gpus, algorithm, protocol, max_pairs)
 
 
 def estimate(G, collective: str, nbytes, gpus=None, *, algorithm=None, protocol=None,
-             profile=None, gpus_per_thread: int = 1, calibration=None) -> CollectiveEstimate:
+             profile=None, gpus_per_thread: int = 1, calibration=None,
+             max_pairs: int | None = None) -> CollectiveEstimate:
     """Predict one collective on a set of GPUs, as nccl-tests would report it.
 
     Parameters
     ----------
-    G : networkx.DiGraph
-        A fabric (one host).
+    G : networkx.DiGraph or PreparedFabric
+        A fabric.
     collective : str
         One of :data:`COLLECTIVE_NAMES`.
     nbytes : int or array_like of int
@@ -376,13 +411,17 @@ def estimate(G, collective: str, nbytes, gpus=None, *, algorithm=None, protocol=
     protocol : str, optional
         Force ``"LL"``, ``"LL128"`` or ``"Simple"`` (NCCL collectives only).
     profile : str or NcclProfile, optional
-        NCCL release (``"2.3.7"``, ``"2.12"``; default: the reference version).
+        NCCL release (``"2.3.7"``, ``"2.12"``; default: the reference version, or the prepared
+        fabric's, which another release may not contradict).
     gpus_per_thread : int
         GPUs one host thread launches the collective on, nccl-tests' ``-g`` (1: one process
         per GPU, as training frameworks run).
     calibration : models.Calibration or MeasurementModel, optional
         Measurement constants fitted to the user's machine (:func:`models.calibrate`);
         default: the constants fitted to the shipped DGX-2 runs.
+    max_pairs : int, optional
+        alltoall and sendrecv: refuse (:class:`topo.LimitError`) before any routing when the
+        estimate would route more GPU pairs than this (:func:`routed_pairs`).
 
     Returns
     -------
@@ -395,13 +434,47 @@ def estimate(G, collective: str, nbytes, gpus=None, *, algorithm=None, protocol=
         For a negative, fractional or non-numeric size.
     models.engine.nccltests.UnknownCollectiveError, topo.GpuSelectionError, models.engine.nccl.tuning.TuningError
         For an unknown collective, bad GPU ids, or an algorithm/protocol NCCL would not run.
+    topo.LimitError
+        For more routed pairs than ``max_pairs``.
     """
     ctx = _Context(G, profile, gpus_per_thread, calibration)
-    return _estimate(ctx, collective, nbytes, gpus, algorithm, protocol)
+    return _estimate(ctx, collective, nbytes, gpus, algorithm, protocol, max_pairs)
 
 
-def _estimate(ctx, collective, nbytes, gpus, algorithm=None, protocol=None) -> CollectiveEstimate:
+def routed_pairs(G, collective: str, gpus=None) -> int:
+    """GPU pairs :func:`estimate` routes one by one for alltoall and sendrecv (0 for the others).
+
+    sendrecv routes one pair per rank. alltoall routes the pairs inside each host one by one
+    and groups the rest per GPU and NIC (:func:`_alltoall_load`): ``sum k(k-1)`` over the
+    hosts' ``k`` GPUs of the set, plus one per GPU when the set spans hosts. That, not the
+    ``n(n-1)`` flows, is the work.
+
+    Examples
+    --------
+    >>> import topo
+    >>> routed_pairs(topo.build("2xdgx1v"), "alltoall"), routed_pairs(topo.dgx1v(), "sendrecv", "0-3")
+    (128, 4)
+    """
+    name = _collective(collective).name
+    selected = topo.select_gpus(G, gpus)
+    per_host: dict = {}
+    for n in selected:
+        per_host[G.nodes[n]["host"]] = per_host.get(G.nodes[n]["host"], 0) + 1
+    if name == "sendrecv":
+        return len(selected)
+    if name != "alltoall":
+        return 0
+    return sum(k * (k - 1) for k in per_host.values()) + (len(selected) if len(per_host) > 1 else 0)
+
+
+def _estimate(ctx, collective, nbytes, gpus, algorithm=None, protocol=None, max_pairs=None) -> CollectiveEstimate:
     """NCCL's estimate, then what the benchmark measures (:func:`models.predict.measure.measured`)."""
+    if max_pairs is not None:
+        pairs = routed_pairs(ctx.G, collective, gpus)
+        if pairs > max_pairs:
+            nranks = len(topo.select_gpus(ctx.G, gpus))
+            raise LimitError(f"{collective} of {nranks} GPUs routes {pairs} GPU pairs", keyword="max_pairs",
+                             size=pairs, limit=max_pairs)
     e = _nccl_view_estimate(ctx, collective, nbytes, gpus, algorithm, protocol)
     m = measured(e, ctx.fabric, gpus_per_thread=ctx.gpus_per_thread, model=ctx.measurement)
     shape = e.nbytes.shape
@@ -660,75 +733,13 @@ def _network_load(router, send, recv, nic_host, load) -> None:
 
 
 # ------------------------------------------------------------------------- many GPU sets
-class _Symmetry:
-    """Canonical keys of GPU sets under the symmetries of the part of the fabric NCCL uses."""
-
-    def __init__(self, ctx, collective):
-        G = ctx.G
-        gpu_nodes = topo.gpus(G)
-        self.hosts = None
-        if G.graph.get("hosts", 1) > 1 and collective in NCCL_COLLECTIVES:
-            # A cluster's hosts are identical copies and NCCL's model sees a multi-node set only
-            # through its node shapes (one search per shape, the minimum over them; the network
-            # is not charged): the sets with the same shapes on any hosts are equivalent.
-            self.hosts = {g: (G.nodes[g]["host"], G.nodes[g]["index"]) for g in gpu_nodes}
-            # Within a host, the symmetries of one host (its NICs included) apply as well.
-            first = G.subgraph(n for n, h in G.nodes(data="host") if h == self.hosts[gpu_nodes[0]][0]).copy()
-            self._local(first)
-            self.local_node = {G.nodes[g]["index"]: g for g in topo.gpus(first)}
-            return
-        self._local(self._support(ctx, gpu_nodes))
-
-    def _local(self, S) -> None:
-        self.classes = topo.interchangeable_gpus(S)
-        self.maps = topo.gpu_automorphisms(S)
-        self.class_of = {g: c for c, members_ in enumerate(self.classes) for g in members_}
-        self.position = {g: i for i, g in enumerate(topo.gpus(S))}
-
-    @staticmethod
-    def _support(ctx, gpu_nodes):
-        """The fabric restricted to the edges NCCL's paths between these GPUs use."""
-        G = ctx.G
-        members = set(gpu_nodes)
-        support = set()
-        for a in gpu_nodes:
-            for b in gpu_nodes:
-                if a != b:
-                    for (u, v), _ in ctx.fabric.hop(a, b, ())[1]:  # PCIe / switch / direct
-                        support.add((u, v))
-                    for (u, v), _ in ctx.fabric.hop(a, b, members)[1]:  # with NVB relays
-                        support.add((u, v))
-        S = G.edge_subgraph(support | {(v, u) for u, v in support}).copy()
-        S.add_nodes_from((g, G.nodes[g]) for g in gpu_nodes)
-        return S
-
-    def key(self, nodes) -> tuple:
-        if self.hosts is not None:
-            shapes: dict = {}
-            for g in nodes:
-                host, index = self.hosts[g]
-                shapes.setdefault(host, []).append(self.local_node[index])
-            return ("hosts",) + tuple(sorted(self._canonical(shape) for shape in shapes.values()))
-        return self._canonical(nodes)
-
-    def _canonical(self, nodes) -> tuple:
-        best = None
-        for mapping in self.maps:
-            image = sorted((mapping[g] for g in nodes), key=self.position.__getitem__)
-            # Interchangeable GPUs are equivalent: keep only the class of each, in index order.
-            candidate = tuple(self.class_of[g] for g in image)
-            if best is None or candidate < best:
-                best = candidate
-        return best
-
-
 def pairwise(G, collective: str, nbytes, *, profile=None, gpus_per_thread: int = 1, calibration=None,
              max_sets=None, max_searches=None, progress=None) -> np.ndarray:
     """busbw of every 2-GPU communicator.
 
     Parameters
     ----------
-    G : networkx.DiGraph
+    G : networkx.DiGraph or PreparedFabric
     collective : str
     nbytes : int
         nccl-tests' size. [bytes]
@@ -767,7 +778,7 @@ def subsets(G, collective: str, nbytes, k: int, *, profile=None, gpus_per_thread
 
     Parameters
     ----------
-    G : networkx.DiGraph
+    G : networkx.DiGraph or PreparedFabric
     collective : str
     nbytes : int
         nccl-tests' size. [bytes]
@@ -787,8 +798,9 @@ def subsets(G, collective: str, nbytes, k: int, *, profile=None, gpus_per_thread
 
     Returns
     -------
-    list of SubsetResult
-        Best first (highest busbw, then shortest time, then lowest GPU ids).
+    SubsetRanking
+        A list of :class:`SubsetResult`, best first (highest busbw, then shortest time, then
+        lowest GPU ids); ``to_records()`` gives its tidy rows.
 
     Raises
     ------
@@ -811,7 +823,7 @@ def subsets(G, collective: str, nbytes, k: int, *, profile=None, gpus_per_thread
     results = _all_sets(ctx, k, collective, nbytes, max_sets=max_sets, max_searches=max_searches,
                         progress=progress)
     results.sort(key=lambda r: (-r.busbw, r.time, r.gpus))
-    return results
+    return SubsetRanking(results)
 
 
 def _all_sets(ctx, k, collective, nbytes, *, max_sets=None, max_searches=None, progress=None) -> list:
@@ -825,7 +837,7 @@ def _all_sets(ctx, k, collective, nbytes, *, max_sets=None, max_searches=None, p
     if max_sets is not None and count > max_sets:
         raise LimitError(f"{count} sets of {k} GPUs on {ctx.name}", keyword="max_sets", size=count,
                          limit=max_sets)
-    symmetry = _Symmetry(ctx, collective)
+    symmetry = ctx.prepared.symmetry.nccl(collective, network=collective in NCCL_COLLECTIVES)
     gpu_nodes = topo.gpus(ctx.G)
     combos = list(itertools.combinations(range(n), k))
     keys = [symmetry.key([gpu_nodes[i] for i in combo]) for combo in combos]
@@ -846,57 +858,3 @@ def _all_sets(ctx, k, collective, nbytes, *, max_sets=None, max_searches=None, p
         results.append(SubsetResult(combo, point.busbw, point.algbw, point.time, point.algorithm,
                                     point.protocol, point.nchannels, representatives[key]))
     return results
-
-
-# ------------------------------------------------------------------------------ explain
-def _gbps(value) -> str:
-    return f"{to_GBps(value):.1f}"
-
-
-def _explain(e: CollectiveEstimate) -> str:
-    lines = [f"{e.collective} on GPUs {format_gpu_ids(e.gpus)} ({e.nranks} ranks); model: {e.model}"]
-    for search in (e.ring, e.tree):
-        if search is None:
-            continue
-        lines.append(f"{search.pattern} graph: {search.nchannels} channels x {_gbps(search.bw_intra)} GB/s"
-                     f" (type {search.type_intra.name}, maxBw {_gbps(search.max_bw)}, totalBw "
-                     f"{_gbps(search.total_bw)} GB/s{', duplicated' if search.duplicated else ''})")
-        for c, order in enumerate(search.channels):
-            lines.append(f"  channel {c:2d}: " + " ".join(str(e.gpus[e.nodes.index(g)]) for g in order))
-        if search.loads:
-            top = search.loads[0]
-            edges = search.bottleneck
-            binding = ", ".join(f"{u}->{v}" for u, v in edges[:6]) + \
-                (f" (+{len(edges) - 6} more)" if len(edges) > 6 else "")
-            lines.append(f"  bottleneck: {binding} ({_gbps(top.reserved)} of {_gbps(top.capacity)} GB/s "
-                         f"reserved)")
-        lines.append("  search: " + "; ".join(t for t in search.trace if "skipped" not in t))
-    if e.selection is not None:
-        point = e.point()
-        lines.append("tuning (time = latency + size / algorithm bandwidth), largest size "
-                     f"{point.nbytes} B:")
-        for cand in e.selection.candidates:
-            t = cand.tuning
-            terms = " + ".join(f"{term.count:g} x {to_us(term.per_step):.2f}" for term in t.latency.terms
-                               if term.count)
-            steps = "; ".join(f"{s.name} x{s.factor:g}" + (f" cap {_gbps(s.cap)}" if s.cap is not None else "")
-                              + (" (cap binds)" if s.bound else "") for s in t.bus.steps)
-            lines.append(
-                f"  {t.algorithm:4} {t.protocol:6} latency {to_us(t.latency.base):.1f} + {terms or '0'} = "
-                f"{to_us(t.latency.value):.1f} us; busBw {t.bus.nchannels} x {_gbps(t.bus.channel_bandwidth)} "
-                f"= {_gbps(t.bus.raw)} -> {_gbps(t.bus.value)} GB/s [{steps or 'no factor'}]; algBw "
-                f"{_gbps(t.bandwidth)} GB/s; time {to_us(np.asarray(cand.time).reshape(-1)[-1]):.1f} us")
-        lines.append(f"  chosen: {point.algorithm}/{point.protocol}")
-        if e.nvls is not None:
-            lines.append(f"nvls graph: {e.nvls.nchannels} heads x {_gbps(e.nvls.bw_intra)} GB/s (bwInter "
-                         f"{_gbps(e.nvls.bw_inter)} GB/s); heads " + " ".join(
-                             str(e.gpus[e.nodes.index(g)]) if g in e.nodes else str(g) for g in e.nvls.heads))
-        if e.nvls_reason:
-            lines.append(f"  NVLS: {e.nvls_reason}")
-    else:
-        point = e.point()
-        lines.append(f"latency {to_us(point.latency):.1f} us; bandwidth {_gbps(point.bandwidth)} GB/s"
-                     + (f"; bottleneck {e.bottleneck[0][0]}->{e.bottleneck[0][1]}" if e.bottleneck else ""))
-    if e.measurement is not None:
-        lines.append(e.measurement.explain())
-    return "\n".join(lines)

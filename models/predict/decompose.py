@@ -59,7 +59,7 @@ from topo.errors import DgxTopoError
 
 from .collectives import COLLECTIVE_NAMES, Estimator
 from .network import tree_links
-from ..engine.nccl.system import NcclSystem
+from ..engine.fabric import prepare
 from ..engine.nccltests import busbw_factor
 
 __all__ = ["StepParameters", "STEP_PARAMETERS", "CollectiveSteps", "Decomposer", "DecomposeError"]
@@ -168,7 +168,7 @@ class Decomposer:
 
     Parameters
     ----------
-    G : networkx.DiGraph
+    G : networkx.DiGraph or models.engine.fabric.PreparedFabric
         The fabric; its edges' capacities are what every decomposition reads.
     profile : str or NcclProfile, optional
         NCCL release (default: the reference version).
@@ -186,9 +186,11 @@ class Decomposer:
     """
 
     def __init__(self, G, *, profile=None, calibration=None, parameters: StepParameters = STEP_PARAMETERS):
-        self.G = G
-        self.estimator = Estimator(G, profile=profile, calibration=calibration)
-        self.system = NcclSystem(G, profile, validate=False)  # Estimator validated G
+        # One prepared fabric (not freezing the caller's graph): the estimates and the routes
+        # share its NCCL view.
+        self.estimator = Estimator(prepare(G, nccl=profile), calibration=calibration)
+        self.G = self.estimator.fabric.G
+        self.system = self.estimator.fabric.nccl
         self.parameters = parameters
         self.gpu_nodes = topo.gpus(G)
         self.ids = {n: i for i, n in enumerate(self.gpu_nodes)}

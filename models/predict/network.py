@@ -55,25 +55,21 @@ Examples
 from __future__ import annotations
 
 import math
-import weakref
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from topo.cluster import network_nics
 from topo.errors import DgxTopoError
-from topo.units import to_GBps
 
 from ..engine.nccl.releases import Pxn
 from ..engine.nccl.trees import double_binary_tree
+from ..engine.results import Moved
 from ..engine.routes import PathType, RouteError
 
 __all__ = ["NetworkLoad", "network_load", "tree_links", "PATTERNS"]
 
 #: The patterns whose connections are charged, by the algorithm that runs.
-PATTERNS = {"ring": "ring", "tree": "tree", "nvls_tree": "tree"}
-
-# Per fabric view: loads computed so far, by (pattern, GPUs, NICs of the channels).
-_LOADS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-
+PATTERNS = MappingProxyType({"ring": "ring", "tree": "tree", "nvls_tree": "tree"})
 
 @dataclass(frozen=True, slots=True)
 class NetworkLoad:
@@ -130,17 +126,7 @@ class NetworkLoad:
         """The first edge of the busiest group ``(u, v)``."""
         return self.edges[0]
 
-    def describe(self) -> str:
-        """One line for ``--explain``."""
-        verdict = ("the network is not the limit" if self.factor >= 1 else
-                   f"the network gives {self.factor:.3f} of it")
-        extra = f"; {self.aligned} channels return by their entry NIC over PXN" if self.aligned else ""
-        extra += f"; {self.pxn} sent over NVLink to another NIC first (PXN)" if self.pxn else ""
-        return (f"network ({self.algorithm or self.pattern}): {self.connections} connections; busiest: {self.where} "
-                f"({len(self.edges)} edge{'s' if len(self.edges) > 1 else ''}) carry {self.load:.3g} of "
-                f"them on {to_GBps(self.capacity):.1f} GB/s = "
-                f"{to_GBps(self.network_rate):.2f} GB/s each, NCCL assumed {to_GBps(self.nccl_rate):.2f}: "
-                f"{verdict}{extra}")
+    describe = Moved("models.present.explain.describe_network_load(load)")
 
 
 class _Nics:
@@ -220,7 +206,7 @@ def network_load(fabric, search, pattern: str, gpus=None) -> NetworkLoad | None:
     if len(hosts_of_gpus) < 2:
         return None
     key = (pattern, gpus, nets, rate)
-    cache = _LOADS.setdefault(fabric, {})
+    cache = fabric.network_loads  # the view's, by (pattern, GPUs, NICs of the channels)
     if key not in cache:
         cache[key] = _charge(fabric, pattern, nets, rate, exits, hosts_of_gpus)
     return cache[key]

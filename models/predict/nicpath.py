@@ -83,14 +83,15 @@ Examples
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from topo.errors import DgxTopoError
 from topo.pcie import PCIE_CLASSES, pcie_class, pcie_paths
 from topo.specs import LINKS, WIRES
-from topo.units import to_GBps
 
 from ..engine.nccl.profiles import nccl_profile
 from ..engine.nccl.system import nccl_capacity
+from ..engine.results import Moved, tidy_records
 from .p2p import EFFICIENCIES
 
 __all__ = ["NicPath", "nic_path", "dma_share", "GDR_CLASSES", "MEASURED_DMA"]
@@ -101,7 +102,7 @@ GDR_CLASSES = ("PIX", "PXB")
 
 #: PCIe generations whose DMA both ways at once was measured, with the key of the measurement
 #: in :data:`models.predict.p2p.EFFICIENCIES` (a share of the line rate, each direction).
-MEASURED_DMA = {"pcie3_x16": "staged"}
+MEASURED_DMA = MappingProxyType({"pcie3_x16": "staged"})
 
 
 def dma_share(link: str) -> tuple:
@@ -196,16 +197,15 @@ class NicPath:
         """``rate / nccl_rate``."""
         return self.rate / self.nccl_rate
 
-    def describe(self) -> str:
-        """One line for ``--explain``."""
-        wire = WIRES[self.port]
-        pcie = (f"PCIe {self.path_class} {'GPUDirect RDMA' if self.gdr else 'staged in host memory'}"
-                + (f", slowest {self.pcie_link} {to_GBps(self.pcie_rate):.2f} GB/s ({self.pcie_basis})"
-                   if self.pcie_link else ""))
-        return (f"network path {self.nic} <-> {self.gpu}: port {self.port} data {to_GBps(wire.data_rate):.3f} "
-                f"GB/s x packet {wire.packet_efficiency:.4f} = {to_GBps(self.port_rate):.2f} GB/s; {pcie}; "
-                f"{self.binding} binds: {to_GBps(self.rate):.2f} GB/s over NCCL's "
-                f"{to_GBps(self.nccl_rate):.2f} = {self.ratio:.4f}")
+    describe = Moved("models.present.explain.describe_nic_path(path)")
+
+    def to_records(self) -> list:
+        """One tidy row: the NIC, the GPU it serves, its path and what binds it (:mod:`models.engine.results`)."""
+        return tidy_records({
+            "nic": str(self.nic), "gpu": str(self.gpu), "path_class": self.path_class, "gdr": self.gdr,
+            "port": self.port, "port_rate_Bps": self.port_rate, "pcie_link": self.pcie_link,
+            "pcie_rate_Bps": self.pcie_rate, "pcie_basis": self.pcie_basis, "nccl_rate_Bps": self.nccl_rate,
+            "rate_Bps": self.rate, "binding": self.binding, "ratio": self.ratio})
 
 
 def _served_gpu(G, nic, paths):

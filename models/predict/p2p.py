@@ -88,27 +88,29 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from types import MappingProxyType
 
 import numpy as np
 
-from topo.errors import DgxTopoError
+from topo.errors import DgxTopoError, LimitError
 from topo.nvidia_smi import connection_matrix
-from topo.schema import validate
 from topo.select import select_gpus
 from topo.specs import LINKS, WIRES
-from topo.symmetry import interchangeable_gpus
-from topo.units import GB, to_GBps, to_us, us
+from topo.units import GB, us
 
 from .maxflow import flow_matrix
+from ..engine.fabric import graph_of, prepare
 from ..engine.nccl.profiles import nccl_profile
 from ..engine.nccl.system import nccl_capacity
+from ..engine.results import Moved, tidy_records
+from ..engine.symmetry import host_copies
 from ..engine.routes import PathType, Route, Router, line_rate, route_bandwidth
 
 __all__ = [
     "Calibrated", "EFFICIENCIES", "OVERHEADS", "HOST_CEILINGS", "MODES",
     "P2PResult", "P2PReport", "P2PError", "StagedCopy",
     "p2p_path", "p2p_matrix", "p2p_latency_matrix", "p2p_report", "path_type_matrix",
-    "format_p2p_report", "achieved_capacity", "hbm_efficiency", "staged_copy",
+    "achieved_capacity", "hbm_efficiency", "staged_copy",
 ]
 
 #: The two ways of answering "how fast can GPU i send to GPU j".
@@ -178,7 +180,7 @@ def _network(link: str) -> Calibrated:
 
 #: Achieved / line rate (or / HBM bandwidth), per link technology and generation: the one
 #: table of efficiencies.
-EFFICIENCIES: dict[str, Calibrated] = {
+EFFICIENCIES: dict[str, Calibrated] = MappingProxyType({
     "nvlink1": _nvlink(
         "nvlink1",
         "[U] 8 lanes per direction and the 16/17 packet efficiency for copy-engine writes are "
@@ -243,7 +245,7 @@ EFFICIENCIES: dict[str, Calibrated] = {
         "whitepaper ('1.5x delivered memory bandwidth versus Pascal GP100'), / P100's 732 GB/s",
         "[U] the whitepaper's ratio is for its own workloads, not for a device-local "
         "cudaMemcpy; not measured here (a prediction)"),
-}
+})
 
 
 def _ceiling(channels: int, mts: int, platform: str, source: str, uncertain: str) -> Calibrated:
@@ -257,7 +259,7 @@ def _ceiling(channels: int, mts: int, platform: str, source: str, uncertain: str
 
 #: The host's ceiling on copies staged through one CPU's memory, per CPU model (the CPU
 #: node's ``model`` attribute). A CPU of a model not listed has no ceiling.
-HOST_CEILINGS: dict[str, Calibrated] = {
+HOST_CEILINGS: dict[str, Calibrated] = MappingProxyType({
     "Intel Xeon E5-2698 v4": _ceiling(
         4, 2133, "Broadwell-EP (DGX-1, DGX-1V)",
         "Intel Xeon E5-2698 v4 product specifications: 4 channels; NVIDIA DGX-1 datasheet: "
@@ -269,10 +271,10 @@ HOST_CEILINGS: dict[str, Calibrated] = {
         6, 2666, "Skylake-SP (DGX-2)",
         "Intel Xeon Platinum 8168 product specifications: 6 channels, DDR4-2666",
         "[U] DGX-2's populated memory speed is not verified; never binds on a DGX-2"),
-}
+})
 
 #: Fixed software overheads added to the hops' latencies.
-OVERHEADS: dict[str, Calibrated] = {
+OVERHEADS: dict[str, Calibrated] = MappingProxyType({
     "network": Calibrated(
         2.7 * us, "latency of a copy between hosts (GPUDirect RDMA), on top of the hops",
         "", "NVIDIA/nccl v2.27.7-1 src/graph/tuning.cc hwLat[NET][Ring][LL] = 2.7 us, NCCL's "
@@ -303,7 +305,7 @@ OVERHEADS: dict[str, Calibrated] = {
         "P2P=Disabled entries (GPU1-7)", _ROW,
         "[U] about 2 us below the P2P=Enabled staged figure on the same pairs, for reasons "
         "the row does not show; the residuals spread +-0.6 us"),
-}
+})
 
 
 @dataclass(frozen=True, slots=True)
@@ -407,44 +409,15 @@ class P2PResult:
             return self.staged.to_host + self.staged.from_host[1:]
         return self.route.nodes
 
-    def explain(self) -> str:
-        """The working of the prediction, one term a line.
+    explain = Moved("models.present.explain.explain(result)")
 
-        Examples
-        --------
-        >>> from topo import dgx1v
-        >>> print(p2p_path(dgx1v(), 0, 1, p2p=False).explain())
-        GPU0 -> GPU1: PIX, staged through cpu0's memory
-          legs: gpu0 -> pcie0 -> cpu0 | cpu0 -> pcie0 -> gpu1
-          bandwidth 9.56 GB/s one way = min over edges of line rate x efficiency / streams:
-            bottleneck ('gpu0', 'pcie0'), line rate 15.75 GB/s x staged 0.6068
-          latency 16.91 us = overhead staged_p2p_disabled 16.31 us + hops 0.60 us
-        """
-        if self.staged is not None:
-            how = f"staged through {self.staged.host_memory}'s memory"
-            path = ("  legs: " + " -> ".join(map(str, self.staged.to_host)) + " | "
-                    + " -> ".join(map(str, self.staged.from_host)))
-        else:
-            how = "device-local copy" if self.path_type == PathType.LOC else "peer copy"
-            path = "  path: " + " -> ".join(map(str, self.nodes))
-        lines = [f"GPU{self.src} -> GPU{self.dst}: {self.path_type.name}, {how}", path]
-        if self.bottleneck is None:
-            lines.append(f"  bandwidth {to_GBps(self.bandwidth):.2f} GB/s = HBM "
-                         f"{to_GBps(self.line_rate):.2f} GB/s x {self.efficiency} "
-                         f"{EFFICIENCIES[self.efficiency].value:.4f}")
-        elif self.bottleneck[0] == "host_memory":
-            lines.append(f"  bandwidth {to_GBps(self.bandwidth):.2f} GB/s = host ceiling of "
-                         f"{self.bottleneck[1]} ({self.efficiency})")
-        else:
-            lines.append(f"  bandwidth {to_GBps(self.bandwidth):.2f} GB/s one way = min over "
-                         f"edges of line rate x efficiency / streams:")
-            lines.append(f"    bottleneck {self.bottleneck}, line rate "
-                         f"{to_GBps(self.line_rate):.2f} GB/s x {self.efficiency} "
-                         f"{EFFICIENCIES[self.efficiency].value:.4f}")
-        overhead = OVERHEADS[self.overhead].value
-        lines.append(f"  latency {to_us(self.latency):.2f} us = overhead {self.overhead} "
-                     f"{to_us(overhead):.2f} us + hops {to_us(self.latency - overhead):.2f} us")
-        return "\n".join(lines)
+    def to_records(self) -> list:
+        """One tidy row: the pair, its classes, and its predicted bandwidth and latency."""
+        return tidy_records({
+            "src": self.src, "dst": self.dst, "path_type": self.path_type.name, "p2p": self.p2p,
+            "smi_class": self.smi_class, "line_rate_Bps": self.line_rate, "bandwidth_Bps": self.bandwidth,
+            "nccl_bandwidth_Bps": self.nccl_bandwidth, "latency_s": self.latency,
+            "staged": self.staged is not None, "efficiency": self.efficiency, "overhead": self.overhead})
 
 
 # -- capacities -------------------------------------------------------------------------------
@@ -539,7 +512,7 @@ def staged_copy(G, src: int, dst: int) -> StagedCopy:
     Parameters
     ----------
     G : networkx.DiGraph
-        A fabric (validated here).
+        A fabric (validated here) or a :class:`models.engine.fabric.PreparedFabric`.
     src, dst : int
         GPU ids of one host, distinct.
 
@@ -561,7 +534,7 @@ def staged_copy(G, src: int, dst: int) -> StagedCopy:
     >>> c.host_memory, c.to_host, c.from_host
     ('cpu0', ('gpu0', 'pcie0', 'cpu0'), ('cpu0', 'pcie0', 'gpu1'))
     """
-    validate(G)
+    G = graph_of(G)
     (a,), (b,) = select_gpus(G, [src]), select_gpus(G, [dst])
     if a == b:
         raise P2PError(f"staged copy from GPU {src} to itself: expected two distinct GPUs "
@@ -634,96 +607,22 @@ def _fill(G, copies, achieved: bool) -> list:
 
 
 # -- symmetry: GPUs whose swap is an automorphism of the fabric give identical rows ---------
-def _classes(G, nodes) -> list:
+def _classes(symmetry, nodes) -> list:
     """Partition ``nodes`` into classes of interchangeable GPUs (positions into ``nodes``).
 
     Swapping two interchangeable GPUs is an automorphism of the attributed fabric, which
     leaves every routed, staged and max-flow figure unchanged; so one representative pair per
     pair of classes gives the whole matrix (DGX-2: GPUs sharing a PCIe leaf switch are
-    interchangeable, 8 classes of 2). See :func:`topo.interchangeable_gpus`.
+    interchangeable, 8 classes of 2). ``symmetry`` is the whole graph's
+    (:meth:`models.engine.symmetry.FabricSymmetry.graph`).
     """
     position = {n: i for i, n in enumerate(nodes)}
     classes = []
-    for members in interchangeable_gpus(G):
+    for members in symmetry.classes:
         chosen = [position[n] for n in members if n in position]
         if chosen:
             classes.append(chosen)
     return classes
-
-
-def _host_copies(G):
-    """The hosts of ``G`` grouped into classes of identical copies: a list of classes, each a
-    list of ``{place: node}`` per host (in host order), or None.
-
-    Hosts joined only through NVSwitch chips of no host (the 18 compute trays of a GB200 NVL72
-    on the rack's switch chips, host -1) that are copies of one another can be permuted: every
-    permutation within a class of identical hosts is an automorphism of the fabric, even when
-    another host differs (a what-if that damaged one tray). A pair's figures then depend only
-    on its GPUs' places within their hosts, their hosts' classes and whether the hosts are the
-    same, so the GPUs of two hosts per class give the whole matrix (on an NVL72, 28 pairs
-    instead of 5,112). A node's place in its host is its ``(kind, index)``. Checked exactly, in
-    time linear in the edges: the same places, the same attributes (but ``host``) and the same
-    edges (to the same places or the same shared nodes, with the same attributes). None when
-    there is nothing to gain (fewer than 3 hosts, no two hosts alike) or the hosts are joined
-    otherwise (a cluster's network).
-    """
-    hosts: dict = {}
-    place: dict = {}
-    for n, data in G.nodes(data=True):
-        h = data.get("host")
-        if isinstance(h, int) and h >= 0:
-            local = hosts.setdefault(h, {})
-            key = place[n] = (data.get("kind"), data.get("index"))
-            if key in local:
-                return None
-            local[key] = n
-    if len(hosts) < 3:  # nothing to gain over the interchangeable classes
-        return None
-    order = [hosts[h] for h in sorted(hosts)]
-    host_of = {n: i for i, local in enumerate(order) for n in local.values()}
-    kind = G.nodes
-    for n in host_of:
-        if any(v not in host_of and kind[v]["kind"] != "nvswitch" for v in _neighbours(G, n)):
-            return None
-
-    def same(x0, x, r, k):
-        """Whether node x of host k is node x0 of host r under the map of places."""
-        if {**kind[x0], "host": None} != {**kind[x], "host": None}:
-            return False
-        for adjacency in (G.adj, G.pred):
-            out0, out = adjacency[x0], adjacency[x]
-            if len(out0) != len(out):
-                return False
-            for y0, e0 in out0.items():
-                h = host_of.get(y0)
-                if h is None:
-                    y = y0
-                elif h == r:
-                    y = order[k][place[y0]]
-                else:
-                    return False  # an edge between two hosts
-                if out.get(y) != e0:
-                    return False
-        return True
-
-    classes: list = []  # per class: the host numbers (positions in ``order``)
-    for k, local in enumerate(order):
-        for members in classes:
-            r = members[0]
-            if local.keys() == order[r].keys() and all(same(order[r][m], local[m], r, k) for m in local):
-                members.append(k)
-                break
-        else:
-            classes.append([k])
-    if all(len(members) == 1 for members in classes):
-        return None
-    return [[order[k] for k in members] for members in classes]
-
-
-def _neighbours(G, n):
-    """Successors and predecessors of ``n``."""
-    yield from G.adj[n]
-    yield from G.pred[n]
 
 
 def _peer_access(p2p) -> bool:
@@ -745,17 +644,20 @@ class _Pair:
 class _Table:
     """Per-pair figures for a GPU selection, computed once per pair of symmetry classes."""
 
-    def __init__(self, G, nodes, *, p2p: bool = True, symmetry: bool = True):
+    def __init__(self, G, nodes, *, p2p: bool = True, symmetry=None):
+        """``symmetry``: the fabric's (:class:`models.engine.fabric.PreparedFabric`), or None to
+        compute every pair."""
         self.G = G
         self.nodes = nodes
         self.p2p = p2p
         self.router = Router(G)
-        copies = _host_copies(G) if symmetry else None
+        copies = host_copies(G) if symmetry is not None else None
         if copies is not None:
             self._by_host(nodes, copies)
             return
         self.host_of = None
-        classes = _classes(G, nodes) if symmetry else [[i] for i in range(len(nodes))]
+        classes = (_classes(symmetry.graph(), nodes) if symmetry is not None
+                   else [[i] for i in range(len(nodes))])
         self.index = np.empty(len(nodes), dtype=np.intp)
         for c, members in enumerate(classes):
             self.index[members] = c
@@ -765,7 +667,7 @@ class _Table:
         self._one_way: dict = {}
 
     def _by_host(self, nodes, classes) -> None:
-        """Representatives under host permutations (:func:`_host_copies`)."""
+        """Representatives under host permutations (:func:`models.engine.symmetry.host_copies`)."""
         where = {}
         for c, hosts in enumerate(classes):
             for i, local in enumerate(hosts):
@@ -943,7 +845,7 @@ def p2p_path(G, src: int, dst: int, *, p2p=True) -> P2PResult:
     Parameters
     ----------
     G : networkx.DiGraph
-        A fabric (validated here).
+        A fabric (validated here) or a :class:`models.engine.fabric.PreparedFabric`.
     src, dst : int
         GPU ids (position in :func:`topo.gpus` order; the CUDA index in one system). Equal
         ids give the device-local copy.
@@ -974,9 +876,9 @@ def p2p_path(G, src: int, dst: int, *, p2p=True) -> P2PResult:
     (145.59, 2.9, 120.0)
     """
     peer = _peer_access(p2p)
-    validate(G)
+    G = graph_of(G)
     (a,), (b,) = select_gpus(G, [src]), select_gpus(G, [dst])
-    table = _Table(G, [a, b] if a != b else [a], p2p=peer, symmetry=False)
+    table = _Table(G, [a, b] if a != b else [a], p2p=peer)
     host = G.nodes[a]["host"]
     if a == b:
         smi = "X"
@@ -1004,7 +906,7 @@ def p2p_matrix(G, gpus=None, *, mode: str = "route", bidirectional: bool = False
     Parameters
     ----------
     G : networkx.DiGraph
-        A fabric (validated here).
+        A fabric (validated here) or a :class:`models.engine.fabric.PreparedFabric`.
     gpus : iterable of int or str, optional
         GPU ids or a list such as ``"0,3,5-7"`` (rows and columns in that order); all GPUs
         by default.
@@ -1048,8 +950,9 @@ def p2p_matrix(G, gpus=None, *, mode: str = "route", bidirectional: bool = False
     """
     peer = _peer_access(p2p)
     _check_mode(mode, peer)
-    validate(G)
-    table = _Table(G, select_gpus(G, gpus), p2p=peer)
+    fabric = prepare(G)
+    G = fabric.G
+    table = _Table(G, select_gpus(G, gpus), p2p=peer, symmetry=fabric.symmetry)
     return _bandwidth(table, mode, bidirectional, achieved)
 
 
@@ -1099,8 +1002,9 @@ def p2p_latency_matrix(G, gpus=None, *, p2p=True) -> np.ndarray:
     array([ 1.4 , 16.91, 17.01])
     """
     peer = _peer_access(p2p)
-    validate(G)
-    return _Table(G, select_gpus(G, gpus), p2p=peer).latency()
+    fabric = prepare(G)
+    G = fabric.G
+    return _Table(G, select_gpus(G, gpus), p2p=peer, symmetry=fabric.symmetry).latency()
 
 
 def path_type_matrix(G, gpus=None, *, p2p=True) -> np.ndarray:
@@ -1127,8 +1031,9 @@ def path_type_matrix(G, gpus=None, *, p2p=True) -> np.ndarray:
     ['LOC', 'PIX', 'PHB']
     """
     peer = _peer_access(p2p)
-    validate(G)
-    return _Table(G, select_gpus(G, gpus), p2p=peer).path_types()
+    fabric = prepare(G)
+    G = fabric.G
+    return _Table(G, select_gpus(G, gpus), p2p=peer, symmetry=fabric.symmetry).path_types()
 
 
 @dataclass(frozen=True, slots=True)
@@ -1166,25 +1071,20 @@ class P2PReport:
     path_type: np.ndarray
     p2p: bool = True
 
-    def to_dict(self) -> dict:
-        """The JSON form of ``dgxtopo p2p --json``: GB/s and µs rounded to 4 decimals, NaN
-        (a diagonal without ``memory_bandwidth``) as null. The same keys with P2P enabled
-        or disabled."""
-        def table(matrix, convert):
-            return [[None if math.isnan(x) else round(float(convert(x)), 4) for x in row]
-                    for row in matrix]
-        return {
-            "system": self.system,
-            "gpus": list(self.gpus),
-            "mode": self.mode,
-            "unidirectional_gbps": table(self.unidirectional, to_GBps),
-            "bidirectional_gbps": table(self.bidirectional, to_GBps),
-            "latency_us": table(self.latency, to_us),
-            "path_type": [list(map(str, row)) for row in self.path_type],
-        }
+    to_dict = Moved("models.present.json_shapes.p2p_json(report)")
+
+    def to_records(self) -> list:
+        """Tidy rows, one per (source, destination) pair in row-major order, the diagonal
+        included: bandwidths one way and both ways, latency and path type."""
+        ids = np.array(self.gpus)
+        src, dst = np.repeat(ids, len(ids)), np.tile(ids, len(ids))
+        return tidy_records({
+            "system": self.system, "mode": self.mode, "p2p": self.p2p, "src": src, "dst": dst,
+            "unidirectional_Bps": np.ravel(self.unidirectional), "bidirectional_Bps": np.ravel(self.bidirectional),
+            "latency_s": np.ravel(self.latency), "path_type": np.ravel(self.path_type)})
 
 
-def p2p_report(G, gpus=None, *, mode: str = "route", p2p="enabled") -> P2PReport:
+def p2p_report(G, gpus=None, *, mode: str = "route", p2p="enabled", max_pairs: int | None = None) -> P2PReport:
     """All P2P matrices of a GPU selection at once (one routing pass).
 
     Parameters
@@ -1196,6 +1096,9 @@ def p2p_report(G, gpus=None, *, mode: str = "route", p2p="enabled") -> P2PReport
     p2p : {"enabled", "disabled"} or bool
         Peer access (default enabled): p2pBandwidthLatencyTest's P2P=Enabled or
         P2P=Disabled matrices.
+    max_pairs : int, optional
+        Refuse (:class:`topo.LimitError`) before any routing a selection of more ordered GPU
+        pairs than this, ``n (n - 1)`` for ``n`` GPUs.
 
     Returns
     -------
@@ -1205,23 +1108,30 @@ def p2p_report(G, gpus=None, *, mode: str = "route", p2p="enabled") -> P2PReport
     ------
     GpuSelectionError, P2PError, RouteError
         As :func:`p2p_matrix`.
+    topo.LimitError
+        For more pairs than ``max_pairs``.
 
     Examples
     --------
     >>> from topo import dgx2
     >>> report = p2p_report(dgx2(), "0,8")
-    >>> report.to_dict()["bidirectional_gbps"]
+    >>> (report.bidirectional / 1e9).round(4).tolist()
     [[784.89, 291.1765], [291.1765, 784.89]]
-    >>> p2p_report(dgx2(), "0,1,2,8", p2p="disabled").to_dict()["bidirectional_gbps"][0]
+    >>> (p2p_report(dgx2(), "0,1,2,8", p2p="disabled").bidirectional[0] / 1e9).round(4).tolist()
     [784.89, 9.5594, 9.5594, 14.4242]
     """
     peer = _peer_access(p2p)
     _check_mode(mode, peer)
-    validate(G)
+    fabric = prepare(G)
+    G = fabric.G
     nodes = select_gpus(G, gpus)
+    pairs = len(nodes) * (len(nodes) - 1)
+    if max_pairs is not None and pairs > max_pairs:
+        raise LimitError(f"p2p of {len(nodes)} GPUs routes {pairs} GPU pairs", keyword="max_pairs",
+                         size=pairs, limit=max_pairs)
     position = {n: i for i, n in enumerate(select_gpus(G))}
     ids = tuple(position[n] for n in nodes)
-    table = _Table(G, nodes, p2p=peer)
+    table = _Table(G, nodes, p2p=peer, symmetry=fabric.symmetry)
     matrices = [_bandwidth(table, mode, b, True) for b in (False, True)]
     for m in matrices:
         m.setflags(write=False)
@@ -1231,73 +1141,3 @@ def p2p_report(G, gpus=None, *, mode: str = "route", p2p="enabled") -> P2PReport
     name = G.graph.get("name", "fabric")
     return P2PReport(G.graph.get("system", name), name, ids, mode, matrices[0], matrices[1],
                      latency, types, peer)
-
-
-def _layout(title: str, corner: str, ids, matrix, cell) -> list:
-    """One matrix as p2pBandwidthLatencyTest prints it: ``%6d`` labels, ``%6.02f`` cells."""
-    lines = [title, f"{corner:>6} " + "".join(f"{i:6d} " for i in ids).rstrip()]
-    for i, row in zip(ids, matrix):
-        lines.append((f"{i:6d} " + "".join(f"{cell(x):>6} " for x in row)).rstrip())
-    return lines
-
-
-def format_p2p_report(report: P2PReport, *, bidirectional: bool = False,
-                      latency: bool = False) -> str:
-    """Lay out a report as p2pBandwidthLatencyTest prints its matrices (GB/s, µs).
-
-    Parameters
-    ----------
-    report : P2PReport
-    bidirectional : bool
-        Print the bidirectional bandwidth matrix instead of the unidirectional one.
-    latency : bool
-        Also print the latency matrix.
-
-    Returns
-    -------
-    str
-
-    Examples
-    --------
-    >>> from topo import dgx1v
-    >>> print(format_p2p_report(p2p_report(dgx1v(), "0,3,5"), bidirectional=True))
-    Path Type (NCCL) Matrix
-       D\\D      0      3      5
-         0    LOC    NVL    SYS
-         3    NVL    LOC    SYS
-         5    SYS    SYS    LOC
-    <BLANKLINE>
-    Bidirectional P2P=Enabled Bandwidth Matrix (GB/s)
-       D\\D      0      3      5
-         0 784.89  97.06  14.42
-         3  97.06 784.89  14.42
-         5  14.42  14.42 784.89
-    <BLANKLINE>
-    Predicted for DGX-1V (mode route, P2P enabled): NVLink from its signalling rate and packet
-    format, staged copies and HBM fitted to a DGX-1V p2pBandwidthLatencyTest row. PHB and SYS
-    pairs (every pair with P2P disabled) are staged through host memory.
-    Diagonal: device-local copy (HBM, read and write counted).
-    """
-    def number(convert):
-        return lambda x: "n/a" if math.isnan(x) else f"{convert(x):6.02f}"
-
-    direction = "Bidirectional" if bidirectional else "Unidirectional"
-    access = "P2P=Enabled" if report.p2p else "P2P=Disabled"
-    kind = access if report.mode == "route" else "NVLink Max-Flow"
-    lines = _layout("Path Type (NCCL) Matrix", "D\\D", report.gpus, report.path_type, str)
-    lines.append("")
-    lines += _layout(f"{direction} {kind} Bandwidth Matrix (GB/s)", "D\\D", report.gpus,
-                     report.bidirectional if bidirectional else report.unidirectional,
-                     number(to_GBps))
-    if latency:
-        lines.append("")
-        title = ("P2P=Enabled Latency (P2P Writes) Matrix (us)" if report.p2p
-                 else "P2P=Disabled Latency Matrix (us)")
-        lines += _layout(title, "GPU", report.gpus, report.latency, number(to_us))
-    lines += ["", f"Predicted for {report.name} (mode {report.mode}, P2P "
-              f"{'enabled' if report.p2p else 'disabled'}): NVLink from its signalling rate "
-              f"and packet", "format, staged copies and HBM fitted to a DGX-1V "
-              "p2pBandwidthLatencyTest row. PHB and SYS",
-              "pairs (every pair with P2P disabled) are staged through host memory.",
-              "Diagonal: device-local copy (HBM, read and write counted)."]
-    return "\n".join(lines)

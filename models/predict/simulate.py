@@ -65,6 +65,7 @@ import heapq
 import json
 import math
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 import numpy as np
 
@@ -99,7 +100,7 @@ _MAX_ID = 200
 #: 2020), H100/H200 132 (NVIDIA H100 Tensor Core GPU architecture whitepaper, 2022),
 #: B200 148 [U: NVIDIA's Blackwell technical brief gives no SM count; the figure of NVIDIA's
 #: CUDA device query as reported for B200].
-SMS = {60: 56, 70: 80, 80: 108, 90: 132, 100: 148}
+SMS = MappingProxyType({60: 56, 70: 80, 80: 108, 90: 132, 100: 148})
 
 
 class TaskGraphError(DgxTopoError):
@@ -215,8 +216,8 @@ class TaskGraph:
 
 
 # ------------------------------------------------------------------------------ reading
-_FIELDS = {"id", "op", "gpus", "gpu", "src", "dst", "bytes", "root", "seconds", "flops", "dtype", "after",
-           "kind", "stream", "images"}
+_FIELDS = frozenset({"id", "op", "gpus", "gpu", "src", "dst", "bytes", "root", "seconds", "flops", "dtype", "after",
+           "kind", "stream", "images"})
 
 
 def _int(value, task, name, low=0, high=None) -> int:

@@ -13,16 +13,19 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from types import MappingProxyType
 
 import numpy as np
 
 from topo.errors import DgxTopoError
-from topo.units import to_GBps, to_us, us
+from topo.units import to_us, us
 
+from ..engine.fabric import prepare
 from ..predict.collectives import Estimator
 from .benchmarks import NcclTestsRun, P2PBenchmark
-from ..predict.measure import DEFAULT, MeasurementModel, measured
+from ..engine.results import Moved, tidy_records
+from ..predict.measure import DEFAULT, MeasurementModel, Measured, measured
 
 __all__ = ["CalibrationError", "Calibration", "CheckRow", "Check", "calibrate", "check",
            "parameter_range", "SCHEMA", "SCHEMA_VERSION"]
@@ -32,7 +35,7 @@ SCHEMA_VERSION = 1
 
 # Bounds of the fitted constants [SI]: a launch above 50 us per GPU or a floor above 1 ms is
 # not a launch; an efficiency above 1 would move more than the wire's payload rate.
-_BOUNDS = {"launch_per_gpu": (0.0, 50 * us), "floor": (0.0, 1000 * us), "efficiency": (0.05, 1.0)}
+_BOUNDS = MappingProxyType({"launch_per_gpu": (0.0, 50 * us), "floor": (0.0, 1000 * us), "efficiency": (0.05, 1.0)})
 # Scale of the soft-L1 loss: relative errors above ~5 % count linearly.
 _ROBUST = 0.05
 # A row is bandwidth-bound when the bandwidth term is at least this share of its predicted time.
@@ -196,20 +199,19 @@ class Calibration:
     method: str = ""
     notes: tuple = ()
 
-    def format(self) -> str:
-        """The fitted values and the residuals before and after, as text."""
-        lines = [f"Calibration of the measurement model on {self.system} ({self.method}), "
-                 f"{self.after['rows']} rows of {', '.join(self.sources) or 'the runs'}:"]
-        for name, value, lo, hi in self.fitted:
-            shown = (f"{to_us(value):.3f} us (bounds {to_us(lo):g}-{to_us(hi):g} us)" if name in
-                     ("launch_per_gpu", "floor") else f"{value:.4f} (bounds {lo:g}-{hi:g})")
-            lines.append(f"  {name} = {shown}")
-        lines.append(f"  |time error| before: median {self.before['median_abs_time_error']:.1%}, "
-                     f"max {self.before['max_abs_time_error']:.1%}")
-        lines.append(f"  |time error| after:  median {self.after['median_abs_time_error']:.1%}, "
-                     f"max {self.after['max_abs_time_error']:.1%}")
-        lines += [f"  note: {n}" for n in self.notes]
-        return "\n".join(lines)
+    format = Moved("models.present.text.calibration_table(calibration)")
+
+    def to_records(self) -> list:
+        """Tidy rows, one per fitted constant: its value and bounds (SI) and the median and max
+        |time error| before and after the fit."""
+        return tidy_records({
+            "system": self.system, "name": [n for n, _, _, _ in self.fitted],
+            "value": [v for _, v, _, _ in self.fitted], "lower": [lo for _, _, lo, _ in self.fitted],
+            "upper": [hi for _, _, _, hi in self.fitted], "rows": self.after.get("rows"),
+            "median_abs_time_error_before": self.before.get("median_abs_time_error"),
+            "max_abs_time_error_before": self.before.get("max_abs_time_error"),
+            "median_abs_time_error_after": self.after.get("median_abs_time_error"),
+            "max_abs_time_error_after": self.after.get("max_abs_time_error"), "method": self.method})
 
     def to_json(self) -> str:
         """The versioned JSON form (read back by :meth:`from_json`)."""
@@ -390,8 +392,8 @@ def calibrate(runs, G, *, gpus=None, gpus_per_thread=None, profile=None, inplace
     if p2p:
         notes.append(f"{len(p2p)} p2pBandwidthLatencyTest output(s) read but not fitted: the P2P "
                      f"copy model is calibrated separately")
-    estimator = Estimator(G, profile=profile)
-    fabric = estimator.fabric
+    estimator = Estimator(prepare(G, nccl=profile))  # one NCCL view and its searches for every run
+    fabric = estimator.fabric.nccl
     prepared = [_prepare(r, estimator, gpus, gpus_per_thread, inplace) for r in runs
                 if not isinstance(r, P2PBenchmark)]
     if not prepared:
@@ -489,8 +491,9 @@ class Check:
     median_abs_time_error, max_abs_time_error : float
     median_abs_busbw_error, max_abs_busbw_error : float
         Over the rows whose measured busbw is not 0 (printed as 0.00 at the smallest sizes).
-    explain : str
-        The measurement model's working for the largest size.
+    measured : models.predict.measure.Measured or None
+        The measurement model's terms at every size (:func:`models.present.explain.explain`
+        writes out the largest).
     notes : tuple of str
         What was assumed (the GPUs of a run that does not show its rank count).
     """
@@ -504,40 +507,23 @@ class Check:
     max_abs_time_error: float
     median_abs_busbw_error: float
     max_abs_busbw_error: float
-    explain: str = ""
+    measured: Measured | None = field(default=None, repr=False, compare=False)
     notes: tuple = ()
 
-    def to_json(self) -> dict:
-        """The JSON form of ``dgxtopo check --json`` (issue 11 item 5)."""
-        return {
-            "rows": [{"size_bytes": r.size, "measured_time_us": to_us(r.measured_time),
-                      "predicted_time_us": to_us(r.predicted_time),
-                      "measured_busbw_gbps": to_GBps(r.measured_busbw),
-                      "predicted_busbw_gbps": to_GBps(r.predicted_busbw),
-                      "time_error": r.time_error, "busbw_error": r.busbw_error} for r in self.rows],
-            "median_abs_time_error": self.median_abs_time_error,
-            "max_abs_time_error": self.max_abs_time_error,
-            **({"notes": list(self.notes)} if self.notes else {}),
-        }
+    to_json = Moved("models.present.json_shapes.check_json(check)")
+    format = Moved("models.present.text.check_table(check)")
+    explain = Moved("models.present.explain.explain(check)")
 
-    def format(self) -> str:
-        """A table of measured vs predicted per size and the closing error line."""
-        lines = [f"# {self.collective} on {self.system} GPUs {','.join(map(str, self.gpus))} "
-                 f"(-g {self.gpus_per_thread}): measured vs predicted",
-                 f"# {'size (B)':>12}  {'time meas':>10}  {'time pred':>10}  {'err':>7}  "
-                 f"{'busbw meas':>10}  {'busbw pred':>10}  {'err':>7}",
-                 f"# {'':>12}  {'(us)':>10}  {'(us)':>10}  {'':>7}  {'(GB/s)':>10}  {'(GB/s)':>10}"]
-        for r in self.rows:
-            berr = "-" if r.busbw_error is None else f"{r.busbw_error:+.1%}"
-            lines.append(f"  {r.size:>12}  {to_us(r.measured_time):>10.2f}  {to_us(r.predicted_time):>10.2f}  "
-                         f"{r.time_error:>+7.1%}  {to_GBps(r.measured_busbw):>10.2f}  "
-                         f"{to_GBps(r.predicted_busbw):>10.2f}  {berr:>7}")
-        busbw = (f"median {self.median_abs_busbw_error:.1%}, max {self.max_abs_busbw_error:.1%}"
-                 if math.isfinite(self.median_abs_busbw_error) else "- (no row with a measured busbw)")
-        lines.append(f"# |time error|: median {self.median_abs_time_error:.1%}, max "
-                     f"{self.max_abs_time_error:.1%}; |busbw error|: {busbw}")
-        lines += [f"# note: {n}" for n in self.notes]
-        return "\n".join(lines)
+    def to_records(self) -> list:
+        """Tidy rows, one per size: measured and predicted time and busbw, and the errors
+        (``predicted / measured - 1``; ``busbw_error`` None where the measured busbw is 0)."""
+        rows = self.rows
+        return tidy_records({
+            "collective": self.collective, "system": self.system, "nbytes": [r.size for r in rows],
+            "measured_time_s": [r.measured_time for r in rows], "predicted_time_s": [r.predicted_time for r in rows],
+            "measured_busbw_Bps": [r.measured_busbw for r in rows],
+            "predicted_busbw_Bps": [r.predicted_busbw for r in rows],
+            "time_error": [r.time_error for r in rows], "busbw_error": [r.busbw_error for r in rows]})
 
 
 def check(run, G, *, gpus=None, gpus_per_thread=None, profile=None, calibration=None,
@@ -563,9 +549,9 @@ def check(run, G, *, gpus=None, gpus_per_thread=None, profile=None, calibration=
         For a run without usable rows or a bad ``-g``.
     """
     model = calibration.model if isinstance(calibration, Calibration) else (calibration or DEFAULT)
-    estimator = Estimator(G, profile=profile)
+    estimator = Estimator(prepare(G, nccl=profile))
     p = _prepare(run, estimator, gpus, gpus_per_thread, inplace)
-    m = measured(p.estimate, estimator.fabric, gpus_per_thread=p.gpus_per_thread, model=model)
+    m = measured(p.estimate, estimator.fabric.nccl, gpus_per_thread=p.gpus_per_thread, model=model)
     time, busbw = np.atleast_1d(m.time), np.atleast_1d(m.busbw)
     rows = []
     for size, mt, pt, mb, pb in zip(p.sizes, p.measured_time, time, p.measured_busbw, busbw):
@@ -577,6 +563,6 @@ def check(run, G, *, gpus=None, gpus_per_thread=None, profile=None, calibration=
     return Check(run.collective, G.graph.get("system", ""), tuple(m.gpus), p.gpus_per_thread,
                  tuple(rows), float(np.median(terr)), float(np.max(terr)),
                  float(np.median(berrs)) if berrs.size else math.nan,
-                 float(np.max(berrs)) if berrs.size else math.nan, m.explain(),
+                 float(np.max(berrs)) if berrs.size else math.nan, m,
                  tuple(n for n in (p.note,) if n))
 

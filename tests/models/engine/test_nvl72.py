@@ -33,6 +33,7 @@ from models.predict.collectives import estimate
 from models.engine.nccl.channels import channel_graphs
 from models.engine.nccl.system import NcclSystem
 from models.predict.p2p import p2p_matrix
+from models.present.explain import explain
 
 GB = 1e9
 
@@ -113,7 +114,7 @@ def test_all_reduce_picks_nvls_and_explains_mnnvl(rack_estimate):
     # 72 ranks make every ring and chain step count (latency 142 x per-hop), NVLS's is one
     # 25 us step: NCCL's model picks NVLS at every size.
     assert list(rack_estimate.algorithm) == ["nvls", "nvls"]
-    text = rack_estimate.explain()
+    text = explain(rack_estimate)
     assert "MNNVL: the GPUs of hosts 0-17" in text and "NVLS chosen for all_reduce" in text
 
 
@@ -255,7 +256,7 @@ def test_alltoall_across_trays_stays_on_nvlink():
     terms = []
     for gpus in ("0-3", "0-7", "0-11"):
         e = estimate(G, "alltoall", 2**30, gpus)
-        assert e.bottleneck[0][0].startswith("nvswitch") and "NET" not in e.explain()
+        assert e.bottleneck[0][0].startswith("nvswitch") and "NET" not in explain(e)
         terms.append(float(e.bandwidth) * (e.nranks - 1) / e.nranks)
     assert terms == pytest.approx([terms[0]] * 3, rel=1e-9)
     nvlink_in = sum(G.edges[u, "t0.gpu0"]["bandwidth"] for u in G.pred["t0.gpu0"]

@@ -16,6 +16,7 @@ from tests.conftest import DATA
 from models.engine.nccl.search import ChannelSearchError, search_channels, search_channels_in
 from models.engine.nccl.system import NcclSystem, nccl_capacity
 from models.engine.routes import PathType
+from models.present.explain import explain
 
 GB = 1e9
 
@@ -287,4 +288,4 @@ def test_a_link_too_slow_for_any_search_speed_is_used_at_its_own_rate(factor):
     assert float(e.busbw) == pytest.approx(float(estimate(
         apply_failures(topo.build("dgx1v"), (), ("gpu0-gpu3=0.05",)).graph, "all_reduce", 2**25, "0,3"
     ).busbw) * factor / 0.05, rel=0.02)
-    assert "tuned at 0.1 GB/s; its data moves at the slowest hop's rate" in e.explain()
+    assert "tuned at 0.1 GB/s; its data moves at the slowest hop's rate" in explain(e)

@@ -16,6 +16,7 @@ from hypothesis import given, settings, strategies as st
 import models
 import topo
 from models.predict.measure import DEFAULT, LINK_CLASSES, MeasurementError, link_classes, measured
+from models.present.explain import explain
 from tests.conftest import DATA
 
 RUN = json.loads((DATA / "dgx2_12gpu_nccl_tests.json").read_text())
@@ -121,7 +122,7 @@ def test_across_hosts_the_nic_path_binds(system, port, port_GBps, nccl_GBps):
     assert m.ratio == pytest.approx(port_GBps * 4096 / 4122 / nccl_GBps)
     assert m.busbw == pytest.approx(e.busbw)  # estimate() applies the same model
     assert m.busbw > 0.97 * e.nccl_busbw      # within NCCL's latency of its own figure, or above
-    text = m.explain()
+    text = explain(m)
     assert "network path" in text and f"{port} binds" in text and "nic_efficiency" in text
 
 
@@ -133,7 +134,7 @@ def test_across_hosts_pcie3_dma_binds_edr_clusters():
     m = measured(e, G)
     assert m.link == "pcie3_x16" and {p.port for p in m.nic_paths} == {"ib_edr"}
     assert m.ratio == pytest.approx(9.56 / 12, rel=1e-3)
-    text = m.explain()
+    text = explain(m)
     assert "pcie3_x16 binds" in text and "dma:pcie3_x16 = 0.6068" in text
 
 
@@ -173,7 +174,7 @@ def test_a_nic_path_faster_than_nccl_assumed_is_capped_by_nvlink_headroom():
 
 def test_explain_lists_every_term(dgx2):
     m = measured(models.estimate(dgx2, "all_reduce", 2**20, GPUS), dgx2, gpus_per_thread=12)
-    text = m.explain()
+    text = explain(m)
     for needle in ("host term", "12 x 4.985 us", "NCCL latency term", "ratio", "launch_per_gpu",
                    "floor", "transfer_efficiency", "fitted to", "[U]"):
         assert needle in text

@@ -13,6 +13,7 @@ import pytest
 
 import topo
 from models.predict.nicpath import MEASURED_DMA, dma_share, nic_path
+from models.present.explain import describe_nic_path, explain
 from tests.conftest import DATA
 from topo.errors import DgxTopoError
 
@@ -54,7 +55,15 @@ def test_pcie3_dma_binds_an_edr_port_below_nccls_figure():
     assert p.rate == p.pcie_rate == pytest.approx(GEN3_DMA * GB, rel=1e-4)
     assert p.nccl_rate == 12 * GB  # NCCL's PCI figure for Gen3 x16, below the port's 12.5
     assert p.ratio == pytest.approx(GEN3_DMA / 12, rel=1e-4)
-    assert "pcie3_x16 binds" in p.describe() and "(measured)" in p.describe()
+    assert "pcie3_x16 binds" in describe_nic_path(p) and "(measured)" in describe_nic_path(p)
+
+
+def test_a_path_as_records_and_words():
+    p = nic_path(topo.build("2xdgx2"), "h0.mlx5_0")
+    (row,) = p.to_records()
+    assert (row["nic"], row["gpu"], row["gdr"], row["binding"]) == ("h0.mlx5_0", "h0.gpu0", True, "pcie3_x16")
+    assert (row["rate_Bps"], row["nccl_rate_Bps"], row["ratio"]) == (p.rate, p.nccl_rate, p.ratio)
+    assert explain(p) == describe_nic_path(p)
 
 
 @pytest.mark.parametrize("system, nic, port, port_GBps, pcie_GBps, nccl_GBps, path_class", [
@@ -71,7 +80,7 @@ def test_the_port_binds_where_the_nic_shares_a_switch_with_its_gpu(system, nic, 
     # NCCL charges the path its PCIe figure (below its port figure): the path beats it
     assert p.nccl_rate == pytest.approx(nccl_GBps * GB)
     assert p.ratio == pytest.approx(port_GBps * IB / nccl_GBps)
-    assert f"{port} binds" in p.describe()
+    assert f"{port} binds" in describe_nic_path(p)
 
 
 def test_a_faster_port_on_the_same_pcie_path_is_bound_by_pcie():

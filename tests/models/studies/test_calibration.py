@@ -15,6 +15,9 @@ import topo
 from models.studies.benchmarks import NcclTestsRow, NcclTestsRun, read_nccl_tests
 from models.studies.calibration import SCHEMA_VERSION, Calibration, CalibrationError, calibrate, check
 from models.predict.measure import DEFAULT, measured
+from models.present.explain import explain
+from models.present.json_shapes import check_json
+from models.present.text import calibration_table, check_table
 from tests.conftest import DATA
 
 RUN = json.loads((DATA / "dgx2_12gpu_nccl_tests.json").read_text())
@@ -52,7 +55,7 @@ def dgx2_runs():
 def test_fit_on_part_predicts_the_rest(dgx2_runs):
     G = topo.build("dgx2")
     cal = calibrate([dgx2_runs["all_reduce"], dgx2_runs["broadcast"]], G)
-    print("\n" + cal.format())
+    print("\n" + calibration_table(cal))
     for held_out in ("reduce", "all_gather"):
         result = check(dgx2_runs[held_out], G, calibration=cal, inplace=held_out == "all_gather")
         print(f"{held_out}: median |time error| {result.median_abs_time_error:.1%}, max "
@@ -62,7 +65,7 @@ def test_fit_on_part_predicts_the_rest(dgx2_runs):
 
 def test_check_json_has_exactly_the_issue_keys(dgx2_runs):
     result = check(dgx2_runs["all_reduce"], topo.build("dgx2"))
-    data = result.to_json()
+    data = check_json(result)
     assert set(data) == {"rows", "median_abs_time_error", "max_abs_time_error"}
     assert set(data["rows"][0]) == {"size_bytes", "measured_time_us", "predicted_time_us",
                                     "measured_busbw_gbps", "predicted_busbw_gbps", "time_error",
@@ -82,8 +85,8 @@ def test_json_round_trip(dgx2_runs):
     assert again.model.launch_per_gpu == cal.model.launch_per_gpu
     assert again.model.efficiency("nvlink2") == cal.model.efficiency("nvlink2")
     assert again.fitted == cal.fitted
-    assert "calibration on dgx2" in measured(models.estimate(G, "broadcast", 8, "0-3"), G,
-                                             model=again.model).explain()
+    assert "calibration on dgx2" in explain(measured(models.estimate(G, "broadcast", 8, "0-3"), G,
+                                                     model=again.model))
 
 
 def _parameters(**values) -> str:
@@ -158,7 +161,7 @@ def test_a_run_that_does_not_show_its_ranks_assumes_the_system_and_says_so():
     run = read_nccl_tests(raw)
     assert run.collective == "broadcast" and run.nranks is None and "factor 1" in run.ranks_source
     result = check(run, G)
-    assert len(result.gpus) == 16 and "assumed every GPU of DGX-2 (16)" in result.format()
+    assert len(result.gpus) == 16 and "assumed every GPU of DGX-2 (16)" in check_table(result)
     assert result == check(run, G) and check(run, G, gpus=RUN["cuda_visible_devices"]).gpus == \
         tuple(RUN["cuda_visible_devices"])
     # all_gather's columns without its program line could be alltoall's: refused, naming why.

@@ -130,7 +130,11 @@ def test_products_never_beat_the_achievable_rate_and_grow_with_shape(m, n, k, ge
     cm = compute_model(gen, dtype)
     t = cm.gemm_time(m, n, k)
     assert t >= 2 * m * n * k / (cm.peak * cm.gemm_efficiency) and t >= KERNEL_FLOOR
-    assert cm.gemm_time(m + 1, n, k) >= t and cm.gemm_time(m, n + 1, k) >= t and cm.gemm_time(m, n, k + 1) >= t
+    # A larger product of the same alignment never runs faster. (One element more may: on Volta
+    # an aligned product returns to the tensor cores, gemm_time(8, 8, 96) < gemm_time(7, 8, 96).)
+    step = 8  # 16 bytes of fp16: the alignment class is kept
+    assert cm.gemm_time(m + step, n, k) >= t and cm.gemm_time(m, n + step, k) >= t
+    assert cm.gemm_time(m, n, k + step) >= t
 
 
 def test_memory_kernels_and_the_launch_floor():
