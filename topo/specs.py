@@ -63,7 +63,7 @@ from .units import GB, GiB, ns
 
 __all__ = [
     "LinkSpec", "GpuSpec", "CpuSpec", "SwitchSpec",
-    "LINKS", "GPUS", "CPUS", "NVSWITCHES", "NETWORK_SWITCHES",
+    "LINKS", "GPUS", "CPUS", "NVSWITCHES", "NETWORK_SWITCHES", "WireFormat", "WIRES",
 ]
 
 
@@ -256,6 +256,11 @@ LINKS: dict[str, LinkSpec] = {spec.name: spec for spec in (
     LinkSpec("pcie5_x16", "pcie", "PCIe 5.0 x16", _pcie_x16(32), _PCIE_LATENCY,
              "[S50] 32 GT/s x16 = 63.0 GB/s per direction; NCCL logs PCI[48.0] [S34]",
              _PCIE_LATENCY_NOTE),
+    LinkSpec("pcie6_x16", "pcie", "PCIe 6.0 x16", 16 * 64e9 / 8, _PCIE_LATENCY,
+             "64 GT/s x16 PAM4, no line code (flit mode): 128 GB/s per direction (PCI Express "
+             "Base Specification 6.0, ch. 4 'Physical Layer Logical Block')",
+             "no system built here has a PCIe 6.0 link yet; NCCL's figure for it is not in the "
+             "profiles; " + _PCIE_LATENCY_NOTE),
     LinkSpec("qpi_bdw", "cpu-to-cpu", "QPI 9.6 GT/s (Broadwell-EP)", 9.6e9 * 2, _SOCKET_LATENCY,
              "[S52] 9.6 GT/s x 2 bytes = 19.2 GB/s per direction per link; NCCL BDW_QPI_BW 6.0 "
              "for the whole socket-to-socket connection [S30]",
@@ -469,3 +474,183 @@ NETWORK_SWITCHES: dict[str, SwitchSpec] = {
                          "builds its compute fabric from it [S49]",
                          "port count from the announcement, datasheet not retrieved [U]"),
 }
+
+
+# ------------------------------------------------------------------ the wire of each technology
+@dataclass(frozen=True, slots=True)
+class WireFormat:
+    """How one link technology turns its signalling into payload, from its specification.
+
+    The physical layer gives ``data_rate``: lanes x bit rate per lane x line code x forward
+    error correction. The link layer wraps every payload in a packet (headers, CRCs, framing
+    tokens) and spends some of the wire on control packets (acknowledgements, flow-control
+    credits); what is left is the payload rate. Every field is a fact of the technology's
+    specification or, where a platform setting decides it (PCIe Max_Payload_Size and
+    Max_Read_Request_Size, the InfiniBand MTU), the setting these systems run with, tagged
+    [U] in ``uncertain`` when it is not established.
+
+    Attributes
+    ----------
+    link : str
+        Key of :data:`LINKS`.
+    lanes : int
+        Lanes (differential pairs) per direction.
+    lane_rate : float
+        Bit rate of one lane on the wire (GT/s for NRZ; twice the symbol rate for PAM4). [bit/s]
+    coding : tuple of (int, int)
+        Line code as (data bits, coded bits): (128, 130), (64, 66), (256, 257); (1, 1) for none.
+    fec : tuple of (int, int)
+        Forward error correction as (message, block) in the same unit: (514, 544) for the
+        RS(544,514) code, (236, 256) for the TLP bytes of a PCIe 6.0 flit; (1, 1) for none.
+    payload : int
+        Payload of one packet at the largest size these systems use (InfiniBand MTU, PCIe
+        Max_Payload_Size, NVLink data flits). [bytes]
+    header : int
+        Bytes one packet adds to its payload on the wire: headers, CRCs, framing tokens.
+    control : float
+        Link-control bytes per packet sent in the same direction (PCIe Ack and UpdateFC DLLPs);
+        0 where the format carries them inside its packets or blocks.
+    read_request : int
+        PCIe: bytes of one memory read request on the wire (it travels against the data it
+        asks for); 0 for a technology whose DMA does not read across it.
+    read_size : int
+        PCIe: Max_Read_Request_Size, the data one read request asks for. [bytes]
+    source : str
+    uncertain : str
+
+    Examples
+    --------
+    >>> w = WIRES["ib_ndr"]
+    >>> w.data_rate / 1e9, round(w.packet_efficiency, 4)
+    (50.0, 0.9937)
+    >>> round(WIRES["pcie4_x16"].data_rate / 1e9, 2), round(WIRES["pcie4_x16"].dma_efficiency, 4)
+    (31.51, 0.8649)
+    """
+
+    link: str
+    lanes: int
+    lane_rate: float
+    coding: tuple
+    fec: tuple
+    payload: int
+    header: int
+    control: float = 0.0
+    read_request: int = 0
+    read_size: int = 0
+    source: str = ""
+    uncertain: str = ""
+
+    @property
+    def data_rate(self) -> float:
+        """Bytes per second the physical layer delivers, per direction. [B/s]"""
+        return (self.lanes * self.lane_rate * self.coding[0] / self.coding[1]
+                * self.fec[0] / self.fec[1] / 8)
+
+    @property
+    def packet_efficiency(self) -> float:
+        """Share of the data rate that is payload, for a stream of full packets one way."""
+        return self.payload / (self.payload + self.header + self.control)
+
+    @property
+    def dma_efficiency(self) -> float:
+        """Share of the data rate that is payload for a device that DMAs both ways over the
+        link (a NIC writing what it receives and reading what it sends): each direction carries
+        full write packets and the read requests for the data going the other way."""
+        requests = self.read_request * self.payload / self.read_size if self.read_size else 0.0
+        return self.payload / (self.payload + self.header + self.control + requests)
+
+    @property
+    def payload_rate(self) -> float:
+        """``data_rate x packet_efficiency``. [B/s]"""
+        return self.data_rate * self.packet_efficiency
+
+
+# NVLink: packets of 16-byte flits, one header flit per up to 16 data flits (256 B) (Foley and
+# Danskin, "Ultra-Performance Pascal GPU and NVLink Interconnect", IEEE Micro 37(2), 2017);
+# no line code is counted: the per-link rates NVIDIA states are lanes x signalling / 8.
+_NVLINK_FRAMING = "1 header flit per 16 data flits of 16 B (Foley and Danskin, IEEE Micro 37(2), 2017)"
+# PCIe 3.0-5.0 (128b/130b): a TLP on the wire is the 4-byte STP framing token (which carries
+# the TLP sequence number from 3.0 on), the header (4 DW for a memory request with a 64-bit
+# address) and the 4-byte LCRC: 24 B per memory write, 24 B per read request (PCI Express Base
+# Specification 3.0/4.0/5.0, sec. 2.2 'Transaction Layer Protocol - Packet Definition', sec. 3.6
+# 'Data Integrity' and sec. 4.2.2.3 'Framing Tokens'). Ack and UpdateFC DLLPs are 8 B on the
+# wire each (6 B + 2-byte SDP token, sec. 3.5 and 4.2.2.3).
+_PCIE_TLP = ("24 B per 4-DW TLP: STP token 4 + header 16 + LCRC 4 (PCI Express Base Specification "
+             "{rev}, sec. 2.2, 3.6, 4.2.2.3); Ack + UpdateFC DLLPs 8 B each (sec. 3.5)")
+_PCIE_SETTINGS = ("[U] Max_Payload_Size 256 B (what NVIDIA GPUs support, so every path to a GPU "
+                  "runs at it) and Max_Read_Request_Size 512 B (the usual default) are settings "
+                  "of the host, not verified on these systems; [U] one Ack and one UpdateFC DLLP "
+                  "per 4 TLPs (the coalescing the spec's Ack latency timer allows at these "
+                  "payloads), not measured")
+# InfiniBand: an RDMA-write packet carries LRH 8 + BTH 12 + ICRC 4 + VCRC 2 = 26 B around up to
+# 4096 B of payload (the RETH, 16 B, only on a message's first packet) (InfiniBand Architecture
+# Specification vol. 1, ch. 5 'Data Packet Format' and ch. 9 'Transport Layer').
+_IB_PACKET_FORMAT = ("MTU 4096 B, LRH 8 + BTH 12 + ICRC 4 + VCRC 2 = 26 B per packet (InfiniBand "
+                     "Architecture Specification vol. 1, ch. 5 and 9)")
+_IB_UNCERTAIN = ("[U] the 4096 B MTU is the largest the spec allows and what NCCL runs with on "
+                 "these fabrics; RC acknowledgements (30 B each, coalesced) and flow-control "
+                 "packets are not counted")
+# HDR/NDR/XDR lanes are PAM4 with the RS(544,514) ('KP4') code over 256b/257b-transcoded data,
+# the per-lane format of IEEE Std 802.3bs-2017 clause 119 and 802.3cd-2018 (50/100 Gb/s lanes).
+_KP4 = ("256b/257b transcoding and RS(544,514) FEC (IEEE Std 802.3bs-2017, clause 119; the "
+        "InfiniBand Architecture Specification vol. 2 physical layer uses the same lane format)")
+
+#: The wire of each link technology, keyed like :data:`LINKS`.
+WIRES: dict[str, WireFormat] = {w.link: w for w in (
+    WireFormat("nvlink1", 8, 20e9, (1, 1), (1, 1), 256, 16,
+               source="8 lanes x 20 Gb/s (Tesla P100 whitepaper, NVIDIA 2016); " + _NVLINK_FRAMING,
+               uncertain="[U] 8 lanes per direction"),
+    WireFormat("nvlink2", 8, 25.78125e9, (1, 1), (1, 1), 256, 16,
+               source="8 lanes x 25.78125 Gb/s (NVIDIA A100 Tensor Core GPU Architecture "
+                      "whitepaper, on V100); " + _NVLINK_FRAMING),
+    WireFormat("nvlink3", 4, 50e9, (1, 1), (1, 1), 256, 16,
+               source="4 lanes x 50 Gb/s (NVIDIA A100 Tensor Core GPU Architecture whitepaper); "
+                      + _NVLINK_FRAMING,
+               uncertain="[U] packet framing taken from NVLink 1/2"),
+    WireFormat("nvlink4", 2, 100e9, (1, 1), (1, 1), 256, 16,
+               source="2 PAM4 lanes, 25 GB/s per link per direction (NVIDIA H100 Tensor Core GPU "
+                      "Architecture whitepaper); " + _NVLINK_FRAMING,
+               uncertain="[U] 100 Gb/s of data per lane derived from the 25 GB/s; packet framing "
+                         "taken from NVLink 1/2"),
+    WireFormat("nvlink5", 2, 200e9, (1, 1), (1, 1), 256, 16,
+               source="18 links, 1.8 TB/s both ways per B200 (NVIDIA NVLink product page [S64]); "
+                      + _NVLINK_FRAMING,
+               uncertain="[U] lanes and per-lane rate derived from the per-link 50 GB/s; packet "
+                         "framing taken from NVLink 1/2"),
+    WireFormat("nvlink_c2c", 1, 450e9 * 8, (1, 1), (1, 1), 256, 16,
+               source="NVLink-C2C, 450 GB/s per direction (see LINKS['nvlink_c2c']); "
+                      + _NVLINK_FRAMING,
+               uncertain="[U] lanes and signalling not in the sources used: one 'lane' at the "
+                         "aggregate rate; [U] packet framing taken from NVLink"),
+    WireFormat("pcie3_x16", 16, 8e9, (128, 130), (1, 1), 256, 24, 4.0, 24, 512,
+               source="8 GT/s x16, 128b/130b [S50]; " + _PCIE_TLP.format(rev="3.0"),
+               uncertain=_PCIE_SETTINGS),
+    WireFormat("pcie4_x16", 16, 16e9, (128, 130), (1, 1), 256, 24, 4.0, 24, 512,
+               source="16 GT/s x16, 128b/130b [S50]; " + _PCIE_TLP.format(rev="4.0"),
+               uncertain=_PCIE_SETTINGS),
+    WireFormat("pcie5_x16", 16, 32e9, (128, 130), (1, 1), 256, 24, 4.0, 24, 512,
+               source="32 GT/s x16, 128b/130b [S50]; " + _PCIE_TLP.format(rev="5.0"),
+               uncertain=_PCIE_SETTINGS),
+    # Flit mode: 256-byte flits of 236 TLP bytes, 6 DLP bytes (where DLLPs and the sequence
+    # number travel), 8 CRC and 6 FEC bytes; a TLP has no STP token or LCRC of its own.
+    WireFormat("pcie6_x16", 16, 64e9, (1, 1), (236, 256), 256, 16, 0.0, 16, 512,
+               source="64 GT/s x16 PAM4; flit mode, 236 TLP bytes per 256-byte flit, TLP header "
+                      "16 B with no framing token or LCRC (PCI Express Base Specification 6.0, "
+                      "sec. 4.2.3 'Flit Mode' and sec. 2.2)",
+               uncertain="[U] the flit-mode header of a 64-bit memory request taken as 4 DW; "
+                         + _PCIE_SETTINGS.split("; [U] one Ack")[0]),
+    WireFormat("ib_edr", 4, 25.78125e9, (64, 66), (1, 1), 4096, 26,
+               source="4 x 25.78125 Gb/s, 64b/66b [S51]; " + _IB_PACKET_FORMAT,
+               uncertain="EDR's optional RS(528,514) FEC over 256b/257b gives the same data rate; "
+                         + _IB_UNCERTAIN),
+    WireFormat("ib_hdr", 4, 53.125e9, (256, 257), (514, 544), 4096, 26,
+               source="4 PAM4 lanes x 53.125 Gb/s, " + _KP4 + " [S51b]; " + _IB_PACKET_FORMAT,
+               uncertain=_IB_UNCERTAIN),
+    WireFormat("ib_ndr", 4, 106.25e9, (256, 257), (514, 544), 4096, 26,
+               source="4 PAM4 lanes x 106.25 Gb/s, " + _KP4 + " [S51c]; " + _IB_PACKET_FORMAT,
+               uncertain=_IB_UNCERTAIN),
+    WireFormat("ib_xdr", 4, 212.5e9, (256, 257), (514, 544), 4096, 26,
+               source="4 PAM4 lanes x 212.5 Gb/s, " + _KP4 + "; " + _IB_PACKET_FORMAT,
+               uncertain="[U] XDR's lane rate and FEC taken as NDR's doubled (not retrieved); "
+                         + _IB_UNCERTAIN),
+)}

@@ -16,11 +16,24 @@ overlap and only the larger counts::
 
 *Achieved vs nominal bandwidth.* NCCL's per-link figures (those of the NCCL profile)
 are what its tuner assumes, not what moves. The achieved rate of a link class is
-``data_rate x packet_efficiency x transfer_efficiency``: the line rate after line coding, the
-share of each packet that is payload (headers, CRC: hardware facts), and the share of that
-NCCL's kernels sustain (fitted once, on NVSwitch, and assumed for every class [U]). ``ratio`` is
-the achieved rate of the slowest link class the collective's bottleneck crosses (and, across
-hosts, of the network) over NCCL's figure for it.
+``data_rate x packet_efficiency x transfer_efficiency``: the line rate after line coding and
+FEC, the share of each packet that is payload (headers, CRCs, framing, link control: the
+wire of each generation's specification, :data:`topo.specs.WIRES`), and the share of that
+NCCL's kernels sustain (fitted once, on NVSwitch, and assumed for every class they drive
+[U]). On one host ``ratio`` is the achieved rate of the slowest link class the collective's
+bottleneck crosses over NCCL's figure for it.
+
+*Across hosts*, NCCL's kernels do not move the network's data: each NIC reads and writes it
+by DMA, over its PCIe path to the GPU it serves (GPUDirect RDMA when they share a PCIe
+switch) or through host memory. Each NIC the channels use counts by its path
+(:mod:`models.predict.nicpath`): the port's payload rate or the PCIe path's DMA payload rate,
+whichever binds, over NCCL's figure for the same path (its PCIe figure where that is below the
+port's). Each link counts by its own generation: PCIe 3.0 by what its DMA was measured to move
+both ways (9.56 GB/s on x16, the DGX-1V row; it binds the EDR NICs of DGX-1V and DGX-2
+clusters, 0.797 of NCCL's 12), later generations and the ports by their specifications (the
+port binds: HDR and NDR at 1.035 of NCCL's PCIe figure). The NVLink the channels also cross
+counts by its headroom, achieved over what the channels reserve on it. ``ratio`` is the lowest
+of these.
 
 What was fitted, to what
 ------------------------
@@ -32,11 +45,21 @@ dgx-2" (2020); tests/data/dgx2_12gpu_nccl_tests.json):
 - ``transfer_efficiency``: least squares on the relative time error of the out-of-place rows of
   all_reduce, broadcast and reduce from 64 MiB to 8 GiB (ring, Simple protocol, bandwidth-bound)
   with ``launch_per_gpu`` fixed. all_gather (validation errors >= 4 GB and a 35 % gap between
-  out-of-place and in-place) and reduce_scatter (busbw alternating 48/62 GB/s above 64 MB) are
-  suspect in the published output and not used.
+  out-of-place and in-place) and reduce_scatter (busbw alternating 48/62 GB/s above 64 MB)
+  measure NCCL's misaligned path (below) and are not used.
+
+The all_gather and reduce_scatter rows are not wrong measurements but measurements of another
+code path: that nccl-tests revision gave each of the 12 ranks ``size / 48`` floats, so the
+ranks' blocks start 4 or 8 bytes off a 16-byte boundary, and NCCL 2.5's copy/reduce loop
+leaves its 128-bit vector path for such pointers (NVIDIA/nccl v2.5.7-1
+src/collectives/device/common_kernel.h, ``ReduceOrCopyMulti``); the model predicts the aligned
+path every current nccl-tests run takes (``test_all_gather_and_reduce_scatter_rows_are_misaligned_per_rank``).
 
 ``tests/models/predict/test_measure.py`` re-derives both from the data and prints the residuals.
-Everything else (other link classes, generations, the network) is predicted from hardware facts.
+Everything else (other link classes, generations, the network) is predicted from hardware facts:
+nothing is fitted to a network (``nic_efficiency`` is 1 [U]); the one PCIe DMA figure across
+hosts, PCIe 3.0's (``dma:pcie3_x16``), was fitted to the DGX-1V p2pBandwidthLatencyTest row
+(:data:`models.predict.p2p.EFFICIENCIES`) and is used for PCIe 3.0 alone.
 """
 
 from __future__ import annotations
@@ -47,7 +70,10 @@ from types import MappingProxyType
 import numpy as np
 
 import topo
+from topo.cluster import network_nics
 from topo.errors import DgxTopoError
+from topo.pcie import pcie_paths
+from topo.specs import WIRES
 from topo.units import us
 
 from ..engine.fabric import PreparedFabric
@@ -56,6 +82,8 @@ from ..engine.nccl.profiles import nccl_profile
 from ..engine.nccl.system import NcclSystem
 from ..engine.nccltests import algbw, busbw
 from ..engine.results import Moved, tidy_records
+from .nicpath import MEASURED_DMA, dma_share, nic_path
+from .p2p import EFFICIENCIES as P2P_EFFICIENCIES
 
 __all__ = [
     "MeasurementError", "Parameter", "LinkClass", "LINK_CLASSES", "MeasurementModel", "DEFAULT",
@@ -124,60 +152,24 @@ class LinkClass:
         return self.data_rate * self.packet_efficiency
 
 
-# NVLink 1.0/2.0 packets: one 16-byte header flit per up to 16 data flits (256 B) ->
-# 256 / 272 (Foley & Danskin, "Ultra-Performance Pascal GPU and NVLink Interconnect",
-# IEEE Micro 37(2), 2017). The same framing is assumed for NVLink 3-5 [U].
-_NVLINK_PACKET = 256 / 272
-# PCIe 3.0-5.0 (128b/130b coding already in topo's line rate): a 256-byte max-payload TLP
-# carries 4 B framing + 2 B sequence + 16 B header (4DW, 64-bit address) + 4 B LCRC ->
-# 256 / 282 (PCI Express Base Specification 3.0, 2.1 and 4.2). Max payload 256 B on these
-# hosts and no ACK/flow-control DLLP share are assumptions [U].
-_PCIE_PACKET = 256 / 282
-# InfiniBand (64b/66b coding already in topo's line rate): a 4096-byte MTU packet carries
-# LRH 8 + BTH 12 + ICRC 4 + VCRC 2 = 26 B (InfiniBand Architecture Specification vol. 1,
-# rel. 1.3, ch. 5 and 9); RDMA-write RETH (16 B) only on a message's first packet.
-_IB_PACKET = 4096 / (4096 + 26)
+# The wire of every link class is a fact of its specification (topo.specs.WIRES: lanes, bit
+# rate, line code, FEC, packet framing per generation); nothing is carried from one generation
+# to another. NVLink-C2C carries no channel between two GPUs (only a GPU's traffic to its CPU
+# and the NICs beyond, models.predict.nicpath), so it is no class of its own here.
+def _link_class(wire) -> "LinkClass":
+    return LinkClass(wire.link, wire.data_rate, wire.packet_efficiency, wire.source, wire.uncertain)
+
 
 #: The link classes the measurement model knows, keyed like :data:`topo.LINKS`.
 LINK_CLASSES: dict[str, LinkClass] = MappingProxyType({
-    "nvlink1": LinkClass("nvlink1", topo.LINKS["nvlink1"].bandwidth, _NVLINK_PACKET,
-                         "8 lanes x 20 Gb/s (Tesla P100 whitepaper, NVIDIA 2016); NVLink packet "
-                         "framing (Foley & Danskin, IEEE Micro 2017)"),
-    # NVLink 2.0 signals at 25.78125 Gb/s per lane (the "25 GB/s" per link is rounded down):
-    # 8 lanes -> 25.78 GB/s. 25.78 x 256/272 = 24.26 GB/s, 0.970 of 25: what the DGX-1V
-    # p2pBandwidthLatencyTest row shows on its NVLink pairs (0.969), not fitted here.
-    "nvlink2": LinkClass("nvlink2", 8 * 25.78125e9 / 8, _NVLINK_PACKET,  # 8 lanes x 25.78125 Gb/s
-                         "8 lanes x 25.78125 Gb/s (NVIDIA Tesla V100 GPU architecture whitepaper, "
-                         "2017); NVLink packet framing (Foley & Danskin, IEEE Micro 2017)"),
-    "nvlink3": LinkClass("nvlink3", topo.LINKS["nvlink3"].bandwidth, _NVLINK_PACKET,
-                         "4 lanes x 50 Gb/s (NVIDIA A100 Tensor Core GPU architecture whitepaper, "
-                         "2020)", "packet framing assumed as NVLink 1/2"),
-    "nvlink4": LinkClass("nvlink4", topo.LINKS["nvlink4"].bandwidth, _NVLINK_PACKET,
-                         "2 lanes x 100 Gb/s PAM4 (NVIDIA H100 Tensor Core GPU architecture "
-                         "whitepaper, 2022)", "packet framing assumed as NVLink 1/2"),
-    "nvlink5": LinkClass("nvlink5", topo.LINKS["nvlink5"].bandwidth, _NVLINK_PACKET,
-                         "1.8 TB/s both ways over 18 links (NVIDIA Blackwell architecture "
-                         "technical brief, 2024)", "lanes, signalling and packet framing assumed"),
-    "pcie3_x16": LinkClass("pcie3_x16", topo.LINKS["pcie3_x16"].bandwidth, _PCIE_PACKET,
-                           "8 GT/s x16, 128b/130b; TLP overheads (PCI Express Base Specification "
-                           "3.0)", "max payload 256 B, DLLP traffic ignored"),
-    "pcie4_x16": LinkClass("pcie4_x16", topo.LINKS["pcie4_x16"].bandwidth, _PCIE_PACKET,
-                           "16 GT/s x16, 128b/130b; TLP overheads (PCI Express Base Specification "
-                           "4.0)", "max payload 256 B, DLLP traffic ignored"),
-    "pcie5_x16": LinkClass("pcie5_x16", topo.LINKS["pcie5_x16"].bandwidth, _PCIE_PACKET,
-                           "32 GT/s x16, 128b/130b; TLP overheads (PCI Express Base Specification "
-                           "5.0)", "max payload 256 B, DLLP traffic ignored"),
-    "ib_edr": LinkClass("ib_edr", topo.LINKS["ib_edr"].bandwidth, _IB_PACKET,
-                        "4 x 25.78125 Gb/s, 64b/66b; 4096 B MTU packet headers (InfiniBand "
-                        "Architecture Specification vol. 1 rel. 1.3)"),
-    "ib_hdr": LinkClass("ib_hdr", topo.LINKS["ib_hdr"].bandwidth, _IB_PACKET,
-                        "4 x 53.125 Gb/s PAM4, 64b/66b; 4096 B MTU packet headers (InfiniBand "
-                        "Architecture Specification vol. 1 rel. 1.4)",
-                        "HDR's FEC overhead not counted"),
-    "ib_ndr": LinkClass("ib_ndr", topo.LINKS["ib_ndr"].bandwidth, _IB_PACKET,
-                        "4 x 106.25 Gb/s PAM4; 4096 B MTU packet headers (InfiniBand Architecture "
-                        "Specification vol. 1 rel. 1.5)", "NDR's FEC overhead not counted"),
-})
+    link: _link_class(wire) for link, wire in WIRES.items() if link != "nvlink_c2c"})
+
+#: Share of a NIC port's payload rate its DMA sustains (every InfiniBand generation). [U]
+NIC_EFFICIENCY = 1.0
+_NIC_SOURCE = ("a NIC moves NCCL's network data by DMA (RDMA writes), not by NCCL's kernels: the "
+               "kernels' transfer efficiency, fitted on NVLink, does not apply to it")
+_NIC_UNCERTAIN = ("the NIC is assumed to sustain its port's payload rate (ConnectX adapters are "
+                  "specified at full wire speed); not measured here")
 
 _DGX2 = ("nccl-tests -g 12 on 12 GPUs of a DGX-2, wohlbier/nccl-tests README \"Results on dgx-2\" "
          "(2020)")
@@ -218,8 +210,10 @@ class MeasurementModel:
     provenance: tuple = ()
 
     def efficiency(self, link: str) -> float:
-        """Transfer efficiency of a link class (its override, or the common one)."""
-        return dict(self.efficiency_overrides).get(link, self.transfer_efficiency)
+        """Transfer efficiency of a link class: its override, else :data:`NIC_EFFICIENCY` for a
+        network port (a NIC's DMA moves that data) and the common one for every other class."""
+        default = NIC_EFFICIENCY if topo.LINKS[link].kind == "network" else self.transfer_efficiency
+        return dict(self.efficiency_overrides).get(link, default)
 
     def achieved(self, link: str) -> float:
         """Achieved rate of one link of a class, per direction. [B/s]
@@ -277,6 +271,17 @@ class MeasurementModel:
                       "out-of-place rows >= 64 MiB of all_reduce, broadcast, reduce",
                       "fitted on NVLink 2.0 through NVSwitch, assumed for every link class"),
         ]
+        out.append(Parameter("nic_efficiency", NIC_EFFICIENCY, "1", _NIC_SOURCE, "", _NIC_UNCERTAIN))
+        for link, key in MEASURED_DMA.items():
+            c = P2P_EFFICIENCIES[key]
+            # fitted to the DGX-1V row, not to this model's runs: the fit is models.predict.p2p's
+            out.append(Parameter(
+                f"dma:{link}", dma_share(link)[0], "1",
+                f"share of the line rate a NIC's GPUDirect RDMA (writes one way, read completions "
+                f"the other) moves each way over a {topo.LINKS[link].label} link: "
+                f"models.predict.p2p.EFFICIENCIES[{key!r}], fitted to the {c.fitted_to} ({c.source})",
+                "", "a copy staged through host memory (the root complex completes its reads) "
+                "taken for a NIC's GPUDirect RDMA (the GPU completes them); " + c.uncertain))
         for link, value in self.efficiency_overrides:
             out.append(Parameter(f"efficiency:{link}", value, "1",
                                  source(f"efficiency:{link}", "calibration")))
@@ -372,6 +377,8 @@ class Measured:
         The NCCL release the estimate ran and its behaviours, in words.
     pipeline : PipelineFill or None
         The release's pipeline for the largest size (:func:`pipeline_fill`).
+    nic_paths : tuple of models.predict.nicpath.NicPath
+        Across hosts, the path of each NIC the channels use (port or PCIe, whichever binds).
     """
 
     collective: str
@@ -391,6 +398,7 @@ class Measured:
     network: tuple = ()
     release: str = ""
     pipeline: "PipelineFill | None" = None
+    nic_paths: tuple = ()
 
     @property
     def nranks(self) -> int:
@@ -469,14 +477,7 @@ def measured(e, G, *, gpus_per_thread: int = 1, model: MeasurementModel = DEFAUL
             or not 1 <= gpus_per_thread <= max(1, e.nranks):
         raise MeasurementError(f"gpus_per_thread must be an integer from 1 to {max(1, e.nranks)} "
                                f"(the ranks), received {gpus_per_thread!r}")
-    classes = link_classes(e, G)
-    if classes:
-        cc = min(G.nodes[n]["compute_capability"] for n in e.nodes)
-        ratios = {c: model.ratio(c, profile, cc) for c in classes}
-        link = min(ratios, key=ratios.get)
-        ratio = ratios[link]
-    else:
-        link, ratio = "", 1.0
+    link, ratio, paths = _binding(e, G, model, profile)
     host = model.floor + int(gpus_per_thread) * model.launch_per_gpu
     nbytes = e.nbytes
     startup = np.maximum(host, e.latency)
@@ -495,7 +496,64 @@ def measured(e, G, *, gpus_per_thread: int = 1, model: MeasurementModel = DEFAUL
         network_factor = float(np.asarray(network_factor).reshape(-1)[-1])
     return Measured(e.collective, tuple(e.gpus), nbytes, time, e.time, e.latency, host, startup,
                     bandwidth, float(ratio), link, int(gpus_per_thread), model, network_factor, network,
-                    _release_words(profile), pipeline_fill(e, profile, ratio * network_factor))
+                    _release_words(profile), pipeline_fill(e, profile, ratio * network_factor), paths)
+
+
+def _binding(e, G, model, profile) -> tuple:
+    """The link class that binds an estimate's bandwidth, the ratio of achieved to NCCL's
+    bandwidth it gives, and across hosts the NICs' paths.
+
+    On one host: the lowest :meth:`MeasurementModel.ratio` over the classes of the bottleneck
+    (NCCL's kernels drive every link). Across hosts the PCIe links and the ports carry the NICs'
+    DMA: each NIC of the channels counts by its path (:func:`models.predict.nicpath.nic_path`,
+    the port or the PCIe path, whichever binds, over NCCL's figure for the path); NVLink counts
+    by the headroom of every NVLink edge the channels load (achieved / reserved), since a path
+    faster than NCCL assumed runs the channels faster across NVLink too; NVLS runs at its NVLink
+    class's ratio.
+    """
+    classes = link_classes(e, G)
+    if len({G.nodes[n].get("host") for n in e.nodes}) < 2:
+        if not classes:
+            return "", 1.0, ()
+        cc = min(G.nodes[n]["compute_capability"] for n in e.nodes)
+        ratios = {c: model.ratio(c, profile, cc) for c in classes}
+        link = min(ratios, key=ratios.get)
+        return link, ratios[link], ()
+    last = str(np.asarray(getattr(e, "algorithm", "ring")).reshape(-1)[-1])
+    search = e.tree if last in ("tree", "pat") and e.tree is not None else e.ring
+    if search is not None and search.nets:
+        nics = sorted({nic for pair in search.nets for nic in pair}, key=str)
+    else:  # point-to-point flows (alltoall, sendrecv): every network NIC of the first host
+        host = G.nodes[e.nodes[0]].get("host")
+        nics = [n for n in network_nics(G) if G.nodes[n].get("host") == host
+                and any(G.nodes[m].get("kind") == "gpu" for m in pcie_paths(G, n))]
+    overrides = dict(model.efficiency_overrides)
+    paths = tuple(nic_path(G, nic, efficiency=lambda link: overrides.get(link, NIC_EFFICIENCY),
+                           sm_efficiency=model.transfer_efficiency, profile=profile) for nic in nics)
+    ratios: dict = {}
+
+    def bind(link, value):
+        ratios[link] = min(ratios.get(link, value), value)
+
+    for p in paths:
+        bind(p.binding, p.ratio)
+    cc = min(G.nodes[n]["compute_capability"] for n in e.nodes)
+    kernels = {c for c in classes if topo.LINKS[c].kind == "nvlink"}  # NCCL's kernels drive them
+    if last in ("nvls", "nvls_tree"):
+        kernels |= {d["link"] for n in e.nodes for _, _, d in G.out_edges(n, data=True)
+                    if d["kind"] == "nvlink" and d.get("link") in LINK_CLASSES}
+    for c in kernels:
+        bind(c, model.ratio(c, profile, cc))
+    if last not in ("nvls", "nvls_tree") and search is not None:
+        for load in search.loads:
+            d = G.adj[load.edge[0]][load.edge[1]]
+            if d["kind"] == "nvlink" and d.get("link") in LINK_CLASSES and load.reserved > 0:
+                achieved = float(d["bandwidth"]) / topo.LINKS[d["link"]].bandwidth * model.achieved(d["link"])
+                bind(d["link"], achieved / load.reserved)
+    if not ratios:
+        return "", 1.0, paths
+    link = min(ratios, key=ratios.get)
+    return link, ratios[link], paths
 
 
 # ------------------------------------------------------------------------ the release's pipeline

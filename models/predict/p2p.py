@@ -95,11 +95,10 @@ import numpy as np
 from topo.errors import DgxTopoError, LimitError
 from topo.nvidia_smi import connection_matrix
 from topo.select import select_gpus
-from topo.specs import LINKS
+from topo.specs import LINKS, WIRES
 from topo.units import GB, us
 
 from .maxflow import flow_matrix
-from .measure import LINK_CLASSES
 from ..engine.fabric import graph_of, prepare
 from ..engine.nccl.profiles import nccl_profile
 from ..engine.nccl.system import nccl_capacity
@@ -150,55 +149,54 @@ class Calibrated:
 _ROW = ("p2pBandwidthLatencyTest on a DGX-1V, GPU0's row (NVIDIA/OpenACC GPU bootcamp "
         "material; tests/data/dgx1v_p2p_gpu0_row.json)")
 
-# NVLink packets are made of 128-bit (16-byte) flits: one header flit, then up to 256 bytes
-# (16 flits) of data; copy engines write 256-byte payloads. So at most 16 of every 17 flits
-# carry data, on the raw rate of lanes x signalling rate (NVLink 2.0 signals 25.78125 Gb/s,
-# a little above the nominal 25 GB/s per link).
-_FLITS = 16 / 17
-_NVLINK_PACKET = ("packet = 1 header flit + 16 data flits of 16 B (Foley and Danskin, "
-                  "'Ultra-Performance Pascal GPU and NVLink Interconnect', IEEE Micro 37(2), "
-                  "2017, NVIDIA); copy engines write 256 B payloads (NCCL maintainer, "
-                  "NVIDIA/nccl-tests issue 149)")
-
-
-def _nvlink(link: str, lanes: int, gbps: float, signalling_source: str, uncertain: str) -> Calibrated:
-    raw = lanes * gbps * 1e9 / 8
+# NVLink and InfiniBand: the payload rate of the wire (topo.specs.WIRES: lanes x signalling,
+# line code, FEC, packet framing, from each generation's specification) over the line rate. For
+# NVLink, packets of 16-byte flits, one header flit per 16 data flits: copy engines write
+# 256-byte payloads (NCCL maintainer, NVIDIA/nccl-tests issue 149), so 16 of every 17 flits
+# carry data; NVLink 2.0 signals 25.78125 Gb/s, a little above the nominal 25 GB/s per link.
+def _wire(link: str, applies_to: str, uncertain: str) -> Calibrated:
+    w = WIRES[link]
     return Calibrated(
-        raw * _FLITS / LINKS[link].bandwidth,
-        f"line rate of {LINKS[link].label} edges on a peer route, direct or through "
-        f"NVSwitches, and of those edges in maxflow mode",
-        "", f"derived: {lanes} lanes x {gbps} Gb/s = {raw / GB:.4g} GB/s raw per direction "
-        f"({signalling_source}) x 16/17 flits carrying data ({_NVLINK_PACKET}), / the "
-        f"{LINKS[link].bandwidth / GB:g} GB/s line rate", uncertain)
+        w.payload_rate / LINKS[link].bandwidth, applies_to, "",
+        f"derived: {w.lanes} lanes x {w.lane_rate / 1e9:g} Gb/s = {w.data_rate / GB:.4g} GB/s per "
+        f"direction x {w.payload}/{w.payload + w.header + w.control:g} of each packet payload "
+        f"(topo.specs.WIRES[{link!r}], from the {LINKS[link].label} specification), / the "
+        f"{LINKS[link].bandwidth / GB:g} GB/s line rate",
+        uncertain)
+
+
+def _nvlink(link: str, uncertain: str) -> Calibrated:
+    return _wire(link, f"line rate of {LINKS[link].label} edges on a peer route, direct or through "
+                 f"NVSwitches, and of those edges in maxflow mode", uncertain)
+
+
+def _network(link: str) -> Calibrated:
+    # An RDMA copy moves at the payload rate of InfiniBand packets (4096 of every 4122 bytes).
+    return _wire(link, f"line rate of {LINKS[link].label} edges (NIC ports, switch links) of a "
+                 f"copy between hosts (NCCL's NET transport)",
+                 "not fitted: no measured GPU-to-GPU copy between hosts in the data; RDMA assumed "
+                 "to run at the payload rate [U]")
 
 
 #: Achieved / line rate (or / HBM bandwidth), per link technology and generation: the one
 #: table of efficiencies.
 EFFICIENCIES: dict[str, Calibrated] = MappingProxyType({
     "nvlink1": _nvlink(
-        "nvlink1", 8, 20.0, "NVIDIA Tesla P100 whitepaper: 20 Gb/s signalling, 20 GB/s per "
-        "link per direction",
+        "nvlink1",
         "[U] 8 lanes per direction and the 16/17 packet efficiency for copy-engine writes are "
         "not verified on a P100; not measured here (a prediction)"),
     "nvlink2": _nvlink(
-        "nvlink2", 8, 25.78125, "NVIDIA A100 Tensor Core GPU Architecture whitepaper: V100 "
-        "NVLink signals 25.78 Gb/s per pair, 8 pairs per direction",
+        "nvlink2",
         "checked, not fitted: the DGX-1V row's 4 NVLink entries are within 0.2 % (48.49, "
         "48.49, 96.85, 96.9 GB/s both ways); NVSwitch hops assumed to keep it [U]"),
     "nvlink3": _nvlink(
-        "nvlink3", 4, 50.0, "NVIDIA A100 Tensor Core GPU Architecture whitepaper: 50 Gb/s "
-        "per pair, 4 pairs per direction",
-        "[U] no A100 measurement in the data; packet format assumed unchanged from NVLink 2"),
+        "nvlink3", "[U] no A100 measurement in the data; packet format assumed unchanged from NVLink 2"),
     "nvlink4": _nvlink(
-        "nvlink4", 2, 100.0, "NVIDIA H100 Tensor Core GPU Architecture whitepaper: 25 GB/s "
-        "per link per direction over 2 PAM4 pairs",
+        "nvlink4",
         "[U] signalling ~100 Gb/s is derived; packet format assumed unchanged; NVIDIA/nccl "
         "issue 1264 shows p2pBandwidthLatencyTest at ~83 % of line rate one way on an HGX "
         "H100, below this figure"),
-    "nvlink5": _nvlink(
-        "nvlink5", 2, 200.0, "NVIDIA GB200 NVL72 reference architecture: 900 GB/s per GPU "
-        "per direction over 18 links",
-        "[U] lanes and signalling derived, packet format assumed unchanged"),
+    "nvlink5": _nvlink("nvlink5", "[U] lanes and signalling derived, packet format assumed unchanged"),
     # NCCL's PCI_BW 12.0 GB/s of PCIe 3.0 x16's 15.75 (and Gen4 24 of 31.5): 0.7617.
     "pcie": Calibrated(
         round(nccl_profile().link_bandwidth("pcie3_x16") / LINKS["pcie3_x16"].bandwidth, 4),
@@ -229,16 +227,8 @@ EFFICIENCIES: dict[str, Calibrated] = MappingProxyType({
         "all four DMA streams on one CPU) measure the same as pairs across sockets, which a "
         "host memory, root complex or socket-link limit would not give; the mechanism "
         "(copy engines or the GPU's PCIe interface under duplex DMA) is an interpretation"),
-    # NCCL's NET_BW 12.0 GB/s for a 100 Gb/s port, of EDR's 12.5 GB/s line rate: 0.96.
-    # An RDMA copy moves at the payload rate of InfiniBand packets: 4096 of every 4122 bytes
-    # (the measurement model's packet efficiency of the link class, one source for it).
-    "network": Calibrated(
-        round(LINK_CLASSES["ib_edr"].packet_efficiency, 4), "line rate of network edges (NIC ports, "
-        "switch links) of a copy between hosts (NCCL's NET transport)", "",
-        "InfiniBand Architecture Specification vol. 1: 26 B of headers per 4096-byte packet "
-        "(models.predict.measure.LINK_CLASSES)",
-        "not fitted: no measured GPU-to-GPU copy between hosts in the data; RDMA assumed to run "
-        "at the payload rate [U]"),
+    # One per InfiniBand generation, from its own wire (none carried from another).
+    **{link: _network(link) for link in ("ib_edr", "ib_hdr", "ib_ndr", "ib_xdr")},
     # 784.87 / 900 = 0.87208
     "hbm_sm70": Calibrated(
         0.8721, "HBM bandwidth (memory_bandwidth) of a Volta GPU (compute capability 7.0, and "
@@ -442,7 +432,11 @@ def _efficiency_key(G, u, v, staged: bool) -> str:
     data = G.adj[u][v]
     kind = data["kind"]
     if kind == "network":
-        return "network"
+        link = data.get("link")
+        if link not in EFFICIENCIES:
+            raise P2PError(f"network edge ({u!r}, {v!r}) of link {link!r}: expected one of "
+                           f"ib_edr, ib_hdr, ib_ndr, ib_xdr (topo.specs.WIRES), which have an efficiency")
+        return link
     if staged:
         return "staged"
     if kind == "nvlink":
@@ -467,7 +461,7 @@ def achieved_capacity(G, u, v, *, staged: bool = False) -> float:
     staged : bool
         The edge carries one stream of a copy staged through host memory (efficiency
         ``"staged"``); otherwise the efficiency of the edge's link (``"nvlink1"`` ...
-        ``"nvlink5"``, ``"pcie"``; ``"network"`` either way).
+        ``"nvlink5"``, ``"pcie"``; the port's, ``"ib_edr"`` ... ``"ib_xdr"``, either way).
 
     Returns
     -------
@@ -570,7 +564,7 @@ def _constraints(G, copies, achieved: bool) -> list:
         key = None
         if achieved:
             gpu_link = kind[u]["kind"] == "gpu" or kind[v]["kind"] == "gpu"
-            key = ("network" if G.adj[u][v]["kind"] == "network"
+            key = (_efficiency_key(G, u, v, True) if G.adj[u][v]["kind"] == "network"
                    else "staged_duplex" if gpu_link and (v, u) in uses else "staged")
         capacity = line * (EFFICIENCIES[key].value if key else 1.0)
         constraints.append(_Constraint((u, v), key, coefficients, capacity, line))

@@ -28,12 +28,14 @@ import numpy as np
 
 from topo.errors import DgxTopoError
 from topo.select import format_gpu_ids
+from topo.specs import WIRES
 from topo.units import to_GBps, to_us
 
 from ..engine.routes import PathType
 from ..predict.collectives import CollectiveEstimate
 from ..predict.measure import FILL_NOTE, Measured, Parameter, PipelineFill
 from ..predict.network import NetworkLoad
+from ..predict.nicpath import NicPath
 from ..predict.p2p import EFFICIENCIES, OVERHEADS, P2PResult
 from ..studies.bounds import Bound, Cut
 from ..studies.calibration import Check
@@ -41,8 +43,8 @@ from ..studies.packing import TreePacking
 from .format import format_gbps, format_percent
 
 __all__ = ["explain", "explain_estimate", "explain_measurement", "explain_p2p_path", "explain_bound",
-           "explain_check", "describe_parameter", "describe_network_load", "describe_cut",
-           "describe_packing", "describe_pipeline_fill", "bound_summary"]
+           "explain_check", "describe_parameter", "describe_network_load", "describe_nic_path",
+           "describe_cut", "describe_packing", "describe_pipeline_fill", "bound_summary"]
 
 
 def _gbps(value) -> str:
@@ -157,8 +159,35 @@ def describe_network_load(load: NetworkLoad) -> str:
             f"{verdict}{extra}")
 
 
+def describe_nic_path(path: NicPath) -> str:
+    """One line: a NIC's path for NCCL's network channels, its port and PCIe rates, and what binds
+    it (:func:`models.predict.nicpath.nic_path`).
+
+    Examples
+    --------
+    >>> import topo
+    >>> from models.predict.nicpath import nic_path
+    >>> print(describe_nic_path(nic_path(topo.build("2xdgx1v"), "h0.mlx5_0")))  # doctest: +NORMALIZE_WHITESPACE
+    network path h0.mlx5_0 <-> h0.gpu0: port ib_edr data 12.500 GB/s x packet 0.9937 = 12.42 GB/s;
+    PCIe PIX GPUDirect RDMA, slowest pcie3_x16 9.56 GB/s (measured); pcie3_x16 binds: 9.56 GB/s
+    over NCCL's 12.00 = 0.7966
+    """
+    wire = WIRES[path.port]
+    pcie = (f"PCIe {path.path_class} {'GPUDirect RDMA' if path.gdr else 'staged in host memory'}"
+            + (f", slowest {path.pcie_link} {to_GBps(path.pcie_rate):.2f} GB/s ({path.pcie_basis})"
+               if path.pcie_link else ""))
+    return (f"network path {path.nic} <-> {path.gpu}: port {path.port} data {to_GBps(wire.data_rate):.3f} "
+            f"GB/s x packet {wire.packet_efficiency:.4f} = {to_GBps(path.port_rate):.2f} GB/s; {pcie}; "
+            f"{path.binding} binds: {to_GBps(path.rate):.2f} GB/s over NCCL's "
+            f"{to_GBps(path.nccl_rate):.2f} = {path.ratio:.4f}")
+
+
 def explain_measurement(m: Measured) -> str:
     """Each term of the measurement model with its constant and source, for the largest size.
+
+    Across hosts, one line per NIC path the channels use (:func:`describe_nic_path`); the
+    constants list the packet efficiency of the binding link class and a PCIe generation's
+    measured DMA share (``dma:LINK``) only where a NIC path crosses that generation.
 
     Parameters
     ----------
@@ -185,7 +214,10 @@ def explain_measurement(m: Measured) -> str:
         f"  NCCL latency term: {to_us(last(m.nccl_latency)):.2f} us (overlaps the host term; "
         f"the larger, {to_us(last(m.startup)):.2f} us, counts)",
     ]
-    if m.link:
+    if any(p.binding == m.link and math.isclose(p.ratio, m.ratio) for p in m.nic_paths):
+        lines.append(f"  bandwidth: NCCL {to_GBps(last(m.nccl_bandwidth)):.2f} GB/s x ratio "
+                     f"{m.ratio:.4f}, the path of a NIC:")
+    elif m.link:
         cls = model.links[m.link]
         lines.append(
             f"  bandwidth: NCCL {to_GBps(last(m.nccl_bandwidth)):.2f} GB/s x ratio "
@@ -195,6 +227,7 @@ def explain_measurement(m: Measured) -> str:
             f"{to_GBps(model.achieved(m.link) / m.ratio):.2f})")
     else:
         lines.append("  bandwidth: NCCL's, no link class binds (ratio 1)")
+    lines += ["  " + describe_nic_path(p) for p in m.nic_paths]
     for load in m.network:
         lines.append("  " + describe_network_load(load))
     if m.network:
@@ -202,8 +235,17 @@ def explain_measurement(m: Measured) -> str:
     lines.append(f"  time {to_us(last(m.time)):.2f} us (NCCL's tuning estimate "
                  f"{to_us(last(m.nccl_time)):.2f} us)")
     lines.append("Constants:")
-    lines += ["  " + describe_parameter(p) for p in model.parameters()
-              if not p.name.startswith("packet_efficiency:") or p.name.endswith(":" + m.link)]
+    crossed = {p.pcie_link for p in m.nic_paths}
+
+    def shown(p: Parameter) -> bool:
+        kind, _, link = p.name.partition(":")
+        if kind == "packet_efficiency":
+            return link == m.link
+        if kind == "dma":
+            return link in crossed
+        return True
+
+    lines += ["  " + describe_parameter(p) for p in model.parameters() if shown(p)]
     return "\n".join(lines)
 
 
@@ -325,7 +367,8 @@ def explain_bound(b: Bound) -> str:
 _EXPLAINERS = ((CollectiveEstimate, explain_estimate), (Measured, explain_measurement),
                (P2PResult, explain_p2p_path), (Bound, explain_bound), (Check, explain_check),
                (Cut, describe_cut), (TreePacking, describe_packing),
-               (NetworkLoad, describe_network_load), (Parameter, describe_parameter),
+               (NetworkLoad, describe_network_load), (NicPath, describe_nic_path),
+               (Parameter, describe_parameter),
                (PipelineFill, describe_pipeline_fill))
 
 
@@ -334,7 +377,8 @@ def explain(result) -> str:
 
     Parameters
     ----------
-    result : CollectiveEstimate, Measured, P2PResult, Bound, Check, Cut, TreePacking, NetworkLoad or Parameter
+    result : CollectiveEstimate, Measured, P2PResult, Bound, Check, Cut, TreePacking, NetworkLoad, NicPath,
+        Parameter or PipelineFill
 
     Returns
     -------

@@ -171,7 +171,8 @@ def _seed_section(seed, figures: FigureDivs) -> str:
         f"{one.ring.nchannels} x {to_GBps(one.ring.bw_intra):.0f} GB/s, while the two DGX-1V's rings cross "
         f"the network at {two.ring.nchannels} x {to_GBps(two.ring.bw_intra):.0f} GB/s per node (each EDR "
         f"NIC's PCIe link): {_nominal_ratio(one, two):.2f}x in NCCL's own figures. What the links "
-        f"achieve widens it: {_achieved(one)} against {_achieved(two)}. For small messages the "
+        f"achieve {'widens' if ratio > _nominal_ratio(one, two) else 'narrows'} it: {_achieved(one)} "
+        f"against {_achieved(two)}. For small messages the "
         f"network's latency decides instead.</p>")
     curves = {f"{n}, {e.nranks} GPUs": e for n, e in zip(seed.names, estimates)}
     parts += ["<div class='grid'>",

@@ -13,6 +13,7 @@ from models.engine.results import Moved, tidy_records
 from models.predict.collectives import CollectiveEstimate, estimate, subsets
 from models.predict.measure import DEFAULT, Parameter, measured
 from models.predict.network import NetworkLoad
+from models.predict.nicpath import NicPath
 from models.predict.p2p import P2PReport, P2PResult, p2p_path, p2p_report
 from models.studies.benchmarks import read_nccl_tests
 from models.studies.bounds import Bound, Cut, bound, subset_bounds
@@ -160,6 +161,7 @@ def test_plan_search_and_ranking_records(dgx1v):
     (Check, "to_json", "check_json"), (Check, "format", "check_table"), (Check, "explain", "explain"),
     (Calibration, "format", "calibration_table"),
     (NetworkLoad, "describe", "describe_network_load"), (Parameter, "describe", "describe_parameter"),
+    (NicPath, "describe", "describe_nic_path"),
 ])
 def test_moved_words_name_their_new_place(kind, name, new):
     assert isinstance(kind.__dict__[name], Moved)

@@ -105,7 +105,7 @@ def test_nvlink_efficiencies_are_derived_not_fitted():
     for j, links in ((1, 1), (2, 1), (3, 2), (4, 2)):
         assert 2 * links * 25 * NV == pytest.approx(measured[j], rel=0.003)
     for key in ("nvlink1", "nvlink2", "nvlink3", "nvlink4", "nvlink5"):
-        assert EFFICIENCIES[key].fitted_to == "" and "16/17" in EFFICIENCIES[key].source
+        assert EFFICIENCIES[key].fitted_to == "" and "256/272" in EFFICIENCIES[key].source
 
 
 def test_p100_figures_are_predicted_from_hardware_facts():
