@@ -201,7 +201,7 @@ class PreparedFabric:
         the planner, a report section. Keys start with the owner's name.
     """
 
-    def __init__(self, G, *, nccl=None, searches: BoundedMemo | None = None, freeze: bool = True):
+    def __init__(self, G: nx.DiGraph, *, nccl: str | NcclProfile | None = None, searches: BoundedMemo | None = None, freeze: bool = True):
         if isinstance(G, PreparedFabric):
             raise DgxTopoError("PreparedFabric(G): expected a graph, received a PreparedFabric (use it as "
                                "it is, or models.prepare(fabric))")
@@ -237,7 +237,7 @@ class PreparedFabric:
         return f"PreparedFabric({self.name!r}, nccl={self.profile.version!r})"
 
 
-def prepare(fabric, *, nccl=None) -> PreparedFabric:
+def prepare(fabric: nx.DiGraph | PreparedFabric, *, nccl: str | NcclProfile | None = None) -> PreparedFabric:
     """``fabric`` as a :class:`PreparedFabric`: itself if it is one, else the graph prepared for
     one call (validated, not frozen: the caller's graph stays editable).
 

@@ -50,6 +50,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 import numpy as np
+import numpy.typing as npt
 
 from topo.errors import DgxTopoError, SizeError
 from topo.units import parse_nbytes
@@ -151,7 +152,7 @@ def _scalar(value):
     return float(value) if np.ndim(value) == 0 else value
 
 
-def busbw_factor(name: str, nranks):
+def busbw_factor(name: str, nranks: npt.ArrayLike) -> float | np.ndarray:
     """nccl-tests' busbw / algbw ratio for a collective on ``nranks`` ranks.
 
     Parameters
@@ -199,7 +200,7 @@ def _check_sizes(nbytes):
     return array
 
 
-def algbw(nbytes, time):
+def algbw(nbytes: npt.ArrayLike, time: npt.ArrayLike) -> float | np.ndarray:
     """nccl-tests' algorithm bandwidth ``S / t``.
 
     Parameters
@@ -279,7 +280,7 @@ def algbw_to_busbw(name: str, bandwidth, nranks):
     return _scalar(np.asarray(bandwidth, dtype=float) * busbw_factor(name, nranks))
 
 
-def busbw_to_algbw(name: str, bandwidth, nranks):
+def busbw_to_algbw(name: str, bandwidth: npt.ArrayLike, nranks: npt.ArrayLike) -> float | np.ndarray:
     """The algorithm bandwidth that corresponds to a bus bandwidth (inverse of the factor).
 
     Parameters
@@ -314,7 +315,7 @@ def busbw_to_algbw(name: str, bandwidth, nranks):
     return _scalar(np.asarray(bandwidth, dtype=float) / factor)
 
 
-def nbytes_from_count(name: str, count, nranks, typesize: int = 4):
+def nbytes_from_count(name: str, count: npt.ArrayLike, nranks: npt.ArrayLike, typesize: int = 4) -> int | np.ndarray:
     """Size ``S`` nccl-tests reports for an NCCL call with ``count`` elements.
 
     Parameters
@@ -350,7 +351,7 @@ def nbytes_from_count(name: str, count, nranks, typesize: int = 4):
     return int(size) if size.ndim == 0 else size
 
 
-def count_from_nbytes(name: str, nbytes, nranks, typesize: int = 4):
+def count_from_nbytes(name: str, nbytes: npt.ArrayLike, nranks: npt.ArrayLike, typesize: int = 4) -> tuple:
     """The NCCL count argument nccl-tests uses for a requested size, and the size it reports.
 
     nccl-tests divides the requested size into whole elements, and for all_gather,

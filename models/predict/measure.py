@@ -43,7 +43,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
+from typing import Any, Protocol, TypeAlias
 
+import networkx as nx
 import numpy as np
 
 import topo
@@ -52,7 +54,7 @@ from topo.units import us
 
 from ..engine.fabric import PreparedFabric
 from ..engine.nccl.pipelining import PIPELINE_COLLECTIVES, Pipelining, pipelining
-from ..engine.nccl.profiles import nccl_profile
+from ..engine.nccl.profiles import NcclProfile, nccl_profile
 from ..engine.nccl.system import NcclSystem
 from ..engine.nccltests import algbw, busbw
 from ..engine.results import Moved, tidy_records
@@ -234,7 +236,7 @@ class MeasurementModel:
                                    f"{', '.join(sorted(self.links))}")
         return self.links[link].payload_rate * self.efficiency(link)
 
-    def ratio(self, link: str, profile=None, compute_capability: int | None = None) -> float:
+    def ratio(self, link: str, profile: str | NcclProfile | None = None, compute_capability: int | None = None) -> float:
         """Achieved rate over NCCL's figure for one link of a class, under an NCCL profile.
 
         NCCL's figure is the profile's (``ncclTopoNVLinkBw`` of the compute capability for
@@ -242,7 +244,7 @@ class MeasurementModel:
         """
         return self.achieved(link) / nccl_link_figure(link, profile, compute_capability)
 
-    def with_values(self, **values) -> "MeasurementModel":
+    def with_values(self, **values: float) -> "MeasurementModel":
         """A copy with some constants replaced (``"efficiency:LINK"`` sets an override)."""
         overrides = dict(self.efficiency_overrides)
         plain = {}
@@ -288,6 +290,18 @@ class MeasurementModel:
 
 #: The measurement model with the constants fitted to the DGX-2 runs.
 DEFAULT = MeasurementModel()
+
+
+class Fitted(Protocol):
+    """What a ``calibration`` argument offers besides a :class:`MeasurementModel`: its fitted model
+    (:class:`models.studies.calibration.Calibration` does)."""
+
+    @property
+    def model(self) -> MeasurementModel: ...
+
+
+#: A ``calibration`` argument, for annotations: a fit, a measurement model, or None (:data:`DEFAULT`).
+CalibrationLike: TypeAlias = "Fitted | MeasurementModel | None"
 
 
 def nccl_link_figure(link: str, profile=None, compute_capability: int | None = None) -> float:
@@ -398,12 +412,12 @@ class Measured:
         return len(self.gpus)
 
     @property
-    def algbw(self):
+    def algbw(self) -> float | np.ndarray:
         """Predicted nccl-tests algbw, ``nbytes / time`` (:func:`models.engine.nccltests.algbw`). [B/s]"""
         return algbw(self.nbytes, self.time)
 
     @property
-    def busbw(self):
+    def busbw(self) -> float | np.ndarray:
         """Predicted nccl-tests busbw (:func:`models.engine.nccltests.busbw`). [B/s]"""
         return busbw(self.collective, self.nbytes, self.time, self.nranks)
 
@@ -437,8 +451,9 @@ def _release_and_graph(fabric, profile) -> tuple:
     return nccl_profile(profile), fabric
 
 
-def measured(e, G, *, gpus_per_thread: int = 1, model: MeasurementModel = DEFAULT,
-             profile=None) -> Measured:
+# ``e`` is a CollectiveEstimate, left Any: models.predict.collectives imports this module.
+def measured(e: Any, G: nx.DiGraph | PreparedFabric, *, gpus_per_thread: int = 1,
+             model: MeasurementModel = DEFAULT, profile: str | NcclProfile | None = None) -> Measured:
     """Predict what nccl-tests measures for an estimate.
 
     Parameters

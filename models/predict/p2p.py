@@ -90,17 +90,18 @@ import math
 from dataclasses import dataclass
 from types import MappingProxyType
 
+import networkx as nx
 import numpy as np
 
 from topo.errors import DgxTopoError, LimitError
 from topo.nvidia_smi import connection_matrix
-from topo.select import select_gpus
+from topo.select import GpuIds, select_gpus
 from topo.specs import LINKS
 from topo.units import GB, us
 
 from .maxflow import flow_matrix
 from .measure import LINK_CLASSES
-from ..engine.fabric import graph_of, prepare
+from ..engine.fabric import PreparedFabric, graph_of, prepare
 from ..engine.nccl.profiles import nccl_profile
 from ..engine.nccl.system import nccl_capacity
 from ..engine.results import Moved, tidy_records
@@ -347,7 +348,7 @@ class StagedCopy:
         return (tuple(zip(self.to_host, self.to_host[1:]))
                 + tuple(zip(self.from_host, self.from_host[1:])))
 
-    def latency(self, G) -> float:
+    def latency(self, G: nx.DiGraph) -> float:
         """Sum of the edges' ``latency`` over both legs (the legs run one after the other
         for a small copy). [s]"""
         return sum(float(G.adj[u][v]["latency"]) for u, v in self.edges)
@@ -457,7 +458,7 @@ def _efficiency_key(G, u, v, staged: bool) -> str:
                    f"nvlink, pcie (peer copies never cross {kind})")
 
 
-def achieved_capacity(G, u, v, *, staged: bool = False) -> float:
+def achieved_capacity(G: nx.DiGraph, u: str, v: str, *, staged: bool = False) -> float:
     """Predicted achievable rate of the edge (u, v) per direction: line rate x efficiency.
 
     Parameters
@@ -512,7 +513,7 @@ def _staged(router: Router, a, b) -> StagedCopy:
                       tuple(router.pcie_path(host, b)))
 
 
-def staged_copy(G, src: int, dst: int) -> StagedCopy:
+def staged_copy(G: nx.DiGraph | PreparedFabric, src: int, dst: int) -> StagedCopy:
     """The copy from GPU src to dst staged through host memory, as with P2P disabled.
 
     Parameters
@@ -845,7 +846,7 @@ def _check_mode(mode, p2p: bool):
                        "flow) or P2P enabled")
 
 
-def p2p_path(G, src: int, dst: int, *, p2p=True) -> P2PResult:
+def p2p_path(G: nx.DiGraph | PreparedFabric, src: int, dst: int, *, p2p: bool | str = True) -> P2PResult:
     """Route, classes and predicted bandwidth and latency of a copy from GPU src to dst.
 
     Parameters
@@ -905,8 +906,8 @@ def p2p_path(G, src: int, dst: int, *, p2p=True) -> P2PResult:
                      efficiency, overhead)
 
 
-def p2p_matrix(G, gpus=None, *, mode: str = "route", bidirectional: bool = False,
-               achieved: bool = True, p2p=True) -> np.ndarray:
+def p2p_matrix(G: nx.DiGraph | PreparedFabric, gpus: GpuIds = None, *, mode: str = "route", bidirectional: bool = False,
+               achieved: bool = True, p2p: bool | str = True) -> np.ndarray:
     """Bandwidth between every pair of GPUs, as p2pBandwidthLatencyTest lays it out.
 
     Parameters
@@ -973,7 +974,7 @@ def _bandwidth(table: _Table, mode, bidirectional, achieved) -> np.ndarray:
     return best
 
 
-def p2p_latency_matrix(G, gpus=None, *, p2p=True) -> np.ndarray:
+def p2p_latency_matrix(G: nx.DiGraph | PreparedFabric, gpus: GpuIds = None, *, p2p: bool | str = True) -> np.ndarray:
     """Predicted latency of a small write between every pair of GPUs (routed copy).
 
     Parameters
@@ -1013,7 +1014,7 @@ def p2p_latency_matrix(G, gpus=None, *, p2p=True) -> np.ndarray:
     return _Table(G, select_gpus(G, gpus), p2p=peer, symmetry=fabric.symmetry).latency()
 
 
-def path_type_matrix(G, gpus=None, *, p2p=True) -> np.ndarray:
+def path_type_matrix(G: nx.DiGraph | PreparedFabric, gpus: GpuIds = None, *, p2p: bool | str = True) -> np.ndarray:
     """NCCL's path type of the route between every pair of GPUs.
 
     Parameters
@@ -1090,7 +1091,8 @@ class P2PReport:
             "latency_s": np.ravel(self.latency), "path_type": np.ravel(self.path_type)})
 
 
-def p2p_report(G, gpus=None, *, mode: str = "route", p2p="enabled", max_pairs: int | None = None) -> P2PReport:
+def p2p_report(G: nx.DiGraph | PreparedFabric, gpus: GpuIds = None, *, mode: str = "route", p2p: bool | str = "enabled",
+               max_pairs: int | None = None) -> P2PReport:
     """All P2P matrices of a GPU selection at once (one routing pass).
 
     Parameters

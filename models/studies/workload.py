@@ -54,6 +54,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import TypeAlias
 
 from topo.errors import DgxTopoError
 
@@ -801,12 +802,15 @@ _DIGITS = re.compile(r"[0-9]+")
 # Digit strings longer than this are refused as too large without converting them.
 _MAX_DIGITS = 18
 
+#: A workload object, for annotations (what :func:`workload` returns).
+Workload: TypeAlias = "Transformer | CNN"
+
 
 def _normal(name: str) -> str:
     return name.strip().lower().replace("_", "-")
 
 
-def workload(spec):
+def workload(spec: str | Workload) -> Workload:
     """A workload from a preset name, a spec text or a workload object (returned as is).
 
     Raises
@@ -818,7 +822,7 @@ def workload(spec):
     return parse_workload(spec)
 
 
-def parse_workload(text: str):
+def parse_workload(text: str) -> Workload:
     """Parse ``NAME`` (a preset) or ``transformer:layers=L,hidden=H,heads=A,seq=S,vocab=V[,...]``.
 
     Optional keys: ``ffn``, ``kv_heads``, ``predictions``, ``batch`` (the global batch),

@@ -489,7 +489,7 @@ class NcclProfile:
         """Names of the constants this profile lacks (``None`` fields), in field order."""
         return tuple(name for name in _OPTIONAL if getattr(self, name) is None)
 
-    def require(self, name: str):
+    def require(self, name: str) -> object:
         """The value of constant ``name``.
 
         Raises

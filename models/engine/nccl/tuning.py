@@ -60,6 +60,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 import numpy as np
+import numpy.typing as npt
 
 from topo.errors import DgxTopoError
 from topo.units import parse_nbytes
@@ -572,12 +573,12 @@ class Selection:
     candidates: tuple = field(repr=False)
 
     @property
-    def algbw(self):
+    def algbw(self) -> float | np.ndarray:
         """nccl-tests' algbw of the predicted time, ``nbytes / time`` (:func:`models.engine.nccltests.algbw`). [B/s]"""
         return nccl_tests_algbw(self.nbytes, self.time)
 
     @property
-    def busbw(self):
+    def busbw(self) -> float | np.ndarray:
         """nccl-tests' busbw of the predicted time (:func:`models.engine.nccltests.busbw`). [B/s]"""
         return algbw_to_busbw(self.collective, self.algbw, self.nranks)
 
@@ -1040,7 +1041,7 @@ def latency(collective: str, algorithm: str, protocol: str, comm: Communicator,
 
 
 def tune(collective: str, algorithm: str, protocol: str, comm: Communicator,
-         profile=None) -> Tuning:
+         profile: str | NcclProfile | None = None) -> Tuning:
     """One cell of NCCL's tuning table: enabled?, bus bandwidth, algorithm bandwidth, latency.
 
     Parameters
@@ -1079,7 +1080,7 @@ def tune(collective: str, algorithm: str, protocol: str, comm: Communicator,
     return Tuning(collective, algorithm, protocol, True, "", bus, ratio, bus.value * ratio, lat)
 
 
-def tuning_table(collective: str, comm: Communicator, profile=None) -> tuple:
+def tuning_table(collective: str, comm: Communicator, profile: str | NcclProfile | None = None) -> tuple:
     """Every (algorithm, protocol) cell for a collective, in NCCL's index order.
 
     Order: (tree, LL), (tree, LL128), (tree, Simple), (ring, LL), (ring, LL128),
@@ -1104,7 +1105,7 @@ def _out(array, scalar: bool):
     return float(np.asarray(array)) if scalar else array
 
 
-def comm_channels(ring_nchannels: int, tree_nchannels: int, profile=None) -> int:
+def comm_channels(ring_nchannels: int, tree_nchannels: int, profile: str | NcclProfile | None = None) -> int:
     """``comm->nChannels``: ``min(MAXCHANNELS, 2 x min(ring, tree nChannels))``.
 
     src/init.cc and src/graph/connect.cc (``ncclTopoPostset`` doubles the channels). The extra
@@ -1130,7 +1131,7 @@ def comm_channels(ring_nchannels: int, tree_nchannels: int, profile=None) -> int
     return min(profile.require("max_channels"), 2 * min(ring_nchannels, tree_nchannels))
 
 
-def algo_time(tuning: Tuning, nbytes, comm: Communicator, profile=None) -> AlgoTime:
+def algo_time(tuning: Tuning, nbytes: npt.ArrayLike, comm: Communicator, profile: str | NcclProfile | None = None) -> AlgoTime:
     """NCCL's predicted time of one table cell for sizes ``nbytes`` (``ncclTopoGetAlgoTime``).
 
     ``time = lat + nBytes / bw`` with (src/graph/tuning.cc, src/enqueue.cc):
@@ -1262,8 +1263,8 @@ def _legacy_choice(collective, sizes, comm, candidates) -> np.ndarray:
     return choice
 
 
-def select_algorithm(collective: str, nbytes, comm: Communicator, *, algorithm=None,
-                     protocol=None, profile=None) -> Selection:
+def select_algorithm(collective: str, nbytes: npt.ArrayLike, comm: Communicator, *, algorithm: str | None = None,
+                     protocol: str | None = None, profile: str | NcclProfile | None = None) -> Selection:
     """The (algorithm, protocol) NCCL picks per size, and its predicted time.
 
     Every enabled cell of :func:`tuning_table` (restricted to ``algorithm`` / ``protocol``
