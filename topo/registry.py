@@ -230,7 +230,7 @@ def _options(text: str, items: list) -> dict:
     return options
 
 
-def parse_system_spec(text: str, *, max_hosts: int = MAX_HOSTS) -> SystemSpec:
+def parse_system_spec(text: str | SystemSpec, *, max_hosts: int = MAX_HOSTS) -> SystemSpec:
     """Parse ``NAME`` or ``NxNAME[:network][:option=value...]`` (module docstring), strictly.
 
     Parameters

@@ -46,6 +46,7 @@ Examples
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
@@ -53,7 +54,7 @@ import numpy as np
 import numpy.typing as npt
 
 from topo.errors import DgxTopoError, SizeError
-from topo.units import parse_nbytes
+from topo.units import Sizes, parse_nbytes
 
 __all__ = [
     "COLLECTIVES", "Collective", "UnknownCollectiveError",
@@ -93,7 +94,7 @@ class Collective:
 
 
 #: The collectives, in the order NVIDIA/nccl-tests doc/PERFORMANCE.md lists them.
-COLLECTIVES: dict[str, Collective] = MappingProxyType({c.name: c for c in (
+COLLECTIVES: Mapping[str, Collective] = MappingProxyType({c.name: c for c in (
     Collective("all_reduce", "count", False, "2(n-1)/n", "nccl-tests src/all_reduce.cu"),
     Collective("all_gather", "sendcount", True, "(n-1)/n", "nccl-tests src/all_gather.cu"),
     Collective("reduce_scatter", "recvcount", True, "(n-1)/n", "nccl-tests src/reduce_scatter.cu"),
@@ -351,7 +352,7 @@ def nbytes_from_count(name: str, count: npt.ArrayLike, nranks: npt.ArrayLike, ty
     return int(size) if size.ndim == 0 else size
 
 
-def count_from_nbytes(name: str, nbytes: npt.ArrayLike, nranks: npt.ArrayLike, typesize: int = 4) -> tuple:
+def count_from_nbytes(name: str, nbytes: Sizes, nranks: npt.ArrayLike, typesize: int = 4) -> tuple:
     """The NCCL count argument nccl-tests uses for a requested size, and the size it reports.
 
     nccl-tests divides the requested size into whole elements, and for all_gather,

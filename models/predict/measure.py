@@ -41,6 +41,7 @@ Everything else (other link classes, generations, the network) is predicted from
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Protocol, TypeAlias
@@ -141,7 +142,7 @@ _PCIE_PACKET = 256 / 282
 _IB_PACKET = 4096 / (4096 + 26)
 
 #: The link classes the measurement model knows, keyed like :data:`topo.LINKS`.
-LINK_CLASSES: dict[str, LinkClass] = MappingProxyType({
+LINK_CLASSES: Mapping[str, LinkClass] = MappingProxyType({
     "nvlink1": LinkClass("nvlink1", topo.LINKS["nvlink1"].bandwidth, _NVLINK_PACKET,
                          "8 lanes x 20 Gb/s (Tesla P100 whitepaper, NVIDIA 2016); NVLink packet "
                          "framing (Foley & Danskin, IEEE Micro 2017)"),
@@ -452,7 +453,7 @@ def _release_and_graph(fabric, profile) -> tuple:
 
 
 # ``e`` is a CollectiveEstimate, left Any: models.predict.collectives imports this module.
-def measured(e: Any, G: nx.DiGraph | PreparedFabric, *, gpus_per_thread: int = 1,
+def measured(e: Any, G: nx.DiGraph | PreparedFabric | NcclSystem, *, gpus_per_thread: int = 1,
              model: MeasurementModel = DEFAULT, profile: str | NcclProfile | None = None) -> Measured:
     """Predict what nccl-tests measures for an estimate.
 

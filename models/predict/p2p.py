@@ -87,6 +87,7 @@ array([784.89,   9.56,  14.42,  14.42])
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
@@ -175,7 +176,7 @@ def _nvlink(link: str, lanes: int, gbps: float, signalling_source: str, uncertai
 
 #: Achieved / line rate (or / HBM bandwidth), per link technology and generation: the one
 #: table of efficiencies.
-EFFICIENCIES: dict[str, Calibrated] = MappingProxyType({
+EFFICIENCIES: Mapping[str, Calibrated] = MappingProxyType({
     "nvlink1": _nvlink(
         "nvlink1", 8, 20.0, "NVIDIA Tesla P100 whitepaper: 20 Gb/s signalling, 20 GB/s per "
         "link per direction",
@@ -270,7 +271,7 @@ def _ceiling(channels: int, mts: int, platform: str, source: str, uncertain: str
 
 #: The host's ceiling on copies staged through one CPU's memory, per CPU model (the CPU
 #: node's ``model`` attribute). A CPU of a model not listed has no ceiling.
-HOST_CEILINGS: dict[str, Calibrated] = MappingProxyType({
+HOST_CEILINGS: Mapping[str, Calibrated] = MappingProxyType({
     "Intel Xeon E5-2698 v4": _ceiling(
         4, 2133, "Broadwell-EP (DGX-1, DGX-1V)",
         "Intel Xeon E5-2698 v4 product specifications: 4 channels; NVIDIA DGX-1 datasheet: "
@@ -285,7 +286,7 @@ HOST_CEILINGS: dict[str, Calibrated] = MappingProxyType({
 })
 
 #: Fixed software overheads added to the hops' latencies.
-OVERHEADS: dict[str, Calibrated] = MappingProxyType({
+OVERHEADS: Mapping[str, Calibrated] = MappingProxyType({
     "network": Calibrated(
         2.7 * us, "latency of a copy between hosts (GPUDirect RDMA), on top of the hops",
         "", "NVIDIA/nccl v2.27.7-1 src/graph/tuning.cc hwLat[NET][Ring][LL] = 2.7 us, NCCL's "

@@ -79,7 +79,6 @@ from .collectives import COLLECTIVE_NAMES, LimitError, Progress
 from .decompose import Decomposer
 from .flows import max_min_share
 from .measure import CalibrationLike
-from ..engine.fabric import PreparedFabric
 from ..engine.nccl.profiles import NcclProfile
 
 __all__ = ["Task", "TaskGraph", "TaskGraphError", "TaskTiming", "LinkUse", "SimulationResult",
@@ -750,7 +749,7 @@ def _stream_name(key) -> str:
     return "comm " + topo.select.format_gpu_ids(what)
 
 
-def simulate(G: nx.DiGraph | PreparedFabric, graph: TaskGraph, *, profile: str | NcclProfile | None = None,
+def simulate(G: nx.DiGraph, graph: TaskGraph, *, profile: str | NcclProfile | None = None,
              calibration: CalibrationLike = None, sm_share: bool = True,
              max_events: int = MAX_EVENTS, progress: Progress | None = None, decomposer: Decomposer | None = None) -> SimulationResult:
     """Simulate a task graph on a fabric.

@@ -51,7 +51,6 @@ import networkx as nx
 import topo
 from topo.errors import DgxTopoError
 
-from ..engine.fabric import PreparedFabric
 from ..predict.simulate import SimulationResult, Task, TaskGraph, simulate
 from .compute import compute_model, gpu_of
 from .planner import DEFAULT_BUCKET, OPTIMIZER_PASS_BYTES, Plan
@@ -104,7 +103,7 @@ class _Builder:
         return id_
 
 
-def step_graph(plan: Plan, G: nx.DiGraph | PreparedFabric, *, workload: str | Workload | None = None, bucket: float = DEFAULT_BUCKET,
+def step_graph(plan: Plan, G: nx.DiGraph, *, workload: str | Workload | None = None, bucket: float = DEFAULT_BUCKET,
                efficiency: float | None = None, attention_efficiency: float | None = None,
                memory_efficiency: float | None = None, fold: bool = True) -> TaskGraph:
     """The task graph of one training step of a plan (module docstring).
@@ -323,7 +322,7 @@ def step_graph(plan: Plan, G: nx.DiGraph | PreparedFabric, *, workload: str | Wo
     return TaskGraph(tuple(out.tasks), f"{plan.workload} {lay.label()}")
 
 
-def simulate_plan(plan: Plan, G: nx.DiGraph | PreparedFabric, *, bucket: float = DEFAULT_BUCKET, workload: str | Workload | None = None,
+def simulate_plan(plan: Plan, G: nx.DiGraph, *, bucket: float = DEFAULT_BUCKET, workload: str | Workload | None = None,
                   **options: Any) -> SimulationResult:
     """Simulate one step of a plan (:func:`step_graph`, then :func:`models.predict.simulate.simulate`)."""
     return simulate(G, step_graph(plan, G, bucket=bucket, workload=workload), **options)

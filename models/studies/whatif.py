@@ -177,7 +177,7 @@ def _check_against(G, failure: Failure, raw) -> Failure:
     return failure
 
 
-def parse_failure(text: str, G: nx.DiGraph | None = None) -> Failure:
+def parse_failure(text: str | Failure, G: nx.DiGraph | None = None) -> Failure:
     """A failure spec (``"gpu0-gpu3"``, ``"gpu0-gpu3:1"``, ``"nvswitch3"``) as a :class:`Failure`.
 
     Parameters
@@ -233,7 +233,7 @@ def parse_failure(text: str, G: nx.DiGraph | None = None) -> Failure:
     return failure if G is None else _check_against(G, failure, raw)
 
 
-def parse_degrade(text: str, G: nx.DiGraph | None = None) -> Failure:
+def parse_degrade(text: str | Failure, G: nx.DiGraph | None = None) -> Failure:
     """A degrade spec ``"U-V=FACTOR"`` (0 < FACTOR <= 1) as a :class:`Failure` with a factor.
 
     Parameters

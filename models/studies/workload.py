@@ -52,6 +52,7 @@ Examples
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TypeAlias
@@ -69,7 +70,7 @@ __all__ = ["DTYPES", "Op", "Software", "SOFTWARE", "Transformer", "ConvLayer", "
 #: recipes ("Using FP8 with Transformer Engine", NVIDIA Transformer Engine documentation); its
 #: activations, weights, gradients and optimizer state stay 16/32-bit, see
 #: :func:`activation_bytes_per_element` and :func:`models.studies.planner.memory`.
-DTYPES: dict[str, int] = MappingProxyType({"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1})
+DTYPES: Mapping[str, int] = MappingProxyType({"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1})
 
 #: Heads of a transformer (module docstring).
 HEADS = ("lm", "mlm", "span")
@@ -158,7 +159,7 @@ class Software:
 
 #: The software stacks, oldest first. Layer norm is one kernel in every one (apex's
 #: FusedLayerNorm, used since Megatron-LM 2019).
-SOFTWARE: dict[str, Software] = MappingProxyType({s.name: s for s in (
+SOFTWARE: Mapping[str, Software] = MappingProxyType({s.name: s for s in (
     Software("eager", "2019 style (Megatron-LM 2019, PyTorch eager with apex): the attention scores' "
              "scale, mask, softmax and dropout, and each bias, activation, dropout and residual add "
              "are separate kernels", False, False, False),
@@ -760,7 +761,7 @@ def _bert(name, layers, hidden, heads, seq, *, head="mlm", predictions=0, batch=
 
 
 #: Preset workloads by name.
-PRESETS: dict = MappingProxyType({w.name: w for w in (
+PRESETS: Mapping[str, Workload] = MappingProxyType({w.name: w for w in (
     _bert("bert-base", 12, 768, 12, 512, predictions=80),
     _bert("bert-large", 24, 1024, 16, 512, predictions=80),
     _bert("bert-large-128", 24, 1024, 16, 128, predictions=20),
