@@ -133,7 +133,7 @@ def _plain(G, *, reverse: bool) -> nx.DiGraph:
     return H
 
 
-def freeze_graph(G) -> None:
+def freeze_graph(G: nx.DiGraph) -> None:
     """Make ``G`` read-only in place: its structure (as :func:`networkx.freeze`: a structural edit
     raises :class:`FrozenFabricError`) and its node, edge and graph attribute dicts. Copies of
     ``G`` are editable. Freezing a frozen graph does nothing.
@@ -263,7 +263,7 @@ def prepare(fabric: nx.DiGraph | PreparedFabric, *, nccl: str | NcclProfile | No
     return PreparedFabric(fabric, nccl=nccl, freeze=False)
 
 
-def graph_of(fabric):
+def graph_of(fabric: nx.DiGraph | PreparedFabric) -> nx.DiGraph:
     """The graph of ``fabric``: a prepared fabric's own (validated when it was prepared), or a
     graph validated now. For functions that read the graph but no cache of the fabric.
 

@@ -228,7 +228,7 @@ def algbw(nbytes: npt.ArrayLike, time: npt.ArrayLike) -> float | np.ndarray:
     return _scalar(size / seconds)
 
 
-def busbw(name: str, nbytes, time, nranks):
+def busbw(name: str, nbytes: npt.ArrayLike, time: npt.ArrayLike, nranks: npt.ArrayLike) -> float | np.ndarray:
     """nccl-tests' bus bandwidth ``S / t x factor(n)``.
 
     Parameters
@@ -256,7 +256,7 @@ def busbw(name: str, nbytes, time, nranks):
     return algbw_to_busbw(name, algbw(nbytes, time), nranks)
 
 
-def algbw_to_busbw(name: str, bandwidth, nranks):
+def algbw_to_busbw(name: str, bandwidth: npt.ArrayLike, nranks: npt.ArrayLike) -> float | np.ndarray:
     """The bus bandwidth of an algorithm bandwidth: ``algbw x factor(n)`` (inverse of
     :func:`busbw_to_algbw`).
 

@@ -451,7 +451,7 @@ def estimate(G: nx.DiGraph | PreparedFabric, collective: str, nbytes: Sizes, gpu
     return _estimate(ctx, collective, nbytes, gpus, algorithm, protocol, max_pairs)
 
 
-def routed_pairs(G, collective: str, gpus=None) -> int:
+def routed_pairs(G: nx.DiGraph, collective: str, gpus: GpuIds = None) -> int:
     """GPU pairs :func:`estimate` routes one by one for alltoall and sendrecv (0 for the others).
 
     sendrecv routes one pair per rank. alltoall routes the pairs inside each host one by one

@@ -21,7 +21,7 @@ Examples
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import networkx as nx
 import numpy as np
@@ -49,7 +49,7 @@ class MaxFlowError(DgxTopoError):
     """A max-flow request that cannot be answered as asked (unknown or missing backend)."""
 
 
-def nvlink_capacity_graph(G, capacity=line_rate) -> nx.Graph:
+def nvlink_capacity_graph(G: nx.DiGraph, capacity: Callable[[nx.DiGraph, str, str], float] = line_rate) -> nx.Graph:
     """NVLink edges as an undirected capacity graph (attribute ``capacity``, [B/s]).
 
     Parameters
@@ -144,7 +144,8 @@ def _cut_function(H, backend):
     return _networkx_cut(H)
 
 
-def flow_matrix(G, nodes, capacity=line_rate, backend=None) -> np.ndarray:
+def flow_matrix(G: nx.DiGraph, nodes: Sequence[str], capacity: Callable[[nx.DiGraph, str, str], float] = line_rate,
+                backend: str | None = None) -> np.ndarray:
     """:func:`maxflow_matrix` for GPU node ids, on a fabric already validated.
 
     Parameters

@@ -320,7 +320,7 @@ def nccl_link_figure(link: str, profile=None, compute_capability: int | None = N
     return profile.link_bandwidth(link)
 
 
-def link_classes(e, G) -> tuple:
+def link_classes(e: Any, G: nx.DiGraph) -> tuple:
     """Link classes that bind an estimate's bandwidth: the bottleneck's, and across hosts the
     network's (NCCL's per-NIC figure is not what the NIC sustains).
 
@@ -564,7 +564,7 @@ FILL_NOTE = ("the 2.5-era DGX-2 broadcast and reduce runs, 12 ranks, leave 5-25 
              "kernels forward finer than a posted slice [U]; tests/data/dgx2_12gpu_nccl_tests.json")
 
 
-def pipeline_fill(e, profile, achieved_ratio=1.0) -> PipelineFill | None:
+def pipeline_fill(e: Any, profile: NcclProfile, achieved_ratio: float | np.ndarray = 1.0) -> PipelineFill | None:
     """The pipeline of an estimate's largest size in its release (:mod:`models.engine.nccl.pipelining`).
 
     Parameters

@@ -433,7 +433,7 @@ class P2PResult:
 
 
 # -- capacities -------------------------------------------------------------------------------
-def hbm_efficiency(G, gpu) -> str:
+def hbm_efficiency(G: nx.DiGraph, gpu: str) -> str:
     """Key of :data:`EFFICIENCIES` for the device-local copy of a GPU node: ``"hbm_sm60"`` for
     Pascal (compute capability 6.x), ``"hbm_sm70"`` otherwise."""
     capability = G.nodes[gpu].get("compute_capability")

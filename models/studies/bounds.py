@@ -389,7 +389,7 @@ def _flow_lp(H, members, demands):
 
 
 # ------------------------------------------------------------------------------ NVLS hook
-def nvls_applicable(G) -> tuple[bool, str]:
+def nvls_applicable(G: nx.DiGraph) -> tuple[bool, str]:
     """Whether the fabric's switches can reduce in the network (NVLS), and why.
 
     NVLS needs NVSwitches with NVLink SHARP (gen 3 and later, :func:`models.engine.nccl.nvls.sharp_switch`

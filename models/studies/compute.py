@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
@@ -56,7 +56,7 @@ from topo.errors import DgxTopoError
 from topo.specs import GPUS, GpuSpec
 from topo.units import GB, GiB
 
-from .workload import DTYPES, SOFTWARE, Op, Software, dtype_bytes, software as as_software
+from .workload import DTYPES, SOFTWARE, Op, Software, Workload, dtype_bytes, software as as_software
 
 __all__ = ["Gpu", "Generation", "GENERATIONS", "GEMM_EFFICIENCY", "ATTENTION_EFFICIENCY",
            "DEFAULT_MEMORY_EFFICIENCY", "KERNEL_FLOOR", "TILES", "ComputeModel", "OpTime",
@@ -199,7 +199,7 @@ GENERATIONS: Mapping[str, Gpu] = MappingProxyType({g: _part(key, g) for g, key i
 _GB_IN_MODEL = re.compile(r"(\d{1,4})\s*GB", re.IGNORECASE)
 
 
-def generation(name) -> Gpu:
+def generation(name: str | Gpu) -> Gpu:
     """The representative part of a generation name (``"h100"``), or a :class:`Gpu` as is.
 
     Raises
@@ -256,7 +256,7 @@ def gpu_memory(model: str) -> int:
     return gpu_of(model).memory
 
 
-def default_software(w, gpu: Gpu) -> Software:
+def default_software(w: Workload | None, gpu: Gpu) -> Software:
     """The stack a workload is run with by default: ``flash`` when the model is trained with
     flash attention and the GPU has it (Ampere or newer [S112]), else ``fused``."""
     flash = getattr(w, "flash_attention", False) and gpu.generation in ATTENTION_EFFICIENCY
@@ -421,7 +421,7 @@ class ComputeModel:
         backward = self.scale * max(memory * op.backward, floor)
         return OpTime(op, forward, backward, "memory" if memory >= floor else "launch", self.scale * memory)
 
-    def times(self, ops) -> tuple:
+    def times(self, ops: Iterable[Op]) -> tuple:
         """:meth:`time` of each op."""
         return tuple(self.time(op) for op in ops)
 
@@ -435,8 +435,9 @@ class ComputeModel:
                 f"{self.gemm_efficiency:.0%} of peak{attention}, HBM {self.memory_efficiency:.0%}{scale}")
 
 
-def compute_model(gpu, dtype: str, *, stack=None, workload=None, efficiency=None,
-                  attention_efficiency=None, memory_efficiency=None, scale: float = 1.0) -> ComputeModel:
+def compute_model(gpu: Gpu | str, dtype: str, *, stack: str | Software | None = None, workload: Workload | None = None,
+                  efficiency: float | None = None, attention_efficiency: float | None = None,
+                  memory_efficiency: float | None = None, scale: float = 1.0) -> ComputeModel:
     """The compute model of a GPU part (or generation name) for a dtype.
 
     Parameters

@@ -84,7 +84,7 @@ import itertools
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -101,7 +101,7 @@ from ..engine.results import tidy_records
 from ..engine.fabric import PreparedFabric, prepare
 from ..engine.nccl.profiles import NcclProfile
 from ..predict.collectives import Estimator
-from .compute import GENERATIONS, Gpu, compute_model, generation, gpu_of
+from .compute import GENERATIONS, ComputeModel, Gpu, compute_model, generation, gpu_of
 from .workload import CNN, activation_bytes_per_element, dtype_bytes, software as as_software, \
     tp_constraint, workload as as_workload, Workload
 
@@ -630,7 +630,7 @@ def _stage_parameters(w, pp: int):
     return per_stage + emb, per_stage + last_head
 
 
-def memory(workload, layout: Layout, *, dtype: str = "bf16", capacity: float = 80 * GiB,
+def memory(workload: str | Workload, layout: Layout, *, dtype: str = "bf16", capacity: float = 80 * GiB,
            flash: bool | None = None) -> Memory:
     """Memory per GPU of the heaviest pipeline stage. [bytes]
 
@@ -748,7 +748,7 @@ def _pass(times) -> tuple:
     return sum(t.forward for t in times), sum(t.backward for t in times)
 
 
-def step_components(w, layout: Layout, cm, comm, *, overlap: float = DEFAULT_OVERLAP,
+def step_components(w: Workload, layout: Layout, cm: ComputeModel, comm: Callable[[str, str, float], float], *, overlap: float = DEFAULT_OVERLAP,
                     bucket: float = DEFAULT_BUCKET) -> tuple:
     """The components of one step on the heaviest stage (module docstring).
 
@@ -1392,7 +1392,7 @@ def format_search(s: Search, top: int = 10) -> str:
     return "\n".join(lines)
 
 
-def format_gpus_ranking(ranks) -> str:
+def format_gpus_ranking(ranks: Iterable[GpuRank]) -> str:
     lines = [f"{'GPU':6} {'ms/sample':>10} {'compute':>9} {'memory':>9} {'comm':>9}  fits  binding"]
     for r in ranks:
         t = f"{r.time_per_sample * 1e3:10.3f}" if math.isfinite(r.time_per_sample) else f"{'-':>10}"

@@ -42,7 +42,7 @@ Examples
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Executor
 from typing import Any
 
@@ -63,7 +63,7 @@ class StepGraphError(DgxTopoError):
     """A plan that cannot become a step graph (a layout that does not fit, a CNN, bad options)."""
 
 
-def compute_time(G, *, efficiency: float | None = None):
+def compute_time(G: nx.DiGraph, *, efficiency: float | None = None) -> Callable[[float, str, Sequence[int]], float]:
     """``compute_time(flops, dtype, gpus) -> seconds`` for task graphs that give FLOPs.
 
     Each GPU's part (by model, :func:`models.studies.compute.gpu_of`) at the dtype's dense peak

@@ -82,7 +82,7 @@ class FabricDisconnectedError(WhatIfError):
     """Failures that leave no valid fabric (``topo.validate`` refuses the result)."""
 
 
-def brief_repr(value) -> str:
+def brief_repr(value: object) -> str:
     """``repr(value)``, shortened to about 60 characters (for messages that echo bad input)."""
     text = repr(value)
     return text if len(text) <= 60 else text[:40] + f"... ({len(text)} characters)"
@@ -360,7 +360,7 @@ class WhatIf:
         return ids
 
 
-def failed_fabric(G, changes) -> object:
+def failed_fabric(G: nx.DiGraph, changes: Iterable[Failure]) -> object:
     """The fabric with ``changes`` (:class:`Failure` s) applied, validated; TopologyError if it is
     no fabric."""
     H = G
@@ -445,7 +445,7 @@ def apply_failures(G: nx.DiGraph, fail: str | Failure | Iterable[str | Failure] 
 
 
 # ------------------------------------------------------------------------------ components
-def components(G, fail_each: str, gpus=None) -> tuple:
+def components(G: nx.DiGraph, fail_each: str, gpus: GpuIds = None) -> tuple:
     """The single failures a sweep of ``fail_each`` evaluates, in fabric order.
 
     Parameters

@@ -171,7 +171,7 @@ SOFTWARE: Mapping[str, Software] = MappingProxyType({s.name: s for s in (
 )})
 
 
-def software(name) -> Software:
+def software(name: str | Software) -> Software:
     """A stack of :data:`SOFTWARE` by name (a :class:`Software` as is).
 
     Raises
@@ -385,7 +385,8 @@ class Transformer:
 
     # ---------------------------------------------------------------------- operations
     def layer_ops(self, micro_batch: int, tp: int = 1, elem: int = 2, *,
-                  sequence_parallel: bool = False, stack="fused", act: int | None = None) -> tuple:
+                  sequence_parallel: bool = False, stack: str | Software = "fused",
+                  act: int | None = None) -> tuple:
         """The forward kernels of one layer on one GPU of a tensor-parallel group.
 
         Megatron's split (Shoeybi et al. 2019, "Megatron-LM: Training Multi-Billion Parameter
@@ -517,7 +518,7 @@ class Transformer:
             ops = [op for op in ops if op.name in ("scores", "context")]
         return self.layers * self._products(ops) / self.seq
 
-    def training_flops_per_token(self, recompute=False) -> float:
+    def training_flops_per_token(self, recompute: bool | str = False) -> float:
         """Training FLOPs per token: 3 forwards (model FLOPs), plus what recomputation runs
         again (hardware FLOPs: ``recompute`` ``True`` or ``"full"``, ``"selective"``). [FLOP]
 
@@ -652,7 +653,8 @@ class CNN:
         return sum(layer.macs for layer in self.conv_layers)
 
     def layer_ops(self, micro_batch: int, tp: int = 1, elem: int = 2, *,
-                  sequence_parallel: bool = False, stack="fused", act: int | None = None) -> tuple:
+                  sequence_parallel: bool = False, stack: str | Software = "fused",
+                  act: int | None = None) -> tuple:
         """Each convolution as an implicit GEMM (``m = batch x output pixels``, ``n = cout``,
         ``k = cin x kernel^2``) and its batchnorm + ReLU as one memory pass (cuDNN's fused
         batchnorm-activation: read and write the map twice, forward statistics and normalise)."""
@@ -683,7 +685,7 @@ class CNN:
         """Forward FLOPs per image (``2 x`` MACs). [FLOP]"""
         return 2.0 * self.forward_macs
 
-    def training_flops_per_token(self, recompute=False) -> float:
+    def training_flops_per_token(self, recompute: bool | str = False) -> float:
         """Training FLOPs per image: 3 forwards (model FLOPs), 4 with full recomputation. [FLOP]"""
         mode = {True: "full", False: "none"}.get(recompute, recompute)
         return 3 * self.forward_flops_per_token() + self.recomputed_flops_per_token(mode)
@@ -891,12 +893,12 @@ def parse_workload(text: str) -> Workload:
     return Transformer("transformer", **fields)
 
 
-def format_workload(w) -> str:
+def format_workload(w: Workload) -> str:
     """The workload's one-line description (for the CLI)."""
     return workload(w).describe()
 
 
-def tp_constraint(w, tp: int) -> str:
+def tp_constraint(w: Workload, tp: int) -> str:
     """Why tensor parallelism ``tp`` cannot split workload ``w`` ('' when it can).
 
     Heads and the FFN width must divide; K/V heads must divide or be replicated (``tp`` a

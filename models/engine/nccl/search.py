@@ -58,6 +58,7 @@ Examples
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 import math
 import random
 from dataclasses import dataclass
@@ -1274,7 +1275,8 @@ def search_channels(G: nx.DiGraph, gpus: GpuIds = None, *, pattern: str = "ring"
                               min_channels=min_channels, max_channels=max_channels)
 
 
-def search_channels_in(fabric, nodes, *, pattern="ring", min_channels=None, max_channels=None):
+def search_channels_in(fabric: NcclSystem, nodes: Sequence[str], *, pattern: str = "ring",
+                       min_channels: int | None = None, max_channels: int | None = None) -> ChannelSearch:
     """:func:`search_channels` on a prepared fabric, for GPU nodes in index order.
 
     GPUs of several hosts: NCCL searches every node with its NICs (channels enter the node

@@ -601,7 +601,7 @@ def nsteps(collective: str, nranks: int) -> int:
     return nranks
 
 
-def bus_to_alg_ratio(collective: str, algorithm: str, nranks: int, profile=None, *,
+def bus_to_alg_ratio(collective: str, algorithm: str, nranks: int, profile: str | NcclProfile | None = None, *,
                      nnodes: int = 1) -> float:
     """Bus -> algorithm bandwidth ratio NCCL applies before storing a bandwidth.
 
@@ -636,7 +636,7 @@ def _path_above(profile: NcclProfile, path_type: str, limit: str) -> bool:
 
 
 def applicability(collective: str, algorithm: str, protocol: str, comm: Communicator,
-                  profile=None) -> tuple:
+                  profile: str | NcclProfile | None = None) -> tuple:
     """Whether NCCL enables (algorithm, protocol) for a collective on this communicator.
 
     Rules (src/graph/tuning.cc, src/enqueue.cc): Broadcast, Reduce, AllGather and
@@ -787,7 +787,7 @@ def _nvls_pat_bus(collective, algorithm, protocol, comm, profile) -> BusBandwidt
 
 
 def bus_bandwidth(collective: str, algorithm: str, protocol: str, comm: Communicator,
-                  profile=None) -> BusBandwidth:
+                  profile: str | NcclProfile | None = None) -> BusBandwidth:
     """NCCL's bus bandwidth for one (collective, algorithm, protocol), step by step.
 
     ``busBw = nChannels x bw`` (bw = bwIntra on <= 2 nodes, else bwInter), then, in NCCL's
@@ -927,7 +927,7 @@ def _log2i(n: int) -> int:
 
 
 def latency(collective: str, algorithm: str, protocol: str, comm: Communicator,
-            profile=None) -> Latency:
+            profile: str | NcclProfile | None = None) -> Latency:
     """NCCL's latency for one (collective, algorithm, protocol), term by term.
 
     v2.27.7-1 (src/graph/tuning.cc), with ``intraLat = hwLat[intraHw][a][p]`` and
@@ -1350,7 +1350,7 @@ def select_algorithm(collective: str, nbytes: npt.ArrayLike, comm: Communicator,
                      bus, candidates)
 
 
-def nvls_choice(collective: str, nbytes, comm: Communicator, *, profile=None) -> str:
+def nvls_choice(collective: str, nbytes: float, comm: Communicator, *, profile: str | NcclProfile | None = None) -> str:
     """Why NCCL does or does not run NVLS (or NVLSTree) for a collective of ``nbytes``.
 
     For an array of sizes the largest is explained. The answer names the first reason NCCL
