@@ -333,8 +333,8 @@ def _template(node_builder):
                        f"{', '.join(SYSTEMS)}, received {node_builder!r}")
 
 
-def cluster(node_builder: Callable[[], nx.DiGraph] | str | nx.DiGraph, n: int, *, network: str = "fat_tree", oversub: int = 1,
-            max_hosts: int = MAX_HOSTS) -> nx.DiGraph:
+def cluster(node_builder: Callable[[], nx.DiGraph] | str | nx.DiGraph, n: int, *, network: str = "fat_tree",
+            oversub: int = 1, max_hosts: int = MAX_HOSTS) -> nx.DiGraph:
     """Join ``n`` copies of a system through their compute NICs (see :mod:`topo.cluster`).
 
     Parameters

@@ -201,7 +201,8 @@ class PreparedFabric:
         the planner, a report section. Keys start with the owner's name.
     """
 
-    def __init__(self, G: nx.DiGraph, *, nccl: str | NcclProfile | None = None, searches: BoundedMemo | None = None, freeze: bool = True):
+    def __init__(self, G: nx.DiGraph, *, nccl: str | NcclProfile | None = None, searches: BoundedMemo | None = None,
+                 freeze: bool = True):
         if isinstance(G, PreparedFabric):
             raise DgxTopoError("PreparedFabric(G): expected a graph, received a PreparedFabric (use it as "
                                "it is, or models.prepare(fabric))")

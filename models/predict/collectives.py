@@ -386,8 +386,8 @@ class Estimator:
     [40.8, 20.4, 6.0]
     """
 
-    def __init__(self, G: nx.DiGraph | PreparedFabric, *, profile: str | NcclProfile | None = None, gpus_per_thread: int = 1,
-                 calibration: CalibrationLike = None):
+    def __init__(self, G: nx.DiGraph | PreparedFabric, *, profile: str | NcclProfile | None = None,
+                 gpus_per_thread: int = 1, calibration: CalibrationLike = None):
         fabric = G if isinstance(G, PreparedFabric) else PreparedFabric(G, nccl=profile)
         self._context = _Context(fabric, profile, gpus_per_thread, calibration)
         self.fabric = fabric
@@ -743,8 +743,9 @@ def _network_load(router, send, recv, nic_host, load) -> None:
 
 
 # ------------------------------------------------------------------------- many GPU sets
-def pairwise(G: nx.DiGraph | PreparedFabric, collective: str, nbytes: Sizes, *, profile: str | NcclProfile | None = None,
-             gpus_per_thread: int = 1, calibration: CalibrationLike = None, max_sets: int | None = None,
+def pairwise(G: nx.DiGraph | PreparedFabric, collective: str, nbytes: Sizes, *,
+             profile: str | NcclProfile | None = None, gpus_per_thread: int = 1,
+             calibration: CalibrationLike = None, max_sets: int | None = None,
              max_searches: int | None = None, progress: Progress | None = None) -> np.ndarray:
     """busbw of every 2-GPU communicator.
 
@@ -780,8 +781,9 @@ def pairwise(G: nx.DiGraph | PreparedFabric, collective: str, nbytes: Sizes, *, 
     return matrix
 
 
-def subsets(G: nx.DiGraph | PreparedFabric, collective: str, nbytes: Sizes, k: int, *, profile: str | NcclProfile | None = None,
-            gpus_per_thread: int = 1, calibration: CalibrationLike = None, max_sets: int | None = None,
+def subsets(G: nx.DiGraph | PreparedFabric, collective: str, nbytes: Sizes, k: int, *,
+            profile: str | NcclProfile | None = None, gpus_per_thread: int = 1,
+            calibration: CalibrationLike = None, max_sets: int | None = None,
             max_searches: int | None = None, progress: Progress | None = None) -> list:
     """Every k-GPU set ranked by busbw: "which k GPUs should this job get?".
 

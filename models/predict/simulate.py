@@ -751,7 +751,8 @@ def _stream_name(key) -> str:
 
 def simulate(G: nx.DiGraph, graph: TaskGraph, *, profile: str | NcclProfile | None = None,
              calibration: CalibrationLike = None, sm_share: bool = True,
-             max_events: int = MAX_EVENTS, progress: Progress | None = None, decomposer: Decomposer | None = None) -> SimulationResult:
+             max_events: int = MAX_EVENTS, progress: Progress | None = None,
+             decomposer: Decomposer | None = None) -> SimulationResult:
     """Simulate a task graph on a fabric.
 
     Parameters

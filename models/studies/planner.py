@@ -748,8 +748,8 @@ def _pass(times) -> tuple:
     return sum(t.forward for t in times), sum(t.backward for t in times)
 
 
-def step_components(w: Workload, layout: Layout, cm: ComputeModel, comm: Callable[[str, str, float], float], *, overlap: float = DEFAULT_OVERLAP,
-                    bucket: float = DEFAULT_BUCKET) -> tuple:
+def step_components(w: Workload, layout: Layout, cm: ComputeModel, comm: Callable[[str, str, float], float], *,
+                    overlap: float = DEFAULT_OVERLAP, bucket: float = DEFAULT_BUCKET) -> tuple:
     """The components of one step on the heaviest stage (module docstring).
 
     A pure function of the workload, the layout, the compute model and the communication:

@@ -493,8 +493,9 @@ def _check_count(name, value, *, real=False) -> None:
                           f"{brief_repr(value)}")
 
 
-def sweep(G: nx.DiGraph | PreparedFabric, collective: str, nbytes: Sizes, *, fail_each: str = "nvlink", pairs: bool = False,
-          gpus: GpuIds = None, executor: str | Executor | None = None, progress: Any = None, max_cases: int = MAX_CASES,
+def sweep(G: nx.DiGraph | PreparedFabric, collective: str, nbytes: Sizes, *, fail_each: str = "nvlink",
+          pairs: bool = False, gpus: GpuIds = None, executor: str | Executor | None = None,
+          progress: Any = None, max_cases: int = MAX_CASES,
           max_seconds: float = MAX_SECONDS, symmetry: bool = True, p2p: bool | None = None,
           profile: str | NcclProfile | None = None, dask_timeout: float = DASK_TIMEOUT) -> Sweep:
     """Evaluate every failure of one kind of component and rank them by the busbw they cost.

@@ -197,7 +197,8 @@ class NcclSystem:
         The network's charge of channel sets (:func:`models.predict.network.network_load`).
     """
 
-    def __init__(self, G: nx.DiGraph, profile: str | NcclProfile | None = None, *, validate: bool = True, searches: BoundedMemo | None = None):
+    def __init__(self, G: nx.DiGraph, profile: str | NcclProfile | None = None, *, validate: bool = True,
+                 searches: BoundedMemo | None = None):
         if validate:
             validate_graph(G)
         self.G = G

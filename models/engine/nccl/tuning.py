@@ -1131,7 +1131,8 @@ def comm_channels(ring_nchannels: int, tree_nchannels: int, profile: str | NcclP
     return min(profile.require("max_channels"), 2 * min(ring_nchannels, tree_nchannels))
 
 
-def algo_time(tuning: Tuning, nbytes: npt.ArrayLike, comm: Communicator, profile: str | NcclProfile | None = None) -> AlgoTime:
+def algo_time(tuning: Tuning, nbytes: npt.ArrayLike, comm: Communicator,
+              profile: str | NcclProfile | None = None) -> AlgoTime:
     """NCCL's predicted time of one table cell for sizes ``nbytes`` (``ncclTopoGetAlgoTime``).
 
     ``time = lat + nBytes / bw`` with (src/graph/tuning.cc, src/enqueue.cc):
