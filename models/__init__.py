@@ -34,6 +34,7 @@ from . import compat as _compat
 _compat.install()
 
 from types import MappingProxyType  # noqa: E402  (after the finder is installed)
+from typing import TYPE_CHECKING  # noqa: E402
 
 from .engine.faces import lazy_face as _lazy_face  # noqa: E402
 
@@ -75,5 +76,25 @@ _FACE = MappingProxyType({
 })
 
 __all__: list[str] = ["__version__", *_FACE]
+
+if TYPE_CHECKING:  # what a type checker sees of the face: each name as its module annotates it
+    from .engine.fabric import PreparedFabric, prepare
+    from .engine.nccl.profiles import nccl_profile
+    from .engine.nccl.search import search_channels
+    from .engine.nccl.system import NcclSystem
+    from .engine.nccl.tuning import tune
+    from .predict.collectives import CollectiveEstimate, estimate, pairwise, subsets
+    from .predict.maxflow import maxflow_matrix
+    from .predict.measure import measured
+    from .predict.p2p import p2p_latency_matrix, p2p_matrix, p2p_path, p2p_report
+    from .predict.simulate import simulate, task_graph
+    from .studies.benchmarks import read_benchmark
+    from .studies.bounds import bound, subset_bounds
+    from .studies.calibration import calibrate, check
+    from .studies.planner import gpus_ranking, plan, search
+    from .studies.stepgraph import simulate_plan
+    from .studies.sweep import sweep
+    from .studies.whatif import apply_failures
+    from .studies.workload import workload
 
 __getattr__, __dir__ = _lazy_face(__name__, _FACE, _compat.MOVED_NAMES)

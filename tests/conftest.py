@@ -48,7 +48,7 @@ def fabric(system):
 # the full report once (a module fixture) and opens it in a browser. Under pytest-xdist
 # (--dist loadfile --no-loadscope-reorder, pyproject.toml) one worker starts on it while the
 # others share every other file, instead of a worker picking it up last and the run waiting for it.
-SLOW_FIRST = ("tests/models/present/test_report.py",)
+SLOW_FIRST = ("tests/models/present/test_report.py", "tests/test_types.py")  # the second: a mypy run
 
 
 def pytest_collection_modifyitems(config, items):

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import networkx as nx
@@ -91,7 +92,7 @@ def _free_split(H, gpu_nodes):
     return reachable.get(half)
 
 
-def bisection(G, *, edge_kinds=("nvlink",), max_cases: int = 100_000) -> Bisection:
+def bisection(G: nx.DiGraph, *, edge_kinds: Iterable[str] = ("nvlink",), max_cases: int = 100_000) -> Bisection:
     """Minimum balanced-bipartition cut of the fabric's GPUs, per direction.
 
     Parameters
@@ -152,12 +153,12 @@ def bisection(G, *, edge_kinds=("nvlink",), max_cases: int = 100_000) -> Bisecti
     return Bisection(float(best[0]), best[1], edge_kinds, len(counts))
 
 
-def bisection_bandwidth(G, *, edge_kinds=("nvlink",)) -> float:
+def bisection_bandwidth(G: nx.DiGraph, *, edge_kinds: Iterable[str] = ("nvlink",)) -> float:
     """Bisection bandwidth per direction [B/s]; see :func:`bisection`."""
     return bisection(G, edge_kinds=edge_kinds).bandwidth
 
 
-def injection_bandwidth(G, *, edge_kinds=("nvlink",)) -> dict:
+def injection_bandwidth(G: nx.DiGraph, *, edge_kinds: Iterable[str] = ("nvlink",)) -> dict:
     """Line rate each GPU can send into the fabric at once, per direction.
 
     Parameters

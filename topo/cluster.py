@@ -88,7 +88,7 @@ MAX_HOSTS = 4096
 MAX_OVERSUB = 64
 
 
-def compute_nics(G, host: int | None = None) -> list:
+def compute_nics(G: nx.DiGraph, host: int | None = None) -> list:
     """The NICs of ``host`` (all hosts if None) that have a network port (``port_link``).
 
     Parameters

@@ -240,7 +240,7 @@ def _auto_style(G, gpu_nodes, switches) -> str:
     return "ring"
 
 
-def layout_style(G, host: int | None = None) -> str:
+def layout_style(G: nx.DiGraph, host: int | None = None) -> str:
     """The core style ``"auto"`` picks for a host of the fabric (the first host by default).
 
     Parameters
@@ -409,7 +409,7 @@ def _host_layout(G, nodes, style) -> dict:
     return pos
 
 
-def fabric_layout(G, *, style: str = "auto", scale: float = 1.0) -> dict:
+def fabric_layout(G: nx.DiGraph, *, style: str = "auto", scale: float = 1.0) -> dict:
     """Positions of every node of a fabric for drawing (see the module docstring).
 
     Parameters

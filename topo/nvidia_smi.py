@@ -28,6 +28,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import networkx as nx
+
 from .errors import TopologyError
 from .pcie import connection_class, nvswitch_domain, pcie_paths
 from .schema import gpus, nodes_of_kind, validate
@@ -96,7 +98,7 @@ def _cpu_list(G, cpu) -> str:
     return ",".join(ranges)
 
 
-def connection_matrix(G, *, host: int = 0) -> ConnectionMatrix:
+def connection_matrix(G: nx.DiGraph, *, host: int = 0) -> ConnectionMatrix:
     """Classify every GPU/NIC pair of one host as ``nvidia-smi topo -m`` does.
 
     Parameters

@@ -32,6 +32,10 @@ Examples
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+import networkx as nx
+
 from .errors import TopologyError
 
 __all__ = ["PCIE_CLASSES", "pcie_paths", "pcie_path", "pcie_class", "nvswitch_domain",
@@ -95,7 +99,7 @@ def pcie_paths(G, src) -> dict:
     return paths
 
 
-def pcie_path(G, a, b) -> tuple | None:
+def pcie_path(G: nx.DiGraph, a: str, b: str) -> tuple | None:
     """The shortest PCIe path from ``a`` to ``b`` (see :func:`pcie_paths`), None if there is none.
 
     Parameters
@@ -117,7 +121,7 @@ def pcie_path(G, a, b) -> tuple | None:
     return pcie_paths(G, a).get(b)
 
 
-def pcie_class(G, path) -> str:
+def pcie_class(G: nx.DiGraph, path: Sequence[str]) -> str:
     """nvidia-smi's class of a PCIe path: ``"PIX"``, ``"PXB"``, ``"PHB"``, ``"NODE"`` or ``"SYS"``.
 
     Parameters
@@ -215,7 +219,7 @@ def _same_switch_domain(G, a, b) -> bool:
     return False
 
 
-def connection_class(G, a, b, *, domain: dict | None = None, paths: dict | None = None) -> str:
+def connection_class(G: nx.DiGraph, a: str, b: str, *, domain: dict | None = None, paths: dict | None = None) -> str:
     """nvidia-smi's class of the connection between devices ``a`` and ``b``.
 
     ``"X"`` for a device with itself; ``"NV#"`` for two GPUs joined by a bonded set of #

@@ -230,7 +230,7 @@ def _options(text: str, items: list) -> dict:
     return options
 
 
-def parse_system_spec(text, *, max_hosts: int = MAX_HOSTS) -> SystemSpec:
+def parse_system_spec(text: str | SystemSpec, *, max_hosts: int = MAX_HOSTS) -> SystemSpec:
     """Parse ``NAME`` or ``NxNAME[:network][:option=value...]`` (module docstring), strictly.
 
     Parameters
@@ -333,8 +333,8 @@ def _template(node_builder):
                        f"{', '.join(SYSTEMS)}, received {node_builder!r}")
 
 
-def cluster(node_builder, n: int, *, network: str = "fat_tree", oversub: int = 1,
-            max_hosts: int = MAX_HOSTS) -> nx.DiGraph:
+def cluster(node_builder: Callable[[], nx.DiGraph] | str | nx.DiGraph, n: int, *, network: str = "fat_tree",
+            oversub: int = 1, max_hosts: int = MAX_HOSTS) -> nx.DiGraph:
     """Join ``n`` copies of a system through their compute NICs (see :mod:`topo.cluster`).
 
     Parameters
@@ -374,7 +374,7 @@ def cluster(node_builder, n: int, *, network: str = "fat_tree", oversub: int = 1
     return join_hosts(_template(node_builder), n, network=network, oversub=oversub, max_hosts=max_hosts)
 
 
-def build(name, *, max_hosts: int = MAX_HOSTS) -> nx.DiGraph:
+def build(name: str | SystemSpec, *, max_hosts: int = MAX_HOSTS) -> nx.DiGraph:
     """Build a built-in system, or a cluster of them, from a system spec.
 
     Parameters

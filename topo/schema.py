@@ -477,7 +477,7 @@ def _check_host_layer(G, succ: dict, gpu_nodes: list) -> None:
                     f"expected the GPUs of one host to be connected")
 
 
-def validate(G) -> None:
+def validate(G: nx.DiGraph) -> None:
     """Check that ``G`` is a well-formed fabric; raise :class:`TopologyError` if not.
 
     Checks, in order:
@@ -542,7 +542,7 @@ def validate(G) -> None:
                 f"to reach every other GPU over the fabric (disconnected fabric)")
 
 
-def nodes_of_kind(G, kind: str) -> list:
+def nodes_of_kind(G: nx.DiGraph, kind: str) -> list:
     """Nodes of one kind, ordered by (host, index).
 
     Parameters
@@ -562,7 +562,7 @@ def nodes_of_kind(G, kind: str) -> list:
     return [item[-1] for item in found]
 
 
-def gpus(G) -> list:
+def gpus(G: nx.DiGraph) -> list:
     """GPU nodes ordered by (host, index), the order every matrix of dgx-topo uses.
 
     >>> from topo import dgx1v

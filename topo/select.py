@@ -32,7 +32,9 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Iterable, Mapping
+from typing import TypeAlias
 
+import networkx as nx
 import numpy as np
 
 from .errors import DgxTopoError
@@ -43,6 +45,10 @@ __all__ = ["format_gpu_ids", "GpuSelectionError", "MAX_GPU_ID", "parse_gpu_list"
 #: Ids at or above this are refused when no fabric bounds them (a cluster at the host limit
 #: of 4,096 DGX-2 has 65,536 GPUs).
 MAX_GPU_ID = 2**20
+
+#: What a ``gpus`` argument may be, for annotations: the forms :func:`parse_gpu_ids` reads, or
+#: None (every GPU) where the function says so.
+GpuIds: TypeAlias = "str | Iterable[int] | np.ndarray | None"
 
 _ITEM = re.compile(r"([0-9]+)(?:-([0-9]+))?")
 _EXPECTED = "expected GPU ids as a list such as [0, 3] or a text such as '0-3' or '0,3,5-7'"
@@ -118,7 +124,7 @@ def parse_gpu_list(text: str, *, limit: int = MAX_GPU_ID, where: str = "") -> li
     return ids
 
 
-def parse_gpu_ids(gpus, *, limit: int = MAX_GPU_ID, where: str = "") -> tuple[int, ...]:
+def parse_gpu_ids(gpus: GpuIds, *, limit: int = MAX_GPU_ID, where: str = "") -> tuple[int, ...]:
     """GPU ids from any accepted form (see the module docstring), checked for form only.
 
     Parameters
@@ -169,7 +175,7 @@ def parse_gpu_ids(gpus, *, limit: int = MAX_GPU_ID, where: str = "") -> tuple[in
     return tuple(ids)
 
 
-def select_gpus(G, gpus=None) -> list:
+def select_gpus(G: nx.DiGraph, gpus: GpuIds = None) -> list:
     """GPU nodes of ``G`` for the given ids (all GPUs when ``gpus`` is None).
 
     Parameters

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import asdict, dataclass
 
+import networkx as nx
+
 from .capacity import bisection, injection_bandwidth
 from .schema import gpus, validate
 from .units import to_GBps
@@ -65,7 +67,7 @@ class FabricSummary:
         return data
 
 
-def summarize(G) -> FabricSummary:
+def summarize(G: nx.DiGraph) -> FabricSummary:
     """Count the parts of a fabric and compute its NVLink injection and bisection bandwidth.
 
     Parameters

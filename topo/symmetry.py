@@ -22,6 +22,8 @@ Examples
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import networkx as nx
 from networkx.algorithms.isomorphism import DiGraphMatcher
 
@@ -116,7 +118,7 @@ def interchangeable_nodes(G, nodes, *, label=None, edge_kinds=None) -> list:
     return classes
 
 
-def interchangeable_gpus(G, *, edge_kinds=None) -> list:
+def interchangeable_gpus(G: nx.DiGraph, *, edge_kinds: Iterable[str] | None = None) -> list:
     """Classes of interchangeable GPUs, in GPU order (:func:`interchangeable_nodes` of the GPUs).
 
     Parameters
@@ -215,7 +217,7 @@ def _quotient(G) -> nx.DiGraph:
     return Q
 
 
-def gpu_automorphisms(G, *, limit: int = 1024, steps: int = AUTOMORPHISM_STEPS) -> list:
+def gpu_automorphisms(G: nx.DiGraph, *, limit: int = 1024, steps: int = AUTOMORPHISM_STEPS) -> list:
     """Automorphisms of the whole fabric, as maps of GPU nodes, identity first.
 
     Only worth computing where no two GPUs are interchangeable (otherwise the group is huge

@@ -87,7 +87,7 @@ def _directions(G, u, v, both_directions: bool) -> tuple:
     return ((u, v), (v, u)) if both_directions else ((u, v),)
 
 
-def scale_links(G, u, v, factor, *, both_directions: bool = True) -> nx.DiGraph:
+def scale_links(G: nx.DiGraph, u: str, v: str, factor: float, *, both_directions: bool = True) -> nx.DiGraph:
     """Scale the bandwidth of the edge ``u`` -> ``v`` (and back) by ``factor``.
 
     ``links`` is unchanged: the same physical links run slower (``factor`` < 1) or faster.
@@ -124,7 +124,7 @@ def scale_links(G, u, v, factor, *, both_directions: bool = True) -> nx.DiGraph:
     return H
 
 
-def scale_kind(G, factor, *, kind: str | None = None, link: str | None = None) -> nx.DiGraph:
+def scale_kind(G: nx.DiGraph, factor: float, *, kind: str | None = None, link: str | None = None) -> nx.DiGraph:
     """Scale the bandwidth of every edge of an edge ``kind`` and/or a ``link`` technology.
 
     Parameters
@@ -174,7 +174,7 @@ def scale_kind(G, factor, *, kind: str | None = None, link: str | None = None) -
     return H
 
 
-def remove_links(G, u, v, count: int = 1, *, both_directions: bool = True) -> nx.DiGraph:
+def remove_links(G: nx.DiGraph, u: str, v: str, count: int = 1, *, both_directions: bool = True) -> nx.DiGraph:
     """Take ``count`` physical links out of the edge ``u`` -> ``v`` (and back).
 
     ``links`` drops by ``count`` and ``bandwidth`` in proportion (an edge at the catalogue's
@@ -227,7 +227,7 @@ def remove_links(G, u, v, count: int = 1, *, both_directions: bool = True) -> nx
     return H
 
 
-def add_links(G, u, v, link: str, count: int = 1, **attributes) -> nx.DiGraph:
+def add_links(G: nx.DiGraph, u: str, v: str, link: str, count: int = 1, **attributes: object) -> nx.DiGraph:
     """Add ``count`` physical links of technology ``link`` between ``u`` and ``v``, both ways.
 
     An existing edge must be of the same technology and gains the links at the catalogue's
@@ -287,7 +287,7 @@ def add_links(G, u, v, link: str, count: int = 1, **attributes) -> nx.DiGraph:
     return H
 
 
-def remove_nodes(G, nodes) -> nx.DiGraph:
+def remove_nodes(G: nx.DiGraph, nodes: str | Iterable[str]) -> nx.DiGraph:
     """Take ``nodes`` (one node id, or an iterable of them) and their edges out of ``G``.
 
     Parameters

@@ -28,7 +28,8 @@ from __future__ import annotations
 import math
 import numbers
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import TypeAlias
 
 import numpy as np
 
@@ -92,6 +93,10 @@ def to_us(seconds):
 #: Largest message size :func:`parse_nbytes` accepts: 2**62 B (4 EiB). [B] Far beyond any
 #: memory; it keeps sizes, and products of a size with small factors, inside int64.
 MAX_NBYTES = 2**62
+
+#: What a size argument may be, for annotations: the forms :func:`parse_nbytes` reads.
+Sizes: TypeAlias = "int | float | str | Sequence[int | float | str] | np.ndarray"
+
 #: Largest count :func:`parse_count` accepts when no ``maximum`` is given (int32's maximum).
 MAX_COUNT = 2**31 - 1
 #: Size suffixes and their binary multiples, as nccl-tests' ``-b``/``-e`` read them (either case).
@@ -141,7 +146,7 @@ def _one_size(value) -> int:
     return number
 
 
-def parse_nbytes(value):
+def parse_nbytes(value: Sizes) -> int | np.ndarray:
     """Message sizes as whole numbers of bytes, from what users write.
 
     Accepted: Python and numpy integers; integral floats (``2.0**30``); strings of digits
@@ -188,7 +193,7 @@ def parse_nbytes(value):
     return _one_size(value)
 
 
-def parse_count(value, *, name: str, minimum: int = 1, maximum: int | None = None) -> int:
+def parse_count(value: int | float | str, *, name: str, minimum: int = 1, maximum: int | None = None) -> int:
     """A count option (``--top``, ``-k``, ``--ngpus``) as an int in ``[minimum, maximum]``.
 
     Accepted: Python and numpy integers, integral floats, and strings of digits.

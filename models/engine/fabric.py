@@ -133,7 +133,7 @@ def _plain(G, *, reverse: bool) -> nx.DiGraph:
     return H
 
 
-def freeze_graph(G) -> None:
+def freeze_graph(G: nx.DiGraph) -> None:
     """Make ``G`` read-only in place: its structure (as :func:`networkx.freeze`: a structural edit
     raises :class:`FrozenFabricError`) and its node, edge and graph attribute dicts. Copies of
     ``G`` are editable. Freezing a frozen graph does nothing.
@@ -201,7 +201,8 @@ class PreparedFabric:
         the planner, a report section. Keys start with the owner's name.
     """
 
-    def __init__(self, G, *, nccl=None, searches: BoundedMemo | None = None, freeze: bool = True):
+    def __init__(self, G: nx.DiGraph, *, nccl: str | NcclProfile | None = None, searches: BoundedMemo | None = None,
+                 freeze: bool = True):
         if isinstance(G, PreparedFabric):
             raise DgxTopoError("PreparedFabric(G): expected a graph, received a PreparedFabric (use it as "
                                "it is, or models.prepare(fabric))")
@@ -237,7 +238,7 @@ class PreparedFabric:
         return f"PreparedFabric({self.name!r}, nccl={self.profile.version!r})"
 
 
-def prepare(fabric, *, nccl=None) -> PreparedFabric:
+def prepare(fabric: nx.DiGraph | PreparedFabric, *, nccl: str | NcclProfile | None = None) -> PreparedFabric:
     """``fabric`` as a :class:`PreparedFabric`: itself if it is one, else the graph prepared for
     one call (validated, not frozen: the caller's graph stays editable).
 
@@ -263,7 +264,7 @@ def prepare(fabric, *, nccl=None) -> PreparedFabric:
     return PreparedFabric(fabric, nccl=nccl, freeze=False)
 
 
-def graph_of(fabric):
+def graph_of(fabric: nx.DiGraph | PreparedFabric) -> nx.DiGraph:
     """The graph of ``fabric``: a prepared fabric's own (validated when it was prepared), or a
     graph validated now. For functions that read the graph but no cache of the fabric.
 

@@ -46,13 +46,15 @@ Examples
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
 import numpy as np
+import numpy.typing as npt
 
 from topo.errors import DgxTopoError, SizeError
-from topo.units import parse_nbytes
+from topo.units import Sizes, parse_nbytes
 
 __all__ = [
     "COLLECTIVES", "Collective", "UnknownCollectiveError",
@@ -92,7 +94,7 @@ class Collective:
 
 
 #: The collectives, in the order NVIDIA/nccl-tests doc/PERFORMANCE.md lists them.
-COLLECTIVES: dict[str, Collective] = MappingProxyType({c.name: c for c in (
+COLLECTIVES: Mapping[str, Collective] = MappingProxyType({c.name: c for c in (
     Collective("all_reduce", "count", False, "2(n-1)/n", "nccl-tests src/all_reduce.cu"),
     Collective("all_gather", "sendcount", True, "(n-1)/n", "nccl-tests src/all_gather.cu"),
     Collective("reduce_scatter", "recvcount", True, "(n-1)/n", "nccl-tests src/reduce_scatter.cu"),
@@ -151,7 +153,7 @@ def _scalar(value):
     return float(value) if np.ndim(value) == 0 else value
 
 
-def busbw_factor(name: str, nranks):
+def busbw_factor(name: str, nranks: npt.ArrayLike) -> float | np.ndarray:
     """nccl-tests' busbw / algbw ratio for a collective on ``nranks`` ranks.
 
     Parameters
@@ -199,7 +201,7 @@ def _check_sizes(nbytes):
     return array
 
 
-def algbw(nbytes, time):
+def algbw(nbytes: npt.ArrayLike, time: npt.ArrayLike) -> float | np.ndarray:
     """nccl-tests' algorithm bandwidth ``S / t``.
 
     Parameters
@@ -226,7 +228,7 @@ def algbw(nbytes, time):
     return _scalar(size / seconds)
 
 
-def busbw(name: str, nbytes, time, nranks):
+def busbw(name: str, nbytes: npt.ArrayLike, time: npt.ArrayLike, nranks: npt.ArrayLike) -> float | np.ndarray:
     """nccl-tests' bus bandwidth ``S / t x factor(n)``.
 
     Parameters
@@ -254,7 +256,7 @@ def busbw(name: str, nbytes, time, nranks):
     return algbw_to_busbw(name, algbw(nbytes, time), nranks)
 
 
-def algbw_to_busbw(name: str, bandwidth, nranks):
+def algbw_to_busbw(name: str, bandwidth: npt.ArrayLike, nranks: npt.ArrayLike) -> float | np.ndarray:
     """The bus bandwidth of an algorithm bandwidth: ``algbw x factor(n)`` (inverse of
     :func:`busbw_to_algbw`).
 
@@ -279,7 +281,7 @@ def algbw_to_busbw(name: str, bandwidth, nranks):
     return _scalar(np.asarray(bandwidth, dtype=float) * busbw_factor(name, nranks))
 
 
-def busbw_to_algbw(name: str, bandwidth, nranks):
+def busbw_to_algbw(name: str, bandwidth: npt.ArrayLike, nranks: npt.ArrayLike) -> float | np.ndarray:
     """The algorithm bandwidth that corresponds to a bus bandwidth (inverse of the factor).
 
     Parameters
@@ -314,7 +316,7 @@ def busbw_to_algbw(name: str, bandwidth, nranks):
     return _scalar(np.asarray(bandwidth, dtype=float) / factor)
 
 
-def nbytes_from_count(name: str, count, nranks, typesize: int = 4):
+def nbytes_from_count(name: str, count: npt.ArrayLike, nranks: npt.ArrayLike, typesize: int = 4) -> int | np.ndarray:
     """Size ``S`` nccl-tests reports for an NCCL call with ``count`` elements.
 
     Parameters
@@ -350,7 +352,7 @@ def nbytes_from_count(name: str, count, nranks, typesize: int = 4):
     return int(size) if size.ndim == 0 else size
 
 
-def count_from_nbytes(name: str, nbytes, nranks, typesize: int = 4):
+def count_from_nbytes(name: str, nbytes: Sizes, nranks: npt.ArrayLike, typesize: int = 4) -> tuple:
     """The NCCL count argument nccl-tests uses for a requested size, and the size it reports.
 
     nccl-tests divides the requested size into whole elements, and for all_gather,

@@ -84,10 +84,12 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 from types import MappingProxyType
 
+import networkx as nx
 import numpy as np
 
 from topo.errors import TopologyError
@@ -241,12 +243,12 @@ class Route:
         return {edge: rate * share for edge, share in zip(self.edges, self.shares)}
 
 
-def line_rate(G, u, v) -> float:
+def line_rate(G: nx.DiGraph, u: str, v: str) -> float:
     """The edge's line rate per direction, its ``bandwidth`` attribute. [B/s]"""
     return float(G.adj[u][v]["bandwidth"])
 
 
-def route_bandwidth(G, r: Route, capacity=line_rate) -> tuple:
+def route_bandwidth(G: nx.DiGraph, r: Route, capacity: Callable[[nx.DiGraph, str, str], float] = line_rate) -> tuple:
     """Bottleneck of a route under a per-edge capacity.
 
     Parameters
@@ -272,7 +274,7 @@ def route_bandwidth(G, r: Route, capacity=line_rate) -> tuple:
     return best, where
 
 
-def route(G, src, dst, *, nvb: bool = False) -> Route:
+def route(G: nx.DiGraph, src: str, dst: str, *, nvb: bool = False) -> Route:
     """The route of a copy from GPU ``src`` to GPU ``dst`` (see the module docstring).
 
     Parameters
@@ -322,7 +324,7 @@ class Router:
     use it for many pairs of one (validated, unchanging) fabric.
     """
 
-    def __init__(self, G):
+    def __init__(self, G: nx.DiGraph):
         self.G = G
         self.kind = dict(G.nodes(data="kind"))
         self.order = {n: i for i, n in enumerate(G)}
@@ -358,12 +360,12 @@ class Router:
                         queue.append(y)
         return dist
 
-    def forward(self, src) -> dict:
+    def forward(self, src: str) -> dict:
         if src not in self._forward:
             self._forward[src] = self._switch_distances(src, self.nv_succ)
         return self._forward[src]
 
-    def backward(self, dst) -> tuple:
+    def backward(self, dst: str) -> tuple:
         """Hop counts to ``dst`` through switches, and the switches at each count."""
         if dst not in self._backward:
             dist = self._switch_distances(dst, self.nv_pred)
@@ -374,7 +376,7 @@ class Router:
             self._backward[dst] = (dist, levels)
         return self._backward[dst]
 
-    def pcie_parents(self, src) -> dict:
+    def pcie_parents(self, src: str) -> dict:
         """BFS tree over PCIe and socket-to-socket edges, through switches and CPUs only."""
         if src not in self._pcie:
             parent = {src: None}
@@ -414,7 +416,7 @@ class Router:
         return Route(src, dst, path_type, p2p, edges, shares, float(bandwidth), bottleneck,
                      arrival.get(dst, 0.0), **extra)
 
-    def route(self, src, dst, *, nvb: bool = False) -> Route:
+    def route(self, src: str, dst: str, *, nvb: bool = False) -> Route:
         self._check(src, "source")
         self._check(dst, "destination")
         G = self.G
@@ -434,7 +436,7 @@ class Router:
             return self._network_route(src, dst)
         return self._pcie_route(src, dst)
 
-    def pcie_path(self, src, dst) -> list:
+    def pcie_path(self, src: str, dst: str) -> list:
         """Node path from ``src`` to ``dst`` over PCIe and socket links (``dst`` must be reachable)."""
         parent = self.pcie_parents(src)
         path = [dst]
@@ -442,7 +444,7 @@ class Router:
             path.append(parent[path[-1]])
         return path[::-1]
 
-    def pcie_type(self, path) -> PathType:
+    def pcie_type(self, path: Sequence[str]) -> PathType:
         """NCCL's type of a PCIe node path: PIX, PXB, PHB (through a CPU) or SYS (across sockets).
 
         The path is classified once, by :func:`topo.pcie.pcie_class` (the classifier nvidia-smi's
@@ -450,7 +452,7 @@ class Router:
         """
         return PathType[_NCCL_PCIE_TYPE[pcie_class(self.G, path)]]
 
-    def nearest_nic(self, gpu):
+    def nearest_nic(self, gpu: str) -> str | None:
         """The host's network NIC closest to ``gpu`` (best PCIe path type, then index), the NIC
         a route between hosts leaves by; None without one. Cached per GPU."""
         if gpu not in self._nearest:
@@ -468,7 +470,7 @@ class Router:
                 best = (key, nic)
         return None if best is None else best[1]
 
-    def nvlink_reaches(self, src, dst) -> bool:
+    def nvlink_reaches(self, src: str, dst: str) -> bool:
         """``src`` reaches ``dst`` over NVLink: a direct bundle or a path through NVSwitches."""
         return self.adj[src].get(dst, {}).get("kind") == "nvlink" or bool(self._switch_flow(src, dst))
 
@@ -509,7 +511,7 @@ class Router:
             host = next(n for n in leg if self.kind[n] == "cpu")
         return self._make(src, dst, PathType.NET, False, flow, host_memory=host, via=proxy)
 
-    def network_component(self, nic):
+    def network_component(self, nic: str) -> str | None:
         """An id shared by the NICs that reach each other over the network (one per rail of a
         rail-only fabric, one for a fat tree); None for a NIC without a network port."""
         if nic not in self._net_component:
@@ -522,7 +524,7 @@ class Router:
                     self._net_component[n] = label
         return self._net_component[nic]
 
-    def pxn_proxy(self, src, nic) -> tuple:
+    def pxn_proxy(self, src: str, nic: str) -> tuple:
         """NCCL's PXN for a GPU whose nearest NIC cannot reach ``nic``: the GPU of ``src``'s host
         it moves the data to over NVLink and that GPU's nearest NIC, which reaches ``nic``.
 
@@ -570,7 +572,7 @@ class Router:
                              f"one network, or a rail-only fabric inside NVLink-connected hosts")
         return best[1], best[2]
 
-    def host_gpus(self, host) -> list:
+    def host_gpus(self, host: int) -> list:
         """The GPUs of ``host``, in fabric order."""
         if self._gpus_by_host is None:
             self._gpus_by_host = {}
@@ -594,7 +596,7 @@ class Router:
             self._net_distance[start] = dist
         return self._net_distance[start]
 
-    def network_flow(self, first, last):
+    def network_flow(self, first: str, last: str) -> dict | None:
         """NIC ``first`` to NIC ``last`` over every shortest network path, split at each switch
         in proportion to the bandwidth of its equal-cost links, as InfiniBand's routing spreads
         destinations over a fat tree's spines (ECMP); None without a path. The switch-to-switch
@@ -609,13 +611,13 @@ class Router:
             return None
         return {(first, ends[0]): 1.0, **middle, (ends[1], last): 1.0}
 
-    def edge_switch(self, nic):
+    def edge_switch(self, nic: str) -> str | None:
         """The network switch a NIC's single port attaches to (its leaf), or None (no port, several
         ports, or a port cabled straight to another NIC)."""
         ports = [y for y, d in self.adj[nic].items() if d["kind"] == "network"]
         return ports[0] if len(ports) == 1 and self.kind[ports[0]] == "network_switch" else None
 
-    def switch_flow(self, a, b):
+    def switch_flow(self, a: str, b: str) -> dict | None:
         """Edge switch ``a`` to edge switch ``b`` over every shortest network path, split as
         :meth:`network_flow` splits (per edge, the share of the traffic); cached."""
         if (a, b) not in self._net_flows:

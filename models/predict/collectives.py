@@ -39,19 +39,24 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypeAlias
 
+import networkx as nx
 import numpy as np
 
 import topo
 from topo.errors import DgxTopoError, LimitError, SizeError
-from topo.select import format_gpu_ids
+from topo.select import GpuIds, format_gpu_ids
+from topo.units import Sizes
 
-from .measure import DEFAULT as DEFAULT_MEASUREMENT, MeasurementModel, Measured, measured
+from .measure import DEFAULT as DEFAULT_MEASUREMENT, CalibrationLike, MeasurementModel, Measured, measured
 from ..engine.nccl.channels import channel_graphs
 from ..engine.nccl.nvls import NvlsGraph
 from ..engine.nccl.search import ChannelSearch
 from ..engine.fabric import PreparedFabric, prepare
+from ..engine.nccl.profiles import NcclProfile
 from ..engine.nccl.tuning import NCCL_COLLECTIVES, Selection, nvls_choice, select_algorithm
 from ..engine.nccltests import COLLECTIVES, algbw, busbw, collective as _collective
 from .network import PATTERNS as NETWORK_PATTERNS, network_load
@@ -63,6 +68,9 @@ __all__ = ["CollectiveEstimate", "EstimatePoint", "Estimator", "SubsetResult", "
 
 #: Every collective :func:`estimate` knows, in nccl-tests' order.
 COLLECTIVE_NAMES = tuple(COLLECTIVES)
+
+#: A ``progress`` argument, for annotations: called as ``progress(done, total)``.
+Progress: TypeAlias = "Callable[[int, int], object]"
 
 
 @dataclass(frozen=True, slots=True)
@@ -378,19 +386,21 @@ class Estimator:
     [40.8, 20.4, 6.0]
     """
 
-    def __init__(self, G, *, profile=None, gpus_per_thread: int = 1, calibration=None):
+    def __init__(self, G: nx.DiGraph | PreparedFabric, *, profile: str | NcclProfile | None = None,
+                 gpus_per_thread: int = 1, calibration: CalibrationLike = None):
         fabric = G if isinstance(G, PreparedFabric) else PreparedFabric(G, nccl=profile)
         self._context = _Context(fabric, profile, gpus_per_thread, calibration)
         self.fabric = fabric
 
-    def estimate(self, collective: str, nbytes, gpus=None, *, algorithm=None,
-                 protocol=None, max_pairs=None) -> CollectiveEstimate:
+    def estimate(self, collective: str, nbytes: Sizes, gpus: GpuIds = None, *, algorithm: str | None = None,
+                 protocol: str | None = None, max_pairs: int | None = None) -> CollectiveEstimate:
         """:func:`estimate` on the prepared fabric."""
         return _estimate(self._context, collective, nbytes, gpus, algorithm, protocol, max_pairs)
 
 
-def estimate(G, collective: str, nbytes, gpus=None, *, algorithm=None, protocol=None,
-             profile=None, gpus_per_thread: int = 1, calibration=None,
+def estimate(G: nx.DiGraph | PreparedFabric, collective: str, nbytes: Sizes, gpus: GpuIds = None, *,
+             algorithm: str | None = None, protocol: str | None = None,
+             profile: str | NcclProfile | None = None, gpus_per_thread: int = 1, calibration: CalibrationLike = None,
              max_pairs: int | None = None) -> CollectiveEstimate:
     """Predict one collective on a set of GPUs, as nccl-tests would report it.
 
@@ -441,7 +451,7 @@ def estimate(G, collective: str, nbytes, gpus=None, *, algorithm=None, protocol=
     return _estimate(ctx, collective, nbytes, gpus, algorithm, protocol, max_pairs)
 
 
-def routed_pairs(G, collective: str, gpus=None) -> int:
+def routed_pairs(G: nx.DiGraph, collective: str, gpus: GpuIds = None) -> int:
     """GPU pairs :func:`estimate` routes one by one for alltoall and sendrecv (0 for the others).
 
     sendrecv routes one pair per rank. alltoall routes the pairs inside each host one by one
@@ -733,8 +743,10 @@ def _network_load(router, send, recv, nic_host, load) -> None:
 
 
 # ------------------------------------------------------------------------- many GPU sets
-def pairwise(G, collective: str, nbytes, *, profile=None, gpus_per_thread: int = 1, calibration=None,
-             max_sets=None, max_searches=None, progress=None) -> np.ndarray:
+def pairwise(G: nx.DiGraph | PreparedFabric, collective: str, nbytes: Sizes, *,
+             profile: str | NcclProfile | None = None, gpus_per_thread: int = 1,
+             calibration: CalibrationLike = None, max_sets: int | None = None,
+             max_searches: int | None = None, progress: Progress | None = None) -> np.ndarray:
     """busbw of every 2-GPU communicator.
 
     Parameters
@@ -769,8 +781,10 @@ def pairwise(G, collective: str, nbytes, *, profile=None, gpus_per_thread: int =
     return matrix
 
 
-def subsets(G, collective: str, nbytes, k: int, *, profile=None, gpus_per_thread: int = 1,
-            calibration=None, max_sets=None, max_searches=None, progress=None) -> list:
+def subsets(G: nx.DiGraph | PreparedFabric, collective: str, nbytes: Sizes, k: int, *,
+            profile: str | NcclProfile | None = None, gpus_per_thread: int = 1,
+            calibration: CalibrationLike = None, max_sets: int | None = None,
+            max_searches: int | None = None, progress: Progress | None = None) -> list:
     """Every k-GPU set ranked by busbw: "which k GPUs should this job get?".
 
     The arguments come in the order of :func:`estimate` and :func:`pairwise` (graph,

@@ -21,14 +21,15 @@ Examples
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 
 import networkx as nx
 import numpy as np
 
 from topo.errors import DgxTopoError
-from topo.select import select_gpus
+from topo.select import GpuIds, select_gpus
 
-from ..engine.fabric import graph_of
+from ..engine.fabric import PreparedFabric, graph_of
 from ..engine.routes import line_rate
 
 __all__ = ["BACKENDS", "MaxFlowError", "SCIPY_FROM_EDGES", "flow_matrix", "maxflow_matrix",
@@ -48,7 +49,7 @@ class MaxFlowError(DgxTopoError):
     """A max-flow request that cannot be answered as asked (unknown or missing backend)."""
 
 
-def nvlink_capacity_graph(G, capacity=line_rate) -> nx.Graph:
+def nvlink_capacity_graph(G: nx.DiGraph, capacity: Callable[[nx.DiGraph, str, str], float] = line_rate) -> nx.Graph:
     """NVLink edges as an undirected capacity graph (attribute ``capacity``, [B/s]).
 
     Parameters
@@ -143,7 +144,8 @@ def _cut_function(H, backend):
     return _networkx_cut(H)
 
 
-def flow_matrix(G, nodes, capacity=line_rate, backend=None) -> np.ndarray:
+def flow_matrix(G: nx.DiGraph, nodes: Sequence[str], capacity: Callable[[nx.DiGraph, str, str], float] = line_rate,
+                backend: str | None = None) -> np.ndarray:
     """:func:`maxflow_matrix` for GPU node ids, on a fabric already validated.
 
     Parameters
@@ -195,7 +197,9 @@ def flow_matrix(G, nodes, capacity=line_rate, backend=None) -> np.ndarray:
     return result
 
 
-def maxflow_matrix(G, gpus=None, *, capacity=line_rate, backend=None) -> np.ndarray:
+def maxflow_matrix(G: nx.DiGraph | PreparedFabric, gpus: GpuIds = None, *,
+                   capacity: Callable[[nx.DiGraph, str, str], float] = line_rate,
+                   backend: str | None = None) -> np.ndarray:
     """Maximum flow over NVLink edges only between every pair of GPUs, per direction.
 
     Intermediate GPUs and NVSwitches relay freely (see the module docstring).

@@ -64,9 +64,12 @@ hosts, PCIe 3.0's (``dma:pcie3_x16``), was fitted to the DGX-1V p2pBandwidthLate
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
+from typing import Any, Protocol, TypeAlias
 
+import networkx as nx
 import numpy as np
 
 import topo
@@ -78,7 +81,7 @@ from topo.units import us
 
 from ..engine.fabric import PreparedFabric
 from ..engine.nccl.pipelining import PIPELINE_COLLECTIVES, Pipelining, pipelining
-from ..engine.nccl.profiles import nccl_profile
+from ..engine.nccl.profiles import NcclProfile, nccl_profile
 from ..engine.nccl.system import NcclSystem
 from ..engine.nccltests import algbw, busbw
 from ..engine.results import Moved, tidy_records
@@ -161,7 +164,7 @@ def _link_class(wire) -> "LinkClass":
 
 
 #: The link classes the measurement model knows, keyed like :data:`topo.LINKS`.
-LINK_CLASSES: dict[str, LinkClass] = MappingProxyType({
+LINK_CLASSES: Mapping[str, LinkClass] = MappingProxyType({
     link: _link_class(wire) for link, wire in WIRES.items() if link != "nvlink_c2c"})
 
 #: Share of a NIC port's payload rate its DMA sustains (every InfiniBand generation). [U]
@@ -228,7 +231,7 @@ class MeasurementModel:
                                    f"{', '.join(sorted(self.links))}")
         return self.links[link].payload_rate * self.efficiency(link)
 
-    def ratio(self, link: str, profile=None, compute_capability: int | None = None) -> float:
+    def ratio(self, link: str, profile: str | NcclProfile | None = None, compute_capability: int | None = None) -> float:
         """Achieved rate over NCCL's figure for one link of a class, under an NCCL profile.
 
         NCCL's figure is the profile's (``ncclTopoNVLinkBw`` of the compute capability for
@@ -236,7 +239,7 @@ class MeasurementModel:
         """
         return self.achieved(link) / nccl_link_figure(link, profile, compute_capability)
 
-    def with_values(self, **values) -> "MeasurementModel":
+    def with_values(self, **values: float) -> "MeasurementModel":
         """A copy with some constants replaced (``"efficiency:LINK"`` sets an override)."""
         overrides = dict(self.efficiency_overrides)
         plain = {}
@@ -295,6 +298,18 @@ class MeasurementModel:
 DEFAULT = MeasurementModel()
 
 
+class Fitted(Protocol):
+    """What a ``calibration`` argument offers besides a :class:`MeasurementModel`: its fitted model
+    (:class:`models.studies.calibration.Calibration` does)."""
+
+    @property
+    def model(self) -> MeasurementModel: ...
+
+
+#: A ``calibration`` argument, for annotations: a fit, a measurement model, or None (:data:`DEFAULT`).
+CalibrationLike: TypeAlias = "Fitted | MeasurementModel | None"
+
+
 def nccl_link_figure(link: str, profile=None, compute_capability: int | None = None) -> float:
     """NCCL's bandwidth for one physical link of a technology under a profile. [B/s]
 
@@ -310,7 +325,7 @@ def nccl_link_figure(link: str, profile=None, compute_capability: int | None = N
     return profile.link_bandwidth(link)
 
 
-def link_classes(e, G) -> tuple:
+def link_classes(e: Any, G: nx.DiGraph) -> tuple:
     """Link classes that bind an estimate's bandwidth: the bottleneck's, and across hosts the
     network's (NCCL's per-NIC figure is not what the NIC sustains).
 
@@ -406,12 +421,12 @@ class Measured:
         return len(self.gpus)
 
     @property
-    def algbw(self):
+    def algbw(self) -> float | np.ndarray:
         """Predicted nccl-tests algbw, ``nbytes / time`` (:func:`models.engine.nccltests.algbw`). [B/s]"""
         return algbw(self.nbytes, self.time)
 
     @property
-    def busbw(self):
+    def busbw(self) -> float | np.ndarray:
         """Predicted nccl-tests busbw (:func:`models.engine.nccltests.busbw`). [B/s]"""
         return busbw(self.collective, self.nbytes, self.time, self.nranks)
 
@@ -445,8 +460,9 @@ def _release_and_graph(fabric, profile) -> tuple:
     return nccl_profile(profile), fabric
 
 
-def measured(e, G, *, gpus_per_thread: int = 1, model: MeasurementModel = DEFAULT,
-             profile=None) -> Measured:
+# ``e`` is a CollectiveEstimate, left Any: models.predict.collectives imports this module.
+def measured(e: Any, G: nx.DiGraph | PreparedFabric | NcclSystem, *, gpus_per_thread: int = 1,
+             model: MeasurementModel = DEFAULT, profile: str | NcclProfile | None = None) -> Measured:
     """Predict what nccl-tests measures for an estimate.
 
     Parameters
@@ -606,7 +622,7 @@ FILL_NOTE = ("the 2.5-era DGX-2 broadcast and reduce runs, 12 ranks, leave 5-25 
              "kernels forward finer than a posted slice [U]; tests/data/dgx2_12gpu_nccl_tests.json")
 
 
-def pipeline_fill(e, profile, achieved_ratio=1.0) -> PipelineFill | None:
+def pipeline_fill(e: Any, profile: NcclProfile, achieved_ratio: float | np.ndarray = 1.0) -> PipelineFill | None:
     """The pipeline of an estimate's largest size in its release (:mod:`models.engine.nccl.pipelining`).
 
     Parameters

@@ -55,13 +55,17 @@ Examples
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
 from topo.cluster import network_nics
 from topo.errors import DgxTopoError
 
+from ..engine.nccl.nvls import NvlsGraph
 from ..engine.nccl.releases import Pxn
+from ..engine.nccl.search import ChannelSearch
+from ..engine.nccl.system import NcclSystem
 from ..engine.nccl.trees import double_binary_tree
 from ..engine.results import Moved
 from ..engine.routes import PathType, RouteError
@@ -157,7 +161,8 @@ def _nics_by_host(G) -> dict:
     return {h: sorted(nics, key=lambda n: (G.nodes[n].get("index", 0), str(n))) for h, nics in found.items()}
 
 
-def network_load(fabric, search, pattern: str, gpus=None) -> NetworkLoad | None:
+def network_load(fabric: NcclSystem, search: ChannelSearch | NvlsGraph, pattern: str,
+                 gpus: Sequence[str] | None = None) -> NetworkLoad | None:
     """Charge the network edges with the connections of a multi-node channel search.
 
     Parameters

@@ -87,19 +87,21 @@ array([784.89,   9.56,  14.42,  14.42])
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
+import networkx as nx
 import numpy as np
 
 from topo.errors import DgxTopoError, LimitError
 from topo.nvidia_smi import connection_matrix
-from topo.select import select_gpus
+from topo.select import GpuIds, select_gpus
 from topo.specs import LINKS, WIRES
 from topo.units import GB, us
 
 from .maxflow import flow_matrix
-from ..engine.fabric import graph_of, prepare
+from ..engine.fabric import PreparedFabric, graph_of, prepare
 from ..engine.nccl.profiles import nccl_profile
 from ..engine.nccl.system import nccl_capacity
 from ..engine.results import Moved, tidy_records
@@ -180,7 +182,7 @@ def _network(link: str) -> Calibrated:
 
 #: Achieved / line rate (or / HBM bandwidth), per link technology and generation: the one
 #: table of efficiencies.
-EFFICIENCIES: dict[str, Calibrated] = MappingProxyType({
+EFFICIENCIES: Mapping[str, Calibrated] = MappingProxyType({
     "nvlink1": _nvlink(
         "nvlink1",
         "[U] 8 lanes per direction and the 16/17 packet efficiency for copy-engine writes are "
@@ -259,7 +261,7 @@ def _ceiling(channels: int, mts: int, platform: str, source: str, uncertain: str
 
 #: The host's ceiling on copies staged through one CPU's memory, per CPU model (the CPU
 #: node's ``model`` attribute). A CPU of a model not listed has no ceiling.
-HOST_CEILINGS: dict[str, Calibrated] = MappingProxyType({
+HOST_CEILINGS: Mapping[str, Calibrated] = MappingProxyType({
     "Intel Xeon E5-2698 v4": _ceiling(
         4, 2133, "Broadwell-EP (DGX-1, DGX-1V)",
         "Intel Xeon E5-2698 v4 product specifications: 4 channels; NVIDIA DGX-1 datasheet: "
@@ -274,7 +276,7 @@ HOST_CEILINGS: dict[str, Calibrated] = MappingProxyType({
 })
 
 #: Fixed software overheads added to the hops' latencies.
-OVERHEADS: dict[str, Calibrated] = MappingProxyType({
+OVERHEADS: Mapping[str, Calibrated] = MappingProxyType({
     "network": Calibrated(
         2.7 * us, "latency of a copy between hosts (GPUDirect RDMA), on top of the hops",
         "", "NVIDIA/nccl v2.27.7-1 src/graph/tuning.cc hwLat[NET][Ring][LL] = 2.7 us, NCCL's "
@@ -337,7 +339,7 @@ class StagedCopy:
         return (tuple(zip(self.to_host, self.to_host[1:]))
                 + tuple(zip(self.from_host, self.from_host[1:])))
 
-    def latency(self, G) -> float:
+    def latency(self, G: nx.DiGraph) -> float:
         """Sum of the edges' ``latency`` over both legs (the legs run one after the other
         for a small copy). [s]"""
         return sum(float(G.adj[u][v]["latency"]) for u, v in self.edges)
@@ -421,7 +423,7 @@ class P2PResult:
 
 
 # -- capacities -------------------------------------------------------------------------------
-def hbm_efficiency(G, gpu) -> str:
+def hbm_efficiency(G: nx.DiGraph, gpu: str) -> str:
     """Key of :data:`EFFICIENCIES` for the device-local copy of a GPU node: ``"hbm_sm60"`` for
     Pascal (compute capability 6.x), ``"hbm_sm70"`` otherwise."""
     capability = G.nodes[gpu].get("compute_capability")
@@ -451,7 +453,7 @@ def _efficiency_key(G, u, v, staged: bool) -> str:
                    f"nvlink, pcie (peer copies never cross {kind})")
 
 
-def achieved_capacity(G, u, v, *, staged: bool = False) -> float:
+def achieved_capacity(G: nx.DiGraph, u: str, v: str, *, staged: bool = False) -> float:
     """Predicted achievable rate of the edge (u, v) per direction: line rate x efficiency.
 
     Parameters
@@ -506,7 +508,7 @@ def _staged(router: Router, a, b) -> StagedCopy:
                       tuple(router.pcie_path(host, b)))
 
 
-def staged_copy(G, src: int, dst: int) -> StagedCopy:
+def staged_copy(G: nx.DiGraph | PreparedFabric, src: int, dst: int) -> StagedCopy:
     """The copy from GPU src to dst staged through host memory, as with P2P disabled.
 
     Parameters
@@ -839,7 +841,7 @@ def _check_mode(mode, p2p: bool):
                        "flow) or P2P enabled")
 
 
-def p2p_path(G, src: int, dst: int, *, p2p=True) -> P2PResult:
+def p2p_path(G: nx.DiGraph | PreparedFabric, src: int, dst: int, *, p2p: bool | str = True) -> P2PResult:
     """Route, classes and predicted bandwidth and latency of a copy from GPU src to dst.
 
     Parameters
@@ -899,8 +901,8 @@ def p2p_path(G, src: int, dst: int, *, p2p=True) -> P2PResult:
                      efficiency, overhead)
 
 
-def p2p_matrix(G, gpus=None, *, mode: str = "route", bidirectional: bool = False,
-               achieved: bool = True, p2p=True) -> np.ndarray:
+def p2p_matrix(G: nx.DiGraph | PreparedFabric, gpus: GpuIds = None, *, mode: str = "route", bidirectional: bool = False,
+               achieved: bool = True, p2p: bool | str = True) -> np.ndarray:
     """Bandwidth between every pair of GPUs, as p2pBandwidthLatencyTest lays it out.
 
     Parameters
@@ -967,7 +969,7 @@ def _bandwidth(table: _Table, mode, bidirectional, achieved) -> np.ndarray:
     return best
 
 
-def p2p_latency_matrix(G, gpus=None, *, p2p=True) -> np.ndarray:
+def p2p_latency_matrix(G: nx.DiGraph | PreparedFabric, gpus: GpuIds = None, *, p2p: bool | str = True) -> np.ndarray:
     """Predicted latency of a small write between every pair of GPUs (routed copy).
 
     Parameters
@@ -1007,7 +1009,7 @@ def p2p_latency_matrix(G, gpus=None, *, p2p=True) -> np.ndarray:
     return _Table(G, select_gpus(G, gpus), p2p=peer, symmetry=fabric.symmetry).latency()
 
 
-def path_type_matrix(G, gpus=None, *, p2p=True) -> np.ndarray:
+def path_type_matrix(G: nx.DiGraph | PreparedFabric, gpus: GpuIds = None, *, p2p: bool | str = True) -> np.ndarray:
     """NCCL's path type of the route between every pair of GPUs.
 
     Parameters
@@ -1084,7 +1086,8 @@ class P2PReport:
             "latency_s": np.ravel(self.latency), "path_type": np.ravel(self.path_type)})
 
 
-def p2p_report(G, gpus=None, *, mode: str = "route", p2p="enabled", max_pairs: int | None = None) -> P2PReport:
+def p2p_report(G: nx.DiGraph | PreparedFabric, gpus: GpuIds = None, *, mode: str = "route", p2p: bool | str = "enabled",
+               max_pairs: int | None = None) -> P2PReport:
     """All P2P matrices of a GPU selection at once (one routing pass).
 
     Parameters

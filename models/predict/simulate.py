@@ -64,17 +64,22 @@ from __future__ import annotations
 import heapq
 import json
 import math
+import os
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+import networkx as nx
 import numpy as np
 
 import topo
 from topo.errors import DgxTopoError
 
-from .collectives import COLLECTIVE_NAMES, LimitError
+from .collectives import COLLECTIVE_NAMES, LimitError, Progress
 from .decompose import Decomposer
 from .flows import max_min_share
+from .measure import CalibrationLike
+from ..engine.nccl.profiles import NcclProfile
 
 __all__ = ["Task", "TaskGraph", "TaskGraphError", "TaskTiming", "LinkUse", "SimulationResult",
            "task_graph", "read_task_graph", "simulate", "simulation_size", "SMS", "COLLECTIVE_OPS",
@@ -352,7 +357,8 @@ def _plain_task(raw, k, ngpus, compute_time) -> Task:
     return Task(task, op, gpus, nbytes, 0.0, after, kind, stream, root)
 
 
-def task_graph(data, *, ngpus: int | None = None, compute_time=None, max_tasks: int = MAX_TASKS) -> TaskGraph:
+def task_graph(data: dict | str, *, ngpus: int | None = None, compute_time: Callable[..., float] | None = None,
+               max_tasks: int = MAX_TASKS) -> TaskGraph:
     """A validated :class:`TaskGraph` from its JSON form (a dict, or JSON text).
 
     Parameters
@@ -443,7 +449,8 @@ def _checked(graph: TaskGraph) -> TaskGraph:
     return graph
 
 
-def read_task_graph(path, *, ngpus: int | None = None, compute_time=None, max_tasks: int = MAX_TASKS) -> TaskGraph:
+def read_task_graph(path: str | os.PathLike, *, ngpus: int | None = None,
+                    compute_time: Callable[..., float] | None = None, max_tasks: int = MAX_TASKS) -> TaskGraph:
     """:func:`task_graph` of a JSON file (a regular file of at most :data:`MAX_GRAPH_FILE_BYTES`)."""
     return task_graph(_read_file(path), ngpus=ngpus, compute_time=compute_time, max_tasks=max_tasks)
 
@@ -588,7 +595,7 @@ class SimulationResult:
     class_usage: tuple = field(default=(), repr=False)
     flow_class: tuple = field(default=(), repr=False)
 
-    def link_series(self, edges=None, *, top: int = 8) -> tuple:
+    def link_series(self, edges: Sequence[tuple[str, str]] | None = None, *, top: int = 8) -> tuple:
         """Utilisation of links over time, piecewise constant between events.
 
         Parameters
@@ -742,8 +749,10 @@ def _stream_name(key) -> str:
     return "comm " + topo.select.format_gpu_ids(what)
 
 
-def simulate(G, graph: TaskGraph, *, profile=None, calibration=None, sm_share: bool = True,
-             max_events: int = MAX_EVENTS, progress=None, decomposer: Decomposer | None = None) -> SimulationResult:
+def simulate(G: nx.DiGraph, graph: TaskGraph, *, profile: str | NcclProfile | None = None,
+             calibration: CalibrationLike = None, sm_share: bool = True,
+             max_events: int = MAX_EVENTS, progress: Progress | None = None,
+             decomposer: Decomposer | None = None) -> SimulationResult:
     """Simulate a task graph on a fabric.
 
     Parameters

@@ -649,7 +649,8 @@ def read_p2p_benchmark(text: str, *, name: str = "") -> P2PBenchmark:
     return P2PBenchmark(tuple(devices), connectivity, bandwidth, latency, name)
 
 
-def read_benchmark(text: str, *, name: str = "", collective: str | None = None, max_rows: int = MAX_ROWS):
+def read_benchmark(text: str, *, name: str = "", collective: str | None = None,
+                   max_rows: int = MAX_ROWS) -> NcclTestsRun | P2PBenchmark:
     """Parse either kind of output, told apart by its content (``collective``: as for
     :func:`read_nccl_tests`).
 

@@ -56,15 +56,19 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+import networkx as nx
 import numpy as np
 
 import topo
 from topo.errors import DgxTopoError, LimitError
-from topo.select import format_gpu_ids
+from topo.select import GpuIds, format_gpu_ids
+from topo.units import Sizes
 
-from ..engine.fabric import prepare
+from ..engine.fabric import PreparedFabric, prepare
+from ..engine.nccl.profiles import NcclProfile
 from ..predict.collectives import estimate
 from ..engine.nccl.nvls import sharp_switch
 from ..engine.results import Moved, tidy_records
@@ -385,7 +389,7 @@ def _flow_lp(H, members, demands):
 
 
 # ------------------------------------------------------------------------------ NVLS hook
-def nvls_applicable(G) -> tuple[bool, str]:
+def nvls_applicable(G: nx.DiGraph) -> tuple[bool, str]:
     """Whether the fabric's switches can reduce in the network (NVLS), and why.
 
     NVLS needs NVSwitches with NVLink SHARP (gen 3 and later, :func:`models.engine.nccl.nvls.sharp_switch`
@@ -518,8 +522,9 @@ def _check_collective(collective) -> str:
     return name
 
 
-def bound(G, collective: str, nbytes, gpus=None, *, relay: str = "switches", trees: bool = False,
-          root=None, edge_kinds=None, nccl: bool = True, profile=None, max_gpus: int | None = None) -> Bound:
+def bound(G: nx.DiGraph | PreparedFabric, collective: str, nbytes: Sizes, gpus: GpuIds = None, *, relay: str = "switches",
+          trees: bool = False, root: int | None = None, edge_kinds: Iterable[str] | None = None, nccl: bool = True,
+          profile: str | NcclProfile | None = None, max_gpus: int | None = None) -> Bound:
     """The best busbw any schedule could reach on these GPUs, beside NCCL's prediction.
 
     Parameters
@@ -621,7 +626,8 @@ def bound(G, collective: str, nbytes, gpus=None, *, relay: str = "switches", tre
 
 
 # ------------------------------------------------------------------------ many GPU sets
-def subset_bounds(G, collective: str, k=None, *, relay: str = "switches", edge_kinds=None) -> list:
+def subset_bounds(G: nx.DiGraph | PreparedFabric, collective: str, k: int | None = None, *, relay: str = "switches",
+                  edge_kinds: Iterable[str] | None = None) -> list:
     """The bound of every k-GPU set (every set of 2 or more GPUs when ``k`` is None).
 
     One computation per symmetry class of sets (the whole graph's key,
@@ -681,7 +687,8 @@ def subset_bounds(G, collective: str, k=None, *, relay: str = "switches", edge_k
     return results
 
 
-def pairwise_bounds(G, collective: str, *, relay: str = "switches", edge_kinds=None) -> np.ndarray:
+def pairwise_bounds(G: nx.DiGraph | PreparedFabric, collective: str, *, relay: str = "switches",
+                    edge_kinds: Iterable[str] | None = None) -> np.ndarray:
     """The bound of every 2-GPU set, as a matrix (NaN diagonal). [B/s]
 
     broadcast / reduce take the lower id as the root.

@@ -13,19 +13,23 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+import networkx as nx
 import numpy as np
 
 from topo.errors import DgxTopoError
+from topo.select import GpuIds
 from topo.units import to_us, us
 
-from ..engine.fabric import prepare
+from ..engine.fabric import PreparedFabric, prepare
+from ..engine.nccl.profiles import NcclProfile
 from ..predict.collectives import Estimator
 from .benchmarks import NcclTestsRun, P2PBenchmark
 from ..engine.results import Moved, tidy_records
-from ..predict.measure import DEFAULT, MeasurementModel, Measured, measured
+from ..predict.measure import DEFAULT, CalibrationLike, MeasurementModel, Measured, measured
 
 __all__ = ["CalibrationError", "Calibration", "CheckRow", "Check", "calibrate", "check",
            "parameter_range", "SCHEMA", "SCHEMA_VERSION"]
@@ -355,8 +359,9 @@ def _with_provenance(model, names, source):
     return replace(model, provenance=tuple((n, source) for n in names))
 
 
-def calibrate(runs, G, *, gpus=None, gpus_per_thread=None, profile=None, inplace=False,
-              model: MeasurementModel = DEFAULT, use_scipy=None) -> Calibration:
+def calibrate(runs: Iterable[NcclTestsRun | P2PBenchmark], G: nx.DiGraph | PreparedFabric, *, gpus: GpuIds = None,
+              gpus_per_thread: int | None = None, profile: str | NcclProfile | None = None, inplace: bool = False,
+              model: MeasurementModel = DEFAULT, use_scipy: bool | None = None) -> Calibration:
     """Fit the measurement model's constants to nccl-tests runs on one system.
 
     Parameters
@@ -526,8 +531,8 @@ class Check:
             "time_error": [r.time_error for r in rows], "busbw_error": [r.busbw_error for r in rows]})
 
 
-def check(run, G, *, gpus=None, gpus_per_thread=None, profile=None, calibration=None,
-          inplace=False) -> Check:
+def check(run: NcclTestsRun, G: nx.DiGraph | PreparedFabric, *, gpus: GpuIds = None, gpus_per_thread: int | None = None,
+          profile: str | NcclProfile | None = None, calibration: CalibrationLike = None, inplace: bool = False) -> Check:
     """Measured vs predicted, size by size, for one nccl-tests run.
 
     Parameters

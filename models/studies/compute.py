@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
@@ -55,7 +56,7 @@ from topo.errors import DgxTopoError
 from topo.specs import GPUS, GpuSpec
 from topo.units import GB, GiB
 
-from .workload import DTYPES, SOFTWARE, Op, Software, dtype_bytes, software as as_software
+from .workload import DTYPES, SOFTWARE, Op, Software, Workload, dtype_bytes, software as as_software
 
 __all__ = ["Gpu", "Generation", "GENERATIONS", "GEMM_EFFICIENCY", "ATTENTION_EFFICIENCY",
            "DEFAULT_MEMORY_EFFICIENCY", "KERNEL_FLOOR", "TILES", "ComputeModel", "OpTime",
@@ -82,7 +83,7 @@ _MAX_SPLIT = 32
 #: tensor load). V100 16-bit: 83 TFLOPS from cuBLAS mixed precision [S111] of the 112 TFLOPS
 #: of the part measured [U: PCIe or SXM2 not retrieved]. FP32 (SGEMM on the CUDA cores) 0.9 and
 #: TF32 as 16-bit, fp8 0.7, H200 as H100, P100 and B200 are [U] (no measurement retrieved).
-GEMM_EFFICIENCY: dict[str, dict[str, float]] = MappingProxyType({
+GEMM_EFFICIENCY: Mapping[str, dict[str, float]] = MappingProxyType({
     "P100": {"fp32": 0.90, "fp16": 0.85},
     "V100": {"fp32": 0.90, "fp16": 0.74},
     "A100": {"fp32": 0.90, "tf32": 0.87, "fp16": 0.87, "bf16": 0.87},
@@ -94,7 +95,7 @@ GEMM_EFFICIENCY: dict[str, dict[str, float]] = MappingProxyType({
 #: FlashAttention-2 reaches 50-73 % on A100 [S112], taken as 0.6; H100, H200 and B200 as A100
 #: [U] (FlashAttention-2 reaches about 35 % on H100, FlashAttention-3 and cuDNN's fused attention
 #: more). None before Ampere: FlashAttention-2 needs Ampere or newer [S112].
-ATTENTION_EFFICIENCY: dict[str, float] = MappingProxyType({"A100": 0.6, "H100": 0.6, "H200": 0.6, "B200": 0.6})
+ATTENTION_EFFICIENCY: Mapping[str, float] = MappingProxyType({"A100": 0.6, "H100": 0.6, "H200": 0.6, "B200": 0.6})
 #: Achievable fraction of the HBM peak on streaming kernels [U] (the usual STREAM fraction;
 #: a default, not fitted).
 DEFAULT_MEMORY_EFFICIENCY = 0.8
@@ -193,12 +194,12 @@ def _part(key: str, name: str | None = None) -> Gpu:
 
 
 #: One representative part per generation, oldest first (questions asked without a fabric).
-GENERATIONS: dict[str, Gpu] = MappingProxyType({g: _part(key, g) for g, key in _REPRESENTATIVE.items()})
+GENERATIONS: Mapping[str, Gpu] = MappingProxyType({g: _part(key, g) for g, key in _REPRESENTATIVE.items()})
 
 _GB_IN_MODEL = re.compile(r"(\d{1,4})\s*GB", re.IGNORECASE)
 
 
-def generation(name) -> Gpu:
+def generation(name: str | Gpu) -> Gpu:
     """The representative part of a generation name (``"h100"``), or a :class:`Gpu` as is.
 
     Raises
@@ -255,7 +256,7 @@ def gpu_memory(model: str) -> int:
     return gpu_of(model).memory
 
 
-def default_software(w, gpu: Gpu) -> Software:
+def default_software(w: Workload | None, gpu: Gpu) -> Software:
     """The stack a workload is run with by default: ``flash`` when the model is trained with
     flash attention and the GPU has it (Ampere or newer [S112]), else ``fused``."""
     flash = getattr(w, "flash_attention", False) and gpu.generation in ATTENTION_EFFICIENCY
@@ -420,7 +421,7 @@ class ComputeModel:
         backward = self.scale * max(memory * op.backward, floor)
         return OpTime(op, forward, backward, "memory" if memory >= floor else "launch", self.scale * memory)
 
-    def times(self, ops) -> tuple:
+    def times(self, ops: Iterable[Op]) -> tuple:
         """:meth:`time` of each op."""
         return tuple(self.time(op) for op in ops)
 
@@ -434,8 +435,9 @@ class ComputeModel:
                 f"{self.gemm_efficiency:.0%} of peak{attention}, HBM {self.memory_efficiency:.0%}{scale}")
 
 
-def compute_model(gpu, dtype: str, *, stack=None, workload=None, efficiency=None,
-                  attention_efficiency=None, memory_efficiency=None, scale: float = 1.0) -> ComputeModel:
+def compute_model(gpu: Gpu | str, dtype: str, *, stack: str | Software | None = None, workload: Workload | None = None,
+                  efficiency: float | None = None, attention_efficiency: float | None = None,
+                  memory_efficiency: float | None = None, scale: float = 1.0) -> ComputeModel:
     """The compute model of a GPU part (or generation name) for a dtype.
 
     Parameters

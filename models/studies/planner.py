@@ -84,21 +84,26 @@ import itertools
 import json
 import math
 import re
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Any
 
+import networkx as nx
 import numpy as np
 
 import topo
 from topo.errors import DgxTopoError
+from topo.select import GpuIds
 from topo.units import GB, GiB, MiB, to_us
 
 from ..engine.results import tidy_records
-from ..engine.fabric import prepare
+from ..engine.fabric import PreparedFabric, prepare
+from ..engine.nccl.profiles import NcclProfile
 from ..predict.collectives import Estimator
-from .compute import GENERATIONS, Gpu, compute_model, generation, gpu_of
+from .compute import GENERATIONS, ComputeModel, Gpu, compute_model, generation, gpu_of
 from .workload import CNN, activation_bytes_per_element, dtype_bytes, software as as_software, \
-    tp_constraint, workload as as_workload
+    tp_constraint, workload as as_workload, Workload
 
 __all__ = ["PlanError", "Layout", "Memory", "Component", "Plan", "Search", "GpuRank", "Calibration",
            "plan", "search", "calibrate_plan", "memory", "step_components", "gpus_ranking", "parse_measured",
@@ -625,7 +630,7 @@ def _stage_parameters(w, pp: int):
     return per_stage + emb, per_stage + last_head
 
 
-def memory(workload, layout: Layout, *, dtype: str = "bf16", capacity: float = 80 * GiB,
+def memory(workload: str | Workload, layout: Layout, *, dtype: str = "bf16", capacity: float = 80 * GiB,
            flash: bool | None = None) -> Memory:
     """Memory per GPU of the heaviest pipeline stage. [bytes]
 
@@ -743,8 +748,8 @@ def _pass(times) -> tuple:
     return sum(t.forward for t in times), sum(t.backward for t in times)
 
 
-def step_components(w, layout: Layout, cm, comm, *, overlap: float = DEFAULT_OVERLAP,
-                    bucket: float = DEFAULT_BUCKET) -> tuple:
+def step_components(w: Workload, layout: Layout, cm: ComputeModel, comm: Callable[[str, str, float], float], *,
+                    overlap: float = DEFAULT_OVERLAP, bucket: float = DEFAULT_BUCKET) -> tuple:
     """The components of one step on the heaviest stage (module docstring).
 
     A pure function of the workload, the layout, the compute model and the communication:
@@ -1038,11 +1043,14 @@ def _prepare(workload, G, *, tp, pp, dp, zero, micro_batch, global_batch, dtype,
     return w, ctx, n, global_batch
 
 
-def search(workload, G, *, tp=None, pp=None, dp=None, zero=None, micro_batch=1, global_batch=None,
-           dtype=None, recompute=None, sequence_parallel=None, overlap=DEFAULT_OVERLAP,
-           bucket=DEFAULT_BUCKET, efficiency=None, memory_efficiency=None, gpus=None, generation=None,
-           memory_capacity=None, tp_groups=None, software=None, attention_efficiency=None,
-           compute_scale=1.0, virtual_stages=1, profile=None) -> Search:
+def search(workload: str | Workload, G: nx.DiGraph | PreparedFabric, *, tp: int | None = None, pp: int | None = None,
+           dp: int | None = None, zero: int | None = None, micro_batch: int = 1, global_batch: int | None = None,
+           dtype: str | None = None, recompute: str | None = None, sequence_parallel: bool | None = None,
+           overlap: float = DEFAULT_OVERLAP, bucket: float = DEFAULT_BUCKET, efficiency: float | None = None,
+           memory_efficiency: float | None = None, gpus: GpuIds = None, generation: str | None = None,
+           memory_capacity: float | None = None, tp_groups: Sequence[Sequence[int]] | None = None,
+           software: str | None = None, attention_efficiency: float | None = None, compute_scale: float = 1.0,
+           virtual_stages: int = 1, profile: str | NcclProfile | None = None) -> Search:
     """Evaluate every layout of the job's GPUs and rank them (fitting first, by step time).
 
     Parameters
@@ -1118,7 +1126,7 @@ def _ranked(w, ctx: _Context, n: int, global_batch: int, options: dict) -> Searc
     return Search(tuple(plans), tuple(skipped))
 
 
-def plan(workload, G, **options) -> Plan:
+def plan(workload: str | Workload, G: nx.DiGraph | PreparedFabric, **options: Any) -> Plan:
     """The best layout of a workload on a fabric (see :func:`search` for the options).
 
     Degrees given are fixed; the others are searched, and the fastest layout that fits is
@@ -1166,7 +1174,7 @@ def parse_measured(text: str) -> tuple:
     return ("hardware_tflops" if unit.endswith(":hardware") else "model_tflops"), value
 
 
-def calibrate_plan(workload, G, measured: str, **options) -> Plan:
+def calibrate_plan(workload: str | Workload, G: nx.DiGraph | PreparedFabric, measured: str, **options: Any) -> Plan:
     """Fit the compute model to one measured step and return the calibrated plan.
 
     The layout measured is :func:`plan`'s with the same options (fix ``tp``, ``pp``, ``dp`` and
@@ -1285,8 +1293,9 @@ class GpuRank:
                              "communication_s": self.communication, "binding": self.binding, "fits": self.fits})
 
 
-def gpus_ranking(workload, *, dtype: str = "fp16", micro_batch: int = 1, ngpus: int = 8,
-                 efficiency=None, memory_efficiency=None, overlap=DEFAULT_OVERLAP) -> tuple:
+def gpus_ranking(workload: str | Workload, *, dtype: str = "fp16", micro_batch: int = 1, ngpus: int = 8,
+                 efficiency: float | None = None, memory_efficiency: float | None = None,
+                 overlap: float = DEFAULT_OVERLAP) -> tuple:
     """Rank GPU generations for a workload, saying which resource binds.
 
     Each generation runs one micro-batch per GPU, data parallel over ``ngpus`` GPUs of one
@@ -1383,7 +1392,7 @@ def format_search(s: Search, top: int = 10) -> str:
     return "\n".join(lines)
 
 
-def format_gpus_ranking(ranks) -> str:
+def format_gpus_ranking(ranks: Iterable[GpuRank]) -> str:
     lines = [f"{'GPU':6} {'ms/sample':>10} {'compute':>9} {'memory':>9} {'comm':>9}  fits  binding"]
     for r in ranks:
         t = f"{r.time_per_sample * 1e3:10.3f}" if math.isfinite(r.time_per_sample) else f"{'-':>10}"

@@ -42,13 +42,19 @@ Examples
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Executor
+from typing import Any
+
+import networkx as nx
+
 import topo
 from topo.errors import DgxTopoError
 
-from ..predict.simulate import Task, TaskGraph, simulate
+from ..predict.simulate import SimulationResult, Task, TaskGraph, simulate
 from .compute import compute_model, gpu_of
 from .planner import DEFAULT_BUCKET, OPTIMIZER_PASS_BYTES, Plan
-from .workload import CNN, activation_bytes_per_element, dtype_bytes, workload as as_workload
+from .workload import CNN, activation_bytes_per_element, dtype_bytes, workload as as_workload, Workload
 
 __all__ = ["StepGraphError", "step_graph", "simulate_plan", "compute_time", "simulate_many"]
 
@@ -57,7 +63,7 @@ class StepGraphError(DgxTopoError):
     """A plan that cannot become a step graph (a layout that does not fit, a CNN, bad options)."""
 
 
-def compute_time(G, *, efficiency: float | None = None):
+def compute_time(G: nx.DiGraph, *, efficiency: float | None = None) -> Callable[[float, str, Sequence[int]], float]:
     """``compute_time(flops, dtype, gpus) -> seconds`` for task graphs that give FLOPs.
 
     Each GPU's part (by model, :func:`models.studies.compute.gpu_of`) at the dtype's dense peak
@@ -97,7 +103,7 @@ class _Builder:
         return id_
 
 
-def step_graph(plan: Plan, G, *, workload=None, bucket: float = DEFAULT_BUCKET,
+def step_graph(plan: Plan, G: nx.DiGraph, *, workload: str | Workload | None = None, bucket: float = DEFAULT_BUCKET,
                efficiency: float | None = None, attention_efficiency: float | None = None,
                memory_efficiency: float | None = None, fold: bool = True) -> TaskGraph:
     """The task graph of one training step of a plan (module docstring).
@@ -316,7 +322,8 @@ def step_graph(plan: Plan, G, *, workload=None, bucket: float = DEFAULT_BUCKET,
     return TaskGraph(tuple(out.tasks), f"{plan.workload} {lay.label()}")
 
 
-def simulate_plan(plan: Plan, G, *, bucket: float = DEFAULT_BUCKET, workload=None, **options):
+def simulate_plan(plan: Plan, G: nx.DiGraph, *, bucket: float = DEFAULT_BUCKET, workload: str | Workload | None = None,
+                  **options: Any) -> SimulationResult:
     """Simulate one step of a plan (:func:`step_graph`, then :func:`models.predict.simulate.simulate`)."""
     return simulate(G, step_graph(plan, G, bucket=bucket, workload=workload), **options)
 
@@ -327,7 +334,8 @@ def _simulate_one(item):
     return simulate(G, graph, **options)
 
 
-def simulate_many(items, *, executor=None, **options) -> list:
+def simulate_many(items: Iterable[tuple[nx.DiGraph, TaskGraph]], *, executor: Executor | None = None,
+                  **options: Any) -> list:
     """Simulate many ``(G, TaskGraph)`` pairs (layouts, what-ifs), on an executor or in-process.
 
     Parameters

@@ -54,12 +54,18 @@ import re
 import time
 from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
+from typing import Any
+
+import networkx as nx
 
 import topo
 from topo.errors import LimitError, TopologyError
+from topo.select import GpuIds
+from topo.units import Sizes
 
 from ..engine.fabric import PreparedFabric
 from ..engine.memo import BoundedMemo
+from ..engine.nccl.profiles import NcclProfile
 from ..engine.nccl.search import ChannelSearchError
 from ..engine.nccltests import collective as _collective
 from ..engine.routes import RouteError
@@ -487,10 +493,11 @@ def _check_count(name, value, *, real=False) -> None:
                           f"{brief_repr(value)}")
 
 
-def sweep(G, collective: str, nbytes, *, fail_each: str = "nvlink", pairs: bool = False,
-          gpus=None, executor=None, progress=None, max_cases: int = MAX_CASES,
+def sweep(G: nx.DiGraph | PreparedFabric, collective: str, nbytes: Sizes, *, fail_each: str = "nvlink",
+          pairs: bool = False, gpus: GpuIds = None, executor: str | Executor | None = None,
+          progress: Any = None, max_cases: int = MAX_CASES,
           max_seconds: float = MAX_SECONDS, symmetry: bool = True, p2p: bool | None = None,
-          profile=None, dask_timeout: float = DASK_TIMEOUT) -> Sweep:
+          profile: str | NcclProfile | None = None, dask_timeout: float = DASK_TIMEOUT) -> Sweep:
     """Evaluate every failure of one kind of component and rank them by the busbw they cost.
 
     Parameters

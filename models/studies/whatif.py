@@ -45,11 +45,15 @@ Failure(nodes=('gpu0', 'gpu3'), count=1, factor=None)
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+
+import networkx as nx
 
 import topo
 from topo import transform
 from topo.errors import DgxTopoError, TopologyError
+from topo.select import GpuIds
 
 __all__ = ["WhatIfError", "FailureSpecError", "FabricDisconnectedError", "Failure", "WhatIf", "parse_failure",
            "parse_degrade", "parse_failures", "apply_failures", "failed_fabric", "components", "brief_repr",
@@ -78,7 +82,7 @@ class FabricDisconnectedError(WhatIfError):
     """Failures that leave no valid fabric (``topo.validate`` refuses the result)."""
 
 
-def brief_repr(value) -> str:
+def brief_repr(value: object) -> str:
     """``repr(value)``, shortened to about 60 characters (for messages that echo bad input)."""
     text = repr(value)
     return text if len(text) <= 60 else text[:40] + f"... ({len(text)} characters)"
@@ -173,7 +177,7 @@ def _check_against(G, failure: Failure, raw) -> Failure:
     return failure
 
 
-def parse_failure(text, G=None) -> Failure:
+def parse_failure(text: str | Failure, G: nx.DiGraph | None = None) -> Failure:
     """A failure spec (``"gpu0-gpu3"``, ``"gpu0-gpu3:1"``, ``"nvswitch3"``) as a :class:`Failure`.
 
     Parameters
@@ -229,7 +233,7 @@ def parse_failure(text, G=None) -> Failure:
     return failure if G is None else _check_against(G, failure, raw)
 
 
-def parse_degrade(text, G=None) -> Failure:
+def parse_degrade(text: str | Failure, G: nx.DiGraph | None = None) -> Failure:
     """A degrade spec ``"U-V=FACTOR"`` (0 < FACTOR <= 1) as a :class:`Failure` with a factor.
 
     Parameters
@@ -281,7 +285,7 @@ def parse_degrade(text, G=None) -> Failure:
     return failure if G is None else _check_against(G, failure, raw)
 
 
-def parse_failures(text, G=None) -> tuple:
+def parse_failures(text: str, G: nx.DiGraph | None = None) -> tuple:
     """Comma-separated failure specs (``"gpu0-gpu3:1,nvswitch3"``), as a sweep row names them.
 
     Parameters
@@ -326,7 +330,7 @@ class WhatIf:
     changes: tuple
     lost_gpus: tuple
 
-    def job_gpus(self, gpus=None) -> tuple:
+    def job_gpus(self, gpus: GpuIds = None) -> tuple:
         """The ids in :attr:`graph` of a job given by ids of :attr:`base`, failed GPUs dropped.
 
         Parameters
@@ -356,7 +360,7 @@ class WhatIf:
         return ids
 
 
-def failed_fabric(G, changes) -> object:
+def failed_fabric(G: nx.DiGraph, changes: Iterable[Failure]) -> object:
     """The fabric with ``changes`` (:class:`Failure` s) applied, validated; TopologyError if it is
     no fabric."""
     H = G
@@ -379,7 +383,8 @@ def _describe(changes) -> str:
     return ", ".join(map(str, changes))
 
 
-def apply_failures(G, fail=(), degrade=()) -> WhatIf:
+def apply_failures(G: nx.DiGraph, fail: str | Failure | Iterable[str | Failure] = (),
+                   degrade: str | Failure | Iterable[str | Failure] = ()) -> WhatIf:
     """Apply failures and degrades to a fabric.
 
     Link changes are applied first, in the order given, then every failed part at once.
@@ -440,7 +445,7 @@ def apply_failures(G, fail=(), degrade=()) -> WhatIf:
 
 
 # ------------------------------------------------------------------------------ components
-def components(G, fail_each: str, gpus=None) -> tuple:
+def components(G: nx.DiGraph, fail_each: str, gpus: GpuIds = None) -> tuple:
     """The single failures a sweep of ``fail_each`` evaluates, in fabric order.
 
     Parameters

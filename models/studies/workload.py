@@ -52,8 +52,10 @@ Examples
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import TypeAlias
 
 from topo.errors import DgxTopoError
 
@@ -68,7 +70,7 @@ __all__ = ["DTYPES", "Op", "Software", "SOFTWARE", "Transformer", "ConvLayer", "
 #: recipes ("Using FP8 with Transformer Engine", NVIDIA Transformer Engine documentation); its
 #: activations, weights, gradients and optimizer state stay 16/32-bit, see
 #: :func:`activation_bytes_per_element` and :func:`models.studies.planner.memory`.
-DTYPES: dict[str, int] = MappingProxyType({"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1})
+DTYPES: Mapping[str, int] = MappingProxyType({"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1})
 
 #: Heads of a transformer (module docstring).
 HEADS = ("lm", "mlm", "span")
@@ -157,7 +159,7 @@ class Software:
 
 #: The software stacks, oldest first. Layer norm is one kernel in every one (apex's
 #: FusedLayerNorm, used since Megatron-LM 2019).
-SOFTWARE: dict[str, Software] = MappingProxyType({s.name: s for s in (
+SOFTWARE: Mapping[str, Software] = MappingProxyType({s.name: s for s in (
     Software("eager", "2019 style (Megatron-LM 2019, PyTorch eager with apex): the attention scores' "
              "scale, mask, softmax and dropout, and each bias, activation, dropout and residual add "
              "are separate kernels", False, False, False),
@@ -169,7 +171,7 @@ SOFTWARE: dict[str, Software] = MappingProxyType({s.name: s for s in (
 )})
 
 
-def software(name) -> Software:
+def software(name: str | Software) -> Software:
     """A stack of :data:`SOFTWARE` by name (a :class:`Software` as is).
 
     Raises
@@ -383,7 +385,8 @@ class Transformer:
 
     # ---------------------------------------------------------------------- operations
     def layer_ops(self, micro_batch: int, tp: int = 1, elem: int = 2, *,
-                  sequence_parallel: bool = False, stack="fused", act: int | None = None) -> tuple:
+                  sequence_parallel: bool = False, stack: str | Software = "fused",
+                  act: int | None = None) -> tuple:
         """The forward kernels of one layer on one GPU of a tensor-parallel group.
 
         Megatron's split (Shoeybi et al. 2019, "Megatron-LM: Training Multi-Billion Parameter
@@ -515,7 +518,7 @@ class Transformer:
             ops = [op for op in ops if op.name in ("scores", "context")]
         return self.layers * self._products(ops) / self.seq
 
-    def training_flops_per_token(self, recompute=False) -> float:
+    def training_flops_per_token(self, recompute: bool | str = False) -> float:
         """Training FLOPs per token: 3 forwards (model FLOPs), plus what recomputation runs
         again (hardware FLOPs: ``recompute`` ``True`` or ``"full"``, ``"selective"``). [FLOP]
 
@@ -650,7 +653,8 @@ class CNN:
         return sum(layer.macs for layer in self.conv_layers)
 
     def layer_ops(self, micro_batch: int, tp: int = 1, elem: int = 2, *,
-                  sequence_parallel: bool = False, stack="fused", act: int | None = None) -> tuple:
+                  sequence_parallel: bool = False, stack: str | Software = "fused",
+                  act: int | None = None) -> tuple:
         """Each convolution as an implicit GEMM (``m = batch x output pixels``, ``n = cout``,
         ``k = cin x kernel^2``) and its batchnorm + ReLU as one memory pass (cuDNN's fused
         batchnorm-activation: read and write the map twice, forward statistics and normalise)."""
@@ -681,7 +685,7 @@ class CNN:
         """Forward FLOPs per image (``2 x`` MACs). [FLOP]"""
         return 2.0 * self.forward_macs
 
-    def training_flops_per_token(self, recompute=False) -> float:
+    def training_flops_per_token(self, recompute: bool | str = False) -> float:
         """Training FLOPs per image: 3 forwards (model FLOPs), 4 with full recomputation. [FLOP]"""
         mode = {True: "full", False: "none"}.get(recompute, recompute)
         return 3 * self.forward_flops_per_token() + self.recomputed_flops_per_token(mode)
@@ -759,7 +763,7 @@ def _bert(name, layers, hidden, heads, seq, *, head="mlm", predictions=0, batch=
 
 
 #: Preset workloads by name.
-PRESETS: dict = MappingProxyType({w.name: w for w in (
+PRESETS: Mapping[str, Workload] = MappingProxyType({w.name: w for w in (
     _bert("bert-base", 12, 768, 12, 512, predictions=80),
     _bert("bert-large", 24, 1024, 16, 512, predictions=80),
     _bert("bert-large-128", 24, 1024, 16, 128, predictions=20),
@@ -801,12 +805,15 @@ _DIGITS = re.compile(r"[0-9]+")
 # Digit strings longer than this are refused as too large without converting them.
 _MAX_DIGITS = 18
 
+#: A workload object, for annotations (what :func:`workload` returns).
+Workload: TypeAlias = "Transformer | CNN"
+
 
 def _normal(name: str) -> str:
     return name.strip().lower().replace("_", "-")
 
 
-def workload(spec):
+def workload(spec: str | Workload) -> Workload:
     """A workload from a preset name, a spec text or a workload object (returned as is).
 
     Raises
@@ -818,7 +825,7 @@ def workload(spec):
     return parse_workload(spec)
 
 
-def parse_workload(text: str):
+def parse_workload(text: str) -> Workload:
     """Parse ``NAME`` (a preset) or ``transformer:layers=L,hidden=H,heads=A,seq=S,vocab=V[,...]``.
 
     Optional keys: ``ffn``, ``kv_heads``, ``predictions``, ``batch`` (the global batch),
@@ -886,12 +893,12 @@ def parse_workload(text: str):
     return Transformer("transformer", **fields)
 
 
-def format_workload(w) -> str:
+def format_workload(w: Workload) -> str:
     """The workload's one-line description (for the CLI)."""
     return workload(w).describe()
 
 
-def tp_constraint(w, tp: int) -> str:
+def tp_constraint(w: Workload, tp: int) -> str:
     """Why tensor parallelism ``tp`` cannot split workload ``w`` ('' when it can).
 
     Heads and the FFN width must divide; K/V heads must divide or be replicated (``tp`` a

@@ -110,7 +110,7 @@ class _OrderedGraphMLWriter(GraphMLWriter):
             graph_element.append(edge_element)
 
 
-def to_json(G) -> str:
+def to_json(G: nx.DiGraph) -> str:
     """A fabric as JSON: networkx node-link data in an envelope with a format version.
 
     ``{"format": "dgx-topo fabric", "version": 1, "graph": <node-link data, edges under
@@ -142,7 +142,7 @@ def to_json(G) -> str:
         raise TopologyError(f"fabric cannot be written as JSON: {error}") from None
 
 
-def from_json(text) -> nx.DiGraph:
+def from_json(text: str | bytes) -> nx.DiGraph:
     """Read a fabric written by :func:`to_json`.
 
     Parameters
@@ -220,7 +220,7 @@ def from_json(text) -> nx.DiGraph:
 _GRAPHML_VERSION_KEY = "dgx_topo_format_version"
 
 
-def to_graphml(G) -> str:
+def to_graphml(G: nx.DiGraph) -> str:
     """A fabric as GraphML (networkx's writer; attribute types declared per key).
 
     The graph attribute ``dgx_topo_format_version`` carries :data:`JSON_VERSION`.
@@ -258,7 +258,7 @@ def to_graphml(G) -> str:
     return str(writer)
 
 
-def from_graphml(text) -> nx.DiGraph:
+def from_graphml(text: str | bytes) -> nx.DiGraph:
     """Read a fabric written by :func:`to_graphml`, with int, float and str types restored.
 
     The text is first checked with defusedxml (no DTD, no entities), then read by networkx.

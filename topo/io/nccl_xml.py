@@ -137,7 +137,7 @@ def _socket_link(cpu, path, option):
                          f"{', '.join(k for k, s in LINKS.items() if s.kind == 'cpu-to-cpu')}")
 
 
-def from_nccl_xml(text, *, gpu: str | None = None, pcie: str | None = None,
+def from_nccl_xml(text: str | bytes, *, gpu: str | None = None, pcie: str | None = None,
                   socket_link: str | None = None, name: str | None = None) -> nx.DiGraph:
     """Build a fabric from NCCL's topology XML (``NCCL_TOPO_DUMP_FILE``, ``NCCL_TOPO_FILE``).
 
@@ -531,7 +531,7 @@ def _pcie_attributes(G, parent, child, where: str) -> dict:
     return {"link_speed": _LINK_SPEED[data["link"]], "link_width": str(round(width))}
 
 
-def to_nccl_xml(G, *, host: int = 0) -> str:
+def to_nccl_xml(G: nx.DiGraph, *, host: int = 0) -> str:
     """One host of a fabric as NCCL's topology XML (what ``NCCL_TOPO_DUMP_FILE`` holds).
 
     Writes what :func:`from_nccl_xml` reads: a ``<cpu>`` per CPU (NUMA) node with its affinity

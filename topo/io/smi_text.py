@@ -49,6 +49,7 @@ Examples
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 import networkx as nx
 
@@ -697,8 +698,8 @@ def _copies(host: nx.DiGraph, hosts: int) -> nx.DiGraph:
 
 def from_nvidia_smi(text: str, *, gpu: str, cpu: str | None = None, pcie: str | None = None,
                     nic_link: str | None = "default", nvswitch: bool | None = None,
-                    nvswitches: int | None = None, nvswitch_links=None, socket_link: str | None = None,
-                    like: str | None = "auto", hosts: int | None = None,
+                    nvswitches: int | None = None, nvswitch_links: Sequence[int] | None = None,
+                    socket_link: str | None = None, like: str | None = "auto", hosts: int | None = None,
                     max_devices: int = MAX_DEVICES, name: str = "imported") -> nx.DiGraph:
     """Rebuild a fabric from the text ``nvidia-smi topo -m`` prints.
 

@@ -95,8 +95,10 @@ Examples
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from types import MappingProxyType
+from typing import Any
 
 from topo.errors import DgxTopoError
 from topo.specs import LINKS
@@ -489,7 +491,7 @@ class NcclProfile:
         """Names of the constants this profile lacks (``None`` fields), in field order."""
         return tuple(name for name in _OPTIONAL if getattr(self, name) is None)
 
-    def require(self, name: str):
+    def require(self, name: str) -> Any:
         """The value of constant ``name``.
 
         Raises
@@ -1233,7 +1235,7 @@ def _with_inter_cpu(profile: NcclProfile) -> NcclProfile:
                    arm_bandwidth=6e9)
 
 
-PROFILES: dict[str, NcclProfile] = MappingProxyType({
+PROFILES: Mapping[str, NcclProfile] = MappingProxyType({
     p.version: replace(_with_inter_cpu(p), behaviour=BEHAVIOURS[p.version]) for p in (
     _V2_3_5, _V2_3_7, _V2_4_8, _V2_5_7, _V2_7_8, _V2_8_4, _V2_11_4, _V2_12_12, _V2_16_5,
     _V2_17_1, _V2_18_6, _V2_19_4, _V2_21_5, _V2_23_4, _V2_24_3, _V2_27_7)})

@@ -77,6 +77,7 @@ True
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 from types import MappingProxyType
@@ -412,7 +413,7 @@ _LEGACY_U = ("ring_latency", "inter_latency", "tree_cap", "ll_cap", "ll128_cap")
 
 #: THE table: one row per profile (oldest first), one cell per behaviour column (:data:`COLUMNS`).
 #: Rows before v2.5 time their rings with v2.5's formulas (NCCL had no tuning model then) [U].
-BEHAVIOURS: dict[str, ReleaseBehaviour] = MappingProxyType({row.profile: row for row in (
+BEHAVIOURS: Mapping[str, ReleaseBehaviour] = MappingProxyType({row.profile: row for row in (
     #    profile    tag           ring     tree       selection          ring lat        inter lat
     #    tree cap         ll cap         ll128 cap                   ll128          nvb         pxn
     #    mnnvl      nvls                  nvls mnnvl  nvls ratio  nvls latency

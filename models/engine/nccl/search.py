@@ -58,19 +58,21 @@ Examples
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 import math
 import random
 from dataclasses import dataclass
 
+import networkx as nx
 import numpy as np
 
 from topo.cluster import network_nics
 from topo.errors import DgxTopoError
 from topo.schema import validate
-from topo.select import select_gpus
+from topo.select import GpuIds, select_gpus
 
 from ..routes import PathType
-from .profiles import nccl_profile
+from .profiles import NcclProfile, nccl_profile
 from .system import NcclSystem
 from .tuning import PATTERNS as TUNING_PATTERNS, ChannelGraph
 
@@ -1237,8 +1239,8 @@ def _positive_bandwidth(name, value) -> float:
     return float(value)
 
 
-def search_channels(G, gpus=None, *, pattern: str = "ring", min_channels: int | None = None,
-                    max_channels: int | None = None, profile=None) -> ChannelSearch:
+def search_channels(G: nx.DiGraph, gpus: GpuIds = None, *, pattern: str = "ring", min_channels: int | None = None,
+                    max_channels: int | None = None, profile: str | NcclProfile | None = None) -> ChannelSearch:
     """NCCL's channel search for a set of GPUs of one host (see the module docstring).
 
     Parameters
@@ -1273,7 +1275,8 @@ def search_channels(G, gpus=None, *, pattern: str = "ring", min_channels: int | 
                               min_channels=min_channels, max_channels=max_channels)
 
 
-def search_channels_in(fabric, nodes, *, pattern="ring", min_channels=None, max_channels=None):
+def search_channels_in(fabric: NcclSystem, nodes: Sequence[str], *, pattern: str = "ring",
+                       min_channels: int | None = None, max_channels: int | None = None) -> ChannelSearch:
     """:func:`search_channels` on a prepared fabric, for GPU nodes in index order.
 
     GPUs of several hosts: NCCL searches every node with its NICs (channels enter the node
@@ -1418,7 +1421,7 @@ _DUP_PATTERNS = TUNING_PATTERNS + ("nvls",)
 
 def dup_channels(nchannels: int, bw_intra: float, bw_inter: float | None = None, *,
                  compute_capability: int, max_channels: int | None = None,
-                 pattern: str = "ring", profile=None) -> ChannelDuplication:
+                 pattern: str = "ring", profile: str | NcclProfile | None = None) -> ChannelDuplication:
     """NCCL's channel duplication at the end of search pass 1 (``ncclTopoDupChannels``).
 
     No change for NVLS, for ``bwIntra`` < 25 GB/s, or for ccMin > 80 with ``bwIntra`` < 50

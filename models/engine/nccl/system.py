@@ -44,7 +44,10 @@ Examples
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
+
+import networkx as nx
 
 from topo.errors import DgxTopoError, TopologyError
 from topo.schema import validate as validate_graph
@@ -127,7 +130,7 @@ def _edge_capacity(G, u, v, profile: NcclProfile, fabric_cc: int | None = None) 
     return figure * (data["bandwidth"] / (links * spec.bandwidth))
 
 
-def nccl_capacity(G, u, v, profile=None) -> float:
+def nccl_capacity(G: nx.DiGraph, u: str, v: str, profile: str | NcclProfile | None = None) -> float:
     """NCCL's bandwidth for the directed edge (u, v) under a profile, per direction.
 
     The profile's figure for the edge's technology (:meth:`NcclProfile.nvlink_bandwidth` per
@@ -194,7 +197,8 @@ class NcclSystem:
         The network's charge of channel sets (:func:`models.predict.network.network_load`).
     """
 
-    def __init__(self, G, profile=None, *, validate: bool = True, searches: BoundedMemo | None = None):
+    def __init__(self, G: nx.DiGraph, profile: str | NcclProfile | None = None, *, validate: bool = True,
+                 searches: BoundedMemo | None = None):
         if validate:
             validate_graph(G)
         self.G = G
@@ -217,7 +221,7 @@ class NcclSystem:
         self.split: dict = {}
         self.network_loads: dict = {}
 
-    def capacity(self, u, v) -> float:
+    def capacity(self, u: str, v: str) -> float:
         """NCCL's charge for the directed edge (u, v) (:func:`nccl_capacity`). [B/s]"""
         try:
             return self._capacity[u, v]
@@ -245,7 +249,7 @@ class NcclSystem:
             self._relays[a, b] = [m for _, m in sorted(found)]
         return self._relays[a, b]
 
-    def hop(self, a, b, members=()) -> tuple:
+    def hop(self, a: str, b: str, members: Iterable[str] = ()) -> tuple:
         """How NCCL's channel goes from GPU ``a`` to GPU ``b`` in a communicator.
 
         Parameters
@@ -274,7 +278,7 @@ class NcclSystem:
                 return PathType.NVB, (((a, m), 1.0), ((m, b), 1.0))
         return path_type, flow
 
-    def net_route(self, gpu, nic) -> NetRoute:
+    def net_route(self, gpu: str, nic: str) -> NetRoute:
         """How a GPU reaches a NIC and the NIC's network port (:class:`NetRoute`).
 
         The PCIe route when the NIC is under the GPU's CPUs. Otherwise (a NIC of another host of

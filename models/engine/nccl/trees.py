@@ -34,6 +34,7 @@ Examples
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from topo.errors import DgxTopoError
@@ -269,12 +270,12 @@ class Chain:
     order: tuple
     pattern: str
 
-    def up(self, rank: int):
+    def up(self, rank: int) -> int | None:
         """``intra[i-1]`` for ``rank = intra[i]``, None for the first GPU."""
         i = self._index(rank)
         return self.order[i - 1] if i > 0 else None
 
-    def down(self, rank: int):
+    def down(self, rank: int) -> int | None:
         """``intra[i+1]`` for ``rank = intra[i]``, None for the last GPU."""
         i = self._index(rank)
         return self.order[i + 1] if i + 1 < len(self.order) else None
@@ -307,7 +308,7 @@ class Chain:
         return len(self.order) - 1
 
 
-def intra_chain(order, pattern: str = "balanced_tree") -> Chain:
+def intra_chain(order: Sequence[int], pattern: str = "balanced_tree") -> Chain:
     """The chain of one tree channel on one node.
 
     Parameters
@@ -374,7 +375,7 @@ class RankTree:
     depth: int
 
 
-def rank_tree(chains, tree: BinaryTree) -> RankTree:
+def rank_tree(chains: Sequence[Chain], tree: BinaryTree) -> RankTree:
     """Join one chain per node with one inter-node tree (``connectTrees``).
 
     Inside node n the chain gives up/down. The chain's ``to_parent`` GPU takes as parent the

@@ -60,6 +60,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 import numpy as np
+import numpy.typing as npt
 
 from topo.errors import DgxTopoError
 from topo.units import parse_nbytes
@@ -572,12 +573,12 @@ class Selection:
     candidates: tuple = field(repr=False)
 
     @property
-    def algbw(self):
+    def algbw(self) -> float | np.ndarray:
         """nccl-tests' algbw of the predicted time, ``nbytes / time`` (:func:`models.engine.nccltests.algbw`). [B/s]"""
         return nccl_tests_algbw(self.nbytes, self.time)
 
     @property
-    def busbw(self):
+    def busbw(self) -> float | np.ndarray:
         """nccl-tests' busbw of the predicted time (:func:`models.engine.nccltests.busbw`). [B/s]"""
         return algbw_to_busbw(self.collective, self.algbw, self.nranks)
 
@@ -600,7 +601,7 @@ def nsteps(collective: str, nranks: int) -> int:
     return nranks
 
 
-def bus_to_alg_ratio(collective: str, algorithm: str, nranks: int, profile=None, *,
+def bus_to_alg_ratio(collective: str, algorithm: str, nranks: int, profile: str | NcclProfile | None = None, *,
                      nnodes: int = 1) -> float:
     """Bus -> algorithm bandwidth ratio NCCL applies before storing a bandwidth.
 
@@ -635,7 +636,7 @@ def _path_above(profile: NcclProfile, path_type: str, limit: str) -> bool:
 
 
 def applicability(collective: str, algorithm: str, protocol: str, comm: Communicator,
-                  profile=None) -> tuple:
+                  profile: str | NcclProfile | None = None) -> tuple:
     """Whether NCCL enables (algorithm, protocol) for a collective on this communicator.
 
     Rules (src/graph/tuning.cc, src/enqueue.cc): Broadcast, Reduce, AllGather and
@@ -786,7 +787,7 @@ def _nvls_pat_bus(collective, algorithm, protocol, comm, profile) -> BusBandwidt
 
 
 def bus_bandwidth(collective: str, algorithm: str, protocol: str, comm: Communicator,
-                  profile=None) -> BusBandwidth:
+                  profile: str | NcclProfile | None = None) -> BusBandwidth:
     """NCCL's bus bandwidth for one (collective, algorithm, protocol), step by step.
 
     ``busBw = nChannels x bw`` (bw = bwIntra on <= 2 nodes, else bwInter), then, in NCCL's
@@ -926,7 +927,7 @@ def _log2i(n: int) -> int:
 
 
 def latency(collective: str, algorithm: str, protocol: str, comm: Communicator,
-            profile=None) -> Latency:
+            profile: str | NcclProfile | None = None) -> Latency:
     """NCCL's latency for one (collective, algorithm, protocol), term by term.
 
     v2.27.7-1 (src/graph/tuning.cc), with ``intraLat = hwLat[intraHw][a][p]`` and
@@ -1040,7 +1041,7 @@ def latency(collective: str, algorithm: str, protocol: str, comm: Communicator,
 
 
 def tune(collective: str, algorithm: str, protocol: str, comm: Communicator,
-         profile=None) -> Tuning:
+         profile: str | NcclProfile | None = None) -> Tuning:
     """One cell of NCCL's tuning table: enabled?, bus bandwidth, algorithm bandwidth, latency.
 
     Parameters
@@ -1079,7 +1080,7 @@ def tune(collective: str, algorithm: str, protocol: str, comm: Communicator,
     return Tuning(collective, algorithm, protocol, True, "", bus, ratio, bus.value * ratio, lat)
 
 
-def tuning_table(collective: str, comm: Communicator, profile=None) -> tuple:
+def tuning_table(collective: str, comm: Communicator, profile: str | NcclProfile | None = None) -> tuple:
     """Every (algorithm, protocol) cell for a collective, in NCCL's index order.
 
     Order: (tree, LL), (tree, LL128), (tree, Simple), (ring, LL), (ring, LL128),
@@ -1104,7 +1105,7 @@ def _out(array, scalar: bool):
     return float(np.asarray(array)) if scalar else array
 
 
-def comm_channels(ring_nchannels: int, tree_nchannels: int, profile=None) -> int:
+def comm_channels(ring_nchannels: int, tree_nchannels: int, profile: str | NcclProfile | None = None) -> int:
     """``comm->nChannels``: ``min(MAXCHANNELS, 2 x min(ring, tree nChannels))``.
 
     src/init.cc and src/graph/connect.cc (``ncclTopoPostset`` doubles the channels). The extra
@@ -1130,7 +1131,8 @@ def comm_channels(ring_nchannels: int, tree_nchannels: int, profile=None) -> int
     return min(profile.require("max_channels"), 2 * min(ring_nchannels, tree_nchannels))
 
 
-def algo_time(tuning: Tuning, nbytes, comm: Communicator, profile=None) -> AlgoTime:
+def algo_time(tuning: Tuning, nbytes: npt.ArrayLike, comm: Communicator,
+              profile: str | NcclProfile | None = None) -> AlgoTime:
     """NCCL's predicted time of one table cell for sizes ``nbytes`` (``ncclTopoGetAlgoTime``).
 
     ``time = lat + nBytes / bw`` with (src/graph/tuning.cc, src/enqueue.cc):
@@ -1262,8 +1264,8 @@ def _legacy_choice(collective, sizes, comm, candidates) -> np.ndarray:
     return choice
 
 
-def select_algorithm(collective: str, nbytes, comm: Communicator, *, algorithm=None,
-                     protocol=None, profile=None) -> Selection:
+def select_algorithm(collective: str, nbytes: npt.ArrayLike, comm: Communicator, *, algorithm: str | None = None,
+                     protocol: str | None = None, profile: str | NcclProfile | None = None) -> Selection:
     """The (algorithm, protocol) NCCL picks per size, and its predicted time.
 
     Every enabled cell of :func:`tuning_table` (restricted to ``algorithm`` / ``protocol``
@@ -1349,7 +1351,7 @@ def select_algorithm(collective: str, nbytes, comm: Communicator, *, algorithm=N
                      bus, candidates)
 
 
-def nvls_choice(collective: str, nbytes, comm: Communicator, *, profile=None) -> str:
+def nvls_choice(collective: str, nbytes: float, comm: Communicator, *, profile: str | NcclProfile | None = None) -> str:
     """Why NCCL does or does not run NVLS (or NVLSTree) for a collective of ``nbytes``.
 
     For an array of sizes the largest is explained. The answer names the first reason NCCL

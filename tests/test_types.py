@@ -1,0 +1,124 @@
+"""The public API is annotated, and the annotations are consistent (mypy, pyproject.toml's [tool.mypy])."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import importlib
+import inspect
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).parents[1]
+
+#: The faces whose ``__all__`` is the public API.
+FACES = ("topo", "topo.io", "models")
+
+
+def _public_modules() -> tuple[str, ...]:
+    """The faces, and the wing modules pyproject.toml's [tool.mypy] checks (their ``__all__``)."""
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10: the faces alone
+        return FACES
+    files = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["mypy"]["files"]
+    wings = [f.removesuffix(".py").replace("/", ".") for f in files if f.startswith("models/") and
+             not f.endswith("__init__.py")]
+    return FACES + tuple(wings)
+
+
+def _unannotated(function) -> list[str]:
+    """Parameters (and ``return``) of ``function`` without an annotation."""
+    signature = inspect.signature(function)
+    missing = [p.name for p in signature.parameters.values()
+               if p.name not in ("self", "cls") and p.annotation is inspect.Parameter.empty]
+    if function.__name__ != "__init__" and signature.return_annotation is inspect.Signature.empty:
+        missing.append("return")
+    return missing
+
+
+def _public_functions():
+    """``(name, function)`` of every public function of the faces and public method of their classes."""
+    seen = set()
+    for face in _public_modules():
+        module = importlib.import_module(face)
+        for name in module.__all__:
+            item = getattr(module, name)
+            if inspect.isfunction(item):
+                yield f"{item.__module__}.{name}", item
+            elif inspect.isclass(item) and item.__module__.split(".")[0] in ("topo", "models"):
+                for attribute, value in vars(item).items():
+                    if attribute.startswith("_") and attribute != "__init__":
+                        continue
+                    if attribute == "__init__" and dataclasses.is_dataclass(item):
+                        continue  # written by dataclasses from the annotated fields
+                    function = value.fget if isinstance(value, property) else getattr(value, "__func__", value)
+                    if inspect.isfunction(function) and (item, attribute) not in seen:
+                        seen.add((item, attribute))
+                        yield f"{item.__module__}.{item.__name__}.{attribute}", function
+
+
+def test_the_scan_sees_the_public_api():
+    names = {name for name, _ in _public_functions()}
+    assert {"models.predict.collectives.estimate", "topo.registry.build", "topo.io.fabric_file.from_json",
+            "models.engine.nccl.system.NcclSystem.capacity", "models.predict.collectives.CollectiveEstimate.busbw"} <= names
+    if sys.version_info >= (3, 11):  # and the wing modules the type check lists
+        assert {"models.engine.routes.Router.route", "models.studies.compute.compute_model"} <= names
+
+
+def test_every_public_function_is_annotated():
+    """Parameters and return of every function and method the public modules export."""
+    missing = {name: gaps for name, function in _public_functions() if (gaps := _unannotated(function))}
+    assert missing == {}
+
+
+def test_unannotated_is_found():
+    def half(x, y: int = 1):
+        return x
+
+    assert _unannotated(half) == ["x", "return"]
+
+
+def test_type_checkers_see_every_name_of_the_lazy_models_face():
+    """models imports its names on first use (``__getattr__``); its ``if TYPE_CHECKING:`` block
+    imports each from the module the face names, so that checkers see the annotated objects."""
+    import models
+
+    tree = ast.parse((ROOT / "models" / "__init__.py").read_text(encoding="utf-8"))
+    block = next(node for node in tree.body if isinstance(node, ast.If)
+                 and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING")
+    seen = {alias.name: f"models.{node.module}" for node in block.body if isinstance(node, ast.ImportFrom)
+            for alias in node.names}
+    assert seen == dict(models._FACE)
+
+
+# A user's code: one call as documented, one with a GPU selection of the wrong type.
+_USER_CODE = """\
+import models
+import topo
+G = topo.build("dgx1v")
+e: models.CollectiveEstimate = models.estimate(G, "all_reduce", 2**20, [0, 1])
+models.estimate(G, "all_reduce", 2**20, gpus=1.5)
+"""
+
+
+def _mypy(*arguments: str, cache) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml"),
+                           "--cache-dir", str(cache), "--no-error-summary", *arguments],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+
+
+def test_mypy_passes_on_the_public_modules(tmp_path):
+    """mypy (the test extra installs it) on the modules pyproject.toml's [tool.mypy] lists; then on
+    a user's code (the cache is warm), where it sees the face's annotations."""
+    pytest.importorskip("mypy", reason="mypy is not installed (pip install -e '.[test]')")
+    result = _mypy(cache=tmp_path / "cache")
+    assert result.returncode == 0, result.stdout + result.stderr
+    user = tmp_path / "user.py"
+    user.write_text(_USER_CODE)
+    result = _mypy(str(user), cache=tmp_path / "cache")
+    errors = [line for line in result.stdout.splitlines() if ": error:" in line]
+    assert len(errors) == 1 and "user.py:5:" in errors[0] and '"estimate"' in errors[0], result.stdout
