@@ -27,48 +27,68 @@ in the order data flows:
 name.
 """
 
+from types import MappingProxyType
+
+from topo.lazy import lazy_face
 from topo.version import __version__
 
 from . import compat as _compat
 
 _compat.install()
 
-from .engine.routes import P2P_LEVEL, PathType, Route, RouteError, Router, line_rate, route, route_bandwidth
-from .predict.p2p import (EFFICIENCIES, HOST_CEILINGS, MODES, OVERHEADS, Calibrated, P2PError, P2PReport,
-                  P2PResult, StagedCopy, achieved_capacity, p2p_latency_matrix,
-                  p2p_matrix, p2p_path, p2p_report, path_type_matrix, staged_copy)
-from .predict.maxflow import MaxFlowError, maxflow_matrix
-from .engine.nccl.profiles import MissingConstantError, NcclProfile, PROFILES, UnknownNcclVersionError, nccl_profile
-from .engine.nccltests import (COLLECTIVES, UnknownCollectiveError, algbw, busbw_factor, busbw_to_algbw,
-                        count_from_nbytes, nbytes_from_count)
-from .engine.nccl.tuning import (NCCL_COLLECTIVES, AlgoTime, ChannelGraph, Communicator, NoAlgorithmError,
-                          Selection, Tuning, TuningError, UnknownAlgorithmError, UnknownProtocolError,
-                          UnsupportedCollectiveError, algo_time, comm_channels, select_algorithm, tune,
-                          tuning_table)
-from .engine.nccl.trees import (BinaryTree, Chain, DoubleBinaryTree, RankTree, TreeError, binary_tree,
-                         double_binary_tree, intra_chain, nccl_tree_depth, rank_tree)
-from .engine.nccl.search import (ChannelDuplication, ChannelSearch, ChannelSearchError, LinkLoad, dup_channels,
-                          search_channels)
-from .engine.nccl.system import NcclSystem, nccl_capacity
-from .predict.collectives import (COLLECTIVE_NAMES, CollectiveEstimate, EstimatePoint, Estimator, SizeError, SubsetResult, estimate,
-                          pairwise, subsets)
-from .predict.network import NetworkLoad, network_load
-from .predict.measure import DEFAULT as DEFAULT_MEASUREMENT, MeasurementError, MeasurementModel, Measured, measured
-from .studies.benchmarks import (BenchmarkParseError, NcclTestsRun, P2PBenchmark, read_benchmark,
-                         read_nccl_tests, read_p2p_benchmark)
-from .studies.calibration import Calibration, CalibrationError, Check, calibrate, check
-from .studies.whatif import (FAIL_EACH, FAILURE_GRAMMAR, FabricDisconnectedError, Failure, FailureSpecError,
-                             WhatIf, WhatIfError, apply_failures, parse_degrade, parse_failure, parse_failures)
-from .studies.sweep import MAX_CASES, ExecutorSpecError, Sweep, SweepRow, SweepSizeError, sweep
-from .engine.fabric import FrozenFabricError, PreparedFabric, prepare
-from .studies.bounds import (Bound, BoundError, BoundTooLargeError, Cut, SubsetBound, bound, pairwise_bounds,
-                     subset_bounds)
-from .studies.workload import (DTYPES, PRESETS, WORKLOAD_GRAMMAR, UnknownDtypeError, UnknownWorkloadError,
-                       WorkloadError, parse_workload, workload)
-from .studies.compute import GENERATIONS, UnknownGenerationError, UnsupportedDtypeError, generation_of
-from .studies.planner import Plan, PlanError, Search, calibrate_plan, gpus_ranking, plan, search
-from .predict.simulate import SimulationResult, TaskGraph, TaskGraphError, read_task_graph, simulate, task_graph
-from .studies.stepgraph import StepGraphError, simulate_many, simulate_plan, step_graph
+#: Where each public name lives (``module`` or ``module:name`` where the face renames it); the
+#: module is imported when the name is first read (:func:`topo.lazy.lazy_face`), so that
+#: ``import models`` imports no networkx, numpy or model before a name is used.
+_MODULES = MappingProxyType({
+    "models.engine.routes": ("P2P_LEVEL", "PathType", "Route", "RouteError", "Router", "line_rate", "route",
+                             "route_bandwidth"),
+    "models.predict.p2p": ("EFFICIENCIES", "HOST_CEILINGS", "MODES", "OVERHEADS", "Calibrated", "P2PError",
+                           "P2PReport", "P2PResult", "StagedCopy", "achieved_capacity", "p2p_latency_matrix",
+                           "p2p_matrix", "p2p_path", "p2p_report", "path_type_matrix", "staged_copy"),
+    "models.predict.maxflow": ("MaxFlowError", "maxflow_matrix"),
+    "models.engine.nccl.profiles": ("MissingConstantError", "NcclProfile", "PROFILES",
+                                    "UnknownNcclVersionError", "nccl_profile"),
+    "models.engine.nccltests": ("COLLECTIVES", "UnknownCollectiveError", "algbw", "busbw_factor",
+                                "busbw_to_algbw", "count_from_nbytes", "nbytes_from_count"),
+    "models.engine.nccl.tuning": ("NCCL_COLLECTIVES", "AlgoTime", "ChannelGraph", "Communicator",
+                                  "NoAlgorithmError", "Selection", "Tuning", "TuningError",
+                                  "UnknownAlgorithmError", "UnknownProtocolError",
+                                  "UnsupportedCollectiveError", "algo_time", "comm_channels",
+                                  "select_algorithm", "tune", "tuning_table"),
+    "models.engine.nccl.trees": ("BinaryTree", "Chain", "DoubleBinaryTree", "RankTree", "TreeError",
+                                 "binary_tree", "double_binary_tree", "intra_chain", "nccl_tree_depth",
+                                 "rank_tree"),
+    "models.engine.nccl.search": ("ChannelDuplication", "ChannelSearch", "ChannelSearchError", "LinkLoad",
+                                  "dup_channels", "search_channels"),
+    "models.engine.nccl.system": ("NcclSystem", "nccl_capacity"),
+    "models.predict.collectives": ("COLLECTIVE_NAMES", "CollectiveEstimate", "EstimatePoint", "Estimator",
+                                   "SizeError", "SubsetResult", "estimate", "pairwise", "subsets"),
+    "models.predict.network": ("NetworkLoad", "network_load"),
+    "models.predict.measure:DEFAULT": ("DEFAULT_MEASUREMENT",),
+    "models.predict.measure": ("MeasurementError", "MeasurementModel", "Measured", "measured"),
+    "models.studies.benchmarks": ("BenchmarkParseError", "NcclTestsRun", "P2PBenchmark", "read_benchmark",
+                                  "read_nccl_tests", "read_p2p_benchmark"),
+    "models.studies.calibration": ("Calibration", "CalibrationError", "Check", "calibrate", "check"),
+    "models.studies.whatif": ("FAIL_EACH", "FAILURE_GRAMMAR", "FabricDisconnectedError", "Failure",
+                              "FailureSpecError", "WhatIf", "WhatIfError", "apply_failures", "parse_degrade",
+                              "parse_failure", "parse_failures"),
+    "models.studies.sweep": ("MAX_CASES", "ExecutorSpecError", "Sweep", "SweepRow", "SweepSizeError",
+                             "sweep"),
+    "models.engine.fabric": ("FrozenFabricError", "PreparedFabric", "prepare"),
+    "models.studies.bounds": ("Bound", "BoundError", "BoundTooLargeError", "Cut", "SubsetBound", "bound",
+                              "pairwise_bounds", "subset_bounds"),
+    "models.studies.workload": ("DTYPES", "PRESETS", "WORKLOAD_GRAMMAR", "UnknownDtypeError",
+                                "UnknownWorkloadError", "WorkloadError", "parse_workload", "workload"),
+    "models.studies.compute": ("GENERATIONS", "UnknownGenerationError", "UnsupportedDtypeError",
+                               "generation_of"),
+    "models.studies.planner": ("Plan", "PlanError", "Search", "calibrate_plan", "gpus_ranking", "plan",
+                               "search"),
+    "models.predict.simulate": ("SimulationResult", "TaskGraph", "TaskGraphError", "read_task_graph",
+                                "simulate", "task_graph"),
+    "models.studies.stepgraph": ("StepGraphError", "simulate_many", "simulate_plan", "step_graph"),
+})
+_WHERE = MappingProxyType({name: module for module, names in _MODULES.items() for name in names})
+
 
 __all__: list[str] = [
     "__version__",
@@ -109,6 +129,5 @@ __all__: list[str] = [
 ]
 
 
-def __getattr__(name: str):
-    """0.2's face names that moved (:mod:`models.compat`), with a DeprecationWarning."""
-    return _compat.moved_name(name)
+# 0.2's face names that moved (models.compat) are found with a DeprecationWarning.
+__getattr__, __dir__ = lazy_face(__name__, _WHERE, missing=_compat.moved_name)
