@@ -66,6 +66,7 @@ from .startup import read_startup_data
 # The grammar of --fail and --degrade (models.studies.whatif.FAILURE_GRAMMAR, shortened for --help).
 FAIL_GRAMMAR = "NODE, A-B or A-B:K"
 DEGRADE_GRAMMAR = "A-B=F with 0 < F <= 1"
+
 __all__ = ["main", "build_parser", "Command", "COMMANDS", "parse_size", "MAX_GPUS", "MAX_PAIRS",
            "MAX_SETS", "MAX_SEARCHES", "MAX_PLAN_GPUS", "MAX_BOUND_GPUS", "ALGORITHMS"]
 
