@@ -81,7 +81,8 @@ MAX_PAIRS = 70_000
 MAX_SETS = 50_000
 #: Default of ``--max-searches`` for ``pairs`` and ``subsets``: the most estimates (one channel
 #: search each per GPU set that differs up to the fabric's symmetry). Built-in systems need at
-#: most 22; 2xdgx1v needs 105 for k = 4 and 554 for k = 8.
+#: most 61 (dgx1v, k = 4); 2xdgx1v needs 349 for k = 4 and 8,458 for k = 8 (the GPU-set key keeps
+#: rank order: models.engine.symmetry).
 MAX_SEARCHES = 150
 #: Default of ``--limit`` for ``plan``: the most GPUs a planned job may use. A layout search
 #: estimates every group shape of every layout; 64 GPUs (8xdgxh100) take about 15 s.
@@ -1534,8 +1535,6 @@ def _command_of(argv) -> list | None:
     one). The top level takes no option with a value, so the first word that is not an option
     is the command; with none (``--help``, ``--version``, a mistake) no subcommand is built."""
     for word in argv:
-        if word == "--":
-            break
         if not word.startswith("-"):
             return [word]
     return []
@@ -1601,6 +1600,9 @@ def main(argv=None) -> int:
             if completing:  # answer, exit
                 _complete(parser)
             args, extra = parser.parse_known_args(argv)
+            if getattr(args, "run", None) is None:  # a command line _command_of misread: build them all
+                parser = build_parser()
+                args, extra = parser.parse_known_args(argv)
             if extra:  # the command's own help knows the options it takes
                 _subcommand_parser(parser, args.command).error(f"unrecognized arguments: {' '.join(extra)}")
         except SystemExit as exit_:  # --help and --version print and stop here
