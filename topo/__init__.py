@@ -3,14 +3,15 @@
 The flat public namespace of the fabric layer. It never imports :mod:`models` nor plotly.
 """
 
+import sys
 from types import MappingProxyType
 
-from .lazy import lazy_face
+from .faces import Face, lazy_face
 from .version import __version__
 
-#: Where each public name lives (``module`` or ``module:name`` where the face renames it); the
-#: module is imported when the name is first read (:func:`topo.lazy.lazy_face`), so that
-#: ``import topo`` imports no networkx, numpy or model before a name is used.
+# Where each public name lives; the module is imported when one of its names is first asked for
+# (topo.faces), so that ``import topo`` (and the command line's start-up) imports no networkx or
+# numpy before a name is used.
 _MODULES = MappingProxyType({
     "topo.errors": ("CountError", "DgxTopoError", "LimitError", "SizeError", "SystemSpecError",
                     "TopologyError", "TransformError", "UnknownPartError", "UnknownSystemError"),
@@ -32,7 +33,7 @@ _MODULES = MappingProxyType({
     "topo.io": ("TopologyImportError", "from_graphml", "from_json", "from_nccl_xml", "from_nvidia_smi",
                 "gpu_model", "to_graphml", "to_json", "to_nccl_xml"),
 })
-_WHERE = MappingProxyType({name: module for module, names in _MODULES.items() for name in names})
+_FACE = MappingProxyType({name: module for module, names in _MODULES.items() for name in names})
 
 
 __all__ = [
@@ -57,4 +58,5 @@ __all__ = [
     "to_json", "from_json", "to_graphml", "from_graphml",
 ]
 
-__getattr__, __dir__ = lazy_face(__name__, _WHERE)
+__getattr__, __dir__ = lazy_face(__name__, _FACE)
+sys.modules[__name__].__class__ = Face  # topo.cluster stays the function when topo/cluster.py is imported
