@@ -58,32 +58,14 @@ from types import MappingProxyType
 from dataclasses import dataclass
 from typing import Callable
 
-import numpy as np
-
 import topo
 from topo.errors import DgxTopoError, LimitError
-from topo.registry import SPEC_GRAMMAR, parse_system_spec
-from topo.units import parse_count, parse_nbytes
 
-from ..predict.collectives import COLLECTIVE_NAMES, estimate, pairwise, subsets
-from ..engine.nccl.profiles import PROFILES
-from ..engine.nccltests import count_from_nbytes
-from ..predict.p2p import MODES, p2p_report
-from ..studies.benchmarks import MAX_ROWS
-from ..studies.whatif import apply_failures
-from ..studies.workload import WORKLOAD_GRAMMAR
+from .startup import read_startup_data
 
 # The grammar of --fail and --degrade (models.studies.whatif.FAILURE_GRAMMAR, shortened for --help).
 FAIL_GRAMMAR = "NODE, A-B or A-B:K"
 DEGRADE_GRAMMAR = "A-B=F with 0 < F <= 1"
-from .explain import bound_summary, explain_bound, explain_check
-from .json_shapes import (bound_json, calibration_json, check_json, collective_json, compare_json,
-                          export_json, gpus_ranking_json, import_json, p2p_json, pairs_json,
-                          report_json, subsets_json, sweep_json, systems_json)
-from .progress import progress_bar, wants_progress
-from .text import (calibration_table, check_table, collective_table, compare_table,
-                   format_p2p_report, import_summary, measurement_note,
-                   package_version, pairs_table, subsets_table, systems_table)
 
 __all__ = ["main", "build_parser", "Command", "COMMANDS", "parse_size", "MAX_GPUS", "MAX_PAIRS",
            "MAX_SETS", "MAX_SEARCHES", "MAX_PLAN_GPUS", "MAX_BOUND_GPUS", "ALGORITHMS"]
@@ -99,7 +81,8 @@ MAX_PAIRS = 70_000
 MAX_SETS = 50_000
 #: Default of ``--max-searches`` for ``pairs`` and ``subsets``: the most estimates (one channel
 #: search each per GPU set that differs up to the fabric's symmetry). Built-in systems need at
-#: most 22; 2xdgx1v needs 105 for k = 4 and 554 for k = 8.
+#: most 61 (dgx1v, k = 4); 2xdgx1v needs 349 for k = 4 and 8,458 for k = 8 (the GPU-set key keeps
+#: rank order: models.engine.symmetry).
 MAX_SEARCHES = 150
 #: Default of ``--limit`` for ``plan``: the most GPUs a planned job may use. A layout search
 #: estimates every group shape of every layout; 64 GPUs (8xdgxh100) take about 15 s.
@@ -112,9 +95,17 @@ MAX_BOUND_GPUS = 128
 ALGORITHMS = ("ring", "tree", "nvls", "nvls_tree", "pat")
 
 _SPEC_HELP = (
-    "Systems (--system SPEC): " + SPEC_GRAMMAR + ". NAME is a built-in system ({names}; case, '-' "
+    "Systems (--system SPEC): {grammar}. NAME is a built-in system ({names}; case, '-' "
     "and '_' ignored) or a variant of one ({variants}); NxNAME[:network] is a cluster of N of them "
     "joined by an InfiniBand network, fat_tree (default), rail or rail_only.")
+
+
+def _spec_help() -> str:
+    """The system spec's grammar and names, from the shipped start-up data (models.present.startup:
+    the registry's, without importing it)."""
+    data = read_startup_data()
+    return _SPEC_HELP.format(grammar=data["spec_grammar"], names=", ".join(data["systems"]),
+                             variants=", ".join(data["variants"]))
 _TOPO_FILE_HELP = (
     "Topology files (--topo-file FILE): a fabric written by 'dgxtopo import' or 'dgxtopo export', "
     "JSON or GraphML (told apart by content), used instead of a system; --nodes N joins N copies "
@@ -146,6 +137,8 @@ def parse_size(text: str) -> int:
     >>> parse_size("256M"), parse_size("8")
     (268435456, 8)
     """
+    from topo.units import parse_nbytes
+
     try:
         return parse_nbytes(str(text))
     except DgxTopoError as error:
@@ -154,6 +147,8 @@ def parse_size(text: str) -> int:
 
 def _count(minimum: int):
     """An argparse type: a whole number >= ``minimum`` (argparse names the option)."""
+    from topo.units import parse_count
+
     def parse(text: str) -> int:
         try:
             return parse_count(str(text), name="value", minimum=minimum)
@@ -181,6 +176,8 @@ def _too_much(what: str, size: int, limit: int, option: str) -> _UsageError:
 
 def _system_gpus(spec: str, max_gpus: int) -> int:
     """GPUs of a system spec, counted without building it; beyond ``max_gpus``, refused."""
+    from topo.registry import parse_system_spec
+
     parsed = parse_system_spec(spec, max_hosts=max_gpus)  # every host has at least one GPU
     gpus = parsed.hosts * len(topo.gpus(topo.build(parsed.system)))
     if gpus > max_gpus:
@@ -196,6 +193,8 @@ def _build(spec: str, args) -> object:
 
 
 def _progress(args, description: str, unit: str):
+    from .progress import progress_bar, wants_progress
+
     return progress_bar(description, enabled=wants_progress(json_output=getattr(args, "json", False)),
                         unit=unit)
 
@@ -225,8 +224,9 @@ class Command:
     arguments: Callable[[argparse.ArgumentParser], None]
     run: Callable[[argparse.Namespace], None]
     description: str = ""
-    #: Grammars of this command's own values, printed after the shared ones by ``--help``.
-    epilog: str = ""
+    #: Grammars of this command's own values, printed after the shared ones by ``--help``; a
+    #: function giving them where they come from a module only the command needs.
+    epilog: str | Callable[[], str] = ""
 
 
 def _json_option(parser, what: str = "a table") -> None:
@@ -380,6 +380,8 @@ def _check_cluster_options(args) -> None:
 
 def _whatif(G, args):
     """``G`` with the command line's --fail and --degrade applied (models.studies.whatif)."""
+    from ..studies.whatif import apply_failures
+
     fail, degrade = getattr(args, "fail", None) or (), getattr(args, "degrade", None) or ()
     if not fail and not degrade:
         return G
@@ -409,15 +411,15 @@ def _fabrics(args, specs) -> list:
     return [_whatif(G, args) for G in fabrics]
 
 
-# --nccl takes any release the profiles cover; nccl_profile() raises a one-line typed error.
-_NCCL_HELP = (f"NCCL release to model, {min(p.first for p in PROFILES.values())[0]}.0 to "
-              f"{'.'.join(map(str, max(p.last for p in PROFILES.values())[:2]))}.x, e.g. 2.3.7, 2.12.12, "
-              f"v2.27.7-1 (default: the reference version); each maps to the profile governing it "
-              f"(models.engine.nccl.profiles.format_versions_table())")
-
-
 def _nccl_option(parser) -> None:
-    parser.add_argument("--nccl", metavar="VERSION", default=None, help=_NCCL_HELP)
+    # --nccl takes any release the profiles cover; nccl_profile() raises a one-line typed error.
+    from ..engine.nccl.profiles import PROFILES
+
+    parser.add_argument("--nccl", metavar="VERSION", default=None, help=(
+        f"NCCL release to model, {min(p.first for p in PROFILES.values())[0]}.0 to "
+        f"{'.'.join(map(str, max(p.last for p in PROFILES.values())[:2]))}.x, e.g. 2.3.7, 2.12.12, "
+        f"v2.27.7-1 (default: the reference version); each maps to the profile governing it "
+        f"(models.engine.nccl.profiles.format_versions_table())"))
 
 
 def _gpus_per_thread_option(parser, *, default=1, help_default="1: one process per GPU, as "
@@ -450,10 +452,14 @@ def _calibration(args):
 
 
 def _measurement_note(args) -> str:
+    from .text import measurement_note
+
     return measurement_note(getattr(args, "g", 1) or 1, getattr(args, "calibration", None))
 
 
 def _collective_argument(parser) -> None:
+    from ..predict.collectives import COLLECTIVE_NAMES
+
     parser.add_argument("coll", metavar="COLLECTIVE", choices=COLLECTIVE_NAMES,
                         help="one of " + ", ".join(COLLECTIVE_NAMES))
 
@@ -481,11 +487,8 @@ def _systems_arguments(parser) -> None:
 
 
 def _systems(args) -> None:
-    summaries = [topo.summarize(topo.build(name)) for name in topo.SYSTEMS]
-    if args.json:
-        _print_json(systems_json(summaries))
-        return
-    print(systems_table(summaries))
+    # The same for every user: shipped (models.present.startup), so that it answers at once.
+    print(read_startup_data()["systems_json" if args.json else "systems_table"])
 
 
 # topo
@@ -506,6 +509,8 @@ def _topo(args) -> None:
 
 # p2p
 def _p2p_arguments(parser) -> None:
+    from ..predict.p2p import MODES
+
     _system_option(parser, legacy=True)
     parser.add_argument("--gpus", metavar="IDS", help="GPU ids such as 0,3,5-7 (default: all)")
     parser.add_argument("--mode", choices=MODES, default="route",
@@ -522,6 +527,10 @@ def _p2p_arguments(parser) -> None:
 
 
 def _p2p(args) -> None:
+    from ..predict.p2p import p2p_report
+    from .json_shapes import p2p_json
+    from .text import format_p2p_report
+
     G = _fabric(args, _named_system(args))
     report = p2p_report(G, args.gpus, mode=args.mode, p2p=args.p2p, max_pairs=args.limit)
     if args.json:
@@ -552,6 +561,13 @@ def _collective_arguments(parser) -> None:
 
 
 def _collective(args) -> None:
+    import numpy as np
+
+    from ..engine.nccltests import count_from_nbytes
+    from ..predict.collectives import estimate
+    from .json_shapes import collective_json
+    from .text import collective_table
+
     calibration = _calibration(args)  # a bad file fails before any work
     G = _fabric(args, args.system)
     nranks = len(topo.select_gpus(G, args.gpus))
@@ -600,6 +616,10 @@ def _ranked(args, k: int, function):
 
 
 def _pairs(args) -> None:
+    from ..predict.collectives import pairwise
+    from .json_shapes import pairs_json
+    from .text import pairs_table
+
     G, fabric, matrix = _ranked(args, 2, pairwise)
     bounds = None
     if args.bound:
@@ -648,6 +668,10 @@ def _subsets_arguments(parser) -> None:
 
 
 def _subsets(args) -> None:
+    from ..predict.collectives import subsets
+    from .json_shapes import subsets_json
+    from .text import subsets_table
+
     G, fabric, ranking = _ranked(args, args.k, lambda G, **kw: subsets(G, k=args.k, **kw))
     shown = ranking if args.top is None else ranking[:args.top]
     bounds = _set_bounds(fabric, args.coll, shown) if args.bound else None
@@ -659,6 +683,8 @@ def _subsets(args) -> None:
 
 # compare
 def _compare_arguments(parser) -> None:
+    from ..predict.collectives import COLLECTIVE_NAMES
+
     _systems_option(parser, default="at least one, or --topo-file")
     _topo_file_options(parser, many=True)
     _whatif_options(parser)
@@ -681,6 +707,12 @@ def _compare_name(G, args) -> str:
 
 
 def _compare(args) -> None:
+    import numpy as np
+
+    from ..predict.collectives import estimate
+    from .json_shapes import compare_json
+    from .text import compare_table
+
     _check_out(args)
     calibration = _calibration(args)
     fabrics = _fabrics(args, _named_systems(args))
@@ -720,6 +752,8 @@ def _report_arguments(parser) -> None:
 
 
 def _report(args) -> None:
+    from .json_shapes import report_json
+
     from .report.write import write_report  # imports plotly: only this command pays for it
 
     _check_out(args)
@@ -762,6 +796,9 @@ def _read_run(path, args):
 
 
 def _measurement_arguments(parser) -> None:
+    from ..predict.collectives import COLLECTIVE_NAMES
+    from ..studies.benchmarks import MAX_ROWS
+
     _system_option(parser, whatif=False)
     parser.add_argument("--gpus", metavar="IDS", help="GPU ids of the ranks, in rank order "
                         "(default: from CUDA_VISIBLE_DEVICES and the device lines)")
@@ -785,6 +822,9 @@ def _calibrate_arguments(parser) -> None:
 
 
 def _calibrate(args) -> None:
+    from .json_shapes import calibration_json
+    from .text import calibration_table
+
     from ..studies.calibration import calibrate
     from .output import write_text_atomic
 
@@ -813,6 +853,10 @@ def _check_arguments(parser) -> None:
 
 
 def _check(args) -> None:
+    from .explain import explain_check
+    from .json_shapes import check_json
+    from .text import check_table
+
     from ..studies.calibration import check
 
     _check_out(args)
@@ -898,6 +942,9 @@ def _links_list(text):
 
 
 def _import(args) -> None:
+    from .json_shapes import import_json
+    from .text import import_summary
+
     _check_out(args)
     text = _read_text(args.file, "import", args)
     kind = _import_format(args, text)
@@ -957,6 +1004,8 @@ def _export_arguments(parser) -> None:
 
 
 def _export(args) -> None:
+    from .json_shapes import export_json
+
     from .output import write_text_atomic
 
     _check_out(args)
@@ -990,14 +1039,13 @@ def _check_out(args) -> None:
 # bound
 _RELAY_HELP = ("which nodes may forward data: none (GPU to GPU links only), switches (NVSwitches, "
                "PCIe switches, CPUs and the network, as NCCL relays; default) or all (GPUs too)")
-_EDGE_KINDS = topo.EDGE_KINDS
 
 
 def _edge_kinds(text: str) -> tuple:
     kinds = tuple(k.strip() for k in str(text).split(","))
-    bad = [k for k in kinds if k not in _EDGE_KINDS]
+    bad = [k for k in kinds if k not in topo.EDGE_KINDS]
     if not kinds or bad:
-        raise argparse.ArgumentTypeError(f"expected a comma-separated list of {', '.join(_EDGE_KINDS)}, "
+        raise argparse.ArgumentTypeError(f"expected a comma-separated list of {', '.join(topo.EDGE_KINDS)}, "
                                          f"received {text!r}")
     return kinds
 
@@ -1012,7 +1060,7 @@ def _bound_arguments(parser) -> None:
     parser.add_argument("--relay", choices=("none", "switches", "all"), default="switches", help=_RELAY_HELP)
     parser.add_argument("--links", type=_edge_kinds, metavar="KINDS",
                         help="only these edge kinds carry data, comma-separated from "
-                             f"{', '.join(_EDGE_KINDS)} (default: every link)")
+                             f"{', '.join(topo.EDGE_KINDS)} (default: every link)")
     parser.add_argument("--root", type=_count(0), metavar="ID",
                         help="root GPU of broadcast and reduce (default: the lowest id, nccl-tests' root 0)")
     parser.add_argument("--trees", action="store_true",
@@ -1031,6 +1079,9 @@ def _bound_arguments(parser) -> None:
 
 
 def _bound(args) -> None:
+    from .explain import bound_summary, explain_bound
+    from .json_shapes import bound_json
+
     from ..studies.bounds import bound
 
     _check_out(args)
@@ -1091,6 +1142,7 @@ def _whatif_arguments(parser) -> None:
 
 def _whatif_sweep(args) -> None:
     from ..studies.sweep import ExecutorConnectionError, ExecutorSpecError, SweepSizeError, sweep
+    from .json_shapes import sweep_json
     from .sweep_text import format_sweep
 
     _check_out(args)
@@ -1293,6 +1345,8 @@ def _gpus_arguments(parser) -> None:
 
 
 def _gpus(args) -> None:
+    from .json_shapes import gpus_ranking_json
+
     from ..studies.planner import format_gpus_ranking, gpus_ranking
     from ..studies.workload import parse_workload
 
@@ -1384,6 +1438,12 @@ def _simulate(args) -> None:
             print(f"wrote {path}")
 
 
+def _workload_grammar() -> str:
+    from ..studies.workload import WORKLOAD_GRAMMAR
+
+    return WORKLOAD_GRAMMAR
+
+
 _GRAPH_HELP = ('Task graphs (--graph): {"tasks": [{"id": "grad", "op": "all_reduce", "gpus": [0, 1], '
                '"bytes": 1048576}, {"id": "mm", "op": "compute", "gpu": 0, "seconds": 0.001, "after": '
                '["grad"]}]}; op is a collective, send (src, dst, bytes) or compute (seconds, or flops with '
@@ -1408,19 +1468,19 @@ COMMANDS: list[Command] = tuple([
             _import_arguments, _import),
     Command("export", "write a system or cluster as JSON or GraphML", _export_arguments, _export),
     Command("bound", "the best busbw any schedule could reach, beside NCCL's, and the binding cut",
-            _bound_arguments, _bound, epilog="Relays (--relay): " + _RELAY_HELP + ". Links (--links): "
-            + ", ".join(_EDGE_KINDS) + ", comma-separated."),
+            _bound_arguments, _bound, epilog=lambda: "Relays (--relay): " + _RELAY_HELP + ". Links (--links): "
+            + ", ".join(topo.EDGE_KINDS) + ", comma-separated."),
     Command("whatif", "every failure of a kind of component, ranked by the busbw it costs",
             _whatif_arguments, _whatif_sweep, epilog="Failures (--fail-each): " + _FAIL_EACH_HELP + "."),
     Command("plan", "a training step on a fabric: the best layout and where the time goes",
-            _plan_arguments, _plan, epilog="Workloads (WORKLOAD): " + WORKLOAD_GRAMMAR + ". Exit "
+            _plan_arguments, _plan, epilog=lambda: "Workloads (WORKLOAD): " + _workload_grammar() + ". Exit "
             "status: 0 when the layout fits (with --search: when one does), 1 when none fits (the "
             "verdict and its numbers are printed), 2 for bad input."),
     Command("gpus", "GPU generations ranked for a workload", _gpus_arguments, _gpus,
-            epilog="Workloads (WORKLOAD): " + WORKLOAD_GRAMMAR + "."),
+            epilog=lambda: "Workloads (WORKLOAD): " + _workload_grammar() + "."),
     Command("simulate", "a training step or your task graph as a timeline: overlap and shared links",
             _simulate_arguments, _simulate,
-            epilog="Workloads (WORKLOAD): " + WORKLOAD_GRAMMAR + ". " + _GRAPH_HELP + "."),
+            epilog=lambda: "Workloads (WORKLOAD): " + _workload_grammar() + ". " + _GRAPH_HELP + "."),
 ])
 
 
@@ -1430,35 +1490,53 @@ def _grammars(parser) -> list:
     sizes with an option of type SIZE."""
     dests = {action.dest for action in parser._actions}
     sized = any(action.type is parse_size for action in parser._actions)
-    spec = _SPEC_HELP.format(names=", ".join(topo.SYSTEMS), variants=", ".join(topo.VARIANTS))
-    return [text for wanted, text in (("system" in dests, spec),
-                                      ("topo_file" in dests, _TOPO_FILE_HELP), ("fail" in dests, _WHATIF_HELP),
-                                      (sized, _SIZE_HELP)) if wanted]
+    return [text() if callable(text) else text
+            for wanted, text in (("system" in dests, _spec_help), ("topo_file" in dests, _TOPO_FILE_HELP),
+                                 ("fail" in dests, _WHATIF_HELP), (sized, _SIZE_HELP)) if wanted]
 
 
 def _fill(text: str) -> str:
     return textwrap.fill(text, 79, break_long_words=False, break_on_hyphens=False)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(commands=None) -> argparse.ArgumentParser:
     """The argument parser of ``dgxtopo``, one subparser per entry of :data:`COMMANDS`; each
-    subcommand's epilog holds its own grammars, then the shared ones it takes."""
+    subcommand's epilog holds its own grammars, then the shared ones it takes.
+
+    ``commands``: the names of the subcommands whose options to add (default: all). The others
+    are listed, as ``dgxtopo --help`` shows them, without options: :func:`main` builds only
+    the command it runs, so that it imports only the modules that command needs.
+    """
+    from topo.version import __version__
+
     layout = {"formatter_class": argparse.RawDescriptionHelpFormatter}
-    everything = (_SPEC_HELP.format(names=", ".join(topo.SYSTEMS), variants=", ".join(topo.VARIANTS)), _TOPO_FILE_HELP, _WHATIF_HELP, _SIZE_HELP)
+    everything = (_spec_help(), _TOPO_FILE_HELP, _WHATIF_HELP, _SIZE_HELP)
     parser = _Parser(prog="dgxtopo", description="Model NVIDIA DGX interconnect fabrics and what "
                      "NCCL-style communication achieves on them.",
                      epilog="\n\n".join(_fill(text) for text in everything), **layout)
-    parser.add_argument("--version", action="version", version=f"dgxtopo {package_version()}")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    commands.required = True
+    parser.add_argument("--version", action="version", version=f"dgxtopo {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    subparsers.required = True
     for command in COMMANDS:
-        sub = commands.add_parser(command.name, help=command.help,
-                                  description=command.description or command.help, **layout)
+        sub = subparsers.add_parser(command.name, help=command.help,
+                                    description=command.description or command.help, **layout)
+        if commands is not None and command.name not in commands:
+            continue
         command.arguments(sub)
-        sub.epilog = "\n\n".join(_fill(text) for text in ([command.epilog] if command.epilog else [])
-                                   + _grammars(sub)) or None
+        own = command.epilog() if callable(command.epilog) else command.epilog
+        sub.epilog = "\n\n".join(_fill(text) for text in ([own] if own else []) + _grammars(sub)) or None
         sub.set_defaults(run=command.run)
     return parser
+
+
+def _command_of(argv) -> list | None:
+    """The subcommand ``argv`` runs, as :func:`build_parser`'s ``commands`` (None: build every
+    one). The top level takes no option with a value, so the first word that is not an option
+    is the command; with none (``--help``, ``--version``, a mistake) no subcommand is built."""
+    for word in argv:
+        if not word.startswith("-"):
+            return [word]
+    return []
 
 
 def _subcommand_parser(parser, name: str):
@@ -1517,11 +1595,15 @@ def main(argv=None) -> int:
     """Run ``dgxtopo``; returns the exit status (0; 1 when ``plan`` finds no layout that fits; 2 for
     bad input; 130 when interrupted)."""
     try:
-        parser = build_parser()
+        completing = "_ARGCOMPLETE" in os.environ  # shell completion asks (the completion extra)
+        parser = build_parser(None if completing else _command_of(sys.argv[1:] if argv is None else argv))
         try:
-            if "_ARGCOMPLETE" in os.environ:  # shell completion asks (the completion extra): answer, exit
+            if completing:  # answer, exit
                 _complete(parser)
             args, extra = parser.parse_known_args(argv)
+            if getattr(args, "run", None) is None:  # a command line _command_of misread: build them all
+                parser = build_parser()
+                args, extra = parser.parse_known_args(argv)
             if extra:  # the command's own help knows the options it takes
                 _subcommand_parser(parser, args.command).error(f"unrecognized arguments: {' '.join(extra)}")
         except SystemExit as exit_:  # --help and --version print and stop here

@@ -28,6 +28,8 @@ layouts on the seed comparison's systems, :func:`models.search`, and
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
 import math
 import re
@@ -60,6 +62,7 @@ __all__ = ["SystemRow", "SystemAnalysis", "SeedComparison", "ReportAnalysis", "G
            "measured_data", "REPORT_SIZE", "CURVE_SIZES", "MAX_MATRIX_GPUS", "REPORT_COLLECTIVE",
            "SEED_COMPARISON", "GENERATION_GPUS", "MEASURED_DATA", "SetBound", "WorstSet",
            "SystemBounds", "TrainingStep", "bound_edge_kinds", "set_classes", "system_bounds",
+           "SHIPPED_BOUNDS", "shipped_bounds_text", "write_shipped_bounds",
            "worst_sets", "training_step", "BOUND_SIZE", "BOUND_RELAY", "BOUND_WORST",
            "TRAINING_WORKLOAD", "TRAINING_SYSTEMS", "TRAINING_TP", "SimulatedStep", "simulated_steps",
            "SIMULATED_WORKLOAD"]
@@ -857,8 +860,52 @@ def system_bounds(G, *, worst: int = BOUND_WORST, profile=None) -> SystemBounds:
     fabric = prepare(G, nccl=profile)
     key = ("system_bounds", worst)  # memoised on the fabric, which the report shares per system
     if key not in fabric.memo:
-        fabric.memo[key] = _system_bounds(fabric, worst)
+        shipped = _shipped_bounds(fabric, worst)
+        fabric.memo[key] = _system_bounds(fabric, worst) if shipped is None else shipped
     return fabric.memo[key]
+
+
+#: The bounds of the built-in single-host systems under NCCL's reference release, computed once
+#: and shipped: NCCL's channel searches of every GPU set of a DGX-1 and a DGX-1V, most of them run
+#: out of NCCL's search budget, are most of the report's time and the same for every user. Keyed
+#: by the fabric's content (:func:`_fingerprint`), so that any other fabric, a changed one or
+#: another release is computed; ``tests/models/present/test_shipped_bounds.py`` recomputes the
+#: file and checks it. After a change to a model it reads, rewrite it from the repository root:
+#: ``python -c "from models.present.report.analysis import write_shipped_bounds as w; w()"``.
+SHIPPED_BOUNDS = ("data", "bounds.json")
+
+
+def _fingerprint(fabric, worst: int) -> str:
+    """What :func:`system_bounds` reads, as a digest: the whole graph (topo.to_json keeps every
+    attribute and the order of nodes and edges), the NCCL release and ``worst``."""
+    text = f"{topo.to_json(fabric.G)}\n{fabric.profile.version}\n{worst}"
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _shipped_bounds(fabric, worst: int) -> SystemBounds | None:
+    path = resources.files(__package__).joinpath(*SHIPPED_BOUNDS)
+    record = json.loads(path.read_text(encoding="utf-8")).get(_fingerprint(fabric, worst))
+    if record is None:
+        return None
+
+    def set_bound(x):
+        return SetBound(tuple(x["gpus"]), x["count"], x["bound_busbw"], x["nccl_busbw"], x["algorithm"])
+    return SystemBounds(record["system"], record["name"],
+                        None if record["edge_kinds"] is None else tuple(record["edge_kinds"]),
+                        tuple(set_bound(x) for x in record["sets"]),
+                        tuple(WorstSet(**{**w, "set": set_bound(w["set"])}) for w in record["worst"]),
+                        record["error"])
+
+
+def shipped_bounds_text() -> str:
+    """The shipped file's text, computed: :func:`system_bounds` of every built-in single-host
+    system (each a fabric of its own, NCCL's reference release, :data:`BOUND_WORST`)."""
+    records = {}
+    for name in topo.SYSTEMS:
+        fabric = prepare(topo.build(name))
+        if _single_host(fabric.G):
+            records[_fingerprint(fabric, BOUND_WORST)] = dataclasses.asdict(_system_bounds(fabric, BOUND_WORST))
+    return json.dumps(records, indent=1) + "\n"
 
 
 def _system_bounds(fabric, worst) -> SystemBounds:
@@ -887,6 +934,14 @@ def _system_bounds(fabric, worst) -> SystemBounds:
     except DgxTopoError as error:
         return SystemBounds(system, name, kinds, (), (), str(error))
     return SystemBounds(system, name, kinds, tuple(sets), tuple(explained))
+
+
+def write_shipped_bounds() -> None:
+    """Rewrite the shipped bounds (:data:`SHIPPED_BOUNDS`) from :func:`shipped_bounds_text`."""
+    from ..output import write_text_atomic
+
+    path = write_text_atomic(resources.files(__package__).joinpath(*SHIPPED_BOUNDS), shipped_bounds_text())
+    print(f"wrote {path}")
 
 
 def worst_sets(bounds) -> tuple:

@@ -1,0 +1,97 @@
+"""Package faces: a few names a user calls, each imported from its module on first use.
+
+The one helper of the ``topo`` and ``models`` faces (``models.engine.faces`` is this module's,
+under the name the models' faces use): it lives on the ground floor, which ``topo`` may import.
+
+A face (a package's ``__init__``) lists what a user calls, about 30 names, and imports nothing
+until one of them is asked for (PEP 562 module ``__getattr__``), so that importing one module of
+the package (``models.engine.nccl.tuning``) does not import its siblings, and the command line
+starts without the modules it does not use. A name an earlier face listed that this one no
+longer does still resolves from the module that has it, with a DeprecationWarning naming it; a
+submodule not imported yet (``topo.io``) resolves as a plain package gives it.
+
+Examples
+--------
+>>> import warnings
+>>> face_getattr, face_dir = lazy_face("topo", {"parse_nbytes": "topo.units"},
+...                                    {"nbytes": "topo.units.parse_nbytes"})
+>>> face_getattr("parse_nbytes")("64K")
+65536
+>>> with warnings.catch_warnings(record=True) as caught:
+...     warnings.simplefilter("always")
+...     parse = face_getattr("nbytes")
+>>> str(caught[0].message)
+'topo.nbytes moved to topo.units.parse_nbytes in dgx-topo 0.3: import it from there'
+>>> face_getattr("io").__name__  # a submodule
+'topo.io'
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import types
+import warnings
+from collections.abc import Callable, Mapping
+
+__all__ = ["lazy_face", "Face"]
+
+
+class Face(types.ModuleType):
+    """The class of a package whose face lists a name that is also one of its submodules
+    (``topo.cluster``, the function, and ``topo/cluster.py``): importing the submodule, which
+    binds it to the package's attribute, leaves the face's name in place, as a face that
+    imported every name at once did. The package lists its face as ``_FACE`` and sets this
+    class itself (``sys.modules[__name__].__class__ = Face``)."""
+
+    def __setattr__(self, name: str, value) -> None:
+        if isinstance(value, types.ModuleType) and value.__name__ == f"{self.__name__}.{name}" \
+                and name in vars(self).get("_FACE", ()):
+            return  # the face's name wins; the submodule stays in sys.modules
+        super().__setattr__(name, value)
+
+
+def lazy_face(package: str, face: Mapping[str, str],
+              moved: Mapping[str, str] | None = None) -> tuple[Callable[[str], object], Callable[[], list]]:
+    """The ``__getattr__`` and ``__dir__`` of a package whose face is ``face``.
+
+    Parameters
+    ----------
+    package : str
+        The package's dotted name (its ``__name__``).
+    face : mapping
+        Each listed name -> the dotted name of the module that defines it.
+    moved : mapping, optional
+        Names the face no longer lists -> ``"module.name"`` where each is now; reading one warns
+        (DeprecationWarning) and returns it.
+
+    Returns
+    -------
+    (callable, callable)
+        ``__getattr__(name)`` (a submodule for a name in neither mapping; else AttributeError)
+        and ``__dir__()``.
+    """
+    moved = {} if moved is None else moved
+
+    def face_getattr(name: str):
+        if name in face:
+            value = getattr(importlib.import_module(face[name]), name)
+            setattr(sys.modules[package], name, value)  # asked once: later lookups skip this
+            return value
+        where = moved.get(name)
+        if where is None:
+            try:  # a submodule not imported yet (``topo.io``), as a plain package gives it
+                return importlib.import_module(f"{package}.{name}")
+            except ModuleNotFoundError as error:
+                if error.name != f"{package}.{name}":
+                    raise
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        warnings.warn(f"{package}.{name} moved to {where} in dgx-topo 0.3: import it from there",
+                      DeprecationWarning, stacklevel=2)
+        module, _, attribute = where.rpartition(".")
+        return getattr(importlib.import_module(module), attribute)
+
+    def face_dir() -> list:
+        return sorted({*vars(sys.modules[package]), *face})
+
+    return face_getattr, face_dir
