@@ -82,17 +82,18 @@ def test_unannotated_is_found():
     assert _unannotated(half) == ["x", "return"]
 
 
-def test_type_checkers_see_every_name_of_the_lazy_models_face():
-    """models imports its names on first use (``__getattr__``); its ``if TYPE_CHECKING:`` block
-    imports each from the module the face names, so that checkers see the annotated objects."""
-    import models
-
-    tree = ast.parse((ROOT / "models" / "__init__.py").read_text(encoding="utf-8"))
+@pytest.mark.parametrize("face", ["models", "topo"])
+def test_type_checkers_see_every_name_of_the_lazy_faces(face):
+    """models and topo import their names on first use (``__getattr__``); each face's ``if
+    TYPE_CHECKING:`` block imports each name from the module the face names, so that checkers see
+    the annotated objects."""
+    package = importlib.import_module(face)
+    tree = ast.parse((ROOT / face / "__init__.py").read_text(encoding="utf-8"))
     block = next(node for node in tree.body if isinstance(node, ast.If)
                  and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING")
-    seen = {alias.name: f"models.{node.module}" for node in block.body if isinstance(node, ast.ImportFrom)
+    seen = {alias.name: f"{face}.{node.module}" for node in block.body if isinstance(node, ast.ImportFrom)
             for alias in node.names}
-    assert seen == dict(models._FACE)
+    assert seen == dict(package._FACE)
 
 
 # A user's code: one call as documented, one with a GPU selection of the wrong type.
