@@ -21,7 +21,9 @@ Large-Scale Language Model Training on GPU Clusters Using Megatron-LM", sections
   from the last (DDP and Megatron accumulate over the other micro-batches without
   communicating); ZeRO 1/2 reduce_scatter them and all_gather the updated parameters after the
   optimizer; ZeRO 3 also all_gathers each layer's parameters before its forward and backward of
-  every micro-batch, one layer ahead (Rajbhandari et al. 2020);
+  every micro-batch, prefetched one layer ahead: a layer's gather is issued when the layer before
+  it starts (Rajbhandari et al. 2020; the depth of DeepSpeed's stage-3 prefetch is a bucket of
+  parameters, taken here as one layer [U]);
 * the optimizer: a memory-bound pass over the local optimizer state
   (:data:`models.studies.planner.OPTIMIZER_PASS_BYTES` per parameter).
 
@@ -217,11 +219,13 @@ def step_graph(plan: Plan, G, *, workload=None, bucket: float = DEFAULT_BUCKET,
                 last = prev
                 gate = tuple(after_in)
                 layer_ids = range(nl) if what == "F" else reversed(range(nl))
+                ahead = last  # ZeRO 3 issues a layer's gather when the layer before it starts
                 for li in layer_ids:
                     lid = f"{base}.l{li}"
                     zg = []  # ZeRO 3: the layer's parameters, gathered over the data-parallel group
                     if lay.zero == 3 and dp > 1 and d == 0:
-                        zg = zero3_gather(lid, p, last)
+                        zg = zero3_gather(lid, p, ahead)
+                        ahead = last
                     elif lay.zero == 3 and dp > 1:
                         zg = [f"d0.p{p}.{what}{i}.l{li}.zg{r}" for r in range(tp)]
                     work = layer_fwd if what == "F" else 2 * layer_fwd + recompute_layer

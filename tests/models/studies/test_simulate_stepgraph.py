@@ -79,6 +79,21 @@ def test_zero_stages_change_the_data_parallel_collectives(cluster):
     assert len(gathers) >= 32 * 2 * 8  # every layer, forward and backward, every tensor-parallel rank
 
 
+def test_zero3_prefetches_one_layer_ahead(cluster):
+    """A layer's parameter gather is issued when the layer before it starts: layers 0 and 1 at the
+    start of the micro-batch, layer 2 when layer 0 ends; so layer 1's gather runs beside layer 0."""
+    p3 = plan("llama3-8b", cluster, tp=8, pp=1, dp=4, zero=3, global_batch=8)
+    graph = step_graph(p3, cluster)
+    task = {t.id: t for t in graph.tasks}
+    layer0_end = task["d0.p0.F0.l1.c0"].after[0]  # the first layer-1 compute waits for layer 0
+    assert layer0_end.startswith("d0.p0.F0.l0.")
+    assert task["d0.p0.F0.l1.zg0"].after == task["d0.p0.F0.l0.zg0"].after
+    assert task["d0.p0.F0.l2.zg0"].after == (layer0_end,)
+    r = simulate(cluster, graph)
+    assert r.task("d0.p0.F0.l1.zg0").end <= r.task("d0.p0.F0.l1.c0").start
+    assert r.task("d0.p0.F0.l1.zg0").start < r.task("d0.p0.F0.l0.c1").end
+
+
 def test_the_simulated_step_beside_the_planners(cluster, pipelined):
     r = simulate_plan(pipelined, cluster)
     assert r.step_time > 0 and r.exposed_comm > 0
