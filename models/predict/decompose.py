@@ -17,9 +17,15 @@ runs alone), from the channels the estimate ran on:
     winning protocol's bus bandwidth, so a link reserved ``r`` of NCCL's capacity ``c`` is filled
     ``r / c x bus / (nChannels x bwIntra) x wire``, where ``wire`` is the protocol's bytes on the
     wire per payload byte (:data:`STEP_PARAMETERS`). Across hosts, every NCCL node carries its
-    own copy of the searched node's channels, and each channel's connection from one node to
-    the next (ring) or along NCCL's double binary tree (tree: both ways) crosses the network
-    over the paths :meth:`models.engine.routes.Router.network_flow` gives.
+    own copy of the searched node's channels inside it (a tree across nodes runs on the ring's
+    channels, as the estimate does [U]), and the network beyond its NIC ports is charged once,
+    by the connections between nodes, over the paths :meth:`models.engine.routes.Router.network_flow`
+    gives: a ring channel's from one node to the next at ``bus / nChannels``; a tree channel's
+    along NCCL's double binary tree (:func:`models.predict.network.tree_links`), both ways (the
+    reduction up, the broadcast down), each at the tree's algorithm bandwidth per channel,
+    ``bus x 0.5 / nChannels`` (NCCL's Tree bus-to-algorithm ratio,
+    :func:`models.engine.nccl.tuning.bus_to_alg_ratio`); PAT's (one GPU per node) as a ring's at
+    ``(n - 1) / n`` of the bus bandwidth, what each NIC sends and receives.
 ``nvls``, ``nvls_tree``
     Each NVLS channel reserves ``bwIntra`` on every GPU's links to the NVSwitches, twice on its
     head's (NVIDIA/nccl v2.27.7-1 src/graph/search.cc, as :func:`models.engine.nccl.nvls.nvls_search`
@@ -30,8 +36,12 @@ runs alone), from the channels the estimate ran on:
     routed over NCCL's path (inside a host) or the router's (across hosts), at the rate the
     estimate gives each flow.
 
-Usage is capped at 1: alone, a collective reproduces its estimate exactly, even where NCCL's
-tuning model assumes more than the links it searched hold. What is approximate [U]: NCCL nodes
+Usage is a fraction of NCCL's capacity of a link at NCCL's bus bandwidth. The measured rate is
+NCCL's times the achieved/NCCL ratio of the binding link class (:mod:`models.predict.measure`),
+and so is what the link sustains, so the same fraction is the share of the achievable capacity
+the collective fills alone; two collectives that each fill a link alone then split it. Usage is
+capped at 1: alone, a collective reproduces its estimate exactly, even where NCCL's tuning model
+assumes more than the links it searched hold. What is approximate [U]: NCCL nodes
 other than the searched one are taken to run the searched node's channels (GPUs matched by
 position, other nodes by name); the network share of a blocking network scales every network
 edge alike.
@@ -60,6 +70,7 @@ from topo.errors import DgxTopoError
 from .collectives import COLLECTIVE_NAMES, Estimator
 from .network import tree_links
 from ..engine.nccl.system import NcclSystem
+from ..engine.nccl.tuning import bus_to_alg_ratio
 from ..engine.nccltests import busbw_factor
 
 __all__ = ["StepParameters", "STEP_PARAMETERS", "CollectiveSteps", "Decomposer", "DecomposeError"]
@@ -418,8 +429,12 @@ class Decomposer:
         reserved_total = search.nchannels * search.bw_intra
         scale = min(1.0, bus / reserved_total) * wire * network if reserved_total > 0 else 0.0
         searched = {_prefix(ld.edge[0]) for ld in search.loads} | {_prefix(ld.edge[1]) for ld in search.loads}
+        # Inside each node, the searched node's reservations; the network beyond a NIC port is
+        # charged once below, by the connections between nodes (the search's own NIC-to-switch
+        # edges would count the searched node's ports a second time).
+        inside = [ld for ld in search.loads if len(groups) == 1 or _prefix(ld.edge[0]) == _prefix(ld.edge[1])]
         for prefix, members in groups.items():
-            for ld in search.loads:
+            for ld in inside:
                 edge = ld.edge if prefix in searched or len(groups) == 1 else _translate(
                     ld.edge, members, groups, self.G)
                 if edge is not None and self.G.has_edge(*edge):
@@ -427,11 +442,18 @@ class Decomposer:
             if len(groups) == 1:
                 break
         if len(groups) > 1 and search.nets:
-            rate = search.bw_intra * scale
+            rate = search.bw_intra * scale  # a channel's share of the bus bandwidth
             if algorithm == "ring":
                 self._network_ring(load, groups, search.nets, rate)
+            elif algorithm == "pat":
+                # One GPU per node: each NIC sends and receives (n - 1) / n of the buffer, as on a
+                # ring (PAT's peers are not the ring's neighbours: the spines' share is approximate [U]).
+                self._network_ring(load, groups, search.nets, rate * busbw_factor(e.collective, len(nodes)))
             else:
-                self._network_tree(load, groups, search.nets, rate)
+                # Every tree edge carries the reduction up and the broadcast down, each at the
+                # tree's algorithm bandwidth: NCCL's busBw x 0.5 (bus_to_alg_ratio).
+                ratio = bus_to_alg_ratio(e.collective, "tree", len(nodes), self.system.profile)
+                self._network_tree(load, groups, search.nets, rate * ratio)
 
     def _switch_links(self, load, gpu, reserved) -> None:
         """Charge ``reserved`` [B/s] on a GPU's NVLinks to switches, both ways, by bandwidth."""

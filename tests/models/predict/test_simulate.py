@@ -100,6 +100,98 @@ def test_a_shorter_flow_on_a_shared_bottleneck_frees_it_for_the_longer():
     assert r.task("large").end == pytest.approx(large.startup + small.transfer + large.transfer, rel=1e-9)
 
 
+def _phases(G, collective, nbytes, gpus):
+    """(start-up, data phase) of a collective alone: the estimate's time split as it measures it."""
+    e = estimate(G, collective, nbytes, gpus)
+    startup = float(e.measurement.startup)
+    return startup, float(e.time) - startup
+
+
+def test_two_rings_on_the_same_nvlinks_halve_each_other():
+    """NCCL's 8-GPU rings on a DGX-1V cross every NVLink of the cube mesh at NCCL's full figure
+    (6 channels, each NVLink of a pair reserved by as many channels as it has links), so two
+    all_reduces of two communicators on the 8 GPUs each get half of every link: both data phases
+    take twice as long, and both end at start-up + 2 x data."""
+    G = topo.build("dgx1v")
+    startup, data = _phases(G, "all_reduce", 256 * MiB, list(range(8)))
+    r = simulate(G, task_graph({"tasks": [
+        {"id": "a", "op": "all_reduce", "gpus": list(range(8)), "bytes": 256 * MiB, "stream": "one"},
+        {"id": "b", "op": "all_reduce", "gpus": list(range(8)), "bytes": 256 * MiB, "stream": "two"}]}))
+    assert r.task("a").end == pytest.approx(startup + 2 * data, rel=1e-9)
+    assert r.task("b").end == pytest.approx(startup + 2 * data, rel=1e-9)
+
+
+def test_every_nic_port_is_charged_once_on_every_host():
+    """Two DGX H100, ring all_gather on the 16 GPUs: NCCL's 16 channels of 24 GB/s leave and enter
+    each host by its 8 NICs, two channels per port each way, so every 400 Gb/s port (50 GB/s) is
+    filled 2 x 24 / 50 = 0.96 alone, on both hosts (the searched host's ports used to count twice)."""
+    G = topo.build("2xdgxh100")
+    steps = Decomposer(G).collective("all_gather", 2**30, range(16))
+    ports = [u for (a, b), u in zip(steps.edges, steps.usage) if G.edges[a, b]["kind"] == "network"]
+    assert len(ports) == 32 and ports == pytest.approx([0.96] * 32)
+
+
+def test_tree_edges_carry_the_algorithm_bandwidth_each_way():
+    """Four DGX H100, all_reduce of 32 MiB: NCCL runs Tree/LL128 on 16 channels of 24 GB/s, busBw
+    16 x 24 x 0.92 x 120/128 = 331.2 GB/s and algBw half of it. Every tree edge between nodes
+    carries the reduction up and the broadcast down, each at algBw / 16 = 10.35 GB/s per channel,
+    on the wire x 16/15 (LL128 lines). A port of a node that is inner in one tree and a leaf in the
+    other carries 4 connections each way, 4 x 10.35 x 16/15 / 50 = 0.8832 of its 50 GB/s; the
+    others 2. The network then gives the tree all it asks, as the estimate's network load says."""
+    G = topo.build("4xdgxh100")
+    e = estimate(G, "all_reduce", 32 * MiB)
+    assert (e.algorithm, e.protocol, int(e.nchannels)) == ("tree", "LL128", 16)
+    assert float(e.measurement.network_factor) == 1.0
+    steps = Decomposer(G).collective("all_reduce", 32 * MiB, range(32))
+    ports = [u for (a, b), u in zip(steps.edges, steps.usage) if G.edges[a, b]["kind"] == "network"]
+    per_connection = 331.2e9 / 2 / 16 * 16 / 15 / 50e9
+    assert sorted(set(np.round(ports, 9))) == pytest.approx([2 * per_connection, 4 * per_connection])
+
+
+def test_a_ring_and_a_tree_share_the_nic_paths_as_max_min_fairness_says():
+    """Four DGX H100: a ring all_gather of 1 GiB and a tree all_reduce of 32 MiB (above) on the 32
+    GPUs, on two streams. Both cross each GPU's PCIe path to its NIC, the ring at NCCL's full
+    figure (2 channels x 24 GB/s of the 48 GB/s NCCL counts for PCIe gen5 x16: 1), the tree at
+    0.92 of it (its busBw cap; LL128's 120/128 payload and 16/15 wire cancel). Progressive filling
+    gives each half of those links: the ring runs at 1/2, the tree at 0.5 / 0.92 while both move
+    data (every other link then has room). The tree's data starts first and runs alone until the
+    ring's start-up ends."""
+    G = topo.build("4xdgxh100")
+    gpus = list(range(32))
+    s_tree, t_tree = _phases(G, "all_reduce", 32 * MiB, gpus)
+    s_ring, t_ring = _phases(G, "all_gather", 2**30, gpus)
+    x_tree, x_ring = 0.5 / 0.92, 0.5
+    left = t_tree - (s_ring - s_tree)  # the tree's data left when the ring's begins
+    tree_end = s_ring + left / x_tree
+    ring_end = tree_end + t_ring - left / x_tree * x_ring
+    r = simulate(G, task_graph({"tasks": [
+        {"id": "tree", "op": "all_reduce", "gpus": gpus, "bytes": 32 * MiB, "stream": "one"},
+        {"id": "ring", "op": "all_gather", "gpus": gpus, "bytes": 2**30, "stream": "two"}]}))
+    assert (r.task("tree").algorithm, r.task("ring").algorithm) == ("tree", "ring")
+    assert r.task("tree").end == pytest.approx(tree_end, rel=1e-9)
+    assert r.task("ring").end == pytest.approx(ring_end, rel=1e-9)
+
+
+def test_alltoall_beside_all_reduce_split_the_switch_links():
+    """One DGX H100: alltoall (the point-to-point model prices it at its busiest links, every GPU's
+    NVLinks to the switches: usage 1) beside an NVLS all_reduce (8 channels of 40 GB/s and the
+    head's own, (8 + 1) x 40 = 360 GB/s of the 18 x 20.6 = 370.8 GB/s NCCL counts per GPU). Each
+    gets half of those links: the alltoall at 1/2, the all_reduce at 0.5 x 370.8 / 360."""
+    G = topo.build("dgxh100")
+    gpus = list(range(8))
+    s_a2a, t_a2a = _phases(G, "alltoall", 256 * MiB, gpus)
+    s_ar, t_ar = _phases(G, "all_reduce", 2**30, gpus)
+    x_a2a, x_ar = 0.5, 0.5 * 370.8 / 360
+    a2a_end = s_a2a + t_a2a / x_a2a
+    ar_end = a2a_end + t_ar - (s_a2a - s_ar) - t_a2a / x_a2a * x_ar  # alone before and after
+    r = simulate(G, task_graph({"tasks": [
+        {"id": "a2a", "op": "alltoall", "gpus": gpus, "bytes": 256 * MiB, "stream": "one"},
+        {"id": "ar", "op": "all_reduce", "gpus": gpus, "bytes": 2**30, "stream": "two"}]}))
+    assert r.task("ar").algorithm == "nvls"
+    assert r.task("a2a").end == pytest.approx(a2a_end, rel=1e-9)
+    assert r.task("ar").end == pytest.approx(ar_end, rel=1e-9)
+
+
 def test_compute_and_an_independent_collective_overlap_to_the_longer():
     G = topo.build("dgxh100")
     alone = float(estimate(G, "all_reduce", 512 * MiB).time)
