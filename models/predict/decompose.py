@@ -133,8 +133,9 @@ class CollectiveSteps:
         The directed edges the data phase fills.
     usage : numpy.ndarray
         Per edge, the fraction of its capacity the data phase fills alone, in (0, 1].
-    latency_terms : tuple of str
-        NCCL's latency term in words (base, and count x per-step latency).
+    latency : models.engine.nccl.tuning.Latency or None
+        NCCL's latency term of what runs, with its working (base and per-step terms); None for
+        point-to-point operations, which NCCL's tuning model does not time.
     """
 
     op: str
@@ -147,25 +148,12 @@ class CollectiveSteps:
     transfer: float
     edges: tuple = field(repr=False)
     usage: np.ndarray = field(repr=False)
-    latency_terms: tuple = field(default=(), repr=False)
+    latency: object = field(default=None, repr=False)
 
     @property
     def time(self) -> float:
         """Alone on an idle fabric: ``startup + transfer``, the estimate's time. [s]"""
         return self.startup + self.transfer
-
-    def explain(self) -> str:
-        """The phases in words."""
-        lines = [f"{self.op} of {self.nbytes} B on GPUs {topo.select.format_gpu_ids(self.gpus)}: "
-                 f"{self.algorithm}/{self.protocol}, {self.nchannels} channels",
-                 f"  start-up {self.startup * 1e6:.2f} us"
-                 + (f" (NCCL latency {'; '.join(self.latency_terms)})" if self.latency_terms else ""),
-                 f"  data {self.transfer * 1e6:.2f} us alone, on {len(self.edges)} links"]
-        if len(self.edges):
-            top = int(np.argmax(self.usage))
-            u, v = self.edges[top]
-            lines.append(f"  busiest link {u}->{v}: {self.usage[top]:.1%} of its capacity alone")
-        return "\n".join(lines)
 
 
 def _prefix(node) -> str | None:
@@ -338,7 +326,7 @@ class Decomposer:
         edges = tuple((rename(u), rename(v)) for u, v in steps.edges)
         ids = tuple(self.ids[n] for n in nodes)
         return CollectiveSteps(steps.op, ids, steps.nbytes, steps.algorithm, steps.protocol, steps.nchannels,
-                               steps.startup, steps.transfer, edges, steps.usage, steps.latency_terms)
+                               steps.startup, steps.transfer, edges, steps.usage, steps.latency)
 
     def _collective(self, collective, size, nodes) -> CollectiveSteps:
         return self.from_estimate(self.estimator.estimate(collective, size, [self.ids[n] for n in nodes]))
@@ -359,16 +347,15 @@ class Decomposer:
                      else [(i, j) for i in range(n) for j in range(n) if i != j])
             share = 1 if e.collective == "sendrecv" else n
             self._pair_load(nodes, pairs, point.bandwidth / share, load)
-        terms = ()
+        latency = None
         if e.selection is not None:
             for cand in e.selection.candidates:
                 t = cand.tuning
                 if t.algorithm == point.algorithm and t.protocol == point.protocol:
-                    terms = (f"base {t.latency.base * 1e6:.2f} us",) + tuple(
-                        f"{term.count:g} x {term.per_step * 1e6:.2f} us" for term in t.latency.terms if term.count)
+                    latency = t.latency
         edges, usage = _as_arrays(load)
         return CollectiveSteps(e.collective, tuple(e.gpus), int(point.nbytes), point.algorithm, point.protocol,
-                               int(point.nchannels), float(startup), max(transfer, 0.0), edges, usage, terms)
+                               int(point.nchannels), float(startup), max(transfer, 0.0), edges, usage, latency)
 
     def _send(self, size, nodes) -> CollectiveSteps:
         ids = [self.ids[n] for n in nodes]

@@ -616,6 +616,13 @@ class SimulationResult:
         return sum(t for _, t in self.exposed)
 
     def task(self, task_id: str) -> TaskTiming:
+        """The timing of one task, by id.
+
+        Raises
+        ------
+        KeyError
+            For an id the graph does not have.
+        """
         for t in self.tasks:
             if t.id == task_id:
                 return t
@@ -638,48 +645,12 @@ class SimulationResult:
 
     def critical_by_kind(self) -> dict:
         """Per kind (compute included), its time on the critical path. [s]"""
+        index = {t.id: t for t in self.tasks}  # once: the path may hold most of the tasks
         out: dict = {}
         for task_id in self.critical_path:
-            t = self.task_index[task_id]
+            t = index[task_id]
             out[t.kind] = out.get(t.kind, 0.0) + t.duration
         return out
-
-    @property
-    def task_index(self) -> dict:
-        return {t.id: t for t in self.tasks}
-
-    def to_dict(self, *, top_links: int = 10) -> dict:
-        """JSON-ready: ``step_time_s``, ``exposed_comm_s``, ``exposed_s`` per kind, ``critical_path``,
-        ``links`` (the busiest ``top_links``) and ``tasks`` (:meth:`to_records`)."""
-        return {"fabric": self.fabric, "name": self.name, "step_time_s": self.step_time,
-                "exposed_comm_s": self.exposed_comm, "exposed_s": dict(self.exposed),
-                "critical_s": self.critical_by_kind(), "critical_path": list(self.critical_path),
-                "events": self.events,
-                "links": [{"edge": [str(u) for u in link.edge], "capacity_Bps": link.capacity,
-                           "mean_utilisation": link.mean,
-                           "peak_utilisation": None if math.isnan(link.peak) else link.peak}
-                          for link in self.links[:top_links]],
-                "tasks": self.to_records()}
-
-    def format(self, *, top_links: int = 3) -> str:
-        """The step in words: time, where it goes, the busiest links."""
-        from topo.units import to_GBps
-
-        lines = [f"{self.name or 'task graph'} on {self.fabric}: step {self.step_time * 1e3:.3f} ms "
-                 f"({len(self.tasks)} tasks, {self.events} event times)"]
-        critical = self.critical_by_kind()
-        busy = self.busy_by_kind()
-        lines.append("  kind            busy [ms]   on critical path [ms]")
-        for kind in sorted(busy, key=lambda k: -critical.get(k, 0.0)):
-            lines.append(f"  {kind:14} {busy[kind] * 1e3:10.3f}   {critical.get(kind, 0.0) * 1e3:10.3f}")
-        lines.append(f"  exposed communication: {self.exposed_comm * 1e3:.3f} ms of the step")
-        if self.links:
-            lines.append("  busiest links (mean / peak share of capacity):")
-            for link in self.links[:top_links]:
-                u, v = link.edge
-                peak = "-" if math.isnan(link.peak) else f"{link.peak:.1%}"
-                lines.append(f"    {u}->{v} ({to_GBps(link.capacity):.0f} GB/s): {link.mean:.1%} / {peak}")
-        return "\n".join(lines)
 
 
 # ---------------------------------------------------------------------------- simulating

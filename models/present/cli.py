@@ -1164,6 +1164,7 @@ def _simulate(args) -> None:
     from ..studies.planner import DEFAULT_BUCKET, plan
     from ..studies.stepgraph import compute_time, step_graph
     from ..studies.workload import parse_workload
+    from .simulate_text import simulation_json, simulation_table
 
     if (args.workload is None) == (args.graph is None):
         raise _UsageError("expected either WORKLOAD or --graph FILE.json, received "
@@ -1194,14 +1195,14 @@ def _simulate(args) -> None:
     if args.out is not None:
         from .simulate_plot import gantt_figure, link_heatmap_figure
         _write_figures(args.out, f"dgx-topo: {result.name or 'task graph'} on {result.fabric}",
-                       [gantt_figure(result), link_heatmap_figure(result)], [result.format()])
+                       [gantt_figure(result), link_heatmap_figure(result)], [simulation_table(result)])
     if args.json:
-        data = result.to_dict()
+        data = simulation_json(result)
         if planned is not None:
             data["plan_step_time_s"] = planned.step_time
         _print_json(data)
         return
-    print(result.format())
+    print(simulation_table(result))
     if planned is not None:
         print(f"  the planner's estimate of the step: {planned.step_time * 1e3:.3f} ms")
     for path in (args.trace, args.out):

@@ -270,10 +270,8 @@ def test_records_and_json():
     records = r.to_records()
     assert [x["id"] for x in records] == ["a", "b"]
     assert records[1]["start_s"] == pytest.approx(records[0]["end_s"])
-    data = json.loads(json.dumps(r.to_dict()))
-    assert data["exposed_comm_s"] == pytest.approx(records[0]["end_s"])
-    assert data["exposed_s"] == {"dp_comm": pytest.approx(records[0]["end_s"])}
-    assert "step" in r.format()
+    assert r.critical_by_kind() == {"dp_comm": pytest.approx(records[0]["end_s"]), "compute": pytest.approx(1e-3)}
+    assert r.busy_by_kind() == r.critical_by_kind()
 
 
 # ------------------------------------------------------------------ max-min fairness
