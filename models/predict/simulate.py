@@ -86,7 +86,8 @@ _OPS = COLLECTIVE_OPS + ("send", "compute")
 MAX_TASKS = 2_000_000
 #: Largest operation (bytes of one collective or send): topo's size limit.
 MAX_BYTES = topo.MAX_NBYTES
-#: Default limit on a simulation's events (three per task: start, data, end); about a minute
+#: Default limit on a simulation's size (:func:`simulation_size`: three events per task and folded
+#: image: start, data, end); about a minute
 #: of work on one core at the rate of the benchmark (examples/simulate_benchmark.py).
 MAX_EVENTS = 3_000_000
 #: Largest task-graph file read (:func:`read_task_graph`). [bytes]
@@ -691,8 +692,17 @@ def _series(flat, chosen, class_links, class_usage) -> tuple:
     return chosen, shares
 
 def simulation_size(graph: TaskGraph) -> int:
-    """Events a simulation of ``graph`` may process: three per task (start, data, end)."""
-    return 3 * len(graph.tasks)
+    """The size of a simulation of ``graph``: three events (start, data, end) per task and per
+    folded image of a task, so a folded graph is sized as the graph it stands for (each image's
+    operation is decomposed and its links charged).
+
+    Examples
+    --------
+    >>> simulation_size(task_graph({"tasks": [
+    ...     {"id": "a", "op": "all_reduce", "gpus": [0, 1], "bytes": 8, "images": [[2, 3], [4, 5]]}]}))
+    9
+    """
+    return 3 * sum(t.copies for t in graph.tasks)
 
 
 def _stream_keys(t: Task) -> tuple:

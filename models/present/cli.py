@@ -1143,6 +1143,7 @@ def _simulate_arguments(parser) -> None:
                         help="a workload (as for plan) whose step is simulated; or --graph FILE.json")
     parser.add_argument("--graph", metavar="FILE.json", help="simulate your own task graph instead (see below)")
     _system_option(parser)
+    _nccl_option(parser)
     layout = _layout_options(parser)
     layout.add_argument("--bucket", type=parse_size, default=None, metavar="SIZE",
                         help="data-parallel gradient bucket (default 25M, PyTorch DDP's)")
@@ -1154,7 +1155,8 @@ def _simulate_arguments(parser) -> None:
     parser.add_argument("--out", metavar="FILE.html",
                         help="also write a Gantt chart and the links' utilisation (replaced atomically)")
     parser.add_argument("--max-events", type=_count(1), default=MAX_EVENTS, metavar="N",
-                        help=f"refuse simulations of more than N events, three per task (default {MAX_EVENTS})")
+                        help=f"refuse simulations of more than N events, three per task and folded image "
+                             f"(default {MAX_EVENTS})")
     parser.add_argument("--limit", type=_count(1), default=MAX_PLAN_GPUS, metavar="N",
                         help=f"refuse jobs of more than N GPUs (default {MAX_PLAN_GPUS})")
 
@@ -1169,6 +1171,14 @@ def _simulate(args) -> None:
     if (args.workload is None) == (args.graph is None):
         raise _UsageError("expected either WORKLOAD or --graph FILE.json, received "
                           + ("both" if args.workload else "neither"))
+    if args.graph is not None:  # the layout options shape a workload's step, not a given graph
+        given = [option for option, value in (
+            ("--tp", args.tp), ("--pp", args.pp), ("--dp", args.dp), ("--zero", args.zero),
+            ("--micro-batch", None if args.micro_batch == 1 else args.micro_batch),
+            ("--global-batch", args.global_batch), ("--dtype", args.dtype), ("--recompute", args.recompute),
+            ("--bucket", args.bucket)) if value is not None]
+        if given:
+            raise _UsageError(f"{', '.join(given)} shape(s) a WORKLOAD's step: expected none with --graph")
     for path in (args.out, args.trace):
         if path is not None:
             from .output import check_output_path
@@ -1182,12 +1192,14 @@ def _simulate(args) -> None:
         if ngpus > args.limit:
             raise _too_much(f"a plan of {ngpus} GPUs", ngpus, args.limit, "--limit")
         planned = plan(w, G, tp=args.tp, pp=args.pp, dp=args.dp, zero=args.zero, micro_batch=args.micro_batch,
-                       global_batch=args.global_batch, dtype=args.dtype, recompute=args.recompute)
-        graph = step_graph(planned, G, workload=w, bucket=args.bucket or DEFAULT_BUCKET)
+                       global_batch=args.global_batch, dtype=args.dtype, recompute=args.recompute,
+                       profile=args.nccl)
+        graph = step_graph(planned, G, workload=w, bucket=DEFAULT_BUCKET if args.bucket is None else args.bucket)
     else:
         graph = read_task_graph(args.graph, ngpus=len(topo.gpus(G)), compute_time=compute_time(G))
     with _progress(args, "simulate", "task") as progress:
-        result = simulate(G, graph, sm_share=not args.no_sm_share, max_events=args.max_events, progress=progress)
+        result = simulate(G, graph, profile=args.nccl, sm_share=not args.no_sm_share, max_events=args.max_events,
+                          progress=progress)
     if args.trace is not None:
         from .output import write_text_atomic
         from .simulate_plot import chrome_trace
