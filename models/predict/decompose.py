@@ -69,7 +69,6 @@ from topo.errors import DgxTopoError
 
 from .collectives import COLLECTIVE_NAMES, Estimator
 from .network import tree_links
-from ..engine.nccl.system import NcclSystem
 from ..engine.nccl.tuning import bus_to_alg_ratio
 from ..engine.nccltests import busbw_factor
 
@@ -187,7 +186,7 @@ class Decomposer:
     def __init__(self, G, *, profile=None, calibration=None, parameters: StepParameters = STEP_PARAMETERS):
         self.G = G
         self.estimator = Estimator(G, profile=profile, calibration=calibration)
-        self.system = NcclSystem(G, profile, validate=False)  # Estimator validated G
+        self.system = self.estimator.fabric  # NCCL's view of G: one set of routes for estimates and loads
         self.parameters = parameters
         self.gpu_nodes = topo.gpus(G)
         self.ids = {n: i for i, n in enumerate(self.gpu_nodes)}

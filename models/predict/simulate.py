@@ -62,6 +62,7 @@ Examples
 from __future__ import annotations
 
 import heapq
+import itertools
 import json
 import math
 from dataclasses import dataclass, field
@@ -759,12 +760,15 @@ def simulate(G, graph: TaskGraph, *, profile=None, calibration=None, sm_share: b
     if size > max_events:
         raise LimitError(f"a simulation of {len(graph.tasks)} tasks ({size} events)", keyword="max_events",
                          size=size, limit=max_events)
-    gpu_nodes = topo.gpus(G)
-    for t in graph.tasks:
-        bad = [g for g in t.gpus + tuple(g for i in t.images for g in i) if not 0 <= g < len(gpu_nodes)]
-        if bad:
-            raise TaskGraphError(f"GPU {bad[0]} is not on {G.graph.get('name', 'the fabric')} "
-                                 f"({len(gpu_nodes)} GPUs)", task=t.id, field="gpus")
+    ngpus = len(topo.gpus(G))
+    used = set(itertools.chain.from_iterable(t.gpus for t in graph.tasks))
+    used.update(itertools.chain.from_iterable(i for t in graph.tasks for i in t.images))
+    if used and (min(used) < 0 or max(used) >= ngpus):
+        for t in graph.tasks:  # name the first task at fault
+            bad = [g for g in itertools.chain(t.gpus, *t.images) if not 0 <= g < ngpus]
+            if bad:
+                raise TaskGraphError(f"GPU {bad[0]} is not on {G.graph.get('name', 'the fabric')} "
+                                     f"({ngpus} GPUs)", task=t.id, field="gpus")
     if decomposer is None:
         decomposer = Decomposer(G, profile=profile, calibration=calibration)
     elif decomposer.G is not G:
