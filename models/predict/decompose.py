@@ -69,6 +69,7 @@ from topo.errors import DgxTopoError
 
 from .collectives import COLLECTIVE_NAMES, Estimator
 from .network import tree_links
+from ..engine.nccl.releases import RingBuilder
 from ..engine.nccl.tuning import bus_to_alg_ratio
 from ..engine.nccltests import busbw_factor
 
@@ -86,22 +87,66 @@ class StepParameters:
     Attributes
     ----------
     wire : tuple of (str, float)
-        Per protocol, bytes on the wire per payload byte. LL sends 8-byte lines of 4 data bytes
-        and a 4-byte flag (``union ncclLLFifoLine``: data1, flag1, data2, flag2): 2. LL128 sends
-        128-byte lines of which 120 are data (``NCCL_LL128_LINEELEMS`` 16,
+        Per protocol, bytes on the wire per payload byte. LL sends 16-byte lines of two 4-byte
+        data words and two 4-byte flags (``union ncclLLFifoLine``: data1, flag1, data2, flag2): 2.
+        LL128 sends 128-byte lines of which 120 are data (``NCCL_LL128_LINEELEMS`` 16,
         ``NCCL_LL128_DATAELEMS`` 15 eight-byte words): 16/15. Simple: 1. (NVIDIA/nccl v2.27.7-1
         src/include/device.h.)
     ctas_per_channel : int
-        CUDA blocks an NCCL kernel runs per channel: one (NVIDIA/nccl v2.27.7-1 src/enqueue.cc
-        launches the kernel with a grid of ``nChannels`` blocks); each block holds one SM.
+        CUDA blocks an NCCL kernel runs per execution channel: one (NVIDIA/nccl v2.27.7-1
+        src/enqueue.cc launches the kernel with a grid of one block per channel); each block
+        holds one SM.
+    nvls_blocks : tuple of (int, int, int)
+        NVLS and NVLSTree execution channels, ``comm->nvlsChannels``, decorrelated from the NVLS
+        graph's heads: per minimum compute capability, on one NCCL node and across nodes.
+        sm90 16 (``NVLS_NCHANNELS_SM90``); sm100 24 on one node (``NVLS_NCHANNELS_SM100_NVL``)
+        and 32 across nodes (``NVLS_NCHANNELS_SM100``) (NVIDIA/nccl v2.27.7-1 src/transport/nvls.cc,
+        ``ncclNvlsInit``).
+    nvls_blocks_before_v2_25 : int
+        The same before v2.25, every GPU: ``NCCL_NVLS_NCHANNELS`` 16 (NVIDIA/nccl v2.17.1-1 to
+        v2.24.3-1 src/transport/nvls.cc).
     """
 
     wire: tuple = (("LL", 2.0), ("LL128", 16 / 15), ("Simple", 1.0))
     ctas_per_channel: int = 1
+    nvls_blocks: tuple = ((90, 16, 16), (100, 24, 32))
+    nvls_blocks_before_v2_25: int = 16
 
     def wire_factor(self, protocol: str) -> float:
         """Wire bytes per payload byte of a protocol (1 for one it does not list)."""
         return dict(self.wire).get(str(protocol), 1.0)
+
+    def blocks(self, algorithm: str, graph_channels: int, profile, compute_capability: int, nnodes: int) -> int:
+        """CUDA blocks (SMs) the kernel of a collective holds on each GPU while it runs.
+
+        Ring, Tree and PAT run on ``comm->nChannels``: ``ncclTopoPostset`` doubles the graph's
+        channels, ``min(MAXCHANNELS, 2 x nChannels)`` (NVIDIA/nccl v2.27.7-1 src/graph/connect.cc;
+        releases before the topology search, v2.5, run their rings as built). NVLS and NVLSTree
+        run on ``comm->nvlsChannels`` (:attr:`nvls_blocks`). Point-to-point operations: 0 (their
+        channels per peer are not modelled [U]). NCCL runs fewer channels for small sizes
+        (src/enqueue.cc, ``nBytes < nc x nThreads x threadThreshold``): not modelled, so a small
+        collective holds at most this many [U].
+
+        Examples
+        --------
+        >>> from models.engine.nccl.profiles import nccl_profile
+        >>> p = STEP_PARAMETERS
+        >>> p.blocks("ring", 12, nccl_profile(None), 90, 1), p.blocks("nvls", 8, nccl_profile(None), 90, 1)
+        (24, 16)
+        >>> p.blocks("nvls", 8, nccl_profile(None), 100, 1), p.blocks("nvls_tree", 8, nccl_profile(None), 100, 2)
+        (24, 32)
+        """
+        if algorithm in ("nvls", "nvls_tree"):
+            if profile.first < (2, 25, 0):
+                return self.nvls_blocks_before_v2_25 * self.ctas_per_channel
+            rows = [row for row in self.nvls_blocks if row[0] <= compute_capability]
+            row = rows[-1] if rows else self.nvls_blocks[0]
+            return (row[1] if nnodes <= 1 else row[2]) * self.ctas_per_channel
+        if algorithm in ("ring", "tree", "pat"):
+            if profile.behaviour.ring_builder is RingBuilder.NVLINK_COUNTS:
+                return graph_channels * self.ctas_per_channel
+            return min(profile.require("max_channels"), 2 * graph_channels) * self.ctas_per_channel
+        return 0
 
 
 #: The step parameters of NCCL v2.27.7-1 (the reference release).
@@ -135,6 +180,8 @@ class CollectiveSteps:
     latency : models.engine.nccl.tuning.Latency or None
         NCCL's latency term of what runs, with its working (base and per-step terms); None for
         point-to-point operations, which NCCL's tuning model does not time.
+    blocks : int
+        CUDA blocks (SMs) its kernel holds on each GPU while it runs (:meth:`StepParameters.blocks`).
     """
 
     op: str
@@ -148,6 +195,7 @@ class CollectiveSteps:
     edges: tuple = field(repr=False)
     usage: np.ndarray = field(repr=False)
     latency: object = field(default=None, repr=False)
+    blocks: int = 0
 
     @property
     def time(self) -> float:
@@ -325,7 +373,7 @@ class Decomposer:
         edges = tuple((rename(u), rename(v)) for u, v in steps.edges)
         ids = tuple(self.ids[n] for n in nodes)
         return CollectiveSteps(steps.op, ids, steps.nbytes, steps.algorithm, steps.protocol, steps.nchannels,
-                               steps.startup, steps.transfer, edges, steps.usage, steps.latency)
+                               steps.startup, steps.transfer, edges, steps.usage, steps.latency, steps.blocks)
 
     def _collective(self, collective, size, nodes) -> CollectiveSteps:
         return self.from_estimate(self.estimator.estimate(collective, size, [self.ids[n] for n in nodes]))
@@ -353,8 +401,12 @@ class Decomposer:
                 if t.algorithm == point.algorithm and t.protocol == point.protocol:
                     latency = t.latency
         edges, usage = _as_arrays(load)
+        nnodes = e.ring.nnodes if e.ring is not None else 1
+        blocks = self.parameters.blocks(point.algorithm, int(point.nchannels), self.system.profile,
+                                        min(self.G.nodes[n]["compute_capability"] for n in nodes), nnodes)
         return CollectiveSteps(e.collective, tuple(e.gpus), int(point.nbytes), point.algorithm, point.protocol,
-                               int(point.nchannels), float(startup), max(transfer, 0.0), edges, usage, latency)
+                               int(point.nchannels), float(startup), max(transfer, 0.0), edges, usage, latency,
+                               blocks)
 
     def _send(self, size, nodes) -> CollectiveSteps:
         ids = [self.ids[n] for n in nodes]

@@ -21,10 +21,11 @@ capacities through the channel search and the estimate, so a what-if graph chang
 simulation as it changes every other prediction. Alone on an idle fabric a collective takes
 exactly :func:`models.predict.collectives.estimate`'s time.
 
-NCCL's kernels hold SMs: one CUDA block per channel (NVIDIA/nccl v2.27.7-1 src/enqueue.cc), so
-while a collective runs on a GPU, a compute kernel there gets the rest of the SMs
-(``sm_share=True``, the default): its speed is ``1 - blocks / SMs`` (:data:`SMS`; linear in
-the SMs left [U]).
+NCCL's kernels hold SMs: one CUDA block per execution channel (NVIDIA/nccl v2.27.7-1
+src/enqueue.cc), twice the ring or tree graph's channels, or NCCL's NVLS channel count
+(:meth:`models.predict.decompose.StepParameters.blocks`), so while a collective runs on a GPU,
+a compute kernel there gets the rest of the SMs (``sm_share=True``, the default): its speed is
+``1 - blocks / SMs`` (:data:`SMS`; linear in the SMs left [U]).
 
 Events that fall at the same time are processed together, so identical data-parallel replicas
 or pipeline stages cost one rate computation per event time, not one per replica.
@@ -802,7 +803,6 @@ class _Run:
         self.link_of: dict = {}
         self.task_links: list = [None] * n
         self.task_usage: list = [None] * n
-        ctas = decomposer.parameters.ctas_per_channel
         decomposer.prepare((t.op, gpus, t.nbytes) for t in tasks if t.op != "compute" for gpus in (t.gpus,) + t.images)
         arrays: dict = {}  # one link array per distinct decomposition
         self.flow_class = [-1] * n
@@ -825,7 +825,7 @@ class _Run:
                         else decomposer.collective(t.op, t.nbytes, i)
             self.startup[k], self.work[k] = steps.startup, steps.transfer
             self.algorithm[k], self.protocol[k] = steps.algorithm, steps.protocol
-            self.ctas[k] = steps.nchannels * ctas
+            self.ctas[k] = steps.blocks
             signature = (id(steps),) + tuple(id(i) for i in image_steps)
             found = arrays.get(signature)
             if found is None:

@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 
 import topo
 from models.predict.collectives import COLLECTIVE_NAMES, LimitError, estimate
-from models.predict.decompose import DecomposeError, Decomposer, STEP_PARAMETERS
+from models.predict.decompose import DecomposeError, Decomposer
 from models.predict.flows import FlowError, max_min_share
-from models.predict.simulate import SMS, TaskGraphError, read_task_graph, simulate, task_graph
+from models.predict.simulate import TaskGraphError, read_task_graph, simulate, task_graph
 
 MiB = 2**20
 # 8 B to 8 GiB, x8 apart.
@@ -204,19 +204,23 @@ def test_compute_and_an_independent_collective_overlap_to_the_longer():
         assert r.critical_path == (("ar",) if alone > seconds else ("mm",))
 
 
-def test_nccl_blocks_slow_compute_by_their_share_of_the_sms():
-    """A kernel of C seconds beside a collective of T seconds holding b blocks of S SMs: it runs at
-    1 - b/S while the collective runs, so it ends at C + T b / S."""
+@pytest.mark.parametrize("collective, blocks", [
+    ("all_reduce", 16),  # NVLS: NCCL's 16 NVLS channels on sm90, not the graph's 8 heads
+    ("all_gather", 24),  # Ring: the graph's 12 channels, doubled by ncclTopoPostset
+])
+def test_nccl_blocks_slow_compute_by_their_share_of_the_sms(collective, blocks):
+    """A kernel of C seconds beside a collective of T seconds holding b blocks of an H100's 132 SMs
+    (H100 SXM5, NVIDIA H100 Tensor Core GPU architecture whitepaper): it runs at 1 - b/132 while
+    the collective runs, so it ends at C + T b / 132."""
     G = topo.build("dgxh100")
-    d = Decomposer(G)
-    steps = d.collective("all_reduce", 512 * MiB, range(8))
-    blocks = steps.nchannels * STEP_PARAMETERS.ctas_per_channel
-    seconds = 5 * steps.time
+    startup, data = _phases(G, collective, 512 * MiB, list(range(8)))
+    seconds = 5 * (startup + data)
     graph = task_graph({"tasks": [
-        {"id": "ar", "op": "all_reduce", "gpus": list(range(8)), "bytes": 512 * MiB},
+        {"id": "comm", "op": collective, "gpus": list(range(8)), "bytes": 512 * MiB},
         {"id": "mm", "op": "compute", "gpu": 3, "seconds": seconds}]})
-    r = simulate(G, graph, decomposer=d)
-    assert r.task("mm").end == pytest.approx(seconds + steps.time * blocks / SMS[90], rel=1e-9)
+    r = simulate(G, graph)
+    assert r.task("mm").end == pytest.approx(seconds + (startup + data) * blocks / 132, rel=1e-9)
+    assert r.task("comm").end == pytest.approx(startup + data, rel=1e-9)  # NCCL keeps its blocks
 
 
 def test_dependencies_and_streams_order_tasks():
