@@ -76,7 +76,10 @@ def test_zero_stages_change_the_data_parallel_collectives(cluster):
     assert ops == {"reduce_scatter", "all_gather"}
     p3 = plan("llama3-8b", cluster, tp=8, pp=1, dp=4, zero=3, global_batch=8)
     gathers = [t for t in step_graph(p3, cluster).tasks if t.kind == "dp_comm" and t.op == "all_gather"]
-    assert len(gathers) >= 32 * 2 * 8  # every layer, forward and backward, every tensor-parallel rank
+    # every layer, forward and backward of every micro-batch, every tensor-parallel rank; no
+    # gather of the updated parameters (ZeRO 3 keeps them sharded)
+    assert len(gathers) == 32 * 2 * p3.layout.micro_batches * 8
+    assert all(len(t.gpus) == 4 for t in gathers)
 
 
 def test_zero3_prefetches_one_layer_ahead(cluster):
