@@ -96,21 +96,10 @@ class StepParameters:
         CUDA blocks an NCCL kernel runs per execution channel: one (NVIDIA/nccl v2.27.7-1
         src/enqueue.cc launches the kernel with a grid of one block per channel); each block
         holds one SM.
-    nvls_blocks : tuple of (int, int, int)
-        NVLS and NVLSTree execution channels, ``comm->nvlsChannels``, decorrelated from the NVLS
-        graph's heads: per minimum compute capability, on one NCCL node and across nodes.
-        sm90 16 (``NVLS_NCHANNELS_SM90``); sm100 24 on one node (``NVLS_NCHANNELS_SM100_NVL``)
-        and 32 across nodes (``NVLS_NCHANNELS_SM100``) (NVIDIA/nccl v2.27.7-1 src/transport/nvls.cc,
-        ``ncclNvlsInit``).
-    nvls_blocks_before_v2_25 : int
-        The same before v2.25, every GPU: ``NCCL_NVLS_NCHANNELS`` 16 (NVIDIA/nccl v2.17.1-1 to
-        v2.24.3-1 src/transport/nvls.cc).
     """
 
     wire: tuple = (("LL", 2.0), ("LL128", 16 / 15), ("Simple", 1.0))
     ctas_per_channel: int = 1
-    nvls_blocks: tuple = ((90, 16, 16), (100, 24, 32))
-    nvls_blocks_before_v2_25: int = 16
 
     def wire_factor(self, protocol: str) -> float:
         """Wire bytes per payload byte of a protocol (1 for one it does not list)."""
@@ -122,7 +111,9 @@ class StepParameters:
         Ring, Tree and PAT run on ``comm->nChannels``: ``ncclTopoPostset`` doubles the graph's
         channels, ``min(MAXCHANNELS, 2 x nChannels)`` (NVIDIA/nccl v2.27.7-1 src/graph/connect.cc;
         releases before the topology search, v2.5, run their rings as built). NVLS and NVLSTree
-        run on ``comm->nvlsChannels`` (:attr:`nvls_blocks`). Point-to-point operations: 0 (their
+        run on ``comm->nvlsChannels``, decorrelated from the NVLS graph's heads: the release's
+        :attr:`NvlsRules.nchannels <models.engine.nccl.profiles.NvlsRules.nchannels>` (sm90; sm100
+        on one NCCL node; sm100 across nodes). Point-to-point operations: 0 (their
         channels per peer are not modelled [U]). NCCL runs fewer channels for small sizes
         (src/enqueue.cc, ``nBytes < nc x nThreads x threadThreshold``): not modelled, so a small
         collective holds at most this many [U].
@@ -137,11 +128,9 @@ class StepParameters:
         (24, 32)
         """
         if algorithm in ("nvls", "nvls_tree"):
-            if profile.first < (2, 25, 0):
-                return self.nvls_blocks_before_v2_25 * self.ctas_per_channel
-            rows = [row for row in self.nvls_blocks if row[0] <= compute_capability]
-            row = rows[-1] if rows else self.nvls_blocks[0]
-            return (row[1] if nnodes <= 1 else row[2]) * self.ctas_per_channel
+            sm90, sm100_one_node, sm100_nodes = profile.require("nvls").nchannels
+            channels = sm90 if compute_capability < 100 else sm100_one_node if nnodes <= 1 else sm100_nodes
+            return channels * self.ctas_per_channel
         if algorithm in ("ring", "tree", "pat"):
             if profile.behaviour.ring_builder is RingBuilder.NVLINK_COUNTS:
                 return graph_channels * self.ctas_per_channel
