@@ -419,15 +419,19 @@ class Decomposer:
     def _pair_load(self, nodes, pairs, rate, load) -> None:
         """Charge each flow ``(i, j)`` at ``rate`` [B/s, NCCL's figures] on the edges of its path."""
         members = set(nodes)
+        G = self.G
         for i, j in pairs:
             a, b = nodes[i], nodes[j]
-            if _prefix(a) == _prefix(b) and self.G.nodes[a].get("host") == self.G.nodes[b].get("host"):
-                flow = self.system.hop(a, b, members)[1]
+            overhead = 1.0
+            if _prefix(a) == _prefix(b) and G.nodes[a].get("host") == G.nodes[b].get("host"):
+                path_type, flow = self.system.hop(a, b, members)
+                # NCCL's 6/5 on PCIe hops of a PHB path through Intel CPUs, as the estimate charges
+                overhead = self.system.pcie_overhead(path_type)
             else:
                 r = self.system.router.route(a, b)
                 flow = tuple(zip(r.edges, r.shares))
             for edge, share in flow:
-                self._charge(load, edge, rate * share)
+                self._charge(load, edge, rate * share * (overhead if G.edges[edge]["kind"] == "pcie" else 1.0))
 
     def _channel_load(self, e, point, nodes, load, index=-1) -> None:
         algorithm = point.algorithm

@@ -87,6 +87,24 @@ def test_two_sends_through_one_nic_split_it_as_max_min_fairness_says():
     assert r.task("b").end == pytest.approx(startup + 2 * data, rel=1e-9)
 
 
+def test_a_send_through_an_intel_root_complex_fills_its_pcie_links():
+    """A DGX-1V without the NVLink of GPUs 0 and 2: a send between them crosses the CPU's root
+    complex (PHB), where NCCL charges PCIe hops 6/5 (Intel P2P overhead), and the estimate prices
+    the send at that charge. The send then fills its PCIe links (1), not 5/6 of them, so two
+    such sends halve each other."""
+    G = topo.dgx1v()
+    for u, v in (("gpu0", "gpu2"), ("gpu2", "gpu0")):
+        G.remove_edge(u, v)
+    steps = Decomposer(G).send(0, 2, 256 * MiB)
+    assert [G.edges[e]["kind"] for e in steps.edges] == ["pcie"] * 4
+    assert steps.usage.tolist() == pytest.approx([1.0] * 4)
+    startup, data = _phases(G, "sendrecv", 256 * MiB, [0, 2])
+    r = simulate(G, task_graph({"tasks": [
+        {"id": "a", "op": "send", "src": 0, "dst": 2, "bytes": 256 * MiB, "stream": "one"},
+        {"id": "b", "op": "send", "src": 0, "dst": 2, "bytes": 256 * MiB, "stream": "two"}]}))
+    assert r.task("b").end == pytest.approx(startup + 2 * data, rel=1e-9)
+
+
 def test_a_shorter_flow_on_a_shared_bottleneck_frees_it_for_the_longer():
     """Two identical paths that both fill their bottleneck: half each while both run, then the
     rest alone, so the small ends at startup + 2 T_small and the large at startup + T_small + T_large."""
