@@ -354,6 +354,32 @@ class Estimator:
         """:func:`estimate` on the prepared fabric."""
         return _estimate(self._context, collective, nbytes, gpus, algorithm, protocol)
 
+    def flow_load(self, collective: str, gpus) -> dict:
+        """The point-to-point model's flows of ``sendrecv`` or ``alltoall`` on ``gpus`` (GPU
+        ids), or of one send (``"send"``, ``gpus = (src, dst)``), per directed edge: the summed
+        shares of the flows that cross it, NCCL's PCIe overhead included. :func:`estimate` moves
+        every flow at the rate the busiest edge gives, ``NCCL's capacity / load``.
+
+        Examples
+        --------
+        >>> import topo
+        >>> load = Estimator(topo.build("dgxh100")).flow_load("alltoall", range(8))
+        >>> load["gpu0", "nvswitch0"]            # 7 flows out of GPU 0, over 4 switches by bandwidth
+        1.9444444444444442
+        """
+        ctx = self._context
+        if collective == "send":
+            src, dst = (ctx.nodes([g])[0] for g in gpus)
+            if src == dst:
+                raise DgxTopoError(f"a send needs two different GPUs, received {list(gpus)}")
+            return _flow_load(ctx, [src, dst], [(0, 1)])[0]
+        nodes = ctx.nodes(gpus)
+        if collective == "alltoall":
+            return _alltoall_load(ctx, nodes)[0]
+        if collective == "sendrecv":
+            return _flow_load(ctx, nodes, [(i, (i + 1) % len(nodes)) for i in range(len(nodes))])[0]
+        raise DgxTopoError(f"no point-to-point flows for {collective!r}: expected 'send', 'sendrecv' or 'alltoall'")
+
 
 def estimate(G, collective: str, nbytes, gpus=None, *, algorithm=None, protocol=None,
              profile=None, gpus_per_thread: int = 1, calibration=None) -> CollectiveEstimate:

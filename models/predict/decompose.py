@@ -32,9 +32,11 @@ runs alone), from the channels the estimate ran on:
     charges), spread over a GPU's switch links by their bandwidth; ``nvls_tree`` adds the tree
     between the heads' NICs.
 ``p2p`` (alltoall, sendrecv, and a point-to-point send)
-    The flows of :func:`~models.predict.collectives.estimate`'s point-to-point model, each pair
-    routed over NCCL's path (inside a host) or the router's (across hosts), at the rate the
-    estimate gives each flow.
+    The flows of :func:`~models.predict.collectives.estimate`'s point-to-point model, on the
+    edges the estimate charges them (:meth:`Estimator.flow_load
+    <models.predict.collectives.Estimator.flow_load>`: NCCL's paths, its PCIe overhead, the
+    network legs grouped per NIC as the estimate groups them), at the rate the estimate gives
+    each flow.
 
 Usage is a fraction of NCCL's capacity of a link at NCCL's bus bandwidth. The measured rate is
 NCCL's times the achieved/NCCL ratio of the binding link class (:mod:`models.predict.measure`),
@@ -378,11 +380,8 @@ class Decomposer:
         if point.algorithm in ("ring", "tree", "pat", "nvls", "nvls_tree"):
             self._channel_load(e, point, nodes, load, index)
         elif point.algorithm == "p2p":
-            n = len(nodes)
-            pairs = ([(i, (i + 1) % n) for i in range(n)] if e.collective == "sendrecv"
-                     else [(i, j) for i in range(n) for j in range(n) if i != j])
-            share = 1 if e.collective == "sendrecv" else n
-            self._pair_load(nodes, pairs, point.bandwidth / share, load)
+            share = 1 if e.collective == "sendrecv" else len(nodes)  # a flow moves S / share
+            self._flow_load(self.estimator.flow_load(e.collective, e.gpus), point.bandwidth / share, load)
         latency = None
         if e.selection is not None:
             for cand in e.selection.candidates:
@@ -406,7 +405,7 @@ class Decomposer:
         point = e.point(index)
         startup = _at(e.measurement.startup, index) if e.measurement is not None else point.latency
         load: dict = {}
-        self._pair_load(nodes, [(0, 1)], point.bandwidth, load)
+        self._flow_load(self.estimator.flow_load("send", [self.ids[n] for n in nodes]), point.bandwidth, load)
         edges, usage = _as_arrays(load)
         return CollectiveSteps("send", tuple(self.ids[n] for n in nodes), int(point.nbytes), "p2p", "Simple", 0,
                                float(startup), max(float(point.time) - startup, 0.0), edges, usage)
@@ -416,22 +415,12 @@ class Decomposer:
         if capacity > 0:
             load[edge] = load.get(edge, 0.0) + fraction / capacity
 
-    def _pair_load(self, nodes, pairs, rate, load) -> None:
-        """Charge each flow ``(i, j)`` at ``rate`` [B/s, NCCL's figures] on the edges of its path."""
-        members = set(nodes)
-        G = self.G
-        for i, j in pairs:
-            a, b = nodes[i], nodes[j]
-            overhead = 1.0
-            if _prefix(a) == _prefix(b) and G.nodes[a].get("host") == G.nodes[b].get("host"):
-                path_type, flow = self.system.hop(a, b, members)
-                # NCCL's 6/5 on PCIe hops of a PHB path through Intel CPUs, as the estimate charges
-                overhead = self.system.pcie_overhead(path_type)
-            else:
-                r = self.system.router.route(a, b)
-                flow = tuple(zip(r.edges, r.shares))
-            for edge, share in flow:
-                self._charge(load, edge, rate * share * (overhead if G.edges[edge]["kind"] == "pcie" else 1.0))
+    def _flow_load(self, flows, rate, load) -> None:
+        """Charge point-to-point flows at ``rate`` each [B/s, NCCL's figures]: ``flows`` is the
+        estimate's load, per edge the shares of the flows crossing it (:meth:`Estimator.flow_load
+        <models.predict.collectives.Estimator.flow_load>`)."""
+        for edge, count in flows.items():
+            self._charge(load, edge, rate * count)
 
     def _channel_load(self, e, point, nodes, load, index=-1) -> None:
         algorithm = point.algorithm

@@ -105,6 +105,20 @@ def test_a_send_through_an_intel_root_complex_fills_its_pcie_links():
     assert r.task("b").end == pytest.approx(startup + 2 * data, rel=1e-9)
 
 
+def test_an_alltoall_across_hosts_fills_the_edge_its_estimate_binds_on():
+    """Four DGX H100: the alltoall's flows are those the estimate charged (grouped per NIC, not
+    routed pair by pair), so alone it fills exactly the edge that binds its estimate, and no
+    edge beyond it."""
+    G = topo.build("4xdgxh100")
+    e = estimate(G, "alltoall", 64 * MiB)
+    steps = Decomposer(G).collective("alltoall", 64 * MiB, range(32))
+    usage = dict(zip(steps.edges, steps.usage.tolist()))
+    (worst,) = e.bottleneck
+    assert usage[tuple(worst[:2])] == pytest.approx(1.0)
+    assert max(usage.values()) == pytest.approx(1.0)
+    assert {G.edges[edge]["kind"] for edge in usage} == {"nvlink", "pcie", "network"}
+
+
 def test_a_shorter_flow_on_a_shared_bottleneck_frees_it_for_the_longer():
     """Two identical paths that both fill their bottleneck: half each while both run, then the
     rest alone, so the small ends at startup + 2 T_small and the large at startup + T_small + T_large."""
