@@ -42,7 +42,7 @@ import numpy as np
 
 import topo
 from topo.errors import DgxTopoError, SizeError
-from topo.select import format_gpu_ids
+from topo.select import format_gpu_ids, parse_gpu_ids
 from topo.units import to_GBps, to_us
 
 from .measure import DEFAULT as DEFAULT_MEASUREMENT, MeasurementModel, Measured, measured
@@ -312,12 +312,16 @@ class _Context:
         self.G = G
         self.gpus_per_thread = gpus_per_thread
         self.measurement = measurement_model(calibration)
-        self.ids = {n: i for i, n in enumerate(topo.gpus(G))}
+        self.gpu_nodes = topo.gpus(G)
+        self.ids = {n: i for i, n in enumerate(self.gpu_nodes)}
         self.name = G.graph.get("name", "fabric")
 
     def nodes(self, gpus) -> list:
-        nodes = topo.select_gpus(self.G, gpus)
-        return sorted(nodes, key=lambda n: self.ids[n])
+        """:func:`topo.select_gpus` without listing G's GPUs again (a send on a large cluster)."""
+        if gpus is None:
+            return list(self.gpu_nodes)
+        ids = parse_gpu_ids(gpus, limit=len(self.gpu_nodes), where=f" on {self.G.graph.get('name', 'this fabric')}")
+        return sorted((self.gpu_nodes[i] for i in ids), key=self.ids.__getitem__)
 
 
 class Estimator:
@@ -369,10 +373,10 @@ class Estimator:
         """
         ctx = self._context
         if collective == "send":
-            src, dst = (ctx.nodes([g])[0] for g in gpus)
+            src, dst = gpus
             if src == dst:
                 raise DgxTopoError(f"a send needs two different GPUs, received {list(gpus)}")
-            return _flow_load(ctx, [src, dst], [(0, 1)])[0]
+            return _flow_load(ctx, ctx.nodes([src]) + ctx.nodes([dst]), [(0, 1)])[0]
         nodes = ctx.nodes(gpus)
         if collective == "alltoall":
             return _alltoall_load(ctx, nodes)[0]
