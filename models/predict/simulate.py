@@ -446,7 +446,26 @@ def _checked(graph: TaskGraph) -> TaskGraph:
 
 
 def read_task_graph(path, *, ngpus: int | None = None, compute_time=None, max_tasks: int = MAX_TASKS) -> TaskGraph:
-    """:func:`task_graph` of a JSON file (a regular file of at most :data:`MAX_GRAPH_FILE_BYTES`)."""
+    """:func:`task_graph` of a JSON file (a regular file of at most :data:`MAX_GRAPH_FILE_BYTES`).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+    ngpus, compute_time, max_tasks
+        As for :func:`task_graph`.
+
+    Returns
+    -------
+    TaskGraph
+
+    Raises
+    ------
+    TaskGraphError
+        For a path that is not a regular file (a directory, a FIFO), a file too large or
+        unreadable, and every error of :func:`task_graph`.
+    LimitError
+        For more than ``max_tasks`` tasks.
+    """
     return task_graph(_read_file(path), ngpus=ngpus, compute_time=compute_time, max_tasks=max_tasks)
 
 
@@ -604,6 +623,15 @@ class SimulationResult:
         (edges, starts, ends, shares)
             ``shares[j, i]``: the fraction of link ``j``'s capacity filled from ``starts[i]``
             to ``ends[i]`` [s].
+
+        Examples
+        --------
+        >>> import topo
+        >>> r = simulate(topo.build("dgxh100"), task_graph({"tasks": [
+        ...     {"id": "ar", "op": "all_reduce", "gpus": [0, 1, 2, 3], "bytes": 2**26}]}))
+        >>> edges, starts, ends, shares = r.link_series(top=2)
+        >>> edges, shares.round(3).tolist()        # one interval: the data phase
+        ((('gpu0', 'nvswitch0'), ('gpu0', 'nvswitch3')), [[0.971], [0.971]])
         """
         position = {edge: i for i, edge in enumerate(self.link_order)}
         if edges is None:
