@@ -217,9 +217,9 @@ class Decomposer:
     Notes
     -----
     Results are kept per operation for the life of the object (a symmetric step asks for the
-    same operation many times); a tensor-parallel group on another host of a cluster reuses the
-    first host's decomposition with its edges renamed (hosts are copies). Do not edit ``G``
-    while using it.
+    same operation many times); a group inside one host of a cluster reuses the decomposition of
+    the same GPUs on the first host that is a copy of it (the same nodes and links inside, by
+    local name, attributes and all), with its edges renamed. Do not edit ``G`` while using it.
     """
 
     def __init__(self, G, *, profile=None, calibration=None, parameters: StepParameters = STEP_PARAMETERS):
@@ -230,6 +230,7 @@ class Decomposer:
         self.gpu_nodes = topo.gpus(G)
         self.ids = {n: i for i, n in enumerate(self.gpu_nodes)}
         self._done: dict = {}  # by GPU shape (a host's group serves its copies)
+        self._host_kinds: dict | None = None  # host -> its kind (:meth:`_host_kind`)
         self._asked: dict = {}  # by the arguments as asked
 
     # ---------------------------------------------------------------- public operations
@@ -339,14 +340,35 @@ class Decomposer:
             nodes = sorted(nodes, key=self.ids.__getitem__)
         return tuple(nodes)
 
+    def _host_kind(self, prefix) -> int:
+        """Which hosts are copies: hosts with the same nodes and links inside, attributes and all,
+        by local name, get the same number (a what-if that changes one host makes it its own)."""
+        if self._host_kinds is None:
+            members: dict = {}
+            for n in self.G:
+                members.setdefault(_prefix(n), []).append(n)
+            kinds: dict = {}
+            self._host_kinds = {}
+            G = self.G
+            for host, nodes in members.items():
+                if host is None:
+                    continue
+                inside = set(nodes)
+                local = {n: str(n).split(".", 1)[1] for n in nodes}
+                signature = (tuple(sorted((local[n], repr(sorted(G.nodes[n].items()))) for n in nodes)),
+                             tuple(sorted((local[u], local[v], repr(sorted(d.items())))
+                                          for u in nodes for v, d in G.adj[u].items() if v in inside)))
+                self._host_kinds[host] = kinds.setdefault(signature, len(kinds))
+        return self._host_kinds[prefix]
+
     def _cached(self, key, nodes, make) -> CollectiveSteps:
         prefixes = {_prefix(n) for n in nodes}
         if len(prefixes) == 1 and None not in prefixes:
-            # One host of a cluster: hosts are copies, so the decomposition of the same GPUs on
-            # the first host that asked serves this one with its edges renamed.
+            # One host of a cluster: the decomposition of the same GPUs on the first host of its
+            # kind that asked serves every copy of that host, with its edges renamed.
             (here,) = prefixes
             local = tuple(str(n).split(".", 1)[1] for n in nodes)
-            shape = (key, "host", local)
+            shape = (key, "host", self._host_kind(here), local)
             first = self._done.get(shape)
             if first is None:
                 first = self._done[shape] = (here, make(nodes))

@@ -279,6 +279,26 @@ def test_a_what_if_link_changes_the_simulation_as_it_changes_the_estimate(change
     assert after > before
 
 
+@pytest.mark.parametrize("change", ["remove", "halve"])
+def test_a_what_if_on_one_host_of_a_cluster_changes_that_host_only(change):
+    """Two DGX H100, one NVLink bundle of h1 removed or halved: an all_gather on each host takes
+    its own host's estimate (h1 used to borrow h0's decomposition: h0's time, or links h1 does
+    not have)."""
+    G = topo.build("2xdgxh100")
+    for u, v in (("h1.gpu0", "h1.nvswitch0"), ("h1.nvswitch0", "h1.gpu0")):
+        if change == "remove":
+            G.remove_edge(u, v)
+        else:
+            G.edges[u, v]["bandwidth"] /= 2
+            G.edges[u, v]["links"] = 2
+    r = simulate(G, task_graph({"tasks": [
+        {"id": "h0", "op": "all_gather", "gpus": list(range(8)), "bytes": 2**30},
+        {"id": "h1", "op": "all_gather", "gpus": list(range(8, 16)), "bytes": 2**30}]}))
+    h0, h1 = (float(estimate(G, "all_gather", 2**30, gpus).time) for gpus in (range(8), range(8, 16)))
+    assert h1 > h0
+    assert (r.task("h0").end, r.task("h1").end) == (pytest.approx(h0, rel=1e-9), pytest.approx(h1, rel=1e-9))
+
+
 def test_link_means_account_for_every_byte():
     """A link's mean share x step = the share it carries alone x the flow's alone transfer time."""
     G = topo.build("dgxh100")
