@@ -75,7 +75,7 @@ from ..engine.nccl.releases import RingBuilder
 from ..engine.nccl.tuning import bus_to_alg_ratio
 from ..engine.nccltests import busbw_factor
 
-__all__ = ["StepParameters", "STEP_PARAMETERS", "CollectiveSteps", "Decomposer", "DecomposeError"]
+__all__ = ["StepParameters", "STEP_PARAMETERS", "CollectiveSteps", "Decomposer", "DecomposeError", "host_kinds"]
 
 
 class DecomposeError(DgxTopoError):
@@ -341,24 +341,9 @@ class Decomposer:
         return tuple(nodes)
 
     def _host_kind(self, prefix) -> int:
-        """Which hosts are copies: hosts with the same nodes and links inside, attributes and all,
-        by local name, get the same number (a what-if that changes one host makes it its own)."""
+        """The kind of a host (:func:`host_kinds`), computed once per Decomposer."""
         if self._host_kinds is None:
-            members: dict = {}
-            for n in self.G:
-                members.setdefault(_prefix(n), []).append(n)
-            kinds: dict = {}
-            self._host_kinds = {}
-            G = self.G
-            for host, nodes in members.items():
-                if host is None:
-                    continue
-                inside = set(nodes)
-                local = {n: str(n).split(".", 1)[1] for n in nodes}
-                signature = (tuple(sorted((local[n], repr(sorted(G.nodes[n].items()))) for n in nodes)),
-                             tuple(sorted((local[u], local[v], repr(sorted(d.items())))
-                                          for u in nodes for v, d in G.adj[u].items() if v in inside)))
-                self._host_kinds[host] = kinds.setdefault(signature, len(kinds))
+            self._host_kinds = host_kinds(self.G)
         return self._host_kinds[prefix]
 
     def _cached(self, key, nodes, make) -> CollectiveSteps:
@@ -540,6 +525,49 @@ class Decomposer:
             b = self._nic_of(nets[c][0], order[parent], groups)
             self._connect(load, a, b, rate)
             self._connect(load, b, a, rate)
+
+
+#: Node attributes that number a host's copy (topo.cluster), not part of what the host is.
+_COPY_NUMBERS = ("host", "nvlink_domain")
+
+
+def host_kinds(G) -> dict:
+    """Which hosts of a cluster are copies of each other: per host (its node-id prefix, ``"h3"``)
+    a number shared by the hosts with the same nodes and links inside (by local name) and the
+    same links to shared nodes (the NVLink switches of a rack), every attribute included; the
+    network ports are not compared. A what-if that changes one host gives it a number of its own.
+
+    Examples
+    --------
+    >>> import topo
+    >>> G = topo.build("3xdgxh100")
+    >>> G.edges["h2.gpu0", "h2.nvswitch0"]["bandwidth"] /= 2
+    >>> host_kinds(G)
+    {'h0': 0, 'h1': 0, 'h2': 1}
+    """
+    members: dict = {}
+    for n, host in G.nodes(data="host"):
+        prefix = _prefix(n)
+        if prefix is not None and host is not None and host >= 0:  # not the network (host -1)
+            members.setdefault(prefix, []).append(n)
+    kinds: dict = {}
+    out = {}
+    for host, nodes in members.items():
+        inside = set(nodes)
+        local = {n: str(n).split(".", 1)[1] for n in nodes}
+        signature = (tuple(sorted((local[n], repr(sorted((k, v) for k, v in G.nodes[n].items()
+                                                         if k not in _COPY_NUMBERS))) for n in nodes)),
+                     tuple(sorted((local[u], local[v], repr(sorted(d.items())))
+                                  for u in nodes for v, d in G.adj[u].items() if v in inside)),
+                     # links to shared nodes (the NVLink switch trays of a rack), not network ports
+                     tuple(sorted((local[u], str(v), repr(sorted(d.items())))
+                                  for u in nodes for v, d in G.adj[u].items()
+                                  if v not in inside and d.get("kind") != "network")),
+                     tuple(sorted((str(v), local[u], repr(sorted(d.items())))
+                                  for u in nodes for v, d in G.pred[u].items()
+                                  if v not in inside and d.get("kind") != "network")))
+        out[host] = kinds.setdefault(signature, len(kinds))
+    return out
 
 
 def _size(nbytes) -> int:

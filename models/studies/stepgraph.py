@@ -47,6 +47,7 @@ from __future__ import annotations
 import topo
 from topo.errors import DgxTopoError
 
+from ..predict.decompose import host_kinds
 from ..predict.simulate import Task, TaskGraph, simulate
 from .compute import (DEFAULT_EFFICIENCY, DEFAULT_MEMORY_EFFICIENCY, generation, generation_of, op_roofline)
 from .planner import DEFAULT_BUCKET, OPTIMIZER_PASS_BYTES, Plan
@@ -118,8 +119,11 @@ def step_graph(plan: Plan, G, *, workload=None, bucket: float = DEFAULT_BUCKET,
         *images* (:class:`models.predict.simulate.Task`): their links are charged, and they run in
         lockstep with replica 0. Exact when the replicas' GPUs are images of each other under a
         symmetry of the fabric (identical hosts; a network that treats their hosts alike), which
-        is the case of the built-in clusters up to the network's placement of hosts on leaves [U];
-        ``False`` builds every replica (the simulation then costs ``dp`` times more).
+        is the case of the built-in clusters up to the network's placement of hosts on leaves [U].
+        Replicas on hosts that are not copies of replica 0's (a what-if that changed one host,
+        :func:`models.predict.decompose.host_kinds`) are built unfolded; inside one host, the
+        replicas are taken as images of each other [U]. ``False`` builds every replica (the
+        simulation then costs ``dp`` times more).
 
     Returns
     -------
@@ -165,11 +169,13 @@ def step_graph(plan: Plan, G, *, workload=None, bucket: float = DEFAULT_BUCKET,
     else:
         def slot(p, d): return slots[d * pp + p]
     layer_grad = w.layer_parameters / tp * grad_elem
-    replicas = range(1) if fold else range(dp)
     maps = []
     if fold:
         for d in range(1, dp):
             maps.append({g: h for p in range(pp) for g, h in zip(slot(p, 0), slot(p, d))})
+        fold = _hosts_alike(G, maps)
+        maps = maps if fold else []
+    replicas = range(1) if fold else range(dp)
     out = _Builder(maps)
     last_grads = {(d, p): [] for d in replicas for p in range(pp)}  # the last backward's layer ends
     stage_end: dict = {}
@@ -302,6 +308,19 @@ def step_graph(plan: Plan, G, *, workload=None, bucket: float = DEFAULT_BUCKET,
                 finals.append(out.add(f"p{p}.params.r{r}", "all_gather", group, nbytes=total,
                                       after=tuple(f"d{d}.p{p}.opt" for d in replicas), kind="dp_comm"))
     return TaskGraph(tuple(out.tasks), f"{plan.workload} {lay.label()}")
+
+
+def _hosts_alike(G, maps) -> bool:
+    """Every GPU of replica 0 and its image in another replica on hosts that are copies."""
+    kinds = host_kinds(G)
+    if not kinds:
+        return True
+    nodes = topo.gpus(G)
+
+    def kind(g):
+        return kinds.get(str(nodes[g]).split(".", 1)[0])
+
+    return all(kind(g) == kind(h) for m in maps for g, h in m.items())
 
 
 def simulate_plan(plan: Plan, G, *, bucket: float = DEFAULT_BUCKET, workload=None, **options):

@@ -70,6 +70,19 @@ def test_folded_replicas_simulate_exactly_as_every_replica(cluster, pipelined):
     assert dict(a.exposed) == pytest.approx(dict(b.exposed), rel=1e-12)
 
 
+def test_replicas_on_a_changed_host_are_not_folded(cluster, pipelined):
+    """A what-if that halves an NVLink bundle of host 3 (replica 1's last stage): replica 1 is no
+    longer an image of replica 0, so the step is built unfolded, and it is the unfolded step."""
+    G = cluster.copy()
+    for u, v in (("h3.gpu0", "h3.nvswitch0"), ("h3.nvswitch0", "h3.gpu0")):
+        G.edges[u, v]["bandwidth"] /= 2
+    assert pipelined.groups["tp"][3] == tuple(range(24, 32))  # stage 1 of replica 1: host 3
+    folded = step_graph(pipelined, G)
+    assert folded == step_graph(pipelined, G, fold=False)
+    assert any(t.id.startswith("d1.") for t in folded.tasks)
+    assert simulate(G, folded).step_time > simulate(cluster, step_graph(pipelined, cluster)).step_time
+
+
 def test_zero_stages_change_the_data_parallel_collectives(cluster):
     p = plan("llama3-8b", cluster, tp=8, pp=1, dp=4, zero=1, global_batch=8)
     ops = {t.op for t in step_graph(p, cluster).tasks if t.kind == "dp_comm"}
