@@ -265,6 +265,12 @@ def _one_task(raw, k, ngpus, compute_time) -> Task:
     if any(len(i) != len(task.gpus) for i in parsed):
         raise TaskGraphError(f"expected every image to have {len(task.gpus)} GPUs like the task", task=task.id,
                              field="images")
+    seen = set(task.gpus)
+    for image in parsed:  # an image is the task on other GPUs: a GPU in two copies is a mistake
+        if seen.intersection(image):
+            raise TaskGraphError(f"expected images on GPUs of their own, received GPU "
+                                 f"{min(seen.intersection(image))} in two copies", task=task.id, field="images")
+        seen.update(image)
     return Task(task.id, task.op, task.gpus, task.nbytes, task.seconds, task.after, task.kind, task.stream,
                 task.root, parsed)
 

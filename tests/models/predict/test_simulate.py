@@ -382,6 +382,12 @@ def test_max_min_share_rejects_bad_arrays():
     ({"id": "a", "op": "compute", "gpu": 0, "seconds": 1, "after": "b"}, "after", "a list"),
     ({"id": "a", "op": "compute", "gpu": 0, "seconds": 1, "after": ["zz"]}, "after", "unknown task"),
     ({"id": "a", "op": "compute", "gpu": 0, "seconds": 1, "after": ["a"]}, "after", "itself"),
+    ({"id": "a", "op": "all_reduce", "gpus": [0, 1], "bytes": 8, "images": [[2, 3], [3, 4]]}, "images",
+     "GPU 3 in two copies"),
+    ({"id": "a", "op": "all_reduce", "gpus": [0, 1], "bytes": 8, "images": [[1, 2]]}, "images", "GPU 1 in two"),
+    ({"id": "a", "op": "all_reduce", "gpus": [0, 1], "bytes": 8, "images": [[2]]}, "images", "2 GPUs like the task"),
+    ({"id": "a", "op": "broadcast", "gpus": [0, 1], "bytes": 8, "root": 1, "images": [[2, 3]]}, "images",
+     "cannot be folded"),
 ])
 def test_bad_tasks_are_named_with_their_field(task, field, message):
     with pytest.raises(TaskGraphError, match=message) as error:
