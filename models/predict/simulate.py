@@ -67,6 +67,7 @@ import itertools
 import json
 import math
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 import numpy as np
 
@@ -100,9 +101,9 @@ _MAX_ID = 200
 #: generation): P100 56 (NVIDIA Tesla P100 whitepaper, 2016), V100 80 (NVIDIA Tesla V100 GPU
 #: architecture whitepaper, 2017), A100 108 (NVIDIA A100 Tensor Core GPU architecture whitepaper,
 #: 2020), H100/H200 132 (NVIDIA H100 Tensor Core GPU architecture whitepaper, 2022),
-#: B200 148 [U: NVIDIA's Blackwell technical brief gives no SM count; the figure of NVIDIA's
-#: CUDA device query as reported for B200].
-SMS = {60: 56, 70: 80, 80: 108, 90: 132, 100: 148}
+#: B200 and GB200 148 [U: NVIDIA's Blackwell technical brief gives no SM count; 148 is the
+#: count users report from the CUDA device query of a B200, not checked here]. Read-only.
+SMS = MappingProxyType({60: 56, 70: 80, 80: 108, 90: 132, 100: 148})
 
 
 class TaskGraphError(DgxTopoError):
