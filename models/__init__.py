@@ -16,8 +16,12 @@ in the order data flows:
   :mod:`models.studies.workload`, :mod:`models.studies.compute`, :mod:`models.studies.planner` (training steps);
 - :mod:`models.predict.simulate` (many tasks at once as a timeline: :mod:`models.predict.decompose`,
   :mod:`models.predict.flows`), :mod:`models.studies.stepgraph` (a planner layout as a task graph);
-- presentation: :mod:`models.present.text`, :mod:`models.present.output`, :mod:`models.present.plot` and the other
-  ``*_plot`` modules, :mod:`models.present.report`, :mod:`models.present.cli`.
+- presentation, the only place with words: :mod:`models.present.format` (numbers as people read
+  them), :mod:`models.present.text` (tables), :mod:`models.present.json_shapes` (``--json``),
+  :mod:`models.present.explain` (``--explain``), :mod:`models.present.page` (one HTML page),
+  :mod:`models.present.output`, :mod:`models.present.plot` and the other ``*_plot`` modules,
+  :mod:`models.present.report`, :mod:`models.present.cli`. Results are numbers and offer
+  ``to_records()`` (:mod:`models.engine.results`).
 
 ``models.engine.nccltests`` stays a module: its ``busbw()`` function is not re-exported under the same
 name.
@@ -31,7 +35,7 @@ _compat.install()
 
 from .engine.routes import P2P_LEVEL, PathType, Route, RouteError, Router, line_rate, route, route_bandwidth
 from .predict.p2p import (EFFICIENCIES, HOST_CEILINGS, MODES, OVERHEADS, Calibrated, P2PError, P2PReport,
-                  P2PResult, StagedCopy, achieved_capacity, format_p2p_report, p2p_latency_matrix,
+                  P2PResult, StagedCopy, achieved_capacity, p2p_latency_matrix,
                   p2p_matrix, p2p_path, p2p_report, path_type_matrix, staged_copy)
 from .predict.maxflow import MaxFlowError, maxflow_matrix
 from .engine.nccl.profiles import MissingConstantError, NcclProfile, PROFILES, UnknownNcclVersionError, nccl_profile
@@ -61,7 +65,7 @@ from .studies.bounds import (Bound, BoundError, BoundTooLargeError, Cut, SubsetB
 from .studies.workload import (DTYPES, PRESETS, WORKLOAD_GRAMMAR, UnknownDtypeError, UnknownWorkloadError,
                        WorkloadError, parse_workload, workload)
 from .studies.compute import GENERATIONS, UnknownGenerationError, UnsupportedDtypeError, generation_of
-from .studies.planner import Plan, PlanError, Search, gpus_ranking, plan, search
+from .studies.planner import Plan, PlanError, Search, calibrate_plan, gpus_ranking, plan, search
 from .predict.simulate import SimulationResult, TaskGraph, TaskGraphError, read_task_graph, simulate, task_graph
 from .studies.stepgraph import StepGraphError, simulate_many, simulate_plan, step_graph
 
@@ -69,7 +73,7 @@ __all__: list[str] = [
     "__version__",
     "P2P_LEVEL", "PathType", "Route", "RouteError", "Router", "line_rate", "route", "route_bandwidth",
     "EFFICIENCIES", "HOST_CEILINGS", "MODES", "OVERHEADS", "Calibrated", "P2PError", "P2PReport",
-    "P2PResult", "StagedCopy", "achieved_capacity", "format_p2p_report", "p2p_latency_matrix",
+    "P2PResult", "StagedCopy", "achieved_capacity", "p2p_latency_matrix",
     "p2p_matrix", "p2p_path", "p2p_report", "path_type_matrix", "staged_copy",
     "MaxFlowError", "maxflow_matrix",
     "MissingConstantError", "NcclProfile", "PROFILES", "UnknownNcclVersionError", "nccl_profile",
@@ -97,7 +101,7 @@ __all__: list[str] = [
     "DTYPES", "PRESETS", "WORKLOAD_GRAMMAR", "UnknownDtypeError", "UnknownWorkloadError",
     "WorkloadError", "parse_workload", "workload",
     "GENERATIONS", "UnknownGenerationError", "UnsupportedDtypeError", "generation_of",
-    "Plan", "PlanError", "Search", "gpus_ranking", "plan", "search",
+    "Plan", "PlanError", "Search", "calibrate_plan", "gpus_ranking", "plan", "search",
     "SimulationResult", "TaskGraph", "TaskGraphError", "read_task_graph", "simulate", "task_graph",
     "StepGraphError", "simulate_many", "simulate_plan", "step_graph",
 ]

@@ -41,23 +41,23 @@ def test_systems_json_schema(capsys):
 
 
 def test_topo_prints_nvidia_smi_layout(capsys):
-    status, out, _ = run(capsys, "topo", "dgx1v", "--no-legend")
+    status, out, _ = run(capsys, "topo", "--system", "dgx1v", "--no-legend")
     assert status == 0
     assert out.rstrip("\n") == read_data("dgx1v_nvidia_smi_topo.txt")
-    status, out, _ = run(capsys, "topo", "dgx1v")
+    status, out, _ = run(capsys, "topo", "--system", "dgx1v")
     assert "Legend:" in out and "NV#" in out
 
 
 def test_topo_json(capsys):
-    status, out, _ = run(capsys, "topo", "DGX-2", "--json")
+    status, out, _ = run(capsys, "topo", "--system", "DGX-2", "--json")
     data = json.loads(out)
     assert status == 0 and data["system"] == "dgx2"
     assert data["devices"][:2] == ["GPU0", "GPU1"] and data["matrix"][0][1] == "NV6"
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["topo", "dgx3"], "unknown system 'dgx3': expected one of dgx1, dgx1v, dgx2"),
-    (["topo"], "the following arguments are required: NAME (or --topo-file FILE)"),
+    (["topo", "--system", "dgx3"], "unknown system 'dgx3': expected one of dgx1, dgx1v, dgx2"),
+    (["topo"], "the following arguments are required: --system SPEC (or --topo-file FILE)"),
     (["frobnicate"], "invalid choice: 'frobnicate'"),
     ([], "the following arguments are required: COMMAND"),
     (["systems", "--bogus"], "unrecognized arguments: --bogus"),
@@ -86,7 +86,7 @@ def test_installed_console_script_runs():
         if os.environ.get("CI"):
             pytest.fail("dgxtopo is not installed: the README's commands install it with pip install -e .")
         pytest.skip("dgxtopo console script not installed (pip install -e .)")
-    result = subprocess.run([script, "topo", "nope"], capture_output=True, text=True, check=False)
+    result = subprocess.run([script, "topo", "--system", "nope"], capture_output=True, text=True, check=False)
     assert result.returncode == 2 and result.stderr.startswith("dgxtopo: error: unknown system 'nope'")
     result = subprocess.run([script, "systems"], capture_output=True, text=True, check=True)
     assert result.stdout.startswith("system")
@@ -160,7 +160,7 @@ def test_collective_bad_input(capsys, argv, message):
 
 
 def test_compare_one_dgx2_with_two_dgx1v(capsys):
-    status, out, err = run(capsys, "compare", "dgx2", "2xdgx1v", "-b", "1M", "-e", "1G", "-f", "32")
+    status, out, err = run(capsys, "compare", "--system", "dgx2", "2xdgx1v", "-b", "1M", "-e", "1G", "-f", "32")
     assert status == 0 and err == ""
     rows = [line.split() for line in out.splitlines()[2:]]
     assert [int(r[0]) for r in rows] == [2**20, 2**25, 2**30]
@@ -170,22 +170,22 @@ def test_compare_one_dgx2_with_two_dgx1v(capsys):
 
 
 def test_compare_json_and_errors(capsys):
-    status, out, _ = run(capsys, "compare", "dgx2", "dgx1v", "--ngpus", "8", "-b", "1G", "-e", "1G", "--json")
+    status, out, _ = run(capsys, "compare", "--system", "dgx2", "dgx1v", "--ngpus", "8", "-b", "1G", "-e", "1G", "--json")
     data = json.loads(out)
     assert status == 0 and data["ngpus"] == 8 and data["systems"] == ["dgx2", "dgx1v"]
     assert set(data["rows"][0]["results"][0]) == {"system", "time_us", "busbw_gbps", "algorithm", "protocol"}
-    status, out, err = run(capsys, "compare", "dgx2", "dgx1v")
+    status, out, err = run(capsys, "compare", "--system", "dgx2", "dgx1v")
     assert status == 2 and "same GPU count" in err and err.count("\n") == 1
-    status, out, err = run(capsys, "compare", "dgx2", "3xdgx7")
+    status, out, err = run(capsys, "compare", "--system", "dgx2", "3xdgx7")
     assert status == 2 and "unknown system '3xdgx7'" in err
 
 
 def test_cluster_systems_work_everywhere(capsys):
-    for argv in (["topo", "2xdgx1v", "--no-legend"], ["p2p", "2xdgx1v", "--gpus", "0,8"],
+    for argv in (["topo", "--system", "2xdgx1v", "--no-legend"], ["p2p", "--system", "2xdgx1v", "--gpus", "0,8"],
                  ["collective", "all_gather", "--system", "4xdgx2:rail", "-b", "1M", "-e", "1M"]):
         status, out, err = run(capsys, *argv)
         assert status == 0 and err == "", argv
-    status, out, _ = run(capsys, "p2p", "2xdgx1v", "--gpus", "0,8", "--json")
+    status, out, _ = run(capsys, "p2p", "--system", "2xdgx1v", "--gpus", "0,8", "--json")
     assert json.loads(out)["path_type"][0][1] == "NET"
 
 
@@ -256,12 +256,149 @@ def test_version(capsys):
     assert out.startswith("dgxtopo ") and out.count("\n") == 1
 
 
+#: The grammars each command's options take (its --help states these and only these).
+GRAMMARS = {"spec": "NAME or NxNAME[:network]", "topo_file": "Topology files (--topo-file FILE)",
+            "whatif": "What-ifs: --fail", "size": "64K = 65536"}
+_ALL = ("spec", "topo_file", "whatif", "size")
+TAKES = {"systems": (), "topo": _ALL, "p2p": _ALL, "collective": _ALL, "pairs": _ALL, "subsets": _ALL,
+         "compare": _ALL, "report": ("spec", "topo_file", "size"), "calibrate": ("spec", "topo_file", "size"),
+         "check": ("spec", "topo_file", "size"), "import": ("size",), "export": _ALL, "bound": _ALL,
+         "whatif": _ALL, "plan": _ALL, "gpus": (), "simulate": _ALL}  # size: --max-input SIZE too
+
+
 @pytest.mark.parametrize("command", [c.name for c in COMMANDS])
-def test_every_help_states_the_spec_grammar_and_sizes(capsys, command):
+def test_every_help_states_the_grammars_it_takes_and_no_other(capsys, command):
     assert main([command, "--help"]) == 0
     out = " ".join(capsys.readouterr().out.split())
-    assert "NAME or NxNAME[:network]" in out and "16xdgx2:rail" in out
-    assert "64K, 256M, 1G" in out and "64K = 65536" in out
+    assert {kind for kind, text in GRAMMARS.items() if text in out} == set(TAKES[command])
+    if "spec" in TAKES[command]:
+        assert "16xdgx2:rail" in out and "rail or rail_only" in out and "--system SPEC" in out
+    if "size" in TAKES[command]:
+        assert "64K, 256M, 1G" in out
+
+
+def test_top_level_help_states_every_grammar(capsys):
+    assert main(["--help"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert all(text in out for text in GRAMMARS.values())
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["collective", "all_reduce", "--system", "dgx1v", "--bogus"],
+     "unrecognized arguments: --bogus (see 'dgxtopo collective --help')"),
+    (["topo", "--system", "dgx1v", "extra", "more"], "unrecognized arguments: more (see 'dgxtopo topo --help')"),
+    (["gpus", "bert-large", "--system", "dgx1v"], "unrecognized arguments: --system dgx1v (see 'dgxtopo gpus --help')"),
+    (["plan"], "the following arguments are required: WORKLOAD (see 'dgxtopo plan --help')"),
+    (["nonsense"], "invalid choice: 'nonsense'"),
+])
+def test_usage_errors_point_to_the_commands_help(capsys, argv, message):
+    status, out, err = run(capsys, *argv)
+    assert status == 2 and out == "" and message in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("old, new", [
+    (["topo", "dgx1v", "--no-legend"], ["topo", "--system", "dgx1v", "--no-legend"]),
+    (["p2p", "dgx1v", "--gpus", "0,3"], ["p2p", "--system", "dgx1v", "--gpus", "0,3"]),
+    (["compare", "dgx1v", "dgx1", "-b", "1M", "-e", "1M"], ["compare", "--system", "dgx1v", "dgx1", "-b", "1M", "-e", "1M"]),
+])
+def test_the_system_is_named_with_system_everywhere_and_old_forms_still_work(capsys, old, new):
+    status, out, err = run(capsys, *new)
+    assert status == 0 and err == ""
+    status, old_out, old_err = run(capsys, *old)
+    assert status == 0 and old_out == out
+    spec = " ".join(a for a in old[1:] if a in ("dgx1v", "dgx1"))
+    assert old_err == (f"dgxtopo: note: 'dgxtopo {old[0]} {spec}' is deprecated: write 'dgxtopo {old[0]} "
+                       f"--system {spec}' (every command names its system with --system)\n")
+
+
+def test_every_command_taking_a_system_names_it_with_system():
+    from models.present.cli import build_parser
+    choices = next(a for a in build_parser()._actions if a.dest == "command").choices
+    takes = {name for name, sub in choices.items() if any(a.dest == "system" for a in sub._actions)}
+    assert takes == {name for name, grammars in TAKES.items() if "spec" in grammars}
+    assert all("--system" in choices[name].format_usage() for name in takes)
+    assert "--system SPEC [SPEC ...]" in choices["compare"].format_usage()
+
+
+def test_a_system_given_twice_is_refused(capsys):
+    status, out, err = run(capsys, "p2p", "dgx1v", "--system", "dgx1")
+    assert status == 2 and "expected the system once, received 'dgx1v' and --system dgx1" in err
+
+
+def test_rail_only_is_a_network_wherever_a_cluster_is_joined(capsys, tmp_path):
+    path = tmp_path / "dgxh100.json"
+    assert main(["export", "--system", "dgxh100", "--out", str(path)]) == 0
+    capsys.readouterr()
+    status, out, err = run(capsys, "topo", "--topo-file", str(path), "--nodes", "2", "--network", "rail_only",
+                           "--json")
+    assert status == 0 and json.loads(out)["system"]
+
+
+def test_every_out_says_what_it_wrote_unless_json(capsys, tmp_path):
+    page = tmp_path / "c.html"
+    status, out, _ = run(capsys, "compare", "--system", "dgx1v", "dgx1", "-b", "1M", "-e", "1M", "--out", str(page))
+    assert status == 0 and out.endswith(f"wrote {page}\n")
+    status, out, _ = run(capsys, "compare", "--system", "dgx1v", "dgx1", "-b", "1M", "-e", "1M", "--out", str(page),
+                         "--json")
+    assert status == 0 and "wrote" not in out and json.loads(out)["systems"] == ["dgx1v", "dgx1"]
+    target = tmp_path / "x.json"
+    status, out, _ = run(capsys, "export", "--system", "dgx1v", "--out", str(target), "--json")
+    data = json.loads(out)
+    assert data["path"] == str(target) and data["file_bytes"] == target.stat().st_size
+    assert data["format"] == "json" and data["fabric"]["system"] == "dgx1v" and data["fabric"]["gpus"] == 8
+
+
+def test_top_is_honoured_in_json(capsys):
+    status, out, _ = run(capsys, "whatif", "all_reduce", "--system", "dgx1v", "--fail-each", "nvlink", "--top", "3",
+                         "--json", "--executor", "inline")
+    data = json.loads(out)
+    assert status == 0 and len(data["rows"]) == 3 and data["count"] == 16
+    status, out, _ = run(capsys, "plan", "bert-large", "--system", "dgx1v", "--search", "--top", "2", "--json")
+    data = json.loads(out)
+    assert status in (0, 1) and len(data["layouts"]) == 2 and data["layouts"][0] == data["best"]
+
+
+def test_shell_completion_with_argcomplete(monkeypatch, capsys):
+    argcomplete = pytest.importorskip("argcomplete")
+    import argcomplete.finders
+    import argcomplete.io
+    import io
+
+    from models.present import cli
+
+    completions = io.StringIO()
+    real = argcomplete.autocomplete
+
+    def answer(parser, **kwargs):  # argcomplete writes to fd 8 and exits; capture it instead
+        real(parser, exit_method=lambda code=0: None, output_stream=completions, **kwargs)
+        raise SystemExit(0)
+    monkeypatch.setattr(argcomplete, "autocomplete", answer)
+    # argcomplete's debug stream is fd 9, which pytest holds: argcomplete documents overriding it.
+    monkeypatch.setattr(argcomplete.finders.CompletionFinder, "_init_debug_stream",
+                        lambda self: setattr(argcomplete.io, "debug_stream", io.StringIO()))
+    for line, expected in (("dgxtopo coll", {"collective"}), ("dgxtopo topo --sy", {"--system"}),
+                           ("dgxtopo collective all_r", {"all_reduce"})):
+        completions.seek(0)
+        completions.truncate()
+        monkeypatch.setenv("_ARGCOMPLETE", "1")
+        monkeypatch.setenv("COMP_LINE", line)
+        monkeypatch.setenv("COMP_POINT", str(len(line)))
+        monkeypatch.setenv("_ARGCOMPLETE_IFS", "\013")
+        assert cli.main([]) == 0
+        assert {word.strip() for word in completions.getvalue().split("\013")} >= expected, line
+
+
+def test_completion_is_silent_without_argcomplete(monkeypatch, capsys):
+    import builtins
+    real_import = builtins.__import__
+
+    def no_argcomplete(name, *args, **kwargs):
+        if name == "argcomplete":
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+    monkeypatch.setattr(builtins, "__import__", no_argcomplete)
+    monkeypatch.setenv("_ARGCOMPLETE", "1")
+    assert main(["systems", "--json"]) == 0 and json.loads(capsys.readouterr().out)["systems"]
 
 
 def test_json_with_explain_keeps_the_explanation(capsys):
@@ -284,19 +421,19 @@ def test_a_256_rank_header_is_compressed(capsys):
     (["subsets", "all_reduce", "--system", "dgx1v", "-k", "4", "-s", "1G", "--top", "0"], "argument --top"),
     (["subsets", "all_reduce", "--system", "dgx1v", "-k", "4", "-s", "1G", "--top", "-3"], "argument --top"),
     (["collective", "all_reduce", "--system", "dgx1v", "-e", "99999999999999999999"], "too large"),
-    (["compare", "dgx2", "2xdgx1v", "--out", ""], "cannot write to ''"),
-    (["topo", "1000000xdgx2"], "--max-gpus"),
-    (["topo", "300xdgx2"], "300xdgx2 has 4800 GPUs, more than the limit of 4096: raise it with --max-gpus N"),
-    (["topo", "--", "-1xdgx2"], "malformed system spec '-1xdgx2'"),
-    (["topo", "1-6xdgx2"], "malformed system spec '1-6xdgx2'"),
+    (["compare", "--system", "dgx2", "2xdgx1v", "--out", ""], "cannot write to ''"),
+    (["topo", "--system", "1000000xdgx2"], "--max-gpus"),
+    (["topo", "--system", "300xdgx2"], "300xdgx2 has 4800 GPUs, more than the limit of 4096: raise it with --max-gpus N"),
+    (["topo", "--system=-1xdgx2"], "malformed system spec '-1xdgx2'"),
+    (["topo", "--system", "1-6xdgx2"], "malformed system spec '1-6xdgx2'"),
     (["subsets", "all_reduce", "--system", "2xdgx1v", "-k", "8", "-s", "1G"],
      f"need 554 estimates, more than the limit of {MAX_SEARCHES}: raise it with --max-searches N"),
     (["subsets", "all_reduce", "--system", "dgx2", "-k", "8", "-s", "1G", "--limit", "100"],
      "12870 sets of 8 GPUs on DGX-2, more than the limit of 100: raise it with --limit N"),
-    (["p2p", "32xdgx2"], "routes 261632 GPU pairs, more than the limit of 70000: raise it with --limit N"),
+    (["p2p", "--system", "32xdgx2"], "routes 261632 GPU pairs, more than the limit of 70000: raise it with --limit N"),
     (["collective", "alltoall", "--system", "2xdgx2", "--limit", "500"],
      "alltoall of 32 GPUs routes 512 GPU pairs, more than the limit of 500: raise it with --limit N"),
-    (["report", "5000xdgx1", "--out", "/nonexistent/r.html"], "cannot write to"),
+    (["report", "--system", "5000xdgx1", "--out", "/nonexistent/r.html"], "cannot write to"),
 ])
 def test_silently_wrong_or_unbounded_inputs_are_one_line_exit_2(capsys, argv, message):
     status, out, err = run(capsys, *argv)

@@ -59,7 +59,7 @@ def exported(tmp_path_factory):
     paths = {}
     for kind in ("json", "graphml"):
         paths[kind] = str(folder / f"dgx1v.{kind}")
-        assert main(["export", "dgx1v", "--format", kind, "--out", paths[kind]]) == 0
+        assert main(["export", "--system", "dgx1v", "--format", kind, "--out", paths[kind]]) == 0
     return paths
 
 
@@ -100,7 +100,7 @@ def test_the_shipped_import_is_what_the_readme_command_writes(capsys, tmp_path):
 def test_an_imported_dgx1v_predicts_what_the_built_in_one_does(capsys, imported):
     """The published DGX-1V printout, imported, gives the built-in DGX-1V's P2P matrices and
     collectives figure for figure: the importer rebuilds the same fabric from the text."""
-    for builtin, again in ((["p2p", "dgx1v"], ["p2p", "--topo-file", imported]),
+    for builtin, again in ((["p2p", "--system", "dgx1v"], ["p2p", "--topo-file", imported]),
                            (["collective", "broadcast", "--system", "dgx1v"], ["collective", "broadcast",
                                                                                "--topo-file", imported]),
                            (["pairs", "all_reduce", "-s", "64M", "--system", "dgx1v"],
@@ -135,7 +135,8 @@ def test_gpu_names_nvidia_smi_prints_and_short_forms_give_the_same_file(capsys, 
     for name in (V100, "v100-sxm2", "V100SXM2", "Tesla V100-SXM2-32GB", "Tesla V100-SXM3-32GB"):
         ok(capsys, "import", SMI, "--gpu", name, "--out", tmp_path / "g.json")
         texts.append((tmp_path / "g.json").read_text())
-    assert texts[0] == texts[1] == texts[2] == texts[3]  # the catalogue's V100-SXM2, any memory size
+    assert texts[0] == texts[1] == texts[2]  # the catalogue's V100-SXM2
+    assert "Tesla V100-SXM2-32GB" in texts[3] and texts[3] != texts[0]  # the 32 GB part, by its size
     assert "V100-SXM3" in texts[4] and texts[4] != texts[0]
 
 
@@ -161,8 +162,8 @@ def test_import_nvswitch_inferred_and_overridden(capsys, tmp_path):
     text = topo.format_connection_matrix(topo.connection_matrix(topo.dgx2()))
     (tmp_path / "dgx2.txt").write_text(text)
     out = " ".join(ok(capsys, "import", tmp_path / "dgx2.txt", "--gpu", "Tesla V100-SXM3-32GB").split())
-    assert "6 NVSwitches (inferred from the NV# counts)" in out and "16 GPUs" in out
-    assert "96 NVLink bundles (96 links)" in out
+    assert "12 NVSwitches (inferred from the NV# counts)" in out and "16 GPUs" in out
+    assert "102 NVLink bundles (144 links)" in out and "trunks between them" in out  # DGX-2's wiring
     out = " ".join(ok(capsys, "import", tmp_path / "dgx2.txt", "--gpu", "v100-sxm3", "--nvswitch",
                       "--nvswitches", "3").split())
     assert "3 NVSwitches (--nvswitch)" in out and "48 NVLink bundles (96 links)" in out
@@ -178,7 +179,7 @@ def test_import_nvswitch_inferred_and_overridden(capsys, tmp_path):
     ([SMI, "--gpu", "v100-sxm2", "--format", "nccl-xml"], "NCCL topology XML"),
     ([XML, "--format", "nvidia-smi", "--gpu", "v100-sxm2"], "nvidia-smi topo -m"),
     ([XML, "--cpu", "x", "--nvswitch"], "--cpu, --nvswitch/--no-nvswitch apply to nvidia-smi text"),
-    (["/nonexistent/file"], "cannot read file /nonexistent/file"),
+    (["/nonexistent/file"], "'/nonexistent/file': No such file"),
     ([SMI, "--gpu", "v100-sxm2", "--out", "/nonexistent/dir/x.json"], "/nonexistent/dir"),
     ([SMI, "--gpu", "v100-sxm2", "--format", "csv"], "invalid choice: 'csv'"),
 ])
@@ -205,18 +206,18 @@ def test_export_round_trips_give_the_same_predictions(capsys, exported):
         again = json.loads(ok(capsys, "collective", "all_reduce", "--topo-file", path, "-b", "8", "-e", "1G",
                               "-f", "64", "--json"))
         assert again == builtin
-    assert ok(capsys, "p2p", "--topo-file", exported["graphml"]) == ok(capsys, "p2p", "dgx1v")
+    assert ok(capsys, "p2p", "--topo-file", exported["graphml"]) == ok(capsys, "p2p", "--system", "dgx1v")
 
 
 def test_export_prints_what_it_wrote(capsys, tmp_path):
-    out = ok(capsys, "export", "2xdgx1v:rail", "--format", "graphml", "--out", tmp_path / "c.graphml")
+    out = ok(capsys, "export", "--system", "2xdgx1v:rail", "--format", "graphml", "--out", tmp_path / "c.graphml")
     assert out == f"wrote {tmp_path / 'c.graphml'} (graphml: 2xDGX-1V, 16 GPUs, 41 nodes, 156 edges)\n"
     G = topo.from_graphml((tmp_path / "c.graphml").read_text())
     assert G.graph["network"] == "rail" and len(topo.gpus(G)) == 16
 
 
 def test_export_of_a_whatif(capsys, tmp_path):
-    ok(capsys, "export", "dgx1v", "--fail", "gpu0-gpu3:1", "--out", tmp_path / "f.json")
+    ok(capsys, "export", "--system", "dgx1v", "--fail", "gpu0-gpu3:1", "--out", tmp_path / "f.json")
     G = topo.from_json((tmp_path / "f.json").read_text())
     assert G.edges["gpu0", "gpu3"]["links"] == 1 and G.graph["name"] == "DGX-1V (fail gpu0-gpu3:1)"
 
@@ -225,7 +226,7 @@ def test_export_of_a_whatif(capsys, tmp_path):
     (["dgx1v"], "the following arguments are required: --out"),
     (["dgx1v", "--out", "{tmp}"], "it is a directory"),
     (["dgx1v", "--format", "dot", "--out", "{tmp}/x"], "invalid choice: 'dot'"),
-    (["--out", "{tmp}/x"], "the following arguments are required: NAME (or --topo-file FILE)"),
+    (["--out", "{tmp}/x"], "the following arguments are required: --system SPEC (or --topo-file FILE)"),
     (["nope", "--out", "{tmp}/x"], "unknown system 'nope'"),
 ])
 def test_export_errors_write_nothing(capsys, tmp_path, argv, message):
@@ -258,7 +259,7 @@ def test_every_system_command_takes_a_topo_file(capsys, tmp_path, imported, name
 
 @pytest.mark.parametrize("name", sorted(set(SYSTEM_COMMANDS) - {"compare"}))
 def test_system_and_topo_file_exactly_one(capsys, tmp_path, imported, name):
-    option = ["dgx1v"] if name in ("topo", "p2p", "export") else ["--system", "dgx1v"]
+    option = ["--system", "dgx1v"]
     if name == "topo" or name == "p2p" or name == "export":
         argv = _argv(name, tmp_path)[:1] + option + _argv(name, tmp_path)[1:]
     else:
@@ -272,7 +273,7 @@ def test_calibrate_check_and_report_take_topo_files(capsys, tmp_path):
     nccl-tests output of a DGX-2, tests/data/dgx2_12gpu_nccl_tests.json)."""
     raw = json.loads((DATA / "dgx2_12gpu_nccl_tests.json").read_text())["collectives"]["all_reduce"]["raw"]
     (tmp_path / "run.txt").write_text(raw)
-    ok(capsys, "export", "dgx2", "--out", tmp_path / "dgx2.json")
+    ok(capsys, "export", "--system", "dgx2", "--out", tmp_path / "dgx2.json")
     out = ok(capsys, "calibrate", tmp_path / "run.txt", "--topo-file", tmp_path / "dgx2.json",
              "--out", tmp_path / "cal.json")
     assert "wrote" in out and json.loads((tmp_path / "cal.json").read_text())["version"] == 1
@@ -285,13 +286,13 @@ def test_calibrate_check_and_report_take_topo_files(capsys, tmp_path):
     # The report of a GraphML file: a DGX A100 (one NCCL channel search per set class, where a
     # DGX-1V's report adds its 73 classes, the training step and the measurements: the same
     # page code, tested on the built-in systems in tests/models/present/test_report.py).
-    ok(capsys, "export", "dgxa100", "--out", tmp_path / "a100.graphml")
+    ok(capsys, "export", "--system", "dgxa100", "--out", tmp_path / "a100.graphml")
     out = ok(capsys, "report", "--topo-file", tmp_path / "a100.graphml", "--out", tmp_path / "r.html")
     assert out.startswith("wrote ") and out.rstrip().endswith("comparing DGX A100")
 
 
 def test_compare_builtin_with_imported(capsys, imported):
-    data = json.loads(ok(capsys, "compare", "dgx1v", "--topo-file", imported, "-b", "1M", "-e", "1M", "--json"))
+    data = json.loads(ok(capsys, "compare", "--system", "dgx1v", "--topo-file", imported, "-b", "1M", "-e", "1M", "--json"))
     assert data["systems"] == ["dgx1v", "imported"] and data["ngpus"] == 8
 
 
@@ -337,8 +338,8 @@ def test_topo_file_that_is_not_a_regular_file(capsys, tmp_path):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["topo", "dgx1v", "--nodes", "2"], "--nodes N joins copies of a --topo-file fabric"),
-    (["topo", "dgx1v", "--network", "rail"], "--network applies to a cluster"),
+    (["topo", "--system", "dgx1v", "--nodes", "2"], "--nodes N joins copies of a --topo-file fabric"),
+    (["topo", "--system", "dgx1v", "--network", "rail"], "--network applies to a cluster"),
     (["topo", "--topo-file", "{file}", "--nodes", "0"], "argument --nodes"),
     (["topo", "--topo-file", "{file}", "--nodes", "3", "--max-gpus", "16"], "has 24 GPUs, more than the limit of 16"),
     (["collective", "all_reduce", "--topo-file", "{file}", "--max-gpus", "4"], "has 8 GPUs, more than the limit of 4"),
@@ -351,13 +352,13 @@ def test_cluster_option_errors(capsys, imported, argv, message):
 
 # ------------------------------------------------------------------------------ what-ifs
 def test_fail_one_link_shows_in_topo_and_p2p(capsys):
-    out = ok(capsys, "topo", "dgx1v", "--no-legend", "--fail", "gpu0-gpu3:1")
+    out = ok(capsys, "topo", "--system", "dgx1v", "--no-legend", "--fail", "gpu0-gpu3:1")
     assert _cells(out)[1][:5] == ["GPU0", "X", "NV1", "NV1", "NV1"]
-    assert _cells(ok(capsys, "topo", "dgx1v", "--fail", "gpu0-gpu3"))[1][4] == "PHB"
+    assert _cells(ok(capsys, "topo", "--system", "dgx1v", "--fail", "gpu0-gpu3"))[1][4] == "PHB"
     # An NV2 pair at half bandwidth copies like an NV1 pair (the model reads the edge's bandwidth).
-    degraded = json.loads(ok(capsys, "p2p", "dgx1v", "--json", "--degrade", "gpu0-gpu3=0.5"))
+    degraded = json.loads(ok(capsys, "p2p", "--system", "dgx1v", "--json", "--degrade", "gpu0-gpu3=0.5"))
     assert degraded["unidirectional_gbps"][0][3] == degraded["unidirectional_gbps"][0][1]
-    baseline = json.loads(ok(capsys, "p2p", "dgx1v", "--json"))
+    baseline = json.loads(ok(capsys, "p2p", "--system", "dgx1v", "--json"))
     assert baseline["unidirectional_gbps"][0][3] > degraded["unidirectional_gbps"][0][3]
 
 
@@ -373,7 +374,7 @@ def test_failed_nvswitch_costs_allreduce_bandwidth(capsys):
 
 
 def test_failed_gpu_leaves_the_others_numbered(capsys):
-    out = ok(capsys, "topo", "dgx1v", "--fail", "gpu2", "--no-legend")
+    out = ok(capsys, "topo", "--system", "dgx1v", "--fail", "gpu2", "--no-legend")
     assert _cells(out)[0][:8] == ["GPU0", "GPU1", "GPU3", "GPU4", "GPU5", "GPU6", "GPU7", "mlx5_0"]
     data = json.loads(ok(capsys, "pairs", "all_reduce", "--system", "dgx1v", "--fail", "gpu2", "-s", "1M",
                          "--json"))
@@ -384,7 +385,7 @@ def test_whatifs_on_ranked_commands_and_compare(capsys):
     data = json.loads(ok(capsys, "subsets", "all_reduce", "--system", "dgx1v", "-k", "2", "-s", "64M", "--json",
                          "--fail", "gpu0-gpu3", "--fail", "gpu0-gpu4"))
     assert [0, 3] not in [s["gpus"][:2] for s in data["subsets"][:10]]  # now PCIe only: not near the top
-    data = json.loads(ok(capsys, "compare", "dgx1v", "dgx1", "--fail", "gpu0-gpu3", "-b", "1M", "-e", "1M",
+    data = json.loads(ok(capsys, "compare", "--system", "dgx1v", "dgx1", "--fail", "gpu0-gpu3", "-b", "1M", "-e", "1M",
                          "--json"))
     assert data["systems"] == ["DGX-1V (fail gpu0-gpu3)", "DGX-1 (fail gpu0-gpu3)"]
 
@@ -399,7 +400,7 @@ def test_whatifs_on_ranked_commands_and_compare(capsys):
     (["--fail"], "expected one argument"),
 ])
 def test_whatif_errors(capsys, argv, message):
-    for command in (["topo", "dgx1v"], ["collective", "all_reduce", "--system", "dgx1v"]):
+    for command in (["topo", "--system", "dgx1v"], ["collective", "all_reduce", "--system", "dgx1v"]):
         assert message in fails(capsys, *command, *argv)
 
 
@@ -475,3 +476,241 @@ def test_any_io_command_line_is_status_0_or_2_with_one_line(fuzzdir, exported, a
         assert err.getvalue().count("\n") == 1 and err.getvalue().startswith("dgxtopo: error: "), (argv, err.getvalue())
         assert out.getvalue() == ""
         assert sorted(p.name for p in fuzzdir.iterdir()) == before, argv  # nothing written on error
+
+
+# ------------------------------------------------ imports that give back the machine (issue 24)
+def test_topo_printout_imports_back_to_the_builtin_figures(capsys, tmp_path):
+    """dgxtopo topo dgxh100 > file; dgxtopo import file: the same NVLS figure as --system dgxh100."""
+    (tmp_path / "h100.txt").write_text(ok(capsys, "topo", "--system", "dgxh100"))
+    out = " ".join(ok(capsys, "import", tmp_path / "h100.txt", "--gpu", "NVIDIA H100 80GB HBM3",
+                      "--out", tmp_path / "h100.json").split())
+    assert "From dgxh100, what the text does not say:" in out and "5/4/4/5 links from each GPU" in out
+    argv = ["collective", "all_reduce", "-b", "1G", "-e", "1G", "--json"]
+    imported = json.loads(ok(capsys, *argv, "--topo-file", tmp_path / "h100.json"))
+    builtin = json.loads(ok(capsys, *argv, "--system", "dgxh100"))
+    assert imported["rows"] == builtin["rows"] and imported["rows"][0]["algorithm"] == "nvls"
+
+
+def test_import_options_of_the_known_system(capsys, tmp_path):
+    (tmp_path / "h100.txt").write_text(ok(capsys, "topo", "--system", "dgxh100"))
+    out = " ".join(ok(capsys, "import", tmp_path / "h100.txt", "--gpu", "h100", "--like", "none",
+                      "--nvswitch-links", "5,4,4,5", "--out", tmp_path / "x.json").split())
+    assert "From dgxh100" not in out and "4 NVSwitches" in out
+    G = topo.from_json((tmp_path / "x.json").read_text())
+    assert [G.edges["gpu0", f"nvswitch{s}"]["links"] for s in range(4)] == [5, 4, 4, 5]
+    (tmp_path / "tray.txt").write_text(ok(capsys, "topo", "--system", "gb200nvl72"))
+    out = " ".join(ok(capsys, "import", tmp_path / "tray.txt", "--gpu", "gb200", "--hosts", "1").split())
+    assert "4 GPUs NVIDIA GB200 (GPU ids 0-3)" in out
+    out = " ".join(ok(capsys, "import", tmp_path / "tray.txt", "--gpu", "gb200").split())
+    assert "72 GPUs NVIDIA GB200 (18 hosts of GPU ids 0-3)" in out and "8 NICs per host" in out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--nvswitch-links", "5,4,x"], "--nvswitch-links '5,4,x': expected whole numbers separated by commas"),
+    (["--nvswitch-links", "5,4,4"], "nvswitch_links=5/4/4: expected links per NVSwitch chip that add up to the NV18"),
+    (["--like", "dgx9"], "like='dgx9': expected 'auto', None or a built-in system"),
+    (["--hosts", "2"], "hosts=2: the GPUs' NVLink domain is one host in dgxh100"),
+    (["--name", "\x1b[2Jx"], "graph attribute 'name' is '\\x1b[2Jx': expected printable text"),
+])
+def test_import_option_errors_of_the_known_system(capsys, tmp_path, argv, message):
+    (tmp_path / "h100.txt").write_text(ok(capsys, "topo", "--system", "dgxh100"))
+    assert message in fails(capsys, "import", tmp_path / "h100.txt", "--gpu", "h100", *argv)
+
+
+def test_export_nccl_xml_and_import_it(capsys, tmp_path):
+    out = ok(capsys, "export", "--system", "dgx2", "--format", "nccl-xml", "--out", tmp_path / "dgx2.xml")
+    assert out.startswith(f"wrote {tmp_path / 'dgx2.xml'} (nccl-xml: DGX-2")
+    assert (tmp_path / "dgx2.xml").read_text().startswith('<system version="1" name="DGX-2">')
+    out = " ".join(ok(capsys, "import", tmp_path / "dgx2.xml", "--out", tmp_path / "dgx2.json").split())
+    assert "12 NVSwitches (from the XML's NVLink targets)" in out
+    argv = ["collective", "all_reduce", "-b", "1G", "-e", "1G", "--json"]
+    assert (json.loads(ok(capsys, *argv, "--topo-file", tmp_path / "dgx2.json"))["rows"]
+            == json.loads(ok(capsys, *argv, "--system", "dgx2"))["rows"])
+    assert "is nvlink_c2c, which NCCL's XML cannot state" in fails(
+        capsys, "export", "gb200nvl72", "--format", "nccl-xml", "--out", tmp_path / "g.xml")
+    assert not (tmp_path / "g.xml").exists()
+
+
+def test_a_fabric_file_with_a_terminal_escape_is_refused(capsys, tmp_path):
+    data = json.loads(topo.to_json(topo.build("dgx1v")))
+    data["graph"]["graph"]["name"] = "\x1b[2J\x1b[Hpwned"
+    (tmp_path / "evil.json").write_text(json.dumps(data))
+    err = fails(capsys, "topo", "--topo-file", tmp_path / "evil.json")
+    assert "\x1b" not in err and "expected printable text" in err
+
+
+# ------------------------------------------------------- inputs: every file a command reads
+# issue 24: each case ends within seconds in exit 0 with the answer, or exit 2 and one line.
+DGX2_RUNS = json.loads((DATA / "dgx2_12gpu_nccl_tests.json").read_text())["collectives"]
+
+
+@pytest.fixture
+def measured_run(tmp_path):
+    """The given DGX-2 all_reduce run as a file (tests/data/dgx2_12gpu_nccl_tests.json)."""
+    path = tmp_path / "m.txt"
+    path.write_text(DGX2_RUNS["all_reduce"]["raw"])
+    return path
+
+
+def _calibration_file(tmp_path, **parameters):
+    path = tmp_path / "cal.json"
+    path.write_text(json.dumps({"schema": "dgx-topo calibration", "version": 1, "parameters": parameters}))
+    return path
+
+
+@pytest.mark.parametrize("argv", [
+    ["check", "{fifo}", "--system", "dgx2"], ["calibrate", "{fifo}", "--system", "dgx2", "--out", "{tmp}/c.json"],
+    ["collective", "all_reduce", "--system", "dgx2", "--calibration", "{fifo}"],
+    ["topo", "--topo-file", "{fifo}"], ["import", "{fifo}", "--gpu", V100],
+    ["check", "{tmp}", "--system", "dgx2"], ["check", "/dev/zero", "--system", "dgx2"],
+])
+def test_an_input_that_is_not_a_regular_file_is_refused_at_once(capsys, tmp_path, argv):
+    os.mkfifo(tmp_path / "fifo")  # nobody writes to it: reading it would block for ever
+    argv = [a.replace("{fifo}", str(tmp_path / "fifo")).replace("{tmp}", str(tmp_path)) for a in argv]
+    with watchdog(20):
+        err = fails(capsys, *argv)
+    assert "expected a regular file" in err and ("FIFO" in err or "directory" in err or "device" in err)
+
+
+def test_inputs_are_sized_before_they_are_read(capsys, tmp_path, measured_run):
+    err = fails(capsys, "check", measured_run, "--system", "dgx2", "--max-input", "1K")
+    assert f"is {measured_run.stat().st_size} bytes, more than the limit of 1024 bytes" in err
+    assert "raise it with --max-input SIZE" in err
+    big = tmp_path / "big.txt"
+    with open(big, "wb") as handle:  # sparse: 17 MiB of nothing, over the 16 MiB default
+        handle.truncate(17 * 2**20)
+    assert "more than the limit of 16777216 bytes" in fails(capsys, "check", big, "--system", "dgx2")
+    assert "more than the limit" in fails(capsys, "topo", "--topo-file", measured_run, "--max-input", "100")
+    assert "more than the limit" in fails(capsys, "import", SMI, "--gpu", V100, "--max-input", "100")
+
+
+def test_an_out_that_is_an_input_is_refused_and_the_input_kept(capsys, tmp_path, measured_run):
+    before = measured_run.read_text()
+    (tmp_path / "hard.txt").hardlink_to(measured_run)
+    for out in (measured_run, tmp_path / "." / "m.txt", tmp_path / "hard.txt"):
+        assert "is the input" in fails(capsys, "calibrate", measured_run, "--system", "dgx2", "--out", out)
+        assert "is the input" in fails(capsys, "check", measured_run, "--system", "dgx2", "--out", out)
+    smi = tmp_path / "x.txt"
+    smi.write_text(Path(SMI).read_text())
+    assert "is the input" in fails(capsys, "import", smi, "--gpu", V100, "--out", smi)
+    cal = _calibration_file(tmp_path)
+    assert "is the input" in fails(capsys, "compare", "dgx1v", "--calibration", cal, "--out", cal)
+    assert measured_run.read_text() == before and smi.read_text() == Path(SMI).read_text()
+
+
+@pytest.mark.parametrize("out, message", [
+    ("-", "standard output is not one"), ("/dev/stdout", "it is a standard stream"),
+    ("/dev/fd/1", "it is a standard stream"),
+])
+def test_out_to_standard_output_is_refused_clearly(capsys, measured_run, out, message):
+    assert message in fails(capsys, "calibrate", measured_run, "--system", "dgx2", "--out", out)
+    assert message in fails(capsys, "export", "--system", "dgx1v", "--out", out)
+
+
+def _stdin(monkeypatch, data: bytes):
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(data)))
+
+
+def test_standard_input_is_read_where_piping_makes_sense(capsys, monkeypatch, measured_run):
+    whole = ok(capsys, "check", measured_run, "--system", "dgx2")
+    _stdin(monkeypatch, measured_run.read_bytes())
+    assert ok(capsys, "check", "-", "--system", "dgx2") == whole
+    topo_text = ok(capsys, "topo", "--system", "dgx1v")
+    _stdin(monkeypatch, topo_text.encode())
+    assert "8 GPUs" in ok(capsys, "import", "-", "--gpu", V100)
+    _stdin(monkeypatch, b"")
+    assert "found none in standard input" in fails(capsys, "check", "-", "--system", "dgx2")
+    assert "at most one input given as -" in fails(capsys, "calibrate", "-", "-", "--system", "dgx2",
+                                                   "--out", measured_run.parent / "c.json")
+
+
+@pytest.mark.parametrize("parameters, message", [
+    ({"efficiency:nvlink2": 0}, "efficiency:nvlink2 = 0: expected a number from 0.05 to 1"),
+    ({"efficiency:nvlink2": 5.0}, "efficiency:nvlink2 = 5.0: expected a number from 0.05 to 1"),
+    ({"efficiency:nvlink99": 0.9}, "unknown parameter 'efficiency:nvlink99'"),
+    ({"floor": 1e300}, "floor = 1e+300: expected a number from 0 to 0.001 seconds"),
+])
+def test_calibration_constants_are_range_checked_naming_the_field(capsys, tmp_path, measured_run, parameters,
+                                                                   message):
+    cal = _calibration_file(tmp_path, **parameters)
+    for argv in (["collective", "all_reduce", "--system", "dgx2", "--explain"],
+                 ["check", measured_run, "--system", "dgx2", "--explain"]):
+        err = fails(capsys, *argv, "--calibration", cal)
+        assert message in err and str(cal) in err
+
+
+def test_deeply_nested_calibration_json_is_refused(capsys, tmp_path):
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    err = fails(capsys, "collective", "all_reduce", "--system", "dgx2", "--calibration", deep)
+    assert "nested at most 64 levels" in err and str(deep) in err
+
+
+def test_the_collective_a_run_names_is_not_overridden(capsys, tmp_path, measured_run):
+    err = fails(capsys, "check", measured_run, "--system", "dgx2", "--collective", "broadcast")
+    assert "names all_reduce (all_reduce_perf), --collective is broadcast" in err
+    gather = tmp_path / "gather.txt"
+    gather.write_text(DGX2_RUNS["all_gather"]["raw"].replace("all_gather_perf", "gather_perf"))
+    assert "it names gather, which dgx-topo does not model" in fails(capsys, "check", gather, "--system", "dgx2")
+    bare = tmp_path / "bare.txt"
+    bare.write_text("\n".join(line for line in DGX2_RUNS["all_gather"]["raw"].splitlines()
+                              if "_perf" not in line))
+    assert "all_gather or alltoall alike" in fails(capsys, "check", bare, "--system", "dgx2")
+    assert "all_gather on dgx2" in ok(capsys, "check", bare, "--system", "dgx2", "--collective", "all_gather")
+
+
+def test_nccl_tests_messages_name_the_option(capsys, tmp_path, measured_run):
+    huge = tmp_path / "huge.txt"
+    huge.write_text(f"{10**30}  2  float  sum  -1  61.03  0.00  0.00  2e-07\n")
+    err = fails(capsys, "check", huge, "--system", "dgx2")
+    assert "line 1: expected a size of at most 4611686018427387904 (2^62), found a 31-digit number" in err
+    assert "--gpus names 4 GPUs, " in fails(capsys, "check", measured_run, "--system", "dgx2", "--gpus", "0-3")
+    assert "has 12 ranks" in fails(capsys, "check", measured_run, "--system", "dgx2", "--gpus", "0-3")
+    assert "-g must be an integer from 1 to 12" in fails(capsys, "check", measured_run, "--system", "dgx2",
+                                                          "-g", "13")
+    assert "--fail-each" in fails(capsys, "whatif", "all_reduce", "--system", "dgx1v", "--fail-each", "nvswitch")
+
+
+def test_calibrate_and_check_run_on_the_runs_without_rank_lines(capsys, tmp_path):
+    for collective, published in DGX2_RUNS.items():
+        cut = tmp_path / f"{collective}.txt"
+        cut.write_text("\n".join(line for line in published["raw"].splitlines()
+                                 if "Rank" not in line and "nThread" not in line))
+        whole = tmp_path / f"{collective}-whole.txt"
+        whole.write_text(published["raw"])
+        assert ok(capsys, "check", cut, "--system", "dgx2").replace(cut.name, "") == \
+            ok(capsys, "check", whole, "--system", "dgx2").replace(whole.name, "")
+    out = ok(capsys, "calibrate", *sorted(tmp_path.glob("*[a-z].txt")), "--system", "dgx2",
+             "--out", tmp_path / "c.json")
+    assert "launch_per_gpu" in out and (tmp_path / "c.json").exists()
+
+
+def test_result_rows_are_bounded(capsys, tmp_path, measured_run):
+    """A 16 MB nccl-tests text of rows took 45 s and printed 157,000 lines: refused past --max-rows."""
+    err = fails(capsys, "check", measured_run, "--system", "dgx2", "--max-rows", "10")
+    assert "has more than 10 result rows, the limit: raise it with --max-rows" in err
+    assert "8589934592" in ok(capsys, "check", measured_run, "--system", "dgx2", "--max-rows", "34")
+
+
+def test_a_link_slowed_past_any_search_speed_is_not_reported_at_nccls_fallback_figure(capsys):
+    """issue 24: --degrade gpu0-gpu3=0.05 reported 0.10 GB/s, NCCL's fallback tuning figure, as the
+    measured busbw (worse than failing the link, 10 GB/s over PCIe). NCCL keeps the direct link
+    (fewest hops) and falls back to one channel on it: 2 of the bundle's 40 GB/s moves, and a
+    time of 10^300 us prints in powers of ten."""
+    row = ok(capsys, "collective", "all_reduce", "--system", "dgx1v", "--degrade", "gpu0-gpu3=0.05",
+             "--gpus", "0,3").splitlines()[-2].split()
+    assert 1.9 < float(row[7]) < 2.1
+    out = ok(capsys, "collective", "all_reduce", "--system", "dgx1v", "--degrade", "gpu0-gpu3=1e-300",
+             "--gpus", "0,3", "--explain")
+    assert out.splitlines()[3].split()[5] == "8.226e+302" and "tuned at 0.1 GB/s; its data moves at" in out
+    assert not any(w in ("nan", "inf") for w in out.lower().split())
+
+
+def test_messages_name_the_command_lines_options_not_python_keywords(capsys, tmp_path):
+    """issue 24: the library names its keyword (socket_link=, gpus_per_thread); the CLI its option."""
+    xml = tmp_path / "foo.xml"
+    xml.write_text(Path(XML).read_text().replace('vendor="GenuineIntel"', 'vendor="Foo"'))
+    err = fails(capsys, "import", xml, "--gpu", "v100-sxm2")
+    assert "pass --socket-link one of" in err and "socket_link" not in err
+    err = fails(capsys, "pairs", "all_reduce", "--system", "dgx1v", "-s", "8", "-g", "4")
+    assert "-g must be" in err and "gpus_per_thread" not in err

@@ -21,6 +21,8 @@ ARGUMENTS = {
     # Two DGX H100 (16 GPUs; 19 of 136 layouts fit, so the best layout is explained) instead
     # of four DGX A100.
     "plan_llama3_70b.py": ["--system", "2xdgxh100", "--top", "3"],
+    # The published runs of at most 8 GPUs (one host each) instead of up to 3,072.
+    "published_runs.py": ["--max-gpus", "8"],
 }
 
 

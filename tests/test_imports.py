@@ -61,3 +61,15 @@ def test_old_import_paths_work_and_name_the_new_place():
     result = subprocess.run([sys.executable, "-c", _OLD_PATHS], capture_output=True, text=True,
                             cwd=Path(__file__).parents[1])
     assert result.returncode == 0, result.stderr
+
+
+def test_face_names_whose_words_moved_still_resolve_with_a_warning():
+    import warnings
+
+    import models
+    from models.present.text import format_p2p_report
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert models.format_p2p_report is format_p2p_report
+    assert any("models.present.text.format_p2p_report" in str(w.message) for w in caught)

@@ -57,3 +57,107 @@ def test_output_block_is_what_its_command_prints(index):
     from tests.regen_readme import expected_block
     block = _text_blocks()[index]
     assert block == expected_block(block), "run `python -m tests.regen_readme` and review the diff"
+
+
+# ------------------------------------------------------------------- documented JSON shapes
+#: A ```json-shape block of the README: the command line (group 1) and the shape (group 2).
+SHAPE_BLOCK = re.compile(r"```json-shape\n\$ (dgxtopo [^\n]*)\n(.*?)```", re.S)
+_SHAPE_TOKEN = re.compile(r'\s*(?:(?P<key>"[^"]*")|(?P<name>NAME)|(?P<punct>[{}\[\]:,]))')
+
+
+def parse_shape(text: str):
+    """The README's shape notation as data: an object is a dict of key -> sub-shape (None for a
+    value whose structure is not given), ``NAME`` the key of any key; ``[{...}]`` a list of it."""
+    tokens = [(m.lastgroup, m.group(m.lastgroup)) for m in _SHAPE_TOKEN.finditer(text)]
+    assert "".join(t for _, t in tokens) == re.sub(r"\s+", "", text), f"unreadable shape: {text!r}"
+    position = 0
+
+    def take(expected=None):
+        nonlocal position
+        kind, token = tokens[position]
+        assert expected is None or token == expected, f"expected {expected!r} at {token!r} in {text!r}"
+        position += 1
+        return kind, token
+
+    def value():
+        if tokens[position][1] == "[":
+            take("[")
+            inner = value()
+            take("]")
+            return [inner]
+        take("{")
+        members = {}
+        while True:
+            kind, token = take()
+            key = "NAME" if kind == "name" else token.strip('"')
+            members[key] = None
+            if tokens[position][1] == ":":
+                take(":")
+                members[key] = value()
+            if take()[1] == "}":
+                return members
+
+    shape = value()
+    assert position == len(tokens), f"trailing text in {text!r}"
+    return shape
+
+
+def shape_mismatches(shape, data, where="") -> list:
+    """Where ``data`` (parsed JSON) does not have the keys ``shape`` documents."""
+    if shape is None:
+        return []
+    if isinstance(shape, list):
+        if not isinstance(data, list):
+            return [f"{where}: expected a list, received {type(data).__name__}"]
+        return [m for i, item in enumerate(data) for m in shape_mismatches(shape[0], item, f"{where}[{i}]")]
+    if not isinstance(data, dict):
+        return [f"{where}: expected an object, received {type(data).__name__}"]
+    if set(shape) == {"NAME"}:
+        return [m for key, item in data.items() for m in shape_mismatches(shape["NAME"], item, f"{where}/{key}")]
+    problems = []
+    if set(data) - set(shape):
+        problems.append(f"{where}: keys {sorted(set(data) - set(shape))} not documented")
+    if set(shape) - set(data):
+        problems.append(f"{where}: documented keys {sorted(set(shape) - set(data))} missing")
+    return problems + [m for key, sub in shape.items() if key in data
+                       for m in shape_mismatches(sub, data[key], f"{where}/{key}")]
+
+
+def _shape_blocks() -> list:
+    return SHAPE_BLOCK.findall((ROOT / "README.md").read_text())
+
+
+def test_shape_notation_catches_differences():
+    shape = parse_shape('{"a", "b": [{"c"}], "d": {NAME: {"e"}}}')
+    assert shape == {"a": None, "b": [{"c": None}], "d": {"NAME": {"e": None}}}
+    good = {"a": 1, "b": [{"c": 2}, {"c": 3}], "d": {"x": {"e": 4}, "y": {"e": 5}}}
+    assert shape_mismatches(shape, good) == []
+    assert shape_mismatches(shape, {**good, "z": 0}) == [": keys ['z'] not documented"]
+    assert shape_mismatches(shape, {**good, "b": [{"c": 2, "f": 1}]}) == ["/b[0]: keys ['f'] not documented"]
+    assert shape_mismatches(shape, {"a": 1, "b": [], "d": {"x": {}}}) == ["/d/x: documented keys ['e'] missing"]
+
+
+def test_every_command_with_a_result_documents_its_json():
+    """The README's JSON section has a shape for every command (each takes --json)."""
+    from models.present.cli import COMMANDS, build_parser
+
+    documented = {command.split()[1] for command, _ in _shape_blocks()}
+    assert documented == {c.name for c in COMMANDS}
+    choices = next(a for a in build_parser()._actions if a.dest == "command").choices
+    assert [name for name, sub in choices.items() if "json" not in {a.dest for a in sub._actions}] == []
+
+
+@pytest.mark.parametrize("index", range(len(_shape_blocks())))
+def test_documented_json_shape_is_what_the_command_prints(index, monkeypatch):
+    """Each documented shape has exactly the keys the real output has, at every level."""
+    import json
+
+    from tests.regen_readme import run_command
+
+    command, text = _shape_blocks()[index]
+    if command.split()[1] == "report":  # the page itself is tested elsewhere: write a small one
+        from models.present.report import write as write_module
+        monkeypatch.setattr(write_module, "render_report", lambda analysis: "<html></html>")
+        monkeypatch.setattr(write_module, "analyse_report", lambda fabrics, **kw: None)
+    data = json.loads(run_command(command))
+    assert shape_mismatches(parse_shape(text), data) == []

@@ -4,13 +4,13 @@ The flat public namespace of the fabric layer. It never imports :mod:`models` no
 """
 
 from .version import __version__
-from .errors import (CountError, DgxTopoError, SizeError, SystemSpecError, TopologyError,
+from .errors import (CountError, DgxTopoError, LimitError, SizeError, SystemSpecError, TopologyError,
                      TransformError, UnknownPartError, UnknownSystemError)
 from .schema import ATTRIBUTES, EDGE_KINDS, NODE_KINDS, gpus, nodes_of_kind, schema_markdown, validate
 from .specs import CPUS, GPUS, LINKS, NVSWITCHES, CpuSpec, GpuSpec, LinkSpec, SwitchSpec
 from .dgx import dgx1, dgx1v, dgx2
 from .cluster import MAX_HOSTS, NETWORKS, compute_nics, join_hosts
-from .registry import SYSTEMS, SystemSpec, build, cluster, parse_system_spec
+from .registry import SYSTEMS, VARIANTS, SystemSpec, build, cluster, parse_system_spec
 from .layout import LayoutError, fabric_layout, layout_style
 from .nvidia_smi import ConnectionMatrix, connection_matrix, format_connection_matrix
 from .capacity import Bisection, bisection, bisection_bandwidth, injection_bandwidth
@@ -21,17 +21,17 @@ from .pcie import connection_class, pcie_class, pcie_path
 from .transform import add_links, remove_links, remove_nodes, scale_kind, scale_links
 from .symmetry import gpu_automorphisms, interchangeable_gpus
 from .io import (TopologyImportError, from_graphml, from_json, from_nccl_xml, from_nvidia_smi,
-                 gpu_model, to_graphml, to_json)
+                 gpu_model, to_graphml, to_json, to_nccl_xml)
 
 __all__ = [
     "__version__",
     "DgxTopoError", "TopologyError", "UnknownSystemError", "SystemSpecError", "SizeError",
-    "CountError", "TransformError", "UnknownPartError",
+    "CountError", "LimitError", "TransformError", "UnknownPartError",
     "ATTRIBUTES", "EDGE_KINDS", "NODE_KINDS", "gpus", "nodes_of_kind", "schema_markdown", "validate",
     "CPUS", "GPUS", "LINKS", "NVSWITCHES", "CpuSpec", "GpuSpec", "LinkSpec", "SwitchSpec",
     "dgx1", "dgx1v", "dgx2",
     "MAX_HOSTS", "NETWORKS", "compute_nics", "join_hosts",
-    "SYSTEMS", "SystemSpec", "build", "cluster", "parse_system_spec",
+    "SYSTEMS", "VARIANTS", "SystemSpec", "build", "cluster", "parse_system_spec",
     "LayoutError", "fabric_layout", "layout_style",
     "ConnectionMatrix", "connection_matrix", "format_connection_matrix",
     "Bisection", "bisection", "bisection_bandwidth", "injection_bandwidth",
@@ -41,6 +41,6 @@ __all__ = [
     "connection_class", "pcie_class", "pcie_path",
     "add_links", "remove_links", "remove_nodes", "scale_kind", "scale_links",
     "gpu_automorphisms", "interchangeable_gpus",
-    "TopologyImportError", "gpu_model", "from_nvidia_smi", "from_nccl_xml",
+    "TopologyImportError", "gpu_model", "from_nvidia_smi", "from_nccl_xml", "to_nccl_xml",
     "to_json", "from_json", "to_graphml", "from_graphml",
 ]

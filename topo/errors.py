@@ -9,7 +9,7 @@ from __future__ import annotations
 
 __all__ = [
     "DgxTopoError", "TopologyError", "SystemSpecError", "UnknownSystemError", "SizeError",
-    "CountError", "TransformError", "UnknownPartError",
+    "CountError", "LimitError", "TransformError", "UnknownPartError",
 ]
 
 
@@ -35,6 +35,40 @@ class SizeError(DgxTopoError):
 
 class CountError(DgxTopoError):
     """A count option (``--top``, ``-k``, ``--ngpus``) that is not a whole number in range."""
+
+
+class LimitError(DgxTopoError):
+    """Work beyond a limit the caller set, refused before it starts.
+
+    Every wing raises this one type for every limit, naming the keyword argument that sets
+    it, so that a caller can tell which knob raises it (the command line maps the keyword to
+    its option: ``max_sets`` to ``--limit``).
+
+    Attributes
+    ----------
+    what : str
+        The work refused, in words.
+    keyword : str
+        The keyword argument whose limit was exceeded (``max_sets``, ``max_pairs``, ...).
+    size, limit : int
+        The work asked for and the limit.
+
+    Examples
+    --------
+    >>> str(LimitError("12870 sets of 8 GPUs", keyword="max_sets", size=12870, limit=100))
+    '12870 sets of 8 GPUs: 12870 is more than max_sets=100'
+    """
+
+    def __init__(self, what: str, *, keyword: str, size: int, limit: int):
+        super().__init__(f"{what}: {size} is more than {keyword}={limit}")
+        self.what, self.keyword, self.size, self.limit = what, keyword, size, limit
+
+    def __reduce__(self):  # keyword-only arguments: rebuilt from them (pickled by process pools)
+        return (_limit_error, (self.what, self.keyword, self.size, self.limit))
+
+
+def _limit_error(what, keyword, size, limit) -> LimitError:
+    return LimitError(what, keyword=keyword, size=size, limit=limit)
 
 
 class TransformError(DgxTopoError):

@@ -14,16 +14,18 @@ Within a host, the NVLink core (GPUs and NVSwitches) gets one of three styles:
     (two short bridges between the squares, the other two around them). Corners are chosen
     so that GPUs under one PCIe switch share a row, and the second quad mirrors the first.
 ``"baseboards"``
-    NVSwitch fabrics (DGX-2): per ``baseboard``, the GPUs in a column beside the column of
-    the board's NVSwitches, the two boards facing each other so that the backplane trunks
-    between peer switches run straight across.
+    NVSwitch fabrics: per ``baseboard``, the GPUs in a column beside the column of the
+    board's NVSwitches, the two boards of a DGX-2 facing each other so that the backplane
+    trunks between peer switches run straight across. A single board (DGX A100, H100, B200)
+    lies on its side instead: the GPUs in a row, its NVSwitches in a row above them, so that
+    the drawing fills a page-wide figure rather than a narrow column.
 ``"ring"``
     Anything else: the GPUs on a circle in index order.
 
 The host layer (PCIe switches, CPUs, NICs) is then placed outside the core, each part at the
 barycentre of the GPUs below it (in PCIe hops), pushed out by one step per hop: up and down
-for the cube-mesh (the PCIe pairs are its rows), sideways for the baseboards, radially for
-the ring. The result is pure data, reused by :func:`topo.plot.fabric_figure` and by anyone
+for the cube-mesh (the PCIe pairs are its rows), sideways for the baseboards (down, away from
+the switches, for a single board), radially for the ring. The result is pure data, reused by :func:`topo.plot.fabric_figure` and by anyone
 drawing a fabric with other tools.
 
 A rack whose hosts share an NVLink domain (a GB200 NVL72: 18 compute trays, the NVSwitch chips
@@ -69,6 +71,8 @@ _CUBE_STEP = 0.9         # host layer: distance per PCIe hop away from the cube-
 _BOARD_SWITCH_X = 1.6    # GPU column to NVSwitch column of a baseboard
 _BOARD_TRUNK = 1.4       # NVSwitch column to the peer board's NVSwitch column
 _BOARD_STEP = 1.0        # host layer: distance per hop away from a baseboard's GPU column
+_ROW_SWITCH_Y = 2.5      # a single board on its side: GPU row to NVSwitch row
+_ROW_SPACING = 1.0       # its host layer: least distance between neighbours of a row
 _RING_STEP = 1.0
 _HOST_GAP = 2.0          # between the hosts of a cluster
 _TRAY_GPU_STEP = 1.5     # GPUs of a rack's tray: room for the NICs spread beside each CPU
@@ -150,15 +154,28 @@ def _cube_mesh(G, gpu_nodes, switches):
     return pos
 
 
-def _baseboards(G, gpu_nodes, switches):
-    if not switches:
-        return None
+def _boards(G, gpu_nodes, switches) -> dict:
     boards = defaultdict(lambda: ([], []))
     for n in gpu_nodes:
         boards[G.nodes[n].get("baseboard", 0)][0].append(n)
     for n in switches:
         boards[G.nodes[n].get("baseboard", 0)][1].append(n)
+    return boards
+
+
+def _baseboards(G, gpu_nodes, switches):
+    if not switches:
+        return None
+    boards = _boards(G, gpu_nodes, switches)
     pos = {}
+    if len(boards) == 1:  # on its side: GPUs in a row, the switches centred in a row above
+        (board_gpus, board_switches), = ((_ordered(G, g), _ordered(G, s)) for g, s in boards.values())
+        n, m = len(board_gpus), len(board_switches)
+        for i, node in enumerate(board_gpus):
+            pos[node] = (float(i), 0.0)
+        for j, node in enumerate(board_switches):
+            pos[node] = ((j + 0.5) * n / m - 0.5, _ROW_SWITCH_Y)
+        return pos
     height = max(len(g) for g, _ in boards.values()) - 1
     for b, key in enumerate(sorted(boards)):
         board_gpus, board_switches = (_ordered(G, nodes) for nodes in boards[key])
@@ -294,6 +311,9 @@ def _place_outward(G, nodes, pos, axis, step) -> None:
         elif axis == "left":  # a rack tray: away from the switches, which are to the right
             ux, uy = -1.0, 0.0
             placed[n] = (xmin - hop, by)
+        elif axis == "down":  # a board on its side: away from the switches, which are above
+            ux, uy = 0.0, -1.0
+            placed[n] = (bx, ymin - hop)
         elif (axis == "vertical" and vertical) or (axis == "horizontal" and not horizontal):
             ux, uy = 0.0, (1.0 if by > cy else -1.0)
             placed[n] = (bx, ymax + hop if uy > 0 else ymin - hop)
@@ -301,11 +321,61 @@ def _place_outward(G, nodes, pos, axis, step) -> None:
             ux, uy = (1.0 if bx > cx else -1.0), 0.0
             placed[n] = (xmax + hop if ux > 0 else xmin - hop, by)
         direction[n] = (ux, uy)
-    _spread(G, placed, direction)
+    if axis == "down":
+        _rows(G, placed, depth, ymin, step)
+    else:
+        _spread(G, placed, direction)
     pos.update(placed)
     leftovers = [n for n in nodes if n not in depth]  # not connected to this core
     for i, n in enumerate(_ordered(G, leftovers)):
         pos[n] = (xmin + i * _SPREAD * 2, ymin - (d + 2) * step)
+
+
+def _rows(G, placed, depth, ymin, step) -> None:
+    """The host layer below a board on its side, in rows: one per PCIe hop, then the CPUs (sockets
+    or NUMA nodes) in a row of their own below every part they serve, then what hangs off the
+    CPUs alone. In each row the parts keep their barycentre order, at least one unit apart."""
+    kind = G.nodes
+    cpus = [n for n in placed if kind[n]["kind"] == "cpu"]
+
+    def served(n):  # reached from the core without passing a CPU
+        return any(m not in placed or (kind[m]["kind"] != "cpu" and depth.get(m, 0) < depth[n])
+                   for m in nx.all_neighbors(G, n) if m in depth)
+    above = [depth[n] for n in placed if kind[n]["kind"] != "cpu" and served(n)]
+    cpu_row = max(above, default=0) + 1
+    quads = _socket_quads(G, cpus, placed)
+    row = {}
+    for n in placed:
+        if kind[n]["kind"] == "cpu":
+            row[n] = cpu_row
+        elif cpus and not served(n):
+            row[n] = cpu_row + (2 if quads else 1)
+        else:
+            row[n] = depth[n]
+    for quad in quads:  # a socket of four NUMA nodes (NPS4): a square, its diagonals crossing inside
+        top = sorted(quad, key=lambda n: (-sum(m not in cpus and depth.get(m, math.inf) < depth[n]
+                                               for m in nx.all_neighbors(G, n)), placed[n][0], kind[n].get("index", 0)))
+        centre = sum(placed[n][0] for n in quad) / 4
+        for i, n in enumerate(sorted(top[:2], key=lambda n: placed[n][0]) + sorted(top[2:], key=lambda n: placed[n][0])):
+            placed[n] = (centre + (i % 2 - 0.5) * _ROW_SPACING, placed[n][1])
+            row[n] = cpu_row + i // 2
+    for r in sorted(set(row.values())):
+        members = sorted((n for n in row if row[n] == r),
+                         key=lambda n: (placed[n][0], kind[n]["kind"], kind[n].get("index", 0), str(n)))
+        xs = [placed[n][0] for n in members]
+        centre = sum(xs) / len(xs)
+        for i in range(1, len(xs)):
+            xs[i] = max(xs[i], xs[i - 1] + _ROW_SPACING)
+        shift = centre - sum(xs) / len(xs)
+        for n, x in zip(members, xs):
+            placed[n] = (x + shift, ymin - r * step)
+
+
+def _socket_quads(G, cpus, placed) -> list:
+    """The CPU nodes that form fully linked groups of four (the NUMA nodes of an NPS4 socket)."""
+    H = nx.Graph((u, v) for u, v, k in G.edges(data="kind") if k == "cpu-to-cpu" and u in cpus and v in cpus)
+    quads = [c for c in nx.find_cliques(H) if len(c) == 4] if len(H) >= 8 else []
+    return quads if sum(map(len, quads)) == len({n for q in quads for n in q}) else []
 
 
 def _spread(G, placed, direction) -> None:
@@ -333,6 +403,8 @@ def _host_layout(G, nodes, style) -> dict:
                           + ("8 GPUs in two fully connected quads and no NVSwitch"
                              if style == "cube_mesh" else "NVSwitches"))
     axis, step = _PUSH[chosen]
+    if chosen == "baseboards" and len(_boards(G, gpu_nodes, switches)) == 1:
+        axis = "down"
     _place_outward(G, [n for n in nodes if n not in pos], pos, axis, step)
     return pos
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from .errors import TopologyError, UnknownPartError
 from .specs import CPUS, GPUS, LINKS
 
-__all__ = ["add_link", "add_gpu", "add_cpu", "add_nic", "add_pcie_switch", "add_nvswitch"]
+__all__ = ["add_link", "add_gpu", "gpu_attributes", "add_cpu", "add_nic", "add_pcie_switch", "add_nvswitch"]
 
 
 def add_link(G, u, v, link: str, links: int = 1, **attributes) -> None:
@@ -72,10 +72,20 @@ def add_gpu(G, node, gpu: str, *, index: int, socket: int, host: int = 0, **attr
     UnknownPartError
         For a model that is not in :data:`topo.specs.GPUS`; the message lists the known ones.
     """
+    G.add_node(node, kind="gpu", host=host, index=index, socket=socket, **gpu_attributes(gpu),
+               **attributes)
+
+
+def gpu_attributes(gpu: str) -> dict:
+    """The node attributes a GPU of model ``gpu`` (key into :data:`topo.specs.GPUS`) carries.
+
+    Raises
+    ------
+    UnknownPartError
+    """
     spec = _lookup(GPUS, gpu, "GPU model")
-    G.add_node(node, kind="gpu", host=host, index=index, socket=socket, model=spec.model,
-               compute_capability=spec.compute_capability,
-               memory_bandwidth=spec.memory_bandwidth, **attributes)
+    return {"model": spec.model, "compute_capability": spec.compute_capability,
+            "memory_bandwidth": spec.memory_bandwidth}
 
 
 def add_cpu(G, node, cpu: str, *, index: int, host: int = 0) -> None:

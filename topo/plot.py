@@ -18,7 +18,18 @@ What the figure holds (tests read it as data):
   ``"NIC"``, or the kind itself for others), hover text listing the node's attributes.
 
 Links that would pass through a node are drawn as arcs; links of the host layer that would
-cross the NVLink core (the QPI/UPI between the sockets) are routed around it.
+cross the NVLink core (the QPI/UPI between the sockets) are routed around it. Labels beside a
+node sit on a side no link leaves from (:func:`label_side`); labels inside a GPU are dark or
+white by contrast with the GPU as drawn.
+
+Large fabrics open at the level a reader can follow (``bundle``; by default beyond
+:data:`MAX_UNBUNDLED` GPU-to-NVSwitch links): GPUs that each link to every NVSwitch of a
+column (a DGX-2 baseboard, the rack of a GB200 NVL72) are joined to one bus by a stub each,
+the bus hovering its bundle (trace ``"bundle details"``); a button, top right, switches to
+every link drawn one by one (those traces are in the figure, hidden, their hover points in
+``"link details, every link"``). The compute trays and switch trays of a rack are framed and
+named, and the NVSwitch planes of a DGX-2 (a switch of each baseboard joined by a trunk) are
+named on their trunks. Links that carry a value (``edge_values``) are never bundled.
 
 With ``edge_values`` (per directed edge, e.g. how much of a link's capacity a collective
 uses), links are coloured by the larger of their two directions' values instead of their
@@ -38,6 +49,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from dataclasses import dataclass
 
 import numpy as np
 import plotly.colors as pcolors
@@ -45,11 +57,13 @@ import plotly.graph_objects as go
 
 from .errors import DgxTopoError
 from .layout import CORE_KINDS, fabric_layout
-from .schema import ATTRIBUTES, validate
+from .plot_style import blend, style_figure, text_colour
+from .schema import ATTRIBUTES, gpus, validate
+from .select import format_gpu_ids
 from .specs import LINKS
 from .units import to_GBps, to_us
 
-__all__ = ["fabric_figure", "link_class", "BANDWIDTH_COLORSCALE", "LOAD_COLORSCALE", "KIND_STYLE",
+__all__ = ["fabric_figure", "link_class", "label_side", "MAX_UNBUNDLED", "BANDWIDTH_COLORSCALE", "LOAD_COLORSCALE", "KIND_STYLE",
            "MAX_LABELLED"]
 
 #: Link colours by bandwidth (log scale): light (slow) to dark (fast).
@@ -73,6 +87,9 @@ _KIND_LABEL = {"nvlink": "NVLink", "pcie": "PCIe", "cpu-to-cpu": "CPU-to-CPU", "
 _WIDTH = (1.5, 8.0)  # line width of the slowest and the fastest link [px]
 #: Fabrics with more nodes drawn get no labels and smaller markers by default.
 MAX_LABELLED = 150
+#: Fabrics with more NVLinks between GPUs and NVSwitches drawn open in the bundled view.
+MAX_UNBUNDLED = 64
+_BOX_COLOR = "#9a9a9a"
 
 
 def link_class(data: dict) -> str:
@@ -343,7 +360,7 @@ def fabric_figure(G, *, pos=None, host_layer: bool = True, edge_values=None,
                   value_label: str = "value", value_range=None, missing_label: str = "links without a value",
                   edge_text=None, highlight=None,
                   color_range=None, labels: bool | None = None, title: str | None = None,
-                  width: int | None = None, height: int | None = None) -> go.Figure:
+                  width: int | None = None, height: int | None = None, bundle: bool | None = None) -> go.Figure:
     """Draw a fabric: nodes by kind, links coloured and sized by bandwidth (or by a value).
 
     Parameters
@@ -376,11 +393,15 @@ def fabric_figure(G, *, pos=None, host_layer: bool = True, edge_values=None,
         and fastest link drawn. Give the same range to figures that are compared.
     labels : bool, optional
         Write GPU indices, NIC names, ... on the nodes; by default only when at most
-        :data:`MAX_LABELLED` nodes are drawn. Markers also shrink on larger fabrics.
+        :data:`MAX_LABELLED` nodes are drawn (in a bundled view, the GPUs and NVSwitches when
+        they are at most that many). Markers also shrink on larger fabrics.
     title : str, optional
         Default: the fabric's name and "fabric".
     width, height : int, optional
         Figure size in pixels (default: plotly's width, a height that suits the layout).
+    bundle : bool, optional
+        Draw the bundled view first (see the module docstring); by default when more than
+        :data:`MAX_UNBUNDLED` NVLinks join GPUs and NVSwitches (DGX-2, GB200 NVL72).
 
     Returns
     -------
@@ -402,26 +423,219 @@ def fabric_figure(G, *, pos=None, host_layer: bool = True, edge_values=None,
     pairs = _links(G, set(shown))
     paint = _Paint(G, pairs, color_range, edge_values, value_range, value_label, missing_label)
 
+    router = _Router(pos, shown, core, unit)
+    routes = {pair: router.route(*pair) for pair in pairs}
+    bundles = _bundles(G, pairs, pos, paint, unit)
+    if bundle is None:
+        bundle = sum(G.nodes[u]["kind"] != G.nodes[v]["kind"] and {G.nodes[u]["kind"], G.nodes[v]["kind"]}
+                     == {"gpu", "nvswitch"} for u, v in pairs) > MAX_UNBUNDLED
+    bundles = bundles if bundle else []
+    node_points = [pos[n] for n in shown]
+
     fig = go.Figure()
-    _add_links(fig, G, pairs, _Router(pos, shown, core, unit), paint, unit, [pos[n] for n in shown], edge_text)
-    labels = len(shown) <= MAX_LABELLED if labels is None else labels
+    full = len(fig.data)
+    ends = _add_links(fig, G, pairs, routes, paint, unit, node_points, edge_text,
+                      details="link details, every link" if bundles else "link details")
+    if bundles:  # the bundled view over the full one (hidden), a button to switch
+        every = len(fig.data)
+        bundled = {pair for b in bundles for pair in b.pairs}
+        ends = _add_links(fig, G, [p for p in pairs if p not in bundled], routes, paint, unit, node_points,
+                          edge_text, details="link details")
+        _add_bundles(fig, G, bundles, pos, paint, ends)
+        views = (range(full, every), range(every, len(fig.data)))
+    if pairs:  # the colour bar, on an invisible point (in both views)
+        scale = paint.colour_bar()
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name="colour scale",
+                                 marker=dict(color=[scale["cmin"]], showscale=True, **scale),
+                                 hoverinfo="skip", showlegend=False))
+    core_kinds = set(CORE_KINDS) if bundles and len(core) <= MAX_LABELLED else set()
+    labelled = (set(G.nodes[n]["kind"] for n in shown) if len(shown) <= MAX_LABELLED else core_kinds) \
+        if labels is None else (set(G.nodes[n]["kind"] for n in shown) if labels else set())
     shrink = float(np.clip(math.sqrt(MAX_LABELLED / max(len(shown), 1)), 0.4, 1.0))
-    _add_nodes(fig, G, shown, pos, labels, shrink, None if highlight is None else set(highlight))
-    hosts = sorted({G.nodes[n]["host"] for n in gpu_nodes})
+    _add_nodes(fig, G, shown, pos, labelled, shrink, None if highlight is None else set(highlight), ends)
+    _add_groups(fig, G, shown, gpu_nodes, pos, unit)
+    if bundles:
+        _view_buttons(fig, *views, len(pairs))
+    style_figure(fig, title=title if title is not None else
+                 (f"{G.graph['name']} fabric" if G.graph.get("name") else "fabric"),
+                 width=width, height=height, default_height=_default_height(pos, shown),
+                 margin=dict(l=10, r=10, t=50, b=10))
+    fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.02, xanchor="left", x=0.0),
+                      xaxis=dict(visible=False), yaxis=dict(visible=False, scaleanchor="x", scaleratio=1))
+    return fig
+
+
+@dataclass(frozen=True)
+class _Bundle:
+    """GPUs in a column (or row) that each link to every NVSwitch of a column (or row), all by
+    links of one class: drawn as one bus between the two lines of nodes."""
+
+    gpus: tuple
+    switches: tuple
+    pairs: tuple
+    vertical: bool    # the GPUs and switches stand in columns (the bus is vertical)
+    at: float         # the bus's x (vertical) or y
+    span: tuple       # its extent along the other axis
+    key: tuple        # the paint group of its links
+
+
+def _bundles(G, pairs, pos, paint, unit) -> list:
+    """The buses of a fabric's GPU-to-NVSwitch links (see :class:`_Bundle`). Links that carry
+    a value (``edge_values``) are never bundled: they are what the figure is about."""
+    kind = G.nodes
+    switches_of = defaultdict(dict)
+    for u, v in pairs:
+        if G.edges[u, v]["kind"] == "nvlink" and {kind[u]["kind"], kind[v]["kind"]} == {"gpu", "nvswitch"}:
+            g, w = (u, v) if kind[u]["kind"] == "gpu" else (v, u)
+            switches_of[g][w] = (u, v)
+    groups = defaultdict(list)
+    for g, links in switches_of.items():
+        if len(links) < 2:
+            continue
+        if paint.values is not None and any(e in paint.values for pair in links.values() for e in (pair, pair[::-1])):
+            continue
+        keys = {paint.link(*pair)[0] for pair in links.values()}
+        xs = {round(float(pos[w][0]), 6) for w in links}
+        ys = {round(float(pos[w][1]), 6) for w in links}
+        if len(keys) != 1 or (len(xs) != 1 and len(ys) != 1):
+            continue
+        vertical = len(xs) == 1
+        line = round(float(pos[g][0 if vertical else 1]), 6)
+        if line == (next(iter(xs)) if vertical else next(iter(ys))):
+            continue
+        groups[(frozenset(links), keys.pop(), vertical, line)].append(g)
+    bundles = []
+    for (switches, key, vertical, line), gpus in groups.items():
+        if len(gpus) < 2:
+            continue
+        axis = 0 if vertical else 1
+        switch_line = float(pos[next(iter(switches))][axis])
+        along = [float(pos[n][1 - axis]) for n in [*gpus, *switches]]
+        switches = tuple(sorted(switches, key=lambda w: pos[w][1 - axis]))
+        bundles.append(_Bundle(tuple(gpus), switches,
+                               tuple(switches_of[g][w] for g in gpus for w in switches), vertical,
+                               (line + switch_line) / 2, (min(along), max(along)), key))
+    return bundles
+
+
+def _ids(G, nodes, kind) -> str:
+    """``"GPUs 0-7"``: GPUs by their id over the fabric (:func:`topo.gpus` order), other
+    nodes by index, as the CLI writes sets."""
+    if kind == "GPUs":
+        order = {g: i for i, g in enumerate(gpus(G))}
+        ids = sorted(order[n] for n in nodes)
+    else:
+        ids = sorted(G.nodes[n].get("index", 0) for n in nodes)
+    return f"{kind} {format_gpu_ids(ids)}"
+
+
+def _add_bundles(fig, G, bundles, pos, paint, ends) -> None:
+    """The buses: a stub from every GPU and switch to its bus, the bus, a hover point on it."""
+    groups, style = {}, {}
+    hover_x, hover_y, hover_text, hover_color = [], [], [], []
+    for b in bundles:
+        sample = G.edges[b.pairs[0]]
+        _, name, colour, width, dash = paint.link(*b.pairs[0])
+        name = f"{name}, bundled"
+        style.setdefault(name, (colour, width, dash))
+        group = groups.setdefault(name, {"x": [], "y": []})
+        for n in [*b.gpus, *b.switches]:
+            x, y = (float(c) for c in pos[n])
+            end = (b.at, y) if b.vertical else (x, b.at)
+            group["x"] += [x, end[0], None]
+            group["y"] += [y, end[1], None]
+            step = np.array(end) - np.array((x, y))
+            ends[n].append(step / np.linalg.norm(step))
+        lo, hi = b.span
+        bus = ([b.at, b.at], [lo, hi]) if b.vertical else ([lo, hi], [b.at, b.at])
+        group["x"] += [*bus[0], None]
+        group["y"] += [*bus[1], None]
+        hover_x.append(b.at if b.vertical else (lo + hi) / 2)
+        hover_y.append((lo + hi) / 2 if b.vertical else b.at)
+        hover_color.append(colour)
+        hover_text.append("<br>".join([
+            f"<b>bundle of {len(b.pairs)} links</b>",
+            f"every one of {_ids(G, b.gpus, 'GPUs')} to every one of {_ids(G, b.switches, 'NVSwitches')}",
+            f"each: {link_class(sample)} per direction",
+            f"per GPU: {len(b.switches) * sample['links']} NVLinks, "
+            f"{to_GBps(len(b.switches) * sample['bandwidth']):.4g} GB/s per direction",
+            "'every link' (top right) draws them one by one"]))
+    for name, (colour, width, dash) in style.items():
+        fig.add_trace(go.Scatter(x=groups[name]["x"], y=groups[name]["y"], mode="lines", name=name,
+                                 line=dict(color=colour, width=width, dash=dash), hoverinfo="skip",
+                                 legendgroup=name))
+    fig.add_trace(go.Scatter(x=hover_x, y=hover_y, mode="markers", name="bundle details",
+                             marker=dict(color=hover_color, size=12, symbol="square",
+                                         line=dict(color="white", width=1.5)),
+                             hovertext=hover_text, hovertemplate="%{hovertext}<extra></extra>", showlegend=False))
+
+
+def _box(fig, points, pad, text, where) -> None:
+    """A light frame around ``points`` with a small label above it (``where="top"``) or to its
+    right."""
+    p = np.asarray(points, dtype=float)
+    x0, y0 = p.min(axis=0) - pad
+    x1, y1 = p.max(axis=0) + pad
+    fig.add_shape(type="rect", x0=x0, y0=y0, x1=x1, y1=y1, line=dict(color=_BOX_COLOR, width=1),
+                  fillcolor="rgba(0,0,0,0)", layer="below")
+    if where == "top":
+        fig.add_annotation(x=float((x0 + x1) / 2), y=float(y1), text=text, showarrow=False, yanchor="bottom",
+                           font=dict(size=12))
+    else:
+        fig.add_annotation(x=float(x1), y=float((y0 + y1) / 2), text=text, showarrow=False, xanchor="left",
+                           font=dict(size=10, color="#555555"))
+
+
+def _add_groups(fig, G, shown, gpu_nodes, pos, unit) -> None:
+    """What groups the nodes: hosts (of a cluster) named above them; the compute trays and switch
+    trays of a rack framed; the switch planes of a DGX-2 (NVSwitches of two baseboards joined by a
+    trunk) named on their trunks."""
+    kind = G.nodes
+    hosts = sorted({kind[n]["host"] for n in gpu_nodes})
+    shared = [n for n in shown if kind[n]["kind"] == "nvswitch" and kind[n].get("host") not in hosts]
+    rack = len(hosts) > 1 and bool(shared)
     if len(hosts) > 1:
         for h in hosts:
-            members = np.array([pos[n] for n in shown if G.nodes[n].get("host") == h])
-            fig.add_annotation(x=float(members[:, 0].mean()), y=float(members[:, 1].max() + 0.6 * unit),
-                               text=f"host {h}", showarrow=False, font=dict(size=13))
-    fig.update_layout(
-        title=dict(text=title if title is not None else
-                   (f"{G.graph['name']} fabric" if G.graph.get("name") else "fabric")),
-        width=width, height=height if height is not None else _default_height(pos, shown),
-        hovermode="closest",
-        plot_bgcolor="white", paper_bgcolor="white", margin=dict(l=10, r=10, t=50, b=10),
-        legend=dict(orientation="h", yanchor="top", y=-0.02, xanchor="left", x=0.0),
-        xaxis=dict(visible=False), yaxis=dict(visible=False, scaleanchor="x", scaleratio=1))
-    return fig
+            members = np.array([pos[n] for n in shown if kind[n].get("host") == h])
+            if rack:
+                _box(fig, members, 0.35 * unit, f"compute tray {h}", "top")
+            else:
+                fig.add_annotation(x=float(members[:, 0].mean()), y=float(members[:, 1].max() + 0.6 * unit),
+                                   text=f"host {h}", showarrow=False, font=dict(size=13))
+    if rack:
+        trays = defaultdict(list)
+        for n in shared:
+            trays[kind[n].get("baseboard", 0)].append(pos[n])
+        if len(trays) < len(shared):  # chips grouped in trays
+            for t, points in sorted(trays.items()):
+                _box(fig, points, 0.3 * unit, f"switch tray {t}", "right")
+    trunks = sorted(((u, v) for u, v in G.edges() if u in pos and v in pos and kind[u]["kind"] == kind[v]["kind"]
+                     == "nvswitch" and kind[u].get("host") == kind[v].get("host") and kind[u].get("baseboard", 0)
+                     < kind[v].get("baseboard", 0) and u in set(shown) and v in set(shown)),
+                    key=lambda e: (kind[e[0]].get("host", 0), -pos[e[0]][1], pos[e[0]][0]))
+    planes = defaultdict(int)
+    for u, v in trunks:
+        h = kind[u].get("host", 0)
+        (x0, y0), (x1, y1) = pos[u], pos[v]
+        fig.add_annotation(x=float((x0 + x1) / 2), y=float((y0 + y1) / 2), text=f"plane {planes[h]}",
+                           showarrow=False, yanchor="bottom", yshift=4, font=dict(size=11, color="#555555"))
+        planes[h] += 1
+
+
+def _view_buttons(fig, every, bundled, nlinks) -> None:
+    """Two buttons that show the bundled view or every link (the traces of the other view hidden;
+    node traces and the colour bar are in both)."""
+    every, bundled = set(every), set(bundled)
+    for i in every:
+        fig.data[i].visible = False
+
+    def visible(view, hidden):
+        return [i not in hidden for i in range(len(fig.data))]
+    fig.update_layout(updatemenus=[dict(
+        type="buttons", direction="left", showactive=True, active=0, x=1.0, xanchor="right", y=1.0,
+        yanchor="top", pad=dict(t=0, b=0), font=dict(size=12),
+        buttons=[dict(label="bundled links", method="restyle", args=[{"visible": visible(bundled, every)}]),
+                 dict(label=f"every link ({nlinks})", method="restyle", args=[{"visible": visible(every, bundled)}])])])
 
 
 def _links(G, shown) -> list:
@@ -495,17 +709,23 @@ class _Paint:
                     colorbar=dict(title=dict(text=self.value_label), len=0.6))
 
 
-def _add_links(fig, G, pairs, router, paint, unit, node_points, edge_text) -> None:
-    """Line traces per link group, the ``link details`` hover points, the colour bar."""
+def _add_links(fig, G, pairs, routes, paint, unit, node_points, edge_text, *, details="link details") -> dict:
+    """Line traces per link group and their hover points (trace ``details``); returns
+    the directions in which links leave each node (unit vectors), for placing its label."""
     groups = defaultdict(lambda: {"x": [], "y": []})
     style, kind, bandwidth = {}, {}, {}
     mid_x, mid_y, mid_color, mid_text = [], [], [], []
     taken = _Points(0.12 * unit)
     for p in node_points:
         taken.add(np.asarray(p, dtype=float))
+    ends = defaultdict(list)
     for u, v in pairs:
         key, name, colour, width, dash = paint.link(u, v)
-        points = router.route(u, v)
+        points = routes[u, v]
+        for node, (a, b) in ((u, (points[0], points[1])), (v, (points[-1], points[-2]))):
+            step = np.asarray(b, dtype=float) - np.asarray(a, dtype=float)
+            if np.linalg.norm(step) > 0:
+                ends[node].append(step / np.linalg.norm(step))
         style.setdefault(key, (name, colour, width, dash))
         kind.setdefault(key, G.edges[u, v]["kind"])
         bandwidth.setdefault(key, G.edges[u, v]["bandwidth"])
@@ -536,19 +756,55 @@ def _add_links(fig, G, pairs, router, paint, unit, node_points, edge_text) -> No
             legendgroup=name, showlegend=show and name not in in_legend))
         if show:
             in_legend.add(name)
-    fig.add_trace(go.Scatter(x=mid_x, y=mid_y, mode="markers", name="link details",
+    fig.add_trace(go.Scatter(x=mid_x, y=mid_y, mode="markers", name=details,
                              marker=dict(color=mid_color, size=7, line=dict(color="white", width=1)),
                              hovertext=mid_text, hovertemplate="%{hovertext}<extra></extra>",
                              showlegend=False))
-    if pairs:  # the colour bar, on an invisible point
-        scale = paint.colour_bar()
-        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name="colour scale",
-                                 marker=dict(color=[scale["cmin"]], showscale=True, **scale),
-                                 hoverinfo="skip", showlegend=False))
+    return ends
 
 
-def _add_nodes(fig, G, shown, pos, labels, shrink, highlighted) -> None:
-    """One marker trace per node kind, GPUs last (on top)."""
+# Where a label may sit around its node (plotly's textposition) and the direction it lies in,
+# in order of preference: below first, as maps and schematics write them.
+_LABEL_SIDES = (("bottom center", (0.0, -1.0)), ("top center", (0.0, 1.0)), ("middle right", (1.0, 0.0)),
+                ("middle left", (-1.0, 0.0)), ("bottom right", (0.71, -0.71)), ("bottom left", (-0.71, -0.71)),
+                ("top right", (0.71, 0.71)), ("top left", (-0.71, 0.71)))
+_LABEL_CLEAR = math.radians(50)  # a side this far from every link leaving the node is clear
+
+
+def label_side(directions) -> str:
+    """The side of a node its label goes on: the first of below, above, right, left and the
+    diagonals that no link leaves the node towards (within 50 degrees), else the one furthest
+    from every link.
+
+    Parameters
+    ----------
+    directions : sequence of (dx, dy)
+        Unit vectors along the links leaving the node (y up).
+
+    Returns
+    -------
+    str
+        A plotly ``textposition``.
+
+    Examples
+    --------
+    >>> label_side([]), label_side([(0.0, -1.0)]), label_side([(0.0, -1.0), (0.0, 1.0)])
+    ('bottom center', 'top center', 'middle right')
+    """
+    best, best_angle = _LABEL_SIDES[0][0], -1.0
+    for side, vector in _LABEL_SIDES:
+        angle = min((math.acos(float(np.clip(np.dot(vector, d), -1.0, 1.0))) for d in directions), default=math.pi)
+        if angle >= _LABEL_CLEAR:
+            return side
+        if angle > best_angle:
+            best, best_angle = side, angle
+    return best
+
+
+def _add_nodes(fig, G, shown, pos, labelled, shrink, highlighted, ends) -> None:
+    """One marker trace per node kind, GPUs last (on top). Labels inside a marker (GPU ids) are
+    dark or white by contrast with the marker as drawn (faded GPUs included); labels beside
+    one sit on a side no link leaves from (:func:`label_side`)."""
     kinds = sorted({G.nodes[n]["kind"] for n in shown},
                    key=lambda k: (k == "gpu", list(KIND_STYLE).index(k) if k in KIND_STYLE else len(KIND_STYLE), k))
     for kind in kinds:
@@ -557,12 +813,14 @@ def _add_nodes(fig, G, shown, pos, labels, shrink, highlighted) -> None:
         name, symbol, size, colour = KIND_STYLE.get(kind, (kind, *_OTHER_STYLE))
         opacity = [1.0 if highlighted is None or n in highlighted or kind != "gpu" else 0.3 for n in nodes]
         inside = kind == "gpu"
+        labels = kind in labelled
         fig.add_trace(go.Scatter(
             x=[float(pos[n][0]) for n in nodes], y=[float(pos[n][1]) for n in nodes],
             mode="markers+text" if labels else "markers", name=name,
             text=[_node_label(G, n) for n in nodes] if labels else None,
-            textposition="middle center" if inside else "bottom center",
-            textfont=dict(color="white" if inside else "#333333", size=12 if inside else 10),
+            textposition="middle center" if inside else [label_side(ends.get(n, ())) for n in nodes],
+            textfont=dict(color=[text_colour(blend(colour, o)) for o in opacity] if inside else "#333333",
+                          size=12 if inside else 10),
             marker=dict(symbol=symbol, size=size * shrink, color=colour, opacity=opacity,
                         line=dict(color="white", width=1.5)),
             hovertext=[_node_hover(G, n) for n in nodes], hovertemplate="%{hovertext}<extra></extra>"))

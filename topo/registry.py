@@ -3,8 +3,10 @@
 A system spec is one of
 
 ``NAME``
-    A built-in system of :data:`SYSTEMS` (``dgx1``, ``dgx1v``, ``dgx2``, ``dgxa100``, ...). Case, ``-`` and
-    ``_`` are ignored: ``"DGX-1V"`` is ``"dgx1v"``.
+    A built-in system of :data:`SYSTEMS` (``dgx1``, ``dgx1v``, ``dgx2``, ``dgxa100``, ...) or a
+    variant of one that people own, :data:`VARIANTS` (``dgxa100-80g``, the DGX A100 640GB;
+    ``dgx1v-32g``; ``dgx2h``, the DGX-2H). Case, ``-`` and ``_`` are ignored: ``"DGX-1V"`` is
+    ``"dgx1v"``.
 ``NxNAME[:network][:option=value...]``
     A cluster of ``N`` copies of system ``NAME`` (``N`` plain decimal digits, 1 to the host
     limit) joined by a ``fat_tree`` (default), ``rail`` or ``rail_only`` network
@@ -28,6 +30,8 @@ SystemSpec(system='dgx2', hosts=16, network='rail', oversub=1)
 '16xdgx2:oversub=4'
 >>> str(parse_system_spec("dgx1v")), str(parse_system_spec("2xdgx1v"))
 ('dgx1v', '2xdgx1v')
+>>> str(parse_system_spec("4xDGX-A100-80G"))
+'4xdgxa100-80g'
 >>> parse_system_spec("-1xdgx2")
 Traceback (most recent call last):
 ...
@@ -47,9 +51,11 @@ from .cluster import MAX_HOSTS, MAX_OVERSUB, NETWORKS, check_hosts, check_oversu
 from .dgx import dgx1, dgx1v, dgx2
 from .dgx_nvswitch import dgxa100, dgxb200, dgxh100, dgxh200, gb200nvl72
 from .errors import DgxTopoError, SystemSpecError, UnknownSystemError
+from .parts import gpu_attributes
+from .schema import validate
 
-__all__ = ["SYSTEMS", "HOSTS_PER_SYSTEM", "OPTIONS", "SystemSpec", "parse_system_spec", "build", "cluster",
-           "SPEC_GRAMMAR"]
+__all__ = ["SYSTEMS", "VARIANTS", "Variant", "HOSTS_PER_SYSTEM", "OPTIONS", "SystemSpec", "parse_system_spec",
+           "build", "cluster", "SPEC_GRAMMAR"]
 
 #: Built-in systems by name. ``gb200nvl72`` is one rack of 18 hosts (compute trays) in one
 #: NVLink domain (:data:`HOSTS_PER_SYSTEM`); ``8xgb200nvl72`` joins 8 racks.
@@ -58,6 +64,69 @@ SYSTEMS: dict[str, Callable[[], nx.DiGraph]] = {
     "dgxa100": dgxa100, "dgxh100": dgxh100, "dgxh200": dgxh200, "dgxb200": dgxb200,
     "gb200nvl72": gb200nvl72,
 }
+
+
+
+@dataclass(frozen=True, slots=True)
+class Variant:
+    """A built-in system with the GPUs (and parts) of a model people own.
+
+    Attributes
+    ----------
+    system : str
+        The key of :data:`SYSTEMS` it varies.
+    gpu : str
+        Key of :data:`topo.specs.GPUS` of its GPUs.
+    name : str
+        Display name (the graph's ``name``).
+    description : str
+    builder : callable
+        Builds the base fabric (``dgxa100("640GB")`` for the DGX A100 640GB, which also has a
+        second storage card); the variant's GPUs then replace the base's.
+    """
+
+    system: str
+    gpu: str
+    name: str
+    description: str
+    builder: Callable[[], nx.DiGraph]
+
+
+def _dgxa100_640gb() -> nx.DiGraph:
+    return dgxa100("640GB")
+
+
+#: Variants of the built-in systems by name, usable wherever a system name is (``4xdgxa100-80g``).
+#: They are not in :data:`SYSTEMS`, whose entries are the distinct fabrics: a variant has its
+#: base's NVLink, PCIe and network layers and differs in the GPUs' memory, HBM and clocks.
+VARIANTS: dict[str, Variant] = {
+    "dgxa100-80g": Variant("dgxa100", "A100-SXM4-80GB", "DGX A100 640GB",
+                           "DGX A100 640GB, 8x A100 SXM4 80GB, 6 NVSwitch gen2, NV12 [S38]", _dgxa100_640gb),
+    "dgx1v-32g": Variant("dgx1v", "V100-SXM2-32GB", "DGX-1V 32GB",
+                         "DGX-1, 8x V100 SXM2 32GB, NVLink 2.0 hybrid cube-mesh [S9]", dgx1v),
+    "dgx2h": Variant("dgx2", "V100-SXM3-32GB-H", "DGX-2H",
+                     "DGX-2H, 16x V100 SXM3 32GB at 450 W, 12 NVSwitches [S103]", dgx2),
+}
+
+
+def _variant(key: str) -> nx.DiGraph:
+    """The fabric of variant ``key``: its base with the variant's GPUs, validated."""
+    variant = VARIANTS[key]
+    G = variant.builder()
+    for _, data in G.nodes(data=True):
+        if data.get("kind") == "gpu":
+            data.update(gpu_attributes(variant.gpu))
+    G.graph.update(name=variant.name, system=key, description=variant.description)
+    validate(G)
+    return G
+
+
+def _builder(key: str) -> Callable[[], nx.DiGraph]:
+    """The builder of a key of :data:`SYSTEMS` or :data:`VARIANTS`."""
+    if key in SYSTEMS:
+        return SYSTEMS[key]
+    return lambda: _variant(key)
+
 
 #: Hosts of one copy of a system where it is more than one (a GB200 NVL72 rack: 18 compute
 #: trays [S44]); the host limit of a spec counts them.
@@ -86,7 +155,7 @@ class SystemSpec:
     Attributes
     ----------
     system : str
-        Key of :data:`SYSTEMS`.
+        Key of :data:`SYSTEMS` or :data:`VARIANTS`.
     hosts : int
         Copies of the system (1 for a single system): hosts, or racks of
         :data:`HOSTS_PER_SYSTEM` hosts each for a multi-host system such as ``gb200nvl72``.
@@ -118,6 +187,15 @@ def _system_key(text: str) -> str:
     return text.lower().replace("-", "").replace("_", "")
 
 
+def _known(text: str) -> str | None:
+    """The key of :data:`SYSTEMS` or :data:`VARIANTS` a name spells, or None."""
+    wanted = _system_key(text)
+    for key in (*SYSTEMS, *VARIANTS):
+        if _system_key(key) == wanted:
+            return key
+    return None
+
+
 def _show(text: str) -> str:
     """``repr(text)``, cut to a readable length for messages."""
     return repr(text) if len(text) <= 60 else f"{text[:40]!r}... ({len(text)} characters)"
@@ -128,8 +206,9 @@ def _malformed(text: str, why: str) -> SystemSpecError:
 
 
 def _unknown(text: str) -> UnknownSystemError:
-    return UnknownSystemError(f"unknown system {_show(text)}: expected one of {', '.join(SYSTEMS)}, or a "
-                              f"cluster such as 2xdgx1v or 16xdgx2:rail")
+    return UnknownSystemError(f"unknown system {_show(text)}: expected one of {', '.join(SYSTEMS)} (or a "
+                              f"variant: {', '.join(VARIANTS)}), or a cluster such as 2xdgx1v or "
+                              f"16xdgx2:rail")
 
 
 def _options(text: str, items: list) -> dict:
@@ -180,7 +259,7 @@ def parse_system_spec(text, *, max_hosts: int = MAX_HOSTS) -> SystemSpec:
     """
     check_hosts(1, max_hosts=max_hosts)  # max_hosts itself: a whole number >= 1
     if isinstance(text, SystemSpec):
-        if text.system not in SYSTEMS:
+        if text.system not in SYSTEMS and text.system not in VARIANTS:
             raise _unknown(text.system)
         if text.is_cluster:
             if text.network not in NETWORKS:
@@ -198,20 +277,20 @@ def parse_system_spec(text, *, max_hosts: int = MAX_HOSTS) -> SystemSpec:
     if any(c.isspace() for c in text) or not text.isprintable():
         raise _malformed(text, "it contains whitespace or unprintable characters")
     head, colon, rest = text.partition(":")
-    if not colon and _system_key(head) in SYSTEMS:
-        return SystemSpec(_system_key(head))
+    if not colon and _known(head):
+        return SystemSpec(_known(head))
     count_text, x, system_text = head.partition("x")
     if not x:
         raise _unknown(text)
-    if _system_key(system_text) not in SYSTEMS:
+    system = _known(system_text)
+    if system is None:
         if _COUNT.fullmatch(count_text) and system_text:
             raise UnknownSystemError(
-                f"unknown system {_show(text)}: {_show(system_text)} is not one of {', '.join(SYSTEMS)}; "
-                f"expected {SPEC_GRAMMAR}")
-        if colon and _system_key(head) in SYSTEMS:
+                f"unknown system {_show(text)}: {_show(system_text)} is not one of {', '.join(SYSTEMS)} "
+                f"or {', '.join(VARIANTS)}; expected {SPEC_GRAMMAR}")
+        if colon and _known(head):
             raise _malformed(text, f"a network or option (:{rest}) needs a host count")
         raise _unknown(text)
-    system = _system_key(system_text)
     if not _COUNT.fullmatch(count_text) or int(count_text[:_MAX_COUNT_DIGITS] or "0") < 1:
         raise _malformed(text, f"the host count {_show(count_text)} is not a whole number >= 1")
     per_copy = HOSTS_PER_SYSTEM.get(system, 1)
@@ -245,7 +324,7 @@ def _template(node_builder):
         if spec.is_cluster:
             raise DgxTopoError(f"cluster copies a single system: expected a name such as "
                                f"{', '.join(SYSTEMS)}, received the cluster {node_builder!r}")
-        return SYSTEMS[spec.system]()
+        return _builder(spec.system)()
     if isinstance(node_builder, nx.DiGraph):
         return node_builder
     if callable(node_builder):
@@ -328,7 +407,7 @@ def build(name, *, max_hosts: int = MAX_HOSTS) -> nx.DiGraph:
     >>> build("dgx3")
     Traceback (most recent call last):
     ...
-    topo.errors.UnknownSystemError: unknown system 'dgx3': expected one of dgx1, dgx1v, dgx2, dgxa100, dgxh100, dgxh200, dgxb200, gb200nvl72, or a cluster such as 2xdgx1v or 16xdgx2:rail
+    topo.errors.UnknownSystemError: unknown system 'dgx3': expected one of dgx1, dgx1v, dgx2, dgxa100, dgxh100, dgxh200, dgxb200, gb200nvl72 (or a variant: dgxa100-80g, dgx1v-32g, dgx2h), or a cluster such as 2xdgx1v or 16xdgx2:rail
     >>> build("2xdgx1v").graph["hosts"]
     2
     >>> G = build("4xdgxh100:rail")
@@ -337,6 +416,6 @@ def build(name, *, max_hosts: int = MAX_HOSTS) -> nx.DiGraph:
     """
     spec = parse_system_spec(name, max_hosts=max_hosts)
     if not spec.is_cluster:
-        return SYSTEMS[spec.system]()
-    return join_hosts(SYSTEMS[spec.system](), spec.hosts, network=spec.network, oversub=spec.oversub,
+        return _builder(spec.system)()
+    return join_hosts(_builder(spec.system)(), spec.hosts, network=spec.network, oversub=spec.oversub,
                       max_hosts=max_hosts)

@@ -35,7 +35,9 @@ from .specs import GPUS, LINKS
 
 __all__ = [
     "Attribute", "ATTRIBUTES", "NODE_KINDS", "EDGE_KINDS",
-    "COMPUTE_CAPABILITIES", "MAX_BANDWIDTH", "MAX_LATENCY",
+    "COMPUTE_CAPABILITIES", "MAX_BANDWIDTH", "MAX_LATENCY", "MAX_MEMORY_BANDWIDTH",
+    "MAX_GPUS_PER_HOST", "MAX_NUMA_NODES", "MAX_CPUS", "MAX_THREADS_PER_CORE", "MAX_LINKS",
+    "MAX_NUMBER", "MAX_TEXT", "text_ok",
     "validate", "schema_markdown", "gpus", "nodes_of_kind",
 ]
 
@@ -59,6 +61,34 @@ COMPUTE_CAPABILITIES = frozenset({spec.compute_capability for spec in GPUS.value
 MAX_BANDWIDTH = 1e13
 #: Upper bound of an edge's ``latency``: 1 s. [s] A hop takes nanoseconds to microseconds.
 MAX_LATENCY = 1.0
+#: Upper bound of a GPU's ``memory_bandwidth``: 100 TB/s. [B/s] B200's HBM3e is 8 TB/s
+#: (:data:`topo.specs.GPUS`); beyond 1e14 B/s a figure is a unit mistake.
+MAX_MEMORY_BANDWIDTH = 1e14
+#: GPUs one host holds, at most: CUDA device numbers (``index``) are 0 to 1023. nvidia-smi
+#: prints at most this many device columns (:mod:`topo.io.smi_text`); the largest hosts have 8
+#: to 16 GPUs.
+MAX_GPUS_PER_HOST = 1024
+#: CPU (NUMA) nodes one host holds, at most: ``socket`` and a CPU's ``index`` are 0 to 1023.
+#: Linux numbers NUMA nodes below ``MAX_NUMNODES`` = 2^``NODES_SHIFT``, at most 2^10 on x86-64
+#: (the kernel's arch/x86/Kconfig, NODES_SHIFT range 1-10) [U for other architectures].
+MAX_NUMA_NODES = 1024
+#: Logical CPUs one host holds, at most: Linux's largest ``NR_CPUS`` (8192, CONFIG_MAXSMP on
+#: x86-64); a socket's ``cores`` is at most that.
+MAX_CPUS = 8192
+#: Hardware threads per core, at most: 8 (IBM POWER8/9 SMT8; x86 has 2).
+MAX_THREADS_PER_CORE = 8
+#: Upper bound of ``links`` on an edge and of a switch's ``ports``: 65,536. The largest switch
+#: chip here has 144 ports (:data:`topo.specs.NETWORK_SWITCHES`); an imported NVSwitch stands
+#: for a plane of every GPU's links, 1,024 GPUs x 64 links at most.
+MAX_LINKS = 65536
+#: Upper bound of ``host`` and of every other part number (``index`` of a switch or NIC,
+#: ``baseboard``, ``nvlink_domain``, ``rail``, ``host_bridge``): 2^24 - 1. The host limit of a
+#: cluster is 4,096 by default (:data:`topo.cluster.MAX_HOSTS`), and its network a few hundred
+#: thousand parts; a larger number is not a part of a machine that fits in memory.
+MAX_NUMBER = 2**24 - 1
+#: Longest text attribute, node id or graph name, in characters (a description or what an
+#: import inferred is a paragraph; a name is a few words).
+MAX_TEXT = 4096
 
 
 class _Missing:
@@ -96,70 +126,104 @@ class Attribute:
     unit: str
     required: bool
     meaning: str
+    minimum: float | None = None
+    maximum: float | None = None
+    positive: bool = False
 
     def applies(self, kind: str) -> bool:
         return self.applies_to == _ALL or kind in self.applies_to.split(",")
+
+    def in_range(self, value) -> bool:
+        """Whether a number is within the attribute's physical range (inclusive)."""
+        return ((self.minimum is None or value >= self.minimum) and (not self.positive or value > 0)
+                and (self.maximum is None or value <= self.maximum))
+
+    def range_text(self) -> str:
+        """The range as the table prints it (``"0 to 1023"``, ``"> 0"``, ``""``)."""
+        if self.minimum is None and self.maximum is None:
+            return ""
+        if self.positive and self.minimum is None:
+            return f"> 0, <= {self.maximum:g}" if self.maximum is not None else "> 0"
+        def show(x):
+            return f"{x:g}" if isinstance(x, float) else str(x)
+        if self.maximum is None:
+            return f">= {show(self.minimum)}"
+        if self.minimum is None:
+            return f"<= {show(self.maximum)}"
+        return f"{show(self.minimum)} to {show(self.maximum)}"
 
 
 #: The schema. Validation and documentation both read this table.
 ATTRIBUTES: tuple[Attribute, ...] = (
     Attribute("node", _ALL, "kind", str, "-", True, "one of " + ", ".join(NODE_KINDS)),
     Attribute("node", _ALL, "host", int, "-", True,
-              "host (system) number, 0 in a single system; -1 for the network between hosts"),
+              "host (system) number, 0 in a single system; -1 for the network between hosts",
+              -1, MAX_NUMBER),
     Attribute("node", "gpu", "index", int, "-", True,
-              "CUDA / nvidia-smi device number, unique per host"),
+              "CUDA / nvidia-smi device number, unique per host", 0, MAX_GPUS_PER_HOST - 1),
     Attribute("node", "nvswitch,pcie_switch,cpu,nic,network_switch", "index", int, "-", True,
-              "number of the part among its kind on its host (for a CPU: its socket)"),
+              "number of the part among its kind on its host (for a CPU: its socket)", 0, MAX_NUMBER),
     Attribute("node", "gpu,pcie_switch,nic", "socket", int, "-", True,
-              "CPU socket / NUMA node the part hangs off"),
+              "CPU socket / NUMA node the part hangs off", 0, MAX_NUMA_NODES - 1),
     Attribute("node", "gpu", "model", str, "-", True, "GPU model as nvidia-smi names it"),
     Attribute("node", "gpu", "compute_capability", int, "-", True,
               "SM version (60 Pascal, 70 Volta, ...), one of topo.schema.COMPUTE_CAPABILITIES; "
               "selects NCCL's per-link figures"),
     Attribute("node", "gpu", "memory_bandwidth", float, "B/s", False,
-              "device memory bandwidth, the ceiling of a device-local copy"),
+              "device memory bandwidth, the ceiling of a device-local copy",
+              maximum=MAX_MEMORY_BANDWIDTH, positive=True),
     Attribute("node", "gpu,nvswitch", "baseboard", int, "-", False,
-              "GPU baseboard the part sits on (DGX-2 has two)"),
+              "GPU baseboard the part sits on (DGX-2 has two)", 0, MAX_NUMBER),
     Attribute("node", "nvswitch,network_switch", "ports", int, "-", True,
-              "ports of the switch (NVLink ports of an NVSwitch chip)"),
+              "ports of the switch (NVLink ports of an NVSwitch chip)", 1, MAX_LINKS),
     Attribute("node", "network_switch", "tier", str, "-", True,
               "place in the network: leaf (NICs attach), spine (joins leaves), core (joins the "
               "spines of different blocks), tier4, ... (topo.cluster.TIERS)"),
     Attribute("node", "network_switch", "rail", int, "-", False,
               "rail (position of the NIC in its host) whose NICs the leaf joins, in rail and "
-              "rail_only networks; on every switch of a rail_only network"),
+              "rail_only networks; on every switch of a rail_only network", 0, MAX_NUMBER),
     Attribute("node", "gpu,nvswitch", "nvlink_domain", int, "-", False,
               "NVLink domain in a cluster: GPUs that share it reach each other over NVLink, "
-              "across hosts in an NVL72 rack; others only over the network (absent: one system)"),
+              "across hosts in an NVL72 rack; others only over the network (absent: one system)",
+              0, MAX_NUMBER),
     Attribute("node", "cpu,pcie_switch,nvswitch,nic,network_switch", "model", str, "-", False,
               "part model"),
-    Attribute("node", "cpu", "cores", int, "-", True, "physical cores of the socket"),
+    Attribute("node", "cpu", "cores", int, "-", True, "physical cores of the socket", 1, MAX_CPUS),
     Attribute("node", "cpu", "threads_per_core", int, "-", True,
-              "hardware threads per core; with cores, gives nvidia-smi's CPU affinity"),
+              "hardware threads per core; with cores, gives nvidia-smi's CPU affinity", 1,
+              MAX_THREADS_PER_CORE),
     Attribute("node", "nic", "name", str, "-", True, "device name as nvidia-smi shows it (mlx5_0)"),
     Attribute("node", "nic", "port_bandwidth", float, "B/s", False,
-              "line rate of the NIC's network port, per direction (absent: not a compute NIC)"),
+              "line rate of the NIC's network port, per direction (absent: not a compute NIC)",
+              maximum=MAX_BANDWIDTH, positive=True),
     Attribute("node", "nic", "port_link", str, "-", False,
               "key in topo.specs.LINKS of the NIC's network port (ib_edr, ...)"),
     Attribute("edge", _ALL, "kind", str, "-", True, "one of " + ", ".join(EDGE_KINDS)),
     Attribute("edge", _ALL, "links", int, "-", True,
-              "physical links merged into this edge (at least 1)"),
+              "physical links merged into this edge", 1, MAX_LINKS),
     Attribute("edge", _ALL, "bandwidth", float, "B/s", True,
-              "capacity in this direction, summed over links (0 < bandwidth <= 1e13); "
-              "authoritative: models read it and what-ifs scale it, so it need not be links x "
-              "the catalogue's line rate"),
+              "capacity in this direction, summed over links; authoritative: models read it and "
+              "what-ifs scale it, so it need not be links x the catalogue's line rate (a what-if may "
+              "slow a link down to any positive figure; models treat a link too slow to use as NCCL does)",
+              maximum=MAX_BANDWIDTH, positive=True),
     Attribute("edge", _ALL, "latency", float, "s", True,
-              "one-way latency of the hop (0 <= latency <= 1)"),
+              "one-way latency of the hop", 0, MAX_LATENCY),
     Attribute("edge", _ALL, "link", str, "-", True,
               "key of the link technology in topo.specs.LINKS (nvlink2, pcie3_x16, ...)"),
     Attribute("edge", "pcie", "host_bridge", int, "-", False,
               "on a PCIe edge at a CPU: the CPU's PCIe host bridge of that root port "
-              "(two root ports on different bridges make nvidia-smi's NODE, on one bridge PHB)"),
+              "(two root ports on different bridges make nvidia-smi's NODE, on one bridge PHB)",
+              0, MAX_NUMBER),
 )
 
 # Attributes whose value must be the same on both directions of a link (``links`` and
 # ``bandwidth`` may differ: a what-if may degrade one direction only).
 _SYMMETRIC_EDGE_ATTRIBUTES = ("kind", "link", "latency")
+
+
+def _finite(value) -> bool:
+    """A number is finite: every int is (``math.isfinite`` would overflow on a 400-digit one)."""
+    return isinstance(value, int) or math.isfinite(value)
 
 
 def _type_ok(value, expected: type) -> bool:
@@ -182,6 +246,18 @@ def _label(scope: str, item) -> str:
     return f"node {item!r}" if scope == "node" else f"edge ({item[0]!r}, {item[1]!r})"
 
 
+def _show(value) -> str:
+    """``repr(value)``, cut to a readable length (a 400-digit integer, a long text)."""
+    text = repr(value)
+    return text if len(text) <= 60 else f"{text[:40]}... ({len(text)} characters)"
+
+
+def text_ok(text: str) -> bool:
+    """Whether a name may be printed: printable characters only (no terminal escape, no control
+    character, no line break) and at most :data:`MAX_TEXT` of them."""
+    return len(text) <= MAX_TEXT and text.isprintable()
+
+
 def _check_attributes(item, kind: str, data: dict, scope: str) -> None:
     """Check the attributes of one node or edge (``item``: node id, or ``(u, v)``)."""
     for attribute in _APPLICABLE[scope, kind]:
@@ -195,10 +271,19 @@ def _check_attributes(item, kind: str, data: dict, scope: str) -> None:
         if not _type_ok(value, attribute.type):
             raise TopologyError(
                 f"{_label(scope, item)}: attribute {attribute.name!r} must be {attribute.type.__name__} "
-                f"({attribute.meaning}), received {value!r}")
-        if attribute.type is float and not math.isfinite(value):
+                f"({attribute.meaning}), received {_show(value)}")
+        if attribute.type is float and not _finite(value):
             raise TopologyError(
                 f"{_label(scope, item)}: attribute {attribute.name!r} must be finite, received {value!r}")
+        if attribute.type is str and not text_ok(value):
+            raise TopologyError(
+                f"{_label(scope, item)}: attribute {attribute.name!r} must be printable text of at most "
+                f"{MAX_TEXT} characters (no control character or terminal escape), received {_show(value)}")
+        if attribute.type is not str and not attribute.in_range(value):
+            raise TopologyError(
+                f"{_label(scope, item)}: attribute {attribute.name!r} must be {attribute.range_text()}"
+                f"{'' if attribute.unit == '-' else ' ' + attribute.unit} ({attribute.meaning}), "
+                f"received {_show(value)}")
 
 
 def _check_edge(u, v, data: dict) -> None:
@@ -208,6 +293,17 @@ def _check_edge(u, v, data: dict) -> None:
     if kind not in EDGE_KINDS:
         raise TopologyError(
             f"{where}: unknown kind {kind!r}, expected one of {', '.join(EDGE_KINDS)}")
+    links, bandwidth, latency = data.get("links"), data.get("bandwidth"), data.get("latency")
+    if _type_ok(links, int) and not 1 <= links <= MAX_LINKS:
+        raise TopologyError(f"{where}: links must be at least 1 and at most {MAX_LINKS}, received "
+                            f"{_show(links)}")
+    if _type_ok(bandwidth, float) and _finite(bandwidth) and not 0 < bandwidth <= MAX_BANDWIDTH:
+        raise TopologyError(
+            f"{where}: bandwidth must be positive and at most {MAX_BANDWIDTH:.0e} B/s per direction "
+            f"(a physical edge), received {_show(bandwidth)}")
+    if _type_ok(latency, float) and _finite(latency) and not 0 <= latency <= MAX_LATENCY:
+        raise TopologyError(f"{where}: latency must be >= 0 s and at most {MAX_LATENCY:g} s, "
+                            f"received {_show(latency)}")
     _check_attributes((u, v), kind, data, "edge")
     link = data["link"]
     if link not in LINKS:
@@ -217,17 +313,6 @@ def _check_edge(u, v, data: dict) -> None:
     if LINKS[link].kind != kind:
         raise TopologyError(f"{where}: link {link!r} makes {LINKS[link].kind} edges, expected a link "
                             f"technology of kind {kind!r}")
-    if data["links"] < 1:
-        raise TopologyError(f"{where}: links must be at least 1, received {data['links']}")
-    bandwidth = data["bandwidth"]
-    if not 0 < bandwidth <= MAX_BANDWIDTH:
-        raise TopologyError(
-            f"{where}: bandwidth must be positive and at most {MAX_BANDWIDTH:.0e} B/s per direction "
-            f"(a physical edge), received {bandwidth!r}")
-    latency = data["latency"]
-    if not 0 <= latency <= MAX_LATENCY:
-        raise TopologyError(f"{where}: latency must be >= 0 s and at most {MAX_LATENCY:g} s, "
-                            f"received {latency!r}")
 
 
 def _check_edges(G, succ: dict) -> None:
@@ -295,9 +380,14 @@ def _check_nodes(G) -> None:
                                if cls is not _Missing]
             bad = missing and attribute.required
             bad = bad or any(not _type_ok(value, attribute.type) for value in representatives)
+            present = [v for v in values if v is not _MISSING] if missing else values
             if not bad and attribute.type is float:
-                present = [v for v in values if v is not _MISSING] if missing else values
-                bad = not all(map(math.isfinite, present))
+                bad = not all(map(_finite, present))
+            if not bad and attribute.type is str:
+                bad = not all(map(text_ok, set(present)))
+            if not bad and present and attribute.type is not str and (
+                    attribute.minimum is not None or attribute.maximum is not None):
+                bad = not (attribute.in_range(min(present)) and attribute.in_range(max(present)))
             if not bad and attribute.name == "compute_capability":
                 bad = not set(values) <= COMPUTE_CAPABILITIES
             if bad:
@@ -308,6 +398,19 @@ def _check_nodes(G) -> None:
                             f"node {node!r}: compute capability {data['compute_capability']!r} is "
                             f"unknown: expected one of "
                             f"{', '.join(map(str, sorted(COMPUTE_CAPABILITIES)))}")
+
+
+def _check_names(G) -> None:
+    """Node ids and the graph's text attributes (name, system, ...) are printable: a name with
+    a terminal escape would act on the terminal of whoever prints it."""
+    bad = next((n for n in G if isinstance(n, str) and not text_ok(n)), None)
+    if bad is not None:
+        raise TopologyError(f"node id {_show(bad)}: expected printable text of at most {MAX_TEXT} "
+                            f"characters (no control character or terminal escape)")
+    for key, value in G.graph.items():
+        if isinstance(value, str) and not text_ok(value):
+            raise TopologyError(f"graph attribute {key!r} is {_show(value)}: expected printable text of "
+                                f"at most {MAX_TEXT} characters (no control character or terminal escape)")
 
 
 def _reached(succ: dict, start, allowed=None) -> set:
@@ -380,11 +483,14 @@ def validate(G) -> None:
     Checks, in order:
 
     * ``G`` is an ``nx.DiGraph`` (not a multigraph);
+    * node ids and the graph's text attributes are printable (:func:`text_ok`: no control
+      character or terminal escape, at most :data:`MAX_TEXT` characters);
     * every node has a known ``kind`` and the attributes :data:`ATTRIBUTES` requires for it,
-      with the right types; a GPU's ``compute_capability`` is one of
-      :data:`COMPUTE_CAPABILITIES`;
+      with the right types, every number in the physical range the table gives (a GPU's
+      ``index`` 0 to 1023, a ``socket`` 0 to 1023, ``cores`` 1 to 8192, ...) and every text
+      printable; a GPU's ``compute_capability`` is one of :data:`COMPUTE_CAPABILITIES`;
     * every edge joins two different nodes (no self loop), has a known ``kind``, a ``link``
-      that is a key of :data:`topo.specs.LINKS`, ``links >= 1``,
+      that is a key of :data:`topo.specs.LINKS`, ``1 <= links <= MAX_LINKS``,
       ``0 < bandwidth <= MAX_BANDWIDTH`` and ``0 <= latency <= MAX_LATENCY``;
     * every edge has its reverse, with the same kind, link technology and latency (``links``
       and ``bandwidth`` may differ: a what-if may degrade one direction);
@@ -412,6 +518,7 @@ def validate(G) -> None:
         raise TopologyError(
             f"a fabric must be a networkx.DiGraph with one edge per direction, "
             f"received {type(G).__name__}")
+    _check_names(G)
     _check_nodes(G)
     succ = dict(G.adjacency())
     _check_edges(G, succ)
@@ -472,9 +579,9 @@ def schema_markdown() -> str:
     -------
     str
     """
-    lines = ["| where | applies to | attribute | type | unit | required | meaning |",
-             "|---|---|---|---|---|---|---|"]
+    lines = ["| where | applies to | attribute | type | unit | required | range | meaning |",
+             "|---|---|---|---|---|---|---|---|"]
     for a in ATTRIBUTES:
         lines.append(f"| {a.where} | {a.applies_to} | `{a.name}` | {a.type.__name__} | {a.unit} | "
-                     f"{'yes' if a.required else 'no'} | {a.meaning} |")
+                     f"{'yes' if a.required else 'no'} | {a.range_text()} | {a.meaning} |")
     return "\n".join(lines)

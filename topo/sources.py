@@ -158,4 +158,36 @@ SOURCES: dict[str, Source] = {s.key: s for s in (
            'https://github.com/NVIDIA/nccl'),
     Source('S77', 'NCCL model values in public logs (nccl-tests issue 100; nccl issues 879, 1367, 1189)',
            'https://github.com/NVIDIA/nccl-tests/issues/100'),
+    # GPU compute facts (per-GPU peaks, SMs, clocks, HBM) and the compute model's guidance.
+    Source('S101', 'NVIDIA Tesla P100 datasheet and "NVIDIA Tesla P100" whitepaper (GP100: 56 SMs, '
+           '1,480 MHz, 10.6 TFLOPS FP32, 21.2 TFLOPS FP16, 732 GB/s)', 'https://www.nvidia.com/'),
+    Source('S102', 'NVIDIA Tesla V100 GPU Architecture whitepaper and V100 datasheet (80 SMs, 1,530 MHz, '
+           '15.7 TFLOPS FP32, 125 TFLOPS tensor, 900 GB/s, 16/32 GB)', 'https://www.nvidia.com/'),
+    Source('S103', 'NVIDIA DGX-2 and DGX-2H datasheets (2 and 2.1 petaFLOPS tensor, 16x V100 32 GB; '
+           'DGX-2H GPUs at 450 W)', 'https://www.nvidia.com/'),
+    Source('S104', 'NVIDIA A100 Tensor Core GPU Architecture whitepaper and A100 datasheet (108 SMs, '
+           '1,410 MHz; 19.5 FP32, 156 TF32, 312 FP16/BF16 TFLOPS dense; 1,555 / 2,039 GB/s)',
+           'https://www.nvidia.com/'),
+    Source('S105', 'NVIDIA H100 Tensor Core GPU datasheet and architecture whitepaper (SXM5: 132 SMs; '
+           '67 FP32, 989 TF32, 1,979 FP16/BF16, 3,958 FP8 TFLOPS with sparsity; 3.35 TB/s)',
+           'https://www.nvidia.com/'),
+    Source('S106', 'NVIDIA H200 Tensor Core GPU datasheet (141 GB HBM3e, 4.8 TB/s, H100 compute)',
+           'https://www.nvidia.com/'),
+    Source('S107', 'NVIDIA HGX B200 / DGX B200 datasheets (per 8 GPUs: 72 PFLOPS FP8, 36 PFLOPS '
+           'FP16/BF16, 18 PFLOPS TF32 with sparsity; 8 TB/s per GPU)', 'https://www.nvidia.com/'),
+    Source('S108', 'NVIDIA GB200 NVL72 datasheet (72 GPUs: 720 PFLOPS FP8, 360 PFLOPS FP16/BF16, '
+           '180 PFLOPS TF32 with sparsity)', 'https://www.nvidia.com/'),
+    Source('S109', 'NVIDIA Deep Learning Performance documentation: "Matrix Multiplication Background '
+           'User\'s Guide" (tile and wave quantization, Tensor Core requirements) and "GPU Performance '
+           'Background User\'s Guide"', 'https://docs.nvidia.com/deeplearning/performance/'),
+    Source('S110', 'S. Bekman, Machine Learning Engineering Open Book, compute/accelerator: "Maximum '
+           'Achievable Matmul FLOPS" table (A100 SXM bf16 about 87 %, H100 SXM about 80 % of peak)',
+           'https://github.com/stas00/ml-engineering'),
+    Source('S111', 'S. Markidis et al. 2018, "NVIDIA Tensor Core Programmability, Performance & '
+           'Precision" (cuBLAS mixed precision on V100: 83 TFLOPS)', 'https://arxiv.org/abs/1803.04014'),
+    Source('S112', 'T. Dao 2023, "FlashAttention-2: Faster Attention with Better Parallelism and Work '
+           'Partitioning" (50-73 % of the A100 peak; Ampere or newer)', 'https://arxiv.org/abs/2307.08691'),
+    Source('S113', 'NVIDIA Developer Blog 2019, "Getting Started with CUDA Graphs" (back-to-back short '
+           'kernels cost about 3.8 us each when launched one by one)',
+           'https://developer.nvidia.com/blog/cuda-graphs/'),
 )}

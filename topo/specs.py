@@ -43,6 +43,7 @@ Sources (keys resolve in :data:`topo.sources.SOURCES`):
     [S64] NVIDIA "NVLink and NVLink Switch" product page: 18 x 100 GB/s links = 1.8 TB/s per
           B200, "NVLink Switch features 144 NVLink ports", "130TB/s ... in one NVL72".
     [S71] vllm-project/vllm issue 16336: 8x B200 nvidia-smi topo -m (Xeon 8570 affinities).
+    [S101]-[S108] GPU datasheets and architecture whitepapers (SMs, clocks, peaks, HBM).
 
 Examples
 --------
@@ -118,6 +119,17 @@ class GpuSpec:
         HBM bandwidth, the ceiling of a device-local copy. [B/s]
     source : str
     uncertain : str
+    generation : str
+        The architecture's product generation (``"V100"``), shared by its memory and clock
+        variants.
+    sm_count : int
+        Streaming multiprocessors enabled on the part.
+    clock : float
+        The boost clock at which the tensor-core peak is quoted. [Hz]
+    peak : tuple of (str, float)
+        Dense peak per training dtype: tensor cores where the dtype has them (``tf32`` only
+        from Ampere), ``fp32`` on the FP32 units (half of NVIDIA's "with sparsity" figures).
+        [FLOP/s]
     """
 
     model: str
@@ -128,6 +140,20 @@ class GpuSpec:
     memory_bandwidth: float
     source: str
     uncertain: str = ""
+    generation: str = ""
+    sm_count: int = 0
+    clock: float = 0.0
+    peak: tuple = ()
+
+    @property
+    def peaks(self) -> dict:
+        """``peak`` as a dict, dtype -> dense FLOP/s."""
+        return dict(self.peak)
+
+    @property
+    def nvlink_bandwidth(self) -> float:
+        """NVLink bandwidth of one GPU, all its links, per direction. [B/s]"""
+        return self.nvlink_ports * LINKS[self.nvlink].bandwidth
 
 
 @dataclass(frozen=True, slots=True)
@@ -291,38 +317,87 @@ LINKS: dict[str, LinkSpec] = {spec.name: spec for spec in (
              "[U] no system built here has XDR NICs yet; " + _IB_LATENCY_NOTE),
 )}
 
-#: GPU models by short name.
+TF = 1e12  # FLOP/s per TFLOP/s, for the peaks below
+MHz = 1e6
+
+# Dense tensor / FP32 peaks of each architecture, shared by its memory and clock variants.
+# Sparse figures ("with sparsity") are twice these and are not used.
+_P100_PEAK = (("fp32", 10.6 * TF), ("fp16", 21.2 * TF))
+_V100_PEAK = (("fp32", 15.7 * TF), ("fp16", 125 * TF))
+_A100_PEAK = (("fp32", 19.5 * TF), ("tf32", 156 * TF), ("fp16", 312 * TF), ("bf16", 312 * TF))
+_H100_PEAK = (("fp32", 67 * TF), ("tf32", 494.7 * TF), ("fp16", 989.5 * TF), ("bf16", 989.5 * TF),
+              ("fp8", 1979 * TF))
+_B200_PEAK = (("fp32", 80 * TF), ("tf32", 1125 * TF), ("fp16", 2250 * TF), ("bf16", 2250 * TF),
+              ("fp8", 4500 * TF))
+_GB200_PEAK = (("fp32", 80 * TF), ("tf32", 1250 * TF), ("fp16", 2500 * TF), ("bf16", 2500 * TF),
+               ("fp8", 5000 * TF))
+_HBM_NOTE = "memory_bandwidth is NVIDIA's datasheet figure, not cross-checked by a second source [U]"
+
+#: GPU models by short name. Compute facts: [S101] P100, [S102] V100, [S103] DGX-2H, [S104]
+#: A100, [S105] H100, [S106] H200, [S107] B200, [S108] GB200. Each peak is the product of SMs,
+#: tensor (or FP32) operations per SM per clock and the boost clock, which the entries check.
 GPUS: dict[str, GpuSpec] = {
     "P100": GpuSpec("Tesla P100-SXM2-16GB", 60, "nvlink1", 4, 16 * GiB, 732 * GB,
-                    "4 NVLink 1.0 links [S10] [S11], 16 GB [S8]",
-                    "memory_bandwidth 732 GB/s is NVIDIA's datasheet figure (Tesla P100 / V100 datasheets), not cross-checked by a second source"),
+                    "4 NVLink 1.0 links [S10] [S11], 16 GB [S8]; [S101] 56 SMs, 1,480 MHz boost, "
+                    "10.6 TFLOPS FP32, 21.2 TFLOPS FP16 (no tensor cores), 732 GB/s HBM2",
+                    _HBM_NOTE, generation="P100", sm_count=56, clock=1480 * MHz, peak=_P100_PEAK),
     "V100-SXM2": GpuSpec("Tesla V100-SXM2-16GB", 70, "nvlink2", 6, 16 * GiB, 900 * GB,
-                         "6 NVLink 2.0 links [S3], 16 GB (32 GB in later DGX-1V) [S9]",
-                         "memory_bandwidth 900 GB/s is NVIDIA's datasheet figure (Tesla P100 / V100 datasheets), not cross-checked by a second source"),
+                         "6 NVLink 2.0 links [S3], 16 GB [S9]; [S102] 80 SMs, 1,530 MHz boost, "
+                         "15.7 TFLOPS FP32, 125 TFLOPS tensor (FP16), 900 GB/s HBM2",
+                         _HBM_NOTE, generation="V100", sm_count=80, clock=1530 * MHz, peak=_V100_PEAK),
+    "V100-SXM2-32GB": GpuSpec("Tesla V100-SXM2-32GB", 70, "nvlink2", 6, 32 * GiB, 900 * GB,
+                              "DGX-1 with V100 32GB (16 or 32 GB per GPU [S9]); compute as the "
+                              "16 GB part [S102]",
+                              _HBM_NOTE, generation="V100", sm_count=80, clock=1530 * MHz,
+                              peak=_V100_PEAK),
     "V100-SXM3": GpuSpec("Tesla V100-SXM3-32GB", 70, "nvlink2", 6, 32 * GiB, 900 * GB,
-                         "DGX-2 V100 SXM3 32 GB, one link to each of 6 NVSwitches [S17]",
-                         "memory_bandwidth 900 GB/s is NVIDIA's datasheet figure (Tesla P100 / V100 datasheets), not cross-checked by a second source"),
+                         "DGX-2 V100 SXM3 32 GB, one link to each of 6 NVSwitches [S17]; compute "
+                         "as the SXM2 part [S102] (DGX-2: 2 PFLOPS tensor for 16 GPUs [S103])",
+                         _HBM_NOTE, generation="V100", sm_count=80, clock=1530 * MHz, peak=_V100_PEAK),
+    "V100-SXM3-32GB-H": GpuSpec(
+        "Tesla V100-SXM3-32GB-H", 70, "nvlink2", 6, 32 * GiB, 900 * GB,
+        "DGX-2H: 16 V100 SXM3 32 GB at 450 W, 2.1 PFLOPS tensor for the system [S103], so "
+        "131.25 TFLOPS per GPU; the clock follows from 80 SMs x 1,024 FLOP per clock [D]",
+        "[U] the nvidia-smi name ('-H') is from public benchmark submissions; [U] HBM2 taken as the "
+        "900 GB/s of the SXM2/SXM3 parts (the DGX-2H datasheet gives none); FP32 scaled with the "
+        "clock [D]",
+        generation="V100", sm_count=80, clock=1602 * MHz,
+        peak=(("fp32", 16.4 * TF), ("fp16", 131.25 * TF))),
     "A100-SXM4-40GB": GpuSpec("NVIDIA A100-SXM4-40GB", 80, "nvlink3", 12, 40 * GiB, 1555 * GB,
                               "[S12] 12 NVLink 3.0 links, 600 GB/s bidirectional; NCCL XML of a DGX "
-                              "A100 320GB: device 0x20b0, sm 80 [S37]",
-                              "memory_bandwidth 1555 GB/s is NVIDIA's datasheet figure [U]"),
+                              "A100 320GB: device 0x20b0, sm 80 [S37]; [S104] 108 SMs, 1,410 MHz, "
+                              "HBM2 1,555 GB/s",
+                              _HBM_NOTE, generation="A100", sm_count=108, clock=1410 * MHz,
+                              peak=_A100_PEAK),
     "A100-SXM4-80GB": GpuSpec("NVIDIA A100-SXM4-80GB", 80, "nvlink3", 12, 80 * GiB, 2039 * GB,
-                              "[S12] 12 NVLink 3.0 links; DGX A100 640GB [S38]",
-                              "memory_bandwidth 2039 GB/s is NVIDIA's datasheet figure [U]"),
+                              "[S12] 12 NVLink 3.0 links; DGX A100 640GB [S38]; [S104] compute as "
+                              "the 40 GB part, HBM2e 2,039 GB/s",
+                              _HBM_NOTE, generation="A100", sm_count=108, clock=1410 * MHz,
+                              peak=_A100_PEAK),
     "H100-SXM5-80GB": GpuSpec("NVIDIA H100 80GB HBM3", 90, "nvlink4", 18, 80 * GiB, 3350 * GB,
-                              "[S13] 18 NVLink 4.0 links, 900 GB/s bidirectional; DGX H100 [S43]",
-                              "memory_bandwidth 3.35 TB/s is NVIDIA's datasheet figure [U]; the "
-                              "nvidia-smi name is from public outputs [U]"),
+                              "[S13] 18 NVLink 4.0 links, 900 GB/s bidirectional; DGX H100 [S43]; "
+                              "[S105] 132 SMs, 3.35 TB/s HBM3; tensor peak at 1,830 MHz",
+                              _HBM_NOTE + "; the nvidia-smi name is from public outputs [U]",
+                              generation="H100", sm_count=132, clock=1830 * MHz, peak=_H100_PEAK),
     "H200": GpuSpec("NVIDIA H200", 90, "nvlink4", 18, 141 * GB, 4800 * GB,
-                    "[S43] DGX H200: 8x H200 141 GB on the DGX H100 board and NVLink fabric",
-                    "memory_bandwidth 4.8 TB/s is NVIDIA's datasheet figure [U]"),
+                    "[S43] DGX H200: 8x H200 141 GB on the DGX H100 board and NVLink fabric; "
+                    "[S106] H100's compute, 141 GB HBM3e at 4.8 TB/s",
+                    _HBM_NOTE, generation="H200", sm_count=132, clock=1830 * MHz, peak=_H100_PEAK),
     "B200": GpuSpec("NVIDIA B200", 100, "nvlink5", 18, 180 * GB, 8000 * GB,
-                    "[S63] DGX B200: 8x B200, 1,440 GB in total; [S64] 18 NVLink 5 links, 1.8 TB/s",
-                    "memory_bandwidth 8 TB/s is NVIDIA's datasheet figure [U]"),
+                    "[S63] DGX B200: 8x B200, 1,440 GB in total; [S64] 18 NVLink 5 links, 1.8 TB/s; "
+                    "[S107] per GPU 4.5 PFLOPS FP8, 2.25 PFLOPS FP16/BF16, 1.125 PFLOPS TF32 dense, "
+                    "8 TB/s",
+                    _HBM_NOTE + "; [U] 148 SMs and the clock are not in NVIDIA's datasheets (clock "
+                    "left 0, unknown); [U] fp32 80 TFLOPS",
+                    generation="B200", sm_count=148, peak=_B200_PEAK),
     "GB200": GpuSpec("NVIDIA GB200", 100, "nvlink5", 18, 186 * GB, 8000 * GB,
                      "[S44] B200 of a GB200 superchip (compute tray of an NVL72); [S64] 18 NVLink 5 "
-                     "links, 1.8 TB/s; 186 GB per MLCommons submission names (GB200-186GB)",
-                     "memory and memory_bandwidth 8 TB/s are NVIDIA's datasheet figures [U]"),
+                     "links, 1.8 TB/s; 186 GB per MLCommons submission names (GB200-186GB); [S108] "
+                     "NVL72: 360 PFLOPS FP16/BF16 and 720 PFLOPS FP8 with sparsity for 72 GPUs, "
+                     "so 2.5 and 5 PFLOPS dense each [D]",
+                     "memory and memory_bandwidth 8 TB/s are NVIDIA's datasheet figures [U]; [U] 148 "
+                     "SMs as B200",
+                     generation="B200", sm_count=148, peak=_GB200_PEAK),
 }
 
 #: Host CPU models by short name.

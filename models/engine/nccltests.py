@@ -23,6 +23,9 @@ buffer for all_gather / reduce_scatter and the per-rank buffer for alltoall. It 
 NCCL's ``nBytes`` for the five NCCL collectives (NVIDIA/nccl-tests src/*.cu), so the tuning
 model's time is directly comparable.
 
+These functions are the one definition of algbw and busbw in dgx-topo: every result's ``algbw``
+and ``busbw`` (estimates, NCCL's tuning cells, measurements, bounds) is computed by them.
+
 All functions are numpy-vectorised over ``nbytes``, ``time`` and ``nranks``: scalars in give
 floats out, arrays broadcast.
 
@@ -47,11 +50,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from topo.errors import DgxTopoError
+from topo.errors import DgxTopoError, SizeError
+from topo.units import parse_nbytes
 
 __all__ = [
     "COLLECTIVES", "Collective", "UnknownCollectiveError",
-    "collective", "busbw_factor", "algbw", "busbw", "busbw_to_algbw",
+    "collective", "busbw_factor", "algbw", "busbw", "algbw_to_busbw", "busbw_to_algbw",
     "nbytes_from_count", "count_from_nbytes",
 ]
 
@@ -120,17 +124,25 @@ def collective(name: str) -> Collective:
                                      f"{list(COLLECTIVES)}") from None
 
 
-def _nranks(nranks):
-    """Rank counts as an int array (or int), checked to be integers >= 1."""
-    array = np.asarray(nranks)
+def _whole_numbers(values, what: str, minimum: int):
+    """Whole numbers >= ``minimum`` as an int64 array (0-d for one), from integers or integral
+    floats; anything else (bools, strings, fractions, NaN) raises naming ``what``."""
+    array = np.asarray(values)
     if array.dtype == bool or not np.issubdtype(array.dtype, np.integer):
         if not (np.issubdtype(array.dtype, np.floating) and np.all(np.isfinite(array))
                 and np.all(array == np.floor(array))):
-            raise DgxTopoError(f"nranks must be a positive integer, received {nranks!r}")
+            raise DgxTopoError(f"{what} must be {'a positive' if minimum else 'a non-negative'} "
+                               f"integer, received {values!r}")
         array = array.astype(np.int64)
-    if np.any(array < 1):
-        raise DgxTopoError(f"nranks must be a positive integer, received {nranks!r}")
+    if np.any(array < minimum):
+        raise DgxTopoError(f"{what} must be {'a positive' if minimum else 'a non-negative'} "
+                           f"integer, received {values!r}")
     return array
+
+
+def _nranks(nranks):
+    """Rank counts as an int array, checked to be integers >= 1."""
+    return _whole_numbers(nranks, "nranks", 1)
 
 
 def _scalar(value):
@@ -182,7 +194,7 @@ def busbw_factor(name: str, nranks):
 def _check_sizes(nbytes):
     array = np.asarray(nbytes, dtype=float)
     if np.any(~np.isfinite(array)) or np.any(array < 0):
-        raise DgxTopoError(f"nbytes must be finite and >= 0 [bytes], received {nbytes!r}")
+        raise SizeError(f"nbytes must be finite and >= 0 [bytes], received {nbytes!r}")
     return array
 
 
@@ -238,7 +250,32 @@ def busbw(name: str, nbytes, time, nranks):
     >>> busbw("reduce_scatter", np.array([4e6, 8e6]), 1e-3, 4) / 1e9
     array([3., 6.])
     """
-    return _scalar(np.asarray(algbw(nbytes, time)) * busbw_factor(name, nranks))
+    return algbw_to_busbw(name, algbw(nbytes, time), nranks)
+
+
+def algbw_to_busbw(name: str, bandwidth, nranks):
+    """The bus bandwidth of an algorithm bandwidth: ``algbw x factor(n)`` (inverse of
+    :func:`busbw_to_algbw`).
+
+    Parameters
+    ----------
+    name : str
+        A collective of :data:`COLLECTIVES`.
+    bandwidth : float or array_like
+        Algorithm bandwidth, ``S / t``. [B/s]
+    nranks : int or array_like of int
+
+    Returns
+    -------
+    float or numpy.ndarray
+        Bus bandwidth. [B/s]
+
+    Examples
+    --------
+    >>> algbw_to_busbw("all_reduce", 100e9, 8) / 1e9
+    175.0
+    """
+    return _scalar(np.asarray(bandwidth, dtype=float) * busbw_factor(name, nranks))
 
 
 def busbw_to_algbw(name: str, bandwidth, nranks):
@@ -293,25 +330,23 @@ def nbytes_from_count(name: str, count, nranks, typesize: int = 4):
 
     Returns
     -------
-    float or numpy.ndarray
+    int or numpy.ndarray of int64
         ``S``. [bytes]
 
     Examples
     --------
     >>> nbytes_from_count("all_gather", 1024, 8)
-    32768.0
+    32768
     >>> nbytes_from_count("all_reduce", 1024, 8)
-    4096.0
+    4096
     """
     spec = collective(name)
     n = _nranks(nranks)
-    elements = np.asarray(count, dtype=float)
-    if np.any(elements < 0) or np.any(elements != np.floor(elements)):
-        raise DgxTopoError(f"count must be a non-negative integer, received {count!r}")
+    elements = _whole_numbers(count, "count", 0)
     if isinstance(typesize, bool) or not isinstance(typesize, (int, np.integer)) or typesize < 1:
         raise DgxTopoError(f"typesize must be a positive integer [bytes], received {typesize!r}")
     size = elements * typesize * (n if spec.peers_in_size else 1)
-    return _scalar(size)
+    return int(size) if size.ndim == 0 else size
 
 
 def count_from_nbytes(name: str, nbytes, nranks, typesize: int = 4):
@@ -325,8 +360,8 @@ def count_from_nbytes(name: str, nbytes, nranks, typesize: int = 4):
     ----------
     name : str
         A collective of :data:`COLLECTIVES`.
-    nbytes : int or array_like
-        Requested size (the ``-b``/``-e`` value). [bytes]
+    nbytes : int, str or array_like
+        Requested size (the ``-b``/``-e`` value), anything :func:`topo.parse_nbytes` reads. [bytes]
     nranks : int or array_like of int
     typesize : int
         Bytes per element.
@@ -335,24 +370,26 @@ def count_from_nbytes(name: str, nbytes, nranks, typesize: int = 4):
     -------
     count : int or numpy.ndarray
         The count argument of the NCCL call.
-    size : float or numpy.ndarray
+    size : int or numpy.ndarray of int64
         The size ``S`` nccl-tests then reports. [bytes]
+
+    Raises
+    ------
+    topo.SizeError
+        For a size :func:`topo.parse_nbytes` refuses.
 
     Examples
     --------
     >>> count_from_nbytes("all_gather", 1000, 8)
-    (31, 992.0)
+    (31, 992)
     >>> count_from_nbytes("all_reduce", 1000, 8)
-    (250, 1000.0)
+    (250, 1000)
     """
     spec = collective(name)
     n = _nranks(nranks)
-    size = _check_sizes(nbytes)
-    elements = np.floor(size / typesize) if isinstance(typesize, (int, np.integer)) and \
-        not isinstance(typesize, bool) and typesize >= 1 else None
-    if elements is None:
+    size = np.asarray(parse_nbytes(nbytes))
+    if isinstance(typesize, bool) or not isinstance(typesize, (int, np.integer)) or typesize < 1:
         raise DgxTopoError(f"typesize must be a positive integer [bytes], received {typesize!r}")
-    count = np.floor(elements / n) if spec.peers_in_size else elements
-    count = count.astype(np.int64)
+    count = size // typesize // n if spec.peers_in_size else size // typesize
     counted = count if count.ndim else int(count)
     return counted, nbytes_from_count(name, count, n, typesize)

@@ -41,9 +41,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 import topo
-from topo.errors import DgxTopoError, SizeError
+from topo.errors import DgxTopoError, LimitError, SizeError
 from topo.select import format_gpu_ids, parse_gpu_ids
-from topo.units import to_GBps, to_us
 
 from .measure import DEFAULT as DEFAULT_MEASUREMENT, MeasurementModel, Measured, measured
 from ..engine.nccl.channels import channel_graphs
@@ -51,33 +50,16 @@ from ..engine.nccl.nvls import NvlsGraph
 from ..engine.nccl.search import ChannelSearch
 from ..engine.nccl.system import NcclSystem
 from ..engine.nccl.tuning import NCCL_COLLECTIVES, Selection, nvls_choice, select_algorithm
-from ..engine.nccltests import COLLECTIVES, busbw_factor, collective as _collective
+from ..engine.nccltests import COLLECTIVES, algbw, busbw, collective as _collective
 from .network import PATTERNS as NETWORK_PATTERNS, network_load
+from ..engine.results import Moved, tidy_records
 from ..engine.routes import PathType
 
-__all__ = ["CollectiveEstimate", "EstimatePoint", "Estimator", "SubsetResult", "estimate", "pairwise", "subsets",
-           "SizeError", "LimitError", "COLLECTIVE_NAMES"]
+__all__ = ["CollectiveEstimate", "EstimatePoint", "Estimator", "SubsetResult", "SubsetRanking", "estimate",
+           "pairwise", "subsets", "routed_pairs", "SizeError", "LimitError", "COLLECTIVE_NAMES"]
 
 #: Every collective :func:`estimate` knows, in nccl-tests' order.
 COLLECTIVE_NAMES = tuple(COLLECTIVES)
-
-
-class LimitError(DgxTopoError):
-    """Work beyond a limit the caller set, refused before it starts.
-
-    Attributes
-    ----------
-    what : str
-        The work refused, in words.
-    keyword : str
-        The keyword argument whose limit was exceeded (``max_sets``, ``max_searches``).
-    size, limit : int
-        The work asked for and the limit.
-    """
-
-    def __init__(self, what: str, *, keyword: str, size: int, limit: int):
-        super().__init__(f"{what}: {size} is more than {keyword}={limit}")
-        self.what, self.keyword, self.size, self.limit = what, keyword, size, limit
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +88,13 @@ class EstimatePoint:
     algbw: float
     busbw: float
 
+    def to_records(self) -> list:
+        """One tidy row (the columns of :meth:`CollectiveEstimate.to_records` this point has)."""
+        return tidy_records({"nbytes": self.nbytes, "time_s": self.time, "algbw_Bps": self.algbw,
+                             "busbw_Bps": self.busbw, "algorithm": self.algorithm,
+                             "protocol": self.protocol, "nchannels": self.nchannels,
+                             "latency_s": self.latency, "bandwidth_Bps": self.bandwidth})
+
 
 @dataclass(frozen=True, slots=True)
 class CollectiveEstimate:
@@ -116,7 +105,7 @@ class CollectiveEstimate:
     and ``busbw`` properties) is a numpy array with the shape of the ``nbytes`` given to
     :func:`estimate`: 0-d for one size (it formats, compares and converts with ``float()`` /
     ``str()`` like a scalar), 1-d for a list of sizes. Their dtypes are fixed: float64,
-    int64 (``nchannels``) and str (``algorithm``, ``protocol``), never ``object``.
+    int64 (``nbytes``, ``nchannels``) and str (``algorithm``, ``protocol``), never ``object``.
     :meth:`point` gives one size as plain Python scalars (the largest, by default).
 
     Attributes
@@ -126,7 +115,7 @@ class CollectiveEstimate:
         GPU ids of the communicator, ascending (ranks in that order).
     nodes : tuple
         Their graph nodes.
-    nbytes : numpy.ndarray of float64
+    nbytes : numpy.ndarray of int64
         nccl-tests' size ``S`` (total buffer for all_gather / reduce_scatter, per-rank buffer
         for alltoall). [bytes]
     time : numpy.ndarray of float64
@@ -156,7 +145,7 @@ class CollectiveEstimate:
         NCCL's own estimate (its tuning model), what it chooses by; ``time`` is what a
         benchmark measures. [s]
     measurement : models.predict.measure.Measured
-        The measurement terms (``measurement.explain()``).
+        The measurement terms (:func:`models.present.explain.explain` writes them out).
     nvls, nvls_reason : NvlsGraph or None, str
         NCCL's NVLS graph where it has one, and why there is none or why it does not run.
     network : tuple of models.predict.network.NetworkLoad
@@ -199,24 +188,25 @@ class CollectiveEstimate:
 
     @property
     def algbw(self) -> np.ndarray:
-        """nccl-tests' algorithm bandwidth, ``S / time``. [B/s]"""
-        return np.asarray(self.nbytes / self.time)
+        """nccl-tests' algorithm bandwidth, ``S / time`` (:func:`models.engine.nccltests.algbw`). [B/s]"""
+        return np.asarray(algbw(self.nbytes, self.time))
 
     @property
     def busbw(self) -> np.ndarray:
-        """nccl-tests' bus bandwidth, ``algbw x factor(nranks)``; 0 on one GPU, where nccl-tests
-        prints 0 (no data crosses a link, whatever the collective's factor). [B/s]"""
+        """nccl-tests' bus bandwidth, ``algbw x factor(nranks)`` (:func:`models.engine.nccltests.busbw`);
+        0 on one GPU, where nccl-tests prints 0 (no data crosses a link, whatever the
+        collective's factor). [B/s]"""
         if self.nranks == 1:
-            return np.zeros_like(self.nbytes)
-        return np.asarray(self.algbw * busbw_factor(self.collective, self.nranks))
+            return np.zeros(np.shape(self.nbytes))
+        return np.asarray(busbw(self.collective, self.nbytes, self.time, self.nranks))
 
     @property
     def nccl_busbw(self) -> np.ndarray:
         """busbw of NCCL's own estimate (``nccl_time``), what NCCL's tuner believes. [B/s]"""
         nccl_time = self.time if self.nccl_time is None else self.nccl_time
         if self.nranks == 1:
-            return np.zeros_like(self.nbytes)
-        return np.asarray(self.nbytes / nccl_time * busbw_factor(self.collective, self.nranks))
+            return np.zeros(np.shape(self.nbytes))
+        return np.asarray(busbw(self.collective, self.nbytes, nccl_time, self.nranks))
 
     def point(self, index: int = -1) -> EstimatePoint:
         """The estimate at one size (``index`` into the sizes; the largest by default), as scalars."""
@@ -236,9 +226,29 @@ class CollectiveEstimate:
         search = {"ring": self.ring, "tree": self.tree, "pat": self.tree}.get(algorithm)
         return search.channels if search is not None else ()
 
-    def explain(self) -> str:
-        """The working, as text: channels, bottleneck, latency and bandwidth terms."""
-        return _explain(self)
+    explain = Moved("models.present.explain.explain(estimate)")
+
+    def to_records(self) -> list:
+        """Tidy rows, one per size: the collective, its GPUs, and nccl-tests' numbers with what
+        NCCL runs (:mod:`models.engine.results` names the columns).
+
+        Examples
+        --------
+        >>> import topo
+        >>> rows = estimate(topo.dgx1v(), "all_reduce", [2**10, 2**30]).to_records()
+        >>> rows[1]["nbytes"], rows[1]["algorithm"], round(rows[1]["busbw_Bps"] / 1e9, 1)
+        (1073741824, 'ring', 121.9)
+        """
+        nccl_time = self.time if self.nccl_time is None else self.nccl_time
+        return tidy_records({
+            "collective": self.collective, "gpus": format_gpu_ids(self.gpus), "nranks": self.nranks,
+            "nbytes": np.atleast_1d(self.nbytes), "time_s": np.atleast_1d(self.time),
+            "algbw_Bps": np.atleast_1d(self.algbw), "busbw_Bps": np.atleast_1d(self.busbw),
+            "algorithm": np.atleast_1d(self.algorithm), "protocol": np.atleast_1d(self.protocol),
+            "nchannels": np.atleast_1d(self.nchannels), "latency_s": np.atleast_1d(self.latency),
+            "bandwidth_Bps": np.atleast_1d(self.bandwidth),
+            "nccl_time_s": np.broadcast_to(np.atleast_1d(nccl_time), np.shape(np.atleast_1d(self.nbytes))),
+            "model": self.model})
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,11 +277,29 @@ class SubsetResult:
     nchannels: int
     representative: tuple
 
+    def to_records(self) -> list:
+        """One tidy row: the set, its numbers, and the set whose estimate it reuses."""
+        return tidy_records({"gpus": format_gpu_ids(self.gpus), "ngpus": len(self.gpus),
+                             "busbw_Bps": self.busbw, "algbw_Bps": self.algbw, "time_s": self.time,
+                             "algorithm": self.algorithm, "protocol": self.protocol,
+                             "nchannels": self.nchannels,
+                             "representative": format_gpu_ids(self.representative)})
+
+
+class SubsetRanking(list):
+    """The list of :class:`SubsetResult` that :func:`subsets` returns, best first, with
+    :meth:`to_records` (one row per set, in rank order)."""
+
+    def to_records(self) -> list:
+        """Tidy rows, one per set in rank order, each with its ``rank`` (1 is the best)."""
+        return [{"rank": i + 1, **row} for i, r in enumerate(self) for row in r.to_records()]
+
 
 def _sizes(nbytes) -> np.ndarray:
-    """Sizes as float64 bytes through the one size parser (:func:`topo.parse_nbytes`: ints,
-    numpy integers, integral floats, ``"64K"``/``"1G"`` strings, lists and 1-d arrays)."""
-    return np.asarray(topo.parse_nbytes(nbytes), dtype=np.float64)
+    """Sizes as integer bytes through the one size parser (:func:`topo.parse_nbytes`: ints,
+    numpy integers, integral floats, ``"64K"``/``"1G"`` strings, lists and 1-d arrays): an
+    int64 array, 0-d for one size."""
+    return np.asarray(topo.parse_nbytes(nbytes))
 
 
 def _shaped(value, shape, dtype) -> np.ndarray:
@@ -354,9 +382,9 @@ class Estimator:
         return self._context.fabric
 
     def estimate(self, collective: str, nbytes, gpus=None, *, algorithm=None,
-                 protocol=None) -> CollectiveEstimate:
+                 protocol=None, max_pairs=None) -> CollectiveEstimate:
         """:func:`estimate` on the prepared fabric."""
-        return _estimate(self._context, collective, nbytes, gpus, algorithm, protocol)
+        return _estimate(self._context, collective, nbytes, gpus, algorithm, protocol, max_pairs)
 
     def flow_load(self, collective: str, gpus) -> dict:
         """The point-to-point model's flows of ``sendrecv`` or ``alltoall`` on ``gpus`` (GPU
@@ -386,7 +414,8 @@ class Estimator:
 
 
 def estimate(G, collective: str, nbytes, gpus=None, *, algorithm=None, protocol=None,
-             profile=None, gpus_per_thread: int = 1, calibration=None) -> CollectiveEstimate:
+             profile=None, gpus_per_thread: int = 1, calibration=None,
+             max_pairs: int | None = None) -> CollectiveEstimate:
     """Predict one collective on a set of GPUs, as nccl-tests would report it.
 
     Parameters
@@ -413,6 +442,9 @@ def estimate(G, collective: str, nbytes, gpus=None, *, algorithm=None, protocol=
     calibration : models.Calibration or MeasurementModel, optional
         Measurement constants fitted to the user's machine (:func:`models.calibrate`);
         default: the constants fitted to the shipped DGX-2 runs.
+    max_pairs : int, optional
+        alltoall and sendrecv: refuse (:class:`topo.LimitError`) before any routing when the
+        estimate would route more GPU pairs than this (:func:`routed_pairs`).
 
     Returns
     -------
@@ -425,13 +457,47 @@ def estimate(G, collective: str, nbytes, gpus=None, *, algorithm=None, protocol=
         For a negative, fractional or non-numeric size.
     models.engine.nccltests.UnknownCollectiveError, topo.GpuSelectionError, models.engine.nccl.tuning.TuningError
         For an unknown collective, bad GPU ids, or an algorithm/protocol NCCL would not run.
+    topo.LimitError
+        For more routed pairs than ``max_pairs``.
     """
     ctx = _Context(G, profile, gpus_per_thread, calibration)
-    return _estimate(ctx, collective, nbytes, gpus, algorithm, protocol)
+    return _estimate(ctx, collective, nbytes, gpus, algorithm, protocol, max_pairs)
 
 
-def _estimate(ctx, collective, nbytes, gpus, algorithm=None, protocol=None) -> CollectiveEstimate:
+def routed_pairs(G, collective: str, gpus=None) -> int:
+    """GPU pairs :func:`estimate` routes one by one for alltoall and sendrecv (0 for the others).
+
+    sendrecv routes one pair per rank. alltoall routes the pairs inside each host one by one
+    and groups the rest per GPU and NIC (:func:`_alltoall_load`): ``sum k(k-1)`` over the
+    hosts' ``k`` GPUs of the set, plus one per GPU when the set spans hosts. That, not the
+    ``n(n-1)`` flows, is the work.
+
+    Examples
+    --------
+    >>> import topo
+    >>> routed_pairs(topo.build("2xdgx1v"), "alltoall"), routed_pairs(topo.dgx1v(), "sendrecv", "0-3")
+    (128, 4)
+    """
+    name = _collective(collective).name
+    selected = topo.select_gpus(G, gpus)
+    per_host: dict = {}
+    for n in selected:
+        per_host[G.nodes[n]["host"]] = per_host.get(G.nodes[n]["host"], 0) + 1
+    if name == "sendrecv":
+        return len(selected)
+    if name != "alltoall":
+        return 0
+    return sum(k * (k - 1) for k in per_host.values()) + (len(selected) if len(per_host) > 1 else 0)
+
+
+def _estimate(ctx, collective, nbytes, gpus, algorithm=None, protocol=None, max_pairs=None) -> CollectiveEstimate:
     """NCCL's estimate, then what the benchmark measures (:func:`models.predict.measure.measured`)."""
+    if max_pairs is not None:
+        pairs = routed_pairs(ctx.G, collective, gpus)
+        if pairs > max_pairs:
+            nranks = len(topo.select_gpus(ctx.G, gpus))
+            raise LimitError(f"{collective} of {nranks} GPUs routes {pairs} GPU pairs", keyword="max_pairs",
+                             size=pairs, limit=max_pairs)
     e = _nccl_view_estimate(ctx, collective, nbytes, gpus, algorithm, protocol)
     m = measured(e, ctx.fabric, gpus_per_thread=ctx.gpus_per_thread, model=ctx.measurement)
     shape = e.nbytes.shape
@@ -547,12 +613,12 @@ def _alltoall_load(ctx, nodes) -> tuple:
     destination behind that network; the last leg depends on the destination only and carries
     one flow per GPU of the other hosts; the network leg depends on the two NICs only and
     carries (GPUs sending through one) x (GPUs behind the other) flows, summed per pair of
-    leaves (:func:`_network_load`). Pairs inside a host are routed one by one.
+    leaves (:func:`_network_load`). Pairs inside a host, or inside one NVLink domain of several
+    hosts (the trays of a GB200 NVL72, whose NICs sit behind Grace), are routed one by one: they
+    never leave NVLink (:func:`_nvlink_groups`).
     """
     G = ctx.G
-    hosts: dict = {}
-    for i, g in enumerate(nodes):
-        hosts.setdefault(G.nodes[g]["host"], []).append(i)
+    hosts = _nvlink_groups(ctx, nodes)
     load, worst_type = {}, PathType.LOC
     for ranks in hosts.values():
         load, worst = _flow_load(ctx, nodes, [(i, j) for i in ranks for j in ranks if i != j], load)
@@ -561,6 +627,7 @@ def _alltoall_load(ctx, nodes) -> tuple:
         return load, worst_type
     router, kind = ctx.fabric.router, G.nodes
     order = sorted(hosts)
+    group = {i: key for key, ranks in hosts.items() for i in ranks}
     # Where every GPU receives: its nearest NIC, and the leg from that NIC to it.
     receive: dict = {}  # rank -> (NIC, edges of the last leg)
     for h, host in enumerate(order):
@@ -574,12 +641,12 @@ def _alltoall_load(ctx, nodes) -> tuple:
     by_network: dict = {}  # network -> {host: [ranks behind its NICs]}
     for i, (nic, _) in receive.items():
         recv[nic] = recv.get(nic, 0) + 1
-        host = kind[nodes[i]]["host"]
+        host = group[i]
         nic_host[nic] = host
         by_network.setdefault(router.network_component(nic), {}).setdefault(host, []).append(i)
     send: dict = {}  # NIC -> GPUs of the set sending through it (to its network)
     for i, (nic, edges) in receive.items():
-        host = kind[nodes[i]]["host"]
+        host = group[i]
         remote = len(nodes) - len(hosts[host])
         for u, v in edges:
             load[u, v] = load.get((u, v), 0.0) + remote
@@ -598,6 +665,30 @@ def _alltoall_load(ctx, nodes) -> tuple:
             nic_host[out] = host
     _network_load(router, send, recv, nic_host, load)
     return load, PathType.NET
+
+
+def _nvlink_groups(ctx, nodes) -> dict:
+    """The ranks grouped by where their pairs stay on NVLink: one group per host, hosts joined
+    when their GPUs reach each other over NVLink (an NVLink domain of several hosts, as the 18
+    trays of a GB200 NVL72; a cluster marks its copies with ``nvlink_domain``). Keyed by the
+    lowest host of the group, in order."""
+    G, router = ctx.G, ctx.fabric.router
+    hosts: dict = {}
+    for i, g in enumerate(nodes):
+        hosts.setdefault(G.nodes[g]["host"], []).append(i)
+    groups: dict = {}  # first host -> ranks
+    anchors: list = []  # (domain, first host, a GPU)
+    for host in sorted(hosts):
+        gpu = nodes[hosts[host][0]]
+        domain = G.nodes[gpu].get("nvlink_domain")
+        key = next((first for d, first, other in anchors
+                    if d == domain and router.nvlink_reaches(gpu, other)), None)
+        if key is None:
+            anchors.append((domain, host, gpu))
+            groups[host] = []
+            key = host
+        groups[key].extend(hosts[host])
+    return groups
 
 
 def _network_load(router, send, recv, nic_host, load) -> None:
@@ -792,8 +883,9 @@ def subsets(G, collective: str, nbytes, k: int, *, profile=None, gpus_per_thread
 
     Returns
     -------
-    list of SubsetResult
-        Best first (highest busbw, then shortest time, then lowest GPU ids).
+    SubsetRanking
+        A list of :class:`SubsetResult`, best first (highest busbw, then shortest time, then
+        lowest GPU ids); ``to_records()`` gives its tidy rows.
 
     Raises
     ------
@@ -816,7 +908,7 @@ def subsets(G, collective: str, nbytes, k: int, *, profile=None, gpus_per_thread
     results = _all_sets(ctx, k, collective, nbytes, max_sets=max_sets, max_searches=max_searches,
                         progress=progress)
     results.sort(key=lambda r: (-r.busbw, r.time, r.gpus))
-    return results
+    return SubsetRanking(results)
 
 
 def _all_sets(ctx, k, collective, nbytes, *, max_sets=None, max_searches=None, progress=None) -> list:
@@ -851,57 +943,3 @@ def _all_sets(ctx, k, collective, nbytes, *, max_sets=None, max_searches=None, p
         results.append(SubsetResult(combo, point.busbw, point.algbw, point.time, point.algorithm,
                                     point.protocol, point.nchannels, representatives[key]))
     return results
-
-
-# ------------------------------------------------------------------------------ explain
-def _gbps(value) -> str:
-    return f"{to_GBps(value):.1f}"
-
-
-def _explain(e: CollectiveEstimate) -> str:
-    lines = [f"{e.collective} on GPUs {format_gpu_ids(e.gpus)} ({e.nranks} ranks); model: {e.model}"]
-    for search in (e.ring, e.tree):
-        if search is None:
-            continue
-        lines.append(f"{search.pattern} graph: {search.nchannels} channels x {_gbps(search.bw_intra)} GB/s"
-                     f" (type {search.type_intra.name}, maxBw {_gbps(search.max_bw)}, totalBw "
-                     f"{_gbps(search.total_bw)} GB/s{', duplicated' if search.duplicated else ''})")
-        for c, order in enumerate(search.channels):
-            lines.append(f"  channel {c:2d}: " + " ".join(str(e.gpus[e.nodes.index(g)]) for g in order))
-        if search.loads:
-            top = search.loads[0]
-            edges = search.bottleneck
-            binding = ", ".join(f"{u}->{v}" for u, v in edges[:6]) + \
-                (f" (+{len(edges) - 6} more)" if len(edges) > 6 else "")
-            lines.append(f"  bottleneck: {binding} ({_gbps(top.reserved)} of {_gbps(top.capacity)} GB/s "
-                         f"reserved)")
-        lines.append("  search: " + "; ".join(t for t in search.trace if "skipped" not in t))
-    if e.selection is not None:
-        point = e.point()
-        lines.append("tuning (time = latency + size / algorithm bandwidth), largest size "
-                     f"{point.nbytes} B:")
-        for cand in e.selection.candidates:
-            t = cand.tuning
-            terms = " + ".join(f"{term.count:g} x {to_us(term.per_step):.2f}" for term in t.latency.terms
-                               if term.count)
-            steps = "; ".join(f"{s.name} x{s.factor:g}" + (f" cap {_gbps(s.cap)}" if s.cap is not None else "")
-                              + (" (cap binds)" if s.bound else "") for s in t.bus.steps)
-            lines.append(
-                f"  {t.algorithm:4} {t.protocol:6} latency {to_us(t.latency.base):.1f} + {terms or '0'} = "
-                f"{to_us(t.latency.value):.1f} us; busBw {t.bus.nchannels} x {_gbps(t.bus.channel_bandwidth)} "
-                f"= {_gbps(t.bus.raw)} -> {_gbps(t.bus.value)} GB/s [{steps or 'no factor'}]; algBw "
-                f"{_gbps(t.bandwidth)} GB/s; time {to_us(np.asarray(cand.time).reshape(-1)[-1]):.1f} us")
-        lines.append(f"  chosen: {point.algorithm}/{point.protocol}")
-        if e.nvls is not None:
-            lines.append(f"nvls graph: {e.nvls.nchannels} heads x {_gbps(e.nvls.bw_intra)} GB/s (bwInter "
-                         f"{_gbps(e.nvls.bw_inter)} GB/s); heads " + " ".join(
-                             str(e.gpus[e.nodes.index(g)]) if g in e.nodes else str(g) for g in e.nvls.heads))
-        if e.nvls_reason:
-            lines.append(f"  NVLS: {e.nvls_reason}")
-    else:
-        point = e.point()
-        lines.append(f"latency {to_us(point.latency):.1f} us; bandwidth {_gbps(point.bandwidth)} GB/s"
-                     + (f"; bottleneck {e.bottleneck[0][0]}->{e.bottleneck[0][1]}" if e.bottleneck else ""))
-    if e.measurement is not None:
-        lines.append(e.measurement.explain())
-    return "\n".join(lines)

@@ -47,12 +47,13 @@ import numpy as np
 
 import topo
 from topo.errors import DgxTopoError
-from topo.units import to_GBps, to_us, us
+from topo.units import us
 
 from ..engine.nccl.pipelining import PIPELINE_COLLECTIVES, Pipelining, pipelining
 from ..engine.nccl.profiles import nccl_profile
 from ..engine.nccl.system import NcclSystem
-from ..engine.nccltests import busbw_factor
+from ..engine.nccltests import algbw, busbw
+from ..engine.results import Moved, tidy_records
 
 __all__ = [
     "MeasurementError", "Parameter", "LinkClass", "LINK_CLASSES", "MeasurementModel", "DEFAULT",
@@ -90,15 +91,7 @@ class Parameter:
     fitted_to: str = ""
     uncertain: str = ""
 
-    def describe(self) -> str:
-        """One line: name = value, then source, fit and [U] note."""
-        value = f"{to_us(self.value):.3f} us" if self.unit == "s" else f"{self.value:.4f}"
-        text = f"{self.name} = {value}: {self.source}"
-        if self.fitted_to:
-            text += f"; fitted to {self.fitted_to}"
-        if self.uncertain:
-            text += f" [U] {self.uncertain}"
-        return text
+    describe = Moved("models.present.explain.describe_parameter(parameter)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -404,53 +397,29 @@ class Measured:
 
     @property
     def algbw(self):
-        """Predicted nccl-tests algbw, ``nbytes / time``. [B/s]"""
-        return self.nbytes / self.time
+        """Predicted nccl-tests algbw, ``nbytes / time`` (:func:`models.engine.nccltests.algbw`). [B/s]"""
+        return algbw(self.nbytes, self.time)
 
     @property
     def busbw(self):
-        """Predicted nccl-tests busbw. [B/s]"""
-        return self.algbw * busbw_factor(self.collective, self.nranks)
+        """Predicted nccl-tests busbw (:func:`models.engine.nccltests.busbw`). [B/s]"""
+        return busbw(self.collective, self.nbytes, self.time, self.nranks)
 
-    def explain(self) -> str:
-        """Each term with its constant and source, for the largest size."""
-        m = self.model
+    explain = Moved("models.present.explain.explain(measured)")
 
-        def last(x):
-            return float(np.atleast_1d(x)[-1])
+    def to_records(self) -> list:
+        """Tidy rows, one per size: the measured time and its terms (:mod:`models.engine.results`)."""
+        sizes = np.atleast_1d(self.nbytes)
 
-        size = int(last(self.nbytes))
-        lines = [
-            f"Measurement model for {self.collective} on {self.nranks} GPUs, {size} B:",
-            *([f"  NCCL release {self.release}"] if self.release else []),
-            *(["  " + self.pipeline.describe()] if self.pipeline is not None else []),
-            "  time = max(floor + g x launch_per_gpu, nccl_latency) + nbytes / (nccl_bandwidth x ratio"
-            + (" x network)" if self.network else ")"),
-            f"  host term: floor {to_us(m.floor):.3f} us + {self.gpus_per_thread} x "
-            f"{to_us(m.launch_per_gpu):.3f} us = {to_us(self.host_time):.2f} us",
-            f"  NCCL latency term: {to_us(last(self.nccl_latency)):.2f} us (overlaps the host term; "
-            f"the larger, {to_us(last(self.startup)):.2f} us, counts)",
-        ]
-        if self.link:
-            cls = m.links[self.link]
-            lines.append(
-                f"  bandwidth: NCCL {to_GBps(last(self.nccl_bandwidth)):.2f} GB/s x ratio "
-                f"{self.ratio:.4f} ({self.link}: data rate {to_GBps(cls.data_rate):.3f} GB/s x packet "
-                f"{cls.packet_efficiency:.4f} x transfer {m.efficiency(self.link):.4f} = "
-                f"{to_GBps(m.achieved(self.link)):.2f} GB/s achieved per link, over NCCL's "
-                f"{to_GBps(m.achieved(self.link) / self.ratio):.2f})")
-        else:
-            lines.append("  bandwidth: NCCL's, no link class binds (ratio 1)")
-        for load in self.network:
-            lines.append("  " + load.describe())
-        if self.network:
-            lines.append(f"  network factor at this size: {last(self.network_factor):.4f}")
-        lines.append(f"  time {to_us(last(self.time)):.2f} us (NCCL's tuning estimate "
-                     f"{to_us(last(self.nccl_time)):.2f} us)")
-        lines.append("Constants:")
-        lines += ["  " + p.describe() for p in m.parameters()
-                  if not p.name.startswith("packet_efficiency:") or p.name.endswith(":" + self.link)]
-        return "\n".join(lines)
+        def each(x):
+            return np.broadcast_to(np.atleast_1d(x), sizes.shape)
+        return tidy_records({
+            "collective": self.collective, "nranks": self.nranks, "nbytes": sizes,
+            "time_s": each(self.time), "algbw_Bps": each(self.algbw), "busbw_Bps": each(self.busbw),
+            "nccl_time_s": each(self.nccl_time), "nccl_latency_s": each(self.nccl_latency),
+            "host_time_s": self.host_time, "startup_s": each(self.startup),
+            "nccl_bandwidth_Bps": each(self.nccl_bandwidth), "ratio": self.ratio, "link": self.link,
+            "gpus_per_thread": self.gpus_per_thread, "network_factor": each(self.network_factor)})
 
 
 def _release_and_graph(fabric, profile) -> tuple:
@@ -565,18 +534,7 @@ class PipelineFill:
     fill_bytes: float
     fill_time: float
 
-    def describe(self) -> str:
-        """One line: the pipeline, the decomposition of the size and the fill."""
-        p = self.pipelining
-        text = (f"pipeline: {p.protocol} {p.collective} ({p.pattern}) of NCCL {p.release}: steps of "
-                f"{p.step_bytes} B, chunks of {p.chunk_steps} step(s), slices of {p.slice_steps}, "
-                f"{p.steps_in_flight} steps in flight; {self.loops} loop(s) on {self.nchannels} "
-                f"channel(s)")
-        if not self.fill_slices:
-            return text + "; no fill (every rank sends from the first step, or lines forward one by one)"
-        return (text + f"; store-and-forward fill {self.fill_slices} slices = "
-                f"{self.fill_bytes / self.nchannels:.0f} B per channel, {to_us(self.fill_time):.1f} us, "
-                f"not added ({FILL_NOTE})")
+    describe = Moved("models.present.explain.describe_pipeline_fill(fill)")
 
 
 #: Why the chain fill is described but not added to the predicted time.

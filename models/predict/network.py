@@ -60,10 +60,10 @@ from dataclasses import dataclass
 
 from topo.cluster import network_nics
 from topo.errors import DgxTopoError
-from topo.units import to_GBps
 
 from ..engine.nccl.releases import Pxn
 from ..engine.nccl.trees import double_binary_tree
+from ..engine.results import Moved
 from ..engine.routes import PathType, RouteError
 
 __all__ = ["NetworkLoad", "network_load", "tree_links", "PATTERNS"]
@@ -130,17 +130,7 @@ class NetworkLoad:
         """The first edge of the busiest group ``(u, v)``."""
         return self.edges[0]
 
-    def describe(self) -> str:
-        """One line for ``--explain``."""
-        verdict = ("the network is not the limit" if self.factor >= 1 else
-                   f"the network gives {self.factor:.3f} of it")
-        extra = f"; {self.aligned} channels return by their entry NIC over PXN" if self.aligned else ""
-        extra += f"; {self.pxn} sent over NVLink to another NIC first (PXN)" if self.pxn else ""
-        return (f"network ({self.algorithm or self.pattern}): {self.connections} connections; busiest: {self.where} "
-                f"({len(self.edges)} edge{'s' if len(self.edges) > 1 else ''}) carry {self.load:.3g} of "
-                f"them on {to_GBps(self.capacity):.1f} GB/s = "
-                f"{to_GBps(self.network_rate):.2f} GB/s each, NCCL assumed {to_GBps(self.nccl_rate):.2f}: "
-                f"{verdict}{extra}")
+    describe = Moved("models.present.explain.describe_network_load(load)")
 
 
 class _Nics:

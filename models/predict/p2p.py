@@ -91,25 +91,26 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from topo.errors import DgxTopoError
+from topo.errors import DgxTopoError, LimitError
 from topo.nvidia_smi import connection_matrix
 from topo.schema import validate
 from topo.select import select_gpus
 from topo.specs import LINKS
 from topo.symmetry import interchangeable_gpus
-from topo.units import GB, to_GBps, to_us, us
+from topo.units import GB, us
 
 from .maxflow import flow_matrix
 from .measure import LINK_CLASSES
 from ..engine.nccl.profiles import nccl_profile
 from ..engine.nccl.system import nccl_capacity
+from ..engine.results import Moved, tidy_records
 from ..engine.routes import PathType, Route, Router, line_rate, route_bandwidth
 
 __all__ = [
     "Calibrated", "EFFICIENCIES", "OVERHEADS", "HOST_CEILINGS", "MODES",
     "P2PResult", "P2PReport", "P2PError", "StagedCopy",
     "p2p_path", "p2p_matrix", "p2p_latency_matrix", "p2p_report", "path_type_matrix",
-    "format_p2p_report", "achieved_capacity", "hbm_efficiency", "staged_copy",
+    "achieved_capacity", "hbm_efficiency", "staged_copy",
 ]
 
 #: The two ways of answering "how fast can GPU i send to GPU j".
@@ -417,44 +418,15 @@ class P2PResult:
             return self.staged.to_host + self.staged.from_host[1:]
         return self.route.nodes
 
-    def explain(self) -> str:
-        """The working of the prediction, one term a line.
+    explain = Moved("models.present.explain.explain(result)")
 
-        Examples
-        --------
-        >>> from topo import dgx1v
-        >>> print(p2p_path(dgx1v(), 0, 1, p2p=False).explain())
-        GPU0 -> GPU1: PIX, staged through cpu0's memory
-          legs: gpu0 -> pcie0 -> cpu0 | cpu0 -> pcie0 -> gpu1
-          bandwidth 9.56 GB/s one way = min over edges of line rate x efficiency / streams:
-            bottleneck ('gpu0', 'pcie0'), line rate 15.75 GB/s x staged 0.6068
-          latency 16.91 us = overhead staged_p2p_disabled 16.31 us + hops 0.60 us
-        """
-        if self.staged is not None:
-            how = f"staged through {self.staged.host_memory}'s memory"
-            path = ("  legs: " + " -> ".join(map(str, self.staged.to_host)) + " | "
-                    + " -> ".join(map(str, self.staged.from_host)))
-        else:
-            how = "device-local copy" if self.path_type == PathType.LOC else "peer copy"
-            path = "  path: " + " -> ".join(map(str, self.nodes))
-        lines = [f"GPU{self.src} -> GPU{self.dst}: {self.path_type.name}, {how}", path]
-        if self.bottleneck is None:
-            lines.append(f"  bandwidth {to_GBps(self.bandwidth):.2f} GB/s = HBM "
-                         f"{to_GBps(self.line_rate):.2f} GB/s x {self.efficiency} "
-                         f"{EFFICIENCIES[self.efficiency].value:.4f}")
-        elif self.bottleneck[0] == "host_memory":
-            lines.append(f"  bandwidth {to_GBps(self.bandwidth):.2f} GB/s = host ceiling of "
-                         f"{self.bottleneck[1]} ({self.efficiency})")
-        else:
-            lines.append(f"  bandwidth {to_GBps(self.bandwidth):.2f} GB/s one way = min over "
-                         f"edges of line rate x efficiency / streams:")
-            lines.append(f"    bottleneck {self.bottleneck}, line rate "
-                         f"{to_GBps(self.line_rate):.2f} GB/s x {self.efficiency} "
-                         f"{EFFICIENCIES[self.efficiency].value:.4f}")
-        overhead = OVERHEADS[self.overhead].value
-        lines.append(f"  latency {to_us(self.latency):.2f} us = overhead {self.overhead} "
-                     f"{to_us(overhead):.2f} us + hops {to_us(self.latency - overhead):.2f} us")
-        return "\n".join(lines)
+    def to_records(self) -> list:
+        """One tidy row: the pair, its classes, and its predicted bandwidth and latency."""
+        return tidy_records({
+            "src": self.src, "dst": self.dst, "path_type": self.path_type.name, "p2p": self.p2p,
+            "smi_class": self.smi_class, "line_rate_Bps": self.line_rate, "bandwidth_Bps": self.bandwidth,
+            "nccl_bandwidth_Bps": self.nccl_bandwidth, "latency_s": self.latency,
+            "staged": self.staged is not None, "efficiency": self.efficiency, "overhead": self.overhead})
 
 
 # -- capacities -------------------------------------------------------------------------------
@@ -1172,25 +1144,20 @@ class P2PReport:
     path_type: np.ndarray
     p2p: bool = True
 
-    def to_dict(self) -> dict:
-        """The JSON form of ``dgxtopo p2p --json``: GB/s and µs rounded to 4 decimals, NaN
-        (a diagonal without ``memory_bandwidth``) as null. The same keys with P2P enabled
-        or disabled."""
-        def table(matrix, convert):
-            return [[None if math.isnan(x) else round(float(convert(x)), 4) for x in row]
-                    for row in matrix]
-        return {
-            "system": self.system,
-            "gpus": list(self.gpus),
-            "mode": self.mode,
-            "unidirectional_gbps": table(self.unidirectional, to_GBps),
-            "bidirectional_gbps": table(self.bidirectional, to_GBps),
-            "latency_us": table(self.latency, to_us),
-            "path_type": [list(map(str, row)) for row in self.path_type],
-        }
+    to_dict = Moved("models.present.json_shapes.p2p_json(report)")
+
+    def to_records(self) -> list:
+        """Tidy rows, one per (source, destination) pair in row-major order, the diagonal
+        included: bandwidths one way and both ways, latency and path type."""
+        ids = np.array(self.gpus)
+        src, dst = np.repeat(ids, len(ids)), np.tile(ids, len(ids))
+        return tidy_records({
+            "system": self.system, "mode": self.mode, "p2p": self.p2p, "src": src, "dst": dst,
+            "unidirectional_Bps": np.ravel(self.unidirectional), "bidirectional_Bps": np.ravel(self.bidirectional),
+            "latency_s": np.ravel(self.latency), "path_type": np.ravel(self.path_type)})
 
 
-def p2p_report(G, gpus=None, *, mode: str = "route", p2p="enabled") -> P2PReport:
+def p2p_report(G, gpus=None, *, mode: str = "route", p2p="enabled", max_pairs: int | None = None) -> P2PReport:
     """All P2P matrices of a GPU selection at once (one routing pass).
 
     Parameters
@@ -1202,6 +1169,9 @@ def p2p_report(G, gpus=None, *, mode: str = "route", p2p="enabled") -> P2PReport
     p2p : {"enabled", "disabled"} or bool
         Peer access (default enabled): p2pBandwidthLatencyTest's P2P=Enabled or
         P2P=Disabled matrices.
+    max_pairs : int, optional
+        Refuse (:class:`topo.LimitError`) before any routing a selection of more ordered GPU
+        pairs than this, ``n (n - 1)`` for ``n`` GPUs.
 
     Returns
     -------
@@ -1211,20 +1181,26 @@ def p2p_report(G, gpus=None, *, mode: str = "route", p2p="enabled") -> P2PReport
     ------
     GpuSelectionError, P2PError, RouteError
         As :func:`p2p_matrix`.
+    topo.LimitError
+        For more pairs than ``max_pairs``.
 
     Examples
     --------
     >>> from topo import dgx2
     >>> report = p2p_report(dgx2(), "0,8")
-    >>> report.to_dict()["bidirectional_gbps"]
+    >>> (report.bidirectional / 1e9).round(4).tolist()
     [[784.89, 291.1765], [291.1765, 784.89]]
-    >>> p2p_report(dgx2(), "0,1,2,8", p2p="disabled").to_dict()["bidirectional_gbps"][0]
+    >>> (p2p_report(dgx2(), "0,1,2,8", p2p="disabled").bidirectional[0] / 1e9).round(4).tolist()
     [784.89, 9.5594, 9.5594, 14.4242]
     """
     peer = _peer_access(p2p)
     _check_mode(mode, peer)
     validate(G)
     nodes = select_gpus(G, gpus)
+    pairs = len(nodes) * (len(nodes) - 1)
+    if max_pairs is not None and pairs > max_pairs:
+        raise LimitError(f"p2p of {len(nodes)} GPUs routes {pairs} GPU pairs", keyword="max_pairs",
+                         size=pairs, limit=max_pairs)
     position = {n: i for i, n in enumerate(select_gpus(G))}
     ids = tuple(position[n] for n in nodes)
     table = _Table(G, nodes, p2p=peer)
@@ -1237,73 +1213,3 @@ def p2p_report(G, gpus=None, *, mode: str = "route", p2p="enabled") -> P2PReport
     name = G.graph.get("name", "fabric")
     return P2PReport(G.graph.get("system", name), name, ids, mode, matrices[0], matrices[1],
                      latency, types, peer)
-
-
-def _layout(title: str, corner: str, ids, matrix, cell) -> list:
-    """One matrix as p2pBandwidthLatencyTest prints it: ``%6d`` labels, ``%6.02f`` cells."""
-    lines = [title, f"{corner:>6} " + "".join(f"{i:6d} " for i in ids).rstrip()]
-    for i, row in zip(ids, matrix):
-        lines.append((f"{i:6d} " + "".join(f"{cell(x):>6} " for x in row)).rstrip())
-    return lines
-
-
-def format_p2p_report(report: P2PReport, *, bidirectional: bool = False,
-                      latency: bool = False) -> str:
-    """Lay out a report as p2pBandwidthLatencyTest prints its matrices (GB/s, µs).
-
-    Parameters
-    ----------
-    report : P2PReport
-    bidirectional : bool
-        Print the bidirectional bandwidth matrix instead of the unidirectional one.
-    latency : bool
-        Also print the latency matrix.
-
-    Returns
-    -------
-    str
-
-    Examples
-    --------
-    >>> from topo import dgx1v
-    >>> print(format_p2p_report(p2p_report(dgx1v(), "0,3,5"), bidirectional=True))
-    Path Type (NCCL) Matrix
-       D\\D      0      3      5
-         0    LOC    NVL    SYS
-         3    NVL    LOC    SYS
-         5    SYS    SYS    LOC
-    <BLANKLINE>
-    Bidirectional P2P=Enabled Bandwidth Matrix (GB/s)
-       D\\D      0      3      5
-         0 784.89  97.06  14.42
-         3  97.06 784.89  14.42
-         5  14.42  14.42 784.89
-    <BLANKLINE>
-    Predicted for DGX-1V (mode route, P2P enabled): NVLink from its signalling rate and packet
-    format, staged copies and HBM fitted to a DGX-1V p2pBandwidthLatencyTest row. PHB and SYS
-    pairs (every pair with P2P disabled) are staged through host memory.
-    Diagonal: device-local copy (HBM, read and write counted).
-    """
-    def number(convert):
-        return lambda x: "n/a" if math.isnan(x) else f"{convert(x):6.02f}"
-
-    direction = "Bidirectional" if bidirectional else "Unidirectional"
-    access = "P2P=Enabled" if report.p2p else "P2P=Disabled"
-    kind = access if report.mode == "route" else "NVLink Max-Flow"
-    lines = _layout("Path Type (NCCL) Matrix", "D\\D", report.gpus, report.path_type, str)
-    lines.append("")
-    lines += _layout(f"{direction} {kind} Bandwidth Matrix (GB/s)", "D\\D", report.gpus,
-                     report.bidirectional if bidirectional else report.unidirectional,
-                     number(to_GBps))
-    if latency:
-        lines.append("")
-        title = ("P2P=Enabled Latency (P2P Writes) Matrix (us)" if report.p2p
-                 else "P2P=Disabled Latency Matrix (us)")
-        lines += _layout(title, "GPU", report.gpus, report.latency, number(to_us))
-    lines += ["", f"Predicted for {report.name} (mode {report.mode}, P2P "
-              f"{'enabled' if report.p2p else 'disabled'}): NVLink from its signalling rate "
-              f"and packet", "format, staged copies and HBM fitted to a DGX-1V "
-              "p2pBandwidthLatencyTest row. PHB and SYS",
-              "pairs (every pair with P2P disabled) are staged through host memory.",
-              "Diagonal: device-local copy (HBM, read and write counted)."]
-    return "\n".join(lines)

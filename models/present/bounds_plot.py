@@ -20,13 +20,19 @@ import plotly.graph_objects as go
 import topo
 from topo.errors import DgxTopoError
 from topo.plot import fabric_figure
+from topo.plot_style import axis_title, style_figure
 from topo.units import to_GBps
 
 from ..studies.bounds import Bound, subset_bounds
 from ..predict.collectives import subsets
 from ..studies.packing import TreePacking
+from .format import format_percent
+from .plot import curve_styles
 
-__all__ = ["packing_figure", "bound_vs_nccl_figure", "ratio_by_size_figure"]
+__all__ = ["packing_figure", "bound_vs_nccl_figure", "ratio_by_size_figure", "DODGE"]
+
+#: Largest distance between the dodged lines of :func:`ratio_by_size_figure`. [GPUs]
+DODGE = 0.12
 
 
 def packing_figure(G, packing, *, title: str | None = None, width: int | None = None,
@@ -114,7 +120,7 @@ def bound_vs_nccl_figure(G, collective: str, nbytes=2**33, *, relay: str = "swit
             bound_y.append(to_GBps(b))
             nccl_y.append(to_GBps(r.busbw))
             hover.append(f"GPUs {','.join(map(str, r.gpus))}: NCCL {to_GBps(r.busbw):.1f} of "
-                         f"{to_GBps(b):.1f} GB/s ({r.busbw / b:.0%})" if b > 0 else "bound 0")
+                         f"{to_GBps(b):.1f} GB/s ({format_percent(r.busbw / b, 0)})" if b > 0 else "bound 0")
             if b > 0:
                 ratios.append(r.busbw / b)
         mean_ratio.append(float(np.mean(ratios)) if ratios else float("nan"))
@@ -125,14 +131,14 @@ def bound_vs_nccl_figure(G, collective: str, nbytes=2**33, *, relay: str = "swit
     fig.add_trace(go.Scatter(x=sizes, y=[100 * r for r in mean_ratio], mode="lines+markers",
                              name="mean NCCL / bound (%)", yaxis="y2"))
     fig.update_layout(
-        title=dict(text=title if title is not None else
-                   f"{G.graph.get('name', 'fabric')}: {collective}, NCCL vs optimal bound per GPU-set size"),
-        xaxis=dict(title="GPUs in the set", dtick=1),
-        yaxis=dict(title="busbw (GB/s)", rangemode="tozero"),
-        yaxis2=dict(title="NCCL / bound (%)", overlaying="y", side="right", range=[0, 105]),
-        width=width, height=height, plot_bgcolor="white",
+        xaxis=dict(title=axis_title("GPUs in the set"), dtick=1),
+        yaxis=dict(title=axis_title("busbw", "GB/s"), rangemode="tozero"),
+        yaxis2=dict(title=axis_title("NCCL / bound", "%"), overlaying="y", side="right", range=[0, 105],
+                    showgrid=False),
         legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0.0))
-    return fig
+    return style_figure(fig, title=title if title is not None else
+                        f"{G.graph.get('name', 'fabric')}: {collective}, NCCL vs optimal bound per GPU-set size",
+                        width=width, height=height, margin=dict(t=90))
 
 
 def ratio_by_size_figure(series, *, title: str | None = None, width: int | None = None,
@@ -141,7 +147,11 @@ def ratio_by_size_figure(series, *, title: str | None = None, width: int | None 
     already computed (the report's: :func:`models.present.report.analysis.system_bounds`).
 
     Each line joins the mean over the sets of a size (each set counted once, symmetric sets
-    included); its error bar spans the lowest to the highest set.
+    included); its error bar spans the lowest to the highest set. The lines are dodged: each
+    sits a little beside the set size (:data:`DODGE` GPUs apart) so that error bars never
+    hide one another; ``customdata[:, 2]`` holds the set sizes themselves. Lines that coincide
+    (:func:`models.present.plot.curve_styles`, two systems of one fabric) are drawn dashed with
+    another marker and say so on hover.
 
     Parameters
     ----------
@@ -164,26 +174,38 @@ def ratio_by_size_figure(series, *, title: str | None = None, width: int | None 
     --------
     >>> fig = ratio_by_size_figure({"DGX-1V": {2: (0.4, 0.5, 0.6), 8: (0.74, 0.74, 0.74)}})
     >>> fig.data[0].name, list(fig.data[0].x), [round(y) for y in fig.data[0].y]
-    ('DGX-1V', [2, 8], [50, 74])
+    ('DGX-1V', [2.0, 8.0], [50, 74])
+    >>> two = ratio_by_size_figure({"A": {2: (0.5, 0.5, 0.5)}, "B": {2: (0.5, 0.5, 0.5)}})
+    >>> [list(t.x) for t in two.data], two.data[1].line.dash, "coincides with A" in two.data[1].hovertemplate
+    ([[1.94], [2.06]], 'dash', True)
     """
-    fig = go.Figure()
+    lines = []
     for label, by_size in series.items():
         sizes = sorted(by_size)
         low, mean, high = (np.array([by_size[k][i] for k in sizes], dtype=float) for i in range(3))
         if np.any(low > mean + 1e-12) or np.any(mean > high + 1e-12):
             raise DgxTopoError(f"{label}: expected (lowest, mean, highest) ratios, received "
                                f"{[by_size[k] for k in sizes]!r}")
+        lines.append((str(label), np.array(sizes, dtype=float), low, mean, high))
+    styles = curve_styles([(sizes, np.concatenate([low, mean, high])) for _, sizes, low, mean, high in lines])
+    step = min(DODGE, 0.6 / max(len(lines), 1))
+    fig = go.Figure()
+    for i, ((label, sizes, low, mean, high), style) in enumerate(zip(lines, styles)):
+        offset = (i - (len(lines) - 1) / 2) * step
+        same = "" if style["same_as"] is None else f"<br>(coincides with {lines[style['same_as']][0]})"
         fig.add_trace(go.Scatter(
-            x=sizes, y=100 * mean, mode="lines+markers", name=str(label),
-            error_y=dict(type="data", symmetric=False, array=100 * (high - mean), arrayminus=100 * (mean - low)),
-            customdata=np.stack([100 * low, 100 * high], axis=-1) if sizes else None,
-            hovertemplate=(f"{label}<br>%{{x}} GPUs: mean %{{y:.0f}}% of the bound"
-                           "<br>sets from %{customdata[0]:.0f}% to %{customdata[1]:.0f}%<extra></extra>")))
+            x=(sizes + offset).tolist(), y=100 * mean, mode="lines+markers", name=label,
+            line=dict(dash=style["dash"], width=style["width"]),
+            marker=dict(symbol=style["symbol"], size=style["size"]),
+            error_y=dict(type="data", symmetric=False, array=100 * (high - mean), arrayminus=100 * (mean - low),
+                         thickness=1.2, width=3),
+            customdata=np.stack([100 * low, 100 * high, sizes], axis=-1) if len(sizes) else None,
+            hovertemplate=(f"{label}<br>%{{customdata[2]}} GPUs: mean %{{y:.0f}}% of the bound"
+                           f"<br>sets from %{{customdata[0]:.0f}}% to %{{customdata[1]:.0f}}%{same}<extra></extra>")))
     fig.update_layout(
-        title=dict(text=title if title is not None else "NCCL's predicted busbw as a share of the bound, "
-                                                          "by GPU-set size"),
-        xaxis=dict(title="GPUs in the set", dtick=1),
-        yaxis=dict(title="NCCL / bound (%)", range=[0, 105]),
-        width=width, height=height, plot_bgcolor="white",
+        xaxis=dict(title=axis_title("GPUs in the set"), dtick=1),
+        yaxis=dict(title=axis_title("NCCL / bound", "%"), range=[0, 105]),
         legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0.0))
-    return fig
+    return style_figure(fig, title=title if title is not None else
+                        "NCCL's predicted busbw as a share of the bound, by GPU-set size",
+                        width=width, height=height, default_height=460, margin=dict(t=90))

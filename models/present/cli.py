@@ -1,3 +1,4 @@
+# PYTHON_ARGCOMPLETE_OK (shell completion: the completion extra, see _complete)
 """The ``dgxtopo`` command line: thin, parse -> size the work -> call the library -> print.
 
 Subcommands (``dgxtopo COMMAND --help`` for each)
@@ -20,15 +21,25 @@ Subcommands (``dgxtopo COMMAND --help`` for each)
 ``gpus``        GPU generations ranked for a workload, with the resource that binds.
 ``simulate``    a training step (or a task graph) as a timeline: overlap, contention, a trace.
 
-Every command that takes a system also takes ``--topo-file FILE`` (a fabric written by import
-or export) instead, and ``--nodes N [--network fat_tree|rail]`` to join N copies of it. The
-modelling commands take what-ifs, ``--fail SPEC`` and ``--degrade SPEC`` (:mod:`models.studies.whatif`).
+Every command that takes a system names it ``--system SPEC`` (``compare`` and ``report`` take
+several: ``--system dgx2 2xdgx1v``): the one form that reads the same next to each command's own
+positionals (a collective, a workload, a file). The positional forms of 0.2 (``topo NAME``,
+``compare SPEC ...``) still work and print a deprecation note on stderr once the command has
+succeeded. Each also takes ``--topo-file FILE`` (a fabric written by import or export) instead,
+and ``--nodes N [--network fat_tree|rail|rail_only]`` to join N copies of it. The modelling
+commands take what-ifs, ``--fail SPEC`` and ``--degrade SPEC`` (:mod:`models.studies.whatif`).
 
-Conventions: bad input (an unknown system, a malformed option, work beyond a limit) prints one
-line on stderr and exits 2; Ctrl-C prints one line and exits 130, leaving no partial file.
+Conventions: every command that produces a result prints it as JSON with ``--json`` (the
+commands that write a file: what they wrote, with its summary); every ``--out`` says what it
+wrote unless ``--json``; ``--top`` cuts the JSON like the table; ``COMMAND --help`` ends with the
+grammars that command's options take, and only those. Bad input (an unknown system, a malformed
+option, work beyond a limit) prints one line on stderr that points to the command's help and
+exits 2; a limit is raised by the library as :class:`topo.LimitError` naming its keyword, which
+the command line maps to its option. Ctrl-C prints one line and exits 130, leaving no partial file.
 Work that takes more than about 2 s shows a progress bar on stderr when stderr is a terminal
 (never with ``--json``). The JSON forms are documented in the README ("JSON output") and are
-stable. Tables and JSON shapes live in :mod:`models.present.text`.
+stable. Tables live in :mod:`models.present.text`, JSON shapes in :mod:`models.present.json_shapes`,
+the ``--explain`` working in :mod:`models.present.explain`.
 
 Adding a command: write ``_NAME_arguments(parser)`` and ``_NAME(args)`` and append a
 :class:`Command` to :data:`COMMANDS`.
@@ -40,7 +51,7 @@ import argparse
 import json
 import math
 import os
-import stat
+import re
 import sys
 import textwrap
 from dataclasses import dataclass
@@ -49,24 +60,29 @@ from typing import Callable
 import numpy as np
 
 import topo
-from topo.errors import DgxTopoError
+from topo.errors import DgxTopoError, LimitError
 from topo.registry import SPEC_GRAMMAR, parse_system_spec
 from topo.units import parse_count, parse_nbytes
 
-from ..predict.collectives import COLLECTIVE_NAMES, LimitError, estimate, pairwise, subsets
+from ..predict.collectives import COLLECTIVE_NAMES, estimate, pairwise, subsets
 from ..engine.nccl.profiles import PROFILES
 from ..engine.nccltests import count_from_nbytes
-from ..predict.p2p import MODES, format_p2p_report, p2p_report
+from ..predict.p2p import MODES, p2p_report
+from ..studies.benchmarks import MAX_ROWS
 from ..studies.whatif import apply_failures
 from ..studies.workload import WORKLOAD_GRAMMAR
 
 # The grammar of --fail and --degrade (models.studies.whatif.FAILURE_GRAMMAR, shortened for --help).
 FAIL_GRAMMAR = "NODE, A-B or A-B:K"
 DEGRADE_GRAMMAR = "A-B=F with 0 < F <= 1"
+from .explain import bound_summary, explain_bound, explain_check
+from .json_shapes import (bound_json, calibration_json, check_json, collective_json, compare_json,
+                          export_json, gpus_ranking_json, import_json, p2p_json, pairs_json,
+                          report_json, subsets_json, sweep_json, systems_json)
 from .progress import progress_bar, wants_progress
-from .text import (collective_json, collective_table, compare_json, compare_table, gpus_ranking_json,
-                   import_summary, measurement_note, package_version, pairs_json, pairs_table,
-                   subsets_json, subsets_table, systems_json, systems_table)
+from .text import (calibration_table, check_table, collective_table, compare_table,
+                   format_p2p_report, import_summary, measurement_note,
+                   package_version, pairs_table, subsets_table, systems_table)
 
 __all__ = ["main", "build_parser", "Command", "COMMANDS", "parse_size", "MAX_GPUS", "MAX_PAIRS",
            "MAX_SETS", "MAX_SEARCHES", "MAX_PLAN_GPUS", "MAX_BOUND_GPUS", "ALGORITHMS"]
@@ -95,9 +111,9 @@ MAX_BOUND_GPUS = 128
 ALGORITHMS = ("ring", "tree", "nvls", "nvls_tree", "pat")
 
 _SPEC_HELP = (
-    "Systems (SPEC, NAME): " + SPEC_GRAMMAR + ". NAME is a built-in system ({names}; case, '-' "
-    "and '_' ignored); NxNAME[:network] is a cluster of N of them joined by an InfiniBand network, "
-    "fat_tree (default) or rail.")
+    "Systems (--system SPEC): " + SPEC_GRAMMAR + ". NAME is a built-in system ({names}; case, '-' "
+    "and '_' ignored) or a variant of one ({variants}); NxNAME[:network] is a cluster of N of them "
+    "joined by an InfiniBand network, fat_tree (default), rail or rail_only.")
 _TOPO_FILE_HELP = (
     "Topology files (--topo-file FILE): a fabric written by 'dgxtopo import' or 'dgxtopo export', "
     "JSON or GraphML (told apart by content), used instead of a system; --nodes N joins N copies "
@@ -154,7 +170,7 @@ def _too_much(what: str, size: int, limit: int, option: str) -> _UsageError:
 def _system_gpus(spec: str, max_gpus: int) -> int:
     """GPUs of a system spec, counted without building it; beyond ``max_gpus``, refused."""
     parsed = parse_system_spec(spec, max_hosts=max_gpus)  # every host has at least one GPU
-    gpus = parsed.hosts * len(topo.gpus(topo.SYSTEMS[parsed.system]()))
+    gpus = parsed.hosts * len(topo.gpus(topo.build(parsed.system)))
     if gpus > max_gpus:
         raise _too_much(f"{spec} has {gpus} GPUs", gpus, max_gpus, "--max-gpus")
     return gpus
@@ -221,8 +237,17 @@ def _topo_file_options(parser, *, many: bool = False) -> None:
                             help="a fabric written by import or export (JSON or GraphML) instead of a system")
     parser.add_argument("--nodes", type=_count(1), metavar="N",
                         help="with --topo-file: a cluster of N copies of the file's system")
-    parser.add_argument("--network", choices=("fat_tree", "rail"),
-                        help="with --nodes: the InfiniBand network joining them (default fat_tree)")
+    parser.add_argument("--network", choices=topo.NETWORKS,
+                        help=f"with --nodes: the InfiniBand network joining them, {', '.join(topo.NETWORKS)} "
+                             f"(default fat_tree)")
+    _max_input_option(parser)
+
+
+def _max_input_option(parser) -> None:
+    parser.add_argument("--max-input", type=parse_size, metavar="SIZE",
+                        help="refuse input files larger than SIZE (default: per kind, "
+                             "topo.inputs.INPUT_KINDS: 64M for fabrics, 16M for benchmark outputs "
+                             "and imports, 1M for calibrations)")
 
 
 def _whatif_options(parser) -> None:
@@ -233,29 +258,73 @@ def _whatif_options(parser) -> None:
                         help=f"slow links down, {DEGRADE_GRAMMAR}: gpu0-gpu3=0.5 (repeatable)")
 
 
-def _system_option(parser, *, whatif: bool = True) -> None:
+def _system_option(parser, *, whatif: bool = True, legacy: bool = False) -> None:
+    """``--system SPEC`` (every command names its system so), ``--topo-file`` and what-ifs.
+    ``legacy``: also the positional ``NAME`` these commands took before 0.3 (deprecated)."""
     parser.add_argument("--system", metavar="SPEC", help="system or cluster (see below)")
+    if legacy:
+        parser.add_argument("legacy_system", metavar="NAME", nargs="?", help=argparse.SUPPRESS)
     _topo_file_options(parser)
     if whatif:
         _whatif_options(parser)
     _max_gpus_option(parser)
 
 
-def _read_text(path: str, what: str) -> str:
-    """A file's text (undecodable bytes replaced); regular files only, so a FIFO cannot hang us."""
-    try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
-            raise _UsageError(f"cannot read {what} {path}: expected a regular file")
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except OSError as error:
-        raise _UsageError(f"cannot read {what} {path}: {error.strerror or error}") from None
-    return data.decode("utf-8", errors="replace")
+def _systems_option(parser, *, default: str) -> None:
+    """``--system SPEC [SPEC ...]`` for the commands that take several (compare, report), and the
+    positional ``SPEC ...`` they took before 0.3 (deprecated)."""
+    parser.add_argument("--system", metavar="SPEC", nargs="+", action="extend", default=[],
+                        help=f"systems or clusters, repeatable ({default}; see below)")
+    parser.add_argument("legacy_systems", metavar="SPEC", nargs="*", help=argparse.SUPPRESS)
 
 
-def _load_topo_file(path: str) -> object:
+def _deprecated(args, old: str, new: str) -> None:
+    """Note a form of the command line that still works but will go; :func:`main` prints the note
+    (one line on stderr) after the command succeeds, so that bad input still gets one line."""
+    args.deprecation = (f"dgxtopo: note: 'dgxtopo {args.command} {old}' is deprecated: write 'dgxtopo "
+                        f"{args.command} {new}' (every command names its system with --system)")
+
+
+def _named_system(args) -> str | None:
+    """The system of a command that takes one: ``--system``, or the deprecated positional NAME."""
+    legacy = getattr(args, "legacy_system", None)
+    if legacy is None:
+        return args.system
+    if args.system is not None:
+        raise _UsageError(f"expected the system once, received {legacy!r} and --system {args.system}")
+    _deprecated(args, legacy, f"--system {legacy}")
+    return legacy
+
+
+def _named_systems(args) -> list:
+    """The systems of compare and report: every ``--system``, then the deprecated positionals."""
+    legacy = list(getattr(args, "legacy_systems", None) or [])
+    if legacy:
+        _deprecated(args, " ".join(legacy), "--system " + " ".join(legacy))
+    return list(args.system) + legacy
+
+
+def _read_text(path: str, kind: str, args) -> str:
+    """An input file's text through topo.inputs (regular files or -, sized before reading)."""
+    from topo.inputs import read_input
+
+    return read_input(path, kind, limit=getattr(args, "max_input", None))
+
+
+def _inputs(args) -> list:
+    """Every file the command line names as an input (--topo-file, --calibration, FILE...)."""
+    paths = []
+    for name in ("file", "files", "topo_file", "calibration"):
+        value = getattr(args, name, None)
+        paths += value if isinstance(value, list) else [] if value is None else [value]
+    if paths.count("-") > 1:
+        raise _UsageError("standard input (-) can be read once: expected at most one input given as -")
+    return paths
+
+
+def _load_topo_file(path: str, args=None) -> object:
     """The fabric of a JSON or GraphML file written by import or export (told apart by content)."""
-    text = _read_text(path, "topology file")
+    text = _read_text(path, "fabric", args)
     head = text.lstrip("\ufeff \t\r\n")
     try:
         if head.startswith("{"):
@@ -276,7 +345,7 @@ def _load_topo_file(path: str) -> object:
 def _from_topo_file(path: str, args) -> object:
     """A fabric from ``--topo-file``, joined into ``--nodes`` copies; sized against --max-gpus."""
     limit = getattr(args, "max_gpus", MAX_GPUS)
-    G = _load_topo_file(path)
+    G = _load_topo_file(path, args)
     gpus = len(topo.gpus(G))
     nodes = getattr(args, "nodes", None)
     total = gpus * (nodes or 1)
@@ -305,14 +374,14 @@ def _whatif(G, args):
     return apply_failures(G, fail, degrade).graph
 
 
-def _fabric(args, spec: str | None, *, option: str = "--system SPEC") -> object:
+def _fabric(args, spec: str | None) -> object:
     """The one system a command runs on: a spec or ``--topo-file`` (exactly one), what-ifs applied."""
     path = getattr(args, "topo_file", None)
     _check_cluster_options(args)
     if spec is not None and path is not None:
-        raise _UsageError(f"expected either {option} or --topo-file FILE, received both")
+        raise _UsageError("expected either --system SPEC or --topo-file FILE, received both")
     if spec is None and path is None:
-        raise _UsageError(f"the following arguments are required: {option} (or --topo-file FILE)")
+        raise _UsageError("the following arguments are required: --system SPEC (or --topo-file FILE)")
     G = _from_topo_file(path, args) if path is not None else _build(spec, args)
     return _whatif(G, args)
 
@@ -364,11 +433,8 @@ def _calibration(args):
         return None
     from ..studies.calibration import Calibration
 
-    text = _read_text(path, "calibration file")
-    try:
-        return Calibration.from_json(text)
-    except DgxTopoError as error:
-        raise type(error)(f"{path}: {error}") from None
+    text = _read_text(path, "calibration", args)
+    return Calibration.from_json(text, source="standard input" if path == "-" else path)
 
 
 def _measurement_note(args) -> str:
@@ -404,22 +470,21 @@ def _systems_arguments(parser) -> None:
 
 def _systems(args) -> None:
     summaries = [topo.summarize(topo.build(name)) for name in topo.SYSTEMS]
-    print(json.dumps(systems_json(summaries), indent=2) if args.json else systems_table(summaries))
+    if args.json:
+        _print_json(systems_json(summaries))
+        return
+    print(systems_table(summaries))
 
 
 # topo
 def _topo_arguments(parser) -> None:
-    parser.add_argument("name", metavar="NAME", nargs="?", help="system or cluster (see below), "
-                        "or none with --topo-file")
+    _system_option(parser, legacy=True)
     _json_option(parser, "the matrix")
     parser.add_argument("--no-legend", action="store_true", help="omit the legend")
-    _topo_file_options(parser)
-    _whatif_options(parser)
-    _max_gpus_option(parser)
 
 
 def _topo(args) -> None:
-    G = _fabric(args, args.name, option="NAME")
+    G = _fabric(args, _named_system(args))
     matrix = topo.connection_matrix(G)
     if args.json:
         _print_json({"system": G.graph["system"], **matrix.to_dict()})
@@ -429,8 +494,7 @@ def _topo(args) -> None:
 
 # p2p
 def _p2p_arguments(parser) -> None:
-    parser.add_argument("name", metavar="NAME", nargs="?", help="system or cluster (see below), "
-                        "or none with --topo-file")
+    _system_option(parser, legacy=True)
     parser.add_argument("--gpus", metavar="IDS", help="GPU ids such as 0,3,5-7 (default: all)")
     parser.add_argument("--mode", choices=MODES, default="route",
                         help="route: the copy CUDA makes (default); maxflow: NVLink maximum flow")
@@ -441,21 +505,15 @@ def _p2p_arguments(parser) -> None:
                         help="peer access: enabled (default) or disabled, every pair staged "
                              "through host memory (p2pBandwidthLatencyTest's P2P=Disabled)")
     _json_option(parser, "the matrices (every matrix at once)")
-    _topo_file_options(parser)
-    _whatif_options(parser)
-    _max_gpus_option(parser)
     parser.add_argument("--limit", type=_count(1), default=MAX_PAIRS, metavar="N",
                         help=f"refuse more than N GPU pairs (default {MAX_PAIRS})")
 
 
 def _p2p(args) -> None:
-    G = _fabric(args, args.name, option="NAME")
-    n = len(topo.select_gpus(G, args.gpus))
-    if n * (n - 1) > args.limit:
-        raise _too_much(f"p2p of {n} GPUs routes {n * (n - 1)} GPU pairs", n * (n - 1), args.limit, "--limit")
-    report = p2p_report(G, args.gpus, mode=args.mode, p2p=args.p2p)
+    G = _fabric(args, _named_system(args))
+    report = p2p_report(G, args.gpus, mode=args.mode, p2p=args.p2p, max_pairs=args.limit)
     if args.json:
-        _print_json(report.to_dict())
+        _print_json(p2p_json(report))
         return
     print(format_p2p_report(report, bidirectional=args.bidirectional, latency=args.latency))
 
@@ -484,22 +542,12 @@ def _collective_arguments(parser) -> None:
 def _collective(args) -> None:
     calibration = _calibration(args)  # a bad file fails before any work
     G = _fabric(args, args.system)
-    selected = topo.select_gpus(G, args.gpus)
-    nranks = len(selected)
-    per_host: dict = {}
-    for n in selected:
-        per_host[G.nodes[n]["host"]] = per_host.get(G.nodes[n]["host"], 0) + 1
-    # alltoall routes the pairs inside a host one by one and groups the rest per GPU and NIC
-    # (models.predict.collectives): that, not the nranks x (nranks - 1) flows, is the work.
-    routed = sum(k * (k - 1) for k in per_host.values()) + (nranks if len(per_host) > 1 else 0)
-    flows = {"alltoall": routed, "sendrecv": nranks}.get(args.coll, 0)
-    if flows > args.limit:
-        raise _too_much(f"{args.coll} of {nranks} GPUs routes {flows} GPU pairs", flows, args.limit, "--limit")
+    nranks = len(topo.select_gpus(G, args.gpus))
     requested = np.array(_sweep(args.minbytes, args.maxbytes, args.stepfactor), dtype=np.int64)
     # nccl-tests rounds every size down to whole float32 elements per rank.
-    counts, sizes = (np.atleast_1d(x).astype(np.int64) for x in count_from_nbytes(args.coll, requested, nranks))
+    counts, sizes = (np.atleast_1d(x) for x in count_from_nbytes(args.coll, requested, nranks))
     e = estimate(G, args.coll, sizes, args.gpus, algorithm=args.algo, protocol=args.proto,
-                 profile=args.nccl, gpus_per_thread=args.g, calibration=calibration)
+                 profile=args.nccl, gpus_per_thread=args.g, calibration=calibration, max_pairs=args.limit)
     if args.json:
         _print_json(collective_json(G, e, explain=args.explain))
     else:
@@ -592,7 +640,7 @@ def _subsets(args) -> None:
 
 # compare
 def _compare_arguments(parser) -> None:
-    parser.add_argument("systems", metavar="SPEC", nargs="*", help="systems or clusters (see below)")
+    _systems_option(parser, default="at least one, or --topo-file")
     _topo_file_options(parser, many=True)
     _whatif_options(parser)
     parser.add_argument("--collective", default="all_reduce", choices=COLLECTIVE_NAMES,
@@ -614,11 +662,9 @@ def _compare_name(G, args) -> str:
 
 
 def _compare(args) -> None:
-    if args.out is not None:
-        from .output import check_output_path
-        check_output_path(args.out)  # before any work
+    _check_out(args)
     calibration = _calibration(args)
-    fabrics = _fabrics(args, args.systems)
+    fabrics = _fabrics(args, _named_systems(args))
     counts = [(G.graph["name"], len(topo.gpus(G))) for G in fabrics]
     ngpus = args.ngpus if args.ngpus is not None else min(n for _, n in counts)
     if args.ngpus is None and len({n for _, n in counts}) > 1:
@@ -638,55 +684,58 @@ def _compare(args) -> None:
         write_compare_figure(estimates, names, args.out)
     if args.json:
         _print_json(compare_json(args.collective, ngpus, names, estimates))
-    else:
-        print(compare_table(args.collective, ngpus, names, estimates))
+        return
+    print(compare_table(args.collective, ngpus, names, estimates))
+    if args.out is not None:
+        print(f"wrote {args.out}")
 
 
 # report
 def _report_arguments(parser) -> None:
-    parser.add_argument("names", metavar="SPEC", nargs="*",
-                        help="systems or clusters (default: every built-in system; see below)")
+    _systems_option(parser, default="default: every built-in system")
     parser.add_argument("--out", default="report.html", metavar="FILE",
                         help="HTML file to write, replaced atomically (default: report.html)")
+    _json_option(parser, "a line: what was written, with its summary")
     _topo_file_options(parser, many=True)
     _max_gpus_option(parser)
 
 
 def _report(args) -> None:
-    from .output import check_output_path
     from .report.write import write_report  # imports plotly: only this command pays for it
 
-    check_output_path(args.out)  # before any work
+    _check_out(args)
     _check_cluster_options(args)
-    for name in args.names:  # sized before anything is built
+    names = _named_systems(args)
+    for name in names:  # sized before anything is built
         _system_gpus(name, args.max_gpus)
     if args.topo_file:
         from .output import write_text_atomic
         from .report.analysis import analyse_report
         from .report.html import render_report
-        fabrics = _fabrics(args, args.names)
+        fabrics = _fabrics(args, names)
         with _progress(args, "report", "step") as progress:
             text = render_report(analyse_report(fabrics, progress=progress))
         path = write_text_atomic(args.out, text)
-        names = [G.graph.get("name", "fabric") for G in fabrics]
-        print(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB) comparing {', '.join(names)}")
+        written = (path, path.stat().st_size, [G.graph.get("name", "fabric") for G in fabrics])
+    else:
+        with _progress(args, "report", "step") as progress:
+            result = write_report(args.out, names or None, progress=progress)
+        written = (result.path, result.nbytes, list(result.systems))
+    path, nbytes, systems = written
+    if args.json:
+        _print_json(report_json(args.out, nbytes, systems))
         return
-    with _progress(args, "report", "step") as progress:
-        written = write_report(args.out, args.names or None, progress=progress)
-    print(f"wrote {written.path} ({written.nbytes / 1e6:.1f} MB) comparing {', '.join(written.systems)}")
+    print(f"wrote {path} ({nbytes / 1e6:.1f} MB) comparing {', '.join(systems)}")
 
 
 # calibrate and check (measured nccl-tests outputs)
-def _read_run(path):
+def _read_run(path, args):
     from ..studies.benchmarks import BenchmarkParseError, read_benchmark
 
+    text = _read_text(path, "benchmark", args)
     try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            text = handle.read()
-    except OSError as error:
-        raise _UsageError(f"cannot read {path}: {error.strerror}") from None
-    try:
-        return read_benchmark(text, name=path)
+        return read_benchmark(text, name="standard input" if path == "-" else path,
+                              collective=args.collective, max_rows=args.max_rows)
     except BenchmarkParseError as error:
         if path in str(error):
             raise
@@ -700,8 +749,12 @@ def _measurement_arguments(parser) -> None:
     _gpus_per_thread_option(parser, default=None, help_default="the run's own nGpus")
     _nccl_option(parser)
     parser.add_argument("--collective", choices=COLLECTIVE_NAMES,
-                        help="the collective, if the output does not name it")
+                        help="the collective, if the output does not name it (one it names or "
+                             "its columns imply must be the same)")
     parser.add_argument("--inplace", action="store_true", help="use the in-place columns")
+    parser.add_argument("--max-rows", type=_count(1), default=MAX_ROWS, metavar="N",
+                        help=f"refuse outputs of more than N result rows (default {MAX_ROWS}; each "
+                             f"row is an estimate)")
 
 
 def _calibrate_arguments(parser) -> None:
@@ -709,21 +762,23 @@ def _calibrate_arguments(parser) -> None:
     _measurement_arguments(parser)
     parser.add_argument("--out", required=True, metavar="FILE",
                         help="calibration JSON to write (replaced atomically)")
+    _json_option(parser, "the fitted constants: what was written, with its content")
 
 
 def _calibrate(args) -> None:
     from ..studies.calibration import calibrate
-    from .output import check_output_path, write_text_atomic
+    from .output import write_text_atomic
 
-    check_output_path(args.out)  # before any work
-    runs = [_read_run(path) for path in args.files]
-    if args.collective:
-        from dataclasses import replace
-        runs = [replace(r, collective=args.collective) if hasattr(r, "rows") else r for r in runs]
+    _check_out(args)
+    runs = [_read_run(path, args) for path in args.files]
     result = calibrate(runs, _fabric(args, args.system), gpus=args.gpus, gpus_per_thread=args.g,
                        profile=args.nccl, inplace=args.inplace)
-    print(result.format())
-    write_text_atomic(args.out, result.to_json())
+    text = result.to_json()
+    path = write_text_atomic(args.out, text)
+    if args.json:
+        _print_json(calibration_json(args.out, path.stat().st_size, json.loads(text)))
+        return
+    print(calibration_table(result))
     print(f"wrote {args.out}")
 
 
@@ -741,16 +796,11 @@ def _check_arguments(parser) -> None:
 def _check(args) -> None:
     from ..studies.calibration import check
 
-    if args.out is not None:
-        from .output import check_output_path
-        check_output_path(args.out)  # before any work
+    _check_out(args)
     calibration = _calibration(args)
-    run = _read_run(args.file)
+    run = _read_run(args.file, args)
     if not hasattr(run, "rows"):
         raise _UsageError(f"{args.file} is a p2pBandwidthLatencyTest output: check takes nccl-tests")
-    if args.collective:
-        from dataclasses import replace
-        run = replace(run, collective=args.collective)
     result = check(run, _fabric(args, args.system), gpus=args.gpus, gpus_per_thread=args.g,
                    profile=args.nccl, calibration=calibration, inplace=args.inplace)
     written = None
@@ -758,19 +808,19 @@ def _check(args) -> None:
         from .report.write import write_check_html  # plotly only for this option
         written = write_check_html(args.out, result, source=os.path.basename(args.file))
     if args.json:
-        _print_json(result.to_json())
+        _print_json(check_json(result))
         return
-    print(result.format())
+    print(check_table(result))
     if args.explain:
         print()
-        print(result.explain)
+        print(explain_check(result))
     if written is not None:
         print(f"wrote {args.out}")
 
 
 # import and export
 IMPORT_FORMATS = ("auto", "nvidia-smi", "nccl-xml")
-EXPORT_FORMATS = ("json", "graphml")
+EXPORT_FORMATS = ("json", "graphml", "nccl-xml")
 
 
 def _import_arguments(parser) -> None:
@@ -785,17 +835,29 @@ def _import_arguments(parser) -> None:
                         help="fabric JSON to write, replaced atomically (default: write nothing, "
                              "print the summary only)")
     parser.add_argument("--name", help="the fabric's name in every output (default: imported)")
+    _json_option(parser, "the summary: what was read and written")
     parser.add_argument("--pcie", metavar="LINK",
                         help="PCIe link of every device, e.g. pcie3_x16 (default: by GPU generation)")
     parser.add_argument("--socket-link", metavar="LINK",
                         help="CPU-to-CPU link, e.g. upi (default: qpi_bdw; ignored with --cpu)")
+    _max_input_option(parser)
     smi = parser.add_argument_group("nvidia-smi text only")
     smi.add_argument("--cpu", metavar="CPU", help="CPU model of every socket, a key of topo.CPUS "
                      "(default: cores and threads read off the CPU affinity)")
     smi.add_argument("--nvswitch", action=argparse.BooleanOptionalAction, default=None,
                      help="whether the GPUs talk through NVSwitches (default: inferred from the NV# counts)")
     smi.add_argument("--nvswitches", type=_count(1), metavar="N",
-                     help="NVSwitch chips to build (default: one per NVLink of a GPU)")
+                     help="NVSwitch chips to build (default: the known system's, else one per NVLink of a GPU)")
+    smi.add_argument("--nvswitch-links", metavar="LIST",
+                     help="NVLinks from every GPU to each NVSwitch chip, such as 5,4,4,5 (default: the known system's)")
+    smi.add_argument("--like", metavar="SYSTEM",
+                     help="built-in system to take what the text cannot say from (NVSwitch wiring, CPUs, NIC ports, "
+                          "PCIe links), or 'none' (default: the known system of the GPU model)")
+    smi.add_argument("--max-devices", type=_count(1), default=None, metavar="N",
+                     help="refuse printouts of more than N GPUs and NICs (default 128, at most 1024)")
+    smi.add_argument("--hosts", type=_count(1), metavar="N",
+                     help="hosts of an NVLink domain that spans several, the printed one copied to each "
+                          "(default: the known system's, 18 for a GB200 NVL72 tray)")
     smi.add_argument("--nic-link", metavar="LINK",
                      help="network port of every NIC, e.g. ib_hdr, or 'none' (default: by GPU generation)")
 
@@ -806,11 +868,19 @@ def _import_format(args, text: str) -> str:
     return "nccl-xml" if text.lstrip("\ufeff \t\r\n").startswith("<") else "nvidia-smi"
 
 
+def _links_list(text):
+    """``--nvswitch-links 5,4,4,5`` as a tuple of whole numbers (the importer checks the values)."""
+    if text is None:
+        return None
+    parts = text.split(",")
+    if not all(part.strip().isdigit() and len(part.strip()) <= 4 for part in parts):
+        raise _UsageError(f"--nvswitch-links {text!r}: expected whole numbers separated by commas, such as 5,4,4,5")
+    return tuple(int(part) for part in parts)
+
+
 def _import(args) -> None:
-    if args.out is not None:
-        from .output import check_output_path
-        check_output_path(args.out)  # before any work
-    text = _read_text(args.file, "file")
+    _check_out(args)
+    text = _read_text(args.file, "import", args)
     kind = _import_format(args, text)
     name = {} if args.name is None else {"name": args.name}
     if kind == "nvidia-smi":
@@ -818,9 +888,12 @@ def _import(args) -> None:
             raise _UsageError(f"{args.file}: nvidia-smi topo -m does not name the GPU model: expected "
                               f"--gpu MODEL such as 'Tesla V100-SXM2-16GB' or v100-sxm2")
         nic = {} if args.nic_link is None else {"nic_link": None if args.nic_link.lower() == "none" else args.nic_link}
+        like = "auto" if args.like is None else None if args.like.lower() == "none" else args.like
         try:
             G = topo.from_nvidia_smi(text, gpu=args.gpu, cpu=args.cpu, pcie=args.pcie, nvswitch=args.nvswitch,
-                                     nvswitches=args.nvswitches, socket_link=args.socket_link, **nic, **name)
+                                     nvswitches=args.nvswitches, nvswitch_links=_links_list(args.nvswitch_links),
+                                     socket_link=args.socket_link, like=like, hosts=args.hosts, **nic, **name,
+                                     **({} if args.max_devices is None else {"max_devices": args.max_devices}))
         except DgxTopoError as error:
             raise type(error)(f"{args.file}: {error}") from None
         what = "nvidia-smi topo -m"
@@ -829,7 +902,9 @@ def _import(args) -> None:
         pcie_origin = "rebuilt from the PIX/PXB/PHB classes"
     else:
         given = [option for option, value in (("--cpu", args.cpu), ("--nvswitch/--no-nvswitch", args.nvswitch),
-                                              ("--nvswitches", args.nvswitches), ("--nic-link", args.nic_link))
+                                              ("--nvswitches", args.nvswitches), ("--nic-link", args.nic_link),
+                                              ("--nvswitch-links", args.nvswitch_links), ("--like", args.like),
+                                              ("--hosts", args.hosts), ("--max-devices", args.max_devices))
                  if value is not None]
         if given:
             raise _UsageError(f"{', '.join(given)} appl{'ies' if len(given) == 1 else 'y'} to nvidia-smi text: "
@@ -841,60 +916,56 @@ def _import(args) -> None:
         what = "NCCL topology XML"
         nvswitch_origin = "from the XML's NVLink targets"
         pcie_origin = "from the XML's PCI bridges"
+    nbytes = None
     if args.out is not None:
         from .output import write_text_atomic
-        write_text_atomic(args.out, topo.to_json(G))
+        nbytes = write_text_atomic(args.out, topo.to_json(G)).stat().st_size
+    if args.json:
+        _print_json(import_json(G, source=args.file, what=what, nvswitch_origin=nvswitch_origin,
+                                pcie_origin=pcie_origin, path=args.out, nbytes=nbytes))
+        return
     print(import_summary(G, source=args.file, what=what, nvswitch_origin=nvswitch_origin,
                          pcie_origin=pcie_origin, out=args.out))
 
 
 def _export_arguments(parser) -> None:
-    parser.add_argument("name", metavar="NAME", nargs="?", help="system or cluster (see below), "
-                        "or none with --topo-file")
+    _system_option(parser, legacy=True)
     parser.add_argument("--format", choices=EXPORT_FORMATS, default="json",
-                        help="json (networkx node-link data with a format version; default) or graphml")
+                        help="json (networkx node-link data with a format version; default), graphml, or "
+                             "nccl-xml (NCCL's topology XML of host 0, what NCCL_TOPO_DUMP_FILE holds)")
     parser.add_argument("--out", required=True, metavar="FILE", help="file to write, replaced atomically")
-    _topo_file_options(parser)
-    _whatif_options(parser)
-    _max_gpus_option(parser)
+    _json_option(parser, "a line: what was written, with its summary")
 
 
 def _export(args) -> None:
-    from .output import check_output_path, write_text_atomic
+    from .output import write_text_atomic
 
-    check_output_path(args.out)  # before any work
-    G = _fabric(args, args.name, option="NAME")
-    text = topo.to_json(G) if args.format == "json" else topo.to_graphml(G)
-    write_text_atomic(args.out, text)
+    _check_out(args)
+    G = _fabric(args, _named_system(args))
+    write = {"json": topo.to_json, "graphml": topo.to_graphml, "nccl-xml": topo.to_nccl_xml}[args.format]
+    path = write_text_atomic(args.out, write(G))
+    if args.json:
+        _print_json(export_json(G, args.out, args.format, path.stat().st_size))
+        return
     print(f"wrote {args.out} ({args.format}: {G.graph.get('name', '?')}, {len(topo.gpus(G))} GPUs, "
           f"{G.number_of_nodes()} nodes, {G.number_of_edges()} edges)")
 
 
-# Pages of figures (bound, whatif, plan --out): one self-contained HTML file, plotly.js inline.
+# Pages of figures (bound, whatif, plan --out): one self-contained HTML file (models.present.page).
 def _write_figures(path: str, title: str, figures, lines=()) -> None:
-    """Write ``figures`` (plotly) under a title and a few lines of text, atomically."""
-    import html
-
-    import plotly.io as pio
-
+    """Write ``figures`` (plotly) under a title and a few blocks of text, atomically."""
     from .output import write_text_atomic
+    from .page import figures_page
 
-    divs = [pio.to_html(fig, full_html=False, include_plotlyjs=(i == 0), div_id=f"fig-{i}",
-                        config={"displaylogo": False, "responsive": True}, default_width="100%")
-            for i, fig in enumerate(figures)]
-    text = "\n".join(["<!DOCTYPE html>", "<html lang='en'>", "<head>", "<meta charset='utf-8'>",
-                      f"<title>{html.escape(title)}</title>",
-                      "<style>body{font-family:sans-serif;margin:1.5em;max-width:80em}"
-                      "pre{background:#f6f6f6;padding:.6em;overflow-x:auto}</style>", "</head>", "<body>",
-                      f"<h1>{html.escape(title)}</h1>",
-                      *(f"<pre>{html.escape(block)}</pre>" for block in lines), *divs, "</body>", "</html>", ""])
-    write_text_atomic(path, text)
+    write_text_atomic(path, figures_page(title, figures, lines))
 
 
 def _check_out(args) -> None:
+    """Refuse an --out that cannot be written, or that is one of the inputs, before any work."""
+    inputs = _inputs(args)
     if getattr(args, "out", None) is not None:
         from .output import check_output_path
-        check_output_path(args.out)  # before any work
+        check_output_path(args.out, inputs=inputs)
 
 
 # bound
@@ -948,20 +1019,17 @@ def _bound(args) -> None:
         raise _UsageError(f"--trees and --out pack spanning trees for broadcast, reduce, all_gather, "
                           f"reduce_scatter and all_reduce, received {args.coll} (its bound is a flow LP)")
     G = _fabric(args, args.system)
-    n = len(topo.select_gpus(G, args.gpus))
-    if n > args.limit:
-        raise _too_much(f"a bound on {n} GPUs", n, args.limit, "--limit")
     b = bound(G, args.coll, args.size, args.gpus, relay=args.relay, trees=bool(args.trees or args.out),
-              root=args.root, edge_kinds=args.links, profile=args.nccl)
+              root=args.root, edge_kinds=args.links, profile=args.nccl, max_gpus=args.limit)
     if args.out is not None:
         from .bounds_plot import packing_figure
 
         figures = [packing_figure(G, packing) for packing in b.packings]
-        _write_figures(args.out, f"dgx-topo: {b.collective} bound on {b.system}", figures, [b.format()])
+        _write_figures(args.out, f"dgx-topo: {b.collective} bound on {b.system}", figures, [bound_summary(b)])
     if args.json:
-        _print_json(b.to_json())
+        _print_json(bound_json(b))
         return
-    print(b.explain() if args.explain else b.format())
+    print(explain_bound(b) if args.explain else bound_summary(b))
     if args.out is not None:
         print(f"wrote {args.out}")
 
@@ -997,20 +1065,12 @@ def _whatif_arguments(parser) -> None:
 
 
 def _whatif_sweep(args) -> None:
-    import math
-
-    from ..studies.whatif import components, sweep
+    from ..studies.whatif import sweep
 
     _check_out(args)
     executor = None if args.executor == "auto" else args.executor
     G = _fabric(args, args.system)
-    singles = len(components(G, args.fail_each, args.gpus))
-    cases = math.comb(singles, 2) if args.pairs else singles
-    if cases > args.max_cases:
-        raise _too_much(f"--fail-each {args.fail_each}{' --pairs' if args.pairs else ''} on "
-                        f"{G.graph.get('name', 'the fabric')} gives {cases} failure cases", cases,
-                        args.max_cases, "--max-cases")
-    with _progress(args, f"whatif {args.fail_each}", "case") as progress:
+    with _progress(args, f"whatif {args.fail_each}", "case") as progress:  # the sweep sizes itself first
         result = sweep(G, args.coll, args.size, fail_each=args.fail_each, pairs=args.pairs, gpus=args.gpus,
                        executor=executor, progress=progress, max_cases=args.max_cases, profile=args.nccl)
     if args.out is not None:
@@ -1020,7 +1080,7 @@ def _whatif_sweep(args) -> None:
         _write_figures(args.out, f"dgx-topo: what each failure costs on {result.fabric}", figures,
                        [result.format(top=args.top)])
     if args.json:
-        _print_json(result.to_dict())
+        _print_json(sweep_json(result.to_dict(), args.top))
         return
     print(result.format(top=args.top))
     if args.out is not None:
@@ -1043,6 +1103,21 @@ def _dtype_option(parser, default=None) -> None:
                                                      " (default bf16 where the GPU has it, else fp16)"))
 
 
+def _plan_number(name: str, *, low: float, high: float, low_open: bool = True):
+    """An argparse type for the plan's fractions and scales: a plain finite number in range."""
+    shown = f"{'(' if low_open else '['}{low:g}, {high:g}]"
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text) if len(text) <= 40 and text.strip().lower() not in ("nan", "inf") else math.nan
+        except ValueError:
+            value = math.nan
+        if not (low < value <= high if low_open else low <= value <= high):
+            raise argparse.ArgumentTypeError(f"{name} must be a number in {shown}, received {text[:40]!r}")
+        return value
+    return parse
+
+
 def _layout_options(parser):
     """The layout options of ``plan`` (and ``simulate``, which plans first); returns their group."""
     from ..studies.planner import RECOMPUTE
@@ -1057,20 +1132,48 @@ def _layout_options(parser):
     layout.add_argument("--global-batch", type=_count(1), metavar="B",
                         help="global batch [samples] (default: the workload's published one)")
     _dtype_option(layout)
-    layout.add_argument("--recompute", nargs="?", const="full", choices=RECOMPUTE, metavar="MODE",
-                        help=f"activation recomputation, {', '.join(RECOMPUTE)} (alone: full; "
-                             f"default: none and full searched)")
+    layout.add_argument("--recompute", choices=RECOMPUTE, metavar="MODE",
+                        help=f"activation recomputation, {', '.join(RECOMPUTE)} (default: none and full "
+                             f"searched)")
+    layout.add_argument("--sequence-parallel", choices=("on", "off"),
+                        help="sequence parallelism with tensor parallelism (default on)")
+    layout.add_argument("--virtual-stages", type=_count(1), default=1, metavar="V",
+                        help="model chunks per GPU, interleaved 1F1B (default 1: plain 1F1B)")
     return layout
 
 
 def _plan_arguments(parser) -> None:
+    from ..studies.planner import MEASURED_GRAMMAR
+    from ..studies.workload import SOFTWARE
+
     _workload_argument(parser)
     _system_option(parser)
     _nccl_option(parser)
     _layout_options(parser)
+    model = parser.add_argument_group("compute and overlap model")
+    model.add_argument("--software", choices=SOFTWARE, metavar="STACK",
+                       help="which kernels are fused: " + "; ".join(f"{k}: {v.description}" for k, v in
+                                                                     SOFTWARE.items())
+                            + " (default flash for models trained with it on Ampere or newer, else fused)")
+    model.add_argument("--efficiency", type=_plan_number("--efficiency", low=0, high=1), metavar="F",
+                       help="fraction of the dense peak a full wave of a matrix multiply reaches "
+                            "(default per GPU generation and dtype)")
+    model.add_argument("--attention-efficiency", type=_plan_number("--attention-efficiency", low=0, high=1),
+                       metavar="F", help="fraction of the dense peak of flash attention (default 0.6)")
+    model.add_argument("--memory-efficiency", type=_plan_number("--memory-efficiency", low=0, high=1),
+                       metavar="F", help="fraction of the HBM bandwidth of a streaming kernel (default 0.8)")
+    model.add_argument("--overlap", type=_plan_number("--overlap", low=0, high=1, low_open=False),
+                       metavar="F", help="fraction of the backward that hides data-parallel "
+                                         "communication (default 1; 0: gradients reduced after it)")
+    model.add_argument("--bucket", type=parse_size, metavar="SIZE",
+                       help="gradient bucket (default 25M, PyTorch DDP's)")
+    model.add_argument("--compute-scale", type=_plan_number("--compute-scale", low=0, high=1e4), metavar="K",
+                       help="multiply every kernel's time by K (a --calibrate result)")
+    model.add_argument("--calibrate", metavar="MEASURED",
+                       help=f"fit the compute model to one measured step of this layout: {MEASURED_GRAMMAR}")
     parser.add_argument("--search", action="store_true", help="rank every layout instead of printing the best")
-    parser.add_argument("--top", type=_count(1), default=10, metavar="N",
-                        help="with --search: layouts shown (default 10)")
+    parser.add_argument("--top", type=_count(1), metavar="N",
+                        help="with --search: layouts shown (default: 10 in text, all in JSON)")
     _json_option(parser, "text")
     parser.add_argument("--out", metavar="FILE.html",
                         help="also write the step-time breakdown per layout and memory per GPU "
@@ -1080,11 +1183,15 @@ def _plan_arguments(parser) -> None:
                              f"grows with the GPUs)")
 
 
-def _plan(args) -> None:
-    from ..studies.planner import format_plan, format_search, plan, search
+def _plan(args) -> int:
+    from ..studies.planner import DEFAULT_BUCKET, calibrate_plan, format_plan, format_search, plan, search
     from ..studies.workload import parse_workload
 
     _check_out(args)
+    if args.top is not None and not args.search:
+        raise _UsageError("--top ranks layouts: expected it with --search")
+    if args.calibrate is not None and args.compute_scale is not None:
+        raise _UsageError("--calibrate fits the compute scale: expected --calibrate or --compute-scale, not both")
     w = parse_workload(args.workload)  # a bad workload fails before the fabric is built
     G = _fabric(args, args.system)
     degrees = (args.tp, args.pp, args.dp)
@@ -1093,11 +1200,24 @@ def _plan(args) -> None:
         raise _too_much(f"a plan of {ngpus} GPUs", ngpus, args.limit, "--limit")
     options = dict(tp=args.tp, pp=args.pp, dp=args.dp, zero=args.zero, micro_batch=args.micro_batch,
                    global_batch=args.global_batch, dtype=args.dtype, recompute=args.recompute,
-                   profile=args.nccl)
+                   profile=args.nccl,
+                   sequence_parallel=None if args.sequence_parallel is None else args.sequence_parallel == "on",
+                   virtual_stages=args.virtual_stages, software=args.software, efficiency=args.efficiency,
+                   attention_efficiency=args.attention_efficiency, memory_efficiency=args.memory_efficiency,
+                   bucket=DEFAULT_BUCKET if args.bucket is None else args.bucket)
+    if args.overlap is not None:
+        options["overlap"] = args.overlap
+    top = 10 if args.top is None else args.top
+    if args.calibrate is not None:
+        best = calibrate_plan(w, G, args.calibrate, **options)
+        options["compute_scale"] = best.calibration.scale
+    elif args.compute_scale is not None:
+        options["compute_scale"] = args.compute_scale
     if args.search or args.out is not None:
         result = search(w, G, **options)
-        best = result.best if result.best.fits else plan(w, G, **options)
-    else:
+        if args.calibrate is None:
+            best = result.best if result.best.fits else plan(w, G, **options)
+    elif args.calibrate is None:
         result, best = None, plan(w, G, **options)
     if args.out is not None:
         from .plan_plot import memory_figure, step_time_figure
@@ -1105,12 +1225,25 @@ def _plan(args) -> None:
         _write_figures(args.out, f"dgx-topo: {best.workload} on {best.fabric}",
                        [step_time_figure(result), memory_figure(result)],
                        [format_plan(best, verbose=True)])
+    fits = best.fits if not args.search else bool(result.fitting())
     if args.json:
-        print(result.to_json() if args.search else best.to_json())
-        return
-    print(format_search(result, top=args.top) if args.search else format_plan(best, verbose=True))
+        if args.search:
+            data = result.to_dict(args.top)  # every layout unless --top says how many
+            if args.calibrate is not None:
+                data["calibration"] = best.calibration.to_dict()
+            _print_json(data)
+        else:
+            print(best.to_json())
+        return 0 if fits else 1
+    if args.search:
+        print(format_search(result, top=top))
+        if args.calibrate is not None:
+            print(format_plan(best, verbose=True))
+    else:
+        print(format_plan(best, verbose=True))
     if args.out is not None:
         print(f"wrote {args.out}")
+    return 0 if fits else 1
 
 
 def _gpus_arguments(parser) -> None:
@@ -1176,6 +1309,8 @@ def _simulate(args) -> None:
             ("--tp", args.tp), ("--pp", args.pp), ("--dp", args.dp), ("--zero", args.zero),
             ("--micro-batch", None if args.micro_batch == 1 else args.micro_batch),
             ("--global-batch", args.global_batch), ("--dtype", args.dtype), ("--recompute", args.recompute),
+            ("--sequence-parallel", args.sequence_parallel),
+            ("--virtual-stages", None if args.virtual_stages == 1 else args.virtual_stages),
             ("--bucket", args.bucket)) if value is not None]
         if given:
             raise _UsageError(f"{', '.join(given)} shape(s) a WORKLOAD's step: expected none with --graph")
@@ -1191,8 +1326,12 @@ def _simulate(args) -> None:
         ngpus = math.prod(degrees) if None not in degrees else len(topo.gpus(G))
         if ngpus > args.limit:
             raise _too_much(f"a plan of {ngpus} GPUs", ngpus, args.limit, "--limit")
+        if args.virtual_stages != 1:
+            raise _UsageError("simulate builds plain 1F1B schedules: expected --virtual-stages 1, received "
+                              f"{args.virtual_stages} (plan --virtual-stages models the interleaved step)")
         planned = plan(w, G, tp=args.tp, pp=args.pp, dp=args.dp, zero=args.zero, micro_batch=args.micro_batch,
                        global_batch=args.global_batch, dtype=args.dtype, recompute=args.recompute,
+                       sequence_parallel=None if args.sequence_parallel is None else args.sequence_parallel == "on",
                        profile=args.nccl)
         graph = step_graph(planned, G, workload=w, bucket=DEFAULT_BUCKET if args.bucket is None else args.bucket)
     else:
@@ -1251,7 +1390,9 @@ COMMANDS: list[Command] = [
     Command("whatif", "every failure of a kind of component, ranked by the busbw it costs",
             _whatif_arguments, _whatif_sweep, epilog="Failures (--fail-each): " + _FAIL_EACH_HELP + "."),
     Command("plan", "a training step on a fabric: the best layout and where the time goes",
-            _plan_arguments, _plan, epilog="Workloads (WORKLOAD): " + WORKLOAD_GRAMMAR + "."),
+            _plan_arguments, _plan, epilog="Workloads (WORKLOAD): " + WORKLOAD_GRAMMAR + ". Exit "
+            "status: 0 when the layout fits (with --search: when one does), 1 when none fits (the "
+            "verdict and its numbers are printed), 2 for bad input."),
     Command("gpus", "GPU generations ranked for a workload", _gpus_arguments, _gpus,
             epilog="Workloads (WORKLOAD): " + WORKLOAD_GRAMMAR + "."),
     Command("simulate", "a training step or your task graph as a timeline: overlap and shared links",
@@ -1260,47 +1401,114 @@ COMMANDS: list[Command] = [
 ]
 
 
+def _grammars(parser) -> list:
+    """The shared grammars a subcommand's own options take (its epilog shows only these): the
+    system spec with --system, topology files with --topo-file, what-ifs with --fail/--degrade,
+    sizes with an option of type SIZE."""
+    dests = {action.dest for action in parser._actions}
+    sized = any(action.type is parse_size for action in parser._actions)
+    spec = _SPEC_HELP.format(names=", ".join(topo.SYSTEMS), variants=", ".join(topo.VARIANTS))
+    return [text for wanted, text in (("system" in dests, spec),
+                                      ("topo_file" in dests, _TOPO_FILE_HELP), ("fail" in dests, _WHATIF_HELP),
+                                      (sized, _SIZE_HELP)) if wanted]
+
+
+def _fill(text: str) -> str:
+    return textwrap.fill(text, 79, break_long_words=False, break_on_hyphens=False)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of ``dgxtopo``, one subparser per entry of :data:`COMMANDS`."""
-    epilog = "\n\n".join(textwrap.fill(text, 79) for text in
-                         (_SPEC_HELP.format(names=", ".join(topo.SYSTEMS)), _TOPO_FILE_HELP,
-                          _WHATIF_HELP, _SIZE_HELP))
-    layout = {"formatter_class": argparse.RawDescriptionHelpFormatter, "epilog": epilog}
+    """The argument parser of ``dgxtopo``, one subparser per entry of :data:`COMMANDS`; each
+    subcommand's epilog holds its own grammars, then the shared ones it takes."""
+    layout = {"formatter_class": argparse.RawDescriptionHelpFormatter}
+    everything = (_SPEC_HELP.format(names=", ".join(topo.SYSTEMS), variants=", ".join(topo.VARIANTS)), _TOPO_FILE_HELP, _WHATIF_HELP, _SIZE_HELP)
     parser = _Parser(prog="dgxtopo", description="Model NVIDIA DGX interconnect fabrics and what "
-                     "NCCL-style communication achieves on them.", **layout)
+                     "NCCL-style communication achieves on them.",
+                     epilog="\n\n".join(_fill(text) for text in everything), **layout)
     parser.add_argument("--version", action="version", version=f"dgxtopo {package_version()}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     commands.required = True
     for command in COMMANDS:
-        own = textwrap.fill(command.epilog, 79, break_long_words=False, break_on_hyphens=False)
         sub = commands.add_parser(command.name, help=command.help,
-                                  description=command.description or command.help,
-                                  **{**layout, "epilog": (own + "\n\n" if own else "") + epilog})
+                                  description=command.description or command.help, **layout)
         command.arguments(sub)
+        sub.epilog = "\n\n".join(_fill(text) for text in ([command.epilog] if command.epilog else [])
+                                   + _grammars(sub)) or None
         sub.set_defaults(run=command.run)
     return parser
 
 
+def _subcommand_parser(parser, name: str):
+    """The subparser of a command (for its one-line usage errors)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return action.choices.get(name, parser)
+    return parser
+
+
+# Library keywords a message may name, and the option that sets each on the command line: the
+# library's typed errors name the keyword (gpus_per_thread=, topo.LimitError.keyword); the command
+# line names its option.
+_KEYWORD_OPTIONS = {"gpus_per_thread": "-g", "fail_each": "--fail-each", "max_hosts": "--max-gpus",
+                    "socket_link": "--socket-link", "gpus": "--gpus", "collective": "--collective",
+                    "pairs": "--pairs", "max_cases": "--max-cases", "max_sets": "--limit",
+                    "max_searches": "--max-searches", "calibration": "--calibration",
+                    "max_rows": "--max-rows", "max_pairs": "--limit", "max_gpus": "--limit",
+                    "max_events": "--max-events"}
+_KEYWORD = re.compile(r"\b(" + "|".join(_KEYWORD_OPTIONS) + r")=(?:True\b)?|\b(gpus_per_thread)\b")
+
+
+def _option_words(message: str) -> str:
+    """``message`` with each library keyword (``fail_each=``, ``gpus_per_thread must``) named as
+    the command line's option (``--fail-each``, ``-g must``)."""
+    message = message.replace("max_hosts=, on the command line --max-gpus", "--max-gpus N")
+
+    def option(match):
+        name = _KEYWORD_OPTIONS[match.group(1) or match.group(2)]
+        end = match.end()
+        value_follows = match.group(0).endswith("=") and end < len(message) and not message[end].isspace() \
+            and message[end] not in ",;:)"
+        return name + (" " if value_follows else "")
+    return _KEYWORD.sub(option, message)
+
+
 def _limit_error(error: LimitError) -> str:
-    option = {"max_sets": "--limit", "max_searches": "--max-searches", "max_events": "--max-events"}.get(
-        error.keyword, error.keyword)
+    option = _KEYWORD_OPTIONS.get(error.keyword, error.keyword)
     return str(_too_much(error.what, error.size, error.limit, option))
 
 
-def main(argv=None) -> int:
-    """Run ``dgxtopo``; returns the exit status (0; 2 for bad input; 130 when interrupted)."""
+def _complete(parser) -> None:
+    """Shell completion through argcomplete (``pip install 'dgx-topo[completion]'``, then
+    ``eval "$(register-python-argcomplete dgxtopo)"``); it answers and exits."""
     try:
+        import argcomplete
+    except ImportError:  # not installed: no completion, the command runs as usual
+        return
+    argcomplete.autocomplete(parser)
+
+
+def main(argv=None) -> int:
+    """Run ``dgxtopo``; returns the exit status (0; 1 when ``plan`` finds no layout that fits; 2 for
+    bad input; 130 when interrupted)."""
+    try:
+        parser = build_parser()
         try:
-            args = build_parser().parse_args(argv)
+            if "_ARGCOMPLETE" in os.environ:  # shell completion asks (the completion extra): answer, exit
+                _complete(parser)
+            args, extra = parser.parse_known_args(argv)
+            if extra:  # the command's own help knows the options it takes
+                _subcommand_parser(parser, args.command).error(f"unrecognized arguments: {' '.join(extra)}")
         except SystemExit as exit_:  # --help and --version print and stop here
             return int(exit_.code or 0)
-        args.run(args)
+        status = args.run(args)  # plan: 1 when no layout fits (the verdict is printed)
+        if getattr(args, "deprecation", None):
+            print(args.deprecation, file=sys.stderr)
     except LimitError as error:
         print(f"dgxtopo: error: {_limit_error(error)}", file=sys.stderr)
         return 2
     except (_UsageError, DgxTopoError) as error:
         # One line even when a name inside the message (a node id read from a file) holds a newline.
-        print(f"dgxtopo: error: {' '.join(str(error).splitlines())}", file=sys.stderr)
+        print(f"dgxtopo: error: {_option_words(' '.join(str(error).splitlines()))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("dgxtopo: interrupted", file=sys.stderr)
@@ -1308,7 +1516,7 @@ def main(argv=None) -> int:
     except BrokenPipeError:  # e.g. `dgxtopo topo dgx2 | head`: the reader left, nothing to report.
         sys.stderr.close()
         return 0
-    return 0
+    return status or 0
 
 
 if __name__ == "__main__":  # python -m models.present.cli

@@ -9,6 +9,12 @@ before the rename; a directory, a device (``/dev/full``), a FIFO, a socket, an e
 path whose directory does not exist (or is not writable) raises :class:`OutputPathError`
 naming the path and what was expected, and leaves whatever is there untouched.
 
+Nor is a file the command reads: ``check_output_path(path, inputs=...)`` refuses a path that is
+one of the inputs (the same name resolved, or a hard link to it), so ``calibrate m.txt --out
+m.txt`` cannot replace the measurement. ``-`` and the standard streams (``/dev/stdout``,
+``/dev/fd/N``) are refused too: a stream cannot be replaced atomically, and what a command prints
+goes to standard output already.
+
 Symbolic links are written through: a path that is a symlink is resolved, the same rules
 apply to the file it points to, and that file is replaced (the link itself stays). A link
 to a device, a directory or a FIFO is refused like the device itself; a dangling link whose
@@ -26,11 +32,11 @@ from __future__ import annotations
 
 import contextlib
 import os
-import stat
 import tempfile
 from pathlib import Path
 
 from topo.errors import DgxTopoError
+from topo.inputs import file_type
 
 __all__ = ["OutputPathError", "check_output_path", "write_text_atomic"]
 
@@ -39,14 +45,8 @@ class OutputPathError(DgxTopoError):
     """A path an output file cannot be written to (or replaced at)."""
 
 
-def _kind(mode: int) -> str | None:
-    """What a non-regular file is, for the message; None for a regular file."""
-    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"),
-                       (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
-                       (stat.S_ISSOCK, "a socket"), (stat.S_ISREG, None)):
-        if test(mode):
-            return name
-    return "not a regular file"
+# Names of the standard streams: a stream is not a file that can be replaced atomically.
+_STREAMS = ("/dev/stdout", "/dev/stderr", "/dev/stdin", "/dev/fd/", "/proc/self/fd/")
 
 
 def _check_resolved(path: str, target: Path) -> None:
@@ -60,7 +60,7 @@ def _check_resolved(path: str, target: Path) -> None:
     except OSError as error:
         raise OutputPathError(f"{where}: {error.strerror or error}") from None
     if mode is not None:
-        kind = _kind(mode)
+        kind = file_type(mode)
         if kind is not None:
             raise OutputPathError(f"{where}{via}: it is {kind}, expected a regular file "
                                   f"such as report.html")
@@ -72,12 +72,15 @@ def _check_resolved(path: str, target: Path) -> None:
         raise OutputPathError(f"{where}{via}: {str(parent)!r} is not a directory")
 
 
-def check_output_path(path) -> Path:
+def check_output_path(path, *, inputs=()) -> Path:
     """Check that an output file can be written at ``path``; return the file to replace.
 
     Parameters
     ----------
     path : str or os.PathLike
+    inputs : iterable of str or os.PathLike
+        The files the command reads: ``path`` must be none of them (replacing an input, such as
+        the measurement being calibrated, would lose it). ``-`` (standard input) is skipped.
 
     Returns
     -------
@@ -88,8 +91,9 @@ def check_output_path(path) -> Path:
     Raises
     ------
     OutputPathError
-        If ``path`` is empty, is (or links to) a directory, a device, a FIFO or a socket,
-        or its directory does not exist, is not a directory or is not writable.
+        If ``path`` is empty or ``-``, is (or links to) a directory, a device, a FIFO or a
+        socket, is one of ``inputs``, or its directory does not exist, is not a directory or
+        is not writable.
 
     Examples
     --------
@@ -103,12 +107,35 @@ def check_output_path(path) -> Path:
         raise OutputPathError(f"cannot write to {path!r}: expected a file name such as report.html")
     if text == "" or "\0" in text:
         raise OutputPathError(f"cannot write to {text!r}: expected a file name such as report.html")
+    if text == "-":
+        raise OutputPathError("cannot write to '-': output files are replaced atomically, so standard "
+                              "output is not one; expected a file name such as report.html (the "
+                              "printed output goes to standard output already)")
+    if text.startswith(_STREAMS):
+        raise OutputPathError(f"cannot write to {text!r}: it is a standard stream, expected a regular "
+                              f"file such as report.html (output files are replaced atomically; the "
+                              f"printed output goes to standard output already)")
     target = Path(os.path.realpath(text))
     _check_resolved(text, target)
+    for source in inputs:
+        if os.fspath(source) != "-" and _same_file(target, source):
+            raise OutputPathError(f"cannot write to {text!r}: it is the input {os.fspath(source)!r}, "
+                                  f"which would be replaced; expected another file name")
     if not os.access(target.parent, os.W_OK | os.X_OK):
         raise OutputPathError(f"cannot write to {text!r}: directory {str(target.parent)!r} "
                               f"is not writable")
     return target
+
+
+def _same_file(target: Path, source) -> bool:
+    """Whether ``source`` (an input path) is the file at ``target``: the same resolved name,
+    or the same inode (a hard link)."""
+    try:
+        if Path(os.path.realpath(os.fspath(source))) == target:
+            return True
+        return target.exists() and os.path.samefile(target, source)
+    except (OSError, TypeError, ValueError):
+        return False
 
 
 def _new_file_mode(target: Path) -> int:

@@ -10,17 +10,22 @@ Examples
 >>> s = search("megatron-8.3b", topo.dgx2(), tp=8, zero=0, recompute="full", dtype="fp16")
 >>> step_time_figure(s).data[0].name
 'compute'
+>>> step_time_figure(s).layout.yaxis.title.text
+'exposed time per step (s)'
 """
 
 from __future__ import annotations
 
 import plotly.graph_objects as go
 
+from topo.plot_style import axis_title, style_figure, time_unit
 from topo.units import GB
 
 __all__ = ["step_time_figure", "memory_figure"]
 
 _COMPONENTS = ("compute", "tp_comm", "pp_comm", "bubble", "dp_comm", "optimizer")
+# Layout labels are long ("tp4 pp1 dp4 zero3 mb1 rc=none sp tp-dp-pp"): room for them slanted.
+_LABEL_MARGIN = 150
 
 
 def _plans(result, top):
@@ -30,7 +35,8 @@ def _plans(result, top):
 
 
 def step_time_figure(result, *, top: int = 12) -> go.Figure:
-    """Stacked bars: the exposed time of each step component, per layout (fitting ones). [ms]
+    """Stacked bars: the exposed time of each step component, per layout (fitting ones), in the
+    unit the longest step reads best in (s, ms or µs, as the tables write it).
 
     Parameters
     ----------
@@ -40,14 +46,16 @@ def step_time_figure(result, *, top: int = 12) -> go.Figure:
     """
     plans = [p for p in _plans(result, top) if p.fits]
     labels = [p.layout.label() for p in plans]
+    unit, factor = time_unit(max((p.step_time for p in plans), default=0.0))
     fig = go.Figure()
     for name in _COMPONENTS:
-        fig.add_bar(name=name, x=labels, y=[p.component(name).exposed * 1e3 for p in plans],
-                    hovertemplate="%{x}<br>" + name + ": %{y:.2f} ms<extra></extra>")
+        fig.add_bar(name=name, x=labels, y=[p.component(name).exposed * factor for p in plans],
+                    hovertemplate="%{x}<br>" + name + ": %{y:.2f} " + unit + "<extra></extra>")
     title = f"{plans[0].workload} on {plans[0].fabric}: step time per layout" if plans else "no layout fits"
-    fig.update_layout(barmode="stack", title=title, yaxis_title="exposed time per step [ms]",
+    fig.update_layout(barmode="stack", yaxis_title=axis_title("exposed time per step", unit),
                       xaxis_title="layout", legend_title="component")
-    return fig
+    fig.update_xaxes(tickangle=30)
+    return style_figure(fig, title=title, default_height=480, margin=dict(b=_LABEL_MARGIN))
 
 
 def memory_figure(result, *, top: int = 12) -> go.Figure:
@@ -61,6 +69,6 @@ def memory_figure(result, *, top: int = 12) -> go.Figure:
     if plans:
         fig.add_scatter(name="capacity", x=labels, y=[p.memory.capacity / GB for p in plans],
                         mode="lines", line={"dash": "dash", "color": "black"})
-    fig.update_layout(barmode="stack", title="memory per GPU", yaxis_title="memory per GPU [GB]",
-                      xaxis_title="layout")
-    return fig
+    fig.update_layout(barmode="stack", yaxis_title=axis_title("memory per GPU", "GB"), xaxis_title="layout")
+    fig.update_xaxes(tickangle=30)
+    return style_figure(fig, title="memory per GPU", default_height=480, margin=dict(b=_LABEL_MARGIN))

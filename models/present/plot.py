@@ -32,9 +32,11 @@ from plotly.subplots import make_subplots
 import topo
 from topo.errors import DgxTopoError
 from topo.plot import fabric_figure
+from topo.plot_style import COLORWAY, axis_title, log_axis, style_figure
 from topo.units import to_GBps, to_us
 
 from ..engine.nccl.search import ChannelSearch
+from .format import format_bytes, format_percent
 from ..predict.collectives import CollectiveEstimate
 
 __all__ = ["p2p_figure", "latency_figure", "busbw_figure", "pairs_figure", "channels_figure",
@@ -43,9 +45,9 @@ __all__ = ["p2p_figure", "latency_figure", "busbw_figure", "pairs_figure", "chan
 
 #: What :func:`busbw_figure` can plot: attribute of the estimate, axis label, conversion.
 Y_QUANTITIES = {
-    "busbw": ("busbw (GB/s)", to_GBps),
-    "algbw": ("algbw (GB/s)", to_GBps),
-    "time": ("time (µs)", to_us),
+    "busbw": (axis_title("busbw", "GB/s"), to_GBps),
+    "algbw": (axis_title("algbw", "GB/s"), to_GBps),
+    "time": (axis_title("time", "µs"), to_us),
 }
 _BANDWIDTH_SCALE = "Blues"
 _LATENCY_SCALE = "Oranges"
@@ -60,38 +62,8 @@ SYMBOLS = ("circle", "square", "diamond", "triangle-up", "x", "star", "cross")
 _COINCIDE = 0.01
 
 
-def format_bytes(nbytes) -> str:
-    """A size with binary prefixes, as nccl-tests' ``-b``/``-e`` take them.
-
-    Parameters
-    ----------
-    nbytes : int
-        [bytes]
-
-    Returns
-    -------
-    str
-
-    Examples
-    --------
-    >>> format_bytes(8), format_bytes(2**20), format_bytes(3 * 2**29), format_bytes(1000)
-    ('8 B', '1 MiB', '1.5 GiB', '1000 B')
-    """
-    value = float(nbytes)
-    units = ("B", "KiB", "MiB", "GiB", "TiB")
-    step = 0
-    while abs(value) >= 1024 and step < len(units) - 1:
-        value /= 1024
-        step += 1
-    return f"{value:.4g} {units[step]}"
-
-
 def _layout(fig, title, width, height, default_height):
-    fig.update_layout(title=dict(text=title), width=width,
-                      height=height if height is not None else default_height,
-                      plot_bgcolor="white", paper_bgcolor="white",
-                      margin=dict(l=60, r=20, t=60, b=50))
-    return fig
+    return style_figure(fig, title=title, width=width, height=height, default_height=default_height)
 
 
 def _matrix_figure(matrix, labels, text, hover, *, colorscale, colorbar, x_title, y_title, title,
@@ -109,7 +81,8 @@ def _matrix_figure(matrix, labels, text, hover, *, colorscale, colorbar, x_title
     fig.update_yaxes(title_text=y_title, type="category", autorange="reversed", showgrid=False)
     size = max(340, min(900, 110 + 44 * n))
     fig = _layout(fig, title, width, height, size)
-    fig.update_layout(margin=dict(t=100))
+    # The title at the top, clear of the x axis and its title, which stand above the matrix.
+    fig.update_layout(margin=dict(t=110), title=dict(y=1.0, yanchor="top", pad=dict(t=12)))
     return fig
 
 
@@ -235,8 +208,7 @@ def _size_axis(fig, sizes, **where) -> None:
     lo, hi = min(sizes), max(sizes)
     ticks = [2.0 ** k for k in range(0, 50, 2 if hi / max(lo, 1) < 2 ** 24 else 5)
              if max(lo, 1) / 1.01 <= 2.0 ** k <= hi * 1.01]
-    fig.update_xaxes(type="log", tickvals=ticks, ticktext=[format_bytes(t) for t in ticks],
-                     gridcolor="#eeeeee", **where)
+    fig.update_xaxes(type="log", tickvals=ticks, ticktext=[format_bytes(t) for t in ticks], **where)
 
 
 def curve_styles(curves, *, rtol: float = _COINCIDE) -> list:
@@ -330,7 +302,7 @@ def busbw_figure(estimates, *, y: str = "busbw", title: str | None = None,
     """
     if y not in Y_QUANTITIES:
         raise DgxTopoError(f"unknown quantity {y!r}: expected one of {', '.join(Y_QUANTITIES)}")
-    axis_title, convert = Y_QUANTITIES[y]
+    y_title, convert = Y_QUANTITIES[y]
     curves = _curves(estimates)
     fig = go.Figure()
     all_sizes = []
@@ -352,13 +324,15 @@ def busbw_figure(estimates, *, y: str = "busbw", title: str | None = None,
                                  hovertemplate="%{hovertext}<extra></extra>",
                                  line=dict(dash=style["dash"], width=style["width"]),
                                  marker=dict(symbol=style["symbol"], size=style["size"])))
-    _size_axis(fig, all_sizes, title_text="message size (bytes)")
-    fig.update_yaxes(title_text=axis_title, type="log" if y == "time" else "linear",
-                     rangemode="tozero" if y != "time" else None, gridcolor="#eeeeee")
+    _size_axis(fig, all_sizes, title_text=axis_title("message size", "bytes"))
+    if y == "time":  # decades, written like the tables: no crowded minor labels
+        fig.update_yaxes(title_text=y_title, **log_axis(v for _, values in points for v in values))
+    else:
+        fig.update_yaxes(title_text=y_title, type="linear", rangemode="tozero")
     collectives = sorted({e.collective for _, e in curves})
     fig.update_layout(hovermode="closest", legend=dict(title=dict(text="")))
     return _layout(fig, title if title is not None else
-                   f"predicted {'/'.join(collectives)} {axis_title} vs message size",
+                   f"predicted {'/'.join(collectives)} {y_title} vs message size",
                    width, height, 460)
 
 
@@ -475,7 +449,7 @@ def subsets_figure(results, *, top: int | None = 20, collective: str | None = No
         textposition="auto", hovertext=hover, hovertemplate="%{hovertext}<extra></extra>",
         marker=dict(color=busbw, colorscale=_BANDWIDTH_SCALE, cmin=0,
                     colorbar=dict(title=dict(text="busbw<br>(GB/s)")))))
-    fig.update_xaxes(title_text="busbw (GB/s)", rangemode="tozero", gridcolor="#eeeeee")
+    fig.update_xaxes(title_text=axis_title("busbw", "GB/s"), rangemode="tozero")
     fig.update_yaxes(title_text="GPUs", type="category", autorange="reversed")
     k = len(shown[0].gpus)
     what = f"{collective} " if collective else ""
@@ -490,8 +464,8 @@ _MEASURED, _PREDICTED = "#1f77b4", "#d62728"
 _TIME_ERROR, _BUSBW_ERROR = "#2ca02c", "#9467bd"
 
 
-def _percent(value) -> str:
-    return "-" if value is None or not math.isfinite(value) else f"{100 * value:+.1f} %"
+def _signed(value) -> str:
+    return format_percent(value, signed=True, space=True)
 
 
 def check_figure(check, *, title: str | None = None, width: int | None = None,
@@ -533,8 +507,8 @@ def check_figure(check, *, title: str | None = None, width: int | None = None,
     te = np.array([r.time_error for r in rows], dtype=float)
     be = np.array([math.nan if r.busbw_error is None else r.busbw_error for r in rows], dtype=float)
     hover = [f"<b>{format_bytes(s)}</b> ({int(s)} B)<br>measured: time {a:.2f} µs, busbw {b:.2f} GB/s"
-             f"<br>predicted: time {c:.2f} µs, busbw {d:.2f} GB/s<br>error: time {_percent(e)}, "
-             f"busbw {_percent(f)}" for s, a, c, b, d, e, f in zip(sizes, mt, pt, mb, pb, te, be)]
+             f"<br>predicted: time {c:.2f} µs, busbw {d:.2f} GB/s<br>error: time {_signed(e)}, "
+             f"busbw {_signed(f)}" for s, a, c, b, d, e, f in zip(sizes, mt, pt, mb, pb, te, be)]
     fig = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.06,
                         row_heights=[0.38, 0.34, 0.28])
     common = dict(hovertext=hover, hovertemplate="%{hovertext}<extra></extra>", mode="lines+markers")
@@ -552,10 +526,10 @@ def check_figure(check, *, title: str | None = None, width: int | None = None,
                              marker=dict(symbol="triangle-up", size=6), **common), row=3, col=1)
     for row in (1, 2, 3):
         _size_axis(fig, sizes, row=row, col=1)
-    fig.update_xaxes(title_text="message size (bytes)", row=3, col=1)
-    fig.update_yaxes(title_text="busbw (GB/s)", rangemode="tozero", gridcolor="#eeeeee", row=1, col=1)
-    fig.update_yaxes(title_text="time (µs)", type="log", gridcolor="#eeeeee", row=2, col=1)
-    fig.update_yaxes(title_text="error (%)<br>predicted / measured - 1", gridcolor="#eeeeee",
+    fig.update_xaxes(title_text=axis_title("message size", "bytes"), row=3, col=1)
+    fig.update_yaxes(title_text=axis_title("busbw", "GB/s"), rangemode="tozero", row=1, col=1)
+    fig.update_yaxes(title_text=axis_title("time", "µs"), **log_axis([*mt, *pt]), row=2, col=1)
+    fig.update_yaxes(title_text=axis_title("error", "%") + "<br>predicted / measured - 1",
                      zeroline=True, zerolinecolor="#888888", zerolinewidth=1, row=3, col=1)
     heading = title if title is not None else (
         f"{check.collective} on {check.system}, {len(check.gpus)} GPUs (-g {check.gpus_per_thread}): "
@@ -565,14 +539,14 @@ def check_figure(check, *, title: str | None = None, width: int | None = None,
                                                        bgcolor="rgba(255,255,255,0.85)"))
     fig = _layout(fig, heading, width, height, 720)
     fig.update_layout(title=dict(subtitle=dict(text=(
-        f"GPUs {','.join(map(str, check.gpus))}. |time error| median {check.median_abs_time_error:.1%}, "
-        f"max {check.max_abs_time_error:.1%}; |busbw error| median {check.median_abs_busbw_error:.1%}, "
-        f"max {check.max_abs_busbw_error:.1%}"))), margin=dict(t=90))
+        f"GPUs {','.join(map(str, check.gpus))}. |time error| median {format_percent(check.median_abs_time_error)}, "
+        f"max {format_percent(check.max_abs_time_error)}; |busbw error| median "
+        f"{format_percent(check.median_abs_busbw_error)}, max {format_percent(check.max_abs_busbw_error)}"))), margin=dict(t=90))
     return fig
 
 
 _P2P_QUANTITIES = {"bandwidth": ("GB/s", to_GBps), "latency": ("µs", to_us)}
-_SERIES_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2")
+_SERIES_COLORS = tuple(c for c in COLORWAY if c != _PREDICTED)
 
 
 def p2p_check_figure(destinations, series, *, quantity: str = "bandwidth", source=0,
@@ -619,7 +593,7 @@ def p2p_check_figure(destinations, series, *, quantity: str = "bandwidth", sourc
             raise DgxTopoError(f"series {name!r}: expected {len(labels)} measured and {len(labels)} "
                                f"predicted values, received {m.size} and {p.size}")
         hover = [f"GPU {source} → GPU {d}, {name}<br>measured {a:.2f} {unit}<br>predicted {b:.2f} {unit}"
-                 f"<br>error {_percent(b / a - 1 if a else math.nan)}" for d, a, b in zip(labels, m, p)]
+                 f"<br>error {_signed(b / a - 1 if a else math.nan)}" for d, a, b in zip(labels, m, p)]
         color = _SERIES_COLORS[k % len(_SERIES_COLORS)]
         common = dict(x=labels, hovertext=hover, hovertemplate="%{hovertext}<extra></extra>",
                       legendgroup=name, legendgrouptitle=dict(text=name))
@@ -631,8 +605,8 @@ def p2p_check_figure(destinations, series, *, quantity: str = "bandwidth", sourc
     values = [v for trace in fig.data for v in trace.y if v > 0]
     # Bandwidths span a device-local copy (~800 GB/s) and staged ones (~10 GB/s): log them.
     spread = bool(values) and max(values) / min(values) > 20
-    fig.update_yaxes(title_text=f"{quantity} ({unit})", gridcolor="#eeeeee",
-                     **(dict(type="log") if spread else dict(rangemode="tozero")))
+    fig.update_yaxes(title_text=axis_title(quantity, unit),
+                     **(log_axis(values) if spread else dict(rangemode="tozero")))
     fig.update_layout(barmode="group", hovermode="closest")
     return _layout(fig, title if title is not None else f"P2P {quantity} from GPU {source}: measured vs predicted ({unit})",
                    width, height, 420)
@@ -676,7 +650,7 @@ def generations_figure(names, nvlink_per_gpu, bisection, *, title: str | None = 
                              hovertext=[f"<b>{n}</b><br>{what}: {v:.1f} GB/s per direction"
                                         for n, v in zip(names, values)],
                              hovertemplate="%{hovertext}<extra></extra>"), row=1, col=col)
-        fig.update_yaxes(title_text="GB/s", rangemode="tozero", gridcolor="#eeeeee", row=1, col=col)
+        fig.update_yaxes(title_text="GB/s", rangemode="tozero", row=1, col=col)  # the panel's title says what
     fig.update_xaxes(type="category")
     fig = _layout(fig, title if title is not None else "NVLink by generation", width, height, 440)
     fig.update_layout(margin=dict(t=100))

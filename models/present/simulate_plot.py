@@ -111,6 +111,9 @@ def gantt_figure(result, *, max_rows: int = 64):
     """
     import plotly.graph_objects as go
 
+    from topo.plot_style import axis_title, style_figure, time_unit
+
+    unit, factor = time_unit(result.step_time)  # the unit the step reads best in, as the tables
     rows: dict = {}
     for t in result.tasks:
         row = f"{t.stream} [{_gpus(t.gpus)}]"
@@ -122,18 +125,18 @@ def gantt_figure(result, *, max_rows: int = 64):
         for t in rows[row]:
             kinds.setdefault(t.kind, {"x": [], "base": [], "y": [], "text": []})
             k = kinds[t.kind]
-            k["x"].append((t.end - t.start) * 1e3)
-            k["base"].append(t.start * 1e3)
+            k["x"].append((t.end - t.start) * factor)
+            k["base"].append(t.start * factor)
             k["y"].append(row)
             k["text"].append(t.id)
     for kind, k in kinds.items():
         fig.add_trace(go.Bar(name=kind, orientation="h", x=k["x"], base=k["base"], y=k["y"],
-                             hovertext=k["text"], hovertemplate="%{hovertext}: %{base:.3f} + %{x:.3f} ms"))
+                             hovertext=k["text"], hovertemplate="%{hovertext}: %{base:.3f} + %{x:.3f} " + unit))
     hidden = len(rows) - len(names)
-    fig.update_layout(barmode="overlay", title=f"{result.name or 'task graph'} on {result.fabric}: step "
-                      f"{result.step_time * 1e3:.2f} ms" + (f" ({hidden} more streams not shown)" if hidden else ""),
-                      xaxis_title="time [ms]", yaxis={"autorange": "reversed"}, height=200 + 18 * len(names))
-    return fig
+    fig.update_layout(barmode="overlay", xaxis_title=axis_title("time", unit), yaxis={"autorange": "reversed"})
+    return style_figure(fig, title=f"{result.name or 'task graph'} on {result.fabric}: step "
+                        f"{result.step_time * factor:.2f} {unit}" + (f" ({hidden} more streams not shown)" if hidden else ""),
+                        default_height=200 + 18 * len(names))
 
 
 def link_heatmap_figure(result, *, top: int = 16, bins: int = 200):
@@ -163,6 +166,8 @@ def link_heatmap_figure(result, *, top: int = 16, bins: int = 200):
     import numpy as np
     import plotly.graph_objects as go
 
+    from topo.plot_style import axis_title, style_figure, time_unit
+
     edges, starts, ends, shares = result.link_series(top=top)
     step = result.step_time if result.step_time > 0 else 1.0
     grid = np.linspace(0.0, step, bins + 1)
@@ -174,11 +179,12 @@ def link_heatmap_figure(result, *, top: int = 16, bins: int = 200):
             overlap = min(hi, grid[b + 1]) - max(lo, grid[b])
             if overlap > 0:
                 z[:, b] += shares[:, i] * overlap / (grid[b + 1] - grid[b])
-    fig = go.Figure(go.Heatmap(z=z, x=(grid[:-1] + grid[1:]) / 2 * 1e3, y=[f"{u}->{v}" for u, v in edges],
+    unit, factor = time_unit(step)
+    fig = go.Figure(go.Heatmap(z=z, x=(grid[:-1] + grid[1:]) / 2 * factor, y=[f"{u}->{v}" for u, v in edges],
                                zmin=0, zmax=1, colorscale="Viridis", colorbar={"title": "share"}))
-    fig.update_layout(title=f"busiest links on {result.fabric}: share of capacity over the step",
-                      xaxis_title="time [ms]", height=200 + 22 * len(edges))
-    return fig
+    fig.update_layout(xaxis_title=axis_title("time", unit))
+    return style_figure(fig, title=f"busiest links on {result.fabric}: share of capacity over the step",
+                        default_height=200 + 22 * len(edges))
 
 
 def _gpus(gpus) -> str:

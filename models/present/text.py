@@ -1,9 +1,9 @@
-"""What the command line prints: the text table and the JSON shape of every command.
+"""What the command line prints as text: the table of every command.
 
 The display edge: values arrive in SI (bytes, seconds, B/s) and leave in the units the familiar
-tools print (GB/s = 1e9 B/s, microseconds). Every ``*_json`` function returns plain data for
-:func:`json.dumps` (the shapes the README documents as stable); every ``*_table`` function
-returns the text, without a trailing newline.
+tools print (GB/s = 1e9 B/s, microseconds), through :mod:`models.present.format`. Every
+function returns the text without a trailing newline. The JSON shapes are in
+:mod:`models.present.json_shapes`, the ``--explain`` working in :mod:`models.present.explain`.
 
 Examples
 --------
@@ -23,12 +23,15 @@ import textwrap
 import numpy as np
 
 from topo.select import format_gpu_ids
-from topo.units import to_GBps, to_us
+from topo.units import GB, to_GBps, to_us
+
+from .explain import explain_estimate
+from .format import format_gbps, format_percent
 
 __all__ = ["format_table", "format_gpu_ids", "package_version",
-           "systems_table", "systems_json", "collective_table", "collective_json",
-           "pairs_table", "pairs_json", "subsets_table", "subsets_json", "compare_table",
-           "compare_json", "import_summary", "gpus_ranking_json", "measurement_note",
+           "systems_table", "collective_table", "pairs_table", "subsets_table", "compare_table",
+           "import_summary", "measurement_note", "format_p2p_report", "check_table",
+           "calibration_table",
            "NCCL_TESTS_ROOT", "NCCL_TESTS_REDOP"]
 
 # nccl-tests' root column: the root rank for rooted collectives, -1 otherwise.
@@ -70,47 +73,23 @@ def format_table(headers, rows, *, align: str | None = None, gap: int = 2) -> st
     return "\n".join(lines)
 
 
-def _gbps(value, digits: int = 2) -> str:
-    return f"{to_GBps(value):.{digits}f}"
-
-
 def _each(value) -> np.ndarray:
     """A per-size field as a 1-d array, whether the estimate holds a scalar or an array."""
     return np.atleast_1d(np.asarray(value))
 
 
 # ------------------------------------------------------------------------------ systems
-def systems_json(summaries) -> dict:
-    """``dgxtopo systems --json``: ``{"systems": [...]}``, see :meth:`topo.Summary.to_dict`."""
-    return {"systems": [s.to_dict() for s in summaries]}
-
-
 def systems_table(summaries) -> str:
     """``dgxtopo systems``: one row per system, GB/s per direction."""
     headers = ["system", "name", "GPUs", "GPU model", "NVLink links", "NVSwitches", "NICs",
                "NVLink/GPU (GB/s)", "bisection (GB/s)"]
     rows = [[s.system, s.name, s.gpus, ", ".join(s.gpu_models), s.nvlink_links, s.nvswitches,
-             s.nics, _gbps(s.injection, 1), _gbps(s.bisection, 1)] for s in summaries]
+             s.nics, format_gbps(s.injection, 1), format_gbps(s.bisection, 1)] for s in summaries]
     return (format_table(headers, rows, align="<<><>>>>>")
             + "\n\nBandwidths are line rates per direction; bisection counts NVLink only.")
 
 
 # --------------------------------------------------------------------------- collective
-def collective_json(G, e, *, explain: bool = False) -> dict:
-    """``dgxtopo collective --json``: ``{"system", "collective", "gpus", "rows"}``, and
-    ``"explanation"`` (the text of :meth:`CollectiveEstimate.explain`) with ``--explain``."""
-    rows = [{"size_bytes": int(size), "time_us": float(to_us(t)), "algbw_gbps": float(to_GBps(a)),
-             "busbw_gbps": float(to_GBps(b)), "algorithm": str(al), "protocol": str(pr),
-             "nchannels": int(nc)}
-            for size, t, a, b, al, pr, nc in zip(_each(e.nbytes), _each(e.time), _each(e.algbw),
-                                                  _each(e.busbw), _each(e.algorithm), _each(e.protocol),
-                                                  _each(e.nchannels))]
-    data = {"system": G.graph["system"], "collective": e.collective, "gpus": list(e.gpus), "rows": rows}
-    if explain:
-        data["explanation"] = e.explain()
-    return data
-
-
 def measurement_note(gpus_per_thread: int = 1, calibration: str | None = None) -> str:
     """How the measured time was predicted, for a table's header: nccl-tests' ``-g`` when one
     thread drives several GPUs, and which measurement constants (:mod:`models.predict.measure`).
@@ -120,6 +99,13 @@ def measurement_note(gpus_per_thread: int = 1, calibration: str | None = None) -
     """
     g = f"-g {int(gpus_per_thread)}; " if gpus_per_thread and int(gpus_per_thread) > 1 else ""
     return g + "measurement constants: " + (calibration if calibration else "default (DGX-2 fit)")
+
+
+def _time_us(seconds) -> str:
+    """A time in microseconds with two decimals; beyond 10^10 us (a link slowed a billionfold) in
+    powers of ten, so that a column never holds a 300-digit number."""
+    value = to_us(seconds)
+    return f"{value:.2f}" if abs(value) < 1e10 else f"{value:.3e}"
 
 
 def collective_table(G, e, counts, *, explain: bool = False, measurement: str = "") -> str:
@@ -143,33 +129,19 @@ def collective_table(G, e, counts, *, explain: bool = False, measurement: str = 
                                                   _each(e.algbw), busbw, _each(e.algorithm),
                                                   _each(e.protocol), _each(e.nchannels)):
         lines.append(f"  {int(size):>10}  {int(count):>12}  {'float':>6}  {redop:>6}  {root:>5}  "
-                     f"{to_us(t):>9.2f}  {to_GBps(a):>7.2f}  {to_GBps(b):>7.2f}  {al:>5}  {pr:>6}  "
+                     f"{_time_us(t):>9}  {to_GBps(a):>7.2f}  {to_GBps(b):>7.2f}  {al:>5}  {pr:>6}  "
                      f"{int(nc):>3}")
     lines.append(f"# Avg bus bandwidth    : {to_GBps(float(np.mean(busbw))):.4g}")
     if explain:
-        lines += ["", e.explain()]
+        lines += ["", explain_estimate(e)]
     return "\n".join(lines)
 
 
 # -------------------------------------------------------------------------------- pairs
-def _matrix_json(matrix) -> list:
-    return [[None if math.isnan(v) else float(to_GBps(v)) for v in row] for row in matrix]
-
-
-def pairs_json(G, collective: str, nbytes: int, matrix, bounds=None) -> dict:
-    """``dgxtopo pairs --json``: ``{"system", "collective", "size_bytes", "gpus", "busbw_gbps"}``,
-    and ``"bound_busbw_gbps"`` (the optimal-schedule bound of each pair) with ``--bound``."""
-    data = {"system": G.graph["system"], "collective": collective, "size_bytes": int(nbytes),
-            "gpus": list(range(len(matrix))), "busbw_gbps": _matrix_json(matrix)}
-    if bounds is not None:
-        data["bound_busbw_gbps"] = _matrix_json(bounds)
-    return data
-
-
 def _matrix_table(matrix) -> str:
     n = len(matrix)
     headers = ["GPU"] + [str(j) for j in range(n)]
-    rows = [[str(i)] + ["-" if math.isnan(v) else _gbps(v) for v in row] for i, row in enumerate(matrix)]
+    rows = [[str(i)] + ["-" if math.isnan(v) else format_gbps(v) for v in row] for i, row in enumerate(matrix)]
     return format_table(headers, rows, align=">" * (n + 1))
 
 
@@ -184,29 +156,11 @@ def pairs_table(G, collective: str, nbytes: int, matrix, bounds=None) -> str:
     lo, hi = np.nanmin(share), np.nanmax(share)
     return (text + f"\n\nBound (GB/s): the most any schedule could reach on each pair (bandwidth only)\n"
             + _matrix_table(bounds)
-            + f"\n\nNCCL gets {lo:.0%} to {hi:.0%} of the busbw this fabric allows a pair")
+            + f"\n\nNCCL gets {format_percent(lo, 0)} to {format_percent(hi, 0)} of the busbw this fabric "
+              f"allows a pair")
 
 
 # ------------------------------------------------------------------------------ subsets
-def subsets_json(G, collective: str, k: int, nbytes: int, ranking, shown, bounds=None) -> dict:
-    """``dgxtopo subsets --json``: ``{"system", "collective", "k", "size_bytes", "count",
-    "subsets"}``, ``count`` being every set and ``subsets`` the ones shown, best first; with
-    ``bounds`` (GPU ids -> bound busbw [B/s]) each set also has ``"bound_busbw_gbps"`` and
-    ``"ratio"`` (NCCL's busbw over the bound)."""
-    rows = []
-    for r in shown:
-        row = {"gpus": list(r.gpus), "busbw_gbps": float(to_GBps(r.busbw)),
-               "algbw_gbps": float(to_GBps(r.algbw)), "time_us": float(to_us(r.time)),
-               "algorithm": r.algorithm, "protocol": r.protocol, "nchannels": int(r.nchannels)}
-        if bounds is not None:
-            b = bounds[tuple(r.gpus)]
-            row["bound_busbw_gbps"] = float(to_GBps(b))
-            row["ratio"] = float(r.busbw / b) if b > 0 else None
-        rows.append(row)
-    return {"system": G.graph["system"], "collective": collective, "k": int(k), "size_bytes": int(nbytes),
-            "count": len(ranking), "subsets": rows}
-
-
 def subsets_table(G, collective: str, k: int, nbytes: int, ranking, shown, bounds=None) -> str:
     """``dgxtopo subsets``: the sets shown, ranked by busbw; with ``bounds`` (GPU ids -> bound
     busbw [B/s]) two more columns, the bound and NCCL's share of it."""
@@ -218,11 +172,11 @@ def subsets_table(G, collective: str, k: int, nbytes: int, ranking, shown, bound
         align += ">>"
     rows = []
     for i, r in enumerate(shown):
-        row = [i + 1, format_gpu_ids(r.gpus), _gbps(r.busbw), _gbps(r.algbw), f"{to_us(r.time):.2f}",
+        row = [i + 1, format_gpu_ids(r.gpus), format_gbps(r.busbw), format_gbps(r.algbw), f"{to_us(r.time):.2f}",
                r.algorithm, r.protocol, r.nchannels]
         if bounds is not None:
             b = bounds[tuple(r.gpus)]
-            row += [_gbps(b), f"{r.busbw / b:.0%}" if b > 0 else "-"]
+            row += [format_gbps(b), format_percent(r.busbw / b, 0) if b > 0 else "-"]
         rows.append(row)
     text = (f"{len(ranking)} sets of {k} GPUs on {G.graph['name']}, ranked by predicted "
             f"{collective} busbw at {nbytes} B{top}\n" + format_table(headers, rows, align=align))
@@ -233,20 +187,6 @@ def subsets_table(G, collective: str, k: int, nbytes: int, ranking, shown, bound
 
 
 # ------------------------------------------------------------------------------ compare
-def compare_json(collective: str, ngpus: int, names, estimates) -> dict:
-    """``dgxtopo compare --json``: ``{"collective", "ngpus", "systems", "rows": [{"size_bytes",
-    "results": [{"system", "time_us", "busbw_gbps", "algorithm", "protocol"}]}]}``."""
-    sizes = _each(estimates[0].nbytes)
-    return {"collective": collective, "ngpus": int(ngpus), "systems": list(names),
-            "rows": [{"size_bytes": int(size),
-                      "results": [{"system": name, "time_us": float(to_us(_each(e.time)[i])),
-                                   "busbw_gbps": float(to_GBps(_each(e.busbw)[i])),
-                                   "algorithm": str(_each(e.algorithm)[i]),
-                                   "protocol": str(_each(e.protocol)[i])}
-                                  for name, e in zip(names, estimates)]}
-                     for i, size in enumerate(sizes)]}
-
-
 def compare_table(collective: str, ngpus: int, names, estimates) -> str:
     """``dgxtopo compare``: time, busbw and NCCL's choice per size and system, and the faster."""
     title = f"Predicted {collective} on {ngpus} GPUs: " + " vs ".join(
@@ -261,7 +201,7 @@ def compare_table(collective: str, ngpus: int, names, estimates) -> str:
         for e in estimates:
             t = float(_each(e.time)[i])
             times.append(t)
-            row += [f"{to_us(t):.2f}", _gbps(_each(e.busbw)[i]),
+            row += [f"{to_us(t):.2f}", format_gbps(_each(e.busbw)[i]),
                     f"{_each(e.algorithm)[i]}/{_each(e.protocol)[i]}"]
         order = np.argsort(times)
         ratio = times[order[1]] / times[order[0]] if len(times) > 1 else 1.0
@@ -304,7 +244,8 @@ def import_summary(G, *, source: str, what: str, nvswitch_origin: str, pcie_orig
     for d in gpu_gpu:
         by_count[d.get("links", 1)] = by_count.get(d.get("links", 1), 0) + 1
     mix = ", ".join(f"{c} x NV{k}" for k, c in sorted(by_count.items(), reverse=True))
-    nics = [n for n, d in nodes.items() if d["kind"] == "nic"]
+    hosts = sorted({nodes[n].get("host", 0) for n in gpus})
+    nics = [n for n, d in nodes.items() if d["kind"] == "nic" and d.get("host", 0) == hosts[0]]
     ports = sorted({str(nodes[n]["port_link"]) for n in nics if nodes[n].get("port_link")})
     sockets = sum(1 for d in nodes.values() if d["kind"] == "cpu")
     pcie = sum(1 for d in nodes.values() if d["kind"] == "pcie_switch")
@@ -314,26 +255,132 @@ def import_summary(G, *, source: str, what: str, nvswitch_origin: str, pcie_orig
         nvswitches = f"{_plural(len(switches), 'NVSwitch', 'NVSwitches')} ({nvswitch_origin})"
     else:
         nvswitches = f"no NVSwitch ({nvswitch_origin})"
-    nic_text = _plural(len(nics), "NIC")
+    nic_text = _plural(len(nics), "NIC") + (" per host" if len(hosts) > 1 else "")
     if nics:
-        nic_text += f" ({', '.join(map(str, nics))}" + (f"; ports {', '.join(ports)})" if ports else "; no network port)")
+        nic_text += (f" ({', '.join(str(nodes[n].get('name', n)) for n in nics)}"
+                     + (f"; ports {', '.join(ports)})" if ports else "; no network port)"))
+    first = [n for n in gpus if nodes[n].get("host", 0) == hosts[0]]
+    ids = format_gpu_ids(nodes[n].get("index", 0) for n in first)
     text = (f"Imported {source} ({what}) as {G.graph.get('name', '?')}: "
             f"{_plural(len(gpus), 'GPU')} {', '.join(models)} "
-            f"(GPU ids {format_gpu_ids(nodes[n].get('index', 0) for n in gpus)}); {nvlink}; {nvswitches}; "
+            + (f"(GPU ids {ids}); " if len(hosts) == 1 else f"({len(hosts)} hosts of GPU ids {ids}); ")
+            + f"{nvlink}; {nvswitches}; "
             f"{_plural(pcie, 'PCIe switch', 'PCIe switches')} ({pcie_origin}); "
             f"{_plural(sockets, 'CPU socket')}; {nic_text}. "
+            + (f"{G.graph['inferred']}. " if G.graph.get("inferred") else "")
             + (f"Wrote {out}." if out is not None else "Nothing written (pass --out FILE to write the fabric)."))
     return textwrap.fill(text, 79, break_on_hyphens=False, break_long_words=False)
 
 
 # -------------------------------------------------------------------------------- gpus
-def gpus_ranking_json(workload: str, dtype: str, ranks) -> dict:
-    """``dgxtopo gpus --json``: ``{"workload", "dtype", "ranking": [{"generation",
-    "time_per_sample_s", "compute_s", "memory_s", "communication_s", "binding", "fits"}]}``,
-    fastest first; a generation without the dtype has ``time_per_sample_s`` null."""
-    return {"workload": workload, "dtype": dtype,
-            "ranking": [{"generation": r.generation,
-                         "time_per_sample_s": r.time_per_sample if math.isfinite(r.time_per_sample) else None,
-                         "compute_s": r.compute, "memory_s": r.memory_bound,
-                         "communication_s": r.communication, "binding": r.binding, "fits": r.fits}
-                        for r in ranks]}
+
+
+# ---------------------------------------------------------------------------------- p2p
+def _layout(title: str, corner: str, ids, matrix, cell) -> list:
+    """One matrix as p2pBandwidthLatencyTest prints it: ``%6d`` labels, ``%6.02f`` cells."""
+    lines = [title, f"{corner:>6} " + "".join(f"{i:6d} " for i in ids).rstrip()]
+    for i, row in zip(ids, matrix):
+        lines.append((f"{i:6d} " + "".join(f"{cell(x):>6} " for x in row)).rstrip())
+    return lines
+
+
+def format_p2p_report(report, *, bidirectional: bool = False, latency: bool = False) -> str:
+    """``dgxtopo p2p``: a :class:`models.predict.p2p.P2PReport` laid out as
+    p2pBandwidthLatencyTest prints its matrices (GB/s, µs).
+
+    Parameters
+    ----------
+    report : models.predict.p2p.P2PReport
+    bidirectional : bool
+        Print the bidirectional bandwidth matrix instead of the unidirectional one.
+    latency : bool
+        Also print the latency matrix.
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> from topo import dgx1v
+    >>> from models.predict.p2p import p2p_report
+    >>> print(format_p2p_report(p2p_report(dgx1v(), "0,3,5"), bidirectional=True))
+    Path Type (NCCL) Matrix
+       D\\D      0      3      5
+         0    LOC    NVL    SYS
+         3    NVL    LOC    SYS
+         5    SYS    SYS    LOC
+    <BLANKLINE>
+    Bidirectional P2P=Enabled Bandwidth Matrix (GB/s)
+       D\\D      0      3      5
+         0 784.89  97.06  14.42
+         3  97.06 784.89  14.42
+         5  14.42  14.42 784.89
+    <BLANKLINE>
+    Predicted for DGX-1V (mode route, P2P enabled): NVLink from its signalling rate and packet
+    format, staged copies and HBM fitted to a DGX-1V p2pBandwidthLatencyTest row. PHB and SYS
+    pairs (every pair with P2P disabled) are staged through host memory.
+    Diagonal: device-local copy (HBM, read and write counted).
+    """
+    def number(convert):
+        return lambda x: "n/a" if math.isnan(x) else f"{convert(x):6.02f}"
+
+    direction = "Bidirectional" if bidirectional else "Unidirectional"
+    access = "P2P=Enabled" if report.p2p else "P2P=Disabled"
+    kind = access if report.mode == "route" else "NVLink Max-Flow"
+    lines = _layout("Path Type (NCCL) Matrix", "D\\D", report.gpus, report.path_type, str)
+    lines.append("")
+    lines += _layout(f"{direction} {kind} Bandwidth Matrix (GB/s)", "D\\D", report.gpus,
+                     report.bidirectional if bidirectional else report.unidirectional,
+                     number(to_GBps))
+    if latency:
+        lines.append("")
+        title = ("P2P=Enabled Latency (P2P Writes) Matrix (us)" if report.p2p
+                 else "P2P=Disabled Latency Matrix (us)")
+        lines += _layout(title, "GPU", report.gpus, report.latency, number(to_us))
+    lines += ["", f"Predicted for {report.name} (mode {report.mode}, P2P "
+              f"{'enabled' if report.p2p else 'disabled'}): NVLink from its signalling rate "
+              f"and packet", "format, staged copies and HBM fitted to a DGX-1V "
+              "p2pBandwidthLatencyTest row. PHB and SYS",
+              "pairs (every pair with P2P disabled) are staged through host memory.",
+              "Diagonal: device-local copy (HBM, read and write counted)."]
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------ calibrate and check
+def calibration_table(calibration) -> str:
+    """``dgxtopo calibrate``: the fitted values and the residuals before and after."""
+    c = calibration
+    lines = [f"Calibration of the measurement model on {c.system} ({c.method}), "
+             f"{c.after['rows']} rows of {', '.join(c.sources) or 'the runs'}:"]
+    for name, value, lo, hi in c.fitted:
+        shown = (f"{to_us(value):.3f} us (bounds {to_us(lo):g}-{to_us(hi):g} us)" if name in
+                 ("launch_per_gpu", "floor") else f"{value:.4f} (bounds {lo:g}-{hi:g})")
+        lines.append(f"  {name} = {shown}")
+    lines.append(f"  |time error| before: median {format_percent(c.before['median_abs_time_error'])}, "
+                 f"max {format_percent(c.before['max_abs_time_error'])}")
+    lines.append(f"  |time error| after:  median {format_percent(c.after['median_abs_time_error'])}, "
+                 f"max {format_percent(c.after['max_abs_time_error'])}")
+    lines += [f"  note: {n}" for n in c.notes]
+    return "\n".join(lines)
+
+
+def check_table(check) -> str:
+    """``dgxtopo check``: measured vs predicted per size and the closing error line."""
+    lines = [f"# {check.collective} on {check.system} GPUs {','.join(map(str, check.gpus))} "
+             f"(-g {check.gpus_per_thread}): measured vs predicted",
+             f"# {'size (B)':>12}  {'time meas':>10}  {'time pred':>10}  {'err':>7}  "
+             f"{'busbw meas':>10}  {'busbw pred':>10}  {'err':>7}",
+             f"# {'':>12}  {'(us)':>10}  {'(us)':>10}  {'':>7}  {'(GB/s)':>10}  {'(GB/s)':>10}"]
+    for r in check.rows:
+        berr = format_percent(r.busbw_error, signed=True)
+        lines.append(f"  {r.size:>12}  {to_us(r.measured_time):>10.2f}  {to_us(r.predicted_time):>10.2f}  "
+                     f"{format_percent(r.time_error, signed=True):>7}  {to_GBps(r.measured_busbw):>10.2f}  "
+                     f"{to_GBps(r.predicted_busbw):>10.2f}  {berr:>7}")
+    busbw = (f"median {format_percent(check.median_abs_busbw_error)}, max "
+             f"{format_percent(check.max_abs_busbw_error)}"
+             if math.isfinite(check.median_abs_busbw_error) else "- (no row with a measured busbw)")
+    lines.append(f"# |time error|: median {format_percent(check.median_abs_time_error)}, max "
+                 f"{format_percent(check.max_abs_time_error)}; |busbw error|: {busbw}")
+    lines += [f"# note: {n}" for n in check.notes]
+    return "\n".join(lines)

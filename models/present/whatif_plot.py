@@ -22,22 +22,16 @@ import plotly.graph_objects as go
 
 from topo.errors import DgxTopoError
 from topo.plot import fabric_figure
+from topo.plot_style import axis_title, style_figure
 from topo.units import to_GBps, to_us
 
 from ..studies.whatif import Sweep
+from .format import format_bytes, format_percent
 
 __all__ = ["sweep_fabric_figure", "sweep_figure"]
 
 _WHAT = {"nvlink": "one link of each NVLink bundle fails", "nvswitch": "each NVSwitch fails",
          "nic": "each NIC fails", "gpu": "each GPU fails (the job runs on the others)"}
-
-
-def _size(nbytes: int) -> str:
-    value, units, step = float(nbytes), ("B", "KiB", "MiB", "GiB", "TiB"), 0
-    while value >= 1024 and step < len(units) - 1:
-        value /= 1024
-        step += 1
-    return f"{value:.4g} {units[step]}"
 
 
 def _check(result) -> None:
@@ -99,7 +93,7 @@ def sweep_fabric_figure(G, result: Sweep, *, host_layer: bool | None = None,
     text: dict = {}
     for failure, (loss, row) in worst.items():
         line = (f"failing {row.label}: busbw {to_GBps(row.busbw):.1f} GB/s, "
-                f"loss {100 * loss:.1f}%" + (f" ({row.note})" if row.note else ""))
+                f"loss {format_percent(loss)}" + (f" ({row.note})" if row.note else ""))
         for edge in _component_edges(G, failure):
             if 100 * loss >= values.get(edge, -1.0):
                 values[edge] = 100 * loss
@@ -108,7 +102,7 @@ def sweep_fabric_figure(G, result: Sweep, *, host_layer: bool | None = None,
         host_layer = result.fail_each in ("nic", "gpu")
     top = max(values.values(), default=0.0)
     heading = title if title is not None else (
-        f"{result.fabric}: busbw loss of {result.collective} {_size(result.nbytes)} when "
+        f"{result.fabric}: busbw loss of {result.collective} {format_bytes(result.nbytes)} when "
         f"{_WHAT[result.fail_each]}" + (" (worst pair)" if result.pairs else ""))
     return fabric_figure(G, host_layer=host_layer, edge_values=values,
                          value_label="busbw loss (%)", value_range=(0.0, max(top, 1.0)),
@@ -147,7 +141,7 @@ def sweep_figure(result: Sweep, *, top: int | None = 30, title: str | None = Non
         time = "cannot run" if r.time == float("inf") else f"{to_us(r.time):.1f} µs"
         lines = [f"<b>{r.label}</b> (rank {rank} of {len(result.rows)})",
                  f"busbw {to_GBps(r.busbw):.2f} GB/s (baseline {to_GBps(result.baseline_busbw):.2f})",
-                 f"time {time}", f"loss {100 * r.loss:.1f}%"]
+                 f"time {time}", f"loss {format_percent(r.loss)}"]
         if r.p2p_pair is not None:
             lines.append(f"P2P {'->'.join(map(str, r.p2p_pair))}: {to_GBps(r.p2p):.1f} GB/s "
                          f"(-{100 * r.p2p_loss:.1f}%)")
@@ -159,15 +153,11 @@ def sweep_figure(result: Sweep, *, top: int | None = 30, title: str | None = Non
         textposition="auto", hovertext=hover, hovertemplate="%{hovertext}<extra></extra>",
         marker=dict(color=loss, colorscale="Reds", cmin=0, cmax=max(max(loss), 1.0),
                     colorbar=dict(title=dict(text="busbw<br>loss (%)")))))
-    fig.update_xaxes(title_text="busbw loss (% of the baseline)", rangemode="tozero",
-                     gridcolor="#eeeeee")
+    fig.update_xaxes(title_text=axis_title("busbw loss", "% of the baseline"), rangemode="tozero")
     fig.update_yaxes(title_text="failed", type="category", autorange="reversed")
     heading = title if title is not None else (
-        f"{result.fabric}, {result.collective} {_size(result.nbytes)}: the "
+        f"{result.fabric}, {result.collective} {format_bytes(result.nbytes)}: the "
         f"{len(shown)} worst of {len(result.rows)} failures (baseline busbw "
         f"{to_GBps(result.baseline_busbw):.1f} GB/s)")
-    fig.update_layout(title=dict(text=heading), width=width,
-                      height=height if height is not None else max(300, 90 + 22 * len(shown)),
-                      plot_bgcolor="white", paper_bgcolor="white",
-                      margin=dict(l=10, r=10, t=50, b=10))
-    return fig
+    return style_figure(fig, title=heading, width=width, height=height,
+                        default_height=max(300, 90 + 22 * len(shown)), margin=dict(l=10, r=10, t=50, b=10))

@@ -61,12 +61,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 import topo
-from topo.errors import DgxTopoError
-from topo.units import to_GBps, to_us
+from topo.errors import DgxTopoError, LimitError
+from topo.select import format_gpu_ids
 
 from ..predict.collectives import estimate
 from ..engine.nccl.nvls import sharp_switch
-from ..engine.nccltests import busbw_factor, collective as _collective
+from ..engine.results import Moved, tidy_records
+from ..engine.nccltests import algbw_to_busbw, collective as _collective
 from .packing import pack_trees
 from .relays import RELAYS, FlowNetwork, capacity_graph, out_capacity
 
@@ -121,20 +122,14 @@ class Cut:
     capacity: float
     shards: float
 
-    def to_json(self) -> dict:
-        return {"kind": self.kind, "gpus": list(self.gpus), "other_gpus": list(self.other),
-                "links": [[str(u), str(v)] for u, v in self.links],
-                "capacity_gbps": to_GBps(self.capacity),
-                "shards": None if math.isnan(self.shards) else self.shards}
+    to_json = Moved("models.present.json_shapes.cut_json(cut)")
+    describe = Moved("models.present.explain.describe_cut(cut)")
 
-    def describe(self) -> str:
-        links = ", ".join(f"{u}->{v}" for u, v in self.links[:8]) + \
-            (f" (+{len(self.links) - 8} more)" if len(self.links) > 8 else "")
-        if self.kind == "saturated":
-            return f"saturated links {links or '(none)'}"
-        return (f"GPUs {{{','.join(map(str, self.gpus))}}} -> {{{','.join(map(str, self.other))}}}: "
-                f"{to_GBps(self.capacity):.1f} GB/s out over {links or 'no link'}"
-                f"{'' if self.shards == 1 else f', {self.shards:g} shards must cross'}")
+    def to_records(self) -> list:
+        """One tidy row: the kind of cut, the GPUs on each side, the links and their capacity."""
+        return tidy_records({"kind": self.kind, "gpus": format_gpu_ids(self.gpus),
+                             "other_gpus": format_gpu_ids(self.other), "links": len(self.links),
+                             "capacity_Bps": self.capacity, "shards": self.shards})
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,60 +199,28 @@ class Bound:
     rates: tuple = ()
     nccl: object = field(default=None, repr=False)
 
-    def to_json(self) -> dict:
-        """The bound as JSON-ready data (GB/s, microseconds)."""
-        def gbps(value):
-            return None if value is None else to_GBps(value)
-        return {
-            "collective": self.collective, "system": self.system, "gpus": list(self.gpus),
-            "root": self.root, "nbytes": self.nbytes, "relay": self.relay,
-            "edge_kinds": None if self.edge_kinds is None else list(self.edge_kinds),
-            "bound_busbw_gbps": gbps(self.bound_busbw), "bound_algbw_gbps": gbps(self.bound_algbw),
-            "time_us": None if math.isinf(self.time) else to_us(self.time),
-            "upper_busbw_gbps": gbps(self.upper_busbw), "achievable": self.achievable,
-            "nccl_busbw_gbps": gbps(self.nccl_busbw),
-            "nccl_bandwidth_busbw_gbps": gbps(self.nccl_bandwidth_busbw),
-            "nccl_time_us": None if self.nccl_time is None else to_us(self.nccl_time),
-            "nccl_algorithm": self.nccl_algorithm, "ratio": self.ratio,
-            "cut": self.cut.to_json(), "formulation": self.formulation, "nvls": self.nvls,
-            "rates_gbps": {name: to_GBps(rate) for name, rate in self.rates},
-            "trees": [p.to_json() for p in self.packings],
-        }
+    to_json = Moved("models.present.json_shapes.bound_json(bound)")
+    format = Moved("models.present.explain.bound_summary(bound)")
+    explain = Moved("models.present.explain.explain(bound)")
 
-    def format(self) -> str:
-        """A few lines: the bound, NCCL's busbw, their ratio and the binding cut."""
-        lines = [f"{self.collective} on {self.system} GPUs {','.join(map(str, self.gpus))}"
-                 f"{'' if self.root is None else f' (root {self.root})'}, relay {self.relay}, "
-                 f"{self.nbytes} B",
-                 f"  bound busbw  {to_GBps(self.bound_busbw):8.1f} GB/s  (time >= "
-                 f"{'inf' if math.isinf(self.time) else f'{to_us(self.time):.1f} us'}"
-                 f"{'' if self.achievable else ', no schedule known to reach it'})"]
-        if self.upper_busbw > self.bound_busbw * (1 + _TOL):
-            lines.append(f"  any schedule {to_GBps(self.upper_busbw):8.1f} GB/s  (cut bound, reductions "
-                         f"anywhere)")
-        if self.nccl_busbw is not None:
-            ratio = "n/a" if self.ratio is None else f"{self.ratio:.0%} of the bound"
-            lines.append(f"  NCCL busbw   {to_GBps(self.nccl_busbw):8.1f} GB/s  ({ratio}; "
-                         f"{self.nccl_algorithm})")
-        lines.append(f"  binding cut: {self.cut.describe()}")
-        for packing in self.packings:
-            lines.append("  " + packing.describe().replace("\n", "\n  "))
-        return "\n".join(lines)
+    @property
+    def upper_above_bound(self) -> bool:
+        """True when the bound on any schedule (:attr:`upper_busbw`, in-switch reduction
+        included) is above :attr:`bound_busbw` by more than rounding."""
+        return self.upper_busbw > self.bound_busbw * (1 + _TOL)
 
-    def explain(self) -> str:
-        """The working: formulation, rates, cut, NCCL's terms and where the gap comes from."""
-        lines = [self.format(), "formulation: " + self.formulation,
-                 "rates: " + "; ".join(f"{name} {to_GBps(r):.2f} GB/s" for name, r in self.rates)]
-        if self.collective == "all_reduce":
-            lines.append("in-switch reduction: " + self.nvls)
-        if self.nccl is not None and self.nccl_bandwidth_busbw is not None and self.bound_busbw > 0:
-            bw = self.nccl_bandwidth_busbw
-            lines.append(
-                f"gap: NCCL's bandwidth term alone gives {to_GBps(bw):.1f} GB/s busbw "
-                f"({bw / self.bound_busbw:.0%} of the bound: its channels and per-link figures); "
-                f"latency brings it to {to_GBps(self.nccl_busbw):.1f} GB/s at this size")
-            lines.append("NCCL's working:\n  " + self.nccl.explain().replace("\n", "\n  "))
-        return "\n".join(lines)
+    def to_records(self) -> list:
+        """One tidy row: the bound, NCCL's busbw beside it and the binding cut's capacity
+        (:mod:`models.engine.results` names the columns)."""
+        return tidy_records({
+            "collective": self.collective, "system": self.system, "gpus": format_gpu_ids(self.gpus),
+            "ngpus": len(self.gpus), "root": self.root, "nbytes": self.nbytes, "relay": self.relay,
+            "edge_kinds": None if self.edge_kinds is None else ",".join(self.edge_kinds),
+            "bound_busbw_Bps": self.bound_busbw, "bound_algbw_Bps": self.bound_algbw, "time_s": self.time,
+            "upper_busbw_Bps": self.upper_busbw, "achievable": self.achievable,
+            "nccl_busbw_Bps": self.nccl_busbw, "nccl_bandwidth_busbw_Bps": self.nccl_bandwidth_busbw,
+            "nccl_time_s": self.nccl_time, "nccl_algorithm": self.nccl_algorithm, "ratio": self.ratio,
+            "cut_kind": self.cut.kind, "cut_capacity_Bps": self.cut.capacity})
 
 
 @dataclass(frozen=True, slots=True)
@@ -276,6 +239,12 @@ class SubsetBound:
     gpus: tuple
     bound_busbw: float
     representative: tuple
+
+    def to_records(self) -> list:
+        """One tidy row: the set, its bound, and the set whose computation it reuses."""
+        return tidy_records({"gpus": format_gpu_ids(self.gpus), "ngpus": len(self.gpus),
+                             "bound_busbw_Bps": self.bound_busbw,
+                             "representative": format_gpu_ids(self.representative)})
 
 
 # ---------------------------------------------------------------------------- the rates
@@ -539,7 +508,7 @@ def _busbw(name, n, seconds_per_byte) -> tuple[float, float]:
     if math.isinf(seconds_per_byte):
         return 0.0, 0.0
     algbw = 1 / seconds_per_byte
-    return float(algbw * busbw_factor(name, n)), float(algbw)
+    return float(algbw_to_busbw(name, algbw, n)), float(algbw)
 
 
 def _check_collective(collective) -> str:
@@ -550,7 +519,7 @@ def _check_collective(collective) -> str:
 
 
 def bound(G, collective: str, nbytes, gpus=None, *, relay: str = "switches", trees: bool = False,
-          root=None, edge_kinds=None, nccl: bool = True, profile=None) -> Bound:
+          root=None, edge_kinds=None, nccl: bool = True, profile=None, max_gpus: int | None = None) -> Bound:
     """The best busbw any schedule could reach on these GPUs, beside NCCL's prediction.
 
     Parameters
@@ -577,6 +546,10 @@ def bound(G, collective: str, nbytes, gpus=None, *, relay: str = "switches", tre
         Also run NCCL's model (:func:`models.estimate`) for the ratio.
     profile : str or NcclProfile, optional
         NCCL version profile for the estimate.
+    max_gpus : int, optional
+        Refuse (:class:`topo.LimitError`) before any work a set of more GPUs than this: the
+        cut bounds grow faster than linearly with the GPUs (4xdgx2, 64 GPUs: about 1 s;
+        16xdgx2, 256 GPUs: about 50 s).
 
     Returns
     -------
@@ -590,11 +563,17 @@ def bound(G, collective: str, nbytes, gpus=None, *, relay: str = "switches", tre
         For an alltoall / sendrecv LP beyond :data:`MAX_LP_VARIABLES`.
     models.studies.relays.RelayError, topo.GpuSelectionError, topo.SizeError, models.engine.nccltests.UnknownCollectiveError
         For bad options, GPU ids, sizes or collective names.
+    topo.LimitError
+        For more GPUs than ``max_gpus``.
     """
     name = _check_collective(collective)
     size = topo.parse_nbytes(nbytes)
     if not isinstance(size, int):
         raise BoundError(f"a bound is for one size: expected a single size, received {nbytes!r}")
+    if max_gpus is not None:
+        count = len(topo.select_gpus(G, gpus))
+        if count > max_gpus:
+            raise LimitError(f"a bound on {count} GPUs", keyword="max_gpus", size=count, limit=max_gpus)
     fabric = _Fabric(G, relay, edge_kinds)
     nodes = sorted(topo.select_gpus(G, gpus), key=fabric.ids.__getitem__)
     ids = tuple(fabric.ids[g] for g in nodes)
@@ -629,7 +608,7 @@ def bound(G, collective: str, nbytes, gpus=None, *, relay: str = "switches", tre
     if nccl:
         e = estimate(G, name, size, gpus=list(ids), profile=profile)
         nccl_busbw = float(e.busbw)
-        nccl_bw = float(e.bandwidth) * busbw_factor(name, len(ids))
+        nccl_bw = algbw_to_busbw(name, float(e.bandwidth), len(ids))
         nccl_time = float(e.time)
         algorithm = f"{e.algorithm}/{e.protocol}"
         ratio = nccl_busbw / busbw if busbw > 0 else None

@@ -13,19 +13,20 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from topo.errors import DgxTopoError
-from topo.units import to_GBps, to_us, us
+from topo.units import to_us, us
 
 from ..predict.collectives import Estimator
 from .benchmarks import NcclTestsRun, P2PBenchmark
-from ..predict.measure import DEFAULT, MeasurementModel, measured
+from ..engine.results import Moved, tidy_records
+from ..predict.measure import DEFAULT, MeasurementModel, Measured, measured
 
 __all__ = ["CalibrationError", "Calibration", "CheckRow", "Check", "calibrate", "check",
-           "SCHEMA", "SCHEMA_VERSION"]
+           "parameter_range", "SCHEMA", "SCHEMA_VERSION"]
 
 SCHEMA = "dgx-topo calibration"
 SCHEMA_VERSION = 1
@@ -53,20 +54,45 @@ class _Prepared:
     measured_busbw: np.ndarray
     sizes: np.ndarray
     gpus_per_thread: int
+    note: str | None = None
 
 
-def _gpus(run: NcclTestsRun, G, gpus):
-    if gpus is not None:
-        return gpus
+def _gpus(run: NcclTestsRun, G, gpus) -> tuple:
+    """The run's GPU ids in rank order, and a note when they were assumed."""
     n = run.nranks
+    label = run.name or "the run"
+    if gpus is not None:
+        import topo
+
+        chosen = topo.select_gpus(G, gpus)
+        # The ranks the text shows (nThread x nGpus of a run built by hand counts one process).
+        shown = n if (run.complete_devices or run.ranks is not None) else None
+        if shown is not None and len(chosen) != shown:
+            raise CalibrationError(f"gpus= names {len(chosen)} GPU{'s' if len(chosen) != 1 else ''}, "
+                                   f"{label} has {shown} ranks: expected one GPU per rank, in rank order")
+        return gpus, None
+    if run.gpu_ids is not None:  # dgxtopo collective's own output names its GPUs
+        return run.gpu_ids, None
     if n is None:
-        raise CalibrationError(f"{run.name or 'the run'} does not print its ranks: expected --gpus")
+        import topo
+
+        every = len(topo.gpus(G))
+        why = run.ranks_source.removeprefix("unknown: ") if run.ranks_source else "no device lines"
+        return None, (f"{label} does not show its rank count (no complete device lines; {why}): "
+                      f"assumed every GPU of {G.graph.get('name', 'the system')} ({every}); expected "
+                      f"gpus= naming them if the run used fewer")
     visible = run.cuda_visible_devices
-    if len(run.hosts) <= 1 and visible and run.devices and len(visible) >= n:
-        return [visible[d.device] for d in run.devices if d.device < len(visible)]
-    if len(run.hosts) <= 1 and run.devices:
-        return sorted(d.device for d in run.devices)
-    return list(range(n))
+    single = len(run.hosts) <= 1
+    if single and visible and run.complete_devices and len(visible) >= n:
+        return [visible[d.device] for d in run.devices if d.device < len(visible)], None
+    if single and run.complete_devices:
+        return sorted(d.device for d in run.devices), None
+    if not run.devices and visible and len(visible) >= n and run.ranks_source.startswith("nThread"):
+        return list(visible[:n]), None  # one process: rank r drives visible device r
+    if not run.devices and visible and len(visible) >= n and run.nthreads and run.gpus_per_thread \
+            and run.nthreads * run.gpus_per_thread == n:
+        return list(visible[:n]), None
+    return list(range(n)), None
 
 
 def _prepare(run, estimator, gpus, gpus_per_thread, inplace) -> _Prepared:
@@ -74,20 +100,26 @@ def _prepare(run, estimator, gpus, gpus_per_thread, inplace) -> _Prepared:
     if not isinstance(run, NcclTestsRun):
         raise CalibrationError(f"expected an nccl-tests run, received {type(run).__name__}")
     if run.collective is None:
-        raise CalibrationError(f"{run.name or 'the run'} does not name its collective and the "
-                               f"columns do not tell: expected a *_perf line or --collective")
+        program = (f"it names {run.program}, which dgx-topo does not model" if run.program
+                   else "the columns do not tell (a size counting every rank's part without a "
+                        "reduction is all_gather or alltoall alike)")
+        raise CalibrationError(f"{run.name or 'the run'} does not name a collective dgx-topo models: "
+                               f"{program}: expected a *_perf line or collective= (on the command "
+                               f"line --collective)")
     sizes = run.column("size")
     t = run.column("inplace_time" if inplace else "time")
     b = run.column("inplace_busbw" if inplace else "busbw")
     keep = (sizes > 0) & np.isfinite(t) & (t > 0)
     if not keep.any():
         raise CalibrationError(f"{run.name or 'the run'} has no row with a size and a time")
-    ids = _gpus(run, estimator.fabric.G, gpus)
+    ids, note = _gpus(run, estimator.fabric.G, gpus)
     e = estimator.estimate(run.collective, sizes[keep].astype(np.int64), ids)
     g = gpus_per_thread if gpus_per_thread is not None else (run.gpus_per_thread or 1)
-    if not isinstance(g, (int, np.integer)) or not 1 <= g <= e.nranks:
-        raise CalibrationError(f"-g must be an integer from 1 to {e.nranks}, received {g!r}")
-    return _Prepared(run, e, t[keep], b[keep], sizes[keep], int(g))
+    if not isinstance(g, (int, np.integer)) or isinstance(g, bool) or not 1 <= g <= e.nranks:
+        given = "" if gpus_per_thread is not None else f" (the run's nGpus {g})"
+        raise CalibrationError(f"gpus_per_thread must be an integer from 1 to {e.nranks} (the ranks "
+                               f"of {run.name or 'the run'}), received {g!r}{given}")
+    return _Prepared(run, e, t[keep], b[keep], sizes[keep], int(g), note)
 
 
 def _residuals(prepared, fabric, model) -> np.ndarray:
@@ -165,20 +197,19 @@ class Calibration:
     method: str = ""
     notes: tuple = ()
 
-    def format(self) -> str:
-        """The fitted values and the residuals before and after, as text."""
-        lines = [f"Calibration of the measurement model on {self.system} ({self.method}), "
-                 f"{self.after['rows']} rows of {', '.join(self.sources) or 'the runs'}:"]
-        for name, value, lo, hi in self.fitted:
-            shown = (f"{to_us(value):.3f} us (bounds {to_us(lo):g}-{to_us(hi):g} us)" if name in
-                     ("launch_per_gpu", "floor") else f"{value:.4f} (bounds {lo:g}-{hi:g})")
-            lines.append(f"  {name} = {shown}")
-        lines.append(f"  |time error| before: median {self.before['median_abs_time_error']:.1%}, "
-                     f"max {self.before['max_abs_time_error']:.1%}")
-        lines.append(f"  |time error| after:  median {self.after['median_abs_time_error']:.1%}, "
-                     f"max {self.after['max_abs_time_error']:.1%}")
-        lines += [f"  note: {n}" for n in self.notes]
-        return "\n".join(lines)
+    format = Moved("models.present.text.calibration_table(calibration)")
+
+    def to_records(self) -> list:
+        """Tidy rows, one per fitted constant: its value and bounds (SI) and the median and max
+        |time error| before and after the fit."""
+        return tidy_records({
+            "system": self.system, "name": [n for n, _, _, _ in self.fitted],
+            "value": [v for _, v, _, _ in self.fitted], "lower": [lo for _, _, lo, _ in self.fitted],
+            "upper": [hi for _, _, _, hi in self.fitted], "rows": self.after.get("rows"),
+            "median_abs_time_error_before": self.before.get("median_abs_time_error"),
+            "max_abs_time_error_before": self.before.get("max_abs_time_error"),
+            "median_abs_time_error_after": self.after.get("median_abs_time_error"),
+            "max_abs_time_error_after": self.after.get("max_abs_time_error"), "method": self.method})
 
     def to_json(self) -> str:
         """The versioned JSON form (read back by :meth:`from_json`)."""
@@ -194,42 +225,126 @@ class Calibration:
         }, indent=2)
 
     @classmethod
-    def from_json(cls, text: str) -> "Calibration":
-        """Read :meth:`to_json`'s form.
+    def from_json(cls, text: str, *, source: str = "calibration file") -> "Calibration":
+        """Read :meth:`to_json`'s form, every value checked against its range.
+
+        Parameters
+        ----------
+        text : str
+        source : str
+            Where the text came from (a file name), for messages.
 
         Raises
         ------
         CalibrationError
-            For text that is not JSON, another schema or version, or bad parameter values.
+            For text that is not JSON (or nests deeper than topo.inputs.MAX_JSON_DEPTH),
+            another schema or version, an unknown parameter, or a value out of its range
+            (:func:`parameter_range`), naming the field.
+
+        Examples
+        --------
+        >>> Calibration.from_json('{"schema": "dgx-topo calibration", "version": 1, '
+        ...                       '"parameters": {"efficiency:nvlink2": 0}}')
+        Traceback (most recent call last):
+        ...
+        models.studies.calibration.CalibrationError: calibration file: "parameters": efficiency:nvlink2 = 0: expected a number from 0.05 to 1 (the share of the link's payload rate a transfer achieves; 'dgxtopo calibrate' fits within these bounds)
         """
+        from topo.inputs import InputFileError, parse_json
+
         try:
-            data = json.loads(text)
-        except (TypeError, ValueError) as error:
-            raise CalibrationError(f"expected a calibration JSON file, received text that is not "
-                                   f"JSON ({error})") from None
+            data = parse_json(text, source=source)
+        except InputFileError as error:
+            raise CalibrationError(f"{error}: expected a calibration JSON file") from None
         if not isinstance(data, dict) or data.get("schema") != SCHEMA:
-            raise CalibrationError(f"expected a JSON object with \"schema\": \"{SCHEMA}\"")
+            raise CalibrationError(f"{source}: expected a JSON object with \"schema\": \"{SCHEMA}\"")
         if data.get("version") != SCHEMA_VERSION:
-            raise CalibrationError(f"expected calibration schema version {SCHEMA_VERSION}, received "
-                                   f"{data.get('version')!r}")
+            raise CalibrationError(f"{source}: expected calibration schema version {SCHEMA_VERSION}, "
+                                   f"received {data.get('version')!r}")
         params = data.get("parameters")
-        if not isinstance(params, dict) or not all(
-                isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
-                for v in params.values()):
-            raise CalibrationError("expected \"parameters\": an object of non-negative numbers")
-        try:
-            fitted = tuple((str(f["name"]), float(f["value"]), float(f["lower"]), float(f["upper"]))
-                           for f in data.get("fitted", []))
-            model = DEFAULT.with_values(**params)
-        except (KeyError, TypeError, ValueError) as error:
-            raise CalibrationError(f"malformed calibration parameters: {error}") from None
-        source = f"calibration on {data.get('system', '?')} ({', '.join(data.get('sources', []))})"
-        model = _with_provenance(model, [f[0] for f in fitted], source)
+        if not isinstance(params, dict):
+            raise CalibrationError(f"{source}: expected \"parameters\": an object of named numbers")
+        for name, value in params.items():
+            _check_parameter(name, value, f"{source}: \"parameters\": ")
+        fitted = _fitted(data.get("fitted", []), source)
+        system = data.get("system", "")
+        sources = data.get("sources", [])
+        notes = data.get("notes", [])
+        method = data.get("method", "")
         residuals = data.get("residuals", {})
+        for field, value, kind in (("system", system, str), ("method", method, str),
+                                   ("sources", sources, list), ("notes", notes, list),
+                                   ("residuals", residuals, dict)):
+            if not isinstance(value, kind) or (kind is list and not all(isinstance(v, str) for v in value)):
+                shape = {str: "a string", list: "a list of strings", dict: "an object"}[kind]
+                raise CalibrationError(f"{source}: expected \"{field}\": {shape}, received "
+                                       f"{type(value).__name__}")
+        model = DEFAULT.with_values(**params)
+        model = _with_provenance(model, [f[0] for f in fitted], f"calibration on {system or '?'} "
+                                 f"({', '.join(sources)})")
         return cls(model, fitted, residuals.get("before", {}), residuals.get("after", {}),
-                   np.array([]), np.array([]), str(data.get("system", "")),
-                   tuple(data.get("sources", [])), str(data.get("method", "")),
-                   tuple(data.get("notes", [])))
+                   np.array([]), np.array([]), system, tuple(sources), method, tuple(notes))
+
+
+def parameter_range(name: str) -> tuple:
+    """The accepted range ``(lower, upper)`` of a calibration parameter, SI units: the bounds
+    :func:`calibrate` fits within (a launch above 50 us per GPU or a floor above 1 ms is not a
+    launch; an efficiency is a share of the link's payload rate, at most 1).
+
+    >>> parameter_range("floor")
+    (0.0, 0.001)
+
+    Raises
+    ------
+    CalibrationError
+        For a name that is not a parameter of the measurement model.
+    """
+    if name in ("launch_per_gpu", "floor"):
+        return _BOUNDS[name]
+    if name == "transfer_efficiency":
+        return _BOUNDS["efficiency"]
+    if isinstance(name, str) and name.startswith("efficiency:"):
+        from ..predict.measure import LINK_CLASSES
+
+        if name.split(":", 1)[1] in LINK_CLASSES:
+            return _BOUNDS["efficiency"]
+        raise CalibrationError(f"unknown parameter {name!r}: expected efficiency:LINK with LINK one of "
+                               f"{', '.join(LINK_CLASSES)}")
+    raise CalibrationError(f"unknown parameter {name!r}: expected launch_per_gpu, floor, "
+                           f"transfer_efficiency or efficiency:LINK")
+
+
+def _check_parameter(name, value, where: str = "") -> float:
+    """``value`` of parameter ``name`` checked against :func:`parameter_range`."""
+    try:
+        lower, upper = parameter_range(name)
+    except CalibrationError as error:
+        raise CalibrationError(f"{where}{error}") from None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or not lower <= value <= upper:
+        if name in ("launch_per_gpu", "floor"):
+            meaning = (f"from 0 to {upper:g} seconds ({to_us(upper):g} us; 'dgxtopo calibrate' fits "
+                       f"within these bounds)")
+        else:
+            meaning = (f"from {lower:g} to {upper:g} (the share of the link's payload rate a transfer "
+                       f"achieves; 'dgxtopo calibrate' fits within these bounds)")
+        shown = value if isinstance(value, (int, float, str)) and len(repr(value)) < 40 else type(value).__name__
+        raise CalibrationError(f"{where}{name} = {shown}: expected a number {meaning}")
+    return float(value)
+
+
+def _fitted(entries, source: str) -> tuple:
+    """The ``"fitted"`` list: ``(name, value, lower, upper)`` per fitted constant, checked."""
+    if not isinstance(entries, list):
+        raise CalibrationError(f"{source}: expected \"fitted\": a list, received {type(entries).__name__}")
+    fitted = []
+    for k, entry in enumerate(entries):
+        where = f"{source}: \"fitted\"[{k}]: "
+        if not isinstance(entry, dict) or not {"name", "value", "lower", "upper"} <= set(entry):
+            raise CalibrationError(f"{where}expected an object with name, value, lower, upper")
+        name = entry["name"]
+        values = [_check_parameter(name, entry[key], where) for key in ("value", "lower", "upper")]
+        fitted.append((str(name), *values))
+    return tuple(fitted)
 
 
 def _with_provenance(model, names, source):
@@ -281,6 +396,7 @@ def calibrate(runs, G, *, gpus=None, gpus_per_thread=None, profile=None, inplace
                 if not isinstance(r, P2PBenchmark)]
     if not prepared:
         raise CalibrationError("expected at least one nccl-tests run to calibrate on")
+    notes += [p.note for p in prepared if p.note]
     names = []
     launch_rows = bandwidth_rows = 0
     classes = set()
@@ -373,8 +489,11 @@ class Check:
     median_abs_time_error, max_abs_time_error : float
     median_abs_busbw_error, max_abs_busbw_error : float
         Over the rows whose measured busbw is not 0 (printed as 0.00 at the smallest sizes).
-    explain : str
-        The measurement model's working for the largest size.
+    measured : models.predict.measure.Measured or None
+        The measurement model's terms at every size (:func:`models.present.explain.explain`
+        writes out the largest).
+    notes : tuple of str
+        What was assumed (the GPUs of a run that does not show its rank count).
     """
 
     collective: str
@@ -386,36 +505,23 @@ class Check:
     max_abs_time_error: float
     median_abs_busbw_error: float
     max_abs_busbw_error: float
-    explain: str = ""
+    measured: Measured | None = field(default=None, repr=False, compare=False)
+    notes: tuple = ()
 
-    def to_json(self) -> dict:
-        """The JSON form of ``dgxtopo check --json`` (issue 11 item 5)."""
-        return {
-            "rows": [{"size_bytes": r.size, "measured_time_us": to_us(r.measured_time),
-                      "predicted_time_us": to_us(r.predicted_time),
-                      "measured_busbw_gbps": to_GBps(r.measured_busbw),
-                      "predicted_busbw_gbps": to_GBps(r.predicted_busbw),
-                      "time_error": r.time_error, "busbw_error": r.busbw_error} for r in self.rows],
-            "median_abs_time_error": self.median_abs_time_error,
-            "max_abs_time_error": self.max_abs_time_error,
-        }
+    to_json = Moved("models.present.json_shapes.check_json(check)")
+    format = Moved("models.present.text.check_table(check)")
+    explain = Moved("models.present.explain.explain(check)")
 
-    def format(self) -> str:
-        """A table of measured vs predicted per size and the closing error line."""
-        lines = [f"# {self.collective} on {self.system} GPUs {','.join(map(str, self.gpus))} "
-                 f"(-g {self.gpus_per_thread}): measured vs predicted",
-                 f"# {'size (B)':>12}  {'time meas':>10}  {'time pred':>10}  {'err':>7}  "
-                 f"{'busbw meas':>10}  {'busbw pred':>10}  {'err':>7}",
-                 f"# {'':>12}  {'(us)':>10}  {'(us)':>10}  {'':>7}  {'(GB/s)':>10}  {'(GB/s)':>10}"]
-        for r in self.rows:
-            berr = "-" if r.busbw_error is None else f"{r.busbw_error:+.1%}"
-            lines.append(f"  {r.size:>12}  {to_us(r.measured_time):>10.2f}  {to_us(r.predicted_time):>10.2f}  "
-                         f"{r.time_error:>+7.1%}  {to_GBps(r.measured_busbw):>10.2f}  "
-                         f"{to_GBps(r.predicted_busbw):>10.2f}  {berr:>7}")
-        lines.append(f"# |time error|: median {self.median_abs_time_error:.1%}, max "
-                     f"{self.max_abs_time_error:.1%}; |busbw error|: median "
-                     f"{self.median_abs_busbw_error:.1%}, max {self.max_abs_busbw_error:.1%}")
-        return "\n".join(lines)
+    def to_records(self) -> list:
+        """Tidy rows, one per size: measured and predicted time and busbw, and the errors
+        (``predicted / measured - 1``; ``busbw_error`` None where the measured busbw is 0)."""
+        rows = self.rows
+        return tidy_records({
+            "collective": self.collective, "system": self.system, "nbytes": [r.size for r in rows],
+            "measured_time_s": [r.measured_time for r in rows], "predicted_time_s": [r.predicted_time for r in rows],
+            "measured_busbw_Bps": [r.measured_busbw for r in rows],
+            "predicted_busbw_Bps": [r.predicted_busbw for r in rows],
+            "time_error": [r.time_error for r in rows], "busbw_error": [r.busbw_error for r in rows]})
 
 
 def check(run, G, *, gpus=None, gpus_per_thread=None, profile=None, calibration=None,
@@ -455,5 +561,6 @@ def check(run, G, *, gpus=None, gpus_per_thread=None, profile=None, calibration=
     return Check(run.collective, G.graph.get("system", ""), tuple(m.gpus), p.gpus_per_thread,
                  tuple(rows), float(np.median(terr)), float(np.max(terr)),
                  float(np.median(berrs)) if berrs.size else math.nan,
-                 float(np.max(berrs)) if berrs.size else math.nan, m.explain())
+                 float(np.max(berrs)) if berrs.size else math.nan, m,
+                 tuple(n for n in (p.note,) if n))
 

@@ -1,56 +1,111 @@
-"""What one GPU computes: peak FLOPs per dtype, HBM bandwidth, and a roofline per operation.
+"""What one GPU computes: kernels of a training step timed from hardware facts.
 
-:data:`GENERATIONS` holds, per GPU generation (P100, V100, A100, H100, H200, B200), the dense
-peak throughput per training dtype and the HBM bandwidth of its SXM part from NVIDIA's
-datasheets (sparse figures are twice the dense ones and are not used). A fabric's GPU maps to
-its generation by its ``model`` string (:func:`generation_of`: ``"V100"`` in ``"Tesla
-V100-SXM2-16GB"``).
+The facts of each GPU part (SMs, clocks, dense peak per dtype, HBM bandwidth and capacity,
+NVLink) live in :data:`topo.specs.GPUS`; :class:`Gpu` reads them, and :data:`GENERATIONS`
+names one representative part per generation (P100, V100, A100, H100, H200, B200) for
+questions asked without a fabric. A fabric's GPU maps to its part by its ``model`` string
+(:func:`gpu_of`: ``"NVIDIA A100-SXM4-40GB"`` is the 40 GB part with 1,555 GB/s of HBM).
 
-An operation takes ``max(FLOPs / (peak x efficiency), bytes / (HBM x memory_efficiency))``
-(the roofline of Williams, Waterman and Patterson 2009, "Roofline: An Insightful Visual
-Performance Model for Multicore Architectures"). Matmuls run on tensor cores at the dtype's
-peak; elementwise passes, normalisations and softmax are bound by the bytes they move.
+A :class:`ComputeModel` times each kernel of a workload (:class:`models.studies.workload.Op`):
 
-The achievable fractions are parameters with documented defaults, not fitted:
-:data:`DEFAULT_EFFICIENCY` (0.75 of the dense tensor-core peak for large GEMMs [U]: cuBLAS
-reaches 70-80 % on large bf16 GEMMs on A100 and H100 by NVIDIA's published GEMM benchmarks;
-Narayanan et al. 2021 report 52 % of peak for the whole GPT-3 training step, communication and
-bubble included) and :data:`DEFAULT_MEMORY_EFFICIENCY` (0.8 of the HBM peak for streaming
-kernels [U], the usual STREAM fraction). A measured step time can set them
-(:func:`models.studies.planner.plan`'s ``efficiency=``).
+* **matrix multiplies** on tensor cores, quantised as NVIDIA's GEMM guidance describes ("Matrix
+  Multiplication Background User's Guide" [S109]): the output is cut into thread-block tiles
+  (:data:`TILES`; a partial tile costs a whole one: *tile quantisation*), and the tiles run in
+  *waves* of one tile per SM, a partial last wave costing a whole one (*wave quantisation*);
+  each tile's output is written after its main loop (the epilogue, at the SM's share of the
+  HBM bandwidth); the tile with the least time is taken, and a product with fewer tiles than
+  SMs splits its reduction dimension (split-K); dimensions are padded to 16 bytes (Tensor Core requirements
+  [S109]: from Ampere cuBLAS uses tensor cores on any shape, best at multiples of 16 bytes;
+  before Ampere a misaligned product runs on the CUDA cores, half-precision at twice the FP32
+  rate [S102]). A full wave runs at :data:`GEMM_EFFICIENCY` of the dense peak, the achievable
+  fraction of cuBLAS on large products per generation and dtype (sourced there). The backward
+  pass is the two transposed products (input and weight gradients), each quantised.
+* **memory-bound passes** (norms, bias, activation, dropout, residual adds, softmax, loss) by
+  the bytes each kernel moves at :data:`DEFAULT_MEMORY_EFFICIENCY` of the HBM bandwidth, and
+  at least :data:`KERNEL_FLOOR` per kernel launched (short kernels launched one by one cost
+  their launch [S113]); the software stack
+  (:data:`models.studies.workload.SOFTWARE`) decides how many kernels there are.
+* **flash attention** as one kernel at :data:`ATTENTION_EFFICIENCY` of the peak, executing half
+  the score matrix when causal, its backward recomputing the scores (2.5 times the forward).
+
+Nothing here is fitted to published training throughputs; :func:`models.studies.planner.calibrate_plan`
+fits one time scale to a step the user measured.
 
 Examples
 --------
->>> generation_of("Tesla V100-SXM2-16GB").name
+>>> gpu_of("Tesla V100-SXM2-16GB").generation
 'V100'
 >>> GENERATIONS["H100"].peak_flops("bf16") / 1e12
 989.5
->>> op_time(Op("x", "matmul", 1e12, 1e6), GENERATIONS["A100"], "bf16", efficiency=1.0)
-0.003205128205128205
+>>> gpu_of("NVIDIA A100-SXM4-40GB").memory_bandwidth / 1e9
+1555.0
+>>> m = compute_model("A100", "bf16", efficiency=1.0)
+>>> round(m.gemm_time(8192, 8192, 8192) * 1e3, 3)  # 2 x 8192^3 / 312 TFLOP/s = 3.524: 19 waves, epilogues
+3.613
 """
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 
 from topo.errors import DgxTopoError
-from topo.specs import GPUS
+from topo.specs import GPUS, GpuSpec
 from topo.units import GB, GiB
 
-from .workload import DTYPES, Op, dtype_bytes
+from .workload import DTYPES, SOFTWARE, Op, Software, dtype_bytes, software as as_software
 
-__all__ = ["Generation", "GENERATIONS", "DEFAULT_EFFICIENCY", "DEFAULT_MEMORY_EFFICIENCY",
-           "UnknownGenerationError", "UnsupportedDtypeError", "generation_of", "generation",
-           "op_time", "op_roofline", "gpu_memory", "OpTime", "format_generations"]
-
-#: Achievable fraction of the dense tensor-core (or FP32) peak on large matmuls [U] (see the
-#: module docstring; a default, not fitted).
-DEFAULT_EFFICIENCY = 0.75
-#: Achievable fraction of the HBM peak on streaming kernels [U] (a default, not fitted).
-DEFAULT_MEMORY_EFFICIENCY = 0.8
+__all__ = ["Gpu", "Generation", "GENERATIONS", "GEMM_EFFICIENCY", "ATTENTION_EFFICIENCY",
+           "DEFAULT_MEMORY_EFFICIENCY", "KERNEL_FLOOR", "TILES", "ComputeModel", "OpTime",
+           "UnknownGenerationError", "UnsupportedDtypeError", "gpu_of", "generation_of",
+           "generation", "gpu_memory", "compute_model", "default_software", "format_generations"]
 
 TF = 1e12
+
+#: Thread-block tiles (rows x columns of the output) a product may use, with the fraction of
+#: a full SM's rate each reaches: the large tiles cuBLAS picks for training-size products run
+#: the SM at full rate [S109]; a smaller tile loads its operands ``(rows + columns) / (rows x
+#: columns)`` times more often per FLOP and is taken to reach the rate in proportion to its
+#: reuse against a 128 x 128 tile [U]. One tile per SM per wave [S109].
+TILES = ((256, 128, 1.0), (128, 256, 1.0), (128, 128, 1.0), (128, 64, 2 / 3), (64, 128, 2 / 3),
+         (64, 64, 0.5))
+# Split-K: a product with fewer output tiles than SMs splits its reduction dimension over up
+# to this many thread blocks and sums the fp32 partial products in a second pass (as cuBLAS and
+# CUTLASS do for such shapes [U]).
+_MAX_SPLIT = 32
+
+#: Achievable fraction of the dense peak on large matrix multiplies, by generation and dtype.
+#: A100 and H100 16-bit: the "Maximum Achievable Matmul FLOPS" of cuBLAS measured over a sweep
+#: of shapes, 86.9 % and 80.3 % [S110] (H100 below A100: the 700 W part throttles its clock under
+#: tensor load). V100 16-bit: 83 TFLOPS from cuBLAS mixed precision [S111] of the 112 TFLOPS
+#: of the part measured [U: PCIe or SXM2 not retrieved]. FP32 (SGEMM on the CUDA cores) 0.9 and
+#: TF32 as 16-bit, fp8 0.7, H200 as H100, P100 and B200 are [U] (no measurement retrieved).
+GEMM_EFFICIENCY: dict[str, dict[str, float]] = {
+    "P100": {"fp32": 0.90, "fp16": 0.85},
+    "V100": {"fp32": 0.90, "fp16": 0.74},
+    "A100": {"fp32": 0.90, "tf32": 0.87, "fp16": 0.87, "bf16": 0.87},
+    "H100": {"fp32": 0.90, "tf32": 0.80, "fp16": 0.80, "bf16": 0.80, "fp8": 0.70},
+    "H200": {"fp32": 0.90, "tf32": 0.80, "fp16": 0.80, "bf16": 0.80, "fp8": 0.70},
+    "B200": {"fp32": 0.90, "tf32": 0.75, "fp16": 0.75, "bf16": 0.75, "fp8": 0.70},
+}
+#: Fraction of the dense peak a flash-attention kernel reaches, forward and backward:
+#: FlashAttention-2 reaches 50-73 % on A100 [S112], taken as 0.6; H100, H200 and B200 as A100
+#: [U] (FlashAttention-2 reaches about 35 % on H100, FlashAttention-3 and cuDNN's fused attention
+#: more). None before Ampere: FlashAttention-2 needs Ampere or newer [S112].
+ATTENTION_EFFICIENCY: dict[str, float] = {"A100": 0.6, "H100": 0.6, "H200": 0.6, "B200": 0.6}
+#: Achievable fraction of the HBM peak on streaming kernels [U] (the usual STREAM fraction;
+#: a default, not fitted).
+DEFAULT_MEMORY_EFFICIENCY = 0.8
+#: Least time of one kernel launched on its own: back-to-back short kernels cost about 3.8 us
+#: each when launched one by one (NVIDIA Developer Blog, "Getting Started with CUDA Graphs"
+#: [S113]). [s]
+KERNEL_FLOOR = 3.8e-6
+
+#: The representative part of each generation (its SXM part with the most memory, as NVIDIA's
+#: datasheets quote first).
+_REPRESENTATIVE = {"P100": "P100", "V100": "V100-SXM2", "A100": "A100-SXM4-80GB",
+                   "H100": "H100-SXM5-80GB", "H200": "H200", "B200": "B200"}
 
 
 class UnknownGenerationError(DgxTopoError):
@@ -58,37 +113,52 @@ class UnknownGenerationError(DgxTopoError):
 
 
 class UnsupportedDtypeError(DgxTopoError):
-    """A dtype the GPU has no arithmetic for (bf16 before Ampere, fp8 before Hopper)."""
+    """A dtype the GPU has no arithmetic for (bf16 and tf32 before Ampere, fp8 before Hopper)."""
 
 
 @dataclass(frozen=True, slots=True)
-class Generation:
-    """One GPU generation (its SXM part).
+class Gpu:
+    """The compute facts of one GPU part, read from :data:`topo.specs.GPUS`.
 
     Attributes
     ----------
     name : str
-        ``"V100"``.
-    match : tuple of str
-        Substrings of nvidia-smi model names of this generation.
-    peak : dict
-        Dense peak per dtype (tensor cores where the dtype has them; fp32 on the FP32 units).
-        [FLOP/s]
-    memory_bandwidth : float
-        HBM peak. [B/s]
+        The part's key in :data:`topo.specs.GPUS` (``"A100-SXM4-40GB"``), or the generation
+        for :data:`GENERATIONS` entries.
+    generation : str
+        ``"A100"``: selects :data:`GEMM_EFFICIENCY` and :data:`ATTENTION_EFFICIENCY`.
+    spec : topo.specs.GpuSpec
     memory : int
-        Device memory of the part the datasheet quotes first. [bytes]
-    source : str
-    uncertain : str
+        Device memory. [bytes]
     """
 
     name: str
-    match: tuple
-    peak: dict = field(repr=False)
-    memory_bandwidth: float
-    memory: int
-    source: str = field(repr=False, default="")
-    uncertain: str = field(repr=False, default="")
+    generation: str
+    spec: GpuSpec = field(repr=False)
+    memory: int = field(repr=False, default=0)
+
+    @property
+    def peak(self) -> dict:
+        """Dense peak per dtype. [FLOP/s]"""
+        return self.spec.peaks
+
+    @property
+    def memory_bandwidth(self) -> float:
+        """HBM peak. [B/s]"""
+        return self.spec.memory_bandwidth
+
+    @property
+    def sm_count(self) -> int:
+        return self.spec.sm_count
+
+    @property
+    def nvlink_bandwidth(self) -> float:
+        """NVLink of one GPU, per direction. [B/s]"""
+        return self.spec.nvlink_bandwidth
+
+    @property
+    def source(self) -> str:
+        return self.spec.source
 
     def supports(self, dtype: str) -> bool:
         """Whether the GPU has arithmetic for this dtype."""
@@ -103,7 +173,7 @@ class Generation:
         """
         dtype_bytes(dtype)
         if dtype not in self.peak:
-            raise UnsupportedDtypeError(f"{self.name} has no {dtype} arithmetic: expected one of "
+            raise UnsupportedDtypeError(f"{self.generation} has no {dtype} arithmetic: expected one of "
                                         f"{', '.join(self.peak)}")
         return self.peak[dtype]
 
@@ -112,45 +182,29 @@ class Generation:
         return self.peak_flops(dtype) / self.memory_bandwidth
 
 
-#: GPU generations by name, oldest first. Dense figures of the SXM parts.
-GENERATIONS: dict[str, Generation] = {g.name: g for g in (
-    Generation("P100", ("P100",), {"fp32": 10.6 * TF, "fp16": 21.2 * TF}, 732 * GB, 16 * GiB,
-               "NVIDIA Tesla P100 datasheet (SXM2: 10.6 TFLOPS FP32, 21.2 TFLOPS FP16, 732 GB/s "
-               "CoWoS HBM2)"),
-    Generation("V100", ("V100",), {"fp32": 15.7 * TF, "fp16": 125 * TF}, 900 * GB, 16 * GiB,
-               "NVIDIA Tesla V100 GPU datasheet (SXM2: 15.7 TFLOPS FP32, 125 TFLOPS tensor, "
-               "900 GB/s HBM2, 16/32 GB)"),
-    Generation("A100", ("A100",), {"fp32": 19.5 * TF, "fp16": 312 * TF, "bf16": 312 * TF}, 2039 * GB,
-               80 * GiB,
-               "NVIDIA A100 Tensor Core GPU datasheet (SXM 80GB: 19.5 TFLOPS FP32, 312 TFLOPS "
-               "BF16/FP16 dense, 2,039 GB/s HBM2e; 40GB part 1,555 GB/s)"),
-    Generation("H100", ("H100",), {"fp32": 67 * TF, "fp16": 989.5 * TF, "bf16": 989.5 * TF,
-                                   "fp8": 1979 * TF}, 3350 * GB, 80 * GiB,
-               "NVIDIA H100 Tensor Core GPU datasheet (SXM: 67 TFLOPS FP32, 1,979 TFLOPS "
-               "BF16/FP16 and 3,958 TFLOPS FP8 with sparsity, half dense; 3.35 TB/s HBM3, 80 GB)"),
-    Generation("H200", ("H200",), {"fp32": 67 * TF, "fp16": 989.5 * TF, "bf16": 989.5 * TF,
-                                   "fp8": 1979 * TF}, 4800 * GB, 141 * GB,
-               "NVIDIA H200 Tensor Core GPU datasheet (SXM: H100's compute, 141 GB HBM3e at "
-               "4.8 TB/s)"),
-    Generation("B200", ("B200",), {"fp32": 80 * TF, "fp16": 2250 * TF, "bf16": 2250 * TF,
-                                   "fp8": 4500 * TF}, 8000 * GB, 180 * GB,
-               "NVIDIA DGX B200 datasheet (8 GPUs: 72 PFLOPS FP8 training, 1,440 GB HBM3e, 64 TB/s; "
-               "per GPU 4.5 PFLOPS FP8 and 2.25 PFLOPS FP16/BF16 dense, 180 GB, 8 TB/s)",
-               "fp32 80 TFLOPS [U] (not in the DGX datasheet); per-GPU figures derived from the "
-               "8-GPU system [D]"),
-)}
+#: 0.2's name of :class:`Gpu`.
+Generation = Gpu
+
+
+def _part(key: str, name: str | None = None) -> Gpu:
+    spec = GPUS[key]
+    return Gpu(name or key, spec.generation, spec, spec.memory)
+
+
+#: One representative part per generation, oldest first (questions asked without a fabric).
+GENERATIONS: dict[str, Gpu] = {g: _part(key, g) for g, key in _REPRESENTATIVE.items()}
 
 _GB_IN_MODEL = re.compile(r"(\d{1,4})\s*GB", re.IGNORECASE)
 
 
-def generation(name) -> Generation:
-    """The generation of a name (``"h100"``, ``"V100"``) or a :class:`Generation` (as is).
+def generation(name) -> Gpu:
+    """The representative part of a generation name (``"h100"``), or a :class:`Gpu` as is.
 
     Raises
     ------
     UnknownGenerationError
     """
-    if isinstance(name, Generation):
+    if isinstance(name, Gpu):
         return name
     key = str(name).strip().upper()
     if key in GENERATIONS:
@@ -159,84 +213,269 @@ def generation(name) -> Generation:
                                  f"{', '.join(GENERATIONS)}")
 
 
-def generation_of(model: str) -> Generation:
-    """The generation of an nvidia-smi model string (``"Tesla V100-SXM2-16GB"`` -> V100).
+def generation_of(model: str) -> Gpu:
+    """The representative part of the generation of an nvidia-smi model string.
 
     Raises
     ------
     UnknownGenerationError
     """
     text = str(model).upper()
-    for g in GENERATIONS.values():
-        if any(m in text for m in g.match):
+    for name, g in GENERATIONS.items():
+        if name in text:
             return g
     raise UnknownGenerationError(f"GPU model {str(model)[:60]!r} matches no generation: expected a "
                                  f"name containing one of {', '.join(GENERATIONS)}")
 
 
-def gpu_memory(model: str) -> int:
-    """Device memory of a GPU model string. [bytes]
+def gpu_of(model: str) -> Gpu:
+    """The part of a fabric GPU's ``model`` string.
 
-    The catalogue entry of :data:`topo.GPUS` with that model when there is one, else the
-    ``NNGB`` of the name (NVIDIA's "GB" of HBM are GiB: a "16GB" V100 holds 16 GiB), else the
-    generation's datasheet figure.
+    The catalogue entry of :data:`topo.specs.GPUS` with that model when there is one (HBM,
+    peaks and memory of that exact part), else the generation's representative part with the
+    memory the name states (``NNGB``: NVIDIA's "GB" of HBM are GiB, a "16GB" V100 holds 16 GiB).
+
+    Raises
+    ------
+    UnknownGenerationError
     """
-    for spec in GPUS.values():
+    for key, spec in GPUS.items():
         if spec.model == model:
-            return spec.memory
+            return _part(key)
+    g = generation_of(model)
     found = _GB_IN_MODEL.search(str(model))
     if found and int(found.group(1)) > 0:
-        return int(found.group(1)) * GiB
-    return generation_of(model).memory
+        return Gpu(str(model), g.generation, g.spec, int(found.group(1)) * GiB)
+    return g
+
+
+def gpu_memory(model: str) -> int:
+    """Device memory of a GPU model string (:func:`gpu_of`). [bytes]"""
+    return gpu_of(model).memory
+
+
+def default_software(w, gpu: Gpu) -> Software:
+    """The stack a workload is run with by default: ``flash`` when the model is trained with
+    flash attention and the GPU has it (Ampere or newer [S112]), else ``fused``."""
+    flash = getattr(w, "flash_attention", False) and gpu.generation in ATTENTION_EFFICIENCY
+    return SOFTWARE["flash" if flash else "fused"]
 
 
 @dataclass(frozen=True, slots=True)
 class OpTime:
-    """One operation on the roofline.
+    """One kernel (or batched product) of a pass, timed.
 
     Attributes
     ----------
     op : Op
-    time : float
+    forward, backward : float
         [s]
     bound : str
-        ``"compute"`` or ``"memory"``.
+        What limits the forward: ``"compute"`` (tensor or FP32 units), ``"memory"`` (HBM) or
+        ``"launch"`` (:data:`KERNEL_FLOOR`).
+    ideal : float
+        The forward at the achievable fraction with no quantisation. [s]
     """
 
     op: Op
-    time: float
+    forward: float
+    backward: float
     bound: str
+    ideal: float = 0.0
 
 
-def op_time(op: Op, gpu: Generation, dtype: str, *, efficiency: float = DEFAULT_EFFICIENCY,
-            memory_efficiency: float = DEFAULT_MEMORY_EFFICIENCY) -> float:
-    """Roofline time of one operation. [s]
+def _fraction(name, value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
+        raise DgxTopoError(f"{name} must be a fraction in (0, 1], received {value!r}")
+    return float(value)
+
+
+@dataclass(frozen=True, slots=True)
+class ComputeModel:
+    """Times the kernels of a workload on one GPU (module docstring).
+
+    Attributes
+    ----------
+    gpu : Gpu
+    dtype : str
+        The matmul dtype.
+    stack : Software
+        Which passes are separate kernels (:data:`models.studies.workload.SOFTWARE`).
+    gemm_efficiency : float
+        Fraction of the dense peak a full wave of a product reaches.
+    attention_efficiency : float
+        Fraction of the dense peak of a flash-attention kernel (0 when the GPU has none).
+    memory_efficiency : float
+        Fraction of the HBM bandwidth of a streaming kernel.
+    kernel_floor : float
+        Least time of one kernel. [s]
+    scale : float
+        Calibrated multiplier on every kernel's time (1: the model from hardware facts).
+    """
+
+    gpu: Gpu
+    dtype: str
+    stack: Software
+    gemm_efficiency: float
+    attention_efficiency: float
+    memory_efficiency: float
+    kernel_floor: float = KERNEL_FLOOR
+    scale: float = 1.0
+
+    @property
+    def peak(self) -> float:
+        """Dense peak of the dtype. [FLOP/s]"""
+        return self.gpu.peak_flops(self.dtype)
+
+    @property
+    def tensor_cores(self) -> bool:
+        """Products run on tensor cores (Volta and later, any dtype but fp32)."""
+        return self.dtype != "fp32" and self.gpu.spec.compute_capability >= 70
+
+    def _hbm(self, nbytes: float) -> float:
+        return nbytes / (self.gpu.memory_bandwidth * self.memory_efficiency)
+
+    def gemm_time(self, m: int, n: int, k: int, batch: int = 1, nbytes: float = 0.0) -> float:
+        """Time of ``batch`` products ``(m x k) @ (k x n)``, tile- and wave-quantised. [s]
+
+        Parameters
+        ----------
+        m, n, k : int
+        batch : int
+        nbytes : float
+            Bytes the product moves (its memory roofline). [bytes]
+        """
+        if m <= 0 or n <= 0 or k <= 0:
+            return 0.0
+        align = max(1, 16 // dtype_bytes(self.dtype))
+        rate = self.peak * self.gemm_efficiency
+        if self.tensor_cores and self.gpu.spec.compute_capability < 80 and (m % align or n % align or k % align):
+            # Before Ampere a misaligned product leaves the tensor cores: half precision on the
+            # CUDA cores runs at twice the FP32 rate [S102] [S109].
+            rate = 2 * self.gpu.peak_flops("fp32") * self.gemm_efficiency
+        elif self.tensor_cores:
+            m, n, k = (-(-x // align) * align for x in (m, n, k))
+        sms = self.gpu.sm_count
+        per_sm = rate / sms
+        # Each SM writes its output tile after the tile's main loop (the epilogue), at its share
+        # of the HBM bandwidth, in 16-bit (32-bit for fp32 and tf32).
+        out = 4 if dtype_bytes(self.dtype) == 4 else 2
+        per_sm_hbm = self.gpu.memory_bandwidth * self.memory_efficiency / sms
+        best = math.inf
+        for rows, cols, reach in TILES:
+            tiles = batch * -(-m // rows) * -(-n // cols)
+            split = 1
+            while split < _MAX_SPLIT and tiles * split * 2 <= sms and k // (split * 2) >= cols:
+                split *= 2
+            waves = -(-tiles * split // sms)
+            time = waves * (2.0 * rows * cols * -(-k // split) / (per_sm * reach)
+                            + rows * cols * out / per_sm_hbm)
+            if split > 1:  # the partial products, fp32, written and summed
+                time += self._hbm(4.0 * 2 * split * batch * m * n)
+            best = min(best, time)
+        return self.scale * max(best, self._hbm(nbytes), self.kernel_floor)
+
+    def _op_ideal(self, op: Op) -> float:
+        if op.kind == "matmul":
+            return op.flops / (self.peak * self.gemm_efficiency)
+        if op.kind == "attention":
+            return op.flops * op.executed / (self.peak * self.attention_efficiency)
+        return self._hbm(op.nbytes)
+
+    def time(self, op: Op) -> OpTime:
+        """The forward and backward time of one op.
+
+        Raises
+        ------
+        DgxTopoError
+            For a flash-attention op on a GPU without it.
+        """
+        if op.kind == "matmul":
+            forward = self.gemm_time(op.m, op.n, op.k, op.batch, op.nbytes)
+            if op.m and op.n and op.k:
+                # Input gradient (m x n)(n x k) and weight gradient (k x m)(m x n).
+                backward = (self.gemm_time(op.m, op.k, op.n, op.batch, op.nbytes)
+                            + self.gemm_time(op.k, op.n, op.m, op.batch, op.nbytes))
+            else:
+                forward = self.scale * max(self._op_ideal(op), self._hbm(op.nbytes), self.kernel_floor)
+                backward = 2 * forward
+            ideal = self.scale * self._op_ideal(op)
+            bound = "compute" if ideal >= self.scale * self._hbm(op.nbytes) else "memory"
+            return OpTime(op, forward, backward, "launch" if forward <= self.scale * self.kernel_floor
+                          else bound, ideal)
+        if op.kind == "attention":
+            if not self.attention_efficiency:
+                raise DgxTopoError(f"{self.gpu.generation} has no flash-attention kernel (FlashAttention-2 "
+                                   "needs Ampere or newer): expected software 'fused' or 'eager'")
+            compute = op.flops * op.executed / (self.peak * self.attention_efficiency)
+            memory = self._hbm(op.nbytes)
+            forward = self.scale * max(compute, memory, self.kernel_floor)
+            backward = self.scale * max(compute * op.backward, memory * op.backward, self.kernel_floor)
+            return OpTime(op, forward, backward, "compute" if compute >= memory else "memory",
+                          self.scale * compute)
+        memory = self._hbm(op.nbytes)
+        floor = op.kernels * self.kernel_floor
+        forward = self.scale * max(memory, floor)
+        backward = self.scale * max(memory * op.backward, floor)
+        return OpTime(op, forward, backward, "memory" if memory >= floor else "launch", self.scale * memory)
+
+    def times(self, ops) -> tuple:
+        """:meth:`time` of each op."""
+        return tuple(self.time(op) for op in ops)
+
+    def describe(self) -> str:
+        """One line: the GPU, dtype, stack and the fractions in use."""
+        attention = (f", flash attention {self.attention_efficiency:.0%}" if self.stack.flash_attention
+                     else "")
+        scale = f", calibrated time x{self.scale:.3f}" if self.scale != 1 else ""
+        return (f"{self.gpu.name} {self.dtype} ({self.gpu.generation}, {self.peak / TF:,.1f} TFLOP/s dense, "
+                f"{self.gpu.memory_bandwidth / GB:,.0f} GB/s HBM), {self.stack.name} kernels: GEMM "
+                f"{self.gemm_efficiency:.0%} of peak{attention}, HBM {self.memory_efficiency:.0%}{scale}")
+
+
+def compute_model(gpu, dtype: str, *, stack=None, workload=None, efficiency=None,
+                  attention_efficiency=None, memory_efficiency=None, scale: float = 1.0) -> ComputeModel:
+    """The compute model of a GPU part (or generation name) for a dtype.
 
     Parameters
     ----------
-    op : Op
-    gpu : Generation
+    gpu : Gpu or str
+        A part (:func:`gpu_of`) or a generation name.
     dtype : str
-        The matmul dtype (``fp8`` runs the matmuls at the FP8 peak).
-    efficiency, memory_efficiency : float
-        Achievable fractions of the FLOP and byte peaks, in (0, 1].
+    stack : str or Software, optional
+        Default: :func:`default_software` of ``workload`` (``fused`` without one).
+    workload : optional
+        Chooses the default stack.
+    efficiency, attention_efficiency, memory_efficiency : float, optional
+        Override :data:`GEMM_EFFICIENCY`, :data:`ATTENTION_EFFICIENCY`,
+        :data:`DEFAULT_MEMORY_EFFICIENCY`; fractions in (0, 1].
+    scale : float
+        Multiplier on every kernel's time (> 0).
+
+    Raises
+    ------
+    UnsupportedDtypeError, UnknownGenerationError, DgxTopoError
+        For a dtype the GPU lacks, an unknown generation, a fraction outside (0, 1], or
+        flash attention on a GPU without it.
     """
-    return op_roofline(op, gpu, dtype, efficiency=efficiency, memory_efficiency=memory_efficiency).time
-
-
-def op_roofline(op: Op, gpu: Generation, dtype: str, *, efficiency: float = DEFAULT_EFFICIENCY,
-                memory_efficiency: float = DEFAULT_MEMORY_EFFICIENCY) -> OpTime:
-    """:func:`op_time` with the binding resource."""
-    for name, value in (("efficiency", efficiency), ("memory_efficiency", memory_efficiency)):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
-            raise DgxTopoError(f"{name} must be a fraction in (0, 1], received {value!r}")
-    compute = op.flops / (gpu.peak_flops(dtype) * efficiency) if op.kind == "matmul" else 0.0
-    memory = op.nbytes / (gpu.memory_bandwidth * memory_efficiency)
-    return OpTime(op, max(compute, memory), "compute" if compute >= memory else "memory")
+    g = generation(gpu)
+    g.peak_flops(dtype)
+    sw = default_software(workload, g) if stack is None else as_software(stack)
+    if sw.flash_attention and g.generation not in ATTENTION_EFFICIENCY:
+        raise DgxTopoError(f"software 'flash' needs flash attention, which {g.generation} does not run "
+                           "(FlashAttention-2 needs Ampere or newer): expected software 'fused' or 'eager'")
+    gemm = GEMM_EFFICIENCY[g.generation][dtype] if efficiency is None else _fraction("efficiency", efficiency)
+    attention = (ATTENTION_EFFICIENCY.get(g.generation, 0.0) if attention_efficiency is None
+                 else _fraction("attention_efficiency", attention_efficiency))
+    memory = (DEFAULT_MEMORY_EFFICIENCY if memory_efficiency is None
+              else _fraction("memory_efficiency", memory_efficiency))
+    if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not 0 < scale < math.inf:
+        raise DgxTopoError(f"scale must be a positive number, received {scale!r}")
+    return ComputeModel(g, dtype, sw, gemm, attention, memory, KERNEL_FLOOR, float(scale))
 
 
 def format_generations() -> str:
-    """The table of generations: peaks per dtype, HBM, memory (for ``dgxtopo gpus``)."""
+    """The table of generations: peaks per dtype, HBM, memory."""
     dtypes = list(DTYPES)
     lines = ["generation " + " ".join(f"{d + ' TF':>9}" for d in dtypes) + "   HBM GB/s  memory GB"]
     for g in GENERATIONS.values():

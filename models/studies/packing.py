@@ -35,8 +35,8 @@ import numpy as np
 
 import topo
 from topo.errors import DgxTopoError
-from topo.units import to_GBps
 
+from ..engine.results import Moved, tidy_records
 from .relays import capacity_graph
 
 __all__ = ["PackingError", "Tree", "TreePacking", "pack_trees", "PACKED_COLLECTIVES"]
@@ -69,9 +69,12 @@ class Tree:
     rate: float
     arcs: tuple
 
-    def to_json(self) -> dict:
-        return {"root": self.root, "rate_gbps": to_GBps(self.rate),
-                "arcs": [{"from": a, "to": b, "path": [str(n) for n in path]} for a, b, path in self.arcs]}
+    to_json = Moved("models.present.json_shapes.tree_json(tree)")
+
+    def to_records(self) -> list:
+        """Tidy rows, one per arc: the tree's root and rate, the arc's GPUs and its fabric path's hops."""
+        return tidy_records({"root": self.root, "rate_Bps": self.rate, "from": [a for a, _, _ in self.arcs],
+                             "to": [b for _, b, _ in self.arcs], "hops": [len(p) - 1 for _, _, p in self.arcs]})
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,22 +109,15 @@ class TreePacking:
         """Largest load / capacity over the arcs (at most 1 for a feasible packing)."""
         return max((load / cap for _, load, cap in self.loads), default=0.0)
 
-    def describe(self) -> str:
-        lines = [f"{self.collective} packing: {len(self.trees)} trees, {to_GBps(self.rate):.2f} GB/s per "
-                 f"root, busiest link at {self.max_utilisation:.1%}"]
-        for tree in self.trees[:12]:
-            arcs = " ".join(f"{a}>{b}" for a, b, _ in tree.arcs)
-            lines.append(f"  root {tree.root:3d} {to_GBps(tree.rate):7.2f} GB/s: {arcs}")
-        if len(self.trees) > 12:
-            lines.append(f"  ... {len(self.trees) - 12} more trees")
-        return "\n".join(lines)
+    describe = Moved("models.present.explain.describe_packing(packing)")
+    to_json = Moved("models.present.json_shapes.packing_json(packing)")
 
-    def to_json(self) -> dict:
-        return {"collective": self.collective, "gpus": list(self.gpus), "relay": self.relay,
-                "rate_gbps": to_GBps(self.rate), "max_utilisation": self.max_utilisation,
-                "trees": [t.to_json() for t in self.trees],
-                "loads": [{"link": [str(u), str(v)], "load_gbps": to_GBps(load),
-                           "capacity_gbps": to_GBps(cap)} for (u, v), load, cap in self.loads]}
+    def to_records(self) -> list:
+        """Tidy rows, one per tree: its root and rate, its arcs, and the packing's per-root rate."""
+        return tidy_records({"collective": self.collective, "relay": self.relay, "rate_Bps": self.rate,
+                             "tree": list(range(len(self.trees))), "root": [t.root for t in self.trees],
+                             "tree_rate_Bps": [t.rate for t in self.trees],
+                             "arcs": [len(t.arcs) for t in self.trees]})
 
 
 def _cheapest_trees(K, members, roots, price):

@@ -2,14 +2,19 @@
 
 :func:`plan` answers "how long does one training step of this workload take on these GPUs, with
 which (tensor, pipeline, data) parallel layout and which GPUs in each group?"; :func:`search`
-ranks every layout; :func:`gpus_ranking` answers "which GPU generation suits this workload?".
+ranks every layout; :func:`calibrate_plan` fits the compute model to one step the user measured;
+:func:`gpus_ranking` answers "which GPU generation suits this workload?".
 
 The step (one global batch; Narayanan et al. 2021, "Efficient Large-Scale Language Model
-Training on GPU Clusters Using Megatron-LM", sections 2-3) on the heaviest pipeline stage:
+Training on GPU Clusters Using Megatron-LM", sections 2-3) on the heaviest pipeline stage is
+:func:`step_components`, a function of the workload, the layout, the compute model
+(:mod:`models.studies.compute`) and the communication estimates:
 
-* compute: ``m`` micro-batches (``m = global_batch / (dp x micro_batch)``), each a forward
-  and a backward (twice the forward) of the stage's layers on the roofline of
-  :mod:`models.studies.compute`, plus one forward more with full recomputation;
+* compute: ``m`` micro-batches (``m = global_batch / (dp x micro_batch)``), each a forward and
+  a backward of the stage's layers, every kernel timed by the compute model (products
+  quantised into tiles and waves, the backward as the two transposed products, memory-bound
+  passes by their bytes), plus one forward more with full recomputation (the attention core
+  with selective recomputation);
 * tensor parallel: per layer and micro-batch 2 all_reduces of ``b s h`` activations in the
   forward and 2 in the backward (2 more with recomputation) (Shoeybi et al. 2019, "Megatron-LM",
   section 3); with sequence parallelism each becomes a reduce_scatter and an all_gather of the
@@ -17,7 +22,9 @@ Training on GPU Clusters Using Megatron-LM", sections 2-3) on the heaviest pipel
 * pipeline: 1F1B; per micro-batch one send of the activations and one of their gradients
   between adjacent stages (``b s h / t`` bytes with Megatron's scatter/gather, Narayanan et al.
   2021, section 4.1), ``m + p - 1`` times, on the critical path; the bubble is ``p - 1``
-  micro-batch slots, ``(p - 1) / m`` of the ideal step;
+  micro-batch slots, ``(p - 1) / m`` of the ideal step. With ``v`` virtual stages per GPU
+  (interleaved 1F1B, Narayanan et al. 2021, section 2.2.2) the bubble shrinks to ``(p - 1) /
+  (v m)`` and the sends grow to ``v m + p - 1`` each way;
 * data parallel: after the last micro-batch, gradients all_reduced in buckets (``bucket``,
   25 MiB as PyTorch DDP's ``bucket_cap_mb``), overlapped with that micro-batch's backward up to
   the fraction ``overlap`` of it; the last bucket is always exposed. ZeRO 1/2 (Rajbhandari et
@@ -39,17 +46,24 @@ on a grid of sizes and a size in between takes the best of the (latency, bandwid
 selected on the grid, which is NCCL's own selection whenever each candidate that wins somewhere
 wins at a grid point.
 
+Throughput is reported in both FLOP conventions: *model* FLOPs (no recomputation; MFU) and
+*hardware* FLOPs (with what recomputation runs again; Megatron's published TFLOP/s and HFU),
+:meth:`models.studies.workload.Transformer.training_flops_per_token`.
+
 Memory per GPU (heaviest stage): weights, gradients and optimizer state (mixed-precision Adam:
-2 + 2 + 12 = 16 bytes per parameter; fp32: 4 + 4 + 8) sharded by ZeRO stage, activations of
-the micro-batches in flight (1F1B keeps ``p`` on the first stage; Korthikanti et al. 2022 per
-layer, :meth:`models.studies.workload.Transformer.activation_bytes`) and the fp32 logits of the last
+2 + 2 + 12 = 16 bytes per parameter; fp32 and tf32: 4 + 4 + 8) sharded by ZeRO stage,
+activations of the micro-batches in flight (1F1B keeps ``p`` on the first stage, times ``1 +
+(p - 1) / (p v)`` when interleaved, Korthikanti et al. 2022, section 4.2.3; per layer
+:meth:`models.studies.workload.Transformer.activation_bytes`) and the fp32 logits of the last
 stage. A layout that does not fit is a result with the numbers (``fits`` False), not an error.
 
-Placement: tensor-parallel groups stay inside a host (Megatron practice) and, within a host,
-take the partition of its GPUs whose slowest group's all_reduce is fastest (on a DGX-1 a group
-of 4 inside a cube face, not across the sockets); the groups then form data- and
-pipeline-parallel groups in either nesting order (``tp-dp-pp``, Megatron's, or ``tp-pp-dp``),
-and the faster one is kept.
+Placement: a job of fewer GPUs than the fabric takes, inside one host, the GPUs whose
+all_reduce is fastest (on a DGX-1V, 4 GPUs of one cube face), or whole hosts. Tensor-parallel
+groups stay inside a host (Megatron practice) and, within a host, take the partition of its
+GPUs whose slowest group's all_reduce is fastest (on a DGX-1 a group of 4 inside a cube face,
+not across the sockets); a tensor-parallel degree given larger than a host spans whole hosts
+(modelled, with a warning). The groups then form data- and pipeline-parallel groups in either
+nesting order (``tp-dp-pp``, Megatron's, or ``tp-pp-dp``), and the faster one is kept.
 
 Examples
 --------
@@ -57,13 +71,18 @@ Examples
 >>> p = plan("megatron-8.3b", topo.dgx2(), tp=8, pp=1, dp=2, zero=0, recompute="full", dtype="fp16")
 >>> p.fits, p.layout.tp, len(p.groups["tp"])
 (True, 8, 2)
+>>> p.hardware_tflops_per_gpu > p.model_tflops_per_gpu  # recomputation runs a forward again
+True
 """
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import itertools
 import json
 import math
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -72,15 +91,17 @@ import topo
 from topo.errors import DgxTopoError
 from topo.units import GB, GiB, MiB, to_us
 
+from ..engine.results import tidy_records
 from ..predict.collectives import Estimator
-from .compute import (DEFAULT_EFFICIENCY, DEFAULT_MEMORY_EFFICIENCY, GENERATIONS, generation,
-                      generation_of, gpu_memory, op_roofline)
-from .workload import CNN, dtype_bytes, tp_constraint, workload as as_workload
+from .compute import GENERATIONS, Gpu, compute_model, generation, gpu_of
+from .workload import CNN, activation_bytes_per_element, dtype_bytes, software as as_software, \
+    tp_constraint, workload as as_workload
 
-__all__ = ["PlanError", "Layout", "Memory", "Component", "Plan", "Search", "GpuRank",
-           "plan", "search", "memory", "gpus_ranking", "format_plan", "format_search",
-           "format_gpus_ranking", "ORDERS", "RECOMPUTE", "DEFAULT_BUCKET", "DEFAULT_OVERLAP",
-           "OPTIMIZER_PASS_BYTES"]
+__all__ = ["PlanError", "Layout", "Memory", "Component", "Plan", "Search", "GpuRank", "Calibration",
+           "plan", "search", "calibrate_plan", "memory", "step_components", "gpus_ranking", "parse_measured",
+           "format_plan", "format_search", "format_gpus_ranking", "format_calibration", "ORDERS",
+           "RECOMPUTE", "DEFAULT_BUCKET", "DEFAULT_OVERLAP", "OPTIMIZER_PASS_BYTES",
+           "MEASURED_GRAMMAR", "CROSS_HOST_TP_WARNING"]
 
 #: Nesting orders of the data- and pipeline-parallel groups over the tensor-parallel groups.
 ORDERS = ("tp-dp-pp", "tp-pp-dp")
@@ -95,11 +116,21 @@ DEFAULT_OVERLAP = 1.0
 #: Bytes the mixed-precision Adam step moves per local parameter: read and write fp32 master,
 #: two fp32 moments (24), read the 16-bit gradient (2), write the 16-bit weight (2) [U].
 OPTIMIZER_PASS_BYTES = 28
+#: The grammar of a measured step (:func:`parse_measured`).
+MEASURED_GRAMMAR = ("a time per iteration (1.25s, 850ms) or TFLOP/s per GPU (150tflops: model "
+                    "FLOPs, as MFU counts them; 150tflops:hardware: with recomputation, as Megatron "
+                    "publishes them)")
+#: The warning of a plan whose tensor-parallel groups span hosts.
+CROSS_HOST_TP_WARNING = ("tensor parallelism across hosts: every layer's activations cross the network "
+                         "twice per pass, which is rarely wise (modelled as asked)")
 
 # Sizes on which each group shape is estimated once (1 KiB to 64 GiB, x4 apart).
 _GRID = np.array([2.0 ** k for k in range(10, 37, 2)])
 # Above this many partitions of a host's GPUs, candidate partitions replace exhaustive search.
 _MAX_PARTITIONS = 10000
+# The size whose all_reduce ranks the GPU sets of a job smaller than a host: large enough to
+# be bandwidth-bound, so the best-connected GPUs win. [bytes]
+_PLACEMENT_BYTES = float(GiB)
 
 
 class PlanError(DgxTopoError):
@@ -123,6 +154,8 @@ class Layout:
     sequence_parallel : bool
     order : str
         One of :data:`ORDERS`.
+    virtual_stages : int
+        Model chunks per GPU of an interleaved 1F1B pipeline (1: plain 1F1B).
     """
 
     tp: int
@@ -134,6 +167,7 @@ class Layout:
     recompute: str
     sequence_parallel: bool
     order: str
+    virtual_stages: int = 1
 
     @property
     def ngpus(self) -> int:
@@ -145,7 +179,8 @@ class Layout:
         return self.global_batch // (self.dp * self.micro_batch)
 
     def label(self) -> str:
-        return (f"tp{self.tp} pp{self.pp} dp{self.dp} zero{self.zero} mb{self.micro_batch} "
+        return (f"tp{self.tp} pp{self.pp}{f' v{self.virtual_stages}' if self.virtual_stages > 1 else ''} "
+                f"dp{self.dp} zero{self.zero} mb{self.micro_batch} "
                 f"rc={self.recompute}{' sp' if self.sequence_parallel else ''} {self.order}")
 
 
@@ -202,6 +237,44 @@ class Component:
 
 
 @dataclass(frozen=True, slots=True)
+class Calibration:
+    """A compute model fitted to one measured step.
+
+    Attributes
+    ----------
+    measured : str
+        The measurement as given (``"1.25s"``, ``"150tflops"``).
+    measured_step : float
+        The step time it means on the measured layout. [s]
+    predicted_step : float
+        The step the model from hardware facts predicts for that layout. [s]
+    scale : float
+        The fitted multiplier on every kernel's time (> 1: the GPUs compute slower than the
+        model from hardware facts).
+    default : dict
+        The fractions of the model from hardware facts: ``gemm_efficiency``,
+        ``memory_efficiency`` and, with flash attention, ``attention_efficiency``.
+    fitted : dict
+        The same fractions divided by ``scale`` (what the measurement implies).
+    layout : str
+        The measured layout's label.
+    """
+
+    measured: str
+    measured_step: float
+    predicted_step: float
+    scale: float
+    default: dict
+    fitted: dict
+    layout: str
+
+    def to_dict(self) -> dict:
+        return {"measured": self.measured, "measured_step_s": self.measured_step,
+                "predicted_step_s": self.predicted_step, "compute_scale": self.scale,
+                "default": dict(self.default), "fitted": dict(self.fitted), "layout": self.layout}
+
+
+@dataclass(frozen=True, slots=True)
 class Plan:
     """One evaluated layout.
 
@@ -227,6 +300,15 @@ class Plan:
     peak : float
         The dtype's dense peak of one GPU. [FLOP/s]
     tokens_per_sample : int
+    hardware_flops : float
+        Hardware FLOPs of one step: model FLOPs plus what recomputation runs again. [FLOP]
+    compute : str
+        The compute model in one line (GPU part, dtype, software stack, fractions).
+    software : str
+        The software stack's name.
+    warnings : tuple of str
+    calibration : Calibration or None
+        The fit the compute model carries, when calibrated.
     """
 
     workload: str
@@ -243,6 +325,11 @@ class Plan:
     model_flops: float = 0.0
     peak: float = 0.0
     tokens_per_sample: int = 1
+    hardware_flops: float = 0.0
+    compute: str = ""
+    software: str = ""
+    warnings: tuple = ()
+    calibration: Calibration | None = field(repr=False, default=None)
 
     @property
     def samples_per_s(self) -> float:
@@ -254,14 +341,25 @@ class Plan:
         return self.samples_per_s * self.tokens_per_sample
 
     @property
-    def tflops_per_gpu(self) -> float:
-        """Model FLOPs per second per GPU, in TFLOP/s (display unit, as frameworks log it)."""
+    def model_tflops_per_gpu(self) -> float:
+        """Model FLOPs per second per GPU (no recomputation), in TFLOP/s (display unit)."""
         return self.model_flops / self.step_time / self.layout.ngpus / 1e12 if self.fits else 0.0
+
+    @property
+    def hardware_tflops_per_gpu(self) -> float:
+        """Hardware FLOPs per second per GPU (recomputation included, Megatron's convention),
+        in TFLOP/s (display unit)."""
+        return self.hardware_flops / self.step_time / self.layout.ngpus / 1e12 if self.fits else 0.0
 
     @property
     def mfu(self) -> float:
         """Model FLOPs utilisation: model FLOPs / (step time x GPUs x dense peak)."""
         return self.model_flops / (self.step_time * self.layout.ngpus * self.peak) if self.fits else 0.0
+
+    @property
+    def hfu(self) -> float:
+        """Hardware FLOPs utilisation: hardware FLOPs / (step time x GPUs x dense peak)."""
+        return self.hardware_flops / (self.step_time * self.layout.ngpus * self.peak) if self.fits else 0.0
 
     def component(self, name: str) -> Component:
         for c in self.components:
@@ -281,11 +379,13 @@ class Plan:
     def to_dict(self) -> dict:
         return {
             "workload": self.workload, "fabric": self.fabric, "generation": self.generation,
-            "dtype": self.dtype, "layout": {k: getattr(self.layout, k) for k in Layout.__slots__},
+            "dtype": self.dtype, "software": self.software, "compute": self.compute,
+            "layout": {k: getattr(self.layout, k) for k in Layout.__slots__},
             "fits": self.fits, "reason": self.reason,
             "step_time_s": self.step_time if self.fits else None,
             "samples_per_s": self.samples_per_s, "tokens_per_s": self.tokens_per_s,
-            "tflops_per_gpu": self.tflops_per_gpu, "mfu": self.mfu,
+            "model_tflops_per_gpu": self.model_tflops_per_gpu,
+            "hardware_tflops_per_gpu": self.hardware_tflops_per_gpu, "mfu": self.mfu, "hfu": self.hfu,
             "memory_per_gpu_bytes": self.memory.total,
             "memory": {"parameters": self.memory.parameters, "gradients": self.memory.gradients,
                        "optimizer": self.memory.optimizer, "activations": self.memory.activations,
@@ -294,10 +394,27 @@ class Plan:
                            for c in self.components},
             "exposed_comm_s": sum(c.exposed for c in self.components if c.name.endswith("_comm")),
             "groups": {k: [list(g) for g in v] for k, v in self.groups.items()},
+            "warnings": list(self.warnings),
+            "calibration": self.calibration.to_dict() if self.calibration is not None else None,
         }
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2)
+
+    def to_records(self) -> list:
+        """Tidy rows, one per component of the step (one row with ``component`` None when the
+        layout does not fit): the layout, the step's figures and the component's time and
+        exposed part (:mod:`models.engine.results`)."""
+        components = self.components or (Component(None, None, None),)
+        return tidy_records({
+            "workload": self.workload, "fabric": self.fabric, "generation": self.generation,
+            "dtype": self.dtype, "layout": self.layout.label(), "tp": self.layout.tp, "pp": self.layout.pp,
+            "dp": self.layout.dp, "zero": self.layout.zero, "micro_batch": self.layout.micro_batch,
+            "global_batch": self.layout.global_batch, "recompute": self.layout.recompute,
+            "fits": self.fits, "step_time_s": self.step_time if self.fits else None,
+            "samples_per_s": self.samples_per_s, "mfu": self.mfu, "memory_bytes": self.memory.total,
+            "component": [c.name for c in components], "time_s": [c.time for c in components],
+            "exposed_s": [c.exposed for c in components]})
 
 
 @dataclass(frozen=True, slots=True)
@@ -324,10 +441,19 @@ class Search:
     def explain(self) -> str:
         return format_search(self)
 
-    def to_json(self) -> str:
-        return json.dumps({"best": self.best.to_dict(),
-                           "layouts": [p.to_dict() for p in self.plans],
-                           "skipped": list(self.skipped)}, indent=2)
+    def to_dict(self, top: int | None = None) -> dict:
+        """``best``, ``layouts`` (the first ``top`` when given) and ``skipped``."""
+        shown = self.plans if top is None else self.plans[:top]
+        return {"best": self.best.to_dict(), "layouts": [p.to_dict() for p in shown],
+                "skipped": list(self.skipped)}
+
+    def to_json(self, top: int | None = None) -> str:
+        return json.dumps(self.to_dict(top), indent=2)
+
+    def to_records(self) -> list:
+        """Tidy rows of every layout (:meth:`Plan.to_records`), each with its ``rank`` (1 is
+        the best)."""
+        return [{"rank": i + 1, **row} for i, p in enumerate(self.plans) for row in p.to_records()]
 
 
 # ------------------------------------------------------------------------------- fabric
@@ -484,6 +610,23 @@ def _tp_partition(fabric: _Fabric, host_ids, tp, nbytes, collective):
     return tuple(best)
 
 
+def _job_gpus(fabric: _Fabric, host_ids, n: int) -> tuple:
+    """The ``n`` GPUs of one host whose all_reduce is fastest (lowest ids on ties)."""
+    if n >= len(host_ids):
+        return tuple(host_ids)
+    if n == 1:
+        return (host_ids[0],)
+    if math.comb(len(host_ids), n) <= _MAX_PARTITIONS:
+        candidates = itertools.combinations(host_ids, n)
+    else:  # greedy: grow the set by the GPU that keeps its all_reduce fastest
+        chosen = [host_ids[0]]
+        while len(chosen) < n:
+            rest = [i for i in host_ids if i not in chosen]
+            chosen.append(min(rest, key=lambda i: (fabric.time("all_reduce", _PLACEMENT_BYTES, chosen + [i]), i)))
+        candidates = [tuple(sorted(chosen))]
+    return min(candidates, key=lambda g: (fabric.time("all_reduce", _PLACEMENT_BYTES, g), g))
+
+
 # ------------------------------------------------------------------------------- memory
 def _stage_parameters(w, pp: int):
     """(first stage, last stage) parameters of a pipeline of ``pp`` stages."""
@@ -498,7 +641,8 @@ def _stage_parameters(w, pp: int):
     return per_stage + emb, per_stage + last_head
 
 
-def memory(workload, layout: Layout, *, dtype: str = "bf16", capacity: float = 80 * GiB) -> Memory:
+def memory(workload, layout: Layout, *, dtype: str = "bf16", capacity: float = 80 * GiB,
+           flash: bool | None = None) -> Memory:
     """Memory per GPU of the heaviest pipeline stage. [bytes]
 
     Parameters
@@ -508,12 +652,22 @@ def memory(workload, layout: Layout, *, dtype: str = "bf16", capacity: float = 8
     dtype : str
     capacity : float
         Device memory to compare with. [bytes]
+    flash : bool, optional
+        Flash attention (no ``s x s`` tensor stored); default: the workload's.
+
+    Examples
+    --------
+    >>> from models.studies.workload import PRESETS
+    >>> w = PRESETS["gpt3-175b"]
+    >>> on = Layout(8, 8, 1, 1, 1, 64, "selective", True, "tp-dp-pp")
+    >>> off = dataclasses.replace(on, sequence_parallel=False)
+    >>> round(memory(w, on).activations / GiB, 1), round(memory(w, off).activations / GiB, 1)
+    (9.6, 29.2)
     """
     w = as_workload(workload)
-    dtype_bytes(dtype)
-    weight = 4 if dtype == "fp32" else 2  # fp8 recipes keep 16-bit weights and gradients
-    optimizer = 8 if dtype == "fp32" else 12  # Adam moments (+ fp32 master copy)
-    act_elem = 4 if dtype == "fp32" else 2
+    weight = activation_bytes_per_element(dtype)  # fp8 recipes keep 16-bit weights and gradients
+    optimizer = 8 if weight == 4 else 12  # Adam moments (+ fp32 master copy)
+    act_elem = weight
     tp, pp, dp, zero = layout.tp, layout.pp, layout.dp, layout.zero
     b, m = layout.micro_batch, layout.micro_batches
     worst = None
@@ -527,10 +681,14 @@ def memory(workload, layout: Layout, *, dtype: str = "bf16", capacity: float = 8
         else:
             layers = math.ceil(w.layers / pp)
             in_flight = min(pp, m) if stage == "first" else 1
+            if stage == "first" and layout.virtual_stages > 1:
+                # Interleaving keeps more micro-batches' chunks in flight (Korthikanti et al. 2022,
+                # section 4.2.3).
+                in_flight *= 1 + (pp - 1) / (pp * layout.virtual_stages)
             act = w.activation_bytes(b, tp, sequence_parallel=layout.sequence_parallel,
-                                     recompute=layout.recompute) * act_elem / 2 * layers * in_flight
+                                     recompute=layout.recompute, flash=flash) * act_elem / 2 * layers * in_flight
             if stage == "last" or pp == 1:
-                act += 4.0 * 2 * b * w.seq * w.vocab / tp  # fp32 logits and their gradient
+                act += w.logits_bytes(b, tp)  # fp32 logits and their gradient
         mem = Memory(p_bytes, g_bytes, o_bytes, act, float(capacity))
         if worst is None or mem.total > worst.total:
             worst = mem
@@ -542,179 +700,244 @@ def _divisors(n):
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
+def _fraction(name, value, *, low=0.0, closed=True):
+    ok = (not isinstance(value, bool) and isinstance(value, (int, float))
+          and (low <= value if closed else low < value) and value <= 1)
+    if not ok:
+        raise PlanError(f"{name} must be a fraction in {'[' if closed else '('}{low:g}, 1], received {value!r}")
+    return float(value)
+
+
 class _Context:
     def __init__(self, w, G, gpus, dtype, efficiency, memory_efficiency, overlap, bucket,
-                 gen, capacity, profile=None):
+                 gen, capacity, software=None, attention_efficiency=None, compute_scale=1.0, profile=None):
         self.w = w
         self.fabric = _Fabric(G, gpus, profile)
         if gen is None:
-            gens = {generation_of(m).name for m in self.fabric.models}
+            parts = {gpu_of(m) for m in self.fabric.models}
+            gens = {p.generation for p in parts}
             if len(gens) != 1:
                 raise PlanError(f"expected GPUs of one generation, received {sorted(gens)}")
-            gen = gens.pop()
-        self.gen = generation(gen)
+            # The slowest HBM of the job's parts (an A100 40 GB beside an 80 GB runs at 1,555).
+            self.gpu = min(parts, key=lambda p: (p.memory_bandwidth, p.memory))
+        else:
+            self.gpu = generation(gen)
         if dtype is None:
-            dtype = "bf16" if self.gen.supports("bf16") else "fp16"
+            dtype = "bf16" if self.gpu.supports("bf16") else "fp16"
         dtype_bytes(dtype)
-        self.gen.peak_flops(dtype)  # UnsupportedDtypeError early
         self.dtype = dtype
+        self.cm = compute_model(self.gpu, dtype, stack=software, workload=w, efficiency=efficiency,
+                                attention_efficiency=attention_efficiency,
+                                memory_efficiency=memory_efficiency, scale=compute_scale)
         if capacity is None:
-            capacity = min(gpu_memory(m) for m in self.fabric.models) if self.fabric.models[0] \
-                else self.gen.memory
+            capacity = min(gpu_of(m).memory for m in self.fabric.models) if gen is None else self.gpu.memory
         self.capacity = float(capacity)
-        self.efficiency, self.memory_efficiency = efficiency, memory_efficiency
-        for name, value in (("overlap", overlap),):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
-                raise PlanError(f"{name} must be a fraction in [0, 1], received {value!r}")
-        if isinstance(bucket, bool) or not isinstance(bucket, (int, float)) or not bucket >= 1:
+        self.overlap = _fraction("overlap", overlap)
+        if isinstance(bucket, bool) or not isinstance(bucket, (int, float)) or not 1 <= bucket < math.inf:
             raise PlanError(f"bucket must be a size >= 1 byte, received {bucket!r}")
-        self.overlap, self.bucket = float(overlap), float(bucket)
+        self.bucket = float(bucket)
         self.partitions: dict = {}
 
-    def ops_time(self, ops):
-        total = {"compute": 0.0, "memory": 0.0}
-        for op in ops:
-            r = op_roofline(op, self.gen, self.dtype, efficiency=self.efficiency,
-                            memory_efficiency=self.memory_efficiency)
-            total[r.bound] += r.time
-        return total
+    @property
+    def gen(self) -> Gpu:
+        return self.gpu
 
 
-def _bucketed(fabric, collective, nbytes, bucket, groups):
+def _bucketed(comm, collective, nbytes, bucket):
     """(total time, time of the last bucket) of ``nbytes`` sent in buckets. [s]"""
     if nbytes <= 0:
         return 0.0, 0.0
     full = int(nbytes // bucket)
     rest = nbytes - full * bucket
-    t_full = fabric.dimension_time(collective, bucket, groups) if full else 0.0
-    t_rest = fabric.dimension_time(collective, rest, groups) if rest > 0 else 0.0
+    t_full = comm(collective, bucket) if full else 0.0
+    t_rest = comm(collective, rest) if rest > 0 else 0.0
     return full * t_full + t_rest, (t_rest if rest > 0 else t_full)
 
 
-def _evaluate(ctx: _Context, layout: Layout, tp_groups=None) -> Plan:
-    w, fabric = ctx.w, ctx.fabric
-    elem = dtype_bytes(ctx.dtype)
-    act_elem = 4 if ctx.dtype == "fp32" else 2
-    tp, pp, dp = layout.tp, layout.pp, layout.dp
+def _pass(times) -> tuple:
+    """(forward, backward) of timed ops. [s]"""
+    return sum(t.forward for t in times), sum(t.backward for t in times)
+
+
+def step_components(w, layout: Layout, cm, comm, *, overlap: float = DEFAULT_OVERLAP,
+                    bucket: float = DEFAULT_BUCKET) -> tuple:
+    """The components of one step on the heaviest stage (module docstring).
+
+    A pure function of the workload, the layout, the compute model and the communication:
+    the fast first pass of a step, and what a simulator of the same step refines.
+
+    Parameters
+    ----------
+    w : workload
+    layout : Layout
+    cm : models.studies.compute.ComputeModel
+    comm : callable
+        ``comm(dimension, collective, nbytes)``: the time of one collective of ``nbytes`` on the
+        layout's ``"tp"``, ``"pp"`` or ``"dp"`` groups, all at once. [s]
+    overlap : float
+    bucket : float
+        [bytes]
+
+    Returns
+    -------
+    tuple of Component
+        ``compute``, ``tp_comm``, ``pp_comm``, ``bubble``, ``dp_comm``, ``optimizer``.
+    """
+    elem, act = dtype_bytes(cm.dtype), activation_bytes_per_element(cm.dtype)
+    tp, pp, dp, v = layout.tp, layout.pp, layout.dp, layout.virtual_stages
     b, m = layout.micro_batch, layout.micro_batches
     cnn = isinstance(w, CNN)
-    mem = memory(w, layout, dtype=ctx.dtype, capacity=ctx.capacity)
-    # ---- placement
-    tp_bytes = 0.0 if cnn else float(b * w.seq * w.hidden * act_elem)
-    tp_coll = "all_reduce"
-    if tp_groups is None:
+    if cnn:
+        layer_ops, nl = w.layer_ops(b, 1, elem, act=act), 1
+        first_ops, last_ops = (), ()
+    else:
+        layer_ops = w.layer_ops(b, tp, elem, sequence_parallel=layout.sequence_parallel, stack=cm.stack,
+                                act=act)
+        head = w.head_ops(b, tp, elem, act=act)
+        first_ops, last_ops = head[:1], head[1:]
+        nl = math.ceil(w.layers / pp)
+    layer_times = cm.times(layer_ops)
+    lf, lb = _pass(layer_times)
+    ff, fb = _pass(cm.times(first_ops))
+    hf, hb = _pass(cm.times(last_ops))
+    # The heaviest stage: the first holds the embedding, the last the head (one stage holds both).
+    ef, eb = (ff + hf, fb + hb) if pp == 1 else max((ff, fb), (hf, hb), key=sum)
+    fwd_layers = nl * lf
+    fwd = fwd_layers + ef
+    bwd = nl * lb + eb
+    if layout.recompute == "full":
+        bwd += fwd_layers
+    elif layout.recompute == "selective":
+        core = [t for t in layer_times if t.op.name in ("scores", "softmax", "context", "flash_attention")]
+        bwd += nl * _pass(core)[0]
+    products = sum(t.forward for t in layer_times if t.op.kind != "memory")
+    ideal = sum(t.ideal for t in layer_times if t.op.kind != "memory")
+    # ---- tensor parallel, per micro-batch
+    tp_bytes = 0.0 if cnn else float(b * w.seq * w.hidden * act)
+    per_layer = 6 if layout.recompute == "full" else 4
+    t_tp = 0.0
+    if tp > 1:
+        if layout.sequence_parallel:
+            one = comm("tp", "reduce_scatter", tp_bytes) + comm("tp", "all_gather", tp_bytes)
+        else:
+            one = comm("tp", "all_reduce", tp_bytes)
+        t_tp = (per_layer * nl + 2) * one  # + embedding forward and its gradient
+    # ---- pipeline
+    sends = v * m + pp - 1
+    t_pp_one = comm("pp", "sendrecv", tp_bytes / tp) if pp > 1 else 0.0
+    pp_comm = 2 * sends * t_pp_one
+    slot_time = fwd + bwd + t_tp
+    bubble = (pp - 1) / v * slot_time
+    # ---- data parallel
+    first, last = _stage_parameters(w, pp)
+    local_params = max(first, last) / tp
+    grad_bytes = local_params * act
+    dp_time = dp_exposed = 0.0
+    detail = "no data parallelism"
+    if dp > 1:
+        def dp_comm(collective, nbytes):
+            return comm("dp", collective, nbytes)
+
+        window = overlap * bwd
+        if layout.zero == 0:
+            total, last_b = _bucketed(dp_comm, "all_reduce", grad_bytes, bucket)
+            dp_time, dp_exposed = total, max(total - window, last_b)
+            detail = f"all_reduce of {grad_bytes / GB:.2f} GB in {bucket / MiB:.0f} MiB buckets"
+        elif layout.zero in (1, 2):
+            rs, last_b = _bucketed(dp_comm, "reduce_scatter", grad_bytes, bucket)
+            ag, _ = _bucketed(dp_comm, "all_gather", grad_bytes, bucket)
+            dp_time, dp_exposed = rs + ag, max(rs - window, last_b) + ag
+            detail = "reduce_scatter of gradients (overlapped) + all_gather of parameters (exposed)"
+        else:
+            ag, _ = _bucketed(dp_comm, "all_gather", grad_bytes, bucket)
+            rs, last_b = _bucketed(dp_comm, "reduce_scatter", grad_bytes, bucket)
+            fwd_hidden = overlap * fwd
+            dp_time = 2 * m * ag + rs
+            dp_exposed = m * (max(0.0, ag - fwd_hidden) + max(0.0, ag - window)) + max(rs - window, last_b)
+            detail = "all_gather of parameters per forward and backward + reduce_scatter of gradients"
+        detail += f"; overlap {overlap:.0%} of the backward"
+    # ---- optimizer
+    opt_params = local_params / (dp if layout.zero >= 1 else 1)
+    optimizer = cm.scale * opt_params * OPTIMIZER_PASS_BYTES / (cm.gpu.memory_bandwidth * cm.memory_efficiency)
+    compute = m * (fwd + bwd)
+    # What tiles, waves, split-K, epilogues and launch floors add to the products' ideal time.
+    quantised = (f"; tiles, waves and launches +{products / ideal - 1:.0%}"
+                 if ideal > 0 and products > ideal * 1.0005 else "")
+    comm_name = "reduce_scatter+all_gather" if layout.sequence_parallel else "all_reduce"
+    return (
+        Component("compute", compute, compute,
+                  f"{m} micro-batches x (forward {to_us(fwd) / 1e3:.2f} + backward {to_us(bwd) / 1e3:.2f} ms); "
+                  f"products {products / max(lf, 1e-30):.0%} of a layer's forward{quantised}"),
+        Component("tp_comm", m * t_tp, m * t_tp,
+                  f"{per_layer * nl + 2} x {comm_name} of {tp_bytes / MiB:.1f} MiB per micro-batch"
+                  if tp > 1 else "no tensor parallelism"),
+        Component("pp_comm", pp_comm, pp_comm,
+                  f"2 x {sends} sends of {tp_bytes / tp / MiB:.1f} MiB" if pp > 1 else "no pipeline"),
+        Component("bubble", bubble, bubble,
+                  f"(p-1)/{'(v m)' if v > 1 else 'm'} = {pp - 1}/{v * m if v > 1 else m} of the ideal step"),
+        Component("dp_comm", dp_time, dp_exposed, detail),
+        Component("optimizer", optimizer, optimizer,
+                  f"Adam pass over {opt_params / 1e9:.2f} B local parameters"),
+    )
+
+
+def _placement(ctx: _Context, layout: Layout, tp_groups=None) -> dict:
+    """The GPU groups of each dimension: ``{"tp", "pp", "dp"}`` -> tuples of GPU-id tuples."""
+    fabric, w = ctx.fabric, ctx.w
+    tp, pp, dp = layout.tp, layout.pp, layout.dp
+    per_host = len(fabric.hosts[0])
+    tp_bytes = 0.0 if isinstance(w, CNN) else float(
+        layout.micro_batch * w.seq * w.hidden * activation_bytes_per_element(ctx.dtype))
+    if tp_groups is not None:
+        slots = [tuple(g) for g in tp_groups]
+    elif tp > per_host:
+        ids = [i for host in fabric.hosts for i in host]  # whole hosts, host-major
+        slots = [tuple(ids[k:k + tp]) for k in range(0, len(ids), tp)]
+    else:
         slots = []
         for host_ids in fabric.hosts:
             # Hosts are identical: one partition, by position in the host, serves them all.
             key = (tp, tp_bytes, tuple(fabric.index[i] for i in host_ids))
             if key not in ctx.partitions:
-                chosen = _tp_partition(fabric, host_ids, tp, tp_bytes or 1, tp_coll)
+                chosen = _tp_partition(fabric, host_ids, tp, tp_bytes or 1, "all_reduce")
                 where = {i: k for k, i in enumerate(host_ids)}
                 ctx.partitions[key] = tuple(tuple(where[i] for i in g) for g in chosen)
             slots.extend(tuple(host_ids[k] for k in g) for g in ctx.partitions[key])
-    else:
-        slots = [tuple(g) for g in tp_groups]
     if layout.order == "tp-dp-pp":
         def slot(p, d): return slots[p * dp + d]
     else:
         def slot(p, d): return slots[d * pp + p]
     dp_groups = tuple(tuple(slot(p, d)[r] for d in range(dp)) for p in range(pp) for r in range(tp))
     pp_chains = tuple(tuple(slot(p, d)[r] for p in range(pp)) for d in range(dp) for r in range(tp))
-    groups = {"tp": tuple(tuple(s) for s in slots), "pp": pp_chains, "dp": dp_groups}
-    # ---- compute per micro-batch on the heaviest stage
-    if cnn:
-        layer_ops, head_ops, nl = w.layer_ops(b, 1, elem), (), 1
-    else:
-        layer_ops = w.layer_ops(b, tp, elem, sequence_parallel=layout.sequence_parallel)
-        head_ops = w.head_ops(b, tp, elem)
-        nl = math.ceil(w.layers / pp)
-    lt, ht = ctx.ops_time(layer_ops), ctx.ops_time(head_ops)
-    fwd_layers = nl * (lt["compute"] + lt["memory"])
-    fwd = fwd_layers + ht["compute"] + ht["memory"]
-    bwd = 2 * fwd
-    if layout.recompute == "full":
-        bwd += fwd_layers
-    elif layout.recompute == "selective":
-        sel = [op for op in layer_ops if op.name in ("attention", "softmax")]
-        st = ctx.ops_time(sel)
-        bwd += nl * (st["compute"] + st["memory"])
-    compute_bound = nl * lt["compute"] + ht["compute"]
-    # ---- tensor parallel, per micro-batch
-    per_layer = 6 if layout.recompute == "full" else 4
-    t_tp = 0.0
-    if tp > 1:
-        if layout.sequence_parallel:
-            one = (fabric.dimension_time("reduce_scatter", tp_bytes, groups["tp"])
-                   + fabric.dimension_time("all_gather", tp_bytes, groups["tp"]))
-        else:
-            one = fabric.dimension_time("all_reduce", tp_bytes, groups["tp"])
-        t_tp = (per_layer * nl + 2) * one  # + embedding forward and its gradient
-    # ---- pipeline
-    t_pp_one = 0.0
-    if pp > 1:
-        pairs = tuple((c[k], c[k + 1]) for c in pp_chains for k in range(pp - 1))
-        t_pp_one = fabric.dimension_time("sendrecv", tp_bytes / tp, pairs)
-    pp_comm = 2 * (m + pp - 1) * t_pp_one
-    slot_time = fwd + bwd + t_tp
-    bubble = (pp - 1) * slot_time
-    # ---- data parallel
-    first, last = _stage_parameters(w, pp)
-    local_params = max(first, last) / tp
-    grad_elem = 4 if ctx.dtype == "fp32" else 2
-    grad_bytes = local_params * grad_elem
-    dp_time = dp_exposed = 0.0
-    detail = ""
-    if dp > 1:
-        window = ctx.overlap * bwd
-        if layout.zero == 0:
-            total, last_b = _bucketed(fabric, "all_reduce", grad_bytes, ctx.bucket, dp_groups)
-            dp_time, dp_exposed = total, max(total - window, last_b)
-            detail = f"all_reduce of {grad_bytes / GB:.2f} GB in {ctx.bucket / MiB:.0f} MiB buckets"
-        elif layout.zero in (1, 2):
-            rs, last_b = _bucketed(fabric, "reduce_scatter", grad_bytes, ctx.bucket, dp_groups)
-            ag, _ = _bucketed(fabric, "all_gather", grad_bytes, ctx.bucket, dp_groups)
-            dp_time, dp_exposed = rs + ag, max(rs - window, last_b) + ag
-            detail = "reduce_scatter of gradients (overlapped) + all_gather of parameters (exposed)"
-        else:
-            ag, _ = _bucketed(fabric, "all_gather", grad_bytes, ctx.bucket, dp_groups)
-            rs, last_b = _bucketed(fabric, "reduce_scatter", grad_bytes, ctx.bucket, dp_groups)
-            fwd_hidden = ctx.overlap * fwd
-            dp_time = 2 * m * ag + rs
-            dp_exposed = m * (max(0.0, ag - fwd_hidden) + max(0.0, ag - window)) + max(rs - window, last_b)
-            detail = "all_gather of parameters per forward and backward + reduce_scatter of gradients"
-    # ---- optimizer
-    opt_params = local_params / (dp if layout.zero >= 1 else 1)
-    optimizer = opt_params * OPTIMIZER_PASS_BYTES / (ctx.gen.memory_bandwidth * ctx.memory_efficiency)
-    compute = m * (fwd + bwd)
-    components = (
-        Component("compute", compute, compute,
-                  f"{m} micro-batches x (forward {to_us(fwd) / 1e3:.2f} + backward {to_us(bwd) / 1e3:.2f} ms); "
-                  f"{compute_bound / max(fwd_layers + ht['compute'] + ht['memory'], 1e-30):.0%} of the "
-                  "forward is compute-bound"),
-        Component("tp_comm", m * t_tp, m * t_tp,
-                  f"{per_layer * nl + 2} x {'reduce_scatter+all_gather' if layout.sequence_parallel else 'all_reduce'}"
-                  f" of {tp_bytes / MiB:.1f} MiB per micro-batch" if tp > 1 else "no tensor parallelism"),
-        Component("pp_comm", pp_comm, pp_comm,
-                  f"2 x {m + pp - 1} sends of {tp_bytes / tp / MiB:.1f} MiB" if pp > 1 else "no pipeline"),
-        Component("bubble", bubble, bubble, f"(p-1)/m = {pp - 1}/{m} of the ideal step"),
-        Component("dp_comm", dp_time, dp_exposed,
-                  (detail + f"; overlap {ctx.overlap:.0%} of the backward") if dp > 1 else "no data parallelism"),
-        Component("optimizer", optimizer, optimizer,
-                  f"Adam pass over {opt_params / 1e9:.2f} B local parameters"),
-    )
+    return {"tp": tuple(tuple(s) for s in slots), "pp": pp_chains, "dp": dp_groups}
+
+
+def _evaluate(ctx: _Context, layout: Layout, tp_groups=None, cm=None) -> Plan:
+    w, fabric = ctx.w, ctx.fabric
+    cm = ctx.cm if cm is None else cm
+    groups = _placement(ctx, layout, tp_groups)
+    pairs = tuple((c[k], c[k + 1]) for c in groups["pp"] for k in range(layout.pp - 1))
+    dims = {"tp": groups["tp"], "dp": groups["dp"], "pp": pairs}
+
+    def comm(dimension, collective, nbytes):
+        return fabric.dimension_time(collective, nbytes, dims[dimension])
+
+    mem = memory(w, layout, dtype=ctx.dtype, capacity=ctx.capacity, flash=cm.stack.flash_attention)
+    components = step_components(w, layout, cm, comm, overlap=ctx.overlap, bucket=ctx.bucket)
     step = sum(c.exposed for c in components)
-    if cnn:
-        model_flops = w.training_flops_per_token() * layout.global_batch
-    else:
-        model_flops = w.training_flops_per_token() * w.seq * layout.global_batch
+    tokens = layout.global_batch * (1 if isinstance(w, CNN) else w.seq)
+    model_flops = w.training_flops_per_token() * tokens
+    hardware_flops = w.training_flops_per_token(layout.recompute) * tokens
     reason = "" if mem.fits else (f"out of memory: needs {mem.describe()} per GPU")
-    return Plan(w.name, fabric.name, ctx.gen.name, ctx.dtype, layout, mem.fits, reason,
+    warnings = (CROSS_HOST_TP_WARNING,) if any(len({fabric.host[i] for i in g}) > 1 for g in groups["tp"]) \
+        else ()
+    return Plan(w.name, fabric.name, ctx.gpu.generation, ctx.dtype, layout, mem.fits, reason,
                 step if mem.fits else math.inf, components, mem, groups, model_flops,
-                ctx.gen.peak_flops(ctx.dtype), w.tokens_per_sample)
+                cm.peak, w.tokens_per_sample, hardware_flops, cm.describe(), cm.stack.name, warnings)
 
 
 def _layouts(ctx, n, tp, pp, dp, zero, micro_batch, global_batch, recompute, sequence_parallel,
-             skipped):
+             virtual_stages, skipped):
     w = ctx.w
     per_host = min(len(h) for h in ctx.fabric.hosts)
     cnn = isinstance(w, CNN)
@@ -729,8 +952,9 @@ def _layouts(ctx, n, tp, pp, dp, zero, micro_batch, global_batch, recompute, seq
         if reason:
             skipped.append(f"tp{t}: {reason}")
             continue
-        if t > per_host or per_host % t:
-            skipped.append(f"tp{t}: tensor-parallel groups stay inside a host of {per_host} GPUs")
+        if per_host % t and t % per_host:
+            skipped.append(f"tp{t}: a tensor-parallel group takes part of one host of {per_host} GPUs "
+                           f"or whole hosts")
             continue
         pps = [pp] if pp is not None else [d for d in _divisors(n // t) if d <= w.layers and
                                            (not cnn or d == 1)]
@@ -748,6 +972,15 @@ def _layouts(ctx, n, tp, pp, dp, zero, micro_batch, global_batch, recompute, seq
                 skipped.append(f"tp{t} pp{p} dp{d}: global batch {global_batch} is not a multiple of "
                                f"dp x micro-batch = {d * micro_batch}")
                 continue
+            v = virtual_stages
+            if v > 1:
+                m = global_batch // (d * micro_batch)
+                why = ("interleaving needs a pipeline (pp > 1)" if p == 1 else
+                       f"{w.layers} layers do not split into pp x v = {p * v} chunks" if w.layers % (p * v) else
+                       f"{m} micro-batches are not a multiple of pp = {p}" if m % p else "")
+                if why:
+                    skipped.append(f"tp{t} pp{p} v{v} dp{d}: {why}")
+                    continue
             orders = ORDERS if (p > 1 and d > 1) else ORDERS[:1]
             for z in zeros:
                 if d == 1 and z > 0 and zero is None:
@@ -755,7 +988,7 @@ def _layouts(ctx, n, tp, pp, dp, zero, micro_batch, global_batch, recompute, seq
                 for rc in recomputes:
                     sp = (t > 1) if sequence_parallel is None else bool(sequence_parallel and t > 1)
                     for order in orders:
-                        yield Layout(t, p, d, z, micro_batch, global_batch, rc, sp, order)
+                        yield Layout(t, p, d, z, micro_batch, global_batch, rc, sp, order, v)
 
 
 def _check_int(name, value, low=1):
@@ -765,81 +998,50 @@ def _check_int(name, value, low=1):
         raise PlanError(f"{name} must be a whole number >= {low}, received {value!r}")
 
 
-def search(workload, G, *, tp=None, pp=None, dp=None, zero=None, micro_batch=1, global_batch=None,
-           dtype=None, recompute=None, sequence_parallel=None, overlap=DEFAULT_OVERLAP,
-           bucket=DEFAULT_BUCKET, efficiency=DEFAULT_EFFICIENCY,
-           memory_efficiency=DEFAULT_MEMORY_EFFICIENCY, gpus=None, generation=None,
-           memory_capacity=None, tp_groups=None, profile=None) -> Search:
-    """Evaluate every layout of the job's GPUs and rank them (fitting first, by step time).
-
-    Parameters
-    ----------
-    workload : str or workload
-        A preset name, a spec text (:func:`models.studies.workload.parse_workload`) or a workload.
-    G : networkx.DiGraph
-        The fabric.
-    tp, pp, dp : int, optional
-        Fix a degree; the others are searched. ``tp x pp x dp`` GPUs are used (all of ``gpus``
-        when no degree fixes the count).
-    zero : int, optional
-        ZeRO stage 0-3 (all searched when omitted).
-    micro_batch : int
-    global_batch : int, optional
-        [samples] (the workload's published batch by default).
-    dtype : str, optional
-        ``bf16`` where the GPU has it, else ``fp16``.
-    recompute : str, optional
-        One of :data:`RECOMPUTE` (``none`` and ``full`` searched when omitted).
-    sequence_parallel : bool, optional
-        Default: on whenever ``tp > 1``.
-    overlap : float
-        Fraction of a backward (forward) that can hide data-parallel communication, in [0, 1].
-    bucket : float
-        Gradient bucket. [bytes]
-    efficiency, memory_efficiency : float
-        Achievable fractions of the peaks (:mod:`models.studies.compute`).
-    gpus : GPU ids, optional
-        The GPUs the job may use (all by default).
-    generation : str, optional
-        Force a GPU generation (what-if), instead of the fabric's.
-    memory_capacity : float, optional
-        Device memory per GPU (what-if) [bytes], instead of the fabric GPUs'.
-    tp_groups : sequence of GPU-id tuples, optional
-        Force the tensor-parallel groups (all of them, host-major order).
-    profile : str or NcclProfile, optional
-        The NCCL release whose collectives the plan times (``"2.12"``; default: the reference
-        version, :data:`models.engine.nccl.DEFAULT_VERSION`).
-
-    Raises
-    ------
-    PlanError, models.studies.workload.WorkloadError, models.studies.compute.UnsupportedDtypeError,
-    topo.GpuSelectionError, models.engine.nccl.UnknownNcclVersionError
-    """
+def _prepare(workload, G, *, tp, pp, dp, zero, micro_batch, global_batch, dtype, recompute, overlap, bucket,
+             efficiency, memory_efficiency, gpus, generation, memory_capacity, tp_groups, software,
+             attention_efficiency, compute_scale, virtual_stages, sequence_parallel,
+             profile=None):
+    """The context of a search and the job's GPU count and global batch."""
     w = as_workload(workload)
     for name, value in (("tp", tp), ("pp", pp), ("dp", dp), ("micro_batch", micro_batch),
-                        ("global_batch", global_batch)):
+                        ("global_batch", global_batch), ("virtual_stages", virtual_stages)):
         _check_int(name, value)
     if zero is not None and (isinstance(zero, bool) or zero not in (0, 1, 2, 3)):
         raise PlanError(f"zero must be a ZeRO stage 0, 1, 2 or 3, received {zero!r}")
     if recompute is not None and recompute not in RECOMPUTE:
         raise PlanError(f"recompute must be one of {', '.join(RECOMPUTE)}, received {recompute!r}")
+    if software is not None:
+        as_software(software)
     ctx = _Context(w, G, gpus, dtype, efficiency, memory_efficiency, overlap, bucket, generation,
-                   memory_capacity, profile)
+                   memory_capacity, software, attention_efficiency, compute_scale, profile)
     available = len(ctx.fabric.ids)
+    if len({len(h) for h in ctx.fabric.hosts}) > 1:
+        raise PlanError("expected the same number of GPUs on every host of the job")
+    per_host = len(ctx.fabric.hosts[0])
+    forced_one = isinstance(w, CNN)  # a CNN is data parallel only: tp = pp = 1
     if tp is not None and pp is not None and dp is not None:
         n = tp * pp * dp
+    elif forced_one and dp is not None:
+        n = dp
     else:
         n = available
     if n > available:
         raise PlanError(f"the layout needs {n} GPUs, the fabric offers {available}")
     if n < available:
-        keep = ctx.fabric.ids[:n]
-        ctx.fabric = _Fabric(G, keep, ctx.fabric.estimator.fabric.profile)
-        if len({len(h) for h in ctx.fabric.hosts}) > 1:
-            raise PlanError(f"{n} GPUs do not fill whole hosts of {len(ctx.fabric.hosts[0])}: expected a "
-                            "GPU count that fills hosts equally")
-    if len({len(h) for h in ctx.fabric.hosts}) > 1:
-        raise PlanError("expected the same number of GPUs on every host of the job")
+        if n <= per_host:
+            keep = _job_gpus(ctx.fabric, ctx.fabric.hosts[0], n)
+        elif n % per_host == 0:
+            keep = [i for host in ctx.fabric.hosts[:n // per_host] for i in host]
+        else:
+            raise PlanError(f"a job of {n} GPUs spans hosts of {per_host} GPUs: expected at most "
+                            f"{per_host} GPUs (one host) or a multiple of {per_host} (whole hosts)")
+        ctx.fabric = _Fabric(G, list(keep), ctx.fabric.estimator.fabric.profile)
+    if tp is not None and tp > len(ctx.fabric.hosts[0]) and tp_groups is None:
+        host = len(ctx.fabric.hosts[0])
+        if tp % host or n % tp:
+            raise PlanError(f"tensor parallel {tp} spans hosts of {host} GPUs: expected a multiple of "
+                            f"{host} that divides the job's {n} GPUs")
     if global_batch is None:
         global_batch = w.global_batch or 8 * n
     if tp_groups is not None:
@@ -849,10 +1051,82 @@ def search(workload, G, *, tp=None, pp=None, dp=None, zero=None, micro_batch=1, 
         if sorted(flat) != sorted(ctx.fabric.ids) or any(len(g) != tp for g in tp_groups):
             raise PlanError(f"tp_groups must partition GPUs {ctx.fabric.ids} into groups of {tp}, "
                             f"received {tp_groups!r}")
+    return w, ctx, n, global_batch
+
+
+def search(workload, G, *, tp=None, pp=None, dp=None, zero=None, micro_batch=1, global_batch=None,
+           dtype=None, recompute=None, sequence_parallel=None, overlap=DEFAULT_OVERLAP,
+           bucket=DEFAULT_BUCKET, efficiency=None, memory_efficiency=None, gpus=None, generation=None,
+           memory_capacity=None, tp_groups=None, software=None, attention_efficiency=None,
+           compute_scale=1.0, virtual_stages=1, profile=None) -> Search:
+    """Evaluate every layout of the job's GPUs and rank them (fitting first, by step time).
+
+    Parameters
+    ----------
+    workload : str or workload
+        A preset name, a spec text (:func:`models.studies.workload.parse_workload`) or a workload.
+    G : networkx.DiGraph
+        The fabric.
+    tp, pp, dp : int, optional
+        Fix a degree; the others are searched. ``tp x pp x dp`` GPUs are used when all three
+        are given (a CNN: ``dp``), else all of ``gpus``; a job smaller than the fabric takes
+        the best-connected GPUs of one host, or whole hosts. A ``tp`` larger than a host spans
+        whole hosts (with a warning).
+    zero : int, optional
+        ZeRO stage 0-3 (all searched when omitted).
+    micro_batch : int
+    global_batch : int, optional
+        [samples] (the workload's published batch by default).
+    dtype : str, optional
+        ``bf16`` where the GPU has it, else ``fp16``; ``tf32`` runs fp32 training on TF32
+        tensor cores (Ampere and later).
+    recompute : str, optional
+        One of :data:`RECOMPUTE` (``none`` and ``full`` searched when omitted).
+    sequence_parallel : bool, optional
+        Default: on whenever ``tp > 1``.
+    overlap : float
+        Fraction of a backward (forward) that can hide data-parallel communication, in [0, 1].
+    bucket : float
+        Gradient bucket. [bytes]
+    efficiency, attention_efficiency, memory_efficiency : float, optional
+        Achievable fractions of the GEMM, flash-attention and HBM peaks (defaults per generation
+        and dtype, :mod:`models.studies.compute`).
+    gpus : GPU ids, optional
+        The GPUs the job may use (all by default).
+    generation : str, optional
+        Force a GPU generation (what-if), instead of the fabric's.
+    memory_capacity : float, optional
+        Device memory per GPU (what-if) [bytes], instead of the fabric GPUs'.
+    tp_groups : sequence of GPU-id tuples, optional
+        Force the tensor-parallel groups (all of them, host-major order).
+    software : str, optional
+        ``eager``, ``fused`` or ``flash`` (:data:`models.studies.workload.SOFTWARE`); default
+        ``flash`` for a workload trained with flash attention on Ampere or newer, else ``fused``.
+    compute_scale : float
+        Multiplier on every kernel's time (a :func:`calibrate_plan` result's ``scale``).
+    virtual_stages : int
+        Model chunks per GPU (interleaved 1F1B); needs ``pp > 1``, layers divisible by ``pp x
+        v`` and micro-batches by ``pp``.
+    profile : str or NcclProfile, optional
+        The NCCL release whose collectives the plan times (``"2.12"``; default: the reference
+        version, :data:`models.engine.nccl.DEFAULT_VERSION`).
+
+    Raises
+    ------
+    PlanError, models.studies.workload.WorkloadError, models.studies.compute.UnsupportedDtypeError,
+    topo.GpuSelectionError, models.engine.nccl.UnknownNcclVersionError
+    """
+    options = {k: v for k, v in locals().items() if k not in ("workload", "G")}
+    return _ranked(*_prepare(workload, G, **options), options)
+
+
+def _ranked(w, ctx: _Context, n: int, global_batch: int, options: dict) -> Search:
+    """Every layout of the prepared job, fitting ones first by step time."""
     skipped: list = []
-    plans = [_evaluate(ctx, layout, tp_groups) for layout in
-             _layouts(ctx, n, tp, pp, dp, zero, micro_batch, global_batch, recompute,
-                      sequence_parallel, skipped)]
+    layouts = _layouts(ctx, n, options["tp"], options["pp"], options["dp"], options["zero"],
+                       options["micro_batch"], global_batch, options["recompute"],
+                       options["sequence_parallel"], options["virtual_stages"], skipped)
+    plans = [_evaluate(ctx, layout, options["tp_groups"]) for layout in layouts]
     if not plans:
         raise PlanError(f"no layout of {w.name} on {n} GPUs of {ctx.fabric.name}: " +
                         ("; ".join(skipped[:4]) or "the fixed degrees do not multiply to the GPUs"))
@@ -867,10 +1141,126 @@ def plan(workload, G, **options) -> Plan:
     returned (the one that misses memory least when none fits: ``fits`` False, with the
     numbers in ``reason``).
     """
-    result = search(workload, G, **options)
+    return _best(search(workload, G, **options))
+
+
+def _best(result: Search) -> Plan:
     if result.best.fits:
         return result.best
     return min(result.plans, key=lambda p: p.memory.total / p.memory.capacity)
+
+
+# --------------------------------------------------------------------------- calibration
+_MEASURED = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?(?:e[+-]?[0-9]+)?)\s*(s|ms|tflops(?::model|:hardware)?)\s*",
+                       re.IGNORECASE)
+
+
+def parse_measured(text: str) -> tuple:
+    """A measured step: ``(kind, value)`` with kind ``"time"`` [s], ``"model_tflops"`` or
+    ``"hardware_tflops"`` [TFLOP/s per GPU].
+
+    Raises
+    ------
+    PlanError
+        For text that is not :data:`MEASURED_GRAMMAR`, or a value that is not positive and finite.
+
+    Examples
+    --------
+    >>> parse_measured("850ms"), parse_measured("150tflops:hardware")
+    (('time', 0.85), ('hardware_tflops', 150.0))
+    """
+    found = _MEASURED.fullmatch(text) if isinstance(text, str) and len(text) <= 40 else None
+    if found is None:
+        raise PlanError(f"expected a measured step, {MEASURED_GRAMMAR}; received {str(text)[:40]!r}")
+    value, unit = float(found.group(1)), found.group(2).lower()
+    if not 0 < value < math.inf:
+        raise PlanError(f"a measured step must be positive and finite, received {text!r}")
+    if unit == "s":
+        return "time", value
+    if unit == "ms":
+        return "time", value / 1e3
+    return ("hardware_tflops" if unit.endswith(":hardware") else "model_tflops"), value
+
+
+def calibrate_plan(workload, G, measured: str, **options) -> Plan:
+    """Fit the compute model to one measured step and return the calibrated plan.
+
+    The layout measured is :func:`plan`'s with the same options (fix ``tp``, ``pp``, ``dp`` and
+    the rest as they were run). One number fits one constant: a multiplier ``scale`` on every
+    kernel's time (products, attention, memory-bound passes, the optimizer), so the predicted
+    step equals the measured one; communication is not scaled. The fitted plan's
+    ``calibration`` shows the fractions of peak the measurement implies beside the defaults;
+    pass ``compute_scale=scale`` to :func:`plan` or :func:`search` to predict other layouts
+    and scales with it.
+
+    Parameters
+    ----------
+    workload, G
+        As for :func:`search`.
+    measured : str
+        :data:`MEASURED_GRAMMAR`: ``"1.25s"``, ``"850ms"``, ``"150tflops"`` (model FLOPs per
+        GPU), ``"150tflops:hardware"`` (with recomputation).
+    **options
+        As for :func:`search` (``compute_scale`` excepted).
+
+    Raises
+    ------
+    PlanError
+        For a malformed measurement, a layout that does not fit (it cannot have been
+        measured), or a measurement shorter than the communication the model predicts alone.
+    """
+    if "compute_scale" in options:
+        raise PlanError("calibrate_plan fits compute_scale: expected no compute_scale option")
+    kind, value = parse_measured(measured)
+    defaults = {name: p.default for name, p in inspect.signature(search).parameters.items()
+                if p.kind is inspect.Parameter.KEYWORD_ONLY}
+    unknown = sorted(set(options) - set(defaults))
+    if unknown:
+        raise PlanError(f"unknown option {unknown[0]!r}: expected options of search ({', '.join(defaults)})")
+    options = {**defaults, **options}
+    w, ctx, n, global_batch = _prepare(workload, G, **options)
+    base = _best(_ranked(w, ctx, n, global_batch, options))
+    if not base.fits:
+        raise PlanError(f"the measured layout {base.layout.label()} does not fit ({base.reason}): expected a "
+                        "layout that runs")
+    if kind == "time":
+        target = value
+    else:
+        flops = base.model_flops if kind == "model_tflops" else base.hardware_flops
+        target = flops / (value * 1e12 * base.layout.ngpus)
+
+    def step(scale):
+        return _evaluate(ctx, base.layout, options["tp_groups"],
+                         dataclasses.replace(ctx.cm, scale=scale)).step_time
+
+    low, high = 1e-4, 1e4
+    if step(low) > target:
+        floor = sum(c.exposed for c in base.components if c.name.endswith("_comm"))
+        raise PlanError(f"the measured step ({target:.4g} s) is shorter than the communication the model "
+                        f"predicts alone ({floor:.4g} s exposed): expected the layout, batch and system "
+                        "that were measured")
+    if step(high) < target:
+        raise PlanError(f"the measured step ({target:.4g} s) is more than {high:g} times the predicted compute: "
+                        "expected the layout, batch and system that were measured")
+    for _ in range(48):  # bisection in log space (1e8 to 1 + 1e-13): the step grows with the scale
+        mid = math.sqrt(low * high)
+        if step(mid) < target:
+            low = mid
+        else:
+            high = mid
+    scale = math.sqrt(low * high)
+    cm = ctx.cm
+    default = {"gemm_efficiency": cm.gemm_efficiency, "memory_efficiency": cm.memory_efficiency}
+    if cm.stack.flash_attention:
+        default["attention_efficiency"] = cm.attention_efficiency
+    fitted = {k: v / scale for k, v in default.items()}
+    fit = Calibration(str(measured), target, base.step_time, scale, default, fitted, base.layout.label())
+    calibrated = _evaluate(ctx, base.layout, options["tp_groups"], dataclasses.replace(cm, scale=scale))
+    warnings = calibrated.warnings
+    if max(fitted.values()) > 1:
+        warnings += (f"the measurement implies more than the hardware's peak (fitted fractions above 1): "
+                     "check the measured layout, batch and dtype",)
+    return dataclasses.replace(calibrated, calibration=fit, warnings=warnings)
 
 
 # --------------------------------------------------------------------------- GPU choice
@@ -882,10 +1272,12 @@ class GpuRank:
     ----------
     generation : str
     time_per_sample : float
-        Step time of one micro-batch on one GPU (compute and memory roofline) plus the exposed
-        8-GPU data-parallel all_reduce at the generation's NVLink bandwidth, per sample. [s]
+        Step time of one micro-batch on one GPU (the compute model of
+        :mod:`models.studies.compute`) plus the exposed 8-GPU data-parallel all_reduce at the
+        generation's NVLink bandwidth, per sample. [s]
     compute, memory_bound, communication : float
-        The three parts of that time. [s]
+        The three parts of that time: tensor-core or FP32 work, memory-bound kernels (and
+        launches), exposed communication. [s]
     binding : str
         ``"compute"``, ``"memory bandwidth"``, ``"communication"`` or ``"unsupported dtype"``.
     fits : bool
@@ -901,25 +1293,23 @@ class GpuRank:
     binding: str
     fits: bool
 
-
-#: Per-GPU NVLink bandwidth per direction of each generation's HGX/DGX board (datasheets:
-#: P100 160 GB/s, V100 300 GB/s, A100 600 GB/s, H100/H200 900 GB/s, B200 1.8 TB/s, all quoted
-#: bidirectional). Used only by :func:`gpus_ranking`, which compares generations without a
-#: fabric. [B/s]
-NVLINK_PER_GPU = {"P100": 80 * GB, "V100": 150 * GB, "A100": 300 * GB, "H100": 450 * GB,
-                  "H200": 450 * GB, "B200": 900 * GB}
-__all__.append("NVLINK_PER_GPU")
+    def to_records(self) -> list:
+        """One tidy row (``time_per_sample_s`` None for a generation without the dtype)."""
+        return tidy_records({"generation": self.generation,
+                             "time_per_sample_s": self.time_per_sample if math.isfinite(self.time_per_sample) else None,
+                             "compute_s": self.compute, "memory_s": self.memory_bound,
+                             "communication_s": self.communication, "binding": self.binding, "fits": self.fits})
 
 
 def gpus_ranking(workload, *, dtype: str = "fp16", micro_batch: int = 1, ngpus: int = 8,
-                 efficiency=DEFAULT_EFFICIENCY, memory_efficiency=DEFAULT_MEMORY_EFFICIENCY,
-                 overlap=DEFAULT_OVERLAP) -> tuple:
+                 efficiency=None, memory_efficiency=None, overlap=DEFAULT_OVERLAP) -> tuple:
     """Rank GPU generations for a workload, saying which resource binds.
 
     Each generation runs one micro-batch per GPU, data parallel over ``ngpus`` GPUs of one
-    board: forward + backward on the roofline, then the gradient all_reduce at ``2 (n-1)/n``
-    times the gradient bytes over :data:`NVLINK_PER_GPU`, overlapped with the backward up to
-    ``overlap`` (a board-level scalar model: no fabric of every generation is available).
+    board: forward + backward on its compute model, then the gradient all_reduce at ``2 (n-1)/n``
+    times the gradient bytes over the part's NVLink (:attr:`topo.specs.GpuSpec.nvlink_bandwidth`),
+    overlapped with the backward up to ``overlap`` (a board-level scalar model: no fabric of every
+    generation is available).
 
     Returns
     -------
@@ -929,26 +1319,28 @@ def gpus_ranking(workload, *, dtype: str = "fp16", micro_batch: int = 1, ngpus: 
     w = as_workload(workload)
     _check_int("micro_batch", micro_batch)
     _check_int("ngpus", ngpus)
-    dtype_bytes(dtype)
     elem = dtype_bytes(dtype)
+    act = activation_bytes_per_element(dtype)
     ranks = []
     for gen in GENERATIONS.values():
         if not gen.supports(dtype):
             ranks.append(GpuRank(gen.name, math.inf, 0.0, 0.0, 0.0, "unsupported dtype", False))
             continue
+        cm = compute_model(gen, dtype, workload=w, efficiency=efficiency, memory_efficiency=memory_efficiency)
         times = {"compute": 0.0, "memory": 0.0}
         layers = 1 if isinstance(w, CNN) else w.layers
-        for ops, count in ((w.layer_ops(micro_batch, 1, elem), layers), (w.head_ops(micro_batch, 1, elem), 1)):
-            for op in ops:
-                r = op_roofline(op, gen, dtype, efficiency=efficiency, memory_efficiency=memory_efficiency)
-                times[r.bound] += 3 * count * r.time  # forward + backward (2x)
-        grad = w.parameters * (4 if dtype == "fp32" else 2)
-        comm = 2 * (ngpus - 1) / ngpus * grad / NVLINK_PER_GPU[gen.name] if ngpus > 1 else 0.0
-        exposed = max(0.0, comm - overlap * 2 / 3 * (times["compute"] + times["memory"]))
+        for ops, count in ((w.layer_ops(micro_batch, 1, elem, stack=cm.stack, act=act), layers),
+                           (w.head_ops(micro_batch, 1, elem, act=act), 1)):
+            for t in cm.times(ops):
+                times["memory" if t.op.kind == "memory" else "compute"] += count * (t.forward + t.backward)
+        grad = w.parameters * act
+        comm = 2 * (ngpus - 1) / ngpus * grad / gen.nvlink_bandwidth if ngpus > 1 else 0.0
+        backward = (times["compute"] + times["memory"]) * 2 / 3
+        exposed = max(0.0, comm - overlap * backward)
         total = times["compute"] + times["memory"] + exposed
         parts = {"compute": times["compute"], "memory bandwidth": times["memory"], "communication": exposed}
         layout = Layout(1, 1, ngpus, 3, micro_batch, ngpus * micro_batch, "none", False, "tp-dp-pp")
-        fits = memory(w, layout, dtype=dtype, capacity=gen.memory).fits
+        fits = memory(w, layout, dtype=dtype, capacity=gen.memory, flash=cm.stack.flash_attention).fits
         ranks.append(GpuRank(gen.name, total / micro_batch, times["compute"], times["memory"], exposed,
                              max(parts, key=parts.get), fits))
     ranks.sort(key=lambda r: (not r.fits, r.time_per_sample))
@@ -956,19 +1348,39 @@ def gpus_ranking(workload, *, dtype: str = "fp16", micro_batch: int = 1, ngpus: 
 
 
 # ------------------------------------------------------------------------------ display
+def format_calibration(c: Calibration) -> str:
+    """The fit in a few lines: measured vs predicted, the scale, fitted vs default fractions."""
+    names = {"gemm_efficiency": "GEMM efficiency", "attention_efficiency": "flash-attention efficiency",
+             "memory_efficiency": "HBM efficiency"}
+    rows = [f"  calibrated on {c.measured} ({c.measured_step:.4g} s per step of {c.layout}); the model "
+            f"from hardware facts predicted {c.predicted_step:.4g} s",
+            f"  fitted compute time scale {c.scale:.3f} (carry it to other layouts and scales with "
+            f"--compute-scale {c.scale:.4g})"]
+    for key, label in names.items():
+        if key in c.default:
+            rows.append(f"  {label:27} default {c.default[key]:.3f} -> fitted {c.fitted[key]:.3f}")
+    return "\n".join(rows)
+
+
 def format_plan(p: Plan, verbose: bool = False) -> str:
-    """A plan as text: layout, throughput, components, memory (and groups when verbose)."""
+    """A plan as text: layout, throughput in both FLOP conventions, components, memory (and the
+    compute model and groups when verbose)."""
     lines = [f"{p.workload} on {p.fabric} ({p.generation}, {p.dtype}): {p.layout.label()}"]
+    lines += [f"  warning: {w}" for w in p.warnings]
     if not p.fits:
         lines.append(f"  does not fit: {p.reason}")
         return "\n".join(lines)
     lines.append(f"  step {p.step_time * 1e3:.1f} ms; {p.samples_per_s:.2f} samples/s, "
-                 f"{p.tokens_per_s:,.0f} tokens/s; {p.tflops_per_gpu:.1f} TFLOP/s per GPU, "
-                 f"MFU {p.mfu:.1%}; binding: {p.binding()}")
+                 f"{p.tokens_per_s:,.0f} tokens/s; binding: {p.binding()}")
+    lines.append(f"  per GPU: {p.model_tflops_per_gpu:.1f} TFLOP/s of model FLOPs (MFU {p.mfu:.1%}), "
+                 f"{p.hardware_tflops_per_gpu:.1f} of hardware FLOPs with recomputation (HFU {p.hfu:.1%})")
     for c in p.components:
         lines.append(f"  {c.name:10} {c.time * 1e3:10.2f} ms (exposed {c.exposed * 1e3:9.2f} ms)  {c.detail}")
     lines.append(f"  memory per GPU: {p.memory.describe()}")
     if verbose:
+        lines.append(f"  compute model: {p.compute}")
+        if p.calibration is not None:
+            lines.append(format_calibration(p.calibration))
         for dim in ("tp", "pp", "dp"):
             shown = p.groups[dim][:4]
             more = len(p.groups[dim]) - len(shown)
@@ -979,10 +1391,10 @@ def format_plan(p: Plan, verbose: bool = False) -> str:
 
 def format_search(s: Search, top: int = 10) -> str:
     """The ranking as a table."""
-    lines = [f"{'layout':44} {'step ms':>9} {'samples/s':>10} {'MFU':>6} {'mem GB':>7}  binding"]
+    lines = [f"{'layout':44} {'step ms':>9} {'samples/s':>10} {'MFU':>6} {'HFU':>6} {'mem GB':>7}  binding"]
     for p in s.plans[:top]:
         step = f"{p.step_time * 1e3:9.1f}" if p.fits else f"{'OOM':>9}"
-        lines.append(f"{p.layout.label():44} {step} {p.samples_per_s:10.2f} {p.mfu:6.1%} "
+        lines.append(f"{p.layout.label():44} {step} {p.samples_per_s:10.2f} {p.mfu:6.1%} {p.hfu:6.1%} "
                      f"{p.memory.total / GB:7.1f}  {p.binding() if p.fits else 'memory capacity'}")
     return "\n".join(lines)
 

@@ -49,9 +49,9 @@ from topo.errors import DgxTopoError
 
 from ..predict.decompose import host_kinds
 from ..predict.simulate import Task, TaskGraph, simulate
-from .compute import (DEFAULT_EFFICIENCY, DEFAULT_MEMORY_EFFICIENCY, generation, generation_of, op_roofline)
+from .compute import compute_model, gpu_of
 from .planner import DEFAULT_BUCKET, OPTIMIZER_PASS_BYTES, Plan
-from .workload import CNN, dtype_bytes, workload as as_workload
+from .workload import CNN, activation_bytes_per_element, dtype_bytes, workload as as_workload
 
 __all__ = ["StepGraphError", "step_graph", "simulate_plan", "compute_time", "simulate_many"]
 
@@ -60,16 +60,18 @@ class StepGraphError(DgxTopoError):
     """A plan that cannot become a step graph (a layout that does not fit, a CNN, bad options)."""
 
 
-def compute_time(G, *, efficiency: float = DEFAULT_EFFICIENCY):
+def compute_time(G, *, efficiency: float | None = None):
     """``compute_time(flops, dtype, gpus) -> seconds`` for task graphs that give FLOPs.
 
-    The GPUs' generation (by model) and the dtype's dense peak at ``efficiency``
-    (:mod:`models.studies.compute`).
+    Each GPU's part (by model, :func:`models.studies.compute.gpu_of`) at the dtype's dense peak
+    times the achievable fraction of a full wave of matrix multiplies (``efficiency``; default the
+    compute model's per generation and dtype, :data:`models.studies.compute.GEMM_EFFICIENCY`);
+    the slowest GPU of the task decides.
 
     Examples
     --------
     >>> import topo
-    >>> f = compute_time(topo.build("dgxh100"))
+    >>> f = compute_time(topo.build("dgxh100"), efficiency=0.75)
     >>> round(f(989.5e12 * 0.75, "bf16", (0,)), 6)
     1.0
     """
@@ -78,8 +80,8 @@ def compute_time(G, *, efficiency: float = DEFAULT_EFFICIENCY):
     def seconds(flops: float, dtype: str, gpus) -> float:
         slowest = 0.0
         for g in gpus:
-            gen = generation_of(G.nodes[nodes[g]].get("model", ""))
-            slowest = max(slowest, flops / (gen.peak_flops(dtype) * efficiency))
+            cm = compute_model(gpu_of(G.nodes[nodes[g]].get("model", "")), dtype, efficiency=efficiency)
+            slowest = max(slowest, flops / (cm.peak * cm.gemm_efficiency))
         return slowest
 
     return seconds
@@ -99,8 +101,8 @@ class _Builder:
 
 
 def step_graph(plan: Plan, G, *, workload=None, bucket: float = DEFAULT_BUCKET,
-               efficiency: float = DEFAULT_EFFICIENCY,
-               memory_efficiency: float = DEFAULT_MEMORY_EFFICIENCY, fold: bool = True) -> TaskGraph:
+               efficiency: float | None = None, attention_efficiency: float | None = None,
+               memory_efficiency: float | None = None, fold: bool = True) -> TaskGraph:
     """The task graph of one training step of a plan (module docstring).
 
     Parameters
@@ -112,8 +114,10 @@ def step_graph(plan: Plan, G, *, workload=None, bucket: float = DEFAULT_BUCKET,
         The workload object, when ``plan.workload`` is not a preset name or spec.
     bucket : float
         Data-parallel gradient bucket. [bytes]
-    efficiency, memory_efficiency : float
-        Roofline fractions (:mod:`models.studies.compute`).
+    efficiency, attention_efficiency, memory_efficiency : float, optional
+        The compute model's achievable fractions (:func:`models.studies.compute.compute_model`;
+        defaults per GPU generation and dtype). The kernels are timed by the same compute model
+        as the plan's (its GPU part, dtype, software stack and calibrated scale).
     fold : bool
         Build replica 0's tasks only, each carrying the other data-parallel replicas' copies as
         *images* (:class:`models.predict.simulate.Task`): their links are charged, and they run in
@@ -142,24 +146,36 @@ def step_graph(plan: Plan, G, *, workload=None, bucket: float = DEFAULT_BUCKET,
     if isinstance(w, CNN):
         raise StepGraphError(f"{w.name} is a CNN: expected a transformer (step graphs follow Megatron's schedule)")
     lay = plan.layout
+    if lay.virtual_stages != 1:
+        raise StepGraphError(f"the plan interleaves {lay.virtual_stages} virtual stages: step graphs follow plain "
+                             "1F1B (expected virtual_stages 1)")
     tp, pp, dp, m, b = lay.tp, lay.pp, lay.dp, lay.micro_batches, lay.micro_batch
-    gen = generation(plan.generation)
+    nodes = topo.gpus(G)
+    # The plan's GPU part: the slowest HBM of its GPUs, as the planner takes it.
+    gen = min((gpu_of(G.nodes[nodes[g]].get("model", "")) for group in plan.groups["tp"] for g in group),
+              key=lambda part: (part.memory_bandwidth, part.memory))
+    scale = plan.calibration.scale if plan.calibration is not None else 1.0
+    cm = compute_model(gen, plan.dtype, stack=plan.software or None, workload=w, efficiency=efficiency,
+                       attention_efficiency=attention_efficiency, memory_efficiency=memory_efficiency,
+                       scale=scale)
     elem = dtype_bytes(plan.dtype)
-    act_elem = 4 if plan.dtype == "fp32" else 2
-    grad_elem = 4 if plan.dtype == "fp32" else 2
+    act_elem = activation_bytes_per_element(plan.dtype)
+    grad_elem = act_elem
 
-    def seconds(ops) -> float:
-        return sum(op_roofline(op, gen, plan.dtype, efficiency=efficiency,
-                               memory_efficiency=memory_efficiency).time for op in ops)
-
-    layer_fwd = seconds(w.layer_ops(b, tp, elem, sequence_parallel=lay.sequence_parallel))
-    head_fwd = seconds(w.head_ops(b, tp, elem))
+    layer_times = cm.times(w.layer_ops(b, tp, elem, sequence_parallel=lay.sequence_parallel, stack=cm.stack,
+                                       act=act_elem))
+    layer_fwd = sum(t.forward for t in layer_times)
+    layer_bwd = sum(t.backward for t in layer_times)
+    head_times = cm.times(w.head_ops(b, tp, elem, act=act_elem)[1:])  # the head and loss of the last stage
+    head_fwd = sum(t.forward for t in head_times)
+    head_bwd = sum(t.backward for t in head_times)
     recompute_layer = 0.0
     if lay.recompute == "full":
         recompute_layer = layer_fwd
     elif lay.recompute == "selective":
-        recompute_layer = seconds([op for op in w.layer_ops(b, tp, elem, sequence_parallel=lay.sequence_parallel)
-                                   if op.name in ("attention", "softmax")])
+        recompute_layer = sum(t.forward for t in layer_times
+                              if t.op.name in ("scores", "softmax", "context", "flash_attention"))
+    memory_efficiency = cm.memory_efficiency
     tp_bytes = b * w.seq * w.hidden * act_elem
     base, more = divmod(w.layers, pp)
     layers = [base + (s < more) for s in range(pp)]  # the first stages take the remainder
@@ -234,9 +250,9 @@ def step_graph(plan: Plan, G, *, workload=None, bucket: float = DEFAULT_BUCKET,
                         ahead = last
                     elif lay.zero == 3 and dp > 1:
                         zg = [f"d0.p{p}.{what}{i}.l{li}.zg{r}" for r in range(tp)]
-                    work = layer_fwd if what == "F" else 2 * layer_fwd + recompute_layer
+                    work = layer_fwd if what == "F" else layer_bwd + recompute_layer
                     if what == "B" and last_stage and li == nl - 1:
-                        work += 2 * head_fwd
+                        work += head_bwd
                     half = work / 2
                     c0 = out.add(f"{lid}.c0", "compute", group, seconds=half, after=(last, *gate, *zg),
                                  kind="compute", fold=fold)

@@ -4,27 +4,39 @@ A workload states the shapes of a model; everything a planner needs follows from
 closed forms, each with its source:
 
 * parameter counts, from the layer shapes (checked against the released checkpoints' counts);
-* the operations of one layer for one micro-batch (:meth:`Transformer.layer_ops`), each a
-  matmul (tensor-core work, FLOPs ``2 M N K``) or a memory-bound elementwise pass (bytes read
-  and written), so :mod:`models.studies.compute` can put each on a roofline;
-* training FLOPs: the backward pass costs twice the forward matmuls (one product for the
-  input gradient, one for the weight gradient) and full recomputation adds one forward, so a
-  step is 3 forwards, or 4 with recomputation (Narayanan et al. 2021, "Efficient Large-Scale
-  Language Model Training on GPU Clusters Using Megatron-LM", section 5.1: ``96 B s l h^2 (1 +
-  s/(6h) + V/(16 l h))`` FLOPs per iteration with recomputation). Per token this is within 1 %
-  of Kaplan et al. 2020 ("Scaling Laws for Neural Language Models", section 2.1) ``6 N`` plus
-  the attention term, where ``N`` counts the weights that multiply activations;
-* activation memory per layer (Korthikanti et al. 2022, "Reducing Activation Recomputation in
-  Large Transformer Models", section 4: ``s b h (34 + 5 a s / h)`` bytes per layer in 16-bit,
-  ``s b h (10 + 24/t + 5 a s/(h t))`` with tensor parallelism ``t``, ``34/t`` per ``sbh`` with
-  sequence parallelism, ``2 s b h`` with full recomputation), generalised here to any FFN
-  width, gated FFNs and grouped-query attention by counting the same stored tensors.
+* the kernels of one layer for one micro-batch (:meth:`Transformer.layer_ops`): matrix
+  multiplies with their shapes (``m x k`` by ``k x n``, ``2 m n k`` FLOPs), so that
+  :mod:`models.studies.compute` can quantise them into tiles and waves; the attention core,
+  either as two batched products with the softmax between them in memory, or as one fused
+  (flash) kernel; and memory-bound passes (norms, bias, activation, dropout, residual adds,
+  softmax) with the bytes each kernel moves. Which passes are separate kernels is the
+  :class:`Software` stack's choice (:data:`SOFTWARE`);
+* training FLOPs in both conventions: *model* FLOPs, the backward pass costing twice the
+  forward matmuls (one product for the input gradient, one for the weight gradient), so 3
+  forwards per step (Kaplan et al. 2020, "Scaling Laws for Neural Language Models", section
+  2.1: ``6 N`` plus the attention term; the basis of model FLOPs utilisation, MFU); and
+  *hardware* FLOPs, which add what recomputation executes again: one forward of the layers
+  with full recomputation (Narayanan et al. 2021, "Efficient Large-Scale Language Model
+  Training on GPU Clusters Using Megatron-LM", section 5.1: ``96 B s l h^2 (1 + s/(6h) +
+  V/(16 l h))`` per iteration, the convention of Megatron's published TFLOP/s), the attention
+  core's forward with selective recomputation (Korthikanti et al. 2022, "Reducing Activation
+  Recomputation in Large Transformer Models", section 6: hardware FLOPs utilisation, HFU);
+* activation memory per layer (Korthikanti et al. 2022, section 4: ``s b h (34 + 5 a s / h)``
+  bytes per layer in 16-bit, ``s b h (10 + 24/t + 5 a s/(h t))`` with tensor parallelism
+  ``t``, ``34/t`` per ``sbh`` with sequence parallelism, ``2 s b h`` with full recomputation),
+  generalised here to any FFN width, gated FFNs and grouped-query attention by counting the
+  same stored tensors.
 
-Attention follows Megatron's count (Narayanan et al. 2021): the score and value products are
-``2 s h`` FLOPs per token each, over the full ``s x s`` matrix. A workload with
-``flash_attention`` (Dao et al. 2022, "FlashAttention: Fast and Memory-Efficient Exact
-Attention with IO-Awareness") stores no ``s x s`` tensor; its extra backward recomputation of
-the scores is not counted (as Megatron's MFU convention does not count it).
+Attention FLOPs follow Megatron's count (Narayanan et al. 2021): the score and value products
+are ``2 s h`` FLOPs per token each, over the full ``s x s`` matrix, for causal (decoder) and
+bidirectional (encoder) models alike; a causal flash kernel skips the masked half, which
+:mod:`models.studies.compute` charges as time but the FLOP conventions do not count.
+
+Heads: a decoder's language-model head (``head="lm"``: logits over the vocabulary for every
+token, fp32 cross-entropy); BERT's pre-training heads (``"mlm"``: the masked-LM transform and
+logits on the ``predictions`` masked positions of each sequence only, Devlin et al. 2019 and
+Google's reference implementation, plus next-sentence prediction on the pooled first token);
+a SQuAD span head (``"span"``: start and end logits per token).
 
 Examples
 --------
@@ -44,21 +56,38 @@ from dataclasses import dataclass
 
 from topo.errors import DgxTopoError
 
-__all__ = ["DTYPES", "Op", "Transformer", "ConvLayer", "CNN", "PRESETS", "WORKLOAD_GRAMMAR",
-           "WorkloadError", "UnknownWorkloadError", "UnknownDtypeError", "workload",
-           "parse_workload", "dtype_bytes", "resnet50", "format_workload", "tp_constraint"]
+__all__ = ["DTYPES", "Op", "Software", "SOFTWARE", "Transformer", "ConvLayer", "CNN", "PRESETS",
+           "WORKLOAD_GRAMMAR", "WORKLOAD_LIMITS", "HEADS", "WorkloadError", "UnknownWorkloadError",
+           "UnknownDtypeError", "UnknownSoftwareError", "workload", "parse_workload", "dtype_bytes",
+           "activation_bytes_per_element", "software", "resnet50", "format_workload", "tp_constraint"]
 
-#: Bytes per element of each training dtype. fp8 is the matmul input type of Transformer
-#: Engine recipes ("Using FP8 with Transformer Engine", NVIDIA Transformer Engine
-#: documentation); its weights, gradients and optimizer state stay 16/32-bit, see
-#: :func:`models.studies.planner.memory`.
-DTYPES: dict[str, int] = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1}
+#: Bytes per element of each training dtype's matmul operands. ``tf32`` is fp32 storage with
+#: the matmuls on TF32 tensor cores (Ampere and later: "NVIDIA A100 Tensor Core GPU
+#: Architecture" whitepaper [S104]). fp8 is the matmul input type of Transformer Engine
+#: recipes ("Using FP8 with Transformer Engine", NVIDIA Transformer Engine documentation); its
+#: activations, weights, gradients and optimizer state stay 16/32-bit, see
+#: :func:`activation_bytes_per_element` and :func:`models.studies.planner.memory`.
+DTYPES: dict[str, int] = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1}
+
+#: Heads of a transformer (module docstring).
+HEADS = ("lm", "mlm", "span")
+
+#: Largest value of each key of a workload spec. Far beyond any published model (the largest
+#: preset-like run, Megatron's 1T, has 128 layers and hidden 25,600; Llama 3 has a 128K
+#: context and a 128,256 vocabulary), so every count and FLOP figure stays a finite float.
+WORKLOAD_LIMITS = {"layers": 100_000, "hidden": 1_000_000, "heads": 100_000, "seq": 10_000_000,
+                   "vocab": 10_000_000, "ffn": 10_000_000, "kv_heads": 100_000,
+                   "batch": 1_000_000_000, "predictions": 10_000_000}
+
+_PRESET_NAMES = ["bert-base", "bert-large", "bert-large-128", "bert-large-squad", "gpt2-1.5b",
+                 "megatron-8.3b", "gpt3-126m", "gpt3-5b", "gpt3-20b", "gpt3-175b", "llama2-7b",
+                 "llama2-13b", "llama2-70b", "llama3-8b", "llama3-70b", "llama3-405b", "resnet50"]
 
 #: The text grammar of :func:`parse_workload`.
-WORKLOAD_GRAMMAR = ("a preset name (" + ", ".join(
-    ["bert-large", "gpt2-1.5b", "megatron-8.3b", "gpt3-175b", "llama3-8b", "llama3-70b",
-     "llama3-405b", "resnet50"]) + ") or transformer:layers=L,hidden=H,heads=A,seq=S,vocab=V"
-    "[,ffn=F][,kv_heads=K][,gated=0|1][,tied=0|1][,flash=0|1][,batch=B]")
+WORKLOAD_GRAMMAR = ("a preset name (" + ", ".join(_PRESET_NAMES) + ") or "
+                    "transformer:layers=L,hidden=H,heads=A,seq=S,vocab=V"
+                    "[,ffn=F][,kv_heads=K][,gated=0|1][,tied=0|1][,flash=0|1][,causal=0|1]"
+                    "[,head=lm|mlm|span][,predictions=P][,batch=B]")
 
 
 class WorkloadError(DgxTopoError):
@@ -73,8 +102,12 @@ class UnknownDtypeError(WorkloadError):
     """A training dtype that is not one of :data:`DTYPES`."""
 
 
+class UnknownSoftwareError(WorkloadError):
+    """A software stack that is not one of :data:`SOFTWARE`."""
+
+
 def dtype_bytes(dtype: str) -> int:
-    """Bytes per element of a training dtype (``fp32``, ``fp16``, ``bf16``, ``fp8``).
+    """Bytes per element of a training dtype's matmul operands (``fp32``, ``tf32``, ``fp16``, ...).
 
     Raises
     ------
@@ -86,31 +119,123 @@ def dtype_bytes(dtype: str) -> int:
     return DTYPES[key]
 
 
+def activation_bytes_per_element(dtype: str) -> int:
+    """Bytes per stored activation, weight and gradient element: 4 for fp32 and tf32, else 2.
+
+    fp8 recipes keep activations and weights in 16-bit and cast at each matmul.
+    """
+    return 4 if dtype_bytes(dtype) == 4 else 2
+
+
+@dataclass(frozen=True, slots=True)
+class Software:
+    """Which operations of a layer a training stack fuses into one kernel.
+
+    Attributes
+    ----------
+    name : str
+    description : str
+    fused_softmax : bool
+        Scale, mask and softmax of the attention scores in one kernel (else three; the
+        attention dropout is a kernel of its own either way).
+    fused_elementwise : bool
+        Bias + activation in one kernel and bias + dropout + residual add in one (else a
+        kernel each).
+    flash_attention : bool
+        The attention core (scores, softmax, weighted values) is one kernel that never writes
+        the ``s x s`` scores to memory (Dao et al. 2022, "FlashAttention"; FlashAttention-2
+        needs Ampere or newer [S112]).
+    """
+
+    name: str
+    description: str
+    fused_softmax: bool
+    fused_elementwise: bool
+    flash_attention: bool
+
+
+#: The software stacks, oldest first. Layer norm is one kernel in every one (apex's
+#: FusedLayerNorm, used since Megatron-LM 2019).
+SOFTWARE: dict[str, Software] = {s.name: s for s in (
+    Software("eager", "2019 style (Megatron-LM 2019, PyTorch eager with apex): the attention scores' "
+             "scale, mask, softmax and dropout, and each bias, activation, dropout and residual add "
+             "are separate kernels", False, False, False),
+    Software("fused", "Megatron-LM 2020-2022 (Narayanan et al. 2021, Korthikanti et al. 2022): fused "
+             "scale-mask-softmax, bias-GeLU and bias-dropout-add kernels; the attention scores are "
+             "materialised", True, True, False),
+    Software("flash", "2023 on (Megatron-Core, Transformer Engine, NeMo): fused elementwise kernels "
+             "and flash attention, no s x s tensor in memory", True, True, True),
+)}
+
+
+def software(name) -> Software:
+    """A stack of :data:`SOFTWARE` by name (a :class:`Software` as is).
+
+    Raises
+    ------
+    UnknownSoftwareError
+    """
+    if isinstance(name, Software):
+        return name
+    key = str(name).strip().lower()
+    if key not in SOFTWARE:
+        raise UnknownSoftwareError(f"unknown software stack {str(name)[:40]!r}: expected one of "
+                                   f"{', '.join(SOFTWARE)}")
+    return SOFTWARE[key]
+
+
 @dataclass(frozen=True, slots=True)
 class Op:
-    """One operation of a forward pass, for the roofline.
+    """One kernel (or one batched product) of a forward pass.
 
     Attributes
     ----------
     name : str
     kind : str
-        ``"matmul"`` (tensor-core product) or ``"memory"`` (elementwise / normalisation /
-        softmax: bound by the bytes it moves).
+        ``"matmul"`` (a product on tensor cores, quantised into tiles), ``"attention"`` (a
+        fused flash-attention kernel) or ``"memory"`` (elementwise / normalisation / softmax:
+        bound by the bytes it moves).
     flops : float
-        Forward FLOPs. [FLOP]
+        Forward FLOPs as the conventions count them. [FLOP]
     nbytes : float
-        Bytes read and written by the forward pass (16-bit activations unless stated). [bytes]
+        Bytes read and written by the forward kernel(s). [bytes]
+    m, n, k : int
+        A product's shape, ``(m x k) @ (k x n)`` (0 for other kinds).
+    batch : int
+        Independent products of that shape (attention heads times sequences).
+    kernels : int
+        Kernels the op launches in the forward pass.
+    executed : float
+        Fraction of ``flops`` the kernel executes (a causal flash kernel skips the masked half
+        of the score matrix: 0.5).
+    backward : float
+        Backward work over forward work: FLOPs for attention (a flash backward recomputes the
+        scores: 2.5), bytes for memory passes (1.5: the backward reads the saved tensor and the
+        incoming gradient and writes one gradient, where the forward moves two tensors [U]).
+        Products do not use it: their backward is the two transposed products.
     """
 
     name: str
     kind: str
     flops: float
     nbytes: float
+    m: int = 0
+    n: int = 0
+    k: int = 0
+    batch: int = 1
+    kernels: int = 1
+    executed: float = 1.0
+    backward: float = 2.0
 
 
-def _matmul(name, m, n, k, elem) -> Op:
-    """``(m x k) @ (k x n)``: ``2 m n k`` FLOPs; reads both operands, writes the product."""
-    return Op(name, "matmul", 2.0 * m * n * k, float(elem) * (m * k + k * n + m * n))
+def _matmul(name, m, n, k, elem, batch=1) -> Op:
+    """``batch`` products ``(m x k) @ (k x n)``: ``2 m n k`` FLOPs each; operands read, product written."""
+    return Op(name, "matmul", 2.0 * batch * m * n * k, float(elem) * batch * (m * k + k * n + m * n),
+              m=int(m), n=int(n), k=int(k), batch=int(batch))
+
+
+def _memory(name, nbytes, kernels=1) -> Op:
+    return Op(name, "memory", 0.0, float(nbytes), kernels=int(kernels), backward=1.5)
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,12 +267,20 @@ class Transformer:
         Parameters outside the stack counted by the released checkpoint (BERT's pooler and
         token-type table).
     flash_attention : bool
-        No ``s x s`` tensor is stored or moved (Dao et al. 2022).
+        The model is trained with flash attention (the default software stack is then
+        ``flash``, else ``fused``).
     dropout : bool
         Dropout masks are stored (Korthikanti et al. 2022 count them).
     global_batch : int
         The published global batch [sequences], the default of :func:`models.studies.planner.plan`.
     source : str
+    causal : bool
+        Decoder (causal attention) rather than encoder (bidirectional).
+    head : str
+        One of :data:`HEADS`.
+    predictions : int
+        Masked positions per sequence of an ``mlm`` head (Google's BERT: 20 at 128 tokens, 80
+        at 512).
     """
 
     name: str
@@ -167,6 +300,9 @@ class Transformer:
     dropout: bool = True
     global_batch: int = 0
     source: str = ""
+    causal: bool = True
+    head: str = "lm"
+    predictions: int = 0
 
     def __post_init__(self):
         for key in ("layers", "hidden", "heads", "seq", "vocab"):
@@ -183,6 +319,11 @@ class Transformer:
             raise WorkloadError(f"heads ({self.heads}) must be a multiple of kv_heads ({self.kv_heads})")
         if self.ffn < 1:
             raise WorkloadError(f"ffn must be a whole number >= 1, received {self.ffn!r}")
+        if self.head not in HEADS:
+            raise WorkloadError(f"head must be one of {', '.join(HEADS)}, received {self.head!r}")
+        if self.head == "mlm" and not 1 <= self.predictions <= self.seq:
+            raise WorkloadError(f"an mlm head needs predictions from 1 to seq ({self.seq}) masked "
+                                f"positions per sequence, received {self.predictions!r}")
 
     kind = "transformer"
 
@@ -214,9 +355,17 @@ class Transformer:
 
     @property
     def head_parameters(self) -> int:
-        """Final norm and the untied output projection."""
-        norm = self.hidden * (2 if self.biases else 1)
-        return norm + (0 if self.tied else self.vocab * self.hidden)
+        """The head's own parameters: final norm and untied output projection (``lm``), the
+        masked-LM transform, its norm and output bias and the next-sentence classifier (``mlm``;
+        BERT is post-LN, no final norm), the span projection (``span``)."""
+        h = self.hidden
+        if self.head == "mlm":
+            return (h * h + h + 2 * h + self.vocab + (0 if self.tied else self.vocab * h)
+                    + 2 * h + 2)
+        if self.head == "span":
+            return 2 * h + 2
+        norm = h * (2 if self.biases else 1)
+        return norm + (0 if self.tied else self.vocab * h)
 
     @property
     def parameters(self) -> int:
@@ -233,13 +382,14 @@ class Transformer:
 
     # ---------------------------------------------------------------------- operations
     def layer_ops(self, micro_batch: int, tp: int = 1, elem: int = 2, *,
-                  sequence_parallel: bool = False) -> tuple:
-        """The forward operations of one layer on one GPU of a tensor-parallel group.
+                  sequence_parallel: bool = False, stack="fused", act: int | None = None) -> tuple:
+        """The forward kernels of one layer on one GPU of a tensor-parallel group.
 
         Megatron's split (Shoeybi et al. 2019, "Megatron-LM: Training Multi-Billion Parameter
         Language Models Using Model Parallelism", section 3): QKV and FFN-in by columns, the
-        output and FFN-out projections by rows, attention by heads; norms and residuals are
-        replicated (or split with sequence parallelism, which :mod:`models.studies.planner` charges).
+        output and FFN-out projections by rows, attention by heads; norms, dropout and
+        residuals are replicated, or split over the group with sequence parallelism
+        (Korthikanti et al. 2022, section 4.2.2).
 
         Parameters
         ----------
@@ -248,65 +398,134 @@ class Transformer:
         tp : int
             Tensor-parallel degree ``t`` (divides heads, kv_heads and ffn here).
         elem : int
-            Bytes per activation element. [bytes]
+            Bytes per matmul operand element. [bytes]
         sequence_parallel : bool
-            Norms and residuals split over the group (Korthikanti et al. 2022, section 4.2.2).
+        stack : str or Software
+            Which passes are separate kernels (:data:`SOFTWARE`).
+        act : int, optional
+            Bytes per activation element of the memory-bound passes (``elem``, but 2 for fp8).
 
         Returns
         -------
         tuple of Op
         """
+        sw = software(stack)
+        act = elem if act is None else act
         b, s, h, f, a = micro_batch, self.seq, self.hidden, self.ffn, self.heads
         kv = self.kv_dim
         m = b * s
         d = h // a
+        heads = a // tp
         # K/V heads are replicated when tp exceeds them (Megatron's grouped-query attention).
         kv_local = max(kv // tp, d)
-        ops = [
-            _matmul("qkv", m, h // tp + 2 * kv_local, h, elem),
-            # Scores and weighted values, per head over the full s x s matrix (Megatron's count).
-            Op("attention", "matmul", 2.0 * 2 * b * (a // tp) * s * s * d,
-               float(elem) * (0 if self.flash_attention else 2 * b * (a // tp) * s * s)
-               + float(elem) * 4 * m * h / tp),
-            _matmul("proj", m, h, h // tp, elem),
-            _matmul("ffn_in", m, (2 if self.gated else 1) * f // tp, h, elem),
-            _matmul("ffn_out", m, h, f // tp, elem),
-        ]
-        if not self.flash_attention:
-            # Softmax (+ dropout) read and write the score matrix.
-            ops.append(Op("softmax", "memory", 0.0, float(elem) * 2 * b * (a // tp) * s * s))
-        # Two norms and two residual adds over h, the activation over f (read 2f if gated).
-        ops.append(Op("norms+residuals", "memory", 0.0, float(elem) * m * h * (2 * 2 + 2 * 3)
-                      / (tp if sequence_parallel else 1)))
-        ops.append(Op("activation", "memory", 0.0,
-                      float(elem) * m * (f // tp) * (3 if self.gated else 2)))
+        ops = [_matmul("qkv", m, h // tp + 2 * kv_local, h, elem)]
+        if sw.flash_attention:
+            flops = 2.0 * 2 * b * heads * s * s * d
+            ops.append(Op("flash_attention", "attention", flops, float(act) * 4 * m * h / tp,
+                          executed=0.5 if self.causal else 1.0, backward=2.5))
+        else:
+            # Scores and weighted values, per head over the full s x s matrix.
+            ops.append(_matmul("scores", s, s, d, elem, batch=b * heads))
+            scores = float(act) * b * heads * s * s
+            masks = (float(b * heads * s * s) if self.dropout else 0.0)  # 1 byte per element
+            # Scale, mask and softmax: one kernel fused, three unfused, each reading and writing
+            # the scores; the attention dropout stays its own kernel in both (Megatron-LM's
+            # ParallelAttention: scale_mask_softmax, then attention_dropout).
+            passes = 1 if sw.fused_softmax else 3
+            dropout = 2 * scores + masks if self.dropout else 0.0
+            ops.append(_memory("softmax", 2 * passes * scores + dropout, passes + (1 if self.dropout else 0)))
+            ops.append(_matmul("context", s, d, s, elem, batch=b * heads))
+        ops += [_matmul("proj", m, h, h // tp, elem),
+                _matmul("ffn_in", m, (2 if self.gated else 1) * f // tp, h, elem),
+                _matmul("ffn_out", m, h, f // tp, elem)]
+        rows = m / (tp if sequence_parallel else 1)
+        x = float(act) * rows * h
+        mask = rows * h if self.dropout else 0.0
+        # Two norms (read and write h each).
+        ops.append(_memory("norms", 4 * x, 2))
+        # After the projection and after the FFN: bias, dropout, residual add.
+        if sw.fused_elementwise:
+            per, kernels = 3 * x + mask, 1
+        else:
+            per = (2 * x if self.biases else 0) + (2 * x + mask if self.dropout else 0) + 3 * x
+            kernels = (1 if self.biases else 0) + (1 if self.dropout else 0) + 1
+        ops.append(_memory("bias_dropout_residual", 2 * per, 2 * kernels))
+        # The activation over f (a gated FFN reads both halves), with its bias.
+        fb = float(act) * m * (f // tp)
+        if sw.fused_elementwise:
+            ops.append(_memory("activation", (3 if self.gated else 2) * fb, 1))
+        else:
+            bias = 2 * fb * (2 if self.gated else 1) if self.biases else 0.0
+            ops.append(_memory("activation", bias + (5 if self.gated else 2) * fb,
+                               (2 if self.gated else 1) + (1 if self.biases else 0)))
         return tuple(ops)
 
-    def head_ops(self, micro_batch: int, tp: int = 1, elem: int = 2) -> tuple:
-        """Forward operations outside the layers: the output projection (logits) and loss."""
-        m = micro_batch * self.seq
-        return (_matmul("logits", m, -(-self.vocab // tp), self.hidden, elem),
-                Op("loss", "memory", 0.0, 4.0 * 2 * m * self.vocab / tp))
+    def head_ops(self, micro_batch: int, tp: int = 1, elem: int = 2, *, act: int | None = None) -> tuple:
+        """Forward kernels outside the layers: the embedding lookup, the head and its loss.
+
+        ``lm``: logits of every token (``m x V/t x h``) and the vocabulary-parallel fp32
+        cross-entropy (Megatron); ``mlm``: the transform (``h x h``, GeLU, norm) and logits of
+        the masked positions only, next-sentence prediction on the pooled first token;
+        ``span``: two logits per token.
+        """
+        act = elem if act is None else act
+        b, h, v = micro_batch, self.hidden, self.vocab
+        m = b * self.seq
+        ops = [_memory("embedding", float(act) * 2 * m * h, 1)]
+        if self.head == "mlm":
+            p = b * self.predictions
+            ops += [_matmul("mlm_transform", p, h, h, elem),
+                    _memory("mlm_gelu_norm", float(act) * 4 * p * h, 2),
+                    _matmul("logits", p, -(-v // tp), h, elem),
+                    _memory("loss", 4.0 * 2 * p * v / tp, 1),
+                    _matmul("pooler", b, h, h, elem)]
+        elif self.head == "span":
+            ops += [_matmul("span_logits", m, 2, h, elem), _memory("loss", 4.0 * 2 * m * 2, 1)]
+        else:
+            ops += [_memory("final_norm", float(act) * 2 * m * h, 1),
+                    _matmul("logits", m, -(-v // tp), h, elem),
+                    _memory("loss", 4.0 * 2 * m * v / tp, 1)]
+        return tuple(ops)
+
+    def logits_bytes(self, micro_batch: int, tp: int = 1) -> float:
+        """fp32 logits and their gradient held by the last stage for one micro-batch. [bytes]"""
+        rows = micro_batch * {"lm": self.seq, "mlm": self.predictions, "span": self.seq}[self.head]
+        width = 2 if self.head == "span" else self.vocab / tp
+        return 4.0 * 2 * rows * width
+
+    @staticmethod
+    def _products(ops) -> float:
+        return sum(op.flops for op in ops if op.kind in ("matmul", "attention"))
 
     def forward_flops_per_token(self) -> float:
         """Forward matmul FLOPs per token (one GPU, no parallelism). [FLOP]"""
-        ops = self.layer_ops(1)
-        layer = sum(op.flops for op in ops if op.kind == "matmul")
-        head = sum(op.flops for op in self.head_ops(1) if op.kind == "matmul")
-        return (self.layers * layer + head) / self.seq
+        layer = self._products(self.layer_ops(1, stack="fused"))
+        return (self.layers * layer + self._products(self.head_ops(1))) / self.seq
 
-    def training_flops_per_token(self, recompute: bool = False) -> float:
-        """Training FLOPs per token: 3 forwards, 4 with full recomputation. [FLOP]
+    def recomputed_flops_per_token(self, recompute: str = "full") -> float:
+        """FLOPs per token that recomputation executes again (a forward of the layers for
+        ``"full"``, of the attention core for ``"selective"``, none for ``"none"``). [FLOP]"""
+        if recompute not in ("none", "full", "selective"):
+            raise WorkloadError(f"recompute must be 'none', 'full' or 'selective', received {recompute!r}")
+        if recompute == "none":
+            return 0.0
+        ops = self.layer_ops(1, stack="fused")
+        if recompute == "selective":
+            ops = [op for op in ops if op.name in ("scores", "context")]
+        return self.layers * self._products(ops) / self.seq
 
-        The output projection is not recomputed (Megatron checkpoints layer inputs only).
+    def training_flops_per_token(self, recompute=False) -> float:
+        """Training FLOPs per token: 3 forwards (model FLOPs), plus what recomputation runs
+        again (hardware FLOPs: ``recompute`` ``True`` or ``"full"``, ``"selective"``). [FLOP]
+
+        The head is not recomputed (Megatron checkpoints layer inputs only).
         """
-        head = sum(op.flops for op in self.head_ops(1) if op.kind == "matmul") / self.seq
-        layers = self.forward_flops_per_token() - head
-        return (4 if recompute else 3) * layers + 3 * head
+        mode = {True: "full", False: "none"}.get(recompute, recompute)
+        return 3 * self.forward_flops_per_token() + self.recomputed_flops_per_token(mode)
 
     # ----------------------------------------------------------------------- activations
     def activation_bytes(self, micro_batch: int, tp: int = 1, *, sequence_parallel: bool = False,
-                         recompute: str = "none") -> float:
+                         recompute: str = "none", flash: bool | None = None) -> float:
         """Activation memory of one layer for one micro-batch on one GPU. [bytes]
 
         Korthikanti et al. 2022, section 4, in 16-bit: attention ``11 s b h + 5 a s^2 b``, FFN
@@ -319,10 +538,12 @@ class Transformer:
         (1). With tensor parallelism the parts inside the parallel region divide by ``t``; the
         norms, their inputs and dropout masks (``10 s b h``) divide only with sequence
         parallelism. ``recompute="full"`` keeps only the layer input (``2 s b h``, divided by
-        ``t`` with sequence parallelism); ``"selective"`` drops the ``s^2`` terms.
+        ``t`` with sequence parallelism); ``"selective"`` drops the ``s^2`` terms. ``flash``
+        (default: the workload's ``flash_attention``) stores no ``s^2`` term either.
         """
         if recompute not in ("none", "full", "selective"):
             raise WorkloadError(f"recompute must be 'none', 'full' or 'selective', received {recompute!r}")
+        flash = self.flash_attention if flash is None else flash
         s, b, h, a, f = self.seq, micro_batch, self.hidden, self.heads, self.ffn
         sbh = s * b * h
         if recompute == "full":
@@ -332,8 +553,7 @@ class Transformer:
         # Inside the tensor-parallel region (divided by t): Q, K, V, projection input and the
         # FFN's inner tensors.
         inner = sbh * (2 + 2 * kv + 2 * kv + 2) + s * b * f * ((4 if self.gated else 2) + 2)
-        scores = 0.0 if (self.flash_attention or recompute == "selective") else \
-            a * s * s * b * (2 + mask + 2)
+        scores = 0.0 if (flash or recompute == "selective") else a * s * s * b * (2 + mask + 2)
         # Replicated without sequence parallelism: the attention and FFN inputs (2 each), two
         # dropout masks, two norm inputs (2 each).
         outer = sbh * (2 + 2 + 2 * mask + 4)
@@ -348,6 +568,11 @@ class Transformer:
             extra.append("gated")
         if self.flash_attention:
             extra.append("flash attention")
+        if not self.causal:
+            extra.append("encoder")
+        if self.head != "lm":
+            extra.append(f"{self.head} head" + (f" on {self.predictions} masked tokens"
+                                                  if self.head == "mlm" else ""))
         return (f"{self.name}: transformer layers={self.layers} hidden={self.hidden} heads={self.heads} "
                 f"seq={self.seq} vocab={self.vocab} {' '.join(extra)}; "
                 f"{self.parameters / 1e9:.3f} B parameters")
@@ -424,8 +649,11 @@ class CNN:
         return sum(layer.macs for layer in self.conv_layers)
 
     def layer_ops(self, micro_batch: int, tp: int = 1, elem: int = 2, *,
-                  sequence_parallel: bool = False) -> tuple:
-        """Each convolution as an implicit GEMM and its batchnorm + ReLU as a memory pass."""
+                  sequence_parallel: bool = False, stack="fused", act: int | None = None) -> tuple:
+        """Each convolution as an implicit GEMM (``m = batch x output pixels``, ``n = cout``,
+        ``k = cin x kernel^2``) and its batchnorm + ReLU as one memory pass (cuDNN's fused
+        batchnorm-activation: read and write the map twice, forward statistics and normalise)."""
+        act = elem if act is None else act
         ops = []
         for layer in self.conv_layers:
             m = micro_batch * layer.out_hw ** 2
@@ -433,21 +661,29 @@ class CNN:
             # Implicit GEMM reads the input map once (not the unfolded k x m matrix).
             read = micro_batch * layer.cin * (layer.out_hw * layer.stride) ** 2
             ops.append(Op(layer.name, "matmul", 2.0 * m * layer.cout * k,
-                          float(elem) * (read + k * layer.cout + m * layer.cout)))
+                          float(elem) * (read + k * layer.cout + m * layer.cout), m=m, n=layer.cout, k=k))
             if layer.batchnorm:
-                ops.append(Op(layer.name + ".bn_relu", "memory", 0.0, float(elem) * 2 * 2 * m * layer.cout))
+                ops.append(_memory(layer.name + ".bn_relu", float(act) * 2 * 2 * m * layer.cout))
         return tuple(ops)
 
-    def head_ops(self, micro_batch: int, tp: int = 1, elem: int = 2) -> tuple:
+    def head_ops(self, micro_batch: int, tp: int = 1, elem: int = 2, *, act: int | None = None) -> tuple:
         return ()
+
+    def logits_bytes(self, micro_batch: int, tp: int = 1) -> float:
+        return 0.0
+
+    def recomputed_flops_per_token(self, recompute: str = "full") -> float:
+        """A full recomputation runs the forward again [U]; selective has nothing to drop."""
+        return self.forward_flops_per_token() if recompute == "full" else 0.0
 
     def forward_flops_per_token(self) -> float:
         """Forward FLOPs per image (``2 x`` MACs). [FLOP]"""
         return 2.0 * self.forward_macs
 
-    def training_flops_per_token(self, recompute: bool = False) -> float:
-        """Training FLOPs per image: 3 forwards (4 with recomputation). [FLOP]"""
-        return (4 if recompute else 3) * self.forward_flops_per_token()
+    def training_flops_per_token(self, recompute=False) -> float:
+        """Training FLOPs per image: 3 forwards (model FLOPs), 4 with full recomputation. [FLOP]"""
+        mode = {True: "full", False: "none"}.get(recompute, recompute)
+        return 3 * self.forward_flops_per_token() + self.recomputed_flops_per_token(mode)
 
     def activation_bytes(self, micro_batch: int, tp: int = 1, *, sequence_parallel: bool = False,
                          recompute: str = "none") -> float:
@@ -499,14 +735,34 @@ _LLAMA3 = dict(vocab=128256, kv_heads=8, gated=True, tied=False, biases=False, f
                dropout=False, seq=8192)
 _LLAMA3_SOURCE = ("Llama Team 2024, The Llama 3 Herd of Models (table 3: layers, width, FFN, heads, "
                   "8 KV heads, vocabulary 128K); Meta Llama 3 / 3.1 model cards (8B, 70B, 405B)")
+_LLAMA2 = dict(vocab=32000, gated=True, tied=False, biases=False, flash_attention=True, dropout=False,
+               seq=4096, global_batch=1024)
+_LLAMA2_SOURCE = ("Touvron et al. 2023, Llama 2: Open Foundation and Fine-Tuned Chat Models (4K context, "
+                  "global batch 4M tokens, GQA for 70B); Meta Llama 2 model configs (layers, width, FFN, "
+                  "heads)")
+# BERT (Devlin et al. 2019): encoder, learned positions, token types; the released checkpoints
+# count the embedding norm (2 h) and, with the pre-training heads, the pooler (h^2 + h).
+_BERT = dict(vocab=30522, position_embeddings=512, causal=False)
+_BERT_SOURCE = ("Devlin et al. 2019, BERT (BASE L=12 H=768 A=12, LARGE L=24 H=1024 A=16; pre-training "
+                "batch 256, 90 % of steps at 128 tokens then 512; masked LM on 15 % of tokens, at most "
+                "20 per 128-token and 80 per 512-token sequence in Google's reference implementation; "
+                "SQuAD fine-tuning at 384 tokens, batch 32)")
+_GPT3_SOURCE = ("Brown et al. 2020, Language Models are Few-Shot Learners (table 2.1); NVIDIA NeMo "
+                "Framework GPT-3 training configs (126m, 5b, 20b: layers, width, heads, global batch) [U]")
+
+
+def _bert(name, layers, hidden, heads, seq, *, head="mlm", predictions=0, batch=256, pooler=True):
+    extra = 2 * hidden + 2 * hidden + (hidden * hidden + hidden if pooler else 0)
+    return Transformer(name, layers, hidden, heads, seq, head=head, predictions=predictions,
+                       extra_parameters=extra, global_batch=batch, source=_BERT_SOURCE, **_BERT)
+
 
 #: Preset workloads by name.
 PRESETS: dict = {w.name: w for w in (
-    Transformer("bert-large", 24, 1024, 16, 512, 30522, position_embeddings=512,
-                # Token-type table (2 x h) and the pooler (h x h + h) of the released checkpoint.
-                extra_parameters=2 * 1024 + 1024 * 1024 + 1024, global_batch=256,
-                source="Devlin et al. 2019, BERT (L=24, H=1024, A=16, 340M quoted; 335,141,888 in "
-                       "the released checkpoint; batch 256 sequences)"),
+    _bert("bert-base", 12, 768, 12, 512, predictions=80),
+    _bert("bert-large", 24, 1024, 16, 512, predictions=80),
+    _bert("bert-large-128", 24, 1024, 16, 128, predictions=20),
+    _bert("bert-large-squad", 24, 1024, 16, 384, head="span", batch=32, pooler=False),
     Transformer("gpt2-1.5b", 48, 1600, 25, 1024, 50257, position_embeddings=1024, global_batch=512,
                 source="Radford et al. 2019, Language Models are Unsupervised Multitask Learners "
                        "(table 2: 48 layers, d_model 1600; batch 512); 1,557,611,200 parameters "
@@ -514,22 +770,35 @@ PRESETS: dict = {w.name: w for w in (
     Transformer("megatron-8.3b", 72, 3072, 32, 1024, 51200, position_embeddings=1024, global_batch=512,
                 source="Shoeybi et al. 2019, Megatron-LM (table 2: 72 layers, hidden 3072, 32 heads, "
                        "8.3B; vocabulary padded to 51,200; batch 512)"),
+    Transformer("gpt3-126m", 12, 768, 12, 2048, 50257, position_embeddings=2048, global_batch=256,
+                source=_GPT3_SOURCE),
+    Transformer("gpt3-5b", 24, 4096, 32, 2048, 50257, position_embeddings=2048, global_batch=2048,
+                source=_GPT3_SOURCE),
+    Transformer("gpt3-20b", 44, 6144, 48, 2048, 50257, position_embeddings=2048, global_batch=2048,
+                source=_GPT3_SOURCE),
     Transformer("gpt3-175b", 96, 12288, 96, 2048, 50257, position_embeddings=2048, global_batch=1536,
                 source="Brown et al. 2020, Language Models are Few-Shot Learners (table 2.1: 96 "
                        "layers, d_model 12288, 96 heads, n_ctx 2048, 175.0B, batch 3.2M tokens)"),
+    Transformer("llama2-7b", 32, 4096, 32, ffn=11008, source=_LLAMA2_SOURCE, **_LLAMA2),
+    Transformer("llama2-13b", 40, 5120, 40, ffn=13824, source=_LLAMA2_SOURCE, **_LLAMA2),
+    Transformer("llama2-70b", 80, 8192, 64, ffn=28672, kv_heads=8, source=_LLAMA2_SOURCE, **_LLAMA2),
     Transformer("llama3-8b", 32, 4096, 32, ffn=14336, global_batch=512, source=_LLAMA3_SOURCE, **_LLAMA3),
     Transformer("llama3-70b", 80, 8192, 64, ffn=28672, global_batch=512, source=_LLAMA3_SOURCE, **_LLAMA3),
     Transformer("llama3-405b", 126, 16384, 128, ffn=53248, global_batch=2048, source=_LLAMA3_SOURCE,
                 **_LLAMA3),
     resnet50(),
 )}
+assert list(PRESETS) == _PRESET_NAMES
 
 _FIELDS = {"layers": "layers", "hidden": "hidden", "heads": "heads", "seq": "seq", "vocab": "vocab",
            "ffn": "ffn", "kv_heads": "kv_heads", "gated": "gated", "tied": "tied",
-           "flash": "flash_attention", "batch": "global_batch"}
+           "flash": "flash_attention", "causal": "causal", "head": "head",
+           "predictions": "predictions", "batch": "global_batch"}
 _REQUIRED = ("layers", "hidden", "heads", "seq", "vocab")
-_FLAGS = ("gated", "tied", "flash")
-_INT = re.compile(r"[0-9]{1,9}")
+_FLAGS = ("gated", "tied", "flash", "causal")
+_DIGITS = re.compile(r"[0-9]+")
+# Digit strings longer than this are refused as too large without converting them.
+_MAX_DIGITS = 18
 
 
 def _normal(name: str) -> str:
@@ -551,8 +820,9 @@ def workload(spec):
 def parse_workload(text: str):
     """Parse ``NAME`` (a preset) or ``transformer:layers=L,hidden=H,heads=A,seq=S,vocab=V[,...]``.
 
-    Optional keys: ``ffn``, ``kv_heads``, ``gated`` / ``tied`` / ``flash`` (0 or 1) and
-    ``batch`` (the global batch). Values are plain decimal whole numbers.
+    Optional keys: ``ffn``, ``kv_heads``, ``predictions``, ``batch`` (the global batch),
+    ``gated`` / ``tied`` / ``flash`` / ``causal`` (0 or 1) and ``head`` (``lm``, ``mlm`` or
+    ``span``). Numbers are plain decimal whole numbers from 1 to :data:`WORKLOAD_LIMITS`.
 
     Raises
     ------
@@ -560,6 +830,13 @@ def parse_workload(text: str):
         For a name that is not a preset.
     WorkloadError
         For anything else malformed, naming what was expected.
+
+    Examples
+    --------
+    >>> parse_workload("transformer:layers=1000000000,hidden=64,heads=4,seq=8,vocab=10")
+    Traceback (most recent call last):
+    ...
+    models.studies.workload.WorkloadError: workload layers must be a whole number from 1 to 100000 (WORKLOAD_LIMITS), received '1000000000'
     """
     if not isinstance(text, str):
         raise WorkloadError(f"expected a workload spec text, {WORKLOAD_GRAMMAR}; received {text!r}")
@@ -581,16 +858,24 @@ def parse_workload(text: str):
                                 f"{', '.join(_FIELDS)}")
         if key in values:
             raise WorkloadError(f"workload key {key!r} given twice")
-        if not _INT.fullmatch(value):
+        if key == "head":
+            if value.lower() not in HEADS:
+                raise WorkloadError(f"workload head must be one of {', '.join(HEADS)}, received {value[:40]!r}")
+            values[key] = value.lower()
+            continue
+        if not _DIGITS.fullmatch(value):
             raise WorkloadError(f"workload {key} must be a plain whole number, received {value[:40]!r}")
-        number = int(value)
         if key in _FLAGS:
-            if number not in (0, 1):
-                raise WorkloadError(f"workload {key} must be 0 or 1, received {value!r}")
-            number = bool(number)
-        elif number < 1:
-            raise WorkloadError(f"workload {key} must be >= 1, received {value!r}")
-        values[key] = number
+            if value not in ("0", "1"):
+                raise WorkloadError(f"workload {key} must be 0 or 1, received {value[:40]!r}")
+            values[key] = value == "1"
+            continue
+        limit = WORKLOAD_LIMITS[key]
+        if len(value) > _MAX_DIGITS or not 1 <= int(value) <= limit:
+            shown = value if len(value) <= 20 else f"{value[:12]}... ({len(value)} digits)"
+            raise WorkloadError(f"workload {key} must be a whole number from 1 to {limit} "
+                                f"(WORKLOAD_LIMITS), received {shown!r}")
+        values[key] = int(value)
     missing = [k for k in _REQUIRED if k not in values]
     if missing:
         raise WorkloadError(f"workload spec lacks {', '.join(missing)}: expected {WORKLOAD_GRAMMAR}")

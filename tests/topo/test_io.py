@@ -1,9 +1,11 @@
-"""Import (nvidia-smi topo -m, NCCL topology XML) and export (JSON, GraphML) of fabrics."""
+"""Import (nvidia-smi topo -m, NCCL topology XML) and export (JSON, GraphML) of fabrics.
+
+The fuzzers of every importer are in test_io_fuzz.py, the round trips of every built-in system
+through its printout in test_io_roundtrip.py."""
 
 from __future__ import annotations
 
 import json
-import re
 
 import numpy as np
 import pytest
@@ -12,7 +14,7 @@ from hypothesis import strategies as st
 
 import models
 import topo
-from tests.conftest import read_data
+from tests.conftest import read_data, watchdog
 
 GPU_OF = {"dgx1": "Tesla P100-SXM2-16GB", "dgx1v": "Tesla V100-SXM2-16GB", "dgx2": "Tesla V100-SXM3-32GB"}
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -33,7 +35,7 @@ def same_graph(G, H):
 # --- gpu_model ---------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("name, key", [
-    ("Tesla V100-SXM2-16GB", "V100-SXM2"), ("Tesla V100-SXM2-32GB", "V100-SXM2"),
+    ("Tesla V100-SXM2-16GB", "V100-SXM2"), ("Tesla V100-SXM2-32GB", "V100-SXM2-32GB"),
     ("v100-sxm2", "V100-SXM2"), ("V100SXM2", "V100-SXM2"), ("Tesla V100-SXM3-32GB", "V100-SXM3"),
     ("v100_sxm3", "V100-SXM3"), ("Tesla P100-SXM2-16GB", "P100"), ("p100", "P100"),
 ])
@@ -42,7 +44,7 @@ def test_gpu_model_resolves_nvidia_smi_names_and_short_forms(name, key):
 
 
 @pytest.mark.parametrize("name, message", [
-    ("v100", "ambiguous: it matches V100-SXM2, V100-SXM3"), ("A100-PCIE", "unknown GPU model"),
+    ("v100", "ambiguous: it matches V100-SXM2, V100-SXM2-32GB, V100-SXM3"), ("A100-PCIE", "unknown GPU model"),
     ("", "expected a GPU model name"), (None, "expected a GPU model name"),
 ])
 def test_gpu_model_errors(name, message):
@@ -88,10 +90,15 @@ def test_dgx2_published_rows_agree_with_the_import_of_the_whole_matrix():
     for line in lines[1:]:
         cells = line.split()
         assert [cm.cell(cells[0], h) for h in header] == cells[1:1 + len(header)]
+    # The DGX-2's wiring (nvidia-smi cannot show it): two baseboards of 6 chips, trunked.
     switches = [n for n, k in G.nodes(data="kind") if k == "nvswitch"]
-    assert len(switches) == 6  # NV6: one chip per link by default
-    assert all(G.edges["gpu0", s]["links"] == 1 for s in switches)
+    assert len(switches) == 12 and G.edges["nvswitch0", "nvswitch6"]["links"] == 8
+    assert [s for s in switches if G.has_edge("gpu0", s)] == switches[:6]
     assert topo.injection_bandwidth(G)["gpu0"] == 6 * topo.LINKS["nvlink2"].bandwidth
+    # Without the known system: one chip per link of NV6, every GPU on each.
+    H = topo.from_nvidia_smi(printout(topo.dgx2()), gpu="Tesla V100-SXM3-32GB", like=None)
+    plain = [n for n, k in H.nodes(data="kind") if k == "nvswitch"]
+    assert len(plain) == 6 and all(H.edges["gpu15", s]["links"] == 1 for s in plain)
 
 
 @pytest.mark.parametrize("system", sorted(GPU_OF))
@@ -162,7 +169,7 @@ def test_nvswitch_options():
     assert switched.edges["gpu0", "nvswitch0"]["links"] == 2
     for G in (direct, switched):
         assert topo.connection_matrix(G).cell("GPU0", "GPU3") == "NV2"
-    with pytest.raises(topo.TopologyImportError, match="divides the NV2 links"):
+    with pytest.raises(topo.TopologyImportError, match="expected at most 2 NVSwitch chips"):
         topo.from_nvidia_smi(text, gpu="v100-sxm2", nvswitch=True, nvswitches=3)
     with pytest.raises(topo.TopologyImportError, match="without NVSwitches"):
         topo.from_nvidia_smi(text, gpu="v100-sxm2", nvswitch=False, nvswitches=2)
@@ -242,16 +249,6 @@ def test_nvidia_smi_option_errors(options, message):
 CELLS = ["X", "NV1", "NV2", "NV6", "PIX", "PXB", "PHB", "NODE", "SYS", "SOC", "N/A", "0-3"]
 
 
-@FUZZ
-@given(st.text(alphabet=st.sampled_from(list("GPUNICmlx5_0123 \t\nXVSYOHBDE-,:#=/A")), max_size=300))
-def test_fuzz_nvidia_smi_random_text(text):
-    try:
-        G = topo.from_nvidia_smi(text, gpu="v100-sxm2")
-    except topo.DgxTopoError:
-        return
-    topo.validate(G)
-
-
 @FUZZ_SYSTEMS
 @given(st.data())
 def test_fuzz_nvidia_smi_mutated_printouts(data):
@@ -267,7 +264,8 @@ def test_fuzz_nvidia_smi_mutated_printouts(data):
             lines[k] = "  ".join(tokens)
     text = "\n".join(lines)
     try:
-        G = topo.from_nvidia_smi(text, gpu=GPU_OF[system])
+        with watchdog(30):
+            G = topo.from_nvidia_smi(text, gpu=GPU_OF[system])
     except topo.DgxTopoError:
         return
     cm = topo.connection_matrix(G)
@@ -296,9 +294,11 @@ def test_dgx1v_like_xml_rebuilds_the_dgx1v():
 def test_dgxa100_like_xml():
     """Synthetic DGX A100-like dump: 6 NVSwitches x 2 links per GPU, gen4 PCIe, HDR NICs."""
     text = read_data("dgxa100_nccl_topo_synthetic.xml")
+    # An AMD host: NCCL charges AMD_BW between its CPU nodes, the catalogue's xGMI figure.
+    assert topo.from_nccl_xml(text).edges["cpu0", "cpu1"]["link"] == "xgmi"
     with pytest.raises(topo.TopologyImportError, match=r"system/cpu\[0\]: no socket-to-socket link .* "
-                                                       r"vendor='AuthenticAMD'"):
-        topo.from_nccl_xml(text)
+                                                       r"vendor='CentaurHauls'"):
+        topo.from_nccl_xml(text.replace("AuthenticAMD", "CentaurHauls"))
     G = topo.from_nccl_xml(text, socket_link="upi_skl", name="A100-like")
     switches = [n for n, k in G.nodes(data="kind") if k == "nvswitch"]
     assert len(switches) == 6 and len(topo.gpus(G)) == 8
@@ -389,41 +389,6 @@ def test_nccl_xml_option_errors():
         topo.from_nccl_xml(42)
 
 
-XML_TOKENS = ["<system version=\"1\">", "</system>", "<cpu numaid=\"0\">", "</cpu>",
-              "<pci busid=\"0000:01:00.0\" class=\"0x030200\">", "<pci busid=\"0000:02:00.0\" class=\"0x060400\">",
-              "</pci>", "<gpu dev=\"0\" sm=\"70\">", "<gpu dev=\"1\" sm=\"80\">", "</gpu>",
-              "<nvlink target=\"0000:02:00.0\" count=\"2\" tclass=\"0x030200\"/>",
-              "<nvlink target=\"0000:aa:00.0\" count=\"3\"/>", "<nic>", "</nic>",
-              "<net name=\"mlx5_0\" dev=\"0\" speed=\"100000\"/>", "<pcilink target=\"x\"/>", "&amp;", "<"]
-
-
-@FUZZ_SYSTEMS
-@given(st.lists(st.sampled_from(XML_TOKENS), max_size=30))
-def test_fuzz_nccl_xml(tokens):
-    try:
-        G = topo.from_nccl_xml("".join(tokens))
-    except topo.DgxTopoError:
-        return
-    topo.validate(G)
-
-
-@FUZZ_SYSTEMS
-@given(st.data())
-def test_fuzz_nccl_xml_mutated_attributes(data):
-    text = read_data("dgx1v_nccl_topo_synthetic.xml")
-    values = list(re.finditer(r'="([^"]*)"', text))
-    for _ in range(data.draw(st.integers(1, 3))):
-        match = data.draw(st.sampled_from(values))
-        new = data.draw(st.sampled_from(["", "0", "-1", "x", "0x068000", "99999999999999", "16", "2.5 GT/s"]))
-        text = text[:match.start(1)] + new + text[match.end(1):] if len(text) > match.end(1) else text
-        values = list(re.finditer(r'="([^"]*)"', text))
-    try:
-        G = topo.from_nccl_xml(text)
-    except topo.DgxTopoError:
-        return
-    topo.validate(G)
-
-
 # --- JSON and GraphML --------------------------------------------------------------------------
 
 @pytest.mark.parametrize("system", ["dgx1v", "dgx2", "2xdgx1v"])
@@ -457,7 +422,7 @@ def test_json_envelope_and_version():
 
 
 @pytest.mark.parametrize("text, message", [
-    ("{", "not JSON"), ("[]", "expected an object with format"),
+    ("{", "line 1: expected JSON"), ("[]", "expected an object with format"),
     ('{"format": "dgx-topo fabric", "version": true}', "version True is not supported"),
     ('{"format": "dgx-topo fabric", "version": 1, "graph": {"directed": false}}', "directed, non-multi"),
     ('{"format": "dgx-topo fabric", "version": 1, "graph": {"directed": true, "multigraph": false, '
@@ -468,6 +433,17 @@ def test_json_envelope_and_version():
      '"nodes": [{"id": "a", "kind": [1]}], "edges": []}}', "attribute 'kind' is list"),
     ('{"format": "dgx-topo fabric", "version": 1, "graph": {"directed": true, "multigraph": false, '
      '"nodes": [{"id": "a", "kind": "gpu"}], "edges": []}}', "needs attribute 'host'"),
+    # Found by the fuzzers (test_io_fuzz.py): values a file may hold that are no physical figure.
+    (topo.to_json(topo.dgx1v()).replace('"bandwidth": 38400000000.0', '"bandwidth": 1' + "0" * 400, 1),
+     r"bandwidth must be positive and at most 1e\+13 B/s .* \(401 characters\)"),
+    (topo.to_json(topo.dgx1v()).replace('"bandwidth": 38400000000.0', '"bandwidth": -1e-300', 1),
+     "bandwidth must be positive and at most"),
+    (topo.to_json(topo.dgx1v()).replace('"index": 0,\n    "socket": 0,\n    "model": "Tesla',
+                                        '"index": -7,\n    "socket": 0,\n    "model": "Tesla', 1),
+     "node 'gpu0': attribute 'index' must be 0 to 1023"),
+    (topo.to_json(topo.dgx1v()).replace('"links": 2', '"links": 1e30', 1), "attribute 'links' must be int"),
+    (topo.to_json(topo.dgx1v()).replace('"name": "DGX-1V"', '"name": "\\u001b[2J"', 1),
+     r"graph attribute 'name' is '\\x1b\[2J': expected printable text"),
 ])
 def test_from_json_errors(text, message):
     with pytest.raises(topo.TopologyImportError, match=message):
@@ -500,6 +476,7 @@ def test_export_rejects_what_it_cannot_carry():
 def test_fuzz_from_json_and_graphml(text):
     for read in (topo.from_json, topo.from_graphml):
         try:
-            read(text)
+            with watchdog(30):
+                read(text)
         except topo.DgxTopoError:
             pass

@@ -66,6 +66,41 @@ def test_dgx2_two_baseboards_with_trunks_straight_across():
     assert pos["gpu8"][0] < pos["cpu1"][0]
 
 
+@pytest.mark.parametrize("name", ["dgxa100", "dgxh100", "dgxb200"])
+def test_a_single_board_lies_on_its_side(name):
+    """GPUs in a row, the NVSwitches centred in a row above, the host layer in rows below: a
+    drawing wider than tall, for a page-wide figure (not a column in a fifth of it)."""
+    G = topo.build(name)
+    pos = fabric_layout(G)
+    gpus, switches = topo.gpus(G), topo.nodes_of_kind(G, "nvswitch")
+    assert [pos[g] for g in gpus] == [(float(i), 0.0) for i in range(len(gpus))]
+    assert len({pos[w][1] for w in switches}) == 1 and pos[switches[0]][1] > 0
+    assert sum(pos[w][0] for w in switches) / len(switches) == pytest.approx((len(gpus) - 1) / 2)
+    rest = [p for n, p in pos.items() if n not in gpus and n not in switches]
+    assert all(y < 0 for _, y in rest)
+    for y in {y for _, y in rest}:  # each row keeps its parts a unit apart
+        xs = sorted(x for x, yy in rest if yy == y)
+        assert all(b - a >= 1.0 - 1e-9 for a, b in zip(xs, xs[1:]))
+    xs, ys = zip(*(pos[n] for n in [*gpus, *switches]))  # the NVLink core (a channel figure's canvas)
+    assert max(xs) - min(xs) > 2 * (max(ys) - min(ys))
+
+
+def test_nps4_sockets_are_squares_below_the_parts_they_serve():
+    """DGX A100 (NPS4): each socket's four NUMA nodes, all linked to each other, form a unit
+    square below every PCIe switch and NIC that hangs off a GPU's switch."""
+    G = topo.build("dgxa100")
+    pos = fabric_layout(G)
+    cpus = topo.nodes_of_kind(G, "cpu")
+    H = nx.Graph((u, v) for u, v, k in G.edges(data="kind") if k == "cpu-to-cpu")
+    sockets = [c for c in nx.find_cliques(H) if len(c) == 4]
+    assert len(sockets) == 2 and {n for s in sockets for n in s} == set(cpus)
+    for socket in sockets:
+        xs, ys = sorted({pos[n][0] for n in socket}), sorted({pos[n][1] for n in socket})
+        assert len(xs) == len(ys) == 2 and xs[1] - xs[0] == pytest.approx(ys[1] - ys[0]) == pytest.approx(1.0)
+    switches = topo.nodes_of_kind(G, "pcie_switch")
+    assert max(pos[n][1] for n in cpus) < min(pos[n][1] for n in switches)
+
+
 def test_node_ids_are_never_parsed():
     """Renaming every node moves nothing: the layout reads attributes and edges only."""
     for name in topo.SYSTEMS:

@@ -44,7 +44,7 @@ def no_show(monkeypatch):
 
 
 def test_figure_as_data(fabric):
-    fig = fabric_figure(fabric)
+    fig = fabric_figure(fabric, bundle=False)
     assert isinstance(fig, go.Figure)
     pos = fabric_layout(fabric)
     # One trace per node kind, every node at its layout position, with its hover text.
@@ -84,7 +84,7 @@ def test_nv1_and_nv2_are_distinguishable():
 
 def test_dgx2_trunks_and_host_layer_toggle():
     G = topo.dgx2()
-    full, nvlink = fabric_figure(G), fabric_figure(G, host_layer=False)
+    full, nvlink = fabric_figure(G, bundle=False), fabric_figure(G, host_layer=False, bundle=False)
     trunks = _trace(full, "NVLink 2.0 x8: 200 GB/s")
     assert len(_pieces(trunks)) == 6
     names = {t.name for t in nvlink.data}
@@ -186,3 +186,69 @@ def test_edge_values_must_be_finite_numbers():
     for bad in (float("nan"), float("inf"), "high", None):
         with pytest.raises(topo.DgxTopoError, match=r"edge_values\[\('gpu0', 'gpu3'\)\] must be a finite number"):
             fabric_figure(G, edge_values={("gpu0", "gpu3"): bad})
+
+
+def _bundle_links(fig) -> list:
+    """Link counts of the buses, read from their hover text ("bundle of N links")."""
+    return [int(t.split("bundle of ")[1].split(" ")[0]) for t in _trace(fig, "bundle details").hovertext]
+
+
+def test_dgx2_opens_as_its_switch_planes_with_every_link_a_click_away():
+    G = topo.dgx2()
+    fig = fabric_figure(G)
+    # One bus per baseboard: 8 GPUs to each of its 6 NVSwitches.
+    assert _bundle_links(fig) == [48, 48]
+    details = _trace(fig, "bundle details").hovertext
+    assert "every one of GPUs 0-7 to every one of NVSwitches 0-5" in details[0]
+    assert "per GPU: 6 NVLinks, 150 GB/s per direction" in details[0]
+    assert sorted(a.text for a in fig.layout.annotations) == [f"plane {i}" for i in range(6)]
+    # The full view is in the figure, hidden; the buttons swap the two views.
+    every = _trace(fig, "link details, every link")
+    assert every.visible is False and len(every.x) == len(_links(G))
+    (menu,) = fig.layout.updatemenus
+    bundled, full = (b.args[0]["visible"] for b in menu.buttons)
+    names = [t.name for t in fig.data]
+    assert [v for v, n in zip(bundled, names) if n == "link details, every link"] == [False]
+    assert [v for v, n in zip(full, names) if n in ("bundle details", "NVLink 2.0 x1: 25 GB/s, bundled")] == [False, False]
+    assert all(bundled[names.index(k)] and full[names.index(k)] for k in ("GPU", "NVSwitch", "colour scale"))
+    assert [t.visible is not False for t in fig.data] == list(bundled)
+
+
+def test_nvl72_opens_as_trays_and_switch_trays():
+    G = topo.build("gb200nvl72")
+    fig = fabric_figure(G)
+    assert _bundle_links(fig) == [648, 648]  # each GPU column to the 18 chips: 1,296 links in two buses
+    assert [t.split("<br>")[1] for t in _trace(fig, "bundle details").hovertext] == [
+        "every one of GPUs 0-35 to every one of NVSwitches 0-17", "every one of GPUs 36-71 to every one of NVSwitches 0-17"]
+    texts = {a.text for a in fig.layout.annotations}
+    assert {f"compute tray {t}" for t in range(18)} | {f"switch tray {t}" for t in range(9)} <= texts
+    assert len(fig.layout.shapes) == 18 + 9
+    gpus = _trace(fig, "GPU")
+    assert gpus.text is not None and len(gpus.text) == 72  # the core is labelled; the host layer is not
+    assert _trace(fig, "CPU").text is None
+    assert len(_trace(fig, "link details, every link").x) == len(_links(G))
+
+
+def test_links_with_values_are_never_bundled():
+    """A channel figure draws the links it colours one by one; only the idle ones are bundled."""
+    G = topo.dgx2()
+    values = {(f"gpu{g}", f"nvswitch{w}"): 50.0 for g in range(8) for w in range(6)}
+    fig = fabric_figure(G, host_layer=False, edge_values=values, bundle=True)
+    (text,) = _trace(fig, "bundle details").hovertext
+    assert "every one of GPUs 8-15 to every one of NVSwitches 6-11" in text
+    shown = _trace(fig, "link details")
+    assert len(shown.x) == 48 + 6  # board 0's links and the trunks, one by one
+
+
+def test_labels_are_readable_where_they_are_drawn():
+    G = topo.dgx2()
+    fig = fabric_figure(G, highlight=[f"gpu{i}" for i in range(8)], bundle=False)
+    gpus = _trace(fig, "GPU")
+    colours = dict(zip(gpus.marker.opacity, gpus.textfont.color))
+    assert colours[0.3] == "#1a1a1a"  # dark on the faded green, as on the full green
+    sides = dict(zip(_trace(fig, "PCIe switch").text, _trace(fig, "PCIe switch").textposition))
+    assert set(sides.values()) <= {"bottom center", "top center", "middle right", "middle left", "bottom right",
+                                   "bottom left", "top right", "top left"}
+    h100 = fabric_figure(topo.build("dgxh100"))
+    switches = _trace(h100, "NVSwitch")
+    assert set(switches.textposition) == {"top center"}  # the links leave downwards, to the GPUs

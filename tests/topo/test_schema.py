@@ -90,7 +90,7 @@ def test_non_finite_bandwidth(bandwidth):
 def test_links_below_one():
     G = two_gpus()
     G.edges["a", "b"]["links"] = G.edges["b", "a"]["links"] = 0
-    with pytest.raises(TopologyError, match="links must be at least 1, received 0"):
+    with pytest.raises(TopologyError, match="links must be at least 1 and at most 65536, received 0"):
         validate(G)
 
 

@@ -97,7 +97,9 @@ _RESTART_BUDGET = 1 << 11
 _SPEED_FLOOR = 0.49
 # Capacity comparisons tolerate this much rounding, as NCCL's SUB_ROUND keeps 0.001 GB/s.
 _SLACK = 1e3  # [B/s]
-# The fallback when nothing is found: one channel in index order at 0.1 GB/s, type SYS.
+# The fallback when nothing is found: one channel in index order, type SYS, which NCCL tunes at
+# 0.1 GB/s (NVIDIA/nccl v2.27.7-1 src/graph/search.cc, ncclTopoCompute "falling back to simple
+# order"); the channel moves data at its paths' rate (_compute).
 _FALLBACK_BW = 0.1e9  # [B/s]
 # More channels than any bound: no limit.
 _UNBOUNDED = 1 << 30
@@ -1177,9 +1179,17 @@ def _compute(problem, profile, cc, nets, pattern, min_channels, max_channels) ->
     first = _pass1(problem, speeds, start, total, ring, min_channels, max_channels)
     trace, timed_out, duplicated = list(first.trace), first.timed_out, False
     if first.best is None:  # NCCL's fallback: one channel in PCI order, 0.1 GB/s, type SYS.
-        trace.append("nothing found: fallback to one channel in index order at 0.1 GB/s")
-        solution = _Solution((tuple(range(problem.n)),), ((0, 0),) if nets else (), _FALLBACK_BW,
-                             PathType.SYS, PathType.SYS if nets else PathType.PIX, True, 0)
+        order, ends = (tuple(range(problem.n)),), ((0, 0),) if nets else ()
+        # 0.1 GB/s is the figure NCCL tunes the fallback with, not a rate: the channel's data moves
+        # over the paths it has, as fast as its slowest hop lets one channel move (capped at the
+        # highest search speed), and that is what a run measures.
+        used = _loads(problem, order, 1.0, ring, ends)
+        rate = min(speeds[0], 1.0 / used[0].utilisation) if used and used[0].utilisation > 0 else _FALLBACK_BW
+        slowest = f" ({used[0].edge[0]}->{used[0].edge[1]})" if used else ""
+        trace.append(f"nothing found down to NCCL's lowest speed, {speeds[-1] / 1e9:g} GB/s: NCCL falls "
+                     f"back to one channel in index order, type SYS, tuned at {_FALLBACK_BW / 1e9:g} GB/s; "
+                     f"its data moves at the slowest hop's rate, {rate / 1e9:.3g} GB/s{slowest}")
+        solution = _Solution(order, ends, rate, PathType.SYS, PathType.SYS if nets else PathType.PIX, True, 0)
     else:
         solution = first.best
         dup = dup_channels(len(solution.channels), solution.speed, compute_capability=cc,

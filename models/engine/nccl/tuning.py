@@ -61,8 +61,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from topo.errors import DgxTopoError
+from topo.units import parse_nbytes
 
-from ..nccltests import busbw_factor, collective as _collective_spec
+from ..nccltests import algbw as nccl_tests_algbw, algbw_to_busbw, collective as _collective_spec
 from .profiles import (ALGORITHMS, PATH_TYPES, PROTOCOLS, MissingConstantError, NcclProfile,
                        nccl_profile)
 from .releases import (AlgorithmSelection, InterLatency, LlCap, Ll128Cap, Ll128Rule, NvlsAlgorithms,
@@ -571,15 +572,13 @@ class Selection:
 
     @property
     def algbw(self):
-        """nccl-tests' algbw of the predicted time, ``nbytes / time``. [B/s]"""
-        with np.errstate(divide="ignore", invalid="ignore"):   # only a zero-latency profile
-            return self.nbytes / np.float64(self.time) if np.ndim(self.time) == 0 \
-                else self.nbytes / self.time
+        """nccl-tests' algbw of the predicted time, ``nbytes / time`` (:func:`models.engine.nccltests.algbw`). [B/s]"""
+        return nccl_tests_algbw(self.nbytes, self.time)
 
     @property
     def busbw(self):
         """nccl-tests' busbw of the predicted time (:func:`models.engine.nccltests.busbw`). [B/s]"""
-        return self.algbw * busbw_factor(self.collective, self.nranks)
+        return algbw_to_busbw(self.collective, self.algbw, self.nranks)
 
 
 # ------------------------------------------------------------------------------- the model
@@ -1094,14 +1093,9 @@ def tuning_table(collective: str, comm: Communicator, profile=None) -> tuple:
 
 
 def _sizes(nbytes) -> np.ndarray:
-    try:
-        array = np.asarray(nbytes, dtype=float)
-    except (TypeError, ValueError):
-        raise TuningError(f"nbytes must be a number or an array of numbers [bytes], received "
-                          f"{nbytes!r}") from None
-    if np.any(~np.isfinite(array)) or np.any(array < 0):
-        raise TuningError(f"nbytes must be finite and >= 0 [bytes], received {nbytes!r}")
-    return array
+    """Sizes as integer bytes through the one size parser (:func:`topo.parse_nbytes`, which
+    raises :class:`topo.SizeError`): an int64 array, 0-d for one size."""
+    return np.asarray(parse_nbytes(nbytes))
 
 
 def _out(array, scalar: bool):
@@ -1179,7 +1173,7 @@ def algo_time(tuning: Tuning, nbytes, comm: Communicator, profile=None) -> AlgoT
                                f"{tuning.collective}: {tuning.reason}")
     size = _sizes(nbytes)
     scalar = size.ndim == 0
-    correction = np.ones_like(size)
+    correction = np.ones(size.shape)
     if tuning.algorithm == "tree" and tuning.collective == "all_reduce":
         table = np.asarray(profile.require("tree_correction_factor")[
             PROTOCOLS.index(tuning.protocol)])
@@ -1187,7 +1181,7 @@ def algo_time(tuning: Tuning, nbytes, comm: Communicator, profile=None) -> AlgoT
         log_size = np.where(chunks >= 1, np.frexp(np.maximum(chunks, 1.0))[1] - 1, -1)
         inside = (log_size >= 0) & (log_size < len(table))
         correction = np.where(inside, table[np.clip(log_size, 0, len(table) - 1)], 1.0)
-    plateau = np.ones_like(size)
+    plateau = np.ones(size.shape)
     if tuning.algorithm == "ring" and tuning.protocol == "Simple" and comm.nnodes > 1 \
             and tuning.collective == "all_reduce":
         channels = comm.nchannels if comm.nchannels is not None else \

@@ -48,7 +48,8 @@ from ...studies.calibration import check
 from ...predict.collectives import Estimator, estimate, pairwise
 from ...predict.measure import DEFAULT
 from ...engine.nccl.nvls import nvlink_cliques
-from ...engine.nccltests import busbw_factor
+from ...engine.nccltests import algbw_to_busbw
+from ..explain import describe_cut, explain_bound, explain_estimate
 from ...predict.p2p import EFFICIENCIES, OVERHEADS, p2p_report
 from ...studies.planner import Search, gpus_ranking, search
 
@@ -706,7 +707,7 @@ class WorstSet:
     explanation : str
         One or two sentences: what binds NCCL and what the optimal schedule uses.
     working : str
-        The whole working (:meth:`models.studies.bounds.Bound.explain`).
+        The whole working (:func:`models.present.explain.explain_bound`).
     """
 
     system: str
@@ -824,7 +825,7 @@ def _applicable(b, e) -> float:
 def _gap(G, b, e, against: float) -> tuple[str, str]:
     """(what binds, the explanation) of one set's gap, from NCCL's estimate ``e`` and the bound ``b``."""
     p = e.point()
-    nominal = float(p.bandwidth) * busbw_factor(REPORT_COLLECTIVE, e.nranks)
+    nominal = algbw_to_busbw(REPORT_COLLECTIVE, float(p.bandwidth), e.nranks)
     size = f"{to_GBps(against):.1f}"
     if p.algorithm.startswith("nvls"):
         optimum = (f"with reductions in the switches the cut bound is {size} GB/s (every GPU must "
@@ -849,7 +850,7 @@ def _gap(G, b, e, against: float) -> tuple[str, str]:
     per = f" x {to_GBps(search.bw_intra):.1f} GB/s" if search is not None else ""
     return "NCCL's channels", (f"NCCL's {p.algorithm}: {p.nchannels} channel(s){per} give "
                                f"{to_GBps(nominal):.1f} GB/s busbw in its own figures{where}; "
-                               f"{optimum} over {b.cut.describe()}.")
+                               f"{optimum} over {describe_cut(b.cut)}.")
 
 
 def system_bounds(G, *, worst: int = BOUND_WORST, profile=None) -> SystemBounds:
@@ -907,8 +908,8 @@ def _system_bounds(G, worst, profile) -> SystemBounds:
         for x in ordered[:worst]:
             b, e = work[x.gpus]
             binds, text = _gap(G, b, e, x.bound_busbw)
-            working = b.explain() + "\nNCCL's working:\n  " + e.explain().replace("\n", "\n  ")
-            explained.append(WorstSet(system, name, x, b.cut.describe(), binds, text, working))
+            working = explain_bound(b) + "\nNCCL's working:\n  " + explain_estimate(e).replace("\n", "\n  ")
+            explained.append(WorstSet(system, name, x, describe_cut(b.cut), binds, text, working))
     except DgxTopoError as error:
         return SystemBounds(system, name, kinds, (), (), str(error))
     return SystemBounds(system, name, kinds, tuple(sets), tuple(explained))

@@ -18,19 +18,21 @@ is written by :mod:`models.present.report.write`.
 
 from __future__ import annotations
 
-import html
 import math
+import re
 
 import numpy as np
-import plotly.io as pio
-from plotly.offline import get_plotlyjs
 
 from topo.errors import DgxTopoError
 from topo.plot import fabric_figure
+from topo.select import format_gpu_ids
 from topo.units import to_GBps, to_us
 from topo.version import __version__
 
-from ..plot import (busbw_figure, channels_figure, check_figure, curve_styles, format_bytes,
+from ..explain import describe_parameter, explain_check
+from ..format import format_bytes, format_gbps, format_percent
+from ..page import FigureDivs, escape, html_page
+from ..plot import (busbw_figure, channels_figure, check_figure, curve_styles,
                     generations_figure, latency_figure, p2p_check_figure, p2p_figure, pairs_figure)
 from ..bounds_plot import ratio_by_size_figure
 from ..plan_plot import memory_figure, step_time_figure
@@ -41,16 +43,13 @@ from .analysis import (BOUND_RELAY, BOUND_SIZE, CURVE_SIZES, GENERATION_GPUS, RE
 __all__ = ["report_html", "render_report", "compare_html", "check_html"]
 
 _COLLECTIVE = REPORT_COLLECTIVE
-_PLOTLY_CONFIG = {"displaylogo": False, "responsive": True}
 
 
 # -------------------------------------------------------------------------------- HTML
-def _esc(value) -> str:
-    return html.escape(str(value), quote=True)
 
 
 def _gbps(value) -> str:
-    return "n/a" if value is None else f"{to_GBps(value):.1f}"
+    return format_gbps(value, 1, missing="n/a")
 
 
 def _pair(pair, value, count) -> str:
@@ -68,17 +67,17 @@ def _table(rows) -> str:
                f"all_reduce busbw, GPUs 0-15, {size} (GB/s)",
                f"best GPU pair: all_reduce busbw at {size} (GB/s)",
                f"worst GPU pair: all_reduce busbw at {size} (GB/s)"]
-    lines = ["<div class='scroll'><table class='summary'>", "<thead><tr>" + "".join(f"<th>{_esc(h)}</th>" for h in headers)
+    lines = ["<div class='scroll'><table class='summary systems'>", "<thead><tr>" + "".join(f"<th>{escape(h)}</th>" for h in headers)
              + "</tr></thead>", "<tbody>"]
     for r in rows:
-        cells = [f"<b>{_esc(r.name)}</b><br><span class='muted'>{_esc(r.system)}</span>", r.gpus,
-                 _esc(", ".join(r.gpu_models)), r.nvlink_links, r.nvswitches, r.nics,
+        cells = [f"<b>{escape(r.name)}</b><br><span class='muted'>{escape(r.system)}</span>", r.gpus,
+                 escape(", ".join(r.gpu_models)), r.nvlink_links, r.nvswitches, r.nics,
                  _gbps(r.injection), _gbps(r.bisection), _gbps(r.busbw_8), _gbps(r.busbw_16),
                  _pair(r.best_pair, r.best_busbw, r.best_count),
                  _pair(r.worst_pair, r.worst_busbw, r.worst_count)]
         lines.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     lines += ["</tbody>", "</table></div>"]
-    notes = [f"{_esc(r.name)}: {_esc(note)}" for r in rows for note in r.notes]
+    notes = [f"{escape(r.name)}: {escape(note)}" for r in rows for note in r.notes]
     lines.append("<p class='muted'>Bandwidths are per direction; GB/s is 10<sup>9</sup> B/s and "
                  f"{size} is 2<sup>30</sup> bytes, as nccl-tests counts them. busbw is nccl-tests' bus "
                  "bandwidth, predicted. n/a: the system has fewer GPUs than the column needs"
@@ -88,35 +87,18 @@ def _table(rows) -> str:
     return "\n".join(lines)
 
 
-class _Figures:
-    """Figure divs with stable ids (so the same input gives the same file)."""
-
-    def __init__(self):
-        self.count = 0
-
-    def div(self, fig, slug: str, caption: str = "") -> str:
-        self.count += 1
-        body = pio.to_html(fig, full_html=False, include_plotlyjs=False, div_id=f"fig-{slug}",
-                           config=_PLOTLY_CONFIG, default_width="100%")
-        cap = f"<figcaption>{caption}</figcaption>" if caption else ""
-        return f"<figure class='plot' data-figure='{_esc(slug)}'>{body}{cap}</figure>"
-
-    @staticmethod
-    def missing(what: str, reason: str) -> str:
-        return (f"<figure class='plot missing'><p><b>{_esc(what)}</b>: not available; "
-                f"{_esc(reason)}</p></figure>")
 
 
 def _slug(text: str) -> str:
     return "".join(c if c.isalnum() else "-" for c in str(text).lower()).strip("-")
 
 
-def _system_section(a, figures: _Figures, color_range) -> str:
+def _system_section(a, figures: FigureDivs, color_range) -> str:
     G, r = a.G, a.row
     slug = _slug(r.system)
     description = G.graph.get("description", "")
-    parts = [f"<section id='system-{slug}'>", f"<h2>{_esc(r.name)}</h2>",
-             f"<p>{_esc(description) + '. ' if description else ''}Hover over a link's midpoint dot for "
+    parts = [f"<section id='system-{slug}'>", f"<h2>{escape(r.name)}</h2>",
+             f"<p>{escape(description) + '. ' if description else ''}Hover over a link's midpoint dot for "
              "its endpoints, link count and bandwidth; click legend entries to hide link classes.</p>"]
     parts.append(figures.div(fabric_figure(G, color_range=color_range,
                                            title=f"{r.name}: fabric (links by bandwidth per direction)"),
@@ -148,7 +130,7 @@ def _system_section(a, figures: _Figures, color_range) -> str:
     return "\n".join(parts)
 
 
-def _curves_section(analyses, figures: _Figures) -> str:
+def _curves_section(analyses, figures: FigureDivs) -> str:
     curves = {}
     for a in analyses:
         if a.curve is not None:
@@ -173,7 +155,7 @@ def _curves_section(analyses, figures: _Figures) -> str:
     return "\n".join(parts)
 
 
-def _seed_section(seed, figures: _Figures) -> str:
+def _seed_section(seed, figures: FigureDivs) -> str:
     parts = ["<section id='compare'>", "<h2>One DGX-2 against two DGX-1V</h2>"]
     if any(e is None for e in seed.estimates):
         parts += [figures.missing(f"{n} curves", err) for n, err in zip(seed.names, seed.errors) if err]
@@ -184,7 +166,7 @@ def _seed_section(seed, figures: _Figures) -> str:
     ratio = float(np.atleast_1d(one.busbw)[-1] / np.atleast_1d(two.busbw)[-1])
     parts.append(
         f"<p>The same 16 GPUs, as one DGX-2 or as two DGX-1V on an EDR InfiniBand fabric "
-        f"(<code>dgxtopo compare dgx2 2xdgx1v</code>). At {_esc(format_bytes(int(CURVE_SIZES[-1])))} the "
+        f"(<code>dgxtopo compare dgx2 2xdgx1v</code>). At {escape(format_bytes(int(CURVE_SIZES[-1])))} the "
         f"DGX-2's all_reduce is {ratio:.2f}x faster: its rings run over the NVSwitches at NCCL's "
         f"{one.ring.nchannels} x {to_GBps(one.ring.bw_intra):.0f} GB/s, while the two DGX-1V's rings cross "
         f"the network at {two.ring.nchannels} x {to_GBps(two.ring.bw_intra):.0f} GB/s per node (each EDR "
@@ -225,7 +207,7 @@ def _algo_at(e, nbytes=REPORT_SIZE) -> str:
     return f"{np.atleast_1d(e.algorithm)[index]}/{np.atleast_1d(e.protocol)[index]}"
 
 
-def _generations_section(gens, figures: _Figures) -> str:
+def _generations_section(gens, figures: FigureDivs) -> str:
     size = format_bytes(REPORT_SIZE)
     k = GENERATION_GPUS
     parts = ["<section id='generations'>", "<h2>Generations</h2>",
@@ -235,13 +217,13 @@ def _generations_section(gens, figures: _Figures) -> str:
              f"(NVLink SHARP: the reduction done in the NVSwitches) where the model has it.</p>"]
     headers = ["system", "GPU", "NVLink", "NVLink per GPU (GB/s)", "NVLink bisection (GB/s)",
                f"all_reduce busbw, {k} GPUs, {size}: NCCL's choice (GB/s)", "ring (GB/s)", "NVLS (GB/s)"]
-    lines = ["<div class='scroll'><table class='summary'>",
-             "<thead><tr>" + "".join(f"<th>{_esc(h)}</th>" for h in headers) + "</tr></thead>", "<tbody>"]
+    lines = ["<div class='scroll'><table class='summary generations'>",
+             "<thead><tr>" + "".join(f"<th>{escape(h)}</th>" for h in headers) + "</tr></thead>", "<tbody>"]
     for g in gens:
-        auto = (f"{_gbps(g.busbw('auto'))}<br><span class='muted'>{_esc(_algo_at(g.auto))}</span>"
+        auto = (f"{_gbps(g.busbw('auto'))}<br><span class='muted'>{escape(_algo_at(g.auto))}</span>"
                 if g.auto is not None else "n/a")
-        cells = [f"<b>{_esc(g.name)}</b><br><span class='muted'>{_esc(g.system)}</span>", _esc(g.gpu_model),
-                 _esc(g.nvlink), _gbps(g.nvlink_per_gpu), _gbps(g.bisection), auto,
+        cells = [f"<b>{escape(g.name)}</b><br><span class='muted'>{escape(g.system)}</span>", escape(g.gpu_model),
+                 escape(g.nvlink), _gbps(g.nvlink_per_gpu), _gbps(g.bisection), auto,
                  _gbps(g.busbw("ring")), _gbps(g.busbw("nvls"))]
         lines.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     lines += ["</tbody>", "</table></div>"]
@@ -257,7 +239,7 @@ def _generations_section(gens, figures: _Figures) -> str:
                  "is over the worst balanced cut of the system's GPUs."
                  + (" n/a: the model gives no figure:" if notes else "") + "</p>")
     if notes:
-        lines.append("<ul class='muted'>" + "".join(f"<li>{_esc(n)}</li>" for n in notes) + "</ul>")
+        lines.append("<ul class='muted'>" + "".join(f"<li>{escape(n)}</li>" for n in notes) + "</ul>")
     parts.append("\n".join(lines))
     parts.append(figures.div(generations_figure([g.name for g in gens], [g.nvlink_per_gpu for g in gens],
                                                 [g.bisection for g in gens],
@@ -267,7 +249,7 @@ def _generations_section(gens, figures: _Figures) -> str:
     same = _coinciding(auto)
     if auto:
         caption = ("Curves that coincide are drawn over each other, dashed, thinner and with other "
-                   "markers, so that each stays visible" + (f": {_esc('; '.join(same))}." if same else "."))
+                   "markers, so that each stays visible" + (f": {escape('; '.join(same))}." if same else "."))
         parts += ["<div class='grid'>",
                   figures.div(busbw_figure(auto, y="busbw", title=f"predicted all_reduce busbw, {k} GPUs, "
                                                                   "NCCL's choice (GB/s)"),
@@ -289,18 +271,14 @@ def _generations_section(gens, figures: _Figures) -> str:
                  else "predicted all_reduce busbw, ring (GB/s); no NVLS in the model")
         parts.append(figures.div(busbw_figure(versus, y="busbw", title=title), "generations-nvls",
                                  f"all_reduce of GPUs 0-{k - 1} forced to ring"
-                                 + (f" and to NVLS on {_esc(', '.join(with_nvls))}." if with_nvls else ".")
-                                 + _esc(why)))
+                                 + (f" and to NVLS on {escape(', '.join(with_nvls))}." if with_nvls else ".")
+                                 + escape(why)))
     parts.append("</section>")
     return "\n".join(parts)
 
 
-def _pct(value) -> str:
-    return "-" if value is None or not np.isfinite(value) else f"{100 * value:+.1f} %"
-
-
 def _abs_pct(value) -> str:
-    return "-" if value is None or not np.isfinite(value) else f"{100 * value:.1f} %"
+    return format_percent(value, space=True)
 
 
 def _error_cell(value, row=None) -> str:
@@ -310,7 +288,7 @@ def _error_cell(value, row=None) -> str:
     if value is None or not np.isfinite(value):
         return f"<td class='na'{tip}>-</td>"
     grade = "ok" if abs(value) < 0.05 else "fair" if abs(value) < 0.2 else "poor"
-    return f"<td class='err {grade}'{tip}>{_pct(value)}</td>"
+    return f"<td class='err {grade}'{tip}>{format_percent(value, signed=True, space=True)}</td>"
 
 
 def _nominal(size: int) -> int:
@@ -319,13 +297,13 @@ def _nominal(size: int) -> int:
     return 1 << max(0, math.ceil(math.log2(size))) if size > 0 else 0
 
 
-def _measured_collectives(m, figures: _Figures) -> list:
+def _measured_collectives(m, figures: FigureDivs) -> list:
     runs = m.runs
     checks = [c for c in m.collectives]
     parts = ["<h3>nccl-tests on 12 GPUs of a DGX-2</h3>",
-             f"<p><b>Data</b>: {_esc(runs.get('machine', ''))}; {_esc(runs.get('program', ''))}; "
-             f"CUDA devices {_esc(','.join(map(str, runs.get('cuda_visible_devices', []))))}; NCCL: "
-             f"{_esc(runs.get('nccl_version', 'not stated'))}. Source: {_esc(runs.get('source', ''))}.</p>",
+             f"<p><b>Data</b>: {escape(runs.get('machine', ''))}; {escape(runs.get('program', ''))}; "
+             f"CUDA devices {escape(','.join(map(str, runs.get('cuda_visible_devices', []))))}; NCCL: "
+             f"{escape(runs.get('nccl_version', 'not stated'))}. Source: {escape(runs.get('source', ''))}.</p>",
              "<p><b>Predicted</b>: NCCL's tuning model for what NCCL chooses, then the measurement model "
              "(<code>models.measured</code>, <code>-g 12</code> as the runs were made) for what nccl-tests "
              "measures; <code>dgxtopo check FILE --system dgx2 -g 12</code> prints the same rows. "
@@ -333,22 +311,22 @@ def _measured_collectives(m, figures: _Figures) -> list:
     if m.constants:
         parts.append("<p><b>Fitted to these runs</b> (so the rows below that were used in the fit are not "
                      "an independent test):</p><ul>"
-                     + "".join(f"<li><code>{_esc(c.describe())}</code></li>" for c in m.constants) + "</ul>")
+                     + "".join(f"<li><code>{escape(describe_parameter(c))}</code></li>" for c in m.constants) + "</ul>")
     parts.append("<p>Everything else (the sizes in between, where NCCL switches protocol and algorithm; "
                  "all_gather and reduce_scatter above 64 KiB) is predicted, not fitted.</p>")
     headers = ["collective", "columns", "rows", "median |time error|", "max |time error|",
                "median |busbw error|", "max |busbw error|", "rows used in the fit", "suspect in the data"]
-    lines = ["<div class='scroll'><table class='summary errors'>",
-             "<thead><tr>" + "".join(f"<th>{_esc(h)}</th>" for h in headers) + "</tr></thead>", "<tbody>"]
+    lines = ["<div class='scroll'><table class='summary errors collectives'>",
+             "<thead><tr>" + "".join(f"<th>{escape(h)}</th>" for h in headers) + "</tr></thead>", "<tbody>"]
     for c in checks:
         if c.check is None:
-            lines.append(f"<tr><td>{_esc(c.collective)}</td><td>{_esc(c.placement)}</td>"
-                         f"<td colspan='7'>not available: {_esc(c.error)}</td></tr>")
+            lines.append(f"<tr><td>{escape(c.collective)}</td><td>{escape(c.placement)}</td>"
+                         f"<td colspan='7'>not available: {escape(c.error)}</td></tr>")
             continue
         k = c.check
-        cells = [_esc(c.collective), _esc(c.placement), len(k.rows), _abs_pct(k.median_abs_time_error),
+        cells = [escape(c.collective), escape(c.placement), len(k.rows), _abs_pct(k.median_abs_time_error),
                  _abs_pct(k.max_abs_time_error), _abs_pct(k.median_abs_busbw_error),
-                 _abs_pct(k.max_abs_busbw_error), _esc(c.fitted), _esc(c.suspect) or "-"]
+                 _abs_pct(k.max_abs_busbw_error), escape(c.fitted), escape(c.suspect) or "-"]
         lines.append("<tr>" + "".join(f"<td>{v}</td>" for v in cells) + "</tr>")
     lines += ["</tbody>", "</table></div>"]
     parts.append("\n".join(lines))
@@ -358,7 +336,7 @@ def _measured_collectives(m, figures: _Figures) -> list:
         by_size = [{_nominal(r.size): r for r in c.check.rows} for c in shown]
         sizes = sorted({size for table in by_size for size in table})
         head = ("<thead><tr><th rowspan='2'>size</th>"
-                + "".join(f"<th colspan='2'>{_esc(c.collective)}</th>" for c in shown)
+                + "".join(f"<th colspan='2'>{escape(c.collective)}</th>" for c in shown)
                 + "</tr><tr>" + "<th>time</th><th>busbw</th>" * len(shown) + "</tr></thead>")
         rows = []
         for size in sizes:
@@ -367,7 +345,7 @@ def _measured_collectives(m, figures: _Figures) -> list:
                 r = table.get(size)
                 cells.append(_error_cell(None if r is None else r.time_error, r)
                              + _error_cell(None if r is None else r.busbw_error, r))
-            rows.append(f"<tr><td>{_esc(format_bytes(size))}</td>{''.join(cells)}</tr>")
+            rows.append(f"<tr><td>{escape(format_bytes(size))}</td>{''.join(cells)}</tr>")
         parts += ["<p>The error at every size (out-of-place columns; green under 5 %, amber under 20 %, "
                   "red above; busbw error is - where nccl-tests printed 0.00). all_gather and "
                   "reduce_scatter sizes are the total over the 12 ranks, which nccl-tests rounds down "
@@ -378,29 +356,29 @@ def _measured_collectives(m, figures: _Figures) -> list:
         parts.append("<div class='grid'>")
         for c in shown:
             parts.append(figures.div(check_figure(c.check), f"measured-{_slug(c.collective)}",
-                                     f"{_esc(c.collective)} (out-of-place): measured (solid, circles) and "
+                                     f"{escape(c.collective)} (out-of-place): measured (solid, circles) and "
                                      "predicted (dashed, diamonds) busbw and time, and the error at each size."
-                                     + (f" Suspect in the data: {_esc(c.suspect)}." if c.suspect else "")))
+                                     + (f" Suspect in the data: {escape(c.suspect)}." if c.suspect else "")))
         parts.append("</div>")
     return parts
 
 
-def _measured_p2p(m, figures: _Figures) -> list:
+def _measured_p2p(m, figures: FigureDivs) -> list:
     src = m.p2p_source
     parts = ["<h3>p2pBandwidthLatencyTest on a DGX-1V (row of GPU 0)</h3>"]
     if m.p2p_error:
         return parts + [figures.missing("P2P comparison", m.p2p_error)]
     source = src.get("row_of_gpu", 0)
-    parts.append(f"<p><b>Data</b>: {_esc(src.get('machine', ''))}; {_esc(src.get('program', ''))}. "
-                 f"Source: {_esc(src.get('source', ''))}. {_esc(src.get('notes', ''))}</p>")
+    parts.append(f"<p><b>Data</b>: {escape(src.get('machine', ''))}; {escape(src.get('program', ''))}. "
+                 f"Source: {escape(src.get('source', ''))}. {escape(src.get('notes', ''))}</p>")
     if m.p2p_constants:
         parts.append("<p><b>Fitted to this row</b> (the P2P model's fitted constants; every other "
                      "system is predicted with them):</p><ul>" + "".join(
-                         f"<li><code>{_esc(name)} = {c.value:.4g}</code>: {_esc(c.fitted_to)}</li>"
+                         f"<li><code>{escape(name)} = {c.value:.4g}</code>: {escape(c.fitted_to)}</li>"
                          for name, c in m.p2p_constants) + "</ul>")
     destinations = m.p2p[0].destinations
     head = ("<thead><tr><th rowspan='2'>destination GPU</th>"
-            + "".join(f"<th colspan='3'>{_esc(r.label)} ({'GB/s' if r.quantity == 'bandwidth' else 'µs'})</th>"
+            + "".join(f"<th colspan='3'>{escape(r.label)} ({'GB/s' if r.quantity == 'bandwidth' else 'µs'})</th>"
                       for r in m.p2p)
             + "</tr><tr>" + "<th>measured</th><th>predicted</th><th>error</th>" * len(m.p2p) + "</tr></thead>")
     rows = []
@@ -411,8 +389,8 @@ def _measured_p2p(m, figures: _Figures) -> list:
             cells.append(f"<td>{convert(r.measured[j]):.2f}</td><td>{convert(r.predicted[j]):.2f}</td>"
                          + _error_cell(r.errors[j]))
         label = f"{d} (local copy)" if d == source else str(d)
-        rows.append(f"<tr><td>{_esc(label)}</td>{''.join(cells)}</tr>")
-    stats = "; ".join(f"{_esc(r.label)}: median |error| {_abs_pct(float(np.median(np.abs(r.errors))))}, "
+        rows.append(f"<tr><td>{escape(label)}</td>{''.join(cells)}</tr>")
+    stats = "; ".join(f"{escape(r.label)}: median |error| {_abs_pct(float(np.median(np.abs(r.errors))))}, "
                       f"max {_abs_pct(float(np.max(np.abs(r.errors))))}" for r in m.p2p)
     parts += ["<div class='scroll'><table class='summary errors'>" + head + "<tbody>" + "".join(rows)
               + "</tbody></table></div>", f"<p class='muted'>{stats}.</p>", "<div class='grid'>"]
@@ -427,7 +405,7 @@ def _measured_p2p(m, figures: _Figures) -> list:
     return parts
 
 
-def _measurement_section(m, figures: _Figures) -> str:
+def _measurement_section(m, figures: FigureDivs) -> str:
     parts = ["<section id='measured'>", "<h2>Model vs measurement</h2>",
              "<p>The model against published measurements of real machines, with every error shown. "
              "Constants fitted to a data set are listed with it: rows used in a fit test the fit, not "
@@ -440,18 +418,25 @@ def _measurement_section(m, figures: _Figures) -> str:
     return "\n".join(parts)
 
 
-def _pct(value) -> str:
-    return "n/a" if value is None or not math.isfinite(value) else f"{100 * value:.0f}%"
+def _share(value) -> str:
+    """A share (NCCL over the bound, MFU) in whole percent: ``87%``."""
+    return format_percent(value, 0, missing="n/a")
 
 
-def _bounds_section(bounds, figures: _Figures) -> str:
+def _arrows(text: str) -> str:
+    """Escaped prose with every ``a->b`` kept on one line (a line break inside an arrow reads as
+    two words)."""
+    return re.sub(r"(\S*-&gt;\S*)", r"<span class='nowrap'>\1</span>", text)
+
+
+def _bounds_section(bounds, figures: FigureDivs, absent=()) -> str:
     size = format_bytes(BOUND_SIZE)
     parts = ["<section id='bounds'>", "<h2>NCCL against the optimum</h2>",
              f"<p>For every set of 2 or more GPUs of each system: NCCL's predicted all_reduce busbw at {size} "
              "against the best busbw any schedule could reach on the same GPUs (<code>models.bound</code>): "
              "reduce_scatter + all_gather over the binding cut of the fabric (ForestColl's cut bound, reached "
              "by packing spanning trees), or, where NCCL reduces in the switches (NVLS), the cut bound on "
-             f"any schedule. Relays: {_esc(BOUND_RELAY)} (NVSwitches, PCIe switches and CPUs forward; GPUs "
+             f"any schedule. Relays: {escape(BOUND_RELAY)} (NVSwitches, PCIe switches and CPUs forward; GPUs "
              "outside the set do not, as in NCCL). The bound has no latency term; it counts NVLink alone on "
              "NVSwitch systems (NCCL uses nothing else there) and every link, PCIe included, on the others "
              "(NCCL falls back to PCIe between GPUs without NVLink). Sets that the fabric's symmetries map onto "
@@ -460,28 +445,38 @@ def _bounds_section(bounds, figures: _Figures) -> str:
     head = ["system", "links of the bound", "GPU sets", "computed (classes)", "all GPUs: bound (GB/s)",
             "all GPUs: NCCL (GB/s)", "all GPUs: NCCL / bound", "mean NCCL / bound", "worst NCCL / bound"]
     lines = ["<div class='scroll'><table class='summary bounds'>",
-             "<thead><tr>" + "".join(f"<th>{_esc(h)}</th>" for h in head) + "</tr></thead>", "<tbody>"]
+             "<thead><tr>" + "".join(f"<th>{escape(h)}</th>" for h in head) + "</tr></thead>", "<tbody>"]
     for b in shown:
         full = max(b.sets, key=lambda x: len(x.gpus))
         weights = np.array([x.count for x in b.sets if math.isfinite(x.ratio)], dtype=float)
         ratios = np.array([x.ratio for x in b.sets if math.isfinite(x.ratio)])
         mean = float(np.average(ratios, weights=weights)) if ratios.size else None
         worst = min(b.sets, key=lambda x: (x.ratio if math.isfinite(x.ratio) else math.inf, x.gpus))
-        cells = [f"<b>{_esc(b.name)}</b><br><span class='muted'>{_esc(b.system)}</span>",
-                 _esc("NVLink" if b.edge_kinds == ("nvlink",) else "all (NVLink, PCIe, CPU)"), b.nsets, len(b.sets),
-                 _gbps(full.bound_busbw), f"{_gbps(full.nccl_busbw)}<br><span class='muted'>{_esc(full.algorithm)}</span>",
-                 _pct(full.ratio), _pct(mean),
-                 f"{_pct(worst.ratio)}<br><span class='muted'>GPUs {_esc(','.join(map(str, worst.gpus)))}</span>"]
+        cells = [f"<b>{escape(b.name)}</b><br><span class='muted'>{escape(b.system)}</span>",
+                 escape("NVLink" if b.edge_kinds == ("nvlink",) else "all (NVLink, PCIe, CPU)"), b.nsets, len(b.sets),
+                 _gbps(full.bound_busbw), f"{_gbps(full.nccl_busbw)}<br><span class='muted'>{escape(full.algorithm)}</span>",
+                 _share(full.ratio), _share(mean),
+                 f"{_share(worst.ratio)}<br><span class='muted'>GPUs {escape(format_gpu_ids(worst.gpus))}</span>"]
         lines.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     lines += ["</tbody>", "</table></div>"]
     parts.append("\n".join(lines))
     for b in bounds:
         if b.error:
             parts.append(figures.missing(f"{b.name}: NCCL against the optimum", b.error))
+    if absent:
+        parts.append(f"<p class='muted absent'>Not in this section: {escape(', '.join(absent))}. Its GPUs span "
+                     "several hosts (the compute trays of a rack), and its GPU sets are too many to bound each "
+                     "class of them here; <code>dgxtopo bound --system NAME --gpus IDS</code> bounds any one set.</p>")
     if shown:
-        parts.append(figures.div(ratio_by_size_figure({b.name: b.by_size() for b in shown}), "bounds-ratio",
+        ratio = ratio_by_size_figure({b.name: b.by_size() for b in shown})
+        same = [f"{t.name} coincides with {t.hovertemplate.split('(coincides with ')[1].split(')')[0]}"
+                for t in ratio.data if "(coincides with " in t.hovertemplate]
+        parts.append(figures.div(ratio, "bounds-ratio",
                                  "Mean over the sets of each size (every set counted, symmetric ones "
-                                 "included); bars span the worst to the best set."))
+                                 "included); bars span the worst to the best set. The lines stand a little "
+                                 "apart at each size so that no bar hides another"
+                                 + (f"; lines that coincide are dashed, with other markers: {escape('; '.join(same))}."
+                                    if same else ".")))
     worst = worst_sets(bounds)
     if worst:
         head = ["system", "GPUs", "sets like it", f"bound (GB/s)", "NCCL (GB/s)", "NCCL / bound", "what binds",
@@ -490,48 +485,48 @@ def _bounds_section(bounds, figures: _Figures) -> str:
         for w in worst:
             x = w.set
             rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in [
-                _esc(w.name), _esc(",".join(map(str, x.gpus))), x.count, _gbps(x.bound_busbw),
-                f"{_gbps(x.nccl_busbw)}<br><span class='muted'>{_esc(x.algorithm)}</span>", _pct(x.ratio),
-                _esc(w.binds),
-                f"{_esc(w.explanation)}<details><summary>working</summary><pre>{_esc(w.working)}</pre></details>"])
+                escape(w.name), escape(format_gpu_ids(x.gpus)), x.count, _gbps(x.bound_busbw),
+                f"{_gbps(x.nccl_busbw)}<br><span class='muted'>{escape(x.algorithm)}</span>", _share(x.ratio),
+                escape(w.binds),
+                f"{_arrows(escape(w.explanation))}<details><summary>working</summary><pre>{escape(w.working)}</pre></details>"])
                 + "</tr>")
         parts += [f"<h3>The worst sets</h3><p>The {len(worst)} lowest ratios (up to "
                   f"{max(len(b.worst) for b in bounds)} per system), lowest first. <i>links</i>: NCCL's "
                   "bandwidth term reaches the bound, what is left is what the links achieve and latency; "
                   "<i>NCCL's channels</i>: its rings (or NVLS channels) carry less than the links allow. "
-                  "<code>models.bound(G, \"all_reduce\", size, gpus).explain()</code> prints the same working.</p>",
+                  "<code>dgxtopo bound all_reduce --gpus IDS --explain</code> prints the same working.</p>",
                   "<div class='scroll'><table class='summary worst'>",
-                  "<thead><tr>" + "".join(f"<th>{_esc(h)}</th>" for h in head) + "</tr></thead><tbody>",
+                  "<thead><tr>" + "".join(f"<th>{escape(h)}</th>" for h in head) + "</tr></thead><tbody>",
                   *rows, "</tbody></table></div>"]
     parts.append("</section>")
     return "\n".join(parts)
 
 
-def _training_section(t, figures: _Figures) -> str:
+def _training_section(t, figures: FigureDivs) -> str:
     parts = ["<section id='training'>", "<h2>Training step</h2>",
-             f"<p>{_esc(t.workload)} on {_esc(' and '.join(t.names))}, the same 16 GPUs: every layout with "
-             f"tensor parallelism {_esc(' or '.join(map(str, TRAINING_TP)))} (pipeline and data parallel "
+             f"<p>{escape(t.workload)} on {escape(' and '.join(t.names))}, the same 16 GPUs: every layout with "
+             f"tensor parallelism {escape(' or '.join(map(str, TRAINING_TP)))} (pipeline and data parallel "
              "degrees, ZeRO stage and recomputation searched; <code>models.search</code>), each collective "
              "estimated on the GPU groups the planner chose on the fabric. <code>models.search("
-             f"&quot;{_esc(t.workload)}&quot;, G)</code> searches every degree.</p>"]
-    head = ["system", "best layout", "step (s)", "samples/s", "tokens/s", "TFLOP/s per GPU", "MFU",
+             f"&quot;{escape(t.workload)}&quot;, G)</code> searches every degree.</p>"]
+    head = ["system", "best layout", "step (s)", "samples/s", "tokens/s", "model TFLOP/s per GPU", "MFU",
             "memory per GPU (GB)", "binding", "tensor-parallel groups"]
     rows = []
     for name, s, error in zip(t.names, t.searches, t.errors):
         if s is None or not s.fitting():
-            rows.append(f"<tr><td>{_esc(name)}</td><td colspan='{len(head) - 1}'>n/a: "
-                        f"{_esc(error or 'no layout fits')}</td></tr>")
+            rows.append(f"<tr><td>{escape(name)}</td><td colspan='{len(head) - 1}'>n/a: "
+                        f"{escape(error or 'no layout fits')}</td></tr>")
             continue
         p = s.best
         groups = " ".join("(" + ",".join(map(str, g)) + ")" for g in p.groups["tp"][:4])
         more = len(p.groups["tp"]) - 4
         rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in [
-            f"<b>{_esc(p.fabric)}</b><br><span class='muted'>{_esc(name)}</span>", _esc(p.layout.label()),
-            f"{p.step_time:.2f}", f"{p.samples_per_s:.2f}", f"{p.tokens_per_s:,.0f}", f"{p.tflops_per_gpu:.1f}",
-            _pct(p.mfu), f"{p.memory.total / 1e9:.1f}", _esc(p.binding()),
-            _esc(groups + (f" +{more}" if more > 0 else ""))]) + "</tr>")
+            f"<b>{escape(p.fabric)}</b><br><span class='muted'>{escape(name)}</span>", escape(p.layout.label()),
+            f"{p.step_time:.2f}", f"{p.samples_per_s:.2f}", f"{p.tokens_per_s:,.0f}", f"{p.model_tflops_per_gpu:.1f}",
+            _share(p.mfu), f"{p.memory.total / 1e9:.1f}", escape(p.binding()),
+            escape(groups + (f" +{more}" if more > 0 else ""))]) + "</tr>")
     parts.append("<div class='scroll'><table class='summary training'><thead><tr>"
-                 + "".join(f"<th>{_esc(h)}</th>" for h in head) + "</tr></thead><tbody>" + "".join(rows)
+                 + "".join(f"<th>{escape(h)}</th>" for h in head) + "</tr></thead><tbody>" + "".join(rows)
                  + "</tbody></table></div>")
     grid = []
     for name, s, error in zip(t.names, t.searches, t.errors):
@@ -552,22 +547,22 @@ def _training_section(t, figures: _Figures) -> str:
     for r in t.ranking:
         finite = math.isfinite(r.time_per_sample)
         rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in [
-            _esc(r.generation), f"{r.time_per_sample * 1e3:.1f}" if finite else "n/a",
+            escape(r.generation), f"{r.time_per_sample * 1e3:.1f}" if finite else "n/a",
             f"{r.compute * 1e3:.1f}", f"{r.memory_bound * 1e3:.1f}", f"{r.communication * 1e3:.1f}",
-            "yes" if r.fits else "no", _esc(r.binding)]) + "</tr>")
-    parts += [f"<h3>Which GPU generation</h3><p>{_esc(t.workload)} ({_esc(t.ranking_dtype)}) on each generation: "
+            "yes" if r.fits else "no", escape(r.binding)]) + "</tr>")
+    parts += [f"<h3>Which GPU generation</h3><p>{escape(t.workload)} ({escape(t.ranking_dtype)}) on each generation: "
               "one micro-batch per GPU on the roofline, data parallel over 8 GPUs of one board at the "
               "generation's NVLink bandwidth (<code>models.gpus_ranking</code>); "
               "fastest first.</p>",
               "<div class='scroll'><table class='summary gpus'><thead><tr>"
-              + "".join(f"<th>{_esc(h)}</th>" for h in head) + "</tr></thead><tbody>" + "".join(rows)
+              + "".join(f"<th>{escape(h)}</th>" for h in head) + "</tr></thead><tbody>" + "".join(rows)
               + "</tbody></table></div>", "</section>"]
     return "\n".join(parts)
 
 
-def _simulation_section(steps, figures: _Figures) -> str:
+def _simulation_section(steps, figures: FigureDivs) -> str:
     parts = ["<section id='simulated'>", "<h2>A simulated step</h2>",
-             f"<p>One training step of {_esc(SIMULATED_WORKLOAD)} on GPUs 0-7 (tensor parallel over a host's "
+             f"<p>One training step of {escape(SIMULATED_WORKLOAD)} on GPUs 0-7 (tensor parallel over a host's "
              "GPUs, data parallel across hosts, one micro-batch, full recomputation) run as a timeline on each generation: every layer's compute and collectives, NCCL's "
              "kernels holding SMs, links shared by max-min fairness "
              "(<code>dgxtopo simulate</code>, <code>models.studies.stepgraph.simulate_plan</code>). The critical "
@@ -577,16 +572,16 @@ def _simulation_section(steps, figures: _Figures) -> str:
     rows = []
     for s in steps:
         if s.result is None:
-            rows.append(f"<tr><td>{_esc(s.name)}</td><td colspan='{len(head) - 1}'>n/a: {_esc(s.error)}</td></tr>")
+            rows.append(f"<tr><td>{escape(s.name)}</td><td colspan='{len(head) - 1}'>n/a: {escape(s.error)}</td></tr>")
             continue
         r = s.result
         link = r.links[0] if r.links else None
-        busiest = f"{_esc(link.edge[0])}&rarr;{_esc(link.edge[1])} ({link.mean:.0%})" if link else "none"
+        busiest = f"{escape(link.edge[0])}&rarr;{escape(link.edge[1])} ({link.mean:.0%})" if link else "none"
         rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in [
-            f"<b>{_esc(s.name)}</b>", f"{r.step_time * 1e3:.1f}", f"{s.planned * 1e3:.1f}",
+            f"<b>{escape(s.name)}</b>", f"{r.step_time * 1e3:.1f}", f"{s.planned * 1e3:.1f}",
             f"{r.critical_by_kind().get('compute', 0.0) * 1e3:.1f}", f"{r.exposed_comm * 1e3:.1f}", busiest]) + "</tr>")
     parts.append("<div class='scroll'><table class='summary simulated'><thead><tr>"
-                 + "".join(f"<th>{_esc(h)}</th>" for h in head) + "</tr></thead><tbody>" + "".join(rows)
+                 + "".join(f"<th>{escape(h)}</th>" for h in head) + "</tr></thead><tbody>" + "".join(rows)
                  + "</tbody></table></div>")
     shown = next((s for s in steps if s.result is not None), None)
     if shown is not None:
@@ -640,30 +635,6 @@ before relying on a figure.</p>
 </section>
 """
 
-# Figures drawn before the page's grid settled get their size again once it has.
-_RESIZE = ("window.addEventListener('load', function () { document.querySelectorAll('.js-plotly-plot')"
-           ".forEach(function (div) { Plotly.Plots.resize(div); }); });")
-
-_STYLE = """
-body { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; margin: 0 auto;
-       max-width: 1500px; padding: 0 24px 48px; color: #222; line-height: 1.45; }
-h1 { margin-top: 24px; } h2 { border-bottom: 1px solid #ddd; padding-bottom: 4px; margin-top: 36px; }
-.scroll { overflow-x: auto; }
-table.summary { border-collapse: collapse; font-size: 14px; }
-table.summary th, table.summary td { border: 1px solid #ddd; padding: 4px 8px; text-align: right; }
-table.summary th { background: #f4f6f8; vertical-align: bottom; max-width: 140px; }
-table.summary td:first-child, table.summary td:nth-child(3) { text-align: left; }
-.muted { color: #666; font-size: 90%; }
-.grid { display: grid; grid-template-columns: repeat(2, minmax(0, 1fr)); gap: 12px; }
-@media (max-width: 1000px) { .grid { grid-template-columns: minmax(0, 1fr); } }
-figure.plot { margin: 12px 0; min-width: 0; }
-figure.missing { border: 1px dashed #bbb; padding: 12px; color: #555; }
-figcaption { color: #555; font-size: 90%; }
-table.errors td.err.ok { background: #e3f4e1; } table.errors td.err.fair { background: #fdf1d6; }
-table.errors td.err.poor { background: #f9dcdc; } table.errors td.na { color: #999; }
-table.errors td:nth-child(3) { text-align: right; } table.bysize { font-size: 12px; } table.bysize td, table.bysize th { padding: 2px 6px; }
-nav a { margin-right: 14px; }
-"""
 
 
 def report_html(names=None) -> str:
@@ -691,15 +662,15 @@ def render_report(analysis: ReportAnalysis) -> str:
     analyses = analysis.systems
     bandwidths = [d["bandwidth"] for a in analyses for _, _, d in a.G.edges(data=True)]
     color_range = (min(bandwidths), max(bandwidths))
-    figures = _Figures()
+    figures = FigureDivs()
     names_text = ", ".join(a.row.name for a in analyses)
     model = next((a.e8.model for a in analyses if a.e8 is not None),
                  next((a.curve.model for a in analyses if a.curve is not None), "NCCL tuning model"))
-    nav = " ".join(f"<a href='#system-{_slug(a.row.system)}'>{_esc(a.row.name)}</a>" for a in analyses)
+    nav = " ".join(f"<a href='#system-{_slug(a.row.system)}'>{escape(a.row.name)}</a>" for a in analyses)
     body = [
-        f"<header><h1>dgx-topo: {_esc(names_text)}</h1>",
+        f"<header><h1>dgx-topo: {escape(names_text)}</h1>",
         "<p>What NVIDIA DGX fabrics deliver to NCCL-style communication, predicted by dgx-topo "
-        f"{_esc(__version__)} ({_esc(model)}). Every figure is interactive: hover for numbers, drag to "
+        f"{escape(__version__)} ({escape(model)}). Every figure is interactive: hover for numbers, drag to "
         "zoom, double-click to reset. The page works offline.</p>",
         "<nav><a href='#summary'>summary</a> <a href='#curves'>curves</a> "
         + ("<a href='#generations'>generations</a> " if analysis.generations else "")
@@ -719,16 +690,18 @@ def render_report(analysis: ReportAnalysis) -> str:
     if analysis.measurement is not None:
         body.append(_measurement_section(analysis.measurement, figures))
     if analysis.bounds:
-        body.append(_bounds_section(analysis.bounds, figures))
+        bounded = {b.system for b in analysis.bounds}
+        body.append(_bounds_section(analysis.bounds, figures,
+                                    [a.row.name for a in analyses if a.row.system not in bounded]))
     if analysis.training is not None:
         body.append(_training_section(analysis.training, figures))
     if analysis.simulated:
         body.append(_simulation_section(analysis.simulated, figures))
     body += [_system_section(a, figures, color_range) for a in analyses]
-    body.append(_MODEL_TEXT.format(model=_esc(model)))
+    body.append(_MODEL_TEXT.format(model=escape(model)))
     body.append(f"<footer class='muted'>{figures.count} figures. Generated by dgx-topo "
-                f"{_esc(__version__)}; <code>dgxtopo report</code>.</footer>")
-    return _page(f"dgx-topo report: {names_text}", body)
+                f"{escape(__version__)}; <code>dgxtopo report</code>.</footer>")
+    return html_page(f"dgx-topo report: {names_text}", body)
 
 
 def compare_html(estimates, names) -> str:
@@ -757,14 +730,14 @@ def compare_html(estimates, names) -> str:
                            f"{len(estimates)} estimates")
     curves = {f"{name}, {e.nranks} GPUs": e for name, e in zip(names, estimates)}
     collective = estimates[0].collective
-    figures = _Figures()
+    figures = FigureDivs()
     title = f"dgx-topo: {collective} on {' vs '.join(names)}"
-    body = [f"<h1>{_esc(title)}</h1>",
-            f"<p>Predicted nccl-tests {_esc(collective)} ({_esc(estimates[0].model)}); hover for the "
+    body = [f"<h1>{escape(title)}</h1>",
+            f"<p>Predicted nccl-tests {escape(collective)} ({escape(estimates[0].model)}); hover for the "
             "algorithm, protocol and channels at each size.</p>", "<div class='grid'>",
             figures.div(busbw_figure(curves, y="busbw"), "compare-busbw"),
             figures.div(busbw_figure(curves, y="time"), "compare-time"), "</div>"]
-    return _page(title, body)
+    return html_page(title, body)
 
 
 def check_html(check, *, source: str = "") -> str:
@@ -786,7 +759,7 @@ def check_html(check, *, source: str = "") -> str:
     topo.DgxTopoError
         For something that is not a Check, or a Check without rows.
     """
-    figures = _Figures()
+    figures = FigureDivs()
     figure = figures.div(check_figure(check), "check")
     what = f" ({source})" if source else ""
     title = f"dgx-topo check: {check.collective} on {check.system}{what}"
@@ -797,25 +770,17 @@ def check_html(check, *, source: str = "") -> str:
                    f"{_error_cell(r.time_error)}<td>{to_GBps(r.measured_busbw):.2f}</td>"
                    f"<td>{to_GBps(r.predicted_busbw):.2f}</td>{_error_cell(r.busbw_error)}</tr>"
                    for r in check.rows)
-    body = [f"<h1>{_esc(title)}</h1>",
-            f"<p>Measured{_esc(what)} against predicted (NCCL's tuning model, then the measurement model "
-            f"with <code>-g {check.gpus_per_thread}</code>) on GPUs {_esc(','.join(map(str, check.gpus)))}. "
+    body = [f"<h1>{escape(title)}</h1>",
+            f"<p>Measured{escape(what)} against predicted (NCCL's tuning model, then the measurement model "
+            f"with <code>-g {check.gpus_per_thread}</code>) on GPUs {escape(','.join(map(str, check.gpus)))}. "
             f"Errors are predicted / measured - 1: |time error| median {_abs_pct(check.median_abs_time_error)}, "
             f"max {_abs_pct(check.max_abs_time_error)}; |busbw error| median {_abs_pct(check.median_abs_busbw_error)}, "
             f"max {_abs_pct(check.max_abs_busbw_error)}.</p>",
             figure,
             "<div class='scroll'><table class='summary errors'>" + head + "<tbody>" + rows + "</tbody></table></div>"]
-    if check.explain:
-        body.append(f"<h2>The model's working at the largest size</h2><pre>{_esc(check.explain)}</pre>")
-    return _page(title, body)
+    working = explain_check(check)
+    if working:
+        body.append(f"<h2>The model's working at the largest size</h2><pre>{escape(working)}</pre>")
+    return html_page(title, body)
 
 
-def _page(title: str, body) -> str:
-    """A complete HTML document with plotly.js inline (no external resource)."""
-    return "\n".join([
-        "<!DOCTYPE html>", "<html lang='en'>", "<head>", "<meta charset='utf-8'>",
-        "<meta name='viewport' content='width=device-width, initial-scale=1'>",
-        f"<title>{_esc(title)}</title>", f"<style>{_STYLE}</style>",
-        "<script type='text/javascript'>window.PlotlyConfig = {MathJaxConfig: 'local'};</script>",
-        f"<script type='text/javascript'>{get_plotlyjs()}</script>", "</head>", "<body>",
-        *body, f"<script type='text/javascript'>{_RESIZE}</script>", "</body>", "</html>", ""])

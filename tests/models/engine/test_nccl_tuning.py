@@ -738,9 +738,10 @@ def test_communicator_validation(kw, match):
         Communicator(**args)
 
 
-@pytest.mark.parametrize("bad", [-1, [1, -8], float("nan"), float("inf"), "1M", [[1], [2, 3]]])
+@pytest.mark.parametrize("bad", [-1, [1, -8], float("nan"), float("inf"), 1.5, "1.5M", [[1], [2, 3]]])
 def test_bad_sizes(bad):
-    with pytest.raises(TuningError, match="nbytes"):
+    # The one size parser (topo.parse_nbytes) and its one error, as for estimate() and the CLI.
+    with pytest.raises(topo.SizeError, match="invalid size"):
         select_algorithm("all_reduce", bad, h100())
 
 

@@ -33,6 +33,7 @@ from models.predict.collectives import estimate
 from models.engine.nccl.channels import channel_graphs
 from models.engine.nccl.system import NcclSystem
 from models.predict.p2p import p2p_matrix
+from models.present.explain import explain
 
 GB = 1e9
 
@@ -113,7 +114,7 @@ def test_all_reduce_picks_nvls_and_explains_mnnvl(rack_estimate):
     # 72 ranks make every ring and chain step count (latency 142 x per-hop), NVLS's is one
     # 25 us step: NCCL's model picks NVLS at every size.
     assert list(rack_estimate.algorithm) == ["nvls", "nvls"]
-    text = rack_estimate.explain()
+    text = explain(rack_estimate)
     assert "MNNVL: the GPUs of hosts 0-17" in text and "NVLS chosen for all_reduce" in text
 
 
@@ -241,3 +242,23 @@ def test_trays_searched_without_fusing_are_not_taken_for_copies():
     second = search_channels_in(system, [gpus[i] for i in (16, 17, 18, 19, 100, 101, 102, 103)])
     assert second.gpus[0] == "r0.t4.gpu0" and all(n.startswith("r0.t4.") for n, _ in second.nets)
     assert second.nchannels == first.nchannels
+
+
+def test_alltoall_across_trays_stays_on_nvlink():
+    """issue 24: alltoall on the whole NVL72 raised ValueError (max() of an empty sequence): its 18
+    trays are hosts, but every pair reaches the other over the NVSwitches, not the NICs behind
+    Grace. Over non-blocking NVSwitches each GPU's alltoall busbw term is its NVLink port rate
+    (n - 1 flows of S / n leave it), whatever the trays: the same for 4 GPUs of one tray, 8 of two
+    trays and 12 of three."""
+    from models.predict.collectives import estimate
+
+    G = topo.build("gb200nvl72")
+    terms = []
+    for gpus in ("0-3", "0-7", "0-11"):
+        e = estimate(G, "alltoall", 2**30, gpus)
+        assert e.bottleneck[0][0].startswith("nvswitch") and "NET" not in explain(e)
+        terms.append(float(e.bandwidth) * (e.nranks - 1) / e.nranks)
+    assert terms == pytest.approx([terms[0]] * 3, rel=1e-9)
+    nvlink_in = sum(G.edges[u, "t0.gpu0"]["bandwidth"] for u in G.pred["t0.gpu0"]
+                    if G.edges[u, "t0.gpu0"]["kind"] == "nvlink")
+    assert terms[0] <= nvlink_in

@@ -16,6 +16,7 @@ from tests.conftest import DATA
 from models.engine.nccl.search import ChannelSearchError, search_channels, search_channels_in
 from models.engine.nccl.system import NcclSystem, nccl_capacity
 from models.engine.routes import PathType
+from models.present.explain import explain
 
 GB = 1e9
 
@@ -266,3 +267,25 @@ def test_a_graph_edited_in_place_is_searched_again():
     scale(H, [(u, v) for u, v, kind in H.edges(data="kind") if u == "h1.mlx5_0" and kind == "network"], 0.25)
     slowed = search_channels(H, [0, 1, 2, 8])
     assert slowed.nchannels * slowed.bw_intra < spanning.nchannels * spanning.bw_intra
+
+
+@pytest.mark.parametrize("factor", [0.05, 0.01, 1e-6])
+def test_a_link_too_slow_for_any_search_speed_is_used_at_its_own_rate(factor):
+    """issue 24: a pair linked only by a link slower than NCCL's lowest search speed gets NCCL's
+    fallback (one channel in index order, type SYS, tuned at 0.1 GB/s: search.cc), which was
+    reported as the measured busbw whatever the link. NCCL's path between the two GPUs is still
+    the direct link (fewest hops, paths.cc), so the data moves at that link's rate: busbw scales
+    with the factor, and the explanation says so."""
+    from models.predict.collectives import estimate
+    from models.studies.whatif import apply_failures
+
+    G = apply_failures(topo.build("dgx1v"), (), (f"gpu0-gpu3={factor}",)).graph
+    e = estimate(G, "all_reduce", 2**25, "0,3")
+    link = search_channels(G, "0,3")
+    assert link.nchannels == 1 and "falls back to one channel" in link.trace[-1]
+    # NCCL's 0-3 bundle on a DGX-1V: 2 NVLinks x 20 GB/s (ncclTopoNVLinkBw, sm70), times the factor.
+    assert link.bw_intra == pytest.approx(2 * 20e9 * factor, rel=1e-9)
+    assert float(e.busbw) == pytest.approx(float(estimate(
+        apply_failures(topo.build("dgx1v"), (), ("gpu0-gpu3=0.05",)).graph, "all_reduce", 2**25, "0,3"
+    ).busbw) * factor / 0.05, rel=0.02)
+    assert "tuned at 0.1 GB/s; its data moves at the slowest hop's rate" in explain(e)

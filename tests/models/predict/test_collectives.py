@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 import models
 import topo
 from models.predict.collectives import COLLECTIVE_NAMES, SizeError, estimate, pairwise, subsets
+from models.present.explain import explain
 
 GB = 1e9
 MiB = 2**20
@@ -85,10 +86,10 @@ def test_p2p_collectives():
 
 
 def test_explain_shows_the_working():
-    text = estimate(topo.dgx1v(), "all_reduce", 2**28, [0, 1, 2, 3]).explain()
+    text = explain(estimate(topo.dgx1v(), "all_reduce", 2**28, [0, 1, 2, 3]))
     for needle in ("ring graph: 4 channels x 20.0 GB/s", "bottleneck:", "latency", "busBw", "chosen: ring/Simple"):
         assert needle in text
-    assert "this project's model" in estimate(topo.dgx1v(), "alltoall", 2**20).explain()
+    assert "this project's model" in explain(estimate(topo.dgx1v(), "alltoall", 2**20))
 
 
 def test_results_do_not_depend_on_gpu_order():

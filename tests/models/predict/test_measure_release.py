@@ -8,6 +8,7 @@ import topo
 from models.engine.nccl.system import NcclSystem
 from models.predict.collectives import Estimator
 from models.predict.measure import MeasurementError, measured
+from models.present.explain import explain
 
 
 def test_measured_takes_the_release_from_the_nccl_view():
@@ -25,7 +26,7 @@ def test_measured_takes_the_release_from_the_nccl_view():
 
 def test_explain_names_the_release_and_its_pipeline():
     e = Estimator(topo.dgx1(), profile="2.3.7").estimate("broadcast", 64 * 2**20)
-    text = e.explain()
+    text = explain(e)
     assert "NCCL release 2.3.7 (v2.3.7-1): rings from NVLink counts, no trees, LL/Simple by size " \
            "threshold, no LL128" in text
     assert "pipeline: Simple broadcast (chain) of NCCL 2.3.7: steps of 262144 B" in text

@@ -17,6 +17,7 @@ from models.engine.nccl.channels import channel_graphs
 from models.engine.nccl.system import NcclSystem
 from models.predict.network import network_load
 from models.engine.routes import Router
+from models.present.explain import explain
 from topo.errors import DgxTopoError
 
 GiB = [2**30]  # one size, as a 1-element array of results
@@ -58,7 +59,7 @@ def test_the_measured_transfer_slows_by_the_factor_and_nccls_own_estimate_does_n
     transfer_full = full.time[0] - float(np.atleast_1d(m_full.startup)[0])
     assert transfer_full / transfer_thin == pytest.approx(factor)
     assert thin.bottleneck == thin.network[0].edges
-    text = thin.explain() + m_thin.explain()
+    text = explain(thin) + explain(m_thin)
     assert "net.leaf4's down-links from the tier above" in text and "network gives 0.521" in text
 
 

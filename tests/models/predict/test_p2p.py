@@ -18,9 +18,12 @@ from models.present.cli import main
 from models.predict import maxflow as maxflow_module
 from models.predict.maxflow import MaxFlowError, maxflow_matrix
 from models.predict.p2p import (EFFICIENCIES, HOST_CEILINGS, OVERHEADS, P2PError, _Table,
-                        achieved_capacity, format_p2p_report, p2p_latency_matrix, p2p_matrix,
+                        achieved_capacity, p2p_latency_matrix, p2p_matrix,
                         p2p_path, p2p_report, path_type_matrix, staged_copy)
 from models.engine.routes import PathType, RouteError
+from models.present.explain import explain
+from models.present.json_shapes import p2p_json
+from models.present.text import format_p2p_report
 from tests.conftest import DATA
 from topo.parts import add_cpu, add_gpu, add_link
 from topo.specs import GPUS, LINKS
@@ -186,7 +189,7 @@ def test_host_ceiling_binds_when_the_pcie_links_outrun_host_memory():
     assert STAGED * LINKS["pcie5_x16"].bandwidth > ceiling
     r = p2p_path(G, 0, 1, p2p=False)
     assert r.bandwidth == pytest.approx(ceiling) and r.bottleneck == ("host_memory", "cpu0")
-    assert "host ceiling" in r.explain()
+    assert "host ceiling" in explain(r)
     assert p2p_matrix(G, p2p=False, bidirectional=True)[0, 1] == pytest.approx(ceiling)
     # Never binds on the DGX hosts (the row: same-socket pairs measure as cross-socket ones).
     for name in ("dgx1v", "dgx2"):
@@ -325,7 +328,7 @@ def test_diagonal_without_memory_bandwidth_is_nan_and_null():
     G = custom_pair(memory=False)
     m = p2p_matrix(G)
     assert np.isnan(np.diag(m)).all() and m[0, 1] == pytest.approx(25 * GB * NV)
-    data = p2p_report(G).to_dict()
+    data = p2p_json(p2p_report(G))
     assert data["unidirectional_gbps"][0] == [None, pytest.approx(25 * NV)]
     assert data["system"] == "pair" and data["path_type"] == [["LOC", "NVL"], ["NVL", "LOC"]]
 
@@ -603,12 +606,12 @@ def test_achieved_capacity_per_technology():
 
 
 def test_explain_shows_the_working():
-    text = p2p_path(fabric("dgx1v"), 0, 1, p2p=False).explain()
+    text = explain(p2p_path(fabric("dgx1v"), 0, 1, p2p=False))
     assert text.splitlines()[0] == "GPU0 -> GPU1: PIX, staged through cpu0's memory"
     assert "staged 0.6068" in text and "overhead staged_p2p_disabled 16.31 us" in text
-    text = p2p_path(fabric("dgx2"), 0, 9).explain()
+    text = explain(p2p_path(fabric("dgx2"), 0, 9))
     assert "nvlink2 0.9706" in text and "overhead p2p 1.40 us + hops 1.50 us" in text
-    assert "hbm_sm60 0.7148" in p2p_path(fabric("dgx1"), 2, 2).explain()
+    assert "hbm_sm60 0.7148" in explain(p2p_path(fabric("dgx1"), 2, 2))
 
 
 # -- errors ---------------------------------------------------------------------------------
@@ -713,7 +716,7 @@ def run(capsys, *argv):
 
 
 def test_cli_prints_p2pbandwidthlatencytest_layout(capsys):
-    status, out, err = run(capsys, "p2p", "dgx1v", "--bidirectional", "--latency")
+    status, out, err = run(capsys, "p2p", "--system", "dgx1v", "--bidirectional", "--latency")
     assert status == 0 and err == ""
     lines = out.splitlines()
     assert lines[0] == "Path Type (NCCL) Matrix"
@@ -728,7 +731,7 @@ def test_cli_prints_p2pbandwidthlatencytest_layout(capsys):
 
 
 def test_cli_unidirectional_by_default_and_maxflow(capsys):
-    status, out, _ = run(capsys, "p2p", "dgx2", "--gpus", "0,8-9", "--mode", "maxflow")
+    status, out, _ = run(capsys, "p2p", "--system", "dgx2", "--gpus", "0,8-9", "--mode", "maxflow")
     assert status == 0
     assert "Unidirectional NVLink Max-Flow Bandwidth Matrix (GB/s)" in out
     assert "Latency Matrix" not in out and "Bidirectional" not in out
@@ -739,7 +742,7 @@ def test_cli_unidirectional_by_default_and_maxflow(capsys):
 
 
 def test_cli_json_is_exactly_the_issues_object(capsys):
-    status, out, _ = run(capsys, "p2p", "DGX-1V", "--gpus", "0,3,5-7", "--json")
+    status, out, _ = run(capsys, "p2p", "--system", "DGX-1V", "--gpus", "0,3,5-7", "--json")
     data = json.loads(out)
     assert status == 0
     assert list(data) == ["system", "gpus", "mode", "unidirectional_gbps", "bidirectional_gbps",
@@ -753,7 +756,7 @@ def test_cli_json_is_exactly_the_issues_object(capsys):
 
 
 def test_cli_p2p_disabled_prints_the_disabled_matrices(capsys):
-    status, out, err = run(capsys, "p2p", "dgx1v", "--p2p", "disabled", "--bidirectional",
+    status, out, err = run(capsys, "p2p", "--system", "dgx1v", "--p2p", "disabled", "--bidirectional",
                            "--latency")
     assert status == 0 and err == ""
     lines = out.splitlines()
@@ -769,27 +772,27 @@ def test_cli_p2p_disabled_prints_the_disabled_matrices(capsys):
 def test_cli_json_keys_do_not_depend_on_peer_access(capsys):
     outputs = []
     for access in ("enabled", "disabled"):
-        status, out, _ = run(capsys, "p2p", "dgx1v", "--gpus", "0,1", "--json", "--p2p", access)
+        status, out, _ = run(capsys, "p2p", "--system", "dgx1v", "--gpus", "0,1", "--json", "--p2p", access)
         assert status == 0
         outputs.append(json.loads(out))
     assert list(outputs[0]) == list(outputs[1])
     assert outputs[0]["unidirectional_gbps"][0][1] == pytest.approx(25 * NV)
     assert outputs[1]["unidirectional_gbps"][0][1] == pytest.approx(STAGED * PCIE3 / GB, abs=1e-4)
     assert outputs[1]["path_type"][0] == ["LOC", "PIX"]
-    status, out, _ = run(capsys, "p2p", "dgx1v", "--gpus", "0,1", "--json")
+    status, out, _ = run(capsys, "p2p", "--system", "dgx1v", "--gpus", "0,1", "--json")
     assert json.loads(out) == outputs[0]  # enabled is the default
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["p2p", "dgx1v", "--gpus", "0,8"], "GPU id 8 out of range: expected 0 to 7 on DGX-1V"),
-    (["p2p", "dgx1v", "--p2p", "off"], "argument --p2p: invalid choice: 'off'"),
-    (["p2p", "dgx1v", "--p2p", "disabled", "--mode", "maxflow"], "mode 'maxflow' with P2P disabled"),
-    (["p2p", "dgx2", "--gpus", "3,3"], "GPU id 3 given twice: expected distinct GPUs"),
-    (["p2p", "dgx1", "--gpus", "a-b"], "malformed GPU list 'a-b'"),
-    (["p2p", "dgx1", "--gpus", ""], "malformed GPU list ''"),
-    (["p2p", "dgx1", "--mode", "fastest"], "argument --mode: invalid choice: 'fastest'"),
-    (["p2p", "dgx9"], "unknown system 'dgx9'"),
-    (["p2p"], "the following arguments are required: NAME"),
+    (["p2p", "--system", "dgx1v", "--gpus", "0,8"], "GPU id 8 out of range: expected 0 to 7 on DGX-1V"),
+    (["p2p", "--system", "dgx1v", "--p2p", "off"], "argument --p2p: invalid choice: 'off'"),
+    (["p2p", "--system", "dgx1v", "--p2p", "disabled", "--mode", "maxflow"], "mode 'maxflow' with P2P disabled"),
+    (["p2p", "--system", "dgx2", "--gpus", "3,3"], "GPU id 3 given twice: expected distinct GPUs"),
+    (["p2p", "--system", "dgx1", "--gpus", "a-b"], "malformed GPU list 'a-b'"),
+    (["p2p", "--system", "dgx1", "--gpus", ""], "malformed GPU list ''"),
+    (["p2p", "--system", "dgx1", "--mode", "fastest"], "argument --mode: invalid choice: 'fastest'"),
+    (["p2p", "--system", "dgx9"], "unknown system 'dgx9'"),
+    (["p2p"], "the following arguments are required: --system SPEC"),
 ])
 def test_cli_bad_input_is_one_line_and_exit_2(capsys, argv, message):
     status, out, err = run(capsys, *argv)

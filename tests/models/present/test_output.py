@@ -124,7 +124,7 @@ def test_not_a_path(path):
         check_output_path(path)
 
 
-@pytest.mark.parametrize("command", [["report", "dgx1"], ["compare", "dgx1v", "dgx1", "-b", "1M", "-e", "1M"]])
+@pytest.mark.parametrize("command", [["report", "--system", "dgx1"], ["compare", "--system", "dgx1v", "dgx1", "-b", "1M", "-e", "1M"]])
 @pytest.mark.parametrize("make", ["fifo", "dir", "empty", "missing"])
 def test_cli_out_refusals_are_one_line_exit_2(tmp_path, capsys, command, make):
     target = tmp_path / "target"

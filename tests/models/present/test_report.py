@@ -3,6 +3,7 @@ headless browser (Debian's chromium, skipped when absent) that opens it offline.
 
 from __future__ import annotations
 
+import base64
 import json
 import math
 import os
@@ -36,6 +37,7 @@ from models.present.report import render_report
 from models.present.report.analysis import (BOUND_RELAY, BOUND_SIZE, BOUND_WORST, TRAINING_TP, bound_edge_kinds,
                                     set_classes, worst_sets)
 from tests.conftest import DATA
+from models.present.explain import describe_cut
 
 
 _ANALYSIS = {}
@@ -391,7 +393,7 @@ def test_bounds_numbers_are_models_bound(all_analysis):
     assert x.bound_busbw == pytest.approx(direct.bound_busbw)
     assert x.nccl_busbw == pytest.approx(direct.nccl_busbw)
     assert x.ratio == pytest.approx(direct.ratio)
-    assert b.worst[0].cut == direct.cut.describe()
+    assert b.worst[0].cut == describe_cut(direct.cut)
 
 
 def test_worst_sets_table_is_sorted(full_report, all_analysis):
@@ -411,7 +413,10 @@ def test_ratio_figure_traces(all_analysis):
     fig = ratio_by_size_figure(series)
     assert [t.name for t in fig.data] == list(series)
     dgx2 = fig.data[[t.name for t in fig.data].index("DGX-2")]
-    assert list(dgx2.x) == list(range(2, 17))
+    assert [size for _, _, size in dgx2.customdata] == list(range(2, 17))
+    # Each line stands a little beside the sizes, so that no error bar hides another.
+    offsets = {round(t.x[0] - t.customdata[0][2], 6) for t in fig.data}
+    assert len(offsets) == len(fig.data) and max(map(abs, offsets)) < 0.5
     low, mean, high = series["DGX-1V"][4]
     assert low < mean < high  # 4-GPU sets of a DGX-1V range from a cube face to the sockets
     with pytest.raises(topo.DgxTopoError, match="lowest, mean, highest"):
@@ -609,7 +614,7 @@ def test_unwritable_directory_for_real(tmp_path, analysed_once):
 # ---------------------------------------------------------------------------------- CLI
 def test_cli_report(tmp_path, capsys):
     out = tmp_path / "dgx1.html"
-    assert main(["report", "dgx1", "--out", str(out)]) == 0
+    assert main(["report", "--system", "dgx1", "--out", str(out)]) == 0
     stdout, stderr = capsys.readouterr()
     assert stderr == "" and out.exists()
     assert stdout.startswith(f"wrote {out} (") and "DGX-1" in stdout
@@ -620,7 +625,7 @@ def test_cli_report(tmp_path, capsys):
     (["report", "--out", "{tmp}/missing/r.html"], "directory '{tmp}/missing' does not exist"),
     (["report", "--out", "{tmp}"], "it is a directory"),
     (["report", "--out", ""], "expected a file name such as report.html"),
-    (["report", "dgx9", "--out", "{tmp}/r.html"], "unknown system 'dgx9'"),
+    (["report", "--system", "dgx9", "--out", "{tmp}/r.html"], "unknown system 'dgx9'"),
     (["report", "--out"], "expected one argument"),
 ])
 def test_cli_report_bad_input_is_one_line_exit_2(tmp_path, capsys, argv, message):
@@ -776,13 +781,82 @@ _RENDERED = """
 """
 
 
+# The comparisons of the report, by figure id: every built-in system must be in each (a trace
+# named after it, or a bar of it), or named in the section's note of what is absent.
+_COMPARISONS = ("curves-busbw", "curves-time", "generations-nvlink", "generations-busbw", "generations-time",
+                "generations-nvls", "bounds-ratio")
+# Sections a reader looks at, captured as screenshots (issue 20): comparisons, tables, log axes
+# and the fabric drawings that were unreadable.
+_SHOTS = ("summary", "curves", "generations", "bounds", "training", "measured", "system-dgx1", "system-dgx2",
+          "system-dgxa100", "system-dgxh100", "system-dgxb200", "system-gb200nvl72")
+
+# From the page's own data (the traces as plotly drew them, gd._fullData, whose arrays are
+# decoded; and gd.layout): per figure, the systems it shows and the pairs of visible traces
+# drawn over each other (same x, y within 1 % at every point).
+_INSPECT = """
+(() => {
+  const same = (a, b) => a.length === b.length && a.every((v, i) => v === b[i] ||
+      (typeof v === 'number' && typeof b[i] === 'number' && Math.abs(v - b[i]) <= 0.01 * Math.max(Math.abs(v), Math.abs(b[i]))));
+  const out = {};
+  for (const gd of document.querySelectorAll('.js-plotly-plot')) {
+    const shown = gd._fullData.filter(t => t.visible === true);
+    const names = shown.map(t => t.name || '');
+    const bars = shown.filter(t => t.type === 'bar').flatMap(t => [...t.x].map(String));
+    const lines = shown.filter(t => t.type === 'scatter' && t.x && t.x.length > 1);
+    const hidden = [];
+    for (let i = 0; i < lines.length; i++) for (let j = i + 1; j < lines.length; j++) {
+      const a = lines[i], b = lines[j];
+      if (a.xaxis !== b.xaxis || a.yaxis !== b.yaxis) continue;
+      if (!same([...a.x], [...b.x]) || !same([...a.y], [...b.y])) continue;
+      const look = t => [(t.line || {}).dash || 'solid', (t.marker || {}).symbol || 'circle'].join('/');
+      const said = [b.hovertemplate, ...(b.hovertext || [])].some(h => String(h).includes('coincides with ' + a.name));
+      hidden.push({under: a.name, over: b.name, marked: look(a) !== look(b) && said});
+    }
+    out[gd.id] = {names, bars, hidden, buttons: ((gd.layout.updatemenus || [])[0] || {}).buttons || []};
+  }
+  return out;
+})()
+"""
+
+_SECTION_BOX = """
+(() => Object.fromEntries([...document.querySelectorAll('section[id]')].map(s => {
+  const r = s.getBoundingClientRect();
+  return [s.id, {x: r.left + scrollX, y: r.top + scrollY, width: r.width, height: r.height,
+                 absent: [...s.querySelectorAll('.absent')].map(p => p.textContent).join(' ')}];
+})))()
+"""
+
+
+def _png_size(data: bytes) -> tuple:
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR"
+    return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+
+
 @pytest.mark.skipif(shutil.which("chromium") is None, reason="Debian's chromium is not installed")
-def test_report_opens_in_headless_chromium_without_errors(full_report, tmp_path):
+def test_report_opens_in_headless_chromium_without_errors(full_report, all_analysis, tmp_path):
+    """The page as a reader meets it: every figure drawn, no console error, every built-in system
+    in every comparison (or named as absent, and why), no trace hidden under another without a
+    visible mark, the bundled fabrics' buttons there, and a screenshot of each section named in
+    issue 20 (kept in $DGXTOPO_SCREENSHOTS when set, to look at)."""
     written, text = full_report
     browser = Chromium(shutil.which("chromium"), tmp_path / "profile")
+    shots = Path(os.environ.get("DGXTOPO_SCREENSHOTS") or tmp_path / "screenshots")
+    shots.mkdir(parents=True, exist_ok=True)
     try:
         session = browser.open(written.path.resolve().as_uri())
         state = browser.evaluate(session, _RENDERED)
+        figures = browser.evaluate(session, _INSPECT)
+        sections = browser.evaluate(session, _SECTION_BOX)
+        sizes = {}
+        for name in _SHOTS:
+            box = sections[name]
+            # Half scale: readable, and a quarter of the pixels to encode (the test stays quick).
+            clip = {"x": box["x"], "y": box["y"], "width": box["width"], "height": min(box["height"], 4000),
+                    "scale": 0.5}
+            image = base64.b64decode(browser.send("Page.captureScreenshot", {
+                "format": "png", "captureBeyondViewport": True, "clip": clip}, session=session)["data"])
+            (shots / f"{name}.png").write_bytes(image)
+            sizes[name] = (_png_size(image), (round(clip["width"] / 2), round(clip["height"] / 2)))
         errors = browser.errors()
     finally:
         browser.close()
@@ -792,18 +866,51 @@ def test_report_opens_in_headless_chromium_without_errors(full_report, tmp_path)
     assert state["ids"] == ids
     assert all(n > 0 for n in state["traces"])
     assert state["overflowing"] == []
+    for name, ((width, height), (want_w, want_h)) in sizes.items():
+        assert abs(width - want_w) <= 1 and abs(height - want_h) <= 1 and height > 100, name
+    systems = [a.row.name for a in all_analysis.systems]
+    for figure in _COMPARISONS:
+        seen = figures[f"fig-{figure}"]
+        section = sections[figure.split("-")[0]]
+        for name in systems:
+            present = name in seen["bars"] or any(n == name or n.startswith(name + ",") for n in seen["names"])
+            assert present or name in section["absent"], (figure, name)
+    assert "GB200 NVL72" in sections["bounds"]["absent"]  # the rack: said why, not silently left out
+    hidden = {(f, h["under"], h["over"]) for f, seen in figures.items() for h in seen["hidden"] if not h["marked"]}
+    assert hidden == set()
+    marked = {(h["under"], h["over"]) for seen in figures.values() for h in seen["hidden"]}
+    assert {("DGX H100, GPUs 0-7", "DGX H200, GPUs 0-7"), ("DGX-1V, GPUs 0-7", "DGX-2, GPUs 0-7")} <= marked
+    assert not [h for h in figures["fig-bounds-ratio"]["hidden"]]  # its lines stand apart: none is under another
+    for system in ("dgx2", "gb200nvl72"):  # large fabrics open bundled, every link a click away
+        labels = [b["label"] for b in figures[f"fig-{system}-fabric"]["buttons"]]
+        assert labels[0] == "bundled links" and labels[1].startswith("every link"), labels
 
 
 def test_compare_out_writes_its_curves(tmp_path, capsys):
     """``dgxtopo compare ... --out FILE`` (the compare command) writes through this module."""
     out = tmp_path / "cmp.html"
-    assert main(["compare", "dgx1v", "dgx1", "-b", "1M", "-e", "16M", "-f", "4", "--out", str(out)]) == 0
+    assert main(["compare", "--system", "dgx1v", "dgx1", "-b", "1M", "-e", "16M", "-f", "4", "--out", str(out)]) == 0
     text = out.read_text(encoding="utf-8")
     assert _figure_ids(text) == ["compare-busbw", "compare-time"]
     assert not re.search(r"<script[^>]*\ssrc=", text, re.I) and "dgx1v, 8 GPUs" in text
     assert list(tmp_path.iterdir()) == [out]
     capsys.readouterr()
-    assert main(["compare", "dgx1v", "dgx1", "--out", str(tmp_path / "no" / "x.html")]) == 2
+    assert main(["compare", "--system", "dgx1v", "dgx1", "--out", str(tmp_path / "no" / "x.html")]) == 2
     assert "does not exist" in capsys.readouterr().err
     with pytest.raises(topo.DgxTopoError, match="one name per estimate"):
         write_compare_figure([], ["a"], tmp_path / "y.html")
+
+
+def test_error_cells_are_signed_with_one_decimal():
+    # Issue 19 item 8: a second _pct (whole, unsigned percent, for the bounds section) once
+    # shadowed the signed one, so the model-vs-measurement cells printed "5%".
+    from models.studies.calibration import Check, CheckRow
+    from models.present.report.html import check_html
+
+    rows = (CheckRow(1024, 10e-6, 10.512e-6, 1e9, 0.8e9, 0.0512, -0.2),
+            CheckRow(2048, 10e-6, 9.99e-6, 1e9, 1.001e9, -0.001, None))
+    page = check_html(Check("all_reduce", "dgx2", (0, 1), 1, rows, 0.0263, 0.0512, 0.2, 0.2))
+    assert "<td class='err fair'>+5.1 %</td>" in page and "<td class='err poor'>-20.0 %</td>" in page
+    assert "<td class='err ok'>-0.1 %</td>" in page and "<td class='na'>-</td>" in page
+    cells = re.findall(r"<td class='err [a-z]+'>([^<]*)</td>", page)
+    assert len(cells) == 3 and all(re.fullmatch(r"[+-][0-9]+\.[0-9] %", c) for c in cells)

@@ -16,7 +16,7 @@ from hypothesis import given, settings, strategies as st
 
 from models.studies.benchmarks import (BenchmarkParseError, NcclTestsRun, P2PBenchmark, read_benchmark,
                                read_nccl_tests, read_p2p_benchmark)
-from tests.conftest import DATA
+from tests.conftest import DATA, watchdog
 
 RUN = json.loads((DATA / "dgx2_12gpu_nccl_tests.json").read_text())
 
@@ -35,9 +35,11 @@ def test_real_dgx2_texts(collective):
         assert row.size == ref["size_bytes"]
         assert row.time == pytest.approx(ref["oop_time_us"] * 1e-6)
         assert row.inplace_busbw == pytest.approx(ref["ip_busbw_gbs"] * 1e9)
-    # Without its command line the collective is told from the columns.
+    # Without its command line the collective is told from the columns, where they tell: a size
+    # counting every rank's part without a reduction is all_gather or alltoall alike.
     bare = "\n".join(line for line in published["raw"].splitlines() if "_perf" not in line)
-    assert read_nccl_tests(bare).collective == collective
+    assert read_nccl_tests(bare).collective == (None if collective == "all_gather" else collective)
+    assert read_nccl_tests(bare, collective=collective).collective == collective
 
 
 MODERN = """\
@@ -219,7 +221,8 @@ def test_fuzz_only_typed_errors_escape(lines, cut, junk):
        st.lists(st.one_of(st.floats(0, 1e6, allow_nan=False), st.just("N/A")), min_size=8, max_size=8))
 def test_fuzz_rows_round_trip(size, dtype, values):
     shown = ["N/A" if v == "N/A" else f"{v:.2f}" for v in values]
-    run = read_nccl_tests(f"  {size}  {size // 4}  {dtype}  sum  -1  " + "  ".join(shown) + "\n",
+    width = {"float": 4, "half": 2, "int8": 1}[dtype]
+    run = read_nccl_tests(f"  {size}  {size // width}  {dtype}  sum  -1  " + "  ".join(shown) + "\n",
                           collective="all_reduce")
     row = run.rows[0]
     assert row.size == size and row.root == -1
@@ -232,3 +235,107 @@ def test_not_text():
     for parse in (read_nccl_tests, read_p2p_benchmark, read_benchmark):
         with pytest.raises(BenchmarkParseError, match="expected text"):
             parse(b"bytes")
+
+
+# -- structure-aware fuzzing: real runs as users paste them ------------------------------------
+def _dgxtopo_text() -> str:
+    """What `dgxtopo collective all_reduce --system dgx2 -b 8 -e 1G` printed (2026-12-01): header,
+    a few rows and the closing line, as check takes it."""
+    return ("# dgxtopo: predicted nccl-tests all_reduce on DGX-2 GPUs 0-15 (16 ranks); NCCL 2.27.7 tuning "
+            "model; measurement constants: default (DGX-2 fit)\n"
+            "#       size         count    type   redop   root       time    algbw    busbw   algo   proto  nch\n"
+            "#        (B)    (elements)                              (us)   (GB/s)   (GB/s)\n"
+            "           8             2   float     sum     -1      24.60     0.00     0.00   ring      LL    6\n"
+            "     1048576        262144   float     sum     -1      74.04    14.16    26.56   ring      LL    6\n"
+            "  1073741824     268435456   float     sum     -1   16563.10    64.83   121.55   ring  Simple    6\n"
+            "# Avg bus bandwidth    : 36.54\n")
+
+
+_TEXTS = {**{c: v["raw"] for c, v in RUN["collectives"].items()}, "modern": MODERN, "dgxtopo": _dgxtopo_text()}
+_EXPECTED = {"modern": ("all_reduce", 4), "dgxtopo": ("all_reduce", 16),
+             **{c: (c, 12) for c in RUN["collectives"]}}
+_PREFIXES = ["", "[1,0]<stdout>:", "[1,3]<stderr>:", "0: ", "  12: "]
+_TOKENS = ["N/A", "-1", "0", "1e30", "9" * 30, "nan", "inf", "sum", "x", "", "1.5", "#wrong", "-0"]
+
+
+@st.composite
+def pasted(draw):
+    """A real run with lines dropped, duplicated, reordered and prefixed; maybe a column mutated."""
+    key = draw(st.sampled_from(sorted(_TEXTS)))
+    lines = _TEXTS[key].splitlines()
+    edits = draw(st.lists(st.tuples(st.sampled_from(["drop", "dup", "swap", "prefix"]),
+                                    st.integers(0, len(lines) - 1), st.integers(0, len(lines) - 1),
+                                    st.sampled_from(_PREFIXES)), max_size=8))
+    for kind, i, j, prefix in edits:
+        if not lines:
+            break
+        i, j = i % len(lines), j % len(lines)
+        if kind == "drop":
+            del lines[i]
+        elif kind == "dup":
+            lines.insert(j, lines[i])
+        elif kind == "swap":
+            lines[i], lines[j] = lines[j], lines[i]
+        else:
+            lines[i] = prefix + lines[i]
+    mutated = draw(st.booleans()) and bool(lines)
+    if mutated:
+        i = draw(st.integers(0, len(lines) - 1))
+        tokens = lines[i].split()
+        if tokens:
+            tokens[draw(st.integers(0, len(tokens) - 1))] = draw(st.sampled_from(_TOKENS))
+            lines[i] = "  ".join(tokens)
+    return key, "\n".join(lines), mutated
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(pasted())
+def test_fuzz_pasted_runs(case):
+    """Only typed errors escape; what parses is a subset of the real run's rows, of its collective
+    (or none named), of its rank count (or unknown): never a wrong answer."""
+    key, text, mutated = case
+    original = read_nccl_tests(_TEXTS[key])
+    with watchdog(10):
+        try:
+            run = read_nccl_tests(text, name=key)
+        except BenchmarkParseError:
+            return
+    assert run.rows and all(0 <= r.size <= 2**62 and 0 <= r.count <= 2**62 for r in run.rows)
+    if mutated:
+        return
+    assert {repr(r) for r in run.rows} <= {repr(r) for r in original.rows}  # repr: NaN equals NaN
+    collective, nranks = _EXPECTED[key]
+    assert run.collective in (collective, None)
+    assert run.nranks in (nranks, None), (run.nranks, run.ranks_source)
+
+
+@pytest.mark.parametrize("row, message", [
+    ("8 2 float sum -1 1e300 0.00 0.00 0", r"below 1e\+12"),
+    (f"{10**30} 2 float sum -1 61.03 0.00 0.00 0", "size of at most 4611686018427387904"),
+    ("8 2 float sum 99999999 61.03 0.00 0.00 0", "root rank from -1"),
+])
+def test_rows_out_of_any_measurement_are_refused(row, message):
+    with pytest.raises(BenchmarkParseError, match=message):
+        read_nccl_tests(row)
+
+
+MPI_WITHOUT_RANKS = """\
+[1,0]<stdout>:# nThread 1 nGpus 1 minBytes 1048576 maxBytes 1073741824 step: 1024(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0
+[1,1]<stdout>:# nThread 1 nGpus 1 minBytes 1048576 maxBytes 1073741824 step: 1024(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0
+[1,0]<stdout>:#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+[1,0]<stdout>:     1048576        262144     float     sum      -1    40.00   26.21   49.15      0    40.00   26.21   49.15      0
+[1,0]<stdout>:  1073741824     268435456     float     sum      -1  10737.4  100.00  187.50      0  10737.4  100.00  187.50      0
+"""
+
+
+def test_several_processes_without_rank_lines():
+    """mpirun --tag-output, one header per process (nThread 1 nGpus 1 each: not the rank count),
+    no device lines: 16 ranks from busbw / algbw = 2(n-1)/n = 1.875 (made-up numbers)."""
+    run = read_nccl_tests(MPI_WITHOUT_RANKS)
+    assert (run.collective, run.nranks, run.ranks_source) == ("all_reduce", 16, "busbw / algbw")
+    assert run.rows[1].busbw == pytest.approx(187.5e9) and run.rows[0].error == 0
+    # Broadcast's busbw equals its algbw: several processes, no device lines -> unknown, not 1.
+    text = MPI_WITHOUT_RANKS.replace("sum      -1", "none       0").replace("187.50", "100.00").replace(
+        "49.15", "26.21")
+    run = read_nccl_tests(text)
+    assert run.collective == "broadcast" and run.nranks is None and "factor 1" in run.ranks_source

@@ -26,6 +26,8 @@ from models.studies.bounds import (BoundError, BoundTooLargeError, bound, nvls_a
 from models.studies import bounds as bounds_module
 from models.studies.packing import PackingError, pack_trees
 from models.studies.relays import FlowNetwork, RelayError, capacity_graph
+from models.present.explain import bound_summary, explain
+from models.present.json_shapes import bound_json
 
 B = LINKS["nvlink2"].bandwidth  # 25 GB/s per link and direction
 BIG = 2**33
@@ -199,7 +201,7 @@ def test_packing_on_dgx1v_meets_the_bound():
     for packing, (_, rate) in zip(b.packings, b.rates[::-1]):
         assert packing.rate == pytest.approx(rate, rel=0.01)
         assert packing.max_utilisation <= 1 + 1e-9
-    assert "packing" in b.format()
+    assert "packing" in bound_summary(b)
 
 
 # --------------------------------------------------------------------------- invariants
@@ -275,13 +277,13 @@ def test_relay_options_order_the_bounds():
     assert values[0] == 0.0 < values[1] < values[2]
     b = bound(G, "all_gather", BIG, [0, 5], relay="none")
     assert b.ratio is None and math.isinf(b.time)
-    assert json.loads(json.dumps(b.to_json()))["time_us"] is None
+    assert json.loads(json.dumps(bound_json(b)))["time_us"] is None
 
 
 # ------------------------------------------------------------------------ result object
 def test_bound_result_json_format_explain():
     b = bound(topo.dgx1v(), "all_reduce", "1G", [0, 1, 2, 3])
-    data = json.loads(json.dumps(b.to_json()))
+    data = json.loads(json.dumps(bound_json(b)))
     for key in ("bound_busbw_gbps", "nccl_busbw_gbps", "ratio", "cut"):
         assert key in data
     assert set(data["cut"]) >= {"links", "gpus", "capacity_gbps"}
@@ -289,9 +291,9 @@ def test_bound_result_json_format_explain():
     assert data["nvls"].startswith("not applicable")
     assert data["cut"]["capacity_gbps"] == pytest.approx(
         sum(topo.dgx1v().edges[u, v]["bandwidth"] for u, v in data["cut"]["links"]) / 1e9)
-    text = b.explain()
+    text = explain(b)
     assert "ForestColl" in text and "NCCL's working" in text and "gap:" in text
-    assert "bound busbw" in b.format()
+    assert "bound busbw" in bound_summary(b)
     assert nvls_applicable(topo.dgx2())[0] is False and "NVSwitch" in nvls_applicable(topo.dgx2())[1]
     assert nvls_applicable(topo.dgx1v()) == (False, "not applicable: no NVSwitch in the fabric")
 

@@ -5,6 +5,7 @@ held-out DGX-2 runs (tests/data/dgx2_12gpu_nccl_tests.json: wohlbier/nccl-tests 
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -14,6 +15,9 @@ import topo
 from models.studies.benchmarks import NcclTestsRow, NcclTestsRun, read_nccl_tests
 from models.studies.calibration import SCHEMA_VERSION, Calibration, CalibrationError, calibrate, check
 from models.predict.measure import DEFAULT, measured
+from models.present.explain import explain
+from models.present.json_shapes import check_json
+from models.present.text import calibration_table, check_table
 from tests.conftest import DATA
 
 RUN = json.loads((DATA / "dgx2_12gpu_nccl_tests.json").read_text())
@@ -51,7 +55,7 @@ def dgx2_runs():
 def test_fit_on_part_predicts_the_rest(dgx2_runs):
     G = topo.build("dgx2")
     cal = calibrate([dgx2_runs["all_reduce"], dgx2_runs["broadcast"]], G)
-    print("\n" + cal.format())
+    print("\n" + calibration_table(cal))
     for held_out in ("reduce", "all_gather"):
         result = check(dgx2_runs[held_out], G, calibration=cal, inplace=held_out == "all_gather")
         print(f"{held_out}: median |time error| {result.median_abs_time_error:.1%}, max "
@@ -61,7 +65,7 @@ def test_fit_on_part_predicts_the_rest(dgx2_runs):
 
 def test_check_json_has_exactly_the_issue_keys(dgx2_runs):
     result = check(dgx2_runs["all_reduce"], topo.build("dgx2"))
-    data = result.to_json()
+    data = check_json(result)
     assert set(data) == {"rows", "median_abs_time_error", "max_abs_time_error"}
     assert set(data["rows"][0]) == {"size_bytes", "measured_time_us", "predicted_time_us",
                                     "measured_busbw_gbps", "predicted_busbw_gbps", "time_error",
@@ -81,21 +85,40 @@ def test_json_round_trip(dgx2_runs):
     assert again.model.launch_per_gpu == cal.model.launch_per_gpu
     assert again.model.efficiency("nvlink2") == cal.model.efficiency("nvlink2")
     assert again.fitted == cal.fitted
-    assert "calibration on dgx2" in measured(models.estimate(G, "broadcast", 8, "0-3"), G,
-                                             model=again.model).explain()
+    assert "calibration on dgx2" in explain(measured(models.estimate(G, "broadcast", 8, "0-3"), G,
+                                                     model=again.model))
+
+
+def _parameters(**values) -> str:
+    return json.dumps({"schema": "dgx-topo calibration", "version": SCHEMA_VERSION, "parameters": values})
 
 
 @pytest.mark.parametrize("text, message", [
-    ("not json", "not JSON"),
+    ("not json", "line 1: expected JSON"),
     ("[]", "schema"),
     (json.dumps({"schema": "dgx-topo calibration", "version": SCHEMA_VERSION + 1}), "version"),
-    (json.dumps({"schema": "dgx-topo calibration", "version": SCHEMA_VERSION,
-                 "parameters": {"floor": -1}}), "non-negative"),
-    (json.dumps({"schema": "dgx-topo calibration", "version": SCHEMA_VERSION,
-                 "parameters": {"speed": 1}}), "unknown parameter"),
+    (_parameters(floor=-1), "floor = -1: expected a number from 0 to 0.001 seconds"),
+    (_parameters(speed=1), "unknown parameter 'speed'"),
+    # issue 24: an efficiency of 0 divided by zero in check and collective --explain; 5.0 gave a
+    # DGX-2 all_reduce of 700 GB/s, beyond line rate; unknown link classes were accepted; a
+    # floor of 1e300 printed a 300-digit time; deep nesting raised RecursionError.
+    (_parameters(**{"efficiency:nvlink2": 0}), "efficiency:nvlink2 = 0: expected a number from 0.05 to 1"),
+    (_parameters(**{"efficiency:nvlink2": 5.0}), "efficiency:nvlink2 = 5.0: expected a number from 0.05 to 1"),
+    (_parameters(transfer_efficiency=0), "transfer_efficiency = 0: expected"),
+    (_parameters(**{"efficiency:nvlink99": 0.9}), "unknown parameter 'efficiency:nvlink99': expected "
+     "efficiency:LINK with LINK one of nvlink1"),
+    (_parameters(floor=1e300), "floor = 1e+300: expected a number from 0"),
+    (_parameters(launch_per_gpu=True), "launch_per_gpu = True: expected a number"),
+    (_parameters(launch_per_gpu="5"), "launch_per_gpu = 5: expected a number"),
+    (_parameters(floor=float("nan")).replace("NaN", "NaN"), "received NaN"),
+    ('{"a": ' * 100_000, "nested at most 64 levels"),
+    (json.dumps({"schema": "dgx-topo calibration", "version": SCHEMA_VERSION, "parameters": {},
+                 "fitted": [{"name": "floor", "value": 1, "lower": 0, "upper": 1}]}), '"fitted"[0]: floor = 1'),
+    (json.dumps({"schema": "dgx-topo calibration", "version": SCHEMA_VERSION, "parameters": {},
+                 "sources": [1]}), '"sources": a list of strings'),
 ])
 def test_bad_calibration_files(text, message):
-    with pytest.raises(Exception, match=message) as info:
+    with pytest.raises(Exception, match=re.escape(message)) as info:
         Calibration.from_json(text)
     assert isinstance(info.value, topo.DgxTopoError)
 
@@ -107,7 +130,60 @@ def test_error_paths(dgx2_runs):
     unnamed = NcclTestsRun(None, dgx2_runs["reduce"].rows, gpus_per_thread=12, nthreads=1)
     with pytest.raises(CalibrationError, match="collective"):
         check(unnamed, G)
-    with pytest.raises(CalibrationError, match="-g must be"):
+    with pytest.raises(CalibrationError, match="gpus_per_thread must be"):
         check(dgx2_runs["reduce"], G, gpus_per_thread=13)
     with pytest.raises(CalibrationError, match="expected an nccl-tests run"):
         check("text", G)
+
+
+# -- nccl-tests text as users paste it (issue 21 item 4) --------------------------------------
+def _without(text: str, *words) -> str:
+    return "\n".join(line for line in text.splitlines() if not any(w in line for w in words))
+
+
+@pytest.mark.parametrize("collective", sorted(RUN["collectives"]))
+def test_check_runs_without_rank_lines_and_without_the_header(collective):
+    """The given DGX-2 runs with their rank lines cut (and the nThread header too) check exactly
+    as the whole text does: the rank count follows from the rows (size / count, busbw / algbw) or
+    the command line's -g 12, the GPUs from CUDA_VISIBLE_DEVICES."""
+    G = topo.build("dgx2")
+    raw = RUN["collectives"][collective]["raw"]
+    whole = check(read_nccl_tests(raw), G)
+    for cut in (_without(raw, "Rank"), _without(raw, "Rank", "nThread")):
+        run = read_nccl_tests(cut, collective=collective)
+        assert run.nranks == 12 and not run.devices
+        assert check(run, G) == whole
+
+
+def test_a_run_that_does_not_show_its_ranks_assumes_the_system_and_says_so():
+    G = topo.build("dgx2")
+    raw = _without(RUN["collectives"]["broadcast"]["raw"], "Rank", "nThread", "Running")
+    run = read_nccl_tests(raw)
+    assert run.collective == "broadcast" and run.nranks is None and "factor 1" in run.ranks_source
+    result = check(run, G)
+    assert len(result.gpus) == 16 and "assumed every GPU of DGX-2 (16)" in check_table(result)
+    assert result == check(run, G) and check(run, G, gpus=RUN["cuda_visible_devices"]).gpus == \
+        tuple(RUN["cuda_visible_devices"])
+    # all_gather's columns without its program line could be alltoall's: refused, naming why.
+    bare = read_nccl_tests(_without(RUN["collectives"]["all_gather"]["raw"], "Running"))
+    with pytest.raises(CalibrationError, match="all_gather or alltoall alike.*collective="):
+        check(bare, G)
+
+
+def test_gpus_that_do_not_match_the_ranks_are_refused_naming_both(dgx2_runs):
+    with pytest.raises(CalibrationError, match="gpus= names 4 GPUs, reduce has 12 ranks"):
+        check(dgx2_runs["reduce"], topo.build("dgx2"), gpus="0-3")
+
+
+@pytest.mark.parametrize("collective", ["all_reduce", "all_gather", "broadcast", "alltoall"])
+def test_check_reads_what_dgxtopo_collective_prints(capsys, collective):
+    """`dgxtopo collective` output checked against the same prediction: no error at all."""
+    from models.present.cli import main
+
+    assert main(["collective", collective, "--system", "dgxh100", "--gpus", "0-3", "-b", "1M", "-e", "64M",
+                 "--explain"]) == 0
+    run = read_nccl_tests(capsys.readouterr().out)
+    assert (run.collective, run.nranks, run.gpu_ids) == (collective, 4, "0-3")
+    result = check(run, topo.build("dgxh100"))
+    assert result.gpus == (0, 1, 2, 3)
+    assert result.max_abs_time_error < 0.005  # the printed times carry two decimals

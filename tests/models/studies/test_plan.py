@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import topo
-from models.studies.planner import (Layout, PlanError, gpus_ranking, memory, plan, search)
+from models.studies.planner import (Layout, PlanError, calibrate_plan, gpus_ranking, memory, plan, search)
 from models.present.plan_plot import memory_figure, step_time_figure
 from models.studies.workload import PRESETS, WorkloadError
 from models.studies.compute import UnsupportedDtypeError
@@ -79,8 +79,8 @@ def test_megatron_8_3b_on_dgx2_fits_with_tp8_not_with_dp16(dgx2):
 def test_result_fields_and_json(dgx2):
     p = plan("megatron-8.3b", dgx2, tp=8, pp=1, dp=2, **MEGATRON)
     d = json.loads(p.to_json())
-    for key in ("step_time_s", "samples_per_s", "tokens_per_s", "tflops_per_gpu", "mfu",
-                "memory_per_gpu_bytes", "components"):
+    for key in ("step_time_s", "samples_per_s", "tokens_per_s", "model_tflops_per_gpu",
+                "hardware_tflops_per_gpu", "mfu", "hfu", "memory_per_gpu_bytes", "components"):
         assert key in d
     assert set(d["components"]) == {"compute", "tp_comm", "pp_comm", "bubble", "dp_comm", "optimizer"}
     assert p.step_time == pytest.approx(sum(c.exposed for c in p.components))
@@ -201,3 +201,116 @@ def test_the_nccl_release_is_chosen_for_the_plan(dgx1v):
     assert e.model == "NCCL 2.3.7 tuning model"
     with pytest.raises(UnknownNcclVersionError, match="'2.99'"):
         plan("bert-large", dgx1v, tp=1, pp=1, dp=8, profile="2.99")
+
+
+# --- layouts people use (issue 23) ---------------------------------------------------------
+def test_a_job_smaller_than_the_system_takes_the_best_connected_gpus(dgx1v):
+    one = plan("resnet50", dgx1v, dp=1, micro_batch=32, global_batch=256, dtype="fp16")
+    assert one.layout.ngpus == 1 and one.groups["dp"] == ((0,),)
+    # Four GPUs: one fully NVLink-connected quad of the hybrid cube-mesh.
+    four = plan("resnet50", dgx1v, dp=4, micro_batch=32, global_batch=256, dtype="fp16")
+    assert set(four.groups["dp"][0]) == {0, 1, 2, 3}
+    three = plan(SMALL, topo.build("2xdgx1v"), tp=8, pp=1, dp=2, zero=1, recompute="full", dtype="fp16")
+    assert three.layout.ngpus == 16
+    with pytest.raises(PlanError, match="multiple of 8"):
+        plan(SMALL, topo.build("2xdgx1v"), tp=4, pp=1, dp=3, dtype="fp16")
+
+
+def test_tensor_parallelism_across_hosts_is_modelled_with_a_warning():
+    G = topo.build("2xdgx1v")
+    p = plan(SMALL, G, tp=16, pp=1, dp=1, zero=0, recompute="full", dtype="fp16")
+    assert p.fits and p.warnings and "across hosts" in p.warnings[0]
+    assert p.groups["tp"] == (tuple(range(16)),)
+    inside = plan(SMALL, G, tp=8, pp=1, dp=2, zero=0, recompute="full", dtype="fp16")
+    assert not inside.warnings
+    assert p.component("tp_comm").time > inside.component("tp_comm").time
+    with pytest.raises(PlanError, match="spans hosts"):
+        plan(SMALL, G, tp=12, pp=1, dp=1, dtype="fp16")
+
+
+def test_interleaving_shrinks_the_bubble_by_v(dgx2):
+    opts = dict(tp=1, pp=4, dp=4, zero=0, recompute="none", dtype="fp16", global_batch=64)
+    plain = plan("gpt2-1.5b", dgx2, **opts)
+    inter = plan("gpt2-1.5b", dgx2, virtual_stages=2, **opts)
+    m = plain.layout.micro_batches
+    slot = (inter.component("compute").time + inter.component("tp_comm").time) / m
+    assert inter.component("bubble").time == pytest.approx(3 / 2 * slot)
+    assert inter.component("bubble").time < plain.component("bubble").time
+    # Korthikanti et al. 2022 (4.2.3): the first stage holds 1 + (p - 1) / (p v) times more.
+    mem = memory(PRESETS["gpt2-1.5b"], inter.layout, dtype="fp16")
+    assert mem.activations == pytest.approx(memory(PRESETS["gpt2-1.5b"], plain.layout, dtype="fp16").activations
+                                            * (1 + 3 / 8), rel=0.02)
+    with pytest.raises(PlanError, match="chunks"):  # 48 layers do not split into 4 x 5
+        plan("gpt2-1.5b", dgx2, virtual_stages=5, **opts)
+    with pytest.raises(PlanError, match="needs a pipeline"):
+        plan("gpt2-1.5b", dgx2, tp=1, pp=1, dp=16, virtual_stages=2, dtype="fp16")
+
+
+def test_sequence_parallelism_off_holds_the_replicated_activations():
+    # Korthikanti et al. 2022: with t-way tensor parallelism, 10 s b h of 34 stay replicated without SP.
+    w = PRESETS["gpt3-175b"]
+    on = layout(8, 1, 1, rc="none", sp=True)
+    off = layout(8, 1, 1, rc="none", sp=False)
+    s, h, a = w.seq, w.hidden, w.heads
+    per_layer_on = s * h * (34 + 5 * a * s / h) / 8
+    per_layer_off = s * h * (10 + 24 / 8 + 5 * a * s / (h * 8))
+    logits = w.logits_bytes(1, 8)
+    assert memory(w, on).activations == pytest.approx(per_layer_on * w.layers + logits)
+    assert memory(w, off).activations == pytest.approx(per_layer_off * w.layers + logits)
+
+
+def test_both_flop_conventions(dgx2):
+    p = plan("megatron-8.3b", dgx2, tp=8, pp=1, dp=2, **MEGATRON)
+    w = PRESETS["megatron-8.3b"]
+    B, s, l, h, V = p.layout.global_batch, w.seq, w.layers, w.hidden, w.vocab
+    # Narayanan et al. 2021 eq. (3) with recomputation, and its 72 form without.
+    assert p.hardware_flops == pytest.approx(96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h)))
+    assert p.model_flops == pytest.approx(72 * B * s * l * h * h * (1 + s / (6 * h) + V / (12 * l * h)))
+    d = p.to_dict()
+    assert d["hardware_tflops_per_gpu"] == pytest.approx(p.hardware_flops / p.step_time / 16 / 1e12)
+    assert d["model_tflops_per_gpu"] < d["hardware_tflops_per_gpu"] and d["hfu"] > d["mfu"]
+    assert "model FLOPs" in p.explain() and "hardware FLOPs" in p.explain()
+
+
+def test_variants_and_tf32(dgx1v):
+    small = dict(tp=8, pp=1, dp=1, zero=0, recompute="full", global_batch=8)
+    a40 = plan(SMALL, topo.build("dgxa100"), dtype="bf16", **small)
+    a80 = plan(SMALL, topo.build("dgxa100-80g"), dtype="bf16", **small)
+    assert (a40.memory.capacity, a80.memory.capacity) == (40 * GiB, 80 * GiB)
+    assert "1,555 GB/s" in a40.compute and "2,039 GB/s" in a80.compute
+    tf32 = plan(SMALL, topo.build("dgxa100"), dtype="tf32", **small)
+    assert tf32.peak == 156e12 and tf32.memory.parameters == pytest.approx(2 * a40.memory.parameters)
+    with pytest.raises(UnsupportedDtypeError, match="tf32"):
+        plan(SMALL, dgx1v, dtype="tf32")
+
+
+def test_bert_large_fits_a_16gb_v100_with_its_real_heads(dgx1v):
+    # BERT's masked-LM head computes logits on 80 of 512 tokens: batch 8 per GPU fits 16 GB.
+    p = plan("bert-large", dgx1v, tp=1, pp=1, dp=8, zero=0, recompute="none", dtype="fp16", micro_batch=8)
+    assert p.fits and p.memory.total < 16 * GiB
+    assert p.software == "fused"
+
+
+def test_calibration_fits_one_scale_to_the_measured_step(dgx1v):
+    opts = dict(tp=4, pp=1, dp=2, **MEGATRON)
+    base = plan(SMALL, dgx1v, **opts)
+    fitted = calibrate_plan(SMALL, dgx1v, f"{base.step_time * 1.25:.6f}s", **opts)
+    c = fitted.calibration
+    assert fitted.step_time == pytest.approx(base.step_time * 1.25, rel=1e-6)
+    assert c.scale > 1 and c.fitted["gemm_efficiency"] == pytest.approx(c.default["gemm_efficiency"] / c.scale)
+    assert fitted.to_dict()["calibration"]["compute_scale"] == pytest.approx(c.scale)
+    # The same measurement as model TFLOP/s per GPU gives the same fit.
+    tflops = fitted.model_tflops_per_gpu
+    again = calibrate_plan(SMALL, dgx1v, f"{tflops:.9f}tflops", **opts)
+    assert again.calibration.scale == pytest.approx(c.scale, rel=1e-5)
+    # Carried to another layout: every kernel slower by the scale.
+    other = dict(tp=2, pp=2, dp=2, **MEGATRON)
+    assert plan(SMALL, dgx1v, compute_scale=c.scale, **other).component("compute").time == pytest.approx(
+        c.scale * plan(SMALL, dgx1v, **other).component("compute").time)
+    with pytest.raises(PlanError, match="shorter than the communication"):
+        calibrate_plan(SMALL, dgx1v, "0.000001ms", **opts)
+    for bad in ("fast", "-1s", "1e400s", "nan", ""):
+        with pytest.raises(PlanError, match="measured step"):
+            calibrate_plan(SMALL, dgx1v, bad, **opts)
+    with pytest.raises(PlanError, match="unknown option"):
+        calibrate_plan(SMALL, dgx1v, "10s", bogus=1)

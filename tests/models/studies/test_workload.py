@@ -8,7 +8,12 @@ from models.studies.workload import (PRESETS, UnknownDtypeError, UnknownWorkload
 
 # Released checkpoints' counts (Hugging Face model cards / config-derived), exact.
 EXACT = {
-    "bert-large": 335_141_888,      # bert-large-uncased (the paper quotes 340M)
+    "bert-large": 336_226_108,      # bert-large-uncased as BertForPreTraining (the paper quotes 340M)
+    "bert-base": 110_106_428,       # bert-base-uncased as BertForPreTraining (the paper quotes 110M)
+    "bert-large-squad": 334_094_338,  # BertForQuestionAnswering on bert-large (no pooler)
+    "llama2-7b": 6_738_415_616,     # Llama-2-7b-hf
+    "llama2-13b": 13_015_864_320,   # Llama-2-13b-hf
+    "llama2-70b": 68_976_648_192,   # Llama-2-70b-hf
     "gpt2-1.5b": 1_557_611_200,     # gpt2-xl (the paper quotes 1542M)
     "llama3-8b": 8_030_261_248,     # Meta-Llama-3-8B
     "llama3-70b": 70_553_706_496,   # Meta-Llama-3-70B
@@ -30,7 +35,7 @@ def test_parameter_counts_rounded(name, published):
     assert abs(PRESETS[name].parameters - value) <= half_step
 
 
-@pytest.mark.parametrize("name", [n for n, w in PRESETS.items() if w.kind == "transformer"])
+@pytest.mark.parametrize("name", [n for n, w in PRESETS.items() if w.kind == "transformer" and w.head == "lm"])
 def test_flops_per_token_6n_plus_attention(name):
     # Kaplan et al. 2020: 6 N + attention, N = weights multiplying activations; attention as
     # Megatron counts it (QK^T and AV over the full s x s): 3 x 4 s h per layer.
@@ -45,6 +50,43 @@ def test_megatron_closed_form_with_recomputation():
     B, s, l, h, V = 1, w.seq, w.layers, w.hidden, w.vocab
     closed = 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h))
     assert w.training_flops_per_token(recompute=True) * s == pytest.approx(closed, rel=1e-9)
+
+
+def test_model_flops_closed_form_without_recomputation():
+    # Narayanan et al. 2021 eq. (3) without the recomputed forward: 72 B s l h^2 (1 + s/(6h) + V/(12 l h)).
+    w = PRESETS["gpt3-175b"]
+    s, l, h, V = w.seq, w.layers, w.hidden, w.vocab
+    closed = 72 * s * l * h * h * (1 + s / (6 * h) + V / (12 * l * h))
+    assert w.training_flops_per_token() * s == pytest.approx(closed, rel=1e-9)
+
+
+def test_selective_recomputation_adds_the_attention_core_forward():
+    # Korthikanti et al. 2022: selective recomputation runs QK^T and AV again, 4 s h per token per layer.
+    w = PRESETS["gpt3-175b"]
+    extra = w.training_flops_per_token("selective") - w.training_flops_per_token()
+    assert extra == pytest.approx(4 * w.seq * w.hidden * w.layers)
+
+
+def test_bert_heads_count_only_the_masked_tokens():
+    # BERT pre-training: the masked-LM transform and logits on P = 80 of 512 tokens, NSP on the
+    # pooled first token; SQuAD: two logits per token.
+    w = PRESETS["bert-large"]
+    s, h, V, P, l = w.seq, w.hidden, w.vocab, w.predictions, w.layers
+    layers = 24 * h * h + 4 * s * h  # per token per layer: QKV, proj, FFN (f = 4h), attention
+    head = (2 * P * (h * h + V * h) + 2 * h * h) / s
+    assert w.forward_flops_per_token() == pytest.approx(l * layers + head)
+    squad = PRESETS["bert-large-squad"]
+    assert squad.forward_flops_per_token() == pytest.approx(squad.layers * (24 * h * h + 4 * squad.seq * h) + 4 * h)
+    # fp32 logits and their gradient: 80 rows of V per sequence, not 512.
+    assert w.logits_bytes(8) == 4 * 2 * 8 * P * V
+    assert not w.causal and w.layer_ops(1, stack="flash")[1].executed == 1.0
+    assert PRESETS["llama3-8b"].layer_ops(1, stack="flash")[1].executed == 0.5
+
+
+def test_flash_attention_stores_no_score_matrix():
+    w = PRESETS["gpt3-175b"]
+    s, b, h, a = w.seq, 1, w.hidden, w.heads
+    assert w.activation_bytes(b) - w.activation_bytes(b, flash=True) == pytest.approx(5 * a * s * s * b)
 
 
 def test_recomputation_adds_one_forward_of_the_layers():
@@ -99,6 +141,10 @@ def test_parse_presets_and_custom():
     ("transformer:layers=2,hidden=64,heads=4,seq=8,vocab=10,gated=2", WorkloadError),
     ("transformer:layers=2,layers=2,hidden=64,heads=4,seq=8,vocab=10", WorkloadError),
     ("transformer:layers=1e3,hidden=64,heads=4,seq=8,vocab=10", WorkloadError),
+    ("transformer:layers=2,hidden=64,heads=4,seq=8,vocab=10,head=mlm", WorkloadError),  # no predictions
+    ("transformer:layers=2,hidden=64,heads=4,seq=8,vocab=10,head=cls", WorkloadError),
+    ("transformer:layers=2,hidden=64,heads=4,seq=8,vocab=10,causal=2", WorkloadError),
+    ("transformer:layers=2,hidden=64,heads=4,seq=8,vocab=" + "9" * 400, WorkloadError),
     ("transformer:bogus=1", WorkloadError),
     (42, WorkloadError),
 ])
@@ -107,8 +153,16 @@ def test_parse_errors(text, error):
         parse_workload(text)
 
 
+def test_limits_name_the_real_bound():
+    with pytest.raises(WorkloadError, match=r"layers must be a whole number from 1 to 100000 \(WORKLOAD_LIMITS\), "
+                                            r"received '1000000000'"):
+        parse_workload("transformer:layers=1000000000,hidden=64,heads=4,seq=8,vocab=10")
+    w = parse_workload("transformer:layers=2,hidden=64,heads=4,seq=128,vocab=100,causal=0,head=mlm,predictions=20")
+    assert (w.causal, w.head, w.predictions) == (False, "mlm", 20)
+
+
 def test_dtypes():
-    assert [dtype_bytes(d) for d in ("fp32", "fp16", "bf16", "fp8")] == [4, 2, 2, 1]
+    assert [dtype_bytes(d) for d in ("fp32", "tf32", "fp16", "bf16", "fp8")] == [4, 4, 2, 2, 1]
     with pytest.raises(UnknownDtypeError):
         dtype_bytes("int4")
 

@@ -1,0 +1,208 @@
+"""Predicted vs published: the planner against training runs in the literature.
+
+Run: python examples/published_runs.py [--max-gpus N] [--json]
+
+Each row is a run a paper published, with the layout, batch, dtype, recomputation and software
+stack it states, on the registered system that matches its machines. The planner predicts the
+step from hardware facts (nothing here is fitted to these figures) and the table prints the
+predicted and the published throughput per GPU in the paper's own FLOP convention, the error
+(predicted / published - 1), and the median and largest error per GPU generation.
+
+Sources (each figure is the paper's):
+
+* Shoeybi et al. 2019, "Megatron-LM: Training Multi-Billion Parameter Language Models Using
+  Model Parallelism" (arXiv:1909.08053): DGX-2H servers (V100 SXM3 32 GB at 450 W), fp16,
+  activation checkpointing, sequence 1024, vocabulary 51,200; table 1 (shapes) and section 5.1:
+  39 TFLOP/s on one GPU (1.2 B parameters, batch 8), 77 % weak-scaling efficiency at 8-way
+  model parallelism (8.3 B), 15.1 PFLOP/s on 512 GPUs (8.3 B, 64-way data parallel, batch 512).
+  2019 software: unfused elementwise kernels. [U] whether 39 TFLOP/s counts the recomputed
+  forward is not stated; taken as Megatron's later convention (it does).
+* Narayanan et al. 2021, "Efficient Large-Scale Language Model Training on GPU Clusters Using
+  Megatron-LM" (SC21), table 1: GPT models of 1.7 B to 1 T parameters on Selene (DGX A100
+  80 GB), fp16, full recomputation, sequence 2048, vocabulary 51,200; achieved TFLOP/s per GPU
+  counted with recomputation (their eq. 3). [U] the micro-batch is not stated: the planner's
+  best of 1, 2, 4, 8 is taken, as a user would.
+
+Megatron-LM of those years all-reduced the gradients after the backward (its local DDP:
+``model.allreduce_gradients()`` once the backward is done), so every row runs with ``overlap=0``;
+sequence parallelism arrived with Korthikanti et al. 2022, so the earlier rows run without it.
+* Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer Models",
+  tables 3-4: 22 B, 175 B, 530 B and 1 T on DGX A100 80 GB with sequence parallelism and
+  selective recomputation; iteration time (model FLOPs utilisation 41.5 %, 51.4 %, 56.0 %,
+  56.3 %). Micro-batch 1 [U].
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from dataclasses import dataclass
+
+#: Megatron's GPT shapes: ``transformer:`` spec of a GPT with learned positions (Megatron pads
+#: the vocabulary to 51,200).
+_GPT = "transformer:layers={l},hidden={h},heads={a},seq={s},vocab=51200"
+
+
+@dataclass(frozen=True)
+class Run:
+    """One published run.
+
+    Attributes
+    ----------
+    source : str
+    label : str
+    workload : str
+    system : str
+    options : dict
+        Planner options (degrees, batch, dtype, recomputation, software).
+    published : float
+        TFLOP/s per GPU (``kind`` "hardware_tflops") or seconds per iteration ("time").
+    kind : str
+    micro_batches : tuple of int
+        Micro-batches tried when the paper does not state one (the fastest is kept).
+    """
+
+    source: str
+    label: str
+    workload: str
+    system: str
+    options: dict
+    published: float
+    kind: str
+    micro_batches: tuple = ()
+
+    @property
+    def gpus(self) -> int:
+        o = self.options
+        return o["tp"] * o["pp"] * o["dp"]
+
+
+def _megatron_2019():
+    common = dict(dtype="fp16", recompute="full", software="eager", zero=0, pp=1, overlap=0.0,
+                  sequence_parallel=False)
+    source = "Shoeybi et al. 2019 (Megatron-LM), sec. 5.1"
+    return [
+        Run(source, "1.2B, 1 GPU", _GPT.format(l=40, h=1536, a=16, s=1024), "dgx2h",
+            dict(tp=1, dp=1, micro_batch=8, global_batch=8, **common), 39.0, "hardware_tflops"),
+        Run(source, "8.3B, 8-way model parallel", _GPT.format(l=72, h=3072, a=32, s=1024), "dgx2h",
+            dict(tp=8, dp=1, micro_batch=8, global_batch=8, **common), 0.77 * 39.0, "hardware_tflops"),
+        Run(source, "8.3B, 512 GPUs", _GPT.format(l=72, h=3072, a=32, s=1024), "32xdgx2h",
+            dict(tp=8, dp=64, micro_batch=8, global_batch=512, **common), 15.1e3 / 512, "hardware_tflops"),
+    ]
+
+
+def _narayanan_2021():
+    source = "Narayanan et al. 2021 (SC21), table 1"
+    rows = [  # params, heads, hidden, layers, tp, pp, GPUs, batch, TFLOP/s per GPU
+        ("1.7B", 24, 2304, 24, 1, 1, 32, 512, 137), ("3.6B", 32, 3072, 30, 2, 1, 64, 512, 138),
+        ("7.5B", 32, 4096, 36, 4, 1, 128, 512, 142), ("18.4B", 48, 6144, 40, 8, 1, 256, 1024, 135),
+        ("39.1B", 64, 8192, 48, 8, 2, 512, 1536, 138), ("76.1B", 80, 10240, 60, 8, 4, 1024, 1792, 140),
+        ("145.6B", 96, 12288, 80, 8, 8, 1536, 2304, 148), ("310.1B", 128, 16384, 96, 8, 16, 1920, 2160, 155),
+        ("529.6B", 128, 20480, 105, 8, 35, 2520, 2520, 163), ("1008.0B", 160, 25600, 128, 8, 64, 3072, 3072, 163),
+    ]
+    return [Run(source, f"{name}, {gpus} GPUs", _GPT.format(l=l, h=h, a=a, s=2048), f"{gpus // 8}xdgxa100-80g",
+                dict(tp=tp, pp=pp, dp=gpus // (tp * pp), global_batch=batch, dtype="fp16", recompute="full",
+                     software="fused", zero=0, overlap=0.0, sequence_parallel=False), tflops, "hardware_tflops",
+                (1, 2, 4, 8))
+            for name, a, h, l, tp, pp, gpus, batch, tflops in rows]
+
+
+def _korthikanti_2022():
+    source = "Korthikanti et al. 2022, tables 3-4"
+    rows = [("22B", 64, 6144, 48, 8, 1, 8, 4, 1.10), ("175B", 96, 12288, 96, 8, 8, 64, 64, 13.75),
+            ("530B", 128, 20480, 105, 8, 35, 280, 280, 37.83), ("1T", 160, 25600, 128, 8, 64, 512, 512, 71.49)]
+    return [Run(source, f"{name}, {gpus} GPUs (s/iteration)", _GPT.format(l=l, h=h, a=a, s=2048),
+                "dgxa100-80g" if gpus == 8 else f"{gpus // 8}xdgxa100-80g",
+                dict(tp=tp, pp=pp, dp=gpus // (tp * pp), micro_batch=1, global_batch=batch, dtype="fp16",
+                     recompute="selective", sequence_parallel=True, software="fused", zero=0, overlap=0.0),
+                seconds, "time")
+            for name, a, h, l, tp, pp, gpus, batch, seconds in rows]
+
+
+#: Every published run, oldest first.
+RUNS = _megatron_2019() + _narayanan_2021() + _korthikanti_2022()
+#: GPU generation of each system family.
+GENERATION = {"dgx2h": "V100", "dgxa100-80g": "A100"}
+
+
+def generation_of(run: Run) -> str:
+    return GENERATION[run.system.split("x", 1)[-1] if run.system[0].isdigit() else run.system]
+
+
+def error(run: Run, step: float, hardware_tflops: float) -> float:
+    """Predicted over published throughput, minus 1 (positive: the prediction is too fast)."""
+    if run.kind == "time":
+        return run.published / step - 1
+    return hardware_tflops / run.published - 1
+
+
+def predict(run: Run):
+    """The planner's plan of a run: the fastest of the micro-batches tried."""
+    import models
+    import topo
+
+    G = topo.build(run.system)
+    tries = [dict(run.options, micro_batch=b) for b in run.micro_batches] or [run.options]
+    plans = []
+    for options in tries:
+        if options["global_batch"] % (options["dp"] * options["micro_batch"]):
+            continue
+        p = models.plan(run.workload, G, **options)
+        if p.fits:
+            plans.append(p)
+    return min(plans, key=lambda p: p.step_time) if plans else None
+
+
+def summary(rows) -> dict:
+    """Median and largest absolute error per generation, over ``(generation, error)`` rows."""
+    by: dict = {}
+    for gen, err in rows:
+        if err is not None:
+            by.setdefault(gen, []).append(err)
+    return {gen: {"runs": len(errs), "median_error": statistics.median(errs),
+                  "median_abs_error": statistics.median(abs(e) for e in errs),
+                  "max_abs_error": max(abs(e) for e in errs)} for gen, errs in by.items()}
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--max-gpus", type=int, default=3072, help="skip runs of more GPUs (default 3072)")
+    parser.add_argument("--json", action="store_true", help="print the rows and summary as JSON")
+    args = parser.parse_args(argv)
+    rows, errors = [], []
+    for run in RUNS:
+        if run.gpus > args.max_gpus:
+            continue
+        p = predict(run)
+        gen = generation_of(run)
+        if p is None:
+            rows.append({"source": run.source, "run": run.label, "generation": gen, "published": run.published,
+                         "kind": run.kind, "predicted": None, "error": None, "layout": "no layout fits"})
+            errors.append((gen, None))
+            continue
+        predicted = p.step_time if run.kind == "time" else p.hardware_tflops_per_gpu
+        err = error(run, p.step_time, p.hardware_tflops_per_gpu)
+        rows.append({"source": run.source, "run": run.label, "generation": gen, "published": run.published,
+                     "kind": run.kind, "predicted": predicted, "error": err, "layout": p.layout.label(),
+                     "mfu": p.mfu, "hfu": p.hfu})
+        errors.append((gen, err))
+    stats = summary(errors)
+    if args.json:
+        print(json.dumps({"rows": rows, "summary": stats}, indent=2))
+        return
+    print(f"{'run':42} {'gen':5} {'published':>10} {'predicted':>10} {'error':>7}  source")
+    for r in rows:
+        unit = "s" if r["kind"] == "time" else "TF"
+        shown = f"{r['predicted']:9.2f}{unit[0]}" if r["predicted"] is not None else f"{'-':>10}"
+        err = f"{r['error']:+7.1%}" if r["error"] is not None else f"{'-':>7}"
+        print(f"{r['run']:42} {r['generation']:5} {r['published']:9.2f}{unit[0]} {shown} {err}  {r['source']}")
+    print("\nerror = predicted / published throughput - 1 (TF: hardware TFLOP/s per GPU, s: seconds per "
+          "iteration)")
+    for gen, s in stats.items():
+        print(f"{gen}: {s['runs']} runs, median error {s['median_error']:+.1%}, median |error| "
+              f"{s['median_abs_error']:.1%}, max |error| {s['max_abs_error']:.1%}")
+
+
+if __name__ == "__main__":
+    main()

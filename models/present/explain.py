@@ -1,0 +1,352 @@
+"""The working behind a result, as text: what ``--explain`` prints.
+
+The model's results hold numbers and their structured working (channel searches with their
+channels and link loads, NCCL's tuning cells with their latency terms and bandwidth steps, the
+measurement terms with their constants, a bound's rates and cut); this module writes that
+working out, one term a line, in the units nccl-tests prints (GB/s, microseconds).
+
+:func:`explain` takes any result that has a working; the functions it dispatches to can be
+called directly.
+
+Examples
+--------
+>>> import topo
+>>> from models.predict.p2p import p2p_path
+>>> print(explain(p2p_path(topo.dgx1v(), 0, 1, p2p=False)))
+GPU0 -> GPU1: PIX, staged through cpu0's memory
+  legs: gpu0 -> pcie0 -> cpu0 | cpu0 -> pcie0 -> gpu1
+  bandwidth 9.56 GB/s one way = min over edges of line rate x efficiency / streams:
+    bottleneck ('gpu0', 'pcie0'), line rate 15.75 GB/s x staged 0.6068
+  latency 16.91 us = overhead staged_p2p_disabled 16.31 us + hops 0.60 us
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from topo.errors import DgxTopoError
+from topo.select import format_gpu_ids
+from topo.units import to_GBps, to_us
+
+from ..engine.routes import PathType
+from ..predict.collectives import CollectiveEstimate
+from ..predict.measure import FILL_NOTE, Measured, Parameter, PipelineFill
+from ..predict.network import NetworkLoad
+from ..predict.p2p import EFFICIENCIES, OVERHEADS, P2PResult
+from ..studies.bounds import Bound, Cut
+from ..studies.calibration import Check
+from ..studies.packing import TreePacking
+from .format import format_gbps, format_percent
+
+__all__ = ["explain", "explain_estimate", "explain_measurement", "explain_p2p_path", "explain_bound",
+           "explain_check", "describe_parameter", "describe_network_load", "describe_cut",
+           "describe_packing", "describe_pipeline_fill", "bound_summary"]
+
+
+def _gbps(value) -> str:
+    return format_gbps(value, 1)
+
+
+# ----------------------------------------------------------------------- collective estimate
+def explain_estimate(e: CollectiveEstimate) -> str:
+    """The working of a collective estimate: channels, bottleneck, NCCL's latency and bandwidth
+    terms per (algorithm, protocol) at the largest size, NVLS, and the measurement terms.
+
+    Parameters
+    ----------
+    e : models.predict.collectives.CollectiveEstimate
+
+    Returns
+    -------
+    str
+    """
+    lines = [f"{e.collective} on GPUs {format_gpu_ids(e.gpus)} ({e.nranks} ranks); model: {e.model}"]
+    for search in (e.ring, e.tree):
+        if search is None:
+            continue
+        lines.append(f"{search.pattern} graph: {search.nchannels} channels x {_gbps(search.bw_intra)} GB/s"
+                     f" (type {search.type_intra.name}, maxBw {_gbps(search.max_bw)}, totalBw "
+                     f"{_gbps(search.total_bw)} GB/s{', duplicated' if search.duplicated else ''})")
+        for c, order in enumerate(search.channels):
+            lines.append(f"  channel {c:2d}: " + " ".join(str(e.gpus[e.nodes.index(g)]) for g in order))
+        if search.loads:
+            top = search.loads[0]
+            edges = search.bottleneck
+            binding = ", ".join(f"{u}->{v}" for u, v in edges[:6]) + \
+                (f" (+{len(edges) - 6} more)" if len(edges) > 6 else "")
+            lines.append(f"  bottleneck: {binding} ({_gbps(top.reserved)} of {_gbps(top.capacity)} GB/s "
+                         f"reserved)")
+        lines.append("  search: " + "; ".join(t for t in search.trace if "skipped" not in t))
+    if e.selection is not None:
+        point = e.point()
+        lines.append("tuning (time = latency + size / algorithm bandwidth), largest size "
+                     f"{point.nbytes} B:")
+        for cand in e.selection.candidates:
+            t = cand.tuning
+            terms = " + ".join(f"{term.count:g} x {to_us(term.per_step):.2f}" for term in t.latency.terms
+                               if term.count)
+            steps = "; ".join(f"{s.name} x{s.factor:g}" + (f" cap {_gbps(s.cap)}" if s.cap is not None else "")
+                              + (" (cap binds)" if s.bound else "") for s in t.bus.steps)
+            lines.append(
+                f"  {t.algorithm:4} {t.protocol:6} latency {to_us(t.latency.base):.1f} + {terms or '0'} = "
+                f"{to_us(t.latency.value):.1f} us; busBw {t.bus.nchannels} x {_gbps(t.bus.channel_bandwidth)} "
+                f"= {_gbps(t.bus.raw)} -> {_gbps(t.bus.value)} GB/s [{steps or 'no factor'}]; algBw "
+                f"{_gbps(t.bandwidth)} GB/s; time {to_us(np.asarray(cand.time).reshape(-1)[-1]):.1f} us")
+        lines.append(f"  chosen: {point.algorithm}/{point.protocol}")
+        if e.nvls is not None:
+            lines.append(f"nvls graph: {e.nvls.nchannels} heads x {_gbps(e.nvls.bw_intra)} GB/s (bwInter "
+                         f"{_gbps(e.nvls.bw_inter)} GB/s); heads " + " ".join(
+                             str(e.gpus[e.nodes.index(g)]) if g in e.nodes else str(g) for g in e.nvls.heads))
+        if e.nvls_reason:
+            lines.append(f"  NVLS: {e.nvls_reason}")
+    else:
+        point = e.point()
+        lines.append(f"latency {to_us(point.latency):.1f} us; bandwidth {_gbps(point.bandwidth)} GB/s"
+                     + (f"; bottleneck {e.bottleneck[0][0]}->{e.bottleneck[0][1]}" if e.bottleneck else ""))
+    if e.measurement is not None:
+        lines.append(explain_measurement(e.measurement))
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------ measurement
+def describe_parameter(p: Parameter) -> str:
+    """One line for a measurement constant: name = value, then source, fit and [U] note.
+
+    Examples
+    --------
+    >>> from models.predict.measure import Parameter
+    >>> describe_parameter(Parameter("floor", 2e-6, "s", "a source", "some runs"))
+    'floor = 2.000 us: a source; fitted to some runs'
+    """
+    value = f"{to_us(p.value):.3f} us" if p.unit == "s" else f"{p.value:.4f}"
+    text = f"{p.name} = {value}: {p.source}"
+    if p.fitted_to:
+        text += f"; fitted to {p.fitted_to}"
+    if p.uncertain:
+        text += f" [U] {p.uncertain}"
+    return text
+
+
+def describe_pipeline_fill(fill: PipelineFill) -> str:
+    """One line: the release's pipeline for the largest size, the decomposition of the size and
+    the fill (:func:`models.predict.measure.pipeline_fill`)."""
+    p = fill.pipelining
+    text = (f"pipeline: {p.protocol} {p.collective} ({p.pattern}) of NCCL {p.release}: steps of "
+            f"{p.step_bytes} B, chunks of {p.chunk_steps} step(s), slices of {p.slice_steps}, "
+            f"{p.steps_in_flight} steps in flight; {fill.loops} loop(s) on {fill.nchannels} "
+            f"channel(s)")
+    if not fill.fill_slices:
+        return text + "; no fill (every rank sends from the first step, or lines forward one by one)"
+    return (text + f"; store-and-forward fill {fill.fill_slices} slices = "
+            f"{fill.fill_bytes / fill.nchannels:.0f} B per channel, {to_us(fill.fill_time):.1f} us, "
+            f"not added ({FILL_NOTE})")
+
+
+def describe_network_load(load: NetworkLoad) -> str:
+    """One line: what the network gives the channels of one pattern across hosts."""
+    verdict = ("the network is not the limit" if load.factor >= 1 else
+               f"the network gives {load.factor:.3f} of it")
+    extra = f"; {load.aligned} channels return by their entry NIC over PXN" if load.aligned else ""
+    extra += f"; {load.pxn} sent over NVLink to another NIC first (PXN)" if load.pxn else ""
+    return (f"network ({load.algorithm or load.pattern}): {load.connections} connections; busiest: {load.where} "
+            f"({len(load.edges)} edge{'s' if len(load.edges) > 1 else ''}) carry {load.load:.3g} of "
+            f"them on {to_GBps(load.capacity):.1f} GB/s = "
+            f"{to_GBps(load.network_rate):.2f} GB/s each, NCCL assumed {to_GBps(load.nccl_rate):.2f}: "
+            f"{verdict}{extra}")
+
+
+def explain_measurement(m: Measured) -> str:
+    """Each term of the measurement model with its constant and source, for the largest size.
+
+    Parameters
+    ----------
+    m : models.predict.measure.Measured
+
+    Returns
+    -------
+    str
+    """
+    model = m.model
+
+    def last(x):
+        return float(np.atleast_1d(x)[-1])
+
+    size = int(last(m.nbytes))
+    lines = [
+        f"Measurement model for {m.collective} on {m.nranks} GPUs, {size} B:",
+        *([f"  NCCL release {m.release}"] if m.release else []),
+        *(["  " + describe_pipeline_fill(m.pipeline)] if m.pipeline is not None else []),
+        "  time = max(floor + g x launch_per_gpu, nccl_latency) + nbytes / (nccl_bandwidth x ratio"
+        + (" x network)" if m.network else ")"),
+        f"  host term: floor {to_us(model.floor):.3f} us + {m.gpus_per_thread} x "
+        f"{to_us(model.launch_per_gpu):.3f} us = {to_us(m.host_time):.2f} us",
+        f"  NCCL latency term: {to_us(last(m.nccl_latency)):.2f} us (overlaps the host term; "
+        f"the larger, {to_us(last(m.startup)):.2f} us, counts)",
+    ]
+    if m.link:
+        cls = model.links[m.link]
+        lines.append(
+            f"  bandwidth: NCCL {to_GBps(last(m.nccl_bandwidth)):.2f} GB/s x ratio "
+            f"{m.ratio:.4f} ({m.link}: data rate {to_GBps(cls.data_rate):.3f} GB/s x packet "
+            f"{cls.packet_efficiency:.4f} x transfer {model.efficiency(m.link):.4f} = "
+            f"{to_GBps(model.achieved(m.link)):.2f} GB/s achieved per link, over NCCL's "
+            f"{to_GBps(model.achieved(m.link) / m.ratio):.2f})")
+    else:
+        lines.append("  bandwidth: NCCL's, no link class binds (ratio 1)")
+    for load in m.network:
+        lines.append("  " + describe_network_load(load))
+    if m.network:
+        lines.append(f"  network factor at this size: {last(m.network_factor):.4f}")
+    lines.append(f"  time {to_us(last(m.time)):.2f} us (NCCL's tuning estimate "
+                 f"{to_us(last(m.nccl_time)):.2f} us)")
+    lines.append("Constants:")
+    lines += ["  " + describe_parameter(p) for p in model.parameters()
+              if not p.name.startswith("packet_efficiency:") or p.name.endswith(":" + m.link)]
+    return "\n".join(lines)
+
+
+def explain_check(check: Check) -> str:
+    """The measurement model's working at the largest size of a :func:`models.studies.calibration.check`."""
+    return explain_measurement(check.measured) if check.measured is not None else ""
+
+
+# ------------------------------------------------------------------------------------ p2p
+def explain_p2p_path(r: P2PResult) -> str:
+    """The working of one GPU-to-GPU copy, one term a line (see the module's example).
+
+    Parameters
+    ----------
+    r : models.predict.p2p.P2PResult
+
+    Returns
+    -------
+    str
+    """
+    if r.staged is not None:
+        how = f"staged through {r.staged.host_memory}'s memory"
+        path = ("  legs: " + " -> ".join(map(str, r.staged.to_host)) + " | "
+                + " -> ".join(map(str, r.staged.from_host)))
+    else:
+        how = "device-local copy" if r.path_type == PathType.LOC else "peer copy"
+        path = "  path: " + " -> ".join(map(str, r.nodes))
+    lines = [f"GPU{r.src} -> GPU{r.dst}: {r.path_type.name}, {how}", path]
+    if r.bottleneck is None:
+        lines.append(f"  bandwidth {to_GBps(r.bandwidth):.2f} GB/s = HBM "
+                     f"{to_GBps(r.line_rate):.2f} GB/s x {r.efficiency} "
+                     f"{EFFICIENCIES[r.efficiency].value:.4f}")
+    elif r.bottleneck[0] == "host_memory":
+        lines.append(f"  bandwidth {to_GBps(r.bandwidth):.2f} GB/s = host ceiling of "
+                     f"{r.bottleneck[1]} ({r.efficiency})")
+    else:
+        lines.append(f"  bandwidth {to_GBps(r.bandwidth):.2f} GB/s one way = min over "
+                     f"edges of line rate x efficiency / streams:")
+        lines.append(f"    bottleneck {r.bottleneck}, line rate "
+                     f"{to_GBps(r.line_rate):.2f} GB/s x {r.efficiency} "
+                     f"{EFFICIENCIES[r.efficiency].value:.4f}")
+    overhead = OVERHEADS[r.overhead].value
+    lines.append(f"  latency {to_us(r.latency):.2f} us = overhead {r.overhead} "
+                 f"{to_us(overhead):.2f} us + hops {to_us(r.latency - overhead):.2f} us")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------- bounds
+def describe_cut(cut: Cut) -> str:
+    """The cut that proves a bound, in one line."""
+    links = ", ".join(f"{u}->{v}" for u, v in cut.links[:8]) + \
+        (f" (+{len(cut.links) - 8} more)" if len(cut.links) > 8 else "")
+    if cut.kind == "saturated":
+        return f"saturated links {links or '(none)'}"
+    return (f"GPUs {{{','.join(map(str, cut.gpus))}}} -> {{{','.join(map(str, cut.other))}}}: "
+            f"{to_GBps(cut.capacity):.1f} GB/s out over {links or 'no link'}"
+            f"{'' if cut.shards == 1 else f', {cut.shards:g} shards must cross'}")
+
+
+def describe_packing(p: TreePacking) -> str:
+    """A tree packing: its rate, the busiest link, and the first 12 trees."""
+    lines = [f"{p.collective} packing: {len(p.trees)} trees, {to_GBps(p.rate):.2f} GB/s per "
+             f"root, busiest link at {format_percent(p.max_utilisation)}"]
+    for tree in p.trees[:12]:
+        arcs = " ".join(f"{a}>{b}" for a, b, _ in tree.arcs)
+        lines.append(f"  root {tree.root:3d} {to_GBps(tree.rate):7.2f} GB/s: {arcs}")
+    if len(p.trees) > 12:
+        lines.append(f"  ... {len(p.trees) - 12} more trees")
+    return "\n".join(lines)
+
+
+def bound_summary(b: Bound) -> str:
+    """A few lines: the bound, NCCL's busbw, their ratio and the binding cut (``dgxtopo bound``)."""
+    lines = [f"{b.collective} on {b.system} GPUs {','.join(map(str, b.gpus))}"
+             f"{'' if b.root is None else f' (root {b.root})'}, relay {b.relay}, "
+             f"{b.nbytes} B",
+             f"  bound busbw  {to_GBps(b.bound_busbw):8.1f} GB/s  (time >= "
+             f"{'inf' if math.isinf(b.time) else f'{to_us(b.time):.1f} us'}"
+             f"{'' if b.achievable else ', no schedule known to reach it'})"]
+    if b.upper_above_bound:
+        lines.append(f"  any schedule {to_GBps(b.upper_busbw):8.1f} GB/s  (cut bound, reductions "
+                     f"anywhere)")
+    if b.nccl_busbw is not None:
+        ratio = "n/a" if b.ratio is None else f"{format_percent(b.ratio, 0)} of the bound"
+        lines.append(f"  NCCL busbw   {to_GBps(b.nccl_busbw):8.1f} GB/s  ({ratio}; "
+                     f"{b.nccl_algorithm})")
+    lines.append(f"  binding cut: {describe_cut(b.cut)}")
+    for packing in b.packings:
+        lines.append("  " + describe_packing(packing).replace("\n", "\n  "))
+    return "\n".join(lines)
+
+
+def explain_bound(b: Bound) -> str:
+    """The working of a bound: formulation, rates, cut, NCCL's terms and where the gap comes from.
+
+    Parameters
+    ----------
+    b : models.studies.bounds.Bound
+
+    Returns
+    -------
+    str
+    """
+    lines = [bound_summary(b), "formulation: " + b.formulation,
+             "rates: " + "; ".join(f"{name} {to_GBps(r):.2f} GB/s" for name, r in b.rates)]
+    if b.collective == "all_reduce":
+        lines.append("in-switch reduction: " + b.nvls)
+    if b.nccl is not None and b.nccl_bandwidth_busbw is not None and b.bound_busbw > 0:
+        bw = b.nccl_bandwidth_busbw
+        lines.append(
+            f"gap: NCCL's bandwidth term alone gives {to_GBps(bw):.1f} GB/s busbw "
+            f"({format_percent(bw / b.bound_busbw, 0)} of the bound: its channels and per-link figures); "
+            f"latency brings it to {to_GBps(b.nccl_busbw):.1f} GB/s at this size")
+        lines.append("NCCL's working:\n  " + explain_estimate(b.nccl).replace("\n", "\n  "))
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------- dispatch
+_EXPLAINERS = ((CollectiveEstimate, explain_estimate), (Measured, explain_measurement),
+               (P2PResult, explain_p2p_path), (Bound, explain_bound), (Check, explain_check),
+               (Cut, describe_cut), (TreePacking, describe_packing),
+               (NetworkLoad, describe_network_load), (Parameter, describe_parameter),
+               (PipelineFill, describe_pipeline_fill))
+
+
+def explain(result) -> str:
+    """The working of any result that has one, as text.
+
+    Parameters
+    ----------
+    result : CollectiveEstimate, Measured, P2PResult, Bound, Check, Cut, TreePacking, NetworkLoad or Parameter
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    topo.DgxTopoError
+        For another type.
+    """
+    for kind, function in _EXPLAINERS:
+        if isinstance(result, kind):
+            return function(result)
+    raise DgxTopoError(f"expected a result with a working ({', '.join(k.__name__ for k, _ in _EXPLAINERS)}), "
+                       f"received {type(result).__name__}")

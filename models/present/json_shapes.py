@@ -1,0 +1,236 @@
+"""The JSON shape of every command's ``--json``: plain data for :func:`json.dumps`.
+
+The display edge, like :mod:`models.present.text`: values arrive in SI (bytes, seconds, B/s)
+and leave in the units the familiar tools print, named by the key's suffix (``_gbps``: GB/s =
+1e9 B/s; ``_us``: microseconds; ``_s``: seconds; ``_bytes``: bytes). The README documents every
+shape ("JSON output") and ``tests/test_readme.py`` checks them against the real output. For
+the numbers in SI, tidy and flat, every result has ``to_records()`` instead
+(:mod:`models.engine.results`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from topo.summary import summarize
+from topo.units import to_GBps, to_us
+
+from .explain import explain_estimate
+
+__all__ = ["systems_json", "collective_json", "pairs_json", "subsets_json", "compare_json",
+           "gpus_ranking_json", "p2p_json", "cut_json", "tree_json", "packing_json", "bound_json",
+           "check_json", "sweep_json", "export_json", "import_json",
+           "report_json", "calibration_json"]
+
+
+def systems_json(summaries) -> dict:
+    """``dgxtopo systems --json``: ``{"systems": [...]}``, see :meth:`topo.Summary.to_dict`."""
+    return {"systems": [s.to_dict() for s in summaries]}
+
+
+def collective_json(G, e, *, explain: bool = False) -> dict:
+    """``dgxtopo collective --json``: ``{"system", "collective", "gpus", "rows"}``, and
+    ``"explanation"`` (the text of :func:`models.present.explain.explain_estimate`) with ``--explain``."""
+    rows = [{"size_bytes": int(size), "time_us": float(to_us(t)), "algbw_gbps": float(to_GBps(a)),
+             "busbw_gbps": float(to_GBps(b)), "algorithm": str(al), "protocol": str(pr),
+             "nchannels": int(nc)}
+            for size, t, a, b, al, pr, nc in zip(np.atleast_1d(e.nbytes), np.atleast_1d(e.time), np.atleast_1d(e.algbw),
+                                                  np.atleast_1d(e.busbw), np.atleast_1d(e.algorithm), np.atleast_1d(e.protocol),
+                                                  np.atleast_1d(e.nchannels))]
+    data = {"system": G.graph["system"], "collective": e.collective, "gpus": list(e.gpus), "rows": rows}
+    if explain:
+        data["explanation"] = explain_estimate(e)
+    return data
+
+
+def _matrix_json(matrix) -> list:
+    return [[None if math.isnan(v) else float(to_GBps(v)) for v in row] for row in matrix]
+
+
+def pairs_json(G, collective: str, nbytes: int, matrix, bounds=None) -> dict:
+    """``dgxtopo pairs --json``: ``{"system", "collective", "size_bytes", "gpus", "busbw_gbps"}``,
+    and ``"bound_busbw_gbps"`` (the optimal-schedule bound of each pair) with ``--bound``."""
+    data = {"system": G.graph["system"], "collective": collective, "size_bytes": int(nbytes),
+            "gpus": list(range(len(matrix))), "busbw_gbps": _matrix_json(matrix)}
+    if bounds is not None:
+        data["bound_busbw_gbps"] = _matrix_json(bounds)
+    return data
+
+
+def subsets_json(G, collective: str, k: int, nbytes: int, ranking, shown, bounds=None) -> dict:
+    """``dgxtopo subsets --json``: ``{"system", "collective", "k", "size_bytes", "count",
+    "subsets"}``, ``count`` being every set and ``subsets`` the ones shown, best first; with
+    ``bounds`` (GPU ids -> bound busbw [B/s]) each set also has ``"bound_busbw_gbps"`` and
+    ``"ratio"`` (NCCL's busbw over the bound)."""
+    rows = []
+    for r in shown:
+        row = {"gpus": list(r.gpus), "busbw_gbps": float(to_GBps(r.busbw)),
+               "algbw_gbps": float(to_GBps(r.algbw)), "time_us": float(to_us(r.time)),
+               "algorithm": r.algorithm, "protocol": r.protocol, "nchannels": int(r.nchannels)}
+        if bounds is not None:
+            b = bounds[tuple(r.gpus)]
+            row["bound_busbw_gbps"] = float(to_GBps(b))
+            row["ratio"] = float(r.busbw / b) if b > 0 else None
+        rows.append(row)
+    return {"system": G.graph["system"], "collective": collective, "k": int(k), "size_bytes": int(nbytes),
+            "count": len(ranking), "subsets": rows}
+
+
+def compare_json(collective: str, ngpus: int, names, estimates) -> dict:
+    """``dgxtopo compare --json``: ``{"collective", "ngpus", "systems", "rows": [{"size_bytes",
+    "results": [{"system", "time_us", "busbw_gbps", "algorithm", "protocol"}]}]}``."""
+    sizes = np.atleast_1d(estimates[0].nbytes)
+    return {"collective": collective, "ngpus": int(ngpus), "systems": list(names),
+            "rows": [{"size_bytes": int(size),
+                      "results": [{"system": name, "time_us": float(to_us(np.atleast_1d(e.time)[i])),
+                                   "busbw_gbps": float(to_GBps(np.atleast_1d(e.busbw)[i])),
+                                   "algorithm": str(np.atleast_1d(e.algorithm)[i]),
+                                   "protocol": str(np.atleast_1d(e.protocol)[i])}
+                                  for name, e in zip(names, estimates)]}
+                     for i, size in enumerate(sizes)]}
+
+
+def gpus_ranking_json(workload: str, dtype: str, ranks) -> dict:
+    """``dgxtopo gpus --json``: ``{"workload", "dtype", "ranking": [{"generation",
+    "time_per_sample_s", "compute_s", "memory_s", "communication_s", "binding", "fits"}]}``,
+    fastest first; a generation without the dtype has ``time_per_sample_s`` null."""
+    return {"workload": workload, "dtype": dtype,
+            "ranking": [{"generation": r.generation,
+                         "time_per_sample_s": r.time_per_sample if math.isfinite(r.time_per_sample) else None,
+                         "compute_s": r.compute, "memory_s": r.memory_bound,
+                         "communication_s": r.communication, "binding": r.binding, "fits": r.fits}
+                        for r in ranks]}
+
+
+# ---------------------------------------------------------------------------------- p2p
+def p2p_json(report) -> dict:
+    """``dgxtopo p2p --json``: ``{"system", "gpus", "mode", "unidirectional_gbps",
+    "bidirectional_gbps", "latency_us", "path_type"}``, GB/s and µs rounded to 4 decimals, NaN
+    (a diagonal without ``memory_bandwidth``) as null; the same keys with P2P enabled or disabled.
+
+    Examples
+    --------
+    >>> from topo import dgx2
+    >>> from models.predict.p2p import p2p_report
+    >>> p2p_json(p2p_report(dgx2(), "0,8"))["bidirectional_gbps"]
+    [[784.89, 291.1765], [291.1765, 784.89]]
+    """
+    def table(matrix, convert):
+        return [[None if math.isnan(x) else round(float(convert(x)), 4) for x in row]
+                for row in matrix]
+    return {
+        "system": report.system,
+        "gpus": list(report.gpus),
+        "mode": report.mode,
+        "unidirectional_gbps": table(report.unidirectional, to_GBps),
+        "bidirectional_gbps": table(report.bidirectional, to_GBps),
+        "latency_us": table(report.latency, to_us),
+        "path_type": [list(map(str, row)) for row in report.path_type],
+    }
+
+
+# -------------------------------------------------------------------------------- bound
+def cut_json(cut) -> dict:
+    """A bound's binding cut: ``{"kind", "gpus", "other_gpus", "links", "capacity_gbps", "shards"}``."""
+    return {"kind": cut.kind, "gpus": list(cut.gpus), "other_gpus": list(cut.other),
+            "links": [[str(u), str(v)] for u, v in cut.links],
+            "capacity_gbps": to_GBps(cut.capacity),
+            "shards": None if math.isnan(cut.shards) else cut.shards}
+
+
+def tree_json(tree) -> dict:
+    """One tree of a packing: ``{"root", "rate_gbps", "arcs": [{"from", "to", "path"}]}``."""
+    return {"root": tree.root, "rate_gbps": to_GBps(tree.rate),
+            "arcs": [{"from": a, "to": b, "path": [str(n) for n in path]} for a, b, path in tree.arcs]}
+
+
+def packing_json(packing) -> dict:
+    """A tree packing: ``{"collective", "gpus", "relay", "rate_gbps", "max_utilisation", "trees",
+    "loads": [{"link", "load_gbps", "capacity_gbps"}]}``."""
+    return {"collective": packing.collective, "gpus": list(packing.gpus), "relay": packing.relay,
+            "rate_gbps": to_GBps(packing.rate), "max_utilisation": packing.max_utilisation,
+            "trees": [tree_json(t) for t in packing.trees],
+            "loads": [{"link": [str(u), str(v)], "load_gbps": to_GBps(load),
+                       "capacity_gbps": to_GBps(cap)} for (u, v), load, cap in packing.loads]}
+
+
+def bound_json(b) -> dict:
+    """``dgxtopo bound --json``: the bound, NCCL's busbw beside it, the cut and the trees
+    (GB/s, microseconds)."""
+    def gbps(value):
+        return None if value is None else to_GBps(value)
+    return {
+        "collective": b.collective, "system": b.system, "gpus": list(b.gpus),
+        "root": b.root, "size_bytes": b.nbytes, "relay": b.relay,
+        "edge_kinds": None if b.edge_kinds is None else list(b.edge_kinds),
+        "bound_busbw_gbps": gbps(b.bound_busbw), "bound_algbw_gbps": gbps(b.bound_algbw),
+        "time_us": None if math.isinf(b.time) else to_us(b.time),
+        "upper_busbw_gbps": gbps(b.upper_busbw), "achievable": b.achievable,
+        "nccl_busbw_gbps": gbps(b.nccl_busbw),
+        "nccl_bandwidth_busbw_gbps": gbps(b.nccl_bandwidth_busbw),
+        "nccl_time_us": None if b.nccl_time is None else to_us(b.nccl_time),
+        "nccl_algorithm": b.nccl_algorithm, "ratio": b.ratio,
+        "cut": cut_json(b.cut), "formulation": b.formulation, "nvls": b.nvls,
+        "rates_gbps": {name: to_GBps(rate) for name, rate in b.rates},
+        "trees": [packing_json(p) for p in b.packings],
+    }
+
+
+# -------------------------------------------------------------------------------- check
+def check_json(check) -> dict:
+    """``dgxtopo check --json``: ``{"rows": [{"size_bytes", "measured_time_us",
+    "predicted_time_us", "measured_busbw_gbps", "predicted_busbw_gbps", "time_error",
+    "busbw_error"}], "median_abs_time_error", "max_abs_time_error"}``, and ``"notes"`` (what was
+    assumed) when there are any."""
+    return {
+        "rows": [{"size_bytes": r.size, "measured_time_us": to_us(r.measured_time),
+                  "predicted_time_us": to_us(r.predicted_time),
+                  "measured_busbw_gbps": to_GBps(r.measured_busbw),
+                  "predicted_busbw_gbps": to_GBps(r.predicted_busbw),
+                  "time_error": r.time_error, "busbw_error": r.busbw_error} for r in check.rows],
+        "median_abs_time_error": check.median_abs_time_error,
+        "max_abs_time_error": check.max_abs_time_error,
+        **({"notes": list(check.notes)} if check.notes else {}),
+    }
+
+
+# ------------------------------------------------------------------------------- whatif
+def sweep_json(data: dict, top: int | None = None) -> dict:
+    """``dgxtopo whatif --json``: the sweep's JSON (``{"baseline", "rows"}``, built by the sweep)
+    with ``count``, every failure case ranked, and ``rows`` cut to the ``top`` worst."""
+    rows = data["rows"]
+    return {**data, "count": len(rows), "rows": rows[:top]}
+
+
+# ------------------------------------------------------------------ files written
+def _file(path, nbytes) -> dict:
+    return {"path": None if path is None else str(path), "file_bytes": None if nbytes is None else int(nbytes)}
+
+
+def export_json(G, path, file_format: str, nbytes: int) -> dict:
+    """``dgxtopo export --json``: ``{"path", "file_bytes", "format", "fabric"}``, ``fabric`` the
+    exported fabric's summary as ``dgxtopo systems --json`` gives each system."""
+    return {**_file(path, nbytes), "format": file_format, "fabric": summarize(G).to_dict()}
+
+
+def import_json(G, *, source: str, what: str, nvswitch_origin: str, pcie_origin: str, path,
+                nbytes) -> dict:
+    """``dgxtopo import --json``: ``{"source", "format", "path", "file_bytes", "nvswitches_from",
+    "pcie_switches_from", "fabric"}``; ``path`` and ``file_bytes`` are null when nothing was
+    written, ``fabric`` is the imported fabric's summary (as ``dgxtopo systems --json``)."""
+    return {"source": source, "format": what, **_file(path, nbytes), "nvswitches_from": nvswitch_origin,
+            "pcie_switches_from": pcie_origin, "fabric": summarize(G).to_dict()}
+
+
+def report_json(path, nbytes: int, systems) -> dict:
+    """``dgxtopo report --json``: ``{"path", "file_bytes", "systems"}``, the display names of the
+    systems compared."""
+    return {**_file(path, nbytes), "systems": list(systems)}
+
+
+def calibration_json(path, nbytes: int, calibration: dict) -> dict:
+    """``dgxtopo calibrate --json``: ``{"path", "file_bytes", "calibration"}``, ``calibration``
+    the file's content (its ``parameters``, ``fitted`` constants and ``residuals``)."""
+    return {**_file(path, nbytes), "calibration": calibration}
