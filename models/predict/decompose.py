@@ -73,7 +73,8 @@ from .collectives import COLLECTIVE_NAMES, Estimator
 from .network import tree_links
 from ..engine.nccl.releases import RingBuilder
 from ..engine.nccl.tuning import bus_to_alg_ratio
-from ..engine.nccltests import busbw_factor
+from ..engine.nccltests import algbw_to_busbw, busbw_factor
+from ..engine.results import Moved
 
 __all__ = ["StepParameters", "STEP_PARAMETERS", "CollectiveSteps", "Decomposer", "DecomposeError", "host_kinds"]
 
@@ -187,6 +188,9 @@ class CollectiveSteps:
     usage: np.ndarray = field(repr=False)
     latency: object = field(default=None, repr=False)
     blocks: int = 0
+
+    #: Words moved to :mod:`models.present` (results hold numbers).
+    explain = Moved("models.present.explain.explain(steps)")
 
     @property
     def time(self) -> float:
@@ -433,7 +437,7 @@ class Decomposer:
         algorithm = point.algorithm
         wire = self.parameters.wire_factor(point.protocol)
         bus = _at(e.selection.bus_bandwidth, index) if e.selection is not None \
-            else float(point.bandwidth) * busbw_factor(e.collective, len(nodes))
+            else algbw_to_busbw(e.collective, float(point.bandwidth), len(nodes))
         network = 1.0
         if e.measurement is not None:
             network = _at(e.measurement.network_factor, index)

@@ -25,7 +25,7 @@ NCCL's kernels hold SMs: one CUDA block per execution channel (NVIDIA/nccl v2.27
 src/enqueue.cc), twice the ring or tree graph's channels, or NCCL's NVLS channel count
 (:meth:`models.predict.decompose.StepParameters.blocks`), so while a collective runs on a GPU,
 a compute kernel there gets the rest of the SMs (``sm_share=True``, the default): its speed is
-``1 - blocks / SMs`` (:data:`SMS`; linear in the SMs left [U]).
+``1 - blocks / SMs`` (the part's SMs, :func:`sm_counts`; linear in the SMs left [U]).
 
 Events that fall at the same time are processed together, so identical data-parallel replicas
 or pipeline stages cost one rate computation per event time, not one per replica.
@@ -67,7 +67,6 @@ import itertools
 import json
 import math
 from dataclasses import dataclass, field
-from types import MappingProxyType
 
 import numpy as np
 
@@ -75,11 +74,12 @@ import topo
 from topo.errors import DgxTopoError
 
 from .collectives import COLLECTIVE_NAMES, LimitError
+from ..engine.results import Moved, tidy_records
 from .decompose import Decomposer
 from .flows import max_min_share
 
 __all__ = ["Task", "TaskGraph", "TaskGraphError", "TaskTiming", "LinkUse", "SimulationResult",
-           "task_graph", "read_task_graph", "simulate", "simulation_size", "SMS", "COLLECTIVE_OPS",
+           "task_graph", "read_task_graph", "simulate", "simulation_size", "sm_counts", "COLLECTIVE_OPS",
            "MAX_TASKS", "MAX_BYTES", "MAX_EVENTS", "MAX_GRAPH_FILE_BYTES", "LimitError"]
 
 #: The collectives a task may run (nccl-tests' names).
@@ -97,13 +97,6 @@ MAX_EVENTS = 3_000_000
 MAX_GRAPH_FILE_BYTES = 256 * 2**20
 _MAX_ID = 200
 
-#: Streaming multiprocessors per GPU, by compute capability (the SXM part of each
-#: generation): P100 56 (NVIDIA Tesla P100 whitepaper, 2016), V100 80 (NVIDIA Tesla V100 GPU
-#: architecture whitepaper, 2017), A100 108 (NVIDIA A100 Tensor Core GPU architecture whitepaper,
-#: 2020), H100/H200 132 (NVIDIA H100 Tensor Core GPU architecture whitepaper, 2022),
-#: B200 and GB200 148 [U: NVIDIA's Blackwell technical brief gives no SM count; 148 is the
-#: count users report from the CUDA device query of a B200, not checked here]. Read-only.
-SMS = MappingProxyType({60: 56, 70: 80, 80: 108, 90: 132, 100: 148})
 
 
 class TaskGraphError(DgxTopoError):
@@ -666,13 +659,32 @@ class SimulationResult:
                 return t
         raise KeyError(task_id)
 
+    #: Words moved to :mod:`models.present` (results hold numbers).
+    format = Moved("models.present.text.simulation_table(result)")
+    to_dict = Moved("models.present.json_shapes.simulation_json(result)")
+
     def to_records(self) -> list:
-        """One dict per task: ``id``, ``op``, ``kind``, ``gpus``, ``start_s``, ``end_s``, ``data_start_s``,
-        ``alone_s``, ``bytes``, ``algorithm``, ``protocol``, ``stream``, ``critical``, ``copies``."""
-        return [{"id": t.id, "op": t.op, "kind": t.kind, "gpus": list(t.gpus), "start_s": t.start,
-                 "end_s": t.end, "data_start_s": t.data_start, "alone_s": t.alone, "bytes": t.nbytes,
-                 "algorithm": t.algorithm, "protocol": t.protocol, "stream": t.stream,
-                 "critical": t.critical, "copies": t.copies} for t in self.tasks]
+        """Tidy rows, one per task (:mod:`models.engine.results` names the columns): ``id``,
+        ``op``, ``kind``, ``gpus`` (compact text), ``start_s``, ``end_s``, ``data_start_s``,
+        ``alone_s``, ``nbytes``, ``algorithm``, ``protocol``, ``stream``, ``critical``, ``copies``.
+
+        Examples
+        --------
+        >>> import topo
+        >>> r = simulate(topo.build("dgxh100"), task_graph({"tasks": [
+        ...     {"id": "ar", "op": "all_reduce", "gpus": [0, 1, 2, 3], "bytes": 2**20}]}))
+        >>> row = r.to_records()[0]
+        >>> row["id"], row["gpus"], row["nbytes"], row["start_s"], row["critical"]
+        ('ar', '0-3', 1048576, 0.0, True)
+        """
+        t = self.tasks
+        return tidy_records({"id": [x.id for x in t], "op": [x.op for x in t], "kind": [x.kind for x in t],
+                             "gpus": [topo.select.format_gpu_ids(x.gpus) for x in t],
+                             "start_s": [x.start for x in t], "end_s": [x.end for x in t],
+                             "data_start_s": [x.data_start for x in t], "alone_s": [x.alone for x in t],
+                             "nbytes": [x.nbytes for x in t], "algorithm": [x.algorithm for x in t],
+                             "protocol": [x.protocol for x in t], "stream": [x.stream for x in t],
+                             "critical": [x.critical for x in t], "copies": [x.copies for x in t]}) if t else []
 
     def busy_by_kind(self) -> dict:
         """Per kind, the summed duration of its tasks (folded images included). [s]"""
@@ -727,6 +739,25 @@ def _series(flat, chosen, class_links, class_usage) -> tuple:
         for j, u in hits:
             np.add.at(shares[j], interval[mask], u * factors[mask])
     return chosen, shares
+
+def sm_counts(G) -> list:
+    """Streaming multiprocessors of each GPU of ``G``, in GPU-id order: the catalogue part of
+    its ``model`` (:attr:`topo.specs.GpuSpec.sm_count`, with its sources), else the first part of
+    its compute capability [U], else 0 (its compute is then not slowed by NCCL's blocks).
+
+    Examples
+    --------
+    >>> import topo
+    >>> sm_counts(topo.build("dgxh100"))[:2], sm_counts(topo.build("dgx1v"))[0]
+    ([132, 132], 80)
+    """
+    by_model, by_cc = {}, {}
+    for spec in topo.GPUS.values():
+        by_model[spec.model] = spec.sm_count
+        by_cc.setdefault(spec.compute_capability, spec.sm_count)
+    return [by_model.get(G.nodes[g].get("model"), by_cc.get(G.nodes[g].get("compute_capability"), 0))
+            for g in topo.gpus(G)]
+
 
 def simulation_size(graph: TaskGraph) -> int:
     """The size of a simulation of ``graph``: three events (start, data, end) per task and per
@@ -883,7 +914,7 @@ class _Run:
         self.streams = [_stream_keys(t) for t in tasks]
         # SMs per GPU (the last entry pads groups of compute tasks: always free).
         nodes = topo.gpus(G)
-        self.sms = np.array([SMS.get(int(G.nodes[g].get("compute_capability", 0)), 0) for g in nodes] + [0.0])
+        self.sms = np.array(sm_counts(G) + [0.0])
         width = max((len(t.gpus) for t in tasks), default=1)
         self.gpu_pad = np.full((n, width), len(nodes), dtype=np.int64)
         for k, t in enumerate(tasks):

@@ -78,11 +78,11 @@ DEGRADE_GRAMMAR = "A-B=F with 0 < F <= 1"
 from .explain import bound_summary, explain_bound, explain_check
 from .json_shapes import (bound_json, calibration_json, check_json, collective_json, compare_json,
                           export_json, gpus_ranking_json, import_json, p2p_json, pairs_json,
-                          report_json, subsets_json, sweep_json, systems_json)
+                          report_json, simulation_json, subsets_json, sweep_json, systems_json)
 from .progress import progress_bar, wants_progress
 from .text import (calibration_table, check_table, collective_table, compare_table,
                    format_p2p_report, import_summary, measurement_note,
-                   package_version, pairs_table, subsets_table, systems_table)
+                   package_version, pairs_table, simulation_table, subsets_table, systems_table)
 
 __all__ = ["main", "build_parser", "Command", "COMMANDS", "parse_size", "MAX_GPUS", "MAX_PAIRS",
            "MAX_SETS", "MAX_SEARCHES", "MAX_PLAN_GPUS", "MAX_BOUND_GPUS", "ALGORITHMS"]
@@ -1299,7 +1299,6 @@ def _simulate(args) -> None:
     from ..studies.planner import DEFAULT_BUCKET, plan
     from ..studies.stepgraph import compute_time, step_graph
     from ..studies.workload import parse_workload
-    from .simulate_text import simulation_json, simulation_table
 
     if (args.workload is None) == (args.graph is None):
         raise _UsageError("expected either WORKLOAD or --graph FILE.json, received "

@@ -1,4 +1,4 @@
-"""A simulated step in words and JSON (models.present.simulate_text)."""
+"""A simulated step in words and JSON (models.present: text, json_shapes, explain)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ import pytest
 import topo
 from models.predict.decompose import Decomposer
 from models.predict.simulate import simulate, task_graph
-from models.present.simulate_text import simulation_json, simulation_table, steps_text
+from models.present.explain import explain, explain_steps
+from models.present.json_shapes import simulation_json
+from models.present.text import simulation_table
 
 MiB = 2**20
 
@@ -47,9 +49,10 @@ def test_table_names_the_step_each_kind_and_the_busiest_links(result):
 
 def test_steps_in_words_name_the_latency_terms_that_make_the_start_up():
     steps = Decomposer(topo.build("dgxh100")).collective("all_gather", 2**30, range(8))
-    text = steps_text(steps)
+    text = explain_steps(steps)
+    assert explain(steps) == text
     terms = steps.latency
     assert f"base {terms.base * 1e6:.2f} us" in text
     assert steps.startup == pytest.approx(terms.value)  # NCCL's latency outweighs the launch here
     send = Decomposer(topo.build("dgxh100")).send(0, 1, MiB)
-    assert send.latency is None and "NCCL latency" not in steps_text(send)
+    assert send.latency is None and "NCCL latency" not in explain_steps(send)
