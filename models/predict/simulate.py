@@ -64,7 +64,6 @@ from __future__ import annotations
 
 import heapq
 import itertools
-import json
 import math
 from dataclasses import dataclass, field
 
@@ -80,7 +79,7 @@ from .flows import max_min_share
 
 __all__ = ["Task", "TaskGraph", "TaskGraphError", "TaskTiming", "LinkUse", "SimulationResult",
            "task_graph", "read_task_graph", "simulate", "simulation_size", "sm_counts", "COLLECTIVE_OPS",
-           "MAX_TASKS", "MAX_BYTES", "MAX_EVENTS", "MAX_GRAPH_FILE_BYTES", "LimitError"]
+           "MAX_TASKS", "MAX_BYTES", "MAX_EVENTS", "LimitError"]
 
 #: The collectives a task may run (nccl-tests' names).
 COLLECTIVE_OPS = tuple(COLLECTIVE_NAMES)
@@ -93,8 +92,6 @@ MAX_BYTES = topo.MAX_NBYTES
 #: image: start, data, end); one to two minutes of work on one core at the rate of the benchmark
 #: (examples/simulate_benchmark.py: 43,156 tasks, a size of 129,468, in under 4 s).
 MAX_EVENTS = 3_000_000
-#: Largest task-graph file read (:func:`read_task_graph`). [bytes]
-MAX_GRAPH_FILE_BYTES = 256 * 2**20
 _MAX_ID = 200
 
 
@@ -318,8 +315,8 @@ def _plain_task(raw, k, ngpus, compute_time) -> Task:
             if not isinstance(dtype, str):
                 raise TaskGraphError(f"expected a dtype with 'flops', received {dtype!r:.80}", task=task, field="dtype")
             if compute_time is None:
-                raise TaskGraphError("compute given in flops needs a compute model: read the graph through "
-                                     "models.studies.stepgraph.read_graph (or the CLI), or give 'seconds'",
+                raise TaskGraphError("compute given in flops needs a compute model: pass compute_time="
+                                     "models.studies.stepgraph.compute_time(G) (the CLI does), or give 'seconds'",
                                      task=task, field="flops")
             try:
                 seconds = float(compute_time(float(flops), dtype, gpus))
@@ -392,9 +389,12 @@ def task_graph(data, *, ngpus: int | None = None, compute_time=None, max_tasks: 
     models.predict.simulate.TaskGraphError: task 'a', field 'dst': expected a destination other than the source, received 0 to 0
     """
     if isinstance(data, (str, bytes)):
+        from topo.inputs import parse_json
+
+        text = data.decode("utf-8", errors="replace") if isinstance(data, bytes) else data
         try:
-            data = json.loads(data)
-        except (ValueError, RecursionError) as error:
+            data = parse_json(text, source="text")
+        except DgxTopoError as error:
             raise TaskGraphError(f"expected JSON, received text that does not parse ({error})") from None
     if not isinstance(data, dict) or not isinstance(data.get("tasks"), list):
         raise TaskGraphError('expected an object with a "tasks" list', field="tasks")
@@ -445,14 +445,21 @@ def _checked(graph: TaskGraph) -> TaskGraph:
     return graph
 
 
-def read_task_graph(path, *, ngpus: int | None = None, compute_time=None, max_tasks: int = MAX_TASKS) -> TaskGraph:
-    """:func:`task_graph` of a JSON file (a regular file of at most :data:`MAX_GRAPH_FILE_BYTES`).
+def read_task_graph(path, *, ngpus: int | None = None, compute_time=None, max_tasks: int = MAX_TASKS,
+                    limit: int | None = None, option: str = "--max-input") -> TaskGraph:
+    """:func:`task_graph` of a JSON file, read through :func:`topo.inputs.read_json` (kind
+    ``"task-graph"``: a regular file or ``-`` for standard input, sized before it is read,
+    strict UTF-8, bounded nesting).
 
     Parameters
     ----------
     path : str or os.PathLike
     ngpus, compute_time, max_tasks
         As for :func:`task_graph`.
+    limit : int, optional
+        The largest file read [bytes] (default: the kind's, :data:`topo.inputs.INPUT_KINDS`).
+    option : str
+        The option a refusal over the limit names.
 
     Returns
     -------
@@ -460,34 +467,16 @@ def read_task_graph(path, *, ngpus: int | None = None, compute_time=None, max_ta
 
     Raises
     ------
-    TaskGraphError
-        For a path that is not a regular file (a directory, a FIFO), a file too large or
-        unreadable, and every error of :func:`task_graph`.
-    LimitError
-        For more than ``max_tasks`` tasks.
+    topo.inputs.InputFileError
+        For a path that is not a regular file (a directory, a FIFO), a file too large,
+        unreadable or not JSON.
+    TaskGraphError, LimitError
+        As :func:`task_graph`.
     """
-    return task_graph(_read_file(path), ngpus=ngpus, compute_time=compute_time, max_tasks=max_tasks)
+    from topo.inputs import read_json
 
-
-def _read_file(path) -> str:
-    """A task-graph file's text: regular files only (a FIFO cannot hang us), size-limited.
-
-    The one place that reads the file, so the project's safe reader can replace it.
-    """
-    import os
-    import stat
-
-    try:
-        info = os.stat(path)
-        if not stat.S_ISREG(info.st_mode):
-            raise TaskGraphError(f"cannot read {path}: expected a regular file")
-        if info.st_size > MAX_GRAPH_FILE_BYTES:
-            raise TaskGraphError(f"{path} holds {info.st_size} bytes: expected at most {MAX_GRAPH_FILE_BYTES}")
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_GRAPH_FILE_BYTES + 1)
-    except OSError as error:
-        raise TaskGraphError(f"cannot read {path}: {error.strerror or error}") from None
-    return data.decode("utf-8", errors="replace")
+    return task_graph(read_json(path, "task-graph", limit=limit, option=option), ngpus=ngpus,
+                      compute_time=compute_time, max_tasks=max_tasks)
 
 
 # ------------------------------------------------------------------------------ results

@@ -1334,7 +1334,8 @@ def _simulate(args) -> None:
                        profile=args.nccl)
         graph = step_graph(planned, G, workload=w, bucket=DEFAULT_BUCKET if args.bucket is None else args.bucket)
     else:
-        graph = read_task_graph(args.graph, ngpus=len(topo.gpus(G)), compute_time=compute_time(G))
+        graph = read_task_graph(args.graph, ngpus=len(topo.gpus(G)), compute_time=compute_time(G),
+                                limit=args.max_input)
     with _progress(args, "simulate", "task") as progress:
         result = simulate(G, graph, profile=args.nccl, sm_share=not args.no_sm_share, max_events=args.max_events,
                           progress=progress)

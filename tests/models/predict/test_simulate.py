@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import topo
+from topo.inputs import InputFileError
 from models.predict.collectives import COLLECTIVE_NAMES, LimitError, estimate
 from models.predict.decompose import DecomposeError, Decomposer
 from models.predict.flows import FlowError, max_min_share
@@ -438,17 +439,23 @@ def test_flops_go_through_the_callers_compute_model():
 
 
 def test_reading_task_graph_files(tmp_path):
+    """Through topo.inputs: regular files only (a FIFO cannot hang us), sized before reading."""
     path = tmp_path / "g.json"
     path.write_text(json.dumps({"tasks": [{"id": "a", "op": "compute", "gpu": 0, "seconds": 1}]}))
     assert read_task_graph(path).tasks[0].id == "a"
-    with pytest.raises(TaskGraphError, match="regular file"):
+    with pytest.raises(InputFileError, match="a directory"):
         read_task_graph(tmp_path)
-    with pytest.raises(TaskGraphError, match="cannot read"):
+    with pytest.raises(InputFileError, match="missing.json"):
         read_task_graph(tmp_path / "missing.json")
+    with pytest.raises(InputFileError, match="raise it with --max-input"):
+        read_task_graph(path, limit=10)
+    path.write_text('{"tasks": [{"id": "a", "op": "compute", "gpu": 0, "seconds": NaN}]}')
+    with pytest.raises(InputFileError, match="NaN"):
+        read_task_graph(path)
     if hasattr(os, "mkfifo"):
         fifo = tmp_path / "fifo"
         os.mkfifo(fifo)
-        with pytest.raises(TaskGraphError, match="regular file"):
+        with pytest.raises(InputFileError, match="FIFO"):
             read_task_graph(fifo)
 
 
