@@ -4,8 +4,10 @@ Run: python examples/cluster_benchmark.py [--largest N] [--skip-subsets]
 
 For each cluster: the time to build the fabric (every node, NIC and switch materialised, then
 validated), the time networkx takes to copy it (``nx.DiGraph(G)``, the yardstick of issue 9),
-and the time of one all_reduce estimate over every GPU at two sizes (the channel search runs
-once per node shape: identical hosts are searched once). Then an alltoall over every GPU of
+the time freezing a copy of it takes (:func:`models.engine.fabric.freeze_graph`, what
+``models.PreparedFabric`` does to the graph it holds; well below a copy), and the time of one
+all_reduce estimate over every GPU at two sizes (the channel search runs once per node shape:
+identical hosts are searched once). Then an alltoall over every GPU of
 64 DGX-2 (routed per host and per NIC pair, not per GPU pair) and ``subsets`` of 4 GPUs on two
 DGX-1V (one NET search per host shape). Wall-clock and CPU times: on a shared machine the CPU
 time is the steadier figure.
@@ -19,6 +21,7 @@ import time
 import networkx as nx
 
 import topo
+from models.engine.fabric import freeze_graph
 from models.predict.collectives import estimate, subsets
 
 
@@ -35,11 +38,13 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     for spec in ("16xdgx2", "128xdgx1v", f"{args.largest}xdgx1v", f"{args.largest}xdgx2"):
         G, built, built_cpu = timed(lambda: topo.build(spec))
-        _, copied, copied_cpu = timed(lambda: nx.DiGraph(G))
+        H, copied, copied_cpu = timed(lambda: nx.DiGraph(G))
+        _, frozen, frozen_cpu = timed(lambda: freeze_graph(H))
         e, estimated, estimated_cpu = timed(lambda: estimate(G, "all_reduce", [2**20, 2**30]))
         print(f"{spec:>12}: {len(topo.gpus(G)):6d} GPUs, {G.number_of_nodes():6d} nodes, "
               f"{G.number_of_edges():7d} edges; build {built:5.2f} s (cpu {built_cpu:5.2f}), "
-              f"copy {copied:5.2f} s (cpu {copied_cpu:5.2f}), estimate {estimated:5.2f} s "
+              f"copy {copied:5.2f} s (cpu {copied_cpu:5.2f}), freeze {frozen:5.2f} s (cpu {frozen_cpu:5.2f}), "
+              f"estimate {estimated:5.2f} s "
               f"(cpu {estimated_cpu:5.2f}); 1 GiB busbw {e.busbw[1] / 1e9:6.1f} GB/s "
               f"({e.algorithm[1]}/{e.protocol[1]})")
     G = topo.build("64xdgx2")

@@ -57,9 +57,10 @@ from .predict.measure import DEFAULT as DEFAULT_MEASUREMENT, MeasurementError, M
 from .studies.benchmarks import (BenchmarkParseError, NcclTestsRun, P2PBenchmark, read_benchmark,
                          read_nccl_tests, read_p2p_benchmark)
 from .studies.calibration import Calibration, CalibrationError, Check, calibrate, check
-from .studies.whatif import (FAIL_EACH, FAILURE_GRAMMAR, MAX_CASES, ExecutorSpecError, FabricDisconnectedError,
-                     Failure, FailureSpecError, Sweep, SweepRow, SweepSizeError, WhatIf, WhatIfError,
-                     apply_failures, parse_degrade, parse_failure, parse_failures, sweep)
+from .studies.whatif import (FAIL_EACH, FAILURE_GRAMMAR, FabricDisconnectedError, Failure, FailureSpecError,
+                             WhatIf, WhatIfError, apply_failures, parse_degrade, parse_failure, parse_failures)
+from .studies.sweep import MAX_CASES, ExecutorSpecError, Sweep, SweepRow, SweepSizeError, sweep
+from .engine.fabric import FrozenFabricError, PreparedFabric, prepare
 from .studies.bounds import (Bound, BoundError, BoundTooLargeError, Cut, SubsetBound, bound, pairwise_bounds,
                      subset_bounds)
 from .studies.workload import (DTYPES, PRESETS, WORKLOAD_GRAMMAR, UnknownDtypeError, UnknownWorkloadError,
@@ -96,6 +97,7 @@ __all__: list[str] = [
     "FAIL_EACH", "FAILURE_GRAMMAR", "MAX_CASES", "ExecutorSpecError", "FabricDisconnectedError",
     "Failure", "FailureSpecError", "Sweep", "SweepRow", "SweepSizeError", "WhatIf", "WhatIfError",
     "apply_failures", "parse_degrade", "parse_failure", "parse_failures", "sweep",
+    "PreparedFabric", "FrozenFabricError", "prepare",
     "Bound", "BoundError", "BoundTooLargeError", "Cut", "SubsetBound", "bound", "pairwise_bounds",
     "subset_bounds",
     "DTYPES", "PRESETS", "WORKLOAD_GRAMMAR", "UnknownDtypeError", "UnknownWorkloadError",

@@ -24,12 +24,13 @@ import importlib.abc
 import importlib.util
 import sys
 import warnings
+from types import MappingProxyType
 
 __all__ = ["MOVED_MODULES", "MOVED_NAMES", "MovedModuleFinder", "moved_name", "new_module_name"]
 
 #: 0.2 module -> 0.3 module (a package maps its submodules too: models.nccl.search ->
 #: models.engine.nccl.search).
-MOVED_MODULES = {
+MOVED_MODULES = MappingProxyType({
     "models.routes": "models.engine.routes",
     "models.nccl": "models.engine.nccl",
     "models.nccltests": "models.engine.nccltests",
@@ -56,13 +57,13 @@ MOVED_MODULES = {
     "models.plan_plot": "models.present.plan_plot",
     "models.report": "models.present.report",
     "models.cli": "models.present.cli",
-}
+})
 
 #: Names of 0.2's ``models`` face that 0.3's face does not list -> the module that has them
 #: now. Filled in as the faces are cut (models/__init__.py lists what stays).
-MOVED_NAMES: dict = {
+MOVED_NAMES = MappingProxyType({
     "format_p2p_report": "models.present.text",  # words live in models.present
-}
+})
 
 
 def new_module_name(old: str) -> str | None:

@@ -427,7 +427,7 @@ def test_a_256_rank_header_is_compressed(capsys):
     (["topo", "--system=-1xdgx2"], "malformed system spec '-1xdgx2'"),
     (["topo", "--system", "1-6xdgx2"], "malformed system spec '1-6xdgx2'"),
     (["subsets", "all_reduce", "--system", "2xdgx1v", "-k", "8", "-s", "1G"],
-     f"need 554 estimates, more than the limit of {MAX_SEARCHES}: raise it with --max-searches N"),
+     f"need 8458 estimates, more than the limit of {MAX_SEARCHES}: raise it with --max-searches N"),
     (["subsets", "all_reduce", "--system", "dgx2", "-k", "8", "-s", "1G", "--limit", "100"],
      "12870 sets of 8 GPUs on DGX-2, more than the limit of 100: raise it with --limit N"),
     (["p2p", "--system", "32xdgx2"], "routes 261632 GPU pairs, more than the limit of 70000: raise it with --limit N"),

@@ -315,7 +315,7 @@ def test_cluster_of_an_imported_node(capsys, imported):
     ("", "received an empty file"),
     ("hello\n", "received other text"),
     ("\x00\xff\xfe binary", "received other text"),
-    ("{", "fabric JSON: not JSON"),
+    ("{", "fabric JSON: line 1: expected JSON"),
     ("{}", "expected an object with format 'dgx-topo fabric'"),
     ('{"format": "dgx-topo fabric", "version": 99}', "version 99 is not supported"),
     ("<graphml>", "GraphML"),

@@ -22,11 +22,13 @@ Examples
 
 from __future__ import annotations
 
+import networkx as nx
 from networkx.algorithms.isomorphism import DiGraphMatcher
 
 from .schema import gpus
 
-__all__ = ["interchangeable_gpus", "gpu_automorphisms"]
+__all__ = ["interchangeable_gpus", "interchangeable_nodes", "gpu_automorphisms", "colour_refinement",
+           "AUTOMORPHISM_STEPS"]
 
 # What a swap must preserve: node attributes (not the index, which is only a name) and edges.
 # Socket and baseboard are labels of where a part sits; the edges already say it.
@@ -42,22 +44,80 @@ def _node(data) -> tuple:
     return tuple(data.get(k) for k in _NODE_KEYS)
 
 
-def _swappable(G, u, v, edge_kinds) -> bool:
-    if _node(G.nodes[u]) != _node(G.nodes[v]):
+def _profile(G, x, others, kinds) -> tuple:
+    """``x``'s edges (out, in) to every node but ``others``, by neighbour."""
+    out = {w: _edge(d) for w, d in G.adj[x].items()
+           if w not in others and (kinds is None or d["kind"] in kinds)}
+    into = {w: _edge(d) for w, d in G.pred[x].items()
+            if w not in others and (kinds is None or d["kind"] in kinds)}
+    return out, into
+
+
+def _swappable(G, u, v, kinds) -> bool:
+    """Whether the transposition of ``u`` and ``v`` is an automorphism (over edges of ``kinds``):
+    the same links to every other node, and the links between them the same both ways."""
+    if _profile(G, u, (u, v), kinds) != _profile(G, v, (u, v), kinds):
         return False
+    uv, vu = G.adj[u].get(v), G.adj[v].get(u)
+    if kinds is not None:
+        uv = uv if uv is not None and uv["kind"] in kinds else None
+        vu = vu if vu is not None and vu["kind"] in kinds else None
+    return (uv is None) == (vu is None) and (uv is None or _edge(uv) == _edge(vu))
 
-    def profile(x):
-        out = {w: _edge(d) for w, d in G.adj[x].items()
-               if w not in (u, v) and (edge_kinds is None or d["kind"] in edge_kinds)}
-        into = {w: _edge(d) for w, d in G.pred[x].items()
-                if w not in (u, v) and (edge_kinds is None or d["kind"] in edge_kinds)}
-        return out, into
 
-    return profile(u) == profile(v)
+def _bucket(G, x, kinds, label) -> tuple:
+    """What a node links to outside its own label, as a hashable key: two interchangeable nodes
+    have the same (their links to nodes of their label are compared pairwise)."""
+    own = label(x)
+    out = sorted((str(w), _edge(d)) for w, d in G.adj[x].items()
+                 if label(w) != own and (kinds is None or d["kind"] in kinds))
+    into = sorted((str(w), _edge(d)) for w, d in G.pred[x].items()
+                  if label(w) != own and (kinds is None or d["kind"] in kinds))
+    return repr(own), tuple(out), tuple(into)
+
+
+def interchangeable_nodes(G, nodes, *, label=None, edge_kinds=None) -> list:
+    """Classes of interchangeable nodes among ``nodes``, in their order.
+
+    Two nodes are interchangeable (*twins*) when swapping them maps the fabric onto itself: the
+    same label and the same links (kind, count, bandwidth, technology) to every other node, and
+    the links between them the same both ways. Every permutation within a class is then an
+    automorphism. Nodes are first bucketed by what they link to outside their label (linear in
+    the edges), then compared pairwise within a bucket only.
+
+    Parameters
+    ----------
+    G : networkx.DiGraph
+    nodes : iterable of node ids
+    label : callable, optional
+        ``label(node)``: what a swap must keep (default: the node's kind, model, compute
+        capability and memory bandwidth; not its index, which is only a name).
+    edge_kinds : iterable of str, optional
+        Only edges of these kinds count.
+
+    Returns
+    -------
+    list of list
+    """
+    kinds = None if edge_kinds is None else set(edge_kinds)
+    label = label or (lambda n: _node(G.nodes[n]))
+    classes: list = []
+    buckets: dict = {}
+    for g in nodes:
+        bucket = buckets.setdefault(_bucket(G, g, kinds, label), [])
+        for members in bucket:
+            if all(_swappable(G, g, m, kinds) for m in members):
+                members.append(g)
+                break
+        else:
+            members = [g]
+            bucket.append(members)
+            classes.append(members)
+    return classes
 
 
 def interchangeable_gpus(G, *, edge_kinds=None) -> list:
-    """Classes of interchangeable GPUs, in GPU order.
+    """Classes of interchangeable GPUs, in GPU order (:func:`interchangeable_nodes` of the GPUs).
 
     Parameters
     ----------
@@ -72,29 +132,109 @@ def interchangeable_gpus(G, *, edge_kinds=None) -> list:
     list of list
         GPU nodes; every GPU is in exactly one class.
     """
-    kinds = None if edge_kinds is None else set(edge_kinds)
-    classes: list = []
-    for g in gpus(G):
-        for members in classes:
-            if all(_swappable(G, g, m, kinds) for m in members):
-                members.append(g)
-                break
-        else:
-            classes.append([g])
-    return classes
+    return interchangeable_nodes(G, gpus(G), edge_kinds=edge_kinds)
 
 
-def gpu_automorphisms(G, *, limit: int = 1024) -> list:
+#: Default work limit of :func:`gpu_automorphisms`: candidate node pairs VF2 may try.
+AUTOMORPHISM_STEPS = 20_000
+
+
+class _Budget:
+    """Counts VF2's candidate pairs and stops the search beyond ``steps`` (deterministically:
+    a count, not a clock)."""
+
+    __slots__ = ("left",)
+
+    def __init__(self, steps):
+        self.left = steps
+
+
+class _OutOfSteps(Exception):
+    pass
+
+
+def colour_refinement(G, node_label=None, edge_label=None) -> dict:
+    """Colour refinement (1-WL) of an attributed graph: node -> stable colour, a small int.
+
+    Colours are ranks of sorted signatures, so they depend neither on ``PYTHONHASHSEED`` nor on
+    the order of the graph's nodes: the sorted colours of two isomorphic graphs are equal (a
+    certificate), and an isomorphism maps nodes onto nodes of the same colour.
+
+    Parameters
+    ----------
+    G : networkx.DiGraph
+    node_label, edge_label : callable, optional
+        ``node_label(node, data)`` and ``edge_label(u, v, data)``: what an isomorphism must keep
+        (default: the attributes a swap of GPUs must keep).
+
+    Returns
+    -------
+    dict
+    """
+    node_label = node_label or (lambda n, d: _node(d))
+    edge_label = edge_label or (lambda u, v, d: _edge(d))
+
+    def rank(labels):
+        table = {label: i for i, label in enumerate(sorted(set(labels.values()), key=repr))}
+        return {n: table[label] for n, label in labels.items()}
+
+    colour = rank({n: repr(node_label(n, d)) for n, d in G.nodes(data=True)})
+    edge = {(u, v): repr(edge_label(u, v, d)) for u, v, d in G.edges(data=True)}
+    classes = len(set(colour.values()))
+    for _ in range(len(colour)):
+        colour = rank({n: (colour[n],
+                           tuple(sorted((edge[n, w], colour[w]) for w in G.adj[n])),
+                           tuple(sorted((edge[w, n], colour[w]) for w in G.pred[n])))
+                       for n in G})
+        refined = len(set(colour.values()))
+        if refined == classes:
+            break
+        classes = refined
+    return colour
+
+
+def _quotient(G) -> nx.DiGraph:
+    """``G`` with each class of interchangeable non-GPU nodes (:func:`interchangeable_nodes`: the
+    parallel NVSwitch planes of a DGX H100 import, 18 of them) made one node that carries its
+    size. An automorphism of the quotient lifts to one of ``G`` (a class goes onto a class of the
+    same size, and every permutation within a class is an automorphism), and the quotient has
+    none of the class's k! permutations that move no GPU."""
+    others = [n for n, kind in G.nodes(data="kind") if kind != "gpu"]
+    first = {}
+    size = {}
+    for members in interchangeable_nodes(G, others):
+        for n in members:
+            first[n] = members[0]
+        size[members[0]] = len(members)
+    Q = nx.DiGraph()
+    for n, data in G.nodes(data=True):
+        if first.get(n, n) == n:
+            Q.add_node(n, **data, twins=size.get(n, 1))
+    for u, v, data in G.edges(data=True):
+        Q.add_edge(first.get(u, u), first.get(v, v), **data)
+    return Q
+
+
+def gpu_automorphisms(G, *, limit: int = 1024, steps: int = AUTOMORPHISM_STEPS) -> list:
     """Automorphisms of the whole fabric, as maps of GPU nodes, identity first.
 
     Only worth computing where no two GPUs are interchangeable (otherwise the group is huge
     and :func:`interchangeable_gpus` describes it better): then the list holds the identity
-    alone. Enumeration stops after ``limit`` maps.
+    alone. Bounded and deterministic: interchangeable parts that are not GPUs are one node
+    (:func:`_quotient`), colour refinement (:func:`colour_refinement`) follows, and where it
+    leaves every GPU alone in its colour no GPU moves (no search at all); otherwise VF2 matches
+    nodes of equal colour, in a fixed order, and stops after ``limit`` distinct maps or
+    ``steps`` candidate pairs, whichever comes first. Every map returned is an automorphism, so
+    a result that stopped early only shares fewer GPU sets (it is never wrong), and the same
+    fabric gives the same maps whatever ``PYTHONHASHSEED``.
 
     Parameters
     ----------
     G : networkx.DiGraph
     limit : int
+        Distinct GPU maps kept.
+    steps : int
+        Candidate node pairs VF2 may try (:data:`AUTOMORPHISM_STEPS`).
 
     Returns
     -------
@@ -105,13 +245,37 @@ def gpu_automorphisms(G, *, limit: int = 1024) -> list:
     identity = {g: g for g in gpu_nodes}
     if any(len(c) > 1 for c in interchangeable_gpus(G)):
         return [identity]
-    matcher = DiGraphMatcher(G, G, node_match=lambda a, b: _node(a) == _node(b),
-                             edge_match=lambda a, b: _edge(a) == _edge(b))
+    G = _quotient(G)
+    colour = colour_refinement(G, node_label=lambda n, d: (_node(d), d["twins"]))
+    gpu_colours = [colour[g] for g in gpu_nodes]
+    if len(set(gpu_colours)) == len(gpu_colours):
+        return [identity]
+    # A bare copy in a fixed node order (colour, then name), labelled by colour: VF2's order of
+    # candidates follows it, so the maps found do not depend on how the graph was built.
+    order = sorted(G, key=lambda n: (colour[n], str(n)))
+    L = nx.DiGraph()
+    L.add_nodes_from((n, {"c": colour[n]}) for n in order)
+    L.add_edges_from((u, v, {"e": _edge(G.adj[u][v])}) for u in order
+                     for v in sorted(G.adj[u], key=lambda w: (colour[w], str(w))))
+    budget = _Budget(steps)
+
+    def same_node(a, b):
+        budget.left -= 1
+        if budget.left < 0:
+            raise _OutOfSteps
+        return a["c"] == b["c"]
+
+    matcher = DiGraphMatcher(L, L, node_match=same_node, edge_match=lambda a, b: a["e"] == b["e"])
     found = [identity]
-    for mapping in matcher.isomorphisms_iter():
-        image = {g: mapping[g] for g in gpu_nodes}
-        if image != identity:
-            found.append(image)
-        if len(found) >= limit:
-            break
+    seen = {tuple(gpu_nodes)}
+    try:
+        for mapping in matcher.isomorphisms_iter():
+            image = tuple(mapping[g] for g in gpu_nodes)
+            if image not in seen:
+                seen.add(image)
+                found.append(dict(zip(gpu_nodes, image)))
+                if len(found) >= limit:
+                    break
+    except _OutOfSteps:
+        pass
     return found

@@ -47,6 +47,7 @@ Examples
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import MappingProxyType
 
 import numpy as np
 
@@ -91,7 +92,7 @@ class Collective:
 
 
 #: The collectives, in the order NVIDIA/nccl-tests doc/PERFORMANCE.md lists them.
-COLLECTIVES: dict[str, Collective] = {c.name: c for c in (
+COLLECTIVES: dict[str, Collective] = MappingProxyType({c.name: c for c in (
     Collective("all_reduce", "count", False, "2(n-1)/n", "nccl-tests src/all_reduce.cu"),
     Collective("all_gather", "sendcount", True, "(n-1)/n", "nccl-tests src/all_gather.cu"),
     Collective("reduce_scatter", "recvcount", True, "(n-1)/n", "nccl-tests src/reduce_scatter.cu"),
@@ -99,7 +100,7 @@ COLLECTIVES: dict[str, Collective] = {c.name: c for c in (
     Collective("reduce", "count", False, "1", "nccl-tests src/reduce.cu"),
     Collective("alltoall", "count (per peer)", True, "(n-1)/n", "nccl-tests src/alltoall.cu"),
     Collective("sendrecv", "count", False, "1", "nccl-tests src/sendrecv.cu"),
-)}
+)})
 
 
 def collective(name: str) -> Collective:

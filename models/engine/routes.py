@@ -86,6 +86,7 @@ import math
 from collections import deque
 from dataclasses import dataclass
 from enum import IntEnum
+from types import MappingProxyType
 
 import numpy as np
 
@@ -101,7 +102,7 @@ __all__ = [
 
 # nvidia-smi's PCIe classes as NCCL's path types (NCCL has no NODE; NVIDIA/nccl v2.27.7-1
 # src/graph/paths.cc classifies a path through a CPU as PHB whichever root ports it uses).
-_NCCL_PCIE_TYPE = {"PIX": "PIX", "PXB": "PXB", "PHB": "PHB", "NODE": "PHB", "SYS": "SYS"}
+_NCCL_PCIE_TYPE = MappingProxyType({"PIX": "PIX", "PXB": "PXB", "PHB": "PHB", "NODE": "PHB", "SYS": "SYS"})
 
 
 class PathType(IntEnum):

@@ -18,9 +18,12 @@ A single GPU runs no collective: NCCL copies the buffer on the device, so the ti
 and a write of it at the GPU's memory bandwidth, and busbw is 0 as nccl-tests prints it.
 
 :func:`pairwise` and :func:`subsets` evaluate every 2-GPU communicator and every k-GPU set.
-They compute one representative per symmetry class (:func:`topo.interchangeable_gpus`,
-:func:`topo.gpu_automorphisms` on the part of the fabric NCCL's paths use) and reuse it for
-the others, so 65,535 DGX-2 subsets take a few dozen searches.
+They compute one representative per symmetry class (the fabric's key of NCCL estimates,
+:meth:`models.engine.symmetry.FabricSymmetry.nccl`) and reuse it for the others, so 65,535 DGX-2
+subsets take a few dozen searches.
+
+Every function takes a graph or a :class:`models.engine.fabric.PreparedFabric` first: a prepared
+fabric keeps NCCL's view, the searches and the symmetry between calls.
 
 Examples
 --------
@@ -48,7 +51,7 @@ from .measure import DEFAULT as DEFAULT_MEASUREMENT, MeasurementModel, Measured,
 from ..engine.nccl.channels import channel_graphs
 from ..engine.nccl.nvls import NvlsGraph
 from ..engine.nccl.search import ChannelSearch
-from ..engine.nccl.system import NcclSystem
+from ..engine.fabric import PreparedFabric, prepare
 from ..engine.nccl.tuning import NCCL_COLLECTIVES, Selection, nvls_choice, select_algorithm
 from ..engine.nccltests import COLLECTIVES, algbw, busbw, collective as _collective
 from .network import PATTERNS as NETWORK_PATTERNS, network_load
@@ -332,17 +335,19 @@ def measurement_model(calibration=None) -> MeasurementModel:
 
 
 class _Context:
-    """A fabric prepared once for many estimates (routes, capacities, measurement); the NCCL
-    release travels on ``fabric`` (the NCCL view), resolved from ``profile`` here only."""
+    """One call's view of a prepared fabric: the fabric (its NCCL view ``fabric`` carries the
+    release, resolved from ``profile`` by :func:`models.engine.fabric.prepare` only) and how the
+    benchmark is run."""
 
-    def __init__(self, G, profile, gpus_per_thread=1, calibration=None):
-        self.fabric = NcclSystem(G, profile)  # validates G
-        self.G = G
+    def __init__(self, fabric, profile=None, gpus_per_thread=1, calibration=None):
+        self.prepared = prepare(fabric, nccl=profile)
+        self.fabric = self.prepared.nccl
+        self.G = self.prepared.G
         self.gpus_per_thread = gpus_per_thread
         self.measurement = measurement_model(calibration)
-        self.gpu_nodes = topo.gpus(G)
-        self.ids = {n: i for i, n in enumerate(self.gpu_nodes)}
-        self.name = G.graph.get("name", "fabric")
+        self.ids = self.prepared.ids
+        self.gpu_nodes = list(self.ids)  # topo.gpus order: ids are positions in it
+        self.name = self.prepared.name
 
     def nodes(self, gpus) -> list:
         """:func:`topo.select_gpus` without listing G's GPUs again (a send on a large cluster)."""
@@ -354,15 +359,19 @@ class _Context:
 
 class Estimator:
     """A fabric prepared once for many estimates: ``Estimator(G).estimate(...)`` is
-    :func:`estimate`, but NCCL's view of the fabric (routes, capacities, the per-host channel
-    searches of a cluster) is built once and reused, which is what a caller estimating many GPU
-    sets or sizes of one fabric wants (the planner, sweeps). Do not edit ``G`` while using it.
+    :func:`estimate` on a :class:`models.engine.fabric.PreparedFabric` with the benchmark
+    settings fixed. Given a graph, it prepares it, which freezes it (edit a copy instead).
 
     Parameters
     ----------
-    G : networkx.DiGraph
+    G : networkx.DiGraph or PreparedFabric
     profile, gpus_per_thread, calibration : optional
         As for :func:`estimate`, fixed for every estimate of this object.
+
+    Attributes
+    ----------
+    fabric : PreparedFabric
+        The prepared fabric; its NCCL view ``fabric.nccl`` carries the release.
 
     Examples
     --------
@@ -374,12 +383,9 @@ class Estimator:
     """
 
     def __init__(self, G, *, profile=None, gpus_per_thread: int = 1, calibration=None):
-        self._context = _Context(G, profile, gpus_per_thread, calibration)
-
-    @property
-    def fabric(self) -> NcclSystem:
-        """NCCL's view of the fabric, which carries the release (``fabric.profile``)."""
-        return self._context.fabric
+        fabric = G if isinstance(G, PreparedFabric) else PreparedFabric(G, nccl=profile)
+        self._context = _Context(fabric, profile, gpus_per_thread, calibration)
+        self.fabric = fabric
 
     def estimate(self, collective: str, nbytes, gpus=None, *, algorithm=None,
                  protocol=None, max_pairs=None) -> CollectiveEstimate:
@@ -420,8 +426,8 @@ def estimate(G, collective: str, nbytes, gpus=None, *, algorithm=None, protocol=
 
     Parameters
     ----------
-    G : networkx.DiGraph
-        A fabric (one host).
+    G : networkx.DiGraph or PreparedFabric
+        A fabric.
     collective : str
         One of :data:`COLLECTIVE_NAMES`.
     nbytes : int or array_like of int
@@ -435,7 +441,8 @@ def estimate(G, collective: str, nbytes, gpus=None, *, algorithm=None, protocol=
     protocol : str, optional
         Force ``"LL"``, ``"LL128"`` or ``"Simple"`` (NCCL collectives only).
     profile : str or NcclProfile, optional
-        NCCL release (``"2.3.7"``, ``"2.12"``; default: the reference version).
+        NCCL release (``"2.3.7"``, ``"2.12"``; default: the reference version, or the prepared
+        fabric's, which another release may not contradict).
     gpus_per_thread : int
         GPUs one host thread launches the collective on, nccl-tests' ``-g`` (1: one process
         per GPU, as training frameworks run).
@@ -756,75 +763,13 @@ def _network_load(router, send, recv, nic_host, load) -> None:
 
 
 # ------------------------------------------------------------------------- many GPU sets
-class _Symmetry:
-    """Canonical keys of GPU sets under the symmetries of the part of the fabric NCCL uses."""
-
-    def __init__(self, ctx, collective):
-        G = ctx.G
-        gpu_nodes = topo.gpus(G)
-        self.hosts = None
-        if G.graph.get("hosts", 1) > 1 and collective in NCCL_COLLECTIVES:
-            # A cluster's hosts are identical copies and NCCL's model sees a multi-node set only
-            # through its node shapes (one search per shape, the minimum over them; the network
-            # is not charged): the sets with the same shapes on any hosts are equivalent.
-            self.hosts = {g: (G.nodes[g]["host"], G.nodes[g]["index"]) for g in gpu_nodes}
-            # Within a host, the symmetries of one host (its NICs included) apply as well.
-            first = G.subgraph(n for n, h in G.nodes(data="host") if h == self.hosts[gpu_nodes[0]][0]).copy()
-            self._local(first)
-            self.local_node = {G.nodes[g]["index"]: g for g in topo.gpus(first)}
-            return
-        self._local(self._support(ctx, gpu_nodes))
-
-    def _local(self, S) -> None:
-        self.classes = topo.interchangeable_gpus(S)
-        self.maps = topo.gpu_automorphisms(S)
-        self.class_of = {g: c for c, members_ in enumerate(self.classes) for g in members_}
-        self.position = {g: i for i, g in enumerate(topo.gpus(S))}
-
-    @staticmethod
-    def _support(ctx, gpu_nodes):
-        """The fabric restricted to the edges NCCL's paths between these GPUs use."""
-        G = ctx.G
-        members = set(gpu_nodes)
-        support = set()
-        for a in gpu_nodes:
-            for b in gpu_nodes:
-                if a != b:
-                    for (u, v), _ in ctx.fabric.hop(a, b, ())[1]:  # PCIe / switch / direct
-                        support.add((u, v))
-                    for (u, v), _ in ctx.fabric.hop(a, b, members)[1]:  # with NVB relays
-                        support.add((u, v))
-        S = G.edge_subgraph(support | {(v, u) for u, v in support}).copy()
-        S.add_nodes_from((g, G.nodes[g]) for g in gpu_nodes)
-        return S
-
-    def key(self, nodes) -> tuple:
-        if self.hosts is not None:
-            shapes: dict = {}
-            for g in nodes:
-                host, index = self.hosts[g]
-                shapes.setdefault(host, []).append(self.local_node[index])
-            return ("hosts",) + tuple(sorted(self._canonical(shape) for shape in shapes.values()))
-        return self._canonical(nodes)
-
-    def _canonical(self, nodes) -> tuple:
-        best = None
-        for mapping in self.maps:
-            image = sorted((mapping[g] for g in nodes), key=self.position.__getitem__)
-            # Interchangeable GPUs are equivalent: keep only the class of each, in index order.
-            candidate = tuple(self.class_of[g] for g in image)
-            if best is None or candidate < best:
-                best = candidate
-        return best
-
-
 def pairwise(G, collective: str, nbytes, *, profile=None, gpus_per_thread: int = 1, calibration=None,
              max_sets=None, max_searches=None, progress=None) -> np.ndarray:
     """busbw of every 2-GPU communicator.
 
     Parameters
     ----------
-    G : networkx.DiGraph
+    G : networkx.DiGraph or PreparedFabric
     collective : str
     nbytes : int
         nccl-tests' size. [bytes]
@@ -863,7 +808,7 @@ def subsets(G, collective: str, nbytes, k: int, *, profile=None, gpus_per_thread
 
     Parameters
     ----------
-    G : networkx.DiGraph
+    G : networkx.DiGraph or PreparedFabric
     collective : str
     nbytes : int
         nccl-tests' size. [bytes]
@@ -922,7 +867,7 @@ def _all_sets(ctx, k, collective, nbytes, *, max_sets=None, max_searches=None, p
     if max_sets is not None and count > max_sets:
         raise LimitError(f"{count} sets of {k} GPUs on {ctx.name}", keyword="max_sets", size=count,
                          limit=max_sets)
-    symmetry = _Symmetry(ctx, collective)
+    symmetry = ctx.prepared.symmetry.nccl(collective, network=collective in NCCL_COLLECTIVES)
     gpu_nodes = topo.gpus(ctx.G)
     combos = list(itertools.combinations(range(n), k))
     keys = [symmetry.key([gpu_nodes[i] for i in combo]) for combo in combos]

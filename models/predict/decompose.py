@@ -71,6 +71,7 @@ from topo.errors import DgxTopoError
 
 from .collectives import COLLECTIVE_NAMES, Estimator
 from .network import tree_links
+from ..engine.fabric import prepare
 from ..engine.nccl.releases import RingBuilder
 from ..engine.nccl.tuning import bus_to_alg_ratio
 from ..engine.nccltests import algbw_to_busbw, busbw_factor
@@ -209,7 +210,7 @@ class Decomposer:
 
     Parameters
     ----------
-    G : networkx.DiGraph
+    G : networkx.DiGraph or models.engine.fabric.PreparedFabric
         The fabric; its edges' capacities are what every decomposition reads.
     profile : str or NcclProfile, optional
         NCCL release (default: the reference version).
@@ -227,9 +228,11 @@ class Decomposer:
     """
 
     def __init__(self, G, *, profile=None, calibration=None, parameters: StepParameters = STEP_PARAMETERS):
-        self.G = G
-        self.estimator = Estimator(G, profile=profile, calibration=calibration)
-        self.system = self.estimator.fabric  # NCCL's view of G: one set of routes for estimates and loads
+        # One prepared fabric (not freezing the caller's graph): the estimates and the routes
+        # share its NCCL view.
+        self.estimator = Estimator(prepare(G, nccl=profile), calibration=calibration)
+        self.G = self.estimator.fabric.G
+        self.system = self.estimator.fabric.nccl
         self.parameters = parameters
         self.gpu_nodes = topo.gpus(G)
         self.ids = {n: i for i, n in enumerate(self.gpu_nodes)}

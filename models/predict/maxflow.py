@@ -26,9 +26,9 @@ import networkx as nx
 import numpy as np
 
 from topo.errors import DgxTopoError
-from topo.schema import validate
 from topo.select import select_gpus
 
+from ..engine.fabric import graph_of
 from ..engine.routes import line_rate
 
 __all__ = ["BACKENDS", "MaxFlowError", "SCIPY_FROM_EDGES", "flow_matrix", "maxflow_matrix",
@@ -203,7 +203,7 @@ def maxflow_matrix(G, gpus=None, *, capacity=line_rate, backend=None) -> np.ndar
     Parameters
     ----------
     G : networkx.DiGraph
-        A fabric (validated here).
+        A fabric (validated here) or a :class:`models.engine.fabric.PreparedFabric`.
     gpus : iterable of int or str, optional
         GPU ids (see :func:`topo.select_gpus`); all GPUs by default. Unselected GPUs still
         relay.
@@ -235,5 +235,5 @@ def maxflow_matrix(G, gpus=None, *, capacity=line_rate, backend=None) -> np.ndar
     >>> (maxflow_matrix(dgx1(), [0, 1, 5]) / 1e9).tolist()
     [[0.0, 80.0, 80.0], [80.0, 0.0, 80.0], [80.0, 80.0, 0.0]]
     """
-    validate(G)
+    G = graph_of(G)
     return flow_matrix(G, select_gpus(G, gpus), capacity, backend)

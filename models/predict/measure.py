@@ -42,6 +42,7 @@ Everything else (other link classes, generations, the network) is predicted from
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 
 import numpy as np
 
@@ -49,6 +50,7 @@ import topo
 from topo.errors import DgxTopoError
 from topo.units import us
 
+from ..engine.fabric import PreparedFabric
 from ..engine.nccl.pipelining import PIPELINE_COLLECTIVES, Pipelining, pipelining
 from ..engine.nccl.profiles import nccl_profile
 from ..engine.nccl.system import NcclSystem
@@ -137,7 +139,7 @@ _PCIE_PACKET = 256 / 282
 _IB_PACKET = 4096 / (4096 + 26)
 
 #: The link classes the measurement model knows, keyed like :data:`topo.LINKS`.
-LINK_CLASSES: dict[str, LinkClass] = {
+LINK_CLASSES: dict[str, LinkClass] = MappingProxyType({
     "nvlink1": LinkClass("nvlink1", topo.LINKS["nvlink1"].bandwidth, _NVLINK_PACKET,
                          "8 lanes x 20 Gb/s (Tesla P100 whitepaper, NVIDIA 2016); NVLink packet "
                          "framing (Foley & Danskin, IEEE Micro 2017)"),
@@ -175,7 +177,7 @@ LINK_CLASSES: dict[str, LinkClass] = {
     "ib_ndr": LinkClass("ib_ndr", topo.LINKS["ib_ndr"].bandwidth, _IB_PACKET,
                         "4 x 106.25 Gb/s PAM4; 4096 B MTU packet headers (InfiniBand Architecture "
                         "Specification vol. 1 rel. 1.5)", "NDR's FEC overhead not counted"),
-}
+})
 
 _DGX2 = ("nccl-tests -g 12 on 12 GPUs of a DGX-2, wohlbier/nccl-tests README \"Results on dgx-2\" "
          "(2020)")
@@ -423,7 +425,10 @@ class Measured:
 
 
 def _release_and_graph(fabric, profile) -> tuple:
-    """``(NcclProfile, graph)`` of an NCCL view (its own release), or of a graph and ``profile``."""
+    """``(NcclProfile, graph)`` of an NCCL view or a prepared fabric (its own release), or of a
+    graph and ``profile``."""
+    if isinstance(fabric, PreparedFabric):
+        fabric = fabric.nccl
     if isinstance(fabric, NcclSystem):
         if profile is not None and nccl_profile(profile) is not fabric.profile:
             raise MeasurementError(f"the fabric's NCCL view runs {fabric.profile.version}, received "

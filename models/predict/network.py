@@ -55,8 +55,8 @@ Examples
 from __future__ import annotations
 
 import math
-import weakref
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from topo.cluster import network_nics
 from topo.errors import DgxTopoError
@@ -69,11 +69,7 @@ from ..engine.routes import PathType, RouteError
 __all__ = ["NetworkLoad", "network_load", "tree_links", "PATTERNS"]
 
 #: The patterns whose connections are charged, by the algorithm that runs.
-PATTERNS = {"ring": "ring", "tree": "tree", "nvls_tree": "tree"}
-
-# Per fabric view: loads computed so far, by (pattern, GPUs, NICs of the channels).
-_LOADS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-
+PATTERNS = MappingProxyType({"ring": "ring", "tree": "tree", "nvls_tree": "tree"})
 
 @dataclass(frozen=True, slots=True)
 class NetworkLoad:
@@ -210,7 +206,7 @@ def network_load(fabric, search, pattern: str, gpus=None) -> NetworkLoad | None:
     if len(hosts_of_gpus) < 2:
         return None
     key = (pattern, gpus, nets, rate)
-    cache = _LOADS.setdefault(fabric, {})
+    cache = fabric.network_loads  # the view's, by (pattern, GPUs, NICs of the channels)
     if key not in cache:
         cache[key] = _charge(fabric, pattern, nets, rate, exits, hosts_of_gpus)
     return cache[key]

@@ -88,22 +88,23 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from types import MappingProxyType
 
 import numpy as np
 
 from topo.errors import DgxTopoError, LimitError
 from topo.nvidia_smi import connection_matrix
-from topo.schema import validate
 from topo.select import select_gpus
 from topo.specs import LINKS
-from topo.symmetry import interchangeable_gpus
 from topo.units import GB, us
 
 from .maxflow import flow_matrix
 from .measure import LINK_CLASSES
+from ..engine.fabric import graph_of, prepare
 from ..engine.nccl.profiles import nccl_profile
 from ..engine.nccl.system import nccl_capacity
 from ..engine.results import Moved, tidy_records
+from ..engine.symmetry import host_copies
 from ..engine.routes import PathType, Route, Router, line_rate, route_bandwidth
 
 __all__ = [
@@ -173,7 +174,7 @@ def _nvlink(link: str, lanes: int, gbps: float, signalling_source: str, uncertai
 
 #: Achieved / line rate (or / HBM bandwidth), per link technology and generation: the one
 #: table of efficiencies.
-EFFICIENCIES: dict[str, Calibrated] = {
+EFFICIENCIES: dict[str, Calibrated] = MappingProxyType({
     "nvlink1": _nvlink(
         "nvlink1", 8, 20.0, "NVIDIA Tesla P100 whitepaper: 20 Gb/s signalling, 20 GB/s per "
         "link per direction",
@@ -254,7 +255,7 @@ EFFICIENCIES: dict[str, Calibrated] = {
         "whitepaper ('1.5x delivered memory bandwidth versus Pascal GP100'), / P100's 732 GB/s",
         "[U] the whitepaper's ratio is for its own workloads, not for a device-local "
         "cudaMemcpy; not measured here (a prediction)"),
-}
+})
 
 
 def _ceiling(channels: int, mts: int, platform: str, source: str, uncertain: str) -> Calibrated:
@@ -268,7 +269,7 @@ def _ceiling(channels: int, mts: int, platform: str, source: str, uncertain: str
 
 #: The host's ceiling on copies staged through one CPU's memory, per CPU model (the CPU
 #: node's ``model`` attribute). A CPU of a model not listed has no ceiling.
-HOST_CEILINGS: dict[str, Calibrated] = {
+HOST_CEILINGS: dict[str, Calibrated] = MappingProxyType({
     "Intel Xeon E5-2698 v4": _ceiling(
         4, 2133, "Broadwell-EP (DGX-1, DGX-1V)",
         "Intel Xeon E5-2698 v4 product specifications: 4 channels; NVIDIA DGX-1 datasheet: "
@@ -280,10 +281,10 @@ HOST_CEILINGS: dict[str, Calibrated] = {
         6, 2666, "Skylake-SP (DGX-2)",
         "Intel Xeon Platinum 8168 product specifications: 6 channels, DDR4-2666",
         "[U] DGX-2's populated memory speed is not verified; never binds on a DGX-2"),
-}
+})
 
 #: Fixed software overheads added to the hops' latencies.
-OVERHEADS: dict[str, Calibrated] = {
+OVERHEADS: dict[str, Calibrated] = MappingProxyType({
     "network": Calibrated(
         2.7 * us, "latency of a copy between hosts (GPUDirect RDMA), on top of the hops",
         "", "NVIDIA/nccl v2.27.7-1 src/graph/tuning.cc hwLat[NET][Ring][LL] = 2.7 us, NCCL's "
@@ -314,7 +315,7 @@ OVERHEADS: dict[str, Calibrated] = {
         "P2P=Disabled entries (GPU1-7)", _ROW,
         "[U] about 2 us below the P2P=Enabled staged figure on the same pairs, for reasons "
         "the row does not show; the residuals spread +-0.6 us"),
-}
+})
 
 
 @dataclass(frozen=True, slots=True)
@@ -517,7 +518,7 @@ def staged_copy(G, src: int, dst: int) -> StagedCopy:
     Parameters
     ----------
     G : networkx.DiGraph
-        A fabric (validated here).
+        A fabric (validated here) or a :class:`models.engine.fabric.PreparedFabric`.
     src, dst : int
         GPU ids of one host, distinct.
 
@@ -539,7 +540,7 @@ def staged_copy(G, src: int, dst: int) -> StagedCopy:
     >>> c.host_memory, c.to_host, c.from_host
     ('cpu0', ('gpu0', 'pcie0', 'cpu0'), ('cpu0', 'pcie0', 'gpu1'))
     """
-    validate(G)
+    G = graph_of(G)
     (a,), (b,) = select_gpus(G, [src]), select_gpus(G, [dst])
     if a == b:
         raise P2PError(f"staged copy from GPU {src} to itself: expected two distinct GPUs "
@@ -612,96 +613,22 @@ def _fill(G, copies, achieved: bool) -> list:
 
 
 # -- symmetry: GPUs whose swap is an automorphism of the fabric give identical rows ---------
-def _classes(G, nodes) -> list:
+def _classes(symmetry, nodes) -> list:
     """Partition ``nodes`` into classes of interchangeable GPUs (positions into ``nodes``).
 
     Swapping two interchangeable GPUs is an automorphism of the attributed fabric, which
     leaves every routed, staged and max-flow figure unchanged; so one representative pair per
     pair of classes gives the whole matrix (DGX-2: GPUs sharing a PCIe leaf switch are
-    interchangeable, 8 classes of 2). See :func:`topo.interchangeable_gpus`.
+    interchangeable, 8 classes of 2). ``symmetry`` is the whole graph's
+    (:meth:`models.engine.symmetry.FabricSymmetry.graph`).
     """
     position = {n: i for i, n in enumerate(nodes)}
     classes = []
-    for members in interchangeable_gpus(G):
+    for members in symmetry.classes:
         chosen = [position[n] for n in members if n in position]
         if chosen:
             classes.append(chosen)
     return classes
-
-
-def _host_copies(G):
-    """The hosts of ``G`` grouped into classes of identical copies: a list of classes, each a
-    list of ``{place: node}`` per host (in host order), or None.
-
-    Hosts joined only through NVSwitch chips of no host (the 18 compute trays of a GB200 NVL72
-    on the rack's switch chips, host -1) that are copies of one another can be permuted: every
-    permutation within a class of identical hosts is an automorphism of the fabric, even when
-    another host differs (a what-if that damaged one tray). A pair's figures then depend only
-    on its GPUs' places within their hosts, their hosts' classes and whether the hosts are the
-    same, so the GPUs of two hosts per class give the whole matrix (on an NVL72, 28 pairs
-    instead of 5,112). A node's place in its host is its ``(kind, index)``. Checked exactly, in
-    time linear in the edges: the same places, the same attributes (but ``host``) and the same
-    edges (to the same places or the same shared nodes, with the same attributes). None when
-    there is nothing to gain (fewer than 3 hosts, no two hosts alike) or the hosts are joined
-    otherwise (a cluster's network).
-    """
-    hosts: dict = {}
-    place: dict = {}
-    for n, data in G.nodes(data=True):
-        h = data.get("host")
-        if isinstance(h, int) and h >= 0:
-            local = hosts.setdefault(h, {})
-            key = place[n] = (data.get("kind"), data.get("index"))
-            if key in local:
-                return None
-            local[key] = n
-    if len(hosts) < 3:  # nothing to gain over the interchangeable classes
-        return None
-    order = [hosts[h] for h in sorted(hosts)]
-    host_of = {n: i for i, local in enumerate(order) for n in local.values()}
-    kind = G.nodes
-    for n in host_of:
-        if any(v not in host_of and kind[v]["kind"] != "nvswitch" for v in _neighbours(G, n)):
-            return None
-
-    def same(x0, x, r, k):
-        """Whether node x of host k is node x0 of host r under the map of places."""
-        if {**kind[x0], "host": None} != {**kind[x], "host": None}:
-            return False
-        for adjacency in (G.adj, G.pred):
-            out0, out = adjacency[x0], adjacency[x]
-            if len(out0) != len(out):
-                return False
-            for y0, e0 in out0.items():
-                h = host_of.get(y0)
-                if h is None:
-                    y = y0
-                elif h == r:
-                    y = order[k][place[y0]]
-                else:
-                    return False  # an edge between two hosts
-                if out.get(y) != e0:
-                    return False
-        return True
-
-    classes: list = []  # per class: the host numbers (positions in ``order``)
-    for k, local in enumerate(order):
-        for members in classes:
-            r = members[0]
-            if local.keys() == order[r].keys() and all(same(order[r][m], local[m], r, k) for m in local):
-                members.append(k)
-                break
-        else:
-            classes.append([k])
-    if all(len(members) == 1 for members in classes):
-        return None
-    return [[order[k] for k in members] for members in classes]
-
-
-def _neighbours(G, n):
-    """Successors and predecessors of ``n``."""
-    yield from G.adj[n]
-    yield from G.pred[n]
 
 
 def _peer_access(p2p) -> bool:
@@ -723,17 +650,20 @@ class _Pair:
 class _Table:
     """Per-pair figures for a GPU selection, computed once per pair of symmetry classes."""
 
-    def __init__(self, G, nodes, *, p2p: bool = True, symmetry: bool = True):
+    def __init__(self, G, nodes, *, p2p: bool = True, symmetry=None):
+        """``symmetry``: the fabric's (:class:`models.engine.fabric.PreparedFabric`), or None to
+        compute every pair."""
         self.G = G
         self.nodes = nodes
         self.p2p = p2p
         self.router = Router(G)
-        copies = _host_copies(G) if symmetry else None
+        copies = host_copies(G) if symmetry is not None else None
         if copies is not None:
             self._by_host(nodes, copies)
             return
         self.host_of = None
-        classes = _classes(G, nodes) if symmetry else [[i] for i in range(len(nodes))]
+        classes = (_classes(symmetry.graph(), nodes) if symmetry is not None
+                   else [[i] for i in range(len(nodes))])
         self.index = np.empty(len(nodes), dtype=np.intp)
         for c, members in enumerate(classes):
             self.index[members] = c
@@ -743,7 +673,7 @@ class _Table:
         self._one_way: dict = {}
 
     def _by_host(self, nodes, classes) -> None:
-        """Representatives under host permutations (:func:`_host_copies`)."""
+        """Representatives under host permutations (:func:`models.engine.symmetry.host_copies`)."""
         where = {}
         for c, hosts in enumerate(classes):
             for i, local in enumerate(hosts):
@@ -921,7 +851,7 @@ def p2p_path(G, src: int, dst: int, *, p2p=True) -> P2PResult:
     Parameters
     ----------
     G : networkx.DiGraph
-        A fabric (validated here).
+        A fabric (validated here) or a :class:`models.engine.fabric.PreparedFabric`.
     src, dst : int
         GPU ids (position in :func:`topo.gpus` order; the CUDA index in one system). Equal
         ids give the device-local copy.
@@ -952,9 +882,9 @@ def p2p_path(G, src: int, dst: int, *, p2p=True) -> P2PResult:
     (145.59, 2.9, 120.0)
     """
     peer = _peer_access(p2p)
-    validate(G)
+    G = graph_of(G)
     (a,), (b,) = select_gpus(G, [src]), select_gpus(G, [dst])
-    table = _Table(G, [a, b] if a != b else [a], p2p=peer, symmetry=False)
+    table = _Table(G, [a, b] if a != b else [a], p2p=peer)
     host = G.nodes[a]["host"]
     if a == b:
         smi = "X"
@@ -982,7 +912,7 @@ def p2p_matrix(G, gpus=None, *, mode: str = "route", bidirectional: bool = False
     Parameters
     ----------
     G : networkx.DiGraph
-        A fabric (validated here).
+        A fabric (validated here) or a :class:`models.engine.fabric.PreparedFabric`.
     gpus : iterable of int or str, optional
         GPU ids or a list such as ``"0,3,5-7"`` (rows and columns in that order); all GPUs
         by default.
@@ -1026,8 +956,9 @@ def p2p_matrix(G, gpus=None, *, mode: str = "route", bidirectional: bool = False
     """
     peer = _peer_access(p2p)
     _check_mode(mode, peer)
-    validate(G)
-    table = _Table(G, select_gpus(G, gpus), p2p=peer)
+    fabric = prepare(G)
+    G = fabric.G
+    table = _Table(G, select_gpus(G, gpus), p2p=peer, symmetry=fabric.symmetry)
     return _bandwidth(table, mode, bidirectional, achieved)
 
 
@@ -1077,8 +1008,9 @@ def p2p_latency_matrix(G, gpus=None, *, p2p=True) -> np.ndarray:
     array([ 1.4 , 16.91, 17.01])
     """
     peer = _peer_access(p2p)
-    validate(G)
-    return _Table(G, select_gpus(G, gpus), p2p=peer).latency()
+    fabric = prepare(G)
+    G = fabric.G
+    return _Table(G, select_gpus(G, gpus), p2p=peer, symmetry=fabric.symmetry).latency()
 
 
 def path_type_matrix(G, gpus=None, *, p2p=True) -> np.ndarray:
@@ -1105,8 +1037,9 @@ def path_type_matrix(G, gpus=None, *, p2p=True) -> np.ndarray:
     ['LOC', 'PIX', 'PHB']
     """
     peer = _peer_access(p2p)
-    validate(G)
-    return _Table(G, select_gpus(G, gpus), p2p=peer).path_types()
+    fabric = prepare(G)
+    G = fabric.G
+    return _Table(G, select_gpus(G, gpus), p2p=peer, symmetry=fabric.symmetry).path_types()
 
 
 @dataclass(frozen=True, slots=True)
@@ -1195,7 +1128,8 @@ def p2p_report(G, gpus=None, *, mode: str = "route", p2p="enabled", max_pairs: i
     """
     peer = _peer_access(p2p)
     _check_mode(mode, peer)
-    validate(G)
+    fabric = prepare(G)
+    G = fabric.G
     nodes = select_gpus(G, gpus)
     pairs = len(nodes) * (len(nodes) - 1)
     if max_pairs is not None and pairs > max_pairs:
@@ -1203,7 +1137,7 @@ def p2p_report(G, gpus=None, *, mode: str = "route", p2p="enabled", max_pairs: i
                          size=pairs, limit=max_pairs)
     position = {n: i for i, n in enumerate(select_gpus(G))}
     ids = tuple(position[n] for n in nodes)
-    table = _Table(G, nodes, p2p=peer)
+    table = _Table(G, nodes, p2p=peer, symmetry=fabric.symmetry)
     matrices = [_bandwidth(table, mode, b, True) for b in (False, True)]
     for m in matrices:
         m.setflags(write=False)

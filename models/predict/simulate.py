@@ -209,8 +209,8 @@ class TaskGraph:
 
 
 # ------------------------------------------------------------------------------ reading
-_FIELDS = {"id", "op", "gpus", "gpu", "src", "dst", "bytes", "root", "seconds", "flops", "dtype", "after",
-           "kind", "stream", "images"}
+_FIELDS = frozenset({"id", "op", "gpus", "gpu", "src", "dst", "bytes", "root", "seconds", "flops", "dtype", "after",
+           "kind", "stream", "images"})
 
 
 def _int(value, task, name, low=0, high=None) -> int:

@@ -54,6 +54,7 @@ import os
 import re
 import sys
 import textwrap
+from types import MappingProxyType
 from dataclasses import dataclass
 from typing import Callable
 
@@ -159,6 +160,17 @@ def _count(minimum: int):
         except DgxTopoError as error:
             raise argparse.ArgumentTypeError(str(error)) from None
     return parse
+
+
+def _seconds(text: str) -> float:
+    """An argparse type: a finite number of seconds > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"expected a number of seconds > 0, received {text!r}")
+    return value
 
 
 # ------------------------------------------------------------------------- sizing work
@@ -575,41 +587,48 @@ def _bound_column_option(parser) -> None:
 
 
 def _ranked(args, k: int, function):
+    """``(graph, prepared fabric, result)``: one prepared fabric for the ranking and its bounds."""
+    from ..engine.fabric import PreparedFabric
+
     calibration = _calibration(args)  # a bad file fails before any work
     G = _fabric(args, args.system)
+    fabric = PreparedFabric(G, nccl=args.nccl)  # the command's own graph: frozen while it runs
     with _progress(args, f"{args.coll} on sets of {k} GPUs", "search") as progress:
-        return G, function(G, collective=args.coll, nbytes=args.size, profile=args.nccl,
-                           gpus_per_thread=args.g, calibration=calibration,
-                           max_sets=args.limit, max_searches=args.max_searches, progress=progress)
+        return G, fabric, function(fabric, collective=args.coll, nbytes=args.size, gpus_per_thread=args.g,
+                                   calibration=calibration, max_sets=args.limit, max_searches=args.max_searches,
+                                   progress=progress)
 
 
 def _pairs(args) -> None:
-    G, matrix = _ranked(args, 2, pairwise)
+    G, fabric, matrix = _ranked(args, 2, pairwise)
     bounds = None
     if args.bound:
         from ..studies.bounds import pairwise_bounds
-        bounds = pairwise_bounds(G, args.coll)
+        bounds = pairwise_bounds(fabric, args.coll)
     if args.json:
         _print_json(pairs_json(G, args.coll, args.size, matrix, bounds))
     else:
         print(pairs_table(G, args.coll, args.size, matrix, bounds))
 
 
-def _set_bounds(G, collective: str, results) -> dict:
-    """GPU ids -> bound busbw [B/s] of each set shown, one bound per set the estimates found
-    equal up to the fabric's symmetry (``representative``), as :func:`models.subset_bounds`
-    does: relabelling GPUs by a symmetry of the fabric never changes a bound."""
+def _set_bounds(fabric, collective: str, results) -> dict:
+    """GPU ids -> bound busbw [B/s] of each set shown, one bound per class of the whole graph's
+    symmetry (the bounds' key, models.engine.symmetry; not the estimates' key, which ignores
+    links NCCL's paths do not use and a bound may), as :func:`models.subset_bounds` does."""
     from ..studies.bounds import bound
 
+    key = fabric.symmetry.graph().key
+    nodes = list(fabric.ids)
     found: dict = {}
     values = {}
     for r in results:
         if len(r.gpus) < 2:
             values[tuple(r.gpus)] = 0.0
             continue
-        if r.representative not in found:
-            found[r.representative] = bound(G, collective, 2**30, list(r.gpus), nccl=False).bound_busbw
-        values[tuple(r.gpus)] = found[r.representative]
+        k = key([nodes[i] for i in r.gpus])
+        if k not in found:
+            found[k] = bound(fabric, collective, 2**30, list(r.gpus), nccl=False).bound_busbw
+        values[tuple(r.gpus)] = found[k]
     return values
 
 
@@ -629,9 +648,9 @@ def _subsets_arguments(parser) -> None:
 
 
 def _subsets(args) -> None:
-    G, ranking = _ranked(args, args.k, lambda G, **kw: subsets(G, k=args.k, **kw))
+    G, fabric, ranking = _ranked(args, args.k, lambda G, **kw: subsets(G, k=args.k, **kw))
     shown = ranking if args.top is None else ranking[:args.top]
-    bounds = _set_bounds(G, args.coll, shown) if args.bound else None
+    bounds = _set_bounds(fabric, args.coll, shown) if args.bound else None
     if args.json:
         _print_json(subsets_json(G, args.coll, args.k, args.size, ranking, shown, bounds))
     else:
@@ -1040,7 +1059,8 @@ _FAIL_EACH_HELP = ("nvlink: one physical link of each NVLink bundle (NV2 becomes
 
 
 def _whatif_arguments(parser) -> None:
-    from ..studies.whatif import FAIL_EACH, MAX_CASES
+    from ..studies.sweep import DASK_TIMEOUT, MAX_CASES, MAX_SECONDS
+    from ..studies.whatif import FAIL_EACH
 
     _collective_argument(parser)
     _system_option(parser)
@@ -1060,29 +1080,47 @@ def _whatif_arguments(parser) -> None:
                         help="also write the fabric coloured by each failure's loss and the ranked bar "
                              "chart (replaced atomically)")
     parser.add_argument("--max-cases", type=_count(1), default=MAX_CASES, metavar="N",
-                        help=f"refuse sweeps of more than N failure cases (default {MAX_CASES}; "
-                             f"--pairs grows as the square)")
+                        help=f"refuse sweeps that classify more than N failure cases (default {MAX_CASES}; "
+                             f"--pairs grows as the square; the hosts of a cluster that are copies count once)")
+    parser.add_argument("--max-seconds", type=_seconds, default=MAX_SECONDS, metavar="S",
+                        help=f"refuse sweeps whose distinct estimates would take more than S seconds in this "
+                             f"process (the baseline estimate's time x their number; default {MAX_SECONDS:g})")
+    parser.add_argument("--dask-timeout", type=_seconds, default=DASK_TIMEOUT, metavar="S",
+                        help=f"seconds to reach a dask:// scheduler (default {DASK_TIMEOUT:g})")
 
 
 def _whatif_sweep(args) -> None:
-    from ..studies.whatif import sweep
+    from ..studies.sweep import ExecutorConnectionError, ExecutorSpecError, SweepSizeError, sweep
+    from .sweep_text import format_sweep, sweep_dict
 
     _check_out(args)
     executor = None if args.executor == "auto" else args.executor
     G = _fabric(args, args.system)
-    with _progress(args, f"whatif {args.fail_each}", "case") as progress:  # the sweep sizes itself first
-        result = sweep(G, args.coll, args.size, fail_each=args.fail_each, pairs=args.pairs, gpus=args.gpus,
-                       executor=executor, progress=progress, max_cases=args.max_cases, profile=args.nccl)
+    with _progress(args, f"whatif {args.fail_each}", "case") as progress:
+        try:
+            result = sweep(G, args.coll, args.size, fail_each=args.fail_each, pairs=args.pairs, gpus=args.gpus,
+                           executor=executor, progress=progress, max_cases=args.max_cases,
+                           max_seconds=args.max_seconds, profile=args.nccl, dask_timeout=args.dask_timeout)
+        except SweepSizeError as error:  # the library names its keyword; the command line, its option
+            option = {"max_cases": "--max-cases", "max_seconds": "--max-seconds"}[error.keyword]
+            unit = {"max_cases": "N", "max_seconds": "S"}[error.keyword]
+            raise _UsageError(str(error).replace(f"pass a larger {error.keyword}=", f"raise it with {option} {unit}")
+                              .replace(f"more than {error.keyword}=", "more than the limit of ")
+                              .replace("fail_each=", "--fail-each ").replace("pairs=True", "--pairs")
+                              .replace("(gpus=)", "(--gpus)")) from None
+        except (ExecutorSpecError, ExecutorConnectionError) as error:
+            raise _UsageError(str(error).replace("executor=", "--executor ")
+                              .replace("raise dask_timeout", "raise --dask-timeout S")) from None
     if args.out is not None:
         from .whatif_plot import sweep_fabric_figure, sweep_figure
 
         figures = [sweep_figure(result)] + ([] if args.pairs else [sweep_fabric_figure(G, result)])
         _write_figures(args.out, f"dgx-topo: what each failure costs on {result.fabric}", figures,
-                       [result.format(top=args.top)])
+                       [format_sweep(result, top=args.top)])
     if args.json:
-        _print_json(sweep_json(result.to_dict(), args.top))
+        _print_json(sweep_json(sweep_dict(result), args.top))
         return
-    print(result.format(top=args.top))
+    print(format_sweep(result, top=args.top))
     if args.out is not None:
         print(f"wrote {args.out}")
 
@@ -1368,7 +1406,7 @@ _GRAPH_HELP = ('Task graphs (--graph): {"tasks": [{"id": "grad", "op": "all_redu
 
 
 #: Every subcommand, in the order ``dgxtopo --help`` lists them.
-COMMANDS: list[Command] = [
+COMMANDS: list[Command] = tuple([
     Command("systems", "list the built-in systems", _systems_arguments, _systems),
     Command("topo", "connection matrix as nvidia-smi topo -m prints it", _topo_arguments, _topo),
     Command("p2p", "GPU-to-GPU bandwidth and latency as p2pBandwidthLatencyTest prints them (predicted)",
@@ -1398,7 +1436,7 @@ COMMANDS: list[Command] = [
     Command("simulate", "a training step or your task graph as a timeline: overlap and shared links",
             _simulate_arguments, _simulate,
             epilog="Workloads (WORKLOAD): " + WORKLOAD_GRAMMAR + ". " + _GRAPH_HELP + "."),
-]
+])
 
 
 def _grammars(parser) -> list:
@@ -1449,12 +1487,13 @@ def _subcommand_parser(parser, name: str):
 # Library keywords a message may name, and the option that sets each on the command line: the
 # library's typed errors name the keyword (gpus_per_thread=, topo.LimitError.keyword); the command
 # line names its option.
-_KEYWORD_OPTIONS = {"gpus_per_thread": "-g", "fail_each": "--fail-each", "max_hosts": "--max-gpus",
+_KEYWORD_OPTIONS = MappingProxyType({"gpus_per_thread": "-g", "fail_each": "--fail-each", "max_hosts": "--max-gpus",
                     "socket_link": "--socket-link", "gpus": "--gpus", "collective": "--collective",
                     "pairs": "--pairs", "max_cases": "--max-cases", "max_sets": "--limit",
                     "max_searches": "--max-searches", "calibration": "--calibration",
                     "max_rows": "--max-rows", "max_pairs": "--limit", "max_gpus": "--limit",
-                    "max_events": "--max-events"}
+                    "max_events": "--max-events", "max_seconds": "--max-seconds",
+                    "dask_timeout": "--dask-timeout"})
 _KEYWORD = re.compile(r"\b(" + "|".join(_KEYWORD_OPTIONS) + r")=(?:True\b)?|\b(gpus_per_thread)\b")
 
 

@@ -22,6 +22,7 @@ True
 from __future__ import annotations
 
 import html
+from types import MappingProxyType
 
 import plotly.io as pio
 from plotly.offline import get_plotlyjs
@@ -29,7 +30,7 @@ from plotly.offline import get_plotlyjs
 __all__ = ["html_page", "figures_page", "FigureDivs", "escape", "PLOTLY_CONFIG", "STYLE"]
 
 #: plotly's configuration of every figure of every page.
-PLOTLY_CONFIG = {"displaylogo": False, "responsive": True}
+PLOTLY_CONFIG = MappingProxyType({"displaylogo": False, "responsive": True})
 
 # Figures drawn before the page's grid settled get their size again once it has.
 _RESIZE = ("window.addEventListener('load', function () { document.querySelectorAll('.js-plotly-plot')"
@@ -88,7 +89,7 @@ class FigureDivs:
         (HTML). plotly.js is not included: :func:`html_page` embeds it once."""
         self.count += 1
         body = pio.to_html(fig, full_html=False, include_plotlyjs=False, div_id=f"fig-{slug}",
-                           config=PLOTLY_CONFIG, default_width="100%")
+                           config=dict(PLOTLY_CONFIG), default_width="100%")
         cap = f"<figcaption>{caption}</figcaption>" if caption else ""
         return f"<figure class='plot' data-figure='{escape(slug)}'>{body}{cap}</figure>"
 

@@ -24,6 +24,7 @@ Examples
 from __future__ import annotations
 
 import math
+from types import MappingProxyType
 
 import numpy as np
 import plotly.graph_objects as go
@@ -44,11 +45,11 @@ __all__ = ["p2p_figure", "latency_figure", "busbw_figure", "pairs_figure", "chan
            "format_bytes", "curve_styles", "Y_QUANTITIES", "DASHES", "SYMBOLS"]
 
 #: What :func:`busbw_figure` can plot: attribute of the estimate, axis label, conversion.
-Y_QUANTITIES = {
+Y_QUANTITIES = MappingProxyType({
     "busbw": (axis_title("busbw", "GB/s"), to_GBps),
     "algbw": (axis_title("algbw", "GB/s"), to_GBps),
     "time": (axis_title("time", "µs"), to_us),
-}
+})
 _BANDWIDTH_SCALE = "Blues"
 _LATENCY_SCALE = "Oranges"
 #: Line dashes given in turn to curves that coincide (the first of a group is solid).
@@ -545,7 +546,7 @@ def check_figure(check, *, title: str | None = None, width: int | None = None,
     return fig
 
 
-_P2P_QUANTITIES = {"bandwidth": ("GB/s", to_GBps), "latency": ("µs", to_us)}
+_P2P_QUANTITIES = MappingProxyType({"bandwidth": ("GB/s", to_GBps), "latency": ("µs", to_us)})
 _SERIES_COLORS = tuple(c for c in COLORWAY if c != _PREDICTED)
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import textwrap
+from types import MappingProxyType
 
 import numpy as np
 
@@ -35,9 +36,9 @@ __all__ = ["format_table", "format_gpu_ids", "package_version",
            "NCCL_TESTS_ROOT", "NCCL_TESTS_REDOP"]
 
 # nccl-tests' root column: the root rank for rooted collectives, -1 otherwise.
-NCCL_TESTS_ROOT = {"broadcast": 0, "reduce": 0}
+NCCL_TESTS_ROOT = MappingProxyType({"broadcast": 0, "reduce": 0})
 # nccl-tests' redop column: sum for the reductions (the CLI models float32 sum), none otherwise.
-NCCL_TESTS_REDOP = {"all_reduce": "sum", "reduce_scatter": "sum", "reduce": "sum"}
+NCCL_TESTS_REDOP = MappingProxyType({"all_reduce": "sum", "reduce_scatter": "sum", "reduce": "sum"})
 
 
 def package_version() -> str:

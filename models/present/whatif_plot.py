@@ -9,7 +9,7 @@ This module imports plotly; ``import models`` does not load it.
 Examples
 --------
 >>> import topo
->>> from models.studies.whatif import sweep
+>>> from models.studies.sweep import sweep
 >>> G = topo.dgx2()
 >>> s = sweep(G, "all_reduce", 2**30, fail_each="nvswitch")
 >>> len(sweep_figure(s).data), sweep_fabric_figure(G, s).layout.title.text
@@ -18,6 +18,8 @@ Examples
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 import plotly.graph_objects as go
 
 from topo.errors import DgxTopoError
@@ -25,18 +27,18 @@ from topo.plot import fabric_figure
 from topo.plot_style import axis_title, style_figure
 from topo.units import to_GBps, to_us
 
-from ..studies.whatif import Sweep
+from ..studies.sweep import Sweep
 from .format import format_bytes, format_percent
 
 __all__ = ["sweep_fabric_figure", "sweep_figure"]
 
-_WHAT = {"nvlink": "one link of each NVLink bundle fails", "nvswitch": "each NVSwitch fails",
-         "nic": "each NIC fails", "gpu": "each GPU fails (the job runs on the others)"}
+_WHAT = MappingProxyType({"nvlink": "one link of each NVLink bundle fails", "nvswitch": "each NVSwitch fails",
+                          "nic": "each NIC fails", "gpu": "each GPU fails (the job runs on the others)"})
 
 
 def _check(result) -> None:
     if not isinstance(result, Sweep):
-        raise DgxTopoError(f"expected a models.studies.whatif.Sweep, received {type(result).__name__}")
+        raise DgxTopoError(f"expected a models.studies.sweep.Sweep, received {type(result).__name__}")
     if not result.rows:
         raise DgxTopoError("expected a sweep with at least one failure case, received none")
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from types import MappingProxyType
 
 import numpy as np
 
@@ -211,9 +212,9 @@ _WORD = re.compile(r"^[A-Za-z]\w*$")
 # dgxtopo collective's closing columns: algo proto nch.
 _PROTOCOLS = ("LL", "LL128", "Simple")
 # Bytes per element of nccl-tests' type names (src/common.cu, every release since 2018).
-_TYPE_BYTES = {"int8": 1, "uint8": 1, "char": 1, "f8e4m3": 1, "f8e5m2": 1, "fp8_e4m3": 1, "fp8_e5m2": 1,
+_TYPE_BYTES = MappingProxyType({"int8": 1, "uint8": 1, "char": 1, "f8e4m3": 1, "f8e5m2": 1, "fp8_e4m3": 1, "fp8_e5m2": 1,
                "half": 2, "bfloat16": 2, "float16": 2, "int32": 4, "uint32": 4, "int": 4, "float": 4,
-               "float32": 4, "int64": 8, "uint64": 8, "double": 8, "float64": 8}
+               "float32": 4, "int64": 8, "uint64": 8, "double": 8, "float64": 8})
 # A row's busbw and algbw are printed with two decimals (GB/s): each is off by up to 0.005.
 _PRINTED = 0.0051 * GB
 # The largest time [us] or bandwidth [GB/s] a row may print: 10^12 us is 11 days per operation,

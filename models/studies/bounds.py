@@ -64,6 +64,7 @@ import topo
 from topo.errors import DgxTopoError, LimitError
 from topo.select import format_gpu_ids
 
+from ..engine.fabric import prepare
 from ..predict.collectives import estimate
 from ..engine.nccl.nvls import sharp_switch
 from ..engine.results import Moved, tidy_records
@@ -419,11 +420,10 @@ class _Solved:
     rates: tuple
 
 
-class _Fabric:
-    """A fabric prepared for many bounds (ids, relay option)."""
+class _BoundProblem:
+    """A prepared fabric set up for many bounds: GPU ids, the relay option, the edge kinds."""
 
     def __init__(self, G, relay, edge_kinds):
-        topo.validate(G)
         capacity_graph(G, [], relay=relay, edge_kinds=edge_kinds)  # checks the options
         self.G = G
         self.relay = relay
@@ -524,7 +524,7 @@ def bound(G, collective: str, nbytes, gpus=None, *, relay: str = "switches", tre
 
     Parameters
     ----------
-    G : networkx.DiGraph
+    G : networkx.DiGraph or PreparedFabric
         A fabric (clusters included).
     collective : str
         One of :data:`BOUND_COLLECTIVES`.
@@ -570,11 +570,13 @@ def bound(G, collective: str, nbytes, gpus=None, *, relay: str = "switches", tre
     size = topo.parse_nbytes(nbytes)
     if not isinstance(size, int):
         raise BoundError(f"a bound is for one size: expected a single size, received {nbytes!r}")
+    prepared = prepare(G, nccl=profile)
+    G = prepared.G
     if max_gpus is not None:
         count = len(topo.select_gpus(G, gpus))
         if count > max_gpus:
             raise LimitError(f"a bound on {count} GPUs", keyword="max_gpus", size=count, limit=max_gpus)
-    fabric = _Fabric(G, relay, edge_kinds)
+    fabric = _BoundProblem(G, relay, edge_kinds)
     nodes = sorted(topo.select_gpus(G, gpus), key=fabric.ids.__getitem__)
     ids = tuple(fabric.ids[g] for g in nodes)
     if len(nodes) < 2:
@@ -606,7 +608,7 @@ def bound(G, collective: str, nbytes, gpus=None, *, relay: str = "switches", tre
     e = None
     nccl_busbw = nccl_bw = nccl_time = algorithm = ratio = None
     if nccl:
-        e = estimate(G, name, size, gpus=list(ids), profile=profile)
+        e = estimate(prepared, name, size, gpus=list(ids))
         nccl_busbw = float(e.busbw)
         nccl_bw = algbw_to_busbw(name, float(e.bandwidth), len(ids))
         nccl_time = float(e.time)
@@ -619,36 +621,16 @@ def bound(G, collective: str, nbytes, gpus=None, *, relay: str = "switches", tre
 
 
 # ------------------------------------------------------------------------ many GPU sets
-class _Symmetry:
-    """Canonical keys of (GPU set, root) under the fabric's GPU symmetries."""
-
-    def __init__(self, G, edge_kinds):
-        self.classes = topo.interchangeable_gpus(G, edge_kinds=edge_kinds)
-        self.maps = topo.gpu_automorphisms(G)
-        self.class_of = {g: c for c, members in enumerate(self.classes) for g in members}
-        self.position = {g: i for i, g in enumerate(topo.gpus(G))}
-
-    def key(self, nodes, root) -> tuple:
-        best = None
-        for mapping in self.maps:
-            image = sorted((mapping[g] for g in nodes), key=self.position.__getitem__)
-            candidate = (tuple(self.class_of[g] for g in image),
-                         None if root is None else self.class_of[mapping[root]])
-            if best is None or candidate < best:
-                best = candidate
-        return best
-
-
 def subset_bounds(G, collective: str, k=None, *, relay: str = "switches", edge_kinds=None) -> list:
     """The bound of every k-GPU set (every set of 2 or more GPUs when ``k`` is None).
 
-    One computation per symmetry class of sets (:func:`topo.interchangeable_gpus`,
-    :func:`topo.gpu_automorphisms`), as :func:`models.subsets` does. broadcast / reduce use
+    One computation per symmetry class of sets (the whole graph's key,
+    :meth:`models.engine.symmetry.FabricSymmetry.graph`), as :func:`models.subsets` does. broadcast / reduce use
     each set's lowest GPU as the root.
 
     Parameters
     ----------
-    G : networkx.DiGraph
+    G : networkx.DiGraph or PreparedFabric
     collective : str
     k : int, optional
         GPUs per set, 2 to the number of GPUs.
@@ -673,7 +655,9 @@ def subset_bounds(G, collective: str, k=None, *, relay: str = "switches", edge_k
     (28, 50.0)
     """
     name = _check_collective(collective)
-    fabric = _Fabric(G, relay, edge_kinds)
+    prepared = prepare(G)
+    G = prepared.G
+    fabric = _BoundProblem(G, relay, edge_kinds)
     n = len(fabric.gpu_nodes)
     if k is None:
         sizes = range(2, n + 1)
@@ -681,7 +665,7 @@ def subset_bounds(G, collective: str, k=None, *, relay: str = "switches", edge_k
         raise BoundError(f"k must be a number of GPUs from 2 to {n} on {fabric.name}, received {k!r}")
     else:
         sizes = (int(k),)
-    symmetry = _Symmetry(G, fabric.edge_kinds)
+    symmetry = prepared.symmetry.graph(fabric.edge_kinds)
     done: dict = {}
     results = []
     for size in sizes:
@@ -702,9 +686,10 @@ def pairwise_bounds(G, collective: str, *, relay: str = "switches", edge_kinds=N
 
     broadcast / reduce take the lower id as the root.
     """
-    n = len(topo.gpus(G))
+    fabric = prepare(G)
+    n = len(fabric.ids)
     matrix = np.full((n, n), np.nan)
-    for result in subset_bounds(G, collective, 2, relay=relay, edge_kinds=edge_kinds):
+    for result in subset_bounds(fabric, collective, 2, relay=relay, edge_kinds=edge_kinds):
         i, j = result.gpus
         matrix[i, j] = matrix[j, i] = result.bound_busbw
     return matrix

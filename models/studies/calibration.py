@@ -14,12 +14,14 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 import numpy as np
 
 from topo.errors import DgxTopoError
 from topo.units import to_us, us
 
+from ..engine.fabric import prepare
 from ..predict.collectives import Estimator
 from .benchmarks import NcclTestsRun, P2PBenchmark
 from ..engine.results import Moved, tidy_records
@@ -33,7 +35,7 @@ SCHEMA_VERSION = 1
 
 # Bounds of the fitted constants [SI]: a launch above 50 us per GPU or a floor above 1 ms is
 # not a launch; an efficiency above 1 would move more than the wire's payload rate.
-_BOUNDS = {"launch_per_gpu": (0.0, 50 * us), "floor": (0.0, 1000 * us), "efficiency": (0.05, 1.0)}
+_BOUNDS = MappingProxyType({"launch_per_gpu": (0.0, 50 * us), "floor": (0.0, 1000 * us), "efficiency": (0.05, 1.0)})
 # Scale of the soft-L1 loss: relative errors above ~5 % count linearly.
 _ROBUST = 0.05
 # A row is bandwidth-bound when the bandwidth term is at least this share of its predicted time.
@@ -390,8 +392,8 @@ def calibrate(runs, G, *, gpus=None, gpus_per_thread=None, profile=None, inplace
     if p2p:
         notes.append(f"{len(p2p)} p2pBandwidthLatencyTest output(s) read but not fitted: the P2P "
                      f"copy model is calibrated separately")
-    estimator = Estimator(G, profile=profile)
-    fabric = estimator.fabric
+    estimator = Estimator(prepare(G, nccl=profile))  # one NCCL view and its searches for every run
+    fabric = estimator.fabric.nccl
     prepared = [_prepare(r, estimator, gpus, gpus_per_thread, inplace) for r in runs
                 if not isinstance(r, P2PBenchmark)]
     if not prepared:
@@ -547,9 +549,9 @@ def check(run, G, *, gpus=None, gpus_per_thread=None, profile=None, calibration=
         For a run without usable rows or a bad ``-g``.
     """
     model = calibration.model if isinstance(calibration, Calibration) else (calibration or DEFAULT)
-    estimator = Estimator(G, profile=profile)
+    estimator = Estimator(prepare(G, nccl=profile))
     p = _prepare(run, estimator, gpus, gpus_per_thread, inplace)
-    m = measured(p.estimate, estimator.fabric, gpus_per_thread=p.gpus_per_thread, model=model)
+    m = measured(p.estimate, estimator.fabric.nccl, gpus_per_thread=p.gpus_per_thread, model=model)
     time, busbw = np.atleast_1d(m.time), np.atleast_1d(m.busbw)
     rows = []
     for size, mt, pt, mb, pb in zip(p.sizes, p.measured_time, time, p.measured_busbw, busbw):

@@ -49,6 +49,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 from topo.errors import DgxTopoError
 from topo.specs import GPUS, GpuSpec
@@ -81,19 +82,19 @@ _MAX_SPLIT = 32
 #: tensor load). V100 16-bit: 83 TFLOPS from cuBLAS mixed precision [S111] of the 112 TFLOPS
 #: of the part measured [U: PCIe or SXM2 not retrieved]. FP32 (SGEMM on the CUDA cores) 0.9 and
 #: TF32 as 16-bit, fp8 0.7, H200 as H100, P100 and B200 are [U] (no measurement retrieved).
-GEMM_EFFICIENCY: dict[str, dict[str, float]] = {
+GEMM_EFFICIENCY: dict[str, dict[str, float]] = MappingProxyType({
     "P100": {"fp32": 0.90, "fp16": 0.85},
     "V100": {"fp32": 0.90, "fp16": 0.74},
     "A100": {"fp32": 0.90, "tf32": 0.87, "fp16": 0.87, "bf16": 0.87},
     "H100": {"fp32": 0.90, "tf32": 0.80, "fp16": 0.80, "bf16": 0.80, "fp8": 0.70},
     "H200": {"fp32": 0.90, "tf32": 0.80, "fp16": 0.80, "bf16": 0.80, "fp8": 0.70},
     "B200": {"fp32": 0.90, "tf32": 0.75, "fp16": 0.75, "bf16": 0.75, "fp8": 0.70},
-}
+})
 #: Fraction of the dense peak a flash-attention kernel reaches, forward and backward:
 #: FlashAttention-2 reaches 50-73 % on A100 [S112], taken as 0.6; H100, H200 and B200 as A100
 #: [U] (FlashAttention-2 reaches about 35 % on H100, FlashAttention-3 and cuDNN's fused attention
 #: more). None before Ampere: FlashAttention-2 needs Ampere or newer [S112].
-ATTENTION_EFFICIENCY: dict[str, float] = {"A100": 0.6, "H100": 0.6, "H200": 0.6, "B200": 0.6}
+ATTENTION_EFFICIENCY: dict[str, float] = MappingProxyType({"A100": 0.6, "H100": 0.6, "H200": 0.6, "B200": 0.6})
 #: Achievable fraction of the HBM peak on streaming kernels [U] (the usual STREAM fraction;
 #: a default, not fitted).
 DEFAULT_MEMORY_EFFICIENCY = 0.8
@@ -104,8 +105,8 @@ KERNEL_FLOOR = 3.8e-6
 
 #: The representative part of each generation (its SXM part with the most memory, as NVIDIA's
 #: datasheets quote first).
-_REPRESENTATIVE = {"P100": "P100", "V100": "V100-SXM2", "A100": "A100-SXM4-80GB",
-                   "H100": "H100-SXM5-80GB", "H200": "H200", "B200": "B200"}
+_REPRESENTATIVE = MappingProxyType({"P100": "P100", "V100": "V100-SXM2", "A100": "A100-SXM4-80GB",
+                   "H100": "H100-SXM5-80GB", "H200": "H200", "B200": "B200"})
 
 
 class UnknownGenerationError(DgxTopoError):
@@ -192,7 +193,7 @@ def _part(key: str, name: str | None = None) -> Gpu:
 
 
 #: One representative part per generation, oldest first (questions asked without a fabric).
-GENERATIONS: dict[str, Gpu] = {g: _part(key, g) for g, key in _REPRESENTATIVE.items()}
+GENERATIONS: dict[str, Gpu] = MappingProxyType({g: _part(key, g) for g, key in _REPRESENTATIVE.items()})
 
 _GB_IN_MODEL = re.compile(r"(\d{1,4})\s*GB", re.IGNORECASE)
 

@@ -37,6 +37,7 @@ import topo
 from topo.errors import DgxTopoError
 
 from ..engine.results import Moved, tidy_records
+from ..engine.fabric import graph_of
 from .relays import capacity_graph
 
 __all__ = ["PackingError", "Tree", "TreePacking", "pack_trees", "PACKED_COLLECTIVES"]
@@ -170,7 +171,7 @@ def pack_trees(G, collective: str, gpus=None, *, relay: str = "switches", root=N
         from scipy.optimize import linprog
     except ImportError as error:  # pragma: no cover - scipy is a test dependency
         raise PackingError("tree packing solves LPs with scipy (HiGHS): install scipy") from error
-    topo.validate(G)
+    G = graph_of(G)
     ids_of = {g: i for i, g in enumerate(topo.gpus(G))}
     nodes = sorted(topo.select_gpus(G, gpus), key=ids_of.__getitem__)
     ids = tuple(ids_of[g] for g in nodes)

@@ -40,8 +40,9 @@ Every collective is a :func:`models.estimate` on the actual GPU group of the act
 placement matters. Groups of one dimension run concurrently; the model also charges their
 shared network ports (the traffic of every concurrent group crossing a host's NICs over the
 host's NIC bandwidth), but not their sharing of links inside a host [U]. Estimates are cached
-per group shape (GPU sets equal under the fabric's symmetries, :func:`topo.interchangeable_gpus`,
-:func:`topo.gpu_automorphisms`, and identical hosts), one channel search per shape: each is run
+per group shape (GPU sets equal under the fabric's key of NCCL estimates,
+:meth:`models.engine.symmetry.FabricSymmetry.nccl`: identical hosts, and the symmetry of what NCCL's
+paths use), one channel search per shape: each is run
 on a grid of sizes and a size in between takes the best of the (latency, bandwidth) pairs NCCL
 selected on the grid, which is NCCL's own selection whenever each candidate that wins somewhere
 wins at a grid point.
@@ -84,6 +85,7 @@ import json
 import math
 import re
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 import numpy as np
 
@@ -92,6 +94,7 @@ from topo.errors import DgxTopoError
 from topo.units import GB, GiB, MiB, to_us
 
 from ..engine.results import tidy_records
+from ..engine.fabric import prepare
 from ..predict.collectives import Estimator
 from .compute import GENERATIONS, Gpu, compute_model, generation, gpu_of
 from .workload import CNN, activation_bytes_per_element, dtype_bytes, software as as_software, \
@@ -457,11 +460,14 @@ class Search:
 
 
 # ------------------------------------------------------------------------------- fabric
-class _Fabric:
-    """The job's GPUs on a fabric, symmetry keys of GPU sets, cached collective times."""
+class _JobGroups:
+    """The job's GPUs on a prepared fabric: GPU-set keys, cached collective times per group shape."""
 
     def __init__(self, G, gpus=None, profile=None):
-        self.G = G
+        # One prepared fabric for every collective of the plan: NCCL's view (with the release),
+        # the per-host channel searches of a cluster and the symmetry are built once.
+        self.prepared = prepare(G, nccl=profile)
+        G = self.G = self.prepared.G
         nodes = topo.gpus(G)
         chosen = topo.select_gpus(G, gpus) if gpus is not None else list(nodes)
         position = {n: i for i, n in enumerate(nodes)}
@@ -473,28 +479,14 @@ class _Fabric:
         for i in self.ids:
             hosts.setdefault(self.host[i], []).append(i)
         self.hosts = [hosts[h] for h in sorted(hosts)]
-        self.name = G.graph.get("name", "fabric")
+        self.name = self.prepared.name
         models_ = {G.nodes[nodes[i]].get("model", "") for i in self.ids}
         self.models = sorted(models_)
-        first_host = self.host[self.ids[0]]
-        host_graph = G.subgraph(n for n, h in G.nodes(data="host") if h == first_host).copy() \
-            if G.graph.get("hosts", 1) > 1 else G
-        self.local = {G.nodes[g].get("index", k): g for k, g in enumerate(topo.gpus(host_graph))}
-        switched = any(k == "nvswitch" for _, k in host_graph.nodes(data="kind"))
-        self.sym = {}
-        for scope, kinds in (("local", ["nvlink"] if switched else None), ("multi", None)):
-            classes = topo.interchangeable_gpus(host_graph, edge_kinds=kinds)
-            # The automorphisms of a whole NVSwitch host (NICs, PCIe tree and all) take VF2 tens
-            # of seconds on a DGX H100; there the classes alone key the sets (fewer shortcuts,
-            # each estimate still cached).
-            maps = (topo.gpu_automorphisms(host_graph)
-                    if all(len(c) == 1 for c in classes) and not switched else None)
-            class_of = {g: c for c, members in enumerate(classes) for g in members}
-            self.sym[scope] = (class_of, maps)
+        # The key of NCCL's estimates (models.engine.symmetry): on a cluster, identical hosts and
+        # each host's own symmetry; on one host, the symmetry of what NCCL's paths use.
+        self.symmetry = self.prepared.symmetry.nccl()
         self.nic_bandwidth = self._nic_bandwidth()
-        # One prepared fabric for every collective of the plan: NCCL's view and the per-host
-        # channel searches of a cluster are built once.
-        self.estimator = Estimator(G, profile=profile)
+        self.estimator = Estimator(self.prepared)
         self.cache: dict = {}
 
     def _nic_bandwidth(self) -> dict:
@@ -508,15 +500,7 @@ class _Fabric:
         return out
 
     def key(self, ids) -> tuple:
-        by_host: dict = {}
-        for i in ids:
-            by_host.setdefault(self.host[i], []).append(self.local[self.index[i]])
-        class_of, maps = self.sym["local" if len(by_host) == 1 else "multi"]
-        shapes = []
-        for members in by_host.values():
-            images = [members] if maps is None else [[m[g] for g in members] for m in maps]
-            shapes.append(min(tuple(sorted(class_of[g] for g in image)) for image in images))
-        return (len(by_host) > 1,) + tuple(sorted(shapes))
+        return self.symmetry.key([self.nodes[i] for i in ids])
 
     def _envelope(self, collective, ids):
         key = (collective, self.key(ids))
@@ -585,7 +569,7 @@ def _count_partitions(n, size) -> int:
     return math.factorial(n) // (math.factorial(size) ** k * math.factorial(k))
 
 
-def _tp_partition(fabric: _Fabric, host_ids, tp, nbytes, collective):
+def _tp_partition(fabric: _JobGroups, host_ids, tp, nbytes, collective):
     """The partition of one host's GPUs into TP groups whose slowest group is fastest."""
     if tp == 1:
         return tuple((i,) for i in host_ids)
@@ -610,7 +594,7 @@ def _tp_partition(fabric: _Fabric, host_ids, tp, nbytes, collective):
     return tuple(best)
 
 
-def _job_gpus(fabric: _Fabric, host_ids, n: int) -> tuple:
+def _job_gpus(fabric: _JobGroups, host_ids, n: int) -> tuple:
     """The ``n`` GPUs of one host whose all_reduce is fastest (lowest ids on ties)."""
     if n >= len(host_ids):
         return tuple(host_ids)
@@ -712,7 +696,7 @@ class _Context:
     def __init__(self, w, G, gpus, dtype, efficiency, memory_efficiency, overlap, bucket,
                  gen, capacity, software=None, attention_efficiency=None, compute_scale=1.0, profile=None):
         self.w = w
-        self.fabric = _Fabric(G, gpus, profile)
+        self.fabric = _JobGroups(G, gpus, profile)
         if gen is None:
             parts = {gpu_of(m) for m in self.fabric.models}
             gens = {p.generation for p in parts}
@@ -1036,7 +1020,7 @@ def _prepare(workload, G, *, tp, pp, dp, zero, micro_batch, global_batch, dtype,
         else:
             raise PlanError(f"a job of {n} GPUs spans hosts of {per_host} GPUs: expected at most "
                             f"{per_host} GPUs (one host) or a multiple of {per_host} (whole hosts)")
-        ctx.fabric = _Fabric(G, list(keep), ctx.fabric.estimator.fabric.profile)
+        ctx.fabric = _JobGroups(ctx.fabric.prepared, list(keep))
     if tp is not None and tp > len(ctx.fabric.hosts[0]) and tp_groups is None:
         host = len(ctx.fabric.hosts[0])
         if tp % host or n % tp:

@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from topo.errors import DgxTopoError
 
@@ -67,7 +68,7 @@ __all__ = ["DTYPES", "Op", "Software", "SOFTWARE", "Transformer", "ConvLayer", "
 #: recipes ("Using FP8 with Transformer Engine", NVIDIA Transformer Engine documentation); its
 #: activations, weights, gradients and optimizer state stay 16/32-bit, see
 #: :func:`activation_bytes_per_element` and :func:`models.studies.planner.memory`.
-DTYPES: dict[str, int] = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1}
+DTYPES: dict[str, int] = MappingProxyType({"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1})
 
 #: Heads of a transformer (module docstring).
 HEADS = ("lm", "mlm", "span")
@@ -75,13 +76,13 @@ HEADS = ("lm", "mlm", "span")
 #: Largest value of each key of a workload spec. Far beyond any published model (the largest
 #: preset-like run, Megatron's 1T, has 128 layers and hidden 25,600; Llama 3 has a 128K
 #: context and a 128,256 vocabulary), so every count and FLOP figure stays a finite float.
-WORKLOAD_LIMITS = {"layers": 100_000, "hidden": 1_000_000, "heads": 100_000, "seq": 10_000_000,
+WORKLOAD_LIMITS = MappingProxyType({"layers": 100_000, "hidden": 1_000_000, "heads": 100_000, "seq": 10_000_000,
                    "vocab": 10_000_000, "ffn": 10_000_000, "kv_heads": 100_000,
-                   "batch": 1_000_000_000, "predictions": 10_000_000}
+                   "batch": 1_000_000_000, "predictions": 10_000_000})
 
-_PRESET_NAMES = ["bert-base", "bert-large", "bert-large-128", "bert-large-squad", "gpt2-1.5b",
+_PRESET_NAMES = tuple(["bert-base", "bert-large", "bert-large-128", "bert-large-squad", "gpt2-1.5b",
                  "megatron-8.3b", "gpt3-126m", "gpt3-5b", "gpt3-20b", "gpt3-175b", "llama2-7b",
-                 "llama2-13b", "llama2-70b", "llama3-8b", "llama3-70b", "llama3-405b", "resnet50"]
+                 "llama2-13b", "llama2-70b", "llama3-8b", "llama3-70b", "llama3-405b", "resnet50"])
 
 #: The text grammar of :func:`parse_workload`.
 WORKLOAD_GRAMMAR = ("a preset name (" + ", ".join(_PRESET_NAMES) + ") or "
@@ -156,7 +157,7 @@ class Software:
 
 #: The software stacks, oldest first. Layer norm is one kernel in every one (apex's
 #: FusedLayerNorm, used since Megatron-LM 2019).
-SOFTWARE: dict[str, Software] = {s.name: s for s in (
+SOFTWARE: dict[str, Software] = MappingProxyType({s.name: s for s in (
     Software("eager", "2019 style (Megatron-LM 2019, PyTorch eager with apex): the attention scores' "
              "scale, mask, softmax and dropout, and each bias, activation, dropout and residual add "
              "are separate kernels", False, False, False),
@@ -165,7 +166,7 @@ SOFTWARE: dict[str, Software] = {s.name: s for s in (
              "materialised", True, True, False),
     Software("flash", "2023 on (Megatron-Core, Transformer Engine, NeMo): fused elementwise kernels "
              "and flash attention, no s x s tensor in memory", True, True, True),
-)}
+)})
 
 
 def software(name) -> Software:
@@ -731,18 +732,18 @@ def resnet50() -> CNN:
                "He et al. 2016, Deep Residual Learning for Image Recognition (table 1; batch 256)")
 
 
-_LLAMA3 = dict(vocab=128256, kv_heads=8, gated=True, tied=False, biases=False, flash_attention=True,
-               dropout=False, seq=8192)
+_LLAMA3 = MappingProxyType(dict(vocab=128256, kv_heads=8, gated=True, tied=False, biases=False, flash_attention=True,
+               dropout=False, seq=8192))
 _LLAMA3_SOURCE = ("Llama Team 2024, The Llama 3 Herd of Models (table 3: layers, width, FFN, heads, "
                   "8 KV heads, vocabulary 128K); Meta Llama 3 / 3.1 model cards (8B, 70B, 405B)")
-_LLAMA2 = dict(vocab=32000, gated=True, tied=False, biases=False, flash_attention=True, dropout=False,
-               seq=4096, global_batch=1024)
+_LLAMA2 = MappingProxyType(dict(vocab=32000, gated=True, tied=False, biases=False, flash_attention=True, dropout=False,
+               seq=4096, global_batch=1024))
 _LLAMA2_SOURCE = ("Touvron et al. 2023, Llama 2: Open Foundation and Fine-Tuned Chat Models (4K context, "
                   "global batch 4M tokens, GQA for 70B); Meta Llama 2 model configs (layers, width, FFN, "
                   "heads)")
 # BERT (Devlin et al. 2019): encoder, learned positions, token types; the released checkpoints
 # count the embedding norm (2 h) and, with the pre-training heads, the pooler (h^2 + h).
-_BERT = dict(vocab=30522, position_embeddings=512, causal=False)
+_BERT = MappingProxyType(dict(vocab=30522, position_embeddings=512, causal=False))
 _BERT_SOURCE = ("Devlin et al. 2019, BERT (BASE L=12 H=768 A=12, LARGE L=24 H=1024 A=16; pre-training "
                 "batch 256, 90 % of steps at 128 tokens then 512; masked LM on 15 % of tokens, at most "
                 "20 per 128-token and 80 per 512-token sequence in Google's reference implementation; "
@@ -758,7 +759,7 @@ def _bert(name, layers, hidden, heads, seq, *, head="mlm", predictions=0, batch=
 
 
 #: Preset workloads by name.
-PRESETS: dict = {w.name: w for w in (
+PRESETS: dict = MappingProxyType({w.name: w for w in (
     _bert("bert-base", 12, 768, 12, 512, predictions=80),
     _bert("bert-large", 24, 1024, 16, 512, predictions=80),
     _bert("bert-large-128", 24, 1024, 16, 128, predictions=20),
@@ -787,13 +788,13 @@ PRESETS: dict = {w.name: w for w in (
     Transformer("llama3-405b", 126, 16384, 128, ffn=53248, global_batch=2048, source=_LLAMA3_SOURCE,
                 **_LLAMA3),
     resnet50(),
-)}
-assert list(PRESETS) == _PRESET_NAMES
+)})
+assert tuple(PRESETS) == _PRESET_NAMES
 
-_FIELDS = {"layers": "layers", "hidden": "hidden", "heads": "heads", "seq": "seq", "vocab": "vocab",
+_FIELDS = MappingProxyType({"layers": "layers", "hidden": "hidden", "heads": "heads", "seq": "seq", "vocab": "vocab",
            "ffn": "ffn", "kv_heads": "kv_heads", "gated": "gated", "tied": "tied",
            "flash": "flash_attention", "causal": "causal", "head": "head",
-           "predictions": "predictions", "batch": "global_batch"}
+           "predictions": "predictions", "batch": "global_batch"})
 _REQUIRED = ("layers", "hidden", "heads", "seq", "vocab")
 _FLAGS = ("gated", "tied", "flash", "causal")
 _DIGITS = re.compile(r"[0-9]+")

@@ -41,7 +41,6 @@ Examples
 from __future__ import annotations
 
 import dataclasses
-import weakref
 from dataclasses import dataclass
 
 from topo.cluster import network_nics
@@ -54,12 +53,6 @@ from .system import NcclSystem
 from .tuning import ChannelGraph, Communicator
 
 __all__ = ["ChannelGraphs", "channel_graphs", "nccl_view"]
-
-# One MNNVL view per (fabric, clique hosts): the fused copy is built once per fabric.
-_VIEWS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-# Per MNNVL view whose switch chips were merged: merged node -> ((chip, share of the links), ...).
-_SPLITS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-
 
 @dataclass(frozen=True, slots=True)
 class ChannelGraphs:
@@ -114,7 +107,7 @@ def nccl_view(fabric: NcclSystem, nodes) -> tuple:
     if profile.behaviour.mnnvl is Mnnvl.ALL_RANKS and not (len(hosts_of) == 1 and set(hosts_of[0]) == all_hosts):
         return fabric, False
     key = tuple(tuple(h) for h in fused)
-    views = _VIEWS.setdefault(fabric, {})
+    views = fabric.views  # one MNNVL view per clique hosts: the fused copy is built once per fabric
     if key not in views:
         host_map = {h: hosts[0] for hosts in fused for h in hosts}
         H = G.copy()
@@ -125,9 +118,8 @@ def nccl_view(fabric: NcclSystem, nodes) -> tuple:
         for clique in nvlink_cliques(G, nodes):
             if any(G.nodes[n]["host"] in host_map for n in clique):
                 split.update(_merge_switches(H, clique))
-        views[key] = NcclSystem(H, profile, validate=False)
-        if split:
-            _SPLITS[views[key]] = split
+        views[key] = NcclSystem(H, profile, validate=False, searches=fabric.searches)
+        views[key].split.update(split)
     return views[key], True
 
 
@@ -287,7 +279,7 @@ def channel_graphs(fabric: NcclSystem, nodes) -> ChannelGraphs:
         nvls, reason = None, f"NCCL {profile.version} has no NVLS (it arrives in v2.17.1)"
     else:
         nvls, reason = _nvls(view, nodes, ring.nnodes, mnnvl)
-    split = _SPLITS.get(view)
+    split = view.split
     ring, tree = _split_loads(ring, split), _split_loads(tree, split)
     if mnnvl:
         hosts = sorted({fabric.G.nodes[n]["host"] for n in nodes})

@@ -50,6 +50,7 @@ Examples
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from topo.errors import DgxTopoError
 
@@ -62,7 +63,7 @@ from .tuning import ChannelGraph
 __all__ = ["LegacyRingsError", "LegacyRings", "legacy_rings", "nvlink_rings"]
 
 # P2P connect scores over PCIe, 1 + PATH_SOC - pciDistance (p2p.cu v2.3.7): PIX 4, PXB 3, PHB 2.
-_PCI_SCORE = {PathType.PIX: 4, PathType.PXB: 3, PathType.PHB: 2}
+_PCI_SCORE = MappingProxyType({PathType.PIX: 4, PathType.PXB: 3, PathType.PHB: 2})
 # NCCL_MAX_SCORE (nccl_net.h): minScore starts here.
 _MAX_SCORE = 7
 

@@ -50,6 +50,7 @@ Examples
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from topo.errors import DgxTopoError
 from topo.specs import NVSWITCHES
@@ -64,7 +65,7 @@ __all__ = ["NvlsGraph", "NvlsError", "nvls_search", "nvls_support", "sharp_switc
 _SLACK = 1e3
 # Lowering the speed stops once it would fall to 0.49 of the best solution (search.cc).
 _SPEED_FLOOR = 0.49
-_SHARP_MODELS = {spec.model: spec.sharp for spec in NVSWITCHES.values()}
+_SHARP_MODELS = MappingProxyType({spec.model: spec.sharp for spec in NVSWITCHES.values()})
 
 
 class NvlsError(DgxTopoError):

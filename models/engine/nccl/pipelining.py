@@ -56,6 +56,7 @@ Examples
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import MappingProxyType
 
 import numpy as np
 
@@ -71,8 +72,8 @@ __all__ = ["PipelineConstants", "Pipelining", "RELEASES", "PIPELINE_COLLECTIVES"
 #: Collectives with a pipeline, in NCCL's function order (src/include/device.h).
 PIPELINE_COLLECTIVES = ("broadcast", "reduce", "all_gather", "reduce_scatter", "all_reduce")
 #: The pattern of each collective (module docstring).
-PATTERNS = {"broadcast": "chain", "reduce": "chain", "all_gather": "ring",
-            "reduce_scatter": "ring", "all_reduce": "ring"}
+PATTERNS = MappingProxyType({"broadcast": "chain", "reduce": "chain", "all_gather": "ring",
+            "reduce_scatter": "ring", "all_reduce": "ring"})
 #: ``union ncclLLFifoLine``: 16 B lines, two 4 B data words and two 4 B flags (src/include/devcomm.h).
 LL_LINE_BYTES, LL_DATA_BYTES = 16, 8
 #: ``NCCL_LL128_LINESIZE`` 128 B, ``NCCL_LL128_DATAELEMS`` 15 of 16 8-byte words (src/include/devcomm.h).
@@ -157,24 +158,24 @@ _V2_3_7 = PipelineConstants(
 
 #: Pipeline constants per profile version (v2.5.7's for every later profile [U]: NCCL_STEPS,
 #: the chunk and slice steps, the buffer and line sizes are the same at v2.5.7-1 and v2.27.7-1).
-RELEASES: dict[str, PipelineConstants] = {}
-for _version, _profile in PROFILES.items():
-    if _profile.first < (2, 3, 7):
-        RELEASES[_version] = PipelineConstants(
-            **{**{f: getattr(_V2_3_7, f) for f in _V2_3_7.__slots__}, "tag": _profile.tag,
+def _release_constants(profile) -> PipelineConstants:
+    if profile.first < (2, 3, 7):
+        return PipelineConstants(
+            **{**{f: getattr(_V2_3_7, f) for f in _V2_3_7.__slots__}, "tag": profile.tag,
                "ll_lines_per_thread": 2,
                "uncertain": _V2_3_7.uncertain + ("v2.3.5-5's LL lines (2) are read; the rest is "
                                                  "v2.3.7-1's",)})
-    elif _profile.first < (2, 4, 0):
-        RELEASES[_version] = _V2_3_7
-    elif _profile.first < (2, 5, 0):
-        RELEASES[_version] = _V2_4
-    else:
-        RELEASES[_version] = PipelineConstants(
-            **{**{f: getattr(_V2_5, f) for f in _V2_5.__slots__}, "tag": _profile.tag,
-               "uncertain": () if _profile.tag == _V2_5.tag else
-               ("taken as v2.5.7-1's (NCCL_STEPS 8, chunk/slice steps, 4 MiB, LL/LL128 lines)",)})
-del _version, _profile
+    if profile.first < (2, 4, 0):
+        return _V2_3_7
+    if profile.first < (2, 5, 0):
+        return _V2_4
+    return PipelineConstants(
+        **{**{f: getattr(_V2_5, f) for f in _V2_5.__slots__}, "tag": profile.tag,
+           "uncertain": () if profile.tag == _V2_5.tag else
+           ("taken as v2.5.7-1's (NCCL_STEPS 8, chunk/slice steps, 4 MiB, LL/LL128 lines)",)})
+
+
+RELEASES = MappingProxyType({version: _release_constants(profile) for version, profile in PROFILES.items()})
 
 
 @dataclass(frozen=True, slots=True)

@@ -96,6 +96,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
+from types import MappingProxyType
 
 from topo.errors import DgxTopoError
 from topo.specs import LINKS
@@ -679,13 +680,13 @@ _NO_CC_CLAUSE = 10**6
 _OPTIONAL = ("max_channels", "dup_channels", "tree_pattern_factor", "tree_correction_factor",
              "ring_plateau_factor")
 # The NVIDIA/nccl file that holds each optional constant (named in MissingConstantError).
-_CONSTANT_FILES = {"max_channels": "src/include/device.h MAXCHANNELS",
+_CONSTANT_FILES = MappingProxyType({"max_channels": "src/include/device.h MAXCHANNELS",
                    "dup_channels": "src/graph/search.cc ncclTopoDupChannels",
                    "tree_pattern_factor": "src/graph/tuning.cc",
                    "tree_correction_factor": "src/graph/tuning.cc treeCorrectionFactor",
                    "ring_plateau_factor": "src/graph/tuning.cc ncclTopoGetAlgoTime",
                    "nvls": "src/transport/nvls.cc, src/graph/tuning.cc NVLS",
-                   "pat": "src/graph/tuning.cc ncclPatEnable"}
+                   "pat": "src/graph/tuning.cc ncclPatEnable"})
 
 # ============================================================================================
 # Tables in NCCL's units (GB/s, µs), as NCCL writes them. Converted to SI in _build() only.
@@ -1232,10 +1233,10 @@ def _with_inter_cpu(profile: NcclProfile) -> NcclProfile:
                    arm_bandwidth=6e9)
 
 
-PROFILES: dict[str, NcclProfile] = {p.version: replace(_with_inter_cpu(p), behaviour=BEHAVIOURS[p.version])
-                                     for p in (
+PROFILES: dict[str, NcclProfile] = MappingProxyType({
+    p.version: replace(_with_inter_cpu(p), behaviour=BEHAVIOURS[p.version]) for p in (
     _V2_3_5, _V2_3_7, _V2_4_8, _V2_5_7, _V2_7_8, _V2_8_4, _V2_11_4, _V2_12_12, _V2_16_5,
-    _V2_17_1, _V2_18_6, _V2_19_4, _V2_21_5, _V2_23_4, _V2_24_3, _V2_27_7)}
+    _V2_17_1, _V2_18_6, _V2_19_4, _V2_21_5, _V2_23_4, _V2_24_3, _V2_27_7)})
 
 _OLDEST, _NEWEST = _V2_3_5, _V2_27_7
 _VERSION_GRAMMAR = re.compile(r"[vV]?([0-9]{1,3})\.([0-9]{1,3})(?:\.([0-9]{1,3}))?(?:-([0-9]{1,3}))?")

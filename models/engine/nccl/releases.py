@@ -79,6 +79,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from types import MappingProxyType
 
 __all__ = [
     "Behaviour", "RingBuilder", "TreeRule", "AlgorithmSelection", "RingLatency", "InterLatency",
@@ -411,7 +412,7 @@ _LEGACY_U = ("ring_latency", "inter_latency", "tree_cap", "ll_cap", "ll128_cap")
 
 #: THE table: one row per profile (oldest first), one cell per behaviour column (:data:`COLUMNS`).
 #: Rows before v2.5 time their rings with v2.5's formulas (NCCL had no tuning model then) [U].
-BEHAVIOURS: dict[str, ReleaseBehaviour] = {row.profile: row for row in (
+BEHAVIOURS: dict[str, ReleaseBehaviour] = MappingProxyType({row.profile: row for row in (
     #    profile    tag           ring     tree       selection          ring lat        inter lat
     #    tree cap         ll cap         ll128 cap                   ll128          nvb         pxn
     #    mnnvl      nvls                  nvls mnnvl  nvls ratio  nvls latency
@@ -479,7 +480,7 @@ BEHAVIOURS: dict[str, ReleaseBehaviour] = {row.profile: row for row in (
          _IL.PPN, _TC.PER_CHANNEL, _LC.LL_MAX_BWS, _L8C.PER_CHANNEL_PER_ROW,
          _L8.ONE_COMPUTE_CAPABILITY, _NV.ONE_GPU, _PX.NVLINK_PEER, _MN.CLIQUE, _NA.NVLS_AND_TREE,
          _NM.GPUS, _NR.FIVE_SIXTHS, _NL.V2_19),
-)}
+)})
 
 
 def behaviour_table() -> tuple:
@@ -499,8 +500,8 @@ def behaviour_table() -> tuple:
     return (header,) + rows
 
 
-_SHORT = {"ring_builder": "rings", "selection": "choice", "ring_latency": "ring_lat",
-          "inter_latency": "inter_lat", "nvls_mnnvl": "nvls_mnnvl", "nvls_latency": "nvls_lat"}
+_SHORT = MappingProxyType({"ring_builder": "rings", "selection": "choice", "ring_latency": "ring_lat",
+          "inter_latency": "inter_lat", "nvls_mnnvl": "nvls_mnnvl", "nvls_latency": "nvls_lat"})
 _SPLIT = 9   # the first table: profile, tag and the ring, tree, selection and latency columns
 
 

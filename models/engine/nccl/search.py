@@ -60,8 +60,6 @@ from __future__ import annotations
 import dataclasses
 import math
 import random
-import weakref
-from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
@@ -1144,20 +1142,13 @@ def _search_host(fabric, nodes, nets, pattern, min_channels, max_channels) -> Ch
     # equal in content (the same GPUs, NICs, edges, capacities and routes) has the same answer,
     # whichever graph object or call it comes from.
     key = (_problem_key(problem), cc, pattern, min_channels, max_channels, id(profile))
-    cached = _SEARCHES.get(key)
+    # The memo is the fabric's (NcclSystem.searches), shared with fabrics whose hosts are alike.
+    cached = fabric.searches.get(key)
     if cached is not None and cached[0] is profile:
-        _SEARCHES.move_to_end(key)
         return cached[1]
     result = _compute(problem, profile, cc, nets, pattern, min_channels, max_channels)
-    _SEARCHES[key] = (profile, result)
-    if len(_SEARCHES) > _SEARCHES_KEPT:
-        _SEARCHES.popitem(last=False)
+    fabric.searches.put(key, (profile, result))
     return result
-
-
-#: Host searches done so far, most recently used last: ``key -> (profile, ChannelSearch)``.
-_SEARCHES: OrderedDict = OrderedDict()
-_SEARCHES_KEPT = 256
 
 
 def _problem_key(problem) -> tuple:
@@ -1321,11 +1312,6 @@ def _check_bounds(min_channels, max_channels, maxchannels) -> None:
                                  f"received {min_channels!r} and {max_channels!r}")
 
 
-#: Per fabric, the searches of host shapes done so far: NCCL's search of a node depends only on
-#: the node's GPUs, NICs and links, and the hosts of a cluster are copies (topo.cluster).
-_HOST_SEARCHES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-
-
 def _search_nodes(fabric, hosts, min_channels, max_channels) -> ChannelSearch:
     """Ring channels of a communicator that spans several hosts (one search per node shape)."""
     G, profile = fabric.G, fabric.profile
@@ -1333,7 +1319,9 @@ def _search_nodes(fabric, hosts, min_channels, max_channels) -> ChannelSearch:
     min_channels = 1 if min_channels is None else min_channels
     max_channels = maxchannels // 2 if max_channels is None else max_channels
     _check_bounds(min_channels, max_channels, maxchannels)
-    done = _HOST_SEARCHES.setdefault(fabric, {})
+    # The fabric's searches of host shapes: NCCL's search of a node depends only on the node's
+    # GPUs, NICs and links, and the hosts of a cluster are copies (topo.cluster).
+    done = fabric.host_searches
     results = {}
     for host, members in hosts.items():
         shape = tuple(G.nodes[n]["index"] for n in members)

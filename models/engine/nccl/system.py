@@ -50,6 +50,7 @@ from topo.errors import DgxTopoError, TopologyError
 from topo.schema import validate as validate_graph
 from topo.specs import LINKS
 
+from ..memo import BoundedMemo
 from ..routes import PathType, Router
 from .profiles import NcclProfile, nccl_profile
 from .releases import NvbRelay, Pxn
@@ -161,8 +162,8 @@ class NcclSystem:
 
     Routes between two GPUs pass through no other GPU except NCCL's NVB relay, so they are
     computed once for the whole fabric and cached; a GPU set decides only which relay GPUs
-    exist. The object caches, but what it answers depends only on ``G`` and ``profile``: build
-    a new one after editing the graph.
+    exist. The object caches, but what it answers depends only on ``G`` and ``profile``: it is
+    held by a :class:`models.engine.fabric.PreparedFabric`, which freezes the graph.
 
     Parameters
     ----------
@@ -170,6 +171,9 @@ class NcclSystem:
         A fabric (validated here unless ``validate=False``).
     profile : str or NcclProfile, optional
         NCCL version profile (default: the reference version).
+    searches : models.engine.memo.BoundedMemo, optional
+        Memo of host channel searches by problem content, which fabrics with alike hosts may
+        share (a new one by default).
 
     Attributes
     ----------
@@ -178,9 +182,19 @@ class NcclSystem:
     router : models.engine.routes.Router
     intel : bool
         Every CPU is an Intel part (NCCL's PHB overhead applies).
+    searches : models.engine.memo.BoundedMemo
+        Host channel searches by problem content (:mod:`models.engine.nccl.search`).
+    host_searches : dict
+        Searches of host shapes of a cluster, ``(shape, bounds) -> (host, ChannelSearch)``.
+    views : dict
+        MNNVL views of this fabric by fused hosts (:func:`models.engine.nccl.channels.nccl_view`).
+    split : dict
+        In an MNNVL view whose switch chips were merged: merged node -> ((chip, share), ...).
+    network_loads : dict
+        The network's charge of channel sets (:func:`models.predict.network.network_load`).
     """
 
-    def __init__(self, G, profile=None, *, validate: bool = True):
+    def __init__(self, G, profile=None, *, validate: bool = True, searches: BoundedMemo | None = None):
         if validate:
             validate_graph(G)
         self.G = G
@@ -197,6 +211,11 @@ class NcclSystem:
         self._dis: dict = {}
         self._relays: dict = {}
         self._capacity: dict = {}
+        self.searches = BoundedMemo(256) if searches is None else searches
+        self.host_searches: dict = {}
+        self.views: dict = {}
+        self.split: dict = {}
+        self.network_loads: dict = {}
 
     def capacity(self, u, v) -> float:
         """NCCL's charge for the directed edge (u, v) (:func:`nccl_capacity`). [B/s]"""

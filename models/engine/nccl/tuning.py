@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 import numpy as np
 
@@ -126,7 +127,7 @@ def _check_algorithm(name) -> str:
     return key
 
 
-_PROTOCOL_KEYS = {p.lower(): p for p in PROTOCOLS}
+_PROTOCOL_KEYS = MappingProxyType({p.lower(): p for p in PROTOCOLS})
 
 
 def _check_protocol(name) -> str:

@@ -28,13 +28,12 @@ layouts on the seed comparison's systems, :func:`models.search`, and
 
 from __future__ import annotations
 
-import functools
-import itertools
 import json
 import math
 import re
 from dataclasses import dataclass
 from importlib import resources
+from types import MappingProxyType
 
 import numpy as np
 
@@ -45,10 +44,12 @@ from topo.units import GB, GiB, to_GBps, us
 from ...studies.benchmarks import read_nccl_tests
 from ...studies.bounds import bound
 from ...studies.calibration import check
-from ...predict.collectives import Estimator, estimate, pairwise
+from ...predict.collectives import estimate, pairwise
 from ...predict.measure import DEFAULT
+from ...engine.fabric import prepare
 from ...engine.nccl.nvls import nvlink_cliques
 from ...engine.nccltests import algbw_to_busbw
+from ...engine.symmetry import MAX_SET_CLASSES
 from ..explain import describe_cut, explain_bound, explain_estimate
 from ...predict.p2p import EFFICIENCIES, OVERHEADS, p2p_report
 from ...studies.planner import Search, gpus_ranking, search
@@ -79,7 +80,7 @@ GENERATION_GPUS = 8
 #: The measured runs the report checks the model against (package data of this module, copies
 #: of the project's tests/data files, each naming its source inside): nccl-tests on 12 GPUs
 #: of a DGX-2 and a DGX-1V's p2pBandwidthLatencyTest row of GPU0.
-MEASURED_DATA = {"dgx2": "dgx2_12gpu_nccl_tests.json", "dgx1v": "dgx1v_p2p_gpu0_row.json"}
+MEASURED_DATA = MappingProxyType({"dgx2": "dgx2_12gpu_nccl_tests.json", "dgx1v": "dgx1v_p2p_gpu0_row.json"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -385,18 +386,21 @@ def _extreme_pairs(matrix):
     return tuple(out)
 
 
-def _analyse(G) -> SystemAnalysis:
+def _analyse(fabric) -> SystemAnalysis:
+    """One system's sections, every model sharing one prepared fabric (its NCCL view, searches
+    and symmetry)."""
+    G, f = fabric.G, fabric
     s = topo.summarize(G)
     n = s.gpus
     notes = []
     e8 = e8_error = None
     if n >= 8:
-        e8, e8_error = _try(estimate, G, REPORT_COLLECTIVE, REPORT_SIZE, list(range(8)))
+        e8, e8_error = _try(estimate, f, REPORT_COLLECTIVE, REPORT_SIZE, list(range(8)))
         if e8_error:
             notes.append(f"8 GPUs: {e8_error}")
     e16 = None
     if n >= 16:
-        e16, e16_error = _try(estimate, G, REPORT_COLLECTIVE, REPORT_SIZE, list(range(16)))
+        e16, e16_error = _try(estimate, f, REPORT_COLLECTIVE, REPORT_SIZE, list(range(16)))
         if e16_error:
             notes.append(f"16 GPUs: {e16_error}")
     pairs = pairs_error = p2p = p2p_error = None
@@ -407,16 +411,16 @@ def _analyse(G) -> SystemAnalysis:
         notes.append(f"pairs: {pairs_error}")
     else:
         if n >= 2:
-            pairs, pairs_error = _try(pairwise, G, REPORT_COLLECTIVE, REPORT_SIZE)
+            pairs, pairs_error = _try(pairwise, f, REPORT_COLLECTIVE, REPORT_SIZE)
             if pairs_error:
                 notes.append(f"pairs: {pairs_error}")
             else:
                 best, worst = _extreme_pairs(pairs)
-        p2p, p2p_error = _try(p2p_report, G)
-    curve, curve_error = _try(estimate, G, REPORT_COLLECTIVE, CURVE_SIZES)
+        p2p, p2p_error = _try(p2p_report, f)
+    curve, curve_error = _try(estimate, f, REPORT_COLLECTIVE, CURVE_SIZES)
     curve8 = None
     if curve is not None and n > 8:
-        curve8, _ = _try(estimate, G, REPORT_COLLECTIVE, CURVE_SIZES, list(range(8)))
+        curve8, _ = _try(estimate, f, REPORT_COLLECTIVE, CURVE_SIZES, list(range(8)))
     row = SystemRow(
         system=s.system, name=s.name, gpus=n, gpu_models=s.gpu_models, nvlink_links=s.nvlink_links,
         nvswitches=s.nvswitches, nics=s.nics, injection=s.injection, bisection=s.bisection,
@@ -427,8 +431,8 @@ def _analyse(G) -> SystemAnalysis:
                           curve_error, curve8)
 
 
-def _seed_comparison() -> SeedComparison:
-    results = [_try(estimate, topo.build(name), REPORT_COLLECTIVE, CURVE_SIZES)
+def _seed_comparison(fabrics) -> SeedComparison:
+    results = [_try(estimate, fabrics.get(name) or topo.build(name), REPORT_COLLECTIVE, CURVE_SIZES)
                for name in SEED_COMPARISON]
     return SeedComparison(SEED_COMPARISON, tuple(e for e, _ in results), tuple(err for _, err in results))
 
@@ -605,21 +609,24 @@ def analyse_report(fabrics, *, progress=None) -> ReportAnalysis:
         if progress is not None:
             progress(done, total)
 
+    # One prepared fabric per system, shared by every section (not frozen: the caller's graphs).
+    prepared = [prepare(G) for G in fabrics]
+    by_name = {f.G.graph.get("system"): f for f in prepared}
     systems = []
-    for G in fabrics:
-        systems.append(_analyse(G))
+    for fabric in prepared:
+        systems.append(_analyse(fabric))
         step()
     gens = generations(systems)
     step()
-    seed = _seed_comparison() if seeded else None
+    seed = _seed_comparison(by_name) if seeded else None
     if seeded:
         step()
     measurement = measurement_comparison(measured) if measured else None
     if measured:
         step()
-    bounds = tuple(system_bounds(a.G) for a in systems if _single_host(a.G))
+    bounds = tuple(system_bounds(f) for f in prepared if _single_host(f.G))
     step()
-    training = training_step() if seeded else None
+    training = training_step(fabrics=by_name) if seeded else None
     if seeded:
         step()
     simulated = simulated_steps(systems) if gens else ()
@@ -643,7 +650,7 @@ def summary_rows(names=None) -> list:
     topo.UnknownSystemError
         For a name :func:`topo.build` does not know.
     """
-    return [_analyse(G).row for G in report_fabrics(names)]
+    return [_analyse(prepare(G)).row for G in report_fabrics(names)]
 
 
 # --------------------------------------------------------------- NCCL against the optimum
@@ -766,14 +773,19 @@ def bound_edge_kinds(G) -> tuple | None:
     return ("nvlink",) if topo.nodes_of_kind(G, "nvswitch") else None
 
 
-def set_classes(G, edge_kinds=None) -> dict:
-    """Every GPU set of 2 or more GPUs, grouped by the fabric's symmetries.
+def set_classes(G, edge_kinds=None, *, max_classes: int | None = MAX_SET_CLASSES) -> dict:
+    """Every GPU set of 2 or more GPUs, grouped by the symmetries its bound and NCCL's estimate
+    share (:meth:`models.engine.symmetry.FabricSymmetry.both`; the bound over ``edge_kinds``).
 
-    Two sets are in one class when a symmetry of the fabric maps one onto the other: GPUs of one
-    class of :func:`topo.interchangeable_gpus` (over ``edge_kinds``) swap freely, and the
-    fabric's automorphisms (:func:`topo.gpu_automorphisms`) map GPUs. Where the automorphisms
-    are the identity alone, a class is a number of GPUs from each interchangeable class, and the
-    classes are counted without listing the sets (65 519 sets of a DGX-2 are 78 classes).
+    The classes are counted before they are listed, and listed without listing the sets (65 519
+    sets of a DGX-2 are a few dozen classes).
+
+    Parameters
+    ----------
+    G : networkx.DiGraph or PreparedFabric
+    edge_kinds : iterable of str, optional
+    max_classes : int, optional
+        Refuse (:class:`models.engine.symmetry.SymmetryLimitError`) more classes than this.
 
     Returns
     -------
@@ -781,40 +793,9 @@ def set_classes(G, edge_kinds=None) -> dict:
         Representative (GPU ids, the first of its class in ``itertools.combinations`` order)
         -> number of sets in the class, by set size.
     """
-    nodes = topo.gpus(G)
-    ids = {g: i for i, g in enumerate(nodes)}
-    classes = [sorted(ids[g] for g in c) for c in topo.interchangeable_gpus(G, edge_kinds=edge_kinds)]
-    maps = topo.gpu_automorphisms(G)
-    n = len(nodes)
-    out: dict = {}
-    if len(maps) == 1:
-        def vectors(i, left):
-            if i == len(classes):
-                if left == 0:
-                    yield ()
-                return
-            for c in range(min(left, len(classes[i])) + 1):
-                for rest in vectors(i + 1, left - c):
-                    yield (c,) + rest
-        for k in range(2, n + 1):
-            found = []
-            for v in vectors(0, k):
-                rep = tuple(sorted(g for c, members in zip(v, classes) for g in members[:c]))
-                found.append((rep, math.prod(math.comb(len(m), c) for c, m in zip(v, classes))))
-            out.update(sorted(found))
-        return out
-    class_of = {g: c for c, members in enumerate(classes) for g in members}
-    images = [[ids[m[g]] for g in nodes] for m in maps]
-    for k in range(2, n + 1):
-        seen: dict = {}
-        for combo in itertools.combinations(range(n), k):
-            key = min(tuple(sorted(class_of[image[i]] for i in combo)) for image in images)
-            if key in seen:
-                out[seen[key]] += 1
-            else:
-                seen[key] = combo
-                out[combo] = 1
-    return out
+    fabric = prepare(G)
+    symmetry = fabric.symmetry.both(edge_kinds)
+    return symmetry.set_classes(range(2, len(fabric.ids) + 1), max_classes=max_classes)
 
 
 def _applicable(b, e) -> float:
@@ -873,32 +854,25 @@ def system_bounds(G, *, worst: int = BOUND_WORST, profile=None) -> SystemBounds:
     SystemBounds
         With ``error`` set (and no sets) where a model does not cover the fabric.
     """
-    # Memoised per fabric (its JSON: the whole graph), so that a process writing several
-    # reports, such as the test suite, searches each fabric's sets once.
-    key = (topo.to_json(G), worst, profile if profile is None or isinstance(profile, str) else id(profile))
-    if key not in _BOUNDS_MEMO:
-        if len(_BOUNDS_MEMO) >= _MEMO_SIZE:
-            _BOUNDS_MEMO.pop(next(iter(_BOUNDS_MEMO)))
-        _BOUNDS_MEMO[key] = _system_bounds(G, worst, profile)
-    return _BOUNDS_MEMO[key]
+    fabric = prepare(G, nccl=profile)
+    key = ("system_bounds", worst)  # memoised on the fabric, which the report shares per system
+    if key not in fabric.memo:
+        fabric.memo[key] = _system_bounds(fabric, worst)
+    return fabric.memo[key]
 
 
-_BOUNDS_MEMO: dict = {}
-_MEMO_SIZE = 16
-
-
-def _system_bounds(G, worst, profile) -> SystemBounds:
+def _system_bounds(fabric, worst) -> SystemBounds:
+    G = fabric.G
     # The names only (topo.summarize's), not its bisection: _analyse summarised this fabric.
     name = G.graph.get("name", "fabric")
     system = G.graph.get("system", name)
     kinds = bound_edge_kinds(G)
     try:
-        estimator = Estimator(G, profile=profile)
         sets, work = [], {}
-        for gpus, count in set_classes(G, kinds).items():
-            b = bound(G, REPORT_COLLECTIVE, BOUND_SIZE, list(gpus), relay=BOUND_RELAY, edge_kinds=kinds,
+        for gpus, count in set_classes(fabric, kinds).items():
+            b = bound(fabric, REPORT_COLLECTIVE, BOUND_SIZE, list(gpus), relay=BOUND_RELAY, edge_kinds=kinds,
                       nccl=False)
-            e = estimator.estimate(REPORT_COLLECTIVE, BOUND_SIZE, list(gpus))
+            e = estimate(fabric, REPORT_COLLECTIVE, BOUND_SIZE, list(gpus))
             p = e.point()
             sets.append(SetBound(gpus, count, float(_applicable(b, e)), float(p.busbw),
                                  f"{p.algorithm}/{p.protocol}"))
@@ -966,11 +940,14 @@ def _merged_search(workload, G, tps):
     return Search(tuple(plans), tuple(skipped))
 
 
-@functools.lru_cache(maxsize=4)
-def _training_step(workload, names, tps, dtype) -> TrainingStep:
+def _training_step(workload, names, tps, dtype, fabrics) -> TrainingStep:
     searches, errors = [], []
     for name in names:
-        result, error = _try(_merged_search, workload, topo.build(name), tps)
+        fabric = fabrics.get(name) or prepare(topo.build(name))
+        key = ("training_step", workload, tps)  # the fabric's memo: shared by a report's sections
+        if key not in fabric.memo:
+            fabric.memo[key] = _try(_merged_search, workload, fabric, tps)
+        result, error = fabric.memo[key]
         searches.append(result)
         errors.append(error)
     return TrainingStep(str(workload), tuple(names), tuple(searches), tuple(errors),
@@ -978,7 +955,7 @@ def _training_step(workload, names, tps, dtype) -> TrainingStep:
 
 
 def training_step(workload: str = TRAINING_WORKLOAD, names=TRAINING_SYSTEMS, *, tps=TRAINING_TP,
-                  dtype: str = "fp16") -> TrainingStep:
+                  dtype: str = "fp16", fabrics=None) -> TrainingStep:
     """Layouts of a workload on some systems, and the GPU generations ranked for it.
 
     Parameters
@@ -992,10 +969,11 @@ def training_step(workload: str = TRAINING_WORKLOAD, names=TRAINING_SYSTEMS, *, 
     dtype : str
         dtype of the generations' ranking.
 
-    The built-in systems are fixed, so a result is memoised per arguments (a workload object is
-    keyed by itself).
+    fabrics : dict, optional
+        System name -> :class:`models.engine.fabric.PreparedFabric` to use (and memoise the
+        searches on) instead of building the system.
     """
-    return _training_step(workload, tuple(names), tuple(tps), dtype)
+    return _training_step(workload, tuple(names), tuple(tps), dtype, fabrics or {})
 
 
 # --------------------------------------------------------------------- a simulated step

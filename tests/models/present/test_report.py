@@ -330,7 +330,7 @@ def test_progress_counts_every_step(monkeypatch):
         raise topo.DgxTopoError("skipped")
     monkeypatch.setattr(analysis_module, "pairwise", skip)
     monkeypatch.setattr(analysis_module, "system_bounds", lambda G: None)
-    monkeypatch.setattr(analysis_module, "training_step", lambda: None)
+    monkeypatch.setattr(analysis_module, "training_step", lambda **kwargs: None)
     analyse_report(report_fabrics(["dgx1", "dgx1v"]), progress=lambda done, total: calls.append((done, total)))
     # 2 systems, generations, the seed comparison, the measurements, the bounds, the training step.
     assert calls == [(i, 7) for i in range(1, 8)]

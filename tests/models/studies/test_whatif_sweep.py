@@ -20,10 +20,11 @@ from hypothesis import strategies as st
 
 import models
 import topo
+from models.present.sweep_text import format_sweep, sweep_dict, sweep_json, terminal_progress
 from models.studies import whatif
-from models.studies.whatif import (ExecutorSpecError, FabricDisconnectedError, Failure, FailureSpecError,
-                           SweepSizeError, WhatIfError, apply_failures, parse_degrade,
-                           parse_failure, parse_failures, sweep)
+from models.studies.sweep import ExecutorSpecError, SweepSizeError, sweep
+from models.studies.whatif import (FabricDisconnectedError, Failure, FailureSpecError, WhatIfError,
+                                   apply_failures, parse_degrade, parse_failure, parse_failures)
 
 GiB = 2**30
 DGX1V = topo.dgx1v()
@@ -221,13 +222,13 @@ def test_a_disconnecting_failure_is_a_row_with_no_bandwidth():
     worst = s.rows[0]
     assert worst.label == "h0.mlx5_0" and worst.loss == 1.0 and worst.busbw == 0.0
     assert math.isinf(worst.time) and worst.note.startswith("disconnects the fabric: ")
-    assert s.to_dict()["rows"][0]["time_us"] is None
+    assert sweep_dict(s)["rows"][0]["time_us"] is None
     assert all(r.loss < 1 for r in s.rows[1:])
 
 
 def test_json_has_exactly_the_documented_shape(dgx2_nvswitch):
-    data = json.loads(dgx2_nvswitch.to_json())
-    assert data == dgx2_nvswitch.to_dict()
+    data = json.loads(sweep_json(dgx2_nvswitch))
+    assert data == sweep_dict(dgx2_nvswitch)
     assert set(data) == {"baseline", "rows"}
     assert set(data["baseline"]) == {"busbw_gbps", "time_us"}
     assert all(set(row) == {"failed", "busbw_gbps", "time_us", "loss"} for row in data["rows"])
@@ -236,10 +237,10 @@ def test_json_has_exactly_the_documented_shape(dgx2_nvswitch):
 
 
 def test_the_table_lists_every_row_and_says_what_failed(dgx2_nvswitch):
-    text = dgx2_nvswitch.format()
+    text = format_sweep(dgx2_nvswitch)
     assert "failing each NVSwitch: 12 cases" in text
     assert sum(line.split()[1].startswith("nvswitch") for line in text.splitlines()[3:]) == 12
-    assert dgx2_nvswitch.format(top=3).endswith("... 9 more")
+    assert format_sweep(dgx2_nvswitch, top=3).endswith("... 9 more")
 
 
 def test_pairs_fail_two_components_and_name_both():
@@ -315,7 +316,7 @@ def test_terminal_progress_draws_only_on_a_terminal():
 
     piped, tty = io.StringIO(), Tty()
     for stream in (piped, tty):
-        show = whatif.terminal_progress(stream, label="sweep")
+        show = terminal_progress(stream, label="sweep")
         show(1, 2)
         show(2, 2)
     assert piped.getvalue() == "" and tty.getvalue() == "\rsweep: 1/2\rsweep: 2/2\n"
@@ -374,7 +375,7 @@ def test_figures_refuse_another_fabric_or_no_sweep(dgx2_nvswitch):
     from models.present.whatif_plot import sweep_fabric_figure, sweep_figure
     with pytest.raises(topo.DgxTopoError, match="nvswitch0, which is not in DGX-1V"):
         sweep_fabric_figure(DGX1V, dgx2_nvswitch)
-    with pytest.raises(topo.DgxTopoError, match="expected a models.studies.whatif.Sweep"):
+    with pytest.raises(topo.DgxTopoError, match="expected a models.studies.sweep.Sweep"):
         sweep_figure([1, 2])
 
 

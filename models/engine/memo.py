@@ -1,0 +1,56 @@
+"""A bounded memo, most recently used kept: the one cache type of :mod:`models`.
+
+Caches in :mod:`models` are attributes of the object they belong to (a
+:class:`models.engine.fabric.PreparedFabric`, its :class:`~models.engine.nccl.system.NcclSystem`),
+never module globals. Most are plain dicts bounded by what they key (GPU sets of one fabric); a memo
+shared between fabrics, such as the channel searches of the variants of a what-if sweep, is bounded
+by count instead.
+
+Examples
+--------
+>>> memo = BoundedMemo(2)
+>>> memo.put("a", 1); memo.put("b", 2); memo.get("a"); memo.put("c", 3)
+1
+>>> memo.get("b") is None, memo.get("a"), len(memo)
+(True, 1, 2)
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+__all__ = ["BoundedMemo"]
+
+
+class BoundedMemo:
+    """A mapping of at most ``size`` entries that drops the least recently used.
+
+    Parameters
+    ----------
+    size : int
+        Entries kept.
+    """
+
+    __slots__ = ("size", "_entries")
+
+    def __init__(self, size: int = 256):
+        self.size = size
+        self._entries: OrderedDict = OrderedDict()
+
+    def get(self, key, default=None):
+        """The value of ``key`` (now the most recently used), or ``default``."""
+        try:
+            self._entries.move_to_end(key)
+        except KeyError:
+            return default
+        return self._entries[key]
+
+    def put(self, key, value) -> None:
+        """Keep ``value`` for ``key``, dropping the least recently used entry beyond ``size``."""
+        self._entries[key] = value
+        self._entries.move_to_end(key)
+        if len(self._entries) > self.size:
+            self._entries.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._entries)

@@ -1,0 +1,669 @@
+"""The what-if sweep: every failure of one kind, ranked by the busbw it costs.
+
+:func:`sweep` evaluates every single failure of one kind of component, or every pair with
+``pairs=True`` (the failure grammar and :func:`models.studies.whatif.components` say which), and
+ranks them by the loss of busbw they cause (a fraction of the baseline's busbw), with the time
+and the worst P2P bandwidth between the job's GPUs.
+
+**One estimate per symmetry class of the whole fabric.** Two failures whose failed fabrics are
+isomorphic (same parts, links and job GPUs up to a relabelling of nodes) give the same answer,
+and are computed once (:class:`models.engine.symmetry.FabricClasses`: colour refinement, confirmed
+by VF2): the 102 NVLink bundles of a DGX-2 fall into 5 classes, its 12 NVSwitches into 2. On a
+cluster the hosts come first: failures in hosts whose swap is an automorphism of the cluster
+(:func:`models.engine.symmetry.host_classes`, the job's GPUs marked) are one case (failing GPU 3
+of host 0 and of host 5 of a uniform cluster), and the failures of one host are classified on the
+host alone, with what lies outside it (network ports, a rack's switch chips) kept in place up to
+twins. ``symmetry=False`` computes every case (the tests check both agree).
+
+**Sized by cost, refused at once.** Classifying a case costs about a millisecond per host it
+touches and an estimate what the baseline estimate took; a sweep with more classified cases than
+``max_cases`` or whose estimates would take more than ``max_seconds`` (the baseline estimate's
+time x the classes; in this process, whatever executor runs them) is refused with
+:class:`SweepSizeError`, whose ``keyword`` names the argument to raise, before any failed fabric is
+estimated.
+
+The estimates run on any :class:`concurrent.futures.Executor`. By default (``executor=None``)
+a sweep whose distinct estimates would take at most :data:`IN_PROCESS_SECONDS` runs in this
+process, where a pool's start-up would cost more than it saves; a larger one on a local
+:class:`~concurrent.futures.ProcessPoolExecutor` with one worker per core (on one core, always
+in-process). ``executor="dask://HOST:PORT"`` runs on a Dask distributed scheduler (the optional
+extra ``dgx-topo[dask]``), reached within ``dask_timeout`` seconds or refused with
+:class:`ExecutorConnectionError`; ``executor=client.get_executor()`` runs on a client the caller
+owns. Every case is a pure function of its graph, so the results are identical whatever runs
+them.
+
+Examples
+--------
+>>> import topo
+>>> s = sweep(topo.dgx2(), "all_reduce", 2**30, fail_each="nvswitch")
+>>> len(s.rows), s.evaluations, round(s.rows[0].loss, 3), s.rows[0].label
+(12, 2, 0.166, 'nvswitch0')
+>>> c = sweep(topo.build("4xdgx1v"), "all_reduce", 2**30, fail_each="nic")
+>>> len(c.rows), c.evaluations   # 16 NICs: the first host's 4, and hosts 1-3 are copies
+(16, 8)
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import itertools
+import math
+import numbers
+import os
+import re
+import time
+from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+
+import topo
+from topo.errors import TopologyError
+
+from ..engine.fabric import PreparedFabric
+from ..engine.memo import BoundedMemo
+from ..engine.nccl.search import ChannelSearchError
+from ..engine.nccltests import collective as _collective
+from ..engine.routes import RouteError
+from ..engine.symmetry import FABRIC_NODE_KEYS, FabricClasses, host_classes, host_place, interchangeable_nodes
+from ..predict.collectives import estimate
+from ..predict.p2p import p2p_matrix
+from .whatif import WhatIfError, brief_repr, components, failed_fabric
+
+__all__ = ["SweepSizeError", "ExecutorSpecError", "ExecutorConnectionError", "SweepRow", "Sweep", "sweep",
+           "MAX_CASES", "MAX_SECONDS", "IN_PROCESS_SECONDS", "DASK_TIMEOUT"]
+
+#: Default limit of the failure cases one :func:`sweep` classifies (``max_cases``): each builds
+#: or labels a failed fabric (about 15 ms for a DGX-2). The cases of identical hosts of a cluster
+#: are not classified one by one; pairs grow as the square (the 102 NVLink bundles of a DGX-2
+#: give 5,151 pairs).
+MAX_CASES = 2000
+#: Default limit of the estimates' predicted time (``max_seconds``): the baseline estimate's time
+#: x the distinct estimates. [s]
+MAX_SECONDS = 30.0
+#: With ``executor=None``, a sweep whose distinct estimates would take at most this long in
+#: this process (the baseline estimate's time x their number) runs in-process: a local process
+#: pool's start-up (about 0.2 s) would cost more than it saves. [s]
+IN_PROCESS_SECONDS = 1.0
+#: Default time to reach a Dask scheduler (``dask_timeout``). [s]
+DASK_TIMEOUT = 5.0
+
+
+class SweepSizeError(WhatIfError):
+    """A sweep beyond its limits. ``keyword`` names the argument that raises the limit
+    (``max_cases`` or ``max_seconds``; the CLI maps it to its option)."""
+
+    def __init__(self, message: str, *, keyword: str = "max_cases"):
+        super().__init__(message)
+        self.keyword = keyword
+
+
+class ExecutorSpecError(WhatIfError):
+    """An ``executor=`` that is neither an Executor nor a known text form."""
+
+
+class ExecutorConnectionError(WhatIfError):
+    """A Dask scheduler that cannot be reached within ``dask_timeout``."""
+
+
+# ------------------------------------------------------------------------------ results
+@dataclass(frozen=True, slots=True)
+class SweepRow:
+    """One failure case of a :class:`Sweep`.
+
+    Attributes
+    ----------
+    failed : tuple of Failure
+        The failed components (one, or two with ``pairs=True``).
+    busbw : float
+        Predicted busbw with them failed; 0 if the fabric or the job is disconnected. [B/s]
+    time : float
+        Predicted time; ``math.inf`` if the collective cannot run. [s]
+    loss : float
+        ``1 - busbw / baseline busbw``: 0 for no effect, 1 for no bandwidth left.
+    p2p_pair : tuple or None
+        The ordered GPU pair (source, destination nodes) whose P2P bandwidth fell most, as a
+        fraction of its baseline (None when P2P is not computed, or for no pair left).
+    p2p : float or None
+        That pair's P2P bandwidth with the failure (0 if disconnected). [B/s]
+    p2p_loss : float or None
+        ``1 - p2p / baseline`` of that pair: the largest P2P loss of any pair of the job.
+    nranks : int
+        GPUs the job runs on (fewer than the baseline's after a GPU failure).
+    note : str
+        "disconnects the fabric: ...", "the job runs on 15 GPUs", ... or "".
+    representative : tuple of Failure
+        The case whose estimate this row reuses (itself unless a symmetry mapped it).
+    """
+
+    failed: tuple
+    busbw: float
+    time: float
+    loss: float
+    p2p_pair: tuple | None
+    p2p: float | None
+    p2p_loss: float | None
+    nranks: int
+    note: str
+    representative: tuple
+
+    @property
+    def label(self) -> str:
+        """The failed components as comma-separated specs (:func:`parse_failures` reads it)."""
+        return ",".join(map(str, self.failed))
+
+
+@dataclass(frozen=True, slots=True)
+class Sweep:
+    """Every single (or pair) failure of a kind of component, ranked by the busbw it costs.
+
+    Words and JSON: :mod:`models.present.sweep_text`.
+
+    Attributes
+    ----------
+    fabric : str
+        The fabric's name.
+    collective : str
+    nbytes : int
+        [bytes]
+    gpus : tuple of int
+        The job's GPU ids in the fabric.
+    fail_each : str
+    pairs : bool
+    baseline_busbw : float
+        [B/s]
+    baseline_time : float
+        [s]
+    p2p : bool
+        Whether rows carry the P2P effect.
+    rows : tuple of SweepRow
+        Ranked: largest loss first (then largest P2P loss, then fabric order).
+    evaluations : int
+        Distinct estimates run (symmetry classes), the baseline excluded.
+    """
+
+    fabric: str
+    collective: str
+    nbytes: int
+    gpus: tuple
+    fail_each: str
+    pairs: bool
+    baseline_busbw: float
+    baseline_time: float
+    p2p: bool
+    rows: tuple
+    evaluations: int
+
+    def to_records(self) -> list:
+        """One flat dict per row (tidy data for pandas or plotly express), in rank order.
+        [B/s, s]"""
+        return [{"rank": rank, "failed": r.label, "busbw": r.busbw, "time": r.time, "loss": r.loss,
+                 "nranks": r.nranks, "p2p_loss": r.p2p_loss, "note": r.note}
+                for rank, r in enumerate(self.rows, 1)]
+
+
+# ------------------------------------------------------------------------------ evaluation
+@dataclass(frozen=True, slots=True)
+class _Outcome:
+    busbw: float
+    time: float
+    p2p: dict | None  # (source node, destination node) -> P2P bandwidth [B/s]
+    nranks: int
+    note: str = ""
+
+
+def _evaluate(H, collective, nbytes, job_nodes, p2p, profile, searches=None) -> _Outcome:
+    """One estimate on a failed fabric (module level: executors pickle it). ``searches``: a memo
+    of channel searches shared by the fabrics of one sweep in this process (hosts a failure
+    leaves alone are searched once)."""
+    fabric = PreparedFabric(H, nccl=profile, searches=searches, freeze=False)  # the caller's G, or ours
+    ids = sorted(fabric.ids[n] for n in job_nodes)
+    try:
+        e = estimate(fabric, collective, nbytes, ids)
+    except (RouteError, ChannelSearchError) as err:
+        return _Outcome(0.0, math.inf, None, len(ids), f"the job's GPUs cannot communicate: {err}")
+    pairs = None
+    if p2p and len(ids) > 1:
+        matrix = p2p_matrix(fabric, ids)
+        nodes = [n for n in fabric.ids if n in set(job_nodes)]
+        pairs = {(a, b): float(matrix[i, j]) for i, a in enumerate(nodes) for j, b in enumerate(nodes)
+                 if i != j}
+    return _Outcome(float(e.busbw), float(e.time), pairs, len(ids))
+
+
+# ------------------------------------------------------------------------------ executors
+_DASK_ADDRESS = re.compile(r"dask://(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(?P<port>[0-9]{1,5})")
+
+
+def _executor_kind(executor, dask_timeout) -> str:
+    """Check ``executor=`` before any work: ``"auto"``, ``"inline"``, ``"process"``,
+    ``"dask"`` or ``"given"``."""
+    if isinstance(dask_timeout, bool) or not isinstance(dask_timeout, numbers.Real) \
+            or not 0 < dask_timeout <= 3600:
+        raise ExecutorSpecError(f"dask_timeout must be a number of seconds in (0, 3600], received "
+                                f"{brief_repr(dask_timeout)}")
+    if executor is None:
+        return "auto"
+    if isinstance(executor, Executor):
+        return "given"
+    if isinstance(executor, str):
+        if executor in ("inline", "process"):
+            return executor
+        if executor.startswith("dask://"):
+            match = _DASK_ADDRESS.fullmatch(executor)
+            if match is None or not 1 <= int(match["port"]) <= 65535:
+                raise ExecutorSpecError(f"executor={brief_repr(executor)}: expected dask://HOST:PORT with a "
+                                        f"host name or address and a port from 1 to 65535")
+            try:
+                import distributed  # noqa: F401  (optional extra dgx-topo[dask])
+            except ImportError as err:
+                raise ExecutorSpecError(f"executor={executor!r} needs Dask distributed: install the "
+                                        f"optional extra, pip install 'dgx-topo[dask]'") from err
+            return "dask"
+    raise ExecutorSpecError(f"executor={brief_repr(executor)}: expected None (automatic), 'inline', "
+                            f"'process', 'dask://HOST:PORT' or a concurrent.futures.Executor "
+                            f"(e.g. a Dask client's get_executor())")
+
+
+def _dask_client(executor, timeout):
+    """A client of the scheduler ``dask://HOST:PORT``, or :class:`ExecutorConnectionError` within
+    ``timeout`` seconds (an unknown host at once)."""
+    import socket
+
+    from distributed import Client  # checked by _executor_kind
+
+    match = _DASK_ADDRESS.fullmatch(executor)
+    host, port = match["host"].strip("[]"), int(match["port"])
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        try:
+            socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except OSError as err:
+            raise ExecutorConnectionError(f"executor={executor!r}: unknown host {host!r} ({err.strerror or err})") \
+                from None
+    address = f"tcp://[{host}]:{port}" if ":" in host else f"tcp://{host}:{port}"
+    try:
+        return Client(address, timeout=timeout, set_as_default=False)
+    except (OSError, TimeoutError) as err:
+        raise ExecutorConnectionError(
+            f"executor={executor!r}: no Dask scheduler answered at {address} within {timeout:g} s "
+            f"({type(err).__name__}); start one (dask scheduler --port {port}) or raise dask_timeout") from None
+
+
+def _executor(kind, executor, n_tasks, seconds_each, client) -> tuple:
+    """``(executor, close)``: where to run ``n_tasks`` (None: in-process), what to shut down
+    (``client``: the Dask client of ``dask://``, connected before any work)."""
+    cores = os.cpu_count() or 1
+    if n_tasks == 0 or kind == "inline":
+        return None, None
+    if kind == "auto":
+        if n_tasks * seconds_each <= IN_PROCESS_SECONDS or n_tasks < 2 or cores < 2:
+            return None, None
+        kind = "process"
+    if kind == "process":
+        pool = ProcessPoolExecutor(max_workers=max(1, min(cores, n_tasks)))
+        return pool, pool.shutdown
+    if kind == "dask":
+        return client.get_executor(), None
+    return executor, None  # the caller's: the caller shuts it down
+
+
+def _ticker(progress):
+    if progress is None:
+        return lambda done, total: None
+    update = getattr(progress, "update", None)
+    if callable(update):
+        def tick(done, total):
+            if getattr(progress, "total", total) != total:
+                progress.total = total
+            update(1)
+        return tick
+    if callable(progress):
+        return progress
+    raise WhatIfError(f"progress={brief_repr(progress)}: expected a callable progress(done, total) or "
+                      f"a tqdm-style bar with update(n)")
+
+
+# ------------------------------------------------------------------------------ cases
+def _host_of(G, n):
+    h = G.nodes[n].get("host")
+    return h if isinstance(h, int) and h >= 0 else None
+
+
+class _ClusterCases:
+    """Single failures of a cluster keyed by symmetry, without building a graph per case.
+
+    A failure in a host is moved to the first host of its class (:func:`host_classes`, the job's
+    GPUs marked: the swap of two hosts of a class is an automorphism), and there keyed by the
+    *twin classes* of the parts it fails: parts of one host with the same attributes, job mark
+    and links to the same nodes (:func:`interchangeable_nodes`; a transposition of two twins is an
+    automorphism, so every permutation within a class is), and, outside the hosts, nodes with
+    the same attributes and the same links (a rack's NVSwitch chips). Equal keys are failures
+    that an automorphism of the cluster maps onto each other: one estimate. A failure of a part
+    of no host (a network switch, a rack's chip) has no key and is classified on the whole
+    failed fabric."""
+
+    def __init__(self, G, job):
+        self.G = G
+        self.job = frozenset(job)
+        # The job's first host is a class of its own: NCCL's model takes the channels and the NICs
+        # they use from the first node's search (models.engine.nccl.search), so a failure there is
+        # not the same failure in another host (failing a NIC of host 0 or host 1 of a 2xDGX-1V
+        # costs 29 % or 7 %).
+        lead = _host_of(G, min(job, key=lambda n: (G.nodes[n]["host"], G.nodes[n]["index"])))
+        classes = [[lead]] + [rest for hosts in host_classes(G, self.job)
+                              if (rest := [h for h in hosts if h != lead])]
+        self.host_class = {h: c for c, hosts in enumerate(classes) for h in hosts}
+        self.first_host = [hosts[0] for hosts in classes]
+        self.by_place = {}
+        for n in G:
+            h = _host_of(G, n)
+            if h is not None:
+                self.by_place[h, host_place(n)] = n
+        self.outside_twins = None
+        self._twins: dict = {}
+
+    def _local_twins(self, c) -> dict:
+        """Node of the first host of class ``c`` -> its twin class."""
+        if c not in self._twins:
+            G, host = self.G, self.first_host[c]
+            nodes = [n for n in G if _host_of(G, n) == host]
+
+            def label(n):
+                return tuple(G.nodes[n].get(k) for k in FABRIC_NODE_KEYS), n in self.job
+            self._twins[c] = {n: i for i, members in enumerate(interchangeable_nodes(G, nodes, label=label))
+                              for n in members}
+        return self._twins[c]
+
+    def _outside(self, n) -> tuple:
+        if self.outside_twins is None:
+            G = self.G
+            outside = [n for n in G if _host_of(G, n) is None]
+            self.outside_twins = {n: i for i, members in enumerate(interchangeable_nodes(
+                G, outside, label=lambda n: tuple(G.nodes[n].get(k) for k in FABRIC_NODE_KEYS)))
+                for n in members}
+        return ("outside", self.outside_twins[n])
+
+    def key(self, case) -> tuple | None:
+        """The key of a single failure (None: classify it on the whole failed fabric)."""
+        if len(case) != 1:
+            return None
+        failure = case[0]
+        hosts = {_host_of(self.G, n) for n in failure.nodes} - {None}
+        if len(hosts) != 1:
+            return None
+        (h,) = hosts
+        c = self.host_class[h]
+        twins = self._local_twins(c)
+        ends = []
+        for n in failure.nodes:
+            if _host_of(self.G, n) is None:
+                ends.append(self._outside(n))
+            else:
+                ends.append(("host", twins[self.by_place[self.first_host[c], host_place(n)]]))
+        return c, tuple(sorted(ends)), failure.count, failure.factor
+
+
+def _classify(G, cases, keys, cluster, job, *, symmetry, tick) -> tuple:
+    """Per case: a note (it disconnects the fabric or the job), or ``(task, remaining job nodes,
+    mapping)``; and the tasks, one ``(failed fabric, remaining job nodes, case)`` per class.
+    ``keys``: the cases' keys (:meth:`_ClusterCases.key`; None: classify the whole failed
+    fabric). ``mapping`` takes the case's nodes to the task's (None: the same nodes, or a
+    cluster case, whose P2P figures are not computed)."""
+    assigned: list = []
+    tasks: list = []
+    full = FabricClasses() if symmetry else None
+    local_of: dict = {}  # key -> class of the host's failures
+    first_of: dict = {}  # class of the host's failures -> what its first case gave
+    for done, (case, key) in enumerate(zip(cases, keys), 1):
+        if key is None:
+            assigned.append(_full_case(G, case, job, full, tasks))
+        else:
+            if key not in local_of:
+                # The key alone (twins): VF2 over a host with its outside nodes (a tray and the 18
+                # twin switch chips of an NVL72) took minutes.
+                local_of[key] = key
+            if local_of[key] not in first_of:
+                first_of[local_of[key]] = _full_case(G, case, job, None, tasks)
+            first = first_of[local_of[key]]
+            if isinstance(first, str):  # the class is no fabric: say how this case fails
+                assigned.append(_full_case(G, case, job, None, tasks) if first.startswith("disconnects")
+                                else first)
+            else:
+                assigned.append((first[0], _remaining(case, job), None))
+        tick(done, len(cases))
+    return assigned, tasks
+
+
+def _remaining(case, job) -> list:
+    failed = {f.nodes[0] for f in case if f.is_node}
+    return [n for n in job if n not in failed]
+
+
+def _full_case(G, case, job, classes, tasks):
+    """Apply a case and classify its failed fabric in ``classes`` (None: a task of its own)."""
+    try:
+        H = failed_fabric(G, case)
+    except TopologyError as err:
+        return f"disconnects the fabric: {err}"
+    remaining = [n for n in job if n in H]
+    if not remaining:
+        return "no GPU of the job is left"
+    if classes is not None:
+        index, mapping = classes.add(H, {n: "job" for n in remaining})
+        if index == len(tasks):
+            tasks.append((H, remaining, case))
+        return index, remaining, mapping
+    tasks.append((H, remaining, case))
+    return len(tasks) - 1, remaining, None
+
+
+# ------------------------------------------------------------------------------ sweep
+def _loss(value, base) -> float:
+    return 0.0 if not base else 1.0 - value / base
+
+
+def _p2p_effect(after, before) -> tuple:
+    """(pair, bandwidth, loss) of the pair of the job whose P2P bandwidth falls most."""
+    if before is None:
+        return None, None, None
+    if after is None:  # disconnected: every pair of the job loses everything
+        pair = next(iter(before), None)
+        return (pair, 0.0, 1.0) if pair is not None else (None, None, None)
+    worst = None
+    for pair, base in before.items():  # baseline order, so ties go to the first pair
+        if pair not in after:
+            continue  # a failed GPU's pairs
+        value = after[pair]
+        loss = _loss(value, base)
+        if worst is None or loss > worst[2]:
+            worst = (pair, value, loss)
+    if worst is None or worst[2] <= 0:  # no pair loses: no pair to name
+        return None, None, 0.0
+    return worst
+
+
+def _check_count(name, value, *, real=False) -> None:
+    kinds = numbers.Real if real else numbers.Integral
+    if isinstance(value, bool) or not isinstance(value, kinds) or not value > 0 \
+            or (real and not math.isfinite(value)) or (not real and value < 1):
+        raise WhatIfError(f"{name} must be a {'number' if real else 'whole number'} > 0, received "
+                          f"{brief_repr(value)}")
+
+
+def sweep(G, collective: str, nbytes, *, fail_each: str = "nvlink", pairs: bool = False,
+          gpus=None, executor=None, progress=None, max_cases: int = MAX_CASES,
+          max_seconds: float = MAX_SECONDS, symmetry: bool = True, p2p: bool | None = None,
+          profile=None, dask_timeout: float = DASK_TIMEOUT) -> Sweep:
+    """Evaluate every failure of one kind of component and rank them by the busbw they cost.
+
+    Parameters
+    ----------
+    G : networkx.DiGraph or models.engine.fabric.PreparedFabric
+        A valid fabric (not modified).
+    collective : str
+        One of :data:`models.COLLECTIVE_NAMES`.
+    nbytes : int or str
+        One message size (``2**30``, ``"1G"``). [bytes]
+    fail_each : str
+        One of :data:`models.studies.whatif.FAIL_EACH`.
+    pairs : bool
+        Every pair of failures instead of every single one.
+    gpus : iterable of int or str, optional
+        The job's GPU ids; every GPU by default.
+    executor : None, str or concurrent.futures.Executor
+        None: in-process when the estimates would take at most :data:`IN_PROCESS_SECONDS`,
+        else a local process pool; ``"inline"``, ``"process"``, ``"dask://HOST:PORT"``; or any Executor
+        (a Dask client's ``get_executor()``), which the caller keeps and shuts down.
+    progress : callable or tqdm-style bar, optional
+        ``progress(done, total)`` after each case classified and each estimate, or an object
+        with ``update(n)`` (its ``total`` is set).
+    max_cases : int
+        Refuse sweeps that classify more failure cases (default :data:`MAX_CASES`).
+    max_seconds : float
+        Refuse sweeps whose estimates would take longer in this process (default
+        :data:`MAX_SECONDS`). [s]
+    symmetry : bool
+        Compute isomorphic failed fabrics once (default).
+    p2p : bool, optional
+        Also compute the worst P2P bandwidth between the job's GPUs; by default on a single
+        host (where P2P bandwidth is the NVLink/PCIe figure users compare).
+    profile : str or NcclProfile, optional
+        NCCL version profile (the prepared fabric's by default).
+    dask_timeout : float
+        Seconds to reach a ``dask://`` scheduler (default :data:`DASK_TIMEOUT`).
+
+    Returns
+    -------
+    Sweep
+
+    Raises
+    ------
+    WhatIfError
+        For an unknown ``fail_each``, a fabric without such parts, or a bad ``progress``.
+    SweepSizeError
+        Beyond ``max_cases`` or ``max_seconds`` (``keyword`` names which).
+    ExecutorSpecError, ExecutorConnectionError
+        For an unknown ``executor``, ``dask://`` without Dask distributed installed, or a
+        scheduler that does not answer.
+    topo.SizeError, topo.GpuSelectionError, models.UnknownCollectiveError, topo.TopologyError
+        For a bad size, GPU ids, collective or fabric.
+    """
+    if isinstance(G, PreparedFabric):
+        profile = G.profile if profile is None else profile
+        G = G.G
+    topo.validate(G)
+    size = topo.parse_nbytes(nbytes)
+    if not isinstance(size, int):
+        raise topo.SizeError(f"a sweep takes one message size, received {brief_repr(nbytes)}")
+    _check_count("max_cases", max_cases)
+    _check_count("max_seconds", max_seconds, real=True)
+    job = topo.gpus(G) if gpus is None else topo.select_gpus(G, gpus)
+    position = {n: i for i, n in enumerate(topo.gpus(G))}
+    job = sorted(job, key=position.__getitem__)
+    p2p = (len({G.nodes[n]["host"] for n in topo.gpus(G)}) == 1) if p2p is None else bool(p2p)
+    collective = _collective(collective).name
+    tick = _ticker(progress)
+    executor_kind = _executor_kind(executor, dask_timeout)
+    if pairs not in (True, False):
+        raise WhatIfError(f"pairs must be True or False, received {brief_repr(pairs)}")
+
+    singles = components(G, fail_each, gpus)
+    name = G.graph.get("name", "the fabric")
+    what = f"fail_each={fail_each!r}{' with pairs=True' if pairs else ''} on {name}"
+    n_cases = math.comb(len(singles), 2) if pairs else len(singles)
+    if pairs and n_cases > max_cases:
+        raise SweepSizeError(
+            f"{what} gives {n_cases:,} failure cases ({len(singles)} components), more than "
+            f"max_cases={max_cases:,}: pass a larger max_cases= (each case builds and classifies a "
+            f"failed fabric, about 15 ms on a DGX-2){', fewer GPUs (gpus=)' if fail_each == 'gpu' else ''} "
+            f"or another fail_each=", keyword="max_cases")
+    cases = list(itertools.combinations(singles, 2)) if pairs else [(s,) for s in singles]
+    # The cases of identical hosts of a cluster are one case (P2P figures are per host copy: then
+    # every case is classified on the whole fabric).
+    hosts = {G.nodes[n]["host"] for n in topo.gpus(G)}
+    cluster = _ClusterCases(G, job) if symmetry and len(hosts) > 1 and not p2p else None
+    keys = [cluster.key(case) for case in cases] if cluster is not None else [None] * len(cases)
+    to_classify = len({k for k in keys if k is not None}) + sum(k is None for k in keys)
+    if to_classify > max_cases:
+        raise SweepSizeError(
+            f"{what} gives {to_classify:,} failure cases to classify ({len(cases):,} cases), more than "
+            f"max_cases={max_cases:,}: pass a larger max_cases= (each builds or labels a failed fabric, "
+            f"about 15 ms on a DGX-2){', fewer GPUs (gpus=)' if fail_each == 'gpu' else ''} or another "
+            f"fail_each=", keyword="max_cases")
+    # A Dask scheduler is reached (or refused) before any work.
+    client = _dask_client(executor, dask_timeout) if executor_kind == "dask" else None
+    try:
+        return _run(G, collective, size, job, p2p, profile, cases, keys, cluster, symmetry, tick, what,
+                    max_seconds, fail_each, pairs, executor_kind, executor, client, position)
+    finally:
+        if client is not None:
+            client.close()
+
+
+def _run(G, collective, size, job, p2p, profile, cases, keys, cluster, symmetry, tick, what, max_seconds,
+         fail_each, pairs, executor_kind, executor, client, position) -> Sweep:
+    """The sweep's work once its arguments are checked and its cases counted."""
+    searches = BoundedMemo(256)  # shared by the fabrics estimated in this process
+    started = time.perf_counter()
+    base = _evaluate(G, collective, size, job, p2p, profile, searches)  # checks the profile too
+    seconds_each = time.perf_counter() - started
+
+    def refuse_beyond(estimates, what_counted):
+        predicted = seconds_each * estimates
+        if predicted > max_seconds:
+            raise SweepSizeError(
+                f"{what} needs {what_counted}{estimates:,} distinct estimates of about {seconds_each:.2g} s each "
+                f"(the baseline's), about {predicted:.2g} s, more than max_seconds={max_seconds:g}: pass a "
+                f"larger max_seconds= or fewer GPUs (gpus=)", keyword="max_seconds")
+
+    if cluster is not None:  # every key is an estimate of its own (unless the fabric disconnects)
+        refuse_beyond(len({k for k in keys if k is not None}), "up to ")
+    total = len(cases)
+    assigned, tasks = _classify(G, cases, keys, cluster, job, symmetry=symmetry, tick=tick)
+    refuse_beyond(len(tasks), "")
+    done = total
+    total += len(tasks)
+
+    outcomes: list = [None] * len(tasks)
+    runner, close = _executor(executor_kind, executor, len(tasks), seconds_each, client)
+    try:
+        if runner is None:
+            for i, (H, remaining, _) in enumerate(tasks):
+                outcomes[i] = _evaluate(H, collective, size, remaining, p2p, profile, searches)
+                done += 1
+                tick(done, total)
+        else:
+            futures = {runner.submit(_evaluate, H, collective, size, remaining, p2p, profile): i
+                       for i, (H, remaining, _) in enumerate(tasks)}
+            for future in as_completed(futures):
+                outcomes[futures[future]] = future.result()
+                done += 1
+                tick(done, total)
+    finally:
+        if close is not None:
+            close()
+
+    job_set = set(job)
+    rows = []
+    for case, where in zip(cases, assigned):
+        if isinstance(where, str):
+            rows.append(SweepRow(case, 0.0, math.inf, 1.0, *_p2p_effect(None, base.p2p), 0,
+                                 where, case))
+            continue
+        index, remaining, mapping = where
+        out = outcomes[index]
+        notes = [out.note] if out.note else []
+        if fail_each == "gpu" or out.nranks != len(job_set):
+            notes.append(f"the job runs on {out.nranks} GPU{'s' if out.nranks != 1 else ''}")
+        after = out.p2p
+        if after is not None and mapping is not None:
+            # This case's P2P pairs are the representative's under the isomorphism.
+            after = {(a, b): after[mapping[a], mapping[b]] for a in remaining for b in remaining
+                     if a != b}
+        rows.append(SweepRow(case, out.busbw, out.time, _loss(out.busbw, base.busbw),
+                             *_p2p_effect(after, base.p2p), out.nranks, "; ".join(notes),
+                             tasks[index][2]))
+    order = sorted(range(len(rows)), key=lambda i: (-rows[i].loss, -(rows[i].p2p_loss or 0.0), i))
+    return Sweep(G.graph.get("name", "fabric"), collective, size,
+                 tuple(position[n] for n in job), fail_each, bool(pairs), base.busbw, base.time,
+                 base.p2p is not None, tuple(rows[i] for i in order), len(tasks))

@@ -1,0 +1,159 @@
+"""The one GPU-set key (models/engine/symmetry.py): equal keys are equal answers.
+
+A wrong key silently reuses another set's estimate, so the property is checked where keys are
+easiest to get wrong: small fabrics and what-if variants of them (thinned, removed and added
+links, an imported fabric), GPU sets of every size, estimates and bounds alike."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import models
+import topo
+from models.engine.fabric import PreparedFabric
+from models.engine.symmetry import SymmetryLimitError, host_classes
+from models.studies.bounds import bound
+
+ROOT = Path(__file__).parents[3]
+GiB = 2**30
+
+
+def _variants():
+    """Fabrics whose symmetry a key must get right (built once: the property draws from them)."""
+    dgx1v, dgx1 = topo.dgx1v(), topo.dgx1()
+    h100 = topo.build("dgxh100")
+    cut = h100
+    for s in [v for v in h100.adj["gpu3"] if h100.nodes[v]["kind"] == "nvswitch"]:
+        cut = topo.transform.remove_links(cut, "gpu3", s, cut.edges["gpu3", s]["links"])
+    return {
+        "dgx1v": dgx1v,
+        "dgx1": dgx1,
+        "dgx1v thinned gpu0-gpu3": topo.transform.remove_links(dgx1v, "gpu0", "gpu3", 1),
+        "dgx1v without gpu1-gpu2": topo.transform.remove_links(dgx1v, "gpu1", "gpu2", 1),
+        "dgx1v plus gpu0-gpu5": topo.transform.add_links(dgx1v, "gpu0", "gpu5", "nvlink2", 1),
+        "dgx1v degraded pcie": topo.transform.scale_links(dgx1v, "gpu4", "pcie2", 0.5),
+        "dgx1v imported": topo.from_json((ROOT / "examples" / "dgx1v_imported.json").read_text()),
+        "dgxh100, gpu3 without NVLink": cut,
+        "2xdgx1v": topo.build("2xdgx1v"),
+        "2xdgx1v, host 1 without mlx5_1": topo.transform.remove_nodes(topo.build("2xdgx1v"), ["h1.mlx5_1"]),
+    }
+
+
+VARIANTS = _variants()
+FABRICS = {name: PreparedFabric(G.copy()) for name, G in VARIANTS.items()}
+
+
+def _pair_with_equal_key(fabric, key_of, k, draw):
+    """Two different k-GPU sets of ``fabric`` with equal keys (or None)."""
+    nodes = topo.gpus(fabric.G)
+    combos = list(itertools.combinations(nodes, k))
+    first = draw(st.sampled_from(combos))
+    mates = [c for c in combos if c != first and key_of(c) == key_of(first)]
+    return (first, draw(st.sampled_from(mates))) if mates else None
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_equal_nccl_keys_give_equal_estimates(data):
+    name = data.draw(st.sampled_from(sorted(FABRICS)))
+    fabric = FABRICS[name]
+    collective = data.draw(st.sampled_from(["all_reduce", "all_gather", "broadcast", "alltoall"]))
+    symmetry = fabric.symmetry.nccl(collective, network=collective != "alltoall")
+    k = data.draw(st.integers(2, 4))
+    pair = _pair_with_equal_key(fabric, symmetry.key, k, data.draw)
+    if pair is None:
+        return
+    ids = [[fabric.ids[n] for n in s] for s in pair]
+    a, b = (models.estimate(fabric, collective, [2**12, GiB], i) for i in ids)
+    assert list(a.time) == list(b.time), (name, collective, pair)
+    assert list(a.busbw) == list(b.busbw)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_equal_bound_keys_give_equal_bounds(data):
+    name = data.draw(st.sampled_from(sorted(n for n in FABRICS if "h100" not in n and "2x" not in n)))
+    fabric = FABRICS[name]
+    kinds = data.draw(st.sampled_from([None, ("nvlink",)]))
+    symmetry = fabric.symmetry.graph(kinds)
+    k = data.draw(st.integers(2, 4))
+    pair = _pair_with_equal_key(fabric, symmetry.key, k, data.draw)
+    if pair is None:
+        return
+    ids = [[fabric.ids[n] for n in s] for s in pair]
+    a, b = (bound(fabric, "all_gather", GiB, i, edge_kinds=kinds, nccl=False).bound_busbw for i in ids)
+    assert a == b, (name, kinds, pair)
+
+
+def test_the_old_planner_rule_would_reuse_a_wrong_estimate():
+    """The planner keyed sets of an NVSwitch host by NVLink-only classes without automorphisms.
+    With GPU 3's NVLinks gone its paths cross PCIe: {3, 0} (one CPU socket) and {3, 4} (across
+    the sockets) were one key there, and are two here, as their estimates are."""
+    fabric = FABRICS["dgxh100, gpu3 without NVLink"]
+    nvlink_classes = topo.interchangeable_gpus(fabric.G, edge_kinds=["nvlink"])
+    old_class = {g: c for c, members in enumerate(nvlink_classes) for g in members}
+    old_key = lambda nodes: tuple(sorted(old_class[g] for g in nodes))  # noqa: E731
+    assert old_key(["gpu3", "gpu0"]) == old_key(["gpu3", "gpu4"])
+    e30, e34 = (float(models.estimate(fabric, "all_reduce", GiB, ids).busbw) for ids in ([3, 0], [3, 4]))
+    assert e30 > 1.5 * e34
+    key = fabric.symmetry.nccl("all_reduce").key
+    assert key(["gpu3", "gpu0"]) != key(["gpu3", "gpu4"])
+
+
+def test_classes_are_counted_before_they_are_listed():
+    fabric = PreparedFabric(topo.dgx2())
+    sym = fabric.symmetry.nccl("all_reduce")
+    assert [sym.count(k) for k in (2, 3, 16)] == [3, 4, 1]
+    assert sum(sym.set_classes([3]).values()) == 560  # C(16, 3), in 4 classes
+    with pytest.raises(SymmetryLimitError, match=r"up to 4 symmetry classes .* max_classes=3: raise max_classes") as err:
+        sym.set_classes([3], max_classes=3)
+    assert (err.value.keyword, err.value.size, err.value.limit) == ("max_classes", 4, 3)
+
+
+def test_a_server_without_interchangeable_gpus_is_refused_at_once():
+    """16 GPUs, each under its own PCIe switch: 65,519 sets of 2 or more GPUs, no two alike."""
+    G = topo.build("dgx2")
+    H = G.copy()
+    # no GPU interchangeable: give each a different memory bandwidth
+    for i, g in enumerate(topo.gpus(H)):
+        H.nodes[g]["memory_bandwidth"] = 9e11 + i
+    sym = PreparedFabric(H).symmetry.graph()
+    assert all(len(c) == 1 for c in sym.classes)
+    with pytest.raises(SymmetryLimitError, match="65,519 symmetry classes"):
+        sym.set_classes(range(2, 17))
+
+
+def test_a_uniform_clusters_hosts_are_one_class_and_a_fat_trees_are_not():
+    assert host_classes(topo.build("4xdgxh100:rail_only")) == [[0, 1, 2, 3]]
+    assert host_classes(topo.build("gb200nvl72")) == [list(range(18))]
+    # 18 ports per leaf: host 2's NICs straddle two leaves, so it swaps with no host
+    assert [2] in host_classes(topo.build("8xdgx2"))
+
+
+def test_automorphisms_are_bounded_and_the_same_whatever_the_hash_seed(tmp_path):
+    """An imported DGX H100 (dgxtopo topo dgxh100 | dgxtopo import --gpu h100): 18 NVSwitches
+    inferred from NV18, a PCIe tree rebuilt from the matrix. VF2's order followed the hash seed
+    (2 s or more than 200 s); now the same maps, classes and set classes in well under a second."""
+    text = topo.format_connection_matrix(topo.connection_matrix(topo.build("dgxh100")))
+    path = tmp_path / "h100.json"
+    path.write_text(topo.to_json(topo.from_nvidia_smi(text, gpu="h100")))
+    probe = ("import topo; from models.engine.fabric import PreparedFabric; "
+             f"G = topo.from_json(open({str(path)!r}).read()); "
+             "maps = topo.gpu_automorphisms(G); s = PreparedFabric(G).symmetry; "
+             "print(sorted(tuple(sorted(m.items())) for m in maps), s.graph().classes, "
+             "sorted(s.both(['nvlink']).set_classes(range(2, 9)).items()))")
+    outputs = set()
+    for seed in ("0", "12345"):
+        run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, timeout=120,
+                             env={**os.environ, "PYTHONHASHSEED": seed})
+        assert run.returncode == 0, run.stderr
+        outputs.add(run.stdout)
+    assert len(outputs) == 1 and outputs.pop().startswith("[((")

@@ -1,0 +1,95 @@
+"""The sweep on clusters: one estimate per symmetry class of the whole cluster, sized by cost,
+and executors that fail in one line (models/studies/sweep.py)."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+import topo
+from models.present.cli import main
+from models.present.sweep_text import sweep_dict
+from models.studies.sweep import ExecutorConnectionError, ExecutorSpecError, SweepSizeError, sweep
+
+MiB = 2**20
+
+
+@pytest.mark.parametrize("system, fail_each, gpus", [
+    ("2xdgx1v", "nic", None),
+    ("4xdgx1v:rail", "gpu", "0-1,8-9,16,24"),
+    ("3xdgx1v", "nvlink", "0-1,8-9,16-17"),
+])
+def test_cluster_classes_give_what_computing_every_case_gives(system, fail_each, gpus):
+    G = topo.build(system)
+    fast = sweep(G, "all_reduce", 64 * MiB, fail_each=fail_each, gpus=gpus, executor="inline")
+    every = sweep(G, "all_reduce", 64 * MiB, fail_each=fail_each, gpus=gpus, executor="inline", symmetry=False,
+                  max_seconds=1e9)
+    assert sweep_dict(fast) == sweep_dict(every)
+    assert fast.evaluations <= every.evaluations == len(every.rows)
+
+
+def test_failures_in_identical_hosts_are_one_case_but_the_first_host_is_its_own():
+    """Hosts 1-3 of a 4xDGX-1V are copies: a NIC of any of them is one case. The first host is
+    not (NCCL's model takes the channels' NICs from the first node's search: a NIC of host 0
+    costs 29 %, of host 1 7 % on a 2xDGX-1V)."""
+    s = sweep(topo.build("4xdgx1v"), "all_reduce", 64 * MiB, fail_each="nic", executor="inline")
+    reps = {r.label: ",".join(map(str, r.representative)) for r in s.rows}
+    assert reps["h3.mlx5_1"] == reps["h2.mlx5_1"] == reps["h1.mlx5_1"] != reps["h0.mlx5_1"]
+    assert s.evaluations == 8 and len(s.rows) == 16  # the first host's 4 NICs, and hosts 1-3's 4
+
+
+def test_a_sweep_beyond_its_estimated_time_is_refused_naming_the_keyword():
+    with pytest.raises(SweepSizeError, match=r"distinct estimates of about .* more than max_seconds=1e-09: "
+                                             r"pass a larger max_seconds=") as err:
+        sweep(topo.build("2xdgx1v"), "all_reduce", MiB, fail_each="gpu", max_seconds=1e-9)
+    assert err.value.keyword == "max_seconds"
+    with pytest.raises(SweepSizeError, match="32 failure cases to classify .* max_cases=3") as err:
+        sweep(topo.build("2xdgx1v"), "all_reduce", MiB, fail_each="nvlink", gpus="0-3", max_cases=3)
+    assert err.value.keyword == "max_cases"
+
+
+def test_the_cli_maps_the_keywords_to_its_options(capsys):
+    assert main(["whatif", "all_reduce", "--system", "2xdgx1v", "--fail-each", "gpu", "-s", "1M",
+                 "--max-seconds", "1e-9"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "more than the limit of 1e-09: raise it with --max-seconds S" in err
+    assert "max_seconds" not in err and "fail_each" not in err and "--fail-each 'gpu'" in err
+
+
+@pytest.mark.parametrize("address", ["dask://127.0.0.1:notaport", "dask://127.0.0.1:0", "dask://127.0.0.1:99999",
+                                     "dask://:8786", "dask://127.0.0.1", "dask://a b:1"])
+def test_malformed_dask_addresses_are_refused_before_any_work(address):
+    with pytest.raises(ExecutorSpecError, match="expected dask://HOST:PORT"):
+        sweep(topo.dgx1v(), "all_reduce", MiB, fail_each="nic", executor=address)
+
+
+def test_an_unreachable_scheduler_fails_within_the_timeout(capsys):
+    pytest.importorskip("distributed")
+    with socket.socket() as s:  # a loopback port with nothing listening
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with pytest.raises(ExecutorConnectionError, match=rf"no Dask scheduler answered at tcp://127.0.0.1:{port} "
+                                                      r"within 0.5 s .* raise dask_timeout"):
+        sweep(topo.dgx1v(), "all_reduce", MiB, fail_each="nic", executor=f"dask://127.0.0.1:{port}",
+              dask_timeout=0.5)
+    assert main(["whatif", "all_reduce", "--system", "dgx1v", "--fail-each", "nic", "--executor",
+                 f"dask://127.0.0.1:{port}", "--dask-timeout", "0.5"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "raise --dask-timeout S" in err
+
+
+def test_an_unknown_host_is_refused_without_waiting(monkeypatch):
+    pytest.importorskip("distributed")
+
+    def unknown(*args, **kwargs):  # no name lookup leaves the machine
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+    monkeypatch.setattr(socket, "getaddrinfo", unknown)
+    with pytest.raises(ExecutorConnectionError, match="unknown host 'scheduler.example'"):
+        sweep(topo.dgx1v(), "all_reduce", MiB, fail_each="nic", executor="dask://scheduler.example:8786")
+
+
+@pytest.mark.parametrize("timeout", [0, -1, float("nan"), "5", True, 1e9])
+def test_bad_dask_timeouts_are_refused(timeout):
+    with pytest.raises(ExecutorSpecError, match="dask_timeout must be a number of seconds"):
+        sweep(topo.dgx1v(), "all_reduce", MiB, fail_each="nic", dask_timeout=timeout)
