@@ -33,6 +33,7 @@ from topo.specs import NVSWITCHES  # noqa: E402
 
 import models  # noqa: E402
 from models.predict.maxflow import MaxFlowError, maxflow_matrix  # noqa: E402
+from models.predict.p2p import MODES  # noqa: E402
 
 GROUPS, GPUS_PER_GROUP, PLANES, SPINES_PER_PLANE = 128, 8, 6, 8
 
@@ -94,7 +95,7 @@ def main(argv=None) -> int:
 
     G = topo.dgx2()
     print(f"DGX-2 16x16, best of {args.repeat} (ms):")
-    for mode in models.MODES:
+    for mode in MODES:
         for bidirectional in (False, True):
             t = best_of(args.repeat, models.p2p_matrix, G, mode=mode, bidirectional=bidirectional)
             label = "bidirectional" if bidirectional else "unidirectional"

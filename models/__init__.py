@@ -33,82 +33,47 @@ from . import compat as _compat
 
 _compat.install()
 
-from .engine.routes import P2P_LEVEL, PathType, Route, RouteError, Router, line_rate, route, route_bandwidth
-from .predict.p2p import (EFFICIENCIES, HOST_CEILINGS, MODES, OVERHEADS, Calibrated, P2PError, P2PReport,
-                  P2PResult, StagedCopy, achieved_capacity, p2p_latency_matrix,
-                  p2p_matrix, p2p_path, p2p_report, path_type_matrix, staged_copy)
-from .predict.maxflow import MaxFlowError, maxflow_matrix
-from .engine.nccl.profiles import MissingConstantError, NcclProfile, PROFILES, UnknownNcclVersionError, nccl_profile
-from .engine.nccltests import (COLLECTIVES, UnknownCollectiveError, algbw, busbw_factor, busbw_to_algbw,
-                        count_from_nbytes, nbytes_from_count)
-from .engine.nccl.tuning import (NCCL_COLLECTIVES, AlgoTime, ChannelGraph, Communicator, NoAlgorithmError,
-                          Selection, Tuning, TuningError, UnknownAlgorithmError, UnknownProtocolError,
-                          UnsupportedCollectiveError, algo_time, comm_channels, select_algorithm, tune,
-                          tuning_table)
-from .engine.nccl.trees import (BinaryTree, Chain, DoubleBinaryTree, RankTree, TreeError, binary_tree,
-                         double_binary_tree, intra_chain, nccl_tree_depth, rank_tree)
-from .engine.nccl.search import (ChannelDuplication, ChannelSearch, ChannelSearchError, LinkLoad, dup_channels,
-                          search_channels)
-from .engine.nccl.system import NcclSystem, nccl_capacity
-from .predict.collectives import (COLLECTIVE_NAMES, CollectiveEstimate, EstimatePoint, Estimator, SizeError, SubsetResult, estimate,
-                          pairwise, subsets)
-from .predict.network import NetworkLoad, network_load
-from .predict.measure import DEFAULT as DEFAULT_MEASUREMENT, MeasurementError, MeasurementModel, Measured, measured
-from .studies.benchmarks import (BenchmarkParseError, NcclTestsRun, P2PBenchmark, read_benchmark,
-                         read_nccl_tests, read_p2p_benchmark)
-from .studies.calibration import Calibration, CalibrationError, Check, calibrate, check
-from .studies.whatif import (FAIL_EACH, FAILURE_GRAMMAR, FabricDisconnectedError, Failure, FailureSpecError,
-                             WhatIf, WhatIfError, apply_failures, parse_degrade, parse_failure, parse_failures)
-from .studies.sweep import MAX_CASES, ExecutorSpecError, Sweep, SweepRow, SweepSizeError, sweep
-from .engine.fabric import FrozenFabricError, PreparedFabric, prepare
-from .studies.bounds import (Bound, BoundError, BoundTooLargeError, Cut, SubsetBound, bound, pairwise_bounds,
-                     subset_bounds)
-from .studies.workload import (DTYPES, PRESETS, WORKLOAD_GRAMMAR, UnknownDtypeError, UnknownWorkloadError,
-                       WorkloadError, parse_workload, workload)
-from .studies.compute import GENERATIONS, UnknownGenerationError, UnsupportedDtypeError, generation_of
-from .studies.planner import Plan, PlanError, Search, calibrate_plan, gpus_ranking, plan, search
-from .predict.simulate import SimulationResult, TaskGraph, TaskGraphError, read_task_graph, simulate, task_graph
-from .studies.stepgraph import StepGraphError, simulate_many, simulate_plan, step_graph
+from types import MappingProxyType  # noqa: E402  (after the finder is installed)
 
-__all__: list[str] = [
-    "__version__",
-    "P2P_LEVEL", "PathType", "Route", "RouteError", "Router", "line_rate", "route", "route_bandwidth",
-    "EFFICIENCIES", "HOST_CEILINGS", "MODES", "OVERHEADS", "Calibrated", "P2PError", "P2PReport",
-    "P2PResult", "StagedCopy", "achieved_capacity", "p2p_latency_matrix",
-    "p2p_matrix", "p2p_path", "p2p_report", "path_type_matrix", "staged_copy",
-    "MaxFlowError", "maxflow_matrix",
-    "MissingConstantError", "NcclProfile", "PROFILES", "UnknownNcclVersionError", "nccl_profile",
-    "COLLECTIVES", "UnknownCollectiveError", "algbw", "busbw_factor", "busbw_to_algbw",
-    "count_from_nbytes", "nbytes_from_count",
-    "NCCL_COLLECTIVES", "AlgoTime", "ChannelGraph", "Communicator", "NoAlgorithmError", "Selection",
-    "Tuning", "TuningError", "UnknownAlgorithmError", "UnknownProtocolError",
-    "UnsupportedCollectiveError", "algo_time", "comm_channels", "select_algorithm", "tune",
-    "tuning_table",
-    "BinaryTree", "Chain", "DoubleBinaryTree", "RankTree", "TreeError", "binary_tree",
-    "double_binary_tree", "intra_chain", "nccl_tree_depth", "rank_tree",
-    "ChannelDuplication", "ChannelSearch", "ChannelSearchError", "LinkLoad", "dup_channels",
-    "search_channels", "NcclSystem", "nccl_capacity",
-    "COLLECTIVE_NAMES", "CollectiveEstimate", "EstimatePoint", "Estimator", "SizeError", "SubsetResult", "estimate", "pairwise",
-    "subsets",
-    "NetworkLoad", "network_load",
-    "DEFAULT_MEASUREMENT", "MeasurementError", "MeasurementModel", "Measured", "measured",
-    "BenchmarkParseError", "NcclTestsRun", "P2PBenchmark", "read_benchmark", "read_nccl_tests",
-    "read_p2p_benchmark", "Calibration", "CalibrationError", "Check", "calibrate", "check",
-    "FAIL_EACH", "FAILURE_GRAMMAR", "MAX_CASES", "ExecutorSpecError", "FabricDisconnectedError",
-    "Failure", "FailureSpecError", "Sweep", "SweepRow", "SweepSizeError", "WhatIf", "WhatIfError",
-    "apply_failures", "parse_degrade", "parse_failure", "parse_failures", "sweep",
-    "PreparedFabric", "FrozenFabricError", "prepare",
-    "Bound", "BoundError", "BoundTooLargeError", "Cut", "SubsetBound", "bound", "pairwise_bounds",
-    "subset_bounds",
-    "DTYPES", "PRESETS", "WORKLOAD_GRAMMAR", "UnknownDtypeError", "UnknownWorkloadError",
-    "WorkloadError", "parse_workload", "workload",
-    "GENERATIONS", "UnknownGenerationError", "UnsupportedDtypeError", "generation_of",
-    "Plan", "PlanError", "Search", "calibrate_plan", "gpus_ranking", "plan", "search",
-    "SimulationResult", "TaskGraph", "TaskGraphError", "read_task_graph", "simulate", "task_graph",
-    "StepGraphError", "simulate_many", "simulate_plan", "step_graph",
-]
+from .engine.faces import lazy_face as _lazy_face  # noqa: E402
 
+# What a user calls, and the module that has it. The face imports a module only when one of its
+# names is first asked for (models.engine.faces), so that ``import models`` (and the command line's
+# start-up) costs nothing beyond topo; every other name is imported from its module, and 0.2's face
+# names that moved resolve with a DeprecationWarning naming the new place (models.compat).
+_FACE = MappingProxyType({
+    "prepare": "models.engine.fabric",
+    "PreparedFabric": "models.engine.fabric",
+    "estimate": "models.predict.collectives",
+    "pairwise": "models.predict.collectives",
+    "subsets": "models.predict.collectives",
+    "CollectiveEstimate": "models.predict.collectives",
+    "p2p_matrix": "models.predict.p2p",
+    "p2p_latency_matrix": "models.predict.p2p",
+    "p2p_path": "models.predict.p2p",
+    "p2p_report": "models.predict.p2p",
+    "maxflow_matrix": "models.predict.maxflow",
+    "measured": "models.predict.measure",
+    "nccl_profile": "models.engine.nccl.profiles",
+    "NcclSystem": "models.engine.nccl.system",
+    "search_channels": "models.engine.nccl.search",
+    "tune": "models.engine.nccl.tuning",
+    "bound": "models.studies.bounds",
+    "subset_bounds": "models.studies.bounds",
+    "apply_failures": "models.studies.whatif",
+    "sweep": "models.studies.sweep",
+    "workload": "models.studies.workload",
+    "plan": "models.studies.planner",
+    "search": "models.studies.planner",
+    "gpus_ranking": "models.studies.planner",
+    "calibrate": "models.studies.calibration",
+    "check": "models.studies.calibration",
+    "read_benchmark": "models.studies.benchmarks",
+    "simulate": "models.predict.simulate",
+    "simulate_plan": "models.studies.stepgraph",
+    "task_graph": "models.predict.simulate",
+})
 
-def __getattr__(name: str):
-    """0.2's face names that moved (:mod:`models.compat`), with a DeprecationWarning."""
-    return _compat.moved_name(name)
+__all__: list[str] = ["__version__", *_FACE]
+
+__getattr__, __dir__ = _lazy_face(__name__, _FACE, _compat.MOVED_NAMES)

@@ -18,6 +18,8 @@ import pytest
 import models
 import topo
 from models.present.cli import COMMANDS, main
+from models.studies.bounds import pairwise_bounds
+from models.studies.compute import GENERATIONS
 from tests.conftest import DATA
 
 
@@ -183,7 +185,7 @@ def test_bound_columns_of_subsets_and_pairs(capsys):
     assert "bound (GB/s)  NCCL/bound" in out and "115.75" in out
     status, out, _ = run(capsys, "pairs", "all_reduce", "--system", "dgx1v", "-s", "1G", "--bound", "--json")
     data = json.loads(out)
-    bounds = models.pairwise_bounds(topo.dgx1v(), "all_reduce") / 1e9
+    bounds = pairwise_bounds(topo.dgx1v(), "all_reduce") / 1e9
     got = np.array([[np.nan if v is None else v for v in row] for row in data["bound_busbw_gbps"]])
     assert np.allclose(got, bounds, equal_nan=True)
     assert np.nanmax(np.array(data["busbw_gbps"], dtype=float) / got) <= 1
@@ -318,7 +320,7 @@ def test_gpus_ranks_generations(capsys):
     status, out, _ = run(capsys, "gpus", "resnet50", "--json")
     data = json.loads(out)
     times = [r["time_per_sample_s"] for r in data["ranking"]]
-    assert status == 0 and {r["generation"] for r in data["ranking"]} == set(models.GENERATIONS)
+    assert status == 0 and {r["generation"] for r in data["ranking"]} == set(GENERATIONS)
     assert times == sorted(times) and data["ranking"][-1]["generation"] == "P100"
     status, out, _ = run(capsys, "gpus", "bert-large", "--dtype", "fp8", "--json")
     unsupported = [r for r in json.loads(out)["ranking"] if r["time_per_sample_s"] is None]

@@ -73,3 +73,60 @@ def test_face_names_whose_words_moved_still_resolve_with_a_warning():
         warnings.simplefilter("always")
         assert models.format_p2p_report is format_p2p_report
     assert any("models.present.text.format_p2p_report" in str(w.message) for w in caught)
+
+
+_FACES = ("models", "models.engine", "models.engine.nccl", "models.predict", "models.studies",
+          "models.present", "models.present.report")
+
+
+def test_every_face_is_small_and_every_name_it_lists_resolves():
+    """A face lists what a user calls (about 30 names); each resolves to what its module defines."""
+    import importlib
+
+    for name in _FACES:
+        face = importlib.import_module(name)
+        listed = getattr(face, "__all__", [])
+        assert len(listed) <= 32, (name, len(listed))
+        assert all(getattr(face, n) is not None for n in listed), name
+
+
+def test_names_a_face_dropped_resolve_with_a_warning_naming_their_module():
+    import importlib
+    import warnings
+
+    for name in ("models", "models.engine.nccl", "models.present.report"):
+        face = importlib.import_module(name)
+        moved = face.MOVED_NAMES if hasattr(face, "MOVED_NAMES") else importlib.import_module("models.compat").MOVED_NAMES
+        assert moved and not set(moved) & set(face.__all__), name
+        for dropped, where in moved.items():
+            module, _, attribute = where.rpartition(".")
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                assert getattr(face, dropped) is getattr(importlib.import_module(module), attribute)
+            assert [str(w.message) for w in caught] == [
+                f"{name}.{dropped} moved to {where} in dgx-topo 0.3: import it from there"], dropped
+        try:
+            getattr(face, "no_such_name")
+        except AttributeError as error:
+            assert "no_such_name" in str(error)
+        else:
+            raise AssertionError(f"{name}.no_such_name resolved")
+
+
+_LAZY = """
+import sys
+import models.engine.nccl.tuning
+siblings = [m for m in ('models.engine.nccl.legacy_rings', 'models.predict.collectives',
+                        'models.studies.planner') if m in sys.modules]
+assert not siblings, f'importing one module of models.engine.nccl imported {siblings}'
+import models
+assert 'models.predict.collectives' not in sys.modules, 'import models imported its modules'
+models.estimate
+assert 'models.predict.collectives' in sys.modules
+"""
+
+
+def test_faces_import_a_module_only_when_one_of_its_names_is_asked_for():
+    result = subprocess.run([sys.executable, "-c", _LAZY], capture_output=True, text=True,
+                            cwd=Path(__file__).parents[1])
+    assert result.returncode == 0, result.stderr

@@ -52,6 +52,9 @@ class LimitError(DgxTopoError):
         The keyword argument whose limit was exceeded (``max_sets``, ``max_pairs``, ...).
     size, limit : int
         The work asked for and the limit.
+    message : str or None
+        The whole message, where the raiser words it itself (a subclass that says what raising
+        the limit costs); None: ``"{what}: {size} is more than {keyword}={limit}"``.
 
     Examples
     --------
@@ -59,16 +62,16 @@ class LimitError(DgxTopoError):
     '12870 sets of 8 GPUs: 12870 is more than max_sets=100'
     """
 
-    def __init__(self, what: str, *, keyword: str, size: int, limit: int):
-        super().__init__(f"{what}: {size} is more than {keyword}={limit}")
-        self.what, self.keyword, self.size, self.limit = what, keyword, size, limit
+    def __init__(self, what: str, *, keyword: str, size: int, limit: int, message: str | None = None):
+        super().__init__(f"{what}: {size} is more than {keyword}={limit}" if message is None else message)
+        self.what, self.keyword, self.size, self.limit, self.message = what, keyword, size, limit, message
 
     def __reduce__(self):  # keyword-only arguments: rebuilt from them (pickled by process pools)
-        return (_limit_error, (self.what, self.keyword, self.size, self.limit))
+        return (_limit_error, (type(self), self.what, self.keyword, self.size, self.limit, self.message))
 
 
-def _limit_error(what, keyword, size, limit) -> LimitError:
-    return LimitError(what, keyword=keyword, size=size, limit=limit)
+def _limit_error(cls, what, keyword, size, limit, message) -> LimitError:
+    return cls(what, keyword=keyword, size=size, limit=limit, message=message)
 
 
 class TransformError(DgxTopoError):

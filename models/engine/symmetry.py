@@ -60,7 +60,7 @@ from types import MappingProxyType
 import networkx as nx
 from networkx.algorithms.isomorphism import DiGraphMatcher
 
-from topo.errors import DgxTopoError
+from topo.errors import LimitError
 from topo.schema import gpus as gpu_nodes_of
 from topo.symmetry import colour_refinement, gpu_automorphisms, interchangeable_gpus, interchangeable_nodes
 
@@ -72,13 +72,9 @@ __all__ = ["GpuSymmetry", "ClusterSymmetry", "FabricSymmetry", "FabricClasses", 
 MAX_SET_CLASSES = 5000
 
 
-class SymmetryLimitError(DgxTopoError):
-    """More GPU-set classes than the caller's limit. ``keyword`` names the argument that raises
-    it (the CLI maps it to its option)."""
-
-    def __init__(self, message: str, *, keyword: str, size: int, limit: int):
-        super().__init__(message)
-        self.keyword, self.size, self.limit = keyword, size, limit
+class SymmetryLimitError(LimitError):
+    """More GPU-set classes than the caller's limit (a :class:`topo.errors.LimitError`: its
+    ``keyword`` names the argument that raises it, which the CLI maps to its option)."""
 
 
 class GpuSymmetry:
@@ -183,11 +179,10 @@ class GpuSymmetry:
         sizes = list(sizes)
         total = sum(self.count(k) for k in sizes)
         if max_classes is not None and total > max_classes:
-            raise SymmetryLimitError(
-                f"GPU sets of {', '.join(map(str, sizes))} GPUs fall into up to {total:,} symmetry classes "
-                f"({len(self.gpus)} GPUs in {len(self.classes)} classes of interchangeable GPUs), more "
-                f"than max_classes={max_classes:,}: raise max_classes", keyword="max_classes",
-                size=total, limit=max_classes)
+            what = (f"GPU sets of {', '.join(map(str, sizes))} GPUs fall into up to {total:,} symmetry "
+                    f"classes ({len(self.gpus)} GPUs in {len(self.classes)} classes of interchangeable GPUs)")
+            raise SymmetryLimitError(what, keyword="max_classes", size=total, limit=max_classes,
+                                     message=f"{what}, more than max_classes={max_classes:,}: raise max_classes")
         out: dict = {}
         for k in sizes:
             found: dict = {}

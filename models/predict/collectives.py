@@ -330,7 +330,7 @@ def measurement_model(calibration=None) -> MeasurementModel:
     model = getattr(calibration, "model", None)
     if isinstance(model, MeasurementModel):
         return model
-    raise DgxTopoError(f"calibration must be a models.Calibration or a MeasurementModel, received "
+    raise DgxTopoError(f"calibration must be a models.studies.calibration.Calibration or a MeasurementModel, received "
                        f"{type(calibration).__name__}")
 
 
@@ -446,7 +446,7 @@ def estimate(G, collective: str, nbytes, gpus=None, *, algorithm=None, protocol=
     gpus_per_thread : int
         GPUs one host thread launches the collective on, nccl-tests' ``-g`` (1: one process
         per GPU, as training frameworks run).
-    calibration : models.Calibration or MeasurementModel, optional
+    calibration : models.studies.calibration.Calibration or MeasurementModel, optional
         Measurement constants fitted to the user's machine (:func:`models.calibrate`);
         default: the constants fitted to the shipped DGX-2 runs.
     max_pairs : int, optional

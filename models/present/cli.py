@@ -413,7 +413,7 @@ def _fabrics(args, specs) -> list:
 _NCCL_HELP = (f"NCCL release to model, {min(p.first for p in PROFILES.values())[0]}.0 to "
               f"{'.'.join(map(str, max(p.last for p in PROFILES.values())[:2]))}.x, e.g. 2.3.7, 2.12.12, "
               f"v2.27.7-1 (default: the reference version); each maps to the profile governing it "
-              f"(models.engine.nccl.format_versions_table())")
+              f"(models.engine.nccl.profiles.format_versions_table())")
 
 
 def _nccl_option(parser) -> None:
@@ -439,7 +439,7 @@ def _measurement_options(parser) -> None:
 
 
 def _calibration(args):
-    """The ``--calibration`` file read as a :class:`models.Calibration` (None without one)."""
+    """The ``--calibration`` file read as a :class:`models.studies.calibration.Calibration` (None without one)."""
     path = getattr(args, "calibration", None)
     if path is None:
         return None
@@ -1091,7 +1091,7 @@ def _whatif_arguments(parser) -> None:
 
 def _whatif_sweep(args) -> None:
     from ..studies.sweep import ExecutorConnectionError, ExecutorSpecError, SweepSizeError, sweep
-    from .sweep_text import format_sweep, sweep_dict
+    from .sweep_text import format_sweep
 
     _check_out(args)
     executor = None if args.executor == "auto" else args.executor
@@ -1118,7 +1118,7 @@ def _whatif_sweep(args) -> None:
         _write_figures(args.out, f"dgx-topo: what each failure costs on {result.fabric}", figures,
                        [format_sweep(result, top=args.top)])
     if args.json:
-        _print_json(sweep_json(sweep_dict(result), args.top))
+        _print_json(sweep_json(result, args.top))
         return
     print(format_sweep(result, top=args.top))
     if args.out is not None:
@@ -1512,6 +1512,8 @@ def _option_words(message: str) -> str:
 
 
 def _limit_error(error: LimitError) -> str:
+    if error.message is not None:  # worded by the library: its keywords named as options
+        return _option_words(" ".join(error.message.splitlines()))
     option = _KEYWORD_OPTIONS.get(error.keyword, error.keyword)
     return str(_too_much(error.what, error.size, error.limit, option))
 

@@ -118,4 +118,7 @@ def format_percent(fraction, digits: int = 1, *, signed: bool = False, space: bo
     """
     if _missing(fraction):
         return missing
-    return f"{100 * float(fraction):{'+' if signed else ''}.{digits}f}{' ' if space else ''}%"
+    value = 100 * float(fraction)
+    if round(value, digits) == 0:  # a rounding to zero prints as zero, never "-0.0"
+        value = 0.0
+    return f"{value:{'+' if signed else ''}.{digits}f}{' ' if space else ''}%"

@@ -197,11 +197,17 @@ def check_json(check) -> dict:
 
 
 # ------------------------------------------------------------------------------- whatif
-def sweep_json(data: dict, top: int | None = None) -> dict:
-    """``dgxtopo whatif --json``: the sweep's JSON (``{"baseline", "rows"}``, built by the sweep)
-    with ``count``, every failure case ranked, and ``rows`` cut to the ``top`` worst."""
-    rows = data["rows"]
-    return {**data, "count": len(rows), "rows": rows[:top]}
+def sweep_json(sweep, top: int | None = None) -> dict:
+    """``dgxtopo whatif --json`` of a :class:`models.studies.sweep.Sweep`: ``{"baseline":
+    {"busbw_gbps", "time_us"}, "count", "rows": [{"failed", "busbw_gbps", "time_us", "loss"}, ...]}``,
+    ``count`` every failure case ranked, ``rows`` cut to the ``top`` worst; an infinite time (the
+    failure disconnects the job) is null."""
+    def time_us(t):
+        return None if math.isinf(t) else float(to_us(t))
+    rows = [{"failed": r.label, "busbw_gbps": float(to_GBps(r.busbw)), "time_us": time_us(r.time),
+             "loss": r.loss} for r in sweep.rows]
+    return {"baseline": {"busbw_gbps": float(to_GBps(sweep.baseline_busbw)), "time_us": time_us(sweep.baseline_time)},
+            "count": len(rows), "rows": rows[:top]}
 
 
 # ------------------------------------------------------------------ files written

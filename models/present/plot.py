@@ -3,8 +3,8 @@ subset rankings, measured against predicted (:func:`check_figure`, :func:`p2p_ch
 generations side by side (:func:`generations_figure`).
 
 This module imports plotly; ``import models`` does not load it. Every function takes results
-the models computed (:class:`models.P2PReport`, :class:`models.CollectiveEstimate`, the
-matrix of :func:`models.pairwise`, :class:`models.ChannelSearch`, the list of
+the models computed (:class:`models.predict.p2p.P2PReport`, :class:`models.CollectiveEstimate`, the
+matrix of :func:`models.pairwise`, :class:`models.engine.nccl.search.ChannelSearch`, the list of
 :func:`models.subsets`), returns a ``plotly.graph_objects.Figure`` and never shows it. They
 share the keywords ``title``, ``width`` and ``height`` (pixels); numbers arrive in SI and are
 shown in GB/s and µs, every axis, colour bar and hover text saying which.
@@ -360,7 +360,7 @@ def channels_figure(G, result, *, pattern: str | None = None, host_layer: bool |
                     pos=None, title: str | None = None, width: int | None = None,
                     height: int | None = None) -> go.Figure:
     """The channels of a collective on the fabric: each link coloured by the share of its
-    NCCL capacity the channels reserve (:attr:`models.ChannelSearch.loads`).
+    NCCL capacity the channels reserve (:attr:`models.engine.nccl.search.ChannelSearch.loads`).
 
     Parameters
     ----------

@@ -42,7 +42,7 @@ alltoall / sendrecv
     :class:`BoundTooLargeError`. The links whose capacity constraint has a non-zero dual are
     the binding ones.
 
-busbw follows nccl-tests (:func:`models.busbw_factor`): ``busbw = (M / T) x factor(n)``.
+busbw follows nccl-tests (:func:`models.engine.nccltests.busbw_factor`): ``busbw = (M / T) x factor(n)``.
 
 Examples
 --------

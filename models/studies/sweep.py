@@ -56,7 +56,7 @@ from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 
 import topo
-from topo.errors import TopologyError
+from topo.errors import LimitError, TopologyError
 
 from ..engine.fabric import PreparedFabric
 from ..engine.memo import BoundedMemo
@@ -87,13 +87,10 @@ IN_PROCESS_SECONDS = 1.0
 DASK_TIMEOUT = 5.0
 
 
-class SweepSizeError(WhatIfError):
-    """A sweep beyond its limits. ``keyword`` names the argument that raises the limit
-    (``max_cases`` or ``max_seconds``; the CLI maps it to its option)."""
-
-    def __init__(self, message: str, *, keyword: str = "max_cases"):
-        super().__init__(message)
-        self.keyword = keyword
+class SweepSizeError(LimitError, WhatIfError):
+    """A sweep beyond its limits (a :class:`topo.errors.LimitError`: ``keyword`` names the
+    argument that raises it, ``max_cases`` or ``max_seconds``, which the CLI maps to its option;
+    ``size`` and ``limit`` are failure cases or seconds)."""
 
 
 class ExecutorSpecError(WhatIfError):
@@ -501,7 +498,7 @@ def sweep(G, collective: str, nbytes, *, fail_each: str = "nvlink", pairs: bool 
     G : networkx.DiGraph or models.engine.fabric.PreparedFabric
         A valid fabric (not modified).
     collective : str
-        One of :data:`models.COLLECTIVE_NAMES`.
+        One of :data:`models.predict.collectives.COLLECTIVE_NAMES`.
     nbytes : int or str
         One message size (``2**30``, ``"1G"``). [bytes]
     fail_each : str
@@ -545,7 +542,7 @@ def sweep(G, collective: str, nbytes, *, fail_each: str = "nvlink", pairs: bool 
     ExecutorSpecError, ExecutorConnectionError
         For an unknown ``executor``, ``dask://`` without Dask distributed installed, or a
         scheduler that does not answer.
-    topo.SizeError, topo.GpuSelectionError, models.UnknownCollectiveError, topo.TopologyError
+    topo.SizeError, topo.GpuSelectionError, models.engine.nccltests.UnknownCollectiveError, topo.TopologyError
         For a bad size, GPU ids, collective or fabric.
     """
     if isinstance(G, PreparedFabric):
@@ -573,10 +570,11 @@ def sweep(G, collective: str, nbytes, *, fail_each: str = "nvlink", pairs: bool 
     n_cases = math.comb(len(singles), 2) if pairs else len(singles)
     if pairs and n_cases > max_cases:
         raise SweepSizeError(
-            f"{what} gives {n_cases:,} failure cases ({len(singles)} components), more than "
-            f"max_cases={max_cases:,}: pass a larger max_cases= (each case builds and classifies a "
-            f"failed fabric, about 15 ms on a DGX-2){', fewer GPUs (gpus=)' if fail_each == 'gpu' else ''} "
-            f"or another fail_each=", keyword="max_cases")
+            what, keyword="max_cases", size=n_cases, limit=max_cases, message=(
+                f"{what} gives {n_cases:,} failure cases ({len(singles)} components), more than "
+                f"max_cases={max_cases:,}: pass a larger max_cases= (each case builds and classifies a "
+                f"failed fabric, about 15 ms on a DGX-2){', fewer GPUs (gpus=)' if fail_each == 'gpu' else ''} "
+                f"or another fail_each="))
     cases = list(itertools.combinations(singles, 2)) if pairs else [(s,) for s in singles]
     # The cases of identical hosts of a cluster are one case (P2P figures are per host copy: then
     # every case is classified on the whole fabric).
@@ -586,10 +584,11 @@ def sweep(G, collective: str, nbytes, *, fail_each: str = "nvlink", pairs: bool 
     to_classify = len({k for k in keys if k is not None}) + sum(k is None for k in keys)
     if to_classify > max_cases:
         raise SweepSizeError(
-            f"{what} gives {to_classify:,} failure cases to classify ({len(cases):,} cases), more than "
-            f"max_cases={max_cases:,}: pass a larger max_cases= (each builds or labels a failed fabric, "
-            f"about 15 ms on a DGX-2){', fewer GPUs (gpus=)' if fail_each == 'gpu' else ''} or another "
-            f"fail_each=", keyword="max_cases")
+            what, keyword="max_cases", size=to_classify, limit=max_cases, message=(
+                f"{what} gives {to_classify:,} failure cases to classify ({len(cases):,} cases), more than "
+                f"max_cases={max_cases:,}: pass a larger max_cases= (each builds or labels a failed fabric, "
+                f"about 15 ms on a DGX-2){', fewer GPUs (gpus=)' if fail_each == 'gpu' else ''} or another "
+                f"fail_each="))
     # A Dask scheduler is reached (or refused) before any work.
     client = _dask_client(executor, dask_timeout) if executor_kind == "dask" else None
     try:
@@ -612,9 +611,10 @@ def _run(G, collective, size, job, p2p, profile, cases, keys, cluster, symmetry,
         predicted = seconds_each * estimates
         if predicted > max_seconds:
             raise SweepSizeError(
-                f"{what} needs {what_counted}{estimates:,} distinct estimates of about {seconds_each:.2g} s each "
-                f"(the baseline's), about {predicted:.2g} s, more than max_seconds={max_seconds:g}: pass a "
-                f"larger max_seconds= or fewer GPUs (gpus=)", keyword="max_seconds")
+                what, keyword="max_seconds", size=predicted, limit=max_seconds, message=(
+                    f"{what} needs {what_counted}{estimates:,} distinct estimates of about {seconds_each:.2g} s "
+                    f"each (the baseline's), about {predicted:.2g} s, more than max_seconds={max_seconds:g}: "
+                    f"pass a larger max_seconds= or fewer GPUs (gpus=)"))
 
     if cluster is not None:  # every key is an estimate of its own (unless the fabric disconnects)
         refuse_beyond(len({k for k in keys if k is not None}), "up to ")

@@ -3,24 +3,60 @@
 Three steps, one module each: :mod:`~models.present.report.analysis` computes every number the page
 shows (data, no plotly), :mod:`~models.present.report.html` renders the page (plotly), and
 :mod:`~models.present.report.write` writes it through :mod:`models.present.output` (atomic, regular files
-only). Importing this package imports plotly.
+only). Only the page's module imports plotly; the face imports each module on first use.
 """
 
-from ..output import OutputPathError, check_output_path
-from .analysis import (CURVE_SIZES, GENERATION_GPUS, MAX_MATRIX_GPUS, MEASURED_DATA, REPORT_COLLECTIVE,
-                       REPORT_SIZE, SEED_COMPARISON, CollectiveCheck, Generation, MeasurementComparison,
-                       P2PRowCheck, ReportAnalysis, SeedComparison, SystemAnalysis, SystemRow,
-                       analyse_report, generations, measured_data, measurement_comparison,
-                       report_fabrics, summary_rows, SetBound, SystemBounds, TrainingStep, WorstSet,
-                       set_classes, system_bounds, training_step, worst_sets)
-from .html import check_html, compare_html, render_report, report_html
-from .write import ReportFile, write_check_html, write_compare_figure, write_report
+from types import MappingProxyType
 
-__all__ = ["CURVE_SIZES", "GENERATION_GPUS", "MAX_MATRIX_GPUS", "MEASURED_DATA", "REPORT_COLLECTIVE",
-           "REPORT_SIZE", "SEED_COMPARISON", "CollectiveCheck", "Generation", "MeasurementComparison",
-           "P2PRowCheck", "ReportAnalysis", "SeedComparison", "SystemAnalysis", "SystemRow",
-           "analyse_report", "generations", "measured_data", "measurement_comparison",
-           "report_fabrics", "summary_rows", "SetBound", "SystemBounds", "TrainingStep", "WorstSet",
-           "set_classes", "system_bounds", "training_step", "worst_sets", "check_html", "compare_html", "render_report",
-           "report_html", "ReportFile", "write_check_html", "write_compare_figure", "write_report",
-           "OutputPathError", "check_output_path"]
+from ...engine.faces import lazy_face
+
+# What a user calls, and the module that defines it (imported on first use).
+_FACE = MappingProxyType({
+    "analyse_report": "models.present.report.analysis",
+    "ReportAnalysis": "models.present.report.analysis",
+    "SystemAnalysis": "models.present.report.analysis",
+    "report_fabrics": "models.present.report.analysis",
+    "generations": "models.present.report.analysis",
+    "Generation": "models.present.report.analysis",
+    "measured_data": "models.present.report.analysis",
+    "measurement_comparison": "models.present.report.analysis",
+    "MeasurementComparison": "models.present.report.analysis",
+    "summary_rows": "models.present.report.analysis",
+    "system_bounds": "models.present.report.analysis",
+    "training_step": "models.present.report.analysis",
+    "worst_sets": "models.present.report.analysis",
+    "set_classes": "models.present.report.analysis",
+    "render_report": "models.present.report.html",
+    "report_html": "models.present.report.html",
+    "check_html": "models.present.report.html",
+    "compare_html": "models.present.report.html",
+    "write_report": "models.present.report.write",
+    "write_check_html": "models.present.report.write",
+    "write_compare_figure": "models.present.report.write",
+    "ReportFile": "models.present.report.write",
+    "REPORT_COLLECTIVE": "models.present.report.analysis",
+    "REPORT_SIZE": "models.present.report.analysis",
+    "MEASURED_DATA": "models.present.report.analysis",
+    "OutputPathError": "models.present.output",
+})
+
+#: Names this face listed in 0.3.0 that it no longer does -> where each is now.
+MOVED_NAMES = MappingProxyType({
+    "CURVE_SIZES": "models.present.report.analysis.CURVE_SIZES",
+    "CollectiveCheck": "models.present.report.analysis.CollectiveCheck",
+    "GENERATION_GPUS": "models.present.report.analysis.GENERATION_GPUS",
+    "MAX_MATRIX_GPUS": "models.present.report.analysis.MAX_MATRIX_GPUS",
+    "P2PRowCheck": "models.present.report.analysis.P2PRowCheck",
+    "SEED_COMPARISON": "models.present.report.analysis.SEED_COMPARISON",
+    "SeedComparison": "models.present.report.analysis.SeedComparison",
+    "SetBound": "models.present.report.analysis.SetBound",
+    "SystemBounds": "models.present.report.analysis.SystemBounds",
+    "SystemRow": "models.present.report.analysis.SystemRow",
+    "TrainingStep": "models.present.report.analysis.TrainingStep",
+    "WorstSet": "models.present.report.analysis.WorstSet",
+    "check_output_path": "models.present.output.check_output_path",
+})
+
+__all__ = list(_FACE)
+
+__getattr__, __dir__ = lazy_face(__name__, _FACE, MOVED_NAMES)

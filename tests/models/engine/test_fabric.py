@@ -13,9 +13,10 @@ import pytest
 import models
 import topo
 from models.engine.fabric import FrozenFabricError, PreparedFabric, prepare
+from models.predict.collectives import Estimator
 from models.studies.bounds import bound, subset_bounds
 from models.studies.sweep import sweep
-from models.present.sweep_text import sweep_dict
+from models.present.json_shapes import sweep_json
 
 GiB = 2**30
 
@@ -104,8 +105,8 @@ def test_results_are_identical_with_and_without_preparing():
         (bound(G, "all_reduce", GiB).nccl_busbw, bound(fabric, "all_reduce", GiB).nccl_busbw),
     ]:
         np.testing.assert_array_equal(np.asarray(plain, dtype=float), np.asarray(fast, dtype=float))
-    assert sweep_dict(sweep(G, "all_reduce", GiB, fail_each="nic", executor="inline")) == \
-        sweep_dict(sweep(fabric, "all_reduce", GiB, fail_each="nic", executor="inline"))
+    assert sweep_json(sweep(G, "all_reduce", GiB, fail_each="nic", executor="inline")) == \
+        sweep_json(sweep(fabric, "all_reduce", GiB, fail_each="nic", executor="inline"))
 
 
 def test_a_transformed_graph_prepared_anew_gives_the_transformed_answer():
@@ -122,7 +123,7 @@ def test_the_fabric_owns_the_caches_and_carries_the_release():
     assert fabric.profile.version.startswith("2.18") and len(fabric.searches) == 0
     models.estimate(fabric, "all_reduce", GiB)
     assert len(fabric.searches) > 0 and fabric.nccl.host_searches and fabric.nccl.network_loads
-    assert models.Estimator(fabric).fabric is fabric and prepare(fabric) is fabric
+    assert Estimator(fabric).fabric is fabric and prepare(fabric) is fabric
     assert prepare(fabric, nccl=fabric.profile) is fabric
 
 
@@ -139,7 +140,7 @@ def test_another_release_for_a_prepared_fabric_is_refused_naming_the_fix():
 
 def test_an_estimator_prepares_and_freezes_its_graph():
     G = topo.dgx1v()
-    estimator = models.Estimator(G, profile="2.12")
+    estimator = Estimator(G, profile="2.12")
     assert estimator.fabric.G is G and nx.is_frozen(G) and estimator.fabric.profile.version.startswith("2.12")
     with pytest.raises(FrozenFabricError):
         G.edges["gpu0", "gpu3"]["bandwidth"] = 1.0

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import pickle
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +21,7 @@ import models
 import topo
 from models.engine.fabric import PreparedFabric
 from models.engine.symmetry import SymmetryLimitError, host_classes
+from topo.errors import LimitError
 from models.studies.bounds import bound
 
 ROOT = Path(__file__).parents[3]
@@ -116,6 +118,10 @@ def test_classes_are_counted_before_they_are_listed():
     with pytest.raises(SymmetryLimitError, match=r"up to 4 symmetry classes .* max_classes=3: raise max_classes") as err:
         sym.set_classes([3], max_classes=3)
     assert (err.value.keyword, err.value.size, err.value.limit) == ("max_classes", 4, 3)
+    # every limit of every wing is one type (topo.errors.LimitError), and survives a process pool
+    again = pickle.loads(pickle.dumps(err.value))
+    assert isinstance(again, LimitError) and type(again) is SymmetryLimitError
+    assert (str(again), again.keyword, again.size, again.limit) == (str(err.value), "max_classes", 4, 3)
 
 
 def test_a_server_without_interchangeable_gpus_is_refused_at_once():

@@ -22,6 +22,9 @@ from models.predict.p2p import (EFFICIENCIES, HOST_CEILINGS, OVERHEADS, P2PError
                         achieved_capacity, p2p_latency_matrix, p2p_matrix,
                         p2p_path, p2p_report, path_type_matrix, staged_copy)
 from models.engine.routes import PathType, RouteError
+from models.engine.routes import route
+from models.engine.nccl.system import nccl_capacity
+from models.predict.p2p import MODES
 from models.present.explain import explain
 from models.present.json_shapes import p2p_json
 from models.present.text import format_p2p_report
@@ -84,7 +87,7 @@ def test_fitted_constants_are_the_fit_of_the_row():
                                                                 abs=1e-4)
     assert EFFICIENCIES["hbm_sm70"].value == pytest.approx(enabled[0] / 900, abs=1e-4)
     writes, off = ROW["latency_p2p_enabled_writes_us"], ROW["latency_p2p_disabled_us"]
-    hops = [models.route(G, "gpu0", f"gpu{j}").latency / us for j in range(8)]
+    hops = [route(G, "gpu0", f"gpu{j}").latency / us for j in range(8)]
     assert OVERHEADS["p2p"].value / us == pytest.approx(
         np.mean([writes[j] - hops[j] for j in range(5)]), abs=1e-3)
     assert OVERHEADS["staged"].value / us == pytest.approx(
@@ -222,7 +225,7 @@ def test_every_dgx2_pair_is_equal_at_six_links():
     off = ~np.eye(16, dtype=bool)
     line = p2p_matrix(G, achieved=False)
     assert np.all(line[off] == pytest.approx(150 * GB))
-    for mode in models.MODES:
+    for mode in MODES:
         for bidirectional in (False, True):
             m = p2p_matrix(G, mode=mode, bidirectional=bidirectional)
             assert np.ptp(m[off]) == pytest.approx(0, abs=1e-3)
@@ -246,7 +249,7 @@ def test_halving_one_nvlink_edge_halves_that_pair_only():
         assert set(zip(*np.nonzero(changed))) == {(0, 3), (3, 0)}
     assert p2p_path(H, 0, 3).nccl_bandwidth == pytest.approx(p2p_path(G, 0, 3).nccl_bandwidth / 2)
     assert p2p_path(H, 0, 3).nccl_bandwidth == pytest.approx(
-        models.nccl_capacity(H, "gpu0", "gpu3"))
+        nccl_capacity(H, "gpu0", "gpu3"))
 
 
 def test_p100_nvlink_pairs_at_20_gbps_line_rate():
@@ -303,7 +306,7 @@ def test_diagonal_is_the_device_local_copy():
         G = fabric(name)
         hbm = GPUS[gpu].memory_bandwidth
         for bidirectional in (False, True):
-            for mode in models.MODES:
+            for mode in MODES:
                 m = p2p_matrix(G, mode=mode, bidirectional=bidirectional)
                 assert np.diag(m) == pytest.approx(hbm * EFFICIENCIES[key].value)
             m = p2p_matrix(G, bidirectional=bidirectional, p2p=False)

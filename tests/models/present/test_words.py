@@ -36,9 +36,13 @@ def test_format_percent(value, kwargs, text):
 
 @given(st.floats(-10, 10, allow_nan=False))
 def test_percent_is_pythons_percent_format(fraction):
-    # The tables' f"{x:.1%}" and f"{x:+.0%}" are exactly what format_percent writes.
-    assert format_percent(fraction) == f"{fraction:.1%}"
-    assert format_percent(fraction, 0, signed=True) == f"{fraction:+.0%}"
+    # The tables' f"{x:.1%}" and f"{x:+.0%}" are exactly what format_percent writes, except that
+    # a value that rounds to zero is written as zero, never "-0.0%".
+    def python(spec):
+        text = format(fraction, spec)
+        return text.replace("-", "+" if "+" in spec else "", 1) if float(text[:-1]) == 0 else text
+    assert format_percent(fraction) == python(".1%")
+    assert format_percent(fraction, 0, signed=True) == python("+.0%")
 
 
 def test_format_gbps_and_us():
@@ -67,3 +71,10 @@ def test_one_page_for_every_figure_page():
     divs = FigureDivs()
     divs.div(fig, "a")
     assert divs.count == 1
+
+
+@given(st.floats(min_value=-0.0004999, max_value=0.0004999))
+def test_a_percent_that_rounds_to_zero_is_written_as_zero(fraction):
+    """The sweep's loss column (a failure can speed a case up by a hair): never ``-0.0%``."""
+    assert format_percent(fraction) == "0.0%" and format_percent(fraction, signed=True) == "+0.0%"
+    assert format_percent(-0.0123, signed=True, space=True) == "-1.2 %"

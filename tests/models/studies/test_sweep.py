@@ -9,7 +9,7 @@ import pytest
 
 import topo
 from models.present.cli import main
-from models.present.sweep_text import sweep_dict
+from models.present.json_shapes import sweep_json
 from models.studies.sweep import ExecutorConnectionError, ExecutorSpecError, SweepSizeError, sweep
 
 MiB = 2**20
@@ -25,7 +25,7 @@ def test_cluster_classes_give_what_computing_every_case_gives(system, fail_each,
     fast = sweep(G, "all_reduce", 64 * MiB, fail_each=fail_each, gpus=gpus, executor="inline")
     every = sweep(G, "all_reduce", 64 * MiB, fail_each=fail_each, gpus=gpus, executor="inline", symmetry=False,
                   max_seconds=1e9)
-    assert sweep_dict(fast) == sweep_dict(every)
+    assert sweep_json(fast) == sweep_json(every)
     assert fast.evaluations <= every.evaluations == len(every.rows)
 
 

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 import models
 import topo
+from models.predict.p2p import path_type_matrix
 from topo import transform
 
 GiB = 2**30
@@ -59,7 +60,7 @@ def test_doubling_every_nvlink_doubles_large_message_busbw(name, channels):
 def test_removing_a_bundle_moves_p2p_and_nccl_to_the_same_path():
     R = transform.remove_links(DGX1V, "gpu0", "gpu3", 2)
     assert not R.has_edge("gpu0", "gpu3")
-    p2p_type = models.path_type_matrix(R)[0, 3]
+    p2p_type = path_type_matrix(R)[0, 3]
     nccl_type, _ = models.NcclSystem(R).hop("gpu0", "gpu3", ())
     assert p2p_type == nccl_type.name == "PHB"
     # with gpu1 or gpu2 in the communicator NCCL relays over two NVLinks (NVB) instead
@@ -81,7 +82,7 @@ def test_p2p_and_nccl_agree_on_which_links_exist(dgx1v_before, bundle, count):
     R = transform.remove_links(DGX1V, u, v, count)
     i, j = DGX1V.nodes[u]["index"], DGX1V.nodes[v]["index"]
     direct = R.has_edge(u, v)
-    p2p_type = models.path_type_matrix(R)[i, j]
+    p2p_type = path_type_matrix(R)[i, j]
     nccl_type, flow = models.NcclSystem(R).hop(u, v, ())
     assert (p2p_type == "NVL") == direct == (nccl_type.name == "NVL")
     if direct:

@@ -20,8 +20,11 @@ from hypothesis import strategies as st
 
 import models
 import topo
-from models.present.sweep_text import format_sweep, sweep_dict, sweep_json, terminal_progress
+from models.present.json_shapes import sweep_json
+from models.present.sweep_text import format_sweep, terminal_progress
 from models.studies import whatif
+from models.engine.nccltests import UnknownCollectiveError
+from topo.errors import LimitError
 from models.studies.sweep import ExecutorSpecError, SweepSizeError, sweep
 from models.studies.whatif import (FabricDisconnectedError, Failure, FailureSpecError, WhatIfError,
                                    apply_failures, parse_degrade, parse_failure, parse_failures)
@@ -222,14 +225,15 @@ def test_a_disconnecting_failure_is_a_row_with_no_bandwidth():
     worst = s.rows[0]
     assert worst.label == "h0.mlx5_0" and worst.loss == 1.0 and worst.busbw == 0.0
     assert math.isinf(worst.time) and worst.note.startswith("disconnects the fabric: ")
-    assert sweep_dict(s)["rows"][0]["time_us"] is None
+    assert sweep_json(s)["rows"][0]["time_us"] is None
     assert all(r.loss < 1 for r in s.rows[1:])
 
 
 def test_json_has_exactly_the_documented_shape(dgx2_nvswitch):
-    data = json.loads(sweep_json(dgx2_nvswitch))
-    assert data == sweep_dict(dgx2_nvswitch)
-    assert set(data) == {"baseline", "rows"}
+    data = json.loads(json.dumps(sweep_json(dgx2_nvswitch), allow_nan=False))
+    assert data == sweep_json(dgx2_nvswitch) and data["count"] == len(dgx2_nvswitch.rows)
+    assert set(data) == {"baseline", "count", "rows"}
+    assert len(sweep_json(dgx2_nvswitch, top=1)["rows"]) == 1
     assert set(data["baseline"]) == {"busbw_gbps", "time_us"}
     assert all(set(row) == {"failed", "busbw_gbps", "time_us", "loss"} for row in data["rows"])
     assert data["baseline"]["busbw_gbps"] == dgx2_nvswitch.baseline_busbw / 1e9
@@ -250,8 +254,11 @@ def test_pairs_fail_two_components_and_name_both():
 
 
 def test_a_sweep_beyond_its_case_limit_is_refused_before_any_work():
-    with pytest.raises(SweepSizeError, match=r"5,151 failure cases .* max_cases=2,000"):
+    with pytest.raises(SweepSizeError, match=r"5,151 failure cases .* max_cases=2,000") as refused:
         sweep(DGX2, "all_reduce", GiB, fail_each="nvlink", pairs=True)
+    # one limit type for every wing (topo.errors.LimitError), what-if errors all the same
+    assert isinstance(refused.value, LimitError) and isinstance(refused.value, WhatIfError)
+    assert (refused.value.keyword, refused.value.size, refused.value.limit) == ("max_cases", 5151, 2000)
     with pytest.raises(SweepSizeError, match="max_cases=11"):
         sweep(DGX2, "all_reduce", GiB, fail_each="nvswitch", max_cases=11)
 
@@ -271,7 +278,7 @@ def test_bad_sweep_arguments_are_typed_errors(kwargs, error, words):
 
 
 def test_bad_collectives_and_sizes_are_refused():
-    with pytest.raises(models.UnknownCollectiveError):
+    with pytest.raises(UnknownCollectiveError):
         sweep(DGX1V, "allreduce", GiB)
     with pytest.raises(topo.SizeError, match="one message size"):
         sweep(DGX1V, "all_reduce", [GiB, 2 * GiB])
@@ -380,4 +387,4 @@ def test_figures_refuse_another_fabric_or_no_sweep(dgx2_nvswitch):
 
 
 def test_whatif_is_in_the_models_namespace():
-    assert models.sweep is sweep and models.parse_failure is whatif.parse_failure
+    assert models.sweep is sweep and models.apply_failures is whatif.apply_failures
