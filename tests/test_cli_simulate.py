@@ -33,6 +33,19 @@ def test_a_task_graph_as_json(capsys, graph_file):
     assert data["step_time_s"] == pytest.approx(max(t["end_s"] for t in tasks.values()))
 
 
+def test_the_nccl_release_reaches_the_simulation(capsys, tmp_path):
+    """--nccl 2.7: no GPU relay before v2.8, so GPUs 0, 1 and 5 of a DGX-1V (0 and 5 share no
+    NVLink) ring over the CPUs, slower than over NVLink through GPU 1 with today's release."""
+    path = tmp_path / "ring.json"
+    path.write_text(json.dumps({"tasks": [{"id": "ar", "op": "all_reduce", "gpus": [0, 1, 5], "bytes": 2**28}]}))
+    steps = {}
+    for release in ("2.7", "2.27"):
+        status, out, _ = run(capsys, "simulate", "--graph", path, "--system", "dgx1v", "--json", "--nccl", release)
+        assert status == 0
+        steps[release] = json.loads(out)["step_time_s"]
+    assert steps["2.7"] > 1.5 * steps["2.27"]
+
+
 def test_a_workload_step_with_trace_and_figures(capsys, tmp_path):
     trace, page = tmp_path / "t.json", tmp_path / "s.html"
     status, out, _ = run(capsys, "simulate", "llama3-8b", "--system", "dgxh100", "--tp", 8, "--pp", 1, "--dp", 1,
@@ -52,9 +65,20 @@ def test_a_workload_step_with_trace_and_figures(capsys, tmp_path):
     (["simulate", "--graph", "{bad}", "--system", "dgxh100"], "task 'x', field 'op'"),
     (["simulate", "--graph", "{graph}", "--system", "dgx2", "--max-gpus", "4"], "--max-gpus"),
     (["simulate", "nosuchmodel", "--system", "dgxh100"], "nosuchmodel"),
+    (["simulate", "--graph", "{graph}", "--system", "dgxh100", "--tp", "2", "--bucket", "1M"],
+     "--tp, --bucket shape(s) a WORKLOAD's step: expected none with --graph"),
+    (["simulate", "llama3-8b", "--system", "dgxh100", "--tp", "8", "--pp", "1", "--dp", "1", "--bucket", "0"],
+     "bucket must be a size >= 1 byte, received 0"),
+    (["simulate", "--graph", "{graph}", "--system", "dgxh100", "--nccl", "2.99"], "2.99"),
+    (["simulate", "--graph", "{images}", "--system", "dgx2", "--max-events", "8"],
+     "a simulation of 1 tasks (9 events), more than the limit of 8: raise it with --max-events"),
 ])
 def test_errors_are_one_line(capsys, tmp_path, graph_file, argv, message):
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"tasks": [{"id": "x", "op": "teleport"}]}))
-    paths = {"{graph}": str(graph_file), "{missing}": str(tmp_path / "none.json"), "{bad}": str(bad)}
+    images = tmp_path / "images.json"  # one task standing for three: sized as three
+    images.write_text(json.dumps({"tasks": [{"id": "x", "op": "all_reduce", "gpus": [0, 1], "bytes": 8,
+                                             "images": [[2, 3], [4, 5]]}]}))
+    paths = {"{graph}": str(graph_file), "{missing}": str(tmp_path / "none.json"), "{bad}": str(bad),
+             "{images}": str(images)}
     assert message in one_line_error(capsys, *[paths.get(a, a) for a in argv])

@@ -48,7 +48,7 @@ import numpy as np
 
 import topo
 from topo.errors import DgxTopoError, LimitError, SizeError
-from topo.select import GpuIds, format_gpu_ids
+from topo.select import GpuIds, format_gpu_ids, parse_gpu_ids
 from topo.units import Sizes
 
 from .measure import DEFAULT as DEFAULT_MEASUREMENT, CalibrationLike, MeasurementModel, Measured, measured
@@ -354,11 +354,15 @@ class _Context:
         self.gpus_per_thread = gpus_per_thread
         self.measurement = measurement_model(calibration)
         self.ids = self.prepared.ids
+        self.gpu_nodes = list(self.ids)  # topo.gpus order: ids are positions in it
         self.name = self.prepared.name
 
     def nodes(self, gpus) -> list:
-        nodes = topo.select_gpus(self.G, gpus)
-        return sorted(nodes, key=lambda n: self.ids[n])
+        """:func:`topo.select_gpus` without listing G's GPUs again (a send on a large cluster)."""
+        if gpus is None:
+            return list(self.gpu_nodes)
+        ids = parse_gpu_ids(gpus, limit=len(self.gpu_nodes), where=f" on {self.G.graph.get('name', 'this fabric')}")
+        return sorted((self.gpu_nodes[i] for i in ids), key=self.ids.__getitem__)
 
 
 class Estimator:
@@ -396,6 +400,32 @@ class Estimator:
                  protocol: str | None = None, max_pairs: int | None = None) -> CollectiveEstimate:
         """:func:`estimate` on the prepared fabric."""
         return _estimate(self._context, collective, nbytes, gpus, algorithm, protocol, max_pairs)
+
+    def flow_load(self, collective: str, gpus) -> dict:
+        """The point-to-point model's flows of ``sendrecv`` or ``alltoall`` on ``gpus`` (GPU
+        ids), or of one send (``"send"``, ``gpus = (src, dst)``), per directed edge: the summed
+        shares of the flows that cross it, NCCL's PCIe overhead included. :func:`estimate` moves
+        every flow at the rate the busiest edge gives, ``NCCL's capacity / load``.
+
+        Examples
+        --------
+        >>> import topo
+        >>> load = Estimator(topo.build("dgxh100")).flow_load("alltoall", range(8))
+        >>> load["gpu0", "nvswitch0"]            # 7 flows out of GPU 0, over 4 switches by bandwidth
+        1.9444444444444442
+        """
+        ctx = self._context
+        if collective == "send":
+            src, dst = gpus
+            if src == dst:
+                raise DgxTopoError(f"a send needs two different GPUs, received {list(gpus)}")
+            return _flow_load(ctx, ctx.nodes([src]) + ctx.nodes([dst]), [(0, 1)])[0]
+        nodes = ctx.nodes(gpus)
+        if collective == "alltoall":
+            return _alltoall_load(ctx, nodes)[0]
+        if collective == "sendrecv":
+            return _flow_load(ctx, nodes, [(i, (i + 1) % len(nodes)) for i in range(len(nodes))])[0]
+        raise DgxTopoError(f"no point-to-point flows for {collective!r}: expected 'send', 'sendrecv' or 'alltoall'")
 
 
 def estimate(G: nx.DiGraph | PreparedFabric, collective: str, nbytes: Sizes, gpus: GpuIds = None, *,

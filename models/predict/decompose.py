@@ -17,21 +17,33 @@ runs alone), from the channels the estimate ran on:
     winning protocol's bus bandwidth, so a link reserved ``r`` of NCCL's capacity ``c`` is filled
     ``r / c x bus / (nChannels x bwIntra) x wire``, where ``wire`` is the protocol's bytes on the
     wire per payload byte (:data:`STEP_PARAMETERS`). Across hosts, every NCCL node carries its
-    own copy of the searched node's channels, and each channel's connection from one node to
-    the next (ring) or along NCCL's double binary tree (tree: both ways) crosses the network
-    over the paths :meth:`models.engine.routes.Router.network_flow` gives.
+    own copy of the searched node's channels inside it (a tree across nodes runs on the ring's
+    channels, as the estimate does [U]), and the network beyond its NIC ports is charged once,
+    by the connections between nodes, over the paths :meth:`models.engine.routes.Router.network_flow`
+    gives: a ring channel's from one node to the next at ``bus / nChannels``; a tree channel's
+    along NCCL's double binary tree (:func:`models.predict.network.tree_links`), both ways (the
+    reduction up, the broadcast down), each at the tree's algorithm bandwidth per channel,
+    ``bus x 0.5 / nChannels`` (NCCL's Tree bus-to-algorithm ratio,
+    :func:`models.engine.nccl.tuning.bus_to_alg_ratio`); PAT's (one GPU per node) as a ring's at
+    ``(n - 1) / n`` of the bus bandwidth, what each NIC sends and receives.
 ``nvls``, ``nvls_tree``
     Each NVLS channel reserves ``bwIntra`` on every GPU's links to the NVSwitches, twice on its
     head's (NVIDIA/nccl v2.27.7-1 src/graph/search.cc, as :func:`models.engine.nccl.nvls.nvls_search`
     charges), spread over a GPU's switch links by their bandwidth; ``nvls_tree`` adds the tree
     between the heads' NICs.
 ``p2p`` (alltoall, sendrecv, and a point-to-point send)
-    The flows of :func:`~models.predict.collectives.estimate`'s point-to-point model, each pair
-    routed over NCCL's path (inside a host) or the router's (across hosts), at the rate the
-    estimate gives each flow.
+    The flows of :func:`~models.predict.collectives.estimate`'s point-to-point model, on the
+    edges the estimate charges them (:meth:`Estimator.flow_load
+    <models.predict.collectives.Estimator.flow_load>`: NCCL's paths, its PCIe overhead, the
+    network legs grouped per NIC as the estimate groups them), at the rate the estimate gives
+    each flow.
 
-Usage is capped at 1: alone, a collective reproduces its estimate exactly, even where NCCL's
-tuning model assumes more than the links it searched hold. What is approximate [U]: NCCL nodes
+Usage is a fraction of NCCL's capacity of a link at NCCL's bus bandwidth. The measured rate is
+NCCL's times the achieved/NCCL ratio of the binding link class (:mod:`models.predict.measure`),
+and so is what the link sustains, so the same fraction is the share of the achievable capacity
+the collective fills alone; two collectives that each fill a link alone then split it. Usage is
+capped at 1: alone, a collective reproduces its estimate exactly, even where NCCL's tuning model
+assumes more than the links it searched hold. What is approximate [U]: NCCL nodes
 other than the searched one are taken to run the searched node's channels (GPUs matched by
 position, other nodes by name); the network share of a blocking network scales every network
 edge alike.
@@ -60,9 +72,12 @@ from topo.errors import DgxTopoError
 from .collectives import COLLECTIVE_NAMES, Estimator
 from .network import tree_links
 from ..engine.fabric import prepare
-from ..engine.nccltests import busbw_factor
+from ..engine.nccl.releases import RingBuilder
+from ..engine.nccl.tuning import bus_to_alg_ratio
+from ..engine.nccltests import algbw_to_busbw, busbw_factor
+from ..engine.results import Moved
 
-__all__ = ["StepParameters", "STEP_PARAMETERS", "CollectiveSteps", "Decomposer", "DecomposeError"]
+__all__ = ["StepParameters", "STEP_PARAMETERS", "CollectiveSteps", "Decomposer", "DecomposeError", "host_kinds"]
 
 
 class DecomposeError(DgxTopoError):
@@ -76,14 +91,15 @@ class StepParameters:
     Attributes
     ----------
     wire : tuple of (str, float)
-        Per protocol, bytes on the wire per payload byte. LL sends 8-byte lines of 4 data bytes
-        and a 4-byte flag (``union ncclLLFifoLine``: data1, flag1, data2, flag2): 2. LL128 sends
-        128-byte lines of which 120 are data (``NCCL_LL128_LINEELEMS`` 16,
+        Per protocol, bytes on the wire per payload byte. LL sends 16-byte lines of two 4-byte
+        data words and two 4-byte flags (``union ncclLLFifoLine``: data1, flag1, data2, flag2): 2.
+        LL128 sends 128-byte lines of which 120 are data (``NCCL_LL128_LINEELEMS`` 16,
         ``NCCL_LL128_DATAELEMS`` 15 eight-byte words): 16/15. Simple: 1. (NVIDIA/nccl v2.27.7-1
         src/include/device.h.)
     ctas_per_channel : int
-        CUDA blocks an NCCL kernel runs per channel: one (NVIDIA/nccl v2.27.7-1 src/enqueue.cc
-        launches the kernel with a grid of ``nChannels`` blocks); each block holds one SM.
+        CUDA blocks an NCCL kernel runs per execution channel: one (NVIDIA/nccl v2.27.7-1
+        src/enqueue.cc launches the kernel with a grid of one block per channel); each block
+        holds one SM.
     """
 
     wire: tuple = (("LL", 2.0), ("LL128", 16 / 15), ("Simple", 1.0))
@@ -92,6 +108,38 @@ class StepParameters:
     def wire_factor(self, protocol: str) -> float:
         """Wire bytes per payload byte of a protocol (1 for one it does not list)."""
         return dict(self.wire).get(str(protocol), 1.0)
+
+    def blocks(self, algorithm: str, graph_channels: int, profile, compute_capability: int, nnodes: int) -> int:
+        """CUDA blocks (SMs) the kernel of a collective holds on each GPU while it runs.
+
+        Ring, Tree and PAT run on ``comm->nChannels``: ``ncclTopoPostset`` doubles the graph's
+        channels, ``min(MAXCHANNELS, 2 x nChannels)`` (NVIDIA/nccl v2.27.7-1 src/graph/connect.cc;
+        releases before the topology search, v2.5, run their rings as built). NVLS and NVLSTree
+        run on ``comm->nvlsChannels``, decorrelated from the NVLS graph's heads: the release's
+        :attr:`NvlsRules.nchannels <models.engine.nccl.profiles.NvlsRules.nchannels>` (sm90; sm100
+        on one NCCL node; sm100 across nodes). Point-to-point operations: 0 (their
+        channels per peer are not modelled [U]). NCCL runs fewer channels for small sizes
+        (src/enqueue.cc, ``nBytes < nc x nThreads x threadThreshold``): not modelled, so a small
+        collective holds at most this many [U].
+
+        Examples
+        --------
+        >>> from models.engine.nccl.profiles import nccl_profile
+        >>> p = STEP_PARAMETERS
+        >>> p.blocks("ring", 12, nccl_profile(None), 90, 1), p.blocks("nvls", 8, nccl_profile(None), 90, 1)
+        (24, 16)
+        >>> p.blocks("nvls", 8, nccl_profile(None), 100, 1), p.blocks("nvls_tree", 8, nccl_profile(None), 100, 2)
+        (24, 32)
+        """
+        if algorithm in ("nvls", "nvls_tree"):
+            sm90, sm100_one_node, sm100_nodes = profile.require("nvls").nchannels
+            channels = sm90 if compute_capability < 100 else sm100_one_node if nnodes <= 1 else sm100_nodes
+            return channels * self.ctas_per_channel
+        if algorithm in ("ring", "tree", "pat"):
+            if profile.behaviour.ring_builder is RingBuilder.NVLINK_COUNTS:
+                return graph_channels * self.ctas_per_channel
+            return min(profile.require("max_channels"), 2 * graph_channels) * self.ctas_per_channel
+        return 0
 
 
 #: The step parameters of NCCL v2.27.7-1 (the reference release).
@@ -122,8 +170,11 @@ class CollectiveSteps:
         The directed edges the data phase fills.
     usage : numpy.ndarray
         Per edge, the fraction of its capacity the data phase fills alone, in (0, 1].
-    latency_terms : tuple of str
-        NCCL's latency term in words (base, and count x per-step latency).
+    latency : models.engine.nccl.tuning.Latency or None
+        NCCL's latency term of what runs, with its working (base and per-step terms); None for
+        point-to-point operations, which NCCL's tuning model does not time.
+    blocks : int
+        CUDA blocks (SMs) its kernel holds on each GPU while it runs (:meth:`StepParameters.blocks`).
     """
 
     op: str
@@ -136,25 +187,16 @@ class CollectiveSteps:
     transfer: float
     edges: tuple = field(repr=False)
     usage: np.ndarray = field(repr=False)
-    latency_terms: tuple = field(default=(), repr=False)
+    latency: object = field(default=None, repr=False)
+    blocks: int = 0
+
+    #: Words moved to :mod:`models.present` (results hold numbers).
+    explain = Moved("models.present.explain.explain(steps)")
 
     @property
     def time(self) -> float:
         """Alone on an idle fabric: ``startup + transfer``, the estimate's time. [s]"""
         return self.startup + self.transfer
-
-    def explain(self) -> str:
-        """The phases in words."""
-        lines = [f"{self.op} of {self.nbytes} B on GPUs {topo.select.format_gpu_ids(self.gpus)}: "
-                 f"{self.algorithm}/{self.protocol}, {self.nchannels} channels",
-                 f"  start-up {self.startup * 1e6:.2f} us"
-                 + (f" (NCCL latency {'; '.join(self.latency_terms)})" if self.latency_terms else ""),
-                 f"  data {self.transfer * 1e6:.2f} us alone, on {len(self.edges)} links"]
-        if len(self.edges):
-            top = int(np.argmax(self.usage))
-            u, v = self.edges[top]
-            lines.append(f"  busiest link {u}->{v}: {self.usage[top]:.1%} of its capacity alone")
-        return "\n".join(lines)
 
 
 def _prefix(node) -> str | None:
@@ -180,9 +222,9 @@ class Decomposer:
     Notes
     -----
     Results are kept per operation for the life of the object (a symmetric step asks for the
-    same operation many times); a tensor-parallel group on another host of a cluster reuses the
-    first host's decomposition with its edges renamed (hosts are copies). Do not edit ``G``
-    while using it.
+    same operation many times); a group inside one host of a cluster reuses the decomposition of
+    the same GPUs on the first host that is a copy of it (the same nodes and links inside, by
+    local name, attributes and all), with its edges renamed. Do not edit ``G`` while using it.
     """
 
     def __init__(self, G, *, profile=None, calibration=None, parameters: StepParameters = STEP_PARAMETERS):
@@ -195,6 +237,7 @@ class Decomposer:
         self.gpu_nodes = topo.gpus(G)
         self.ids = {n: i for i, n in enumerate(self.gpu_nodes)}
         self._done: dict = {}  # by GPU shape (a host's group serves its copies)
+        self._host_kinds: dict | None = None  # host -> its kind (:meth:`_host_kind`)
         self._asked: dict = {}  # by the arguments as asked
 
     # ---------------------------------------------------------------- public operations
@@ -304,14 +347,20 @@ class Decomposer:
             nodes = sorted(nodes, key=self.ids.__getitem__)
         return tuple(nodes)
 
+    def _host_kind(self, prefix) -> int:
+        """The kind of a host (:func:`host_kinds`), computed once per Decomposer."""
+        if self._host_kinds is None:
+            self._host_kinds = host_kinds(self.G)
+        return self._host_kinds[prefix]
+
     def _cached(self, key, nodes, make) -> CollectiveSteps:
         prefixes = {_prefix(n) for n in nodes}
         if len(prefixes) == 1 and None not in prefixes:
-            # One host of a cluster: hosts are copies, so the decomposition of the same GPUs on
-            # the first host that asked serves this one with its edges renamed.
+            # One host of a cluster: the decomposition of the same GPUs on the first host of its
+            # kind that asked serves every copy of that host, with its edges renamed.
             (here,) = prefixes
             local = tuple(str(n).split(".", 1)[1] for n in nodes)
-            shape = (key, "host", local)
+            shape = (key, "host", self._host_kind(here), local)
             first = self._done.get(shape)
             if first is None:
                 first = self._done[shape] = (here, make(nodes))
@@ -329,7 +378,7 @@ class Decomposer:
         edges = tuple((rename(u), rename(v)) for u, v in steps.edges)
         ids = tuple(self.ids[n] for n in nodes)
         return CollectiveSteps(steps.op, ids, steps.nbytes, steps.algorithm, steps.protocol, steps.nchannels,
-                               steps.startup, steps.transfer, edges, steps.usage, steps.latency_terms)
+                               steps.startup, steps.transfer, edges, steps.usage, steps.latency, steps.blocks)
 
     def _collective(self, collective, size, nodes) -> CollectiveSteps:
         return self.from_estimate(self.estimator.estimate(collective, size, [self.ids[n] for n in nodes]))
@@ -345,21 +394,21 @@ class Decomposer:
         if point.algorithm in ("ring", "tree", "pat", "nvls", "nvls_tree"):
             self._channel_load(e, point, nodes, load, index)
         elif point.algorithm == "p2p":
-            n = len(nodes)
-            pairs = ([(i, (i + 1) % n) for i in range(n)] if e.collective == "sendrecv"
-                     else [(i, j) for i in range(n) for j in range(n) if i != j])
-            share = 1 if e.collective == "sendrecv" else n
-            self._pair_load(nodes, pairs, point.bandwidth / share, load)
-        terms = ()
+            share = 1 if e.collective == "sendrecv" else len(nodes)  # a flow moves S / share
+            self._flow_load(self.estimator.flow_load(e.collective, e.gpus), point.bandwidth / share, load)
+        latency = None
         if e.selection is not None:
             for cand in e.selection.candidates:
                 t = cand.tuning
                 if t.algorithm == point.algorithm and t.protocol == point.protocol:
-                    terms = (f"base {t.latency.base * 1e6:.2f} us",) + tuple(
-                        f"{term.count:g} x {term.per_step * 1e6:.2f} us" for term in t.latency.terms if term.count)
+                    latency = t.latency
         edges, usage = _as_arrays(load)
+        nnodes = e.ring.nnodes if e.ring is not None else 1
+        blocks = self.parameters.blocks(point.algorithm, int(point.nchannels), self.system.profile,
+                                        min(self.G.nodes[n]["compute_capability"] for n in nodes), nnodes)
         return CollectiveSteps(e.collective, tuple(e.gpus), int(point.nbytes), point.algorithm, point.protocol,
-                               int(point.nchannels), float(startup), max(transfer, 0.0), edges, usage, terms)
+                               int(point.nchannels), float(startup), max(transfer, 0.0), edges, usage, latency,
+                               blocks)
 
     def _send(self, size, nodes) -> CollectiveSteps:
         ids = [self.ids[n] for n in nodes]
@@ -370,7 +419,7 @@ class Decomposer:
         point = e.point(index)
         startup = _at(e.measurement.startup, index) if e.measurement is not None else point.latency
         load: dict = {}
-        self._pair_load(nodes, [(0, 1)], point.bandwidth, load)
+        self._flow_load(self.estimator.flow_load("send", [self.ids[n] for n in nodes]), point.bandwidth, load)
         edges, usage = _as_arrays(load)
         return CollectiveSteps("send", tuple(self.ids[n] for n in nodes), int(point.nbytes), "p2p", "Simple", 0,
                                float(startup), max(float(point.time) - startup, 0.0), edges, usage)
@@ -380,24 +429,18 @@ class Decomposer:
         if capacity > 0:
             load[edge] = load.get(edge, 0.0) + fraction / capacity
 
-    def _pair_load(self, nodes, pairs, rate, load) -> None:
-        """Charge each flow ``(i, j)`` at ``rate`` [B/s, NCCL's figures] on the edges of its path."""
-        members = set(nodes)
-        for i, j in pairs:
-            a, b = nodes[i], nodes[j]
-            if _prefix(a) == _prefix(b) and self.G.nodes[a].get("host") == self.G.nodes[b].get("host"):
-                flow = self.system.hop(a, b, members)[1]
-            else:
-                r = self.system.router.route(a, b)
-                flow = tuple(zip(r.edges, r.shares))
-            for edge, share in flow:
-                self._charge(load, edge, rate * share)
+    def _flow_load(self, flows, rate, load) -> None:
+        """Charge point-to-point flows at ``rate`` each [B/s, NCCL's figures]: ``flows`` is the
+        estimate's load, per edge the shares of the flows crossing it (:meth:`Estimator.flow_load
+        <models.predict.collectives.Estimator.flow_load>`)."""
+        for edge, count in flows.items():
+            self._charge(load, edge, rate * count)
 
     def _channel_load(self, e, point, nodes, load, index=-1) -> None:
         algorithm = point.algorithm
         wire = self.parameters.wire_factor(point.protocol)
         bus = _at(e.selection.bus_bandwidth, index) if e.selection is not None \
-            else float(point.bandwidth) * busbw_factor(e.collective, len(nodes))
+            else algbw_to_busbw(e.collective, float(point.bandwidth), len(nodes))
         network = 1.0
         if e.measurement is not None:
             network = _at(e.measurement.network_factor, index)
@@ -420,8 +463,12 @@ class Decomposer:
         reserved_total = search.nchannels * search.bw_intra
         scale = min(1.0, bus / reserved_total) * wire * network if reserved_total > 0 else 0.0
         searched = {_prefix(ld.edge[0]) for ld in search.loads} | {_prefix(ld.edge[1]) for ld in search.loads}
+        # Inside each node, the searched node's reservations; the network beyond a NIC port is
+        # charged once below, by the connections between nodes (the search's own NIC-to-switch
+        # edges would count the searched node's ports a second time).
+        inside = [ld for ld in search.loads if len(groups) == 1 or _prefix(ld.edge[0]) == _prefix(ld.edge[1])]
         for prefix, members in groups.items():
-            for ld in search.loads:
+            for ld in inside:
                 edge = ld.edge if prefix in searched or len(groups) == 1 else _translate(
                     ld.edge, members, groups, self.G)
                 if edge is not None and self.G.has_edge(*edge):
@@ -429,11 +476,18 @@ class Decomposer:
             if len(groups) == 1:
                 break
         if len(groups) > 1 and search.nets:
-            rate = search.bw_intra * scale
+            rate = search.bw_intra * scale  # a channel's share of the bus bandwidth
             if algorithm == "ring":
                 self._network_ring(load, groups, search.nets, rate)
+            elif algorithm == "pat":
+                # One GPU per node: each NIC sends and receives (n - 1) / n of the buffer, as on a
+                # ring (PAT's peers are not the ring's neighbours: the spines' share is approximate [U]).
+                self._network_ring(load, groups, search.nets, rate * busbw_factor(e.collective, len(nodes)))
             else:
-                self._network_tree(load, groups, search.nets, rate)
+                # Every tree edge carries the reduction up and the broadcast down, each at the
+                # tree's algorithm bandwidth: NCCL's busBw x 0.5 (bus_to_alg_ratio).
+                ratio = bus_to_alg_ratio(e.collective, "tree", len(nodes), self.system.profile)
+                self._network_tree(load, groups, search.nets, rate * ratio)
 
     def _switch_links(self, load, gpu, reserved) -> None:
         """Charge ``reserved`` [B/s] on a GPU's NVLinks to switches, both ways, by bandwidth."""
@@ -478,6 +532,49 @@ class Decomposer:
             b = self._nic_of(nets[c][0], order[parent], groups)
             self._connect(load, a, b, rate)
             self._connect(load, b, a, rate)
+
+
+#: Node attributes that number a host's copy (topo.cluster), not part of what the host is.
+_COPY_NUMBERS = ("host", "nvlink_domain")
+
+
+def host_kinds(G) -> dict:
+    """Which hosts of a cluster are copies of each other: per host (its node-id prefix, ``"h3"``)
+    a number shared by the hosts with the same nodes and links inside (by local name) and the
+    same links to shared nodes (the NVLink switches of a rack), every attribute included; the
+    network ports are not compared. A what-if that changes one host gives it a number of its own.
+
+    Examples
+    --------
+    >>> import topo
+    >>> G = topo.build("3xdgxh100")
+    >>> G.edges["h2.gpu0", "h2.nvswitch0"]["bandwidth"] /= 2
+    >>> host_kinds(G)
+    {'h0': 0, 'h1': 0, 'h2': 1}
+    """
+    members: dict = {}
+    for n, host in G.nodes(data="host"):
+        prefix = _prefix(n)
+        if prefix is not None and host is not None and host >= 0:  # not the network (host -1)
+            members.setdefault(prefix, []).append(n)
+    kinds: dict = {}
+    out = {}
+    for host, nodes in members.items():
+        inside = set(nodes)
+        local = {n: str(n).split(".", 1)[1] for n in nodes}
+        signature = (tuple(sorted((local[n], repr(sorted((k, v) for k, v in G.nodes[n].items()
+                                                         if k not in _COPY_NUMBERS))) for n in nodes)),
+                     tuple(sorted((local[u], local[v], repr(sorted(d.items())))
+                                  for u in nodes for v, d in G.adj[u].items() if v in inside)),
+                     # links to shared nodes (the NVLink switch trays of a rack), not network ports
+                     tuple(sorted((local[u], str(v), repr(sorted(d.items())))
+                                  for u in nodes for v, d in G.adj[u].items()
+                                  if v not in inside and d.get("kind") != "network")),
+                     tuple(sorted((str(v), local[u], repr(sorted(d.items())))
+                                  for u in nodes for v, d in G.pred[u].items()
+                                  if v not in inside and d.get("kind") != "network")))
+        out[host] = kinds.setdefault(signature, len(kinds))
+    return out
 
 
 def _size(nbytes) -> int:

@@ -21,10 +21,11 @@ capacities through the channel search and the estimate, so a what-if graph chang
 simulation as it changes every other prediction. Alone on an idle fabric a collective takes
 exactly :func:`models.predict.collectives.estimate`'s time.
 
-NCCL's kernels hold SMs: one CUDA block per channel (NVIDIA/nccl v2.27.7-1 src/enqueue.cc), so
-while a collective runs on a GPU, a compute kernel there gets the rest of the SMs
-(``sm_share=True``, the default): its speed is ``1 - blocks / SMs`` (:data:`SMS`; linear in
-the SMs left [U]).
+NCCL's kernels hold SMs: one CUDA block per execution channel (NVIDIA/nccl v2.27.7-1
+src/enqueue.cc), twice the ring or tree graph's channels, or NCCL's NVLS channel count
+(:meth:`models.predict.decompose.StepParameters.blocks`), so while a collective runs on a GPU,
+a compute kernel there gets the rest of the SMs (``sm_share=True``, the default): its speed is
+``1 - blocks / SMs`` (the part's SMs, :func:`sm_counts`; linear in the SMs left [U]).
 
 Events that fall at the same time are processed together, so identical data-parallel replicas
 or pipeline stages cost one rate computation per event time, not one per replica.
@@ -62,12 +63,11 @@ Examples
 from __future__ import annotations
 
 import heapq
-import json
+import itertools
 import math
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from types import MappingProxyType
 
 import networkx as nx
 import numpy as np
@@ -76,14 +76,15 @@ import topo
 from topo.errors import DgxTopoError
 
 from .collectives import COLLECTIVE_NAMES, LimitError, Progress
+from ..engine.results import Moved, tidy_records
 from .decompose import Decomposer
 from .flows import max_min_share
 from .measure import CalibrationLike
 from ..engine.nccl.profiles import NcclProfile
 
 __all__ = ["Task", "TaskGraph", "TaskGraphError", "TaskTiming", "LinkUse", "SimulationResult",
-           "task_graph", "read_task_graph", "simulate", "simulation_size", "SMS", "COLLECTIVE_OPS",
-           "MAX_TASKS", "MAX_BYTES", "MAX_EVENTS", "MAX_GRAPH_FILE_BYTES", "LimitError"]
+           "task_graph", "read_task_graph", "simulate", "simulation_size", "sm_counts", "COLLECTIVE_OPS",
+           "MAX_TASKS", "MAX_BYTES", "MAX_EVENTS", "LimitError"]
 
 #: The collectives a task may run (nccl-tests' names).
 COLLECTIVE_OPS = tuple(COLLECTIVE_NAMES)
@@ -92,20 +93,12 @@ _OPS = COLLECTIVE_OPS + ("send", "compute")
 MAX_TASKS = 2_000_000
 #: Largest operation (bytes of one collective or send): topo's size limit.
 MAX_BYTES = topo.MAX_NBYTES
-#: Default limit on a simulation's events (three per task: start, data, end); about a minute
-#: of work on one core at the rate of the benchmark (examples/simulate_benchmark.py).
+#: Default limit on a simulation's size (:func:`simulation_size`: three events per task and folded
+#: image: start, data, end); one to two minutes of work on one core at the rate of the benchmark
+#: (examples/simulate_benchmark.py: 43,156 tasks, a size of 129,468, in under 4 s).
 MAX_EVENTS = 3_000_000
-#: Largest task-graph file read (:func:`read_task_graph`). [bytes]
-MAX_GRAPH_FILE_BYTES = 256 * 2**20
 _MAX_ID = 200
 
-#: Streaming multiprocessors per GPU, by compute capability (the SXM part of each
-#: generation): P100 56 (NVIDIA Tesla P100 whitepaper, 2016), V100 80 (NVIDIA Tesla V100 GPU
-#: architecture whitepaper, 2017), A100 108 (NVIDIA A100 Tensor Core GPU architecture whitepaper,
-#: 2020), H100/H200 132 (NVIDIA H100 Tensor Core GPU architecture whitepaper, 2022),
-#: B200 148 [U: NVIDIA's Blackwell technical brief gives no SM count; the figure of NVIDIA's
-#: CUDA device query as reported for B200].
-SMS = MappingProxyType({60: 56, 70: 80, 80: 108, 90: 132, 100: 148})
 
 
 class TaskGraphError(DgxTopoError):
@@ -268,6 +261,12 @@ def _one_task(raw, k, ngpus, compute_time) -> Task:
     if any(len(i) != len(task.gpus) for i in parsed):
         raise TaskGraphError(f"expected every image to have {len(task.gpus)} GPUs like the task", task=task.id,
                              field="images")
+    seen = set(task.gpus)
+    for image in parsed:  # an image is the task on other GPUs: a GPU in two copies is a mistake
+        if seen.intersection(image):
+            raise TaskGraphError(f"expected images on GPUs of their own, received GPU "
+                                 f"{min(seen.intersection(image))} in two copies", task=task.id, field="images")
+        seen.update(image)
     return Task(task.id, task.op, task.gpus, task.nbytes, task.seconds, task.after, task.kind, task.stream,
                 task.root, parsed)
 
@@ -321,8 +320,8 @@ def _plain_task(raw, k, ngpus, compute_time) -> Task:
             if not isinstance(dtype, str):
                 raise TaskGraphError(f"expected a dtype with 'flops', received {dtype!r:.80}", task=task, field="dtype")
             if compute_time is None:
-                raise TaskGraphError("compute given in flops needs a compute model: read the graph through "
-                                     "models.studies.stepgraph.read_graph (or the CLI), or give 'seconds'",
+                raise TaskGraphError("compute given in flops needs a compute model: pass compute_time="
+                                     "models.studies.stepgraph.compute_time(G) (the CLI does), or give 'seconds'",
                                      task=task, field="flops")
             try:
                 seconds = float(compute_time(float(flops), dtype, gpus))
@@ -396,9 +395,12 @@ def task_graph(data: dict | str, *, ngpus: int | None = None, compute_time: Call
     models.predict.simulate.TaskGraphError: task 'a', field 'dst': expected a destination other than the source, received 0 to 0
     """
     if isinstance(data, (str, bytes)):
+        from topo.inputs import parse_json
+
+        text = data.decode("utf-8", errors="replace") if isinstance(data, bytes) else data
         try:
-            data = json.loads(data)
-        except (ValueError, RecursionError) as error:
+            data = parse_json(text, source="text")
+        except DgxTopoError as error:
             raise TaskGraphError(f"expected JSON, received text that does not parse ({error})") from None
     if not isinstance(data, dict) or not isinstance(data.get("tasks"), list):
         raise TaskGraphError('expected an object with a "tasks" list', field="tasks")
@@ -450,30 +452,38 @@ def _checked(graph: TaskGraph) -> TaskGraph:
 
 
 def read_task_graph(path: str | os.PathLike, *, ngpus: int | None = None,
-                    compute_time: Callable[..., float] | None = None, max_tasks: int = MAX_TASKS) -> TaskGraph:
-    """:func:`task_graph` of a JSON file (a regular file of at most :data:`MAX_GRAPH_FILE_BYTES`)."""
-    return task_graph(_read_file(path), ngpus=ngpus, compute_time=compute_time, max_tasks=max_tasks)
+                    compute_time: Callable[..., float] | None = None, max_tasks: int = MAX_TASKS,
+                    limit: int | None = None, option: str = "--max-input") -> TaskGraph:
+    """:func:`task_graph` of a JSON file, read through :func:`topo.inputs.read_json` (kind
+    ``"task-graph"``: a regular file or ``-`` for standard input, sized before it is read,
+    strict UTF-8, bounded nesting).
 
+    Parameters
+    ----------
+    path : str or os.PathLike
+    ngpus, compute_time, max_tasks
+        As for :func:`task_graph`.
+    limit : int, optional
+        The largest file read [bytes] (default: the kind's, :data:`topo.inputs.INPUT_KINDS`).
+    option : str
+        The option a refusal over the limit names.
 
-def _read_file(path) -> str:
-    """A task-graph file's text: regular files only (a FIFO cannot hang us), size-limited.
+    Returns
+    -------
+    TaskGraph
 
-    The one place that reads the file, so the project's safe reader can replace it.
+    Raises
+    ------
+    topo.inputs.InputFileError
+        For a path that is not a regular file (a directory, a FIFO), a file too large,
+        unreadable or not JSON.
+    TaskGraphError, LimitError
+        As :func:`task_graph`.
     """
-    import os
-    import stat
+    from topo.inputs import read_json
 
-    try:
-        info = os.stat(path)
-        if not stat.S_ISREG(info.st_mode):
-            raise TaskGraphError(f"cannot read {path}: expected a regular file")
-        if info.st_size > MAX_GRAPH_FILE_BYTES:
-            raise TaskGraphError(f"{path} holds {info.st_size} bytes: expected at most {MAX_GRAPH_FILE_BYTES}")
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_GRAPH_FILE_BYTES + 1)
-    except OSError as error:
-        raise TaskGraphError(f"cannot read {path}: {error.strerror or error}") from None
-    return data.decode("utf-8", errors="replace")
+    return task_graph(read_json(path, "task-graph", limit=limit, option=option), ngpus=ngpus,
+                      compute_time=compute_time, max_tasks=max_tasks)
 
 
 # ------------------------------------------------------------------------------ results
@@ -609,6 +619,15 @@ class SimulationResult:
         (edges, starts, ends, shares)
             ``shares[j, i]``: the fraction of link ``j``'s capacity filled from ``starts[i]``
             to ``ends[i]`` [s].
+
+        Examples
+        --------
+        >>> import topo
+        >>> r = simulate(topo.build("dgxh100"), task_graph({"tasks": [
+        ...     {"id": "ar", "op": "all_reduce", "gpus": [0, 1, 2, 3], "bytes": 2**26}]}))
+        >>> edges, starts, ends, shares = r.link_series(top=2)
+        >>> edges, shares.round(3).tolist()        # one interval: the data phase
+        ((('gpu0', 'nvswitch0'), ('gpu0', 'nvswitch3')), [[0.971], [0.971]])
         """
         position = {edge: i for i, edge in enumerate(self.link_order)}
         if edges is None:
@@ -624,18 +643,44 @@ class SimulationResult:
         return sum(t for _, t in self.exposed)
 
     def task(self, task_id: str) -> TaskTiming:
+        """The timing of one task, by id.
+
+        Raises
+        ------
+        KeyError
+            For an id the graph does not have.
+        """
         for t in self.tasks:
             if t.id == task_id:
                 return t
         raise KeyError(task_id)
 
+    #: Words moved to :mod:`models.present` (results hold numbers).
+    format = Moved("models.present.text.simulation_table(result)")
+    to_dict = Moved("models.present.json_shapes.simulation_json(result)")
+
     def to_records(self) -> list:
-        """One dict per task: ``id``, ``op``, ``kind``, ``gpus``, ``start_s``, ``end_s``, ``data_start_s``,
-        ``alone_s``, ``bytes``, ``algorithm``, ``protocol``, ``stream``, ``critical``, ``copies``."""
-        return [{"id": t.id, "op": t.op, "kind": t.kind, "gpus": list(t.gpus), "start_s": t.start,
-                 "end_s": t.end, "data_start_s": t.data_start, "alone_s": t.alone, "bytes": t.nbytes,
-                 "algorithm": t.algorithm, "protocol": t.protocol, "stream": t.stream,
-                 "critical": t.critical, "copies": t.copies} for t in self.tasks]
+        """Tidy rows, one per task (:mod:`models.engine.results` names the columns): ``id``,
+        ``op``, ``kind``, ``gpus`` (compact text), ``start_s``, ``end_s``, ``data_start_s``,
+        ``alone_s``, ``nbytes``, ``algorithm``, ``protocol``, ``stream``, ``critical``, ``copies``.
+
+        Examples
+        --------
+        >>> import topo
+        >>> r = simulate(topo.build("dgxh100"), task_graph({"tasks": [
+        ...     {"id": "ar", "op": "all_reduce", "gpus": [0, 1, 2, 3], "bytes": 2**20}]}))
+        >>> row = r.to_records()[0]
+        >>> row["id"], row["gpus"], row["nbytes"], row["start_s"], row["critical"]
+        ('ar', '0-3', 1048576, 0.0, True)
+        """
+        t = self.tasks
+        return tidy_records({"id": [x.id for x in t], "op": [x.op for x in t], "kind": [x.kind for x in t],
+                             "gpus": [topo.select.format_gpu_ids(x.gpus) for x in t],
+                             "start_s": [x.start for x in t], "end_s": [x.end for x in t],
+                             "data_start_s": [x.data_start for x in t], "alone_s": [x.alone for x in t],
+                             "nbytes": [x.nbytes for x in t], "algorithm": [x.algorithm for x in t],
+                             "protocol": [x.protocol for x in t], "stream": [x.stream for x in t],
+                             "critical": [x.critical for x in t], "copies": [x.copies for x in t]}) if t else []
 
     def busy_by_kind(self) -> dict:
         """Per kind, the summed duration of its tasks (folded images included). [s]"""
@@ -646,48 +691,12 @@ class SimulationResult:
 
     def critical_by_kind(self) -> dict:
         """Per kind (compute included), its time on the critical path. [s]"""
+        index = {t.id: t for t in self.tasks}  # once: the path may hold most of the tasks
         out: dict = {}
         for task_id in self.critical_path:
-            t = self.task_index[task_id]
+            t = index[task_id]
             out[t.kind] = out.get(t.kind, 0.0) + t.duration
         return out
-
-    @property
-    def task_index(self) -> dict:
-        return {t.id: t for t in self.tasks}
-
-    def to_dict(self, *, top_links: int = 10) -> dict:
-        """JSON-ready: ``step_time_s``, ``exposed_comm_s``, ``exposed_s`` per kind, ``critical_path``,
-        ``links`` (the busiest ``top_links``) and ``tasks`` (:meth:`to_records`)."""
-        return {"fabric": self.fabric, "name": self.name, "step_time_s": self.step_time,
-                "exposed_comm_s": self.exposed_comm, "exposed_s": dict(self.exposed),
-                "critical_s": self.critical_by_kind(), "critical_path": list(self.critical_path),
-                "events": self.events,
-                "links": [{"edge": [str(u) for u in link.edge], "capacity_Bps": link.capacity,
-                           "mean_utilisation": link.mean,
-                           "peak_utilisation": None if math.isnan(link.peak) else link.peak}
-                          for link in self.links[:top_links]],
-                "tasks": self.to_records()}
-
-    def format(self, *, top_links: int = 3) -> str:
-        """The step in words: time, where it goes, the busiest links."""
-        from topo.units import to_GBps
-
-        lines = [f"{self.name or 'task graph'} on {self.fabric}: step {self.step_time * 1e3:.3f} ms "
-                 f"({len(self.tasks)} tasks, {self.events} event times)"]
-        critical = self.critical_by_kind()
-        busy = self.busy_by_kind()
-        lines.append("  kind            busy [ms]   on critical path [ms]")
-        for kind in sorted(busy, key=lambda k: -critical.get(k, 0.0)):
-            lines.append(f"  {kind:14} {busy[kind] * 1e3:10.3f}   {critical.get(kind, 0.0) * 1e3:10.3f}")
-        lines.append(f"  exposed communication: {self.exposed_comm * 1e3:.3f} ms of the step")
-        if self.links:
-            lines.append("  busiest links (mean / peak share of capacity):")
-            for link in self.links[:top_links]:
-                u, v = link.edge
-                peak = "-" if math.isnan(link.peak) else f"{link.peak:.1%}"
-                lines.append(f"    {u}->{v} ({to_GBps(link.capacity):.0f} GB/s): {link.mean:.1%} / {peak}")
-        return "\n".join(lines)
 
 
 # ---------------------------------------------------------------------------- simulating
@@ -727,9 +736,37 @@ def _series(flat, chosen, class_links, class_usage) -> tuple:
             np.add.at(shares[j], interval[mask], u * factors[mask])
     return chosen, shares
 
+def sm_counts(G) -> list:
+    """Streaming multiprocessors of each GPU of ``G``, in GPU-id order: the catalogue part of
+    its ``model`` (:attr:`topo.specs.GpuSpec.sm_count`, with its sources), else the first part of
+    its compute capability [U], else 0 (its compute is then not slowed by NCCL's blocks).
+
+    Examples
+    --------
+    >>> import topo
+    >>> sm_counts(topo.build("dgxh100"))[:2], sm_counts(topo.build("dgx1v"))[0]
+    ([132, 132], 80)
+    """
+    by_model, by_cc = {}, {}
+    for spec in topo.GPUS.values():
+        by_model[spec.model] = spec.sm_count
+        by_cc.setdefault(spec.compute_capability, spec.sm_count)
+    return [by_model.get(G.nodes[g].get("model"), by_cc.get(G.nodes[g].get("compute_capability"), 0))
+            for g in topo.gpus(G)]
+
+
 def simulation_size(graph: TaskGraph) -> int:
-    """Events a simulation of ``graph`` may process: three per task (start, data, end)."""
-    return 3 * len(graph.tasks)
+    """The size of a simulation of ``graph``: three events (start, data, end) per task and per
+    folded image of a task, so a folded graph is sized as the graph it stands for (each image's
+    operation is decomposed and its links charged).
+
+    Examples
+    --------
+    >>> simulation_size(task_graph({"tasks": [
+    ...     {"id": "a", "op": "all_reduce", "gpus": [0, 1], "bytes": 8, "images": [[2, 3], [4, 5]]}]}))
+    9
+    """
+    return 3 * sum(t.copies for t in graph.tasks)
 
 
 def _stream_keys(t: Task) -> tuple:
@@ -788,12 +825,15 @@ def simulate(G: nx.DiGraph, graph: TaskGraph, *, profile: str | NcclProfile | No
     if size > max_events:
         raise LimitError(f"a simulation of {len(graph.tasks)} tasks ({size} events)", keyword="max_events",
                          size=size, limit=max_events)
-    gpu_nodes = topo.gpus(G)
-    for t in graph.tasks:
-        bad = [g for g in t.gpus + tuple(g for i in t.images for g in i) if not 0 <= g < len(gpu_nodes)]
-        if bad:
-            raise TaskGraphError(f"GPU {bad[0]} is not on {G.graph.get('name', 'the fabric')} "
-                                 f"({len(gpu_nodes)} GPUs)", task=t.id, field="gpus")
+    ngpus = len(topo.gpus(G))
+    used = set(itertools.chain.from_iterable(t.gpus for t in graph.tasks))
+    used.update(itertools.chain.from_iterable(i for t in graph.tasks for i in t.images))
+    if used and (min(used) < 0 or max(used) >= ngpus):
+        for t in graph.tasks:  # name the first task at fault
+            bad = [g for g in itertools.chain(t.gpus, *t.images) if not 0 <= g < ngpus]
+            if bad:
+                raise TaskGraphError(f"GPU {bad[0]} is not on {G.graph.get('name', 'the fabric')} "
+                                     f"({ngpus} GPUs)", task=t.id, field="gpus")
     if decomposer is None:
         decomposer = Decomposer(G, profile=profile, calibration=calibration)
     elif decomposer.G is not G:
@@ -827,7 +867,6 @@ class _Run:
         self.link_of: dict = {}
         self.task_links: list = [None] * n
         self.task_usage: list = [None] * n
-        ctas = decomposer.parameters.ctas_per_channel
         decomposer.prepare((t.op, gpus, t.nbytes) for t in tasks if t.op != "compute" for gpus in (t.gpus,) + t.images)
         arrays: dict = {}  # one link array per distinct decomposition
         self.flow_class = [-1] * n
@@ -850,7 +889,7 @@ class _Run:
                         else decomposer.collective(t.op, t.nbytes, i)
             self.startup[k], self.work[k] = steps.startup, steps.transfer
             self.algorithm[k], self.protocol[k] = steps.algorithm, steps.protocol
-            self.ctas[k] = steps.nchannels * ctas
+            self.ctas[k] = steps.blocks
             signature = (id(steps),) + tuple(id(i) for i in image_steps)
             found = arrays.get(signature)
             if found is None:
@@ -873,7 +912,7 @@ class _Run:
         self.streams = [_stream_keys(t) for t in tasks]
         # SMs per GPU (the last entry pads groups of compute tasks: always free).
         nodes = topo.gpus(G)
-        self.sms = np.array([SMS.get(int(G.nodes[g].get("compute_capability", 0)), 0) for g in nodes] + [0.0])
+        self.sms = np.array(sm_counts(G) + [0.0])
         width = max((len(t.gpus) for t in tasks), default=1)
         self.gpu_pad = np.full((n, width), len(nodes), dtype=np.int64)
         for k, t in enumerate(tasks):

@@ -1368,6 +1368,7 @@ def _simulate_arguments(parser) -> None:
                         help="a workload (as for plan) whose step is simulated; or --graph FILE.json")
     parser.add_argument("--graph", metavar="FILE.json", help="simulate your own task graph instead (see below)")
     _system_option(parser)
+    _nccl_option(parser)
     layout = _layout_options(parser)
     layout.add_argument("--bucket", type=parse_size, default=None, metavar="SIZE",
                         help="data-parallel gradient bucket (default 25M, PyTorch DDP's)")
@@ -1379,7 +1380,8 @@ def _simulate_arguments(parser) -> None:
     parser.add_argument("--out", metavar="FILE.html",
                         help="also write a Gantt chart and the links' utilisation (replaced atomically)")
     parser.add_argument("--max-events", type=_count(1), default=MAX_EVENTS, metavar="N",
-                        help=f"refuse simulations of more than N events, three per task (default {MAX_EVENTS})")
+                        help=f"refuse simulations of more than N events, three per task and folded image "
+                             f"(default {MAX_EVENTS})")
     parser.add_argument("--limit", type=_count(1), default=MAX_PLAN_GPUS, metavar="N",
                         help=f"refuse jobs of more than N GPUs (default {MAX_PLAN_GPUS})")
 
@@ -1389,10 +1391,22 @@ def _simulate(args) -> None:
     from ..studies.planner import DEFAULT_BUCKET, plan
     from ..studies.stepgraph import compute_time, step_graph
     from ..studies.workload import parse_workload
+    from .json_shapes import simulation_json
+    from .text import simulation_table
 
     if (args.workload is None) == (args.graph is None):
         raise _UsageError("expected either WORKLOAD or --graph FILE.json, received "
                           + ("both" if args.workload else "neither"))
+    if args.graph is not None:  # the layout options shape a workload's step, not a given graph
+        given = [option for option, value in (
+            ("--tp", args.tp), ("--pp", args.pp), ("--dp", args.dp), ("--zero", args.zero),
+            ("--micro-batch", None if args.micro_batch == 1 else args.micro_batch),
+            ("--global-batch", args.global_batch), ("--dtype", args.dtype), ("--recompute", args.recompute),
+            ("--sequence-parallel", args.sequence_parallel),
+            ("--virtual-stages", None if args.virtual_stages == 1 else args.virtual_stages),
+            ("--bucket", args.bucket)) if value is not None]
+        if given:
+            raise _UsageError(f"{', '.join(given)} shape(s) a WORKLOAD's step: expected none with --graph")
     for path in (args.out, args.trace):
         if path is not None:
             from .output import check_output_path
@@ -1410,12 +1424,15 @@ def _simulate(args) -> None:
                               f"{args.virtual_stages} (plan --virtual-stages models the interleaved step)")
         planned = plan(w, G, tp=args.tp, pp=args.pp, dp=args.dp, zero=args.zero, micro_batch=args.micro_batch,
                        global_batch=args.global_batch, dtype=args.dtype, recompute=args.recompute,
-                       sequence_parallel=None if args.sequence_parallel is None else args.sequence_parallel == "on")
-        graph = step_graph(planned, G, workload=w, bucket=args.bucket or DEFAULT_BUCKET)
+                       sequence_parallel=None if args.sequence_parallel is None else args.sequence_parallel == "on",
+                       profile=args.nccl)
+        graph = step_graph(planned, G, workload=w, bucket=DEFAULT_BUCKET if args.bucket is None else args.bucket)
     else:
-        graph = read_task_graph(args.graph, ngpus=len(topo.gpus(G)), compute_time=compute_time(G))
+        graph = read_task_graph(args.graph, ngpus=len(topo.gpus(G)), compute_time=compute_time(G),
+                                limit=args.max_input)
     with _progress(args, "simulate", "task") as progress:
-        result = simulate(G, graph, sm_share=not args.no_sm_share, max_events=args.max_events, progress=progress)
+        result = simulate(G, graph, profile=args.nccl, sm_share=not args.no_sm_share, max_events=args.max_events,
+                          progress=progress)
     if args.trace is not None:
         from .output import write_text_atomic
         from .simulate_plot import chrome_trace
@@ -1423,14 +1440,14 @@ def _simulate(args) -> None:
     if args.out is not None:
         from .simulate_plot import gantt_figure, link_heatmap_figure
         _write_figures(args.out, f"dgx-topo: {result.name or 'task graph'} on {result.fabric}",
-                       [gantt_figure(result), link_heatmap_figure(result)], [result.format()])
+                       [gantt_figure(result), link_heatmap_figure(result)], [simulation_table(result)])
     if args.json:
-        data = result.to_dict()
+        data = simulation_json(result)
         if planned is not None:
             data["plan_step_time_s"] = planned.step_time
         _print_json(data)
         return
-    print(result.format())
+    print(simulation_table(result))
     if planned is not None:
         print(f"  the planner's estimate of the step: {planned.step_time * 1e3:.3f} ms")
     for path in (args.trace, args.out):

@@ -33,6 +33,7 @@ from topo.units import to_GBps, to_us
 
 from ..engine.routes import PathType
 from ..predict.collectives import CollectiveEstimate
+from ..predict.decompose import CollectiveSteps
 from ..predict.measure import FILL_NOTE, Measured, Parameter, PipelineFill
 from ..predict.network import NetworkLoad
 from ..predict.nicpath import NicPath
@@ -44,7 +45,7 @@ from .format import format_gbps, format_percent
 
 __all__ = ["explain", "explain_estimate", "explain_measurement", "explain_p2p_path", "explain_bound",
            "explain_check", "describe_parameter", "describe_network_load", "describe_nic_path",
-           "describe_cut", "describe_packing", "describe_pipeline_fill", "bound_summary"]
+           "describe_cut", "describe_packing", "describe_pipeline_fill", "bound_summary", "explain_steps"]
 
 
 def _gbps(value) -> str:
@@ -364,7 +365,37 @@ def explain_bound(b: Bound) -> str:
 
 
 # ------------------------------------------------------------------------------- dispatch
-_EXPLAINERS = ((CollectiveEstimate, explain_estimate), (Measured, explain_measurement),
+def explain_steps(steps: CollectiveSteps) -> str:
+    """One operation as the simulator runs it: what NCCL runs, its start-up (with NCCL's latency
+    terms) and its data phase, and the link it fills most alone.
+
+    Examples
+    --------
+    >>> import topo
+    >>> from models.predict.decompose import Decomposer
+    >>> print(explain_steps(Decomposer(topo.build("dgxh100")).collective("all_gather", 2**30, range(8))))
+    all_gather of 1073741824 B on GPUs 0-7: ring/Simple, 12 channels, 24 blocks per GPU
+      start-up 32.20 us (NCCL latency: base 8.40 us; 7 x 3.40 us)
+      data 2718.47 us alone, on 64 links
+      busiest link gpu0->nvswitch0: 97.1% of its capacity alone
+    """
+    latency = ""
+    if steps.latency is not None:
+        terms = [f"base {to_us(steps.latency.base):.2f} us"] + [
+            f"{term.count:g} x {to_us(term.per_step):.2f} us" for term in steps.latency.terms if term.count]
+        latency = f" (NCCL latency: {'; '.join(terms)})"
+    lines = [f"{steps.op} of {steps.nbytes} B on GPUs {format_gpu_ids(steps.gpus)}: "
+             f"{steps.algorithm}/{steps.protocol}, {steps.nchannels} channels, {steps.blocks} blocks per GPU",
+             f"  start-up {to_us(steps.startup):.2f} us{latency}",
+             f"  data {to_us(steps.transfer):.2f} us alone, on {len(steps.edges)} links"]
+    if len(steps.edges):
+        top = int(np.argmax(steps.usage))
+        u, v = steps.edges[top]
+        lines.append(f"  busiest link {u}->{v}: {format_percent(steps.usage[top])} of its capacity alone")
+    return "\n".join(lines)
+
+
+_EXPLAINERS = ((CollectiveEstimate, explain_estimate), (CollectiveSteps, explain_steps), (Measured, explain_measurement),
                (P2PResult, explain_p2p_path), (Bound, explain_bound), (Check, explain_check),
                (Cut, describe_cut), (TreePacking, describe_packing),
                (NetworkLoad, describe_network_load), (NicPath, describe_nic_path),

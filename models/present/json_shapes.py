@@ -22,7 +22,7 @@ from .explain import explain_estimate
 __all__ = ["systems_json", "collective_json", "pairs_json", "subsets_json", "compare_json",
            "gpus_ranking_json", "p2p_json", "cut_json", "tree_json", "packing_json", "bound_json",
            "check_json", "sweep_json", "export_json", "import_json",
-           "report_json", "calibration_json"]
+           "report_json", "calibration_json", "simulation_json"]
 
 
 def systems_json(summaries) -> dict:
@@ -240,3 +240,39 @@ def calibration_json(path, nbytes: int, calibration: dict) -> dict:
     """``dgxtopo calibrate --json``: ``{"path", "file_bytes", "calibration"}``, ``calibration``
     the file's content (its ``parameters``, ``fitted`` constants and ``residuals``)."""
     return {**_file(path, nbytes), "calibration": calibration}
+
+
+def simulation_json(result, *, top_links: int = 10) -> dict:
+    """``dgxtopo simulate --json``: ``step_time_s``, ``exposed_comm_s``, ``exposed_s`` and
+    ``critical_s`` per kind, ``critical_path``, ``events``, the busiest ``links`` (``capacity_gbps``,
+    mean and peak share) and every task (``id``, ``op``, ``kind``, ``gpus``, ``start_s``, ``end_s``,
+    ``data_start_s``, ``alone_s``, ``bytes``, ``algorithm``, ``protocol``, ``stream``, ``critical``,
+    ``copies``).
+
+    Parameters
+    ----------
+    result : models.predict.simulate.SimulationResult
+    top_links : int
+
+    Examples
+    --------
+    >>> import topo
+    >>> from models.predict.simulate import simulate, task_graph
+    >>> r = simulate(topo.build("dgxh100"), task_graph({"tasks": [
+    ...     {"id": "ar", "op": "all_reduce", "gpus": [0, 1], "bytes": 2**20}]}))
+    >>> data = simulation_json(r)
+    >>> data["tasks"][0]["id"], data["tasks"][0]["gpus"], data["step_time_s"] == data["tasks"][0]["end_s"]
+    ('ar', [0, 1], True)
+    """
+    return {"fabric": result.fabric, "name": result.name, "step_time_s": result.step_time,
+            "exposed_comm_s": result.exposed_comm, "exposed_s": dict(result.exposed),
+            "critical_s": result.critical_by_kind(), "critical_path": list(result.critical_path),
+            "events": result.events,
+            "links": [{"edge": [str(u) for u in link.edge], "capacity_gbps": float(to_GBps(link.capacity)),
+                       "mean_utilisation": link.mean,
+                       "peak_utilisation": None if math.isnan(link.peak) else link.peak}
+                      for link in result.links[:top_links]],
+            "tasks": [{"id": t.id, "op": t.op, "kind": t.kind, "gpus": list(t.gpus), "start_s": t.start,
+                       "end_s": t.end, "data_start_s": t.data_start, "alone_s": t.alone, "bytes": t.nbytes,
+                       "algorithm": t.algorithm, "protocol": t.protocol, "stream": t.stream,
+                       "critical": t.critical, "copies": t.copies} for t in result.tasks]}

@@ -98,6 +98,16 @@ def gantt_figure(result, *, max_rows: int = 64):
     Returns
     -------
     plotly.graph_objects.Figure
+
+    Examples
+    --------
+    >>> import topo
+    >>> from models.predict.simulate import simulate, task_graph
+    >>> r = simulate(topo.build("dgxh100"), task_graph({"tasks": [
+    ...     {"id": "ar", "op": "all_reduce", "gpus": [0, 1], "bytes": 2**20, "kind": "dp_comm"},
+    ...     {"id": "mm", "op": "compute", "gpu": 0, "seconds": 1e-4, "after": ["ar"]}]}))
+    >>> [t.name for t in gantt_figure(r).data]      # one bar trace per kind
+    ['dp_comm', 'compute']
     """
     import plotly.graph_objects as go
 
@@ -132,9 +142,26 @@ def gantt_figure(result, *, max_rows: int = 64):
 def link_heatmap_figure(result, *, top: int = 16, bins: int = 200):
     """The busiest links' share of capacity over the step, as a heat map (time in ``bins`` columns).
 
+    Parameters
+    ----------
+    result : models.predict.simulate.SimulationResult
+    top : int
+        Links shown (the busiest by mean share).
+    bins : int
+        Columns of time.
+
     Returns
     -------
     plotly.graph_objects.Figure
+
+    Examples
+    --------
+    >>> import topo
+    >>> from models.predict.simulate import simulate, task_graph
+    >>> r = simulate(topo.build("dgxh100"), task_graph({"tasks": [
+    ...     {"id": "ar", "op": "all_reduce", "gpus": [0, 1, 2, 3], "bytes": 2**26}]}))
+    >>> link_heatmap_figure(r, top=2, bins=4).data[0].z.shape
+    (2, 4)
     """
     import numpy as np
     import plotly.graph_objects as go

@@ -32,7 +32,7 @@ from .format import format_gbps, format_percent
 __all__ = ["format_table", "format_gpu_ids", "package_version",
            "systems_table", "collective_table", "pairs_table", "subsets_table", "compare_table",
            "import_summary", "measurement_note", "format_p2p_report", "check_table",
-           "calibration_table",
+           "calibration_table", "simulation_table",
            "NCCL_TESTS_ROOT", "NCCL_TESTS_REDOP"]
 
 # nccl-tests' root column: the root rank for rooted collectives, -1 otherwise.
@@ -384,4 +384,46 @@ def check_table(check) -> str:
     lines.append(f"# |time error|: median {format_percent(check.median_abs_time_error)}, max "
                  f"{format_percent(check.max_abs_time_error)}; |busbw error|: {busbw}")
     lines += [f"# note: {n}" for n in check.notes]
+    return "\n".join(lines)
+
+
+def simulation_table(result, *, top_links: int = 3) -> str:
+    """A simulated step (``dgxtopo simulate``): its time, where it goes by kind, the busiest links.
+
+    Parameters
+    ----------
+    result : models.predict.simulate.SimulationResult
+    top_links : int
+        Links listed, busiest (mean share) first.
+
+    Examples
+    --------
+    >>> import topo
+    >>> from models.predict.simulate import simulate, task_graph
+    >>> r = simulate(topo.build("dgxh100"), task_graph({"tasks": [
+    ...     {"id": "ar", "op": "all_reduce", "gpus": [0, 1, 2, 3], "bytes": 2**26, "kind": "dp_comm"},
+    ...     {"id": "mm", "op": "compute", "gpu": 0, "seconds": 1e-3, "after": ["ar"]}]}))
+    >>> print(simulation_table(r, top_links=1))
+    task graph on DGX H100: step 1.320 ms (2 tasks, 3 event times)
+      kind            busy [ms]   on critical path [ms]
+      compute             1.000        1.000
+      dp_comm             0.320        0.320
+      exposed communication: 0.320 ms of the step
+      busiest links (mean / peak share of capacity):
+        gpu0->nvswitch0 (125 GB/s): 21.4% / 97.1%
+    """
+    lines = [f"{result.name or 'task graph'} on {result.fabric}: step {result.step_time * 1e3:.3f} ms "
+             f"({len(result.tasks)} tasks, {result.events} event times)"]
+    critical = result.critical_by_kind()
+    busy = result.busy_by_kind()
+    lines.append("  kind            busy [ms]   on critical path [ms]")
+    for kind in sorted(busy, key=lambda k: -critical.get(k, 0.0)):
+        lines.append(f"  {kind:14} {busy[kind] * 1e3:10.3f}   {critical.get(kind, 0.0) * 1e3:10.3f}")
+    lines.append(f"  exposed communication: {result.exposed_comm * 1e3:.3f} ms of the step")
+    if result.links:
+        lines.append("  busiest links (mean / peak share of capacity):")
+        for link in result.links[:top_links]:
+            u, v = link.edge
+            lines.append(f"    {u}->{v} ({format_gbps(link.capacity, 0)} GB/s): {format_percent(link.mean)} / "
+                         f"{format_percent(link.peak)}")
     return "\n".join(lines)

@@ -21,7 +21,9 @@ Large-Scale Language Model Training on GPU Clusters Using Megatron-LM", sections
   from the last (DDP and Megatron accumulate over the other micro-batches without
   communicating); ZeRO 1/2 reduce_scatter them and all_gather the updated parameters after the
   optimizer; ZeRO 3 also all_gathers each layer's parameters before its forward and backward of
-  every micro-batch, one layer ahead (Rajbhandari et al. 2020);
+  every micro-batch, prefetched one layer ahead: a layer's gather is issued when the layer before
+  it starts (Rajbhandari et al. 2020; the depth of DeepSpeed's stage-3 prefetch is a bucket of
+  parameters, taken here as one layer [U]);
 * the optimizer: a memory-bound pass over the local optimizer state
   (:data:`models.studies.planner.OPTIMIZER_PASS_BYTES` per parameter).
 
@@ -51,6 +53,7 @@ import networkx as nx
 import topo
 from topo.errors import DgxTopoError
 
+from ..predict.decompose import host_kinds
 from ..predict.simulate import SimulationResult, Task, TaskGraph, simulate
 from .compute import compute_model, gpu_of
 from .planner import DEFAULT_BUCKET, OPTIMIZER_PASS_BYTES, Plan
@@ -126,8 +129,11 @@ def step_graph(plan: Plan, G: nx.DiGraph, *, workload: str | Workload | None = N
         *images* (:class:`models.predict.simulate.Task`): their links are charged, and they run in
         lockstep with replica 0. Exact when the replicas' GPUs are images of each other under a
         symmetry of the fabric (identical hosts; a network that treats their hosts alike), which
-        is the case of the built-in clusters up to the network's placement of hosts on leaves [U];
-        ``False`` builds every replica (the simulation then costs ``dp`` times more).
+        is the case of the built-in clusters up to the network's placement of hosts on leaves [U].
+        Replicas on hosts that are not copies of replica 0's (a what-if that changed one host,
+        :func:`models.predict.decompose.host_kinds`) are built unfolded; inside one host, the
+        replicas are taken as images of each other [U]. ``False`` builds every replica (the
+        simulation then costs ``dp`` times more).
 
     Returns
     -------
@@ -185,11 +191,13 @@ def step_graph(plan: Plan, G: nx.DiGraph, *, workload: str | Workload | None = N
     else:
         def slot(p, d): return slots[d * pp + p]
     layer_grad = w.layer_parameters / tp * grad_elem
-    replicas = range(1) if fold else range(dp)
     maps = []
     if fold:
         for d in range(1, dp):
             maps.append({g: h for p in range(pp) for g, h in zip(slot(p, 0), slot(p, d))})
+        fold = _hosts_alike(G, maps)
+        maps = maps if fold else []
+    replicas = range(1) if fold else range(dp)
     out = _Builder(maps)
     last_grads = {(d, p): [] for d in replicas for p in range(pp)}  # the last backward's layer ends
     stage_end: dict = {}
@@ -239,11 +247,13 @@ def step_graph(plan: Plan, G: nx.DiGraph, *, workload: str | Workload | None = N
                 last = prev
                 gate = tuple(after_in)
                 layer_ids = range(nl) if what == "F" else reversed(range(nl))
+                ahead = last  # ZeRO 3 issues a layer's gather when the layer before it starts
                 for li in layer_ids:
                     lid = f"{base}.l{li}"
                     zg = []  # ZeRO 3: the layer's parameters, gathered over the data-parallel group
                     if lay.zero == 3 and dp > 1 and d == 0:
-                        zg = zero3_gather(lid, p, last)
+                        zg = zero3_gather(lid, p, ahead)
+                        ahead = last
                     elif lay.zero == 3 and dp > 1:
                         zg = [f"d0.p{p}.{what}{i}.l{li}.zg{r}" for r in range(tp)]
                     work = layer_fwd if what == "F" else layer_bwd + recompute_layer
@@ -322,9 +332,33 @@ def step_graph(plan: Plan, G: nx.DiGraph, *, workload: str | Workload | None = N
     return TaskGraph(tuple(out.tasks), f"{plan.workload} {lay.label()}")
 
 
+def _hosts_alike(G, maps) -> bool:
+    """Every GPU of replica 0 and its image in another replica on hosts that are copies."""
+    kinds = host_kinds(G)
+    if not kinds:
+        return True
+    nodes = topo.gpus(G)
+
+    def kind(g):
+        return kinds.get(str(nodes[g]).split(".", 1)[0])
+
+    return all(kind(g) == kind(h) for m in maps for g, h in m.items())
+
+
 def simulate_plan(plan: Plan, G: nx.DiGraph, *, bucket: float = DEFAULT_BUCKET, workload: str | Workload | None = None,
                   **options: Any) -> SimulationResult:
-    """Simulate one step of a plan (:func:`step_graph`, then :func:`models.predict.simulate.simulate`)."""
+    """Simulate one step of a plan (:func:`step_graph`, then :func:`models.predict.simulate.simulate`).
+
+    Examples
+    --------
+    >>> import topo
+    >>> from models.studies.planner import plan
+    >>> G = topo.build("dgxh100")
+    >>> p = plan("llama3-8b", G, tp=8, pp=1, dp=1, zero=0, global_batch=1)
+    >>> r = simulate_plan(p, G)     # one micro-batch: nothing to overlap, the planner's sum
+    >>> round(r.step_time * 1e3, 1), round(p.step_time * 1e3, 1), sorted(r.critical_by_kind())
+    (148.4, 149.4, ['compute', 'optimizer', 'tp_comm'])
+    """
     return simulate(G, step_graph(plan, G, bucket=bucket, workload=workload), **options)
 
 
@@ -351,6 +385,14 @@ def simulate_many(items: Iterable[tuple[nx.DiGraph, TaskGraph]], *, executor: Ex
     -------
     list of SimulationResult
         In the order of ``items``.
+
+    Examples
+    --------
+    >>> import topo
+    >>> from models.predict.simulate import task_graph
+    >>> g = task_graph({"tasks": [{"id": "ar", "op": "all_reduce", "gpus": [0, 1, 2, 3], "bytes": 2**26}]})
+    >>> [round(r.step_time * 1e3, 3) for r in simulate_many([(topo.build("dgxh100"), g), (topo.build("dgxa100"), g)])]
+    [0.32, 0.453]
     """
     work = [(G, graph, options) for G, graph in items]
     if executor is None:

@@ -54,12 +54,19 @@ def test_every_profile_has_constants_and_every_cell_answers():
                 assert p.chunk_steps <= p.steps_in_flight
 
 
-def test_buffer_holds_its_steps():
-    """The Simple steps in flight fill NCCL_BUFFSIZE exactly (4 MiB in every release)."""
-    for version in PROFILES:
-        for collective in PIPELINE_COLLECTIVES:
-            p = pipelining(version, collective, "Simple")
-            assert p.step_bytes * p.steps_in_flight == 4 * MiB
+@pytest.mark.parametrize("release, protocol, buffer, wire", [
+    ("2.27.7", "Simple", 4 * MiB, 1),               # DEFAULT_BUFFSIZE
+    ("2.3.7", "Simple", 4 * MiB, 1),                # DEFAULT_BUFFER_SIZE_BYTES
+    ("2.27.7", "LL", 8 * 512 * 8 * 16, 2),          # lines x NCCL_LL_MAX_NTHREADS x NCCL_STEPS x 16 B
+    ("2.4.8", "LL", 8 * 256 * 8 * 16, 2),           # 256 threads in v2.4
+    ("2.27.7", "LL128", 4_915_200, 128 / 120),      # 120 words x 640 threads x 8 steps x 8 B
+])
+def test_the_steps_in_flight_fill_the_protocols_buffer(release, protocol, buffer, wire):
+    """NCCL's buffer per connection and protocol (buffSizes: NCCL_PROTO_SIMPLE 4 MiB, LL 512 KiB,
+    LL128 4,915,200 B at v2.27.7-1) holds the steps in flight, data and flags: every collective."""
+    for collective in PIPELINE_COLLECTIVES:
+        p = pipelining(release, collective, protocol)
+        assert p.step_bytes * p.steps_in_flight * wire == pytest.approx(buffer)
 
 
 @settings(max_examples=60, deadline=None)

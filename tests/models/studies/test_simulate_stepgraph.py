@@ -70,13 +70,44 @@ def test_folded_replicas_simulate_exactly_as_every_replica(cluster, pipelined):
     assert dict(a.exposed) == pytest.approx(dict(b.exposed), rel=1e-12)
 
 
+def test_replicas_on_a_changed_host_are_not_folded(cluster, pipelined):
+    """A what-if that halves an NVLink bundle of host 3 (replica 1's last stage): replica 1 is no
+    longer an image of replica 0, so the step is built unfolded, and it is the unfolded step."""
+    G = cluster.copy()
+    for u, v in (("h3.gpu0", "h3.nvswitch0"), ("h3.nvswitch0", "h3.gpu0")):
+        G.edges[u, v]["bandwidth"] /= 2
+    assert pipelined.groups["tp"][3] == tuple(range(24, 32))  # stage 1 of replica 1: host 3
+    folded = step_graph(pipelined, G)
+    assert folded == step_graph(pipelined, G, fold=False)
+    assert any(t.id.startswith("d1.") for t in folded.tasks)
+    assert simulate(G, folded).step_time > simulate(cluster, step_graph(pipelined, cluster)).step_time
+
+
 def test_zero_stages_change_the_data_parallel_collectives(cluster):
     p = plan("llama3-8b", cluster, tp=8, pp=1, dp=4, zero=1, global_batch=8)
     ops = {t.op for t in step_graph(p, cluster).tasks if t.kind == "dp_comm"}
     assert ops == {"reduce_scatter", "all_gather"}
     p3 = plan("llama3-8b", cluster, tp=8, pp=1, dp=4, zero=3, global_batch=8)
     gathers = [t for t in step_graph(p3, cluster).tasks if t.kind == "dp_comm" and t.op == "all_gather"]
-    assert len(gathers) >= 32 * 2 * 8  # every layer, forward and backward, every tensor-parallel rank
+    # every layer, forward and backward of every micro-batch, every tensor-parallel rank; no
+    # gather of the updated parameters (ZeRO 3 keeps them sharded)
+    assert len(gathers) == 32 * 2 * p3.layout.micro_batches * 8
+    assert all(len(t.gpus) == 4 for t in gathers)
+
+
+def test_zero3_prefetches_one_layer_ahead(cluster):
+    """A layer's parameter gather is issued when the layer before it starts: layers 0 and 1 at the
+    start of the micro-batch, layer 2 when layer 0 ends; so layer 1's gather runs beside layer 0."""
+    p3 = plan("llama3-8b", cluster, tp=8, pp=1, dp=4, zero=3, global_batch=8)
+    graph = step_graph(p3, cluster)
+    task = {t.id: t for t in graph.tasks}
+    layer0_end = task["d0.p0.F0.l1.c0"].after[0]  # the first layer-1 compute waits for layer 0
+    assert layer0_end.startswith("d0.p0.F0.l0.")
+    assert task["d0.p0.F0.l1.zg0"].after == task["d0.p0.F0.l0.zg0"].after
+    assert task["d0.p0.F0.l2.zg0"].after == (layer0_end,)
+    r = simulate(cluster, graph)
+    assert r.task("d0.p0.F0.l1.zg0").end <= r.task("d0.p0.F0.l1.c0").start
+    assert r.task("d0.p0.F0.l1.zg0").start < r.task("d0.p0.F0.l0.c1").end
 
 
 def test_the_simulated_step_beside_the_planners(cluster, pipelined):
