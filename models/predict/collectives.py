@@ -39,7 +39,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TypeAlias
 
@@ -401,7 +401,7 @@ class Estimator:
         """:func:`estimate` on the prepared fabric."""
         return _estimate(self._context, collective, nbytes, gpus, algorithm, protocol, max_pairs)
 
-    def flow_load(self, collective: str, gpus) -> dict:
+    def flow_load(self, collective: str, gpus: Iterable[int]) -> dict:
         """The point-to-point model's flows of ``sendrecv`` or ``alltoall`` on ``gpus`` (GPU
         ids), or of one send (``"send"``, ``gpus = (src, dst)``), per directed edge: the summed
         shares of the flows that cross it, NCCL's PCIe overhead included. :func:`estimate` moves

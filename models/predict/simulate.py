@@ -736,7 +736,7 @@ def _series(flat, chosen, class_links, class_usage) -> tuple:
             np.add.at(shares[j], interval[mask], u * factors[mask])
     return chosen, shares
 
-def sm_counts(G) -> list:
+def sm_counts(G: nx.DiGraph) -> list:
     """Streaming multiprocessors of each GPU of ``G``, in GPU-id order: the catalogue part of
     its ``model`` (:attr:`topo.specs.GpuSpec.sm_count`, with its sources), else the first part of
     its compute capability [U], else 0 (its compute is then not slowed by NCCL's blocks).
@@ -747,7 +747,8 @@ def sm_counts(G) -> list:
     >>> sm_counts(topo.build("dgxh100"))[:2], sm_counts(topo.build("dgx1v"))[0]
     ([132, 132], 80)
     """
-    by_model, by_cc = {}, {}
+    by_model: dict = {}
+    by_cc: dict = {}
     for spec in topo.GPUS.values():
         by_model[spec.model] = spec.sm_count
         by_cc.setdefault(spec.compute_capability, spec.sm_count)
