@@ -367,14 +367,19 @@ class ComputeModel:
         for rows, cols, reach in TILES:
             tiles = batch * -(-m // rows) * -(-n // cols)
             split = 1
-            while split < _MAX_SPLIT and tiles * split * 2 <= sms and k // (split * 2) >= cols:
+            while True:
+                # A slice of the reduction shorter than the tile is as slow as the tile's depth
+                # (its main loop still walks the tile), so every split is priced and the fastest
+                # kept: a deeper product is never faster than a shallower one of the same tiles.
+                depth = max(-(-k // split), min(k, cols))
+                waves = -(-tiles * split // sms)
+                time = waves * (2.0 * rows * cols * depth / (per_sm * reach) + rows * cols * out / per_sm_hbm)
+                if split > 1:  # the partial products, fp32, written and summed
+                    time += self._hbm(4.0 * 2 * split * batch * m * n)
+                best = min(best, time)
+                if split >= _MAX_SPLIT or tiles * split * 2 > sms:
+                    break
                 split *= 2
-            waves = -(-tiles * split // sms)
-            time = waves * (2.0 * rows * cols * -(-k // split) / (per_sm * reach)
-                            + rows * cols * out / per_sm_hbm)
-            if split > 1:  # the partial products, fp32, written and summed
-                time += self._hbm(4.0 * 2 * split * batch * m * n)
-            best = min(best, time)
         return self.scale * max(best, self._hbm(nbytes), self.kernel_floor)
 
     def _op_ideal(self, op: Op) -> float:
