@@ -714,3 +714,38 @@ def test_messages_name_the_command_lines_options_not_python_keywords(capsys, tmp
     assert "pass --socket-link one of" in err and "socket_link" not in err
     err = fails(capsys, "pairs", "all_reduce", "--system", "dgx1v", "-s", "8", "-g", "4")
     assert "-g must be" in err and "gpus_per_thread" not in err
+
+
+def test_a_link_too_slow_for_any_time_is_refused_not_printed_as_inf(capsys, tmp_path):
+    """issue 24 (second look): a fabric file whose NVLink has a bandwidth of 1e-300 B/s, or
+    --degrade 1e-310, printed a time of inf and a busbw of 8e-310 GB/s, with numpy's overflow
+    warnings on stderr. The time would not fit in a float: refused in one line."""
+    data = json.loads(topo.to_json(topo.build("dgx1v")))
+    for edge in data["graph"]["edges"]:
+        if {edge["source"], edge["target"]} == {"gpu0", "gpu3"}:
+            edge["bandwidth"] = 1e-300
+    (tmp_path / "slow.json").write_text(json.dumps(data))
+    for argv in (["--topo-file", tmp_path / "slow.json"], ["--system", "dgx1v", "--degrade", "gpu0-gpu3=1e-310"]):
+        err = fails(capsys, "collective", "all_reduce", *argv, "--gpus", "0,3")
+        assert "all_reduce of 33554432 B over gpu0-gpu3" in err and "takes more than 10^300 s" in err
+
+
+def test_too_many_cpu_elements_are_refused_in_the_xmls_words(capsys, tmp_path):
+    """issue 24: 4,000 <cpu> elements took 127 s; now refused at once, without a Python name."""
+    text = Path(XML).read_text()
+    extra = "".join(f'<cpu numaid="{k}" affinity="00" arch="x86_64" vendor="GenuineIntel" familyid="6" '
+                    f'modelid="79"/>' for k in range(2, 70))
+    (tmp_path / "cpus.xml").write_text(text.replace("</system>", extra + "</system>"))
+    err = fails(capsys, "import", tmp_path / "cpus.xml")
+    assert "70 elements under <system>, expected at most 64 <cpu> elements" in err and "MAX_" not in err
+
+
+def test_messages_name_no_python_constant_or_keyword(capsys, tmp_path):
+    err = fails(capsys, "plan", "transformer:layers=1000000000,hidden=64,heads=4,seq=8,vocab=10", "--system", "dgx1v")
+    assert "from 1 to 100000, received '1000000000'" in err and "WORKLOAD_LIMITS" not in err
+    err = fails(capsys, "whatif", "all_reduce", "--system", "dgx1v", "--fail-each", "nvswitch")
+    assert err.endswith("expected --fail-each one of the parts it has (nvlink, nic, gpu)\n")
+    (tmp_path / "h100.txt").write_text(ok(capsys, "topo", "--system", "dgxh100"))
+    out = " ".join(ok(capsys, "import", tmp_path / "h100.txt", "--gpu", "h100", "--like", "none",
+                      "--nvswitch-links", "5,4,4,5").split())
+    assert "NVSwitch wiring 5/4/4/5 (as given)" in out and "nvswitch_links" not in out
