@@ -749,3 +749,16 @@ def test_messages_name_no_python_constant_or_keyword(capsys, tmp_path):
     out = " ".join(ok(capsys, "import", tmp_path / "h100.txt", "--gpu", "h100", "--like", "none",
                       "--nvswitch-links", "5,4,4,5").split())
     assert "NVSwitch wiring 5/4/4/5 (as given)" in out and "nvswitch_links" not in out
+
+
+def test_a_fabric_file_with_a_large_host_is_refused_before_the_search(capsys, tmp_path):
+    """issue 24: an imported 300-GPU host (import --max-devices 400) took more than a minute in
+    collective and report (NCCL's channel search over one host grows with the square of its
+    GPUs). A fabric file's hosts are sized on reading, against --max-host-gpus (default 32)."""
+    assert ok(capsys, "export", "--system", "2xdgx1v", "--out", tmp_path / "f.json")
+    for command in (["topo"], ["collective", "all_reduce"], ["report", "--out", tmp_path / "r.html"]):
+        err = fails(capsys, *command, "--topo-file", tmp_path / "f.json", "--max-host-gpus", "4")
+        assert err.endswith("f.json has 8 GPUs in host 0, more than the limit of 4: raise it with "
+                            "--max-host-gpus N (the work grows with it)\n")
+    assert "GPU7" in ok(capsys, "topo", "--topo-file", tmp_path / "f.json", "--max-host-gpus", "8")
+    assert not (tmp_path / "r.html").exists()

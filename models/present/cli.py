@@ -48,6 +48,7 @@ Adding a command: write ``_NAME_arguments(parser)`` and ``_NAME(args)`` and appe
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import math
 import os
@@ -85,11 +86,17 @@ from .text import (calibration_table, check_table, collective_table, compare_tab
                    format_p2p_report, import_summary, measurement_note,
                    package_version, pairs_table, subsets_table, systems_table)
 
-__all__ = ["main", "build_parser", "Command", "COMMANDS", "parse_size", "MAX_GPUS", "MAX_PAIRS",
+__all__ = ["main", "build_parser", "Command", "COMMANDS", "parse_size", "MAX_GPUS", "MAX_HOST_GPUS", "MAX_PAIRS",
            "MAX_SETS", "MAX_SEARCHES", "MAX_PLAN_GPUS", "MAX_BOUND_GPUS", "ALGORITHMS"]
 
 #: Default of ``--max-gpus``: the most GPUs a system or cluster may have before it is built.
 MAX_GPUS = 4096
+#: Default of ``--max-host-gpus``: the most GPUs one host of a fabric file may hold. NCCL's channel
+#: search over a host (models.engine.nccl.search) routes every GPU pair and checks every pair at
+#: each step, so its work grows with the square of the host's GPUs and more: an imported 32-GPU
+#: server takes seconds, 128 GPUs minutes, 300 GPUs more than an hour (issue 24). The built-in
+#: hosts hold at most 16 (DGX-2), the largest PCIe servers 20.
+MAX_HOST_GPUS = 32
 #: Default of ``--limit`` for ``p2p`` (GPU pairs routed: 16xdgx2, 256 GPUs, 65,280 pairs, fits)
 #: and for alltoall / sendrecv in ``collective`` (GPU pairs routed: those inside each host plus
 #: one per GPU across hosts; 4096 GPUs of 256 DGX-2 route 65,536 and fit).
@@ -237,6 +244,9 @@ def _max_gpus_option(parser) -> None:
     parser.add_argument("--max-gpus", type=_count(1), default=MAX_GPUS, metavar="N",
                         help=f"refuse systems with more than N GPUs before building them "
                              f"(default {MAX_GPUS})")
+    parser.add_argument("--max-host-gpus", type=_count(1), default=MAX_HOST_GPUS, metavar="N",
+                        help=f"refuse a --topo-file fabric with a host of more than N GPUs (default "
+                             f"{MAX_HOST_GPUS}; NCCL's search over one host grows with the square of its GPUs)")
 
 
 def _topo_file_options(parser, *, many: bool = False) -> None:
@@ -364,6 +374,12 @@ def _from_topo_file(path: str, args) -> object:
     if total > limit:
         what = f"{nodes} x {path}" if nodes else path
         raise _too_much(f"{what} has {total} GPUs", total, limit, "--max-gpus")
+    host_limit = getattr(args, "max_host_gpus", None)  # the commands that search a host's channels
+    per_host = collections.Counter(G.nodes[g]["host"] for g in topo.gpus(G))
+    if host_limit is not None and per_host and max(per_host.values()) > host_limit:
+        most = max(per_host.values())
+        host = min(h for h, count in per_host.items() if count == most)
+        raise _too_much(f"{path} has {most} GPUs in host {host}", most, host_limit, "--max-host-gpus")
     if nodes is None:
         return G
     return topo.cluster(G, nodes, network=getattr(args, "network", None) or "fat_tree", max_hosts=limit)
