@@ -762,3 +762,41 @@ def test_a_fabric_file_with_a_large_host_is_refused_before_the_search(capsys, tm
                             "--max-host-gpus N (the work grows with it)\n")
     assert "GPU7" in ok(capsys, "topo", "--topo-file", tmp_path / "f.json", "--max-host-gpus", "8")
     assert not (tmp_path / "r.html").exists()
+
+
+def _fabric_text(fmt, edit):
+    """dgx1v exported as JSON or GraphML, with ``edit`` applied to the text."""
+    write = topo.to_json if fmt == "json" else topo.to_graphml
+    return edit(write(topo.build("dgx1v")))
+
+
+def _duplicate_gpu0(text):
+    start = text.index('<node id="gpu0">')
+    end = text.index("</node>", start) + len("</node>")
+    return text[:end] + text[start:end] + text[end:]
+
+
+@pytest.mark.parametrize("fmt, edit, message", [
+    ("json", lambda t: t.replace('"id": "gpu1"', '"id": "gpu0"', 1), "has id 'gpu0', as nodes[3] has: expected every node id once"),
+    ("graphml", _duplicate_gpu0, "<node id='gpu0'> appears twice: expected every node id once"),
+    ("graphml", lambda t: t[:t.index('<node id="gpu0">')] + t[t.index('<node id="gpu0">'):].replace(
+        '<data key="index">0</data>', '<data key="index">-7</data>', 1), "node 'gpu0': attribute 'index' must be 0 to 1023"),
+    ("json", lambda t: t.replace('"links": 2', '"links": ' + "9" * 400, 1),
+     "links must be at least 1 and at most 65536, received 9999999999"),
+])
+def test_fabric_files_with_duplicate_nodes_or_unphysical_counts_are_refused(capsys, tmp_path, fmt, edit, message):
+    """issue 24: duplicate nodes, a GPU index of -7 and a 400-digit link count were accepted."""
+    path = tmp_path / f"f.{fmt}"
+    path.write_text(_fabric_text(fmt, edit))
+    assert message in fails(capsys, "topo", "--topo-file", path)
+
+
+@pytest.mark.parametrize("old, new, message", [
+    ('link_width="16"', 'link_width="0"', "link_width='0', expected a PCIe width of 1, 2, 4, 8, 12, 16, 32 lanes"),
+    ('speed="100000"', 'speed="-5"', "speed='-5', expected the port rate in Mb/s"),
+])
+def test_nccl_xml_with_unphysical_widths_and_speeds_is_refused(capsys, tmp_path, old, new, message):
+    """issue 24: NCCL XML accepted link_width="0" and a NIC speed of -5."""
+    path = tmp_path / "x.xml"
+    path.write_text(Path(XML).read_text().replace(old, new, 1))
+    assert message in fails(capsys, "import", path)
