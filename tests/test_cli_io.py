@@ -749,6 +749,9 @@ def test_messages_name_no_python_constant_or_keyword(capsys, tmp_path):
     out = " ".join(ok(capsys, "import", tmp_path / "h100.txt", "--gpu", "h100", "--like", "none",
                       "--nvswitch-links", "5,4,4,5").split())
     assert "NVSwitch wiring 5/4/4/5 (as given)" in out and "nvswitch_links" not in out
+    err = fails(capsys, "import", SMI, "--gpu", V100, "--max-devices", "2")
+    assert "12 device columns, more than the limit of 2 (raise it with --max-devices N; the check" in err
+    assert "max_devices" not in fails(capsys, "import", SMI, "--gpu", V100, "--max-devices", "2000")
 
 
 def test_a_fabric_file_with_a_large_host_is_refused_before_the_search(capsys, tmp_path):

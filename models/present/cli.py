@@ -1494,7 +1494,7 @@ _KEYWORD_OPTIONS = MappingProxyType({"gpus_per_thread": "-g", "fail_each": "--fa
                     "max_searches": "--max-searches", "calibration": "--calibration",
                     "max_rows": "--max-rows", "max_pairs": "--limit", "max_gpus": "--limit",
                     "max_events": "--max-events", "max_seconds": "--max-seconds",
-                    "dask_timeout": "--dask-timeout"})
+                    "dask_timeout": "--dask-timeout", "max_devices": "--max-devices"})
 _KEYWORD = re.compile(r"\b(" + "|".join(_KEYWORD_OPTIONS) + r")=(?:True\b)?|\b(gpus_per_thread)\b")
 
 
@@ -1502,6 +1502,8 @@ def _option_words(message: str) -> str:
     """``message`` with each library keyword (``fail_each=``, ``gpus_per_thread must``) named as
     the command line's option (``--fail-each``, ``-g must``)."""
     message = message.replace("max_hosts=, on the command line --max-gpus", "--max-gpus N")
+    message = re.sub(r"more than max_devices=(\d+) \(--max-devices N on the command line; ",
+                     r"more than the limit of \1 (raise it with --max-devices N; ", message)
 
     def option(match):
         name = _KEYWORD_OPTIONS[match.group(1) or match.group(2)]
