@@ -803,3 +803,13 @@ def test_nccl_xml_with_unphysical_widths_and_speeds_is_refused(capsys, tmp_path,
     path = tmp_path / "x.xml"
     path.write_text(Path(XML).read_text().replace(old, new, 1))
     assert message in fails(capsys, "import", path)
+
+
+def test_report_is_sized_before_it_starts(capsys, tmp_path):
+    """issue 24: report 64xdgx2 took 49 s (more than 38 s of CPU here): report's --max-gpus is 128."""
+    err = fails(capsys, "report", "--system", "64xdgx2", "--out", tmp_path / "r.html")
+    assert err.endswith("64xdgx2 has 1024 GPUs, more than the limit of 128: raise it with --max-gpus N "
+                        "(the work grows with it)\n")
+    assert "more than the limit of 8" in fails(capsys, "report", "--system", "dgx2", "--max-gpus", "8",
+                                               "--out", tmp_path / "r.html")
+    assert not (tmp_path / "r.html").exists()

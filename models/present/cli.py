@@ -87,7 +87,7 @@ from .text import (calibration_table, check_table, collective_table, compare_tab
                    package_version, pairs_table, subsets_table, systems_table)
 
 __all__ = ["main", "build_parser", "Command", "COMMANDS", "parse_size", "MAX_GPUS", "MAX_HOST_GPUS", "MAX_PAIRS",
-           "MAX_SETS", "MAX_SEARCHES", "MAX_PLAN_GPUS", "MAX_BOUND_GPUS", "ALGORITHMS"]
+           "MAX_SETS", "MAX_SEARCHES", "MAX_PLAN_GPUS", "MAX_BOUND_GPUS", "MAX_REPORT_GPUS", "ALGORITHMS"]
 
 #: Default of ``--max-gpus``: the most GPUs a system or cluster may have before it is built.
 MAX_GPUS = 4096
@@ -115,6 +115,10 @@ MAX_PLAN_GPUS = 128
 #: than linearly with the GPUs (4xdgx2, 64 GPUs: about 1 s; 16xdgx2, 256 GPUs: about 50 s);
 #: alltoall's LP has its own limit (models.studies.bounds.MAX_LP_VARIABLES).
 MAX_BOUND_GPUS = 128
+#: Default of ``--max-gpus`` for ``report``: the most GPUs of a system in the report. The page
+#: estimates every collective at every size, the set classes and a training step of each system:
+#: 64xdgx2 (1,024 GPUs) took more than 38 s of CPU (issue 24); 128 is plan's and bound's limit.
+MAX_REPORT_GPUS = 128
 #: What ``--algo`` forces (NCCL's names; a release or fabric without one says so in one line).
 ALGORITHMS = ("ring", "tree", "nvls", "nvls_tree", "pat")
 
@@ -240,10 +244,10 @@ def _json_option(parser, what: str = "a table") -> None:
     parser.add_argument("--json", action="store_true", help=f"print JSON instead of {what}")
 
 
-def _max_gpus_option(parser) -> None:
-    parser.add_argument("--max-gpus", type=_count(1), default=MAX_GPUS, metavar="N",
+def _max_gpus_option(parser, default: int = MAX_GPUS) -> None:
+    parser.add_argument("--max-gpus", type=_count(1), default=default, metavar="N",
                         help=f"refuse systems with more than N GPUs before building them "
-                             f"(default {MAX_GPUS})")
+                             f"(default {default})")
     parser.add_argument("--max-host-gpus", type=_count(1), default=MAX_HOST_GPUS, metavar="N",
                         help=f"refuse a --topo-file fabric with a host of more than N GPUs (default "
                              f"{MAX_HOST_GPUS}; NCCL's search over one host grows with the square of its GPUs)")
@@ -732,7 +736,7 @@ def _report_arguments(parser) -> None:
                         help="HTML file to write, replaced atomically (default: report.html)")
     _json_option(parser, "a line: what was written, with its summary")
     _topo_file_options(parser, many=True)
-    _max_gpus_option(parser)
+    _max_gpus_option(parser, default=MAX_REPORT_GPUS)
 
 
 def _report(args) -> None:
