@@ -714,3 +714,102 @@ def test_messages_name_the_command_lines_options_not_python_keywords(capsys, tmp
     assert "pass --socket-link one of" in err and "socket_link" not in err
     err = fails(capsys, "pairs", "all_reduce", "--system", "dgx1v", "-s", "8", "-g", "4")
     assert "-g must be" in err and "gpus_per_thread" not in err
+
+
+def test_a_link_too_slow_for_any_time_is_refused_not_printed_as_inf(capsys, tmp_path):
+    """issue 24 (second look): a fabric file whose NVLink has a bandwidth of 1e-300 B/s, or
+    --degrade 1e-310, printed a time of inf and a busbw of 8e-310 GB/s, with numpy's overflow
+    warnings on stderr. The time would not fit in a float: refused in one line."""
+    data = json.loads(topo.to_json(topo.build("dgx1v")))
+    for edge in data["graph"]["edges"]:
+        if {edge["source"], edge["target"]} == {"gpu0", "gpu3"}:
+            edge["bandwidth"] = 1e-300
+    (tmp_path / "slow.json").write_text(json.dumps(data))
+    for argv in (["--topo-file", tmp_path / "slow.json"], ["--system", "dgx1v", "--degrade", "gpu0-gpu3=1e-310"]):
+        err = fails(capsys, "collective", "all_reduce", *argv, "--gpus", "0,3")
+        assert "all_reduce of 33554432 B over gpu0-gpu3" in err and "takes more than 10^300 s" in err
+
+
+def test_too_many_cpu_elements_are_refused_in_the_xmls_words(capsys, tmp_path):
+    """issue 24: 4,000 <cpu> elements took 127 s; now refused at once, without a Python name."""
+    text = Path(XML).read_text()
+    extra = "".join(f'<cpu numaid="{k}" affinity="00" arch="x86_64" vendor="GenuineIntel" familyid="6" '
+                    f'modelid="79"/>' for k in range(2, 70))
+    (tmp_path / "cpus.xml").write_text(text.replace("</system>", extra + "</system>"))
+    err = fails(capsys, "import", tmp_path / "cpus.xml")
+    assert "70 elements under <system>, expected at most 64 <cpu> elements" in err and "MAX_" not in err
+
+
+def test_messages_name_no_python_constant_or_keyword(capsys, tmp_path):
+    err = fails(capsys, "plan", "transformer:layers=1000000000,hidden=64,heads=4,seq=8,vocab=10", "--system", "dgx1v")
+    assert "from 1 to 100000, received '1000000000'" in err and "WORKLOAD_LIMITS" not in err
+    err = fails(capsys, "whatif", "all_reduce", "--system", "dgx1v", "--fail-each", "nvswitch")
+    assert err.endswith("expected --fail-each one of the parts it has (nvlink, nic, gpu)\n")
+    (tmp_path / "h100.txt").write_text(ok(capsys, "topo", "--system", "dgxh100"))
+    out = " ".join(ok(capsys, "import", tmp_path / "h100.txt", "--gpu", "h100", "--like", "none",
+                      "--nvswitch-links", "5,4,4,5").split())
+    assert "NVSwitch wiring 5/4/4/5 (as given)" in out and "nvswitch_links" not in out
+    err = fails(capsys, "import", SMI, "--gpu", V100, "--max-devices", "2")
+    assert "12 device columns, more than the limit of 2 (raise it with --max-devices N; the check" in err
+    assert "max_devices" not in fails(capsys, "import", SMI, "--gpu", V100, "--max-devices", "2000")
+
+
+def test_a_fabric_file_with_a_large_host_is_refused_before_the_search(capsys, tmp_path):
+    """issue 24: an imported 300-GPU host (import --max-devices 400) took more than a minute in
+    collective and report (NCCL's channel search over one host grows with the square of its
+    GPUs). A fabric file's hosts are sized on reading, against --max-host-gpus (default 32)."""
+    assert ok(capsys, "export", "--system", "2xdgx1v", "--out", tmp_path / "f.json")
+    for command in (["topo"], ["collective", "all_reduce"], ["report", "--out", tmp_path / "r.html"]):
+        err = fails(capsys, *command, "--topo-file", tmp_path / "f.json", "--max-host-gpus", "4")
+        assert err.endswith("f.json has 8 GPUs in host 0, more than the limit of 4: raise it with "
+                            "--max-host-gpus N (the work grows with it)\n")
+    assert "GPU7" in ok(capsys, "topo", "--topo-file", tmp_path / "f.json", "--max-host-gpus", "8")
+    assert not (tmp_path / "r.html").exists()
+
+
+def _fabric_text(fmt, edit):
+    """dgx1v exported as JSON or GraphML, with ``edit`` applied to the text."""
+    write = topo.to_json if fmt == "json" else topo.to_graphml
+    return edit(write(topo.build("dgx1v")))
+
+
+def _duplicate_gpu0(text):
+    start = text.index('<node id="gpu0">')
+    end = text.index("</node>", start) + len("</node>")
+    return text[:end] + text[start:end] + text[end:]
+
+
+@pytest.mark.parametrize("fmt, edit, message", [
+    ("json", lambda t: t.replace('"id": "gpu1"', '"id": "gpu0"', 1), "has id 'gpu0', as nodes[3] has: expected every node id once"),
+    ("graphml", _duplicate_gpu0, "<node id='gpu0'> appears twice: expected every node id once"),
+    ("graphml", lambda t: t[:t.index('<node id="gpu0">')] + t[t.index('<node id="gpu0">'):].replace(
+        '<data key="index">0</data>', '<data key="index">-7</data>', 1), "node 'gpu0': attribute 'index' must be 0 to 1023"),
+    ("json", lambda t: t.replace('"links": 2', '"links": ' + "9" * 400, 1),
+     "links must be at least 1 and at most 65536, received 9999999999"),
+])
+def test_fabric_files_with_duplicate_nodes_or_unphysical_counts_are_refused(capsys, tmp_path, fmt, edit, message):
+    """issue 24: duplicate nodes, a GPU index of -7 and a 400-digit link count were accepted."""
+    path = tmp_path / f"f.{fmt}"
+    path.write_text(_fabric_text(fmt, edit))
+    assert message in fails(capsys, "topo", "--topo-file", path)
+
+
+@pytest.mark.parametrize("old, new, message", [
+    ('link_width="16"', 'link_width="0"', "link_width='0', expected a PCIe width of 1, 2, 4, 8, 12, 16, 32 lanes"),
+    ('speed="100000"', 'speed="-5"', "speed='-5', expected the port rate in Mb/s"),
+])
+def test_nccl_xml_with_unphysical_widths_and_speeds_is_refused(capsys, tmp_path, old, new, message):
+    """issue 24: NCCL XML accepted link_width="0" and a NIC speed of -5."""
+    path = tmp_path / "x.xml"
+    path.write_text(Path(XML).read_text().replace(old, new, 1))
+    assert message in fails(capsys, "import", path)
+
+
+def test_report_is_sized_before_it_starts(capsys, tmp_path):
+    """issue 24: report 64xdgx2 took 49 s (more than 38 s of CPU here): report's --max-gpus is 128."""
+    err = fails(capsys, "report", "--system", "64xdgx2", "--out", tmp_path / "r.html")
+    assert err.endswith("64xdgx2 has 1024 GPUs, more than the limit of 128: raise it with --max-gpus N "
+                        "(the work grows with it)\n")
+    assert "more than the limit of 8" in fails(capsys, "report", "--system", "dgx2", "--max-gpus", "8",
+                                               "--out", tmp_path / "r.html")
+    assert not (tmp_path / "r.html").exists()

@@ -318,9 +318,21 @@ def _shaped(value, shape, dtype) -> np.ndarray:
     return np.array(np.broadcast_to(np.asarray(value, dtype=dtype), shape))
 
 
+#: Longest time an estimate states: 1e300 s. [s] Beyond it (a link slowed a million-billion-fold
+#: past any hardware, e.g. a bandwidth of 1e-300 B/s) the time in microseconds leaves the range of
+#: a float and would print as ``inf``; such a link is refused instead.
+MAX_TIME = 1e300
+
+
 def _result(collective, ids, nodes, size, time, algorithm, protocol, nchannels, latency, bandwidth,
             ring, tree, bottleneck, selection, model) -> CollectiveEstimate:
     shape = size.shape
+    finite = np.isfinite(time) & (np.asarray(time) <= MAX_TIME)
+    if not np.all(finite):
+        edges = ", ".join(f"{u}-{v}" for u, v in bottleneck[:2]) if bottleneck else "its links"
+        raise DgxTopoError(f"{collective} of {int(np.asarray(size).reshape(-1)[~finite.reshape(-1)][0])} B "
+                           f"over {edges} takes more than 10^300 s: expected links fast enough to move it "
+                           f"within that (a link slowed to a bandwidth past any hardware's)")
     return CollectiveEstimate(
         collective, ids, tuple(nodes), size, _shaped(time, shape, np.float64),
         _shaped(algorithm, shape, str), _shaped(protocol, shape, str),

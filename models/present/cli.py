@@ -48,6 +48,7 @@ Adding a command: write ``_NAME_arguments(parser)`` and ``_NAME(args)`` and appe
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import math
 import os
@@ -67,11 +68,17 @@ from .startup import read_startup_data
 FAIL_GRAMMAR = "NODE, A-B or A-B:K"
 DEGRADE_GRAMMAR = "A-B=F with 0 < F <= 1"
 
-__all__ = ["main", "build_parser", "Command", "COMMANDS", "parse_size", "MAX_GPUS", "MAX_PAIRS",
-           "MAX_SETS", "MAX_SEARCHES", "MAX_PLAN_GPUS", "MAX_BOUND_GPUS", "ALGORITHMS"]
+__all__ = ["main", "build_parser", "Command", "COMMANDS", "parse_size", "MAX_GPUS", "MAX_HOST_GPUS", "MAX_PAIRS",
+           "MAX_SETS", "MAX_SEARCHES", "MAX_PLAN_GPUS", "MAX_BOUND_GPUS", "MAX_REPORT_GPUS", "ALGORITHMS"]
 
 #: Default of ``--max-gpus``: the most GPUs a system or cluster may have before it is built.
 MAX_GPUS = 4096
+#: Default of ``--max-host-gpus``: the most GPUs one host of a fabric file may hold. NCCL's channel
+#: search over a host (models.engine.nccl.search) routes every GPU pair and checks every pair at
+#: each step, so its work grows with the square of the host's GPUs and more: an imported 32-GPU
+#: server takes seconds, 128 GPUs minutes, 300 GPUs more than an hour (issue 24). The built-in
+#: hosts hold at most 16 (DGX-2), the largest PCIe servers 20.
+MAX_HOST_GPUS = 32
 #: Default of ``--limit`` for ``p2p`` (GPU pairs routed: 16xdgx2, 256 GPUs, 65,280 pairs, fits)
 #: and for alltoall / sendrecv in ``collective`` (GPU pairs routed: those inside each host plus
 #: one per GPU across hosts; 4096 GPUs of 256 DGX-2 route 65,536 and fit).
@@ -91,6 +98,10 @@ MAX_PLAN_GPUS = 128
 #: than linearly with the GPUs (4xdgx2, 64 GPUs: about 1 s; 16xdgx2, 256 GPUs: about 50 s);
 #: alltoall's LP has its own limit (models.studies.bounds.MAX_LP_VARIABLES).
 MAX_BOUND_GPUS = 128
+#: Default of ``--max-gpus`` for ``report``: the most GPUs of a system in the report. The page
+#: estimates every collective at every size, the set classes and a training step of each system:
+#: 64xdgx2 (1,024 GPUs) took more than 38 s of CPU (issue 24); 128 is plan's and bound's limit.
+MAX_REPORT_GPUS = 128
 #: What ``--algo`` forces (NCCL's names; a release or fabric without one says so in one line).
 ALGORITHMS = ("ring", "tree", "nvls", "nvls_tree", "pat")
 
@@ -233,10 +244,13 @@ def _json_option(parser, what: str = "a table") -> None:
     parser.add_argument("--json", action="store_true", help=f"print JSON instead of {what}")
 
 
-def _max_gpus_option(parser) -> None:
-    parser.add_argument("--max-gpus", type=_count(1), default=MAX_GPUS, metavar="N",
+def _max_gpus_option(parser, default: int = MAX_GPUS) -> None:
+    parser.add_argument("--max-gpus", type=_count(1), default=default, metavar="N",
                         help=f"refuse systems with more than N GPUs before building them "
-                             f"(default {MAX_GPUS})")
+                             f"(default {default})")
+    parser.add_argument("--max-host-gpus", type=_count(1), default=MAX_HOST_GPUS, metavar="N",
+                        help=f"refuse a --topo-file fabric with a host of more than N GPUs (default "
+                             f"{MAX_HOST_GPUS}; NCCL's search over one host grows with the square of its GPUs)")
 
 
 def _topo_file_options(parser, *, many: bool = False) -> None:
@@ -364,6 +378,12 @@ def _from_topo_file(path: str, args) -> object:
     if total > limit:
         what = f"{nodes} x {path}" if nodes else path
         raise _too_much(f"{what} has {total} GPUs", total, limit, "--max-gpus")
+    host_limit = getattr(args, "max_host_gpus", None)  # the commands that search a host's channels
+    per_host = collections.Counter(G.nodes[g]["host"] for g in topo.gpus(G))
+    if host_limit is not None and per_host and max(per_host.values()) > host_limit:
+        most = max(per_host.values())
+        host = min(h for h, count in per_host.items() if count == most)
+        raise _too_much(f"{path} has {most} GPUs in host {host}", most, host_limit, "--max-host-gpus")
     if nodes is None:
         return G
     return topo.cluster(G, nodes, network=getattr(args, "network", None) or "fat_tree", max_hosts=limit)
@@ -748,7 +768,7 @@ def _report_arguments(parser) -> None:
                         help="HTML file to write, replaced atomically (default: report.html)")
     _json_option(parser, "a line: what was written, with its summary")
     _topo_file_options(parser, many=True)
-    _max_gpus_option(parser)
+    _max_gpus_option(parser, default=MAX_REPORT_GPUS)
 
 
 def _report(args) -> None:
@@ -1573,7 +1593,7 @@ _KEYWORD_OPTIONS = MappingProxyType({"gpus_per_thread": "-g", "fail_each": "--fa
                     "max_searches": "--max-searches", "calibration": "--calibration",
                     "max_rows": "--max-rows", "max_pairs": "--limit", "max_gpus": "--limit",
                     "max_events": "--max-events", "max_seconds": "--max-seconds",
-                    "dask_timeout": "--dask-timeout"})
+                    "dask_timeout": "--dask-timeout", "max_devices": "--max-devices"})
 _KEYWORD = re.compile(r"\b(" + "|".join(_KEYWORD_OPTIONS) + r")=(?:True\b)?|\b(gpus_per_thread)\b")
 
 
@@ -1581,6 +1601,8 @@ def _option_words(message: str) -> str:
     """``message`` with each library keyword (``fail_each=``, ``gpus_per_thread must``) named as
     the command line's option (``--fail-each``, ``-g must``)."""
     message = message.replace("max_hosts=, on the command line --max-gpus", "--max-gpus N")
+    message = re.sub(r"more than max_devices=(\d+) \(--max-devices N on the command line; ",
+                     r"more than the limit of \1 (raise it with --max-devices N; ", message)
 
     def option(match):
         name = _KEYWORD_OPTIONS[match.group(1) or match.group(2)]

@@ -477,8 +477,11 @@ def components(G: nx.DiGraph, fail_each: str, gpus: GpuIds = None) -> tuple:
     else:
         found = tuple(Failure((n,)) for n in topo.nodes_of_kind(G, fail_each))
     if not found:
+        has = [kind for kind in FAIL_EACH if kind == "gpu" or any(
+            True for _ in (((u, v) for u, v, k in G.edges(data="kind") if k == "nvlink") if kind == "nvlink"
+                           else topo.nodes_of_kind(G, kind)))]
         raise WhatIfError(f"{G.graph.get('name', 'the fabric')} has no {fail_each} to fail: "
-                          f"expected fail_each= one of the parts it has ({', '.join(FAIL_EACH)})")
+                          f"expected fail_each= one of the parts it has ({', '.join(has)})")
     return found
 
 

@@ -844,7 +844,7 @@ def parse_workload(text: str) -> Workload:
     >>> parse_workload("transformer:layers=1000000000,hidden=64,heads=4,seq=8,vocab=10")
     Traceback (most recent call last):
     ...
-    models.studies.workload.WorkloadError: workload layers must be a whole number from 1 to 100000 (WORKLOAD_LIMITS), received '1000000000'
+    models.studies.workload.WorkloadError: workload layers must be a whole number from 1 to 100000, received '1000000000'
     """
     if not isinstance(text, str):
         raise WorkloadError(f"expected a workload spec text, {WORKLOAD_GRAMMAR}; received {text!r}")
@@ -881,8 +881,8 @@ def parse_workload(text: str) -> Workload:
         limit = WORKLOAD_LIMITS[key]
         if len(value) > _MAX_DIGITS or not 1 <= int(value) <= limit:
             shown = value if len(value) <= 20 else f"{value[:12]}... ({len(value)} digits)"
-            raise WorkloadError(f"workload {key} must be a whole number from 1 to {limit} "
-                                f"(WORKLOAD_LIMITS), received {shown!r}")
+            raise WorkloadError(f"workload {key} must be a whole number from 1 to {limit}, "
+                                f"received {shown!r}")
         values[key] = int(value)
     missing = [k for k in _REQUIRED if k not in values]
     if missing:

@@ -217,8 +217,8 @@ def from_nccl_xml(text: str | bytes, *, gpu: str | None = None, pcie: str | None
     cpus = []
     numa_path: dict = {}
     if len(root) > MAX_CPU_ELEMENTS:
-        raise _xml_err("system", f"{len(root)} elements under <system>, expected at most MAX_CPU_ELEMENTS="
-                                 f"{MAX_CPU_ELEMENTS} <cpu> (NUMA nodes of one host)")
+        raise _xml_err("system", f"{len(root)} elements under <system>, expected at most "
+                                 f"{MAX_CPU_ELEMENTS} <cpu> elements (the NUMA nodes of one host)")
     for k, cpu in enumerate(root):
         path = f"system/{cpu.tag}[{k}]"
         if cpu.tag != "cpu":

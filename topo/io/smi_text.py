@@ -603,7 +603,7 @@ def _nvlink_layer(G, m: _Printout, spec, ref, options, gpu_node, notes) -> None:
                 f"that add up to the NV{links} of each GPU"
                 + (f", one per chip of nvswitches={nvswitches}" if nvswitches is not None else ""))
         _wire(G, gpu_node, tuple(nvswitch_links), spec, ref)
-        notes.append(f"NVSwitch wiring {'/'.join(map(str, nvswitch_links))} (nvswitch_links)")
+        notes.append(f"NVSwitch wiring {'/'.join(map(str, nvswitch_links))} (as given)")
         return
     if nvswitches is not None and (nvswitches > links):
         raise TopologyImportError(f"nvswitches={nvswitches}: expected at most {links} NVSwitch chips, one "

@@ -1195,7 +1195,8 @@ def algo_time(tuning: Tuning, nbytes: npt.ArrayLike, comm: Communicator,
                            >= profile.ring_plateau_min_bytes, factor, 1.0)
     bandwidth = tuning.bandwidth * correction
     lat = tuning.latency.value * plateau
-    time = lat + size / bandwidth
+    with np.errstate(over="ignore"):  # a link slowed past any figure: inf loses the selection
+        time = lat + size / bandwidth
     return AlgoTime(tuning, _out(size, scalar), _out(correction, scalar), _out(plateau, scalar),
                     _out(bandwidth, scalar), _out(lat, scalar), _out(time, scalar))
 
