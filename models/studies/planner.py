@@ -90,35 +90,36 @@ from types import MappingProxyType
 import numpy as np
 
 import topo
-from topo.errors import DgxTopoError
+from topo.errors import DgxTopoError, LimitError
 from topo.units import GB, GiB, MiB, to_us
 
 from ..engine.results import tidy_records
 from ..engine.fabric import prepare
 from ..predict.collectives import Estimator
+from ..predict.decompose import Decomposer
+from ..predict.simulate import MAX_EVENTS, simulate as simulate_graph
+from .stepgraph import step_graph, step_graph_size
 from .compute import GENERATIONS, Gpu, compute_model, generation, gpu_of
-from .workload import CNN, activation_bytes_per_element, dtype_bytes, software as as_software, \
+from .workload import CNN, DEFAULT_BUCKET, OPTIMIZER_PASS_BYTES, activation_bytes_per_element, dtype_bytes, software as as_software, \
     tp_constraint, workload as as_workload
 
 __all__ = ["PlanError", "Layout", "Memory", "Component", "Plan", "Search", "GpuRank", "Calibration",
            "plan", "search", "calibrate_plan", "memory", "step_components", "gpus_ranking", "parse_measured",
            "format_plan", "format_search", "format_gpus_ranking", "format_calibration", "ORDERS",
            "RECOMPUTE", "DEFAULT_BUCKET", "DEFAULT_OVERLAP", "OPTIMIZER_PASS_BYTES",
-           "MEASURED_GRAMMAR", "CROSS_HOST_TP_WARNING"]
+           "MEASURED_GRAMMAR", "CROSS_HOST_TP_WARNING", "DEFAULT_SIMULATED", "MAX_EVENTS"]
 
 #: Nesting orders of the data- and pipeline-parallel groups over the tensor-parallel groups.
 ORDERS = ("tp-dp-pp", "tp-pp-dp")
 #: Recomputation modes (Korthikanti et al. 2022).
 RECOMPUTE = ("none", "selective", "full")
-#: Gradient bucket: PyTorch DDP's default ``bucket_cap_mb=25``. [bytes]
-DEFAULT_BUCKET = 25 * MiB
 #: Fraction of a backward (forward for ZeRO 3 gathers) that can hide data-parallel
 #: communication: all of it by default (frameworks launch each bucket as soon as it is ready);
 #: the last bucket is exposed regardless.
 DEFAULT_OVERLAP = 1.0
-#: Bytes the mixed-precision Adam step moves per local parameter: read and write fp32 master,
-#: two fp32 moments (24), read the 16-bit gradient (2), write the 16-bit weight (2) [U].
-OPTIMIZER_PASS_BYTES = 28
+#: How many of the best layouts of the analytical first pass :func:`search` simulates (a
+#: simulation costs thousands of analytical estimates; the first pass's order is close).
+DEFAULT_SIMULATED = 8
 #: The grammar of a measured step (:func:`parse_measured`).
 MEASURED_GRAMMAR = ("a time per iteration (1.25s, 850ms) or TFLOP/s per GPU (150tflops: model "
                     "FLOPs, as MFU counts them; 150tflops:hardware: with recomputation, as Megatron "
@@ -312,6 +313,15 @@ class Plan:
     warnings : tuple of str
     calibration : Calibration or None
         The fit the compute model carries, when calibrated.
+    timing : str
+        How ``step_time`` was found: ``"simulated"`` (the step graph of
+        :func:`models.studies.stepgraph.step_graph` run by :func:`models.predict.simulate.simulate`:
+        overlap and contention from the schedule and the fabric) or ``"analytical"``
+        (:func:`step_components`, the first pass).
+    analytical_step_time : float
+        The analytical first pass's step (equal to ``step_time`` when analytical). [s]
+    timing_note : str
+        Why an analytical plan was not simulated ('' when simulated).
     """
 
     workload: str
@@ -333,6 +343,13 @@ class Plan:
     software: str = ""
     warnings: tuple = ()
     calibration: Calibration | None = field(repr=False, default=None)
+    timing: str = "analytical"
+    analytical_step_time: float = math.nan
+    timing_note: str = ""
+
+    @property
+    def simulated(self) -> bool:
+        return self.timing == "simulated"
 
     @property
     def samples_per_s(self) -> float:
@@ -386,6 +403,9 @@ class Plan:
             "layout": {k: getattr(self.layout, k) for k in Layout.__slots__},
             "fits": self.fits, "reason": self.reason,
             "step_time_s": self.step_time if self.fits else None,
+            "timing": self.timing, "timing_note": self.timing_note,
+            "analytical_step_time_s": self.analytical_step_time if self.fits else None,
+            "simulated_step_time_s": self.step_time if self.simulated else None,
             "samples_per_s": self.samples_per_s, "tokens_per_s": self.tokens_per_s,
             "model_tflops_per_gpu": self.model_tflops_per_gpu,
             "hardware_tflops_per_gpu": self.hardware_tflops_per_gpu, "mfu": self.mfu, "hfu": self.hfu,
@@ -917,7 +937,98 @@ def _evaluate(ctx: _Context, layout: Layout, tp_groups=None, cm=None) -> Plan:
         else ()
     return Plan(w.name, fabric.name, ctx.gpu.generation, ctx.dtype, layout, mem.fits, reason,
                 step if mem.fits else math.inf, components, mem, groups, model_flops,
-                cm.peak, w.tokens_per_sample, hardware_flops, cm.describe(), cm.stack.name, warnings)
+                cm.peak, w.tokens_per_sample, hardware_flops, cm.describe(), cm.stack.name, warnings,
+                analytical_step_time=step if mem.fits else math.inf)
+
+
+def _not_simulated(w, p: Plan) -> str:
+    """Why a plan's step cannot be simulated ('' when it can)."""
+    if isinstance(w, CNN):
+        return "a CNN's step is not simulated (step graphs follow Megatron's transformer schedule)"
+    if p.layout.virtual_stages != 1:
+        return "interleaved 1F1B is not simulated (step graphs build plain 1F1B)"
+    return ""
+
+
+def _simulated_components(p: Plan, result) -> tuple:
+    """The components of a simulated step (:class:`Component`; ``exposed`` sums to the step).
+
+    ``time``: the most one GPU spends in the kind (its tasks' durations, a send counting on both
+    ends). ``exposed``: the kind's time on the simulation's critical path; compute is charged at
+    most its busiest GPU's time, and the rest of the path (the pipeline's fill and drain, waits
+    for a stream) is the ``bubble``.
+    """
+    busy: dict = {}
+    for t in result.tasks:
+        per_gpu = busy.setdefault(t.kind, {})
+        for g in t.gpus:
+            per_gpu[g] = per_gpu.get(g, 0.0) + t.duration
+    time = {kind: max(per_gpu.values()) for kind, per_gpu in busy.items()}
+    critical = result.critical_by_kind()
+    exposed = {kind: critical.get(kind, 0.0) for kind in ("tp_comm", "pp_comm", "dp_comm", "optimizer")}
+    exposed["compute"] = min(critical.get("compute", 0.0), time.get("compute", 0.0))
+    exposed["bubble"] = max(0.0, result.step_time - sum(exposed.values()))
+    out = []
+    for c in p.components:
+        detail = c.detail
+        if c.name == "bubble":
+            detail = "the rest of the critical path: the pipeline's fill and drain, waits for a stream"
+        elif c.name == "dp_comm" and p.layout.dp > 1:
+            detail = detail.split("; overlap")[0] + "; overlapped with the backward as the schedule allows"
+        t = exposed["bubble"] if c.name == "bubble" else time.get(c.name, 0.0)
+        out.append(Component(c.name, t, exposed[c.name], detail))
+    return tuple(out)
+
+
+def _simulate_plans(w, ctx: _Context, plans, count: int, max_events: int, cm=None) -> list:
+    """The plans with the first ``count`` fitting, simulable ones simulated (:class:`Plan`'s
+    ``timing``), ranked: the simulated by their simulated step, then the other fitting ones by
+    their analytical step, then those that do not fit.
+
+    Sized first: the simulations' events (three per task, :func:`models.studies.stepgraph.step_graph_size`)
+    add up until ``max_events``; the candidates beyond it keep their analytical step (with a
+    note), and a first candidate beyond it alone is refused.
+
+    Raises
+    ------
+    topo.errors.LimitError
+        When the best candidate's simulation alone needs more than ``max_events`` events.
+    """
+    cm = ctx.cm if cm is None else cm
+    why = {}
+    chosen = []
+    budget = max_events
+    for p in plans:
+        if not p.fits:
+            continue
+        reason = _not_simulated(w, p)
+        if reason or len(chosen) == count:
+            why[id(p)] = reason or (f"not among the {count} best of the analytical first pass" if count else
+                                    "analytical only (simulate=0)")
+            continue
+        events = 3 * step_graph_size(p, workload=w, bucket=ctx.bucket)
+        if events > budget:
+            if not chosen:
+                raise LimitError(f"a simulated step of {p.workload} {p.layout.label()} "
+                                 f"({events // 3} tasks)", keyword="max_events", size=events, limit=max_events)
+            why[id(p)] = f"beyond the simulations' budget of {max_events} events (max_events)"
+            budget = -1  # the ranking's order is kept: no later candidate jumps the queue
+            continue
+        budget -= events
+        chosen.append(p)
+    done = {}
+    if chosen:
+        decomposer = Decomposer(ctx.fabric.prepared)
+        G = decomposer.G
+        for p in chosen:
+            result = simulate_graph(G, step_graph(p, G, workload=w, bucket=ctx.bucket, compute=cm),
+                                    decomposer=decomposer, max_events=max_events)
+            done[id(p)] = dataclasses.replace(p, step_time=result.step_time,
+                                              components=_simulated_components(p, result), timing="simulated")
+    out = [done.get(id(p)) or (dataclasses.replace(p, timing_note=why[id(p)]) if id(p) in why else p)
+           for p in plans]
+    out.sort(key=lambda p: (not p.fits, not p.simulated, p.step_time, p.memory.total, p.layout.label()))
+    return out
 
 
 def _layouts(ctx, n, tp, pp, dp, zero, micro_batch, global_batch, recompute, sequence_parallel,
@@ -985,12 +1096,16 @@ def _check_int(name, value, low=1):
 def _prepare(workload, G, *, tp, pp, dp, zero, micro_batch, global_batch, dtype, recompute, overlap, bucket,
              efficiency, memory_efficiency, gpus, generation, memory_capacity, tp_groups, software,
              attention_efficiency, compute_scale, virtual_stages, sequence_parallel,
-             profile=None):
+             profile=None, simulate=DEFAULT_SIMULATED, max_events=MAX_EVENTS):
     """The context of a search and the job's GPU count and global batch."""
     w = as_workload(workload)
     for name, value in (("tp", tp), ("pp", pp), ("dp", dp), ("micro_batch", micro_batch),
                         ("global_batch", global_batch), ("virtual_stages", virtual_stages)):
         _check_int(name, value)
+    _check_int("simulate", simulate, low=0)
+    _check_int("max_events", max_events)
+    if simulate is None or max_events is None:
+        raise PlanError(f"simulate and max_events must be whole numbers, received {simulate!r} and {max_events!r}")
     if zero is not None and (isinstance(zero, bool) or zero not in (0, 1, 2, 3)):
         raise PlanError(f"zero must be a ZeRO stage 0, 1, 2 or 3, received {zero!r}")
     if recompute is not None and recompute not in RECOMPUTE:
@@ -1042,7 +1157,8 @@ def search(workload, G, *, tp=None, pp=None, dp=None, zero=None, micro_batch=1, 
            dtype=None, recompute=None, sequence_parallel=None, overlap=DEFAULT_OVERLAP,
            bucket=DEFAULT_BUCKET, efficiency=None, memory_efficiency=None, gpus=None, generation=None,
            memory_capacity=None, tp_groups=None, software=None, attention_efficiency=None,
-           compute_scale=1.0, virtual_stages=1, profile=None) -> Search:
+           compute_scale=1.0, virtual_stages=1, profile=None, simulate=DEFAULT_SIMULATED,
+           max_events=MAX_EVENTS) -> Search:
     """Evaluate every layout of the job's GPUs and rank them (fitting first, by step time).
 
     Parameters
@@ -1094,11 +1210,21 @@ def search(workload, G, *, tp=None, pp=None, dp=None, zero=None, micro_batch=1, 
     profile : str or NcclProfile, optional
         The NCCL release whose collectives the plan times (``"2.12"``; default: the reference
         version, :data:`models.engine.nccl.DEFAULT_VERSION`).
+    simulate : int
+        How many of the best layouts of the analytical first pass (:func:`step_components`) are
+        then simulated (:func:`models.studies.stepgraph.step_graph`, run by
+        :func:`models.predict.simulate.simulate`), and ranked by their simulated step ahead of
+        the others (default :data:`DEFAULT_SIMULATED`; 0: analytical only). CNNs and interleaved
+        schedules stay analytical. Each plan says which (``timing``).
+    max_events : int
+        The simulations' budget: their events (three per task) add up to at most this; the
+        candidates beyond it stay analytical, and a first one beyond it alone is refused
+        (:class:`topo.errors.LimitError`, keyword ``max_events``).
 
     Raises
     ------
     PlanError, models.studies.workload.WorkloadError, models.studies.compute.UnsupportedDtypeError,
-    topo.GpuSelectionError, models.engine.nccl.UnknownNcclVersionError
+    topo.GpuSelectionError, models.engine.nccl.UnknownNcclVersionError, topo.errors.LimitError
     """
     options = {k: v for k, v in locals().items() if k not in ("workload", "G")}
     return _ranked(*_prepare(workload, G, **options), options)
@@ -1115,6 +1241,7 @@ def _ranked(w, ctx: _Context, n: int, global_batch: int, options: dict) -> Searc
         raise PlanError(f"no layout of {w.name} on {n} GPUs of {ctx.fabric.name}: " +
                         ("; ".join(skipped[:4]) or "the fixed degrees do not multiply to the GPUs"))
     plans.sort(key=lambda p: (not p.fits, p.step_time, p.memory.total, p.layout.label()))
+    plans = _simulate_plans(w, ctx, plans, options["simulate"], options["max_events"])
     return Search(tuple(plans), tuple(skipped))
 
 
@@ -1356,6 +1483,10 @@ def format_plan(p: Plan, verbose: bool = False) -> str:
         return "\n".join(lines)
     lines.append(f"  step {p.step_time * 1e3:.1f} ms; {p.samples_per_s:.2f} samples/s, "
                  f"{p.tokens_per_s:,.0f} tokens/s; binding: {p.binding()}")
+    if p.simulated:
+        lines.append(f"  timing: simulated (the analytical first pass: {p.analytical_step_time * 1e3:.1f} ms)")
+    else:
+        lines.append(f"  timing: analytical{f' ({p.timing_note})' if p.timing_note else ''}")
     lines.append(f"  per GPU: {p.model_tflops_per_gpu:.1f} TFLOP/s of model FLOPs (MFU {p.mfu:.1%}), "
                  f"{p.hardware_tflops_per_gpu:.1f} of hardware FLOPs with recomputation (HFU {p.hfu:.1%})")
     for c in p.components:
@@ -1375,11 +1506,16 @@ def format_plan(p: Plan, verbose: bool = False) -> str:
 
 def format_search(s: Search, top: int = 10) -> str:
     """The ranking as a table."""
-    lines = [f"{'layout':44} {'step ms':>9} {'samples/s':>10} {'MFU':>6} {'HFU':>6} {'mem GB':>7}  binding"]
+    lines = [f"{'layout':44} {'step ms':>9} {'timing':10} {'samples/s':>10} {'MFU':>6} {'HFU':>6} {'mem GB':>7}"
+             f"  binding"]
     for p in s.plans[:top]:
         step = f"{p.step_time * 1e3:9.1f}" if p.fits else f"{'OOM':>9}"
-        lines.append(f"{p.layout.label():44} {step} {p.samples_per_s:10.2f} {p.mfu:6.1%} {p.hfu:6.1%} "
+        timing = p.timing if p.fits else "-"
+        lines.append(f"{p.layout.label():44} {step} {timing:10} {p.samples_per_s:10.2f} {p.mfu:6.1%} {p.hfu:6.1%} "
                      f"{p.memory.total / GB:7.1f}  {p.binding() if p.fits else 'memory capacity'}")
+    simulated = sum(p.simulated for p in s.plans)
+    lines.append(f"(simulated: the {simulated} best of the analytical first pass, ranked first by their simulated "
+                 "step)" if simulated else "(every step analytical)")
     return "\n".join(lines)
 
 
