@@ -90,14 +90,14 @@ from types import MappingProxyType
 import numpy as np
 
 import topo
-from topo.errors import DgxTopoError, LimitError
+from topo.errors import DgxTopoError
 from topo.units import GB, GiB, MiB, to_us
 
 from ..engine.results import tidy_records
 from ..engine.fabric import prepare
 from ..predict.collectives import Estimator
 from ..predict.decompose import Decomposer
-from ..predict.simulate import MAX_EVENTS, simulate as simulate_graph
+from ..predict.simulate import simulate as simulate_graph
 from .stepgraph import step_graph, step_graph_size
 from .compute import GENERATIONS, Gpu, compute_model, generation, gpu_of
 from .workload import CNN, DEFAULT_BUCKET, OPTIMIZER_PASS_BYTES, activation_bytes_per_element, dtype_bytes, software as as_software, \
@@ -107,7 +107,7 @@ __all__ = ["PlanError", "Layout", "Memory", "Component", "Plan", "Search", "GpuR
            "plan", "search", "calibrate_plan", "memory", "step_components", "gpus_ranking", "parse_measured",
            "format_plan", "format_search", "format_gpus_ranking", "format_calibration", "ORDERS",
            "RECOMPUTE", "DEFAULT_BUCKET", "DEFAULT_OVERLAP", "OPTIMIZER_PASS_BYTES",
-           "MEASURED_GRAMMAR", "CROSS_HOST_TP_WARNING", "DEFAULT_SIMULATED", "MAX_EVENTS"]
+           "MEASURED_GRAMMAR", "CROSS_HOST_TP_WARNING", "DEFAULT_SIMULATED", "PLAN_MAX_EVENTS"]
 
 #: Nesting orders of the data- and pipeline-parallel groups over the tensor-parallel groups.
 ORDERS = ("tp-dp-pp", "tp-pp-dp")
@@ -120,6 +120,10 @@ DEFAULT_OVERLAP = 1.0
 #: How many of the best layouts of the analytical first pass :func:`search` simulates (a
 #: simulation costs thousands of analytical estimates; the first pass's order is close).
 DEFAULT_SIMULATED = 8
+#: The planner's default budget of simulated events (three per task), over every candidate
+#: simulated: about ten seconds of simulation on one core (examples/simulate_benchmark.py's
+#: rate); a larger step keeps its analytical estimate, saying so.
+PLAN_MAX_EVENTS = 300_000
 #: The grammar of a measured step (:func:`parse_measured`).
 MEASURED_GRAMMAR = ("a time per iteration (1.25s, 850ms) or TFLOP/s per GPU (150tflops: model "
                     "FLOPs, as MFU counts them; 150tflops:hardware: with recomputation, as Megatron "
@@ -986,13 +990,8 @@ def _simulate_plans(w, ctx: _Context, plans, count: int, max_events: int, cm=Non
     their analytical step, then those that do not fit.
 
     Sized first: the simulations' events (three per task, :func:`models.studies.stepgraph.step_graph_size`)
-    add up until ``max_events``; the candidates beyond it keep their analytical step (with a
-    note), and a first candidate beyond it alone is refused.
-
-    Raises
-    ------
-    topo.errors.LimitError
-        When the best candidate's simulation alone needs more than ``max_events`` events.
+    add up until ``max_events``; the candidates beyond it keep their analytical step, with a
+    note (a larger step is better estimated than refused: the first pass is a full answer).
     """
     cm = ctx.cm if cm is None else cm
     why = {}
@@ -1008,10 +1007,8 @@ def _simulate_plans(w, ctx: _Context, plans, count: int, max_events: int, cm=Non
             continue
         events = 3 * step_graph_size(p, workload=w, bucket=ctx.bucket)
         if events > budget:
-            if not chosen:
-                raise LimitError(f"a simulated step of {p.workload} {p.layout.label()} "
-                                 f"({events // 3} tasks)", keyword="max_events", size=events, limit=max_events)
-            why[id(p)] = f"beyond the simulations' budget of {max_events} events (max_events)"
+            why[id(p)] = (f"its simulation needs {events} events, beyond the budget max_events={max_events}"
+                          if not chosen else f"beyond the simulations' budget max_events={max_events}")
             budget = -1  # the ranking's order is kept: no later candidate jumps the queue
             continue
         budget -= events
@@ -1096,7 +1093,7 @@ def _check_int(name, value, low=1):
 def _prepare(workload, G, *, tp, pp, dp, zero, micro_batch, global_batch, dtype, recompute, overlap, bucket,
              efficiency, memory_efficiency, gpus, generation, memory_capacity, tp_groups, software,
              attention_efficiency, compute_scale, virtual_stages, sequence_parallel,
-             profile=None, simulate=DEFAULT_SIMULATED, max_events=MAX_EVENTS):
+             profile=None, simulate=DEFAULT_SIMULATED, max_events=PLAN_MAX_EVENTS):
     """The context of a search and the job's GPU count and global batch."""
     w = as_workload(workload)
     for name, value in (("tp", tp), ("pp", pp), ("dp", dp), ("micro_batch", micro_batch),
@@ -1158,7 +1155,7 @@ def search(workload, G, *, tp=None, pp=None, dp=None, zero=None, micro_batch=1, 
            bucket=DEFAULT_BUCKET, efficiency=None, memory_efficiency=None, gpus=None, generation=None,
            memory_capacity=None, tp_groups=None, software=None, attention_efficiency=None,
            compute_scale=1.0, virtual_stages=1, profile=None, simulate=DEFAULT_SIMULATED,
-           max_events=MAX_EVENTS) -> Search:
+           max_events=PLAN_MAX_EVENTS) -> Search:
     """Evaluate every layout of the job's GPUs and rank them (fitting first, by step time).
 
     Parameters
@@ -1217,14 +1214,14 @@ def search(workload, G, *, tp=None, pp=None, dp=None, zero=None, micro_batch=1, 
         the others (default :data:`DEFAULT_SIMULATED`; 0: analytical only). CNNs and interleaved
         schedules stay analytical. Each plan says which (``timing``).
     max_events : int
-        The simulations' budget: their events (three per task) add up to at most this; the
-        candidates beyond it stay analytical, and a first one beyond it alone is refused
-        (:class:`topo.errors.LimitError`, keyword ``max_events``).
+        The simulations' budget, sized before any (:func:`models.studies.stepgraph.step_graph_size`):
+        their events (three per task) add up to at most this (default :data:`PLAN_MAX_EVENTS`);
+        the candidates beyond it keep their analytical step, with a note naming ``max_events``.
 
     Raises
     ------
     PlanError, models.studies.workload.WorkloadError, models.studies.compute.UnsupportedDtypeError,
-    topo.GpuSelectionError, models.engine.nccl.UnknownNcclVersionError, topo.errors.LimitError
+    topo.GpuSelectionError, models.engine.nccl.UnknownNcclVersionError
     """
     options = {k: v for k, v in locals().items() if k not in ("workload", "G")}
     return _ranked(*_prepare(workload, G, **options), options)
@@ -1293,11 +1290,34 @@ def parse_measured(text: str) -> tuple:
     return ("hardware_tflops" if unit.endswith(":hardware") else "model_tflops"), value
 
 
+def _fit_simulated(w, ctx: _Context, layout: Layout, options: dict, target: float, scale: float) -> float:
+    """The compute scale whose simulated step of ``layout`` is ``target`` [s], by secant steps
+    from the analytical fit ``scale`` (the simulated step grows with the scale)."""
+    def error(k):
+        cm = dataclasses.replace(ctx.cm, scale=k)
+        p = _evaluate(ctx, layout, options["tp_groups"], cm)
+        return _simulate_plans(w, ctx, [p], 1, options["max_events"], cm)[0].step_time / target - 1
+
+    k0, e0 = scale, error(scale)
+    k1 = k0 / (1 + e0)  # the step proportional to the scale: a first guess
+    for _ in range(8):
+        if abs(e0) < 1e-6:
+            break
+        e1 = error(k1)
+        if e1 == e0 or abs(e1) < 1e-6:
+            k0, e0 = k1, e1
+            break
+        k0, k1, e0 = k1, max(k1 - e1 * (k1 - k0) / (e1 - e0), k1 / 16), e1
+    return k0
+
+
 def calibrate_plan(workload, G, measured: str, **options) -> Plan:
     """Fit the compute model to one measured step and return the calibrated plan.
 
     The layout measured is :func:`plan`'s with the same options (fix ``tp``, ``pp``, ``dp`` and
-    the rest as they were run). One number fits one constant: a multiplier ``scale`` on every
+    the rest as they were run). The step fitted is the plan's own: simulated when the plan is
+    (the analytical fit first, then secant steps on the simulated step). One number fits one
+    constant: a multiplier ``scale`` on every
     kernel's time (products, attention, memory-bound passes, the optimizer), so the predicted
     step equals the measured one; communication is not scaled. The fitted plan's
     ``calibration`` shows the fractions of peak the measurement implies beside the defaults;
@@ -1361,12 +1381,17 @@ def calibrate_plan(workload, G, measured: str, **options) -> Plan:
             high = mid
     scale = math.sqrt(low * high)
     cm = ctx.cm
+    if base.simulated:
+        scale = _fit_simulated(w, ctx, base.layout, options, target, scale)
     default = {"gemm_efficiency": cm.gemm_efficiency, "memory_efficiency": cm.memory_efficiency}
     if cm.stack.flash_attention:
         default["attention_efficiency"] = cm.attention_efficiency
     fitted = {k: v / scale for k, v in default.items()}
     fit = Calibration(str(measured), target, base.step_time, scale, default, fitted, base.layout.label())
-    calibrated = _evaluate(ctx, base.layout, options["tp_groups"], dataclasses.replace(cm, scale=scale))
+    fitted_cm = dataclasses.replace(cm, scale=scale)
+    calibrated = _evaluate(ctx, base.layout, options["tp_groups"], fitted_cm)
+    if base.simulated:
+        calibrated = _simulate_plans(w, ctx, [calibrated], 1, options["max_events"], fitted_cm)[0]
     warnings = calibrated.warnings
     if max(fitted.values()) > 1:
         warnings += (f"the measurement implies more than the hardware's peak (fitted fractions above 1): "
