@@ -994,6 +994,10 @@ def _simulate_plans(w, ctx: _Context, plans, count: int, max_events: int, cm=Non
     note (a larger step is better estimated than refused: the first pass is a full answer).
     """
     cm = ctx.cm if cm is None else cm
+    # overlap 0 (gradients reduced once the backward is done, as Megatron-LM's local DDP did) is
+    # the schedule's to honour: one bucket after the backward. Other fractions are the first
+    # pass's; the simulation overlaps the buckets as the backward produces them.
+    bucket = ctx.bucket if ctx.overlap > 0 else math.inf
     why = {}
     chosen = []
     budget = max_events
@@ -1005,7 +1009,7 @@ def _simulate_plans(w, ctx: _Context, plans, count: int, max_events: int, cm=Non
             why[id(p)] = reason or (f"not among the {count} best of the analytical first pass" if count else
                                     "analytical only (simulate=0)")
             continue
-        events = 3 * step_graph_size(p, workload=w, bucket=ctx.bucket)
+        events = 3 * step_graph_size(p, workload=w, bucket=bucket)
         if events > budget:
             why[id(p)] = (f"its simulation needs {events} events, beyond the budget max_events={max_events}"
                           if not chosen else f"beyond the simulations' budget max_events={max_events}")
@@ -1018,7 +1022,7 @@ def _simulate_plans(w, ctx: _Context, plans, count: int, max_events: int, cm=Non
         decomposer = Decomposer(ctx.fabric.prepared)
         G = decomposer.G
         for p in chosen:
-            result = simulate_graph(G, step_graph(p, G, workload=w, bucket=ctx.bucket, compute=cm),
+            result = simulate_graph(G, step_graph(p, G, workload=w, bucket=bucket, compute=cm),
                                     decomposer=decomposer, max_events=max_events)
             done[id(p)] = dataclasses.replace(p, step_time=result.step_time,
                                               components=_simulated_components(p, result), timing="simulated")
@@ -1182,7 +1186,10 @@ def search(workload, G, *, tp=None, pp=None, dp=None, zero=None, micro_batch=1, 
     sequence_parallel : bool, optional
         Default: on whenever ``tp > 1``.
     overlap : float
-        Fraction of a backward (forward) that can hide data-parallel communication, in [0, 1].
+        Fraction of a backward (forward) that can hide data-parallel communication, in [0, 1],
+        in the analytical first pass. A simulated step overlaps the gradient buckets as its
+        schedule allows, except with ``overlap=0``: every gradient is then reduced after the
+        backward (one bucket), as Megatron-LM's early local DDP did.
     bucket : float
         Gradient bucket. [bytes]
     efficiency, attention_efficiency, memory_efficiency : float, optional

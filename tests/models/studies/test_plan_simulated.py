@@ -149,3 +149,11 @@ def test_the_size_of_a_step_graph_is_its_task_count(cluster, tp, pp, zero, recom
              micro_batch=micro, sequence_parallel=sequence_parallel, memory_capacity=2.0**40, simulate=0)
     assert step_graph_size(p, workload=SMALL, bucket=bucket, fold=fold) == len(
         step_graph(p, cluster, workload=SMALL, bucket=bucket, fold=fold))
+
+
+def test_overlap_zero_reduces_every_gradient_after_the_backward(dgxh100):
+    options = dict(tp=1, pp=1, dp=8, zero=0, global_batch=16, recompute="none", bucket=2.0**20)
+    after = plan(SMALL, dgxh100, overlap=0.0, **options)
+    assert after.simulated
+    assert after.component("dp_comm").exposed == pytest.approx(after.component("dp_comm").time, rel=1e-9)
+    assert plan(SMALL, dgxh100, **options).step_time < after.step_time
