@@ -36,6 +36,16 @@ Training on GPU Clusters Using Megatron-LM", sections 2-3) on the heaviest pipel
   Adam reads and writes fp32 master weights, two moments, the gradient and the 16-bit weights,
   28 bytes per parameter [U]).
 
+That is the analytical *first pass*. The best :data:`DEFAULT_SIMULATED` layouts it finds are
+then simulated (``simulate``): the step's task graph (:func:`models.studies.stepgraph.step_graph`:
+Megatron's 1F1B schedule, the per-layer collectives, the sends, the gradient buckets launched as
+the backward produces them) runs on the fabric (:func:`models.predict.simulate.simulate`), so
+overlap and contention, including concurrent groups sharing links, come from the schedule and
+the fabric rather than fractions; they are ranked by their simulated step, and each plan says
+how it was timed (``timing``). The simulations are sized first and share a budget of events
+(``max_events``, :data:`PLAN_MAX_EVENTS`); a step beyond it, a CNN or an interleaved schedule
+keeps its analytical step, with a note.
+
 Every collective is a :func:`models.estimate` on the actual GPU group of the actual fabric, so
 placement matters. Groups of one dimension run concurrently; the model also charges their
 shared network ports (the traffic of every concurrent group crossing a host's NICs over the
