@@ -110,8 +110,8 @@ from ..predict.decompose import Decomposer
 from ..predict.simulate import simulate as simulate_graph
 from .stepgraph import step_graph, step_graph_size
 from .compute import GENERATIONS, Gpu, compute_model, generation, gpu_of
-from .workload import CNN, DEFAULT_BUCKET, OPTIMIZER_PASS_BYTES, activation_bytes_per_element, dtype_bytes, software as as_software, \
-    tp_constraint, workload as as_workload
+from .workload import CNN, DEFAULT_BUCKET, OPTIMIZER_PASS_BYTES, activation_bytes_per_element, dtype_bytes, \
+    software as as_software, tp_constraint, workload as as_workload
 
 __all__ = ["PlanError", "Layout", "Memory", "Component", "Plan", "Search", "GpuRank", "Calibration",
            "plan", "search", "calibrate_plan", "memory", "step_components", "gpus_ranking", "parse_measured",

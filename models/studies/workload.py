@@ -57,7 +57,8 @@ from types import MappingProxyType
 
 from topo.errors import DgxTopoError
 
-__all__ = ["DEFAULT_BUCKET", "OPTIMIZER_PASS_BYTES", "DTYPES", "Op", "Software", "SOFTWARE", "Transformer", "ConvLayer", "CNN", "PRESETS",
+__all__ = ["DEFAULT_BUCKET", "OPTIMIZER_PASS_BYTES", "DTYPES", "Op", "Software", "SOFTWARE", "Transformer",
+           "ConvLayer", "CNN", "PRESETS",
            "WORKLOAD_GRAMMAR", "WORKLOAD_LIMITS", "HEADS", "WorkloadError", "UnknownWorkloadError",
            "UnknownDtypeError", "UnknownSoftwareError", "workload", "parse_workload", "dtype_bytes",
            "activation_bytes_per_element", "software", "resnet50", "format_workload", "tp_constraint"]
