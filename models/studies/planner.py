@@ -958,9 +958,9 @@ def _evaluate(ctx: _Context, layout: Layout, tp_groups=None, cm=None) -> Plan:
 def _not_simulated(w, p: Plan) -> str:
     """Why a plan's step cannot be simulated ('' when it can)."""
     if isinstance(w, CNN):
-        return "a CNN's step is not simulated (step graphs follow Megatron's transformer schedule)"
+        return "a CNN's step is not simulated: step graphs follow Megatron's transformer schedule"
     if p.layout.virtual_stages != 1:
-        return "interleaved 1F1B is not simulated (step graphs build plain 1F1B)"
+        return "interleaved 1F1B is not simulated: step graphs build plain 1F1B"
     return ""
 
 
