@@ -234,7 +234,7 @@ class Decomposer:
         self.G = self.estimator.fabric.G
         self.system = self.estimator.fabric.nccl
         self.parameters = parameters
-        self.gpu_nodes = topo.gpus(G)
+        self.gpu_nodes = topo.gpus(self.G)
         self.ids = {n: i for i, n in enumerate(self.gpu_nodes)}
         self._done: dict = {}  # by GPU shape (a host's group serves its copies)
         self._host_kinds: dict | None = None  # host -> its kind (:meth:`_host_kind`)

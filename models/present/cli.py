@@ -1273,8 +1273,9 @@ def _plan_arguments(parser) -> None:
     model.add_argument("--memory-efficiency", type=_plan_number("--memory-efficiency", low=0, high=1),
                        metavar="F", help="fraction of the HBM bandwidth of a streaming kernel (default 0.8)")
     model.add_argument("--overlap", type=_plan_number("--overlap", low=0, high=1, low_open=False),
-                       metavar="F", help="fraction of the backward that hides data-parallel "
-                                         "communication (default 1; 0: gradients reduced after it)")
+                       metavar="F", help="analytical first pass: fraction of the backward that hides data-parallel "
+                                         "communication (default 1; 0: gradients reduced after it); a simulated "
+                                         "step overlaps as its schedule allows")
     model.add_argument("--bucket", type=parse_size, metavar="SIZE",
                        help="gradient bucket (default 25M, PyTorch DDP's)")
     model.add_argument("--compute-scale", type=_plan_number("--compute-scale", low=0, high=1e4), metavar="K",
@@ -1282,6 +1283,13 @@ def _plan_arguments(parser) -> None:
     model.add_argument("--calibrate", metavar="MEASURED",
                        help=f"fit the compute model to one measured step of this layout: {MEASURED_GRAMMAR}")
     parser.add_argument("--search", action="store_true", help="rank every layout instead of printing the best")
+    from ..studies.planner import DEFAULT_SIMULATED, PLAN_MAX_EVENTS
+    parser.add_argument("--simulate", type=_count(0), default=DEFAULT_SIMULATED, metavar="N",
+                        help=f"simulate the N best layouts of the analytical first pass and rank them by "
+                             f"their simulated step (default {DEFAULT_SIMULATED}; 0: analytical only)")
+    parser.add_argument("--max-events", type=_count(1), default=PLAN_MAX_EVENTS, metavar="N",
+                        help=f"the simulations' budget in events, three per task (default {PLAN_MAX_EVENTS}); "
+                             f"layouts beyond it keep their analytical step")
     parser.add_argument("--top", type=_count(1), metavar="N",
                         help="with --search: layouts shown (default: 10 in text, all in JSON)")
     _json_option(parser, "text")
@@ -1314,7 +1322,8 @@ def _plan(args) -> int:
                    sequence_parallel=None if args.sequence_parallel is None else args.sequence_parallel == "on",
                    virtual_stages=args.virtual_stages, software=args.software, efficiency=args.efficiency,
                    attention_efficiency=args.attention_efficiency, memory_efficiency=args.memory_efficiency,
-                   bucket=DEFAULT_BUCKET if args.bucket is None else args.bucket)
+                   bucket=DEFAULT_BUCKET if args.bucket is None else args.bucket,
+                   simulate=args.simulate, max_events=args.max_events)
     if args.overlap is not None:
         options["overlap"] = args.overlap
     top = 10 if args.top is None else args.top

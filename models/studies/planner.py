@@ -36,6 +36,16 @@ Training on GPU Clusters Using Megatron-LM", sections 2-3) on the heaviest pipel
   Adam reads and writes fp32 master weights, two moments, the gradient and the 16-bit weights,
   28 bytes per parameter [U]).
 
+That is the analytical *first pass*. The best :data:`DEFAULT_SIMULATED` layouts it finds are
+then simulated (``simulate``): the step's task graph (:func:`models.studies.stepgraph.step_graph`:
+Megatron's 1F1B schedule, the per-layer collectives, the sends, the gradient buckets launched as
+the backward produces them) runs on the fabric (:func:`models.predict.simulate.simulate`), so
+overlap and contention, including concurrent groups sharing links, come from the schedule and
+the fabric rather than fractions; they are ranked by their simulated step, and each plan says
+how it was timed (``timing``). The simulations are sized first and share a budget of events
+(``max_events``, :data:`PLAN_MAX_EVENTS`); a step beyond it, a CNN or an interleaved schedule
+keeps its analytical step, with a note.
+
 Every collective is a :func:`models.estimate` on the actual GPU group of the actual fabric, so
 placement matters. Groups of one dimension run concurrently; the model also charges their
 shared network ports (the traffic of every concurrent group crossing a host's NICs over the
@@ -101,29 +111,34 @@ from ..engine.results import tidy_records
 from ..engine.fabric import PreparedFabric, prepare
 from ..engine.nccl.profiles import NcclProfile
 from ..predict.collectives import Estimator
+from ..predict.decompose import Decomposer
+from ..predict.simulate import simulate as simulate_graph
+from .stepgraph import step_graph, step_graph_size
 from .compute import GENERATIONS, ComputeModel, Gpu, compute_model, generation, gpu_of
-from .workload import CNN, activation_bytes_per_element, dtype_bytes, software as as_software, \
-    tp_constraint, workload as as_workload, Workload
+from .workload import CNN, DEFAULT_BUCKET, OPTIMIZER_PASS_BYTES, activation_bytes_per_element, dtype_bytes, \
+    software as as_software, tp_constraint, workload as as_workload, Workload
 
 __all__ = ["PlanError", "Layout", "Memory", "Component", "Plan", "Search", "GpuRank", "Calibration",
            "plan", "search", "calibrate_plan", "memory", "step_components", "gpus_ranking", "parse_measured",
            "format_plan", "format_search", "format_gpus_ranking", "format_calibration", "ORDERS",
            "RECOMPUTE", "DEFAULT_BUCKET", "DEFAULT_OVERLAP", "OPTIMIZER_PASS_BYTES",
-           "MEASURED_GRAMMAR", "CROSS_HOST_TP_WARNING"]
+           "MEASURED_GRAMMAR", "CROSS_HOST_TP_WARNING", "DEFAULT_SIMULATED", "PLAN_MAX_EVENTS"]
 
 #: Nesting orders of the data- and pipeline-parallel groups over the tensor-parallel groups.
 ORDERS = ("tp-dp-pp", "tp-pp-dp")
 #: Recomputation modes (Korthikanti et al. 2022).
 RECOMPUTE = ("none", "selective", "full")
-#: Gradient bucket: PyTorch DDP's default ``bucket_cap_mb=25``. [bytes]
-DEFAULT_BUCKET = 25 * MiB
 #: Fraction of a backward (forward for ZeRO 3 gathers) that can hide data-parallel
 #: communication: all of it by default (frameworks launch each bucket as soon as it is ready);
 #: the last bucket is exposed regardless.
 DEFAULT_OVERLAP = 1.0
-#: Bytes the mixed-precision Adam step moves per local parameter: read and write fp32 master,
-#: two fp32 moments (24), read the 16-bit gradient (2), write the 16-bit weight (2) [U].
-OPTIMIZER_PASS_BYTES = 28
+#: How many of the best layouts of the analytical first pass :func:`search` simulates (a
+#: simulation costs thousands of analytical estimates; the first pass's order is close).
+DEFAULT_SIMULATED = 8
+#: The planner's default budget of simulated events (three per task), over every candidate
+#: simulated: about ten seconds of simulation on one core (examples/simulate_benchmark.py's
+#: rate); a larger step keeps its analytical estimate, saying so.
+PLAN_MAX_EVENTS = 300_000
 #: The grammar of a measured step (:func:`parse_measured`).
 MEASURED_GRAMMAR = ("a time per iteration (1.25s, 850ms) or TFLOP/s per GPU (150tflops: model "
                     "FLOPs, as MFU counts them; 150tflops:hardware: with recomputation, as Megatron "
@@ -317,6 +332,15 @@ class Plan:
     warnings : tuple of str
     calibration : Calibration or None
         The fit the compute model carries, when calibrated.
+    timing : str
+        How ``step_time`` was found: ``"simulated"`` (the step graph of
+        :func:`models.studies.stepgraph.step_graph` run by :func:`models.predict.simulate.simulate`:
+        overlap and contention from the schedule and the fabric) or ``"analytical"``
+        (:func:`step_components`, the first pass).
+    analytical_step_time : float
+        The analytical first pass's step (equal to ``step_time`` when analytical). [s]
+    timing_note : str
+        Why an analytical plan was not simulated ('' when simulated).
     """
 
     workload: str
@@ -338,6 +362,13 @@ class Plan:
     software: str = ""
     warnings: tuple = ()
     calibration: Calibration | None = field(repr=False, default=None)
+    timing: str = "analytical"
+    analytical_step_time: float = math.nan
+    timing_note: str = ""
+
+    @property
+    def simulated(self) -> bool:
+        return self.timing == "simulated"
 
     @property
     def samples_per_s(self) -> float:
@@ -391,6 +422,9 @@ class Plan:
             "layout": {k: getattr(self.layout, k) for k in Layout.__slots__},
             "fits": self.fits, "reason": self.reason,
             "step_time_s": self.step_time if self.fits else None,
+            "timing": self.timing, "timing_note": self.timing_note,
+            "analytical_step_time_s": self.analytical_step_time if self.fits else None,
+            "simulated_step_time_s": self.step_time if self.simulated else None,
             "samples_per_s": self.samples_per_s, "tokens_per_s": self.tokens_per_s,
             "model_tflops_per_gpu": self.model_tflops_per_gpu,
             "hardware_tflops_per_gpu": self.hardware_tflops_per_gpu, "mfu": self.mfu, "hfu": self.hfu,
@@ -922,7 +956,95 @@ def _evaluate(ctx: _Context, layout: Layout, tp_groups=None, cm=None) -> Plan:
         else ()
     return Plan(w.name, fabric.name, ctx.gpu.generation, ctx.dtype, layout, mem.fits, reason,
                 step if mem.fits else math.inf, components, mem, groups, model_flops,
-                cm.peak, w.tokens_per_sample, hardware_flops, cm.describe(), cm.stack.name, warnings)
+                cm.peak, w.tokens_per_sample, hardware_flops, cm.describe(), cm.stack.name, warnings,
+                analytical_step_time=step if mem.fits else math.inf)
+
+
+def _not_simulated(w, p: Plan) -> str:
+    """Why a plan's step cannot be simulated ('' when it can)."""
+    if isinstance(w, CNN):
+        return "a CNN's step is not simulated: step graphs follow Megatron's transformer schedule"
+    if p.layout.virtual_stages != 1:
+        return "interleaved 1F1B is not simulated: step graphs build plain 1F1B"
+    return ""
+
+
+def _simulated_components(p: Plan, result) -> tuple:
+    """The components of a simulated step (:class:`Component`; ``exposed`` sums to the step).
+
+    ``time``: the most one GPU spends in the kind (its tasks' durations, a send counting on both
+    ends). ``exposed``: the kind's time on the simulation's critical path; compute is charged at
+    most its busiest GPU's time, and the rest of the path (the pipeline's fill and drain, waits
+    for a stream) is the ``bubble``.
+    """
+    busy: dict = {}
+    for t in result.tasks:
+        per_gpu = busy.setdefault(t.kind, {})
+        for g in t.gpus:
+            per_gpu[g] = per_gpu.get(g, 0.0) + t.duration
+    time = {kind: max(per_gpu.values()) for kind, per_gpu in busy.items()}
+    critical = result.critical_by_kind()
+    exposed = {kind: critical.get(kind, 0.0) for kind in ("tp_comm", "pp_comm", "dp_comm", "optimizer")}
+    exposed["compute"] = min(critical.get("compute", 0.0), time.get("compute", 0.0))
+    exposed["bubble"] = max(0.0, result.step_time - sum(exposed.values()))
+    out = []
+    for c in p.components:
+        detail = c.detail
+        if c.name == "bubble":
+            detail = "the rest of the critical path: the pipeline's fill and drain, waits for a stream"
+        elif c.name == "dp_comm" and p.layout.dp > 1:
+            detail = detail.split("; overlap")[0] + "; overlapped with the backward as the schedule allows"
+        t = exposed["bubble"] if c.name == "bubble" else time.get(c.name, 0.0)
+        out.append(Component(c.name, t, exposed[c.name], detail))
+    return tuple(out)
+
+
+def _simulate_plans(w, ctx: _Context, plans, count: int, max_events: int, cm=None) -> list:
+    """The plans with the first ``count`` fitting, simulable ones simulated (:class:`Plan`'s
+    ``timing``), ranked: the simulated by their simulated step, then the other fitting ones by
+    their analytical step, then those that do not fit.
+
+    Sized first: the simulations' events (three per task, :func:`models.studies.stepgraph.step_graph_size`)
+    add up until ``max_events``; the candidates beyond it keep their analytical step, with a
+    note (a larger step is better estimated than refused: the first pass is a full answer).
+    """
+    cm = ctx.cm if cm is None else cm
+    # overlap 0 (gradients reduced once the backward is done, as Megatron-LM's local DDP did) is
+    # the schedule's to honour: one bucket after the backward. Other fractions are the first
+    # pass's; the simulation overlaps the buckets as the backward produces them.
+    bucket = ctx.bucket if ctx.overlap > 0 else math.inf
+    why = {}
+    chosen = []
+    budget = max_events
+    for p in plans:
+        if not p.fits:
+            continue
+        reason = _not_simulated(w, p)
+        if reason or len(chosen) == count:
+            why[id(p)] = reason or (f"not among the {count} best of the analytical first pass" if count else
+                                    "analytical only (simulate=0)")
+            continue
+        events = 3 * step_graph_size(p, workload=w, bucket=bucket)
+        if events > budget:
+            why[id(p)] = (f"its simulation needs {events} events, beyond the budget max_events={max_events}"
+                          if not chosen else f"beyond the simulations' budget max_events={max_events}")
+            budget = -1  # the ranking's order is kept: no later candidate jumps the queue
+            continue
+        budget -= events
+        chosen.append(p)
+    done = {}
+    if chosen:
+        decomposer = Decomposer(ctx.fabric.prepared)
+        G = decomposer.G
+        for p in chosen:
+            result = simulate_graph(G, step_graph(p, G, workload=w, bucket=bucket, compute=cm),
+                                    decomposer=decomposer, max_events=max_events)
+            done[id(p)] = dataclasses.replace(p, step_time=result.step_time,
+                                              components=_simulated_components(p, result), timing="simulated")
+    out = [done.get(id(p)) or (dataclasses.replace(p, timing_note=why[id(p)]) if id(p) in why else p)
+           for p in plans]
+    out.sort(key=lambda p: (not p.fits, not p.simulated, p.step_time, p.memory.total, p.layout.label()))
+    return out
 
 
 def _layouts(ctx, n, tp, pp, dp, zero, micro_batch, global_batch, recompute, sequence_parallel,
@@ -990,12 +1112,16 @@ def _check_int(name, value, low=1):
 def _prepare(workload, G, *, tp, pp, dp, zero, micro_batch, global_batch, dtype, recompute, overlap, bucket,
              efficiency, memory_efficiency, gpus, generation, memory_capacity, tp_groups, software,
              attention_efficiency, compute_scale, virtual_stages, sequence_parallel,
-             profile=None):
+             profile=None, simulate=DEFAULT_SIMULATED, max_events=PLAN_MAX_EVENTS):
     """The context of a search and the job's GPU count and global batch."""
     w = as_workload(workload)
     for name, value in (("tp", tp), ("pp", pp), ("dp", dp), ("micro_batch", micro_batch),
                         ("global_batch", global_batch), ("virtual_stages", virtual_stages)):
         _check_int(name, value)
+    _check_int("simulate", simulate, low=0)
+    _check_int("max_events", max_events)
+    if simulate is None or max_events is None:
+        raise PlanError(f"simulate and max_events must be whole numbers, received {simulate!r} and {max_events!r}")
     if zero is not None and (isinstance(zero, bool) or zero not in (0, 1, 2, 3)):
         raise PlanError(f"zero must be a ZeRO stage 0, 1, 2 or 3, received {zero!r}")
     if recompute is not None and recompute not in RECOMPUTE:
@@ -1050,7 +1176,8 @@ def search(workload: str | Workload, G: nx.DiGraph | PreparedFabric, *, tp: int 
            memory_efficiency: float | None = None, gpus: GpuIds = None, generation: str | None = None,
            memory_capacity: float | None = None, tp_groups: Sequence[Sequence[int]] | None = None,
            software: str | None = None, attention_efficiency: float | None = None, compute_scale: float = 1.0,
-           virtual_stages: int = 1, profile: str | NcclProfile | None = None) -> Search:
+           virtual_stages: int = 1, profile: str | NcclProfile | None = None,
+           simulate: int = DEFAULT_SIMULATED, max_events: int = PLAN_MAX_EVENTS) -> Search:
     """Evaluate every layout of the job's GPUs and rank them (fitting first, by step time).
 
     Parameters
@@ -1077,7 +1204,10 @@ def search(workload: str | Workload, G: nx.DiGraph | PreparedFabric, *, tp: int 
     sequence_parallel : bool, optional
         Default: on whenever ``tp > 1``.
     overlap : float
-        Fraction of a backward (forward) that can hide data-parallel communication, in [0, 1].
+        Fraction of a backward (forward) that can hide data-parallel communication, in [0, 1],
+        in the analytical first pass. A simulated step overlaps the gradient buckets as its
+        schedule allows, except with ``overlap=0``: every gradient is then reduced after the
+        backward (one bucket), as Megatron-LM's early local DDP did.
     bucket : float
         Gradient bucket. [bytes]
     efficiency, attention_efficiency, memory_efficiency : float, optional
@@ -1102,6 +1232,16 @@ def search(workload: str | Workload, G: nx.DiGraph | PreparedFabric, *, tp: int 
     profile : str or NcclProfile, optional
         The NCCL release whose collectives the plan times (``"2.12"``; default: the reference
         version, :data:`models.engine.nccl.DEFAULT_VERSION`).
+    simulate : int
+        How many of the best layouts of the analytical first pass (:func:`step_components`) are
+        then simulated (:func:`models.studies.stepgraph.step_graph`, run by
+        :func:`models.predict.simulate.simulate`), and ranked by their simulated step ahead of
+        the others (default :data:`DEFAULT_SIMULATED`; 0: analytical only). CNNs and interleaved
+        schedules stay analytical. Each plan says which (``timing``).
+    max_events : int
+        The simulations' budget, sized before any (:func:`models.studies.stepgraph.step_graph_size`):
+        their events (three per task) add up to at most this (default :data:`PLAN_MAX_EVENTS`);
+        the candidates beyond it keep their analytical step, with a note naming ``max_events``.
 
     Raises
     ------
@@ -1123,6 +1263,7 @@ def _ranked(w, ctx: _Context, n: int, global_batch: int, options: dict) -> Searc
         raise PlanError(f"no layout of {w.name} on {n} GPUs of {ctx.fabric.name}: " +
                         ("; ".join(skipped[:4]) or "the fixed degrees do not multiply to the GPUs"))
     plans.sort(key=lambda p: (not p.fits, p.step_time, p.memory.total, p.layout.label()))
+    plans = _simulate_plans(w, ctx, plans, options["simulate"], options["max_events"])
     return Search(tuple(plans), tuple(skipped))
 
 
@@ -1174,11 +1315,34 @@ def parse_measured(text: str) -> tuple:
     return ("hardware_tflops" if unit.endswith(":hardware") else "model_tflops"), value
 
 
+def _fit_simulated(w, ctx: _Context, layout: Layout, options: dict, target: float, scale: float) -> float:
+    """The compute scale whose simulated step of ``layout`` is ``target`` [s], by secant steps
+    from the analytical fit ``scale`` (the simulated step grows with the scale)."""
+    def error(k):
+        cm = dataclasses.replace(ctx.cm, scale=k)
+        p = _evaluate(ctx, layout, options["tp_groups"], cm)
+        return _simulate_plans(w, ctx, [p], 1, options["max_events"], cm)[0].step_time / target - 1
+
+    k0, e0 = scale, error(scale)
+    k1 = k0 / (1 + e0)  # the step proportional to the scale: a first guess
+    for _ in range(8):
+        if abs(e0) < 1e-6:
+            break
+        e1 = error(k1)
+        if e1 == e0 or abs(e1) < 1e-6:
+            k0, e0 = k1, e1
+            break
+        k0, k1, e0 = k1, max(k1 - e1 * (k1 - k0) / (e1 - e0), k1 / 16), e1
+    return k0
+
+
 def calibrate_plan(workload: str | Workload, G: nx.DiGraph | PreparedFabric, measured: str, **options: Any) -> Plan:
     """Fit the compute model to one measured step and return the calibrated plan.
 
     The layout measured is :func:`plan`'s with the same options (fix ``tp``, ``pp``, ``dp`` and
-    the rest as they were run). One number fits one constant: a multiplier ``scale`` on every
+    the rest as they were run). The step fitted is the plan's own: simulated when the plan is
+    (the analytical fit first, then secant steps on the simulated step). One number fits one
+    constant: a multiplier ``scale`` on every
     kernel's time (products, attention, memory-bound passes, the optimizer), so the predicted
     step equals the measured one; communication is not scaled. The fitted plan's
     ``calibration`` shows the fractions of peak the measurement implies beside the defaults;
@@ -1242,12 +1406,17 @@ def calibrate_plan(workload: str | Workload, G: nx.DiGraph | PreparedFabric, mea
             high = mid
     scale = math.sqrt(low * high)
     cm = ctx.cm
+    if base.simulated:
+        scale = _fit_simulated(w, ctx, base.layout, options, target, scale)
     default = {"gemm_efficiency": cm.gemm_efficiency, "memory_efficiency": cm.memory_efficiency}
     if cm.stack.flash_attention:
         default["attention_efficiency"] = cm.attention_efficiency
     fitted = {k: v / scale for k, v in default.items()}
     fit = Calibration(str(measured), target, base.step_time, scale, default, fitted, base.layout.label())
-    calibrated = _evaluate(ctx, base.layout, options["tp_groups"], dataclasses.replace(cm, scale=scale))
+    fitted_cm = dataclasses.replace(cm, scale=scale)
+    calibrated = _evaluate(ctx, base.layout, options["tp_groups"], fitted_cm)
+    if base.simulated:
+        calibrated = _simulate_plans(w, ctx, [calibrated], 1, options["max_events"], fitted_cm)[0]
     warnings = calibrated.warnings
     if max(fitted.values()) > 1:
         warnings += (f"the measurement implies more than the hardware's peak (fitted fractions above 1): "
@@ -1365,6 +1534,10 @@ def format_plan(p: Plan, verbose: bool = False) -> str:
         return "\n".join(lines)
     lines.append(f"  step {p.step_time * 1e3:.1f} ms; {p.samples_per_s:.2f} samples/s, "
                  f"{p.tokens_per_s:,.0f} tokens/s; binding: {p.binding()}")
+    if p.simulated:
+        lines.append(f"  timing: simulated (the analytical first pass: {p.analytical_step_time * 1e3:.1f} ms)")
+    else:
+        lines.append(f"  timing: analytical{f' ({p.timing_note})' if p.timing_note else ''}")
     lines.append(f"  per GPU: {p.model_tflops_per_gpu:.1f} TFLOP/s of model FLOPs (MFU {p.mfu:.1%}), "
                  f"{p.hardware_tflops_per_gpu:.1f} of hardware FLOPs with recomputation (HFU {p.hfu:.1%})")
     for c in p.components:
@@ -1384,11 +1557,16 @@ def format_plan(p: Plan, verbose: bool = False) -> str:
 
 def format_search(s: Search, top: int = 10) -> str:
     """The ranking as a table."""
-    lines = [f"{'layout':44} {'step ms':>9} {'samples/s':>10} {'MFU':>6} {'HFU':>6} {'mem GB':>7}  binding"]
+    lines = [f"{'layout':44} {'step ms':>9} {'timing':10} {'samples/s':>10} {'MFU':>6} {'HFU':>6} {'mem GB':>7}"
+             f"  binding"]
     for p in s.plans[:top]:
         step = f"{p.step_time * 1e3:9.1f}" if p.fits else f"{'OOM':>9}"
-        lines.append(f"{p.layout.label():44} {step} {p.samples_per_s:10.2f} {p.mfu:6.1%} {p.hfu:6.1%} "
+        timing = p.timing if p.fits else "-"
+        lines.append(f"{p.layout.label():44} {step} {timing:10} {p.samples_per_s:10.2f} {p.mfu:6.1%} {p.hfu:6.1%} "
                      f"{p.memory.total / GB:7.1f}  {p.binding() if p.fits else 'memory capacity'}")
+    simulated = sum(p.simulated for p in s.plans)
+    lines.append(f"(simulated: the {simulated} best of the analytical first pass, ranked first by their simulated "
+                 "step)" if simulated else "(every step analytical)")
     return "\n".join(lines)
 
 

@@ -55,11 +55,11 @@ from topo.errors import DgxTopoError
 
 from ..predict.decompose import host_kinds
 from ..predict.simulate import SimulationResult, Task, TaskGraph, simulate
-from .compute import compute_model, gpu_of
-from .planner import DEFAULT_BUCKET, OPTIMIZER_PASS_BYTES, Plan
-from .workload import CNN, activation_bytes_per_element, dtype_bytes, workload as as_workload, Workload
+from .compute import ComputeModel, compute_model, gpu_of
+from .workload import CNN, DEFAULT_BUCKET, OPTIMIZER_PASS_BYTES, activation_bytes_per_element, dtype_bytes, \
+    workload as as_workload, Workload
 
-__all__ = ["StepGraphError", "step_graph", "simulate_plan", "compute_time", "simulate_many"]
+__all__ = ["StepGraphError", "step_graph", "step_graph_size", "simulate_plan", "compute_time", "simulate_many"]
 
 
 class StepGraphError(DgxTopoError):
@@ -106,9 +106,9 @@ class _Builder:
         return id_
 
 
-def step_graph(plan: Plan, G: nx.DiGraph, *, workload: str | Workload | None = None, bucket: float = DEFAULT_BUCKET,
+def step_graph(plan: Any, G: nx.DiGraph, *, workload: str | Workload | None = None, bucket: float = DEFAULT_BUCKET,
                efficiency: float | None = None, attention_efficiency: float | None = None,
-               memory_efficiency: float | None = None, fold: bool = True) -> TaskGraph:
+               memory_efficiency: float | None = None, fold: bool = True, compute: ComputeModel | None = None) -> TaskGraph:
     """The task graph of one training step of a plan (module docstring).
 
     Parameters
@@ -124,6 +124,9 @@ def step_graph(plan: Plan, G: nx.DiGraph, *, workload: str | Workload | None = N
         The compute model's achievable fractions (:func:`models.studies.compute.compute_model`;
         defaults per GPU generation and dtype). The kernels are timed by the same compute model
         as the plan's (its GPU part, dtype, software stack and calibrated scale).
+    compute : models.studies.compute.ComputeModel, optional
+        Time the kernels by this compute model instead (the planner passes its own, with its
+        forced generation, fractions and scale); the fractions above are then ignored.
     fold : bool
         Build replica 0's tasks only, each carrying the other data-parallel replicas' copies as
         *images* (:class:`models.predict.simulate.Task`): their links are charged, and they run in
@@ -161,9 +164,10 @@ def step_graph(plan: Plan, G: nx.DiGraph, *, workload: str | Workload | None = N
     gen = min((gpu_of(G.nodes[nodes[g]].get("model", "")) for group in plan.groups["tp"] for g in group),
               key=lambda part: (part.memory_bandwidth, part.memory))
     scale = plan.calibration.scale if plan.calibration is not None else 1.0
-    cm = compute_model(gen, plan.dtype, stack=plan.software or None, workload=w, efficiency=efficiency,
-                       attention_efficiency=attention_efficiency, memory_efficiency=memory_efficiency,
-                       scale=scale)
+    cm = compute if compute is not None else compute_model(
+        gen, plan.dtype, stack=plan.software or None, workload=w, efficiency=efficiency,
+        attention_efficiency=attention_efficiency, memory_efficiency=memory_efficiency, scale=scale)
+    gen = cm.gpu
     elem = dtype_bytes(plan.dtype)
     act_elem = activation_bytes_per_element(plan.dtype)
     grad_elem = act_elem
@@ -291,7 +295,7 @@ def step_graph(plan: Plan, G: nx.DiGraph, *, workload: str | Workload | None = N
             extra += w.head_parameters + (w.vocab * w.hidden if w.tied and pp > 1 else 0)
         extra_bytes = extra / tp * grad_elem
         local = (nl * w.layer_parameters + extra) / tp
-        opt_seconds = local / (dp if lay.zero >= 1 else 1) * OPTIMIZER_PASS_BYTES / (
+        opt_seconds = cm.scale * local / (dp if lay.zero >= 1 else 1) * OPTIMIZER_PASS_BYTES / (
             gen.memory_bandwidth * memory_efficiency)
         if dp == 1:
             finals.append(out.add(f"d0.p{p}.opt", "compute", slot(p, 0), seconds=opt_seconds,
@@ -345,7 +349,54 @@ def _hosts_alike(G, maps) -> bool:
     return all(kind(g) == kind(h) for m in maps for g, h in m.items())
 
 
-def simulate_plan(plan: Plan, G: nx.DiGraph, *, bucket: float = DEFAULT_BUCKET, workload: str | Workload | None = None,
+def step_graph_size(plan: Any, *, workload: str | Workload | None = None, bucket: float = DEFAULT_BUCKET,
+                    fold: bool = True) -> int:
+    """Tasks :func:`step_graph` builds for a plan, counted without building them (to size a
+    simulation first: :func:`models.predict.simulate.simulation_size` is three events per task).
+
+    Examples
+    --------
+    >>> import topo
+    >>> from models.studies.planner import plan
+    >>> G = topo.build("dgxh100")
+    >>> p = plan("llama3-8b", G, tp=8, pp=1, dp=1, zero=0, global_batch=2, simulate=0)
+    >>> step_graph_size(p) == len(step_graph(p, G))
+    True
+    """
+    w = as_workload(workload if workload is not None else plan.workload)
+    lay = plan.layout
+    tp, pp, dp, m = lay.tp, lay.pp, lay.dp, lay.micro_batches
+    if isinstance(w, CNN) or not plan.fits or lay.virtual_stages != 1:
+        return 0
+    replicas = 1 if fold else dp
+    forward_comm = 0 if tp == 1 else 2 * (1 + lay.sequence_parallel)  # per layer, two halves
+    backward_comm = forward_comm * (2 if lay.recompute == "full" else 1)
+    gathers = tp if (lay.zero == 3 and dp > 1) else 0
+    base, more = divmod(w.layers, pp)
+    layer_grad = w.layer_parameters / tp * activation_bytes_per_element(plan.dtype)
+    tasks = 0
+    for p in range(pp):
+        nl = base + (p < more)
+        per_layer = m * (2 * 2 + forward_comm + backward_comm)  # two halves' compute, forward and backward
+        sends = m * tp * ((p < pp - 1) + (p > 0))
+        tasks += replicas * (nl * per_layer + sends) + nl * m * 2 * gathers  # replica 0 gathers for all
+        if dp == 1:
+            tasks += 1
+            continue
+        buckets, filled = 0, 0.0
+        for _ in range(nl):
+            filled += layer_grad
+            if filled >= bucket:
+                buckets, filled = buckets + 1, 0.0
+        extra = (w.embedding_parameters + getattr(w, "extra_parameters", 0)) if p == 0 else 0.0
+        if p == pp - 1:
+            extra += w.head_parameters + (w.vocab * w.hidden if w.tied and pp > 1 else 0)
+        buckets += (filled + extra / tp * activation_bytes_per_element(plan.dtype)) > 0
+        tasks += buckets * tp + replicas + (tp if lay.zero in (1, 2) else 0)
+    return tasks
+
+
+def simulate_plan(plan: Any, G: nx.DiGraph, *, bucket: float = DEFAULT_BUCKET, workload: str | Workload | None = None,
                   **options: Any) -> SimulationResult:
     """Simulate one step of a plan (:func:`step_graph`, then :func:`models.predict.simulate.simulate`).
 
@@ -354,8 +405,8 @@ def simulate_plan(plan: Plan, G: nx.DiGraph, *, bucket: float = DEFAULT_BUCKET, 
     >>> import topo
     >>> from models.studies.planner import plan
     >>> G = topo.build("dgxh100")
-    >>> p = plan("llama3-8b", G, tp=8, pp=1, dp=1, zero=0, global_batch=1)
-    >>> r = simulate_plan(p, G)     # one micro-batch: nothing to overlap, the planner's sum
+    >>> p = plan("llama3-8b", G, tp=8, pp=1, dp=1, zero=0, global_batch=1, simulate=0)
+    >>> r = simulate_plan(p, G)     # one micro-batch: nothing to overlap, the analytical sum
     >>> round(r.step_time * 1e3, 1), round(p.step_time * 1e3, 1), sorted(r.critical_by_kind())
     (148.4, 149.4, ['compute', 'optimizer', 'tp_comm'])
     """

@@ -59,7 +59,8 @@ from typing import TypeAlias
 
 from topo.errors import DgxTopoError
 
-__all__ = ["DTYPES", "Op", "Software", "SOFTWARE", "Transformer", "ConvLayer", "CNN", "PRESETS",
+__all__ = ["DEFAULT_BUCKET", "OPTIMIZER_PASS_BYTES", "DTYPES", "Op", "Software", "SOFTWARE", "Transformer",
+           "ConvLayer", "CNN", "PRESETS",
            "WORKLOAD_GRAMMAR", "WORKLOAD_LIMITS", "HEADS", "WorkloadError", "UnknownWorkloadError",
            "UnknownDtypeError", "UnknownSoftwareError", "workload", "parse_workload", "dtype_bytes",
            "activation_bytes_per_element", "software", "resnet50", "format_workload", "tp_constraint"]
@@ -72,6 +73,11 @@ __all__ = ["DTYPES", "Op", "Software", "SOFTWARE", "Transformer", "ConvLayer", "
 #: :func:`activation_bytes_per_element` and :func:`models.studies.planner.memory`.
 DTYPES: Mapping[str, int] = MappingProxyType({"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1})
 
+#: Gradient bucket: PyTorch DDP's default ``bucket_cap_mb=25`` (torch.nn.parallel.DistributedDataParallel). [bytes]
+DEFAULT_BUCKET = 25 * 2**20
+#: Bytes the mixed-precision Adam step moves per local parameter: read and write fp32 master,
+#: two fp32 moments (24), read the 16-bit gradient (2), write the 16-bit weight (2) [U].
+OPTIMIZER_PASS_BYTES = 28
 #: Heads of a transformer (module docstring).
 HEADS = ("lm", "mlm", "span")
 

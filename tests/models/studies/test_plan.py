@@ -7,11 +7,27 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import topo
-from models.studies.planner import (Layout, PlanError, calibrate_plan, gpus_ranking, memory, plan, search)
+from models.studies import planner
+from models.studies.planner import Layout, PlanError, gpus_ranking, memory
 from models.present.plan_plot import memory_figure, step_time_figure
 from models.studies.workload import PRESETS, WorkloadError
 from models.studies.compute import UnsupportedDtypeError
 from topo.units import GiB
+
+
+# These tests check the analytical first pass (step_components' closed forms); the simulated
+# step has its own tests (test_plan_simulated.py).
+def plan(*args, **options):
+    return planner.plan(*args, simulate=0, **options)
+
+
+def search(*args, **options):
+    return planner.search(*args, simulate=0, **options)
+
+
+def calibrate_plan(*args, **options):
+    return planner.calibrate_plan(*args, simulate=0, **options)
+
 
 MEGATRON = dict(zero=1, recompute="full", dtype="fp16")
 # A small GPT (16 heads) so that tests stay fast.

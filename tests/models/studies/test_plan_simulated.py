@@ -1,0 +1,159 @@
+"""The planner on the simulator: simulated steps, the analytical first pass, sizing, ranking."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+import topo
+from models.predict.collectives import estimate
+from models.studies.planner import PlanError, calibrate_plan, format_plan, format_search, plan, search
+from models.studies.stepgraph import step_graph, step_graph_size
+
+SMALL = "transformer:layers=4,hidden=1024,heads=16,seq=1024,vocab=32000"
+
+
+@pytest.fixture(scope="module")
+def dgxh100():
+    return topo.build("dgxh100")
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    return topo.build("2xdgxh100")
+
+
+def test_data_parallel_without_overlap_is_compute_then_the_all_reduce_then_the_optimizer(dgxh100):
+    # One bucket larger than every gradient: the all_reduce waits for the whole backward, so
+    # nothing overlaps and the simulated step is the compute, the all_reduce's estimate (a
+    # lone collective on an idle fabric takes its estimate) and the optimizer, end to end.
+    p = plan(SMALL, dgxh100, tp=1, pp=1, dp=8, zero=0, global_batch=16, recompute="none",
+             bucket=2.0**40, overlap=0.0)
+    assert p.simulated and p.timing_note == ""
+    gradient_bytes = step_graph(p, dgxh100, workload=SMALL, bucket=2.0**40).tasks[-2].nbytes
+    assert step_graph(p, dgxh100, workload=SMALL, bucket=2.0**40).tasks[-2].op == "all_reduce"
+    all_reduce = float(estimate(dgxh100, "all_reduce", gradient_bytes, list(range(8))).time)
+    compute, optimizer = p.component("compute").time, p.component("optimizer").time
+    assert p.step_time == pytest.approx(compute + all_reduce + optimizer, rel=1e-6)
+    assert p.component("dp_comm").exposed == pytest.approx(all_reduce, rel=1e-6)
+    # ... which is what the analytical pass says with no overlap (its collective times
+    # interpolate NCCL's estimates on a grid of sizes: within a percent)
+    assert p.step_time == pytest.approx(p.analytical_step_time, rel=0.01)
+
+
+def test_tensor_parallel_steps_agree_with_the_analytical_pass_where_nothing_overlaps(dgxh100):
+    # tp only, one pipeline stage, one replica: every collective sits between two kernels of
+    # its group, so the simulation has nothing to overlap.
+    p = plan(SMALL, dgxh100, tp=8, pp=1, dp=1, zero=0, global_batch=4, recompute="none")
+    assert p.simulated
+    # Within the part the step graph leaves out: the embedding's kernels and its two
+    # collectives per micro-batch, which the analytical pass counts (2 of its 18 collectives
+    # with 4 layers).
+    assert p.step_time == pytest.approx(p.analytical_step_time, rel=0.1)
+    assert p.step_time < p.analytical_step_time
+    assert p.component("tp_comm").exposed == pytest.approx(p.component("tp_comm").time, rel=1e-9)
+
+
+def test_overlapped_buckets_hide_behind_the_backward(dgxh100):
+    # Small buckets launched as the backward produces them: less exposed than one big bucket.
+    options = dict(tp=1, pp=1, dp=8, zero=0, global_batch=16, recompute="none")
+    one = plan(SMALL, dgxh100, bucket=2.0**40, **options)
+    many = plan(SMALL, dgxh100, bucket=2.0**20, **options)
+    assert many.component("dp_comm").exposed < one.component("dp_comm").exposed
+    assert many.step_time < one.step_time
+
+
+def test_search_simulates_the_best_candidates_and_ranks_them_first(dgxh100):
+    s = search(SMALL, dgxh100, global_batch=16, simulate=3)
+    simulated = [p for p in s.plans if p.simulated]
+    assert len(simulated) == 3 and s.plans[:3] == tuple(simulated)
+    assert [p.step_time for p in simulated] == sorted(p.step_time for p in simulated)
+    rest = [p for p in s.plans[3:] if p.fits]
+    assert all(p.timing == "analytical" and "first pass" in p.timing_note for p in rest)
+    assert all(p.step_time == p.analytical_step_time for p in rest)
+    assert plan(SMALL, dgxh100, global_batch=16, simulate=3) == s.best
+    text = format_search(s)
+    assert "simulated" in text and "the 3 best of the analytical first pass" in text
+
+
+def test_simulate_zero_is_the_analytical_planner(dgxh100):
+    s = search(SMALL, dgxh100, global_batch=16, simulate=0)
+    assert all(not p.simulated for p in s.plans)
+    assert [p.step_time for p in s.fitting()] == sorted(p.step_time for p in s.fitting())
+    assert "(every step analytical)" in format_search(s)
+
+
+def test_the_simulations_are_sized_first(dgxh100):
+    options = dict(tp=8, pp=1, dp=1, zero=0, global_batch=4, recompute="none")
+    p = plan(SMALL, dgxh100, **options)
+    events = 3 * step_graph_size(p, workload=SMALL)
+    beyond = plan(SMALL, dgxh100, max_events=events - 1, **options)
+    assert not beyond.simulated and f"needs {events} events" in beyond.timing_note
+    assert "max_events" in beyond.timing_note and beyond.step_time == p.analytical_step_time
+    assert plan(SMALL, dgxh100, max_events=events, **options).simulated
+    # a budget for the first candidate only: the next ones stay analytical and say why
+    s = search(SMALL, dgxh100, tp=8, pp=1, dp=1, global_batch=4, max_events=events)
+    assert s.best.simulated
+    assert all(not p.simulated and "max_events" in p.timing_note for p in s.plans[1:] if p.fits)
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, True, "8"])
+def test_bad_simulate_counts_are_refused(dgxh100, bad):
+    with pytest.raises(PlanError, match="simulate"):
+        plan(SMALL, dgxh100, simulate=bad)
+
+
+@pytest.mark.parametrize("bad", [0, None, 2.5])
+def test_bad_event_budgets_are_refused(dgxh100, bad):
+    with pytest.raises(PlanError, match="max_events"):
+        plan(SMALL, dgxh100, max_events=bad)
+
+
+def test_cnns_and_interleaved_schedules_stay_analytical_and_say_why(cluster):
+    cnn = plan("resnet50", topo.build("dgx1v"), dp=8, global_batch=64)
+    assert not cnn.simulated and "CNN" in cnn.timing_note
+    v = plan("llama3-8b", cluster, tp=8, pp=2, dp=1, zero=0, recompute="full", global_batch=4,
+             virtual_stages=2)
+    assert not v.simulated and "interleaved" in v.timing_note
+    assert "timing: analytical (interleaved" in format_plan(v)
+
+
+def test_a_simulated_plan_shows_its_timing(cluster):
+    p = plan("llama3-8b", cluster, tp=8, pp=2, dp=1, zero=0, recompute="full", global_batch=4)
+    assert p.simulated
+    data = p.to_dict()
+    assert data["timing"] == "simulated" and data["simulated_step_time_s"] == data["step_time_s"] == p.step_time
+    assert data["analytical_step_time_s"] == p.analytical_step_time
+    assert math.isclose(sum(c.exposed for c in p.components), p.step_time, rel_tol=1e-9)
+    assert p.component("bubble").exposed > 0  # two stages: the pipeline fills and drains
+    assert "timing: simulated (the analytical first pass:" in format_plan(p)
+
+
+def test_calibration_fits_the_simulated_step(dgxh100):
+    c = calibrate_plan(SMALL, dgxh100, "50ms", tp=8, pp=1, dp=1, zero=0, global_batch=8, recompute="none")
+    assert c.simulated and c.step_time == pytest.approx(0.05, rel=1e-5)
+    assert c.calibration.measured_step == pytest.approx(0.05)
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(tp=st.sampled_from([1, 2, 4]), pp=st.sampled_from([1, 2, 4]), zero=st.sampled_from([0, 1, 2, 3]),
+       recompute=st.sampled_from(["none", "selective", "full"]), sequence_parallel=st.booleans(),
+       micro=st.sampled_from([1, 2]), bucket=st.sampled_from([2.0**16, 2.0**22, 2.0**30]),
+       fold=st.booleans())
+def test_the_size_of_a_step_graph_is_its_task_count(cluster, tp, pp, zero, recompute, sequence_parallel, micro,
+                                                      bucket, fold):
+    dp = 16 // (tp * pp)
+    p = plan(SMALL, cluster, tp=tp, pp=pp, dp=dp, zero=zero, recompute=recompute, global_batch=4 * dp * micro,
+             micro_batch=micro, sequence_parallel=sequence_parallel, memory_capacity=2.0**40, simulate=0)
+    assert step_graph_size(p, workload=SMALL, bucket=bucket, fold=fold) == len(
+        step_graph(p, cluster, workload=SMALL, bucket=bucket, fold=fold))
+
+
+def test_overlap_zero_reduces_every_gradient_after_the_backward(dgxh100):
+    options = dict(tp=1, pp=1, dp=8, zero=0, global_batch=16, recompute="none", bucket=2.0**20)
+    after = plan(SMALL, dgxh100, overlap=0.0, **options)
+    assert after.simulated
+    assert after.component("dp_comm").exposed == pytest.approx(after.component("dp_comm").time, rel=1e-9)
+    assert plan(SMALL, dgxh100, **options).step_time < after.step_time
