@@ -50,7 +50,7 @@ def test_a_workload_step_with_trace_and_figures(capsys, tmp_path):
     trace, page = tmp_path / "t.json", tmp_path / "s.html"
     status, out, _ = run(capsys, "simulate", "llama3-8b", "--system", "dgxh100", "--tp", 8, "--pp", 1, "--dp", 1,
                          "--global-batch", 2, "--trace", trace, "--out", page)
-    assert status == 0 and "step" in out and "planner's estimate" in out
+    assert status == 0 and "step" in out and "planner's analytical estimate" in out
     assert json.loads(trace.read_text())["traceEvents"]
     assert "plotly" in page.read_text()
 

@@ -988,7 +988,7 @@ class TrainingStep:
 def _merged_search(workload, G, tps):
     plans, skipped = [], []
     for tp in tps:
-        s = search(workload, G, tp=tp)
+        s = search(workload, G, tp=tp, simulate=0)  # the analytical ranking (simulated: the next section)
         plans += s.plans
         skipped += s.skipped
     plans.sort(key=lambda p: (not p.fits, p.step_time, p.memory.total, p.layout.label()))
@@ -1047,7 +1047,7 @@ class SimulatedStep:
     result : models.predict.simulate.SimulationResult or None
         None where ``error`` says why.
     planned : float
-        The planner's estimate of the same step. [s]
+        The planner's analytical estimate of the same step (its first pass). [s]
     error : str or None
     """
 
@@ -1091,7 +1091,7 @@ def simulated_steps(analyses) -> tuple:
             host = a.G.nodes[nodes[0]].get("host")
             tp = min(8, sum(1 for g in nodes if a.G.nodes[g].get("host") == host))
             p = plan(SIMULATED_WORKLOAD, a.G, tp=tp, pp=1, dp=8 // tp, zero=0, global_batch=8 // tp,
-                     recompute="full")
+                     recompute="full", simulate=0)  # the analytical step, beside its simulation
             if not p.fits:
                 out.append(SimulatedStep(a.row.system, a.row.name, None, math.inf, p.reason))
                 continue

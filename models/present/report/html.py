@@ -568,7 +568,7 @@ def _simulation_section(steps, figures: FigureDivs) -> str:
              "kernels holding SMs, links shared by max-min fairness "
              "(<code>dgxtopo simulate</code>, <code>models.studies.stepgraph.simulate_plan</code>). The critical "
              "path is where the step's time goes.</p>"]
-    head = ["system", "step (ms)", "planner's estimate (ms)", "compute on the critical path (ms)",
+    head = ["system", "step (ms)", "planner's analytical estimate (ms)", "compute on the critical path (ms)",
             "exposed communication (ms)", "busiest link (mean share of capacity)"]
     rows = []
     for s in steps:
