@@ -103,7 +103,7 @@ import networkx as nx
 import numpy as np
 
 import topo
-from topo.errors import DgxTopoError
+from topo.errors import DgxTopoError, LimitError
 from topo.select import GpuIds
 from topo.units import GB, GiB, MiB, to_us
 
@@ -1024,7 +1024,8 @@ def _simulate_plans(w, ctx: _Context, plans, count: int, max_events: int, cm=Non
             why[id(p)] = reason or (f"not among the {count} best of the analytical first pass" if count else
                                     "analytical only (simulate=0)")
             continue
-        events = 3 * step_graph_size(p, workload=w, bucket=bucket)
+        # As the simulator sizes a folded graph: every replica it stands for (simulation_size).
+        events = 3 * step_graph_size(p, workload=w, bucket=bucket, fold=False)
         if events > budget:
             why[id(p)] = (f"its simulation needs {events} events, beyond the budget max_events={max_events}"
                           if not chosen else f"beyond the simulations' budget max_events={max_events}")
@@ -1037,8 +1038,12 @@ def _simulate_plans(w, ctx: _Context, plans, count: int, max_events: int, cm=Non
         decomposer = Decomposer(ctx.fabric.prepared)
         G = decomposer.G
         for p in chosen:
-            result = simulate_graph(G, step_graph(p, G, workload=w, bucket=bucket, compute=cm),
-                                    decomposer=decomposer, max_events=max_events)
+            try:
+                result = simulate_graph(G, step_graph(p, G, workload=w, bucket=bucket, compute=cm),
+                                        decomposer=decomposer, max_events=max_events)
+            except LimitError as error:  # the count above is the simulator's; should it differ, keep the first pass
+                why[id(p)] = f"its simulation needs {error.size} events, beyond the budget max_events={max_events}"
+                continue
             done[id(p)] = dataclasses.replace(p, step_time=result.step_time,
                                               components=_simulated_components(p, result), timing="simulated")
     out = [done.get(id(p)) or (dataclasses.replace(p, timing_note=why[id(p)]) if id(p) in why else p)
