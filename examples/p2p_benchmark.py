@@ -48,8 +48,9 @@ def nvswitch_fat_tree(groups: int = GROUPS) -> nx.DiGraph:
     for plane in range(PLANES):
         for k in range(SPINES_PER_PLANE):
             spines[plane, k] = f"spine{plane}_{k}"
-            # A spine needs one port per group; the port count is an attribute only.
-            add_nvswitch(G, spines[plane, k], index=switch, ports=groups, baseboard=-1,
+            # A spine needs one port per group; the port count is an attribute only (baseboard 0:
+            # the schema takes 0 to 16777215, a synthetic spine sits on none in particular).
+            add_nvswitch(G, spines[plane, k], index=switch, ports=groups, baseboard=0,
                          model="synthetic spine")
             switch += 1
     for g in range(groups):

@@ -6,7 +6,8 @@ Times, in CPU seconds of this process (``time.process_time``: on a busy machine 
 also counts other programs), each stage of simulating one step of llama3-70b (tp 8, pp 4,
 full recomputation, 8 micro-batches per pipeline unless said otherwise):
 
-* ``plan``: the planner's layout and placement (:func:`models.studies.planner.plan`);
+* ``plan``: the planner's layout and placement (:func:`models.studies.planner.plan` with
+  ``simulate=0``, its analytical first pass: this benchmark times the simulation itself);
 * ``graph``: the step's task graph (:func:`models.studies.stepgraph.step_graph`, data-parallel
   replicas folded);
 * ``decompose``: every communication task's NCCL decomposition, one estimate per distinct
@@ -38,7 +39,7 @@ def _timed(function, *args, **kwargs):
 def one_step(hosts: int, dp: int, micro_batches: int) -> dict:
     G = topo.build(f"{hosts}xdgxh100")
     p, t_plan = _timed(plan, "llama3-70b", G, tp=8, pp=4, dp=dp, zero=0, global_batch=dp * micro_batches,
-                       recompute="full")
+                       recompute="full", simulate=0)  # the layout (and its analytical step), not a simulation
     graph, t_graph = _timed(step_graph, p, G)
     decomposer, t_decompose = _timed(lambda: _prepared(G, graph))
     result, t_sim = _timed(simulate, G, graph, decomposer=decomposer)
