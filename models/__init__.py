@@ -36,10 +36,10 @@ _compat.install()
 from types import MappingProxyType  # noqa: E402  (after the finder is installed)
 from typing import TYPE_CHECKING  # noqa: E402
 
-from .engine.faces import lazy_face as _lazy_face  # noqa: E402
+from topo.faces import lazy_face as _lazy_face  # noqa: E402
 
 # What a user calls, and the module that has it. The face imports a module only when one of its
-# names is first asked for (models.engine.faces), so that ``import models`` (and the command line's
+# names is first asked for (topo.faces), so that ``import models`` (and the command line's
 # start-up) costs nothing beyond topo; every other name is imported from its module, and 0.2's face
 # names that moved resolve with a DeprecationWarning naming the new place (models.compat).
 _FACE = MappingProxyType({

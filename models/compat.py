@@ -8,7 +8,7 @@ with a :class:`DeprecationWarning` that names the new place:
   the same module object under its new name (:data:`MOVED_MODULES`);
 - a name of 0.2's ``models`` face that the 0.3 face no longer lists (``models.Router``) is
   looked up in its new module by ``models.__getattr__`` (:data:`MOVED_NAMES`,
-  :func:`models.engine.faces.lazy_face`).
+  :func:`topo.faces.lazy_face`).
 
 :class:`MovedModuleFinder` is the import hook; ``models/__init__.py`` installs it once.
 

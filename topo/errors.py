@@ -50,8 +50,8 @@ class LimitError(DgxTopoError):
         The work refused, in words.
     keyword : str
         The keyword argument whose limit was exceeded (``max_sets``, ``max_pairs``, ...).
-    size, limit : int
-        The work asked for and the limit.
+    size, limit : int or float
+        The work asked for and the limit (a count, or seconds for a time limit).
     message : str or None
         The whole message, where the raiser words it itself (a subclass that says what raising
         the limit costs); None: ``"{what}: {size} is more than {keyword}={limit}"``.
@@ -62,7 +62,7 @@ class LimitError(DgxTopoError):
     '12870 sets of 8 GPUs: 12870 is more than max_sets=100'
     """
 
-    def __init__(self, what: str, *, keyword: str, size: int, limit: int, message: str | None = None):
+    def __init__(self, what: str, *, keyword: str, size: float, limit: float, message: str | None = None):
         super().__init__(f"{what}: {size} is more than {keyword}={limit}" if message is None else message)
         self.what, self.keyword, self.size, self.limit, self.message = what, keyword, size, limit, message
 

@@ -1,7 +1,7 @@
 """Package faces: a few names a user calls, each imported from its module on first use.
 
-The one helper of the ``topo`` and ``models`` faces (``models.engine.faces`` is this module's,
-under the name the models' faces use): it lives on the ground floor, which ``topo`` may import.
+The one helper of the ``topo`` and ``models`` faces: it lives on the ground floor, which ``topo``
+may import and every floor of ``models`` imports from.
 
 A face (a package's ``__init__``) lists what a user calls, about 30 names, and imports nothing
 until one of them is asked for (PEP 562 module ``__getattr__``), so that importing one module of

@@ -408,8 +408,8 @@ def explain(result) -> str:
 
     Parameters
     ----------
-    result : CollectiveEstimate, Measured, P2PResult, Bound, Check, Cut, TreePacking, NetworkLoad, NicPath,
-        Parameter or PipelineFill
+    result : CollectiveEstimate, CollectiveSteps, Measured, P2PResult, Bound, Check, Cut, TreePacking,
+        NetworkLoad, NicPath, Parameter or PipelineFill
 
     Returns
     -------

@@ -26,7 +26,7 @@ The layers, in the order data flows (each imports only the ones before it):
 
 from types import MappingProxyType
 
-from ..faces import lazy_face
+from topo.faces import lazy_face
 
 # What a user calls, and the module that defines it (imported on first use: importing one module of
 # this package does not import its siblings).

@@ -8,7 +8,7 @@ only). Only the page's module imports plotly; the face imports each module on fi
 
 from types import MappingProxyType
 
-from ...engine.faces import lazy_face
+from topo.faces import lazy_face
 
 # What a user calls, and the module that defines it (imported on first use).
 _FACE = MappingProxyType({
