@@ -279,11 +279,19 @@ def test_plan_calibrated(capsys):
     assert status == 0 and len(json.loads(out)["layouts"]) == 2
 
 
-def test_plan_that_does_not_fit_exits_1_with_the_verdict(capsys):
-    status, out, _ = run(capsys, "plan", "gpt3-175b", "--system", "dgx1v")
-    assert status == 1 and "does not fit: out of memory" in out
-    status, out, _ = run(capsys, "plan", "gpt3-175b", "--system", "dgx1v", "--json")
-    assert status == 1 and json.loads(out)["fits"] is False
+def test_plan_that_does_not_fit_exits_2_with_the_verdict_and_one_line(capsys):
+    """The verdict and its numbers on stdout (text or JSON), one line on stderr saying why, status 2."""
+    status, out, err = run(capsys, "plan", "gpt3-175b", "--system", "dgx1v")
+    assert status == 2 and "does not fit: out of memory" in out
+    assert err == ("dgxtopo: error: gpt3-175b does not fit on DGX-1V: tp8 pp1 dp1 zero0 mb1 rc=full sp tp-dp-pp: "
+                   "out of memory: needs 349.9 GB of 17.2 GB (weights 43.7, gradients 43.7, optimizer 261.9, "
+                   "activations 0.7) per GPU\n")
+    status, out, err = run(capsys, "plan", "gpt3-175b", "--system", "dgx1v", "--json")
+    assert status == 2 and json.loads(out)["fits"] is False and err.count("\n") == 1
+    status, out, err = run(capsys, "plan", "gpt3-175b", "--system", "dgx1v", "--search", "--top", "2", "--json")
+    layouts = json.loads(out)["layouts"]
+    assert status == 2 and not any(p["fits"] for p in layouts) and err.count("\n") == 1
+    assert err.startswith("dgxtopo: error: no layout of gpt3-175b fits on DGX-1V; the closest, ")
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -1353,7 +1353,7 @@ def _plan(args) -> int:
             _print_json(data)
         else:
             print(best.to_json())
-        return 0 if fits else 1
+        return 0 if fits else _does_not_fit(best, result if args.search else None)
     if args.search:
         print(format_search(result, top=top))
         if args.calibrate is not None:
@@ -1362,7 +1362,19 @@ def _plan(args) -> int:
         print(format_plan(best, verbose=True))
     if args.out is not None:
         print(f"wrote {args.out}")
-    return 0 if fits else 1
+    return 0 if fits else _does_not_fit(best, result if args.search else None)
+
+
+def _does_not_fit(best, result) -> int:
+    """A job that fits nowhere is a request the fabric cannot meet: the verdict and its numbers are
+    printed on standard output, and one line on standard error says why, with exit status 2."""
+    if result is not None:  # --search: the layout closest to fitting says what is missing
+        best = min(result.plans, key=lambda p: p.memory.total)
+        what = f"no layout of {best.workload} fits on {best.fabric}; the closest,"
+    else:
+        what = f"{best.workload} does not fit on {best.fabric}:"
+    print(f"dgxtopo: error: {what} {best.layout.label()}: {best.reason}", file=sys.stderr)
+    return 2
 
 
 def _gpus_arguments(parser) -> None:
@@ -1520,8 +1532,8 @@ COMMANDS: list[Command] = tuple([
             _whatif_arguments, _whatif_sweep, epilog="Failures (--fail-each): " + _FAIL_EACH_HELP + "."),
     Command("plan", "a training step on a fabric: the best layout and where the time goes",
             _plan_arguments, _plan, epilog=lambda: "Workloads (WORKLOAD): " + _workload_grammar() + ". Exit "
-            "status: 0 when the layout fits (with --search: when one does), 1 when none fits (the "
-            "verdict and its numbers are printed), 2 for bad input."),
+            "status: 0 when the layout fits (with --search: when one does); 2 when none fits (the "
+            "verdict and its numbers are printed, and one line on standard error says why) and for bad input."),
     Command("gpus", "GPU generations ranked for a workload", _gpus_arguments, _gpus,
             epilog=lambda: "Workloads (WORKLOAD): " + _workload_grammar() + "."),
     Command("simulate", "a training step or your task graph as a timeline: overlap and shared links",
@@ -1640,8 +1652,8 @@ def _complete(parser) -> None:
 
 
 def main(argv=None) -> int:
-    """Run ``dgxtopo``; returns the exit status (0; 1 when ``plan`` finds no layout that fits; 2 for
-    bad input; 130 when interrupted)."""
+    """Run ``dgxtopo``; returns the exit status (0; 2 for bad input and when ``plan`` finds no layout
+    that fits; 130 when interrupted)."""
     try:
         completing = "_ARGCOMPLETE" in os.environ  # shell completion asks (the completion extra)
         parser = build_parser(None if completing else _command_of(sys.argv[1:] if argv is None else argv))
@@ -1656,7 +1668,7 @@ def main(argv=None) -> int:
                 _subcommand_parser(parser, args.command).error(f"unrecognized arguments: {' '.join(extra)}")
         except SystemExit as exit_:  # --help and --version print and stop here
             return int(exit_.code or 0)
-        status = args.run(args)  # plan: 1 when no layout fits (the verdict is printed)
+        status = args.run(args)  # plan: 2 when no layout fits (the verdict is printed)
         if getattr(args, "deprecation", None):
             print(args.deprecation, file=sys.stderr)
     except LimitError as error:
