@@ -340,7 +340,8 @@ class Plan:
     analytical_step_time : float
         The analytical first pass's step (equal to ``step_time`` when analytical). [s]
     timing_note : str
-        Why an analytical plan was not simulated ('' when simulated).
+        Why an analytical plan was not simulated; for a simulated one, that an ``overlap``
+        fraction between 0 and 1 shaped only the first pass ('' otherwise).
     """
 
     workload: str
@@ -1013,6 +1014,8 @@ def _simulate_plans(w, ctx: _Context, plans, count: int, max_events: int, cm=Non
     # the schedule's to honour: one bucket after the backward. Other fractions are the first
     # pass's; the simulation overlaps the buckets as the backward produces them.
     bucket = ctx.bucket if ctx.overlap > 0 else math.inf
+    fraction_note = (f"overlap={ctx.overlap:g} shapes the first pass only: the simulation overlaps the gradient "
+                     f"buckets as the schedule allows" if 0 < ctx.overlap < 1 else "")
     why = {}
     chosen = []
     budget = max_events
@@ -1045,7 +1048,8 @@ def _simulate_plans(w, ctx: _Context, plans, count: int, max_events: int, cm=Non
                 why[id(p)] = f"its simulation needs {error.size} events, beyond the budget max_events={max_events}"
                 continue
             done[id(p)] = dataclasses.replace(p, step_time=result.step_time,
-                                              components=_simulated_components(p, result), timing="simulated")
+                                              components=_simulated_components(p, result), timing="simulated",
+                                              timing_note=fraction_note)
     out = [done.get(id(p)) or (dataclasses.replace(p, timing_note=why[id(p)]) if id(p) in why else p)
            for p in plans]
     out.sort(key=lambda p: (not p.fits, not p.simulated, p.step_time, p.memory.total, p.layout.label()))
@@ -1540,7 +1544,8 @@ def format_plan(p: Plan, verbose: bool = False) -> str:
     lines.append(f"  step {p.step_time * 1e3:.1f} ms; {p.samples_per_s:.2f} samples/s, "
                  f"{p.tokens_per_s:,.0f} tokens/s; binding: {p.binding()}")
     if p.simulated:
-        lines.append(f"  timing: simulated (the analytical first pass: {p.analytical_step_time * 1e3:.1f} ms)")
+        lines.append(f"  timing: simulated (the analytical first pass: {p.analytical_step_time * 1e3:.1f} ms"
+                     f"{f'; {p.timing_note}' if p.timing_note else ''})")
     else:
         lines.append(f"  timing: analytical{f' ({p.timing_note})' if p.timing_note else ''}")
     lines.append(f"  per GPU: {p.model_tflops_per_gpu:.1f} TFLOP/s of model FLOPs (MFU {p.mfu:.1%}), "

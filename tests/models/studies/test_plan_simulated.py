@@ -157,3 +157,14 @@ def test_overlap_zero_reduces_every_gradient_after_the_backward(dgxh100):
     assert after.simulated
     assert after.component("dp_comm").exposed == pytest.approx(after.component("dp_comm").time, rel=1e-9)
     assert plan(SMALL, dgxh100, **options).step_time < after.step_time
+
+
+def test_an_overlap_fraction_shapes_the_first_pass_and_the_simulated_plan_says_so(dgxh100):
+    """Between 0 and 1 the fraction is the analytical pass's knob: the simulated step comes from
+    the schedule (the same as with full overlap) and the plan names the fraction it did not use."""
+    options = dict(tp=1, pp=1, dp=8, zero=0, global_batch=16, recompute="none", bucket=2.0**20)
+    half, full = plan(SMALL, dgxh100, overlap=0.5, **options), plan(SMALL, dgxh100, overlap=1.0, **options)
+    assert half.simulated and full.simulated and half.step_time == full.step_time
+    assert half.analytical_step_time > full.analytical_step_time
+    assert half.timing_note.startswith("overlap=0.5 shapes the first pass only") and full.timing_note == ""
+    assert "; overlap=0.5 shapes the first pass only" in format_plan(half)
