@@ -62,10 +62,10 @@ payload rate of all 12 links through the NVSwitches: 12 x 25 GB/s x 16/17 (256-b
 payloads, [S31]) = 282.4 GB/s one way, 564.7 both ways, the packet framing of NVLink 1/2 being
 the only loss. The one measured copy over NVSwitch of a later generation in the sources, an HGX
 H100's p2pBandwidthLatencyTest ([S32]), moves 371-377 of 450 GB/s one way (82-84 %) and 783 of
-900 both ways (87 %), where the same assumption gives 423.5 and 847.1, 11-14 % above; so a copy
-engine over two NVLink hops falls short of the wire by more than its framing (its read and
-write requests, the switch's handling and the acknowledgements coming back are not in the
-model) [U]. The A100 figure is therefore most likely above what is measured, by the share the
+900 both ways (87 %), where the same assumption gives 423.5 and 847.1, 12-14 % above one way
+and 8 % both ways; so a copy engine over two NVLink hops falls short of the wire by more than
+its framing (its read and write requests, the switch's handling and the acknowledgements
+coming back are not in the model) [U]. The A100 figure is therefore most likely above what is measured, by the share the
 copy engine loses. Not fixed: no A100 copy is in the data, and carrying the H100 shortfall to
 NVLink 3 would carry an efficiency across generations.
 
