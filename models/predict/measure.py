@@ -104,15 +104,18 @@ that they fall further short. Not fixed: no measurement of NVLink 4 is in the da
 residual is not an H200 fact unless the H100 runs lack it.
 
 *An 8x V100 cube-mesh server, 8 B - 128 MB, with a 2019 release (NCCL 2.4.8 here).* Most of that
-range is the plateau ``max(host term, NCCL's latency)``: NCCL 2.4.8's ring LL latency is 3.6 +
-14 x 0.4 = 9.2 us (its src/graph/tuning.cc ``baseLat``, ``hwLat``), the host term 4.99 us per
-GPU a thread launches (39.9 us at ``-g 8``), fitted on a DGX-2's host (Xeon 8168, 2020) and
-assumed for a DGX-1V's (Xeon E5-2698 v4) [U]; mid sizes follow 2.4.8's LL-to-Simple switch (no
-LL128 before 2.5.6), with no pipeline difference from the reference (above); 32-128 MB run at
-the NVLink 2 ratio 0.971 of NCCL 2.4's 21 GB/s per link. An error near 15 % over the whole
-curve, in time, sits in the plateau, which neither source measures on that host: the launch
-cost of a Broadwell host and CUDA of 2019, and whether the run used one process per GPU. Not
-fixed: the plateau can only be fitted to a run of that machine, and none is in the data.
+range is the plateau ``max(host term, NCCL's latency)``, and neither half of it is a fact of that
+machine or release. NCCL before 2.5 has no tuning model: the profile prices 2.4's rings with
+v2.5.7's latency tables [U] (:mod:`models.engine.nccl.profiles`; ring LL 3.6 + 14 x 0.4 = 9.2
+us on 8 ranks), while 2.4 itself picks LL or Simple by its size threshold alone; the host term,
+4.99 us per GPU a thread launches (39.9 us at ``-g 8``), was fitted on a DGX-2's host (Xeon
+8168, 2020) and is assumed for a DGX-1V's (Xeon E5-2698 v4) [U]. Mid sizes follow 2.4's LL to
+Simple switch (no LL128 before 2.5.6), with no pipeline difference from the reference (above);
+32-128 MB run at the NVLink 2 ratio, 0.971 of the 21 GB/s per link the profile counts. An error
+near 15 % over the whole curve, in time, sits in that plateau: what a 2019 release spends per
+step and per launch on that host, which no source here measures. Not fixed: it can only be
+fitted to a run of that machine and release, and none is in the data. (A late-2019 run of
+2.5.6 would be priced by the 2.5.7 profile, whose tables are NCCL's own.)
 """
 
 from __future__ import annotations
