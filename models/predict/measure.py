@@ -64,9 +64,9 @@ hosts, PCIe 3.0's (``dma:pcie3_x16``), was fitted to the DGX-1V p2pBandwidthLate
 Each release's pipeline adds no time
 ------------------------------------
 The runs were taken with a 2.5-era release, whose pipeline constants every later profile
-shares (:mod:`models.engine.nccl.pipelining`), so the fitted constants would hold that
-release's pipeline fill, and another release could only add the difference of its fill from
-it. That difference is not added, for two reasons from the sources and the data:
+shares (:mod:`models.engine.nccl.pipelining`), so whatever fill those runs show is already in
+the fitted constants, and another release could only add the difference of its fill from
+that release's. That difference is not added, for two reasons from the sources and the data:
 
 - it is zero for every release but v2.3, and for v2.3's ring collectives (same 2 MiB chunks
   posted 1 MiB at a time, and a ring has no fill); v2.3's chains (broadcast, reduce) post
@@ -85,8 +85,8 @@ Residuals on machines without data here
 ---------------------------------------
 *DGX H200, NVLS and ring at 8-16 GiB.* The model predicts a DGX H200 exactly as a DGX H100
 (447.7 GB/s busbw NVLS, 345.2 ring, all_reduce 8 GiB on 8 GPUs): NCCL does (both are compute
-capability 9.0: 20.6 GB/s per NVLink, ``ncclTopoNVLinkBw``, NVIDIA/nccl v2.27.7-1
-src/graph/topo.h; the same sm90 NVLS channel count, src/graph/tuning.cc), and so does the
+capability 9.0, and NCCL keys its NVLink figure, 20.6 GB/s per link, ``ncclTopoNVLinkBw``,
+NVIDIA/nccl v2.27.7-1 src/graph/topo.h, and its NVLS channel count on it alone), and so does the
 hardware the collectives use: 18 NVLink 4 links to the same NVSwitch gen3 chips, 132 SMs
 (:data:`topo.specs.GPUS` ``"H200"``, [S43]). What differs is HBM3e, 4.8 TB/s against HBM3's
 3.35 ([S105], [S106]), and it cannot move these figures: a ring all_reduce (Simple) reads
@@ -94,8 +94,7 @@ and writes about ``6 (n - 1) / n`` = 5.25 bytes of a GPU's memory per byte of al
 of either half: the chunk arriving into its FIFO, the FIFO read, the input read or the output
 write), 1.04 TB/s at the predicted 197 GB/s, under a third of H100's; NVLS, with the reduction
 and the multicast in the switch, about 2 bytes (each GPU's data read by the switch once, the
-result written back once), 0.51 TB/s. Memory binds neither, on either
-GPU. Which way the H200 runs are off is not in the sources here; the one factor NVLS and ring
+result written back once), 0.51 TB/s. Memory binds neither, on either GPU. Which way the H200 runs are off is not in the sources here; the one factor NVLS and ring
 share is the NVLink 4 ratio, 0.960 of NCCL's figure (25 GB/s x the 16/17 packet framing of
 NVLink 1/2 x the 0.8405 kernel efficiency fitted on NVLink 2, both [U] on NVLink 4): a model
 5-7 % below the measurement means NVLink 4 kernels (and NVLS's switch-side reduce and
