@@ -6,7 +6,10 @@ latency term (the pipeline fill: NCCL's base latency plus one hardware latency p
 of the algorithm, :mod:`models.engine.nccl.tuning`), the rest is the data moving at the
 bandwidth NCCL's channels reach, scaled by what the links achieve and what the network gives
 (:mod:`models.predict.measure`). :class:`Decomposer` keeps exactly those two phases and adds what
-running *beside other work* needs: which links the data phase fills, and how much of each.
+running *beside other work* needs: which links the data phase fills, and how much of each. A
+release's chunk and slice pipeline (:mod:`models.engine.nccl.pipelining`) adds to neither phase,
+as it adds nothing to the estimate (:mod:`models.predict.measure`, "Each release's pipeline adds
+no time").
 
 Link usage of the data phase (the fraction of a link's capacity the collective fills when it
 runs alone), from the channels the estimate ran on:

@@ -60,6 +60,61 @@ Everything else (other link classes, generations, the network) is predicted from
 nothing is fitted to a network (``nic_efficiency`` is 1 [U]); the one PCIe DMA figure across
 hosts, PCIe 3.0's (``dma:pcie3_x16``), was fitted to the DGX-1V p2pBandwidthLatencyTest row
 (:data:`models.predict.p2p.EFFICIENCIES`) and is used for PCIe 3.0 alone.
+
+Each release's pipeline adds no time
+------------------------------------
+The runs were taken with a 2.5-era release, whose pipeline constants every later profile
+shares (:mod:`models.engine.nccl.pipelining`), so whatever fill those runs show is already in
+the fitted constants, and another release could only add the difference of its fill from
+that release's. That difference is not added, for two reasons from the sources and the data:
+
+- it is zero for every release but v2.3, and for v2.3's ring collectives (same 2 MiB chunks
+  posted 1 MiB at a time, and a ring has no fill); v2.3's chains (broadcast, reduce) post
+  256 KiB sub-steps, not 512 KiB slices, so their difference is negative, never positive;
+- the fitted constants do not hold the reference's fill: the runs leave at most a fifth of the
+  store-and-forward fill the reference's slices give (:data:`FILL_NOTE`), so subtracting it
+  removes time the model never had. For a 4 MiB broadcast with NCCL 2.3.7 on 8 P100s (8
+  channels, 512 KiB each) the difference is 6 x (256 - 512) KiB x 8 channels = -12 MiB of
+  transfer, -199 us, against a whole predicted time of 120 us.
+
+The fill is therefore shown (:func:`pipeline_fill`), not added; the simulator's decomposition
+(:mod:`models.predict.decompose`) takes the same time, so a lone collective still equals its
+estimate.
+
+Residuals on machines without data here
+---------------------------------------
+*DGX H200, NVLS and ring at 8-16 GiB.* The model predicts a DGX H200 exactly as a DGX H100
+(447.7 GB/s busbw NVLS, 345.2 ring, all_reduce 8 GiB on 8 GPUs): NCCL does (both are compute
+capability 9.0, and NCCL keys its NVLink figure, 20.6 GB/s per link, ``ncclTopoNVLinkBw``,
+NVIDIA/nccl v2.27.7-1 src/graph/topo.h, and its NVLS channel count on it alone), and so does the
+hardware the collectives use: 18 NVLink 4 links to the same NVSwitch gen3 chips, 132 SMs
+(:data:`topo.specs.GPUS` ``"H200"``, [S43]). What differs is HBM3e, 4.8 TB/s against HBM3's
+3.35 ([S105], [S106]), and it cannot move these figures: a ring all_reduce (Simple) reads
+and writes about ``6 (n - 1) / n`` = 5.25 bytes of a GPU's memory per byte of algbw (per step
+of either half: the chunk arriving into its FIFO, the FIFO read, the input read or the output
+write), 1.04 TB/s at the predicted 197 GB/s, under a third of H100's; NVLS, with the reduction
+and the multicast in the switch, about 2 bytes (each GPU's data read by the switch once, the
+result written back once), 0.51 TB/s. Memory binds neither, on either GPU. Which way the H200 runs are off is not in the sources here; the one factor NVLS and ring
+share is the NVLink 4 ratio, 0.960 of NCCL's figure (25 GB/s x the 16/17 packet framing of
+NVLink 1/2 x the 0.8405 kernel efficiency fitted on NVLink 2, both [U] on NVLink 4): a model
+5-7 % below the measurement means NVLink 4 kernels (and NVLS's switch-side reduce and
+multicast, which are not SM copies at all) reach NCCL's own 20.6 per link or more; 5-7 % above,
+that they fall further short. Not fixed: no measurement of NVLink 4 is in the data, and the
+residual is not an H200 fact unless the H100 runs lack it.
+
+*An 8x V100 cube-mesh server, 8 B - 128 MB, with a 2019 release (NCCL 2.4.8 here).* Most of that
+range is the plateau ``max(host term, NCCL's latency)``, and neither half of it is a fact of that
+machine or release. NCCL before 2.5 has no tuning model: the profile prices 2.4's rings with
+v2.5.7's latency tables [U] (:mod:`models.engine.nccl.profiles`; ring LL 3.6 + 14 x 0.4 = 9.2
+us on 8 ranks), while 2.4 itself picks LL or Simple by its size threshold alone; the host term,
+4.99 us per GPU a thread launches (39.9 us at ``-g 8``), was fitted on a DGX-2's host (Xeon
+8168, 2020) and is assumed for a DGX-1V's (Xeon E5-2698 v4) [U]. Mid sizes follow 2.4's LL to
+Simple switch (no LL128 before 2.5.6), with no pipeline difference from the reference (above);
+32-128 MB run at the NVLink 2 ratio, 0.971 of the 21 GB/s per link the profile counts. An error
+near 15 % over the whole curve, in time, sits in that plateau: what a 2019 release spends per
+step and per launch on that host, which no source here measures. Not fixed: it can only be
+fitted to a run of that machine and release, and none is in the data. (A late-2019 run of
+2.5.6 would be priced by the 2.5.7 profile, whose tables are NCCL's own.)
 """
 
 from __future__ import annotations
@@ -619,7 +674,9 @@ class PipelineFill:
 #: Why the chain fill is described but not added to the predicted time.
 FILL_NOTE = ("the 2.5-era DGX-2 broadcast and reduce runs, 12 ranks, leave 5-25 us beside the host "
              "term for it at 1-8 GiB, where 10 slices of 512 KiB would take ~257 us: NCCL's "
-             "kernels forward finer than a posted slice [U]; tests/data/dgx2_12gpu_nccl_tests.json")
+             "kernels forward finer than a posted slice [U]; tests/data/dgx2_12gpu_nccl_tests.json; "
+             "no release's pipeline differs from that release's but v2.3's chains, which post "
+             "smaller slices")
 
 
 def pipeline_fill(e: Any, profile: NcclProfile, achieved_ratio: float | np.ndarray = 1.0) -> PipelineFill | None:

@@ -41,6 +41,32 @@ Per release (:data:`RELEASES`, one :class:`PipelineConstants` per profile of
 [U] Only the tags the profiles name were meant; the constants above were not re-read at every one
 of them (see :attr:`PipelineConstants.uncertain`).
 
+What the releases change, against the reference (v2.27.7-1)
+------------------------------------------------------------
+The measurement model was fitted to runs of a 2.5-era release (:mod:`models.predict.measure`),
+so a release's pipeline could only matter through its *difference* from v2.5.7's, which every
+later profile shares. From the constants above:
+
+- v2.4 and later: the Simple buffer, ``NCCL_STEPS``, the chunk and slice steps are v2.5.7's; only
+  v2.4's LL runs 256 threads, not 512, and LL forwards line by line (no slice to fill). No
+  difference at any size, for any collective or protocol.
+- v2.3, ring collectives (all_reduce, all_gather, reduce_scatter): a chunk of ``SUBSTEPS`` 2
+  sub-steps of 1 MiB is 2 MiB, posted 1 MiB at a time, exactly v2.5's ``CHUNKSTEPS`` 4 and
+  ``SLICESTEPS`` 2 steps of 512 KiB; and a ring has no fill in either. No difference.
+- v2.3, chains (broadcast, reduce): the posted unit is a 256 KiB sub-step, v2.5's a 512 KiB
+  slice. The store-and-forward fill (:meth:`Pipelining.fill_bytes`) is smaller in v2.3, never
+  larger: a chain of v2.3 fills *faster*.
+
+No pipeline term is added to predicted times (:data:`models.predict.measure.FILL_NOTE`): the
+2.5-era runs show at most a fifth of the reference's store-and-forward fill, so the fitted
+constants do not hold it, and the difference for a v2.3 chain, subtracted from a time that never
+held the reference's fill, can exceed the transfer time itself (a broadcast of 4 MiB on 8 P100s:
+-199 us against a transfer of 66 us). What v2.3 does differ in is not a size of its pipeline:
+each loop runs all ``SUBSTEPS`` flag handshakes of the fixed half-buffer, empty ones included,
+where v2.5 runs one per slice of the chunk [U] (v2.3.7-1 src/collectives/device/primitives.h,
+``GenericOp``; not re-read at the tag); what one handshake costs is a hardware latency no
+source here gives.
+
 Examples
 --------
 >>> from models.engine.nccl.pipelining import pipelining

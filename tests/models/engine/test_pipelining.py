@@ -124,3 +124,47 @@ def test_bad_requests(args, error, match):
 def test_bad_counts(call, error, match):
     with pytest.raises(error, match=match):
         call(pipelining("2.27.7", "broadcast", "Simple"))
+
+
+# ------------------------------------------------- what each release changes against the reference
+def _fill(release, collective, protocol, nbytes, nchannels, nranks):
+    return pipelining(release, collective, protocol).fill_bytes(nbytes, nchannels, nranks)
+
+
+@pytest.mark.parametrize("release", [v for v, p in PROFILES.items() if p.first >= (2, 4, 0)])
+def test_no_release_from_2_4_fills_differently_from_the_reference(release):
+    """v2.4.8 on share v2.5.7's Simple buffer, NCCL_STEPS, chunk and slice steps; LL and LL128
+    forward line by line: the fill of every collective, protocol and size equals the reference's."""
+    protocols = ["LL", "Simple"] + (["LL128"] if PROFILES[release].first >= (2, 5, 0) else [])
+    for collective in PIPELINE_COLLECTIVES:
+        for protocol in protocols:
+            for nbytes in (1, 300 * 1024, 4 * MiB, 2**30):
+                assert _fill(release, collective, protocol, nbytes, 8, 8) == \
+                    _fill("2.27.7", collective, protocol, nbytes, 8, 8)
+
+
+@pytest.mark.parametrize("release", ["2.3.5", "2.3.7"])
+@pytest.mark.parametrize("collective", ["all_reduce", "all_gather", "reduce_scatter"])
+def test_v2_3_rings_move_the_reference_units(release, collective):
+    """v2.3: SUBSTEPS 2 sub-steps of 4 MiB / (BUFCHUNKS 2 x 2) = 1 MiB make a 2 MiB chunk posted
+    1 MiB at a time; v2.5: CHUNKSTEPS 4 and SLICESTEPS 2 steps of 4 MiB / 8 = 512 KiB: the same."""
+    old, ref = pipelining(release, collective, "Simple"), pipelining("2.27.7", collective, "Simple")
+    assert (old.chunk_bytes, old.slice_bytes) == (ref.chunk_bytes, ref.slice_bytes) == (2 * MiB, MiB)
+    assert old.fill_slices(8) == ref.fill_slices(8) == 0
+
+
+@given(st.integers(1, 2**33), st.integers(1, 32), st.integers(2, 16))
+@settings(max_examples=60, deadline=None)
+def test_v2_3_chains_never_fill_more_than_the_reference(nbytes, nchannels, nranks):
+    """A v2.3 chain posts 256 KiB sub-steps (4 MiB / (2 x SUBSTEPS 8)), the reference 512 KiB
+    slices: its fill is the reference's while a channel holds at most 256 KiB, and half of it
+    once a channel holds 512 KiB or more."""
+    for collective in ("broadcast", "reduce"):
+        old = _fill("2.3.7", collective, "Simple", nbytes, nchannels, nranks)
+        ref = _fill("2.27.7", collective, "Simple", nbytes, nchannels, nranks)
+        per_channel = math.ceil(nbytes / nchannels)
+        assert old <= ref
+        if per_channel <= 256 * 1024:
+            assert old == ref
+        if per_channel >= 512 * 1024:
+            assert old == ref / 2

@@ -244,3 +244,25 @@ def test_point_to_point_flows_across_hosts_count_every_reachable_nic():
                          if G.edges[edge]["kind"] == "pcie"])
     m = models.estimate(G, "sendrecv", 2**28).measurement
     assert {p.nic for p in m.nic_paths} == {"h0.mlx5_1", "h0.mlx5_2", "h0.mlx5_3"}
+
+
+def test_dgx_h200_is_predicted_as_a_dgx_h100_and_memory_binds_neither():
+    """The H200 residual's first question (models.predict.measure, "Residuals"): NCCL and the
+    fabric see the same GPU (sm90, 18 NVLink 4 links, NVSwitch gen3), so the prediction is the
+    same; HBM (3.35 TB/s H100, 4.8 TB/s H200, [S105] [S106]) could only separate them if a
+    collective used most of it: a ring all_reduce touches about 6 (n - 1) / n bytes of a GPU's
+    memory per byte of algbw, NVLS about 2 (the switch reads each GPU's data, the result is
+    written back), both well under H100's."""
+    n = 8
+    touched = {"ring": 6 * (n - 1) / n, "nvls": 2.0}
+    busbw = {}
+    for system, memory in (("dgxh100", 3.35e12), ("dgxh200", 4.8e12)):
+        G = topo.build(system)
+        hbm = min(d["memory_bandwidth"] for _, d in G.nodes(data=True) if d.get("kind") == "gpu")
+        assert hbm == pytest.approx(memory)
+        for algorithm, per_byte in touched.items():
+            m = measured(models.estimate(G, "all_reduce", 2**33, algorithm=algorithm), G)
+            busbw[system, algorithm] = m.busbw
+            assert m.algbw * per_byte < 3.35e12 / 3
+    for algorithm in touched:
+        assert busbw["dgxh100", algorithm] == busbw["dgxh200", algorithm]

@@ -30,6 +30,7 @@ def test_explain_names_the_release_and_its_pipeline():
     assert "NCCL release 2.3.7 (v2.3.7-1): rings from NVLink counts, no trees, LL/Simple by size " \
            "threshold, no LL128" in text
     assert "pipeline: Simple broadcast (chain) of NCCL 2.3.7: steps of 262144 B" in text
+    assert "not added (" in text and "but v2.3's chains, which post smaller slices)" in text
 
 
 def test_pipeline_fill_of_a_chain_and_of_a_ring():
@@ -69,3 +70,25 @@ def test_the_dgx2_runs_leave_no_room_for_a_slice_fill():
         fill = fabric.estimate(collective, 2**30, runs["cuda_visible_devices"]).measurement.pipeline
         assert fill.fill_slices == 10 and fill.fill_time > 200e-6
         assert room < fill.fill_time / 5, (collective, room, fill.fill_time)
+
+
+def test_a_release_fill_difference_would_remove_time_the_model_never_had():
+    """Why no release's pipeline adds time (models.predict.measure, "Each release's pipeline adds
+    no time"). By hand, from the sources' constants: a 4 MiB broadcast with NCCL 2.3.7 on the 8
+    P100s of a DGX-1 runs 8 channels of 512 KiB; v2.3 posts 4 MiB / (BUFCHUNKS 2 x SUBSTEPS 8) =
+    256 KiB sub-steps, the reference 4 MiB / NCCL_STEPS 8 = 512 KiB slices; 6 slices to fill
+    (8 ranks - 2). The difference, 6 x (256 - 512) KiB x 8 channels = -12 MiB, is 3 times the
+    whole transfer: added to a time that holds none of the reference's fill, it would leave a
+    negative time."""
+    from models.engine.nccl.pipelining import pipelining
+
+    KiB = 1024
+    e = Estimator(topo.dgx1(), profile="2.3.7").estimate("broadcast", 4 * 2**20)
+    m = e.measurement
+    assert (str(e.algorithm), str(e.protocol), int(e.nchannels)) == ("ring", "Simple", 8)
+    by_hand = 6 * (256 * KiB - 512 * KiB) * 8
+    ref = pipelining("2.27.7", "broadcast", "Simple").fill_bytes(4 * 2**20, 8, 8)
+    assert m.pipeline.fill_bytes - ref == by_hand == -3 * 4 * 2**20
+    achieved = float(m.nccl_bandwidth) * m.ratio
+    assert m.time + by_hand / achieved < 0
+    assert m.time == pytest.approx(m.startup + 4 * 2**20 / achieved)    # no fill in the time
