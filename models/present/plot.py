@@ -27,13 +27,14 @@ import math
 from types import MappingProxyType
 
 import numpy as np
+import plotly.colors as pcolors
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 import topo
 from topo.errors import DgxTopoError
 from topo.plot import fabric_figure
-from topo.plot_style import COLORWAY, axis_title, log_axis, style_figure
+from topo.plot_style import COLORWAY, axis_title, build_figure, log_axis, style_figure, style_layout
 from topo.units import to_GBps, to_us
 
 from ..engine.nccl.search import ChannelSearch
@@ -70,21 +71,25 @@ def _layout(fig, title, width, height, default_height):
 def _matrix_figure(matrix, labels, text, hover, *, colorscale, colorbar, x_title, y_title, title,
                    width, height, zmin=None):
     n = len(labels)
-    fig = go.Figure(go.Heatmap(
-        z=[[None if not math.isfinite(v) else v for v in row] for row in matrix],
-        x=labels, y=labels, text=text, texttemplate="%{text}", hovertext=hover,
-        hovertemplate="%{hovertext}<extra></extra>", coloraxis="coloraxis", xgap=1, ygap=1))
     finite = [v for row in matrix for v in row if math.isfinite(v)]
     cmax = max(finite) if finite else 1.0
     limits = {} if zmin is None else dict(cmin=zmin, cmax=cmax if cmax > zmin else zmin + 1.0)
-    fig.update_layout(coloraxis=dict(colorscale=colorscale, colorbar=dict(title=dict(text=colorbar)), **limits))
-    fig.update_xaxes(title_text=x_title, type="category", side="top", showgrid=False)
-    fig.update_yaxes(title_text=y_title, type="category", autorange="reversed", showgrid=False)
+    heatmap = dict(type="heatmap", z=[[None if not math.isfinite(v) else v for v in row] for row in matrix],
+                   x=list(labels), y=list(labels), text=text, texttemplate="%{text}", hovertext=hover,
+                   hovertemplate="%{hovertext}<extra></extra>", coloraxis="coloraxis", xgap=1, ygap=1)
     size = max(340, min(900, 110 + 44 * n))
-    fig = _layout(fig, title, width, height, size)
+    layout = style_layout(title=title, width=width, height=height, default_height=size)
     # The title at the top, clear of the x axis and its title, which stand above the matrix.
-    fig.update_layout(margin=dict(t=110), title=dict(y=1.0, yanchor="top", pad=dict(t=12)))
-    return fig
+    layout.setdefault("title", {}).update(y=1.0, yanchor="top", pad=dict(t=12))
+    layout.update(
+        # A named scale as plotly's checks would write it (plotly.js knows other scales by these names).
+        coloraxis=dict(colorscale=pcolors.get_colorscale(colorscale) if isinstance(colorscale, str) else colorscale,
+                       colorbar=dict(title=dict(text=colorbar)), **limits),
+        xaxis=dict(title=dict(text=x_title), type="category", side="top", showgrid=False),
+        yaxis=dict(title=dict(text=y_title), type="category", autorange="reversed", showgrid=False),
+        margin=dict(t=110))
+    # One figure built from plain dicts (plotly checks each property as it is set).
+    return build_figure([heatmap], layout)
 
 
 def _ids(report) -> list:
