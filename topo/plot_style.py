@@ -32,7 +32,7 @@ import math
 import plotly.graph_objects as go
 
 __all__ = ["FONT_FAMILY", "COLORWAY", "GRID_COLOR", "DARK_TEXT", "LIGHT_TEXT", "template", "style_figure",
-           "style_layout", "build_figure", "axis_title", "time_unit", "log_ticks", "log_axis", "text_colour",
+           "style_layout", "build_figure", "draft", "finish", "axis_title", "time_unit", "log_ticks", "log_axis", "text_colour",
            "blend"]
 
 #: The page's font stack (the report's CSS uses the same), so figures and text match.
@@ -98,7 +98,7 @@ def style_figure(fig: go.Figure, *, title: str | None = None, width: int | None 
     title : str, optional
         Left unchanged when None.
     width, height : int, optional
-        [px]; ``height`` None takes ``default_height``.
+        [px]; ``height`` None takes ``default_height``; a size left None is left as it is.
     default_height : int, optional
         [px]
     margin : dict, optional
@@ -108,7 +108,9 @@ def style_figure(fig: go.Figure, *, title: str | None = None, width: int | None 
     -------
     plotly.graph_objects.Figure
     """
-    fig.update_layout(template=template(), width=width, height=height if height is not None else default_height)
+    fig.layout.template = {"layout": _template_layout()}  # assigned: replaces plotly's default
+    sizes = dict(width=width, height=height if height is not None else default_height)
+    fig.update_layout({k: v for k, v in sizes.items() if v is not None})
     if title is not None:
         fig.update_layout(title=dict(text=title))
     if margin:
@@ -122,9 +124,9 @@ def build_figure(data, layout: dict) -> go.Figure:
     plotly checks every property against its schema as it is set, and re-checks every trace,
     shape and annotation a figure already holds each time one is added: a fabric drawing of a
     few thousand links spent most of its time there. The figures of dgx-topo are drawn as plain
-    dicts and turned into a figure here, unchecked (the tests check every figure of the report
-    once, :func:`plotly.io.to_json` with ``validate=True``); the figure returned checks what is
-    changed on it afterwards, as any other.
+    dicts, or on a :func:`draft` figure, unchecked, and the tests check every figure of the
+    report once (``tests/topo/test_plot_style.py``); the figure returned checks what is changed
+    on it afterwards, as any other.
 
     Parameters
     ----------
@@ -147,8 +149,27 @@ def build_figure(data, layout: dict) -> go.Figure:
     ...     print("refused")
     refused
     """
-    fig = go.Figure(dict(data=list(data), layout=layout), _validate=False)
-    # Changes made afterwards are checked again (plotly's own flag, per object).
+    return finish(go.Figure(dict(data=list(data), layout=layout), _validate=False))
+
+
+def draft(fig: go.Figure | None = None) -> go.Figure:
+    """A figure (a new one, or ``fig``, e.g. from ``make_subplots``) on which properties are set
+    unchecked until :func:`finish` (see :func:`build_figure`); add traces to it as dicts.
+
+    >>> fig = draft()
+    >>> fig.add_trace(dict(type="bar", x=["a"], y=[1])).update_layout(barmode="stack") is fig
+    True
+    >>> finish(fig).data[0].type
+    'bar'
+    """
+    fig = go.Figure(_validate=False) if fig is None else fig
+    for obj in (fig, fig.layout, *fig.data):
+        obj._validate = False  # plotly's own flag, per object
+    return fig
+
+
+def finish(fig: go.Figure) -> go.Figure:
+    """``fig`` checking what is set on it again (the end of :func:`draft`); returns it."""
     for obj in (fig, fig.layout, *fig.data):
         obj._validate = True
     return fig
