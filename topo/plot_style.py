@@ -78,7 +78,7 @@ def style_layout(*, title: str | None = None, width: int | None = None, height: 
     >>> sorted(style_layout(title="busbw", default_height=400))
     ['height', 'template', 'title']
     """
-    layout = {"template": {"layout": _template_layout()}}
+    layout: dict = {"template": {"layout": _template_layout()}}
     height = height if height is not None else default_height
     layout.update((k, v) for k, v in (("width", width), ("height", height)) if v is not None)
     if title is not None:
