@@ -125,8 +125,8 @@ def build_figure(data, layout: dict) -> go.Figure:
     shape and annotation a figure already holds each time one is added: a fabric drawing of a
     few thousand links spent most of its time there. The figures of dgx-topo are drawn as plain
     dicts, or on a :func:`draft` figure, unchecked, and the tests check every figure of the
-    report once (``tests/topo/test_plot_style.py``); the figure returned checks what is changed
-    on it afterwards, as any other.
+    report once (``test_every_figure_passes_plotlys_checks``); the figure returned checks what is
+    changed on it afterwards, as any other.
 
     Parameters
     ----------
