@@ -57,7 +57,7 @@ import plotly.graph_objects as go
 
 from .errors import DgxTopoError
 from .layout import CORE_KINDS, fabric_layout
-from .plot_style import blend, style_figure, text_colour
+from .plot_style import blend, build_figure, style_layout, text_colour
 from .schema import ATTRIBUTES, gpus, validate
 from .select import format_gpu_ids
 from .specs import LINKS
@@ -121,6 +121,11 @@ def link_class(data: dict) -> str:
 # ------------------------------------------------------------------------------ routing
 def _polyline_clear(points, obstacles, clearance) -> bool:
     """Whether a polyline stays at least ``clearance`` from every obstacle (arrays, vectorised)."""
+    if len(obstacles) == 0:
+        return True
+    # Only obstacles near the polyline's bounding box can be closer than the clearance.
+    lo, hi = points.min(axis=0) - clearance, points.max(axis=0) + clearance
+    obstacles = obstacles[np.all((obstacles >= lo) & (obstacles <= hi), axis=1)]
     if len(obstacles) == 0:
         return True
     a, b = points[:-1], points[1:]
@@ -236,7 +241,8 @@ class _Points:
 
     def near(self, p) -> bool:
         cx, cy = self._cell(p)
-        return any(np.linalg.norm(p - q) <= self.radius
+        x, y = float(p[0]), float(p[1])
+        return any(math.hypot(x - q[0], y - q[1]) <= self.radius
                    for dx in (-1, 0, 1) for dy in (-1, 0, 1) for q in self.cells.get((cx + dx, cy + dy), ()))
 
 
@@ -432,7 +438,7 @@ def fabric_figure(G, *, pos=None, host_layer: bool = True, edge_values=None,
     bundles = bundles if bundle else []
     node_points = [pos[n] for n in shown]
 
-    fig = go.Figure()
+    fig = _Canvas()
     full = len(fig.data)
     ends = _add_links(fig, G, pairs, routes, paint, unit, node_points, edge_text,
                       details="link details, every link" if bundles else "link details")
@@ -445,9 +451,9 @@ def fabric_figure(G, *, pos=None, host_layer: bool = True, edge_values=None,
         views = (range(full, every), range(every, len(fig.data)))
     if pairs:  # the colour bar, on an invisible point (in both views)
         scale = paint.colour_bar()
-        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name="colour scale",
-                                 marker=dict(color=[scale["cmin"]], showscale=True, **scale),
-                                 hoverinfo="skip", showlegend=False))
+        fig.add_trace(dict(type="scatter", x=[None], y=[None], mode="markers", name="colour scale",
+                           marker=dict(color=[scale["cmin"]], showscale=True, **scale),
+                           hoverinfo="skip", showlegend=False))
     core_kinds = set(CORE_KINDS) if bundles and len(core) <= MAX_LABELLED else set()
     labelled = (set(G.nodes[n]["kind"] for n in shown) if len(shown) <= MAX_LABELLED else core_kinds) \
         if labels is None else (set(G.nodes[n]["kind"] for n in shown) if labels else set())
@@ -456,13 +462,39 @@ def fabric_figure(G, *, pos=None, host_layer: bool = True, edge_values=None,
     _add_groups(fig, G, shown, gpu_nodes, pos, unit)
     if bundles:
         _view_buttons(fig, *views, len(pairs))
-    style_figure(fig, title=title if title is not None else
-                 (f"{G.graph['name']} fabric" if G.graph.get("name") else "fabric"),
-                 width=width, height=height, default_height=_default_height(pos, shown),
-                 margin=dict(l=10, r=10, t=50, b=10))
-    fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.02, xanchor="left", x=0.0),
+    fig.layout.update(style_layout(title=title if title is not None else
+                                   (f"{G.graph['name']} fabric" if G.graph.get("name") else "fabric"),
+                                   width=width, height=height, default_height=_default_height(pos, shown),
+                                   margin=dict(l=10, r=10, t=50, b=10)))
+    fig.layout.update(legend=dict(orientation="h", yanchor="top", y=-0.02, xanchor="left", x=0.0),
                       xaxis=dict(visible=False), yaxis=dict(visible=False, scaleanchor="x", scaleratio=1))
-    return fig
+    return fig.figure()
+
+
+class _Canvas:
+    """The figure while it is drawn, as plain dicts: traces, shapes, annotations and the layout,
+    made one figure at the end (:func:`topo.plot_style.build_figure`; plotly re-checks every
+    trace, shape and annotation of a figure each time one is added)."""
+
+    def __init__(self):
+        self.data, self.shapes, self.annotations, self.layout = [], [], [], {}
+
+    def add_trace(self, trace: dict) -> None:
+        self.data.append({k: v for k, v in trace.items() if v is not None})
+
+    def add_shape(self, **shape) -> None:
+        self.shapes.append(shape)
+
+    def add_annotation(self, **annotation) -> None:
+        self.annotations.append(annotation)
+
+    def figure(self) -> go.Figure:
+        layout = dict(self.layout)
+        if self.shapes:
+            layout["shapes"] = self.shapes
+        if self.annotations:
+            layout["annotations"] = self.annotations
+        return build_figure(self.data, layout)
 
 
 @dataclass(frozen=True)
@@ -561,13 +593,13 @@ def _add_bundles(fig, G, bundles, pos, paint, ends) -> None:
             f"{to_GBps(len(b.switches) * sample['bandwidth']):.4g} GB/s per direction",
             "'every link' (top right) draws them one by one"]))
     for name, (colour, width, dash) in style.items():
-        fig.add_trace(go.Scatter(x=groups[name]["x"], y=groups[name]["y"], mode="lines", name=name,
-                                 line=dict(color=colour, width=width, dash=dash), hoverinfo="skip",
-                                 legendgroup=name))
-    fig.add_trace(go.Scatter(x=hover_x, y=hover_y, mode="markers", name="bundle details",
-                             marker=dict(color=hover_color, size=12, symbol="square",
-                                         line=dict(color="white", width=1.5)),
-                             hovertext=hover_text, hovertemplate="%{hovertext}<extra></extra>", showlegend=False))
+        fig.add_trace(dict(type="scatter", x=groups[name]["x"], y=groups[name]["y"], mode="lines", name=name,
+                           line=dict(color=colour, width=width, dash=dash), hoverinfo="skip",
+                           legendgroup=name))
+    fig.add_trace(dict(type="scatter", x=hover_x, y=hover_y, mode="markers", name="bundle details",
+                       marker=dict(color=hover_color, size=12, symbol="square",
+                                   line=dict(color="white", width=1.5)),
+                       hovertext=hover_text, hovertemplate="%{hovertext}<extra></extra>", showlegend=False))
 
 
 def _box(fig, points, pad, text, where) -> None:
@@ -627,11 +659,11 @@ def _view_buttons(fig, every, bundled, nlinks) -> None:
     node traces and the colour bar are in both)."""
     every, bundled = set(every), set(bundled)
     for i in every:
-        fig.data[i].visible = False
+        fig.data[i]["visible"] = False
 
     def visible(view, hidden):
         return [i not in hidden for i in range(len(fig.data))]
-    fig.update_layout(updatemenus=[dict(
+    fig.layout.update(updatemenus=[dict(
         type="buttons", direction="left", showactive=True, active=0, x=1.0, xanchor="right", y=1.0,
         yanchor="top", pad=dict(t=0, b=0), font=dict(size=12),
         buttons=[dict(label="bundled links", method="restyle", args=[{"visible": visible(bundled, every)}]),
@@ -655,6 +687,7 @@ class _Paint:
     def __init__(self, G, pairs, color_range, edge_values, value_range, value_label, missing_label):
         self.G = G
         self.value_label, self.missing_label = value_label, missing_label
+        self.sampled = {}  # (colour scale, fraction) -> colour: a fabric has few link classes
         bandwidths = [G.edges[u, v]["bandwidth"] for u, v in pairs]
         if color_range is None:
             color_range = (min(bandwidths), max(bandwidths)) if bandwidths else (1e9, 1e9)
@@ -679,7 +712,7 @@ class _Paint:
 
     def _fraction(self, bandwidth) -> float:
         f = (math.log10(to_GBps(bandwidth)) - self.log_lo) / (self.log_hi - self.log_lo)
-        return float(np.clip(f, 0.0, 1.0))
+        return float(min(max(f, 0.0), 1.0))
 
     def link(self, u, v) -> tuple:
         """``(group key, legend name, colour, width, dash)`` of the link u-v."""
@@ -689,14 +722,19 @@ class _Paint:
         dash = _DASH.get(data["kind"], "solid")
         name = link_class(data)
         if self.values is None:
-            colour = pcolors.sample_colorscale(BANDWIDTH_COLORSCALE, [f_bw])[0]
-            return (name,), name, colour, width, dash
+            return (name,), name, self._sample(BANDWIDTH_COLORSCALE, f_bw), width, dash
         value = max((self.values[e] for e in ((u, v), (v, u)) if e in self.values), default=None)
         if value is None:
             return ("unused", dash), self.missing_label, _UNUSED_COLOR, _WIDTH[0], dash
-        f_v = float(np.clip((value - self.vlo) / (self.vhi - self.vlo), 0.0, 1.0))
-        colour = pcolors.sample_colorscale(LOAD_COLORSCALE, [f_v])[0]
+        f_v = float(min(max((value - self.vlo) / (self.vhi - self.vlo), 0.0), 1.0))
+        colour = self._sample(LOAD_COLORSCALE, f_v)
         return (name, colour), name, colour, width, dash
+
+    def _sample(self, scale, fraction) -> str:
+        key = (id(scale), fraction)
+        if key not in self.sampled:
+            self.sampled[key] = pcolors.sample_colorscale(scale, [fraction])[0]
+        return self.sampled[key]
 
     def colour_bar(self) -> dict:
         if self.values is None:
@@ -724,8 +762,9 @@ def _add_links(fig, G, pairs, routes, paint, unit, node_points, edge_text, *, de
         points = routes[u, v]
         for node, (a, b) in ((u, (points[0], points[1])), (v, (points[-1], points[-2]))):
             step = np.asarray(b, dtype=float) - np.asarray(a, dtype=float)
-            if np.linalg.norm(step) > 0:
-                ends[node].append(step / np.linalg.norm(step))
+            length = math.sqrt(step[0] * step[0] + step[1] * step[1])
+            if length > 0:
+                ends[node].append(step / length)
         style.setdefault(key, (name, colour, width, dash))
         kind.setdefault(key, G.edges[u, v]["kind"])
         bandwidth.setdefault(key, G.edges[u, v]["bandwidth"])
@@ -750,16 +789,16 @@ def _add_links(fig, G, pairs, routes, paint, unit, node_points, edge_text, *, de
     for key in ordered:
         name, colour, width, dash = style[key]
         show = paint.values is None or key[0] == "unused"  # by value: the colour bar explains
-        fig.add_trace(go.Scatter(
-            x=groups[key]["x"], y=groups[key]["y"], mode="lines", name=name,
+        fig.add_trace(dict(
+            type="scatter", x=groups[key]["x"], y=groups[key]["y"], mode="lines", name=name,
             line=dict(color=colour, width=width, dash=dash), hoverinfo="skip",
             legendgroup=name, showlegend=show and name not in in_legend))
         if show:
             in_legend.add(name)
-    fig.add_trace(go.Scatter(x=mid_x, y=mid_y, mode="markers", name=details,
-                             marker=dict(color=mid_color, size=7, line=dict(color="white", width=1)),
-                             hovertext=mid_text, hovertemplate="%{hovertext}<extra></extra>",
-                             showlegend=False))
+    fig.add_trace(dict(type="scatter", x=mid_x, y=mid_y, mode="markers", name=details,
+                       marker=dict(color=mid_color, size=7, line=dict(color="white", width=1)),
+                       hovertext=mid_text, hovertemplate="%{hovertext}<extra></extra>",
+                       showlegend=False))
     return ends
 
 
@@ -814,8 +853,8 @@ def _add_nodes(fig, G, shown, pos, labelled, shrink, highlighted, ends) -> None:
         opacity = [1.0 if highlighted is None or n in highlighted or kind != "gpu" else 0.3 for n in nodes]
         inside = kind == "gpu"
         labels = kind in labelled
-        fig.add_trace(go.Scatter(
-            x=[float(pos[n][0]) for n in nodes], y=[float(pos[n][1]) for n in nodes],
+        fig.add_trace(dict(
+            type="scatter", x=[float(pos[n][0]) for n in nodes], y=[float(pos[n][1]) for n in nodes],
             mode="markers+text" if labels else "markers", name=name,
             text=[_node_label(G, n) for n in nodes] if labels else None,
             textposition="middle center" if inside else [label_side(ends.get(n, ())) for n in nodes],

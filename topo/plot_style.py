@@ -32,7 +32,8 @@ import math
 import plotly.graph_objects as go
 
 __all__ = ["FONT_FAMILY", "COLORWAY", "GRID_COLOR", "DARK_TEXT", "LIGHT_TEXT", "template", "style_figure",
-           "axis_title", "time_unit", "log_ticks", "log_axis", "text_colour", "blend"]
+           "style_layout", "build_figure", "draft", "finish", "axis_title", "time_unit", "log_ticks", "log_axis", "text_colour",
+           "blend"]
 
 #: The page's font stack (the report's CSS uses the same), so figures and text match.
 FONT_FAMILY = '-apple-system, "Segoe UI", Helvetica, Arial, sans-serif'
@@ -46,6 +47,20 @@ _TEXT_COLOR = "#222222"
 _MARGIN = dict(l=60, r=20, t=60, b=50)
 
 
+def _template_layout() -> dict:
+    def axis():
+        return dict(gridcolor=GRID_COLOR, linecolor="#888888", zeroline=False, ticks="outside",
+                    tickcolor="#888888", automargin=True, title=dict(standoff=8))
+    return dict(
+        font=dict(family=FONT_FAMILY, size=13, color=_TEXT_COLOR),
+        title=dict(font=dict(size=16), x=0.0, xanchor="left", xref="paper"),
+        paper_bgcolor="white", plot_bgcolor="white", colorway=list(COLORWAY),
+        hoverlabel=dict(bgcolor="white", bordercolor="#888888", font=dict(family=FONT_FAMILY, size=12,
+                                                                           color=_TEXT_COLOR), align="left"),
+        legend=dict(bgcolor="rgba(255,255,255,0.85)", font=dict(size=12)),
+        xaxis=axis(), yaxis=axis(), margin=dict(_MARGIN), hovermode="closest")
+
+
 def template() -> go.layout.Template:
     """The plotly template every figure uses (a new object each call: figures own theirs).
 
@@ -53,16 +68,24 @@ def template() -> go.layout.Template:
     -------
     plotly.graph_objects.layout.Template
     """
-    axis = dict(gridcolor=GRID_COLOR, linecolor="#888888", zeroline=False, ticks="outside", tickcolor="#888888",
-                automargin=True, title=dict(standoff=8))
-    return go.layout.Template(layout=dict(
-        font=dict(family=FONT_FAMILY, size=13, color=_TEXT_COLOR),
-        title=dict(font=dict(size=16), x=0.0, xanchor="left", xref="paper"),
-        paper_bgcolor="white", plot_bgcolor="white", colorway=list(COLORWAY),
-        hoverlabel=dict(bgcolor="white", bordercolor="#888888", font=dict(family=FONT_FAMILY, size=12,
-                                                                           color=_TEXT_COLOR), align="left"),
-        legend=dict(bgcolor="rgba(255,255,255,0.85)", font=dict(size=12)),
-        xaxis=axis, yaxis=axis, margin=_MARGIN, hovermode="closest"))
+    return go.layout.Template(layout=_template_layout())
+
+
+def style_layout(*, title: str | None = None, width: int | None = None, height: int | None = None,
+                 default_height: int | None = None, margin: dict | None = None) -> dict:
+    """What :func:`style_figure` sets, as a plain layout dict (for :func:`build_figure`).
+
+    >>> sorted(style_layout(title="busbw", default_height=400))
+    ['height', 'template', 'title']
+    """
+    layout: dict = {"template": {"layout": _template_layout()}}
+    height = height if height is not None else default_height
+    layout.update((k, v) for k, v in (("width", width), ("height", height)) if v is not None)
+    if title is not None:
+        layout["title"] = dict(text=title)
+    if margin:
+        layout["margin"] = dict(margin)
+    return layout
 
 
 def style_figure(fig: go.Figure, *, title: str | None = None, width: int | None = None,
@@ -75,7 +98,7 @@ def style_figure(fig: go.Figure, *, title: str | None = None, width: int | None 
     title : str, optional
         Left unchanged when None.
     width, height : int, optional
-        [px]; ``height`` None takes ``default_height``.
+        [px]; ``height`` None takes ``default_height``; a size left None is left as it is.
     default_height : int, optional
         [px]
     margin : dict, optional
@@ -85,11 +108,70 @@ def style_figure(fig: go.Figure, *, title: str | None = None, width: int | None 
     -------
     plotly.graph_objects.Figure
     """
-    fig.update_layout(template=template(), width=width, height=height if height is not None else default_height)
+    fig.layout.template = {"layout": _template_layout()}  # assigned: replaces plotly's default
+    sizes = dict(width=width, height=height if height is not None else default_height)
+    fig.update_layout({k: v for k, v in sizes.items() if v is not None})
     if title is not None:
         fig.update_layout(title=dict(text=title))
     if margin:
         fig.update_layout(margin=margin)
+    return fig
+
+
+def build_figure(data, layout: dict) -> go.Figure:
+    """One figure from plain dicts (traces with their ``type``, and the layout), built in one step.
+
+    plotly checks every property against its schema as it is set, and re-checks every trace,
+    shape and annotation a figure already holds each time one is added: a fabric drawing of a
+    few thousand links spent most of its time there. The figures of dgx-topo are drawn as plain
+    dicts, or on a :func:`draft` figure, unchecked, and the tests check every figure of the
+    report once (``test_every_figure_passes_plotlys_checks``); the figure returned checks what is
+    changed on it afterwards, as any other.
+
+    Parameters
+    ----------
+    data : iterable of dict
+        Traces, each with its ``type`` (``"scatter"``, ``"heatmap"``, ...).
+    layout : dict
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+
+    Examples
+    --------
+    >>> fig = build_figure([dict(type="scatter", x=[1, 2], y=[3, 4], name="a")], dict(height=300))
+    >>> fig.data[0].name, fig.layout.height
+    ('a', 300)
+    >>> try:
+    ...     fig.update_layout(heigth=200)
+    ... except ValueError:
+    ...     print("refused")
+    refused
+    """
+    return finish(go.Figure(dict(data=list(data), layout=layout), _validate=False))
+
+
+def draft(fig: go.Figure | None = None) -> go.Figure:
+    """A figure (a new one, or ``fig``, e.g. from ``make_subplots``) on which properties are set
+    unchecked until :func:`finish` (see :func:`build_figure`); add traces to it as dicts.
+
+    >>> fig = draft()
+    >>> fig.add_trace(dict(type="bar", x=["a"], y=[1])).update_layout(barmode="stack") is fig
+    True
+    >>> finish(fig).data[0].type
+    'bar'
+    """
+    fig = go.Figure(_validate=False) if fig is None else fig
+    for obj in (fig, fig.layout, *fig.data):
+        obj._validate = False  # plotly's own flag, per object
+    return fig
+
+
+def finish(fig: go.Figure) -> go.Figure:
+    """``fig`` checking what is set on it again (the end of :func:`draft`); returns it."""
+    for obj in (fig, fig.layout, *fig.data):
+        obj._validate = True
     return fig
 
 

@@ -46,25 +46,26 @@ def _node(data) -> tuple:
     return tuple(data.get(k) for k in _NODE_KEYS)
 
 
-def _profile(G, x, others, kinds) -> tuple:
-    """``x``'s edges (out, in) to every node but ``others``, by neighbour."""
-    out = {w: _edge(d) for w, d in G.adj[x].items()
-           if w not in others and (kinds is None or d["kind"] in kinds)}
-    into = {w: _edge(d) for w, d in G.pred[x].items()
-            if w not in others and (kinds is None or d["kind"] in kinds)}
+def _links(G, x, kinds) -> tuple:
+    """``x``'s edges (out, in) of ``kinds``, by neighbour."""
+    out = {w: _edge(d) for w, d in G.adj[x].items() if kinds is None or d["kind"] in kinds}
+    into = {w: _edge(d) for w, d in G.pred[x].items() if kinds is None or d["kind"] in kinds}
     return out, into
 
 
-def _swappable(G, u, v, kinds) -> bool:
+def _swappable(G, u, v, kinds, links) -> bool:
     """Whether the transposition of ``u`` and ``v`` is an automorphism (over edges of ``kinds``):
-    the same links to every other node, and the links between them the same both ways."""
-    if _profile(G, u, (u, v), kinds) != _profile(G, v, (u, v), kinds):
-        return False
-    uv, vu = G.adj[u].get(v), G.adj[v].get(u)
-    if kinds is not None:
-        uv = uv if uv is not None and uv["kind"] in kinds else None
-        vu = vu if vu is not None and vu["kind"] in kinds else None
-    return (uv is None) == (vu is None) and (uv is None or _edge(uv) == _edge(vu))
+    the same links to every other node, and the links between them the same both ways.
+    ``links(x)`` is :func:`_links` of ``x`` (computed once per node by the caller)."""
+    (u_out, u_in), (v_out, v_in) = links(u), links(v)
+    for a, b in ((u_out, v_out), (u_in, v_in)):
+        # The same links to every node but u and v (the dicts without those two keys are equal).
+        if len(a) - (u in a) - (v in a) != len(b) - (u in b) - (v in b):
+            return False
+        if any(w not in (u, v) and b.get(w) != e for w, e in a.items()):
+            return False
+    uv, vu = u_out.get(v), v_out.get(u)
+    return (uv is None) == (vu is None) and uv == vu
 
 
 def _bucket(G, x, kinds, label) -> tuple:
@@ -105,10 +106,16 @@ def interchangeable_nodes(G, nodes, *, label=None, edge_kinds=None) -> list:
     label = label or (lambda n: _node(G.nodes[n]))
     classes: list = []
     buckets: dict = {}
+    profiles: dict = {}
+
+    def links(x):
+        if x not in profiles:
+            profiles[x] = _links(G, x, kinds)
+        return profiles[x]
     for g in nodes:
         bucket = buckets.setdefault(_bucket(G, g, kinds, label), [])
         for members in bucket:
-            if all(_swappable(G, g, m, kinds) for m in members):
+            if all(_swappable(G, g, m, kinds, links) for m in members):
                 members.append(g)
                 break
         else:

@@ -27,13 +27,14 @@ import math
 from types import MappingProxyType
 
 import numpy as np
+import plotly.colors as pcolors
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 import topo
 from topo.errors import DgxTopoError
 from topo.plot import fabric_figure
-from topo.plot_style import COLORWAY, axis_title, log_axis, style_figure
+from topo.plot_style import COLORWAY, axis_title, build_figure, draft, finish, log_axis, style_figure, style_layout
 from topo.units import to_GBps, to_us
 
 from ..engine.nccl.search import ChannelSearch
@@ -70,21 +71,25 @@ def _layout(fig, title, width, height, default_height):
 def _matrix_figure(matrix, labels, text, hover, *, colorscale, colorbar, x_title, y_title, title,
                    width, height, zmin=None):
     n = len(labels)
-    fig = go.Figure(go.Heatmap(
-        z=[[None if not math.isfinite(v) else v for v in row] for row in matrix],
-        x=labels, y=labels, text=text, texttemplate="%{text}", hovertext=hover,
-        hovertemplate="%{hovertext}<extra></extra>", coloraxis="coloraxis", xgap=1, ygap=1))
     finite = [v for row in matrix for v in row if math.isfinite(v)]
     cmax = max(finite) if finite else 1.0
     limits = {} if zmin is None else dict(cmin=zmin, cmax=cmax if cmax > zmin else zmin + 1.0)
-    fig.update_layout(coloraxis=dict(colorscale=colorscale, colorbar=dict(title=dict(text=colorbar)), **limits))
-    fig.update_xaxes(title_text=x_title, type="category", side="top", showgrid=False)
-    fig.update_yaxes(title_text=y_title, type="category", autorange="reversed", showgrid=False)
+    heatmap = dict(type="heatmap", z=[[None if not math.isfinite(v) else v for v in row] for row in matrix],
+                   x=list(labels), y=list(labels), text=text, texttemplate="%{text}", hovertext=hover,
+                   hovertemplate="%{hovertext}<extra></extra>", coloraxis="coloraxis", xgap=1, ygap=1)
     size = max(340, min(900, 110 + 44 * n))
-    fig = _layout(fig, title, width, height, size)
+    layout = style_layout(title=title, width=width, height=height, default_height=size)
     # The title at the top, clear of the x axis and its title, which stand above the matrix.
-    fig.update_layout(margin=dict(t=110), title=dict(y=1.0, yanchor="top", pad=dict(t=12)))
-    return fig
+    layout.setdefault("title", {}).update(y=1.0, yanchor="top", pad=dict(t=12))
+    layout.update(
+        # A named scale as plotly's checks would write it (plotly.js knows other scales by these names).
+        coloraxis=dict(colorscale=pcolors.get_colorscale(colorscale) if isinstance(colorscale, str) else colorscale,
+                       colorbar=dict(title=dict(text=colorbar)), **limits),
+        xaxis=dict(title=dict(text=x_title), type="category", side="top", showgrid=False),
+        yaxis=dict(title=dict(text=y_title), type="category", autorange="reversed", showgrid=False),
+        margin=dict(t=110))
+    # One figure built from plain dicts (plotly checks each property as it is set).
+    return build_figure([heatmap], layout)
 
 
 def _ids(report) -> list:
@@ -305,7 +310,7 @@ def busbw_figure(estimates, *, y: str = "busbw", title: str | None = None,
         raise DgxTopoError(f"unknown quantity {y!r}: expected one of {', '.join(Y_QUANTITIES)}")
     y_title, convert = Y_QUANTITIES[y]
     curves = _curves(estimates)
-    fig = go.Figure()
+    fig = draft()  # checked once drawn (topo.plot_style.build_figure says why)
     all_sizes = []
     points = [(np.atleast_1d(e.nbytes).astype(float), convert(np.atleast_1d(getattr(e, y)).astype(float)))
               for _, e in curves]
@@ -321,10 +326,10 @@ def busbw_figure(estimates, *, y: str = "busbw", title: str | None = None,
         hover = [f"<b>{label}</b><br>{e.collective}, {e.nranks} GPUs<br>size {format_bytes(s)} "
                  f"({int(s)} B)<br>busbw {b:.2f} GB/s<br>time {t:.2f} µs<br>{a}/{p}, {c} channels{same}"
                  for s, b, t, a, p, c in zip(sizes, busbw, times, algorithm, protocol, channels)]
-        fig.add_trace(go.Scatter(x=sizes, y=values, mode="lines+markers", name=label, hovertext=hover,
-                                 hovertemplate="%{hovertext}<extra></extra>",
-                                 line=dict(dash=style["dash"], width=style["width"]),
-                                 marker=dict(symbol=style["symbol"], size=style["size"])))
+        fig.add_trace(dict(type="scatter", x=sizes, y=values, mode="lines+markers", name=label, hovertext=hover,
+                           hovertemplate="%{hovertext}<extra></extra>",
+                           line=dict(dash=style["dash"], width=style["width"]),
+                           marker=dict(symbol=style["symbol"], size=style["size"])))
     _size_axis(fig, all_sizes, title_text=axis_title("message size", "bytes"))
     if y == "time":  # decades, written like the tables: no crowded minor labels
         fig.update_yaxes(title_text=y_title, **log_axis(v for _, values in points for v in values))
@@ -332,9 +337,9 @@ def busbw_figure(estimates, *, y: str = "busbw", title: str | None = None,
         fig.update_yaxes(title_text=y_title, type="linear", rangemode="tozero")
     collectives = sorted({e.collective for _, e in curves})
     fig.update_layout(hovermode="closest", legend=dict(title=dict(text="")))
-    return _layout(fig, title if title is not None else
-                   f"predicted {'/'.join(collectives)} {y_title} vs message size",
-                   width, height, 460)
+    return finish(_layout(fig, title if title is not None else
+                          f"predicted {'/'.join(collectives)} {y_title} vs message size",
+                          width, height, 460))
 
 
 def _search(result, pattern):
@@ -510,21 +515,21 @@ def check_figure(check, *, title: str | None = None, width: int | None = None,
     hover = [f"<b>{format_bytes(s)}</b> ({int(s)} B)<br>measured: time {a:.2f} µs, busbw {b:.2f} GB/s"
              f"<br>predicted: time {c:.2f} µs, busbw {d:.2f} GB/s<br>error: time {_signed(e)}, "
              f"busbw {_signed(f)}" for s, a, c, b, d, e, f in zip(sizes, mt, pt, mb, pb, te, be)]
-    fig = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.06,
-                        row_heights=[0.38, 0.34, 0.28])
-    common = dict(hovertext=hover, hovertemplate="%{hovertext}<extra></extra>", mode="lines+markers")
+    fig = draft(make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.06,
+                              row_heights=[0.38, 0.34, 0.28]))
+    common = dict(type="scatter", hovertext=hover, hovertemplate="%{hovertext}<extra></extra>", mode="lines+markers")
     for row, (measured_y, predicted_y) in ((1, (mb, pb)), (2, (mt, pt))):
-        fig.add_trace(go.Scatter(x=sizes, y=measured_y, name="measured", legendgroup="measured",
-                                 showlegend=row == 1, line=dict(color=_MEASURED, width=2.5),
-                                 marker=dict(symbol="circle", size=7), **common), row=row, col=1)
-        fig.add_trace(go.Scatter(x=sizes, y=predicted_y, name="predicted", legendgroup="predicted",
-                                 showlegend=row == 1, line=dict(color=_PREDICTED, width=2, dash="dash"),
-                                 marker=dict(symbol="diamond", size=6), **common), row=row, col=1)
-    fig.add_trace(go.Scatter(x=sizes, y=100 * te, name="time error", line=dict(color=_TIME_ERROR, width=1.5),
-                             marker=dict(symbol="square", size=6), **common), row=3, col=1)
-    fig.add_trace(go.Scatter(x=sizes, y=100 * be, name="busbw error", connectgaps=False,
-                             line=dict(color=_BUSBW_ERROR, width=1.5, dash="dot"),
-                             marker=dict(symbol="triangle-up", size=6), **common), row=3, col=1)
+        fig.add_trace(dict(x=sizes, y=measured_y, name="measured", legendgroup="measured",
+                           showlegend=row == 1, line=dict(color=_MEASURED, width=2.5),
+                           marker=dict(symbol="circle", size=7), **common), row=row, col=1)
+        fig.add_trace(dict(x=sizes, y=predicted_y, name="predicted", legendgroup="predicted",
+                           showlegend=row == 1, line=dict(color=_PREDICTED, width=2, dash="dash"),
+                           marker=dict(symbol="diamond", size=6), **common), row=row, col=1)
+    fig.add_trace(dict(x=sizes, y=100 * te, name="time error", line=dict(color=_TIME_ERROR, width=1.5),
+                       marker=dict(symbol="square", size=6), **common), row=3, col=1)
+    fig.add_trace(dict(x=sizes, y=100 * be, name="busbw error", connectgaps=False,
+                       line=dict(color=_BUSBW_ERROR, width=1.5, dash="dot"),
+                       marker=dict(symbol="triangle-up", size=6), **common), row=3, col=1)
     for row in (1, 2, 3):
         _size_axis(fig, sizes, row=row, col=1)
     fig.update_xaxes(title_text=axis_title("message size", "bytes"), row=3, col=1)
@@ -543,7 +548,7 @@ def check_figure(check, *, title: str | None = None, width: int | None = None,
         f"GPUs {','.join(map(str, check.gpus))}. |time error| median {format_percent(check.median_abs_time_error)}, "
         f"max {format_percent(check.max_abs_time_error)}; |busbw error| median "
         f"{format_percent(check.median_abs_busbw_error)}, max {format_percent(check.max_abs_busbw_error)}"))), margin=dict(t=90))
-    return fig
+    return finish(fig)
 
 
 _P2P_QUANTITIES = MappingProxyType({"bandwidth": ("GB/s", to_GBps), "latency": ("µs", to_us)})

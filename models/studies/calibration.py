@@ -565,7 +565,7 @@ def check(run: NcclTestsRun, G: nx.DiGraph | PreparedFabric, *, gpus: GpuIds = N
                              float(pt / mt - 1), berr))
     terr = np.abs([r.time_error for r in rows])
     berrs = np.abs([r.busbw_error for r in rows if r.busbw_error is not None])
-    return Check(run.collective, G.graph.get("system", ""), tuple(m.gpus), p.gpus_per_thread,
+    return Check(run.collective, estimator.fabric.G.graph.get("system", ""), tuple(m.gpus), p.gpus_per_thread,
                  tuple(rows), float(np.median(terr)), float(np.max(terr)),
                  float(np.median(berrs)) if berrs.size else math.nan,
                  float(np.max(berrs)) if berrs.size else math.nan, m,

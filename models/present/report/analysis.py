@@ -434,9 +434,8 @@ def _analyse(fabric) -> SystemAnalysis:
                           curve_error, curve8)
 
 
-def _seed_comparison(fabrics) -> SeedComparison:
-    results = [_try(estimate, fabrics.get(name) or topo.build(name), REPORT_COLLECTIVE, CURVE_SIZES)
-               for name in SEED_COMPARISON]
+def _seed_comparison(fabric_of) -> SeedComparison:
+    results = [_try(estimate, fabric_of(name), REPORT_COLLECTIVE, CURVE_SIZES) for name in SEED_COMPARISON]
     return SeedComparison(SEED_COMPARISON, tuple(e for e, _ in results), tuple(err for _, err in results))
 
 
@@ -446,16 +445,16 @@ def _nvlink(G, gpus) -> str:
     return "/".join(links) or "none"
 
 
-def _generation(a: SystemAnalysis) -> Generation:
+def _generation(a: SystemAnalysis, fabric) -> Generation:
     G, r = a.G, a.row
     gpus = list(range(GENERATION_GPUS))
     auto, auto_error = (a.curve, a.curve_error) if r.gpus == GENERATION_GPUS else (a.curve8, None)
     if auto is None and auto_error is None:
-        auto, auto_error = _try(estimate, G, REPORT_COLLECTIVE, CURVE_SIZES, gpus)
-    ring, ring_error = _try(estimate, G, REPORT_COLLECTIVE, CURVE_SIZES, gpus, algorithm="ring")
+        auto, auto_error = _try(estimate, fabric, REPORT_COLLECTIVE, CURVE_SIZES, gpus)
+    ring, ring_error = _try(estimate, fabric, REPORT_COLLECTIVE, CURVE_SIZES, gpus, algorithm="ring")
     # NVLS (NVLink SHARP) where the NCCL model has it; a model without it, or a fabric NCCL
     # would not run it on, raises, and the page says why.
-    nvls, nvls_error = _try(estimate, G, REPORT_COLLECTIVE, CURVE_SIZES, gpus, algorithm="nvls")
+    nvls, nvls_error = _try(estimate, fabric, REPORT_COLLECTIVE, CURVE_SIZES, gpus, algorithm="nvls")
     return Generation(r.system, r.name, ", ".join(r.gpu_models), _nvlink(G, topo.gpus(G)[:GENERATION_GPUS]),
                       r.injection, r.bisection, auto, auto_error, ring, ring_error, nvls, nvls_error)
 
@@ -470,20 +469,24 @@ def _one_domain(G) -> bool:
     return _single_host(G) or len(nvlink_cliques(G, topo.gpus(G))) == 1
 
 
-def generations(analyses) -> tuple:
+def generations(analyses, fabrics=None) -> tuple:
     """The generations section as data: every system of :data:`GENERATION_GPUS` GPUs or more on
     one host or in one NVLink domain (GB200 NVL72), in order (none when fewer than two qualify).
 
     Parameters
     ----------
     analyses : sequence of SystemAnalysis
+    fabrics : sequence of PreparedFabric, optional
+        The prepared fabric of each analysis, in the same order (the one :func:`analyse_report`
+        analysed it on, whose channel searches are then reused); default each graph prepared anew.
 
     Returns
     -------
     tuple of Generation
     """
-    chosen = [a for a in analyses if a.row.gpus >= GENERATION_GPUS and _one_domain(a.G)]
-    return tuple(_generation(a) for a in chosen) if len(chosen) >= 2 else ()
+    fabrics = [prepare(a.G) for a in analyses] if fabrics is None else list(fabrics)
+    chosen = [(a, f) for a, f in zip(analyses, fabrics) if a.row.gpus >= GENERATION_GPUS and _one_domain(a.G)]
+    return tuple(_generation(a, f) for a, f in chosen) if len(chosen) >= 2 else ()
 
 
 def measured_data(system: str) -> dict:
@@ -548,7 +551,7 @@ def _p2p_checks(G) -> tuple:
                  for label, quantity, measured, unit, matrix in series), row
 
 
-def measurement_comparison(systems=("dgx2", "dgx1v"), *, profile=None) -> MeasurementComparison:
+def measurement_comparison(systems=("dgx2", "dgx1v"), *, profile=None, fabrics=None) -> MeasurementComparison:
     """The model against the measured data of the given systems (:data:`MEASURED_DATA`).
 
     Parameters
@@ -559,21 +562,25 @@ def measurement_comparison(systems=("dgx2", "dgx1v"), *, profile=None) -> Measur
         (p2pBandwidthLatencyTest row).
     profile : str, optional
         NCCL version profile of the collective predictions (default: the reference).
+    fabrics : dict, optional
+        System name -> :class:`models.engine.fabric.PreparedFabric` of that release to use
+        instead of building the system (its channel searches are reused).
 
     Returns
     -------
     MeasurementComparison
     """
     systems = set(systems)
+    fabrics = fabrics or {}
     collectives, runs, constants = (), {}, ()
     if "dgx2" in systems:
-        collectives = _collective_checks(topo.build("dgx2"), profile)
+        collectives = _collective_checks(fabrics.get("dgx2") or topo.build("dgx2"), profile)
         runs = {k: v for k, v in measured_data("dgx2").items() if k != "collectives"}
         constants = tuple(p for p in DEFAULT.parameters() if p.fitted_to)
     p2p, p2p_source, p2p_constants, p2p_error = (), {}, (), None
     if "dgx1v" in systems:
         try:
-            p2p, row = _p2p_checks(topo.build("dgx1v"))
+            p2p, row = _p2p_checks(fabrics.get("dgx1v") or topo.build("dgx1v"))
             p2p_source = {k: v for k, v in row.items() if not isinstance(v, list)}
         except DgxTopoError as error:
             p2p_error = str(error)
@@ -612,27 +619,35 @@ def analyse_report(fabrics, *, progress=None) -> ReportAnalysis:
         if progress is not None:
             progress(done, total)
 
-    # One prepared fabric per system, shared by every section (not frozen: the caller's graphs).
+    # One prepared fabric per system, shared by every section (not frozen: the caller's graphs),
+    # so that no channel search is run twice; a system a section needs that is not among them
+    # (the seed comparison's 2xdgx1v) is built once and shared too.
     prepared = [prepare(G) for G in fabrics]
     by_name = {f.G.graph.get("system"): f for f in prepared}
+
+    def fabric_of(name):
+        if name not in by_name:
+            by_name[name] = prepare(topo.build(name))
+        return by_name[name]
+
     systems = []
     for fabric in prepared:
         systems.append(_analyse(fabric))
         step()
-    gens = generations(systems)
+    gens = generations(systems, prepared)
     step()
-    seed = _seed_comparison(by_name) if seeded else None
+    seed = _seed_comparison(fabric_of) if seeded else None
     if seeded:
         step()
-    measurement = measurement_comparison(measured) if measured else None
+    measurement = measurement_comparison(measured, fabrics=by_name) if measured else None
     if measured:
         step()
     bounds = tuple(system_bounds(f) for f in prepared if _single_host(f.G))
     step()
-    training = training_step(fabrics=by_name) if seeded else None
+    training = training_step(fabrics={name: fabric_of(name) for name in TRAINING_SYSTEMS}) if seeded else None
     if seeded:
         step()
-    simulated = simulated_steps(systems) if gens else ()
+    simulated = simulated_steps(systems, prepared) if gens else ()
     return ReportAnalysis(tuple(systems), seed, gens, measurement, bounds, training, simulated)
 
 
@@ -1058,13 +1073,15 @@ class SimulatedStep:
     error: str | None = None
 
 
-def simulated_steps(analyses) -> tuple:
+def simulated_steps(analyses, fabrics=None) -> tuple:
     """One simulated step of :data:`SIMULATED_WORKLOAD` on 8 GPUs per GPU generation: the first
     system of each generation among those of the generations section (:func:`generations`), in order.
 
     Parameters
     ----------
     analyses : sequence of SystemAnalysis
+    fabrics : sequence of PreparedFabric, optional
+        The prepared fabric of each analysis, in the same order (see :func:`generations`).
 
     Returns
     -------
@@ -1076,7 +1093,8 @@ def simulated_steps(analyses) -> tuple:
 
     out = []
     seen = set()
-    for a in analyses:
+    fabrics = [None] * len(analyses) if fabrics is None else list(fabrics)
+    for a, fabric in zip(analyses, fabrics):
         if a.row.gpus < GENERATION_GPUS or not _one_domain(a.G):
             continue
         try:
@@ -1090,7 +1108,7 @@ def simulated_steps(analyses) -> tuple:
             nodes = topo.gpus(a.G)
             host = a.G.nodes[nodes[0]].get("host")
             tp = min(8, sum(1 for g in nodes if a.G.nodes[g].get("host") == host))
-            p = plan(SIMULATED_WORKLOAD, a.G, tp=tp, pp=1, dp=8 // tp, zero=0, global_batch=8 // tp,
+            p = plan(SIMULATED_WORKLOAD, a.G if fabric is None else fabric, tp=tp, pp=1, dp=8 // tp, zero=0, global_batch=8 // tp,
                      recompute="full", simulate=0)  # the analytical step, beside its simulation
             if not p.fits:
                 out.append(SimulatedStep(a.row.system, a.row.name, None, math.inf, p.reason))

@@ -122,6 +122,32 @@ def test_report_shows_every_system_and_figure(full_report):
     assert "GB/s" in text
 
 
+def _page_figures(text) -> dict:
+    """Figure id -> {"data", "layout"} of every figure of a page, as plotly.js receives them."""
+    decoder, out = json.JSONDecoder(), {}
+    for m in re.finditer(r'Plotly\.newPlot\(\s*"([^"]+)",\s*', text):
+        data, end = decoder.raw_decode(text, m.end())
+        start = text.index(",", end) + 1
+        while text[start].isspace():
+            start += 1
+        layout, _ = decoder.raw_decode(text, start)
+        out[m.group(1)] = {"data": data, "layout": layout}
+    return out
+
+
+def test_every_figure_passes_plotlys_checks(full_report):
+    """The figures are drawn unchecked (topo.plot_style.build_figure): each one, as the page
+    holds it, is a figure plotly accepts property by property."""
+    import plotly.graph_objects as go
+
+    _, text = full_report
+    figures = _page_figures(text)
+    assert len(figures) == len(_figure_ids(text))
+    for slug, figure in figures.items():
+        checked = go.Figure(figure)  # raises ValueError naming any property plotly does not know
+        assert len(checked.data) == len(figure["data"]), slug
+
+
 def test_report_is_self_contained(full_report):
     written, text = full_report
     assert written.nbytes == len(text.encode("utf-8"))
@@ -212,11 +238,12 @@ def test_generations_without_nvls_show_ring_and_say_why(monkeypatch):
 def test_generations_with_nvls_draw_nvls_beside_ring(monkeypatch):
     """Once the NCCL model has NVLS, its curves appear beside ring (here a stand-in NVLS
     estimate: ring's, on the NVSwitch gen3 system only)."""
+    from models.engine.fabric import graph_of
     real = analysis_module.estimate
 
     def some_nvls(G, *args, algorithm=None, **kwargs):
         if algorithm == "nvls":
-            if G.graph["system"] != "dgxh100":
+            if graph_of(G).graph["system"] != "dgxh100":  # the report passes prepared fabrics
                 raise topo.DgxTopoError("no NVLink SHARP on this fabric (test)")
             algorithm = "ring"
         return real(G, *args, algorithm=algorithm, **kwargs)
