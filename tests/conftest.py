@@ -3,14 +3,25 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 import topo
 
 DATA = Path(__file__).parent / "data"
+
+# Hypothesis' defaults for the properties that set none of their own (an explicit @settings wins
+# per argument): no deadline, since a shared or loaded machine makes an example's time
+# meaningless (a slow example is not a failure; the fuzz suites' watchdog catches hangs), and
+# hypothesis' own 100 examples (the properties without a max_examples are arithmetic, each
+# example microseconds). Properties whose examples are costly set a smaller max_examples, and
+# their module says why it is enough. HYPOTHESIS_PROFILE=NAME loads another registered profile.
+settings.register_profile("ci", deadline=None, max_examples=100)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 def pytest_addoption(parser, pluginmanager):
