@@ -323,18 +323,19 @@ def _check_edges(G, succ: dict) -> None:
     """
     checked = set()
     for u, neighbours in succ.items():
+        if u in neighbours:
+            raise TopologyError(f"edge ({u!r}, {u!r}) is a self loop: expected edges between "
+                                f"two different nodes")
         for v, data in neighbours.items():
-            if u == v:
-                raise TopologyError(f"edge ({u!r}, {u!r}) is a self loop: expected edges between "
-                                    f"two different nodes")
-            kind = data.get("kind")
-            link = data.get("link")
-            latency = data.get("latency")
-            links = data.get("links")
-            bandwidth = data.get("bandwidth")
+            get = data.get
+            kind = get("kind")
+            link = get("link")
+            latency = get("latency")
+            links = get("links")
+            bandwidth = get("bandwidth")
+            bridge = get("host_bridge", _MISSING)
             key = (kind, link, latency.__class__, latency, links.__class__, links,
-                   bandwidth.__class__, bandwidth, data.get("host_bridge", _MISSING).__class__,
-                   data.get("host_bridge"))
+                   bandwidth.__class__, bandwidth, bridge.__class__, bridge)
             if key not in checked:
                 _check_edge(u, v, data)
                 checked.add(key)
