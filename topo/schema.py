@@ -38,7 +38,7 @@ __all__ = [
     "COMPUTE_CAPABILITIES", "MAX_BANDWIDTH", "MAX_LATENCY", "MAX_MEMORY_BANDWIDTH",
     "MAX_GPUS_PER_HOST", "MAX_NUMA_NODES", "MAX_CPUS", "MAX_THREADS_PER_CORE", "MAX_LINKS",
     "MAX_NUMBER", "MAX_TEXT", "text_ok",
-    "validate", "schema_markdown", "gpus", "nodes_of_kind",
+    "validate", "check_names", "schema_markdown", "gpus", "nodes_of_kind",
 ]
 
 #: Node kinds a fabric may hold.
@@ -323,18 +323,19 @@ def _check_edges(G, succ: dict) -> None:
     """
     checked = set()
     for u, neighbours in succ.items():
+        if u in neighbours:
+            raise TopologyError(f"edge ({u!r}, {u!r}) is a self loop: expected edges between "
+                                f"two different nodes")
         for v, data in neighbours.items():
-            if u == v:
-                raise TopologyError(f"edge ({u!r}, {u!r}) is a self loop: expected edges between "
-                                    f"two different nodes")
-            kind = data.get("kind")
-            link = data.get("link")
-            latency = data.get("latency")
-            links = data.get("links")
-            bandwidth = data.get("bandwidth")
+            get = data.get
+            kind = get("kind")
+            link = get("link")
+            latency = get("latency")
+            links = get("links")
+            bandwidth = get("bandwidth")
+            bridge = get("host_bridge", _MISSING)
             key = (kind, link, latency.__class__, latency, links.__class__, links,
-                   bandwidth.__class__, bandwidth, data.get("host_bridge", _MISSING).__class__,
-                   data.get("host_bridge"))
+                   bandwidth.__class__, bandwidth, bridge.__class__, bridge)
             if key not in checked:
                 _check_edge(u, v, data)
                 checked.add(key)
@@ -400,9 +401,16 @@ def _check_nodes(G) -> None:
                             f"{', '.join(map(str, sorted(COMPUTE_CAPABILITIES)))}")
 
 
-def _check_names(G) -> None:
+def check_names(G) -> None:
     """Node ids and the graph's text attributes (name, system, ...) are printable: a name with
-    a terminal escape would act on the terminal of whoever prints it."""
+    a terminal escape would act on the terminal of whoever prints it. Part of :func:`validate`,
+    and all of it that :func:`topo.cluster.join_hosts` needs on the copies of a valid template.
+
+    Raises
+    ------
+    TopologyError
+        Naming the node id or graph attribute, what was expected and what was received.
+    """
     bad = next((n for n in G if isinstance(n, str) and not text_ok(n)), None)
     if bad is not None:
         raise TopologyError(f"node id {_show(bad)}: expected printable text of at most {MAX_TEXT} "
@@ -518,7 +526,7 @@ def validate(G: nx.DiGraph) -> None:
         raise TopologyError(
             f"a fabric must be a networkx.DiGraph with one edge per direction, "
             f"received {type(G).__name__}")
-    _check_names(G)
+    check_names(G)
     _check_nodes(G)
     succ = dict(G.adjacency())
     _check_edges(G, succ)

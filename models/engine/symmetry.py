@@ -58,6 +58,7 @@ import math
 from types import MappingProxyType
 
 import networkx as nx
+import numpy as np
 from networkx.algorithms.isomorphism import DiGraphMatcher
 
 from topo.errors import LimitError
@@ -97,6 +98,7 @@ class GpuSymmetry:
 
     def __init__(self, S=None, *, edge_kinds=None, _parts=None):
         self._graph = S
+        self._map_rows = None
         if _parts is not None:
             self.gpus, self.classes, self._maps = _parts
         else:
@@ -135,6 +137,52 @@ class GpuSymmetry:
             if best is None or candidate < best:
                 best = candidate
         return best, rank
+
+    def keys(self, sets) -> list:
+        """:meth:`key` of many GPU sets at once (no root), vectorised over the sets and the
+        automorphisms: the same keys, for the sets of :func:`models.predict.collectives.subsets`.
+
+        Parameters
+        ----------
+        sets : sequence of sequence of int
+            GPU sets of one size as positions in :attr:`gpus`, each in ascending order (rank
+            order), as ``itertools.combinations`` gives them.
+
+        Returns
+        -------
+        list of tuple
+            ``key(set)`` for every set, in order.
+        """
+        sets = np.asarray(sets, dtype=np.intp)
+        if sets.size == 0:
+            return [self.key([self.gpus[i] for i in row]) for row in sets]
+        maps = self._map_array()  # (automorphisms, GPUs): the image position of each position
+        word = np.asarray(self.word, dtype=np.intp)
+        rows, k = sets.shape
+        out: list = []
+        # Blocks of sets, so that the (automorphisms x sets x k) images stay small.
+        block = max(1, 2_000_000 // (len(maps) * k))
+        for start in range(0, rows, block):
+            image = maps[:, sets[start:start + block]]
+            # An automorphism counts for a set when it keeps the set's rank order.
+            alive = np.all(image[:, :, 1:] > image[:, :, :-1], axis=2)
+            words = word[image]
+            # The smallest word over the automorphisms that count, column by column (identity
+            # first, which always counts): lexicographic order.
+            best = np.empty(words.shape[1:], dtype=np.intp)
+            for column in range(k):
+                values = np.where(alive, words[:, :, column], len(self.classes))
+                best[:, column] = low = values.min(axis=0)
+                alive &= values == low
+            out += [(tuple(row), None) for row in best.tolist()]
+        return out
+
+    def _map_array(self) -> np.ndarray:
+        """:attr:`maps` as an array of image positions, one row per automorphism."""
+        if self._map_rows is None:
+            position = self.position
+            self._map_rows = np.array([[position[m[g]] for g in self.gpus] for m in self.maps], dtype=np.intp)
+        return self._map_rows
 
     def count(self, k: int) -> int:
         """Words of k GPUs (distinct class sequences along the GPU order): the number of classes
@@ -353,13 +401,6 @@ def _neighbours(G, n):
     yield from G.pred[n]
 
 
-
-def _neighbours(G, n):
-    """Successors and predecessors of ``n``."""
-    yield from G.adj[n]
-    yield from G.pred[n]
-
-
 class ClusterSymmetry:
     """The GPU-set key of a cluster: hosts that swap (:func:`host_classes`), and within a host
     the symmetry of the host with its outside neighbours pinned (kept in place).
@@ -377,7 +418,8 @@ class ClusterSymmetry:
         self._representative = [hosts[0] for hosts in classes]
         self._local: dict = {}
         self._names: dict = {}
-        self.host = {g: G.nodes[g]["host"] for g in gpu_nodes_of(G)}
+        self.gpus = tuple(gpu_nodes_of(G))
+        self.host = {g: G.nodes[g]["host"] for g in self.gpus}
 
     def local(self, c: int) -> GpuSymmetry:
         """The symmetry within a host of class ``c`` (its representative, ports pinned)."""
@@ -392,6 +434,12 @@ class ClusterSymmetry:
             self._local[c] = GpuSymmetry(H)
             self._names[c] = {host_place(g): g for g in gpu_nodes_of(H)}
         return self._local[c]
+
+    def keys(self, sets) -> list:
+        """:meth:`key` of many GPU sets given as positions in :attr:`gpus` (as
+        :meth:`GpuSymmetry.keys`)."""
+        gpus = self.gpus
+        return [self.key([gpus[i] for i in row]) for row in sets]
 
     def key(self, nodes, root=None) -> tuple:
         """``("hosts", first host's (class, local key), sorted (class, local key) of the others)``

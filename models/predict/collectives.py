@@ -896,7 +896,10 @@ def _all_sets(ctx, k, collective, nbytes, *, max_sets=None, max_searches=None, p
     symmetry = ctx.prepared.symmetry.nccl(collective, network=collective in NCCL_COLLECTIVES)
     gpu_nodes = topo.gpus(ctx.G)
     combos = list(itertools.combinations(range(n), k))
-    keys = [symmetry.key([gpu_nodes[i] for i in combo]) for combo in combos]
+    if tuple(symmetry.gpus) == tuple(gpu_nodes):  # the sets' positions are the key's
+        keys = symmetry.keys(combos)
+    else:
+        keys = [symmetry.key([gpu_nodes[i] for i in combo]) for combo in combos]
     representatives: dict = {}
     for combo, key in zip(combos, keys):
         representatives.setdefault(key, combo)

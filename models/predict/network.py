@@ -277,14 +277,20 @@ def _charge(fabric, pattern, channel_nets, channel_rate, exits, hosts) -> Networ
     for edge, k in direct.items():
         key = _group(tiers, *edge)
         load[key] = load.get(key, 0.0) + k
+    group_of: dict = {}  # switch edge -> its group (the leaf pairs' paths share their edges)
     for (leaf_a, leaf_b), count in between.items():
-        for (u, v), share in router.switch_flow(leaf_a, leaf_b).items():
-            key = _group(tiers, u, v)
+        for edge, share in router.switch_flow(leaf_a, leaf_b).items():
+            key = group_of.get(edge)
+            if key is None:
+                key = group_of[edge] = _group(tiers, *edge)
             load[key] = load.get(key, 0.0) + count * share
     rate = {}
     for key, k in load.items():
         if k > 0:
-            rate[key] = sum(fabric.capacity(*e) for e in _group_edges(G, tiers, key)) / k
+            if key[0] == "edge":  # one edge (a NIC's port): its capacity, as the sum of one gives
+                rate[key] = fabric.capacity(*key[1]) / k
+            else:
+                rate[key] = sum(fabric.capacity(*e) for e in _group_edges(G, tiers, key)) / k
     nic_rate = min((rate[("edge", e)] for e in ports), default=math.inf)
     worst = min(rate, key=lambda key: (rate[key], str(key)))
     edges = _group_edges(G, tiers, worst)

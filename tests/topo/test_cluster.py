@@ -183,6 +183,43 @@ def test_copies_share_no_attribute_dict():
     assert G.nodes["h1.gpu0"]["model"] == template.nodes["gpu0"]["model"] != "X"
 
 
+def test_copies_are_what_networkx_would_build():
+    """The bulk copy gives the graph add_nodes_from / add_edges_from would give, in the same
+    order (node, successor and predecessor order decide tie-breaks downstream), each edge's dict
+    shared by its two adjacency entries as networkx shares it."""
+    template = topo.dgx1v()
+    G = topo.cluster(template, 3)
+    expected = nx.DiGraph()
+    for r in range(3):
+        expected.add_nodes_from((f"h{r}.{v}", {**d, "host": r, **({"nvlink_domain": r} if d["kind"] in ("gpu", "nvswitch") else {})})
+                                for v, d in template.nodes(data=True))
+        expected.add_edges_from((f"h{r}.{u}", f"h{r}.{v}", d) for u, v, d in template.edges(data=True))
+    hosts = [n for n in G if not n.startswith("net.")]
+    assert hosts == list(expected)
+    for n in hosts:
+        assert G.nodes[n] == expected.nodes[n]
+        assert [v for v in G.succ[n] if v in expected] == list(expected.succ[n])
+        assert [u for u in G.pred[n] if u in expected] == list(expected.pred[n])
+        for v, data in G.succ[n].items():
+            assert G.pred[v][n] is data
+            if v in expected:
+                assert data == expected.edges[n, v]
+
+
+@pytest.mark.parametrize("spec", ["3xdgx1v", "2xdgx2:rail:oversub=4", "3xdgxh100:rail_only", "40xdgx1v:rail",
+                                  "2xgb200nvl72:rail"])
+def test_every_network_shape_builds_a_valid_fabric(spec):
+    """join_hosts does not validate what it builds (valid by construction): this checks it."""
+    topo.validate(topo.build(spec))
+
+
+def test_a_name_too_long_for_the_copies_is_refused():
+    template = topo.dgx1v()
+    template.graph["name"] = "x" * topo.schema.MAX_TEXT
+    with pytest.raises(topo.TopologyError, match="graph attribute 'name'"):
+        topo.cluster(template, 2)
+
+
 def test_cluster_of_one_and_by_builder():
     assert len(topo.gpus(topo.cluster(topo.dgx2, 1))) == 16
     assert topo.cluster("dgx1", 3).graph["name"] == "3xDGX-1"

@@ -95,6 +95,20 @@ def test_equal_bound_keys_give_equal_bounds(data):
     assert a == b, (name, kinds, pair)
 
 
+@pytest.mark.parametrize("name", sorted(n for n in FABRICS if "2x" not in n))
+def test_keys_of_many_sets_are_the_keys_of_each(name):
+    """GpuSymmetry.keys (vectorised over sets and automorphisms) is key() set by set, for every
+    scope (NCCL's, the graph's, both) and every set size: subsets() relies on it. (A cluster's
+    key, ClusterSymmetry.keys, is key() set by set.)"""
+    fabric = FABRICS[name]
+    for symmetry in (fabric.symmetry.nccl("all_reduce"), fabric.symmetry.graph(),
+                     fabric.symmetry.graph(("nvlink",)), fabric.symmetry.both()):
+        gpus = symmetry.gpus
+        for k in range(1, len(gpus) + 1):
+            combos = list(itertools.combinations(range(len(gpus)), k))
+            assert symmetry.keys(combos) == [symmetry.key([gpus[i] for i in c]) for c in combos], (name, k)
+
+
 def test_the_old_planner_rule_would_reuse_a_wrong_estimate():
     """The planner keyed sets of an NVSwitch host by NVLink-only classes without automorphisms.
     With GPU 3's NVLinks gone its paths cross PCIe: {3, 0} (one CPU socket) and {3, 4} (across
