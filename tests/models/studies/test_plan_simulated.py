@@ -9,7 +9,9 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import topo
 from models.predict.collectives import estimate
-from models.studies.planner import PlanError, calibrate_plan, format_plan, format_search, plan, search
+from models.present.json_shapes import plan_json
+from models.present.plan_text import format_plan, format_search
+from models.studies.planner import PlanError, calibrate_plan, plan, search
 from models.studies.stepgraph import step_graph, step_graph_size
 
 SMALL = "transformer:layers=4,hidden=1024,heads=16,seq=1024,vocab=32000"
@@ -123,7 +125,7 @@ def test_cnns_and_interleaved_schedules_stay_analytical_and_say_why(cluster):
 def test_a_simulated_plan_shows_its_timing(cluster):
     p = plan("llama3-8b", cluster, tp=8, pp=2, dp=1, zero=0, recompute="full", global_batch=4)
     assert p.simulated
-    data = p.to_dict()
+    data = plan_json(p)
     assert data["timing"] == "simulated" and data["simulated_step_time_s"] == data["step_time_s"] == p.step_time
     assert data["analytical_step_time_s"] == p.analytical_step_time
     assert math.isclose(sum(c.exposed for c in p.components), p.step_time, rel_tol=1e-9)
