@@ -996,6 +996,9 @@ def _simulate_plans(w, ctx: _Context, plans, count: int, max_events: int, cm=Non
             why[id(p)] = reason or (f"not among the {count} best of the analytical first pass" if count else
                                     "analytical only (simulate=0)")
             continue
+        if budget < 0 and chosen:  # past the budget: its size changes nothing (nor the note)
+            why[id(p)] = f"beyond the simulations' budget max_events={max_events}"
+            continue
         # As the simulator sizes a folded graph: every replica it stands for (simulation_size).
         events = 3 * step_graph_size(p, workload=w, bucket=bucket, fold=False)
         if events > budget:
