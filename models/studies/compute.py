@@ -440,8 +440,8 @@ def compute_note(cm: ComputeModel) -> str:
 
     Examples
     --------
-    >>> compute_note(compute_model("H100", "bf16"))[:56]
-    'H100-SXM5 bf16 (H100, 989.4 TFLOP/s dense, 3,352 GB/s HBM'
+    >>> compute_note(compute_model("H100", "bf16"))
+    'H100 bf16 (H100, 989.5 TFLOP/s dense, 3,350 GB/s HBM), fused kernels: GEMM 80% of peak, HBM 80%'
     """
     attention = (f", flash attention {cm.attention_efficiency:.0%}" if cm.stack.flash_attention
                  else "")
