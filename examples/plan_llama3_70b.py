@@ -26,6 +26,7 @@ import models
 import topo
 from models.present.output import write_text_atomic
 from models.present.plan_plot import memory_figure, step_time_figure
+from models.present.plan_text import format_plan
 from topo.units import GB
 
 WORKLOAD = "llama3-70b"
@@ -47,7 +48,7 @@ def plan(spec: str, top: int):
         return result
     best = fitting[0]
     print(f"\nThe best layout, {best.layout.label()}, and the GPUs of each group:")
-    print(best.explain())
+    print(format_plan(best, verbose=True))
     return result
 
 

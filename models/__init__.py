@@ -17,7 +17,9 @@ in the order data flows:
 - :mod:`models.predict.simulate` (many tasks at once as a timeline: :mod:`models.predict.decompose`,
   :mod:`models.predict.flows`), :mod:`models.studies.stepgraph` (a planner layout as a task graph);
 - presentation, the only place with words: :mod:`models.present.format` (numbers as people read
-  them), :mod:`models.present.text` (tables), :mod:`models.present.json_shapes` (``--json``),
+  them), :mod:`models.present.text` (tables; :mod:`models.present.plan_text`,
+  :mod:`models.present.sweep_text`, :mod:`models.present.versions_text` by topic),
+  :mod:`models.present.json_shapes` (``--json``),
   :mod:`models.present.explain` (``--explain``), :mod:`models.present.page` (one HTML page),
   :mod:`models.present.output`, :mod:`models.present.plot` and the other ``*_plot`` modules,
   :mod:`models.present.report`, :mod:`models.present.cli`. Results are numbers and offer

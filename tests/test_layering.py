@@ -155,3 +155,52 @@ def test_no_module_imports_a_package_face_of_models(module):
              if (target := _target_module(t)).startswith("models")
              and MODULES[target].name == "__init__.py" and target != module]
     assert not faces, f"{module} imports a package face: {faces}"
+
+
+#: Names that build words: a ``format_*`` function, or one of these methods. Below
+#: models.present they may only be the shims of a name that moved (a class attribute
+#: ``Moved(...)``/``MovedMethod(...)``, or a module's ``MOVED_NAMES`` entry).
+WORD_METHODS = frozenset({"to_dict", "to_json", "describe", "explain", "format"})
+SHIMS = frozenset({"Moved", "MovedMethod"})
+
+
+def _builds_words(name: str, *, method: bool) -> bool:
+    return name.startswith("format_") or (method and name in WORD_METHODS)
+
+
+def _word_builders(tree: ast.Module) -> list:
+    """``(name, line)`` of every word-building function or method of a module that is not a shim."""
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.Module, ast.ClassDef)):
+            continue
+        method = isinstance(node, ast.ClassDef)
+        for item in node.body:
+            if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                if _builds_words(item.name, method=method):
+                    found.append((item.name, item.lineno))
+            elif isinstance(item, ast.Assign) and method:
+                call = item.value.func if isinstance(item.value, ast.Call) else None
+                shim = isinstance(call, ast.Name) and call.id in SHIMS
+                found += [(t.id, item.lineno) for t in item.targets
+                          if isinstance(t, ast.Name) and _builds_words(t.id, method=True) and not shim]
+    return found
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if _floor(m) in (1, 2, 3)))
+def test_words_are_built_only_in_present(module):
+    offenders = _word_builders(_tree(module))
+    assert not offenders, f"{module} builds words below models.present (move them there): {offenders}"
+
+
+def test_the_words_scan_finds_word_builders_and_passes_the_shims():
+    sample = ast.parse("def format_x(): pass\n"
+                       "def formatted(): pass\n"
+                       "class R:\n"
+                       "    to_dict = MovedMethod('a.b')\n"
+                       "    format = Moved('a.b(r)')\n"
+                       "    def describe(self): pass\n"
+                       "    explain = lambda self: ''\n"
+                       "    def format_row(self): pass\n"
+                       "    def to_records(self): pass\n")
+    assert sorted(_word_builders(sample)) == [("describe", 6), ("explain", 7), ("format_row", 8), ("format_x", 1)]

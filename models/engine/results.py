@@ -13,7 +13,9 @@ take as they are. Column names follow one convention everywhere:
 
 Words (tables, explanations, JSON shapes) are built from these numbers in :mod:`models.present`.
 A method that moved there is a :class:`Moved` attribute: reading it raises an AttributeError
-that names the new place.
+that names the new place; or, for a release or two, a :class:`MovedMethod`: it still works, and
+warns (DeprecationWarning) naming the function that builds the words now. A module function
+that moved is found the same way through the module's ``__getattr__`` (:func:`moved_names`).
 
 Examples
 --------
@@ -23,11 +25,17 @@ Examples
 
 from __future__ import annotations
 
+import functools
+import importlib
+import json
+import warnings
+from collections.abc import Callable, Mapping
+
 import numpy as np
 
 from topo.errors import DgxTopoError
 
-__all__ = ["tidy_records", "Moved"]
+__all__ = ["tidy_records", "Moved", "MovedMethod", "moved_names"]
 
 
 def _scalar(value):
@@ -92,3 +100,93 @@ class Moved:
     def __get__(self, instance, owner=None):
         raise AttributeError(f"{self.name} moved to {self.new} in dgx-topo 0.3 (results hold numbers; "
                              f"their words are built in models.present)")
+
+
+class MovedMethod:
+    """A result method whose words moved to :mod:`models.present` in dgx-topo 0.3, still callable.
+
+    Reading it (``plan.to_dict``) warns once per call site with a DeprecationWarning naming the
+    function to call instead, and returns that function bound to the result, so a 0.2 caller
+    keeps working while it moves. The function is imported when the method is read (a lazy
+    import by name: the result's floor never imports :mod:`models.present`).
+
+    Parameters
+    ----------
+    new : str
+        The dotted name of the function, e.g. ``"models.present.json_shapes.plan_json"``; it
+        takes the result first, then the method's arguments.
+    json_text : bool
+        The method returned the function's dict as JSON text (``json.dumps(..., indent=2)``).
+    **keywords
+        Fixed keyword arguments of the function (``verbose=True``).
+
+    Examples
+    --------
+    >>> import warnings
+    >>> class Seconds(float):
+    ...     describe = MovedMethod("models.present.format.format_us")
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     text = Seconds(2e-6).describe()
+    >>> text, str(caught[0].message)
+    ('2.00', 'Seconds.describe moved to models.present.format.format_us in dgx-topo 0.3: call it from there')
+    """
+
+    def __init__(self, new: str, *, json_text: bool = False, **keywords):
+        self.new = new
+        self.json_text = json_text
+        self.keywords = keywords
+        self.name = "this method"
+
+    def __set_name__(self, owner, name: str) -> None:
+        self.name = f"{owner.__name__}.{name}"
+
+    def __get__(self, instance, owner=None):
+        if instance is None:
+            return self
+        warnings.warn(f"{self.name} moved to {self.new} in dgx-topo 0.3: call it from there",
+                      DeprecationWarning, stacklevel=2)
+        module, _, name = self.new.rpartition(".")
+        function = functools.partial(getattr(importlib.import_module(module), name), instance, **self.keywords)
+        if not self.json_text:
+            return function
+        return lambda *args, **kwargs: json.dumps(function(*args, **kwargs), indent=2)
+
+
+def moved_names(module: str, moved: Mapping[str, str]) -> Callable[[str], object]:
+    """The ``__getattr__`` (PEP 562) of a module whose functions in ``moved`` live elsewhere now.
+
+    Reading one (``from models.studies.planner import format_plan``) warns with a
+    DeprecationWarning naming the new place and returns the object from there (imported by name
+    when asked: the module's floor never imports :mod:`models.present`). Any other missing name
+    is an AttributeError, as without the hook. (:func:`topo.faces.lazy_face` does the same for a
+    package's face, which also resolves submodules.)
+
+    Parameters
+    ----------
+    module : str
+        The module's ``__name__``.
+    moved : mapping
+        Old name -> ``"module.name"`` where it is now.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> getattr_ = moved_names("old", {"format_us": "models.present.format.format_us"})
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     getattr_("format_us")(2e-6)
+    '2.00'
+    >>> str(caught[0].message)
+    'old.format_us moved to models.present.format.format_us in dgx-topo 0.3: import it from there'
+    """
+    def module_getattr(name: str):
+        where = moved.get(name)
+        if where is None:
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        warnings.warn(f"{module}.{name} moved to {where} in dgx-topo 0.3: import it from there",
+                      DeprecationWarning, stacklevel=2)
+        new_module, _, attribute = where.rpartition(".")
+        return getattr(importlib.import_module(new_module), attribute)
+
+    return module_getattr

@@ -76,7 +76,7 @@ import topo
 from topo.errors import DgxTopoError
 
 from .collectives import COLLECTIVE_NAMES, LimitError, Progress
-from ..engine.results import Moved, tidy_records
+from ..engine.results import Moved, MovedMethod, tidy_records
 from .decompose import Decomposer
 from .flows import max_min_share
 from .measure import CalibrationLike
@@ -188,29 +188,7 @@ class TaskGraph:
     def __len__(self) -> int:
         return len(self.tasks)
 
-    def to_dict(self) -> dict:
-        """The JSON form :func:`task_graph` reads."""
-        out = []
-        for t in self.tasks:
-            d = {"id": t.id, "op": t.op}
-            if t.op == "send":
-                d.update(src=t.gpus[0], dst=t.gpus[1], bytes=t.nbytes)
-            elif t.op == "compute":
-                d.update(gpus=list(t.gpus), seconds=t.seconds)
-            else:
-                d.update(gpus=list(t.gpus), bytes=t.nbytes)
-            if t.root is not None:
-                d["root"] = t.root
-            if t.after:
-                d["after"] = list(t.after)
-            if t.kind:
-                d["kind"] = t.kind
-            if t.stream:
-                d["stream"] = t.stream
-            if t.images:
-                d["images"] = [list(i) for i in t.images]
-            out.append(d)
-        return {"name": self.name, "tasks": out} if self.name else {"tasks": out}
+    to_dict = MovedMethod("models.present.json_shapes.task_graph_json")
 
 
 # ------------------------------------------------------------------------------ reading

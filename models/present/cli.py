@@ -439,7 +439,7 @@ def _nccl_option(parser) -> None:
         f"NCCL release to model, {min(p.first for p in PROFILES.values())[0]}.0 to "
         f"{'.'.join(map(str, max(p.last for p in PROFILES.values())[:2]))}.x, e.g. 2.3.7, 2.12.12, "
         f"v2.27.7-1 (default: the reference version); each maps to the profile governing it "
-        f"(models.engine.nccl.profiles.format_versions_table())"))
+        f"(models.present.versions_text.format_versions_table())"))
 
 
 def _gpus_per_thread_option(parser, *, default=1, help_default="1: one process per GPU, as "
@@ -842,7 +842,7 @@ def _calibrate_arguments(parser) -> None:
 
 
 def _calibrate(args) -> None:
-    from .json_shapes import calibration_json
+    from .json_shapes import calibration_file_json, calibration_json
     from .text import calibration_table
 
     from ..studies.calibration import calibrate
@@ -852,7 +852,7 @@ def _calibrate(args) -> None:
     runs = [_read_run(path, args) for path in args.files]
     result = calibrate(runs, _fabric(args, args.system), gpus=args.gpus, gpus_per_thread=args.g,
                        profile=args.nccl, inplace=args.inplace)
-    text = result.to_json()
+    text = json.dumps(calibration_file_json(result), indent=2)
     path = write_text_atomic(args.out, text)
     if args.json:
         _print_json(calibration_json(args.out, path.stat().st_size, json.loads(text)))
@@ -1302,8 +1302,10 @@ def _plan_arguments(parser) -> None:
 
 
 def _plan(args) -> int:
-    from ..studies.planner import DEFAULT_BUCKET, calibrate_plan, format_plan, format_search, plan, search
+    from ..studies.planner import DEFAULT_BUCKET, calibrate_plan, plan, search
     from ..studies.workload import parse_workload
+    from .json_shapes import plan_calibration_json, plan_json, search_json
+    from .plan_text import format_plan, format_search
 
     _check_out(args)
     if args.top is not None and not args.search:
@@ -1347,12 +1349,12 @@ def _plan(args) -> int:
     fits = best.fits if not args.search else bool(result.fitting())
     if args.json:
         if args.search:
-            data = result.to_dict(args.top)  # every layout unless --top says how many
+            data = search_json(result, args.top)  # every layout unless --top says how many
             if args.calibrate is not None:
-                data["calibration"] = best.calibration.to_dict()
+                data["calibration"] = plan_calibration_json(best.calibration)
             _print_json(data)
         else:
-            print(best.to_json())
+            print(json.dumps(plan_json(best), indent=2))
         return 0 if fits else _does_not_fit(best, result if args.search else None)
     if args.search:
         print(format_search(result, top=top))
@@ -1386,17 +1388,17 @@ def _gpus_arguments(parser) -> None:
 
 
 def _gpus(args) -> None:
-    from .json_shapes import gpus_ranking_json
-
-    from ..studies.planner import format_gpus_ranking, gpus_ranking
+    from ..studies.planner import gpus_ranking
     from ..studies.workload import parse_workload
+    from .json_shapes import gpus_ranking_json
+    from .plan_text import format_gpus_ranking, format_workload
 
     w = parse_workload(args.workload)
     ranks = gpus_ranking(w, dtype=args.dtype, micro_batch=args.micro_batch)
     if args.json:
         _print_json(gpus_ranking_json(w.name, args.dtype, ranks))
         return
-    print(f"{w.describe()}\nGPU generations ranked by the time of one training sample ({args.dtype}, "
+    print(f"{format_workload(w)}\nGPU generations ranked by the time of one training sample ({args.dtype}, "
           f"micro-batch {args.micro_batch}, data parallel over 8 GPUs of one board)")
     print(format_gpus_ranking(ranks))
 

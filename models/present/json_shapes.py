@@ -22,7 +22,8 @@ from .explain import explain_estimate
 __all__ = ["systems_json", "collective_json", "pairs_json", "subsets_json", "compare_json",
            "gpus_ranking_json", "p2p_json", "cut_json", "tree_json", "packing_json", "bound_json",
            "check_json", "sweep_json", "export_json", "import_json",
-           "report_json", "calibration_json", "simulation_json"]
+           "report_json", "calibration_json", "simulation_json", "plan_json", "search_json",
+           "plan_calibration_json", "calibration_file_json", "task_graph_json"]
 
 
 def systems_json(summaries) -> dict:
@@ -102,6 +103,59 @@ def gpus_ranking_json(workload: str, dtype: str, ranks) -> dict:
                          "compute_s": r.compute, "memory_s": r.memory_bound,
                          "communication_s": r.communication, "binding": r.binding, "fits": r.fits}
                         for r in ranks]}
+
+
+# --------------------------------------------------------------------------------- plan
+def plan_calibration_json(c) -> dict:
+    """The ``"calibration"`` of ``dgxtopo plan --calibrate --json`` (a
+    :class:`models.studies.planner.Calibration`): ``{"measured", "measured_step_s",
+    "predicted_step_s", "compute_scale", "default", "fitted", "layout"}``."""
+    return {"measured": c.measured, "measured_step_s": c.measured_step,
+            "predicted_step_s": c.predicted_step, "compute_scale": c.scale,
+            "default": dict(c.default), "fitted": dict(c.fitted), "layout": c.layout}
+
+
+def plan_json(p) -> dict:
+    """``dgxtopo plan --json`` of a :class:`models.studies.planner.Plan`: what it ran
+    (``workload``, ``fabric``, ``generation``, ``dtype``, ``software``, ``compute``, ``layout``),
+    ``fits`` and ``reason``, the step (``step_time_s``, ``timing``, ``timing_note``,
+    ``analytical_step_time_s``, ``simulated_step_time_s``; null where they do not apply),
+    throughput (``samples_per_s``, ``tokens_per_s``, ``model_tflops_per_gpu``,
+    ``hardware_tflops_per_gpu``, ``mfu``, ``hfu``), ``memory_per_gpu_bytes`` and ``memory``,
+    ``components`` (``time_s``, ``exposed_s``, ``detail`` each), ``exposed_comm_s``, ``groups``,
+    ``warnings`` and ``calibration`` (:func:`plan_calibration_json`, or null)."""
+    return {
+        "workload": p.workload, "fabric": p.fabric, "generation": p.generation,
+        "dtype": p.dtype, "software": p.software, "compute": p.compute,
+        "layout": {k: getattr(p.layout, k) for k in type(p.layout).__slots__},
+        "fits": p.fits, "reason": p.reason,
+        "step_time_s": p.step_time if p.fits else None,
+        "timing": p.timing, "timing_note": p.timing_note,
+        "analytical_step_time_s": p.analytical_step_time if p.fits else None,
+        "simulated_step_time_s": p.step_time if p.simulated else None,
+        "samples_per_s": p.samples_per_s, "tokens_per_s": p.tokens_per_s,
+        "model_tflops_per_gpu": p.model_tflops_per_gpu,
+        "hardware_tflops_per_gpu": p.hardware_tflops_per_gpu, "mfu": p.mfu, "hfu": p.hfu,
+        "memory_per_gpu_bytes": p.memory.total,
+        "memory": {"parameters": p.memory.parameters, "gradients": p.memory.gradients,
+                   "optimizer": p.memory.optimizer, "activations": p.memory.activations,
+                   "capacity": p.memory.capacity},
+        "components": {c.name: {"time_s": c.time, "exposed_s": c.exposed, "detail": c.detail}
+                       for c in p.components},
+        "exposed_comm_s": sum(c.exposed for c in p.components if c.name.endswith("_comm")),
+        "groups": {k: [list(g) for g in v] for k, v in p.groups.items()},
+        "warnings": list(p.warnings),
+        "calibration": plan_calibration_json(p.calibration) if p.calibration is not None else None,
+    }
+
+
+def search_json(search, top: int | None = None) -> dict:
+    """``dgxtopo plan --search --json`` of a :class:`models.studies.planner.Search`: ``{"best",
+    "layouts", "skipped"}``, each plan as :func:`plan_json`, ``layouts`` the first ``top`` (every
+    layout without it), best first."""
+    shown = search.plans if top is None else search.plans[:top]
+    return {"best": plan_json(search.best), "layouts": [plan_json(p) for p in shown],
+            "skipped": list(search.skipped)}
 
 
 # ---------------------------------------------------------------------------------- p2p
@@ -236,6 +290,26 @@ def report_json(path, nbytes: int, systems) -> dict:
     return {**_file(path, nbytes), "systems": list(systems)}
 
 
+def calibration_file_json(calibration) -> dict:
+    """The file ``dgxtopo calibrate --out`` writes (``json.dumps(..., indent=2)``) for a
+    :class:`models.studies.calibration.Calibration`: ``{"schema", "version", "system", "units",
+    "parameters", "fitted", "residuals", "sources", "method", "notes"}``, read back by
+    :meth:`models.studies.calibration.Calibration.from_json`."""
+    from ..studies.calibration import SCHEMA, SCHEMA_VERSION
+
+    model = calibration.model
+    return {
+        "schema": SCHEMA, "version": SCHEMA_VERSION, "system": calibration.system,
+        "units": "SI: seconds for launch_per_gpu and floor, efficiencies dimensionless",
+        "parameters": {"launch_per_gpu": model.launch_per_gpu, "floor": model.floor,
+                       "transfer_efficiency": model.transfer_efficiency,
+                       **{f"efficiency:{k}": v for k, v in model.efficiency_overrides}},
+        "fitted": [{"name": n, "value": v, "lower": lo, "upper": hi} for n, v, lo, hi in calibration.fitted],
+        "residuals": {"before": calibration.before, "after": calibration.after},
+        "sources": list(calibration.sources), "method": calibration.method, "notes": list(calibration.notes),
+    }
+
+
 def calibration_json(path, nbytes: int, calibration: dict) -> dict:
     """``dgxtopo calibrate --json``: ``{"path", "file_bytes", "calibration"}``, ``calibration``
     the file's content (its ``parameters``, ``fitted`` constants and ``residuals``)."""
@@ -276,3 +350,39 @@ def simulation_json(result, *, top_links: int = 10) -> dict:
                        "end_s": t.end, "data_start_s": t.data_start, "alone_s": t.alone, "bytes": t.nbytes,
                        "algorithm": t.algorithm, "protocol": t.protocol, "stream": t.stream,
                        "critical": t.critical, "copies": t.copies} for t in result.tasks]}
+
+
+def task_graph_json(graph) -> dict:
+    """A :class:`models.predict.simulate.TaskGraph` in the JSON form
+    :func:`models.predict.simulate.task_graph` (and ``dgxtopo simulate --graph``) reads:
+    ``{"name", "tasks": [{"id", "op", ...}]}`` (``name`` only when the graph has one; each task
+    with the keys its op takes and the optional ones it sets).
+
+    Examples
+    --------
+    >>> from models.predict.simulate import task_graph
+    >>> g = task_graph({"tasks": [{"id": "s", "op": "send", "src": 0, "dst": 1, "bytes": 8}]})
+    >>> task_graph_json(g)
+    {'tasks': [{'id': 's', 'op': 'send', 'src': 0, 'dst': 1, 'bytes': 8}]}
+    """
+    out = []
+    for t in graph.tasks:
+        d = {"id": t.id, "op": t.op}
+        if t.op == "send":
+            d.update(src=t.gpus[0], dst=t.gpus[1], bytes=t.nbytes)
+        elif t.op == "compute":
+            d.update(gpus=list(t.gpus), seconds=t.seconds)
+        else:
+            d.update(gpus=list(t.gpus), bytes=t.nbytes)
+        if t.root is not None:
+            d["root"] = t.root
+        if t.after:
+            d["after"] = list(t.after)
+        if t.kind:
+            d["kind"] = t.kind
+        if t.stream:
+            d["stream"] = t.stream
+        if t.images:
+            d["images"] = [list(i) for i in t.images]
+        out.append(d)
+    return {"name": graph.name, "tasks": out} if graph.name else {"tasks": out}

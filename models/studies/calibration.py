@@ -11,7 +11,6 @@ few parameters. :func:`check` puts measured and predicted side by side.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -28,7 +27,7 @@ from ..engine.fabric import PreparedFabric, prepare
 from ..engine.nccl.profiles import NcclProfile
 from ..predict.collectives import Estimator
 from .benchmarks import NcclTestsRun, P2PBenchmark
-from ..engine.results import Moved, tidy_records
+from ..engine.results import Moved, MovedMethod, tidy_records
 from ..predict.measure import DEFAULT, CalibrationLike, MeasurementModel, Measured, measured
 
 __all__ = ["CalibrationError", "Calibration", "CheckRow", "Check", "calibrate", "check",
@@ -217,22 +216,12 @@ class Calibration:
             "median_abs_time_error_after": self.after.get("median_abs_time_error"),
             "max_abs_time_error_after": self.after.get("max_abs_time_error"), "method": self.method})
 
-    def to_json(self) -> str:
-        """The versioned JSON form (read back by :meth:`from_json`)."""
-        return json.dumps({
-            "schema": SCHEMA, "version": SCHEMA_VERSION, "system": self.system,
-            "units": "SI: seconds for launch_per_gpu and floor, efficiencies dimensionless",
-            "parameters": {"launch_per_gpu": self.model.launch_per_gpu, "floor": self.model.floor,
-                           "transfer_efficiency": self.model.transfer_efficiency,
-                           **{f"efficiency:{k}": v for k, v in self.model.efficiency_overrides}},
-            "fitted": [{"name": n, "value": v, "lower": lo, "upper": hi} for n, v, lo, hi in self.fitted],
-            "residuals": {"before": self.before, "after": self.after},
-            "sources": list(self.sources), "method": self.method, "notes": list(self.notes),
-        }, indent=2)
+    to_json = MovedMethod("models.present.json_shapes.calibration_file_json", json_text=True)
 
     @classmethod
     def from_json(cls, text: str, *, source: str = "calibration file") -> "Calibration":
-        """Read :meth:`to_json`'s form, every value checked against its range.
+        """Read the form :func:`models.present.json_shapes.calibration_file_json` writes (the
+        file of ``dgxtopo calibrate --out``), every value checked against its range.
 
         Parameters
         ----------

@@ -56,12 +56,13 @@ from topo.errors import DgxTopoError
 from topo.specs import GPUS, GpuSpec
 from topo.units import GB, GiB
 
+from ..engine.results import MovedMethod, moved_names
 from .workload import DTYPES, SOFTWARE, Op, Software, Workload, dtype_bytes, software as as_software
 
 __all__ = ["Gpu", "Generation", "GENERATIONS", "GEMM_EFFICIENCY", "ATTENTION_EFFICIENCY",
            "DEFAULT_MEMORY_EFFICIENCY", "KERNEL_FLOOR", "TILES", "ComputeModel", "OpTime",
            "UnknownGenerationError", "UnsupportedDtypeError", "gpu_of", "generation_of",
-           "generation", "gpu_memory", "compute_model", "default_software", "format_generations"]
+           "generation", "gpu_memory", "compute_model", "default_software", "compute_note"]
 
 TF = 1e12
 
@@ -430,14 +431,24 @@ class ComputeModel:
         """:meth:`time` of each op."""
         return tuple(self.time(op) for op in ops)
 
-    def describe(self) -> str:
-        """One line: the GPU, dtype, stack and the fractions in use."""
-        attention = (f", flash attention {self.attention_efficiency:.0%}" if self.stack.flash_attention
-                     else "")
-        scale = f", calibrated time x{self.scale:.3f}" if self.scale != 1 else ""
-        return (f"{self.gpu.name} {self.dtype} ({self.gpu.generation}, {self.peak / TF:,.1f} TFLOP/s dense, "
-                f"{self.gpu.memory_bandwidth / GB:,.0f} GB/s HBM), {self.stack.name} kernels: GEMM "
-                f"{self.gemm_efficiency:.0%} of peak{attention}, HBM {self.memory_efficiency:.0%}{scale}")
+    describe = MovedMethod("models.studies.compute.compute_note")
+
+
+def compute_note(cm: ComputeModel) -> str:
+    """A compute model in one line (the GPU, dtype, stack and the fractions in use): the note a
+    plan records as its ``compute`` (:attr:`models.studies.planner.Plan.compute`).
+
+    Examples
+    --------
+    >>> compute_note(compute_model("H100", "bf16"))
+    'H100 bf16 (H100, 989.5 TFLOP/s dense, 3,350 GB/s HBM), fused kernels: GEMM 80% of peak, HBM 80%'
+    """
+    attention = (f", flash attention {cm.attention_efficiency:.0%}" if cm.stack.flash_attention
+                 else "")
+    scale = f", calibrated time x{cm.scale:.3f}" if cm.scale != 1 else ""
+    return (f"{cm.gpu.name} {cm.dtype} ({cm.gpu.generation}, {cm.peak / TF:,.1f} TFLOP/s dense, "
+            f"{cm.gpu.memory_bandwidth / GB:,.0f} GB/s HBM), {cm.stack.name} kernels: GEMM "
+            f"{cm.gemm_efficiency:.0%} of peak{attention}, HBM {cm.memory_efficiency:.0%}{scale}")
 
 
 def compute_model(gpu: Gpu | str, dtype: str, *, stack: str | Software | None = None, workload: Workload | None = None,
@@ -482,11 +493,8 @@ def compute_model(gpu: Gpu | str, dtype: str, *, stack: str | Software | None = 
     return ComputeModel(g, dtype, sw, gemm, attention, memory, KERNEL_FLOOR, float(scale))
 
 
-def format_generations() -> str:
-    """The table of generations: peaks per dtype, HBM, memory."""
-    dtypes = list(DTYPES)
-    lines = ["generation " + " ".join(f"{d + ' TF':>9}" for d in dtypes) + "   HBM GB/s  memory GB"]
-    for g in GENERATIONS.values():
-        peaks = " ".join(f"{g.peak[d] / TF:9.1f}" if d in g.peak else f"{'-':>9}" for d in dtypes)
-        lines.append(f"{g.name:10} {peaks}   {g.memory_bandwidth / GB:8.0f}  {g.memory / GB:9.1f}")
-    return "\n".join(lines)
+#: Names this module had in dgx-topo 0.2 that live elsewhere now -> where (words live in
+#: :mod:`models.present`); reading one warns and returns it.
+MOVED_NAMES = MappingProxyType({"format_generations": "models.present.plan_text.format_generations"})
+
+__getattr__ = moved_names(__name__, MOVED_NAMES)

@@ -91,10 +91,9 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import itertools
-import json
 import math
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -107,20 +106,20 @@ from topo.errors import DgxTopoError, LimitError
 from topo.select import GpuIds
 from topo.units import GB, GiB, MiB, to_us
 
-from ..engine.results import tidy_records
+from ..engine.results import MovedMethod, moved_names, tidy_records
 from ..engine.fabric import PreparedFabric, prepare
 from ..engine.nccl.profiles import NcclProfile
 from ..predict.collectives import Estimator
 from ..predict.decompose import Decomposer
 from ..predict.simulate import simulate as simulate_graph
 from .stepgraph import step_graph, step_graph_size
-from .compute import GENERATIONS, ComputeModel, Gpu, compute_model, generation, gpu_of
+from .compute import GENERATIONS, ComputeModel, Gpu, compute_model, compute_note, generation, gpu_of
 from .workload import CNN, DEFAULT_BUCKET, OPTIMIZER_PASS_BYTES, activation_bytes_per_element, dtype_bytes, \
     software as as_software, tp_constraint, workload as as_workload, Workload
 
 __all__ = ["PlanError", "Layout", "Memory", "Component", "Plan", "Search", "GpuRank", "Calibration",
            "plan", "search", "calibrate_plan", "memory", "step_components", "gpus_ranking", "parse_measured",
-           "format_plan", "format_search", "format_gpus_ranking", "format_calibration", "ORDERS",
+           "memory_note", "ORDERS",
            "RECOMPUTE", "DEFAULT_BUCKET", "DEFAULT_OVERLAP", "OPTIMIZER_PASS_BYTES",
            "MEASURED_GRAMMAR", "CROSS_HOST_TP_WARNING", "DEFAULT_SIMULATED", "PLAN_MAX_EVENTS"]
 
@@ -232,10 +231,21 @@ class Memory:
     def fits(self) -> bool:
         return self.total <= self.capacity
 
-    def describe(self) -> str:
-        return (f"{self.total / GB:.1f} GB of {self.capacity / GB:.1f} GB (weights "
-                f"{self.parameters / GB:.1f}, gradients {self.gradients / GB:.1f}, optimizer "
-                f"{self.optimizer / GB:.1f}, activations {self.activations / GB:.1f})")
+    describe = MovedMethod("models.studies.planner.memory_note")
+
+
+def memory_note(m: Memory) -> str:
+    """The memory of a GPU in one line, the note a :class:`Plan` records in ``reason`` when it
+    does not fit (and :func:`models.present.plan_text.format_plan` prints). [GB]
+
+    Examples
+    --------
+    >>> memory_note(Memory(2e9, 2e9, 12e9, 4e9, 80e9))
+    '20.0 GB of 80.0 GB (weights 2.0, gradients 2.0, optimizer 12.0, activations 4.0)'
+    """
+    return (f"{m.total / GB:.1f} GB of {m.capacity / GB:.1f} GB (weights "
+            f"{m.parameters / GB:.1f}, gradients {m.gradients / GB:.1f}, optimizer "
+            f"{m.optimizer / GB:.1f}, activations {m.activations / GB:.1f})")
 
 
 @dataclass(frozen=True, slots=True)
@@ -291,10 +301,7 @@ class Calibration:
     fitted: dict
     layout: str
 
-    def to_dict(self) -> dict:
-        return {"measured": self.measured, "measured_step_s": self.measured_step,
-                "predicted_step_s": self.predicted_step, "compute_scale": self.scale,
-                "default": dict(self.default), "fitted": dict(self.fitted), "layout": self.layout}
+    to_dict = MovedMethod("models.present.json_shapes.plan_calibration_json")
 
 
 @dataclass(frozen=True, slots=True)
@@ -413,36 +420,9 @@ class Plan:
             return "memory capacity"
         return max(self.components, key=lambda c: c.exposed).name
 
-    def explain(self) -> str:
-        return format_plan(self, verbose=True)
-
-    def to_dict(self) -> dict:
-        return {
-            "workload": self.workload, "fabric": self.fabric, "generation": self.generation,
-            "dtype": self.dtype, "software": self.software, "compute": self.compute,
-            "layout": {k: getattr(self.layout, k) for k in Layout.__slots__},
-            "fits": self.fits, "reason": self.reason,
-            "step_time_s": self.step_time if self.fits else None,
-            "timing": self.timing, "timing_note": self.timing_note,
-            "analytical_step_time_s": self.analytical_step_time if self.fits else None,
-            "simulated_step_time_s": self.step_time if self.simulated else None,
-            "samples_per_s": self.samples_per_s, "tokens_per_s": self.tokens_per_s,
-            "model_tflops_per_gpu": self.model_tflops_per_gpu,
-            "hardware_tflops_per_gpu": self.hardware_tflops_per_gpu, "mfu": self.mfu, "hfu": self.hfu,
-            "memory_per_gpu_bytes": self.memory.total,
-            "memory": {"parameters": self.memory.parameters, "gradients": self.memory.gradients,
-                       "optimizer": self.memory.optimizer, "activations": self.memory.activations,
-                       "capacity": self.memory.capacity},
-            "components": {c.name: {"time_s": c.time, "exposed_s": c.exposed, "detail": c.detail}
-                           for c in self.components},
-            "exposed_comm_s": sum(c.exposed for c in self.components if c.name.endswith("_comm")),
-            "groups": {k: [list(g) for g in v] for k, v in self.groups.items()},
-            "warnings": list(self.warnings),
-            "calibration": self.calibration.to_dict() if self.calibration is not None else None,
-        }
-
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2)
+    explain = MovedMethod("models.present.plan_text.format_plan", verbose=True)
+    to_dict = MovedMethod("models.present.json_shapes.plan_json")
+    to_json = MovedMethod("models.present.json_shapes.plan_json", json_text=True)
 
     def to_records(self) -> list:
         """Tidy rows, one per component of the step (one row with ``component`` None when the
@@ -481,17 +461,9 @@ class Search:
     def fitting(self) -> tuple:
         return tuple(p for p in self.plans if p.fits)
 
-    def explain(self) -> str:
-        return format_search(self)
-
-    def to_dict(self, top: int | None = None) -> dict:
-        """``best``, ``layouts`` (the first ``top`` when given) and ``skipped``."""
-        shown = self.plans if top is None else self.plans[:top]
-        return {"best": self.best.to_dict(), "layouts": [p.to_dict() for p in shown],
-                "skipped": list(self.skipped)}
-
-    def to_json(self, top: int | None = None) -> str:
-        return json.dumps(self.to_dict(top), indent=2)
+    explain = MovedMethod("models.present.plan_text.format_search")
+    to_dict = MovedMethod("models.present.json_shapes.search_json")
+    to_json = MovedMethod("models.present.json_shapes.search_json", json_text=True)
 
     def to_records(self) -> list:
         """Tidy rows of every layout (:meth:`Plan.to_records`), each with its ``rank`` (1 is
@@ -952,12 +924,12 @@ def _evaluate(ctx: _Context, layout: Layout, tp_groups=None, cm=None) -> Plan:
     tokens = layout.global_batch * (1 if isinstance(w, CNN) else w.seq)
     model_flops = w.training_flops_per_token() * tokens
     hardware_flops = w.training_flops_per_token(layout.recompute) * tokens
-    reason = "" if mem.fits else (f"out of memory: needs {mem.describe()} per GPU")
+    reason = "" if mem.fits else (f"out of memory: needs {memory_note(mem)} per GPU")
     warnings = (CROSS_HOST_TP_WARNING,) if any(len({fabric.host[i] for i in g}) > 1 for g in groups["tp"]) \
         else ()
     return Plan(w.name, fabric.name, ctx.gpu.generation, ctx.dtype, layout, mem.fits, reason,
                 step if mem.fits else math.inf, components, mem, groups, model_flops,
-                cm.peak, w.tokens_per_sample, hardware_flops, cm.describe(), cm.stack.name, warnings,
+                cm.peak, w.tokens_per_sample, hardware_flops, compute_note(cm), cm.stack.name, warnings,
                 analytical_step_time=step if mem.fits else math.inf)
 
 
@@ -1026,6 +998,9 @@ def _simulate_plans(w, ctx: _Context, plans, count: int, max_events: int, cm=Non
         if reason or len(chosen) == count:
             why[id(p)] = reason or (f"not among the {count} best of the analytical first pass" if count else
                                     "analytical only (simulate=0)")
+            continue
+        if budget < 0 and chosen:  # past the budget: its size changes nothing (nor the note)
+            why[id(p)] = f"beyond the simulations' budget max_events={max_events}"
             continue
         # As the simulator sizes a folded graph: every replica it stands for (simulation_size).
         events = 3 * step_graph_size(p, workload=w, bucket=bucket, fold=False)
@@ -1518,72 +1493,10 @@ def gpus_ranking(workload: str | Workload, *, dtype: str = "fp16", micro_batch: 
     return tuple(ranks)
 
 
-# ------------------------------------------------------------------------------ display
-def format_calibration(c: Calibration) -> str:
-    """The fit in a few lines: measured vs predicted, the scale, fitted vs default fractions."""
-    names = {"gemm_efficiency": "GEMM efficiency", "attention_efficiency": "flash-attention efficiency",
-             "memory_efficiency": "HBM efficiency"}
-    rows = [f"  calibrated on {c.measured} ({c.measured_step:.4g} s per step of {c.layout}); the model "
-            f"from hardware facts predicted {c.predicted_step:.4g} s",
-            f"  fitted compute time scale {c.scale:.3f} (carry it to other layouts and scales with "
-            f"--compute-scale {c.scale:.4g})"]
-    for key, label in names.items():
-        if key in c.default:
-            rows.append(f"  {label:27} default {c.default[key]:.3f} -> fitted {c.fitted[key]:.3f}")
-    return "\n".join(rows)
+#: Names this module had in dgx-topo 0.2 that live elsewhere now -> where (words live in
+#: :mod:`models.present`); reading one warns and returns it.
+MOVED_NAMES = MappingProxyType({
+    name: f"models.present.plan_text.{name}"
+    for name in ("format_plan", "format_search", "format_gpus_ranking", "format_calibration")})
 
-
-def format_plan(p: Plan, verbose: bool = False) -> str:
-    """A plan as text: layout, throughput in both FLOP conventions, components, memory (and the
-    compute model and groups when verbose)."""
-    lines = [f"{p.workload} on {p.fabric} ({p.generation}, {p.dtype}): {p.layout.label()}"]
-    lines += [f"  warning: {w}" for w in p.warnings]
-    if not p.fits:
-        lines.append(f"  does not fit: {p.reason}")
-        return "\n".join(lines)
-    lines.append(f"  step {p.step_time * 1e3:.1f} ms; {p.samples_per_s:.2f} samples/s, "
-                 f"{p.tokens_per_s:,.0f} tokens/s; binding: {p.binding()}")
-    if p.simulated:
-        lines.append(f"  timing: simulated (the analytical first pass: {p.analytical_step_time * 1e3:.1f} ms"
-                     f"{f'; {p.timing_note}' if p.timing_note else ''})")
-    else:
-        lines.append(f"  timing: analytical{f' ({p.timing_note})' if p.timing_note else ''}")
-    lines.append(f"  per GPU: {p.model_tflops_per_gpu:.1f} TFLOP/s of model FLOPs (MFU {p.mfu:.1%}), "
-                 f"{p.hardware_tflops_per_gpu:.1f} of hardware FLOPs with recomputation (HFU {p.hfu:.1%})")
-    for c in p.components:
-        lines.append(f"  {c.name:10} {c.time * 1e3:10.2f} ms (exposed {c.exposed * 1e3:9.2f} ms)  {c.detail}")
-    lines.append(f"  memory per GPU: {p.memory.describe()}")
-    if verbose:
-        lines.append(f"  compute model: {p.compute}")
-        if p.calibration is not None:
-            lines.append(format_calibration(p.calibration))
-        for dim in ("tp", "pp", "dp"):
-            shown = p.groups[dim][:4]
-            more = len(p.groups[dim]) - len(shown)
-            lines.append(f"  {dim} groups: " + " ".join("(" + ",".join(map(str, g)) + ")" for g in shown)
-                         + (f" ... +{more}" if more > 0 else ""))
-    return "\n".join(lines)
-
-
-def format_search(s: Search, top: int = 10) -> str:
-    """The ranking as a table."""
-    lines = [f"{'layout':44} {'step ms':>9} {'timing':10} {'samples/s':>10} {'MFU':>6} {'HFU':>6} {'mem GB':>7}"
-             f"  binding"]
-    for p in s.plans[:top]:
-        step = f"{p.step_time * 1e3:9.1f}" if p.fits else f"{'OOM':>9}"
-        timing = p.timing if p.fits else "-"
-        lines.append(f"{p.layout.label():44} {step} {timing:10} {p.samples_per_s:10.2f} {p.mfu:6.1%} {p.hfu:6.1%} "
-                     f"{p.memory.total / GB:7.1f}  {p.binding() if p.fits else 'memory capacity'}")
-    simulated = sum(p.simulated for p in s.plans)
-    lines.append(f"(simulated: the {simulated} best of the analytical first pass, ranked first by their simulated "
-                 "step)" if simulated else "(every step analytical)")
-    return "\n".join(lines)
-
-
-def format_gpus_ranking(ranks: Iterable[GpuRank]) -> str:
-    lines = [f"{'GPU':6} {'ms/sample':>10} {'compute':>9} {'memory':>9} {'comm':>9}  fits  binding"]
-    for r in ranks:
-        t = f"{r.time_per_sample * 1e3:10.3f}" if math.isfinite(r.time_per_sample) else f"{'-':>10}"
-        lines.append(f"{r.generation:6} {t} {r.compute * 1e3:9.3f} {r.memory_bound * 1e3:9.3f} "
-                     f"{r.communication * 1e3:9.3f}  {'yes' if r.fits else 'no ':4}  {r.binding}")
-    return "\n".join(lines)
+__getattr__ = moved_names(__name__, MOVED_NAMES)

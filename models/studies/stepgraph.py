@@ -46,6 +46,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Executor
+from dataclasses import dataclass
 from typing import Any
 
 import networkx as nx
@@ -94,9 +95,15 @@ def compute_time(G: nx.DiGraph, *, efficiency: float | None = None) -> Callable[
 
 
 class _Builder:
+    """The sink of :func:`_schedule` that builds the tasks (:func:`step_graph`)."""
+
     def __init__(self, image_maps=()):
         self.tasks: list = []
         self.image_maps = image_maps  # per folded replica: GPU id of replica 0 -> its GPU id
+
+    @property
+    def count(self) -> int:
+        return len(self.tasks)
 
     def add(self, id_, op, gpus, *, nbytes=0, seconds=0.0, after=(), kind="", fold=False) -> str:
         gpus = tuple(gpus)
@@ -104,6 +111,53 @@ class _Builder:
         self.tasks.append(Task(id_, op, gpus, int(nbytes), float(seconds), tuple(a for a in after if a), kind,
                                images=images))
         return id_
+
+
+class _Counter:
+    """The sink of :func:`_schedule` that counts the tasks instead (:func:`step_graph_size`)."""
+
+    def __init__(self):
+        self.count = 0
+
+    def add(self, id_, *args, **kwargs) -> str:
+        self.count += 1
+        return id_
+
+
+@dataclass(frozen=True, slots=True)
+class _Times:
+    """The kernel times a step's tasks take (:func:`step_graph`; zero when only counted). [s]"""
+
+    layer_forward: float = 0.0
+    layer_backward: float = 0.0
+    head_forward: float = 0.0
+    head_backward: float = 0.0
+    recompute_layer: float = 0.0
+    scale: float = 0.0  # the compute model's calibrated scale
+    optimizer_bandwidth: float = 1.0  # the HBM bandwidth the optimizer's pass achieves [B/s]
+
+
+def _checked_workload(plan: Any, workload, bucket) -> Workload:
+    """The plan's workload, when its step can be a step graph."""
+    if not plan.fits:
+        raise StepGraphError(f"the plan does not fit ({plan.reason}): expected a layout that fits in memory")
+    if isinstance(bucket, bool) or not isinstance(bucket, (int, float)) or not bucket >= 1:
+        raise StepGraphError(f"bucket must be a size >= 1 byte, received {bucket!r}")
+    w = as_workload(workload if workload is not None else plan.workload)
+    if isinstance(w, CNN):
+        raise StepGraphError(f"{w.name} is a CNN: expected a transformer (step graphs follow Megatron's schedule)")
+    if plan.layout.virtual_stages != 1:
+        raise StepGraphError(f"the plan interleaves {plan.layout.virtual_stages} virtual stages: step graphs follow "
+                             "plain 1F1B (expected virtual_stages 1)")
+    return w
+
+
+def _slot(plan: Any) -> Callable[[int, int], tuple]:
+    """``slot(p, d)``: the tensor-parallel group of stage ``p`` of data-parallel replica ``d``."""
+    slots, lay = plan.groups["tp"], plan.layout
+    if lay.order == "tp-dp-pp":
+        return lambda p, d: slots[p * lay.dp + d]
+    return lambda p, d: slots[d * lay.pp + p]
 
 
 def step_graph(plan: Any, G: nx.DiGraph, *, workload: str | Workload | None = None, bucket: float = DEFAULT_BUCKET,
@@ -147,18 +201,9 @@ def step_graph(plan: Any, G: nx.DiGraph, *, workload: str | Workload | None = No
     StepGraphError
         For a plan that does not fit, a CNN workload, or a bucket below one byte.
     """
-    if not plan.fits:
-        raise StepGraphError(f"the plan does not fit ({plan.reason}): expected a layout that fits in memory")
-    if isinstance(bucket, bool) or not isinstance(bucket, (int, float)) or not bucket >= 1:
-        raise StepGraphError(f"bucket must be a size >= 1 byte, received {bucket!r}")
-    w = as_workload(workload if workload is not None else plan.workload)
-    if isinstance(w, CNN):
-        raise StepGraphError(f"{w.name} is a CNN: expected a transformer (step graphs follow Megatron's schedule)")
+    w = _checked_workload(plan, workload, bucket)
     lay = plan.layout
-    if lay.virtual_stages != 1:
-        raise StepGraphError(f"the plan interleaves {lay.virtual_stages} virtual stages: step graphs follow plain "
-                             "1F1B (expected virtual_stages 1)")
-    tp, pp, dp, m, b = lay.tp, lay.pp, lay.dp, lay.micro_batches, lay.micro_batch
+    tp, pp, dp, b = lay.tp, lay.pp, lay.dp, lay.micro_batch
     nodes = topo.gpus(G)
     # The plan's GPU part: the slowest HBM of its GPUs, as the planner takes it.
     gen = min((gpu_of(G.nodes[nodes[g]].get("model", "")) for group in plan.groups["tp"] for g in group),
@@ -167,44 +212,61 @@ def step_graph(plan: Any, G: nx.DiGraph, *, workload: str | Workload | None = No
     cm = compute if compute is not None else compute_model(
         gen, plan.dtype, stack=plan.software or None, workload=w, efficiency=efficiency,
         attention_efficiency=attention_efficiency, memory_efficiency=memory_efficiency, scale=scale)
-    gen = cm.gpu
     elem = dtype_bytes(plan.dtype)
     act_elem = activation_bytes_per_element(plan.dtype)
-    grad_elem = act_elem
 
     layer_times = cm.times(w.layer_ops(b, tp, elem, sequence_parallel=lay.sequence_parallel, stack=cm.stack,
                                        act=act_elem))
-    layer_fwd = sum(t.forward for t in layer_times)
-    layer_bwd = sum(t.backward for t in layer_times)
     head_times = cm.times(w.head_ops(b, tp, elem, act=act_elem)[1:])  # the head and loss of the last stage
-    head_fwd = sum(t.forward for t in head_times)
-    head_bwd = sum(t.backward for t in head_times)
     recompute_layer = 0.0
     if lay.recompute == "full":
-        recompute_layer = layer_fwd
+        recompute_layer = sum(t.forward for t in layer_times)
     elif lay.recompute == "selective":
         recompute_layer = sum(t.forward for t in layer_times
                               if t.op.name in ("scores", "softmax", "context", "flash_attention"))
-    memory_efficiency = cm.memory_efficiency
-    tp_bytes = b * w.seq * w.hidden * act_elem
-    base, more = divmod(w.layers, pp)
-    layers = [base + (s < more) for s in range(pp)]  # the first stages take the remainder
-    slots = plan.groups["tp"]
-    if lay.order == "tp-dp-pp":
-        def slot(p, d): return slots[p * dp + d]
-    else:
-        def slot(p, d): return slots[d * pp + p]
-    layer_grad = w.layer_parameters / tp * grad_elem
+    times = _Times(sum(t.forward for t in layer_times), sum(t.backward for t in layer_times),
+                   sum(t.forward for t in head_times), sum(t.backward for t in head_times), recompute_layer,
+                   cm.scale, cm.gpu.memory_bandwidth * cm.memory_efficiency)
     maps = []
     if fold:
+        slot = _slot(plan)
         for d in range(1, dp):
             maps.append({g: h for p in range(pp) for g, h in zip(slot(p, 0), slot(p, d))})
         fold = _hosts_alike(G, maps)
         maps = maps if fold else []
-    replicas = range(1) if fold else range(dp)
     out = _Builder(maps)
+    _schedule(out, plan, w, bucket=bucket, fold=fold, times=times)
+    return TaskGraph(tuple(out.tasks), f"{plan.workload} {lay.label()}")
+
+
+def _schedule(out, plan: Any, w: Workload, *, bucket: float, fold: bool, times: _Times,
+              shape_only: bool = False) -> None:
+    """Add the tasks of one training step of ``plan`` to ``out`` (the module docstring's
+    schedule): the one description of a step graph's shape, which :func:`step_graph` builds
+    (``out`` a :class:`_Builder`) and :func:`step_graph_size` counts (a :class:`_Counter`).
+
+    ``fold``: replica 0's tasks only, carrying the other replicas as images. ``shape_only``
+    (counting): what has the shape of something walked is counted, not walked again: every
+    micro-batch's forward (backward) block on a stage has the tasks of the first forward (the
+    last backward, whose layer ends the gradient buckets wait for), and the replicas after the
+    second have the second's (only replica 0 differs: it issues ZeRO 3's gathers for all).
+    """
+    lay = plan.layout
+    tp, pp, dp, m, b = lay.tp, lay.pp, lay.dp, lay.micro_batches, lay.micro_batch
+    act_elem = activation_bytes_per_element(plan.dtype)
+    elem = dtype_bytes(plan.dtype)
+    grad_elem = act_elem
+    tp_bytes = b * w.seq * w.hidden * act_elem
+    base, more = divmod(w.layers, pp)
+    layers = [base + (s < more) for s in range(pp)]  # the first stages take the remainder
+    slot = _slot(plan)
+    layer_grad = w.layer_parameters / tp * grad_elem
+    replicas = range(1) if fold else range(dp)
+    walked = replicas[:2] if shape_only else replicas
     last_grads = {(d, p): [] for d in replicas for p in range(pp)}  # the last backward's layer ends
     stage_end: dict = {}
+    dp_group = {(p, r): tuple(slot(p, d)[r] for d in range(dp)) for p in range(pp) for r in range(tp)}
+    gathered = w.layer_parameters / tp * elem  # ZeRO 3: a layer's parameters, gathered
 
     def tp_comm(prefix, group, after, count=2) -> str:
         """A layer half's tensor-parallel collective(s), after ``after``; returns the last id."""
@@ -223,25 +285,30 @@ def step_graph(plan: Any, G: nx.DiGraph, *, workload: str | Workload | None = No
         return last
 
     def zero3_gather(prefix, p, after) -> list:
-        return [out.add(f"{prefix}.zg{r}", "all_gather", [slot(p, dd)[r] for dd in range(dp)],
-                        nbytes=w.layer_parameters / tp * elem, after=(after,), kind="dp_comm") for r in range(tp)]
+        return [out.add(f"{prefix}.zg{r}", "all_gather", dp_group[p, r],
+                        nbytes=gathered, after=(after,), kind="dp_comm") for r in range(tp)]
 
-    for d in replicas:
+    for d in walked:
+        start = out.count
         for p in range(pp):
             group = slot(p, d)
             nl = layers[p]
             last_stage = p == pp - 1
-            order = []
-            warm = min(pp - p - 1, m)
-            order += [("F", i) for i in range(warm)]
-            f_next = warm
-            for i in range(m):
-                if f_next < m:
-                    order.append(("F", f_next))
-                    f_next += 1
-                order.append(("B", i))
+            if shape_only:  # the blocks whose tasks every other block of the stage repeats
+                order = [("F", 0), ("B", m - 1)]
+            else:
+                warm = min(pp - p - 1, m)
+                order = [("F", i) for i in range(warm)]
+                f_next = warm
+                for i in range(m):
+                    if f_next < m:
+                        order.append(("F", f_next))
+                        f_next += 1
+                    order.append(("B", i))
             prev = ""
+            block = {}  # shape only: the tasks of the first forward's block and of the last backward's
             for what, i in order:
+                block_start = out.count
                 base = f"d{d}.p{p}.{what}{i}"
                 after_in = []
                 if what == "F" and p > 0:
@@ -260,15 +327,15 @@ def step_graph(plan: Any, G: nx.DiGraph, *, workload: str | Workload | None = No
                         ahead = last
                     elif lay.zero == 3 and dp > 1:
                         zg = [f"d0.p{p}.{what}{i}.l{li}.zg{r}" for r in range(tp)]
-                    work = layer_fwd if what == "F" else layer_bwd + recompute_layer
+                    work = times.layer_forward if what == "F" else times.layer_backward + times.recompute_layer
                     if what == "B" and last_stage and li == nl - 1:
-                        work += head_bwd
+                        work += times.head_backward
                     half = work / 2
                     c0 = out.add(f"{lid}.c0", "compute", group, seconds=half, after=(last, *gate, *zg),
                                  kind="compute", fold=fold)
                     gate = ()
                     a0 = tp_comm(f"{lid}.h0", group, c0, 1 + (what == "B" and lay.recompute == "full"))
-                    extra = head_fwd if (what == "F" and last_stage and li == nl - 1) else 0.0
+                    extra = times.head_forward if (what == "F" and last_stage and li == nl - 1) else 0.0
                     c1 = out.add(f"{lid}.c1", "compute", group, seconds=half + extra, after=(a0,), kind="compute",
                                  fold=fold)
                     last = tp_comm(f"{lid}.h1", group, c1, 1 + (what == "B" and lay.recompute == "full"))
@@ -283,7 +350,15 @@ def step_graph(plan: Any, G: nx.DiGraph, *, workload: str | Workload | None = No
                         out.add(f"{base}.send{r}", "send", [group[r], slot(p - 1, d)[r]], nbytes=tp_bytes / tp,
                                 after=(last,), kind="pp_comm", fold=fold)
                 prev = last
+                block[what] = out.count - block_start
+            if shape_only:  # every micro-batch's forward and backward block has the same tasks
+                out.count += (m - 1) * sum(block.values())
             stage_end[(d, p)] = prev
+    if len(walked) < len(replicas):  # shape only: the other replicas are copies of the last walked
+        out.count += (out.count - start) * (len(replicas) - len(walked))
+        for d in replicas[len(walked):]:
+            for p in range(pp):
+                last_grads[(d, p)], stage_end[(d, p)] = last_grads[(walked[-1], p)], stage_end[(walked[-1], p)]
     # data-parallel gradient buckets (one collective per tensor-parallel rank's data-parallel group)
     finals = []
     for p in range(pp):
@@ -295,8 +370,8 @@ def step_graph(plan: Any, G: nx.DiGraph, *, workload: str | Workload | None = No
             extra += w.head_parameters + (w.vocab * w.hidden if w.tied and pp > 1 else 0)
         extra_bytes = extra / tp * grad_elem
         local = (nl * w.layer_parameters + extra) / tp
-        opt_seconds = cm.scale * local / (dp if lay.zero >= 1 else 1) * OPTIMIZER_PASS_BYTES / (
-            gen.memory_bandwidth * memory_efficiency)
+        opt_seconds = (times.scale * local / (dp if lay.zero >= 1 else 1) * OPTIMIZER_PASS_BYTES
+                       / times.optimizer_bandwidth)
         if dp == 1:
             finals.append(out.add(f"d0.p{p}.opt", "compute", slot(p, 0), seconds=opt_seconds,
                                   after=(stage_end[(0, p)],), kind="optimizer"))
@@ -317,10 +392,10 @@ def step_graph(plan: Any, G: nx.DiGraph, *, workload: str | Workload | None = No
         done_of = {li: k for k, (li, _) in enumerate(ready)}
         prev_bucket = {}
         for k, (nbytes, li) in enumerate(buckets):
+            waits = [last_grads[(d, p)][done_of[li]][1] if li is not None else stage_end[(d, p)]
+                     for d in replicas]
             for r in range(tp):
-                group = [slot(p, d)[r] for d in range(dp)]
-                waits = [last_grads[(d, p)][done_of[li]][1] if li is not None else stage_end[(d, p)]
-                         for d in replicas]
+                group = dp_group[p, r]
                 prev_bucket[r] = out.add(f"p{p}.bucket{k}.r{r}", collective, group, nbytes=nbytes,
                                          after=(*waits, prev_bucket.get(r, "")), kind="dp_comm")
         for d in replicas:
@@ -329,11 +404,10 @@ def step_graph(plan: Any, G: nx.DiGraph, *, workload: str | Workload | None = No
             finals.append(opt)
         if lay.zero in (1, 2):
             for r in range(tp):
-                group = [slot(p, d)[r] for d in range(dp)]
+                group = dp_group[p, r]
                 total = sum(nb for nb, _ in buckets)
                 finals.append(out.add(f"p{p}.params.r{r}", "all_gather", group, nbytes=total,
                                       after=tuple(f"d{d}.p{p}.opt" for d in replicas), kind="dp_comm"))
-    return TaskGraph(tuple(out.tasks), f"{plan.workload} {lay.label()}")
 
 
 def _hosts_alike(G, maps) -> bool:
@@ -354,6 +428,13 @@ def step_graph_size(plan: Any, *, workload: str | Workload | None = None, bucket
     """Tasks :func:`step_graph` builds for a plan, counted without building them (to size a
     simulation first: :func:`models.predict.simulate.simulation_size` is three events per task).
 
+    The count walks the same schedule the graph is built from (:func:`_schedule`), skipping only
+    what repeats a shape already walked (the other micro-batches of a stage, the replicas after
+    the second), so it cannot drift from the graph and costs a few layers per stage. With
+    ``fold`` it counts a folded graph, as :func:`step_graph` builds on a fabric whose replicas'
+    hosts are copies of each other. 0 for a plan that is no step graph (one that does not fit, a
+    CNN, interleaved stages, a bucket below one byte).
+
     Examples
     --------
     >>> import topo
@@ -363,37 +444,13 @@ def step_graph_size(plan: Any, *, workload: str | Workload | None = None, bucket
     >>> step_graph_size(p) == len(step_graph(p, G))
     True
     """
-    w = as_workload(workload if workload is not None else plan.workload)
-    lay = plan.layout
-    tp, pp, dp, m = lay.tp, lay.pp, lay.dp, lay.micro_batches
-    if isinstance(w, CNN) or not plan.fits or lay.virtual_stages != 1:
+    try:
+        w = _checked_workload(plan, workload, bucket)
+    except StepGraphError:
         return 0
-    replicas = 1 if fold else dp
-    forward_comm = 0 if tp == 1 else 2 * (1 + lay.sequence_parallel)  # per layer, two halves
-    backward_comm = forward_comm * (2 if lay.recompute == "full" else 1)
-    gathers = tp if (lay.zero == 3 and dp > 1) else 0
-    base, more = divmod(w.layers, pp)
-    layer_grad = w.layer_parameters / tp * activation_bytes_per_element(plan.dtype)
-    tasks = 0
-    for p in range(pp):
-        nl = base + (p < more)
-        per_layer = m * (2 * 2 + forward_comm + backward_comm)  # two halves' compute, forward and backward
-        sends = m * tp * ((p < pp - 1) + (p > 0))
-        tasks += replicas * (nl * per_layer + sends) + nl * m * 2 * gathers  # replica 0 gathers for all
-        if dp == 1:
-            tasks += 1
-            continue
-        buckets, filled = 0, 0.0
-        for _ in range(nl):
-            filled += layer_grad
-            if filled >= bucket:
-                buckets, filled = buckets + 1, 0.0
-        extra = (w.embedding_parameters + getattr(w, "extra_parameters", 0)) if p == 0 else 0.0
-        if p == pp - 1:
-            extra += w.head_parameters + (w.vocab * w.hidden if w.tied and pp > 1 else 0)
-        buckets += (filled + extra / tp * activation_bytes_per_element(plan.dtype)) > 0
-        tasks += buckets * tp + replicas + (tp if lay.zero in (1, 2) else 0)
-    return tasks
+    out = _Counter()
+    _schedule(out, plan, w, bucket=bucket, fold=fold, times=_Times(), shape_only=True)
+    return out.count
 
 
 def simulate_plan(plan: Any, G: nx.DiGraph, *, bucket: float = DEFAULT_BUCKET, workload: str | Workload | None = None,

@@ -59,11 +59,13 @@ from typing import TypeAlias
 
 from topo.errors import DgxTopoError
 
+from ..engine.results import MovedMethod, moved_names
+
 __all__ = ["DEFAULT_BUCKET", "OPTIMIZER_PASS_BYTES", "DTYPES", "Op", "Software", "SOFTWARE", "Transformer",
            "ConvLayer", "CNN", "PRESETS",
            "WORKLOAD_GRAMMAR", "WORKLOAD_LIMITS", "HEADS", "WorkloadError", "UnknownWorkloadError",
            "UnknownDtypeError", "UnknownSoftwareError", "workload", "parse_workload", "dtype_bytes",
-           "activation_bytes_per_element", "software", "resnet50", "format_workload", "tp_constraint"]
+           "activation_bytes_per_element", "software", "resnet50", "tp_constraint"]
 
 #: Bytes per element of each training dtype's matmul operands. ``tf32`` is fp32 storage with
 #: the matmuls on TF32 tensor cores (Ampere and later: "NVIDIA A100 Tensor Core GPU
@@ -569,23 +571,7 @@ class Transformer:
         outer = sbh * (2 + 2 + 2 * mask + 4)
         return (inner + scores) / tp + outer / (tp if sequence_parallel else 1)
 
-    def describe(self) -> str:
-        """One line: the shapes and parameter count."""
-        extra = [f"ffn={self.ffn}"]
-        if self.kv_heads != self.heads:
-            extra.append(f"kv_heads={self.kv_heads}")
-        if self.gated:
-            extra.append("gated")
-        if self.flash_attention:
-            extra.append("flash attention")
-        if not self.causal:
-            extra.append("encoder")
-        if self.head != "lm":
-            extra.append(f"{self.head} head" + (f" on {self.predictions} masked tokens"
-                                                  if self.head == "mlm" else ""))
-        return (f"{self.name}: transformer layers={self.layers} hidden={self.hidden} heads={self.heads} "
-                f"seq={self.seq} vocab={self.vocab} {' '.join(extra)}; "
-                f"{self.parameters / 1e9:.3f} B parameters")
+    describe = MovedMethod("models.present.plan_text.format_workload")
 
 
 # --------------------------------------------------------------------------- the CNN case
@@ -711,10 +697,7 @@ class CNN:
             return 2.0 * max(maps) * 4 + 2.0 * micro_batch * 3 * self.image ** 2
         return 2.0 * 2 * sum(maps) + 2.0 * micro_batch * 3 * self.image ** 2
 
-    def describe(self) -> str:
-        return (f"{self.name}: CNN of {len(self.conv_layers)} weight layers, {self.image}x{self.image} "
-                f"input; {self.parameters / 1e6:.2f} M parameters, {self.forward_macs / 1e9:.2f} GMAC "
-                "per image forward")
+    describe = MovedMethod("models.present.plan_text.format_workload")
 
 
 def resnet50() -> CNN:
@@ -899,11 +882,6 @@ def parse_workload(text: str) -> Workload:
     return Transformer("transformer", **fields)
 
 
-def format_workload(w: Workload) -> str:
-    """The workload's one-line description (for the CLI)."""
-    return workload(w).describe()
-
-
 def tp_constraint(w: Workload, tp: int) -> str:
     """Why tensor parallelism ``tp`` cannot split workload ``w`` ('' when it can).
 
@@ -922,3 +900,9 @@ def tp_constraint(w: Workload, tp: int) -> str:
         return f"tensor parallel {tp} neither divides nor is a multiple of kv_heads ({w.kv_heads})"
     return ""
 
+
+#: Names this module had in dgx-topo 0.2 that live elsewhere now -> where (words live in
+#: :mod:`models.present`); reading one warns and returns it.
+MOVED_NAMES = MappingProxyType({"format_workload": "models.present.plan_text.format_workload"})
+
+__getattr__ = moved_names(__name__, MOVED_NAMES)

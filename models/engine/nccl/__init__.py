@@ -96,7 +96,7 @@ MOVED_NAMES = MappingProxyType({
     "binary_tree": "models.engine.nccl.trees.binary_tree",
     "comm_channels": "models.engine.nccl.tuning.comm_channels",
     "dup_channels": "models.engine.nccl.search.dup_channels",
-    "format_versions_table": "models.engine.nccl.profiles.format_versions_table",
+    "format_versions_table": "models.present.versions_text.format_versions_table",
     "intra_chain": "models.engine.nccl.trees.intra_chain",
     "nccl_tree_depth": "models.engine.nccl.trees.nccl_tree_depth",
     "nvlink_cliques": "models.engine.nccl.nvls.nvlink_cliques",

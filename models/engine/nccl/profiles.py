@@ -104,6 +104,7 @@ from topo.errors import DgxTopoError
 from topo.specs import LINKS
 from topo.units import GB, us
 
+from ..results import moved_names
 from .releases import BEHAVIOURS, ReleaseBehaviour
 
 __all__ = [
@@ -1378,9 +1379,8 @@ def versions_table() -> tuple:
                  for p in PROFILES.values())
 
 
-def format_versions_table() -> str:
-    """:func:`versions_table` as aligned text (for ``--help`` and the README)."""
-    rows = (("releases", "profile", "constants", "behaviour"),) + versions_table()
-    widths = [max(len(row[i]) for row in rows) for i in range(3)]
-    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row[:3], widths)) + "  " + row[3]
-                     for row in rows)
+#: Names this module had in dgx-topo 0.2 that live elsewhere now -> where (words live in
+#: :mod:`models.present`); reading one warns and returns it.
+MOVED_NAMES = MappingProxyType({"format_versions_table": "models.present.versions_text.format_versions_table"})
+
+__getattr__ = moved_names(__name__, MOVED_NAMES)

@@ -15,8 +15,9 @@ Where each cell comes from: the column names the NVIDIA/nccl file(s) that hold t
 tag of the profile's constants); together they are the citation of the cell. A row's
 :attr:`ReleaseBehaviour.uncertain` lists the cells that were not read at that tag.
 
-The table (``-`` where the release lacks the feature; :func:`format_behaviour_table` writes it,
-and a test checks that this copy is the same):
+The table (``-`` where the release lacks the feature;
+:func:`models.present.versions_text.format_behaviour_table` writes it, and a test checks that this
+copy is the same):
 
 .. behaviour-table
 
@@ -82,12 +83,13 @@ from dataclasses import dataclass
 from enum import Enum
 from types import MappingProxyType
 
+from ..results import moved_names
+
 __all__ = [
     "Behaviour", "RingBuilder", "TreeRule", "AlgorithmSelection", "RingLatency", "InterLatency",
     "TreeCap", "LlCap", "Ll128Cap", "Ll128Rule", "NvbRelay", "Pxn", "Mnnvl", "NvlsAlgorithms",
     "NvlsMnnvl", "NvlsRatio", "NvlsLatency", "LegacyThreads", "LegacyNodeRings",
     "Column", "COLUMNS", "ReleaseBehaviour", "BEHAVIOURS", "behaviour_table",
-    "format_behaviour_table",
 ]
 
 
@@ -501,25 +503,8 @@ def behaviour_table() -> tuple:
     return (header,) + rows
 
 
-_SHORT = MappingProxyType({"ring_builder": "rings", "selection": "choice", "ring_latency": "ring_lat",
-          "inter_latency": "inter_lat", "nvls_mnnvl": "nvls_mnnvl", "nvls_latency": "nvls_lat"})
-_SPLIT = 9   # the first table: profile, tag and the ring, tree, selection and latency columns
+#: Names this module had in dgx-topo 0.2 that live elsewhere now -> where (words live in
+#: :mod:`models.present`); reading one warns and returns it.
+MOVED_NAMES = MappingProxyType({"format_behaviour_table": "models.present.versions_text.format_behaviour_table"})
 
-
-def format_behaviour_table() -> str:
-    """:func:`behaviour_table` as the two reStructuredText tables of this module's docstring
-    (profile and tag, then the first seven behaviours; profile, then the other eleven)."""
-    rows = behaviour_table()
-    rows = (tuple(_SHORT.get(name, name) for name in rows[0]),) + rows[1:]
-
-    def table(columns):
-        part = [tuple(row[i] for i in columns) for row in rows]
-        widths = [max(len(row[i]) for row in part) for i in range(len(columns))]
-        rule = " ".join("=" * w for w in widths)
-
-        def line(row):
-            return " ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip()
-
-        return "\n".join([rule, line(part[0]), rule, *map(line, part[1:]), rule])
-
-    return table(range(_SPLIT)) + "\n\n" + table((0, *range(_SPLIT, len(rows[0]))))
+__getattr__ = moved_names(__name__, MOVED_NAMES)

@@ -14,8 +14,9 @@ from hypothesis import strategies as st
 import topo
 from models.engine.nccl.channels import channel_graphs
 from models.engine.nccl.legacy_rings import LegacyRingsError, legacy_rings, nvlink_rings
-from models.engine.nccl.profiles import (PROFILES, UnknownNcclVersionError, format_versions_table,
-                                  nccl_profile, parse_nccl_version, versions_table)
+from models.engine.nccl.profiles import (PROFILES, UnknownNcclVersionError, nccl_profile, parse_nccl_version,
+                                         versions_table)
+from models.present.versions_text import format_versions_table
 from models.engine.nccl.releases import Ll128Rule, NvbRelay, Pxn, RingBuilder, TreeRule
 from models.engine.nccl.system import NcclSystem
 from models.engine.nccl.tuning import applicability, ll_threshold, select_algorithm, tree_threshold

@@ -18,8 +18,8 @@ import models.engine.nccl.profiles as profiles_module
 import models.engine.nccl.releases as releases
 from models.engine.nccl.profiles import PROFILES, nccl_profile, versions_table
 from models.engine.nccl.releases import (BEHAVIOURS, COLUMNS, Behaviour, Ll128Rule, NvlsAlgorithms,
-                                         RingBuilder, RingLatency, TreeCap, behaviour_table,
-                                         format_behaviour_table)
+                                         RingBuilder, RingLatency, TreeCap, behaviour_table)
+from models.present.versions_text import format_behaviour_table
 from models.engine.nccl.tuning import ChannelGraph, Communicator, bus_bandwidth, latency
 from topo.units import GB
 

@@ -17,6 +17,7 @@ from models.predict.collectives import COLLECTIVE_NAMES, LimitError, estimate
 from models.predict.decompose import DecomposeError, Decomposer
 from models.predict.flows import FlowError, max_min_share
 from models.predict.simulate import TaskGraphError, read_task_graph, simulate, task_graph
+from models.present.json_shapes import task_graph_json
 
 MiB = 2**20
 # 8 B to 8 GiB, x8 apart.
@@ -435,7 +436,7 @@ def test_flops_go_through_the_callers_compute_model():
     graph = task_graph({"tasks": [{"id": "a", "op": "compute", "gpus": [0, 1], "flops": 2e12, "dtype": "bf16"}]},
                        compute_time=lambda flops, dtype, gpus: flops / 1e15)
     assert graph.tasks[0].seconds == pytest.approx(2e-3)
-    assert task_graph(graph.to_dict()) == graph
+    assert task_graph(task_graph_json(graph)) == graph
 
 
 def test_reading_task_graph_files(tmp_path):

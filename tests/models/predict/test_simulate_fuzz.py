@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 import topo
 from models.predict.decompose import Decomposer
 from models.predict.simulate import COLLECTIVE_OPS, TaskGraph, simulate, task_graph
+from models.present.json_shapes import task_graph_json
 from models.studies.stepgraph import compute_time
 from tests.conftest import watchdog
 from topo.errors import DgxTopoError
@@ -103,7 +104,7 @@ def test_a_task_graph_reads_or_is_refused_by_name(fabric, data, as_text):
             event(type(error).__name__)
             return
         assert isinstance(graph, TaskGraph)
-        assert task_graph(graph.to_dict(), ngpus=8) == graph  # what it reads, it writes back
+        assert task_graph(task_graph_json(graph), ngpus=8) == graph  # what it reads, it writes back
         r = simulate(G, graph, decomposer=decomposer)
         event("simulated")
     done = {t.id: t for t in r.tasks}

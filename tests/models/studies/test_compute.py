@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import topo
-from models.studies.compute import (ATTENTION_EFFICIENCY, GEMM_EFFICIENCY, GENERATIONS, KERNEL_FLOOR,
+from models.studies.compute import (ATTENTION_EFFICIENCY, GEMM_EFFICIENCY, GENERATIONS, KERNEL_FLOOR, compute_note,
                                     UnknownGenerationError, UnsupportedDtypeError, compute_model,
                                     default_software, generation, generation_of, gpu_memory, gpu_of)
 from models.studies.workload import PRESETS, SOFTWARE, Op
@@ -182,4 +182,4 @@ def test_calibrated_scale_multiplies_every_kernel():
     base, slow = compute_model("A100", "bf16"), compute_model("A100", "bf16", scale=1.5)
     for a, b in zip(base.times(w.layer_ops(2)), slow.times(w.layer_ops(2))):
         assert b.forward == pytest.approx(1.5 * a.forward) and b.backward == pytest.approx(1.5 * a.backward)
-    assert "calibrated time x1.500" in slow.describe()
+    assert "calibrated time x1.500" in compute_note(slow)

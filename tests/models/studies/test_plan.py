@@ -9,7 +9,9 @@ from hypothesis import given, settings, strategies as st
 import topo
 from models.studies import planner
 from models.studies.planner import Layout, PlanError, gpus_ranking, memory
+from models.present.json_shapes import plan_json
 from models.present.plan_plot import memory_figure, step_time_figure
+from models.present.plan_text import format_plan, format_search
 from models.studies.workload import PRESETS, WorkloadError
 from models.studies.compute import UnsupportedDtypeError
 from topo.units import GiB
@@ -89,12 +91,12 @@ def test_megatron_8_3b_on_dgx2_fits_with_tp8_not_with_dp16(dgx2):
     assert fit.fits and fit.memory.capacity == 32 * GiB
     oom = plan("megatron-8.3b", dgx2, tp=1, pp=1, dp=16, zero=0, recompute="full", dtype="fp16")
     assert not oom.fits and "out of memory" in oom.reason and math.isinf(oom.step_time)
-    assert oom.to_dict()["step_time_s"] is None
+    assert plan_json(oom)["step_time_s"] is None
 
 
 def test_result_fields_and_json(dgx2):
     p = plan("megatron-8.3b", dgx2, tp=8, pp=1, dp=2, **MEGATRON)
-    d = json.loads(p.to_json())
+    d = json.loads(json.dumps(plan_json(p)))
     for key in ("step_time_s", "samples_per_s", "tokens_per_s", "model_tflops_per_gpu",
                 "hardware_tflops_per_gpu", "mfu", "hfu", "memory_per_gpu_bytes", "components"):
         assert key in d
@@ -105,7 +107,7 @@ def test_result_fields_and_json(dgx2):
     # MFU = model FLOPs / (step x GPUs x peak), model FLOPs per token from the workload.
     w = PRESETS["megatron-8.3b"]
     assert p.mfu == pytest.approx(w.training_flops_per_token() * p.tokens_per_s / 16 / 125e12)
-    assert "tp groups" in p.explain()
+    assert "tp groups" in format_plan(p, verbose=True)
     assert sorted(i for g in p.groups["tp"] for i in g) == list(range(16))
 
 
@@ -157,7 +159,7 @@ def test_search_ranks_fitting_first_by_step_time(dgx1v):
     assert {p.layout.tp for p in s.plans} == {1, 2, 4, 8}
     with pytest.raises(PlanError, match="heads"):  # GPT-2's 25 heads: tp 2 does not divide
         search("gpt2-1.5b", dgx1v, tp=2, dtype="fp16")
-    assert "layout" in s.explain()
+    assert "layout" in format_search(s)
 
 
 def test_resnet50_is_data_parallel(dgx1v):
@@ -282,10 +284,10 @@ def test_both_flop_conventions(dgx2):
     # Narayanan et al. 2021 eq. (3) with recomputation, and its 72 form without.
     assert p.hardware_flops == pytest.approx(96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h)))
     assert p.model_flops == pytest.approx(72 * B * s * l * h * h * (1 + s / (6 * h) + V / (12 * l * h)))
-    d = p.to_dict()
+    d = plan_json(p)
     assert d["hardware_tflops_per_gpu"] == pytest.approx(p.hardware_flops / p.step_time / 16 / 1e12)
     assert d["model_tflops_per_gpu"] < d["hardware_tflops_per_gpu"] and d["hfu"] > d["mfu"]
-    assert "model FLOPs" in p.explain() and "hardware FLOPs" in p.explain()
+    assert "model FLOPs" in format_plan(p) and "hardware FLOPs" in format_plan(p)
 
 
 def test_variants_and_tf32(dgx1v):
@@ -314,7 +316,7 @@ def test_calibration_fits_one_scale_to_the_measured_step(dgx1v):
     c = fitted.calibration
     assert fitted.step_time == pytest.approx(base.step_time * 1.25, rel=1e-6)
     assert c.scale > 1 and c.fitted["gemm_efficiency"] == pytest.approx(c.default["gemm_efficiency"] / c.scale)
-    assert fitted.to_dict()["calibration"]["compute_scale"] == pytest.approx(c.scale)
+    assert plan_json(fitted)["calibration"]["compute_scale"] == pytest.approx(c.scale)
     # The same measurement as model TFLOP/s per GPU gives the same fit.
     tflops = fitted.model_tflops_per_gpu
     again = calibrate_plan(SMALL, dgx1v, f"{tflops:.9f}tflops", **opts)

@@ -10,8 +10,10 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 import topo
 from models.engine.fabric import PreparedFabric
 from models.predict.collectives import estimate
-from models.studies.planner import PlanError, calibrate_plan, format_plan, format_search, plan, search
-from models.studies.stepgraph import step_graph, step_graph_size
+from models.present.json_shapes import plan_json
+from models.present.plan_text import format_plan, format_search
+from models.studies.planner import PlanError, calibrate_plan, plan, search
+from models.studies.stepgraph import StepGraphError, step_graph, step_graph_size
 
 SMALL = "transformer:layers=4,hidden=1024,heads=16,seq=1024,vocab=32000"
 
@@ -131,7 +133,7 @@ def test_cnns_and_interleaved_schedules_stay_analytical_and_say_why(cluster):
 def test_a_simulated_plan_shows_its_timing(cluster):
     p = plan("llama3-8b", cluster, tp=8, pp=2, dp=1, zero=0, recompute="full", global_batch=4)
     assert p.simulated
-    data = p.to_dict()
+    data = plan_json(p)
     assert data["timing"] == "simulated" and data["simulated_step_time_s"] == data["step_time_s"] == p.step_time
     assert data["analytical_step_time_s"] == p.analytical_step_time
     assert math.isclose(sum(c.exposed for c in p.components), p.step_time, rel_tol=1e-9)
@@ -158,6 +160,35 @@ def test_the_size_of_a_step_graph_is_its_task_count(prepared_cluster, tp, pp, ze
              memory_capacity=2.0**40, simulate=0)
     assert step_graph_size(p, workload=SMALL, bucket=bucket, fold=fold) == len(
         step_graph(p, prepared_cluster.G, workload=SMALL, bucket=bucket, fold=fold))
+
+
+@pytest.mark.parametrize("tp, pp, dp, zero, recompute, sequence_parallel", [
+    (1, 1, 8, 0, "none", False),    # data parallel only: the buckets wait for every replica
+    (2, 1, 4, 1, "full", True),     # ZeRO 1's parameter gathers
+    (1, 2, 4, 3, "none", False),    # ZeRO 3: replica 0 gathers every layer for all
+    (2, 2, 2, 2, "selective", False),
+    (8, 1, 1, 0, "full", True),     # no data parallelism: nothing to fold
+])
+def test_the_size_of_an_unfolded_step_graph_is_its_task_count(dgxh100, tp, pp, dp, zero, recompute,
+                                                               sequence_parallel):
+    # dp > 2: the count walks two replicas and takes the others as copies of the second's shape;
+    # 3 micro-batches per replica: it walks one forward and one backward block per stage.
+    p = plan(SMALL, dgxh100, tp=tp, pp=pp, dp=dp, zero=zero, recompute=recompute, global_batch=3 * dp,
+             sequence_parallel=sequence_parallel, memory_capacity=2.0**40, simulate=0)
+    for bucket in (2.0**16, 2.0**40):
+        unfolded = step_graph(p, dgxh100, workload=SMALL, bucket=bucket, fold=False)
+        assert step_graph_size(p, workload=SMALL, bucket=bucket, fold=False) == len(unfolded)
+        assert len({t.id for t in unfolded.tasks}) == len(unfolded)
+        folded = step_graph(p, dgxh100, workload=SMALL, bucket=bucket)
+        assert step_graph_size(p, workload=SMALL, bucket=bucket) == len(folded) <= len(unfolded)
+
+
+def test_a_plan_that_is_no_step_graph_has_size_zero(dgxh100):
+    interleaved = plan(SMALL, dgxh100, tp=1, pp=2, dp=4, zero=0, virtual_stages=2, global_batch=8, simulate=0)
+    assert step_graph_size(interleaved, workload=SMALL) == 0
+    with pytest.raises(StepGraphError, match="virtual stages"):
+        step_graph(interleaved, dgxh100, workload=SMALL)
+    assert step_graph_size(plan("resnet50", dgxh100, tp=1, pp=1, dp=8, simulate=0)) == 0
 
 
 def test_overlap_zero_reduces_every_gradient_after_the_backward(dgxh100):

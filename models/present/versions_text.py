@@ -1,0 +1,55 @@
+"""Words of the NCCL releases modelled: the profiles each release maps to
+(:func:`models.engine.nccl.profiles.versions_table`) and the behaviour table
+(:func:`models.engine.nccl.releases.behaviour_table`), as text.
+
+Examples
+--------
+>>> print(format_versions_table().splitlines()[0].split())
+['releases', 'profile', 'constants', 'behaviour']
+>>> format_behaviour_table().splitlines()[1].split()[:3]
+['profile', 'tag', 'rings']
+"""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+
+from ..engine.nccl.profiles import versions_table
+from ..engine.nccl.releases import behaviour_table
+
+__all__ = ["format_versions_table", "format_behaviour_table"]
+
+
+def format_versions_table() -> str:
+    """:func:`models.engine.nccl.profiles.versions_table` as aligned text (for ``--help`` and
+    the README)."""
+    rows = (("releases", "profile", "constants", "behaviour"),) + versions_table()
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row[:3], widths)) + "  " + row[3]
+                     for row in rows)
+
+
+#: Column headers shortened to keep the behaviour table narrow.
+_SHORT = MappingProxyType({"ring_builder": "rings", "selection": "choice", "ring_latency": "ring_lat",
+                          "inter_latency": "inter_lat", "nvls_mnnvl": "nvls_mnnvl", "nvls_latency": "nvls_lat"})
+_SPLIT = 9   # the first table: profile, tag and the ring, tree, selection and latency columns
+
+
+def format_behaviour_table() -> str:
+    """:func:`models.engine.nccl.releases.behaviour_table` as the two reStructuredText tables
+    of that module's docstring (profile and tag, then the first seven behaviours; profile, then
+    the other eleven)."""
+    rows = behaviour_table()
+    rows = (tuple(_SHORT.get(name, name) for name in rows[0]),) + rows[1:]
+
+    def table(columns):
+        part = [tuple(row[i] for i in columns) for row in rows]
+        widths = [max(len(row[i]) for row in part) for i in range(len(columns))]
+        rule = " ".join("=" * w for w in widths)
+
+        def line(row):
+            return " ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip()
+
+        return "\n".join([rule, line(part[0]), rule, *map(line, part[1:]), rule])
+
+    return table(range(_SPLIT)) + "\n\n" + table((0, *range(_SPLIT, len(rows[0]))))
