@@ -128,6 +128,20 @@ def test_many_simulations_on_an_executor_give_the_same_results(cluster, pipeline
     assert [r.to_records() for r in here] == [r.to_records() for r in there]
 
 
+def test_many_simulations_on_a_dask_cluster_give_the_same_results(cluster):
+    """The work travels to a Dask worker over loopback TCP (so it is serialised) and comes back equal."""
+    distributed = pytest.importorskip("distributed")
+    items = [(cluster, task_graph({"tasks": [
+        {"id": "grad", "op": "all_reduce", "gpus": list(range(16)), "bytes": 64 * MiB},
+        {"id": "fwd", "op": "compute", "gpu": 0, "seconds": 1e-3},
+        {"id": "p2p", "op": "send", "src": 0, "dst": 9, "bytes": MiB, "after": ["fwd"]}]}))]
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, protocol="tcp",
+                                  host="127.0.0.1", dashboard_address=None) as dask_cluster:
+        with distributed.Client(dask_cluster) as client:
+            there = simulate_many(items, executor=client.get_executor())
+    assert [r.to_records() for r in there] == [r.to_records() for r in simulate_many(items)]
+
+
 def test_errors(cluster):
     cnn = plan("resnet50", topo.build("dgxh100"), tp=1, pp=1, dp=8, zero=0)
     with pytest.raises(StepGraphError, match="CNN"):
