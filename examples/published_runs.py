@@ -34,6 +34,16 @@ sequence parallelism arrived with Korthikanti et al. 2022, so the earlier rows r
   tables 3-4: 22 B, 175 B, 530 B and 1 T on DGX A100 80 GB with sequence parallelism and
   selective recomputation; iteration time (model FLOPs utilisation 41.5 %, 51.4 %, 56.0 %,
   56.3 %). Micro-batch 1 [U].
+* Dubey et al. 2024, "The Llama 3 Herd of Models", table 4: Llama 3 405B pre-training on
+  8,192 H100 (TP 8, PP 16, DP 64, sequence 8,192, 32 sequences per data-parallel replica) at
+  430 TFLOP/s per GPU of model FLOPs (BF16 MFU 43 %); bf16. [U] Meta's Grand Teton servers
+  over 400 Gb/s RoCE per GPU are planned as DGX H100 over 400 Gb/s InfiniBand (the same rate
+  per GPU); sharding as FSDP without resharding after the forward, taken as ZeRO 2;
+  recomputation not stated, taken as selective (Megatron's default at this size); micro-batch 1;
+  Meta's pipeline takes one layer off the first and last stages, the planner puts the extra
+  layers on the first stages (the same 8 layers on the busiest stage). The 16,384-GPU rows
+  (one with context parallelism, which the planner does not model) are left out. 8,192 GPUs is
+  beyond the default ``--max-gpus``: run with ``--max-gpus 8192`` (about ten CPU minutes).
 """
 
 from __future__ import annotations
@@ -61,7 +71,8 @@ class Run:
     options : dict
         Planner options (degrees, batch, dtype, recomputation, software).
     published : float
-        TFLOP/s per GPU (``kind`` "hardware_tflops") or seconds per iteration ("time").
+        TFLOP/s per GPU (``kind`` "hardware_tflops", with recomputation, or "model_tflops",
+        without) or seconds per iteration ("time").
     kind : str
     micro_batches : tuple of int
         Micro-batches tried when the paper does not state one (the fastest is kept).
@@ -124,20 +135,29 @@ def _korthikanti_2022():
             for name, a, h, l, tp, pp, gpus, batch, seconds in rows]
 
 
+def _dubey_2024():
+    source = "Dubey et al. 2024 (Llama 3), table 4"
+    return [Run(source, "Llama 3 405B, 8192 GPUs (model TF)", "llama3-405b", "1024xdgxh100",
+                dict(tp=8, pp=16, dp=64, micro_batch=1, global_batch=2048, dtype="bf16", recompute="selective",
+                     sequence_parallel=True, zero=2), 430.0, "model_tflops")]
+
+
 #: Every published run, oldest first.
-RUNS = _megatron_2019() + _narayanan_2021() + _korthikanti_2022()
+RUNS = _megatron_2019() + _narayanan_2021() + _korthikanti_2022() + _dubey_2024()
 #: GPU generation of each system family.
-GENERATION = {"dgx2h": "V100", "dgxa100-80g": "A100"}
+GENERATION = {"dgx2h": "V100", "dgxa100-80g": "A100", "dgxh100": "H100"}
 
 
 def generation_of(run: Run) -> str:
     return GENERATION[run.system.split("x", 1)[-1] if run.system[0].isdigit() else run.system]
 
 
-def error(run: Run, step: float, hardware_tflops: float) -> float:
+def error(run: Run, step: float, hardware_tflops: float, model_tflops: float | None = None) -> float:
     """Predicted over published throughput, minus 1 (positive: the prediction is too fast)."""
     if run.kind == "time":
         return run.published / step - 1
+    if run.kind == "model_tflops":
+        return model_tflops / run.published - 1
     return hardware_tflops / run.published - 1
 
 
@@ -198,8 +218,9 @@ def main(argv=None) -> None:
                 row[when] = {"predicted": None, "error": None, "layout": "no layout fits", "timing": None}
                 errors[when].append((gen, None))
                 continue
-            predicted = p.step_time if run.kind == "time" else p.hardware_tflops_per_gpu
-            err = error(run, p.step_time, p.hardware_tflops_per_gpu)
+            predicted = {"time": p.step_time, "model_tflops": p.model_tflops_per_gpu}.get(
+                run.kind, p.hardware_tflops_per_gpu)
+            err = error(run, p.step_time, p.hardware_tflops_per_gpu, p.model_tflops_per_gpu)
             row[when] = {"predicted": predicted, "error": err, "layout": p.layout.label(), "timing": p.timing,
                          "mfu": p.mfu, "hfu": p.hfu}
             errors[when].append((gen, err))
@@ -219,7 +240,8 @@ def main(argv=None) -> None:
                          f"{'-':>10}{' ' if when == 'after' else ''}")
             cells.append(f"{w['error']:+7.1%}" if w["error"] is not None else f"{'-':>7}")
         print(f"{r['run']:42} {r['generation']:5} {r['published']:9.2f}{unit[0]} {' '.join(cells)}  {r['source']}")
-    print("\nerror = predicted / published throughput - 1 (TF: hardware TFLOP/s per GPU, s: seconds per "
+    print("\nerror = predicted / published throughput - 1 (TF: hardware TFLOP/s per GPU, model TFLOP/s where "
+          "the run says model TF; s: seconds per "
           "iteration); before: the analytical step, after: the simulated step (a: beyond --max-events, "
           "analytical)")
     for when in ("before", "after"):
