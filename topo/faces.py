@@ -34,7 +34,7 @@ import types
 import warnings
 from collections.abc import Callable, Mapping
 
-__all__ = ["lazy_face", "Face"]
+__all__ = ["lazy_face", "moved_names", "Face"]
 
 
 class Face(types.ModuleType):
@@ -86,12 +86,53 @@ def lazy_face(package: str, face: Mapping[str, str],
                 if error.name != f"{package}.{name}":
                     raise
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        warnings.warn(f"{package}.{name} moved to {where} in dgx-topo 0.3: import it from there",
-                      DeprecationWarning, stacklevel=2)
-        module, _, attribute = where.rpartition(".")
-        return getattr(importlib.import_module(module), attribute)
+        return _moved(package, name, where)
 
     def face_dir() -> list:
         return sorted({*vars(sys.modules[package]), *face})
 
     return face_getattr, face_dir
+
+def _moved(module: str, name: str, where: str) -> object:
+    """``module.name``, which is ``where`` (``"module.name"``) now: warns and returns it."""
+    # stacklevel 3: the warning points at the line that read the name, past the __getattr__ hook.
+    warnings.warn(f"{module}.{name} moved to {where} in dgx-topo 0.3: import it from there",
+                  DeprecationWarning, stacklevel=3)
+    new_module, _, attribute = where.rpartition(".")
+    return getattr(importlib.import_module(new_module), attribute)
+
+
+def moved_names(module: str, moved: Mapping[str, str]) -> Callable[[str], object]:
+    """The ``__getattr__`` (PEP 562) of a module whose functions in ``moved`` live elsewhere now.
+
+    Reading one (``from models.studies.planner import format_plan``) warns with a
+    DeprecationWarning naming the new place and returns the object from there (imported by name
+    when asked: the module's floor never imports :mod:`models.present`). Any other missing name
+    is an AttributeError, as without the hook. (:func:`lazy_face` does the same for a package's
+    face, which also resolves submodules.)
+
+    Parameters
+    ----------
+    module : str
+        The module's ``__name__``.
+    moved : mapping
+        Old name -> ``"module.name"`` where it is now.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> getattr_ = moved_names("old", {"format_us": "models.present.format.format_us"})
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     getattr_("format_us")(2e-6)
+    '2.00'
+    >>> str(caught[0].message)
+    'old.format_us moved to models.present.format.format_us in dgx-topo 0.3: import it from there'
+    """
+    def module_getattr(name: str):
+        where = moved.get(name)
+        if where is None:
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        return _moved(module, name, where)
+
+    return module_getattr

@@ -15,7 +15,8 @@ Words (tables, explanations, JSON shapes) are built from these numbers in :mod:`
 A method that moved there is a :class:`Moved` attribute: reading it raises an AttributeError
 that names the new place; or, for a release or two, a :class:`MovedMethod`: it still works, and
 warns (DeprecationWarning) naming the function that builds the words now. A module function
-that moved is found the same way through the module's ``__getattr__`` (:func:`moved_names`).
+that moved is found the same way through the module's ``__getattr__``
+(:func:`topo.faces.moved_names`).
 
 Examples
 --------
@@ -29,13 +30,12 @@ import functools
 import importlib
 import json
 import warnings
-from collections.abc import Callable, Mapping
 
 import numpy as np
 
 from topo.errors import DgxTopoError
 
-__all__ = ["tidy_records", "Moved", "MovedMethod", "moved_names"]
+__all__ = ["tidy_records", "Moved", "MovedMethod"]
 
 
 def _scalar(value):
@@ -151,42 +151,3 @@ class MovedMethod:
         if not self.json_text:
             return function
         return lambda *args, **kwargs: json.dumps(function(*args, **kwargs), indent=2)
-
-
-def moved_names(module: str, moved: Mapping[str, str]) -> Callable[[str], object]:
-    """The ``__getattr__`` (PEP 562) of a module whose functions in ``moved`` live elsewhere now.
-
-    Reading one (``from models.studies.planner import format_plan``) warns with a
-    DeprecationWarning naming the new place and returns the object from there (imported by name
-    when asked: the module's floor never imports :mod:`models.present`). Any other missing name
-    is an AttributeError, as without the hook. (:func:`topo.faces.lazy_face` does the same for a
-    package's face, which also resolves submodules.)
-
-    Parameters
-    ----------
-    module : str
-        The module's ``__name__``.
-    moved : mapping
-        Old name -> ``"module.name"`` where it is now.
-
-    Examples
-    --------
-    >>> import warnings
-    >>> getattr_ = moved_names("old", {"format_us": "models.present.format.format_us"})
-    >>> with warnings.catch_warnings(record=True) as caught:
-    ...     warnings.simplefilter("always")
-    ...     getattr_("format_us")(2e-6)
-    '2.00'
-    >>> str(caught[0].message)
-    'old.format_us moved to models.present.format.format_us in dgx-topo 0.3: import it from there'
-    """
-    def module_getattr(name: str):
-        where = moved.get(name)
-        if where is None:
-            raise AttributeError(f"module {module!r} has no attribute {name!r}")
-        warnings.warn(f"{module}.{name} moved to {where} in dgx-topo 0.3: import it from there",
-                      DeprecationWarning, stacklevel=2)
-        new_module, _, attribute = where.rpartition(".")
-        return getattr(importlib.import_module(new_module), attribute)
-
-    return module_getattr

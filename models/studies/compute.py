@@ -53,10 +53,11 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from topo.errors import DgxTopoError
+from topo.faces import moved_names
 from topo.specs import GPUS, GpuSpec
 from topo.units import GB, GiB
 
-from ..engine.results import MovedMethod, moved_names
+from ..engine.results import MovedMethod
 from .workload import DTYPES, SOFTWARE, Op, Software, Workload, dtype_bytes, software as as_software
 
 __all__ = ["Gpu", "Generation", "GENERATIONS", "GEMM_EFFICIENCY", "ATTENTION_EFFICIENCY",

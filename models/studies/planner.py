@@ -103,10 +103,11 @@ import numpy as np
 
 import topo
 from topo.errors import DgxTopoError, LimitError
+from topo.faces import moved_names
 from topo.select import GpuIds
 from topo.units import GB, GiB, MiB, to_us
 
-from ..engine.results import MovedMethod, moved_names, tidy_records
+from ..engine.results import MovedMethod, tidy_records
 from ..engine.fabric import PreparedFabric, prepare
 from ..engine.nccl.profiles import NcclProfile
 from ..predict.collectives import Estimator

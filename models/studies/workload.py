@@ -58,8 +58,9 @@ from types import MappingProxyType
 from typing import TypeAlias
 
 from topo.errors import DgxTopoError
+from topo.faces import moved_names
 
-from ..engine.results import MovedMethod, moved_names
+from ..engine.results import MovedMethod
 
 __all__ = ["DEFAULT_BUCKET", "OPTIMIZER_PASS_BYTES", "DTYPES", "Op", "Software", "SOFTWARE", "Transformer",
            "ConvLayer", "CNN", "PRESETS",

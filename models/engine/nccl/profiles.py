@@ -101,10 +101,10 @@ from types import MappingProxyType
 from typing import Any
 
 from topo.errors import DgxTopoError
+from topo.faces import moved_names
 from topo.specs import LINKS
 from topo.units import GB, us
 
-from ..results import moved_names
 from .releases import BEHAVIOURS, ReleaseBehaviour
 
 __all__ = [

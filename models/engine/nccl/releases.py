@@ -83,7 +83,7 @@ from dataclasses import dataclass
 from enum import Enum
 from types import MappingProxyType
 
-from ..results import moved_names
+from topo.faces import moved_names
 
 __all__ = [
     "Behaviour", "RingBuilder", "TreeRule", "AlgorithmSelection", "RingLatency", "InterLatency",

@@ -10,7 +10,8 @@ import warnings
 import pytest
 
 import topo
-from models.engine.results import MovedMethod, moved_names
+from topo.faces import moved_names
+from models.engine.results import MovedMethod
 from models.predict.measure import DEFAULT
 from models.predict.simulate import task_graph
 from models.present import json_shapes, plan_text, versions_text
