@@ -115,6 +115,68 @@ near 15 % over the whole curve, in time, sits in that plateau: what a 2019 relea
 step and per launch on that host, which no source here measures. Not fixed: it can only be
 fitted to a run of that machine and release, and none is in the data. (A late-2019 run of
 2.5.6 would be priced by the 2.5.7 profile, whose tables are NCCL's own.)
+
+*NCCL 2.3 on a P100 DGX-1: the 5-GPU all_reduce.* On GPUs 0-4 NCCL 2.3 finds no NVLink ring
+(GPU 4's only NVLink in the set goes to GPU 0) and falls back to one ring in rank order, 0 1 2
+3 4 ([U] NVIDIA/nccl v2.3.7-1 src/misc/rings.cu; :mod:`models.engine.nccl.legacy_rings`); its
+hops 0->1, 1->2, 2->3 and 4->0 are NVLink and 3->4 goes through shared memory (the pair has no
+NVLink and is SOC, so ``selectTransport`` passes P2P for SHM: ``LegacyRings.shm_hops``). The
+ring runs at the 8 GB/s the tuner tables give the inter-socket link (v2.5.7's ``QPI_BW``: 2.3
+has no bandwidth figures, and the pre-2.5 profiles take v2.5's [U]), and no link class of the
+measurement model binds, because the socket link has none: 7.97 GB/s busbw at 64 MiB. The SHM
+hop moves data as a copy staged through host memory does (the sender's stores go up its PCIe
+path as posted writes into the receiver's buffer in host memory; the receiver reads it back,
+read requests up and completions down its own PCIe path; the socket link is crossed once,
+whichever socket holds the pages [U]), so the staged-copy facts of
+:data:`models.predict.p2p.EFFICIENCIES` price it: one way, ``staged`` 0.6068 x 15.754 GB/s (PCIe
+3.0 x16) = 9.56 GB/s for copy engines, x the kernels' 0.8405 = 8.03 GB/s for NCCL's kernels;
+both at or above the 8 GB/s the ring already runs at, so the facts here cannot lower this
+prediction. What differs from a staged copy is the engine: one ring is one block (129 threads on
+Pascal), and the receiving block *loads* host memory, at most its bytes in flight per round
+trip; neither is in the sources here (the copy loop's unroll at v2.3.7-1 was not re-read; the
+data's staged latencies, 16-19 us, are whole ``cudaMemcpy`` calls, not a read's round trip), and
+the graph's own hop latencies (150 ns per PCIe hop, 100 ns across the sockets, both assumed)
+give a round trip of 0.6-0.8 us, at which even 8 KiB in flight moves 10-14 GB/s. Not fixed: no
+source-backed quantity puts the hop below the 8 GB/s predicted. The same holds for every set
+whose ring falls back on either DGX-1 (2.0-2.4: the sets with no NVLink Hamiltonian cycle: 12
+pairs, 48 triples, 62 quadruples, 32 quintuples, no set of 6-8), each with one or two SHM hops,
+all at 8 GB/s. Where two SHM hops meet at one GPU ({0, 5}; {0, 1, 2, 3, 5}: 3->5 and 5->0) its
+own PCIe link moves host-memory data both ways, the ``staged_duplex`` case: 0.4578 x 15.754 =
+7.21 GB/s each way, 6.06 with the kernels' share, 24 % below 8. Not applied: those rings are
+not the ones with a residual, the same rings run under 2.4, and the kernels' share over a
+copy-engine fit is the interpretation [U] the 5-GPU run would have had to test.
+
+*NCCL 2.3 on a P100 DGX-1: broadcast and all_gather at 1-64 MB.* Predicted busbw on 8 GPUs
+(the same for every 2018 profile, 2.0-2.2 (the 2.3.5 profile), 2.3.5, 2.3.7 and 2.4.8):
+broadcast 14.86 / 34.87 / 52.58 / 60.22 / 63.08 GB/s at 1 MiB / 4 MiB / 16 MiB / 64 MiB / 1 GiB,
+all_gather 14.61 / 34.53 / 52.38 / 60.15 / 63.08. What a source gives for these releases, and why
+none of it moves the mid sizes while leaving 1 GiB where it matches:
+
+- protocol: LL only up to ``nRanks x nRings x min(256, nThreads) x threadThreshold`` = 8 x 8 x
+  128 x 32 = 256 KiB (NVIDIA/nccl v2.3.7-1 src/include/common_coll.h; 32 on Pascal in v2.3.5
+  too; 512 KiB under 2.4.8, which keeps 256 threads), so 1-64 MB run Simple, as 1 GiB does;
+- rings and threads: a Simple call takes all 8 rings and ``nThreads + 1`` threads (128 on
+  Pascal NVLink rings in 2.3, 256 in 2.4) at every size; a per-ring rate would move 1 GiB as
+  much;
+- in-place or out-of-place all_gather: the same ring steps (out-of-place copies its own block
+  within the first step's copy-and-send);
+- pipeline: v2.3's ring chunks equal v2.5's (:mod:`models.engine.nccl.pipelining`: no
+  difference); the broadcast chain's store-and-forward fill of 6 sub-steps of 256 KiB per ring
+  is the one term of the right shape (constant once each ring holds a full chunk: 198.8 us,
+  16 MiB 52.58 -> 32.39 GB/s, 1 GiB 63.08 -> 62.36), but all_gather, a ring, has no fill and the
+  same residual, and the 2.5-era chain runs show none (:data:`FILL_NOTE`) while no difference
+  between v2.3's and v2.5's forwarding is in the sources read, so adding it for v2.3 alone would
+  be fitted to the residual's shape;
+- flag handshakes: a v2.3 loop runs all ``SUBSTEPS`` handshakes of its half-buffer, empty ones
+  included [U]. A full sub-step's handshake overlaps the next sub-step's data (it must: 1 GiB,
+  64 loops per ring, matches), so only empty ones add time, each one hop latency on its way down
+  the chain or round the ring: at 1 MiB and 4 MiB a broadcast loop has 7 and 6 empty sub-steps
+  of 8, and a ring step at most 1 of 2, 3-3.5 us per call at the graph's 500 ns per NVLink hop (an
+  assumption): about 5 % at 1 MiB (3.5 of 70.6 us), 3 % at 4 MiB, under 1 % from 16 MiB; and
+  no source here gives a handshake's cost.
+
+Not fixed: the residual is not in any quantity these releases' sources or the graph give; it
+needs a run of that machine and release (``calibrate`` fits the measurement constants to one).
 """
 
 from __future__ import annotations

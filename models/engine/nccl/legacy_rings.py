@@ -85,11 +85,16 @@ class LegacyRings:
         ``comm->nThreads``: 256, or 128 on Pascal NVLink rings (v2.3).
     fallback : bool
         No ring was found and NCCL fell back to one ring in rank order.
+    shm_hops : tuple of (node, node)
+        Hops of the rings that go through shared memory (pairs with neither NVLink nor PCIe
+        P2P: the sender's kernel stores into a buffer in host memory, the receiver's kernel
+        loads it back), in ring order; empty when every hop is P2P.
     """
 
     search: ChannelSearch
     nthreads: int
     fallback: bool
+    shm_hops: tuple = ()
 
     @property
     def nchannels(self) -> int:
@@ -323,11 +328,28 @@ def _single_node(fabric, nodes) -> LegacyRings:
             rings = [_pci_ring(fabric, nodes)]
             trace.append("PCIe: one greedy ring by P2P score")
     fallback = not rings
+    shm: tuple = ()
     if fallback:
         rings = [tuple(range(n))]
         trace.append("Could not create rings, falling back on simple ring (rank order; hops "
                      "without NVLink go through shared memory)")
-    return LegacyRings(_result(fabric, nodes, rings, duplicated, trace), threads, fallback)
+        shm = _shm_hops(fabric, nodes, rings[0])
+        if shm:
+            trace.append("via direct shared memory (host memory, PCIe both ends): " + ", ".join(
+                f"{a}->{b}" for a, b in shm))
+    return LegacyRings(_result(fabric, nodes, rings, duplicated, trace), threads, fallback, shm)
+
+
+def _shm_hops(fabric, nodes, ring) -> tuple:
+    """Hops of a ring whose pair is neither NVLink nor PCIe P2P: ``selectTransport`` takes the
+    first of P2P, SHM, NET that can connect the pair (NVIDIA/nccl v2.3.7-1 src/transport.cu),
+    and ``p2pCanConnect`` refuses a pair without NVLink whose PCIe distance is SOC (p2p.cu)."""
+    if len(ring) < 2:
+        return ()
+    order = [nodes[i] for i in ring]
+    return tuple((a, b) for a, b in zip(order, order[1:] + order[:1])
+                 if not _nvlinks(fabric.G, a, b) and not _nvswitch_links(fabric.G, a)
+                 and not _pci_score(fabric, a, b))
 
 
 def _pci_ring(fabric, nodes) -> tuple:

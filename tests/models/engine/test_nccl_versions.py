@@ -7,6 +7,8 @@ code on the DGX-1 link matrices (encoded here).
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -154,6 +156,51 @@ def test_a7_fallback_ring_crosses_the_sockets_through_shared_memory():
     assert r.search.type_intra.name == "SYS"
     assert ("cpu0", "cpu1") in r.search.bottleneck
     assert r.search.bw_intra == pytest.approx(NcclSystem(topo.dgx1(), "2.3.7").capacity("cpu0", "cpu1"))
+
+
+# The P100 DGX-1's NVLink pairs, one link each (the hybrid cube-mesh [S10] [S11], topo/dgx.py),
+# written out here so that the test does not read them back from the builder.
+_P100_NVLINK_PAIRS = {frozenset(p) for p in ((0, 1), (0, 2), (0, 3), (0, 4), (1, 2), (1, 3), (1, 5),
+                      (2, 3), (2, 6), (3, 7), (4, 5), (4, 6), (4, 7), (5, 6), (5, 7), (6, 7))}
+
+
+def _nvlink_hamiltonian(gpus) -> bool:
+    """A cycle through every GPU of the set over NVLink pairs alone (2 GPUs: a link)."""
+    first, *rest = gpus
+    return any(all(frozenset(hop) in _P100_NVLINK_PAIRS for hop in zip(order, order[1:] + order[:1]))
+               for order in ((first, *perm) for perm in itertools.permutations(rest)))
+
+
+@pytest.mark.parametrize("version", ["2.3.7", "2.4.8"])
+def test_every_set_without_an_nvlink_ring_falls_back_with_its_shm_hops_named(version):
+    """NCCL 2.0-2.4 on a P100 DGX-1 (v2.3.7-1 p2p.cu, rings.cu): a set falls back to one ring in
+    rank order exactly when no NVLink cycle covers it (no relay, no PCIe fallback inside
+    p2pGetRings), and that ring's hops without NVLink are the pairs across the sockets, which
+    ``selectTransport`` gives to SHM (p2pCanConnect refuses SOC). 12 pairs, 48 triples, 62
+    quadruples, 32 quintuples; every set of 6 or more GPUs has an NVLink ring."""
+    fabric = NcclSystem(topo.dgx1(), version)
+    fallbacks = {}
+    for k in range(2, 9):
+        for gpus in itertools.combinations(range(8), k):
+            r = legacy_rings(fabric, [f"gpu{i}" for i in gpus])
+            assert r.fallback == (not _nvlink_hamiltonian(gpus)), gpus
+            hops = list(zip(gpus, gpus[1:] + gpus[:1]))
+            expected = tuple((f"gpu{a}", f"gpu{b}") for a, b in hops
+                             if frozenset((a, b)) not in _P100_NVLINK_PAIRS) if r.fallback else ()
+            assert r.shm_hops == expected, gpus
+            # every such pair crosses the sockets (GPUs 0-3 on CPU 0, 4-7 on CPU 1)
+            assert all((a[-1] < "4") != (b[-1] < "4") for a, b in r.shm_hops), gpus
+            fallbacks[k] = fallbacks.get(k, 0) + r.fallback
+    assert fallbacks == {2: 12, 3: 48, 4: 62, 5: 32, 6: 0, 7: 0, 8: 0}
+
+
+def test_the_5_gpu_fallback_ring_names_its_one_shm_hop():
+    """GPUs 0-4: ``Could not create rings, falling back on simple ring`` (v2.3.7-1 rings.cu), 0 -> 1
+    -> 2 -> 3 -> 4 -> 0, whose only hop without NVLink, 3 -> 4, goes through shared memory."""
+    r = _rings("dgx1", 5)
+    assert r.shm_hops == (("gpu3", "gpu4"),)
+    assert any("shared memory" in t and "gpu3->gpu4" in t for t in r.search.trace)
+    assert _rings("dgx1", 8).shm_hops == ()
 
 
 def test_nvswitch_rings_and_v2_4_threads():

@@ -92,3 +92,57 @@ def test_a_release_fill_difference_would_remove_time_the_model_never_had():
     achieved = float(m.nccl_bandwidth) * m.ratio
     assert m.time + by_hand / achieved < 0
     assert m.time == pytest.approx(m.startup + 4 * 2**20 / achieved)    # no fill in the time
+
+
+# ------------------------------------------------- NCCL 2.3 on a P100 DGX-1: what the residuals rest on
+def test_the_5_gpu_fallback_ring_runs_at_the_tuners_socket_figure_and_nothing_binds():
+    """GPUs 0-4, NCCL 2.3.7, 64 MiB all_reduce: one ring (rank order) whose SHM hop 3 -> 4 crosses
+    the sockets, priced at v2.5.7's QPI_BW 8 GB/s; the socket link has no link class, so the
+    measurement is the tuner's: time = (8.4 + 8 x 5.7) us (v2.5.7 ring Simple latency, 8 steps)
+    + 64 MiB / (8 GB/s x 5 / 8), 7.97 GB/s busbw."""
+    e = Estimator(topo.dgx1(), profile="2.3.7").estimate("all_reduce", 64 * 2**20, "0-4")
+    m = e.measurement
+    assert (int(e.nchannels), str(e.protocol), m.link, m.ratio) == (1, "Simple", "", 1.0)
+    by_hand = (8.4 + 8 * 5.7) * 1e-6 + 64 * 2**20 / (8e9 * 5 / 8)
+    assert m.time == pytest.approx(by_hand)
+    assert m.busbw == pytest.approx(64 * 2**20 / by_hand * 2 * 4 / 5)
+    assert round(m.busbw / 1e9, 2) == 7.97
+
+
+def test_the_staged_copy_facts_cannot_lower_a_ring_with_one_shm_hop():
+    """The SHM hop moves what a copy staged through host memory moves (writes up the sender's PCIe
+    path, reads back down the receiver's). Priced by the staged shares fitted on the DGX-1V row
+    (models.predict.p2p) and the kernels' share (measure.DEFAULT), by hand on PCIe 3.0 x16
+    (8 GT/s x 16 lanes x 128/130 / 8 = 15.754 GB/s): one way 0.6068 x 15.754 x 0.8405 = 8.03
+    GB/s, not below the 8 GB/s the 5-GPU ring runs at; both ways through one GPU (two SHM
+    hops meeting there, e.g. {0, 5}) 0.4578 x 15.754 x 0.8405 = 6.06 GB/s."""
+    from models.predict.measure import DEFAULT
+    from models.predict.p2p import EFFICIENCIES
+
+    pcie3_x16 = 8e9 * 16 * 128 / 130 / 8
+    assert topo.LINKS["pcie3_x16"].bandwidth == pytest.approx(pcie3_x16)
+    one_way = EFFICIENCIES["staged"].value * pcie3_x16 * DEFAULT.transfer_efficiency
+    both_ways = EFFICIENCIES["staged_duplex"].value * pcie3_x16 * DEFAULT.transfer_efficiency
+    assert one_way == pytest.approx(0.6068 * 15.7538e9 * 0.8405, rel=1e-4)
+    assert round(one_way / 1e9, 2) == 8.03 and round(both_ways / 1e9, 2) == 6.06
+    ring = Estimator(topo.dgx1(), profile="2.3.7").estimate("all_reduce", 64 * 2**20, "0-4").ring
+    assert ring.bw_intra == pytest.approx(8e9) and one_way >= ring.bw_intra > both_ways
+
+
+@pytest.mark.parametrize("version, threads", [("2.3.5", 128), ("2.3.7", 128), ("2.4.8", 256)])
+def test_2018_releases_run_1_to_64_mb_as_they_run_1_gib(version, threads):
+    """common_coll.h v2.3.7-1: LL only up to nRanks x nRings x min(256, nThreads) x threadThreshold
+    (32 on Pascal) = 8 x 8 x threads x 32 on the 8 P100s: 256 KiB (512 KiB in 2.4, 256 threads);
+    above it a call takes Simple on all 8 rings, the same at 1 MiB as at 1 GiB, so neither the
+    protocol nor the rings can make mid sizes slower while leaving 1 GiB."""
+    from models.engine.nccl.channels import channel_graphs
+    from models.engine.nccl.tuning import ll_threshold
+
+    comm = channel_graphs(NcclSystem(topo.dgx1(), version), [f"gpu{i}" for i in range(8)]).communicator
+    assert comm.ring.nthreads == threads
+    assert ll_threshold(comm) == 8 * 8 * threads * 32 < 2**20
+    fabric = Estimator(topo.dgx1(), profile=version)
+    sizes = [2**20, 4 * 2**20, 16 * 2**20, 64 * 2**20, 2**30]
+    for collective in ("broadcast", "all_gather"):
+        e = fabric.estimate(collective, sizes)
+        assert set(e.protocol.tolist()) == {"Simple"} and set(e.nchannels.tolist()) == {8}
