@@ -131,8 +131,8 @@ whichever socket holds the pages [U]), so the staged-copy facts of
 :data:`models.predict.p2p.EFFICIENCIES` price it: one way, ``staged`` 0.6068 x 15.754 GB/s (PCIe
 3.0 x16) = 9.56 GB/s for copy engines, x the kernels' 0.8405 = 8.03 GB/s for NCCL's kernels;
 both at or above the 8 GB/s the ring already runs at, so the facts here cannot lower this
-prediction. What differs from a staged copy is the engine: one ring is one block (129 threads on
-Pascal), and the receiving block *loads* host memory, at most its bytes in flight per round
+prediction. What differs from a staged copy is the engine: one ring is one block (``nThreads +
+1`` = 129 threads on Pascal, v2.3.7-1 src/include/common_coll.h), and the receiving block *loads* host memory, at most its bytes in flight per round
 trip; neither is in the sources here (the copy loop's unroll at v2.3.7-1 was not re-read; the
 data's staged latencies, 16-19 us, are whole ``cudaMemcpy`` calls, not a read's round trip), and
 the graph's own hop latencies (150 ns per PCIe hop, 100 ns across the sockets, both assumed)
@@ -159,7 +159,8 @@ none of it moves the mid sizes while leaving 1 GiB where it matches:
   Pascal NVLink rings in 2.3, 256 in 2.4) at every size; a per-ring rate would move 1 GiB as
   much;
 - in-place or out-of-place all_gather: the same ring steps (out-of-place copies its own block
-  within the first step's copy-and-send);
+  within the first step's copy-and-send, src/collectives/device/all_gather.h [U] not re-read at
+  v2.3.7-1);
 - pipeline: v2.3's ring chunks equal v2.5's (:mod:`models.engine.nccl.pipelining`: no
   difference); the broadcast chain's store-and-forward fill of 6 sub-steps of 256 KiB per ring
   is the one term of the right shape (constant once each ring holds a full chunk: 198.8 us,

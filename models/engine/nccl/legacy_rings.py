@@ -24,7 +24,11 @@ v2.4.8-1). This module replays it on a fabric graph:
 
    When nothing is found NCCL warns "Could not create rings, falling back on simple ring"
    and builds **one ring in rank order** whose hops take whatever transport the pair has:
-   NVLink, or shared memory through the CPUs.
+   NVLink, or shared memory through the CPUs (:attr:`LegacyRings.shm_hops`, named in the
+   trace: the sender's kernel stores into the receiver's buffer in host memory, the
+   receiver's kernel loads it back; on a DGX-1 every such hop crosses the sockets). The
+   hop is charged on the PCIe and socket edges it crosses like any other; what it achieves
+   is discussed in :mod:`models.predict.measure` ("NCCL 2.3 on a P100 DGX-1").
 4. **Threads**: 256, halved to 128 on Pascal when the NVLink search ran (v2.3 only).
 
 No trees, no LL128, no NVB relays in these releases. The ring's per-channel bandwidth for
