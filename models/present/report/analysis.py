@@ -42,18 +42,12 @@ import topo
 from topo.errors import DgxTopoError
 from topo.units import GB, GiB, to_GBps, us
 
-from ...studies.benchmarks import read_nccl_tests
-from ...studies.bounds import bound
-from ...studies.calibration import check
-from ...predict.collectives import estimate, pairwise
-from ...predict.measure import DEFAULT
+# The models are imported where a section is computed: a report of the built-in systems reads them
+# from the shipped file (:data:`SHIPPED_ANALYSIS`), and imports only what its results are made of.
 from ...engine.fabric import prepare
 from ...engine.nccl.nvls import nvlink_cliques
 from ...engine.nccltests import algbw_to_busbw
 from ...engine.symmetry import MAX_SET_CLASSES
-from ..explain import describe_cut, explain_bound, explain_estimate
-from ...predict.p2p import EFFICIENCIES, OVERHEADS, p2p_report
-from ...studies.planner import Search, gpus_ranking, search
 from . import shipped
 
 __all__ = ["SystemRow", "SystemAnalysis", "SeedComparison", "ReportAnalysis", "Generation",
@@ -401,6 +395,9 @@ def _analyse(fabric, records=None) -> SystemAnalysis:
 
 
 def _analysed(fabric) -> SystemAnalysis:
+    from ...predict.collectives import estimate, pairwise
+    from ...predict.p2p import p2p_report
+
     G, f = fabric.G, fabric
     s = topo.summarize(G)
     n = s.gpus
@@ -450,6 +447,8 @@ def _seed_comparison(fabric_of, records=None) -> SeedComparison:
 
 
 def _seed_compared(fabric_of) -> SeedComparison:
+    from ...predict.collectives import estimate
+
     results = [_try(estimate, fabric_of(name), REPORT_COLLECTIVE, CURVE_SIZES) for name in SEED_COMPARISON]
     return SeedComparison(SEED_COMPARISON, tuple(e for e, _ in results), tuple(err for _, err in results))
 
@@ -467,6 +466,8 @@ def _generation(a: SystemAnalysis, fabric, records=None) -> Generation:
 
 
 def _generation_of(a: SystemAnalysis, fabric) -> Generation:
+    from ...predict.collectives import estimate
+
     G, r = a.G, a.row
     gpus = list(range(GENERATION_GPUS))
     auto, auto_error = (a.curve, a.curve_error) if r.gpus == GENERATION_GPUS else (a.curve8, None)
@@ -557,6 +558,9 @@ def _suspect(collective: str, notes: str) -> str:
 
 
 def _collective_checks(G, profile) -> tuple:
+    from ...studies.benchmarks import read_nccl_tests
+    from ...studies.calibration import check
+
     data = measured_data("dgx2")
     out = []
     for collective, run in data["collectives"].items():
@@ -571,6 +575,8 @@ def _collective_checks(G, profile) -> tuple:
 
 
 def _p2p_checks(G) -> tuple:
+    from ...predict.p2p import p2p_report
+
     row = measured_data("dgx1v")
     source = int(row.get("row_of_gpu", 0))
     enabled, disabled = p2p_report(G), p2p_report(G, p2p="disabled")
@@ -630,6 +636,9 @@ def _measurement_key(systems, profile, fabrics) -> str:
 
 
 def _measurement_compared(systems, profile, fabrics) -> MeasurementComparison:
+    from ...predict.measure import DEFAULT
+    from ...predict.p2p import EFFICIENCIES, OVERHEADS
+
     collectives, runs, constants = (), {}, ()
     if "dgx2" in systems:
         collectives = _collective_checks(fabrics["dgx2"], profile)
@@ -883,6 +892,8 @@ def _applicable(b, e) -> float:
 
 def _gap(G, b, e, against: float) -> tuple[str, str]:
     """(what binds, the explanation) of one set's gap, from NCCL's estimate ``e`` and the bound ``b``."""
+    from ..explain import describe_cut
+
     p = e.point()
     nominal = algbw_to_busbw(REPORT_COLLECTIVE, float(p.bandwidth), e.nranks)
     size = f"{to_GBps(against):.1f}"
@@ -1047,6 +1058,10 @@ write_shipped_bounds = write_shipped_analysis
 
 
 def _system_bounds(fabric, worst) -> SystemBounds:
+    from ...predict.collectives import estimate
+    from ...studies.bounds import bound
+    from ..explain import describe_cut, explain_bound, explain_estimate
+
     G = fabric.G
     # The names only (topo.summarize's), not its bisection: _analyse summarised this fabric.
     name = G.graph.get("name", "fabric")
@@ -1116,6 +1131,8 @@ class TrainingStep:
 
 
 def _merged_search(workload, G, tps):
+    from ...studies.planner import Search, search
+
     plans, skipped = [], []
     for tp in tps:
         s = search(workload, G, tp=tp, simulate=0)  # the analytical ranking (simulated: the next section)
@@ -1136,6 +1153,8 @@ def _training_step(workload, names, tps, dtype, fabrics, records=None) -> Traini
 
 
 def _training_planned(workload, names, tps, dtype, fabrics) -> TrainingStep:
+    from ...studies.planner import gpus_ranking
+
     searches, errors = [], []
     for name in names:
         fabric = fabrics[name]

@@ -140,3 +140,14 @@ def test_what_cannot_be_shipped_is_refused():
         shipped.decode({"what": 1})
     with pytest.raises(DgxTopoError, match="expected a class of models or topo"):
         shipped.decode(shipped.encode(_Colour.RED))  # an enum of another package is not read
+
+
+def test_the_report_of_the_built_in_systems_computes_nothing(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise AssertionError("computed a section the file ships")
+    for name in ("_analysed", "_generation_of", "_seed_compared", "_measurement_compared", "_system_bounds",
+                 "_training_planned", "_simulated_step"):
+        monkeypatch.setattr(analysis, name, refuse)
+    report = analysis.analyse_report(analysis.report_fabrics())
+    assert len(report.systems) == len(topo.SYSTEMS) and report.training.searches[0].best.fits
+    assert [s.system for s in report.simulated] == ["dgx1", "dgx1v", "dgxa100", "dgxh100", "dgxh200", "dgxb200"]
