@@ -42,12 +42,18 @@ import topo
 from topo.errors import DgxTopoError
 from topo.units import GB, GiB, to_GBps, us
 
-# The models are imported where a section is computed: a report of the built-in systems reads them
-# from the shipped file (:data:`SHIPPED_ANALYSIS`), and imports only what its results are made of.
+from ...studies.benchmarks import read_nccl_tests
+from ...studies.bounds import bound
+from ...studies.calibration import check
+from ...predict.collectives import estimate, pairwise
+from ...predict.measure import DEFAULT
 from ...engine.fabric import prepare
 from ...engine.nccl.nvls import nvlink_cliques
 from ...engine.nccltests import algbw_to_busbw
 from ...engine.symmetry import MAX_SET_CLASSES
+from ..explain import describe_cut, explain_bound, explain_estimate
+from ...predict.p2p import EFFICIENCIES, OVERHEADS, p2p_report
+from ...studies.planner import Search, gpus_ranking, search
 from . import shipped
 
 __all__ = ["SystemRow", "SystemAnalysis", "SeedComparison", "ReportAnalysis", "Generation",
@@ -395,9 +401,6 @@ def _analyse(fabric, records=None) -> SystemAnalysis:
 
 
 def _analysed(fabric) -> SystemAnalysis:
-    from ...predict.collectives import estimate, pairwise
-    from ...predict.p2p import p2p_report
-
     G, f = fabric.G, fabric
     s = topo.summarize(G)
     n = s.gpus
@@ -447,8 +450,6 @@ def _seed_comparison(fabric_of, records=None) -> SeedComparison:
 
 
 def _seed_compared(fabric_of) -> SeedComparison:
-    from ...predict.collectives import estimate
-
     results = [_try(estimate, fabric_of(name), REPORT_COLLECTIVE, CURVE_SIZES) for name in SEED_COMPARISON]
     return SeedComparison(SEED_COMPARISON, tuple(e for e, _ in results), tuple(err for _, err in results))
 
@@ -466,8 +467,6 @@ def _generation(a: SystemAnalysis, fabric, records=None) -> Generation:
 
 
 def _generation_of(a: SystemAnalysis, fabric) -> Generation:
-    from ...predict.collectives import estimate
-
     G, r = a.G, a.row
     gpus = list(range(GENERATION_GPUS))
     auto, auto_error = (a.curve, a.curve_error) if r.gpus == GENERATION_GPUS else (a.curve8, None)
@@ -558,9 +557,6 @@ def _suspect(collective: str, notes: str) -> str:
 
 
 def _collective_checks(G, profile) -> tuple:
-    from ...studies.benchmarks import read_nccl_tests
-    from ...studies.calibration import check
-
     data = measured_data("dgx2")
     out = []
     for collective, run in data["collectives"].items():
@@ -575,8 +571,6 @@ def _collective_checks(G, profile) -> tuple:
 
 
 def _p2p_checks(G) -> tuple:
-    from ...predict.p2p import p2p_report
-
     row = measured_data("dgx1v")
     source = int(row.get("row_of_gpu", 0))
     enabled, disabled = p2p_report(G), p2p_report(G, p2p="disabled")
@@ -636,9 +630,6 @@ def _measurement_key(systems, profile, fabrics) -> str:
 
 
 def _measurement_compared(systems, profile, fabrics) -> MeasurementComparison:
-    from ...predict.measure import DEFAULT
-    from ...predict.p2p import EFFICIENCIES, OVERHEADS
-
     collectives, runs, constants = (), {}, ()
     if "dgx2" in systems:
         collectives = _collective_checks(fabrics["dgx2"], profile)
@@ -892,8 +883,6 @@ def _applicable(b, e) -> float:
 
 def _gap(G, b, e, against: float) -> tuple[str, str]:
     """(what binds, the explanation) of one set's gap, from NCCL's estimate ``e`` and the bound ``b``."""
-    from ..explain import describe_cut
-
     p = e.point()
     nominal = algbw_to_busbw(REPORT_COLLECTIVE, float(p.bandwidth), e.nranks)
     size = f"{to_GBps(against):.1f}"
@@ -969,11 +958,15 @@ SHIPPED_BOUNDS = SHIPPED_ANALYSIS
 
 def _content(fabric) -> str:
     """What every section computed on one fabric reads, as text for a fingerprint: the whole graph
-    (:func:`topo.to_json` keeps every attribute and the order of nodes and edges) and the NCCL
-    release. Memoised on the fabric (a report's sections share it)."""
+    (every attribute of the graph, its nodes and its edges, in their order; Python's ``repr`` of
+    the plain values a fabric holds, exact for floats, ten times cheaper than :func:`topo.to_json`)
+    and the NCCL release. Memoised on the fabric (a report's sections share it)."""
     key = ("shipped_content",)
     if key not in fabric.memo:
-        fabric.memo[key] = f"{topo.to_json(fabric.G)}\n{fabric.profile.version}"
+        G = fabric.G
+        graph = (dict(G.graph), [(n, dict(d)) for n, d in G.nodes(data=True)],
+                 [(u, v, dict(d)) for u, v, d in G.edges(data=True)])
+        fabric.memo[key] = f"{graph!r}\n{fabric.profile.version}"
     return fabric.memo[key]
 
 
@@ -1058,10 +1051,6 @@ write_shipped_bounds = write_shipped_analysis
 
 
 def _system_bounds(fabric, worst) -> SystemBounds:
-    from ...predict.collectives import estimate
-    from ...studies.bounds import bound
-    from ..explain import describe_cut, explain_bound, explain_estimate
-
     G = fabric.G
     # The names only (topo.summarize's), not its bisection: _analyse summarised this fabric.
     name = G.graph.get("name", "fabric")
@@ -1131,8 +1120,6 @@ class TrainingStep:
 
 
 def _merged_search(workload, G, tps):
-    from ...studies.planner import Search, search
-
     plans, skipped = [], []
     for tp in tps:
         s = search(workload, G, tp=tp, simulate=0)  # the analytical ranking (simulated: the next section)
@@ -1153,8 +1140,6 @@ def _training_step(workload, names, tps, dtype, fabrics, records=None) -> Traini
 
 
 def _training_planned(workload, names, tps, dtype, fabrics) -> TrainingStep:
-    from ...studies.planner import gpus_ranking
-
     searches, errors = [], []
     for name in names:
         fabric = fabrics[name]

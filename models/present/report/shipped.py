@@ -124,33 +124,47 @@ def decode(data, classes=()):
     classes : sequence of str, optional
         The class names by number, when :func:`encode` was given a ``classes`` dict.
     """
-    def again(x):
-        return decode(x, classes)
+    return _Decoder(classes).value(data)
 
-    if isinstance(data, list):
-        return [again(v) for v in data]
-    if not isinstance(data, dict):
-        return data
-    if _TUPLE in data:
-        return tuple(again(v) for v in data[_TUPLE])
-    if _DICT in data:
-        return {again(k): again(v) for k, v in data[_DICT]}
-    if _ARRAY in data:
-        return np.array(data["v"], dtype=np.dtype(data[_ARRAY]))
-    if _SCALAR in data:
-        return np.dtype(data[_SCALAR]).type(data["v"])
-    if _ENUM in data:
-        return _resolve(data[_ENUM])[data["v"]]
-    if _SET in data:
-        return (frozenset if data["frozen"] else set)(again(v) for v in data[_SET])
-    if _CLASS in data:
-        name = data[_CLASS]
-        cls = _resolve(classes[name] if isinstance(name, int) else name)
-        value = object.__new__(cls)  # frozen: set the fields as dataclasses' __init__ does
-        for f, v in zip(dataclasses.fields(cls), data["v"], strict=True):
-            object.__setattr__(value, f.name, again(v))
-        return value
-    raise DgxTopoError(f"unreadable shipped value with keys {sorted(data)[:4]}: expected an encode() result")
+
+class _Decoder:
+    """One decoding: each class named is resolved once (a record holds thousands of objects of a
+    few dozen classes)."""
+
+    def __init__(self, classes):
+        self.names = list(classes)
+        self.classes = {}
+
+    def _class(self, name):
+        if name not in self.classes:
+            cls = _resolve(self.names[name] if isinstance(name, int) else name)
+            self.classes[name] = (cls, tuple(f.name for f in dataclasses.fields(cls)))
+        return self.classes[name]
+
+    def value(self, data):
+        if isinstance(data, list):
+            return [self.value(v) for v in data]
+        if not isinstance(data, dict):
+            return data
+        if _CLASS in data:
+            cls, names = self._class(data[_CLASS])
+            value = object.__new__(cls)  # frozen: set the fields as dataclasses' __init__ does
+            for name, v in zip(names, data["v"], strict=True):
+                object.__setattr__(value, name, self.value(v))
+            return value
+        if _TUPLE in data:
+            return tuple([self.value(v) for v in data[_TUPLE]])
+        if _ARRAY in data:
+            return np.array(data["v"], dtype=np.dtype(data[_ARRAY]))
+        if _DICT in data:
+            return {self.value(k): self.value(v) for k, v in data[_DICT]}
+        if _SCALAR in data:
+            return np.dtype(data[_SCALAR]).type(data["v"])
+        if _ENUM in data:
+            return _resolve(data[_ENUM])[data["v"]]
+        if _SET in data:
+            return (frozenset if data["frozen"] else set)(self.value(v) for v in data[_SET])
+        raise DgxTopoError(f"unreadable shipped value with keys {sorted(data)[:4]}: expected an encode() result")
 
 
 def fingerprint(section: str, *parts) -> str:
