@@ -182,19 +182,27 @@ class _Router:
         samples = np.concatenate([np.linspace(a, b, 40) for a, b in zip(route[:-1], route[1:])])
         return [box for box in self.boxes if _inside(samples, box)]
 
+    def _obstacles(self, u, v, box=None) -> np.ndarray:
+        """Every node but ``u`` and ``v`` (within ``box``, ``(lo, hi)``, if given)."""
+        keep = np.ones(len(self.nodes), dtype=bool)
+        if box is not None:
+            keep = np.all((self.points >= box[0]) & (self.points <= box[1]), axis=1)
+        keep[[self.index[u], self.index[v]]] = False
+        return self.points[keep]
+
     def route(self, u, v) -> np.ndarray:
         a, b = self.pos[u], self.pos[v]
-        keep = np.ones(len(self.nodes), dtype=bool)
-        keep[[self.index[u], self.index[v]]] = False
-        obstacles = self.points[keep]
         straight = np.array([a, b])
         host_layer = u not in self.core and v not in self.core
         crossed = self._crossed(straight) if host_layer else []
         if not crossed:
-            if _polyline_clear(straight, obstacles, self.clearance):
+            # The obstacles near the straight link only (as _polyline_clear keeps them): most
+            # links are straight, and a fabric has hundreds of nodes.
+            box = (straight.min(axis=0) - self.clearance, straight.max(axis=0) + self.clearance)
+            if _polyline_clear(straight, self._obstacles(u, v, box), self.clearance):
                 return straight
-            return self._arc(a, b, obstacles, host_layer)
-        return self._around(a, b, obstacles, crossed)
+            return self._arc(a, b, self._obstacles(u, v), host_layer)
+        return self._around(a, b, self._obstacles(u, v), crossed)
 
     def _arc(self, a, b, obstacles, host_layer) -> np.ndarray:
         chord = b - a
@@ -246,8 +254,26 @@ class _Points:
                    for dx in (-1, 0, 1) for dy in (-1, 0, 1) for q in self.cells.get((cx + dx, cy + dy), ()))
 
 
+def _on_segment(points, fraction):
+    """The point ``fraction`` along a straight link (two points), as :func:`_along` computes it
+    with numpy (the same operations on floats, without numpy's cost per call on two points), or
+    None for a longer polyline or a link of zero length."""
+    if len(points) != 2:
+        return None
+    (ax, ay), (bx, by) = points[0].tolist(), points[1].tolist()
+    dx, dy = bx - ax, by - ay
+    step = math.sqrt(dx * dx + dy * dy)  # numpy's norm of two components
+    if step <= 0:
+        return None
+    target = step * fraction
+    return np.array([ax + dx * target / step, ay + dy * target / step])
+
+
 def _midpoint(points) -> np.ndarray:
     """The point halfway along a polyline."""
+    fast = _on_segment(points, 0.5) if len(points) == 2 else None
+    if fast is not None:
+        return fast
     steps = np.linalg.norm(np.diff(points, axis=0), axis=1)
     half = steps.sum() / 2
     done = 0.0
@@ -259,6 +285,9 @@ def _midpoint(points) -> np.ndarray:
 
 
 def _along(points, fraction) -> np.ndarray:
+    fast = _on_segment(points, fraction) if len(points) == 2 else None
+    if fast is not None:
+        return fast
     steps = np.linalg.norm(np.diff(points, axis=0), axis=1)
     target = steps.sum() * fraction
     done = 0.0
