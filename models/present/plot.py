@@ -34,7 +34,7 @@ from plotly.subplots import make_subplots
 import topo
 from topo.errors import DgxTopoError
 from topo.plot import fabric_figure
-from topo.plot_style import COLORWAY, axis_title, build_figure, draft, finish, log_axis, style_figure, style_layout
+from topo.plot_style import COLORWAY, axis_title, build_figure, log_axis, style_figure, style_layout
 from topo.units import to_GBps, to_us
 
 from ..engine.nccl.search import ChannelSearch
@@ -315,8 +315,7 @@ def busbw_figure(estimates, *, y: str = "busbw", title: str | None = None,
         raise DgxTopoError(f"unknown quantity {y!r}: expected one of {', '.join(Y_QUANTITIES)}")
     y_title, convert = Y_QUANTITIES[y]
     curves = _curves(estimates)
-    fig = draft()  # checked once drawn (topo.plot_style.build_figure says why)
-    all_sizes = []
+    data, all_sizes = [], []  # drawn as plain dicts, checked once (topo.plot_style.build_figure says why)
     points = [(np.atleast_1d(e.nbytes).astype(float), convert(np.atleast_1d(getattr(e, y)).astype(float)))
               for _, e in curves]
     for (label, e), (sizes, values), style in zip(curves, points, curve_styles(points)):
@@ -331,20 +330,21 @@ def busbw_figure(estimates, *, y: str = "busbw", title: str | None = None,
         hover = [f"<b>{label}</b><br>{e.collective}, {e.nranks} GPUs<br>size {format_bytes(s)} "
                  f"({int(s)} B)<br>busbw {b:.2f} GB/s<br>time {t:.2f} µs<br>{a}/{p}, {c} channels{same}"
                  for s, b, t, a, p, c in zip(sizes, busbw, times, algorithm, protocol, channels)]
-        fig.add_trace(dict(type="scatter", x=sizes, y=values, mode="lines+markers", name=label, hovertext=hover,
-                           hovertemplate="%{hovertext}<extra></extra>",
-                           line=dict(dash=style["dash"], width=style["width"]),
-                           marker=dict(symbol=style["symbol"], size=style["size"])))
-    _size_axis(fig, all_sizes, title_text=axis_title("message size", "bytes"))
-    if y == "time":  # decades, written like the tables: no crowded minor labels
-        fig.update_yaxes(title_text=y_title, **log_axis(v for _, values in points for v in values))
-    else:
-        fig.update_yaxes(title_text=y_title, type="linear", rangemode="tozero")
+        data.append(dict(type="scatter", x=sizes, y=values, mode="lines+markers", name=label, hovertext=hover,
+                         hovertemplate="%{hovertext}<extra></extra>",
+                         line=dict(dash=style["dash"], width=style["width"]),
+                         marker=dict(symbol=style["symbol"], size=style["size"])))
     collectives = sorted({e.collective for _, e in curves})
-    fig.update_layout(hovermode="closest", legend=dict(title=dict(text="")))
-    return finish(_layout(fig, title if title is not None else
+    layout = style_layout(title=title if title is not None else
                           f"predicted {'/'.join(collectives)} {y_title} vs message size",
-                          width, height, 460))
+                          width=width, height=height, default_height=460)
+    layout["xaxis"] = dict(**_size_axis_properties(all_sizes), title=dict(text=axis_title("message size", "bytes")))
+    if y == "time":  # decades, written like the tables: no crowded minor labels
+        layout["yaxis"] = dict(title=dict(text=y_title), **log_axis(v for _, values in points for v in values))
+    else:
+        layout["yaxis"] = dict(title=dict(text=y_title), type="linear", rangemode="tozero")
+    layout.update(hovermode="closest", legend=dict(title=dict(text="")))
+    return build_figure(data, layout)
 
 
 def _search(result, pattern):
