@@ -24,6 +24,10 @@ optimal schedule's bound, :func:`models.bound`, on every GPU set, one computatio
 :func:`set_classes`, the worst sets explained) and :func:`training_step` (a planner workload's
 layouts on the seed comparison's systems, :func:`models.search`, and
 :func:`models.gpus_ranking`).
+
+Every section of a built-in system (at NCCL's reference release, with the default options) is
+computed once and shipped (:data:`SHIPPED_ANALYSIS`, :mod:`models.present.report.shipped`): a
+report reads it when the fabric, release and options are the ones shipped, and computes the rest.
 """
 
 from __future__ import annotations
