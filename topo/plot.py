@@ -150,6 +150,10 @@ def _bezier(a, b, offset, normal, samples=25) -> np.ndarray:
     return (1 - t) ** 2 * a + 2 * (1 - t) * t * control + t ** 2 * b
 
 
+# Links x nodes checked at once by _Router.routes.
+_BATCH = 200_000
+
+
 class _Router:
     """Straight links where they are clear; arcs around nodes; host-layer links that would
     cross an NVLink core (one per host) go around it, by its side or as a bus under or over
@@ -182,19 +186,64 @@ class _Router:
         samples = np.concatenate([np.linspace(a, b, 40) for a, b in zip(route[:-1], route[1:])])
         return [box for box in self.boxes if _inside(samples, box)]
 
+    def _obstacles(self, u, v, box=None) -> np.ndarray:
+        """Every node but ``u`` and ``v`` (within ``box``, ``(lo, hi)``, if given)."""
+        keep = np.ones(len(self.nodes), dtype=bool)
+        if box is not None:
+            keep = np.all((self.points >= box[0]) & (self.points <= box[1]), axis=1)
+        keep[[self.index[u], self.index[v]]] = False
+        return self.points[keep]
+
+    def routes(self, pairs) -> dict:
+        """:meth:`route` of every pair, the straight links' clearance checked for all of them at
+        once (the same arithmetic as :func:`_polyline_clear`, one array per fabric instead of
+        numpy's cost per link)."""
+        out, straight = {}, []
+        for u, v in pairs:
+            if u not in self.core and v not in self.core and self._crossed(np.array([self.pos[u], self.pos[v]])):
+                out[u, v] = self.route(u, v)  # around an NVLink core
+            else:
+                straight.append((u, v))
+        # In chunks of links: (links x nodes) arrays stay a few MB on a cluster of thousands of nodes.
+        chunk = max(1, _BATCH // max(len(self.nodes), 1))
+        for start in range(0, len(straight), chunk):
+            part = straight[start:start + chunk]
+            for (u, v), ok in zip(part, self._clear(part)):
+                out[u, v] = (np.array([self.pos[u], self.pos[v]]) if ok
+                             else self._arc(self.pos[u], self.pos[v], self._obstacles(u, v),
+                                            u not in self.core and v not in self.core))
+        return out
+
+    def _clear(self, links) -> np.ndarray:
+        """Whether each straight link stays ``clearance`` from every other node."""
+        iu = np.array([self.index[u] for u, _ in links])
+        iv = np.array([self.index[v] for _, v in links])
+        a, b = self.points[iu], self.points[iv]  # (links, 2)
+        ab = b - a
+        length2 = (ab ** 2).sum(axis=1)
+        length2[length2 == 0] = 1.0
+        ap = self.points[None, :, :] - a[:, None, :]  # (links, nodes, 2)
+        t = np.clip((ap * ab[:, None, :]).sum(axis=2) / length2[:, None], 0.0, 1.0)
+        closest = a[:, None, :] + t[..., None] * ab[:, None, :]
+        distance = np.linalg.norm(self.points[None, :, :] - closest, axis=2)
+        rows = np.arange(len(links))
+        distance[rows, iu] = np.inf  # a link's own ends are no obstacles
+        distance[rows, iv] = np.inf
+        return distance.min(axis=1) >= self.clearance
+
     def route(self, u, v) -> np.ndarray:
         a, b = self.pos[u], self.pos[v]
-        keep = np.ones(len(self.nodes), dtype=bool)
-        keep[[self.index[u], self.index[v]]] = False
-        obstacles = self.points[keep]
         straight = np.array([a, b])
         host_layer = u not in self.core and v not in self.core
         crossed = self._crossed(straight) if host_layer else []
         if not crossed:
-            if _polyline_clear(straight, obstacles, self.clearance):
+            # The obstacles near the straight link only (as _polyline_clear keeps them): most
+            # links are straight, and a fabric has hundreds of nodes.
+            box = (straight.min(axis=0) - self.clearance, straight.max(axis=0) + self.clearance)
+            if _polyline_clear(straight, self._obstacles(u, v, box), self.clearance):
                 return straight
-            return self._arc(a, b, obstacles, host_layer)
-        return self._around(a, b, obstacles, crossed)
+            return self._arc(a, b, self._obstacles(u, v), host_layer)
+        return self._around(a, b, self._obstacles(u, v), crossed)
 
     def _arc(self, a, b, obstacles, host_layer) -> np.ndarray:
         chord = b - a
@@ -246,8 +295,26 @@ class _Points:
                    for dx in (-1, 0, 1) for dy in (-1, 0, 1) for q in self.cells.get((cx + dx, cy + dy), ()))
 
 
+def _on_segment(points, fraction):
+    """The point ``fraction`` along a straight link (two points), as :func:`_along` computes it
+    with numpy (the same operations on floats, without numpy's cost per call on two points), or
+    None for a longer polyline or a link of zero length."""
+    if len(points) != 2:
+        return None
+    (ax, ay), (bx, by) = points[0].tolist(), points[1].tolist()
+    dx, dy = bx - ax, by - ay
+    step = math.sqrt(dx * dx + dy * dy)  # numpy's norm of two components
+    if step <= 0:
+        return None
+    target = step * fraction
+    return np.array([ax + dx * target / step, ay + dy * target / step])
+
+
 def _midpoint(points) -> np.ndarray:
     """The point halfway along a polyline."""
+    fast = _on_segment(points, 0.5) if len(points) == 2 else None
+    if fast is not None:
+        return fast
     steps = np.linalg.norm(np.diff(points, axis=0), axis=1)
     half = steps.sum() / 2
     done = 0.0
@@ -259,6 +326,9 @@ def _midpoint(points) -> np.ndarray:
 
 
 def _along(points, fraction) -> np.ndarray:
+    fast = _on_segment(points, fraction) if len(points) == 2 else None
+    if fast is not None:
+        return fast
     steps = np.linalg.norm(np.diff(points, axis=0), axis=1)
     target = steps.sum() * fraction
     done = 0.0
@@ -430,7 +500,7 @@ def fabric_figure(G, *, pos=None, host_layer: bool = True, edge_values=None,
     paint = _Paint(G, pairs, color_range, edge_values, value_range, value_label, missing_label)
 
     router = _Router(pos, shown, core, unit)
-    routes = {pair: router.route(*pair) for pair in pairs}
+    routes = router.routes(pairs)
     bundles = _bundles(G, pairs, pos, paint, unit)
     if bundle is None:
         bundle = sum(G.nodes[u]["kind"] != G.nodes[v]["kind"] and {G.nodes[u]["kind"], G.nodes[v]["kind"]}

@@ -34,7 +34,7 @@ from plotly.subplots import make_subplots
 import topo
 from topo.errors import DgxTopoError
 from topo.plot import fabric_figure
-from topo.plot_style import COLORWAY, axis_title, build_figure, draft, finish, log_axis, style_figure, style_layout
+from topo.plot_style import COLORWAY, axis_title, build_figure, log_axis, style_figure, style_layout
 from topo.units import to_GBps, to_us
 
 from ..engine.nccl.search import ChannelSearch
@@ -210,11 +210,16 @@ def pairs_figure(matrix, *, gpus=None, collective: str | None = None, nbytes=Non
 def _size_axis(fig, sizes, **where) -> None:
     """A log message-size axis with ticks at powers of 4 (narrow ranges) or of 32 (wide): both
     include 1 KiB, 1 MiB and 1 GiB."""
+    fig.update_xaxes(**_size_axis_properties(sizes), **where)
+
+
+def _size_axis_properties(sizes) -> dict:
+    """The properties :func:`_size_axis` sets."""
     sizes = [float(s) for s in sizes if s > 0] or [1.0]
     lo, hi = min(sizes), max(sizes)
     ticks = [2.0 ** k for k in range(0, 50, 2 if hi / max(lo, 1) < 2 ** 24 else 5)
              if max(lo, 1) / 1.01 <= 2.0 ** k <= hi * 1.01]
-    fig.update_xaxes(type="log", tickvals=ticks, ticktext=[format_bytes(t) for t in ticks], **where)
+    return dict(type="log", tickvals=ticks, ticktext=[format_bytes(t) for t in ticks])
 
 
 def curve_styles(curves, *, rtol: float = _COINCIDE) -> list:
@@ -310,8 +315,7 @@ def busbw_figure(estimates, *, y: str = "busbw", title: str | None = None,
         raise DgxTopoError(f"unknown quantity {y!r}: expected one of {', '.join(Y_QUANTITIES)}")
     y_title, convert = Y_QUANTITIES[y]
     curves = _curves(estimates)
-    fig = draft()  # checked once drawn (topo.plot_style.build_figure says why)
-    all_sizes = []
+    data, all_sizes = [], []  # drawn as plain dicts, checked once (topo.plot_style.build_figure says why)
     points = [(np.atleast_1d(e.nbytes).astype(float), convert(np.atleast_1d(getattr(e, y)).astype(float)))
               for _, e in curves]
     for (label, e), (sizes, values), style in zip(curves, points, curve_styles(points)):
@@ -326,20 +330,21 @@ def busbw_figure(estimates, *, y: str = "busbw", title: str | None = None,
         hover = [f"<b>{label}</b><br>{e.collective}, {e.nranks} GPUs<br>size {format_bytes(s)} "
                  f"({int(s)} B)<br>busbw {b:.2f} GB/s<br>time {t:.2f} µs<br>{a}/{p}, {c} channels{same}"
                  for s, b, t, a, p, c in zip(sizes, busbw, times, algorithm, protocol, channels)]
-        fig.add_trace(dict(type="scatter", x=sizes, y=values, mode="lines+markers", name=label, hovertext=hover,
-                           hovertemplate="%{hovertext}<extra></extra>",
-                           line=dict(dash=style["dash"], width=style["width"]),
-                           marker=dict(symbol=style["symbol"], size=style["size"])))
-    _size_axis(fig, all_sizes, title_text=axis_title("message size", "bytes"))
-    if y == "time":  # decades, written like the tables: no crowded minor labels
-        fig.update_yaxes(title_text=y_title, **log_axis(v for _, values in points for v in values))
-    else:
-        fig.update_yaxes(title_text=y_title, type="linear", rangemode="tozero")
+        data.append(dict(type="scatter", x=sizes, y=values, mode="lines+markers", name=label, hovertext=hover,
+                         hovertemplate="%{hovertext}<extra></extra>",
+                         line=dict(dash=style["dash"], width=style["width"]),
+                         marker=dict(symbol=style["symbol"], size=style["size"])))
     collectives = sorted({e.collective for _, e in curves})
-    fig.update_layout(hovermode="closest", legend=dict(title=dict(text="")))
-    return finish(_layout(fig, title if title is not None else
+    layout = style_layout(title=title if title is not None else
                           f"predicted {'/'.join(collectives)} {y_title} vs message size",
-                          width, height, 460))
+                          width=width, height=height, default_height=460)
+    layout["xaxis"] = dict(**_size_axis_properties(all_sizes), title=dict(text=axis_title("message size", "bytes")))
+    if y == "time":  # decades, written like the tables: no crowded minor labels
+        layout["yaxis"] = dict(title=dict(text=y_title), **log_axis(v for _, values in points for v in values))
+    else:
+        layout["yaxis"] = dict(title=dict(text=y_title), type="linear", rangemode="tozero")
+    layout.update(hovermode="closest", legend=dict(title=dict(text="")))
+    return build_figure(data, layout)
 
 
 def _search(result, pattern):
@@ -515,40 +520,71 @@ def check_figure(check, *, title: str | None = None, width: int | None = None,
     hover = [f"<b>{format_bytes(s)}</b> ({int(s)} B)<br>measured: time {a:.2f} µs, busbw {b:.2f} GB/s"
              f"<br>predicted: time {c:.2f} µs, busbw {d:.2f} GB/s<br>error: time {_signed(e)}, "
              f"busbw {_signed(f)}" for s, a, c, b, d, e, f in zip(sizes, mt, pt, mb, pb, te, be)]
-    fig = draft(make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.06,
-                              row_heights=[0.38, 0.34, 0.28]))
     common = dict(type="scatter", hovertext=hover, hovertemplate="%{hovertext}<extra></extra>", mode="lines+markers")
+    data = []
     for row, (measured_y, predicted_y) in ((1, (mb, pb)), (2, (mt, pt))):
-        fig.add_trace(dict(x=sizes, y=measured_y, name="measured", legendgroup="measured",
-                           showlegend=row == 1, line=dict(color=_MEASURED, width=2.5),
-                           marker=dict(symbol="circle", size=7), **common), row=row, col=1)
-        fig.add_trace(dict(x=sizes, y=predicted_y, name="predicted", legendgroup="predicted",
-                           showlegend=row == 1, line=dict(color=_PREDICTED, width=2, dash="dash"),
-                           marker=dict(symbol="diamond", size=6), **common), row=row, col=1)
-    fig.add_trace(dict(x=sizes, y=100 * te, name="time error", line=dict(color=_TIME_ERROR, width=1.5),
-                       marker=dict(symbol="square", size=6), **common), row=3, col=1)
-    fig.add_trace(dict(x=sizes, y=100 * be, name="busbw error", connectgaps=False,
-                       line=dict(color=_BUSBW_ERROR, width=1.5, dash="dot"),
-                       marker=dict(symbol="triangle-up", size=6), **common), row=3, col=1)
-    for row in (1, 2, 3):
-        _size_axis(fig, sizes, row=row, col=1)
-    fig.update_xaxes(title_text=axis_title("message size", "bytes"), row=3, col=1)
-    fig.update_yaxes(title_text=axis_title("busbw", "GB/s"), rangemode="tozero", row=1, col=1)
-    fig.update_yaxes(title_text=axis_title("time", "µs"), **log_axis([*mt, *pt]), row=2, col=1)
-    fig.update_yaxes(title_text=axis_title("error", "%") + "<br>predicted / measured - 1",
-                     zeroline=True, zerolinecolor="#888888", zerolinewidth=1, row=3, col=1)
+        axes = _CHECK_PANELS[row]
+        data.append(dict(x=sizes, y=measured_y, name="measured", legendgroup="measured",
+                         showlegend=row == 1, line=dict(color=_MEASURED, width=2.5),
+                         marker=dict(symbol="circle", size=7), **common, **axes))
+        data.append(dict(x=sizes, y=predicted_y, name="predicted", legendgroup="predicted",
+                         showlegend=row == 1, line=dict(color=_PREDICTED, width=2, dash="dash"),
+                         marker=dict(symbol="diamond", size=6), **common, **axes))
+    data.append(dict(x=sizes, y=100 * te, name="time error", line=dict(color=_TIME_ERROR, width=1.5),
+                     marker=dict(symbol="square", size=6), **common, **_CHECK_PANELS[3]))
+    data.append(dict(x=sizes, y=100 * be, name="busbw error", connectgaps=False,
+                     line=dict(color=_BUSBW_ERROR, width=1.5, dash="dot"),
+                     marker=dict(symbol="triangle-up", size=6), **common, **_CHECK_PANELS[3]))
     heading = title if title is not None else (
         f"{check.collective} on {check.system}, {len(check.gpus)} GPUs (-g {check.gpus_per_thread}): "
         f"measured vs predicted")
+    layout = {**_check_axes(), **style_layout(title=heading, width=width, height=height, default_height=720)}
+    size_axis = _size_axis_properties(sizes)
+    for x in ("xaxis", "xaxis2", "xaxis3"):
+        layout[x].update(size_axis)
+    layout["xaxis3"]["title"] = dict(text=axis_title("message size", "bytes"))
+    layout["yaxis"].update(title=dict(text=axis_title("busbw", "GB/s")), rangemode="tozero")
+    layout["yaxis2"].update(title=dict(text=axis_title("time", "µs")), **log_axis([*mt, *pt]))
+    layout["yaxis3"].update(title=dict(text=axis_title("error", "%") + "<br>predicted / measured - 1"),
+                            zeroline=True, zerolinecolor="#888888", zerolinewidth=1)
     # The legend sits in the busbw panel's upper left, empty for nccl-tests' rising curves.
-    fig.update_layout(hovermode="closest", legend=dict(x=0.01, y=0.99, xanchor="left", yanchor="top",
-                                                       bgcolor="rgba(255,255,255,0.85)"))
-    fig = _layout(fig, heading, width, height, 720)
-    fig.update_layout(title=dict(subtitle=dict(text=(
+    layout.update(hovermode="closest", legend=dict(x=0.01, y=0.99, xanchor="left", yanchor="top",
+                                                   bgcolor="rgba(255,255,255,0.85)"), margin=dict(t=90))
+    layout["title"]["subtitle"] = dict(text=(
         f"GPUs {','.join(map(str, check.gpus))}. |time error| median {format_percent(check.median_abs_time_error)}, "
         f"max {format_percent(check.max_abs_time_error)}; |busbw error| median "
-        f"{format_percent(check.median_abs_busbw_error)}, max {format_percent(check.max_abs_busbw_error)}"))), margin=dict(t=90))
-    return finish(fig)
+        f"{format_percent(check.median_abs_busbw_error)}, max {format_percent(check.max_abs_busbw_error)}"))
+    return build_figure(data, layout)
+
+
+# The three panels of check_figure, one above the other on one size axis: what plotly's
+# make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.06, row_heights=[0.38,
+# 0.34, 0.28]) writes (tests/models/present/test_plot.py checks it), without its cost per figure.
+_CHECK_PANELS = MappingProxyType({1: dict(xaxis="x", yaxis="y"), 2: dict(xaxis="x2", yaxis="y2"),
+                                  3: dict(xaxis="x3", yaxis="y3")})
+_CHECK_SPACING, _CHECK_HEIGHTS = 0.06, (0.38, 0.34, 0.28)
+
+
+def _check_axes() -> dict:
+    """The layout's axes of :data:`_CHECK_PANELS`, top panel first, with the domains plotly
+    computes (each row's share of the height left between the gaps, rows stacked from the
+    bottom, an end just past 1 written 1), operation for operation."""
+    rows = len(_CHECK_HEIGHTS)
+    room = 1.0 - _CHECK_SPACING * (rows - 1)
+    total = float(sum(_CHECK_HEIGHTS))
+    heights = list(reversed([room * (h / total) for h in _CHECK_HEIGHTS]))  # from the bottom
+    layout = {}
+    for row in range(1, rows + 1):
+        k = rows - row  # from the bottom
+        start = sum(heights[:k]) + k * _CHECK_SPACING
+        end = start + heights[k]
+        suffix = "" if row == 1 else str(row)
+        x = dict(anchor=f"y{suffix}", domain=[0.0, 1.0])
+        if row < rows:
+            x.update(matches=f"x{rows}", showticklabels=False)
+        layout[f"xaxis{suffix}"] = x
+        layout[f"yaxis{suffix}"] = dict(anchor=f"x{suffix}", domain=[min(start, 1.0), min(end, 1.0)])
+    return layout
 
 
 _P2P_QUANTITIES = MappingProxyType({"bandwidth": ("GB/s", to_GBps), "latency": ("µs", to_us)})

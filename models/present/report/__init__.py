@@ -3,7 +3,9 @@
 Three steps, one module each: :mod:`~models.present.report.analysis` computes every number the page
 shows (data, no plotly), :mod:`~models.present.report.html` renders the page (plotly), and
 :mod:`~models.present.report.write` writes it through :mod:`models.present.output` (atomic, regular files
-only). Only the page's module imports plotly; the face imports each module on first use.
+only). Only the page's module imports plotly; the face imports each module on first use. The analysis of
+the built-in systems is shipped as data (:mod:`~models.present.report.shipped`), keyed by what
+determines it, and read instead of computed when a report asks for the same.
 """
 
 from types import MappingProxyType

@@ -24,12 +24,15 @@ optimal schedule's bound, :func:`models.bound`, on every GPU set, one computatio
 :func:`set_classes`, the worst sets explained) and :func:`training_step` (a planner workload's
 layouts on the seed comparison's systems, :func:`models.search`, and
 :func:`models.gpus_ranking`).
+
+Every section of a built-in system (at NCCL's reference release, with the default options) is
+computed once and shipped (:data:`SHIPPED_ANALYSIS`, :mod:`models.present.report.shipped`): a
+report reads it when the fabric, release and options are the ones shipped, and computes the rest.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import math
 import re
@@ -55,6 +58,7 @@ from ...engine.symmetry import MAX_SET_CLASSES
 from ..explain import describe_cut, explain_bound, explain_estimate
 from ...predict.p2p import EFFICIENCIES, OVERHEADS, p2p_report
 from ...studies.planner import Search, gpus_ranking, search
+from . import shipped
 
 __all__ = ["SystemRow", "SystemAnalysis", "SeedComparison", "ReportAnalysis", "Generation",
            "CollectiveCheck", "P2PRowCheck", "MeasurementComparison", "summary_rows",
@@ -62,7 +66,8 @@ __all__ = ["SystemRow", "SystemAnalysis", "SeedComparison", "ReportAnalysis", "G
            "measured_data", "REPORT_SIZE", "CURVE_SIZES", "MAX_MATRIX_GPUS", "REPORT_COLLECTIVE",
            "SEED_COMPARISON", "GENERATION_GPUS", "MEASURED_DATA", "SetBound", "WorstSet",
            "SystemBounds", "TrainingStep", "bound_edge_kinds", "set_classes", "system_bounds",
-           "SHIPPED_BOUNDS", "shipped_bounds_text", "write_shipped_bounds",
+           "SHIPPED_BOUNDS", "shipped_bounds_text", "write_shipped_bounds", "SHIPPED_ANALYSIS",
+           "shipped_analysis_text", "write_shipped_analysis", "shipped_plan", "computed_records",
            "worst_sets", "training_step", "BOUND_SIZE", "BOUND_RELAY", "BOUND_WORST",
            "TRAINING_WORKLOAD", "TRAINING_SYSTEMS", "TRAINING_TP", "SimulatedStep", "simulated_steps",
            "SIMULATED_WORKLOAD"]
@@ -389,9 +394,17 @@ def _extreme_pairs(matrix):
     return tuple(out)
 
 
-def _analyse(fabric) -> SystemAnalysis:
+def _analyse(fabric, records=None) -> SystemAnalysis:
     """One system's sections, every model sharing one prepared fabric (its NCCL view, searches
-    and symmetry)."""
+    and symmetry); shipped for the built-in systems (:data:`SHIPPED_ANALYSIS`)."""
+    key = shipped.fingerprint("system", _content(fabric))
+    found = shipped.shipped_record(key, records)
+    if found is not None:
+        return dataclasses.replace(found, G=fabric.G)
+    return _analysed(fabric)
+
+
+def _analysed(fabric) -> SystemAnalysis:
     G, f = fabric.G, fabric
     s = topo.summarize(G)
     n = s.gpus
@@ -434,7 +447,13 @@ def _analyse(fabric) -> SystemAnalysis:
                           curve_error, curve8)
 
 
-def _seed_comparison(fabric_of) -> SeedComparison:
+def _seed_comparison(fabric_of, records=None) -> SeedComparison:
+    key = shipped.fingerprint("seed", *(_content(fabric_of(name)) for name in SEED_COMPARISON))
+    found = shipped.shipped_record(key, records)
+    return _seed_compared(fabric_of) if found is None else found
+
+
+def _seed_compared(fabric_of) -> SeedComparison:
     results = [_try(estimate, fabric_of(name), REPORT_COLLECTIVE, CURVE_SIZES) for name in SEED_COMPARISON]
     return SeedComparison(SEED_COMPARISON, tuple(e for e, _ in results), tuple(err for _, err in results))
 
@@ -445,7 +464,13 @@ def _nvlink(G, gpus) -> str:
     return "/".join(links) or "none"
 
 
-def _generation(a: SystemAnalysis, fabric) -> Generation:
+def _generation(a: SystemAnalysis, fabric, records=None) -> Generation:
+    key = shipped.fingerprint("generation", _content(fabric))
+    found = shipped.shipped_record(key, records)
+    return _generation_of(a, fabric) if found is None else found
+
+
+def _generation_of(a: SystemAnalysis, fabric) -> Generation:
     G, r = a.G, a.row
     gpus = list(range(GENERATION_GPUS))
     auto, auto_error = (a.curve, a.curve_error) if r.gpus == GENERATION_GPUS else (a.curve8, None)
@@ -469,7 +494,12 @@ def _one_domain(G) -> bool:
     return _single_host(G) or len(nvlink_cliques(G, topo.gpus(G))) == 1
 
 
-def generations(analyses, fabrics=None) -> tuple:
+def _eight_in_one_domain(G) -> bool:
+    """A system of the generations section: :data:`GENERATION_GPUS` GPUs or more, in one domain."""
+    return len(topo.gpus(G)) >= GENERATION_GPUS and _one_domain(G)
+
+
+def generations(analyses, fabrics=None, *, records=None) -> tuple:
     """The generations section as data: every system of :data:`GENERATION_GPUS` GPUs or more on
     one host or in one NVLink domain (GB200 NVL72), in order (none when fewer than two qualify).
 
@@ -479,14 +509,20 @@ def generations(analyses, fabrics=None) -> tuple:
     fabrics : sequence of PreparedFabric, optional
         The prepared fabric of each analysis, in the same order (the one :func:`analyse_report`
         analysed it on, whose channel searches are then reused); default each graph prepared anew.
+    records : dict, optional
+        The shipped file (:func:`models.present.report.shipped.shipped_records`), read by the caller
+        once for several sections; default: read it here.
 
     Returns
     -------
     tuple of Generation
     """
     fabrics = [prepare(a.G) for a in analyses] if fabrics is None else list(fabrics)
-    chosen = [(a, f) for a, f in zip(analyses, fabrics) if a.row.gpus >= GENERATION_GPUS and _one_domain(a.G)]
-    return tuple(_generation(a, f) for a, f in chosen) if len(chosen) >= 2 else ()
+    chosen = [(a, f) for a, f in zip(analyses, fabrics) if _eight_in_one_domain(a.G)]
+    if len(chosen) < 2:
+        return ()
+    records = shipped.shipped_records() if records is None else records
+    return tuple(_generation(a, f, records) for a, f in chosen)
 
 
 def measured_data(system: str) -> dict:
@@ -499,8 +535,14 @@ def measured_data(system: str) -> dict:
     """
     if system not in MEASURED_DATA:
         raise DgxTopoError(f"no measured data for {system!r}: expected one of {', '.join(MEASURED_DATA)}")
-    path = resources.files(__package__).joinpath("data", MEASURED_DATA[system])
-    return json.loads(path.read_text(encoding="utf-8"))
+    return json.loads(measured_text(system))
+
+
+def measured_text(system: str) -> str:
+    """The text of a system's measured data file (see :func:`measured_data`)."""
+    if system not in MEASURED_DATA:
+        raise DgxTopoError(f"no measured data for {system!r}: expected one of {', '.join(MEASURED_DATA)}")
+    return resources.files(__package__).joinpath("data", MEASURED_DATA[system]).read_text(encoding="utf-8")
 
 
 # The rows of each DGX-2 run the measurement model's constants were fitted to (see
@@ -551,7 +593,8 @@ def _p2p_checks(G) -> tuple:
                  for label, quantity, measured, unit, matrix in series), row
 
 
-def measurement_comparison(systems=("dgx2", "dgx1v"), *, profile=None, fabrics=None) -> MeasurementComparison:
+def measurement_comparison(systems=("dgx2", "dgx1v"), *, profile=None, fabrics=None,
+                           records=None) -> MeasurementComparison:
     """The model against the measured data of the given systems (:data:`MEASURED_DATA`).
 
     Parameters
@@ -566,21 +609,40 @@ def measurement_comparison(systems=("dgx2", "dgx1v"), *, profile=None, fabrics=N
         System name -> :class:`models.engine.fabric.PreparedFabric` of that release to use
         instead of building the system (its channel searches are reused).
 
+    records : dict, optional
+        The shipped file (see :func:`generations`).
+
     Returns
     -------
     MeasurementComparison
     """
     systems = set(systems)
-    fabrics = fabrics or {}
+    fabrics = dict(fabrics or {})
+    for name in sorted(systems & set(MEASURED_DATA)):
+        if name not in fabrics:
+            fabrics[name] = prepare(topo.build(name), nccl=profile if name == "dgx2" else None)
+    found = shipped.shipped_record(_measurement_key(systems, profile, fabrics), records)
+    return _measurement_compared(systems, profile, fabrics) if found is None else found
+
+
+def _measurement_key(systems, profile, fabrics) -> str:
+    """What the comparison reads: the systems asked for, the profile, each measured system's
+    fabric (and release) and data file."""
+    parts = [sorted(systems), profile] + [f"{_content(prepare(fabrics[name]))}\n{measured_text(name)}"
+                                          for name in sorted(set(systems) & set(MEASURED_DATA))]
+    return shipped.fingerprint("measurement", *parts)
+
+
+def _measurement_compared(systems, profile, fabrics) -> MeasurementComparison:
     collectives, runs, constants = (), {}, ()
     if "dgx2" in systems:
-        collectives = _collective_checks(fabrics.get("dgx2") or topo.build("dgx2"), profile)
+        collectives = _collective_checks(fabrics["dgx2"], profile)
         runs = {k: v for k, v in measured_data("dgx2").items() if k != "collectives"}
         constants = tuple(p for p in DEFAULT.parameters() if p.fitted_to)
     p2p, p2p_source, p2p_constants, p2p_error = (), {}, (), None
     if "dgx1v" in systems:
         try:
-            p2p, row = _p2p_checks(fabrics.get("dgx1v") or topo.build("dgx1v"))
+            p2p, row = _p2p_checks(fabrics["dgx1v"])
             p2p_source = {k: v for k, v in row.items() if not isinstance(v, list)}
         except DgxTopoError as error:
             p2p_error = str(error)
@@ -630,24 +692,26 @@ def analyse_report(fabrics, *, progress=None) -> ReportAnalysis:
             by_name[name] = prepare(topo.build(name))
         return by_name[name]
 
+    records = shipped.shipped_records()  # read once for every section
     systems = []
     for fabric in prepared:
-        systems.append(_analyse(fabric))
+        systems.append(_analyse(fabric, records))
         step()
-    gens = generations(systems, prepared)
+    gens = generations(systems, prepared, records=records)
     step()
-    seed = _seed_comparison(fabric_of) if seeded else None
+    seed = _seed_comparison(fabric_of, records) if seeded else None
     if seeded:
         step()
-    measurement = measurement_comparison(measured, fabrics=by_name) if measured else None
+    measurement = measurement_comparison(measured, fabrics=by_name, records=records) if measured else None
     if measured:
         step()
-    bounds = tuple(system_bounds(f) for f in prepared if _single_host(f.G))
+    bounds = tuple(system_bounds(f, records=records) for f in prepared if _single_host(f.G))
     step()
-    training = training_step(fabrics={name: fabric_of(name) for name in TRAINING_SYSTEMS}) if seeded else None
+    training = (training_step(fabrics={name: fabric_of(name) for name in TRAINING_SYSTEMS}, records=records)
+                if seeded else None)
     if seeded:
         step()
-    simulated = simulated_steps(systems, prepared) if gens else ()
+    simulated = simulated_steps(systems, prepared, records=records) if gens else ()
     return ReportAnalysis(tuple(systems), seed, gens, measurement, bounds, training, simulated)
 
 
@@ -852,12 +916,12 @@ def _gap(G, b, e, against: float) -> tuple[str, str]:
                                f"{optimum} over {describe_cut(b.cut)}.")
 
 
-def system_bounds(G, *, worst: int = BOUND_WORST, profile=None) -> SystemBounds:
+def system_bounds(G, *, worst: int = BOUND_WORST, profile=None, records=None) -> SystemBounds:
     """NCCL against the optimal all_reduce on every GPU set of a fabric (one single host).
 
     One bound (:func:`models.bound`, relays :data:`BOUND_RELAY`, links
     :func:`bound_edge_kinds`) and one NCCL estimate at :data:`BOUND_SIZE` per class of
-    :func:`set_classes`.
+    :func:`set_classes`; shipped for the built-in systems (:data:`SHIPPED_ANALYSIS`).
 
     Parameters
     ----------
@@ -866,6 +930,8 @@ def system_bounds(G, *, worst: int = BOUND_WORST, profile=None) -> SystemBounds:
         How many of the lowest-ratio classes to explain.
     profile : str, optional
         NCCL version profile.
+    records : dict, optional
+        The shipped file (see :func:`generations`).
 
     Returns
     -------
@@ -875,52 +941,117 @@ def system_bounds(G, *, worst: int = BOUND_WORST, profile=None) -> SystemBounds:
     fabric = prepare(G, nccl=profile)
     key = ("system_bounds", worst)  # memoised on the fabric, which the report shares per system
     if key not in fabric.memo:
-        shipped = _shipped_bounds(fabric, worst)
-        fabric.memo[key] = _system_bounds(fabric, worst) if shipped is None else shipped
+        found = shipped.shipped_record(shipped.fingerprint("bounds", _content(fabric), worst), records)
+        fabric.memo[key] = _system_bounds(fabric, worst) if found is None else found
     return fabric.memo[key]
 
 
-#: The bounds of the built-in single-host systems under NCCL's reference release, computed once
-#: and shipped: NCCL's channel searches of every GPU set of a DGX-1 and a DGX-1V, most of them run
-#: out of NCCL's search budget, are most of the report's time and the same for every user. Keyed
-#: by the fabric's content (:func:`_fingerprint`), so that any other fabric, a changed one or
-#: another release is computed; ``tests/models/present/test_shipped_bounds.py`` recomputes the
-#: file and checks it. After a change to a model it reads, rewrite it from the repository root:
-#: ``python -c "from models.present.report.analysis import write_shipped_bounds as w; w()"``.
-SHIPPED_BOUNDS = ("data", "bounds.json")
+#: The analysis of the built-in systems under NCCL's reference release, computed once and shipped
+#: (:mod:`models.present.report.shipped`): NCCL's channel searches and estimates of every system,
+#: the bounds of every GPU set (most of a DGX-1's searches run out of NCCL's search budget), the
+#: measurements, the planner's layouts and the simulated steps are most of the report's time and
+#: the same for every user. Each section is keyed by what determines it (the fabric's whole graph,
+#: the release, the section's parameters), so that any other fabric, release or option is computed;
+#: ``tests/models/present/test_shipped_analysis.py`` checks the file. After a change to a model it
+#: reads, rewrite it from the repository root:
+#: ``python -c "from models.present.report.analysis import write_shipped_analysis as w; w()"``.
+SHIPPED_ANALYSIS = shipped.SHIPPED_FILE
+#: The bounds are one section of :data:`SHIPPED_ANALYSIS` (their own file until 0.4).
+SHIPPED_BOUNDS = SHIPPED_ANALYSIS
 
 
-def _fingerprint(fabric, worst: int) -> str:
-    """What :func:`system_bounds` reads, as a digest: the whole graph (topo.to_json keeps every
-    attribute and the order of nodes and edges), the NCCL release and ``worst``."""
-    text = f"{topo.to_json(fabric.G)}\n{fabric.profile.version}\n{worst}"
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+def _content(fabric) -> str:
+    """What every section computed on one fabric reads, as text for a fingerprint: the whole graph
+    (every attribute of the graph, its nodes and its edges, in their order; Python's ``repr`` of
+    the plain values a fabric holds, exact for floats, ten times cheaper than :func:`topo.to_json`)
+    and the NCCL release. Memoised on the fabric (a report's sections share it)."""
+    key = ("shipped_content",)
+    if key not in fabric.memo:
+        G = fabric.G
+        graph = (dict(G.graph), [(n, dict(d)) for n, d in G.nodes(data=True)],
+                 [(u, v, dict(d)) for u, v, d in G.edges(data=True)])
+        fabric.memo[key] = f"{graph!r}\n{fabric.profile.version}"
+    return fabric.memo[key]
 
 
-def _shipped_bounds(fabric, worst: int) -> SystemBounds | None:
-    path = resources.files(__package__).joinpath(*SHIPPED_BOUNDS)
-    record = json.loads(path.read_text(encoding="utf-8")).get(_fingerprint(fabric, worst))
-    if record is None:
-        return None
+def shipped_plan() -> list:
+    """What the shipped file holds for the built-in systems, before it is computed: the sections
+    :func:`analyse_report` shows for them (each built-in system a fabric of its own, NCCL's
+    reference release, the default options), the bounds with :data:`BOUND_WORST`.
 
-    def set_bound(x):
-        return SetBound(tuple(x["gpus"]), x["count"], x["bound_busbw"], x["nccl_busbw"], x["algorithm"])
-    return SystemBounds(record["system"], record["name"],
-                        None if record["edge_kinds"] is None else tuple(record["edge_kinds"]),
-                        tuple(set_bound(x) for x in record["sets"]),
-                        tuple(WorstSet(**{**w, "set": set_bound(w["set"])}) for w in record["worst"]),
-                        record["error"])
+    Returns
+    -------
+    list of (str, str, str, callable)
+        (section, label, fingerprint, computes the value) per record; the keys cost the fabrics'
+        builds only.
+    """
+    plan = []
+    fabrics = [prepare(G) for G in report_fabrics()]
+    by_name = {f.G.graph["system"]: f for f in fabrics}
+
+    def fabric_of(name):
+        if name not in by_name:
+            by_name[name] = prepare(topo.build(name))
+        return by_name[name]
+
+    def analysed(f):  # every section of a system starts from its analysis (memoised on its fabric)
+        if ("shipped_analysis",) not in f.memo:
+            f.memo[("shipped_analysis",)] = _analysed(f)
+        return f.memo[("shipped_analysis",)]
+
+    simulated = set()
+    for f in fabrics:
+        name = f.G.graph["system"]
+        plan.append(("system", name, shipped.fingerprint("system", _content(f)),
+                     lambda f=f: dataclasses.replace(analysed(f), G=None)))
+        if _eight_in_one_domain(f.G):
+            key, gen_key = _simulated_key(f)
+            plan += [("generation", name, shipped.fingerprint("generation", _content(f)),
+                      lambda f=f: _generation_of(analysed(f), f)),
+                     ("simulated-generation", name, gen_key, lambda f=f: _generation_name(f.G))]
+            # The steps the report shows: the first system of each GPU generation. (The others are
+            # computed when a report shows them: GB200 NVL72's step numbers its flow classes in an
+            # order that depends on Python's string hashing, so its record would differ run to run.)
+            generation = _generation_name(f.G)
+            if generation not in simulated:
+                simulated.add(generation)
+                plan.append(("simulated", name, key, lambda f=f: _simulated_step(analysed(f), f)))
+        if _single_host(f.G):
+            plan.append(("bounds", name, shipped.fingerprint("bounds", _content(f), BOUND_WORST),
+                         lambda f=f: _system_bounds(f, BOUND_WORST)))
+    plan.append(("seed", "+".join(SEED_COMPARISON),
+                 shipped.fingerprint("seed", *(_content(fabric_of(n)) for n in SEED_COMPARISON)),
+                 lambda: _seed_compared(fabric_of)))
+    measured = set(MEASURED_DATA)
+    plan.append(("measurement", "+".join(sorted(measured)), _measurement_key(measured, None, by_name),
+                 lambda: _measurement_compared(measured, None, by_name)))
+    names = tuple(TRAINING_SYSTEMS)
+    training = {n: fabric_of(n) for n in names}
+    plan.append(("training", "+".join(names), _training_key(TRAINING_WORKLOAD, names, TRAINING_TP, "fp16", training),
+                 lambda: _training_planned(TRAINING_WORKLOAD, names, TRAINING_TP, "fp16", training)))
+    return plan
 
 
-def shipped_bounds_text() -> str:
-    """The shipped file's text, computed: :func:`system_bounds` of every built-in single-host
-    system (each a fabric of its own, NCCL's reference release, :data:`BOUND_WORST`)."""
-    records = {}
-    for name in topo.SYSTEMS:
-        fabric = prepare(topo.build(name))
-        if _single_host(fabric.G):
-            records[_fingerprint(fabric, BOUND_WORST)] = dataclasses.asdict(_system_bounds(fabric, BOUND_WORST))
-    return json.dumps(records, indent=1) + "\n"
+def computed_records() -> dict:
+    """Every record of :func:`shipped_plan`, computed: fingerprint -> (section, label, value), for
+    :func:`models.present.report.shipped.shipped_text`."""
+    return {key: (section, label, compute()) for section, label, key, compute in shipped_plan()}
+
+
+def shipped_analysis_text() -> str:
+    """The shipped file's text (before compression), computed: :func:`computed_records`."""
+    return shipped.shipped_text(computed_records())
+
+
+def write_shipped_analysis() -> None:
+    """Rewrite the shipped analysis (:data:`SHIPPED_ANALYSIS`) from :func:`shipped_analysis_text`."""
+    path = shipped.write_shipped(shipped_analysis_text())
+    print(f"wrote {path}")
+
+
+# Their 0.3 names: the bounds are one section of the shipped analysis.
+shipped_bounds_text = shipped_analysis_text
+write_shipped_bounds = write_shipped_analysis
 
 
 def _system_bounds(fabric, worst) -> SystemBounds:
@@ -949,14 +1080,6 @@ def _system_bounds(fabric, worst) -> SystemBounds:
     except DgxTopoError as error:
         return SystemBounds(system, name, kinds, (), (), str(error))
     return SystemBounds(system, name, kinds, tuple(sets), tuple(explained))
-
-
-def write_shipped_bounds() -> None:
-    """Rewrite the shipped bounds (:data:`SHIPPED_BOUNDS`) from :func:`shipped_bounds_text`."""
-    from ..output import write_text_atomic
-
-    path = write_text_atomic(resources.files(__package__).joinpath(*SHIPPED_BOUNDS), shipped_bounds_text())
-    print(f"wrote {path}")
 
 
 def worst_sets(bounds) -> tuple:
@@ -1010,10 +1133,20 @@ def _merged_search(workload, G, tps):
     return Search(tuple(plans), tuple(skipped))
 
 
-def _training_step(workload, names, tps, dtype, fabrics) -> TrainingStep:
+def _training_key(workload, names, tps, dtype, fabrics) -> str:
+    return shipped.fingerprint("training", workload, names, tps, dtype, *(_content(fabrics[n]) for n in names))
+
+
+def _training_step(workload, names, tps, dtype, fabrics, records=None) -> TrainingStep:
+    fabrics = {name: fabrics.get(name) or prepare(topo.build(name)) for name in names}
+    found = shipped.shipped_record(_training_key(workload, names, tps, dtype, fabrics), records)
+    return _training_planned(workload, names, tps, dtype, fabrics) if found is None else found
+
+
+def _training_planned(workload, names, tps, dtype, fabrics) -> TrainingStep:
     searches, errors = [], []
     for name in names:
-        fabric = fabrics.get(name) or prepare(topo.build(name))
+        fabric = fabrics[name]
         key = ("training_step", workload, tps)  # the fabric's memo: shared by a report's sections
         if key not in fabric.memo:
             fabric.memo[key] = _try(_merged_search, workload, fabric, tps)
@@ -1025,7 +1158,7 @@ def _training_step(workload, names, tps, dtype, fabrics) -> TrainingStep:
 
 
 def training_step(workload: str = TRAINING_WORKLOAD, names=TRAINING_SYSTEMS, *, tps=TRAINING_TP,
-                  dtype: str = "fp16", fabrics=None) -> TrainingStep:
+                  dtype: str = "fp16", fabrics=None, records=None) -> TrainingStep:
     """Layouts of a workload on some systems, and the GPU generations ranked for it.
 
     Parameters
@@ -1042,8 +1175,10 @@ def training_step(workload: str = TRAINING_WORKLOAD, names=TRAINING_SYSTEMS, *, 
     fabrics : dict, optional
         System name -> :class:`models.engine.fabric.PreparedFabric` to use (and memoise the
         searches on) instead of building the system.
+    records : dict, optional
+        The shipped file (see :func:`generations`).
     """
-    return _training_step(workload, tuple(names), tuple(tps), dtype, fabrics or {})
+    return _training_step(workload, tuple(names), tuple(tps), dtype, fabrics or {}, records)
 
 
 # --------------------------------------------------------------------- a simulated step
@@ -1073,7 +1208,7 @@ class SimulatedStep:
     error: str | None = None
 
 
-def simulated_steps(analyses, fabrics=None) -> tuple:
+def simulated_steps(analyses, fabrics=None, *, records=None) -> tuple:
     """One simulated step of :data:`SIMULATED_WORKLOAD` on 8 GPUs per GPU generation: the first
     system of each generation among those of the generations section (:func:`generations`), in order.
 
@@ -1082,38 +1217,62 @@ def simulated_steps(analyses, fabrics=None) -> tuple:
     analyses : sequence of SystemAnalysis
     fabrics : sequence of PreparedFabric, optional
         The prepared fabric of each analysis, in the same order (see :func:`generations`).
+    records : dict, optional
+        The shipped file (see :func:`generations`).
 
     Returns
     -------
     tuple of SimulatedStep
     """
-    from ...studies.compute import generation_of
-    from ...studies.planner import plan
-    from ...studies.stepgraph import simulate_plan
-
     out = []
     seen = set()
-    fabrics = [None] * len(analyses) if fabrics is None else list(fabrics)
+    fabrics = [prepare(a.G) for a in analyses] if fabrics is None else list(fabrics)
+    records = shipped.shipped_records() if records is None else records
     for a, fabric in zip(analyses, fabrics):
-        if a.row.gpus < GENERATION_GPUS or not _one_domain(a.G):
+        if not _eight_in_one_domain(a.G):
             continue
-        try:
-            gen = generation_of(a.G.nodes[topo.gpus(a.G)[0]].get("model", "")).name
-        except DgxTopoError:
-            gen = a.row.system
+        key, gen_key = _simulated_key(fabric)
+        gen = shipped.shipped_record(gen_key, records)
+        found = shipped.shipped_record(key, records) if gen is not None else None
+        if gen is None:
+            gen = _generation_name(a.G)
         if gen in seen:
             continue
         seen.add(gen)
-        try:
-            nodes = topo.gpus(a.G)
-            host = a.G.nodes[nodes[0]].get("host")
-            tp = min(8, sum(1 for g in nodes if a.G.nodes[g].get("host") == host))
-            p = plan(SIMULATED_WORKLOAD, a.G if fabric is None else fabric, tp=tp, pp=1, dp=8 // tp, zero=0, global_batch=8 // tp,
-                     recompute="full", simulate=0)  # the analytical step, beside its simulation
-            if not p.fits:
-                out.append(SimulatedStep(a.row.system, a.row.name, None, math.inf, p.reason))
-                continue
-            out.append(SimulatedStep(a.row.system, a.row.name, simulate_plan(p, a.G), p.step_time))
-        except DgxTopoError as error:
-            out.append(SimulatedStep(a.row.system, a.row.name, None, math.inf, str(error)))
+        out.append(_simulated_step(a, fabric) if found is None else found)
     return tuple(out)
+
+
+def _simulated_key(fabric) -> tuple:
+    """The fingerprints of a fabric's simulated step and of its GPU generation's name."""
+    return (shipped.fingerprint("simulated", SIMULATED_WORKLOAD, _content(fabric)),
+            shipped.fingerprint("simulated-generation", _content(fabric)))
+
+
+def _generation_name(G) -> str:
+    """The GPU generation of a fabric's first GPU (its system's name for a GPU the compute
+    model does not know)."""
+    from ...studies.compute import generation_of
+
+    try:
+        return generation_of(G.nodes[topo.gpus(G)[0]].get("model", "")).name
+    except DgxTopoError:
+        name = G.graph.get("name", "fabric")
+        return G.graph.get("system", name)  # topo.summarize's system
+
+
+def _simulated_step(a, fabric) -> SimulatedStep:
+    from ...studies.planner import plan
+    from ...studies.stepgraph import simulate_plan
+
+    try:
+        nodes = topo.gpus(a.G)
+        host = a.G.nodes[nodes[0]].get("host")
+        tp = min(8, sum(1 for g in nodes if a.G.nodes[g].get("host") == host))
+        p = plan(SIMULATED_WORKLOAD, fabric, tp=tp, pp=1, dp=8 // tp, zero=0, global_batch=8 // tp,
+                 recompute="full", simulate=0)  # the analytical step, beside its simulation
+        if not p.fits:
+            return SimulatedStep(a.row.system, a.row.name, None, math.inf, p.reason)
+        return SimulatedStep(a.row.system, a.row.name, simulate_plan(p, a.G), p.step_time)
+    except DgxTopoError as error:
+        return SimulatedStep(a.row.system, a.row.name, None, math.inf, str(error))

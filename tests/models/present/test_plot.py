@@ -299,3 +299,16 @@ def test_generations_figure():
         generations_figure(names, [80e9], [1, 2])
     with pytest.raises(topo.DgxTopoError, match="0 names"):
         generations_figure([], [], [])
+
+
+def test_the_check_figures_panels_are_plotlys_subplot_grid():
+    """check_figure writes its three panels' axes itself (make_subplots costs ~30 ms a figure):
+    they must be the grid make_subplots gives for the same rows, gap and heights."""
+    from plotly.subplots import make_subplots
+
+    from models.present import plot
+
+    grid = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=plot._CHECK_SPACING,
+                         row_heights=list(plot._CHECK_HEIGHTS)).to_dict()["layout"]
+    grid.pop("template")
+    assert plot._check_axes() == grid

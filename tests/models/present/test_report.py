@@ -25,6 +25,7 @@ from models.studies.calibration import check
 from models.present.cli import main
 from models.present.output import OutputPathError, check_output_path
 from models.present.report import analysis as analysis_module
+from models.present.report import shipped as shipped_module
 from models.present.report import write as write_module
 from models.present.report import (MEASURED_DATA, analyse_report, measured_data, measurement_comparison,
                            report_fabrics, report_html, summary_rows, write_check_html,
@@ -41,6 +42,13 @@ from models.present.explain import describe_cut
 
 
 _ANALYSIS = {}
+
+
+@pytest.fixture
+def computed(monkeypatch):
+    """Every section computed, none read from the shipped analysis: for the tests that replace a
+    model to see what the report does with its result."""
+    monkeypatch.setattr(shipped_module, "shipped_records", lambda: shipped_module.NO_RECORDS)
 
 
 @pytest.fixture(scope="module")
@@ -166,7 +174,7 @@ def test_report_is_deterministic():
     assert "nccl-tests on 12 GPUs of a DGX-2" not in text
 
 
-def test_a_system_the_model_does_not_cover_gets_a_note(monkeypatch):
+def test_a_system_the_model_does_not_cover_gets_a_note(monkeypatch, computed):
     """A model error for a system becomes a note and n/a, not a failed report."""
     def refuse(*args, **kwargs):
         raise topo.DgxTopoError("not modelled for this test")
@@ -220,7 +228,7 @@ def _generations_part(text) -> str:
     return text[text.index("<section id='generations'>"):text.index("</section>", text.index("<section id='generations'>"))]
 
 
-def test_generations_without_nvls_show_ring_and_say_why(monkeypatch):
+def test_generations_without_nvls_show_ring_and_say_why(monkeypatch, computed):
     """A model without NVLS (it raises for algorithm="nvls"): ring only, and the reason."""
     real = analysis_module.estimate
 
@@ -235,7 +243,7 @@ def test_generations_without_nvls_show_ring_and_say_why(monkeypatch):
     assert '"name":"DGX H100, ring"' in part and '"name":"DGX H100, NVLS"' not in part
 
 
-def test_generations_with_nvls_draw_nvls_beside_ring(monkeypatch):
+def test_generations_with_nvls_draw_nvls_beside_ring(monkeypatch, computed):
     """Once the NCCL model has NVLS, its curves appear beside ring (here a stand-in NVLS
     estimate: ring's, on the NVSwitch gen3 system only)."""
     from models.engine.fabric import graph_of
@@ -357,7 +365,7 @@ def test_progress_counts_every_step(monkeypatch):
     def skip(*args, **kwargs):  # the steps are counted here, not their results
         raise topo.DgxTopoError("skipped")
     monkeypatch.setattr(analysis_module, "pairwise", skip)
-    monkeypatch.setattr(analysis_module, "system_bounds", lambda G: None)
+    monkeypatch.setattr(analysis_module, "system_bounds", lambda G, **kwargs: None)
     monkeypatch.setattr(analysis_module, "training_step", lambda **kwargs: None)
     analyse_report(report_fabrics(["dgx1", "dgx1v"]), progress=lambda done, total: calls.append((done, total)))
     # 2 systems, generations, the seed comparison, the measurements, the bounds, the training step.
