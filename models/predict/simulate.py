@@ -956,7 +956,10 @@ class _Run:
             running.append(k)
 
         def try_start(candidates) -> None:
-            pending = list(candidates)
+            # the earliest task in graph order goes first (popped from the end), whatever order
+            # a set of freed streams iterates in: a tie between two tasks for one stream must not
+            # depend on the process's string hashing
+            pending = sorted(candidates, key=lambda s: queues[s][0] if queues.get(s) else -1, reverse=True)
             while pending:
                 stream = pending.pop()
                 q = queues.get(stream)

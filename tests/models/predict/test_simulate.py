@@ -264,6 +264,19 @@ def test_dependencies_and_streams_order_tasks():
     assert r.exposed_comm == 0
 
 
+def test_when_two_tasks_want_one_freed_stream_the_earlier_in_graph_order_starts():
+    # a and b end together and free both compute streams at once; m (gpu 1 only) and k (gpus 0
+    # and 1) both want gpu 1's stream: the earlier task, m, must win whatever order the freed
+    # streams come in (it once followed the set's string hashing, so PYTHONHASHSEED decided)
+    graph = task_graph({"tasks": [
+        {"id": "a", "op": "compute", "gpu": 0, "seconds": 1.0},
+        {"id": "b", "op": "compute", "gpu": 1, "seconds": 1.0},
+        {"id": "m", "op": "compute", "gpu": 1, "seconds": 1.0, "after": ["a"]},
+        {"id": "k", "op": "compute", "gpus": [0, 1], "seconds": 1.0, "after": ["a"]}]})
+    r = simulate(topo.build("dgx1v"), graph)
+    assert (r.task("m").start, r.task("k").start, r.step_time) == (1.0, 2.0, 3.0)
+
+
 @pytest.mark.parametrize("change", ["remove", "halve"])
 def test_a_what_if_link_changes_the_simulation_as_it_changes_the_estimate(change):
     G = topo.dgx1v()
