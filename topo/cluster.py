@@ -101,8 +101,9 @@ def compute_nics(G: nx.DiGraph, host: int | None = None) -> list:
     list
         NIC nodes in (host, index) order.
     """
-    return [n for n in nodes_of_kind(G, "nic") if "port_link" in G.nodes[n]
-            and (host is None or G.nodes[n]["host"] == host)]
+    data = G._node  # noqa: SLF001 - read only: networkx's own node dicts, no view per node
+    return [n for n in nodes_of_kind(G, "nic") if "port_link" in data[n]
+            and (host is None or data[n]["host"] == host)]
 
 
 def network_nics(G, host: int | None = None) -> list:
@@ -116,7 +117,8 @@ def network_nics(G, host: int | None = None) -> list:
     list
         NIC nodes in (host, index) order.
     """
-    return [n for n in compute_nics(G, host) if any(d["kind"] == "network" for d in G.adj[n].values())]
+    adj = G._adj  # noqa: SLF001 - read only: networkx's own adjacency dicts, no view per node
+    return [n for n in compute_nics(G, host) if any(d["kind"] == "network" for d in adj[n].values())]
 
 
 def network_switches(G, tier: str | None = None) -> list:
