@@ -116,7 +116,8 @@ def network_nics(G, host: int | None = None) -> list:
     list
         NIC nodes in (host, index) order.
     """
-    return [n for n in compute_nics(G, host) if any(d["kind"] == "network" for d in G.adj[n].values())]
+    adj = G._adj  # noqa: SLF001 - read only: networkx's own adjacency dicts, no view per node
+    return [n for n in compute_nics(G, host) if any(d["kind"] == "network" for d in adj[n].values())]
 
 
 def network_switches(G, tier: str | None = None) -> list:

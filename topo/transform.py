@@ -255,14 +255,19 @@ def add_links(G: nx.DiGraph, u: str, v: str, link: str, count: int = 1, **attrib
     Raises
     ------
     TransformError
-        For an unknown node or link technology, ``u == v``, a bad count, or an existing edge
-        of another technology.
+        For an unknown node or link technology, ``u == v``, a bad count, an existing edge
+        of another technology, or an attribute the technology sets (kind, link, links,
+        bandwidth, latency).
     TopologyError
         If the result is not a valid fabric.
     """
     count = _count(count)
     if link not in LINKS:
         raise TransformError(f"unknown link technology {link!r}: expected one of {', '.join(LINKS)}")
+    taken = sorted(set(attributes) & {"kind", "link", "links", "bandwidth", "latency"})
+    if taken:
+        raise TransformError(f"add_links sets {', '.join(taken)} from the link technology {link!r}: expected "
+                             f"only extra attributes (e.g. host_bridge), received {', '.join(taken)}")
     H = _fabric(G)
     _check_node(H, u)
     _check_node(H, v)

@@ -329,12 +329,14 @@ class Router:
         self.kind = dict(G.nodes(data="kind"))
         self.order = {n: i for i, n in enumerate(G)}
         # Per-node views, built on first use: a route reads a few hosts of a large cluster.
-        self.adj = _PerNode(lambda u: dict(G.adj[u]))  # plain dicts: fast lookups
-        self.nv_succ = _PerNode(lambda u: [v for v, d in G.adj[u].items() if d["kind"] == "nvlink"])
+        # networkx's own successor dicts, read only (a dict of G.adj[u] is built by a Python call
+        # per neighbour, through the view).
+        self.adj = G._adj  # noqa: SLF001
+        self.nv_succ = _PerNode(lambda u: [v for v, d in self.adj[u].items() if d["kind"] == "nvlink"])
         # In node order of the predecessors, as a pass over the edges would list them.
         self.nv_pred = _PerNode(lambda v: sorted((u for u, d in G.pred[v].items() if d["kind"] == "nvlink"),
                                                  key=self.order.__getitem__))
-        self.pcie_adj = _PerNode(lambda u: [v for v, d in G.adj[u].items()
+        self.pcie_adj = _PerNode(lambda u: [v for v, d in self.adj[u].items()
                                             if d["kind"] in ("pcie", "cpu-to-cpu")])
         self._forward: dict = {}
         self._backward: dict = {}

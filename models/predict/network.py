@@ -59,6 +59,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
+import networkx as nx
+
 from topo.cluster import network_nics
 from topo.errors import DgxTopoError
 
@@ -68,7 +70,7 @@ from ..engine.nccl.search import ChannelSearch
 from ..engine.nccl.system import NcclSystem
 from ..engine.nccl.trees import double_binary_tree
 from ..engine.results import Moved
-from ..engine.routes import PathType, RouteError
+from ..engine.routes import PathType, RouteError, Router
 
 __all__ = ["NetworkLoad", "network_load", "tree_links", "PATTERNS"]
 
@@ -272,13 +274,17 @@ def _charge(fabric, pattern, channel_nets, channel_rate, exits, hosts) -> Networ
     # group's links (fat-tree routing) where the even split of every connection over every
     # shortest path would pile fractions of many connections onto one link of a partly filled
     # leaf; what a group carries is the same either way.
-    tiers = {n: _tier(G, n) for n, k in router.kind.items() if k == "network_switch"}
+    cache = fabric.network_loads
+    if _TIERS not in cache:
+        cache[_TIERS] = TierView(G, router)
+    view = cache[_TIERS]
+    tiers = view.tier
     load: dict = {("edge", e): float(k) for e, k in ports.items()}
     for edge, k in direct.items():
         key = _group(tiers, *edge)
         load[key] = load.get(key, 0.0) + k
     group_of: dict = {}  # switch edge -> its group (the leaf pairs' paths share their edges)
-    for (leaf_a, leaf_b), count in between.items():
+    for (leaf_a, leaf_b), count in view.charge(between, load).items():
         for edge, share in router.switch_flow(leaf_a, leaf_b).items():
             key = group_of.get(edge)
             if key is None:
@@ -299,6 +305,228 @@ def _charge(fabric, pattern, channel_nets, channel_rate, exits, hosts) -> Networ
     factor = min(1.0, rate[worst] / nccl_rate)
     return NetworkLoad(pattern, len(connections), factor, nccl_rate, rate[worst], edges,
                        load[worst], capacity, pxn, aligned, _where(worst))
+
+
+# The key of the tier structure in the view's network cache (beside the charges).
+_TIERS = "tiers"
+
+
+class TierView:
+    """The switch network as tiers, to charge the link groups of many leaf pairs at once.
+
+    ECMP from leaf ``a`` to leaf ``b`` (:meth:`models.engine.routes.Router.switch_flow`) splits
+    the traffic at each switch over its next hops on shortest paths, by bandwidth. Where every
+    switch-to-switch edge joins adjacent tiers, a path that climbs to tier ``m`` is at least
+    ``(m - tier a) + (m - tier b)`` hops long, so when ``a`` and ``b`` are not joined below
+    ``h``, the lowest tier where they have a common ancestor, the shortest paths are exactly the
+    paths that climb to ``h`` and descend. If moreover every ancestor of ``a`` at tier ``h`` is
+    an ancestor of ``b`` and no switch on the way up is a dead end, every up-link on the way is
+    on a shortest path: the climb is the same for every such ``b`` (``a``'s *up-cone*: at each
+    switch, all its up-links by bandwidth), and the descent is linear in what arrives at tier
+    ``h``. The link groups' loads (a switch's up-links carry what passes it going up, its
+    down-links from the tier above what arrives at it going down) then add per source leaf and
+    tier, and per destination leaf, instead of per leaf pair. Each condition is read from the
+    edges for each pair; a pair that misses one is routed as before. The sums are the same
+    up to the order of floating-point additions.
+
+    Parameters
+    ----------
+    G : networkx.DiGraph
+        A cluster fabric.
+    router : models.engine.routes.Router
+        Its router (the node kinds and adjacency it holds).
+
+    Attributes
+    ----------
+    tier : dict
+        Network switch -> its tier (leaf 1, spine 2, core 3, ``tierN`` N; 0 for a name not
+        known).
+    uniform : bool
+        Every switch-to-switch link joins adjacent tiers (and every tier is known): the
+        condition for any pair to be charged by the class.
+
+    Examples
+    --------
+    >>> import topo
+    >>> from models.engine.routes import Router
+    >>> G = topo.build("16xdgx2:fat_tree:oversub=4")   # five leaves under one spine
+    >>> load = {}
+    >>> TierView(G, Router(G)).charge({("net.leaf0", "net.leaf1"): 2}, load)
+    {}
+    >>> load
+    {('up', 'net.leaf0'): 2.0, ('down', 'net.leaf1'): 2.0}
+    """
+
+    def __init__(self, G: nx.DiGraph, router: Router):
+        kind = router.kind
+        adj = router.adj  # plain dicts per node
+        self.tier = tiers = {n: _tier(G, n) for n, k in kind.items() if k == "network_switch"}
+        self.up: dict = {}
+        self.uniform = bool(tiers) and all(t > 0 for t in tiers.values())
+        for x in tiers:
+            ups = []
+            for y, d in adj[x].items():
+                if d["kind"] != "network" or kind[y] != "network_switch":
+                    continue
+                step = tiers[y] - tiers[x]
+                if step == 1:
+                    ups.append((y, d["bandwidth"]))
+                elif step != -1:
+                    self.uniform = False  # a link within a tier or across two: route per pair
+            self.up[x] = ups
+        # Per switch, its up-neighbours with the bandwidth of the link down from each.
+        self.from_above = {x: [(y, adj[y][x]["bandwidth"]) for y, _ in ups] for x, ups in self.up.items()}
+        self._joined: dict = {}  # tier -> switch -> its component within tiers <= that tier
+        # What the switches of one tier carry, by token (an index of _held): a layer of a leaf's
+        # up-cone, or what arrives one tier below what a token holds on the way down. Equal
+        # layers get one token, so leaves whose cones meet the same switches alike (a pod's
+        # leaves, every pod at the top) climb and descend once.
+        self._held: list = []
+        self._tokens: dict = {}  # a layer as its items -> token
+        self._ascents: dict = {}  # token -> token of the layer one tier up (None: no up-link)
+        self._descents: dict = {}  # (token, switches below) -> token of what arrives there
+        self._cones: dict = {}  # leaf -> tokens of its up-cone's layers, from the leaf's tier
+
+    def _token(self, layer: dict) -> int:
+        """The token of a layer (one per distinct layer, items in order)."""
+        items = tuple(layer.items())
+        token = self._tokens.get(items)
+        if token is None:
+            token = self._tokens[items] = len(self._held)
+            self._held.append(layer)
+        return token
+
+    def cone(self, leaf) -> list:
+        """Tokens of the layers of ``leaf``'s up-cone: at each switch, what passes it going up,
+        split over all its up-links by bandwidth (from 1 at the leaf)."""
+        found = self._cones.get(leaf)
+        if found is None:
+            found = [self._token({leaf: 1.0})]
+            while True:
+                token = self._ascents.get(found[-1], -1)
+                if token == -1:
+                    following: dict = {}
+                    for x, amount in self._held[found[-1]].items():
+                        ups = self.up[x]
+                        total = sum(b for _, b in ups)
+                        for y, b in ups:
+                            following[y] = following.get(y, 0.0) + amount * b / total
+                    token = self._ascents[found[-1]] = self._token(following) if following else None
+                if token is None:
+                    break
+                found.append(token)
+            self._cones[leaf] = found
+        return found
+
+    def joined(self, tier) -> dict:
+        """Switch -> a representative of its component among the switches of tiers <= ``tier``."""
+        found = self._joined.get(tier)
+        if found is None:
+            parent = {x: x for x, t in self.tier.items() if t <= tier}
+
+            def root(x):
+                while parent[x] != x:
+                    parent[x] = parent[parent[x]]
+                    x = parent[x]
+                return x
+            for x in parent:
+                for y, _ in self.up[x]:
+                    if y in parent:
+                        parent[root(y)] = root(x)
+            found = self._joined[tier] = {x: root(x) for x in parent}
+        return found
+
+    def _peak(self, a, b) -> int | None:
+        """The tier both paths climb to, or None when a condition of the class fails."""
+        tier_a, tier_b = self.tier[a], self.tier[b]
+        up_a, up_b = self.cone(a), self.cone(b)
+        held = self._held
+        for h in range(max(tier_a, tier_b), min(tier_a + len(up_a), tier_b + len(up_b))):
+            top_a, top_b = held[up_a[h - tier_a]], held[up_b[h - tier_b]]
+            if top_a.keys().isdisjoint(top_b):
+                continue
+            # Every switch a climbs through below h has an up-link (a cone's layer is a tier).
+            if not top_a.keys() <= top_b.keys() or any(not self.up[x] for t in up_a[:h - tier_a]
+                                                       for x in held[t]):
+                return None
+            joined = self.joined(h - 1)
+            if a in joined and b in joined and joined[a] == joined[b]:
+                return None
+            return h
+        return None
+
+    def _descend(self, token, below) -> int:
+        """The token of what arrives at the switches of the cone layer ``below`` (the
+        destination's ancestors one tier down) from what ``token``'s switches hold, each
+        switch's traffic split by bandwidth over its links down to them."""
+        found = self._descents.get((token, below))
+        if found is None:
+            holding, targets = self._held[token], self._held[below]
+            total: dict = {}
+            for w in targets:
+                for z, bandwidth in self.from_above[w]:
+                    if z in holding:
+                        total[z] = total.get(z, 0.0) + bandwidth
+            arriving: dict = {}
+            for w in targets:
+                amount = 0.0
+                for z, bandwidth in self.from_above[w]:
+                    if z in holding:
+                        amount += holding[z] * bandwidth / total[z]
+                if amount:
+                    arriving[w] = amount
+            found = self._descents[token, below] = self._token(arriving)
+        return found
+
+    def charge(self, between: dict, load: dict) -> dict:
+        """Add the link-group loads of leaf pairs to ``load`` (group -> connections, the keys
+        :func:`network_load` charges: ``("up", switch)``, ``("down", switch)``).
+
+        Parameters
+        ----------
+        between : dict
+            ``(leaf a, leaf b)`` -> connections from ``a`` to ``b`` (``a != b``).
+        load : dict
+            Added to in place.
+
+        Returns
+        -------
+        dict
+            The pairs of ``between`` this class does not cover, to route one by one
+            (:meth:`models.engine.routes.Router.switch_flow`).
+        """
+        if not self.uniform:
+            return between
+        left: dict = {}
+        climbs: dict = {}  # (a, peak) -> connections
+        descents: dict = {}  # (b, peak) -> {a: connections}
+        for (a, b), count in between.items():
+            h = self._peak(a, b)
+            if h is None:
+                left[a, b] = count
+                continue
+            climbs[a, h] = climbs.get((a, h), 0) + count
+            sources = descents.setdefault((b, h), {})
+            sources[a] = sources.get(a, 0) + count
+        for (a, h), count in climbs.items():
+            for token in self.cone(a)[:h - self.tier[a]]:
+                for x, amount in self._held[token].items():
+                    key = ("up", x)
+                    load[key] = load.get(key, 0.0) + count * amount
+        for (b, h), sources in descents.items():
+            # Sources whose cones reach the peak alike (a fat tree's leaves) descend together.
+            together: dict = {}
+            for a, count in sources.items():
+                token = self.cone(a)[h - self.tier[a]]
+                together[token] = together.get(token, 0) + count
+            up_b = self.cone(b)
+            for token, count in together.items():
+                for t in range(h - 1, self.tier[b] - 1, -1):
+                    token = self._descend(token, up_b[t - self.tier[b]])
+                    for w, amount in self._held[token].items():
+                        key = ("down", w)
+                        load[key] = load.get(key, 0.0) + count * amount
+        return left
 
 
 def tree_links(nnodes: int, nchannels: int) -> list:
@@ -338,11 +566,12 @@ def _group(tiers, u, v) -> tuple:
 def _group_edges(G, tiers, key) -> tuple:
     """Every edge of a link group (all of a switch's up-links, not only the loaded ones)."""
     what, node = key
+    # networkx's own adjacency dicts, read only: its views cost a call per item.
     if what == "up":
-        return tuple((node, v) for v, d in G.adj[node].items()
+        return tuple((node, v) for v, d in G._adj[node].items()  # noqa: SLF001
                      if d["kind"] == "network" and tiers.get(v, 0) > tiers[node])
     if what == "down":
-        return tuple((u, node) for u, d in G.pred[node].items()
+        return tuple((u, node) for u, d in G._pred[node].items()  # noqa: SLF001
                      if d["kind"] == "network" and tiers.get(u, 0) > tiers[node])
     return (node,)
 

@@ -98,6 +98,8 @@ def test_remove_nodes():
     (lambda G: remove_links(G, "gpu0", "gpu1", both_directions=False), TransformError, "one-way edge"),
     (lambda G: remove_links(G, "pcie0", "gpu0"), TopologyError, "'gpu0' reaches no CPU over PCIe"),
     (lambda G: add_links(G, "gpu0", "gpu0", "nvlink2"), TransformError, "to itself"),
+    (lambda G: add_links(G, "gpu0", "gpu5", "nvlink2", latency=1e-7), TransformError,
+     "sets latency from the link technology 'nvlink2'"),
     (lambda G: add_links(G, "gpu0", "gpu3", "nvlink1"), TransformError, "is nvlink2: cannot add nvlink1"),
     (lambda G: add_links(G, "gpu0", "gpu5", "ethernet"), TransformError, "unknown link technology"),
     (lambda G: add_links(G, "gpu0", "gpu5", "nvlink2", -1), TransformError, "whole number >= 1"),

@@ -164,3 +164,50 @@ def test_meeting_halfway_spreads_traffic_as_the_whole_network_search(three_tier,
     expected = {} if a == b else _reference_ecmp(G, a, b)
     assert flow.keys() == expected.keys()
     assert all(flow[e] == pytest.approx(expected[e], rel=1e-12) for e in flow)
+
+
+def _groups_by_routing(G, between):
+    """Link-group loads of leaf pairs, each pair routed on its own by the reference ECMP."""
+    tier = {n: {"leaf": 1, "spine": 2, "core": 3}[t] for n, t in G.nodes(data="tier") if t}
+    load = {}
+    for (a, b), count in between.items():
+        for (u, v), share in _reference_ecmp(G, a, b).items():
+            key = ("up", u) if tier[v] > tier[u] else ("down", v)
+            load[key] = load.get(key, 0.0) + count * share
+    return load
+
+
+def _variant(spec, change):
+    G = topo.build(spec, max_hosts=300)
+    if change == "a spine removed":
+        return topo.transform.remove_nodes(G, "net.spine0")
+    if change == "a core link halved one way":
+        u, v = next((u, v) for u, v, k in G.edges(data="kind")
+                    if k == "network" and u.startswith("net.core") and v.startswith("net.spine"))
+        return topo.transform.scale_links(G, u, v, 0.5, both_directions=False)
+    if change == "a link between two leaves":
+        return topo.transform.add_links(G, "net.leaf0", "net.leaf1", "ib_edr")
+    return G
+
+
+@pytest.mark.parametrize("spec, change", [
+    ("300xdgx2", None), ("300xdgx2", "a core link halved one way"), ("16xdgx2:fat_tree:oversub=4", None),
+    ("64xdgx2", "a spine removed"), ("40xdgx1v:rail", None), ("16xdgx2", "a link between two leaves")])
+def test_charging_by_tiers_gives_the_loads_of_routing_each_leaf_pair(spec, change):
+    import random
+    from models.predict.network import TierView
+    G = _variant(spec, change)
+    leaves = [n for n, t in G.nodes(data="tier") if t == "leaf"]
+    rng = random.Random(7)
+    between = {(a, b): rng.randint(1, 8) for a, b in (rng.sample(leaves, 2) for _ in range(60))}
+    load = {}
+    left = TierView(G, Router(G)).charge(between, load)
+    for pair, count in _groups_by_routing(G, left).items():
+        load[pair] = load.get(pair, 0.0) + count
+    expected = _groups_by_routing(G, between)
+    assert load.keys() == expected.keys()
+    assert all(load[k] == pytest.approx(expected[k], rel=1e-12) for k in load)
+    if change == "a link between two leaves":  # a link inside a tier: every pair is routed
+        assert left == between
+    else:
+        assert len(left) < len(between) / 2
