@@ -143,7 +143,10 @@ class _Decoder:
 
     def value(self, data):
         if isinstance(data, list):
-            return [self.value(v) for v in data]
+            # Most lists are of plain numbers and strings (each decodes to itself): copied whole.
+            if any(isinstance(v, (list, dict)) for v in data):
+                return [self.value(v) for v in data]
+            return list(data)
         if not isinstance(data, dict):
             return data
         if _CLASS in data:
