@@ -789,6 +789,7 @@ class _Paint:
         self.G = G
         self.value_label, self.missing_label = value_label, missing_label
         self.sampled = {}  # (colour scale, fraction) -> colour: a fabric has few link classes
+        self.links = {}  # (u, v) -> link(u, v)
         bandwidths = [G.edges[u, v]["bandwidth"] for u, v in pairs]
         if color_range is None:
             color_range = (min(bandwidths), max(bandwidths)) if bandwidths else (1e9, 1e9)
@@ -816,7 +817,13 @@ class _Paint:
         return float(min(max(f, 0.0), 1.0))
 
     def link(self, u, v) -> tuple:
-        """``(group key, legend name, colour, width, dash)`` of the link u-v."""
+        """``(group key, legend name, colour, width, dash)`` of the link u-v (worked out once per
+        link: a figure asks for a link in each view and for its bundle)."""
+        if (u, v) not in self.links:
+            self.links[u, v] = self._link(u, v)
+        return self.links[u, v]
+
+    def _link(self, u, v) -> tuple:
         data = self.G.edges[u, v]
         f_bw = self._fraction(data["bandwidth"])
         width = _WIDTH[0] + (_WIDTH[1] - _WIDTH[0]) * f_bw
@@ -862,10 +869,12 @@ def _add_links(fig, G, pairs, routes, paint, unit, node_points, edge_text, *, de
         key, name, colour, width, dash = paint.link(u, v)
         points = routes[u, v]
         for node, (a, b) in ((u, (points[0], points[1])), (v, (points[-1], points[-2]))):
-            step = np.asarray(b, dtype=float) - np.asarray(a, dtype=float)
-            length = math.sqrt(step[0] * step[0] + step[1] * step[1])
+            # In floats: the same IEEE operations as on numpy's two-element arrays, without their cost.
+            (ax, ay), (bx, by) = a.tolist(), b.tolist()
+            dx, dy = bx - ax, by - ay
+            length = math.sqrt(dx * dx + dy * dy)
             if length > 0:
-                ends[node].append(step / length)
+                ends[node].append((dx / length, dy / length))
         style.setdefault(key, (name, colour, width, dash))
         kind.setdefault(key, G.edges[u, v]["kind"])
         bandwidth.setdefault(key, G.edges[u, v]["bandwidth"])

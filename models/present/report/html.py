@@ -24,6 +24,7 @@ import re
 import numpy as np
 
 from topo.errors import DgxTopoError
+from topo.layout import fabric_layout
 from topo.plot import fabric_figure_dict
 from topo.select import format_gpu_ids
 from topo.units import to_GBps, to_us
@@ -100,13 +101,14 @@ def _system_section(a, figures: FigureDivs, color_range) -> str:
     parts = [f"<section id='system-{slug}'>", f"<h2>{escape(r.name)}</h2>",
              f"<p>{escape(description) + '. ' if description else ''}Hover over a link's midpoint dot for "
              "its endpoints, link count and bandwidth; click legend entries to hide link classes.</p>"]
-    parts.append(figures.div(fabric_figure_dict(G, color_range=color_range,
+    pos = fabric_layout(G)  # one layout for both drawings of the system
+    parts.append(figures.div(fabric_figure_dict(G, pos=pos, color_range=color_range,
                                                 title=f"{r.name}: fabric (links by bandwidth per direction)"),
                              f"{slug}-fabric",
                              "GPUs (green squares, CUDA index), NVSwitches, PCIe switches, CPUs and NICs; "
                              "dotted: PCIe, dashed: CPU-to-CPU."))
     if a.e8 is not None:
-        parts.append(figures.div(channels_figure_dict(G, a.e8), f"{slug}-channels",
+        parts.append(figures.div(channels_figure_dict(G, a.e8, pos=pos), f"{slug}-channels",
                                  f"The channels of an all_reduce of GPUs 0-7 at {format_bytes(REPORT_SIZE)}: "
                                  "each link coloured by the share of NCCL's capacity its channels reserve; "
                                  "red links bind the bandwidth."))
