@@ -63,7 +63,7 @@ from .select import format_gpu_ids
 from .specs import LINKS
 from .units import to_GBps, to_us
 
-__all__ = ["fabric_figure", "link_class", "label_side", "MAX_UNBUNDLED", "BANDWIDTH_COLORSCALE", "LOAD_COLORSCALE", "KIND_STYLE",
+__all__ = ["fabric_figure", "fabric_figure_dict", "link_class", "label_side", "MAX_UNBUNDLED", "BANDWIDTH_COLORSCALE", "LOAD_COLORSCALE", "KIND_STYLE",
            "MAX_LABELLED"]
 
 #: Link colours by bandwidth (log scale): light (slow) to dark (fast).
@@ -138,12 +138,6 @@ def _polyline_clear(points, obstacles, clearance) -> bool:
     return bool(np.linalg.norm(obstacles[:, None, :] - closest, axis=2).min() >= clearance)
 
 
-def _inside(points, box) -> bool:
-    xmin, xmax, ymin, ymax = box
-    return bool(np.any((points[:, 0] > xmin) & (points[:, 0] < xmax)
-                       & (points[:, 1] > ymin) & (points[:, 1] < ymax)))
-
-
 def _bezier(a, b, offset, normal, samples=25) -> np.ndarray:
     control = (a + b) / 2 + normal * 2 * offset  # the apex lies ``offset`` from the chord
     t = np.linspace(0.0, 1.0, samples)[:, None]
@@ -181,10 +175,17 @@ class _Router:
             p = np.array(members)
             self.boxes.append((p[:, 0].min() - margin, p[:, 0].max() + margin,
                                p[:, 1].min() - margin, p[:, 1].max() + margin))
+        self.box_array = np.array(self.boxes, dtype=float).reshape(-1, 4)
 
     def _crossed(self, route) -> list:
+        if not self.boxes:
+            return []
         samples = np.concatenate([np.linspace(a, b, 40) for a, b in zip(route[:-1], route[1:])])
-        return [box for box in self.boxes if _inside(samples, box)]
+        # Every box at once: is any sample strictly inside it ((boxes, samples) comparisons).
+        x, y = samples[None, :, 0], samples[None, :, 1]
+        xmin, xmax, ymin, ymax = (self.box_array[:, i, None] for i in range(4))
+        hit = ((x > xmin) & (x < xmax) & (y > ymin) & (y < ymax)).any(axis=1)
+        return [box for box, crossed in zip(self.boxes, hit.tolist()) if crossed]
 
     def _obstacles(self, u, v, box=None) -> np.ndarray:
         """Every node but ``u`` and ``v`` (within ``box``, ``(lo, hi)``, if given)."""
@@ -490,6 +491,36 @@ def fabric_figure(G, *, pos=None, host_layer: bool = True, edge_values=None,
     KeyError
         If ``pos`` lacks a node that is drawn.
     """
+    figure = fabric_figure_dict(G, pos=pos, host_layer=host_layer, edge_values=edge_values,
+                                value_label=value_label, value_range=value_range, missing_label=missing_label,
+                                edge_text=edge_text, highlight=highlight, color_range=color_range, labels=labels,
+                                title=title, width=width, height=height, bundle=bundle)
+    return build_figure(figure["data"], figure["layout"])
+
+
+def fabric_figure_dict(G, *, pos=None, host_layer: bool = True, edge_values=None,
+                       value_label: str = "value", value_range=None, missing_label: str = "links without a value",
+                       edge_text=None, highlight=None,
+                       color_range=None, labels: bool | None = None, title: str | None = None,
+                       width: int | None = None, height: int | None = None, bundle: bool | None = None) -> dict:
+    """:func:`fabric_figure` as plotly's plain figure dict, unchecked: for a page that writes
+    its figures' JSON itself (the report: building and copying a ``go.Figure`` of a few thousand
+    links costs more than drawing it). The arguments, the drawing and the errors are
+    :func:`fabric_figure`'s.
+
+    Returns
+    -------
+    dict
+        ``{"data": [trace dicts], "layout": {...}}``; ``plotly.graph_objects.Figure(figure)``
+        accepts it.
+
+    Examples
+    --------
+    >>> from topo import dgx1v
+    >>> figure = fabric_figure_dict(dgx1v(), host_layer=False)
+    >>> sorted(figure), figure["data"][-1]["name"], len(figure["data"][-1]["x"])
+    (['data', 'layout'], 'GPU', 8)
+    """
     validate(G)
     pos = fabric_layout(G) if pos is None else pos
     shown = [n for n, k in G.nodes(data="kind") if host_layer or k in CORE_KINDS]
@@ -538,12 +569,12 @@ def fabric_figure(G, *, pos=None, host_layer: bool = True, edge_values=None,
                                    margin=dict(l=10, r=10, t=50, b=10)))
     fig.layout.update(legend=dict(orientation="h", yanchor="top", y=-0.02, xanchor="left", x=0.0),
                       xaxis=dict(visible=False), yaxis=dict(visible=False, scaleanchor="x", scaleratio=1))
-    return fig.figure()
+    return fig.as_dict()
 
 
 class _Canvas:
     """The figure while it is drawn, as plain dicts: traces, shapes, annotations and the layout,
-    made one figure at the end (:func:`topo.plot_style.build_figure`; plotly re-checks every
+    made one figure dict at the end (:func:`topo.plot_style.build_figure` says why: plotly re-checks every
     trace, shape and annotation of a figure each time one is added)."""
 
     def __init__(self):
@@ -558,13 +589,13 @@ class _Canvas:
     def add_annotation(self, **annotation) -> None:
         self.annotations.append(annotation)
 
-    def figure(self) -> go.Figure:
+    def as_dict(self) -> dict:
         layout = dict(self.layout)
         if self.shapes:
             layout["shapes"] = self.shapes
         if self.annotations:
             layout["annotations"] = self.annotations
-        return build_figure(self.data, layout)
+        return {"data": self.data, "layout": layout}
 
 
 @dataclass(frozen=True)
@@ -758,6 +789,7 @@ class _Paint:
         self.G = G
         self.value_label, self.missing_label = value_label, missing_label
         self.sampled = {}  # (colour scale, fraction) -> colour: a fabric has few link classes
+        self.links = {}  # (u, v) -> link(u, v)
         bandwidths = [G.edges[u, v]["bandwidth"] for u, v in pairs]
         if color_range is None:
             color_range = (min(bandwidths), max(bandwidths)) if bandwidths else (1e9, 1e9)
@@ -785,7 +817,13 @@ class _Paint:
         return float(min(max(f, 0.0), 1.0))
 
     def link(self, u, v) -> tuple:
-        """``(group key, legend name, colour, width, dash)`` of the link u-v."""
+        """``(group key, legend name, colour, width, dash)`` of the link u-v (worked out once per
+        link: a figure asks for a link in each view and for its bundle)."""
+        if (u, v) not in self.links:
+            self.links[u, v] = self._link(u, v)
+        return self.links[u, v]
+
+    def _link(self, u, v) -> tuple:
         data = self.G.edges[u, v]
         f_bw = self._fraction(data["bandwidth"])
         width = _WIDTH[0] + (_WIDTH[1] - _WIDTH[0]) * f_bw
@@ -831,10 +869,12 @@ def _add_links(fig, G, pairs, routes, paint, unit, node_points, edge_text, *, de
         key, name, colour, width, dash = paint.link(u, v)
         points = routes[u, v]
         for node, (a, b) in ((u, (points[0], points[1])), (v, (points[-1], points[-2]))):
-            step = np.asarray(b, dtype=float) - np.asarray(a, dtype=float)
-            length = math.sqrt(step[0] * step[0] + step[1] * step[1])
+            # In floats: the same IEEE operations as on numpy's two-element arrays, without their cost.
+            (ax, ay), (bx, by) = a.tolist(), b.tolist()
+            dx, dy = bx - ax, by - ay
+            length = math.sqrt(dx * dx + dy * dy)
             if length > 0:
-                ends[node].append(step / length)
+                ends[node].append((dx / length, dy / length))
         style.setdefault(key, (name, colour, width, dash))
         kind.setdefault(key, G.edges[u, v]["kind"])
         bandwidth.setdefault(key, G.edges[u, v]["bandwidth"])

@@ -85,11 +85,12 @@ class FigureDivs:
         self.count = 0
 
     def div(self, fig, slug: str, caption: str = "") -> str:
-        """A plotly figure as ``<figure>`` with the div id ``fig-<slug>`` and an optional caption
-        (HTML). plotly.js is not included: :func:`html_page` embeds it once."""
+        """A plotly figure, or its plain dict (written as given, unchecked), as ``<figure>`` with
+        the div id ``fig-<slug>`` and an optional caption (HTML). plotly.js is not included:
+        :func:`html_page` embeds it once."""
         self.count += 1
         body = pio.to_html(fig, full_html=False, include_plotlyjs=False, div_id=f"fig-{slug}",
-                           config=dict(PLOTLY_CONFIG), default_width="100%")
+                           config=dict(PLOTLY_CONFIG), default_width="100%", validate=False)
         cap = f"<figcaption>{caption}</figcaption>" if caption else ""
         return f"<figure class='plot' data-figure='{escape(slug)}'>{body}{cap}</figure>"
 

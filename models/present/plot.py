@@ -33,7 +33,7 @@ from plotly.subplots import make_subplots
 
 import topo
 from topo.errors import DgxTopoError
-from topo.plot import fabric_figure
+from topo.plot import fabric_figure_dict
 from topo.plot_style import COLORWAY, axis_title, build_figure, log_axis, style_figure, style_layout
 from topo.units import to_GBps, to_us
 
@@ -41,7 +41,7 @@ from ..engine.nccl.search import ChannelSearch
 from .format import format_bytes, format_percent
 from ..predict.collectives import CollectiveEstimate
 
-__all__ = ["p2p_figure", "latency_figure", "busbw_figure", "pairs_figure", "channels_figure",
+__all__ = ["p2p_figure", "latency_figure", "busbw_figure", "pairs_figure", "channels_figure", "channels_figure_dict",
            "subsets_figure", "check_figure", "p2p_check_figure", "generations_figure",
            "format_bytes", "curve_styles", "Y_QUANTITIES", "DASHES", "SYMBOLS"]
 
@@ -397,6 +397,23 @@ def channels_figure(G, result, *, pattern: str | None = None, host_layer: bool |
     topo.DgxTopoError
         For an estimate without channels (one GPU, alltoall, sendrecv).
     """
+    figure = channels_figure_dict(G, result, pattern=pattern, host_layer=host_layer, pos=pos, title=title,
+                                  width=width, height=height)
+    return build_figure(figure["data"], figure["layout"])
+
+
+def channels_figure_dict(G, result, *, pattern: str | None = None, host_layer: bool | None = None,
+                         pos=None, title: str | None = None, width: int | None = None,
+                         height: int | None = None) -> dict:
+    """:func:`channels_figure` as plotly's plain figure dict, unchecked, for a page that writes
+    its figures' JSON itself (see :func:`topo.plot.fabric_figure_dict`). The arguments, the
+    drawing and the errors are :func:`channels_figure`'s.
+
+    Returns
+    -------
+    dict
+        ``{"data": [trace dicts], "layout": {...}}``.
+    """
     search, estimate = _search(result, pattern)
     values = {tuple(load.edge): 100.0 * load.utilisation for load in search.loads}
     text = {tuple(load.edge): f"{load.edge[0]} → {load.edge[1]}: channels reserve "
@@ -412,14 +429,16 @@ def channels_figure(G, result, *, pattern: str | None = None, host_layer: bool |
     heading = (title if title is not None else
                f"{name}: {what}{search.pattern} channels, {search.nchannels} x "
                f"{to_GBps(search.bw_intra):.1f} GB/s, link load")
-    fig = fabric_figure(G, pos=pos, host_layer=host_layer, edge_values=values,
-                        value_label="load (% of<br>NCCL capacity)", value_range=(0.0, 100.0),
-                        missing_label="links no channel crosses",
-                        edge_text=text, highlight=search.gpus, title=heading, width=width,
-                        height=height)
-    fig.update_layout(title=dict(subtitle=dict(text="channels (GPU order): " + " | ".join(shown))),
-                      margin=dict(t=80))
-    return fig
+    figure = fabric_figure_dict(G, pos=pos, host_layer=host_layer, edge_values=values,
+                                value_label="load (% of<br>NCCL capacity)", value_range=(0.0, 100.0),
+                                missing_label="links no channel crosses",
+                                edge_text=text, highlight=search.gpus, title=heading, width=width,
+                                height=height)
+    layout = figure["layout"]
+    layout["title"] = {**layout.get("title", {}),
+                       "subtitle": dict(text="channels (GPU order): " + " | ".join(shown))}
+    layout["margin"] = {**layout.get("margin", {}), "t": 80}
+    return figure
 
 
 def subsets_figure(results, *, top: int | None = 20, collective: str | None = None, nbytes=None,

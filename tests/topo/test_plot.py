@@ -9,7 +9,7 @@ import pytest
 
 import topo
 from topo.layout import fabric_layout
-from topo.plot import KIND_STYLE, fabric_figure, link_class
+from topo.plot import KIND_STYLE, fabric_figure, fabric_figure_dict, link_class
 
 NODE_TRACES = {style[0]: kind for kind, style in KIND_STYLE.items()}
 
@@ -228,6 +228,20 @@ def test_nvl72_opens_as_trays_and_switch_trays():
     assert gpus.text is not None and len(gpus.text) == 72  # the core is labelled; the host layer is not
     assert _trace(fig, "CPU").text is None
     assert len(_trace(fig, "link details, every link").x) == len(_links(G))
+
+
+def test_fabric_figure_dict_is_the_figure_unchecked():
+    """The plain dict the report writes is the figure fabric_figure returns, property by
+    property (a bundled view with its buttons, on a given layout), and plotly accepts it."""
+    import json
+
+    import plotly.io as pio
+
+    G = topo.dgx2()
+    figure = fabric_figure_dict(G, pos=fabric_layout(G), title="DGX-2")
+    checked = go.Figure(figure)  # raises ValueError naming any property plotly does not know
+    assert json.loads(pio.to_json(checked)) == json.loads(pio.to_json(fabric_figure(G, title="DGX-2")))
+    assert figure["layout"]["updatemenus"] and any(t.get("visible") is False for t in figure["data"])
 
 
 def test_links_with_values_are_never_bundled():

@@ -24,7 +24,8 @@ import re
 import numpy as np
 
 from topo.errors import DgxTopoError
-from topo.plot import fabric_figure
+from topo.layout import fabric_layout
+from topo.plot import fabric_figure_dict
 from topo.select import format_gpu_ids
 from topo.units import to_GBps, to_us
 from topo.version import __version__
@@ -32,7 +33,7 @@ from topo.version import __version__
 from ..explain import describe_parameter, explain_check
 from ..format import format_bytes, format_gbps, format_percent
 from ..page import FigureDivs, escape, html_page
-from ..plot import (busbw_figure, channels_figure, check_figure, curve_styles,
+from ..plot import (busbw_figure, channels_figure_dict, check_figure, curve_styles,
                     generations_figure, latency_figure, p2p_check_figure, p2p_figure, pairs_figure)
 from ..bounds_plot import ratio_by_size_figure
 from ..plan_plot import memory_figure, step_time_figure
@@ -100,13 +101,14 @@ def _system_section(a, figures: FigureDivs, color_range) -> str:
     parts = [f"<section id='system-{slug}'>", f"<h2>{escape(r.name)}</h2>",
              f"<p>{escape(description) + '. ' if description else ''}Hover over a link's midpoint dot for "
              "its endpoints, link count and bandwidth; click legend entries to hide link classes.</p>"]
-    parts.append(figures.div(fabric_figure(G, color_range=color_range,
-                                           title=f"{r.name}: fabric (links by bandwidth per direction)"),
+    pos = fabric_layout(G)  # one layout for both drawings of the system
+    parts.append(figures.div(fabric_figure_dict(G, pos=pos, color_range=color_range,
+                                                title=f"{r.name}: fabric (links by bandwidth per direction)"),
                              f"{slug}-fabric",
                              "GPUs (green squares, CUDA index), NVSwitches, PCIe switches, CPUs and NICs; "
                              "dotted: PCIe, dashed: CPU-to-CPU."))
     if a.e8 is not None:
-        parts.append(figures.div(channels_figure(G, a.e8), f"{slug}-channels",
+        parts.append(figures.div(channels_figure_dict(G, a.e8, pos=pos), f"{slug}-channels",
                                  f"The channels of an all_reduce of GPUs 0-7 at {format_bytes(REPORT_SIZE)}: "
                                  "each link coloured by the share of NCCL's capacity its channels reserve; "
                                  "red links bind the bandwidth."))

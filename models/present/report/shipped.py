@@ -141,19 +141,25 @@ class _Decoder:
             self.classes[name] = (cls, tuple(f.name for f in dataclasses.fields(cls)))
         return self.classes[name]
 
+    def values(self, items) -> list:
+        """:meth:`value` of each item; JSON's plain values (str, numbers, bools, None) are their
+        own decoding, so only lists and dicts are descended into (most items are plain)."""
+        value = self.value
+        return [item if type(item) is not list and type(item) is not dict else value(item) for item in items]
+
     def value(self, data):
         if isinstance(data, list):
-            return [self.value(v) for v in data]
+            return self.values(data)
         if not isinstance(data, dict):
             return data
         if _CLASS in data:
             cls, names = self._class(data[_CLASS])
             value = object.__new__(cls)  # frozen: set the fields as dataclasses' __init__ does
-            for name, v in zip(names, data["v"], strict=True):
-                object.__setattr__(value, name, self.value(v))
+            for name, v in zip(names, self.values(data["v"]), strict=True):
+                object.__setattr__(value, name, v)
             return value
         if _TUPLE in data:
-            return tuple([self.value(v) for v in data[_TUPLE]])
+            return tuple(self.values(data[_TUPLE]))
         if _ARRAY in data:
             return np.array(data["v"], dtype=np.dtype(data[_ARRAY]))
         if _DICT in data:

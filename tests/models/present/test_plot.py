@@ -15,7 +15,8 @@ import models
 import topo
 from models.studies.benchmarks import read_nccl_tests
 from models.studies.calibration import Check, check
-from models.present.plot import (DASHES, SYMBOLS, busbw_figure, channels_figure, check_figure, curve_styles,
+from models.present.plot import (DASHES, SYMBOLS, busbw_figure, channels_figure, channels_figure_dict, check_figure,
+                                 curve_styles,
                          format_bytes, generations_figure, latency_figure, p2p_check_figure, p2p_figure,
                          pairs_figure, subsets_figure)
 from tests.conftest import DATA
@@ -138,6 +139,22 @@ def test_channels_through_the_host_show_the_host_layer():
     assert "links no channel crosses" in {t.name for t in fig.data}
     gpus = next(t for t in fig.data if t.name == "GPU")
     assert [o for o in gpus.marker.opacity] == [1.0 if i in (0, 5) else 0.3 for i in range(8)]
+
+
+def test_channels_figure_dict_is_the_figure_unchecked():
+    """The report writes the plain dict: plotly accepts it, and it is the figure channels_figure
+    returns (property by property, as JSON), title's subtitle and margin merged in."""
+    import plotly.io as pio
+
+    G = topo.dgx2()
+    e = models.estimate(G, "all_reduce", 2 ** 30)
+    figure = channels_figure_dict(G, e, pos=topo.fabric_layout(G))
+    checked = go.Figure(figure)  # raises ValueError naming any property plotly does not know
+    assert json.loads(pio.to_json(checked)) == json.loads(pio.to_json(channels_figure(G, e)))
+    assert figure["layout"]["margin"]["t"] == 80 and figure["layout"]["title"]["text"].startswith("DGX-2: all_reduce")
+    assert figure["layout"]["title"]["subtitle"]["text"].startswith("channels (GPU order): ")
+    with pytest.raises(topo.DgxTopoError, match="expected a CollectiveEstimate or ChannelSearch"):
+        channels_figure_dict(G, "ring")
 
 
 def test_channels_of_a_search_and_errors():
