@@ -59,15 +59,26 @@ def fabric(system):
 # Under pytest-xdist (--dist loadgroup, pyproject.toml) each test goes to whichever worker is free,
 # except that a file with a module-scoped fixture (a prepared fabric; the full report of
 # tests/models/present/test_report.py) runs whole on one worker, so that the fixture is computed
-# once. Tests go out in collection order (--no-loadscope-reorder), which starts with the slowest:
-# one worker starts on them while the other takes the rest, instead of a worker picking them up
-# last and the run waiting for it.
+# once. Tests go out in collection order (--no-loadscope-reorder), which starts with the slowest
+# files, then the other files that run whole, then the single tests: the big pieces first, so that
+# the run does not end waiting for one worker to finish a file it picked up last.
 SLOW_FIRST = ("tests/models/present/test_report.py", "tests/test_types.py")  # the second: a mypy run
 _MODULE_FIXTURE = re.compile(r"""@pytest\.fixture\(\s*scope\s*=\s*["']module["']""")
 
 
+def files_run_whole(root: Path) -> set:
+    """The test files (paths relative to ``root``, as in node ids) with a module-scoped fixture."""
+    return {path.relative_to(root).as_posix() for path in Path(__file__).parent.rglob("test_*.py")
+            if _MODULE_FIXTURE.search(path.read_text(encoding="utf-8"))}
+
+
 def pytest_collection_modifyitems(config, items):
-    items.sort(key=lambda item: item.nodeid.split("::")[0] not in SLOW_FIRST)  # stable: order kept otherwise
+    whole = files_run_whole(Path(str(config.rootpath)))
+
+    def order(item):
+        path = item.nodeid.split("::")[0]
+        return 0 if path in SLOW_FIRST else 1 if path in whole else 2
+    items.sort(key=order)  # stable: the order within each file is kept
 
 
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist, absent without it
@@ -79,9 +90,7 @@ def pytest_xdist_make_scheduler(config, log):
         return None
     from xdist.scheduler import LoadScopeScheduling
 
-    root = Path(str(config.rootpath))
-    whole = {path.relative_to(root).as_posix() for path in Path(__file__).parent.rglob("test_*.py")
-             if _MODULE_FIXTURE.search(path.read_text(encoding="utf-8"))}
+    whole = files_run_whole(Path(str(config.rootpath)))
 
     class FilesWithModuleFixtures(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
