@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 from pathlib import Path
 
@@ -55,15 +56,51 @@ def fabric(system):
     return topo.build(system)
 
 
-# A file that takes far longer than any other runs first: tests/models/present/test_report.py builds
-# the full report once (a module fixture) and opens it in a browser. Under pytest-xdist
-# (--dist loadfile --no-loadscope-reorder, pyproject.toml) one worker starts on it while the
-# others share every other file, instead of a worker picking it up last and the run waiting for it.
+# Under pytest-xdist (--dist loadgroup, pyproject.toml) each test goes to whichever worker is free,
+# except that a file with a module-scoped fixture (a prepared fabric; the full report of
+# tests/models/present/test_report.py) or a cache of its own (functools.cache, lru_cache: the parsed
+# sources of tests/test_layering.py) runs whole on one worker, so that it is computed once. Tests go
+# out in collection order (--no-loadscope-reorder), which starts with the slowest files, then the
+# other files that run whole, then the single tests: the big pieces first, so that the run does not
+# end waiting for one worker to finish a file it picked up last.
 SLOW_FIRST = ("tests/models/present/test_report.py", "tests/test_types.py")  # the second: a mypy run
+_COMPUTED_ONCE = re.compile(r"""@pytest\.fixture\(\s*scope\s*=\s*["']module["']|\bfunctools\.(?:lru_)?cache\b"""
+                            r"|^from functools import .*\b(?:lru_)?cache\b", re.MULTILINE)
+
+
+def files_run_whole(root: Path) -> set:
+    """The test files (paths relative to ``root``, as in node ids) with a module-scoped fixture or a
+    cache of their own."""
+    return {path.relative_to(root).as_posix() for path in Path(__file__).parent.rglob("test_*.py")
+            if _COMPUTED_ONCE.search(path.read_text(encoding="utf-8"))}
 
 
 def pytest_collection_modifyitems(config, items):
-    items.sort(key=lambda item: item.nodeid.split("::")[0] not in SLOW_FIRST)  # stable: order kept otherwise
+    whole = files_run_whole(Path(str(config.rootpath)))
+
+    def order(item):
+        path = item.nodeid.split("::")[0]
+        return 0 if path in SLOW_FIRST else 1 if path in whole else 2
+    items.sort(key=order)  # stable: the order within each file is kept
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist, absent without it
+def pytest_xdist_make_scheduler(config, log):
+    """--dist loadgroup: xdist's own groups by ``xdist_group`` marks, which pytest-xdist 3.8 cannot
+    read under pytest 9 (it renames a node id pytest no longer keeps there); here the groups are the
+    files of :func:`files_run_whole`, found in their text by the controller, which collects nothing."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    whole = files_run_whole(Path(str(config.rootpath)))
+
+    class FilesRunWhole(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return path if path in whole else nodeid
+
+    return FilesRunWhole(config, log)
 
 
 class Hang(Exception):

@@ -264,8 +264,9 @@ def test_plan_layouts_people_use(capsys):
 
 
 def test_plan_calibrated(capsys):
+    # One layout (ZeRO stage given too: the calibration is the question, not the search).
     small = ["transformer:layers=4,hidden=256,heads=4,seq=128,vocab=1000", "--system", "dgx1v", "--tp", "2",
-             "--pp", "1", "--dp", "4", "--recompute", "full", "--dtype", "fp16"]
+             "--pp", "1", "--dp", "4", "--zero", "1", "--recompute", "full", "--dtype", "fp16"]
     status, out, _ = run(capsys, "plan", *small, "--json")
     step = json.loads(out)["step_time_s"]
     status, out, _ = run(capsys, "plan", *small, "--calibrate", f"{step * 1.5:.9f}s", "--json")
@@ -274,8 +275,8 @@ def test_plan_calibrated(capsys):
     assert fit["fitted"]["gemm_efficiency"] < fit["default"]["gemm_efficiency"]
     status, out, _ = run(capsys, "plan", *small, "--calibrate", f"{step * 1.5:.9f}s")
     assert status == 0 and "fitted compute time scale" in out and "default 0.740 -> fitted" in out
-    status, out, _ = run(capsys, "plan", small[0], "--system", "dgx1v", "--compute-scale", "2", "--search",
-                         "--top", "2", "--json")
+    status, out, _ = run(capsys, "plan", small[0], "--system", "dgx1v", "--tp", "1", "--compute-scale", "2",
+                         "--search", "--top", "2", "--json")
     assert status == 0 and len(json.loads(out)["layouts"]) == 2
 
 
@@ -286,9 +287,11 @@ def test_plan_that_does_not_fit_exits_2_with_the_verdict_and_one_line(capsys):
     assert err == ("dgxtopo: error: gpt3-175b does not fit on DGX-1V: tp8 pp1 dp1 zero0 mb1 rc=full sp tp-dp-pp: "
                    "out of memory: needs 349.9 GB of 17.2 GB (weights 43.7, gradients 43.7, optimizer 261.9, "
                    "activations 0.7) per GPU\n")
-    status, out, err = run(capsys, "plan", "gpt3-175b", "--system", "dgx1v", "--json")
+    # The JSON and the search at the layout the default search chose above (tp8 pp1): the same verdict.
+    status, out, err = run(capsys, "plan", "gpt3-175b", "--system", "dgx1v", "--tp", "8", "--pp", "1", "--json")
     assert status == 2 and json.loads(out)["fits"] is False and err.count("\n") == 1
-    status, out, err = run(capsys, "plan", "gpt3-175b", "--system", "dgx1v", "--search", "--top", "2", "--json")
+    status, out, err = run(capsys, "plan", "gpt3-175b", "--system", "dgx1v", "--tp", "8", "--search", "--top", "2",
+                           "--json")
     layouts = json.loads(out)["layouts"]
     assert status == 2 and not any(p["fits"] for p in layouts) and err.count("\n") == 1
     assert err.startswith("dgxtopo: error: no layout of gpt3-175b fits on DGX-1V; the closest, ")

@@ -56,7 +56,12 @@ def test_transfer_efficiency_is_the_large_message_least_squares(dgx2):
         return sum(np.sum((measured(e, dgx2, gpus_per_thread=12, model=m).time / t - 1) ** 2)
                    for e, t in data)
 
-    grid = np.arange(0.80, 0.90, 0.0001)
+    # The least squares over 0.80-0.90 to 1e-4. The cost falls, then rises over that range (one
+    # minimum), so a grid of 2e-3, then one of 1e-4 around its best, finds what the full grid of
+    # 1e-4 finds (0.8405), in a tenth of the evaluations.
+    coarse = np.arange(0.80, 0.90, 0.002)
+    middle = coarse[np.argmin([cost(x) for x in coarse])]
+    grid = np.arange(middle - 0.002, middle + 0.002, 0.0001)
     best = grid[np.argmin([cost(x) for x in grid])]
     assert DEFAULT.transfer_efficiency == pytest.approx(best, abs=2e-4)
 

@@ -136,7 +136,7 @@ def test_many_simulations_on_a_dask_cluster_give_the_same_results(cluster):
         {"id": "fwd", "op": "compute", "gpu": 0, "seconds": 1e-3},
         {"id": "p2p", "op": "send", "src": 0, "dst": 9, "bytes": MiB, "after": ["fwd"]}]}))]
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, protocol="tcp",
-                                  host="127.0.0.1", dashboard_address=None) as dask_cluster:
+                                  host="127.0.0.1", dashboard_address="127.0.0.1:0") as dask_cluster:
         with distributed.Client(dask_cluster) as client:
             there = simulate_many(items, executor=client.get_executor())
     assert [r.to_records() for r in there] == [r.to_records() for r in simulate_many(items)]

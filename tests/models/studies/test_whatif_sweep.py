@@ -338,7 +338,7 @@ def test_results_are_identical_in_process_and_on_a_process_pool(dgx2_nvswitch):
 def test_results_are_identical_on_a_dask_cluster(dgx2_nvswitch):
     distributed = pytest.importorskip("distributed")
     with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
-                                  protocol="tcp", host="127.0.0.1", dashboard_address=None) as cluster:
+                                  protocol="tcp", host="127.0.0.1", dashboard_address="127.0.0.1:0") as cluster:
         with distributed.Client(cluster) as client:
             on_dask = sweep(DGX2, "all_reduce", GiB, fail_each="nvswitch",
                             executor=client.get_executor())
