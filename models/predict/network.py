@@ -60,6 +60,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 import networkx as nx
+from networkx.utils import UnionFind
 
 from topo.cluster import network_nics
 from topo.errors import DgxTopoError
@@ -422,18 +423,14 @@ class TierView:
         """Switch -> a representative of its component among the switches of tiers <= ``tier``."""
         found = self._joined.get(tier)
         if found is None:
-            parent = {x: x for x, t in self.tier.items() if t <= tier}
-
-            def root(x):
-                while parent[x] != x:
-                    parent[x] = parent[parent[x]]
-                    x = parent[x]
-                return x
-            for x in parent:
+            members = [x for x, t in self.tier.items() if t <= tier]
+            inside = set(members)
+            components = UnionFind(members)
+            for x in members:
                 for y, _ in self.up[x]:
-                    if y in parent:
-                        parent[root(y)] = root(x)
-            found = self._joined[tier] = {x: root(x) for x in parent}
+                    if y in inside:
+                        components.union(x, y)
+            found = self._joined[tier] = {x: components[x] for x in members}
         return found
 
     def _peak(self, a, b) -> int | None:

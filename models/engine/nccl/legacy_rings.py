@@ -56,6 +56,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from networkx.utils import UnionFind
+
 from topo.errors import DgxTopoError
 
 from ..routes import PathType
@@ -268,22 +270,14 @@ def _pci_score(fabric, a, b) -> int:
 def _domains(fabric, nodes) -> list:
     """P2P domains: connected components of the pairs with transport P2P (fillCoords)."""
     G = fabric.G
-    index = {n: i for i, n in enumerate(nodes)}
-    parent = list(range(len(nodes)))
-
-    def find(i):
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
+    components = UnionFind(nodes)
     for a in nodes:
         for b in nodes:
             if a != b and (_nvlinks(G, a, b) or _nvswitch_links(G, a) or _pci_score(fabric, a, b)):
-                parent[find(index[a])] = find(index[b])
-    groups: dict = {}
+                components.union(a, b)
+    groups: dict = {}  # in the order of each domain's first GPU
     for n in nodes:
-        groups.setdefault(find(index[n]), []).append(n)
+        groups.setdefault(components[n], []).append(n)
     return list(groups.values())
 
 
