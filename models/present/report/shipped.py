@@ -3,16 +3,18 @@
 Most of ``dgxtopo report``'s time is model work that is the same for every user: NCCL's channel
 searches and estimates of the built-in systems, the bounds of every GPU set, the planner's layouts,
 the simulated steps. :mod:`models.present.report.analysis` computes each section once per content:
-it reads a section from the shipped file (``data/analysis.json``) when the file holds a record under
-that section's :func:`fingerprint` (a digest of everything that determines its numbers: the fabrics'
-whole graphs, the NCCL release, the section's parameters, the model version), and computes it
-otherwise (any other fabric, release or option).
+it reads a section from the shipped file (``data/analysis.json.gz``) when the file holds a record
+under that section's :func:`fingerprint` (a digest of what a user can change: the fabrics' whole
+graphs, the NCCL release, the section's parameters), and computes it otherwise (any other fabric,
+release or option). The models' code is not in the key: the file ships with the code that wrote it,
+and the tests recompute it (a sample always, the whole file under CI), so a model change that moves
+a shipped number fails them until the file is rewritten.
 
 The records are the analysis's own result objects (frozen dataclasses, numpy arrays, enums,
 tuples and dicts), written by :func:`encode` and read back equal by :func:`decode`: the page is
 drawn from the same objects either way. ``tests/models/present/test_shipped_analysis.py``
 recomputes the file and compares. After a change to a model the report reads, rewrite it from the
-repository root (a few seconds)::
+repository root (about 20 s of CPU)::
 
     python -c "from models.present.report.analysis import write_shipped_analysis as w; w()"
 
@@ -175,7 +177,7 @@ class _Decoder:
 
 def fingerprint(section: str, *parts) -> str:
     """The key of one section's record: a digest of the section's name and of what determines its
-    numbers (each part's text: a fabric's :func:`topo.to_json`, a release, a parameter)."""
+    numbers (each part's text: a fabric's whole graph and release, a parameter)."""
     text = "\n".join([section, *map(str, parts)])
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
