@@ -313,7 +313,7 @@ def _on_segment(points, fraction):
 
 def _midpoint(points) -> np.ndarray:
     """The point halfway along a polyline."""
-    fast = _on_segment(points, 0.5) if len(points) == 2 else None
+    fast = _on_segment(points, 0.5)
     if fast is not None:
         return fast
     steps = np.linalg.norm(np.diff(points, axis=0), axis=1)
@@ -327,7 +327,7 @@ def _midpoint(points) -> np.ndarray:
 
 
 def _along(points, fraction) -> np.ndarray:
-    fast = _on_segment(points, fraction) if len(points) == 2 else None
+    fast = _on_segment(points, fraction)
     if fast is not None:
         return fast
     steps = np.linalg.norm(np.diff(points, axis=0), axis=1)

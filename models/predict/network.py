@@ -214,7 +214,7 @@ def network_load(fabric: NcclSystem, search: ChannelSearch | NvlsGraph, pattern:
     if len(hosts_of_gpus) < 2:
         return None
     key = (pattern, gpus, nets, rate)
-    cache = fabric.network_loads  # the view's, by (pattern, GPUs, NICs of the channels)
+    cache = fabric.network_loads  # the view's, by (pattern, GPUs, NICs of the channels); and _TIERS
     if key not in cache:
         cache[key] = _charge(fabric, pattern, nets, rate, exits, hosts_of_gpus)
     return cache[key]

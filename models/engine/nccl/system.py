@@ -194,7 +194,8 @@ class NcclSystem:
     split : dict
         In an MNNVL view whose switch chips were merged: merged node -> ((chip, share), ...).
     network_loads : dict
-        The network's charge of channel sets (:func:`models.predict.network.network_load`).
+        The network's charge of channel sets (:func:`models.predict.network.network_load`), and
+        under the key ``"tiers"`` the switch tiers it charges by (``TierView``).
     """
 
     def __init__(self, G: nx.DiGraph, profile: str | NcclProfile | None = None, *, validate: bool = True,

@@ -1009,9 +1009,8 @@ def shipped_plan() -> list:
             plan += [("generation", name, shipped.fingerprint("generation", _content(f)),
                       lambda f=f: _generation_of(analysed(f), f)),
                      ("simulated-generation", name, gen_key, lambda f=f: _generation_name(f.G))]
-            # The steps the report shows: the first system of each GPU generation. (The others are
-            # computed when a report shows them: GB200 NVL72's step numbers its flow classes in an
-            # order that depends on Python's string hashing, so its record would differ run to run.)
+            # The steps the report shows: the first system of each GPU generation (the others are
+            # computed when a report shows them).
             generation = _generation_name(f.G)
             if generation not in simulated:
                 simulated.add(generation)

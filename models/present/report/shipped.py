@@ -94,7 +94,7 @@ def encode(value, classes=None):
         return value
     if isinstance(value, enum.Enum):  # before int: IntEnum members are ints
         return {_ENUM: _qualified(type(value)), "v": value.name}
-    if isinstance(value, (int, float)) and type(value) in (int, float):
+    if type(value) in (int, float):  # exactly: a subclass (numpy's float64) is encoded below
         return value
     if isinstance(value, np.ndarray):
         return {_ARRAY: value.dtype.str, "v": value.tolist()}
@@ -102,11 +102,11 @@ def encode(value, classes=None):
         return {_SCALAR: value.dtype.str, "v": value.item()}
     if isinstance(value, tuple) and not hasattr(value, "_fields"):
         return {_TUPLE: [again(v) for v in value]}
-    if isinstance(value, list) and type(value) is list:
+    if type(value) is list:
         return [again(v) for v in value]
     if isinstance(value, (set, frozenset)):
         return {_SET: [again(v) for v in sorted(value, key=repr)], "frozen": isinstance(value, frozenset)}
-    if isinstance(value, dict) and type(value) is dict:
+    if type(value) is dict:
         return {_DICT: [[again(k), again(v)] for k, v in value.items()]}
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         name = _qualified(type(value))
