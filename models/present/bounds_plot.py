@@ -20,7 +20,7 @@ import plotly.graph_objects as go
 import topo
 from topo.errors import DgxTopoError
 from topo.plot import fabric_figure
-from topo.plot_style import axis_title, style_figure
+from topo.plot_style import axis_title, build_figure, style_figure, style_layout
 from topo.units import to_GBps
 
 from ..studies.bounds import Bound, subset_bounds
@@ -29,7 +29,7 @@ from ..studies.packing import TreePacking
 from .format import format_percent
 from .plot import curve_styles
 
-__all__ = ["packing_figure", "bound_vs_nccl_figure", "ratio_by_size_figure", "DODGE"]
+__all__ = ["packing_figure", "bound_vs_nccl_figure", "ratio_by_size_figure", "ratio_by_size_figure_dict", "DODGE"]
 
 #: Largest distance between the dodged lines of :func:`ratio_by_size_figure`. [GPUs]
 DODGE = 0.12
@@ -179,6 +179,20 @@ def ratio_by_size_figure(series, *, title: str | None = None, width: int | None 
     >>> [list(t.x) for t in two.data], two.data[1].line.dash, "coincides with A" in two.data[1].hovertemplate
     ([[1.94], [2.06]], 'dash', True)
     """
+    return build_figure(**ratio_by_size_figure_dict(series, title=title, width=width, height=height))
+
+
+def ratio_by_size_figure_dict(series, *, title: str | None = None, width: int | None = None,
+                              height: int | None = None) -> dict:
+    """:func:`ratio_by_size_figure` as plotly's plain figure dict, unchecked, for a page that writes its
+    figures' JSON itself (:func:`models.present.page.figure_html`). The arguments, the drawing and the
+    errors are :func:`ratio_by_size_figure`'s.
+
+    Returns
+    -------
+    dict
+        ``{"data": [trace dicts], "layout": {...}}``.
+    """
     lines = []
     for label, by_size in series.items():
         sizes = sorted(by_size)
@@ -189,23 +203,28 @@ def ratio_by_size_figure(series, *, title: str | None = None, width: int | None 
         lines.append((str(label), np.array(sizes, dtype=float), low, mean, high))
     styles = curve_styles([(sizes, np.concatenate([low, mean, high])) for _, sizes, low, mean, high in lines])
     step = min(DODGE, 0.6 / max(len(lines), 1))
-    fig = go.Figure()
+    data = []
     for i, ((label, sizes, low, mean, high), style) in enumerate(zip(lines, styles)):
         offset = (i - (len(lines) - 1) / 2) * step
         same = "" if style["same_as"] is None else f"<br>(coincides with {lines[style['same_as']][0]})"
-        fig.add_trace(go.Scatter(
-            x=(sizes + offset).tolist(), y=100 * mean, mode="lines+markers", name=label,
+        trace = dict(
+            type="scatter", x=(sizes + offset).tolist(), y=100 * mean, mode="lines+markers", name=label,
             line=dict(dash=style["dash"], width=style["width"]),
             marker=dict(symbol=style["symbol"], size=style["size"]),
             error_y=dict(type="data", symmetric=False, array=100 * (high - mean), arrayminus=100 * (mean - low),
                          thickness=1.2, width=3),
-            customdata=np.stack([100 * low, 100 * high, sizes], axis=-1) if len(sizes) else None,
             hovertemplate=(f"{label}<br>%{{customdata[2]}} GPUs: mean %{{y:.0f}}% of the bound"
-                           f"<br>sets from %{{customdata[0]:.0f}}% to %{{customdata[1]:.0f}}%{same}<extra></extra>")))
-    fig.update_layout(
-        xaxis=dict(title=axis_title("GPUs in the set"), dtick=1),
-        yaxis=dict(title=axis_title("NCCL / bound", "%"), range=[0, 105]),
+                           f"<br>sets from %{{customdata[0]:.0f}}% to %{{customdata[1]:.0f}}%{same}<extra></extra>"))
+        if len(sizes):
+            trace["customdata"] = np.stack([100 * low, 100 * high, sizes], axis=-1)
+        data.append(trace)
+    layout = style_layout(title=title if title is not None else
+                          "NCCL's predicted busbw as a share of the bound, by GPU-set size",
+                          width=width, height=height, default_height=460, margin=dict(t=90))
+    layout.update(
+        xaxis=dict(title=dict(text=axis_title("GPUs in the set")), dtick=1),
+        yaxis=dict(title=dict(text=axis_title("NCCL / bound", "%")), range=[0, 105]),
         legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0.0))
-    return style_figure(fig, title=title if title is not None else
-                        "NCCL's predicted busbw as a share of the bound, by GPU-set size",
-                        width=width, height=height, default_height=460, margin=dict(t=90))
+    return dict(data=data, layout=layout)
+
+

@@ -10,7 +10,9 @@ serves every page, and figures drawn before the layout settled are resized once 
   blocks of text and the figures;
 - :func:`escape` is the one HTML escape of every page.
 
-Importing this module imports plotly.
+Importing this module imports plotly's package and reads plotly.js, but not plotly's figure classes or
+their validators: a figure given as a plain dict is written here, as plotly's ``to_html`` would write it
+(:func:`figure_html`), and only a ``plotly.graph_objects.Figure`` goes through plotly.
 
 Examples
 --------
@@ -21,13 +23,16 @@ True
 
 from __future__ import annotations
 
+import base64
 import html
+import json
+import math
 from types import MappingProxyType
 
-import plotly.io as pio
+import numpy as np
 from plotly.offline import get_plotlyjs
 
-__all__ = ["html_page", "figures_page", "FigureDivs", "escape", "PLOTLY_CONFIG", "STYLE"]
+__all__ = ["html_page", "figures_page", "FigureDivs", "figure_html", "escape", "PLOTLY_CONFIG", "STYLE"]
 
 #: plotly's configuration of every figure of every page.
 PLOTLY_CONFIG = MappingProxyType({"displaylogo": False, "responsive": True})
@@ -89,8 +94,13 @@ class FigureDivs:
         the div id ``fig-<slug>`` and an optional caption (HTML). plotly.js is not included:
         :func:`html_page` embeds it once."""
         self.count += 1
-        body = pio.to_html(fig, full_html=False, include_plotlyjs=False, div_id=f"fig-{slug}",
-                           config=dict(PLOTLY_CONFIG), default_width="100%", validate=False)
+        if isinstance(fig, dict):
+            body = figure_html(fig, f"fig-{slug}")
+        else:
+            import plotly.io as pio  # a checked figure: plotly writes it (its classes are loaded already)
+
+            body = pio.to_html(fig, full_html=False, include_plotlyjs=False, div_id=f"fig-{slug}",
+                               config=dict(PLOTLY_CONFIG), default_width="100%", validate=False)
         cap = f"<figcaption>{caption}</figcaption>" if caption else ""
         return f"<figure class='plot' data-figure='{escape(slug)}'>{body}{cap}</figure>"
 
@@ -99,6 +109,105 @@ class FigureDivs:
         """The note in place of a figure the models cannot draw, saying why."""
         return (f"<figure class='plot missing'><p><b>{escape(what)}</b>: not available; "
                 f"{escape(reason)}</p></figure>")
+
+
+# What plotly's JSON writer does, for the same text without loading its figure classes (plotly 5.23
+# to 7: plotly/io/_json.py to_json_plotly, _plotly_utils/utils.py convert_to_base64 and
+# to_typed_array_spec, plotly/io/_html.py to_html): numpy arrays become typed arrays (base64 of
+# their bytes, 64-bit integers narrowed to the smallest type that holds them), NaN and infinities
+# null, and "<", ">", "/" escaped so that no text closes the script.
+_TYPED = MappingProxyType({"int8": "i1", "uint8": "u1", "int16": "i2", "uint16": "u2", "int32": "i4",
+                           "uint32": "u4", "float32": "f4", "float64": "f8"})
+_NOT_TYPED = frozenset({"geojson", "layer", "layers", "range"})  # keys plotly leaves as lists
+_SCRIPT_SAFE = (("<", "\\u003c"), (">", "\\u003e"), ("/", "\\u002f"))
+
+
+def _typed_array(v: np.ndarray):
+    if v.size == 0:
+        return v
+    for wide, narrow in (("int64", ("int8", "int16", "int32")), ("uint64", ("uint8", "uint16", "uint32"))):
+        if v.dtype == wide:
+            lo, hi = v.min(), v.max()
+            fit = next((t for t in narrow if np.iinfo(t).min <= lo and hi <= np.iinfo(t).max), None)
+            if fit is None:
+                return v
+            v = v.astype(fit)
+    short = _TYPED.get(str(v.dtype))
+    if short is None:
+        return v
+    spec = {"dtype": short, "bdata": base64.b64encode(v).decode("ascii")}
+    if v.ndim > 1:
+        spec["shape"] = str(v.shape)[1:-1]
+    return spec
+
+
+def _plain(obj):
+    """``obj`` with every numpy array under a dict key made a typed array, as plotly's figures
+    write them (a copy: the figure given is left as it is)."""
+    if isinstance(obj, dict):
+        return {k: (v if k in _NOT_TYPED else _typed_array(v) if isinstance(v, np.ndarray) else _plain(v))
+                for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_plain(v) for v in obj]
+    return obj
+
+
+def _json_default(obj):
+    if isinstance(obj, (np.ndarray, np.generic)):
+        return obj.tolist()
+    raise TypeError(f"expected plain data in a figure, received {type(obj).__name__}")
+
+
+def _strict(value):
+    if isinstance(value, dict):
+        return {k: _strict(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_strict(v) for v in value]
+    return None if isinstance(value, float) and not math.isfinite(value) else value
+
+
+def _figure_json(obj) -> str:
+    text = json.dumps(obj, separators=(",", ":"), default=_json_default)
+    if "NaN" in text or "Infinity" in text:  # maybe in a string only: plotly decodes and re-encodes too
+        text = json.dumps(_strict(json.loads(text)), separators=(",", ":"))
+    for unsafe, safe in _SCRIPT_SAFE:
+        text = text.replace(unsafe, safe)
+    return text
+
+
+def _css_size(value) -> str:
+    try:
+        float(value)
+    except (ValueError, TypeError):
+        return value
+    return f"{value}px"
+
+
+def figure_html(figure: dict, div_id: str) -> str:
+    """A figure given as a plain dict (``data``, ``layout``), written as the ``<div>`` plotly's
+    ``to_html(full_html=False, include_plotlyjs=False, validate=False)`` writes with the page's
+    :data:`PLOTLY_CONFIG`, character for character, without loading plotly's figure classes.
+
+    The dict is not checked: the figure functions' tests check every dict they build against
+    plotly's figure classes.
+
+    Examples
+    --------
+    >>> text = figure_html({"data": [{"type": "bar", "y": np.array([1, 2])}], "layout": {"height": 300}}, "fig-a")
+    >>> '"y":{"dtype":"i1","bdata":"AQI="}' in text and 'style="height:300px; width:100%;"' in text
+    True
+    """
+    data, layout = _plain(figure.get("data", [])), _plain(figure.get("layout", {}))
+    template = layout.get("template", {}).get("layout", {})
+    width = _css_size(layout.get("width", template.get("width", "100%")))
+    height = _css_size(layout.get("height", template.get("height", "100%")))
+    config = json.dumps(dict(PLOTLY_CONFIG))
+    gap = " " * 4  # plotly's template's indentation, kept in its output
+    script = (f'{gap * 4}if (document.getElementById("{div_id}")) {{{gap * 5}Plotly.newPlot({gap * 6}"{div_id}",'
+              f'{gap * 6}{_figure_json(data)},{gap * 6}{_figure_json(layout)},{gap * 6}{config}{gap * 5}){gap * 4}}}')
+    return (f'<div style="height:{height}; width:{width};">{gap * 7}<div id="{div_id}" class="plotly-graph-div" '
+            f'style="height:100%; width:100%;"></div>{gap * 3}<script>{gap * 4}window.PLOTLYENV=window.PLOTLYENV || '
+            f'{{}};{gap * 4}{script};{gap * 3}</script>{gap * 2}</div>')
 
 
 def html_page(title: str, body) -> str:

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from topo.plot_style import axis_title, style_figure, time_unit
+from topo.plot_style import axis_title, build_figure, style_layout, time_unit
 from topo.units import GB
 
-__all__ = ["step_time_figure", "memory_figure"]
+__all__ = ["step_time_figure", "memory_figure", "step_time_figure_dict", "memory_figure_dict"]
 
 _COMPONENTS = ("compute", "tp_comm", "pp_comm", "bubble", "dp_comm", "optimizer")
 # Layout labels are long ("tp4 pp1 dp4 zero3 mb1 rc=none sp tp-dp-pp"): room for them slanted.
@@ -44,31 +44,40 @@ def step_time_figure(result, *, top: int = 12) -> go.Figure:
     top : int
         Layouts shown, best first.
     """
+    return build_figure(**step_time_figure_dict(result, top=top))
+
+
+def step_time_figure_dict(result, *, top: int = 12) -> dict:
+    """:func:`step_time_figure` as plotly's plain figure dict, unchecked, for a page that writes its
+    figures' JSON itself (:func:`models.present.page.figure_html`): ``{"data": [...], "layout": {...}}``."""
     plans = [p for p in _plans(result, top) if p.fits]
     labels = [p.layout.label() for p in plans]
     unit, factor = time_unit(max((p.step_time for p in plans), default=0.0))
-    fig = go.Figure()
-    for name in _COMPONENTS:
-        fig.add_bar(name=name, x=labels, y=[p.component(name).exposed * factor for p in plans],
-                    hovertemplate="%{x}<br>" + name + ": %{y:.2f} " + unit + "<extra></extra>")
+    data = [dict(type="bar", name=name, x=labels, y=[p.component(name).exposed * factor for p in plans],
+                 hovertemplate="%{x}<br>" + name + ": %{y:.2f} " + unit + "<extra></extra>") for name in _COMPONENTS]
     title = f"{plans[0].workload} on {plans[0].fabric}: step time per layout" if plans else "no layout fits"
-    fig.update_layout(barmode="stack", yaxis_title=axis_title("exposed time per step", unit),
-                      xaxis_title="layout", legend_title="component")
-    fig.update_xaxes(tickangle=30)
-    return style_figure(fig, title=title, default_height=480, margin=dict(b=_LABEL_MARGIN))
+    layout = style_layout(title=title, default_height=480, margin=dict(b=_LABEL_MARGIN))
+    layout.update(barmode="stack", yaxis=dict(title=dict(text=axis_title("exposed time per step", unit))),
+                  xaxis=dict(title=dict(text="layout"), tickangle=30), legend=dict(title=dict(text="component")))
+    return dict(data=data, layout=layout)
 
 
 def memory_figure(result, *, top: int = 12) -> go.Figure:
     """Stacked bars: memory per GPU by kind, per layout, with the GPU's capacity as a line. [GB]"""
+    return build_figure(**memory_figure_dict(result, top=top))
+
+
+def memory_figure_dict(result, *, top: int = 12) -> dict:
+    """:func:`memory_figure` as plotly's plain figure dict, unchecked (see :func:`step_time_figure_dict`)."""
     plans = _plans(result, top)
     labels = [p.layout.label() + ("" if p.fits else " (OOM)") for p in plans]
-    fig = go.Figure()
-    for name in ("parameters", "gradients", "optimizer", "activations"):
-        fig.add_bar(name=name, x=labels, y=[getattr(p.memory, name) / GB for p in plans],
-                    hovertemplate="%{x}<br>" + name + ": %{y:.1f} GB<extra></extra>")
+    data = [dict(type="bar", name=name, x=labels, y=[getattr(p.memory, name) / GB for p in plans],
+                 hovertemplate="%{x}<br>" + name + ": %{y:.1f} GB<extra></extra>")
+            for name in ("parameters", "gradients", "optimizer", "activations")]
     if plans:
-        fig.add_scatter(name="capacity", x=labels, y=[p.memory.capacity / GB for p in plans],
-                        mode="lines", line={"dash": "dash", "color": "black"})
-    fig.update_layout(barmode="stack", yaxis_title=axis_title("memory per GPU", "GB"), xaxis_title="layout")
-    fig.update_xaxes(tickangle=30)
-    return style_figure(fig, title="memory per GPU", default_height=480, margin=dict(b=_LABEL_MARGIN))
+        data.append(dict(type="scatter", name="capacity", x=labels, y=[p.memory.capacity / GB for p in plans],
+                         mode="lines", line={"dash": "dash", "color": "black"}))
+    layout = style_layout(title="memory per GPU", default_height=480, margin=dict(b=_LABEL_MARGIN))
+    layout.update(barmode="stack", yaxis=dict(title=dict(text=axis_title("memory per GPU", "GB"))),
+                  xaxis=dict(title=dict(text="layout"), tickangle=30))
+    return dict(data=data, layout=layout)

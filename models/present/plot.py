@@ -29,7 +29,6 @@ from types import MappingProxyType
 import numpy as np
 import plotly.colors as pcolors
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 import topo
 from topo.errors import DgxTopoError
@@ -42,7 +41,9 @@ from .format import format_bytes, format_percent
 from ..predict.collectives import CollectiveEstimate
 
 __all__ = ["p2p_figure", "latency_figure", "busbw_figure", "pairs_figure", "channels_figure", "channels_figure_dict",
-           "subsets_figure", "check_figure", "p2p_check_figure", "generations_figure",
+           "subsets_figure", "check_figure", "p2p_check_figure", "generations_figure", "p2p_figure_dict",
+           "latency_figure_dict", "busbw_figure_dict", "pairs_figure_dict", "p2p_check_figure_dict",
+           "generations_figure_dict", "check_figure_dict",
            "format_bytes", "curve_styles", "Y_QUANTITIES", "DASHES", "SYMBOLS"]
 
 #: What :func:`busbw_figure` can plot: attribute of the estimate, axis label, conversion.
@@ -68,7 +69,7 @@ def _layout(fig, title, width, height, default_height):
     return style_figure(fig, title=title, width=width, height=height, default_height=default_height)
 
 
-def _matrix_figure(matrix, labels, text, hover, *, colorscale, colorbar, x_title, y_title, title,
+def _matrix_dict(matrix, labels, text, hover, *, colorscale, colorbar, x_title, y_title, title,
                    width, height, zmin=None):
     n = len(labels)
     finite = [v for row in matrix for v in row if math.isfinite(v)]
@@ -82,14 +83,16 @@ def _matrix_figure(matrix, labels, text, hover, *, colorscale, colorbar, x_title
     # The title at the top, clear of the x axis and its title, which stand above the matrix.
     layout.setdefault("title", {}).update(y=1.0, yanchor="top", pad=dict(t=12))
     layout.update(
-        # A named scale as plotly's checks would write it (plotly.js knows other scales by these names).
-        coloraxis=dict(colorscale=pcolors.get_colorscale(colorscale) if isinstance(colorscale, str) else colorscale,
+        # A named scale as plotly's checks would write it (plotly.js knows other scales by these names):
+        # what plotly.colors.get_colorscale gives, without the validators it loads to look the name up.
+        coloraxis=dict(colorscale=pcolors.make_colorscale(list(getattr(pcolors.sequential, colorscale)))
+                       if isinstance(colorscale, str) else colorscale,
                        colorbar=dict(title=dict(text=colorbar)), **limits),
         xaxis=dict(title=dict(text=x_title), type="category", side="top", showgrid=False),
         yaxis=dict(title=dict(text=y_title), type="category", autorange="reversed", showgrid=False),
         margin=dict(t=110))
-    # One figure built from plain dicts (plotly checks each property as it is set).
-    return build_figure([heatmap], layout)
+    # One figure as plain dicts (plotly checks each property as it is set: the tests check it once).
+    return dict(data=[heatmap], layout=layout)
 
 
 def _ids(report) -> list:
@@ -118,6 +121,21 @@ def p2p_figure(report, *, bidirectional: bool = False, diagonal: bool = False,
     -------
     plotly.graph_objects.Figure
     """
+    return build_figure(**p2p_figure_dict(report, bidirectional=bidirectional, diagonal=diagonal, title=title, width=width, height=height))
+
+
+def p2p_figure_dict(report, *, bidirectional: bool = False, diagonal: bool = False,
+                    title: str | None = None, width: int | None = None,
+                    height: int | None = None) -> dict:
+    """:func:`p2p_figure` as plotly's plain figure dict, unchecked, for a page that writes its
+    figures' JSON itself (:func:`models.present.page.figure_html`). The arguments, the drawing and the
+    errors are :func:`p2p_figure`'s.
+
+    Returns
+    -------
+    dict
+        ``{"data": [trace dicts], "layout": {...}}``.
+    """
     matrix = np.array(report.bidirectional if bidirectional else report.unidirectional, dtype=float)
     gbps = to_GBps(matrix)
     shown = gbps.copy()
@@ -135,7 +153,7 @@ def p2p_figure(report, *, bidirectional: bool = False, diagonal: bool = False,
                       + ("<br>device-local copy (HBM read + write)" if i == j else "")
                       for j, (b, v) in enumerate(zip(ids, gbps[i]))])
     kind = "P2P copy" if report.mode == "route" else "NVLink max-flow"
-    return _matrix_figure(
+    return _matrix_dict(
         shown, ids, text, hover, colorscale=_BANDWIDTH_SCALE, colorbar="GB/s", zmin=0,
         x_title="destination GPU", y_title="source GPU",
         title=title if title is not None else
@@ -158,12 +176,26 @@ def latency_figure(report, *, title: str | None = None, width: int | None = None
     -------
     plotly.graph_objects.Figure
     """
+    return build_figure(**latency_figure_dict(report, title=title, width=width, height=height))
+
+
+def latency_figure_dict(report, *, title: str | None = None, width: int | None = None,
+                        height: int | None = None) -> dict:
+    """:func:`latency_figure` as plotly's plain figure dict, unchecked, for a page that writes its
+    figures' JSON itself (:func:`models.present.page.figure_html`). The arguments, the drawing and the
+    errors are :func:`latency_figure`'s.
+
+    Returns
+    -------
+    dict
+        ``{"data": [trace dicts], "layout": {...}}``.
+    """
     us = to_us(np.array(report.latency, dtype=float))
     ids = _ids(report)
     text = [[f"{v:.1f}" for v in row] for row in us]
     hover = [[f"GPU {a} → GPU {b}<br>{v:.2f} µs<br>path class: {report.path_type[i][j]}"
               for j, (b, v) in enumerate(zip(ids, us[i]))] for i, a in enumerate(ids)]
-    return _matrix_figure(
+    return _matrix_dict(
         us, ids, text, hover, colorscale=_LATENCY_SCALE, colorbar="µs", zmin=0,
         x_title="destination GPU", y_title="source GPU",
         title=title if title is not None else f"{report.name}: predicted P2P write latency (µs)",
@@ -193,6 +225,21 @@ def pairs_figure(matrix, *, gpus=None, collective: str | None = None, nbytes=Non
     -------
     plotly.graph_objects.Figure
     """
+    return build_figure(**pairs_figure_dict(matrix, gpus=gpus, collective=collective, nbytes=nbytes, title=title, width=width, height=height))
+
+
+def pairs_figure_dict(matrix, *, gpus=None, collective: str | None = None, nbytes=None,
+                      title: str | None = None, width: int | None = None,
+                      height: int | None = None) -> dict:
+    """:func:`pairs_figure` as plotly's plain figure dict, unchecked, for a page that writes its
+    figures' JSON itself (:func:`models.present.page.figure_html`). The arguments, the drawing and the
+    errors are :func:`pairs_figure`'s.
+
+    Returns
+    -------
+    dict
+        ``{"data": [trace dicts], "layout": {...}}``.
+    """
     gbps = to_GBps(np.asarray(matrix, dtype=float))
     ids = [str(g) for g in (range(len(gbps)) if gpus is None else gpus)]
     what = f"{collective} busbw" if collective else "busbw"
@@ -200,7 +247,7 @@ def pairs_figure(matrix, *, gpus=None, collective: str | None = None, nbytes=Non
     text = [["" if math.isnan(v) else f"{v:.1f}" for v in row] for row in gbps]
     hover = [[f"GPUs {a} and {b}<br>{what}{at}: " + ("-" if math.isnan(v) else f"{v:.2f} GB/s")
               for b, v in zip(ids, gbps[i])] for i, a in enumerate(ids)]
-    return _matrix_figure(
+    return _matrix_dict(
         gbps, ids, text, hover, colorscale=_BANDWIDTH_SCALE, colorbar="busbw<br>(GB/s)", zmin=0,
         x_title="GPU", y_title="GPU",
         title=title if title is not None else f"2-GPU {what}{at} (GB/s)",
@@ -311,6 +358,20 @@ def busbw_figure(estimates, *, y: str = "busbw", title: str | None = None,
     topo.DgxTopoError
         For an unknown ``y`` or something that is not an estimate.
     """
+    return build_figure(**busbw_figure_dict(estimates, y=y, title=title, width=width, height=height))
+
+
+def busbw_figure_dict(estimates, *, y: str = "busbw", title: str | None = None,
+                      width: int | None = None, height: int | None = None) -> dict:
+    """:func:`busbw_figure` as plotly's plain figure dict, unchecked, for a page that writes its
+    figures' JSON itself (:func:`models.present.page.figure_html`). The arguments, the drawing and the
+    errors are :func:`busbw_figure`'s.
+
+    Returns
+    -------
+    dict
+        ``{"data": [trace dicts], "layout": {...}}``.
+    """
     if y not in Y_QUANTITIES:
         raise DgxTopoError(f"unknown quantity {y!r}: expected one of {', '.join(Y_QUANTITIES)}")
     y_title, convert = Y_QUANTITIES[y]
@@ -344,7 +405,7 @@ def busbw_figure(estimates, *, y: str = "busbw", title: str | None = None,
     else:
         layout["yaxis"] = dict(title=dict(text=y_title), type="linear", rangemode="tozero")
     layout.update(hovermode="closest", legend=dict(title=dict(text="")))
-    return build_figure(data, layout)
+    return dict(data=data, layout=layout)
 
 
 def _search(result, pattern):
@@ -523,6 +584,20 @@ def check_figure(check, *, title: str | None = None, width: int | None = None,
     topo.DgxTopoError
         For something that is not a Check, or a Check without rows.
     """
+    return build_figure(**check_figure_dict(check, title=title, width=width, height=height))
+
+
+def check_figure_dict(check, *, title: str | None = None, width: int | None = None,
+                      height: int | None = None) -> dict:
+    """:func:`check_figure` as plotly's plain figure dict, unchecked, for a page that writes its
+    figures' JSON itself (:func:`models.present.page.figure_html`). The arguments, the drawing and the
+    errors are :func:`check_figure`'s.
+
+    Returns
+    -------
+    dict
+        ``{"data": [trace dicts], "layout": {...}}``.
+    """
     from ..studies.calibration import Check
 
     if not isinstance(check, Check):
@@ -573,7 +648,7 @@ def check_figure(check, *, title: str | None = None, width: int | None = None,
         f"GPUs {','.join(map(str, check.gpus))}. |time error| median {format_percent(check.median_abs_time_error)}, "
         f"max {format_percent(check.max_abs_time_error)}; |busbw error| median "
         f"{format_percent(check.median_abs_busbw_error)}, max {format_percent(check.max_abs_busbw_error)}"))
-    return build_figure(data, layout)
+    return dict(data=data, layout=layout)
 
 
 # The three panels of check_figure, one above the other on one size axis: what plotly's
@@ -639,6 +714,21 @@ def p2p_check_figure(destinations, series, *, quantity: str = "bandwidth", sourc
     topo.DgxTopoError
         For an unknown quantity, no series, or a series of another length than destinations.
     """
+    return build_figure(**p2p_check_figure_dict(destinations, series, quantity=quantity, source=source, title=title, width=width, height=height))
+
+
+def p2p_check_figure_dict(destinations, series, *, quantity: str = "bandwidth", source=0,
+                          title: str | None = None, width: int | None = None,
+                          height: int | None = None) -> dict:
+    """:func:`p2p_check_figure` as plotly's plain figure dict, unchecked, for a page that writes its
+    figures' JSON itself (:func:`models.present.page.figure_html`). The arguments, the drawing and the
+    errors are :func:`p2p_check_figure`'s.
+
+    Returns
+    -------
+    dict
+        ``{"data": [trace dicts], "layout": {...}}``.
+    """
     if quantity not in _P2P_QUANTITIES:
         raise DgxTopoError(f"unknown quantity {quantity!r}: expected one of {', '.join(_P2P_QUANTITIES)}")
     unit, convert = _P2P_QUANTITIES[quantity]
@@ -646,7 +736,7 @@ def p2p_check_figure(destinations, series, *, quantity: str = "bandwidth", sourc
     series = list(series)
     if not series:
         raise DgxTopoError("expected at least one (label, measured, predicted) series, received none")
-    fig = go.Figure()
+    data, values = [], []
     for k, (name, measured_values, predicted_values) in enumerate(series):
         m = convert(np.asarray(measured_values, dtype=float))
         p = convert(np.asarray(predicted_values, dtype=float))
@@ -656,21 +746,22 @@ def p2p_check_figure(destinations, series, *, quantity: str = "bandwidth", sourc
         hover = [f"GPU {source} → GPU {d}, {name}<br>measured {a:.2f} {unit}<br>predicted {b:.2f} {unit}"
                  f"<br>error {_signed(b / a - 1 if a else math.nan)}" for d, a, b in zip(labels, m, p)]
         color = _SERIES_COLORS[k % len(_SERIES_COLORS)]
-        common = dict(x=labels, hovertext=hover, hovertemplate="%{hovertext}<extra></extra>",
+        common = dict(type="bar", x=labels, hovertext=hover, hovertemplate="%{hovertext}<extra></extra>",
                       legendgroup=name, legendgrouptitle=dict(text=name))
-        fig.add_trace(go.Bar(y=m, name="measured", marker=dict(color=color), **common))
-        fig.add_trace(go.Bar(y=p, name="predicted", marker=dict(color="white", line=dict(color=color, width=1.5),
-                                                                pattern=dict(shape="/", fgcolor=color)),
-                             **common))
-    fig.update_xaxes(title_text=f"destination GPU (source GPU {source})", type="category")
-    values = [v for trace in fig.data for v in trace.y if v > 0]
+        data.append(dict(y=m, name="measured", marker=dict(color=color), **common))
+        data.append(dict(y=p, name="predicted", marker=dict(color="white", line=dict(color=color, width=1.5),
+                                                            pattern=dict(shape="/", fgcolor=color)), **common))
+        values += [v for v in (*m, *p) if v > 0]
     # Bandwidths span a device-local copy (~800 GB/s) and staged ones (~10 GB/s): log them.
     spread = bool(values) and max(values) / min(values) > 20
-    fig.update_yaxes(title_text=axis_title(quantity, unit),
-                     **(log_axis(values) if spread else dict(rangemode="tozero")))
-    fig.update_layout(barmode="group", hovermode="closest")
-    return _layout(fig, title if title is not None else f"P2P {quantity} from GPU {source}: measured vs predicted ({unit})",
-                   width, height, 420)
+    layout = style_layout(title=title if title is not None else
+                          f"P2P {quantity} from GPU {source}: measured vs predicted ({unit})",
+                          width=width, height=height, default_height=420)
+    layout.update(xaxis=dict(title=dict(text=f"destination GPU (source GPU {source})"), type="category"),
+                  yaxis=dict(title=dict(text=axis_title(quantity, unit)),
+                             **(log_axis(values) if spread else dict(rangemode="tozero"))),
+                  barmode="group", hovermode="closest")
+    return dict(data=data, layout=layout)
 
 
 def generations_figure(names, nvlink_per_gpu, bisection, *, title: str | None = None,
@@ -696,24 +787,65 @@ def generations_figure(names, nvlink_per_gpu, bisection, *, title: str | None = 
     topo.DgxTopoError
         For no system, or lists of different lengths.
     """
+    return build_figure(**generations_figure_dict(names, nvlink_per_gpu, bisection, title=title, width=width, height=height))
+
+
+def generations_figure_dict(names, nvlink_per_gpu, bisection, *, title: str | None = None,
+                            width: int | None = None, height: int | None = None) -> dict:
+    """:func:`generations_figure` as plotly's plain figure dict, unchecked, for a page that writes its
+    figures' JSON itself (:func:`models.present.page.figure_html`). The arguments, the drawing and the
+    errors are :func:`generations_figure`'s.
+
+    Returns
+    -------
+    dict
+        ``{"data": [trace dicts], "layout": {...}}``.
+    """
     names = [str(n) for n in names]
     per_gpu, bisect = to_GBps(np.asarray(nvlink_per_gpu, dtype=float)), to_GBps(np.asarray(bisection, dtype=float))
     if not names or per_gpu.shape != (len(names),) or bisect.shape != (len(names),):
         raise DgxTopoError(f"expected one NVLink and one bisection figure per system, received "
                            f"{len(names)} names, {per_gpu.size} and {bisect.size} figures")
-    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12,
-                        subplot_titles=("NVLink per GPU (GB/s per direction)",
-                                        "NVLink bisection of the system (GB/s per direction)"))
+    layout = style_layout(title=title if title is not None else "NVLink by generation", width=width,
+                          height=height, default_height=440)
+    layout.update(_generations_axes(), margin=dict(t=100))
+    data = []
     for col, (values, what, color) in enumerate(((per_gpu, "NVLink per GPU", "#1f77b4"),
                                                  (bisect, "NVLink bisection", "#ff7f0e")), start=1):
-        fig.add_trace(go.Bar(x=names, y=values, name=what, marker=dict(color=color), showlegend=False,
-                             text=[f"{v:.0f}" for v in values], textposition="outside", cliponaxis=False,
-                             hovertext=[f"<b>{n}</b><br>{what}: {v:.1f} GB/s per direction"
-                                        for n, v in zip(names, values)],
-                             hovertemplate="%{hovertext}<extra></extra>"), row=1, col=col)
-        fig.update_yaxes(title_text="GB/s", rangemode="tozero", row=1, col=col)  # the panel's title says what
-    fig.update_xaxes(type="category")
-    fig = _layout(fig, title if title is not None else "NVLink by generation", width, height, 440)
-    fig.update_layout(margin=dict(t=100))
-    fig.update_annotations(yshift=10)  # the subplot titles, clear of the bars' labels
-    return fig
+        axes = "" if col == 1 else str(col)
+        data.append(dict(type="bar", x=names, y=values, name=what, marker=dict(color=color), showlegend=False,
+                         text=[f"{v:.0f}" for v in values], textposition="outside", cliponaxis=False,
+                         hovertext=[f"<b>{n}</b><br>{what}: {v:.1f} GB/s per direction"
+                                    for n, v in zip(names, values)],
+                         hovertemplate="%{hovertext}<extra></extra>", xaxis=f"x{axes}", yaxis=f"y{axes}"))
+        # The panel's title says what.
+        layout[f"yaxis{axes}"].update(title=dict(text="GB/s"), rangemode="tozero")
+    return dict(data=data, layout=layout)
+
+
+# The two panels of generations_figure side by side, titled: what plotly's make_subplots(rows=1,
+# cols=2, horizontal_spacing=0.12, subplot_titles=...) writes (tests/models/present/test_plot.py
+# checks it), without its cost.
+_GENERATIONS_SPACING = 0.12
+_GENERATIONS_TITLES = ("NVLink per GPU (GB/s per direction)", "NVLink bisection of the system (GB/s per direction)")
+
+
+def _generations_axes() -> dict:
+    """The layout's axes and panel titles of :func:`generations_figure`: each column's share of the
+    width left between the gaps, as plotly computes it, operation for operation; the titles
+    centred above their panels, lifted clear of the bars' labels."""
+    cols = len(_GENERATIONS_TITLES)
+    width = (1.0 - _GENERATIONS_SPACING * (cols - 1)) / cols
+    layout, titles = {}, []
+    for c, text in enumerate(_GENERATIONS_TITLES):
+        start = sum([width] * c) + c * _GENERATIONS_SPACING
+        domain = [start, start + width]
+        suffix = "" if c == 0 else str(c + 1)
+        layout[f"xaxis{suffix}"] = dict(anchor=f"y{suffix}", domain=domain, type="category")
+        layout[f"yaxis{suffix}"] = dict(anchor=f"x{suffix}", domain=[0.0, 1.0])
+        titles.append(dict(font=dict(size=16), showarrow=False, text=text, x=sum(domain) / 2.0, xanchor="center",
+                           xref="paper", y=1.0, yanchor="bottom", yref="paper", yshift=10))
+    layout["annotations"] = titles
+    return layout
+
+

@@ -21,7 +21,7 @@ Examples
 
 from __future__ import annotations
 
-__all__ = ["chrome_trace", "gantt_figure", "link_heatmap_figure"]
+__all__ = ["chrome_trace", "gantt_figure", "gantt_figure_dict", "link_heatmap_figure"]
 
 _LINK_PID = 1_000_000  # the process of the link counters, after every GPU's
 
@@ -109,9 +109,15 @@ def gantt_figure(result, *, max_rows: int = 64):
     >>> [t.name for t in gantt_figure(r).data]      # one bar trace per kind
     ['dp_comm', 'compute']
     """
-    import plotly.graph_objects as go
+    from topo.plot_style import build_figure
 
-    from topo.plot_style import axis_title, style_figure, time_unit
+    return build_figure(**gantt_figure_dict(result, max_rows=max_rows))
+
+
+def gantt_figure_dict(result, *, max_rows: int = 64) -> dict:
+    """:func:`gantt_figure` as plotly's plain figure dict, unchecked, for a page that writes its
+    figures' JSON itself (:func:`models.present.page.figure_html`): ``{"data": [...], "layout": {...}}``."""
+    from topo.plot_style import axis_title, style_layout, time_unit
 
     unit, factor = time_unit(result.step_time)  # the unit the step reads best in, as the tables
     rows: dict = {}
@@ -119,7 +125,6 @@ def gantt_figure(result, *, max_rows: int = 64):
         row = f"{t.stream} [{_gpus(t.gpus)}]"
         rows.setdefault(row, []).append(t)
     names = list(rows)[:max_rows]
-    fig = go.Figure()
     kinds: dict = {}
     for row in names:
         for t in rows[row]:
@@ -129,14 +134,15 @@ def gantt_figure(result, *, max_rows: int = 64):
             k["base"].append(t.start * factor)
             k["y"].append(row)
             k["text"].append(t.id)
-    for kind, k in kinds.items():
-        fig.add_trace(go.Bar(name=kind, orientation="h", x=k["x"], base=k["base"], y=k["y"],
-                             hovertext=k["text"], hovertemplate="%{hovertext}: %{base:.3f} + %{x:.3f} " + unit))
+    data = [dict(type="bar", name=kind, orientation="h", x=k["x"], base=k["base"], y=k["y"], hovertext=k["text"],
+                 hovertemplate="%{hovertext}: %{base:.3f} + %{x:.3f} " + unit) for kind, k in kinds.items()]
     hidden = len(rows) - len(names)
-    fig.update_layout(barmode="overlay", xaxis_title=axis_title("time", unit), yaxis={"autorange": "reversed"})
-    return style_figure(fig, title=f"{result.name or 'task graph'} on {result.fabric}: step "
-                        f"{result.step_time * factor:.2f} {unit}" + (f" ({hidden} more streams not shown)" if hidden else ""),
-                        default_height=200 + 18 * len(names))
+    layout = style_layout(title=f"{result.name or 'task graph'} on {result.fabric}: step "
+                          f"{result.step_time * factor:.2f} {unit}" + (f" ({hidden} more streams not shown)" if hidden else ""),
+                          default_height=200 + 18 * len(names))
+    layout.update(barmode="overlay", xaxis=dict(title=dict(text=axis_title("time", unit))),
+                  yaxis={"autorange": "reversed"})
+    return dict(data=data, layout=layout)
 
 
 def link_heatmap_figure(result, *, top: int = 16, bins: int = 200):

@@ -33,11 +33,12 @@ from topo.version import __version__
 from ..explain import describe_parameter, explain_check
 from ..format import format_bytes, format_gbps, format_percent
 from ..page import FigureDivs, escape, html_page
-from ..plot import (busbw_figure, channels_figure_dict, check_figure, curve_styles,
-                    generations_figure, latency_figure, p2p_check_figure, p2p_figure, pairs_figure)
-from ..bounds_plot import ratio_by_size_figure
-from ..plan_plot import memory_figure, step_time_figure
-from ..simulate_plot import gantt_figure
+from ..plot import (busbw_figure_dict, channels_figure_dict, check_figure_dict, curve_styles,
+                    generations_figure_dict, latency_figure_dict, p2p_check_figure_dict, p2p_figure_dict,
+                    pairs_figure_dict)
+from ..bounds_plot import ratio_by_size_figure_dict
+from ..plan_plot import memory_figure_dict, step_time_figure_dict
+from ..simulate_plot import gantt_figure_dict
 from .analysis import (BOUND_RELAY, BOUND_SIZE, CURVE_SIZES, GENERATION_GPUS, REPORT_COLLECTIVE, REPORT_SIZE,
                        SIMULATED_WORKLOAD, TRAINING_TP, ReportAnalysis, analyse_report, report_fabrics, worst_sets)
 
@@ -116,12 +117,12 @@ def _system_section(a, figures: FigureDivs, color_range) -> str:
         parts.append(figures.missing("channels of an 8-GPU all_reduce", a.e8_error))
     grid = []
     if a.p2p is not None:
-        grid.append(figures.div(p2p_figure(a.p2p), f"{slug}-p2p"))
-        grid.append(figures.div(latency_figure(a.p2p), f"{slug}-latency"))
+        grid.append(figures.div(p2p_figure_dict(a.p2p), f"{slug}-p2p"))
+        grid.append(figures.div(latency_figure_dict(a.p2p), f"{slug}-latency"))
     else:
         grid.append(figures.missing("P2P matrices", a.p2p_error))
     if a.pairs is not None:
-        grid.append(figures.div(pairs_figure(a.pairs, collective=_COLLECTIVE, nbytes=REPORT_SIZE,
+        grid.append(figures.div(pairs_figure_dict(a.pairs, collective=_COLLECTIVE, nbytes=REPORT_SIZE,
                                              title=f"{r.name}: 2-GPU all_reduce busbw at "
                                                    f"{format_bytes(REPORT_SIZE)} (GB/s)"),
                                 f"{slug}-pairs"))
@@ -146,9 +147,9 @@ def _curves_section(analyses, figures: FigureDivs) -> str:
              "NCCL would pick at each size.</p>"]
     if curves:
         parts.append("<div class='grid'>")
-        parts.append(figures.div(busbw_figure(curves, y="busbw", title="predicted all_reduce busbw (GB/s)"),
+        parts.append(figures.div(busbw_figure_dict(curves, y="busbw", title="predicted all_reduce busbw (GB/s)"),
                                  "curves-busbw"))
-        parts.append(figures.div(busbw_figure(curves, y="time", title="predicted all_reduce time (µs)"),
+        parts.append(figures.div(busbw_figure_dict(curves, y="time", title="predicted all_reduce time (µs)"),
                                  "curves-time"))
         parts.append("</div>")
     for name, error in missing:
@@ -178,9 +179,9 @@ def _seed_section(seed, figures: FigureDivs) -> str:
         f"network's latency decides instead.</p>")
     curves = {f"{n}, {e.nranks} GPUs": e for n, e in zip(seed.names, estimates)}
     parts += ["<div class='grid'>",
-              figures.div(busbw_figure(curves, y="busbw", title="all_reduce busbw (GB/s), 16 GPUs"),
+              figures.div(busbw_figure_dict(curves, y="busbw", title="all_reduce busbw (GB/s), 16 GPUs"),
                           "compare-busbw"),
-              figures.div(busbw_figure(curves, y="time", title="all_reduce time (µs), 16 GPUs"),
+              figures.div(busbw_figure_dict(curves, y="time", title="all_reduce time (µs), 16 GPUs"),
                           "compare-time"),
               "</div>", "</section>"]
     return "\n".join(parts)
@@ -244,7 +245,7 @@ def _generations_section(gens, figures: FigureDivs) -> str:
     if notes:
         lines.append("<ul class='muted'>" + "".join(f"<li>{escape(n)}</li>" for n in notes) + "</ul>")
     parts.append("\n".join(lines))
-    parts.append(figures.div(generations_figure([g.name for g in gens], [g.nvlink_per_gpu for g in gens],
+    parts.append(figures.div(generations_figure_dict([g.name for g in gens], [g.nvlink_per_gpu for g in gens],
                                                 [g.bisection for g in gens],
                                                 title="NVLink per GPU and NVLink bisection by generation"),
                              "generations-nvlink"))
@@ -254,10 +255,10 @@ def _generations_section(gens, figures: FigureDivs) -> str:
         caption = ("Curves that coincide are drawn over each other, dashed, thinner and with other "
                    "markers, so that each stays visible" + (f": {escape('; '.join(same))}." if same else "."))
         parts += ["<div class='grid'>",
-                  figures.div(busbw_figure(auto, y="busbw", title=f"predicted all_reduce busbw, {k} GPUs, "
+                  figures.div(busbw_figure_dict(auto, y="busbw", title=f"predicted all_reduce busbw, {k} GPUs, "
                                                                   "NCCL's choice (GB/s)"),
                               "generations-busbw", caption),
-                  figures.div(busbw_figure(auto, y="time", title=f"predicted all_reduce time, {k} GPUs, "
+                  figures.div(busbw_figure_dict(auto, y="time", title=f"predicted all_reduce time, {k} GPUs, "
                                                                  "NCCL's choice (µs)"),
                               "generations-time"), "</div>"]
     versus = {}
@@ -272,7 +273,7 @@ def _generations_section(gens, figures: FigureDivs) -> str:
                "these systems (see the notes under the table).")
         title = ("predicted all_reduce busbw, NVLS vs ring (GB/s)" if with_nvls
                  else "predicted all_reduce busbw, ring (GB/s); no NVLS in the model")
-        parts.append(figures.div(busbw_figure(versus, y="busbw", title=title), "generations-nvls",
+        parts.append(figures.div(busbw_figure_dict(versus, y="busbw", title=title), "generations-nvls",
                                  f"all_reduce of GPUs 0-{k - 1} forced to ring"
                                  + (f" and to NVLS on {escape(', '.join(with_nvls))}." if with_nvls else ".")
                                  + escape(why)))
@@ -358,7 +359,7 @@ def _measured_collectives(m, figures: FigureDivs) -> list:
                   + "".join(rows) + "</tbody></table></div>"]
         parts.append("<div class='grid'>")
         for c in shown:
-            parts.append(figures.div(check_figure(c.check), f"measured-{_slug(c.collective)}",
+            parts.append(figures.div(check_figure_dict(c.check), f"measured-{_slug(c.collective)}",
                                      f"{escape(c.collective)} (out-of-place): measured (solid, circles) and "
                                      "predicted (dashed, diamonds) busbw and time, and the error at each size."
                                      + (f" Suspect in the data: {escape(c.suspect)}." if c.suspect else "")))
@@ -400,7 +401,7 @@ def _measured_p2p(m, figures: FigureDivs) -> list:
     for quantity in ("bandwidth", "latency"):
         series = [(r.label, r.measured, r.predicted) for r in m.p2p if r.quantity == quantity]
         if series:
-            parts.append(figures.div(p2p_check_figure(destinations, series, quantity=quantity, source=source,
+            parts.append(figures.div(p2p_check_figure_dict(destinations, series, quantity=quantity, source=source,
                                                       title=f"DGX-1V, GPU {source}'s row: P2P {quantity}, "
                                                             "measured vs predicted"),
                                      f"measured-p2p-{quantity}"))
@@ -471,9 +472,9 @@ def _bounds_section(bounds, figures: FigureDivs, absent=()) -> str:
                      "several hosts (the compute trays of a rack), and its GPU sets are too many to bound each "
                      "class of them here; <code>dgxtopo bound --system NAME --gpus IDS</code> bounds any one set.</p>")
     if shown:
-        ratio = ratio_by_size_figure({b.name: b.by_size() for b in shown})
-        same = [f"{t.name} coincides with {t.hovertemplate.split('(coincides with ')[1].split(')')[0]}"
-                for t in ratio.data if "(coincides with " in t.hovertemplate]
+        ratio = ratio_by_size_figure_dict({b.name: b.by_size() for b in shown})
+        same = [f"{t['name']} coincides with {t['hovertemplate'].split('(coincides with ')[1].split(')')[0]}"
+                for t in ratio["data"] if "(coincides with " in t["hovertemplate"]]
         parts.append(figures.div(ratio, "bounds-ratio",
                                  "Mean over the sets of each size (every set counted, symmetric ones "
                                  "included); bars span the worst to the best set. The lines stand a little "
@@ -537,11 +538,11 @@ def _training_section(t, figures: FigureDivs) -> str:
         if s is None:
             grid.append(figures.missing(f"{name} layouts", error))
             continue
-        step = step_time_figure(s, top=10)
-        step.update_layout(title=f"{s.best.fabric}: exposed step time per layout (best 10 that fit)")
+        step = step_time_figure_dict(s, top=10)
+        step["layout"]["title"]["text"] = f"{s.best.fabric}: exposed step time per layout (best 10 that fit)"
         grid.append(figures.div(step, f"training-{slug}-step"))
-        mem = memory_figure(s, top=10)
-        mem.update_layout(title=f"{s.best.fabric}: memory per GPU per layout")
+        mem = memory_figure_dict(s, top=10)
+        mem["layout"]["title"]["text"] = f"{s.best.fabric}: memory per GPU per layout"
         grid.append(figures.div(mem, f"training-{slug}-memory"))
     parts.append("<div class='grid'>" + "".join(grid) + "</div>")
     head = ["GPU", "time per sample (ms)", "compute (ms)", "memory-bound (ms)", "exposed communication (ms)",
@@ -588,7 +589,7 @@ def _simulation_section(steps, figures: FigureDivs) -> str:
                  + "</tbody></table></div>")
     shown = next((s for s in steps if s.result is not None), None)
     if shown is not None:
-        fig = gantt_figure(shown.result, max_rows=8)
+        fig = gantt_figure_dict(shown.result, max_rows=8)
         parts.append(figures.div(fig, f"simulated-{_slug(shown.system)}",
                                  f"{shown.name}: the step's tasks on their streams"))
     parts.append("</section>")
@@ -738,8 +739,8 @@ def compare_html(estimates, names) -> str:
     body = [f"<h1>{escape(title)}</h1>",
             f"<p>Predicted nccl-tests {escape(collective)} ({escape(estimates[0].model)}); hover for the "
             "algorithm, protocol and channels at each size.</p>", "<div class='grid'>",
-            figures.div(busbw_figure(curves, y="busbw"), "compare-busbw"),
-            figures.div(busbw_figure(curves, y="time"), "compare-time"), "</div>"]
+            figures.div(busbw_figure_dict(curves, y="busbw"), "compare-busbw"),
+            figures.div(busbw_figure_dict(curves, y="time"), "compare-time"), "</div>"]
     return html_page(title, body)
 
 
@@ -763,7 +764,7 @@ def check_html(check, *, source: str = "") -> str:
         For something that is not a Check, or a Check without rows.
     """
     figures = FigureDivs()
-    figure = figures.div(check_figure(check), "check")
+    figure = figures.div(check_figure_dict(check), "check")
     what = f" ({source})" if source else ""
     title = f"dgx-topo check: {check.collective} on {check.system}{what}"
     head = ("<thead><tr><th>size (B)</th><th>measured time (µs)</th><th>predicted time (µs)</th>"

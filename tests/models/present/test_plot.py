@@ -15,10 +15,15 @@ import models
 import topo
 from models.studies.benchmarks import read_nccl_tests
 from models.studies.calibration import Check, check
+from models.present import plot
+from models.present.bounds_plot import ratio_by_size_figure_dict
+from models.present.page import PLOTLY_CONFIG, figure_html
+from models.present.plan_plot import memory_figure_dict, step_time_figure_dict
 from models.present.plot import (DASHES, SYMBOLS, busbw_figure, channels_figure, channels_figure_dict, check_figure,
                                  curve_styles,
                          format_bytes, generations_figure, latency_figure, p2p_check_figure, p2p_figure,
                          pairs_figure, subsets_figure)
+from models.present.simulate_plot import gantt_figure_dict
 from tests.conftest import DATA
 
 SIZES = 2 ** np.arange(10, 31, 2)
@@ -323,9 +328,91 @@ def test_the_check_figures_panels_are_plotlys_subplot_grid():
     they must be the grid make_subplots gives for the same rows, gap and heights."""
     from plotly.subplots import make_subplots
 
-    from models.present import plot
-
     grid = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=plot._CHECK_SPACING,
                          row_heights=list(plot._CHECK_HEIGHTS)).to_dict()["layout"]
     grid.pop("template")
     assert plot._check_axes() == grid
+
+
+def test_the_generations_figures_panels_are_plotlys_subplot_grid():
+    """generations_figure writes its two panels' axes and titles itself (make_subplots loads
+    plotly's figure classes): they must be what make_subplots gives for the same columns, gap
+    and titles, the titles lifted 10 px and the x axes categories."""
+    from plotly.subplots import make_subplots
+
+    grid = make_subplots(rows=1, cols=2, horizontal_spacing=plot._GENERATIONS_SPACING,
+                         subplot_titles=plot._GENERATIONS_TITLES)
+    grid.update_annotations(yshift=10).update_xaxes(type="category")
+    grid = grid.to_dict()["layout"]
+    grid.pop("template")
+    assert plot._generations_axes() == grid
+
+
+def _plot_call(text: str) -> tuple:
+    """The arguments of a page's one Plotly.newPlot call, parsed, and the text around them."""
+    start = text.index("Plotly.newPlot(")
+    decoder = json.JSONDecoder()
+    parts, i = [], text.index("[", start)
+    for _ in range(3):
+        value, i = decoder.raw_decode(text, i)
+        parts.append(value)
+        i = next(k for k in range(i, len(text)) if text[k] not in ", ")
+    return tuple(parts), text[:start], text[i:]
+
+
+def _dict_forms(dgx2_check):
+    """One figure of every dict form the report writes, numpy arrays and NaN included."""
+    from models.predict.simulate import simulate, task_graph
+    from models.studies.planner import search
+
+    G = topo.dgx1v()
+    report = models.p2p_report(G)
+    e = models.estimate(G, "all_reduce", SIZES)
+    row = json.loads((DATA / "dgx1v_p2p_gpu0_row.json").read_text())
+    plans = search("megatron-8.3b", topo.dgx2(), tp=8, zero=0, recompute="full", dtype="fp16")
+    step = simulate(topo.build("dgxh100"), task_graph({"tasks": [
+        {"id": "ar", "op": "all_reduce", "gpus": [0, 1], "bytes": 2**20, "kind": "dp_comm"},
+        {"id": "mm", "op": "compute", "gpu": 0, "seconds": 1e-4, "after": ["ar"]}]}))
+    return {
+        "p2p": plot.p2p_figure_dict(report), "latency": plot.latency_figure_dict(report),
+        "pairs": plot.pairs_figure_dict(models.pairwise(G, "all_reduce", 2**20), collective="all_reduce"),
+        "busbw": plot.busbw_figure_dict({"a": e, "b": e}), "time": plot.busbw_figure_dict(e, y="time"),
+        "check": plot.check_figure_dict(dgx2_check),
+        "p2p_check": plot.p2p_check_figure_dict(range(8), [("P2P enabled", np.array(row["bidirectional_p2p_enabled_gbps"])
+                                                            * 1e9, report.bidirectional[0])]),
+        "generations": plot.generations_figure_dict(["DGX-1", "DGX H100"], [80e9, 450e9], [80e9, 1800e9]),
+        "ratio": ratio_by_size_figure_dict({"A": {2: (0.4, 0.5, 0.6), 8: (0.7, 0.7, 0.7)}, "B": {}}),
+        "step": step_time_figure_dict(plans, top=3), "memory": memory_figure_dict(plans, top=3),
+        "gantt": gantt_figure_dict(step),
+    }
+
+
+def test_every_dict_form_is_a_figure_the_page_writes_as_plotly_writes_it(dgx2_check):
+    """The report writes its figures as plain dicts (models.present.page.figure_html, without
+    plotly's figure classes): each dict form is a figure plotly accepts property by property,
+    and the page's text of it is what plotly's to_html writes for that checked figure (numpy
+    arrays as typed arrays, NaN as null), argument for argument."""
+    import plotly.io as pio
+
+    for name, figure in _dict_forms(dgx2_check).items():
+        checked = go.Figure(figure)  # raises ValueError naming any property plotly does not know
+        ours = _plot_call(figure_html(figure, "fig-x"))
+        theirs = _plot_call(pio.to_html(checked, full_html=False, include_plotlyjs=False, div_id="fig-x",
+                                        config=dict(PLOTLY_CONFIG), default_width="100%", validate=False))
+        assert ours == theirs, name
+
+
+def test_a_plain_dict_is_written_character_for_character_as_plotly_writes_it():
+    """Without numpy arrays, the page's text of a dict is plotly's to_html of it, to the character:
+    sizes in px or as given, NaN as null even in the layout, "</script>" in a label escaped."""
+    import plotly.io as pio
+
+    figures = [{"data": [{"type": "bar", "y": [1, float("nan")], "name": "</script>NaN"}],
+                "layout": {"height": 300, "title": {"text": "a & b"}}},
+               {"data": [], "layout": {"width": "50%", "xaxis": {"range": [0, float("inf")]}}},
+               {"data": [{"type": "scatter", "x": [1]}], "layout": {"template": {"layout": {"height": 200}}}}]
+    for figure in figures:
+        assert figure_html(figure, "fig-y") == pio.to_html(
+            figure, full_html=False, include_plotlyjs=False, div_id="fig-y", config=dict(PLOTLY_CONFIG),
+            default_width="100%", validate=False)
+    assert "\\u003c\\u002fscript\\u003e" in figure_html(figures[0], "fig-y")

@@ -166,6 +166,23 @@ def test_report_is_self_contained(full_report):
     assert get_plotlyjs()[:2000] in text
 
 
+def test_the_report_builds_no_plotly_figure_object(monkeypatch):
+    """Every figure of the report is written from its plain dict (models.present.page.figure_html):
+    plotly's figure classes and their validators, the larger part of plotly's cost, are never used."""
+    from _plotly_utils.basevalidators import BaseValidator
+    from plotly.basedatatypes import BaseFigure
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the report built a plotly object")
+    monkeypatch.setattr(BaseFigure, "__init__", refuse)
+    monkeypatch.setattr(BaseValidator, "__init__", refuse)
+    text = report_html(["dgx2", "dgx1v"])
+    ids = _figure_ids(text)
+    assert {"generations-nvlink", "compare-busbw", "measured-p2p-bandwidth", "bounds-ratio", "training-dgx2-step",
+            "training-dgx2-memory", "dgx2-fabric", "dgx2-channels", "dgx2-p2p", "dgx2-latency",
+            "dgx2-pairs", "measured-all-reduce"} <= set(ids) and any(i.startswith("simulated-") for i in ids), ids
+
+
 def test_report_is_deterministic():
     text = report_html(["dgx1v"])
     assert text == report_html(["dgx1v"])
