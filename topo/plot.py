@@ -277,23 +277,30 @@ class _Router:
 
 
 class _Points:
-    """Points on a grid of cells, to ask "is any point within ``radius``?" quickly."""
+    """Points on a grid of cells, to ask "is any point within ``radius``?" quickly (kept as
+    floats: the same arithmetic as on numpy's scalars, without their cost per point)."""
 
     def __init__(self, radius):
         self.radius = radius
         self.cells = defaultdict(list)
 
-    def _cell(self, p):
-        return (int(math.floor(p[0] / self.radius)), int(math.floor(p[1] / self.radius)))
+    def _cell(self, x, y):
+        return (int(math.floor(x / self.radius)), int(math.floor(y / self.radius)))
 
     def add(self, p) -> None:
-        self.cells[self._cell(p)].append(p)
+        x, y = float(p[0]), float(p[1])
+        self.cells[self._cell(x, y)].append((x, y))
 
     def near(self, p) -> bool:
-        cx, cy = self._cell(p)
         x, y = float(p[0]), float(p[1])
-        return any(math.hypot(x - q[0], y - q[1]) <= self.radius
-                   for dx in (-1, 0, 1) for dy in (-1, 0, 1) for q in self.cells.get((cx + dx, cy + dy), ()))
+        cx, cy = self._cell(x, y)
+        radius, cells, hypot = self.radius, self.cells, math.hypot
+        for dx in (-1, 0, 1):
+            for dy in (-1, 0, 1):
+                for qx, qy in cells.get((cx + dx, cy + dy), ()):
+                    if hypot(x - qx, y - qy) <= radius:
+                        return True
+        return False
 
 
 def _on_segment(points, fraction):
@@ -541,13 +548,14 @@ def fabric_figure_dict(G, *, pos=None, host_layer: bool = True, edge_values=None
 
     fig = _Canvas()
     full = len(fig.data)
+    hovers = {}
     ends = _add_links(fig, G, pairs, routes, paint, unit, node_points, edge_text,
-                      details="link details, every link" if bundles else "link details")
+                      details="link details, every link" if bundles else "link details", hovers=hovers)
     if bundles:  # the bundled view over the full one (hidden), a button to switch
         every = len(fig.data)
         bundled = {pair for b in bundles for pair in b.pairs}
         ends = _add_links(fig, G, [p for p in pairs if p not in bundled], routes, paint, unit, node_points,
-                          edge_text, details="link details")
+                          edge_text, details="link details", hovers=hovers)
         _add_bundles(fig, G, bundles, pos, paint, ends)
         views = (range(full, every), range(every, len(fig.data)))
     if pairs:  # the colour bar, on an invisible point (in both views)
@@ -855,9 +863,12 @@ class _Paint:
                     colorbar=dict(title=dict(text=self.value_label), len=0.6))
 
 
-def _add_links(fig, G, pairs, routes, paint, unit, node_points, edge_text, *, details="link details") -> dict:
+def _add_links(fig, G, pairs, routes, paint, unit, node_points, edge_text, *, details="link details",
+               hovers=None) -> dict:
     """Line traces per link group and their hover points (trace ``details``); returns
-    the directions in which links leave each node (unit vectors), for placing its label."""
+    the directions in which links leave each node (unit vectors), for placing its label.
+    ``hovers`` keeps each link's hover text for another view of the same figure."""
+    hovers = {} if hovers is None else hovers
     groups = defaultdict(lambda: {"x": [], "y": []})
     style, kind, bandwidth = {}, {}, {}
     mid_x, mid_y, mid_color, mid_text = [], [], [], []
@@ -875,11 +886,13 @@ def _add_links(fig, G, pairs, routes, paint, unit, node_points, edge_text, *, de
             length = math.sqrt(dx * dx + dy * dy)
             if length > 0:
                 ends[node].append((dx / length, dy / length))
-        style.setdefault(key, (name, colour, width, dash))
-        kind.setdefault(key, G.edges[u, v]["kind"])
-        bandwidth.setdefault(key, G.edges[u, v]["bandwidth"])
-        groups[key]["x"] += [*points[:, 0], None]
-        groups[key]["y"] += [*points[:, 1], None]
+        if key not in style:
+            style[key] = (name, colour, width, dash)
+            data = G.edges[u, v]
+            kind[key], bandwidth[key] = data["kind"], data["bandwidth"]
+        group = groups[key]
+        group["x"] += [*points[:, 0].tolist(), None]
+        group["y"] += [*points[:, 1].tolist(), None]
         # Hover point: the middle of the link, moved along it if another point is there.
         mid = _midpoint(points)
         for fraction in (0.4, 0.6, 0.3, 0.7):
@@ -890,7 +903,9 @@ def _add_links(fig, G, pairs, routes, paint, unit, node_points, edge_text, *, de
         mid_x.append(float(mid[0]))
         mid_y.append(float(mid[1]))
         mid_color.append(colour)
-        mid_text.append(_edge_hover(G, u, v, paint.values, paint.value_label, edge_text))
+        if (u, v) not in hovers:
+            hovers[u, v] = _edge_hover(G, u, v, paint.values, paint.value_label, edge_text)
+        mid_text.append(hovers[u, v])
 
     kinds = list(_DASH)
     ordered = sorted(style, key=lambda k: (k[0] == "unused", kinds.index(kind[k]) if kind[k] in kinds

@@ -93,7 +93,6 @@ class FigureDivs:
         """A plotly figure, or its plain dict (written as given, unchecked), as ``<figure>`` with
         the div id ``fig-<slug>`` and an optional caption (HTML). plotly.js is not included:
         :func:`html_page` embeds it once."""
-        self.count += 1
         if isinstance(fig, dict):
             body = figure_html(fig, f"fig-{slug}")
         else:
@@ -101,6 +100,12 @@ class FigureDivs:
 
             body = pio.to_html(fig, full_html=False, include_plotlyjs=False, div_id=f"fig-{slug}",
                                config=dict(PLOTLY_CONFIG), default_width="100%", validate=False)
+        return self.written(body, slug, caption)
+
+    def written(self, body: str, slug: str, caption: str = "") -> str:
+        """A figure already written (:func:`figure_html` with the div id ``fig-<slug>``) as
+        :meth:`div` writes it."""
+        self.count += 1
         cap = f"<figcaption>{caption}</figcaption>" if caption else ""
         return f"<figure class='plot' data-figure='{escape(slug)}'>{body}{cap}</figure>"
 

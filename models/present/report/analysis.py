@@ -341,6 +341,11 @@ class ReportAnalysis:
         Present with the seed comparison (a DGX-1V or a DGX-2 among the systems).
     simulated : tuple of SimulatedStep
         One simulated training step per system of the generations section.
+    drawings : tuple of (dict or None)
+        Per system, its fabric and channel figures as the page writes them
+        (:func:`models.present.report.drawings.system_drawings`) when the shipped analysis holds
+        them (a built-in system in a report of every built-in system), else None: the page draws
+        them. Empty: every system drawn by the page.
     """
 
     systems: tuple
@@ -350,6 +355,7 @@ class ReportAnalysis:
     bounds: tuple = ()
     training: object = None
     simulated: tuple = ()
+    drawings: tuple = ()
 
 
 def report_fabrics(names=None) -> list:
@@ -712,7 +718,25 @@ def analyse_report(fabrics, *, progress=None) -> ReportAnalysis:
     if seeded:
         step()
     simulated = simulated_steps(systems, prepared, records=records) if gens else ()
-    return ReportAnalysis(tuple(systems), seed, gens, measurement, bounds, training, simulated)
+    colours = colour_range([f.G for f in prepared])
+    drawings = tuple(shipped.shipped_record(_drawing_key(f, colours), records) for f in prepared)
+    return ReportAnalysis(tuple(systems), seed, gens, measurement, bounds, training, simulated, drawings)
+
+
+def colour_range(graphs) -> tuple:
+    """The bandwidth range of the report's fabric figures' colour scale: the slowest and the
+    fastest link of all its systems, so that one colour is one bandwidth on every drawing. [B/s]
+
+    >>> [b / 1e9 for b in colour_range([topo.dgx1(), topo.dgx2()])]  # PCIe 3.0 x16, the DGX-2's trunks
+    [15.753846153846155, 200.0]
+    """
+    bandwidths = [d["bandwidth"] for G in graphs for _, _, d in G.edges(data=True)]
+    return (min(bandwidths), max(bandwidths))
+
+
+def _drawing_key(fabric, colours) -> str:
+    """The key of one system's shipped drawings: its fabric and release, and the colour range."""
+    return shipped.fingerprint("drawing", _content(fabric), repr(tuple(float(c) for c in colours)))
 
 
 def summary_rows(names=None) -> list:
@@ -999,11 +1023,19 @@ def shipped_plan() -> list:
             f.memo[("shipped_analysis",)] = _analysed(f)
         return f.memo[("shipped_analysis",)]
 
+    def drawn(f, colours):
+        from .drawings import system_drawings  # the page's drawings (plotly's package, on demand)
+
+        row = analysed(f).row
+        return system_drawings(f.G, analysed(f).e8, colours, row.name, row.system)
+
     simulated = set()
+    colours = colour_range([f.G for f in fabrics])
     for f in fabrics:
         name = f.G.graph["system"]
         plan.append(("system", name, shipped.fingerprint("system", _content(f)),
                      lambda f=f: dataclasses.replace(analysed(f), G=None)))
+        plan.append(("drawing", name, _drawing_key(f, colours), lambda f=f: drawn(f, colours)))
         if _eight_in_one_domain(f.G):
             key, gen_key = _simulated_key(f)
             plan += [("generation", name, shipped.fingerprint("generation", _content(f)),

@@ -24,8 +24,6 @@ import re
 import numpy as np
 
 from topo.errors import DgxTopoError
-from topo.layout import fabric_layout
-from topo.plot import fabric_figure_dict
 from topo.select import format_gpu_ids
 from topo.units import to_GBps, to_us
 from topo.version import __version__
@@ -33,14 +31,16 @@ from topo.version import __version__
 from ..explain import describe_parameter, explain_check
 from ..format import format_bytes, format_gbps, format_percent
 from ..page import FigureDivs, escape, html_page
-from ..plot import (busbw_figure_dict, channels_figure_dict, check_figure_dict, curve_styles,
+from ..plot import (busbw_figure_dict, check_figure_dict, curve_styles,
                     generations_figure_dict, latency_figure_dict, p2p_check_figure_dict, p2p_figure_dict,
                     pairs_figure_dict)
 from ..bounds_plot import ratio_by_size_figure_dict
 from ..plan_plot import memory_figure_dict, step_time_figure_dict
 from ..simulate_plot import gantt_figure_dict
+from .drawings import slug, system_drawings
 from .analysis import (BOUND_RELAY, BOUND_SIZE, CURVE_SIZES, GENERATION_GPUS, REPORT_COLLECTIVE, REPORT_SIZE,
-                       SIMULATED_WORKLOAD, TRAINING_TP, ReportAnalysis, analyse_report, report_fabrics, worst_sets)
+                       SIMULATED_WORKLOAD, TRAINING_TP, ReportAnalysis, analyse_report, colour_range, report_fabrics,
+                       worst_sets)
 
 __all__ = ["report_html", "render_report", "compare_html", "check_html"]
 
@@ -91,41 +91,36 @@ def _table(rows) -> str:
 
 
 
-def _slug(text: str) -> str:
-    return "".join(c if c.isalnum() else "-" for c in str(text).lower()).strip("-")
-
-
-def _system_section(a, figures: FigureDivs, color_range) -> str:
+def _system_section(a, figures: FigureDivs, color_range, drawn=None) -> str:
     G, r = a.G, a.row
-    slug = _slug(r.system)
+    at = slug(r.system)
     description = G.graph.get("description", "")
-    parts = [f"<section id='system-{slug}'>", f"<h2>{escape(r.name)}</h2>",
+    parts = [f"<section id='system-{at}'>", f"<h2>{escape(r.name)}</h2>",
              f"<p>{escape(description) + '. ' if description else ''}Hover over a link's midpoint dot for "
              "its endpoints, link count and bandwidth; click legend entries to hide link classes.</p>"]
-    pos = fabric_layout(G)  # one layout for both drawings of the system
-    parts.append(figures.div(fabric_figure_dict(G, pos=pos, color_range=color_range,
-                                                title=f"{r.name}: fabric (links by bandwidth per direction)"),
-                             f"{slug}-fabric",
-                             "GPUs (green squares, CUDA index), NVSwitches, PCIe switches, CPUs and NICs; "
-                             "dotted: PCIe, dashed: CPU-to-CPU."))
+    if drawn is None:  # not shipped (models.present.report.drawings)
+        drawn = system_drawings(G, a.e8, color_range, r.name, r.system)
+    parts.append(figures.written(drawn["fabric"], f"{at}-fabric",
+                                 "GPUs (green squares, CUDA index), NVSwitches, PCIe switches, CPUs and NICs; "
+                                 "dotted: PCIe, dashed: CPU-to-CPU."))
     if a.e8 is not None:
-        parts.append(figures.div(channels_figure_dict(G, a.e8, pos=pos), f"{slug}-channels",
-                                 f"The channels of an all_reduce of GPUs 0-7 at {format_bytes(REPORT_SIZE)}: "
-                                 "each link coloured by the share of NCCL's capacity its channels reserve; "
-                                 "red links bind the bandwidth."))
+        parts.append(figures.written(drawn["channels"], f"{at}-channels",
+                                     f"The channels of an all_reduce of GPUs 0-7 at {format_bytes(REPORT_SIZE)}: "
+                                     "each link coloured by the share of NCCL's capacity its channels reserve; "
+                                     "red links bind the bandwidth."))
     elif a.e8_error:
         parts.append(figures.missing("channels of an 8-GPU all_reduce", a.e8_error))
     grid = []
     if a.p2p is not None:
-        grid.append(figures.div(p2p_figure_dict(a.p2p), f"{slug}-p2p"))
-        grid.append(figures.div(latency_figure_dict(a.p2p), f"{slug}-latency"))
+        grid.append(figures.div(p2p_figure_dict(a.p2p), f"{at}-p2p"))
+        grid.append(figures.div(latency_figure_dict(a.p2p), f"{at}-latency"))
     else:
         grid.append(figures.missing("P2P matrices", a.p2p_error))
     if a.pairs is not None:
         grid.append(figures.div(pairs_figure_dict(a.pairs, collective=_COLLECTIVE, nbytes=REPORT_SIZE,
                                              title=f"{r.name}: 2-GPU all_reduce busbw at "
                                                    f"{format_bytes(REPORT_SIZE)} (GB/s)"),
-                                f"{slug}-pairs"))
+                                f"{at}-pairs"))
     elif a.pairs_error:
         grid.append(figures.missing("2-GPU all_reduce matrix", a.pairs_error))
     parts.append("<div class='grid'>" + "".join(grid) + "</div>")
@@ -359,7 +354,7 @@ def _measured_collectives(m, figures: FigureDivs) -> list:
                   + "".join(rows) + "</tbody></table></div>"]
         parts.append("<div class='grid'>")
         for c in shown:
-            parts.append(figures.div(check_figure_dict(c.check), f"measured-{_slug(c.collective)}",
+            parts.append(figures.div(check_figure_dict(c.check), f"measured-{slug(c.collective)}",
                                      f"{escape(c.collective)} (out-of-place): measured (solid, circles) and "
                                      "predicted (dashed, diamonds) busbw and time, and the error at each size."
                                      + (f" Suspect in the data: {escape(c.suspect)}." if c.suspect else "")))
@@ -534,16 +529,16 @@ def _training_section(t, figures: FigureDivs) -> str:
                  + "</tbody></table></div>")
     grid = []
     for name, s, error in zip(t.names, t.searches, t.errors):
-        slug = _slug(name)
+        at = slug(name)
         if s is None:
             grid.append(figures.missing(f"{name} layouts", error))
             continue
         step = step_time_figure_dict(s, top=10)
         step["layout"]["title"]["text"] = f"{s.best.fabric}: exposed step time per layout (best 10 that fit)"
-        grid.append(figures.div(step, f"training-{slug}-step"))
+        grid.append(figures.div(step, f"training-{at}-step"))
         mem = memory_figure_dict(s, top=10)
         mem["layout"]["title"]["text"] = f"{s.best.fabric}: memory per GPU per layout"
-        grid.append(figures.div(mem, f"training-{slug}-memory"))
+        grid.append(figures.div(mem, f"training-{at}-memory"))
     parts.append("<div class='grid'>" + "".join(grid) + "</div>")
     head = ["GPU", "time per sample (ms)", "compute (ms)", "memory-bound (ms)", "exposed communication (ms)",
             "fits (8 GPUs, ZeRO 3)", "binding"]
@@ -590,7 +585,7 @@ def _simulation_section(steps, figures: FigureDivs) -> str:
     shown = next((s for s in steps if s.result is not None), None)
     if shown is not None:
         fig = gantt_figure_dict(shown.result, max_rows=8)
-        parts.append(figures.div(fig, f"simulated-{_slug(shown.system)}",
+        parts.append(figures.div(fig, f"simulated-{slug(shown.system)}",
                                  f"{shown.name}: the step's tasks on their streams"))
     parts.append("</section>")
     return "\n".join(parts)
@@ -664,13 +659,12 @@ def report_html(names=None) -> str:
 def render_report(analysis: ReportAnalysis) -> str:
     """The report page of an :func:`~models.present.report.analysis.analyse_report` result."""
     analyses = analysis.systems
-    bandwidths = [d["bandwidth"] for a in analyses for _, _, d in a.G.edges(data=True)]
-    color_range = (min(bandwidths), max(bandwidths))
+    color_range = colour_range([a.G for a in analyses])
     figures = FigureDivs()
     names_text = ", ".join(a.row.name for a in analyses)
     model = next((a.e8.model for a in analyses if a.e8 is not None),
                  next((a.curve.model for a in analyses if a.curve is not None), "NCCL tuning model"))
-    nav = " ".join(f"<a href='#system-{_slug(a.row.system)}'>{escape(a.row.name)}</a>" for a in analyses)
+    nav = " ".join(f"<a href='#system-{slug(a.row.system)}'>{escape(a.row.name)}</a>" for a in analyses)
     body = [
         f"<header><h1>dgx-topo: {escape(names_text)}</h1>",
         "<p>What NVIDIA DGX fabrics deliver to NCCL-style communication, predicted by dgx-topo "
@@ -701,7 +695,8 @@ def render_report(analysis: ReportAnalysis) -> str:
         body.append(_training_section(analysis.training, figures))
     if analysis.simulated:
         body.append(_simulation_section(analysis.simulated, figures))
-    body += [_system_section(a, figures, color_range) for a in analyses]
+    drawings = analysis.drawings or (None,) * len(analyses)
+    body += [_system_section(a, figures, color_range, drawn) for a, drawn in zip(analyses, drawings)]
     body.append(_MODEL_TEXT.format(model=escape(model)))
     body.append(f"<footer class='muted'>{figures.count} figures. Generated by dgx-topo "
                 f"{escape(__version__)}; <code>dgxtopo report</code>.</footer>")

@@ -183,6 +183,15 @@ def test_the_report_builds_no_plotly_figure_object(monkeypatch):
             "dgx2-pairs", "measured-all-reduce"} <= set(ids) and any(i.startswith("simulated-") for i in ids), ids
 
 
+def test_the_shipped_drawings_are_the_page_drawn(full_report, all_analysis):
+    """The built-in systems' fabric and channel figures come from the shipped analysis: the page
+    drawn without them is the same, character for character."""
+    import dataclasses
+
+    assert all(drawn is not None for drawn in all_analysis.drawings)
+    assert render_report(dataclasses.replace(all_analysis, drawings=())) == full_report[1]
+
+
 def test_report_is_deterministic():
     text = report_html(["dgx1v"])
     assert text == report_html(["dgx1v"])

@@ -29,7 +29,7 @@ from models.present.report.analysis import BOUND_WORST, shipped_plan, system_bou
 from topo.errors import DgxTopoError
 
 # One record of every section (the per-system ones on the DGX H100), recomputed by the suite.
-SAMPLE = {("system", "dgxh100"), ("generation", "dgxh100"), ("simulated", "dgxh100"),
+SAMPLE = {("system", "dgxh100"), ("drawing", "dgxh100"), ("generation", "dgxh100"), ("simulated", "dgxh100"),
           ("simulated-generation", "dgxh100"), ("bounds", "dgxh100"), ("seed", "dgx2+2xdgx1v"),
           ("measurement", "dgx1v+dgx2"), ("training", "dgx2+2xdgx1v")}
 
@@ -48,7 +48,7 @@ def test_the_shipped_file_holds_a_record_of_every_section_of_the_built_in_system
     assert {key: (section, label) for section, label, key, _ in plan} == \
         {key: (r["section"], r["label"]) for key, r in records.items()}
     sections = {section for section, *_ in plan}
-    assert sections == {"system", "generation", "simulated", "simulated-generation", "bounds", "seed",
+    assert sections == {"system", "drawing", "generation", "simulated", "simulated-generation", "bounds", "seed",
                         "measurement", "training"}
     assert {(section, label) for section, label, *_ in plan} >= SAMPLE
 
@@ -157,4 +157,5 @@ def test_the_report_of_the_built_in_systems_computes_nothing(monkeypatch):
         monkeypatch.setattr(analysis, name, refuse)
     report = analysis.analyse_report(analysis.report_fabrics())
     assert len(report.systems) == len(topo.SYSTEMS) and report.training.searches[0].best.fits
+    assert all(drawn is not None for drawn in report.drawings)  # the page draws none of them
     assert [s.system for s in report.simulated] == ["dgx1", "dgx1v", "dgxa100", "dgxh100", "dgxh200", "dgxb200"]
