@@ -45,7 +45,7 @@ import numpy as np
 
 from topo.errors import DgxTopoError
 
-__all__ = ["SHIPPED_FILE", "NO_RECORDS", "encode", "decode", "fingerprint", "shipped_records", "shipped_record",
+__all__ = ["SHIPPED_FILE", "NO_RECORDS", "encode", "decode", "loads", "fingerprint", "shipped_records", "shipped_record",
            "shipped_text", "shipped_text_of_file", "write_shipped"]
 
 #: The shipped file, package data of :mod:`models.present.report`.
@@ -129,6 +129,16 @@ def decode(data, classes=()):
     return _Decoder(classes).value(data)
 
 
+def loads(text: str, classes=()):
+    """:func:`decode` of ``text``, decoded as JSON is parsed (json's ``object_hook``): what a shipped
+    record costs to read is the parse.
+
+    >>> loads(json.dumps(encode({"pair": (0, 3), "sizes": np.array([8, 16])})))["pair"]
+    (0, 3)
+    """
+    return json.loads(text, object_hook=_Decoder(classes).tagged)
+
+
 class _Decoder:
     """One decoding: each class named is resolved once (a record holds thousands of objects of a
     few dozen classes)."""
@@ -143,35 +153,36 @@ class _Decoder:
             self.classes[name] = (cls, tuple(f.name for f in dataclasses.fields(cls)))
         return self.classes[name]
 
-    def values(self, items) -> list:
-        """:meth:`value` of each item; JSON's plain values (str, numbers, bools, None) are their
-        own decoding, so only lists and dicts are descended into (most items are plain)."""
-        value = self.value
-        return [item if type(item) is not list and type(item) is not dict else value(item) for item in items]
-
     def value(self, data):
-        if isinstance(data, list):
-            return self.values(data)
-        if not isinstance(data, dict):
-            return data
+        """``data`` decoded bottom up, as json's ``object_hook`` decodes it while parsing: lists
+        rebuilt, every object its :meth:`tagged` value."""
+        if type(data) is list:
+            return [self.value(item) if type(item) is list or type(item) is dict else item for item in data]
+        if type(data) is dict:
+            return self.tagged({key: self.value(item) for key, item in data.items()})
+        return data
+
+    def tagged(self, data: dict):
+        """The value of one encoded object whose members are decoded already (every JSON object
+        of an encoding is one of these forms: :func:`encode` writes a dict as ``{"{": pairs}``)."""
         if _CLASS in data:
             cls, names = self._class(data[_CLASS])
             value = object.__new__(cls)  # frozen: set the fields as dataclasses' __init__ does
-            for name, v in zip(names, self.values(data["v"]), strict=True):
+            for name, v in zip(names, data["v"], strict=True):
                 object.__setattr__(value, name, v)
             return value
         if _TUPLE in data:
-            return tuple(self.values(data[_TUPLE]))
+            return tuple(data[_TUPLE])
         if _ARRAY in data:
             return np.array(data["v"], dtype=np.dtype(data[_ARRAY]))
         if _DICT in data:
-            return {self.value(k): self.value(v) for k, v in data[_DICT]}
+            return {k: v for k, v in data[_DICT]}
         if _SCALAR in data:
             return np.dtype(data[_SCALAR]).type(data["v"])
         if _ENUM in data:
             return _resolve(data[_ENUM])[data["v"]]
         if _SET in data:
-            return (frozenset if data["frozen"] else set)(self.value(v) for v in data[_SET])
+            return (frozenset if data["frozen"] else set)(data[_SET])
         raise DgxTopoError(f"unreadable shipped value with keys {sorted(data)[:4]}: expected an encode() result")
 
 
@@ -214,7 +225,7 @@ def shipped_record(key: str, records=None):
     """
     records = shipped_records() if records is None else records
     record = records["records"].get(key)
-    return None if record is None else decode(json.loads(record["value"]), records["classes"])
+    return None if record is None else loads(record["value"], records["classes"])
 
 
 def shipped_text(records) -> str:

@@ -124,14 +124,17 @@ _VALUES = st.recursive(
 
 @given(_VALUES)
 def test_what_is_encoded_decodes_to_an_equal_value_of_the_same_types(value):
-    back = shipped.decode(json.loads(json.dumps(shipped.encode(value))))
+    text = json.dumps(shipped.encode(value))
+    back = shipped.decode(json.loads(text))
     assert back == value and repr(back) == repr(value)  # repr: tuples stay tuples, ints ints
+    assert repr(shipped.loads(text)) == repr(value)  # decoded as it is parsed: the same
 
 
 def test_numpy_values_and_path_types_keep_their_types():
     value = (np.array([8, 2**33]), np.array("ring"), np.float64(math.inf), PathType.NVL, frozenset({1, 2}))
     classes = {}
     back = shipped.decode(json.loads(json.dumps(shipped.encode(value, classes))), list(classes))
+    assert repr(shipped.loads(json.dumps(shipped.encode(value, {})), list(classes))) == repr(back)
     assert back[0].dtype == np.int64 and back[0].tolist() == [8, 2**33]
     assert back[1].shape == () and str(back[1]) == "ring"
     assert type(back[2]) is np.float64 and back[2] == math.inf
@@ -145,6 +148,8 @@ def test_what_cannot_be_shipped_is_refused():
         shipped.decode({"!": "os:PathLike", "v": "x"})
     with pytest.raises(DgxTopoError, match="expected an encode"):
         shipped.decode({"what": 1})
+    with pytest.raises(DgxTopoError, match="expected an encode"):
+        shipped.loads('[1, {"what": 1}]')
     with pytest.raises(DgxTopoError, match="expected a class of models or topo"):
         shipped.decode(shipped.encode(_Colour.RED))  # an enum of another package is not read
 
