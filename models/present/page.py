@@ -124,6 +124,7 @@ class FigureDivs:
 _TYPED = MappingProxyType({"int8": "i1", "uint8": "u1", "int16": "i2", "uint16": "u2", "int32": "i4",
                            "uint32": "u4", "float32": "f4", "float64": "f8"})
 _NOT_TYPED = frozenset({"geojson", "layer", "layers", "range"})  # keys plotly leaves as lists
+_SCALARS = frozenset({float, int, str, bool, type(None), np.float64, np.int64, np.str_})
 _SCRIPT_SAFE = (("<", "\\u003c"), (">", "\\u003e"), ("/", "\\u002f"))
 
 
@@ -153,6 +154,8 @@ def _plain(obj):
         return {k: (v if k in _NOT_TYPED else _typed_array(v) if isinstance(v, np.ndarray) else _plain(v))
                 for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
+        if _SCALARS.issuperset(map(type, obj)):  # most lists: numbers and text, nothing to convert
+            return obj
         return [_plain(v) for v in obj]
     return obj
 

@@ -35,20 +35,14 @@ from models.present.bounds_plot import ratio_by_size_figure
 from models.present.plan_plot import step_time_figure
 from models.studies.planner import gpus_ranking
 from models.present.report import render_report
-from models.present.report.analysis import (BOUND_RELAY, BOUND_SIZE, BOUND_WORST, TRAINING_TP, bound_edge_kinds,
-                                    set_classes, worst_sets)
+from models.present.report.analysis import (BOUND_RELAY, BOUND_SIZE, BOUND_WORST, TRAINING_TP, ReportAnalysis,
+                                    bound_edge_kinds, generations, set_classes, worst_sets)
+from models.engine.fabric import prepare
 from tests.conftest import DATA
 from models.present.explain import describe_cut
 
 
 _ANALYSIS = {}
-
-
-@pytest.fixture
-def computed(monkeypatch):
-    """Every section computed, none read from the shipped analysis: for the tests that replace a
-    model to see what the report does with its result."""
-    monkeypatch.setattr(shipped_module, "shipped_records", lambda: shipped_module.NO_RECORDS)
 
 
 @pytest.fixture(scope="module")
@@ -200,12 +194,15 @@ def test_report_is_deterministic():
     assert "nccl-tests on 12 GPUs of a DGX-2" not in text
 
 
-def test_a_system_the_model_does_not_cover_gets_a_note(monkeypatch, computed):
-    """A model error for a system becomes a note and n/a, not a failed report."""
+def test_a_system_the_model_does_not_cover_gets_a_note(monkeypatch):
+    """A model error for a system becomes a note and n/a, not a failed report (the system's
+    analysis computed with the error, the page drawn from it; no other section computed)."""
     def refuse(*args, **kwargs):
         raise topo.DgxTopoError("not modelled for this test")
     monkeypatch.setattr(analysis_module, "pairwise", refuse)
-    text = report_html(["dgx1"])
+    analysed = analysis_module._analysed(prepare(topo.dgx1()))
+    assert analysed.pairs is None and "pairs: not modelled for this test" in analysed.row.notes
+    text = render_report(ReportAnalysis((analysed,), None))
     assert "pairs: not modelled for this test" in text
     assert "2-GPU all_reduce matrix</b>: not available; not modelled for this test" in text
     assert "dgx1-pairs" not in _figure_ids(text)
@@ -254,7 +251,14 @@ def _generations_part(text) -> str:
     return text[text.index("<section id='generations'>"):text.index("</section>", text.index("<section id='generations'>"))]
 
 
-def test_generations_without_nvls_show_ring_and_say_why(monkeypatch, computed):
+def _generations_of(all_analysis, names) -> ReportAnalysis:
+    """The report of ``names`` with only its generations section, computed (the estimates under
+    test; the systems' analyses are the default report's, read from the shipped file)."""
+    systems = tuple(a for a in all_analysis.systems if a.row.system in names)
+    return ReportAnalysis(systems, None, generations(systems, records=shipped_module.NO_RECORDS))
+
+
+def test_generations_without_nvls_show_ring_and_say_why(monkeypatch, all_analysis):
     """A model without NVLS (it raises for algorithm="nvls"): ring only, and the reason."""
     real = analysis_module.estimate
 
@@ -263,13 +267,13 @@ def test_generations_without_nvls_show_ring_and_say_why(monkeypatch, computed):
             raise topo.DgxTopoError("NVLS needs NVSwitch gen3 (test)")
         return real(*args, algorithm=algorithm, **kwargs)
     monkeypatch.setattr(analysis_module, "estimate", no_nvls)
-    part = _generations_part(report_html(["dgx1v", "dgxh100"]))
+    part = _generations_part(render_report(_generations_of(all_analysis, ["dgx1v", "dgxh100"])))
     assert "NVLS n/a on DGX-1V, DGX H100: NVLS needs NVSwitch gen3 (test)" in part
     assert "no NVLS in the model" in part and "NVLS is not shown" in part
     assert '"name":"DGX H100, ring"' in part and '"name":"DGX H100, NVLS"' not in part
 
 
-def test_generations_with_nvls_draw_nvls_beside_ring(monkeypatch, computed):
+def test_generations_with_nvls_draw_nvls_beside_ring(monkeypatch, all_analysis):
     """Once the NCCL model has NVLS, its curves appear beside ring (here a stand-in NVLS
     estimate: ring's, on the NVSwitch gen3 system only)."""
     from models.engine.fabric import graph_of
@@ -282,19 +286,12 @@ def test_generations_with_nvls_draw_nvls_beside_ring(monkeypatch, computed):
             algorithm = "ring"
         return real(G, *args, algorithm=algorithm, **kwargs)
     monkeypatch.setattr(analysis_module, "estimate", some_nvls)
-    analysis = analyse_report(report_fabrics(["dgx1v", "dgxh100"]))
+    analysis = _generations_of(all_analysis, ["dgx1v", "dgxh100"])
     assert [g.nvls is not None for g in analysis.generations] == [False, True]
-    part = _generations_part(render_report_of(analysis))
+    part = _generations_part(render_report(analysis))
     assert "NVLS vs ring" in part and '"name":"DGX H100, NVLS"' in part
     assert "NVLS n/a on DGX-1V: no NVLink SHARP on this fabric (test)" in part
     assert "and to NVLS on DGX H100" in part
-
-
-def render_report_of(analysis):
-    from models.present.report import render_report
-    return render_report(analysis)
-
-
 
 
 def test_coinciding_generation_curves_are_named_on_the_page(full_report):
