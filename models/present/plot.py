@@ -7,7 +7,10 @@ the models computed (:class:`models.predict.p2p.P2PReport`, :class:`models.Colle
 matrix of :func:`models.pairwise`, :class:`models.engine.nccl.search.ChannelSearch`, the list of
 :func:`models.subsets`), returns a ``plotly.graph_objects.Figure`` and never shows it. They
 share the keywords ``title``, ``width`` and ``height`` (pixels); numbers arrive in SI and are
-shown in GB/s and µs, every axis, colour bar and hover text saying which.
+shown in GB/s and µs, every axis, colour bar and hover text saying which. The report's figures
+also have a ``*_dict`` form, the same figure as plotly's plain dict, unchecked (the function
+builds its figure from it): the report writes those (:func:`models.present.page.figure_html`)
+without loading plotly's figure classes.
 
 Examples
 --------
@@ -121,7 +124,8 @@ def p2p_figure(report, *, bidirectional: bool = False, diagonal: bool = False,
     -------
     plotly.graph_objects.Figure
     """
-    return build_figure(**p2p_figure_dict(report, bidirectional=bidirectional, diagonal=diagonal, title=title, width=width, height=height))
+    return build_figure(**p2p_figure_dict(report, bidirectional=bidirectional, diagonal=diagonal, title=title,
+                                          width=width, height=height))
 
 
 def p2p_figure_dict(report, *, bidirectional: bool = False, diagonal: bool = False,
@@ -225,7 +229,8 @@ def pairs_figure(matrix, *, gpus=None, collective: str | None = None, nbytes=Non
     -------
     plotly.graph_objects.Figure
     """
-    return build_figure(**pairs_figure_dict(matrix, gpus=gpus, collective=collective, nbytes=nbytes, title=title, width=width, height=height))
+    return build_figure(**pairs_figure_dict(matrix, gpus=gpus, collective=collective, nbytes=nbytes, title=title,
+                                            width=width, height=height))
 
 
 def pairs_figure_dict(matrix, *, gpus=None, collective: str | None = None, nbytes=None,
@@ -714,7 +719,8 @@ def p2p_check_figure(destinations, series, *, quantity: str = "bandwidth", sourc
     topo.DgxTopoError
         For an unknown quantity, no series, or a series of another length than destinations.
     """
-    return build_figure(**p2p_check_figure_dict(destinations, series, quantity=quantity, source=source, title=title, width=width, height=height))
+    return build_figure(**p2p_check_figure_dict(destinations, series, quantity=quantity, source=source, title=title,
+                                                width=width, height=height))
 
 
 def p2p_check_figure_dict(destinations, series, *, quantity: str = "bandwidth", source=0,
@@ -787,7 +793,8 @@ def generations_figure(names, nvlink_per_gpu, bisection, *, title: str | None = 
     topo.DgxTopoError
         For no system, or lists of different lengths.
     """
-    return build_figure(**generations_figure_dict(names, nvlink_per_gpu, bisection, title=title, width=width, height=height))
+    return build_figure(**generations_figure_dict(names, nvlink_per_gpu, bisection, title=title, width=width,
+                                                  height=height))
 
 
 def generations_figure_dict(names, nvlink_per_gpu, bisection, *, title: str | None = None,

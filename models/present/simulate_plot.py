@@ -137,9 +137,9 @@ def gantt_figure_dict(result, *, max_rows: int = 64) -> dict:
     data = [dict(type="bar", name=kind, orientation="h", x=k["x"], base=k["base"], y=k["y"], hovertext=k["text"],
                  hovertemplate="%{hovertext}: %{base:.3f} + %{x:.3f} " + unit) for kind, k in kinds.items()]
     hidden = len(rows) - len(names)
+    more = f" ({hidden} more streams not shown)" if hidden else ""
     layout = style_layout(title=f"{result.name or 'task graph'} on {result.fabric}: step "
-                          f"{result.step_time * factor:.2f} {unit}" + (f" ({hidden} more streams not shown)" if hidden else ""),
-                          default_height=200 + 18 * len(names))
+                          f"{result.step_time * factor:.2f} {unit}{more}", default_height=200 + 18 * len(names))
     layout.update(barmode="overlay", xaxis=dict(title=dict(text=axis_title("time", unit))),
                   yaxis={"autorange": "reversed"})
     return dict(data=data, layout=layout)

@@ -45,8 +45,8 @@ import numpy as np
 
 from topo.errors import DgxTopoError
 
-__all__ = ["SHIPPED_FILE", "NO_RECORDS", "encode", "decode", "loads", "fingerprint", "shipped_records", "shipped_record",
-           "shipped_text", "shipped_text_of_file", "write_shipped"]
+__all__ = ["SHIPPED_FILE", "NO_RECORDS", "encode", "decode", "loads", "fingerprint", "shipped_records",
+           "shipped_record", "shipped_text", "shipped_text_of_file", "write_shipped"]
 
 #: The shipped file, package data of :mod:`models.present.report`.
 SHIPPED_FILE = ("data", "analysis.json.gz")
@@ -166,7 +166,8 @@ class _Decoder:
         """The value of one encoded object whose members are decoded already (every JSON object
         of an encoding is one of these forms: :func:`encode` writes a dict as ``{"{": pairs}``)."""
         if _CLASS in data:
-            cls, names = self._class(data[_CLASS])
+            name = data[_CLASS]
+            cls, names = self.classes[name] if name in self.classes else self._class(name)
             value = object.__new__(cls)  # frozen: set the fields as dataclasses' __init__ does
             for name, v in zip(names, data["v"], strict=True):
                 object.__setattr__(value, name, v)

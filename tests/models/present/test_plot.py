@@ -369,6 +369,7 @@ def _dict_forms(dgx2_check):
     report = models.p2p_report(G)
     e = models.estimate(G, "all_reduce", SIZES)
     row = json.loads((DATA / "dgx1v_p2p_gpu0_row.json").read_text())
+    measured = np.array(row["bidirectional_p2p_enabled_gbps"]) * 1e9
     plans = search("megatron-8.3b", topo.dgx2(), tp=8, zero=0, recompute="full", dtype="fp16")
     step = simulate(topo.build("dgxh100"), task_graph({"tasks": [
         {"id": "ar", "op": "all_reduce", "gpus": [0, 1], "bytes": 2**20, "kind": "dp_comm"},
@@ -378,8 +379,7 @@ def _dict_forms(dgx2_check):
         "pairs": plot.pairs_figure_dict(models.pairwise(G, "all_reduce", 2**20), collective="all_reduce"),
         "busbw": plot.busbw_figure_dict({"a": e, "b": e}), "time": plot.busbw_figure_dict(e, y="time"),
         "check": plot.check_figure_dict(dgx2_check),
-        "p2p_check": plot.p2p_check_figure_dict(range(8), [("P2P enabled", np.array(row["bidirectional_p2p_enabled_gbps"])
-                                                            * 1e9, report.bidirectional[0])]),
+        "p2p_check": plot.p2p_check_figure_dict(range(8), [("P2P enabled", measured, report.bidirectional[0])]),
         "generations": plot.generations_figure_dict(["DGX-1", "DGX H100"], [80e9, 450e9], [80e9, 1800e9]),
         "ratio": ratio_by_size_figure_dict({"A": {2: (0.4, 0.5, 0.6), 8: (0.7, 0.7, 0.7)}, "B": {}}),
         "step": step_time_figure_dict(plans, top=3), "memory": memory_figure_dict(plans, top=3),
