@@ -2,7 +2,7 @@
 
 Most of ``dgxtopo report``'s time is model work that is the same for every user: NCCL's channel
 searches and estimates of the built-in systems, the bounds of every GPU set, the planner's layouts,
-the simulated steps. :mod:`models.present.report.analysis` computes each section once per content:
+the simulated steps, and the drawings of their fabrics and channels. :mod:`models.present.report.analysis` computes each section once per content:
 it reads a section from the shipped file (``data/analysis.json.gz``) when the file holds a record
 under that section's :func:`fingerprint` (a digest of what a user can change: the fabrics' whole
 graphs, the NCCL release, the section's parameters), and computes it otherwise (any other fabric,
