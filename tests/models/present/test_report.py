@@ -708,6 +708,11 @@ def _high_fd(fd) -> int:
     return high
 
 
+# The browser's viewport: a reader's width, and tall enough to hold any section the test captures
+# (a capture is at most this tall), so that a screenshot needs no resize.
+_VIEWPORT = {"width": 1400, "height": 4000}
+
+
 class Chromium:
     """Debian's chromium, headless, driven over the DevTools protocol on a pipe (fds 3/4).
 
@@ -722,7 +727,7 @@ class Chromium:
         flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run",
                  "--disable-extensions", "--remote-debugging-pipe", f"--user-data-dir={profile}",
-                 "--window-size=1400,1000", "about:blank"]
+                 "about:blank"]
         # The protocol pipe must be the browser's fds 3 (commands) and 4 (replies): a small
         # Python trampoline moves the pipe ends there, then becomes the browser.
         trampoline = ("import os, sys\n"
@@ -780,6 +785,11 @@ class Chromium:
         session = self.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
         for domain in ("Runtime", "Log", "Page"):
             self.send(f"{domain}.enable", session=session)
+        # The viewport is set before the page loads and never changes: a screenshot beyond it
+        # (captureBeyondViewport) resizes the window, and every responsive plotly figure of the
+        # page redraws on a resize (about 20 s of CPU over the report's sections).
+        self.send("Emulation.setDeviceMetricsOverride", {**_VIEWPORT, "deviceScaleFactor": 1, "mobile": False},
+                  session=session)
         self.send("Page.navigate", {"url": url}, session=session)
         self.wait_for("Page.loadEventFired")
         return session
@@ -827,6 +837,10 @@ _RENDERED = """
     const drawn = divs.filter(d => d.classList.contains('js-plotly-plot') && d.querySelector('svg.main-svg')
                                    && d.getBoundingClientRect().width > 100 && d.getBoundingClientRect().height > 100);
     if (divs.length && drawn.length === divs.length) {
+      // The page resizes every figure once loaded, and plotly redraws each 100 ms later: wait for
+      // the redraws still pending (re-armed, not repeated), so that what follows sees the figures
+      // as they settle.
+      await Promise.all(divs.filter(d => d._resolveResize).map(d => Plotly.Plots.resize(d)));
       return {figures: divs.length, drawn: drawn.length,
               traces: divs.map(d => d.data.length), ids: divs.map(d => d.id),
               overflowing: divs.filter(d => d.querySelector('svg.main-svg').getBoundingClientRect().width
@@ -906,14 +920,20 @@ def test_report_opens_in_headless_chromium_without_errors(full_report, all_analy
         state = browser.evaluate(session, _RENDERED)
         figures = browser.evaluate(session, _INSPECT)
         sections = browser.evaluate(session, _SECTION_BOX)
-        sizes = {}
+        sizes, outside = {}, []
         for name in _SHOTS:
             box = sections[name]
-            # Half scale: readable, and a quarter of the pixels to encode (the test stays quick).
-            clip = {"x": box["x"], "y": box["y"], "width": box["width"], "height": min(box["height"], 4000),
-                    "scale": 0.5}
+            # Half scale: readable, and a quarter of the pixels to encode; encoded for speed, not
+            # size (the test stays quick).
+            clip = {"x": box["x"], "y": box["y"], "width": box["width"],
+                    "height": min(box["height"], _VIEWPORT["height"]), "scale": 0.5}
+            # The section scrolled into the viewport (the clip is in page coordinates; what lies
+            # outside the viewport would be captured blank).
+            top = browser.evaluate(session, f"(scrollTo(0, {box['y']}), scrollY)")
+            if not top - 1 <= clip["y"] <= clip["y"] + clip["height"] <= top + _VIEWPORT["height"] + 1:
+                outside.append(name)
             image = base64.b64decode(browser.send("Page.captureScreenshot", {
-                "format": "png", "captureBeyondViewport": True, "clip": clip}, session=session)["data"])
+                "format": "png", "clip": clip, "optimizeForSpeed": True}, session=session)["data"])
             (shots / f"{name}.png").write_bytes(image)
             sizes[name] = (_png_size(image), (round(clip["width"] / 2), round(clip["height"] / 2)))
         errors = browser.errors()
@@ -925,6 +945,7 @@ def test_report_opens_in_headless_chromium_without_errors(full_report, all_analy
     assert state["ids"] == ids
     assert all(n > 0 for n in state["traces"])
     assert state["overflowing"] == []
+    assert outside == []
     for name, ((width, height), (want_w, want_h)) in sizes.items():
         assert abs(width - want_w) <= 1 and abs(height - want_h) <= 1 and height > 100, name
     systems = [a.row.name for a in all_analysis.systems]
