@@ -559,6 +559,44 @@ def _channel_bound(problem, remaining, speed, type_intra, ring=True, type_inter=
     return bound
 
 
+def _chain_bound(problem, remaining, speed, type_intra) -> int:
+    """Most tree channels (chains of the n GPUs, without NICs) the links could hold at ``speed``
+    with hops up to ``type_intra``; :data:`_UNBOUNDED` with NICs or fewer than three GPUs.
+
+    A chain leaves every GPU but its last and enters every GPU but its first. With ``c`` chains,
+    GPU i is last in ``l_i`` and first in ``f_i`` of them (``sum l_i = sum f_i = c``, and
+    ``l_i + f_i <= c``: no chain starts and ends at one GPU), so it needs ``c - l_i`` channels of
+    room out and ``c - f_i`` in. Out of GPU i, the room admits ``out_i`` channels and into it
+    ``in_i`` (counted as :func:`_channel_bound` counts a ring's), so ``c`` chains fit only when
+    ``sum_i max(0, c - out_i) <= c``, the same with ``in_i``, and ``max(0, c - out_i) + max(0,
+    c - in_i) <= c`` for every GPU. Used to skip searches that cannot reach what is asked and
+    to stop one that reached it; not inside a search, whose steps stay NCCL's.
+    """
+    if problem.nets or problem.n < 3 or not _connected(problem, remaining, speed, type_intra):
+        return _UNBOUNDED if problem.nets or problem.n < 3 else 0
+
+    def units(k, f):
+        return f * math.floor((remaining[k] + _SLACK) / (speed * f))
+
+    outs, ins = [], []
+    for gpu in problem.ports[type_intra]:
+        paired = [(units(o, 1.0), units(b, 1.0)) for o, b in gpu.pairs]
+        outs.append(sum(v for v, _ in paired) + sum(units(k, f) for k, f in gpu.exits))
+        ins.append(sum(u for _, u in paired) + sum(units(k, f) for k, f in gpu.entries))
+
+    def short(c, room) -> int:  # chains that must end (or start) at the GPU: at least c - room
+        return max(0, math.ceil(c - room - 1e-9))
+
+    def fits(c) -> bool:
+        return (sum(short(c, r) for r in outs) <= c and sum(short(c, r) for r in ins) <= c
+                and all(short(c, o) + short(c, i) <= c for o, i in zip(outs, ins)))
+
+    c = math.floor(min(sum(outs), sum(ins)) / (problem.n - 1) + 1e-9)  # n - 1 hops each way
+    while c > 0 and not fits(c):
+        c -= 1
+    return c
+
+
 # ------------------------------------------------------------------------ one DFS (search.cc)
 @dataclass(frozen=True, slots=True)
 class _Attempt:
@@ -1020,6 +1058,8 @@ def _try(problem, attempt, minimum, incumbent) -> _Tried:
     ceiling = min(attempt.max_channels,
                   _channel_bound(problem, problem.class_capacity, attempt.speed, attempt.type_intra,
                                  attempt.ring, attempt.type_inter))
+    if not attempt.ring:
+        ceiling = min(ceiling, _chain_bound(problem, problem.class_capacity, attempt.speed, attempt.type_intra))
     if ceiling < minimum or (incumbent is not None and ceiling * attempt.speed
                              < len(incumbent.channels) * incumbent.speed - _SLACK):
         # No set of channels at this speed can be accepted or beat the best: NCCL would search
