@@ -31,7 +31,9 @@ order first, then a replay of the previous channel, then the other GPUs by path 
 NVSwitch system only the next and previous GPU) and NCCL's budget of steps. It keeps the best set
 of channels (most ``nChannels x bw``, then fewest hops). Deviations from NCCL, all marked in the
 code: a branch (or a whole speed) that provably cannot beat the best set found is cut short, which
-can only matter when NCCL's own search would have run out of budget; a search that ran out of
+can only matter when NCCL's own search would have run out of budget (a tree search skips a speed
+only when the chains the links hold (:func:`_chain_bound`) cannot reach what is asked, and stops when
+it found that many; its steps inside a search stay NCCL's); a search that ran out of
 budget below what the links admit is restarted with seeded orders, so that more links never give
 fewer channels (not when an exhaustive check over the distinct ring channels shows that no more
 fit: the restarts could not change the answer); a search stops at the first set as large as the
@@ -495,8 +497,8 @@ def _reach(rows, remaining, speed, n) -> bool:
 def _channel_bound(problem, remaining, speed, type_intra, ring=True, type_inter=None) -> int:
     """Most ring channels the links could still hold at ``speed`` with hops up to ``type_intra``.
 
-    ``remaining`` is the room left per edge class. No bound for trees (a chain does not enter
-    its first GPU nor leave its last). Every ring channel leaves and enters every GPU exactly
+    ``remaining`` is the room left per edge class. No bound for trees here (a chain does not enter
+    its first GPU nor leave its last; :func:`_chain_bound` counts those ends, outside the search). Every ring channel leaves and enters every GPU exactly
     once. Out of GPU i, an edge with room ``r`` carrying share ``f`` of a hop admits
     ``f x floor(r / (speed x f))`` channels; in a ring of three or more GPUs a channel cannot
     enter from and leave to the same direct neighbour, so with U entries and V exits of which
@@ -720,10 +722,14 @@ class _Dfs:
                             break
                 if not fits:
                     continue
-                self._book(hop, +1)
+                for k, f in hop.charges:  # _book, inline (as below)
+                    remaining[k] -= speed * f
+                self.hops += hop.nhops
                 self.entry = net
                 status = self._place([first], forced)
-                self._book(hop, -1)
+                for k, f in hop.charges:
+                    remaining[k] += speed * f
+                self.hops -= hop.nhops
             if status != _GO:
                 return status
         return _GO
@@ -858,7 +864,9 @@ class _Dfs:
                         break
                 if not fits:
                     continue
-                self._book(hop, +1)
+                for k, f in hop.charges:  # _book, inline: once per channel closed
+                    remaining[k] -= speed * f
+                self.hops += hop.nhops
             self.channels.append(tuple(order))
             if self.p.nets:
                 self.nets.append((self.entry, exit_nic))
@@ -871,7 +879,9 @@ class _Dfs:
             if self.p.nets:
                 self.nets.pop()
             if hop is not None:
-                self._book(hop, -1)
+                for k, f in hop.charges:
+                    remaining[k] += speed * f
+                self.hops -= hop.nhops
             if status != _GO:
                 return status
         return _GO
