@@ -31,7 +31,9 @@ order first, then a replay of the previous channel, then the other GPUs by path 
 NVSwitch system only the next and previous GPU) and NCCL's budget of steps. It keeps the best set
 of channels (most ``nChannels x bw``, then fewest hops). Deviations from NCCL, all marked in the
 code: a branch (or a whole speed) that provably cannot beat the best set found is cut short, which
-can only matter when NCCL's own search would have run out of budget; a search that ran out of
+can only matter when NCCL's own search would have run out of budget (a tree search skips a speed
+only when the chains the links hold (:func:`_chain_bound`) cannot reach what is asked, and stops when
+it found that many; its steps inside a search stay NCCL's); a search that ran out of
 budget below what the links admit is restarted with seeded orders, so that more links never give
 fewer channels (not when an exhaustive check over the distinct ring channels shows that no more
 fit: the restarts could not change the answer); a search stops at the first set as large as the
@@ -495,8 +497,8 @@ def _reach(rows, remaining, speed, n) -> bool:
 def _channel_bound(problem, remaining, speed, type_intra, ring=True, type_inter=None) -> int:
     """Most ring channels the links could still hold at ``speed`` with hops up to ``type_intra``.
 
-    ``remaining`` is the room left per edge class. No bound for trees (a chain does not enter
-    its first GPU nor leave its last). Every ring channel leaves and enters every GPU exactly
+    ``remaining`` is the room left per edge class. No bound for trees here (a chain does not enter
+    its first GPU nor leave its last; :func:`_chain_bound` counts those ends, outside the search). Every ring channel leaves and enters every GPU exactly
     once. Out of GPU i, an edge with room ``r`` carrying share ``f`` of a hop admits
     ``f x floor(r / (speed x f))`` channels; in a ring of three or more GPUs a channel cannot
     enter from and leave to the same direct neighbour, so with U entries and V exits of which
@@ -557,6 +559,44 @@ def _channel_bound(problem, remaining, speed, type_intra, ring=True, type_inter=
             limit = min(limit, inward - u + out - v)
         bound = min(bound, math.floor(limit + 1e-9))
     return bound
+
+
+def _chain_bound(problem, remaining, speed, type_intra) -> int:
+    """Most tree channels (chains of the n GPUs, without NICs) the links could hold at ``speed``
+    with hops up to ``type_intra``; :data:`_UNBOUNDED` with NICs or fewer than three GPUs.
+
+    A chain leaves every GPU but its last and enters every GPU but its first. With ``c`` chains,
+    GPU i is last in ``l_i`` and first in ``f_i`` of them (``sum l_i = sum f_i = c``, and
+    ``l_i + f_i <= c``: no chain starts and ends at one GPU), so it needs ``c - l_i`` channels of
+    room out and ``c - f_i`` in. Out of GPU i, the room admits ``out_i`` channels and into it
+    ``in_i`` (counted as :func:`_channel_bound` counts a ring's), so ``c`` chains fit only when
+    ``sum_i max(0, c - out_i) <= c``, the same with ``in_i``, and ``max(0, c - out_i) + max(0,
+    c - in_i) <= c`` for every GPU. Used to skip searches that cannot reach what is asked and
+    to stop one that reached it; not inside a search, whose steps stay NCCL's.
+    """
+    if problem.nets or problem.n < 3 or not _connected(problem, remaining, speed, type_intra):
+        return _UNBOUNDED if problem.nets or problem.n < 3 else 0
+
+    def units(k, f):
+        return f * math.floor((remaining[k] + _SLACK) / (speed * f))
+
+    outs, ins = [], []
+    for gpu in problem.ports[type_intra]:
+        paired = [(units(o, 1.0), units(b, 1.0)) for o, b in gpu.pairs]
+        outs.append(sum(v for v, _ in paired) + sum(units(k, f) for k, f in gpu.exits))
+        ins.append(sum(u for _, u in paired) + sum(units(k, f) for k, f in gpu.entries))
+
+    def short(c, room) -> int:  # chains that must end (or start) at the GPU: at least c - room
+        return max(0, math.ceil(c - room - 1e-9))
+
+    def fits(c) -> bool:
+        return (sum(short(c, r) for r in outs) <= c and sum(short(c, r) for r in ins) <= c
+                and all(short(c, o) + short(c, i) <= c for o, i in zip(outs, ins)))
+
+    c = math.floor(min(sum(outs), sum(ins)) / (problem.n - 1) + 1e-9)  # n - 1 hops each way
+    while c > 0 and not fits(c):
+        c -= 1
+    return c
 
 
 # ------------------------------------------------------------------------ one DFS (search.cc)
@@ -682,10 +722,14 @@ class _Dfs:
                             break
                 if not fits:
                     continue
-                self._book(hop, +1)
+                for k, f in hop.charges:  # _book, inline (as below)
+                    remaining[k] -= speed * f
+                self.hops += hop.nhops
                 self.entry = net
                 status = self._place([first], forced)
-                self._book(hop, -1)
+                for k, f in hop.charges:
+                    remaining[k] += speed * f
+                self.hops -= hop.nhops
             if status != _GO:
                 return status
         return _GO
@@ -820,7 +864,9 @@ class _Dfs:
                         break
                 if not fits:
                     continue
-                self._book(hop, +1)
+                for k, f in hop.charges:  # _book, inline: once per channel closed
+                    remaining[k] -= speed * f
+                self.hops += hop.nhops
             self.channels.append(tuple(order))
             if self.p.nets:
                 self.nets.append((self.entry, exit_nic))
@@ -833,7 +879,9 @@ class _Dfs:
             if self.p.nets:
                 self.nets.pop()
             if hop is not None:
-                self._book(hop, -1)
+                for k, f in hop.charges:
+                    remaining[k] += speed * f
+                self.hops -= hop.nhops
             if status != _GO:
                 return status
         return _GO
@@ -1020,6 +1068,8 @@ def _try(problem, attempt, minimum, incumbent) -> _Tried:
     ceiling = min(attempt.max_channels,
                   _channel_bound(problem, problem.class_capacity, attempt.speed, attempt.type_intra,
                                  attempt.ring, attempt.type_inter))
+    if not attempt.ring:
+        ceiling = min(ceiling, _chain_bound(problem, problem.class_capacity, attempt.speed, attempt.type_intra))
     if ceiling < minimum or (incumbent is not None and ceiling * attempt.speed
                              < len(incumbent.channels) * incumbent.speed - _SLACK):
         # No set of channels at this speed can be accepted or beat the best: NCCL would search
