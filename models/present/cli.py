@@ -134,6 +134,14 @@ class _UsageError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
+    """argparse's parser with one-line errors and an epilog that may be a callable, called when the
+    help is first formatted: filling the grammars' text costs more than parsing a command line."""
+
+    def format_help(self):
+        if callable(self.epilog):
+            self.epilog = self.epilog()
+        return super().format_help()
+
     def error(self, message):  # argparse would print the usage and exit; we report one line.
         raise _UsageError(f"{message} (see '{self.prog} --help')")
 
@@ -1559,40 +1567,74 @@ def _fill(text: str) -> str:
     return textwrap.fill(text, 79, break_long_words=False, break_on_hyphens=False)
 
 
+_LAYOUT = MappingProxyType({"formatter_class": argparse.RawDescriptionHelpFormatter})
+
+
+def _top_parser() -> tuple:
+    """The top-level parser of ``dgxtopo`` and its (empty) subcommand action."""
+    from topo.version import __version__
+
+    parser = _Parser(prog="dgxtopo", description="Model NVIDIA DGX interconnect fabrics and what "
+                     "NCCL-style communication achieves on them.",
+                     epilog=lambda: "\n\n".join(_fill(text) for text in (_spec_help(), _TOPO_FILE_HELP,
+                                                                          _WHATIF_HELP, _SIZE_HELP)),
+                     **_LAYOUT)
+    parser.add_argument("--version", action="version", version=f"dgxtopo {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    subparsers.required = True
+    return parser, subparsers
+
+
+def _add_command(subparsers, command: Command, *, options: bool = True) -> None:
+    """Add ``command``'s subparser; with its options, epilog and runner unless ``options`` is False
+    (listed for --help only)."""
+    sub = subparsers.add_parser(command.name, help=command.help,
+                                description=command.description or command.help, **_LAYOUT)
+    if not options:
+        return
+    command.arguments(sub)
+    sub.epilog = lambda: _epilog(command, sub)
+    sub.set_defaults(run=command.run)
+
+
+def _epilog(command: Command, sub) -> str | None:
+    """A subcommand's epilog: its own text, then the shared grammars its options take."""
+    own = command.epilog() if callable(command.epilog) else command.epilog
+    return "\n\n".join(_fill(text) for text in ([own] if own else []) + _grammars(sub)) or None
+
+
 def build_parser(commands=None) -> argparse.ArgumentParser:
     """The argument parser of ``dgxtopo``, one subparser per entry of :data:`COMMANDS`; each
     subcommand's epilog holds its own grammars, then the shared ones it takes.
 
     ``commands``: the names of the subcommands whose options to add (default: all). The others
-    are listed, as ``dgxtopo --help`` shows them, without options: :func:`main` builds only
-    the command it runs, so that it imports only the modules that command needs.
+    are listed, as ``dgxtopo --help`` shows them, without options.
     """
-    from topo.version import __version__
-
-    layout = {"formatter_class": argparse.RawDescriptionHelpFormatter}
-    everything = (_spec_help(), _TOPO_FILE_HELP, _WHATIF_HELP, _SIZE_HELP)
-    parser = _Parser(prog="dgxtopo", description="Model NVIDIA DGX interconnect fabrics and what "
-                     "NCCL-style communication achieves on them.",
-                     epilog="\n\n".join(_fill(text) for text in everything), **layout)
-    parser.add_argument("--version", action="version", version=f"dgxtopo {__version__}")
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    subparsers.required = True
+    parser, subparsers = _top_parser()
     for command in COMMANDS:
-        sub = subparsers.add_parser(command.name, help=command.help,
-                                    description=command.description or command.help, **layout)
-        if commands is not None and command.name not in commands:
-            continue
-        command.arguments(sub)
-        own = command.epilog() if callable(command.epilog) else command.epilog
-        sub.epilog = "\n\n".join(_fill(text) for text in ([own] if own else []) + _grammars(sub)) or None
-        sub.set_defaults(run=command.run)
+        _add_command(subparsers, command, options=commands is None or command.name in commands)
     return parser
 
 
-def _command_of(argv) -> list | None:
-    """The subcommand ``argv`` runs, as :func:`build_parser`'s ``commands`` (None: build every
-    one). The top level takes no option with a value, so the first word that is not an option
-    is the command; with none (``--help``, ``--version``, a mistake) no subcommand is built."""
+def _parser_for(argv) -> argparse.ArgumentParser:
+    """The parser :func:`main` needs for ``argv``: when ``argv`` starts with a command's name, the
+    top level and that one subcommand only (every word after it is that subcommand's, so nothing
+    else can be printed: not the top level's help, which lists every command, nor an invalid
+    choice, which names them); otherwise :func:`build_parser` with the command it names, if any,
+    built (its options import only the modules that command needs)."""
+    if argv and not argv[0].startswith("-"):
+        command = next((command for command in COMMANDS if command.name == argv[0]), None)
+        if command is not None:
+            parser, subparsers = _top_parser()
+            _add_command(subparsers, command)
+            return parser
+    return build_parser(_command_of(argv))
+
+
+def _command_of(argv) -> list:
+    """The subcommand ``argv`` runs, as :func:`build_parser`'s ``commands``. The top level takes
+    no option with a value, so the first word that is not an option is the command; with none
+    (``--help``, ``--version``, a mistake) no subcommand is built."""
     for word in argv:
         if not word.startswith("-"):
             return [word]
@@ -1658,7 +1700,7 @@ def main(argv=None) -> int:
     that fits; 130 when interrupted)."""
     try:
         completing = "_ARGCOMPLETE" in os.environ  # shell completion asks (the completion extra)
-        parser = build_parser(None if completing else _command_of(sys.argv[1:] if argv is None else argv))
+        parser = build_parser() if completing else _parser_for(sys.argv[1:] if argv is None else argv)
         try:
             if completing:  # answer, exit
                 _complete(parser)

@@ -127,10 +127,16 @@ def test_one_host_has_no_network_load():
     assert estimate(G, "all_reduce", GiB).network == ()
 
 
-def _reference_ecmp(G, a, b):
-    """Every shortest switch path from a to b by networkx, split at each switch by bandwidth."""
+def _switches(G):
+    """The network's switches and their links, as a view of ``G``."""
+    return G.subgraph(n for n, k in G.nodes(data="kind") if k == "network_switch")
+
+
+def _reference_ecmp(G, a, b, S=None):
+    """Every shortest switch path from a to b by networkx, split at each switch by bandwidth
+    (``S``: :func:`_switches` of ``G``, when the caller has it)."""
     import networkx as nx
-    S = G.subgraph(n for n, k in G.nodes(data="kind") if k == "network_switch")
+    S = _switches(G) if S is None else S
     if not nx.has_path(S, a, b):
         return None
     to_b = nx.single_source_shortest_path_length(S.reverse(copy=False), b)
@@ -149,8 +155,20 @@ def _reference_ecmp(G, a, b):
 
 
 @pytest.fixture(scope="module")
-def three_tier():
-    G = topo.build("300xdgx2", max_hosts=300)  # 2,400 EDR NICs: leaves, spines and a core tier
+def built():
+    """topo.build, once per spec in this module (its graphs are only read, or transformed into new ones)."""
+    graphs = {}
+
+    def build(spec):
+        if spec not in graphs:
+            graphs[spec] = topo.build(spec, max_hosts=300)
+        return graphs[spec]
+    return build
+
+
+@pytest.fixture(scope="module")
+def three_tier(built):
+    G = built("300xdgx2")  # 2,400 EDR NICs: leaves, spines and a core tier
     assert any(t == "core" for _, t in G.nodes(data="tier"))
     return G, Router(G), [n for n, k in G.nodes(data="kind") if k == "network_switch"]
 
@@ -169,16 +187,15 @@ def test_meeting_halfway_spreads_traffic_as_the_whole_network_search(three_tier,
 def _groups_by_routing(G, between):
     """Link-group loads of leaf pairs, each pair routed on its own by the reference ECMP."""
     tier = {n: {"leaf": 1, "spine": 2, "core": 3}[t] for n, t in G.nodes(data="tier") if t}
-    load = {}
+    load, S = {}, _switches(G)
     for (a, b), count in between.items():
-        for (u, v), share in _reference_ecmp(G, a, b).items():
+        for (u, v), share in _reference_ecmp(G, a, b, S).items():
             key = ("up", u) if tier[v] > tier[u] else ("down", v)
             load[key] = load.get(key, 0.0) + count * share
     return load
 
 
-def _variant(spec, change):
-    G = topo.build(spec, max_hosts=300)
+def _variant(G, change):
     if change == "a spine removed":
         return topo.transform.remove_nodes(G, "net.spine0")
     if change == "a core link halved one way":
@@ -193,10 +210,10 @@ def _variant(spec, change):
 @pytest.mark.parametrize("spec, change", [
     ("300xdgx2", None), ("300xdgx2", "a core link halved one way"), ("16xdgx2:fat_tree:oversub=4", None),
     ("64xdgx2", "a spine removed"), ("40xdgx1v:rail", None), ("16xdgx2", "a link between two leaves")])
-def test_charging_by_tiers_gives_the_loads_of_routing_each_leaf_pair(spec, change):
+def test_charging_by_tiers_gives_the_loads_of_routing_each_leaf_pair(built, spec, change):
     import random
     from models.predict.network import TierView
-    G = _variant(spec, change)
+    G = _variant(built(spec), change)
     leaves = [n for n, t in G.nodes(data="tier") if t == "leaf"]
     rng = random.Random(7)
     between = {(a, b): rng.randint(1, 8) for a, b in (rng.sample(leaves, 2) for _ in range(60))}

@@ -66,3 +66,31 @@ def test_lazy_faces_give_every_public_name_and_keep_names_over_submodules():
         missing = [name for name in face.__all__ if not hasattr(face, name)]
         assert not missing, missing
         assert set(face.__all__) <= set(dir(face))
+
+
+def _run(argv) -> tuple:
+    import contextlib
+    import io
+
+    from models.present import cli
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = cli.main(argv)
+    return status, out.getvalue(), err.getvalue()
+
+
+def test_a_command_line_prints_what_the_whole_parser_prints(monkeypatch):
+    # main builds the parser of the command that runs, alone when the command line starts with it;
+    # every help, usage and error it can print is the whole parser's, byte for byte.
+    from models.present import cli
+
+    argvs = [["--help"], ["--version"], [], ["colective"], ["--help", "plan"], ["-h", "systems"],
+             ["collective", "all_reduce", "--system", "dgx1v", "--gpus"], ["p2p", "-h"], ["bound", "--version"],
+             ["plan", "bert-large", "--system", "dgx1v", "--dtype", "fp7"], ["systems", "extra"]]
+    argvs += [[command.name, option] for command in COMMANDS for option in ("--help", "--no-such-option")]
+    lazy = [_run(argv) for argv in argvs]
+    whole = build_parser()  # one parser parses every command line (argparse keeps no state between them)
+    monkeypatch.setattr(cli, "_parser_for", lambda argv: whole)
+    assert lazy == [_run(argv) for argv in argvs]
+    assert all(status in (0, 2) and (out or err) for status, out, err in lazy)

@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import topo
+from models.engine.fabric import PreparedFabric
 from models.studies import planner
 from models.studies.planner import Layout, PlanError, gpus_ranking, memory
 from models.present.json_shapes import plan_json
@@ -38,12 +39,13 @@ SMALL = "transformer:layers=8,hidden=1024,heads=16,seq=1024,vocab=32000"
 
 @pytest.fixture(scope="module")
 def dgx1v():
-    return topo.dgx1v()
+    """Prepared once (frozen, so safe to share): the module's plans share its NCCL channel searches."""
+    return PreparedFabric(topo.dgx1v())
 
 
 @pytest.fixture(scope="module")
 def dgx2():
-    return topo.dgx2()
+    return PreparedFabric(topo.dgx2())
 
 
 def layout(tp, pp, dp, zero=0, mb=1, gb=None, rc="none", sp=False):
@@ -211,14 +213,15 @@ def test_the_nccl_release_is_chosen_for_the_plan(dgx1v):
     from models.engine.nccl import UnknownNcclVersionError
     from models.predict.collectives import Estimator
 
-    old = plan("bert-large", dgx1v, tp=1, pp=1, dp=8, profile="2.3.7")
+    G = dgx1v.G  # the graph: a release other than the prepared fabric's is asked for
+    old = plan("bert-large", G, tp=1, pp=1, dp=8, profile="2.3.7")
     new = plan("bert-large", dgx1v, tp=1, pp=1, dp=8)
     assert old.step_time != new.step_time
-    assert plan("bert-large", dgx1v, tp=1, pp=1, dp=8, profile="2.3").step_time == old.step_time
-    e = Estimator(dgx1v, profile="2.3.7").estimate("all_reduce", 2**20)
+    assert plan("bert-large", G, tp=1, pp=1, dp=8, profile="2.3").step_time == old.step_time
+    e = Estimator(G, profile="2.3.7").estimate("all_reduce", 2**20)
     assert e.model == "NCCL 2.3.7 tuning model"
     with pytest.raises(UnknownNcclVersionError, match="'2.99'"):
-        plan("bert-large", dgx1v, tp=1, pp=1, dp=8, profile="2.99")
+        plan("bert-large", G, tp=1, pp=1, dp=8, profile="2.99")
 
 
 # --- layouts people use (issue 23) ---------------------------------------------------------
