@@ -63,6 +63,7 @@ import operator
 
 import networkx as nx
 
+from .collector import collector_paused
 from .errors import DgxTopoError, SystemSpecError
 from .schema import check_names, nodes_of_kind, validate
 from .specs import LINKS, NETWORK_SWITCHES
@@ -432,47 +433,50 @@ def join_hosts(template: nx.DiGraph, n: int, *, network: str = "fat_tree", overs
                            f"expected oversub <= {spec.ports - 1}")
     down = oversub * up
 
-    G = nx.DiGraph()
-    name = template.graph.get("name", "system")
-    system = template.graph.get("system", name.lower())
-    spec_text = f"{n}x{system}" + ("" if network == "fat_tree" else f":{network}") + \
-        ("" if oversub == 1 else f":oversub={oversub}")
-    ratio = "" if oversub == 1 else f", {oversub}:1 oversubscribed"
-    G.graph.update(name=f"{n}x{name}", system=spec_text,
-                   description=f"{n} x {template.graph.get('description', name)}, "
-                               f"{network.replace('_', ' ')} {LINKS[link].label} network{ratio}",
-                   hosts=n * per_copy, gpus_per_host=len(nodes_of_kind(template, "gpu")) // per_copy,
-                   network=network, oversub=oversub, nvlink_domains=n, hosts_per_domain=per_copy)
-    _copy_hosts(G, template, n, per_copy)
+    # Every dict made below is kept: a collection while the hosts and the network are filled in
+    # would traverse them all and free nothing (topo.collector).
+    with collector_paused():
+        G = nx.DiGraph()
+        name = template.graph.get("name", "system")
+        system = template.graph.get("system", name.lower())
+        spec_text = f"{n}x{system}" + ("" if network == "fat_tree" else f":{network}") + \
+            ("" if oversub == 1 else f":oversub={oversub}")
+        ratio = "" if oversub == 1 else f", {oversub}:1 oversubscribed"
+        G.graph.update(name=f"{n}x{name}", system=spec_text,
+                       description=f"{n} x {template.graph.get('description', name)}, "
+                                   f"{network.replace('_', ' ')} {LINKS[link].label} network{ratio}",
+                       hosts=n * per_copy, gpus_per_host=len(nodes_of_kind(template, "gpu")) // per_copy,
+                       network=network, oversub=oversub, nvlink_domains=n, hosts_per_domain=per_copy)
+        _copy_hosts(G, template, n, per_copy)
 
-    # Rails: the k-th compute NIC of a host (in NIC index order) is on rail k.
-    letter = "h" if per_copy == 1 else "r"
-    rails: dict = {}
-    for v in nics:
-        rails.setdefault(template.nodes[v]["host"], []).append(v)
-    rail_count = max(len(v) for v in rails.values())
-    hosts = [[f"{letter}{r}.{v}" for v in rails.get(t, ())] for r in range(n) for t in range(per_copy)]
-    net = _Network(G, link, spec.ports, spec.model)
-    if network == "fat_tree":
-        order = [nic for host in hosts for nic in host]
-        size = len(order) if len(order) <= spec.ports else down
-        net.leaves([order[i:i + size] for i in range(0, len(order), size)], oversub)
-    elif network == "rail":
-        groups, rail_of = [], []
-        # A scalable unit of `down` hosts has one leaf per rail, in rail order (so leaf k of a
-        # one-unit cluster is rail k).
-        for start in range(0, len(hosts), down):
+        # Rails: the k-th compute NIC of a host (in NIC index order) is on rail k.
+        letter = "h" if per_copy == 1 else "r"
+        rails: dict = {}
+        for v in nics:
+            rails.setdefault(template.nodes[v]["host"], []).append(v)
+        rail_count = max(len(v) for v in rails.values())
+        hosts = [[f"{letter}{r}.{v}" for v in rails.get(t, ())] for r in range(n) for t in range(per_copy)]
+        net = _Network(G, link, spec.ports, spec.model)
+        if network == "fat_tree":
+            order = [nic for host in hosts for nic in host]
+            size = len(order) if len(order) <= spec.ports else down
+            net.leaves([order[i:i + size] for i in range(0, len(order), size)], oversub)
+        elif network == "rail":
+            groups, rail_of = [], []
+            # A scalable unit of `down` hosts has one leaf per rail, in rail order (so leaf k of a
+            # one-unit cluster is rail k).
+            for start in range(0, len(hosts), down):
+                for k in range(rail_count):
+                    members = [host[k] for host in hosts[start:start + down] if k < len(host)]
+                    if members:
+                        groups.append(members)
+                        rail_of.append(k)
+            net.leaves(groups, oversub, rails=rail_of)
+        else:
             for k in range(rail_count):
-                members = [host[k] for host in hosts[start:start + down] if k < len(host)]
-                if members:
-                    groups.append(members)
-                    rail_of.append(k)
-        net.leaves(groups, oversub, rails=rail_of)
-    else:
-        for k in range(rail_count):
-            members = [host[k] for host in hosts if k < len(host)]
-            size = len(members) if len(members) <= spec.ports else down
-            net.leaves([members[i:i + size] for i in range(0, len(members), size)], oversub, rail=k)
+                members = [host[k] for host in hosts if k < len(host)]
+                size = len(members) if len(members) <= spec.ports else down
+                net.leaves([members[i:i + size] for i in range(0, len(members), size)], oversub, rail=k)
     # Valid by construction, so not validated again (on 1,024 hosts that would cost more than
     # copying the hosts; whoever prepares the fabric for a model validates it once more):
     # every host is a renumbered copy of the validated template, each under its own prefix,
