@@ -102,8 +102,9 @@ def compute_nics(G: nx.DiGraph, host: int | None = None) -> list:
     list
         NIC nodes in (host, index) order.
     """
-    return [n for n in nodes_of_kind(G, "nic") if "port_link" in G.nodes[n]
-            and (host is None or G.nodes[n]["host"] == host)]
+    data = G._node  # noqa: SLF001 - read only: networkx's own node dicts, no view per lookup
+    return [n for n in nodes_of_kind(G, "nic") if "port_link" in data[n]
+            and (host is None or data[n]["host"] == host)]
 
 
 def network_nics(G, host: int | None = None) -> list:
@@ -118,7 +119,8 @@ def network_nics(G, host: int | None = None) -> list:
         NIC nodes in (host, index) order.
     """
     adj = G._adj  # noqa: SLF001 - read only: networkx's own adjacency dicts, no view per node
-    return [n for n in compute_nics(G, host) if any(d["kind"] == "network" for d in adj[n].values())]
+    kind = operator.itemgetter("kind")
+    return [n for n in compute_nics(G, host) if "network" in map(kind, adj[n].values())]
 
 
 def network_switches(G, tier: str | None = None) -> list:
