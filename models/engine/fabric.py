@@ -39,7 +39,9 @@ import networkx as nx
 
 from topo.collector import collector_paused
 from topo.errors import DgxTopoError
+from topo.schema import gpus as gpu_nodes
 from topo.schema import validated_gpus
+from topo.unedited import unedited
 
 from .nccl.profiles import NcclProfile, nccl_profile
 from .memo import BoundedMemo
@@ -188,6 +190,8 @@ def _checked_gpus(G: nx.DiGraph) -> tuple:
         if (mark is not None and mark[0] is G.graph and mark[1] is G._node and mark[2] is G._adj
                 and mark[3] is G._pred):
             return mark[4]
+    if unedited(G):  # built valid (topo.build of a cluster) and not edited since
+        return tuple(gpu_nodes(G))
     return tuple(validated_gpus(G))
 
 
