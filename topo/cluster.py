@@ -103,9 +103,8 @@ def compute_nics(G: nx.DiGraph, host: int | None = None) -> list:
     list
         NIC nodes in (host, index) order.
     """
-    data = G._node  # noqa: SLF001 - read only: networkx's own node dicts, no view per lookup
-    return [n for n in nodes_of_kind(G, "nic") if "port_link" in data[n]
-            and (host is None or data[n]["host"] == host)]
+    return [n for n in nodes_of_kind(G, "nic") if "port_link" in G.nodes[n]
+            and (host is None or G.nodes[n]["host"] == host)]
 
 
 def network_nics(G, host: int | None = None) -> list:

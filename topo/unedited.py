@@ -32,7 +32,9 @@ False
 
 from __future__ import annotations
 
+import operator
 from itertools import chain
+from typing import Any, ClassVar, TypeVar
 
 import networkx as nx
 
@@ -49,11 +51,14 @@ class _Record:
         self.dicts = ()
 
 
+_W = TypeVar("_W", bound="_Watched")
+
+
 class _Watched(dict):
     """A dict of one watched graph (the subclass :func:`watched_dict_class` makes for it)."""
 
     __slots__ = ()
-    record: _Record = None  # set on each graph's own subclass
+    record: ClassVar[_Record]  # each graph's own subclass has its own
 
     def __setitem__(self, key, value):
         type(self).record.edited = True
@@ -63,7 +68,10 @@ class _Watched(dict):
         type(self).record.edited = True
         dict.__delitem__(self, key)
 
-    def __ior__(self, other):
+    def __or__(self, other: Any) -> dict:  # a new plain dict, as dict's own gives
+        return dict.__or__(self, other)
+
+    def __ior__(self: _W, other: Any) -> _W:
         type(self).record.edited = True
         return dict.__ior__(self, other)
 
@@ -94,13 +102,13 @@ class _Watched(dict):
         return (dict, (dict(self),))
 
 
-def watched_dict_class() -> type:
+def watched_dict_class() -> type[_Watched]:
     """A new dict subclass for the dicts of one graph being built (all of them: see
     :func:`seal`). Build with it as with ``dict`` (``cls(d)``, ``cls(d, key=value)``)."""
     return type("WatchedDict", (_Watched,), {"__slots__": (), "record": _Record()})
 
 
-def seal(G: nx.DiGraph, cls: type) -> None:
+def seal(G: nx.DiGraph, cls: type[_Watched]) -> None:
     """Start the record of ``G``, built valid with every dict an instance of ``cls``: from now
     on :func:`unedited` tells whether it was edited. Writes while building are forgotten.
 
@@ -110,22 +118,25 @@ def seal(G: nx.DiGraph, cls: type) -> None:
         If a dict of ``G`` is not a ``cls``: a graph partly watched would pass unedited after
         an edit of the rest.
     """
-    dicts = (G.graph, G._node, G._adj, G._pred)  # noqa: SLF001 - networkx's own dicts, read only
-    inner = (*G._adj.values(), *G._pred.values())  # noqa: SLF001
-    every = chain(dicts, G._node.values(), inner, chain.from_iterable(map(dict.values, inner)))  # noqa: SLF001
+    dicts = _dicts(G)
+    graph, node, adj, pred = dicts
+    inner = (*adj.values(), *pred.values())
+    every = chain(dicts, node.values(), inner, chain.from_iterable(map(dict.values, inner)))
     if set(map(type, every)) != {cls}:
         raise ValueError("seal: every dict of the graph must be of the graph's watched class")
     cls.record.dicts = dicts
     cls.record.edited = False
 
 
-def unedited(G) -> bool:
+def _dicts(G: nx.DiGraph) -> tuple:
+    """The dicts networkx keeps a DiGraph in: graph attributes, nodes, successors, predecessors."""
+    own = vars(G)
+    return own["graph"], own["_node"], own["_adj"], own["_pred"]
+
+
+def unedited(G: Any) -> bool:
     """Whether ``G`` is a graph :func:`seal` sealed, unedited since (module docstring)."""
-    try:
-        record = type(G._adj).record  # noqa: SLF001
-    except AttributeError:
+    if not isinstance(G, nx.DiGraph) or not isinstance(vars(G).get("_adj"), _Watched):
         return False
-    if not isinstance(record, _Record) or record.edited or not isinstance(G, nx.DiGraph):
-        return False
-    graph, node, adj, pred = record.dicts or (None,) * 4
-    return G.graph is graph and G._node is node and G._adj is adj and G._pred is pred  # noqa: SLF001
+    record = type(vars(G)["_adj"]).record
+    return not record.edited and len(record.dicts) == 4 and all(map(operator.is_, _dicts(G), record.dicts))
