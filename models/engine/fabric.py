@@ -203,7 +203,8 @@ class PreparedFabric:
     G : networkx.DiGraph
         A fabric. Validated here once and frozen in place (module docstring); prepare a copy to
         keep ``G`` editable. A graph an earlier PreparedFabric validated and froze is not
-        validated again (it refuses every edit).
+        validated again (it refuses every edit), nor is a cluster :func:`topo.build` made and
+        nobody edited since (:mod:`topo.unedited`).
     nccl : str or NcclProfile, optional
         The NCCL release (``"2.18.5"``, ``"2.12"``; default: the reference version). The one
         carrier of the release for everything computed on this fabric.
