@@ -17,7 +17,9 @@ then True only while no such method ran and the graph still holds the dicts it w
 Copies are plain: ``dict.copy`` of an instance, ``G.copy()``, ``nx.DiGraph(G)``, pickling and
 ``copy.deepcopy`` give plain dicts (and a graph that is validated like any other). Reads cost
 what they cost on a dict. What is not covered: calling ``dict``'s own methods on an instance
-(``dict.__setitem__(d, k, v)``), which bypasses any subclass and is not how graphs are edited.
+(``dict.__setitem__(d, k, v)``, ``d.__init__(...)``), which bypasses any subclass and is not how
+graphs are edited, and rebinding networkx's private attributes of the graph other than those
+checked (``G._node``, ``G._adj``, ``G._pred``, ``G.graph``).
 
 Examples
 --------
