@@ -160,14 +160,17 @@ def freeze_graph(G: nx.DiGraph) -> None:
                            f"prepare nx.DiGraph(G)")
     name = G.graph.get("name", "fabric")
     nodes = G._node
+    # dict's own method: the adjacency of a built cluster is a dict subclass (topo.unedited)
+    # whose writes record an edit at Python speed; freezing replaces each dict by an equal one.
+    put = dict.__setitem__
     with collector_paused():
         for n, data in nodes.items():
-            nodes[n] = _ReadOnlyAttributes(data, name)
+            put(nodes, n, _ReadOnlyAttributes(data, name))
         for u, neighbours in G._adj.items():
             for v, data in neighbours.items():
                 frozen = _ReadOnlyAttributes(data, name)
-                neighbours[v] = frozen
-                G._pred[v][u] = frozen
+                put(neighbours, v, frozen)
+                put(G._pred[v], u, frozen)
         G.graph = _ReadOnlyAttributes(G.graph, name)
     G.__class__ = _FrozenDiGraph
 
