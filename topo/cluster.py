@@ -63,6 +63,8 @@ import operator
 
 import networkx as nx
 
+from .collector import collector_paused
+from .unedited import seal, watched_dict_class
 from .errors import DgxTopoError, SystemSpecError
 from .schema import check_names, nodes_of_kind, validate
 from .specs import LINKS, NETWORK_SWITCHES
@@ -117,7 +119,8 @@ def network_nics(G, host: int | None = None) -> list:
         NIC nodes in (host, index) order.
     """
     adj = G._adj  # noqa: SLF001 - read only: networkx's own adjacency dicts, no view per node
-    return [n for n in compute_nics(G, host) if any(d["kind"] == "network" for d in adj[n].values())]
+    kind = operator.itemgetter("kind")
+    return [n for n in compute_nics(G, host) if "network" in map(kind, adj[n].values())]
 
 
 def network_switches(G, tier: str | None = None) -> list:
@@ -344,10 +347,13 @@ def _copy_hosts(G, template, n: int, per_copy: int) -> None:
     (the node and edge dicts networkx keeps, an edge's dict shared by its successor and
     predecessor entries): ``add_edges_from`` would check every edge for a node to create and
     merge attributes into, which a fresh copy of a valid template never needs, and cost twice
-    as much on a 1,024-host cluster.
+    as much on a 1,024-host cluster. Every dict is a ``G.node_dict_factory`` (the graph's
+    watched dicts, :mod:`topo.unedited`), written with ``dict``'s own methods: the record of
+    edits starts when the graph is sealed.
     """
     if len(G):
         raise ValueError("_copy_hosts fills an empty graph")
+    make, put = G.node_dict_factory, dict.__setitem__
     nodes = [(str(v), d, d["kind"] in ("gpu", "nvswitch")) for v, d in template.nodes(data=True)]
     out = [(str(u), [(str(v), d) for v, d in neighbours.items()]) for u, neighbours in template.adj.items()]
     letter = "h" if per_copy == 1 else "r"
@@ -356,19 +362,21 @@ def _copy_hosts(G, template, n: int, per_copy: int) -> None:
         prefix = f"{letter}{r}."
         base = r * per_copy
         name = {v: prefix + v for v, _, _ in nodes}
+        preds = {}
         for v, d, domain in nodes:
-            data = {**d, "host": d["host"] if d["host"] < 0 else base + d["host"]}
-            if domain:
-                data["nvlink_domain"] = r
-            node_store[name[v]] = data
-            pred[name[v]] = {}
-        # A fresh dict per edge (d.copy()), shared by both directions' entries as networkx
-        # does: the copies share no attribute dict with the template or each other.
+            host = d["host"] if d["host"] < 0 else base + d["host"]
+            put(node_store, name[v], make(d, host=host, nvlink_domain=r) if domain else make(d, host=host))
+            preds[name[v]] = {}
+        # A fresh dict per edge (a copy of the template's), shared by both directions' entries
+        # as networkx does: the copies share no attribute dict with the template or each other.
         for u, neighbours in out:
             pu = name[u]
-            inner = succ[pu] = {name[v]: d.copy() for v, d in neighbours}
+            inner = {name[v]: make(d) for v, d in neighbours}
+            put(succ, pu, make(inner))
             for pv, data in inner.items():
-                pred[pv][pu] = data
+                preds[pv][pu] = data
+        for v, inner in preds.items():
+            put(pred, v, make(inner))
 
 
 def join_hosts(template: nx.DiGraph, n: int, *, network: str = "fat_tree", oversub: int = 1,
@@ -432,52 +440,75 @@ def join_hosts(template: nx.DiGraph, n: int, *, network: str = "fat_tree", overs
                            f"expected oversub <= {spec.ports - 1}")
     down = oversub * up
 
-    G = nx.DiGraph()
-    name = template.graph.get("name", "system")
-    system = template.graph.get("system", name.lower())
-    spec_text = f"{n}x{system}" + ("" if network == "fat_tree" else f":{network}") + \
-        ("" if oversub == 1 else f":oversub={oversub}")
-    ratio = "" if oversub == 1 else f", {oversub}:1 oversubscribed"
-    G.graph.update(name=f"{n}x{name}", system=spec_text,
-                   description=f"{n} x {template.graph.get('description', name)}, "
-                               f"{network.replace('_', ' ')} {LINKS[link].label} network{ratio}",
-                   hosts=n * per_copy, gpus_per_host=len(nodes_of_kind(template, "gpu")) // per_copy,
-                   network=network, oversub=oversub, nvlink_domains=n, hosts_per_domain=per_copy)
-    _copy_hosts(G, template, n, per_copy)
+    # Every dict made below is kept: a collection while the hosts and the network are filled in
+    # would traverse them all and free nothing (topo.collector).
+    with collector_paused():
+        watched = watched_dict_class()
+        G = _watched_graph(watched)
+        name = template.graph.get("name", "system")
+        system = template.graph.get("system", name.lower())
+        spec_text = f"{n}x{system}" + ("" if network == "fat_tree" else f":{network}") + \
+            ("" if oversub == 1 else f":oversub={oversub}")
+        ratio = "" if oversub == 1 else f", {oversub}:1 oversubscribed"
+        G.graph.update(name=f"{n}x{name}", system=spec_text,
+                       description=f"{n} x {template.graph.get('description', name)}, "
+                                   f"{network.replace('_', ' ')} {LINKS[link].label} network{ratio}",
+                       hosts=n * per_copy, gpus_per_host=len(nodes_of_kind(template, "gpu")) // per_copy,
+                       network=network, oversub=oversub, nvlink_domains=n, hosts_per_domain=per_copy)
+        _copy_hosts(G, template, n, per_copy)
 
-    # Rails: the k-th compute NIC of a host (in NIC index order) is on rail k.
-    letter = "h" if per_copy == 1 else "r"
-    rails: dict = {}
-    for v in nics:
-        rails.setdefault(template.nodes[v]["host"], []).append(v)
-    rail_count = max(len(v) for v in rails.values())
-    hosts = [[f"{letter}{r}.{v}" for v in rails.get(t, ())] for r in range(n) for t in range(per_copy)]
-    net = _Network(G, link, spec.ports, spec.model)
-    if network == "fat_tree":
-        order = [nic for host in hosts for nic in host]
-        size = len(order) if len(order) <= spec.ports else down
-        net.leaves([order[i:i + size] for i in range(0, len(order), size)], oversub)
-    elif network == "rail":
-        groups, rail_of = [], []
-        # A scalable unit of `down` hosts has one leaf per rail, in rail order (so leaf k of a
-        # one-unit cluster is rail k).
-        for start in range(0, len(hosts), down):
+        # Rails: the k-th compute NIC of a host (in NIC index order) is on rail k.
+        letter = "h" if per_copy == 1 else "r"
+        rails: dict = {}
+        for v in nics:
+            rails.setdefault(template.nodes[v]["host"], []).append(v)
+        rail_count = max(len(v) for v in rails.values())
+        hosts = [[f"{letter}{r}.{v}" for v in rails.get(t, ())] for r in range(n) for t in range(per_copy)]
+        net = _Network(G, link, spec.ports, spec.model)
+        if network == "fat_tree":
+            order = [nic for host in hosts for nic in host]
+            size = len(order) if len(order) <= spec.ports else down
+            net.leaves([order[i:i + size] for i in range(0, len(order), size)], oversub)
+        elif network == "rail":
+            groups, rail_of = [], []
+            # A scalable unit of `down` hosts has one leaf per rail, in rail order (so leaf k of a
+            # one-unit cluster is rail k).
+            for start in range(0, len(hosts), down):
+                for k in range(rail_count):
+                    members = [host[k] for host in hosts[start:start + down] if k < len(host)]
+                    if members:
+                        groups.append(members)
+                        rail_of.append(k)
+            net.leaves(groups, oversub, rails=rail_of)
+        else:
             for k in range(rail_count):
-                members = [host[k] for host in hosts[start:start + down] if k < len(host)]
-                if members:
-                    groups.append(members)
-                    rail_of.append(k)
-        net.leaves(groups, oversub, rails=rail_of)
-    else:
-        for k in range(rail_count):
-            members = [host[k] for host in hosts if k < len(host)]
-            size = len(members) if len(members) <= spec.ports else down
-            net.leaves([members[i:i + size] for i in range(0, len(members), size)], oversub, rail=k)
+                members = [host[k] for host in hosts if k < len(host)]
+                size = len(members) if len(members) <= spec.ports else down
+                net.leaves([members[i:i + size] for i in range(0, len(members), size)], oversub, rail=k)
     # Valid by construction, so not validated again (on 1,024 hosts that would cost more than
-    # copying the hosts; whoever prepares the fabric for a model validates it once more):
-    # every host is a renumbered copy of the validated template, each under its own prefix,
-    # and the network is switches and edges of the catalogue, both directions alike, joining
-    # every compute NIC. Only the names can break a rule the template met: a prefix or a
-    # count makes them longer. tests/topo/test_cluster.py validates every shape built here.
+    # copying the hosts): every host is a renumbered copy of the validated template, each
+    # under its own prefix, and the network is switches and edges of the catalogue, both
+    # directions alike, joining every compute NIC. Only the names can break a rule the
+    # template met: a prefix or a count makes them longer. tests/topo/test_cluster.py
+    # validates every shape built here. Sealed (topo.unedited), the graph carries that: a
+    # model preparing it validates it only if it was edited since.
     check_names(G)
+    for factory in _FACTORIES:  # the graph's own from now on: networkx's plain dicts
+        delattr(G, factory)
+    seal(G, watched)
+    return G
+
+
+# The factories of the dicts networkx makes for a graph (networkx.DiGraph's class attributes).
+_FACTORIES = ("graph_attr_dict_factory", "node_dict_factory", "node_attr_dict_factory",
+              "adjlist_outer_dict_factory", "adjlist_inner_dict_factory", "edge_attr_dict_factory")
+
+
+def _watched_graph(watched: type) -> nx.DiGraph:
+    """An empty DiGraph whose every dict, and every one networkx makes while the factories are
+    set on it, is a ``watched`` (:mod:`topo.unedited`)."""
+    G = nx.DiGraph.__new__(nx.DiGraph)
+    for factory in _FACTORIES:
+        setattr(G, factory, watched)
+    nx.DiGraph.__init__(G)
     return G

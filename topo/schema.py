@@ -38,7 +38,7 @@ __all__ = [
     "COMPUTE_CAPABILITIES", "MAX_BANDWIDTH", "MAX_LATENCY", "MAX_MEMORY_BANDWIDTH",
     "MAX_GPUS_PER_HOST", "MAX_NUMA_NODES", "MAX_CPUS", "MAX_THREADS_PER_CORE", "MAX_LINKS",
     "MAX_NUMBER", "MAX_TEXT", "text_ok",
-    "validate", "check_names", "schema_markdown", "gpus", "nodes_of_kind",
+    "validate", "validated_gpus", "check_names", "schema_markdown", "gpus", "nodes_of_kind",
 ]
 
 #: Node kinds a fabric may hold.
@@ -522,6 +522,24 @@ def validate(G: nx.DiGraph) -> None:
     TopologyError
         With a message naming the node or edge, what was expected and what was received.
     """
+    validated_gpus(G)
+
+
+def validated_gpus(G: nx.DiGraph) -> list:
+    """:func:`validate` ``G`` and return :func:`gpus` ``(G)``, which validation lists anyway
+    (for a caller that needs both, such as :class:`models.engine.fabric.PreparedFabric`).
+
+    Raises
+    ------
+    TopologyError
+        As :func:`validate`.
+
+    Examples
+    --------
+    >>> from topo import dgx1v
+    >>> validated_gpus(dgx1v())[-2:]
+    ['gpu6', 'gpu7']
+    """
     if not isinstance(G, nx.DiGraph) or G.is_multigraph():
         raise TopologyError(
             f"a fabric must be a networkx.DiGraph with one edge per direction, "
@@ -548,6 +566,7 @@ def validate(G: nx.DiGraph) -> None:
             raise TopologyError(
                 f"GPU {node!r} cannot be reached from GPU {gpu_nodes[0]!r}: expected every GPU "
                 f"to reach every other GPU over the fabric (disconnected fabric)")
+    return gpu_nodes
 
 
 def nodes_of_kind(G: nx.DiGraph, kind: str) -> list:

@@ -8,7 +8,9 @@ live exactly as long as the caller keeps the object, and no module of :mod:`mode
 its own. It freezes the graph (its structure with :func:`networkx.freeze`, its node, edge and graph
 attributes read-only), since an edited graph would silently disagree with what was cached:
 an edit raises :class:`FrozenFabricError`, and an edited fabric is a copy (``G.copy()`` or a
-:mod:`topo.transform` function, which always copy) prepared anew.
+:mod:`topo.transform` function, which always copy) prepared anew. Since a frozen graph cannot
+change, it keeps its validation: preparing it again (for another NCCL release, or passing
+``fabric.G`` where a graph is taken) does not validate it again.
 
 :func:`prepare` is how the public functions take their first argument: a
 :class:`PreparedFabric` is used as it is; a plain graph is prepared for that one call, without
@@ -35,9 +37,11 @@ from __future__ import annotations
 
 import networkx as nx
 
+from topo.collector import collector_paused
 from topo.errors import DgxTopoError
 from topo.schema import gpus as gpu_nodes
-from topo.schema import validate as validate_graph
+from topo.schema import validated_gpus
+from topo.unedited import unedited
 
 from .nccl.profiles import NcclProfile, nccl_profile
 from .memo import BoundedMemo
@@ -140,7 +144,8 @@ def freeze_graph(G: nx.DiGraph) -> None:
 
     The cost is one new dict per node and edge (a copy of the graph makes those and its
     adjacency): an edge's dict is shared by ``G._adj`` and ``G._pred``, and both get the
-    read-only one.
+    read-only one. Every one of them is kept, so they are made with Python's cyclic garbage
+    collector paused (:mod:`topo.collector`: process-wide while it lasts).
 
     Raises
     ------
@@ -155,15 +160,42 @@ def freeze_graph(G: nx.DiGraph) -> None:
                            f"prepare nx.DiGraph(G)")
     name = G.graph.get("name", "fabric")
     nodes = G._node
-    for n, data in nodes.items():
-        nodes[n] = _ReadOnlyAttributes(data, name)
-    for u, neighbours in G._adj.items():
-        for v, data in neighbours.items():
-            frozen = _ReadOnlyAttributes(data, name)
-            neighbours[v] = frozen
-            G._pred[v][u] = frozen
-    G.graph = _ReadOnlyAttributes(G.graph, name)
+    # dict's own method: the adjacency of a built cluster is a dict subclass (topo.unedited)
+    # whose writes record an edit at Python speed; freezing replaces each dict by an equal one.
+    put = dict.__setitem__
+    with collector_paused():
+        for n, data in nodes.items():
+            put(nodes, n, _ReadOnlyAttributes(data, name))
+        for u, neighbours in G._adj.items():
+            for v, data in neighbours.items():
+                frozen = _ReadOnlyAttributes(data, name)
+                put(neighbours, v, frozen)
+                put(G._pred[v], u, frozen)
+        G.graph = _ReadOnlyAttributes(G.graph, name)
     G.__class__ = _FrozenDiGraph
+
+
+# The instance attribute by which a graph that PreparedFabric validated and froze carries its
+# validation: the dicts validation read (graph attributes, nodes, successors, predecessors),
+# and its GPUs in topo.gpus order.
+_VALIDATED = "_validated_as"
+
+
+def _checked_gpus(G: nx.DiGraph) -> tuple:
+    """The GPUs of ``G`` in :func:`topo.gpus` order, validating ``G`` (:func:`topo.validate`)
+    unless it is a graph a :class:`PreparedFabric` validated and froze: a frozen graph refuses
+    every edit of its structure and attributes, so while the dicts validation read are still
+    the graph's own (``G.graph`` is an attribute one may rebind), it is as valid as it was.
+    A copy (``G.copy()``, ``nx.DiGraph(G)``, a :mod:`topo.transform` function) carries none
+    of it and is validated."""
+    if isinstance(G, _FrozenDiGraph):
+        mark = G.__dict__.get(_VALIDATED)
+        if (mark is not None and mark[0] is G.graph and mark[1] is G._node and mark[2] is G._adj
+                and mark[3] is G._pred):
+            return mark[4]
+    if unedited(G):  # built valid (topo.build of a cluster) and not edited since
+        return tuple(gpu_nodes(G))
+    return tuple(validated_gpus(G))
 
 
 class PreparedFabric:
@@ -173,7 +205,9 @@ class PreparedFabric:
     ----------
     G : networkx.DiGraph
         A fabric. Validated here once and frozen in place (module docstring); prepare a copy to
-        keep ``G`` editable.
+        keep ``G`` editable. A graph an earlier PreparedFabric validated and froze is not
+        validated again (it refuses every edit), nor is a cluster :func:`topo.build` made and
+        nobody edited since (:mod:`topo.unedited`).
     nccl : str or NcclProfile, optional
         The NCCL release (``"2.18.5"``, ``"2.12"``; default: the reference version). The one
         carrier of the release for everything computed on this fabric.
@@ -209,14 +243,15 @@ class PreparedFabric:
         if not isinstance(G, nx.DiGraph):
             raise DgxTopoError(f"expected a fabric (networkx.DiGraph) or a models.PreparedFabric, received "
                                f"{type(G).__name__}")
-        validate_graph(G)
+        gpus = _checked_gpus(G)
         if freeze:
             freeze_graph(G)
+            G.__dict__[_VALIDATED] = (G.graph, G._node, G._adj, G._pred, gpus)
         self.G = G
         self.profile: NcclProfile = nccl_profile(nccl)
         self.nccl = NcclSystem(G, self.profile, validate=False,
                                searches=searches)
-        self.ids = {n: i for i, n in enumerate(gpu_nodes(G))}
+        self.ids = {n: i for i, n in enumerate(gpus)}
         self.name = G.graph.get("name", "fabric")
         self.memo: dict = {}
         self._symmetry = None
@@ -266,7 +301,8 @@ def prepare(fabric: nx.DiGraph | PreparedFabric, *, nccl: str | NcclProfile | No
 
 def graph_of(fabric: nx.DiGraph | PreparedFabric) -> nx.DiGraph:
     """The graph of ``fabric``: a prepared fabric's own (validated when it was prepared), or a
-    graph validated now. For functions that read the graph but no cache of the fabric.
+    graph validated now (unless a prepared fabric validated and froze it: :class:`PreparedFabric`).
+    For functions that read the graph but no cache of the fabric.
 
     Raises
     ------
@@ -278,5 +314,5 @@ def graph_of(fabric: nx.DiGraph | PreparedFabric) -> nx.DiGraph:
     if not isinstance(fabric, nx.DiGraph):
         raise DgxTopoError(f"expected a fabric (networkx.DiGraph) or a models.PreparedFabric, received "
                            f"{type(fabric).__name__}")
-    validate_graph(fabric)
+    _checked_gpus(fabric)
     return fabric

@@ -157,11 +157,12 @@ class _Nics:
 
 
 def _nics_by_host(G) -> dict:
-    """Per host, its NICs on a network in index order (the same order on every copy)."""
+    """Per host, its NICs on a network in index order (the same order on every copy:
+    :func:`topo.cluster.network_nics` lists them in (host, index) order)."""
     found: dict = {}
     for n in network_nics(G):
         found.setdefault(G.nodes[n]["host"], []).append(n)
-    return {h: sorted(nics, key=lambda n: (G.nodes[n].get("index", 0), str(n))) for h, nics in found.items()}
+    return found
 
 
 def network_load(fabric: NcclSystem, search: ChannelSearch | NvlsGraph, pattern: str,

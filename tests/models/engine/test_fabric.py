@@ -155,3 +155,39 @@ def test_freezing_costs_less_than_copying_the_graph():
     after = {id(d) for _, _, d in G.edges(data=True)}
     assert len(after) == G.number_of_edges() and not before & after
     assert all(G.adj[u][v] is G.pred[v][u] for u, v in G.edges)  # one shared dict per edge, as before
+
+
+def test_a_graph_a_prepared_fabric_froze_is_not_validated_again(monkeypatch):
+    """Validated once per content: a frozen graph refuses every edit, so preparing it again (for
+    another release, or a one-shot call given ``fabric.G``) reads no attribute of it; a copy,
+    or the frozen graph with its graph attributes rebound, is validated."""
+    import models.engine.fabric as fabric_module
+
+    G = topo.dgx1v()
+    first = PreparedFabric(G)
+    calls = []
+    validated_gpus = fabric_module.validated_gpus
+    monkeypatch.setattr(fabric_module, "validated_gpus", lambda H: calls.append(H) or validated_gpus(H))
+    again = PreparedFabric(G, nccl="2.12")
+    assert again.ids == first.ids and models.estimate(G, "all_reduce", GiB).busbw > 0
+    assert calls == [] and fabric_module.graph_of(G) is G
+    assert PreparedFabric(pickle.loads(pickle.dumps(G))).ids == first.ids and calls == []  # the same content
+    H = G.copy()
+    PreparedFabric(H)
+    assert calls == [H]
+    G.graph = {**G.graph, "name": "\x1b[2J"}  # rebinding is not refused: validated again
+    with pytest.raises(topo.TopologyError, match="graph attribute 'name'"):
+        PreparedFabric(G)
+
+
+def test_freezing_leaves_the_garbage_collector_as_it_was():
+    import gc
+
+    enabled = gc.isenabled()
+    try:
+        for state in (True, False):
+            (gc.enable if state else gc.disable)()
+            PreparedFabric(topo.dgx1v())
+            assert gc.isenabled() is state
+    finally:
+        (gc.enable if enabled else gc.disable)()
