@@ -486,7 +486,9 @@ def test_progress_bar_draws_on_a_terminal():
 
 
 def test_ctrl_c_is_one_line_exit_130_and_leaves_no_file(tmp_path):
-    """SIGINT to a long run (2xdgx1v subsets with a raised limit): one line, status 130."""
+    """SIGINT to a long run (2xdgx1v subsets of 8, 8,458 estimates, the limit raised to let them
+    run: minutes of work): one line, status 130. (With a limit below that count the command is
+    refused once the sets are sized, which may take less than the second this test waits.)"""
     import signal
     import subprocess
     import sys
@@ -498,7 +500,7 @@ def test_ctrl_c_is_one_line_exit_130_and_leaves_no_file(tmp_path):
             "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
             "sys.stderr.write('ready\\n'); sys.stderr.flush()\n"
             "raise SystemExit(models.present.cli.main(sys.argv[1:]))\n")
-    argv = ["subsets", "all_reduce", "--system", "2xdgx1v", "-k", "8", "-s", "1G", "--max-searches", "1000"]
+    argv = ["subsets", "all_reduce", "--system", "2xdgx1v", "-k", "8", "-s", "1G", "--max-searches", "10000"]
     child = subprocess.Popen([sys.executable, "-c", code, *argv], cwd=Path(__file__).parents[1],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
