@@ -497,20 +497,17 @@ def _reach(rows, remaining, speed, n) -> bool:
 def _channel_bound(problem, remaining, speed, type_intra, ring=True, type_inter=None) -> int:
     """Most ring channels the links could still hold at ``speed`` with hops up to ``type_intra``.
 
-    ``remaining`` is the room left per edge class. No bound for trees here (a chain does not enter
-    its first GPU nor leave its last; :func:`_chain_bound` counts those ends, outside the search). Every ring channel leaves and enters every GPU exactly
-    once. Out of GPU i, an edge with room ``r`` carrying share ``f`` of a hop admits
-    ``f x floor(r / (speed x f))`` channels; in a ring of three or more GPUs a channel cannot
-    enter from and leave to the same direct neighbour, so with U entries and V exits of which
-    neighbour x holds u_x and v_x, GPU i admits at most ``min(U, V, U - u_x + V - v_x)``
-    channels. With NICs, every channel enters through one NIC port and leaves through one, of
-    the NICs the GPUs may reach at this ``type_inter``, and through the PCIe edges next to its
-    first and last GPU; and its n - 1 hops between GPUs take their speed from the room on the
-    edges leaving GPUs.
+    ``remaining`` is the room left per edge class. No bound for trees here (a chain does not
+    enter its first GPU nor leave its last; :func:`_chain_bound` counts those ends, outside the
+    search). Every ring channel leaves and enters every GPU exactly once. Out of GPU i, an edge
+    with room ``r`` carrying share ``f`` of a hop admits ``f x floor(r / (speed x f))`` channels
+    (:func:`_port_room`); in a ring of three or more GPUs a channel cannot enter from and leave to
+    the same direct neighbour, so with U entries and V exits of which neighbour x holds u_x and
+    v_x, GPU i admits at most ``min(U, V, U - u_x + V - v_x)`` channels. With NICs, every
+    channel enters through one NIC port and leaves through one, of the NICs the GPUs may reach
+    at this ``type_inter``, and through the PCIe edges next to its first and last GPU; and its
+    n - 1 hops between GPUs take their speed from the room on the edges leaving GPUs.
     """
-    def room(k):
-        return remaining[k] + _SLACK
-
     if problem.nets:
         groups = problem.usable.get(type_inter)
         if groups is None:
@@ -546,19 +543,29 @@ def _channel_bound(problem, remaining, speed, type_intra, ring=True, type_inter=
     if not ring:
         return _UNBOUNDED
 
-    def units(k, f):
-        return f * math.floor(room(k) / (speed * f))
-
     bound = _UNBOUNDED
-    for gpu in problem.ports[type_intra]:
-        paired = [(units(o, 1.0), units(b, 1.0)) for o, b in gpu.pairs]
-        out = sum(v for v, _ in paired) + sum(units(k, f) for k, f in gpu.exits)
-        inward = sum(u for _, u in paired) + sum(units(k, f) for k, f in gpu.entries)
+    for paired, out, inward in _port_room(problem, remaining, speed, type_intra):
         limit = min(out, inward)
         for v, u in paired:
             limit = min(limit, inward - u + out - v)
         bound = min(bound, math.floor(limit + 1e-9))
     return bound
+
+
+def _port_room(problem, remaining, speed, type_intra) -> list:
+    """Per GPU, the channels of ``speed`` the room left on its ports admits (hops up to
+    ``type_intra``): ``(paired, out, inward)``, ``paired`` the ``(out, in)`` of each direct bundle
+    to a neighbour, ``out`` and ``inward`` the totals. An edge with room ``r`` carrying share ``f``
+    of a hop admits ``f x floor(r / (speed x f))`` channels."""
+    def units(k, f):
+        return f * math.floor((remaining[k] + _SLACK) / (speed * f))
+
+    rooms = []
+    for gpu in problem.ports[type_intra]:
+        paired = [(units(o, 1.0), units(b, 1.0)) for o, b in gpu.pairs]
+        rooms.append((paired, sum(v for v, _ in paired) + sum(units(k, f) for k, f in gpu.exits),
+                      sum(u for _, u in paired) + sum(units(k, f) for k, f in gpu.entries)))
+    return rooms
 
 
 def _chain_bound(problem, remaining, speed, type_intra) -> int:
@@ -574,17 +581,12 @@ def _chain_bound(problem, remaining, speed, type_intra) -> int:
     c - in_i) <= c`` for every GPU. Used to skip searches that cannot reach what is asked and
     to stop one that reached it; not inside a search, whose steps stay NCCL's.
     """
-    if problem.nets or problem.n < 3 or not _connected(problem, remaining, speed, type_intra):
-        return _UNBOUNDED if problem.nets or problem.n < 3 else 0
-
-    def units(k, f):
-        return f * math.floor((remaining[k] + _SLACK) / (speed * f))
-
-    outs, ins = [], []
-    for gpu in problem.ports[type_intra]:
-        paired = [(units(o, 1.0), units(b, 1.0)) for o, b in gpu.pairs]
-        outs.append(sum(v for v, _ in paired) + sum(units(k, f) for k, f in gpu.exits))
-        ins.append(sum(u for _, u in paired) + sum(units(k, f) for k, f in gpu.entries))
+    if problem.nets or problem.n < 3:
+        return _UNBOUNDED
+    if not _connected(problem, remaining, speed, type_intra):
+        return 0
+    rooms = _port_room(problem, remaining, speed, type_intra)
+    outs, ins = [out for _, out, _ in rooms], [inward for _, _, inward in rooms]
 
     def short(c, room) -> int:  # chains that must end (or start) at the GPU: at least c - room
         return max(0, math.ceil(c - room - 1e-9))
