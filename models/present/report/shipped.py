@@ -2,13 +2,14 @@
 
 Most of ``dgxtopo report``'s time is model work that is the same for every user: NCCL's channel
 searches and estimates of the built-in systems, the bounds of every GPU set, the planner's layouts,
-the simulated steps, and the drawings of their fabrics and channels. :mod:`models.present.report.analysis` computes each section once per content:
-it reads a section from the shipped file (``data/analysis.json.gz``) when the file holds a record
-under that section's :func:`fingerprint` (a digest of what a user can change: the fabrics' whole
-graphs, the NCCL release, the section's parameters), and computes it otherwise (any other fabric,
-release or option). The models' code is not in the key: the file ships with the code that wrote it,
-and the tests recompute it (a sample always, the whole file under CI), so a model change that moves
-a shipped number fails them until the file is rewritten.
+the simulated steps, and the drawings of their fabrics and channels.
+:mod:`models.present.report.analysis` computes each section once per content: it reads a section
+from the shipped file (``data/analysis.json.gz``) when the file holds a record under that section's
+:func:`fingerprint` (a digest of what a user can change: the fabrics' whole graphs, the NCCL
+release, the section's parameters), and computes it otherwise (any other fabric, release or
+option). The models' code is not in the key: the file ships with the code that wrote it, and the
+tests recompute it (a sample always, the whole file under CI), so a model change that moves a
+shipped number fails them until the file is rewritten.
 
 The records are the analysis's own result objects (frozen dataclasses, numpy arrays, enums,
 tuples and dicts), written by :func:`encode` and read back equal by :func:`decode`: the page is
