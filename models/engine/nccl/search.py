@@ -1190,12 +1190,19 @@ def _search_host(fabric, nodes, nets, pattern, min_channels, max_channels) -> Ch
     """NCCL's ncclTopoCompute for the GPUs of one host (and its NICs, on several nodes):
     pass 1, duplication, pass 2."""
     G, profile = fabric.G, fabric.profile
-    problem = _build_problem(fabric, nodes, nets)
+    # The ring and the tree search of a GPU set, and every later estimate of it, share its problem
+    # and the problem's content key (both are costly to make; the fabric's graph is frozen).
+    made = fabric.problems.get((tuple(nodes), tuple(nets)))
+    if made is None:
+        problem = _build_problem(fabric, nodes, nets)
+        made = (problem, _problem_key(problem))
+        fabric.problems.put((tuple(nodes), tuple(nets)), made)
+    problem, content = made
     cc = min(G.nodes[n]["compute_capability"] for n in nodes)
     # The search reads only the problem, the GPUs' compute capability and the profile: a problem
     # equal in content (the same GPUs, NICs, edges, capacities and routes) has the same answer,
     # whichever graph object or call it comes from.
-    key = (_problem_key(problem), cc, pattern, min_channels, max_channels, id(profile))
+    key = (content, cc, pattern, min_channels, max_channels, id(profile))
     # The memo is the fabric's (NcclSystem.searches), shared with fabrics whose hosts are alike.
     cached = fabric.searches.get(key)
     if cached is not None and cached[0] is profile:

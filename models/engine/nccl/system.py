@@ -187,6 +187,9 @@ class NcclSystem:
         Every CPU is an Intel part (NCCL's PHB overhead applies).
     searches : models.engine.memo.BoundedMemo
         Host channel searches by problem content (:mod:`models.engine.nccl.search`).
+    problems : models.engine.memo.BoundedMemo
+        The channel search's problems (routed hops, numbered edges) and their content keys, by
+        ``(GPUs, NICs)`` of a host (:mod:`models.engine.nccl.search`).
     host_searches : dict
         Searches of host shapes of a cluster, ``(shape, bounds) -> (host, ChannelSearch)``.
     views : dict
@@ -217,6 +220,9 @@ class NcclSystem:
         self._relays: dict = {}
         self._capacity: dict = {}
         self.searches = BoundedMemo(256) if searches is None else searches
+        # A problem is the size of its GPU set squared: the recent ones are the ones asked again
+        # (a set's ring then tree search, its next estimate).
+        self.problems = BoundedMemo(64)
         self.host_searches: dict = {}
         self.views: dict = {}
         self.split: dict = {}
