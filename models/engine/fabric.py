@@ -243,14 +243,16 @@ class PreparedFabric:
         if not isinstance(G, nx.DiGraph):
             raise DgxTopoError(f"expected a fabric (networkx.DiGraph) or a models.PreparedFabric, received "
                                f"{type(G).__name__}")
+        # A cluster topo.build joined, unedited: its hosts are copies (topo.cluster), which the
+        # channel search need not compare before sharing a host's search (NcclSystem.host_kind).
+        built = unedited(G)
         gpus = _checked_gpus(G)
         if freeze:
             freeze_graph(G)
             G.__dict__[_VALIDATED] = (G.graph, G._node, G._adj, G._pred, gpus)
         self.G = G
         self.profile: NcclProfile = nccl_profile(nccl)
-        self.nccl = NcclSystem(G, self.profile, validate=False,
-                               searches=searches)
+        self.nccl = NcclSystem(G, self.profile, validate=False, searches=searches, hosts_alike=built)
         self.ids = {n: i for i, n in enumerate(gpus)}
         self.name = G.graph.get("name", "fabric")
         self.memo: dict = {}

@@ -118,7 +118,8 @@ def nccl_view(fabric: NcclSystem, nodes) -> tuple:
         for clique in nvlink_cliques(G, nodes):
             if any(G.nodes[n]["host"] in host_map for n in clique):
                 split.update(_merge_switches(H, clique))
-        views[key] = NcclSystem(H, profile, validate=False, searches=fabric.searches)
+        views[key] = NcclSystem(H, profile, validate=False, searches=fabric.searches,
+                                hosts_alike=fabric.hosts_alike)
         views[key].split.update(split)
     return views[key], True
 

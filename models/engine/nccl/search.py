@@ -1382,12 +1382,13 @@ def _search_nodes(fabric, hosts, min_channels, max_channels) -> ChannelSearch:
     max_channels = maxchannels // 2 if max_channels is None else max_channels
     _check_bounds(min_channels, max_channels, maxchannels)
     # The fabric's searches of host shapes: NCCL's search of a node depends only on the node's
-    # GPUs, NICs and links, and the hosts of a cluster are copies (topo.cluster).
+    # GPUs, NICs and links, so a search applies to the hosts that are copies of its host (the
+    # hosts of a built cluster are: topo.cluster; a what-if or an imported cluster may differ).
     done = fabric.host_searches
     results = {}
     for host, members in hosts.items():
-        shape = tuple(G.nodes[n]["index"] for n in members)
-        key = (shape, min_channels, max_channels)
+        shape = (fabric.host_kind(host), tuple(G.nodes[n]["index"] for n in members))
+        key = (*shape, min_channels, max_channels)
         if key not in done:
             nets = network_nics(G, host)
             if not nets:
@@ -1401,7 +1402,7 @@ def _search_nodes(fabric, hosts, min_channels, max_channels) -> ChannelSearch:
             results[shape] = moved
     # NCCL reduces nChannels and the bandwidths to the minimum over all ranks (init.cc).
     worst = min(results.values(), key=lambda r: (r.nchannels * r.bw_intra, r.nchannels))
-    first = results[tuple(G.nodes[n]["index"] for n in hosts[min(hosts)])]
+    first = results[fabric.host_kind(min(hosts)), tuple(G.nodes[n]["index"] for n in hosts[min(hosts)])]
     nchannels = min(r.nchannels for r in results.values())
     bw = min(r.bw_intra for r in results.values())
     trace = first.trace + (() if worst is first else

@@ -160,6 +160,10 @@ def nccl_capacity(G: nx.DiGraph, u: str, v: str, profile: str | NcclProfile | No
     return _edge_capacity(G, u, v, nccl_profile(profile))
 
 
+#: Node attributes that say where a node is, not what it is (:meth:`NcclSystem.host_kind`).
+_PLACE_ATTRIBUTES = frozenset({"host", "nvlink_domain"})
+
+
 class NcclSystem:
     """NCCL's view of one fabric under one profile, shared by every GPU set of it.
 
@@ -177,6 +181,9 @@ class NcclSystem:
     searches : models.engine.memo.BoundedMemo, optional
         Memo of host channel searches by problem content, which fabrics with alike hosts may
         share (a new one by default).
+    hosts_alike : bool
+        Hosts with the same local node names are copies (a cluster :func:`topo.build` joined and
+        nobody edited since): :meth:`host_kind` need not compare them.
 
     Attributes
     ----------
@@ -191,7 +198,8 @@ class NcclSystem:
         The channel search's problems (routed hops, numbered edges) and their content keys, by
         ``(GPUs, NICs)`` of a host (:mod:`models.engine.nccl.search`).
     host_searches : dict
-        Searches of host shapes of a cluster, ``(shape, bounds) -> (host, ChannelSearch)``.
+        Searches of host shapes of a cluster, ``(host kind, shape, bounds) -> (host,
+        ChannelSearch)`` (:meth:`host_kind`).
     views : dict
         MNNVL views of this fabric by fused hosts (:func:`models.engine.nccl.channels.nccl_view`).
     split : dict
@@ -202,7 +210,7 @@ class NcclSystem:
     """
 
     def __init__(self, G: nx.DiGraph, profile: str | NcclProfile | None = None, *, validate: bool = True,
-                 searches: BoundedMemo | None = None):
+                 searches: BoundedMemo | None = None, hosts_alike: bool = False):
         if validate:
             validate_graph(G)
         self.G = G
@@ -224,6 +232,10 @@ class NcclSystem:
         # (a set's ring then tree search, its next estimate).
         self.problems = BoundedMemo(64)
         self.host_searches: dict = {}
+        self.hosts_alike = hosts_alike
+        self._host_nodes: dict | None = None
+        self._host_kinds: dict = {}
+        self._kinds: dict = {}
         self.views: dict = {}
         self.split: dict = {}
         self.network_loads: dict = {}
@@ -235,6 +247,44 @@ class NcclSystem:
         except KeyError:
             value = self._capacity[u, v] = _edge_capacity(self.G, u, v, self.profile, self._fabric_cc)
             return value
+
+    def host_kind(self, host: int) -> int:
+        """A number shared by the hosts that are copies of each other: the same nodes, links and
+        attributes under their local names (a node's name after its host's prefix), and the
+        same links to nodes outside (by kind). A channel search of one applies to the others.
+
+        Attributes that only say which host or NVLink domain a node is in are not compared.
+        With :attr:`hosts_alike` every host is of kind 0 (hosts whose local names differ, as the
+        trays of a rack, are then told apart by their names).
+        """
+        if self.hosts_alike:
+            return 0
+        kind = self._host_kinds.get(host)
+        if kind is None:
+            if self._host_nodes is None:
+                self._host_nodes = {}
+                for n, h in self.G.nodes(data="host"):
+                    self._host_nodes.setdefault(h, []).append(n)
+            members = self._host_nodes.get(host, [])
+            local = {n: n.split(".", 1)[-1] for n in members}
+            nodes, adj, pred = self.G.nodes, self.G.adj, self.G.pred
+            # In the graph's own orders: copies list them alike (a host built otherwise is only
+            # searched on its own).
+            parts: list = []
+            for n in members:
+                parts.append((local[n], tuple(kv for kv in nodes[n].items() if kv[0] not in _PLACE_ATTRIBUTES)))
+                for v, d in adj[n].items():
+                    parts.append((local[n], local.get(v) or ("outside", nodes[v]["kind"]), tuple(d.items())))
+                for u, d in pred[n].items():
+                    if u not in local:
+                        parts.append((("outside", nodes[u]["kind"]), local[n], tuple(d.items())))
+            signature: object = tuple(parts)
+            try:
+                hash(signature)
+            except TypeError:  # an attribute value that is not hashable: compare the texts
+                signature = repr(signature)
+            kind = self._host_kinds[host] = self._kinds.setdefault(signature, len(self._kinds))
+        return kind
 
     def pcie_overhead(self, path_type: PathType) -> float:
         """Multiplier NCCL's search applies to PCIe links of a path of this type (6/5 on PHB

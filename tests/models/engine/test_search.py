@@ -283,6 +283,32 @@ def test_a_graph_edited_in_place_is_searched_again():
     assert slowed.nchannels * slowed.bw_intra < spanning.nchannels * spanning.bw_intra
 
 
+def test_a_host_that_is_not_a_copy_is_searched_on_its_own_whatever_was_asked_before():
+    """NCCL searches every node with its own NICs and keeps the minimum over the nodes
+    (NVIDIA/nccl v2.27.7-1 src/init.cc). On 2xDGX-1V without host 1's mlx5_1 (the NIC beside
+    GPUs 2 and 3), a channel of GPU 2 on host 1 leaves by a farther NIC, so the pair of the two
+    hosts' GPU 2 is held to host 1's search: the time is the one of the fabric without the
+    NIC on both hosts, and slower than the intact fabric's. Before, host 1 took host 0's search
+    (the same local GPUs), and which host a shape was first searched on depended on the GPU
+    sets asked of the fabric before."""
+    from models.engine.fabric import PreparedFabric
+
+    intact = topo.build("2xdgx1v")
+    one = topo.transform.remove_nodes(intact, ["h1.mlx5_1"])
+    both = topo.transform.remove_nodes(intact, ["h0.mlx5_1", "h1.mlx5_1"])
+
+    def time(G, gpus, asked_before=()):
+        fabric = PreparedFabric(G.copy())
+        for earlier in asked_before:
+            estimate(fabric, "all_reduce", 2**30, [fabric.ids[n] for n in earlier])
+        return estimate(fabric, "all_reduce", 2**30, [fabric.ids[n] for n in gpus]).time
+
+    pair = ("h0.gpu2", "h1.gpu2")
+    assert time(one, pair) == time(both, pair) > time(intact, pair)
+    three = ("h0.gpu2", "h1.gpu4", "h1.gpu7")  # host 0's GPU 2 has its own NIC
+    assert time(one, three, asked_before=[("h0.gpu0", "h1.gpu2")]) == time(one, three) == time(intact, three)
+
+
 @pytest.mark.parametrize("factor", [0.05, 0.01, 1e-6])
 def test_a_link_too_slow_for_any_search_speed_is_used_at_its_own_rate(factor):
     """issue 24: a pair linked only by a link slower than NCCL's lowest search speed gets NCCL's
