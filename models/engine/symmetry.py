@@ -291,13 +291,16 @@ def _attributes(data, own_domains=frozenset()) -> tuple:
                         for k, v in data.items() if k != "host"))
 
 
-def host_classes(G, marked=frozenset()) -> list:
+def host_classes(G, marked=frozenset(), *, outside: str = "node") -> list:
     """The hosts of ``G`` grouped into classes whose swaps are automorphisms of the whole fabric.
 
     A host is its nodes with a non-negative ``host``; two hosts swap when they hold the same
     places (:func:`host_place`) with the same attributes (but ``host``) and the same edges, to the
     same places of their own host or to the same node outside (a network switch, a rack's
     NVSwitch chip), and the same nodes are ``marked`` (a job's GPUs). Linear in the edges.
+    With ``outside="kind"`` an edge to a node outside the host is compared by that node's kind
+    only: the hosts are copies of each other, as one host's channel search sees it (the NIC
+    cabled to another leaf switch carries the same port), not swaps of the whole fabric.
 
     Returns
     -------
@@ -313,15 +316,31 @@ def host_classes(G, marked=frozenset()) -> list:
         if domain is not None:
             hosts_of_domain.setdefault(domain, set()).add(host_of.get(n))
     own = frozenset(d for d, hosts in hosts_of_domain.items() if len(hosts) == 1 and None not in hosts)
+    places = {n: ("local", host_place(n)) for n in host_of}
+    # The key of an edge's attributes, by their items: the hosts' copies of a link are alike.
+    edge_keys: dict = {}
+
+    def edge_key(d):
+        items = tuple(d.items())
+        try:
+            return edge_keys[items]
+        except KeyError:
+            key = edge_keys[items] = _attributes(d)
+            return key
+        except TypeError:  # a value that is not hashable
+            return _attributes(d)
+
     signature: dict = {}
     for h, nodes in nodes_of.items():
         parts = []
         for n in nodes:
             def far(w):
-                return ("local", host_place(w)) if host_of.get(w) == h else ("outside", str(w))
-            out = sorted((far(w), _attributes(d)) for w, d in G.adj[n].items())
-            into = sorted((far(w), _attributes(d)) for w, d in G.pred[n].items())
-            parts.append((host_place(n), _attributes(G.nodes[n], own), n in marked, tuple(out), tuple(into)))
+                if host_of.get(w) == h:
+                    return places[w]
+                return ("outside", str(w) if outside == "node" else G.nodes[w].get("kind"))
+            out = sorted((far(w), edge_key(d)) for w, d in G.adj[n].items())
+            into = sorted((far(w), edge_key(d)) for w, d in G.pred[n].items())
+            parts.append((places[n][1], _attributes(G.nodes[n], own), n in marked, tuple(out), tuple(into)))
         signature.setdefault(tuple(sorted(parts)), []).append(h)
     return sorted((sorted(hosts) for hosts in signature.values()), key=lambda c: c[0])
 

@@ -55,6 +55,7 @@ from topo.specs import LINKS
 
 from ..memo import BoundedMemo
 from ..routes import PathType, Router
+from ..symmetry import host_classes
 from .profiles import NcclProfile, nccl_profile
 from .releases import NvbRelay, Pxn
 
@@ -160,10 +161,6 @@ def nccl_capacity(G: nx.DiGraph, u: str, v: str, profile: str | NcclProfile | No
     return _edge_capacity(G, u, v, nccl_profile(profile))
 
 
-#: Node attributes that say where a node is, not what it is (:meth:`NcclSystem.host_kind`).
-_PLACE_ATTRIBUTES = frozenset({"host", "nvlink_domain"})
-
-
 class NcclSystem:
     """NCCL's view of one fabric under one profile, shared by every GPU set of it.
 
@@ -233,9 +230,7 @@ class NcclSystem:
         self.problems = BoundedMemo(64)
         self.host_searches: dict = {}
         self.hosts_alike = hosts_alike
-        self._host_nodes: dict | None = None
         self._host_kinds: dict = {}
-        self._kinds: dict = {}
         self.views: dict = {}
         self.split: dict = {}
         self.network_loads: dict = {}
@@ -249,42 +244,19 @@ class NcclSystem:
             return value
 
     def host_kind(self, host: int) -> int:
-        """A number shared by the hosts that are copies of each other: the same nodes, links and
-        attributes under their local names (a node's name after its host's prefix), and the
-        same links to nodes outside (by kind). A channel search of one applies to the others.
-
-        Attributes that only say which host or NVLink domain a node is in are not compared.
-        With :attr:`hosts_alike` every host is of kind 0 (hosts whose local names differ, as the
-        trays of a rack, are then told apart by their names).
+        """A number shared by the hosts that are copies of each other as a host's channel search
+        sees them: the same nodes, links and attributes under their local names, and links of the
+        same attributes to nodes of the same kinds outside
+        (:func:`models.engine.symmetry.host_classes` with ``outside="kind"``). A search of one
+        applies to the others. With :attr:`hosts_alike` every host is of kind 0 (hosts whose
+        local names differ, as the trays of a rack, are then told apart by their names).
         """
         if self.hosts_alike:
             return 0
-        kind = self._host_kinds.get(host)
-        if kind is None:
-            if self._host_nodes is None:
-                self._host_nodes = {}
-                for n, h in self.G.nodes(data="host"):
-                    self._host_nodes.setdefault(h, []).append(n)
-            members = self._host_nodes.get(host, [])
-            local = {n: n.split(".", 1)[-1] for n in members}
-            nodes, adj, pred = self.G.nodes, self.G.adj, self.G.pred
-            # In the graph's own orders: copies list them alike (a host built otherwise is only
-            # searched on its own).
-            parts: list = []
-            for n in members:
-                parts.append((local[n], tuple(kv for kv in nodes[n].items() if kv[0] not in _PLACE_ATTRIBUTES)))
-                for v, d in adj[n].items():
-                    parts.append((local[n], local.get(v) or ("outside", nodes[v]["kind"]), tuple(d.items())))
-                for u, d in pred[n].items():
-                    if u not in local:
-                        parts.append((("outside", nodes[u]["kind"]), local[n], tuple(d.items())))
-            signature: object = tuple(parts)
-            try:
-                hash(signature)
-            except TypeError:  # an attribute value that is not hashable: compare the texts
-                signature = repr(signature)
-            kind = self._host_kinds[host] = self._kinds.setdefault(signature, len(self._kinds))
-        return kind
+        if not self._host_kinds:
+            self._host_kinds.update((h, k) for k, hosts in enumerate(host_classes(self.G, outside="kind"))
+                                    for h in hosts)
+        return self._host_kinds.get(host, -1)
 
     def pcie_overhead(self, path_type: PathType) -> float:
         """Multiplier NCCL's search applies to PCIe links of a path of this type (6/5 on PHB
