@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 
 import topo
-from models.engine.fabric import PreparedFabric
 from models.predict.collectives import estimate
 from models.predict.p2p import p2p_matrix
 from topo.units import GiB
@@ -33,23 +32,16 @@ def choice(G, gpus) -> tuple:
     return p.algorithm, p.protocol, p.nchannels, p.busbw
 
 
-def prepared(*graphs) -> tuple:
-    """Each graph prepared once for the several questions a test asks of it (its GPU sets, its
-    P2P matrix): the imported and the built-in fabric stay two fabrics, computed apart."""
-    return tuple(PreparedFabric(G) for G in graphs)
-
-
 @pytest.mark.parametrize("system", sorted(topo.SYSTEMS) + sorted(topo.registry.VARIANTS))
 def test_printout_imports_to_the_builtin_predictions(system):
     B = topo.build(system)
     G = topo.from_nvidia_smi(printout(B), gpu=gpu_name(B))
     assert topo.connection_matrix(G).to_dict() == topo.connection_matrix(B).to_dict()
     assert len(topo.gpus(G)) == len(topo.gpus(B))
-    imported, built = prepared(G, B)
     for gpus in (None, [0, 1, 2, 3]):
-        assert choice(imported, gpus) == choice(built, gpus)
+        assert choice(G, gpus) == choice(B, gpus)
     some = None if len(topo.gpus(B)) <= 16 else list(range(8))  # two NVL72 trays
-    assert np.array_equal(p2p_matrix(imported, some), p2p_matrix(built, some), equal_nan=True)
+    assert np.array_equal(p2p_matrix(G, some), p2p_matrix(B, some), equal_nan=True)
     assert G.graph["inferred"].startswith(f"From {system}, what the text does not say:")
 
 
@@ -182,10 +174,9 @@ def test_nccl_xml_export_imports_to_the_builtin_predictions(system):
     (The XML names no GPU model beyond the PCI ids the importer knows: ``gpu=`` says it.)"""
     B = topo.build(system)
     G = topo.from_nccl_xml(topo.to_nccl_xml(B), gpu=gpu_name(B))
-    imported, built = prepared(G, B)
     for gpus in (None, [0, 1, 2, 3]):
-        assert choice(imported, gpus) == choice(built, gpus)
-    assert np.array_equal(p2p_matrix(imported), p2p_matrix(built), equal_nan=True)
+        assert choice(G, gpus) == choice(B, gpus)
+    assert np.array_equal(p2p_matrix(G), p2p_matrix(B), equal_nan=True)
     # What NCCL's XML holds comes back as it was.
     ids = lambda H: sorted(H.nodes[n]["name"] for n in topo.compute_nics(H))  # noqa: E731
     assert ids(G) == ids(B) and len(topo.nodes_of_kind(G, "nvswitch")) == len(topo.nodes_of_kind(B, "nvswitch"))
