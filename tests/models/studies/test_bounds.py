@@ -21,7 +21,6 @@ import topo
 from topo.parts import add_gpu, add_link, add_nvswitch
 from topo.specs import LINKS
 from models import subsets
-from models.engine.fabric import PreparedFabric
 from models.studies.bounds import (BoundError, BoundTooLargeError, bound, nvls_applicable, pairwise_bounds,
                            subset_bounds)
 from models.studies import bounds as bounds_module
@@ -206,18 +205,10 @@ def test_packing_on_dgx1v_meets_the_bound():
 
 
 # --------------------------------------------------------------------------- invariants
-@pytest.fixture(scope="module")
-def dgx1v():
-    """One DGX-1V prepared for the every-subset checks below: the channel searches of a GPU set
-    are the fabric's, done once for the three collectives (a ring of all_gather or broadcast is
-    the one all_reduce searched); its graph is frozen, so no test edits it for another."""
-    return PreparedFabric(topo.dgx1v())
-
-
 @pytest.mark.parametrize("collective, sizes", [("all_reduce", range(2, 9)), ("all_gather", (3, 5)),
                                                 ("broadcast", (2, 6))])
-def test_bound_never_below_nccl_on_every_dgx1v_subset(dgx1v, collective, sizes):
-    G = dgx1v
+def test_bound_never_below_nccl_on_every_dgx1v_subset(collective, sizes):
+    G = topo.dgx1v()
     bounds = {r.gpus: r.bound_busbw for r in subset_bounds(G, collective)}
     assert len(bounds) == 247  # every set of 2 to 8 GPUs
     for k in sizes:
