@@ -236,8 +236,8 @@ def test_plan_bert_large_on_a_dgx1v(capsys, tmp_path):
     assert data["samples_per_s"] == pytest.approx(data["layout"]["global_batch"] / data["step_time_s"])
     assert 0 < data["mfu"] < 1
     page = tmp_path / "plan.html"
-    # The page of a search, with a simulated layout in it: one simulation is that (the default
-    # eight, with the same page, are the README's `plan bert-large --system dgx1v --search`).
+    # The page of a search with a simulated layout in it: one simulation shows that (the default
+    # eight run in the README's `plan bert-large --system dgx1v --search --top 4`).
     status, out, _ = run(capsys, "plan", "bert-large", "--system", "dgx1v", "--tp", "1", "--pp", "1",
                          "--search", "--simulate", "1", "--out", page)
     assert status == 0 and out.splitlines()[0].startswith("layout") and page.exists()
