@@ -236,8 +236,10 @@ def test_plan_bert_large_on_a_dgx1v(capsys, tmp_path):
     assert data["samples_per_s"] == pytest.approx(data["layout"]["global_batch"] / data["step_time_s"])
     assert 0 < data["mfu"] < 1
     page = tmp_path / "plan.html"
+    # The page of a search with a simulated layout in it: one simulation shows that (the default
+    # eight run in the README's `plan bert-large --system dgx1v --search --top 4`).
     status, out, _ = run(capsys, "plan", "bert-large", "--system", "dgx1v", "--tp", "1", "--pp", "1",
-                         "--search", "--out", page)
+                         "--search", "--simulate", "1", "--out", page)
     assert status == 0 and out.splitlines()[0].startswith("layout") and page.exists()
     status, out, _ = run(capsys, "plan", "transformer:layers=2,hidden=256,heads=4,seq=128,vocab=1000",
                          "--system", "dgx1v", "--tp", "2", "--pp", "1", "--dp", "4", "--recompute", "full")

@@ -69,6 +69,13 @@ def racks():
     return topo.build("8xgb200nvl72")
 
 
+@pytest.fixture(scope="module")
+def prepared_racks(racks):
+    """The eight racks prepared once for the estimates of this module: their channel searches of
+    a GPU set are shared (a prepared fabric's graph is frozen: no test can edit it for another)."""
+    return models.PreparedFabric(racks)
+
+
 def test_eight_racks_build_576_gpus_in_144_hosts(racks):
     G = racks
     gpus = topo.gpus(G)
@@ -176,27 +183,26 @@ def test_p2p_matrix_of_the_rack_is_uniform(rack):
 
 
 # -- clusters of racks ----------------------------------------------------------------------------
-def test_one_rack_of_a_cluster_is_the_rack(racks, rack_estimate):
+def test_one_rack_of_a_cluster_is_the_rack(prepared_racks, rack_estimate):
     """GPUs 0-71 of 8xgb200nvl72: one NVLink domain, no network: the rack's own estimate."""
-    e = estimate(racks, "all_reduce", [2 ** 30], "0-71")
+    e = estimate(prepared_racks, "all_reduce", [2 ** 30], "0-71")
     assert e.ring.nnodes == 1 and e.busbw[0] == pytest.approx(rack_estimate.busbw[1])
 
 
-def test_one_tray_per_rack_runs_over_infiniband(racks):
+def test_one_tray_per_rack_runs_over_infiniband(prepared_racks):
     """A tray of each rack: 8 hosts of 4 GPUs, each its own NCCL node joined by the network."""
-    e = estimate(racks, "all_reduce", [2 ** 30], "0-3,72-75,144-147,216-219")
+    e = estimate(prepared_racks, "all_reduce", [2 ** 30], "0-3,72-75,144-147,216-219")
     assert e.ring.nnodes == 4 and e.algorithm[0] in ("ring", "tree")
 
 
-def test_two_racks_are_two_nccl_nodes_each_reaching_only_its_trays_nics(racks):
+def test_two_racks_are_two_nccl_nodes_each_reaching_only_its_trays_nics(racks, prepared_racks):
     """Across racks each NVLink domain is one NCCL node holding every tray's NICs. A GPU reaches
     its own tray's NICs over PCIe (through Grace: PHB here) and no other tray's: PXN needs the
     NIC's own GPU within PXB of it (NVIDIA/nccl v2.27.7-1 src/graph/paths.cc), so those paths
     are DIS and the channels enter and leave each rack through NICs of the trays they start and
     end in."""
     from models.engine.nccl.channels import channel_graphs
-    from models.engine.nccl.system import NcclSystem
-    system = NcclSystem(racks)
+    system = prepared_racks.nccl  # the estimate below reuses this search of the 144 GPUs
     gpus = topo.gpus(racks)[:144]
     assert system.net_route("r0.t0.gpu0", "r0.t0.mlx5_0").path_type.name == "PHB"
     assert system.net_route("r0.t0.gpu0", "r0.t5.mlx5_0").path_type.name == "DIS"
@@ -206,7 +212,7 @@ def test_two_racks_are_two_nccl_nodes_each_reaching_only_its_trays_nics(racks):
     for c, (entry, leave) in zip(graphs.ring.channels, graphs.ring.nets):
         assert view.nodes[entry]["host"] == view.nodes[c[0]]["host"]
         assert entry.split(".")[1] == c[0].split(".")[1] and leave.split(".")[1] == c[-1].split(".")[1]
-    e = estimate(racks, "all_reduce", [2 ** 30], "0-143")
+    e = estimate(prepared_racks, "all_reduce", [2 ** 30], "0-143")
     assert e.busbw[0] > 0 and all(n.factor == 1.0 for n in e.network)
 
 

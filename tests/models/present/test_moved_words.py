@@ -11,6 +11,7 @@ import pytest
 
 import topo
 from topo.faces import moved_names
+from models.engine.fabric import PreparedFabric
 from models.engine.results import MovedMethod
 from models.predict.measure import DEFAULT
 from models.predict.simulate import task_graph
@@ -67,7 +68,7 @@ def test_the_0_2_module_paths_reach_the_moved_functions():
 
 @pytest.fixture(scope="module")
 def small_plans():
-    G = topo.build("dgx1v")
+    G = PreparedFabric(topo.build("dgx1v"))  # the plan and the search share its channel searches
     options = dict(tp=4, pp=1, dp=2, zero=1, recompute="full", dtype="fp16", simulate=0)
     from models.studies.planner import search
     return plan("transformer:layers=4,hidden=512,heads=8,seq=256,vocab=1000", G, **options), \

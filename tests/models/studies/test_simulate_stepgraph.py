@@ -7,6 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 import topo
+from models.engine.fabric import PreparedFabric
 from models.predict.simulate import simulate, task_graph
 from models.studies.planner import plan
 from models.studies.stepgraph import StepGraphError, compute_time, simulate_many, simulate_plan, step_graph
@@ -20,8 +21,16 @@ def cluster():
 
 
 @pytest.fixture(scope="module")
-def pipelined(cluster):
-    return plan("llama3-8b", cluster, tp=8, pp=2, dp=2, zero=0, global_batch=8, recompute="full")
+def prepared():
+    """The same cluster prepared once for the planner's calls of this module (a plan's channel
+    searches are the fabric's: the layouts of llama3-8b ask for the same GPU sets); its own
+    graph, frozen, so that the tests simulate and edit ``cluster`` as a user's graph."""
+    return PreparedFabric(topo.build("4xdgxh100"))
+
+
+@pytest.fixture(scope="module")
+def pipelined(prepared):
+    return plan("llama3-8b", prepared, tp=8, pp=2, dp=2, zero=0, global_batch=8, recompute="full")
 
 
 def _compute_order(graph, stage_prefix):
@@ -83,11 +92,11 @@ def test_replicas_on_a_changed_host_are_not_folded(cluster, pipelined):
     assert simulate(G, folded).step_time > simulate(cluster, step_graph(pipelined, cluster)).step_time
 
 
-def test_zero_stages_change_the_data_parallel_collectives(cluster):
-    p = plan("llama3-8b", cluster, tp=8, pp=1, dp=4, zero=1, global_batch=8)
+def test_zero_stages_change_the_data_parallel_collectives(cluster, prepared):
+    p = plan("llama3-8b", prepared, tp=8, pp=1, dp=4, zero=1, global_batch=8)
     ops = {t.op for t in step_graph(p, cluster).tasks if t.kind == "dp_comm"}
     assert ops == {"reduce_scatter", "all_gather"}
-    p3 = plan("llama3-8b", cluster, tp=8, pp=1, dp=4, zero=3, global_batch=8)
+    p3 = plan("llama3-8b", prepared, tp=8, pp=1, dp=4, zero=3, global_batch=8)
     gathers = [t for t in step_graph(p3, cluster).tasks if t.kind == "dp_comm" and t.op == "all_gather"]
     # every layer, forward and backward of every micro-batch, every tensor-parallel rank; no
     # gather of the updated parameters (ZeRO 3 keeps them sharded)
@@ -95,10 +104,10 @@ def test_zero_stages_change_the_data_parallel_collectives(cluster):
     assert all(len(t.gpus) == 4 for t in gathers)
 
 
-def test_zero3_prefetches_one_layer_ahead(cluster):
+def test_zero3_prefetches_one_layer_ahead(cluster, prepared):
     """A layer's parameter gather is issued when the layer before it starts: layers 0 and 1 at the
     start of the micro-batch, layer 2 when layer 0 ends; so layer 1's gather runs beside layer 0."""
-    p3 = plan("llama3-8b", cluster, tp=8, pp=1, dp=4, zero=3, global_batch=8)
+    p3 = plan("llama3-8b", prepared, tp=8, pp=1, dp=4, zero=3, global_batch=8)
     graph = step_graph(p3, cluster)
     task = {t.id: t for t in graph.tasks}
     layer0_end = task["d0.p0.F0.l1.c0"].after[0]  # the first layer-1 compute waits for layer 0
@@ -142,11 +151,11 @@ def test_many_simulations_on_a_dask_cluster_give_the_same_results(cluster):
     assert [r.to_records() for r in there] == [r.to_records() for r in simulate_many(items)]
 
 
-def test_errors(cluster):
+def test_errors(cluster, prepared):
     cnn = plan("resnet50", topo.build("dgxh100"), tp=1, pp=1, dp=8, zero=0)
     with pytest.raises(StepGraphError, match="CNN"):
         step_graph(cnn, topo.build("dgxh100"))
-    p = plan("llama3-8b", cluster, tp=8, pp=1, dp=4, zero=0, global_batch=8)
+    p = plan("llama3-8b", prepared, tp=8, pp=1, dp=4, zero=0, global_batch=8)
     with pytest.raises(StepGraphError, match="bucket"):
         step_graph(p, cluster, bucket=0)
     big = plan("llama3-70b", topo.build("dgxh100"), tp=1, pp=1, dp=8, zero=0)
