@@ -22,7 +22,7 @@ import networkx as nx
 
 from .parts import add_cpu, add_gpu, add_link, add_nic, add_nvswitch, add_pcie_switch
 from .specs import CPUS, GPUS, NVSWITCHES
-from .unedited import seal, watched_graph
+from .unedited import sealed
 
 __all__ = ["dgx1", "dgx1v", "dgx2"]
 
@@ -49,7 +49,7 @@ def _dgx1_family(name: str, description: str, gpu: str, nvlinks: dict) -> nx.DiG
     and one ConnectX-4 EDR NIC mlx5_k [S1] [S5] [S8]; switches 0-1 hang off CPU0, 2-3 off CPU1
     (GPU0 to mlx5_1 is PHB: one host bridge per socket); the sockets are joined by QPI.
     """
-    G = watched_graph(name=name, system=name.lower().replace("-", ""), description=description)
+    G = nx.DiGraph(name=name, system=name.lower().replace("-", ""), description=description)
     for socket in range(2):
         add_cpu(G, f"cpu{socket}", "E5-2698v4", index=socket)
     add_link(G, "cpu0", "cpu1", CPUS["E5-2698v4"].socket_link, CPUS["E5-2698v4"].socket_links)
@@ -69,8 +69,7 @@ def _dgx1_family(name: str, description: str, gpu: str, nvlinks: dict) -> nx.DiG
     nvlink = GPUS[gpu].nvlink
     for (a, b), links in nvlinks.items():
         add_link(G, f"gpu{a}", f"gpu{b}", nvlink, links)
-    seal(G)  # valid by construction: tests/topo/test_builders.py validates it
-    return G
+    return sealed(G)  # valid by construction: tests/topo/test_builders.py validates it
 
 
 def dgx1() -> nx.DiGraph:
@@ -154,7 +153,7 @@ def dgx2() -> nx.DiGraph:
     >>> G.edges["nvswitch0", "nvswitch6"]["links"], G.edges["nvswitch0", "nvswitch6"]["bandwidth"] / 1e9
     (8, 200.0)
     """
-    G = watched_graph(name="DGX-2", system="dgx2",
+    G = nx.DiGraph(name="DGX-2", system="dgx2",
                    description="DGX-2, 16x V100 SXM3 on two baseboards, 12 NVSwitches")
     switch_spec = NVSWITCHES["nvswitch1"]
     gpu = "V100-SXM3"
@@ -196,5 +195,4 @@ def dgx2() -> nx.DiGraph:
     for s in range(_DGX2_SWITCHES_PER_BOARD):
         add_link(G, f"nvswitch{s}", f"nvswitch{_DGX2_SWITCHES_PER_BOARD + s}", switch_spec.link,
                  _DGX2_TRUNK_LINKS)
-    seal(G)  # valid by construction: tests/topo/test_builders.py validates it
-    return G
+    return sealed(G)  # valid by construction: tests/topo/test_builders.py validates it

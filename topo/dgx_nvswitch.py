@@ -52,7 +52,7 @@ import networkx as nx
 from .errors import TopologyError
 from .parts import add_cpu, add_gpu, add_link, add_nic, add_nvswitch, add_pcie_switch
 from .specs import CPUS, NVSWITCHES
-from .unedited import seal, watched_graph
+from .unedited import sealed
 
 __all__ = ["dgxa100", "dgxh100", "dgxh200", "dgxb200", "gb200nvl72", "SYSTEMS", "UNCERTAIN"]
 
@@ -153,7 +153,7 @@ def dgxa100(variant: str = "320GB") -> nx.DiGraph:
         raise TopologyError(f"unknown DGX A100 variant {variant!r}: expected one of "
                             f"{', '.join(_A100_VARIANTS)}")
     gpu, storage_cards = _A100_VARIANTS[variant]
-    G = watched_graph(name="DGX A100", system="dgxa100",
+    G = nx.DiGraph(name="DGX A100", system="dgxa100",
                    description=f"DGX A100 {variant}, 8x A100 SXM4, 6 NVSwitch gen2, NV12")
     cpu = "EPYC7742"
     spec = CPUS[cpu]
@@ -177,8 +177,7 @@ def dgxa100(variant: str = "320GB") -> nx.DiGraph:
         _storage_card(G, f"cpu{numa}", socket=numa, host_bridge=1, ports=ports, pcie="pcie4_x16",
                       model="ConnectX-6 dual-port (storage)")
     _nvswitch_baseboard(G, 8, "nvswitch2", (2,) * 6)
-    seal(G)  # valid by construction: tests/topo/test_builders.py validates it
-    return G
+    return sealed(G)  # valid by construction: tests/topo/test_builders.py validates it
 
 
 # -- DGX H100 / H200 / B200 ---------------------------------------------------------------------
@@ -202,7 +201,7 @@ def _dgx_8gpu_xeon(name: str, system: str, description: str, gpu: str, cpu: str,
     other NICs of a socket are NODE, the other socket's SYS. One dual-port storage card per
     socket on a further root port [S43] [S72].
     """
-    G = watched_graph(name=name, system=system, description=description)
+    G = nx.DiGraph(name=name, system=system, description=description)
     _two_sockets(G, cpu)
     for g in range(8):
         socket = g // 4
@@ -213,8 +212,7 @@ def _dgx_8gpu_xeon(name: str, system: str, description: str, gpu: str, cpu: str,
         _storage_card(G, f"cpu{socket}", socket=socket, host_bridge=4, ports=ports,
                       pcie="pcie5_x16", model=storage_model)
     _nvswitch_baseboard(G, 8, switch, links_per_switch)
-    seal(G)  # valid by construction: tests/topo/test_builders.py validates it
-    return G
+    return sealed(G)  # valid by construction: tests/topo/test_builders.py validates it
 
 
 def dgxh100() -> nx.DiGraph:
@@ -330,7 +328,7 @@ def gb200nvl72() -> nx.DiGraph:
     >>> len([n for n, k in G.nodes(data="kind") if k == "gpu"]), G.nodes["t17.gpu3"]["host"]
     (72, 17)
     """
-    G = watched_graph(name="GB200 NVL72", system="gb200nvl72",
+    G = nx.DiGraph(name="GB200 NVL72", system="gb200nvl72",
                    description="GB200 NVL72 rack: 18 trays of 2 Grace + 4 B200, 18 NVLink 5 switch chips")
     switch = NVSWITCHES["nvswitch4"]
     gpu, cpu = "GB200", "Grace"
@@ -365,8 +363,7 @@ def gb200nvl72() -> nx.DiGraph:
                         port=None, host=t)
                 G.nodes[f"{p}mlx5_{n}"]["name"] = f"mlx5_{n}"
                 add_link(G, f"{p}cpu{socket}", f"{p}mlx5_{n}", "pcie5_x16", host_bridge=3)
-    seal(G)  # valid by construction: tests/topo/test_builders.py validates it
-    return G
+    return sealed(G)  # valid by construction: tests/topo/test_builders.py validates it
 
 
 #: Builders of this module by registry name -> (builder, one-line description). The lead
