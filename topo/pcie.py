@@ -52,12 +52,15 @@ def _node(G, node, role: str):
     if node not in G:
         raise TopologyError(f"{role} {node!r} is not a node of {G.graph.get('name', 'the fabric')}: "
                             f"expected a GPU or NIC node such as 'gpu0'")
-    return G._node[node]
+    return _own(G)[0][node]
 
 
-# The functions below read networkx's own dicts of the graph (G._node: node -> attributes,
-# G._adj: node -> successor -> edge attributes) rather than its views: nvidia-smi's matrix
-# classifies every device pair, and a view costs several Python calls per lookup.
+def _own(G) -> tuple:
+    """networkx's own dicts of ``G``: node -> attributes, node -> successor -> edge attributes.
+    The functions below read them rather than networkx's views: nvidia-smi's matrix classifies
+    every device pair, and a view costs several Python calls per lookup."""
+    return G._node, G._adj
+
 
 def pcie_paths(G, src) -> dict:
     """Shortest PCIe paths from ``src`` to every node it reaches over PCIe.
@@ -82,8 +85,8 @@ def pcie_paths(G, src) -> dict:
         If ``src`` is not a node of ``G``.
     """
     _node(G, src, "device")
-    nodes, succ = G._node, G._adj
-    paths = {src: (src,)}  # in the order breadth first reaches the nodes
+    nodes, succ = _own(G)
+    paths: dict = {src: (src,)}  # in the order breadth first reaches the nodes
     frontier = [src]
     while frontier:
         following = []
@@ -144,7 +147,7 @@ def pcie_class(G: nx.DiGraph, path: Sequence[str]) -> str:
     path = tuple(path)
     if len(path) < 2:
         raise TopologyError(f"a PCIe path needs two nodes or more, received {path!r}")
-    nodes, succ = G._node, G._adj
+    nodes, succ = _own(G)
     edges = []
     for u, v in zip(path, path[1:]):
         data = succ[u].get(v) if u in succ else None
@@ -177,7 +180,7 @@ def nvswitch_domain(G) -> dict:
     dict
         Node -> domain number, for every node with an NVLink edge to or from an NVSwitch.
     """
-    kind = {n: data.get("kind") for n, data in G._node.items()}
+    kind = {n: data.get("kind") for n, data in _own(G)[0].items()}
     domain: dict = {}
     number = 0
     for start in G:
@@ -197,18 +200,18 @@ def nvswitch_domain(G) -> dict:
 
 def _switch_edges(G, kind: dict, node) -> list:
     """Neighbours of ``node`` over NVLink edges that touch an NVSwitch."""
-    return [y for y, data in G._adj[node].items()
+    return [y for y, data in _own(G)[1][node].items()
             if data.get("kind") == "nvlink" and "nvswitch" in (kind[node], kind[y])]
 
 
 def _switch_links(G, gpu) -> int:
-    nodes = G._node
-    return sum(d["links"] for v, d in G._adj[gpu].items()
+    nodes, succ = _own(G)
+    return sum(d["links"] for v, d in succ[gpu].items()
                if d["kind"] == "nvlink" and nodes[v]["kind"] == "nvswitch")
 
 
 def _same_switch_domain(G, a, b) -> bool:
-    kind = {n: data.get("kind") for n, data in G._node.items()}
+    kind = {n: data.get("kind") for n, data in _own(G)[0].items()}
     seen = {a}
     stack = [a]
     while stack:
@@ -258,7 +261,7 @@ def connection_class(G: nx.DiGraph, a: str, b: str, *, domain: dict | None = Non
     if a == b:
         return "X"
     if data_a["kind"] == data_b["kind"] == "gpu":
-        direct = G._adj[a].get(b)
+        direct = _own(G)[1][a].get(b)
         if direct is not None and direct["kind"] == "nvlink":
             return f"NV{direct['links']}"
         if domain is None:

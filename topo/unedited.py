@@ -191,12 +191,13 @@ def sealed(G: nx.DiGraph) -> nx.DiGraph:
     cls = type(vars(H)["graph"])
     put = dict.__setitem__  # H's dicts are watched: dict's own method writes without a record
     graph, node, succ, pred = _dicts(H)
-    dict.update(graph, G.graph)
-    for n, data in G._node.items():
+    graph_attributes, nodes, successors, predecessors = _dicts(G)
+    dict.update(graph, graph_attributes)
+    for n, data in nodes.items():
         put(node, n, cls(data))
-    for u, neighbours in G._adj.items():
+    for u, neighbours in successors.items():
         put(succ, u, cls({v: cls(data) for v, data in neighbours.items()}))
-    for v, neighbours in G._pred.items():  # the same edge dicts, in G's order of predecessors
+    for v, neighbours in predecessors.items():  # the same edge dicts, in G's order of predecessors
         put(pred, v, cls({u: succ[u][v] for u in neighbours}))
     seal(H, cls)
     return H
