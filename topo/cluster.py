@@ -64,7 +64,7 @@ import operator
 import networkx as nx
 
 from .collector import collector_paused
-from .unedited import seal, watched_dict_class
+from .unedited import seal, watched_graph
 from .errors import DgxTopoError, SystemSpecError
 from .schema import check_names, nodes_of_kind, validate
 from .specs import LINKS, NETWORK_SWITCHES
@@ -443,8 +443,7 @@ def join_hosts(template: nx.DiGraph, n: int, *, network: str = "fat_tree", overs
     # Every dict made below is kept: a collection while the hosts and the network are filled in
     # would traverse them all and free nothing (topo.collector).
     with collector_paused():
-        watched = watched_dict_class()
-        G = _watched_graph(watched)
+        G = watched_graph()
         name = template.graph.get("name", "system")
         system = template.graph.get("system", name.lower())
         spec_text = f"{n}x{system}" + ("" if network == "fat_tree" else f":{network}") + \
@@ -493,22 +492,6 @@ def join_hosts(template: nx.DiGraph, n: int, *, network: str = "fat_tree", overs
     # validates every shape built here. Sealed (topo.unedited), the graph carries that: a
     # model preparing it validates it only if it was edited since.
     check_names(G)
-    for factory in _FACTORIES:  # the graph's own from now on: networkx's plain dicts
-        delattr(G, factory)
-    seal(G, watched)
+    seal(G)
     return G
 
-
-# The factories of the dicts networkx makes for a graph (networkx.DiGraph's class attributes).
-_FACTORIES = ("graph_attr_dict_factory", "node_dict_factory", "node_attr_dict_factory",
-              "adjlist_outer_dict_factory", "adjlist_inner_dict_factory", "edge_attr_dict_factory")
-
-
-def _watched_graph(watched: type) -> nx.DiGraph:
-    """An empty DiGraph whose every dict, and every one networkx makes while the factories are
-    set on it, is a ``watched`` (:mod:`topo.unedited`)."""
-    G = nx.DiGraph.__new__(nx.DiGraph)
-    for factory in _FACTORIES:
-        setattr(G, factory, watched)
-    nx.DiGraph.__init__(G)
-    return G

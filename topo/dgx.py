@@ -1,7 +1,9 @@
 """Builders of the NVIDIA DGX systems, in the real GPU numbering.
 
-Each builder returns a fresh, validated :class:`networkx.DiGraph` (schema in
+Each builder returns a fresh, valid :class:`networkx.DiGraph` (schema in
 :mod:`topo.schema`), with the NVLink layer, the PCIe switches, the CPU sockets and the NICs.
+It is valid by construction (``tests/topo/test_builders.py`` validates every one) and sealed
+(:mod:`topo.unedited`): validating it again costs nothing until it is edited.
 Every fact names its source by a key of :data:`topo.sources.SOURCES` (``[S4]``); a fact no
 source confirms is marked "[U]" (uncertain), a verified one "[V]".
 
@@ -19,8 +21,8 @@ from __future__ import annotations
 import networkx as nx
 
 from .parts import add_cpu, add_gpu, add_link, add_nic, add_nvswitch, add_pcie_switch
-from .schema import validate
 from .specs import CPUS, GPUS, NVSWITCHES
+from .unedited import sealed
 
 __all__ = ["dgx1", "dgx1v", "dgx2"]
 
@@ -67,8 +69,7 @@ def _dgx1_family(name: str, description: str, gpu: str, nvlinks: dict) -> nx.DiG
     nvlink = GPUS[gpu].nvlink
     for (a, b), links in nvlinks.items():
         add_link(G, f"gpu{a}", f"gpu{b}", nvlink, links)
-    validate(G)
-    return G
+    return sealed(G)  # valid by construction: tests/topo/test_builders.py validates it
 
 
 def dgx1() -> nx.DiGraph:
@@ -80,7 +81,7 @@ def dgx1() -> nx.DiGraph:
     Returns
     -------
     networkx.DiGraph
-        A fresh validated fabric.
+        A fresh valid fabric, sealed (:mod:`topo.unedited`).
 
     Examples
     --------
@@ -103,7 +104,7 @@ def dgx1v() -> nx.DiGraph:
     Returns
     -------
     networkx.DiGraph
-        A fresh validated fabric.
+        A fresh valid fabric, sealed (:mod:`topo.unedited`).
 
     Examples
     --------
@@ -144,7 +145,7 @@ def dgx2() -> nx.DiGraph:
     Returns
     -------
     networkx.DiGraph
-        A fresh validated fabric.
+        A fresh valid fabric, sealed (:mod:`topo.unedited`).
 
     Examples
     --------
@@ -194,5 +195,4 @@ def dgx2() -> nx.DiGraph:
     for s in range(_DGX2_SWITCHES_PER_BOARD):
         add_link(G, f"nvswitch{s}", f"nvswitch{_DGX2_SWITCHES_PER_BOARD + s}", switch_spec.link,
                  _DGX2_TRUNK_LINKS)
-    validate(G)
-    return G
+    return sealed(G)  # valid by construction: tests/topo/test_builders.py validates it

@@ -1,8 +1,9 @@
 """DGX systems built on NVSwitch gen2-gen4: DGX A100, DGX H100/H200, DGX B200 and GB200 NVL72.
 
-Each builder returns a fresh, validated :class:`networkx.DiGraph` (schema in
-:mod:`topo.schema`) in the real GPU numbering, with the NVSwitch chips, the PCIe tree with the
-compute and storage NICs, the CPU (NUMA) nodes and their interconnect. Link latencies are the
+Each builder returns a fresh, valid :class:`networkx.DiGraph` (schema in
+:mod:`topo.schema`; valid by construction and sealed, as :mod:`topo.dgx`'s) in the real GPU
+numbering, with the NVSwitch chips, the PCIe tree with the compute and storage NICs, the CPU
+(NUMA) nodes and their interconnect. Link latencies are the
 catalogue's stated assumptions (:mod:`topo.specs`). Facts the sources leave uncertain are
 marked "[U]" here and listed in each builder's :data:`UNCERTAIN` text.
 
@@ -50,8 +51,8 @@ import networkx as nx
 
 from .errors import TopologyError
 from .parts import add_cpu, add_gpu, add_link, add_nic, add_nvswitch, add_pcie_switch
-from .schema import validate
 from .specs import CPUS, NVSWITCHES
+from .unedited import sealed
 
 __all__ = ["dgxa100", "dgxh100", "dgxh200", "dgxb200", "gb200nvl72", "SYSTEMS", "UNCERTAIN"]
 
@@ -176,8 +177,7 @@ def dgxa100(variant: str = "320GB") -> nx.DiGraph:
         _storage_card(G, f"cpu{numa}", socket=numa, host_bridge=1, ports=ports, pcie="pcie4_x16",
                       model="ConnectX-6 dual-port (storage)")
     _nvswitch_baseboard(G, 8, "nvswitch2", (2,) * 6)
-    validate(G)
-    return G
+    return sealed(G)  # valid by construction: tests/topo/test_builders.py validates it
 
 
 # -- DGX H100 / H200 / B200 ---------------------------------------------------------------------
@@ -212,8 +212,7 @@ def _dgx_8gpu_xeon(name: str, system: str, description: str, gpu: str, cpu: str,
         _storage_card(G, f"cpu{socket}", socket=socket, host_bridge=4, ports=ports,
                       pcie="pcie5_x16", model=storage_model)
     _nvswitch_baseboard(G, 8, switch, links_per_switch)
-    validate(G)
-    return G
+    return sealed(G)  # valid by construction: tests/topo/test_builders.py validates it
 
 
 def dgxh100() -> nx.DiGraph:
@@ -364,8 +363,7 @@ def gb200nvl72() -> nx.DiGraph:
                         port=None, host=t)
                 G.nodes[f"{p}mlx5_{n}"]["name"] = f"mlx5_{n}"
                 add_link(G, f"{p}cpu{socket}", f"{p}mlx5_{n}", "pcie5_x16", host_bridge=3)
-    validate(G)
-    return G
+    return sealed(G)  # valid by construction: tests/topo/test_builders.py validates it
 
 
 #: Builders of this module by registry name -> (builder, one-line description). The lead

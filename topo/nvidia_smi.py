@@ -129,10 +129,12 @@ def connection_matrix(G: nx.DiGraph, *, host: int = 0) -> ConnectionMatrix:
     labels = [f"GPU{G.nodes[n]['index']}" for n in gpu_nodes] + [G.nodes[n]["name"] for n in nic_nodes]
 
     domain = nvswitch_domain(G)
+    switch_links: dict = {}
     cells = []
     for a in nodes:
         paths = pcie_paths(G, a)
-        cells.append(tuple(connection_class(G, a, b, domain=domain, paths=paths) for b in nodes))
+        cells.append(tuple(connection_class(G, a, b, domain=domain, paths=paths, switch_links=switch_links)
+                           for b in nodes))
 
     cpu_of_socket = {G.nodes[c]["index"]: c for c in nodes_of_kind(G, "cpu") if G.nodes[c]["host"] == host}
     cpu_affinity, numa_affinity = [], []

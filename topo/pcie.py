@@ -52,7 +52,14 @@ def _node(G, node, role: str):
     if node not in G:
         raise TopologyError(f"{role} {node!r} is not a node of {G.graph.get('name', 'the fabric')}: "
                             f"expected a GPU or NIC node such as 'gpu0'")
-    return G.nodes[node]
+    return _own(G)[0][node]
+
+
+def _own(G) -> tuple:
+    """networkx's own dicts of ``G``: node -> attributes, node -> successor -> edge attributes.
+    The functions below read them rather than networkx's views: nvidia-smi's matrix classifies
+    every device pair, and a view costs several Python calls per lookup."""
+    return G._node, G._adj
 
 
 def pcie_paths(G, src) -> dict:
@@ -78,24 +85,20 @@ def pcie_paths(G, src) -> dict:
         If ``src`` is not a node of ``G``.
     """
     _node(G, src, "device")
-    parent = {src: None}
+    nodes, succ = _own(G)
+    paths: dict = {src: (src,)}  # in the order breadth first reaches the nodes
     frontier = [src]
     while frontier:
         following = []
         for x in frontier:
-            if x != src and G.nodes[x].get("kind") not in _RELAYS:
+            if x != src and nodes[x].get("kind") not in _RELAYS:
                 continue
-            for y, data in G.adj[x].items():
-                if y not in parent and data.get("kind") in _PCIE_EDGES:
-                    parent[y] = x
+            here = paths[x]
+            for y, data in succ[x].items():
+                if y not in paths and data.get("kind") in _PCIE_EDGES:
+                    paths[y] = here + (y,)
                     following.append(y)
         frontier = following
-    paths = {}
-    for node in parent:
-        path = [node]
-        while parent[path[-1]] is not None:
-            path.append(parent[path[-1]])
-        paths[node] = tuple(reversed(path))
     return paths
 
 
@@ -144,15 +147,17 @@ def pcie_class(G: nx.DiGraph, path: Sequence[str]) -> str:
     path = tuple(path)
     if len(path) < 2:
         raise TopologyError(f"a PCIe path needs two nodes or more, received {path!r}")
+    nodes, succ = _own(G)
     edges = []
     for u, v in zip(path, path[1:]):
-        if not G.has_edge(u, v):
+        data = succ[u].get(v) if u in succ else None
+        if data is None:
             raise TopologyError(f"PCIe path {path!r} has no edge ({u!r}, {v!r}): expected a path "
                                 f"of the fabric such as pcie_path returns")
-        edges.append(G.edges[u, v])
+        edges.append(data)
     if any(data["kind"] == "cpu-to-cpu" for data in edges):
         return "SYS"
-    kinds = [G.nodes[n]["kind"] for n in path[1:-1]]
+    kinds = [nodes[n]["kind"] for n in path[1:-1]]
     if "cpu" in kinds:
         i = kinds.index("cpu") + 1  # position of the CPU in path
         bridges = {edges[i - 1].get("host_bridge"), edges[i].get("host_bridge")}
@@ -175,7 +180,7 @@ def nvswitch_domain(G) -> dict:
     dict
         Node -> domain number, for every node with an NVLink edge to or from an NVSwitch.
     """
-    kind = dict(G.nodes(data="kind"))
+    kind = {n: data.get("kind") for n, data in _own(G)[0].items()}
     domain: dict = {}
     number = 0
     for start in G:
@@ -195,17 +200,18 @@ def nvswitch_domain(G) -> dict:
 
 def _switch_edges(G, kind: dict, node) -> list:
     """Neighbours of ``node`` over NVLink edges that touch an NVSwitch."""
-    return [y for y, data in G.adj[node].items()
+    return [y for y, data in _own(G)[1][node].items()
             if data.get("kind") == "nvlink" and "nvswitch" in (kind[node], kind[y])]
 
 
 def _switch_links(G, gpu) -> int:
-    return sum(d["links"] for v, d in G.adj[gpu].items()
-               if d["kind"] == "nvlink" and G.nodes[v]["kind"] == "nvswitch")
+    nodes, succ = _own(G)
+    return sum(d["links"] for v, d in succ[gpu].items()
+               if d["kind"] == "nvlink" and nodes[v]["kind"] == "nvswitch")
 
 
 def _same_switch_domain(G, a, b) -> bool:
-    kind = dict(G.nodes(data="kind"))
+    kind = {n: data.get("kind") for n, data in _own(G)[0].items()}
     seen = {a}
     stack = [a]
     while stack:
@@ -219,7 +225,8 @@ def _same_switch_domain(G, a, b) -> bool:
     return False
 
 
-def connection_class(G: nx.DiGraph, a: str, b: str, *, domain: dict | None = None, paths: dict | None = None) -> str:
+def connection_class(G: nx.DiGraph, a: str, b: str, *, domain: dict | None = None, paths: dict | None = None,
+                     switch_links: dict | None = None) -> str:
     """nvidia-smi's class of the connection between devices ``a`` and ``b``.
 
     ``"X"`` for a device with itself; ``"NV#"`` for two GPUs joined by a bonded set of #
@@ -236,6 +243,9 @@ def connection_class(G: nx.DiGraph, a: str, b: str, *, domain: dict | None = Non
         :func:`nvswitch_domain` of ``G``, when classifying many pairs.
     paths : dict, optional
         :func:`pcie_paths` of ``G`` from ``a``, when classifying many pairs from ``a``.
+    switch_links : dict, optional
+        A dict the caller keeps while classifying many pairs of ``G`` (empty at first): GPU ->
+        its NVLinks into NVSwitches, filled here as GPUs come up.
 
     Returns
     -------
@@ -251,14 +261,20 @@ def connection_class(G: nx.DiGraph, a: str, b: str, *, domain: dict | None = Non
     if a == b:
         return "X"
     if data_a["kind"] == data_b["kind"] == "gpu":
-        if G.has_edge(a, b) and G.edges[a, b]["kind"] == "nvlink":
-            return f"NV{G.edges[a, b]['links']}"
+        direct = _own(G)[1][a].get(b)
+        if direct is not None and direct["kind"] == "nvlink":
+            return f"NV{direct['links']}"
         if domain is None:
             shared = _same_switch_domain(G, a, b)
         else:
             shared = domain.get(a) is not None and domain.get(a) == domain.get(b)
         if shared:
-            return f"NV{min(_switch_links(G, a), _switch_links(G, b))}"
+            if switch_links is None:
+                switch_links = {}
+            for gpu in (a, b):
+                if gpu not in switch_links:
+                    switch_links[gpu] = _switch_links(G, gpu)
+            return f"NV{min(switch_links[a], switch_links[b])}"
     path = (paths if paths is not None else pcie_paths(G, a)).get(b)
     if path is None:
         raise TopologyError(f"{a!r} and {b!r} have neither NVLink nor a PCIe route: expected every "

@@ -32,6 +32,7 @@ import networkx as nx
 
 from .errors import TopologyError
 from .specs import GPUS, LINKS
+from .unedited import unedited
 
 __all__ = [
     "Attribute", "ATTRIBUTES", "NODE_KINDS", "EDGE_KINDS",
@@ -512,6 +513,9 @@ def validate(G: nx.DiGraph) -> None:
     ``bandwidth`` is authoritative: it is *not* required to equal ``links`` x the catalogue's
     per-link rate, because what-ifs (:mod:`topo.transform`) scale it; every model reads it.
 
+    A graph a built-in builder or :func:`topo.build` made and nobody edited since
+    (:func:`topo.unedited.unedited`) is valid by construction, and passes unchecked.
+
     Parameters
     ----------
     G : networkx.DiGraph
@@ -540,6 +544,8 @@ def validated_gpus(G: nx.DiGraph) -> list:
     >>> validated_gpus(dgx1v())[-2:]
     ['gpu6', 'gpu7']
     """
+    if unedited(G):  # built valid and not edited since (topo.unedited)
+        return gpus(G)
     if not isinstance(G, nx.DiGraph) or G.is_multigraph():
         raise TopologyError(
             f"a fabric must be a networkx.DiGraph with one edge per direction, "

@@ -160,7 +160,7 @@ def freeze_graph(G: nx.DiGraph) -> None:
                            f"prepare nx.DiGraph(G)")
     name = G.graph.get("name", "fabric")
     nodes = G._node
-    # dict's own method: the adjacency of a built cluster is a dict subclass (topo.unedited)
+    # dict's own method: the adjacency of a built graph is a dict subclass (topo.unedited)
     # whose writes record an edit at Python speed; freezing replaces each dict by an equal one.
     put = dict.__setitem__
     with collector_paused():
@@ -193,7 +193,7 @@ def _checked_gpus(G: nx.DiGraph) -> tuple:
         if (mark is not None and mark[0] is G.graph and mark[1] is G._node and mark[2] is G._adj
                 and mark[3] is G._pred):
             return mark[4]
-    if unedited(G):  # built valid (topo.build of a cluster) and not edited since
+    if unedited(G):  # built valid (a built-in system or topo.build's cluster), not edited since
         return tuple(gpu_nodes(G))
     return tuple(validated_gpus(G))
 
@@ -206,8 +206,8 @@ class PreparedFabric:
     G : networkx.DiGraph
         A fabric. Validated here once and frozen in place (module docstring); prepare a copy to
         keep ``G`` editable. A graph an earlier PreparedFabric validated and froze is not
-        validated again (it refuses every edit), nor is a cluster :func:`topo.build` made and
-        nobody edited since (:mod:`topo.unedited`).
+        validated again (it refuses every edit), nor is a built-in system or a cluster
+        :func:`topo.build` made and nobody edited since (:mod:`topo.unedited`).
     nccl : str or NcclProfile, optional
         The NCCL release (``"2.18.5"``, ``"2.12"``; default: the reference version). The one
         carrier of the release for everything computed on this fabric.

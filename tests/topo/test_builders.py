@@ -6,7 +6,10 @@ import networkx as nx
 import pytest
 
 import topo
+from topo.dgx_nvswitch import dgxa100
+from topo.registry import VARIANTS
 from topo.specs import GPUS, LINKS, NVSWITCHES
+from topo.unedited import unedited
 
 GPU_COUNT = {"dgx1": 8, "dgx1v": 8, "dgx2": 16, "dgxa100": 8, "dgxh100": 8, "dgxh200": 8, "dgxb200": 8,
              "gb200nvl72": 72}
@@ -21,10 +24,29 @@ def nvlink_links(G, node) -> int:
 
 def test_builder_returns_valid_fresh_graph(system):
     first, second = topo.build(system), topo.build(system)
-    topo.validate(first)
+    topo.validate(nx.DiGraph(first))  # a plain copy: the sealed graph itself passes unchecked
     gpu = topo.gpus(first)[0]
     first.remove_node(gpu)
     assert gpu in second, "builders must return a fresh graph each call"
+
+
+BUILT_VALID = {**{name: topo.SYSTEMS[name] for name in topo.SYSTEMS},
+               **{name: (lambda name=name: topo.build(name)) for name in VARIANTS},
+               **{f"dgxa100({v!r})": (lambda v=v: dgxa100(v)) for v in ("320GB", "640GB")}}
+
+
+@pytest.mark.parametrize("name", sorted(BUILT_VALID))
+def test_every_built_in_fabric_is_valid_and_carries_it_until_edited(name):
+    """Valid by construction (topo.unedited): every builder, variant and builder option makes a
+    graph that validation passes, sealed, so that validating it again checks nothing until it
+    is edited."""
+    G = BUILT_VALID[name]()
+    assert unedited(G)
+    assert topo.schema.validated_gpus(nx.DiGraph(G)) == topo.gpus(G)
+    G.edges[next(iter(G.edges))]["bandwidth"] = -1.0
+    assert not unedited(G)
+    with pytest.raises(topo.TopologyError, match="bandwidth must be positive"):
+        topo.validate(G)
 
 
 def hosts_of(G, nodes) -> dict:

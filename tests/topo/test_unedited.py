@@ -97,3 +97,19 @@ def test_sealing_refuses_a_graph_not_watched_throughout():
     G.add_edge("a", "b")
     with pytest.raises(ValueError, match="every dict"):
         seal(G, watched)
+
+
+@pytest.mark.parametrize("name", sorted(topo.SYSTEMS))
+def test_a_sealed_builder_graph_keeps_every_order_of_the_graph_it_built(name, monkeypatch):
+    """The builders return topo.unedited.sealed of the plain graph they build: the same nodes,
+    successors and predecessors in the same orders, the same attributes (models break ties by
+    the order they iterate a graph in)."""
+    built = topo.SYSTEMS[name]()
+    monkeypatch.setattr(topo.dgx, "sealed", lambda G: G)
+    monkeypatch.setattr(topo.dgx_nvswitch, "sealed", lambda G: G)
+    plain = topo.SYSTEMS[name]()
+    assert unedited(built) and not unedited(plain)
+    assert built.graph == plain.graph and list(built.nodes(data=True)) == list(plain.nodes(data=True))
+    assert [(v, list(built.pred[v].items())) for v in built] == [(v, list(plain.pred[v].items())) for v in plain]
+    assert [(u, list(built.adj[u].items())) for u in built] == [(u, list(plain.adj[u].items())) for u in plain]
+    assert all(built.adj[u][v] is built.pred[v][u] for u, v in built.edges)
