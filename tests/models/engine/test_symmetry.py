@@ -158,6 +158,16 @@ def test_a_uniform_clusters_hosts_are_one_class_and_a_fat_trees_are_not():
     assert [2] in host_classes(topo.build("8xdgx2"))
 
 
+def test_hosts_a_channel_search_sees_as_copies_ignore_which_switch_a_nic_is_cabled_to():
+    """outside="kind" (NcclSystem.host_kind): the hosts of a fat tree are copies for one host's
+    search whatever leaf their NICs are cabled to; a host without a NIC is not a copy."""
+    assert [2] in host_classes(topo.build("8xdgx2"))
+    assert host_classes(topo.build("8xdgx2"), outside="kind") == [list(range(8))]
+    assert host_classes(topo.build("2xdgx1v"), outside="kind") == [[0, 1]]
+    damaged = topo.transform.remove_nodes(topo.build("2xdgx1v"), ["h1.mlx5_1"])
+    assert host_classes(damaged, outside="kind") == [[0], [1]]
+
+
 def test_automorphisms_are_bounded_and_the_same_whatever_the_hash_seed(tmp_path):
     """An imported DGX H100 (dgxtopo topo dgxh100 | dgxtopo import --gpu h100): 18 NVSwitches
     inferred from NV18, a PCIe tree rebuilt from the matrix. VF2's order followed the hash seed
