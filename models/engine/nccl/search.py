@@ -1340,7 +1340,8 @@ def search_channels_in(fabric: NcclSystem, nodes: Sequence[str], *, pattern: str
 
     GPUs of several hosts: NCCL searches every node with its NICs (channels enter the node
     through a NIC, cross all its GPUs and leave through a NIC) and keeps the minimum channel
-    count and bandwidth over the nodes; hosts with the same local GPU set are searched once.
+    count and bandwidth over the nodes; hosts that are copies of each other
+    (:meth:`NcclSystem.host_kind`) with the same local GPU set are searched once.
     """
     G, profile = fabric.G, fabric.profile
     if pattern not in PATTERNS:
