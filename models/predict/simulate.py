@@ -843,10 +843,7 @@ class _Run:
         self.protocol = [""] * n
         self.is_compute = [t.op == "compute" for t in tasks]
         self.link_of: dict = {}
-        # Each distinct operation once (a step repeats a few thousand times over), in the order
-        # the tasks first ask for it.
-        decomposer.prepare(dict.fromkeys((t.op, gpus, t.nbytes) for t in tasks if t.op != "compute"
-                                         for gpus in (t.gpus,) + t.images))
+        decomposer.prepare((t.op, gpus, t.nbytes) for t in tasks if t.op != "compute" for gpus in (t.gpus,) + t.images)
         arrays: dict = {}  # one link array per distinct decomposition
         self.flow_class = flow_class = [-1] * n
         self.class_links: list = []
