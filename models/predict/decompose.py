@@ -292,8 +292,12 @@ class Decomposer:
             Later :meth:`collective` and :meth:`send` calls with the same arguments are free.
         """
         sizes: dict = {}
+        seen: set = set()  # a step asks for the same few operations thousands of times
         for op, gpus, nbytes in operations:
             gpus = tuple(gpus)
+            if (op, gpus, nbytes) in seen:
+                continue
+            seen.add((op, gpus, nbytes))
             key = ("s", gpus[0], gpus[1], nbytes) if op == "send" else ("c", op, nbytes, gpus)
             if key in self._asked:
                 continue

@@ -828,82 +828,84 @@ class _Run:
         tasks = graph.tasks
         n = len(tasks)
         self.n = n
-        self.index = {t.id: k for k, t in enumerate(tasks)}
-        self.users = [[] for _ in range(n)]
-        self.deps = [[self.index[a] for a in t.after] for t in tasks]
-        self.waiting = np.zeros(n, dtype=np.int64)
-        for k, deps in enumerate(self.deps):
-            for j in deps:
-                self.users[j].append(k)
-            self.waiting[k] = len(deps)
+        index = self.index = {t.id: k for k, t in enumerate(tasks)}
+        users = self.users = [[] for _ in range(n)]
+        deps = self.deps = [[index[a] for a in t.after] for t in tasks]
+        for k, before in enumerate(deps):
+            for j in before:
+                users[j].append(k)
+        self.waiting = [len(before) for before in deps]
         # Per task: the start-up and the data (or compute) phase, the links of the data phase.
-        self.startup = np.zeros(n)
-        self.work = np.zeros(n)
+        startup = [0.0] * n
+        work = [0.0] * n
+        ctas = [0.0] * n
         self.algorithm = [""] * n
         self.protocol = [""] * n
-        self.ctas = np.zeros(n)
-        self.is_compute = np.array([t.op == "compute" for t in tasks], dtype=bool)
+        self.is_compute = [t.op == "compute" for t in tasks]
         self.link_of: dict = {}
-        self.task_links: list = [None] * n
-        self.task_usage: list = [None] * n
         decomposer.prepare((t.op, gpus, t.nbytes) for t in tasks if t.op != "compute" for gpus in (t.gpus,) + t.images)
         arrays: dict = {}  # one link array per distinct decomposition
-        self.flow_class = [-1] * n
+        self.flow_class = flow_class = [-1] * n
         self.class_links: list = []
         self.class_usage: list = []
         self.class_peak: list = []
         asked: dict = {}
+        by_task: dict = {}  # (op, gpus, nbytes, images) -> (steps, flow class)
         for k, t in enumerate(tasks):
             if t.op == "compute":
-                self.work[k] = t.seconds
+                work[k] = t.seconds
                 continue
-            steps = asked.get((t.op, t.gpus, t.nbytes))
-            if steps is None:
-                steps = asked[t.op, t.gpus, t.nbytes] = decomposer.send(*t.gpus, t.nbytes) if t.op == "send" \
-                    else decomposer.collective(t.op, t.nbytes, t.gpus)
-            image_steps = [asked.get((t.op, i, t.nbytes)) for i in t.images]
-            for j, i in enumerate(t.images):
-                if image_steps[j] is None:
-                    image_steps[j] = asked[t.op, i, t.nbytes] = decomposer.send(*i, t.nbytes) if t.op == "send" \
-                        else decomposer.collective(t.op, t.nbytes, i)
-            self.startup[k], self.work[k] = steps.startup, steps.transfer
-            self.algorithm[k], self.protocol[k] = steps.algorithm, steps.protocol
-            self.ctas[k] = steps.blocks
-            signature = (id(steps),) + tuple(id(i) for i in image_steps)
-            found = arrays.get(signature)
+            found = by_task.get((t.op, t.gpus, t.nbytes, t.images))
             if found is None:
-                link_of = self.link_of
-                merged: dict = {}
-                for part in [steps] + image_steps:
-                    for edge, u in zip(part.edges, part.usage.tolist()):
-                        j = link_of.setdefault(edge, len(link_of))
-                        merged[j] = merged.get(j, 0.0) + u
-                links = np.fromiter(merged, dtype=np.int64, count=len(merged))
-                usage = np.fromiter(merged.values(), dtype=np.float64, count=len(merged))
-                found = arrays[signature] = ([steps] + image_steps, links, len(self.class_links))
-                self.class_links.append(links)
-                self.class_usage.append(usage)
-                # Each image is one of several identical flows: it fills its own busiest link alone.
-                self.class_peak.append(float(steps.usage.max()) if len(steps.usage) else 0.0)
-            self.task_links[k], self.task_usage[k] = found[1], self.class_usage[found[2]]
-            self.flow_class[k] = found[2]
+                steps = asked.get((t.op, t.gpus, t.nbytes))
+                if steps is None:
+                    steps = asked[t.op, t.gpus, t.nbytes] = decomposer.send(*t.gpus, t.nbytes) if t.op == "send" \
+                        else decomposer.collective(t.op, t.nbytes, t.gpus)
+                image_steps = [asked.get((t.op, i, t.nbytes)) for i in t.images]
+                for j, i in enumerate(t.images):
+                    if image_steps[j] is None:
+                        image_steps[j] = asked[t.op, i, t.nbytes] = decomposer.send(*i, t.nbytes) if t.op == "send" \
+                            else decomposer.collective(t.op, t.nbytes, i)
+                signature = (id(steps),) + tuple(id(i) for i in image_steps)
+                c = arrays.get(signature)
+                if c is None:
+                    link_of = self.link_of
+                    merged: dict = {}
+                    for part in [steps] + image_steps:
+                        for edge, u in zip(part.edges, part.usage.tolist()):
+                            j = link_of.setdefault(edge, len(link_of))
+                            merged[j] = merged.get(j, 0.0) + u
+                    c = arrays[signature] = len(self.class_links)
+                    self.class_links.append(np.fromiter(merged, dtype=np.int64, count=len(merged)))
+                    self.class_usage.append(np.fromiter(merged.values(), dtype=np.float64, count=len(merged)))
+                    # Each image is one of several identical flows: it fills its own busiest link alone.
+                    self.class_peak.append(float(steps.usage.max()) if len(steps.usage) else 0.0)
+                found = by_task[t.op, t.gpus, t.nbytes, t.images] = (steps, c)
+            steps, flow_class[k] = found
+            startup[k], work[k] = steps.startup, steps.transfer
+            self.algorithm[k], self.protocol[k] = steps.algorithm, steps.protocol
+            ctas[k] = float(steps.blocks)
+        self.startup, self.work = np.array(startup, dtype=np.float64), np.array(work, dtype=np.float64)
+        self.ctas = ctas
         self.edges = list(self.link_of)
-        self.streams = [_stream_keys(t) for t in tasks]
+        keys: dict = {}  # tasks on the same streams share their keys
+        self.streams = []
+        for t in tasks:
+            on = (t.stream, t.op == "compute", t.gpus)
+            found = keys.get(on)
+            if found is None:
+                found = keys[on] = _stream_keys(t)
+            self.streams.append(found)
         # SMs per GPU (the last entry pads groups of compute tasks: always free).
-        nodes = topo.gpus(G)
         self.sms = np.array(sm_counts(G) + [0.0])
-        width = max((len(t.gpus) for t in tasks), default=1)
-        self.gpu_pad = np.full((n, width), len(nodes), dtype=np.int64)
-        for k, t in enumerate(tasks):
-            self.gpu_pad[k, :len(t.gpus)] = t.gpus
         self.sm_share = sm_share
 
     def run(self) -> SimulationResult:
         tasks, n = self.graph.tasks, self.n
-        streams, users, waiting, deps = self.streams, self.users, self.waiting.tolist(), self.deps
-        is_compute = self.is_compute.tolist()
+        streams, users, waiting, deps = self.streams, self.users, list(self.waiting), self.deps
+        is_compute = self.is_compute
         work, startup = self.work.tolist(), self.startup.tolist()
-        ctas = self.ctas.tolist()
+        ctas = self.ctas
         gpus_of = [t.gpus for t in tasks]
         flow_class = self.flow_class
         start = [math.nan] * n
@@ -911,6 +913,7 @@ class _Run:
         end = [math.nan] * n
         remaining = [0.0] * n
         phase = [0] * n  # 0 start-up, 1 data / compute
+        moving = [False] * n  # a communication task in its data phase
         cause = [-1] * n  # the task whose end let this one start
         busy: dict = {}  # stream -> running task
         last_on: dict = {}  # stream -> last task that ran on it
@@ -958,8 +961,11 @@ class _Run:
         def try_start(candidates) -> None:
             # the earliest task in graph order goes first (popped from the end), whatever order
             # a set of freed streams iterates in: a tie between two tasks for one stream must not
-            # depend on the process's string hashing
-            pending = sorted(candidates, key=lambda s: queues[s][0] if queues.get(s) else -1, reverse=True)
+            # depend on the process's string hashing. A stream with no task waiting, or a busy
+            # one, stays so while tasks start here: it is left out.
+            pending = [s for s in candidates if queues.get(s) and s not in busy]
+            if len(pending) > 1:
+                pending.sort(key=lambda s: queues[s][0], reverse=True)
             while pending:
                 stream = pending.pop()
                 q = queues.get(stream)
@@ -988,7 +994,7 @@ class _Run:
             return r
 
         def factors_of(movers) -> dict:
-            key = tuple(sorted(flow_class[k] for k in movers))
+            key = tuple(sorted([flow_class[k] for k in movers]))
             found = shares.get(key)
             if found is None:
                 found = shares[key] = self._share(key)
@@ -996,29 +1002,31 @@ class _Run:
 
         def scalar_step():
             """Advance to the next event, task by task (few tasks running)."""
-            rate = {}
-            movers = [k for k in running if phase[k] == 1 and not is_compute[k]]
-            if movers:
-                factors = factors_of(movers)
-                for k in movers:
-                    rate[k] = factors[flow_class[k]]
+            movers = [k for k in running if moving[k]]
+            factors = factors_of(movers) if movers else None
+            rates = []  # per running task: a moving flow's share, a kernel's speed, else 1
             dt = math.inf
             for k in running:
-                r = rate.get(k, 1.0)
-                if sm_share and is_compute[k]:
-                    r = rate[k] = kernel_speed(gpus_of[k])
+                if moving[k]:
+                    r = factors[flow_class[k]]
+                elif sm_share and is_compute[k]:
+                    r = kernel_rate.get(gpus_of[k])
+                    if r is None:
+                        r = kernel_speed(gpus_of[k])
+                else:
+                    r = 1.0
+                rates.append(r)
                 left = remaining[k] / r
                 if left < dt:
                     dt = left
             limit = dt * (1 + 1e-9) + 1e-15
             finished = []
-            for k in running:
-                r = rate.get(k, 1.0)
+            for k, r in zip(running, rates):
                 if remaining[k] <= r * limit:
                     finished.append(k)
                 else:
                     remaining[k] -= r * dt
-            return dt, finished, movers, [rate[k] for k in movers]
+            return dt, finished, movers, [factors[flow_class[k]] for k in movers] if movers else []
 
         def vector_step():
             """:func:`scalar_step` with numpy over the running tasks (many tasks running)."""
@@ -1063,6 +1071,7 @@ class _Run:
             for k in finished:
                 if phase[k] == 0 and work[k] > 0:
                     phase[k], remaining[k] = 1, work[k]
+                    moving[k] = True  # phase 0 is a communication's start-up
                     data_start[k] = t_now
                     continue
                 if phase[k] == 0:
@@ -1135,8 +1144,9 @@ class _Run:
         n_links = len(self.edges)
         total = np.zeros(n_links)
         carried = np.zeros(len(self.class_links))
+        work = self.work.tolist()
         np.add.at(carried, [c for c in self.flow_class if c >= 0],
-                  [self.work[k] for k, c in enumerate(self.flow_class) if c >= 0])
+                  [work[k] for k, c in enumerate(self.flow_class) if c >= 0])
         for c, links in enumerate(self.class_links):
             np.add.at(total, links, self.class_usage[c] * carried[c])
         order = [int(i) for i in np.argsort(-total, kind="stable") if total[i] > 0]

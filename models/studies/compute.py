@@ -351,23 +351,27 @@ class ComputeModel:
         """
         if m <= 0 or n <= 0 or k <= 0:
             return 0.0
-        align = max(1, 16 // dtype_bytes(self.dtype))
+        gpu, elem = self.gpu, dtype_bytes(self.dtype)
+        align = max(1, 16 // elem)
         rate = self.peak * self.gemm_efficiency
-        if self.tensor_cores and self.gpu.spec.compute_capability < 80 and (m % align or n % align or k % align):
+        if self.tensor_cores and gpu.spec.compute_capability < 80 and (m % align or n % align or k % align):
             # Before Ampere a misaligned product leaves the tensor cores: half precision on the
             # CUDA cores runs at twice the FP32 rate [S102] [S109].
-            rate = 2 * self.gpu.peak_flops("fp32") * self.gemm_efficiency
+            rate = 2 * gpu.peak_flops("fp32") * self.gemm_efficiency
         elif self.tensor_cores:
             m, n, k = (-(-x // align) * align for x in (m, n, k))
-        sms = self.gpu.sm_count
+        sms = gpu.sm_count
         per_sm = rate / sms
         # Each SM writes its output tile after the tile's main loop (the epilogue), at its share
         # of the HBM bandwidth, in 16-bit (32-bit for fp32 and tf32).
-        out = 4 if dtype_bytes(self.dtype) == 4 else 2
-        per_sm_hbm = self.gpu.memory_bandwidth * self.memory_efficiency / sms
+        out = 4 if elem == 4 else 2
+        hbm = gpu.memory_bandwidth * self.memory_efficiency  # what _hbm divides by
+        per_sm_hbm = hbm / sms
         best = math.inf
         for rows, cols, reach in TILES:
             tiles = batch * -(-m // rows) * -(-n // cols)
+            tile_rate = per_sm * reach
+            epilogue = rows * cols * out / per_sm_hbm
             split = 1
             while True:
                 # A slice of the reduction shorter than the tile is as slow as the tile's depth
@@ -375,14 +379,15 @@ class ComputeModel:
                 # kept: a deeper product is never faster than a shallower one of the same tiles.
                 depth = max(-(-k // split), min(k, cols))
                 waves = -(-tiles * split // sms)
-                time = waves * (2.0 * rows * cols * depth / (per_sm * reach) + rows * cols * out / per_sm_hbm)
+                time = waves * (2.0 * rows * cols * depth / tile_rate + epilogue)
                 if split > 1:  # the partial products, fp32, written and summed
-                    time += self._hbm(4.0 * 2 * split * batch * m * n)
-                best = min(best, time)
+                    time += 4.0 * 2 * split * batch * m * n / hbm
+                if time < best:
+                    best = time
                 if split >= _MAX_SPLIT or tiles * split * 2 > sms:
                     break
                 split *= 2
-        return self.scale * max(best, self._hbm(nbytes), self.kernel_floor)
+        return self.scale * max(best, nbytes / hbm, self.kernel_floor)
 
     def _op_ideal(self, op: Op) -> float:
         if op.kind == "matmul":

@@ -110,6 +110,7 @@ from topo.units import GB, GiB, MiB, to_us
 from ..engine.results import MovedMethod, tidy_records
 from ..engine.fabric import PreparedFabric, prepare
 from ..engine.nccl.profiles import NcclProfile
+from ..engine.symmetry import GpuSymmetry
 from ..predict.collectives import Estimator
 from ..predict.decompose import Decomposer
 from ..predict.simulate import simulate as simulate_graph
@@ -500,7 +501,12 @@ class _JobGroups:
         self.symmetry = self.prepared.symmetry.nccl()
         self.nic_bandwidth = self._nic_bandwidth()
         self.estimator = Estimator(self.prepared)
-        self.cache: dict = {}
+        # A placement asks the same few groups again and again (every partition of a host, every
+        # layout): their keys and times are kept for the life of the job's groups, the envelopes
+        # (the estimates) by the prepared fabric, for every plan on it.
+        self._keys: dict = {}  # GPU ids as asked -> their key
+        self._times: dict = {}  # (collective, size, GPU ids as asked) -> time [s]
+        self._shape_times: dict = {}  # (collective, size, key) -> time [s]
 
     def _nic_bandwidth(self) -> dict:
         G = self.G
@@ -513,11 +519,37 @@ class _JobGroups:
         return out
 
     def key(self, ids) -> tuple:
-        return self.symmetry.key([self.nodes[i] for i in ids])
+        ids = tuple(ids)
+        found = self._keys.get(ids)
+        if found is None:
+            found = self._keys[ids] = self.symmetry.key([self.nodes[i] for i in ids])
+        return found
+
+    def prefetch(self, groups) -> None:
+        """Key many groups of GPU ids at once (a placement weighs thousands): one vectorised
+        pass of the fabric's symmetry where it has one (:meth:`GpuSymmetry.keys
+        <models.engine.symmetry.GpuSymmetry.keys>`, the same keys as one by one)."""
+        missing = list(dict.fromkeys(g for g in map(tuple, groups) if g not in self._keys))
+        if not missing:
+            return
+        if not isinstance(self.symmetry, GpuSymmetry):
+            for g in missing:
+                self.key(g)
+            return
+        position = self.symmetry.position
+        by_size: dict = {}
+        for g in missing:
+            by_size.setdefault(len(g), []).append(g)
+        for same in by_size.values():
+            rows = [sorted(position[self.nodes[i]] for i in g) for g in same]
+            self._keys.update(zip(same, self.symmetry.keys(rows)))
 
     def _envelope(self, collective, ids):
-        key = (collective, self.key(ids))
-        if key not in self.cache:
+        # The estimates depend on the fabric (its release included), the collective and the
+        # group's key only: the prepared fabric keeps them for every plan made on it.
+        key = ("planner.envelope", collective, self.key(ids))
+        cache = self.prepared.memo
+        if key not in cache:
             e = self.estimator.estimate(collective, _GRID, gpus=list(ids))
             # What the step sees is what the machine achieves (models.predict.measure): the host's launch
             # overlaps NCCL's latency, and the links move data at their achieved rate.
@@ -526,15 +558,23 @@ class _JobGroups:
                                       _GRID.shape)
             bandwidth = np.broadcast_to(np.asarray(e.bandwidth, dtype=float) * m.ratio, _GRID.shape)
             pairs = sorted(set(zip(latency.tolist(), bandwidth.tolist())))
-            self.cache[key] = (np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs]))
-        return self.cache[key]
+            cache[key] = (np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs]))
+        return cache[key]
 
     def time(self, collective: str, nbytes: float, ids) -> float:
         """Time of one collective on these GPU ids at this size. [s]"""
         if len(ids) < 2 or nbytes <= 0:
             return 0.0
-        latency, bandwidth = self._envelope(collective, ids)
-        return float(np.min(latency + nbytes / bandwidth))
+        asked = (collective, nbytes, tuple(ids))
+        found = self._times.get(asked)
+        if found is None:
+            shape = (collective, nbytes, self.key(ids))
+            found = self._shape_times.get(shape)
+            if found is None:
+                latency, bandwidth = self._envelope(collective, ids)
+                found = self._shape_times[shape] = float(np.min(latency + nbytes / bandwidth))
+            self._times[asked] = found
+        return found
 
     def dimension_time(self, collective: str, nbytes: float, groups) -> float:
         """The slowest of concurrent groups, with their shared NICs charged. [s]"""
@@ -588,11 +628,13 @@ def _tp_partition(fabric: _JobGroups, host_ids, tp, nbytes, collective):
         return tuple((i,) for i in host_ids)
     consecutive = tuple(tuple(host_ids[k:k + tp]) for k in range(0, len(host_ids), tp))
     if _count_partitions(len(host_ids), tp) <= _MAX_PARTITIONS:
-        candidates = _partitions(list(host_ids), tp)
+        candidates = list(_partitions(list(host_ids), tp))
+        fabric.prefetch(g for partition in candidates for g in partition)
     else:
         # Greedy: repeatedly take the fastest group among the remaining GPUs.
         remaining, greedy = list(host_ids), []
         while remaining:
+            fabric.prefetch(itertools.combinations(remaining, tp))
             best = min(itertools.combinations(remaining, tp),
                        key=lambda g: (fabric.time(collective, nbytes, g), g))
             greedy.append(best)
@@ -614,7 +656,8 @@ def _job_gpus(fabric: _JobGroups, host_ids, n: int) -> tuple:
     if n == 1:
         return (host_ids[0],)
     if math.comb(len(host_ids), n) <= _MAX_PARTITIONS:
-        candidates = itertools.combinations(host_ids, n)
+        candidates = list(itertools.combinations(host_ids, n))
+        fabric.prefetch(candidates)
     else:  # greedy: grow the set by the GPU that keeps its all_reduce fastest
         chosen = [host_ids[0]]
         while len(chosen) < n:
@@ -973,6 +1016,15 @@ def _simulated_components(p: Plan, result) -> tuple:
     return tuple(out)
 
 
+def _decomposer(prepared: PreparedFabric) -> Decomposer:
+    """The decompositions of the plans' simulations on a prepared fabric: one :class:`Decomposer`
+    (its estimates and routes) kept by the fabric for every plan simulated on it."""
+    found = prepared.memo.get(("planner.decomposer",))
+    if found is None:
+        found = prepared.memo[("planner.decomposer",)] = Decomposer(prepared)
+    return found
+
+
 def _simulate_plans(w, ctx: _Context, plans, count: int, max_events: int, cm=None) -> list:
     """The plans with the first ``count`` fitting, simulable ones simulated (:class:`Plan`'s
     ``timing``), ranked: the simulated by their simulated step, then the other fitting ones by
@@ -1014,7 +1066,7 @@ def _simulate_plans(w, ctx: _Context, plans, count: int, max_events: int, cm=Non
         chosen.append(p)
     done = {}
     if chosen:
-        decomposer = Decomposer(ctx.fabric.prepared)
+        decomposer = _decomposer(ctx.fabric.prepared)
         G = decomposer.G
         for p in chosen:
             try:

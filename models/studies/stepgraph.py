@@ -100,6 +100,7 @@ class _Builder:
     def __init__(self, image_maps=()):
         self.tasks: list = []
         self.image_maps = image_maps  # per folded replica: GPU id of replica 0 -> its GPU id
+        self._images: dict = {}  # GPU ids of replica 0 -> their images (a step repeats a few groups)
 
     @property
     def count(self) -> int:
@@ -107,8 +108,12 @@ class _Builder:
 
     def add(self, id_, op, gpus, *, nbytes=0, seconds=0.0, after=(), kind="", fold=False) -> str:
         gpus = tuple(gpus)
-        images = tuple(tuple(m[g] for g in gpus) for m in self.image_maps) if fold else ()
-        self.tasks.append(Task(id_, op, gpus, int(nbytes), float(seconds), tuple(a for a in after if a), kind,
+        images = ()
+        if fold:
+            images = self._images.get(gpus)
+            if images is None:
+                images = self._images[gpus] = tuple(tuple(m[g] for g in gpus) for m in self.image_maps)
+        self.tasks.append(Task(id_, op, gpus, int(nbytes), float(seconds), tuple([a for a in after if a]), kind,
                                images=images))
         return id_
 

@@ -211,3 +211,15 @@ def test_an_overlap_fraction_shapes_the_first_pass_and_the_simulated_plan_says_s
     assert half.analytical_step_time > full.analytical_step_time
     assert half.timing_note.startswith("overlap=0.5 shapes the first pass only") and full.timing_note == ""
     assert "; overlap=0.5 shapes the first pass only" in format_plan(half)
+
+
+def test_plans_sharing_a_prepared_fabric_are_the_plans_of_a_fresh_graph(prepared_cluster):
+    # The planner keeps its collective estimates and its simulations' decompositions on the
+    # prepared fabric (PreparedFabric.memo) for every plan made on it: what an earlier plan asked
+    # (other groups, other sizes, other layouts simulated first) must not change a later one.
+    asked = dict(tp=2, pp=2, dp=4, zero=1, global_batch=16, recompute="none")
+    search(SMALL, prepared_cluster, tp=4, simulate=2)
+    shared = plan(SMALL, prepared_cluster, **asked)
+    fresh = plan(SMALL, topo.build("2xdgx1"), **asked)
+    assert shared.simulated and fresh.simulated
+    assert (shared.step_time, shared.components, shared.groups) == (fresh.step_time, fresh.components, fresh.groups)
