@@ -65,7 +65,7 @@ from topo.errors import LimitError
 from topo.schema import gpus as gpu_nodes_of
 from topo.symmetry import colour_refinement, gpu_automorphisms, interchangeable_gpus, interchangeable_nodes
 
-__all__ = ["GpuSymmetry", "ClusterSymmetry", "FabricSymmetry", "FabricClasses", "SymmetryLimitError",
+__all__ = ["GpuSymmetry", "ClusterSymmetry", "path_support", "FabricSymmetry", "FabricClasses", "SymmetryLimitError",
            "host_classes", "host_copies", "host_place", "interchangeable_nodes", "MAX_SET_CLASSES", "FABRIC_NODE_KEYS", "FABRIC_EDGE_KEYS"]
 
 #: Default limit of the GPU-set classes one call enumerates (:meth:`GpuSymmetry.set_classes`,
@@ -430,15 +430,33 @@ class ClusterSymmetry:
         Host number -> class number.
     """
 
-    def __init__(self, G, marked=frozenset()):
+    def __init__(self, G, marked=frozenset(), system=None):
         self.G = G
         classes = host_classes(G, marked)
         self.host_class = {h: c for c, hosts in enumerate(classes) for h in hosts}
         self._representative = [hosts[0] for hosts in classes]
         self._local: dict = {}
         self._names: dict = {}
+        self.system = system
+        self._inside: dict = {}
         self.gpus = tuple(gpu_nodes_of(G))
         self.host = {g: G.nodes[g]["host"] for g in self.gpus}
+
+    def inside(self, c: int) -> GpuSymmetry | None:
+        """The symmetry of NCCL's paths between the GPUs of a host of class ``c`` (its
+        representative), the key of a communicator within one host: NCCL searches it without
+        NICs, so where they are cabled does not matter. None without the fabric's NCCL view, or
+        when the paths leave the host (the trays of a GB200 NVL72 meet on the rack's switches)."""
+        if c not in self._inside:
+            inside = None
+            if self.system is not None:
+                G, host = self.G, self._representative[c]
+                gpus = [g for g in self.gpus if self.host[g] == host]
+                S = path_support(G, self.system, gpus)
+                if all(G.nodes[n].get("host") == host for n in S):
+                    inside = GpuSymmetry(S)
+            self._inside[c] = inside
+        return self._inside[c]
 
     def local(self, c: int) -> GpuSymmetry:
         """The symmetry within a host of class ``c`` (its representative, ports pinned)."""
@@ -467,6 +485,16 @@ class ClusterSymmetry:
         by_host: dict = {}
         for g in nodes:
             by_host.setdefault(self.host[g], []).append(g)
+        if len(by_host) == 1:
+            (h, members), = by_host.items()
+            c = self.host_class[h]
+            inside = self.inside(c)
+            if inside is not None:  # one host: the symmetry of its paths, NICs unpinned
+                representative = self._representative[c]
+                place = {host_place(g): g for g in self.gpus if self.host[g] == representative}
+                mapped = [place[host_place(g)] for g in members]
+                r = place[host_place(root)] if root is not None else None
+                return ("inside", c, inside.key(mapped, r))
         shapes = []
         for h, members in sorted(by_host.items()):
             c = self.host_class[h]
@@ -507,7 +535,7 @@ class FabricSymmetry:
         channels on a cluster (``network=True``), else the symmetry of the support of NCCL's
         paths (point-to-point collectives: alltoall, sendrecv)."""
         if self.hosts > 1 and network:
-            return self._scope("cluster", lambda: ClusterSymmetry(self.G))
+            return self._scope("cluster", lambda: ClusterSymmetry(self.G, system=self.system))
         return self._scope("support", lambda: GpuSymmetry(self._support()))
 
     def graph(self, edge_kinds=None) -> GpuSymmetry:
@@ -523,18 +551,23 @@ class FabricSymmetry:
 
     def _support(self):
         """The fabric restricted to the edges NCCL's paths between its GPUs use."""
-        G, system = self.G, self.system
-        gpu_nodes = gpu_nodes_of(G)
-        members = set(gpu_nodes)
-        support = set()
-        for a, b in itertools.permutations(gpu_nodes, 2):
-            for (u, v), _ in system.hop(a, b, ())[1]:  # PCIe / switch / direct
-                support.add((u, v))
-            for (u, v), _ in system.hop(a, b, members)[1]:  # with NVB relays
-                support.add((u, v))
-        S = G.edge_subgraph(support | {(v, u) for u, v in support}).copy()
-        S.add_nodes_from((g, G.nodes[g]) for g in gpu_nodes)
-        return S
+        return path_support(self.G, self.system, gpu_nodes_of(self.G))
+
+
+def path_support(G, system, gpus) -> nx.DiGraph:
+    """``G`` restricted to the edges NCCL's paths between ``gpus`` use (both directions), and
+    those GPUs: every path of ``system`` (an NcclSystem of ``G``) between two of them, direct or
+    through an NVB relay among them."""
+    members = set(gpus)
+    support = set()
+    for a, b in itertools.permutations(gpus, 2):
+        for (u, v), _ in system.hop(a, b, ())[1]:  # PCIe / switch / direct
+            support.add((u, v))
+        for (u, v), _ in system.hop(a, b, members)[1]:  # with NVB relays
+            support.add((u, v))
+    S = G.edge_subgraph(support | {(v, u) for u, v in support}).copy()
+    S.add_nodes_from((g, G.nodes[g]) for g in gpus)
+    return S
 
 
 # ------------------------------------------------------------------------------ whole fabrics

@@ -168,6 +168,24 @@ def test_hosts_a_channel_search_sees_as_copies_ignore_which_switch_a_nic_is_cabl
     assert host_classes(damaged, outside="kind") == [[0], [1]]
 
 
+def test_a_communicator_within_one_host_of_a_cluster_is_keyed_by_the_hosts_own_paths():
+    """NCCL searches a one-node communicator without NICs: on 2xDGX H100 with rails (NIC i of
+    every host cabled to leaf i, which pins each GPU's NIC) the 28 pairs of a host are still
+    one class, as on one DGX H100, and two of them have the same estimate. The trays of a GB200
+    NVL72 meet on the rack's switches (host -1): their sets keep the cluster's key."""
+    prepared = PreparedFabric(topo.build("2xdgxh100:rail"))
+    key = prepared.symmetry.nccl("all_reduce").key
+    host0 = [g for g in topo.gpus(prepared.G) if prepared.G.nodes[g]["host"] == 0]
+    assert len({key(list(pair)) for pair in itertools.combinations(host0, 2)}) == 1
+    assert key(host0[:2])[0] == "inside" and key([host0[0], "h1.gpu0"])[0] == "hosts"
+    first, last = (models.estimate(prepared, "all_reduce", [8, 2**30], [prepared.ids[g] for g in pair]).time
+                   for pair in (host0[:2], host0[-2:]))
+    assert first.tolist() == last.tolist()
+    racks = PreparedFabric(topo.build("2xgb200nvl72"))
+    tray = [g for g in topo.gpus(racks.G) if racks.G.nodes[g]["host"] == 0]
+    assert racks.symmetry.nccl("all_reduce").key(tray[:2])[0] == "hosts"
+
+
 def test_automorphisms_are_bounded_and_the_same_whatever_the_hash_seed(tmp_path):
     """An imported DGX H100 (dgxtopo topo dgxh100 | dgxtopo import --gpu h100): 18 NVSwitches
     inferred from NV18, a PCIe tree rebuilt from the matrix. VF2's order followed the hash seed
