@@ -177,25 +177,26 @@ def freeze_graph(G: nx.DiGraph) -> None:
 
 # The instance attribute by which a graph that PreparedFabric validated and froze carries its
 # validation: the dicts validation read (graph attributes, nodes, successors, predecessors),
-# and its GPUs in topo.gpus order.
+# its GPUs in topo.gpus order, and whether it was an unedited build (topo.unedited).
 _VALIDATED = "_validated_as"
 
 
 def _checked_gpus(G: nx.DiGraph) -> tuple:
-    """The GPUs of ``G`` in :func:`topo.gpus` order, validating ``G`` (:func:`topo.validate`)
-    unless it is a graph a :class:`PreparedFabric` validated and froze: a frozen graph refuses
-    every edit of its structure and attributes, so while the dicts validation read are still
-    the graph's own (``G.graph`` is an attribute one may rebind), it is as valid as it was.
-    A copy (``G.copy()``, ``nx.DiGraph(G)``, a :mod:`topo.transform` function) carries none
-    of it and is validated."""
+    """The GPUs of ``G`` in :func:`topo.gpus` order, and whether ``G`` is as a builder made it
+    (:mod:`topo.unedited`: a cluster's hosts are then copies), validating ``G``
+    (:func:`topo.validate`) unless it is a graph a :class:`PreparedFabric` validated and froze:
+    a frozen graph refuses every edit of its structure and attributes, so while the dicts
+    validation read are still the graph's own (``G.graph`` is an attribute one may rebind), it
+    is as valid (and as built) as it was. A copy (``G.copy()``, ``nx.DiGraph(G)``, a
+    :mod:`topo.transform` function) carries none of it and is validated."""
     if isinstance(G, _FrozenDiGraph):
         mark = G.__dict__.get(_VALIDATED)
         if (mark is not None and mark[0] is G.graph and mark[1] is G._node and mark[2] is G._adj
                 and mark[3] is G._pred):
-            return mark[4]
+            return mark[4], mark[5]
     if unedited(G):  # built valid (a built-in system or topo.build's cluster), not edited since
-        return tuple(gpu_nodes(G))
-    return tuple(validated_gpus(G))
+        return tuple(gpu_nodes(G)), True
+    return tuple(validated_gpus(G)), False
 
 
 class PreparedFabric:
@@ -243,13 +244,12 @@ class PreparedFabric:
         if not isinstance(G, nx.DiGraph):
             raise DgxTopoError(f"expected a fabric (networkx.DiGraph) or a models.PreparedFabric, received "
                                f"{type(G).__name__}")
-        # A cluster topo.build joined, unedited: its hosts are copies (topo.cluster), which the
+        # An unedited cluster of topo.build: its hosts are copies (topo.cluster), which the
         # channel search need not compare before sharing a host's search (NcclSystem.host_kind).
-        built = unedited(G)
-        gpus = _checked_gpus(G)
+        gpus, built = _checked_gpus(G)
         if freeze:
             freeze_graph(G)
-            G.__dict__[_VALIDATED] = (G.graph, G._node, G._adj, G._pred, gpus)
+            G.__dict__[_VALIDATED] = (G.graph, G._node, G._adj, G._pred, gpus, built)
         self.G = G
         self.profile: NcclProfile = nccl_profile(nccl)
         self.nccl = NcclSystem(G, self.profile, validate=False, searches=searches, hosts_alike=built)

@@ -197,6 +197,8 @@ class NcclSystem:
     host_searches : dict
         Searches of host shapes of a cluster, ``(host kind, shape, bounds) -> (host,
         ChannelSearch)`` (:meth:`host_kind`).
+    hosts_alike : bool
+        Hosts with the same local node names are copies (the parameter).
     views : dict
         MNNVL views of this fabric by fused hosts (:func:`models.engine.nccl.channels.nccl_view`).
     split : dict

@@ -309,6 +309,17 @@ def test_a_host_that_is_not_a_copy_is_searched_on_its_own_whatever_was_asked_bef
     assert time(one, three, asked_before=[("h0.gpu0", "h1.gpu2")]) == time(one, three) == time(intact, three)
 
 
+def test_a_built_cluster_prepared_again_still_shares_its_hosts_searches():
+    """A cluster as topo.build joined it has hosts that are copies (no comparison needed); preparing
+    its frozen graph again (another release) keeps that, a copy of it does not."""
+    from models.engine.fabric import PreparedFabric
+
+    built = PreparedFabric(topo.build("2xdgx1v"))
+    again = PreparedFabric(built.G, nccl="2.18")
+    assert built.nccl.hosts_alike and again.nccl.hosts_alike
+    assert not PreparedFabric(topo.build("2xdgx1v").copy()).nccl.hosts_alike
+
+
 @pytest.mark.parametrize("factor", [0.05, 0.01, 1e-6])
 def test_a_link_too_slow_for_any_search_speed_is_used_at_its_own_rate(factor):
     """issue 24: a pair linked only by a link slower than NCCL's lowest search speed gets NCCL's
