@@ -438,15 +438,16 @@ class ClusterSymmetry:
         self._local: dict = {}
         self._names: dict = {}
         self.system = system
-        self._inside: dict = {}
+        self._inside: dict = {}  # class -> (symmetry of the paths, place -> GPU) or None
         self.gpus = tuple(gpu_nodes_of(G))
         self.host = {g: G.nodes[g]["host"] for g in self.gpus}
 
-    def inside(self, c: int) -> GpuSymmetry | None:
+    def inside(self, c: int) -> tuple | None:
         """The symmetry of NCCL's paths between the GPUs of a host of class ``c`` (its
-        representative), the key of a communicator within one host: NCCL searches it without
-        NICs, so where they are cabled does not matter. None without the fabric's NCCL view, or
-        when the paths leave the host (the trays of a GB200 NVL72 meet on the rack's switches)."""
+        representative), the key of a communicator within one host (NCCL searches it without
+        NICs, so where they are cabled does not matter), and the representative's GPUs by
+        place. None without the fabric's NCCL view, or when the paths leave the host (the trays
+        of a GB200 NVL72 meet on the rack's switches)."""
         if c not in self._inside:
             inside = None
             if self.system is not None:
@@ -454,7 +455,7 @@ class ClusterSymmetry:
                 gpus = [g for g in self.gpus if self.host[g] == host]
                 S = path_support(G, self.system, gpus)
                 if all(G.nodes[n].get("host") == host for n in S):
-                    inside = GpuSymmetry(S)
+                    inside = (GpuSymmetry(S), {host_place(g): g for g in gpus})
             self._inside[c] = inside
         return self._inside[c]
 
@@ -490,11 +491,10 @@ class ClusterSymmetry:
             c = self.host_class[h]
             inside = self.inside(c)
             if inside is not None:  # one host: the symmetry of its paths, NICs unpinned
-                representative = self._representative[c]
-                place = {host_place(g): g for g in self.gpus if self.host[g] == representative}
+                symmetry, place = inside
                 mapped = [place[host_place(g)] for g in members]
                 r = place[host_place(root)] if root is not None else None
-                return ("inside", c, inside.key(mapped, r))
+                return ("inside", c, symmetry.key(mapped, r))
         shapes = []
         for h, members in sorted(by_host.items()):
             c = self.host_class[h]

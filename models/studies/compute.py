@@ -336,8 +336,13 @@ class ComputeModel:
         """Products run on tensor cores (Volta and later, any dtype but fp32)."""
         return self.dtype != "fp32" and self.gpu.spec.compute_capability >= 70
 
+    @property
+    def _hbm_rate(self) -> float:
+        """The HBM bandwidth a kernel achieves. [B/s]"""
+        return self.gpu.memory_bandwidth * self.memory_efficiency
+
     def _hbm(self, nbytes: float) -> float:
-        return nbytes / (self.gpu.memory_bandwidth * self.memory_efficiency)
+        return nbytes / self._hbm_rate
 
     def gemm_time(self, m: int, n: int, k: int, batch: int = 1, nbytes: float = 0.0) -> float:
         """Time of ``batch`` products ``(m x k) @ (k x n)``, tile- and wave-quantised. [s]
@@ -365,7 +370,7 @@ class ComputeModel:
         # Each SM writes its output tile after the tile's main loop (the epilogue), at its share
         # of the HBM bandwidth, in 16-bit (32-bit for fp32 and tf32).
         out = 4 if elem == 4 else 2
-        hbm = gpu.memory_bandwidth * self.memory_efficiency  # what _hbm divides by
+        hbm = self._hbm_rate
         per_sm_hbm = hbm / sms
         best = math.inf
         for rows, cols, reach in TILES:

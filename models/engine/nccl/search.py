@@ -1192,11 +1192,12 @@ def _search_host(fabric, nodes, nets, pattern, min_channels, max_channels) -> Ch
     G, profile = fabric.G, fabric.profile
     # The ring and the tree search of a GPU set, and every later estimate of it, share its problem
     # and the problem's content key (both are costly to make; the fabric's graph is frozen).
-    made = fabric.problems.get((tuple(nodes), tuple(nets)))
+    asked = (tuple(nodes), tuple(nets))
+    made = fabric.problems.get(asked)
     if made is None:
         problem = _build_problem(fabric, nodes, nets)
         made = (problem, _problem_key(problem))
-        fabric.problems.put((tuple(nodes), tuple(nets)), made)
+        fabric.problems.put(asked, made)
     problem, content = made
     cc = min(G.nodes[n]["compute_capability"] for n in nodes)
     # The search reads only the problem, the GPUs' compute capability and the profile: a problem
