@@ -27,15 +27,19 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 def pytest_addoption(parser, pluginmanager):
     """pyproject.toml's addopts name pytest-xdist's options (long forms); without the plugin
-    (``-p no:xdist`` to debug in one process, or not installed) they are accepted and ignored."""
+    (``-p no:xdist`` to debug in one process) they are accepted and ignored."""
     if pluginmanager.has_plugin("xdist"):
         return
-    group = parser.getgroup("xdist (not loaded)")
-    group.addoption("--numprocesses", dest="numprocesses", default=None,
-                    help="ignored: pytest-xdist is not loaded")
-    group.addoption("--dist", dest="dist", default="no", help="ignored: pytest-xdist is not loaded")
-    group.addoption("--no-loadscope-reorder", dest="loadscopereorder", action="store_false",
-                    help="ignored: pytest-xdist is not loaded")
+    # addopts load xdist (-p xdist) before a command line's -p no:xdist unloads it, so its options
+    # may be there already, in its own group: that group refuses a name twice (ValueError).
+    group = parser.getgroup("xdist")
+    for names, attributes in ((("--numprocesses",), {"dest": "numprocesses", "default": None}),
+                              (("--dist",), {"dest": "dist", "default": "no"}),
+                              (("--no-loadscope-reorder",), {"dest": "loadscopereorder", "action": "store_false"})):
+        try:
+            group.addoption(*names, help="ignored: pytest-xdist is not loaded", **attributes)
+        except ValueError:
+            pass
 
 
 def read_data(name: str) -> str:
