@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import re
 import signal
@@ -82,6 +83,17 @@ def pytest_collection_modifyitems(config, items):
         path = item.nodeid.split("::")[0]
         return 0 if path in SLOW_FIRST else 1 if path in whole else 2
     items.sort(key=order)  # stable: the order within each file is kept
+
+
+def pytest_collection_finish(session):
+    """What collection leaves alive (modules, functions, test items: ~100,000 objects a worker
+    keeps to the end) is moved to the collector's permanent generation (``gc.freeze``): every full
+    collection of the run traversed it again, to free nothing. Measured on tests/models/engine and
+    tests/models/predict in one process: the collector's time 5.5 s -> 3.9 s. Collection's own
+    garbage is collected first; a frozen object is still freed by reference counting (only a
+    cycle among frozen objects would outlive its use: modules and test items live to the end)."""
+    gc.collect()
+    gc.freeze()
 
 
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist, absent without it
