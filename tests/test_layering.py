@@ -10,8 +10,12 @@ import ast
 import functools
 from pathlib import Path
 
+from typing import NamedTuple
+
 import networkx as nx
 import pytest
+
+from topo.collector import collector_paused
 
 ROOT = Path(__file__).parents[1]
 PACKAGES = ("topo", "models")
@@ -36,26 +40,51 @@ def _resolve(module: str, node: ast.ImportFrom) -> str:
     return ".".join(base + ([node.module] if node.module else []))
 
 
-@functools.lru_cache(maxsize=None)
-def _tree(module: str) -> ast.Module:
-    """The module's syntax tree, parsed once for every test of this file (read-only)."""
-    return ast.parse(MODULES[module].read_text(encoding="utf-8"))
+class _Scan(NamedTuple):
+    """What the tests below read from one module's source (its syntax tree is not kept)."""
+
+    imports: tuple  #: ``(target module, imported name or None, line)`` of every import, anywhere
+    private_reads: tuple  #: ``(module alias, name, line)``: ``alias._name`` through an imported module
+    word_builders: tuple  #: :func:`_word_builders` of the module
 
 
 @functools.lru_cache(maxsize=None)
+def _scan(module: str) -> _Scan:
+    """The module's :class:`_Scan`, made once for every test of this file from one parse and one
+    walk of its syntax tree. The tree is dropped at once, and parsed with the cyclic collector
+    paused: a syntax tree holds no reference cycle, the collections that its hundreds of thousands
+    of new nodes trigger free nothing (they were two thirds of the parse's time), and trees kept
+    alive would be traversed again by every full collection of the rest of the worker's run."""
+    with collector_paused():
+        nodes = tuple(ast.walk(ast.parse(MODULES[module].read_text(encoding="utf-8"))))
+        found = []
+        aliases = set()
+        reads = []
+        for node in nodes:
+            if isinstance(node, ast.Import):
+                found += [(alias.name, None, node.lineno) for alias in node.names]
+                aliases |= {alias.asname or alias.name for alias in node.names
+                            if alias.name.split(".")[0] in PACKAGES}
+            elif isinstance(node, ast.ImportFrom):
+                target = _resolve(module, node)
+                for alias in node.names:
+                    sub = f"{target}.{alias.name}"
+                    found.append((sub, None, node.lineno) if sub in MODULES else (target, alias.name, node.lineno))
+            elif isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
+                base = node.value
+                while isinstance(base, ast.Attribute):
+                    base = base.value
+                if isinstance(base, ast.Name):
+                    reads.append((base.id, node.attr, node.lineno))
+        words = tuple(_word_builders(nodes))
+        del nodes  # freed here, while the collector is paused (no node is in a cycle)
+    return _Scan(imports=tuple((t, n, line) for t, n, line in found if t.split(".")[0] in PACKAGES),
+                 private_reads=tuple(read for read in reads if read[0] in aliases), word_builders=words)
+
+
 def _imports(module: str) -> tuple:
     """``(target module, imported name or None, line)`` for every import of a module, anywhere."""
-    tree = _tree(module)
-    found = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found += [(alias.name, None, node.lineno) for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            target = _resolve(module, node)
-            for alias in node.names:
-                sub = f"{target}.{alias.name}"
-                found.append((sub, None, node.lineno) if sub in MODULES else (target, alias.name, node.lineno))
-    return tuple((t, n, line) for t, n, line in found if t.split(".")[0] in PACKAGES)
+    return _scan(module).imports
 
 
 @functools.lru_cache(maxsize=None)
@@ -117,16 +146,7 @@ def test_topo_never_imports_models():
 def test_no_module_reads_another_modules_private_names(module):
     offenders = [(t, n, line) for t, n, line in _imports(module)
                  if n is not None and n.startswith("_") and not n.startswith("__") and t != module]
-    tree = _tree(module)
-    aliases = {alias.asname or alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
-               for alias in node.names if alias.name.split(".")[0] in PACKAGES}
-    for node in ast.walk(tree):  # topo._private / models.x._private through an imported module
-        if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
-            base = node.value
-            while isinstance(base, ast.Attribute):
-                base = base.value
-            if isinstance(base, ast.Name) and base.id in aliases:
-                offenders.append((base.id, node.attr, node.lineno))
+    offenders += _scan(module).private_reads  # topo._private / models.x._private through an imported module
     assert not offenders, f"{module} reads private names of other modules: {offenders}"
 
 
@@ -168,10 +188,11 @@ def _builds_words(name: str, *, method: bool) -> bool:
     return name.startswith("format_") or (method and name in WORD_METHODS)
 
 
-def _word_builders(tree: ast.Module) -> list:
-    """``(name, line)`` of every word-building function or method of a module that is not a shim."""
+def _word_builders(nodes) -> list:
+    """``(name, line)`` of every word-building function or method that is not a shim, among the
+    nodes of a module's syntax tree (all of them, as ``ast.walk`` gives them)."""
     found = []
-    for node in ast.walk(tree):
+    for node in nodes:
         if not isinstance(node, (ast.Module, ast.ClassDef)):
             continue
         method = isinstance(node, ast.ClassDef)
@@ -189,7 +210,7 @@ def _word_builders(tree: ast.Module) -> list:
 
 @pytest.mark.parametrize("module", sorted(m for m in MODULES if _floor(m) in (1, 2, 3)))
 def test_words_are_built_only_in_present(module):
-    offenders = _word_builders(_tree(module))
+    offenders = list(_scan(module).word_builders)
     assert not offenders, f"{module} builds words below models.present (move them there): {offenders}"
 
 
@@ -203,4 +224,4 @@ def test_the_words_scan_finds_word_builders_and_passes_the_shims():
                        "    explain = lambda self: ''\n"
                        "    def format_row(self): pass\n"
                        "    def to_records(self): pass\n")
-    assert sorted(_word_builders(sample)) == [("describe", 6), ("explain", 7), ("format_row", 8), ("format_x", 1)]
+    assert sorted(_word_builders(ast.walk(sample))) == [("describe", 6), ("explain", 7), ("format_row", 8), ("format_x", 1)]

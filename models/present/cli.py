@@ -193,22 +193,30 @@ def _too_much(what: str, size: int, limit: int, option: str) -> _UsageError:
                        f"(the work grows with it)")
 
 
-def _system_gpus(spec: str, max_gpus: int) -> int:
-    """GPUs of a system spec, counted without building it; beyond ``max_gpus``, refused."""
+def _sized(spec: str, max_gpus: int) -> tuple:
+    """``(parsed spec, one host of it built)``: the GPUs of a system spec counted on one host,
+    before any cluster is joined; beyond ``max_gpus``, refused."""
     from topo.registry import parse_system_spec
 
     parsed = parse_system_spec(spec, max_hosts=max_gpus)  # every host has at least one GPU
-    gpus = parsed.hosts * len(topo.gpus(topo.build(parsed.system)))
+    host = topo.build(parsed.system)
+    gpus = parsed.hosts * len(topo.gpus(host))
     if gpus > max_gpus:
         raise _too_much(f"{spec} has {gpus} GPUs", gpus, max_gpus, "--max-gpus")
-    return gpus
+    return parsed, host
+
+
+def _built(spec: str, sized: tuple, limit: int) -> object:
+    """The system or cluster of a spec :func:`_sized` sized: a single system is the host it built
+    (``topo.build`` of the spec builds the same), a cluster is joined by ``topo.build``."""
+    parsed, host = sized
+    return topo.build(spec, max_hosts=limit) if parsed.is_cluster else host
 
 
 def _build(spec: str, args) -> object:
     """Build a system or cluster after checking its size against ``--max-gpus``."""
     limit = getattr(args, "max_gpus", MAX_GPUS)
-    _system_gpus(spec, limit)
-    return topo.build(spec, max_hosts=limit)
+    return _built(spec, _sized(spec, limit), limit)
 
 
 def _progress(args, description: str, unit: str):
@@ -431,9 +439,10 @@ def _fabric(args, spec: str | None) -> object:
 def _fabrics(args, specs) -> list:
     """Several systems (``compare``, ``report``): the specs, then each ``--topo-file``."""
     _check_cluster_options(args)
-    for spec in specs:  # sized before anything is built
-        _system_gpus(spec, getattr(args, "max_gpus", MAX_GPUS))
-    fabrics = [_build(spec, args) for spec in specs] + [_from_topo_file(path, args) for path in args.topo_file]
+    limit = getattr(args, "max_gpus", MAX_GPUS)
+    sized = [_sized(spec, limit) for spec in specs]  # every spec sized before a cluster is joined
+    fabrics = ([_built(spec, size, limit) for spec, size in zip(specs, sized)]
+               + [_from_topo_file(path, args) for path in args.topo_file])
     if not fabrics:
         raise _UsageError("expected at least one system: SPEC or --topo-file FILE")
     return [_whatif(G, args) for G in fabrics]
@@ -788,7 +797,7 @@ def _report(args) -> None:
     _check_cluster_options(args)
     names = _named_systems(args)
     for name in names:  # sized before anything is built
-        _system_gpus(name, args.max_gpus)
+        _sized(name, args.max_gpus)
     if args.topo_file:
         from .output import write_text_atomic
         from .report.analysis import analyse_report

@@ -9,10 +9,13 @@ and the P2P bandwidth matrix.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 
 import topo
+from models.engine.fabric import PreparedFabric
 from models.predict.collectives import estimate
 from models.predict.p2p import p2p_matrix
 from topo.units import GiB
@@ -32,16 +35,39 @@ def choice(G, gpus) -> tuple:
     return p.algorithm, p.protocol, p.nchannels, p.busbw
 
 
+def p2p_gpus(G) -> list | None:
+    """The GPUs whose P2P matrix is compared: all, or two NVL72 trays of a rack."""
+    return None if len(topo.gpus(G)) <= 16 else list(range(8))
+
+
+def predictions(G) -> tuple:
+    """``choice`` on every GPU and on GPUs 0-3, and the P2P matrix, of one prepared fabric (its
+    routes and searches shared by the three; a prepared graph is read-only)."""
+    fabric = PreparedFabric(G)
+    return choice(fabric, None), choice(fabric, [0, 1, 2, 3]), p2p_matrix(fabric, p2p_gpus(G))
+
+
+@functools.cache
+def builtin_predictions(system: str) -> tuple:
+    """:func:`predictions` of a built-in system, made once for the tests of this file."""
+    return predictions(topo.build(system))
+
+
+def assert_same_predictions(G, system: str) -> None:
+    """The imported fabric predicts what the built-in system does."""
+    got, built_in = predictions(G), builtin_predictions(system)
+    for gpus, i in ((None, 0), ([0, 1, 2, 3], 1)):
+        assert got[i] == built_in[i], gpus
+    assert np.array_equal(got[2], built_in[2], equal_nan=True)
+
+
 @pytest.mark.parametrize("system", sorted(topo.SYSTEMS) + sorted(topo.registry.VARIANTS))
 def test_printout_imports_to_the_builtin_predictions(system):
     B = topo.build(system)
     G = topo.from_nvidia_smi(printout(B), gpu=gpu_name(B))
     assert topo.connection_matrix(G).to_dict() == topo.connection_matrix(B).to_dict()
     assert len(topo.gpus(G)) == len(topo.gpus(B))
-    for gpus in (None, [0, 1, 2, 3]):
-        assert choice(G, gpus) == choice(B, gpus)
-    some = None if len(topo.gpus(B)) <= 16 else list(range(8))  # two NVL72 trays
-    assert np.array_equal(p2p_matrix(G, some), p2p_matrix(B, some), equal_nan=True)
+    assert_same_predictions(G, system)
     assert G.graph["inferred"].startswith(f"From {system}, what the text does not say:")
 
 
@@ -85,7 +111,7 @@ def test_a100_80gb_takes_the_dgx_a100_640gb_variant():
     G = topo.from_nvidia_smi(printout(topo.build("dgxa100-80g")), gpu="NVIDIA A100-SXM4-80GB")
     assert G.nodes["gpu0"]["memory_bandwidth"] == topo.GPUS["A100-SXM4-80GB"].memory_bandwidth
     assert G.graph["inferred"].startswith("From dgxa100-80g")
-    assert choice(G, None) == choice(topo.build("dgxa100-80g"), None)
+    assert choice(G, None) == builtin_predictions("dgxa100-80g")[0]
 
 
 def test_a_gpu_no_system_has_takes_the_board_of_its_nvlink_generation(monkeypatch):
@@ -174,9 +200,7 @@ def test_nccl_xml_export_imports_to_the_builtin_predictions(system):
     (The XML names no GPU model beyond the PCI ids the importer knows: ``gpu=`` says it.)"""
     B = topo.build(system)
     G = topo.from_nccl_xml(topo.to_nccl_xml(B), gpu=gpu_name(B))
-    for gpus in (None, [0, 1, 2, 3]):
-        assert choice(G, gpus) == choice(B, gpus)
-    assert np.array_equal(p2p_matrix(G), p2p_matrix(B), equal_nan=True)
+    assert_same_predictions(G, system)
     # What NCCL's XML holds comes back as it was.
     ids = lambda H: sorted(H.nodes[n]["name"] for n in topo.compute_nics(H))  # noqa: E731
     assert ids(G) == ids(B) and len(topo.nodes_of_kind(G, "nvswitch")) == len(topo.nodes_of_kind(B, "nvswitch"))
