@@ -48,6 +48,12 @@ def dgx2():
     return PreparedFabric(topo.dgx2())
 
 
+@pytest.fixture(scope="module")
+def two_dgx1v():
+    """Two DGX-1V prepared once: the plans of the module's cluster tests share its searches."""
+    return PreparedFabric(topo.build("2xdgx1v"))
+
+
 def layout(tp, pp, dp, zero=0, mb=1, gb=None, rc="none", sp=False):
     return Layout(tp, pp, dp, zero, mb, gb or dp * mb, rc, sp, "tp-dp-pp")
 
@@ -225,20 +231,20 @@ def test_the_nccl_release_is_chosen_for_the_plan(dgx1v):
 
 
 # --- layouts people use (issue 23) ---------------------------------------------------------
-def test_a_job_smaller_than_the_system_takes_the_best_connected_gpus(dgx1v):
+def test_a_job_smaller_than_the_system_takes_the_best_connected_gpus(dgx1v, two_dgx1v):
     one = plan("resnet50", dgx1v, dp=1, micro_batch=32, global_batch=256, dtype="fp16")
     assert one.layout.ngpus == 1 and one.groups["dp"] == ((0,),)
     # Four GPUs: one fully NVLink-connected quad of the hybrid cube-mesh.
     four = plan("resnet50", dgx1v, dp=4, micro_batch=32, global_batch=256, dtype="fp16")
     assert set(four.groups["dp"][0]) == {0, 1, 2, 3}
-    three = plan(SMALL, topo.build("2xdgx1v"), tp=8, pp=1, dp=2, zero=1, recompute="full", dtype="fp16")
+    three = plan(SMALL, two_dgx1v, tp=8, pp=1, dp=2, zero=1, recompute="full", dtype="fp16")
     assert three.layout.ngpus == 16
     with pytest.raises(PlanError, match="multiple of 8"):
-        plan(SMALL, topo.build("2xdgx1v"), tp=4, pp=1, dp=3, dtype="fp16")
+        plan(SMALL, two_dgx1v, tp=4, pp=1, dp=3, dtype="fp16")
 
 
-def test_tensor_parallelism_across_hosts_is_modelled_with_a_warning():
-    G = topo.build("2xdgx1v")
+def test_tensor_parallelism_across_hosts_is_modelled_with_a_warning(two_dgx1v):
+    G = two_dgx1v
     p = plan(SMALL, G, tp=16, pp=1, dp=1, zero=0, recompute="full", dtype="fp16")
     assert p.fits and p.warnings and "across hosts" in p.warnings[0]
     assert p.groups["tp"] == (tuple(range(16)),)
