@@ -540,8 +540,12 @@ class _JobGroups:
         by_size: dict = {}
         for g in missing:
             by_size.setdefault(len(g), []).append(g)
+        used = set(itertools.chain.from_iterable(missing))
+        place = np.zeros(max(used) + 1, dtype=np.intp)  # GPU id -> its position in the symmetry
+        for i in used:
+            place[i] = position[self.nodes[i]]
         for same in by_size.values():
-            rows = [sorted(position[self.nodes[i]] for i in g) for g in same]
+            rows = np.sort(place[np.array(same, dtype=np.intp)], axis=1)  # each set in rank order
             self._keys.update(zip(same, self.symmetry.keys(rows)))
 
     def _envelope(self, collective, ids):
@@ -622,26 +626,64 @@ def _count_partitions(n, size) -> int:
     return math.factorial(n) // (math.factorial(size) ** k * math.factorial(k))
 
 
+def _partition_table(prepared: PreparedFabric, n: int, size: int) -> tuple:
+    """Every partition of the positions ``range(n)`` into groups of ``size``, in :func:`_partitions`'
+    order: ``(groups, rows)``, the distinct groups and, per partition, the indices of its groups
+    (an array). The same for every host of ``n`` GPUs: kept by the prepared fabric."""
+    key = ("planner.partitions", n, size)
+    found = prepared.memo.get(key)
+    if found is None:
+        index: dict = {}
+        rows = [[index.setdefault(g, len(index)) for g in partition]
+                for partition in _partitions(list(range(n)), size)]
+        found = prepared.memo[key] = (tuple(index), np.array(rows, dtype=np.intp))
+    return found
+
+
 def _tp_partition(fabric: _JobGroups, host_ids, tp, nbytes, collective):
-    """The partition of one host's GPUs into TP groups whose slowest group is fastest."""
+    """The partition of one host's GPUs into TP groups whose slowest group is fastest (then whose
+    groups' times sum least; the consecutive partition, then the first in :func:`_partitions`'
+    order, on a tie).
+
+    A function of the prepared fabric (the groups' times are its estimates), kept by it for every
+    plan made on it."""
     if tp == 1:
         return tuple((i,) for i in host_ids)
-    consecutive = tuple(tuple(host_ids[k:k + tp]) for k in range(0, len(host_ids), tp))
+    host_ids = tuple(host_ids)
+    key = ("planner.tp_partition", collective, nbytes, tp, host_ids)
+    memo = fabric.prepared.memo
+    if key not in memo:
+        memo[key] = _best_partition(fabric, host_ids, tp, nbytes, collective)
+    return memo[key]
+
+
+def _best_partition(fabric: _JobGroups, host_ids, tp, nbytes, collective):
     if _count_partitions(len(host_ids), tp) <= _MAX_PARTITIONS:
-        candidates = list(_partitions(list(host_ids), tp))
-        fabric.prefetch(g for partition in candidates for g in partition)
-    else:
-        # Greedy: repeatedly take the fastest group among the remaining GPUs.
-        remaining, greedy = list(host_ids), []
-        while remaining:
-            fabric.prefetch(itertools.combinations(remaining, tp))
-            best = min(itertools.combinations(remaining, tp),
-                       key=lambda g: (fabric.time(collective, nbytes, g), g))
-            greedy.append(best)
-            remaining = [x for x in remaining if x not in best]
-        candidates = [consecutive, tuple(greedy)]
+        # Every partition at once: each distinct group timed once, the costs as arrays.
+        positions, rows = _partition_table(fabric.prepared, len(host_ids), tp)
+        groups = list(map(tuple, np.array(host_ids)[np.array(positions, dtype=np.intp)].tolist()))
+        fabric.prefetch(groups)
+        times = np.array([fabric.time(collective, nbytes, g) for g in groups], dtype=np.float64)[rows]
+        slowest = times.max(axis=1)
+        total = times[:, 0].copy()
+        for column in range(1, times.shape[1]):
+            total += times[:, column]  # left to right, as sum() adds them: the same floats
+        tie = slowest == slowest.min()
+        tie &= total == total[tie].min()
+        # The consecutive partition is the first (each group anchored on the first GPU left, the
+        # others the first combination): it wins a tie, else the first in order.
+        return tuple(groups[j] for j in rows[0 if tie[0] else int(np.argmax(tie))])
+    # Greedy: repeatedly take the fastest group among the remaining GPUs.
+    consecutive = tuple(tuple(host_ids[k:k + tp]) for k in range(0, len(host_ids), tp))
+    remaining, greedy = list(host_ids), []
+    while remaining:
+        fabric.prefetch(itertools.combinations(remaining, tp))
+        best = min(itertools.combinations(remaining, tp),
+                   key=lambda g: (fabric.time(collective, nbytes, g), g))
+        greedy.append(best)
+        remaining = [x for x in remaining if x not in best]
     best, best_cost = None, None
-    for partition in candidates:
+    for partition in (consecutive, tuple(greedy)):
         times = [fabric.time(collective, nbytes, g) for g in partition]
         cost = (max(times), sum(times), partition != consecutive)
         if best_cost is None or cost < best_cost:
