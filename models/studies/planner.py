@@ -819,6 +819,28 @@ class _Context:
             raise PlanError(f"bucket must be a size >= 1 byte, received {bucket!r}")
         self.bucket = float(bucket)
         self.partitions: dict = {}
+        self._kernel_times: dict = {}  # (compute model, ops) -> their times, for every layout of the search
+        self._flops: dict = {}  # recompute mode -> training FLOPs per token
+
+    def kernel_times(self, cm: ComputeModel) -> Callable[[tuple], tuple]:
+        """``cm.times``, kept for the search: equal ops on one compute model take equal times."""
+        memo = self._kernel_times
+
+        def times(ops: tuple) -> tuple:
+            key = (cm, ops)
+            found = memo.get(key)
+            if found is None:
+                found = memo[key] = cm.times(ops)
+            return found
+        return times
+
+    def flops_per_token(self, recompute=None) -> float:
+        """The workload's training FLOPs per token (:meth:`Transformer.training_flops_per_token
+        <models.studies.workload.Transformer.training_flops_per_token>`), kept for the search."""
+        if recompute not in self._flops:
+            self._flops[recompute] = (self.w.training_flops_per_token() if recompute is None
+                                      else self.w.training_flops_per_token(recompute))
+        return self._flops[recompute]
 
     @property
     def gen(self) -> Gpu:
@@ -842,7 +864,8 @@ def _pass(times) -> tuple:
 
 
 def step_components(w: Workload, layout: Layout, cm: ComputeModel, comm: Callable[[str, str, float], float], *,
-                    overlap: float = DEFAULT_OVERLAP, bucket: float = DEFAULT_BUCKET) -> tuple:
+                    overlap: float = DEFAULT_OVERLAP, bucket: float = DEFAULT_BUCKET,
+                    times: Callable[[tuple], tuple] | None = None) -> tuple:
     """The components of one step on the heaviest stage (module docstring).
 
     A pure function of the workload, the layout, the compute model and the communication:
@@ -859,12 +882,16 @@ def step_components(w: Workload, layout: Layout, cm: ComputeModel, comm: Callabl
     overlap : float
     bucket : float
         [bytes]
+    times : callable, optional
+        ``times(ops)``: ``cm.times(ops)`` (the default), or a memo of it (the planner keeps one
+        per search: its layouts ask for the same few kernels again and again).
 
     Returns
     -------
     tuple of Component
         ``compute``, ``tp_comm``, ``pp_comm``, ``bubble``, ``dp_comm``, ``optimizer``.
     """
+    times = cm.times if times is None else times
     elem, act = dtype_bytes(cm.dtype), activation_bytes_per_element(cm.dtype)
     tp, pp, dp, v = layout.tp, layout.pp, layout.dp, layout.virtual_stages
     b, m = layout.micro_batch, layout.micro_batches
@@ -878,10 +905,10 @@ def step_components(w: Workload, layout: Layout, cm: ComputeModel, comm: Callabl
         head = w.head_ops(b, tp, elem, act=act)
         first_ops, last_ops = head[:1], head[1:]
         nl = math.ceil(w.layers / pp)
-    layer_times = cm.times(layer_ops)
+    layer_times = times(tuple(layer_ops))
     lf, lb = _pass(layer_times)
-    ff, fb = _pass(cm.times(first_ops))
-    hf, hb = _pass(cm.times(last_ops))
+    ff, fb = _pass(times(tuple(first_ops)))
+    hf, hb = _pass(times(tuple(last_ops)))
     # The heaviest stage: the first holds the embedding, the last the head (one stage holds both).
     ef, eb = (ff + hf, fb + hb) if pp == 1 else max((ff, fb), (hf, hb), key=sum)
     fwd_layers = nl * lf
@@ -1005,11 +1032,12 @@ def _evaluate(ctx: _Context, layout: Layout, tp_groups=None, cm=None) -> Plan:
         return fabric.dimension_time(collective, nbytes, dims[dimension])
 
     mem = memory(w, layout, dtype=ctx.dtype, capacity=ctx.capacity, flash=cm.stack.flash_attention)
-    components = step_components(w, layout, cm, comm, overlap=ctx.overlap, bucket=ctx.bucket)
+    components = step_components(w, layout, cm, comm, overlap=ctx.overlap, bucket=ctx.bucket,
+                                 times=ctx.kernel_times(cm))
     step = sum(c.exposed for c in components)
     tokens = layout.global_batch * (1 if isinstance(w, CNN) else w.seq)
-    model_flops = w.training_flops_per_token() * tokens
-    hardware_flops = w.training_flops_per_token(layout.recompute) * tokens
+    model_flops = ctx.flops_per_token() * tokens
+    hardware_flops = ctx.flops_per_token(layout.recompute) * tokens
     reason = "" if mem.fits else (f"out of memory: needs {memory_note(mem)} per GPU")
     warnings = (CROSS_HOST_TP_WARNING,) if any(len({fabric.host[i] for i in g}) > 1 for g in groups["tp"]) \
         else ()
