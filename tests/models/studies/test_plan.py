@@ -136,6 +136,24 @@ def test_tp_group_inside_a_cube_face_on_dgx1(dgx1v):
     assert best.step_time < straddle.step_time
 
 
+def test_the_tensor_parallel_partition_is_the_one_a_loop_over_every_partition_picks(dgx1v):
+    """The planner weighs every partition of a host at once, as arrays: it picks what a loop over
+    the partitions in order picks, the slowest group fastest, then the least total, then the
+    consecutive partition, then the first (a DGX-1V has ties: its cube faces are alike), and in
+    any host order. The partition is kept by the prepared fabric: asked again, it is the same."""
+    fabric = planner._JobGroups(dgx1v)
+    for tp in (2, 4):
+        for host in ([0, 1, 2, 3, 4, 5, 6, 7], [7, 5, 3, 1, 0, 2, 4, 6]):
+            consecutive = tuple(tuple(host[k:k + tp]) for k in range(0, len(host), tp))
+
+            def cost(partition):
+                times = [fabric.time("all_reduce", 2.0**24, g) for g in partition]
+                return max(times), sum(times), partition != consecutive
+            expected = min(planner._partitions(host, tp), key=cost)
+            assert planner._tp_partition(fabric, host, tp, 2.0**24, "all_reduce") == expected
+            assert planner._tp_partition(planner._JobGroups(dgx1v), host, tp, 2.0**24, "all_reduce") == expected
+
+
 @settings(max_examples=4, deadline=None)
 @given(st.permutations(range(8)))
 def test_chosen_placement_never_worse_than_any(dgx1v, perm):
