@@ -74,7 +74,7 @@ from ..engine.nccl.nvls import sharp_switch
 from ..engine.results import Moved, tidy_records
 from ..engine.nccltests import algbw_to_busbw, collective as _collective
 from .packing import pack_trees
-from .relays import RELAYS, FlowNetwork, capacity_graph, out_capacity
+from .relays import RELAYS, FlowNetwork, capacity_graph, out_capacity, relay_edge_kinds
 
 __all__ = ["BoundError", "BoundTooLargeError", "Cut", "Bound", "SubsetBound", "bound",
            "subset_bounds", "pairwise_bounds", "nvls_applicable", "MAX_LP_VARIABLES",
@@ -428,11 +428,9 @@ class _BoundProblem:
     """A prepared fabric set up for many bounds: GPU ids, the relay option, the edge kinds."""
 
     def __init__(self, G, relay, edge_kinds):
-        capacity_graph(G, [], relay=relay, edge_kinds=edge_kinds)  # checks the options
+        self.edge_kinds = relay_edge_kinds(relay, edge_kinds)  # checks the options
         self.G = G
         self.relay = relay
-        self.edge_kinds = None if edge_kinds is None else tuple(
-            [edge_kinds] if isinstance(edge_kinds, str) else edge_kinds)
         self.gpu_nodes = topo.gpus(G)
         self.ids = {g: i for i, g in enumerate(self.gpu_nodes)}
         self.name = G.graph.get("name", "fabric")

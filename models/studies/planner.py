@@ -540,8 +540,12 @@ class _JobGroups:
         by_size: dict = {}
         for g in missing:
             by_size.setdefault(len(g), []).append(g)
+        used = set(itertools.chain.from_iterable(missing))
+        place = np.zeros(max(used) + 1, dtype=np.intp)  # GPU id -> its position in the symmetry
+        for i in used:
+            place[i] = position[self.nodes[i]]
         for same in by_size.values():
-            rows = [sorted(position[self.nodes[i]] for i in g) for g in same]
+            rows = np.sort(place[np.array(same, dtype=np.intp)], axis=1)  # each set in rank order
             self._keys.update(zip(same, self.symmetry.keys(rows)))
 
     def _envelope(self, collective, ids):
@@ -622,26 +626,64 @@ def _count_partitions(n, size) -> int:
     return math.factorial(n) // (math.factorial(size) ** k * math.factorial(k))
 
 
+def _partition_table(prepared: PreparedFabric, n: int, size: int) -> tuple:
+    """Every partition of the positions ``range(n)`` into groups of ``size``, in :func:`_partitions`'
+    order: ``(groups, rows)``, the distinct groups and, per partition, the indices of its groups
+    (an array). The same for every host of ``n`` GPUs: kept by the prepared fabric."""
+    key = ("planner.partitions", n, size)
+    found = prepared.memo.get(key)
+    if found is None:
+        index: dict = {}
+        rows = [[index.setdefault(g, len(index)) for g in partition]
+                for partition in _partitions(list(range(n)), size)]
+        found = prepared.memo[key] = (tuple(index), np.array(rows, dtype=np.intp))
+    return found
+
+
 def _tp_partition(fabric: _JobGroups, host_ids, tp, nbytes, collective):
-    """The partition of one host's GPUs into TP groups whose slowest group is fastest."""
+    """The partition of one host's GPUs into TP groups whose slowest group is fastest (then whose
+    groups' times sum least; the consecutive partition, then the first in :func:`_partitions`'
+    order, on a tie).
+
+    A function of the prepared fabric (the groups' times are its estimates), kept by it for every
+    plan made on it."""
     if tp == 1:
         return tuple((i,) for i in host_ids)
-    consecutive = tuple(tuple(host_ids[k:k + tp]) for k in range(0, len(host_ids), tp))
+    host_ids = tuple(host_ids)
+    key = ("planner.tp_partition", collective, nbytes, tp, host_ids)
+    memo = fabric.prepared.memo
+    if key not in memo:
+        memo[key] = _best_partition(fabric, host_ids, tp, nbytes, collective)
+    return memo[key]
+
+
+def _best_partition(fabric: _JobGroups, host_ids, tp, nbytes, collective):
     if _count_partitions(len(host_ids), tp) <= _MAX_PARTITIONS:
-        candidates = list(_partitions(list(host_ids), tp))
-        fabric.prefetch(g for partition in candidates for g in partition)
-    else:
-        # Greedy: repeatedly take the fastest group among the remaining GPUs.
-        remaining, greedy = list(host_ids), []
-        while remaining:
-            fabric.prefetch(itertools.combinations(remaining, tp))
-            best = min(itertools.combinations(remaining, tp),
-                       key=lambda g: (fabric.time(collective, nbytes, g), g))
-            greedy.append(best)
-            remaining = [x for x in remaining if x not in best]
-        candidates = [consecutive, tuple(greedy)]
+        # Every partition at once: each distinct group timed once, the costs as arrays.
+        positions, rows = _partition_table(fabric.prepared, len(host_ids), tp)
+        groups = list(map(tuple, np.array(host_ids)[np.array(positions, dtype=np.intp)].tolist()))
+        fabric.prefetch(groups)
+        times = np.array([fabric.time(collective, nbytes, g) for g in groups], dtype=np.float64)[rows]
+        slowest = times.max(axis=1)
+        total = times[:, 0].copy()
+        for column in range(1, times.shape[1]):
+            total += times[:, column]  # left to right, as sum() adds them: the same floats
+        tie = slowest == slowest.min()
+        tie &= total == total[tie].min()
+        # The consecutive partition is the first (each group anchored on the first GPU left, the
+        # others the first combination): it wins a tie, else the first in order.
+        return tuple(groups[j] for j in rows[0 if tie[0] else int(np.argmax(tie))])
+    # Greedy: repeatedly take the fastest group among the remaining GPUs.
+    consecutive = tuple(tuple(host_ids[k:k + tp]) for k in range(0, len(host_ids), tp))
+    remaining, greedy = list(host_ids), []
+    while remaining:
+        fabric.prefetch(itertools.combinations(remaining, tp))
+        best = min(itertools.combinations(remaining, tp),
+                   key=lambda g: (fabric.time(collective, nbytes, g), g))
+        greedy.append(best)
+        remaining = [x for x in remaining if x not in best]
     best, best_cost = None, None
-    for partition in candidates:
+    for partition in (consecutive, tuple(greedy)):
         times = [fabric.time(collective, nbytes, g) for g in partition]
         cost = (max(times), sum(times), partition != consecutive)
         if best_cost is None or cost < best_cost:
@@ -777,6 +819,28 @@ class _Context:
             raise PlanError(f"bucket must be a size >= 1 byte, received {bucket!r}")
         self.bucket = float(bucket)
         self.partitions: dict = {}
+        self._kernel_times: dict = {}  # (compute model, ops) -> their times, for every layout of the search
+        self._flops: dict = {}  # recompute mode -> training FLOPs per token
+
+    def kernel_times(self, cm: ComputeModel) -> Callable[[tuple], tuple]:
+        """``cm.times``, kept for the search: equal ops on one compute model take equal times."""
+        memo = self._kernel_times
+
+        def times(ops: tuple) -> tuple:
+            key = (cm, ops)
+            found = memo.get(key)
+            if found is None:
+                found = memo[key] = cm.times(ops)
+            return found
+        return times
+
+    def flops_per_token(self, recompute=None) -> float:
+        """The workload's training FLOPs per token (:meth:`Transformer.training_flops_per_token
+        <models.studies.workload.Transformer.training_flops_per_token>`), kept for the search."""
+        if recompute not in self._flops:
+            self._flops[recompute] = (self.w.training_flops_per_token() if recompute is None
+                                      else self.w.training_flops_per_token(recompute))
+        return self._flops[recompute]
 
     @property
     def gen(self) -> Gpu:
@@ -800,7 +864,8 @@ def _pass(times) -> tuple:
 
 
 def step_components(w: Workload, layout: Layout, cm: ComputeModel, comm: Callable[[str, str, float], float], *,
-                    overlap: float = DEFAULT_OVERLAP, bucket: float = DEFAULT_BUCKET) -> tuple:
+                    overlap: float = DEFAULT_OVERLAP, bucket: float = DEFAULT_BUCKET,
+                    times: Callable[[tuple], tuple] | None = None) -> tuple:
     """The components of one step on the heaviest stage (module docstring).
 
     A pure function of the workload, the layout, the compute model and the communication:
@@ -817,12 +882,16 @@ def step_components(w: Workload, layout: Layout, cm: ComputeModel, comm: Callabl
     overlap : float
     bucket : float
         [bytes]
+    times : callable, optional
+        ``times(ops)``: ``cm.times(ops)`` (the default), or a memo of it (the planner keeps one
+        per search: its layouts ask for the same few kernels again and again).
 
     Returns
     -------
     tuple of Component
         ``compute``, ``tp_comm``, ``pp_comm``, ``bubble``, ``dp_comm``, ``optimizer``.
     """
+    times = cm.times if times is None else times
     elem, act = dtype_bytes(cm.dtype), activation_bytes_per_element(cm.dtype)
     tp, pp, dp, v = layout.tp, layout.pp, layout.dp, layout.virtual_stages
     b, m = layout.micro_batch, layout.micro_batches
@@ -836,10 +905,10 @@ def step_components(w: Workload, layout: Layout, cm: ComputeModel, comm: Callabl
         head = w.head_ops(b, tp, elem, act=act)
         first_ops, last_ops = head[:1], head[1:]
         nl = math.ceil(w.layers / pp)
-    layer_times = cm.times(layer_ops)
+    layer_times = times(tuple(layer_ops))
     lf, lb = _pass(layer_times)
-    ff, fb = _pass(cm.times(first_ops))
-    hf, hb = _pass(cm.times(last_ops))
+    ff, fb = _pass(times(tuple(first_ops)))
+    hf, hb = _pass(times(tuple(last_ops)))
     # The heaviest stage: the first holds the embedding, the last the head (one stage holds both).
     ef, eb = (ff + hf, fb + hb) if pp == 1 else max((ff, fb), (hf, hb), key=sum)
     fwd_layers = nl * lf
@@ -963,11 +1032,12 @@ def _evaluate(ctx: _Context, layout: Layout, tp_groups=None, cm=None) -> Plan:
         return fabric.dimension_time(collective, nbytes, dims[dimension])
 
     mem = memory(w, layout, dtype=ctx.dtype, capacity=ctx.capacity, flash=cm.stack.flash_attention)
-    components = step_components(w, layout, cm, comm, overlap=ctx.overlap, bucket=ctx.bucket)
+    components = step_components(w, layout, cm, comm, overlap=ctx.overlap, bucket=ctx.bucket,
+                                 times=ctx.kernel_times(cm))
     step = sum(c.exposed for c in components)
     tokens = layout.global_batch * (1 if isinstance(w, CNN) else w.seq)
-    model_flops = w.training_flops_per_token() * tokens
-    hardware_flops = w.training_flops_per_token(layout.recompute) * tokens
+    model_flops = ctx.flops_per_token() * tokens
+    hardware_flops = ctx.flops_per_token(layout.recompute) * tokens
     reason = "" if mem.fits else (f"out of memory: needs {memory_note(mem)} per GPU")
     warnings = (CROSS_HOST_TP_WARNING,) if any(len({fabric.host[i] for i in g}) > 1 for g in groups["tp"]) \
         else ()

@@ -35,7 +35,7 @@ import networkx as nx
 import topo
 from topo.errors import DgxTopoError
 
-__all__ = ["RELAYS", "RelayError", "capacity_graph", "FlowNetwork", "out_capacity"]
+__all__ = ["RELAYS", "RelayError", "capacity_graph", "relay_edge_kinds", "FlowNetwork", "out_capacity"]
 
 #: Relay options, from the most to the least restrictive.
 RELAYS = ("none", "switches", "all")
@@ -45,7 +45,14 @@ class RelayError(DgxTopoError):
     """An unknown relay option or edge kind."""
 
 
-def _check(relay, edge_kinds) -> tuple | None:
+def relay_edge_kinds(relay: str, edge_kinds=None) -> tuple | None:
+    """The edge kinds of a bound's options as a tuple (None: every kind), the options checked.
+
+    Raises
+    ------
+    RelayError
+        For an unknown relay or edge kind.
+    """
     if relay not in RELAYS:
         raise RelayError(f"unknown relay {relay!r}: expected one of {', '.join(RELAYS)}")
     if edge_kinds is None:
@@ -83,7 +90,7 @@ def capacity_graph(G, members, *, relay: str = "switches", edge_kinds=None) -> n
     RelayError
         For an unknown relay or edge kind.
     """
-    kinds = _check(relay, edge_kinds)
+    kinds = relay_edge_kinds(relay, edge_kinds)
     members = set(members)
     if relay == "none":
         keep = members
@@ -91,10 +98,12 @@ def capacity_graph(G, members, *, relay: str = "switches", edge_kinds=None) -> n
         keep = {n for n, k in G.nodes(data="kind") if k != "gpu"} | members
     else:
         keep = set(G)
+    kept = [n for n in G if n in keep]
     H = nx.DiGraph()
-    H.add_nodes_from((n, G.nodes[n]) for n in G if n in keep)
-    H.add_edges_from((u, v, {**d, "capacity": float(d["bandwidth"])}) for u, v, d in G.edges(data=True)
-                     if u in keep and v in keep and (kinds is None or d["kind"] in kinds))
+    H.add_nodes_from((n, G.nodes[n]) for n in kept)
+    # The kept nodes' arcs in the order of G.edges (node by node, each node's neighbours in order).
+    H.add_edges_from((u, v, {**d, "capacity": float(d["bandwidth"])}) for u in kept for v, d in G.succ[u].items()
+                     if v in keep and (kinds is None or d["kind"] in kinds))
     # A relay with at most one neighbour is a dead end: no path between two members crosses it.
     dead = [n for n in H if n not in members and len(set(H.pred[n]) | set(H.succ[n])) <= 1]
     while dead:

@@ -1063,15 +1063,18 @@ def shipped_plan() -> list:
     return plan
 
 
-def computed_records() -> dict:
-    """Every record of :func:`shipped_plan`, computed: fingerprint -> (section, label, value), for
-    :func:`models.present.report.shipped.shipped_text`."""
-    return {key: (section, label, compute()) for section, label, key, compute in shipped_plan()}
+def computed_records(plan=None) -> dict:
+    """Every record of :func:`shipped_plan` (or of ``plan``, one it returned), computed: fingerprint
+    -> (section, label, value), for :func:`models.present.report.shipped.shipped_text`."""
+    return {key: (section, label, compute())
+            for section, label, key, compute in (shipped_plan() if plan is None else plan)}
 
 
-def shipped_analysis_text() -> str:
-    """The shipped file's text (before compression), computed: :func:`computed_records`."""
-    return shipped.shipped_text(computed_records())
+def shipped_analysis_text(plan=None) -> str:
+    """The shipped file's text (before compression), computed: :func:`computed_records` (of
+    ``plan``, one :func:`shipped_plan` returned, whose fabrics may already hold what some records
+    computed)."""
+    return shipped.shipped_text(computed_records(plan))
 
 
 def write_shipped_analysis() -> None:

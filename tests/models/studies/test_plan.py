@@ -48,6 +48,12 @@ def dgx2():
     return PreparedFabric(topo.dgx2())
 
 
+@pytest.fixture(scope="module")
+def two_dgx1v():
+    """Two DGX-1V prepared once: the plans of the module's cluster tests share its searches."""
+    return PreparedFabric(topo.build("2xdgx1v"))
+
+
 def layout(tp, pp, dp, zero=0, mb=1, gb=None, rc="none", sp=False):
     return Layout(tp, pp, dp, zero, mb, gb or dp * mb, rc, sp, "tp-dp-pp")
 
@@ -128,6 +134,24 @@ def test_tp_group_inside_a_cube_face_on_dgx1(dgx1v):
     straddle = plan("megatron-8.3b", dgx1v, tp_groups=[(0, 1, 4, 5), (2, 3, 6, 7)], **opts)
     assert best.component("tp_comm").time < straddle.component("tp_comm").time
     assert best.step_time < straddle.step_time
+
+
+def test_the_tensor_parallel_partition_is_the_one_a_loop_over_every_partition_picks(dgx1v):
+    """The planner weighs every partition of a host at once, as arrays: it picks what a loop over
+    the partitions in order picks, the slowest group fastest, then the least total, then the
+    consecutive partition, then the first (a DGX-1V has ties: its cube faces are alike), and in
+    any host order. The partition is kept by the prepared fabric: asked again, it is the same."""
+    fabric = planner._JobGroups(dgx1v)
+    for tp in (2, 4):
+        for host in ([0, 1, 2, 3, 4, 5, 6, 7], [7, 5, 3, 1, 0, 2, 4, 6]):
+            consecutive = tuple(tuple(host[k:k + tp]) for k in range(0, len(host), tp))
+
+            def cost(partition):
+                times = [fabric.time("all_reduce", 2.0**24, g) for g in partition]
+                return max(times), sum(times), partition != consecutive
+            expected = min(planner._partitions(host, tp), key=cost)
+            assert planner._tp_partition(fabric, host, tp, 2.0**24, "all_reduce") == expected
+            assert planner._tp_partition(planner._JobGroups(dgx1v), host, tp, 2.0**24, "all_reduce") == expected
 
 
 @settings(max_examples=4, deadline=None)
@@ -225,20 +249,20 @@ def test_the_nccl_release_is_chosen_for_the_plan(dgx1v):
 
 
 # --- layouts people use (issue 23) ---------------------------------------------------------
-def test_a_job_smaller_than_the_system_takes_the_best_connected_gpus(dgx1v):
+def test_a_job_smaller_than_the_system_takes_the_best_connected_gpus(dgx1v, two_dgx1v):
     one = plan("resnet50", dgx1v, dp=1, micro_batch=32, global_batch=256, dtype="fp16")
     assert one.layout.ngpus == 1 and one.groups["dp"] == ((0,),)
     # Four GPUs: one fully NVLink-connected quad of the hybrid cube-mesh.
     four = plan("resnet50", dgx1v, dp=4, micro_batch=32, global_batch=256, dtype="fp16")
     assert set(four.groups["dp"][0]) == {0, 1, 2, 3}
-    three = plan(SMALL, topo.build("2xdgx1v"), tp=8, pp=1, dp=2, zero=1, recompute="full", dtype="fp16")
+    three = plan(SMALL, two_dgx1v, tp=8, pp=1, dp=2, zero=1, recompute="full", dtype="fp16")
     assert three.layout.ngpus == 16
     with pytest.raises(PlanError, match="multiple of 8"):
-        plan(SMALL, topo.build("2xdgx1v"), tp=4, pp=1, dp=3, dtype="fp16")
+        plan(SMALL, two_dgx1v, tp=4, pp=1, dp=3, dtype="fp16")
 
 
-def test_tensor_parallelism_across_hosts_is_modelled_with_a_warning():
-    G = topo.build("2xdgx1v")
+def test_tensor_parallelism_across_hosts_is_modelled_with_a_warning(two_dgx1v):
+    G = two_dgx1v
     p = plan(SMALL, G, tp=16, pp=1, dp=1, zero=0, recompute="full", dtype="fp16")
     assert p.fits and p.warnings and "across hosts" in p.warnings[0]
     assert p.groups["tp"] == (tuple(range(16)),)

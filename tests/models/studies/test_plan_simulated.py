@@ -20,12 +20,15 @@ SMALL = "transformer:layers=4,hidden=1024,heads=16,seq=1024,vocab=32000"
 
 @pytest.fixture(scope="module")
 def dgxh100():
-    return topo.build("dgxh100")
+    """A DGX H100 prepared once (frozen, so safe to share): the module's plans share its channel
+    searches, estimates and decompositions (a fresh graph plans the same:
+    test_plans_sharing_a_prepared_fabric_are_the_plans_of_a_fresh_graph)."""
+    return PreparedFabric(topo.build("dgxh100"))
 
 
 @pytest.fixture(scope="module")
 def cluster():
-    return topo.build("2xdgxh100")
+    return PreparedFabric(topo.build("2xdgxh100"))
 
 
 @pytest.fixture(scope="module")
@@ -45,8 +48,8 @@ def test_data_parallel_without_overlap_is_compute_then_the_all_reduce_then_the_o
     p = plan(SMALL, dgxh100, tp=1, pp=1, dp=8, zero=0, global_batch=16, recompute="none",
              bucket=2.0**40, overlap=0.0)
     assert p.simulated and p.timing_note == ""
-    gradient_bytes = step_graph(p, dgxh100, workload=SMALL, bucket=2.0**40).tasks[-2].nbytes
-    assert step_graph(p, dgxh100, workload=SMALL, bucket=2.0**40).tasks[-2].op == "all_reduce"
+    gradient_bytes = step_graph(p, dgxh100.G, workload=SMALL, bucket=2.0**40).tasks[-2].nbytes
+    assert step_graph(p, dgxh100.G, workload=SMALL, bucket=2.0**40).tasks[-2].op == "all_reduce"
     all_reduce = float(estimate(dgxh100, "all_reduce", gradient_bytes, list(range(8))).time)
     compute, optimizer = p.component("compute").time, p.component("optimizer").time
     assert p.step_time == pytest.approx(compute + all_reduce + optimizer, rel=1e-6)
@@ -179,10 +182,10 @@ def test_the_size_of_an_unfolded_step_graph_is_its_task_count(dgxh100, tp, pp, d
     p = plan(SMALL, dgxh100, tp=tp, pp=pp, dp=dp, zero=zero, recompute=recompute, global_batch=3 * dp,
              sequence_parallel=sequence_parallel, memory_capacity=2.0**40, simulate=0)
     for bucket in (2.0**16, 2.0**40):
-        unfolded = step_graph(p, dgxh100, workload=SMALL, bucket=bucket, fold=False)
+        unfolded = step_graph(p, dgxh100.G, workload=SMALL, bucket=bucket, fold=False)
         assert step_graph_size(p, workload=SMALL, bucket=bucket, fold=False) == len(unfolded)
         assert len({t.id for t in unfolded.tasks}) == len(unfolded)
-        folded = step_graph(p, dgxh100, workload=SMALL, bucket=bucket)
+        folded = step_graph(p, dgxh100.G, workload=SMALL, bucket=bucket)
         assert step_graph_size(p, workload=SMALL, bucket=bucket) == len(folded) <= len(unfolded)
 
 
@@ -190,7 +193,7 @@ def test_a_plan_that_is_no_step_graph_has_size_zero(dgxh100):
     interleaved = plan(SMALL, dgxh100, tp=1, pp=2, dp=4, zero=0, virtual_stages=2, global_batch=8, simulate=0)
     assert step_graph_size(interleaved, workload=SMALL) == 0
     with pytest.raises(StepGraphError, match="virtual stages"):
-        step_graph(interleaved, dgxh100, workload=SMALL)
+        step_graph(interleaved, dgxh100.G, workload=SMALL)
     assert step_graph_size(plan("resnet50", dgxh100, tp=1, pp=1, dp=8, simulate=0)) == 0
 
 
