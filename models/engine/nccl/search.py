@@ -639,7 +639,7 @@ class _Dfs:
 
     __slots__ = ("p", "a", "budget", "steps", "remaining", "channels", "nets", "hops", "entry", "best",
                  "best_nets", "best_hops", "ceiling", "by_room", "rng", "gpu_ok", "net_ok", "spare", "exits",
-                 "speed", "start_ways")
+                 "speed", "start_ways", "memo", "improved")
 
     def __init__(self, problem, attempt, budget, ceiling, by_room=False, rng=None):
         self.p, self.a, self.budget, self.ceiling = problem, attempt, budget, ceiling
@@ -662,6 +662,10 @@ class _Dfs:
         self.net_ok = attempt.type_inter
         self.exits: dict = {}  # (last GPU, entry NIC) -> _closings with NICs
         self.start_ways: dict = {}  # (previous channel, channels placed) -> _starts
+        # The steps of searches below a closed channel that found nothing better, by what they
+        # read (_next_channels); none with a shuffled order.
+        self.memo: dict | None = {} if rng is None else None
+        self.improved = 0  # how many times the best set was replaced
         self.speed = attempt.speed
         # The bound of each room-left state met, shared by the searches of this attempt: the same
         # channels booked in another order leave the same room.
@@ -873,10 +877,12 @@ class _Dfs:
             if self.p.nets:
                 self.nets.append((self.entry, exit_nic))
             status = self._record()
-            if status == _GO and self._bound() > len(self.best):
-                entry = self.entry
-                status = self._start_channel()
-                self.entry = entry
+            if status == _GO:
+                state = tuple(remaining)
+                if self._bound(state) > len(self.best):
+                    entry = self.entry
+                    status = self._next_channels(state)
+                    self.entry = entry
             self.channels.pop()
             if self.p.nets:
                 self.nets.pop()
@@ -893,15 +899,45 @@ class _Dfs:
         count = len(self.channels)
         if count > len(self.best) or (count == len(self.best) and self.hops < self.best_hops):
             self.best, self.best_hops, self.best_nets = list(self.channels), self.hops, list(self.nets)
+            self.improved += 1
         # maxChannels (NCCL's "perfect" search) or all the links can hold: nothing found later
         # could have more channels. NCCL would search on for an equal set with fewer hops,
         # which changes which channels are listed, not their number.
         return _PERFECT if count >= self.ceiling else _GO
 
-    def _bound(self) -> int:
-        """Channels reachable from here: those placed and what the links still admit."""
+    def _next_channels(self, state) -> int:
+        """The search for the channels after those placed (:meth:`_start_channel`), or its known
+        outcome: the steps it takes when nothing in it beats the best.
+
+        Exact (not a cut): the search below a closed channel reads only the room left
+        (``state``, the exact floats), the number of channels placed and the last of them (the
+        replay and, with NICs, the NIC to start from), the hops booked, and of the best set its
+        size and hops. With all of these equal, it visits the same GPUs in the same order, so it
+        takes the same steps and again finds nothing better: only its step count is added, and
+        the budget then runs out exactly where NCCL's would (a subtree that would cross the
+        budget is run). The same channels placed in another order reach such a state again and
+        again in a search that runs its budget out. Not with a shuffled order (a restart), whose
+        random draws the skipped steps would have taken.
+        """
+        memo = self.memo
+        if memo is None:
+            return self._start_channel()
+        channels = self.channels
+        key = (state, len(channels), channels[-1], self.hops, len(self.best), self.best_hops)
+        spent = memo.get(key)
+        if spent is not None and self.steps + spent <= self.budget:
+            self.steps += spent
+            return _GO
+        steps, improved = self.steps, self.improved
+        status = self._start_channel()
+        if status == _GO and self.improved == improved:
+            memo[key] = self.steps - steps
+        return status
+
+    def _bound(self, state) -> int:
+        """Channels reachable from here: those placed and what the links still admit (``state``
+        is the room left, ``tuple(self.remaining)``)."""
         a = self.a
-        state = tuple(self.remaining)
         spare = self.spare.get(state)
         if spare is None:
             spare = self.spare[state] = _channel_bound(self.p, self.remaining, a.speed, a.type_intra, a.ring,
