@@ -687,10 +687,12 @@ class _Dfs:
 
     # -- the recursion ---------------------------------------------------------------
     def _starts(self) -> list:
-        """``(NIC, (first GPU, forced order))`` of each way to start the next channel, in NCCL's
-        order: FORCED_ORDER_PCI (GPU 0, 1, ...) for the first channel, FORCED_ORDER_REPLAY of the
-        previous one after it, then (free channels) every start; with NICs (ncclTopoSearchRecNet)
-        each NIC in turn, from one that spreads the channels over them, as NCCL's local NICs do."""
+        """``(NIC, first GPU, forced order, entry hop)`` of each way to start the next channel, in
+        NCCL's order: FORCED_ORDER_PCI (GPU 0, 1, ...) for the first channel, FORCED_ORDER_REPLAY
+        of the previous one after it, then (free channels) every start; with NICs
+        (ncclTopoSearchRecNet) each NIC in turn, from one that spreads the channels over them, as
+        NCCL's local NICs do. A start whose entry hop is of a worse type than allowed is left
+        out here, once, rather than passed over at every visit (it books nothing, takes no step)."""
         p = self.p
         previous = self.channels[-1] if self.channels else None
         key = (previous, len(self.channels) % len(p.nets) if p.nets else 0)
@@ -700,42 +702,43 @@ class _Dfs:
         free = not self.a.same or previous is None
         ways = self.start_ways[key] = []
         if not p.nets:
-            ways.append((None, (0, tuple(range(p.n))) if previous is None else (previous[0], previous)))
+            ways.append((None, 0, tuple(range(p.n)), None) if previous is None
+                        else (None, previous[0], previous, None))
             if free:
-                ways.extend((None, (start, None)) for start in range(p.n))
+                ways.extend((None, start, None, None) for start in range(p.n))
             return ways
         m = len(p.nets)
         for k in range(m):
             net = (len(self.channels) + k) % m
+            row = p.net_in[net]
             if previous is not None:
-                ways.append((net, (previous[0], previous)))
+                ways.append((net, previous[0], previous, row[previous[0]]))
             if free:
-                ways.extend((net, (first, None)) for first in p.net_firsts[net])
+                ways.extend((net, first, None, row[first]) for first in p.net_firsts[net])
+        ways[:] = [way for way in ways if way[3] is None or way[3].type <= self.net_ok]
         return ways
 
     def _start_channel(self) -> int:
         p, remaining, speed = self.p, self.remaining, self.a.speed
-        for net, (first, forced) in self._starts():
-            if net is None:
+        for net, first, forced, hop in self._starts():
+            if hop is None:
                 status = self._place([first], forced)
             else:
-                hop = p.net_in[net][first]
-                fits = hop.type <= self.net_ok
-                if fits:
-                    for k, f in hop.charges:  # _fits, inline: once per start of a channel
-                        if remaining[k] + _SLACK < speed * f:
-                            fits = False
-                            break
-                if not fits:
-                    continue
-                for k, f in hop.charges:  # _book, inline (as below)
-                    remaining[k] -= speed * f
-                self.hops += hop.nhops
-                self.entry = net
-                status = self._place([first], forced)
-                for k, f in hop.charges:
-                    remaining[k] += speed * f
-                self.hops -= hop.nhops
+                for k, f in hop.charges:  # _fits, inline: once per start of a channel
+                    if remaining[k] + _SLACK < speed * f:
+                        break
+                else:
+                    for k, f in hop.charges:  # _book, inline (as below)
+                        remaining[k] -= speed * f
+                    self.hops += hop.nhops
+                    self.entry = net
+                    status = self._place([first], forced)
+                    for k, f in hop.charges:
+                        remaining[k] += speed * f
+                    self.hops -= hop.nhops
+                    if status != _GO:
+                        return status
+                continue
             if status != _GO:
                 return status
         return _GO
@@ -913,7 +916,8 @@ class _Dfs:
         (``state``, the exact floats), the number of channels placed and the last of them (the
         replay and, with NICs, the NIC to start from), the hops booked, and of the best set its
         size and hops. With all of these equal, it visits the same GPUs in the same order, so it
-        takes the same steps and again finds nothing better: only its step count is added, and
+        takes the same steps, again finds nothing better and leaves the same room (to the last
+        bit): only its step count and that room are applied, and
         the budget then runs out exactly where NCCL's would (a subtree that would cross the
         budget is run). The same channels placed in another order reach such a state again and
         again in a search that runs its budget out. Not with a shuffled order (a restart), whose
@@ -924,14 +928,19 @@ class _Dfs:
             return self._start_channel()
         channels = self.channels
         key = (state, len(channels), channels[-1], self.hops, len(self.best), self.best_hops)
-        spent = memo.get(key)
-        if spent is not None and self.steps + spent <= self.budget:
-            self.steps += spent
+        known = memo.get(key)
+        if known is not None and self.steps + known[0] <= self.budget:
+            self.steps += known[0]
+            if known[1] is not None:
+                self.remaining[:] = known[1]
             return _GO
         steps, improved = self.steps, self.improved
         status = self._start_channel()
         if status == _GO and self.improved == improved:
-            memo[key] = self.steps - steps
+            # Booking and taking back a hop (x - s*f + s*f) may not give x again to the last
+            # bit: the room the search leaves is kept too, and left as it would have been.
+            after = tuple(self.remaining)
+            memo[key] = (self.steps - steps, None if after == state else after)
         return status
 
     def _bound(self, state) -> int:
