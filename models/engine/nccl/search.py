@@ -277,6 +277,7 @@ class _Problem:
     usable: dict = None  # typeInter -> the NIC-side classes that bound the channels at that type
     allowed: dict = None  # typeIntra -> per GPU, (j, charges) of its hops to / from j of that type or better
     bounds: dict = None  # (speed, typeIntra, ring, typeInter) -> {room left per class: channel bound}
+    walks: dict = None  # (speed, typeIntra, ring) -> the DFS's tables of hops (_Dfs.__init__)
     n: int = 0  # len(gpus)
     ring_near: tuple = ()  # per GPU: the next then the previous GPU (NVSwitch candidates)
     tree_near: tuple = ()  # per GPU: the previous then the next GPU
@@ -291,28 +292,24 @@ def _build_problem(fabric, gpus, nets=()) -> _Problem:
     index: dict = {}
     capacity: list = []
 
-    def charge(flow, overhead, pcie_only_overhead=True) -> tuple:
-        """``((edge index, multiplier), ...)`` and the hop's width for ``((u, v), share)`` pairs."""
-        charges, width = [], math.inf
-        for (u, v), share in flow:
-            if (u, v) not in index:
-                index[u, v] = len(edges)
-                edges.append((u, v))
-                capacity.append(fabric.capacity(u, v))
-            k = index[u, v]
-            factor = share * (overhead if G.adj[u][v]["kind"] == "pcie" else 1.0)
-            charges.append((k, factor))
-            width = min(width, capacity[k] / factor)
-        return tuple(charges), width
+    def number(charges) -> tuple:
+        """``((edge index, multiplier), ...)`` of ``((edge, multiplier), ...)``, numbering new edges."""
+        numbered = []
+        for edge, factor in charges:
+            k = index.get(edge)
+            if k is None:
+                k = index[edge] = len(edges)
+                edges.append(edge)
+                capacity.append(fabric.capacity(*edge))
+            numbered.append((k, factor))
+        return tuple(numbered)
 
     raw_hop = [[None] * n for _ in range(n)]
     for i, a in enumerate(gpus):
         for j, b in enumerate(gpus):
             if i != j:
-                path_type, flow = fabric.hop(a, b, members)
-                charges, width = charge(flow, fabric.pcie_overhead(path_type))
-                # Parallel switch paths are equally long, so the shares add up to the hops of one.
-                raw_hop[i][j] = (path_type, width, charges, round(sum(f for _, f in flow)))
+                path_type, charges, width, nhops = fabric.charged_hop(a, b, members)
+                raw_hop[i][j] = (path_type, width, number(charges), nhops)
     # NET hops (multi-node): NIC -> GPU enters a channel, GPU -> NIC leaves it. Each charges the
     # PCIe links on the way and the NIC's network port in its direction (NCCL's NET node
     # bandwidth, speed / 8000 GB/s).
@@ -321,16 +318,12 @@ def _build_problem(fabric, gpus, nets=()) -> _Problem:
     net_ports = []
     for m, nic in enumerate(nets):
         for i, g in enumerate(gpus):
-            route = fabric.net_route(g, nic)
-            overhead = fabric.pcie_overhead(route.path_type)
-            out = (*route.flow, (route.port_out, 1.0))
-            back = ((route.port_in, 1.0), *(((v, u), f) for (u, v), f in reversed(route.flow)))
-            for flow, table in ((out, "out"), (back, "in")):
-                charges, width = charge(flow, overhead)
+            route, out, back = fabric.charged_net(g, nic)
+            for (charges, width, nhops), table in ((out, "out"), (back, "in")):
                 path_type = route.path_type if table == "out" or route.inward else PathType.DIS
                 if path_type == PathType.DIS:  # NCCL has no such path: never chosen, no width
                     width = 0.0
-                hop = (path_type, width, charges, round(sum(f for _, f in flow)))
+                hop = (path_type, width, number(charges), nhops)
                 if table == "out":
                     raw_out[i][m] = hop
                 else:
@@ -389,7 +382,7 @@ def _build_problem(fabric, gpus, nets=()) -> _Problem:
         net_exits=tuple(edge_class[k] for i in range(n)
                         for k in sorted({net_out[i][m].flow[0][0] for m in range(len(nets))
                                          if net_out[i][m].type != PathType.DIS})),
-        ports={}, usable={}, allowed={}, bounds={}, n=n,
+        ports={}, usable={}, allowed={}, bounds={}, walks={}, n=n,
         ring_near=tuple(tuple(dict.fromkeys(((i + 1) % n, (i - 1) % n))) for i in range(n)),
         tree_near=tuple(tuple(dict.fromkeys(((i - 1) % n, (i + 1) % n))) for i in range(n)))
     if not nets and n > 1:
@@ -639,7 +632,7 @@ class _Dfs:
 
     __slots__ = ("p", "a", "budget", "steps", "remaining", "channels", "nets", "hops", "entry", "best",
                  "best_nets", "best_hops", "ceiling", "by_room", "rng", "gpu_ok", "net_ok", "spare", "exits",
-                 "speed", "start_ways", "memo", "improved")
+                 "speed", "start_ways", "memo", "improved", "rows", "following")
 
     def __init__(self, problem, attempt, budget, ceiling, by_room=False, rng=None):
         self.p, self.a, self.budget, self.ceiling = problem, attempt, budget, ceiling
@@ -654,11 +647,13 @@ class _Dfs:
         self.best: list = []
         self.best_nets: list = []
         self.best_hops = math.inf
-        n, hop = problem.n, problem.hop
-        # Tree patterns check the reverse path type too (search.cc).
-        self.gpu_ok = [[i != j and hop[i][j].type <= attempt.type_intra
-                        and (attempt.ring or hop[j][i].type <= attempt.type_intra)
-                        for j in range(n)] for i in range(n)]
+        walk = problem.walks.get((attempt.speed, attempt.type_intra, attempt.ring))
+        if walk is None:
+            walk = problem.walks[attempt.speed, attempt.type_intra, attempt.ring] = _walk_tables(problem, attempt)
+        self.gpu_ok, self.rows, following = walk
+        # The candidates after each GPU, fixed (NCCL's order, or the NVSwitch neighbours); None:
+        # made at each visit (a shuffled or room-sorted order, :meth:`_candidates`).
+        self.following = following if rng is None and not by_room else None
         self.net_ok = attempt.type_inter
         self.exits: dict = {}  # (last GPU, entry NIC) -> _closings with NICs
         self.start_ways: dict = {}  # (previous channel, channels placed) -> _starts
@@ -779,39 +774,50 @@ class _Dfs:
         The walk keeps its own stack rather than recursing once per GPU: a channel through
         the 72 GPUs of an NVL72 rack, times the channels placed before it, went beyond
         Python's recursion limit. Same order, steps and bookings as the recursion it replaces.
+
+        A level's candidates are NCCL's, in its order; a fixed list (:attr:`following`) holds
+        the GPUs of allowed hops only and is read as the level is walked, skipping GPUs of the
+        order (which does not change under a level while it is walked: GPUs placed deeper are
+        taken back before it goes on), so it tries the GPUs a list made at the visit would.
+        The hops' bookings at this speed are made once (:func:`_walk_tables`): ``speed x f``,
+        the same product the search books and checks.
         """
-        remaining, speed = self.remaining, self.a.speed
-        n, gpu_ok, hops = self.p.n, self.gpu_ok, self.p.hop
-        levels: list = []  # per open GPU of the order: (candidates left, gpu_ok row, hop row)
-        taken: list = []   # hop booked from each open level to the GPU after it
+        remaining, rows, following = self.remaining, self.rows, self.following
+        n = self.p.n
+        used = [False] * n  # the GPUs of ``order``
+        used[order[0]] = True
+        levels: list = []  # per open GPU of the order: (candidates left, its row of bookings)
+        taken: list = []   # booking from each open level to the GPU after it
         status = self._arrive(order, forced, levels)
         while status == _GO and levels:
-            candidates, ok, row = levels[-1]
+            candidates, row = levels[-1]
             hop = None
             for j in candidates:
-                if not ok[j]:
+                booking = row[j]
+                if booking is None or used[j]:
                     continue
-                hop = row[j]
-                for k, f in hop.charges:  # _fits, inline: this is the innermost loop
-                    if remaining[k] + _SLACK < speed * f:
+                for k, amount in booking[0]:  # _fits, inline: this is the innermost loop
+                    if remaining[k] + _SLACK < amount:
                         break
                 else:
+                    hop = booking
                     break
-                hop = None
             # _book inlined (the innermost loop): x - (-s) * f is x + s * f exactly.
             if hop is None:  # this level is done: back to the one before
                 levels.pop()
                 if taken:
-                    order.pop()
-                    back = taken.pop()
-                    for k, f in back.charges:
-                        remaining[k] += speed * f
-                    self.hops -= back.nhops
+                    used[order.pop()] = False
+                    charges, nhops = taken.pop()
+                    for k, amount in charges:
+                        remaining[k] += amount
+                    self.hops -= nhops
                 continue
-            for k, f in hop.charges:
-                remaining[k] -= speed * f
-            self.hops += hop.nhops
+            charges, nhops = hop
+            for k, amount in charges:
+                remaining[k] -= amount
+            self.hops += nhops
             order.append(j)
+            used[j] = True
             taken.append(hop)
             opened = len(levels)
             # _arrive inlined for the common case (a GPU to open); the rest as it does.
@@ -821,29 +827,44 @@ class _Dfs:
             elif len(order) == n:
                 status = self._close(order)
             else:
-                levels.append((iter(self._candidates(order, forced)), gpu_ok[j], hops[j]))
+                if forced is not None:
+                    candidates = (forced[len(order)],)
+                elif following is not None:
+                    candidates = following[j]
+                else:
+                    candidates = self._candidates(order, forced)
+                levels.append((iter(candidates), rows[j]))
                 status = _GO
             if len(levels) == opened:  # a closed channel or the budget: take the hop back
-                order.pop()
-                back = taken.pop()
-                for k, f in back.charges:
-                    remaining[k] += speed * f
-                self.hops -= back.nhops
+                used[order.pop()] = False
+                charges, nhops = taken.pop()
+                for k, amount in charges:
+                    remaining[k] += amount
+                self.hops -= nhops
         while taken:
             order.pop()
-            self._book(taken.pop(), -1)
+            charges, nhops = taken.pop()
+            for k, amount in charges:
+                remaining[k] += amount
+            self.hops -= nhops
         return status
 
     def _arrive(self, order, forced, levels) -> int:
-        """One step of :meth:`_place` at ``order``: count it, close a full channel, or open
-        the order's last GPU as a level of ``levels`` to try its candidates."""
+        """The first step of :meth:`_place` at ``order`` (one GPU): count it, close a channel of
+        one GPU, or open the GPU as a level of ``levels`` to try its candidates."""
         self.steps += 1
         if self.steps > self.budget:
             return _OUT_OF_BUDGET
         if len(order) == self.p.n:
             return self._close(order)
         last = order[-1]
-        levels.append((iter(self._candidates(order, forced)), self.gpu_ok[last], self.p.hop[last]))
+        if forced is not None:
+            candidates = (forced[len(order)],)
+        elif self.following is not None:
+            candidates = self.following[last]
+        else:
+            candidates = self._candidates(order, forced)
+        levels.append((iter(candidates), self.rows[last]))
         return _GO
 
     def _closings(self, order) -> list:
@@ -881,11 +902,7 @@ class _Dfs:
                 self.nets.append((self.entry, exit_nic))
             status = self._record()
             if status == _GO:
-                state = tuple(remaining)
-                if self._bound(state) > len(self.best):
-                    entry = self.entry
-                    status = self._next_channels(state)
-                    self.entry = entry
+                status = self._next_channels()
             self.channels.pop()
             if self.p.nets:
                 self.nets.pop()
@@ -908,38 +925,44 @@ class _Dfs:
         # which changes which channels are listed, not their number.
         return _PERFECT if count >= self.ceiling else _GO
 
-    def _next_channels(self, state) -> int:
-        """The search for the channels after those placed (:meth:`_start_channel`), or its known
-        outcome: the steps it takes when nothing in it beats the best.
+    def _next_channels(self) -> int:
+        """After a channel is closed: the search for the channels after it
+        (:meth:`_start_channel`) when the links may still admit more than the best set has, or
+        its known outcome.
 
-        Exact (not a cut): the search below a closed channel reads only the room left
-        (``state``, the exact floats), the number of channels placed and the last of them (the
-        replay and, with NICs, the NIC to start from), the hops booked, and of the best set its
-        size and hops. With all of these equal, it visits the same GPUs in the same order, so it
-        takes the same steps, again finds nothing better and leaves the same room (to the last
-        bit): only its step count and that room are applied, and
-        the budget then runs out exactly where NCCL's would (a subtree that would cross the
-        budget is run). The same channels placed in another order reach such a state again and
-        again in a search that runs its budget out. Not with a shuffled order (a restart), whose
-        random draws the skipped steps would have taken.
+        Exact (not a cut): what follows a closed channel reads only the room left (exact
+        floats), the number of channels placed and the last of them (the replay and, with NICs,
+        the NIC to start from), the hops booked, and of the best set its size and hops. With all
+        of these equal, it visits the same GPUs in the same order, takes the same steps, again
+        finds nothing better and leaves the same room (to the last bit): only its step count and
+        that room are applied, and the budget then runs out exactly where NCCL's would (a search
+        that would cross the budget is run). The same channels placed in another order reach
+        such a state again and again in a search that runs its budget out. Not with a shuffled
+        order (a restart), whose random draws the skipped steps would have taken.
         """
+        remaining = self.remaining
+        state = tuple(remaining)
         memo = self.memo
-        if memo is None:
-            return self._start_channel()
-        channels = self.channels
-        key = (state, len(channels), channels[-1], self.hops, len(self.best), self.best_hops)
-        known = memo.get(key)
-        if known is not None and self.steps + known[0] <= self.budget:
-            self.steps += known[0]
-            if known[1] is not None:
-                self.remaining[:] = known[1]
-            return _GO
-        steps, improved = self.steps, self.improved
-        status = self._start_channel()
-        if status == _GO and self.improved == improved:
+        if memo is not None:
+            channels = self.channels
+            key = (state, len(channels), channels[-1], self.hops, len(self.best), self.best_hops)
+            known = memo.get(key)
+            if known is not None and self.steps + known[0] <= self.budget:
+                self.steps += known[0]
+                if known[1] is not None:
+                    remaining[:] = known[1]
+                return _GO
+            steps, improved = self.steps, self.improved
+        if self._bound(state) > len(self.best):
+            entry = self.entry
+            status = self._start_channel()
+            self.entry = entry
+        else:
+            status = _GO
+        if memo is not None and status == _GO and self.improved == improved:
             # Booking and taking back a hop (x - s*f + s*f) may not give x again to the last
             # bit: the room the search leaves is kept too, and left as it would have been.
-            after = tuple(self.remaining)
+            after = tuple(remaining)
             memo[key] = (self.steps - steps, None if after == state else after)
         return status
 
@@ -952,6 +975,28 @@ class _Dfs:
             spare = self.spare[state] = _channel_bound(self.p, self.remaining, a.speed, a.type_intra, a.ring,
                                                        a.type_inter)
         return len(self.channels) + min(a.max_channels - len(self.channels), spare)
+
+
+def _walk_tables(problem, attempt) -> tuple:
+    """What the DFS of an attempt reads per hop: ``(ok, rows, following)``. ``ok[i][j]``: the hop
+    is allowed (its type, and on a tree the reverse hop's too, search.cc); ``rows[i][j]``: its
+    bookings ``(((class, speed x multiplier), ...), hops)``, None when not allowed;
+    ``following[i]``: the candidates after GPU i that NCCL tries in a fixed order, allowed ones
+    only (its PCI and path order, or on an NVSwitch system only the next and previous GPU)."""
+    n, hop, speed = problem.n, problem.hop, attempt.speed
+    ok = tuple(tuple(i != j and hop[i][j].type <= attempt.type_intra
+                     and (attempt.ring or hop[j][i].type <= attempt.type_intra)
+                     for j in range(n)) for i in range(n))
+    rows = tuple(tuple((tuple((k, speed * f) for k, f in hop[i][j].charges), hop[i][j].nhops) if ok[i][j]
+                       else None for j in range(n)) for i in range(n))
+    if problem.nvswitch:
+        # With an NVSwitch, NCCL tries only the neighbours: ring next then previous; trees
+        # previous then next (search.cc ncclTopoSearchNextGpuSort).
+        near = problem.ring_near if attempt.ring else problem.tree_near
+    else:
+        near = problem.order
+    following = tuple(tuple(j for j in near[i] if ok[i][j]) for i in range(n))
+    return ok, rows, following
 
 
 # Limits of the exhaustive check below: channel kinds and steps (beyond them: unknown).

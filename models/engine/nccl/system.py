@@ -44,6 +44,7 @@ Examples
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -226,6 +227,7 @@ class NcclSystem:
         self._dis: dict = {}
         self._relays: dict = {}
         self._capacity: dict = {}
+        self._charged: dict = {}
         self.searches = BoundedMemo(256) if searches is None else searches
         # A problem is the size of its GPU set squared: the recent ones are the ones asked again
         # (a set's ring then tree search, its next estimate).
@@ -239,11 +241,10 @@ class NcclSystem:
 
     def capacity(self, u: str, v: str) -> float:
         """NCCL's charge for the directed edge (u, v) (:func:`nccl_capacity`). [B/s]"""
-        try:
-            return self._capacity[u, v]
-        except KeyError:
+        value = self._capacity.get((u, v))
+        if value is None:
             value = self._capacity[u, v] = _edge_capacity(self.G, u, v, self.profile, self._fabric_cc)
-            return value
+        return value
 
     def host_kind(self, host: int) -> int:
         """A number shared by the hosts that are copies of each other as a host's channel search
@@ -308,6 +309,55 @@ class NcclSystem:
             if m in members:
                 return PathType.NVB, (((a, m), 1.0), ((m, b), 1.0))
         return path_type, flow
+
+    def charge(self, flow: tuple, overhead: float) -> tuple:
+        """What a hop of ``flow`` (``((edge, share), ...)``) books in NCCL's search.
+
+        Parameters
+        ----------
+        flow : tuple
+            ``((edge, share), ...)`` as :meth:`hop` gives it.
+        overhead : float
+            The multiplier of PCIe edges (:meth:`pcie_overhead` of the hop's path type).
+
+        Returns
+        -------
+        tuple
+            ``(((edge, multiplier), ...), width, hops)``: per edge the share times ``overhead``
+            on PCIe; the hop's width, ``min(capacity / multiplier)`` [B/s]; and its hops (the
+            shares add up to the hops of one path, as parallel switch paths are equally long).
+        """
+        adj = self.router.adj
+        charges, width = [], math.inf
+        for (u, v), share in flow:
+            factor = share * (overhead if adj[u][v]["kind"] == "pcie" else 1.0)
+            charges.append(((u, v), factor))
+            width = min(width, self.capacity(u, v) / factor)
+        return tuple(charges), width, round(sum(f for _, f in flow))
+
+    def charged_hop(self, a: str, b: str, members: Iterable[str] = ()) -> tuple:
+        """:meth:`hop` as NCCL's search books it, computed once per hop of the fabric:
+        ``(path type, ((edge, multiplier), ...), width, hops)`` (:meth:`charge`)."""
+        path_type, flow = self.hop(a, b, members)
+        key = (a, b, flow[0][0][1]) if path_type == PathType.NVB else (a, b)
+        found = self._charged.get(key)
+        if found is None:
+            found = self._charged[key] = (path_type, *self.charge(flow, self.pcie_overhead(path_type)))
+        return found
+
+    def charged_net(self, gpu: str, nic: str) -> tuple:
+        """``(route, out, back)``: :meth:`net_route` and what its two directions book, GPU to NIC
+        then its port out, and the port in then NIC to GPU (each as :meth:`charge` gives it),
+        computed once per GPU and NIC."""
+        key = ("net", gpu, nic)
+        found = self._charged.get(key)
+        if found is None:
+            route = self.net_route(gpu, nic)
+            overhead = self.pcie_overhead(route.path_type)
+            out = (*route.flow, (route.port_out, 1.0))
+            back = ((route.port_in, 1.0), *(((v, u), f) for (u, v), f in reversed(route.flow)))
+            found = self._charged[key] = (route, self.charge(out, overhead), self.charge(back, overhead))
+        return found
 
     def net_route(self, gpu: str, nic: str) -> NetRoute:
         """How a GPU reaches a NIC and the NIC's network port (:class:`NetRoute`).
