@@ -386,7 +386,8 @@ def _build_problem(fabric, gpus, nets=()) -> _Problem:
         ring_near=tuple(tuple(dict.fromkeys(((i + 1) % n, (i - 1) % n))) for i in range(n)),
         tree_near=tuple(tuple(dict.fromkeys(((i - 1) % n, (i + 1) % n))) for i in range(n)))
     if not nets and n > 1:
-        problem.ports.update((t, _gpu_ports(problem, t)) for t in types)
+        ends = _hop_ends(problem)
+        problem.ports.update((t, _gpu_ports(problem, t, ends)) for t in types)
 
     return problem
 
@@ -410,9 +411,20 @@ def _edge_classes(capacity, hops) -> tuple:
     return tuple(edge_class), tuple(class_capacity)
 
 
-def _gpu_ports(problem, type_intra) -> tuple:
-    """Per GPU, the :class:`_Ports` of the hops allowed up to ``type_intra``."""
-    n, gpus, edges = problem.n, problem.gpus, problem.edges
+def _hop_ends(problem) -> tuple:
+    """Per hop ``(i, j)``: ``(leaving, entering)``, the ``(edge index, multiplier)`` of its edges
+    that leave GPU i and of those that enter GPU j, in the hop's order (None on the diagonal)."""
+    gpus, edges = problem.gpus, problem.edges
+    return tuple(tuple(None if h is None else
+                       (tuple((k, f) for k, f in h.flow if edges[k][0] == gpus[i]),
+                        tuple((k, f) for k, f in h.flow if edges[k][1] == gpus[j]))
+                       for j, h in enumerate(row))
+                 for i, row in enumerate(problem.hop))
+
+
+def _gpu_ports(problem, type_intra, ends) -> tuple:
+    """Per GPU, the :class:`_Ports` of the hops allowed up to ``type_intra`` (``ends``: :func:`_hop_ends`)."""
+    n, gpus, edges, hop = problem.n, problem.gpus, problem.edges, problem.hop
     index = {e: k for k, e in enumerate(edges)}
     ports = []
     for i in range(n):
@@ -421,14 +433,15 @@ def _gpu_ports(problem, type_intra) -> tuple:
         for j in range(n):
             if j == i:
                 continue
-            for hop, use, end in ((problem.hop[i][j], out_use, 0), (problem.hop[j][i], in_use, 1)):
-                if hop.type > type_intra:
+            # Out of GPU i by its hop to j, into GPU i by the hop from j.
+            for h, found, use in ((hop[i][j], ends[i][j][0], out_use), (hop[j][i], ends[j][i][1], in_use)):
+                if h.type > type_intra:
                     continue
-                for k, f in hop.flow:
-                    if edges[k][end] == gpus[i]:
-                        direct = len(hop.flow) == 1 and f == 1.0
-                        old = use.get(k, (True, math.inf))
-                        use[k] = (old[0] and direct, min(old[1], f))
+                single = len(h.flow) == 1
+                for k, f in found:
+                    direct = single and f == 1.0
+                    old = use.get(k, (True, math.inf))
+                    use[k] = (old[0] and direct, min(old[1], f))
         pairs, exits, paired = [], [], set()
         for k, (direct, f) in out_use.items():
             back = index.get((edges[k][1], gpus[i]))
@@ -632,7 +645,7 @@ class _Dfs:
 
     __slots__ = ("p", "a", "budget", "steps", "remaining", "channels", "nets", "hops", "entry", "best",
                  "best_nets", "best_hops", "ceiling", "by_room", "rng", "gpu_ok", "net_ok", "spare", "exits",
-                 "speed", "start_ways", "memo", "improved", "rows", "following")
+                 "speed", "start_ways", "states", "improved", "rows", "following")
 
     def __init__(self, problem, attempt, budget, ceiling, by_room=False, rng=None):
         self.p, self.a, self.budget, self.ceiling = problem, attempt, budget, ceiling
@@ -657,9 +670,10 @@ class _Dfs:
         self.net_ok = attempt.type_inter
         self.exits: dict = {}  # (last GPU, entry NIC) -> _closings with NICs
         self.start_ways: dict = {}  # (previous channel, channels placed) -> _starts
-        # The steps of searches below a closed channel that found nothing better, by what they
-        # read (_next_channels); none with a shuffled order.
-        self.memo: dict | None = {} if rng is None else None
+        # Per room-left state met: the channel bound, and the searches below a closed channel
+        # from it that found nothing better (their steps and the room they left, by the rest of
+        # what they read: _next_channels; none with a shuffled order).
+        self.states: dict = {}
         self.improved = 0  # how many times the best set was replaced
         self.speed = attempt.speed
         # The bound of each room-left state met, shared by the searches of this attempt: the same
@@ -710,27 +724,29 @@ class _Dfs:
                 ways.append((net, previous[0], previous, row[previous[0]]))
             if free:
                 ways.extend((net, first, None, row[first]) for first in p.net_firsts[net])
-        ways[:] = [way for way in ways if way[3] is None or way[3].type <= self.net_ok]
+        ways[:] = [(net, first, forced, _booking(hop, self.speed)) for net, first, forced, hop in ways
+                   if hop.type <= self.net_ok]
         return ways
 
     def _start_channel(self) -> int:
-        p, remaining, speed = self.p, self.remaining, self.a.speed
-        for net, first, forced, hop in self._starts():
-            if hop is None:
+        remaining = self.remaining
+        for net, first, forced, booking in self._starts():
+            if booking is None:
                 status = self._place([first], forced)
             else:
-                for k, f in hop.charges:  # _fits, inline: once per start of a channel
-                    if remaining[k] + _SLACK < speed * f:
+                charges, nhops = booking
+                for k, amount in charges:  # _fits, inline: once per start of a channel
+                    if remaining[k] + _SLACK < amount:
                         break
                 else:
-                    for k, f in hop.charges:  # _book, inline (as below)
-                        remaining[k] -= speed * f
-                    self.hops += hop.nhops
+                    for k, amount in charges:  # _book, inline (as below)
+                        remaining[k] -= amount
+                    self.hops += nhops
                     self.entry = net
                     status = self._place([first], forced)
-                    for k, f in hop.charges:
-                        remaining[k] += speed * f
-                    self.hops -= hop.nhops
+                    for k, amount in charges:
+                        remaining[k] += amount
+                    self.hops -= nhops
                     if status != _GO:
                         return status
                 continue
@@ -868,67 +884,91 @@ class _Dfs:
         return _GO
 
     def _closings(self, order) -> list:
-        """``(hop, exit NIC)`` of each way to close a channel: a ring's hop back to its first GPU;
-        with NICs, leaving the last GPU for the entry NIC first, then any other; a chain: none."""
+        """``(booking, exit NIC)`` of each way to close a channel (:func:`_booking`): a ring's hop
+        back to its first GPU; with NICs, leaving the last GPU for the entry NIC first, then any
+        other; a chain: none."""
         p, last = self.p, order[-1]
         if p.nets:
             key = (last, self.entry)
             ways = self.exits.get(key)
             if ways is None:
                 exits = [self.entry] + [k for k in range(len(p.nets)) if k != self.entry]
-                ways = self.exits[key] = [(p.net_out[last][k], k) for k in exits
+                ways = self.exits[key] = [(_booking(p.net_out[last][k], self.speed), k) for k in exits
                                           if p.net_out[last][k].type <= self.net_ok]
             return ways
         if self.a.ring and p.n > 1:
-            return [(p.hop[last][order[0]], None)] if self.gpu_ok[last][order[0]] else []
+            booking = self.rows[last][order[0]]
+            return [(booking, None)] if booking is not None else []
         return [(None, None)]
 
     def _close(self, order) -> int:
-        remaining, speed = self.remaining, self.a.speed
-        for hop, exit_nic in self._closings(order):
-            if hop is not None:
+        """Close the channel ``order`` each way it can be closed (:meth:`_closings`), keep the
+        channels if they beat the best (more, or as many with fewer hops), and search on for more
+        (:meth:`_next_channels`) unless the channels reach the ceiling or the links admit no more
+        than the best set has."""
+        remaining, channels, nets, states = self.remaining, self.channels, self.nets, self.states
+        with_nets = bool(self.p.nets)
+        most = self.a.max_channels
+        for booking, exit_nic in self._closings(order):
+            if booking is not None:
+                charges, nhops = booking
                 fits = True
-                for k, f in hop.charges:  # _fits, inline: once per channel closed
-                    if remaining[k] + _SLACK < speed * f:
+                for k, amount in charges:  # _fits, inline: once per channel closed
+                    if remaining[k] + _SLACK < amount:
                         fits = False
                         break
                 if not fits:
                     continue
-                for k, f in hop.charges:  # _book, inline: once per channel closed
-                    remaining[k] -= speed * f
-                self.hops += hop.nhops
-            self.channels.append(tuple(order))
-            if self.p.nets:
-                self.nets.append((self.entry, exit_nic))
-            status = self._record()
-            if status == _GO:
-                status = self._next_channels()
-            self.channels.pop()
-            if self.p.nets:
-                self.nets.pop()
-            if hop is not None:
-                for k, f in hop.charges:
-                    remaining[k] += speed * f
-                self.hops -= hop.nhops
+                for k, amount in charges:  # _book, inline: once per channel closed
+                    remaining[k] -= amount
+                self.hops += nhops
+            channels.append(tuple(order))
+            if with_nets:
+                nets.append((self.entry, exit_nic))
+            count = len(channels)
+            if count > len(self.best) or (count == len(self.best) and self.hops < self.best_hops):
+                self.best, self.best_hops, self.best_nets = list(channels), self.hops, list(nets)
+                self.improved += 1
+            if count >= self.ceiling:
+                # maxChannels (NCCL's "perfect" search) or all the links can hold: nothing found
+                # later could have more channels. NCCL would search on for an equal set with fewer
+                # hops, which changes which channels are listed, not their number.
+                status = _PERFECT
+            else:
+                state = tuple(remaining)
+                known = states.get(state)
+                if known is None:
+                    known = self._state(state)
+                # The channels placed and what the links still admit: when no more than the best
+                # set has, nothing below can be kept (the branch cut short of the module docstring).
+                if count + min(most - count, known[0]) <= len(self.best):
+                    status = _GO
+                else:
+                    status = self._next_channels(state, known[1])
+            channels.pop()
+            if with_nets:
+                nets.pop()
+            if booking is not None:
+                for k, amount in charges:
+                    remaining[k] += amount
+                self.hops -= nhops
             if status != _GO:
                 return status
         return _GO
 
-    def _record(self) -> int:
-        """Keep the channels if they beat the best (more, or as many with fewer hops)."""
-        count = len(self.channels)
-        if count > len(self.best) or (count == len(self.best) and self.hops < self.best_hops):
-            self.best, self.best_hops, self.best_nets = list(self.channels), self.hops, list(self.nets)
-            self.improved += 1
-        # maxChannels (NCCL's "perfect" search) or all the links can hold: nothing found later
-        # could have more channels. NCCL would search on for an equal set with fewer hops,
-        # which changes which channels are listed, not their number.
-        return _PERFECT if count >= self.ceiling else _GO
+    def _state(self, state) -> tuple:
+        """The entry of :attr:`states` for a room-left state: ``(channel bound, {})``."""
+        spare = self.spare.get(state)
+        if spare is None:
+            a = self.a
+            spare = self.spare[state] = _channel_bound(self.p, self.remaining, a.speed, a.type_intra, a.ring,
+                                                       a.type_inter)
+        known = self.states[state] = (spare, {})
+        return known
 
-    def _next_channels(self) -> int:
-        """After a channel is closed: the search for the channels after it
-        (:meth:`_start_channel`) when the links may still admit more than the best set has, or
-        its known outcome.
+    def _next_channels(self, state, after) -> int:
+        """The search for the channels after a closed one (:meth:`_start_channel`) from the
+        room-left ``state``, or its known outcome from ``after`` (this state's searches).
 
         Exact (not a cut): what follows a closed channel reads only the room left (exact
         floats), the number of channels placed and the last of them (the replay and, with NICs,
@@ -940,41 +980,34 @@ class _Dfs:
         such a state again and again in a search that runs its budget out. Not with a shuffled
         order (a restart), whose random draws the skipped steps would have taken.
         """
-        remaining = self.remaining
-        state = tuple(remaining)
-        memo = self.memo
-        if memo is not None:
-            channels = self.channels
-            key = (state, len(channels), channels[-1], self.hops, len(self.best), self.best_hops)
-            known = memo.get(key)
-            if known is not None and self.steps + known[0] <= self.budget:
-                self.steps += known[0]
-                if known[1] is not None:
-                    remaining[:] = known[1]
-                return _GO
-            steps, improved = self.steps, self.improved
-        if self._bound(state) > len(self.best):
-            entry = self.entry
+        entry = self.entry
+        if self.rng is not None:
             status = self._start_channel()
             self.entry = entry
-        else:
-            status = _GO
-        if memo is not None and status == _GO and self.improved == improved:
+            return status
+        channels = self.channels
+        key = (len(channels), channels[-1], self.hops, len(self.best), self.best_hops)
+        seen = after.get(key)
+        if seen is not None and self.steps + seen[0] <= self.budget:
+            self.steps += seen[0]
+            if seen[1] is not None:
+                self.remaining[:] = seen[1]
+            return _GO
+        steps, improved = self.steps, self.improved
+        status = self._start_channel()
+        self.entry = entry
+        if status == _GO and self.improved == improved:
             # Booking and taking back a hop (x - s*f + s*f) may not give x again to the last
             # bit: the room the search leaves is kept too, and left as it would have been.
-            after = tuple(remaining)
-            memo[key] = (self.steps - steps, None if after == state else after)
+            left = tuple(self.remaining)
+            after[key] = (self.steps - steps, None if left == state else left)
         return status
 
-    def _bound(self, state) -> int:
-        """Channels reachable from here: those placed and what the links still admit (``state``
-        is the room left, ``tuple(self.remaining)``)."""
-        a = self.a
-        spare = self.spare.get(state)
-        if spare is None:
-            spare = self.spare[state] = _channel_bound(self.p, self.remaining, a.speed, a.type_intra, a.ring,
-                                                       a.type_inter)
-        return len(self.channels) + min(a.max_channels - len(self.channels), spare)
+
+def _booking(hop, speed) -> tuple:
+    """What a hop books at ``speed``: ``(((class, speed x multiplier), ...), hops)``, the products
+    the search checks and books (made once, they are the same floats)."""
+    return tuple((k, speed * f) for k, f in hop.charges), hop.nhops
 
 
 def _walk_tables(problem, attempt) -> tuple:
@@ -987,8 +1020,7 @@ def _walk_tables(problem, attempt) -> tuple:
     ok = tuple(tuple(i != j and hop[i][j].type <= attempt.type_intra
                      and (attempt.ring or hop[j][i].type <= attempt.type_intra)
                      for j in range(n)) for i in range(n))
-    rows = tuple(tuple((tuple((k, speed * f) for k, f in hop[i][j].charges), hop[i][j].nhops) if ok[i][j]
-                       else None for j in range(n)) for i in range(n))
+    rows = tuple(tuple(_booking(hop[i][j], speed) if ok[i][j] else None for j in range(n)) for i in range(n))
     if problem.nvswitch:
         # With an NVSwitch, NCCL tries only the neighbours: ring next then previous; trees
         # previous then next (search.cc ncclTopoSearchNextGpuSort).

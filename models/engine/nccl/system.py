@@ -300,8 +300,12 @@ class NcclSystem:
             the hop's traffic it carries (1 on a single path; 1/k on k parallel switch planes).
         """
         if (a, b) not in self._routes:
-            r = self.router.route(a, b, nvb=False)
-            self._routes[a, b] = (r.path_type, tuple(zip(r.edges, r.shares)))
+            flow = self.router.nvlink_flow(a, b) if a != b else None
+            if flow:  # the route's flow, without building the Route
+                self._routes[a, b] = (PathType.NVL, tuple(flow.items()))
+            else:
+                r = self.router.route(a, b, nvb=False)
+                self._routes[a, b] = (r.path_type, tuple(zip(r.edges, r.shares)))
         path_type, flow = self._routes[a, b]
         if path_type == PathType.NVL or self.profile.behaviour.nvb is NvbRelay.NONE:
             return path_type, flow
@@ -327,12 +331,16 @@ class NcclSystem:
             on PCIe; the hop's width, ``min(capacity / multiplier)`` [B/s]; and its hops (the
             shares add up to the hops of one path, as parallel switch paths are equally long).
         """
-        adj = self.router.adj
+        adj, known = self.router.adj, self._capacity
         charges, width = [], math.inf
-        for (u, v), share in flow:
+        for edge, share in flow:
+            u, v = edge
             factor = share * (overhead if adj[u][v]["kind"] == "pcie" else 1.0)
-            charges.append(((u, v), factor))
-            width = min(width, self.capacity(u, v) / factor)
+            charges.append((edge, factor))
+            capacity = known.get(edge)
+            if capacity is None:
+                capacity = self.capacity(u, v)
+            width = min(width, capacity / factor)
         return tuple(charges), width, round(sum(f for _, f in flow))
 
     def charged_hop(self, a: str, b: str, members: Iterable[str] = ()) -> tuple:
