@@ -458,13 +458,6 @@ def _gpu_ports(problem, type_intra, ends) -> tuple:
 
 
 # ----------------------------------------------------------------------------- the bound
-def _fits(remaining, hop, speed) -> bool:
-    for k, f in hop.charges:
-        if remaining[k] + _SLACK < speed * f:
-            return False
-    return True
-
-
 def _connected(problem, remaining, speed, type_intra) -> bool:
     """Every GPU reaches every other by hops that fit ``speed`` now: a channel needs it."""
     n = problem.n
@@ -488,7 +481,7 @@ def _reach(rows, remaining, speed, n) -> bool:
         for j, charges in rows[todo.pop()]:
             if seen[j]:
                 continue
-            for k, f in charges:  # _fits, inline
+            for k, f in charges:  # the hop fits
                 if remaining[k] + _SLACK < speed * f:
                     break
             else:
@@ -644,7 +637,7 @@ class _Dfs:
     """
 
     __slots__ = ("p", "a", "budget", "steps", "remaining", "channels", "nets", "hops", "entry", "best",
-                 "best_nets", "best_hops", "ceiling", "by_room", "rng", "gpu_ok", "net_ok", "spare", "exits",
+                 "best_nets", "best_hops", "ceiling", "by_room", "rng", "net_ok", "spare", "exits",
                  "speed", "start_ways", "states", "improved", "rows", "following")
 
     def __init__(self, problem, attempt, budget, ceiling, by_room=False, rng=None):
@@ -663,7 +656,7 @@ class _Dfs:
         walk = problem.walks.get((attempt.speed, attempt.type_intra, attempt.ring))
         if walk is None:
             walk = problem.walks[attempt.speed, attempt.type_intra, attempt.ring] = _walk_tables(problem, attempt)
-        self.gpu_ok, self.rows, following = walk
+        self.rows, following = walk
         # The candidates after each GPU, fixed (NCCL's order, or the NVSwitch neighbours); None:
         # made at each visit (a shuffled or room-sorted order, :meth:`_candidates`).
         self.following = following if rng is None and not by_room else None
@@ -685,14 +678,6 @@ class _Dfs:
         status = self._start_channel()
         return _Found(tuple(self.best), tuple(self.best_nets), self.best_hops, status == _OUT_OF_BUDGET,
                       self.ceiling)
-
-    # -- booking ---------------------------------------------------------------------
-    def _book(self, hop, sign) -> None:
-        amount = sign * self.speed
-        remaining = self.remaining
-        for k, f in hop.charges:
-            remaining[k] -= amount * f
-        self.hops += sign * hop.nhops
 
     # -- the recursion ---------------------------------------------------------------
     def _starts(self) -> list:
@@ -735,11 +720,11 @@ class _Dfs:
                 status = self._place([first], forced)
             else:
                 charges, nhops = booking
-                for k, amount in charges:  # _fits, inline: once per start of a channel
+                for k, amount in charges:  # the entry fits (once per start of a channel)
                     if remaining[k] + _SLACK < amount:
                         break
                 else:
-                    for k, amount in charges:  # _book, inline (as below)
+                    for k, amount in charges:  # book it
                         remaining[k] -= amount
                     self.hops += nhops
                     self.entry = net
@@ -812,13 +797,14 @@ class _Dfs:
                 booking = row[j]
                 if booking is None or used[j]:
                     continue
-                for k, amount in booking[0]:  # _fits, inline: this is the innermost loop
+                for k, amount in booking[0]:  # the hop fits (the innermost loop)
                     if remaining[k] + _SLACK < amount:
                         break
                 else:
                     hop = booking
                     break
-            # _book inlined (the innermost loop): x - (-s) * f is x + s * f exactly.
+            # Booked as x - s*f and taken back as x + s*f: the room may not come back to the
+            # last bit (it never did), which _next_channels reproduces when it skips a search.
             if hop is None:  # this level is done: back to the one before
                 levels.pop()
                 if taken:
@@ -913,13 +899,13 @@ class _Dfs:
             if booking is not None:
                 charges, nhops = booking
                 fits = True
-                for k, amount in charges:  # _fits, inline: once per channel closed
+                for k, amount in charges:  # the closing hop fits (once per channel closed)
                     if remaining[k] + _SLACK < amount:
                         fits = False
                         break
                 if not fits:
                     continue
-                for k, amount in charges:  # _book, inline: once per channel closed
+                for k, amount in charges:  # book it
                     remaining[k] -= amount
                 self.hops += nhops
             channels.append(tuple(order))
@@ -1011,9 +997,9 @@ def _booking(hop, speed) -> tuple:
 
 
 def _walk_tables(problem, attempt) -> tuple:
-    """What the DFS of an attempt reads per hop: ``(ok, rows, following)``. ``ok[i][j]``: the hop
-    is allowed (its type, and on a tree the reverse hop's too, search.cc); ``rows[i][j]``: its
-    bookings ``(((class, speed x multiplier), ...), hops)``, None when not allowed;
+    """What the DFS of an attempt reads per hop: ``(rows, following)``. ``rows[i][j]``: the hop's
+    bookings ``(((class, speed x multiplier), ...), hops)`` (:func:`_booking`), None when it is not
+    allowed (its type, and on a tree the reverse hop's too, search.cc);
     ``following[i]``: the candidates after GPU i that NCCL tries in a fixed order, allowed ones
     only (its PCI and path order, or on an NVSwitch system only the next and previous GPU)."""
     n, hop, speed = problem.n, problem.hop, attempt.speed
@@ -1028,7 +1014,7 @@ def _walk_tables(problem, attempt) -> tuple:
     else:
         near = problem.order
     following = tuple(tuple(j for j in near[i] if ok[i][j]) for i in range(n))
-    return ok, rows, following
+    return rows, following
 
 
 # Limits of the exhaustive check below: channel kinds and steps (beyond them: unknown).
