@@ -395,15 +395,17 @@ def _build_problem(fabric, gpus, nets=()) -> _Problem:
 def _edge_classes(capacity, hops) -> tuple:
     """Number edges that every hop charges with the same multiplier and that have the same capacity
     as one class (their room left is always equal)."""
-    columns: dict = {k: [] for k in range(len(capacity))}
+    columns = [[] for _ in capacity]  # per edge: hop, multiplier, hop, multiplier, ...
     for h, (_, _, flow, _) in enumerate(hops):
         for k, f in flow:
-            columns[k].append((h, f))
+            column = columns[k]
+            column.append(h)
+            column.append(f)
     classes: dict = {}
     edge_class = []
     class_capacity = []
     for k in range(len(capacity)):
-        key = (capacity[k], tuple(columns[k]))
+        key = (capacity[k], *columns[k])
         if key not in classes:
             classes[key] = len(class_capacity)
             class_capacity.append(capacity[k])
@@ -638,7 +640,7 @@ class _Dfs:
 
     __slots__ = ("p", "a", "budget", "steps", "remaining", "channels", "nets", "hops", "entry", "best",
                  "best_nets", "best_hops", "ceiling", "by_room", "rng", "net_ok", "spare", "exits",
-                 "speed", "start_ways", "states", "improved", "rows", "following")
+                 "speed", "start_ways", "states", "improved", "rows", "following", "net_in", "net_out")
 
     def __init__(self, problem, attempt, budget, ceiling, by_room=False, rng=None):
         self.p, self.a, self.budget, self.ceiling = problem, attempt, budget, ceiling
@@ -656,7 +658,7 @@ class _Dfs:
         walk = problem.walks.get((attempt.speed, attempt.type_intra, attempt.ring))
         if walk is None:
             walk = problem.walks[attempt.speed, attempt.type_intra, attempt.ring] = _walk_tables(problem, attempt)
-        self.rows, following = walk
+        self.rows, following, self.net_in, self.net_out = walk
         # The candidates after each GPU, fixed (NCCL's order, or the NVSwitch neighbours); None:
         # made at each visit (a shuffled or room-sorted order, :meth:`_candidates`).
         self.following = following if rng is None and not by_room else None
@@ -704,13 +706,12 @@ class _Dfs:
         m = len(p.nets)
         for k in range(m):
             net = (len(self.channels) + k) % m
-            row = p.net_in[net]
             if previous is not None:
-                ways.append((net, previous[0], previous, row[previous[0]]))
+                ways.append((net, previous[0], previous))
             if free:
-                ways.extend((net, first, None, row[first]) for first in p.net_firsts[net])
-        ways[:] = [(net, first, forced, _booking(hop, self.speed)) for net, first, forced, hop in ways
-                   if hop.type <= self.net_ok]
+                ways.extend((net, first, None) for first in p.net_firsts[net])
+        ways[:] = [(net, first, forced, self.net_in[net][first]) for net, first, forced in ways
+                   if p.net_in[net][first].type <= self.net_ok]
         return ways
 
     def _start_channel(self) -> int:
@@ -879,7 +880,7 @@ class _Dfs:
             ways = self.exits.get(key)
             if ways is None:
                 exits = [self.entry] + [k for k in range(len(p.nets)) if k != self.entry]
-                ways = self.exits[key] = [(_booking(p.net_out[last][k], self.speed), k) for k in exits
+                ways = self.exits[key] = [(self.net_out[last][k], k) for k in exits
                                           if p.net_out[last][k].type <= self.net_ok]
             return ways
         if self.a.ring and p.n > 1:
@@ -997,11 +998,13 @@ def _booking(hop, speed) -> tuple:
 
 
 def _walk_tables(problem, attempt) -> tuple:
-    """What the DFS of an attempt reads per hop: ``(rows, following)``. ``rows[i][j]``: the hop's
+    """What the DFS of an attempt reads per hop: ``(rows, following, net_in, net_out)``. ``rows[i][j]``: the hop's
     bookings ``(((class, speed x multiplier), ...), hops)`` (:func:`_booking`), None when it is not
     allowed (its type, and on a tree the reverse hop's too, search.cc);
     ``following[i]``: the candidates after GPU i that NCCL tries in a fixed order, allowed ones
-    only (its PCI and path order, or on an NVSwitch system only the next and previous GPU)."""
+    only (its PCI and path order, or on an NVSwitch system only the next and previous GPU);
+    ``net_in`` and ``net_out``: the bookings of the NIC hops, as :attr:`_Problem.net_in` and
+    :attr:`_Problem.net_out` are laid out."""
     n, hop, speed = problem.n, problem.hop, attempt.speed
     ok = tuple(tuple(i != j and hop[i][j].type <= attempt.type_intra
                      and (attempt.ring or hop[j][i].type <= attempt.type_intra)
@@ -1014,7 +1017,9 @@ def _walk_tables(problem, attempt) -> tuple:
     else:
         near = problem.order
     following = tuple(tuple(j for j in near[i] if ok[i][j]) for i in range(n))
-    return rows, following
+    net_in = tuple(tuple(_booking(h, speed) for h in row) for row in problem.net_in)
+    net_out = tuple(tuple(_booking(h, speed) for h in row) for row in problem.net_out)
+    return rows, following, net_in, net_out
 
 
 # Limits of the exhaustive check below: channel kinds and steps (beyond them: unknown).
