@@ -305,11 +305,14 @@ def _build_problem(fabric, gpus, nets=()) -> _Problem:
         return tuple(numbered)
 
     raw_hop = [[None] * n for _ in range(n)]
+    ends = [[None] * n for _ in range(n)]  # per hop: its edges leaving its GPU, entering the other
     for i, a in enumerate(gpus):
         for j, b in enumerate(gpus):
             if i != j:
-                path_type, charges, width, nhops = fabric.charged_hop(a, b, members)
-                raw_hop[i][j] = (path_type, width, number(charges), nhops)
+                path_type, charges, width, nhops, (leaving, entering) = fabric.charged_hop(a, b, members)
+                numbered = number(charges)
+                raw_hop[i][j] = (path_type, width, numbered, nhops)
+                ends[i][j] = (tuple(numbered[e] for e in leaving), tuple(numbered[e] for e in entering))
     # NET hops (multi-node): NIC -> GPU enters a channel, GPU -> NIC leaves it. Each charges the
     # PCIe links on the way and the NIC's network port in its direction (NCCL's NET node
     # bandwidth, speed / 8000 GB/s).
@@ -386,7 +389,6 @@ def _build_problem(fabric, gpus, nets=()) -> _Problem:
         ring_near=tuple(tuple(dict.fromkeys(((i + 1) % n, (i - 1) % n))) for i in range(n)),
         tree_near=tuple(tuple(dict.fromkeys(((i - 1) % n, (i + 1) % n))) for i in range(n)))
     if not nets and n > 1:
-        ends = _hop_ends(problem)
         problem.ports.update((t, _gpu_ports(problem, t, ends)) for t in types)
 
     return problem
@@ -413,19 +415,10 @@ def _edge_classes(capacity, hops) -> tuple:
     return tuple(edge_class), tuple(class_capacity)
 
 
-def _hop_ends(problem) -> tuple:
-    """Per hop ``(i, j)``: ``(leaving, entering)``, the ``(edge index, multiplier)`` of its edges
-    that leave GPU i and of those that enter GPU j, in the hop's order (None on the diagonal)."""
-    gpus, edges = problem.gpus, problem.edges
-    return tuple(tuple(None if h is None else
-                       (tuple((k, f) for k, f in h.flow if edges[k][0] == gpus[i]),
-                        tuple((k, f) for k, f in h.flow if edges[k][1] == gpus[j]))
-                       for j, h in enumerate(row))
-                 for i, row in enumerate(problem.hop))
-
-
 def _gpu_ports(problem, type_intra, ends) -> tuple:
-    """Per GPU, the :class:`_Ports` of the hops allowed up to ``type_intra`` (``ends``: :func:`_hop_ends`)."""
+    """Per GPU, the :class:`_Ports` of the hops allowed up to ``type_intra``. ``ends[i][j]``: of hop
+    ``(i, j)``, the ``(edge index, multiplier)`` of its edges that leave GPU i and of those that
+    enter GPU j, in the hop's order."""
     n, gpus, edges, hop = problem.n, problem.gpus, problem.edges, problem.hop
     index = {e: k for k, e in enumerate(edges)}
     ports = []
@@ -785,7 +778,7 @@ class _Dfs:
         the same product the search books and checks.
         """
         remaining, rows, following = self.remaining, self.rows, self.following
-        n = self.p.n
+        n, budget, slack = self.p.n, self.budget, _SLACK
         used = [False] * n  # the GPUs of ``order``
         used[order[0]] = True
         levels: list = []  # per open GPU of the order: (candidates left, its row of bookings)
@@ -799,7 +792,7 @@ class _Dfs:
                 if booking is None or used[j]:
                     continue
                 for k, amount in booking[0]:  # the hop fits (the innermost loop)
-                    if remaining[k] + _SLACK < amount:
+                    if remaining[k] + slack < amount:
                         break
                 else:
                     hop = booking
@@ -825,7 +818,7 @@ class _Dfs:
             opened = len(levels)
             # _arrive inlined for the common case (a GPU to open); the rest as it does.
             self.steps += 1
-            if self.steps > self.budget:
+            if self.steps > budget:
                 status = _OUT_OF_BUDGET
             elif len(order) == n:
                 status = self._close(order)

@@ -345,12 +345,16 @@ class NcclSystem:
 
     def charged_hop(self, a: str, b: str, members: Iterable[str] = ()) -> tuple:
         """:meth:`hop` as NCCL's search books it, computed once per hop of the fabric:
-        ``(path type, ((edge, multiplier), ...), width, hops)`` (:meth:`charge`)."""
+        ``(path type, ((edge, multiplier), ...), width, hops, (leaving, entering))``
+        (:meth:`charge`); ``leaving`` and ``entering`` are the positions of the edges that leave
+        ``a`` and of those that enter ``b``."""
         path_type, flow = self.hop(a, b, members)
         key = (a, b, flow[0][0][1]) if path_type == PathType.NVB else (a, b)
         found = self._charged.get(key)
         if found is None:
-            found = self._charged[key] = (path_type, *self.charge(flow, self.pcie_overhead(path_type)))
+            ends = (tuple(e for e, ((u, _), _) in enumerate(flow) if u == a),
+                    tuple(e for e, ((_, v), _) in enumerate(flow) if v == b))
+            found = self._charged[key] = (path_type, *self.charge(flow, self.pcie_overhead(path_type)), ends)
         return found
 
     def charged_net(self, gpu: str, nic: str) -> tuple:
