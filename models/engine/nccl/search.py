@@ -38,7 +38,10 @@ budget below what the links admit is restarted with seeded orders, so that more 
 fewer channels (not when an exhaustive check over the distinct ring channels shows that no more
 fit: the restarts could not change the answer); a search stops at the first set as large as the
 links admit (NCCL goes on for an equal set with fewer hops, which changes which channels are
-listed, not their number).
+listed, not their number). Not a deviation: a search below a closed channel from a state met
+before (the same room left, channels placed, last channel, hops and best set) that found nothing
+better is not run again; its steps are counted and its room left applied, so the budget runs out
+exactly where NCCL's does (:meth:`_Dfs._next_channels`).
 
 A host's search depends only on its problem (GPUs, NICs, edges, capacities, routes), the GPUs'
 compute capability and the profile; results are kept by that content (the last 256), so an equal
