@@ -421,12 +421,9 @@ class Router:
     def route(self, src: str, dst: str, *, nvb: bool = False) -> Route:
         self._check(src, "source")
         self._check(dst, "destination")
-        G = self.G
         if src == dst:
             return Route(src, dst, PathType.LOC, True, (), (), math.inf, None, 0.0)
-        if G.has_edge(src, dst) and G.edges[src, dst]["kind"] == "nvlink":
-            return self._make(src, dst, PathType.NVL, True, {(src, dst): 1.0})
-        flow = self._switch_flow(src, dst)
+        flow = self.nvlink_flow(src, dst)
         if flow:
             return self._make(src, dst, PathType.NVL, True, flow)
         if nvb:
@@ -474,7 +471,15 @@ class Router:
 
     def nvlink_reaches(self, src: str, dst: str) -> bool:
         """``src`` reaches ``dst`` over NVLink: a direct bundle or a path through NVSwitches."""
-        return self.adj[src].get(dst, {}).get("kind") == "nvlink" or bool(self._switch_flow(src, dst))
+        return bool(self.nvlink_flow(src, dst))
+
+    def nvlink_flow(self, src: str, dst: str) -> dict:
+        """The flow of :meth:`route` between two distinct GPUs when it is NVLink (path type NVL):
+        ``{edge: share}`` of the direct bundle, else of the paths through NVSwitches; empty when
+        neither exists. For many pairs, without building their :class:`Route`."""
+        if self.adj[src].get(dst, {}).get("kind") == "nvlink":
+            return {(src, dst): 1.0}
+        return self._switch_flow(src, dst)
 
     def _network_route(self, src, dst) -> Route:
         """GPU -> nearest NIC -> network -> the NIC nearest dst -> GPU (NCCL's NET transport).
@@ -741,14 +746,15 @@ class Router:
             for x, amount in layer.items():
                 out = adj[x]
                 if len(candidates) <= len(out):
-                    hops = [y for y in candidates if y in out and out[y]["kind"] == "nvlink"]
+                    hops = [(y, d["bandwidth"]) for y in candidates
+                            if (d := out.get(y)) is not None and d["kind"] == "nvlink"]
                 else:
-                    hops = [y for y in out if out[y]["kind"] == "nvlink"
+                    hops = [(y, d["bandwidth"]) for y, d in out.items() if d["kind"] == "nvlink"
                             and to_dst.get(y) == remaining
                             and (y == dst if remaining == 0 else self.kind[y] == "nvswitch")]
-                total = sum(out[y]["bandwidth"] for y in hops)
-                for y in hops:
-                    share = amount * out[y]["bandwidth"] / total
+                total = sum(bandwidth for _, bandwidth in hops)
+                for y, bandwidth in hops:
+                    share = amount * bandwidth / total
                     flow[x, y] = flow.get((x, y), 0.0) + share
                     following[y] = following.get(y, 0.0) + share
             layer = following

@@ -38,7 +38,10 @@ budget below what the links admit is restarted with seeded orders, so that more 
 fewer channels (not when an exhaustive check over the distinct ring channels shows that no more
 fit: the restarts could not change the answer); a search stops at the first set as large as the
 links admit (NCCL goes on for an equal set with fewer hops, which changes which channels are
-listed, not their number).
+listed, not their number). Not a deviation: a search below a closed channel from a state met
+before (the same room left, channels placed, last channel, hops and best set) that found nothing
+better is not run again; its steps are counted and its room left applied, so the budget runs out
+exactly where NCCL's does (:meth:`_Dfs._next_channels`).
 
 A host's search depends only on its problem (GPUs, NICs, edges, capacities, routes), the GPUs'
 compute capability and the profile; results are kept by that content (the last 256), so an equal
@@ -277,6 +280,7 @@ class _Problem:
     usable: dict = None  # typeInter -> the NIC-side classes that bound the channels at that type
     allowed: dict = None  # typeIntra -> per GPU, (j, charges) of its hops to / from j of that type or better
     bounds: dict = None  # (speed, typeIntra, ring, typeInter) -> {room left per class: channel bound}
+    walks: dict = None  # (speed, typeIntra, ring) -> the DFS's tables of hops (_Dfs.__init__)
     n: int = 0  # len(gpus)
     ring_near: tuple = ()  # per GPU: the next then the previous GPU (NVSwitch candidates)
     tree_near: tuple = ()  # per GPU: the previous then the next GPU
@@ -291,28 +295,27 @@ def _build_problem(fabric, gpus, nets=()) -> _Problem:
     index: dict = {}
     capacity: list = []
 
-    def charge(flow, overhead, pcie_only_overhead=True) -> tuple:
-        """``((edge index, multiplier), ...)`` and the hop's width for ``((u, v), share)`` pairs."""
-        charges, width = [], math.inf
-        for (u, v), share in flow:
-            if (u, v) not in index:
-                index[u, v] = len(edges)
-                edges.append((u, v))
-                capacity.append(fabric.capacity(u, v))
-            k = index[u, v]
-            factor = share * (overhead if G.adj[u][v]["kind"] == "pcie" else 1.0)
-            charges.append((k, factor))
-            width = min(width, capacity[k] / factor)
-        return tuple(charges), width
+    def number(charges) -> tuple:
+        """``((edge index, multiplier), ...)`` of ``((edge, multiplier), ...)``, numbering new edges."""
+        numbered = []
+        for edge, factor in charges:
+            k = index.get(edge)
+            if k is None:
+                k = index[edge] = len(edges)
+                edges.append(edge)
+                capacity.append(fabric.capacity(*edge))
+            numbered.append((k, factor))
+        return tuple(numbered)
 
     raw_hop = [[None] * n for _ in range(n)]
+    ends = [[None] * n for _ in range(n)]  # per hop: its edges leaving its GPU, entering the other
     for i, a in enumerate(gpus):
         for j, b in enumerate(gpus):
             if i != j:
-                path_type, flow = fabric.hop(a, b, members)
-                charges, width = charge(flow, fabric.pcie_overhead(path_type))
-                # Parallel switch paths are equally long, so the shares add up to the hops of one.
-                raw_hop[i][j] = (path_type, width, charges, round(sum(f for _, f in flow)))
+                path_type, charges, width, nhops, (leaving, entering) = fabric.charged_hop(a, b, members)
+                numbered = number(charges)
+                raw_hop[i][j] = (path_type, width, numbered, nhops)
+                ends[i][j] = (tuple(numbered[e] for e in leaving), tuple(numbered[e] for e in entering))
     # NET hops (multi-node): NIC -> GPU enters a channel, GPU -> NIC leaves it. Each charges the
     # PCIe links on the way and the NIC's network port in its direction (NCCL's NET node
     # bandwidth, speed / 8000 GB/s).
@@ -321,16 +324,12 @@ def _build_problem(fabric, gpus, nets=()) -> _Problem:
     net_ports = []
     for m, nic in enumerate(nets):
         for i, g in enumerate(gpus):
-            route = fabric.net_route(g, nic)
-            overhead = fabric.pcie_overhead(route.path_type)
-            out = (*route.flow, (route.port_out, 1.0))
-            back = ((route.port_in, 1.0), *(((v, u), f) for (u, v), f in reversed(route.flow)))
-            for flow, table in ((out, "out"), (back, "in")):
-                charges, width = charge(flow, overhead)
+            route, out, back = fabric.charged_net(g, nic)
+            for (charges, width, nhops), table in ((out, "out"), (back, "in")):
                 path_type = route.path_type if table == "out" or route.inward else PathType.DIS
                 if path_type == PathType.DIS:  # NCCL has no such path: never chosen, no width
                     width = 0.0
-                hop = (path_type, width, charges, round(sum(f for _, f in flow)))
+                hop = (path_type, width, number(charges), nhops)
                 if table == "out":
                     raw_out[i][m] = hop
                 else:
@@ -389,11 +388,11 @@ def _build_problem(fabric, gpus, nets=()) -> _Problem:
         net_exits=tuple(edge_class[k] for i in range(n)
                         for k in sorted({net_out[i][m].flow[0][0] for m in range(len(nets))
                                          if net_out[i][m].type != PathType.DIS})),
-        ports={}, usable={}, allowed={}, bounds={}, n=n,
+        ports={}, usable={}, allowed={}, bounds={}, walks={}, n=n,
         ring_near=tuple(tuple(dict.fromkeys(((i + 1) % n, (i - 1) % n))) for i in range(n)),
         tree_near=tuple(tuple(dict.fromkeys(((i - 1) % n, (i + 1) % n))) for i in range(n)))
     if not nets and n > 1:
-        problem.ports.update((t, _gpu_ports(problem, t)) for t in types)
+        problem.ports.update((t, _gpu_ports(problem, t, ends)) for t in types)
 
     return problem
 
@@ -401,15 +400,17 @@ def _build_problem(fabric, gpus, nets=()) -> _Problem:
 def _edge_classes(capacity, hops) -> tuple:
     """Number edges that every hop charges with the same multiplier and that have the same capacity
     as one class (their room left is always equal)."""
-    columns: dict = {k: [] for k in range(len(capacity))}
+    columns = [[] for _ in capacity]  # per edge: hop, multiplier, hop, multiplier, ...
     for h, (_, _, flow, _) in enumerate(hops):
         for k, f in flow:
-            columns[k].append((h, f))
+            column = columns[k]
+            column.append(h)
+            column.append(f)
     classes: dict = {}
     edge_class = []
     class_capacity = []
     for k in range(len(capacity)):
-        key = (capacity[k], tuple(columns[k]))
+        key = (capacity[k], *columns[k])
         if key not in classes:
             classes[key] = len(class_capacity)
             class_capacity.append(capacity[k])
@@ -417,9 +418,11 @@ def _edge_classes(capacity, hops) -> tuple:
     return tuple(edge_class), tuple(class_capacity)
 
 
-def _gpu_ports(problem, type_intra) -> tuple:
-    """Per GPU, the :class:`_Ports` of the hops allowed up to ``type_intra``."""
-    n, gpus, edges = problem.n, problem.gpus, problem.edges
+def _gpu_ports(problem, type_intra, ends) -> tuple:
+    """Per GPU, the :class:`_Ports` of the hops allowed up to ``type_intra``. ``ends[i][j]``: of hop
+    ``(i, j)``, the ``(edge index, multiplier)`` of its edges that leave GPU i and of those that
+    enter GPU j, in the hop's order."""
+    n, gpus, edges, hop = problem.n, problem.gpus, problem.edges, problem.hop
     index = {e: k for k, e in enumerate(edges)}
     ports = []
     for i in range(n):
@@ -428,14 +431,15 @@ def _gpu_ports(problem, type_intra) -> tuple:
         for j in range(n):
             if j == i:
                 continue
-            for hop, use, end in ((problem.hop[i][j], out_use, 0), (problem.hop[j][i], in_use, 1)):
-                if hop.type > type_intra:
+            # Out of GPU i by its hop to j, into GPU i by the hop from j.
+            for h, found, use in ((hop[i][j], ends[i][j][0], out_use), (hop[j][i], ends[j][i][1], in_use)):
+                if h.type > type_intra:
                     continue
-                for k, f in hop.flow:
-                    if edges[k][end] == gpus[i]:
-                        direct = len(hop.flow) == 1 and f == 1.0
-                        old = use.get(k, (True, math.inf))
-                        use[k] = (old[0] and direct, min(old[1], f))
+                single = len(h.flow) == 1
+                for k, f in found:
+                    direct = single and f == 1.0
+                    old = use.get(k, (True, math.inf))
+                    use[k] = (old[0] and direct, min(old[1], f))
         pairs, exits, paired = [], [], set()
         for k, (direct, f) in out_use.items():
             back = index.get((edges[k][1], gpus[i]))
@@ -452,13 +456,6 @@ def _gpu_ports(problem, type_intra) -> tuple:
 
 
 # ----------------------------------------------------------------------------- the bound
-def _fits(remaining, hop, speed) -> bool:
-    for k, f in hop.charges:
-        if remaining[k] + _SLACK < speed * f:
-            return False
-    return True
-
-
 def _connected(problem, remaining, speed, type_intra) -> bool:
     """Every GPU reaches every other by hops that fit ``speed`` now: a channel needs it."""
     n = problem.n
@@ -482,7 +479,7 @@ def _reach(rows, remaining, speed, n) -> bool:
         for j, charges in rows[todo.pop()]:
             if seen[j]:
                 continue
-            for k, f in charges:  # _fits, inline
+            for k, f in charges:  # the hop fits
                 if remaining[k] + _SLACK < speed * f:
                     break
             else:
@@ -638,8 +635,8 @@ class _Dfs:
     """
 
     __slots__ = ("p", "a", "budget", "steps", "remaining", "channels", "nets", "hops", "entry", "best",
-                 "best_nets", "best_hops", "ceiling", "by_room", "rng", "gpu_ok", "net_ok", "spare", "exits",
-                 "speed", "start_ways")
+                 "best_nets", "best_hops", "ceiling", "by_room", "rng", "net_ok", "spare", "exits",
+                 "speed", "start_ways", "states", "improved", "rows", "following", "net_in", "net_out")
 
     def __init__(self, problem, attempt, budget, ceiling, by_room=False, rng=None):
         self.p, self.a, self.budget, self.ceiling = problem, attempt, budget, ceiling
@@ -654,14 +651,21 @@ class _Dfs:
         self.best: list = []
         self.best_nets: list = []
         self.best_hops = math.inf
-        n, hop = problem.n, problem.hop
-        # Tree patterns check the reverse path type too (search.cc).
-        self.gpu_ok = [[i != j and hop[i][j].type <= attempt.type_intra
-                        and (attempt.ring or hop[j][i].type <= attempt.type_intra)
-                        for j in range(n)] for i in range(n)]
+        walk = problem.walks.get((attempt.speed, attempt.type_intra, attempt.ring))
+        if walk is None:
+            walk = problem.walks[attempt.speed, attempt.type_intra, attempt.ring] = _walk_tables(problem, attempt)
+        self.rows, following, self.net_in, self.net_out = walk
+        # The candidates after each GPU, fixed (NCCL's order, or the NVSwitch neighbours); None:
+        # made at each visit (a shuffled or room-sorted order, :meth:`_candidates`).
+        self.following = following if rng is None and not by_room else None
         self.net_ok = attempt.type_inter
         self.exits: dict = {}  # (last GPU, entry NIC) -> _closings with NICs
         self.start_ways: dict = {}  # (previous channel, channels placed) -> _starts
+        # Per room-left state met: the channel bound, and the searches below a closed channel
+        # from it that found nothing better (their steps and the room they left, by the rest of
+        # what they read: _next_channels; none with a shuffled order).
+        self.states: dict = {}
+        self.improved = 0  # how many times the best set was replaced
         self.speed = attempt.speed
         # The bound of each room-left state met, shared by the searches of this attempt: the same
         # channels booked in another order leave the same room.
@@ -673,20 +677,14 @@ class _Dfs:
         return _Found(tuple(self.best), tuple(self.best_nets), self.best_hops, status == _OUT_OF_BUDGET,
                       self.ceiling)
 
-    # -- booking ---------------------------------------------------------------------
-    def _book(self, hop, sign) -> None:
-        amount = sign * self.speed
-        remaining = self.remaining
-        for k, f in hop.charges:
-            remaining[k] -= amount * f
-        self.hops += sign * hop.nhops
-
     # -- the recursion ---------------------------------------------------------------
     def _starts(self) -> list:
-        """``(NIC, (first GPU, forced order))`` of each way to start the next channel, in NCCL's
-        order: FORCED_ORDER_PCI (GPU 0, 1, ...) for the first channel, FORCED_ORDER_REPLAY of the
-        previous one after it, then (free channels) every start; with NICs (ncclTopoSearchRecNet)
-        each NIC in turn, from one that spreads the channels over them, as NCCL's local NICs do."""
+        """``(NIC, first GPU, forced order, entry hop)`` of each way to start the next channel, in
+        NCCL's order: FORCED_ORDER_PCI (GPU 0, 1, ...) for the first channel, FORCED_ORDER_REPLAY
+        of the previous one after it, then (free channels) every start; with NICs
+        (ncclTopoSearchRecNet) each NIC in turn, from one that spreads the channels over them, as
+        NCCL's local NICs do. A start whose entry hop is of a worse type than allowed is left
+        out here, once, rather than passed over at every visit (it books nothing, takes no step)."""
         p = self.p
         previous = self.channels[-1] if self.channels else None
         key = (previous, len(self.channels) % len(p.nets) if p.nets else 0)
@@ -696,42 +694,44 @@ class _Dfs:
         free = not self.a.same or previous is None
         ways = self.start_ways[key] = []
         if not p.nets:
-            ways.append((None, (0, tuple(range(p.n))) if previous is None else (previous[0], previous)))
+            ways.append((None, 0, tuple(range(p.n)), None) if previous is None
+                        else (None, previous[0], previous, None))
             if free:
-                ways.extend((None, (start, None)) for start in range(p.n))
+                ways.extend((None, start, None, None) for start in range(p.n))
             return ways
         m = len(p.nets)
         for k in range(m):
             net = (len(self.channels) + k) % m
             if previous is not None:
-                ways.append((net, (previous[0], previous)))
+                ways.append((net, previous[0], previous))
             if free:
-                ways.extend((net, (first, None)) for first in p.net_firsts[net])
+                ways.extend((net, first, None) for first in p.net_firsts[net])
+        ways[:] = [(net, first, forced, self.net_in[net][first]) for net, first, forced in ways
+                   if p.net_in[net][first].type <= self.net_ok]
         return ways
 
     def _start_channel(self) -> int:
-        p, remaining, speed = self.p, self.remaining, self.a.speed
-        for net, (first, forced) in self._starts():
-            if net is None:
+        remaining = self.remaining
+        for net, first, forced, booking in self._starts():
+            if booking is None:
                 status = self._place([first], forced)
             else:
-                hop = p.net_in[net][first]
-                fits = hop.type <= self.net_ok
-                if fits:
-                    for k, f in hop.charges:  # _fits, inline: once per start of a channel
-                        if remaining[k] + _SLACK < speed * f:
-                            fits = False
-                            break
-                if not fits:
-                    continue
-                for k, f in hop.charges:  # _book, inline (as below)
-                    remaining[k] -= speed * f
-                self.hops += hop.nhops
-                self.entry = net
-                status = self._place([first], forced)
-                for k, f in hop.charges:
-                    remaining[k] += speed * f
-                self.hops -= hop.nhops
+                charges, nhops = booking
+                for k, amount in charges:  # the entry fits (once per start of a channel)
+                    if remaining[k] + _SLACK < amount:
+                        break
+                else:
+                    for k, amount in charges:  # book it
+                        remaining[k] -= amount
+                    self.hops += nhops
+                    self.entry = net
+                    status = self._place([first], forced)
+                    for k, amount in charges:
+                        remaining[k] += amount
+                    self.hops -= nhops
+                    if status != _GO:
+                        return status
+                continue
             if status != _GO:
                 return status
         return _GO
@@ -772,141 +772,250 @@ class _Dfs:
         The walk keeps its own stack rather than recursing once per GPU: a channel through
         the 72 GPUs of an NVL72 rack, times the channels placed before it, went beyond
         Python's recursion limit. Same order, steps and bookings as the recursion it replaces.
+
+        A level's candidates are NCCL's, in its order; a fixed list (:attr:`following`) holds
+        the GPUs of allowed hops only and is read as the level is walked, skipping GPUs of the
+        order (which does not change under a level while it is walked: GPUs placed deeper are
+        taken back before it goes on), so it tries the GPUs a list made at the visit would.
+        The hops' bookings at this speed are made once (:func:`_walk_tables`): ``speed x f``,
+        the same product the search books and checks.
         """
-        remaining, speed = self.remaining, self.a.speed
-        n, gpu_ok, hops = self.p.n, self.gpu_ok, self.p.hop
-        levels: list = []  # per open GPU of the order: (candidates left, gpu_ok row, hop row)
-        taken: list = []   # hop booked from each open level to the GPU after it
+        remaining, rows, following = self.remaining, self.rows, self.following
+        n, budget, slack = self.p.n, self.budget, _SLACK
+        used = [False] * n  # the GPUs of ``order``
+        used[order[0]] = True
+        levels: list = []  # per open GPU of the order: (candidates left, its row of bookings)
+        taken: list = []   # booking from each open level to the GPU after it
         status = self._arrive(order, forced, levels)
         while status == _GO and levels:
-            candidates, ok, row = levels[-1]
+            candidates, row = levels[-1]
             hop = None
             for j in candidates:
-                if not ok[j]:
+                booking = row[j]
+                if booking is None or used[j]:
                     continue
-                hop = row[j]
-                for k, f in hop.charges:  # _fits, inline: this is the innermost loop
-                    if remaining[k] + _SLACK < speed * f:
+                for k, amount in booking[0]:  # the hop fits (the innermost loop)
+                    if remaining[k] + slack < amount:
                         break
                 else:
+                    hop = booking
                     break
-                hop = None
-            # _book inlined (the innermost loop): x - (-s) * f is x + s * f exactly.
+            # Booked as x - s*f and taken back as x + s*f: the room may not come back to the
+            # last bit (it never did), which _next_channels reproduces when it skips a search.
             if hop is None:  # this level is done: back to the one before
                 levels.pop()
                 if taken:
-                    order.pop()
-                    back = taken.pop()
-                    for k, f in back.charges:
-                        remaining[k] += speed * f
-                    self.hops -= back.nhops
+                    used[order.pop()] = False
+                    charges, nhops = taken.pop()
+                    for k, amount in charges:
+                        remaining[k] += amount
+                    self.hops -= nhops
                 continue
-            for k, f in hop.charges:
-                remaining[k] -= speed * f
-            self.hops += hop.nhops
+            charges, nhops = hop
+            for k, amount in charges:
+                remaining[k] -= amount
+            self.hops += nhops
             order.append(j)
+            used[j] = True
             taken.append(hop)
             opened = len(levels)
             # _arrive inlined for the common case (a GPU to open); the rest as it does.
             self.steps += 1
-            if self.steps > self.budget:
+            if self.steps > budget:
                 status = _OUT_OF_BUDGET
             elif len(order) == n:
                 status = self._close(order)
             else:
-                levels.append((iter(self._candidates(order, forced)), gpu_ok[j], hops[j]))
+                if forced is not None:
+                    candidates = (forced[len(order)],)
+                elif following is not None:
+                    candidates = following[j]
+                else:
+                    candidates = self._candidates(order, forced)
+                levels.append((iter(candidates), rows[j]))
                 status = _GO
             if len(levels) == opened:  # a closed channel or the budget: take the hop back
-                order.pop()
-                back = taken.pop()
-                for k, f in back.charges:
-                    remaining[k] += speed * f
-                self.hops -= back.nhops
+                used[order.pop()] = False
+                charges, nhops = taken.pop()
+                for k, amount in charges:
+                    remaining[k] += amount
+                self.hops -= nhops
         while taken:
             order.pop()
-            self._book(taken.pop(), -1)
+            charges, nhops = taken.pop()
+            for k, amount in charges:
+                remaining[k] += amount
+            self.hops -= nhops
         return status
 
     def _arrive(self, order, forced, levels) -> int:
-        """One step of :meth:`_place` at ``order``: count it, close a full channel, or open
-        the order's last GPU as a level of ``levels`` to try its candidates."""
+        """The first step of :meth:`_place` at ``order`` (one GPU): count it, close a channel of
+        one GPU, or open the GPU as a level of ``levels`` to try its candidates."""
         self.steps += 1
         if self.steps > self.budget:
             return _OUT_OF_BUDGET
         if len(order) == self.p.n:
             return self._close(order)
         last = order[-1]
-        levels.append((iter(self._candidates(order, forced)), self.gpu_ok[last], self.p.hop[last]))
+        if forced is not None:
+            candidates = (forced[len(order)],)
+        elif self.following is not None:
+            candidates = self.following[last]
+        else:
+            candidates = self._candidates(order, forced)
+        levels.append((iter(candidates), self.rows[last]))
         return _GO
 
     def _closings(self, order) -> list:
-        """``(hop, exit NIC)`` of each way to close a channel: a ring's hop back to its first GPU;
-        with NICs, leaving the last GPU for the entry NIC first, then any other; a chain: none."""
+        """``(booking, exit NIC)`` of each way to close a channel (:func:`_booking`): a ring's hop
+        back to its first GPU; with NICs, leaving the last GPU for the entry NIC first, then any
+        other; a chain: none."""
         p, last = self.p, order[-1]
         if p.nets:
             key = (last, self.entry)
             ways = self.exits.get(key)
             if ways is None:
                 exits = [self.entry] + [k for k in range(len(p.nets)) if k != self.entry]
-                ways = self.exits[key] = [(p.net_out[last][k], k) for k in exits
+                ways = self.exits[key] = [(self.net_out[last][k], k) for k in exits
                                           if p.net_out[last][k].type <= self.net_ok]
             return ways
         if self.a.ring and p.n > 1:
-            return [(p.hop[last][order[0]], None)] if self.gpu_ok[last][order[0]] else []
+            booking = self.rows[last][order[0]]
+            return [(booking, None)] if booking is not None else []
         return [(None, None)]
 
     def _close(self, order) -> int:
-        remaining, speed = self.remaining, self.a.speed
-        for hop, exit_nic in self._closings(order):
-            if hop is not None:
+        """Close the channel ``order`` each way it can be closed (:meth:`_closings`), keep the
+        channels if they beat the best (more, or as many with fewer hops), and search on for more
+        (:meth:`_next_channels`) unless the channels reach the ceiling or the links admit no more
+        than the best set has."""
+        remaining, channels, nets, states = self.remaining, self.channels, self.nets, self.states
+        with_nets = bool(self.p.nets)
+        most = self.a.max_channels
+        for booking, exit_nic in self._closings(order):
+            if booking is not None:
+                charges, nhops = booking
                 fits = True
-                for k, f in hop.charges:  # _fits, inline: once per channel closed
-                    if remaining[k] + _SLACK < speed * f:
+                for k, amount in charges:  # the closing hop fits (once per channel closed)
+                    if remaining[k] + _SLACK < amount:
                         fits = False
                         break
                 if not fits:
                     continue
-                for k, f in hop.charges:  # _book, inline: once per channel closed
-                    remaining[k] -= speed * f
-                self.hops += hop.nhops
-            self.channels.append(tuple(order))
-            if self.p.nets:
-                self.nets.append((self.entry, exit_nic))
-            status = self._record()
-            if status == _GO and self._bound() > len(self.best):
-                entry = self.entry
-                status = self._start_channel()
-                self.entry = entry
-            self.channels.pop()
-            if self.p.nets:
-                self.nets.pop()
-            if hop is not None:
-                for k, f in hop.charges:
-                    remaining[k] += speed * f
-                self.hops -= hop.nhops
+                for k, amount in charges:  # book it
+                    remaining[k] -= amount
+                self.hops += nhops
+            channels.append(tuple(order))
+            if with_nets:
+                nets.append((self.entry, exit_nic))
+            count = len(channels)
+            if count > len(self.best) or (count == len(self.best) and self.hops < self.best_hops):
+                self.best, self.best_hops, self.best_nets = list(channels), self.hops, list(nets)
+                self.improved += 1
+            if count >= self.ceiling:
+                # maxChannels (NCCL's "perfect" search) or all the links can hold: nothing found
+                # later could have more channels. NCCL would search on for an equal set with fewer
+                # hops, which changes which channels are listed, not their number.
+                status = _PERFECT
+            else:
+                state = tuple(remaining)
+                known = states.get(state)
+                if known is None:
+                    known = self._state(state)
+                # The channels placed and what the links still admit: when no more than the best
+                # set has, nothing below can be kept (the branch cut short of the module docstring).
+                if count + min(most - count, known[0]) <= len(self.best):
+                    status = _GO
+                else:
+                    status = self._next_channels(state, known[1])
+            channels.pop()
+            if with_nets:
+                nets.pop()
+            if booking is not None:
+                for k, amount in charges:
+                    remaining[k] += amount
+                self.hops -= nhops
             if status != _GO:
                 return status
         return _GO
 
-    def _record(self) -> int:
-        """Keep the channels if they beat the best (more, or as many with fewer hops)."""
-        count = len(self.channels)
-        if count > len(self.best) or (count == len(self.best) and self.hops < self.best_hops):
-            self.best, self.best_hops, self.best_nets = list(self.channels), self.hops, list(self.nets)
-        # maxChannels (NCCL's "perfect" search) or all the links can hold: nothing found later
-        # could have more channels. NCCL would search on for an equal set with fewer hops,
-        # which changes which channels are listed, not their number.
-        return _PERFECT if count >= self.ceiling else _GO
-
-    def _bound(self) -> int:
-        """Channels reachable from here: those placed and what the links still admit."""
-        a = self.a
-        state = tuple(self.remaining)
+    def _state(self, state) -> tuple:
+        """The entry of :attr:`states` for a room-left state: ``(channel bound, {})``."""
         spare = self.spare.get(state)
         if spare is None:
+            a = self.a
             spare = self.spare[state] = _channel_bound(self.p, self.remaining, a.speed, a.type_intra, a.ring,
                                                        a.type_inter)
-        return len(self.channels) + min(a.max_channels - len(self.channels), spare)
+        known = self.states[state] = (spare, {})
+        return known
+
+    def _next_channels(self, state, after) -> int:
+        """The search for the channels after a closed one (:meth:`_start_channel`) from the
+        room-left ``state``, or its known outcome from ``after`` (this state's searches).
+
+        Exact (not a cut): what follows a closed channel reads only the room left (exact
+        floats), the number of channels placed and the last of them (the replay and, with NICs,
+        the NIC to start from), the hops booked, and of the best set its size and hops. With all
+        of these equal, it visits the same GPUs in the same order, takes the same steps, again
+        finds nothing better and leaves the same room (to the last bit): only its step count and
+        that room are applied, and the budget then runs out exactly where NCCL's would (a search
+        that would cross the budget is run). The same channels placed in another order reach
+        such a state again and again in a search that runs its budget out. Not with a shuffled
+        order (a restart), whose random draws the skipped steps would have taken.
+        """
+        entry = self.entry
+        if self.rng is not None:
+            status = self._start_channel()
+            self.entry = entry
+            return status
+        channels = self.channels
+        key = (len(channels), channels[-1], self.hops, len(self.best), self.best_hops)
+        seen = after.get(key)
+        if seen is not None and self.steps + seen[0] <= self.budget:
+            self.steps += seen[0]
+            if seen[1] is not None:
+                self.remaining[:] = seen[1]
+            return _GO
+        steps, improved = self.steps, self.improved
+        status = self._start_channel()
+        self.entry = entry
+        if status == _GO and self.improved == improved:
+            # Booking and taking back a hop (x - s*f + s*f) may not give x again to the last
+            # bit: the room the search leaves is kept too, and left as it would have been.
+            left = tuple(self.remaining)
+            after[key] = (self.steps - steps, None if left == state else left)
+        return status
+
+
+def _booking(hop, speed) -> tuple:
+    """What a hop books at ``speed``: ``(((class, speed x multiplier), ...), hops)``, the products
+    the search checks and books (made once, they are the same floats)."""
+    return tuple((k, speed * f) for k, f in hop.charges), hop.nhops
+
+
+def _walk_tables(problem, attempt) -> tuple:
+    """What the DFS of an attempt reads per hop: ``(rows, following, net_in, net_out)``. ``rows[i][j]``: the hop's
+    bookings ``(((class, speed x multiplier), ...), hops)`` (:func:`_booking`), None when it is not
+    allowed (its type, and on a tree the reverse hop's too, search.cc);
+    ``following[i]``: the candidates after GPU i that NCCL tries in a fixed order, allowed ones
+    only (its PCI and path order, or on an NVSwitch system only the next and previous GPU);
+    ``net_in`` and ``net_out``: the bookings of the NIC hops, as :attr:`_Problem.net_in` and
+    :attr:`_Problem.net_out` are laid out."""
+    n, hop, speed = problem.n, problem.hop, attempt.speed
+    ok = tuple(tuple(i != j and hop[i][j].type <= attempt.type_intra
+                     and (attempt.ring or hop[j][i].type <= attempt.type_intra)
+                     for j in range(n)) for i in range(n))
+    rows = tuple(tuple(_booking(hop[i][j], speed) if ok[i][j] else None for j in range(n)) for i in range(n))
+    if problem.nvswitch:
+        # With an NVSwitch, NCCL tries only the neighbours: ring next then previous; trees
+        # previous then next (search.cc ncclTopoSearchNextGpuSort).
+        near = problem.ring_near if attempt.ring else problem.tree_near
+    else:
+        near = problem.order
+    following = tuple(tuple(j for j in near[i] if ok[i][j]) for i in range(n))
+    net_in = tuple(tuple(_booking(h, speed) for h in row) for row in problem.net_in)
+    net_out = tuple(tuple(_booking(h, speed) for h in row) for row in problem.net_out)
+    return rows, following, net_in, net_out
 
 
 # Limits of the exhaustive check below: channel kinds and steps (beyond them: unknown).

@@ -44,6 +44,7 @@ Examples
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -226,6 +227,7 @@ class NcclSystem:
         self._dis: dict = {}
         self._relays: dict = {}
         self._capacity: dict = {}
+        self._charged: dict = {}
         self.searches = BoundedMemo(256) if searches is None else searches
         # A problem is the size of its GPU set squared: the recent ones are the ones asked again
         # (a set's ring then tree search, its next estimate).
@@ -239,11 +241,10 @@ class NcclSystem:
 
     def capacity(self, u: str, v: str) -> float:
         """NCCL's charge for the directed edge (u, v) (:func:`nccl_capacity`). [B/s]"""
-        try:
-            return self._capacity[u, v]
-        except KeyError:
+        value = self._capacity.get((u, v))
+        if value is None:
             value = self._capacity[u, v] = _edge_capacity(self.G, u, v, self.profile, self._fabric_cc)
-            return value
+        return value
 
     def host_kind(self, host: int) -> int:
         """A number shared by the hosts that are copies of each other as a host's channel search
@@ -299,8 +300,12 @@ class NcclSystem:
             the hop's traffic it carries (1 on a single path; 1/k on k parallel switch planes).
         """
         if (a, b) not in self._routes:
-            r = self.router.route(a, b, nvb=False)
-            self._routes[a, b] = (r.path_type, tuple(zip(r.edges, r.shares)))
+            flow = self.router.nvlink_flow(a, b) if a != b else None
+            if flow:  # the route's flow, without building the Route
+                self._routes[a, b] = (PathType.NVL, tuple(flow.items()))
+            else:
+                r = self.router.route(a, b, nvb=False)
+                self._routes[a, b] = (r.path_type, tuple(zip(r.edges, r.shares)))
         path_type, flow = self._routes[a, b]
         if path_type == PathType.NVL or self.profile.behaviour.nvb is NvbRelay.NONE:
             return path_type, flow
@@ -308,6 +313,63 @@ class NcclSystem:
             if m in members:
                 return PathType.NVB, (((a, m), 1.0), ((m, b), 1.0))
         return path_type, flow
+
+    def charge(self, flow: tuple, overhead: float) -> tuple:
+        """What a hop of ``flow`` (``((edge, share), ...)``) books in NCCL's search.
+
+        Parameters
+        ----------
+        flow : tuple
+            ``((edge, share), ...)`` as :meth:`hop` gives it.
+        overhead : float
+            The multiplier of PCIe edges (:meth:`pcie_overhead` of the hop's path type).
+
+        Returns
+        -------
+        tuple
+            ``(((edge, multiplier), ...), width, hops)``: per edge the share times ``overhead``
+            on PCIe; the hop's width, ``min(capacity / multiplier)`` [B/s]; and its hops (the
+            shares add up to the hops of one path, as parallel switch paths are equally long).
+        """
+        adj, known = self.router.adj, self._capacity
+        charges, width = [], math.inf
+        for edge, share in flow:
+            u, v = edge
+            factor = share * (overhead if adj[u][v]["kind"] == "pcie" else 1.0)
+            charges.append((edge, factor))
+            capacity = known.get(edge)
+            if capacity is None:
+                capacity = self.capacity(u, v)
+            width = min(width, capacity / factor)
+        return tuple(charges), width, round(sum(f for _, f in flow))
+
+    def charged_hop(self, a: str, b: str, members: Iterable[str] = ()) -> tuple:
+        """:meth:`hop` as NCCL's search books it, computed once per hop of the fabric:
+        ``(path type, ((edge, multiplier), ...), width, hops, (leaving, entering))``
+        (:meth:`charge`); ``leaving`` and ``entering`` are the positions of the edges that leave
+        ``a`` and of those that enter ``b``."""
+        path_type, flow = self.hop(a, b, members)
+        key = (a, b, flow[0][0][1]) if path_type == PathType.NVB else (a, b)
+        found = self._charged.get(key)
+        if found is None:
+            ends = (tuple(e for e, ((u, _), _) in enumerate(flow) if u == a),
+                    tuple(e for e, ((_, v), _) in enumerate(flow) if v == b))
+            found = self._charged[key] = (path_type, *self.charge(flow, self.pcie_overhead(path_type)), ends)
+        return found
+
+    def charged_net(self, gpu: str, nic: str) -> tuple:
+        """``(route, out, back)``: :meth:`net_route` and what its two directions book, GPU to NIC
+        then its port out, and the port in then NIC to GPU (each as :meth:`charge` gives it),
+        computed once per GPU and NIC."""
+        key = ("net", gpu, nic)
+        found = self._charged.get(key)
+        if found is None:
+            route = self.net_route(gpu, nic)
+            overhead = self.pcie_overhead(route.path_type)
+            out = (*route.flow, (route.port_out, 1.0))
+            back = ((route.port_in, 1.0), *(((v, u), f) for (u, v), f in reversed(route.flow)))
+            found = self._charged[key] = (route, self.charge(out, overhead), self.charge(back, overhead))
+        return found
 
     def net_route(self, gpu: str, nic: str) -> NetRoute:
         """How a GPU reaches a NIC and the NIC's network port (:class:`NetRoute`).

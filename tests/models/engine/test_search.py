@@ -11,8 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import topo
+from topo.cluster import network_nics
 from models.predict.collectives import estimate
 from tests.conftest import DATA
+from models.engine.nccl import search
 from models.engine.nccl.search import ChannelSearchError, search_channels, search_channels_in
 from models.engine.nccl.system import NcclSystem, nccl_capacity
 from models.engine.routes import PathType
@@ -148,6 +150,68 @@ def searched(fabric, gpus, ids, tree=True) -> list:
                                    max_channels=ring.nchannels)
         row += [chain.nchannels, chain.bw_intra, chain.type_intra.name]
     return row, ring
+
+
+BUDGET_GOLDEN = json.loads((DATA / "search_budget_golden.json").read_text())
+
+
+@pytest.mark.parametrize("case", BUDGET_GOLDEN, ids=lambda c: f"{c['system']}-{c['release']}-{c['pattern']}-"
+                                                          f"{len(c['gpus'])}")
+def test_searches_that_run_out_of_budget_replay_exactly(case):
+    """Searches that run out of NCCL's step budget give what the search gave before it skipped
+    subtrees it had already explored (tests/data/make_search_budget_golden.py, main at fc77501):
+    the same channels, NICs and bandwidth, and the same trace line by line. What each attempt
+    finds depends on the exact step at which its budget runs out, so a skipped subtree counted
+    one step wrong, or a room left different in the last bit, changes a line; the cases cover
+    rings and trees, with and without NVSwitches and NICs, restarts included."""
+    G = topo.build(case["system"])
+    result = search_channels_in(NcclSystem(G, case["release"]), case["gpus"], pattern=case["pattern"])
+    assert result.timed_out == case["timed_out"] is True
+    assert [list(c) for c in result.channels] == case["channels"]
+    assert [list(n) for n in result.nets] == case["nets"]
+    assert result.bw_intra == case["bw_intra"]
+    assert list(result.trace) == case["trace"]
+
+
+class _Unremembered(search._Dfs):
+    """The DFS without its memo of explored states: every search below a closed channel is run."""
+
+    def _next_channels(self, state, after):
+        entry = self.entry
+        status = self._start_channel()
+        self.entry = entry
+        return status
+
+
+@pytest.mark.parametrize("case", [c for c in BUDGET_GOLDEN if c["system"] != "2xdgxa100"],
+                         ids=lambda c: f"{c['system']}-{c['release']}-{c['pattern']}-{len(c['gpus'])}")
+def test_the_memo_of_explored_states_takes_the_same_steps(case):
+    """The DFS that skips a search below a closed channel it has run from an equal state
+    (_Dfs._next_channels) ends with the same channels, the same step count, the same budget
+    verdict and the same room left, to the last bit, as the DFS that runs every one: in every
+    attempt from the highest speed down (a budget of 2^11 steps keeps them short) until two ran
+    out of budget, where the count matters most. Private names: the step count is internal. (The
+    2xdgxa100 case's first host has nothing to skip.)"""
+    G = topo.build(case["system"])
+    fabric = NcclSystem(G, case["release"])
+    host = G.nodes[case["gpus"][0]]["host"]
+    nodes = [n for n in case["gpus"] if G.nodes[n]["host"] == host]
+    nets = tuple(network_nics(G, host)) if len(nodes) < len(case["gpus"]) else ()
+    problem = search._build_problem(fabric, nodes, nets)
+    cc = min(G.nodes[n]["compute_capability"] for n in nodes)
+    type_inter = max(problem.net_types, default=PathType.PIX)
+    budget, exhausted, remembered = 1 << 11, 0, 0
+    for speed, type_intra in itertools.product(fabric.profile.speed_array(cc, inter=bool(nets)), problem.types):
+        if exhausted == 2:
+            break
+        attempt = search._Attempt(speed, type_intra, type_inter, False, case["pattern"] == "ring", 16)
+        plain, dfs = _Unremembered(problem, attempt, budget, 16), search._Dfs(problem, attempt, budget, 16)
+        found = plain.run()
+        assert dfs.run() == found
+        assert (dfs.steps, dfs.remaining) == (plain.steps, plain.remaining)
+        exhausted += found.timed_out
+        remembered += sum(steps for _, after in dfs.states.values() for steps, _ in after.values())
+    assert exhausted and remembered, "no search ran out of budget or none remembered one: the case tests nothing"
 
 
 def ring_cut_bound(G, system, members) -> float:
