@@ -1,4 +1,5 @@
-"""A bounded memo, most recently used kept: the one cache type of :mod:`models`.
+"""The cache types of :mod:`models`: a bounded memo (most recently used kept) and a table whose
+entries are made when first read.
 
 Caches in :mod:`models` are attributes of the object they belong to (a
 :class:`models.engine.fabric.PreparedFabric`, its :class:`~models.engine.nccl.system.NcclSystem`),
@@ -13,13 +14,16 @@ Examples
 1
 >>> memo.get("b") is None, memo.get("a"), len(memo)
 (True, 1, 2)
+>>> squares = LazyTable(lambda k: k * k)
+>>> squares[3], dict(squares)
+(9, {3: 9})
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
 
-__all__ = ["BoundedMemo"]
+__all__ = ["BoundedMemo", "LazyTable"]
 
 
 class BoundedMemo:
@@ -54,3 +58,25 @@ class BoundedMemo:
 
     def __len__(self) -> int:
         return len(self._entries)
+
+
+class LazyTable(dict):
+    """A dict whose entry for a key is ``make(key)``, made the first time the key is read and then
+    kept: for tables of which a caller reads a few entries of many (a key present is read at
+    dict speed).
+
+    Parameters
+    ----------
+    make : callable
+        ``make(key)``: the entry of ``key``.
+    """
+
+    __slots__ = ("make",)
+
+    def __init__(self, make):
+        super().__init__()
+        self.make = make
+
+    def __missing__(self, key):
+        value = self[key] = self.make(key)
+        return value

@@ -96,6 +96,8 @@ from topo.errors import TopologyError
 from topo.pcie import pcie_class
 from topo.schema import validate
 
+from .memo import LazyTable
+
 __all__ = [
     "PathType", "P2P_LEVEL", "Route", "RouteError", "Router",
     "route", "route_bandwidth", "line_rate",
@@ -303,20 +305,6 @@ def route(G: nx.DiGraph, src: str, dst: str, *, nvb: bool = False) -> Route:
     return Router(G).route(src, dst, nvb=nvb)
 
 
-class _PerNode(dict):
-    """A dict that computes a node's entry on first access (``make(node)``)."""
-
-    __slots__ = ("make",)
-
-    def __init__(self, make):
-        super().__init__()
-        self.make = make
-
-    def __missing__(self, node):
-        value = self[node] = self.make(node)
-        return value
-
-
 class Router:
     """Routes on one fabric, with per-node searches cached for computing many pairs.
 
@@ -332,11 +320,11 @@ class Router:
         # networkx's own successor dicts, read only (a dict of G.adj[u] is built by a Python call
         # per neighbour, through the view).
         self.adj = G._adj  # noqa: SLF001
-        self.nv_succ = _PerNode(lambda u: [v for v, d in self.adj[u].items() if d["kind"] == "nvlink"])
+        self.nv_succ = LazyTable(lambda u: [v for v, d in self.adj[u].items() if d["kind"] == "nvlink"])
         # In node order of the predecessors, as a pass over the edges would list them.
-        self.nv_pred = _PerNode(lambda v: sorted((u for u, d in G.pred[v].items() if d["kind"] == "nvlink"),
+        self.nv_pred = LazyTable(lambda v: sorted((u for u, d in G.pred[v].items() if d["kind"] == "nvlink"),
                                                  key=self.order.__getitem__))
-        self.pcie_adj = _PerNode(lambda u: [v for v, d in self.adj[u].items()
+        self.pcie_adj = LazyTable(lambda u: [v for v, d in self.adj[u].items()
                                             if d["kind"] in ("pcie", "cpu-to-cpu")])
         self._forward: dict = {}
         self._backward: dict = {}

@@ -64,6 +64,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+import functools
 import math
 import random
 from dataclasses import dataclass
@@ -72,10 +73,12 @@ import networkx as nx
 import numpy as np
 
 from topo.cluster import network_nics
+from topo.collector import collector_paused
 from topo.errors import DgxTopoError
 from topo.schema import validate
 from topo.select import GpuIds, select_gpus
 
+from ..memo import LazyTable
 from ..routes import PathType
 from .profiles import NcclProfile, nccl_profile
 from .system import NcclSystem
@@ -679,9 +682,10 @@ class _Dfs:
 
     # -- the recursion ---------------------------------------------------------------
     def _starts(self) -> list:
-        """``(NIC, first GPU, forced order, entry hop)`` of each way to start the next channel, in
-        NCCL's order: FORCED_ORDER_PCI (GPU 0, 1, ...) for the first channel, FORCED_ORDER_REPLAY
-        of the previous one after it, then (free channels) every start; with NICs
+        """``(NIC, first GPU, forced order, the NIC's row of entry bookings)`` of each way to start
+        the next channel, in NCCL's order: FORCED_ORDER_PCI (GPU 0, 1, ...) for the first
+        channel, FORCED_ORDER_REPLAY of the previous one after it, then (free channels) every
+        start; with NICs
         (ncclTopoSearchRecNet) each NIC in turn, from one that spreads the channels over them, as
         NCCL's local NICs do. A start whose entry hop is of a worse type than allowed is left
         out here, once, rather than passed over at every visit (it books nothing, takes no step)."""
@@ -706,17 +710,18 @@ class _Dfs:
                 ways.append((net, previous[0], previous))
             if free:
                 ways.extend((net, first, None) for first in p.net_firsts[net])
-        ways[:] = [(net, first, forced, self.net_in[net][first]) for net, first, forced in ways
+        # The entry's booking is read from its row when the start is tried (made then, once).
+        ways[:] = [(net, first, forced, self.net_in[net]) for net, first, forced in ways
                    if p.net_in[net][first].type <= self.net_ok]
         return ways
 
     def _start_channel(self) -> int:
         remaining = self.remaining
-        for net, first, forced, booking in self._starts():
-            if booking is None:
+        for net, first, forced, entry in self._starts():
+            if entry is None:
                 status = self._place([first], forced)
             else:
-                charges, nhops = booking
+                charges, nhops = entry[first]
                 for k, amount in charges:  # the entry fits (once per start of a channel)
                     if remaining[k] + _SLACK < amount:
                         break
@@ -993,6 +998,20 @@ def _booking(hop, speed) -> tuple:
     return tuple((k, speed * f) for k, f in hop.charges), hop.nhops
 
 
+def _hop_booking(problem, attempt, i, j) -> tuple | None:
+    """A row entry of :func:`_walk_tables`: the booking of the hop from GPU i to GPU j
+    (:func:`_booking`), None when the attempt does not allow it."""
+    hop = problem.hop
+    if i == j or hop[i][j].type > attempt.type_intra or (not attempt.ring and hop[j][i].type > attempt.type_intra):
+        return None
+    return _booking(hop[i][j], attempt.speed)
+
+
+def _net_booking(row, speed, index) -> tuple:
+    """A NIC hop's entry of :func:`_walk_tables`: the booking of ``row[index]`` (:func:`_booking`)."""
+    return _booking(row[index], speed)
+
+
 def _walk_tables(problem, attempt) -> tuple:
     """What the DFS of an attempt reads per hop: ``(rows, following, net_in, net_out)``. ``rows[i][j]``: the hop's
     bookings ``(((class, speed x multiplier), ...), hops)`` (:func:`_booking`), None when it is not
@@ -1001,20 +1020,21 @@ def _walk_tables(problem, attempt) -> tuple:
     only (its PCI and path order, or on an NVSwitch system only the next and previous GPU);
     ``net_in`` and ``net_out``: the bookings of the NIC hops, as :attr:`_Problem.net_in` and
     :attr:`_Problem.net_out` are laid out."""
-    n, hop, speed = problem.n, problem.hop, attempt.speed
-    ok = tuple(tuple(i != j and hop[i][j].type <= attempt.type_intra
-                     and (attempt.ring or hop[j][i].type <= attempt.type_intra)
-                     for j in range(n)) for i in range(n))
-    rows = tuple(tuple(_booking(hop[i][j], speed) if ok[i][j] else None for j in range(n)) for i in range(n))
+    n, speed = problem.n, attempt.speed
     if problem.nvswitch:
         # With an NVSwitch, NCCL tries only the neighbours: ring next then previous; trees
-        # previous then next (search.cc ncclTopoSearchNextGpuSort).
+        # previous then next (search.cc ncclTopoSearchNextGpuSort). A row is made as the search
+        # reads it (:class:`~models.engine.memo.LazyTable`): of a 72-GPU rack's 5,112 hops it reads a few hundred.
         near = problem.ring_near if attempt.ring else problem.tree_near
+        rows = tuple(LazyTable(functools.partial(_hop_booking, problem, attempt, i)) for i in range(n))
+        following = tuple(tuple(j for j in near[i] if rows[i][j] is not None) for i in range(n))
     else:
-        near = problem.order
-    following = tuple(tuple(j for j in near[i] if ok[i][j]) for i in range(n))
-    net_in = tuple(tuple(_booking(h, speed) for h in row) for row in problem.net_in)
-    net_out = tuple(tuple(_booking(h, speed) for h in row) for row in problem.net_out)
+        rows = tuple(tuple(_hop_booking(problem, attempt, i, j) for j in range(n)) for i in range(n))
+        following = tuple(tuple(j for j in problem.order[i] if rows[i][j] is not None) for i in range(n))
+    # The NIC hops' rows, made as they are read: a rack of 72 GPUs and 72 NICs has 10,368, of
+    # which a search reads a few hundred.
+    net_in = tuple(LazyTable(functools.partial(_net_booking, row, speed)) for row in problem.net_in)
+    net_out = tuple(LazyTable(functools.partial(_net_booking, row, speed)) for row in problem.net_out)
     return rows, following, net_in, net_out
 
 
@@ -1304,7 +1324,12 @@ def _search_host(fabric, nodes, nets, pattern, min_channels, max_channels) -> Ch
     asked = (tuple(nodes), tuple(nets))
     made = fabric.problems.get(asked)
     if made is None:
-        problem = _build_problem(fabric, nodes, nets)
+        # Every tuple the build makes is kept (by the problem, and the fabric's hop bookings):
+        # the collector is paused while they are made, as when a fabric is prepared, so that a
+        # full collection does not traverse a large cluster's graph for them on the way (the
+        # search below, likewise: what it makes is freed by reference counting or kept).
+        with collector_paused():
+            problem = _build_problem(fabric, nodes, nets)
         made = (problem, _problem_key(problem))
         fabric.problems.put(asked, made)
     problem, content = made
@@ -1317,7 +1342,8 @@ def _search_host(fabric, nodes, nets, pattern, min_channels, max_channels) -> Ch
     cached = fabric.searches.get(key)
     if cached is not None and cached[0] is profile:
         return cached[1]
-    result = _compute(problem, profile, cc, nets, pattern, min_channels, max_channels)
+    with collector_paused():
+        result = _compute(problem, profile, cc, nets, pattern, min_channels, max_channels)
     fabric.searches.put(key, (profile, result))
     return result
 
