@@ -1,4 +1,5 @@
-"""Python's cyclic garbage collector paused while a large fabric is allocated.
+"""Python's cyclic garbage collector paused while a large fabric is allocated (or another
+bulk of kept objects is made: a channel search's tables).
 
 A 1,024-host cluster is about 400,000 dicts (a node's or edge's attributes, a node's adjacency),
 every one of them kept. CPython starts a collection of the youngest generation every 700 net
@@ -13,7 +14,7 @@ the pause sees the new objects once.
 
 The pause is process-wide while it lasts: another thread's reference cycles made meanwhile wait
 for the collector until it resumes. It lasts one bulk allocation (well under a second on a
-1,024-host cluster), and the collector is restored to the state it had (a caller that disabled
+1,024-host cluster; a channel search that runs NCCL's step budget out, a few tenths), and the collector is restored to the state it had (a caller that disabled
 it keeps it disabled).
 
 Examples

@@ -48,10 +48,26 @@ class RelayError(DgxTopoError):
 def relay_edge_kinds(relay: str, edge_kinds=None) -> tuple | None:
     """The edge kinds of a bound's options as a tuple (None: every kind), the options checked.
 
+    Parameters
+    ----------
+    relay : str
+        One of :data:`RELAYS`.
+    edge_kinds : str or iterable of str, optional
+        Kinds of :data:`topo.EDGE_KINDS` the bound may use (default: every kind).
+
+    Returns
+    -------
+    tuple of str or None
+
     Raises
     ------
     RelayError
         For an unknown relay or edge kind.
+
+    Examples
+    --------
+    >>> relay_edge_kinds("switches", "nvlink"), relay_edge_kinds("all")
+    (('nvlink',), None)
     """
     if relay not in RELAYS:
         raise RelayError(f"unknown relay {relay!r}: expected one of {', '.join(RELAYS)}")

@@ -63,10 +63,10 @@ Examples
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
 import functools
 import math
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import networkx as nx
@@ -639,7 +639,7 @@ class _Dfs:
 
     __slots__ = ("p", "a", "budget", "steps", "remaining", "channels", "nets", "hops", "entry", "best",
                  "best_nets", "best_hops", "ceiling", "by_room", "rng", "net_ok", "spare", "exits",
-                 "speed", "start_ways", "states", "improved", "rows", "following", "net_in", "net_out")
+                 "start_ways", "states", "improved", "rows", "following", "net_in", "net_out")
 
     def __init__(self, problem, attempt, budget, ceiling, by_room=False, rng=None):
         self.p, self.a, self.budget, self.ceiling = problem, attempt, budget, ceiling
@@ -669,7 +669,6 @@ class _Dfs:
         # what they read: _next_channels; none with a shuffled order).
         self.states: dict = {}
         self.improved = 0  # how many times the best set was replaced
-        self.speed = attempt.speed
         # The bound of each room-left state met, shared by the searches of this attempt: the same
         # channels booked in another order leave the same room.
         self.spare = problem.bounds.setdefault((attempt.speed, attempt.type_intra, attempt.ring,
@@ -685,9 +684,8 @@ class _Dfs:
         """``(NIC, first GPU, forced order, the NIC's row of entry bookings)`` of each way to start
         the next channel, in NCCL's order: FORCED_ORDER_PCI (GPU 0, 1, ...) for the first
         channel, FORCED_ORDER_REPLAY of the previous one after it, then (free channels) every
-        start; with NICs
-        (ncclTopoSearchRecNet) each NIC in turn, from one that spreads the channels over them, as
-        NCCL's local NICs do. A start whose entry hop is of a worse type than allowed is left
+        start; with NICs (ncclTopoSearchRecNet) each NIC in turn, from one that spreads the
+        channels over them, as NCCL's local NICs do. A start whose entry hop is of a worse type than allowed is left
         out here, once, rather than passed over at every visit (it books nothing, takes no step)."""
         p = self.p
         previous = self.channels[-1] if self.channels else None
@@ -1023,8 +1021,8 @@ def _walk_tables(problem, attempt) -> tuple:
     n, speed = problem.n, attempt.speed
     if problem.nvswitch:
         # With an NVSwitch, NCCL tries only the neighbours: ring next then previous; trees
-        # previous then next (search.cc ncclTopoSearchNextGpuSort). A row is made as the search
-        # reads it (:class:`~models.engine.memo.LazyTable`): of a 72-GPU rack's 5,112 hops it reads a few hundred.
+        # previous then next (search.cc ncclTopoSearchNextGpuSort). A row's entries are made as
+        # the search reads them (LazyTable): of a 72-GPU rack's 5,112 hops it reads a few hundred.
         near = problem.ring_near if attempt.ring else problem.tree_near
         rows = tuple(LazyTable(functools.partial(_hop_booking, problem, attempt, i)) for i in range(n))
         following = tuple(tuple(j for j in near[i] if rows[i][j] is not None) for i in range(n))
