@@ -68,7 +68,7 @@ def fabric(system):
 # out in collection order (--no-loadscope-reorder), which starts with the slowest files, then the
 # other files that run whole, then the single tests: the big pieces first, so that the run does not
 # end waiting for one worker to finish a file it picked up last.
-SLOW_FIRST = ("tests/models/present/test_report.py", "tests/test_types.py")  # the second: a mypy run
+SLOW_FIRST = ("tests/models/present/test_report.py", "tests/test_types.py")  # the second: a mypy run (-m slow)
 _COMPUTED_ONCE = re.compile(r"""@pytest\.fixture\(\s*scope\s*=\s*["']module["']|\bfunctools\.(?:lru_)?cache\b"""
                             r"|^from functools import .*\b(?:lru_)?cache\b", re.MULTILINE)
 

@@ -124,6 +124,7 @@ def _mypy_files() -> list:
     return tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["mypy"]["files"]
 
 
+@pytest.mark.slow  # ~8 s of a core: run apart (pyproject.toml, markers)
 def test_mypy_passes_on_the_public_modules(tmp_path):
     """mypy (the test extra installs it) on the modules pyproject.toml's [tool.mypy] lists and, in
     the same run (one start-up, one analysis of numpy's and networkx's stubs), on a user's code,

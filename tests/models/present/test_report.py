@@ -905,6 +905,7 @@ def _png_size(data: bytes) -> tuple:
     return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
 
 
+@pytest.mark.slow  # ~10 s of a core, most of it the browser drawing the page's figures
 @pytest.mark.skipif(shutil.which("chromium") is None, reason="Debian's chromium is not installed")
 def test_report_opens_in_headless_chromium_without_errors(full_report, all_analysis, tmp_path):
     """The page as a reader meets it: every figure drawn, no console error, every built-in system

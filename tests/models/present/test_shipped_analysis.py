@@ -3,10 +3,11 @@ analysis.SHIPPED_ANALYSIS): the file must hold a record for every section the re
 them and what the models compute today, and a fabric, release or option that differs from the
 one shipped is computed.
 
-Recomputing the whole file costs ~20 s of CPU (the bounds of every GPU set of a DGX-1 alone ~8 s),
+Recomputing the whole file costs ~5 s of a core (the bounds of every GPU set of a DGX-1 the most),
 so the suite checks the key set (every record, cheap: the fingerprints need the fabrics only) and
 a fixed sample recomputed: one record of every section, on the DGX H100 where a section is per
-system (~3 s); CI (CI=true, .ci/run) recomputes the whole file. On failure rewrite the file:
+system (~3 s); the whole file is recomputed by the test marked slow (``python -m pytest -m slow``,
+CI's step after the suite). On failure rewrite the file:
 python -c "from models.present.report.analysis import write_shipped_analysis as w; w()"
 """
 
@@ -15,7 +16,6 @@ from __future__ import annotations
 import enum
 import json
 import math
-import os
 
 import numpy as np
 import pytest
@@ -37,7 +37,7 @@ SAMPLE = {("system", "dgxh100"), ("drawing", "dgxh100"), ("generation", "dgxh100
 @pytest.fixture(scope="module")
 def plan():
     """The shipped plan, each record computed at most once for the module: the sample's records
-    are computed again by no later test (the whole file's recompute, under CI, reads them)."""
+    are computed again by no later test (the whole file's recompute, marked slow, reads them)."""
     def once(compute):
         value = []
 
@@ -71,8 +71,7 @@ def test_a_sample_of_the_shipped_records_is_what_the_models_compute(plan):
             assert _text(shipped_value) == _text(compute()), (section, label)
 
 
-@pytest.mark.skipif(not os.environ.get("CI"), reason="recomputes the whole file (~20 s of CPU): CI runs it (CI=true); "
-                                                  "the suite checks the keys and a sample")
+@pytest.mark.slow  # the whole file recomputed (~5 s of a core): the suite checks the keys and a sample
 def test_the_whole_shipped_file_is_what_the_models_compute(plan):
     assert shipped.shipped_text_of_file() == analysis.shipped_analysis_text(plan)
 
