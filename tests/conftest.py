@@ -94,8 +94,8 @@ def pytest_collection(session):
     """Collection runs with the cyclic collector off: importing the test modules builds their
     assert-rewritten syntax trees and code (~150 modules, a few seconds of each worker's start),
     whose garbage reference counting frees, and the collections it triggered on the way found
-    next to nothing to free (1.3-1.9 s of the ~5.7 s a worker took to collect without bytecode;
-    measured with --collect-only -n 0). What collection leaves is collected once at its end
+    next to nothing to free (measured with --collect-only -n 0, no bytecode: 2,156 collections,
+    1.6 s of the ~5.7 s, 37,050 objects freed). What collection leaves is collected once at its end
     (:func:`pytest_collection_finish`); the xdist controller, which collects nothing, passes
     through."""
     gc.disable()
