@@ -8,14 +8,15 @@ from the shipped file (``data/analysis.json.gz``) when the file holds a record u
 :func:`fingerprint` (a digest of what a user can change: the fabrics' whole graphs, the NCCL
 release, the section's parameters), and computes it otherwise (any other fabric, release or
 option). The models' code is not in the key: the file ships with the code that wrote it, and the
-tests recompute it (a sample always, the whole file under CI), so a model change that moves a
-shipped number fails them until the file is rewritten.
+tests recompute it (a sample always, the whole file in the check marked slow, ``python -m pytest
+-m slow``, which CI runs), so a model change that moves a shipped number fails them until the
+file is rewritten.
 
 The records are the analysis's own result objects (frozen dataclasses, numpy arrays, enums,
 tuples and dicts), written by :func:`encode` and read back equal by :func:`decode`: the page is
 drawn from the same objects either way. ``tests/models/present/test_shipped_analysis.py``
 recomputes the file and compares. After a change to a model the report reads, rewrite it from the
-repository root (about 20 s of CPU)::
+repository root (about 5 s of CPU)::
 
     python -c "from models.present.report.analysis import write_shipped_analysis as w; w()"
 
