@@ -13,6 +13,7 @@ import pytest
 from hypothesis import settings
 
 import topo
+from topo.collector import collector_paused
 
 DATA = Path(__file__).parent / "data"
 
@@ -98,13 +99,8 @@ def pytest_collection(session):
     1.6 s of the ~5.7 s, 37,050 objects freed). What collection leaves is collected once at its end
     (:func:`pytest_collection_finish`); the xdist controller, which collects nothing, passes
     through. A collector that was off before (a caller of pytest.main) stays off."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with collector_paused():
         return (yield)
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def pytest_collection_finish(session):

@@ -9,7 +9,6 @@ from __future__ import annotations
 import ast
 import functools
 from pathlib import Path
-
 from typing import NamedTuple
 
 import networkx as nx

@@ -14,8 +14,8 @@ the pause sees the new objects once.
 
 The pause is process-wide while it lasts: another thread's reference cycles made meanwhile wait
 for the collector until it resumes. It lasts one bulk allocation (well under a second on a
-1,024-host cluster; a channel search that runs NCCL's step budget out, a few tenths), and the collector is restored to the state it had (a caller that disabled
-it keeps it disabled).
+1,024-host cluster; a few tenths for a channel search that runs NCCL's step budget out), and the
+collector is restored to the state it had (a caller that disabled it keeps it disabled).
 
 Examples
 --------

@@ -323,9 +323,9 @@ class Router:
         self.nv_succ = LazyTable(lambda u: [v for v, d in self.adj[u].items() if d["kind"] == "nvlink"])
         # In node order of the predecessors, as a pass over the edges would list them.
         self.nv_pred = LazyTable(lambda v: sorted((u for u, d in G.pred[v].items() if d["kind"] == "nvlink"),
-                                                 key=self.order.__getitem__))
+                                                  key=self.order.__getitem__))
         self.pcie_adj = LazyTable(lambda u: [v for v, d in self.adj[u].items()
-                                            if d["kind"] in ("pcie", "cpu-to-cpu")])
+                                             if d["kind"] in ("pcie", "cpu-to-cpu")])
         self._forward: dict = {}
         self._backward: dict = {}
         self._pcie: dict = {}

@@ -685,8 +685,9 @@ class _Dfs:
         the next channel, in NCCL's order: FORCED_ORDER_PCI (GPU 0, 1, ...) for the first
         channel, FORCED_ORDER_REPLAY of the previous one after it, then (free channels) every
         start; with NICs (ncclTopoSearchRecNet) each NIC in turn, from one that spreads the
-        channels over them, as NCCL's local NICs do. A start whose entry hop is of a worse type than allowed is left
-        out here, once, rather than passed over at every visit (it books nothing, takes no step)."""
+        channels over them, as NCCL's local NICs do. A start whose entry hop is of a worse type
+        than allowed is left out here, once, rather than passed over at every visit (it books
+        nothing, takes no step)."""
         p = self.p
         previous = self.channels[-1] if self.channels else None
         key = (previous, len(self.channels) % len(p.nets) if p.nets else 0)

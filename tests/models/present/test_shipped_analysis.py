@@ -36,8 +36,9 @@ SAMPLE = {("system", "dgxh100"), ("drawing", "dgxh100"), ("generation", "dgxh100
 
 @pytest.fixture(scope="module")
 def plan():
-    """The shipped plan, each record computed at most once for the module: the sample's records
-    are computed again by no later test (the whole file's recompute, marked slow, reads them)."""
+    """The shipped plan, each record computed at most once for the module: where the sample and
+    the whole file's recompute (marked slow) run in one process (``-m ""``), the recompute reads
+    the sample's records."""
     def once(compute):
         value = []
 
