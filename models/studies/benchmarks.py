@@ -38,7 +38,7 @@ import numpy as np
 from topo.errors import DgxTopoError
 from topo.units import GB, MAX_NBYTES, us
 
-from ..engine.nccltests import COLLECTIVES as _MODELLED
+from ..engine.nccltests import COLLECTIVES as _MODELLED, busbw_factor
 
 __all__ = [
     "BenchmarkParseError", "Device", "NcclTestsRow", "NcclTestsRun", "read_nccl_tests", "MAX_ROWS",
@@ -383,15 +383,15 @@ def _rows_ranks(collective, rows, peers) -> tuple:
     spec = _MODELLED.get(collective)
     if spec is None:
         return None, "the collective is not known"
-    if spec.peers_in_size:
-        if peers is not None:
-            return peers, "size / count"
-        n = _ratio_ranks(rows, lambda n: (n - 1) / n)
-        return (n, "busbw / algbw") if n else (None, "no row with a count or a busbw to tell")
-    if spec.factor == "2(n-1)/n":
-        n = _ratio_ranks(rows, lambda n: 2 * (n - 1) / n)
-        return (n, "busbw / algbw") if n else (None, "no row with a busbw large enough to tell")
-    return None, f"{collective}'s busbw equals its algbw (factor 1), so the rows do not tell"
+    if spec.peers_in_size and peers is not None:
+        return peers, "size / count"
+    if spec.factor == "1":
+        return None, f"{collective}'s busbw equals its algbw (factor 1), so the rows do not tell"
+    n = _ratio_ranks(rows, lambda n: busbw_factor(collective, n))
+    if n:
+        return n, "busbw / algbw"
+    return None, ("no row with a count or a busbw to tell" if spec.peers_in_size
+                  else "no row with a busbw large enough to tell")
 
 
 def read_nccl_tests(text: str, *, name: str = "", collective: str | None = None,

@@ -110,6 +110,7 @@ from topo.units import GB, GiB, MiB, to_us
 from ..engine.results import MovedMethod, tidy_records
 from ..engine.fabric import PreparedFabric, prepare
 from ..engine.nccl.profiles import NcclProfile
+from ..engine.nccltests import busbw_factor
 from ..engine.symmetry import GpuSymmetry
 from ..predict.collectives import Estimator
 from ..predict.decompose import Decomposer
@@ -148,8 +149,9 @@ MEASURED_GRAMMAR = ("a time per iteration (1.25s, 850ms) or TFLOP/s per GPU (150
 CROSS_HOST_TP_WARNING = ("tensor parallelism across hosts: every layer's activations cross the network "
                          "twice per pass, which is rarely wise (modelled as asked)")
 
-# Sizes on which each group shape is estimated once (1 KiB to 64 GiB, x4 apart).
-_GRID = np.array([2.0 ** k for k in range(10, 37, 2)])
+# Sizes on which each group shape is estimated once (1 KiB to 64 GiB, x4 apart): a tuple, since a
+# module-level array could be written to (an array is made where it is used).
+_GRID = tuple(2.0 ** k for k in range(10, 37, 2))
 # Above this many partitions of a host's GPUs, candidate partitions replace exhaustive search.
 _MAX_PARTITIONS = 10000
 # The size whose all_reduce ranks the GPU sets of a job smaller than a host: large enough to
@@ -554,13 +556,14 @@ class _JobGroups:
         key = ("planner.envelope", collective, self.key(ids))
         cache = self.prepared.memo
         if key not in cache:
-            e = self.estimator.estimate(collective, _GRID, gpus=list(ids))
+            grid = np.array(_GRID)
+            e = self.estimator.estimate(collective, grid, gpus=list(ids))
             # What the step sees is what the machine achieves (models.predict.measure): the host's launch
             # overlaps NCCL's latency, and the links move data at their achieved rate.
             m = e.measurement
             latency = np.broadcast_to(np.maximum(np.asarray(e.latency, dtype=float), m.host_time),
-                                      _GRID.shape)
-            bandwidth = np.broadcast_to(np.asarray(e.bandwidth, dtype=float) * m.ratio, _GRID.shape)
+                                      grid.shape)
+            bandwidth = np.broadcast_to(np.asarray(e.bandwidth, dtype=float) * m.ratio, grid.shape)
             pairs = sorted(set(zip(latency.tolist(), bandwidth.tolist())))
             cache[key] = (np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs]))
         return cache[key]
@@ -594,8 +597,7 @@ class _JobGroups:
             return slowest
         # Bytes each spanning group sends out of one host (ring: one exit per host).
         n = len(groups[0])
-        factor = {"all_reduce": 2 * (n - 1) / n, "reduce_scatter": (n - 1) / n,
-                  "all_gather": (n - 1) / n, "sendrecv": 1.0}[collective]
+        factor = busbw_factor(collective, n)  # a ring's bytes per host exit: nccl-tests' busbw factor
         load: dict = {}
         for g in groups:
             hosts = {self.host[i] for i in g}
@@ -1603,7 +1605,7 @@ def gpus_ranking(workload: str | Workload, *, dtype: str = "fp16", micro_batch: 
             for t in cm.times(ops):
                 times["memory" if t.op.kind == "memory" else "compute"] += count * (t.forward + t.backward)
         grad = w.parameters * act
-        comm = 2 * (ngpus - 1) / ngpus * grad / gen.nvlink_bandwidth if ngpus > 1 else 0.0
+        comm = busbw_factor("all_reduce", ngpus) * grad / gen.nvlink_bandwidth if ngpus > 1 else 0.0
         backward = (times["compute"] + times["memory"]) * 2 / 3
         exposed = max(0.0, comm - overlap * backward)
         total = times["compute"] + times["memory"] + exposed
