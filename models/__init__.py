@@ -25,6 +25,9 @@ in the order data flows:
   :mod:`models.present.report`, :mod:`models.present.cli`. Results are numbers and offer
   ``to_records()`` (:mod:`models.engine.results`).
 
+Each wing's own face (``models.engine``, ``models.predict``, ``models.studies``,
+``models.present``) lists what a user calls from it, imported on first use as here.
+
 ``models.engine.nccltests`` stays a module: its ``busbw()`` function is not re-exported under the same
 name.
 """

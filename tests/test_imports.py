@@ -90,6 +90,19 @@ def test_every_face_is_small_and_every_name_it_lists_resolves():
         assert all(getattr(face, n) is not None for n in listed), name
 
 
+def test_no_wing_face_lists_a_name_that_is_also_its_submodule():
+    """Importing a submodule binds it to its package's attribute of that name: a face name that is
+    also a submodule's would then read as the module (topo keeps its one such name, ``cluster``,
+    with topo.faces.Face)."""
+    import importlib
+    import pkgutil
+
+    for name in ("models", "models.engine", "models.predict", "models.studies", "models.present"):
+        face = importlib.import_module(name)
+        submodules = {m.name for m in pkgutil.iter_modules(face.__path__)}
+        assert not set(face.__all__) & submodules, name
+
+
 def test_names_a_face_dropped_resolve_with_a_warning_naming_their_module():
     import importlib
     import warnings
@@ -119,8 +132,12 @@ import models.engine.nccl.tuning
 siblings = [m for m in ('models.engine.nccl.legacy_rings', 'models.predict.collectives',
                         'models.studies.planner') if m in sys.modules]
 assert not siblings, f'importing one module of models.engine.nccl imported {siblings}'
-import models
+import models, models.engine, models.predict, models.studies, models.present
 assert 'models.predict.collectives' not in sys.modules, 'import models imported its modules'
+assert 'plotly' not in sys.modules, 'a face imported plotly'
+import models.predict as predict
+predict.p2p_matrix
+assert 'models.predict.p2p' in sys.modules and 'models.predict.collectives' not in sys.modules
 models.estimate
 assert 'models.predict.collectives' in sys.modules
 """

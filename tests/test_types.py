@@ -83,13 +83,14 @@ def test_unannotated_is_found():
     assert _unannotated(half) == ["x", "return"]
 
 
-@pytest.mark.parametrize("face", ["models", "topo"])
+@pytest.mark.parametrize("face", ["models", "topo", "models.engine", "models.predict", "models.studies",
+                                  "models.present"])
 def test_type_checkers_see_every_name_of_the_lazy_faces(face):
-    """models and topo import their names on first use (``__getattr__``); each face's ``if
-    TYPE_CHECKING:`` block imports each name from the module the face names, so that checkers see
-    the annotated objects."""
+    """models, its wings and topo import their names on first use (``__getattr__``); each face's
+    ``if TYPE_CHECKING:`` block imports each name from the module the face names, so that checkers
+    see the annotated objects."""
     package = importlib.import_module(face)
-    tree = ast.parse((ROOT / face / "__init__.py").read_text(encoding="utf-8"))
+    tree = ast.parse((ROOT / face.replace(".", "/") / "__init__.py").read_text(encoding="utf-8"))
     block = next(node for node in tree.body if isinstance(node, ast.If)
                  and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING")
     seen = {alias.name: f"{face}.{node.module}" for node in block.body if isinstance(node, ast.ImportFrom)
