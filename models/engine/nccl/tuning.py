@@ -1174,7 +1174,12 @@ def algo_time(tuning: Tuning, nbytes: npt.ArrayLike, comm: Communicator,
     if not tuning.enabled:
         raise NoAlgorithmError(f"{tuning.algorithm}/{tuning.protocol} is disabled for "
                                f"{tuning.collective}: {tuning.reason}")
-    size = _sizes(nbytes)
+    return _algo_time(tuning, _sizes(nbytes), comm, profile)
+
+
+def _algo_time(tuning, size, comm, profile) -> AlgoTime:
+    """:func:`algo_time` of an enabled cell for sizes already read (an int64 array from
+    :func:`_sizes`): the sizes are parsed once, where a caller hands them to this module."""
     scalar = size.ndim == 0
     correction = np.ones(size.shape)
     if tuning.algorithm == "tree" and tuning.collective == "all_reduce":
@@ -1326,7 +1331,7 @@ def select_algorithm(collective: str, nbytes: npt.ArrayLike, comm: Communicator,
         raise NoAlgorithmError(f"no enabled algorithm/protocol for {collective} matching "
                                f"algorithm={forced_algorithm!r}, protocol={forced_protocol!r}: "
                                f"{reasons}")
-    candidates = tuple(algo_time(t, size, comm) for t in enabled)
+    candidates = tuple(_algo_time(t, size, comm, profile) for t in enabled)
     times = np.stack([np.atleast_1d(c.time) for c in candidates])
     if profile.behaviour.selection is AlgorithmSelection.SIZE_THRESHOLDS:
         best = _legacy_choice(collective, np.atleast_1d(size), comm, candidates)
