@@ -262,7 +262,7 @@ def test_plan_layouts_people_use(capsys):
     assert status == 0 and "tp1 pp4 dp2" in out
     status, out, _ = run(capsys, "plan", small, "--system", "dgxa100-80g", "--dtype", "tf32", "--tp", "1",
                          "--pp", "1", "--dp", "8")
-    assert status == 0 and "(A100, tf32)" in out and "DGX A100 640GB" in out
+    assert status == 0 and "(A100, tf32, NCCL 2.27.7)" in out and "DGX A100 640GB" in out
 
 
 def test_plan_calibrated(capsys):

@@ -117,7 +117,8 @@ def plan_calibration_json(c) -> dict:
 
 def plan_json(p) -> dict:
     """``dgxtopo plan --json`` of a :class:`models.studies.planner.Plan`: what it ran
-    (``workload``, ``fabric``, ``generation``, ``dtype``, ``software``, ``compute``, ``layout``),
+    (``workload``, ``fabric``, ``nccl`` (the release), ``generation``, ``dtype``, ``software``,
+    ``compute``, ``layout``),
     ``fits`` and ``reason``, the step (``step_time_s``, ``timing``, ``timing_note``,
     ``analytical_step_time_s``, ``simulated_step_time_s``; null where they do not apply),
     throughput (``samples_per_s``, ``tokens_per_s``, ``model_tflops_per_gpu``,
@@ -125,7 +126,7 @@ def plan_json(p) -> dict:
     ``components`` (``time_s``, ``exposed_s``, ``detail`` each), ``exposed_comm_s``, ``groups``,
     ``warnings`` and ``calibration`` (:func:`plan_calibration_json`, or null)."""
     return {
-        "workload": p.workload, "fabric": p.fabric, "generation": p.generation,
+        "workload": p.workload, "fabric": p.fabric, "nccl": p.nccl, "generation": p.generation,
         "dtype": p.dtype, "software": p.software, "compute": p.compute,
         "layout": {k: getattr(p.layout, k) for k in type(p.layout).__slots__},
         "fits": p.fits, "reason": p.reason,

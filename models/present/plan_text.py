@@ -10,7 +10,7 @@ Examples
 >>> p = plan("megatron-8.3b", topo.dgx2(), tp=8, pp=1, dp=2, zero=0, recompute="full", dtype="fp16",
 ...          simulate=0)
 >>> print(format_plan(p).splitlines()[0])
-megatron-8.3b on DGX-2 (V100, fp16): tp8 pp1 dp2 zero0 mb1 rc=full sp tp-dp-pp
+megatron-8.3b on DGX-2 (V100, fp16, NCCL 2.27.7): tp8 pp1 dp2 zero0 mb1 rc=full sp tp-dp-pp
 >>> format_workload("bert-large")
 'bert-large: transformer layers=24 hidden=1024 heads=16 seq=512 vocab=30522 ffn=4096 encoder mlm head on 80 masked tokens; 0.336 B parameters'
 """
@@ -47,7 +47,8 @@ def format_calibration(c: Calibration) -> str:
 def format_plan(p: Plan, verbose: bool = False) -> str:
     """A plan as text: layout, throughput in both FLOP conventions, components, memory (and the
     compute model and groups when verbose)."""
-    lines = [f"{p.workload} on {p.fabric} ({p.generation}, {p.dtype}): {p.layout.label()}"]
+    release = f", NCCL {p.nccl}" if p.nccl else ""
+    lines = [f"{p.workload} on {p.fabric} ({p.generation}, {p.dtype}{release}): {p.layout.label()}"]
     lines += [f"  warning: {w}" for w in p.warnings]
     if not p.fits:
         lines.append(f"  does not fit: {p.reason}")

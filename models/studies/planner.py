@@ -353,6 +353,9 @@ class Plan:
     timing_note : str
         Why an analytical plan was not simulated; for a simulated one, that an ``overlap``
         fraction between 0 and 1 shaped only the first pass ('' otherwise).
+    nccl : str
+        The NCCL release whose profile timed the collectives (``"2.27.7"``: the prepared
+        fabric's, :func:`models.engine.nccl.profiles.nccl_profile`).
     """
 
     workload: str
@@ -377,6 +380,7 @@ class Plan:
     timing: str = "analytical"
     analytical_step_time: float = math.nan
     timing_note: str = ""
+    nccl: str = ""
 
     @property
     def simulated(self) -> bool:
@@ -1046,7 +1050,7 @@ def _evaluate(ctx: _Context, layout: Layout, tp_groups=None, cm=None) -> Plan:
     return Plan(w.name, fabric.name, ctx.gpu.generation, ctx.dtype, layout, mem.fits, reason,
                 step if mem.fits else math.inf, components, mem, groups, model_flops,
                 cm.peak, w.tokens_per_sample, hardware_flops, compute_note(cm), cm.stack.name, warnings,
-                analytical_step_time=step if mem.fits else math.inf)
+                analytical_step_time=step if mem.fits else math.inf, nccl=fabric.prepared.profile.version)
 
 
 def _not_simulated(w, p: Plan) -> str:
