@@ -97,6 +97,7 @@ from topo.pcie import pcie_class
 from topo.schema import validate
 
 from .memo import LazyTable
+from .results import tidy_records
 
 __all__ = [
     "PathType", "P2P_LEVEL", "Route", "RouteError", "Router",
@@ -185,6 +186,19 @@ class Route:
     latency: float
     via: object = None
     host_memory: object = None
+
+    def to_records(self) -> list:
+        """One row per directed edge the route crosses (``u``, ``v``, the ``share`` of the
+        copy it carries), with the route's ends, path type, bandwidth, latency and relays
+        (one row with empty ``u`` and ``v`` for a GPU to itself)."""
+        edges = self.edges or (("", ""),)
+        return tidy_records({
+            "src": str(self.src), "dst": str(self.dst), "path_type": self.path_type.name, "p2p": self.p2p,
+            "u": [str(u) for u, _ in edges], "v": [str(v) for _, v in edges],
+            "share": list(self.shares) if self.edges else 1.0,
+            "bandwidth_Bps": self.bandwidth, "latency_s": self.latency,
+            "via": None if self.via is None else str(self.via),
+            "host_memory": None if self.host_memory is None else str(self.host_memory)})
 
     @property
     def paths(self) -> tuple:

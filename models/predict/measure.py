@@ -742,6 +742,13 @@ class PipelineFill:
 
     describe = Moved("models.present.explain.describe_pipeline_fill(fill)")
 
+    def to_records(self) -> list:
+        """One row: the pipeline (:meth:`Pipelining.to_records`) and the size, channels, ranks,
+        loops and fill described."""
+        return [{**self.pipelining.to_records()[0], **tidy_records({
+            "nbytes": self.nbytes, "nchannels": self.nchannels, "nranks": self.nranks, "loops": self.loops,
+            "fill_slices": self.fill_slices, "fill_bytes": self.fill_bytes, "fill_time_s": self.fill_time})[0]}]
+
 
 #: Why the chain fill is described but not added to the predicted time.
 FILL_NOTE = ("the 2.5-era DGX-2 broadcast and reduce runs, 12 ranks, leave 5-25 us beside the host "

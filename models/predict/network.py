@@ -70,7 +70,7 @@ from ..engine.nccl.releases import Pxn
 from ..engine.nccl.search import ChannelSearch
 from ..engine.nccl.system import NcclSystem
 from ..engine.nccl.trees import double_binary_tree
-from ..engine.results import Moved
+from ..engine.results import Moved, tidy_records
 from ..engine.routes import PathType, RouteError, Router
 
 __all__ = ["NetworkLoad", "network_load", "tree_links", "PATTERNS"]
@@ -127,6 +127,16 @@ class NetworkLoad:
     aligned: int = 0
     where: str = ""
     algorithm: str = ""
+
+    def to_records(self) -> list:
+        """One row: the pattern and algorithm, the connections, NCCL's and the network's
+        per-connection rates and their ratio, the busiest group's load, capacity and first edge."""
+        u, v = self.bottleneck if self.edges else ("", "")
+        return tidy_records({
+            "pattern": self.pattern, "algorithm": self.algorithm, "connections": self.connections,
+            "factor": self.factor, "nccl_rate_Bps": self.nccl_rate, "network_rate_Bps": self.network_rate,
+            "load": self.load, "capacity_Bps": self.capacity, "pxn": self.pxn, "aligned": self.aligned,
+            "bottleneck_u": str(u), "bottleneck_v": str(v)})
 
     @property
     def bottleneck(self) -> tuple:

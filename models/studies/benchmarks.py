@@ -39,6 +39,7 @@ from topo.errors import DgxTopoError
 from topo.units import GB, MAX_NBYTES, us
 
 from ..engine.nccltests import COLLECTIVES as _MODELLED, busbw_factor
+from ..engine.results import tidy_records
 
 __all__ = [
     "BenchmarkParseError", "Device", "NcclTestsRow", "NcclTestsRun", "read_nccl_tests", "MAX_ROWS",
@@ -159,6 +160,19 @@ class NcclTestsRun:
     gpu_ids: str | None = None
     #: How the collective was found: "program", "dgxtopo header", "columns", "caller" or "".
     collective_source: str = ""
+
+    def to_records(self) -> list:
+        """One row per printed size: the run's name, collective and ranks, then the row's size,
+        count, type, out-of-place and in-place time, algbw, busbw and error, in SI units."""
+        rows = self.rows
+        return tidy_records({
+            "name": self.name, "collective": self.collective, "nranks": self.nranks,
+            "nbytes": [r.size for r in rows], "count": [r.count for r in rows], "dtype": [r.dtype for r in rows],
+            "redop": [r.redop for r in rows], "root": [r.root for r in rows], "time_s": [r.time for r in rows],
+            "algbw_Bps": [r.algbw for r in rows], "busbw_Bps": [r.busbw for r in rows],
+            "error": [r.error for r in rows], "inplace_time_s": [r.inplace_time for r in rows],
+            "inplace_algbw_Bps": [r.inplace_algbw for r in rows],
+            "inplace_busbw_Bps": [r.inplace_busbw for r in rows], "inplace_error": [r.inplace_error for r in rows]})
 
     @property
     def complete_devices(self) -> bool:

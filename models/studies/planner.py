@@ -237,6 +237,13 @@ class Memory:
 
     describe = MovedMethod("models.studies.planner.memory_note")
 
+    def to_records(self) -> list:
+        """One row: each part, the total and the capacity in bytes, and whether it fits."""
+        return tidy_records({
+            "parameters_bytes": self.parameters, "gradients_bytes": self.gradients,
+            "optimizer_bytes": self.optimizer, "activations_bytes": self.activations,
+            "total_bytes": self.total, "capacity_bytes": self.capacity, "fits": self.fits})
+
 
 def memory_note(m: Memory) -> str:
     """The memory of a GPU in one line, the note a :class:`Plan` records in ``reason`` when it

@@ -89,6 +89,7 @@ import numpy as np
 from topo.errors import DgxTopoError
 from topo.units import parse_nbytes
 
+from ..results import tidy_records
 from .profiles import PROFILES, NcclProfile, nccl_profile
 
 __all__ = ["PipelineConstants", "Pipelining", "RELEASES", "PIPELINE_COLLECTIVES", "PATTERNS",
@@ -249,6 +250,15 @@ class Pipelining:
     slice_steps: int
     steps_in_flight: int
     source: str
+
+    def to_records(self) -> list:
+        """One row: the release, collective, protocol and pattern, and the pipeline's sizes in
+        steps and bytes."""
+        return tidy_records({
+            "release": self.release, "tag": self.tag, "collective": self.collective, "protocol": self.protocol,
+            "pattern": self.pattern, "step_bytes": self.step_bytes, "chunk_steps": self.chunk_steps,
+            "slice_steps": self.slice_steps, "steps_in_flight": self.steps_in_flight,
+            "chunk_bytes": self.chunk_bytes, "slice_bytes": self.slice_bytes})
 
     @property
     def chunk_bytes(self) -> int:

@@ -79,6 +79,7 @@ from topo.schema import validate
 from topo.select import GpuIds, select_gpus
 
 from ..memo import LazyTable
+from ..results import tidy_records
 from ..routes import PathType
 from .profiles import NcclProfile, nccl_profile
 from .system import NcclSystem
@@ -212,6 +213,20 @@ class ChannelSearch:
             return ()
         top = self.loads[0].utilisation
         return tuple(load.edge for load in self.loads if load.utilisation >= top * 0.999)
+
+    def to_records(self) -> list:
+        """One row per channel: its ``order`` (the GPU nodes, space-separated, in the order it
+        visits them), the NICs it enters and leaves by (``""`` on one node), and what every
+        channel shares: the pattern, ``bw_intra_Bps``, path types, node count and the search's
+        flags."""
+        return tidy_records({
+            "pattern": self.pattern, "channel": list(range(self.nchannels)),
+            "order": [" ".join(map(str, c)) for c in self.channels],
+            "nic_in": [str(n[0]) for n in self.nets] if self.nets else "",
+            "nic_out": [str(n[1]) for n in self.nets] if self.nets else "",
+            "bw_intra_Bps": self.bw_intra, "type_intra": self.type_intra.name,
+            "type_inter": self.type_inter.name, "nnodes": self.nnodes, "same_channels": self.same_channels,
+            "duplicated": self.duplicated, "timed_out": self.timed_out})
 
     def graph(self) -> ChannelGraph:
         """The tuning model's view of this result."""

@@ -66,6 +66,7 @@ from topo.errors import DgxTopoError
 from topo.units import parse_nbytes
 
 from ..nccltests import algbw as nccl_tests_algbw, algbw_to_busbw, collective as _collective_spec
+from ..results import tidy_records
 from .profiles import (ALGORITHMS, PATH_TYPES, PROTOCOLS, MissingConstantError, NcclProfile,
                        nccl_profile)
 from .releases import (AlgorithmSelection, InterLatency, LlCap, Ll128Cap, Ll128Rule, NvlsAlgorithms,
@@ -501,6 +502,15 @@ class Tuning:
     bandwidth: float
     latency: Latency | None
 
+    def to_records(self) -> list:
+        """One row: the cell, whether it is enabled (and why not), its bus bandwidth, ratio,
+        algorithm bandwidth and latency (None where disabled)."""
+        return tidy_records({
+            "collective": self.collective, "algorithm": self.algorithm, "protocol": self.protocol,
+            "enabled": self.enabled, "reason": self.reason,
+            "busbw_Bps": None if self.bus is None else self.bus.value, "ratio": self.ratio,
+            "bandwidth_Bps": self.bandwidth, "latency_s": None if self.latency is None else self.latency.value})
+
 
 @dataclass(frozen=True, slots=True)
 class AlgoTime:
@@ -533,6 +543,15 @@ class AlgoTime:
     bandwidth: object
     latency: object
     time: object
+
+    def to_records(self) -> list:
+        """One row per size: the cell, ``nbytes``, the tree correction and plateau factors, and
+        the bandwidth, latency and time they give."""
+        t = self.tuning
+        return tidy_records({
+            "collective": t.collective, "algorithm": t.algorithm, "protocol": t.protocol,
+            "nbytes": self.nbytes, "tree_correction": self.tree_correction, "plateau": self.plateau,
+            "bandwidth_Bps": self.bandwidth, "latency_s": self.latency, "time_s": self.time})
 
 
 @dataclass(frozen=True, slots=True)
@@ -571,6 +590,14 @@ class Selection:
     latency: object
     bus_bandwidth: object
     candidates: tuple = field(repr=False)
+
+    def to_records(self) -> list:
+        """One row per size: the winner (``algorithm``, ``protocol``) and its time, bandwidth,
+        latency and bus bandwidth (the candidates: each one's :meth:`AlgoTime.to_records`)."""
+        return tidy_records({
+            "collective": self.collective, "nranks": self.nranks, "nbytes": self.nbytes,
+            "algorithm": self.algorithm, "protocol": self.protocol, "time_s": self.time,
+            "bandwidth_Bps": self.bandwidth, "latency_s": self.latency, "busbw_Bps": self.bus_bandwidth})
 
     @property
     def algbw(self) -> float | np.ndarray:

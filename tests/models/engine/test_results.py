@@ -167,3 +167,76 @@ def test_moved_words_name_their_new_place(kind, name, new):
     assert isinstance(kind.__dict__[name], Moved)
     with pytest.raises(AttributeError, match=rf"{kind.__name__}\.{name} moved to .*{new}.* in dgx-topo 0\.3"):
         getattr(kind, name)
+
+
+def test_engine_results_give_tidy_rows(dgx1v):
+    from models.engine.nccl.pipelining import pipelining
+    from models.engine.nccl.search import search_channels
+    from models.engine.nccl.tuning import ChannelGraph, Communicator, select_algorithm, tune
+    from models.engine.routes import route
+
+    ring = search_channels(dgx1v)
+    rows = ring.to_records()
+    assert_tidy(rows, {"channel", "order", "bw_intra_Bps", "type_intra", "timed_out"})
+    assert [tuple(r["order"].split()) for r in rows] == list(ring.channels)
+    assert {r["bw_intra_Bps"] for r in rows} == {ring.bw_intra} and {r["nic_in"] for r in rows} == {""}
+    across = search_channels(topo.build("2xdgx1v"))
+    assert [(r["nic_in"], r["nic_out"]) for r in across.to_records()] == [tuple(map(str, n)) for n in across.nets]
+
+    # NVSwitch spray: the shares of the edges leaving the source carry the whole copy.
+    dgx2 = topo.dgx2()
+    copy = route(dgx2, "gpu0", "gpu9")
+    rows = copy.to_records()
+    assert_tidy(rows)
+    assert len(rows) == len(copy.edges) and math.isclose(sum(r["share"] for r in rows if r["u"] == "gpu0"), 1.0)
+    (self_copy,) = route(dgx2, "gpu0", "gpu0").to_records()
+    assert self_copy["path_type"] == "LOC" and self_copy["u"] == ""
+
+    # The doctest's communicator (models.engine.nccl.tuning.select_algorithm): one row per size,
+    # each candidate's time the closed form latency + nbytes / bandwidth.
+    g = ChannelGraph(12, 30e9, "NVL", pattern="balanced_tree")
+    comm = Communicator(8, g, g, 90)
+    s = select_algorithm("all_reduce", [8, 2**20, 2**30], comm)
+    rows = s.to_records()
+    assert_tidy(rows, {"nbytes", "algorithm", "protocol", "time_s", "busbw_Bps"})
+    assert [(r["algorithm"], r["protocol"]) for r in rows] == [("ring", "LL"), ("ring", "LL"), ("ring", "Simple")]
+    for candidate in s.candidates:
+        for r in candidate.to_records():
+            assert math.isclose(r["time_s"], r["latency_s"] + r["nbytes"] / r["bandwidth_Bps"])
+    (off,) = tune("broadcast", "tree", "LL", comm).to_records()
+    assert off["enabled"] is False and off["busbw_Bps"] is None and "Ring only" in off["reason"]
+
+    (pipe,) = pipelining("2.12.12", "all_reduce", "Simple").to_records()
+    assert (pipe["chunk_bytes"], pipe["slice_bytes"]) == (2097152, 1048576)
+    assert pipe["chunk_bytes"] == pipe["step_bytes"] * pipe["chunk_steps"]
+
+
+
+def test_predict_and_study_results_give_tidy_rows():
+    import json
+
+    from models.studies.planner import Memory
+
+    # A real nccl-tests output (tests/data/dgx2_12gpu_nccl_tests.json: 12 GPUs of a DGX-2).
+    raw = json.loads((DATA / "dgx2_12gpu_nccl_tests.json").read_text())["collectives"]["all_reduce"]["raw"]
+    run = read_nccl_tests(raw)
+    rows = run.to_records()
+    assert_tidy(rows, {"nbytes", "time_s", "algbw_Bps", "busbw_Bps", "inplace_time_s"})
+    assert len(rows) == len(run.rows) > 3 and {r["nranks"] for r in rows} == {12}
+    for r in rows:  # nccl-tests' busbw = algbw x 2(n-1)/n, within the printed decimals (0.005 GB/s each)
+        assert math.isclose(r["busbw_Bps"], r["algbw_Bps"] * 22 / 12, abs_tol=0.005e9 * (1 + 22 / 12))
+
+    across = estimate(topo.build("2xdgx1v"), "all_reduce", "1G")
+    for load in across.network:
+        (row,) = load.to_records()
+        assert row["factor"] == min(1.0, row["network_rate_Bps"] / row["nccl_rate_Bps"])
+        assert (row["bottleneck_u"], row["bottleneck_v"]) == tuple(map(str, load.bottleneck))
+
+    dgx1v = topo.dgx1v()
+    (fill,) = measured(estimate(dgx1v, "broadcast", "1G"), dgx1v).pipeline.to_records()
+    assert (fill["pattern"], fill["fill_slices"]) == ("chain", fill["nranks"] - 2)  # a chain of 8 waits 6 slices
+    assert fill["fill_bytes"] == fill["fill_slices"] * min(fill["slice_bytes"], math.ceil(2**30 / fill["nchannels"])) \
+        * fill["nchannels"]
+
+    (mem,) = Memory(1e9, 1e9, 2e9, 3e9, 16e9).to_records()
+    assert mem["total_bytes"] == 7e9 and mem["fits"] is True
