@@ -2,7 +2,9 @@
 included), no module reading another's private names, ``topo`` never importing ``models``, the
 floors of ``models`` (topo < engine < predict < studies < present < the ``models`` face; nothing
 imports upward) and no module of ``models`` importing a package's face (``__init__``) of ``models``.
-Imports inside functions count: a lazy import is still an arrow between floors."""
+Imports inside functions count: a lazy import is still an arrow between floors, and so does a
+name imported when it is read (a face's names, 0.2's shims): only the shims of words that moved
+to ``models.present`` name a higher floor, and only three modules call importlib."""
 
 from __future__ import annotations
 
@@ -45,6 +47,8 @@ class _Scan(NamedTuple):
     imports: tuple  #: ``(target module, imported name or None, line)`` of every import, anywhere
     private_reads: tuple  #: ``(module alias, name, line)``: ``alias._name`` through an imported module
     word_builders: tuple  #: :func:`_word_builders` of the module
+    dynamic_imports: tuple  #: lines of ``importlib.import_module(...)`` / ``__import__(...)`` calls
+    by_name: tuple  #: :func:`_by_name` of the module
 
 
 @functools.lru_cache(maxsize=None)
@@ -76,9 +80,36 @@ def _scan(module: str) -> _Scan:
                 if isinstance(base, ast.Name):
                     reads.append((base.id, node.attr, node.lineno))
         words = tuple(_word_builders(nodes))
+        dynamic = tuple(node.lineno for node in nodes if isinstance(node, ast.Call)
+                        and _call_name(node) in ("import_module", "__import__"))
+        named = tuple(_by_name(nodes))
         del nodes  # freed here, while the collector is paused (no node is in a cycle)
     return _Scan(imports=tuple((t, n, line) for t, n, line in found if t.split(".")[0] in PACKAGES),
-                 private_reads=tuple(read for read in reads if read[0] in aliases), word_builders=words)
+                 private_reads=tuple(read for read in reads if read[0] in aliases), word_builders=words,
+                 dynamic_imports=dynamic, by_name=named)
+
+
+def _call_name(node: ast.Call) -> str | None:
+    return getattr(node.func, "id", None) or getattr(node.func, "attr", None)
+
+
+def _by_name(nodes) -> list:
+    """``(mechanism, dotted name, line)`` of every name a module hands to a mechanism that
+    imports it when it is first read: a :class:`models.engine.results.MovedMethod`, a module's
+    ``MOVED_NAMES`` (:func:`topo.faces.moved_names`) and a face's ``_FACE``
+    (:func:`topo.faces.lazy_face`)."""
+    found = []
+    for node in nodes:
+        if isinstance(node, ast.Call) and _call_name(node) == "MovedMethod" and node.args \
+                and isinstance(node.args[0], ast.Constant):
+            found.append(("MovedMethod", node.args[0].value, node.lineno))
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 \
+                and getattr(node.targets[0], "id", None) in ("MOVED_NAMES", "_FACE"):
+            for value in ast.walk(node.value):
+                if isinstance(value, ast.Dict):
+                    found += [(node.targets[0].id, v.value, v.lineno) for v in value.values
+                              if isinstance(v, ast.Constant) and isinstance(v.value, str)]
+    return found
 
 
 def _imports(module: str) -> tuple:
@@ -224,3 +255,37 @@ def test_the_words_scan_finds_word_builders_and_passes_the_shims():
                        "    def format_row(self): pass\n"
                        "    def to_records(self): pass\n")
     assert sorted(_word_builders(ast.walk(sample))) == [("describe", 6), ("explain", 7), ("format_row", 8), ("format_x", 1)]
+
+
+#: The only modules of models that import by name (importlib): the shim of a method whose words
+#: moved (engine.results.MovedMethod), the finder of 0.2's module paths (compat), and the shipped
+#: report's decoder of its own result classes (present.report.shipped, the top floor).
+IMPORTS_BY_NAME = {"models.engine.results", "models.compat", "models.present.report.shipped"}
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith("models")))
+def test_only_the_shims_import_by_name(module):
+    lines = _scan(module).dynamic_imports
+    assert not lines or module in IMPORTS_BY_NAME, f"{module} imports by name at lines {list(lines)}"
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith("models")))
+def test_names_imported_when_read_go_up_only_to_words_that_moved(module):
+    """A name handed to a mechanism that imports it when read is an import all the same, and keeps
+    to the floors: a face names its own floor and those below; a shim of 0.2's API (MovedMethod,
+    MOVED_NAMES) may name a higher floor only for words that moved to models.present (the 0.2
+    method or function keeps working, with a DeprecationWarning naming the new place)."""
+    here = _floor(module)
+    bad = [(mechanism, name, line) for mechanism, name, line in _scan(module).by_name
+           if _floor(_target_module(name)) > here
+           and (mechanism == "_FACE" or not name.startswith("models.present."))]
+    assert not bad, f"{module} names these to be imported when read: {bad}"
+
+
+def test_the_by_name_scan_sees_the_shims():
+    shims = [(m, name) for m in MODULES if m.startswith("models") for mechanism, name, _ in _scan(m).by_name
+             if mechanism != "_FACE" and _floor(_target_module(name)) > _floor(m)]
+    assert ("models.studies.planner", "models.present.json_shapes.plan_json") in shims
+    assert any(m == "models.engine.nccl.profiles" for m, _ in shims)
+    assert all(name.startswith("models.present.") for _, name in shims)
+    assert _scan("models.engine.results").dynamic_imports and not _scan("models.predict.collectives").dynamic_imports
