@@ -23,6 +23,7 @@ GPU0 -> GPU1: PIX, staged through cpu0's memory
 from __future__ import annotations
 
 import math
+from types import MappingProxyType
 
 import numpy as np
 
@@ -31,6 +32,7 @@ from topo.select import format_gpu_ids
 from topo.specs import WIRES
 from topo.units import to_GBps, to_us
 
+from ..engine.nccl.search import FALLBACK_BANDWIDTH, SearchStep
 from ..engine.routes import PathType
 from ..predict.collectives import CollectiveEstimate
 from ..predict.decompose import CollectiveSteps
@@ -45,11 +47,81 @@ from .format import format_gbps, format_percent
 
 __all__ = ["explain", "explain_estimate", "explain_measurement", "explain_p2p_path", "explain_bound",
            "explain_check", "describe_parameter", "describe_network_load", "describe_nic_path",
-           "describe_cut", "describe_packing", "describe_pipeline_fill", "bound_summary", "explain_steps"]
+           "describe_cut", "describe_packing", "describe_pipeline_fill", "bound_summary", "explain_steps",
+           "search_step_text"]
 
 
 def _gbps(value) -> str:
     return format_gbps(value, 1)
+
+
+# ---------------------------------------------------------------------------- channel search
+def _host_ranges(values) -> str:
+    """Sorted whole numbers as ``0-17`` or ``0-3,8`` (two in a row as a range too)."""
+    parts, start = [], None
+    for i, v in enumerate(values):
+        if start is None:
+            start = v
+        if i + 1 == len(values) or values[i + 1] != v + 1:
+            parts.append(str(start) if start == v else f"{start}-{v}")
+            start = None
+    return ",".join(parts)
+
+
+def _attempt_text(s: SearchStep) -> str:
+    label = (f"{s.speed / 1e9:g} GB/s, type {s.type_intra}" + (f"/{s.type_inter}" if s.type_inter else "")
+             + f", {'same' if s.same else 'free'} channels")
+    if s.kind == "skipped":
+        return f"{label}: skipped, links hold at most {s.count} channel(s)"
+    if s.kind == "tie":
+        return f"{label}: skipped, at most a tie ({s.count} channel(s)) with no fewer hops"
+    return (f"{label}: {s.count} channel(s)" + (" (budget exhausted)" if s.timed_out else "")
+            + (f" (NCCL's order: {s.in_budget} in its budget; restart {s.restart}: more)" if s.restart >= 0 else "")
+            + (f", fewer than the {s.limit} required" if s.limit else ""))
+
+
+#: The words of each kind of search step (models.engine.nccl.search.STEP_KINDS).
+_STEP_TEXT = MappingProxyType({
+    "attempt": _attempt_text, "skipped": _attempt_text, "tie": _attempt_text,
+    "fallback": lambda s: (f"nothing found down to NCCL's lowest speed, {s.speed / 1e9:g} GB/s: NCCL falls back "
+                           f"to one channel in index order, type SYS, tuned at {FALLBACK_BANDWIDTH / 1e9:g} GB/s; "
+                           f"its data moves at the slowest hop's rate, {s.rate / 1e9:.3g} GB/s"
+                           + (f" ({s.names[0]}->{s.names[1]})" if s.names else "")),
+    "duplicated": lambda s: f"duplicated: {s.count} channels x {s.speed / 1e9:g} GB/s",
+    "other_shape": lambda s: f"another node shape holds {s.count} x {s.speed / 1e9:g} GB/s",
+    "mnnvl": lambda s: (f"MNNVL: the GPUs of hosts {_host_ranges(s.names)} share one NVLink domain and are "
+                        f"{s.count} NCCL node(s) (NCCL {s.release} fuses a clique's hosts, src/graph/topo.cc; "
+                        f"tuning counts a clique as one node)"),
+    "domains": lambda s: f"{s.count} P2P domains: one shared-memory ring chaining them [U: rank order]",
+    "nvswitch": lambda s: f"NVSwitch: {s.limit} rings in index order, copied x2 -> {s.count}",
+    "nvlink_search": lambda s: f"NVLink search: {s.count} ring(s)",
+    "oversubscribed": lambda s: (f"oversubscribed (capacities x2): {s.count} ring(s), "
+                                 + ("kept" if s.kept else f"not > {s.limit}: rejected")),
+    "copied": lambda s: f"copied x2 -> {s.count} rings",
+    "pascal_threads": lambda s: f"Pascal: nThreads {s.count}",
+    "pcie": lambda s: "PCIe: one greedy ring by P2P score",
+    "simple_ring": lambda s: ("Could not create rings, falling back on simple ring (rank order; hops without "
+                              "NVLink go through shared memory)"),
+    "shared_memory": lambda s: ("via direct shared memory (host memory, PCIe both ends): "
+                                + ", ".join(f"{a}->{b}" for a, b in s.names)),
+    "ring_rate": lambda s: f"{s.count} ring(s) x {s.speed / 1e9:g} GB/s: the rate the busiest link leaves each ring",
+    "nics": lambda s: f"{s.count} NIC(s): one ring per NIC (netGetRings)",
+    "copied_across_nodes": lambda s: f"v2.4: NVLink rings across nodes copied x2 -> {s.count}",
+})
+
+
+def search_step_text(step: SearchStep) -> str:
+    """One step of a channel search (:class:`models.engine.nccl.search.SearchStep`) in words, as
+    ``--explain`` prints it.
+
+    Examples
+    --------
+    >>> search_step_text(SearchStep("attempt", speed=20e9, type_intra="NVL", count=6, timed_out=True))
+    '20 GB/s, type NVL, free channels: 6 channel(s) (budget exhausted)'
+    >>> search_step_text(SearchStep("duplicated", speed=30e9, count=12))
+    'duplicated: 12 channels x 30 GB/s'
+    """
+    return _STEP_TEXT[step.kind](step)
 
 
 # ----------------------------------------------------------------------- collective estimate
@@ -81,7 +153,8 @@ def explain_estimate(e: CollectiveEstimate) -> str:
                 (f" (+{len(edges) - 6} more)" if len(edges) > 6 else "")
             lines.append(f"  bottleneck: {binding} ({_gbps(top.reserved)} of {_gbps(top.capacity)} GB/s "
                          f"reserved)")
-        lines.append("  search: " + "; ".join(t for t in search.trace if "skipped" not in t))
+        lines.append("  search: " + "; ".join(search_step_text(t) for t in search.trace
+                                               if t.kind not in ("skipped", "tie")))
     if e.selection is not None:
         point = e.point()
         lines.append("tuning (time = latency + size / algorithm bandwidth), largest size "

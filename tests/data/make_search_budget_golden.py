@@ -11,6 +11,7 @@ import sys
 import topo
 from models.engine.nccl.search import search_channels_in
 from models.engine.nccl.system import NcclSystem
+from models.present.explain import search_step_text
 
 #: (system, NCCL release, pattern, GPU nodes): sets whose searches run the budget out.
 CASES = (
@@ -31,7 +32,7 @@ def main(out):
         r = search_channels_in(NcclSystem(topo.build(system), release), nodes, pattern=pattern)
         rows.append({"system": system, "release": release, "pattern": pattern, "gpus": nodes,
                      "channels": [list(c) for c in r.channels], "nets": [list(n) for n in r.nets],
-                     "bw_intra": r.bw_intra, "timed_out": r.timed_out, "trace": list(r.trace)})
+                     "bw_intra": r.bw_intra, "timed_out": r.timed_out, "trace": [search_step_text(step) for step in r.trace]})
     with open(out, "w") as f:
         json.dump(rows, f, indent=1)
         f.write("\n")

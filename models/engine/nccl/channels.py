@@ -48,7 +48,7 @@ from topo.cluster import network_nics
 from .legacy_rings import legacy_rings
 from .nvls import NvlsGraph, nvlink_cliques, nvls_search, nvls_support
 from .releases import Mnnvl, NvlsAlgorithms, RingBuilder
-from .search import ChannelSearch, LinkLoad, search_channels_in
+from .search import ChannelSearch, LinkLoad, SearchStep, search_channels_in
 from .system import NcclSystem
 from .tuning import ChannelGraph, Communicator
 
@@ -188,18 +188,6 @@ def _split_loads(search, split):
     return dataclasses.replace(search, loads=tuple(loads))
 
 
-def _ranges(values) -> str:
-    """Sorted whole numbers as ``0-17`` or ``0-3,8``."""
-    parts, start = [], None
-    for i, v in enumerate(values):
-        if start is None:
-            start = v
-        if i + 1 == len(values) or values[i + 1] != v + 1:
-            parts.append(str(start) if start == v else f"{start}-{v}")
-            start = None
-    return ",".join(parts)
-
-
 _NO_HOST = object()  # the host of a node that is neither a GPU nor an NVSwitch
 
 
@@ -283,10 +271,9 @@ def channel_graphs(fabric: NcclSystem, nodes) -> ChannelGraphs:
     split = view.split
     ring, tree = _split_loads(ring, split), _split_loads(tree, split)
     if mnnvl:
-        hosts = sorted({fabric.G.nodes[n]["host"] for n in nodes})
-        note = (f"MNNVL: the GPUs of hosts {_ranges(hosts)} share one NVLink domain and are "
-                f"{ring.nnodes} NCCL node(s) (NCCL {profile.version} fuses a clique's hosts, "
-                f"src/graph/topo.cc; tuning counts a clique as one node)")
+        hosts = tuple(sorted({fabric.G.nodes[n]["host"] for n in nodes}))
+        # NCCL fuses a clique's hosts into one node (src/graph/topo.cc); tuning counts it as one.
+        note = SearchStep("mnnvl", count=ring.nnodes, names=hosts, release=profile.version)
         ring = dataclasses.replace(ring, trace=(note, *ring.trace))
     comm = Communicator(len(nodes), ring_graph, tree_graph, min(ccs), nnodes=ring.nnodes,
                         compute_capability_max=max(ccs), profile=profile,

@@ -62,7 +62,7 @@ from topo.errors import DgxTopoError
 
 from ..routes import PathType
 from .releases import LegacyNodeRings, LegacyThreads
-from .search import ChannelSearch, LinkLoad
+from .search import ChannelSearch, LinkLoad, SearchStep
 from .system import NcclSystem
 from .tuning import ChannelGraph
 
@@ -293,7 +293,7 @@ def _single_node(fabric, nodes) -> LegacyRings:
     if n == 1:
         rings = [(0,)]
     elif len(domains) > 1:
-        trace.append(f"{len(domains)} P2P domains: one shared-memory ring chaining them [U: rank order]")
+        trace.append(SearchStep("domains", count=len(domains)))
     else:
         switch_links = [_nvswitch_links(G, g) for g in nodes]
         links = [[_nvlinks(G, a, b) if a != b else 0 for b in nodes] for a in nodes]
@@ -304,37 +304,34 @@ def _single_node(fabric, nodes) -> LegacyRings:
             found = min(legacy.max_rings, switch_links[0])
             rings = _copy([tuple(range(n))] * found, 2 * found, legacy.max_rings)
             duplicated = True
-            trace.append(f"NVSwitch: {found} rings in index order, copied x2 -> {len(rings)}")
+            trace.append(SearchStep("nvswitch", count=len(rings), limit=found))
         elif min(sum(row) for row in links) > 0:
             found = nvlink_rings(links, legacy.max_rings)
-            trace.append(f"NVLink search: {len(found)} ring(s)")
+            trace.append(SearchStep("nvlink_search", count=len(found)))
             if 0 < len(found) < legacy.max_rings and n <= legacy.oversubscribe_max_ranks:
                 doubled = nvlink_rings([[2 * c for c in row] for row in links], legacy.max_rings)
                 keep = len(doubled) > 2 * len(found)
-                trace.append(f"oversubscribed (capacities x2): {len(doubled)} ring(s), "
-                             + ("kept" if keep else f"not > {2 * len(found)}: rejected"))
+                trace.append(SearchStep("oversubscribed", count=len(doubled), limit=2 * len(found), kept=keep))
                 if keep:
                     found = doubled
             if found:
                 rings = _copy(found, 2 * len(found), legacy.max_rings)
                 duplicated = True
-                trace.append(f"copied x2 -> {len(rings)} rings")
+                trace.append(SearchStep("copied", count=len(rings)))
             if behaviour.legacy_threads is LegacyThreads.HALF_ON_PASCAL_NVLINK and cc // 10 == 6:
                 threads //= 2
-                trace.append(f"Pascal: nThreads {threads}")
+                trace.append(SearchStep("pascal_threads", count=threads))
         elif not any(any(row) for row in links):
             rings = [_pci_ring(fabric, nodes)]
-            trace.append("PCIe: one greedy ring by P2P score")
+            trace.append(SearchStep("pcie"))
     fallback = not rings
     shm: tuple = ()
     if fallback:
         rings = [tuple(range(n))]
-        trace.append("Could not create rings, falling back on simple ring (rank order; hops "
-                     "without NVLink go through shared memory)")
+        trace.append(SearchStep("simple_ring"))
         shm = _shm_hops(fabric, nodes, rings[0])
         if shm:
-            trace.append("via direct shared memory (host memory, PCIe both ends): " + ", ".join(
-                f"{a}->{b}" for a, b in shm))
+            trace.append(SearchStep("shared_memory", names=tuple(shm)))
     return LegacyRings(_result(fabric, nodes, rings, duplicated, trace), threads, fallback, shm)
 
 
@@ -396,7 +393,7 @@ def _result(fabric, nodes, rings, duplicated, trace, nets=None, nnodes=1) -> Cha
         rate = fabric.profile.loc_bandwidth
     loads = sorted((LinkLoad(edge, rate * share, fabric.capacity(*edge)) for edge, share in load.items()),
                    key=lambda item: -item.utilisation)
-    trace.append(f"{len(rings)} ring(s) x {rate / 1e9:g} GB/s: the rate the busiest link leaves each ring")
+    trace.append(SearchStep("ring_rate", speed=float(rate), count=len(rings)))
     channels = tuple(tuple(nodes[i] for i in ring) for ring in rings)
     return ChannelSearch("ring", tuple(nodes), channels, float(rate), PathType(max(worst, PathType.NVL)),
                          len(set(channels)) == 1, float(rate), float(rate * len(rings)), tuple(loads),
@@ -419,7 +416,7 @@ def _multi_node(fabric, hosts) -> LegacyRings:
                                f"for GPUs of several hosts")
     n = len(members)
     links = [[_nvlinks(G, a, b) if a != b else 0 for b in members] for a in members]
-    trace = [f"{len(nics)} NIC(s): one ring per NIC (netGetRings)"]
+    trace = [SearchStep("nics", count=len(nics))]
     rings, nets = [], []
     for nic in nics[:legacy.max_rings]:
         start = min(range(n), key=lambda i: (fabric.net_route(members[i], nic).path_type, i))
@@ -432,7 +429,7 @@ def _multi_node(fabric, hosts) -> LegacyRings:
     if fabric.profile.behaviour.legacy_node_rings is LegacyNodeRings.NVLINK_DOUBLED and nvlink:
         rings, nets = _copy(rings, 2 * len(rings), legacy.max_rings), _copy(nets, 2 * len(nets), legacy.max_rings)
         duplicated = True
-        trace.append(f"v2.4: NVLink rings across nodes copied x2 -> {len(rings)}")
+        trace.append(SearchStep("copied_across_nodes", count=len(rings)))
     cc = min(G.nodes[g]["compute_capability"] for g in members)
     halved = fabric.profile.behaviour.legacy_threads is LegacyThreads.HALF_ON_PASCAL_NVLINK
     threads = legacy.default_threads // (2 if halved and cc // 10 == 6 and nvlink else 1)

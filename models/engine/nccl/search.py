@@ -85,8 +85,8 @@ from .profiles import NcclProfile, nccl_profile
 from .system import NcclSystem
 from .tuning import PATTERNS as TUNING_PATTERNS, ChannelGraph
 
-__all__ = ["ChannelSearch", "ChannelSearchError", "LinkLoad", "ChannelDuplication", "search_channels",
-           "search_channels_in", "dup_channels", "PATTERNS"]
+__all__ = ["ChannelSearch", "ChannelSearchError", "LinkLoad", "SearchStep", "STEP_KINDS", "ChannelDuplication",
+           "search_channels", "search_channels_in", "dup_channels", "PATTERNS", "FALLBACK_BANDWIDTH"]
 
 #: Search patterns: NCCL's ring graph (id 0) and its single-node tree graph (id 1).
 PATTERNS = ("ring", "balanced_tree")
@@ -109,7 +109,7 @@ _SLACK = 1e3  # [B/s]
 # The fallback when nothing is found: one channel in index order, type SYS, which NCCL tunes at
 # 0.1 GB/s (NVIDIA/nccl v2.27.7-1 src/graph/search.cc, ncclTopoCompute "falling back to simple
 # order"); the channel moves data at its paths' rate (_compute).
-_FALLBACK_BW = 0.1e9  # [B/s]
+FALLBACK_BANDWIDTH = 0.1e9  # [B/s]
 # More channels than any bound: no limit.
 _UNBOUNDED = 1 << 30
 
@@ -142,6 +142,73 @@ class LinkLoad:
         return self.reserved / self.capacity
 
 
+#: What a :class:`SearchStep` can be. The channel search: an ``attempt`` (a depth-first search at
+#: one speed and path types), one ``skipped`` because the links hold too few channels or only a
+#: ``tie`` with no fewer hops, NCCL's ``fallback`` when nothing is found, the channels
+#: ``duplicated``, ``other_shape`` (another node shape of a communicator holds fewer), ``mnnvl``
+#: (hosts fused into one NCCL node). NCCL 2.0-2.4's rings (:mod:`.legacy_rings`): ``domains``,
+#: ``nvswitch``, ``nvlink_search``, ``oversubscribed``, ``copied``, ``pascal_threads``, ``pcie``,
+#: ``simple_ring``, ``shared_memory``, ``ring_rate``, ``nics``, ``copied_across_nodes``.
+STEP_KINDS = ("attempt", "skipped", "tie", "fallback", "duplicated", "other_shape", "mnnvl", "domains",
+              "nvswitch", "nvlink_search", "oversubscribed", "copied", "pascal_threads", "pcie", "simple_ring",
+              "shared_memory", "ring_rate", "nics", "copied_across_nodes")
+
+
+@dataclass(frozen=True, slots=True)
+class SearchStep:
+    """One step of how the channels were found, as numbers (``--explain`` words them:
+    :func:`models.present.explain.search_step_text`).
+
+    Attributes
+    ----------
+    kind : str
+        One of :data:`STEP_KINDS`.
+    speed : float
+        The speed an attempt tried, or the per-channel bandwidth a step names (``duplicated``,
+        ``other_shape``, ``ring_rate``; ``fallback``: NCCL's lowest speed). [B/s]
+    type_intra, type_inter : str
+        The worst path types an attempt allowed (``type_inter`` ``""`` on one node).
+    same : bool
+        An attempt of channels that all follow one order (NCCL's sameChannels).
+    count : int
+        Channels an attempt found (or the links hold, when skipped), channels or rings a step
+        names, NIC or P2P-domain count, nThreads, NCCL nodes (``mnnvl``).
+    limit : int
+        An attempt's required channels when it found fewer (0 otherwise); the rings found before
+        copying (``nvswitch``); the count doubled rings had to beat (``oversubscribed``).
+    timed_out : bool
+        The attempt ran out of NCCL's step budget.
+    restart : int
+        The seed of the restart that found more than NCCL's order (-1: none); ``in_budget``:
+        what the order before it found in its budget.
+    in_budget : int
+    rate : float
+        ``fallback``: the slowest hop's rate, at which its data moves. [B/s]
+    names : tuple
+        ``fallback``: the slowest edge ``(u, v)`` (or ``()``); ``mnnvl``: the hosts;
+        ``shared_memory``: the hops ``((a, b), ...)``.
+    release : str
+        ``mnnvl``: the NCCL release.
+    kept : bool
+        ``oversubscribed``: the doubled rings were kept.
+    """
+
+    kind: str
+    speed: float = 0.0
+    type_intra: str = ""
+    type_inter: str = ""
+    same: bool = False
+    count: int = 0
+    limit: int = 0
+    timed_out: bool = False
+    restart: int = -1
+    in_budget: int = 0
+    rate: float = 0.0
+    names: tuple = ()
+    release: str = ""
+    kept: bool = False
+
+
 @dataclass(frozen=True, slots=True)
 class ChannelSearch:
     """The channels NCCL's search finds for a set of GPUs: an ``ncclTopoGraph``.
@@ -169,8 +236,8 @@ class ChannelSearch:
         The channels were split by ``ncclTopoDupChannels``.
     timed_out : bool
         Some search ran out of NCCL's step budget.
-    trace : tuple of str
-        The searches tried, in order, with what each found (for ``--explain``).
+    trace : tuple of SearchStep
+        The searches tried, in order, with what each found (``--explain`` words them).
     nets : tuple of tuple
         Across nodes: per channel, the NIC it enters the node by and the NIC it leaves by.
     type_inter : PathType
@@ -638,7 +705,8 @@ class _Found:
     hops: float
     timed_out: bool
     ceiling: int
-    note: str = ""
+    restart: int = -1  # the seed of the restart this set came from (-1: NCCL's order)
+    in_budget: int = 0  # what the order before that restart found in its budget
 
 
 #: Outcomes a DFS step returns: go on, out of budget, nothing can beat what was found.
@@ -1163,8 +1231,7 @@ def _search_once(problem, attempt, ceiling) -> _Found:
     for seed in range(_RESTARTS):
         second = _Dfs(problem, attempt, _RESTART_BUDGET, ceiling, by_room=True, rng=random.Random(seed)).run()
         if len(second.channels) > len(found.channels):
-            found = dataclasses.replace(second, note=f" (NCCL's order: {len(found.channels)} in its budget; "
-                                                     f"restart {seed}: more)")
+            found = dataclasses.replace(second, restart=seed, in_budget=len(found.channels))
         if len(found.channels) >= ceiling:
             break
     return found
@@ -1187,16 +1254,16 @@ class _Solution:
 @dataclass(frozen=True, slots=True)
 class _Tried:
     """One attempt: the solution it gave (None below the minimum or skipped), its search (None if
-    skipped) and its line of the trace."""
+    skipped) and its step of the trace."""
 
     solution: _Solution | None
     found: _Found | None
-    line: str
+    step: SearchStep
 
 
 @dataclass(frozen=True, slots=True)
 class _PassResult:
-    """What a pass leaves: the best solution, its trace lines, and whether searches ran out of
+    """What a pass leaves: the best solution, its trace steps, and whether searches ran out of
     budget (any of them; the last one run, after which NCCL skips pass 2)."""
 
     best: _Solution | None
@@ -1207,9 +1274,8 @@ class _PassResult:
 
 def _try(problem, attempt, minimum, incumbent) -> _Tried:
     """Search at one speed and type unless the links show it cannot be accepted or beat ``incumbent``."""
-    label = (f"{attempt.speed / 1e9:g} GB/s, type {attempt.type_intra.name}"
-             + (f"/{attempt.type_inter.name}" if problem.nets else "")
-             + f", {'same' if attempt.same else 'free'} channels")
+    tried = functools.partial(SearchStep, speed=attempt.speed, type_intra=attempt.type_intra.name,
+                              type_inter=attempt.type_inter.name if problem.nets else "", same=attempt.same)
     ceiling = min(attempt.max_channels,
                   _channel_bound(problem, problem.class_capacity, attempt.speed, attempt.type_intra,
                                  attempt.ring, attempt.type_inter))
@@ -1219,21 +1285,20 @@ def _try(problem, attempt, minimum, incumbent) -> _Tried:
                              < len(incumbent.channels) * incumbent.speed - _SLACK):
         # No set of channels at this speed can be accepted or beat the best: NCCL would search
         # in vain (and possibly run out of budget), so skip it; the outcome is the same.
-        return _Tried(None, None, f"{label}: skipped, links hold at most {ceiling} channel(s)")
+        return _Tried(None, None, tried("skipped", count=ceiling))
     if incumbent is not None and ceiling * attempt.speed <= len(incumbent.channels) * incumbent.speed + _SLACK \
             and ceiling * _fewest_hops(problem, attempt) >= incumbent.hops:
         # At best a tie in bandwidth, which wins only with fewer hops (ncclTopoCompareGraphs):
         # even the shortest channels, as many as can tie, have no fewer. Skipped as above.
-        return _Tried(None, None, f"{label}: skipped, at most a tie ({ceiling} channel(s)) with no "
-                                  f"fewer hops")
+        return _Tried(None, None, tried("tie", count=ceiling))
     found = _search_once(problem, attempt, ceiling)
     count = len(found.channels)
-    line = (f"{label}: {count} channel(s)" + (" (budget exhausted)" if found.timed_out else "") + found.note
-            + ("" if count >= minimum else f", fewer than the {minimum} required"))
+    step = tried("attempt", count=count, limit=0 if count >= minimum else minimum, timed_out=found.timed_out,
+                 restart=found.restart, in_budget=found.in_budget)
     if count < minimum:
-        return _Tried(None, found, line)
+        return _Tried(None, found, step)
     return _Tried(_Solution(found.channels, found.nets, attempt.speed, attempt.type_intra, attempt.type_inter,
-                            attempt.same, found.hops), found, line)
+                            attempt.same, found.hops), found, step)
 
 
 def _fewest_hops(problem, attempt) -> float:
@@ -1276,7 +1341,7 @@ def _pass1(problem, speeds, start, total, ring, min_channels, max_channels) -> _
     while True:
         tried = _try(problem, _Attempt(speeds[index], type_intra, type_inter, same, ring, max_channels),
                      min_channels, best)
-        trace.append(tried.line)
+        trace.append(tried.step)
         if tried.found is not None:
             timed_out = timed_out or tried.found.timed_out
             last_timed_out = tried.found.timed_out
@@ -1316,7 +1381,7 @@ def _pass2(problem, speeds, solution, incumbent, max_channels) -> _PassResult:
         step -= 1
         tried = _try(problem, _Attempt(speeds[step], solution.type_intra, solution.type_inter, True, True,
                                        max_channels), len(solution.channels), incumbent)
-        trace.append(tried.line)
+        trace.append(tried.step)
         if tried.found is not None and tried.found.timed_out:
             timed_out = True
             break
@@ -1386,11 +1451,8 @@ def _compute(problem, profile, cc, nets, pattern, min_channels, max_channels) ->
         # over the paths it has, as fast as its slowest hop lets one channel move (capped at the
         # highest search speed), and that is what a run measures.
         used = _loads(problem, order, 1.0, ring, ends)
-        rate = min(speeds[0], 1.0 / used[0].utilisation) if used and used[0].utilisation > 0 else _FALLBACK_BW
-        slowest = f" ({used[0].edge[0]}->{used[0].edge[1]})" if used else ""
-        trace.append(f"nothing found down to NCCL's lowest speed, {speeds[-1] / 1e9:g} GB/s: NCCL falls "
-                     f"back to one channel in index order, type SYS, tuned at {_FALLBACK_BW / 1e9:g} GB/s; "
-                     f"its data moves at the slowest hop's rate, {rate / 1e9:.3g} GB/s{slowest}")
+        rate = min(speeds[0], 1.0 / used[0].utilisation) if used and used[0].utilisation > 0 else FALLBACK_BANDWIDTH
+        trace.append(SearchStep("fallback", speed=speeds[-1], rate=rate, names=tuple(used[0].edge) if used else ()))
         solution = _Solution(order, ends, rate, PathType.SYS, PathType.SYS if nets else PathType.PIX, True, 0)
     else:
         solution = first.best
@@ -1400,7 +1462,7 @@ def _compute(problem, profile, cc, nets, pattern, min_channels, max_channels) ->
         if duplicated:
             solution = dataclasses.replace(solution, channels=(solution.channels * 2)[:dup.nchannels],
                                            nets=(solution.nets * 2)[:dup.nchannels], speed=dup.bw_intra)
-            trace.append(f"duplicated: {dup.nchannels} channels x {dup.bw_intra / 1e9:g} GB/s")
+            trace.append(SearchStep("duplicated", speed=dup.bw_intra, count=dup.nchannels))
         # Pass 2 raises the speed with as many channels (rings only; single-node trees have
         # bwIntra == bwInter, which NCCL does not raise); NCCL skips it after a search that ran
         # out of budget.
@@ -1557,7 +1619,7 @@ def _search_nodes(fabric, hosts, min_channels, max_channels) -> ChannelSearch:
     nchannels = min(r.nchannels for r in results.values())
     bw = min(r.bw_intra for r in results.values())
     trace = first.trace + (() if worst is first else
-                           (f"another node shape holds {worst.nchannels} x {worst.bw_intra / 1e9:g} GB/s",))
+                           (SearchStep("other_shape", speed=worst.bw_intra, count=worst.nchannels),))
     return ChannelSearch("ring", tuple(n for h in sorted(hosts) for n in hosts[h]),
                          first.channels[:nchannels], bw, max(r.type_intra for r in results.values()),
                          first.same_channels, first.max_bw, first.total_bw, first.loads,

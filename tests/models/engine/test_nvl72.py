@@ -33,7 +33,7 @@ from models.predict.collectives import estimate
 from models.engine.nccl.channels import channel_graphs
 from models.engine.nccl.system import NcclSystem
 from models.predict.p2p import p2p_matrix
-from models.present.explain import explain
+from models.present.explain import explain, search_step_text
 
 GB = 1e9
 
@@ -89,8 +89,9 @@ def test_eight_racks_build_576_gpus_in_144_hosts(racks):
 def test_the_rack_is_one_nccl_node(rack_estimate):
     ring = rack_estimate.ring
     assert ring.nnodes == 1 and rack_estimate.selection is not None
-    assert ring.trace[0].startswith("MNNVL: the GPUs of hosts 0-17 share one NVLink domain and are 1 "
-                                    "NCCL node")
+    assert (ring.trace[0].kind, ring.trace[0].names, ring.trace[0].count) == ("mnnvl", tuple(range(18)), 1)
+    assert search_step_text(ring.trace[0]).startswith("MNNVL: the GPUs of hosts 0-17 share one NVLink domain "
+                                                      "and are 1 NCCL node")
 
 
 def test_ring_is_16_channels_of_45(rack_estimate):

@@ -15,10 +15,10 @@ from topo.cluster import network_nics
 from models.predict.collectives import estimate
 from tests.conftest import DATA
 from models.engine.nccl import search
-from models.engine.nccl.search import ChannelSearchError, search_channels, search_channels_in
+from models.engine.nccl.search import ChannelSearchError, SearchStep, search_channels, search_channels_in
 from models.engine.nccl.system import NcclSystem, nccl_capacity
 from models.engine.routes import PathType
-from models.present.explain import explain
+from models.present.explain import explain, search_step_text
 
 GB = 1e9
 
@@ -94,9 +94,10 @@ def test_tree_search_skips_the_speeds_where_too_few_chains_fit():
     answer is NCCL's: 5 chains of 9 GB/s."""
     tree = search_channels(topo.dgx1(), list(range(7)), pattern="balanced_tree", min_channels=5, max_channels=5)
     assert (tree.nchannels, tree.bw_intra, tree.type_intra) == (5, 9 * GB, PathType.NVL)
-    skipped = [line for line in tree.trace if not line.startswith("9 GB/s")]
-    assert len(skipped) == 12 and all(line.endswith("skipped, links hold at most 4 channel(s)") for line in skipped)
-    assert tree.trace[-1] == "9 GB/s, type NVL, free channels: 5 channel(s)"
+    skipped = [step for step in tree.trace if step.speed != 9 * GB]
+    assert len(skipped) == 12 and all((s.kind, s.count) == ("skipped", 4) for s in skipped)
+    assert tree.trace[-1] == SearchStep("attempt", speed=9 * GB, type_intra="NVL", count=5)
+    assert search_step_text(tree.trace[-1]) == "9 GB/s, type NVL, free channels: 5 channel(s)"
 
 
 def test_single_gpu():
@@ -170,7 +171,7 @@ def test_searches_that_run_out_of_budget_replay_exactly(case):
     assert [list(c) for c in result.channels] == case["channels"]
     assert [list(n) for n in result.nets] == case["nets"]
     assert result.bw_intra == case["bw_intra"]
-    assert list(result.trace) == case["trace"]
+    assert [search_step_text(step) for step in result.trace] == case["trace"]
 
 
 class _Unremembered(search._Dfs):
@@ -397,7 +398,8 @@ def test_a_link_too_slow_for_any_search_speed_is_used_at_its_own_rate(factor):
     G = apply_failures(topo.build("dgx1v"), (), (f"gpu0-gpu3={factor}",)).graph
     e = estimate(G, "all_reduce", 2**25, "0,3")
     link = search_channels(G, "0,3")
-    assert link.nchannels == 1 and "falls back to one channel" in link.trace[-1]
+    assert link.nchannels == 1 and link.trace[-1].kind == "fallback"
+    assert "falls back to one channel" in search_step_text(link.trace[-1])
     # NCCL's 0-3 bundle on a DGX-1V: 2 NVLinks x 20 GB/s (ncclTopoNVLinkBw, sm70), times the factor.
     assert link.bw_intra == pytest.approx(2 * 20e9 * factor, rel=1e-9)
     assert float(e.busbw) == pytest.approx(float(estimate(
