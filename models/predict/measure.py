@@ -516,7 +516,8 @@ class Measured:
     network : tuple of models.predict.network.NetworkLoad
         The network loads behind it.
     release : str
-        The NCCL release the estimate ran and its behaviours, in words.
+        The NCCL release the estimate ran: its profile's version (``"2.27.7"``;
+        :func:`models.engine.nccl.profiles.nccl_profile` gives its constants and behaviours).
     pipeline : PipelineFill or None
         The release's pipeline for the largest size (:func:`pipeline_fill`).
     nic_paths : tuple of models.predict.nicpath.NicPath
@@ -639,7 +640,7 @@ def measured(e: Any, G: nx.DiGraph | PreparedFabric | NcclSystem, *, gpus_per_th
         network_factor = float(np.asarray(network_factor).reshape(-1)[-1])
     return Measured(e.collective, tuple(e.gpus), nbytes, time, e.time, e.latency, host, startup,
                     bandwidth, float(ratio), link, int(gpus_per_thread), model, network_factor, network,
-                    _release_words(profile), pipeline_fill(e, profile, ratio * network_factor), paths)
+                    profile.version, pipeline_fill(e, profile, ratio * network_factor), paths)
 
 
 def _binding(e, G, model, profile) -> tuple:
@@ -700,15 +701,6 @@ def _binding(e, G, model, profile) -> tuple:
 
 
 # ------------------------------------------------------------------------ the release's pipeline
-def _release_words(profile) -> str:
-    """``"2.27.7 (v2.27.7-1): topology search, trees, ..."``: the release and its behaviours."""
-    b = profile.behaviour
-    if b is None:
-        return f"{profile.version} ({profile.tag})"
-    return (f"{profile.version} ({profile.tag}): " + ", ".join(
-        cell.label for cell in (b.ring_builder, b.tree, b.selection, b.ll128, b.nvb, b.pxn, b.nvls)))
-
-
 @dataclass(frozen=True, slots=True)
 class PipelineFill:
     """The pipeline of an estimate's largest size in its NCCL release, and its fill.

@@ -32,6 +32,7 @@ from topo.select import format_gpu_ids
 from topo.specs import WIRES
 from topo.units import to_GBps, to_us
 
+from ..engine.nccl.profiles import nccl_profile
 from ..engine.nccl.search import FALLBACK_BANDWIDTH, SearchStep
 from ..engine.routes import PathType
 from ..predict.collectives import CollectiveEstimate
@@ -53,6 +54,15 @@ __all__ = ["explain", "explain_estimate", "explain_measurement", "explain_p2p_pa
 
 def _gbps(value) -> str:
     return format_gbps(value, 1)
+
+
+def _release_words(profile) -> str:
+    """``"2.27.7 (v2.27.7-1): topology search, trees, ..."``: the release and its behaviours."""
+    b = profile.behaviour
+    if b is None:
+        return f"{profile.version} ({profile.tag})"
+    return (f"{profile.version} ({profile.tag}): " + ", ".join(
+        cell.label for cell in (b.ring_builder, b.tree, b.selection, b.ll128, b.nvb, b.pxn, b.nvls)))
 
 
 # ---------------------------------------------------------------------------- channel search
@@ -279,7 +289,7 @@ def explain_measurement(m: Measured) -> str:
     size = int(last(m.nbytes))
     lines = [
         f"Measurement model for {m.collective} on {m.nranks} GPUs, {size} B:",
-        *([f"  NCCL release {m.release}"] if m.release else []),
+        *([f"  NCCL release {_release_words(nccl_profile(m.release))}"] if m.release else []),
         *(["  " + describe_pipeline_fill(m.pipeline)] if m.pipeline is not None else []),
         "  time = max(floor + g x launch_per_gpu, nccl_latency) + nbytes / (nccl_bandwidth x ratio"
         + (" x network)" if m.network else ")"),
