@@ -24,9 +24,10 @@ The layers, in the order data flows (each imports only the ones before it):
     multi-node NVLink cliques).
 """
 
+import sys
 from types import MappingProxyType
 
-from topo.faces import lazy_face
+from topo.faces import Face, lazy_face
 
 # What a user calls, and the module that defines it (imported on first use: importing one module of
 # this package does not import its siblings).
@@ -110,3 +111,6 @@ MOVED_NAMES = MappingProxyType({
 __all__ = list(_FACE)
 
 __getattr__, __dir__ = lazy_face(__name__, _FACE, MOVED_NAMES)
+# legacy_rings is the function and its module: importing models/engine/nccl/legacy_rings.py (as
+# channels does) leaves the face's name the function.
+sys.modules[__name__].__class__ = Face
