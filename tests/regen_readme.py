@@ -10,6 +10,7 @@ README matches. After a change that alters printed output, run from the reposito
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import io
 import os
@@ -41,6 +42,9 @@ def _workdir() -> Path:
     land there, never in the repository."""
     if not _WORKDIR:
         scratch = Path(tempfile.mkdtemp(prefix="dgxtopo-readme-"))
+        # Removed when the process ends (each test worker, or the regenerating run), not left in
+        # the temporary directory.
+        atexit.register(shutil.rmtree, scratch, ignore_errors=True)
         shutil.copytree(README.parent / "examples", scratch / "examples")
         shutil.copytree(README.parent / "tests" / "data", scratch / "tests" / "data")
         _WORKDIR.append(scratch)
