@@ -124,10 +124,14 @@ def plan_json(p) -> dict:
     throughput (``samples_per_s``, ``tokens_per_s``, ``model_tflops_per_gpu``,
     ``hardware_tflops_per_gpu``, ``mfu``, ``hfu``), ``memory_per_gpu_bytes`` and ``memory``,
     ``components`` (``time_s``, ``exposed_s``, ``detail`` each), ``exposed_comm_s``, ``groups``,
-    ``warnings`` and ``calibration`` (:func:`plan_calibration_json`, or null)."""
+    ``warnings`` and ``calibration`` (:func:`plan_calibration_json`, or null). ``compute`` and each
+    ``detail`` are the words of the plan's numbers (:func:`models.present.plan_text.compute_note`,
+    :func:`~models.present.plan_text.component_note`)."""
+    from .plan_text import component_note, compute_note  # the planner's words: only a plan's JSON imports it
+
     return {
         "workload": p.workload, "fabric": p.fabric, "nccl": p.nccl, "generation": p.generation,
-        "dtype": p.dtype, "software": p.software, "compute": p.compute,
+        "dtype": p.dtype, "software": p.software, "compute": compute_note(p.compute),
         "layout": {k: getattr(p.layout, k) for k in type(p.layout).__slots__},
         "fits": p.fits, "reason": p.reason,
         "step_time_s": p.step_time if p.fits else None,
@@ -141,7 +145,7 @@ def plan_json(p) -> dict:
         "memory": {"parameters": p.memory.parameters, "gradients": p.memory.gradients,
                    "optimizer": p.memory.optimizer, "activations": p.memory.activations,
                    "capacity": p.memory.capacity},
-        "components": {c.name: {"time_s": c.time, "exposed_s": c.exposed, "detail": c.detail}
+        "components": {c.name: {"time_s": c.time, "exposed_s": c.exposed, "detail": component_note(c)}
                        for c in p.components},
         "exposed_comm_s": sum(c.exposed for c in p.components if c.name.endswith("_comm")),
         "groups": {k: [list(g) for g in v] for k, v in p.groups.items()},

@@ -20,14 +20,102 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
-from topo.units import GB
+from topo.units import GB, MiB, to_us
 
-from ..studies.compute import GENERATIONS, TF
-from ..studies.planner import Calibration, GpuRank, Plan, Search, memory_note
+from ..studies.compute import GENERATIONS, TF, ComputeFacts, ComputeModel
+from ..studies.planner import (BubbleDetail, Calibration, Component, ComputeDetail, DataParallelDetail, GpuRank,
+                               OptimizerDetail, PipelineDetail, Plan, Search, TensorParallelDetail, memory_note)
 from ..studies.workload import CNN, DTYPES, Workload, workload as as_workload
 
 __all__ = ["format_plan", "format_search", "format_calibration", "format_gpus_ranking", "format_workload",
-           "format_generations"]
+           "format_generations", "compute_note", "component_note"]
+
+
+def compute_note(compute: ComputeFacts | ComputeModel | None) -> str:
+    """A compute model in one line (the GPU, dtype, stack and the fractions in use): what a plan's
+    ``compute`` (:attr:`models.studies.planner.Plan.compute`) says ('' for None).
+
+    Examples
+    --------
+    >>> from models.studies.compute import compute_model
+    >>> compute_note(compute_model("H100", "bf16"))
+    'H100 bf16 (H100, 989.5 TFLOP/s dense, 3,350 GB/s HBM), fused kernels: GEMM 80% of peak, HBM 80%'
+    >>> compute_note(compute_model("A100", "bf16", stack="flash", scale=1.5).facts)
+    'A100 bf16 (A100, 312.0 TFLOP/s dense, 2,039 GB/s HBM), flash kernels: GEMM 87% of peak, flash attention 60%, HBM 80%, calibrated time x1.500'
+    """
+    if compute is None:
+        return ""
+    f = compute.facts if isinstance(compute, ComputeModel) else compute
+    attention = f", flash attention {f.attention_efficiency:.0%}" if f.flash_attention else ""
+    scale = f", calibrated time x{f.scale:.3f}" if f.scale != 1 else ""
+    return (f"{f.gpu} {f.dtype} ({f.generation}, {f.peak / TF:,.1f} TFLOP/s dense, "
+            f"{f.memory_bandwidth / GB:,.0f} GB/s HBM), {f.stack} kernels: GEMM "
+            f"{f.gemm_efficiency:.0%} of peak{attention}, HBM {f.memory_efficiency:.0%}{scale}")
+
+
+def _compute_detail(d: ComputeDetail) -> str:
+    # What tiles, waves, split-K, epilogues and launch floors add, shown from 0.05 % on.
+    quantised = (f"; tiles, waves and launches +{d.quantisation:.0%}"
+                 if d.products_ideal > 0 and d.products > d.products_ideal * 1.0005 else "")
+    return (f"{d.micro_batches} micro-batches x (forward {to_us(d.forward) / 1e3:.2f} + backward "
+            f"{to_us(d.backward) / 1e3:.2f} ms); products {d.products_fraction:.0%} of a layer's forward{quantised}")
+
+
+def _tensor_parallel_detail(d: TensorParallelDetail) -> str:
+    if d.degree == 1:
+        return "no tensor parallelism"
+    return f"{d.count} x {'+'.join(d.collectives)} of {d.nbytes / MiB:.1f} MiB per micro-batch"
+
+
+def _pipeline_detail(d: PipelineDetail) -> str:
+    return f"2 x {d.sends} sends of {d.nbytes / MiB:.1f} MiB" if d.stages > 1 else "no pipeline"
+
+
+def _bubble_detail(d: BubbleDetail) -> str:
+    if d.simulated:
+        return "the rest of the critical path: the pipeline's fill and drain, waits for a stream"
+    v, m = d.virtual_stages, d.micro_batches
+    return f"(p-1)/{'(v m)' if v > 1 else 'm'} = {d.stages - 1}/{v * m if v > 1 else m} of the ideal step"
+
+
+def _data_parallel_detail(d: DataParallelDetail) -> str:
+    if d.degree == 1:
+        return "no data parallelism"
+    if d.zero == 0:
+        what = f"all_reduce of {d.nbytes / GB:.2f} GB in {d.bucket / MiB:.0f} MiB buckets"
+    elif d.zero in (1, 2):
+        what = "reduce_scatter of gradients (overlapped) + all_gather of parameters (exposed)"
+    else:
+        what = "all_gather of parameters per forward and backward + reduce_scatter of gradients"
+    overlap = ("overlapped with the backward as the schedule allows" if d.simulated
+               else f"overlap {d.overlap:.0%} of the backward")
+    return f"{what}; {overlap}"
+
+
+def _optimizer_detail(d: OptimizerDetail) -> str:
+    return f"Adam pass over {d.parameters / 1e9:.2f} B local parameters"
+
+
+def component_note(c: Component) -> str:
+    """What a step's component is, in one line, from its numbers (:attr:`Component.detail
+    <models.studies.planner.Component.detail>`): what :func:`format_plan` prints beside its time
+    and ``plan --json`` gives as its ``detail`` ('' without numbers; a text detail as it is).
+
+    Examples
+    --------
+    >>> from models.studies.planner import BubbleDetail, DataParallelDetail
+    >>> component_note(Component("bubble", 0.1, 0.1, BubbleDetail(4, 2, 8)))
+    '(p-1)/(v m) = 3/16 of the ideal step'
+    >>> component_note(Component("dp_comm", 0.1, 0.05, DataParallelDetail(2, 0, 1.23e9, 25 * MiB, 0.5)))
+    'all_reduce of 1.23 GB in 25 MiB buckets; overlap 50% of the backward'
+    """
+    d = c.detail
+    if d is None or isinstance(d, str):
+        return d or ""
+    words = {ComputeDetail: _compute_detail, TensorParallelDetail: _tensor_parallel_detail,
+             PipelineDetail: _pipeline_detail, BubbleDetail: _bubble_detail,
+             DataParallelDetail: _data_parallel_detail, OptimizerDetail: _optimizer_detail}
+    return words[type(d)](d)
 
 
 def format_calibration(c: Calibration) -> str:
@@ -63,10 +151,11 @@ def format_plan(p: Plan, verbose: bool = False) -> str:
     lines.append(f"  per GPU: {p.model_tflops_per_gpu:.1f} TFLOP/s of model FLOPs (MFU {p.mfu:.1%}), "
                  f"{p.hardware_tflops_per_gpu:.1f} of hardware FLOPs with recomputation (HFU {p.hfu:.1%})")
     for c in p.components:
-        lines.append(f"  {c.name:10} {c.time * 1e3:10.2f} ms (exposed {c.exposed * 1e3:9.2f} ms)  {c.detail}")
+        lines.append(f"  {c.name:10} {c.time * 1e3:10.2f} ms (exposed {c.exposed * 1e3:9.2f} ms)  "
+                     f"{component_note(c)}")
     lines.append(f"  memory per GPU: {memory_note(p.memory)}")
     if verbose:
-        lines.append(f"  compute model: {p.compute}")
+        lines.append(f"  compute model: {compute_note(p.compute)}")
         if p.calibration is not None:
             lines.append(format_calibration(p.calibration))
         for dim in ("tp", "pp", "dp"):

@@ -6,6 +6,8 @@ Examples
 --------
 >>> print(format_versions_table().splitlines()[0].split())
 ['releases', 'profile', 'constants', 'behaviour']
+>>> versions_rows()[0]
+('2.0.0-2.3.6', '2.3.5', 'v2.3.5-5', 'rings from NVLink counts, no trees, no LL128, no GPU relay, no PXN, LL/Simple by size threshold')
 >>> format_behaviour_table().splitlines()[1].split()[:3]
 ['profile', 'tag', 'rings']
 """
@@ -14,16 +16,41 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-from ..engine.nccl.profiles import versions_table
-from ..engine.nccl.releases import behaviour_table
+from ..engine.nccl.profiles import ANY_PATCH, versions_table
+from ..engine.nccl.releases import ReleaseBehaviour, behaviour_table
 
-__all__ = ["format_versions_table", "format_behaviour_table"]
+__all__ = ["format_versions_table", "format_behaviour_table", "versions_rows", "release_text", "behaviour_text"]
+
+
+def release_text(release: tuple) -> str:
+    """A release ``(major, minor, patch)`` as NCCL numbers it, ``x`` for :data:`ANY_PATCH
+    <models.engine.nccl.profiles.ANY_PATCH>` (every patch release).
+
+    >>> release_text((2, 12, 0)), release_text((2, 13, ANY_PATCH))
+    ('2.12.0', '2.13.x')
+    """
+    major, minor, patch = release
+    return f"{major}.{minor}.{'x' if patch == ANY_PATCH else patch}"
+
+
+def behaviour_text(behaviour: ReleaseBehaviour) -> str:
+    """The behaviours that set a release apart, in words: the labels of its ring builder, tree
+    rule, LL128 rule, NVB relay, PXN and algorithm selection."""
+    b = behaviour
+    return ", ".join(cell.label for cell in (b.ring_builder, b.tree, b.ll128, b.nvb, b.pxn, b.selection))
+
+
+def versions_rows() -> tuple:
+    """:func:`models.engine.nccl.profiles.versions_table` in words (what it returned in
+    dgx-topo 0.2): ``(releases, profile, NCCL tag of the constants, behaviour)`` per profile,
+    oldest first."""
+    return tuple((f"{release_text(first)}-{release_text(last)}", version, tag, behaviour_text(behaviour))
+                 for (first, last), version, tag, behaviour in versions_table())
 
 
 def format_versions_table() -> str:
-    """:func:`models.engine.nccl.profiles.versions_table` as aligned text (for ``--help`` and
-    the README)."""
-    rows = (("releases", "profile", "constants", "behaviour"),) + versions_table()
+    """:func:`versions_rows` as aligned text (for ``--help`` and the README)."""
+    rows = (("releases", "profile", "constants", "behaviour"),) + versions_rows()
     widths = [max(len(row[i]) for row in rows) for i in range(3)]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row[:3], widths)) + "  " + row[3]
                      for row in rows)

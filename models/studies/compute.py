@@ -55,15 +55,15 @@ from types import MappingProxyType
 from topo.errors import DgxTopoError
 from topo.faces import moved_names
 from topo.specs import GPUS, GpuSpec
-from topo.units import GB, GiB
+from topo.units import GiB
 
-from ..engine.results import MovedMethod
+from ..engine.results import MovedMethod, tidy_records
 from .workload import DTYPES, SOFTWARE, Op, Software, Workload, dtype_bytes, software as as_software
 
 __all__ = ["Gpu", "Generation", "GENERATIONS", "GEMM_EFFICIENCY", "ATTENTION_EFFICIENCY",
            "DEFAULT_MEMORY_EFFICIENCY", "KERNEL_FLOOR", "TILES", "ComputeModel", "OpTime",
-           "UnknownGenerationError", "UnsupportedDtypeError", "gpu_of", "generation_of",
-           "generation", "gpu_memory", "compute_model", "default_software", "compute_note"]
+           "ComputeFacts", "UnknownGenerationError", "UnsupportedDtypeError", "gpu_of", "generation_of",
+           "generation", "gpu_memory", "compute_model", "default_software"]
 
 TF = 1e12
 
@@ -287,6 +287,76 @@ class OpTime:
     bound: str
     ideal: float = 0.0
 
+    def to_records(self) -> list:
+        """One tidy row: the op (name, kind, forward FLOPs and bytes), its forward and backward
+        times, what bounds it and its ideal forward.
+
+        Examples
+        --------
+        >>> t = compute_model("A100", "bf16").time(Op("mlp", "matmul", 2.0 * 8192 ** 3, 0.0, 8192, 8192, 8192))
+        >>> row = t.to_records()[0]
+        >>> row["name"], row["bound"], round(row["forward_s"] * 1e3, 3), row["backward_s"] == 2 * row["forward_s"]
+        ('mlp', 'compute', 4.141, True)
+        """
+        return tidy_records({"name": self.op.name, "kind": self.op.kind, "flops": self.op.flops,
+                             "nbytes": self.op.nbytes, "forward_s": self.forward, "backward_s": self.backward,
+                             "bound": self.bound, "ideal_s": self.ideal})
+
+
+@dataclass(frozen=True, slots=True)
+class ComputeFacts:
+    """What a compute model is, in numbers: the facts a plan records as its ``compute``
+    (:attr:`models.studies.planner.Plan.compute`; :func:`models.present.plan_text.compute_note`
+    words them in one line).
+
+    Attributes
+    ----------
+    gpu : str
+        The part's name (:attr:`Gpu.name`).
+    generation : str
+    dtype : str
+        The matmul dtype.
+    peak : float
+        Dense peak of the dtype. [FLOP/s]
+    memory_bandwidth : float
+        HBM peak. [B/s]
+    stack : str
+        The software stack's name (:data:`models.studies.workload.SOFTWARE`).
+    flash_attention : bool
+        The stack runs the attention core as one flash-attention kernel.
+    gemm_efficiency, attention_efficiency, memory_efficiency : float
+        The achievable fractions in use (:class:`ComputeModel`).
+    scale : float
+        Calibrated multiplier on every kernel's time (1: the model from hardware facts).
+
+    Examples
+    --------
+    >>> f = compute_model("H100", "bf16").facts
+    >>> f.gpu, f.peak / 1e12, f.memory_bandwidth / 1e9, f.stack, f.gemm_efficiency
+    ('H100', 989.5, 3350.0, 'fused', 0.8)
+    """
+
+    gpu: str
+    generation: str
+    dtype: str
+    peak: float
+    memory_bandwidth: float
+    stack: str
+    flash_attention: bool
+    gemm_efficiency: float
+    attention_efficiency: float
+    memory_efficiency: float
+    scale: float = 1.0
+
+    def to_records(self) -> list:
+        """One tidy row of the facts (``peak_flops`` in FLOP/s, ``memory_bandwidth_Bps`` in B/s)."""
+        return tidy_records({
+            "gpu": self.gpu, "generation": self.generation, "dtype": self.dtype, "peak_flops": self.peak,
+            "memory_bandwidth_Bps": self.memory_bandwidth, "stack": self.stack,
+            "flash_attention": self.flash_attention, "gemm_efficiency": self.gemm_efficiency,
+            "attention_efficiency": self.attention_efficiency, "memory_efficiency": self.memory_efficiency,
+            "scale": self.scale})
+
 
 def _fraction(name, value):
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
@@ -330,6 +400,13 @@ class ComputeModel:
     def peak(self) -> float:
         """Dense peak of the dtype. [FLOP/s]"""
         return self.gpu.peak_flops(self.dtype)
+
+    @property
+    def facts(self) -> ComputeFacts:
+        """The model's facts in numbers (what a plan records, :class:`ComputeFacts`)."""
+        return ComputeFacts(self.gpu.name, self.gpu.generation, self.dtype, self.peak, self.gpu.memory_bandwidth,
+                            self.stack.name, self.stack.flash_attention, self.gemm_efficiency,
+                            self.attention_efficiency, self.memory_efficiency, self.scale)
 
     @property
     def tensor_cores(self) -> bool:
@@ -442,24 +519,7 @@ class ComputeModel:
         """:meth:`time` of each op."""
         return tuple(self.time(op) for op in ops)
 
-    describe = MovedMethod("models.studies.compute.compute_note")
-
-
-def compute_note(cm: ComputeModel) -> str:
-    """A compute model in one line (the GPU, dtype, stack and the fractions in use): the note a
-    plan records as its ``compute`` (:attr:`models.studies.planner.Plan.compute`).
-
-    Examples
-    --------
-    >>> compute_note(compute_model("H100", "bf16"))
-    'H100 bf16 (H100, 989.5 TFLOP/s dense, 3,350 GB/s HBM), fused kernels: GEMM 80% of peak, HBM 80%'
-    """
-    attention = (f", flash attention {cm.attention_efficiency:.0%}" if cm.stack.flash_attention
-                 else "")
-    scale = f", calibrated time x{cm.scale:.3f}" if cm.scale != 1 else ""
-    return (f"{cm.gpu.name} {cm.dtype} ({cm.gpu.generation}, {cm.peak / TF:,.1f} TFLOP/s dense, "
-            f"{cm.gpu.memory_bandwidth / GB:,.0f} GB/s HBM), {cm.stack.name} kernels: GEMM "
-            f"{cm.gemm_efficiency:.0%} of peak{attention}, HBM {cm.memory_efficiency:.0%}{scale}")
+    describe = MovedMethod("models.present.plan_text.compute_note")
 
 
 def compute_model(gpu: Gpu | str, dtype: str, *, stack: str | Software | None = None, workload: Workload | None = None,
@@ -506,6 +566,7 @@ def compute_model(gpu: Gpu | str, dtype: str, *, stack: str | Software | None = 
 
 #: Names this module had in dgx-topo 0.2 that live elsewhere now -> where (words live in
 #: :mod:`models.present`); reading one warns and returns it.
-MOVED_NAMES = MappingProxyType({"format_generations": "models.present.plan_text.format_generations"})
+MOVED_NAMES = MappingProxyType({"format_generations": "models.present.plan_text.format_generations",
+                                "compute_note": "models.present.plan_text.compute_note"})
 
 __getattr__ = moved_names(__name__, MOVED_NAMES)

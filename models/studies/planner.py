@@ -105,7 +105,7 @@ import topo
 from topo.errors import DgxTopoError, LimitError
 from topo.faces import moved_names
 from topo.select import GpuIds
-from topo.units import GB, GiB, MiB, to_us
+from topo.units import GB, GiB
 
 from ..engine.results import MovedMethod, tidy_records
 from ..engine.fabric import PreparedFabric, prepare
@@ -116,11 +116,12 @@ from ..predict.collectives import Estimator
 from ..predict.decompose import Decomposer
 from ..predict.simulate import simulate as simulate_graph
 from .stepgraph import step_graph, step_graph_size
-from .compute import GENERATIONS, ComputeModel, Gpu, compute_model, compute_note, generation, gpu_of
+from .compute import GENERATIONS, ComputeFacts, ComputeModel, Gpu, compute_model, generation, gpu_of
 from .workload import CNN, DEFAULT_BUCKET, OPTIMIZER_PASS_BYTES, activation_bytes_per_element, dtype_bytes, \
     software as as_software, tp_constraint, workload as as_workload, Workload
 
-__all__ = ["PlanError", "Layout", "Memory", "Component", "Plan", "Search", "GpuRank", "Calibration",
+__all__ = ["PlanError", "Layout", "Memory", "Component", "ComputeDetail", "TensorParallelDetail", "PipelineDetail",
+           "BubbleDetail", "DataParallelDetail", "OptimizerDetail", "Plan", "Search", "GpuRank", "Calibration",
            "plan", "search", "calibrate_plan", "memory", "step_components", "gpus_ranking", "parse_measured",
            "memory_note", "ORDERS",
            "RECOMPUTE", "DEFAULT_BUCKET", "DEFAULT_OVERLAP", "OPTIMIZER_PASS_BYTES",
@@ -260,6 +261,190 @@ def memory_note(m: Memory) -> str:
 
 
 @dataclass(frozen=True, slots=True)
+class ComputeDetail:
+    """The numbers of a step's ``compute`` component (:func:`step_components`).
+
+    Attributes
+    ----------
+    micro_batches : int
+        Micro-batches per step per pipeline.
+    forward, backward : float
+        One micro-batch's forward and backward on the heaviest stage, the backward with what
+        recomputation runs again. [s]
+    layer_forward : float
+        One layer's forward. [s]
+    products : float
+        The forward of that layer's matrix products and attention kernels (every kernel but the
+        memory-bound passes). [s]
+    products_ideal : float
+        The same at the achievable fraction of the peak, unquantised (no tiles, waves, split-K,
+        epilogues or launch floors). [s]
+    """
+
+    micro_batches: int
+    forward: float
+    backward: float
+    layer_forward: float
+    products: float
+    products_ideal: float
+
+    @property
+    def products_fraction(self) -> float:
+        """The products' share of a layer's forward."""
+        return self.products / max(self.layer_forward, 1e-30)
+
+    @property
+    def quantisation(self) -> float:
+        """What tiles, waves, split-K, epilogues and launch floors add to the products' ideal
+        time, as a fraction of it (0 without products)."""
+        return self.products / self.products_ideal - 1 if self.products_ideal > 0 else 0.0
+
+    def to_records(self) -> list:
+        """One tidy row of the numbers, times in seconds."""
+        return tidy_records({"micro_batches": self.micro_batches, "forward_s": self.forward,
+                             "backward_s": self.backward, "layer_forward_s": self.layer_forward,
+                             "products_s": self.products, "products_ideal_s": self.products_ideal,
+                             "products_fraction": self.products_fraction, "quantisation": self.quantisation})
+
+
+@dataclass(frozen=True, slots=True)
+class TensorParallelDetail:
+    """The numbers of a step's ``tp_comm`` component: per micro-batch, ``count`` times the
+    ``collectives`` of ``nbytes`` on the tensor-parallel groups.
+
+    Attributes
+    ----------
+    degree : int
+        The tensor-parallel degree (1: no tensor parallelism, nothing sent).
+    collectives : tuple of str
+        ``("all_reduce",)``, or ``("reduce_scatter", "all_gather")`` with sequence parallelism.
+    count : int
+        How many times per micro-batch: 4 per layer (6 with full recomputation), and 2 for the
+        embedding.
+    nbytes : float
+        The activations of one micro-batch, each collective's buffer. [bytes]
+    """
+
+    degree: int
+    collectives: tuple
+    count: int
+    nbytes: float
+
+    def to_records(self) -> list:
+        """One tidy row (``collectives`` joined by ``+``)."""
+        return tidy_records({"degree": self.degree, "collectives": "+".join(self.collectives),
+                             "count": self.count, "nbytes": self.nbytes})
+
+
+@dataclass(frozen=True, slots=True)
+class PipelineDetail:
+    """The numbers of a step's ``pp_comm`` component: ``sends`` sends of ``nbytes`` each way
+    between adjacent stages.
+
+    Attributes
+    ----------
+    stages : int
+        The pipeline-parallel degree (1: no pipeline, nothing sent).
+    sends : int
+        Sends each way, ``v m + p - 1``.
+    nbytes : float
+        One send's activations. [bytes]
+    """
+
+    stages: int
+    sends: int
+    nbytes: float
+
+    def to_records(self) -> list:
+        """One tidy row."""
+        return tidy_records({"stages": self.stages, "sends": self.sends, "nbytes": self.nbytes})
+
+
+@dataclass(frozen=True, slots=True)
+class BubbleDetail:
+    """The numbers of a step's ``bubble`` component.
+
+    Attributes
+    ----------
+    stages, virtual_stages, micro_batches : int
+        ``p``, ``v`` and ``m`` of the pipeline.
+    simulated : bool
+        The bubble is what a simulation's critical path holds beyond its other components (the
+        pipeline's fill and drain, waits for a stream), not :attr:`fraction` of the ideal step.
+    """
+
+    stages: int
+    virtual_stages: int
+    micro_batches: int
+    simulated: bool = False
+
+    @property
+    def fraction(self) -> float:
+        """The analytical bubble over the ideal step, ``(p - 1) / (v m)``."""
+        return (self.stages - 1) / (self.virtual_stages * self.micro_batches)
+
+    def to_records(self) -> list:
+        """One tidy row."""
+        return tidy_records({"stages": self.stages, "virtual_stages": self.virtual_stages,
+                             "micro_batches": self.micro_batches, "fraction": self.fraction,
+                             "simulated": self.simulated})
+
+
+@dataclass(frozen=True, slots=True)
+class DataParallelDetail:
+    """The numbers of a step's ``dp_comm`` component.
+
+    Attributes
+    ----------
+    degree : int
+        The data-parallel degree (1: no data parallelism, nothing sent).
+    zero : int
+        The ZeRO stage: 0 all_reduces the gradients; 1 and 2 reduce_scatter them (overlapped)
+        and all_gather the parameters (exposed); 3 all_gathers the parameters for every forward
+        and backward and reduce_scatters the gradients.
+    nbytes : float
+        The gradients of one GPU (its parameters over ``tp``, in the activations' dtype). [bytes]
+    bucket : float
+        Gradient bucket. [bytes]
+    overlap : float
+        Fraction of the backward (forward for ZeRO 3's gathers) that hides the communication in
+        the analytical first pass.
+    simulated : bool
+        The overlap is the simulated schedule's, not ``overlap``.
+    """
+
+    degree: int
+    zero: int
+    nbytes: float
+    bucket: float
+    overlap: float
+    simulated: bool = False
+
+    def to_records(self) -> list:
+        """One tidy row."""
+        return tidy_records({"degree": self.degree, "zero": self.zero, "nbytes": self.nbytes,
+                             "bucket_bytes": self.bucket, "overlap": self.overlap, "simulated": self.simulated})
+
+
+@dataclass(frozen=True, slots=True)
+class OptimizerDetail:
+    """The numbers of a step's ``optimizer`` component.
+
+    Attributes
+    ----------
+    parameters : float
+        The parameters one GPU's optimizer updates (its stage's, over ``tp``, over ``dp`` with
+        ZeRO), each :data:`OPTIMIZER_PASS_BYTES` of memory traffic.
+    """
+
+    parameters: float
+
+    def to_records(self) -> list:
+        """One tidy row."""
+        return tidy_records({"parameters": self.parameters})
+
+
+@dataclass(frozen=True, slots=True)
 class Component:
     """One part of a step.
 
@@ -271,13 +456,21 @@ class Component:
         Its whole duration. [s]
     exposed : float
         The part on the critical path (what it adds to the step). [s]
-    detail : str
+    detail : ComputeDetail, TensorParallelDetail, PipelineDetail, BubbleDetail, DataParallelDetail or OptimizerDetail
+        The numbers behind it, by ``name`` (None when not given);
+        :func:`models.present.plan_text.component_note` words them (the line this held until
+        dgx-topo 0.3).
     """
 
     name: str
     time: float
     exposed: float
-    detail: str = ""
+    detail: ComponentDetail | None = None
+
+
+#: The numbers of a component, one type per kind (:attr:`Component.detail`).
+ComponentDetail = (ComputeDetail | TensorParallelDetail | PipelineDetail | BubbleDetail | DataParallelDetail
+                   | OptimizerDetail)
 
 
 @dataclass(frozen=True, slots=True)
@@ -343,8 +536,10 @@ class Plan:
     tokens_per_sample : int
     hardware_flops : float
         Hardware FLOPs of one step: model FLOPs plus what recomputation runs again. [FLOP]
-    compute : str
-        The compute model in one line (GPU part, dtype, software stack, fractions).
+    compute : models.studies.compute.ComputeFacts
+        The compute model's facts (GPU part, dtype, peak, HBM, software stack, fractions, scale);
+        :func:`models.present.plan_text.compute_note` words them in one line (the line this held
+        until dgx-topo 0.3).
     software : str
         The software stack's name.
     warnings : tuple of str
@@ -380,7 +575,7 @@ class Plan:
     peak: float = 0.0
     tokens_per_sample: int = 1
     hardware_flops: float = 0.0
-    compute: str = ""
+    compute: ComputeFacts | None = None
     software: str = ""
     warnings: tuple = ()
     calibration: Calibration | None = field(repr=False, default=None)
@@ -955,7 +1150,6 @@ def step_components(w: Workload, layout: Layout, cm: ComputeModel, comm: Callabl
     local_params = max(first, last) / tp
     grad_bytes = local_params * act
     dp_time = dp_exposed = 0.0
-    detail = "no data parallelism"
     if dp > 1:
         def dp_comm(collective, nbytes):
             return comm("dp", collective, nbytes)
@@ -964,42 +1158,28 @@ def step_components(w: Workload, layout: Layout, cm: ComputeModel, comm: Callabl
         if layout.zero == 0:
             total, last_b = _bucketed(dp_comm, "all_reduce", grad_bytes, bucket)
             dp_time, dp_exposed = total, max(total - window, last_b)
-            detail = f"all_reduce of {grad_bytes / GB:.2f} GB in {bucket / MiB:.0f} MiB buckets"
         elif layout.zero in (1, 2):
             rs, last_b = _bucketed(dp_comm, "reduce_scatter", grad_bytes, bucket)
             ag, _ = _bucketed(dp_comm, "all_gather", grad_bytes, bucket)
             dp_time, dp_exposed = rs + ag, max(rs - window, last_b) + ag
-            detail = "reduce_scatter of gradients (overlapped) + all_gather of parameters (exposed)"
         else:
             ag, _ = _bucketed(dp_comm, "all_gather", grad_bytes, bucket)
             rs, last_b = _bucketed(dp_comm, "reduce_scatter", grad_bytes, bucket)
             fwd_hidden = overlap * fwd
             dp_time = 2 * m * ag + rs
             dp_exposed = m * (max(0.0, ag - fwd_hidden) + max(0.0, ag - window)) + max(rs - window, last_b)
-            detail = "all_gather of parameters per forward and backward + reduce_scatter of gradients"
-        detail += f"; overlap {overlap:.0%} of the backward"
     # ---- optimizer
     opt_params = local_params / (dp if layout.zero >= 1 else 1)
     optimizer = cm.scale * opt_params * OPTIMIZER_PASS_BYTES / (cm.gpu.memory_bandwidth * cm.memory_efficiency)
     compute = m * (fwd + bwd)
-    # What tiles, waves, split-K, epilogues and launch floors add to the products' ideal time.
-    quantised = (f"; tiles, waves and launches +{products / ideal - 1:.0%}"
-                 if ideal > 0 and products > ideal * 1.0005 else "")
-    comm_name = "reduce_scatter+all_gather" if layout.sequence_parallel else "all_reduce"
+    collectives = ("reduce_scatter", "all_gather") if layout.sequence_parallel else ("all_reduce",)
     return (
-        Component("compute", compute, compute,
-                  f"{m} micro-batches x (forward {to_us(fwd) / 1e3:.2f} + backward {to_us(bwd) / 1e3:.2f} ms); "
-                  f"products {products / max(lf, 1e-30):.0%} of a layer's forward{quantised}"),
-        Component("tp_comm", m * t_tp, m * t_tp,
-                  f"{per_layer * nl + 2} x {comm_name} of {tp_bytes / MiB:.1f} MiB per micro-batch"
-                  if tp > 1 else "no tensor parallelism"),
-        Component("pp_comm", pp_comm, pp_comm,
-                  f"2 x {sends} sends of {tp_bytes / tp / MiB:.1f} MiB" if pp > 1 else "no pipeline"),
-        Component("bubble", bubble, bubble,
-                  f"(p-1)/{'(v m)' if v > 1 else 'm'} = {pp - 1}/{v * m if v > 1 else m} of the ideal step"),
-        Component("dp_comm", dp_time, dp_exposed, detail),
-        Component("optimizer", optimizer, optimizer,
-                  f"Adam pass over {opt_params / 1e9:.2f} B local parameters"),
+        Component("compute", compute, compute, ComputeDetail(m, fwd, bwd, lf, products, ideal)),
+        Component("tp_comm", m * t_tp, m * t_tp, TensorParallelDetail(tp, collectives, per_layer * nl + 2, tp_bytes)),
+        Component("pp_comm", pp_comm, pp_comm, PipelineDetail(pp, sends, tp_bytes / tp)),
+        Component("bubble", bubble, bubble, BubbleDetail(pp, v, m)),
+        Component("dp_comm", dp_time, dp_exposed, DataParallelDetail(dp, layout.zero, grad_bytes, bucket, overlap)),
+        Component("optimizer", optimizer, optimizer, OptimizerDetail(opt_params)),
     )
 
 
@@ -1056,7 +1236,7 @@ def _evaluate(ctx: _Context, layout: Layout, tp_groups=None, cm=None) -> Plan:
         else ()
     return Plan(w.name, fabric.name, ctx.gpu.generation, ctx.dtype, layout, mem.fits, reason,
                 step if mem.fits else math.inf, components, mem, groups, model_flops,
-                cm.peak, w.tokens_per_sample, hardware_flops, compute_note(cm), cm.stack.name, warnings,
+                cm.peak, w.tokens_per_sample, hardware_flops, cm.facts, cm.stack.name, warnings,
                 analytical_step_time=step if mem.fits else math.inf, nccl=fabric.prepared.profile.version)
 
 
@@ -1089,11 +1269,8 @@ def _simulated_components(p: Plan, result) -> tuple:
     exposed["bubble"] = max(0.0, result.step_time - sum(exposed.values()))
     out = []
     for c in p.components:
-        detail = c.detail
-        if c.name == "bubble":
-            detail = "the rest of the critical path: the pipeline's fill and drain, waits for a stream"
-        elif c.name == "dp_comm" and p.layout.dp > 1:
-            detail = detail.split("; overlap")[0] + "; overlapped with the backward as the schedule allows"
+        # The bubble is the rest of the critical path, and the data-parallel overlap the schedule's.
+        detail = dataclasses.replace(c.detail, simulated=True) if c.name in ("bubble", "dp_comm") else c.detail
         t = exposed["bubble"] if c.name == "bubble" else time.get(c.name, 0.0)
         out.append(Component(c.name, t, exposed[c.name], detail))
     return tuple(out)

@@ -16,7 +16,8 @@ in [B/s], latencies in [s].
 Profiles
 --------
 One profile governs each range of releases; :func:`nccl_profile` / :func:`parse_nccl_version`
-map any release 2.0.0-2.27.x to it, and :func:`versions_table` lists them:
+map any release 2.0.0-2.27.x to it, and :func:`versions_table` lists them
+(:func:`models.present.versions_text.format_versions_table` writes this table's first columns):
 
 ==============  ========  ==========  ==========================================================
 releases        profile   constants   behaviour (source)
@@ -51,7 +52,8 @@ releases        profile   constants   behaviour (source)
 What a release does differently in code (ring construction, tree rule, selection, latency and
 cap formulas, LL128, NVB, PXN, MNNVL and NVLS rules) is not here but in
 :mod:`models.engine.nccl.releases`, one typed row per profile, which the profile carries as
-:attr:`NcclProfile.behaviour`; the behaviour words of :func:`versions_table` are written from it.
+:attr:`NcclProfile.behaviour`; the behaviour words of
+:func:`models.present.versions_text.format_versions_table` are written from it.
 
 Every constant of a profile cites its NCCL file and tag next to its table below; what a tag
 column of the reference does not give is marked [U] in the profile's :attr:`NcclProfile.notes`
@@ -110,7 +112,7 @@ from .releases import BEHAVIOURS, ReleaseBehaviour
 __all__ = [
     "ALGORITHMS", "PROTOCOLS", "HARDWARE", "PATH_TYPES", "DEFAULT_VERSION",
     "DupRule", "NvlsRules", "PatRules", "NcclProfile", "PROFILES", "nccl_profile",
-    "TABLE_ALGORITHMS", "NVLS_EFFICIENCY_V2_28",
+    "TABLE_ALGORITHMS", "NVLS_EFFICIENCY_V2_28", "ANY_PATCH",
     "UnknownNcclVersionError", "MissingConstantError",
 ]
 
@@ -185,7 +187,7 @@ class DupRule:
 
 
 #: A ``last`` patch number meaning "every patch release of this minor release".
-_ANY = 999
+ANY_PATCH = 999
 
 #: ``nvlsEfficiency`` per compute-capability row (Volta, Ampere, Hopper, Blackwell), from
 #: NVIDIA/nccl v2.28.3-1 src/graph/tuning.cc (absent before v2.28.3, where the v2.27 NVLS
@@ -477,7 +479,7 @@ class NcclProfile:
     amd_bandwidth: float = 16e9
     arm_bandwidth: float = 6e9
     first: tuple = (2, 27, 0)
-    last: tuple = (2, 27, _ANY)
+    last: tuple = (2, 27, ANY_PATCH)
     ll128_per_collective: tuple | None = None
     tree_total_caps: tuple | None = None
     sm80_bus_cap: float | None = None
@@ -939,7 +941,7 @@ _V2_27_7 = _build(
            "with a CollNet (SHARP) network plugin, which none of these fabrics has.",
            "[U] the NVLS search with NET nodes (NVLSTree, one head per NIC) is this library's "
            "reading of src/graph/search.cc, not checked against NCCL_DEBUG_SUBSYS=GRAPH logs."),
-    first=(2, 27, 0), last=(2, 27, _ANY),
+    first=(2, 27, 0), last=(2, 27, ANY_PATCH),
     nvls=_NVLS_V2_27, pat=_PAT_V2_26,
 )
 
@@ -988,7 +990,7 @@ _V2_12_12 = _build(
     pci_bandwidths=_V2_27_PCI_BW,  # kvDictPciGen: 8 and 16 GT/s as in v2.27 [U] for 32 GT/s
     sources=_SOURCES_V2_12,
     notes=_NOTES_V2_12,
-    first=(2, 12, 0), last=(2, 13, _ANY),
+    first=(2, 12, 0), last=(2, 13, ANY_PATCH),
 )
 
 
@@ -999,7 +1001,7 @@ _V2_12_12 = _build(
 # topo.h: no C2C, P2C). [U] hwLat/baseLat/LL128 rules read as the reference's (the tables tag
 # v2.23-HEAD for baseLat and give no older hwLat row after v2.22).
 _V2_23_4 = _derive(
-    _V2_27_7, version="2.23.4", tag="v2.23.4-1", first=(2, 23, 0), last=(2, 26, _ANY),
+    _V2_27_7, version="2.23.4", tag="v2.23.4-1", first=(2, 23, 0), last=(2, 26, ANY_PATCH),
     path_types=("LOC", "NVL", "NVB", "PIX", "PXB", "PXN", "PHB", "SYS", "NET", "DIS"),
     max_channels=32,
     ll_max_bws=_V2_27_LL_MAX_BWS[:3],
@@ -1015,11 +1017,11 @@ _V2_23_4 = _derive(
            "PAT busBw x0.85 (v2.23.4-1); x0.75 from v2.24.3 (profile 2.24.3)."),
     nvls=_NVLS_V2_21, pat=_PAT_V2_23,
 )
-_V2_23_4 = replace(_V2_23_4, last=(2, 23, _ANY))
+_V2_23_4 = replace(_V2_23_4, last=(2, 23, ANY_PATCH))
 
 # --- v2.24.3-1: 2.24.0-2.26.x: as v2.23.4 with PAT x0.75 ---------------------------------------
 _V2_24_3 = _derive(
-    _V2_23_4, version="2.24.3", tag="v2.24.3-1", first=(2, 24, 0), last=(2, 26, _ANY),
+    _V2_23_4, version="2.24.3", tag="v2.24.3-1", first=(2, 24, 0), last=(2, 26, ANY_PATCH),
     pat=_PAT_V2_24,
     sources=("NVIDIA/nccl v2.24.3-1 src/graph/tuning.cc, search.cc, topo.h",),
     notes=_V2_23_4.notes[:2] + (
@@ -1034,7 +1036,7 @@ _V2_24_3 = _derive(
 # Ring LL128 0.7 when ppn < 2 (v2.7-v2.21); AllReduce nInterSteps nNodes>1 ? 2*nNodes : 0
 # (v2.12-v2.22); llMaxBws Hopper 141/45/35 and sm90SpeedArrayIntra from v2.21.
 _V2_21_5 = _derive(
-    _V2_23_4, version="2.21.5", tag="v2.21.5-1", first=(2, 20, 0), last=(2, 22, _ANY),
+    _V2_23_4, version="2.21.5", tag="v2.21.5-1", first=(2, 20, 0), last=(2, 22, ANY_PATCH),
     base_latency=((6.8, 14.0, 0.0), (6.6, 14.0, 8.4)),
     hw_latency=(((0.6, 1.25, 28.0), (0.6, 1.9, 3.4)),
                 ((1.0, 1.9, 28.0), (1.0, 2.5, 5.7)),
@@ -1054,7 +1056,7 @@ _V2_21_5 = _derive(
 # Ring LL x1/4 (x1/3 single-node Bcast/AG/RS), v2.8-v2.20; llMaxBws Hopper 87.7/22.5/19.0
 # (v2.18-v2.20); sm90 intra array v2.19-v2.20; SM90 NVLink 20.0 (v2.18-v2.19).
 _V2_19_4 = _derive(
-    _V2_21_5, version="2.19.4", tag="v2.19.4-1", first=(2, 19, 0), last=(2, 19, _ANY),
+    _V2_21_5, version="2.19.4", tag="v2.19.4-1", first=(2, 19, 0), last=(2, 19, ANY_PATCH),
     ring_ll_factor=1 / 4, ring_ll_factor_single_node_copy=1 / 3,
     ll_max_bws=((39.0, 39.0, 20.4), (87.7, 22.5, 19.0), (87.7, 22.5, 19.0)),
     speed_sm90_intra=(60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 15.0, 12.0, 6.0, 3.0),
@@ -1067,7 +1069,7 @@ _V2_19_4 = _derive(
 # --- v2.18.6-1: 2.18.x ----------------------------------------------------------------------
 # hwLat v2.18: Tree Simple NVLINK 4, PCI 6, NET 14; sm90 speed arrays of v2.18.
 _V2_18_6 = _derive(
-    _V2_19_4, version="2.18.6", tag="v2.18.6-1", first=(2, 18, 0), last=(2, 18, _ANY),
+    _V2_19_4, version="2.18.6", tag="v2.18.6-1", first=(2, 18, 0), last=(2, 18, ANY_PATCH),
     hw_latency=(((0.6, 1.25, 4.0), (0.6, 1.9, 3.4)),
                 ((1.0, 1.9, 6.0), (1.0, 2.5, 5.7)),
                 ((5.0, 8.5, 14.0), (2.7, 4.0, 14.0))),
@@ -1087,14 +1089,14 @@ _V2_NET_RING_SIMPLE_9_6 = (((0.52, 1.25, 28.0), (0.47, 1.9, 3.4)),
                            ((1.0, 1.9, 28.0), (1.0, 2.5, 5.7)),
                            ((5.0, 8.5, 28.0), (2.7, 4.0, 9.6)))
 _V2_16_5 = _derive(
-    _V2_12_12, version="2.16.5", tag="v2.16.5-1", first=(2, 14, 0), last=(2, 16, _ANY),
+    _V2_12_12, version="2.16.5", tag="v2.16.5-1", first=(2, 14, 0), last=(2, 16, ANY_PATCH),
     hw_latency=_V2_NET_RING_SIMPLE_9_6,
     notes=_NOTES_V2_12[:-1] + ("The v2.12 tables with hwLat[NET][Ring][Simple] 9.6 "
                                "(v2.14-v2.17); no NVLS (it arrives in v2.17.1).",),
 )
 # v2.17.x: v2.16's tables and the first NVLS (src/transport/nvls.cc v2.17.1-1).
 _V2_17_1 = _derive(
-    _V2_16_5, version="2.17.1", tag="v2.17.1-1", first=(2, 17, 0), last=(2, 17, _ANY),
+    _V2_16_5, version="2.17.1", tag="v2.17.1-1", first=(2, 17, 0), last=(2, 17, ANY_PATCH),
     nvls=_NVLS_V2_17,
     notes=_NOTES_V2_12[:-1] + ("The v2.12 tables with hwLat[NET][Ring][Simple] 9.6 "
                                "(v2.14-v2.17).",
@@ -1102,7 +1104,7 @@ _V2_17_1 = _derive(
                                "latency formula; the search on the generic speed arrays."),
 )
 _V2_11_4 = _derive(
-    _V2_16_5, version="2.11.4", tag="v2.11.4-1", first=(2, 10, 0), last=(2, 11, _ANY),
+    _V2_16_5, version="2.11.4", tag="v2.11.4-1", first=(2, 10, 0), last=(2, 11, ANY_PATCH),
     path_types=("LOC", "NVL", "NVB", "PIX", "PXB", "PHB", "SYS"),   # topo.h v2.8-v2.11 (no PXN)
     allreduce_inter_steps_offset=1,
     notes=_NOTES_V2_12[:-1] + ("The v2.12 tables with hwLat[NET][Ring][Simple] 9.6 and "
@@ -1115,7 +1117,7 @@ _V2_11_4 = _derive(
 _V2_9_SPEED = (42.0, 30.0, 24.0, 21.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0, 2.4,
                1.2, 0.24, 0.12)
 _V2_8_4 = _derive(
-    _V2_11_4, version="2.8.4", tag="v2.8.4-1", first=(2, 8, 0), last=(2, 9, _ANY),
+    _V2_11_4, version="2.8.4", tag="v2.8.4-1", first=(2, 8, 0), last=(2, 9, ANY_PATCH),
     speed_intra=_V2_9_SPEED, speed_inter=_V2_9_SPEED,
     nvlink_bandwidths=((87, 21.0), (86, 12.0), (80, 21.0), (70, 21.0), (60, 18.0)),
     nvlink_bandwidth_default=21.0,
@@ -1131,7 +1133,7 @@ _V2_8_4 = _derive(
 # hwLat v2.7 row; no NVB path type (topo.h); Ring LL without cap (x1/4, x1/3 single-node copies);
 # ll128MaxBwPerCh[coll]; Tree x0.9 with maxTreeBw; sm80 busBw <= 235 (tuning.cc); speed array.
 _V2_7_8 = _derive(
-    _V2_8_4, version="2.7.8", tag="v2.7.8-1", first=(2, 7, 0), last=(2, 7, _ANY),
+    _V2_8_4, version="2.7.8", tag="v2.7.8-1", first=(2, 7, 0), last=(2, 7, ANY_PATCH),
     path_types=("LOC", "NVL", "PIX", "PXB", "PHB", "SYS", "NET"),
     hw_latency=(((0.52, 1.2, 28.0), (0.47, 1.9, 3.4)),
                 ((1.0, 1.9, 28.0), (1.0, 2.5, 5.7)),
@@ -1160,7 +1162,7 @@ _V2_5_TREE_CORRECTION = (
     (.9,) * 7 + (.8, .7, .6, .6) + (.5,) * 6 + (.6, .6, .7, .8, .9),
 )
 _V2_5_7 = _derive(
-    _V2_7_8, version="2.5.7", tag="v2.5.7-1", first=(2, 5, 0), last=(2, 6, _ANY),
+    _V2_7_8, version="2.5.7", tag="v2.5.7-1", first=(2, 5, 0), last=(2, 6, ANY_PATCH),
     base_latency=((4.4, 4.4, 0.0), (3.6, 3.6, 8.4)),
     hw_latency=(((0.5, 1.9, 28.0), (0.4, 2.5, 5.7)),
                 ((1.0, 1.9, 28.0), (1.0, 2.5, 5.7)),
@@ -1196,7 +1198,7 @@ _LEGACY_NOTES = (
     "2.3/2.4 count links and have no bandwidth figures.",
 )
 _V2_4_8 = _derive(
-    _V2_5_7, version="2.4.8", tag="v2.4.8-1", first=(2, 4, 0), last=(2, 4, _ANY),
+    _V2_5_7, version="2.4.8", tag="v2.4.8-1", first=(2, 4, 0), last=(2, 4, ANY_PATCH),
     max_channels=16,                      # MAXCHANNELS 16 (src/include/devcomm.h v2.4.8-1)
     legacy=LegacyRings(max_rings=16, default_threads=256, ll_max_threads=256, ll_min_threads=64,
                        thread_threshold=(64, 32), multi_node_threshold_factor=2),
@@ -1206,7 +1208,7 @@ _V2_4_8 = _derive(
                            "[U] thread threshold as v2.3.7 (64 Volta+, 32 Pascal)."),
 )
 _V2_3_7 = _derive(
-    _V2_4_8, version="2.3.7", tag="v2.3.7-1", first=(2, 3, 7), last=(2, 3, _ANY),
+    _V2_4_8, version="2.3.7", tag="v2.3.7-1", first=(2, 3, 7), last=(2, 3, ANY_PATCH),
     legacy=LegacyRings(max_rings=16, default_threads=256, ll_max_threads=256, ll_min_threads=64,
                        thread_threshold=(64, 32), multi_node_threshold_factor=2),
     sources=("NVIDIA/nccl v2.3.7-1 src/init.cu, src/misc/rings.cu, src/transport/p2p.cu, "
@@ -1266,7 +1268,7 @@ class NcclRelease:
     @property
     def key(self) -> tuple:
         """``(major, minor, patch)`` with a missing patch as the newest (for ordering)."""
-        return (self.major, self.minor, _ANY if self.patch is None else self.patch)
+        return (self.major, self.minor, ANY_PATCH if self.patch is None else self.patch)
 
     @property
     def profile(self) -> NcclProfile:
@@ -1279,7 +1281,7 @@ class NcclRelease:
 
 def _release_text(release: tuple) -> str:
     return ".".join(str(part) for part in release[:2]) + (
-        ".x" if release[2] == _ANY else f".{release[2]}")
+        ".x" if release[2] == ANY_PATCH else f".{release[2]}")
 
 
 def _range_message(received) -> str:
@@ -1356,27 +1358,26 @@ def nccl_profile(version: str | NcclProfile | None = None) -> NcclProfile:
     return parse_nccl_version(version).profile
 
 
-def _behaviour(profile: NcclProfile) -> str:
-    """The behaviours that set a release apart, in words, from its row of the behaviour table."""
-    b = profile.behaviour
-    return ", ".join(cell.label for cell in (b.ring_builder, b.tree, b.ll128, b.nvb, b.pxn, b.selection))
-
-
 def versions_table() -> tuple:
-    """Releases, the profile governing each and its behaviour, oldest first.
+    """Releases, the profile governing each and its behaviour, oldest first, as numbers and enums
+    (:func:`models.present.versions_text.versions_rows` words them; in dgx-topo 0.2 this gave the
+    words).
 
     Returns
     -------
-    tuple of tuple of str
-        ``(releases, profile, NCCL tag of the constants, behaviour)`` per profile.
+    tuple of tuple
+        ``((first, last), version, tag, behaviour)`` per profile: the releases it governs as
+        ``(major, minor, patch)`` tuples (a last patch :data:`ANY_PATCH`: every patch release), the
+        profile's version, the NCCL tag of its constants and its
+        :class:`~models.engine.nccl.releases.ReleaseBehaviour`.
 
     Examples
     --------
-    >>> versions_table()[0]
-    ('2.0.0-2.3.6', '2.3.5', 'v2.3.5-5', 'rings from NVLink counts, no trees, no LL128, no GPU relay, no PXN, LL/Simple by size threshold')
+    >>> releases, version, tag, behaviour = versions_table()[0]
+    >>> releases, version, tag, behaviour.tree.label
+    (((2, 0, 0), (2, 3, 6)), '2.3.5', 'v2.3.5-5', 'no trees')
     """
-    return tuple((f"{_release_text(p.first)}-{_release_text(p.last)}", p.version, p.tag, _behaviour(p))
-                 for p in PROFILES.values())
+    return tuple(((p.first, p.last), p.version, p.tag, p.behaviour) for p in PROFILES.values())
 
 
 #: Names this module had in dgx-topo 0.2 that live elsewhere now -> where (words live in

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 import topo
 from models.engine.nccl.channels import channel_graphs
 from models.engine.nccl.legacy_rings import LegacyRingsError, legacy_rings, nvlink_rings
-from models.engine.nccl.profiles import (PROFILES, UnknownNcclVersionError, nccl_profile, parse_nccl_version,
+from models.engine.nccl.profiles import (ANY_PATCH, PROFILES, UnknownNcclVersionError, nccl_profile, parse_nccl_version,
                                          versions_table)
 from models.present.versions_text import format_versions_table
 from models.engine.nccl.releases import Ll128Rule, NvbRelay, Pxn, RingBuilder, TreeRule
@@ -61,7 +61,7 @@ def test_profiles_cover_2_0_to_2_27_without_gaps_or_overlaps():
     profiles = list(PROFILES.values())
     assert profiles[0].first == (2, 0, 0) and profiles[-1].last[:2] == (2, 27)
     for older, newer in zip(profiles, profiles[1:]):
-        following = (older.last[0], older.last[1] + 1, 0) if older.last[2] == 999 else \
+        following = (older.last[0], older.last[1] + 1, 0) if older.last[2] == ANY_PATCH else \
             (older.last[0], older.last[1], older.last[2] + 1)
         assert newer.first == following, (older.version, newer.version)
     rows = versions_table()

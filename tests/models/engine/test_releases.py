@@ -19,7 +19,7 @@ import models.engine.nccl.releases as releases
 from models.engine.nccl.profiles import PROFILES, nccl_profile, versions_table
 from models.engine.nccl.releases import (BEHAVIOURS, COLUMNS, Behaviour, Ll128Rule, NvlsAlgorithms,
                                          RingBuilder, RingLatency, TreeCap, behaviour_table)
-from models.present.versions_text import format_behaviour_table
+from models.present.versions_text import format_behaviour_table, versions_rows
 from models.engine.nccl.tuning import ChannelGraph, Communicator, bus_bandwidth, latency
 from topo.units import GB
 
@@ -54,15 +54,16 @@ def test_the_docstring_table_is_the_generated_one():
 
 
 def test_the_profiles_docstring_table_names_every_profile_its_releases_and_tag():
-    """The first three columns of the profiles docstring table are versions_table's."""
+    """The first three columns of the profiles docstring table are versions_table's, in words."""
     rows = re.findall(r"^(\d\.\S+-\S+)\s+(\d\.\d+\.\d+)\s+(v\S+)\s", profiles_module.__doc__,
                       flags=re.MULTILINE)
-    assert rows == [row[:3] for row in versions_table()]
+    assert rows == [row[:3] for row in versions_rows()]
 
 
 def test_the_versions_table_behaviour_words_come_from_the_table():
-    for (_, version, _, words), row in zip(versions_table(), BEHAVIOURS.values()):
-        assert version == row.profile
+    for (_, version, _, words), (_, _, _, behaviour), row in zip(versions_rows(), versions_table(),
+                                                                 BEHAVIOURS.values()):
+        assert version == row.profile and behaviour is row
         assert words.split(", ") == [row.ring_builder.label, row.tree.label, row.ll128.label,
                                      row.nvb.label, row.pxn.label, row.selection.label]
 

@@ -17,14 +17,14 @@ from models.predict.measure import DEFAULT
 from models.predict.simulate import task_graph
 from models.present import json_shapes, plan_text, versions_text
 from models.studies.calibration import Calibration
-from models.studies.compute import compute_model, compute_note
+from models.studies.compute import compute_model
 from models.studies.planner import Memory, memory_note, plan
 from models.studies.workload import PRESETS
 
 #: Old module -> the names that moved out of it into models.present.
 MOVED = {
     "models.studies.planner": ("format_plan", "format_search", "format_gpus_ranking", "format_calibration"),
-    "models.studies.compute": ("format_generations",),
+    "models.studies.compute": ("format_generations", "compute_note"),
     "models.studies.workload": ("format_workload",),
     "models.engine.nccl.profiles": ("format_versions_table",),
     "models.engine.nccl.releases": ("format_behaviour_table",),
@@ -102,7 +102,7 @@ def test_the_words_of_other_results_that_moved():
                                                 "after": ["a"]}]})
     calibration = Calibration(DEFAULT, (("floor", 1e-6, 0.0, 1e-5),), {"rows": 1}, {"rows": 1}, None, None,
                               system="dgx2", method="least squares")
-    cases = [(lambda: cm.describe(), compute_note(cm)),
+    cases = [(lambda: cm.describe(), plan_text.compute_note(cm)),
              (lambda: PRESETS["bert-large"].describe(), plan_text.format_workload("bert-large")),
              (lambda: PRESETS["resnet50"].describe(), plan_text.format_workload("resnet50")),
              (lambda: graph.to_dict(), json_shapes.task_graph_json(graph)),
@@ -110,7 +110,7 @@ def test_the_words_of_other_results_that_moved():
     for call, expected in cases:
         value, messages = _warned(call)
         assert value == expected and len(messages) == 1 and "moved to" in messages[0]
-    assert "calibrated time x1.500" in compute_note(cm)
+    assert "calibrated time x1.500" in plan_text.compute_note(cm)
 
 
 def test_what_the_words_write_reads_back():

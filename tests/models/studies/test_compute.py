@@ -6,10 +6,11 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import topo
-from models.studies.compute import (ATTENTION_EFFICIENCY, GEMM_EFFICIENCY, GENERATIONS, KERNEL_FLOOR, compute_note,
+from models.studies.compute import (ATTENTION_EFFICIENCY, GEMM_EFFICIENCY, GENERATIONS, KERNEL_FLOOR,
                                     UnknownGenerationError, UnsupportedDtypeError, compute_model,
                                     default_software, generation, generation_of, gpu_memory, gpu_of)
 from models.studies.workload import PRESETS, SOFTWARE, Op
+from models.present.plan_text import compute_note
 from topo.errors import DgxTopoError
 from topo.units import GB, GiB
 
