@@ -78,7 +78,7 @@ from ..engine.fabric import prepare
 from ..engine.nccl.releases import RingBuilder
 from ..engine.nccl.tuning import bus_to_alg_ratio
 from ..engine.nccltests import algbw_to_busbw, busbw_factor
-from ..engine.results import Moved
+from ..engine.results import Moved, tidy_records
 
 __all__ = ["StepParameters", "STEP_PARAMETERS", "CollectiveSteps", "Decomposer", "DecomposeError", "host_kinds"]
 
@@ -200,6 +200,42 @@ class CollectiveSteps:
     def time(self) -> float:
         """Alone on an idle fabric: ``startup + transfer``, the estimate's time. [s]"""
         return self.startup + self.transfer
+
+    def to_records(self) -> list:
+        """Tidy rows, one per phase and link it fills (:mod:`models.engine.results` names the columns).
+
+        The start-up phase fills no link: one row, ``u`` and ``v`` empty, ``usage`` 0. The data
+        phase gives one row per directed edge of :attr:`edges`, with its :attr:`usage` (one row
+        with empty ``u`` and ``v`` when it fills none: a copy on one GPU). The phases follow each
+        other from 0 (alone on an idle fabric), so the phases' ``duration_s`` add up to
+        :attr:`time`, the ``end_s`` of the data phase.
+
+        Columns: ``op``, ``gpus`` (compact text, in the operation's order: a send's source
+        first), ``nbytes`` [B], ``algorithm``, ``protocol``, ``nchannels``, ``blocks``,
+        ``nccl_latency_s`` (NCCL's latency term [s]; None for point-to-point), ``phase``
+        (``"startup"`` or ``"transfer"``), ``start_s``, ``end_s``, ``duration_s`` [s], ``u``,
+        ``v`` (the edge), ``usage`` (the fraction of its capacity the phase fills alone).
+
+        Examples
+        --------
+        >>> import topo
+        >>> steps = Decomposer(topo.dgx1v()).send(0, 3, 2**26)   # an NV2 pair: one bundle
+        >>> [(r["phase"], r["u"], r["v"], r["usage"]) for r in steps.to_records()]
+        [('startup', '', '', 0.0), ('transfer', 'gpu0', 'gpu3', 1.0)]
+        """
+        edges = self.edges or (("", ""),)
+        usage = [float(x) for x in self.usage] if self.edges else [0.0]
+        phase = ["startup"] + ["transfer"] * len(edges)
+        start = [0.0] + [self.startup] * len(edges)
+        end = [self.startup] + [self.time] * len(edges)
+        return tidy_records({
+            "op": self.op, "gpus": topo.select.format_gpu_ids(self.gpus), "nbytes": self.nbytes,
+            "algorithm": self.algorithm, "protocol": self.protocol, "nchannels": self.nchannels,
+            "blocks": self.blocks, "nccl_latency_s": None if self.latency is None else float(self.latency.value),
+            "phase": phase, "start_s": start, "end_s": end,
+            "duration_s": [self.startup] + [self.transfer] * len(edges),
+            "u": [""] + [str(u) for u, _ in edges], "v": [""] + [str(v) for _, v in edges],
+            "usage": [0.0] + usage})
 
 
 def _prefix(node) -> str | None:

@@ -375,6 +375,29 @@ class StagedCopy:
         for a small copy). [s]"""
         return sum(float(G.adj[u][v]["latency"]) for u, v in self.edges)
 
+    def to_records(self) -> list:
+        """Tidy rows, one per directed edge of both legs, in order (:mod:`models.engine.results`).
+
+        Columns: ``src``, ``dst``, ``host_memory`` (the nodes, as text), ``leg`` (``"to_host"``,
+        device to host, then ``"from_host"``), ``hop`` (the edge's position in its leg, from 0),
+        ``u``, ``v`` (the edge). A leg's edges chain from its first node to its last, so ``u`` of
+        hop 0 of ``"to_host"`` is ``src`` and ``v`` of the last hop of ``"from_host"`` is ``dst``.
+        The edges' latencies are the graph's (:meth:`latency` adds them up).
+
+        Examples
+        --------
+        >>> from topo import dgx1v
+        >>> rows = staged_copy(dgx1v(), 0, 1).to_records()   # up the PLX switch's uplink, then down
+        >>> [(r["leg"], r["hop"], r["u"], r["v"]) for r in rows]
+        [('to_host', 0, 'gpu0', 'pcie0'), ('to_host', 1, 'pcie0', 'cpu0'), ('from_host', 0, 'cpu0', 'pcie0'), ('from_host', 1, 'pcie0', 'gpu1')]
+        """
+        legs = [("to_host", self.to_host), ("from_host", self.from_host)]
+        hops = [(leg, k, u, v) for leg, path in legs for k, (u, v) in enumerate(zip(path, path[1:]))]
+        return tidy_records({
+            "src": str(self.src), "dst": str(self.dst), "host_memory": str(self.host_memory),
+            "leg": [h[0] for h in hops], "hop": [h[1] for h in hops],
+            "u": [str(h[2]) for h in hops], "v": [str(h[3]) for h in hops]}) if hops else []
+
 
 @dataclass(frozen=True, slots=True)
 class P2PResult:

@@ -190,6 +190,35 @@ class TaskGraph:
 
     to_dict = MovedMethod("models.present.json_shapes.task_graph_json")
 
+    def to_records(self) -> list:
+        """Tidy rows, one per task in the graph's order (:mod:`models.engine.results` names the
+        columns); an empty graph gives none.
+
+        Columns: ``id``, ``op``, ``kind`` (the breakdown label: the task's kind, else its op, as
+        :meth:`SimulationResult.to_records` names it), ``gpus`` (compact text, in the task's
+        order: a send's source first), ``nbytes`` [B] (0 for compute), ``compute_s`` (a compute
+        kernel's duration on an idle GPU [s]; 0 for communication), ``after`` (the ids it waits
+        for, joined by ``","``), ``stream`` (``""`` for the default stream), ``root`` (None but
+        for a broadcast or reduce), ``copies`` (the task and its folded images) and ``images``
+        (the images' GPUs, each as compact text, joined by ``";"``).
+
+        Examples
+        --------
+        >>> g = task_graph({"tasks": [
+        ...     {"id": "mm", "op": "compute", "gpu": 0, "seconds": 1e-3},
+        ...     {"id": "ar", "op": "all_reduce", "gpus": [0, 1, 2, 3], "bytes": 2**20, "after": ["mm"],
+        ...      "images": [[4, 5, 6, 7]]}]})
+        >>> [(r["id"], r["gpus"], r["nbytes"], r["compute_s"], r["after"], r["images"]) for r in g.to_records()]
+        [('mm', '0', 0, 0.001, '', ''), ('ar', '0-3', 1048576, 0.0, 'mm', '4-7')]
+        """
+        t = self.tasks
+        return tidy_records({
+            "id": [x.id for x in t], "op": [x.op for x in t], "kind": [x.label for x in t],
+            "gpus": [topo.select.format_gpu_ids(x.gpus) for x in t], "nbytes": [x.nbytes for x in t],
+            "compute_s": [float(x.seconds) for x in t], "after": [",".join(x.after) for x in t],
+            "stream": [x.stream for x in t], "root": [x.root for x in t], "copies": [x.copies for x in t],
+            "images": [";".join(topo.select.format_gpu_ids(i) for i in x.images) for x in t]}) if t else []
+
 
 # ------------------------------------------------------------------------------ reading
 _FIELDS = frozenset({"id", "op", "gpus", "gpu", "src", "dst", "bytes", "root", "seconds", "flops", "dtype", "after",

@@ -562,6 +562,57 @@ class P2PBenchmark:
     latency: dict
     name: str = ""
 
+    def to_records(self) -> list:
+        """Tidy rows, one per setting of peer access and (source, destination) pair, the
+        diagonal included, in row-major order (:mod:`models.engine.results` names the columns):
+        P2P=Enabled first, then P2P=Disabled, each where the output prints a matrix of it (with
+        neither, as for a connectivity matrix alone: one set of rows with ``p2p`` None).
+
+        Columns: ``name``, ``p2p`` (bool: the setting), ``src``, ``dst`` (device indices),
+        ``connected`` (the connectivity matrix's entry; None without it),
+        ``unidirectional_Bps``, ``bidirectional_Bps`` [B/s], ``latency_s`` (the GPU latency)
+        and ``cpu_latency_s`` [s]; NaN where the output has no such matrix. ``p2p``, ``src``,
+        ``dst`` and the value columns are named as in
+        :meth:`models.predict.p2p.P2PReport.to_records`, so measured and predicted rows merge
+        on ``(p2p, src, dst)`` (once the test's device indices are mapped to the fabric's GPU ids,
+        where they differ).
+
+        Examples
+        --------
+        >>> b = read_p2p_benchmark(
+        ...     "Bidirectional P2P=Enabled Bandwidth Matrix (GB/s)\\n"
+        ...     "   D\\\\D     0      1\\n"
+        ...     "     0 784.87  48.49\\n"
+        ...     "     1  48.49 785.00\\n")
+        >>> [(r["p2p"], r["src"], r["dst"], r["bidirectional_Bps"] / 1e9) for r in b.to_records()]
+        [(True, 0, 0, 784.87), (True, 0, 1, 48.49), (True, 1, 0, 48.49), (True, 1, 1, 785.0)]
+        """
+        matrices = list(self.bandwidth.values()) + list(self.latency.values())
+        if self.connectivity is not None:
+            matrices.append(np.asarray(self.connectivity))
+        n = matrices[0].shape[0] if matrices else 0
+        printed = {p for _, p in self.bandwidth} | {p for p, _ in self.latency}
+        settings = [p for p in ("enabled", "disabled") if p in printed] or [None]
+        pairs = n * n
+        missing = [math.nan] * pairs
+
+        def values(table, key):
+            return np.ravel(table[key]).tolist() if key in table else missing
+
+        columns: dict = {key: [] for key in ("p2p", "src", "dst", "connected", "unidirectional_Bps",
+                                             "bidirectional_Bps", "latency_s", "cpu_latency_s")}
+        for p in settings:
+            columns["p2p"] += [None if p is None else p == "enabled"] * pairs
+            columns["src"] += np.repeat(np.arange(n), n).tolist()
+            columns["dst"] += np.tile(np.arange(n), n).tolist()
+            columns["connected"] += ([None] * pairs if self.connectivity is None
+                                     else np.ravel(self.connectivity).astype(bool).tolist())
+            columns["unidirectional_Bps"] += values(self.bandwidth, ("unidirectional", p))
+            columns["bidirectional_Bps"] += values(self.bandwidth, ("bidirectional", p))
+            columns["latency_s"] += values(self.latency, (p, "gpu"))
+            columns["cpu_latency_s"] += values(self.latency, (p, "cpu"))
+        return tidy_records({"name": self.name, **columns}) if n else []
+
 
 _P2P_BW = re.compile(r"^(Unidirectional|Bidirectional)\s+P2P=(Enabled|Disabled)\s+Bandwidth.*Matrix"
                      r"\s*\(GB/s\)", re.IGNORECASE)

@@ -55,6 +55,8 @@ from topo import transform
 from topo.errors import DgxTopoError, TopologyError
 from topo.select import GpuIds
 
+from ..engine.results import tidy_records
+
 __all__ = ["WhatIfError", "FailureSpecError", "FabricDisconnectedError", "Failure", "WhatIf", "parse_failure",
            "parse_degrade", "parse_failures", "apply_failures", "failed_fabric", "components", "brief_repr",
            "FAIL_EACH", "FAILURE_GRAMMAR"]
@@ -358,6 +360,42 @@ class WhatIf:
             raise WhatIfError(f"every GPU of the job failed ({', '.join(map(str, self.lost_gpus))}): "
                               f"expected at least one GPU left to run it")
         return ids
+
+    def to_records(self) -> list:
+        """Tidy rows, one per change (failure or degrade) in :attr:`changes`' order (:mod:`models.engine.results`
+        names the columns); no change gives none.
+
+        Columns: ``change`` (the spec, ``"gpu0-gpu3:1"``), ``action`` (``"fail"`` or
+        ``"degrade"``), ``part`` (a failed part's node; ``""`` for links), ``u``, ``v`` (a link
+        bundle's nodes; ``""`` for a part), ``factor`` (a degrade's; None for a failure),
+        ``links_before``, ``links_after`` (the bundle's physical links from ``u`` to ``v`` in
+        :attr:`base` and :attr:`graph`; 0 once it is gone), ``bandwidth_before_Bps``,
+        ``bandwidth_after_Bps`` (its bandwidth from ``u`` to ``v`` [B/s]; 0 once gone), and
+        ``lost_gpu`` (the part is a GPU, which leaves the job). A part's row has None in the four
+        link columns.
+
+        Examples
+        --------
+        >>> import topo
+        >>> w = apply_failures(topo.dgx1v(), "gpu0-gpu3:1", degrade="gpu0-gpu1=0.5")
+        >>> [(r["change"], r["links_before"], r["links_after"], r["bandwidth_after_Bps"] / 1e9)
+        ...  for r in w.to_records()]
+        [('gpu0-gpu1=0.5', 1, 1, 12.5), ('gpu0-gpu3:1', 2, 1, 25.0)]
+        """
+        rows = []
+        for c in self.changes:
+            row = {"change": str(c), "action": "fail" if c.factor is None else "degrade",
+                   "part": str(c.nodes[0]) if c.is_node else "", "u": "" if c.is_node else str(c.nodes[0]),
+                   "v": "" if c.is_node else str(c.nodes[1]), "factor": c.factor}
+            for when, G in (("before", self.base), ("after", self.graph)):
+                edge = None if c.is_node else G.adj[c.nodes[0]].get(c.nodes[1], {}) if c.nodes[0] in G else {}
+                row[f"links_{when}"] = None if edge is None else int(edge.get("links", 0))
+                row[f"bandwidth_{when}_Bps"] = None if edge is None else float(edge.get("bandwidth", 0.0))
+            row["lost_gpu"] = c.is_node and c.nodes[0] in self.lost_gpus
+            rows.append(row)
+        names = ("change", "action", "part", "u", "v", "factor", "links_before", "links_after",
+                 "bandwidth_before_Bps", "bandwidth_after_Bps", "lost_gpu")
+        return tidy_records({name: [r[name] for r in rows] for name in names}) if rows else []
 
 
 def failed_fabric(G: nx.DiGraph, changes: Iterable[Failure]) -> object:
