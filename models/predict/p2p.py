@@ -388,8 +388,8 @@ class StagedCopy:
         --------
         >>> from topo import dgx1v
         >>> rows = staged_copy(dgx1v(), 0, 1).to_records()   # up the PLX switch's uplink, then down
-        >>> [(r["leg"], r["hop"], r["u"], r["v"]) for r in rows]
-        [('to_host', 0, 'gpu0', 'pcie0'), ('to_host', 1, 'pcie0', 'cpu0'), ('from_host', 0, 'cpu0', 'pcie0'), ('from_host', 1, 'pcie0', 'gpu1')]
+        >>> [f'{r["leg"]} {r["hop"]}: {r["u"]}-{r["v"]}' for r in rows]
+        ['to_host 0: gpu0-pcie0', 'to_host 1: pcie0-cpu0', 'from_host 0: cpu0-pcie0', 'from_host 1: pcie0-gpu1']
         """
         legs = [("to_host", self.to_host), ("from_host", self.from_host)]
         hops = [(leg, k, u, v) for leg, path in legs for k, (u, v) in enumerate(zip(path, path[1:]))]

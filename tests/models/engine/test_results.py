@@ -271,6 +271,11 @@ def test_collective_steps_records_are_its_phases_and_links(dgx1v):
     assert steps.algorithm == "ring" and steps.protocol == "Simple"
     assert startup["nccl_latency_s"] == pytest.approx(8.4e-6 + 14 * 3.4e-6, rel=1e-12)
     assert startup["duration_s"] == pytest.approx(startup["nccl_latency_s"], rel=1e-12)
+    # On GPUs 0-3 the rings leave the NV2 bundle 2-3 half full: each row carries its own edge's usage.
+    half = d.collective("all_reduce", 2**30, [0, 1, 2, 3])
+    filled = {(r["u"], r["v"]): r["usage"] for r in half.to_records() if r["phase"] == "transfer"}
+    assert filled == {(str(u), str(v)): float(x) for (u, v), x in zip(half.edges, half.usage)}
+    assert filled["gpu2", "gpu3"] == 0.5 and filled["gpu0", "gpu1"] == 1.0
 
     # A send on the NV2 pair 0-3 of a DGX-1V fills its one bundle, one way; NCCL times no latency term.
     send = d.send(0, 3, 2**26)
@@ -398,7 +403,8 @@ def test_whatif_records_are_its_changes(dgx1v):
     for case in cases:
         (r,) = apply_failures(dgx1v, case).to_records()
         assert r["links_after"] == r["links_before"] - 1 >= 0
-        assert r["bandwidth_after_Bps"] == pytest.approx(r["bandwidth_before_Bps"] * r["links_after"] / r["links_before"])
+        assert r["bandwidth_after_Bps"] == pytest.approx(r["bandwidth_before_Bps"] * r["links_after"]
+                                                         / r["links_before"])
     assert apply_failures(dgx1v).to_records() == []
 
 
