@@ -117,6 +117,10 @@ class MovedMethod:
         takes the result first, then the method's arguments.
     json_text : bool
         The method returned the function's dict as JSON text (``json.dumps(..., indent=2)``).
+    field : str, optional
+        The 0.2 name was an attribute holding the words of this field of the result (a
+        ``Tuning.reason`` sentence of ``Tuning.why``): reading it warns and returns the
+        function's value of the field, not a method.
     **keywords
         Fixed keyword arguments of the function (``verbose=True``).
 
@@ -132,9 +136,10 @@ class MovedMethod:
     ('2.00', 'Seconds.describe moved to models.present.format.format_us in dgx-topo 0.3: call it from there')
     """
 
-    def __init__(self, new: str, *, json_text: bool = False, **keywords):
+    def __init__(self, new: str, *, json_text: bool = False, field: str | None = None, **keywords):
         self.new = new
         self.json_text = json_text
+        self.field = field
         self.keywords = keywords
         self.name = "this method"
 
@@ -144,10 +149,14 @@ class MovedMethod:
     def __get__(self, instance, owner=None):
         if instance is None:
             return self
-        warnings.warn(f"{self.name} moved to {self.new} in dgx-topo 0.3: call it from there",
+        on = "" if self.field is None else f" with {type(instance).__name__}.{self.field}"
+        warnings.warn(f"{self.name} moved to {self.new} in dgx-topo 0.3: call it from there{on}",
                       DeprecationWarning, stacklevel=2)
         module, _, name = self.new.rpartition(".")
-        function = functools.partial(getattr(importlib.import_module(module), name), instance, **self.keywords)
+        function = getattr(importlib.import_module(module), name)
+        if self.field is not None:
+            return function(getattr(instance, self.field), **self.keywords)
+        function = functools.partial(function, instance, **self.keywords)
         if not self.json_text:
             return function
         return lambda *args, **kwargs: json.dumps(function(*args, **kwargs), indent=2)

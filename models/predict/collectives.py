@@ -57,10 +57,11 @@ from ..engine.nccl.nvls import NvlsGraph
 from ..engine.nccl.search import ChannelSearch
 from ..engine.fabric import PreparedFabric, prepare
 from ..engine.nccl.profiles import NcclProfile
+from ..engine.nccl.reasons import NvlsChoice
 from ..engine.nccl.tuning import NCCL_COLLECTIVES, Selection, nvls_choice, select_algorithm
 from ..engine.nccltests import COLLECTIVES, algbw, busbw, collective as _collective
 from .network import PATTERNS as NETWORK_PATTERNS, network_load
-from ..engine.results import Moved, tidy_records
+from ..engine.results import Moved, MovedMethod, tidy_records
 from ..engine.routes import PathType
 
 __all__ = ["CollectiveEstimate", "EstimatePoint", "Estimator", "SubsetResult", "SubsetRanking", "estimate",
@@ -157,8 +158,14 @@ class CollectiveEstimate:
         benchmark measures. [s]
     measurement : models.predict.measure.Measured
         The measurement terms (:func:`models.present.explain.explain` writes them out).
-    nvls, nvls_reason : NvlsGraph or None, str
-        NCCL's NVLS graph where it has one, and why there is none or why it does not run.
+    nvls : NvlsGraph or None
+        NCCL's NVLS graph where it has one.
+    nvls_choice : NvlsChoice or None
+        Whether NCCL runs NVLS (NVLSTree across nodes) at the largest size and why
+        (:func:`models.engine.nccl.tuning.nvls_choice`; None outside NCCL's tuning model); its
+        words: :func:`models.present.reasons_text.nvls_choice_text`. (0.2 and 0.3.0 held the
+        sentence, ``nvls_reason``; reading ``nvls_reason`` still gives it, with a
+        DeprecationWarning.)
     network : tuple of models.predict.network.NetworkLoad
         Across hosts, what the network gives the channels of each pattern that runs (ring,
         tree); NCCL charges only the NICs, the measured ``time`` charges every network edge.
@@ -189,8 +196,10 @@ class CollectiveEstimate:
     nccl_time: np.ndarray | None = field(default=None, repr=False)
     measurement: Measured | None = field(default=None, repr=False)
     nvls: NvlsGraph | None = field(default=None, repr=False)
-    nvls_reason: str = ""
+    nvls_choice: NvlsChoice | None = field(default=None, repr=False)
     network: tuple = field(default=(), repr=False)
+
+    nvls_reason = MovedMethod("models.present.reasons_text.nvls_choice_text", field="nvls_choice")
 
     @property
     def nranks(self) -> int:
@@ -585,7 +594,7 @@ def _nccl_estimate(ctx, collective, size, nodes, ids, algorithm, protocol):
     e = _result(collective, ids, nodes, size, selection.time, algorithms, selection.protocol,
                 nchannels, selection.latency, selection.bandwidth, graphs.ring, tree, bottleneck,
                 selection, f"NCCL {ctx.fabric.profile.version} tuning model")
-    return dataclasses.replace(e, nvls=graphs.nvls, nvls_reason=nvls_choice(collective, size, comm),
+    return dataclasses.replace(e, nvls=graphs.nvls, nvls_choice=nvls_choice(collective, size, comm),
                                network=network)
 
 

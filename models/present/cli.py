@@ -1728,8 +1728,12 @@ def main(argv=None) -> int:
         print(f"dgxtopo: error: {_limit_error(error)}", file=sys.stderr)
         return 2
     except (_UsageError, DgxTopoError) as error:
+        text = str(error)
+        if getattr(error, "whys", ()):  # a tuning error names NCCL's reasons: in words here
+            from .reasons_text import error_text
+            text = error_text(error)
         # One line even when a name inside the message (a node id read from a file) holds a newline.
-        print(f"dgxtopo: error: {_option_words(' '.join(str(error).splitlines()))}", file=sys.stderr)
+        print(f"dgxtopo: error: {_option_words(' '.join(text.splitlines()))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("dgxtopo: interrupted", file=sys.stderr)

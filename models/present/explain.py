@@ -45,6 +45,7 @@ from ..studies.bounds import Bound, Cut
 from ..studies.calibration import Check
 from ..studies.packing import TreePacking
 from .format import format_gbps, format_percent
+from .reasons_text import nvls_choice_text
 
 __all__ = ["explain", "explain_estimate", "explain_measurement", "explain_p2p_path", "explain_bound",
            "explain_check", "describe_parameter", "describe_network_load", "describe_nic_path",
@@ -185,8 +186,8 @@ def explain_estimate(e: CollectiveEstimate) -> str:
             lines.append(f"nvls graph: {e.nvls.nchannels} heads x {_gbps(e.nvls.bw_intra)} GB/s (bwInter "
                          f"{_gbps(e.nvls.bw_inter)} GB/s); heads " + " ".join(
                              str(e.gpus[e.nodes.index(g)]) if g in e.nodes else str(g) for g in e.nvls.heads))
-        if e.nvls_reason:
-            lines.append(f"  NVLS: {e.nvls_reason}")
+        if e.nvls_choice is not None:
+            lines.append(f"  NVLS: {nvls_choice_text(e.nvls_choice)}")
     else:
         point = e.point()
         lines.append(f"latency {to_us(point.latency):.1f} us; bandwidth {_gbps(point.bandwidth)} GB/s"

@@ -9,6 +9,9 @@ The layers, in the order data flows (each imports only the ones before it):
 ``system``
     NCCL's view of one fabric (:class:`NcclSystem`): which hops its channels take and what each
     link is charged, derived from the graph's own edge attributes through a profile.
+``reasons``
+    Why NCCL disables an algorithm, a protocol or NVLS, as codes and numbers (the words:
+    :mod:`models.present.reasons_text`).
 ``tuning``
     NCCL's tuning model: latency and bandwidth per (algorithm, protocol), and the selection.
 ``search``

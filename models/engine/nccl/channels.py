@@ -34,8 +34,10 @@ Examples
 >>> g.ring.nchannels, g.tree, g.communicator.profile.version
 (1, None, '2.3.7')
 >>> h = channel_graphs(NcclSystem(topo.build("dgxh100")), [f"gpu{i}" for i in range(8)])
->>> h.nvls.nchannels, h.nvls.bw_intra / 1e9, h.nvls_reason
-(8, 40.0, '')
+>>> h.nvls.nchannels, h.nvls.bw_intra / 1e9, h.nvls_why
+(8, 40.0, None)
+>>> channel_graphs(NcclSystem(topo.build("dgxh100"), "2.16"), [f"gpu{i}" for i in range(8)]).nvls_why
+Why(NO_NVLS, release='2.16.5')
 """
 
 from __future__ import annotations
@@ -46,7 +48,9 @@ from dataclasses import dataclass
 from topo.cluster import network_nics
 
 from .legacy_rings import legacy_rings
+from ..results import MovedMethod, tidy_records
 from .nvls import NvlsGraph, nvlink_cliques, nvls_search, nvls_support
+from .reasons import Cause, Why
 from .releases import Mnnvl, NvlsAlgorithms, RingBuilder
 from .search import ChannelSearch, LinkLoad, SearchStep, search_channels_in
 from .system import NcclSystem
@@ -69,8 +73,10 @@ class ChannelGraphs:
         The tuning model's inputs, bound to the fabric's profile (with the NVLS graph).
     nvls : NvlsGraph or None
         The NVLS graph when NCCL sets ``nvlsSupport``.
-    nvls_reason : str
-        Why there is no NVLS graph (``""`` when there is one).
+    nvls_why : Why or None
+        Why there is no NVLS graph (None when there is one); its words:
+        :func:`models.present.reasons_text.reason_text`. (0.2 and 0.3.0 held the sentence,
+        ``nvls_reason``; reading ``nvls_reason`` still gives it, with a DeprecationWarning.)
     mnnvl : bool
         GPUs of several hosts were fused into one NCCL node (a multi-node NVLink clique).
     fabric : NcclSystem
@@ -81,9 +87,31 @@ class ChannelGraphs:
     tree: ChannelSearch | None
     communicator: Communicator
     nvls: NvlsGraph | None = None
-    nvls_reason: str = ""
+    nvls_why: Why | None = None
     mnnvl: bool = False
     fabric: NcclSystem | None = None
+
+    nvls_reason = MovedMethod("models.present.reasons_text.reason_text", field="nvls_why")
+
+    def to_records(self) -> list:
+        """One row per graph the tuning model reads (``graph``: ring, tree, and nvls when there
+        is one; the tree taken as the ring's channels where it was not searched, ``searched``
+        False): its pattern, channels, bandwidths and path types, with the communicator's ranks,
+        nodes, compute capability, release, MNNVL and why there is no NVLS graph (``nvls_cause``,
+        the :class:`Cause`'s value; None when there is one). The channels themselves:
+        :meth:`ChannelSearch.to_records`, :meth:`NvlsGraph.to_records`."""
+        comm = self.communicator
+        graphs = [("ring", comm.ring, True), ("tree", comm.tree, self.tree is not None)]
+        if comm.nvls is not None:
+            graphs.append(("nvls", comm.nvls, True))
+        return tidy_records({
+            "graph": [name for name, _, _ in graphs], "searched": [s for _, _, s in graphs],
+            "pattern": [g.pattern for _, g, _ in graphs], "nchannels": [g.nchannels for _, g, _ in graphs],
+            "bw_intra_Bps": [g.bw_intra for _, g, _ in graphs], "bw_inter_Bps": [g.bw_inter for _, g, _ in graphs],
+            "type_intra": [g.type_intra for _, g, _ in graphs], "type_inter": [g.type_inter for _, g, _ in graphs],
+            "nranks": comm.nranks, "nnodes": comm.nnodes, "compute_capability": comm.compute_capability,
+            "release": comm.profile.version, "mnnvl": self.mnnvl,
+            "nvls_cause": None if self.nvls_why is None else self.nvls_why.cause.value})
 
 
 def nccl_view(fabric: NcclSystem, nodes) -> tuple:
@@ -209,26 +237,26 @@ def _nvlink_leaves_host(fabric, nodes) -> bool:
 
 
 def _nvls(fabric, nodes, nnodes, mnnvl) -> tuple:
-    """The NVLS graph of the communicator (the worst NCCL node), or None and the reason."""
+    """The NVLS graph of the communicator (the worst NCCL node) and None, or None and why not."""
     G = fabric.G
     hosts: dict = {}
     for n in nodes:
         hosts.setdefault(G.nodes[n]["host"], []).append(n)
     graphs = []
     for host, members in hosts.items():
-        supported, reason = nvls_support(fabric, members, nnodes=nnodes,
-                                         clique=len(members) if mnnvl else None)
+        supported, why = nvls_support(fabric, members, nnodes=nnodes,
+                                      clique=len(members) if mnnvl else None)
         if not supported:
-            return None, reason
+            return None, why
         nets = network_nics(fabric.G, host) if nnodes > 1 else ()
         if nnodes > 1 and not nets:
-            return None, f"host {host} has no NIC on a network for NVLSTree"
+            return None, Why(Cause.NVLS_NO_NIC, names=(str(host),))
         graph = nvls_search(fabric, members, nets)
         if graph.nchannels == 0:
-            return None, "the NVLS search found no channel (NCCL clears nvlsSupport)"
+            return None, Why(Cause.NVLS_NO_CHANNEL)
         graphs.append(graph)
     # NCCL reduces nChannels and the bandwidths to the minimum over the ranks (src/init.cc).
-    return min(graphs, key=lambda g: (g.nchannels, g.bw_intra, g.bw_inter)), ""
+    return min(graphs, key=lambda g: (g.nchannels, g.bw_intra, g.bw_inter)), None
 
 
 def channel_graphs(fabric: NcclSystem, nodes) -> ChannelGraphs:
@@ -265,9 +293,9 @@ def channel_graphs(fabric: NcclSystem, nodes) -> ChannelGraphs:
         type_inter=ring_graph.type_inter, pattern="balanced_tree",
         same_channels=ring_graph.same_channels, nthreads=ring_graph.nthreads)
     if legacy or profile.behaviour.nvls is NvlsAlgorithms.NONE:
-        nvls, reason = None, f"NCCL {profile.version} has no NVLS (it arrives in v2.17.1)"
+        nvls, why = None, Why(Cause.NO_NVLS, release=profile.version)
     else:
-        nvls, reason = _nvls(view, nodes, ring.nnodes, mnnvl)
+        nvls, why = _nvls(view, nodes, ring.nnodes, mnnvl)
     split = view.split
     ring, tree = _split_loads(ring, split), _split_loads(tree, split)
     if mnnvl:
@@ -278,5 +306,5 @@ def channel_graphs(fabric: NcclSystem, nodes) -> ChannelGraphs:
     comm = Communicator(len(nodes), ring_graph, tree_graph, min(ccs), nnodes=ring.nnodes,
                         compute_capability_max=max(ccs), profile=profile,
                         nvls=None if nvls is None else nvls.graph(),
-                        nvls_reason=reason or "NVLS is supported")
-    return ChannelGraphs(ring, tree, comm, nvls, reason, mnnvl, view)
+                        nvls_why=Why(Cause.NVLS_SUPPORTED) if why is None else why)
+    return ChannelGraphs(ring, tree, comm, nvls, why, mnnvl, view)

@@ -43,8 +43,8 @@ Examples
 >>> g = nvls_search(fabric, gpus)
 >>> g.nchannels, g.bw_intra / 1e9, g.bw_inter / 1e9
 (8, 40.0, 60.0)
->>> nvls_support(NcclSystem(topo.build("dgxa100")), gpus)[1]
-'NVLS needs every GPU at compute capability 90 or later (Hopper), the GPUs have 80'
+>>> nvls_support(NcclSystem(topo.build("dgxa100")), gpus)
+(False, Why(NVLS_COMPUTE_CAPABILITY, compute_capability=80, limit=90))
 """
 
 from __future__ import annotations
@@ -55,6 +55,8 @@ from types import MappingProxyType
 from topo.errors import DgxTopoError
 from topo.specs import NVSWITCHES
 
+from ..results import tidy_records
+from .reasons import Cause, Why
 from .releases import NvlsAlgorithms, NvlsMnnvl
 from .tuning import ChannelGraph
 
@@ -65,6 +67,10 @@ __all__ = ["NvlsGraph", "NvlsError", "nvls_search", "nvls_support", "sharp_switc
 _SLACK = 1e3
 # Lowering the speed stops once it would fall to 0.49 of the best solution (search.cc).
 _SPEED_FLOOR = 0.49
+# NVLS needs every GPU at sm90 or later (src/transport/nvls.cc ncclNvlsInit: ccMin >= 90).
+_NVLS_MIN_COMPUTE_CAPABILITY = 90
+# v2.21-v2.24 run NVLS on a multi-node NVLink clique of more than 2 GPUs (NvlsMnnvl.CLIQUE).
+_MNNVL_MIN_CLIQUE = 2
 _SHARP_MODELS = MappingProxyType({spec.model: spec.sharp for spec in NVSWITCHES.values()})
 
 
@@ -104,6 +110,15 @@ class NvlsGraph:
     def nchannels(self) -> int:
         """NCCL's ``graph.nChannels`` of the NVLS graph: the heads."""
         return len(self.heads)
+
+    def to_records(self) -> list:
+        """One row per channel: its ``head`` GPU and the ``nic`` it reaches (``""`` without NET),
+        and what every channel shares: ``bw_intra_Bps``, ``bw_inter_Bps`` and the narrowest
+        GPU-to-switch link, ``gpu_bandwidth_Bps`` (no row when the search found no channel)."""
+        return tidy_records({
+            "channel": list(range(self.nchannels)), "head": [str(h) for h in self.heads],
+            "nic": [str(n) for n in self.nets] if self.nets else "", "bw_intra_Bps": self.bw_intra,
+            "bw_inter_Bps": self.bw_inter, "gpu_bandwidth_Bps": self.gpu_bandwidth})
 
     def graph(self) -> ChannelGraph:
         """The tuning model's view (typeIntra NVL, pattern ``nvls``)."""
@@ -169,36 +184,37 @@ def nvls_support(fabric, nodes, *, nnodes: int = 1, clique: int | None = None) -
 
     Returns
     -------
-    (bool, str)
-        Supported, and the reason when not (``""`` otherwise).
+    (bool, Why or None)
+        Supported, and why not (None when supported; its words:
+        :func:`models.present.reasons_text.reason_text`). (0.2 and 0.3.0 returned the reason as
+        a sentence, ``""`` when supported.)
     """
     G, profile = fabric.G, fabric.profile
     rules, behaviour = profile.nvls, profile.behaviour
+    release = profile.version
     if behaviour.nvls is NvlsAlgorithms.NONE:
-        return False, f"NCCL {profile.version} has no NVLS (it arrives in v2.17.1)"
-    ccs = [G.nodes[n]["compute_capability"] for n in nodes]
-    if min(ccs) < 90:
-        return False, (f"NVLS needs every GPU at compute capability 90 or later (Hopper), the "
-                       f"GPUs have {min(ccs)}")
+        return False, Why(Cause.NO_NVLS, release=release)
+    lowest = min(G.nodes[n]["compute_capability"] for n in nodes)
+    if lowest < _NVLS_MIN_COMPUTE_CAPABILITY:
+        return False, Why(Cause.NVLS_COMPUTE_CAPABILITY, compute_capability=lowest,
+                          limit=_NVLS_MIN_COMPUTE_CAPABILITY)
     switches = _switches(G, nodes)
     if not switches:
-        return False, "the GPUs reach no NVSwitch: NCCL's NVLS search needs an NVSwitch node"
+        return False, Why(Cause.NVLS_NO_NVSWITCH)
     plain = sorted({str(G.nodes[s].get("model")) for s in switches if not sharp_switch(G, s)})
     if plain:
-        return False, (f"the NVSwitches ({', '.join(plain)}) do not reduce in the switch: NCCL "
-                       f"needs NVLink SHARP (NVSwitch gen3 or later) for NVLS")
+        return False, Why(Cause.NVLS_NO_SHARP, names=tuple(plain))
     if len(nodes) < rules.min_gpus:
-        return False, (f"NCCL {profile.version} disables NVLS with {len(nodes)} GPU(s) per node "
-                       f"(it needs {rules.min_gpus} or more)")
+        return False, Why(Cause.NVLS_GPUS, release=release, count=len(nodes), limit=rules.min_gpus)
     if nnodes > 1 and behaviour.nvls is not NvlsAlgorithms.NVLS_AND_TREE:
-        return False, f"NCCL {profile.version} disables NVLS across nodes (no NVLSTree before v2.18)"
+        return False, Why(Cause.NVLS_NODES, release=release)
     if clique is not None:
         if behaviour.nvls_mnnvl in (NvlsMnnvl.NONE, NvlsMnnvl.OFF):
-            return False, f"NCCL {profile.version} does not run NVLS on a multi-node NVLink clique"
-        if behaviour.nvls_mnnvl is NvlsMnnvl.CLIQUE and clique <= 2:
-            return False, (f"NCCL {profile.version} runs NVLS on a multi-node NVLink clique of more "
-                           f"than 2 GPUs, this one has {clique}")
-    return True, ""
+            return False, Why(Cause.NVLS_MNNVL, release=release)
+        if behaviour.nvls_mnnvl is NvlsMnnvl.CLIQUE and clique <= _MNNVL_MIN_CLIQUE:
+            return False, Why(Cause.NVLS_MNNVL_CLIQUE, release=release, count=clique,
+                              limit=_MNNVL_MIN_CLIQUE)
+    return True, None
 
 
 def _gpu_links(fabric, gpu) -> float:

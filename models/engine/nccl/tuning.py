@@ -66,11 +66,12 @@ from topo.errors import DgxTopoError
 from topo.units import parse_nbytes
 
 from ..nccltests import algbw as nccl_tests_algbw, algbw_to_busbw, collective as _collective_spec
-from ..results import tidy_records
+from ..results import MovedMethod, tidy_records
 from .profiles import (ALGORITHMS, PATH_TYPES, PROTOCOLS, MissingConstantError, NcclProfile,
                        nccl_profile)
 from .releases import (AlgorithmSelection, InterLatency, LlCap, Ll128Cap, Ll128Rule, NvlsAlgorithms,
                        NvlsLatency, NvlsRatio, RingLatency, TreeCap, TreeRule)
+from .reasons import Cause, NvlsChoice, Why
 
 __all__ = [
     "NCCL_COLLECTIVES", "PATTERNS", "CPU_VENDORS",
@@ -92,7 +93,18 @@ CPU_VENDORS = ("intel", "amd", "other")
 
 
 class TuningError(DgxTopoError):
-    """Bad input to the tuning model."""
+    """Bad input to the tuning model.
+
+    Attributes
+    ----------
+    whys : tuple of Why
+        The reasons the message names, each written as its ``repr``
+        (:func:`models.present.reasons_text.error_text` words them).
+    """
+
+    def __init__(self, *args: object, whys: tuple = ()):
+        super().__init__(*args)
+        self.whys = tuple(whys)
 
 
 class UnsupportedCollectiveError(TuningError):
@@ -276,8 +288,13 @@ class Communicator:
     nvls : ChannelGraph, optional
         The NVLS graph (search id 3; its ``nchannels`` are the heads) when NCCL sets
         ``nvlsSupport``; None otherwise (NVLS and NVLSTree are then disabled).
-    nvls_reason : str
-        Why there is no NVLS graph (shown by :func:`applicability` and :func:`nvls_choice`).
+    nvls_why : Why
+        Why there is no NVLS graph (the ``support`` of :func:`applicability`'s
+        :attr:`Cause.NO_NVLS_SUPPORT`); :attr:`Cause.NVLS_SUPPORTED` from
+        :func:`models.engine.nccl.channels.channel_graphs` when there is one.
+        Its words: :func:`models.present.reasons_text.reason_text`. (0.2 and 0.3.0 took a
+        sentence, ``nvls_reason``; reading ``nvls_reason`` still gives it, with a
+        DeprecationWarning.)
     """
 
     nranks: int
@@ -291,12 +308,16 @@ class Communicator:
     cuda_11_8: bool = False
     profile: NcclProfile | str | None = None
     nvls: ChannelGraph | None = None
-    nvls_reason: str = "no NVLS graph was given (NCCL's NVLS search needs NVLink SHARP switches)"
+    nvls_why: Why = Why(Cause.NO_NVLS_GRAPH)
+
+    nvls_reason = MovedMethod("models.present.reasons_text.reason_text", field="nvls_why")
 
     def __post_init__(self):
         object.__setattr__(self, "profile", nccl_profile(self.profile))
         if self.nvls is not None and not isinstance(self.nvls, ChannelGraph):
             raise TuningError(f"nvls must be a ChannelGraph or None, received {type(self.nvls).__name__}")
+        if not isinstance(self.nvls_why, Why):
+            raise TuningError(f"nvls_why must be a Why, received {type(self.nvls_why).__name__}")
         if not _is_int(self.nranks) or self.nranks < 2:
             raise TuningError(
                 f"nranks must be an integer >= 2, received {self.nranks!r} (NCCL bypasses its "
@@ -479,8 +500,10 @@ class Tuning:
     collective, algorithm, protocol : str
     enabled : bool
         False when NCCL disables the combination (then ``bandwidth`` is 0, as in NCCL).
-    reason : str
-        Why it is disabled (``""`` when enabled).
+    why : Why or None
+        Why it is disabled (None when enabled); its words:
+        :func:`models.present.reasons_text.reason_text`. (0.2 and 0.3.0 held the sentence,
+        ``reason``; reading ``reason`` still gives it, with a DeprecationWarning.)
     bus : BusBandwidth or None
         The bus bandwidth and its working (None when disabled).
     ratio : float
@@ -496,18 +519,21 @@ class Tuning:
     algorithm: str
     protocol: str
     enabled: bool
-    reason: str
+    why: Why | None
     bus: BusBandwidth | None
     ratio: float
     bandwidth: float
     latency: Latency | None
 
+    reason = MovedMethod("models.present.reasons_text.reason_text", field="why")
+
     def to_records(self) -> list:
-        """One row: the cell, whether it is enabled (and why not), its bus bandwidth, ratio,
-        algorithm bandwidth and latency (None where disabled)."""
+        """One row: the cell, whether it is enabled (and why not: ``reason``, the
+        :class:`Cause`'s value, None when enabled; :meth:`Why.to_records` has its values), its bus
+        bandwidth, ratio, algorithm bandwidth and latency (None where disabled)."""
         return tidy_records({
             "collective": self.collective, "algorithm": self.algorithm, "protocol": self.protocol,
-            "enabled": self.enabled, "reason": self.reason,
+            "enabled": self.enabled, "reason": None if self.why is None else self.why.cause.value,
             "busbw_Bps": None if self.bus is None else self.bus.value, "ratio": self.ratio,
             "bandwidth_Bps": self.bandwidth, "latency_s": None if self.latency is None else self.latency.value})
 
@@ -682,8 +708,16 @@ def applicability(collective: str, algorithm: str, protocol: str, comm: Communic
 
     Returns
     -------
-    (bool, str)
-        Enabled, and the reason when it is not (``""`` otherwise).
+    (bool, Why or None)
+        Enabled, and why not (None when enabled). (0.2 and 0.3.0 returned the reason as a
+        sentence, ``""`` when enabled: :func:`models.present.reasons_text.reason_text` words it.)
+
+    Examples
+    --------
+    >>> from models.engine.nccl.tuning import ChannelGraph, Communicator, applicability
+    >>> g = ChannelGraph(12, 30e9, "PHB", pattern="balanced_tree")
+    >>> applicability("all_reduce", "ring", "LL128", Communicator(8, g, g, 70))
+    (False, Why(LL128_TYPE_INTRA, algorithm='ring', path_limit='NVB', path_type='PHB'))
     """
     collective = _check_collective(collective)
     algorithm = _check_algorithm(algorithm)
@@ -692,89 +726,91 @@ def applicability(collective: str, algorithm: str, protocol: str, comm: Communic
     if algorithm in ("nvls", "nvls_tree", "pat"):
         return _nvls_pat_applicability(collective, algorithm, protocol, comm, profile)
     behaviour = profile.behaviour
+    release = profile.version
     if algorithm == "tree" and behaviour.tree is TreeRule.NONE:
-        return False, f"NCCL {profile.version} has no trees (they arrive in v2.4.2)"
+        return False, Why(Cause.NO_TREES, release=release)
     if algorithm == "tree" and behaviour.tree is TreeRule.ACROSS_NODES and comm.nnodes < 2:
-        return False, f"NCCL {profile.version} runs trees only across 2 or more nodes"
+        return False, Why(Cause.TREES_ACROSS_NODES, release=release)
     if algorithm == "tree" and collective != "all_reduce":
-        return False, f"NCCL runs {collective} with Ring only (src/graph/tuning.cc)"
+        return False, Why(Cause.RING_ONLY, collective=collective)
     if protocol != "LL128":
-        return True, ""
+        return True, None
     if behaviour.ll128 is Ll128Rule.NONE:
-        return False, f"NCCL {profile.version} has no LL128 (it arrives in v2.5.6)"
+        return False, Why(Cause.NO_LL128, release=release)
     graph = comm.graph(algorithm)
     cc_min, cc_max = comm.compute_capability, comm.cc_max
     if cc_min < profile.ll128_min_compute_capability:
-        return False, (f"LL128 needs compute capability >= {profile.ll128_min_compute_capability}, "
-                       f"got {cc_min}")
+        return False, Why(Cause.LL128_COMPUTE_CAPABILITY, compute_capability=cc_min,
+                          limit=profile.ll128_min_compute_capability)
     if behaviour.ll128 is Ll128Rule.LISTED_COMPUTE_CAPABILITIES:
         if cc_min != cc_max or cc_min not in profile.ll128_compute_capabilities:
-            return False, (f"LL128 in NCCL {profile.version} needs every GPU at one of compute "
-                           f"capabilities {list(profile.ll128_compute_capabilities)}, got "
-                           f"{cc_min}-{cc_max}")
+            return False, Why(Cause.LL128_LISTED_COMPUTE_CAPABILITIES, release=release,
+                              compute_capability=cc_min, compute_capability_max=cc_max,
+                              allowed=tuple(profile.ll128_compute_capabilities))
     elif cc_min != cc_max:
-        return False, f"LL128 needs one compute capability across GPUs, got {cc_min}-{cc_max}"
+        return False, Why(Cause.LL128_MIXED_COMPUTE_CAPABILITIES, compute_capability=cc_min,
+                          compute_capability_max=cc_max)
     if _path_above(profile, graph.type_intra, profile.ll128_max_type_intra):
-        return False, (f"LL128 needs typeIntra <= {profile.ll128_max_type_intra}, the {algorithm} "
-                       f"graph has {graph.type_intra}")
+        return False, Why(Cause.LL128_TYPE_INTRA, algorithm=algorithm,
+                          path_limit=profile.ll128_max_type_intra, path_type=graph.type_intra)
     inter_limit = profile.ll128_max_type_inter
     if profile.ll128_max_type_inter_sm90 is not None and cc_min >= 90:
         inter_limit = profile.ll128_max_type_inter_sm90
     if _path_above(profile, graph.type_inter, inter_limit):
-        return False, (f"LL128 needs typeInter <= {inter_limit}, the {algorithm} graph has "
-                       f"{graph.type_inter}")
+        return False, Why(Cause.LL128_TYPE_INTER, algorithm=algorithm, path_limit=inter_limit,
+                          path_type=graph.type_inter)
     if behaviour.ll128 is Ll128Rule.ONE_COMPUTE_CAPABILITY and comm.cuda_11_8 and cc_min >= 90 and algorithm == "ring" \
             and collective == "all_reduce" and comm.nranks == 2:
-        return False, "LL128 is off for sm90 Ring AllReduce on 2 ranks with CUDA 11.8"
-    return True, ""
+        return False, Why(Cause.LL128_CUDA_11_8)
+    return True, None
 
 
 _ROW_NAMES = ("Volta", "Ampere", "Hopper", "Blackwell")
 
 
 def _nvls_pat_applicability(collective, algorithm, protocol, comm, profile) -> tuple:
-    """NVLS, NVLSTree and PAT enabling (src/graph/tuning.cc, src/enqueue.cc at the profile's tag)."""
+    """NVLS, NVLSTree and PAT enabling (src/graph/tuning.cc, src/enqueue.cc at the profile's tag):
+    ``(enabled, Why or None)``."""
+    release = profile.version
     if algorithm == "pat":
         rules = profile.pat
         if rules is None:
-            return False, f"NCCL {profile.version} has no PAT (it arrives in v2.23)"
+            return False, Why(Cause.NO_PAT, release=release)
         if collective not in ("all_gather", "reduce_scatter"):
-            return False, f"PAT runs all_gather and reduce_scatter only, not {collective}"
+            return False, Why(Cause.PAT_COLLECTIVE, collective=collective)
         if protocol != "Simple":
-            return False, "PAT runs the Simple protocol only"
+            return False, Why(Cause.PAT_PROTOCOL)
         if comm.nnodes != comm.nranks:
-            return False, (f"NCCL enables PAT with one rank per node only (nNodes == nRanks), this "
-                           f"communicator has {comm.ppn} ranks per node")
+            return False, Why(Cause.PAT_RANKS_PER_NODE, count=comm.ppn)
         if comm.compute_capability < rules.min_compute_capability:
-            return False, f"PAT needs compute capability >= {rules.min_compute_capability}"
-        return True, ""
+            return False, Why(Cause.PAT_COMPUTE_CAPABILITY, compute_capability=comm.compute_capability,
+                              limit=rules.min_compute_capability)
+        return True, None
     rules = profile.nvls
-    name = "NVLS" if algorithm == "nvls" else "NVLSTree"
     present = profile.behaviour.nvls
     if present is NvlsAlgorithms.NONE:
-        return False, f"NCCL {profile.version} has no {name} (NVLS arrives in v2.17.1, NVLSTree in v2.18)"
+        return False, Why(Cause.NO_NVLS_ALGORITHM, release=release, algorithm=algorithm)
     if algorithm == "nvls_tree" and present is not NvlsAlgorithms.NVLS_AND_TREE:
-        return False, f"NCCL {profile.version} has no NVLSTree (it arrives in v2.18)"
+        return False, Why(Cause.NO_NVLS_TREE, release=release)
     if comm.nvls is None:
-        return False, f"no NVLS support: {comm.nvls_reason}"
+        return False, Why(Cause.NO_NVLS_SUPPORT, support=comm.nvls_why)
     if protocol != "Simple":
-        return False, f"{name} runs the Simple protocol only"
+        return False, Why(Cause.NVLS_PROTOCOL, algorithm=algorithm)
     if algorithm == "nvls_tree" and collective != "all_reduce":
-        return False, f"NVLSTree runs all_reduce only, not {collective}"
+        return False, Why(Cause.NVLS_TREE_COLLECTIVE, collective=collective)
     if collective not in rules.collectives:
-        return False, f"NCCL {profile.version} runs NVLS for {', '.join(rules.collectives)} only"
+        return False, Why(Cause.NVLS_COLLECTIVE, release=release, collective=collective,
+                          allowed=tuple(rules.collectives))
     if algorithm == "nvls" and comm.nnodes > 1:
-        return False, ("NVLS across nodes needs CollNet (a SHARP-enabled network), which this "
-                       "fabric has not: NVLSTree runs instead")
+        return False, Why(Cause.NVLS_ACROSS_NODES)
     if algorithm == "nvls_tree" and comm.nnodes == 1:
-        return False, "NVLSTree is disabled on a single node (NVLS runs there)"
+        return False, Why(Cause.NVLS_TREE_SINGLE_NODE)
     if collective != "all_reduce" and comm.ppn > rules.max_arity:
-        return False, (f"NVLS {collective} needs at most NCCL_MAX_NVLS_ARITY = {rules.max_arity} "
-                       f"ranks per node, this communicator has {comm.ppn}")
+        return False, Why(Cause.NVLS_ARITY, collective=collective, limit=rules.max_arity, count=comm.ppn)
     if comm.nvls.nchannels < rules.min_tuning_channels:
-        return False, (f"NCCL {profile.version} needs {rules.min_tuning_channels} or more NVLS "
-                       f"channels, the search found {comm.nvls.nchannels}")
-    return True, ""
+        return False, Why(Cause.NVLS_CHANNELS, release=release, limit=rules.min_tuning_channels,
+                          count=comm.nvls.nchannels)
+    return True, None
 
 
 def _nvls_pat_bus(collective, algorithm, protocol, comm, profile) -> BusBandwidth:
@@ -860,7 +896,8 @@ def bus_bandwidth(collective: str, algorithm: str, protocol: str, comm: Communic
     profile = _bound(comm, profile)
     if algorithm in ("nvls", "nvls_tree", "pat"):
         if comm.graph(algorithm) is None:
-            raise TuningError(f"{algorithm} needs the communicator's NVLS graph: {comm.nvls_reason}")
+            raise TuningError(f"{algorithm} needs the communicator's NVLS graph: {comm.nvls_why!r}",
+                              whys=(comm.nvls_why,))
         return _nvls_pat_bus(collective, algorithm, protocol, comm, profile)
     graph = comm.graph(algorithm)
     nnodes = comm.nnodes
@@ -994,7 +1031,8 @@ def latency(collective: str, algorithm: str, protocol: str, comm: Communicator,
     profile = _bound(comm, profile)
     graph = comm.graph(algorithm)
     if graph is None:
-        raise TuningError(f"{algorithm} needs the communicator's NVLS graph: {comm.nvls_reason}")
+        raise TuningError(f"{algorithm} needs the communicator's NVLS graph: {comm.nvls_why!r}",
+                          whys=(comm.nvls_why,))
     nnodes, ppn = comm.nnodes, comm.ppn
     intra_hw = graph.hardware
     hw = intra_hw if nnodes == 1 else "NET"
@@ -1088,23 +1126,23 @@ def tune(collective: str, algorithm: str, protocol: str, comm: Communicator,
     >>> t = tune("all_reduce", "tree", "LL128", Communicator(8, g, g, 90))
     >>> round(t.bus.value / 1e9, 1), round(t.bandwidth / 1e9, 1), round(t.latency.value * 1e6, 1)
     (257.6, 128.8, 31.5)
-    >>> tune("broadcast", "tree", "Simple", Communicator(8, g, g, 90)).reason
-    'NCCL runs broadcast with Ring only (src/graph/tuning.cc)'
+    >>> tune("broadcast", "tree", "Simple", Communicator(8, g, g, 90)).why
+    Why(RING_ONLY, collective='broadcast')
     """
     collective = _check_collective(collective)
     algorithm = _check_algorithm(algorithm)
     protocol = _check_protocol(protocol)
     profile = _bound(comm, profile)
-    enabled, reason = applicability(collective, algorithm, protocol, comm)
+    enabled, why = applicability(collective, algorithm, protocol, comm)
     ratio = bus_to_alg_ratio(collective, algorithm, comm.nranks, profile, nnodes=comm.nnodes)
     if not enabled:
-        return Tuning(collective, algorithm, protocol, False, reason, None, ratio, 0.0, None)
+        return Tuning(collective, algorithm, protocol, False, why, None, ratio, 0.0, None)
     bus = bus_bandwidth(collective, algorithm, protocol, comm)
     lat = latency(collective, algorithm, protocol, comm)
     if bus.value <= 0:
-        return Tuning(collective, algorithm, protocol, False, "bus bandwidth is 0", bus, ratio,
+        return Tuning(collective, algorithm, protocol, False, Why(Cause.ZERO_BANDWIDTH), bus, ratio,
                       0.0, lat)
-    return Tuning(collective, algorithm, protocol, True, "", bus, ratio, bus.value * ratio, lat)
+    return Tuning(collective, algorithm, protocol, True, None, bus, ratio, bus.value * ratio, lat)
 
 
 def tuning_table(collective: str, comm: Communicator, profile: str | NcclProfile | None = None) -> tuple:
@@ -1200,7 +1238,7 @@ def algo_time(tuning: Tuning, nbytes: npt.ArrayLike, comm: Communicator,
     profile = _bound(comm, profile)
     if not tuning.enabled:
         raise NoAlgorithmError(f"{tuning.algorithm}/{tuning.protocol} is disabled for "
-                               f"{tuning.collective}: {tuning.reason}")
+                               f"{tuning.collective}: {tuning.why!r}", whys=(tuning.why,))
     return _algo_time(tuning, _sizes(nbytes), comm, profile)
 
 
@@ -1342,7 +1380,7 @@ def select_algorithm(collective: str, nbytes: npt.ArrayLike, comm: Communicator,
     >>> select_algorithm("broadcast", 8, Communicator(8, g, g, 90), algorithm="tree")
     Traceback (most recent call last):
     ...
-    models.engine.nccl.tuning.NoAlgorithmError: no enabled algorithm/protocol for broadcast matching algorithm='tree', protocol=None: tree/LL: NCCL runs broadcast with Ring only (src/graph/tuning.cc); tree/LL128: NCCL runs broadcast with Ring only (src/graph/tuning.cc); tree/Simple: NCCL runs broadcast with Ring only (src/graph/tuning.cc)
+    models.engine.nccl.tuning.NoAlgorithmError: no enabled algorithm/protocol for broadcast matching algorithm='tree', protocol=None: tree/LL: Why(RING_ONLY, collective='broadcast'); tree/LL128: Why(RING_ONLY, collective='broadcast'); tree/Simple: Why(RING_ONLY, collective='broadcast')
     """
     collective = _check_collective(collective)
     forced_algorithm = None if algorithm is None else _check_algorithm(algorithm)
@@ -1354,10 +1392,10 @@ def select_algorithm(collective: str, nbytes: npt.ArrayLike, comm: Communicator,
              if forced_algorithm in (None, a) and forced_protocol in (None, p)]
     enabled = [t for t in cells if t.enabled]
     if not enabled:
-        reasons = "; ".join(f"{t.algorithm}/{t.protocol}: {t.reason}" for t in cells)
+        reasons = "; ".join(f"{t.algorithm}/{t.protocol}: {t.why!r}" for t in cells)
         raise NoAlgorithmError(f"no enabled algorithm/protocol for {collective} matching "
                                f"algorithm={forced_algorithm!r}, protocol={forced_protocol!r}: "
-                               f"{reasons}")
+                               f"{reasons}", whys=tuple(t.why for t in cells))
     candidates = tuple(_algo_time(t, size, comm, profile) for t in enabled)
     times = np.stack([np.atleast_1d(c.time) for c in candidates])
     if profile.behaviour.selection is AlgorithmSelection.SIZE_THRESHOLDS:
@@ -1384,45 +1422,47 @@ def select_algorithm(collective: str, nbytes: npt.ArrayLike, comm: Communicator,
                      bus, candidates)
 
 
-def nvls_choice(collective: str, nbytes: float, comm: Communicator, *, profile: str | NcclProfile | None = None) -> str:
-    """Why NCCL does or does not run NVLS (or NVLSTree) for a collective of ``nbytes``.
+def nvls_choice(collective: str, nbytes: npt.ArrayLike, comm: Communicator, *,
+                profile: str | NcclProfile | None = None) -> NvlsChoice:
+    """Whether NCCL runs NVLS (or NVLSTree) for a collective of ``nbytes``, and why.
 
-    For an array of sizes the largest is explained. The answer names the first reason NCCL
-    has: no NVLS in the release, no NVLS support on the fabric (:attr:`Communicator.nvls_reason`),
-    the algorithm disabled for this collective or node count, or, when it is enabled, the
-    time it is predicted against the winner's (:func:`select_algorithm`).
+    For an array of sizes the largest is explained. The answer holds the first reason NCCL
+    has not to (:attr:`NvlsChoice.why`: no NVLS in the release, no NVLS support on the fabric
+    (:attr:`Communicator.nvls_why`), the algorithm disabled for this collective or node count)
+    or, when it is enabled, its graph, bus bandwidth, latency and time against the winner's
+    (:func:`select_algorithm`). :func:`models.present.reasons_text.nvls_choice_text` words it.
 
     Returns
     -------
-    str
-        One sentence.
+    NvlsChoice
+        (0.2 and 0.3.0 returned its sentence.)
 
     Examples
     --------
     >>> from models.engine.nccl.tuning import ChannelGraph, Communicator, nvls_choice
     >>> g = ChannelGraph(12, 30e9, "NVL", pattern="balanced_tree")
     >>> nvls = ChannelGraph(8, 40e9, "NVL", bw_inter=60e9, pattern="nvls", same_channels=False)
-    >>> nvls_choice("all_reduce", 2**30, Communicator(8, g, g, 90, nvls=nvls))[:44]
-    'NVLS chosen for all_reduce of 1073741824 B: '
+    >>> c = nvls_choice("all_reduce", 2**30, Communicator(8, g, g, 90, nvls=nvls))
+    >>> c.algorithm, c.chosen, c.nchannels, round(c.busbw / 1e9, 1), c.winner_algorithm
+    ('nvls', True, 8, 320.0, 'nvls')
+    >>> nvls_choice("all_reduce", 2**30, Communicator(8, g, g, 90)).why
+    Why(NO_NVLS_SUPPORT, support=Why(NO_NVLS_GRAPH))
     """
     collective = _check_collective(collective)
-    profile = _bound(comm, profile)
-    size = float(np.max(_sizes(nbytes)))
-    name_of = {"nvls": "NVLS", "nvls_tree": "NVLSTree"}
+    _bound(comm, profile)
+    size = int(np.max(_sizes(nbytes)))
     algorithm = "nvls" if comm.nnodes == 1 else "nvls_tree"
-    name = name_of[algorithm]
-    enabled, reason = applicability(collective, algorithm, "Simple", comm)
+    enabled, why = applicability(collective, algorithm, "Simple", comm)
     if not enabled:
-        return f"{name} not chosen for {collective}: {reason}"
+        return NvlsChoice(collective, algorithm, size, why=why)
     cell = algo_time(tune(collective, algorithm, "Simple", comm), size, comm)
     try:
         selection = select_algorithm(collective, size, comm)
     except MissingConstantError as error:
-        return f"{name} enabled for {collective}, but the other algorithms cannot be timed: {error}"
-    detail = (f"{comm.nvls.nchannels} heads x {comm.nvls.bw_intra / 1e9:g} GB/s (bwInter "
-              f"{comm.nvls.bw_inter / 1e9:g}), busBw {cell.tuning.bus.value / 1e9:.1f} GB/s, "
-              f"latency {cell.latency * 1e6:.1f} us, time {cell.time * 1e6:.1f} us")
-    if selection.algorithm == algorithm:
-        return f"{name} chosen for {collective} of {int(size)} B: {detail}"
-    return (f"{name} not chosen for {collective} of {int(size)} B: {selection.algorithm}/"
-            f"{selection.protocol} takes {selection.time * 1e6:.1f} us, {name} {detail}")
+        return NvlsChoice(collective, algorithm, size, error=str(error))
+    return NvlsChoice(collective, algorithm, size, chosen=selection.algorithm == algorithm,
+                      nchannels=comm.nvls.nchannels, bw_intra=comm.nvls.bw_intra,
+                      bw_inter=comm.nvls.bw_inter, busbw=cell.tuning.bus.value,
+                      latency=float(cell.latency), time=float(cell.time),
+                      winner_algorithm=str(selection.algorithm), winner_protocol=str(selection.protocol),
+                      winner_time=float(selection.time))

@@ -56,6 +56,7 @@ from ...engine.nccl.nvls import nvlink_cliques
 from ...engine.nccltests import algbw_to_busbw
 from ...engine.symmetry import MAX_SET_CLASSES
 from ..explain import describe_cut, explain_bound, explain_estimate
+from ..reasons_text import error_text
 from ...predict.p2p import EFFICIENCIES, OVERHEADS, p2p_report
 from ...studies.planner import Search, gpus_ranking, search
 from . import shipped
@@ -384,7 +385,7 @@ def _try(function, *args, **kwargs):
     try:
         return function(*args, **kwargs), None
     except DgxTopoError as error:
-        return None, str(error)
+        return None, error_text(error)
 
 
 def _extreme_pairs(matrix):

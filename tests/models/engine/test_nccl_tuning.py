@@ -21,6 +21,7 @@ from models.engine.nccl.profiles import (
     ALGORITHMS, DEFAULT_VERSION, PROFILES, PROTOCOLS, TABLE_ALGORITHMS, MissingConstantError, NcclProfile,
     UnknownNcclVersionError, nccl_profile,
 )
+from models.engine.nccl.reasons import Cause, Why
 from models.engine.nccl.search import ChannelSearchError, dup_channels
 from models.engine.nccl.tuning import (
     NCCL_COLLECTIVES, ChannelGraph, Communicator, NoAlgorithmError, TuningError,
@@ -28,6 +29,7 @@ from models.engine.nccl.tuning import (
     applicability, bus_bandwidth, bus_to_alg_ratio, comm_channels, latency, nsteps,
     select_algorithm, tune, tuning_table,
 )
+from models.present.reasons_text import error_text, reason_text
 from topo.errors import DgxTopoError
 from topo.units import GB, MiB, to_GBps, to_us, us
 
@@ -435,12 +437,17 @@ def test_forcing_algorithm_and_protocol():
 def test_forcing_a_disabled_combination_explains_why():
     g = graph(2, 12, "PHB")
     comm = Communicator(4, g, g, 70)
-    with pytest.raises(NoAlgorithmError, match=r"ring/LL128: LL128 needs typeIntra <= NVB"):
+    with pytest.raises(NoAlgorithmError, match=r"ring/LL128: Why\(LL128_TYPE_INTRA") as caught:
         select_algorithm("all_reduce", 1024, comm, algorithm="ring", protocol="LL128")
-    with pytest.raises(NoAlgorithmError, match="Ring only"):
+    assert caught.value.whys == (Why(Cause.LL128_TYPE_INTRA, algorithm="ring", path_limit="NVB", path_type="PHB"),)
+    assert error_text(caught.value).endswith("ring/LL128: LL128 needs typeIntra <= NVB, the ring graph has PHB")
+    with pytest.raises(NoAlgorithmError, match="RING_ONLY") as caught:
         select_algorithm("reduce_scatter", 1024, comm, algorithm="tree")
-    with pytest.raises(NoAlgorithmError, match="disabled"):
+    assert "tree/Simple: NCCL runs reduce_scatter with Ring only" in error_text(caught.value)
+    with pytest.raises(NoAlgorithmError, match="disabled") as caught:
         algo_time(tune("all_reduce", "ring", "LL128", comm), 1024, comm)
+    assert error_text(caught.value) == ("ring/LL128 is disabled for all_reduce: LL128 needs typeIntra <= NVB, "
+                                        "the ring graph has PHB")
 
 
 # ==================================================================== applicability
@@ -480,9 +487,9 @@ def test_ll128_enabling_rules(version, kw, enabled, reason):
     ok, why = applicability("all_reduce", "ring", "LL128", comm)
     assert ok is enabled
     if enabled:
-        assert why == ""
+        assert why is None
     else:
-        assert re.search(reason, why), why
+        assert re.search(reason, reason_text(why)), why
 
 
 def test_ll128_cuda_11_8_rule():
@@ -494,7 +501,9 @@ def test_ll128_cuda_11_8_rule():
     assert applicability("all_reduce", "ring", "LL128", Communicator(2, g, g, 90))[0]
     assert applicability("all_reduce", "ring", "LL128", Communicator(4, g, g, 90, cuda_11_8=True))[0]
     ok, why = applicability("all_reduce", "ring", "LL128", Communicator(4, g, g, 90, profile="2.12.12"))
-    assert not ok and "[70, 80]" in why                 # v2.12: all sm70 or all sm80 only
+    assert not ok and why.cause is Cause.LL128_LISTED_COMPUTE_CAPABILITIES  # v2.12: all sm70 or all sm80 only
+    assert (why.allowed, why.compute_capability, why.release) == ((70, 80), 90, "2.12.12")
+    assert applicability("all_reduce", "ring", "LL128", two)[1] == Why(Cause.LL128_CUDA_11_8)
 
 
 def test_ll128_disabled_on_pascal_dgx1():

@@ -17,11 +17,13 @@ import topo
 from models.engine.nccl.channels import channel_graphs, nccl_view
 from models.engine.nccl.nvls import NvlsError, nvlink_cliques, nvls_search, nvls_support, sharp_switch
 from models.engine.nccl.profiles import NVLS_EFFICIENCY_V2_28, nccl_profile
+from models.engine.nccl.reasons import Cause, Why
 from models.engine.nccl.releases import NvlsRatio
 from models.engine.nccl.system import NcclSystem
 from models.engine.nccl.tuning import (ChannelGraph, Communicator, NoAlgorithmError, applicability,
                                 bus_bandwidth, bus_to_alg_ratio, latency, nvls_choice,
                                 select_algorithm)
+from models.present.reasons_text import nvls_choice_text, reason_text
 from topo.dgx_nvswitch import gb200nvl72
 from topo.units import GB, GiB, MiB, us
 
@@ -99,8 +101,9 @@ def test_plain_switches_with_hopper_gpus_have_no_nvls(h100):
     for n, k in G.nodes(data="kind"):
         if k == "nvswitch":
             G.nodes[n]["model"] = topo.specs.NVSWITCHES["nvswitch2"].model
-    ok, reason = nvls_support(NcclSystem(G), EIGHT)
-    assert not ok and "NVLink SHARP" in reason
+    ok, why = nvls_support(NcclSystem(G), EIGHT)
+    assert not ok and why == Why(Cause.NVLS_NO_SHARP, names=(topo.specs.NVSWITCHES["nvswitch2"].model,))
+    assert "NVLink SHARP" in reason_text(why)
 
 
 @pytest.mark.parametrize("version, expected", [
@@ -108,8 +111,8 @@ def test_plain_switches_with_hopper_gpus_have_no_nvls(h100):
     ("2.17.1", ""), ("2.18.6", ""), ("2.27.7", ""),
 ])
 def test_nvls_by_release_on_h100(h100, version, expected):
-    ok, reason = nvls_support(NcclSystem(h100, version), EIGHT)
-    assert ok == (expected == "") and expected in reason
+    ok, why = nvls_support(NcclSystem(h100, version), EIGHT)
+    assert ok == (expected == "") and (why is None) == ok and expected in reason_text(why)
 
 
 @pytest.mark.parametrize("version, gpus, ok", [
@@ -122,7 +125,8 @@ def test_gpu_count_rule(h100, version, gpus, ok):
 
 
 def test_no_nvls_on_ampere_or_volta():
-    assert "compute capability 90" in nvls_support(NcclSystem(topo.build("dgxa100")), EIGHT)[1]
+    assert nvls_support(NcclSystem(topo.build("dgxa100")), EIGHT)[1] == Why(
+        Cause.NVLS_COMPUTE_CAPABILITY, compute_capability=80, limit=90)
     assert not nvls_support(NcclSystem(topo.dgx2()), [f"gpu{i}" for i in range(16)])[0]
 
 
@@ -136,23 +140,30 @@ def test_h100_all_reduce_picks_nvls_at_large_sizes_on_2_27_7(h100):
     assert nvls.tuning.bus.value == pytest.approx(320 * GB)
     assert nvls.tuning.bandwidth == pytest.approx(320 * GB * 5 / 6)
     assert nvls.tuning.latency.value == pytest.approx(25 * us)
-    assert nvls_choice("all_reduce", 1 * GiB, g.communicator).startswith("NVLS chosen")
-    assert nvls_choice("all_reduce", 4096, g.communicator).startswith("NVLS not chosen")
+    large, small = (nvls_choice("all_reduce", size, g.communicator) for size in (1 * GiB, 4096))
+    assert large.chosen and large.enabled and (large.winner_algorithm, large.winner_protocol) == ("nvls", "Simple")
+    assert large.busbw == nvls.tuning.bus.value and large.time == pytest.approx(nvls.time[-1])
+    assert not small.chosen and small.enabled and (small.winner_algorithm, small.winner_protocol) == ("ring", "LL")
+    assert nvls_choice_text(large).startswith("NVLS chosen")
+    assert nvls_choice_text(small).startswith("NVLS not chosen")
 
 
 def test_dgx_a100_never_picks_nvls():
     g = graphs(topo.build("dgxa100"))
     s = select_algorithm("all_reduce", [2**10, 2**20, 2**30], g.communicator)
     assert "nvls" not in set(s.algorithm)
-    assert "compute capability 90" in nvls_choice("all_reduce", 2**30, g.communicator)
-    with pytest.raises(NoAlgorithmError, match="no NVLS support"):
+    choice = nvls_choice("all_reduce", 2**30, g.communicator)
+    assert not choice.enabled and choice.why.support.cause is Cause.NVLS_COMPUTE_CAPABILITY
+    assert "compute capability 90" in nvls_choice_text(choice)
+    with pytest.raises(NoAlgorithmError, match="NO_NVLS_SUPPORT"):
         select_algorithm("all_reduce", 2**30, g.communicator, algorithm="nvls")
 
 
 def test_h100_with_2_16_has_no_nvls(h100):
     g = graphs(h100, "2.16")
-    assert g.nvls is None and "arrives in v2.17.1" in g.nvls_reason
-    assert "2.16.5 has no NVLS" in nvls_choice("all_reduce", 2**30, g.communicator)
+    assert g.nvls is None and g.nvls_why == Why(Cause.NO_NVLS, release="2.16.5")
+    assert "arrives in v2.17.1" in reason_text(g.nvls_why)
+    assert "2.16.5 has no NVLS" in nvls_choice_text(nvls_choice("all_reduce", 2**30, g.communicator))
 
 
 def test_forcing_nvls_and_its_collective_rules(h100):
@@ -162,10 +173,12 @@ def test_forcing_nvls_and_its_collective_rules(h100):
     # v2.27 AG: min(bwIntra x (ppn-1)/ppn, bwInter x 0.9) x nCh, no bus->alg conversion.
     assert ag.bus_bandwidth == pytest.approx(8 * min(40 * 7 / 8, 60 * 0.9) * GB)
     assert applicability("broadcast", "nvls", "Simple", comm)[0] is False
-    assert "Simple protocol only" in applicability("all_reduce", "nvls", "LL", comm)[1]
-    assert "single node" in applicability("all_reduce", "nvls_tree", "Simple", comm)[1]
+    assert "Simple protocol only" in reason_text(applicability("all_reduce", "nvls", "LL", comm)[1])
+    assert "single node" in reason_text(applicability("all_reduce", "nvls_tree", "Simple", comm)[1])
     old = graphs(h100, "2.18").communicator                    # AG/RS NVLS from v2.19
-    assert "all_reduce only" in applicability("all_gather", "nvls", "Simple", old)[1]
+    assert applicability("all_gather", "nvls", "Simple", old)[1] == Why(
+        Cause.NVLS_COLLECTIVE, release="2.18.6", collective="all_gather", allowed=("all_reduce",))
+    assert "all_reduce only" in reason_text(applicability("all_gather", "nvls", "Simple", old)[1])
 
 
 def test_v2_18_ratio_and_latency_rules():
@@ -201,11 +214,12 @@ def test_pat_one_rank_per_node_from_v2_23():
     assert bus_bandwidth("all_gather", "pat", "Simple", old).value == pytest.approx(4 * 24 * GB * .85)
     lat = latency("all_gather", "pat", "Simple", comm)
     assert lat.value == pytest.approx((8 + 2 * 14 / 3.5 + 4 * 2.8) * us)    # log2i(4) = 2
-    assert "one rank per node" in applicability(
-        "all_gather", "pat", "Simple", Communicator(8, tree, tree, 90, nnodes=4))[1]
-    assert "no PAT" in applicability("all_gather", "pat", "Simple",
-                                     Communicator(4, tree, tree, 90, nnodes=4, profile="2.21"))[1]
-    assert "all_gather and reduce_scatter only" in applicability("all_reduce", "pat", "Simple", comm)[1]
+    assert "one rank per node" in reason_text(applicability(
+        "all_gather", "pat", "Simple", Communicator(8, tree, tree, 90, nnodes=4))[1])
+    assert "no PAT" in reason_text(applicability("all_gather", "pat", "Simple",
+                                                 Communicator(4, tree, tree, 90, nnodes=4, profile="2.21"))[1])
+    assert "all_gather and reduce_scatter only" in reason_text(
+        applicability("all_reduce", "pat", "Simple", comm)[1])
 
 
 # ------------------------------------------------------------------ MNNVL

@@ -254,7 +254,7 @@ def test_errors():
         estimate(G, "allreduce", 8)
     with pytest.raises(topo.GpuSelectionError, match="given twice"):
         estimate(G, "all_reduce", 8, [1, 1])
-    with pytest.raises(topo.DgxTopoError, match="broadcast with Ring only"):
+    with pytest.raises(topo.DgxTopoError, match=r"tree/Simple: Why\(RING_ONLY, collective='broadcast'\)"):
         estimate(G, "broadcast", 8, algorithm="tree")
     with pytest.raises(topo.DgxTopoError, match="point-to-point"):
         estimate(G, "alltoall", 8, algorithm="ring")
