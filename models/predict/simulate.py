@@ -689,6 +689,27 @@ class SimulationResult:
                              "protocol": [x.protocol for x in t], "stream": [x.stream for x in t],
                              "critical": [x.critical for x in t], "copies": [x.copies for x in t]}) if t else []
 
+    def link_records(self) -> list:
+        """Tidy rows of :attr:`links`, one per link that carried data, busiest (mean) first:
+        ``u``, ``v``, ``capacity_Bps`` (per direction [B/s]), ``mean`` and ``peak`` (fractions
+        of the capacity; ``peak`` NaN beyond the busiest links). :meth:`to_records` gives the
+        tasks; a link's ``mean`` times the step time is the time it would be full.
+
+        Examples
+        --------
+        >>> import topo
+        >>> r = simulate(topo.build("dgxh100"), task_graph({"tasks": [
+        ...     {"id": "ar", "op": "all_reduce", "gpus": [0, 1, 2, 3], "bytes": 2**26}]}))
+        >>> row = r.link_records()[0]
+        >>> row["u"], row["v"], round(row["capacity_Bps"] / 1e9), round(row["peak"], 3)
+        ('gpu0', 'nvswitch0', 125, 0.971)
+        """
+        links = self.links
+        return tidy_records({"u": [str(x.edge[0]) for x in links], "v": [str(x.edge[1]) for x in links],
+                             "capacity_Bps": [float(x.capacity) for x in links],
+                             "mean": [float(x.mean) for x in links],
+                             "peak": [float(x.peak) for x in links]}) if links else []
+
     def busy_by_kind(self) -> dict:
         """Per kind, the summed duration of its tasks (folded images included). [s]"""
         out: dict = {}

@@ -107,6 +107,15 @@ class LegacyRings:
         """Number of rings."""
         return self.search.nchannels
 
+    def to_records(self) -> list:
+        """Tidy rows, one per ring: :meth:`ChannelSearch.to_records`' columns, then
+        ``nthreads``, ``fallback`` and ``shm_hops`` (how many of the ring's hops go through
+        shared memory)."""
+        shm = set(self.shm_hops)
+        return [{**row, "nthreads": self.nthreads, "fallback": self.fallback,
+                 "shm_hops": sum((a, b) in shm for a, b in zip(ring, ring[1:] + ring[:1]))}
+                for row, ring in zip(self.search.to_records(), self.search.channels)]
+
     def graph(self) -> ChannelGraph:
         """The tuning model's view: rings x the rate their shared links leave each ring."""
         s = self.search

@@ -55,6 +55,7 @@ from topo.schema import validate as validate_graph
 from topo.specs import LINKS
 
 from ..memo import BoundedMemo
+from ..results import tidy_records
 from ..routes import PathType, Router
 from ..symmetry import host_classes
 from .profiles import NcclProfile, nccl_profile
@@ -104,6 +105,17 @@ class NetRoute:
         """``((edge, share), ...)`` from the GPU to the NIC (shares below 1 where an NVLink part
         is sprayed over switch planes)."""
         return tuple(zip(self.edges, self.shares or (1.0,) * len(self.edges)))
+
+    def to_records(self) -> list:
+        """Tidy rows (:mod:`models.engine.results`): one per edge from the GPU to the NIC
+        (``part`` ``"path"``, with its ``share``), then the NIC's network port out and in
+        (``"port_out"``, ``"port_in"``, share 1); each with the route's ``path_type`` and
+        ``inward``."""
+        parts = ["path"] * len(self.edges) + ["port_out", "port_in"]
+        edges = list(self.edges) + [self.port_out, self.port_in]
+        shares = [share for _, share in self.flow] + [1.0, 1.0]
+        return tidy_records({"part": parts, "u": [str(u) for u, _ in edges], "v": [str(v) for _, v in edges],
+                             "share": shares, "path_type": self.path_type.name, "inward": self.inward})
 
 
 def _slowest_gpu(G) -> int:

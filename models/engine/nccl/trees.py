@@ -39,6 +39,8 @@ from dataclasses import dataclass
 
 from topo.errors import DgxTopoError
 
+from ..results import tidy_records
+
 __all__ = [
     "TREE_PATTERNS", "TreeError", "BinaryTree", "DoubleBinaryTree", "Chain", "RankTree",
     "btree_links", "binary_tree", "double_binary_tree", "intra_chain", "rank_tree",
@@ -148,6 +150,19 @@ class BinaryTree:
         """Ranks without children."""
         return frozenset(range(self.nranks)) - self.interior
 
+    def to_records(self) -> list:
+        """Tidy rows, one per rank (:mod:`models.engine.results`): ``rank``, its parent ``up``
+        and child slots ``down0``, ``down1`` (None where empty, NCCL's -1), ``depth`` (the
+        tree's).
+
+        Examples
+        --------
+        >>> [(r["rank"], r["up"], r["down0"], r["down1"]) for r in double_binary_tree(3).trees[0].to_records()]
+        [(0, None, None, 2), (1, 2, None, None), (2, 0, 1, None)]
+        """
+        return tidy_records({"rank": list(range(self.nranks)), "up": list(self.up), "down0": list(self.down0),
+                             "down1": list(self.down1), "depth": self.depth})
+
 
 def _depth(root, children_of, nranks) -> int:
     depth = {root: 0}
@@ -201,6 +216,12 @@ class DoubleBinaryTree:
     nranks: int
     trees: tuple
     transform: str
+
+    def to_records(self) -> list:
+        """Tidy rows, one per tree and rank: ``tree`` (0 or 1), then :meth:`BinaryTree.to_records`'
+        columns, and the ``transform`` that makes tree 1 of tree 0."""
+        return [{"tree": t, **row, "transform": self.transform}
+                for t, tree in enumerate(self.trees) for row in tree.to_records()]
 
 
 def double_binary_tree(nranks: int) -> DoubleBinaryTree:
@@ -286,6 +307,21 @@ class Chain:
         except ValueError:
             raise TreeError(f"rank {rank!r} is not in this chain: expected one of "
                             f"{list(self.order)}") from None
+
+    def to_records(self) -> list:
+        """Tidy rows, one per GPU of the chain in its order: ``position`` (0 first), ``rank``,
+        its ``up`` and ``down`` in the chain (None at the ends) and the ``pattern``.
+
+        Examples
+        --------
+        >>> [(r["rank"], r["up"], r["down"]) for r in Chain((4, 5, 6), "tree").to_records()]
+        [(4, None, 5), (5, 4, 6), (6, 5, None)]
+        """
+        n = len(self.order)
+        return tidy_records({"position": list(range(n)), "rank": list(self.order),
+                             "up": [None] + list(self.order[:-1]) if n else [],
+                             "down": list(self.order[1:]) + [None] if n else [],
+                             "pattern": self.pattern}) if n else []
 
     @property
     def to_parent(self) -> int:
@@ -373,6 +409,14 @@ class RankTree:
     up: tuple
     down: tuple
     depth: int
+
+    def to_records(self) -> list:
+        """Tidy rows, one per rank: ``rank``, its parent ``up`` (None at the root), its
+        children ``down0``, ``down1``, ``down2`` (at most ``NCCL_MAX_TREE_ARITY`` = 3; None where
+        fewer), and the tree's ``root`` and ``depth``."""
+        slots = [[d[k] if k < len(d) else None for d in self.down] for k in range(3)]
+        return tidy_records({"rank": list(range(self.nranks)), "up": list(self.up), "down0": slots[0],
+                             "down1": slots[1], "down2": slots[2], "root": self.root, "depth": self.depth})
 
 
 def rank_tree(chains: Sequence[Chain], tree: BinaryTree) -> RankTree:

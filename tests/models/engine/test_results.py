@@ -458,3 +458,149 @@ def test_p2p_benchmark_records_are_its_matrices(dgx1v):
     alone = read_p2p_benchmark("P2P Connectivity Matrix\n     D\\D     0     1\n     0  1 0\n     1  0 1\n")
     assert [(r["p2p"], r["src"], r["dst"], r["connected"]) for r in alone.to_records()] == \
         [(None, 0, 0, True), (None, 0, 1, False), (None, 1, 0, False), (None, 1, 1, True)]
+
+
+# ------------------------------------------------------------------ NCCL's trees, legacy rings, NET routes
+from hypothesis import given, strategies as st  # noqa: E402
+
+from models.engine.nccl.legacy_rings import legacy_rings  # noqa: E402
+from models.engine.nccl.system import NcclSystem  # noqa: E402
+from models.engine.nccl.trees import Chain, double_binary_tree, intra_chain, rank_tree  # noqa: E402
+
+
+@given(st.integers(1, 64))
+def test_double_binary_tree_records_link_each_child_to_its_parent(nranks):
+    rows = double_binary_tree(nranks).to_records()
+    assert_tidy(rows, ["tree", "rank", "up", "down0", "down1", "depth", "transform"])
+    assert len(rows) == 2 * nranks
+    for t in (0, 1):
+        tree = {r["rank"]: r for r in rows if r["tree"] == t}
+        assert sum(r["up"] is None for r in tree.values()) == 1  # one root
+        for r in tree.values():
+            for child in (r["down0"], r["down1"]):
+                if child is not None:
+                    assert tree[child]["up"] == r["rank"]
+        # Every rank but the root is some rank's child, once.
+        children = [c for r in tree.values() for c in (r["down0"], r["down1"]) if c is not None]
+        assert sorted(children) == sorted(r["rank"] for r in tree.values() if r["up"] is not None)
+
+
+def test_double_binary_tree_records_of_eight_nodes():
+    """NCCL's tree 0 over 8 nodes (the module's known answer): root 0 above 4, 4 above 2 and 6;
+    tree 1 mirrors it."""
+    rows = {(r["tree"], r["rank"]): r for r in double_binary_tree(8).to_records()}
+    assert (rows[0, 0]["up"], rows[0, 4]["up"], rows[0, 2]["up"], rows[0, 6]["up"]) == (None, 0, 4, 4)
+    assert {rows[0, 4]["down0"], rows[0, 4]["down1"]} == {2, 6}
+    assert rows[1, 7]["up"] is None and rows[1, 3]["up"] == 7
+    assert {r["depth"] for r in rows.values()} == {3} and {r["transform"] for r in rows.values()} == {"mirror"}
+
+
+def test_chain_and_rank_tree_records():
+    chains = [intra_chain([0, 1, 2, 3], "balanced_tree"), intra_chain([4, 5, 6, 7], "balanced_tree")]
+    rows = chains[0].to_records()
+    assert [(r["rank"], r["up"], r["down"]) for r in rows] == [
+        (c, chains[0].up(c), chains[0].down(c)) for c in chains[0].order]
+    assert Chain((), "tree").to_records() == []
+    tree = rank_tree(chains, double_binary_tree(2).trees[0])
+    rows = tree.to_records()
+    assert_tidy(rows, ["rank", "up", "down0", "down1", "down2", "root", "depth"])
+    assert [r["up"] for r in rows] == list(tree.up)
+    assert [tuple(c for c in (r["down0"], r["down1"], r["down2"]) if c is not None) for r in rows] == \
+        [tuple(d) for d in tree.down]
+    assert sum(r["up"] is None for r in rows) == 1 and rows[tree.root]["up"] is None
+
+
+def test_legacy_rings_records_one_row_per_ring():
+    """NCCL 2.3's rings on a DGX-1 (P100): 128 threads on Pascal NVLink rings (v2.3.7
+    src/init.cu), every hop over NVLink (no shared memory)."""
+    rings = legacy_rings(NcclSystem(topo.dgx1(), "2.3.7"), [f"gpu{i}" for i in range(8)])
+    rows = rings.to_records()
+    assert_tidy(rows, ["order", "nthreads", "fallback", "shm_hops"])
+    assert len(rows) == rings.nchannels and {r["nthreads"] for r in rows} == {128}
+    assert {r["shm_hops"] for r in rows} == {0} and not any(r["fallback"] for r in rows)
+    assert [r["order"].split() for r in rows] == [list(c) for c in rings.search.channels]
+
+
+def test_legacy_rings_count_their_shared_memory_hops():
+    """DGX-1 GPUs 0 and 5 have no NVLink and sit on different sockets (no PCIe P2P across QPI):
+    a ring 0 -> 1 -> 5 -> 0 crosses shared memory once (5 -> 0; 1 -> 5 is NVLink), the ring
+    0 -> 5 -> 0 twice."""
+    fabric = NcclSystem(topo.dgx1(), "2.3.7")
+    assert [r["shm_hops"] for r in legacy_rings(fabric, ["gpu0", "gpu1", "gpu5"]).to_records()] == [1]
+    assert [r["shm_hops"] for r in legacy_rings(fabric, ["gpu0", "gpu5"]).to_records()] == [2]
+
+
+def test_net_route_records_are_its_edges_then_the_port():
+    """A DGX-1V GPU reaches its PCIe switch's NIC over two PCIe edges (PIX), then the NIC's
+    network port each way."""
+    fabric = NcclSystem(topo.build("2xdgx1v"))
+    rows = fabric.net_route("h0.gpu0", "h0.mlx5_0").to_records()
+    assert_tidy(rows, ["part", "u", "v", "share", "path_type", "inward"])
+    assert [(r["part"], r["u"], r["v"]) for r in rows] == [
+        ("path", "h0.gpu0", "h0.pcie0"), ("path", "h0.pcie0", "h0.mlx5_0"),
+        ("port_out", "h0.mlx5_0", "net.leaf0"), ("port_in", "net.leaf0", "h0.mlx5_0")]
+    assert {r["path_type"] for r in rows} == {"PIX"} and all(r["share"] == 1.0 for r in rows)
+
+
+def test_simulation_link_records_are_its_links_busiest_first():
+    from models.predict.simulate import simulate, task_graph
+
+    r = simulate(topo.build("dgxh100"), task_graph({"tasks": [
+        {"id": "mm", "op": "compute", "gpu": 0, "seconds": 1e-3},
+        {"id": "ar", "op": "all_reduce", "gpus": [0, 1, 2, 3], "bytes": 2**26, "after": ["mm"]}]}))
+    rows = r.link_records()
+    assert_tidy(rows, ["u", "v", "capacity_Bps", "mean", "peak"])
+    assert [(x["u"], x["v"]) for x in rows] == [tuple(map(str, link.edge)) for link in r.links]
+    assert [x["mean"] for x in rows] == sorted((x["mean"] for x in rows), reverse=True)
+    # The links fill only while the all_reduce moves data, after the 1 ms kernel: the mean over
+    # the step is below the peak by at least the kernel's share of the step.
+    for x in rows:
+        if not math.isnan(x["peak"]):
+            assert x["mean"] <= x["peak"] * (1 - 1e-3 / r.step_time) + 1e-12 and x["peak"] <= 1 + 1e-9
+    assert x["capacity_Bps"] == r.links[-1].capacity
+
+
+#: Frozen dataclasses in a module's __all__ that are not results a user tabulates: inputs and
+#: constants (a spec, a profile, a workload), or parts whose rows a parent's to_records() gives.
+NOT_RESULTS = {
+    # inputs, constants and rules
+    "PipelineConstants", "DupRule", "NvlsRules", "PatRules", "NcclProfile", "Column", "ReleaseBehaviour",
+    "ChannelGraph", "Communicator", "Collective", "StepParameters", "Parameter", "LinkClass",
+    "MeasurementModel", "Calibrated", "Task", "Gpu", "Generation", "ComputeModel", "Layout", "Failure",
+    "Op", "Software", "Transformer", "ConvLayer", "CNN",
+    # parts: their parent's rows (ChannelSearch: LinkLoad, SearchStep; Tuning: the bandwidth and
+    # latency terms; SimulationResult: TaskTiming, LinkUse (link_records); a benchmark's parse:
+    # Device, NcclTestsRow, P2PDevice; Check: CheckRow; Plan: Component, Calibration; Sweep: SweepRow)
+    "LinkLoad", "SearchStep", "BandwidthStep", "BusBandwidth", "LatencyTerm", "Latency", "TaskTiming",
+    "LinkUse", "Device", "NcclTestsRow", "P2PDevice", "CheckRow", "Component", "Calibration", "SweepRow",
+}
+
+
+def _result_types():
+    import dataclasses
+    import importlib
+    import pkgutil
+
+    import models
+
+    found = []
+    for info in pkgutil.walk_packages(models.__path__, "models."):
+        if info.name.startswith("models.present") or info.name.endswith("__main__") or info.ispkg:
+            continue
+        module = importlib.import_module(info.name)
+        for name in getattr(module, "__all__", ()):
+            value = getattr(module, name, None)
+            if isinstance(value, type) and dataclasses.is_dataclass(value) and value.__module__ == info.name:
+                found.append((info.name, name, value))
+    return found
+
+
+def test_every_result_type_gives_tidy_records():
+    """Every frozen dataclass a module of engine, predict or studies exports is a result with
+    to_records(), or is listed above as an input or a part (so a new result type cannot ship
+    without its rows, and the list cannot keep a name that no longer exists)."""
+    found = _result_types()
+    missing = [f"{m}.{n}" for m, n, cls in found if n not in NOT_RESULTS and not callable(getattr(cls, "to_records", None))]
+    assert not missing, f"result types without to_records(): {missing}"
+    assert NOT_RESULTS <= {n for _, n, _ in found}, sorted(NOT_RESULTS - {n for _, n, _ in found})
+    assert all(cls.__dataclass_params__.frozen for _, _, cls in found)
