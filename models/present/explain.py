@@ -118,6 +118,10 @@ _STEP_TEXT = MappingProxyType({
     "ring_rate": lambda s: f"{s.count} ring(s) x {s.speed / 1e9:g} GB/s: the rate the busiest link leaves each ring",
     "nics": lambda s: f"{s.count} NIC(s): one ring per NIC (netGetRings)",
     "copied_across_nodes": lambda s: f"v2.4: NVLink rings across nodes copied x2 -> {s.count}",
+    "nvls_attempt": lambda s: (f"{s.speed / 1e9:g} GB/s: {s.count} head(s)"
+                               + (f", fewer than the {s.limit} required" if s.limit else "")),
+    "nvls_none": lambda s: "no NVLS channel fits: NCCL clears nvlsSupport",
+    "nvls_bw_inter": lambda s: f"pass 2: bwInter {s.speed / 1e9:g} GB/s",
 })
 
 
@@ -186,6 +190,7 @@ def explain_estimate(e: CollectiveEstimate) -> str:
             lines.append(f"nvls graph: {e.nvls.nchannels} heads x {_gbps(e.nvls.bw_intra)} GB/s (bwInter "
                          f"{_gbps(e.nvls.bw_inter)} GB/s); heads " + " ".join(
                              str(e.gpus[e.nodes.index(g)]) if g in e.nodes else str(g) for g in e.nvls.heads))
+            lines.append("  search: " + "; ".join(search_step_text(t) for t in e.nvls.trace))
         if e.nvls_choice is not None:
             lines.append(f"  NVLS: {nvls_choice_text(e.nvls_choice)}")
     else:

@@ -58,6 +58,7 @@ from topo.specs import NVSWITCHES
 from ..results import tidy_records
 from .reasons import Cause, Why
 from .releases import NvlsAlgorithms, NvlsMnnvl
+from .search import SearchStep
 from .tuning import ChannelGraph
 
 __all__ = ["NvlsGraph", "NvlsError", "nvls_search", "nvls_support", "sharp_switch",
@@ -95,8 +96,11 @@ class NvlsGraph:
         chips, in its narrower direction). [B/s]
     nets : tuple
         Per channel, the NIC of its head (empty without NET).
-    trace : tuple of str
-        The speeds tried and what each held.
+    trace : tuple of SearchStep
+        The speeds tried and the heads each held (``nvls_attempt``; ``limit``: the channels
+        required, when it held fewer), ``nvls_none`` when none held enough, then the bwInter
+        pass 2 raised to (``nvls_bw_inter``); :func:`models.present.explain.search_step_text`
+        words them.
     """
 
     heads: tuple
@@ -309,8 +313,8 @@ def nvls_search(fabric, nodes, nets=()) -> NvlsGraph:
     while True:
         speed = speeds[index]
         found = fit(speed)
-        trace.append(f"{speed / 1e9:g} GB/s: {found} head(s)"
-                     + ("" if found >= min_channels else f", fewer than the {min_channels} required"))
+        trace.append(SearchStep("nvls_attempt", speed=speed, count=found,
+                                limit=0 if found >= min_channels else min_channels))
         if found >= min_channels and (best is None or found > best[0]
                                       or (found == best[0] and found * speed > best[0] * best[1])):
             best = (found, speed)
@@ -320,7 +324,7 @@ def nvls_search(fabric, nodes, nets=()) -> NvlsGraph:
             break
         index += 1
     if best is None:
-        trace.append("no NVLS channel fits: NCCL clears nvlsSupport")
+        trace.append(SearchStep("nvls_none"))
         return NvlsGraph((), 0.0, 0.0, min(caps), (), tuple(trace))
     count, bw_intra = best
     bw_inter = bw_intra
@@ -332,6 +336,6 @@ def nvls_search(fabric, nodes, nets=()) -> NvlsGraph:
         if nets and any(w + _SLACK < higher for w in widths[:count]):
             break
         bw_inter, step = higher, step - 1
-    trace.append(f"pass 2: bwInter {bw_inter / 1e9:g} GB/s")
+    trace.append(SearchStep("nvls_bw_inter", speed=bw_inter))
     return NvlsGraph(tuple(heads[:count]), float(bw_intra), float(bw_inter), min(caps),
                      tuple(head_nets[:count]), tuple(trace))

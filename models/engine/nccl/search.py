@@ -151,7 +151,8 @@ class LinkLoad:
 #: ``simple_ring``, ``shared_memory``, ``ring_rate``, ``nics``, ``copied_across_nodes``.
 STEP_KINDS = ("attempt", "skipped", "tie", "fallback", "duplicated", "other_shape", "mnnvl", "domains",
               "nvswitch", "nvlink_search", "oversubscribed", "copied", "pascal_threads", "pcie", "simple_ring",
-              "shared_memory", "ring_rate", "nics", "copied_across_nodes")
+              "shared_memory", "ring_rate", "nics", "copied_across_nodes", "nvls_attempt", "nvls_none",
+              "nvls_bw_inter")
 
 
 @dataclass(frozen=True, slots=True)

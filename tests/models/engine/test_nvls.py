@@ -244,3 +244,24 @@ def test_no_mnnvl_before_v2_20(nvl72):
     gpus = [f"t{t}.gpu{i}" for t in (0, 1) for i in range(4)]
     view, fused = nccl_view(NcclSystem(nvl72, "2.19"), gpus)
     assert not fused and view.G is nvl72
+
+
+@pytest.mark.parametrize("name", ["dgxh100", "2xdgxh100"])
+def test_the_nvls_search_trace_is_its_attempts_then_pass_two(name):
+    """The trace holds numbers: the speeds tried, highest first, each with the heads it held; the
+    last attempt is the graph kept (heads x bwIntra), then the bwInter pass 2 reached; words
+    only from models.present (--explain prints them)."""
+    from models.present.explain import search_step_text
+
+    G = topo.build(name)
+    graphs = channel_graphs(NcclSystem(G), [n for n in G if G.nodes[n]["kind"] == "gpu"])
+    g = graphs.nvls
+    kinds = [s.kind for s in g.trace]
+    assert kinds[-1] == "nvls_bw_inter" and set(kinds[:-1]) == {"nvls_attempt"}
+    attempts = g.trace[:-1]
+    assert [s.speed for s in attempts] == sorted((s.speed for s in attempts), reverse=True)
+    assert (attempts[-1].speed, attempts[-1].count, attempts[-1].limit) == (g.bw_intra, g.nchannels, 0)
+    assert g.trace[-1].speed == g.bw_inter >= g.bw_intra
+    assert all(s.count < s.limit for s in attempts if s.limit)
+    text = "; ".join(search_step_text(s) for s in g.trace)
+    assert text.endswith(f"{g.bw_intra / 1e9:g} GB/s: {g.nchannels} head(s); pass 2: bwInter {g.bw_inter / 1e9:g} GB/s")
