@@ -26,7 +26,7 @@ import models
 import topo
 from models.present.output import write_text_atomic
 from models.present.plan_plot import memory_figure, step_time_figure
-from models.present.plan_text import format_plan
+from models.present.plan_text import fit_note, format_plan
 from topo.units import GB
 
 WORKLOAD = "llama3-70b"
@@ -44,7 +44,7 @@ def plan(spec: str, top: int):
               f"{p.memory.total / GB:8.1f}  {p.binding()}")
     if not fitting:
         closest = min(result.plans, key=lambda p: p.memory.total / p.memory.capacity)
-        print(f"no layout fits; the closest: {closest.layout.label()}: {closest.reason}")
+        print(f"no layout fits; the closest: {closest.layout.label()}: {fit_note(closest)}")
         return result
     best = fitting[0]
     print(f"\nThe best layout, {best.layout.label()}, and the GPUs of each group:")

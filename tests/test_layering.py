@@ -95,14 +95,14 @@ def _call_name(node: ast.Call) -> str | None:
 
 def _by_name(nodes) -> list:
     """``(mechanism, dotted name, line)`` of every name a module hands to a mechanism that
-    imports it when it is first read: a :class:`models.engine.results.MovedMethod`, a module's
+    imports it when it is first read: a :class:`models.engine.results.MovedMethod` or ``MovedField``, a module's
     ``MOVED_NAMES`` (:func:`topo.faces.moved_names`) and a face's ``_FACE``
     (:func:`topo.faces.lazy_face`)."""
     found = []
     for node in nodes:
-        if isinstance(node, ast.Call) and _call_name(node) == "MovedMethod" and node.args \
+        if isinstance(node, ast.Call) and _call_name(node) in ("MovedMethod", "MovedField") and node.args \
                 and isinstance(node.args[0], ast.Constant):
-            found.append(("MovedMethod", node.args[0].value, node.lineno))
+            found.append((_call_name(node), node.args[0].value, node.lineno))
         elif isinstance(node, ast.Assign) and len(node.targets) == 1 \
                 and getattr(node.targets[0], "id", None) in ("MOVED_NAMES", "_FACE"):
             for value in ast.walk(node.value):
@@ -211,7 +211,7 @@ def test_no_module_imports_a_package_face_of_models(module):
 #: models.present they may only be the shims of a name that moved (a class attribute
 #: ``Moved(...)``/``MovedMethod(...)``, or a module's ``MOVED_NAMES`` entry).
 WORD_METHODS = frozenset({"to_dict", "to_json", "describe", "explain", "format"})
-SHIMS = frozenset({"Moved", "MovedMethod"})
+SHIMS = frozenset({"Moved", "MovedMethod", "MovedField"})
 
 
 def _builds_words(name: str, *, method: bool) -> bool:

@@ -14,7 +14,9 @@ take as they are. Column names follow one convention everywhere:
 Words (tables, explanations, JSON shapes) are built from these numbers in :mod:`models.present`.
 A method that moved there is a :class:`Moved` attribute: reading it raises an AttributeError
 that names the new place; or, for a release or two, a :class:`MovedMethod`: it still works, and
-warns (DeprecationWarning) naming the function that builds the words now. A module function
+warns (DeprecationWarning) naming the function that builds the words now; an attribute that
+held a sentence is a :class:`MovedField`, which warns and returns the words built from the
+result's numbers. A module function
 that moved is found the same way through the module's ``__getattr__``
 (:func:`topo.faces.moved_names`).
 
@@ -35,7 +37,7 @@ import numpy as np
 
 from topo.errors import DgxTopoError
 
-__all__ = ["tidy_records", "Moved", "MovedMethod"]
+__all__ = ["tidy_records", "Moved", "MovedMethod", "MovedField"]
 
 
 def _scalar(value):
@@ -100,6 +102,49 @@ class Moved:
     def __get__(self, instance, owner=None):
         raise AttributeError(f"{self.name} moved to {self.new} in dgx-topo 0.3 (results hold numbers; "
                              f"their words are built in models.present)")
+
+
+class MovedField:
+    """A result attribute that held words until dgx-topo 0.3 (a sentence), now built in
+    :mod:`models.present` from the result's numbers.
+
+    Reading it (``plan.reason``) warns once per call site with a DeprecationWarning naming the
+    function that builds the words, and returns that function's words for the result, so a 0.2
+    caller keeps working while it moves. The function is imported when the attribute is read (a
+    lazy import by name: the result's floor never imports :mod:`models.present`).
+
+    Parameters
+    ----------
+    new : str
+        The dotted name of the function, e.g. ``"models.present.plan_text.fit_note"``; it takes
+        the result and returns the words the attribute held.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> class Seconds(float):
+    ...     words = MovedField("models.present.format.format_us")
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     text = Seconds(2e-6).words
+    >>> text, str(caught[0].message)
+    ('2.00', 'Seconds.words moved to models.present.format.format_us in dgx-topo 0.3: call it on the result')
+    """
+
+    def __init__(self, new: str):
+        self.new = new
+        self.name = "this attribute"
+
+    def __set_name__(self, owner, name: str) -> None:
+        self.name = f"{owner.__name__}.{name}"
+
+    def __get__(self, instance, owner=None):
+        if instance is None:
+            return self
+        warnings.warn(f"{self.name} moved to {self.new} in dgx-topo 0.3: call it on the result",
+                      DeprecationWarning, stacklevel=2)
+        module, _, name = self.new.rpartition(".")
+        return getattr(importlib.import_module(module), name)(instance)
 
 
 class MovedMethod:

@@ -1318,6 +1318,21 @@ def _plan_arguments(parser) -> None:
                              f"grows with the GPUs)")
 
 
+def _planner_words(command):
+    """The command, its planner errors that carry numbers raised again in words
+    (:func:`models.present.plan_text.plan_error_text`)."""
+    def run(args):
+        from ..studies.planner import DoesNotFitError, NoLayoutError
+        from ..studies.stepgraph import PlanDoesNotFitError
+        try:
+            return command(args)
+        except (NoLayoutError, DoesNotFitError, PlanDoesNotFitError) as error:
+            from .plan_text import plan_error_text
+            raise DgxTopoError(plan_error_text(error)) from None
+    return run
+
+
+@_planner_words
 def _plan(args) -> int:
     from ..studies.planner import DEFAULT_BUCKET, calibrate_plan, plan, search
     from ..studies.workload import parse_workload
@@ -1392,7 +1407,9 @@ def _does_not_fit(best, result) -> int:
         what = f"no layout of {best.workload} fits on {best.fabric}; the closest,"
     else:
         what = f"{best.workload} does not fit on {best.fabric}:"
-    print(f"dgxtopo: error: {what} {best.layout.label()}: {best.reason}", file=sys.stderr)
+    from .plan_text import fit_note
+
+    print(f"dgxtopo: error: {what} {best.layout.label()}: {fit_note(best)}", file=sys.stderr)
     return 2
 
 
@@ -1446,6 +1463,7 @@ def _simulate_arguments(parser) -> None:
                         help=f"refuse jobs of more than N GPUs (default {MAX_PLAN_GPUS})")
 
 
+@_planner_words
 def _simulate(args) -> None:
     from ..predict.simulate import read_task_graph, simulate
     from ..studies.planner import DEFAULT_BUCKET, plan

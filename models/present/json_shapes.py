@@ -124,18 +124,21 @@ def plan_json(p) -> dict:
     throughput (``samples_per_s``, ``tokens_per_s``, ``model_tflops_per_gpu``,
     ``hardware_tflops_per_gpu``, ``mfu``, ``hfu``), ``memory_per_gpu_bytes`` and ``memory``,
     ``components`` (``time_s``, ``exposed_s``, ``detail`` each), ``exposed_comm_s``, ``groups``,
-    ``warnings`` and ``calibration`` (:func:`plan_calibration_json`, or null). ``compute`` and each
-    ``detail`` are the words of the plan's numbers (:func:`models.present.plan_text.compute_note`,
-    :func:`~models.present.plan_text.component_note`)."""
-    from .plan_text import component_note, compute_note  # the planner's words: only a plan's JSON imports it
+    ``warnings`` and ``calibration`` (:func:`plan_calibration_json`, or null). ``compute``, each
+    ``detail``, ``reason``, ``timing_note`` and ``warnings`` are the words of the plan's numbers
+    (:func:`models.present.plan_text.compute_note`, :func:`~models.present.plan_text.component_note`,
+    :func:`~models.present.plan_text.fit_note`, :func:`~models.present.plan_text.timing_note`,
+    :func:`~models.present.plan_text.warning_notes`)."""
+    # the planner's words: only a plan's JSON imports them
+    from .plan_text import component_note, compute_note, fit_note, timing_note, warning_notes
 
     return {
         "workload": p.workload, "fabric": p.fabric, "nccl": p.nccl, "generation": p.generation,
         "dtype": p.dtype, "software": p.software, "compute": compute_note(p.compute),
         "layout": {k: getattr(p.layout, k) for k in type(p.layout).__slots__},
-        "fits": p.fits, "reason": p.reason,
+        "fits": p.fits, "reason": fit_note(p),
         "step_time_s": p.step_time if p.fits else None,
-        "timing": p.timing, "timing_note": p.timing_note,
+        "timing": p.timing, "timing_note": timing_note(p),
         "analytical_step_time_s": p.analytical_step_time if p.fits else None,
         "simulated_step_time_s": p.step_time if p.simulated else None,
         "samples_per_s": p.samples_per_s, "tokens_per_s": p.tokens_per_s,
@@ -149,7 +152,7 @@ def plan_json(p) -> dict:
                        for c in p.components},
         "exposed_comm_s": sum(c.exposed for c in p.components if c.name.endswith("_comm")),
         "groups": {k: [list(g) for g in v] for k, v in p.groups.items()},
-        "warnings": list(p.warnings),
+        "warnings": list(warning_notes(p)),
         "calibration": plan_calibration_json(p.calibration) if p.calibration is not None else None,
     }
 
@@ -157,10 +160,13 @@ def plan_json(p) -> dict:
 def search_json(search, top: int | None = None) -> dict:
     """``dgxtopo plan --search --json`` of a :class:`models.studies.planner.Search`: ``{"best",
     "layouts", "skipped"}``, each plan as :func:`plan_json`, ``layouts`` the first ``top`` (every
-    layout without it), best first."""
+    layout without it), best first; ``skipped`` the refused layouts in words
+    (:func:`models.present.plan_text.skipped_notes`)."""
+    from .plan_text import skipped_notes
+
     shown = search.plans if top is None else search.plans[:top]
     return {"best": plan_json(search.best), "layouts": [plan_json(p) for p in shown],
-            "skipped": list(search.skipped)}
+            "skipped": list(skipped_notes(search))}
 
 
 # ---------------------------------------------------------------------------------- p2p

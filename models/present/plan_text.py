@@ -19,16 +19,196 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from types import MappingProxyType
 
 from topo.units import GB, MiB, to_us
 
 from ..studies.compute import GENERATIONS, TF, ComputeFacts, ComputeModel
-from ..studies.planner import (BubbleDetail, Calibration, Component, ComputeDetail, DataParallelDetail, GpuRank,
-                               OptimizerDetail, PipelineDetail, Plan, Search, TensorParallelDetail, memory_note)
-from ..studies.workload import CNN, DTYPES, Workload, workload as as_workload
+from ..studies.planner import (BubbleDetail, Calibration, Component, ComputeDetail, DataParallelDetail,
+                               DoesNotFitError, GpuRank, Memory, NoLayoutError, OptimizerDetail, PipelineDetail,
+                               Plan, PlanWarning, Search, SkipCode, SkippedLayout, TensorParallelDetail, TimingCode,
+                               TimingWhy)
+from ..studies.stepgraph import PlanDoesNotFitError
+from ..studies.workload import CNN, DTYPES, TpConstraint, TpLimit, Workload, tp_limit, workload as as_workload
+from .reasons_text import error_text
 
 __all__ = ["format_plan", "format_search", "format_calibration", "format_gpus_ranking", "format_workload",
-           "format_generations", "compute_note", "component_note"]
+           "format_generations", "compute_note", "component_note", "memory_note", "fit_note", "warning_note",
+           "warning_notes", "timing_note", "tp_limit_note", "tp_constraint", "skipped_note", "skipped_notes",
+           "plan_error_text", "WARNING_TEXT", "CROSS_HOST_TP_WARNING"]
+
+#: The warning of a plan whose tensor-parallel groups span hosts (:attr:`PlanWarning.CROSS_HOST_TP
+#: <models.studies.planner.PlanWarning.CROSS_HOST_TP>`).
+CROSS_HOST_TP_WARNING = ("tensor parallelism across hosts: every layer's activations cross the network "
+                         "twice per pass, which is rarely wise (modelled as asked)")
+#: Each :class:`~models.studies.planner.PlanWarning` in words: what ``plan`` prints after
+#: "warning:" and ``plan --json`` gives in ``warnings``.
+WARNING_TEXT = MappingProxyType({
+    PlanWarning.CROSS_HOST_TP: CROSS_HOST_TP_WARNING,
+    PlanWarning.ABOVE_PEAK: ("the measurement implies more than the hardware's peak (fitted fractions above 1): "
+                             "check the measured layout, batch and dtype")})
+
+
+def memory_note(m: Memory) -> str:
+    """The memory of a GPU in one line: what ``plan`` prints as its memory per GPU and, for a
+    layout that does not fit, inside :func:`fit_note`. [GB]
+
+    Examples
+    --------
+    >>> memory_note(Memory(2e9, 2e9, 12e9, 4e9, 80e9))
+    '20.0 GB of 80.0 GB (weights 2.0, gradients 2.0, optimizer 12.0, activations 4.0)'
+    """
+    return (f"{m.total / GB:.1f} GB of {m.capacity / GB:.1f} GB (weights "
+            f"{m.parameters / GB:.1f}, gradients {m.gradients / GB:.1f}, optimizer "
+            f"{m.optimizer / GB:.1f}, activations {m.activations / GB:.1f})")
+
+
+def fit_note(p: Plan) -> str:
+    """Why a plan does not fit ('' when it does): what ``plan`` prints after "does not fit:" and
+    ``plan --json`` gives as ``reason`` (the sentence ``Plan.reason`` held until dgx-topo 0.3).
+
+    Examples
+    --------
+    >>> import topo
+    >>> from models.studies.planner import plan
+    >>> fit_note(plan("gpt3-175b", topo.dgx1v(), tp=8, pp=1, dp=1, simulate=0))
+    'out of memory: needs 349.9 GB of 17.2 GB (weights 43.7, gradients 43.7, optimizer 261.9, activations 0.7) per GPU'
+    """
+    return "" if p.fits else f"out of memory: needs {memory_note(p.memory)} per GPU"
+
+
+def warning_note(code: PlanWarning) -> str:
+    """A plan's warning in words (:data:`WARNING_TEXT`)."""
+    return WARNING_TEXT[code]
+
+
+def warning_notes(p: Plan) -> tuple:
+    """A plan's warnings in words, in order (the sentences ``Plan.warnings`` held until dgx-topo 0.3)."""
+    return tuple(warning_note(code) for code in p.warning_codes)
+
+
+def timing_note(why: Plan | TimingWhy | None) -> str:
+    """How a plan's timing came about, in words ('' for None): why an analytical plan was not
+    simulated, or what shaped a simulated one (a plan's :attr:`~models.studies.planner.Plan.timing_why`);
+    what ``plan`` prints beside its timing and ``plan --json`` gives as ``timing_note``.
+
+    Examples
+    --------
+    >>> timing_note(TimingWhy(TimingCode.NEEDS_EVENTS, events=1200, max_events=1000))
+    'its simulation needs 1200 events, beyond the budget max_events=1000'
+    >>> timing_note(TimingWhy(TimingCode.OVERLAP_FIRST_PASS, overlap=0.5))
+    'overlap=0.5 shapes the first pass only: the simulation overlaps the gradient buckets as the schedule allows'
+    """
+    if isinstance(why, Plan):
+        why = why.timing_why
+    if why is None:
+        return ""
+    words = {
+        TimingCode.NOT_AMONG_BEST: lambda: f"not among the {why.count} best of the analytical first pass",
+        TimingCode.ANALYTICAL_ONLY: lambda: "analytical only (simulate=0)",
+        TimingCode.BEYOND_BUDGET: lambda: f"beyond the simulations' budget max_events={why.max_events}",
+        TimingCode.NEEDS_EVENTS: lambda: (f"its simulation needs {why.events} events, beyond the budget "
+                                          f"max_events={why.max_events}"),
+        TimingCode.CNN: lambda: "a CNN's step is not simulated: step graphs follow Megatron's transformer schedule",
+        TimingCode.INTERLEAVED: lambda: "interleaved 1F1B is not simulated: step graphs build plain 1F1B",
+        TimingCode.OVERLAP_FIRST_PASS: lambda: (f"overlap={why.overlap:g} shapes the first pass only: the "
+                                                "simulation overlaps the gradient buckets as the schedule allows")}
+    return words[why.code]()
+
+
+def tp_limit_note(c: TpConstraint) -> str:
+    """Why tensor parallelism cannot split a workload, in words
+    (:func:`models.studies.workload.tp_limit`).
+
+    Examples
+    --------
+    >>> tp_limit_note(TpConstraint(TpLimit.HEADS, 2, 25))
+    'tensor parallel 2 does not divide heads (25)'
+    """
+    if c.limit is TpLimit.CNN:
+        return "a CNN is data parallel only here (tensor parallel 1)"
+    if c.limit is TpLimit.KV_HEADS:
+        return f"tensor parallel {c.tp} neither divides nor is a multiple of kv_heads ({c.value})"
+    return f"tensor parallel {c.tp} does not divide {c.limit.value} ({c.value})"
+
+
+def tp_constraint(w: Workload, tp: int) -> str:
+    """Why tensor parallelism ``tp`` cannot split workload ``w``, in words ('' when it can):
+    :func:`tp_limit_note` of :func:`models.studies.workload.tp_limit` (dgx-topo 0.2's
+    ``models.studies.workload.tp_constraint``)."""
+    limit = tp_limit(w, tp)
+    return "" if limit is None else tp_limit_note(limit)
+
+
+def _skipped_label(s: SkippedLayout) -> str:
+    """The degrees a refusal names: ``tp2``, ``tp2 pp3``, ``pp16``, ``tp1 pp1 dp8``, ``tp1 pp4 v2 dp2``."""
+    if s.code in (SkipCode.TP_LIMIT, SkipCode.TP_HOST):
+        return f"tp{s.tp}"
+    if s.code is SkipCode.GPUS:
+        return f"tp{s.tp} pp{s.pp}"
+    if s.code is SkipCode.LAYERS:
+        return f"pp{s.pp}"
+    if s.code is SkipCode.BATCH:
+        return f"tp{s.tp} pp{s.pp} dp{s.dp}"
+    return f"tp{s.tp} pp{s.pp} v{s.virtual_stages} dp{s.dp}"
+
+
+def skipped_note(s: SkippedLayout) -> str:
+    """A layout :func:`~models.studies.planner.search` refused, and why, in words: what
+    ``plan --search --json`` lists in ``skipped``.
+
+    Examples
+    --------
+    >>> skipped_note(SkippedLayout(SkipCode.BATCH, 1, 1, 8, count=12, micro_batch=1))
+    'tp1 pp1 dp8: global batch 12 is not a multiple of dp x micro-batch = 8'
+    >>> skipped_note(SkippedLayout(SkipCode.INTERLEAVE_LAYERS, 1, 4, 2, 2, count=44))
+    'tp1 pp4 v2 dp2: 44 layers do not split into pp x v = 8 chunks'
+    """
+    c = s.count
+    words = {
+        SkipCode.TP_LIMIT: lambda: tp_limit_note(s.tp_limit),
+        SkipCode.TP_HOST: lambda: f"a tensor-parallel group takes part of one host of {c} GPUs or whole hosts",
+        SkipCode.GPUS: lambda: f"does not divide {c} GPUs",
+        SkipCode.LAYERS: lambda: f"more stages than {c} layers",
+        SkipCode.BATCH: lambda: (f"global batch {c} is not a multiple of dp x micro-batch = "
+                                 f"{s.dp * s.micro_batch}"),
+        SkipCode.INTERLEAVE_PIPELINE: lambda: "interleaving needs a pipeline (pp > 1)",
+        SkipCode.INTERLEAVE_LAYERS: lambda: (f"{c} layers do not split into pp x v = {s.pp * s.virtual_stages} "
+                                             "chunks"),
+        SkipCode.INTERLEAVE_MICRO_BATCHES: lambda: f"{c} micro-batches are not a multiple of pp = {s.pp}"}
+    return f"{_skipped_label(s)}: {words[s.code]()}"
+
+
+def skipped_notes(search: Search) -> tuple:
+    """Every refusal of a search in words, in order (the sentences ``Search.skipped`` held until
+    dgx-topo 0.3)."""
+    return tuple(skipped_note(s) for s in search.skipped_layouts)
+
+
+def plan_error_text(error: Exception) -> str:
+    """An error in words: a planner error that carries numbers (:class:`~models.studies.planner.NoLayoutError`,
+    :class:`~models.studies.planner.DoesNotFitError`,
+    :class:`~models.studies.stepgraph.PlanDoesNotFitError`) worded from them, as ``dgxtopo plan``
+    and ``dgxtopo simulate`` print it; any other error as
+    :func:`models.present.reasons_text.error_text` words it (its message, NCCL's reasons in words).
+
+    Examples
+    --------
+    >>> from models.studies.workload import TpConstraint, TpLimit
+    >>> error = NoLayoutError("gpt3-5b", 8, "DGX A100", (SkippedLayout(SkipCode.TP_LIMIT, 3,
+    ...                       tp_limit=TpConstraint(TpLimit.HEADS, 3, 32)),))
+    >>> plan_error_text(error)
+    'no layout of gpt3-5b on 8 GPUs of DGX A100: tp3: tensor parallel 3 does not divide heads (32)'
+    """
+    if isinstance(error, DoesNotFitError):
+        return (f"the measured layout {error.plan.layout.label()} does not fit ({fit_note(error.plan)}): expected a "
+                "layout that runs")
+    if isinstance(error, PlanDoesNotFitError):
+        return f"the plan does not fit ({fit_note(error.plan)}): expected a layout that fits in memory"
+    if not isinstance(error, NoLayoutError):
+        return error_text(error)
+    return (f"no layout of {error.workload} on {error.ngpus} GPUs of {error.fabric}: " +
+            ("; ".join(skipped_note(s) for s in error.skipped[:4]) or "the fixed degrees do not multiply to the GPUs"))
 
 
 def compute_note(compute: ComputeFacts | ComputeModel | None) -> str:
@@ -137,17 +317,18 @@ def format_plan(p: Plan, verbose: bool = False) -> str:
     compute model and groups when verbose)."""
     release = f", NCCL {p.nccl}" if p.nccl else ""
     lines = [f"{p.workload} on {p.fabric} ({p.generation}, {p.dtype}{release}): {p.layout.label()}"]
-    lines += [f"  warning: {w}" for w in p.warnings]
+    lines += [f"  warning: {warning_note(w)}" for w in p.warning_codes]
     if not p.fits:
-        lines.append(f"  does not fit: {p.reason}")
+        lines.append(f"  does not fit: {fit_note(p)}")
         return "\n".join(lines)
     lines.append(f"  step {p.step_time * 1e3:.1f} ms; {p.samples_per_s:.2f} samples/s, "
                  f"{p.tokens_per_s:,.0f} tokens/s; binding: {p.binding()}")
+    note = timing_note(p)
     if p.simulated:
         lines.append(f"  timing: simulated (the analytical first pass: {p.analytical_step_time * 1e3:.1f} ms"
-                     f"{f'; {p.timing_note}' if p.timing_note else ''})")
+                     f"{f'; {note}' if note else ''})")
     else:
-        lines.append(f"  timing: analytical{f' ({p.timing_note})' if p.timing_note else ''}")
+        lines.append(f"  timing: analytical{f' ({note})' if note else ''}")
     lines.append(f"  per GPU: {p.model_tflops_per_gpu:.1f} TFLOP/s of model FLOPs (MFU {p.mfu:.1%}), "
                  f"{p.hardware_tflops_per_gpu:.1f} of hardware FLOPs with recomputation (HFU {p.hfu:.1%})")
     for c in p.components:

@@ -17,15 +17,40 @@ from types import MappingProxyType
 
 from topo.units import to_GBps, to_us
 
-from ..studies.sweep import Sweep
+from ..studies.sweep import Sweep, SweepRow, SweepStatus
 from .format import format_bytes, format_percent
 from .text import format_table
 
-__all__ = ["format_sweep", "terminal_progress", "FAIL_EACH_TEXT"]
+__all__ = ["format_sweep", "sweep_row_note", "terminal_progress", "FAIL_EACH_TEXT"]
 
 #: What each ``fail_each`` fails, in words.
 FAIL_EACH_TEXT = MappingProxyType({"nvlink": "one link of each NVLink bundle", "nvswitch": "each NVSwitch",
                                    "nic": "each NIC", "gpu": "each GPU of the job (the job runs on the others)"})
+
+
+def sweep_row_note(row: SweepRow) -> str:
+    """What a failure case leaves of the job, in words ('' when the collective runs on every GPU
+    of the job): the note column of :func:`format_sweep` (the sentence ``SweepRow.note`` held
+    until dgx-topo 0.3).
+
+    Examples
+    --------
+    >>> import topo
+    >>> from models.studies.sweep import sweep
+    >>> s = sweep(topo.dgx1v(), "all_reduce", 2**30, fail_each="gpu", gpus="0-3")
+    >>> sweep_row_note(s.rows[0])
+    'the job runs on 3 GPUs'
+    """
+    notes = []
+    if row.status is SweepStatus.DISCONNECTS_FABRIC:
+        notes.append(f"disconnects the fabric: {row.cause}")
+    elif row.status is SweepStatus.NO_GPU_LEFT:
+        notes.append("no GPU of the job is left")
+    elif row.status is SweepStatus.CANNOT_COMMUNICATE:
+        notes.append(f"the job's GPUs cannot communicate: {row.cause}")
+    if row.status in (SweepStatus.RUNS, SweepStatus.CANNOT_COMMUNICATE) and row.gpus_lost:
+        notes.append(f"the job runs on {row.nranks} GPU{'s' if row.nranks != 1 else ''}")
+    return "; ".join(notes)
 
 
 def format_sweep(sweep: Sweep, top: int | None = None) -> str:
@@ -53,7 +78,7 @@ def format_sweep(sweep: Sweep, top: int | None = None) -> str:
             cells += ["-" if r.p2p_pair is None else "->".join(map(str, r.p2p_pair)),
                       "-" if r.p2p is None else gbps(r.p2p),
                       "-" if r.p2p_loss is None else format_percent(r.p2p_loss)]
-        table.append(cells + [r.note])
+        table.append(cells + [sweep_row_note(r)])
     lines.append(format_table(headers, table, align=align))
     if top is not None and top < len(sweep.rows):
         lines.append(f"... {len(sweep.rows) - top} more")

@@ -29,6 +29,7 @@ from topo.units import to_GBps, to_us
 
 from ..studies.sweep import Sweep
 from .format import format_bytes, format_percent
+from .sweep_text import sweep_row_note
 
 __all__ = ["sweep_fabric_figure", "sweep_figure"]
 
@@ -95,7 +96,7 @@ def sweep_fabric_figure(G, result: Sweep, *, host_layer: bool | None = None,
     text: dict = {}
     for failure, (loss, row) in worst.items():
         line = (f"failing {row.label}: busbw {to_GBps(row.busbw):.1f} GB/s, "
-                f"loss {format_percent(loss)}" + (f" ({row.note})" if row.note else ""))
+                f"loss {format_percent(loss)}" + (f" ({note})" if (note := sweep_row_note(row)) else ""))
         for edge in _component_edges(G, failure):
             if 100 * loss >= values.get(edge, -1.0):
                 values[edge] = 100 * loss
@@ -147,8 +148,9 @@ def sweep_figure(result: Sweep, *, top: int | None = 30, title: str | None = Non
         if r.p2p_pair is not None:
             lines.append(f"P2P {'->'.join(map(str, r.p2p_pair))}: {to_GBps(r.p2p):.1f} GB/s "
                          f"(-{100 * r.p2p_loss:.1f}%)")
-        if r.note:
-            lines.append(r.note)
+        note = sweep_row_note(r)
+        if note:
+            lines.append(note)
         hover.append("<br>".join(lines))
     fig = go.Figure(go.Bar(
         x=loss, y=labels, orientation="h", name="busbw loss", text=[f"{v:.1f}%" for v in loss],

@@ -89,6 +89,7 @@ True
 from __future__ import annotations
 
 import dataclasses
+import enum
 import inspect
 import itertools
 import math
@@ -105,9 +106,9 @@ import topo
 from topo.errors import DgxTopoError, LimitError
 from topo.faces import moved_names
 from topo.select import GpuIds
-from topo.units import GB, GiB
+from topo.units import GiB
 
-from ..engine.results import MovedMethod, tidy_records
+from ..engine.results import MovedField, MovedMethod, tidy_records
 from ..engine.fabric import PreparedFabric, prepare
 from ..engine.nccl.profiles import NcclProfile
 from ..engine.nccltests import busbw_factor
@@ -118,14 +119,14 @@ from ..predict.simulate import simulate as simulate_graph
 from .stepgraph import step_graph, step_graph_size
 from .compute import GENERATIONS, ComputeFacts, ComputeModel, Gpu, compute_model, generation, gpu_of
 from .workload import CNN, DEFAULT_BUCKET, OPTIMIZER_PASS_BYTES, activation_bytes_per_element, dtype_bytes, \
-    software as as_software, tp_constraint, workload as as_workload, Workload
+    TpConstraint, software as as_software, tp_limit, workload as as_workload, Workload
 
 __all__ = ["PlanError", "Layout", "Memory", "Component", "ComputeDetail", "TensorParallelDetail", "PipelineDetail",
            "BubbleDetail", "DataParallelDetail", "OptimizerDetail", "Plan", "Search", "GpuRank", "Calibration",
-           "plan", "search", "calibrate_plan", "memory", "step_components", "gpus_ranking", "parse_measured",
-           "memory_note", "ORDERS",
-           "RECOMPUTE", "DEFAULT_BUCKET", "DEFAULT_OVERLAP", "OPTIMIZER_PASS_BYTES",
-           "MEASURED_GRAMMAR", "CROSS_HOST_TP_WARNING", "DEFAULT_SIMULATED", "PLAN_MAX_EVENTS"]
+           "PlanWarning", "TimingWhy", "TimingCode", "SkipCode", "SkippedLayout", "NoLayoutError",
+           "DoesNotFitError", "plan", "search", "calibrate_plan", "memory", "step_components", "gpus_ranking",
+           "parse_measured", "ORDERS", "RECOMPUTE", "DEFAULT_BUCKET", "DEFAULT_OVERLAP", "OPTIMIZER_PASS_BYTES",
+           "MEASURED_GRAMMAR", "DEFAULT_SIMULATED", "PLAN_MAX_EVENTS"]
 
 #: Nesting orders of the data- and pipeline-parallel groups over the tensor-parallel groups.
 ORDERS = ("tp-dp-pp", "tp-pp-dp")
@@ -146,9 +147,6 @@ PLAN_MAX_EVENTS = 300_000
 MEASURED_GRAMMAR = ("a time per iteration (1.25s, 850ms) or TFLOP/s per GPU (150tflops: model "
                     "FLOPs, as MFU counts them; 150tflops:hardware: with recomputation, as Megatron "
                     "publishes them)")
-#: The warning of a plan whose tensor-parallel groups span hosts.
-CROSS_HOST_TP_WARNING = ("tensor parallelism across hosts: every layer's activations cross the network "
-                         "twice per pass, which is rarely wise (modelled as asked)")
 
 # Sizes on which each group shape is estimated once (1 KiB to 64 GiB, x4 apart): a tuple, since a
 # module-level array could be written to (an array is made where it is used).
@@ -162,6 +160,53 @@ _PLACEMENT_BYTES = float(GiB)
 
 class PlanError(DgxTopoError):
     """A planning request that cannot be met (degrees, batch, GPUs, options)."""
+
+
+class NoLayoutError(PlanError):
+    """No layout of the job can be evaluated: every one was refused (:class:`SkippedLayout`).
+
+    The message names the first refusals as records;
+    :func:`models.present.plan_text.plan_error_text` words them (``dgxtopo plan`` prints that).
+
+    Attributes
+    ----------
+    workload, fabric : str
+        The workload's and the fabric's names.
+    ngpus : int
+        The job's GPUs.
+    skipped : tuple of SkippedLayout
+        Every refusal, in the search's order (empty: the fixed degrees do not multiply to the GPUs).
+    """
+
+    def __init__(self, workload: str, ngpus: int, fabric: str, skipped: tuple):
+        super().__init__(f"no layout of {workload} on {ngpus} GPUs of {fabric}: " +
+                         ("; ".join(map(repr, skipped[:4])) or "the fixed degrees do not multiply to the GPUs"))
+        self.workload, self.ngpus, self.fabric, self.skipped = workload, ngpus, fabric, tuple(skipped)
+
+    def __reduce__(self):  # rebuilt from its numbers (pickled by process pools)
+        return (type(self), (self.workload, self.ngpus, self.fabric, self.skipped))
+
+
+class DoesNotFitError(PlanError):
+    """The measured layout of :func:`calibrate_plan` does not fit in memory (it cannot have been
+    measured).
+
+    The message gives the plan's :class:`Memory`; :func:`models.present.plan_text.plan_error_text`
+    words it (``dgxtopo plan --calibrate`` prints that).
+
+    Attributes
+    ----------
+    plan : Plan
+        The layout's plan (``fits`` False).
+    """
+
+    def __init__(self, plan: Plan):
+        super().__init__(f"the measured layout {plan.layout.label()} does not fit ({plan.memory!r}): expected a "
+                         "layout that runs")
+        self.plan = plan
+
+    def __reduce__(self):  # rebuilt from its plan (pickled by process pools)
+        return (type(self), (self.plan,))
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,7 +281,7 @@ class Memory:
     def fits(self) -> bool:
         return self.total <= self.capacity
 
-    describe = MovedMethod("models.studies.planner.memory_note")
+    describe = MovedMethod("models.present.plan_text.memory_note")
 
     def to_records(self) -> list:
         """One row: each part, the total and the capacity in bytes, and whether it fits."""
@@ -246,18 +291,144 @@ class Memory:
             "total_bytes": self.total, "capacity_bytes": self.capacity, "fits": self.fits})
 
 
-def memory_note(m: Memory) -> str:
-    """The memory of a GPU in one line, the note a :class:`Plan` records in ``reason`` when it
-    does not fit (and :func:`models.present.plan_text.format_plan` prints). [GB]
+class PlanWarning(enum.Enum):
+    """What a plan warns of (:attr:`Plan.warning_codes`;
+    :func:`models.present.plan_text.warning_note` words each)."""
+
+    #: Tensor-parallel groups span hosts: every layer's activations cross the network twice per
+    #: pass (modelled as asked).
+    CROSS_HOST_TP = "cross_host_tp"
+    #: The calibration's fitted fractions of peak are above 1 (:attr:`Calibration.fitted`): the
+    #: measurement implies more than the hardware's peak.
+    ABOVE_PEAK = "above_peak"
+
+
+class TimingCode(enum.Enum):
+    """Why a plan's step is analytical, or what shaped a simulated one (:class:`TimingWhy`)."""
+
+    #: Not among the ``count`` best of the analytical first pass (:func:`search`'s ``simulate``).
+    NOT_AMONG_BEST = "not_among_best"
+    #: ``simulate=0``: analytical only.
+    ANALYTICAL_ONLY = "analytical_only"
+    #: The simulations before it used up the budget ``max_events``.
+    BEYOND_BUDGET = "beyond_budget"
+    #: Its own simulation needs ``events``, more than the budget ``max_events`` left.
+    NEEDS_EVENTS = "needs_events"
+    #: A CNN's step is not simulated (step graphs follow Megatron's transformer schedule).
+    CNN = "cnn"
+    #: An interleaved 1F1B step is not simulated (step graphs build plain 1F1B).
+    INTERLEAVED = "interleaved"
+    #: Simulated: the fraction ``overlap`` (between 0 and 1) shaped the first pass only; the
+    #: simulation overlaps the gradient buckets as the schedule allows.
+    OVERLAP_FIRST_PASS = "overlap_first_pass"
+
+
+@dataclass(frozen=True, slots=True)
+class TimingWhy:
+    """How a plan's timing came about, in numbers (:attr:`Plan.timing_why`);
+    :func:`models.present.plan_text.timing_note` words it.
+
+    Attributes
+    ----------
+    code : TimingCode
+    count : int or None
+        :attr:`TimingCode.NOT_AMONG_BEST`: the layouts simulated (``simulate``).
+    events : int or None
+        :attr:`TimingCode.NEEDS_EVENTS`: the events its simulation needs.
+    max_events : int or None
+        :attr:`TimingCode.BEYOND_BUDGET`, :attr:`TimingCode.NEEDS_EVENTS`: the budget.
+    overlap : float or None
+        :attr:`TimingCode.OVERLAP_FIRST_PASS`: the fraction given.
 
     Examples
     --------
-    >>> memory_note(Memory(2e9, 2e9, 12e9, 4e9, 80e9))
-    '20.0 GB of 80.0 GB (weights 2.0, gradients 2.0, optimizer 12.0, activations 4.0)'
+    >>> TimingWhy(TimingCode.NEEDS_EVENTS, events=1200, max_events=1000).to_records()
+    [{'code': 'needs_events', 'count': None, 'events': 1200, 'max_events': 1000, 'overlap': None}]
     """
-    return (f"{m.total / GB:.1f} GB of {m.capacity / GB:.1f} GB (weights "
-            f"{m.parameters / GB:.1f}, gradients {m.gradients / GB:.1f}, optimizer "
-            f"{m.optimizer / GB:.1f}, activations {m.activations / GB:.1f})")
+
+    code: TimingCode
+    count: int | None = None
+    events: int | None = None
+    max_events: int | None = None
+    overlap: float | None = None
+
+    def to_records(self) -> list:
+        """One tidy row: the code and its numbers (None where the code has none)."""
+        return tidy_records({"code": self.code.value, "count": self.count, "events": self.events,
+                             "max_events": self.max_events, "overlap": self.overlap})
+
+
+class SkipCode(enum.Enum):
+    """Why :func:`search` refused a layout before evaluating it (:class:`SkippedLayout`)."""
+
+    #: The workload cannot be split ``tp`` ways (``tp_limit``,
+    #: :func:`models.studies.workload.tp_limit`).
+    TP_LIMIT = "tp_limit"
+    #: A tensor-parallel group takes part of one host of ``count`` GPUs, or whole hosts.
+    TP_HOST = "tp_host"
+    #: ``tp x pp`` does not divide the job's ``count`` GPUs.
+    GPUS = "gpus"
+    #: More pipeline stages than the workload's ``count`` layers.
+    LAYERS = "layers"
+    #: The global batch ``count`` is not a multiple of ``dp x micro_batch``.
+    BATCH = "batch"
+    #: Interleaving (``virtual_stages`` > 1) needs a pipeline (``pp`` > 1).
+    INTERLEAVE_PIPELINE = "interleave_pipeline"
+    #: The workload's ``count`` layers do not split into ``pp x virtual_stages`` chunks.
+    INTERLEAVE_LAYERS = "interleave_layers"
+    #: The ``count`` micro-batches are not a multiple of ``pp``.
+    INTERLEAVE_MICRO_BATCHES = "interleave_micro_batches"
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class SkippedLayout:
+    """A layout :func:`search` refused, and why, in numbers (:attr:`Search.skipped_layouts`);
+    :func:`models.present.plan_text.skipped_note` words it.
+
+    Attributes
+    ----------
+    code : SkipCode
+    tp : int
+    pp, dp : int or None
+        The degrees the refusal names (None: not reached).
+    virtual_stages : int
+    count : int or None
+        What the rule met (:class:`SkipCode` says which count: GPUs, layers, global batch,
+        micro-batches).
+    micro_batch : int or None
+        :attr:`SkipCode.BATCH`: the micro-batch.
+    tp_limit : TpConstraint or None
+        :attr:`SkipCode.TP_LIMIT`: why the workload cannot be split ``tp`` ways.
+
+    Examples
+    --------
+    >>> SkippedLayout(SkipCode.BATCH, 1, 1, 8, count=12, micro_batch=1)
+    SkippedLayout(BATCH, tp=1, pp=1, dp=8, count=12, micro_batch=1)
+    >>> SkippedLayout(SkipCode.LAYERS, 1, 16, count=12).to_records()[0]["code"]
+    'layers'
+    """
+
+    code: SkipCode
+    tp: int
+    pp: int | None = None
+    dp: int | None = None
+    virtual_stages: int = 1
+    count: int | None = None
+    micro_batch: int | None = None
+    tp_limit: TpConstraint | None = None
+
+    def __repr__(self) -> str:
+        given = [f"{f.name}={getattr(self, f.name)!r}" for f in dataclasses.fields(self)[1:]
+                 if getattr(self, f.name) not in (None, f.default) or f.name == "tp"]
+        return f"SkippedLayout({', '.join([self.code.name] + given)})"
+
+    def to_records(self) -> list:
+        """One tidy row: the code, the degrees, the count it met (and the tensor-parallel limit)."""
+        limit = self.tp_limit
+        return tidy_records({"code": self.code.value, "tp": self.tp, "pp": self.pp, "dp": self.dp,
+                             "virtual_stages": self.virtual_stages, "count": self.count,
+                             "micro_batch": self.micro_batch, "tp_limit": None if limit is None else limit.limit.value,
+                             "tp_limit_value": None if limit is None else limit.value})
 
 
 @dataclass(frozen=True, slots=True)
@@ -521,8 +692,8 @@ class Plan:
     dtype : str
     layout : Layout
     fits : bool
-    reason : str
-        Why it does not fit ('' when it does).
+        Whether its memory fits the GPU (``memory``; :func:`models.present.plan_text.fit_note`
+        words why it does not, the sentence ``reason`` held until dgx-topo 0.3).
     step_time : float
         [s] (``inf`` when it does not fit).
     components : tuple of Component
@@ -542,7 +713,9 @@ class Plan:
         until dgx-topo 0.3).
     software : str
         The software stack's name.
-    warnings : tuple of str
+    warning_codes : tuple of PlanWarning
+        What the plan warns of; :func:`models.present.plan_text.warning_note` words each (the
+        sentences ``warnings`` held until dgx-topo 0.3).
     calibration : Calibration or None
         The fit the compute model carries, when calibrated.
     timing : str
@@ -552,9 +725,11 @@ class Plan:
         (:func:`step_components`, the first pass).
     analytical_step_time : float
         The analytical first pass's step (equal to ``step_time`` when analytical). [s]
-    timing_note : str
+    timing_why : TimingWhy or None
         Why an analytical plan was not simulated; for a simulated one, that an ``overlap``
-        fraction between 0 and 1 shaped only the first pass ('' otherwise).
+        fraction between 0 and 1 shaped only the first pass (None otherwise);
+        :func:`models.present.plan_text.timing_note` words it (the sentence ``timing_note`` held
+        until dgx-topo 0.3).
     nccl : str
         The NCCL release whose profile timed the collectives (``"2.27.7"``: the prepared
         fabric's, :func:`models.engine.nccl.profiles.nccl_profile`).
@@ -566,7 +741,6 @@ class Plan:
     dtype: str
     layout: Layout
     fits: bool
-    reason: str
     step_time: float
     components: tuple
     memory: Memory
@@ -577,12 +751,16 @@ class Plan:
     hardware_flops: float = 0.0
     compute: ComputeFacts | None = None
     software: str = ""
-    warnings: tuple = ()
+    warning_codes: tuple = ()
     calibration: Calibration | None = field(repr=False, default=None)
     timing: str = "analytical"
     analytical_step_time: float = math.nan
-    timing_note: str = ""
+    timing_why: TimingWhy | None = None
     nccl: str = ""
+
+    reason = MovedField("models.present.plan_text.fit_note")
+    warnings = MovedField("models.present.plan_text.warning_notes")
+    timing_note = MovedField("models.present.plan_text.timing_note")
 
     @property
     def simulated(self) -> bool:
@@ -657,12 +835,16 @@ class Search:
     Attributes
     ----------
     plans : tuple of Plan
-    skipped : tuple of str
-        Layouts not evaluated and why (degrees that do not divide, batch not divisible).
+    skipped_layouts : tuple of SkippedLayout
+        Layouts not evaluated and why (degrees that do not divide, batch not divisible);
+        :func:`models.present.plan_text.skipped_note` words each (the sentences ``skipped`` held
+        until dgx-topo 0.3).
     """
 
     plans: tuple
-    skipped: tuple = ()
+    skipped_layouts: tuple = ()
+
+    skipped = MovedField("models.present.plan_text.skipped_notes")
 
     @property
     def best(self) -> Plan:
@@ -1231,22 +1413,21 @@ def _evaluate(ctx: _Context, layout: Layout, tp_groups=None, cm=None) -> Plan:
     tokens = layout.global_batch * (1 if isinstance(w, CNN) else w.seq)
     model_flops = ctx.flops_per_token() * tokens
     hardware_flops = ctx.flops_per_token(layout.recompute) * tokens
-    reason = "" if mem.fits else (f"out of memory: needs {memory_note(mem)} per GPU")
-    warnings = (CROSS_HOST_TP_WARNING,) if any(len({fabric.host[i] for i in g}) > 1 for g in groups["tp"]) \
+    warnings = (PlanWarning.CROSS_HOST_TP,) if any(len({fabric.host[i] for i in g}) > 1 for g in groups["tp"]) \
         else ()
-    return Plan(w.name, fabric.name, ctx.gpu.generation, ctx.dtype, layout, mem.fits, reason,
+    return Plan(w.name, fabric.name, ctx.gpu.generation, ctx.dtype, layout, mem.fits,
                 step if mem.fits else math.inf, components, mem, groups, model_flops,
                 cm.peak, w.tokens_per_sample, hardware_flops, cm.facts, cm.stack.name, warnings,
                 analytical_step_time=step if mem.fits else math.inf, nccl=fabric.prepared.profile.version)
 
 
-def _not_simulated(w, p: Plan) -> str:
-    """Why a plan's step cannot be simulated ('' when it can)."""
+def _not_simulated(w, p: Plan) -> TimingWhy | None:
+    """Why a plan's step cannot be simulated (None when it can)."""
     if isinstance(w, CNN):
-        return "a CNN's step is not simulated: step graphs follow Megatron's transformer schedule"
+        return TimingWhy(TimingCode.CNN)
     if p.layout.virtual_stages != 1:
-        return "interleaved 1F1B is not simulated: step graphs build plain 1F1B"
-    return ""
+        return TimingWhy(TimingCode.INTERLEAVED)
+    return None
 
 
 def _simulated_components(p: Plan, result) -> tuple:
@@ -1299,8 +1480,7 @@ def _simulate_plans(w, ctx: _Context, plans, count: int, max_events: int, cm=Non
     # the schedule's to honour: one bucket after the backward. Other fractions are the first
     # pass's; the simulation overlaps the buckets as the backward produces them.
     bucket = ctx.bucket if ctx.overlap > 0 else math.inf
-    fraction_note = (f"overlap={ctx.overlap:g} shapes the first pass only: the simulation overlaps the gradient "
-                     f"buckets as the schedule allows" if 0 < ctx.overlap < 1 else "")
+    fraction = TimingWhy(TimingCode.OVERLAP_FIRST_PASS, overlap=ctx.overlap) if 0 < ctx.overlap < 1 else None
     why = {}
     chosen = []
     budget = max_events
@@ -1309,17 +1489,17 @@ def _simulate_plans(w, ctx: _Context, plans, count: int, max_events: int, cm=Non
             continue
         reason = _not_simulated(w, p)
         if reason or len(chosen) == count:
-            why[id(p)] = reason or (f"not among the {count} best of the analytical first pass" if count else
-                                    "analytical only (simulate=0)")
+            why[id(p)] = reason or (TimingWhy(TimingCode.NOT_AMONG_BEST, count=count) if count else
+                                    TimingWhy(TimingCode.ANALYTICAL_ONLY))
             continue
         if budget < 0 and chosen:  # past the budget: its size changes nothing (nor the note)
-            why[id(p)] = f"beyond the simulations' budget max_events={max_events}"
+            why[id(p)] = TimingWhy(TimingCode.BEYOND_BUDGET, max_events=max_events)
             continue
         # As the simulator sizes a folded graph: every replica it stands for (simulation_size).
         events = 3 * step_graph_size(p, workload=w, bucket=bucket, fold=False)
         if events > budget:
-            why[id(p)] = (f"its simulation needs {events} events, beyond the budget max_events={max_events}"
-                          if not chosen else f"beyond the simulations' budget max_events={max_events}")
+            why[id(p)] = (TimingWhy(TimingCode.NEEDS_EVENTS, events=events, max_events=max_events)
+                          if not chosen else TimingWhy(TimingCode.BEYOND_BUDGET, max_events=max_events))
             budget = -1  # the ranking's order is kept: no later candidate jumps the queue
             continue
         budget -= events
@@ -1333,12 +1513,12 @@ def _simulate_plans(w, ctx: _Context, plans, count: int, max_events: int, cm=Non
                 result = simulate_graph(G, step_graph(p, G, workload=w, bucket=bucket, compute=cm),
                                         decomposer=decomposer, max_events=max_events)
             except LimitError as error:  # the count above is the simulator's; should it differ, keep the first pass
-                why[id(p)] = f"its simulation needs {error.size} events, beyond the budget max_events={max_events}"
+                why[id(p)] = TimingWhy(TimingCode.NEEDS_EVENTS, events=error.size, max_events=max_events)
                 continue
             done[id(p)] = dataclasses.replace(p, step_time=result.step_time,
                                               components=_simulated_components(p, result), timing="simulated",
-                                              timing_note=fraction_note)
-    out = [done.get(id(p)) or (dataclasses.replace(p, timing_note=why[id(p)]) if id(p) in why else p)
+                                              timing_why=fraction)
+    out = [done.get(id(p)) or (dataclasses.replace(p, timing_why=why[id(p)]) if id(p) in why else p)
            for p in plans]
     out.sort(key=lambda p: (not p.fits, not p.simulated, p.step_time, p.memory.total, p.layout.label()))
     return out
@@ -1350,44 +1530,42 @@ def _layouts(ctx, n, tp, pp, dp, zero, micro_batch, global_batch, recompute, seq
     per_host = min(len(h) for h in ctx.fabric.hosts)
     cnn = isinstance(w, CNN)
     tps = [tp] if tp is not None else [d for d in _divisors(per_host)
-                                       if not tp_constraint(w, d) and per_host % d == 0]
+                                       if tp_limit(w, d) is None and per_host % d == 0]
     if cnn:
         tps = [t for t in tps if t == 1]
     zeros = [zero] if zero is not None else [0, 1, 2, 3]
     recomputes = [recompute] if recompute is not None else ["none", "full"]
     for t in tps:
-        reason = tp_constraint(w, t)
-        if reason:
-            skipped.append(f"tp{t}: {reason}")
+        limit = tp_limit(w, t)
+        if limit is not None:
+            skipped.append(SkippedLayout(SkipCode.TP_LIMIT, t, tp_limit=limit))
             continue
         if per_host % t and t % per_host:
-            skipped.append(f"tp{t}: a tensor-parallel group takes part of one host of {per_host} GPUs "
-                           f"or whole hosts")
+            skipped.append(SkippedLayout(SkipCode.TP_HOST, t, count=per_host))
             continue
         pps = [pp] if pp is not None else [d for d in _divisors(n // t) if d <= w.layers and
                                            (not cnn or d == 1)]
         for p in pps:
             if n % (t * p):
-                skipped.append(f"tp{t} pp{p}: does not divide {n} GPUs")
+                skipped.append(SkippedLayout(SkipCode.GPUS, t, p, count=n))
                 continue
             d = n // (t * p)
             if dp is not None and d != dp:
                 continue
             if p > w.layers:
-                skipped.append(f"pp{p}: more stages than {w.layers} layers")
+                skipped.append(SkippedLayout(SkipCode.LAYERS, t, p, count=w.layers))
                 continue
             if global_batch % (d * micro_batch):
-                skipped.append(f"tp{t} pp{p} dp{d}: global batch {global_batch} is not a multiple of "
-                               f"dp x micro-batch = {d * micro_batch}")
+                skipped.append(SkippedLayout(SkipCode.BATCH, t, p, d, count=global_batch, micro_batch=micro_batch))
                 continue
             v = virtual_stages
             if v > 1:
                 m = global_batch // (d * micro_batch)
-                why = ("interleaving needs a pipeline (pp > 1)" if p == 1 else
-                       f"{w.layers} layers do not split into pp x v = {p * v} chunks" if w.layers % (p * v) else
-                       f"{m} micro-batches are not a multiple of pp = {p}" if m % p else "")
-                if why:
-                    skipped.append(f"tp{t} pp{p} v{v} dp{d}: {why}")
+                why = ((SkipCode.INTERLEAVE_PIPELINE, None) if p == 1 else
+                       (SkipCode.INTERLEAVE_LAYERS, w.layers) if w.layers % (p * v) else
+                       (SkipCode.INTERLEAVE_MICRO_BATCHES, m) if m % p else None)
+                if why is not None:
+                    skipped.append(SkippedLayout(why[0], t, p, d, v, count=why[1]))
                     continue
             orders = ORDERS if (p > 1 and d > 1) else ORDERS[:1]
             for z in zeros:
@@ -1544,6 +1722,7 @@ def search(workload: str | Workload, G: nx.DiGraph | PreparedFabric, *, tp: int 
     ------
     PlanError, models.studies.workload.WorkloadError, models.studies.compute.UnsupportedDtypeError,
     topo.GpuSelectionError, models.engine.nccl.UnknownNcclVersionError
+        :class:`NoLayoutError` (a PlanError) when every layout is refused (``skipped``).
     """
     options = {k: v for k, v in locals().items() if k not in ("workload", "G")}
     return _ranked(*_prepare(workload, G, **options), options)
@@ -1557,8 +1736,7 @@ def _ranked(w, ctx: _Context, n: int, global_batch: int, options: dict) -> Searc
                        options["sequence_parallel"], options["virtual_stages"], skipped)
     plans = [_evaluate(ctx, layout, options["tp_groups"]) for layout in layouts]
     if not plans:
-        raise PlanError(f"no layout of {w.name} on {n} GPUs of {ctx.fabric.name}: " +
-                        ("; ".join(skipped[:4]) or "the fixed degrees do not multiply to the GPUs"))
+        raise NoLayoutError(w.name, n, ctx.fabric.name, tuple(skipped))
     plans.sort(key=lambda p: (not p.fits, p.step_time, p.memory.total, p.layout.label()))
     plans = _simulate_plans(w, ctx, plans, options["simulate"], options["max_events"])
     return Search(tuple(plans), tuple(skipped))
@@ -1569,7 +1747,7 @@ def plan(workload: str | Workload, G: nx.DiGraph | PreparedFabric, **options: An
 
     Degrees given are fixed; the others are searched, and the fastest layout that fits is
     returned (the one that misses memory least when none fits: ``fits`` False, with the
-    numbers in ``reason``).
+    numbers in ``memory``).
     """
     return _best(search(workload, G, **options))
 
@@ -1659,8 +1837,9 @@ def calibrate_plan(workload: str | Workload, G: nx.DiGraph | PreparedFabric, mea
     Raises
     ------
     PlanError
-        For a malformed measurement, a layout that does not fit (it cannot have been
-        measured), or a measurement shorter than the communication the model predicts alone.
+        For a malformed measurement, a layout that does not fit (:class:`DoesNotFitError`: it
+        cannot have been measured), or a measurement shorter than the communication the model
+        predicts alone.
     """
     if "compute_scale" in options:
         raise PlanError("calibrate_plan fits compute_scale: expected no compute_scale option")
@@ -1674,8 +1853,7 @@ def calibrate_plan(workload: str | Workload, G: nx.DiGraph | PreparedFabric, mea
     w, ctx, n, global_batch = _prepare(workload, G, **options)
     base = _best(_ranked(w, ctx, n, global_batch, options))
     if not base.fits:
-        raise PlanError(f"the measured layout {base.layout.label()} does not fit ({base.reason}): expected a "
-                        "layout that runs")
+        raise DoesNotFitError(base)
     if kind == "time":
         target = value
     else:
@@ -1714,11 +1892,8 @@ def calibrate_plan(workload: str | Workload, G: nx.DiGraph | PreparedFabric, mea
     calibrated = _evaluate(ctx, base.layout, options["tp_groups"], fitted_cm)
     if base.simulated:
         calibrated = _simulate_plans(w, ctx, [calibrated], 1, options["max_events"], fitted_cm)[0]
-    warnings = calibrated.warnings
-    if max(fitted.values()) > 1:
-        warnings += (f"the measurement implies more than the hardware's peak (fitted fractions above 1): "
-                     "check the measured layout, batch and dtype",)
-    return dataclasses.replace(calibrated, calibration=fit, warnings=warnings)
+    warnings = calibrated.warning_codes + ((PlanWarning.ABOVE_PEAK,) if max(fitted.values()) > 1 else ())
+    return dataclasses.replace(calibrated, calibration=fit, warning_codes=warnings)
 
 
 # --------------------------------------------------------------------------- GPU choice
@@ -1810,6 +1985,7 @@ def gpus_ranking(workload: str | Workload, *, dtype: str = "fp16", micro_batch: 
 #: :mod:`models.present`); reading one warns and returns it.
 MOVED_NAMES = MappingProxyType({
     name: f"models.present.plan_text.{name}"
-    for name in ("format_plan", "format_search", "format_gpus_ranking", "format_calibration")})
+    for name in ("format_plan", "format_search", "format_gpus_ranking", "format_calibration", "memory_note",
+                 "CROSS_HOST_TP_WARNING")})
 
 __getattr__ = moved_names(__name__, MOVED_NAMES)

@@ -60,11 +60,29 @@ from .compute import ComputeModel, compute_model, gpu_of
 from .workload import CNN, DEFAULT_BUCKET, OPTIMIZER_PASS_BYTES, activation_bytes_per_element, dtype_bytes, \
     workload as as_workload, Workload
 
-__all__ = ["StepGraphError", "step_graph", "step_graph_size", "simulate_plan", "compute_time", "simulate_many"]
+__all__ = ["StepGraphError", "PlanDoesNotFitError", "step_graph", "step_graph_size", "simulate_plan", "compute_time",
+           "simulate_many"]
 
 
 class StepGraphError(DgxTopoError):
     """A plan that cannot become a step graph (a layout that does not fit, a CNN, bad options)."""
+
+
+class PlanDoesNotFitError(StepGraphError):
+    """A plan that does not fit in memory has no step to build. The message gives its memory;
+    :func:`models.present.plan_text.plan_error_text` words it (``dgxtopo simulate`` prints that).
+
+    Attributes
+    ----------
+    plan : models.studies.planner.Plan
+    """
+
+    def __init__(self, plan: Any):
+        super().__init__(f"the plan does not fit ({plan.memory!r}): expected a layout that fits in memory")
+        self.plan = plan
+
+    def __reduce__(self):  # rebuilt from its plan (pickled by process pools)
+        return (type(self), (self.plan,))
 
 
 def compute_time(G: nx.DiGraph, *, efficiency: float | None = None) -> Callable[[float, str, Sequence[int]], float]:
@@ -145,7 +163,7 @@ class _Times:
 def _checked_workload(plan: Any, workload, bucket) -> Workload:
     """The plan's workload, when its step can be a step graph."""
     if not plan.fits:
-        raise StepGraphError(f"the plan does not fit ({plan.reason}): expected a layout that fits in memory")
+        raise PlanDoesNotFitError(plan)
     if isinstance(bucket, bool) or not isinstance(bucket, (int, float)) or not bucket >= 1:
         raise StepGraphError(f"bucket must be a size >= 1 byte, received {bucket!r}")
     w = as_workload(workload if workload is not None else plan.workload)

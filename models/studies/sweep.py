@@ -45,6 +45,7 @@ Examples
 
 from __future__ import annotations
 
+import enum
 import ipaddress
 import itertools
 import math
@@ -65,6 +66,7 @@ from topo.units import Sizes
 
 from ..engine.fabric import PreparedFabric
 from ..engine.memo import BoundedMemo
+from ..engine.results import MovedField
 from ..engine.nccl.profiles import NcclProfile
 from ..engine.nccl.search import ChannelSearchError
 from ..engine.nccltests import collective as _collective
@@ -74,7 +76,8 @@ from ..predict.collectives import estimate
 from ..predict.p2p import p2p_matrix
 from .whatif import WhatIfError, brief_repr, components, failed_fabric
 
-__all__ = ["SweepSizeError", "ExecutorSpecError", "ExecutorConnectionError", "SweepRow", "Sweep", "sweep",
+__all__ = ["SweepSizeError", "ExecutorSpecError", "ExecutorConnectionError", "SweepStatus", "SweepRow", "Sweep",
+           "sweep",
            "MAX_CASES", "MAX_SECONDS", "IN_PROCESS_SECONDS", "DASK_TIMEOUT"]
 
 #: Default limit of the failure cases one :func:`sweep` classifies (``max_cases``): each builds
@@ -108,6 +111,19 @@ class ExecutorConnectionError(WhatIfError):
 
 
 # ------------------------------------------------------------------------------ results
+class SweepStatus(enum.Enum):
+    """What a failure case leaves of the collective (:attr:`SweepRow.status`)."""
+
+    #: The collective runs (on ``nranks`` GPUs).
+    RUNS = "runs"
+    #: The failed fabric is no fabric (``cause``: the schema's error).
+    DISCONNECTS_FABRIC = "disconnects_fabric"
+    #: The failure takes out every GPU of the job.
+    NO_GPU_LEFT = "no_gpu_left"
+    #: The job's GPUs are left without a route or channel between them (``cause``: the error).
+    CANNOT_COMMUNICATE = "cannot_communicate"
+
+
 @dataclass(frozen=True, slots=True)
 class SweepRow:
     """One failure case of a :class:`Sweep`.
@@ -130,11 +146,20 @@ class SweepRow:
     p2p_loss : float or None
         ``1 - p2p / baseline`` of that pair: the largest P2P loss of any pair of the job.
     nranks : int
-        GPUs the job runs on (fewer than the baseline's after a GPU failure).
-    note : str
-        "disconnects the fabric: ...", "the job runs on 15 GPUs", ... or "".
+        GPUs the job runs on (fewer than the baseline's after a GPU failure; 0 when the fabric is
+        disconnected or no GPU of the job is left).
+    status : SweepStatus
+        Whether the collective runs, and why not.
+    cause : str
+        The message of the error that stops it (:attr:`SweepStatus.DISCONNECTS_FABRIC`,
+        :attr:`SweepStatus.CANNOT_COMMUNICATE`; '' otherwise).
+    gpus_lost : int
+        GPUs of the job the failure takes out (the job runs on the others).
     representative : tuple of Failure
         The case whose estimate this row reuses (itself unless a symmetry mapped it).
+
+    :func:`models.present.sweep_text.sweep_row_note` words the status, the cause and the GPUs
+    left (the sentence ``note`` held until dgx-topo 0.3).
     """
 
     failed: tuple
@@ -145,8 +170,12 @@ class SweepRow:
     p2p: float | None
     p2p_loss: float | None
     nranks: int
-    note: str
+    status: SweepStatus
+    cause: str
+    gpus_lost: int
     representative: tuple
+
+    note = MovedField("models.present.sweep_text.sweep_row_note")
 
     @property
     def label(self) -> str:
@@ -196,10 +225,12 @@ class Sweep:
     evaluations: int
 
     def to_records(self) -> list:
-        """One flat dict per row (tidy data for pandas or plotly express), in rank order.
+        """One flat dict per row (tidy data for pandas or plotly express), in rank order: the
+        row's numbers, its ``status`` (:class:`SweepStatus`'s value), ``cause`` and ``gpus_lost``.
         [B/s, s]"""
         return [{"rank": rank, "failed": r.label, "busbw": r.busbw, "time": r.time, "loss": r.loss,
-                 "nranks": r.nranks, "p2p_loss": r.p2p_loss, "note": r.note}
+                 "nranks": r.nranks, "p2p_loss": r.p2p_loss, "status": r.status.value, "cause": r.cause,
+                 "gpus_lost": r.gpus_lost}
                 for rank, r in enumerate(self.rows, 1)]
 
 
@@ -210,7 +241,7 @@ class _Outcome:
     time: float
     p2p: dict | None  # (source node, destination node) -> P2P bandwidth [B/s]
     nranks: int
-    note: str = ""
+    cause: str = ""  # the error that keeps the job's GPUs from communicating ('' when they can)
 
 
 def _evaluate(H, collective, nbytes, job_nodes, p2p, profile, searches=None) -> _Outcome:
@@ -222,7 +253,7 @@ def _evaluate(H, collective, nbytes, job_nodes, p2p, profile, searches=None) -> 
     try:
         e = estimate(fabric, collective, nbytes, ids)
     except (RouteError, ChannelSearchError) as err:
-        return _Outcome(0.0, math.inf, None, len(ids), f"the job's GPUs cannot communicate: {err}")
+        return _Outcome(0.0, math.inf, None, len(ids), str(err))
     pairs = None
     if p2p and len(ids) > 1:
         matrix = p2p_matrix(fabric, ids)
@@ -407,8 +438,8 @@ class _ClusterCases:
 
 
 def _classify(G, cases, keys, cluster, job, *, symmetry, tick) -> tuple:
-    """Per case: a note (it disconnects the fabric or the job), or ``(task, remaining job nodes,
-    mapping)``; and the tasks, one ``(failed fabric, remaining job nodes, case)`` per class.
+    """Per case: a ``(SweepStatus, cause)`` (it disconnects the fabric or the job), or ``(task,
+    remaining job nodes, mapping)``; and the tasks, one ``(failed fabric, remaining job nodes, case)`` per class.
     ``keys``: the cases' keys (:meth:`_ClusterCases.key`; None: classify the whole failed
     fabric). ``mapping`` takes the case's nodes to the task's (None: the same nodes, or a
     cluster case, whose P2P figures are not computed)."""
@@ -428,9 +459,9 @@ def _classify(G, cases, keys, cluster, job, *, symmetry, tick) -> tuple:
             if local_of[key] not in first_of:
                 first_of[local_of[key]] = _full_case(G, case, job, None, tasks)
             first = first_of[local_of[key]]
-            if isinstance(first, str):  # the class is no fabric: say how this case fails
-                assigned.append(_full_case(G, case, job, None, tasks) if first.startswith("disconnects")
-                                else first)
+            if isinstance(first[0], SweepStatus):  # the class is no fabric: say how this case fails
+                assigned.append(_full_case(G, case, job, None, tasks)
+                                if first[0] is SweepStatus.DISCONNECTS_FABRIC else first)
             else:
                 assigned.append((first[0], _remaining(case, job), None))
         tick(done, len(cases))
@@ -447,10 +478,10 @@ def _full_case(G, case, job, classes, tasks):
     try:
         H = failed_fabric(G, case)
     except TopologyError as err:
-        return f"disconnects the fabric: {err}"
+        return SweepStatus.DISCONNECTS_FABRIC, str(err)
     remaining = [n for n in job if n in H]
     if not remaining:
-        return "no GPU of the job is left"
+        return SweepStatus.NO_GPU_LEFT, ""
     if classes is not None:
         index, mapping = classes.add(H, {n: "job" for n in remaining})
         if index == len(tasks):
@@ -653,22 +684,22 @@ def _run(G, collective, size, job, p2p, profile, cases, keys, cluster, symmetry,
     job_set = set(job)
     rows = []
     for case, where in zip(cases, assigned):
-        if isinstance(where, str):
-            rows.append(SweepRow(case, 0.0, math.inf, 1.0, *_p2p_effect(None, base.p2p), 0,
-                                 where, case))
+        if isinstance(where[0], SweepStatus):
+            lost = len(job_set) - len(_remaining(case, job)) if where[0] is SweepStatus.DISCONNECTS_FABRIC \
+                else len(job_set)
+            rows.append(SweepRow(case, 0.0, math.inf, 1.0, *_p2p_effect(None, base.p2p), 0, *where, lost, case))
             continue
         index, remaining, mapping = where
         out = outcomes[index]
-        notes = [out.note] if out.note else []
-        if fail_each == "gpu" or out.nranks != len(job_set):
-            notes.append(f"the job runs on {out.nranks} GPU{'s' if out.nranks != 1 else ''}")
+        lost = len(job_set) - out.nranks
+        status = SweepStatus.CANNOT_COMMUNICATE if out.cause else SweepStatus.RUNS
         after = out.p2p
         if after is not None and mapping is not None:
             # This case's P2P pairs are the representative's under the isomorphism.
             after = {(a, b): after[mapping[a], mapping[b]] for a in remaining for b in remaining
                      if a != b}
         rows.append(SweepRow(case, out.busbw, out.time, _loss(out.busbw, base.busbw),
-                             *_p2p_effect(after, base.p2p), out.nranks, "; ".join(notes),
+                             *_p2p_effect(after, base.p2p), out.nranks, status, out.cause, lost,
                              tasks[index][2]))
     order = sorted(range(len(rows)), key=lambda i: (-rows[i].loss, -(rows[i].p2p_loss or 0.0), i))
     return Sweep(G.graph.get("name", "fabric"), collective, size,

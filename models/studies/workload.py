@@ -51,6 +51,7 @@ Examples
 
 from __future__ import annotations
 
+import enum
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -60,13 +61,13 @@ from typing import TypeAlias
 from topo.errors import DgxTopoError
 from topo.faces import moved_names
 
-from ..engine.results import MovedMethod
+from ..engine.results import MovedMethod, tidy_records
 
 __all__ = ["DEFAULT_BUCKET", "OPTIMIZER_PASS_BYTES", "DTYPES", "Op", "Software", "SOFTWARE", "Transformer",
            "ConvLayer", "CNN", "PRESETS",
            "WORKLOAD_GRAMMAR", "WORKLOAD_LIMITS", "HEADS", "WorkloadError", "UnknownWorkloadError",
            "UnknownDtypeError", "UnknownSoftwareError", "workload", "parse_workload", "dtype_bytes",
-           "activation_bytes_per_element", "software", "resnet50", "tp_constraint"]
+           "activation_bytes_per_element", "software", "resnet50", "TpLimit", "TpConstraint", "tp_limit"]
 
 #: Bytes per element of each training dtype's matmul operands. ``tf32`` is fp32 storage with
 #: the matmuls on TF32 tensor cores (Ampere and later: "NVIDIA A100 Tensor Core GPU
@@ -883,27 +884,72 @@ def parse_workload(text: str) -> Workload:
     return Transformer("transformer", **fields)
 
 
-def tp_constraint(w: Workload, tp: int) -> str:
-    """Why tensor parallelism ``tp`` cannot split workload ``w`` ('' when it can).
+class TpLimit(enum.Enum):
+    """What keeps tensor parallelism from splitting a workload (:func:`tp_limit`); the
+    :class:`TpConstraint` holds the count each one met."""
+
+    #: A CNN is data parallel only here (tensor parallel 1).
+    CNN = "cnn"
+    #: ``tp`` does not divide the attention heads (``value``).
+    HEADS = "heads"
+    #: ``tp`` does not divide the FFN width (``value``).
+    FFN = "ffn"
+    #: ``tp`` neither divides nor is a multiple of the K/V heads (``value``).
+    KV_HEADS = "kv_heads"
+
+
+@dataclass(frozen=True, slots=True)
+class TpConstraint:
+    """Why tensor parallelism ``tp`` cannot split a workload, in numbers (:func:`tp_limit`);
+    :func:`models.present.plan_text.tp_limit_note` words it.
+
+    Attributes
+    ----------
+    limit : TpLimit
+    tp : int
+        The tensor-parallel degree refused.
+    value : int or None
+        The count it does not fit: the heads, the FFN width or the K/V heads (None for a CNN).
+    """
+
+    limit: TpLimit
+    tp: int
+    value: int | None = None
+
+    def to_records(self) -> list:
+        """One tidy row: the limit's code, the degree and the count it met."""
+        return tidy_records({"limit": self.limit.value, "tp": self.tp, "value": self.value})
+
+
+def tp_limit(w: Workload, tp: int) -> TpConstraint | None:
+    """Why tensor parallelism ``tp`` cannot split workload ``w`` (None when it can).
 
     Heads and the FFN width must divide; K/V heads must divide or be replicated (``tp`` a
     multiple of them, as Megatron does for grouped-query attention); the vocabulary is padded
     (Megatron pads it to a multiple of 128 x tp), so it never blocks.
+
+    Examples
+    --------
+    >>> tp_limit(PRESETS["gpt2-1.5b"], 2)
+    TpConstraint(limit=<TpLimit.HEADS: 'heads'>, tp=2, value=25)
+    >>> tp_limit(PRESETS["gpt2-1.5b"], 5) is None
+    True
     """
     if tp == 1:
-        return ""
+        return None
     if isinstance(w, CNN):
-        return "a CNN is data parallel only here (tensor parallel 1)"
-    for what, value in (("heads", w.heads), ("ffn", w.ffn)):
+        return TpConstraint(TpLimit.CNN, tp)
+    for limit, value in ((TpLimit.HEADS, w.heads), (TpLimit.FFN, w.ffn)):
         if value % tp:
-            return f"tensor parallel {tp} does not divide {what} ({value})"
+            return TpConstraint(limit, tp, value)
     if w.kv_heads % tp and tp % w.kv_heads:
-        return f"tensor parallel {tp} neither divides nor is a multiple of kv_heads ({w.kv_heads})"
-    return ""
+        return TpConstraint(TpLimit.KV_HEADS, tp, w.kv_heads)
+    return None
 
 
 #: Names this module had in dgx-topo 0.2 that live elsewhere now -> where (words live in
 #: :mod:`models.present`); reading one warns and returns it.
-MOVED_NAMES = MappingProxyType({"format_workload": "models.present.plan_text.format_workload"})
+MOVED_NAMES = MappingProxyType({"format_workload": "models.present.plan_text.format_workload",
+                                "tp_constraint": "models.present.plan_text.tp_constraint"})
 
 __getattr__ = moved_names(__name__, MOVED_NAMES)

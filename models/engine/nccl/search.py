@@ -63,6 +63,7 @@ Examples
 from __future__ import annotations
 
 import dataclasses
+import enum
 import functools
 import math
 import random
@@ -79,14 +80,14 @@ from topo.schema import validate
 from topo.select import GpuIds, select_gpus
 
 from ..memo import LazyTable
-from ..results import tidy_records
+from ..results import MovedField, tidy_records
 from ..routes import PathType
-from .profiles import NcclProfile, nccl_profile
+from .profiles import DupRule, NcclProfile, nccl_profile
 from .system import NcclSystem
 from .tuning import PATTERNS as TUNING_PATTERNS, ChannelGraph
 
 __all__ = ["ChannelSearch", "ChannelSearchError", "LinkLoad", "SearchStep", "STEP_KINDS", "ChannelDuplication",
-           "search_channels", "search_channels_in", "dup_channels", "PATTERNS", "FALLBACK_BANDWIDTH"]
+           "DupWhy", "search_channels", "search_channels_in", "dup_channels", "PATTERNS", "FALLBACK_BANDWIDTH"]
 
 #: Search patterns: NCCL's ring graph (id 0) and its single-node tree graph (id 1).
 PATTERNS = ("ring", "balanced_tree")
@@ -1679,15 +1680,59 @@ class ChannelDuplication:
         Per-channel bandwidths after the rule. [B/s]
     duplicated : bool
         Whether channels were duplicated.
-    reason : str
-        Which condition decided.
+    why : DupWhy
+        Which condition decided; :func:`models.present.search_text.duplication_note` words it
+        with the numbers below (the sentence ``reason`` held until dgx-topo 0.3).
+    found : int
+        Channels found by pass 1 (before the rule).
+    max_channels : int
+        The graph's ``maxChannels``.
+    rule : DupRule
+        The profile's thresholds the rule compared.
+
+    Examples
+    --------
+    >>> d = dup_channels(6, 60e9, compute_capability=90)
+    >>> d.why, d.found, d.nchannels, d.max_channels
+    (<DupWhy.DUPLICATED: 'duplicated'>, 6, 12, 32)
     """
 
     nchannels: int
     bw_intra: float
     bw_inter: float
     duplicated: bool
-    reason: str
+    why: DupWhy
+    found: int
+    max_channels: int
+    rule: DupRule
+
+    reason = MovedField("models.present.search_text.duplication_note")
+
+    def to_records(self) -> list:
+        """One tidy row: the channels and per-channel bandwidths after the rule, what decided
+        (``why``, :class:`DupWhy`'s value), pass 1's channels, ``maxChannels`` and the thresholds."""
+        return tidy_records({
+            "nchannels": self.nchannels, "bw_intra_Bps": self.bw_intra, "bw_inter_Bps": self.bw_inter,
+            "duplicated": self.duplicated, "why": self.why.value, "found": self.found,
+            "max_channels": self.max_channels, "min_bw_Bps": self.rule.min_bw, "cc_above": self.rule.cc_above,
+            "cc_bw_below_Bps": self.rule.cc_bw_below, "cc_nchannels_above": self.rule.cc_nchannels_above})
+
+
+class DupWhy(enum.Enum):
+    """Which condition of ``ncclTopoDupChannels`` decided (:attr:`ChannelDuplication.why`; the
+    numbers each names are on the record)."""
+
+    #: NVLS graphs are never duplicated.
+    NVLS = "nvls"
+    #: ``bwIntra`` below ``rule.min_bw``: kept.
+    BELOW_MIN_BW = "below_min_bw"
+    #: ccMin above ``rule.cc_above``, ``bwIntra`` below ``rule.cc_bw_below`` and more than
+    #: ``rule.cc_nchannels_above`` channels: kept.
+    COMPUTE_CAPABILITY = "compute_capability"
+    #: Already at ``max_channels``: kept.
+    AT_MAX_CHANNELS = "at_max_channels"
+    #: Duplicated to ``min(2 x found, max_channels)`` channels.
+    DUPLICATED = "duplicated"
 
 
 _DUP_PATTERNS = TUNING_PATTERNS + ("nvls",)
@@ -1757,20 +1802,19 @@ def dup_channels(nchannels: int, bw_intra: float, bw_inter: float | None = None,
         raise ChannelSearchError(f"max_channels must be an integer >= nchannels ({nchannels}), received "
                           f"{max_channels!r}")
 
-    def keep(reason):
-        return ChannelDuplication(nchannels, bw_intra, bw_inter, False, reason)
+    def keep(why):
+        return ChannelDuplication(nchannels, bw_intra, bw_inter, False, why, nchannels, max_channels, rule)
 
     if pattern == "nvls":
-        return keep("NVLS graphs are never duplicated")
+        return keep(DupWhy.NVLS)
     if bw_intra < rule.min_bw:
-        return keep(f"bwIntra below {rule.min_bw:g} B/s")
+        return keep(DupWhy.BELOW_MIN_BW)
     if compute_capability > rule.cc_above and bw_intra < rule.cc_bw_below \
             and nchannels > rule.cc_nchannels_above:
-        return keep(f"ccMin > {rule.cc_above}, bwIntra below {rule.cc_bw_below:g} B/s and more "
-                    f"than {rule.cc_nchannels_above} channels")
+        return keep(DupWhy.COMPUTE_CAPABILITY)
     dup = min(2 * nchannels, max_channels)
     divisor = -(-dup // nchannels)
     if dup == nchannels:
-        return keep(f"already at maxChannels ({max_channels})")
-    return ChannelDuplication(dup, bw_intra / divisor, bw_inter / divisor, True,
-                              f"duplicated to min(2 x {nchannels}, {max_channels}) channels")
+        return keep(DupWhy.AT_MAX_CHANNELS)
+    return ChannelDuplication(dup, bw_intra / divisor, bw_inter / divisor, True, DupWhy.DUPLICATED, nchannels,
+                              max_channels, rule)

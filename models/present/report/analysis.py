@@ -56,7 +56,7 @@ from ...engine.nccl.nvls import nvlink_cliques
 from ...engine.nccltests import algbw_to_busbw
 from ...engine.symmetry import MAX_SET_CLASSES
 from ..explain import describe_cut, explain_bound, explain_estimate
-from ..reasons_text import error_text
+from ..plan_text import fit_note, plan_error_text
 from ...predict.p2p import EFFICIENCIES, OVERHEADS, p2p_report
 from ...studies.planner import Search, gpus_ranking, search
 from . import shipped
@@ -385,7 +385,7 @@ def _try(function, *args, **kwargs):
     try:
         return function(*args, **kwargs), None
     except DgxTopoError as error:
-        return None, error_text(error)
+        return None, plan_error_text(error)
 
 
 def _extreme_pairs(matrix):
@@ -1163,7 +1163,7 @@ def _merged_search(workload, G, tps):
     for tp in tps:
         s = search(workload, G, tp=tp, simulate=0)  # the analytical ranking (simulated: the next section)
         plans += s.plans
-        skipped += s.skipped
+        skipped += s.skipped_layouts
     plans.sort(key=lambda p: (not p.fits, p.step_time, p.memory.total, p.layout.label()))
     return Search(tuple(plans), tuple(skipped))
 
@@ -1307,7 +1307,7 @@ def _simulated_step(a, fabric) -> SimulatedStep:
         p = plan(SIMULATED_WORKLOAD, fabric, tp=tp, pp=1, dp=8 // tp, zero=0, global_batch=8 // tp,
                  recompute="full", simulate=0)  # the analytical step, beside its simulation
         if not p.fits:
-            return SimulatedStep(a.row.system, a.row.name, None, math.inf, p.reason)
+            return SimulatedStep(a.row.system, a.row.name, None, math.inf, fit_note(p))
         return SimulatedStep(a.row.system, a.row.name, simulate_plan(p, a.G), p.step_time)
     except DgxTopoError as error:
-        return SimulatedStep(a.row.system, a.row.name, None, math.inf, str(error))
+        return SimulatedStep(a.row.system, a.row.name, None, math.inf, plan_error_text(error))

@@ -18,14 +18,15 @@ from models.predict.simulate import task_graph
 from models.present import json_shapes, plan_text, versions_text
 from models.studies.calibration import Calibration
 from models.studies.compute import compute_model
-from models.studies.planner import Memory, memory_note, plan
+from models.studies.planner import Memory, plan
 from models.studies.workload import PRESETS
 
 #: Old module -> the names that moved out of it into models.present.
 MOVED = {
-    "models.studies.planner": ("format_plan", "format_search", "format_gpus_ranking", "format_calibration"),
+    "models.studies.planner": ("format_plan", "format_search", "format_gpus_ranking", "format_calibration",
+                               "memory_note", "CROSS_HOST_TP_WARNING"),
     "models.studies.compute": ("format_generations", "compute_note"),
-    "models.studies.workload": ("format_workload",),
+    "models.studies.workload": ("format_workload", "tp_constraint"),
     "models.engine.nccl.profiles": ("format_versions_table",),
     "models.engine.nccl.releases": ("format_behaviour_table",),
 }
@@ -87,7 +88,8 @@ def test_result_methods_that_moved_still_answer_with_a_warning(small_plans):
         (lambda: s.to_json(), json.dumps(json_shapes.search_json(s), indent=2), "Search.to_json",
          "models.present.json_shapes.search_json"),
         (lambda: s.explain(), plan_text.format_search(s), "Search.explain", "models.present.plan_text.format_search"),
-        (lambda: p.memory.describe(), memory_note(p.memory), "Memory.describe", "models.studies.planner.memory_note"),
+        (lambda: p.memory.describe(), plan_text.memory_note(p.memory), "Memory.describe",
+         "models.present.plan_text.memory_note"),
     ]
     for call, expected, old, new in cases:
         value, messages = _warned(call)
@@ -128,5 +130,6 @@ def test_what_the_words_write_reads_back():
 
 def test_memory_note_in_gigabytes():
     m = Memory(parameters=2e9, gradients=2e9, optimizer=12e9, activations=4.05e9, capacity=80e9)
-    assert memory_note(m) == "20.1 GB of 80.0 GB (weights 2.0, gradients 2.0, optimizer 12.0, activations 4.0)"
+    assert plan_text.memory_note(m) == \
+        "20.1 GB of 80.0 GB (weights 2.0, gradients 2.0, optimizer 12.0, activations 4.0)"
     assert isinstance(vars(Memory)["describe"], MovedMethod)

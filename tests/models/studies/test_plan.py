@@ -9,10 +9,10 @@ from hypothesis import given, settings, strategies as st
 import topo
 from models.engine.fabric import PreparedFabric
 from models.studies import planner
-from models.studies.planner import Layout, PlanError, gpus_ranking, memory
+from models.studies.planner import Layout, NoLayoutError, PlanError, PlanWarning, SkipCode, gpus_ranking, memory
 from models.present.json_shapes import plan_json
 from models.present.plan_plot import memory_figure, step_time_figure
-from models.present.plan_text import format_plan, format_search
+from models.present.plan_text import fit_note, format_plan, format_search, plan_error_text
 from models.studies.workload import PRESETS, WorkloadError
 from models.studies.compute import UnsupportedDtypeError
 from topo.units import GB, GiB
@@ -98,7 +98,8 @@ def test_megatron_8_3b_on_dgx2_fits_with_tp8_not_with_dp16(dgx2):
     fit = plan("megatron-8.3b", dgx2, tp=8, pp=1, dp=2, **MEGATRON)
     assert fit.fits and fit.memory.capacity == 32 * GiB
     oom = plan("megatron-8.3b", dgx2, tp=1, pp=1, dp=16, zero=0, recompute="full", dtype="fp16")
-    assert not oom.fits and "out of memory" in oom.reason and math.isinf(oom.step_time)
+    assert not oom.fits and not oom.memory.fits and math.isinf(oom.step_time)
+    assert fit_note(oom).startswith("out of memory") and fit_note(fit) == ""
     assert plan_json(oom)["step_time_s"] is None
 
 
@@ -183,8 +184,10 @@ def test_search_ranks_fitting_first_by_step_time(dgx1v):
     assert times == sorted(times)
     assert all(p.layout.ngpus == 8 for p in s.plans)
     assert {p.layout.tp for p in s.plans} == {1, 2, 4, 8}
-    with pytest.raises(PlanError, match="heads"):  # GPT-2's 25 heads: tp 2 does not divide
+    with pytest.raises(NoLayoutError, match="HEADS") as refused:  # GPT-2's 25 heads: tp 2 does not divide
         search("gpt2-1.5b", dgx1v, tp=2, dtype="fp16")
+    assert [s.code for s in refused.value.skipped] == [SkipCode.TP_LIMIT]
+    assert plan_error_text(refused.value).endswith("tp2: tensor parallel 2 does not divide heads (25)")
     assert "layout" in format_search(s)
 
 
@@ -264,10 +267,10 @@ def test_a_job_smaller_than_the_system_takes_the_best_connected_gpus(dgx1v, two_
 def test_tensor_parallelism_across_hosts_is_modelled_with_a_warning(two_dgx1v):
     G = two_dgx1v
     p = plan(SMALL, G, tp=16, pp=1, dp=1, zero=0, recompute="full", dtype="fp16")
-    assert p.fits and p.warnings and "across hosts" in p.warnings[0]
+    assert p.fits and p.warning_codes == (PlanWarning.CROSS_HOST_TP,)
     assert p.groups["tp"] == (tuple(range(16)),)
     inside = plan(SMALL, G, tp=8, pp=1, dp=2, zero=0, recompute="full", dtype="fp16")
-    assert not inside.warnings
+    assert not inside.warning_codes
     assert p.component("tp_comm").time > inside.component("tp_comm").time
     with pytest.raises(PlanError, match="spans hosts"):
         plan(SMALL, G, tp=12, pp=1, dp=1, dtype="fp16")
@@ -285,10 +288,12 @@ def test_interleaving_shrinks_the_bubble_by_v(dgx2):
     mem = memory(PRESETS["gpt2-1.5b"], inter.layout, dtype="fp16")
     assert mem.activations == pytest.approx(memory(PRESETS["gpt2-1.5b"], plain.layout, dtype="fp16").activations
                                             * (1 + 3 / 8), rel=0.02)
-    with pytest.raises(PlanError, match="chunks"):  # 48 layers do not split into 4 x 5
+    with pytest.raises(NoLayoutError, match="INTERLEAVE_LAYERS") as chunks:  # 48 layers do not split into 4 x 5
         plan("gpt2-1.5b", dgx2, virtual_stages=5, **opts)
-    with pytest.raises(PlanError, match="needs a pipeline"):
+    assert "48 layers do not split into pp x v = 20 chunks" in plan_error_text(chunks.value)
+    with pytest.raises(NoLayoutError, match="INTERLEAVE_PIPELINE") as pipeline:
         plan("gpt2-1.5b", dgx2, tp=1, pp=1, dp=16, virtual_stages=2, dtype="fp16")
+    assert "interleaving needs a pipeline (pp > 1)" in plan_error_text(pipeline.value)
 
 
 def test_sequence_parallelism_off_holds_the_replicated_activations():

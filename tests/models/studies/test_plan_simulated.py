@@ -12,7 +12,7 @@ from models.engine.fabric import PreparedFabric
 from models.predict.collectives import estimate
 from models.present.json_shapes import plan_json
 from models.present.plan_text import format_plan, format_search
-from models.studies.planner import PlanError, calibrate_plan, plan, search
+from models.studies.planner import PlanError, TimingCode, TimingWhy, calibrate_plan, plan, search
 from models.studies.stepgraph import StepGraphError, step_graph, step_graph_size
 
 SMALL = "transformer:layers=4,hidden=1024,heads=16,seq=1024,vocab=32000"
@@ -47,7 +47,7 @@ def test_data_parallel_without_overlap_is_compute_then_the_all_reduce_then_the_o
     # lone collective on an idle fabric takes its estimate) and the optimizer, end to end.
     p = plan(SMALL, dgxh100, tp=1, pp=1, dp=8, zero=0, global_batch=16, recompute="none",
              bucket=2.0**40, overlap=0.0)
-    assert p.simulated and p.timing_note == ""
+    assert p.simulated and p.timing_why is None
     gradient_bytes = step_graph(p, dgxh100.G, workload=SMALL, bucket=2.0**40).tasks[-2].nbytes
     assert step_graph(p, dgxh100.G, workload=SMALL, bucket=2.0**40).tasks[-2].op == "all_reduce"
     all_reduce = float(estimate(dgxh100, "all_reduce", gradient_bytes, list(range(8))).time)
@@ -87,7 +87,8 @@ def test_search_simulates_the_best_candidates_and_ranks_them_first(dgxh100):
     assert len(simulated) == 3 and s.plans[:3] == tuple(simulated)
     assert [p.step_time for p in simulated] == sorted(p.step_time for p in simulated)
     rest = [p for p in s.plans[3:] if p.fits]
-    assert all(p.timing == "analytical" and "first pass" in p.timing_note for p in rest)
+    assert all(p.timing == "analytical" and p.timing_why == TimingWhy(TimingCode.NOT_AMONG_BEST, count=3)
+               for p in rest)
     assert all(p.step_time == p.analytical_step_time for p in rest)
     assert plan(SMALL, dgxh100, global_batch=16, simulate=3) == s.best
     text = format_search(s)
@@ -106,13 +107,15 @@ def test_the_simulations_are_sized_first(dgxh100):
     p = plan(SMALL, dgxh100, **options)
     events = 3 * step_graph_size(p, workload=SMALL)
     beyond = plan(SMALL, dgxh100, max_events=events - 1, **options)
-    assert not beyond.simulated and f"needs {events} events" in beyond.timing_note
-    assert "max_events" in beyond.timing_note and beyond.step_time == p.analytical_step_time
+    assert not beyond.simulated and beyond.timing_why == TimingWhy(TimingCode.NEEDS_EVENTS, events=events,
+                                                                   max_events=events - 1)
+    assert beyond.step_time == p.analytical_step_time
     assert plan(SMALL, dgxh100, max_events=events, **options).simulated
     # a budget for the first candidate only: the next ones stay analytical and say why
     s = search(SMALL, dgxh100, tp=8, pp=1, dp=1, global_batch=4, max_events=events)
     assert s.best.simulated
-    assert all(not p.simulated and "max_events" in p.timing_note for p in s.plans[1:] if p.fits)
+    assert all(not p.simulated and p.timing_why.code in (TimingCode.BEYOND_BUDGET, TimingCode.NEEDS_EVENTS)
+               and p.timing_why.max_events == events for p in s.plans[1:] if p.fits)
 
 
 @pytest.mark.parametrize("bad", [-1, 1.5, True, "8"])
@@ -129,10 +132,10 @@ def test_bad_event_budgets_are_refused(dgxh100, bad):
 
 def test_cnns_and_interleaved_schedules_stay_analytical_and_say_why(cluster):
     cnn = plan("resnet50", topo.build("dgx1v"), dp=8, global_batch=64)
-    assert not cnn.simulated and "CNN" in cnn.timing_note
+    assert not cnn.simulated and cnn.timing_why == TimingWhy(TimingCode.CNN)
     v = plan("llama3-8b", cluster, tp=8, pp=2, dp=1, zero=0, recompute="full", global_batch=4,
              virtual_stages=2)
-    assert not v.simulated and "interleaved" in v.timing_note
+    assert not v.simulated and v.timing_why == TimingWhy(TimingCode.INTERLEAVED)
     assert "timing: analytical (interleaved" in format_plan(v)
 
 
@@ -212,7 +215,7 @@ def test_an_overlap_fraction_shapes_the_first_pass_and_the_simulated_plan_says_s
     half, full = plan(SMALL, dgxh100, overlap=0.5, **options), plan(SMALL, dgxh100, overlap=1.0, **options)
     assert half.simulated and full.simulated and half.step_time == full.step_time
     assert half.analytical_step_time > full.analytical_step_time
-    assert half.timing_note.startswith("overlap=0.5 shapes the first pass only") and full.timing_note == ""
+    assert half.timing_why == TimingWhy(TimingCode.OVERLAP_FIRST_PASS, overlap=0.5) and full.timing_why is None
     assert "; overlap=0.5 shapes the first pass only" in format_plan(half)
 
 

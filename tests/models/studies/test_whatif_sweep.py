@@ -21,11 +21,11 @@ from hypothesis import strategies as st
 import models
 import topo
 from models.present.json_shapes import sweep_json
-from models.present.sweep_text import format_sweep, terminal_progress
+from models.present.sweep_text import format_sweep, sweep_row_note, terminal_progress
 from models.studies import whatif
 from models.engine.nccltests import UnknownCollectiveError
 from topo.errors import LimitError
-from models.studies.sweep import ExecutorSpecError, SweepSizeError, sweep
+from models.studies.sweep import ExecutorSpecError, SweepSizeError, SweepStatus, sweep
 from models.studies.whatif import (FabricDisconnectedError, Failure, FailureSpecError, WhatIfError,
                                    apply_failures, parse_degrade, parse_failure, parse_failures)
 
@@ -212,7 +212,8 @@ def test_a_gpu_failure_runs_the_job_on_the_others():
     assert [r.label for r in sorted(s.rows, key=lambda r: r.label)] == ["gpu0", "gpu1", "gpu2", "gpu3"]
     assert s.gpus == (0, 1, 2, 3)
     for r in s.rows:
-        assert r.nranks == 3 and "the job runs on 3 GPUs" in r.note
+        assert r.nranks == 3 and r.gpus_lost == 1 and r.status is SweepStatus.RUNS and r.cause == ""
+        assert sweep_row_note(r) == "the job runs on 3 GPUs"
         others = [i for i in range(4) if f"gpu{i}" != r.label]
         assert r.busbw == models.estimate(DGX1V, "all_reduce", GiB, others).busbw
 
@@ -224,7 +225,8 @@ def test_a_disconnecting_failure_is_a_row_with_no_bandwidth():
     s = sweep(G, "sendrecv", 2**20, fail_each="nic", gpus=[0, 8], executor="inline")
     worst = s.rows[0]
     assert worst.label == "h0.mlx5_0" and worst.loss == 1.0 and worst.busbw == 0.0
-    assert math.isinf(worst.time) and worst.note.startswith("disconnects the fabric: ")
+    assert math.isinf(worst.time) and worst.status is SweepStatus.DISCONNECTS_FABRIC and worst.cause
+    assert sweep_row_note(worst) == f"disconnects the fabric: {worst.cause}"
     assert sweep_json(s)["rows"][0]["time_us"] is None
     assert all(r.loss < 1 for r in s.rows[1:])
 
@@ -292,7 +294,7 @@ def test_dask_without_distributed_names_the_extra(monkeypatch):
 
 # ------------------------------------------------------------------------------ executors
 def _strip(s):
-    return [(r.failed, r.busbw, r.time, r.p2p_pair, r.p2p, r.loss, r.note) for r in s.rows]
+    return [(r.failed, r.busbw, r.time, r.p2p_pair, r.p2p, r.loss, r.status, r.cause, r.gpus_lost) for r in s.rows]
 
 
 def test_progress_reaches_its_total_as_a_callback_and_as_a_bar():

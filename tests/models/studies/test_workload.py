@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from models.studies.workload import (PRESETS, UnknownDtypeError, UnknownWorkloadError, WorkloadError,
-                             dtype_bytes, parse_workload, resnet50, tp_constraint, workload)
+                             TpConstraint, TpLimit, dtype_bytes, parse_workload, resnet50, tp_limit, workload)
 
 # Released checkpoints' counts (Hugging Face model cards / config-derived), exact.
 EXACT = {
@@ -120,9 +120,9 @@ def test_activation_memory_korthikanti(name):
 def test_llama_is_gqa_swiglu():
     w = PRESETS["llama3-70b"]
     assert (w.kv_heads, w.gated, w.vocab, w.tied) == (8, True, 128256, False)
-    assert tp_constraint(w, 8) == "" and tp_constraint(w, 16) == ""
-    assert "heads" in tp_constraint(PRESETS["gpt2-1.5b"], 2)  # 25 heads
-    assert "CNN" in tp_constraint(resnet50(), 2)
+    assert tp_limit(w, 8) is None and tp_limit(w, 16) is None  # 8 K/V heads: divided, or replicated
+    assert tp_limit(PRESETS["gpt2-1.5b"], 2) == TpConstraint(TpLimit.HEADS, 2, 25)  # 25 heads
+    assert tp_limit(resnet50(), 2) == TpConstraint(TpLimit.CNN, 2)
 
 
 def test_parse_presets_and_custom():
