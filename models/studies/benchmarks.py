@@ -592,7 +592,7 @@ class P2PBenchmark:
             matrices.append(np.asarray(self.connectivity))
         n = matrices[0].shape[0] if matrices else 0
         printed = {p for _, p in self.bandwidth} | {p for p, _ in self.latency}
-        settings = [p for p in ("enabled", "disabled") if p in printed] or [None]
+        settings: list[str | None] = [p for p in ("enabled", "disabled") if p in printed] or [None]
         pairs = n * n
         missing = [math.nan] * pairs
 
