@@ -144,14 +144,17 @@ def test_many_simulations_on_an_executor_give_the_same_results(cluster, pipeline
     assert [r.to_records() for r in here] == [r.to_records() for r in there]
 
 
-def test_many_simulations_on_a_dask_cluster_give_the_same_results(cluster):
+def test_many_simulations_on_a_dask_cluster_give_the_same_results(cluster, tmp_path):
     """The work travels to a Dask worker over loopback TCP (so it is serialised) and comes back equal."""
     distributed = pytest.importorskip("distributed")
+    dask_config = pytest.importorskip("dask.config")
     items = [(cluster, task_graph({"tasks": [
         {"id": "grad", "op": "all_reduce", "gpus": list(range(16)), "bytes": 64 * MiB},
         {"id": "fwd", "op": "compute", "gpu": 0, "seconds": 1e-3},
         {"id": "p2p", "op": "send", "src": 0, "dst": 9, "bytes": MiB, "after": ["fwd"]}]}))]
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, protocol="tcp",
+    # Dask's workers keep a scratch space (lock files) in its temporary directory: the test's own.
+    with dask_config.set({"temporary-directory": str(tmp_path)}), \
+            distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, protocol="tcp",
                                   host="127.0.0.1", dashboard_address="127.0.0.1:0") as dask_cluster:
         with distributed.Client(dask_cluster) as client:
             there = simulate_many(items, executor=client.get_executor())

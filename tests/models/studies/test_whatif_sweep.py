@@ -337,9 +337,12 @@ def test_results_are_identical_in_process_and_on_a_process_pool(dgx2_nvswitch):
     assert on_pool == dgx2_nvswitch
 
 
-def test_results_are_identical_on_a_dask_cluster(dgx2_nvswitch):
+def test_results_are_identical_on_a_dask_cluster(dgx2_nvswitch, tmp_path):
     distributed = pytest.importorskip("distributed")
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
+    dask_config = pytest.importorskip("dask.config")
+    # Dask's workers keep a scratch space (lock files) in its temporary directory: the test's own.
+    with dask_config.set({"temporary-directory": str(tmp_path)}), \
+            distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
                                   protocol="tcp", host="127.0.0.1", dashboard_address="127.0.0.1:0") as cluster:
         with distributed.Client(cluster) as client:
             on_dask = sweep(DGX2, "all_reduce", GiB, fail_each="nvswitch",
