@@ -191,8 +191,8 @@ class DoesNotFitError(PlanError):
     """The measured layout of :func:`calibrate_plan` does not fit in memory (it cannot have been
     measured).
 
-    The message gives the plan's :class:`Memory`; :func:`models.present.plan_text.plan_error_text`
-    words it (``dgxtopo plan --calibrate`` prints that).
+    The message gives the bytes it needs and the GPU's; :func:`models.present.plan_text.plan_error_text`
+    words the whole :class:`Memory` (``dgxtopo plan --calibrate`` prints that).
 
     Attributes
     ----------
@@ -201,8 +201,9 @@ class DoesNotFitError(PlanError):
     """
 
     def __init__(self, plan: Plan):
-        super().__init__(f"the measured layout {plan.layout.label()} does not fit ({plan.memory!r}): expected a "
-                         "layout that runs")
+        m = plan.memory
+        super().__init__(f"the measured layout {plan.layout.label()} does not fit: it needs {m.total:.4g} bytes "
+                         f"per GPU, which has {m.capacity:.4g}; expected a layout that runs")
         self.plan = plan
 
     def __reduce__(self):  # rebuilt from its plan (pickled by process pools)

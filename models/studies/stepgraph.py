@@ -69,7 +69,8 @@ class StepGraphError(DgxTopoError):
 
 
 class PlanDoesNotFitError(StepGraphError):
-    """A plan that does not fit in memory has no step to build. The message gives its memory;
+    """A plan that does not fit in memory has no step to build. The message gives the bytes it needs
+    and the GPU's;
     :func:`models.present.plan_text.plan_error_text` words it (``dgxtopo simulate`` prints that).
 
     Attributes
@@ -78,7 +79,8 @@ class PlanDoesNotFitError(StepGraphError):
     """
 
     def __init__(self, plan: Any):
-        super().__init__(f"the plan does not fit ({plan.memory!r}): expected a layout that fits in memory")
+        super().__init__(f"the plan does not fit: it needs {plan.memory.total:.4g} bytes per GPU, which has "
+                         f"{plan.memory.capacity:.4g}; expected a layout that fits in memory")
         self.plan = plan
 
     def __reduce__(self):  # rebuilt from its plan (pickled by process pools)
