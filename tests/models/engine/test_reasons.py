@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import pickle
-import warnings
 
 import pytest
 
@@ -26,6 +25,7 @@ from models.engine.nccl.tuning import (ChannelGraph, Communicator, NoAlgorithmEr
                                        bus_bandwidth, latency, nvls_choice, select_algorithm, tune)
 from models.predict.collectives import estimate
 from models.present.reasons_text import error_text, nvls_choice_text, reason_text
+from tests.conftest import deprecations
 
 
 def _profile(name):
@@ -342,11 +342,6 @@ def test_the_command_line_words_a_tuning_error(capsys):
 
 
 # ------------------------------------------------------------------ 0.3.0's sentences, still read
-def _warned(read):
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        value = read()
-    return value, [str(w.message) for w in caught if issubclass(w.category, DeprecationWarning)]
 
 
 def test_the_sentences_of_0_3_0_still_read_with_a_warning():
@@ -367,7 +362,7 @@ def test_the_sentences_of_0_3_0_still_read_with_a_warning():
          "CollectiveEstimate.nvls_reason", "nvls_choice_text", "CollectiveEstimate.nvls_choice"),
     ]
     for read, sentence, old, new, field in cases:
-        value, messages = _warned(read)
+        value, messages = deprecations(read)
         assert value == sentence
         assert messages == [f"{old} moved to models.present.reasons_text.{new} in dgx-topo 0.3: call it from "
                             f"there with {field}"]

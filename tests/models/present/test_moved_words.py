@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import warnings
 
 import pytest
 
@@ -20,6 +19,7 @@ from models.studies.calibration import Calibration
 from models.studies.compute import compute_model
 from models.studies.planner import Memory, plan
 from models.studies.workload import PRESETS
+from tests.conftest import deprecations
 
 #: Old module -> the names that moved out of it into models.present.
 MOVED = {
@@ -32,19 +32,11 @@ MOVED = {
 }
 
 
-def _warned(read):
-    """What ``read()`` returns and the messages of the DeprecationWarnings it raised."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        value = read()
-    return value, [str(w.message) for w in caught if issubclass(w.category, DeprecationWarning)]
-
-
 @pytest.mark.parametrize("module, name", [(m, n) for m, names in MOVED.items() for n in names])
 def test_a_moved_function_resolves_from_its_old_module_with_a_warning(module, name):
     old = importlib.import_module(module)
     new_module = "models.present.versions_text" if "engine" in module else "models.present.plan_text"
-    value, messages = _warned(lambda: getattr(old, name))
+    value, messages = deprecations(lambda: getattr(old, name))
     assert value is getattr(importlib.import_module(new_module), name)
     assert messages == [f"{module}.{name} moved to {new_module}.{name} in dgx-topo 0.3: import it from there"]
     assert name not in old.__all__ and name not in vars(old)
@@ -60,10 +52,10 @@ def test_a_name_that_never_existed_is_still_an_attribute_error():
 
 
 def test_the_0_2_module_paths_reach_the_moved_functions():
-    value, messages = _warned(lambda: importlib.import_module("models.planner").format_search)
+    value, messages = deprecations(lambda: importlib.import_module("models.planner").format_search)
     assert value is plan_text.format_search
     assert messages[-1].startswith("models.studies.planner.format_search moved to models.present.plan_text")
-    value, messages = _warned(lambda: importlib.import_module("models.engine.nccl").format_versions_table)
+    value, messages = deprecations(lambda: importlib.import_module("models.engine.nccl").format_versions_table)
     assert value is versions_text.format_versions_table and len(messages) == 1
 
 
@@ -92,7 +84,7 @@ def test_result_methods_that_moved_still_answer_with_a_warning(small_plans):
          "models.present.plan_text.memory_note"),
     ]
     for call, expected, old, new in cases:
-        value, messages = _warned(call)
+        value, messages = deprecations(call)
         assert value == expected, old
         assert messages == [f"{old} moved to {new} in dgx-topo 0.3: call it from there"], old
 
@@ -110,7 +102,7 @@ def test_the_words_of_other_results_that_moved():
              (lambda: graph.to_dict(), json_shapes.task_graph_json(graph)),
              (lambda: calibration.to_json(), json.dumps(json_shapes.calibration_file_json(calibration), indent=2))]
     for call, expected in cases:
-        value, messages = _warned(call)
+        value, messages = deprecations(call)
         assert value == expected and len(messages) == 1 and "moved to" in messages[0]
     assert "calibrated time x1.500" in plan_text.compute_note(cm)
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-import warnings
 
 import pytest
 
@@ -23,6 +22,7 @@ from models.studies.planner import (BubbleDetail, Component, ComputeDetail, Data
                                     PipelineDetail, TensorParallelDetail, plan)
 from models.studies.workload import OPTIMIZER_PASS_BYTES, Op, workload
 from topo.units import GB, MiB
+from tests.conftest import deprecations
 
 SMALL = "transformer:layers=4,hidden=512,heads=8,seq=256,vocab=1000"
 
@@ -197,21 +197,16 @@ def test_versions_table_is_numbers_and_enums():
 
 
 # ---------------------------------------------------------------------------- shims
-def _warned(read):
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        value = read()
-    return value, [str(w.message) for w in caught if issubclass(w.category, DeprecationWarning)]
 
 
 def test_the_0_2_names_of_the_words_warn_and_answer():
     import models.present.plan_text as plan_text
 
-    value, messages = _warned(lambda: importlib.import_module("models.studies.compute").compute_note)
+    value, messages = deprecations(lambda: importlib.import_module("models.studies.compute").compute_note)
     assert value is plan_text.compute_note
     assert messages == ["models.studies.compute.compute_note moved to models.present.plan_text.compute_note in "
                         "dgx-topo 0.3: import it from there"]
     cm = compute_model("V100", "fp16")
-    value, messages = _warned(lambda: cm.describe())
+    value, messages = deprecations(lambda: cm.describe())
     assert value == compute_note(cm) and messages == [
         "ComputeModel.describe moved to models.present.plan_text.compute_note in dgx-topo 0.3: call it from there"]

@@ -10,7 +10,6 @@ still read, with a DeprecationWarning."""
 from __future__ import annotations
 
 import pickle
-import warnings
 
 import pytest
 
@@ -28,6 +27,7 @@ from models.studies.planner import (DoesNotFitError, Memory, NoLayoutError, Plan
 from models.studies.stepgraph import PlanDoesNotFitError, StepGraphError, step_graph, step_graph_size
 from models.studies.sweep import SweepRow, SweepStatus, sweep
 from models.studies.workload import PRESETS, TpConstraint, TpLimit, resnet50, tp_limit, workload
+from tests.conftest import deprecations
 
 SMALL = "transformer:layers=4,hidden=512,heads=8,seq=256,vocab=1000"
 EIGHT = "transformer:layers=8,hidden=512,heads=8,seq=256,vocab=1000"
@@ -44,14 +44,6 @@ def dgx1v():
 @pytest.fixture(scope="module")
 def oom(dgx1v):
     return plan("gpt3-175b", dgx1v, tp=8, pp=1, dp=1, simulate=0)
-
-
-def _warned(read):
-    """What ``read()`` returns and the messages of the DeprecationWarnings it raised."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        value = read()
-    return value, [str(w.message) for w in caught if issubclass(w.category, DeprecationWarning)]
 
 
 # ------------------------------------------------------------------ memory and fit
@@ -326,7 +318,7 @@ def test_the_old_attributes_still_read_with_a_warning(dgx1v, oom):
              (lambda: d.reason, "duplicated to min(2 x 6, 32) channels", "ChannelDuplication.reason",
               "models.present.search_text.duplication_note")]
     for read, expected, old, new in cases:
-        value, messages = _warned(read)
+        value, messages = deprecations(read)
         assert value == expected, old
         assert messages == [f"{old} moved to {new} in dgx-topo 0.3: call it on the result"], old
     assert isinstance(vars(type(p))["reason"], MovedField)
@@ -336,11 +328,11 @@ def test_the_old_module_names_still_import_with_a_warning():
     import models.studies.planner as planner
     import models.studies.workload as workload_module
 
-    value, messages = _warned(lambda: workload_module.tp_constraint(PRESETS["gpt2-1.5b"], 2))
+    value, messages = deprecations(lambda: workload_module.tp_constraint(PRESETS["gpt2-1.5b"], 2))
     assert value == "tensor parallel 2 does not divide heads (25)" == tp_constraint(PRESETS["gpt2-1.5b"], 2)
     assert messages == ["models.studies.workload.tp_constraint moved to models.present.plan_text.tp_constraint in "
                         "dgx-topo 0.3: import it from there"]
     assert tp_constraint(PRESETS["llama3-70b"], 8) == ""
     for name, expected in (("memory_note", memory_note), ("CROSS_HOST_TP_WARNING", CROSS_HOST_TP_WARNING)):
-        value, messages = _warned(lambda: getattr(planner, name))
+        value, messages = deprecations(lambda: getattr(planner, name))
         assert value is expected and len(messages) == 1 and "moved to models.present.plan_text" in messages[0]
