@@ -117,7 +117,10 @@ class MovedField:
     ----------
     new : str
         The dotted name of the function, e.g. ``"models.present.plan_text.fit_note"``; it takes
-        the result and returns the words the attribute held.
+        the result (or ``field`` of it) and returns the words the attribute held.
+    field : str, optional
+        The words are those of this field of the result alone (``Tuning.reason``, the sentence
+        of ``Tuning.why``): the function takes the field's value.
 
     Examples
     --------
@@ -131,8 +134,9 @@ class MovedField:
     ('2.00', 'Seconds.words moved to models.present.format.format_us in dgx-topo 0.3: call it on the result')
     """
 
-    def __init__(self, new: str):
+    def __init__(self, new: str, *, field: str | None = None):
         self.new = new
+        self.field = field
         self.name = "this attribute"
 
     def __set_name__(self, owner, name: str) -> None:
@@ -141,10 +145,12 @@ class MovedField:
     def __get__(self, instance, owner=None):
         if instance is None:
             return self
-        warnings.warn(f"{self.name} moved to {self.new} in dgx-topo 0.3: call it on the result",
+        on = "the result" if self.field is None else f"{type(instance).__name__}.{self.field}"
+        warnings.warn(f"{self.name} moved to {self.new} in dgx-topo 0.3: call it on {on}",
                       DeprecationWarning, stacklevel=2)
         module, _, name = self.new.rpartition(".")
-        return getattr(importlib.import_module(module), name)(instance)
+        function = getattr(importlib.import_module(module), name)
+        return function(instance if self.field is None else getattr(instance, self.field))
 
 
 class MovedMethod:
@@ -162,10 +168,6 @@ class MovedMethod:
         takes the result first, then the method's arguments.
     json_text : bool
         The method returned the function's dict as JSON text (``json.dumps(..., indent=2)``).
-    field : str, optional
-        The 0.2 name was an attribute holding the words of this field of the result (a
-        ``Tuning.reason`` sentence of ``Tuning.why``): reading it warns and returns the
-        function's value of the field, not a method.
     **keywords
         Fixed keyword arguments of the function (``verbose=True``).
 
@@ -181,10 +183,9 @@ class MovedMethod:
     ('2.00', 'Seconds.describe moved to models.present.format.format_us in dgx-topo 0.3: call it from there')
     """
 
-    def __init__(self, new: str, *, json_text: bool = False, field: str | None = None, **keywords):
+    def __init__(self, new: str, *, json_text: bool = False, **keywords):
         self.new = new
         self.json_text = json_text
-        self.field = field
         self.keywords = keywords
         self.name = "this method"
 
@@ -194,14 +195,10 @@ class MovedMethod:
     def __get__(self, instance, owner=None):
         if instance is None:
             return self
-        on = "" if self.field is None else f" with {type(instance).__name__}.{self.field}"
-        warnings.warn(f"{self.name} moved to {self.new} in dgx-topo 0.3: call it from there{on}",
+        warnings.warn(f"{self.name} moved to {self.new} in dgx-topo 0.3: call it from there",
                       DeprecationWarning, stacklevel=2)
         module, _, name = self.new.rpartition(".")
-        function = getattr(importlib.import_module(module), name)
-        if self.field is not None:
-            return function(getattr(instance, self.field), **self.keywords)
-        function = functools.partial(function, instance, **self.keywords)
+        function = functools.partial(getattr(importlib.import_module(module), name), instance, **self.keywords)
         if not self.json_text:
             return function
         return lambda *args, **kwargs: json.dumps(function(*args, **kwargs), indent=2)

@@ -61,7 +61,7 @@ from ..engine.nccl.reasons import NvlsChoice
 from ..engine.nccl.tuning import NCCL_COLLECTIVES, Selection, nvls_choice, select_algorithm
 from ..engine.nccltests import COLLECTIVES, algbw, busbw, collective as _collective
 from .network import PATTERNS as NETWORK_PATTERNS, network_load
-from ..engine.results import Moved, MovedMethod, tidy_records
+from ..engine.results import Moved, MovedField, tidy_records
 from ..engine.routes import PathType
 
 __all__ = ["CollectiveEstimate", "EstimatePoint", "Estimator", "SubsetResult", "SubsetRanking", "estimate",
@@ -199,7 +199,7 @@ class CollectiveEstimate:
     nvls_choice: NvlsChoice | None = field(default=None, repr=False)
     network: tuple = field(default=(), repr=False)
 
-    nvls_reason = MovedMethod("models.present.reasons_text.nvls_choice_text", field="nvls_choice")
+    nvls_reason = MovedField("models.present.reasons_text.nvls_choice_text", field="nvls_choice")
 
     @property
     def nranks(self) -> int:

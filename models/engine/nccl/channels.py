@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from topo.cluster import network_nics
 
 from .legacy_rings import legacy_rings
-from ..results import MovedMethod, tidy_records
+from ..results import MovedField, tidy_records
 from .nvls import NvlsGraph, nvlink_cliques, nvls_search, nvls_support
 from .reasons import Cause, Why
 from .releases import Mnnvl, NvlsAlgorithms, RingBuilder
@@ -91,7 +91,7 @@ class ChannelGraphs:
     mnnvl: bool = False
     fabric: NcclSystem | None = None
 
-    nvls_reason = MovedMethod("models.present.reasons_text.reason_text", field="nvls_why")
+    nvls_reason = MovedField("models.present.reasons_text.reason_text", field="nvls_why")
 
     def to_records(self) -> list:
         """One row per graph the tuning model reads (``graph``: ring, tree, and nvls when there

@@ -66,7 +66,7 @@ from topo.errors import DgxTopoError
 from topo.units import parse_nbytes
 
 from ..nccltests import algbw as nccl_tests_algbw, algbw_to_busbw, collective as _collective_spec
-from ..results import MovedMethod, tidy_records
+from ..results import MovedField, tidy_records
 from .profiles import (ALGORITHMS, PATH_TYPES, PROTOCOLS, MissingConstantError, NcclProfile,
                        nccl_profile)
 from .releases import (AlgorithmSelection, InterLatency, LlCap, Ll128Cap, Ll128Rule, NvlsAlgorithms,
@@ -310,7 +310,7 @@ class Communicator:
     nvls: ChannelGraph | None = None
     nvls_why: Why = Why(Cause.NO_NVLS_GRAPH)
 
-    nvls_reason = MovedMethod("models.present.reasons_text.reason_text", field="nvls_why")
+    nvls_reason = MovedField("models.present.reasons_text.reason_text", field="nvls_why")
 
     def __post_init__(self):
         object.__setattr__(self, "profile", nccl_profile(self.profile))
@@ -525,7 +525,7 @@ class Tuning:
     bandwidth: float
     latency: Latency | None
 
-    reason = MovedMethod("models.present.reasons_text.reason_text", field="why")
+    reason = MovedField("models.present.reasons_text.reason_text", field="why")
 
     def to_records(self) -> list:
         """One row: the cell, whether it is enabled (and why not: ``reason``, the

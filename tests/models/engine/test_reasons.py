@@ -364,8 +364,8 @@ def test_the_sentences_of_0_3_0_still_read_with_a_warning():
     for read, sentence, old, new, field in cases:
         value, messages = deprecations(read)
         assert value == sentence
-        assert messages == [f"{old} moved to models.present.reasons_text.{new} in dgx-topo 0.3: call it from "
-                            f"there with {field}"]
+        assert messages == [f"{old} moved to models.present.reasons_text.{new} in dgx-topo 0.3: call it on "
+                            f"{field}"]
 
 
 # ------------------------------------------------------------------ records
