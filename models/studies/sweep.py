@@ -225,10 +225,11 @@ class Sweep:
     evaluations: int
 
     def to_records(self) -> list:
-        """One flat dict per row (tidy data for pandas or plotly express), in rank order: the
-        row's numbers, its ``status`` (:class:`SweepStatus`'s value), ``cause`` and ``gpus_lost``.
-        [B/s, s]"""
-        return [{"rank": rank, "failed": r.label, "busbw": r.busbw, "time": r.time, "loss": r.loss,
+        """Tidy rows, one per failure case in rank order (:mod:`models.engine.results` names the
+        columns): ``rank``, ``failed`` (the specs), ``busbw_Bps`` [B/s], ``time_s`` [s], ``loss``
+        and ``p2p_loss`` (fractions of the baseline), ``nranks``, ``status``
+        (:class:`SweepStatus`'s value), ``cause`` and ``gpus_lost``."""
+        return [{"rank": rank, "failed": r.label, "busbw_Bps": r.busbw, "time_s": r.time, "loss": r.loss,
                  "nranks": r.nranks, "p2p_loss": r.p2p_loss, "status": r.status.value, "cause": r.cause,
                  "gpus_lost": r.gpus_lost}
                 for rank, r in enumerate(self.rows, 1)]

@@ -27,10 +27,17 @@ from tests.conftest import DATA
 SCALARS = (bool, int, float, str, type(None))
 
 
+#: Quantities with a unit, which a column names with its SI suffix (``time_s``, ``busbw_Bps``).
+BARE_UNITS = {"time", "latency", "busbw", "algbw", "bandwidth", "capacity", "duration", "start", "end",
+              "step_time", "memory", "rate"}
+
+
 def assert_tidy(rows, keys=None):
-    """Flat rows of Python scalars, every row with the same keys in the same order."""
+    """Flat rows of Python scalars, every row with the same keys in the same order, quantities
+    named with their SI unit."""
     assert isinstance(rows, list) and rows
     first = list(rows[0])
+    assert not set(first) & BARE_UNITS, sorted(set(first) & BARE_UNITS)
     for row in rows:
         assert isinstance(row, dict) and list(row) == first
         assert all(isinstance(v, SCALARS) for v in row.values()), row
@@ -604,3 +611,16 @@ def test_every_result_type_gives_tidy_records():
     assert not missing, f"result types without to_records(): {missing}"
     assert NOT_RESULTS <= {n for _, n, _ in found}, sorted(NOT_RESULTS - {n for _, n, _ in found})
     assert all(cls.__dataclass_params__.frozen for _, _, cls in found)
+
+
+def test_sweep_records_are_its_cases_in_rank_order(dgx1v):
+    """Failing one link of each of the DGX-1V's NV2 bundles: each case's row holds its busbw and
+    time, and the bundle keeps running (status runs, no GPU lost)."""
+    from models.studies.sweep import sweep
+
+    result = sweep(dgx1v, "all_reduce", 2**30, fail_each="nvlink")
+    rows = result.to_records()
+    assert_tidy(rows, ["rank", "failed", "busbw_Bps", "time_s", "loss", "status", "gpus_lost"])
+    assert [r["rank"] for r in rows] == list(range(1, len(result.rows) + 1))
+    assert [(r["busbw_Bps"], r["time_s"]) for r in rows] == [(x.busbw, x.time) for x in result.rows]
+    assert {r["status"] for r in rows} == {"runs"} and {r["gpus_lost"] for r in rows} == {0}
