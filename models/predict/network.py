@@ -48,8 +48,8 @@ Examples
 >>> system = NcclSystem(G)
 >>> graphs = channel_graphs(system, topo.gpus(G))
 >>> load = network_load(graphs.fabric, graphs.ring, "ring")
->>> round(load.factor, 3), load.where, load.load     # 8 channels close the ring over 4 links
-(0.521, "net.leaf4's down-links from the tier above", 8.0)
+>>> round(load.factor, 3), load.group, load.nodes, load.load     # 8 channels close the ring over 4 links
+(0.521, 'down', ('net.leaf4',), 8.0)
 """
 
 from __future__ import annotations
@@ -70,13 +70,16 @@ from ..engine.nccl.releases import Pxn
 from ..engine.nccl.search import ChannelSearch
 from ..engine.nccl.system import NcclSystem
 from ..engine.nccl.trees import double_binary_tree
-from ..engine.results import Moved, tidy_records
+from ..engine.results import Moved, MovedField, tidy_records
 from ..engine.routes import PathType, RouteError, Router
 
-__all__ = ["NetworkLoad", "network_load", "tree_links", "PATTERNS"]
+__all__ = ["NetworkLoad", "network_load", "tree_links", "PATTERNS", "GROUPS"]
 
 #: The patterns whose connections are charged, by the algorithm that runs.
 PATTERNS = MappingProxyType({"ring": "ring", "tree": "tree", "nvls_tree": "tree"})
+#: The kinds of link group :attr:`NetworkLoad.group` names: one link (a NIC's port, or a link
+#: between switches of one tier), a switch's links to the tier above, its links from the tier above.
+GROUPS = ("link", "up", "down")
 
 @dataclass(frozen=True, slots=True)
 class NetworkLoad:
@@ -105,8 +108,12 @@ class NetworkLoad:
     pxn : int
         Connections sent through another NIC of the host over NVLink (PXN), because the
         receiving NIC is on another network (rail-only fabrics).
-    where : str
-        The busiest group in words.
+    group : str
+        The busiest group's kind, one of :data:`GROUPS` (``""`` when unset).
+    nodes : tuple
+        The node(s) that name it: ``(u, v)`` for a ``"link"``, ``(switch,)`` for ``"up"`` and
+        ``"down"``. :func:`models.present.explain.network_load_where` words the group (``where``,
+        its words until 0.3, still reads with a DeprecationWarning).
     algorithm : str
         The NCCL algorithm these connections run (set by :func:`models.estimate`; ``""``
         otherwise).
@@ -125,18 +132,19 @@ class NetworkLoad:
     capacity: float
     pxn: int = 0
     aligned: int = 0
-    where: str = ""
+    group: str = ""
+    nodes: tuple = ()
     algorithm: str = ""
 
     def to_records(self) -> list:
         """One row: the pattern and algorithm, the connections, NCCL's and the network's
-        per-connection rates and their ratio, the busiest group's load, capacity and first edge."""
+        per-connection rates and their ratio, the busiest group's kind, load, capacity and first edge."""
         u, v = self.bottleneck if self.edges else ("", "")
         return tidy_records({
             "pattern": self.pattern, "algorithm": self.algorithm, "connections": self.connections,
             "factor": self.factor, "nccl_rate_Bps": self.nccl_rate, "network_rate_Bps": self.network_rate,
             "load": self.load, "capacity_Bps": self.capacity, "pxn": self.pxn, "aligned": self.aligned,
-            "bottleneck_u": str(u), "bottleneck_v": str(v)})
+            "group": self.group, "bottleneck_u": str(u), "bottleneck_v": str(v)})
 
     @property
     def bottleneck(self) -> tuple:
@@ -144,6 +152,7 @@ class NetworkLoad:
         return self.edges[0]
 
     describe = Moved("models.present.explain.describe_network_load(load)")
+    where = MovedField("models.present.explain.network_load_where")
 
 
 class _Nics:
@@ -316,7 +325,7 @@ def _charge(fabric, pattern, channel_nets, channel_rate, exits, hosts) -> Networ
     nccl_rate = min(nic_rate, channel_rate)
     factor = min(1.0, rate[worst] / nccl_rate)
     return NetworkLoad(pattern, len(connections), factor, nccl_rate, rate[worst], edges,
-                       load[worst], capacity, pxn, aligned, _where(worst))
+                       load[worst], capacity, pxn, aligned, *_group_of(worst))
 
 
 # The key of the tier structure in the view's network cache (beside the charges).
@@ -584,13 +593,12 @@ def _group_edges(G, tiers, key) -> tuple:
     return (node,)
 
 
-def _where(key) -> str:
+def _group_of(key) -> tuple:
+    """:attr:`NetworkLoad.group` and :attr:`NetworkLoad.nodes` of a link group's key."""
     what, node = key
-    if what == "up":
-        return f"{node}'s up-links"
-    if what == "down":
-        return f"{node}'s down-links from the tier above"
-    return f"{node[0]}->{node[1]}"
+    if what in ("up", "down"):
+        return what, (node,)
+    return "link", tuple(node)
 
 
 def _returns_by_pxn(fabric, last_gpu, entry_nic) -> bool:

@@ -45,11 +45,11 @@ from ..studies.bounds import Bound, Cut
 from ..studies.calibration import Check
 from ..studies.packing import TreePacking
 from .format import format_gbps, format_percent
-from .reasons_text import nvls_choice_text
+from .reasons_text import nvls_bound_text, nvls_choice_text
 
 __all__ = ["explain", "explain_estimate", "explain_measurement", "explain_p2p_path", "explain_bound",
-           "explain_check", "describe_parameter", "describe_network_load", "describe_nic_path",
-           "describe_cut", "describe_packing", "describe_pipeline_fill", "bound_summary", "explain_steps",
+           "explain_check", "describe_parameter", "describe_network_load", "network_load_where",
+           "describe_nic_path", "describe_cut", "describe_packing", "describe_pipeline_fill", "bound_summary", "explain_steps",
            "search_step_text"]
 
 
@@ -236,13 +236,35 @@ def describe_pipeline_fill(fill: PipelineFill) -> str:
             f"not added ({FILL_NOTE})")
 
 
+def network_load_where(load: NetworkLoad) -> str:
+    """The busiest link group of a network load in words (:attr:`NetworkLoad.group
+    <models.predict.network.NetworkLoad>` and its nodes): ``"h0.mlx5_0->net.leaf0"`` (one link),
+    ``"net.leaf4's up-links"``, ``"net.leaf4's down-links from the tier above"``; ``""`` when unset.
+
+    Examples
+    --------
+    >>> from models.predict.network import NetworkLoad
+    >>> network_load_where(NetworkLoad("ring", 8, 0.5, 12e9, 6e9, (), 8.0, 50e9, group="down",
+    ...                                nodes=("net.leaf4",)))
+    "net.leaf4's down-links from the tier above"
+    """
+    if load.group == "up":
+        return f"{load.nodes[0]}'s up-links"
+    if load.group == "down":
+        return f"{load.nodes[0]}'s down-links from the tier above"
+    if load.group == "link":
+        return f"{load.nodes[0]}->{load.nodes[1]}"
+    return ""
+
+
 def describe_network_load(load: NetworkLoad) -> str:
     """One line: what the network gives the channels of one pattern across hosts."""
     verdict = ("the network is not the limit" if load.factor >= 1 else
                f"the network gives {load.factor:.3f} of it")
     extra = f"; {load.aligned} channels return by their entry NIC over PXN" if load.aligned else ""
     extra += f"; {load.pxn} sent over NVLink to another NIC first (PXN)" if load.pxn else ""
-    return (f"network ({load.algorithm or load.pattern}): {load.connections} connections; busiest: {load.where} "
+    return (f"network ({load.algorithm or load.pattern}): {load.connections} connections; busiest: "
+            f"{network_load_where(load)} "
             f"({len(load.edges)} edge{'s' if len(load.edges) > 1 else ''}) carry {load.load:.3g} of "
             f"them on {to_GBps(load.capacity):.1f} GB/s = "
             f"{to_GBps(load.network_rate):.2f} GB/s each, NCCL assumed {to_GBps(load.nccl_rate):.2f}: "
@@ -442,7 +464,7 @@ def explain_bound(b: Bound) -> str:
     lines = [bound_summary(b), "formulation: " + b.formulation,
              "rates: " + "; ".join(f"{name} {to_GBps(r):.2f} GB/s" for name, r in b.rates)]
     if b.collective == "all_reduce":
-        lines.append("in-switch reduction: " + b.nvls)
+        lines.append("in-switch reduction: " + nvls_bound_text(b.nvls_why))
     if b.nccl is not None and b.nccl_bandwidth_busbw is not None and b.bound_busbw > 0:
         bw = b.nccl_bandwidth_busbw
         lines.append(

@@ -18,6 +18,8 @@ from topo.summary import summarize
 from topo.units import to_GBps, to_us
 
 from .explain import explain_estimate
+from .reasons_text import nvls_bound_text
+from .text import caveat_texts
 
 __all__ = ["systems_json", "collective_json", "pairs_json", "subsets_json", "compare_json",
            "gpus_ranking_json", "p2p_json", "cut_json", "tree_json", "packing_json", "bound_json",
@@ -237,7 +239,7 @@ def bound_json(b) -> dict:
         "nccl_bandwidth_busbw_gbps": gbps(b.nccl_bandwidth_busbw),
         "nccl_time_us": None if b.nccl_time is None else to_us(b.nccl_time),
         "nccl_algorithm": b.nccl_algorithm, "ratio": b.ratio,
-        "cut": cut_json(b.cut), "formulation": b.formulation, "nvls": b.nvls,
+        "cut": cut_json(b.cut), "formulation": b.formulation, "nvls": nvls_bound_text(b.nvls_why),
         "rates_gbps": {name: to_GBps(rate) for name, rate in b.rates},
         "trees": [packing_json(p) for p in b.packings],
     }
@@ -257,7 +259,7 @@ def check_json(check) -> dict:
                   "time_error": r.time_error, "busbw_error": r.busbw_error} for r in check.rows],
         "median_abs_time_error": check.median_abs_time_error,
         "max_abs_time_error": check.max_abs_time_error,
-        **({"notes": list(check.notes)} if check.notes else {}),
+        **({"notes": list(caveat_texts(check.caveats))} if check.caveats else {}),
     }
 
 
@@ -317,7 +319,8 @@ def calibration_file_json(calibration) -> dict:
                        **{f"efficiency:{k}": v for k, v in model.efficiency_overrides}},
         "fitted": [{"name": n, "value": v, "lower": lo, "upper": hi} for n, v, lo, hi in calibration.fitted],
         "residuals": {"before": calibration.before, "after": calibration.after},
-        "sources": list(calibration.sources), "method": calibration.method, "notes": list(calibration.notes),
+        "sources": list(calibration.sources), "method": calibration.method,
+        "notes": list(caveat_texts(calibration.caveats)),
     }
 
 

@@ -23,7 +23,7 @@ from topo.units import to_GBps, to_us
 
 from ..engine.nccl.reasons import Cause, NvlsChoice, Why
 
-__all__ = ["reason_text", "nvls_choice_text", "error_text"]
+__all__ = ["reason_text", "nvls_choice_text", "nvls_bound_text", "error_text"]
 
 _NAMES = MappingProxyType({"nvls": "NVLS", "nvls_tree": "NVLSTree"})
 
@@ -98,6 +98,22 @@ _WORDS = MappingProxyType({
     Cause.NO_NVLS_GRAPH:
         lambda w: "no NVLS graph was given (NCCL's NVLS search needs NVLink SHARP switches)",
     Cause.NVLS_SUPPORTED: lambda w: "NVLS is supported",
+    Cause.NVLS_NOT_ALL_REDUCE: lambda w: f"in-switch reduction is weighed for all_reduce only, not {w.collective}",
+    Cause.NVLS_SWITCH_REDUCES: lambda w: f"the NVSwitches ({', '.join(w.names)}) reduce in the switch",
+})
+
+#: A bound's in-switch reduction (:attr:`models.studies.bounds.Bound.nvls_why`), as ``dgxtopo bound``
+#: words it; any other cause is :func:`reason_text`'s sentence after "not applicable: ".
+_BOUND_WORDS = MappingProxyType({
+    Cause.NVLS_NOT_ALL_REDUCE: lambda w: "not applicable: not an all_reduce",
+    Cause.NVLS_NO_NVSWITCH: lambda w: "not applicable: no NVSwitch in the fabric",
+    Cause.NVLS_NO_SHARP:
+        lambda w: (f"not applicable: {', '.join(w.names)} cannot reduce in the switch (NVLS needs "
+                   f"NVSwitch gen 3 or later)"),
+    Cause.NVLS_COMPUTE_CAPABILITY:
+        lambda w: (f"not applicable: NVLS needs Hopper GPUs or later, the GPUs have compute capability "
+                   f"{w.compute_capability}"),
+    Cause.NVLS_SWITCH_REDUCES: lambda w: f"applicable: {', '.join(w.names)} reduce in the switch",
 })
 
 
@@ -117,6 +133,24 @@ def reason_text(why: Why | None) -> str:
     'no NVLS support: NCCL 2.16.5 has no NVLS (it arrives in v2.17.1)'
     """
     return "" if why is None else _WORDS[why.cause](why)
+
+
+def nvls_bound_text(why: Why) -> str:
+    """Whether a bound's fabric could reduce in the switch (NVLS), and why: the words of
+    :attr:`models.studies.bounds.Bound.nvls_why` (and of :func:`models.studies.bounds.nvls_applicable`'s
+    reason) that ``dgxtopo bound`` prints after "in-switch reduction:" and ``--json`` as ``"nvls"``.
+
+    Examples
+    --------
+    >>> import topo
+    >>> from models.studies.bounds import nvls_applicable
+    >>> nvls_bound_text(nvls_applicable(topo.dgx1v())[1])
+    'not applicable: no NVSwitch in the fabric'
+    >>> nvls_bound_text(nvls_applicable(topo.build("dgxh100"))[1])
+    'applicable: NVSwitch (third generation) reduce in the switch'
+    """
+    words = _BOUND_WORDS.get(why.cause)
+    return words(why) if words is not None else f"not applicable: {reason_text(why)}"
 
 
 def nvls_choice_text(choice: NvlsChoice | None) -> str:

@@ -26,13 +26,14 @@ import numpy as np
 from topo.select import format_gpu_ids
 from topo.units import GB, to_GBps, to_us
 
+from ..studies.calibration import Caveat, CaveatCode
 from .explain import explain_estimate
 from .format import format_gbps, format_percent
 
 __all__ = ["format_table", "format_gpu_ids", "package_version",
            "systems_table", "collective_table", "pairs_table", "subsets_table", "compare_table",
            "import_summary", "measurement_note", "format_p2p_report", "check_table",
-           "calibration_table", "simulation_table",
+           "calibration_table", "caveat_text", "caveat_texts", "simulation_table",
            "NCCL_TESTS_ROOT", "NCCL_TESTS_REDOP"]
 
 # nccl-tests' root column: the root rank for rooted collectives, -1 otherwise.
@@ -349,6 +350,44 @@ def format_p2p_report(report, *, bidirectional: bool = False, latency: bool = Fa
 
 
 # ------------------------------------------------------------------ calibrate and check
+def _gpus_assumed(c: Caveat) -> str:
+    why = c.ranks_source.removeprefix("unknown: ") if c.ranks_source else "no device lines"
+    return (f"{c.run or 'the run'} does not show its rank count (no complete device lines; {why}): "
+            f"assumed every GPU of {'the system' if c.system is None else c.system} ({c.count}); "
+            f"expected gpus= naming them if the run used fewer")
+
+
+#: One sentence per caveat of a calibration or a check.
+_CAVEATS = MappingProxyType({
+    CaveatCode.P2P_NOT_FITTED:
+        lambda c: (f"{c.count} p2pBandwidthLatencyTest output(s) read but not fitted: the P2P copy "
+                   f"model is calibrated separately"),
+    CaveatCode.FLOOR_HELD:
+        lambda c: "floor held (all runs use one -g: floor and launch_per_gpu are not separable)",
+    CaveatCode.GPUS_ASSUMED: _gpus_assumed,
+    CaveatCode.READ: lambda c: c.text,
+})
+
+
+def caveat_text(caveat: Caveat) -> str:
+    """One sentence of what a calibration or a check assumed, held or left out
+    (:class:`models.studies.calibration.Caveat`): ``calibrate`` and ``check`` print it after
+    "note:", and the calibration file and ``--json`` hold it in ``"notes"``.
+
+    Examples
+    --------
+    >>> from models.studies.calibration import Caveat, CaveatCode
+    >>> caveat_text(Caveat(CaveatCode.P2P_NOT_FITTED, count=1))
+    '1 p2pBandwidthLatencyTest output(s) read but not fitted: the P2P copy model is calibrated separately'
+    """
+    return _CAVEATS[caveat.code](caveat)
+
+
+def caveat_texts(caveats) -> tuple:
+    """:func:`caveat_text` of each caveat, in order (the ``notes`` of a calibration or check)."""
+    return tuple(caveat_text(c) for c in caveats)
+
+
 def calibration_table(calibration) -> str:
     """``dgxtopo calibrate``: the fitted values and the residuals before and after."""
     c = calibration
@@ -362,7 +401,7 @@ def calibration_table(calibration) -> str:
                  f"max {format_percent(c.before['max_abs_time_error'])}")
     lines.append(f"  |time error| after:  median {format_percent(c.after['median_abs_time_error'])}, "
                  f"max {format_percent(c.after['max_abs_time_error'])}")
-    lines += [f"  note: {n}" for n in c.notes]
+    lines += [f"  note: {n}" for n in caveat_texts(c.caveats)]
     return "\n".join(lines)
 
 
@@ -383,7 +422,7 @@ def check_table(check) -> str:
              if math.isfinite(check.median_abs_busbw_error) else "- (no row with a measured busbw)")
     lines.append(f"# |time error|: median {format_percent(check.median_abs_time_error)}, max "
                  f"{format_percent(check.max_abs_time_error)}; |busbw error|: {busbw}")
-    lines += [f"# note: {n}" for n in check.notes]
+    lines += [f"# note: {n}" for n in caveat_texts(check.caveats)]
     return "\n".join(lines)
 
 

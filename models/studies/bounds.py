@@ -71,7 +71,8 @@ from ..engine.fabric import PreparedFabric, prepare
 from ..engine.nccl.profiles import NcclProfile
 from ..predict.collectives import estimate
 from ..engine.nccl.nvls import sharp_switch
-from ..engine.results import Moved, tidy_records
+from ..engine.nccl.reasons import Cause, Why
+from ..engine.results import Moved, MovedField, tidy_records
 from ..engine.nccltests import algbw_to_busbw, collective as _collective
 from .packing import pack_trees
 from .relays import RELAYS, FlowNetwork, capacity_graph, out_capacity, relay_edge_kinds
@@ -163,8 +164,11 @@ class Bound:
         packings; always for the flow LP).
     cut : Cut
     formulation : str
-    nvls : str
-        In-switch reduction: whether it applies and why (all_reduce).
+    nvls_why : models.engine.nccl.reasons.Why
+        In-switch reduction: whether it applies and why (:func:`nvls_applicable`'s reason for
+        all_reduce, :attr:`~models.engine.nccl.reasons.Cause.NVLS_NOT_ALL_REDUCE` otherwise);
+        :func:`models.present.reasons_text.nvls_bound_text` words it (``nvls``, its words until
+        0.3, still reads with a DeprecationWarning).
     nccl_busbw, nccl_bandwidth_busbw : float or None
         NCCL's predicted busbw at this size, and from its bandwidth term alone. [B/s]
     nccl_time : float or None
@@ -194,7 +198,7 @@ class Bound:
     achievable: bool
     cut: Cut
     formulation: str
-    nvls: str
+    nvls_why: Why
     nccl_busbw: float | None
     nccl_bandwidth_busbw: float | None
     nccl_time: float | None
@@ -207,6 +211,12 @@ class Bound:
     to_json = Moved("models.present.json_shapes.bound_json(bound)")
     format = Moved("models.present.explain.bound_summary(bound)")
     explain = Moved("models.present.explain.explain(bound)")
+    nvls = MovedField("models.present.reasons_text.nvls_bound_text", field="nvls_why")
+
+    @property
+    def nvls_applies(self) -> bool:
+        """True when the fabric's switches could reduce in the network (NVLS) for this all_reduce."""
+        return self.nvls_why.cause is Cause.NVLS_SWITCH_REDUCES
 
     @property
     def upper_above_bound(self) -> bool:
@@ -215,8 +225,9 @@ class Bound:
         return self.upper_busbw > self.bound_busbw * (1 + _TOL)
 
     def to_records(self) -> list:
-        """One tidy row: the bound, NCCL's busbw beside it and the binding cut's capacity
-        (:mod:`models.engine.results` names the columns)."""
+        """One tidy row: the bound, NCCL's busbw beside it, the binding cut's capacity and whether
+        in-switch reduction applies (``nvls_cause``: the :class:`~models.engine.nccl.reasons.Cause`'s
+        value; :mod:`models.engine.results` names the columns)."""
         return tidy_records({
             "collective": self.collective, "system": self.system, "gpus": format_gpu_ids(self.gpus),
             "ngpus": len(self.gpus), "root": self.root, "nbytes": self.nbytes, "relay": self.relay,
@@ -225,7 +236,8 @@ class Bound:
             "upper_busbw_Bps": self.upper_busbw, "achievable": self.achievable,
             "nccl_busbw_Bps": self.nccl_busbw, "nccl_bandwidth_busbw_Bps": self.nccl_bandwidth_busbw,
             "nccl_time_s": self.nccl_time, "nccl_algorithm": self.nccl_algorithm, "ratio": self.ratio,
-            "cut_kind": self.cut.kind, "cut_capacity_Bps": self.cut.capacity})
+            "cut_kind": self.cut.kind, "cut_capacity_Bps": self.cut.capacity,
+            "nvls_applies": self.nvls_applies, "nvls_cause": self.nvls_why.cause.value})
 
 
 @dataclass(frozen=True, slots=True)
@@ -389,7 +401,12 @@ def _flow_lp(H, members, demands):
 
 
 # ------------------------------------------------------------------------------ NVLS hook
-def nvls_applicable(G: nx.DiGraph) -> tuple[bool, str]:
+#: The lowest compute capability NVLS runs on: Hopper's (NVIDIA/nccl v2.27.7-1
+#: src/transport/nvls.cc enables NVLS on SM90+ only).
+_NVLS_MIN_COMPUTE_CAPABILITY = 90
+
+
+def nvls_applicable(G: nx.DiGraph) -> tuple[bool, Why]:
     """Whether the fabric's switches can reduce in the network (NVLS), and why.
 
     NVLS needs NVSwitches with NVLink SHARP (gen 3 and later, :func:`models.engine.nccl.nvls.sharp_switch`
@@ -398,19 +415,30 @@ def nvls_applicable(G: nx.DiGraph) -> tuple[bool, str]:
 
     Returns
     -------
-    (bool, str)
+    (bool, models.engine.nccl.reasons.Why)
+        The reason's cause is :attr:`~models.engine.nccl.reasons.Cause.NVLS_NO_NVSWITCH`,
+        ``NVLS_NO_SHARP`` (``names``: every model of the fabric's NVSwitches, ``"?"`` for one
+        without), ``NVLS_COMPUTE_CAPABILITY`` (``compute_capability``: the GPUs' lowest,
+        ``limit``: 90) or, when it applies, ``NVLS_SWITCH_REDUCES`` (``names``: the models);
+        :func:`models.present.reasons_text.nvls_bound_text` words it.
+
+    Examples
+    --------
+    >>> import topo
+    >>> nvls_applicable(topo.dgx2())
+    (False, Why(NVLS_NO_SHARP, names=('NVSwitch (first generation)',)))
     """
     switches = topo.nodes_of_kind(G, "nvswitch")
     if not switches:
-        return False, "not applicable: no NVSwitch in the fabric"
-    models = sorted({str(G.nodes[s].get("model", "?")) for s in switches})
+        return False, Why(Cause.NVLS_NO_NVSWITCH)
+    models = tuple(sorted({str(G.nodes[s].get("model", "?")) for s in switches}))
     if not all(sharp_switch(G, s) for s in switches):
-        return False, (f"not applicable: {', '.join(models)} cannot reduce in the switch (NVLS needs "
-                       f"NVSwitch gen 3 or later)")
+        return False, Why(Cause.NVLS_NO_SHARP, names=models)
     cc = min(G.nodes[g]["compute_capability"] for g in topo.gpus(G))
-    if cc < 90:
-        return False, f"not applicable: NVLS needs Hopper GPUs or later, the GPUs have compute capability {cc}"
-    return True, f"applicable: {', '.join(models)} reduce in the switch"
+    if cc < _NVLS_MIN_COMPUTE_CAPABILITY:
+        return False, Why(Cause.NVLS_COMPUTE_CAPABILITY, compute_capability=cc,
+                          limit=_NVLS_MIN_COMPUTE_CAPABILITY)
+    return True, Why(Cause.NVLS_SWITCH_REDUCES, names=models)
 
 
 # --------------------------------------------------------------------------- the solver
@@ -597,9 +625,9 @@ def bound(G: nx.DiGraph | PreparedFabric, collective: str, nbytes: Sizes, gpus: 
     solved = fabric.solve(name, nodes, root_node)
     busbw, algbw = _busbw(name, len(nodes), solved.seconds_per_byte)
     upper, _ = _busbw(name, len(nodes), solved.upper_seconds_per_byte)
-    nvls = "not applicable: not an all_reduce"
+    nvls_why = Why(Cause.NVLS_NOT_ALL_REDUCE, collective=name)
     if name == "all_reduce":
-        nvls = nvls_applicable(G)[1]
+        nvls_why = nvls_applicable(G)[1]
     packings = ()
     if trees:
         targets = {"all_reduce": ("reduce_scatter", "all_gather")}.get(name, (name,))
@@ -619,7 +647,7 @@ def bound(G: nx.DiGraph | PreparedFabric, collective: str, nbytes: Sizes, gpus: 
         ratio = nccl_busbw / busbw if busbw > 0 else None
     return Bound(name, fabric.name, ids, root_id, size, relay, fabric.edge_kinds, busbw, algbw,
                  size * solved.seconds_per_byte if size else 0.0, max(upper, busbw), solved.achievable,
-                 solved.cut, solved.formulation, nvls, nccl_busbw, nccl_bw, nccl_time, algorithm, ratio,
+                 solved.cut, solved.formulation, nvls_why, nccl_busbw, nccl_bw, nccl_time, algorithm, ratio,
                  packings, solved.rates, e)
 
 

@@ -7,10 +7,14 @@ time error ``predicted / measured - 1`` (soft-L1, so that rows off for another r
 a protocol another NCCL version would not choose, do not drag the constants). scipy's ``least_squares`` is used when installed (the
 ``fit`` extra); otherwise a bounded Levenberg-Marquardt in numpy gives the same minimum on these
 few parameters. :func:`check` puts measured and predicted side by side.
+
+What a calibration or a check assumed, held or left out is a :class:`Caveat` (a
+:class:`CaveatCode` and its numbers), worded by :func:`models.present.text.caveat_text`.
 """
 
 from __future__ import annotations
 
+import enum
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -27,10 +31,10 @@ from ..engine.fabric import PreparedFabric, prepare
 from ..engine.nccl.profiles import NcclProfile
 from ..predict.collectives import Estimator
 from .benchmarks import NcclTestsRun, P2PBenchmark
-from ..engine.results import Moved, MovedMethod, tidy_records
+from ..engine.results import Moved, MovedField, MovedMethod, tidy_records
 from ..predict.measure import DEFAULT, CalibrationLike, MeasurementModel, Measured, measured
 
-__all__ = ["CalibrationError", "Calibration", "CheckRow", "Check", "calibrate", "check",
+__all__ = ["CalibrationError", "Calibration", "CheckRow", "Check", "Caveat", "CaveatCode", "calibrate", "check",
            "parameter_range", "SCHEMA", "SCHEMA_VERSION"]
 
 SCHEMA = "dgx-topo calibration"
@@ -51,6 +55,62 @@ class CalibrationError(DgxTopoError):
     """Runs that cannot be calibrated or checked as asked, or a malformed calibration file."""
 
 
+class CaveatCode(enum.Enum):
+    """What a :class:`Calibration` or a :class:`Check` assumed, held or left out, and the values of
+    :class:`Caveat` each sets."""
+
+    #: ``count``: p2pBandwidthLatencyTest outputs among the runs, not fitted (the P2P copy model
+    #: is calibrated separately).
+    P2P_NOT_FITTED = "p2p_not_fitted"
+    #: Every run uses one ``-g``: ``floor`` is held, as it cannot be told from ``launch_per_gpu``.
+    FLOOR_HELD = "floor_held"
+    #: ``run`` does not show its rank count (``ranks_source``: what its parser says of it):
+    #: every GPU of ``system`` (``count`` of them) was assumed.
+    GPUS_ASSUMED = "gpus_assumed"
+    #: ``text``: a note as a calibration file has it (:meth:`Calibration.from_json`).
+    READ = "read"
+
+
+@dataclass(frozen=True, slots=True)
+class Caveat:
+    """One thing a calibration or a check assumed, held or left out: a :class:`CaveatCode` and
+    its values (None or ``""`` where the code has none);
+    :func:`models.present.text.caveat_text` words it.
+
+    Attributes
+    ----------
+    code : CaveatCode
+    count : int or None
+        The p2pBandwidthLatencyTest outputs not fitted, or the GPUs assumed.
+    run : str or None
+        The run's name (None for a run without one).
+    ranks_source : str
+        What the run's parser says of its rank count (:attr:`NcclTestsRun.ranks_source
+        <models.studies.benchmarks.NcclTestsRun>`).
+    system : str or None
+        The system's name (None for a fabric without one).
+    text : str
+        :attr:`CaveatCode.READ`: the words read from a calibration file.
+
+    Examples
+    --------
+    >>> Caveat(CaveatCode.P2P_NOT_FITTED, count=2).to_records()
+    [{'code': 'p2p_not_fitted', 'count': 2, 'run': None, 'ranks_source': '', 'system': None, 'text': ''}]
+    """
+
+    code: CaveatCode
+    count: int | None = None
+    run: str | None = None
+    ranks_source: str = ""
+    system: str | None = None
+    text: str = ""
+
+    def to_records(self) -> list:
+        """One row: the code's value and the values it sets."""
+        return tidy_records({"code": self.code.value, "count": self.count, "run": self.run,
+                             "ranks_source": self.ranks_source, "system": self.system, "text": self.text})
+
+
 @dataclass(frozen=True, slots=True)
 class _Prepared:
     run: NcclTestsRun
@@ -59,11 +119,11 @@ class _Prepared:
     measured_busbw: np.ndarray
     sizes: np.ndarray
     gpus_per_thread: int
-    note: str | None = None
+    note: Caveat | None = None
 
 
 def _gpus(run: NcclTestsRun, G, gpus) -> tuple:
-    """The run's GPU ids in rank order, and a note when they were assumed."""
+    """The run's GPU ids in rank order, and a :class:`Caveat` when they were assumed."""
     n = run.nranks
     label = run.name or "the run"
     if gpus is not None:
@@ -81,11 +141,8 @@ def _gpus(run: NcclTestsRun, G, gpus) -> tuple:
     if n is None:
         import topo
 
-        every = len(topo.gpus(G))
-        why = run.ranks_source.removeprefix("unknown: ") if run.ranks_source else "no device lines"
-        return None, (f"{label} does not show its rank count (no complete device lines; {why}): "
-                      f"assumed every GPU of {G.graph.get('name', 'the system')} ({every}); expected "
-                      f"gpus= naming them if the run used fewer")
+        return None, Caveat(CaveatCode.GPUS_ASSUMED, count=len(topo.gpus(G)), run=run.name,
+                            ranks_source=run.ranks_source or "", system=G.graph.get("name"))
     visible = run.cuda_visible_devices
     single = len(run.hosts) <= 1
     if single and visible and run.complete_devices and len(visible) >= n:
@@ -188,7 +245,10 @@ class Calibration:
     system : str
     sources : tuple of str
     method : str
-    notes : tuple of str
+    caveats : tuple of Caveat
+        What the fit assumed, held or left out (read from a file: its notes,
+        :attr:`CaveatCode.READ`); ``notes``, their words until 0.3
+        (:func:`models.present.text.caveat_texts`), still reads with a DeprecationWarning.
     """
 
     model: MeasurementModel
@@ -200,9 +260,10 @@ class Calibration:
     system: str = ""
     sources: tuple = ()
     method: str = ""
-    notes: tuple = ()
+    caveats: tuple = ()
 
     format = Moved("models.present.text.calibration_table(calibration)")
+    notes = MovedField("models.present.text.caveat_texts", field="caveats")
 
     def to_records(self) -> list:
         """Tidy rows, one per fitted constant: its value and bounds (SI) and the median and max
@@ -277,7 +338,8 @@ class Calibration:
         model = _with_provenance(model, [f[0] for f in fitted], f"calibration on {system or '?'} "
                                  f"({', '.join(sources)})")
         return cls(model, fitted, residuals.get("before", {}), residuals.get("after", {}),
-                   np.array([]), np.array([]), system, tuple(sources), method, tuple(notes))
+                   np.array([]), np.array([]), system, tuple(sources), method,
+                   tuple(Caveat(CaveatCode.READ, text=note) for note in notes))
 
 
 def parameter_range(name: str) -> tuple:
@@ -381,18 +443,17 @@ def calibrate(runs: Iterable[NcclTestsRun | P2PBenchmark], G: nx.DiGraph | Prepa
         For no usable run, or scipy forced but missing.
     """
     runs = list(runs)
-    notes = []
+    caveats = []
     p2p = [r for r in runs if isinstance(r, P2PBenchmark)]
     if p2p:
-        notes.append(f"{len(p2p)} p2pBandwidthLatencyTest output(s) read but not fitted: the P2P "
-                     f"copy model is calibrated separately")
+        caveats.append(Caveat(CaveatCode.P2P_NOT_FITTED, count=len(p2p)))
     estimator = Estimator(prepare(G, nccl=profile))  # one NCCL view and its searches for every run
     fabric = estimator.fabric.nccl
     prepared = [_prepare(r, estimator, gpus, gpus_per_thread, inplace) for r in runs
                 if not isinstance(r, P2PBenchmark)]
     if not prepared:
         raise CalibrationError("expected at least one nccl-tests run to calibrate on")
-    notes += [p.note for p in prepared if p.note]
+    caveats += [p.note for p in prepared if p.note]
     names = []
     launch_rows = bandwidth_rows = 0
     classes = set()
@@ -410,7 +471,7 @@ def calibrate(runs: Iterable[NcclTestsRun | P2PBenchmark], G: nx.DiGraph | Prepa
         if len({p.gpus_per_thread for p in prepared}) > 1:
             names.append("floor")
         else:
-            notes.append("floor held (all runs use one -g: floor and launch_per_gpu are not separable)")
+            caveats.append(Caveat(CaveatCode.FLOOR_HELD))
     names += [f"efficiency:{c}" for c in sorted(classes)]
     if not names:
         raise CalibrationError("no row is launch-bound or bandwidth-bound: nothing to fit")
@@ -458,7 +519,7 @@ def calibrate(runs: Iterable[NcclTestsRun | P2PBenchmark], G: nx.DiGraph | Prepa
     fitted = tuple((n, float(v * s), float(lo * s), float(hi * s))
                    for n, v, s, lo, hi in zip(names, x, scale, lower, upper))
     return Calibration(fitted_model, fitted, _stats(before), _stats(after), before, after, system,
-                       sources, method, tuple(notes))
+                       sources, method, tuple(caveats))
 
 
 @dataclass(frozen=True, slots=True)
@@ -488,8 +549,10 @@ class Check:
     measured : models.predict.measure.Measured or None
         The measurement model's terms at every size (:func:`models.present.explain.explain`
         writes out the largest).
-    notes : tuple of str
-        What was assumed (the GPUs of a run that does not show its rank count).
+    caveats : tuple of Caveat
+        What was assumed (the GPUs of a run that does not show its rank count); ``notes``, their
+        words until 0.3 (:func:`models.present.text.caveat_texts`), still reads with a
+        DeprecationWarning.
     """
 
     collective: str
@@ -502,11 +565,12 @@ class Check:
     median_abs_busbw_error: float
     max_abs_busbw_error: float
     measured: Measured | None = field(default=None, repr=False, compare=False)
-    notes: tuple = ()
+    caveats: tuple = ()
 
     to_json = Moved("models.present.json_shapes.check_json(check)")
     format = Moved("models.present.text.check_table(check)")
     explain = Moved("models.present.explain.explain(check)")
+    notes = MovedField("models.present.text.caveat_texts", field="caveats")
 
     def to_records(self) -> list:
         """Tidy rows, one per size: measured and predicted time and busbw, and the errors

@@ -92,7 +92,8 @@ class Cause(enum.Enum):
     NVLS_COMPUTE_CAPABILITY = "nvls_compute_capability"
     #: The GPUs reach no NVSwitch.
     NVLS_NO_NVSWITCH = "nvls_no_nvswitch"
-    #: ``names``: the models of the NVSwitches that do not reduce in the switch (no NVLink SHARP).
+    #: ``names``: the models of the NVSwitches that do not reduce in the switch (no NVLink SHARP;
+    #: :func:`models.studies.bounds.nvls_applicable` names every model of the fabric's NVSwitches).
     NVLS_NO_SHARP = "nvls_no_sharp"
     #: ``release``, ``count`` (GPUs per NCCL node), ``limit`` (the GPUs NVLS needs).
     NVLS_GPUS = "nvls_gpus"
@@ -110,6 +111,11 @@ class Cause(enum.Enum):
     NO_NVLS_GRAPH = "no_nvls_graph"
     #: The communicator has its NVLS graph (:attr:`Communicator.nvls_why` when there is one).
     NVLS_SUPPORTED = "nvls_supported"
+    # -- whether a bound's switches could reduce in the network (models.studies.bounds.nvls_applicable)
+    #: ``collective``: in-switch reduction is weighed for all_reduce only.
+    NVLS_NOT_ALL_REDUCE = "nvls_not_all_reduce"
+    #: ``names``: the models of the fabric's NVSwitches, which reduce in the switch (NVLS applies).
+    NVLS_SWITCH_REDUCES = "nvls_switch_reduces"
 
 
 @dataclass(frozen=True, slots=True, repr=False)

@@ -163,6 +163,10 @@ CASES = {
                             "the NVLS search found no channel (NCCL clears nvlsSupport)"),
     Cause.NO_NVLS_GRAPH: (("comm",), "no NVLS graph was given (NCCL's NVLS search needs NVLink SHARP switches)"),
     Cause.NVLS_SUPPORTED: (("comm_graphs", "dgxh100"), "NVLS is supported"),
+    Cause.NVLS_NOT_ALL_REDUCE: (("bound", "dgx1v", "all_gather"),
+                                "in-switch reduction is weighed for all_reduce only, not all_gather"),
+    Cause.NVLS_SWITCH_REDUCES: (("bound", "dgxh100", "all_reduce"),
+                                "the NVSwitches (NVSwitch (third generation)) reduce in the switch"),
 }
 
 
@@ -200,6 +204,11 @@ def _reach(way, monkeypatch):
         return g.nvls_why
     if kind == "comm":
         return _comm().nvls_why
+    if kind == "bound":  # models.studies.bounds: whether a bound's switches could reduce (NVLS)
+        from models.studies.bounds import bound
+
+        system, collective = a
+        return bound(topo.build(system), collective, 2**20, nccl=False).nvls_why
     g = _graphs(a[0])
     assert g.nvls is not None and g.nvls_why is None
     return g.communicator.nvls_why

@@ -21,6 +21,8 @@ import topo
 from topo.parts import add_gpu, add_link, add_nvswitch
 from topo.specs import LINKS
 from models import subsets
+from models.engine.nccl.reasons import Cause, Why
+from models.present.reasons_text import nvls_bound_text
 from models.studies.bounds import (BoundError, BoundTooLargeError, bound, nvls_applicable, pairwise_bounds,
                            subset_bounds)
 from models.studies import bounds as bounds_module
@@ -294,8 +296,8 @@ def test_bound_result_json_format_explain():
     text = explain(b)
     assert "ForestColl" in text and "NCCL's working" in text and "gap:" in text
     assert "bound busbw" in bound_summary(b)
-    assert nvls_applicable(topo.dgx2())[0] is False and "NVSwitch" in nvls_applicable(topo.dgx2())[1]
-    assert nvls_applicable(topo.dgx1v()) == (False, "not applicable: no NVSwitch in the fabric")
+    assert nvls_applicable(topo.dgx2()) == (False, Why(Cause.NVLS_NO_SHARP, names=("NVSwitch (first generation)",)))
+    assert nvls_applicable(topo.dgx1v()) == (False, Why(Cause.NVLS_NO_NVSWITCH))
 
 
 def test_cluster_bound():
@@ -374,4 +376,4 @@ def test_nvls_applies_where_the_switches_reduce_and_the_gpus_are_hopper():
     assert nvls_applicable(topo.build("dgxh100"))[0] is True
     assert nvls_applicable(topo.build("dgxb200"))[0] is True
     applicable, why = nvls_applicable(topo.build("dgxa100"))
-    assert applicable is False and "cannot reduce in the switch" in why
+    assert applicable is False and "cannot reduce in the switch" in nvls_bound_text(why)
