@@ -70,7 +70,7 @@ from topo.units import Sizes
 from ..engine.fabric import PreparedFabric, prepare
 from ..engine.nccl.profiles import NcclProfile
 from ..predict.collectives import estimate
-from ..engine.nccl.nvls import sharp_switch
+from ..engine.nccl.nvls import NVLS_MIN_COMPUTE_CAPABILITY, sharp_switch
 from ..engine.nccl.reasons import Cause, Why
 from ..engine.results import Moved, MovedField, tidy_records
 from ..engine.nccltests import algbw_to_busbw, collective as _collective
@@ -401,11 +401,6 @@ def _flow_lp(H, members, demands):
 
 
 # ------------------------------------------------------------------------------ NVLS hook
-#: The lowest compute capability NVLS runs on: Hopper's (NVIDIA/nccl v2.27.7-1
-#: src/transport/nvls.cc enables NVLS on SM90+ only).
-_NVLS_MIN_COMPUTE_CAPABILITY = 90
-
-
 def nvls_applicable(G: nx.DiGraph) -> tuple[bool, Why]:
     """Whether the fabric's switches can reduce in the network (NVLS), and why.
 
@@ -435,9 +430,9 @@ def nvls_applicable(G: nx.DiGraph) -> tuple[bool, Why]:
     if not all(sharp_switch(G, s) for s in switches):
         return False, Why(Cause.NVLS_NO_SHARP, names=models)
     cc = min(G.nodes[g]["compute_capability"] for g in topo.gpus(G))
-    if cc < _NVLS_MIN_COMPUTE_CAPABILITY:
+    if cc < NVLS_MIN_COMPUTE_CAPABILITY:
         return False, Why(Cause.NVLS_COMPUTE_CAPABILITY, compute_capability=cc,
-                          limit=_NVLS_MIN_COMPUTE_CAPABILITY)
+                          limit=NVLS_MIN_COMPUTE_CAPABILITY)
     return True, Why(Cause.NVLS_SWITCH_REDUCES, names=models)
 
 

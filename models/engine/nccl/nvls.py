@@ -62,14 +62,15 @@ from .search import SearchStep
 from .tuning import ChannelGraph
 
 __all__ = ["NvlsGraph", "NvlsError", "nvls_search", "nvls_support", "sharp_switch",
-           "nvlink_cliques"]
+           "nvlink_cliques", "NVLS_MIN_COMPUTE_CAPABILITY"]
 
 # Capacity comparisons tolerate this much rounding (NCCL keeps 0.001 GB/s). [B/s]
 _SLACK = 1e3
 # Lowering the speed stops once it would fall to 0.49 of the best solution (search.cc).
 _SPEED_FLOOR = 0.49
-# NVLS needs every GPU at sm90 or later (src/transport/nvls.cc ncclNvlsInit: ccMin >= 90).
-_NVLS_MIN_COMPUTE_CAPABILITY = 90
+#: NVLS needs every GPU at sm90 or later (NVIDIA/nccl v2.27.7-1 src/transport/nvls.cc
+#: ncclNvlsInit: ccMin >= 90).
+NVLS_MIN_COMPUTE_CAPABILITY = 90
 # v2.21-v2.24 run NVLS on a multi-node NVLink clique of more than 2 GPUs (NvlsMnnvl.CLIQUE).
 _MNNVL_MIN_CLIQUE = 2
 _SHARP_MODELS = MappingProxyType({spec.model: spec.sharp for spec in NVSWITCHES.values()})
@@ -199,9 +200,9 @@ def nvls_support(fabric, nodes, *, nnodes: int = 1, clique: int | None = None) -
     if behaviour.nvls is NvlsAlgorithms.NONE:
         return False, Why(Cause.NO_NVLS, release=release)
     lowest = min(G.nodes[n]["compute_capability"] for n in nodes)
-    if lowest < _NVLS_MIN_COMPUTE_CAPABILITY:
+    if lowest < NVLS_MIN_COMPUTE_CAPABILITY:
         return False, Why(Cause.NVLS_COMPUTE_CAPABILITY, compute_capability=lowest,
-                          limit=_NVLS_MIN_COMPUTE_CAPABILITY)
+                          limit=NVLS_MIN_COMPUTE_CAPABILITY)
     switches = _switches(G, nodes)
     if not switches:
         return False, Why(Cause.NVLS_NO_NVSWITCH)
