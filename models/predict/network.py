@@ -138,13 +138,15 @@ class NetworkLoad:
 
     def to_records(self) -> list:
         """One row: the pattern and algorithm, the connections, NCCL's and the network's
-        per-connection rates and their ratio, the busiest group's kind, load, capacity and first edge."""
+        per-connection rates and their ratio, the busiest group's kind and nodes (space-separated: the
+        link's two ends, or the switch of an up or down group), load, capacity and first edge."""
         u, v = self.bottleneck if self.edges else ("", "")
         return tidy_records({
             "pattern": self.pattern, "algorithm": self.algorithm, "connections": self.connections,
             "factor": self.factor, "nccl_rate_Bps": self.nccl_rate, "network_rate_Bps": self.network_rate,
             "load": self.load, "capacity_Bps": self.capacity, "pxn": self.pxn, "aligned": self.aligned,
-            "group": self.group, "bottleneck_u": str(u), "bottleneck_v": str(v)})
+            "group": self.group, "group_nodes": " ".join(map(str, self.nodes)), "bottleneck_u": str(u),
+            "bottleneck_v": str(v)})
 
     @property
     def bottleneck(self) -> tuple:

@@ -349,9 +349,9 @@ class ComputeFacts:
     scale: float = 1.0
 
     def to_records(self) -> list:
-        """One tidy row of the facts (``peak_flops`` in FLOP/s, ``memory_bandwidth_Bps`` in B/s)."""
+        """One tidy row of the facts (``peak_flop_per_s`` in FLOP/s, ``memory_bandwidth_Bps`` in B/s)."""
         return tidy_records({
-            "gpu": self.gpu, "generation": self.generation, "dtype": self.dtype, "peak_flops": self.peak,
+            "gpu": self.gpu, "generation": self.generation, "dtype": self.dtype, "peak_flop_per_s": self.peak,
             "memory_bandwidth_Bps": self.memory_bandwidth, "stack": self.stack,
             "flash_attention": self.flash_attention, "gemm_efficiency": self.gemm_efficiency,
             "attention_efficiency": self.attention_efficiency, "memory_efficiency": self.memory_efficiency,

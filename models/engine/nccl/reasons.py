@@ -238,11 +238,18 @@ class NvlsChoice:
 
     def to_records(self) -> list:
         """One row: the algorithm, whether it is enabled (``cause``: the :class:`Cause`'s value
-        when not) and chosen, its graph, bus bandwidth, latency and time, and the winner's."""
+        when not) and chosen, its graph, bus bandwidth, latency and time, and the winner's. What
+        was not computed is None, not 0: the graph without one (``nchannels`` 0), the times when
+        the algorithm is disabled or the others cannot be timed (``error``)."""
+        graph, timed = self.nchannels > 0, self.why is None and not self.error
+
+        def some(value, known):
+            return value if known else None
         return tidy_records({
             "collective": self.collective, "algorithm": self.algorithm, "nbytes": self.nbytes,
             "enabled": self.enabled, "cause": None if self.why is None else self.why.cause.value,
-            "chosen": self.chosen, "nchannels": self.nchannels, "bw_intra_Bps": self.bw_intra,
-            "bw_inter_Bps": self.bw_inter, "busbw_Bps": self.busbw, "latency_s": self.latency,
-            "time_s": self.time, "winner_algorithm": self.winner_algorithm,
-            "winner_protocol": self.winner_protocol, "winner_time_s": self.winner_time})
+            "error": self.error, "chosen": self.chosen, "nchannels": self.nchannels,
+            "bw_intra_Bps": some(self.bw_intra, graph), "bw_inter_Bps": some(self.bw_inter, graph),
+            "busbw_Bps": some(self.busbw, timed), "latency_s": some(self.latency, timed),
+            "time_s": some(self.time, timed), "winner_algorithm": some(self.winner_algorithm, timed),
+            "winner_protocol": some(self.winner_protocol, timed), "winner_time_s": some(self.winner_time, timed)})

@@ -97,7 +97,8 @@ class Behaviour(Enum):
     """A behaviour of NCCL that changed between releases: members are its forms.
 
     Each member has a short ``value`` (the code in :data:`BEHAVIOURS`' printed table) and a
-    ``label`` in words (what :func:`models.engine.nccl.versions_table` and explanations print).
+    ``label`` in words (what :func:`models.present.versions_text.versions_rows` and explanations
+    print; :func:`models.engine.nccl.versions_table` gives the members themselves).
     """
 
     def __new__(cls, code: str, label: str):

@@ -400,7 +400,9 @@ def test_records_of_an_nvls_choice():
     assert row["latency_s"] == pytest.approx(25e-6) and row["time_s"] == row["winner_time_s"]
     (off,) = nvls_choice("all_reduce", 2**30, _graphs("dgxa100").communicator).to_records()
     assert (off["enabled"], off["cause"], off["chosen"], off["nchannels"], off["winner_algorithm"]) == (
-        False, "no_nvls_support", False, 0, "")
+        False, "no_nvls_support", False, 0, None)
+    # What a disabled NVLS has not got is None, not a zero that reads as a measurement.
+    assert {off[k] for k in ("bw_intra_Bps", "bw_inter_Bps", "busbw_Bps", "latency_s", "time_s", "winner_time_s")} == {None}
     assert list(off) == list(row)
 
 

@@ -103,7 +103,7 @@ def test_the_busiest_group_is_its_kind_and_nodes_worded_as_before():
     assert (load.group, load.nodes, load.edges) == ("down", ("net.leaf4",), (("net.spine0", "net.leaf4"),))
     assert network_load_where(load) == "net.leaf4's down-links from the tier above"
     assert "busiest: net.leaf4's down-links from the tier above (1 edge) carry 8 of them" in describe_network_load(load)
-    assert load.to_records()[0]["group"] == "down"
+    assert (load.to_records()[0]["group"], load.to_records()[0]["group_nodes"]) == ("down", "net.leaf4")
     words, warned = deprecations(lambda: load.where)
     assert words == "net.leaf4's down-links from the tier above"
     assert warned == ["NetworkLoad.where moved to models.present.explain.network_load_where in dgx-topo 0.3: call "

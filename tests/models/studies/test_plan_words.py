@@ -160,7 +160,7 @@ def test_the_bubble_fraction_is_p_minus_1_over_v_m(dgx1v):
 def test_records_of_the_numbers(dgx1v):
     p = plan(SMALL, dgx1v, tp=2, pp=2, dp=2, zero=3, recompute="none", dtype="fp16", simulate=0, overlap=0.5)
     (row,) = p.compute.to_records()
-    assert row == {"gpu": "V100-SXM2", "generation": "V100", "dtype": "fp16", "peak_flops": 125e12,
+    assert row == {"gpu": "V100-SXM2", "generation": "V100", "dtype": "fp16", "peak_flop_per_s": 125e12,
                    "memory_bandwidth_Bps": 900e9, "stack": "fused", "flash_attention": False,
                    "gemm_efficiency": 0.74, "attention_efficiency": 0.0, "memory_efficiency": 0.8, "scale": 1.0}
     c = p.component("compute").detail
