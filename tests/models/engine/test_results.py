@@ -4,6 +4,7 @@ and the methods whose words moved to models.present say where they went."""
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -624,3 +625,40 @@ def test_sweep_records_are_its_cases_in_rank_order(dgx1v):
     assert [r["rank"] for r in rows] == list(range(1, len(result.rows) + 1))
     assert [(r["busbw_Bps"], r["time_s"]) for r in rows] == [(x.busbw, x.time) for x in result.rows]
     assert {r["status"] for r in rows} == {"runs"} and {r["gpus_lost"] for r in rows} == {0}
+
+
+#: Fields of engine, predict and studies classes named as words are (reason, note, detail,
+#: where, warnings, ...) that do hold text, and why that text is not a sentence a model built.
+WORDS_KEPT = {
+    ("NcclProfile", "notes"): "where each constant comes from (citations, with the constants)",
+    ("NcclRelease", "text"): "the release as the user wrote it",
+    ("Caveat", "text"): "a note read back from a calibration file written before 0.3 (CaveatCode.READ)",
+    ("Software", "description"): "a software stack's description, a constant of its table",
+}
+_WORDS_NAME = re.compile(r"(reason|reasons|note|notes|detail|details|where|warning|warnings|skipped|explanation"
+                         r"|text|message|description|why|label)$")
+
+
+def test_result_fields_named_as_words_hold_codes_and_numbers():
+    """Results are numbers: a field named reason, note, detail, where, warnings, ... of a class
+    below models.present holds a code or a record of numbers (models.present words it), unless
+    :data:`WORDS_KEPT` says why it is text (so a sentence cannot come back into a result)."""
+    import ast
+    from pathlib import Path
+
+    import models
+
+    root = Path(models.__file__).parent
+    found = {}
+    for path in root.rglob("*.py"):
+        if "present" in path.relative_to(root).parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef):
+                for field in node.body:
+                    if isinstance(field, ast.AnnAssign) and isinstance(field.target, ast.Name) \
+                            and _WORDS_NAME.search(field.target.id):
+                        found[node.name, field.target.id] = ast.unparse(field.annotation)
+    text = {key: kind for key, kind in found.items() if re.fullmatch(r"(str|tuple|tuple\[str.*\])( \| None)?", kind)}
+    assert set(text) == set(WORDS_KEPT), sorted(set(text) ^ set(WORDS_KEPT))
+    assert ("Tuning", "why") in found and ("Plan", "timing_why") in found  # the scan sees the fields
