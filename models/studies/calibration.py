@@ -119,7 +119,7 @@ class _Prepared:
     measured_busbw: np.ndarray
     sizes: np.ndarray
     gpus_per_thread: int
-    note: Caveat | None = None
+    caveat: Caveat | None = None
 
 
 def _gpus(run: NcclTestsRun, G, gpus) -> tuple:
@@ -174,14 +174,14 @@ def _prepare(run, estimator, gpus, gpus_per_thread, inplace) -> _Prepared:
     keep = (sizes > 0) & np.isfinite(t) & (t > 0)
     if not keep.any():
         raise CalibrationError(f"{run.name or 'the run'} has no row with a size and a time")
-    ids, note = _gpus(run, estimator.fabric.G, gpus)
+    ids, caveat = _gpus(run, estimator.fabric.G, gpus)
     e = estimator.estimate(run.collective, sizes[keep].astype(np.int64), ids)
     g = gpus_per_thread if gpus_per_thread is not None else (run.gpus_per_thread or 1)
     if not isinstance(g, (int, np.integer)) or isinstance(g, bool) or not 1 <= g <= e.nranks:
         given = "" if gpus_per_thread is not None else f" (the run's nGpus {g})"
         raise CalibrationError(f"gpus_per_thread must be an integer from 1 to {e.nranks} (the ranks "
                                f"of {run.name or 'the run'}), received {g!r}{given}")
-    return _Prepared(run, e, t[keep], b[keep], sizes[keep], int(g), note)
+    return _Prepared(run, e, t[keep], b[keep], sizes[keep], int(g), caveat)
 
 
 def _residuals(prepared, fabric, model) -> np.ndarray:
@@ -453,7 +453,7 @@ def calibrate(runs: Iterable[NcclTestsRun | P2PBenchmark], G: nx.DiGraph | Prepa
                 if not isinstance(r, P2PBenchmark)]
     if not prepared:
         raise CalibrationError("expected at least one nccl-tests run to calibrate on")
-    caveats += [p.note for p in prepared if p.note]
+    caveats += [p.caveat for p in prepared if p.caveat]
     names = []
     launch_rows = bandwidth_rows = 0
     classes = set()
@@ -622,5 +622,5 @@ def check(run: NcclTestsRun, G: nx.DiGraph | PreparedFabric, *, gpus: GpuIds = N
                  tuple(rows), float(np.median(terr)), float(np.max(terr)),
                  float(np.median(berrs)) if berrs.size else math.nan,
                  float(np.max(berrs)) if berrs.size else math.nan, m,
-                 tuple(n for n in (p.note,) if n))
+                 tuple(c for c in (p.caveat,) if c))
 

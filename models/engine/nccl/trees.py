@@ -319,8 +319,7 @@ class Chain:
         """
         n = len(self.order)
         return tidy_records({"position": list(range(n)), "rank": list(self.order),
-                             "up": [None] + list(self.order[:-1]) if n else [],
-                             "down": list(self.order[1:]) + [None] if n else [],
+                             "up": [None] + list(self.order[:-1]), "down": list(self.order[1:]) + [None],
                              "pattern": self.pattern}) if n else []
 
     @property
