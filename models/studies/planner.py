@@ -96,7 +96,6 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Any
 
 import networkx as nx
@@ -104,11 +103,10 @@ import numpy as np
 
 import topo
 from topo.errors import DgxTopoError, LimitError
-from topo.faces import moved_names
 from topo.select import GpuIds
 from topo.units import GiB
 
-from ..engine.results import MovedField, MovedMethod, tidy_records
+from ..engine.results import tidy_records
 from ..engine.fabric import PreparedFabric, prepare
 from ..engine.nccl.profiles import NcclProfile
 from ..engine.nccltests import busbw_factor
@@ -281,8 +279,6 @@ class Memory:
     @property
     def fits(self) -> bool:
         return self.total <= self.capacity
-
-    describe = MovedMethod("models.present.plan_text.memory_note")
 
     def to_records(self) -> list:
         """One row: each part, the total and the capacity in bytes, and whether it fits."""
@@ -677,8 +673,6 @@ class Calibration:
     fitted: dict
     layout: str
 
-    to_dict = MovedMethod("models.present.json_shapes.plan_calibration_json")
-
 
 @dataclass(frozen=True, slots=True)
 class Plan:
@@ -759,10 +753,6 @@ class Plan:
     timing_why: TimingWhy | None = None
     nccl: str = ""
 
-    reason = MovedField("models.present.plan_text.fit_note")
-    warnings = MovedField("models.present.plan_text.warning_notes")
-    timing_note = MovedField("models.present.plan_text.timing_note")
-
     @property
     def simulated(self) -> bool:
         return self.timing == "simulated"
@@ -809,10 +799,6 @@ class Plan:
             return "memory capacity"
         return max(self.components, key=lambda c: c.exposed).name
 
-    explain = MovedMethod("models.present.plan_text.format_plan", verbose=True)
-    to_dict = MovedMethod("models.present.json_shapes.plan_json")
-    to_json = MovedMethod("models.present.json_shapes.plan_json", json_text=True)
-
     def to_records(self) -> list:
         """Tidy rows, one per component of the step (one row with ``component`` None when the
         layout does not fit): the layout, the step's figures and the component's time and
@@ -845,18 +831,12 @@ class Search:
     plans: tuple
     skipped_layouts: tuple = ()
 
-    skipped = MovedField("models.present.plan_text.skipped_notes")
-
     @property
     def best(self) -> Plan:
         return self.plans[0]
 
     def fitting(self) -> tuple:
         return tuple(p for p in self.plans if p.fits)
-
-    explain = MovedMethod("models.present.plan_text.format_search")
-    to_dict = MovedMethod("models.present.json_shapes.search_json")
-    to_json = MovedMethod("models.present.json_shapes.search_json", json_text=True)
 
     def to_records(self) -> list:
         """Tidy rows of every layout (:meth:`Plan.to_records`), each with its ``rank`` (1 is
@@ -1980,13 +1960,3 @@ def gpus_ranking(workload: str | Workload, *, dtype: str = "fp16", micro_batch: 
                              max(parts, key=parts.get), fits))
     ranks.sort(key=lambda r: (not r.fits, r.time_per_sample))
     return tuple(ranks)
-
-
-#: Names this module had in dgx-topo 0.2 that live elsewhere now -> where (words live in
-#: :mod:`models.present`); reading one warns and returns it.
-MOVED_NAMES = MappingProxyType({
-    name: f"models.present.plan_text.{name}"
-    for name in ("format_plan", "format_search", "format_gpus_ranking", "format_calibration", "memory_note",
-                 "CROSS_HOST_TP_WARNING")})
-
-__getattr__ = moved_names(__name__, MOVED_NAMES)

@@ -66,7 +66,6 @@ from topo.units import Sizes
 
 from ..engine.fabric import PreparedFabric
 from ..engine.memo import BoundedMemo
-from ..engine.results import MovedField
 from ..engine.nccl.profiles import NcclProfile
 from ..engine.nccl.search import ChannelSearchError
 from ..engine.nccltests import collective as _collective
@@ -174,8 +173,6 @@ class SweepRow:
     cause: str
     gpus_lost: int
     representative: tuple
-
-    note = MovedField("models.present.sweep_text.sweep_row_note")
 
     @property
     def label(self) -> str:
