@@ -240,7 +240,8 @@ def input_command_lines(draw, kind):
     if kind == "gpus":
         return ["gpus", draw(st.sampled_from(["bert-large", "x", "gpt3-175b"]))]
     return ["compare", "--system", "dgx1v",
-            *[a for f in system[1:2] if system[:1] == ["--topo-file"] for a in ("--topo-file", f)], *calibration, *limit, "-b", "1M", "-e", "1M", "--max-gpus", "16"]
+            *[a for f in system[1:2] if system[:1] == ["--topo-file"] for a in ("--topo-file", f)], *calibration,
+            *limit, "-b", "1M", "-e", "1M", "--max-gpus", "16"]
 
 
 @pytest.fixture(scope="module")

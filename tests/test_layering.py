@@ -281,4 +281,5 @@ def test_the_by_name_scan_sees_faces_and_strings():
     assert _by_name(tuple(ast.walk(sample))) == [("string", "models.present.text.caveat_text", 4),
                                                  ("string", "models.present.", 5)]
     assert _floor(_target_module("models.present.".rstrip("."))) == 4
-    assert _scan("models.present.report.shipped").dynamic_imports and not _scan("models.predict.collectives").dynamic_imports
+    assert _scan("models.present.report.shipped").dynamic_imports
+    assert not _scan("models.predict.collectives").dynamic_imports

@@ -877,7 +877,7 @@ def subsets(G: nx.DiGraph | PreparedFabric, collective: str, nbytes: Sizes, k: i
     """
     if not isinstance(collective, str):
         raise DgxTopoError(f"subsets(G, collective, nbytes, k): expected a collective name second, "
-                           f"received {collective!r} (the order before 0.2 was G, k, collective, nbytes)")
+                           f"received {collective!r}")
     ctx = _Context(G, profile, gpus_per_thread, calibration)
     results = _all_sets(ctx, k, collective, nbytes, max_sets=max_sets, max_searches=max_searches,
                         progress=progress)

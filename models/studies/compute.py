@@ -59,7 +59,7 @@ from topo.units import GiB
 from ..engine.results import tidy_records
 from .workload import DTYPES, SOFTWARE, Op, Software, Workload, dtype_bytes, software as as_software
 
-__all__ = ["Gpu", "Generation", "GENERATIONS", "GEMM_EFFICIENCY", "ATTENTION_EFFICIENCY",
+__all__ = ["Gpu", "GENERATIONS", "GEMM_EFFICIENCY", "ATTENTION_EFFICIENCY",
            "DEFAULT_MEMORY_EFFICIENCY", "KERNEL_FLOOR", "TILES", "ComputeModel", "OpTime",
            "ComputeFacts", "UnknownGenerationError", "UnsupportedDtypeError", "gpu_of", "generation_of",
            "generation", "gpu_memory", "compute_model", "default_software"]
@@ -183,10 +183,6 @@ class Gpu:
     def ridge(self, dtype: str) -> float:
         """Arithmetic intensity where the roofline turns (peak / HBM bandwidth). [FLOP/B]"""
         return self.peak_flops(dtype) / self.memory_bandwidth
-
-
-#: 0.2's name of :class:`Gpu`.
-Generation = Gpu
 
 
 def _part(key: str, name: str | None = None) -> Gpu:

@@ -626,8 +626,7 @@ class Component:
         The part on the critical path (what it adds to the step). [s]
     detail : ComputeDetail, TensorParallelDetail, PipelineDetail, BubbleDetail, DataParallelDetail or OptimizerDetail
         The numbers behind it, by ``name`` (None when not given);
-        :func:`models.present.plan_text.component_note` words them (the line this held until
-        dgx-topo 0.3).
+        :func:`models.present.plan_text.component_note` words them.
     """
 
     name: str
@@ -688,7 +687,7 @@ class Plan:
     layout : Layout
     fits : bool
         Whether its memory fits the GPU (``memory``; :func:`models.present.plan_text.fit_note`
-        words why it does not, the sentence ``reason`` held until dgx-topo 0.3).
+        words why it does not).
     step_time : float
         [s] (``inf`` when it does not fit).
     components : tuple of Component
@@ -704,13 +703,11 @@ class Plan:
         Hardware FLOPs of one step: model FLOPs plus what recomputation runs again. [FLOP]
     compute : models.studies.compute.ComputeFacts
         The compute model's facts (GPU part, dtype, peak, HBM, software stack, fractions, scale);
-        :func:`models.present.plan_text.compute_note` words them in one line (the line this held
-        until dgx-topo 0.3).
+        :func:`models.present.plan_text.compute_note` words them in one line.
     software : str
         The software stack's name.
     warning_codes : tuple of PlanWarning
-        What the plan warns of; :func:`models.present.plan_text.warning_note` words each (the
-        sentences ``warnings`` held until dgx-topo 0.3).
+        What the plan warns of; :func:`models.present.plan_text.warning_note` words each.
     calibration : Calibration or None
         The fit the compute model carries, when calibrated.
     timing : str
@@ -723,8 +720,7 @@ class Plan:
     timing_why : TimingWhy or None
         Why an analytical plan was not simulated; for a simulated one, that an ``overlap``
         fraction between 0 and 1 shaped only the first pass (None otherwise);
-        :func:`models.present.plan_text.timing_note` words it (the sentence ``timing_note`` held
-        until dgx-topo 0.3).
+        :func:`models.present.plan_text.timing_note` words it.
     nccl : str
         The NCCL release whose profile timed the collectives (``"2.27.7"``: the prepared
         fabric's, :func:`models.engine.nccl.profiles.nccl_profile`).
@@ -824,8 +820,7 @@ class Search:
     plans : tuple of Plan
     skipped_layouts : tuple of SkippedLayout
         Layouts not evaluated and why (degrees that do not divide, batch not divisible);
-        :func:`models.present.plan_text.skipped_note` words each (the sentences ``skipped`` held
-        until dgx-topo 0.3).
+        :func:`models.present.plan_text.skipped_note` words each.
     """
 
     plans: tuple

@@ -158,7 +158,7 @@ class SweepRow:
         The case whose estimate this row reuses (itself unless a symmetry mapped it).
 
     :func:`models.present.sweep_text.sweep_row_note` words the status, the cause and the GPUs
-    left (the sentence ``note`` held until dgx-topo 0.3).
+    left.
     """
 
     failed: tuple

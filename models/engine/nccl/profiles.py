@@ -1359,8 +1359,7 @@ def nccl_profile(version: str | NcclProfile | None = None) -> NcclProfile:
 
 def versions_table() -> tuple:
     """Releases, the profile governing each and its behaviour, oldest first, as numbers and enums
-    (:func:`models.present.versions_text.versions_rows` words them; in dgx-topo 0.2 this gave the
-    words).
+    (:func:`models.present.versions_text.versions_rows` words them).
 
     Returns
     -------

@@ -1682,7 +1682,7 @@ class ChannelDuplication:
         Whether channels were duplicated.
     why : DupWhy
         Which condition decided; :func:`models.present.search_text.duplication_note` words it
-        with the numbers below (the sentence ``reason`` held until dgx-topo 0.3).
+        with the numbers below.
     found : int
         Channels found by pass 1 (before the rule).
     max_channels : int

@@ -702,8 +702,8 @@ def applicability(collective: str, algorithm: str, protocol: str, comm: Communic
     Returns
     -------
     (bool, Why or None)
-        Enabled, and why not (None when enabled). (0.2 and 0.3.0 returned the reason as a
-        sentence, ``""`` when enabled: :func:`models.present.reasons_text.reason_text` words it.)
+        Enabled, and why not (None when enabled; :func:`models.present.reasons_text.reason_text`
+        words it).
 
     Examples
     --------
@@ -1428,7 +1428,6 @@ def nvls_choice(collective: str, nbytes: npt.ArrayLike, comm: Communicator, *,
     Returns
     -------
     NvlsChoice
-        (0.2 and 0.3.0 returned its sentence.)
 
     Examples
     --------

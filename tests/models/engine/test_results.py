@@ -552,7 +552,7 @@ NOT_RESULTS = {
     # inputs, constants and rules
     "PipelineConstants", "DupRule", "NvlsRules", "PatRules", "NcclProfile", "Column", "ReleaseBehaviour",
     "ChannelGraph", "Communicator", "Collective", "StepParameters", "Parameter", "LinkClass",
-    "MeasurementModel", "Calibrated", "Task", "Gpu", "Generation", "ComputeModel", "Layout", "Failure",
+    "MeasurementModel", "Calibrated", "Task", "Gpu", "ComputeModel", "Layout", "Failure",
     "Op", "Software", "Transformer", "ConvLayer", "CNN",
     # parts: their parent's rows (ChannelSearch: LinkLoad, SearchStep; Tuning: the bandwidth and
     # latency terms; SimulationResult: TaskTiming, LinkUse (link_records); a benchmark's parse:
@@ -610,7 +610,7 @@ def test_sweep_records_are_its_cases_in_rank_order(dgx1v):
 WORDS_KEPT = {
     ("NcclProfile", "notes"): "where each constant comes from (citations, with the constants)",
     ("NcclRelease", "text"): "the release as the user wrote it",
-    ("Caveat", "text"): "a note read back from a calibration file written before 0.3 (CaveatCode.READ)",
+    ("Caveat", "text"): "a note read back from a calibration file (CaveatCode.READ)",
     ("Software", "description"): "a software stack's description, a constant of its table",
 }
 _WORDS_NAME = re.compile(r"(reason|reasons|note|notes|detail|details|where|warning|warnings|skipped|explanation"

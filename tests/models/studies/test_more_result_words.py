@@ -149,7 +149,7 @@ def test_a_calibration_file_keeps_its_notes_both_ways(fitted):
     back = Calibration.from_json(text)
     assert back.caveats == (Caveat(CaveatCode.READ, text=P2P_WORDS), Caveat(CaveatCode.READ, text=FLOOR_WORDS))
     assert json.dumps(calibration_file_json(back), indent=2) == text
-    shipped = Calibration.from_json((EXAMPLE / "dgx2_calibration.json").read_text())   # written before 0.3.1
+    shipped = Calibration.from_json((EXAMPLE / "dgx2_calibration.json").read_text())
     assert caveat_texts(shipped.caveats) == (FLOOR_WORDS,)
     assert caveat_text(shipped.caveats[0]) == FLOOR_WORDS
 

@@ -16,7 +16,7 @@ import topo
 from models.engine.fabric import PreparedFabric
 from models.engine.nccl.search import ChannelDuplication, DupWhy, dup_channels
 from models.present.plan_text import (CROSS_HOST_TP_WARNING, fit_note, memory_note, plan_error_text, skipped_note,
-                                      skipped_notes, timing_note, tp_constraint, tp_limit_note, warning_note,
+                                      skipped_notes, timing_note, tp_limit_note, warning_note,
                                       warning_notes)
 from models.present.search_text import duplication_note
 from models.present.sweep_text import sweep_row_note
@@ -297,7 +297,3 @@ def test_the_new_types_give_tidy_records():
         {"code": "not_among_best", "count": 8, "events": None, "max_events": None, "overlap": None}]
     assert TpConstraint(TpLimit.KV_HEADS, 6, 4).to_records() == [{"limit": "kv_heads", "tp": 6, "value": 4}]
 
-
-def test_tp_constraint_words_the_workloads_limit():
-    assert tp_constraint(PRESETS["gpt2-1.5b"], 2) == "tensor parallel 2 does not divide heads (25)"
-    assert tp_constraint(PRESETS["llama3-70b"], 8) == ""
