@@ -4,10 +4,8 @@ Run: python examples/collective_benchmark.py [--repeat N]
 
 - a full nccl-tests sweep, 8 B to 8 GB by factors of 2, all_reduce on the 8 GPUs of a DGX-1V
   (target: under 50 ms, channel searches included): each call on the graph prepares it anew
-  and searches its channels, what a caller without a ``models.PreparedFabric`` pays each time
-  (dgx-topo 0.2 kept searches in a module-level cache, so its repeated calls were the cached
-  figure); then a fabric prepared and swept once, and the sweep repeated on it (it keeps its
-  searches);
+  and searches its channels, what a caller without a ``models.PreparedFabric`` pays each time;
+  then a fabric prepared and swept once, and the sweep repeated on it (it keeps its searches);
 - ``subsets`` for every size of DGX-1V set (all 255 sets; target: about a second);
 - ``subsets`` for every size of DGX-2 set (all 65,535 sets; target: seconds).
 

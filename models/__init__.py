@@ -32,21 +32,15 @@ Each wing's own face (``models.engine``, ``models.predict``, ``models.studies``,
 name.
 """
 
+from types import MappingProxyType
+from typing import TYPE_CHECKING
+
+from topo.faces import lazy_face as _lazy_face
 from topo.version import __version__
-
-from . import compat as _compat
-
-_compat.install()
-
-from types import MappingProxyType  # noqa: E402  (after the finder is installed)
-from typing import TYPE_CHECKING  # noqa: E402
-
-from topo.faces import lazy_face as _lazy_face  # noqa: E402
 
 # What a user calls, and the module that has it. The face imports a module only when one of its
 # names is first asked for (topo.faces), so that ``import models`` (and the command line's
-# start-up) costs nothing beyond topo; every other name is imported from its module, and 0.2's face
-# names that moved resolve with a DeprecationWarning naming the new place (models.compat).
+# start-up) costs nothing beyond topo; every other name is imported from its module.
 _FACE = MappingProxyType({
     "prepare": "models.engine.fabric",
     "PreparedFabric": "models.engine.fabric",
@@ -102,4 +96,4 @@ if TYPE_CHECKING:  # what a type checker sees of the face: each name as its modu
     from .studies.whatif import apply_failures
     from .studies.workload import workload
 
-__getattr__, __dir__ = _lazy_face(__name__, _FACE, _compat.MOVED_NAMES)
+__getattr__, __dir__ = _lazy_face(__name__, _FACE)

@@ -50,17 +50,6 @@ def read_data(name: str) -> str:
     return "\n".join(line for line in lines if not line.startswith("#"))
 
 
-def deprecations(read):
-    """What ``read()`` returns and the messages of the DeprecationWarnings it raised (a 0.2 or
-    0.3.0 name that moved warns and still answers)."""
-    import warnings
-
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        value = read()
-    return value, [str(w.message) for w in caught if issubclass(w.category, DeprecationWarning)]
-
-
 @pytest.fixture(params=sorted(topo.SYSTEMS))
 def system(request):
     """Name of each built-in system in turn."""

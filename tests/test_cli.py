@@ -287,7 +287,7 @@ def test_top_level_help_states_every_grammar(capsys):
 @pytest.mark.parametrize("argv, message", [
     (["collective", "all_reduce", "--system", "dgx1v", "--bogus"],
      "unrecognized arguments: --bogus (see 'dgxtopo collective --help')"),
-    (["topo", "--system", "dgx1v", "extra", "more"], "unrecognized arguments: more (see 'dgxtopo topo --help')"),
+    (["topo", "--system", "dgx1v", "extra", "more"], "unrecognized arguments: extra more (see 'dgxtopo topo --help')"),
     (["gpus", "bert-large", "--system", "dgx1v"], "unrecognized arguments: --system dgx1v (see 'dgxtopo gpus --help')"),
     (["plan"], "the following arguments are required: WORKLOAD (see 'dgxtopo plan --help')"),
     (["nonsense"], "invalid choice: 'nonsense'"),
@@ -302,14 +302,13 @@ def test_usage_errors_point_to_the_commands_help(capsys, argv, message):
     (["p2p", "dgx1v", "--gpus", "0,3"], ["p2p", "--system", "dgx1v", "--gpus", "0,3"]),
     (["compare", "dgx1v", "dgx1", "-b", "1M", "-e", "1M"], ["compare", "--system", "dgx1v", "dgx1", "-b", "1M", "-e", "1M"]),
 ])
-def test_the_system_is_named_with_system_everywhere_and_old_forms_still_work(capsys, old, new):
+def test_the_system_is_named_with_system_and_a_positional_system_is_a_usage_error(capsys, old, new):
     status, out, err = run(capsys, *new)
     assert status == 0 and err == ""
     status, old_out, old_err = run(capsys, *old)
-    assert status == 0 and old_out == out
     spec = " ".join(a for a in old[1:] if a in ("dgx1v", "dgx1"))
-    assert old_err == (f"dgxtopo: note: 'dgxtopo {old[0]} {spec}' is deprecated: write 'dgxtopo {old[0]} "
-                       f"--system {spec}' (every command names its system with --system)\n")
+    assert status == 2 and old_out == "" and old_err.count("\n") == 1
+    assert f"unrecognized arguments: {spec} (see 'dgxtopo {old[0]} --help')" in old_err
 
 
 def test_every_command_taking_a_system_names_it_with_system():
@@ -319,11 +318,6 @@ def test_every_command_taking_a_system_names_it_with_system():
     assert takes == {name for name, grammars in TAKES.items() if "spec" in grammars}
     assert all("--system" in choices[name].format_usage() for name in takes)
     assert "--system SPEC [SPEC ...]" in choices["compare"].format_usage()
-
-
-def test_a_system_given_twice_is_refused(capsys):
-    status, out, err = run(capsys, "p2p", "dgx1v", "--system", "dgx1")
-    assert status == 2 and "expected the system once, received 'dgx1v' and --system dgx1" in err
 
 
 def test_rail_only_is_a_network_wherever_a_cluster_is_joined(capsys, tmp_path):

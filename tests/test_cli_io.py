@@ -223,11 +223,11 @@ def test_export_of_a_whatif(capsys, tmp_path):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["dgx1v"], "the following arguments are required: --out"),
-    (["dgx1v", "--out", "{tmp}"], "it is a directory"),
-    (["dgx1v", "--format", "dot", "--out", "{tmp}/x"], "invalid choice: 'dot'"),
+    (["--system", "dgx1v"], "the following arguments are required: --out"),
+    (["--system", "dgx1v", "--out", "{tmp}"], "it is a directory"),
+    (["--system", "dgx1v", "--format", "dot", "--out", "{tmp}/x"], "invalid choice: 'dot'"),
     (["--out", "{tmp}/x"], "the following arguments are required: --system SPEC (or --topo-file FILE)"),
-    (["nope", "--out", "{tmp}/x"], "unknown system 'nope'"),
+    (["--system", "nope", "--out", "{tmp}/x"], "unknown system 'nope'"),
 ])
 def test_export_errors_write_nothing(capsys, tmp_path, argv, message):
     argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
@@ -426,8 +426,8 @@ JUNK = st.one_of(st.binary(max_size=64),
 @st.composite
 def io_command_lines(draw):
     kind = draw(st.sampled_from(["topo", "p2p", "collective", "export", "import"]))
-    system = draw(st.sampled_from([["dgx1v"], ["2xdgx1v"], ["--topo-file", "{node}"], ["--topo-file", "{junk}"],
-                                   ["--topo-file", "{tmp}"], ["--topo-file", "{tmp}/fifo"],
+    system = draw(st.sampled_from([["--system", "dgx1v"], ["--system", "2xdgx1v"], ["--topo-file", "{node}"],
+                                   ["--topo-file", "{junk}"], ["--topo-file", "{tmp}"], ["--topo-file", "{tmp}/fifo"],
                                    ["--topo-file", "{node}", "--nodes", "2"], []]))
     whatif = []
     for _ in range(draw(st.integers(0, 2))):
@@ -440,9 +440,7 @@ def io_command_lines(draw):
                 *draw(st.sampled_from([[], ["--gpu", "v100-sxm2"], ["--gpu", "x"], ["--format", "nccl-xml"]])),
                 "--out", draw(st.sampled_from(["{tmp}/out.json", "{tmp}", "{tmp}/fifo"]))]
     if kind == "collective":
-        spec = system[1:] if system[:1] == ["--topo-file"] else system
-        option = ["--topo-file", *spec] if system[:1] == ["--topo-file"] else (["--system", *spec] if spec else [])
-        return ["collective", "all_reduce", *option, *whatif, *tail]
+        return ["collective", "all_reduce", *system, *whatif, *tail]
     if kind == "export":
         return ["export", *system, *whatif, "--out", draw(st.sampled_from(["{tmp}/e.json", "{tmp}/fifo"])), *tail]
     return [kind, *system, *whatif, *tail] + (["--gpus", "0,1"] if kind == "p2p" else [])
@@ -480,7 +478,7 @@ def test_any_io_command_line_is_status_0_or_2_with_one_line(fuzzdir, exported, a
 
 # ------------------------------------------------ imports that give back the machine (issue 24)
 def test_topo_printout_imports_back_to_the_builtin_figures(capsys, tmp_path):
-    """dgxtopo topo dgxh100 > file; dgxtopo import file: the same NVLS figure as --system dgxh100."""
+    """dgxtopo topo --system dgxh100 > file; dgxtopo import file: the same NVLS figure as --system dgxh100."""
     (tmp_path / "h100.txt").write_text(ok(capsys, "topo", "--system", "dgxh100"))
     out = " ".join(ok(capsys, "import", tmp_path / "h100.txt", "--gpu", "NVIDIA H100 80GB HBM3",
                       "--out", tmp_path / "h100.json").split())
@@ -527,7 +525,7 @@ def test_export_nccl_xml_and_import_it(capsys, tmp_path):
     assert (json.loads(ok(capsys, *argv, "--topo-file", tmp_path / "dgx2.json"))["rows"]
             == json.loads(ok(capsys, *argv, "--system", "dgx2"))["rows"])
     assert "is nvlink_c2c, which NCCL's XML cannot state" in fails(
-        capsys, "export", "gb200nvl72", "--format", "nccl-xml", "--out", tmp_path / "g.xml")
+        capsys, "export", "--system", "gb200nvl72", "--format", "nccl-xml", "--out", tmp_path / "g.xml")
     assert not (tmp_path / "g.xml").exists()
 
 
@@ -594,7 +592,7 @@ def test_an_out_that_is_an_input_is_refused_and_the_input_kept(capsys, tmp_path,
     smi.write_text(Path(SMI).read_text())
     assert "is the input" in fails(capsys, "import", smi, "--gpu", V100, "--out", smi)
     cal = _calibration_file(tmp_path)
-    assert "is the input" in fails(capsys, "compare", "dgx1v", "--calibration", cal, "--out", cal)
+    assert "is the input" in fails(capsys, "compare", "--system", "dgx1v", "--calibration", cal, "--out", cal)
     assert measured_run.read_text() == before and smi.read_text() == Path(SMI).read_text()
 
 

@@ -59,11 +59,11 @@ def command_lines(draw):
         argv += draw(st.sampled_from([[], ["--json"], ["--bogus"]]))
     elif kind == "topo":
         argv += draw(st.sampled_from([[], ["--json"], ["--no-legend"]]))
-        argv += ["--max-gpus", draw(SMALL_GPUS), "--", draw(SPECS)]
+        argv += ["--max-gpus", draw(SMALL_GPUS), f"--system={draw(SPECS)}"]
     elif kind == "p2p":
         argv += draw(_option("--gpus", GPU_LISTS)) + draw(_option("--mode", st.sampled_from(["route", "maxflow", "x"])))
         argv += draw(st.sampled_from([[], ["--json"], ["--bidirectional", "--latency"]]))
-        argv += draw(_option("--limit", COUNTS)) + ["--max-gpus", draw(SMALL_GPUS), "--", draw(SPECS)]
+        argv += draw(_option("--limit", COUNTS)) + ["--max-gpus", draw(SMALL_GPUS), f"--system={draw(SPECS)}"]
     elif kind in ("collective", "pairs", "subsets"):
         argv += [draw(COLLECTIVES), "--system", draw(SPECS)]
         if kind == "collective":
@@ -83,11 +83,11 @@ def command_lines(draw):
         argv += draw(_option("--ngpus", COUNTS)) + ["--max-gpus", draw(SMALL_GPUS)]
         argv += ["-b", "1M", "-e", draw(st.sampled_from(["1M", "4M", "1K", "x"]))]
         argv += draw(_option("--out", st.sampled_from(["", "{tmp}", "{tmp}/missing/x.html", "{tmp}/fifo"])))
-        argv += ["--", draw(SPECS), draw(SPECS)]
+        argv += [f"--system={draw(SPECS)}", f"--system={draw(SPECS)}"]
     elif kind == "report":
         argv += ["--max-gpus", draw(SMALL_GPUS)]
         argv += ["--out", draw(st.sampled_from(["", "{tmp}", "{tmp}/missing/x.html", "{tmp}/fifo"]))]
-        argv += ["--", *draw(st.lists(SPECS, max_size=2))]
+        argv += [f"--system={spec}" for spec in draw(st.lists(SPECS, max_size=2))]
     else:
         argv += draw(st.lists(st.text(max_size=5), max_size=3))
     return argv
@@ -227,10 +227,10 @@ def input_command_lines(draw, kind):
         return ["collective", draw(COLLECTIVES), *system, *calibration, *limit, "-b", "1M", "-e", "1M",
                 *draw(st.sampled_from([[], ["--explain"], ["--json"]])), "--max-gpus", "16"]
     if kind == "export":
-        return ["export", *(system[1:] if system[:1] == ["--system"] else system), *limit,
+        return ["export", *system, *limit,
                 *(out or ["--out", "{tmp}/out.json"])]
     if kind == "topo":
-        return ["topo", *(system[1:] if system[:1] == ["--system"] else system), *limit, "--max-gpus", "16"]
+        return ["topo", *system, *limit, "--max-gpus", "16"]
     if kind == "bound":
         return ["bound", "all_reduce", *system, "--gpus", "0-3", *limit, "--max-gpus", "16"]
     if kind == "whatif":
@@ -239,8 +239,9 @@ def input_command_lines(draw, kind):
                 "--max-gpus", "16"]
     if kind == "gpus":
         return ["gpus", draw(st.sampled_from(["bert-large", "x", "gpt3-175b"]))]
-    return ["compare", "dgx1v", *[a for f in system[1:2] if system[:1] == ["--topo-file"] for a in ("--topo-file", f)],
-            *calibration, *limit, "-b", "1M", "-e", "1M", "--max-gpus", "16"]
+    return ["compare", "--system", "dgx1v",
+            *[a for f in system[1:2] if system[:1] == ["--topo-file"] for a in ("--topo-file", f)], *calibration,
+            *limit, "-b", "1M", "-e", "1M", "--max-gpus", "16"]
 
 
 @pytest.fixture(scope="module")
@@ -250,7 +251,7 @@ def inputs_dir(tmp_path_factory):
     (path / "run.txt").write_text(_TEXT_INPUTS["run_all_reduce"])
     (path / "cut.txt").write_text(_TEXT_INPUTS["run_cut"])
     (path / "cal.json").write_text(json.dumps(_CAL))
-    assert main(["export", "dgx1v", "--out", str(path / "fabric.json")]) == 0
+    assert main(["export", "--system", "dgx1v", "--out", str(path / "fabric.json")]) == 0
     return path
 
 

@@ -38,43 +38,6 @@ def test_imports_pull_in_only_what_they_need():
     assert result.returncode == 0, result.stderr
 
 
-_OLD_PATHS = """
-import warnings
-warnings.simplefilter("error")
-import models
-import models.predict.collectives as new
-for old in ("import models.collectives", "from models.nccl.search import search_channels"):
-    try:
-        exec(old)
-    except DeprecationWarning as warning:
-        assert "moved to models." in str(warning), warning
-    else:
-        raise AssertionError(f"{old}: no DeprecationWarning")
-warnings.simplefilter("ignore")
-import models.collectives as old, models.nccl.search as search, models.engine.nccl.search as search_new
-assert old is new and search is search_new, "a 0.2 path gave a second copy of a module"
-assert old.estimate is new.estimate
-"""
-
-
-def test_old_import_paths_work_and_name_the_new_place():
-    result = subprocess.run([sys.executable, "-c", _OLD_PATHS], capture_output=True, text=True,
-                            cwd=Path(__file__).parents[1])
-    assert result.returncode == 0, result.stderr
-
-
-def test_face_names_whose_words_moved_still_resolve_with_a_warning():
-    import warnings
-
-    import models
-    from models.present.text import format_p2p_report
-
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        assert models.format_p2p_report is format_p2p_report
-    assert any("models.present.text.format_p2p_report" in str(w.message) for w in caught)
-
-
 _FACES = ("models", "models.engine", "models.engine.nccl", "models.predict", "models.studies",
           "models.present", "models.present.report")
 
@@ -116,27 +79,14 @@ def test_a_face_name_that_is_also_a_submodule_stays_the_face_name():
     assert importlib.import_module("models.engine.nccl.legacy_rings").LegacyRings
 
 
-def test_names_a_face_dropped_resolve_with_a_warning_naming_their_module():
+def test_a_name_no_face_lists_is_an_attribute_error_naming_it():
     import importlib
-    import warnings
 
-    for name in ("models", "models.engine.nccl", "models.present.report"):
-        face = importlib.import_module(name)
-        moved = face.MOVED_NAMES if hasattr(face, "MOVED_NAMES") else importlib.import_module("models.compat").MOVED_NAMES
-        assert moved and not set(moved) & set(face.__all__), name
-        for dropped, where in moved.items():
-            module, _, attribute = where.rpartition(".")
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                assert getattr(face, dropped) is getattr(importlib.import_module(module), attribute)
-            assert [str(w.message) for w in caught] == [
-                f"{name}.{dropped} moved to {where} in dgx-topo 0.3: import it from there"], dropped
-        try:
-            getattr(face, "no_such_name")
-        except AttributeError as error:
-            assert "no_such_name" in str(error)
-        else:
-            raise AssertionError(f"{name}.no_such_name resolved")
+    import pytest
+
+    for name in _FACES:
+        with pytest.raises(AttributeError, match="no_such_name"):
+            getattr(importlib.import_module(name), "no_such_name")
 
 
 _LAZY = """

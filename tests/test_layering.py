@@ -3,8 +3,8 @@ included), no module reading another's private names, ``topo`` never importing `
 floors of ``models`` (topo < engine < predict < studies < present < the ``models`` face; nothing
 imports upward) and no module of ``models`` importing a package's face (``__init__``) of ``models``.
 Imports inside functions count: a lazy import is still an arrow between floors, and so does a
-name imported when it is read (a face's names, 0.2's shims): only the shims of words that moved
-to ``models.present`` name a higher floor, and only three modules call importlib."""
+module's dotted name written as a string (a face's names, imported when read): no string outside a
+docstring names a higher floor, and only one module of ``models`` calls importlib."""
 
 from __future__ import annotations
 
@@ -94,22 +94,19 @@ def _call_name(node: ast.Call) -> str | None:
 
 
 def _by_name(nodes) -> list:
-    """``(mechanism, dotted name, line)`` of every name a module hands to a mechanism that
-    imports it when it is first read: a :class:`models.engine.results.MovedMethod` or ``MovedField``, a module's
-    ``MOVED_NAMES`` (:func:`topo.faces.moved_names`) and a face's ``_FACE``
-    (:func:`topo.faces.lazy_face`)."""
-    found = []
-    for node in nodes:
-        if isinstance(node, ast.Call) and _call_name(node) in ("MovedMethod", "MovedField") and node.args \
-                and isinstance(node.args[0], ast.Constant):
-            found.append((_call_name(node), node.args[0].value, node.lineno))
-        elif isinstance(node, ast.Assign) and len(node.targets) == 1 \
-                and getattr(node.targets[0], "id", None) in ("MOVED_NAMES", "_FACE"):
-            for value in ast.walk(node.value):
-                if isinstance(value, ast.Dict):
-                    found += [(node.targets[0].id, v.value, v.lineno) for v in value.values
-                              if isinstance(v, ast.Constant) and isinstance(v.value, str)]
-    return found
+    """``(where, dotted name, line)`` of every string outside a docstring that names a scanned
+    module or a name in one (``"models.engine.fabric"``, ``"topo.units.GB"``): a face's ``_FACE``
+    entries, imported when first read (:func:`topo.faces.lazy_face`), or any other string
+    (``where`` is ``"_FACE"`` or ``"string"``)."""
+    docstrings = {id(node.body[0].value) for node in nodes
+                  if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                  and node.body and isinstance(node.body[0], ast.Expr)}
+    face = {id(value) for node in nodes if isinstance(node, ast.Assign) and len(node.targets) == 1
+            and getattr(node.targets[0], "id", None) == "_FACE" for value in ast.walk(node.value)}
+    return [("_FACE" if id(node) in face else "string", node.value, node.lineno) for node in nodes
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
+            and node.value.startswith(tuple(f"{p}." for p in PACKAGES)) and " " not in node.value
+            and node.value.rstrip(".") not in PACKAGES]
 
 
 def _imports(module: str) -> tuple:
@@ -138,7 +135,7 @@ FLOORS = ("topo", "models.engine", "models.predict", "models.studies", "models.p
 
 def _floor(module: str) -> int:
     """Index of the module's floor in :data:`FLOORS`; the ``models`` face and its neighbours
-    (``models/__init__.py``, ``__main__``, ``compat``) sit above every wing."""
+    (``models/__init__.py``, ``__main__``) sit above every wing."""
     for i in reversed(range(len(FLOORS))):
         if module == FLOORS[i] or module.startswith(FLOORS[i] + "."):
             return i
@@ -207,11 +204,9 @@ def test_no_module_imports_a_package_face_of_models(module):
     assert not faces, f"{module} imports a package face: {faces}"
 
 
-#: Names that build words: a ``format_*`` function, or one of these methods. Below
-#: models.present they may only be the shims of a name that moved (a class attribute
-#: ``Moved(...)``/``MovedMethod(...)``, or a module's ``MOVED_NAMES`` entry).
+#: Names that build words: a ``format_*`` function, or one of these methods (none below
+#: models.present).
 WORD_METHODS = frozenset({"to_dict", "to_json", "describe", "explain", "format"})
-SHIMS = frozenset({"Moved", "MovedMethod", "MovedField"})
 
 
 def _builds_words(name: str, *, method: bool) -> bool:
@@ -219,7 +214,7 @@ def _builds_words(name: str, *, method: bool) -> bool:
 
 
 def _word_builders(nodes) -> list:
-    """``(name, line)`` of every word-building function or method that is not a shim, among the
+    """``(name, line)`` of every word-building function or method, among the
     nodes of a module's syntax tree (all of them, as ``ast.walk`` gives them)."""
     found = []
     for node in nodes:
@@ -231,10 +226,8 @@ def _word_builders(nodes) -> list:
                 if _builds_words(item.name, method=method):
                     found.append((item.name, item.lineno))
             elif isinstance(item, ast.Assign) and method:
-                call = item.value.func if isinstance(item.value, ast.Call) else None
-                shim = isinstance(call, ast.Name) and call.id in SHIMS
                 found += [(t.id, item.lineno) for t in item.targets
-                          if isinstance(t, ast.Name) and _builds_words(t.id, method=True) and not shim]
+                          if isinstance(t, ast.Name) and _builds_words(t.id, method=True)]
     return found
 
 
@@ -244,48 +237,49 @@ def test_words_are_built_only_in_present(module):
     assert not offenders, f"{module} builds words below models.present (move them there): {offenders}"
 
 
-def test_the_words_scan_finds_word_builders_and_passes_the_shims():
+def test_the_words_scan_finds_word_builders():
     sample = ast.parse("def format_x(): pass\n"
                        "def formatted(): pass\n"
                        "class R:\n"
-                       "    to_dict = MovedMethod('a.b')\n"
-                       "    format = Moved('a.b(r)')\n"
+                       "    to_dict = staticmethod(dict)\n"
                        "    def describe(self): pass\n"
                        "    explain = lambda self: ''\n"
                        "    def format_row(self): pass\n"
                        "    def to_records(self): pass\n")
-    assert sorted(_word_builders(ast.walk(sample))) == [("describe", 6), ("explain", 7), ("format_row", 8), ("format_x", 1)]
+    assert sorted(_word_builders(ast.walk(sample))) == [("describe", 5), ("explain", 6), ("format_row", 7),
+                                                        ("format_x", 1), ("to_dict", 4)]
 
 
-#: The only modules of models that import by name (importlib): the shim of a method whose words
-#: moved (engine.results.MovedMethod), the finder of 0.2's module paths (compat), and the shipped
-#: report's decoder of its own result classes (present.report.shipped, the top floor).
-IMPORTS_BY_NAME = {"models.engine.results", "models.compat", "models.present.report.shipped"}
+#: The only module of models that imports by name (importlib): the shipped report's decoder of
+#: its own result classes (present.report.shipped, the top floor). (topo.faces imports a face's
+#: names.)
+IMPORTS_BY_NAME = {"models.present.report.shipped"}
 
 
 @pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith("models")))
-def test_only_the_shims_import_by_name(module):
+def test_only_the_shipped_decoder_imports_by_name(module):
     lines = _scan(module).dynamic_imports
     assert not lines or module in IMPORTS_BY_NAME, f"{module} imports by name at lines {list(lines)}"
 
 
-@pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith("models")))
-def test_names_imported_when_read_go_up_only_to_words_that_moved(module):
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_no_string_names_a_higher_floor(module):
     """A name handed to a mechanism that imports it when read is an import all the same, and keeps
-    to the floors: a face names its own floor and those below; a shim of 0.2's API (MovedMethod,
-    MOVED_NAMES) may name a higher floor only for words that moved to models.present (the 0.2
-    method or function keeps working, with a DeprecationWarning naming the new place)."""
+    to the floors: a face names its own floor and those below, and no other string outside a
+    docstring names a module of a higher floor (or a name in one)."""
     here = _floor(module)
-    bad = [(mechanism, name, line) for mechanism, name, line in _scan(module).by_name
-           if _floor(_target_module(name)) > here
-           and (mechanism == "_FACE" or not name.startswith("models.present."))]
-    assert not bad, f"{module} names these to be imported when read: {bad}"
+    bad = [(where, name, line) for where, name, line in _scan(module).by_name
+           if _floor(_target_module(name.rstrip("."))) > here]
+    assert not bad, f"{module} names a higher floor: {bad}"
 
 
-def test_the_by_name_scan_sees_the_shims():
-    shims = [(m, name) for m in MODULES if m.startswith("models") for mechanism, name, _ in _scan(m).by_name
-             if mechanism != "_FACE" and _floor(_target_module(name)) > _floor(m)]
-    assert ("models.studies.planner", "models.present.json_shapes.plan_json") in shims
-    assert any(m == "models.engine.nccl.profiles" for m, _ in shims)
-    assert all(name.startswith("models.present.") for _, name in shims)
-    assert _scan("models.engine.results").dynamic_imports and not _scan("models.predict.collectives").dynamic_imports
+def test_the_by_name_scan_sees_faces_and_strings():
+    assert ("_FACE", "models.predict.collectives") in {(where, name) for where, name, _ in _scan("models").by_name}
+    sample = ast.parse('"""models.present.text: a docstring."""\n'
+                       'def f():\n    """models.present.text"""\n    return "models.present.text.caveat_text"\n'
+                       'x = f"models.present.{f()}"\n')
+    assert _by_name(tuple(ast.walk(sample))) == [("string", "models.present.text.caveat_text", 4),
+                                                 ("string", "models.present.", 5)]
+    assert _floor(_target_module("models.present.".rstrip("."))) == 4
+    assert _scan("models.present.report.shipped").dynamic_imports
+    assert not _scan("models.predict.collectives").dynamic_imports

@@ -7,7 +7,7 @@ document), so that every kind is read the same way:
   before it is opened (reading a FIFO nobody writes to would block for ever); so is a path
   that does not exist or cannot be read.
 * **Standard input** is ``-`` for the kinds where piping makes sense (``stdin=True`` in
-  :data:`INPUT_KINDS`), as in ``dgxtopo topo dgxh100 | dgxtopo import - --gpu h100``. A
+  :data:`INPUT_KINDS`), as in ``dgxtopo topo --system dgxh100 | dgxtopo import - --gpu h100``. A
   terminal is refused: nothing would ever arrive but what the user types.
 * **Sized before reading.** Each kind has a documented limit in bytes (:data:`INPUT_KINDS`);
   a larger file is refused from its size alone, before a byte is read (standard input is read

@@ -1,4 +1,4 @@
-"""What every result type shares: tidy records, and a clear error where words used to be.
+"""What every result type shares: tidy records.
 
 Results are numbers. Each result type offers ``to_records()``: tidy rows, a list of flat dicts
 of Python scalars that pandas (``pandas.DataFrame(result.to_records())``) or plotly express
@@ -12,13 +12,6 @@ take as they are. Column names follow one convention everywhere:
 - every row of one result has the same keys, in the same order.
 
 Words (tables, explanations, JSON shapes) are built from these numbers in :mod:`models.present`.
-A method that moved there is a :class:`Moved` attribute: reading it raises an AttributeError
-that names the new place; or, for a release or two, a :class:`MovedMethod`: it still works, and
-warns (DeprecationWarning) naming the function that builds the words now; an attribute that
-held a sentence is a :class:`MovedField`, which warns and returns the words built from the
-result's numbers. A module function
-that moved is found the same way through the module's ``__getattr__``
-(:func:`topo.faces.moved_names`).
 
 Examples
 --------
@@ -28,16 +21,11 @@ Examples
 
 from __future__ import annotations
 
-import functools
-import importlib
-import json
-import warnings
-
 import numpy as np
 
 from topo.errors import DgxTopoError
 
-__all__ = ["tidy_records", "Moved", "MovedMethod", "MovedField"]
+__all__ = ["tidy_records"]
 
 
 def _scalar(value):
@@ -79,126 +67,3 @@ def tidy_records(columns) -> list:
             for key, value in columns.items() if key not in each}
     return [{key: _scalar(each[key][i]) if key in each else same[key] for key in columns}
             for i in range(1 if length is None else length)]
-
-class Moved:
-    """A result method that moved to :mod:`models.present` in dgx-topo 0.3.
-
-    Reading it (``estimate.explain``) raises an AttributeError naming the function that
-    builds the words now, so a 0.2 caller learns where to go.
-
-    Parameters
-    ----------
-    new : str
-        The call to use instead, e.g. ``"models.present.explain.explain(estimate)"``.
-    """
-
-    def __init__(self, new: str):
-        self.new = new
-        self.name = "this method"
-
-    def __set_name__(self, owner, name: str) -> None:
-        self.name = f"{owner.__name__}.{name}"
-
-    def __get__(self, instance, owner=None):
-        raise AttributeError(f"{self.name} moved to {self.new} in dgx-topo 0.3 (results hold numbers; "
-                             f"their words are built in models.present)")
-
-
-class MovedField:
-    """A result attribute that held words until dgx-topo 0.3 (a sentence), now built in
-    :mod:`models.present` from the result's numbers.
-
-    Reading it (``plan.reason``) warns once per call site with a DeprecationWarning naming the
-    function that builds the words, and returns that function's words for the result, so a 0.2
-    caller keeps working while it moves. The function is imported when the attribute is read (a
-    lazy import by name: the result's floor never imports :mod:`models.present`).
-
-    Parameters
-    ----------
-    new : str
-        The dotted name of the function, e.g. ``"models.present.plan_text.fit_note"``; it takes
-        the result (or ``field`` of it) and returns the words the attribute held.
-    field : str, optional
-        The words are those of this field of the result alone (``Tuning.reason``, the sentence
-        of ``Tuning.why``): the function takes the field's value.
-
-    Examples
-    --------
-    >>> import warnings
-    >>> class Seconds(float):
-    ...     words = MovedField("models.present.format.format_us")
-    >>> with warnings.catch_warnings(record=True) as caught:
-    ...     warnings.simplefilter("always")
-    ...     text = Seconds(2e-6).words
-    >>> text, str(caught[0].message)
-    ('2.00', 'Seconds.words moved to models.present.format.format_us in dgx-topo 0.3: call it on the result')
-    """
-
-    def __init__(self, new: str, *, field: str | None = None):
-        self.new = new
-        self.field = field
-        self.name = "this attribute"
-
-    def __set_name__(self, owner, name: str) -> None:
-        self.name = f"{owner.__name__}.{name}"
-
-    def __get__(self, instance, owner=None):
-        if instance is None:
-            return self
-        on = "the result" if self.field is None else f"{type(instance).__name__}.{self.field}"
-        warnings.warn(f"{self.name} moved to {self.new} in dgx-topo 0.3: call it on {on}",
-                      DeprecationWarning, stacklevel=2)
-        module, _, name = self.new.rpartition(".")
-        function = getattr(importlib.import_module(module), name)
-        return function(instance if self.field is None else getattr(instance, self.field))
-
-
-class MovedMethod:
-    """A result method whose words moved to :mod:`models.present` in dgx-topo 0.3, still callable.
-
-    Reading it (``plan.to_dict``) warns once per call site with a DeprecationWarning naming the
-    function to call instead, and returns that function bound to the result, so a 0.2 caller
-    keeps working while it moves. The function is imported when the method is read (a lazy
-    import by name: the result's floor never imports :mod:`models.present`).
-
-    Parameters
-    ----------
-    new : str
-        The dotted name of the function, e.g. ``"models.present.json_shapes.plan_json"``; it
-        takes the result first, then the method's arguments.
-    json_text : bool
-        The method returned the function's dict as JSON text (``json.dumps(..., indent=2)``).
-    **keywords
-        Fixed keyword arguments of the function (``verbose=True``).
-
-    Examples
-    --------
-    >>> import warnings
-    >>> class Seconds(float):
-    ...     describe = MovedMethod("models.present.format.format_us")
-    >>> with warnings.catch_warnings(record=True) as caught:
-    ...     warnings.simplefilter("always")
-    ...     text = Seconds(2e-6).describe()
-    >>> text, str(caught[0].message)
-    ('2.00', 'Seconds.describe moved to models.present.format.format_us in dgx-topo 0.3: call it from there')
-    """
-
-    def __init__(self, new: str, *, json_text: bool = False, **keywords):
-        self.new = new
-        self.json_text = json_text
-        self.keywords = keywords
-        self.name = "this method"
-
-    def __set_name__(self, owner, name: str) -> None:
-        self.name = f"{owner.__name__}.{name}"
-
-    def __get__(self, instance, owner=None):
-        if instance is None:
-            return self
-        warnings.warn(f"{self.name} moved to {self.new} in dgx-topo 0.3: call it from there",
-                      DeprecationWarning, stacklevel=2)
-        module, _, name = self.new.rpartition(".")
-        function = functools.partial(getattr(importlib.import_module(module), name), instance, **self.keywords)
-        if not self.json_text:
-            return function
-        return lambda *args, **kwargs: json.dumps(function(*args, **kwargs), indent=2)

@@ -61,7 +61,7 @@ from ..engine.nccl.reasons import NvlsChoice
 from ..engine.nccl.tuning import NCCL_COLLECTIVES, Selection, nvls_choice, select_algorithm
 from ..engine.nccltests import COLLECTIVES, algbw, busbw, collective as _collective
 from .network import PATTERNS as NETWORK_PATTERNS, network_load
-from ..engine.results import Moved, MovedField, tidy_records
+from ..engine.results import tidy_records
 from ..engine.routes import PathType
 
 __all__ = ["CollectiveEstimate", "EstimatePoint", "Estimator", "SubsetResult", "SubsetRanking", "estimate",
@@ -163,9 +163,7 @@ class CollectiveEstimate:
     nvls_choice : NvlsChoice or None
         Whether NCCL runs NVLS (NVLSTree across nodes) at the largest size and why
         (:func:`models.engine.nccl.tuning.nvls_choice`; None outside NCCL's tuning model); its
-        words: :func:`models.present.reasons_text.nvls_choice_text`. (0.2 and 0.3.0 held the
-        sentence, ``nvls_reason``; reading ``nvls_reason`` still gives it, with a
-        DeprecationWarning.)
+        words: :func:`models.present.reasons_text.nvls_choice_text`.
     network : tuple of models.predict.network.NetworkLoad
         Across hosts, what the network gives the channels of each pattern that runs (ring,
         tree); NCCL charges only the NICs, the measured ``time`` charges every network edge.
@@ -198,8 +196,6 @@ class CollectiveEstimate:
     nvls: NvlsGraph | None = field(default=None, repr=False)
     nvls_choice: NvlsChoice | None = field(default=None, repr=False)
     network: tuple = field(default=(), repr=False)
-
-    nvls_reason = MovedField("models.present.reasons_text.nvls_choice_text", field="nvls_choice")
 
     @property
     def nranks(self) -> int:
@@ -245,8 +241,6 @@ class CollectiveEstimate:
             return tuple((head,) for head in self.nvls.heads)
         search = {"ring": self.ring, "tree": self.tree, "pat": self.tree}.get(algorithm)
         return search.channels if search is not None else ()
-
-    explain = Moved("models.present.explain.explain(estimate)")
 
     def to_records(self) -> list:
         """Tidy rows, one per size: the collective, its GPUs, and nccl-tests' numbers with what
@@ -883,7 +877,7 @@ def subsets(G: nx.DiGraph | PreparedFabric, collective: str, nbytes: Sizes, k: i
     """
     if not isinstance(collective, str):
         raise DgxTopoError(f"subsets(G, collective, nbytes, k): expected a collective name second, "
-                           f"received {collective!r} (the order before 0.2 was G, k, collective, nbytes)")
+                           f"received {collective!r}")
     ctx = _Context(G, profile, gpus_per_thread, calibration)
     results = _all_sets(ctx, k, collective, nbytes, max_sets=max_sets, max_searches=max_searches,
                         progress=progress)

@@ -78,7 +78,7 @@ from ..engine.fabric import prepare
 from ..engine.nccl.releases import RingBuilder
 from ..engine.nccl.tuning import bus_to_alg_ratio
 from ..engine.nccltests import algbw_to_busbw, busbw_factor
-from ..engine.results import Moved, tidy_records
+from ..engine.results import tidy_records
 
 __all__ = ["StepParameters", "STEP_PARAMETERS", "CollectiveSteps", "Decomposer", "DecomposeError", "host_kinds"]
 
@@ -192,9 +192,6 @@ class CollectiveSteps:
     usage: np.ndarray = field(repr=False)
     latency: object = field(default=None, repr=False)
     blocks: int = 0
-
-    #: Words moved to :mod:`models.present` (results hold numbers).
-    explain = Moved("models.present.explain.explain(steps)")
 
     @property
     def time(self) -> float:

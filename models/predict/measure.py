@@ -204,7 +204,7 @@ from ..engine.nccl.pipelining import PIPELINE_COLLECTIVES, Pipelining, pipelinin
 from ..engine.nccl.profiles import NcclProfile, nccl_profile
 from ..engine.nccl.system import NcclSystem
 from ..engine.nccltests import algbw, busbw
-from ..engine.results import Moved, tidy_records
+from ..engine.results import tidy_records
 from .nicpath import MEASURED_DMA, dma_share, nic_path
 from .p2p import EFFICIENCIES as P2P_EFFICIENCIES
 
@@ -243,8 +243,6 @@ class Parameter:
     source: str
     fitted_to: str = ""
     uncertain: str = ""
-
-    describe = Moved("models.present.explain.describe_parameter(parameter)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -558,8 +556,6 @@ class Measured:
         """Predicted nccl-tests busbw (:func:`models.engine.nccltests.busbw`). [B/s]"""
         return busbw(self.collective, self.nbytes, self.time, self.nranks)
 
-    explain = Moved("models.present.explain.explain(measured)")
-
     def to_records(self) -> list:
         """Tidy rows, one per size: the measured time and its terms (:mod:`models.engine.results`)."""
         sizes = np.atleast_1d(self.nbytes)
@@ -731,8 +727,6 @@ class PipelineFill:
     fill_slices: int
     fill_bytes: float
     fill_time: float
-
-    describe = Moved("models.present.explain.describe_pipeline_fill(fill)")
 
     def to_records(self) -> list:
         """One row: the pipeline (:meth:`Pipelining.to_records`) and the size, channels, ranks,

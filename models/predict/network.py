@@ -70,7 +70,7 @@ from ..engine.nccl.releases import Pxn
 from ..engine.nccl.search import ChannelSearch
 from ..engine.nccl.system import NcclSystem
 from ..engine.nccl.trees import double_binary_tree
-from ..engine.results import Moved, MovedField, tidy_records
+from ..engine.results import tidy_records
 from ..engine.routes import PathType, RouteError, Router
 
 __all__ = ["NetworkLoad", "network_load", "tree_links", "PATTERNS", "GROUPS"]
@@ -112,8 +112,7 @@ class NetworkLoad:
         The busiest group's kind, one of :data:`GROUPS` (``""`` when unset).
     nodes : tuple
         The node(s) that name it: ``(u, v)`` for a ``"link"``, ``(switch,)`` for ``"up"`` and
-        ``"down"``. :func:`models.present.explain.network_load_where` words the group (``where``,
-        its words until 0.3, still reads with a DeprecationWarning).
+        ``"down"``. :func:`models.present.explain.network_load_where` words the group.
     algorithm : str
         The NCCL algorithm these connections run (set by :func:`models.estimate`; ``""``
         otherwise).
@@ -152,9 +151,6 @@ class NetworkLoad:
     def bottleneck(self) -> tuple:
         """The first edge of the busiest group ``(u, v)``."""
         return self.edges[0]
-
-    describe = Moved("models.present.explain.describe_network_load(load)")
-    where = MovedField("models.present.explain.network_load_where")
 
 
 class _Nics:

@@ -91,7 +91,7 @@ from topo.specs import LINKS, WIRES
 
 from ..engine.nccl.profiles import nccl_profile
 from ..engine.nccl.system import nccl_capacity
-from ..engine.results import Moved, tidy_records
+from ..engine.results import tidy_records
 from .p2p import EFFICIENCIES
 
 __all__ = ["NicPath", "nic_path", "dma_share", "GDR_CLASSES", "MEASURED_DMA"]
@@ -196,8 +196,6 @@ class NicPath:
     def ratio(self) -> float:
         """``rate / nccl_rate``."""
         return self.rate / self.nccl_rate
-
-    describe = Moved("models.present.explain.describe_nic_path(path)")
 
     def to_records(self) -> list:
         """One tidy row: the NIC, the GPU it serves, its path and what binds it (:mod:`models.engine.results`)."""

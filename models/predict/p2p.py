@@ -135,7 +135,7 @@ from .maxflow import flow_matrix
 from ..engine.fabric import PreparedFabric, graph_of, prepare
 from ..engine.nccl.profiles import nccl_profile
 from ..engine.nccl.system import nccl_capacity
-from ..engine.results import Moved, tidy_records
+from ..engine.results import tidy_records
 from ..engine.symmetry import host_copies
 from ..engine.routes import PathType, Route, Router, line_rate, route_bandwidth
 
@@ -464,8 +464,6 @@ class P2PResult:
         if self.staged is not None:
             return self.staged.to_host + self.staged.from_host[1:]
         return self.route.nodes
-
-    explain = Moved("models.present.explain.explain(result)")
 
     def to_records(self) -> list:
         """One tidy row: the pair, its classes, and its predicted bandwidth and latency."""
@@ -1126,8 +1124,6 @@ class P2PReport:
     latency: np.ndarray
     path_type: np.ndarray
     p2p: bool = True
-
-    to_dict = Moved("models.present.json_shapes.p2p_json(report)")
 
     def to_records(self) -> list:
         """Tidy rows, one per (source, destination) pair in row-major order, the diagonal

@@ -76,7 +76,7 @@ import topo
 from topo.errors import DgxTopoError
 
 from .collectives import COLLECTIVE_NAMES, LimitError, Progress
-from ..engine.results import Moved, MovedMethod, tidy_records
+from ..engine.results import tidy_records
 from .decompose import Decomposer
 from .flows import max_min_share
 from .measure import CalibrationLike
@@ -187,8 +187,6 @@ class TaskGraph:
 
     def __len__(self) -> int:
         return len(self.tasks)
-
-    to_dict = MovedMethod("models.present.json_shapes.task_graph_json")
 
     def to_records(self) -> list:
         """Tidy rows, one per task in the graph's order (:mod:`models.engine.results` names the
@@ -661,10 +659,6 @@ class SimulationResult:
             if t.id == task_id:
                 return t
         raise KeyError(task_id)
-
-    #: Words moved to :mod:`models.present` (results hold numbers).
-    format = Moved("models.present.text.simulation_table(result)")
-    to_dict = Moved("models.present.json_shapes.simulation_json(result)")
 
     def to_records(self) -> list:
         """Tidy rows, one per task (:mod:`models.engine.results` names the columns): ``id``,

@@ -23,11 +23,10 @@ Subcommands (``dgxtopo COMMAND --help`` for each)
 
 Every command that takes a system names it ``--system SPEC`` (``compare`` and ``report`` take
 several: ``--system dgx2 2xdgx1v``): the one form that reads the same next to each command's own
-positionals (a collective, a workload, a file). The positional forms of 0.2 (``topo NAME``,
-``compare SPEC ...``) still work and print a deprecation note on stderr once the command has
-succeeded. Each also takes ``--topo-file FILE`` (a fabric written by import or export) instead,
-and ``--nodes N [--network fat_tree|rail|rail_only]`` to join N copies of it. The modelling
-commands take what-ifs, ``--fail SPEC`` and ``--degrade SPEC`` (:mod:`models.studies.whatif`).
+positionals (a collective, a workload, a file). Each also takes ``--topo-file FILE`` (a fabric
+written by import or export) instead, and ``--nodes N [--network fat_tree|rail|rail_only]`` to
+join N copies of it. The modelling commands take what-ifs, ``--fail SPEC`` and ``--degrade SPEC``
+(:mod:`models.studies.whatif`).
 
 Conventions: every command that produces a result prints it as JSON with ``--json`` (the
 commands that write a file: what they wrote, with its summary); every ``--out`` says what it
@@ -300,12 +299,9 @@ def _whatif_options(parser) -> None:
                         help=f"slow links down, {DEGRADE_GRAMMAR}: gpu0-gpu3=0.5 (repeatable)")
 
 
-def _system_option(parser, *, whatif: bool = True, legacy: bool = False) -> None:
-    """``--system SPEC`` (every command names its system so), ``--topo-file`` and what-ifs.
-    ``legacy``: also the positional ``NAME`` these commands took before 0.3 (deprecated)."""
+def _system_option(parser, *, whatif: bool = True) -> None:
+    """``--system SPEC`` (every command names its system so), ``--topo-file`` and what-ifs."""
     parser.add_argument("--system", metavar="SPEC", help="system or cluster (see below)")
-    if legacy:
-        parser.add_argument("legacy_system", metavar="NAME", nargs="?", help=argparse.SUPPRESS)
     _topo_file_options(parser)
     if whatif:
         _whatif_options(parser)
@@ -313,37 +309,9 @@ def _system_option(parser, *, whatif: bool = True, legacy: bool = False) -> None
 
 
 def _systems_option(parser, *, default: str) -> None:
-    """``--system SPEC [SPEC ...]`` for the commands that take several (compare, report), and the
-    positional ``SPEC ...`` they took before 0.3 (deprecated)."""
+    """``--system SPEC [SPEC ...]`` for the commands that take several (compare, report)."""
     parser.add_argument("--system", metavar="SPEC", nargs="+", action="extend", default=[],
                         help=f"systems or clusters, repeatable ({default}; see below)")
-    parser.add_argument("legacy_systems", metavar="SPEC", nargs="*", help=argparse.SUPPRESS)
-
-
-def _deprecated(args, old: str, new: str) -> None:
-    """Note a form of the command line that still works but will go; :func:`main` prints the note
-    (one line on stderr) after the command succeeds, so that bad input still gets one line."""
-    args.deprecation = (f"dgxtopo: note: 'dgxtopo {args.command} {old}' is deprecated: write 'dgxtopo "
-                        f"{args.command} {new}' (every command names its system with --system)")
-
-
-def _named_system(args) -> str | None:
-    """The system of a command that takes one: ``--system``, or the deprecated positional NAME."""
-    legacy = getattr(args, "legacy_system", None)
-    if legacy is None:
-        return args.system
-    if args.system is not None:
-        raise _UsageError(f"expected the system once, received {legacy!r} and --system {args.system}")
-    _deprecated(args, legacy, f"--system {legacy}")
-    return legacy
-
-
-def _named_systems(args) -> list:
-    """The systems of compare and report: every ``--system``, then the deprecated positionals."""
-    legacy = list(getattr(args, "legacy_systems", None) or [])
-    if legacy:
-        _deprecated(args, " ".join(legacy), "--system " + " ".join(legacy))
-    return list(args.system) + legacy
 
 
 def _read_text(path: str, kind: str, args) -> str:
@@ -530,13 +498,13 @@ def _systems(args) -> None:
 
 # topo
 def _topo_arguments(parser) -> None:
-    _system_option(parser, legacy=True)
+    _system_option(parser)
     _json_option(parser, "the matrix")
     parser.add_argument("--no-legend", action="store_true", help="omit the legend")
 
 
 def _topo(args) -> None:
-    G = _fabric(args, _named_system(args))
+    G = _fabric(args, args.system)
     matrix = topo.connection_matrix(G)
     if args.json:
         _print_json({"system": G.graph["system"], **matrix.to_dict()})
@@ -548,7 +516,7 @@ def _topo(args) -> None:
 def _p2p_arguments(parser) -> None:
     from ..predict.p2p import MODES
 
-    _system_option(parser, legacy=True)
+    _system_option(parser)
     parser.add_argument("--gpus", metavar="IDS", help="GPU ids such as 0,3,5-7 (default: all)")
     parser.add_argument("--mode", choices=MODES, default="route",
                         help="route: the copy CUDA makes (default); maxflow: NVLink maximum flow")
@@ -568,7 +536,7 @@ def _p2p(args) -> None:
     from .json_shapes import p2p_json
     from .text import format_p2p_report
 
-    G = _fabric(args, _named_system(args))
+    G = _fabric(args, args.system)
     report = p2p_report(G, args.gpus, mode=args.mode, p2p=args.p2p, max_pairs=args.limit)
     if args.json:
         _print_json(p2p_json(report))
@@ -752,7 +720,7 @@ def _compare(args) -> None:
 
     _check_out(args)
     calibration = _calibration(args)
-    fabrics = _fabrics(args, _named_systems(args))
+    fabrics = _fabrics(args, list(args.system))
     counts = [(G.graph["name"], len(topo.gpus(G))) for G in fabrics]
     ngpus = args.ngpus if args.ngpus is not None else min(n for _, n in counts)
     if args.ngpus is None and len({n for _, n in counts}) > 1:
@@ -795,7 +763,7 @@ def _report(args) -> None:
 
     _check_out(args)
     _check_cluster_options(args)
-    names = _named_systems(args)
+    names = list(args.system)
     for name in names:  # sized before anything is built
         _sized(name, args.max_gpus)
     if args.topo_file:
@@ -1032,7 +1000,7 @@ def _import(args) -> None:
 
 
 def _export_arguments(parser) -> None:
-    _system_option(parser, legacy=True)
+    _system_option(parser)
     parser.add_argument("--format", choices=EXPORT_FORMATS, default="json",
                         help="json (networkx node-link data with a format version; default), graphml, or "
                              "nccl-xml (NCCL's topology XML of host 0, what NCCL_TOPO_DUMP_FILE holds)")
@@ -1046,7 +1014,7 @@ def _export(args) -> None:
     from .output import write_text_atomic
 
     _check_out(args)
-    G = _fabric(args, _named_system(args))
+    G = _fabric(args, args.system)
     write = {"json": topo.to_json, "graphml": topo.to_graphml, "nccl-xml": topo.to_nccl_xml}[args.format]
     path = write_text_atomic(args.out, write(G))
     if args.json:
@@ -1740,8 +1708,6 @@ def main(argv=None) -> int:
         except SystemExit as exit_:  # --help and --version print and stop here
             return int(exit_.code or 0)
         status = args.run(args)  # plan: 2 when no layout fits (the verdict is printed)
-        if getattr(args, "deprecation", None):
-            print(args.deprecation, file=sys.stderr)
     except LimitError as error:
         print(f"dgxtopo: error: {_limit_error(error)}", file=sys.stderr)
         return 2
@@ -1756,7 +1722,7 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("dgxtopo: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:  # e.g. `dgxtopo topo dgx2 | head`: the reader left, nothing to report.
+    except BrokenPipeError:  # e.g. `dgxtopo topo --system dgx2 | head`: the reader left, nothing to report.
         sys.stderr.close()
         return 0
     return status or 0

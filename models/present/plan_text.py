@@ -29,12 +29,12 @@ from ..studies.planner import (BubbleDetail, Calibration, Component, ComputeDeta
                                Plan, PlanWarning, Search, SkipCode, SkippedLayout, TensorParallelDetail, TimingCode,
                                TimingWhy)
 from ..studies.stepgraph import PlanDoesNotFitError
-from ..studies.workload import CNN, DTYPES, TpConstraint, TpLimit, Workload, tp_limit, workload as as_workload
+from ..studies.workload import CNN, DTYPES, TpConstraint, TpLimit, Workload, workload as as_workload
 from .reasons_text import error_text
 
 __all__ = ["format_plan", "format_search", "format_calibration", "format_gpus_ranking", "format_workload",
            "format_generations", "compute_note", "component_note", "memory_note", "fit_note", "warning_note",
-           "warning_notes", "timing_note", "tp_limit_note", "tp_constraint", "skipped_note", "skipped_notes",
+           "warning_notes", "timing_note", "tp_limit_note", "skipped_note", "skipped_notes",
            "plan_error_text", "WARNING_TEXT", "CROSS_HOST_TP_WARNING"]
 
 #: The warning of a plan whose tensor-parallel groups span hosts (:attr:`PlanWarning.CROSS_HOST_TP
@@ -65,7 +65,7 @@ def memory_note(m: Memory) -> str:
 
 def fit_note(p: Plan) -> str:
     """Why a plan does not fit ('' when it does): what ``plan`` prints after "does not fit:" and
-    ``plan --json`` gives as ``reason`` (the sentence ``Plan.reason`` held until dgx-topo 0.3).
+    ``plan --json`` gives as ``reason``.
 
     Examples
     --------
@@ -83,7 +83,7 @@ def warning_note(code: PlanWarning) -> str:
 
 
 def warning_notes(p: Plan) -> tuple:
-    """A plan's warnings in words, in order (the sentences ``Plan.warnings`` held until dgx-topo 0.3)."""
+    """A plan's warnings in words, in order."""
     return tuple(warning_note(code) for code in p.warning_codes)
 
 
@@ -132,14 +132,6 @@ def tp_limit_note(c: TpConstraint) -> str:
     return f"tensor parallel {c.tp} does not divide {c.limit.value} ({c.value})"
 
 
-def tp_constraint(w: Workload, tp: int) -> str:
-    """Why tensor parallelism ``tp`` cannot split workload ``w``, in words ('' when it can):
-    :func:`tp_limit_note` of :func:`models.studies.workload.tp_limit` (dgx-topo 0.2's
-    ``models.studies.workload.tp_constraint``)."""
-    limit = tp_limit(w, tp)
-    return "" if limit is None else tp_limit_note(limit)
-
-
 def _skipped_label(s: SkippedLayout) -> str:
     """The degrees a refusal names: ``tp2``, ``tp2 pp3``, ``pp16``, ``tp1 pp1 dp8``, ``tp1 pp4 v2 dp2``."""
     if s.code in (SkipCode.TP_LIMIT, SkipCode.TP_HOST):
@@ -180,8 +172,7 @@ def skipped_note(s: SkippedLayout) -> str:
 
 
 def skipped_notes(search: Search) -> tuple:
-    """Every refusal of a search in words, in order (the sentences ``Search.skipped`` held until
-    dgx-topo 0.3)."""
+    """Every refusal of a search in words, in order."""
     return tuple(skipped_note(s) for s in search.skipped_layouts)
 
 

@@ -16,8 +16,7 @@ __all__ = ["duplication_note"]
 
 
 def duplication_note(d: ChannelDuplication) -> str:
-    """Which condition of ``ncclTopoDupChannels`` decided, in words, with the numbers it compared
-    (the sentence ``ChannelDuplication.reason`` held until dgx-topo 0.3).
+    """Which condition of ``ncclTopoDupChannels`` decided, in words, with the numbers it compared.
 
     Examples
     --------

@@ -30,8 +30,7 @@ FAIL_EACH_TEXT = MappingProxyType({"nvlink": "one link of each NVLink bundle", "
 
 def sweep_row_note(row: SweepRow) -> str:
     """What a failure case leaves of the job, in words ('' when the collective runs on every GPU
-    of the job): the note column of :func:`format_sweep` (the sentence ``SweepRow.note`` held
-    until dgx-topo 0.3).
+    of the job): the note column of :func:`format_sweep`.
 
     Examples
     --------

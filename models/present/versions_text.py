@@ -41,8 +41,7 @@ def behaviour_text(behaviour: ReleaseBehaviour) -> str:
 
 
 def versions_rows() -> tuple:
-    """:func:`models.engine.nccl.profiles.versions_table` in words (what it returned in
-    dgx-topo 0.2): ``(releases, profile, NCCL tag of the constants, behaviour)`` per profile,
+    """:func:`models.engine.nccl.profiles.versions_table` in words: ``(releases, profile, NCCL tag of the constants, behaviour)`` per profile,
     oldest first."""
     return tuple((f"{release_text(first)}-{release_text(last)}", version, tag, behaviour_text(behaviour))
                  for (first, last), version, tag, behaviour in versions_table())

@@ -72,7 +72,7 @@ from ..engine.nccl.profiles import NcclProfile
 from ..predict.collectives import estimate
 from ..engine.nccl.nvls import NVLS_MIN_COMPUTE_CAPABILITY, sharp_switch
 from ..engine.nccl.reasons import Cause, Why
-from ..engine.results import Moved, MovedField, tidy_records
+from ..engine.results import tidy_records
 from ..engine.nccltests import algbw_to_busbw, collective as _collective
 from .packing import pack_trees
 from .relays import RELAYS, FlowNetwork, capacity_graph, out_capacity, relay_edge_kinds
@@ -128,9 +128,6 @@ class Cut:
     capacity: float
     shards: float
 
-    to_json = Moved("models.present.json_shapes.cut_json(cut)")
-    describe = Moved("models.present.explain.describe_cut(cut)")
-
     def to_records(self) -> list:
         """One tidy row: the kind of cut, the GPUs on each side, the links and their capacity."""
         return tidy_records({"kind": self.kind, "gpus": format_gpu_ids(self.gpus),
@@ -167,8 +164,7 @@ class Bound:
     nvls_why : models.engine.nccl.reasons.Why
         In-switch reduction: whether it applies and why (:func:`nvls_applicable`'s reason for
         all_reduce, :attr:`~models.engine.nccl.reasons.Cause.NVLS_NOT_ALL_REDUCE` otherwise);
-        :func:`models.present.reasons_text.nvls_bound_text` words it (``nvls``, its words until
-        0.3, still reads with a DeprecationWarning).
+        :func:`models.present.reasons_text.nvls_bound_text` words it.
     nccl_busbw, nccl_bandwidth_busbw : float or None
         NCCL's predicted busbw at this size, and from its bandwidth term alone. [B/s]
     nccl_time : float or None
@@ -207,11 +203,6 @@ class Bound:
     packings: tuple = ()
     rates: tuple = ()
     nccl: object = field(default=None, repr=False)
-
-    to_json = Moved("models.present.json_shapes.bound_json(bound)")
-    format = Moved("models.present.explain.bound_summary(bound)")
-    explain = Moved("models.present.explain.explain(bound)")
-    nvls = MovedField("models.present.reasons_text.nvls_bound_text", field="nvls_why")
 
     @property
     def nvls_applies(self) -> bool:

@@ -31,7 +31,7 @@ from ..engine.fabric import PreparedFabric, prepare
 from ..engine.nccl.profiles import NcclProfile
 from ..predict.collectives import Estimator
 from .benchmarks import NcclTestsRun, P2PBenchmark
-from ..engine.results import Moved, MovedField, MovedMethod, tidy_records
+from ..engine.results import tidy_records
 from ..predict.measure import DEFAULT, CalibrationLike, MeasurementModel, Measured, measured
 
 __all__ = ["CalibrationError", "Calibration", "CheckRow", "Check", "Caveat", "CaveatCode", "calibrate", "check",
@@ -247,8 +247,7 @@ class Calibration:
     method : str
     caveats : tuple of Caveat
         What the fit assumed, held or left out (read from a file: its notes,
-        :attr:`CaveatCode.READ`); ``notes``, their words until 0.3
-        (:func:`models.present.text.caveat_texts`), still reads with a DeprecationWarning.
+        :attr:`CaveatCode.READ`); :func:`models.present.text.caveat_texts` words them.
     """
 
     model: MeasurementModel
@@ -262,9 +261,6 @@ class Calibration:
     method: str = ""
     caveats: tuple = ()
 
-    format = Moved("models.present.text.calibration_table(calibration)")
-    notes = MovedField("models.present.text.caveat_texts", field="caveats")
-
     def to_records(self) -> list:
         """Tidy rows, one per fitted constant: its value and bounds (SI) and the median and max
         |time error| before and after the fit."""
@@ -276,8 +272,6 @@ class Calibration:
             "max_abs_time_error_before": self.before.get("max_abs_time_error"),
             "median_abs_time_error_after": self.after.get("median_abs_time_error"),
             "max_abs_time_error_after": self.after.get("max_abs_time_error"), "method": self.method})
-
-    to_json = MovedMethod("models.present.json_shapes.calibration_file_json", json_text=True)
 
     @classmethod
     def from_json(cls, text: str, *, source: str = "calibration file") -> "Calibration":
@@ -550,9 +544,8 @@ class Check:
         The measurement model's terms at every size (:func:`models.present.explain.explain`
         writes out the largest).
     caveats : tuple of Caveat
-        What was assumed (the GPUs of a run that does not show its rank count); ``notes``, their
-        words until 0.3 (:func:`models.present.text.caveat_texts`), still reads with a
-        DeprecationWarning.
+        What was assumed (the GPUs of a run that does not show its rank count);
+        :func:`models.present.text.caveat_texts` words them.
     """
 
     collective: str
@@ -566,11 +559,6 @@ class Check:
     max_abs_busbw_error: float
     measured: Measured | None = field(default=None, repr=False, compare=False)
     caveats: tuple = ()
-
-    to_json = Moved("models.present.json_shapes.check_json(check)")
-    format = Moved("models.present.text.check_table(check)")
-    explain = Moved("models.present.explain.explain(check)")
-    notes = MovedField("models.present.text.caveat_texts", field="caveats")
 
     def to_records(self) -> list:
         """Tidy rows, one per size: measured and predicted time and busbw, and the errors

@@ -53,14 +53,13 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from topo.errors import DgxTopoError
-from topo.faces import moved_names
 from topo.specs import GPUS, GpuSpec
 from topo.units import GiB
 
-from ..engine.results import MovedMethod, tidy_records
+from ..engine.results import tidy_records
 from .workload import DTYPES, SOFTWARE, Op, Software, Workload, dtype_bytes, software as as_software
 
-__all__ = ["Gpu", "Generation", "GENERATIONS", "GEMM_EFFICIENCY", "ATTENTION_EFFICIENCY",
+__all__ = ["Gpu", "GENERATIONS", "GEMM_EFFICIENCY", "ATTENTION_EFFICIENCY",
            "DEFAULT_MEMORY_EFFICIENCY", "KERNEL_FLOOR", "TILES", "ComputeModel", "OpTime",
            "ComputeFacts", "UnknownGenerationError", "UnsupportedDtypeError", "gpu_of", "generation_of",
            "generation", "gpu_memory", "compute_model", "default_software"]
@@ -184,10 +183,6 @@ class Gpu:
     def ridge(self, dtype: str) -> float:
         """Arithmetic intensity where the roofline turns (peak / HBM bandwidth). [FLOP/B]"""
         return self.peak_flops(dtype) / self.memory_bandwidth
-
-
-#: 0.2's name of :class:`Gpu`.
-Generation = Gpu
 
 
 def _part(key: str, name: str | None = None) -> Gpu:
@@ -519,8 +514,6 @@ class ComputeModel:
         """:meth:`time` of each op."""
         return tuple(self.time(op) for op in ops)
 
-    describe = MovedMethod("models.present.plan_text.compute_note")
-
 
 def compute_model(gpu: Gpu | str, dtype: str, *, stack: str | Software | None = None, workload: Workload | None = None,
                   efficiency: float | None = None, attention_efficiency: float | None = None,
@@ -562,11 +555,3 @@ def compute_model(gpu: Gpu | str, dtype: str, *, stack: str | Software | None = 
     if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not 0 < scale < math.inf:
         raise DgxTopoError(f"scale must be a positive number, received {scale!r}")
     return ComputeModel(g, dtype, sw, gemm, attention, memory, KERNEL_FLOOR, float(scale))
-
-
-#: Names this module had in dgx-topo 0.2 that live elsewhere now -> where (words live in
-#: :mod:`models.present`); reading one warns and returns it.
-MOVED_NAMES = MappingProxyType({"format_generations": "models.present.plan_text.format_generations",
-                                "compute_note": "models.present.plan_text.compute_note"})
-
-__getattr__ = moved_names(__name__, MOVED_NAMES)

@@ -36,7 +36,7 @@ import numpy as np
 import topo
 from topo.errors import DgxTopoError
 
-from ..engine.results import Moved, tidy_records
+from ..engine.results import tidy_records
 from ..engine.fabric import graph_of
 from .relays import capacity_graph
 
@@ -69,8 +69,6 @@ class Tree:
     root: int
     rate: float
     arcs: tuple
-
-    to_json = Moved("models.present.json_shapes.tree_json(tree)")
 
     def to_records(self) -> list:
         """Tidy rows, one per arc: the tree's root and rate, the arc's GPUs and its fabric path's hops."""
@@ -109,9 +107,6 @@ class TreePacking:
     def max_utilisation(self) -> float:
         """Largest load / capacity over the arcs (at most 1 for a feasible packing)."""
         return max((load / cap for _, load, cap in self.loads), default=0.0)
-
-    describe = Moved("models.present.explain.describe_packing(packing)")
-    to_json = Moved("models.present.json_shapes.packing_json(packing)")
 
     def to_records(self) -> list:
         """Tidy rows, one per tree: its root and rate, its arcs, and the packing's per-root rate."""

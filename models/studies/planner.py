@@ -96,7 +96,6 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Any
 
 import networkx as nx
@@ -104,11 +103,10 @@ import numpy as np
 
 import topo
 from topo.errors import DgxTopoError, LimitError
-from topo.faces import moved_names
 from topo.select import GpuIds
 from topo.units import GiB
 
-from ..engine.results import MovedField, MovedMethod, tidy_records
+from ..engine.results import tidy_records
 from ..engine.fabric import PreparedFabric, prepare
 from ..engine.nccl.profiles import NcclProfile
 from ..engine.nccltests import busbw_factor
@@ -281,8 +279,6 @@ class Memory:
     @property
     def fits(self) -> bool:
         return self.total <= self.capacity
-
-    describe = MovedMethod("models.present.plan_text.memory_note")
 
     def to_records(self) -> list:
         """One row: each part, the total and the capacity in bytes, and whether it fits."""
@@ -630,8 +626,7 @@ class Component:
         The part on the critical path (what it adds to the step). [s]
     detail : ComputeDetail, TensorParallelDetail, PipelineDetail, BubbleDetail, DataParallelDetail or OptimizerDetail
         The numbers behind it, by ``name`` (None when not given);
-        :func:`models.present.plan_text.component_note` words them (the line this held until
-        dgx-topo 0.3).
+        :func:`models.present.plan_text.component_note` words them.
     """
 
     name: str
@@ -677,8 +672,6 @@ class Calibration:
     fitted: dict
     layout: str
 
-    to_dict = MovedMethod("models.present.json_shapes.plan_calibration_json")
-
 
 @dataclass(frozen=True, slots=True)
 class Plan:
@@ -694,7 +687,7 @@ class Plan:
     layout : Layout
     fits : bool
         Whether its memory fits the GPU (``memory``; :func:`models.present.plan_text.fit_note`
-        words why it does not, the sentence ``reason`` held until dgx-topo 0.3).
+        words why it does not).
     step_time : float
         [s] (``inf`` when it does not fit).
     components : tuple of Component
@@ -710,13 +703,11 @@ class Plan:
         Hardware FLOPs of one step: model FLOPs plus what recomputation runs again. [FLOP]
     compute : models.studies.compute.ComputeFacts
         The compute model's facts (GPU part, dtype, peak, HBM, software stack, fractions, scale);
-        :func:`models.present.plan_text.compute_note` words them in one line (the line this held
-        until dgx-topo 0.3).
+        :func:`models.present.plan_text.compute_note` words them in one line.
     software : str
         The software stack's name.
     warning_codes : tuple of PlanWarning
-        What the plan warns of; :func:`models.present.plan_text.warning_note` words each (the
-        sentences ``warnings`` held until dgx-topo 0.3).
+        What the plan warns of; :func:`models.present.plan_text.warning_note` words each.
     calibration : Calibration or None
         The fit the compute model carries, when calibrated.
     timing : str
@@ -729,8 +720,7 @@ class Plan:
     timing_why : TimingWhy or None
         Why an analytical plan was not simulated; for a simulated one, that an ``overlap``
         fraction between 0 and 1 shaped only the first pass (None otherwise);
-        :func:`models.present.plan_text.timing_note` words it (the sentence ``timing_note`` held
-        until dgx-topo 0.3).
+        :func:`models.present.plan_text.timing_note` words it.
     nccl : str
         The NCCL release whose profile timed the collectives (``"2.27.7"``: the prepared
         fabric's, :func:`models.engine.nccl.profiles.nccl_profile`).
@@ -758,10 +748,6 @@ class Plan:
     analytical_step_time: float = math.nan
     timing_why: TimingWhy | None = None
     nccl: str = ""
-
-    reason = MovedField("models.present.plan_text.fit_note")
-    warnings = MovedField("models.present.plan_text.warning_notes")
-    timing_note = MovedField("models.present.plan_text.timing_note")
 
     @property
     def simulated(self) -> bool:
@@ -809,10 +795,6 @@ class Plan:
             return "memory capacity"
         return max(self.components, key=lambda c: c.exposed).name
 
-    explain = MovedMethod("models.present.plan_text.format_plan", verbose=True)
-    to_dict = MovedMethod("models.present.json_shapes.plan_json")
-    to_json = MovedMethod("models.present.json_shapes.plan_json", json_text=True)
-
     def to_records(self) -> list:
         """Tidy rows, one per component of the step (one row with ``component`` None when the
         layout does not fit): the layout, the step's figures and the component's time and
@@ -838,14 +820,11 @@ class Search:
     plans : tuple of Plan
     skipped_layouts : tuple of SkippedLayout
         Layouts not evaluated and why (degrees that do not divide, batch not divisible);
-        :func:`models.present.plan_text.skipped_note` words each (the sentences ``skipped`` held
-        until dgx-topo 0.3).
+        :func:`models.present.plan_text.skipped_note` words each.
     """
 
     plans: tuple
     skipped_layouts: tuple = ()
-
-    skipped = MovedField("models.present.plan_text.skipped_notes")
 
     @property
     def best(self) -> Plan:
@@ -853,10 +832,6 @@ class Search:
 
     def fitting(self) -> tuple:
         return tuple(p for p in self.plans if p.fits)
-
-    explain = MovedMethod("models.present.plan_text.format_search")
-    to_dict = MovedMethod("models.present.json_shapes.search_json")
-    to_json = MovedMethod("models.present.json_shapes.search_json", json_text=True)
 
     def to_records(self) -> list:
         """Tidy rows of every layout (:meth:`Plan.to_records`), each with its ``rank`` (1 is
@@ -1980,13 +1955,3 @@ def gpus_ranking(workload: str | Workload, *, dtype: str = "fp16", micro_batch: 
                              max(parts, key=parts.get), fits))
     ranks.sort(key=lambda r: (not r.fits, r.time_per_sample))
     return tuple(ranks)
-
-
-#: Names this module had in dgx-topo 0.2 that live elsewhere now -> where (words live in
-#: :mod:`models.present`); reading one warns and returns it.
-MOVED_NAMES = MappingProxyType({
-    name: f"models.present.plan_text.{name}"
-    for name in ("format_plan", "format_search", "format_gpus_ranking", "format_calibration", "memory_note",
-                 "CROSS_HOST_TP_WARNING")})
-
-__getattr__ = moved_names(__name__, MOVED_NAMES)

@@ -66,7 +66,6 @@ from topo.units import Sizes
 
 from ..engine.fabric import PreparedFabric
 from ..engine.memo import BoundedMemo
-from ..engine.results import MovedField
 from ..engine.nccl.profiles import NcclProfile
 from ..engine.nccl.search import ChannelSearchError
 from ..engine.nccltests import collective as _collective
@@ -159,7 +158,7 @@ class SweepRow:
         The case whose estimate this row reuses (itself unless a symmetry mapped it).
 
     :func:`models.present.sweep_text.sweep_row_note` words the status, the cause and the GPUs
-    left (the sentence ``note`` held until dgx-topo 0.3).
+    left.
     """
 
     failed: tuple
@@ -174,8 +173,6 @@ class SweepRow:
     cause: str
     gpus_lost: int
     representative: tuple
-
-    note = MovedField("models.present.sweep_text.sweep_row_note")
 
     @property
     def label(self) -> str:

@@ -521,19 +521,3 @@ def components(G: nx.DiGraph, fail_each: str, gpus: GpuIds = None) -> tuple:
         raise WhatIfError(f"{G.graph.get('name', 'the fabric')} has no {fail_each} to fail: "
                           f"expected fail_each= one of the parts it has ({', '.join(has)})")
     return found
-
-
-#: Names that moved to :mod:`models.studies.sweep` in 0.3 (with the sweep's words to
-#: :mod:`models.present.sweep_text`).
-_MOVED = ("sweep", "Sweep", "SweepRow", "SweepSizeError", "ExecutorSpecError", "MAX_CASES",
-          "IN_PROCESS_SECONDS")
-
-
-def __getattr__(name):
-    if name in _MOVED:
-        raise AttributeError(f"models.studies.whatif.{name} moved to models.studies.sweep.{name} in dgx-topo "
-                             f"0.3: import it from there")
-    if name == "terminal_progress":
-        raise AttributeError("models.studies.whatif.terminal_progress moved to "
-                             "models.present.sweep_text.terminal_progress in dgx-topo 0.3: import it from there")
-    raise AttributeError(f"module 'models.studies.whatif' has no attribute {name!r}")

@@ -59,9 +59,8 @@ from types import MappingProxyType
 from typing import TypeAlias
 
 from topo.errors import DgxTopoError
-from topo.faces import moved_names
 
-from ..engine.results import MovedMethod, tidy_records
+from ..engine.results import tidy_records
 
 __all__ = ["DEFAULT_BUCKET", "OPTIMIZER_PASS_BYTES", "DTYPES", "Op", "Software", "SOFTWARE", "Transformer",
            "ConvLayer", "CNN", "PRESETS",
@@ -573,8 +572,6 @@ class Transformer:
         outer = sbh * (2 + 2 + 2 * mask + 4)
         return (inner + scores) / tp + outer / (tp if sequence_parallel else 1)
 
-    describe = MovedMethod("models.present.plan_text.format_workload")
-
 
 # --------------------------------------------------------------------------- the CNN case
 @dataclass(frozen=True, slots=True)
@@ -698,8 +695,6 @@ class CNN:
         if recompute == "full":
             return 2.0 * max(maps) * 4 + 2.0 * micro_batch * 3 * self.image ** 2
         return 2.0 * 2 * sum(maps) + 2.0 * micro_batch * 3 * self.image ** 2
-
-    describe = MovedMethod("models.present.plan_text.format_workload")
 
 
 def resnet50() -> CNN:
@@ -945,11 +940,3 @@ def tp_limit(w: Workload, tp: int) -> TpConstraint | None:
     if w.kv_heads % tp and tp % w.kv_heads:
         return TpConstraint(TpLimit.KV_HEADS, tp, w.kv_heads)
     return None
-
-
-#: Names this module had in dgx-topo 0.2 that live elsewhere now -> where (words live in
-#: :mod:`models.present`); reading one warns and returns it.
-MOVED_NAMES = MappingProxyType({"format_workload": "models.present.plan_text.format_workload",
-                                "tp_constraint": "models.present.plan_text.tp_constraint"})
-
-__getattr__ = moved_names(__name__, MOVED_NAMES)

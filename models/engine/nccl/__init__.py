@@ -68,52 +68,9 @@ _FACE = MappingProxyType({
     "NCCL_COLLECTIVES": "models.engine.nccl.tuning",
 })
 
-#: Names this face listed in 0.2 and 0.3.0 that it no longer does -> where each is now.
-MOVED_NAMES = MappingProxyType({
-    "AlgoTime": "models.engine.nccl.tuning.AlgoTime",
-    "BinaryTree": "models.engine.nccl.trees.BinaryTree",
-    "Chain": "models.engine.nccl.trees.Chain",
-    "ChannelDuplication": "models.engine.nccl.search.ChannelDuplication",
-    "DoubleBinaryTree": "models.engine.nccl.trees.DoubleBinaryTree",
-    "DupRule": "models.engine.nccl.profiles.DupRule",
-    "HARDWARE": "models.engine.nccl.profiles.HARDWARE",
-    "INTEL_P2P_OVERHEAD": "models.engine.nccl.system.INTEL_P2P_OVERHEAD",
-    "LegacyRingConstants": "models.engine.nccl.profiles.LegacyRings",
-    "LegacyRings": "models.engine.nccl.legacy_rings.LegacyRings",
-    "LegacyRingsError": "models.engine.nccl.legacy_rings.LegacyRingsError",
-    "LinkLoad": "models.engine.nccl.search.LinkLoad",
-    "NcclRelease": "models.engine.nccl.profiles.NcclRelease",
-    "NcclSystemError": "models.engine.nccl.system.NcclSystemError",
-    "NetRoute": "models.engine.nccl.system.NetRoute",
-    "NoAlgorithmError": "models.engine.nccl.tuning.NoAlgorithmError",
-    "NvlsError": "models.engine.nccl.nvls.NvlsError",
-    "NvlsGraph": "models.engine.nccl.nvls.NvlsGraph",
-    "NvlsRules": "models.engine.nccl.profiles.NvlsRules",
-    "PATH_TYPES": "models.engine.nccl.profiles.PATH_TYPES",
-    "PatRules": "models.engine.nccl.profiles.PatRules",
-    "RankTree": "models.engine.nccl.trees.RankTree",
-    "TreeError": "models.engine.nccl.trees.TreeError",
-    "TuningError": "models.engine.nccl.tuning.TuningError",
-    "UnknownAlgorithmError": "models.engine.nccl.tuning.UnknownAlgorithmError",
-    "UnknownProtocolError": "models.engine.nccl.tuning.UnknownProtocolError",
-    "UnsupportedCollectiveError": "models.engine.nccl.tuning.UnsupportedCollectiveError",
-    "binary_tree": "models.engine.nccl.trees.binary_tree",
-    "comm_channels": "models.engine.nccl.tuning.comm_channels",
-    "dup_channels": "models.engine.nccl.search.dup_channels",
-    "format_versions_table": "models.present.versions_text.format_versions_table",
-    "intra_chain": "models.engine.nccl.trees.intra_chain",
-    "nccl_tree_depth": "models.engine.nccl.trees.nccl_tree_depth",
-    "nvlink_cliques": "models.engine.nccl.nvls.nvlink_cliques",
-    "nvlink_rings": "models.engine.nccl.legacy_rings.nvlink_rings",
-    "nvls_choice": "models.engine.nccl.tuning.nvls_choice",
-    "rank_tree": "models.engine.nccl.trees.rank_tree",
-    "search_channels_in": "models.engine.nccl.search.search_channels_in",
-    "sharp_switch": "models.engine.nccl.nvls.sharp_switch",
-})
-
 __all__ = list(_FACE)
 
-__getattr__, __dir__ = lazy_face(__name__, _FACE, MOVED_NAMES)
+__getattr__, __dir__ = lazy_face(__name__, _FACE)
 # legacy_rings is the function and its module: importing models/engine/nccl/legacy_rings.py (as
 # channels does) leaves the face's name the function.
 sys.modules[__name__].__class__ = Face

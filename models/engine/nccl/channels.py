@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from topo.cluster import network_nics
 
 from .legacy_rings import legacy_rings
-from ..results import MovedField, tidy_records
+from ..results import tidy_records
 from .nvls import NvlsGraph, nvlink_cliques, nvls_search, nvls_support
 from .reasons import Cause, Why
 from .releases import Mnnvl, NvlsAlgorithms, RingBuilder
@@ -75,8 +75,7 @@ class ChannelGraphs:
         The NVLS graph when NCCL sets ``nvlsSupport``.
     nvls_why : Why or None
         Why there is no NVLS graph (None when there is one); its words:
-        :func:`models.present.reasons_text.reason_text`. (0.2 and 0.3.0 held the sentence,
-        ``nvls_reason``; reading ``nvls_reason`` still gives it, with a DeprecationWarning.)
+        :func:`models.present.reasons_text.reason_text`.
     mnnvl : bool
         GPUs of several hosts were fused into one NCCL node (a multi-node NVLink clique).
     fabric : NcclSystem
@@ -90,8 +89,6 @@ class ChannelGraphs:
     nvls_why: Why | None = None
     mnnvl: bool = False
     fabric: NcclSystem | None = None
-
-    nvls_reason = MovedField("models.present.reasons_text.reason_text", field="nvls_why")
 
     def to_records(self) -> list:
         """One row per graph the tuning model reads (``graph``: ring, tree, and nvls when there

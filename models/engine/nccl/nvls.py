@@ -191,8 +191,7 @@ def nvls_support(fabric, nodes, *, nnodes: int = 1, clique: int | None = None) -
     -------
     (bool, Why or None)
         Supported, and why not (None when supported; its words:
-        :func:`models.present.reasons_text.reason_text`). (0.2 and 0.3.0 returned the reason as
-        a sentence, ``""`` when supported.)
+        :func:`models.present.reasons_text.reason_text`).
     """
     G, profile = fabric.G, fabric.profile
     rules, behaviour = profile.nvls, profile.behaviour

@@ -103,7 +103,6 @@ from types import MappingProxyType
 from typing import Any
 
 from topo.errors import DgxTopoError
-from topo.faces import moved_names
 from topo.specs import LINKS
 from topo.units import GB, us
 
@@ -1360,8 +1359,7 @@ def nccl_profile(version: str | NcclProfile | None = None) -> NcclProfile:
 
 def versions_table() -> tuple:
     """Releases, the profile governing each and its behaviour, oldest first, as numbers and enums
-    (:func:`models.present.versions_text.versions_rows` words them; in dgx-topo 0.2 this gave the
-    words).
+    (:func:`models.present.versions_text.versions_rows` words them).
 
     Returns
     -------
@@ -1378,10 +1376,3 @@ def versions_table() -> tuple:
     (((2, 0, 0), (2, 3, 6)), '2.3.5', 'v2.3.5-5', 'no trees')
     """
     return tuple(((p.first, p.last), p.version, p.tag, p.behaviour) for p in PROFILES.values())
-
-
-#: Names this module had in dgx-topo 0.2 that live elsewhere now -> where (words live in
-#: :mod:`models.present`); reading one warns and returns it.
-MOVED_NAMES = MappingProxyType({"format_versions_table": "models.present.versions_text.format_versions_table"})
-
-__getattr__ = moved_names(__name__, MOVED_NAMES)

@@ -83,7 +83,6 @@ from dataclasses import dataclass
 from enum import Enum
 from types import MappingProxyType
 
-from topo.faces import moved_names
 
 __all__ = [
     "Behaviour", "RingBuilder", "TreeRule", "AlgorithmSelection", "RingLatency", "InterLatency",
@@ -502,10 +501,3 @@ def behaviour_table() -> tuple:
                                             else getattr(b, c.name).value for c in COLUMNS)
                  for b in BEHAVIOURS.values())
     return (header,) + rows
-
-
-#: Names this module had in dgx-topo 0.2 that live elsewhere now -> where (words live in
-#: :mod:`models.present`); reading one warns and returns it.
-MOVED_NAMES = MappingProxyType({"format_behaviour_table": "models.present.versions_text.format_behaviour_table"})
-
-__getattr__ = moved_names(__name__, MOVED_NAMES)

@@ -80,7 +80,7 @@ from topo.schema import validate
 from topo.select import GpuIds, select_gpus
 
 from ..memo import LazyTable
-from ..results import MovedField, tidy_records
+from ..results import tidy_records
 from ..routes import PathType
 from .profiles import DupRule, NcclProfile, nccl_profile
 from .system import NcclSystem
@@ -1682,7 +1682,7 @@ class ChannelDuplication:
         Whether channels were duplicated.
     why : DupWhy
         Which condition decided; :func:`models.present.search_text.duplication_note` words it
-        with the numbers below (the sentence ``reason`` held until dgx-topo 0.3).
+        with the numbers below.
     found : int
         Channels found by pass 1 (before the rule).
     max_channels : int
@@ -1705,8 +1705,6 @@ class ChannelDuplication:
     found: int
     max_channels: int
     rule: DupRule
-
-    reason = MovedField("models.present.search_text.duplication_note")
 
     def to_records(self) -> list:
         """One tidy row: the channels and per-channel bandwidths after the rule, what decided

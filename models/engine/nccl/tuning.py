@@ -66,7 +66,7 @@ from topo.errors import DgxTopoError
 from topo.units import parse_nbytes
 
 from ..nccltests import algbw as nccl_tests_algbw, algbw_to_busbw, collective as _collective_spec
-from ..results import MovedField, tidy_records
+from ..results import tidy_records
 from .profiles import (ALGORITHMS, PATH_TYPES, PROTOCOLS, MissingConstantError, NcclProfile,
                        nccl_profile)
 from .releases import (AlgorithmSelection, InterLatency, LlCap, Ll128Cap, Ll128Rule, NvlsAlgorithms,
@@ -292,9 +292,7 @@ class Communicator:
         Why there is no NVLS graph (the ``support`` of :func:`applicability`'s
         :attr:`Cause.NO_NVLS_SUPPORT`); :attr:`Cause.NVLS_SUPPORTED` from
         :func:`models.engine.nccl.channels.channel_graphs` when there is one.
-        Its words: :func:`models.present.reasons_text.reason_text`. (0.2 and 0.3.0 took a
-        sentence, ``nvls_reason``; reading ``nvls_reason`` still gives it, with a
-        DeprecationWarning.)
+        Its words: :func:`models.present.reasons_text.reason_text`.
     """
 
     nranks: int
@@ -309,8 +307,6 @@ class Communicator:
     profile: NcclProfile | str | None = None
     nvls: ChannelGraph | None = None
     nvls_why: Why = Why(Cause.NO_NVLS_GRAPH)
-
-    nvls_reason = MovedField("models.present.reasons_text.reason_text", field="nvls_why")
 
     def __post_init__(self):
         object.__setattr__(self, "profile", nccl_profile(self.profile))
@@ -502,8 +498,7 @@ class Tuning:
         False when NCCL disables the combination (then ``bandwidth`` is 0, as in NCCL).
     why : Why or None
         Why it is disabled (None when enabled); its words:
-        :func:`models.present.reasons_text.reason_text`. (0.2 and 0.3.0 held the sentence,
-        ``reason``; reading ``reason`` still gives it, with a DeprecationWarning.)
+        :func:`models.present.reasons_text.reason_text`.
     bus : BusBandwidth or None
         The bus bandwidth and its working (None when disabled).
     ratio : float
@@ -524,8 +519,6 @@ class Tuning:
     ratio: float
     bandwidth: float
     latency: Latency | None
-
-    reason = MovedField("models.present.reasons_text.reason_text", field="why")
 
     def to_records(self) -> list:
         """One row: the cell, whether it is enabled (and why not: ``reason``, the
@@ -709,8 +702,8 @@ def applicability(collective: str, algorithm: str, protocol: str, comm: Communic
     Returns
     -------
     (bool, Why or None)
-        Enabled, and why not (None when enabled). (0.2 and 0.3.0 returned the reason as a
-        sentence, ``""`` when enabled: :func:`models.present.reasons_text.reason_text` words it.)
+        Enabled, and why not (None when enabled; :func:`models.present.reasons_text.reason_text`
+        words it).
 
     Examples
     --------
@@ -1435,7 +1428,6 @@ def nvls_choice(collective: str, nbytes: npt.ArrayLike, comm: Communicator, *,
     Returns
     -------
     NvlsChoice
-        (0.2 and 0.3.0 returned its sentence.)
 
     Examples
     --------

@@ -42,23 +42,6 @@ _FACE = MappingProxyType({
     "OutputPathError": "models.present.output",
 })
 
-#: Names this face listed in 0.3.0 that it no longer does -> where each is now.
-MOVED_NAMES = MappingProxyType({
-    "CURVE_SIZES": "models.present.report.analysis.CURVE_SIZES",
-    "CollectiveCheck": "models.present.report.analysis.CollectiveCheck",
-    "GENERATION_GPUS": "models.present.report.analysis.GENERATION_GPUS",
-    "MAX_MATRIX_GPUS": "models.present.report.analysis.MAX_MATRIX_GPUS",
-    "P2PRowCheck": "models.present.report.analysis.P2PRowCheck",
-    "SEED_COMPARISON": "models.present.report.analysis.SEED_COMPARISON",
-    "SeedComparison": "models.present.report.analysis.SeedComparison",
-    "SetBound": "models.present.report.analysis.SetBound",
-    "SystemBounds": "models.present.report.analysis.SystemBounds",
-    "SystemRow": "models.present.report.analysis.SystemRow",
-    "TrainingStep": "models.present.report.analysis.TrainingStep",
-    "WorstSet": "models.present.report.analysis.WorstSet",
-    "check_output_path": "models.present.output.check_output_path",
-})
-
 __all__ = list(_FACE)
 
-__getattr__, __dir__ = lazy_face(__name__, _FACE, MOVED_NAMES)
+__getattr__, __dir__ = lazy_face(__name__, _FACE)

@@ -67,9 +67,8 @@ __all__ = ["SystemRow", "SystemAnalysis", "SeedComparison", "ReportAnalysis", "G
            "measured_data", "REPORT_SIZE", "CURVE_SIZES", "MAX_MATRIX_GPUS", "REPORT_COLLECTIVE",
            "SEED_COMPARISON", "GENERATION_GPUS", "MEASURED_DATA", "SetBound", "WorstSet",
            "SystemBounds", "TrainingStep", "bound_edge_kinds", "set_classes", "system_bounds",
-           "SHIPPED_BOUNDS", "shipped_bounds_text", "write_shipped_bounds", "SHIPPED_ANALYSIS",
-           "shipped_analysis_text", "write_shipped_analysis", "shipped_plan", "computed_records",
-           "worst_sets", "training_step", "BOUND_SIZE", "BOUND_RELAY", "BOUND_WORST",
+           "SHIPPED_ANALYSIS", "shipped_analysis_text", "write_shipped_analysis", "shipped_plan",
+           "computed_records", "worst_sets", "training_step", "BOUND_SIZE", "BOUND_RELAY", "BOUND_WORST",
            "TRAINING_WORKLOAD", "TRAINING_SYSTEMS", "TRAINING_TP", "SimulatedStep", "simulated_steps",
            "SIMULATED_WORKLOAD"]
 
@@ -981,8 +980,6 @@ def system_bounds(G, *, worst: int = BOUND_WORST, profile=None, records=None) ->
 #: reads, rewrite it from the repository root:
 #: ``python -c "from models.present.report.analysis import write_shipped_analysis as w; w()"``.
 SHIPPED_ANALYSIS = shipped.SHIPPED_FILE
-#: The bounds are one section of :data:`SHIPPED_ANALYSIS` (their own file until 0.4).
-SHIPPED_BOUNDS = SHIPPED_ANALYSIS
 
 
 def _content(fabric) -> str:
@@ -1082,11 +1079,6 @@ def write_shipped_analysis() -> None:
     """Rewrite the shipped analysis (:data:`SHIPPED_ANALYSIS`) from :func:`shipped_analysis_text`."""
     path = shipped.write_shipped(shipped_analysis_text())
     print(f"wrote {path}")
-
-
-# Their 0.3 names: the bounds are one section of the shipped analysis.
-shipped_bounds_text = shipped_analysis_text
-write_shipped_bounds = write_shipped_analysis
 
 
 def _system_bounds(fabric, worst) -> SystemBounds:

@@ -164,7 +164,7 @@ def _seed_section(seed, figures: FigureDivs) -> str:
     ratio = float(np.atleast_1d(one.busbw)[-1] / np.atleast_1d(two.busbw)[-1])
     parts.append(
         f"<p>The same 16 GPUs, as one DGX-2 or as two DGX-1V on an EDR InfiniBand fabric "
-        f"(<code>dgxtopo compare dgx2 2xdgx1v</code>). At {escape(format_bytes(int(CURVE_SIZES[-1])))} the "
+        f"(<code>dgxtopo compare --system dgx2 2xdgx1v</code>). At {escape(format_bytes(int(CURVE_SIZES[-1])))} the "
         f"DGX-2's all_reduce is {ratio:.2f}x faster: its rings run over the NVSwitches at NCCL's "
         f"{one.ring.nchannels} x {to_GBps(one.ring.bw_intra):.0f} GB/s, while the two DGX-1V's rings cross "
         f"the network at {two.ring.nchannels} x {to_GBps(two.ring.bw_intra):.0f} GB/s per node (each EDR "

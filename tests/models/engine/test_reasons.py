@@ -25,7 +25,6 @@ from models.engine.nccl.tuning import (ChannelGraph, Communicator, NoAlgorithmEr
                                        bus_bandwidth, latency, nvls_choice, select_algorithm, tune)
 from models.predict.collectives import estimate
 from models.present.reasons_text import error_text, nvls_choice_text, reason_text
-from tests.conftest import deprecations
 
 
 def _profile(name):
@@ -350,31 +349,19 @@ def test_the_command_line_words_a_tuning_error(capsys):
         "have 80\n")
 
 
-# ------------------------------------------------------------------ 0.3.0's sentences, still read
+# ------------------------------------------------------------------ the fields' words
 
 
-def test_the_sentences_of_0_3_0_still_read_with_a_warning():
+def test_the_reasons_of_a_tuning_a_communicator_and_an_estimate_are_worded():
     g = _graphs("dgxh100", "2.16")
-    t = tune("broadcast", "tree", "Simple", g.communicator)
     e = estimate(topo.build("dgxa100"), "all_reduce", 2**20)
-    cases = [
-        (lambda: t.reason, "NCCL runs broadcast with Ring only (src/graph/tuning.cc)", "Tuning.reason",
-         "reason_text", "Tuning.why"),
-        (lambda: tune("all_reduce", "ring", "Simple", g.communicator).reason, "", "Tuning.reason", "reason_text",
-         "Tuning.why"),
-        (lambda: g.nvls_reason, "NCCL 2.16.5 has no NVLS (it arrives in v2.17.1)", "ChannelGraphs.nvls_reason",
-         "reason_text", "ChannelGraphs.nvls_why"),
-        (lambda: g.communicator.nvls_reason, "NCCL 2.16.5 has no NVLS (it arrives in v2.17.1)",
-         "Communicator.nvls_reason", "reason_text", "Communicator.nvls_why"),
-        (lambda: e.nvls_reason, "NVLS not chosen for all_reduce: no NVLS support: NVLS needs every GPU at compute "
-                                "capability 90 or later (Hopper), the GPUs have 80",
-         "CollectiveEstimate.nvls_reason", "nvls_choice_text", "CollectiveEstimate.nvls_choice"),
-    ]
-    for read, sentence, old, new, field in cases:
-        value, messages = deprecations(read)
-        assert value == sentence
-        assert messages == [f"{old} moved to models.present.reasons_text.{new} in dgx-topo 0.3: call it on "
-                            f"{field}"]
+    assert reason_text(tune("broadcast", "tree", "Simple", g.communicator).why) == \
+        "NCCL runs broadcast with Ring only (src/graph/tuning.cc)"
+    assert reason_text(tune("all_reduce", "ring", "Simple", g.communicator).why) == ""
+    assert reason_text(g.nvls_why) == reason_text(g.communicator.nvls_why) == \
+        "NCCL 2.16.5 has no NVLS (it arrives in v2.17.1)"
+    assert nvls_choice_text(e.nvls_choice) == ("NVLS not chosen for all_reduce: no NVLS support: NVLS needs every "
+                                               "GPU at compute capability 90 or later (Hopper), the GPUs have 80")
 
 
 # ------------------------------------------------------------------ records

@@ -1,5 +1,4 @@
-"""Results are numbers: every result type's ``to_records()`` gives tidy rows (models.engine.results),
-and the methods whose words moved to models.present say where they went."""
+"""Results are numbers: every result type's ``to_records()`` gives tidy rows (models.engine.results)."""
 
 from __future__ import annotations
 
@@ -10,16 +9,13 @@ import numpy as np
 import pytest
 
 import topo
-from models.engine.results import Moved, tidy_records
-from models.predict.collectives import CollectiveEstimate, estimate, subsets
-from models.predict.measure import DEFAULT, Parameter, measured
-from models.predict.network import NetworkLoad
-from models.predict.nicpath import NicPath
-from models.predict.p2p import P2PReport, P2PResult, p2p_path, p2p_report
+from models.engine.results import tidy_records
+from models.predict.collectives import estimate, subsets
+from models.predict.measure import DEFAULT, measured
+from models.predict.p2p import p2p_path, p2p_report
 from models.studies.benchmarks import read_nccl_tests
-from models.studies.bounds import Bound, Cut, bound, subset_bounds
-from models.studies.calibration import Calibration, Check, check
-from models.studies.packing import Tree, TreePacking
+from models.studies.bounds import bound, subset_bounds
+from models.studies.calibration import Calibration, check
 from models.studies.planner import Plan, Search, gpus_ranking, plan, search
 from topo.errors import DgxTopoError
 from topo.select import format_gpu_ids
@@ -157,24 +153,6 @@ def test_plan_search_and_ranking_records(dgx1v):
     ranks = gpus_ranking("bert-large")
     rows = [row for r in ranks for row in r.to_records()]
     assert_tidy(rows, {"generation", "time_per_sample_s", "binding"})
-
-
-@pytest.mark.parametrize("kind, name, new", [
-    (CollectiveEstimate, "explain", "models.present.explain.explain"),
-    (P2PResult, "explain", "models.present.explain.explain"),
-    (P2PReport, "to_dict", "models.present.json_shapes.p2p_json"),
-    (Bound, "explain", "models.present.explain.explain"), (Bound, "format", "bound_summary"),
-    (Bound, "to_json", "json_shapes.bound_json"), (Cut, "describe", "describe_cut"),
-    (TreePacking, "describe", "describe_packing"), (Tree, "to_json", "tree_json"),
-    (Check, "to_json", "check_json"), (Check, "format", "check_table"), (Check, "explain", "explain"),
-    (Calibration, "format", "calibration_table"),
-    (NetworkLoad, "describe", "describe_network_load"), (Parameter, "describe", "describe_parameter"),
-    (NicPath, "describe", "describe_nic_path"),
-])
-def test_moved_words_name_their_new_place(kind, name, new):
-    assert isinstance(kind.__dict__[name], Moved)
-    with pytest.raises(AttributeError, match=rf"{kind.__name__}\.{name} moved to .*{new}.* in dgx-topo 0\.3"):
-        getattr(kind, name)
 
 
 def test_engine_results_give_tidy_rows(dgx1v):
@@ -574,7 +552,7 @@ NOT_RESULTS = {
     # inputs, constants and rules
     "PipelineConstants", "DupRule", "NvlsRules", "PatRules", "NcclProfile", "Column", "ReleaseBehaviour",
     "ChannelGraph", "Communicator", "Collective", "StepParameters", "Parameter", "LinkClass",
-    "MeasurementModel", "Calibrated", "Task", "Gpu", "Generation", "ComputeModel", "Layout", "Failure",
+    "MeasurementModel", "Calibrated", "Task", "Gpu", "ComputeModel", "Layout", "Failure",
     "Op", "Software", "Transformer", "ConvLayer", "CNN",
     # parts: their parent's rows (ChannelSearch: LinkLoad, SearchStep; Tuning: the bandwidth and
     # latency terms; SimulationResult: TaskTiming, LinkUse (link_records); a benchmark's parse:
@@ -632,7 +610,7 @@ def test_sweep_records_are_its_cases_in_rank_order(dgx1v):
 WORDS_KEPT = {
     ("NcclProfile", "notes"): "where each constant comes from (citations, with the constants)",
     ("NcclRelease", "text"): "the release as the user wrote it",
-    ("Caveat", "text"): "a note read back from a calibration file written before 0.3 (CaveatCode.READ)",
+    ("Caveat", "text"): "a note read back from a calibration file (CaveatCode.READ)",
     ("Software", "description"): "a software stack's description, a constant of its table",
 }
 _WORDS_NAME = re.compile(r"(reason|reasons|note|notes|detail|details|where|warning|warnings|skipped|explanation"

@@ -187,7 +187,7 @@ def test_a_communicator_within_one_host_of_a_cluster_is_keyed_by_the_hosts_own_p
 
 
 def test_automorphisms_are_bounded_and_the_same_whatever_the_hash_seed(tmp_path):
-    """An imported DGX H100 (dgxtopo topo dgxh100 | dgxtopo import --gpu h100): 18 NVSwitches
+    """An imported DGX H100 (dgxtopo topo --system dgxh100 | dgxtopo import --gpu h100): 18 NVSwitches
     inferred from NV18, a PCIe tree rebuilt from the matrix. VF2's order followed the hash seed
     (2 s or more than 200 s); now the same maps, classes and set classes in well under a second."""
     text = topo.format_connection_matrix(topo.connection_matrix(topo.build("dgxh100")))

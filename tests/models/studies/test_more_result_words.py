@@ -1,6 +1,6 @@
 """Bound.nvls_why, NetworkLoad.group/nodes and the caveats of Calibration and Check are numbers and
-codes; models.present words them as dgx-topo 0.3.0 did (the strings below were printed by main
-before the change), and the 0.3.0 attributes still read, with a DeprecationWarning."""
+codes; models.present words them as dgx-topo did before they were codes (the strings below were
+printed by main before the change)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,6 @@ from models.present.text import calibration_table, caveat_text, caveat_texts, ch
 from models.studies.benchmarks import P2PBenchmark, read_nccl_tests
 from models.studies.bounds import bound, nvls_applicable
 from models.studies.calibration import Calibration, Caveat, CaveatCode, calibrate, check
-from tests.conftest import deprecations
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "data"
 # A broadcast without rank lines or header: busbw = algbw, so the rows do not tell the ranks.
@@ -75,10 +74,7 @@ def test_a_bound_holds_the_why_and_its_json_and_explanation_word_it():
     assert "in-switch reduction: applicable: NVSwitch (third generation) reduce in the switch" in explain_bound(b)
     (row,) = b.to_records()
     assert (row["nvls_applies"], row["nvls_cause"]) == (True, "nvls_switch_reduces")
-    words, warned = deprecations(lambda: b.nvls)
-    assert words == NVLS_WORDS["dgxh100"][2]
-    assert warned == ["Bound.nvls moved to models.present.reasons_text.nvls_bound_text in dgx-topo 0.3: call it "
-                      "on Bound.nvls_why"]
+    assert nvls_bound_text(b.nvls_why) == NVLS_WORDS["dgxh100"][2]
 
 
 def test_a_bound_of_another_collective_says_it_is_not_an_all_reduce():
@@ -87,7 +83,7 @@ def test_a_bound_of_another_collective_says_it_is_not_an_all_reduce():
     assert bound_json(b)["nvls"] == "not applicable: not an all_reduce"
     assert "in-switch reduction" not in explain_bound(b)
     assert b.to_records()[0]["nvls_cause"] == "nvls_not_all_reduce"
-    assert deprecations(lambda: b.nvls)[0] == "not applicable: not an all_reduce"
+    assert nvls_bound_text(b.nvls_why) == "not applicable: not an all_reduce"
 
 
 def test_any_other_cause_reads_as_not_applicable_with_the_engines_sentence():
@@ -104,10 +100,6 @@ def test_the_busiest_group_is_its_kind_and_nodes_worded_as_before():
     assert network_load_where(load) == "net.leaf4's down-links from the tier above"
     assert "busiest: net.leaf4's down-links from the tier above (1 edge) carry 8 of them" in describe_network_load(load)
     assert (load.to_records()[0]["group"], load.to_records()[0]["group_nodes"]) == ("down", "net.leaf4")
-    words, warned = deprecations(lambda: load.where)
-    assert words == "net.leaf4's down-links from the tier above"
-    assert warned == ["NetworkLoad.where moved to models.present.explain.network_load_where in dgx-topo 0.3: call "
-                      "it on the result"]
 
 
 def test_a_nic_port_is_one_link():
@@ -115,7 +107,7 @@ def test_a_nic_port_is_one_link():
     graphs = channel_graphs(NcclSystem(G), topo.gpus(G))
     load = network_load(graphs.fabric, graphs.ring, "ring")
     assert (load.group, load.nodes) == ("link", ("h0.mlx5_0", "net.leaf0"))
-    assert network_load_where(load) == "h0.mlx5_0->net.leaf0" == deprecations(lambda: load.where)[0]
+    assert network_load_where(load) == "h0.mlx5_0->net.leaf0"
 
 
 @pytest.mark.parametrize("key, words", [
@@ -148,10 +140,6 @@ def test_a_calibration_holds_its_caveats_worded_as_before(fitted):
     assert caveat_texts(fitted.caveats) == (P2P_WORDS, FLOOR_WORDS)
     assert calibration_table(fitted).endswith(f"  note: {P2P_WORDS}\n  note: {FLOOR_WORDS}")
     assert calibration_file_json(fitted)["notes"] == [P2P_WORDS, FLOOR_WORDS]
-    notes, warned = deprecations(lambda: fitted.notes)
-    assert notes == (P2P_WORDS, FLOOR_WORDS)
-    assert warned == ["Calibration.notes moved to models.present.text.caveat_texts in dgx-topo 0.3: call it on "
-                      "Calibration.caveats"]
     assert fitted.caveats[0].to_records() == [{"code": "p2p_not_fitted", "count": 2, "run": None,
                                                "ranks_source": "", "system": None, "text": ""}]
 
@@ -161,8 +149,8 @@ def test_a_calibration_file_keeps_its_notes_both_ways(fitted):
     back = Calibration.from_json(text)
     assert back.caveats == (Caveat(CaveatCode.READ, text=P2P_WORDS), Caveat(CaveatCode.READ, text=FLOOR_WORDS))
     assert json.dumps(calibration_file_json(back), indent=2) == text
-    shipped = Calibration.from_json((EXAMPLE / "dgx2_calibration.json").read_text())   # written before 0.3.1
-    assert deprecations(lambda: shipped.notes)[0] == (FLOOR_WORDS,)
+    shipped = Calibration.from_json((EXAMPLE / "dgx2_calibration.json").read_text())
+    assert caveat_texts(shipped.caveats) == (FLOOR_WORDS,)
     assert caveat_text(shipped.caveats[0]) == FLOOR_WORDS
 
 
@@ -177,16 +165,14 @@ def test_a_check_of_a_run_without_its_ranks_says_the_gpus_were_assumed(name, sys
                                 system=system),)
     words = (f"{label} does not show its rank count (no complete device lines; {RANKS}): assumed every GPU of "
              f"{system_words} (16); expected gpus= naming them if the run used fewer")
-    assert caveat_texts(c.caveats) == (words,) == deprecations(lambda: c.notes)[0]
+    assert caveat_texts(c.caveats) == (words,)
     assert check_table(c).endswith(f"# note: {words}") and check_json(c)["notes"] == [words]
-    assert deprecations(lambda: c.notes)[1] == ["Check.notes moved to models.present.text.caveat_texts in "
-                                                "dgx-topo 0.3: call it on Check.caveats"]
     assert len(c.gpus) == 16
 
 
 def test_a_check_that_assumed_nothing_has_no_notes():
     c = check(read_nccl_tests((EXAMPLE / "dgx2_12gpu_all_reduce.txt").read_text()), topo.dgx2())
-    assert c.caveats == () and "notes" not in check_json(c) and deprecations(lambda: c.notes)[0] == ()
+    assert c.caveats == () and "notes" not in check_json(c) and caveat_texts(c.caveats) == ()
     assert c.gpus == (1, 2, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)
 
 

@@ -6,7 +6,6 @@ dgx-topo printed before (the known answers below are main's output before the wo
 from __future__ import annotations
 
 import dataclasses
-import importlib
 
 import pytest
 
@@ -22,7 +21,6 @@ from models.studies.planner import (BubbleDetail, Component, ComputeDetail, Data
                                     PipelineDetail, TensorParallelDetail, plan)
 from models.studies.workload import OPTIMIZER_PASS_BYTES, Op, workload
 from topo.units import GB, MiB
-from tests.conftest import deprecations
 
 SMALL = "transformer:layers=4,hidden=512,heads=8,seq=256,vocab=1000"
 
@@ -195,18 +193,3 @@ def test_versions_table_is_numbers_and_enums():
     assert rows[-1][0] == ((2, 27, 0), (2, 27, ANY_PATCH)) and rows[-1][3] is BEHAVIOURS["2.27.7"]
     assert behaviour_text(behaviour) == versions_rows()[0][3]
 
-
-# ---------------------------------------------------------------------------- shims
-
-
-def test_the_0_2_names_of_the_words_warn_and_answer():
-    import models.present.plan_text as plan_text
-
-    value, messages = deprecations(lambda: importlib.import_module("models.studies.compute").compute_note)
-    assert value is plan_text.compute_note
-    assert messages == ["models.studies.compute.compute_note moved to models.present.plan_text.compute_note in "
-                        "dgx-topo 0.3: import it from there"]
-    cm = compute_model("V100", "fp16")
-    value, messages = deprecations(lambda: cm.describe())
-    assert value == compute_note(cm) and messages == [
-        "ComputeModel.describe moved to models.present.plan_text.compute_note in dgx-topo 0.3: call it from there"]

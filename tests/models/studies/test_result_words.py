@@ -4,8 +4,7 @@ which layouts a search refused (Search.skipped_layouts, SkippedLayout, TpConstra
 failure leaves of a sweep's job (SweepRow.status, cause, gpus_lost) and which condition of
 ncclTopoDupChannels decided (ChannelDuplication.why) are codes and numbers; models.present words them
 exactly as dgx-topo did before (the known answers below are main's sentences before the words
-moved), the planner's errors carry their numbers and are worded the same, and 0.3.0's attributes
-still read, with a DeprecationWarning."""
+moved), and the planner's errors carry their numbers and are worded the same."""
 
 from __future__ import annotations
 
@@ -16,9 +15,8 @@ import pytest
 import topo
 from models.engine.fabric import PreparedFabric
 from models.engine.nccl.search import ChannelDuplication, DupWhy, dup_channels
-from models.engine.results import MovedField
 from models.present.plan_text import (CROSS_HOST_TP_WARNING, fit_note, memory_note, plan_error_text, skipped_note,
-                                      skipped_notes, timing_note, tp_constraint, tp_limit_note, warning_note,
+                                      skipped_notes, timing_note, tp_limit_note, warning_note,
                                       warning_notes)
 from models.present.search_text import duplication_note
 from models.present.sweep_text import sweep_row_note
@@ -27,7 +25,6 @@ from models.studies.planner import (DoesNotFitError, Memory, NoLayoutError, Plan
 from models.studies.stepgraph import PlanDoesNotFitError, StepGraphError, step_graph, step_graph_size
 from models.studies.sweep import SweepRow, SweepStatus, sweep
 from models.studies.workload import PRESETS, TpConstraint, TpLimit, resnet50, tp_limit, workload
-from tests.conftest import deprecations
 
 SMALL = "transformer:layers=4,hidden=512,heads=8,seq=256,vocab=1000"
 EIGHT = "transformer:layers=8,hidden=512,heads=8,seq=256,vocab=1000"
@@ -300,39 +297,3 @@ def test_the_new_types_give_tidy_records():
         {"code": "not_among_best", "count": 8, "events": None, "max_events": None, "overlap": None}]
     assert TpConstraint(TpLimit.KV_HEADS, 6, 4).to_records() == [{"limit": "kv_heads", "tp": 6, "value": 4}]
 
-
-# ------------------------------------------------------------------ 0.3.0's names
-def test_the_old_attributes_still_read_with_a_warning(dgx1v, oom):
-    s = search(SMALL, dgx1v, global_batch=12, simulate=0)
-    p = s.plans[-1]
-    row = sweep(topo.dgx1v(), "all_reduce", 2**20, fail_each="gpu", gpus="0-3", executor="inline").rows[0]
-    d = dup_channels(6, 60e9, compute_capability=90)
-    cases = [(lambda: oom.reason, OOM_WORDS, "Plan.reason", "models.present.plan_text.fit_note"),
-             (lambda: p.reason, "", "Plan.reason", "models.present.plan_text.fit_note"),
-             (lambda: p.timing_note, "analytical only (simulate=0)", "Plan.timing_note",
-              "models.present.plan_text.timing_note"),
-             (lambda: p.warnings, (), "Plan.warnings", "models.present.plan_text.warning_notes"),
-             (lambda: s.skipped, ("tp1 pp1 dp8: global batch 12 is not a multiple of dp x micro-batch = 8",),
-              "Search.skipped", "models.present.plan_text.skipped_notes"),
-             (lambda: row.note, "the job runs on 3 GPUs", "SweepRow.note", "models.present.sweep_text.sweep_row_note"),
-             (lambda: d.reason, "duplicated to min(2 x 6, 32) channels", "ChannelDuplication.reason",
-              "models.present.search_text.duplication_note")]
-    for read, expected, old, new in cases:
-        value, messages = deprecations(read)
-        assert value == expected, old
-        assert messages == [f"{old} moved to {new} in dgx-topo 0.3: call it on the result"], old
-    assert isinstance(vars(type(p))["reason"], MovedField)
-
-
-def test_the_old_module_names_still_import_with_a_warning():
-    import models.studies.planner as planner
-    import models.studies.workload as workload_module
-
-    value, messages = deprecations(lambda: workload_module.tp_constraint(PRESETS["gpt2-1.5b"], 2))
-    assert value == "tensor parallel 2 does not divide heads (25)" == tp_constraint(PRESETS["gpt2-1.5b"], 2)
-    assert messages == ["models.studies.workload.tp_constraint moved to models.present.plan_text.tp_constraint in "
-                        "dgx-topo 0.3: import it from there"]
-    assert tp_constraint(PRESETS["llama3-70b"], 8) == ""
-    for name, expected in (("memory_note", memory_note), ("CROSS_HOST_TP_WARNING", CROSS_HOST_TP_WARNING)):
-        value, messages = deprecations(lambda: getattr(planner, name))
-        assert value is expected and len(messages) == 1 and "moved to models.present.plan_text" in messages[0]
