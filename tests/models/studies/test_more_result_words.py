@@ -153,7 +153,8 @@ def test_a_calibration_holds_its_caveats_worded_as_before(fitted):
     assert warned == ["Calibration.notes moved to models.present.text.caveat_texts in dgx-topo 0.3: call it on "
                       "Calibration.caveats"]
     assert fitted.caveats[0].to_records() == [{"code": "p2p_not_fitted", "count": 2, "run": None,
-                                               "ranks_source": "", "system": None, "text": ""}]
+                                               "ranks_source": "", "system": None, "text": "",
+                                               "collective": None, "calibration_system": None}]
 
 
 def test_a_calibration_file_keeps_its_notes_both_ways(fitted):
@@ -172,7 +173,7 @@ def test_a_check_of_a_run_without_its_ranks_says_the_gpus_were_assumed(name, sys
     G = topo.dgx2()
     if system is None:
         del G.graph["name"]
-    c = check(read_nccl_tests(BROADCAST, name=name), G)
+    c = check(read_nccl_tests(BROADCAST, name=name), G, gpus_per_thread=1)  # -g given: only the GPUs assumed
     assert c.caveats == (Caveat(CaveatCode.GPUS_ASSUMED, count=16, run=name, ranks_source=f"unknown: {RANKS}",
                                 system=system),)
     words = (f"{label} does not show its rank count (no complete device lines; {RANKS}): assumed every GPU of "
