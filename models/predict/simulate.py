@@ -848,8 +848,13 @@ def simulate(G: nx.DiGraph, graph: TaskGraph, *, profile: str | NcclProfile | No
     LimitError
         Beyond ``max_events``.
     TaskGraphError
-        For GPU ids the fabric does not have.
+        For a ``graph`` that is not a :class:`TaskGraph` (its JSON form is read by
+        :func:`task_graph`), or GPU ids the fabric does not have.
     """
+    if not isinstance(graph, TaskGraph):
+        shown = f"{type(graph).__name__} {graph!r:.60}" if isinstance(graph, (dict, list, str)) else type(graph).__name__
+        raise TaskGraphError(f"expected a TaskGraph (task_graph(data) reads its JSON form, a dict with a "
+                             f"\"tasks\" list), received {shown}")
     size = simulation_size(graph)
     if size > max_events:
         raise LimitError(f"a simulation of {len(graph.tasks)} tasks ({size} events)", keyword="max_events",
