@@ -1305,7 +1305,8 @@ def _plan_arguments(parser) -> None:
                                          "step overlaps as its schedule allows")
     model.add_argument("--bucket", type=parse_size, metavar="SIZE",
                        help="gradient bucket (default 25M, PyTorch DDP's)")
-    model.add_argument("--compute-scale", type=_plan_number("--compute-scale", low=0, high=1e4), metavar="K",
+    from ..studies.compute import MAX_SCALE
+    model.add_argument("--compute-scale", type=_plan_number("--compute-scale", low=0, high=MAX_SCALE), metavar="K",
                        help="multiply every kernel's time by K (a --calibrate result)")
     model.add_argument("--calibrate", metavar="MEASURED",
                        help=f"fit the compute model to one measured step of this layout: {MEASURED_GRAMMAR}")
