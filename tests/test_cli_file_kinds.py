@@ -105,3 +105,47 @@ def test_any_bytes_have_a_kind_and_nuls_are_never_text(data):
     assert isinstance(kind, FileKind)
     if b"\x00" in data[:4096]:
         assert kind in (FileKind.UTF16, FileKind.BINARY)
+
+
+# --- found by the fuzz pass: text saved with a byte order mark (Notepad's UTF-8) -------------
+@pytest.fixture(scope="module")
+def bom_files(tmp_path_factory):
+    """Each input twice, in bom/ with a byte order mark and in pln/ without (names of one length)."""
+    path = tmp_path_factory.mktemp("inputs")
+    (path / "bom").mkdir()
+    (path / "pln").mkdir()
+    assert main(["export", "--system", "dgx1v", "--out", str(path / "fabric.json")]) == 0
+    examples = DATA.parent.parent / "examples" / "data"
+    texts = {"smi.txt": SMI, "xml.xml": XML, "run.txt": (examples / "dgx2_12gpu_all_reduce.txt").read_text(),
+             "cal.json": (examples / "dgx2_calibration.json").read_text(),
+             "fabric.json": (path / "fabric.json").read_text()}
+    for name, text in texts.items():
+        (path / "bom" / name).write_text(text, encoding="utf-8-sig")
+        (path / "pln" / name).write_text(text)
+    return path
+
+
+@pytest.mark.parametrize("argv", [
+    ["import", "{smi.txt}", "--gpu", "v100-sxm2"], ["import", "{xml.xml}"], ["check", "{run.txt}", "--system", "dgx2"],
+    ["check", "{run.txt}", "--system", "dgx2", "--calibration", "{cal.json}"], ["topo", "--topo-file", "{fabric.json}"],
+])
+def test_a_byte_order_mark_is_not_content(capsys, bom_files, argv):
+    capsys.readouterr()
+    outs = []
+    for where in ("bom", "pln"):
+        assert main([a if not a.startswith("{") else str(bom_files / where / a[1:-1]) for a in argv]) == 0
+        outs.append(capsys.readouterr()[0].replace(str(bom_files / where), "DIR"))
+    assert outs[0] == outs[1]
+
+
+def test_the_json_reader_and_the_nvidia_smi_parser_ignore_a_byte_order_mark():
+    from topo.inputs import parse_json
+
+    assert parse_json('\ufeff{"a": 1}') == {"a": 1}
+    assert topo_from_smi("\ufeff" + SMI).number_of_nodes() == topo_from_smi(SMI).number_of_nodes()
+
+
+def topo_from_smi(text):
+    import topo
+
+    return topo.from_nvidia_smi(text, gpu="v100-sxm2")
