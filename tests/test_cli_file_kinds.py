@@ -31,6 +31,7 @@ def _fabric(tmp_path, fmt: str, capsys) -> bytes:
 CASES = {  # name: (the bytes, or the export format of a fabric; what the message calls the file)
     "utf16": (SMI.encode("utf-16"), "is UTF-16 text"),
     "utf16be": (SMI.encode("utf-16-be"), "is UTF-16 text"),
+    "utf32": (SMI.encode("utf-32"), "is UTF-32 text"),
     "binary": (bytes(range(256)) * 4, "is binary data, not text"),
     "empty": (b"", "is an empty file"),
     "blank": (b" \n\t\n", "is an empty file"),
@@ -93,9 +94,9 @@ def _as_read(data: bytes) -> str:
 
 @settings(max_examples=60, deadline=None)
 @given(text=st.text(alphabet=string.printable, min_size=8, max_size=300).filter(lambda t: t.strip()),
-       encoding=st.sampled_from(["utf-16", "utf-16-le", "utf-16-be"]))
-def test_ascii_written_as_utf16_is_told_as_such(text, encoding):
-    assert file_kind(_as_read(text.encode(encoding))) is FileKind.UTF16
+       encoding=st.sampled_from(["utf-16", "utf-16-le", "utf-16-be", "utf-32", "utf-32-le", "utf-32-be"]))
+def test_ascii_written_as_utf16_or_utf32_is_told_as_such(text, encoding):
+    assert file_kind(_as_read(text.encode(encoding))) is (FileKind.UTF16 if "16" in encoding else FileKind.UTF32)
 
 
 @settings(max_examples=100, deadline=None)
@@ -104,7 +105,7 @@ def test_any_bytes_have_a_kind_and_nuls_are_never_text(data):
     kind = file_kind(_as_read(data))
     assert isinstance(kind, FileKind)
     if b"\x00" in data[:4096]:
-        assert kind in (FileKind.UTF16, FileKind.BINARY)
+        assert kind in (FileKind.UTF16, FileKind.UTF32, FileKind.BINARY)
 
 
 # --- found by the fuzz pass: text saved with a byte order mark (Notepad's UTF-8) -------------

@@ -3,7 +3,7 @@ file given where another kind was expected (``--topo-file``, ``import``, ``check
 ``calibrate``), so that each says what the file is instead of what it lacks.
 
 The text is what :func:`topo.inputs.read_input` returns (UTF-8, stray bytes replaced by U+FFFD):
-UTF-16 shows as a NUL beside every ASCII character, binary data as NULs, control characters and
+UTF-16 shows as a NUL beside every ASCII character (UTF-32 as three), binary data as NULs, control characters and
 replaced bytes. Only the first :data:`HEAD` characters are looked at.
 
 Examples
@@ -40,6 +40,7 @@ class FileKind(enum.Enum):
 
     EMPTY = "an empty file"
     UTF16 = "UTF-16 text"
+    UTF32 = "UTF-32 text"
     BINARY = "binary data, not text"
     FABRIC_JSON = "a dgx-topo fabric (JSON)"
     FABRIC_GRAPHML = "a dgx-topo fabric (GraphML)"
@@ -61,6 +62,13 @@ def _utf16(sample: str) -> bool:
     return max(even, odd) >= 0.3 * half and min(even, odd) <= 0.02 * half
 
 
+def _utf32(sample: str) -> bool:
+    """Three NULs beside (nearly) every fourth character: ASCII read as UTF-32."""
+    quarter = max(1, len(sample) // 4)
+    zeros = sorted(sample[k::4].count("\x00") for k in range(4))
+    return zeros[1] >= 0.3 * quarter and zeros[0] <= 0.02 * quarter
+
+
 def _binary(sample: str) -> bool:
     odd = sum(1 for c in sample if c == "\ufffd" or (c < " " and c not in "\t\n\r\f\v\x1b"))
     return "\x00" in sample or odd > _BINARY_SHARE * len(sample)
@@ -73,6 +81,8 @@ def file_kind(text: str) -> FileKind:
     if not body:
         return FileKind.EMPTY
     sample = head[:_SAMPLE]
+    if "\x00" in sample and _utf32(sample):
+        return FileKind.UTF32
     if "\x00" in sample and _utf16(sample):
         return FileKind.UTF16
     if _binary(sample):
@@ -103,6 +113,7 @@ def file_kind(text: str) -> FileKind:
 # Where each kind is read, for a file given elsewhere ({path}: the file as the command line named it).
 _HOME = MappingProxyType({
     FileKind.UTF16: "save it as UTF-8 first (iconv -f UTF-16 -t UTF-8 {path})",
+    FileKind.UTF32: "save it as UTF-8 first (iconv -f UTF-32 -t UTF-8 {path})",
     FileKind.FABRIC_JSON: "a fabric is read by --topo-file {path}",
     FileKind.FABRIC_GRAPHML: "a fabric is read by --topo-file {path}",
     FileKind.NCCL_XML: "import it first with 'dgxtopo import {path} --out FILE.json' and pass that file to --topo-file",
