@@ -887,7 +887,7 @@ class _Table:
 
 # -- public API -----------------------------------------------------------------------------
 def _check_mode(mode, p2p: bool):
-    if mode not in MODES:
+    if not isinstance(mode, str) or mode not in MODES:
         raise P2PError(f"unknown P2P mode {mode!r}: expected one of {', '.join(MODES)}")
     if mode == "maxflow" and not p2p:
         raise P2PError("mode 'maxflow' with P2P disabled: expected mode 'route' (with peer "
@@ -993,7 +993,8 @@ def p2p_matrix(G: nx.DiGraph | PreparedFabric, gpus: GpuIds = None, *, mode: str
     GpuSelectionError
         For ids out of range, repeated or malformed.
     P2PError
-        For an unknown mode, a bad ``p2p``, or mode "maxflow" with P2P disabled.
+        For an unknown mode, a bad ``p2p``, ``bidirectional`` or ``achieved`` that is not a
+        bool, or mode "maxflow" with P2P disabled.
     RouteError
         For GPUs without any route between them.
 
@@ -1015,6 +1016,9 @@ def p2p_matrix(G: nx.DiGraph | PreparedFabric, gpus: GpuIds = None, *, mode: str
     """
     peer = _peer_access(p2p)
     _check_mode(mode, peer)
+    for name, flag in (("bidirectional", bidirectional), ("achieved", achieved)):
+        if not isinstance(flag, (bool, np.bool_)):
+            raise P2PError(f"{name} must be True or False, received {type(flag).__name__}")
     fabric = prepare(G)
     G = fabric.G
     table = _Table(G, select_gpus(G, gpus), p2p=peer, symmetry=fabric.symmetry)

@@ -74,6 +74,7 @@ import numpy as np
 
 import topo
 from topo.errors import DgxTopoError
+from topo.units import parse_count
 
 from .collectives import COLLECTIVE_NAMES, LimitError, Progress
 from ..engine.results import Moved, MovedMethod, tidy_records
@@ -848,10 +849,23 @@ def simulate(G: nx.DiGraph, graph: TaskGraph, *, profile: str | NcclProfile | No
     ------
     LimitError
         Beyond ``max_events``.
+    topo.errors.CountError, DgxTopoError
+        For a ``max_events`` that is not a whole number >= 1, an ``sm_share`` that is not a
+        bool, a ``progress`` that is not callable, a ``decomposer`` that is not a Decomposer of
+        ``G``.
     TaskGraphError
         For a ``graph`` that is not a :class:`TaskGraph` (its JSON form is read by
         :func:`task_graph`), or GPU ids the fabric does not have.
     """
+    max_events = parse_count(max_events, name="max_events", maximum=MAX_BYTES)  # a whole number >= 1: CountError
+    if not isinstance(sm_share, (bool, np.bool_)):
+        raise DgxTopoError(f"sm_share must be True or False, received {type(sm_share).__name__}")
+    if progress is not None and not callable(progress):
+        raise DgxTopoError(f"progress must be a callable progress(done, total) or None, received "
+                           f"{type(progress).__name__}")
+    if decomposer is not None and not isinstance(decomposer, Decomposer):
+        raise DgxTopoError(f"decomposer must be a models.predict.decompose.Decomposer or None, received "
+                           f"{type(decomposer).__name__}")
     if not isinstance(graph, TaskGraph):
         shown = f"{type(graph).__name__} {graph!r:.60}" if isinstance(graph, (dict, list, str)) else type(graph).__name__
         raise TaskGraphError(f"expected a TaskGraph (task_graph(data) reads its JSON form, a dict with a "

@@ -29,7 +29,7 @@ from topo.units import to_us, us
 
 from ..engine.fabric import PreparedFabric, prepare
 from ..engine.nccl.profiles import NcclProfile
-from ..predict.collectives import Estimator
+from ..predict.collectives import Estimator, measurement_model
 from .benchmarks import NcclTestsRun, P2PBenchmark
 from ..engine.results import Moved, MovedField, MovedMethod, tidy_records
 from ..predict.measure import DEFAULT, CalibrationLike, MeasurementModel, Measured, measured
@@ -191,6 +191,8 @@ def _prepare(run, estimator, gpus, gpus_per_thread, inplace) -> _Prepared:
         raise CalibrationError(f"{run.name or 'the run'} does not name a collective dgx-topo models: "
                                f"{program}: expected a *_perf line or collective= (on the command "
                                f"line --collective)")
+    if not isinstance(inplace, (bool, np.bool_)):
+        raise CalibrationError(f"inplace must be True or False, received {type(inplace).__name__}")
     sizes = run.column("size")
     t = run.column("inplace_time" if inplace else "time")
     b = run.column("inplace_busbw" if inplace else "busbw")
@@ -646,7 +648,7 @@ def check(run: NcclTestsRun, G: nx.DiGraph | PreparedFabric, *, gpus: GpuIds = N
 
     What the run does not show is assumed and said in ``caveats`` (:class:`CaveatCode`).
     """
-    model = calibration.model if isinstance(calibration, Calibration) else (calibration or DEFAULT)
+    model = measurement_model(calibration)  # a typed error for anything but a fit or a model
     estimator = Estimator(prepare(G, nccl=profile))
     p = _prepare(run, estimator, gpus, gpus_per_thread, inplace)
     system = estimator.fabric.G.graph.get("system", "")

@@ -1604,6 +1604,10 @@ def _layouts(ctx, n, tp, pp, dp, zero, micro_batch, global_batch, recompute, seq
                         yield Layout(t, p, d, z, micro_batch, global_batch, rc, sp, order, v)
 
 
+def _is_id(value) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
 def _check_int(name, value, low=1):
     if value is None:
         return
@@ -1626,9 +1630,12 @@ def _prepare(workload, G, *, tp, pp, dp, zero, micro_batch, global_batch, dtype,
                         ("virtual_stages", virtual_stages)):
         if value is None:  # these have a value, never "searched" or "the default"
             raise PlanError(f"{name} must be a whole number, received None")
-    if zero is not None and (isinstance(zero, bool) or zero not in (0, 1, 2, 3)):
+    if sequence_parallel is not None and not isinstance(sequence_parallel, (bool, np.bool_)):
+        raise PlanError(f"sequence_parallel must be True, False or None (on whenever tp > 1), received "
+                        f"{type(sequence_parallel).__name__}")
+    if zero is not None and (not _is_id(zero) or zero not in (0, 1, 2, 3)):
         raise PlanError(f"zero must be a ZeRO stage 0, 1, 2 or 3, received {zero!r}")
-    if recompute is not None and recompute not in RECOMPUTE:
+    if recompute is not None and (not isinstance(recompute, str) or recompute not in RECOMPUTE):
         raise PlanError(f"recompute must be one of {', '.join(RECOMPUTE)}, received {recompute!r}")
     if software is not None:
         as_software(software)
@@ -1666,8 +1673,11 @@ def _prepare(workload, G, *, tp, pp, dp, zero, micro_batch, global_batch, dtype,
     if tp_groups is not None:
         if tp is None:
             raise PlanError("tp_groups needs tp")
-        flat = [i for g in tp_groups for i in g]
-        if sorted(flat) != sorted(ctx.fabric.ids) or any(len(g) != tp for g in tp_groups):
+        groups = tp_groups if isinstance(tp_groups, (list, tuple)) else ()
+        groups = [g for g in groups if isinstance(g, (list, tuple)) and all(_is_id(i) for i in g)]
+        flat = [int(i) for g in groups for i in g]
+        if len(groups) != len(tp_groups if isinstance(tp_groups, (list, tuple)) else [None]) \
+                or sorted(flat) != sorted(ctx.fabric.ids) or any(len(g) != tp for g in groups):
             raise PlanError(f"tp_groups must partition GPUs {ctx.fabric.ids} into groups of {tp}, "
                             f"received {tp_groups!r}")
     return w, ctx, n, global_batch
