@@ -13,12 +13,14 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import topo
 from models.present.cli import main
 from models.present.json_shapes import check_json
 from models.present.text import caveat_texts, check_table
-from models.studies.benchmarks import read_nccl_tests
+from models.studies.benchmarks import BenchmarkParseError, read_nccl_tests
 from models.studies.calibration import Calibration, CalibrationError, Caveat, CaveatCode, check
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "data"
@@ -91,3 +93,27 @@ def test_a_calibration_of_another_system_is_applied_with_a_caveat(dgx2, tmp_path
     cal.write_text(json.dumps(other))
     assert main(["check", str(path), "--system", "dgx2", "--calibration", str(cal)]) == 0
     assert capsys.readouterr()[0].splitlines()[-1].startswith("# note: the calibration was fitted on dgx1")
+
+
+# --- the fuzz pass: whatever part of the output is pasted, nothing is assumed silently -------
+LINES = RUN.splitlines()
+
+
+@settings(max_examples=40, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(keep=st.lists(st.booleans(), min_size=len(LINES), max_size=len(LINES)))
+def test_whatever_lines_are_kept_each_assumption_is_said(dgx2, keep):
+    """Lines of the real output dropped at random (the command, the header, device lines, rows):
+    check refuses, or says the collective, GPUs and -g it did not read."""
+    text = "\n".join(line for line, kept in zip(LINES, keep) if kept or not line.strip().startswith(("#", "Run")))
+    try:
+        run = read_nccl_tests(text, name="cut")
+        c = check(run, dgx2)
+    except (BenchmarkParseError, CalibrationError):
+        return
+    codes = {caveat.code for caveat in c.caveats}
+    assert (run.collective_source == "columns") == (CaveatCode.COLLECTIVE_FROM_COLUMNS in codes)
+    assert (run.gpus_per_thread is None) == (CaveatCode.GPUS_PER_THREAD_ASSUMED in codes)
+    gpus_read = run.complete_devices or run.gpu_ids is not None or (
+        run.cuda_visible_devices is not None and len(run.cuda_visible_devices) >= len(c.gpus))
+    assert gpus_read or codes & {CaveatCode.GPUS_IN_RANK_ORDER, CaveatCode.GPUS_ASSUMED}, (text, c.caveats)
