@@ -320,8 +320,10 @@ def test_cluster_of_an_imported_node(capsys, imported):
     ('{"format": "dgx-topo fabric", "version": 99}', "version 99 is not supported"),
     ("<graphml>", "GraphML"),
     ("<x/>", "GraphML"),
-    ("<system version='1'></system>", "is an NCCL topology XML: expected a fabric written by 'dgxtopo import' or 'dgxtopo export' (JSON or GraphML); import it first"),
-    ("GPU0 GPU1\nGPU0 X NV1\n", "is nvidia-smi topo -m output: expected a fabric written by 'dgxtopo import' or 'dgxtopo export' (JSON or GraphML); import it first"),
+    ("<system version='1'></system>", "is an NCCL topology XML: expected a fabric written by 'dgxtopo import' or "
+                                      "'dgxtopo export' (JSON or GraphML); import it first"),
+    ("GPU0 GPU1\nGPU0 X NV1\n", "is nvidia-smi topo -m output: expected a fabric written by 'dgxtopo import' or "
+                                 "'dgxtopo export' (JSON or GraphML); import it first"),
 ])
 def test_bad_topo_files(capsys, tmp_path, content, message):
     path = tmp_path / "f"

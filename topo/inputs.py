@@ -13,7 +13,8 @@ document), so that every kind is read the same way:
   a larger file is refused from its size alone, before a byte is read (standard input is read
   up to one byte past the limit). A caller raises the limit with ``limit=`` (the command line's
   ``--max-input SIZE``).
-* **Text** is UTF-8, a leading byte order mark dropped. JSON must be (RFC 8259): undecodable bytes are refused naming the line;
+* **Text** is UTF-8, a leading byte order mark dropped. JSON must be (RFC 8259):
+  undecodable bytes are refused naming the line;
   the logs of the other kinds may hold stray bytes, which are replaced (U+FFFD).
 * **JSON nesting is bounded** (:data:`MAX_JSON_DEPTH`): every JSON form dgx-topo reads nests a
   few levels, and a deeper document is refused instead of exhausting the parser's recursion.

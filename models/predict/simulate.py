@@ -867,7 +867,7 @@ def simulate(G: nx.DiGraph, graph: TaskGraph, *, profile: str | NcclProfile | No
         raise DgxTopoError(f"decomposer must be a models.predict.decompose.Decomposer or None, received "
                            f"{type(decomposer).__name__}")
     if not isinstance(graph, TaskGraph):
-        shown = f"{type(graph).__name__} {graph!r:.60}" if isinstance(graph, (dict, list, str)) else type(graph).__name__
+        shown = type(graph).__name__ + (f" {graph!r:.60}" if isinstance(graph, (dict, list, str)) else "")
         raise TaskGraphError(f"expected a TaskGraph (task_graph(data) reads its JSON form, a dict with a "
                              f"\"tasks\" list), received {shown}")
     size = simulation_size(graph)

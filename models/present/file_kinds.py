@@ -126,11 +126,11 @@ _HOME = MappingProxyType({
 
 
 def misplaced(path: str, kind: FileKind, expected: str) -> str:
-    """The message refusing file ``path`` (``-``: standard input) of ``kind`` where ``expected`` (words) was: what it is,
-    what was expected, and where it is read.
+    """The message refusing file ``path`` (``-``: standard input) of ``kind`` where ``expected``
+    (words) was: what it is, what was expected, and where it is read.
 
-    >>> misplaced("x.json", FileKind.FABRIC_JSON, "nvidia-smi topo -m output or an NCCL topology XML")
-    'x.json is a dgx-topo fabric (JSON): expected nvidia-smi topo -m output or an NCCL topology XML; a fabric is read by --topo-file x.json'
+    >>> misplaced("x.json", FileKind.FABRIC_JSON, "an NCCL topology XML")
+    'x.json is a dgx-topo fabric (JSON): expected an NCCL topology XML; a fabric is read by --topo-file x.json'
     """
     home = _HOME.get(kind)
     shown = "standard input" if path == STDIN else path

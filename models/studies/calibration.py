@@ -113,8 +113,8 @@ class Caveat:
 
     Examples
     --------
-    >>> Caveat(CaveatCode.P2P_NOT_FITTED, count=2).to_records()
-    [{'code': 'p2p_not_fitted', 'count': 2, 'run': None, 'ranks_source': '', 'system': None, 'text': '', 'collective': None, 'calibration_system': None}]
+    >>> Caveat(CaveatCode.P2P_NOT_FITTED, count=2).to_records()[0]["count"]
+    2
     """
 
     code: CaveatCode

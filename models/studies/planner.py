@@ -125,7 +125,8 @@ from .workload import CNN, DEFAULT_BUCKET, OPTIMIZER_PASS_BYTES, activation_byte
 __all__ = ["PlanError", "Layout", "Memory", "Component", "ComputeDetail", "TensorParallelDetail", "PipelineDetail",
            "BubbleDetail", "DataParallelDetail", "OptimizerDetail", "Plan", "Search", "GpuRank", "Calibration",
            "PlanWarning", "TimingWhy", "TimingCode", "SkipCode", "SkippedLayout", "NoLayoutError",
-           "DoesNotFitError", "UnknownOptionError", "plan", "search", "calibrate_plan", "memory", "step_components", "gpus_ranking",
+           "DoesNotFitError", "UnknownOptionError", "plan", "search", "calibrate_plan", "memory", "step_components",
+           "gpus_ranking",
            "parse_measured", "ORDERS", "RECOMPUTE", "DEFAULT_BUCKET", "DEFAULT_OVERLAP", "OPTIMIZER_PASS_BYTES",
            "MEASURED_GRAMMAR", "DEFAULT_SIMULATED", "PLAN_MAX_EVENTS"]
 

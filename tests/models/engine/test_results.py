@@ -370,7 +370,8 @@ def test_task_graph_records_are_its_tasks(dgx1v):
         assert r["images"] == t.images
     assert [r["gpus"] for r in rows] == [(0,), (0,), (5, 0), (0, 1, 2, 3), (0, 1)]  # a send's source first
     assert [r["kind"] for r in rows] == ["compute", "backward", "send", "broadcast", "all_reduce"]
-    assert (rows[3]["root"], rows[3]["after"], rows[4]["images"], rows[4]["copies"]) == (2, "fwd,p2p", ((2, 3), (4, 6)), 3)
+    assert (rows[3]["root"], rows[3]["after"], rows[4]["images"], rows[4]["copies"]) \
+        == (2, "fwd,p2p", ((2, 3), (4, 6)), 3)
 
     # The simulation's rows name the same tasks alike (kind is the breakdown label in both).
     simulated = simulate(dgx1v, graph, sm_share=False)
