@@ -312,16 +312,18 @@ def test_cluster_of_an_imported_node(capsys, imported):
 
 @pytest.mark.parametrize("content, message", [
     (None, "cannot read topology file"),
-    ("", "received an empty file"),
-    ("hello\n", "received other text"),
-    ("\x00\xff\xfe binary", "received other text"),
+    ("", "is an empty file: expected a fabric"),
+    ("hello\n", "is other text: expected a fabric"),
+    ("\x00\xff\xfe binary", "is binary data, not text: expected a fabric"),
     ("{", "fabric JSON: line 1: expected JSON"),
     ("{}", "expected an object with format 'dgx-topo fabric'"),
     ('{"format": "dgx-topo fabric", "version": 99}', "version 99 is not supported"),
     ("<graphml>", "GraphML"),
     ("<x/>", "GraphML"),
-    ("<system version='1'></system>", "is an NCCL topology XML: import it first"),
-    ("GPU0 GPU1\nGPU0 X NV1\n", "it looks like nvidia-smi topo -m output, import it first"),
+    ("<system version='1'></system>", "is an NCCL topology XML: expected a fabric written by 'dgxtopo import' or "
+                                      "'dgxtopo export' (JSON or GraphML); import it first"),
+    ("GPU0 GPU1\nGPU0 X NV1\n", "is nvidia-smi topo -m output: expected a fabric written by 'dgxtopo import' or "
+                                 "'dgxtopo export' (JSON or GraphML); import it first"),
 ])
 def test_bad_topo_files(capsys, tmp_path, content, message):
     path = tmp_path / "f"
@@ -617,7 +619,7 @@ def test_standard_input_is_read_where_piping_makes_sense(capsys, monkeypatch, me
     _stdin(monkeypatch, topo_text.encode())
     assert "8 GPUs" in ok(capsys, "import", "-", "--gpu", V100)
     _stdin(monkeypatch, b"")
-    assert "found none in standard input" in fails(capsys, "check", "-", "--system", "dgx2")
+    assert "standard input is an empty file: expected nccl-tests" in fails(capsys, "check", "-", "--system", "dgx2")
     assert "at most one input given as -" in fails(capsys, "calibrate", "-", "-", "--system", "dgx2",
                                                    "--out", measured_run.parent / "c.json")
 

@@ -13,7 +13,8 @@ document), so that every kind is read the same way:
   a larger file is refused from its size alone, before a byte is read (standard input is read
   up to one byte past the limit). A caller raises the limit with ``limit=`` (the command line's
   ``--max-input SIZE``).
-* **Text** is UTF-8. JSON must be (RFC 8259): undecodable bytes are refused naming the line;
+* **Text** is UTF-8, a leading byte order mark dropped. JSON must be (RFC 8259):
+  undecodable bytes are refused naming the line;
   the logs of the other kinds may hold stray bytes, which are replaced (U+FFFD).
 * **JSON nesting is bounded** (:data:`MAX_JSON_DEPTH`): every JSON form dgx-topo reads nests a
   few levels, and a deeper document is refused instead of exhausting the parser's recursion.
@@ -42,11 +43,13 @@ from dataclasses import dataclass
 from .errors import DgxTopoError
 from .units import MiB
 
-__all__ = ["InputFileError", "InputKind", "INPUT_KINDS", "MAX_JSON_DEPTH", "STDIN", "read_input",
+__all__ = ["InputFileError", "InputKind", "INPUT_KINDS", "MAX_JSON_DEPTH", "STDIN", "BOM", "read_input",
            "read_json", "parse_json", "json_depth", "file_type"]
 
 #: The path that means standard input.
 STDIN = "-"
+#: UTF-8's byte order mark, which some editors write first: dropped where text is read.
+BOM = b"\xef\xbb\xbf"
 #: The deepest nesting of arrays and objects any JSON input may have. The fabric form (node-link
 #: data with attribute dicts) nests 4 levels, a calibration 3, a task graph 4; 64 leaves room.
 MAX_JSON_DEPTH = 64
@@ -183,6 +186,7 @@ def _read_path(path: str, spec: InputKind, limit: int, option: str) -> bytes:
 
 
 def _decode(data: bytes, source: str, strict: bool) -> str:
+    data = data.removeprefix(BOM)  # an editor's byte order mark is not content (RFC 8259, 8.1)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as error:
@@ -286,7 +290,8 @@ def parse_json(text: str, *, source: str = "input", max_depth: int = MAX_JSON_DE
     Returns
     -------
     object
-        The parsed value (``NaN`` and ``Infinity`` are refused: they are not JSON).
+        The parsed value (``NaN`` and ``Infinity`` are refused: they are not JSON; a leading
+        byte order mark is ignored, as RFC 8259 allows).
 
     Raises
     ------
@@ -300,7 +305,7 @@ def parse_json(text: str, *, source: str = "input", max_depth: int = MAX_JSON_DE
         raise InputFileError(f"{source}: expected JSON, received {name} (not a JSON number)", path=source)
 
     try:
-        value = json.loads(text, parse_constant=constant)
+        value = json.loads(text.removeprefix("\ufeff"), parse_constant=constant)
     except json.JSONDecodeError as error:
         raise InputFileError(f"{source}: line {error.lineno}: expected JSON ({error.msg}, column "
                              f"{error.colno})", path=source, line=error.lineno) from None

@@ -7,8 +7,12 @@ take as they are. Column names follow one convention everywhere:
 - SI units, written as the name's suffix: ``time_s``, ``latency_s`` [s]; ``busbw_Bps``,
   ``bandwidth_Bps`` [B/s]; ``memory_bytes`` [B]; ``nbytes`` is nccl-tests' message size ``S``
   [B]; a ratio or a count has no suffix (``ratio``, ``nchannels``);
-- GPU sets as the compact text of :func:`topo.select.format_gpu_ids` (``"0-3,5"``), so that
-  a column groups and sorts like a label;
+- GPU sets (``gpus``, ``representative``, ...) as tuples of GPU ids in the set's order
+  (``(0, 1, 2, 3)``; a send's source first), which a caller uses as they are; a tuple is
+  hashable, so the column still groups, counts and sorts like a label
+  (``DataFrame.groupby("gpus")``), and :func:`topo.select.format_gpu_ids` writes one as the
+  compact text the tables print (``"0-3,5"``); a list of GPU sets (a task's ``images``) is a
+  tuple of them;
 - every row of one result has the same keys, in the same order.
 
 Words (tables, explanations, JSON shapes) are built from these numbers in :mod:`models.present`.
@@ -25,11 +29,35 @@ import numpy as np
 
 from topo.errors import DgxTopoError
 
-__all__ = ["tidy_records"]
+__all__ = ["tidy_records", "gpu_set", "gpu_sets"]
+
+
+class _GpuSet(tuple):
+    """A GPU set (or a tuple of them) bound for one cell of a record: :func:`tidy_records`
+    keeps it whole (a plain tuple), where another tuple is a column."""
+
+    __slots__ = ()
+
+
+def gpu_set(ids) -> tuple:
+    """GPU ids as one cell of a record: a tuple of ints, in their order.
+
+    >>> tidy_records({"gpus": gpu_set([0, 3]), "nbytes": [8, 16]})
+    [{'gpus': (0, 3), 'nbytes': 8}, {'gpus': (0, 3), 'nbytes': 16}]
+    """
+    return _GpuSet(int(i) for i in ids)
+
+
+def gpu_sets(sets) -> tuple:
+    """Several GPU sets as one cell of a record: a tuple of :func:`gpu_set` tuples (``()`` for none)."""
+    return _GpuSet(tuple(int(i) for i in ids) for ids in sets)
 
 
 def _scalar(value):
-    """A Python scalar (int, float, str, bool or None) from a numpy or Python one."""
+    """A Python scalar (int, float, str, bool or None) from a numpy or Python one, or a GPU
+    set's tuple (:func:`gpu_set`)."""
+    if isinstance(value, _GpuSet):
+        return tuple(value)
     if isinstance(value, np.generic):
         return value.item()
     if value is None or isinstance(value, (bool, int, float, str)):
@@ -43,13 +71,15 @@ def tidy_records(columns) -> list:
     Parameters
     ----------
     columns : mapping of str to scalar or array_like
-        In the order the keys should have. Every 1-d column has the same length (the rows); a
-        0-d array counts as a scalar.
+        In the order the keys should have. Every list, tuple or 1-d array is a column, all of
+        the same length (the rows); a 0-d array counts as a scalar, and so does a GPU set of
+        :func:`gpu_set` (a cell, repeated on every row).
 
     Returns
     -------
     list of dict
-        One dict per row (one row when every column is a scalar), values as Python scalars.
+        One dict per row (one row when every column is a scalar), values as Python scalars
+        (GPU sets as tuples of ints).
 
     Raises
     ------
@@ -58,7 +88,9 @@ def tidy_records(columns) -> list:
     """
     each, length = {}, None
     for key, value in columns.items():
-        if isinstance(value, (list, tuple, np.ndarray)) and np.ndim(value) == 1:
+        if isinstance(value, _GpuSet):
+            continue  # one cell
+        if isinstance(value, (list, tuple)) or (isinstance(value, np.ndarray) and value.ndim == 1):
             if length is not None and len(value) != length:
                 raise DgxTopoError(f"record column {key!r} has {len(value)} entries, expected {length}")
             length = len(value)

@@ -48,7 +48,7 @@ import numpy as np
 
 import topo
 from topo.errors import DgxTopoError, LimitError, SizeError
-from topo.select import GpuIds, format_gpu_ids, parse_gpu_ids
+from topo.select import GpuIds, parse_gpu_ids
 from topo.units import Sizes
 
 from .measure import DEFAULT as DEFAULT_MEASUREMENT, CalibrationLike, MeasurementModel, Measured, measured
@@ -62,6 +62,7 @@ from ..engine.nccl.tuning import NCCL_COLLECTIVES, Selection, nvls_choice, selec
 from ..engine.nccltests import COLLECTIVES, algbw, busbw, collective as _collective
 from .network import PATTERNS as NETWORK_PATTERNS, network_load
 from ..engine.results import tidy_records
+from ..engine.results import gpu_set
 from ..engine.routes import PathType
 
 __all__ = ["CollectiveEstimate", "EstimatePoint", "Estimator", "SubsetResult", "SubsetRanking", "estimate",
@@ -255,7 +256,7 @@ class CollectiveEstimate:
         """
         nccl_time = self.time if self.nccl_time is None else self.nccl_time
         return tidy_records({
-            "collective": self.collective, "gpus": format_gpu_ids(self.gpus), "nranks": self.nranks,
+            "collective": self.collective, "gpus": gpu_set(self.gpus), "nranks": self.nranks,
             "nbytes": np.atleast_1d(self.nbytes), "time_s": np.atleast_1d(self.time),
             "algbw_Bps": np.atleast_1d(self.algbw), "busbw_Bps": np.atleast_1d(self.busbw),
             "algorithm": np.atleast_1d(self.algorithm), "protocol": np.atleast_1d(self.protocol),
@@ -293,11 +294,11 @@ class SubsetResult:
 
     def to_records(self) -> list:
         """One tidy row: the set, its numbers, and the set whose estimate it reuses."""
-        return tidy_records({"gpus": format_gpu_ids(self.gpus), "ngpus": len(self.gpus),
+        return tidy_records({"gpus": gpu_set(self.gpus), "ngpus": len(self.gpus),
                              "busbw_Bps": self.busbw, "algbw_Bps": self.algbw, "time_s": self.time,
                              "algorithm": self.algorithm, "protocol": self.protocol,
                              "nchannels": self.nchannels,
-                             "representative": format_gpu_ids(self.representative)})
+                             "representative": gpu_set(self.representative)})
 
 
 class SubsetRanking(list):

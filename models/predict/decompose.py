@@ -79,6 +79,7 @@ from ..engine.nccl.releases import RingBuilder
 from ..engine.nccl.tuning import bus_to_alg_ratio
 from ..engine.nccltests import algbw_to_busbw, busbw_factor
 from ..engine.results import tidy_records
+from ..engine.results import gpu_set
 
 __all__ = ["StepParameters", "STEP_PARAMETERS", "CollectiveSteps", "Decomposer", "DecomposeError", "host_kinds"]
 
@@ -207,7 +208,7 @@ class CollectiveSteps:
         other from 0 (alone on an idle fabric), so the phases' ``duration_s`` add up to
         :attr:`time`, the ``end_s`` of the data phase.
 
-        Columns: ``op``, ``gpus`` (compact text, in the operation's order: a send's source
+        Columns: ``op``, ``gpus`` (a tuple of GPU ids, in the operation's order: a send's source
         first), ``nbytes`` [B], ``algorithm``, ``protocol``, ``nchannels``, ``blocks``,
         ``nccl_latency_s`` (NCCL's latency term [s]; None for point-to-point), ``phase``
         (``"startup"`` or ``"transfer"``), ``start_s``, ``end_s``, ``duration_s`` [s], ``u``,
@@ -226,7 +227,7 @@ class CollectiveSteps:
         start = [0.0] + [self.startup] * len(edges)
         end = [self.startup] + [self.time] * len(edges)
         return tidy_records({
-            "op": self.op, "gpus": topo.select.format_gpu_ids(self.gpus), "nbytes": self.nbytes,
+            "op": self.op, "gpus": gpu_set(self.gpus), "nbytes": self.nbytes,
             "algorithm": self.algorithm, "protocol": self.protocol, "nchannels": self.nchannels,
             "blocks": self.blocks, "nccl_latency_s": None if self.latency is None else float(self.latency.value),
             "phase": phase, "start_s": start, "end_s": end,

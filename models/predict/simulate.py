@@ -74,9 +74,11 @@ import numpy as np
 
 import topo
 from topo.errors import DgxTopoError
+from topo.units import parse_count
 
 from .collectives import COLLECTIVE_NAMES, LimitError, Progress
 from ..engine.results import tidy_records
+from ..engine.results import gpu_set, gpu_sets
 from .decompose import Decomposer
 from .flows import max_min_share
 from .measure import CalibrationLike
@@ -193,12 +195,12 @@ class TaskGraph:
         columns); an empty graph gives none.
 
         Columns: ``id``, ``op``, ``kind`` (the breakdown label: the task's kind, else its op, as
-        :meth:`SimulationResult.to_records` names it), ``gpus`` (compact text, in the task's
-        order: a send's source first), ``nbytes`` [B] (0 for compute), ``compute_s`` (a compute
+        :meth:`SimulationResult.to_records` names it), ``gpus`` (a tuple of GPU ids, in the
+        task's order: a send's source first), ``nbytes`` [B] (0 for compute), ``compute_s`` (a compute
         kernel's duration on an idle GPU [s]; 0 for communication), ``after`` (the ids it waits
         for, joined by ``","``), ``stream`` (``""`` for the default stream), ``root`` (None but
         for a broadcast or reduce), ``copies`` (the task and its folded images) and ``images``
-        (the images' GPUs, each as compact text, joined by ``";"``).
+        (the images' GPU tuples, a tuple of them).
 
         Examples
         --------
@@ -207,15 +209,15 @@ class TaskGraph:
         ...     {"id": "ar", "op": "all_reduce", "gpus": [0, 1, 2, 3], "bytes": 2**20, "after": ["mm"],
         ...      "images": [[4, 5, 6, 7]]}]})
         >>> [(r["id"], r["gpus"], r["nbytes"], r["compute_s"], r["after"], r["images"]) for r in g.to_records()]
-        [('mm', '0', 0, 0.001, '', ''), ('ar', '0-3', 1048576, 0.0, 'mm', '4-7')]
+        [('mm', (0,), 0, 0.001, '', ()), ('ar', (0, 1, 2, 3), 1048576, 0.0, 'mm', ((4, 5, 6, 7),))]
         """
         t = self.tasks
         return tidy_records({
             "id": [x.id for x in t], "op": [x.op for x in t], "kind": [x.label for x in t],
-            "gpus": [topo.select.format_gpu_ids(x.gpus) for x in t], "nbytes": [x.nbytes for x in t],
+            "gpus": [gpu_set(x.gpus) for x in t], "nbytes": [x.nbytes for x in t],
             "compute_s": [float(x.seconds) for x in t], "after": [",".join(x.after) for x in t],
             "stream": [x.stream for x in t], "root": [x.root for x in t], "copies": [x.copies for x in t],
-            "images": [";".join(topo.select.format_gpu_ids(i) for i in x.images) for x in t]}) if t else []
+            "images": [gpu_sets(x.images) for x in t]}) if t else []
 
 
 # ------------------------------------------------------------------------------ reading
@@ -662,7 +664,7 @@ class SimulationResult:
 
     def to_records(self) -> list:
         """Tidy rows, one per task (:mod:`models.engine.results` names the columns): ``id``,
-        ``op``, ``kind``, ``gpus`` (compact text), ``start_s``, ``end_s``, ``data_start_s``,
+        ``op``, ``kind``, ``gpus`` (a tuple of GPU ids), ``start_s``, ``end_s``, ``data_start_s``,
         ``alone_s``, ``nbytes``, ``algorithm``, ``protocol``, ``stream``, ``critical``, ``copies``.
 
         Examples
@@ -672,11 +674,11 @@ class SimulationResult:
         ...     {"id": "ar", "op": "all_reduce", "gpus": [0, 1, 2, 3], "bytes": 2**20}]}))
         >>> row = r.to_records()[0]
         >>> row["id"], row["gpus"], row["nbytes"], row["start_s"], row["critical"]
-        ('ar', '0-3', 1048576, 0.0, True)
+        ('ar', (0, 1, 2, 3), 1048576, 0.0, True)
         """
         t = self.tasks
         return tidy_records({"id": [x.id for x in t], "op": [x.op for x in t], "kind": [x.kind for x in t],
-                             "gpus": [topo.select.format_gpu_ids(x.gpus) for x in t],
+                             "gpus": [gpu_set(x.gpus) for x in t],
                              "start_s": [x.start for x in t], "end_s": [x.end for x in t],
                              "data_start_s": [x.data_start for x in t], "alone_s": [x.alone for x in t],
                              "nbytes": [x.nbytes for x in t], "algorithm": [x.algorithm for x in t],
@@ -841,9 +843,27 @@ def simulate(G: nx.DiGraph, graph: TaskGraph, *, profile: str | NcclProfile | No
     ------
     LimitError
         Beyond ``max_events``.
+    topo.errors.CountError, DgxTopoError
+        For a ``max_events`` that is not a whole number >= 1, an ``sm_share`` that is not a
+        bool, a ``progress`` that is not callable, a ``decomposer`` that is not a Decomposer of
+        ``G``.
     TaskGraphError
-        For GPU ids the fabric does not have.
+        For a ``graph`` that is not a :class:`TaskGraph` (its JSON form is read by
+        :func:`task_graph`), or GPU ids the fabric does not have.
     """
+    max_events = parse_count(max_events, name="max_events", maximum=MAX_BYTES)  # a whole number >= 1: CountError
+    if not isinstance(sm_share, (bool, np.bool_)):
+        raise DgxTopoError(f"sm_share must be True or False, received {type(sm_share).__name__}")
+    if progress is not None and not callable(progress):
+        raise DgxTopoError(f"progress must be a callable progress(done, total) or None, received "
+                           f"{type(progress).__name__}")
+    if decomposer is not None and not isinstance(decomposer, Decomposer):
+        raise DgxTopoError(f"decomposer must be a models.predict.decompose.Decomposer or None, received "
+                           f"{type(decomposer).__name__}")
+    if not isinstance(graph, TaskGraph):
+        shown = type(graph).__name__ + (f" {graph!r:.60}" if isinstance(graph, (dict, list, str)) else "")
+        raise TaskGraphError(f"expected a TaskGraph (task_graph(data) reads its JSON form, a dict with a "
+                             f"\"tasks\" list), received {shown}")
     size = simulation_size(graph)
     if size > max_events:
         raise LimitError(f"a simulation of {len(graph.tasks)} tasks ({size} events)", keyword="max_events",

@@ -333,23 +333,21 @@ def _inputs(args) -> list:
 
 
 def _load_topo_file(path: str, args=None) -> object:
-    """The fabric of a JSON or GraphML file written by import or export (told apart by content)."""
+    """The fabric of a JSON or GraphML file written by import or export (told apart by content,
+    :func:`models.present.file_kinds.file_kind`)."""
+    from .file_kinds import FileKind, file_kind, misplaced
+
     text = _read_text(path, "fabric", args)
-    head = text.lstrip("\ufeff \t\r\n")
+    kind = file_kind(text)
     try:
-        if head.startswith("{"):
-            return topo.from_json(head)
-        if head.startswith("<") and "<graphml" not in head[:4096] and "<system" in head[:65536]:
-            raise _UsageError(f"{path} is an NCCL topology XML: import it first with 'dgxtopo import "
-                              f"{path} --out FILE.json' and pass that file to --topo-file")
-        if head.startswith("<"):
-            return topo.from_graphml(head)
+        if kind in (FileKind.FABRIC_JSON, FileKind.JSON):
+            return topo.from_json(text.lstrip("\ufeff \t\r\n"))
+        if kind in (FileKind.FABRIC_GRAPHML, FileKind.XML):
+            return topo.from_graphml(text.lstrip("\ufeff \t\r\n"))
     except DgxTopoError as error:
         raise type(error)(f"{path}: {error}") from None
-    hint = (": it looks like nvidia-smi topo -m output, import it first with 'dgxtopo import FILE "
-            "--gpu MODEL --out FILE.json'" if "GPU0" in head[:65536] else "")
-    raise _UsageError(f"{path}: expected a fabric written by 'dgxtopo import' or 'dgxtopo export' "
-                      f"(JSON or GraphML), received {'an empty file' if not head else 'other text'}{hint}")
+    raise _UsageError(misplaced(path, kind, "a fabric written by 'dgxtopo import' or 'dgxtopo export' "
+                                            "(JSON or GraphML)"))
 
 
 def _from_topo_file(path: str, args) -> object:
@@ -795,6 +793,11 @@ def _read_run(path, args):
         return read_benchmark(text, name="standard input" if path == "-" else path,
                               collective=args.collective, max_rows=args.max_rows)
     except BenchmarkParseError as error:
+        from .file_kinds import FileKind, file_kind, misplaced
+
+        found = file_kind(text)
+        if found not in (FileKind.NCCL_TESTS, FileKind.P2P, FileKind.TEXT):
+            raise _UsageError(misplaced(path, found, "nccl-tests or p2pBandwidthLatencyTest output")) from None
         if path in str(error):
             raise
         raise BenchmarkParseError(f"{path}: {error}") from None
@@ -950,8 +953,15 @@ def _import(args) -> None:
     from .json_shapes import import_json
     from .text import import_summary
 
+    from .file_kinds import FileKind, file_kind, misplaced
+
     _check_out(args)
     text = _read_text(args.file, "import", args)
+    found = file_kind(text)
+    if found not in (FileKind.NVIDIA_SMI, FileKind.NCCL_XML, FileKind.XML, FileKind.TEXT) or \
+            (found is FileKind.TEXT and args.format == "auto"):
+        raise _UsageError(misplaced(args.file, found, "nvidia-smi topo -m output (a GPU0 column) or an NCCL "
+                                                      "topology XML (a <system> element)"))
     kind = _import_format(args, text)
     name = {} if args.name is None else {"name": args.name}
     if kind == "nvidia-smi":
@@ -1263,7 +1273,8 @@ def _plan_arguments(parser) -> None:
                                          "step overlaps as its schedule allows")
     model.add_argument("--bucket", type=parse_size, metavar="SIZE",
                        help="gradient bucket (default 25M, PyTorch DDP's)")
-    model.add_argument("--compute-scale", type=_plan_number("--compute-scale", low=0, high=1e4), metavar="K",
+    from ..studies.compute import MAX_SCALE
+    model.add_argument("--compute-scale", type=_plan_number("--compute-scale", low=0, high=MAX_SCALE), metavar="K",
                        help="multiply every kernel's time by K (a --calibrate result)")
     model.add_argument("--calibrate", metavar="MEASURED",
                        help=f"fit the compute model to one measured step of this layout: {MEASURED_GRAMMAR}")

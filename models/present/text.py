@@ -357,6 +357,14 @@ def _gpus_assumed(c: Caveat) -> str:
             f"expected gpus= naming them if the run used fewer")
 
 
+def _gpus_in_rank_order(c: Caveat) -> str:
+    last = c.count - 1
+    return (f"{c.run or 'the run'} shows {c.count} ranks ({c.ranks_source}) but not their GPUs (no complete "
+            f"device lines, no CUDA_VISIBLE_DEVICES): assumed rank r on GPU r of "
+            f"{'the system' if c.system is None else c.system} (GPUs 0{'' if last == 0 else f'-{last}'}); "
+            f"expected gpus= naming them if the run used others")
+
+
 #: One sentence per caveat of a calibration or a check.
 _CAVEATS = MappingProxyType({
     CaveatCode.P2P_NOT_FITTED:
@@ -365,6 +373,18 @@ _CAVEATS = MappingProxyType({
     CaveatCode.FLOOR_HELD:
         lambda c: "floor held (all runs use one -g: floor and launch_per_gpu are not separable)",
     CaveatCode.GPUS_ASSUMED: _gpus_assumed,
+    CaveatCode.GPUS_IN_RANK_ORDER: _gpus_in_rank_order,
+    CaveatCode.GPUS_PER_THREAD_ASSUMED:
+        lambda c: (f"{c.run or 'the run'} does not show its -g (no '# nThread .. nGpus ..' header, no -g on "
+                   f"its command line): assumed -g 1, one GPU per thread; expected gpus_per_thread= (-g) if "
+                   f"a thread drove several"),
+    CaveatCode.COLLECTIVE_FROM_COLUMNS:
+        lambda c: (f"{c.run or 'the run'} does not name its program (no *_perf line): {c.collective} read "
+                   f"from its columns (a root, a reduction, the size per rank); expected collective= "
+                   f"(--collective) if it is another"),
+    CaveatCode.CALIBRATION_OF_ANOTHER_SYSTEM:
+        lambda c: (f"the calibration was fitted on {c.calibration_system}, the check runs on {c.system}: "
+                   f"its constants are those of {c.calibration_system}'s runs"),
     CaveatCode.READ: lambda c: c.text,
 })
 

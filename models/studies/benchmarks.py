@@ -158,7 +158,8 @@ class NcclTestsRun:
     ranks_source: str = ""
     #: The GPU ids ``dgxtopo collective`` printed in its header (``"0-15"``), if the text is one.
     gpu_ids: str | None = None
-    #: How the collective was found: "program", "dgxtopo header", "columns", "caller" or "".
+    #: How the collective was found: "program" (its ``*_perf`` line or ``dgxtopo collective``'s
+    #: header), "columns" (inferred), "caller" (``collective=``, which the columns may confirm) or "".
     collective_source: str = ""
 
     def to_records(self) -> list:
@@ -514,7 +515,7 @@ def read_nccl_tests(text: str, *, name: str = "", collective: str | None = None,
             raise BenchmarkParseError(f"the columns of {label} are those of {found} (a root, a "
                                       f"reduction and the size per rank tell), collective= is "
                                       f"{collective}: expected the same (or collective= left out)")
-        found, source = collective, "caller" if found is None else source
+        found, source = collective, "program" if program is not None else "caller"
     if dgxtopo is not None:
         ranks, how = dgxtopo[2], "dgxtopo header"
     else:

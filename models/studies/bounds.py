@@ -64,7 +64,7 @@ import numpy as np
 
 import topo
 from topo.errors import DgxTopoError, LimitError
-from topo.select import GpuIds, format_gpu_ids
+from topo.select import GpuIds
 from topo.units import Sizes
 
 from ..engine.fabric import PreparedFabric, prepare
@@ -73,6 +73,7 @@ from ..predict.collectives import estimate
 from ..engine.nccl.nvls import NVLS_MIN_COMPUTE_CAPABILITY, sharp_switch
 from ..engine.nccl.reasons import Cause, Why
 from ..engine.results import tidy_records
+from ..engine.results import gpu_set
 from ..engine.nccltests import algbw_to_busbw, collective as _collective
 from .packing import pack_trees
 from .relays import RELAYS, FlowNetwork, capacity_graph, out_capacity, relay_edge_kinds
@@ -130,8 +131,8 @@ class Cut:
 
     def to_records(self) -> list:
         """One tidy row: the kind of cut, the GPUs on each side, the links and their capacity."""
-        return tidy_records({"kind": self.kind, "gpus": format_gpu_ids(self.gpus),
-                             "other_gpus": format_gpu_ids(self.other), "links": len(self.links),
+        return tidy_records({"kind": self.kind, "gpus": gpu_set(self.gpus),
+                             "other_gpus": gpu_set(self.other), "links": len(self.links),
                              "capacity_Bps": self.capacity, "shards": self.shards})
 
 
@@ -220,7 +221,7 @@ class Bound:
         in-switch reduction applies (``nvls_cause``: the :class:`~models.engine.nccl.reasons.Cause`'s
         value; :mod:`models.engine.results` names the columns)."""
         return tidy_records({
-            "collective": self.collective, "system": self.system, "gpus": format_gpu_ids(self.gpus),
+            "collective": self.collective, "system": self.system, "gpus": gpu_set(self.gpus),
             "ngpus": len(self.gpus), "root": self.root, "nbytes": self.nbytes, "relay": self.relay,
             "edge_kinds": None if self.edge_kinds is None else ",".join(self.edge_kinds),
             "bound_busbw_Bps": self.bound_busbw, "bound_algbw_Bps": self.bound_algbw, "time_s": self.time,
@@ -250,9 +251,9 @@ class SubsetBound:
 
     def to_records(self) -> list:
         """One tidy row: the set, its bound, and the set whose computation it reuses."""
-        return tidy_records({"gpus": format_gpu_ids(self.gpus), "ngpus": len(self.gpus),
+        return tidy_records({"gpus": gpu_set(self.gpus), "ngpus": len(self.gpus),
                              "bound_busbw_Bps": self.bound_busbw,
-                             "representative": format_gpu_ids(self.representative)})
+                             "representative": gpu_set(self.representative)})
 
 
 # ---------------------------------------------------------------------------- the rates

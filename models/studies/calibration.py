@@ -29,7 +29,7 @@ from topo.units import to_us, us
 
 from ..engine.fabric import PreparedFabric, prepare
 from ..engine.nccl.profiles import NcclProfile
-from ..predict.collectives import Estimator
+from ..predict.collectives import Estimator, measurement_model
 from .benchmarks import NcclTestsRun, P2PBenchmark
 from ..engine.results import tidy_records
 from ..predict.measure import DEFAULT, CalibrationLike, MeasurementModel, Measured, measured
@@ -67,6 +67,18 @@ class CaveatCode(enum.Enum):
     #: ``run`` does not show its rank count (``ranks_source``: what its parser says of it):
     #: every GPU of ``system`` (``count`` of them) was assumed.
     GPUS_ASSUMED = "gpus_assumed"
+    #: ``run`` shows its rank count (``count``; ``ranks_source``: how) but not the GPUs of its
+    #: ranks (no complete device lines, no ``CUDA_VISIBLE_DEVICES``): rank r was assumed on GPU r
+    #: of ``system``.
+    GPUS_IN_RANK_ORDER = "gpus_in_rank_order"
+    #: ``run`` does not show its ``-g`` (no ``# nThread .. nGpus ..`` header, no ``-g`` on a
+    #: command line) and none was given: one GPU per thread (``-g 1``) was assumed.
+    GPUS_PER_THREAD_ASSUMED = "gpus_per_thread_assumed"
+    #: ``run`` does not name its program (no ``*_perf`` line): its collective, ``collective``,
+    #: was read from its columns (a root, a reduction, the size per rank).
+    COLLECTIVE_FROM_COLUMNS = "collective_from_columns"
+    #: The calibration applied was fitted on ``calibration_system``, the check runs on ``system``.
+    CALIBRATION_OF_ANOTHER_SYSTEM = "calibration_of_another_system"
     #: ``text``: a note as a calibration file has it (:meth:`Calibration.from_json`).
     READ = "read"
 
@@ -94,8 +106,15 @@ class Caveat:
 
     Examples
     --------
-    >>> Caveat(CaveatCode.P2P_NOT_FITTED, count=2).to_records()
-    [{'code': 'p2p_not_fitted', 'count': 2, 'run': None, 'ranks_source': '', 'system': None, 'text': ''}]
+    collective : str or None
+        The collective read from the run's columns.
+    calibration_system : str or None
+        The system a calibration applied to another one was fitted on.
+
+    Examples
+    --------
+    >>> Caveat(CaveatCode.P2P_NOT_FITTED, count=2).to_records()[0]["count"]
+    2
     """
 
     code: CaveatCode
@@ -104,11 +123,14 @@ class Caveat:
     ranks_source: str = ""
     system: str | None = None
     text: str = ""
+    collective: str | None = None
+    calibration_system: str | None = None
 
     def to_records(self) -> list:
         """One row: the code's value and the values it sets."""
         return tidy_records({"code": self.code.value, "count": self.count, "run": self.run,
-                             "ranks_source": self.ranks_source, "system": self.system, "text": self.text})
+                             "ranks_source": self.ranks_source, "system": self.system, "text": self.text,
+                             "collective": self.collective, "calibration_system": self.calibration_system})
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,7 +141,7 @@ class _Prepared:
     measured_busbw: np.ndarray
     sizes: np.ndarray
     gpus_per_thread: int
-    caveat: Caveat | None = None
+    caveats: tuple = ()
 
 
 def _gpus(run: NcclTestsRun, G, gpus) -> tuple:
@@ -154,7 +176,8 @@ def _gpus(run: NcclTestsRun, G, gpus) -> tuple:
     if not run.devices and visible and len(visible) >= n and run.nthreads and run.gpus_per_thread \
             and run.nthreads * run.gpus_per_thread == n:
         return list(visible[:n]), None
-    return list(range(n)), None
+    return list(range(n)), Caveat(CaveatCode.GPUS_IN_RANK_ORDER, count=n, run=run.name,
+                                  ranks_source=run.ranks_source or "", system=G.graph.get("name"))
 
 
 def _prepare(run, estimator, gpus, gpus_per_thread, inplace) -> _Prepared:
@@ -168,20 +191,35 @@ def _prepare(run, estimator, gpus, gpus_per_thread, inplace) -> _Prepared:
         raise CalibrationError(f"{run.name or 'the run'} does not name a collective dgx-topo models: "
                                f"{program}: expected a *_perf line or collective= (on the command "
                                f"line --collective)")
+    if not isinstance(inplace, (bool, np.bool_)):
+        raise CalibrationError(f"inplace must be True or False, received {type(inplace).__name__}")
     sizes = run.column("size")
     t = run.column("inplace_time" if inplace else "time")
     b = run.column("inplace_busbw" if inplace else "busbw")
     keep = (sizes > 0) & np.isfinite(t) & (t > 0)
     if not keep.any():
         raise CalibrationError(f"{run.name or 'the run'} has no row with a size and a time")
+    label = run.name or "the run"
+    caveats = []
+    if run.collective_source == "columns":
+        caveats.append(Caveat(CaveatCode.COLLECTIVE_FROM_COLUMNS, run=run.name, collective=run.collective))
     ids, caveat = _gpus(run, estimator.fabric.G, gpus)
+    caveats += [caveat] if caveat else []
     e = estimator.estimate(run.collective, sizes[keep].astype(np.int64), ids)
-    g = gpus_per_thread if gpus_per_thread is not None else (run.gpus_per_thread or 1)
+    if gpus_per_thread is not None:
+        g = gpus_per_thread
+    elif run.gpus_per_thread is not None:
+        g = run.gpus_per_thread
+        if not 1 <= g <= e.nranks:  # the command line refuses -g 0 and -g beyond the ranks alike
+            raise CalibrationError(f"{label} says nGpus {g}: expected nGpus from 1 to {e.nranks} (its "
+                                   f"ranks; nccl-tests -g), or gpus_per_thread= naming the value it ran with")
+    else:
+        g = 1
+        caveats.append(Caveat(CaveatCode.GPUS_PER_THREAD_ASSUMED, run=run.name))
     if not isinstance(g, (int, np.integer)) or isinstance(g, bool) or not 1 <= g <= e.nranks:
-        given = "" if gpus_per_thread is not None else f" (the run's nGpus {g})"
         raise CalibrationError(f"gpus_per_thread must be an integer from 1 to {e.nranks} (the ranks "
-                               f"of {run.name or 'the run'}), received {g!r}{given}")
-    return _Prepared(run, e, t[keep], b[keep], sizes[keep], int(g), caveat)
+                               f"of {label}), received {g!r}")
+    return _Prepared(run, e, t[keep], b[keep], sizes[keep], int(g), tuple(caveats))
 
 
 def _residuals(prepared, fabric, model) -> np.ndarray:
@@ -447,7 +485,7 @@ def calibrate(runs: Iterable[NcclTestsRun | P2PBenchmark], G: nx.DiGraph | Prepa
                 if not isinstance(r, P2PBenchmark)]
     if not prepared:
         raise CalibrationError("expected at least one nccl-tests run to calibrate on")
-    caveats += [p.caveat for p in prepared if p.caveat]
+    caveats += [c for p in prepared for c in p.caveats]
     names = []
     launch_rows = bandwidth_rows = 0
     classes = set()
@@ -544,7 +582,8 @@ class Check:
         The measurement model's terms at every size (:func:`models.present.explain.explain`
         writes out the largest).
     caveats : tuple of Caveat
-        What was assumed (the GPUs of a run that does not show its rank count);
+        What was assumed (a collective read from the columns, the GPUs of a run that does not
+        show them, a ``-g`` it does not show) and a calibration of another system;
         :func:`models.present.text.caveat_texts` words them.
     """
 
@@ -592,11 +631,19 @@ def check(run: NcclTestsRun, G: nx.DiGraph | PreparedFabric, *, gpus: GpuIds = N
     Raises
     ------
     CalibrationError
-        For a run without usable rows or a bad ``-g``.
+        For a run without usable rows, a bad ``-g``, or a run whose ``nGpus`` is not 1 to its
+        ranks (``-g 0``, as the command line refuses it) and no ``gpus_per_thread``.
+
+    What the run does not show is assumed and said in ``caveats`` (:class:`CaveatCode`).
     """
-    model = calibration.model if isinstance(calibration, Calibration) else (calibration or DEFAULT)
+    model = measurement_model(calibration)  # a typed error for anything but a fit or a model
     estimator = Estimator(prepare(G, nccl=profile))
     p = _prepare(run, estimator, gpus, gpus_per_thread, inplace)
+    system = estimator.fabric.G.graph.get("system", "")
+    caveats = p.caveats
+    if isinstance(calibration, Calibration) and calibration.system and system and calibration.system != system:
+        caveats += (Caveat(CaveatCode.CALIBRATION_OF_ANOTHER_SYSTEM, system=system,
+                           calibration_system=calibration.system),)
     m = measured(p.estimate, estimator.fabric.nccl, gpus_per_thread=p.gpus_per_thread, model=model)
     time, busbw = np.atleast_1d(m.time), np.atleast_1d(m.busbw)
     rows = []
@@ -606,9 +653,8 @@ def check(run: NcclTestsRun, G: nx.DiGraph | PreparedFabric, *, gpus: GpuIds = N
                              float(pt / mt - 1), berr))
     terr = np.abs([r.time_error for r in rows])
     berrs = np.abs([r.busbw_error for r in rows if r.busbw_error is not None])
-    return Check(run.collective, estimator.fabric.G.graph.get("system", ""), tuple(m.gpus), p.gpus_per_thread,
+    return Check(run.collective, system, tuple(m.gpus), p.gpus_per_thread,
                  tuple(rows), float(np.median(terr)), float(np.max(terr)),
                  float(np.median(berrs)) if berrs.size else math.nan,
-                 float(np.max(berrs)) if berrs.size else math.nan, m,
-                 tuple(c for c in (p.caveat,) if c))
+                 float(np.max(berrs)) if berrs.size else math.nan, m, caveats)
 

@@ -60,7 +60,7 @@ from ..engine.results import tidy_records
 from .workload import DTYPES, SOFTWARE, Op, Software, Workload, dtype_bytes, software as as_software
 
 __all__ = ["Gpu", "GENERATIONS", "GEMM_EFFICIENCY", "ATTENTION_EFFICIENCY",
-           "DEFAULT_MEMORY_EFFICIENCY", "KERNEL_FLOOR", "TILES", "ComputeModel", "OpTime",
+           "DEFAULT_MEMORY_EFFICIENCY", "KERNEL_FLOOR", "MAX_SCALE", "TILES", "ComputeModel", "OpTime",
            "ComputeFacts", "UnknownGenerationError", "UnsupportedDtypeError", "gpu_of", "generation_of",
            "generation", "gpu_memory", "compute_model", "default_software"]
 
@@ -104,6 +104,10 @@ DEFAULT_MEMORY_EFFICIENCY = 0.8
 #: each when launched one by one (NVIDIA Developer Blog, "Getting Started with CUDA Graphs"
 #: [S113]). [s]
 KERNEL_FLOOR = 3.8e-6
+#: The largest multiplier on kernel times a caller may set (``scale``; the command line's
+#: ``--compute-scale``): 10^4 times the model is no longer a correction of it, and larger
+#: scales take a step's time to infinity.
+MAX_SCALE = 1e4
 
 #: The representative part of each generation (its SXM part with the most memory, as NVIDIA's
 #: datasheets quote first).
@@ -533,13 +537,13 @@ def compute_model(gpu: Gpu | str, dtype: str, *, stack: str | Software | None = 
         Override :data:`GEMM_EFFICIENCY`, :data:`ATTENTION_EFFICIENCY`,
         :data:`DEFAULT_MEMORY_EFFICIENCY`; fractions in (0, 1].
     scale : float
-        Multiplier on every kernel's time (> 0).
+        Multiplier on every kernel's time, in (0, :data:`MAX_SCALE`].
 
     Raises
     ------
     UnsupportedDtypeError, UnknownGenerationError, DgxTopoError
-        For a dtype the GPU lacks, an unknown generation, a fraction outside (0, 1], or
-        flash attention on a GPU without it.
+        For a dtype the GPU lacks, an unknown generation, a fraction outside (0, 1], a scale
+        outside (0, :data:`MAX_SCALE`], or flash attention on a GPU without it.
     """
     g = generation(gpu)
     g.peak_flops(dtype)
@@ -552,6 +556,6 @@ def compute_model(gpu: Gpu | str, dtype: str, *, stack: str | Software | None = 
                  else _fraction("attention_efficiency", attention_efficiency))
     memory = (DEFAULT_MEMORY_EFFICIENCY if memory_efficiency is None
               else _fraction("memory_efficiency", memory_efficiency))
-    if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not 0 < scale < math.inf:
-        raise DgxTopoError(f"scale must be a positive number, received {scale!r}")
+    if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not 0 < scale <= MAX_SCALE:
+        raise DgxTopoError(f"scale must be a number in (0, {MAX_SCALE:g}], received {scale!r}")
     return ComputeModel(g, dtype, sw, gemm, attention, memory, KERNEL_FLOOR, float(scale))

@@ -89,6 +89,7 @@ True
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import enum
 import inspect
 import itertools
@@ -102,9 +103,9 @@ import networkx as nx
 import numpy as np
 
 import topo
-from topo.errors import DgxTopoError, LimitError
+from topo.errors import DgxTopoError, LimitError, SizeError
 from topo.select import GpuIds
-from topo.units import GiB
+from topo.units import GiB, parse_nbytes
 
 from ..engine.results import tidy_records
 from ..engine.fabric import PreparedFabric, prepare
@@ -122,7 +123,8 @@ from .workload import CNN, DEFAULT_BUCKET, OPTIMIZER_PASS_BYTES, activation_byte
 __all__ = ["PlanError", "Layout", "Memory", "Component", "ComputeDetail", "TensorParallelDetail", "PipelineDetail",
            "BubbleDetail", "DataParallelDetail", "OptimizerDetail", "Plan", "Search", "GpuRank", "Calibration",
            "PlanWarning", "TimingWhy", "TimingCode", "SkipCode", "SkippedLayout", "NoLayoutError",
-           "DoesNotFitError", "plan", "search", "calibrate_plan", "memory", "step_components", "gpus_ranking",
+           "DoesNotFitError", "UnknownOptionError", "plan", "search", "calibrate_plan", "memory", "step_components",
+           "gpus_ranking",
            "parse_measured", "ORDERS", "RECOMPUTE", "DEFAULT_BUCKET", "DEFAULT_OVERLAP", "OPTIMIZER_PASS_BYTES",
            "MEASURED_GRAMMAR", "DEFAULT_SIMULATED", "PLAN_MAX_EVENTS"]
 
@@ -158,6 +160,12 @@ _PLACEMENT_BYTES = float(GiB)
 
 class PlanError(DgxTopoError):
     """A planning request that cannot be met (degrees, batch, GPUs, options)."""
+
+
+class UnknownOptionError(PlanError, TypeError):
+    """A keyword :func:`plan`, :func:`search` or :func:`calibrate_plan` does not take (a
+    :class:`PlanError`, and a TypeError as Python's own for an unexpected keyword); the message
+    names the function called and the closest option."""
 
 
 class NoLayoutError(PlanError):
@@ -724,6 +732,10 @@ class Plan:
     nccl : str
         The NCCL release whose profile timed the collectives (``"2.27.7"``: the prepared
         fabric's, :func:`models.engine.nccl.profiles.nccl_profile`).
+    workload_spec : Transformer or CNN or None
+        The workload planned (``workload`` is its name, which names a custom spec's family
+        only), so that :func:`models.studies.stepgraph.simulate_plan` and ``step_graph`` need
+        no ``workload=`` again.
     """
 
     workload: str
@@ -748,6 +760,7 @@ class Plan:
     analytical_step_time: float = math.nan
     timing_why: TimingWhy | None = None
     nccl: str = ""
+    workload_spec: Workload | None = field(default=None, repr=False, compare=False)
 
     @property
     def simulated(self) -> bool:
@@ -1156,6 +1169,19 @@ def _fraction(name, value, *, low=0.0, closed=True):
     return float(value)
 
 
+def _size(name, value) -> float:
+    """A size option of the plan in bytes (``bucket``, ``memory_capacity``), read as the command
+    line reads every size (:func:`topo.units.parse_nbytes`: a whole number of bytes, or digits
+    with K, M, G, T), and at least 1 byte."""
+    try:
+        number = None if isinstance(value, (list, tuple, np.ndarray)) else parse_nbytes(value)
+    except SizeError as error:
+        raise PlanError(f"{name}: {error}") from None
+    if number is None or number < 1:
+        raise PlanError(f"{name} must be a size >= 1 byte, received {value!r}")
+    return float(number)
+
+
 class _Context:
     def __init__(self, w, G, gpus, dtype, efficiency, memory_efficiency, overlap, bucket,
                  gen, capacity, software=None, attention_efficiency=None, compute_scale=1.0, profile=None):
@@ -1179,11 +1205,11 @@ class _Context:
                                 memory_efficiency=memory_efficiency, scale=compute_scale)
         if capacity is None:
             capacity = min(gpu_of(m).memory for m in self.fabric.models) if gen is None else self.gpu.memory
-        self.capacity = float(capacity)
+            self.capacity = float(capacity)
+        else:
+            self.capacity = _size("memory_capacity", capacity)
         self.overlap = _fraction("overlap", overlap)
-        if isinstance(bucket, bool) or not isinstance(bucket, (int, float)) or not 1 <= bucket < math.inf:
-            raise PlanError(f"bucket must be a size >= 1 byte, received {bucket!r}")
-        self.bucket = float(bucket)
+        self.bucket = _size("bucket", bucket)
         self.partitions: dict = {}
         self._kernel_times: dict = {}  # (compute model, ops) -> their times, for every layout of the search
         self._flops: dict = {}  # recompute mode -> training FLOPs per token
@@ -1394,7 +1420,8 @@ def _evaluate(ctx: _Context, layout: Layout, tp_groups=None, cm=None) -> Plan:
     return Plan(w.name, fabric.name, ctx.gpu.generation, ctx.dtype, layout, mem.fits,
                 step if mem.fits else math.inf, components, mem, groups, model_flops,
                 cm.peak, w.tokens_per_sample, hardware_flops, cm.facts, cm.stack.name, warnings,
-                analytical_step_time=step if mem.fits else math.inf, nccl=fabric.prepared.profile.version)
+                analytical_step_time=step if mem.fits else math.inf, nccl=fabric.prepared.profile.version,
+                workload_spec=w)
 
 
 def _not_simulated(w, p: Plan) -> TimingWhy | None:
@@ -1553,6 +1580,10 @@ def _layouts(ctx, n, tp, pp, dp, zero, micro_batch, global_batch, recompute, seq
                         yield Layout(t, p, d, z, micro_batch, global_batch, rc, sp, order, v)
 
 
+def _is_id(value) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
 def _check_int(name, value, low=1):
     if value is None:
         return
@@ -1571,11 +1602,16 @@ def _prepare(workload, G, *, tp, pp, dp, zero, micro_batch, global_batch, dtype,
         _check_int(name, value)
     _check_int("simulate", simulate, low=0)
     _check_int("max_events", max_events)
-    if simulate is None or max_events is None:
-        raise PlanError(f"simulate and max_events must be whole numbers, received {simulate!r} and {max_events!r}")
-    if zero is not None and (isinstance(zero, bool) or zero not in (0, 1, 2, 3)):
+    for name, value in (("simulate", simulate), ("max_events", max_events), ("micro_batch", micro_batch),
+                        ("virtual_stages", virtual_stages)):
+        if value is None:  # these have a value, never "searched" or "the default"
+            raise PlanError(f"{name} must be a whole number, received None")
+    if sequence_parallel is not None and not isinstance(sequence_parallel, (bool, np.bool_)):
+        raise PlanError(f"sequence_parallel must be True, False or None (on whenever tp > 1), received "
+                        f"{type(sequence_parallel).__name__}")
+    if zero is not None and (not _is_id(zero) or zero not in (0, 1, 2, 3)):
         raise PlanError(f"zero must be a ZeRO stage 0, 1, 2 or 3, received {zero!r}")
-    if recompute is not None and recompute not in RECOMPUTE:
+    if recompute is not None and (not isinstance(recompute, str) or recompute not in RECOMPUTE):
         raise PlanError(f"recompute must be one of {', '.join(RECOMPUTE)}, received {recompute!r}")
     if software is not None:
         as_software(software)
@@ -1613,8 +1649,11 @@ def _prepare(workload, G, *, tp, pp, dp, zero, micro_batch, global_batch, dtype,
     if tp_groups is not None:
         if tp is None:
             raise PlanError("tp_groups needs tp")
-        flat = [i for g in tp_groups for i in g]
-        if sorted(flat) != sorted(ctx.fabric.ids) or any(len(g) != tp for g in tp_groups):
+        groups = tp_groups if isinstance(tp_groups, (list, tuple)) else ()
+        groups = [g for g in groups if isinstance(g, (list, tuple)) and all(_is_id(i) for i in g)]
+        flat = [int(i) for g in groups for i in g]
+        if len(groups) != len(tp_groups if isinstance(tp_groups, (list, tuple)) else [None]) \
+                or sorted(flat) != sorted(ctx.fabric.ids) or any(len(g) != tp for g in groups):
             raise PlanError(f"tp_groups must partition GPUs {ctx.fabric.ids} into groups of {tp}, "
                             f"received {tp_groups!r}")
     return w, ctx, n, global_batch
@@ -1660,7 +1699,7 @@ def search(workload: str | Workload, G: nx.DiGraph | PreparedFabric, *, tp: int 
         schedule allows, except with ``overlap=0``: every gradient is then reduced after the
         backward (one bucket), as Megatron-LM's early local DDP did.
     bucket : float
-        Gradient bucket. [bytes]
+        Gradient bucket [bytes]: a whole number of bytes, or digits with K, M, G, T (``"25M"``).
     efficiency, attention_efficiency, memory_efficiency : float, optional
         Achievable fractions of the GEMM, flash-attention and HBM peaks (defaults per generation
         and dtype, :mod:`models.studies.compute`).
@@ -1669,7 +1708,8 @@ def search(workload: str | Workload, G: nx.DiGraph | PreparedFabric, *, tp: int 
     generation : str, optional
         Force a GPU generation (what-if), instead of the fabric's.
     memory_capacity : float, optional
-        Device memory per GPU (what-if) [bytes], instead of the fabric GPUs'.
+        Device memory per GPU (what-if) [bytes], instead of the fabric GPUs': a whole number of
+        bytes of at least 1, or digits with K, M, G, T (``"80G"``).
     tp_groups : sequence of GPU-id tuples, optional
         Force the tensor-parallel groups (all of them, host-major order).
     software : str, optional
@@ -1725,7 +1765,25 @@ def plan(workload: str | Workload, G: nx.DiGraph | PreparedFabric, **options: An
     returned (the one that misses memory least when none fits: ``fits`` False, with the
     numbers in ``memory``).
     """
+    _check_options("plan", options)
     return _best(search(workload, G, **options))
+
+
+def _search_options() -> dict:
+    """:func:`search`'s options and their defaults."""
+    return {name: p.default for name, p in inspect.signature(search).parameters.items()
+            if p.kind is inspect.Parameter.KEYWORD_ONLY}
+
+
+def _check_options(caller: str, options: dict) -> None:
+    """Refuse a keyword ``caller`` does not take, naming ``caller`` and the closest option."""
+    known = _search_options()
+    unknown = sorted(set(options) - set(known))
+    if unknown:
+        close = difflib.get_close_matches(str(unknown[0]), known, n=1)
+        raise UnknownOptionError(f"{caller}() got an unknown option {unknown[0]!r}"
+                                 f"{f' (did you mean {close[0]!r}?)' if close else ''}: expected one of "
+                                 f"{', '.join(known)}")
 
 
 def _best(result: Search) -> Plan:
@@ -1820,12 +1878,8 @@ def calibrate_plan(workload: str | Workload, G: nx.DiGraph | PreparedFabric, mea
     if "compute_scale" in options:
         raise PlanError("calibrate_plan fits compute_scale: expected no compute_scale option")
     kind, value = parse_measured(measured)
-    defaults = {name: p.default for name, p in inspect.signature(search).parameters.items()
-                if p.kind is inspect.Parameter.KEYWORD_ONLY}
-    unknown = sorted(set(options) - set(defaults))
-    if unknown:
-        raise PlanError(f"unknown option {unknown[0]!r}: expected options of search ({', '.join(defaults)})")
-    options = {**defaults, **options}
+    _check_options("calibrate_plan", options)
+    options = {**_search_options(), **options}
     w, ctx, n, global_batch = _prepare(workload, G, **options)
     base = _best(_ranked(w, ctx, n, global_batch, options))
     if not base.fits:

@@ -168,7 +168,7 @@ def _checked_workload(plan: Any, workload, bucket) -> Workload:
         raise PlanDoesNotFitError(plan)
     if isinstance(bucket, bool) or not isinstance(bucket, (int, float)) or not bucket >= 1:
         raise StepGraphError(f"bucket must be a size >= 1 byte, received {bucket!r}")
-    w = as_workload(workload if workload is not None else plan.workload)
+    w = as_workload(workload if workload is not None else getattr(plan, "workload_spec", None) or plan.workload)
     if isinstance(w, CNN):
         raise StepGraphError(f"{w.name} is a CNN: expected a transformer (step graphs follow Megatron's schedule)")
     if plan.layout.virtual_stages != 1:
@@ -196,7 +196,8 @@ def step_graph(plan: Any, G: nx.DiGraph, *, workload: str | Workload | None = No
         From :func:`models.studies.planner.plan` on ``G`` (its groups are GPU ids of ``G``).
     G : networkx.DiGraph
     workload : optional
-        The workload object, when ``plan.workload`` is not a preset name or spec.
+        The workload, when the plan does not carry it (a :class:`models.studies.planner.Plan`
+        of ``plan``/``search`` does, in ``workload_spec``; ``plan.workload`` is only its name).
     bucket : float
         Data-parallel gradient bucket. [bytes]
     efficiency, attention_efficiency, memory_efficiency : float, optional

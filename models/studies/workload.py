@@ -125,7 +125,7 @@ def dtype_bytes(dtype: str) -> int:
     ------
     UnknownDtypeError
     """
-    key = str(dtype).strip().lower() if isinstance(dtype, str) else dtype
+    key = str(dtype).strip().lower() if isinstance(dtype, str) else None
     if key not in DTYPES:
         raise UnknownDtypeError(f"unknown dtype {dtype!r}: expected one of {', '.join(DTYPES)}")
     return DTYPES[key]

@@ -139,6 +139,7 @@ def _parse_text(text: str, max_devices: int = MAX_DEVICES):
     """Header, rows by label and the NIC legend of an nvidia-smi topo -m printout."""
     if not isinstance(text, str):
         raise TopologyImportError(f"expected the text of nvidia-smi topo -m, received {type(text).__name__}")
+    text = text.removeprefix("\ufeff")  # a byte order mark, as an editor saving UTF-8 may write
     devices = titles = None
     rows: dict[str, _Row] = {}
     nic_legend: dict[str, tuple[str, int]] = {}

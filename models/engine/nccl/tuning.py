@@ -134,7 +134,7 @@ def _check_collective(name) -> str:
 
 
 def _check_algorithm(name) -> str:
-    key = name.lower() if isinstance(name, str) else name
+    key = name.lower() if isinstance(name, str) else None
     if key not in ALGORITHMS:
         raise UnknownAlgorithmError(f"unknown algorithm {name!r}: expected one of "
                                     f"{list(ALGORITHMS)}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import math
 import re
 
@@ -9,19 +10,27 @@ import numpy as np
 import pytest
 
 import topo
-from models.engine.results import tidy_records
-from models.predict.collectives import estimate, subsets
-from models.predict.measure import DEFAULT, measured
-from models.predict.p2p import p2p_path, p2p_report
+from models.engine.results import gpu_set, gpu_sets, tidy_records
+from models.predict.collectives import CollectiveEstimate, estimate, subsets
+from models.predict.measure import DEFAULT, Parameter, measured
+from models.predict.network import NetworkLoad
+from models.predict.nicpath import NicPath
+from models.predict.p2p import P2PReport, P2PResult, p2p_path, p2p_report
 from models.studies.benchmarks import read_nccl_tests
 from models.studies.bounds import bound, subset_bounds
 from models.studies.calibration import Calibration, check
 from models.studies.planner import Plan, Search, gpus_ranking, plan, search
 from topo.errors import DgxTopoError
-from topo.select import format_gpu_ids
 from tests.conftest import DATA
 
 SCALARS = (bool, int, float, str, type(None))
+
+
+def _cell(value) -> bool:
+    """A scalar, or a GPU set: a tuple of ints (or a tuple of such tuples: a task's images)."""
+    if isinstance(value, tuple):
+        return all(type(i) is int or (isinstance(i, tuple) and all(type(j) is int for j in i)) for i in value)
+    return isinstance(value, SCALARS)
 
 
 #: Quantities with a unit, which a column names with its SI suffix (``time_s``, ``busbw_Bps``).
@@ -30,14 +39,14 @@ BARE_UNITS = {"time", "latency", "busbw", "algbw", "bandwidth", "capacity", "dur
 
 
 def assert_tidy(rows, keys=None):
-    """Flat rows of Python scalars, every row with the same keys in the same order, quantities
-    named with their SI unit."""
+    """Flat rows of Python scalars (GPU sets as tuples of ints, hashable like a label), every row
+    with the same keys in the same order, quantities named with their SI unit."""
     assert isinstance(rows, list) and rows
     first = list(rows[0])
     assert not set(first) & BARE_UNITS, sorted(set(first) & BARE_UNITS)
     for row in rows:
         assert isinstance(row, dict) and list(row) == first
-        assert all(isinstance(v, SCALARS) for v in row.values()), row
+        assert all(_cell(v) for v in row.values()), row
     if keys is not None:
         assert set(keys) <= set(first)
     return first
@@ -63,11 +72,20 @@ def test_tidy_records_repeat_scalars_and_refuse_ragged_or_nested_columns():
         tidy_records({"a": [(1, 2)]})
 
 
+def test_a_gpu_set_is_one_cell_a_tuple_of_ints_that_groups_like_a_label():
+    rows = tidy_records({"gpus": gpu_set(np.array([3, 0])), "nbytes": [8, 16]})
+    assert rows == [{"gpus": (3, 0), "nbytes": 8}, {"gpus": (3, 0), "nbytes": 16}]
+    assert type(rows[0]["gpus"]) is tuple and {type(i) for i in rows[0]["gpus"]} == {int}
+    rows = tidy_records({"gpus": [gpu_set([0, 1]), gpu_set([2, 3]), gpu_set([0, 1])], "images": gpu_sets([[4, 5]])})
+    assert collections.Counter(r["gpus"] for r in rows) == {(0, 1): 2, (2, 3): 1}  # hashable: groups
+    assert {r["images"] for r in rows} == {((4, 5),)}
+
+
 def test_collective_estimate_records_are_its_arrays(sweep_estimate):
     e = sweep_estimate
     rows = e.to_records()
     assert_tidy(rows, {"nbytes", "time_s", "algbw_Bps", "busbw_Bps", "algorithm", "protocol", "nchannels"})
-    assert len(rows) == 3 and [r["gpus"] for r in rows] == ["0-3"] * 3
+    assert len(rows) == 3 and [r["gpus"] for r in rows] == [(0, 1, 2, 3)] * 3
     for column, values in (("nbytes", e.nbytes), ("time_s", e.time), ("algbw_Bps", e.algbw),
                            ("busbw_Bps", e.busbw), ("algorithm", e.algorithm), ("nchannels", e.nchannels),
                            ("latency_s", e.latency), ("bandwidth_Bps", e.bandwidth), ("nccl_time_s", e.nccl_time)):
@@ -87,7 +105,8 @@ def test_subset_ranking_and_bounds_records(dgx1v):
     rows = ranking.to_records()
     assert_tidy(rows, {"rank", "gpus", "busbw_Bps", "representative"})
     assert len(rows) == math.comb(8, 3) and [r["rank"] for r in rows] == list(range(1, 57))
-    assert [r["gpus"] for r in rows] == [format_gpu_ids(r.gpus) for r in ranking]
+    assert [r["gpus"] for r in rows] == [r.gpus for r in ranking]
+    assert [r["representative"] for r in rows] == [r.representative for r in ranking]
     assert [r["busbw_Bps"] for r in rows] == [r.busbw for r in ranking]
     results = subset_bounds(dgx1v, "all_gather", 2, edge_kinds=["nvlink"])
     rows = [row for r in results for row in r.to_records()]
@@ -110,7 +129,7 @@ def test_bound_and_packing_records(dgx1v):
     b = bound(dgx1v, "all_gather", "1G", [0, 1, 2, 3], trees=True)
     (row,) = b.to_records()
     assert_tidy([row], {"bound_busbw_Bps", "nccl_busbw_Bps", "ratio", "cut_capacity_Bps"})
-    assert row["gpus"] == "0-3" and row["bound_busbw_Bps"] == b.bound_busbw and row["ratio"] == b.ratio
+    assert row["gpus"] == (0, 1, 2, 3) and row["bound_busbw_Bps"] == b.bound_busbw and row["ratio"] == b.ratio
     assert row["cut_capacity_Bps"] == b.cut.capacity and b.cut.to_records()[0]["capacity_Bps"] == b.cut.capacity
     (packing,) = b.packings
     rows = packing.to_records()
@@ -241,7 +260,7 @@ def test_collective_steps_records_are_its_phases_and_links(dgx1v):
     rows = steps.to_records()
     assert_tidy(rows, {"phase", "start_s", "end_s", "duration_s", "u", "v", "usage", "nccl_latency_s"})
     assert {(r["op"], r["gpus"], r["nbytes"], r["algorithm"], r["nchannels"], r["blocks"]) for r in rows} \
-        == {("all_reduce", "0-7", 2**30, steps.algorithm, steps.nchannels, steps.blocks)}
+        == {("all_reduce", tuple(range(8)), 2**30, steps.algorithm, steps.nchannels, steps.blocks)}
     startup, *transfer = rows
     assert (startup["phase"], startup["u"], startup["v"], startup["usage"]) == ("startup", "", "", 0.0)
     assert {r["phase"] for r in transfer} == {"transfer"} and len(transfer) == len(steps.edges) > 0
@@ -268,7 +287,7 @@ def test_collective_steps_records_are_its_phases_and_links(dgx1v):
     rows = send.to_records()
     assert [(r["phase"], r["u"], r["v"], r["usage"]) for r in rows] == \
         [("startup", "", "", 0.0), ("transfer", "gpu0", "gpu3", 1.0)]
-    assert {r["nccl_latency_s"] for r in rows} == {None} and rows[0]["gpus"] == "0,3"
+    assert {r["nccl_latency_s"] for r in rows} == {None} and rows[0]["gpus"] == (0, 3)
     assert sum(r["duration_s"] for r in rows) == pytest.approx(float(estimate(dgx1v, "sendrecv", 2**26, [0, 3]).time),
                                                                rel=1e-12)
     # A copy on one GPU fills no link: still one row per phase, every row with the same keys.
@@ -328,10 +347,11 @@ def test_task_graph_records_are_its_tasks(dgx1v):
         assert (r["id"], r["op"], r["kind"], r["nbytes"], r["compute_s"], r["stream"], r["root"], r["copies"]) \
             == (t.id, t.op, t.label, t.nbytes, t.seconds, t.stream, t.root, t.copies)
         assert r["after"].split(",") == list(t.after) if t.after else r["after"] == ""
-        assert [format_gpu_ids(i) for i in t.images] == (r["images"].split(";") if r["images"] else [])
-    assert [r["gpus"] for r in rows] == ["0", "0", "5,0", "0-3", "0,1"]  # a send's source first
+        assert r["images"] == t.images
+    assert [r["gpus"] for r in rows] == [(0,), (0,), (5, 0), (0, 1, 2, 3), (0, 1)]  # a send's source first
     assert [r["kind"] for r in rows] == ["compute", "backward", "send", "broadcast", "all_reduce"]
-    assert (rows[3]["root"], rows[3]["after"], rows[4]["images"], rows[4]["copies"]) == (2, "fwd,p2p", "2,3;4,6", 3)
+    assert (rows[3]["root"], rows[3]["after"], rows[4]["images"], rows[4]["copies"]) \
+        == (2, "fwd,p2p", ((2, 3), (4, 6)), 3)
 
     # The simulation's rows name the same tasks alike (kind is the breakdown label in both).
     simulated = simulate(dgx1v, graph, sm_share=False)

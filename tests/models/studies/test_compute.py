@@ -93,8 +93,9 @@ def test_errors():
     for bad in (0, 1.5, -1, True, math.nan):
         with pytest.raises(DgxTopoError, match="fraction"):
             compute_model("A100", "bf16", efficiency=bad)
-    with pytest.raises(DgxTopoError, match="positive"):
-        compute_model("A100", "bf16", scale=0)
+    for bad in (0, 1e300, math.inf):
+        with pytest.raises(DgxTopoError, match=r"scale must be a number in \(0, 10000\]"):
+            compute_model("A100", "bf16", scale=bad)
     with pytest.raises(DgxTopoError, match="Ampere"):  # FlashAttention-2 needs Ampere
         compute_model("V100", "fp16", stack="flash")
 

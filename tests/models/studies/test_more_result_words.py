@@ -141,7 +141,8 @@ def test_a_calibration_holds_its_caveats_worded_as_before(fitted):
     assert calibration_table(fitted).endswith(f"  note: {P2P_WORDS}\n  note: {FLOOR_WORDS}")
     assert calibration_file_json(fitted)["notes"] == [P2P_WORDS, FLOOR_WORDS]
     assert fitted.caveats[0].to_records() == [{"code": "p2p_not_fitted", "count": 2, "run": None,
-                                               "ranks_source": "", "system": None, "text": ""}]
+                                               "ranks_source": "", "system": None, "text": "",
+                                               "collective": None, "calibration_system": None}]
 
 
 def test_a_calibration_file_keeps_its_notes_both_ways(fitted):
@@ -160,7 +161,7 @@ def test_a_check_of_a_run_without_its_ranks_says_the_gpus_were_assumed(name, sys
     G = topo.dgx2()
     if system is None:
         del G.graph["name"]
-    c = check(read_nccl_tests(BROADCAST, name=name), G)
+    c = check(read_nccl_tests(BROADCAST, name=name), G, gpus_per_thread=1)  # -g given: only the GPUs assumed
     assert c.caveats == (Caveat(CaveatCode.GPUS_ASSUMED, count=16, run=name, ranks_source=f"unknown: {RANKS}",
                                 system=system),)
     words = (f"{label} does not show its rank count (no complete device lines; {RANKS}): assumed every GPU of "
