@@ -57,7 +57,7 @@ from topo.errors import DgxTopoError, SizeError
 from topo.units import Sizes, parse_nbytes
 
 __all__ = [
-    "COLLECTIVES", "Collective", "UnknownCollectiveError",
+    "COLLECTIVES", "NCCL_COLLECTIVES", "Collective", "UnknownCollectiveError",
     "collective", "busbw_factor", "algbw", "busbw", "algbw_to_busbw", "busbw_to_algbw",
     "nbytes_from_count", "count_from_nbytes",
 ]
@@ -84,6 +84,21 @@ class Collective:
         The busbw factor as nccl-tests writes it: ``"2(n-1)/n"``, ``"(n-1)/n"`` or ``"1"``.
     source : str
         The nccl-tests file that defines it.
+    function : int or None
+        NCCL's function index (``ncclFunc_t``, src/include/device.h: Broadcast 0, Reduce 1,
+        AllGather 2, ReduceScatter 3, AllReduce 4) when NCCL's tuning model covers the collective
+        and pipelines it on channels; None for those NCCL runs as grouped send/recv (alltoall,
+        sendrecv). Which algorithms serve it: those of
+        :data:`models.engine.nccl.algorithms.ALGORITHMS` whose ``collectives`` name it
+        (:func:`models.engine.nccl.algorithms.serving`; an algorithm lists its collectives, so
+        adding one touches no table).
+    pipeline : str or None
+        The pattern of its channel pipeline (:mod:`models.engine.nccl.pipelining`): ``"chain"``
+        (broadcast, reduce: a rank forwards what it received) or ``"ring"``; None without one.
+    bound : str
+        The bound :func:`models.studies.bounds.bound` computes: ``"rooted"`` (max-flow from or to
+        the root), ``"cut"`` (every GPU's share across every cut) or ``"flow"`` (a concurrent
+        multicommodity flow).
     """
 
     name: str
@@ -91,18 +106,30 @@ class Collective:
     peers_in_size: bool
     factor: str
     source: str
+    function: int | None = None
+    pipeline: str | None = None
+    bound: str = "cut"
+
+    @property
+    def tuned(self) -> bool:
+        """NCCL's tuning model covers it (it has an NCCL function index)."""
+        return self.function is not None
 
 
 #: The collectives, in the order NVIDIA/nccl-tests doc/PERFORMANCE.md lists them.
 COLLECTIVES: Mapping[str, Collective] = MappingProxyType({c.name: c for c in (
-    Collective("all_reduce", "count", False, "2(n-1)/n", "nccl-tests src/all_reduce.cu"),
-    Collective("all_gather", "sendcount", True, "(n-1)/n", "nccl-tests src/all_gather.cu"),
-    Collective("reduce_scatter", "recvcount", True, "(n-1)/n", "nccl-tests src/reduce_scatter.cu"),
-    Collective("broadcast", "count", False, "1", "nccl-tests src/broadcast.cu"),
-    Collective("reduce", "count", False, "1", "nccl-tests src/reduce.cu"),
-    Collective("alltoall", "count (per peer)", True, "(n-1)/n", "nccl-tests src/alltoall.cu"),
-    Collective("sendrecv", "count", False, "1", "nccl-tests src/sendrecv.cu"),
+    Collective("all_reduce", "count", False, "2(n-1)/n", "nccl-tests src/all_reduce.cu", 4, "ring", "cut"),
+    Collective("all_gather", "sendcount", True, "(n-1)/n", "nccl-tests src/all_gather.cu", 2, "ring", "cut"),
+    Collective("reduce_scatter", "recvcount", True, "(n-1)/n", "nccl-tests src/reduce_scatter.cu", 3, "ring",
+               "cut"),
+    Collective("broadcast", "count", False, "1", "nccl-tests src/broadcast.cu", 0, "chain", "rooted"),
+    Collective("reduce", "count", False, "1", "nccl-tests src/reduce.cu", 1, "chain", "rooted"),
+    Collective("alltoall", "count (per peer)", True, "(n-1)/n", "nccl-tests src/alltoall.cu", bound="flow"),
+    Collective("sendrecv", "count", False, "1", "nccl-tests src/sendrecv.cu", bound="flow"),
 )})
+#: The collectives NCCL's tuning model covers, in NCCL's function order (``ncclFunc_t``).
+NCCL_COLLECTIVES = tuple(sorted((c.name for c in COLLECTIVES.values() if c.tuned),
+                                key=lambda name: COLLECTIVES[name].function))
 
 
 def collective(name: str) -> Collective:

@@ -39,7 +39,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TypeAlias
 
@@ -58,9 +58,12 @@ from ..engine.nccl.search import ChannelSearch
 from ..engine.fabric import PreparedFabric, prepare
 from ..engine.nccl.profiles import NcclProfile
 from ..engine.nccl.reasons import NvlsChoice
-from ..engine.nccl.tuning import NCCL_COLLECTIVES, Selection, nvls_choice, select_algorithm
-from ..engine.nccltests import COLLECTIVES, algbw, busbw, collective as _collective
-from .network import PATTERNS as NETWORK_PATTERNS, network_load
+from ..engine.nccl.algorithms.base import Algorithm
+from ..engine.nccl.algorithms.catalog import ALGORITHMS, algorithm_named, algorithm_set, resolve, serving
+from ..engine.nccl.algorithms.ring import RING
+from ..engine.nccl.tuning import Selection, nvls_choice, select_algorithm
+from ..engine.nccltests import COLLECTIVES, NCCL_COLLECTIVES, algbw, busbw, collective as _collective
+from .network import network_load
 from ..engine.results import tidy_records
 from ..engine.results import gpu_set
 from ..engine.routes import PathType
@@ -136,8 +139,8 @@ class CollectiveEstimate:
         measurement model's terms (:mod:`models.predict.measure`: the host's launch cost for
         ``gpus_per_thread`` GPUs, achieved instead of NCCL's nominal link bandwidth). [s]
     algorithm, protocol : numpy.ndarray of str
-        What runs (``"ring"``/``"tree"``/``"nvls"``/``"nvls_tree"``/``"pat"`` and
-        ``"LL"``/``"LL128"``/``"Simple"`` for NCCL's collectives; ``"p2p"``/``"Simple"`` for alltoall and sendrecv; ``"copy"``/``"-"``
+        What runs (an algorithm's ``name``, :data:`models.engine.nccl.ALGORITHMS` or the caller's
+        own, and ``"LL"``/``"LL128"``/``"Simple"`` for NCCL's collectives; ``"p2p"``/``"Simple"`` for alltoall and sendrecv; ``"copy"``/``"-"``
         on one GPU).
     nchannels : numpy.ndarray of int64
         NCCL's ``nChannels`` of the graph that runs (as NCCL logs it in ``Pattern ...,
@@ -197,6 +200,7 @@ class CollectiveEstimate:
     nvls: NvlsGraph | None = field(default=None, repr=False)
     nvls_choice: NvlsChoice | None = field(default=None, repr=False)
     network: tuple = field(default=(), repr=False)
+    algorithms: tuple = field(default=(), repr=False)
 
     @property
     def nranks(self) -> int:
@@ -225,6 +229,11 @@ class CollectiveEstimate:
             return np.zeros(np.shape(self.nbytes))
         return np.asarray(busbw(self.collective, self.nbytes, nccl_time, self.nranks))
 
+    def algorithm_at(self, index: int = -1) -> Algorithm | None:
+        """The algorithm object that runs at one size (``index`` into the sizes; the largest by
+        default), of the ones the estimate chose among; None for point-to-point and one-GPU copies."""
+        return algorithm_named(str(np.atleast_1d(self.algorithm)[index]), self.algorithms)
+
     def point(self, index: int = -1) -> EstimatePoint:
         """The estimate at one size (``index`` into the sizes; the largest by default), as scalars."""
         def at(values):
@@ -237,11 +246,13 @@ class CollectiveEstimate:
     def channels(self) -> tuple:
         """GPU orders of the channels that run (the largest size's algorithm; an NVLS channel
         is its head GPU)."""
-        algorithm = self.point().algorithm
-        if algorithm in ("nvls", "nvls_tree") and self.nvls is not None:
-            return tuple((head,) for head in self.nvls.heads)
-        search = {"ring": self.ring, "tree": self.tree, "pat": self.tree}.get(algorithm)
-        return search.channels if search is not None else ()
+        algorithm = self.algorithm_at()
+        search = None if algorithm is None else algorithm.search(self)
+        if search is None:
+            return ()
+        if algorithm.multimem:
+            return tuple((head,) for head in search.heads)
+        return search.channels
 
     def to_records(self) -> list:
         """Tidy rows, one per size: the collective, its GPUs, and nccl-tests' numbers with what
@@ -363,7 +374,8 @@ class _Context:
     release, resolved from ``profile`` by :func:`models.engine.fabric.prepare` only) and how the
     benchmark is run."""
 
-    def __init__(self, fabric, profile=None, gpus_per_thread=1, calibration=None):
+    def __init__(self, fabric, profile=None, gpus_per_thread=1, calibration=None, algorithms=None):
+        self.algorithms = algorithm_set(algorithms)
         self.prepared = prepare(fabric, nccl=profile)
         self.fabric = self.prepared.nccl
         self.G = self.prepared.G
@@ -389,7 +401,7 @@ class Estimator:
     Parameters
     ----------
     G : networkx.DiGraph or PreparedFabric
-    profile, gpus_per_thread, calibration : optional
+    profile, gpus_per_thread, calibration, algorithms : optional
         As for :func:`estimate`, fixed for every estimate of this object.
 
     Attributes
@@ -407,12 +419,13 @@ class Estimator:
     """
 
     def __init__(self, G: nx.DiGraph | PreparedFabric, *, profile: str | NcclProfile | None = None,
-                 gpus_per_thread: int = 1, calibration: CalibrationLike = None):
+                 gpus_per_thread: int = 1, calibration: CalibrationLike = None,
+                 algorithms: Sequence[Algorithm] | None = None):
         fabric = G if isinstance(G, PreparedFabric) else PreparedFabric(G, nccl=profile)
-        self._context = _Context(fabric, profile, gpus_per_thread, calibration)
+        self._context = _Context(fabric, profile, gpus_per_thread, calibration, algorithms)
         self.fabric = fabric
 
-    def estimate(self, collective: str, nbytes: Sizes, gpus: GpuIds = None, *, algorithm: str | None = None,
+    def estimate(self, collective: str, nbytes: Sizes, gpus: GpuIds = None, *, algorithm: str | Algorithm | None = None,
                  protocol: str | None = None, max_pairs: int | None = None) -> CollectiveEstimate:
         """:func:`estimate` on the prepared fabric."""
         return _estimate(self._context, collective, nbytes, gpus, algorithm, protocol, max_pairs)
@@ -445,9 +458,9 @@ class Estimator:
 
 
 def estimate(G: nx.DiGraph | PreparedFabric, collective: str, nbytes: Sizes, gpus: GpuIds = None, *,
-             algorithm: str | None = None, protocol: str | None = None,
+             algorithm: str | Algorithm | None = None, protocol: str | None = None,
              profile: str | NcclProfile | None = None, gpus_per_thread: int = 1, calibration: CalibrationLike = None,
-             max_pairs: int | None = None) -> CollectiveEstimate:
+             max_pairs: int | None = None, algorithms: Sequence[Algorithm] | None = None) -> CollectiveEstimate:
     """Predict one collective on a set of GPUs, as nccl-tests would report it.
 
     Parameters
@@ -461,9 +474,10 @@ def estimate(G: nx.DiGraph | PreparedFabric, collective: str, nbytes: Sizes, gpu
         alltoall, the total buffer for all_gather and reduce_scatter. [bytes]
     gpus : iterable of int or str, optional
         GPU ids (``"0-3"``, ``[0, 3, 5]``); every GPU by default. Order does not matter.
-    algorithm : str, optional
-        Force ``"ring"``, ``"tree"``, ``"nvls"``, ``"nvls_tree"`` or ``"pat"`` (NCCL collectives
-        only, where the release and the fabric have it).
+    algorithm : str or Algorithm, optional
+        Force one algorithm of ``algorithms`` (its object or its name, as ``--algo`` takes it;
+        NCCL collectives only, where the release and the fabric have it): the same as
+        ``algorithms=`` that one.
     protocol : str, optional
         Force ``"LL"``, ``"LL128"`` or ``"Simple"`` (NCCL collectives only).
     profile : str or NcclProfile, optional
@@ -478,6 +492,12 @@ def estimate(G: nx.DiGraph | PreparedFabric, collective: str, nbytes: Sizes, gpu
     max_pairs : int, optional
         alltoall and sendrecv: refuse (:class:`topo.LimitError`) before any routing when the
         estimate would route more GPU pairs than this (:func:`routed_pairs`).
+    algorithms : sequence of Algorithm, optional
+        The algorithms that compete (:mod:`models.engine.nccl.algorithms`; default NCCL's,
+        :data:`models.engine.nccl.ALGORITHMS`): the fastest enabled one runs, a tie going to the
+        lower NCCL index, so a user's own algorithm competes with NCCL's. One algorithm forces it.
+        NCCL runs alltoall and sendrecv as point-to-point sends (this module's model), unless an
+        algorithm of the set lists them in its ``collectives``: the ones that do run it instead.
 
     Returns
     -------
@@ -493,7 +513,7 @@ def estimate(G: nx.DiGraph | PreparedFabric, collective: str, nbytes: Sizes, gpu
     topo.LimitError
         For more routed pairs than ``max_pairs``.
     """
-    ctx = _Context(G, profile, gpus_per_thread, calibration)
+    ctx = _Context(G, profile, gpus_per_thread, calibration, algorithms)
     return _estimate(ctx, collective, nbytes, gpus, algorithm, protocol, max_pairs)
 
 
@@ -540,14 +560,17 @@ def _estimate(ctx, collective, nbytes, gpus, algorithm=None, protocol=None, max_
 
 def _nccl_view_estimate(ctx, collective, nbytes, gpus, algorithm=None, protocol=None) -> CollectiveEstimate:
     spec = _collective(collective)
+    if algorithm is None and len(ctx.algorithms) == 1:  # a set of one forces it
+        algorithm = ctx.algorithms[0]
+    forced = getattr(algorithm, "name", algorithm)
     size = _sizes(nbytes)
     nodes = ctx.nodes(gpus)
     ids = tuple(ctx.ids[n] for n in nodes)
     G = ctx.G
     if len(nodes) == 1:
-        if algorithm is not None or protocol is not None:
+        if forced is not None or protocol is not None:
             raise DgxTopoError(f"one GPU runs no {collective}: NCCL copies on the device, "
-                               f"expected no algorithm or protocol, received {algorithm!r}/{protocol!r}")
+                               f"expected no algorithm or protocol, received {forced!r}/{protocol!r}")
         hbm = G.nodes[nodes[0]].get("memory_bandwidth")
         if hbm is None:
             raise DgxTopoError(f"GPU {nodes[0]!r} has no memory_bandwidth: expected it to time a "
@@ -556,41 +579,52 @@ def _nccl_view_estimate(ctx, collective, nbytes, gpus, algorithm=None, protocol=
         return _result(spec.name, ids, nodes, size, time, "copy", "-", 0, 0.0, hbm / 2, None, None, (),
                        None, "device-local copy at the GPU's memory bandwidth")
     if spec.name in NCCL_COLLECTIVES:
-        return _nccl_estimate(ctx, spec.name, size, nodes, ids, algorithm, protocol)
-    if algorithm not in (None, "p2p") or protocol not in (None, "Simple"):
+        pool = ctx.algorithms if algorithm is None else (resolve(algorithm, ctx.algorithms),)
+        return _nccl_estimate(ctx, spec.name, size, nodes, ids, pool, protocol)
+    # alltoall, sendrecv: an algorithm of the set that runs it (a user's own; NCCL's run none)
+    own = ctx.algorithms if algorithm is None else (algorithm,) if not isinstance(algorithm, str) \
+        else tuple(a for a in ctx.algorithms if a.name == algorithm.lower())
+    if serving(spec.name, own):
+        return _nccl_estimate(ctx, spec.name, size, nodes, ids, serving(spec.name, own), protocol)
+    if forced not in (None, "p2p") or protocol not in (None, "Simple"):
         raise DgxTopoError(f"{collective} runs as point-to-point sends: expected no algorithm or "
-                           f"protocol, received {algorithm!r}/{protocol!r}")
+                           f"protocol, received {forced!r}/{protocol!r}")
     return _p2p_estimate(ctx, spec.name, size, nodes, ids)
 
 
-def _nccl_estimate(ctx, collective, size, nodes, ids, algorithm, protocol):
+def _nccl_estimate(ctx, collective, size, nodes, ids, pool, protocol):
+    """NCCL's estimate with the algorithms ``pool`` competing."""
     graphs = channel_graphs(ctx.fabric, nodes)  # the release's rings, trees and NVLS graph
     comm = graphs.communicator
-    selection = select_algorithm(collective, size, comm, algorithm=algorithm, protocol=protocol)
-    algorithms = np.asarray(selection.algorithm, dtype=str)
-    nvls_channels = comm.nvls.nchannels if comm.nvls is not None else 0
-    nchannels = np.select([algorithms == "ring", np.isin(algorithms, ("nvls", "nvls_tree"))],
-                          [graphs.ring.nchannels, nvls_channels], comm.tree.nchannels)
-    last = algorithms.reshape(-1)[-1]
-    tree = graphs.tree
-    bottleneck = (tree if last in ("tree", "pat") and tree is not None else graphs.ring).bottleneck
+    selection = select_algorithm(collective, size, comm, protocol=protocol, algorithms=pool)
+    names = np.asarray(selection.algorithm, dtype=str)
+    ran = {name: algorithm_named(str(name), pool) for name in np.unique(names)}
+    nchannels = np.vectorize(lambda name: ran[name].nchannels(comm), otypes=[np.int64])(names)
+    last = ran[names.reshape(-1)[-1]]
+    bottleneck = last.searched(graphs).bottleneck
     network = ()
     if graphs.ring.nnodes > 1:  # what the network gives the channels NCCL charged only at the NICs
         loads = []
-        for a in sorted({a for a in np.unique(algorithms) if a in NETWORK_PATTERNS}):
-            load = network_load(graphs.fabric, graphs.nvls if a == "nvls_tree" else graphs.ring,
-                                NETWORK_PATTERNS[a], graphs.ring.gpus)
+        for name in sorted(ran):
+            charged = ran[name].network(graphs)
+            if charged is None:
+                continue
+            load = network_load(graphs.fabric, charged[0], charged[1], graphs.ring.gpus)
             if load is not None:
-                loads.append(dataclasses.replace(load, algorithm=str(a)))
+                loads.append(dataclasses.replace(load, algorithm=str(name)))
         network = tuple(loads)
-        binding = [n for n in network if n.factor < 1 and n.algorithm == last]
+        binding = [n for n in network if n.factor < 1 and n.algorithm == last.name]
         if binding:
             bottleneck = binding[0].edges
-    e = _result(collective, ids, nodes, size, selection.time, algorithms, selection.protocol,
-                nchannels, selection.latency, selection.bandwidth, graphs.ring, tree, bottleneck,
+    e = _result(collective, ids, nodes, size, selection.time, names, selection.protocol,
+                nchannels, selection.latency, selection.bandwidth, graphs.ring, graphs.tree, bottleneck,
                 selection, f"NCCL {ctx.fabric.profile.version} tuning model")
-    return dataclasses.replace(e, nvls=graphs.nvls, nvls_choice=nvls_choice(collective, size, comm),
-                               network=network)
+    # NVLS's choice among NCCL's algorithms and the caller's own (not only a forced one).
+    own = {a.name for a in ctx.algorithms}
+    contenders = ALGORITHMS if ctx.algorithms is ALGORITHMS else \
+        ctx.algorithms + tuple(a for a in ALGORITHMS if a.name not in own)
+    choice = nvls_choice(collective, size, comm, algorithms=contenders) if collective in NCCL_COLLECTIVES else None
+    return dataclasses.replace(e, nvls=graphs.nvls, nvls_choice=choice, network=network, algorithms=tuple(pool))
 
 
 def _p2p_estimate(ctx, collective, size, nodes, ids):
@@ -608,7 +642,7 @@ def _p2p_estimate(ctx, collective, size, nodes, ids):
     rate, worst = min((system.capacity(*edge) / f, edge) for edge, f in load.items())
     hardware = "NVLINK" if worst_type == PathType.NVL else "PCI"
     profile = system.profile
-    latency = profile.base_lat("ring", "Simple") + steps * profile.hw_lat(hardware, "ring", "Simple")
+    latency = profile.base_lat(RING.table, "Simple") + steps * profile.hw_lat(hardware, RING.table, "Simple")
     # Each flow moves S / share at ``rate``: the size is divided by rate x share.
     bandwidth = rate * share
     time = latency + size / bandwidth
@@ -792,7 +826,8 @@ def _network_load(router, send, recv, nic_host, load) -> None:
 def pairwise(G: nx.DiGraph | PreparedFabric, collective: str, nbytes: Sizes, *,
              profile: str | NcclProfile | None = None, gpus_per_thread: int = 1,
              calibration: CalibrationLike = None, max_sets: int | None = None,
-             max_searches: int | None = None, progress: Progress | None = None) -> np.ndarray:
+             max_searches: int | None = None, progress: Progress | None = None,
+             algorithms: Sequence[Algorithm] | None = None) -> np.ndarray:
     """busbw of every 2-GPU communicator.
 
     Parameters
@@ -802,7 +837,7 @@ def pairwise(G: nx.DiGraph | PreparedFabric, collective: str, nbytes: Sizes, *,
     nbytes : int
         nccl-tests' size. [bytes]
     profile : str or NcclProfile, optional
-    gpus_per_thread, calibration, max_sets, max_searches, progress : optional
+    gpus_per_thread, calibration, max_sets, max_searches, progress, algorithms : optional
         As for :func:`subsets`.
 
     Returns
@@ -817,7 +852,7 @@ def pairwise(G: nx.DiGraph | PreparedFabric, collective: str, nbytes: Sizes, *,
     >>> bool(m[0, 3] > m[0, 1] > m[0, 5])  # two links, one link, none (host path)
     True
     """
-    ctx = _Context(G, profile, gpus_per_thread, calibration)
+    ctx = _Context(G, profile, gpus_per_thread, calibration, algorithms)
     n = len(ctx.ids)
     matrix = np.full((n, n), np.nan)
     for result in _all_sets(ctx, 2, collective, nbytes, max_sets=max_sets, max_searches=max_searches,
@@ -830,7 +865,8 @@ def pairwise(G: nx.DiGraph | PreparedFabric, collective: str, nbytes: Sizes, *,
 def subsets(G: nx.DiGraph | PreparedFabric, collective: str, nbytes: Sizes, k: int, *,
             profile: str | NcclProfile | None = None, gpus_per_thread: int = 1,
             calibration: CalibrationLike = None, max_sets: int | None = None,
-            max_searches: int | None = None, progress: Progress | None = None) -> list:
+            max_searches: int | None = None, progress: Progress | None = None,
+            algorithms: Sequence[Algorithm] | None = None) -> list:
     """Every k-GPU set ranked by busbw: "which k GPUs should this job get?".
 
     The arguments come in the order of :func:`estimate` and :func:`pairwise` (graph,
@@ -855,6 +891,8 @@ def subsets(G: nx.DiGraph | PreparedFabric, collective: str, nbytes: Sizes, k: i
         many estimates (one per symmetry class, each a channel search).
     progress : callable, optional
         Called as ``progress(done, total)`` after each estimate, for a progress bar.
+    algorithms : sequence of Algorithm, optional
+        The algorithms that compete (as for :func:`estimate`; default NCCL's).
 
     Returns
     -------
@@ -879,7 +917,7 @@ def subsets(G: nx.DiGraph | PreparedFabric, collective: str, nbytes: Sizes, k: i
     if not isinstance(collective, str):
         raise DgxTopoError(f"subsets(G, collective, nbytes, k): expected a collective name second, "
                            f"received {collective!r}")
-    ctx = _Context(G, profile, gpus_per_thread, calibration)
+    ctx = _Context(G, profile, gpus_per_thread, calibration, algorithms)
     results = _all_sets(ctx, k, collective, nbytes, max_sets=max_sets, max_searches=max_searches,
                         progress=progress)
     results.sort(key=lambda r: (-r.busbw, r.time, r.gpus))

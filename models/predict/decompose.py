@@ -12,7 +12,9 @@ as it adds nothing to the estimate (:mod:`models.predict.measure`, "Each release
 no time").
 
 Link usage of the data phase (the fraction of a link's capacity the collective fills when it
-runs alone), from the channels the estimate ran on:
+runs alone), from the channels the estimate ran on. The algorithm that runs says which
+(:meth:`Algorithm.charge <models.engine.nccl.algorithms.base.Algorithm.charge>`) through the
+:class:`~models.engine.nccl.algorithms.base.LinkCharges` this module gives it; NCCL's:
 
 ``ring``, ``tree``, ``pat``
     Every channel reserves NCCL's ``bwIntra`` on every link its hops cross (the channel
@@ -65,6 +67,7 @@ Examples
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -75,9 +78,10 @@ from topo.errors import DgxTopoError
 from .collectives import COLLECTIVE_NAMES, Estimator
 from .network import tree_links
 from ..engine.fabric import prepare
-from ..engine.nccl.releases import RingBuilder
-from ..engine.nccl.tuning import bus_to_alg_ratio
-from ..engine.nccltests import algbw_to_busbw, busbw_factor
+from ..engine.nccl.algorithms.base import Algorithm
+from ..engine.nccl.algorithms.catalog import algorithm_set
+from ..engine.nccl.profiles import NcclProfile
+from ..engine.nccltests import algbw_to_busbw
 from ..engine.results import tidy_records
 from ..engine.results import gpu_set
 
@@ -113,37 +117,29 @@ class StepParameters:
         """Wire bytes per payload byte of a protocol (1 for one it does not list)."""
         return dict(self.wire).get(str(protocol), 1.0)
 
-    def blocks(self, algorithm: str, graph_channels: int, profile, compute_capability: int, nnodes: int) -> int:
-        """CUDA blocks (SMs) the kernel of a collective holds on each GPU while it runs.
-
-        Ring, Tree and PAT run on ``comm->nChannels``: ``ncclTopoPostset`` doubles the graph's
-        channels, ``min(MAXCHANNELS, 2 x nChannels)`` (NVIDIA/nccl v2.27.7-1 src/graph/connect.cc;
-        releases before the topology search, v2.5, run their rings as built). NVLS and NVLSTree
-        run on ``comm->nvlsChannels``, decorrelated from the NVLS graph's heads: the release's
-        :attr:`NvlsRules.nchannels <models.engine.nccl.profiles.NvlsRules.nchannels>` (sm90; sm100
-        on one NCCL node; sm100 across nodes). Point-to-point operations: 0 (their
-        channels per peer are not modelled [U]). NCCL runs fewer channels for small sizes
-        (src/enqueue.cc, ``nBytes < nc x nThreads x threadThreshold``): not modelled, so a small
-        collective holds at most this many [U].
+    def blocks(self, algorithm: Algorithm | None, graph_channels: int, profile: NcclProfile,
+               compute_capability: int, nnodes: int) -> int:
+        """CUDA blocks (SMs) the kernel of a collective holds on each GPU while it runs: the
+        channels its algorithm runs (:meth:`Algorithm.blocks
+        <models.engine.nccl.algorithms.base.Algorithm.blocks>`: ``comm->nChannels`` for Ring, Tree
+        and PAT, ``comm->nvlsChannels`` for NVLS and NVLSTree) x :attr:`ctas_per_channel`.
+        Point-to-point operations (``algorithm`` None): 0 (their channels per peer are not
+        modelled [U]). NCCL runs fewer channels for small sizes (src/enqueue.cc, ``nBytes < nc x
+        nThreads x threadThreshold``): not modelled, so a small collective holds at most this many [U].
 
         Examples
         --------
+        >>> from models.engine.nccl.algorithms import NVLS, NVLS_TREE, RING
         >>> from models.engine.nccl.profiles import nccl_profile
         >>> p = STEP_PARAMETERS
-        >>> p.blocks("ring", 12, nccl_profile(None), 90, 1), p.blocks("nvls", 8, nccl_profile(None), 90, 1)
+        >>> p.blocks(RING, 12, nccl_profile(None), 90, 1), p.blocks(NVLS, 8, nccl_profile(None), 90, 1)
         (24, 16)
-        >>> p.blocks("nvls", 8, nccl_profile(None), 100, 1), p.blocks("nvls_tree", 8, nccl_profile(None), 100, 2)
+        >>> p.blocks(NVLS, 8, nccl_profile(None), 100, 1), p.blocks(NVLS_TREE, 8, nccl_profile(None), 100, 2)
         (24, 32)
         """
-        if algorithm in ("nvls", "nvls_tree"):
-            sm90, sm100_one_node, sm100_nodes = profile.require("nvls").nchannels
-            channels = sm90 if compute_capability < 100 else sm100_one_node if nnodes <= 1 else sm100_nodes
-            return channels * self.ctas_per_channel
-        if algorithm in ("ring", "tree", "pat"):
-            if profile.behaviour.ring_builder is RingBuilder.NVLINK_COUNTS:
-                return graph_channels * self.ctas_per_channel
-            return min(profile.require("max_channels"), 2 * graph_channels) * self.ctas_per_channel
-        return 0
+        if algorithm is None:
+            return 0
+        return algorithm.blocks(graph_channels, profile, compute_capability, nnodes) * self.ctas_per_channel
 
 
 #: The step parameters of NCCL v2.27.7-1 (the reference release).
@@ -255,6 +251,15 @@ class Decomposer:
         As for :func:`models.predict.collectives.estimate`.
     parameters : StepParameters
         The execution parameters (:data:`STEP_PARAMETERS`).
+    algorithms : sequence of Algorithm, optional
+        The algorithms every collective chooses among (as for
+        :func:`models.predict.collectives.estimate`; default NCCL's).
+
+    Attributes
+    ----------
+    algorithms : tuple of Algorithm
+        Those algorithms (:func:`models.engine.nccl.algorithms.algorithm_set`): the results kept
+        are theirs.
 
     Notes
     -----
@@ -264,10 +269,12 @@ class Decomposer:
     local name, attributes and all), with its edges renamed. Do not edit ``G`` while using it.
     """
 
-    def __init__(self, G, *, profile=None, calibration=None, parameters: StepParameters = STEP_PARAMETERS):
+    def __init__(self, G, *, profile=None, calibration=None, parameters: StepParameters = STEP_PARAMETERS,
+                 algorithms: Sequence[Algorithm] | None = None):
         # One prepared fabric (not freezing the caller's graph): the estimates and the routes
         # share its NCCL view.
-        self.estimator = Estimator(prepare(G, nccl=profile), calibration=calibration)
+        self.algorithms = algorithm_set(algorithms)
+        self.estimator = Estimator(prepare(G, nccl=profile), calibration=calibration, algorithms=self.algorithms)
         self.G = self.estimator.fabric.G
         self.system = self.estimator.fabric.nccl
         self.parameters = parameters
@@ -432,8 +439,9 @@ class Decomposer:
         startup = _at(e.measurement.startup, index) if e.measurement is not None else point.latency
         transfer = float(point.time) - startup
         load: dict = {}
-        if point.algorithm in ("ring", "tree", "pat", "nvls", "nvls_tree"):
-            self._channel_load(e, point, nodes, load, index)
+        ran = e.algorithm_at(index)
+        if ran is not None:
+            ran.charge(_Charges(self, e, point, nodes, load, index))
         elif point.algorithm == "p2p":
             share = 1 if e.collective == "sendrecv" else len(nodes)  # a flow moves S / share
             self._flow_load(self.estimator.flow_load(e.collective, e.gpus), point.bandwidth / share, load)
@@ -445,7 +453,7 @@ class Decomposer:
                     latency = t.latency
         edges, usage = _as_arrays(load)
         nnodes = e.ring.nnodes if e.ring is not None else 1
-        blocks = self.parameters.blocks(point.algorithm, int(point.nchannels), self.system.profile,
+        blocks = self.parameters.blocks(ran, int(point.nchannels), self.system.profile,
                                         min(self.G.nodes[n]["compute_capability"] for n in nodes), nnodes)
         return CollectiveSteps(e.collective, tuple(e.gpus), int(point.nbytes), point.algorithm, point.protocol,
                                int(point.nchannels), float(startup), max(transfer, 0.0), edges, usage, latency,
@@ -476,59 +484,6 @@ class Decomposer:
         <models.predict.collectives.Estimator.flow_load>`)."""
         for edge, count in flows.items():
             self._charge(load, edge, rate * count)
-
-    def _channel_load(self, e, point, nodes, load, index=-1) -> None:
-        algorithm = point.algorithm
-        wire = self.parameters.wire_factor(point.protocol)
-        bus = _at(e.selection.bus_bandwidth, index) if e.selection is not None \
-            else algbw_to_busbw(e.collective, float(point.bandwidth), len(nodes))
-        network = 1.0
-        if e.measurement is not None:
-            network = _at(e.measurement.network_factor, index)
-        groups = _node_groups(nodes)
-        if algorithm in ("nvls", "nvls_tree") and e.nvls is not None:
-            graph = e.nvls
-            reserved_total = graph.nchannels * graph.bw_intra
-            scale = min(1.0, bus / reserved_total) * wire * network if reserved_total > 0 else 0.0
-            heads = list(graph.heads)
-            for members in groups.values():
-                local_heads = _match(heads, members)
-                for g in members:
-                    self._switch_links(load, g, (graph.nchannels + (g in local_heads)) * graph.bw_intra * scale)
-            if algorithm == "nvls_tree" and len(groups) > 1 and graph.nets:
-                self._network_tree(load, groups, [(n, n) for n in graph.nets], graph.bw_inter * scale)
-            return
-        search = e.tree if algorithm in ("tree", "pat") and e.tree is not None else e.ring
-        if search is None:
-            return
-        reserved_total = search.nchannels * search.bw_intra
-        scale = min(1.0, bus / reserved_total) * wire * network if reserved_total > 0 else 0.0
-        searched = {_prefix(ld.edge[0]) for ld in search.loads} | {_prefix(ld.edge[1]) for ld in search.loads}
-        # Inside each node, the searched node's reservations; the network beyond a NIC port is
-        # charged once below, by the connections between nodes (the search's own NIC-to-switch
-        # edges would count the searched node's ports a second time).
-        inside = [ld for ld in search.loads if len(groups) == 1 or _prefix(ld.edge[0]) == _prefix(ld.edge[1])]
-        for prefix, members in groups.items():
-            for ld in inside:
-                edge = ld.edge if prefix in searched or len(groups) == 1 else _translate(
-                    ld.edge, members, groups, self.G)
-                if edge is not None and self.G.has_edge(*edge):
-                    load[edge] = load.get(edge, 0.0) + ld.reserved * scale / max(self.system.capacity(*edge), 1e-30)
-            if len(groups) == 1:
-                break
-        if len(groups) > 1 and search.nets:
-            rate = search.bw_intra * scale  # a channel's share of the bus bandwidth
-            if algorithm == "ring":
-                self._network_ring(load, groups, search.nets, rate)
-            elif algorithm == "pat":
-                # One GPU per node: each NIC sends and receives (n - 1) / n of the buffer, as on a
-                # ring (PAT's peers are not the ring's neighbours: the spines' share is approximate [U]).
-                self._network_ring(load, groups, search.nets, rate * busbw_factor(e.collective, len(nodes)))
-            else:
-                # Every tree edge carries the reduction up and the broadcast down, each at the
-                # tree's algorithm bandwidth: NCCL's busBw x 0.5 (bus_to_alg_ratio).
-                ratio = bus_to_alg_ratio(e.collective, "tree", len(nodes), self.system.profile)
-                self._network_tree(load, groups, search.nets, rate * ratio)
 
     def _switch_links(self, load, gpu, reserved) -> None:
         """Charge ``reserved`` [B/s] on a GPU's NVLinks to switches, both ways, by bandwidth."""
@@ -574,6 +529,68 @@ class Decomposer:
             self._connect(load, a, b, rate)
             self._connect(load, b, a, rate)
 
+
+
+class _Charges:
+    """The :class:`~models.engine.nccl.algorithms.base.LinkCharges` of one estimate at one size:
+    what an algorithm's :meth:`~models.engine.nccl.algorithms.base.Algorithm.charge` calls to say
+    which links its data fills, as fractions of NCCL's capacity added to ``load``.
+
+    Every channel reserves NCCL's ``bwIntra`` on the links it crosses; the data phase moves the
+    winning protocol's bus bandwidth, so a reservation ``r`` on a link of NCCL capacity ``c``
+    fills ``r / c x min(1, bus / (nChannels x bwIntra)) x wire x network`` (module docstring).
+    """
+
+    def __init__(self, decomposer, e, point, nodes, load, index):
+        self.decomposer, self.load = decomposer, load
+        self.collective, self.nranks = e.collective, len(nodes)
+        self.profile = decomposer.system.profile
+        self.ring, self.tree, self.nvls = e.ring, e.tree, e.nvls
+        self.groups = _node_groups(nodes)
+        self.nnodes = len(self.groups)
+        self.wire = decomposer.parameters.wire_factor(point.protocol)
+        self.bus = _at(e.selection.bus_bandwidth, index) if e.selection is not None \
+            else algbw_to_busbw(e.collective, float(point.bandwidth), len(nodes))
+        self.network = _at(e.measurement.network_factor, index) if e.measurement is not None else 1.0
+
+    def _scale(self, nchannels, bw_intra) -> float:
+        reserved_total = nchannels * bw_intra
+        return min(1.0, self.bus / reserved_total) * self.wire * self.network if reserved_total > 0 else 0.0
+
+    def channels(self, search) -> float:
+        """Inside each node, the searched node's reservations; the network beyond a NIC port is
+        charged once, by the connections between nodes (the search's own NIC-to-switch edges
+        would count the searched node's ports a second time). Returns a channel's rate [B/s]."""
+        d, groups, load = self.decomposer, self.groups, self.load
+        scale = self._scale(search.nchannels, search.bw_intra)
+        searched = {_prefix(ld.edge[0]) for ld in search.loads} | {_prefix(ld.edge[1]) for ld in search.loads}
+        inside = [ld for ld in search.loads if len(groups) == 1 or _prefix(ld.edge[0]) == _prefix(ld.edge[1])]
+        for prefix, members in groups.items():
+            for ld in inside:
+                edge = ld.edge if prefix in searched or len(groups) == 1 else _translate(
+                    ld.edge, members, groups, d.G)
+                if edge is not None and d.G.has_edge(*edge):
+                    load[edge] = load.get(edge, 0.0) + ld.reserved * scale / max(d.system.capacity(*edge), 1e-30)
+            if len(groups) == 1:
+                break
+        return search.bw_intra * scale
+
+    def switch_channels(self, graph) -> float:
+        """Each NVLS channel reserves ``bwIntra`` on every GPU's links to the switches, twice on
+        its head's. Returns the scale of the reservations."""
+        scale = self._scale(graph.nchannels, graph.bw_intra)
+        heads = list(graph.heads)
+        for members in self.groups.values():
+            local_heads = _match(heads, members)
+            for g in members:
+                self.decomposer._switch_links(self.load, g, (graph.nchannels + (g in local_heads)) * graph.bw_intra * scale)
+        return scale
+
+    def network_ring(self, nets, rate) -> None:
+        self.decomposer._network_ring(self.load, self.groups, nets, rate)
+
+    def network_tree(self, nets, rate) -> None:
+        self.decomposer._network_tree(self.load, self.groups, nets, rate)
 
 #: Node attributes that number a host's copy (topo.cluster), not part of what the host is.
 _COPY_NUMBERS = ("host", "nvlink_domain")

@@ -200,6 +200,7 @@ from topo.specs import WIRES
 from topo.units import us
 
 from ..engine.fabric import PreparedFabric
+from ..engine.nccl.algorithms.catalog import ALGORITHMS, algorithm_named
 from ..engine.nccl.pipelining import PIPELINE_COLLECTIVES, Pipelining, pipelining
 from ..engine.nccl.profiles import NcclProfile, nccl_profile
 from ..engine.nccl.system import NcclSystem
@@ -639,6 +640,15 @@ def measured(e: Any, G: nx.DiGraph | PreparedFabric | NcclSystem, *, gpus_per_th
                     profile.version, pipeline_fill(e, profile, ratio * network_factor), paths)
 
 
+def _algorithm(e, index):
+    """The algorithm object an estimate ran at one size (of the ones it chose among; NCCL's for
+    an estimate that does not say), None for point-to-point sends and one-GPU copies."""
+    names = np.atleast_1d(np.asarray(getattr(e, "algorithm", ""), dtype=str))
+    if not names.size:
+        return None
+    return algorithm_named(str(names[index]), getattr(e, "algorithms", ()) or ALGORITHMS)
+
+
 def _binding(e, G, model, profile) -> tuple:
     """The link class that binds an estimate's bandwidth, the ratio of achieved to NCCL's
     bandwidth it gives, and across hosts the NICs' paths.
@@ -659,8 +669,9 @@ def _binding(e, G, model, profile) -> tuple:
         ratios = {c: model.ratio(c, profile, cc) for c in classes}
         link = min(ratios, key=ratios.get)
         return link, ratios[link], ()
-    last = str(np.asarray(getattr(e, "algorithm", "ring")).reshape(-1)[-1])
-    search = e.tree if last in ("tree", "pat") and e.tree is not None else e.ring
+    ran = _algorithm(e, -1)
+    search = ran.searched(e) if ran is not None else e.ring
+    multimem = ran is not None and ran.multimem
     if search is not None and search.nets:
         nics = sorted({nic for pair in search.nets for nic in pair}, key=str)
     else:  # point-to-point flows (alltoall, sendrecv): every network NIC of the first host
@@ -679,12 +690,12 @@ def _binding(e, G, model, profile) -> tuple:
         bind(p.binding, p.ratio)
     cc = min(G.nodes[n]["compute_capability"] for n in e.nodes)
     kernels = {c for c in classes if topo.LINKS[c].kind == "nvlink"}  # NCCL's kernels drive them
-    if last in ("nvls", "nvls_tree"):
+    if multimem:
         kernels |= {d["link"] for n in e.nodes for _, _, d in G.out_edges(n, data=True)
                     if d["kind"] == "nvlink" and d.get("link") in LINK_CLASSES}
     for c in kernels:
         bind(c, model.ratio(c, profile, cc))
-    if last not in ("nvls", "nvls_tree") and search is not None:
+    if not multimem and search is not None:
         for load in search.loads:
             d = G.adj[load.edge[0]][load.edge[1]]
             if d["kind"] == "nvlink" and d.get("link") in LINK_CLASSES and load.reserved > 0:
@@ -761,9 +772,8 @@ def pipeline_fill(e: Any, profile: NcclProfile, achieved_ratio: float | np.ndarr
         None for a collective NCCL does not pipeline (sendrecv, alltoall), NVLS, PAT and one rank.
     """
     protocols = np.atleast_1d(np.asarray(getattr(e, "protocol", ""), dtype=str))
-    algorithms = np.atleast_1d(np.asarray(getattr(e, "algorithm", ""), dtype=str))
-    if e.collective not in PIPELINE_COLLECTIVES or e.nranks < 2 or not protocols.size \
-            or algorithms[-1] not in ("ring", "tree"):
+    ran = _algorithm(e, -1) if protocols.size else None
+    if e.collective not in PIPELINE_COLLECTIVES or e.nranks < 2 or ran is None or not ran.pipelined:
         return None
     pipe = pipelining(profile, e.collective, str(protocols[-1]))
     nbytes = int(np.atleast_1d(e.nbytes)[-1])

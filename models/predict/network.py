@@ -57,7 +57,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from types import MappingProxyType
 
 import networkx as nx
 from networkx.utils import UnionFind
@@ -75,8 +74,9 @@ from ..engine.routes import PathType, RouteError, Router
 
 __all__ = ["NetworkLoad", "network_load", "tree_links", "PATTERNS", "GROUPS"]
 
-#: The patterns whose connections are charged, by the algorithm that runs.
-PATTERNS = MappingProxyType({"ring": "ring", "tree": "tree", "nvls_tree": "tree"})
+#: The patterns whose connections are charged (an algorithm's
+#: :meth:`~models.engine.nccl.algorithms.base.Algorithm.network` names the one it runs).
+PATTERNS = ("ring", "tree")
 #: The kinds of link group :attr:`NetworkLoad.group` names: one link (a NIC's port, or a link
 #: between switches of one tier), a switch's links to the tier above, its links from the tier above.
 GROUPS = ("link", "up", "down")
@@ -211,7 +211,7 @@ def network_load(fabric: NcclSystem, search: ChannelSearch | NvlsGraph, pattern:
     models.engine.routes.RouteError
         When a connection has no network path, even through PXN.
     """
-    if pattern not in ("ring", "tree"):
+    if pattern not in PATTERNS:
         raise DgxTopoError(f"network load of pattern {pattern!r}: expected 'ring' or 'tree'")
     if search is None or not search.nets:
         return None

@@ -80,6 +80,8 @@ from .collectives import COLLECTIVE_NAMES, LimitError, Progress
 from ..engine.results import tidy_records
 from ..engine.results import gpu_set, gpu_sets
 from .decompose import Decomposer
+from ..engine.nccl.algorithms.base import Algorithm
+from ..engine.nccl.algorithms.catalog import algorithm_set
 from .flows import max_min_share
 from .measure import CalibrationLike
 from ..engine.nccl.profiles import NcclProfile
@@ -814,7 +816,8 @@ def _stream_name(key) -> str:
 def simulate(G: nx.DiGraph, graph: TaskGraph, *, profile: str | NcclProfile | None = None,
              calibration: CalibrationLike = None, sm_share: bool = True,
              max_events: int = MAX_EVENTS, progress: Progress | None = None,
-             decomposer: Decomposer | None = None) -> SimulationResult:
+             decomposer: Decomposer | None = None,
+             algorithms: Sequence[Algorithm] | None = None) -> SimulationResult:
     """Simulate a task graph on a fabric.
 
     Parameters
@@ -833,7 +836,10 @@ def simulate(G: nx.DiGraph, graph: TaskGraph, *, profile: str | NcclProfile | No
     progress : callable, optional
         ``progress(done, total)`` as tasks end.
     decomposer : Decomposer, optional
-        A prepared fabric to reuse (its ``G`` must be ``G``).
+        A prepared fabric to reuse (its ``G`` must be ``G``, its algorithms ``algorithms``).
+    algorithms : sequence of Algorithm, optional
+        The algorithms every collective task chooses among (as for
+        :func:`models.predict.collectives.estimate`; default NCCL's).
 
     Returns
     -------
@@ -878,9 +884,12 @@ def simulate(G: nx.DiGraph, graph: TaskGraph, *, profile: str | NcclProfile | No
                 raise TaskGraphError(f"GPU {bad[0]} is not on {G.graph.get('name', 'the fabric')} "
                                      f"({ngpus} GPUs)", task=t.id, field="gpus")
     if decomposer is None:
-        decomposer = Decomposer(G, profile=profile, calibration=calibration)
+        decomposer = Decomposer(G, profile=profile, calibration=calibration, algorithms=algorithms)
     elif decomposer.G is not G:
         raise DgxTopoError("simulate(G, decomposer=...): expected a Decomposer of the same graph G")
+    elif algorithms is not None and decomposer.algorithms != algorithm_set(algorithms):
+        raise DgxTopoError("simulate(G, decomposer=..., algorithms=...): expected a Decomposer of the same "
+                           "algorithms, or no algorithms")
     return _Run(G, graph, decomposer, sm_share, progress).run()
 
 

@@ -101,8 +101,9 @@ MAX_BOUND_GPUS = 128
 #: estimates every collective at every size, the set classes and a training step of each system:
 #: 64xdgx2 (1,024 GPUs) took more than 38 s of CPU (issue 24); 128 is plan's and bound's limit.
 MAX_REPORT_GPUS = 128
-#: What ``--algo`` forces (NCCL's names; a release or fabric without one says so in one line).
-ALGORITHMS = ("ring", "tree", "nvls", "nvls_tree", "pat")
+#: What ``--algo`` forces (NCCL's algorithms by name, :data:`models.engine.nccl.ALGORITHMS`, read
+#: from the start-up data; a release or fabric without one says so in one line).
+ALGORITHMS = tuple(read_startup_data()["algorithms"])
 
 _SPEC_HELP = (
     "Systems (--system SPEC): {grammar}. NAME is a built-in system ({names}; case, '-' "
@@ -566,6 +567,7 @@ def _collective_arguments(parser) -> None:
 def _collective(args) -> None:
     import numpy as np
 
+    from ..engine.nccl.algorithms.catalog import algorithm_named
     from ..engine.nccltests import count_from_nbytes
     from ..predict.collectives import estimate
     from .json_shapes import collective_json
@@ -577,8 +579,9 @@ def _collective(args) -> None:
     requested = np.array(_sweep(args.minbytes, args.maxbytes, args.stepfactor), dtype=np.int64)
     # nccl-tests rounds every size down to whole float32 elements per rank.
     counts, sizes = (np.atleast_1d(x) for x in count_from_nbytes(args.coll, requested, nranks))
-    e = estimate(G, args.coll, sizes, args.gpus, algorithm=args.algo, protocol=args.proto,
-                 profile=args.nccl, gpus_per_thread=args.g, calibration=calibration, max_pairs=args.limit)
+    algorithms = None if args.algo is None else (algorithm_named(args.algo),)
+    e = estimate(G, args.coll, sizes, args.gpus, protocol=args.proto, profile=args.nccl, gpus_per_thread=args.g,
+                 calibration=calibration, max_pairs=args.limit, algorithms=algorithms)
     if args.json:
         _print_json(collective_json(G, e, explain=args.explain))
     else:

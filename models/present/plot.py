@@ -419,10 +419,10 @@ def _search(result, pattern):
     if not isinstance(result, CollectiveEstimate):
         raise DgxTopoError(f"expected a CollectiveEstimate or ChannelSearch, received {type(result).__name__}")
     if pattern is None:
-        pattern = str(np.atleast_1d(result.algorithm)[-1])
         # NVLS channels reduce in the switch (no GPU order to draw) and PAT runs on the tree
-        # graph: draw the ring graph NCCL also built, or the tree's.
-        pattern = {"nvls": "ring", "nvls_tree": "ring", "pat": "tree"}.get(pattern, pattern)
+        # graph: draw the ring graph NCCL also built, or the tree's (the algorithm's pattern).
+        ran = result.algorithm_at()
+        pattern = str(np.atleast_1d(result.algorithm)[-1]) if ran is None else ran.pattern
     search = {"ring": result.ring, "tree": result.tree}.get(pattern)
     if search is None:
         raise DgxTopoError(f"{result.collective} on GPUs {','.join(map(str, result.gpus))} has no "

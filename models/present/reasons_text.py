@@ -21,11 +21,17 @@ from types import MappingProxyType
 
 from topo.units import to_GBps, to_us
 
+from ..engine.nccl.algorithms.catalog import algorithm_named
 from ..engine.nccl.reasons import Cause, NvlsChoice, Why
 
 __all__ = ["reason_text", "nvls_choice_text", "nvls_bound_text", "error_text"]
 
-_NAMES = MappingProxyType({"nvls": "NVLS", "nvls_tree": "NVLSTree"})
+
+
+def _name(algorithm: str) -> str:
+    """NCCL's spelling of an algorithm (``"NVLSTree"``), from its object."""
+    found = algorithm_named(algorithm)
+    return found.nccl_name if found is not None else algorithm
 
 
 def _ccs(w: Why) -> str:
@@ -56,13 +62,14 @@ _WORDS = MappingProxyType({
     Cause.PAT_RANKS_PER_NODE:
         lambda w: (f"NCCL enables PAT with one rank per node only (nNodes == nRanks), this "
                    f"communicator has {w.count} ranks per node"),
+    Cause.NOT_SERVED: lambda w: f"{w.algorithm} does not run {w.collective}",
     Cause.PAT_COMPUTE_CAPABILITY: lambda w: f"PAT needs compute capability >= {w.limit}",
     Cause.NO_NVLS_ALGORITHM:
-        lambda w: (f"NCCL {w.release} has no {_NAMES[w.algorithm]} (NVLS arrives in v2.17.1, NVLSTree "
+        lambda w: (f"NCCL {w.release} has no {_name(w.algorithm)} (NVLS arrives in v2.17.1, NVLSTree "
                    f"in v2.18)"),
     Cause.NO_NVLS_TREE: lambda w: f"NCCL {w.release} has no NVLSTree (it arrives in v2.18)",
     Cause.NO_NVLS_SUPPORT: lambda w: f"no NVLS support: {reason_text(w.support)}",
-    Cause.NVLS_PROTOCOL: lambda w: f"{_NAMES[w.algorithm]} runs the Simple protocol only",
+    Cause.NVLS_PROTOCOL: lambda w: f"{_name(w.algorithm)} runs the Simple protocol only",
     Cause.NVLS_TREE_COLLECTIVE: lambda w: f"NVLSTree runs all_reduce only, not {w.collective}",
     Cause.NVLS_COLLECTIVE: lambda w: f"NCCL {w.release} runs NVLS for {', '.join(w.allowed)} only",
     Cause.NVLS_ACROSS_NODES:
@@ -167,7 +174,7 @@ def nvls_choice_text(choice: NvlsChoice | None) -> str:
     """
     if choice is None:
         return ""
-    name, collective = _NAMES[choice.algorithm], choice.collective
+    name, collective = _name(choice.algorithm), choice.collective
     if choice.why is not None:
         return f"{name} not chosen for {collective}: {reason_text(choice.why)}"
     if choice.error:

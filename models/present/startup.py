@@ -30,10 +30,14 @@ def startup_data() -> dict:
     dict
         ``spec_grammar`` (:data:`topo.registry.SPEC_GRAMMAR`), ``systems`` and ``variants``
         (registry names, in order), ``systems_table`` and ``systems_json`` (what ``dgxtopo
-        systems`` prints without and with ``--json``, final newline excluded).
+        systems`` prints without and with ``--json``, final newline excluded), ``algorithms``
+        (the names ``--algo`` takes: NCCL's algorithms, Ring first, then in NCCL's index order).
     """
     import topo
     from topo.registry import SPEC_GRAMMAR
+
+    from ..engine.nccl.algorithms.catalog import ALGORITHMS
+    from ..engine.nccl.algorithms.ring import RING
 
     from .json_shapes import systems_json
     from .text import systems_table
@@ -41,7 +45,8 @@ def startup_data() -> dict:
     summaries = [topo.summarize(topo.build(name)) for name in topo.SYSTEMS]
     return {"spec_grammar": SPEC_GRAMMAR, "systems": list(topo.SYSTEMS), "variants": list(topo.VARIANTS),
             "systems_table": systems_table(summaries),
-            "systems_json": json.dumps(systems_json(summaries), indent=2)}
+            "systems_json": json.dumps(systems_json(summaries), indent=2),
+            "algorithms": [a.name for a in sorted(ALGORITHMS, key=lambda a: (a is not RING, a.index))]}
 
 
 def read_startup_data() -> dict:

@@ -74,7 +74,7 @@ from ..engine.nccl.nvls import NVLS_MIN_COMPUTE_CAPABILITY, sharp_switch
 from ..engine.nccl.reasons import Cause, Why
 from ..engine.results import tidy_records
 from ..engine.results import gpu_set
-from ..engine.nccltests import algbw_to_busbw, collective as _collective
+from ..engine.nccltests import COLLECTIVES, algbw_to_busbw, collective as _collective
 from .packing import pack_trees
 from .relays import RELAYS, FlowNetwork, capacity_graph, out_capacity, relay_edge_kinds
 
@@ -82,9 +82,9 @@ __all__ = ["BoundError", "BoundTooLargeError", "Cut", "Bound", "SubsetBound", "b
            "subset_bounds", "pairwise_bounds", "nvls_applicable", "MAX_LP_VARIABLES",
            "BOUND_COLLECTIVES", "RELAYS"]
 
-#: Collectives with a bound.
-BOUND_COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce",
-                     "alltoall", "sendrecv")
+#: Collectives with a bound: every one of :data:`models.engine.nccltests.COLLECTIVES`, each with
+#: the bound its ``bound`` names.
+BOUND_COLLECTIVES = tuple(COLLECTIVES)
 #: Largest multicommodity LP (variables = source GPUs x arcs) solved; HiGHS takes about a
 #: second at this size on one core.
 MAX_LP_VARIABLES = 250_000
@@ -466,7 +466,8 @@ class _BoundProblem:
         members = list(nodes)
         H = capacity_graph(self.G, members, relay=self.relay, edge_kinds=self.edge_kinds)
         eulerian = _eulerian(H, set(members))
-        if name in ("broadcast", "reduce"):
+        kind = COLLECTIVES[name].bound
+        if kind == "rooted":
             graph = H if name == "broadcast" else _reverse(H)
             rate, side = _broadcast(graph, root, members)
             cut = self.cut(H, side, members, 1, reverse=name == "reduce")
@@ -476,7 +477,7 @@ class _BoundProblem:
                            f"T >= M / min_v {what} (Edmonds' arborescence packing; relays "
                            f"{'Eulerian: achievable' if eulerian else 'not Eulerian: may not be achievable'})",
                            ((f"{name} rate", rate),))
-        if name in ("all_gather", "reduce_scatter", "all_reduce"):
+        if kind == "cut":
             reps = _representatives(H, members)
             symmetric = _symmetric(H)
             rates = {}
@@ -601,7 +602,7 @@ def bound(G: nx.DiGraph | PreparedFabric, collective: str, nbytes: Sizes, gpus: 
         raise BoundError(f"a {name} bound needs at least 2 GPUs, received GPUs {list(ids)}")
     root_id = None
     root_node = None
-    if name in ("broadcast", "reduce"):
+    if COLLECTIVES[name].bound == "rooted":
         root_id = ids[0] if root is None else root
         if isinstance(root_id, bool) or not isinstance(root_id, (int, np.integer)) or root_id not in ids:
             raise BoundError(f"root must be a GPU id of the set {list(ids)}, received {root!r}")
@@ -618,7 +619,7 @@ def bound(G: nx.DiGraph | PreparedFabric, collective: str, nbytes: Sizes, gpus: 
     packings = ()
     if trees:
         targets = {"all_reduce": ("reduce_scatter", "all_gather")}.get(name, (name,))
-        if name in ("alltoall", "sendrecv"):
+        if COLLECTIVES[name].bound == "flow":
             raise BoundError(f"trees=True packs spanning trees for broadcast, reduce, all_gather, "
                              f"reduce_scatter and all_reduce, received {name} (its schedule is the LP's flow)")
         packings = tuple(pack_trees(G, t, ids, relay=relay, root=root_id, edge_kinds=edge_kinds)
@@ -690,7 +691,7 @@ def subset_bounds(G: nx.DiGraph | PreparedFabric, collective: str, k: int | None
     for size in sizes:
         for combo in itertools.combinations(range(n), size):
             nodes = [fabric.gpu_nodes[i] for i in combo]
-            root = nodes[0] if name in ("broadcast", "reduce") else None
+            root = nodes[0] if COLLECTIVES[name].bound == "rooted" else None
             key = symmetry.key(nodes, root)
             if key not in done:
                 solved = fabric.solve(name, nodes, root)

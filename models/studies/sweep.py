@@ -53,6 +53,7 @@ import numbers
 import os
 import re
 import time
+from collections.abc import Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Any
@@ -66,6 +67,8 @@ from topo.units import Sizes
 
 from ..engine.fabric import PreparedFabric
 from ..engine.memo import BoundedMemo
+from ..engine.nccl.algorithms.base import Algorithm
+from ..engine.nccl.algorithms.catalog import algorithm_set
 from ..engine.nccl.profiles import NcclProfile
 from ..engine.nccl.search import ChannelSearchError
 from ..engine.nccltests import collective as _collective
@@ -242,14 +245,14 @@ class _Outcome:
     cause: str = ""  # the error that keeps the job's GPUs from communicating ('' when they can)
 
 
-def _evaluate(H, collective, nbytes, job_nodes, p2p, profile, searches=None) -> _Outcome:
+def _evaluate(H, collective, nbytes, job_nodes, p2p, profile, searches=None, algorithms=None) -> _Outcome:
     """One estimate on a failed fabric (module level: executors pickle it). ``searches``: a memo
     of channel searches shared by the fabrics of one sweep in this process (hosts a failure
     leaves alone are searched once)."""
     fabric = PreparedFabric(H, nccl=profile, searches=searches, freeze=False)  # the caller's G, or ours
     ids = sorted(fabric.ids[n] for n in job_nodes)
     try:
-        e = estimate(fabric, collective, nbytes, ids)
+        e = estimate(fabric, collective, nbytes, ids, algorithms=algorithms)
     except (RouteError, ChannelSearchError) as err:
         return _Outcome(0.0, math.inf, None, len(ids), str(err))
     pairs = None
@@ -526,7 +529,8 @@ def sweep(G: nx.DiGraph | PreparedFabric, collective: str, nbytes: Sizes, *, fai
           pairs: bool = False, gpus: GpuIds = None, executor: str | Executor | None = None,
           progress: Any = None, max_cases: int = MAX_CASES,
           max_seconds: float = MAX_SECONDS, symmetry: bool = True, p2p: bool | None = None,
-          profile: str | NcclProfile | None = None, dask_timeout: float = DASK_TIMEOUT) -> Sweep:
+          profile: str | NcclProfile | None = None, dask_timeout: float = DASK_TIMEOUT,
+          algorithms: Sequence[Algorithm] | None = None) -> Sweep:
     """Evaluate every failure of one kind of component and rank them by the busbw they cost.
 
     Parameters
@@ -564,6 +568,9 @@ def sweep(G: nx.DiGraph | PreparedFabric, collective: str, nbytes: Sizes, *, fai
         NCCL version profile (the prepared fabric's by default).
     dask_timeout : float
         Seconds to reach a ``dask://`` scheduler (default :data:`DASK_TIMEOUT`).
+    algorithms : sequence of Algorithm, optional
+        The algorithms every estimate chooses among (as for :func:`models.predict.collectives.estimate`;
+        default NCCL's); an executor pickles them.
 
     Returns
     -------
@@ -595,6 +602,7 @@ def sweep(G: nx.DiGraph | PreparedFabric, collective: str, nbytes: Sizes, *, fai
     job = sorted(job, key=position.__getitem__)
     p2p = (len({G.nodes[n]["host"] for n in topo.gpus(G)}) == 1) if p2p is None else bool(p2p)
     collective = _collective(collective).name
+    algorithms = algorithm_set(algorithms)
     tick = _ticker(progress)
     executor_kind = _executor_kind(executor, dask_timeout)
     if pairs not in (True, False):
@@ -629,18 +637,18 @@ def sweep(G: nx.DiGraph | PreparedFabric, collective: str, nbytes: Sizes, *, fai
     client = _dask_client(executor, dask_timeout) if executor_kind == "dask" else None
     try:
         return _run(G, collective, size, job, p2p, profile, cases, keys, cluster, symmetry, tick, what,
-                    max_seconds, fail_each, pairs, executor_kind, executor, client, position)
+                    max_seconds, fail_each, pairs, executor_kind, executor, client, position, algorithms)
     finally:
         if client is not None:
             client.close()
 
 
 def _run(G, collective, size, job, p2p, profile, cases, keys, cluster, symmetry, tick, what, max_seconds,
-         fail_each, pairs, executor_kind, executor, client, position) -> Sweep:
+         fail_each, pairs, executor_kind, executor, client, position, algorithms) -> Sweep:
     """The sweep's work once its arguments are checked and its cases counted."""
     searches = BoundedMemo(256)  # shared by the fabrics estimated in this process
     started = time.perf_counter()
-    base = _evaluate(G, collective, size, job, p2p, profile, searches)  # checks the profile too
+    base = _evaluate(G, collective, size, job, p2p, profile, searches, algorithms)  # checks the profile too
     seconds_each = time.perf_counter() - started
 
     def refuse_beyond(estimates, what_counted):
@@ -665,11 +673,11 @@ def _run(G, collective, size, job, p2p, profile, cases, keys, cluster, symmetry,
     try:
         if runner is None:
             for i, (H, remaining, _) in enumerate(tasks):
-                outcomes[i] = _evaluate(H, collective, size, remaining, p2p, profile, searches)
+                outcomes[i] = _evaluate(H, collective, size, remaining, p2p, profile, searches, algorithms)
                 done += 1
                 tick(done, total)
         else:
-            futures = {runner.submit(_evaluate, H, collective, size, remaining, p2p, profile): i
+            futures = {runner.submit(_evaluate, H, collective, size, remaining, p2p, profile, None, algorithms): i
                        for i, (H, remaining, _) in enumerate(tasks)}
             for future in as_completed(futures):
                 outcomes[futures[future]] = future.result()

@@ -12,6 +12,11 @@ The layers, in the order data flows (each imports only the ones before it):
 ``reasons``
     Why NCCL disables an algorithm, a protocol or NVLS, as codes and numbers (the words:
     :mod:`models.present.reasons_text`).
+``communicator``
+    The tuning model's inputs (a communicator, its channel graphs) and the working of one cell.
+``algorithms``
+    One module per NCCL algorithm (ring, tree, nvls, nvls_tree, pat), each an object that says
+    where it applies, its bandwidth, latency and links; :data:`ALGORITHMS`, NCCL's set.
 ``tuning``
     NCCL's tuning model: latency and bandwidth per (algorithm, protocol), and the selection.
 ``search``
@@ -51,8 +56,8 @@ _FACE = MappingProxyType({
     "algo_time": "models.engine.nccl.tuning",
     "Tuning": "models.engine.nccl.tuning",
     "Selection": "models.engine.nccl.tuning",
-    "Communicator": "models.engine.nccl.tuning",
-    "ChannelGraph": "models.engine.nccl.tuning",
+    "Communicator": "models.engine.nccl.communicator",
+    "ChannelGraph": "models.engine.nccl.communicator",
     "search_channels": "models.engine.nccl.search",
     "ChannelSearch": "models.engine.nccl.search",
     "ChannelSearchError": "models.engine.nccl.search",
@@ -63,7 +68,8 @@ _FACE = MappingProxyType({
     "nvls_search": "models.engine.nccl.nvls",
     "nvls_support": "models.engine.nccl.nvls",
     "double_binary_tree": "models.engine.nccl.trees",
-    "ALGORITHMS": "models.engine.nccl.profiles",
+    "ALGORITHMS": "models.engine.nccl.algorithms.catalog",
+    "Algorithm": "models.engine.nccl.algorithms.base",
     "PROTOCOLS": "models.engine.nccl.profiles",
     "NCCL_COLLECTIVES": "models.engine.nccl.tuning",
 })

@@ -89,6 +89,7 @@ import numpy as np
 from topo.errors import DgxTopoError
 from topo.units import parse_nbytes
 
+from ..nccltests import COLLECTIVES, NCCL_COLLECTIVES
 from ..results import tidy_records
 from .profiles import PROFILES, NcclProfile, nccl_profile
 
@@ -96,11 +97,12 @@ __all__ = ["PipelineConstants", "Pipelining", "RELEASES", "PIPELINE_COLLECTIVES"
            "PipeliningError", "pipelining", "LL_LINE_BYTES", "LL_DATA_BYTES", "LL128_LINE_BYTES",
            "LL128_DATA_BYTES"]
 
-#: Collectives with a pipeline, in NCCL's function order (src/include/device.h).
-PIPELINE_COLLECTIVES = ("broadcast", "reduce", "all_gather", "reduce_scatter", "all_reduce")
-#: The pattern of each collective (module docstring).
-PATTERNS = MappingProxyType({"broadcast": "chain", "reduce": "chain", "all_gather": "ring",
-            "reduce_scatter": "ring", "all_reduce": "ring"})
+#: Collectives with a pipeline, in NCCL's function order (src/include/device.h): those of
+#: :data:`models.engine.nccltests.COLLECTIVES` with a ``pipeline`` pattern.
+PIPELINE_COLLECTIVES = tuple(name for name in NCCL_COLLECTIVES if COLLECTIVES[name].pipeline)
+#: The pattern of each collective (module docstring; :attr:`Collective.pipeline
+#: <models.engine.nccltests.Collective.pipeline>`).
+PATTERNS = MappingProxyType({name: COLLECTIVES[name].pipeline for name in PIPELINE_COLLECTIVES})
 #: ``union ncclLLFifoLine``: 16 B lines, two 4 B data words and two 4 B flags (src/include/devcomm.h).
 LL_LINE_BYTES, LL_DATA_BYTES = 16, 8
 #: ``NCCL_LL128_LINESIZE`` 128 B, ``NCCL_LL128_DATAELEMS`` 15 of 16 8-byte words (src/include/devcomm.h).
@@ -386,7 +388,7 @@ def pipelining(profile: str | NcclProfile | None, collective: str, protocol: str
         raise PipeliningError(f"no NCCL pipeline for {collective!r}: expected one of "
                               f"{list(PIPELINE_COLLECTIVES)}")
     c = RELEASES[release.version]
-    index = PIPELINE_COLLECTIVES.index(collective)
+    index = COLLECTIVES[collective].function
     uncertain = "".join(f" [U] {u}" for u in c.uncertain)
     source = f"NVIDIA/nccl {c.tag} {c.sources}{uncertain}"
     if protocol == "Simple":

@@ -61,7 +61,7 @@ with the fallback used. NCCL before 2.5 has no tuning model: its profiles time t
 builds with v2.5's tables [U] and choose the protocol by NCCL's own thresholds.
 
 Index orders follow NCCL (src/include/device.h, NVIDIA/nccl v2.27.7-1): algorithms Tree=0, Ring=1
-(:data:`ALGORITHMS`); protocols LL=0, LL128=1, Simple=2 (:data:`PROTOCOLS`); hardware
+(:data:`TABLE_ALGORITHMS`; the algorithm objects: :data:`models.engine.nccl.algorithms.ALGORITHMS`); protocols LL=0, LL128=1, Simple=2 (:data:`PROTOCOLS`); hardware
 NVLINK=0, PCI=1, NET=2 (:data:`HARDWARE`). Rows of the bandwidth-cap tables are indexed by
 the compute-capability index (Volta 0, Ampere 1, Hopper 2, Blackwell 3, see
 :meth:`NcclProfile.compute_capability_index`) or, for multi-node ``llMaxBws``, by CPU vendor;
@@ -109,20 +109,17 @@ from topo.units import GB, us
 from .releases import BEHAVIOURS, ReleaseBehaviour
 
 __all__ = [
-    "ALGORITHMS", "PROTOCOLS", "HARDWARE", "PATH_TYPES", "DEFAULT_VERSION",
+    "PROTOCOLS", "HARDWARE", "PATH_TYPES", "DEFAULT_VERSION",
     "DupRule", "NvlsRules", "PatRules", "NcclProfile", "PROFILES", "nccl_profile",
-    "TABLE_ALGORITHMS", "NVLS_EFFICIENCY_V2_28", "ANY_PATCH",
+    "TABLE_ALGORITHMS", "NVLS_ALGORITHMS", "NVLS_EFFICIENCY_V2_28", "ANY_PATCH",
     "UnknownNcclVersionError", "MissingConstantError",
 ]
 
-#: Algorithms modelled, in NCCL's index order (Tree=0, Ring=1, NVLS=4, NVLSTree=5, PAT=6;
-#: NVIDIA/nccl v2.27.7-1 src/include/device.h). CollNetDirect=2 and CollNetChain=3 are not
-#: modelled: NCCL enables them only with a CollNet (SHARP) network plugin, which no fabric here
-#: has, so NCCL would never pick them on these systems.
-ALGORITHMS = ("tree", "ring", "nvls", "nvls_tree", "pat")
 #: The algorithms of the ``base_latency`` / ``hw_latency`` tables (NVLS, NVLSTree and PAT
 #: latencies are in :class:`NvlsRules` and :class:`PatRules`).
 TABLE_ALGORITHMS = ("tree", "ring")
+#: The algorithms of :class:`NvlsRules`' latency columns (NVLS, NVLSTree).
+NVLS_ALGORITHMS = ("nvls", "nvls_tree")
 #: Protocols in NCCL's index order (LL=0, LL128=1, Simple=2; NVIDIA/nccl v2.27.7-1 src/include/device.h).
 PROTOCOLS = ("LL", "LL128", "Simple")
 #: Hardware classes of the latency table (NCCL_HW_NVLINK=0, PCI=1, NET=2; tuning.cc).
@@ -561,7 +558,7 @@ class NcclProfile:
         if algorithm == "pat":
             return self.require("pat").base_latency if protocol == "Simple" else 0.0
         rules = self.require("nvls")
-        return rules.base_latency[("nvls", "nvls_tree").index(algorithm)] if protocol == "Simple" \
+        return rules.base_latency[NVLS_ALGORITHMS.index(algorithm)] if protocol == "Simple" \
             else 0.0
 
     def hw_lat(self, hardware: str, algorithm: str, protocol: str) -> float:
@@ -575,7 +572,7 @@ class NcclProfile:
             return self.hw_latency[HARDWARE.index(hardware)][TABLE_ALGORITHMS.index(algorithm)][
                 PROTOCOLS.index(protocol)]
         rules = self.require("nvls")
-        return rules.hw_latency[HARDWARE.index(hardware)][("nvls", "nvls_tree").index(algorithm)] \
+        return rules.hw_latency[HARDWARE.index(hardware)][NVLS_ALGORITHMS.index(algorithm)] \
             if protocol == "Simple" else 0.0
 
     def ll_max_bw(self, row: int, nnodes: int) -> float:

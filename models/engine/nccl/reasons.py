@@ -85,6 +85,9 @@ class Cause(enum.Enum):
     NVLS_CHANNELS = "nvls_channels"
     #: The bus bandwidth of an enabled cell is 0.
     ZERO_BANDWIDTH = "zero_bandwidth"
+    #: ``algorithm``, ``collective``: an algorithm runs only the collectives it lists (a user's own,
+    #: :attr:`models.engine.nccl.algorithms.base.Algorithm.collectives`).
+    NOT_SERVED = "not_served"
     # -- why a communicator has no NVLS graph (nvlsSupport; the ``support`` of NO_NVLS_SUPPORT)
     #: ``release``: before v2.17.1 there is no NVLS.
     NO_NVLS = "no_nvls"
@@ -190,7 +193,8 @@ class NvlsChoice:
     ----------
     collective : str
     algorithm : str
-        ``"nvls"`` on one node, ``"nvls_tree"`` across nodes.
+        The ``name`` of NVLS on one node, of NVLSTree across nodes
+        (:mod:`models.engine.nccl.algorithms`).
     nbytes : int
         The size explained (the largest asked). [bytes]
     chosen : bool

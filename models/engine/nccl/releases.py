@@ -281,15 +281,15 @@ class NvlsRatio(Behaviour):
     #: v2.28+: ``nRanks / nsteps`` (no shipped profile).
     NSTEPS = ("nsteps", "nRanks / nsteps")
 
-    def ratio(self, algorithm: str, nnodes: int, ring_ratio: float) -> float:
-        """The ratio for ``algorithm`` ("nvls" or "nvls_tree") on ``nnodes`` nodes.
+    def ratio(self, across_nodes: bool, nnodes: int, ring_ratio: float) -> float:
+        """The ratio of NVLSTree (``across_nodes``) or NVLS on ``nnodes`` nodes.
 
-        >>> NvlsRatio.V2_18.ratio("nvls_tree", 2, 0.5), NvlsRatio.FIVE_SIXTHS.ratio("nvls", 1, 0.5)
+        >>> NvlsRatio.V2_18.ratio(True, 2, 0.5), NvlsRatio.FIVE_SIXTHS.ratio(False, 1, 0.5)
         (0.7, 0.8333333333333334)
         """
         if self is NvlsRatio.NSTEPS:
             return ring_ratio
-        if self is NvlsRatio.V2_18 and algorithm == "nvls_tree" and nnodes > 1:
+        if self is NvlsRatio.V2_18 and across_nodes and nnodes > 1:
             return 0.70 * nnodes / (2 * (nnodes - 1))
         return 5 / 6
 

@@ -5,8 +5,11 @@ This reimplements, from NVIDIA/nccl v2.27.7-1 (and the tags of older profiles), 
 compute, for the Ring, Tree, NVLS, NVLSTree and PAT algorithms and the LL, LL128 and Simple protocols. It does
 not look at a fabric: the channel search produces, per algorithm, a :class:`ChannelGraph`
 (NCCL's ``ncclTopoGraph`` result: channel count, per-channel bandwidth, path types), the
-caller bundles the two graphs with the rank counts into a :class:`Communicator`, and the
-functions here do the rest.
+caller bundles the two graphs with the rank counts into a :class:`Communicator`
+(:mod:`models.engine.nccl.communicator`), and the functions here do the rest. Each algorithm's
+rules live in its object (:mod:`models.engine.nccl.algorithms`, one module per algorithm); the
+functions here take an algorithm's object or its name, check the inputs, delegate to it, and
+choose among the algorithms they are given (``algorithms=``, NCCL's by default).
 
 Pipeline, one cell of NCCL's table per (algorithm, protocol):
 
@@ -56,21 +59,28 @@ of 12 channels x 30 GB/s, AllReduce of 1 MiB.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from types import MappingProxyType
 
 import numpy as np
 import numpy.typing as npt
 
-from topo.errors import DgxTopoError
 from topo.units import parse_nbytes
 
-from ..nccltests import algbw as nccl_tests_algbw, algbw_to_busbw, collective as _collective_spec
+from ..nccltests import NCCL_COLLECTIVES, algbw as nccl_tests_algbw, algbw_to_busbw
 from ..results import tidy_records
-from .profiles import (ALGORITHMS, PATH_TYPES, PROTOCOLS, MissingConstantError, NcclProfile,
-                       nccl_profile)
-from .releases import (AlgorithmSelection, InterLatency, LlCap, Ll128Cap, Ll128Rule, NvlsAlgorithms,
-                       NvlsLatency, NvlsRatio, RingLatency, TreeCap, TreeRule)
+from .algorithms.base import Algorithm
+from .algorithms.catalog import ALGORITHMS, algorithm_set, resolve
+from .algorithms.nvls import NVLS
+from .algorithms.nvls_tree import NVLS_TREE
+from .algorithms.ring import RING
+from .algorithms.tree import TREE
+from .communicator import (CPU_VENDORS, PATTERNS, BandwidthStep, BusBandwidth, ChannelGraph, Communicator,
+                           Latency, LatencyTerm, TuningError, UnknownAlgorithmError, UnknownProtocolError,
+                           UnsupportedCollectiveError, check_collective as _check_collective,
+                           check_protocol as _check_protocol, comm_channels, log2i, nsteps)
+from .profiles import PROTOCOLS, MissingConstantError, NcclProfile, nccl_profile
+from .releases import AlgorithmSelection, TreeRule
 from .reasons import Cause, NvlsChoice, Why
 
 __all__ = [
@@ -84,82 +94,9 @@ __all__ = [
     "tree_threshold", "nvls_choice",
 ]
 
-#: Collectives NCCL's tuning model covers, in NCCL's function order (src/include/device.h).
-NCCL_COLLECTIVES = ("broadcast", "reduce", "all_gather", "reduce_scatter", "all_reduce")
-#: Search patterns of a channel graph (NCCL_TOPO_PATTERN_*, src/graph/search.cc).
-PATTERNS = ("ring", "balanced_tree", "tree", "split_tree", "nvls")
-#: CPU vendors that change the model (llMaxBws row multi-node, getNetOverhead; src/graph/tuning.cc).
-CPU_VENDORS = ("intel", "amd", "other")
-
-
-class TuningError(DgxTopoError):
-    """Bad input to the tuning model.
-
-    Attributes
-    ----------
-    whys : tuple of Why
-        The reasons the message names, each written as its ``repr``
-        (:func:`models.present.reasons_text.error_text` words them).
-    """
-
-    def __init__(self, *args: object, whys: tuple = ()):
-        super().__init__(*args)
-        self.whys = tuple(whys)
-
-
-class UnsupportedCollectiveError(TuningError):
-    """A collective nccl-tests knows but NCCL's tuning model does not cover."""
-
-
-class UnknownAlgorithmError(TuningError):
-    """An algorithm name other than those of :data:`models.engine.nccl.profiles.ALGORITHMS`."""
-
-
-class UnknownProtocolError(TuningError):
-    """A protocol name other than ``"LL"``, ``"LL128"``, ``"Simple"``."""
-
 
 class NoAlgorithmError(TuningError):
     """No enabled (algorithm, protocol) matches the request."""
-
-
-# ---------------------------------------------------------------------------------- checks
-def _check_collective(name) -> str:
-    _collective_spec(name)  # UnknownCollectiveError for names nccl-tests does not know either
-    if name not in NCCL_COLLECTIVES:
-        raise UnsupportedCollectiveError(
-            f"{name} has no NCCL tuning model (NCCL runs it as grouped send/recv, see the P2P "
-            f"model): expected one of {list(NCCL_COLLECTIVES)}")
-    return name
-
-
-def _check_algorithm(name) -> str:
-    key = name.lower() if isinstance(name, str) else None
-    if key not in ALGORITHMS:
-        raise UnknownAlgorithmError(f"unknown algorithm {name!r}: expected one of "
-                                    f"{list(ALGORITHMS)}")
-    return key
-
-
-_PROTOCOL_KEYS = MappingProxyType({p.lower(): p for p in PROTOCOLS})
-
-
-def _check_protocol(name) -> str:
-    key = _PROTOCOL_KEYS.get(name.lower()) if isinstance(name, str) else None
-    if key is None:
-        raise UnknownProtocolError(f"unknown protocol {name!r}: expected one of {list(PROTOCOLS)}")
-    return key
-
-
-def _is_int(value) -> bool:
-    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
-
-
-def _positive_bandwidth(name, value) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
-            or not math.isfinite(value) or value <= 0:
-        raise TuningError(f"{name} must be a finite bandwidth > 0 [B/s], received {value!r}")
-    return float(value)
 
 
 def _bound(comm, profile) -> NcclProfile:
@@ -173,318 +110,6 @@ def _bound(comm, profile) -> NcclProfile:
                           f"{given.version}: expected no profile, or build the Communicator with "
                           f"profile={given.version!r}")
     return comm.profile
-
-
-# ---------------------------------------------------------------------------------- inputs
-@dataclass(frozen=True, slots=True)
-class ChannelGraph:
-    """What NCCL's channel search found for one algorithm (an ``ncclTopoGraph``).
-
-    The channel search fills one for the ring graph and one for the tree graph, with the
-    values NCCL's ``ncclTopoCompute`` ends with *after* :func:`dup_channels` (the values NCCL
-    logs as ``Pattern %d, crossNic %d, nChannels %d, bw %f/%f, type %s/%s, sameChannels %d``).
-
-    Attributes
-    ----------
-    nchannels : int
-        ``graph.nChannels`` (>= 1), before the x2 of ``ncclTopoPostset``.
-    bw_intra : float
-        ``graph.bwIntra``, bandwidth each channel reserves on intra-node links. [B/s]
-    type_intra : str
-        ``graph.typeIntra``, the path type channels needed between GPUs (``"NVL"``,
-        ``"NVB"``, ``"PIX"``, ``"PXB"``, ``"PHB"``, ``"SYS"``, ...; ``"LOC"`` for one GPU).
-        An enum member whose ``name`` is one of these (``models.engine.routes.PathType.NVL``) is
-        stored as its name. ``"NVL"`` selects NCCL's NVLINK latencies, anything else the PCI
-        ones (NVB counts as PCI, src/graph/tuning.cc).
-    bw_inter : float, optional
-        ``graph.bwInter`` [B/s]; defaults to ``bw_intra`` (NCCL sets both to the same speed;
-        they differ only after pass 2 of multi-node tree searches).
-    type_inter : str
-        ``graph.typeInter``: path type to the NIC; ``"PIX"`` when there is no NET, as NCCL
-        sets it on one node.
-    pattern : str
-        ``"ring"``, ``"balanced_tree"`` (NCCL's tree graph), ``"tree"`` or ``"split_tree"``.
-    same_channels : bool
-        ``graph.sameChannels``: every channel has the same GPU order.
-    latency_inter : float
-        ``graph.latencyInter``, NET latency from the topology (0 when the XML has none). [s]
-    nthreads : int, optional
-        Threads per ring of NCCL 2.0-2.4 (``comm->nThreads``: 256, or 128 on Pascal NVLink
-        rings in 2.3); only the pre-2.5 LL threshold reads it (None: the profile's default).
-    """
-
-    nchannels: int
-    bw_intra: float
-    type_intra: str
-    bw_inter: float | None = None
-    type_inter: str = "PIX"
-    pattern: str = "ring"
-    same_channels: bool = True
-    latency_inter: float = 0.0
-    nthreads: int | None = None
-
-    def __post_init__(self):
-        if self.nthreads is not None and (not _is_int(self.nthreads) or self.nthreads < 1):
-            raise TuningError(f"nthreads must be an integer >= 1 or None, received {self.nthreads!r}")
-        if not _is_int(self.nchannels) or self.nchannels < 1:
-            raise TuningError(f"nchannels must be an integer >= 1, received {self.nchannels!r}")
-        _positive_bandwidth("bw_intra", self.bw_intra)
-        if self.bw_inter is None:
-            object.__setattr__(self, "bw_inter", float(self.bw_intra))
-        _positive_bandwidth("bw_inter", self.bw_inter)
-        for name in ("type_intra", "type_inter"):
-            value = getattr(self, name)
-            if not isinstance(value, str) and isinstance(getattr(value, "name", None), str):
-                object.__setattr__(self, name, value.name)     # e.g. models.engine.routes.PathType.NVL
-            if getattr(self, name) not in PATH_TYPES:
-                raise TuningError(f"{name} must be an NCCL path type, expected one of "
-                                  f"{list(PATH_TYPES)}, received {getattr(self, name)!r}")
-        if self.pattern not in PATTERNS:
-            raise TuningError(f"unknown pattern {self.pattern!r}: expected one of {list(PATTERNS)}")
-        if not isinstance(self.same_channels, (bool, np.bool_)):
-            raise TuningError(f"same_channels must be a bool, received {self.same_channels!r}")
-        if isinstance(self.latency_inter, bool) or not isinstance(
-                self.latency_inter, (int, float, np.integer, np.floating)) \
-                or not math.isfinite(self.latency_inter) or self.latency_inter < 0:
-            raise TuningError(f"latency_inter must be a finite time >= 0 [s], received "
-                              f"{self.latency_inter!r}")
-
-    @property
-    def hardware(self) -> str:
-        """``"NVLINK"`` when ``type_intra`` is NVL, else ``"PCI"`` (tuning.cc ``intraHw``)."""
-        return "NVLINK" if self.type_intra == "NVL" else "PCI"
-
-
-@dataclass(frozen=True, slots=True)
-class Communicator:
-    """The communicator-level inputs of NCCL's tuning model.
-
-    Attributes
-    ----------
-    nranks : int
-        Ranks (GPUs) in the communicator, >= 2.
-    ring : ChannelGraph
-        The ring graph (search id 0).
-    tree : ChannelGraph
-        The tree graph (search id 1; NCCL searches it with ``nChannels`` = the ring's).
-    compute_capability : int
-        Minimum compute capability over the GPUs (70 for V100, 90 for H100).
-    nnodes : int
-        Nodes (hosts); ``nranks // nnodes`` ranks per node, as NCCL's integer ``ppn``.
-    compute_capability_max : int, optional
-        Maximum compute capability (LL128 needs min == max); defaults to the minimum.
-    cpu_vendor : str
-        ``"intel"``, ``"amd"`` or ``"other"``: picks the multi-node ``llMaxBws`` row and
-        the net overhead. No effect on one node.
-    nchannels : int, optional
-        ``comm->nChannels`` (used by the ring plateau rule only); defaults to
-        :func:`comm_channels` of the two graphs.
-    cuda_11_8 : bool
-        Built with CUDA 11.8 (disables LL128 for sm90 Ring AllReduce on 2 ranks).
-    profile : str or NcclProfile, optional
-        The NCCL release whose model this communicator runs (:func:`nccl_profile`; default
-        the reference version). It is stored as an :class:`NcclProfile` and every function
-        of this module uses it, so one communicator cannot be tuned under two releases.
-    nvls : ChannelGraph, optional
-        The NVLS graph (search id 3; its ``nchannels`` are the heads) when NCCL sets
-        ``nvlsSupport``; None otherwise (NVLS and NVLSTree are then disabled).
-    nvls_why : Why
-        Why there is no NVLS graph (the ``support`` of :func:`applicability`'s
-        :attr:`Cause.NO_NVLS_SUPPORT`); :attr:`Cause.NVLS_SUPPORTED` from
-        :func:`models.engine.nccl.channels.channel_graphs` when there is one.
-        Its words: :func:`models.present.reasons_text.reason_text`.
-    """
-
-    nranks: int
-    ring: ChannelGraph
-    tree: ChannelGraph
-    compute_capability: int
-    nnodes: int = 1
-    compute_capability_max: int | None = None
-    cpu_vendor: str = "intel"
-    nchannels: int | None = None
-    cuda_11_8: bool = False
-    profile: NcclProfile | str | None = None
-    nvls: ChannelGraph | None = None
-    nvls_why: Why = Why(Cause.NO_NVLS_GRAPH)
-
-    def __post_init__(self):
-        object.__setattr__(self, "profile", nccl_profile(self.profile))
-        if self.nvls is not None and not isinstance(self.nvls, ChannelGraph):
-            raise TuningError(f"nvls must be a ChannelGraph or None, received {type(self.nvls).__name__}")
-        if not isinstance(self.nvls_why, Why):
-            raise TuningError(f"nvls_why must be a Why, received {type(self.nvls_why).__name__}")
-        if not _is_int(self.nranks) or self.nranks < 2:
-            raise TuningError(
-                f"nranks must be an integer >= 2, received {self.nranks!r} (NCCL bypasses its "
-                f"tuning model for a single rank and runs a local copy)")
-        if not _is_int(self.nnodes) or not 1 <= self.nnodes <= self.nranks:
-            raise TuningError(f"nnodes must be an integer from 1 to nranks ({self.nranks}), "
-                              f"received {self.nnodes!r}")
-        for name in ("ring", "tree"):
-            if not isinstance(getattr(self, name), ChannelGraph):
-                raise TuningError(f"{name} must be a ChannelGraph, received "
-                                  f"{type(getattr(self, name)).__name__}")
-        if not _is_int(self.compute_capability) or self.compute_capability < 0:
-            raise TuningError(f"compute_capability must be an integer such as 70 or 90, received "
-                              f"{self.compute_capability!r}")
-        if self.compute_capability_max is not None and (
-                not _is_int(self.compute_capability_max)
-                or self.compute_capability_max < self.compute_capability):
-            raise TuningError(f"compute_capability_max must be an integer >= compute_capability "
-                              f"({self.compute_capability}), received "
-                              f"{self.compute_capability_max!r}")
-        if self.cpu_vendor not in CPU_VENDORS:
-            raise TuningError(f"unknown cpu_vendor {self.cpu_vendor!r}: expected one of "
-                              f"{list(CPU_VENDORS)}")
-        if self.nchannels is not None and (not _is_int(self.nchannels) or self.nchannels < 1):
-            raise TuningError(f"nchannels must be an integer >= 1 or None, received "
-                              f"{self.nchannels!r}")
-        if not isinstance(self.cuda_11_8, (bool, np.bool_)):
-            raise TuningError(f"cuda_11_8 must be a bool, received {self.cuda_11_8!r}")
-
-    @property
-    def ppn(self) -> int:
-        """Ranks per node, ``nranks // nnodes`` (NCCL's integer division)."""
-        return self.nranks // self.nnodes
-
-    @property
-    def cc_max(self) -> int:
-        """Maximum compute capability."""
-        return self.compute_capability if self.compute_capability_max is None \
-            else self.compute_capability_max
-
-    def graph(self, algorithm: str) -> ChannelGraph:
-        """The channel graph an algorithm's model reads: Tree and PAT the tree graph, NVLS and
-        NVLSTree the NVLS graph (None without one), Ring the ring graph (src/init.cc)."""
-        algorithm = _check_algorithm(algorithm)
-        if algorithm in ("tree", "pat"):
-            return self.tree
-        if algorithm in ("nvls", "nvls_tree"):
-            return self.nvls
-        return self.ring
-
-
-# --------------------------------------------------------------------------------- results
-@dataclass(frozen=True, slots=True)
-class BandwidthStep:
-    """One refinement of the bus bandwidth: ``after = min(before x factor, cap)``.
-
-    Attributes
-    ----------
-    name : str
-        What NCCL applies, e.g. ``"Ring LL"``, ``"Tree AllReduce"``.
-    factor : float
-        Multiplier. [-]
-    cap : float or None
-        Cap, or None. [B/s]
-    cap_name : str
-        The NCCL table entry of the cap (``"llMaxBws[2][0]"``), or ``""``.
-    before, after : float
-        Bus bandwidth before / after this step. [B/s]
-    bound : bool
-        True when the cap, not the factor, set ``after``.
-    """
-
-    name: str
-    factor: float
-    cap: float | None
-    cap_name: str
-    before: float
-    after: float
-    bound: bool
-
-
-@dataclass(frozen=True, slots=True)
-class BusBandwidth:
-    """NCCL's bus bandwidth of one (collective, algorithm, protocol), with its working.
-
-    Attributes
-    ----------
-    collective, algorithm, protocol : str
-    nchannels : int
-        The graph's channel count.
-    channel_bandwidth : float
-        Per-channel bandwidth used (``bwIntra`` on <= 2 nodes, else ``bwInter``). [B/s]
-    channel_bandwidth_name : str
-        ``"bwIntra"`` or ``"bwInter"``.
-    raw : float
-        ``nchannels x channel_bandwidth``. [B/s]
-    steps : tuple of BandwidthStep
-        Refinements in NCCL's order.
-    value : float
-        Bus bandwidth after every step. [B/s]
-    """
-
-    collective: str
-    algorithm: str
-    protocol: str
-    nchannels: int
-    channel_bandwidth: float
-    channel_bandwidth_name: str
-    raw: float
-    steps: tuple
-    value: float
-
-    @property
-    def bound_by(self) -> str | None:
-        """The cap that bound last (``"llMaxBws[2][0]"``), or None if no cap bound."""
-        bound = [s.cap_name for s in self.steps if s.bound]
-        return bound[-1] if bound else None
-
-
-@dataclass(frozen=True, slots=True)
-class LatencyTerm:
-    """``count x per_step`` seconds of latency.
-
-    Attributes
-    ----------
-    name : str
-        E.g. ``"intra-node steps x hwLat[NVLINK][ring][LL]"``.
-    count : float
-        Number of steps. [-]
-    per_step : float
-        Latency per step. [s]
-    """
-
-    name: str
-    count: float
-    per_step: float
-
-    @property
-    def value(self) -> float:
-        """``count x per_step``. [s]"""
-        return self.count * self.per_step
-
-
-@dataclass(frozen=True, slots=True)
-class Latency:
-    """NCCL's latency of one (collective, algorithm, protocol), with its working.
-
-    Attributes
-    ----------
-    collective, algorithm, protocol : str
-    base : float
-        ``baseLat[algorithm][protocol]``. [s]
-    terms : tuple of LatencyTerm
-        Step terms added to ``base``.
-    value : float
-        ``base + sum of terms``, NCCL's ``comm->latencies`` entry. [s]
-    intra_hardware : str
-        ``"NVLINK"`` or ``"PCI"``, from the graph's ``typeIntra``.
-    net_overhead : float
-        ``getNetOverhead()`` x (3 for Simple) used as the floor of the intra-node step
-        latency (0 on one node). [s]
-    """
-
-    collective: str
-    algorithm: str
-    protocol: str
-    base: float
-    terms: tuple
-    value: float
-    intra_hardware: str
-    net_overhead: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -630,24 +255,9 @@ class Selection:
 
 
 # ------------------------------------------------------------------------------- the model
-def nsteps(collective: str, nranks: int) -> int:
-    """Ring steps of a collective: AllReduce ``2(n-1)``, AllGather/ReduceScatter ``n-1``,
-    Broadcast/Reduce ``n`` (src/graph/tuning.cc).
-
-    Examples
-    --------
-    >>> nsteps("all_reduce", 8), nsteps("all_gather", 8), nsteps("broadcast", 8)
-    (14, 7, 8)
-    """
-    _check_collective(collective)
-    if collective == "all_reduce":
-        return 2 * (nranks - 1)
-    if collective in ("all_gather", "reduce_scatter"):
-        return nranks - 1
-    return nranks
 
 
-def bus_to_alg_ratio(collective: str, algorithm: str, nranks: int, profile: str | NcclProfile | None = None, *,
+def bus_to_alg_ratio(collective: str, algorithm: str | Algorithm, nranks: int, profile: str | NcclProfile | None = None, *,
                      nnodes: int = 1) -> float:
     """Bus -> algorithm bandwidth ratio NCCL applies before storing a bandwidth.
 
@@ -663,25 +273,12 @@ def bus_to_alg_ratio(collective: str, algorithm: str, nranks: int, profile: str 
     >>> bus_to_alg_ratio("all_reduce", "tree", 8)
     0.5
     """
-    algorithm = _check_algorithm(algorithm)
-    if algorithm == "ring":
-        return nranks / nsteps(collective, nranks)
-    _check_collective(collective)
-    profile = nccl_profile(profile)
-    if algorithm in ("nvls", "nvls_tree", "pat") and collective in ("all_gather", "reduce_scatter"):
-        return 1.0
-    if algorithm in ("nvls", "nvls_tree"):
-        # A release without NVLS never enables the cell; its ratio is then moot (5/6).
-        rule = profile.behaviour.nvls_ratio or NvlsRatio.FIVE_SIXTHS
-        return rule.ratio(algorithm, nnodes, nranks / nsteps(collective, nranks))
-    return profile.tree_alg_ratio
+    algorithm = resolve(algorithm)
+    collective = _check_collective(collective, (algorithm,))
+    return algorithm.bus_to_alg_ratio(collective, nranks, nccl_profile(profile), nnodes)
 
 
-def _path_above(profile: NcclProfile, path_type: str, limit: str) -> bool:
-    return profile.path_rank(path_type) > profile.path_rank(limit)
-
-
-def applicability(collective: str, algorithm: str, protocol: str, comm: Communicator,
+def applicability(collective: str, algorithm: str | Algorithm, protocol: str, comm: Communicator,
                   profile: str | NcclProfile | None = None) -> tuple:
     """Whether NCCL enables (algorithm, protocol) for a collective on this communicator.
 
@@ -712,137 +309,15 @@ def applicability(collective: str, algorithm: str, protocol: str, comm: Communic
     >>> applicability("all_reduce", "ring", "LL128", Communicator(8, g, g, 70))
     (False, Why(LL128_TYPE_INTRA, algorithm='ring', path_limit='NVB', path_type='PHB'))
     """
-    collective = _check_collective(collective)
-    algorithm = _check_algorithm(algorithm)
+    algorithm = resolve(algorithm)
+    collective = _check_collective(collective, (algorithm,))
     protocol = _check_protocol(protocol)
-    profile = _bound(comm, profile)
-    if algorithm in ("nvls", "nvls_tree", "pat"):
-        return _nvls_pat_applicability(collective, algorithm, protocol, comm, profile)
-    behaviour = profile.behaviour
-    release = profile.version
-    if algorithm == "tree" and behaviour.tree is TreeRule.NONE:
-        return False, Why(Cause.NO_TREES, release=release)
-    if algorithm == "tree" and behaviour.tree is TreeRule.ACROSS_NODES and comm.nnodes < 2:
-        return False, Why(Cause.TREES_ACROSS_NODES, release=release)
-    if algorithm == "tree" and collective != "all_reduce":
-        return False, Why(Cause.RING_ONLY, collective=collective)
-    if protocol != "LL128":
-        return True, None
-    if behaviour.ll128 is Ll128Rule.NONE:
-        return False, Why(Cause.NO_LL128, release=release)
-    graph = comm.graph(algorithm)
-    cc_min, cc_max = comm.compute_capability, comm.cc_max
-    if cc_min < profile.ll128_min_compute_capability:
-        return False, Why(Cause.LL128_COMPUTE_CAPABILITY, compute_capability=cc_min,
-                          limit=profile.ll128_min_compute_capability)
-    if behaviour.ll128 is Ll128Rule.LISTED_COMPUTE_CAPABILITIES:
-        if cc_min != cc_max or cc_min not in profile.ll128_compute_capabilities:
-            return False, Why(Cause.LL128_LISTED_COMPUTE_CAPABILITIES, release=release,
-                              compute_capability=cc_min, compute_capability_max=cc_max,
-                              allowed=tuple(profile.ll128_compute_capabilities))
-    elif cc_min != cc_max:
-        return False, Why(Cause.LL128_MIXED_COMPUTE_CAPABILITIES, compute_capability=cc_min,
-                          compute_capability_max=cc_max)
-    if _path_above(profile, graph.type_intra, profile.ll128_max_type_intra):
-        return False, Why(Cause.LL128_TYPE_INTRA, algorithm=algorithm,
-                          path_limit=profile.ll128_max_type_intra, path_type=graph.type_intra)
-    inter_limit = profile.ll128_max_type_inter
-    if profile.ll128_max_type_inter_sm90 is not None and cc_min >= 90:
-        inter_limit = profile.ll128_max_type_inter_sm90
-    if _path_above(profile, graph.type_inter, inter_limit):
-        return False, Why(Cause.LL128_TYPE_INTER, algorithm=algorithm, path_limit=inter_limit,
-                          path_type=graph.type_inter)
-    if behaviour.ll128 is Ll128Rule.ONE_COMPUTE_CAPABILITY and comm.cuda_11_8 and cc_min >= 90 and algorithm == "ring" \
-            and collective == "all_reduce" and comm.nranks == 2:
-        return False, Why(Cause.LL128_CUDA_11_8)
-    return True, None
+    _bound(comm, profile)
+    return algorithm.applies(collective, protocol, comm)
 
 
-_ROW_NAMES = ("Volta", "Ampere", "Hopper", "Blackwell")
 
-
-def _nvls_pat_applicability(collective, algorithm, protocol, comm, profile) -> tuple:
-    """NVLS, NVLSTree and PAT enabling (src/graph/tuning.cc, src/enqueue.cc at the profile's tag):
-    ``(enabled, Why or None)``."""
-    release = profile.version
-    if algorithm == "pat":
-        rules = profile.pat
-        if rules is None:
-            return False, Why(Cause.NO_PAT, release=release)
-        if collective not in ("all_gather", "reduce_scatter"):
-            return False, Why(Cause.PAT_COLLECTIVE, collective=collective)
-        if protocol != "Simple":
-            return False, Why(Cause.PAT_PROTOCOL)
-        if comm.nnodes != comm.nranks:
-            return False, Why(Cause.PAT_RANKS_PER_NODE, count=comm.ppn)
-        if comm.compute_capability < rules.min_compute_capability:
-            return False, Why(Cause.PAT_COMPUTE_CAPABILITY, compute_capability=comm.compute_capability,
-                              limit=rules.min_compute_capability)
-        return True, None
-    rules = profile.nvls
-    present = profile.behaviour.nvls
-    if present is NvlsAlgorithms.NONE:
-        return False, Why(Cause.NO_NVLS_ALGORITHM, release=release, algorithm=algorithm)
-    if algorithm == "nvls_tree" and present is not NvlsAlgorithms.NVLS_AND_TREE:
-        return False, Why(Cause.NO_NVLS_TREE, release=release)
-    if comm.nvls is None:
-        return False, Why(Cause.NO_NVLS_SUPPORT, support=comm.nvls_why)
-    if protocol != "Simple":
-        return False, Why(Cause.NVLS_PROTOCOL, algorithm=algorithm)
-    if algorithm == "nvls_tree" and collective != "all_reduce":
-        return False, Why(Cause.NVLS_TREE_COLLECTIVE, collective=collective)
-    if collective not in rules.collectives:
-        return False, Why(Cause.NVLS_COLLECTIVE, release=release, collective=collective,
-                          allowed=tuple(rules.collectives))
-    if algorithm == "nvls" and comm.nnodes > 1:
-        return False, Why(Cause.NVLS_ACROSS_NODES)
-    if algorithm == "nvls_tree" and comm.nnodes == 1:
-        return False, Why(Cause.NVLS_TREE_SINGLE_NODE)
-    if collective != "all_reduce" and comm.ppn > rules.max_arity:
-        return False, Why(Cause.NVLS_ARITY, collective=collective, limit=rules.max_arity, count=comm.ppn)
-    if comm.nvls.nchannels < rules.min_tuning_channels:
-        return False, Why(Cause.NVLS_CHANNELS, release=release, limit=rules.min_tuning_channels,
-                          count=comm.nvls.nchannels)
-    return True, None
-
-
-def _nvls_pat_bus(collective, algorithm, protocol, comm, profile) -> BusBandwidth:
-    """NVLS / NVLSTree / PAT bus bandwidth (src/graph/tuning.cc at the profile's tag)."""
-    nnodes, ppn = comm.nnodes, comm.ppn
-    if algorithm == "pat":
-        graph = comm.tree
-        use_intra = nnodes <= 2
-        bw = graph.bw_intra if use_intra else graph.bw_inter
-        raw = graph.nchannels * bw
-        factor = profile.require("pat").factor
-        step = BandwidthStep("PAT", factor, None, "", raw, raw * factor, False)
-        return BusBandwidth(collective, algorithm, protocol, graph.nchannels, bw,
-                            "bwIntra" if use_intra else "bwInter", raw, (step,), raw * factor)
-    graph = comm.nvls
-    rules = profile.require("nvls")
-    nch = graph.nchannels
-    if rules.efficiency is not None:     # v2.28.3+
-        row = profile.compute_capability_index(comm.compute_capability)
-        intra = graph.bw_intra * rules.efficiency[row] * (nch - 1) / nch
-        intra *= 2 if collective == "all_reduce" else (ppn - 1) / ppn
-        inter = graph.bw_inter * (2 if nnodes <= 2 and algorithm == "nvls_tree" else 1)
-        name = (f"min(bwIntra x nvlsEfficiency[{row}] x (nCh-1)/nCh x "
-                f"{'2' if collective == 'all_reduce' else '(ppn-1)/ppn'}, bwInter"
-                f"{' x 2' if inter != graph.bw_inter else ''})")
-    elif algorithm == "nvls" and collective == "all_reduce":
-        intra, inter, name = graph.bw_intra, graph.bw_inter, "min(bwIntra, bwInter)"
-    elif algorithm == "nvls":
-        intra, inter = graph.bw_intra * (ppn - 1) / ppn, graph.bw_inter * 0.9
-        name = "min(bwIntra x (ppn-1)/ppn, bwInter x 0.9)"
-    else:
-        intra = graph.bw_intra
-        inter = graph.bw_inter if nnodes <= 2 else graph.bw_inter / 2
-        name = "min(bwIntra, bwInter)" if nnodes <= 2 else "min(bwIntra, bwInter / 2)"
-    bw = min(intra, inter)
-    return BusBandwidth(collective, algorithm, protocol, nch, bw, name, nch * bw, (), nch * bw)
-
-
-def bus_bandwidth(collective: str, algorithm: str, protocol: str, comm: Communicator,
+def bus_bandwidth(collective: str, algorithm: str | Algorithm, protocol: str, comm: Communicator,
                   profile: str | NcclProfile | None = None) -> BusBandwidth:
     """NCCL's bus bandwidth for one (collective, algorithm, protocol), step by step.
 
@@ -883,107 +358,24 @@ def bus_bandwidth(collective: str, algorithm: str, protocol: str, comm: Communic
     >>> b.raw / 1e9, b.value / 1e9, b.bound_by
     (360.0, 141.0, 'llMaxBws[2][0]')
     """
-    collective = _check_collective(collective)
-    algorithm = _check_algorithm(algorithm)
+    algorithm = resolve(algorithm)
+    collective = _check_collective(collective, (algorithm,))
     protocol = _check_protocol(protocol)
-    profile = _bound(comm, profile)
-    if algorithm in ("nvls", "nvls_tree", "pat"):
-        if comm.graph(algorithm) is None:
-            raise TuningError(f"{algorithm} needs the communicator's NVLS graph: {comm.nvls_why!r}",
-                              whys=(comm.nvls_why,))
-        return _nvls_pat_bus(collective, algorithm, protocol, comm, profile)
-    graph = comm.graph(algorithm)
-    nnodes = comm.nnodes
-    use_intra = nnodes <= 2
-    bw = graph.bw_intra if use_intra else graph.bw_inter
-    nch = graph.nchannels
-    raw = nch * bw
-    col = min(nnodes, 3) - 1
-
-    def cc_row():
-        """compCapIndex, looked up only when a table needs it (an old profile may lack it)."""
-        return profile.compute_capability_index(comm.compute_capability)
-
-    def ll_row():
-        """index1 of llMaxBws: compCapIndex on one node, else the CPU vendor row."""
-        return cc_row() if nnodes == 1 else (1 if comm.cpu_vendor == "amd" else 0)
-
-    steps = []
-    value = raw
-
-    def step(name, factor, cap=None, cap_name=""):
-        nonlocal value
-        scaled = value * factor
-        after = scaled if cap is None else min(scaled, cap)
-        if cap is None:
-            cap_name = ""
-        steps.append(BandwidthStep(name, factor, cap, cap_name, value, after,
-                                   cap is not None and cap < scaled))
-        value = after
-
-    def ll_cap():
-        """llMaxBws (v2.8+) or no cap (v2.5, v2.7)."""
-        if profile.behaviour.ll_cap is LlCap.NONE:
-            return None, ""
-        row = ll_row()
-        return profile.ll_max_bw(row, nnodes), f"llMaxBws[{row}][{col}]"
-
-    def ll128_cap(table_name, lookup):
-        """The LL128 cap: per row and channel (v2.8+), or per collective (v2.5 totals, v2.7
-        per channel)."""
-        rule = profile.behaviour.ll128_cap
-        if rule is not Ll128Cap.PER_CHANNEL_PER_ROW:
-            value = profile.ll128_per_collective[NCCL_COLLECTIVES.index(collective)]
-            if rule is Ll128Cap.TOTAL_PER_COLLECTIVE:
-                return value, f"ll128MaxBw[{collective}]"
-            return nch * value, f"nChannels x ll128MaxBwPerCh[{collective}]"
-        row = cc_row()
-        return nch * lookup(row, nnodes), f"nChannels x {table_name}[{row}][{col}]"
-
-    if algorithm == "ring":
-        if protocol == "LL":
-            reducing = nnodes > 1 or collective in ("all_reduce", "reduce")
-            factor = profile.ring_ll_factor if reducing else profile.ring_ll_factor_single_node_copy
-            step("Ring LL", factor, *ll_cap())
-        elif protocol == "LL128":
-            factor = profile.ring_ll128_factor_ppn1 if comm.ppn < 2 else profile.ring_ll128_factor
-            step("Ring LL128", factor, *ll128_cap("perChMaxRingLL128Bws",
-                                                  profile.per_ch_max_ring_ll128_bw))
-    else:
-        if collective != "all_reduce":
-            raise TuningError(f"NCCL runs {collective} with Ring only: expected algorithm 'ring'")
-        tree_cap = profile.behaviour.tree_cap
-        if tree_cap is not TreeCap.PER_CHANNEL:
-            # v2.5: min(busBw x .9, nNodes > 1 ? 70 : 90); v2.7: maxTreeBw, 110 on <= 2 nodes
-            # and 80 above (130 / 105 for LL128 on sm80).
-            sm80_ll128 = protocol == "LL128" and comm.compute_capability >= 80
-            cap = profile.tree_total_caps[int(sm80_ll128)][tree_cap.multi_node_column(nnodes)]
-            step("Tree AllReduce", profile.tree_factor, cap, "maxTreeBw")
-        else:
-            row = cc_row()
-            step("Tree AllReduce", profile.tree_factor, nch * profile.per_ch_max_tree_bw(row, nnodes),
-                 f"nChannels x perChMaxTreeBws[{row}][{col}]")
-        if protocol == "LL":
-            step("Tree LL", 1.0 / profile.tree_ll_divisor, *ll_cap())
-        elif protocol == "LL128":
-            factor = profile.tree_ll128_factor_single_node if nnodes == 1 \
-                else profile.tree_ll128_factor_multi_node
-            step("Tree LL128", factor, *ll128_cap("perChMaxTreeLL128Bws",
-                                                  profile.per_ch_max_tree_ll128_bw))
-        if graph.pattern == "tree":
-            step("Tree pattern TREE", profile.require("tree_pattern_factor"))
-    if profile.sm80_bus_cap is not None and comm.compute_capability >= 80:
-        step("sm80 bus cap", 1.0, profile.sm80_bus_cap, "235 GB/s (sm80)")
-    return BusBandwidth(collective, algorithm, protocol, nch, bw,
-                        "bwIntra" if use_intra else "bwInter", raw, tuple(steps), value)
+    _bound(comm, profile)
+    _graph(algorithm, comm)
+    return algorithm.bus_bandwidth(collective, protocol, comm)
 
 
-def _log2i(n: int) -> int:
-    """floor(log2(n)) for n >= 1, -1 for 0 (NCCL's log2i)."""
-    return int(n).bit_length() - 1
+def _graph(algorithm, comm) -> ChannelGraph:
+    """The algorithm's channel graph; TuningError when the communicator has none (no NVLS)."""
+    graph = algorithm.graph(comm)
+    if graph is None:
+        raise TuningError(f"{algorithm.name} needs the communicator's NVLS graph: {comm.nvls_why!r}",
+                          whys=(comm.nvls_why,))
+    return graph
 
 
-def latency(collective: str, algorithm: str, protocol: str, comm: Communicator,
+def latency(collective: str, algorithm: str | Algorithm, protocol: str, comm: Communicator,
             profile: str | NcclProfile | None = None) -> Latency:
     """NCCL's latency for one (collective, algorithm, protocol), term by term.
 
@@ -1018,87 +410,15 @@ def latency(collective: str, algorithm: str, protocol: str, comm: Communicator,
     >>> round(lat.value * 1e6, 3)
     56.0
     """
-    collective = _check_collective(collective)
-    algorithm = _check_algorithm(algorithm)
+    algorithm = resolve(algorithm)
+    collective = _check_collective(collective, (algorithm,))
     protocol = _check_protocol(protocol)
-    profile = _bound(comm, profile)
-    graph = comm.graph(algorithm)
-    if graph is None:
-        raise TuningError(f"{algorithm} needs the communicator's NVLS graph: {comm.nvls_why!r}",
-                          whys=(comm.nvls_why,))
-    nnodes, ppn = comm.nnodes, comm.ppn
-    intra_hw = graph.hardware
-    hw = intra_hw if nnodes == 1 else "NET"
-    base = profile.base_lat(algorithm, protocol)
-    intra = profile.hw_lat(intra_hw, algorithm, protocol)
-    behaviour = profile.behaviour
-    if behaviour.inter_latency is InterLatency.PPN:
-        net_algorithm = "tree" if ppn == 1 else algorithm
-        inter = profile.hw_lat("NET", net_algorithm, protocol) + graph.latency_inter \
-            + (graph.latency_inter if protocol == "Simple" else 0.0)
-        inter_name = f"hwLat[NET][{net_algorithm}][{protocol}] + latencyInter"
-    else:
-        inter = graph.latency_inter if graph.latency_inter else \
-            profile.hw_lat("NET", algorithm, protocol)
-        inter_name = "latencyInter" if graph.latency_inter else \
-            f"hwLat[NET][{algorithm}][{protocol}]"
-    steps_total = nsteps(collective, comm.nranks)
-    overhead = 0.0
-    if algorithm == "pat":
-        # 8 + log2i(nNodes) x interLat / 3.5 + nRanks x 2.8 µs (v2.23-v2.27 tuning.cc).
-        rules = profile.require("pat")
-        terms = (LatencyTerm(f"log2i(nNodes) x {inter_name} / {rules.inter_divisor:g}",
-                             _log2i(nnodes), inter / rules.inter_divisor),
-                 LatencyTerm("nRanks x PAT per-rank latency", comm.nranks, rules.per_rank_latency))
-    elif algorithm in ("nvls", "nvls_tree") and behaviour.nvls_latency is NvlsLatency.V2_18:
-        count = (1 if nnodes > 1 else 0) if algorithm == "nvls" else 2 * (nnodes - 1)
-        terms = (LatencyTerm(f"{'' if algorithm == 'nvls' else '2 x (nNodes - 1) x '}"
-                             f"hwLat[NET][{algorithm}][{protocol}]", count,
-                             profile.hw_lat("NET", algorithm, protocol)),)
-    elif algorithm == "nvls":
-        terms = (LatencyTerm(f"hwLat[{intra_hw}][nvls][{protocol}]", 1, intra),
-                 LatencyTerm(f"{inter_name} (across nodes)", 1 if nnodes > 1 else 0, inter))
-    elif algorithm == "nvls_tree":
-        terms = (LatencyTerm(f"hwLat[{intra_hw}][nvls_tree][{protocol}]", 1, intra),
-                 LatencyTerm(f"2 x log2i(nNodes) x {inter_name}", 2 * _log2i(nnodes), inter))
-    elif algorithm == "ring" and behaviour.ring_latency is RingLatency.NSTEPS_HW:
-        # v2.5: lat += nsteps x hwLat[hw][Ring][p], hw = NET on several nodes (v2.5.7-1 tuning.cc).
-        terms = (LatencyTerm(f"nsteps x hwLat[{hw}][ring][{protocol}]", steps_total,
-                             profile.hw_lat(hw, "ring", protocol)),)
-    elif algorithm == "ring" and collective in ("broadcast", "reduce"):
-        if graph.same_channels:
-            terms = (LatencyTerm(f"one step x hwLat[{hw}][ring][{protocol}] (same channels)", 1,
-                                 profile.hw_lat(hw, "ring", protocol)),)
-        else:
-            per_algorithm = "tree" if protocol == "Simple" else "ring"
-            terms = (LatencyTerm(f"nsteps x hwLat[{hw}][{per_algorithm}][{protocol}]", steps_total,
-                                 profile.hw_lat(hw, per_algorithm, protocol)),)
-    elif algorithm == "ring":
-        if nnodes > 1:
-            vendor = {"intel": 0, "amd": 1}.get(comm.cpu_vendor, 2)
-            overhead = profile.net_overhead[vendor] * (
-                profile.net_overhead_simple_factor if protocol == "Simple" else 1)
-            if protocol == "LL":
-                intra *= profile.ring_ll_multi_node_intra_factor
-        intra_step = max(intra, overhead)
-        if nnodes == 1:
-            inter_steps = 0
-        elif collective == "all_reduce":
-            inter_steps = 2 * (nnodes - profile.allreduce_inter_steps_offset)
-        else:
-            inter_steps = nnodes - 1
-        terms = (LatencyTerm(f"intra-node steps x max(hwLat[{intra_hw}][ring][{protocol}], net "
-                             f"overhead)", steps_total - inter_steps, intra_step),
-                 LatencyTerm(f"inter-node steps x {inter_name}", inter_steps, inter))
-    else:
-        terms = (LatencyTerm(f"2 x (ppn - 1) x hwLat[{intra_hw}][tree][{protocol}]", 2 * (ppn - 1),
-                             intra),
-                 LatencyTerm(f"2 x log2i(nNodes) x {inter_name}", 2 * _log2i(nnodes), inter))
-    value = base + sum(term.value for term in terms)
-    return Latency(collective, algorithm, protocol, base, terms, value, intra_hw, overhead)
+    _bound(comm, profile)
+    _graph(algorithm, comm)
+    return algorithm.latency(collective, protocol, comm)
 
 
-def tune(collective: str, algorithm: str, protocol: str, comm: Communicator,
+def tune(collective: str, algorithm: str | Algorithm, protocol: str, comm: Communicator,
          profile: str | NcclProfile | None = None) -> Tuning:
     """One cell of NCCL's tuning table: enabled?, bus bandwidth, algorithm bandwidth, latency.
 
@@ -1122,34 +442,47 @@ def tune(collective: str, algorithm: str, protocol: str, comm: Communicator,
     >>> tune("broadcast", "tree", "Simple", Communicator(8, g, g, 90)).why
     Why(RING_ONLY, collective='broadcast')
     """
-    collective = _check_collective(collective)
-    algorithm = _check_algorithm(algorithm)
+    algorithm = resolve(algorithm)
+    collective = _check_collective(collective, (algorithm,))
     protocol = _check_protocol(protocol)
-    profile = _bound(comm, profile)
-    enabled, why = applicability(collective, algorithm, protocol, comm)
-    ratio = bus_to_alg_ratio(collective, algorithm, comm.nranks, profile, nnodes=comm.nnodes)
+    _bound(comm, profile)
+    return _tune(collective, algorithm, protocol, comm)
+
+
+def _tune(collective, algorithm, protocol, comm) -> Tuning:
+    """:func:`tune` of an algorithm object, the inputs checked."""
+    enabled, why = algorithm.applies(collective, protocol, comm)
+    if collective in NCCL_COLLECTIVES or collective in algorithm.collectives:
+        ratio = algorithm.bus_to_alg_ratio(collective, comm.nranks, comm.profile, comm.nnodes)
+    else:  # a collective another algorithm of the set runs (alltoall): none for this one
+        ratio = 0.0
     if not enabled:
-        return Tuning(collective, algorithm, protocol, False, why, None, ratio, 0.0, None)
-    bus = bus_bandwidth(collective, algorithm, protocol, comm)
-    lat = latency(collective, algorithm, protocol, comm)
+        return Tuning(collective, algorithm.name, protocol, False, why, None, ratio, 0.0, None)
+    _graph(algorithm, comm)
+    bus = algorithm.bus_bandwidth(collective, protocol, comm)
+    lat = algorithm.latency(collective, protocol, comm)
     if bus.value <= 0:
-        return Tuning(collective, algorithm, protocol, False, Why(Cause.ZERO_BANDWIDTH), bus, ratio,
+        return Tuning(collective, algorithm.name, protocol, False, Why(Cause.ZERO_BANDWIDTH), bus, ratio,
                       0.0, lat)
-    return Tuning(collective, algorithm, protocol, True, None, bus, ratio, bus.value * ratio, lat)
+    return Tuning(collective, algorithm.name, protocol, True, None, bus, ratio, bus.value * ratio, lat)
 
 
-def tuning_table(collective: str, comm: Communicator, profile: str | NcclProfile | None = None) -> tuple:
+def tuning_table(collective: str, comm: Communicator, profile: str | NcclProfile | None = None, *,
+                 algorithms: Sequence[Algorithm] | None = None) -> tuple:
     """Every (algorithm, protocol) cell for a collective, in NCCL's index order.
 
     Order: (tree, LL), (tree, LL128), (tree, Simple), (ring, LL), (ring, LL128),
-    (ring, Simple): Tree=0 before Ring=1, protocols LL=0, LL128=1, Simple=2.
+    (ring, Simple), then NVLS, NVLSTree and PAT: NCCL's algorithm index (Tree=0 before Ring=1),
+    protocols LL=0, LL128=1, Simple=2. ``algorithms``: the algorithms tabulated (NCCL's by default).
 
     Returns
     -------
     tuple of Tuning
     """
     _bound(comm, profile)
-    return tuple(tune(collective, a, p, comm) for a in ALGORITHMS for p in PROTOCOLS)
+    pool = algorithm_set(algorithms)
+    collective = _check_collective(collective, pool)
+    return tuple(tune(collective, a, p, comm) for a in pool for p in PROTOCOLS)
 
 
 def _sizes(nbytes) -> np.ndarray:
@@ -1163,34 +496,9 @@ def _out(array, scalar: bool):
     return float(np.asarray(array)) if scalar else array
 
 
-def comm_channels(ring_nchannels: int, tree_nchannels: int, profile: str | NcclProfile | None = None) -> int:
-    """``comm->nChannels``: ``min(MAXCHANNELS, 2 x min(ring, tree nChannels))``.
-
-    src/init.cc and src/graph/connect.cc (``ncclTopoPostset`` doubles the channels). The extra
-    copies (CollNet x1.5, sm90 multi-node x2, unpack net devices x2) and
-    NCCL_MIN/MAX_NCHANNELS are not modelled; pass ``Communicator(nchannels=...)`` to override.
-
-    Raises
-    ------
-    MissingConstantError
-        When the profile lacks ``MAXCHANNELS`` (v2.12).
-
-    Examples
-    --------
-    >>> comm_channels(12, 12)
-    24
-    >>> comm_channels(32, 32)
-    64
-    """
-    profile = nccl_profile(profile)
-    for name, value in (("ring_nchannels", ring_nchannels), ("tree_nchannels", tree_nchannels)):
-        if not _is_int(value) or value < 1:
-            raise TuningError(f"{name} must be an integer >= 1, received {value!r}")
-    return min(profile.require("max_channels"), 2 * min(ring_nchannels, tree_nchannels))
-
-
 def algo_time(tuning: Tuning, nbytes: npt.ArrayLike, comm: Communicator,
-              profile: str | NcclProfile | None = None) -> AlgoTime:
+              profile: str | NcclProfile | None = None, *,
+              algorithms: Sequence[Algorithm] | None = None) -> AlgoTime:
     """NCCL's predicted time of one table cell for sizes ``nbytes`` (``ncclTopoGetAlgoTime``).
 
     ``time = lat + nBytes / bw`` with (src/graph/tuning.cc, src/enqueue.cc):
@@ -1209,6 +517,9 @@ def algo_time(tuning: Tuning, nbytes: npt.ArrayLike, comm: Communicator,
     comm : Communicator
         The communicator ``tuning`` was computed for.
     profile : str or NcclProfile, optional
+    algorithms : sequence of Algorithm, optional
+        The set whose algorithm ``tuning.algorithm`` names (NCCL's by default; a user's own
+        algorithm is found in the set it was tuned with).
 
     Returns
     -------
@@ -1232,30 +543,14 @@ def algo_time(tuning: Tuning, nbytes: npt.ArrayLike, comm: Communicator,
     if not tuning.enabled:
         raise NoAlgorithmError(f"{tuning.algorithm}/{tuning.protocol} is disabled for "
                                f"{tuning.collective}: {tuning.why!r}", whys=(tuning.why,))
-    return _algo_time(tuning, _sizes(nbytes), comm, profile)
+    return _algo_time(tuning, resolve(tuning.algorithm, algorithm_set(algorithms)), _sizes(nbytes), comm)
 
 
-def _algo_time(tuning, size, comm, profile) -> AlgoTime:
-    """:func:`algo_time` of an enabled cell for sizes already read (an int64 array from
-    :func:`_sizes`): the sizes are parsed once, where a caller hands them to this module."""
+def _algo_time(tuning, algorithm, size, comm) -> AlgoTime:
+    """:func:`algo_time` of an enabled cell of ``algorithm`` for sizes already read (an int64
+    array from :func:`_sizes`): the sizes are parsed once, where a caller hands them to this module."""
     scalar = size.ndim == 0
-    correction = np.ones(size.shape)
-    if tuning.algorithm == "tree" and tuning.collective == "all_reduce":
-        table = np.asarray(profile.require("tree_correction_factor")[
-            PROTOCOLS.index(tuning.protocol)])
-        chunks = np.floor(size / 64.0)               # nBytes >> 6
-        log_size = np.where(chunks >= 1, np.frexp(np.maximum(chunks, 1.0))[1] - 1, -1)
-        inside = (log_size >= 0) & (log_size < len(table))
-        correction = np.where(inside, table[np.clip(log_size, 0, len(table) - 1)], 1.0)
-    plateau = np.ones(size.shape)
-    if tuning.algorithm == "ring" and tuning.protocol == "Simple" and comm.nnodes > 1 \
-            and tuning.collective == "all_reduce":
-        channels = comm.nchannels if comm.nchannels is not None else \
-            comm_channels(comm.ring.nchannels, comm.tree.nchannels, profile)
-        below80, from80 = profile.require("ring_plateau_factor")
-        factor = below80 if comm.compute_capability < 80 else from80
-        plateau = np.where(np.floor(size / (channels * comm.nranks))
-                           >= profile.ring_plateau_min_bytes, factor, 1.0)
+    correction, plateau = algorithm.time_factors(tuning.collective, tuning.protocol, size, comm)
     bandwidth = tuning.bandwidth * correction
     lat = tuning.latency.value * plateau
     with np.errstate(over="ignore"):  # a link slowed past any figure: inf loses the selection
@@ -1306,7 +601,7 @@ def tree_threshold(comm: Communicator) -> float:
     ringbw = 5000.0 * comm.ring.nchannels if nvlink else 5000.0           # [MB/s]
     treebw = ringbw * 3 / 4 * (2 if comm.nnodes == 2 else 1) if nvlink else ringbw * 2 / 3
     ringlat = 6.0 * (comm.nranks - 1)                                      # [µs]
-    treelat = 15.0 * _log2i(comm.nnodes) + 4.0 * (comm.nranks // comm.nnodes - 1)
+    treelat = 15.0 * log2i(comm.nnodes) + 4.0 * (comm.nranks // comm.nnodes - 1)
     if treebw >= ringbw:
         return math.inf if treelat < ringlat else 0.0
     return max(0.0, ringbw * treebw / (ringbw - treebw) * (ringlat - treelat))   # MB/s x µs = B
@@ -1320,7 +615,7 @@ def _legacy_choice(collective, sizes, comm, candidates) -> np.ndarray:
         and comm.profile.behaviour.tree is TreeRule.ACROSS_NODES else 0.0
     choice = np.empty(len(sizes), dtype=int)
     for i, nbytes in enumerate(sizes):
-        wanted = ("tree" if nbytes < tree_max else "ring", "LL" if nbytes <= ll_max else "Simple")
+        wanted = (TREE.name if nbytes < tree_max else RING.name, "LL" if nbytes <= ll_max else "Simple")
         order = [k for k, key in enumerate(keys) if key == wanted] \
             + [k for k, key in enumerate(keys) if key[0] == wanted[0]] \
             + [k for k, key in enumerate(keys) if key[1] == wanted[1]] + list(range(len(keys)))
@@ -1328,8 +623,10 @@ def _legacy_choice(collective, sizes, comm, candidates) -> np.ndarray:
     return choice
 
 
-def select_algorithm(collective: str, nbytes: npt.ArrayLike, comm: Communicator, *, algorithm: str | None = None,
-                     protocol: str | None = None, profile: str | NcclProfile | None = None) -> Selection:
+def select_algorithm(collective: str, nbytes: npt.ArrayLike, comm: Communicator, *,
+                     algorithm: str | Algorithm | None = None, protocol: str | None = None,
+                     profile: str | NcclProfile | None = None,
+                     algorithms: Sequence[Algorithm] | None = None) -> Selection:
     """The (algorithm, protocol) NCCL picks per size, and its predicted time.
 
     Every enabled cell of :func:`tuning_table` (restricted to ``algorithm`` / ``protocol``
@@ -1345,12 +642,15 @@ def select_algorithm(collective: str, nbytes: npt.ArrayLike, comm: Communicator,
     nbytes : float or array_like
         NCCL's nBytes (= nccl-tests' size ``S``). [bytes]
     comm : Communicator
-    algorithm : str, optional
-        Force ``"ring"`` or ``"tree"``.
+    algorithm : str or Algorithm, optional
+        Force one of ``algorithms`` (an object, or its name).
     protocol : str, optional
         Force ``"LL"``, ``"LL128"`` or ``"Simple"``.
     profile : str or NcclProfile, optional
         NCCL version (default :data:`models.engine.nccl.DEFAULT_VERSION`).
+    algorithms : sequence of Algorithm, optional
+        The algorithms that compete (:mod:`models.engine.nccl.algorithms`; default NCCL's,
+        :data:`~models.engine.nccl.algorithms.ALGORITHMS`): a user's own competes with NCCL's.
 
     Returns
     -------
@@ -1375,21 +675,24 @@ def select_algorithm(collective: str, nbytes: npt.ArrayLike, comm: Communicator,
     ...
     models.engine.nccl.tuning.NoAlgorithmError: no enabled algorithm/protocol for broadcast matching algorithm='tree', protocol=None: tree/LL: Why(RING_ONLY, collective='broadcast'); tree/LL128: Why(RING_ONLY, collective='broadcast'); tree/Simple: Why(RING_ONLY, collective='broadcast')
     """
-    collective = _check_collective(collective)
-    forced_algorithm = None if algorithm is None else _check_algorithm(algorithm)
+    pool = algorithm_set(algorithms)
+    collective = _check_collective(collective, pool)
+    forced_algorithm = None if algorithm is None else resolve(algorithm, pool)
     forced_protocol = None if protocol is None else _check_protocol(protocol)
     profile = _bound(comm, profile)
     size = _sizes(nbytes)
     scalar = size.ndim == 0
-    cells = [tune(collective, a, p, comm) for a in ALGORITHMS for p in PROTOCOLS
-             if forced_algorithm in (None, a) and forced_protocol in (None, p)]
-    enabled = [t for t in cells if t.enabled]
+    chosen = pool if forced_algorithm is None else (forced_algorithm,)
+    cells = [(a, _tune(collective, a, p, comm)) for a in chosen for p in PROTOCOLS
+             if forced_protocol in (None, p)]
+    enabled = [(a, t) for a, t in cells if t.enabled]
     if not enabled:
-        reasons = "; ".join(f"{t.algorithm}/{t.protocol}: {t.why!r}" for t in cells)
+        shown = chosen[0].name if len(chosen) == 1 else None if chosen is ALGORITHMS else [a.name for a in chosen]
+        reasons = "; ".join(f"{t.algorithm}/{t.protocol}: {t.why!r}" for _, t in cells)
         raise NoAlgorithmError(f"no enabled algorithm/protocol for {collective} matching "
-                               f"algorithm={forced_algorithm!r}, protocol={forced_protocol!r}: "
-                               f"{reasons}", whys=tuple(t.why for t in cells))
-    candidates = tuple(_algo_time(t, size, comm, profile) for t in enabled)
+                               f"algorithm={shown!r}, protocol={forced_protocol!r}: "
+                               f"{reasons}", whys=tuple(t.why for _, t in cells))
+    candidates = tuple(_algo_time(t, a, size, comm) for a, t in enabled)
     times = np.stack([np.atleast_1d(c.time) for c in candidates])
     if profile.behaviour.selection is AlgorithmSelection.SIZE_THRESHOLDS:
         best = _legacy_choice(collective, np.atleast_1d(size), comm, candidates)
@@ -1416,14 +719,16 @@ def select_algorithm(collective: str, nbytes: npt.ArrayLike, comm: Communicator,
 
 
 def nvls_choice(collective: str, nbytes: npt.ArrayLike, comm: Communicator, *,
-                profile: str | NcclProfile | None = None) -> NvlsChoice:
+                profile: str | NcclProfile | None = None,
+                algorithms: Sequence[Algorithm] | None = None) -> NvlsChoice:
     """Whether NCCL runs NVLS (or NVLSTree) for a collective of ``nbytes``, and why.
 
     For an array of sizes the largest is explained. The answer holds the first reason NCCL
     has not to (:attr:`NvlsChoice.why`: no NVLS in the release, no NVLS support on the fabric
     (:attr:`Communicator.nvls_why`), the algorithm disabled for this collective or node count)
     or, when it is enabled, its graph, bus bandwidth, latency and time against the winner's
-    (:func:`select_algorithm`). :func:`models.present.reasons_text.nvls_choice_text` words it.
+    (:func:`select_algorithm` among ``algorithms``, NCCL's by default).
+    :func:`models.present.reasons_text.nvls_choice_text` words it.
 
     Returns
     -------
@@ -1443,16 +748,17 @@ def nvls_choice(collective: str, nbytes: npt.ArrayLike, comm: Communicator, *,
     collective = _check_collective(collective)
     _bound(comm, profile)
     size = int(np.max(_sizes(nbytes)))
-    algorithm = "nvls" if comm.nnodes == 1 else "nvls_tree"
-    enabled, why = applicability(collective, algorithm, "Simple", comm)
+    algorithm = NVLS if comm.nnodes == 1 else NVLS_TREE
+    name = algorithm.name
+    enabled, why = algorithm.applies(collective, "Simple", comm)
     if not enabled:
-        return NvlsChoice(collective, algorithm, size, why=why)
-    cell = algo_time(tune(collective, algorithm, "Simple", comm), size, comm)
+        return NvlsChoice(collective, name, size, why=why)
+    cell = _algo_time(_tune(collective, algorithm, "Simple", comm), algorithm, _sizes(size), comm)
     try:
-        selection = select_algorithm(collective, size, comm)
+        selection = select_algorithm(collective, size, comm, algorithms=algorithms)
     except MissingConstantError as error:
-        return NvlsChoice(collective, algorithm, size, error=str(error))
-    return NvlsChoice(collective, algorithm, size, chosen=selection.algorithm == algorithm,
+        return NvlsChoice(collective, name, size, error=str(error))
+    return NvlsChoice(collective, name, size, chosen=selection.algorithm == name,
                       nchannels=comm.nvls.nchannels, bw_intra=comm.nvls.bw_intra,
                       bw_inter=comm.nvls.bw_inter, busbw=cell.tuning.bus.value,
                       latency=float(cell.latency), time=float(cell.time),

@@ -52,6 +52,8 @@ from ...studies.calibration import check
 from ...predict.collectives import estimate, pairwise
 from ...predict.measure import DEFAULT
 from ...engine.fabric import prepare
+from ...engine.nccl.algorithms.nvls import NVLS
+from ...engine.nccl.algorithms.ring import RING
 from ...engine.nccl.nvls import nvlink_cliques
 from ...engine.nccltests import algbw_to_busbw
 from ...engine.symmetry import MAX_SET_CLASSES
@@ -482,10 +484,10 @@ def _generation_of(a: SystemAnalysis, fabric) -> Generation:
     auto, auto_error = (a.curve, a.curve_error) if r.gpus == GENERATION_GPUS else (a.curve8, None)
     if auto is None and auto_error is None:
         auto, auto_error = _try(estimate, fabric, REPORT_COLLECTIVE, CURVE_SIZES, gpus)
-    ring, ring_error = _try(estimate, fabric, REPORT_COLLECTIVE, CURVE_SIZES, gpus, algorithm="ring")
+    ring, ring_error = _try(estimate, fabric, REPORT_COLLECTIVE, CURVE_SIZES, gpus, algorithms=(RING,))
     # NVLS (NVLink SHARP) where the NCCL model has it; a model without it, or a fabric NCCL
     # would not run it on, raises, and the page says why.
-    nvls, nvls_error = _try(estimate, fabric, REPORT_COLLECTIVE, CURVE_SIZES, gpus, algorithm="nvls")
+    nvls, nvls_error = _try(estimate, fabric, REPORT_COLLECTIVE, CURVE_SIZES, gpus, algorithms=(NVLS,))
     return Generation(r.system, r.name, ", ".join(r.gpu_models), _nvlink(G, topo.gpus(G)[:GENERATION_GPUS]),
                       r.injection, r.bisection, auto, auto_error, ring, ring_error, nvls, nvls_error)
 
@@ -906,15 +908,17 @@ def set_classes(G, edge_kinds=None, *, max_classes: int | None = MAX_SET_CLASSES
 
 def _applicable(b, e) -> float:
     """The bound that applies to what NCCL runs (see :class:`SetBound`)."""
-    return b.upper_busbw if str(e.point().algorithm).startswith("nvls") else b.bound_busbw
+    ran = e.algorithm_at()
+    return b.upper_busbw if ran is not None and ran.multimem else b.bound_busbw
 
 
 def _gap(G, b, e, against: float) -> tuple[str, str]:
     """(what binds, the explanation) of one set's gap, from NCCL's estimate ``e`` and the bound ``b``."""
     p = e.point()
+    ran = e.algorithm_at()
     nominal = algbw_to_busbw(REPORT_COLLECTIVE, float(p.bandwidth), e.nranks)
     size = f"{to_GBps(against):.1f}"
-    if p.algorithm.startswith("nvls"):
+    if ran is not None and ran.multimem:
         optimum = (f"with reductions in the switches the cut bound is {size} GB/s (every GPU must "
                    f"receive the whole buffer over its own links)")
     else:
@@ -923,7 +927,7 @@ def _gap(G, b, e, against: float) -> tuple[str, str]:
         return "links", (f"NCCL's {p.algorithm} with {p.nchannels} channels fills the binding cut "
                          f"({to_GBps(nominal):.1f} GB/s in its own figures); {optimum}: the gap is what the "
                          f"links achieve against NCCL's figures, and latency.")
-    search = {"ring": e.ring, "tree": e.tree, "pat": e.tree}.get(p.algorithm)
+    search = None if ran is None or ran.multimem else ran.search(e)
     loads = {load.edge: load for load in (search.loads if search is not None else ())}
     where = ""
     if e.bottleneck:

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from models.engine.nccltests import UnknownCollectiveError, busbw as nccl_tests_busbw, busbw_factor
 from models.engine.nccl.profiles import (
-    ALGORITHMS, DEFAULT_VERSION, PROFILES, PROTOCOLS, TABLE_ALGORITHMS, MissingConstantError, NcclProfile,
+    DEFAULT_VERSION, PROFILES, PROTOCOLS, TABLE_ALGORITHMS, MissingConstantError, NcclProfile,
     UnknownNcclVersionError, nccl_profile,
 )
 from models.engine.nccl.reasons import Cause, Why

@@ -15,6 +15,7 @@ import pickle
 import pytest
 
 import topo
+from models.engine.nccl.algorithms import RING
 from models.engine.nccl import channels as channels_module
 from models.engine.nccl.channels import channel_graphs
 from models.engine.nccl.nvls import nvls_search, nvls_support
@@ -139,6 +140,8 @@ CASES = {
                           "NCCL 2.27.7 needs 2 or more NVLS channels, the search found 1"),
     Cause.ZERO_BANDWIDTH: (("tune", "all_reduce", "ring", "Simple", dict(version="zero_bus_cap")),
                            "bus bandwidth is 0"),
+    Cause.NOT_SERVED: (("cell", "broadcast", dataclasses.replace(RING, name="mine", collectives=frozenset(
+        {"all_reduce"})), "Simple", {}), "mine does not run broadcast"),
     Cause.NO_NVLS: (("graphs", "dgxh100", "2.16", None), "NCCL 2.16.5 has no NVLS (it arrives in v2.17.1)"),
     Cause.NVLS_COMPUTE_CAPABILITY: (("support", "dgxa100", None, None, 8, 1, None),
                                     "NVLS needs every GPU at compute capability 90 or later (Hopper), the "

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 import topo
+from models.engine.nccl.algorithms import NVLS, RING
 from models.present import output as output_module
 from models.studies.benchmarks import read_nccl_tests
 from models.studies.calibration import check
@@ -262,10 +263,10 @@ def test_generations_without_nvls_show_ring_and_say_why(monkeypatch, all_analysi
     """A model without NVLS (it raises for algorithm="nvls"): ring only, and the reason."""
     real = analysis_module.estimate
 
-    def no_nvls(*args, algorithm=None, **kwargs):
-        if algorithm == "nvls":
+    def no_nvls(*args, algorithms=None, **kwargs):
+        if algorithms is not None and NVLS in algorithms:
             raise topo.DgxTopoError("NVLS needs NVSwitch gen3 (test)")
-        return real(*args, algorithm=algorithm, **kwargs)
+        return real(*args, algorithms=algorithms, **kwargs)
     monkeypatch.setattr(analysis_module, "estimate", no_nvls)
     part = _generations_part(render_report(_generations_of(all_analysis, ["dgx1v", "dgxh100"])))
     assert "NVLS n/a on DGX-1V, DGX H100: NVLS needs NVSwitch gen3 (test)" in part
@@ -279,12 +280,12 @@ def test_generations_with_nvls_draw_nvls_beside_ring(monkeypatch, all_analysis):
     from models.engine.fabric import graph_of
     real = analysis_module.estimate
 
-    def some_nvls(G, *args, algorithm=None, **kwargs):
-        if algorithm == "nvls":
+    def some_nvls(G, *args, algorithms=None, **kwargs):
+        if algorithms is not None and NVLS in algorithms:
             if graph_of(G).graph["system"] != "dgxh100":  # the report passes prepared fabrics
                 raise topo.DgxTopoError("no NVLink SHARP on this fabric (test)")
-            algorithm = "ring"
-        return real(G, *args, algorithm=algorithm, **kwargs)
+            algorithms = (RING,)
+        return real(G, *args, algorithms=algorithms, **kwargs)
     monkeypatch.setattr(analysis_module, "estimate", some_nvls)
     analysis = _generations_of(all_analysis, ["dgx1v", "dgxh100"])
     assert [g.nvls is not None for g in analysis.generations] == [False, True]
