@@ -129,7 +129,7 @@ COLLECTIVES: Mapping[str, Collective] = MappingProxyType({c.name: c for c in (
 )})
 #: The collectives NCCL's tuning model covers, in NCCL's function order (``ncclFunc_t``).
 NCCL_COLLECTIVES = tuple(sorted((c.name for c in COLLECTIVES.values() if c.tuned),
-                                key=lambda name: COLLECTIVES[name].function))
+                                key=lambda name: COLLECTIVES[name].function or 0))
 
 
 def collective(name: str) -> Collective:

@@ -247,7 +247,9 @@ class CollectiveEstimate:
         """GPU orders of the channels that run (the largest size's algorithm; an NVLS channel
         is its head GPU)."""
         algorithm = self.algorithm_at()
-        search = None if algorithm is None else algorithm.search(self)
+        if algorithm is None:
+            return ()
+        search = algorithm.search(self)
         if search is None:
             return ()
         if algorithm.multimem:
