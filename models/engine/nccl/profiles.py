@@ -1119,10 +1119,8 @@ _V2_26_2 = _derive(
 # to 16. Search arrays as v2.27-v2.28 (search.cc). GB/s.
 _V2_28_PER_CH_MAX_NVLS_TREE_BWS = (_V2_27_PER_CH_MAX_TREE_BWS[0], _V2_27_PER_CH_MAX_TREE_BWS[1],
                                    (0.0, 57.7, 45.5), (0.0, 96.0, 43.1))
-_V2_28_BLACKWELL = dict(
-    per_ch_max_tree_ll128_bws=_V2_27_PER_CH_MAX_TREE_LL128_BWS[:3] + ((55.6, 31.67, 20.0),),
-    per_ch_max_tree_bws=_V2_27_PER_CH_MAX_TREE_BWS[:3] + ((70.0, 42.8, 24.0),),
-)
+_V2_28_BLACKWELL_TREE_LL128 = _V2_27_PER_CH_MAX_TREE_LL128_BWS[:3] + ((55.6, 31.67, 20.0),)
+_V2_28_BLACKWELL_TREE = _V2_27_PER_CH_MAX_TREE_BWS[:3] + ((70.0, 42.8, 24.0),)
 _NVLS_V2_28 = replace(_NVLS_V2_27, efficiency=NVLS_EFFICIENCY_V2_28, min_tuning_channels=2)
 _V2_28_NOTES = (
     "Blackwell runs at most 16 channels (CTAs) per kernel (32 before; NCCL_MIN_CTAS=32 "
@@ -1135,7 +1133,8 @@ _V2_28_NOTES = (
 )
 _V2_28_3 = _derive(
     _V2_27_7, version="2.28.3", tag="v2.28.3-1", first=(2, 28, 0), last=(2, 28, 6),
-    **_V2_28_BLACKWELL,
+    per_ch_max_tree_ll128_bws=_V2_28_BLACKWELL_TREE_LL128,
+    per_ch_max_tree_bws=_V2_28_BLACKWELL_TREE,
     per_ch_max_nvls_tree_bws=_V2_28_PER_CH_MAX_NVLS_TREE_BWS,
     nvls=_NVLS_V2_28,
     blackwell_max_ctas=16,

@@ -539,9 +539,9 @@ _SEARCH_ROW = (_R.TOPOLOGY_SEARCH, None, None, _T.TUNED, _S.LOWEST_TIME, _RL.INT
                _TC.PER_CHANNEL, _LC.LL_MAX_BWS, _L8C.PER_CHANNEL_PER_ROW, _L8.ONE_COMPUTE_CAPABILITY,
                _NV.ONE_GPU, _PX.NVLINK_PEER, _MN.CLIQUE, _NA.NVLS_AND_TREE)
 # v2.28's new cells (release commit f1308997, NVIDIA/nccl v2.28.3-1).
-_V2_28_CELLS = dict(pat_steps=PatSteps.PARALLEL, cta_policy=CtaPolicy.ZERO,
-                    symmetric=SymmetricKernels.DEVICE_API, copy_engine=CopyEngine.ZERO_CTA,
-                    tuning_code=TuningCode.TUNER_CONSTANTS)
+_V2_28_CELLS = MappingProxyType(dict(pat_steps=PatSteps.PARALLEL, cta_policy=CtaPolicy.ZERO,
+                                     symmetric=SymmetricKernels.DEVICE_API, copy_engine=CopyEngine.ZERO_CTA,
+                                     tuning_code=TuningCode.TUNER_CONSTANTS))
 _V2_28_U = (
     "cta_policy: the release notes cut Blackwell's CTAs from 32 to 16; that the mechanism is the "
     "removed copy of ring channels up to nvlsChannels (src/graph/connect.cc) is inferred, and the "
