@@ -247,3 +247,16 @@ def test_explain_says_what_is_uncertain_and_what_is_not_timed(capsys):
     out = capsys.readouterr().out
     assert "NCCL release 2.25.1 (v2.25.1-1)" in out and "not timed" not in out and "[U]" not in out.split(
         "Constants:")[0]
+
+
+def test_ring_plateau_counts_blackwells_16_ctas_from_v2_28():
+    """src/enqueue.cc: Ring Simple AllReduce on several nodes has latency x 1.4 (sm >= 80) once
+    ``nBytes / (comm->nChannels x nRanks) >= 64``; 16 ring channels give comm->nChannels 32 in
+    v2.27 and 16 (the CTA cut) in v2.28, so the plateau starts at 16 x 16 x 64 B, not 32 x 16 x 64."""
+    import numpy as np
+
+    g = ChannelGraph(16, 45e9, "NVL")
+    sizes = np.array([16 * 16 * 64 - 1, 16 * 16 * 64, 32 * 16 * 64 - 1, 32 * 16 * 64])
+    plateau = {v: RING.time_factors("all_reduce", "Simple", sizes, Communicator(16, g, g, 100, nnodes=2, profile=v))[1]
+               for v in ("2.27.7", "2.28.3")}
+    assert plateau["2.27.7"].tolist() == [1, 1, 1, 1.4] and plateau["2.28.3"].tolist() == [1, 1.4, 1.4, 1.4]
