@@ -200,7 +200,7 @@ ANY_PATCH = 999
 
 #: ``nvlsEfficiency`` per compute-capability row (Volta, Ampere, Hopper, Blackwell), from
 #: NVIDIA/nccl v2.28.3-1 src/graph/tuning.cc (absent before v2.28.3, where the v2.27 NVLS
-#: formulas apply). No shipped profile reaches v2.28; :attr:`NvlsRules.efficiency` takes it.
+#: formulas apply); :attr:`NvlsRules.efficiency` of the 2.28.3 and later profiles takes it.
 NVLS_EFFICIENCY_V2_28 = (0.0, 0.0, 0.85, 0.74)
 
 
@@ -1029,10 +1029,10 @@ _V2_12_12 = _build(
 )
 
 
-# --- v2.23.4-1: 2.23.0-2.26.x ---------------------------------------------------------------
-# Differences from v2.27.7, each from the per-tag tables NCCL's sources give: MAXCHANNELS 32 (64 is
-# v2.27+; 32 is given for v2.18); no Blackwell rows (llMaxBws etc. row 3 is v2.25-v2.27, and
-# v2.25-v2.26's SM100 40.0 / sm100 arrays are not modelled); path types v2.18-v2.25 (src/graph/
+# --- v2.23.4-1: 2.23.x ------------------------------------------------------------------------
+# Differences from v2.27.7, each from the per-tag tables NCCL's sources give: MAXCHANNELS 32 (64
+# from v2.25; 32 is given for v2.18); no Blackwell rows (sm100 arrives in v2.25.1, profile
+# 2.25.1); path types v2.18-v2.25 (src/graph/
 # topo.h: no C2C, P2C). [U] hwLat/baseLat/LL128 rules read as the reference's (the tables tag
 # v2.23-HEAD for baseLat and give no older hwLat row after v2.22).
 _V2_23_4 = _derive(
@@ -1046,9 +1046,8 @@ _V2_23_4 = _derive(
     speed_sm100_intra=None, speed_sm100_inter=None,
     nvlink_bandwidths=((90, 20.6), (87, 20.0), (86, 12.0), (80, 20.0), (70, 20.0), (60, 18.0)),
     sources=("NVIDIA/nccl v2.23.4-1 src/graph/tuning.cc, search.cc, topo.h",),
-    notes=("[U] MAXCHANNELS 32 (given for v2.18; 64 from v2.27).",
-           "v2.25-v2.26 Blackwell figures (SM100 NVLink 40.0, sm100 speed arrays, row 3 caps) "
-           "are not modelled: no Blackwell system is built in.",
+    notes=("[U] MAXCHANNELS 32 (given for v2.18; 64 from v2.25).",
+           "No Blackwell: sm100 arrives in v2.25.1 (profile 2.25.1).",
            "PAT busBw x0.85 (v2.23.4-1); x0.75 from v2.24.3 (profile 2.24.3)."),
     nvls=_NVLS_V2_21, pat=_PAT_V2_23, blackwell_max_ctas=None,
 )

@@ -321,7 +321,7 @@ class NvlsRatio(Behaviour):
     FIVE_SIXTHS = ("5/6", "5/6")
     #: v2.18: NVLS 5/6, NVLSTree ``0.70 nNodes / (2 (nNodes - 1))``.
     V2_18 = ("v2.18", "5/6, NVLSTree 0.70 nNodes / (2 (nNodes - 1))")
-    #: v2.28+: ``nRanks / nsteps`` (no shipped profile).
+    #: v2.28+: ``nRanks / nsteps`` (given for HEAD; taken from v2.28.3 [U]).
     NSTEPS = ("nsteps", "nRanks / nsteps")
 
     def ratio(self, across_nodes: bool, nnodes: int, ring_ratio: float) -> float:
