@@ -1622,9 +1622,15 @@ def _search_nodes(fabric, hosts, min_channels, max_channels) -> ChannelSearch:
     bw = min(r.bw_intra for r in results.values())
     trace = first.trace + (() if worst is first else
                            (SearchStep("other_shape", speed=worst.bw_intra, count=worst.nchannels),))
+    # The channels cross every node, each at the bandwidth all run at (NCCL's minimum): what they
+    # reserve is each node shape's, scaled to it, most utilised first. The first host's alone
+    # would hide a later host's degraded links (a what-if on host 1 would bind as on none).
+    loads = sorted((LinkLoad(load.edge, load.reserved * bw / r.bw_intra, load.capacity)
+                    for r in results.values() if r.bw_intra > 0 for load in r.loads),
+                   key=lambda load: -load.utilisation)
     return ChannelSearch("ring", tuple(n for h in sorted(hosts) for n in hosts[h]),
                          first.channels[:nchannels], bw, max(r.type_intra for r in results.values()),
-                         first.same_channels, first.max_bw, first.total_bw, first.loads,
+                         first.same_channels, first.max_bw, first.total_bw, tuple(loads),
                          first.duplicated, any(r.timed_out for r in results.values()), trace,
                          nets=first.nets[:nchannels], type_inter=max(r.type_inter for r in results.values()),
                          nnodes=len(hosts))
