@@ -1152,8 +1152,8 @@ def _whatif_arguments(parser) -> None:
                         help=f"refuse sweeps that classify more than N failure cases (default {MAX_CASES}; "
                              f"--pairs grows as the square; the hosts of a cluster that are copies count once)")
     parser.add_argument("--max-seconds", type=_seconds, default=MAX_SECONDS, metavar="S",
-                        help=f"refuse sweeps whose distinct estimates would take more than S seconds in this "
-                             f"process (the baseline estimate's time x their number; default {MAX_SECONDS:g})")
+                        help=f"refuse sweeps that would take more than S seconds in this process (predicted "
+                             f"from a few of their failures, timed; default {MAX_SECONDS:g})")
     parser.add_argument("--dask-timeout", type=_seconds, default=DASK_TIMEOUT, metavar="S",
                         help=f"seconds to reach a dask:// scheduler (default {DASK_TIMEOUT:g})")
 
@@ -1480,7 +1480,8 @@ def _simulate(args) -> None:
                        global_batch=args.global_batch, dtype=args.dtype, recompute=args.recompute,
                        sequence_parallel=None if args.sequence_parallel is None else args.sequence_parallel == "on",
                        profile=args.nccl, simulate=0)  # the analytical step, compared below
-        graph = step_graph(planned, G, workload=w, bucket=DEFAULT_BUCKET if args.bucket is None else args.bucket)
+        graph = step_graph(planned, G, workload=w, bucket=DEFAULT_BUCKET if args.bucket is None else args.bucket,
+                           max_events=args.max_events)  # counted on the plan before the graph is built
     else:
         graph = read_task_graph(args.graph, ngpus=len(topo.gpus(G)), compute_time=compute_time(G),
                                 limit=args.max_input)
