@@ -1434,17 +1434,25 @@ def _search_host(fabric, nodes, nets, pattern, min_channels, max_channels) -> Ch
 
 def _relative_key(G, problem) -> tuple:
     """``(key, names)``: :func:`_problem_key` with every node name relative (a node of the
-    problem's host by its local name, ``gpu0`` of ``h3.gpu0``; any other by the order it first
-    appears in), and the problem's node names in the order of their labels (to rename a search
-    of another host's problem equal in content: :func:`_renamed`)."""
+    problem's host by its local name, ``gpu0`` of ``h3.gpu0``, and how many nodes of that local
+    name came before it: the trays an NVLink domain fuses into one host share local names; any
+    other node by the order it first appears in), and the problem's node names in the order of
+    their labels. Labels are one per node, so two problems with equal keys are the same problem
+    under the renaming that pairs their names in that order (:func:`_renamed`)."""
     host = G.nodes[problem.gpus[0]].get("host")
     label: dict = {}
+    seen: dict = {}
 
     def relative(n):
         found = label.get(n)
         if found is None:
-            found = label[n] = (("local", n.split(".", 1)[-1]) if G.nodes[n].get("host") == host
-                                else ("other", len(label)))
+            if G.nodes[n].get("host") == host:
+                local = str(n).split(".", 1)[-1]
+                seen[local] = seen.get(local, -1) + 1
+                found = ("local", local, seen[local])
+            else:
+                found = ("other", len(label))
+            label[n] = found
         return found
 
     gpus = tuple(map(relative, problem.gpus))
