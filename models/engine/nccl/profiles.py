@@ -218,7 +218,7 @@ class NvlsRules:
     ----------
     min_gpus : int
         NVLS is off with fewer GPUs in NCCL's node (v2.17: ``localRanks <= 1``; v2.18-v2.28.3:
-        GPU count ``<= 2``, so 3).
+        GPU count ``<= 2``, so 3; v2.28.7+: ``< 2``, so 2).
     max_arity : int
         ``NCCL_MAX_NVLS_ARITY``: 8 up to v2.20, 32 from v2.21. The NVLS search has
         ``min(arity, nGPUs)`` heads; AllGather/ReduceScatter need ``localRanks <= arity``.
