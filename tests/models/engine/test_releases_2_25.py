@@ -145,10 +145,13 @@ def test_blackwell_nvlink_is_40_0_then_40_1():
 
 
 # ============================================================== Blackwell resolves from 2.25
-def test_2_24_refuses_blackwell_naming_the_first_release_that_has_it():
+def test_2_24_refuses_blackwell_naming_the_first_release_that_has_it(capsys):
     G = topo.build("dgxb200")
     with pytest.raises(MissingConstantError, match=r"compute capability 100.*Blackwell from 2\.25"):
         estimate(G, "all_reduce", 2**30, profile="2.24.3")
+    assert main(["collective", "all_reduce", "--system", "gb200nvl72", "--nccl", "2.24"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Blackwell from 2.25" in err
 
 
 @pytest.mark.parametrize("version", NEW + ("2.32.6",))
