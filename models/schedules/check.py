@@ -189,9 +189,10 @@ def _check_limits(schedule: Schedule, limits: RuntimeLimits, layout) -> None:
     # reduce_scatter's output, else 1) is nchunksperloop, where the buffer has chunks at all.
     m_in = schedule.ngpus if schedule.collective == "all_gather" else 1
     m_out = schedule.ngpus if schedule.collective == "reduce_scatter" else 1
+    rule = schedule.collective in CHECKED_COLLECTIVES + ("reduce", "broadcast")
     for gpu in schedule.gpus:
         g = gpu.id
-        for buf, chunks, m in (("i", gpu.i_chunks, m_in), ("o", gpu.o_chunks, m_out)):
+        for buf, chunks, m in () if not rule else (("i", gpu.i_chunks, m_in), ("o", gpu.o_chunks, m_out)):
             if chunks and chunks * m != schedule.nchunksperloop:
                 raise _err("limits", f"{buf}_chunks={chunks}, expected {schedule.nchunksperloop // m} "
                                      f"(nchunksperloop={schedule.nchunksperloop}" + (f" / ngpus" if m > 1 else "")
