@@ -194,7 +194,7 @@ FILES = st.sampled_from(["{input}", "{input}", "{input}", "{run}", "{fifo}", "{t
 
 
 INPUT_COMMANDS = ("check", "calibrate", "import", "collective", "export", "topo", "bound", "whatif", "gpus",
-                  "compare")
+                  "compare", "schedule")
 
 
 @st.composite
@@ -237,6 +237,9 @@ def input_command_lines(draw, kind):
         return ["whatif", "all_reduce", *system, "--fail-each", draw(st.sampled_from(["nic", "nvswitch", "x"])),
                 "--gpus", "0-3", "--max-cases", "4", "--executor", "inline", "-s", "1M", *limit,
                 "--max-gpus", "16"]
+    if kind == "schedule":
+        files = st.one_of(st.sampled_from(["{sched}", "{sched}"]), FILES)  # a real schedule, or the drawn input
+        return ["schedule", "check", draw(files), *limit, *draw(st.sampled_from([[], ["--json"]]))]
     if kind == "gpus":
         return ["gpus", draw(st.sampled_from(["bert-large", "x", "gpt3-175b"]))]
     return ["compare", "--system", "dgx1v",
@@ -251,6 +254,7 @@ def inputs_dir(tmp_path_factory):
     (path / "run.txt").write_text(_TEXT_INPUTS["run_all_reduce"])
     (path / "cut.txt").write_text(_TEXT_INPUTS["run_cut"])
     (path / "cal.json").write_text(json.dumps(_CAL))
+    (path / "sched.xml").write_bytes((DATA / "msccl" / "ndv5_ag-1m.xml").read_bytes())
     assert main(["export", "--system", "dgx1v", "--out", str(path / "fabric.json")]) == 0
     return path
 
@@ -273,7 +277,7 @@ def _run_input_case(inputs_dir, monkeypatch, argv, content, stdin):
         (inputs_dir / name).unlink(missing_ok=True)
     before = {p.name: p.stat().st_mtime_ns for p in inputs_dir.iterdir()}
     values = {"{input}": inputs_dir / "input", "{run}": inputs_dir / "run.txt", "{cut}": inputs_dir / "cut.txt",
-              "{cal}": inputs_dir / "cal.json",
+              "{cal}": inputs_dir / "cal.json", "{sched}": inputs_dir / "sched.xml",
               "{fabric}": inputs_dir / "fabric.json", "{fifo}": inputs_dir / "fifo", "{tmp}": inputs_dir}
     for key, value in values.items():
         argv = [a.replace(key, str(value)) for a in argv]

@@ -20,6 +20,7 @@ Subcommands (``dgxtopo COMMAND --help`` for each)
 ``plan``        a training step of a workload on a fabric: layout, placement, where time goes.
 ``gpus``        GPU generations ranked for a workload, with the resource that binds.
 ``simulate``    a training step (or a task graph) as a timeline: overlap, contention, a trace.
+``schedule``    ``schedule check FILE``: an MSCCL XML schedule read and checked as its runtime would.
 
 Every command that takes a system names it ``--system SPEC`` (``compare`` and ``report`` take
 several: ``--system dgx2 2xdgx1v``): the one form that reads the same next to each command's own
@@ -288,8 +289,8 @@ def _topo_file_options(parser, *, many: bool = False) -> None:
 def _max_input_option(parser) -> None:
     parser.add_argument("--max-input", type=parse_size, metavar="SIZE",
                         help="refuse input files larger than SIZE (default: per kind, "
-                             "topo.inputs.INPUT_KINDS: 64M for fabrics, 16M for benchmark outputs "
-                             "and imports, 1M for calibrations)")
+                             "topo.inputs.INPUT_KINDS: 64M for fabrics, 16M for benchmark outputs, "
+                             "imports and MSCCL schedules, 1M for calibrations)")
 
 
 def _whatif_options(parser) -> None:
@@ -1524,6 +1525,34 @@ _GRAPH_HELP = ('Task graphs (--graph): {"tasks": [{"id": "grad", "op": "all_redu
 
 
 #: Every subcommand, in the order ``dgxtopo --help`` lists them.
+def _schedule_arguments(parser) -> None:
+    # One action for now; `evaluate` and `export` (issue 41) join it, with their own options.
+    parser.add_argument("action", choices=("check",), help="check: read FILE and check it (limits, dependencies, "
+                        "send/receive matching, deadlock, races, the collective's postcondition)")
+    parser.add_argument("file", metavar="FILE", help="an MSCCL XML schedule (- for standard input)")
+    _max_input_option(parser)
+    _json_option(parser, "the summary")
+
+
+def _schedule(args) -> None:
+    from .json_shapes import schedule_check_json
+    from .schedule_text import schedule_check_text
+
+    from ..schedules.check import check_schedule
+    from ..schedules.msccl import MSCCL_INPUT, ScheduleError, parse_msccl
+
+    source = "standard input" if args.file == "-" else args.file
+    try:
+        schedule = parse_msccl(_read_text(args.file, MSCCL_INPUT, args))
+        result = check_schedule(schedule)
+    except ScheduleError as error:  # one line naming the file, the GPU, threadblock and step
+        raise ScheduleError(f"{source}: {error}", gpu=error.gpu, tb=error.tb, step=error.step) from None
+    if args.json:
+        _print_json(schedule_check_json(schedule, result, source=source))
+        return
+    print(schedule_check_text(schedule, result, source=source))
+
+
 COMMANDS: list[Command] = tuple([
     Command("systems", "list the built-in systems", _systems_arguments, _systems),
     Command("topo", "connection matrix as nvidia-smi topo -m prints it", _topo_arguments, _topo),
@@ -1554,6 +1583,7 @@ COMMANDS: list[Command] = tuple([
     Command("simulate", "a training step or your task graph as a timeline: overlap and shared links",
             _simulate_arguments, _simulate,
             epilog=lambda: "Workloads (WORKLOAD): " + _workload_grammar() + ". " + _GRAPH_HELP + "."),
+    Command("schedule", "check an MSCCL XML schedule as its runtime would", _schedule_arguments, _schedule),
 ])
 
 

@@ -25,7 +25,7 @@ __all__ = ["systems_json", "collective_json", "pairs_json", "subsets_json", "com
            "gpus_ranking_json", "p2p_json", "cut_json", "tree_json", "packing_json", "bound_json",
            "check_json", "sweep_json", "export_json", "import_json",
            "report_json", "calibration_json", "simulation_json", "plan_json", "search_json",
-           "plan_calibration_json", "calibration_file_json", "task_graph_json"]
+           "plan_calibration_json", "calibration_file_json", "task_graph_json", "schedule_check_json"]
 
 
 def systems_json(summaries) -> dict:
@@ -400,3 +400,10 @@ def task_graph_json(graph) -> dict:
             d["images"] = [list(i) for i in t.images]
         out.append(d)
     return {"name": graph.name, "tasks": out} if graph.name else {"tasks": out}
+
+
+def schedule_check_json(schedule, result, *, source: str) -> dict:
+    """``dgxtopo schedule check --json``: the schedule that holds, as the summary gives it."""
+    return {"source": source, **result.to_records(), "coll": schedule.coll, "inplace": schedule.inplace,
+            "min_bytes": schedule.min_bytes, "max_bytes": schedule.max_bytes, "nchannels": schedule.nchannels,
+            "dialect": schedule.dialect.name, "verdict": "ok"}

@@ -79,6 +79,8 @@ class ScheduleCheck:
         Ranks, and chunks per loop (``nchunksperloop``).
     threadblocks, steps : int
         Over all GPUs.
+    threadblocks_per_gpu, steps_per_threadblock : int
+        The most on one GPU, and on one threadblock (beside the runtime's limits).
     channels : int
         Distinct channels the threadblocks use.
     transfers : int
@@ -99,6 +101,8 @@ class ScheduleCheck:
     chunks: int
     threadblocks: int
     steps: int
+    threadblocks_per_gpu: int
+    steps_per_threadblock: int
     channels: int
     transfers: int
     depth: int
@@ -512,5 +516,9 @@ def check_schedule(schedule: Schedule, *, limits: RuntimeLimits | None = None,
     channels = len({tb.chan for gpu in schedule.gpus for tb in gpu.threadblocks})
     return ScheduleCheck(name=schedule.name, collective=schedule.collective, protocol=schedule.protocol,
                          ngpus=schedule.ngpus, chunks=schedule.nchunksperloop, threadblocks=schedule.nthreadblocks,
-                         steps=schedule.nsteps, channels=channels, transfers=transfers, depth=depth,
+                         steps=schedule.nsteps,
+                         threadblocks_per_gpu=max(len(g.threadblocks) for g in schedule.gpus),
+                         steps_per_threadblock=max((len(tb.steps) for g in schedule.gpus for tb in g.threadblocks),
+                                                   default=0),
+                         channels=channels, transfers=transfers, depth=depth,
                          postcondition=checked, limits=limits.name)
