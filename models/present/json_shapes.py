@@ -404,6 +404,6 @@ def task_graph_json(graph) -> dict:
 
 def schedule_check_json(schedule, result, *, source: str) -> dict:
     """``dgxtopo schedule check --json``: the schedule that holds, as the summary gives it."""
-    return {"source": source, **result.to_records(), "coll": schedule.coll, "inplace": schedule.inplace,
+    return {"source": source, **result.to_records()[0], "coll": schedule.coll, "inplace": schedule.inplace,
             "min_bytes": schedule.min_bytes, "max_bytes": schedule.max_bytes, "nchannels": schedule.nchannels,
             "dialect": schedule.dialect.name, "verdict": "ok"}

@@ -37,6 +37,7 @@ import numpy as np
 
 from topo.errors import LimitError
 
+from ..engine.results import tidy_records
 from .msccl import RuntimeLimits, Schedule, ScheduleError
 
 __all__ = ["ScheduleCheckError", "ScheduleCheck", "CHECKED_COLLECTIVES", "check_schedule"]
@@ -109,8 +110,9 @@ class ScheduleCheck:
     postcondition: bool
     limits: str
 
-    def to_records(self) -> dict:
-        return {name: getattr(self, name) for name in self.__slots__}
+    def to_records(self) -> list:
+        """One tidy row: every attribute."""
+        return tidy_records({name: getattr(self, name) for name in self.__slots__})
 
 
 def _err(rule, message, gpu=None, tb=None, step=None):

@@ -304,6 +304,18 @@ class Schedule:
     def nthreadblocks(self) -> int:
         return sum(len(gpu.threadblocks) for gpu in self.gpus)
 
+    def to_records(self) -> list:
+        """One tidy row per step: its GPU, threadblock (peers, channel) and every attribute."""
+        from ..engine.results import tidy_records
+
+        rows = [(g, tb, st) for g in self.gpus for tb in g.threadblocks for st in tb.steps]
+        columns = {"gpu": [g.id for g, _, _ in rows], "tb": [tb.id for _, tb, _ in rows],
+                   "send": [tb.send for _, tb, _ in rows], "recv": [tb.recv for _, tb, _ in rows],
+                   "chan": [tb.chan for _, tb, _ in rows]}
+        for name in Step.__slots__:
+            columns[name] = [getattr(st, name) for _, _, st in rows]
+        return tidy_records(columns)
+
 
 def _where(gpu=None, tb=None, step=None) -> str:
     parts = [f"gpu {gpu}" if gpu is not None else None, f"tb {tb}" if tb is not None else None,

@@ -574,6 +574,8 @@ NOT_RESULTS = {
     "ChannelGraph", "Communicator", "Collective", "StepParameters", "Parameter", "LinkClass",
     "MeasurementModel", "Calibrated", "Task", "Gpu", "ComputeModel", "Layout", "Failure",
     "Op", "Software", "Transformer", "ConvLayer", "CNN",
+    # a schedule's constants (models.schedules.msccl), and its parts, whose rows Schedule gives
+    "Instruction", "RuntimeLimits", "Dialect", "Step", "Threadblock",
     # strategies: NCCL's algorithms (models.engine.nccl.algorithms) and what their latency reads
     "Algorithm", "Ring", "Tree", "Nvls", "NvlsTree", "Pat", "LatencyInputs",
     # parts: their parent's rows (ChannelSearch: LinkLoad, SearchStep; Tuning: the bandwidth and

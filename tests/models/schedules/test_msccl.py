@@ -48,6 +48,10 @@ def test_ap2ll_reads_as_the_runtime_reads_it():
     assert [(st.srcbuf, st.dstbuf, st.dstoff) for st in tb0.steps[6:13]] == [("s", "i", 0)] * 7
     kinds = Counter(st.type for g in s.gpus for tb in g.threadblocks for st in tb.steps)
     assert kinds == {"nop": 1328, "re": 896, "s": 224, "r": 224} and s.nsteps == 2672
+    rows = s.to_records()
+    assert len(rows) == 2672 and rows[0] == {"gpu": 0, "tb": 0, "send": -1, "recv": -1, "chan": 0, "s": 0,
+                                             "type": "nop", "srcbuf": "i", "srcoff": -1, "dstbuf": "o",
+                                             "dstoff": -1, "cnt": 0, "depid": 4, "deps": 1, "hasdep": False}
 
 
 def test_ag1m_reads_as_the_runtime_reads_it():
