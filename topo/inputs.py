@@ -197,16 +197,17 @@ def _decode(data: bytes, source: str, strict: bool) -> str:
                              f"0x{data[error.start]:02x}", path=source, line=line) from None
 
 
-def read_input(path, kind: str, *, limit: int | None = None, option: str = "--max-input") -> str:
+def read_input(path, kind: str | InputKind, *, limit: int | None = None, option: str = "--max-input") -> str:
     """The text of an input file of a given kind (``-``: standard input, where the kind takes it).
 
     Parameters
     ----------
     path : str or os.PathLike
         The file, or ``"-"`` for standard input.
-    kind : str
+    kind : str or InputKind
         A key of :data:`INPUT_KINDS` (``"fabric"``, ``"nvidia-smi"``, ``"nccl-xml"``,
-        ``"import"``, ``"benchmark"``, ``"calibration"``, ``"task-graph"``).
+        ``"import"``, ``"benchmark"``, ``"calibration"``, ``"task-graph"``), or a kind of its
+        own (an :class:`InputKind` a reader outside ``topo`` defines, as MSCCL schedules do).
     limit : int, optional
         The largest file accepted [bytes] (default: the kind's).
     option : str

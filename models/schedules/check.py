@@ -439,14 +439,16 @@ def _execute(schedule, layout, g, tb, step, values, fifo, where) -> None:
         value = values.get((g, slot))
         return layout.initial(g, slot) if value is None else value
 
-    src = [get(layout.canonical(g, step.srcbuf, step.srcoff + i)) for i in range(step.cnt)] if op.reads_src else None
-    message = fifo[tb.recv, g, tb.chan].popleft() if op.receives else None
+    src: list = ([get(layout.canonical(g, step.srcbuf, step.srcoff + i)) for i in range(step.cnt)]
+                 if op.reads_src else [])
+    message: list = fifo[tb.recv, g, tb.chan].popleft() if op.receives else []
+    result: list
     if op.receives and op.reduces:
         result = [_union((m, v), where) for m, v in zip(message, src)]
     elif op.receives:
         result = message
     elif op.code in ("re", "ra"):
-        dst = [get(layout.canonical(g, step.dstbuf, step.dstoff + i)) for i in range(step.cnt)]
+        dst: list = [get(layout.canonical(g, step.dstbuf, step.dstoff + i)) for i in range(step.cnt)]
         result = [_union((a, b), where) for a, b in zip(dst, src)]
     else:
         result = src

@@ -197,7 +197,8 @@ MSCCL = Dialect("msccl", MappingProxyType({"allreduce": "all_reduce", "allgather
                 _BASE_REQUIRED, frozenset(INSTRUCTIONS), MSCCL_LIMITS)
 #: [MX] (msccl-executor-nccl): ``outofplace``, ``minBytes``, ``maxBytes`` required; ``reducescatter``
 #: without the underscore; no ``ra``.
-EXECUTOR = Dialect("executor", MappingProxyType({"reduce": "reduce", "broadcast": "broadcast", "allreduce": "all_reduce",
+EXECUTOR = Dialect("executor", MappingProxyType({"reduce": "reduce", "broadcast": "broadcast",
+                                                 "allreduce": "all_reduce",
                                 "reducescatter": "reduce_scatter", "allgather": "all_gather", "send": "send",
                                 "recv": "recv", "gather": "gather", "scatter": "scatter", "alltoall": "all_to_all",
                                 "alltoallv": "all_to_allv"}),

@@ -156,7 +156,8 @@ def test_threadblocks_and_steps_beyond_the_runtimes_limits_are_refused_by_name()
     (lambda s: _edit(s, 1, 0, lambda t: replace(t, send=1)), {(1, 0, None)}, "send=1, expected -1 or another rank"),
     (lambda s: _edit(s, 1, 0, lambda t: replace(t, recv=3)), {(1, 0, None)}, "recv=3, expected -1 or another rank"),
     (lambda s: _edit(s, 1, 0, lambda t: replace(t, send=-1)), {(1, 0, 1)}, "send on a threadblock with send=-1"),
-    (lambda s: _edit(s, 1, 0, lambda t: replace(t, recv=-1)), {(1, 0, 2)}, "recv-copy-send on a threadblock with recv=-1"),
+    (lambda s: _edit(s, 1, 0, lambda t: replace(t, recv=-1)), {(1, 0, 2)},
+     "recv-copy-send on a threadblock with recv=-1"),
     (lambda s: replace(s, gpus=(replace(s.gpus[0], o_chunks=2), *s.gpus[1:])), {(0, None, None)},
      "o_chunks=2, expected 3 (nchunksperloop=3 for all_gather) or 0"),
 ])
