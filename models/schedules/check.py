@@ -329,12 +329,13 @@ def _union(parts, where):
     return frozenset(total)
 
 
-def _simulate(schedule: Schedule, layout, matched: dict, check_data: bool):
+def _simulate(schedule: Schedule, layout, matched: dict, check_data: bool, dtype):
     """Run the steps in a topological order of the happens-before; returns (transfers, depth)."""
-    ids = {}  # (gpu, tb) -> column of the vector clock
+    ids = {}  # (gpu, tb) -> column of the vector clock (threadblocks without steps need none)
     for gpu in schedule.gpus:
         for tb in gpu.threadblocks:
-            ids[gpu.id, tb.id] = len(ids)
+            if tb.steps:
+                ids[gpu.id, tb.id] = len(ids)
     width = len(ids)
     # Predecessors beyond program order: dependency and matching send.
     extra, waiters = defaultdict(list), defaultdict(int)
@@ -354,9 +355,9 @@ def _simulate(schedule: Schedule, layout, matched: dict, check_data: bool):
         for p in preds:
             successors[p].append(key)
     pending = {key: len(preds) for key, preds in extra.items()}
-    tbs = {(g.id, tb.id): tb for g in schedule.gpus for tb in g.threadblocks}
+    tbs = {(g.id, tb.id): tb for g in schedule.gpus for tb in g.threadblocks if tb.steps}
     done = {key: 0 for key in tbs}  # steps completed per threadblock
-    clock = {key: np.zeros(width, dtype=np.int32) for key in tbs}
+    clock = {key: np.zeros(width, dtype=dtype) for key in tbs}
     depth_of = {key: 0 for key in tbs}
     saved, saved_depth = {}, {}
     ready = deque(key for key, tb in tbs.items() if tb.steps and not pending.get((*key, 0)))
@@ -483,7 +484,7 @@ def _postcondition(schedule, layout, values, last_write) -> None:
 
 
 def check_schedule(schedule: Schedule, *, limits: RuntimeLimits | None = None,
-                   max_slots: int = 1 << 24) -> ScheduleCheck:
+                   max_slots: int = 1 << 24, max_threadblocks: int = 4096) -> ScheduleCheck:
     """Check a schedule; see the module's docstring for what is checked, in which order.
 
     Parameters
@@ -494,6 +495,10 @@ def check_schedule(schedule: Schedule, *, limits: RuntimeLimits | None = None,
     max_slots : int
         The most output chunks (ranks x ``nchunksperloop``) whose contents are checked; a
         larger schedule raises :class:`~topo.errors.LimitError` naming ``max_slots``.
+    max_threadblocks : int
+        The most threadblocks with steps, over all GPUs: the happens-before keeps a vector clock
+        as wide as they are for each (4096: 18 GPUs of the runtime's 216 threadblocks, or 128 of
+        32; 32 MiB of clocks at most). More raise :class:`~topo.errors.LimitError` naming it.
 
     Returns
     -------
@@ -511,17 +516,23 @@ def check_schedule(schedule: Schedule, *, limits: RuntimeLimits | None = None,
     slots = schedule.ngpus * schedule.nchunksperloop
     if slots > max_slots:
         raise LimitError(f"a schedule of {slots} output chunks", keyword="max_slots", size=slots, limit=max_slots)
+    active = sum(1 for g in schedule.gpus for tb in g.threadblocks if tb.steps)
+    if active > max_threadblocks:
+        raise LimitError(f"a schedule of {active} threadblocks with steps", keyword="max_threadblocks",
+                         size=active, limit=max_threadblocks)
     layout = _Layout(schedule)
     _check_limits(schedule, limits, layout)
     _check_dependencies(schedule)
     matched = _match(schedule)
     checked = schedule.collective in CHECKED_COLLECTIVES
-    transfers, depth = _simulate(schedule, layout, matched, checked)
+    # A clock entry counts the steps of one threadblock: 16 bits hold the runtime's 256.
+    dtype = np.int16 if limits.max_steps < 2**15 else np.int32
+    transfers, depth = _simulate(schedule, layout, matched, checked, dtype)
     channels = len({tb.chan for gpu in schedule.gpus for tb in gpu.threadblocks})
     return ScheduleCheck(name=schedule.name, collective=schedule.collective, protocol=schedule.protocol,
                          ngpus=schedule.ngpus, chunks=schedule.nchunksperloop, threadblocks=schedule.nthreadblocks,
                          steps=schedule.nsteps,
-                         threadblocks_per_gpu=max(len(g.threadblocks) for g in schedule.gpus),
+                         threadblocks_per_gpu=max((len(g.threadblocks) for g in schedule.gpus), default=0),
                          steps_per_threadblock=max((len(tb.steps) for g in schedule.gpus for tb in g.threadblocks),
                                                    default=0),
                          channels=channels, transfers=transfers, depth=depth,

@@ -33,6 +33,7 @@ models.schedules.msccl.ScheduleFormatError: MSCCL schedule XML, <algo>: missing 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from types import MappingProxyType
 
@@ -56,6 +57,8 @@ BUFFERS = MappingProxyType({"i": "input", "o": "output", "s": "scratch"})
 
 # Integers larger than this are refused at reading (the runtimes read them as C int).
 _INT_MAX = 2**31 - 1
+# A whole number as the runtimes' atoi reads one (ASCII digits; longer ones are refused unread).
+_INTEGER = re.compile(r"-?[0-9]{1,12}")
 
 
 class ScheduleError(DgxTopoError):
@@ -335,7 +338,7 @@ def _int(element, name, at, *, minimum=0, required=True, default=None):
             raise _fail(f"missing attribute {name!r}", *at)
         return default
     text = value.strip()
-    if not (text.lstrip("-").isdigit() and text.isascii()) or len(text) > 12:
+    if not _INTEGER.fullmatch(text):
         raise _fail(f"{name}={value!r}, expected a whole number", *at)
     number = int(text)
     if not minimum <= number <= _INT_MAX:

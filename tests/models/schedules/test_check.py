@@ -214,6 +214,8 @@ def test_bad_arguments_and_oversized_work_raise_typed_errors():
         check_schedule("ring.xml")
     with pytest.raises(LimitError, match="max_slots=10"):
         check_schedule(ring_all_gather(4), max_slots=10)
+    with pytest.raises(LimitError, match="a schedule of 8 threadblocks with steps: 8 is more than max_threadblocks=7"):
+        check_schedule(ring_all_gather(4, chunks=2, channels=2), max_threadblocks=7)
 
 
 def test_errors_survive_pickling():

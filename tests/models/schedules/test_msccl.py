@@ -97,6 +97,8 @@ def test_the_dialect_is_told_by_outofplace():
     ('type="s"', 'type="xyz"', "type='xyz', expected one of cpy, nop, r, ra, rcs, re, rrc, rrcs, rrs, s", (0, 0, 0)),
     ('type="s"', 'type="st"', "type='st'", (0, 0, 0)),
     ('cnt="1"', 'cnt="abc"', "cnt='abc', expected a whole number", (0, 0, 0)),
+    ('cnt="1"', 'cnt="--5"', "cnt='--5', expected a whole number", (0, 0, 0)),
+    ('cnt="1"', 'cnt="\u00b2"', "expected a whole number", (0, 0, 0)),
     ('cnt="1"', 'cnt="1.5"', "cnt='1.5', expected a whole number", (0, 0, 0)),
     ('cnt="1"', 'cnt="99999999999999999999"', "cnt='99999999999999999999', expected a whole number", (0, 0, 0)),
     ('cnt="1"', 'cnt="4294967296"', "expected a whole number from 0 to 2147483647", (0, 0, 0)),
