@@ -256,3 +256,112 @@ def test_one_mutation_of_a_ring_is_refused(ring, data):
     with pytest.raises(ScheduleCheckError) as caught:
         check_schedule(broken)
     assert caught.value.gpu is not None
+
+
+def _oracle_race(schedule) -> bool:
+    """Whether two steps of one GPU touch one chunk, one of them writing, with no path between them
+    in the happens-before (program order, dependencies, send before its receive), by brute force."""
+    import networkx as nx
+
+    G = nx.DiGraph()
+    sends, recvs, access = {}, {}, []
+    for g in schedule.gpus:
+        for tb in g.threadblocks:
+            for st in tb.steps:
+                node = (g.id, tb.id, st.s)
+                G.add_node(node)
+                if st.s:
+                    G.add_edge((g.id, tb.id, st.s - 1), node)
+                if st.depid >= 0:
+                    G.add_edge((g.id, st.depid, st.deps), node)
+                op = st.instruction
+                if op.sends:
+                    sends.setdefault((g.id, tb.send, tb.chan), []).append(node)
+                if op.receives:
+                    recvs.setdefault((tb.recv, g.id, tb.chan), []).append(node)
+                for i in range(st.cnt):
+                    if op.reads_src:
+                        access.append((g.id, (st.srcbuf, st.srcoff + i), node, False))
+                    if op.writes_dst:
+                        access.append((g.id, (st.dstbuf, st.dstoff + i), node, True))
+    for key, out in sends.items():
+        G.add_edges_from(zip(out, recvs[key]))
+    closure = nx.transitive_closure_dag(G)
+    return any(a[0] == b[0] and a[1] == b[1] and (a[3] or b[3]) and a[2] != b[2]
+               and not closure.has_edge(a[2], b[2]) and not closure.has_edge(b[2], a[2])
+               for i, a in enumerate(access) for b in access[i + 1:])
+
+
+@settings(max_examples=60)
+@given(ring=_RING, data=st.data())
+def test_races_are_what_brute_force_finds(ring, data):
+    """Random moves of copies and receives onto other output chunks, and random dependencies
+    between threadblocks (signalled): the checker's verdict on races is the brute-force one."""
+    n, k, c, _ = ring
+    schedule = ring_all_gather(n, chunks=k, channels=c)
+    for _ in range(data.draw(st.integers(0, 3), label="edits")):
+        g = data.draw(st.integers(0, n - 1), label="gpu")
+        tb = schedule.gpus[g].threadblocks[data.draw(st.integers(0, c - 1), label="tb")]
+        s = data.draw(st.integers(0, len(tb.steps) - 1), label="step")
+        if data.draw(st.booleans(), label="move") and tb.steps[s].type != "s":
+            schedule = _step(g, tb.id, s, dstoff=data.draw(st.integers(0, n * k - 1), label="to"))(schedule)
+        elif c > 1:
+            other = schedule.gpus[g].threadblocks[data.draw(st.integers(0, c - 1), label="on")]
+            if other.id != tb.id:
+                d = data.draw(st.integers(0, len(other.steps) - 1), label="dep")
+                schedule = _step(g, other.id, d, hasdep=True)(_step(g, tb.id, s, depid=other.id, deps=d)(schedule))
+    try:
+        check_schedule(schedule)
+        verdict = False
+    except ScheduleCheckError as error:
+        if error.rule == "deadlock":
+            return
+        verdict = error.rule == "race"
+    assert verdict == _oracle_race(schedule)
+
+
+def _pair(collective, coll, inplace, chunks, steps) -> Schedule:
+    """A 2-rank schedule of one threadblock each (peer: the other rank); ``steps(r)`` are rank r's."""
+    i_chunks, o_chunks = chunks
+    gpus = tuple(Gpu(id=r, i_chunks=i_chunks, o_chunks=o_chunks, s_chunks=0, threadblocks=(Threadblock(
+        id=0, send=1 - r, recv=1 - r, chan=0,
+        steps=tuple(Step(s, *args) for s, args in enumerate(steps(r)))),)) for r in range(2))
+    return Schedule(name=coll, protocol="Simple", collective=collective, coll=coll, nchannels=1,
+                    nchunksperloop=2 if collective != "all_reduce" else 1, ngpus=2, inplace=inplace, outofplace=None,
+                    min_bytes=0, max_bytes=2**27, nthreads=None, gpus=gpus, dialect=MSCCL)
+
+
+# Each known answer: the textbook 2-rank schedule, and the same with one chunk taken from the
+# wrong place (the output then lacks or misplaces a contribution).
+PAIRS = {
+    "reduce_scatter out of place": (
+        ("reduce_scatter", "reduce_scatter", False, (2, 1)),
+        lambda r: [("s", "i", 1 - r, "o", -1, 1), ("rrc", "i", r, "o", 0, 1)],
+        lambda r: [("s", "i", r, "o", -1, 1), ("rrc", "i", r, "o", 0, 1)]),
+    "reduce_scatter in place": (
+        ("reduce_scatter", "reduce_scatter", True, (2, 0)),
+        lambda r: [("s", "i", 1 - r, "i", -1, 1), ("rrc", "i", r, "i", r, 1)],
+        lambda r: [("s", "i", 1 - r, "i", -1, 1), ("rrc", "i", r, "i", 1 - r, 1)]),
+    "all_to_all": (
+        ("all_to_all", "alltoall", False, (2, 2)),
+        lambda r: [("cpy", "i", r, "o", r, 1), ("s", "i", 1 - r, "o", -1, 1), ("r", "o", -1, "o", 1 - r, 1)],
+        lambda r: [("cpy", "i", r, "o", r, 1), ("s", "i", r, "o", -1, 1), ("r", "o", -1, "o", 1 - r, 1)]),
+    "all_reduce out of place": (
+        ("all_reduce", "allreduce", False, (1, 1)),
+        lambda r: [("s", "i", 0, "o", -1, 1), ("rrc", "i", 0, "o", 0, 1)],
+        lambda r: [("s", "i", 0, "o", -1, 1), ("r", "i", -1, "o", 0, 1)]),
+    "all_reduce by residual add": (  # [MR]'s ra, taken as a local reduction
+        ("all_reduce", "allreduce", False, (1, 1)),
+        lambda r: [("cpy", "i", 0, "o", 0, 1), ("s", "i", 0, "o", -1, 1), ("r", "o", -1, "i", 0, 1),
+                   ("ra", "i", 0, "o", 0, 1)],
+        lambda r: [("cpy", "i", 0, "o", 0, 1), ("s", "i", 0, "o", -1, 1), ("r", "o", -1, "i", 0, 1),
+                   ("nop", "i", -1, "o", -1, 0)]),
+}
+
+
+@pytest.mark.parametrize("name", PAIRS)
+def test_each_collectives_postcondition_on_a_two_rank_schedule(name):
+    head, good, bad = PAIRS[name]
+    assert check_schedule(_pair(*head, good)).postcondition
+    _refused(_pair(*head, bad), "postcondition", {(0, 0, s) for s in range(4)} | {(1, 0, s) for s in range(4)}
+             | {(0, None, None)})
