@@ -85,10 +85,10 @@ class SystemRow:
     bisection : float
         NVLink bisection bandwidth, per direction. [B/s]
     busbw_8, busbw_16 : float or None
-        Predicted all_reduce busbw of GPUs 0-7 / 0-15 at :data:`REPORT_SIZE`; None when the
+        Predicted all_reduce busbw of GPUs 0-7 / 0-15 at :data:`~models.studies.survey.REPORT_SIZE`; None when the
         system has fewer GPUs or the model does not cover it (see ``notes``). [B/s]
     best_pair, worst_pair : tuple of int or None
-        A GPU pair with the highest / lowest 2-GPU all_reduce busbw at :data:`REPORT_SIZE`.
+        A GPU pair with the highest / lowest 2-GPU all_reduce busbw at :data:`~models.studies.survey.REPORT_SIZE`.
     best_busbw, worst_busbw : float or None
         Their busbw. [B/s]
     best_count, worst_count : int
@@ -127,14 +127,14 @@ class SystemAnalysis:
     G : networkx.DiGraph
     row : SystemRow
     e8 : CollectiveEstimate or None
-        all_reduce of GPUs 0-7 at :data:`REPORT_SIZE` (its channels are drawn).
+        all_reduce of GPUs 0-7 at :data:`~models.studies.survey.REPORT_SIZE` (its channels are drawn).
     pairs : numpy.ndarray or None
-        2-GPU all_reduce busbw matrix at :data:`REPORT_SIZE`. [B/s]
+        2-GPU all_reduce busbw matrix at :data:`~models.studies.survey.REPORT_SIZE`. [B/s]
     p2p : P2PReport or None
     curve : CollectiveEstimate or None
-        all_reduce of all GPUs over :data:`CURVE_SIZES`.
+        all_reduce of all GPUs over :data:`~models.studies.survey.CURVE_SIZES`.
     curve8 : CollectiveEstimate or None
-        all_reduce of GPUs 0-7 over :data:`CURVE_SIZES`, for systems of more than 8 GPUs.
+        all_reduce of GPUs 0-7 over :data:`~models.studies.survey.CURVE_SIZES`, for systems of more than 8 GPUs.
     e8_error, pairs_error, p2p_error, curve_error : str or None
     """
 
@@ -153,7 +153,8 @@ class SystemAnalysis:
 
 @dataclass(frozen=True, slots=True)
 class SeedComparison:
-    """One DGX-2 against two DGX-1V (:data:`SEED_COMPARISON`) over :data:`CURVE_SIZES`.
+    """One DGX-2 against two DGX-1V (:data:`~models.studies.survey.SEED_COMPARISON`) over
+    :data:`~models.studies.survey.CURVE_SIZES`.
 
     Attributes
     ----------
@@ -181,7 +182,7 @@ class Generation:
     bisection : float
         NVLink bisection bandwidth of the whole system, per direction. [B/s]
     auto, ring, nvls : CollectiveEstimate or None
-        all_reduce of GPUs 0-7 over :data:`CURVE_SIZES`: as NCCL chooses, forced to ring,
+        all_reduce of GPUs 0-7 over :data:`~models.studies.survey.CURVE_SIZES`: as NCCL chooses, forced to ring,
         forced to NVLS (NVLink SHARP); None where the ``*_error`` says why.
     auto_error, ring_error, nvls_error : str or None
     """
@@ -201,12 +202,12 @@ class Generation:
 
     def busbw(self, which: str = "auto", nbytes: int = REPORT_SIZE) -> float | None:
         """busbw of one curve (``"auto"``, ``"ring"``, ``"nvls"``) at a size of
-        :data:`CURVE_SIZES`, None where the curve is missing. [B/s]
+        :data:`~models.studies.survey.CURVE_SIZES`, None where the curve is missing. [B/s]
 
         Raises
         ------
         topo.DgxTopoError
-            For another curve name or a size not in :data:`CURVE_SIZES`.
+            For another curve name or a size not in :data:`~models.studies.survey.CURVE_SIZES`.
         """
         if which not in ("auto", "ring", "nvls"):
             raise DgxTopoError(f"unknown curve {which!r}: expected 'auto', 'ring' or 'nvls'")
@@ -271,7 +272,7 @@ class P2PRowCheck:
 
 @dataclass(frozen=True, slots=True)
 class MeasurementComparison:
-    """The model against measured runs (:data:`MEASURED_DATA`).
+    """The model against measured runs (:data:`~models.studies.survey.MEASURED_DATA`).
 
     Attributes
     ----------
@@ -426,7 +427,7 @@ def _generation_of(a: SystemAnalysis, fabric) -> Generation:
 
 
 def generations(analyses, fabrics=None, *, records=None) -> tuple:
-    """The generations section as data: every system of :data:`GENERATION_GPUS` GPUs or more on
+    """The generations section as data: every system of :data:`~models.studies.survey.GENERATION_GPUS` GPUs or more on
     one host or in one NVLink domain (GB200 NVL72), in order (none when fewer than two qualify).
 
     Parameters
@@ -492,7 +493,7 @@ def _p2p_checks(G) -> tuple:
 
 def measurement_comparison(systems=("dgx2", "dgx1v"), *, profile=None, fabrics=None,
                            records=None) -> MeasurementComparison:
-    """The model against the measured data of the given systems (:data:`MEASURED_DATA`).
+    """The model against the measured data of the given systems (:data:`~models.studies.survey.MEASURED_DATA`).
 
     Parameters
     ----------
@@ -548,7 +549,7 @@ def _measurement_compared(systems, profile, fabrics) -> MeasurementComparison:
 
 
 def analyse_report(fabrics, *, progress=None) -> ReportAnalysis:
-    """Every model result the report shows, for fabrics from :func:`report_fabrics`.
+    """Every model result the report shows, for fabrics from :func:`~models.studies.survey.report_fabrics`.
 
     Parameters
     ----------
@@ -667,7 +668,7 @@ class SetBound:
         :attr:`models.studies.bounds.Bound.bound_busbw`), or, where NCCL runs NVLS (reduction in the
         switches), the cut bound on any schedule (:attr:`~models.studies.bounds.Bound.upper_busbw`). [B/s]
     nccl_busbw : float
-        NCCL's predicted busbw at :data:`BOUND_SIZE` (:func:`models.estimate`). [B/s]
+        NCCL's predicted busbw at :data:`~models.studies.survey.BOUND_SIZE` (:func:`models.estimate`). [B/s]
     algorithm : str
         What NCCL runs (``"ring/Simple"``).
     """
@@ -727,7 +728,7 @@ class SystemBounds:
     sets : tuple of SetBound
         Every class, by set size then GPUs.
     worst : tuple of WorstSet
-        The :data:`BOUND_WORST` lowest ratios, lowest first.
+        The :data:`~models.studies.survey.BOUND_WORST` lowest ratios, lowest first.
     error : str or None
         Why the section has no numbers for this system.
     """
@@ -790,9 +791,10 @@ def _gap(G, b, e, against: float) -> tuple[str, str]:
 def system_bounds(G, *, worst: int = BOUND_WORST, profile=None, records=None) -> SystemBounds:
     """NCCL against the optimal all_reduce on every GPU set of a fabric (one single host).
 
-    One bound (:func:`models.bound`, relays :data:`BOUND_RELAY`, links
-    :func:`bound_edge_kinds`) and one NCCL estimate at :data:`BOUND_SIZE` per class of
-    :func:`set_classes`; shipped for the built-in systems (:data:`SHIPPED_ANALYSIS`).
+    One bound (:func:`models.bound`, relays :data:`~models.studies.survey.BOUND_RELAY`, links
+    :func:`~models.studies.survey.bound_edge_kinds`) and one NCCL estimate at
+    :data:`~models.studies.survey.BOUND_SIZE` per class of :func:`~models.studies.survey.set_classes`;
+    shipped for the built-in systems (:data:`SHIPPED_ANALYSIS`).
 
     Parameters
     ----------
@@ -846,7 +848,7 @@ def _content(fabric) -> str:
 def shipped_plan() -> list:
     """What the shipped file holds for the built-in systems, before it is computed: the sections
     :func:`analyse_report` shows for them (each built-in system a fabric of its own, NCCL's
-    reference release, the default options), the bounds with :data:`BOUND_WORST`.
+    reference release, the default options), the bounds with :data:`~models.studies.survey.BOUND_WORST`.
 
     Returns
     -------
@@ -967,9 +969,9 @@ class TrainingStep:
     ----------
     workload : str
     names : tuple of str
-        Registry names of the systems (:data:`TRAINING_SYSTEMS`).
+        Registry names of the systems (:data:`~models.studies.survey.TRAINING_SYSTEMS`).
     searches : tuple of (models.studies.planner.Search or None)
-        Every layout with tensor parallelism in :data:`TRAINING_TP`, best first.
+        Every layout with tensor parallelism in :data:`~models.studies.survey.TRAINING_TP`, best first.
     errors : tuple of (str or None)
     ranking : tuple of models.studies.planner.GpuRank
         GPU generations for the workload (:func:`models.gpus_ranking`).
@@ -1047,7 +1049,7 @@ class SimulatedStep:
 
 
 def simulated_steps(analyses, fabrics=None, *, records=None) -> tuple:
-    """One simulated step of :data:`SIMULATED_WORKLOAD` on 8 GPUs per GPU generation: the first
+    """One simulated step of :data:`~models.studies.survey.SIMULATED_WORKLOAD` on 8 GPUs per GPU generation: the first
     system of each generation among those of the generations section (:func:`generations`), in order.
 
     Parameters
