@@ -52,7 +52,8 @@ class ScheduleCheckError(ScheduleError):
     """A schedule that breaks a rule; ``rule`` is one of ``limits``, ``dependency``, ``matching``,
     ``deadlock``, ``race``, ``postcondition``; ``gpu``, ``tb``, ``step`` say where."""
 
-    def __init__(self, message: str, *, rule: str, gpu=None, tb=None, step=None):
+    def __init__(self, message: str, *, rule: str, gpu: int | None = None, tb: int | None = None,
+                 step: int | None = None):
         where = ", ".join(f"{k} {v}" for k, v in (("gpu", gpu), ("tb", tb), ("step", step)) if v is not None)
         super().__init__(f"MSCCL schedule, {where}: {message}" if where else f"MSCCL schedule: {message}",
                          gpu=gpu, tb=tb, step=step)

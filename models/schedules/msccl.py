@@ -33,6 +33,7 @@ models.schedules.msccl.ScheduleFormatError: MSCCL schedule XML, <algo>: missing 
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -420,7 +421,7 @@ def _gpu(element, index, dialect) -> Gpu:
                s_chunks=_int(element, "s_chunks", at), threadblocks=tbs)
 
 
-def parse_msccl(text, *, dialect: Dialect | None = None) -> Schedule:
+def parse_msccl(text: str | bytes, *, dialect: Dialect | None = None) -> Schedule:
     """A schedule from the text of an MSCCL XML file.
 
     Parameters
@@ -475,7 +476,7 @@ def parse_msccl(text, *, dialect: Dialect | None = None) -> Schedule:
                     gpus=tuple(_gpu(e, i, dialect) for i, e in enumerate(elements)), dialect=dialect)
 
 
-def read_msccl(path, *, dialect: Dialect | None = None, limit: int | None = None) -> Schedule:
+def read_msccl(path: str | os.PathLike, *, dialect: Dialect | None = None, limit: int | None = None) -> Schedule:
     """A schedule from an MSCCL XML file (``-``: standard input).
 
     Parameters
