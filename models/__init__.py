@@ -16,6 +16,8 @@ in the order data flows:
   :mod:`models.studies.workload`, :mod:`models.studies.compute`, :mod:`models.studies.planner` (training steps);
 - :mod:`models.predict.simulate` (many tasks at once as a timeline: :mod:`models.predict.decompose`,
   :mod:`models.predict.flows`), :mod:`models.studies.stepgraph` (a planner layout as a task graph);
+- :mod:`models.schedules` (collective schedules as data: MSCCL XML read by
+  :mod:`models.schedules.msccl`, checked by :mod:`models.schedules.check`);
 - presentation, the only place with words: :mod:`models.present.format` (numbers as people read
   them), :mod:`models.present.text` (tables; :mod:`models.present.plan_text`,
   :mod:`models.present.sweep_text`, :mod:`models.present.versions_text` by topic),
