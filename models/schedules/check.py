@@ -24,8 +24,13 @@ which check). In order:
    collective says it must (all_gather, reduce_scatter, all_reduce, all_to_all; the others
    name no root in the XML, so their postcondition is not checked).
 
-The checks are linear in the steps (the happens-before keeps one vector clock per threadblock
-live, plus those of steps still awaited).
+The work is the steps times the threadblocks (a vector clock per threadblock, as wide as the
+threadblocks with steps; only those of steps still awaited are kept besides); an 8-GPU schedule of
+10,000 steps checks in about 0.1 s (examples/schedule_check_benchmark.py).
+
+Not modelled: connections buffer a bounded number of sends (NCCL_STEPS slots), so a schedule
+that needs more in flight can still deadlock at run time; and one loop iteration is checked (the
+runtime repeats the schedule for each ``nchunksperloop`` chunks of a larger message).
 """
 
 from __future__ import annotations
