@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TypeAlias
 
+from ..engine.results import tidy_records
 from .workload import WorkloadError, activation_bytes_per_element
 
 __all__ = ["GroupedQueryAttention", "LatentAttention", "Attention", "MoeTransformer", "MoeSpecError",
@@ -410,6 +411,20 @@ class ModelState:
     def total(self) -> float:
         """[bytes]"""
         return self.parameters + self.gradients + self.optimizer
+
+    def to_records(self) -> list:
+        """One tidy row: the stage, its parameters per GPU (dense, experts) and the bytes.
+
+        Examples
+        --------
+        >>> row = model_state(MOE_PRESETS["mixtral-8x7b"], ep=8, dp=8).to_records()[0]
+        >>> row["stage"], row["expert_parameters"], round(row["total_bytes"] / 1e9, 1)
+        (0, 5637144576.0, 99.0)
+        """
+        return tidy_records({"stage": self.stage, "dense_parameters": self.dense_parameters,
+                             "expert_parameters": self.expert_parameters, "parameters_bytes": self.parameters,
+                             "gradients_bytes": self.gradients, "optimizer_bytes": self.optimizer,
+                             "total_bytes": self.total})
 
 
 def _stages(w: MoeTransformer, pp: int) -> list:
