@@ -61,7 +61,7 @@ def test_a_workload_step_with_trace_and_figures(capsys, tmp_path):
     (["simulate", "--graph", "{graph}"], "--system SPEC"),
     (["simulate", "--graph", "{missing}", "--system", "dgxh100"], "cannot read"),
     (["simulate", "--graph", "{graph}", "--system", "dgxh100", "--max-events", "5"], "--max-events"),
-    (["simulate", "--graph", "{graph}", "--system", "dgx1v"], "task 'fwd1', field 'dtype': V100 has no bf16"),
+    (["simulate", "--graph", "{graph}", "--system", "dgx1v"], "task 'fwd1', field 'dtype': V100-SXM2 (V100 generation) has no bf16"),
     (["simulate", "--graph", "{bad}", "--system", "dgxh100"], "task 'x', field 'op'"),
     (["simulate", "--graph", "{graph}", "--system", "dgx2", "--max-gpus", "4"], "--max-gpus"),
     (["simulate", "nosuchmodel", "--system", "dgxh100"], "nosuchmodel"),

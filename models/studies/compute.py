@@ -260,6 +260,9 @@ def generation_of(model: str) -> Gpu:
     ------
     UnknownGenerationError
     """
+    for spec in GPUS.values():  # a catalogued part: its own generation (an H800 is an H100)
+        if spec.model == model and spec.generation in GENERATIONS:
+            return GENERATIONS[spec.generation]
     text = str(model).upper()
     for name, g in GENERATIONS.items():
         if name in text:
