@@ -884,7 +884,10 @@ _INSPECT = """
       if (a.xaxis !== b.xaxis || a.yaxis !== b.yaxis) continue;
       if (!same([...a.x], [...b.x]) || !same([...a.y], [...b.y])) continue;
       const look = t => [(t.line || {}).dash || 'solid', (t.marker || {}).symbol || 'circle'].join('/');
-      const said = [b.hovertemplate, ...(b.hovertext || [])].some(h => String(h).includes('coincides with ' + a.name));
+      // b names a, or both name the first curve of their group (three or more coincide)
+      const named = t => { const m = [t.hovertemplate, ...(t.hovertext || [])].map(String).join(' ')
+          .match(/coincides with ([^)<]*)/); return m ? m[1] : null; };
+      const said = named(b) === a.name || (named(b) !== null && named(b) === named(a));
       hidden.push({under: a.name, over: b.name, marked: look(a) !== look(b) && said});
     }
     out[gd.id] = {names, bars, hidden, buttons: ((gd.layout.updatemenus || [])[0] || {}).buttons || []};
