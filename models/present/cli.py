@@ -1239,6 +1239,8 @@ def _layout_options(parser):
                         help="micro-batch per GPU [samples] (default 1)")
     layout.add_argument("--global-batch", type=_count(1), metavar="B",
                         help="global batch [samples] (default: the workload's published one)")
+    layout.add_argument("--seq-length", type=_count(1), metavar="N",
+                        help="train at this sequence length [tokens] (default: the workload's own)")
     _dtype_option(layout)
     layout.add_argument("--recompute", choices=RECOMPUTE, metavar="MODE",
                         help=f"activation recomputation, {', '.join(RECOMPUTE)} (default: none and full "
@@ -1318,7 +1320,7 @@ def _planner_words(command):
 def _plan(args) -> int:
     from ..studies.planner.calibrate import calibrate_plan
     from ..studies.planner.layouts import plan, search
-    from ..studies.workload import DEFAULT_BUCKET, parse_workload
+    from ..studies.workload import DEFAULT_BUCKET, parse_workload, with_seq_length
     from .json_shapes import plan_calibration_json, plan_json, search_json
     from .plan_text import format_plan, format_search
 
@@ -1328,6 +1330,8 @@ def _plan(args) -> int:
     if args.calibrate is not None and args.compute_scale is not None:
         raise _UsageError("--calibrate fits the compute scale: expected --calibrate or --compute-scale, not both")
     w = parse_workload(args.workload)  # a bad workload fails before the fabric is built
+    if args.seq_length is not None:
+        w = with_seq_length(w, args.seq_length)
     G = _fabric(args, args.system)
     degrees = (args.tp, args.pp, args.dp)
     ngpus = math.prod(degrees) if None not in degrees else len(topo.gpus(G))
@@ -1451,7 +1455,7 @@ def _simulate(args) -> None:
     from ..predict.simulate import read_task_graph, simulate
     from ..studies.planner.layouts import plan
     from ..studies.stepgraph import compute_time, step_graph
-    from ..studies.workload import DEFAULT_BUCKET, parse_workload
+    from ..studies.workload import DEFAULT_BUCKET, parse_workload, with_seq_length
     from .json_shapes import simulation_json
     from .text import simulation_table
 
@@ -1462,8 +1466,8 @@ def _simulate(args) -> None:
         given = [option for option, value in (
             ("--tp", args.tp), ("--pp", args.pp), ("--dp", args.dp), ("--zero", args.zero),
             ("--micro-batch", None if args.micro_batch == 1 else args.micro_batch),
-            ("--global-batch", args.global_batch), ("--dtype", args.dtype), ("--recompute", args.recompute),
-            ("--sequence-parallel", args.sequence_parallel),
+            ("--global-batch", args.global_batch), ("--seq-length", args.seq_length), ("--dtype", args.dtype),
+            ("--recompute", args.recompute), ("--sequence-parallel", args.sequence_parallel),
             ("--virtual-stages", None if args.virtual_stages == 1 else args.virtual_stages),
             ("--bucket", args.bucket)) if value is not None]
         if given:
@@ -1473,6 +1477,8 @@ def _simulate(args) -> None:
             from .output import check_output_path
             check_output_path(path)  # before any work
     w = parse_workload(args.workload) if args.workload is not None else None
+    if w is not None and args.seq_length is not None:
+        w = with_seq_length(w, args.seq_length)
     G = _fabric(args, args.system)
     planned = None
     if w is not None:

@@ -54,7 +54,7 @@ from __future__ import annotations
 import enum
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import TypeAlias
 
@@ -67,7 +67,8 @@ __all__ = ["DEFAULT_BUCKET", "OPTIMIZER_PASS_BYTES", "DTYPES", "LOW_PRECISION", 
            "ConvLayer", "CNN", "PRESETS",
            "WORKLOAD_GRAMMAR", "WORKLOAD_LIMITS", "HEADS", "WorkloadError", "UnknownWorkloadError",
            "UnknownDtypeError", "UnknownSoftwareError", "workload", "parse_workload", "dtype_bytes",
-           "activation_bytes_per_element", "software", "resnet50", "TpLimit", "TpConstraint", "tp_limit"]
+           "activation_bytes_per_element", "software", "resnet50", "TpLimit", "TpConstraint", "tp_limit",
+           "with_seq_length"]
 
 #: Bytes per element of each training dtype's matmul operands. ``tf32`` is fp32 storage with
 #: the matmuls on TF32 tensor cores (Ampere and later: "NVIDIA A100 Tensor Core GPU
@@ -907,6 +908,34 @@ def parse_workload(text: str) -> Workload:
     if values.get("flash"):
         fields["dropout"] = False
     return Transformer("transformer", **fields)
+
+
+def with_seq_length(w: Workload, seq_length: int) -> Workload:
+    """The workload trained at another sequence length (``plan --seq-length``): the same
+    shapes, ``seq`` replaced; any object with a ``seq`` field (a transformer, dense or MoE).
+
+    Raises
+    ------
+    WorkloadError
+        For a CNN, or a length that is not a whole number from 1 to ``WORKLOAD_LIMITS["seq"]``
+        (or below an ``mlm`` head's masked positions).
+
+    Examples
+    --------
+    >>> with_seq_length(PRESETS["llama3-8b"], 131072).seq
+    131072
+    >>> with_seq_length(PRESETS["resnet50"], 1024)
+    Traceback (most recent call last):
+    ...
+    models.studies.workload.WorkloadError: resnet50 is a CNN: a sequence length applies to a transformer, received seq_length=1024
+    """
+    limit = WORKLOAD_LIMITS["seq"]
+    if isinstance(seq_length, bool) or not isinstance(seq_length, int) or not 1 <= seq_length <= limit:
+        raise WorkloadError(f"seq_length must be a whole number from 1 to {limit}, received {seq_length!r}")
+    if isinstance(w, CNN) or not hasattr(w, "seq"):
+        raise WorkloadError(f"{getattr(w, 'name', w)} is a CNN: a sequence length applies to a transformer, "
+                            f"received seq_length={seq_length}")
+    return replace(w, seq=seq_length)
 
 
 class TpLimit(enum.Enum):
