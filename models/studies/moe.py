@@ -45,7 +45,7 @@ from ..engine.results import tidy_records
 from .workload import WorkloadError, activation_bytes_per_element
 
 __all__ = ["GroupedQueryAttention", "LatentAttention", "Attention", "MoeTransformer", "MoeSpecError",
-           "MOE_PRESETS", "ModelState", "model_state", "moe_workload", "MOE_GRAMMAR"]
+           "MOE_PRESETS", "ModelState", "model_state", "moe_workload", "is_moe_spec", "MOE_GRAMMAR"]
 
 
 class MoeSpecError(WorkloadError):
@@ -542,22 +542,87 @@ MOE_PRESETS: Mapping[str, MoeTransformer] = MappingProxyType({w.name: w for w in
                    dense_ffn=18432, source=_KIMI_SOURCE),
 )})
 
+_GQA_KEYS = ("kv_heads", "head_dim")
+_MLA_KEYS = ("q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
+_MOE_KEYS = ("layers", "hidden", "vocab", "seq", "heads", "experts", "top_k", "expert_ffn", "shared_experts",
+             "shared_ffn", "dense_layers", "dense_ffn", "sliding_window", "sliding_layers", "mtp_layers", "batch")
+_MOE_REQUIRED = ("layers", "hidden", "vocab", "seq", "heads", "experts", "top_k", "expert_ffn")
+# Whole numbers above this are refused (far beyond any model: every count stays a finite float).
+_MOE_LIMIT = 100_000_000
+
 #: The text grammar of :func:`moe_workload`.
-MOE_GRAMMAR = ("a MoE preset name (" + ", ".join(MOE_PRESETS) + ")")
+MOE_GRAMMAR = ("a MoE preset name (" + ", ".join(MOE_PRESETS) + ") or moe:layers=L,hidden=H,vocab=V,seq=S,"
+               "heads=A,experts=E,top_k=K,expert_ffn=F[,kv_heads=G][,head_dim=D][,shared_experts=N]"
+               "[,shared_ffn=F][,dense_layers=N,dense_ffn=F][,sliding_window=W,sliding_layers=N]"
+               "[,mtp_layers=N][,batch=B], with q_lora_rank, kv_lora_rank, qk_nope_head_dim, "
+               "qk_rope_head_dim and v_head_dim for latent attention (MLA)")
+
+
+def is_moe_spec(text) -> bool:
+    """Whether a workload text names a MoE preset or is a ``moe:`` spec (:func:`moe_workload`)."""
+    if not isinstance(text, str):
+        return isinstance(text, MoeTransformer)
+    key = text.strip().lower()
+    return key.replace("_", "-") in MOE_PRESETS or key.partition(":")[0].strip() == "moe"
 
 
 def moe_workload(spec: str | MoeTransformer) -> MoeTransformer:
-    """A MoE preset by name (a :class:`MoeTransformer` as is).
+    """A MoE preset by name, a ``moe:`` spec text (:data:`MOE_GRAMMAR`), or a
+    :class:`MoeTransformer` as is.
 
     Raises
     ------
     MoeSpecError
+        Naming what was expected and what was received.
+
+    Examples
+    --------
+    >>> moe_workload("moe:layers=2,hidden=64,vocab=100,seq=32,heads=4,experts=8,top_k=2,expert_ffn=32").top_k
+    2
+    >>> moe_workload("moe:layers=2,hidden=64,vocab=100,seq=32,heads=4,experts=8,top_k=9,expert_ffn=32")
+    Traceback (most recent call last):
+    ...
+    models.studies.moe.MoeSpecError: top_k (9) must be at most the routed experts (8): a token cannot go to more experts than there are
     """
     if isinstance(spec, MoeTransformer):
         return spec
-    key = spec.strip().lower().replace("_", "-") if isinstance(spec, str) else None
-    if key not in MOE_PRESETS:
-        shown = spec if not isinstance(spec, str) or len(spec) <= 60 else spec[:57] + "..."
+    if not isinstance(spec, str):
+        raise MoeSpecError(f"expected {MOE_GRAMMAR}; received a {type(spec).__name__}")
+    key = spec.strip().lower().replace("_", "-")
+    if key in MOE_PRESETS:
+        return MOE_PRESETS[key]
+    family, sep, body = spec.strip().partition(":")
+    if not sep or family.strip().lower() != "moe":
+        shown = spec if len(spec) <= 60 else spec[:57] + "..."
         raise MoeSpecError(f"unknown MoE workload {shown!r}: expected {MOE_GRAMMAR}")
-    return MOE_PRESETS[key]
-
+    known = _MOE_KEYS + _GQA_KEYS + _MLA_KEYS
+    values: dict = {}
+    for item in body.split(","):
+        name, eq, value = (part.strip() for part in item.partition("="))
+        name = name.lower()
+        if not eq or name not in known:
+            raise MoeSpecError(f"malformed MoE workload item {item.strip()[:40]!r}: expected key=value with key "
+                               f"in {', '.join(known)}")
+        if name in values:
+            raise MoeSpecError(f"MoE workload key {name!r} given twice")
+        if not value.isdigit() or not value.isascii() or len(value) > 12 or int(value) > _MOE_LIMIT:
+            raise MoeSpecError(f"MoE workload {name} must be a whole number from 0 to {_MOE_LIMIT}, "
+                               f"received {value[:20]!r}")
+        values[name] = int(value)
+    missing = [k for k in _MOE_REQUIRED if k not in values]
+    if missing:
+        raise MoeSpecError(f"MoE workload spec lacks {', '.join(missing)}: expected {MOE_GRAMMAR}")
+    mla = [k for k in _MLA_KEYS if k in values]
+    if mla and len(mla) < len(_MLA_KEYS):
+        raise MoeSpecError(f"latent attention needs all of {', '.join(_MLA_KEYS)}: received only {', '.join(mla)}")
+    if mla and any(k in values for k in _GQA_KEYS):
+        raise MoeSpecError("expected either latent attention (q_lora_rank, ...) or grouped-query attention "
+                           "(kv_heads, head_dim), received keys of both")
+    heads = values.pop("heads")
+    if mla:
+        attention: GroupedQueryAttention | LatentAttention = LatentAttention(heads, *(values.pop(k) for k in _MLA_KEYS))
+    else:
+        head_dim = values.pop("head_dim", values["hidden"] // heads if heads else 0)
+        attention = GroupedQueryAttention(heads, values.pop("kv_heads", heads), head_dim)
+    batch = values.pop("batch", 0)
+    return MoeTransformer("moe", attention=attention, global_batch=batch, **values)

@@ -64,7 +64,7 @@ from ..engine.results import tidy_records
 
 __all__ = ["DEFAULT_BUCKET", "OPTIMIZER_PASS_BYTES", "DTYPES", "LOW_PRECISION", "QUANTISED_BYTES",
            "is_low_precision", "Op", "Software", "SOFTWARE", "Transformer",
-           "ConvLayer", "CNN", "PRESETS",
+           "ConvLayer", "CNN", "PRESETS", "MoeNotPlannedError",
            "WORKLOAD_GRAMMAR", "WORKLOAD_LIMITS", "HEADS", "WorkloadError", "UnknownWorkloadError",
            "UnknownDtypeError", "UnknownSoftwareError", "workload", "parse_workload", "dtype_bytes",
            "activation_bytes_per_element", "software", "resnet50", "TpLimit", "TpConstraint", "tp_limit",
@@ -123,6 +123,11 @@ class WorkloadError(DgxTopoError):
 
 class UnknownWorkloadError(WorkloadError):
     """A workload name that is not a preset."""
+
+
+class MoeNotPlannedError(WorkloadError):
+    """A mixture-of-experts workload where only dense transformers and CNNs are modelled (the
+    planner, the GPU ranking and the step simulation: expert-parallel layouts are not built yet)."""
 
 
 class UnknownDtypeError(WorkloadError):
@@ -839,6 +844,9 @@ def workload(spec: str | Workload) -> Workload:
     """
     if isinstance(spec, (Transformer, CNN)):
         return spec
+    if getattr(spec, "kind", None) == "moe":  # a models.studies.moe.MoeTransformer
+        raise MoeNotPlannedError(f"{spec.name} is a mixture-of-experts workload: expected a dense transformer "
+                                 "or a CNN (expert-parallel layouts are not planned yet)")
     return parse_workload(spec)
 
 

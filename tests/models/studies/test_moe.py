@@ -220,3 +220,57 @@ def test_presets_by_name_and_unknown_names():
     with pytest.raises(MoeSpecError, match="unknown MoE workload 'mixtral': expected a MoE preset name"):
         moe_workload("mixtral")
     assert issubclass(MoeSpecError, WorkloadError)
+
+
+SMALL = "moe:layers=2,hidden=64,vocab=100,seq=32,heads=4,experts=8,top_k=2,expert_ffn=32"
+
+
+def test_a_moe_spec_text_reads_as_its_fields():
+    w = moe_workload(SMALL + ",kv_heads=2,shared_experts=1,dense_layers=1,dense_ffn=128,batch=16")
+    assert (w.layers, w.experts, w.top_k, w.expert_ffn, w.shared_experts, w.shared_ffn) == (2, 8, 2, 32, 1, 32)
+    assert w.attention == GroupedQueryAttention(4, 2, 16) and (w.dense_layers, w.dense_ffn, w.global_batch) == (1, 128, 16)
+    mla = moe_workload(SMALL + ",q_lora_rank=16,kv_lora_rank=8,qk_nope_head_dim=16,qk_rope_head_dim=8,v_head_dim=16")
+    assert mla.attention == LatentAttention(4, 16, 8, 16, 8, 16)
+
+
+@pytest.mark.parametrize("text, message", [
+    (SMALL.replace("top_k=2", "top_k=9"), r"top_k \(9\) must be at most the routed experts \(8\)"),
+    (SMALL.replace("hidden=64", "hidden=-64"), "MoE workload hidden must be a whole number from 0 to 100000000, "
+                                               "received '-64'"),
+    (SMALL.replace("layers=2", "layers=0"), "layers must be a whole number >= 1, received 0"),
+    (SMALL + ",ffn=3", "malformed MoE workload item 'ffn=3': expected key=value with key in layers"),
+    (SMALL + ",top_k=3", "MoE workload key 'top_k' given twice"),
+    ("moe:layers=2", "MoE workload spec lacks hidden, vocab, seq, heads, experts, top_k, expert_ffn"),
+    (SMALL + ",q_lora_rank=16", "latent attention needs all of q_lora_rank, kv_lora_rank"),
+    (SMALL + ",kv_heads=2,q_lora_rank=16,kv_lora_rank=8,qk_nope_head_dim=16,qk_rope_head_dim=8,v_head_dim=16",
+     "expected either latent attention"),
+    ("dense:layers=2", "unknown MoE workload 'dense:layers=2'"),
+])
+def test_bad_moe_spec_texts_are_refused(text, message):
+    with pytest.raises(MoeSpecError, match=message):
+        moe_workload(text)
+
+
+def test_the_planner_refuses_a_moe_workload_naming_it():
+    from models.studies.workload import MoeNotPlannedError, workload
+
+    with pytest.raises(MoeNotPlannedError, match="deepseek-v3 is a mixture-of-experts workload: expected a dense "
+                                                 "transformer or a CNN"):
+        workload(MOE_PRESETS["deepseek-v3"])
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["plan", "deepseek-v3", "--system", "dgxh100"],
+     "deepseek-v3 is a mixture-of-experts workload (671.0 B parameters, 37.6 B active): expected a dense "
+     "transformer or a CNN"),
+    (["gpus", "kimi-k2"], "kimi-k2 is a mixture-of-experts workload"),
+    (["simulate", "gpt-oss-120b", "--system", "dgxh100"], "gpt-oss-120b is a mixture-of-experts workload"),
+    (["plan", SMALL.replace("top_k=2", "top_k=9"), "--system", "dgxh100"],
+     "top_k (9) must be at most the routed experts (8)"),
+    (["plan", SMALL.replace("experts=8", "experts=0"), "--system", "dgxh100"],
+     "experts must be a whole number >= 1, received 0"),
+])
+def test_cli_refuses_moe_in_one_line(capsys, argv, message):
+    from tests.test_cli_commands import one_line_error
+
+    assert message in one_line_error(capsys, *argv)
