@@ -36,13 +36,14 @@ Examples
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TypeAlias
 
 from ..engine.results import tidy_records
-from .workload import WorkloadError, activation_bytes_per_element
+from .workload import Op, WorkloadError, activation_bytes_per_element, matmul_op, memory_op
 
 __all__ = ["GroupedQueryAttention", "LatentAttention", "Attention", "MoeTransformer", "MoeSpecError",
            "MOE_PRESETS", "ModelState", "model_state", "moe_workload", "is_moe_spec", "MOE_GRAMMAR"]
@@ -377,6 +378,95 @@ class MoeTransformer:
     def training_flops_per_token(self, *, mtp: bool = True) -> float:
         """Model FLOPs of training per token: three forwards (the backward is two). [FLOP]"""
         return 3 * self.forward_flops_per_token(mtp=mtp)
+
+    # ------------------------------------------------------------------ kernels
+    def layer_ops(self, micro_batch: int, *, dense: bool = False, sliding: bool = False, tp: int = 1, ep: int = 1,
+                  etp: int | None = None, elem: float = 2, act: int = 2, balance: float = 1.0) -> tuple:
+        """The forward kernels of one layer on one GPU, for :class:`models.studies.compute.ComputeModel`.
+
+        Attention split by heads over ``tp`` (Megatron); MLA's down-projections ``q_a`` and
+        ``kv_a`` are not split. The attention core is one flash kernel over ``s`` positions (half
+        executed, causal) or over the window on a ``sliding`` layer, in 16-bit. A MoE layer: the
+        router (kept in 16-bit, as DeepSeek-V3 keeps its gating), the permutation of the routed
+        token copies to expert order and back (a memory pass each way), the **grouped GEMMs** of
+        the ``experts / ep`` experts one GPU holds, each over the tokens routed to it from the
+        ``ep`` GPUs of its group (``ep m top_k / experts`` when balanced, times ``balance`` >= 1
+        for the busiest GPU) and ``expert_ffn / etp`` wide, which the compute model quantises
+        into tiles and waves expert by expert; the shared experts as one product over every
+        token. No communication here (dispatch and combine are the layout's).
+
+        Parameters
+        ----------
+        micro_batch : int
+            Sequences per micro-batch ``b``.
+        dense : bool
+            A dense-FFN layer (the first ``dense_layers``) rather than a MoE one.
+        sliding : bool
+            A sliding-window layer.
+        tp, ep, etp : int
+            Tensor-, expert- and expert-tensor-parallel degrees (``etp`` defaults to ``tp``).
+        elem, act : float
+            Bytes per product operand and per stored activation element.
+        balance : float
+            Tokens of the busiest GPU's experts over the balanced share (1: force-balanced).
+
+        Raises
+        ------
+        MoeSpecError
+            For a degree that does not divide what it splits, or ``balance`` below 1.
+        """
+        etp = tp if etp is None else etp
+        b = _whole("micro_batch", micro_batch)
+        for key, value in (("tp", tp), ("ep", ep), ("etp", etp)):
+            _whole(key, value)
+        if isinstance(balance, bool) or not isinstance(balance, (int, float)) or not 1 <= balance < math.inf:
+            raise MoeSpecError(f"balance must be a number >= 1, received {balance!r}")
+        a = self.attention
+        if a.heads % tp:
+            raise MoeSpecError(f"tp ({tp}) must divide the attention heads ({a.heads})")
+        if self.experts % ep:
+            raise MoeSpecError(f"ep ({ep}) must divide the routed experts ({self.experts})")
+        width = self.dense_ffn if dense else self.expert_ffn
+        if width % (tp if dense else etp):
+            raise MoeSpecError(f"{'tp' if dense else 'etp'} ({tp if dense else etp}) must divide the FFN width ({width})")
+        h, s = self.hidden, self.seq
+        m = b * s
+        heads = a.heads // tp
+        ops = []
+        for name, k, n in a.products(h):
+            split_out = name in ("q", "k", "v", "q_b", "kv_b")
+            if name in ("k", "v") and isinstance(a, GroupedQueryAttention):
+                n = max(n // tp, a.head_dim)  # K/V heads replicated when tp exceeds them
+            elif split_out:
+                n //= tp
+            elif name == "o":
+                k //= tp
+            ops.append(matmul_op(name, m, n, k, elem))
+        window = min(s, self.sliding_window) if sliding and self.sliding_window else s
+        core = 2.0 * b * heads * s * window * (a.qk_dim + a.v_dim)
+        ops.append(Op("flash_attention", "attention", core, float(act) * m * heads * (2 * a.qk_dim + 2 * a.v_dim),
+                      executed=0.5 if window == s else 1.0, backward=2.5, quantised=False))
+        x = float(act) * m * h / tp  # with sequence parallelism when tp > 1
+        ops += [memory_op("norms", 4 * x, 2), memory_op("residual", 2 * 3 * x, 2)]
+        if dense:
+            f = self.dense_ffn // tp
+            ops += [matmul_op("ffn_in", m, 2 * f, h, elem), matmul_op("ffn_out", m, h, f, elem),
+                    memory_op("activation", 3.0 * act * m * f)]
+            return tuple(ops)
+        local = self.experts // ep
+        copies = m * self.top_k
+        per_expert = math.ceil(ep * copies * balance / self.experts)
+        fe = self.expert_ffn // etp
+        ops += [matmul_op("router", m, self.experts, h, act, quantised=False),
+                memory_op("permute", 2.0 * 2 * act * copies * h, 2),
+                matmul_op("experts_in", per_expert, 2 * fe, h, elem, batch=local),
+                matmul_op("experts_out", per_expert, h, fe, elem, batch=local),
+                memory_op("expert_activation", 3.0 * act * local * per_expert * fe)]
+        if self.shared_experts:
+            fs = self.shared_experts * self.shared_ffn // tp
+            ops += [matmul_op("shared_in", m, 2 * fs, h, elem), matmul_op("shared_out", m, h, fs, elem),
+                    memory_op("shared_activation", 3.0 * act * m * fs)]
+        return tuple(ops)
 
 
 #: A workload the MoE module understands (what :func:`moe_workload` returns).

@@ -63,7 +63,7 @@ from topo.errors import DgxTopoError
 from ..engine.results import tidy_records
 
 __all__ = ["DEFAULT_BUCKET", "OPTIMIZER_PASS_BYTES", "DTYPES", "LOW_PRECISION", "QUANTISED_BYTES",
-           "is_low_precision", "Op", "Software", "SOFTWARE", "Transformer",
+           "is_low_precision", "Op", "matmul_op", "memory_op", "Software", "SOFTWARE", "Transformer",
            "ConvLayer", "CNN", "PRESETS", "MoeNotPlannedError",
            "WORKLOAD_GRAMMAR", "WORKLOAD_LIMITS", "HEADS", "WorkloadError", "UnknownWorkloadError",
            "UnknownDtypeError", "UnknownSoftwareError", "workload", "parse_workload", "dtype_bytes",
@@ -276,14 +276,20 @@ class Op:
     quantised: bool = True
 
 
-def _matmul(name, m, n, k, elem, batch=1, *, quantised=True) -> Op:
-    """``batch`` products ``(m x k) @ (k x n)``: ``2 m n k`` FLOPs each; operands read, product written."""
+def matmul_op(name: str, m: int, n: int, k: int, elem: float, batch: int = 1, *, quantised: bool = True) -> Op:
+    """``batch`` products ``(m x k) @ (k x n)``: ``2 m n k`` FLOPs each; operands read, product
+    written (``elem`` bytes per element). ``batch`` > 1 is a batched or grouped product (heads,
+    or the experts of a MoE layer held by one GPU)."""
     return Op(name, "matmul", 2.0 * batch * m * n * k, float(elem) * batch * (m * k + k * n + m * n),
               m=int(m), n=int(n), k=int(k), batch=int(batch), quantised=quantised)
 
 
-def _memory(name, nbytes, kernels=1) -> Op:
+def memory_op(name: str, nbytes: float, kernels: int = 1) -> Op:
+    """A memory-bound pass moving ``nbytes`` in ``kernels`` launches (its backward 1.5 times the bytes)."""
     return Op(name, "memory", 0.0, float(nbytes), kernels=int(kernels), backward=1.5)
+
+
+_matmul, _memory = matmul_op, memory_op
 
 
 @dataclass(frozen=True, slots=True)

@@ -274,3 +274,80 @@ def test_cli_refuses_moe_in_one_line(capsys, argv, message):
     from tests.test_cli_commands import one_line_error
 
     assert message in one_line_error(capsys, *argv)
+
+
+# ------------------------------------------------------------------------ kernels of a layer
+def _forward_flops_from_ops(w, b=1):
+    """Products of every layer's kernels (tp = ep = 1) plus the head's logits, per token."""
+    total = 0.0
+    for i in range(w.layers):
+        ops = w.layer_ops(b, dense=i < w.dense_layers, sliding=i % 2 == 0 and i // 2 < w.sliding_layers)
+        total += sum(op.flops for op in ops if op.kind in ("matmul", "attention"))
+    return total / (b * w.seq) + 2.0 * w.vocab * w.hidden
+
+
+@pytest.mark.parametrize("name", sorted(MOE_PRESETS))
+def test_kernels_add_up_to_the_flop_count(name):
+    """Two independent counts: the kernels' products (shapes per GPU) and 2 x the active weights
+    + the attention core (parameters). Equal up to the routed tokens' rounding to whole tokens
+    per expert (Kimi K2: 4096 x 8 / 384 = 85.3, taken as 86)."""
+    w = MOE_PRESETS[name]
+    assert _forward_flops_from_ops(w) == pytest.approx(w.forward_flops_per_token(mtp=False), rel=0.01)
+    if (w.seq * w.top_k) % w.experts == 0:
+        assert _forward_flops_from_ops(w) == pytest.approx(w.forward_flops_per_token(mtp=False), rel=1e-12)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.sampled_from(["deepseek-v3", "qwen3-30b-a3b", "mixtral-8x7b", "gpt-oss-120b"]), st.integers(0, 5),
+       st.integers(1, 4))
+def test_expert_parallelism_moves_experts_not_work(name, log_ep, b):
+    """Balanced, a GPU computes the same expert FLOPs whatever ep: experts / ep experts, each
+    over ep times the tokens."""
+    w = MOE_PRESETS[name]
+    ep = 2 ** log_ep
+    if w.experts % ep:
+        return
+    flops = {op.name: op.flops for op in w.layer_ops(b, ep=ep)}
+    base = {op.name: op.flops for op in w.layer_ops(b)}
+    assert flops["experts_in"] == pytest.approx(base["experts_in"]) and flops["experts_out"] == pytest.approx(base["experts_out"])
+    grouped = next(op for op in w.layer_ops(b, ep=ep) if op.name == "experts_in")
+    assert (grouped.batch, grouped.m) == (w.experts // ep, -(-ep * b * w.seq * w.top_k // w.experts))
+
+
+def test_grouped_gemms_pay_tile_quantisation_per_expert():
+    """DeepSeek-V3's 256 experts over ep 8 on H100 in fp8: each GPU holds 32 experts, each fed
+    8 x s x 8 / 256 = s / 4 routed tokens (512 rows at s = 2,048). At s = 256 an expert's
+    product has 64 rows: half a 128-row tile (or the slower 64-row tiles), so the 32 grouped
+    products take longer than one product of all 2,048 rows; the fp8 casts come on top."""
+    from models.studies.compute import compute_model
+
+    cm = compute_model("H100", "fp8")
+    w = replace(MOE_PRESETS["deepseek-v3"], seq=2048)
+    grouped = next(op for op in w.layer_ops(1, ep=8) if op.name == "experts_in")
+    assert (grouped.batch, grouped.m, grouped.n, grouped.k) == (32, 512, 4096, 7168)
+    w = replace(MOE_PRESETS["deepseek-v3"], seq=256)
+    small = next(op for op in w.layer_ops(1, ep=8) if op.name == "experts_in")
+    assert small.m == 64
+    one = cm.gemm_time(small.batch * small.m, small.n, small.k)
+    assert cm.gemm_time(small.m, small.n, small.k, small.batch) > one
+    assert cm.time(small).forward >= cm.gemm_time(small.m, small.n, small.k, small.batch)
+
+
+def test_the_router_and_attention_core_stay_16_bit_and_imbalance_costs():
+    w = MOE_PRESETS["qwen3-235b-a22b"]
+    ops = {op.name: op for op in w.layer_ops(1, ep=8, balance=1.5)}
+    assert not ops["router"].quantised and not ops["flash_attention"].quantised and ops["experts_in"].quantised
+    balanced = {op.name: op for op in w.layer_ops(1, ep=8)}
+    assert ops["experts_in"].m == round(1.5 * balanced["experts_in"].m)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"ep": 3}, r"ep \(3\) must divide the routed experts \(128\)"),
+    ({"tp": 3}, r"tp \(3\) must divide the attention heads \(64\)"),
+    ({"etp": 7}, r"etp \(7\) must divide the FFN width \(1536\)"),
+    ({"balance": 0.5}, "balance must be a number >= 1, received 0.5"),
+    ({"tp": 0}, "tp must be a whole number >= 1, received 0"),
+])
+def test_layer_ops_refuse_splits_that_do_not_divide(kwargs, message):
+    with pytest.raises(MoeSpecError, match=message):
+        MOE_PRESETS["qwen3-235b-a22b"].layer_ops(1, **kwargs)
