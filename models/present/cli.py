@@ -323,9 +323,9 @@ def _read_text(path: str, kind: str, args) -> str:
 
 
 def _inputs(args) -> list:
-    """Every file the command line names as an input (--topo-file, --calibration, FILE...)."""
+    """Every file the command line names as an input (--topo-file, --calibration, --graph, FILE...)."""
     paths = []
-    for name in ("file", "files", "topo_file", "calibration"):
+    for name in ("file", "files", "topo_file", "calibration", "graph"):
         value = getattr(args, name, None)
         paths += value if isinstance(value, list) else [] if value is None else [value]
     if paths.count("-") > 1:
@@ -719,7 +719,6 @@ def _compare(args) -> None:
     from .json_shapes import compare_json
     from .text import compare_table
 
-    _check_out(args)
     calibration = _calibration(args)
     fabrics = _fabrics(args, list(args.system))
     counts = [(G.graph["name"], len(topo.gpus(G))) for G in fabrics]
@@ -762,7 +761,6 @@ def _report(args) -> None:
 
     from .report.write import write_report  # imports plotly: only this command pays for it
 
-    _check_out(args)
     _check_cluster_options(args)
     names = list(args.system)
     for name in names:  # sized before anything is built
@@ -839,7 +837,6 @@ def _calibrate(args) -> None:
     from ..studies.calibration import calibrate
     from .output import write_text_atomic
 
-    _check_out(args)
     runs = [_read_run(path, args) for path in args.files]
     result = calibrate(runs, _fabric(args, args.system), gpus=args.gpus, gpus_per_thread=args.g,
                        profile=args.nccl, inplace=args.inplace)
@@ -870,7 +867,6 @@ def _check(args) -> None:
 
     from ..studies.calibration import check
 
-    _check_out(args)
     calibration = _calibration(args)
     run = _read_run(args.file, args)
     if not hasattr(run, "rows"):
@@ -958,7 +954,6 @@ def _import(args) -> None:
 
     from .file_kinds import FileKind, file_kind, misplaced
 
-    _check_out(args)
     text = _read_text(args.file, "import", args)
     found = file_kind(text)
     if found not in (FileKind.NVIDIA_SMI, FileKind.NCCL_XML, FileKind.XML, FileKind.TEXT) or \
@@ -1026,7 +1021,6 @@ def _export(args) -> None:
 
     from .output import write_text_atomic
 
-    _check_out(args)
     G = _fabric(args, args.system)
     write = {"json": topo.to_json, "graphml": topo.to_graphml, "nccl-xml": topo.to_nccl_xml}[args.format]
     path = write_text_atomic(args.out, write(G))
@@ -1046,12 +1040,19 @@ def _write_figures(path: str, title: str, figures, lines=()) -> None:
     write_text_atomic(path, figures_page(title, figures, lines))
 
 
-def _check_out(args) -> None:
-    """Refuse an --out that cannot be written, or that is one of the inputs, before any work."""
+# The options that name an output file, on every command that has them.
+_OUTPUTS = ("out", "trace")
+
+
+def _check_files(args) -> None:
+    """The one rule of every command's files, checked by :func:`main` before any work: inputs
+    read once, and outputs (--out, --trace) writable, none of them an input and no two the same
+    file (:func:`models.present.output.check_output_paths`)."""
     inputs = _inputs(args)
-    if getattr(args, "out", None) is not None:
-        from .output import check_output_path
-        check_output_path(args.out, inputs=inputs)
+    outputs = {f"--{name}": getattr(args, name) for name in _OUTPUTS if getattr(args, name, None) is not None}
+    if outputs:
+        from .output import check_output_paths
+        check_output_paths(outputs, inputs=inputs)
 
 
 # bound
@@ -1102,7 +1103,6 @@ def _bound(args) -> None:
 
     from ..studies.bounds import bound
 
-    _check_out(args)
     if (args.trees or args.out) and args.coll in ("alltoall", "sendrecv"):
         raise _UsageError(f"--trees and --out pack spanning trees for broadcast, reduce, all_gather, "
                           f"reduce_scatter and all_reduce, received {args.coll} (its bound is a flow LP)")
@@ -1152,8 +1152,8 @@ def _whatif_arguments(parser) -> None:
                         help=f"refuse sweeps that classify more than N failure cases (default {MAX_CASES}; "
                              f"--pairs grows as the square; the hosts of a cluster that are copies count once)")
     parser.add_argument("--max-seconds", type=_seconds, default=MAX_SECONDS, metavar="S",
-                        help=f"refuse sweeps whose distinct estimates would take more than S seconds in this "
-                             f"process (the baseline estimate's time x their number; default {MAX_SECONDS:g})")
+                        help=f"refuse sweeps that would take more than S seconds in this process (predicted "
+                             f"from a few of their failures, timed; default {MAX_SECONDS:g})")
     parser.add_argument("--dask-timeout", type=_seconds, default=DASK_TIMEOUT, metavar="S",
                         help=f"seconds to reach a dask:// scheduler (default {DASK_TIMEOUT:g})")
 
@@ -1163,7 +1163,6 @@ def _whatif_sweep(args) -> None:
     from .json_shapes import sweep_json
     from .sweep_text import format_sweep
 
-    _check_out(args)
     executor = None if args.executor == "auto" else args.executor
     G = _fabric(args, args.system)
     with _progress(args, f"whatif {args.fail_each}", "case") as progress:
@@ -1324,7 +1323,6 @@ def _plan(args) -> int:
     from .json_shapes import plan_calibration_json, plan_json, search_json
     from .plan_text import format_plan, format_search
 
-    _check_out(args)
     if args.top is not None and not args.search:
         raise _UsageError("--top ranks layouts: expected it with --search")
     if args.calibrate is not None and args.compute_scale is not None:
@@ -1471,10 +1469,6 @@ def _simulate(args) -> None:
             ("--bucket", args.bucket)) if value is not None]
         if given:
             raise _UsageError(f"{', '.join(given)} shape(s) a WORKLOAD's step: expected none with --graph")
-    for path in (args.out, args.trace):
-        if path is not None:
-            from .output import check_output_path
-            check_output_path(path)  # before any work
     w = _dense_workload(args.workload) if args.workload is not None else None
     if w is not None and args.seq_length is not None:
         w = with_seq_length(w, args.seq_length)
@@ -1492,7 +1486,8 @@ def _simulate(args) -> None:
                        global_batch=args.global_batch, dtype=args.dtype, recompute=args.recompute,
                        sequence_parallel=None if args.sequence_parallel is None else args.sequence_parallel == "on",
                        profile=args.nccl, simulate=0)  # the analytical step, compared below
-        graph = step_graph(planned, G, workload=w, bucket=DEFAULT_BUCKET if args.bucket is None else args.bucket)
+        graph = step_graph(planned, G, workload=w, bucket=DEFAULT_BUCKET if args.bucket is None else args.bucket,
+                           max_events=args.max_events)  # counted on the plan before the graph is built
     else:
         graph = read_task_graph(args.graph, ngpus=len(topo.gpus(G)), compute_time=compute_time(G),
                                 limit=args.max_input)
@@ -1743,6 +1738,7 @@ def main(argv=None) -> int:
                 _subcommand_parser(parser, args.command).error(f"unrecognized arguments: {' '.join(extra)}")
         except SystemExit as exit_:  # --help and --version print and stop here
             return int(exit_.code or 0)
+        _check_files(args)  # before any work, the same rule for every command
         status = args.run(args)  # plan: 2 when no layout fits (the verdict is printed)
     except LimitError as error:
         print(f"dgxtopo: error: {_limit_error(error)}", file=sys.stderr)
