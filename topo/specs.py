@@ -348,7 +348,8 @@ _GB300_PEAK = (("fp32", 80 * TF), ("tf32", 1250 * TF), ("fp16", 2500 * TF), ("bf
 _HBM_NOTE = "memory_bandwidth is NVIDIA's datasheet figure, not cross-checked by a second source [U]"
 
 #: GPU models by short name. Compute facts: [S101] P100, [S102] V100, [S103] DGX-2H, [S104]
-#: A100, [S105] H100, [S106] H200, [S107] B200, [S108] GB200, [S114] B300, [S115] GB300, [S116] H800. Each peak is the product of SMs,
+#: A100, [S105] H100, [S106] H200, [S107] B200, [S108] GB200, [S114] B300, [S115] GB300, [S116]
+#: H800. Each peak is the product of SMs,
 #: tensor (or FP32) operations per SM per clock and the boost clock, which the entries check.
 GPUS: dict[str, GpuSpec] = {
     "P100": GpuSpec("Tesla P100-SXM2-16GB", 60, "nvlink1", 4, 16 * GiB, 732 * GB,

@@ -66,7 +66,7 @@ from .workload import LOW_PRECISION, QUANTISED_BYTES, SOFTWARE, Op, Software, Wo
     software as as_software
 
 __all__ = ["Gpu", "GENERATIONS", "GEMM_EFFICIENCY", "FITTED_LOW_PRECISION_EFFICIENCY", "ATTENTION_EFFICIENCY",
-           "DEFAULT_MEMORY_EFFICIENCY", "KERNEL_FLOOR", "MAX_SCALE", "TILES", "ComputeModel", "OpTime",
+           "DEFAULT_MEMORY_EFFICIENCY", "KERNEL_FLOOR", "MAX_SCALE", "MIN_FRACTION", "TILES", "ComputeModel", "OpTime",
            "ComputeFacts", "UnknownGenerationError", "UnsupportedDtypeError", "gpu_of", "generation_of",
            "generation", "gpu_memory", "compute_model", "default_software"]
 
@@ -397,9 +397,15 @@ class ComputeFacts:
             "scale": self.scale})
 
 
+#: The smallest achievable fraction a caller may set: 10^-6 of a peak is no longer a correction of
+#: the model (the counterpart of :data:`MAX_SCALE`), and far smaller ones (a denormal such as
+#: 2e-311) take kernel times to infinity and a step's sums to NaN.
+MIN_FRACTION = 1e-6
+
+
 def _fraction(name, value):
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
-        raise DgxTopoError(f"{name} must be a fraction in (0, 1], received {value!r}")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not MIN_FRACTION <= value <= 1:
+        raise DgxTopoError(f"{name} must be a fraction in (0, 1] of at least {MIN_FRACTION:g}, received {value!r}")
     return float(value)
 
 

@@ -428,7 +428,8 @@ class MoeTransformer:
             raise MoeSpecError(f"ep ({ep}) must divide the routed experts ({self.experts})")
         width = self.dense_ffn if dense else self.expert_ffn
         if width % (tp if dense else etp):
-            raise MoeSpecError(f"{'tp' if dense else 'etp'} ({tp if dense else etp}) must divide the FFN width ({width})")
+            degree = ("tp", tp) if dense else ("etp", etp)
+            raise MoeSpecError(f"{degree[0]} ({degree[1]}) must divide the FFN width ({width})")
         h, s = self.hidden, self.seq
         m = b * s
         heads = a.heads // tp
@@ -669,10 +670,11 @@ def moe_workload(spec: str | MoeTransformer) -> MoeTransformer:
     --------
     >>> moe_workload("moe:layers=2,hidden=64,vocab=100,seq=32,heads=4,experts=8,top_k=2,expert_ffn=32").top_k
     2
-    >>> moe_workload("moe:layers=2,hidden=64,vocab=100,seq=32,heads=4,experts=8,top_k=9,expert_ffn=32")
+    >>> moe_workload("moe:layers=2,hidden=64,vocab=100,seq=32,heads=4,experts=8,top_k=9,"
+    ...              "expert_ffn=32")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    models.studies.moe.MoeSpecError: top_k (9) must be at most the routed experts (8): a token cannot go to more experts than there are
+    models.studies.moe.MoeSpecError: top_k (9) must be at most the routed experts (8): a token cannot go ...
     """
     if isinstance(spec, MoeTransformer):
         return spec

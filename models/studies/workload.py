@@ -938,10 +938,10 @@ def with_seq_length(w: Workload, seq_length: int) -> Workload:
     --------
     >>> with_seq_length(PRESETS["llama3-8b"], 131072).seq
     131072
-    >>> with_seq_length(PRESETS["resnet50"], 1024)
+    >>> with_seq_length(PRESETS["resnet50"], 1024)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    models.studies.workload.WorkloadError: resnet50 is a CNN: a sequence length applies to a transformer, received seq_length=1024
+    models.studies.workload.WorkloadError: resnet50 is a CNN: a sequence length applies to a transformer, ...
     """
     limit = WORKLOAD_LIMITS["seq"]
     if isinstance(seq_length, bool) or not isinstance(seq_length, int) or not 1 <= seq_length <= limit:

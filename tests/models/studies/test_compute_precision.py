@@ -132,3 +132,17 @@ def test_nvfp4_products_align_to_32_elements():
     """16-byte alignment is 32 four-bit elements: a 16-wide product pads to 32."""
     cm = compute_model("B200", "nvfp4", efficiency=1.0)
     assert cm.gemm_time(4096, 4096, 16) == cm.gemm_time(4096, 4096, 32)
+
+
+@pytest.mark.parametrize("option", ["efficiency", "attention_efficiency", "memory_efficiency"])
+def test_a_vanishing_fraction_is_refused_before_it_makes_a_nan_step(option):
+    """A denormal fraction (hypothesis found 2.2e-311) timed every kernel at infinity and the
+    step at NaN; fractions below 1e-6 are refused naming the bound."""
+    import models
+    import topo
+    from topo.errors import DgxTopoError
+
+    with pytest.raises(DgxTopoError, match=f"{option} must be a fraction in \\(0, 1\\] of at least 1e-06, "
+                                           "received 2.225073858507e-311"):
+        models.plan("bert-large", topo.dgx1v(), tp=1, pp=1, dp=8, simulate=0, **{option: 2.225073858507e-311})
+    assert compute_model("A100", "bf16", **{option: 1e-6})

@@ -228,7 +228,8 @@ SMALL = "moe:layers=2,hidden=64,vocab=100,seq=32,heads=4,experts=8,top_k=2,exper
 def test_a_moe_spec_text_reads_as_its_fields():
     w = moe_workload(SMALL + ",kv_heads=2,shared_experts=1,dense_layers=1,dense_ffn=128,batch=16")
     assert (w.layers, w.experts, w.top_k, w.expert_ffn, w.shared_experts, w.shared_ffn) == (2, 8, 2, 32, 1, 32)
-    assert w.attention == GroupedQueryAttention(4, 2, 16) and (w.dense_layers, w.dense_ffn, w.global_batch) == (1, 128, 16)
+    assert w.attention == GroupedQueryAttention(4, 2, 16)
+    assert (w.dense_layers, w.dense_ffn, w.global_batch) == (1, 128, 16)
     mla = moe_workload(SMALL + ",q_lora_rank=16,kv_lora_rank=8,qk_nope_head_dim=16,qk_rope_head_dim=8,v_head_dim=16")
     assert mla.attention == LatentAttention(4, 16, 8, 16, 8, 16)
 
@@ -309,7 +310,8 @@ def test_expert_parallelism_moves_experts_not_work(name, log_ep, b):
         return
     flops = {op.name: op.flops for op in w.layer_ops(b, ep=ep)}
     base = {op.name: op.flops for op in w.layer_ops(b)}
-    assert flops["experts_in"] == pytest.approx(base["experts_in"]) and flops["experts_out"] == pytest.approx(base["experts_out"])
+    for name in ("experts_in", "experts_out"):
+        assert flops[name] == pytest.approx(base[name])
     grouped = next(op for op in w.layer_ops(b, ep=ep) if op.name == "experts_in")
     assert (grouped.batch, grouped.m) == (w.experts // ep, -(-ep * b * w.seq * w.top_k // w.experts))
 
