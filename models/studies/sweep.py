@@ -311,9 +311,9 @@ class _Cost:
 def _probe(G, collective, size, job, p2p, profile, picks, searches, algorithms, baseline) -> _Cost:
     """Time a few of the sweep's failures (``picks``: ``(case, shared)``, one per failed host
     shape, spread over them; ``shared``: its search serves the shape's later estimates): each
-    build and estimate (its failed host searched anew), and the first again (every search in the
-    memo). A failure that leaves no fabric is skipped; without any, the baseline's time stands
-    for each."""
+    build and estimate (its failed host searched anew), and the first again, built anew (every
+    search in the memo). A failure that leaves no fabric is skipped; without any, the baseline's
+    time stands for each."""
     builds, searched, cached, probed = [], [], None, 0
     for case, shared in picks:
         started = time.perf_counter()
@@ -329,9 +329,9 @@ def _probe(G, collective, size, job, p2p, profile, picks, searches, algorithms, 
         _evaluate(H, collective, size, remaining, p2p, profile, searches, algorithms)
         searched.append(time.perf_counter() - started)
         probed += bool(shared)
-        if cached is None:
+        if cached is None:  # the same failure built anew: only its searches are in the memo
             started = time.perf_counter()
-            _evaluate(H, collective, size, remaining, p2p, profile, searches, algorithms)
+            _evaluate(failed_fabric(G, case), collective, size, remaining, p2p, profile, searches, algorithms)
             cached = time.perf_counter() - started
     if not searched:
         return _Cost(sum(builds) / len(builds) if builds else 0.0, baseline, baseline, 0, 1)
