@@ -1227,7 +1227,7 @@ def _plan_number(name: str, *, low: float, high: float, low_open: bool = True):
 
 def _layout_options(parser):
     """The layout options of ``plan`` (and ``simulate``, which plans first); returns their group."""
-    from ..studies.planner import RECOMPUTE
+    from ..studies.planner.records import RECOMPUTE
 
     layout = parser.add_argument_group("layout (degrees not given are searched)")
     for option, what in (("--tp", "tensor"), ("--pp", "pipeline"), ("--dp", "data")):
@@ -1250,7 +1250,7 @@ def _layout_options(parser):
 
 
 def _plan_arguments(parser) -> None:
-    from ..studies.planner import MEASURED_GRAMMAR
+    from ..studies.planner.calibrate import MEASURED_GRAMMAR
     from ..studies.workload import SOFTWARE
 
     _workload_argument(parser)
@@ -1281,7 +1281,7 @@ def _plan_arguments(parser) -> None:
     model.add_argument("--calibrate", metavar="MEASURED",
                        help=f"fit the compute model to one measured step of this layout: {MEASURED_GRAMMAR}")
     parser.add_argument("--search", action="store_true", help="rank every layout instead of printing the best")
-    from ..studies.planner import DEFAULT_SIMULATED, PLAN_MAX_EVENTS
+    from ..studies.planner.layouts import DEFAULT_SIMULATED, PLAN_MAX_EVENTS
     parser.add_argument("--simulate", type=_count(0), default=DEFAULT_SIMULATED, metavar="N",
                         help=f"simulate the N best layouts of the analytical first pass and rank them by "
                              f"their simulated step (default {DEFAULT_SIMULATED}; 0: analytical only)")
@@ -1303,7 +1303,7 @@ def _planner_words(command):
     """The command, its planner errors that carry numbers raised again in words
     (:func:`models.present.plan_text.plan_error_text`)."""
     def run(args):
-        from ..studies.planner import DoesNotFitError, NoLayoutError
+        from ..studies.planner.records import DoesNotFitError, NoLayoutError
         from ..studies.stepgraph import PlanDoesNotFitError
         try:
             return command(args)
@@ -1315,8 +1315,9 @@ def _planner_words(command):
 
 @_planner_words
 def _plan(args) -> int:
-    from ..studies.planner import DEFAULT_BUCKET, calibrate_plan, plan, search
-    from ..studies.workload import parse_workload
+    from ..studies.planner.calibrate import calibrate_plan
+    from ..studies.planner.layouts import plan, search
+    from ..studies.workload import DEFAULT_BUCKET, parse_workload
     from .json_shapes import plan_calibration_json, plan_json, search_json
     from .plan_text import format_plan, format_search
 
@@ -1402,7 +1403,7 @@ def _gpus_arguments(parser) -> None:
 
 
 def _gpus(args) -> None:
-    from ..studies.planner import gpus_ranking
+    from ..studies.planner.ranking import gpus_ranking
     from ..studies.workload import parse_workload
     from .json_shapes import gpus_ranking_json
     from .plan_text import format_gpus_ranking, format_workload
@@ -1446,9 +1447,9 @@ def _simulate_arguments(parser) -> None:
 @_planner_words
 def _simulate(args) -> None:
     from ..predict.simulate import read_task_graph, simulate
-    from ..studies.planner import DEFAULT_BUCKET, plan
+    from ..studies.planner.layouts import plan
     from ..studies.stepgraph import compute_time, step_graph
-    from ..studies.workload import parse_workload
+    from ..studies.workload import DEFAULT_BUCKET, parse_workload
     from .json_shapes import simulation_json
     from .text import simulation_table
 
