@@ -78,6 +78,7 @@ from topo.collector import collector_paused
 from topo.errors import DgxTopoError
 from topo.schema import validate
 from topo.select import GpuIds, select_gpus
+from topo.units import is_int, positive_bandwidth
 
 from ..memo import LazyTable
 from ..results import tidy_records
@@ -1548,17 +1549,6 @@ def _loads(problem, channels, bw, ring, nets=()) -> tuple:
     return tuple(loads)
 
 
-def _is_int(value) -> bool:
-    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
-
-
-def _positive_bandwidth(name, value) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
-            or not math.isfinite(value) or value <= 0:
-        raise ChannelSearchError(f"{name} must be a finite bandwidth > 0 [B/s], received {value!r}")
-    return float(value)
-
-
 def search_channels(G: nx.DiGraph, gpus: GpuIds = None, *, pattern: str = "ring", min_channels: int | None = None,
                     max_channels: int | None = None, profile: str | NcclProfile | None = None) -> ChannelSearch:
     """NCCL's channel search for a set of GPUs of one host (see the module docstring).
@@ -1837,11 +1827,11 @@ def dup_channels(nchannels: int, bw_intra: float, bw_inter: float | None = None,
     False
     """
     profile = nccl_profile(profile)
-    if not _is_int(nchannels) or nchannels < 1:
+    if not is_int(nchannels) or nchannels < 1:
         raise ChannelSearchError(f"nchannels must be an integer >= 1, received {nchannels!r}")
-    bw_intra = _positive_bandwidth("bw_intra", bw_intra)
-    bw_inter = bw_intra if bw_inter is None else _positive_bandwidth("bw_inter", bw_inter)
-    if not _is_int(compute_capability) or compute_capability < 0:
+    bw_intra = positive_bandwidth("bw_intra", bw_intra, ChannelSearchError)
+    bw_inter = bw_intra if bw_inter is None else positive_bandwidth("bw_inter", bw_inter, ChannelSearchError)
+    if not is_int(compute_capability) or compute_capability < 0:
         raise ChannelSearchError(f"compute_capability must be an integer such as 70 or 90, received "
                           f"{compute_capability!r}")
     if pattern not in _DUP_PATTERNS:
@@ -1849,7 +1839,7 @@ def dup_channels(nchannels: int, bw_intra: float, bw_inter: float | None = None,
     rule = profile.require("dup_channels")
     if max_channels is None:
         max_channels = profile.require("max_channels") // 2
-    if not _is_int(max_channels) or max_channels < nchannels:
+    if not is_int(max_channels) or max_channels < nchannels:
         raise ChannelSearchError(f"max_channels must be an integer >= nchannels ({nchannels}), received "
                           f"{max_channels!r}")
 
