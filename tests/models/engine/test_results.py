@@ -573,7 +573,8 @@ NOT_RESULTS = {
     "PipelineConstants", "DupRule", "NvlsRules", "PatRules", "NcclProfile", "Column", "ReleaseBehaviour",
     "ChannelGraph", "Communicator", "Collective", "StepParameters", "Parameter", "LinkClass",
     "MeasurementModel", "Calibrated", "Task", "Gpu", "ComputeModel", "Layout", "Failure",
-    "Op", "Software", "Transformer", "ConvLayer", "CNN",
+    "Op", "Software", "Transformer", "ConvLayer", "CNN", "MoeTransformer", "GroupedQueryAttention",
+    "LatentAttention",
     # a schedule's constants (models.schedules.msccl), and its parts, whose rows Schedule gives
     "Instruction", "RuntimeLimits", "Dialect", "Step", "Threadblock",
     # strategies: NCCL's algorithms (models.engine.nccl.algorithms) and what their latency reads
