@@ -29,7 +29,7 @@ __all__ = [
     "PATTERNS", "CPU_VENDORS", "TuningError", "UnsupportedCollectiveError", "UnknownAlgorithmError",
     "UnknownProtocolError", "ChannelGraph", "Communicator", "BandwidthStep", "BusBandwidth",
     "LatencyTerm", "Latency", "check_collective", "check_protocol", "nsteps", "comm_channels",
-    "path_above", "log2i",
+    "path_above", "log2i", "is_int", "positive_bandwidth",
 ]
 
 #: Search patterns of a channel graph (NCCL_TOPO_PATTERN_*, src/graph/search.cc).
@@ -87,14 +87,17 @@ def check_protocol(name) -> str:
     return key
 
 
-def _is_int(value) -> bool:
+def is_int(value) -> bool:
+    """Whether ``value`` is a whole number (a Python or numpy integer, not a bool)."""
     return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
 
 
-def _positive_bandwidth(name, value) -> float:
+def positive_bandwidth(name: str, value, error: type[DgxTopoError] = TuningError) -> float:
+    """``value`` as a float when it is a finite bandwidth > 0 [B/s]; else ``error`` naming ``name``
+    (the one check of the tuning model's and the channel duplication's bandwidths)."""
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
             or not math.isfinite(value) or value <= 0:
-        raise TuningError(f"{name} must be a finite bandwidth > 0 [B/s], received {value!r}")
+        raise error(f"{name} must be a finite bandwidth > 0 [B/s], received {value!r}")
     return float(value)
 
 
@@ -147,14 +150,14 @@ class ChannelGraph:
     nthreads: int | None = None
 
     def __post_init__(self):
-        if self.nthreads is not None and (not _is_int(self.nthreads) or self.nthreads < 1):
+        if self.nthreads is not None and (not is_int(self.nthreads) or self.nthreads < 1):
             raise TuningError(f"nthreads must be an integer >= 1 or None, received {self.nthreads!r}")
-        if not _is_int(self.nchannels) or self.nchannels < 1:
+        if not is_int(self.nchannels) or self.nchannels < 1:
             raise TuningError(f"nchannels must be an integer >= 1, received {self.nchannels!r}")
-        _positive_bandwidth("bw_intra", self.bw_intra)
+        positive_bandwidth("bw_intra", self.bw_intra)
         if self.bw_inter is None:
             object.__setattr__(self, "bw_inter", float(self.bw_intra))
-        _positive_bandwidth("bw_inter", self.bw_inter)
+        positive_bandwidth("bw_inter", self.bw_inter)
         for name in ("type_intra", "type_inter"):
             value = getattr(self, name)
             if not isinstance(value, str) and isinstance(getattr(value, "name", None), str):
@@ -237,22 +240,22 @@ class Communicator:
             raise TuningError(f"nvls must be a ChannelGraph or None, received {type(self.nvls).__name__}")
         if not isinstance(self.nvls_why, Why):
             raise TuningError(f"nvls_why must be a Why, received {type(self.nvls_why).__name__}")
-        if not _is_int(self.nranks) or self.nranks < 2:
+        if not is_int(self.nranks) or self.nranks < 2:
             raise TuningError(
                 f"nranks must be an integer >= 2, received {self.nranks!r} (NCCL bypasses its "
                 f"tuning model for a single rank and runs a local copy)")
-        if not _is_int(self.nnodes) or not 1 <= self.nnodes <= self.nranks:
+        if not is_int(self.nnodes) or not 1 <= self.nnodes <= self.nranks:
             raise TuningError(f"nnodes must be an integer from 1 to nranks ({self.nranks}), "
                               f"received {self.nnodes!r}")
         for name in ("ring", "tree"):
             if not isinstance(getattr(self, name), ChannelGraph):
                 raise TuningError(f"{name} must be a ChannelGraph, received "
                                   f"{type(getattr(self, name)).__name__}")
-        if not _is_int(self.compute_capability) or self.compute_capability < 0:
+        if not is_int(self.compute_capability) or self.compute_capability < 0:
             raise TuningError(f"compute_capability must be an integer such as 70 or 90, received "
                               f"{self.compute_capability!r}")
         if self.compute_capability_max is not None and (
-                not _is_int(self.compute_capability_max)
+                not is_int(self.compute_capability_max)
                 or self.compute_capability_max < self.compute_capability):
             raise TuningError(f"compute_capability_max must be an integer >= compute_capability "
                               f"({self.compute_capability}), received "
@@ -260,7 +263,7 @@ class Communicator:
         if self.cpu_vendor not in CPU_VENDORS:
             raise TuningError(f"unknown cpu_vendor {self.cpu_vendor!r}: expected one of "
                               f"{list(CPU_VENDORS)}")
-        if self.nchannels is not None and (not _is_int(self.nchannels) or self.nchannels < 1):
+        if self.nchannels is not None and (not is_int(self.nchannels) or self.nchannels < 1):
             raise TuningError(f"nchannels must be an integer >= 1 or None, received "
                               f"{self.nchannels!r}")
         if not isinstance(self.cuda_11_8, (bool, np.bool_)):
@@ -447,6 +450,6 @@ def comm_channels(ring_nchannels: int, tree_nchannels: int, profile: str | NcclP
     """
     profile = nccl_profile(profile)
     for name, value in (("ring_nchannels", ring_nchannels), ("tree_nchannels", tree_nchannels)):
-        if not _is_int(value) or value < 1:
+        if not is_int(value) or value < 1:
             raise TuningError(f"{name} must be an integer >= 1, received {value!r}")
     return min(profile.require("max_channels"), 2 * min(ring_nchannels, tree_nchannels))
