@@ -42,6 +42,7 @@ from topo.version import __version__
 # names is first asked for (topo.faces), so that ``import models`` (and the command line's
 # start-up) costs nothing beyond topo; every other name is imported from its module.
 _FACE = MappingProxyType({
+    "__version__": "topo.version",
     "prepare": "models.engine.fabric",
     "PreparedFabric": "models.engine.fabric",
     "estimate": "models.predict.collectives",
@@ -74,7 +75,7 @@ _FACE = MappingProxyType({
     "task_graph": "models.predict.simulate",
 })
 
-__all__: list[str] = ["__version__", *_FACE]
+__all__: list[str] = list(_FACE)
 
 if TYPE_CHECKING:  # what a type checker sees of the face: each name as its module annotates it
     from .engine.fabric import PreparedFabric, prepare
