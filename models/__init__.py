@@ -72,7 +72,7 @@ _FACE = MappingProxyType({
     "read_benchmark": "models.studies.benchmarks",
     "simulate": "models.predict.simulate",
     "simulate_plan": "models.studies.stepgraph",
-    "task_graph": "models.predict.simulate",
+    "task_graph": "models.predict.taskgraph",
 })
 
 __all__: list[str] = list(_FACE)
@@ -87,7 +87,8 @@ if TYPE_CHECKING:  # what a type checker sees of the face: each name as its modu
     from .predict.maxflow import maxflow_matrix
     from .predict.measure import measured
     from .predict.p2p import p2p_latency_matrix, p2p_matrix, p2p_path, p2p_report
-    from .predict.simulate import simulate, task_graph
+    from .predict.simulate import simulate
+    from .predict.taskgraph import task_graph
     from .studies.benchmarks import read_benchmark
     from .studies.bounds import bound, subset_bounds
     from .studies.calibration import calibrate, check

@@ -55,7 +55,8 @@ import topo
 from topo.errors import DgxTopoError
 
 from ..predict.decompose import host_kinds
-from ..predict.simulate import SimulationResult, Task, TaskGraph, simulate
+from ..predict.simulate import SimulationResult, simulate
+from ..predict.taskgraph import Task, TaskGraph
 from .compute import ComputeModel, compute_model, gpu_of
 from .workload import CNN, DEFAULT_BUCKET, OPTIMIZER_PASS_BYTES, activation_bytes_per_element, dtype_bytes, \
     workload as as_workload, Workload

@@ -41,7 +41,8 @@ def _simulate_arguments(parser) -> None:
 
 @planner_words
 def _simulate(args) -> None:
-    from ...predict.simulate import read_task_graph, simulate
+    from ...predict.simulate import simulate
+    from ...predict.taskgraph import read_task_graph
     from ...studies.planner import DEFAULT_BUCKET, plan
     from ...studies.stepgraph import compute_time, step_graph
     from ...studies.workload import parse_workload
