@@ -51,6 +51,18 @@ host of another call, graph or copy is not searched again.
 What is not modelled: crossNic, NVLS, CollNet, the pre-Ampere ``fwBw/8`` reverse charge (it
 applies only to paths that start at an NVSwitch or a NIC).
 
+Why one module
+--------------
+Over 1,200 lines, and kept whole: it is one algorithm, NCCL's ``ncclTopoCompute`` (one file,
+src/graph/search.cc, in NCCL too). Its parts work on private, frozen state that only the search
+reads (:class:`_Problem`, :class:`_Attempt`, :class:`_Found`, :class:`_Solution`): the bounds
+(:func:`_channel_bound`, :func:`_chain_bound`) and the exhaustive check of ring kinds exist only
+to cut the depth-first search short, and each deviation from NCCL above is argued against the
+search's step budget, which the passes, the restarts and :class:`_Dfs` share. Split, that state
+would become an interface between modules with no other reader. What stands alone has left:
+channel duplication (:mod:`models.engine.nccl.duplication`), NCCL's view of the fabric
+(:mod:`models.engine.nccl.system`), tree shapes (:mod:`models.engine.nccl.trees`).
+
 Examples
 --------
 >>> import topo
