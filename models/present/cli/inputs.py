@@ -25,17 +25,17 @@ def size_spec(spec: str, max_gpus: int) -> tuple:
     return parsed, host
 
 
-def build_sized(spec: str, sized: tuple, limit: int) -> object:
+def _build_sized(spec: str, sized: tuple, limit: int) -> object:
     """The system or cluster of a spec :func:`size_spec` sized: a single system is the host it built
     (``topo.build`` of the spec builds the same), a cluster is joined by ``topo.build``."""
     parsed, host = sized
     return topo.build(spec, max_hosts=limit) if parsed.is_cluster else host
 
 
-def build_spec(spec: str, args) -> object:
+def _build_spec(spec: str, args) -> object:
     """Build a system or cluster after checking its size against ``--max-gpus``."""
     limit = getattr(args, "max_gpus", MAX_GPUS)
-    return build_sized(spec, size_spec(spec, limit), limit)
+    return _build_sized(spec, size_spec(spec, limit), limit)
 
 
 def read_text(path: str, kind: str, args) -> str:
@@ -45,7 +45,7 @@ def read_text(path: str, kind: str, args) -> str:
     return read_input(path, kind, limit=getattr(args, "max_input", None))
 
 
-def input_paths(args) -> list:
+def _input_paths(args) -> list:
     """Every file the command line names as an input (--topo-file, --calibration, FILE...)."""
     paths = []
     for name in ("file", "files", "topo_file", "calibration"):
@@ -122,7 +122,7 @@ def fabric_of(args, spec: str | None) -> object:
         raise UsageError("expected either --system SPEC or --topo-file FILE, received both")
     if spec is None and path is None:
         raise UsageError("the following arguments are required: --system SPEC (or --topo-file FILE)")
-    G = _from_topo_file(path, args) if path is not None else build_spec(spec, args)
+    G = _from_topo_file(path, args) if path is not None else _build_spec(spec, args)
     return _whatif(G, args)
 
 
@@ -131,7 +131,7 @@ def fabrics_of(args, specs) -> list:
     check_cluster_options(args)
     limit = getattr(args, "max_gpus", MAX_GPUS)
     sized = [size_spec(spec, limit) for spec in specs]  # every spec sized before a cluster is joined
-    fabrics = ([build_sized(spec, size, limit) for spec, size in zip(specs, sized)]
+    fabrics = ([_build_sized(spec, size, limit) for spec, size in zip(specs, sized)]
                + [_from_topo_file(path, args) for path in args.topo_file])
     if not fabrics:
         raise UsageError("expected at least one system: SPEC or --topo-file FILE")
@@ -157,7 +157,7 @@ def measurement_note_of(args) -> str:
 
 def check_out(args) -> None:
     """Refuse an --out that cannot be written, or that is one of the inputs, before any work."""
-    inputs = input_paths(args)
+    inputs = _input_paths(args)
     if getattr(args, "out", None) is not None:
         from ..output import check_output_path
         check_output_path(args.out, inputs=inputs)

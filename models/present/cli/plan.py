@@ -18,7 +18,7 @@ from .options import (MAX_PLAN_GPUS, Command, UsageError, at_least, json_option,
 from .outputs import print_json, write_figures
 
 
-def workload_argument(parser) -> None:
+def _workload_argument(parser) -> None:
     from ...studies.workload import PRESETS
 
     parser.add_argument("workload", metavar="WORKLOAD",
@@ -76,7 +76,7 @@ def _plan_arguments(parser) -> None:
     from ...studies.planner import MEASURED_GRAMMAR
     from ...studies.workload import SOFTWARE
 
-    workload_argument(parser)
+    _workload_argument(parser)
     system_option(parser)
     nccl_option(parser)
     layout_options(parser)
@@ -218,7 +218,7 @@ def _does_not_fit(best, result) -> int:
 
 
 def _gpus_arguments(parser) -> None:
-    workload_argument(parser)
+    _workload_argument(parser)
     _dtype_option(parser, default="fp16")
     parser.add_argument("--micro-batch", type=at_least(1), default=1, metavar="B",
                         help="micro-batch per GPU [samples] (default 1)")
