@@ -64,9 +64,9 @@ _FACE = MappingProxyType({
     "apply_failures": "models.studies.whatif",
     "sweep": "models.studies.sweep",
     "workload": "models.studies.workload",
-    "plan": "models.studies.planner",
-    "search": "models.studies.planner",
-    "gpus_ranking": "models.studies.planner",
+    "plan": "models.studies.planner.layouts",
+    "search": "models.studies.planner.layouts",
+    "gpus_ranking": "models.studies.planner.ranking",
     "calibrate": "models.studies.calibration",
     "check": "models.studies.calibration",
     "read_benchmark": "models.studies.benchmarks",
@@ -92,7 +92,8 @@ if TYPE_CHECKING:  # what a type checker sees of the face: each name as its modu
     from .studies.benchmarks import read_benchmark
     from .studies.bounds import bound, subset_bounds
     from .studies.calibration import calibrate, check
-    from .studies.planner import gpus_ranking, plan, search
+    from .studies.planner.layouts import plan, search
+    from .studies.planner.ranking import gpus_ranking
     from .studies.stepgraph import simulate_plan
     from .studies.sweep import sweep
     from .studies.whatif import apply_failures

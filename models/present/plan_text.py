@@ -24,10 +24,11 @@ from types import MappingProxyType
 from topo.units import GB, MiB, to_us
 
 from ..studies.compute import GENERATIONS, TF, ComputeFacts, ComputeModel
-from ..studies.planner import (BubbleDetail, Calibration, Component, ComputeDetail, DataParallelDetail,
-                               DoesNotFitError, GpuRank, Memory, NoLayoutError, OptimizerDetail, PipelineDetail,
-                               Plan, PlanWarning, Search, SkipCode, SkippedLayout, TensorParallelDetail, TimingCode,
-                               TimingWhy)
+from ..studies.planner.ranking import GpuRank
+from ..studies.planner.records import (BubbleDetail, Calibration, Component, ComputeDetail, DataParallelDetail,
+                                       DoesNotFitError, Memory, NoLayoutError, OptimizerDetail, PipelineDetail, Plan,
+                                       PlanWarning, Search, SkipCode, SkippedLayout, TensorParallelDetail, TimingCode,
+                                       TimingWhy)
 from ..studies.stepgraph import PlanDoesNotFitError
 from ..studies.workload import CNN, DTYPES, TpConstraint, TpLimit, Workload, workload as as_workload
 from .reasons_text import error_text

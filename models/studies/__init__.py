@@ -19,12 +19,12 @@ _FACE = MappingProxyType({
     "pack_trees": "models.studies.packing",
     "apply_failures": "models.studies.whatif",
     "parse_failures": "models.studies.whatif",
-    "plan": "models.studies.planner",
-    "search": "models.studies.planner",
-    "calibrate_plan": "models.studies.planner",
-    "gpus_ranking": "models.studies.planner",
-    "memory": "models.studies.planner",
-    "step_components": "models.studies.planner",
+    "plan": "models.studies.planner.layouts",
+    "search": "models.studies.planner.layouts",
+    "calibrate_plan": "models.studies.planner.calibrate",
+    "gpus_ranking": "models.studies.planner.ranking",
+    "memory": "models.studies.planner.gpu_memory",
+    "step_components": "models.studies.planner.step",
     "parse_workload": "models.studies.workload",
     "compute_model": "models.studies.compute",
     "generation": "models.studies.compute",
@@ -47,7 +47,11 @@ if TYPE_CHECKING:  # what a type checker sees of the face: each name as its modu
     from .calibration import calibrate, check
     from .compute import compute_model, generation
     from .packing import pack_trees
-    from .planner import calibrate_plan, gpus_ranking, memory, plan, search, step_components
+    from .planner.calibrate import calibrate_plan
+    from .planner.gpu_memory import memory
+    from .planner.layouts import plan, search
+    from .planner.ranking import gpus_ranking
+    from .planner.step import step_components
     from .relays import capacity_graph
     from .stepgraph import simulate_many, simulate_plan, step_graph
     from .whatif import apply_failures, parse_failures

@@ -50,7 +50,7 @@ def _plan_number(name: str, *, low: float, high: float, low_open: bool = True):
 
 def layout_options(parser):
     """The layout options of ``plan`` (and ``simulate``, which plans first); returns their group."""
-    from ...studies.planner import RECOMPUTE
+    from ...studies.planner.records import RECOMPUTE
 
     layout = parser.add_argument_group("layout (degrees not given are searched)")
     for option, what in (("--tp", "tensor"), ("--pp", "pipeline"), ("--dp", "data")):
@@ -73,7 +73,7 @@ def layout_options(parser):
 
 
 def _plan_arguments(parser) -> None:
-    from ...studies.planner import MEASURED_GRAMMAR
+    from ...studies.planner.calibrate import MEASURED_GRAMMAR
     from ...studies.workload import SOFTWARE
 
     _workload_argument(parser)
@@ -104,7 +104,7 @@ def _plan_arguments(parser) -> None:
     model.add_argument("--calibrate", metavar="MEASURED",
                        help=f"fit the compute model to one measured step of this layout: {MEASURED_GRAMMAR}")
     parser.add_argument("--search", action="store_true", help="rank every layout instead of printing the best")
-    from ...studies.planner import DEFAULT_SIMULATED, PLAN_MAX_EVENTS
+    from ...studies.planner.layouts import DEFAULT_SIMULATED, PLAN_MAX_EVENTS
     parser.add_argument("--simulate", type=at_least(0), default=DEFAULT_SIMULATED, metavar="N",
                         help=f"simulate the N best layouts of the analytical first pass and rank them by "
                              f"their simulated step (default {DEFAULT_SIMULATED}; 0: analytical only)")
@@ -126,7 +126,7 @@ def planner_words(command):
     """The command, its planner errors that carry numbers raised again in words
     (:func:`models.present.plan_text.plan_error_text`)."""
     def run(args):
-        from ...studies.planner import DoesNotFitError, NoLayoutError
+        from ...studies.planner.records import DoesNotFitError, NoLayoutError
         from ...studies.stepgraph import PlanDoesNotFitError
         try:
             return command(args)
@@ -138,8 +138,9 @@ def planner_words(command):
 
 @planner_words
 def _plan(args) -> int:
-    from ...studies.planner import DEFAULT_BUCKET, calibrate_plan, plan, search
-    from ...studies.workload import parse_workload
+    from ...studies.planner.calibrate import calibrate_plan
+    from ...studies.planner.layouts import plan, search
+    from ...studies.workload import DEFAULT_BUCKET, parse_workload
     from ..json_shapes import plan_calibration_json, plan_json, search_json
     from ..plan_text import format_plan, format_search
 
@@ -226,7 +227,7 @@ def _gpus_arguments(parser) -> None:
 
 
 def _gpus(args) -> None:
-    from ...studies.planner import gpus_ranking
+    from ...studies.planner.ranking import gpus_ranking
     from ...studies.workload import parse_workload
     from ..json_shapes import gpus_ranking_json
     from ..plan_text import format_gpus_ranking, format_workload

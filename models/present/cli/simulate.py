@@ -43,9 +43,9 @@ def _simulate_arguments(parser) -> None:
 def _simulate(args) -> None:
     from ...predict.simulate import simulate
     from ...predict.taskgraph import read_task_graph
-    from ...studies.planner import DEFAULT_BUCKET, plan
+    from ...studies.planner.layouts import plan
     from ...studies.stepgraph import compute_time, step_graph
-    from ...studies.workload import parse_workload
+    from ...studies.workload import DEFAULT_BUCKET, parse_workload
     from ..json_shapes import simulation_json
     from ..text import simulation_table
 

@@ -60,7 +60,9 @@ from ...engine.symmetry import MAX_SET_CLASSES
 from ..explain import describe_cut, explain_bound, explain_estimate
 from ..plan_text import fit_note, plan_error_text
 from ...predict.p2p import EFFICIENCIES, OVERHEADS, p2p_report
-from ...studies.planner import Search, gpus_ranking, search
+from ...studies.planner.layouts import search
+from ...studies.planner.ranking import gpus_ranking
+from ...studies.planner.records import Search
 from . import shipped
 
 __all__ = ["SystemRow", "SystemAnalysis", "SeedComparison", "ReportAnalysis", "Generation",
@@ -1293,7 +1295,7 @@ def _generation_name(G) -> str:
 
 
 def _simulated_step(a, fabric) -> SimulatedStep:
-    from ...studies.planner import plan
+    from ...studies.planner.layouts import plan
     from ...studies.stepgraph import simulate_plan
 
     try:

@@ -9,6 +9,7 @@ from hypothesis import given, settings, strategies as st
 import topo
 from models.engine.fabric import PreparedFabric
 from models.studies import planner
+from models.studies.planner import placement
 from models.studies.planner import Layout, NoLayoutError, PlanError, PlanWarning, SkipCode, gpus_ranking, memory
 from models.present.json_shapes import plan_json
 from models.present.plan_plot import memory_figure, step_time_figure
@@ -142,7 +143,7 @@ def test_the_tensor_parallel_partition_is_the_one_a_loop_over_every_partition_pi
     the partitions in order picks, the slowest group fastest, then the least total, then the
     consecutive partition, then the first (a DGX-1V has ties: its cube faces are alike), and in
     any host order. The partition is kept by the prepared fabric: asked again, it is the same."""
-    fabric = planner._JobGroups(dgx1v)
+    fabric = placement.JobGroups(dgx1v)
     for tp in (2, 4):
         for host in ([0, 1, 2, 3, 4, 5, 6, 7], [7, 5, 3, 1, 0, 2, 4, 6]):
             consecutive = tuple(tuple(host[k:k + tp]) for k in range(0, len(host), tp))
@@ -150,9 +151,9 @@ def test_the_tensor_parallel_partition_is_the_one_a_loop_over_every_partition_pi
             def cost(partition):
                 times = [fabric.time("all_reduce", 2.0**24, g) for g in partition]
                 return max(times), sum(times), partition != consecutive
-            expected = min(planner._partitions(host, tp), key=cost)
-            assert planner._tp_partition(fabric, host, tp, 2.0**24, "all_reduce") == expected
-            assert planner._tp_partition(planner._JobGroups(dgx1v), host, tp, 2.0**24, "all_reduce") == expected
+            expected = min(placement._partitions(host, tp), key=cost)
+            assert placement.tp_partition(fabric, host, tp, 2.0**24, "all_reduce") == expected
+            assert placement.tp_partition(placement.JobGroups(dgx1v), host, tp, 2.0**24, "all_reduce") == expected
 
 
 @settings(max_examples=4, deadline=None)

@@ -1,0 +1,530 @@
+"""The layout search: every (tensor, pipeline, data) parallel layout of a job evaluated, the best
+simulated, ranked (:func:`search`, :func:`plan`).
+
+A layout is placed (:mod:`models.studies.planner.placement`), its memory checked
+(:mod:`models.studies.planner.gpu_memory`) and its step timed by the analytical first pass
+(:func:`models.studies.planner.step.step_components`); the :data:`DEFAULT_SIMULATED` best are
+then simulated within a budget of :data:`PLAN_MAX_EVENTS` events (:mod:`models.studies.planner`'s
+docstring).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import inspect
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import networkx as nx
+import numpy as np
+
+from topo.errors import LimitError, SizeError
+from topo.select import GpuIds
+from topo.units import parse_nbytes
+
+from ...engine.fabric import PreparedFabric
+from ...engine.nccl.profiles import NcclProfile
+from ...predict.decompose import Decomposer
+from ...predict.simulate import simulate as simulate_graph
+from ..compute import ComputeModel, Gpu, compute_model, generation, gpu_of
+from ..stepgraph import step_graph, step_graph_size
+from ..workload import CNN, DEFAULT_BUCKET, Workload, activation_bytes_per_element, dtype_bytes, \
+    software as as_software, tp_limit, workload as as_workload
+from .gpu_memory import memory
+from .placement import JobGroups, job_gpus, tp_partition
+from .records import (ORDERS, RECOMPUTE, Layout, NoLayoutError, Plan, PlanError, PlanWarning, Search, SkipCode,
+                      SkippedLayout, TimingCode, TimingWhy, UnknownOptionError)
+from .step import DEFAULT_OVERLAP, simulated_components, step_components
+
+__all__ = ["search", "plan", "DEFAULT_SIMULATED", "PLAN_MAX_EVENTS"]
+
+#: How many of the best layouts of the analytical first pass :func:`search` simulates (a
+#: simulation costs thousands of analytical estimates; the first pass's order is close).
+DEFAULT_SIMULATED = 8
+#: The planner's default budget of simulated events (three per task), over every candidate
+#: simulated: about ten seconds of simulation on one core (examples/simulate_benchmark.py's
+#: rate); a larger step keeps its analytical estimate, saying so.
+PLAN_MAX_EVENTS = 300_000
+
+
+def _divisors(n):
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def _fraction(name, value, *, low=0.0, closed=True):
+    ok = (not isinstance(value, bool) and isinstance(value, (int, float))
+          and (low <= value if closed else low < value) and value <= 1)
+    if not ok:
+        raise PlanError(f"{name} must be a fraction in {'[' if closed else '('}{low:g}, 1], received {value!r}")
+    return float(value)
+
+
+def _size(name, value) -> float:
+    """A size option of the plan in bytes (``bucket``, ``memory_capacity``), read as the command
+    line reads every size (:func:`topo.units.parse_nbytes`: a whole number of bytes, or digits
+    with K, M, G, T), and at least 1 byte."""
+    try:
+        number = None if isinstance(value, (list, tuple, np.ndarray)) else parse_nbytes(value)
+    except SizeError as error:
+        raise PlanError(f"{name}: {error}") from None
+    if number is None or number < 1:
+        raise PlanError(f"{name} must be a size >= 1 byte, received {value!r}")
+    return float(number)
+
+
+class Context:
+    def __init__(self, w, G, gpus, dtype, efficiency, memory_efficiency, overlap, bucket,
+                 gen, capacity, software=None, attention_efficiency=None, compute_scale=1.0, profile=None):
+        self.w = w
+        self.fabric = JobGroups(G, gpus, profile)
+        if gen is None:
+            parts = {gpu_of(m) for m in self.fabric.models}
+            gens = {p.generation for p in parts}
+            if len(gens) != 1:
+                raise PlanError(f"expected GPUs of one generation, received {sorted(gens)}")
+            # The slowest HBM of the job's parts (an A100 40 GB beside an 80 GB runs at 1,555).
+            self.gpu = min(parts, key=lambda p: (p.memory_bandwidth, p.memory))
+        else:
+            self.gpu = generation(gen)
+        if dtype is None:
+            dtype = "bf16" if self.gpu.supports("bf16") else "fp16"
+        dtype_bytes(dtype)
+        self.dtype = dtype
+        self.cm = compute_model(self.gpu, dtype, stack=software, workload=w, efficiency=efficiency,
+                                attention_efficiency=attention_efficiency,
+                                memory_efficiency=memory_efficiency, scale=compute_scale)
+        if capacity is None:
+            capacity = min(gpu_of(m).memory for m in self.fabric.models) if gen is None else self.gpu.memory
+            self.capacity = float(capacity)
+        else:
+            self.capacity = _size("memory_capacity", capacity)
+        self.overlap = _fraction("overlap", overlap)
+        self.bucket = _size("bucket", bucket)
+        self.partitions: dict = {}
+        self._kernel_times: dict = {}  # (compute model, ops) -> their times, for every layout of the search
+        self._flops: dict = {}  # recompute mode -> training FLOPs per token
+
+    def kernel_times(self, cm: ComputeModel) -> Callable[[tuple], tuple]:
+        """``cm.times``, kept for the search: equal ops on one compute model take equal times."""
+        memo = self._kernel_times
+
+        def times(ops: tuple) -> tuple:
+            key = (cm, ops)
+            found = memo.get(key)
+            if found is None:
+                found = memo[key] = cm.times(ops)
+            return found
+        return times
+
+    def flops_per_token(self, recompute=None) -> float:
+        """The workload's training FLOPs per token (:meth:`Transformer.training_flops_per_token
+        <models.studies.workload.Transformer.training_flops_per_token>`), kept for the search."""
+        if recompute not in self._flops:
+            self._flops[recompute] = (self.w.training_flops_per_token() if recompute is None
+                                      else self.w.training_flops_per_token(recompute))
+        return self._flops[recompute]
+
+    @property
+    def gen(self) -> Gpu:
+        return self.gpu
+
+
+def _placement(ctx: Context, layout: Layout, tp_groups=None) -> dict:
+    """The GPU groups of each dimension: ``{"tp", "pp", "dp"}`` -> tuples of GPU-id tuples."""
+    fabric, w = ctx.fabric, ctx.w
+    tp, pp, dp = layout.tp, layout.pp, layout.dp
+    per_host = len(fabric.hosts[0])
+    tp_bytes = 0.0 if isinstance(w, CNN) else float(
+        layout.micro_batch * w.seq * w.hidden * activation_bytes_per_element(ctx.dtype))
+    if tp_groups is not None:
+        slots = [tuple(g) for g in tp_groups]
+    elif tp > per_host:
+        ids = [i for host in fabric.hosts for i in host]  # whole hosts, host-major
+        slots = [tuple(ids[k:k + tp]) for k in range(0, len(ids), tp)]
+    else:
+        slots = []
+        for host_ids in fabric.hosts:
+            # Hosts are identical: one partition, by position in the host, serves them all.
+            key = (tp, tp_bytes, tuple(fabric.index[i] for i in host_ids))
+            if key not in ctx.partitions:
+                chosen = tp_partition(fabric, host_ids, tp, tp_bytes or 1, "all_reduce")
+                where = {i: k for k, i in enumerate(host_ids)}
+                ctx.partitions[key] = tuple(tuple(where[i] for i in g) for g in chosen)
+            slots.extend(tuple(host_ids[k] for k in g) for g in ctx.partitions[key])
+    if layout.order == "tp-dp-pp":
+        def slot(p, d): return slots[p * dp + d]
+    else:
+        def slot(p, d): return slots[d * pp + p]
+    dp_groups = tuple(tuple(slot(p, d)[r] for d in range(dp)) for p in range(pp) for r in range(tp))
+    pp_chains = tuple(tuple(slot(p, d)[r] for p in range(pp)) for d in range(dp) for r in range(tp))
+    return {"tp": tuple(tuple(s) for s in slots), "pp": pp_chains, "dp": dp_groups}
+
+
+def evaluate(ctx: Context, layout: Layout, tp_groups=None, cm=None) -> Plan:
+    w, fabric = ctx.w, ctx.fabric
+    cm = ctx.cm if cm is None else cm
+    groups = _placement(ctx, layout, tp_groups)
+    pairs = tuple((c[k], c[k + 1]) for c in groups["pp"] for k in range(layout.pp - 1))
+    dims = {"tp": groups["tp"], "dp": groups["dp"], "pp": pairs}
+
+    def comm(dimension, collective, nbytes):
+        return fabric.dimension_time(collective, nbytes, dims[dimension])
+
+    mem = memory(w, layout, dtype=ctx.dtype, capacity=ctx.capacity, flash=cm.stack.flash_attention)
+    components = step_components(w, layout, cm, comm, overlap=ctx.overlap, bucket=ctx.bucket,
+                                 times=ctx.kernel_times(cm))
+    step = sum(c.exposed for c in components)
+    tokens = layout.global_batch * (1 if isinstance(w, CNN) else w.seq)
+    model_flops = ctx.flops_per_token() * tokens
+    hardware_flops = ctx.flops_per_token(layout.recompute) * tokens
+    warnings = (PlanWarning.CROSS_HOST_TP,) if any(len({fabric.host[i] for i in g}) > 1 for g in groups["tp"]) \
+        else ()
+    return Plan(w.name, fabric.name, ctx.gpu.generation, ctx.dtype, layout, mem.fits,
+                step if mem.fits else math.inf, components, mem, groups, model_flops,
+                cm.peak, w.tokens_per_sample, hardware_flops, cm.facts, cm.stack.name, warnings,
+                analytical_step_time=step if mem.fits else math.inf, nccl=fabric.prepared.profile.version,
+                workload_spec=w)
+
+
+def _not_simulated(w, p: Plan) -> TimingWhy | None:
+    """Why a plan's step cannot be simulated (None when it can)."""
+    if isinstance(w, CNN):
+        return TimingWhy(TimingCode.CNN)
+    if p.layout.virtual_stages != 1:
+        return TimingWhy(TimingCode.INTERLEAVED)
+    return None
+
+
+def _decomposer(prepared: PreparedFabric) -> Decomposer:
+    """The decompositions of the plans' simulations on a prepared fabric: one :class:`Decomposer`
+    (its estimates and routes) kept by the fabric for every plan simulated on it."""
+    found = prepared.memo.get(("planner.decomposer",))
+    if found is None:
+        found = prepared.memo[("planner.decomposer",)] = Decomposer(prepared)
+    return found
+
+
+def simulate_plans(w, ctx: Context, plans, count: int, max_events: int, cm=None) -> list:
+    """The plans with the first ``count`` fitting, simulable ones simulated (:class:`Plan`'s
+    ``timing``), ranked: the simulated by their simulated step, then the other fitting ones by
+    their analytical step, then those that do not fit.
+
+    Sized first: the simulations' events (three per task, :func:`models.studies.stepgraph.step_graph_size`)
+    add up until ``max_events``; the candidates beyond it keep their analytical step, with a
+    note (a larger step is better estimated than refused: the first pass is a full answer).
+    """
+    cm = ctx.cm if cm is None else cm
+    # overlap 0 (gradients reduced once the backward is done, as Megatron-LM's local DDP did) is
+    # the schedule's to honour: one bucket after the backward. Other fractions are the first
+    # pass's; the simulation overlaps the buckets as the backward produces them.
+    bucket = ctx.bucket if ctx.overlap > 0 else math.inf
+    fraction = TimingWhy(TimingCode.OVERLAP_FIRST_PASS, overlap=ctx.overlap) if 0 < ctx.overlap < 1 else None
+    why = {}
+    chosen = []
+    budget = max_events
+    for p in plans:
+        if not p.fits:
+            continue
+        reason = _not_simulated(w, p)
+        if reason or len(chosen) == count:
+            why[id(p)] = reason or (TimingWhy(TimingCode.NOT_AMONG_BEST, count=count) if count else
+                                    TimingWhy(TimingCode.ANALYTICAL_ONLY))
+            continue
+        if budget < 0 and chosen:  # past the budget: its size changes nothing (nor the note)
+            why[id(p)] = TimingWhy(TimingCode.BEYOND_BUDGET, max_events=max_events)
+            continue
+        # As the simulator sizes a folded graph: every replica it stands for (simulation_size).
+        events = 3 * step_graph_size(p, workload=w, bucket=bucket, fold=False)
+        if events > budget:
+            why[id(p)] = (TimingWhy(TimingCode.NEEDS_EVENTS, events=events, max_events=max_events)
+                          if not chosen else TimingWhy(TimingCode.BEYOND_BUDGET, max_events=max_events))
+            budget = -1  # the ranking's order is kept: no later candidate jumps the queue
+            continue
+        budget -= events
+        chosen.append(p)
+    done = {}
+    if chosen:
+        decomposer = _decomposer(ctx.fabric.prepared)
+        G = decomposer.G
+        for p in chosen:
+            try:
+                result = simulate_graph(G, step_graph(p, G, workload=w, bucket=bucket, compute=cm),
+                                        decomposer=decomposer, max_events=max_events)
+            except LimitError as error:  # the count above is the simulator's; should it differ, keep the first pass
+                why[id(p)] = TimingWhy(TimingCode.NEEDS_EVENTS, events=error.size, max_events=max_events)
+                continue
+            done[id(p)] = dataclasses.replace(p, step_time=result.step_time,
+                                              components=simulated_components(p, result), timing="simulated",
+                                              timing_why=fraction)
+    out = [done.get(id(p)) or (dataclasses.replace(p, timing_why=why[id(p)]) if id(p) in why else p)
+           for p in plans]
+    out.sort(key=lambda p: (not p.fits, not p.simulated, p.step_time, p.memory.total, p.layout.label()))
+    return out
+
+
+def _layouts(ctx, n, tp, pp, dp, zero, micro_batch, global_batch, recompute, sequence_parallel,
+             virtual_stages, skipped):
+    w = ctx.w
+    per_host = min(len(h) for h in ctx.fabric.hosts)
+    cnn = isinstance(w, CNN)
+    tps = [tp] if tp is not None else [d for d in _divisors(per_host)
+                                       if tp_limit(w, d) is None and per_host % d == 0]
+    if cnn:
+        tps = [t for t in tps if t == 1]
+    zeros = [zero] if zero is not None else [0, 1, 2, 3]
+    recomputes = [recompute] if recompute is not None else ["none", "full"]
+    for t in tps:
+        limit = tp_limit(w, t)
+        if limit is not None:
+            skipped.append(SkippedLayout(SkipCode.TP_LIMIT, t, tp_limit=limit))
+            continue
+        if per_host % t and t % per_host:
+            skipped.append(SkippedLayout(SkipCode.TP_HOST, t, count=per_host))
+            continue
+        pps = [pp] if pp is not None else [d for d in _divisors(n // t) if d <= w.layers and
+                                           (not cnn or d == 1)]
+        for p in pps:
+            if n % (t * p):
+                skipped.append(SkippedLayout(SkipCode.GPUS, t, p, count=n))
+                continue
+            d = n // (t * p)
+            if dp is not None and d != dp:
+                continue
+            if p > w.layers:
+                skipped.append(SkippedLayout(SkipCode.LAYERS, t, p, count=w.layers))
+                continue
+            if global_batch % (d * micro_batch):
+                skipped.append(SkippedLayout(SkipCode.BATCH, t, p, d, count=global_batch, micro_batch=micro_batch))
+                continue
+            v = virtual_stages
+            if v > 1:
+                m = global_batch // (d * micro_batch)
+                why = ((SkipCode.INTERLEAVE_PIPELINE, None) if p == 1 else
+                       (SkipCode.INTERLEAVE_LAYERS, w.layers) if w.layers % (p * v) else
+                       (SkipCode.INTERLEAVE_MICRO_BATCHES, m) if m % p else None)
+                if why is not None:
+                    skipped.append(SkippedLayout(why[0], t, p, d, v, count=why[1]))
+                    continue
+            orders = ORDERS if (p > 1 and d > 1) else ORDERS[:1]
+            for z in zeros:
+                if d == 1 and z > 0 and zero is None:
+                    continue
+                for rc in recomputes:
+                    sp = (t > 1) if sequence_parallel is None else bool(sequence_parallel and t > 1)
+                    for order in orders:
+                        yield Layout(t, p, d, z, micro_batch, global_batch, rc, sp, order, v)
+
+
+def _is_id(value) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
+def check_int(name, value, low=1):
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+        raise PlanError(f"{name} must be a whole number >= {low}, received {value!r}")
+
+
+def prepare_job(workload, G, *, tp, pp, dp, zero, micro_batch, global_batch, dtype, recompute, overlap, bucket,
+             efficiency, memory_efficiency, gpus, generation, memory_capacity, tp_groups, software,
+             attention_efficiency, compute_scale, virtual_stages, sequence_parallel,
+             profile=None, simulate=DEFAULT_SIMULATED, max_events=PLAN_MAX_EVENTS):
+    """The context of a search and the job's GPU count and global batch."""
+    w = as_workload(workload)
+    for name, value in (("tp", tp), ("pp", pp), ("dp", dp), ("micro_batch", micro_batch),
+                        ("global_batch", global_batch), ("virtual_stages", virtual_stages)):
+        check_int(name, value)
+    check_int("simulate", simulate, low=0)
+    check_int("max_events", max_events)
+    for name, value in (("simulate", simulate), ("max_events", max_events), ("micro_batch", micro_batch),
+                        ("virtual_stages", virtual_stages)):
+        if value is None:  # these have a value, never "searched" or "the default"
+            raise PlanError(f"{name} must be a whole number, received None")
+    if sequence_parallel is not None and not isinstance(sequence_parallel, (bool, np.bool_)):
+        raise PlanError(f"sequence_parallel must be True, False or None (on whenever tp > 1), received "
+                        f"{type(sequence_parallel).__name__}")
+    if zero is not None and (not _is_id(zero) or zero not in (0, 1, 2, 3)):
+        raise PlanError(f"zero must be a ZeRO stage 0, 1, 2 or 3, received {zero!r}")
+    if recompute is not None and (not isinstance(recompute, str) or recompute not in RECOMPUTE):
+        raise PlanError(f"recompute must be one of {', '.join(RECOMPUTE)}, received {recompute!r}")
+    if software is not None:
+        as_software(software)
+    ctx = Context(w, G, gpus, dtype, efficiency, memory_efficiency, overlap, bucket, generation,
+                   memory_capacity, software, attention_efficiency, compute_scale, profile)
+    available = len(ctx.fabric.ids)
+    if len({len(h) for h in ctx.fabric.hosts}) > 1:
+        raise PlanError("expected the same number of GPUs on every host of the job")
+    per_host = len(ctx.fabric.hosts[0])
+    forced_one = isinstance(w, CNN)  # a CNN is data parallel only: tp = pp = 1
+    if tp is not None and pp is not None and dp is not None:
+        n = tp * pp * dp
+    elif forced_one and dp is not None:
+        n = dp
+    else:
+        n = available
+    if n > available:
+        raise PlanError(f"the layout needs {n} GPUs, the fabric offers {available}")
+    if n < available:
+        if n <= per_host:
+            keep = job_gpus(ctx.fabric, ctx.fabric.hosts[0], n)
+        elif n % per_host == 0:
+            keep = [i for host in ctx.fabric.hosts[:n // per_host] for i in host]
+        else:
+            raise PlanError(f"a job of {n} GPUs spans hosts of {per_host} GPUs: expected at most "
+                            f"{per_host} GPUs (one host) or a multiple of {per_host} (whole hosts)")
+        ctx.fabric = JobGroups(ctx.fabric.prepared, list(keep))
+    if tp is not None and tp > len(ctx.fabric.hosts[0]) and tp_groups is None:
+        host = len(ctx.fabric.hosts[0])
+        if tp % host or n % tp:
+            raise PlanError(f"tensor parallel {tp} spans hosts of {host} GPUs: expected a multiple of "
+                            f"{host} that divides the job's {n} GPUs")
+    if global_batch is None:
+        global_batch = w.global_batch or 8 * n
+    if tp_groups is not None:
+        if tp is None:
+            raise PlanError("tp_groups needs tp")
+        groups = tp_groups if isinstance(tp_groups, (list, tuple)) else ()
+        groups = [g for g in groups if isinstance(g, (list, tuple)) and all(_is_id(i) for i in g)]
+        flat = [int(i) for g in groups for i in g]
+        if len(groups) != len(tp_groups if isinstance(tp_groups, (list, tuple)) else [None]) \
+                or sorted(flat) != sorted(ctx.fabric.ids) or any(len(g) != tp for g in groups):
+            raise PlanError(f"tp_groups must partition GPUs {ctx.fabric.ids} into groups of {tp}, "
+                            f"received {tp_groups!r}")
+    return w, ctx, n, global_batch
+
+
+def search(workload: str | Workload, G: nx.DiGraph | PreparedFabric, *, tp: int | None = None, pp: int | None = None,
+           dp: int | None = None, zero: int | None = None, micro_batch: int = 1, global_batch: int | None = None,
+           dtype: str | None = None, recompute: str | None = None, sequence_parallel: bool | None = None,
+           overlap: float = DEFAULT_OVERLAP, bucket: float = DEFAULT_BUCKET, efficiency: float | None = None,
+           memory_efficiency: float | None = None, gpus: GpuIds = None, generation: str | None = None,
+           memory_capacity: float | None = None, tp_groups: Sequence[Sequence[int]] | None = None,
+           software: str | None = None, attention_efficiency: float | None = None, compute_scale: float = 1.0,
+           virtual_stages: int = 1, profile: str | NcclProfile | None = None,
+           simulate: int = DEFAULT_SIMULATED, max_events: int = PLAN_MAX_EVENTS) -> Search:
+    """Evaluate every layout of the job's GPUs and rank them (fitting first, by step time).
+
+    Parameters
+    ----------
+    workload : str or workload
+        A preset name, a spec text (:func:`models.studies.workload.parse_workload`) or a workload.
+    G : networkx.DiGraph
+        The fabric.
+    tp, pp, dp : int, optional
+        Fix a degree; the others are searched. ``tp x pp x dp`` GPUs are used when all three
+        are given (a CNN: ``dp``), else all of ``gpus``; a job smaller than the fabric takes
+        the best-connected GPUs of one host, or whole hosts. A ``tp`` larger than a host spans
+        whole hosts (with a warning).
+    zero : int, optional
+        ZeRO stage 0-3 (all searched when omitted).
+    micro_batch : int
+    global_batch : int, optional
+        [samples] (the workload's published batch by default).
+    dtype : str, optional
+        ``bf16`` where the GPU has it, else ``fp16``; ``tf32`` runs fp32 training on TF32
+        tensor cores (Ampere and later).
+    recompute : str, optional
+        One of :data:`RECOMPUTE` (``none`` and ``full`` searched when omitted).
+    sequence_parallel : bool, optional
+        Default: on whenever ``tp > 1``.
+    overlap : float
+        Fraction of a backward (forward) that can hide data-parallel communication, in [0, 1],
+        in the analytical first pass. A simulated step overlaps the gradient buckets as its
+        schedule allows, except with ``overlap=0``: every gradient is then reduced after the
+        backward (one bucket), as Megatron-LM's early local DDP did.
+    bucket : float
+        Gradient bucket [bytes]: a whole number of bytes, or digits with K, M, G, T (``"25M"``).
+    efficiency, attention_efficiency, memory_efficiency : float, optional
+        Achievable fractions of the GEMM, flash-attention and HBM peaks (defaults per generation
+        and dtype, :mod:`models.studies.compute`).
+    gpus : GPU ids, optional
+        The GPUs the job may use (all by default).
+    generation : str, optional
+        Force a GPU generation (what-if), instead of the fabric's.
+    memory_capacity : float, optional
+        Device memory per GPU (what-if) [bytes], instead of the fabric GPUs': a whole number of
+        bytes of at least 1, or digits with K, M, G, T (``"80G"``).
+    tp_groups : sequence of GPU-id tuples, optional
+        Force the tensor-parallel groups (all of them, host-major order).
+    software : str, optional
+        ``eager``, ``fused`` or ``flash`` (:data:`models.studies.workload.SOFTWARE`); default
+        ``flash`` for a workload trained with flash attention on Ampere or newer, else ``fused``.
+    compute_scale : float
+        Multiplier on every kernel's time (a :func:`calibrate_plan` result's ``scale``).
+    virtual_stages : int
+        Model chunks per GPU (interleaved 1F1B); needs ``pp > 1``, layers divisible by ``pp x
+        v`` and micro-batches by ``pp``.
+    profile : str or NcclProfile, optional
+        The NCCL release whose collectives the plan times (``"2.12"``; default: the reference
+        version, :data:`models.engine.nccl.DEFAULT_VERSION`).
+    simulate : int
+        How many of the best layouts of the analytical first pass (:func:`step_components`) are
+        then simulated (:func:`models.studies.stepgraph.step_graph`, run by
+        :func:`models.predict.simulate.simulate`), and ranked by their simulated step ahead of
+        the others (default :data:`DEFAULT_SIMULATED`; 0: analytical only). CNNs and interleaved
+        schedules stay analytical. Each plan says which (``timing``).
+    max_events : int
+        The simulations' budget, sized before any (:func:`models.studies.stepgraph.step_graph_size`):
+        their events (three per task) add up to at most this (default :data:`PLAN_MAX_EVENTS`);
+        the candidates beyond it keep their analytical step, with a note naming ``max_events``.
+
+    Raises
+    ------
+    PlanError, models.studies.workload.WorkloadError, models.studies.compute.UnsupportedDtypeError,
+    topo.GpuSelectionError, models.engine.nccl.UnknownNcclVersionError
+        :class:`NoLayoutError` (a PlanError) when every layout is refused (``skipped``).
+    """
+    options = {k: v for k, v in locals().items() if k not in ("workload", "G")}
+    return ranked(*prepare_job(workload, G, **options), options)
+
+
+def ranked(w, ctx: Context, n: int, global_batch: int, options: dict) -> Search:
+    """Every layout of the prepared job, fitting ones first by step time."""
+    skipped: list = []
+    layouts = _layouts(ctx, n, options["tp"], options["pp"], options["dp"], options["zero"],
+                       options["micro_batch"], global_batch, options["recompute"],
+                       options["sequence_parallel"], options["virtual_stages"], skipped)
+    plans = [evaluate(ctx, layout, options["tp_groups"]) for layout in layouts]
+    if not plans:
+        raise NoLayoutError(w.name, n, ctx.fabric.name, tuple(skipped))
+    plans.sort(key=lambda p: (not p.fits, p.step_time, p.memory.total, p.layout.label()))
+    plans = simulate_plans(w, ctx, plans, options["simulate"], options["max_events"])
+    return Search(tuple(plans), tuple(skipped))
+
+
+def plan(workload: str | Workload, G: nx.DiGraph | PreparedFabric, **options: Any) -> Plan:
+    """The best layout of a workload on a fabric (see :func:`search` for the options).
+
+    Degrees given are fixed; the others are searched, and the fastest layout that fits is
+    returned (the one that misses memory least when none fits: ``fits`` False, with the
+    numbers in ``memory``).
+    """
+    check_options("plan", options)
+    return best(search(workload, G, **options))
+
+
+def search_options() -> dict:
+    """:func:`search`'s options and their defaults."""
+    return {name: p.default for name, p in inspect.signature(search).parameters.items()
+            if p.kind is inspect.Parameter.KEYWORD_ONLY}
+
+
+def check_options(caller: str, options: dict) -> None:
+    """Refuse a keyword ``caller`` does not take, naming ``caller`` and the closest option."""
+    known = search_options()
+    unknown = sorted(set(options) - set(known))
+    if unknown:
+        close = difflib.get_close_matches(str(unknown[0]), known, n=1)
+        raise UnknownOptionError(f"{caller}() got an unknown option {unknown[0]!r}"
+                                 f"{f' (did you mean {close[0]!r}?)' if close else ''}: expected one of "
+                                 f"{', '.join(known)}")
+
+
+def best(result: Search) -> Plan:
+    if result.best.fits:
+        return result.best
+    return min(result.plans, key=lambda p: p.memory.total / p.memory.capacity)
+
