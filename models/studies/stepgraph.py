@@ -210,7 +210,7 @@ def step_graph(plan: Any, G: nx.DiGraph, *, workload: str | Workload | None = No
         forced generation, fractions and scale); the fractions above are then ignored.
     fold : bool
         Build replica 0's tasks only, each carrying the other data-parallel replicas' copies as
-        *images* (:class:`models.predict.simulate.Task`): their links are charged, and they run in
+        *images* (:class:`models.predict.taskgraph.Task`): their links are charged, and they run in
         lockstep with replica 0. Exact when the replicas' GPUs are images of each other under a
         symmetry of the fabric (identical hosts; a network that treats their hosts alike), which
         is the case of the built-in clusters up to the network's placement of hosts on leaves [U].
