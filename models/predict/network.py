@@ -154,9 +154,10 @@ class NetworkLoad:
 
 
 class _Nics:
-    """A host's NIC for each NIC position of the first host's list: the one at the same position
-    when the host has as many (hosts are copies), else the one with the same index, else the
-    host's NIC at that position modulo its count (a host whose NIC a what-if removed)."""
+    """A host's NIC for each NIC position of the searched host's list (the host whose channels
+    the search ran on, :func:`_charge`): the one at the same position when the host has as many
+    (hosts are copies), else the one with the same index, else the host's NIC at that position
+    modulo its count (a host whose NIC a what-if removed)."""
 
     def __init__(self, G, nics, first):
         if not nics:
@@ -241,7 +242,9 @@ def network_load(fabric: NcclSystem, search: ChannelSearch | NvlsGraph, pattern:
 def _charge(fabric, pattern, channel_nets, channel_rate, exits, hosts) -> NetworkLoad:
     G, router = fabric.G, fabric.router
     host_nics = _nics_by_host(G)
-    first = host_nics[hosts[0]]
+    # The channels' NICs are those of the host the search ran on: not always the first one (a
+    # what-if on a later host makes that host the one searched), so positions are its own.
+    first = host_nics[G.nodes[channel_nets[0][0]]["host"]]
     position = {nic: k for k, nic in enumerate(first)}
     nets = [(position[a], position[b]) for a, b in channel_nets]
     nics = {h: _Nics(G, host_nics.get(h, []), first) for h in hosts}

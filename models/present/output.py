@@ -15,6 +15,11 @@ m.txt`` cannot replace the measurement. ``-`` and the standard streams (``/dev/s
 ``/dev/fd/N``) are refused too: a stream cannot be replaced atomically, and what a command prints
 goes to standard output already.
 
+A command with several outputs (``simulate --trace T --out F``) checks them together through
+:func:`check_output_paths`, the one rule every command's outputs go through: each is checked as
+above against every input, and no two may be the same file (resolved, or hard links to one
+file), or the second write would replace the first.
+
 Symbolic links are written through: a path that is a symlink is resolved, the same rules
 apply to the file it points to, and that file is replaced (the link itself stays). A link
 to a device, a directory or a FIFO is refused like the device itself; a dangling link whose
@@ -38,7 +43,7 @@ from pathlib import Path
 from topo.errors import DgxTopoError
 from topo.inputs import file_type
 
-__all__ = ["OutputPathError", "check_output_path", "write_text_atomic"]
+__all__ = ["OutputPathError", "check_output_path", "check_output_paths", "write_text_atomic"]
 
 
 class OutputPathError(DgxTopoError):
@@ -125,6 +130,50 @@ def check_output_path(path, *, inputs=()) -> Path:
         raise OutputPathError(f"cannot write to {text!r}: directory {str(target.parent)!r} "
                               f"is not writable")
     return target
+
+
+def check_output_paths(outputs, *, inputs=()) -> dict:
+    """Check every output file of a command at once: the rule of :func:`check_output_path` for
+    each, and no two the same file.
+
+    Parameters
+    ----------
+    outputs : mapping of str to (str or os.PathLike)
+        Each output's name (the option that names it, such as ``"--trace"``) and its path; a
+        path of None (an output not asked for) is skipped.
+    inputs : iterable of str or os.PathLike
+        The files the command reads (see :func:`check_output_path`).
+
+    Returns
+    -------
+    dict
+        Each output's name and the regular file that will be replaced or created.
+
+    Raises
+    ------
+    OutputPathError
+        For a path :func:`check_output_path` refuses, or two outputs that are one file.
+
+    Examples
+    --------
+    >>> check_output_paths({"--trace": "t.json", "--out": "./t.json"})
+    Traceback (most recent call last):
+    ...
+    models.present.output.OutputPathError: cannot write --out to './t.json': it is also where --trace goes ('t.json'), and one would replace the other; expected two different files
+    """
+    inputs = list(inputs)
+    targets: dict = {}
+    for name, path in outputs.items():
+        if path is None:
+            continue
+        target = check_output_path(path, inputs=inputs)
+        for other, (other_path, other_target) in targets.items():
+            if target == other_target or _same_file(target, other_target):
+                raise OutputPathError(f"cannot write {name} to {os.fspath(path)!r}: it is also where {other} "
+                                      f"goes ({os.fspath(other_path)!r}), and one would replace the other; "
+                                      f"expected two different files")
+        targets[name] = (path, target)
+    return {name: target for name, (_, target) in targets.items()}
 
 
 def _same_file(target: Path, source) -> bool:

@@ -52,17 +52,18 @@ from typing import Any
 import networkx as nx
 
 import topo
-from topo.errors import DgxTopoError
+from topo.errors import DgxTopoError, LimitError
+from topo.units import parse_count
 
 from ..predict.decompose import host_kinds
-from ..predict.simulate import SimulationResult, simulate
-from ..predict.taskgraph import Task, TaskGraph
+from ..predict.simulate import MAX_EVENTS, SimulationResult, simulate
+from ..predict.taskgraph import MAX_BYTES, Task, TaskGraph
 from .compute import ComputeModel, compute_model, gpu_of
 from .workload import CNN, DEFAULT_BUCKET, OPTIMIZER_PASS_BYTES, activation_bytes_per_element, dtype_bytes, \
     workload as as_workload, Workload
 
-__all__ = ["StepGraphError", "PlanDoesNotFitError", "step_graph", "step_graph_size", "simulate_plan", "compute_time",
-           "simulate_many"]
+__all__ = ["StepGraphError", "PlanDoesNotFitError", "step_graph", "step_graph_size", "check_step_events",
+           "simulate_plan", "compute_time", "simulate_many"]
 
 
 class StepGraphError(DgxTopoError):
@@ -188,7 +189,8 @@ def _slot(plan: Any) -> Callable[[int, int], tuple]:
 
 def step_graph(plan: Any, G: nx.DiGraph, *, workload: str | Workload | None = None, bucket: float = DEFAULT_BUCKET,
                efficiency: float | None = None, attention_efficiency: float | None = None,
-               memory_efficiency: float | None = None, fold: bool = True, compute: ComputeModel | None = None) -> TaskGraph:
+               memory_efficiency: float | None = None, fold: bool = True, compute: ComputeModel | None = None,
+               max_events: int | None = None) -> TaskGraph:
     """The task graph of one training step of a plan (module docstring).
 
     Parameters
@@ -218,6 +220,10 @@ def step_graph(plan: Any, G: nx.DiGraph, *, workload: str | Workload | None = No
         :func:`models.predict.decompose.host_kinds`) are built unfolded; inside one host, the
         replicas are taken as images of each other [U]. ``False`` builds every replica (the
         simulation then costs ``dp`` times more).
+    max_events : int, optional
+        Refuse a graph whose simulation would take more than this many events (three per task
+        and folded image, :func:`models.predict.simulate.simulation_size`), counted in closed
+        form from the plan before anything is built (:func:`step_graph_size`). None: no limit.
 
     Returns
     -------
@@ -227,8 +233,12 @@ def step_graph(plan: Any, G: nx.DiGraph, *, workload: str | Workload | None = No
     ------
     StepGraphError
         For a plan that does not fit, a CNN workload, or a bucket below one byte.
+    topo.LimitError
+        Beyond ``max_events`` (keyword ``max_events``), before the graph is built.
     """
     w = _checked_workload(plan, workload, bucket)
+    if max_events is not None:
+        check_step_events(plan, max_events, workload=w, bucket=bucket)
     lay = plan.layout
     tp, pp, dp, b = lay.tp, lay.pp, lay.dp, lay.micro_batch
     nodes = topo.gpus(G)
@@ -480,6 +490,36 @@ def step_graph_size(plan: Any, *, workload: str | Workload | None = None, bucket
     return out.count
 
 
+def check_step_events(plan: Any, max_events: int, *, workload: str | Workload | None = None,
+                      bucket: float = DEFAULT_BUCKET) -> int:
+    """The events a simulation of a plan's step takes (three per task, each folded image counted,
+    as :func:`models.predict.simulate.simulation_size` sizes the graph), counted without building
+    it (:func:`step_graph_size`, unfolded); refused beyond ``max_events``.
+
+    Raises
+    ------
+    topo.LimitError
+        Beyond ``max_events`` (keyword ``max_events``): it names the tasks, the events and the limit.
+
+    Examples
+    --------
+    >>> import topo
+    >>> from models.studies.planner import plan
+    >>> p = plan("llama3-8b", topo.build("dgxh100"), tp=8, pp=1, dp=1, zero=0, global_batch=100_000, simulate=0)
+    >>> check_step_events(p, 1_000_000)
+    Traceback (most recent call last):
+    ...
+    topo.errors.LimitError: a simulation of the step's 38,400,001 tasks (115,200,003 events, three per task, counted before building it): 115200003 is more than max_events=1000000
+    """
+    max_events = parse_count(max_events, name="max_events", maximum=MAX_BYTES)
+    tasks = step_graph_size(plan, workload=workload, bucket=bucket, fold=False)
+    events = 3 * tasks
+    if events > max_events:
+        raise LimitError(f"a simulation of the step's {tasks:,} tasks ({events:,} events, three per task, "
+                         f"counted before building it)", keyword="max_events", size=events, limit=max_events)
+    return events
+
+
 def simulate_plan(plan: Any, G: nx.DiGraph, *, bucket: float = DEFAULT_BUCKET, workload: str | Workload | None = None,
                   **options: Any) -> SimulationResult:
     """Simulate one step of a plan (:func:`step_graph`, then :func:`models.predict.simulate.simulate`).
@@ -494,7 +534,9 @@ def simulate_plan(plan: Any, G: nx.DiGraph, *, bucket: float = DEFAULT_BUCKET, w
     >>> round(r.step_time * 1e3, 1), round(p.step_time * 1e3, 1), sorted(r.critical_by_kind())
     (148.4, 149.4, ['compute', 'optimizer', 'tp_comm'])
     """
-    return simulate(G, step_graph(plan, G, bucket=bucket, workload=workload), **options)
+    # The budget is counted on the plan before the graph is built (the simulator counts it again).
+    budget = options.get("max_events", MAX_EVENTS)
+    return simulate(G, step_graph(plan, G, bucket=bucket, workload=workload, max_events=budget), **options)
 
 
 def _simulate_one(item):

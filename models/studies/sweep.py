@@ -16,17 +16,24 @@ host alone, with what lies outside it (network ports, a rack's switch chips) kep
 twins. ``symmetry=False`` computes every case (the tests check both agree).
 
 **Sized by cost, refused at once.** Classifying a case costs about a millisecond per host it
-touches and an estimate what the baseline estimate took; a sweep with more classified cases than
-``max_cases`` or whose estimates would take more than ``max_seconds`` (the baseline estimate's
-time x the classes; in this process, whatever executor runs them) is refused with
-:class:`SweepSizeError`, whose ``keyword`` names the argument to raise, before any failed fabric is
-estimated.
+touches. An estimate costs what its channel searches cost: a failed host is searched anew once
+per shape of the failure (the same failure in any copy of a host shares it: the search is
+keyed by the host's local names, :mod:`models.engine.nccl.search`), everything else is in the
+sweep's memo. The baseline's time is no guide to a failed host's search (a healthy host's ends at
+its first speed, a failed one tries speed after speed), so the sweep times a few of its own
+failures, one per failed host shape and spread over them (their searches serve the sweep), and
+predicts the rest: builds, new searches and estimates whose searches are shared. A sweep with
+more classified cases than ``max_cases`` or whose work would take more than ``max_seconds`` in
+all (in this process, whatever executor runs it) is refused with :class:`SweepSizeError`, whose
+``keyword`` names the argument to raise, before the failed fabrics are classified on a cluster
+(on one host, where the classes are known only then, after) and before any is estimated.
 
 The estimates run on any :class:`concurrent.futures.Executor`. By default (``executor=None``)
 a sweep whose distinct estimates would take at most :data:`IN_PROCESS_SECONDS` runs in this
 process, where a pool's start-up would cost more than it saves; a larger one on a local
-:class:`~concurrent.futures.ProcessPoolExecutor` with one worker per core (on one core, always
-in-process). ``executor="dask://HOST:PORT"`` runs on a Dask distributed scheduler (the optional
+:class:`~concurrent.futures.ProcessPoolExecutor` with one worker per idle core (with fewer than
+two, in-process), each given the failures of one failed host shape at a time (they share its
+search). ``executor="dask://HOST:PORT"`` runs on a Dask distributed scheduler (the optional
 extra ``dgx-topo[dask]``), reached within ``dask_timeout`` seconds or refused with
 :class:`ExecutorConnectionError`; ``executor=client.get_executor()`` runs on a client the caller
 owns. Every case is a pure function of its graph, so the results are identical whatever runs
@@ -87,12 +94,12 @@ __all__ = ["SweepSizeError", "ExecutorSpecError", "ExecutorConnectionError", "Sw
 #: are not classified one by one; pairs grow as the square (the 102 NVLink bundles of a DGX-2
 #: give 5,151 pairs).
 MAX_CASES = 2000
-#: Default limit of the estimates' predicted time (``max_seconds``): the baseline estimate's time
-#: x the distinct estimates. [s]
+#: Default limit of a sweep's predicted time (``max_seconds``), timed on its own first failures
+#: (:func:`sweep`). [s]
 MAX_SECONDS = 30.0
-#: With ``executor=None``, a sweep whose distinct estimates would take at most this long in
-#: this process (the baseline estimate's time x their number) runs in-process: a local process
-#: pool's start-up (about 0.2 s) would cost more than it saves. [s]
+#: With ``executor=None``, a sweep whose estimates would take at most this long in this process
+#: (predicted as for ``max_seconds``) runs in-process: a local process pool's start-up (about
+#: 0.2 s) would cost more than it saves. So does one with fewer than two idle cores. [s]
 IN_PROCESS_SECONDS = 1.0
 #: Default time to reach a Dask scheduler (``dask_timeout``). [s]
 DASK_TIMEOUT = 5.0
@@ -264,6 +271,80 @@ def _evaluate(H, collective, nbytes, job_nodes, p2p, profile, searches=None, alg
     return _Outcome(float(e.busbw), float(e.time), pairs, len(ids))
 
 
+def _evaluate_batch(tasks, collective, nbytes, p2p, profile, algorithms=None) -> list:
+    """The estimates of failed fabrics that search the same failed host shape (module level:
+    executors pickle it), sharing one memo of channel searches: the hosts the failures leave
+    alone and the failed host are searched once per batch, not once per fabric."""
+    searches = BoundedMemo(256)
+    return [_evaluate(H, collective, nbytes, remaining, p2p, profile, searches, algorithms)
+            for H, remaining in tasks]
+
+
+@dataclass(frozen=True, slots=True)
+class _Cost:
+    """What a sweep's parts take in this process, timed on the sweep's own first failure (the
+    baseline's time alone is no guide: a healthy host's search ends at its first speed, a failed
+    host's tries speed after speed, ten times as long on a DGX H100). [s]"""
+
+    build: float  # building a failed fabric (each distinct case is built to be classified)
+    search: float  # an estimate whose failed host shape is searched anew
+    cached: float  # an estimate whose searches are all in the memo (the same shape again)
+    probed: int  # failed host shapes the probe already searched
+    timed: int  # failures the search time was timed on
+
+    def predict(self, estimates: int, shapes: int, classify: int) -> float:
+        """The time left for ``classify`` cases to build and ``estimates`` estimates of ``shapes``
+        failed host shapes."""
+        new = max(shapes - self.probed, 0)
+        return classify * self.build + new * self.search + max(estimates - new, 0) * self.cached
+
+    def words(self, estimates: int, shapes: int, classify: int) -> str:
+        new = max(shapes - self.probed, 0)
+        parts = [f"{classify:,} failed fabrics to build at about {self.build:.2g} s"] if classify else []
+        parts.append(f"{new:,} failed host shapes to search at about {self.search:.2g} s each (timed on "
+                     f"{self.timed} of them)")
+        if estimates > new:
+            parts.append(f"{estimates - new:,} estimates sharing those searches at about {self.cached:.2g} s")
+        return ", ".join(parts)
+
+
+def _probe(G, collective, size, job, p2p, profile, picks, searches, algorithms, baseline) -> _Cost:
+    """Time a few of the sweep's failures (``picks``: ``(case, shared)``, one per failed host
+    shape, spread over them; ``shared``: its search serves the shape's later estimates): each
+    build and estimate (its failed host searched anew), and the first again (every search in the
+    memo). A failure that leaves no fabric is skipped; without any, the baseline's time stands
+    for each."""
+    builds, searched, cached, probed = [], [], None, 0
+    for case, shared in picks:
+        started = time.perf_counter()
+        try:
+            H = failed_fabric(G, case)
+        except TopologyError:
+            continue
+        builds.append(time.perf_counter() - started)
+        remaining = [n for n in job if n in H]
+        if not remaining:
+            continue
+        started = time.perf_counter()
+        _evaluate(H, collective, size, remaining, p2p, profile, searches, algorithms)
+        searched.append(time.perf_counter() - started)
+        probed += bool(shared)
+        if cached is None:
+            started = time.perf_counter()
+            _evaluate(H, collective, size, remaining, p2p, profile, searches, algorithms)
+            cached = time.perf_counter() - started
+    if not searched:
+        return _Cost(sum(builds) / len(builds) if builds else 0.0, baseline, baseline, 0, 1)
+    return _Cost(sum(builds) / len(builds), sum(searched) / len(searched), cached, probed, len(searched))
+
+
+def _spread(items: list, k: int = 3) -> list:
+    """Up to ``k`` of ``items``: the first, the last and evenly between."""
+    if len(items) <= k:
+        return list(items)
+    return [items[round(i * (len(items) - 1) / (k - 1))] for i in range(k)]
+
+
 # ------------------------------------------------------------------------------ executors
 _DASK_ADDRESS = re.compile(r"dask://(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(?P<port>[0-9]{1,5})")
 
@@ -324,14 +405,27 @@ def _dask_client(executor, timeout):
             f"({type(err).__name__}); start one (dask scheduler --port {port}) or raise dask_timeout") from None
 
 
-def _executor(kind, executor, n_tasks, seconds_each, client) -> tuple:
-    """``(executor, close)``: where to run ``n_tasks`` (None: in-process), what to shut down
-    (``client``: the Dask client of ``dask://``, connected before any work)."""
-    cores = os.cpu_count() or 1
+def _idle_cores() -> int:
+    """The cores this process may use that no other process keeps busy (the one-minute load
+    average, this process counted in it): a pool on busy cores only adds its start-up, and its
+    workers do not share the searches an in-process sweep does."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):  # no load average on this platform: every core
+        return cores
+    return max(1, min(cores, math.floor(cores - load + 1)))
+
+
+def _executor(kind, executor, n_tasks, seconds, client) -> tuple:
+    """``(executor, close)``: where to run ``n_tasks`` (None: in-process) predicted to take
+    ``seconds`` in this process, what to shut down (``client``: the Dask client of ``dask://``,
+    connected before any work)."""
+    cores = _idle_cores()
     if n_tasks == 0 or kind == "inline":
         return None, None
     if kind == "auto":
-        if n_tasks * seconds_each <= IN_PROCESS_SECONDS or n_tasks < 2 or cores < 2:
+        if seconds <= IN_PROCESS_SECONDS or n_tasks < 2 or cores < 2:
             return None, None
         kind = "process"
     if kind == "process":
@@ -417,6 +511,19 @@ class _ClusterCases:
                 G, outside, label=lambda n: tuple(G.nodes[n].get(k) for k in FABRIC_NODE_KEYS)))
                 for n in members}
         return ("outside", self.outside_twins[n])
+
+    def shape(self, key) -> tuple:
+        """A key without its host class: the same failure in the lead host and in a copy of it
+        searches one failed host shape (the channel search is shared by the local names of a
+        host's nodes, :mod:`models.engine.nccl.search`), so its estimates cost one search."""
+        c, ends, count, factor = key
+        if ("place", c) not in self._twins:
+            places: dict = {}
+            for n, i in self._local_twins(c).items():
+                places.setdefault(i, []).append(host_place(n))
+            self._twins["place", c] = {i: min(members) for i, members in places.items()}
+        place = self._twins["place", c]
+        return tuple(sorted(end if end[0] == "outside" else ("host", place[end[1]]) for end in ends)), count, factor
 
     def key(self, case) -> tuple | None:
         """The key of a single failure (None: classify it on the whole failed fabric)."""
@@ -649,27 +756,45 @@ def _run(G, collective, size, job, p2p, profile, cases, keys, cluster, symmetry,
     searches = BoundedMemo(256)  # shared by the fabrics estimated in this process
     started = time.perf_counter()
     base = _evaluate(G, collective, size, job, p2p, profile, searches, algorithms)  # checks the profile too
-    seconds_each = time.perf_counter() - started
+    baseline = time.perf_counter() - started
+    shape_of = {k: cluster.shape(k) for k in keys if k is not None} if cluster is not None else {}
+    first_of: dict = {}  # one case per failed host shape, in the cases' order
+    for case, key in zip(cases, keys):
+        first_of.setdefault(shape_of[key] if key is not None else ("case", len(first_of)), (case, key is not None))
+    cost = _probe(G, collective, size, job, p2p, profile, _spread(list(first_of.values())), searches,
+                  algorithms, baseline)
 
-    def refuse_beyond(estimates, what_counted):
-        predicted = seconds_each * estimates
+    def refuse_beyond(estimates, shapes, classify, what_counted):
+        predicted = time.perf_counter() - started + cost.predict(estimates, shapes, classify)
         if predicted > max_seconds:
             raise SweepSizeError(
                 what, keyword="max_seconds", size=predicted, limit=max_seconds, message=(
-                    f"{what} needs {what_counted}{estimates:,} distinct estimates of about {seconds_each:.2g} s "
-                    f"each (the baseline's), about {predicted:.2g} s, more than max_seconds={max_seconds:g}: "
+                    f"{what} needs {what_counted}{estimates:,} distinct estimates, {cost.words(estimates, shapes, classify)}: "
+                    f"about {predicted:.2g} s in all, more than max_seconds={max_seconds:g}: "
                     f"pass a larger max_seconds= or fewer GPUs (gpus=)"))
+        return predicted
 
+    distinct = {k for k in keys if k is not None}
+    unkeyed = sum(k is None for k in keys)
     if cluster is not None:  # every key is an estimate of its own (unless the fabric disconnects)
-        refuse_beyond(len({k for k in keys if k is not None}), "up to ")
+        refuse_beyond(len(distinct) + unkeyed, len(set(shape_of.values())) + unkeyed, len(distinct) + unkeyed,
+                      "up to ")
+    else:  # the classes are known once every case is classified: that much first
+        refuse_beyond(0, 0, len(cases), "")
     total = len(cases)
     assigned, tasks = _classify(G, cases, keys, cluster, job, symmetry=symmetry, tick=tick)
-    refuse_beyond(len(tasks), "")
+    # The tasks that search one failed host shape (a key's, or a task of its own) run together.
+    batches: dict = {}
+    for i, (_, _, case) in enumerate(tasks):
+        key = cluster.key(case) if cluster is not None else None
+        batches.setdefault(shape_of.get(key, ("task", i)), []).append(i)
+    predicted = refuse_beyond(len(tasks), len(batches), 0, "")
     done = total
     total += len(tasks)
 
     outcomes: list = [None] * len(tasks)
-    runner, close = _executor(executor_kind, executor, len(tasks), seconds_each, client)
+    runner, close = _executor(executor_kind, executor, len(batches), predicted - (time.perf_counter() - started),
+                              client)
     try:
         if runner is None:
             for i, (H, remaining, _) in enumerate(tasks):
@@ -677,12 +802,13 @@ def _run(G, collective, size, job, p2p, profile, cases, keys, cluster, symmetry,
                 done += 1
                 tick(done, total)
         else:
-            futures = {runner.submit(_evaluate, H, collective, size, remaining, p2p, profile, None, algorithms): i
-                       for i, (H, remaining, _) in enumerate(tasks)}
+            futures = {runner.submit(_evaluate_batch, [tasks[i][:2] for i in batch], collective, size, p2p,
+                                     profile, algorithms): batch for batch in batches.values()}
             for future in as_completed(futures):
-                outcomes[futures[future]] = future.result()
-                done += 1
-                tick(done, total)
+                for i, outcome in zip(futures[future], future.result()):
+                    outcomes[i] = outcome
+                    done += 1
+                    tick(done, total)
     finally:
         if close is not None:
             close()

@@ -1418,22 +1418,69 @@ def _search_host(fabric, nodes, nets, pattern, min_channels, max_channels) -> Ch
         # search below, likewise: what it makes is freed by reference counting or kept).
         with collector_paused():
             problem = _build_problem(fabric, nodes, nets)
-        made = (problem, _problem_key(problem))
+        made = (problem, *_relative_key(G, problem))
         fabric.problems.put(asked, made)
-    problem, content = made
+    problem, content, names = made
     cc = min(G.nodes[n]["compute_capability"] for n in nodes)
     # The search reads only the problem, the GPUs' compute capability and the profile: a problem
-    # equal in content (the same GPUs, NICs, edges, capacities and routes) has the same answer,
-    # whichever graph object or call it comes from.
+    # equal in content (the same GPUs, NICs, edges, capacities and routes, under the names local
+    # to their host) has the same answer, whichever host, graph object or call it comes from:
+    # a what-if on host k of a cluster searches host k once per shape of the failure, not once
+    # per host it is tried on, and the hosts it leaves alone are the baseline's.
     key = (content, cc, pattern, min_channels, max_channels, id(profile))
     # The memo is the fabric's (NcclSystem.searches), shared with fabrics whose hosts are alike.
     cached = fabric.searches.get(key)
     if cached is not None and cached[0] is profile:
-        return cached[1]
+        _, result, searched = cached
+        return result if searched == names else _renamed(result, dict(zip(searched, names)))
     with collector_paused():
         result = _compute(problem, profile, cc, nets, pattern, min_channels, max_channels)
-    fabric.searches.put(key, (profile, result))
+    fabric.searches.put(key, (profile, result, names))
     return result
+
+
+def _relative_key(G, problem) -> tuple:
+    """``(key, names)``: :func:`_problem_key` with every node name relative (a node of the
+    problem's host by its local name, ``gpu0`` of ``h3.gpu0``, and how many nodes of that local
+    name came before it: the trays an NVLink domain fuses into one host share local names; any
+    other node by the order it first appears in), and the problem's node names in the order of
+    their labels. Labels are one per node, so two problems with equal keys are the same problem
+    under the renaming that pairs their names in that order (:func:`_renamed`)."""
+    host = G.nodes[problem.gpus[0]].get("host")
+    label: dict = {}
+    seen: dict = {}
+
+    def relative(n):
+        found = label.get(n)
+        if found is None:
+            if G.nodes[n].get("host") == host:
+                local = str(n).split(".", 1)[-1]
+                seen[local] = seen.get(local, -1) + 1
+                found = ("local", local, seen[local])
+            else:
+                found = ("other", len(label))
+            label[n] = found
+        return found
+
+    gpus = tuple(map(relative, problem.gpus))
+    edges = tuple((relative(u), relative(v)) for u, v in problem.edges)
+    nets = tuple(map(relative, problem.nets))
+    whole = _problem_key(problem)
+    key = (gpus, problem.nvswitch, edges, *whole[3:11], nets, *whole[12:])
+    return key, tuple(label)
+
+
+def _renamed(result: ChannelSearch, name: dict) -> ChannelSearch:
+    """A search result with its node names replaced through ``name`` (those it lacks kept)."""
+    def each(nodes):
+        return tuple(name.get(n, n) for n in nodes)
+
+    return dataclasses.replace(
+        result, gpus=each(result.gpus), channels=tuple(map(each, result.channels)),
+        nets=tuple(map(each, result.nets)),
+        loads=tuple(LinkLoad(each(load.edge), load.reserved, load.capacity) for load in result.loads),
+        trace=tuple(dataclasses.replace(step, names=each(step.names)) if step.names else step
+                    for step in result.trace))
 
 
 def _problem_key(problem) -> tuple:
@@ -1618,9 +1665,15 @@ def _search_nodes(fabric, hosts, min_channels, max_channels) -> ChannelSearch:
     bw = min(r.bw_intra for r in results.values())
     trace = first.trace + (() if worst is first else
                            (SearchStep("other_shape", speed=worst.bw_intra, count=worst.nchannels),))
+    # The channels cross every node, each at the bandwidth all run at (NCCL's minimum): what they
+    # reserve is each node shape's, scaled to it, most utilised first. The first host's alone
+    # would hide a later host's degraded links (a what-if on host 1 would bind as on none).
+    loads = sorted((LinkLoad(load.edge, load.reserved * bw / r.bw_intra, load.capacity)
+                    for r in results.values() if r.bw_intra > 0 for load in r.loads),
+                   key=lambda load: -load.utilisation)
     return ChannelSearch("ring", tuple(n for h in sorted(hosts) for n in hosts[h]),
                          first.channels[:nchannels], bw, max(r.type_intra for r in results.values()),
-                         first.same_channels, first.max_bw, first.total_bw, first.loads,
+                         first.same_channels, first.max_bw, first.total_bw, tuple(loads),
                          first.duplicated, any(r.timed_out for r in results.values()), trace,
                          nets=first.nets[:nchannels], type_inter=max(r.type_inter for r in results.values()),
                          nnodes=len(hosts))

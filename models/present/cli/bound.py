@@ -6,7 +6,7 @@ import argparse
 
 import topo
 
-from .inputs import check_out, fabric_of
+from .inputs import fabric_of
 from .options import (MAX_BOUND_GPUS, Command, UsageError, at_least, collective_argument, json_option, nccl_option,
                       parse_size, system_option)
 from .outputs import print_json, write_figures
@@ -59,7 +59,6 @@ def _bound(args) -> None:
 
     from ...studies.bounds import bound
 
-    check_out(args)
     if (args.trees or args.out) and args.coll in ("alltoall", "sendrecv"):
         raise UsageError(f"--trees and --out pack spanning trees for broadcast, reduce, all_gather, "
                           f"reduce_scatter and all_reduce, received {args.coll} (its bound is a flow LP)")

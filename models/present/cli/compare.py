@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import topo
 
-from .inputs import calibration_of, check_out, fabrics_of
+from .inputs import calibration_of, fabrics_of
 from .options import (Command, UsageError, at_least, json_option, max_gpus_option, measurement_options, nccl_option,
                       size_sweep, sweep_options, systems_option, topo_file_options, whatif_options)
 from .outputs import print_json, progress_for
@@ -41,7 +41,6 @@ def _compare(args) -> None:
     from ..json_shapes import compare_json
     from ..text import compare_table
 
-    check_out(args)
     calibration = calibration_of(args)
     fabrics = fabrics_of(args, list(args.system))
     counts = [(G.graph["name"], len(topo.gpus(G))) for G in fabrics]

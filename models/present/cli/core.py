@@ -13,6 +13,7 @@ from types import MappingProxyType
 from topo.errors import DgxTopoError, LimitError
 
 from . import bound, collective, compare, files, measured, p2p, plan, report, sets, simulate, systems, whatif
+from .inputs import check_files
 from .options import (SIZE_HELP, TOPO_FILE_HELP, WHATIF_HELP, Command, Parser, UsageError, parse_size, spec_help,
                       too_much)
 
@@ -184,6 +185,7 @@ def main(argv=None) -> int:
                 _subcommand_parser(parser, args.command).error(f"unrecognized arguments: {' '.join(extra)}")
         except SystemExit as exit_:  # --help and --version print and stop here
             return int(exit_.code or 0)
+        check_files(args)  # before any work, the same rule for every command
         status = args.run(args)  # plan: 2 when no layout fits (the verdict is printed)
     except LimitError as error:
         print(f"dgxtopo: error: {_limit_error(error)}", file=sys.stderr)

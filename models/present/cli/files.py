@@ -8,7 +8,7 @@ import argparse
 import topo
 from topo.errors import DgxTopoError
 
-from .inputs import check_out, fabric_of, read_text
+from .inputs import fabric_of, read_text
 from .options import Command, UsageError, at_least, json_option, max_input_option, system_option
 from .outputs import print_json
 
@@ -78,7 +78,6 @@ def _import(args) -> None:
 
     from ..file_kinds import FileKind, file_kind, misplaced
 
-    check_out(args)
     text = read_text(args.file, "import", args)
     found = file_kind(text)
     if found not in (FileKind.NVIDIA_SMI, FileKind.NCCL_XML, FileKind.XML, FileKind.TEXT) or \
@@ -146,7 +145,6 @@ def _export(args) -> None:
 
     from ..output import write_text_atomic
 
-    check_out(args)
     G = fabric_of(args, args.system)
     write = {"json": topo.to_json, "graphml": topo.to_graphml, "nccl-xml": topo.to_nccl_xml}[args.format]
     path = write_text_atomic(args.out, write(G))

@@ -46,9 +46,9 @@ def read_text(path: str, kind: str, args) -> str:
 
 
 def _input_paths(args) -> list:
-    """Every file the command line names as an input (--topo-file, --calibration, FILE...)."""
+    """Every file the command line names as an input (--topo-file, --calibration, --graph, FILE...)."""
     paths = []
-    for name in ("file", "files", "topo_file", "calibration"):
+    for name in ("file", "files", "topo_file", "calibration", "graph"):
         value = getattr(args, name, None)
         paths += value if isinstance(value, list) else [] if value is None else [value]
     if paths.count("-") > 1:
@@ -155,9 +155,16 @@ def measurement_note_of(args) -> str:
     return measurement_note(getattr(args, "g", 1) or 1, getattr(args, "calibration", None))
 
 
-def check_out(args) -> None:
-    """Refuse an --out that cannot be written, or that is one of the inputs, before any work."""
+# The options that name an output file, on every command that has them.
+_OUTPUTS = ("out", "trace")
+
+
+def check_files(args) -> None:
+    """The one rule of every command's files, checked by :func:`models.present.cli.core.main` before
+    any work: inputs read once, and outputs (--out, --trace) writable, none of them an input and no
+    two the same file (:func:`models.present.output.check_output_paths`)."""
     inputs = _input_paths(args)
-    if getattr(args, "out", None) is not None:
-        from ..output import check_output_path
-        check_output_path(args.out, inputs=inputs)
+    outputs = {f"--{name}": getattr(args, name) for name in _OUTPUTS if getattr(args, name, None) is not None}
+    if outputs:
+        from ..output import check_output_paths
+        check_output_paths(outputs, inputs=inputs)

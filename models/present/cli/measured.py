@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 
-from .inputs import calibration_of, check_out, fabric_of, read_text
+from .inputs import calibration_of, fabric_of, read_text
 from .options import (Command, UsageError, at_least, calibration_option, gpus_per_thread_option, json_option,
                       nccl_option, system_option)
 from .outputs import print_json
@@ -63,7 +63,6 @@ def _calibrate(args) -> None:
     from ...studies.calibration import calibrate
     from ..output import write_text_atomic
 
-    check_out(args)
     runs = [_read_run(path, args) for path in args.files]
     result = calibrate(runs, fabric_of(args, args.system), gpus=args.gpus, gpus_per_thread=args.g,
                        profile=args.nccl, inplace=args.inplace)
@@ -94,7 +93,6 @@ def _check(args) -> None:
 
     from ...studies.calibration import check
 
-    check_out(args)
     calibration = calibration_of(args)
     run = _read_run(args.file, args)
     if not hasattr(run, "rows"):

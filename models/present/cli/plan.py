@@ -12,7 +12,7 @@ import sys
 import topo
 from topo.errors import DgxTopoError
 
-from .inputs import check_out, fabric_of
+from .inputs import fabric_of
 from .options import (MAX_PLAN_GPUS, Command, UsageError, at_least, json_option, nccl_option, parse_size,
                       system_option, too_much)
 from .outputs import print_json, write_figures
@@ -144,7 +144,6 @@ def _plan(args) -> int:
     from ..json_shapes import plan_calibration_json, plan_json, search_json
     from ..plan_text import format_plan, format_search
 
-    check_out(args)
     if args.top is not None and not args.search:
         raise UsageError("--top ranks layouts: expected it with --search")
     if args.calibrate is not None and args.compute_scale is not None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .inputs import check_cluster_options, check_out, fabrics_of, size_spec
+from .inputs import check_cluster_options, fabrics_of, size_spec
 from .options import MAX_REPORT_GPUS, Command, json_option, max_gpus_option, systems_option, topo_file_options
 from .outputs import print_json, progress_for
 
@@ -21,7 +21,6 @@ def _report(args) -> None:
 
     from ..report.write import write_report  # imports plotly: only this command pays for it
 
-    check_out(args)
     check_cluster_options(args)
     names = list(args.system)
     for name in names:  # sized before anything is built

@@ -62,10 +62,6 @@ def _simulate(args) -> None:
             ("--bucket", args.bucket)) if value is not None]
         if given:
             raise UsageError(f"{', '.join(given)} shape(s) a WORKLOAD's step: expected none with --graph")
-    for path in (args.out, args.trace):
-        if path is not None:
-            from ..output import check_output_path
-            check_output_path(path)  # before any work
     w = parse_workload(args.workload) if args.workload is not None else None
     G = fabric_of(args, args.system)
     planned = None
@@ -81,7 +77,8 @@ def _simulate(args) -> None:
                        global_batch=args.global_batch, dtype=args.dtype, recompute=args.recompute,
                        sequence_parallel=None if args.sequence_parallel is None else args.sequence_parallel == "on",
                        profile=args.nccl, simulate=0)  # the analytical step, compared below
-        graph = step_graph(planned, G, workload=w, bucket=DEFAULT_BUCKET if args.bucket is None else args.bucket)
+        graph = step_graph(planned, G, workload=w, bucket=DEFAULT_BUCKET if args.bucket is None else args.bucket,
+                           max_events=args.max_events)  # counted on the plan before the graph is built
     else:
         graph = read_task_graph(args.graph, ngpus=len(topo.gpus(G)), compute_time=compute_time(G),
                                 limit=args.max_input)

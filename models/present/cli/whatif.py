@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .inputs import check_out, fabric_of
+from .inputs import fabric_of
 from .options import (Command, UsageError, at_least, collective_argument, json_option, nccl_option, parse_size,
                       positive_seconds, system_option)
 from .outputs import print_json, progress_for, write_figures
@@ -37,8 +37,8 @@ def _whatif_arguments(parser) -> None:
                         help=f"refuse sweeps that classify more than N failure cases (default {MAX_CASES}; "
                              f"--pairs grows as the square; the hosts of a cluster that are copies count once)")
     parser.add_argument("--max-seconds", type=positive_seconds, default=MAX_SECONDS, metavar="S",
-                        help=f"refuse sweeps whose distinct estimates would take more than S seconds in this "
-                             f"process (the baseline estimate's time x their number; default {MAX_SECONDS:g})")
+                        help=f"refuse sweeps that would take more than S seconds in this process (predicted "
+                             f"from a few of their failures, timed; default {MAX_SECONDS:g})")
     parser.add_argument("--dask-timeout", type=positive_seconds, default=DASK_TIMEOUT, metavar="S",
                         help=f"seconds to reach a dask:// scheduler (default {DASK_TIMEOUT:g})")
 
@@ -48,7 +48,6 @@ def _whatif_sweep(args) -> None:
     from ..json_shapes import sweep_json
     from ..sweep_text import format_sweep
 
-    check_out(args)
     executor = None if args.executor == "auto" else args.executor
     G = fabric_of(args, args.system)
     with progress_for(args, f"whatif {args.fail_each}", "case") as progress:

@@ -40,7 +40,7 @@ def test_failures_in_identical_hosts_are_one_case_but_the_first_host_is_its_own(
 
 
 def test_a_sweep_beyond_its_estimated_time_is_refused_naming_the_keyword():
-    with pytest.raises(SweepSizeError, match=r"distinct estimates of about .* more than max_seconds=1e-09: "
+    with pytest.raises(SweepSizeError, match=r"distinct estimates, .* failed host shapes to search .* more than max_seconds=1e-09: "
                                              r"pass a larger max_seconds=") as err:
         sweep(topo.build("2xdgx1v"), "all_reduce", MiB, fail_each="gpu", max_seconds=1e-9)
     assert err.value.keyword == "max_seconds"
@@ -93,3 +93,75 @@ def test_an_unknown_host_is_refused_without_waiting(monkeypatch):
 def test_bad_dask_timeouts_are_refused(timeout):
     with pytest.raises(ExecutorSpecError, match="dask_timeout must be a number of seconds"):
         sweep(topo.dgx1v(), "all_reduce", MiB, fail_each="nic", dask_timeout=timeout)
+
+
+# Issue 38: whatif --fail-each nvswitch|nvlink on clusters of DGX H100/H200/B200 crashed in a
+# pool worker (the network charge was keyed by host 0's NICs), and its time was predicted from
+# the baseline's, a healthy host's search, ten times shorter than a failed host's.
+@pytest.mark.parametrize("system", ["2xdgxh100", "2xdgxh200", "2xdgxb200"])
+def test_every_nvswitch_of_a_cluster_fails_alike_on_every_host(system):
+    G = topo.build(system)
+    s = sweep(G, "all_reduce", 2**30, fail_each="nvswitch", executor="inline")
+    by_label = {r.label: r for r in s.rows}
+    assert sorted(by_label) == sorted(n for n, kind in G.nodes(data="kind") if kind == "nvswitch")
+    for label, row in by_label.items():
+        twin = by_label[label.replace("h0.", "h1.")] if label.startswith("h0.") else row
+        assert row.status.name == "RUNS" and 0 < row.busbw < s.baseline_busbw
+        assert (twin.busbw, twin.time) == pytest.approx((row.busbw, row.time), rel=1e-12)
+
+
+def _counting_searches(monkeypatch):
+    """Count the channel searches actually computed (not served by a memo)."""
+    import models.engine.nccl.search as search
+
+    computed = []
+    real = search._compute
+
+    def counted(problem, *args, **kwargs):
+        computed.append(problem.gpus[0].split(".", 1)[0])
+        return real(problem, *args, **kwargs)
+    monkeypatch.setattr(search, "_compute", counted)
+    return computed
+
+
+def test_a_failed_host_shape_is_searched_once_whichever_host_it_is_on(monkeypatch):
+    """Failing link gpu0-nvswitch0 of h0 or of h1 leaves the same host under other names: one
+    search (keyed by local names), renamed for the other host, gives what a fresh search gives."""
+    from models.engine.fabric import PreparedFabric
+    from models.engine.memo import BoundedMemo
+    from models.predict.collectives import estimate
+    from models.studies.whatif import apply_failures
+
+    G = topo.build("2xdgxh100")
+    computed = _counting_searches(monkeypatch)
+    shared = BoundedMemo(64)
+    first = estimate(PreparedFabric(apply_failures(G, "h0.gpu0-h0.nvswitch0:1").graph, searches=shared),
+                     "all_reduce", [2**30])
+    searched = len(computed)
+    moved = estimate(PreparedFabric(apply_failures(G, "h1.gpu0-h1.nvswitch0:1").graph, searches=shared),
+                     "all_reduce", [2**30])
+    assert len(computed) == searched  # h1's failed shape is h0's, h0 healthy is h1's healthy one
+    fresh = estimate(apply_failures(G, "h1.gpu0-h1.nvswitch0:1").graph, "all_reduce", [2**30])
+    assert moved.ring.channels == fresh.ring.channels and moved.ring.nets == fresh.ring.nets
+    assert moved.ring.loads == fresh.ring.loads and moved.ring.trace == fresh.ring.trace
+    assert list(moved.time) == list(fresh.time) == pytest.approx(list(first.time), rel=1e-12)
+
+
+def test_a_cluster_sweep_searches_each_failed_host_shape_once(monkeypatch):
+    G = topo.build("2xdgxh100")
+    computed = _counting_searches(monkeypatch)
+    s = sweep(G, "all_reduce", 2**30, fail_each="nvswitch", executor="inline")
+    # Failing nvswitch0/3 (5 links per GPU) or nvswitch1/2 (4) of either host: two shapes, and
+    # the healthy host; the first host is a class of its own, so 4 distinct estimates.
+    assert s.evaluations == 4 and len(computed) == 3
+
+
+def test_the_predicted_time_counts_the_failed_host_shapes_to_search():
+    with pytest.raises(SweepSizeError) as refused:
+        sweep(topo.build("2xdgxh100"), "all_reduce", 2**30, fail_each="nvlink", max_seconds=1e-9)
+    text = str(refused.value)
+    # 32 bundles per host in 2 host classes: 32 distinct estimates of 16 failed host shapes
+    # (GPU g to NVSwitch s, s of 5 or 4 links), of which 3 were timed (and so searched).
+    assert "needs up to 32 distinct estimates" in text and "13 failed host shapes to search" in text
+    assert "timed on 3 of them" in text and "19 estimates sharing those searches" in text
+    assert refused.value.size > 0 and refused.value.limit == 1e-9
