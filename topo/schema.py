@@ -7,7 +7,7 @@ whose ``bandwidth`` is their sum. Node ids are short readable strings (``"gpu0"`
 ``host``.
 
 :data:`ATTRIBUTES` is the single description of the schema: :func:`validate` checks graphs
-against it and :func:`schema_markdown` renders it for the README, so the two cannot drift.
+against it and :func:`schema_markdown` renders it for docs/fabric-schema.md, so the two cannot drift.
 
 Examples
 --------
@@ -606,7 +606,7 @@ def gpus(G: nx.DiGraph) -> list:
 
 
 def schema_markdown() -> str:
-    """The schema table as Markdown (the README embeds exactly this text).
+    """The schema table as Markdown (docs/fabric-schema.md embeds exactly this text).
 
     Returns
     -------

@@ -48,7 +48,7 @@ def versions_rows() -> tuple:
 
 
 def format_versions_table() -> str:
-    """:func:`versions_rows` as aligned text (for ``--help`` and the README)."""
+    """:func:`versions_rows` as aligned text (for ``--help`` and docs/nccl-versions.md)."""
     rows = (("releases", "profile", "constants", "behaviour"),) + versions_rows()
     widths = [max(len(row[i]) for row in rows) for i in range(3)]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row[:3], widths)) + "  " + row[3]

@@ -181,9 +181,9 @@ def test_schema_table_covers_every_attribute():
         assert any(f"`{attribute.name}`" in row and attribute.unit in row for row in table)
 
 
-def test_readme_embeds_the_schema_table():
-    readme = (Path(__file__).parents[2] / "README.md").read_text()
-    assert topo.schema_markdown() in readme
+def test_the_schema_page_embeds_the_schema_table():
+    page = (Path(__file__).parents[2] / "docs" / "fabric-schema.md").read_text()
+    assert topo.schema_markdown() in page
 
 
 # -- what the models would trip on (issue 10 item 4) -------------------------------------------
