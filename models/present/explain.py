@@ -67,6 +67,21 @@ def _release_words(profile) -> str:
         cell.label for cell in (b.ring_builder, b.tree, b.selection, b.ll128, b.nvb, b.pxn, b.nvls)))
 
 
+def _release_caveats(profile) -> list:
+    """The release's features the time leaves out (symmetric kernels, copy-engine collectives: they
+    run only on buffers the user registers) and its uncertain behaviour cells ([U]), one line each."""
+    b = profile.behaviour
+    if b is None:
+        return []
+    untimed = [cell.label.replace(" (not timed)", "") for cell in (b.symmetric, b.copy_engine)
+               if cell.value != "none"]
+    lines = [f"  not timed: {'; '.join(untimed)}: NCCL runs them only on buffers the user registers "
+             f"(ncclCommWindowRegister); these times are for unregistered buffers"] if untimed else []
+    lines += [f"  [U] {u if ':' in u else f'{u}: not read at {b.tag}, a neighbouring release taken'}"
+              for u in b.uncertain]
+    return lines
+
+
 # ---------------------------------------------------------------------------- channel search
 def _host_ranges(values) -> str:
     """Sorted whole numbers as ``0-17`` or ``0-3,8`` (two in a row as a range too)."""
@@ -319,6 +334,7 @@ def explain_measurement(m: Measured) -> str:
     lines = [
         f"Measurement model for {m.collective} on {m.nranks} GPUs, {size} B:",
         *([f"  NCCL release {_release_words(nccl_profile(m.release))}"] if m.release else []),
+        *(_release_caveats(nccl_profile(m.release)) if m.release else []),
         *(["  " + describe_pipeline_fill(m.pipeline)] if m.pipeline is not None else []),
         "  time = max(floor + g x launch_per_gpu, nccl_latency) + nbytes / (nccl_bandwidth x ratio"
         + (" x network)" if m.network else ")"),

@@ -59,12 +59,14 @@ def format_versions_table() -> str:
 _SHORT = MappingProxyType({"ring_builder": "rings", "selection": "choice", "ring_latency": "ring_lat",
                           "inter_latency": "inter_lat", "nvls_mnnvl": "nvls_mnnvl", "nvls_latency": "nvls_lat"})
 _SPLIT = 9   # the first table: profile, tag and the ring, tree, selection and latency columns
+_SPLIT_2 = 20   # the second: the caps, LL128, NVB, PXN, MNNVL and NVLS columns; the third: the rest
 
 
 def format_behaviour_table() -> str:
-    """:func:`models.engine.nccl.releases.behaviour_table` as the two reStructuredText tables
+    """:func:`models.engine.nccl.releases.behaviour_table` as the three reStructuredText tables
     of that module's docstring (profile and tag, then the first seven behaviours; profile, then
-    the other eleven)."""
+    the next eleven; profile, then the rest: PAT steps, CTA policy, symmetric kernels, copy
+    engines, where the tuning model lives)."""
     rows = behaviour_table()
     rows = (tuple(_SHORT.get(name, name) for name in rows[0]),) + rows[1:]
 
@@ -78,4 +80,5 @@ def format_behaviour_table() -> str:
 
         return "\n".join([rule, line(part[0]), rule, *map(line, part[1:]), rule])
 
-    return table(range(_SPLIT)) + "\n\n" + table((0, *range(_SPLIT, len(rows[0]))))
+    return "\n\n".join((table(range(_SPLIT)), table((0, *range(_SPLIT, _SPLIT_2))),
+                        table((0, *range(_SPLIT_2, len(rows[0]))))))

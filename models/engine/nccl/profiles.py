@@ -16,7 +16,7 @@ in [B/s], latencies in [s].
 Profiles
 --------
 One profile governs each range of releases; :func:`nccl_profile` / :func:`parse_nccl_version`
-map any release 2.0.0-2.27.x to it, and :func:`versions_table` lists them
+map any release 2.0.0-2.32.x to it, and :func:`versions_table` lists them
 (:func:`models.present.versions_text.format_versions_table` writes this table's first columns):
 
 ==============  ========  ==========  ==========================================================
@@ -45,8 +45,21 @@ releases        profile   constants   behaviour (source)
 2.20.0-2.22.x   2.21.5    v2.21.5-1   Ring LL x0.5, Hopper llMaxBws 141 (v2.21), MNNVL,
                                       NCCL_MAX_NVLS_ARITY 32
 2.23.0-2.23.x   2.23.4    v2.23.4-1   baseLat Tree Simple 8.4, no LL128 ppn rule, PAT x0.85
-2.24.0-2.26.x   2.24.3    v2.24.3-1   as 2.23, PAT x0.75
-2.27.0-2.27.x   2.27.7    v2.27.7-1   the reference version (default), MAXCHANNELS 64
+2.24.0-2.24.x   2.24.3    v2.24.3-1   as 2.23, PAT x0.75; no Blackwell
+2.25.0-2.25.x   2.25.1    v2.25.1-1   Blackwell (caps 2x Hopper, sm100 search arrays, NVLink
+                                      40.0), MAXCHANNELS 64, 32 NVLS channels on sm100
+2.26.0-2.26.x   2.26.2    v2.26.2-1   PAT steps in parallel (same tuning time), PAT off below
+                                      sm60, path type C2C
+2.27.0-2.27.x   2.27.7    v2.27.7-1   the reference version (default), MAXCHANNELS 64,
+                                      symmetric kernels (registered windows, not timed)
+2.28.0-2.28.6   2.28.3    v2.28.3-1   Blackwell 16 CTAs, tree caps, perChMaxNVLSTreeBws,
+                                      nvlsEfficiency, copy-engine collectives (not timed)
+2.28.7-2.28.x   2.28.9    v2.28.9-1   as 2.28.3, NVLS on 2 GPUs
+2.29.0-2.29.x   2.29.2    v2.29.2-1   Blackwell Ring LL128 34.5, NVLSTree NET latency 20.9,
+                                      24 treeCorrectionFactor columns, sm100 speed 45
+2.30.0-2.30.x   2.30.7    v2.30.7-1   Blackwell Ring LL128 40, NVLSTree N4 80, sm100 Inter 86/80
+2.31.0-2.32.x   2.31.0    2.31.0a7-1  [U] the dev pre-release: 2.30's constants, tuning split
+                                      per algorithm; 2.32 nothing found, taken as 2.31
 ==============  ========  ==========  ==========================================================
 
 What a release does differently in code (ring construction, tree rule, selection, latency and
@@ -198,7 +211,7 @@ ANY_PATCH = 999
 
 #: ``nvlsEfficiency`` per compute-capability row (Volta, Ampere, Hopper, Blackwell), from
 #: NVIDIA/nccl v2.28.3-1 src/graph/tuning.cc (absent before v2.28.3, where the v2.27 NVLS
-#: formulas apply). No shipped profile reaches v2.28; :attr:`NvlsRules.efficiency` takes it.
+#: formulas apply); :attr:`NvlsRules.efficiency` of the 2.28.3 and later profiles takes it.
 NVLS_EFFICIENCY_V2_28 = (0.0, 0.0, 0.85, 0.74)
 
 
@@ -216,7 +229,7 @@ class NvlsRules:
     ----------
     min_gpus : int
         NVLS is off with fewer GPUs in NCCL's node (v2.17: ``localRanks <= 1``; v2.18-v2.28.3:
-        GPU count ``<= 2``, so 3).
+        GPU count ``<= 2``, so 3; v2.28.7+: ``< 2``, so 2).
     max_arity : int
         ``NCCL_MAX_NVLS_ARITY``: 8 up to v2.20, 32 from v2.21. The NVLS search has
         ``min(arity, nGPUs)`` heads; AllGather/ReduceScatter need ``localRanks <= arity``.
@@ -424,6 +437,13 @@ class NcclProfile:
         NVLS / NVLSTree (v2.17+); ``None`` when the release has no NVLS.
     pat : PatRules or None
         PAT (v2.23+); ``None`` when the release has none.
+    per_ch_max_nvls_tree_bws : tuple or None
+        ``perChMaxNVLSTreeBws[row][nodes column]`` (v2.28+), a per-channel cap on NVLSTree's
+        bandwidth; ``None`` before. [B/s]
+    blackwell_max_ctas : int or None
+        Blackwell's default maximum CTAs (channels a kernel runs) per GPU: 32 in v2.25-v2.27, 16
+        from v2.28 (release notes of v2.28.3-1: "SM overhead decreased by 50%"); ``None`` for a
+        release without Blackwell support.
     behaviour : models.engine.nccl.releases.ReleaseBehaviour
         The release's behaviours, its row of :data:`models.engine.nccl.releases.BEHAVIOURS`
         (ring construction, tree rule, selection, latency and cap formulas, LL128, NVB, PXN,
@@ -493,6 +513,8 @@ class NcclProfile:
     legacy: LegacyRings | None = None
     nvls: NvlsRules | None = None
     pat: PatRules | None = None
+    per_ch_max_nvls_tree_bws: tuple | None = None
+    blackwell_max_ctas: int | None = None
     behaviour: ReleaseBehaviour | None = None
 
     # ------------------------------------------------------------------ lookups
@@ -550,7 +572,8 @@ class NcclProfile:
                 f"NCCL profile {self.version} has bandwidth-cap rows for compute capability < 90 "
                 f"only (its llMaxBws rows, NVIDIA/nccl {self.tag} src/graph/tuning.cc); received compute "
                 f"capability {compute_capability}; "
-                f"expected a profile such as {DEFAULT_VERSION}")
+                f"expected a profile such as {DEFAULT_VERSION}"
+                + (" (Blackwell from 2.25)" if index == 3 else ""))
         return index
 
     def base_lat(self, algorithm: str, protocol: str) -> float:
@@ -601,6 +624,21 @@ class NcclProfile:
     def per_ch_max_tree_bw(self, row: int, nnodes: int) -> float:
         """``perChMaxTreeBws[row][index2]``. [B/s]"""
         return self.per_ch_max_tree_bws[row][min(nnodes, 3) - 1]
+
+    def per_ch_max_nvls_tree_bw(self, row: int, nnodes: int) -> float | None:
+        """``perChMaxNVLSTreeBws[row][index2]`` (v2.28+), or None before. [B/s]"""
+        if self.per_ch_max_nvls_tree_bws is None:
+            return None
+        return self.per_ch_max_nvls_tree_bws[row][min(nnodes, 3) - 1]
+
+    def max_ctas(self, compute_capability: int) -> int | None:
+        """The most channels (CTAs) a kernel runs per GPU by default, or None for no limit below
+        ``MAXCHANNELS``: :attr:`blackwell_max_ctas` on Blackwell (compute capability >= 100).
+
+        >>> nccl_profile("2.27.7").max_ctas(100), nccl_profile("2.28.3").max_ctas(100)
+        (32, 16)
+        """
+        return self.blackwell_max_ctas if compute_capability >= 100 else None
 
     def speed_array(self, compute_capability: int, *, inter: bool) -> tuple:
         """Per-channel speeds the search tries, high to low, for a minimum compute capability.
@@ -853,7 +891,7 @@ def _derive(base: NcclProfile, **changes) -> NcclProfile:
                  "per_ch_max_tree_bws", "speed_intra", "speed_inter", "speed_sm90_intra",
                  "speed_sm90_inter", "speed_sm100_intra", "speed_sm100_inter",
                  "nvlink_bandwidth_default", "bdw_qpi_bandwidth", "skl_qpi_bandwidth",
-                 "ll128_per_collective", "tree_total_caps", "sm80_bus_cap"}
+                 "ll128_per_collective", "tree_total_caps", "sm80_bus_cap", "per_ch_max_nvls_tree_bws"}
     latency = {"base_latency", "hw_latency", "net_overhead"}
     for name, value in list(changes.items()):
         if value is None:
@@ -950,6 +988,7 @@ _V2_27_7 = _build(
            "reading of src/graph/search.cc, not checked against NCCL_DEBUG_SUBSYS=GRAPH logs."),
     first=(2, 27, 0), last=(2, 27, ANY_PATCH),
     nvls=_NVLS_V2_27, pat=_PAT_V2_26,
+    blackwell_max_ctas=32,                # cut to 16 in v2.28 (release commit f1308997, v2.28.3-1)
 )
 
 _V2_12_12 = _build(
@@ -1001,10 +1040,10 @@ _V2_12_12 = _build(
 )
 
 
-# --- v2.23.4-1: 2.23.0-2.26.x ---------------------------------------------------------------
-# Differences from v2.27.7, each from the per-tag tables NCCL's sources give: MAXCHANNELS 32 (64 is
-# v2.27+; 32 is given for v2.18); no Blackwell rows (llMaxBws etc. row 3 is v2.25-v2.27, and
-# v2.25-v2.26's SM100 40.0 / sm100 arrays are not modelled); path types v2.18-v2.25 (src/graph/
+# --- v2.23.4-1: 2.23.x ------------------------------------------------------------------------
+# Differences from v2.27.7, each from the per-tag tables NCCL's sources give: MAXCHANNELS 32 (64
+# from v2.25; 32 is given for v2.18); no Blackwell rows (sm100 arrives in v2.25.1, profile
+# 2.25.1); path types v2.18-v2.25 (src/graph/
 # topo.h: no C2C, P2C). [U] hwLat/baseLat/LL128 rules read as the reference's (the tables tag
 # v2.23-HEAD for baseLat and give no older hwLat row after v2.22).
 _V2_23_4 = _derive(
@@ -1018,24 +1057,170 @@ _V2_23_4 = _derive(
     speed_sm100_intra=None, speed_sm100_inter=None,
     nvlink_bandwidths=((90, 20.6), (87, 20.0), (86, 12.0), (80, 20.0), (70, 20.0), (60, 18.0)),
     sources=("NVIDIA/nccl v2.23.4-1 src/graph/tuning.cc, search.cc, topo.h",),
-    notes=("[U] MAXCHANNELS 32 (given for v2.18; 64 from v2.27).",
-           "v2.25-v2.26 Blackwell figures (SM100 NVLink 40.0, sm100 speed arrays, row 3 caps) "
-           "are not modelled: no Blackwell system is built in.",
+    notes=("[U] MAXCHANNELS 32 (given for v2.18; 64 from v2.25).",
+           "No Blackwell: sm100 arrives in v2.25.1 (profile 2.25.1).",
            "PAT busBw x0.85 (v2.23.4-1); x0.75 from v2.24.3 (profile 2.24.3)."),
-    nvls=_NVLS_V2_21, pat=_PAT_V2_23,
+    nvls=_NVLS_V2_21, pat=_PAT_V2_23, blackwell_max_ctas=None,
 )
 _V2_23_4 = replace(_V2_23_4, last=(2, 23, ANY_PATCH))
 
-# --- v2.24.3-1: 2.24.0-2.26.x: as v2.23.4 with PAT x0.75 ---------------------------------------
+# --- v2.24.3-1: 2.24.x: as v2.23.4 with PAT x0.75 ---------------------------------------------
 _V2_24_3 = _derive(
-    _V2_23_4, version="2.24.3", tag="v2.24.3-1", first=(2, 24, 0), last=(2, 26, ANY_PATCH),
+    _V2_23_4, version="2.24.3", tag="v2.24.3-1", first=(2, 24, 0), last=(2, 24, ANY_PATCH),
     pat=_PAT_V2_24,
     sources=("NVIDIA/nccl v2.24.3-1 src/graph/tuning.cc, search.cc, topo.h",),
-    notes=_V2_23_4.notes[:2] + (
-        "PAT busBw x0.75 (v2.24.3-1). [U] v2.26's PAT floor (compute capability >= 60) is not "
-        "applied; it concerns no GPU of these fabrics.",
-        "[U] v2.25-v2.26 NVLS on MNNVL follows the GPU-count rule, v2.24 needs a clique of more "
-        "than 2 GPUs: the same for a clique that is the communicator's NCCL node."),
+    notes=("[U] MAXCHANNELS 32 (given for v2.18; 64 from v2.25).",
+           "No Blackwell: sm100 arrives in v2.25.1 (release commit 80f6bda4), so a Blackwell GPU "
+           "has no row in the bandwidth-cap tables.",
+           "PAT busBw x0.75 (v2.24.3-1)."),
+)
+
+# --- v2.25.1-1: 2.25.x (Blackwell support) ----------------------------------------------------
+# Release commit 80f6bda4 (v2.25.1-1): sm100; MAXCHANNELS 64 (src/include/device.h); tuning.cc
+# BLACKWELL_COMPCAP_IDX 3 with rows exactly 2x Hopper (llMaxBws 282/90/70, perChMaxRingLL128Bws
+# 73.4 x3, perChMaxTreeLL128Bws 73.4/73.4/58.0, perChMaxTreeBws 77.4/82.8/72.0: the v2.27 rows);
+# baseLat and hwLat unchanged from v2.24; search.cc sm100SpeedArrayIntra 90 ... 19 and Inter = sm90
+# Inter; topo.h SM100 NVLink 40.0 (40.1 from v2.27.5); NVLS_NCHANNELS_SM100 32 (src/transport/
+# nvls.cc); NVLS on MNNVL by the GPU-count rule (v2.25+); path types as v2.18-v2.25 (topo.h).
+_V2_25_SM100_SPEED_INTRA = (90.0, 80.0, 70.0, 60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 19.0)
+_V2_25_1 = _derive(
+    _V2_24_3, version="2.25.1", tag="v2.25.1-1", first=(2, 25, 0), last=(2, 25, ANY_PATCH),
+    max_channels=64,
+    ll_max_bws=_V2_27_LL_MAX_BWS,
+    per_ch_max_ring_ll128_bws=_V2_27_PER_CH_MAX_RING_LL128_BWS,
+    per_ch_max_tree_ll128_bws=_V2_27_PER_CH_MAX_TREE_LL128_BWS,
+    per_ch_max_tree_bws=_V2_27_PER_CH_MAX_TREE_BWS,
+    speed_sm100_intra=_V2_25_SM100_SPEED_INTRA,
+    speed_sm100_inter=_V2_19_SM90_SPEED_INTER,
+    nvlink_bandwidths=((100, 40.0), (90, 20.6), (87, 20.0), (86, 12.0), (80, 20.0), (70, 20.0), (60, 18.0)),
+    nvls=replace(_NVLS_V2_27, nchannels=(16, 32, 32)),
+    blackwell_max_ctas=32,
+    sources=("NVIDIA/nccl v2.25.1-1 (release commit 80f6bda4) src/graph/tuning.cc, search.cc, topo.h, "
+             "src/include/device.h (MAXCHANNELS 64), src/transport/nvls.cc (NVLS_NCHANNELS_SM100 32)",),
+    notes=("PAT busBw x0.75 (as v2.24.3).",
+           "Blackwell (sm100) from this release: cap rows 2x Hopper's, sm100 speed arrays, 40.0 GB/s "
+           "per NVLink, 32 NVLS execution channels."),
+)
+
+# --- v2.26.2-1: 2.26.x ------------------------------------------------------------------------
+# Release commit f44ac759 (v2.26.2-1): PAT off below compute capability 60 (tuning.cc, the only
+# constant-area change); PAT steps in parallel (collectives.h: NCCL_PAT_NWORKERS 512,
+# NCCL_SHMEM_PAT_STEPS 32; the tuning.cc PAT latency unchanged); the Tree x0.85 tests
+# maxTreePattern; path type C2C (topo.h v2.26); SRP/ERP QPI figures (_with_inter_cpu).
+_V2_26_2 = _derive(
+    _V2_25_1, version="2.26.2", tag="v2.26.2-1", first=(2, 26, 0), last=(2, 26, ANY_PATCH),
+    path_types=("LOC", "NVL", "NVB", "C2C", "PIX", "PXB", "PXN", "PHB", "SYS", "NET", "DIS"),
+    pat=_PAT_V2_26,
+    sources=("NVIDIA/nccl v2.26.2-1 (release commit f44ac759) src/graph/tuning.cc, search.cc, topo.h, "
+             "src/include/collectives.h",),
+    notes=("PAT: up to 16 steps in parallel (release notes); NCCL's tuning model times it as before "
+           "(its nRanks x 2.8 us term was not changed), and so does this one.",
+           "LL operations counted 4x in channel scheduling when mixed with Simple: not modelled (one "
+           "collective at a time is timed)."),
+)
+
+# --- v2.28.3-1: 2.28.0-2.28.6 -----------------------------------------------------------------
+# Release commit f1308997 (v2.28.3-1) and tuning.cc v2.28.3 (ncclTunerConstantsDefaults):
+# Blackwell perChMaxTreeLL128Bws 55.6/31.67/20.0 and perChMaxTreeBws 70.0/42.8/24.0 (were 2x
+# Hopper); new perChMaxNVLSTreeBws (Volta/Ampere rows copy perChMaxTreeBws; Hopper 0/57.7/45.5;
+# Blackwell 0/96.0/43.1); nvlsEfficiency and the NVLS bandwidth formula; NVLS/NVLSTree need >= 2
+# NVLS graph channels; PAT's own latency column (baseLat 8, hwLat Simple 4.0 NVLink, 4.0 PCI, 14
+# NET: the values the Tree column gave it, so its time is unchanged); Blackwell's CTAs cut from 32
+# to 16. Search arrays as v2.27-v2.28 (search.cc). GB/s.
+_V2_28_PER_CH_MAX_NVLS_TREE_BWS = (_V2_27_PER_CH_MAX_TREE_BWS[0], _V2_27_PER_CH_MAX_TREE_BWS[1],
+                                   (0.0, 57.7, 45.5), (0.0, 96.0, 43.1))
+_V2_28_BLACKWELL_TREE_LL128 = _V2_27_PER_CH_MAX_TREE_LL128_BWS[:3] + ((55.6, 31.67, 20.0),)
+_V2_28_BLACKWELL_TREE = _V2_27_PER_CH_MAX_TREE_BWS[:3] + ((70.0, 42.8, 24.0),)
+_NVLS_V2_28 = replace(_NVLS_V2_27, efficiency=NVLS_EFFICIENCY_V2_28, min_tuning_channels=2)
+_V2_28_NOTES = (
+    "Blackwell runs at most 16 channels (CTAs) per kernel (32 before; NCCL_MIN_CTAS=32 "
+    "NCCL_MAX_CTAS=32 restore them): this caps the channels a Blackwell kernel holds, not the "
+    "tuning model's bandwidth, which reads the search's channels.",
+    "Symmetric-memory kernels (v2.27) and copy-engine collectives (v2.28) need buffers the user "
+    "registers as symmetric windows: not timed here (the estimates assume unregistered buffers, as "
+    "nccl-tests runs by default).",
+    "[U] NVLSTree's treeCorrectionFactor on sm100 x86 (given for HEAD) is not applied.",
+)
+_V2_28_3 = _derive(
+    _V2_27_7, version="2.28.3", tag="v2.28.3-1", first=(2, 28, 0), last=(2, 28, 6),
+    per_ch_max_tree_ll128_bws=_V2_28_BLACKWELL_TREE_LL128,
+    per_ch_max_tree_bws=_V2_28_BLACKWELL_TREE,
+    per_ch_max_nvls_tree_bws=_V2_28_PER_CH_MAX_NVLS_TREE_BWS,
+    nvls=_NVLS_V2_28,
+    blackwell_max_ctas=16,
+    sources=("NVIDIA/nccl v2.28.3-1 (release commit f1308997) src/graph/tuning.cc "
+             "(ncclTunerConstantsDefaults), src/graph/connect.cc, src/transport/nvls.cc",) + _SOURCES_V2_27[1:],
+    notes=_V2_28_NOTES + (
+        "[U] the reference's tuning table lists Blackwell v2.28 caps perChMaxRingLL128Bws 73.4/34.6/73.4 "
+        "and perChMaxNVLSTreeBws N4 43.8 for an unnamed 2.28 tag; v2.28.3's 73.4 x3 and 43.1 "
+        "(its release diff) are used.",),
+)
+# --- v2.28.9-1: 2.28.7-2.28.x: as v2.28.3, and NVLS on 2 GPUs (src/transport/nvls.cc: off when the
+# GPU count is < 2 from v2.28.7).
+_V2_28_9 = _derive(
+    _V2_28_3, version="2.28.9", tag="v2.28.9-1", first=(2, 28, 7), last=(2, 28, ANY_PATCH),
+    nvls=replace(_NVLS_V2_28, min_gpus=2),
+    sources=("NVIDIA/nccl v2.28.9-1 src/transport/nvls.cc (2-GPU NVLS from v2.28.7); the rest as "
+             "v2.28.3-1",) + _V2_28_3.sources,
+    notes=_V2_28_3.notes + ("[U] tuning constants as v2.28.3's (no 2.28.3 -> 2.28.9 diff was read).",),
+)
+
+# --- v2.29.2-1: 2.29.x ------------------------------------------------------------------------
+# Release commit ebd1e929 and tuning.cc v2.28.3 -> v2.29.2: hwLat[NET][NVLSTree] Simple 14 -> 20.9;
+# Blackwell perChMaxRingLL128Bws 73.4 -> 34.5/34.6/34.5; perChMaxNVLSTreeBws Blackwell N4 43.1 ->
+# 43.8; treeCorrectionFactor 24 size columns (the 24th as HEAD's: LL 1.0, LL128 1.0, Simple .9,
+# [U]); search.cc v2.29 sm100 Intra gains 45, sm100 Inter 96, 80, 48, ... (the tail as v2.27's [U]).
+_V2_29_TREE_CORRECTION = (_V2_27_TREE_CORRECTION[0] + (1.0,), _V2_27_TREE_CORRECTION[1] + (1.0,),
+                          _V2_27_TREE_CORRECTION[2] + (.9,))
+_V2_29_NVLS_HW_LAT = ((_us(25.0), _us(25.0)), (0.0, 0.0), (_us(18.0), _us(20.9)))
+_V2_29_SM100_SPEED_INTRA = (90.0, 80.0, 70.0, 60.0, 50.0, 45.0, 40.0, 30.0, 24.0, 20.0, 19.0, 18.0)
+_V2_29_2 = _derive(
+    _V2_28_9, version="2.29.2", tag="v2.29.2-1", first=(2, 29, 0), last=(2, 29, ANY_PATCH),
+    per_ch_max_ring_ll128_bws=_V2_27_PER_CH_MAX_RING_LL128_BWS[:3] + ((34.5, 34.6, 34.5),),
+    per_ch_max_nvls_tree_bws=_V2_28_PER_CH_MAX_NVLS_TREE_BWS[:3] + ((0.0, 96.0, 43.8),),
+    nvls=replace(_V2_28_9.nvls, hw_latency=_V2_29_NVLS_HW_LAT),
+    tree_correction_factor=_V2_29_TREE_CORRECTION,
+    speed_sm100_intra=_V2_29_SM100_SPEED_INTRA,
+    speed_sm100_inter=(96.0, 80.0) + _V2_27_SM100_SPEED_INTER[1:],
+    sources=("NVIDIA/nccl v2.29.2-1 (release commit ebd1e929) src/graph/tuning.cc, search.cc, "
+             "src/enqueue.cc (NCCL_SYM_CE_THRESHOLD), src/ce_coll.cc",) + _V2_28_3.sources,
+    notes=_V2_28_NOTES + (
+        "[U] the 24th treeCorrectionFactor column (256-512 MiB) is HEAD's (LL 1.0, LL128 1.0, Simple .9).",
+        "[U] the sm100 Inter speed array after 96, 80, 48 is taken as v2.27's.",
+        "Tuning of 256M-512M AllReduce on Blackwell and channels per net peer for alltoall/send/recv "
+        "(release notes): no constant given, not modelled.",),
+)
+
+# --- v2.30.7-1: 2.30.x ------------------------------------------------------------------------
+# tuning.cc v2.29.2 -> v2.30.3: Blackwell perChMaxRingLL128Bws 40.0 x3, perChMaxNVLSTreeBws N4 80.0,
+# other constants unchanged; search.cc v2.30.7 sm100SpeedArrayInter 96, 86, 80, 48, 45.1, ...
+_V2_30_7 = _derive(
+    _V2_29_2, version="2.30.7", tag="v2.30.7-1", first=(2, 30, 0), last=(2, 30, ANY_PATCH),
+    per_ch_max_ring_ll128_bws=_V2_27_PER_CH_MAX_RING_LL128_BWS[:3] + ((40.0, 40.0, 40.0),),
+    per_ch_max_nvls_tree_bws=_V2_28_PER_CH_MAX_NVLS_TREE_BWS[:3] + ((0.0, 96.0, 80.0),),
+    speed_sm100_inter=(96.0, 86.0, 80.0, 48.0, 45.1, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0,
+                       12.0, 6.0, 3.0, 2.4, 1.2, 0.24, 0.12),
+    sources=("NVIDIA/nccl v2.30.3-1 src/graph/tuning.cc (merge 6da42208), v2.30.7-1 src/graph/search.cc "
+             "(merge 73cf1122)",) + _V2_28_3.sources,
+    notes=_V2_28_NOTES + _V2_29_2.notes[len(_V2_28_NOTES):-1] + (
+        "[U] 2.30's release notes were not read: its changes come from code diffs.",
+        "[U] Blackwell multi-node NVLSTree channel tuning (ncclNvlsTreeSm100Tuning: 24 or 32 execution "
+        "channels and chunk sizes by NIC bandwidth) is not modelled: NVLSTree keeps 32 execution "
+        "channels across nodes."),
+)
+
+# --- 2.31.0a7-1 (pre-release on dev): 2.31.0-2.32.x --------------------------------------------
+# src/graph/tuning.cc moves to src/tuning/ (one model per algorithm) with default constants
+# identical to v2.30.3 (baseLat, hwLat, every per-channel cap, treeCorrectionFactor). No 2.31 tag
+# and nothing for 2.32 was found in NVIDIA/nccl: both take these constants [U].
+_V2_31_0 = _derive(
+    _V2_30_7, version="2.31.0", tag="2.31.0a7-1", first=(2, 31, 0), last=(2, 32, ANY_PATCH),
+    sources=("NVIDIA/nccl 2.31.0a7-1 (dev branch, commit db761c88) src/tuning/cost_model.cc, ring.cc, "
+             "tree.cc, nvls.cc, pat.cc, sym_model.cc",) + _V2_30_7.sources,
+    notes=("[U] 2.31 is the 2.31.0a7-1 pre-release on the dev branch (no release tag): its constants "
+           "are v2.30.3's and may change.",
+           "[U] 2.32: nothing was found for it in NVIDIA/nccl; 2.32.x is taken to be 2.31.0a7's.",)
+          + _V2_30_7.notes,
 )
 
 # --- v2.21.5-1: 2.20.0-2.22.x ---------------------------------------------------------------
@@ -1248,9 +1433,10 @@ def _with_inter_cpu(profile: NcclProfile) -> NcclProfile:
 PROFILES: Mapping[str, NcclProfile] = MappingProxyType({
     p.version: replace(_with_inter_cpu(p), behaviour=BEHAVIOURS[p.version]) for p in (
     _V2_3_5, _V2_3_7, _V2_4_8, _V2_5_7, _V2_7_8, _V2_8_4, _V2_11_4, _V2_12_12, _V2_16_5,
-    _V2_17_1, _V2_18_6, _V2_19_4, _V2_21_5, _V2_23_4, _V2_24_3, _V2_27_7)})
+    _V2_17_1, _V2_18_6, _V2_19_4, _V2_21_5, _V2_23_4, _V2_24_3, _V2_25_1, _V2_26_2, _V2_27_7,
+    _V2_28_3, _V2_28_9, _V2_29_2, _V2_30_7, _V2_31_0)})
 
-_OLDEST, _NEWEST = _V2_3_5, _V2_27_7
+_OLDEST, _NEWEST = _V2_3_5, _V2_31_0
 _VERSION_GRAMMAR = re.compile(r"[vV]?([0-9]{1,3})\.([0-9]{1,3})(?:\.([0-9]{1,3}))?(?:-([0-9]{1,3}))?")
 
 
@@ -1353,10 +1539,10 @@ def nccl_profile(version: str | NcclProfile | None = None) -> NcclProfile:
     --------
     >>> nccl_profile("v2.12.12-1").version, nccl_profile("2.15.5").version
     ('2.12.12', '2.16.5')
-    >>> nccl_profile("2.28")
+    >>> nccl_profile("2.33")
     Traceback (most recent call last):
     ...
-    models.engine.nccl.profiles.UnknownNcclVersionError: no NCCL profile for version '2.28': expected a release from 2.0.0 to 2.27.x written MAJOR.MINOR[.PATCH][-BUILD], such as '2.12', '2.12.12' or 'v2.12.12-1'
+    models.engine.nccl.profiles.UnknownNcclVersionError: no NCCL profile for version '2.33': expected a release from 2.0.0 to 2.32.x written MAJOR.MINOR[.PATCH][-BUILD], such as '2.12', '2.12.12' or 'v2.12.12-1'
     """
     if version is None:
         return PROFILES[DEFAULT_VERSION]

@@ -39,7 +39,14 @@ profile tag        rings         legacy_threads legacy_node_rings tree      choi
 2.21.5  v2.21.5-1  search        -              -                 model     lowest_time intra_inter ppn
 2.23.4  v2.23.4-1  search        -              -                 model     lowest_time intra_inter ppn
 2.24.3  v2.24.3-1  search        -              -                 model     lowest_time intra_inter ppn
+2.25.1  v2.25.1-1  search        -              -                 model     lowest_time intra_inter ppn
+2.26.2  v2.26.2-1  search        -              -                 model     lowest_time intra_inter ppn
 2.27.7  v2.27.7-1  search        -              -                 model     lowest_time intra_inter ppn
+2.28.3  v2.28.3-1  search        -              -                 model     lowest_time intra_inter ppn
+2.28.9  v2.28.9-1  search        -              -                 model     lowest_time intra_inter ppn
+2.29.2  v2.29.2-1  search        -              -                 model     lowest_time intra_inter ppn
+2.30.7  v2.30.7-1  search        -              -                 model     lowest_time intra_inter ppn
+2.31.0  2.31.0a7-1 search        -              -                 model     lowest_time intra_inter ppn
 ======= ========== ============= ============== ================= ========= =========== =========== ============
 
 ======= =========== ========== =========== ========= ======= =========== ====== ============= ========== ========== ========
@@ -60,8 +67,43 @@ profile tree_cap    ll_cap     ll128_cap   ll128     nvb     pxn         mnnvl  
 2.21.5  per_channel ll_max_bws per_row     one_cc    one_gpu nvlink_peer clique nvls_and_tree clique     5/6        v2.19
 2.23.4  per_channel ll_max_bws per_row     one_cc    one_gpu nvlink_peer clique nvls_and_tree clique     5/6        v2.19
 2.24.3  per_channel ll_max_bws per_row     one_cc    one_gpu nvlink_peer clique nvls_and_tree clique     5/6        v2.19
+2.25.1  per_channel ll_max_bws per_row     one_cc    one_gpu nvlink_peer clique nvls_and_tree gpus       5/6        v2.19
+2.26.2  per_channel ll_max_bws per_row     one_cc    one_gpu nvlink_peer clique nvls_and_tree gpus       5/6        v2.19
 2.27.7  per_channel ll_max_bws per_row     one_cc    one_gpu nvlink_peer clique nvls_and_tree gpus       5/6        v2.19
+2.28.3  per_channel ll_max_bws per_row     one_cc    one_gpu nvlink_peer clique nvls_and_tree gpus       nsteps     v2.19
+2.28.9  per_channel ll_max_bws per_row     one_cc    one_gpu nvlink_peer clique nvls_and_tree gpus       nsteps     v2.19
+2.29.2  per_channel ll_max_bws per_row     one_cc    one_gpu nvlink_peer clique nvls_and_tree gpus       nsteps     v2.19
+2.30.7  per_channel ll_max_bws per_row     one_cc    one_gpu nvlink_peer clique nvls_and_tree gpus       nsteps     v2.19
+2.31.0  per_channel ll_max_bws per_row     one_cc    one_gpu nvlink_peer clique nvls_and_tree gpus       nsteps     v2.19
 ======= =========== ========== =========== ========= ======= =========== ====== ============= ========== ========== ========
+
+======= =========== ========== =========== =========== =============
+profile pat_steps   cta_policy symmetric   copy_engine tuning_code
+======= =========== ========== =========== =========== =============
+2.3.5   none        none       none        none        none
+2.3.7   none        none       none        none        none
+2.4.8   none        none       none        none        none
+2.5.7   none        none       none        none        tuning_cc
+2.7.8   none        none       none        none        tuning_cc
+2.8.4   none        none       none        none        tuning_cc
+2.11.4  none        none       none        none        tuning_cc
+2.12.12 none        none       none        none        tuning_cc
+2.16.5  none        none       none        none        tuning_cc
+2.17.1  none        none       none        none        tuning_cc
+2.18.6  none        none       none        none        tuning_cc
+2.19.4  none        none       none        none        tuning_cc
+2.21.5  none        none       none        none        tuning_cc
+2.23.4  serial      none       none        none        tuning_cc
+2.24.3  serial      none       none        none        tuning_cc
+2.25.1  serial      none       none        none        tuning_cc
+2.26.2  parallel_16 none       none        none        tuning_cc
+2.27.7  parallel_16 efficiency windows     none        tuning_cc
+2.28.3  parallel_16 zero       device_api  zero_cta    constants
+2.28.9  parallel_16 zero       device_api  zero_cta    constants
+2.29.2  parallel_16 zero       nvlink_only ag_8mib     constants
+2.30.7  parallel_16 names      nvlink_only ag_8mib     constants
+2.31.0  parallel_16 names      nvlink_only ag_8mib     per_algorithm
+======= =========== ========== =========== =========== =============
 
 .. end-behaviour-table
 
@@ -87,7 +129,8 @@ from types import MappingProxyType
 __all__ = [
     "Behaviour", "RingBuilder", "TreeRule", "AlgorithmSelection", "RingLatency", "InterLatency",
     "TreeCap", "LlCap", "Ll128Cap", "Ll128Rule", "NvbRelay", "Pxn", "Mnnvl", "NvlsAlgorithms",
-    "NvlsMnnvl", "NvlsRatio", "NvlsLatency", "LegacyThreads", "LegacyNodeRings",
+    "NvlsMnnvl", "NvlsRatio", "NvlsLatency", "LegacyThreads", "LegacyNodeRings", "PatSteps",
+    "CtaPolicy", "SymmetricKernels", "CopyEngine", "TuningCode",
     "Column", "COLUMNS", "ReleaseBehaviour", "BEHAVIOURS", "behaviour_table",
 ]
 
@@ -278,7 +321,7 @@ class NvlsRatio(Behaviour):
     FIVE_SIXTHS = ("5/6", "5/6")
     #: v2.18: NVLS 5/6, NVLSTree ``0.70 nNodes / (2 (nNodes - 1))``.
     V2_18 = ("v2.18", "5/6, NVLSTree 0.70 nNodes / (2 (nNodes - 1))")
-    #: v2.28+: ``nRanks / nsteps`` (no shipped profile).
+    #: v2.28+: ``nRanks / nsteps`` (given for HEAD; taken from v2.28.3 [U]).
     NSTEPS = ("nsteps", "nRanks / nsteps")
 
     def ratio(self, across_nodes: bool, nnodes: int, ring_ratio: float) -> float:
@@ -301,6 +344,72 @@ class NvlsLatency(Behaviour):
     V2_18 = ("v2.18", "base + hwLat[NET] terms")
     #: v2.19+: ``+ intraLat (+ interLat)``, NVLSTree ``+ intraLat + 2 log2i(nNodes) interLat``.
     V2_19 = ("v2.19", "base + intraLat + interLat terms")
+
+
+class PatSteps(Behaviour):
+    """How PAT runs its steps (src/device/prims_simple.h, src/include/collectives.h). NCCL's tuning
+    model times PAT alike in both (the ``nRanks x 2.8`` µs term of src/graph/tuning.cc was not
+    changed, NVIDIA/nccl v2.26.2-1), so the time model does too."""
+
+    NONE = ("none", "no PAT")
+    #: v2.23-v2.25: one PAT step at a time.
+    SERIAL = ("serial", "PAT steps one at a time")
+    #: v2.26+: step computation and execution on different warps, up to 16 steps in parallel
+    #: (``NCCL_PAT_NWORKERS`` 512, ``NCCL_SHMEM_PAT_STEPS`` 32).
+    PARALLEL = ("parallel_16", "up to 16 PAT steps in parallel")
+
+
+class CtaPolicy(Behaviour):
+    """``NCCL_CTA_POLICY`` / ``ncclConfig_t.CTAPolicy`` (src/nccl.h.in, src/init.cc)."""
+
+    NONE = ("none", "no CTA policy")
+    #: v2.27: ``DEFAULT`` 0x00, ``EFFICIENCY`` 0x01.
+    DEFAULT_EFFICIENCY = ("efficiency", "CTA policy DEFAULT or EFFICIENCY")
+    #: v2.28+: ``ZERO`` 0x02 added (copy-engine collectives); Blackwell's CTAs cut from 32 to 16.
+    ZERO = ("zero", "CTA policy ZERO")
+    #: v2.30+: the policies also by name.
+    NAMES = ("names", "CTA policy ZERO, by name")
+
+
+class SymmetricKernels(Behaviour):
+    """Symmetric-memory kernels on buffers the user registers as windows
+    (``ncclCommWindowRegister(..., NCCL_WIN_COLL_SYMMETRIC)``; src/symmetric.cc, src/enqueue.cc).
+    They need the user's registration, so the model leaves them out of the time (they run only
+    on registered buffers, which nccl-tests and the estimates here do not assume)."""
+
+    NONE = ("none", "no symmetric kernels")
+    #: v2.27: one node (P2P and NVLS), one collective per group, fp32/fp16/bf16/fp8 sum.
+    WINDOWS = ("windows", "symmetric kernels on registered windows (not timed)")
+    #: v2.28: re-implemented over the device API, may be aggregated in groups.
+    DEVICE_API = ("device_api", "symmetric kernels on registered windows, device API (not timed)")
+    #: v2.29+: the built-in kernels only on fully NVLink-connected systems.
+    NVLINK_ONLY = ("nvlink_only", "symmetric kernels on registered windows, NVLink-only systems (not timed)")
+
+
+class CopyEngine(Behaviour):
+    """Collectives done by the copy engines inside one (MN)NVLink domain, no SM (src/ce_coll.cc,
+    src/enqueue.cc): need symmetric windows, so the model leaves them out of the time."""
+
+    NONE = ("none", "no copy-engine collectives")
+    #: v2.28: AllGather, AlltoAll, Gather, Scatter with ``CTAPolicy`` ZERO, one NCCL node, both
+    #: buffers in symmetric windows, CUDA driver >= 12.5.
+    ZERO_CTA = ("zero_cta", "copy-engine collectives with CTA policy ZERO (not timed)")
+    #: v2.29+: also a symmetric AllGather above ``NCCL_SYM_CE_THRESHOLD`` (8 MiB) on Blackwell
+    #: with every GPU on NVLink, whatever the policy.
+    LARGE_ALLGATHER = ("ag_8mib", "copy-engine collectives, and symmetric AllGather above 8 MiB on Blackwell "
+                       "(not timed)")
+
+
+class TuningCode(Behaviour):
+    """Where NCCL's tuning model lives."""
+
+    NONE = ("none", "no tuning model")
+    #: v2.5-v2.27: ``ncclTopoTuneModel`` in src/graph/tuning.cc with its tables as arrays.
+    TUNING_CC = ("tuning_cc", "src/graph/tuning.cc")
+    #: v2.28-v2.30: the tables become ``ncclTunerConstantsDefaults``, exposed to tuner plugins (v5).
+    TUNER_CONSTANTS = ("constants", "ncclTunerConstants (tuner plugin v5)")
+    #: 2.31 (pre-release): src/tuning/, one model per algorithm (``ncclTuningModelEntry_t``).
+    PER_ALGORITHM = ("per_algorithm", "src/tuning/, one model per algorithm")
 
 
 @dataclass(frozen=True, slots=True)
@@ -344,6 +453,11 @@ COLUMNS = (
     Column("nvls_mnnvl", NvlsMnnvl, "src/transport/nvls.cc"),
     Column("nvls_ratio", NvlsRatio, "src/graph/tuning.cc"),
     Column("nvls_latency", NvlsLatency, "src/graph/tuning.cc"),
+    Column("pat_steps", PatSteps, "src/include/collectives.h, src/device/ (PAT)"),
+    Column("cta_policy", CtaPolicy, "src/nccl.h.in, src/init.cc, src/graph/connect.cc"),
+    Column("symmetric", SymmetricKernels, "src/symmetric.cc, src/enqueue.cc"),
+    Column("copy_engine", CopyEngine, "src/ce_coll.cc, src/enqueue.cc"),
+    Column("tuning_code", TuningCode, "src/graph/tuning.cc; src/tuning/ (2.31)"),
 )
 
 
@@ -361,7 +475,8 @@ class ReleaseBehaviour:
     tag : str
         The NVIDIA/nccl tag read for the row (the profile's :attr:`NcclProfile.tag`).
     ring_builder, legacy_threads, legacy_node_rings, tree, selection, ring_latency, inter_latency, tree_cap, ll_cap, ll128_cap, \
-ll128, nvb, pxn, mnnvl, nvls, nvls_mnnvl, nvls_ratio, nvls_latency : Behaviour
+ll128, nvb, pxn, mnnvl, nvls, nvls_mnnvl, nvls_ratio, nvls_latency, pat_steps, cta_policy, symmetric, \
+copy_engine, tuning_code : Behaviour
         One member of each column's enum (:data:`COLUMNS`).
     uncertain : tuple of str
         Cells not read at ``tag`` (the rule of a neighbouring tag is taken) [U].
@@ -387,6 +502,11 @@ ll128, nvb, pxn, mnnvl, nvls, nvls_mnnvl, nvls_ratio, nvls_latency : Behaviour
     nvls_mnnvl: NvlsMnnvl | None
     nvls_ratio: NvlsRatio | None
     nvls_latency: NvlsLatency | None
+    pat_steps: PatSteps = PatSteps.NONE
+    cta_policy: CtaPolicy = CtaPolicy.NONE
+    symmetric: SymmetricKernels = SymmetricKernels.NONE
+    copy_engine: CopyEngine = CopyEngine.NONE
+    tuning_code: TuningCode = TuningCode.TUNING_CC
     uncertain: tuple = ()
 
     def cell(self, column: str) -> str:
@@ -403,8 +523,8 @@ ll128, nvb, pxn, mnnvl, nvls, nvls_mnnvl, nvls_ratio, nvls_latency : Behaviour
         return f"{text} (NVIDIA/nccl {self.tag} {spec.source})"
 
 
-def _row(profile, tag, *cells, uncertain=()) -> ReleaseBehaviour:
-    return ReleaseBehaviour(profile, tag, *cells, uncertain=uncertain)
+def _row(profile, tag, *cells, uncertain=(), **newer) -> ReleaseBehaviour:
+    return ReleaseBehaviour(profile, tag, *cells, uncertain=uncertain, **newer)
 
 
 _R, _T, _S = RingBuilder, TreeRule, AlgorithmSelection
@@ -412,6 +532,34 @@ _LT, _LN = LegacyThreads, LegacyNodeRings
 _RL, _IL, _TC, _LC, _L8C, _L8 = RingLatency, InterLatency, TreeCap, LlCap, Ll128Cap, Ll128Rule
 _NV, _PX, _MN, _NA, _NM, _NR, _NL = NvbRelay, Pxn, Mnnvl, NvlsAlgorithms, NvlsMnnvl, NvlsRatio, NvlsLatency
 _LEGACY_U = ("ring_latency", "inter_latency", "tree_cap", "ll_cap", "ll128_cap")
+
+# The cells v2.25-2.31 share up to the NVLS rules: the topology search and tuning model, PXN,
+# MNNVL cliques, NVLS and NVLSTree.
+_SEARCH_ROW = (_R.TOPOLOGY_SEARCH, None, None, _T.TUNED, _S.LOWEST_TIME, _RL.INTRA_INTER, _IL.PPN,
+               _TC.PER_CHANNEL, _LC.LL_MAX_BWS, _L8C.PER_CHANNEL_PER_ROW, _L8.ONE_COMPUTE_CAPABILITY,
+               _NV.ONE_GPU, _PX.NVLINK_PEER, _MN.CLIQUE, _NA.NVLS_AND_TREE)
+# v2.28's new cells (release commit f1308997, NVIDIA/nccl v2.28.3-1).
+_V2_28_CELLS = MappingProxyType(dict(pat_steps=PatSteps.PARALLEL, cta_policy=CtaPolicy.ZERO,
+                                     symmetric=SymmetricKernels.DEVICE_API, copy_engine=CopyEngine.ZERO_CTA,
+                                     tuning_code=TuningCode.TUNER_CONSTANTS))
+_V2_28_U = (
+    "cta_policy: the release notes cut Blackwell's CTAs from 32 to 16; that the mechanism is the "
+    "removed copy of ring channels up to nvlsChannels (src/graph/connect.cc) is inferred, and the "
+    "profile caps every Blackwell kernel's channels at 16",
+    "nvls_ratio: nRanks / nsteps is given for HEAD and 5/6 for v2.19-v2.27; it is taken to come "
+    "with v2.28.3's nvlsEfficiency",
+)
+_V2_30_U = (
+    "nvls: the Blackwell multi-node NVLSTree channel and chunk tuning of v2.30.3 "
+    "(ncclNvlsTreeSm100Tuning) is not modelled (it sets execution channels and chunk sizes, "
+    "not the tuning model's time); NVLS off when ranks share a GPU (v2.30.7) concerns no fabric here",
+    "release notes of 2.30 not read: the cells come from code diffs",
+)
+_V2_31_U = (
+    "every cell: 2.31 is the 2.31.0a7-1 pre-release on NVIDIA/nccl's dev branch (no release tag) "
+    "and may change",
+    "2.32: nothing was found for it in NVIDIA/nccl; 2.32.x takes this row",
+)
 
 #: THE table: one row per profile (oldest first), one cell per behaviour column (:data:`COLUMNS`).
 #: Rows before v2.5 time their rings with v2.5's formulas (NCCL had no tuning model then) [U].
@@ -422,13 +570,13 @@ BEHAVIOURS: Mapping[str, ReleaseBehaviour] = MappingProxyType({row.profile: row 
     _row("2.3.5", "v2.3.5-5", _R.NVLINK_COUNTS, _LT.HALF_ON_PASCAL_NVLINK, _LN.AS_FOUND, _T.NONE, _S.SIZE_THRESHOLDS, _RL.NSTEPS_HW,
          _IL.GRAPH_OR_NET, _TC.TOTAL_V2_5, _LC.NONE, _L8C.TOTAL_PER_COLLECTIVE, _L8.NONE, _NV.NONE,
          _PX.NONE, _MN.NONE, _NA.NONE, None, None, None,
-         uncertain=_LEGACY_U + ("ring_builder: 2.0-2.2 have no tag; v2.3.5's rings are taken",)),
+         tuning_code=TuningCode.NONE, uncertain=_LEGACY_U + ("ring_builder: 2.0-2.2 have no tag; v2.3.5's rings are taken",)),
     _row("2.3.7", "v2.3.7-1", _R.NVLINK_COUNTS, _LT.HALF_ON_PASCAL_NVLINK, _LN.AS_FOUND, _T.NONE, _S.SIZE_THRESHOLDS, _RL.NSTEPS_HW,
          _IL.GRAPH_OR_NET, _TC.TOTAL_V2_5, _LC.NONE, _L8C.TOTAL_PER_COLLECTIVE, _L8.NONE, _NV.NONE,
-         _PX.NONE, _MN.NONE, _NA.NONE, None, None, None, uncertain=_LEGACY_U),
+         _PX.NONE, _MN.NONE, _NA.NONE, None, None, None, tuning_code=TuningCode.NONE, uncertain=_LEGACY_U),
     _row("2.4.8", "v2.4.8-1", _R.NVLINK_COUNTS, _LT.DEFAULT, _LN.NVLINK_DOUBLED, _T.ACROSS_NODES, _S.SIZE_THRESHOLDS, _RL.NSTEPS_HW,
          _IL.GRAPH_OR_NET, _TC.TOTAL_V2_5, _LC.NONE, _L8C.TOTAL_PER_COLLECTIVE, _L8.NONE, _NV.NONE,
-         _PX.NONE, _MN.NONE, _NA.NONE, None, None, None, uncertain=_LEGACY_U),
+         _PX.NONE, _MN.NONE, _NA.NONE, None, None, None, tuning_code=TuningCode.NONE, uncertain=_LEGACY_U),
     _row("2.5.7", "v2.5.7-1", _R.TOPOLOGY_SEARCH, None, None, _T.TUNED, _S.LOWEST_TIME, _RL.NSTEPS_HW,
          _IL.GRAPH_OR_NET, _TC.TOTAL_V2_5, _LC.NONE, _L8C.TOTAL_PER_COLLECTIVE,
          _L8.LISTED_COMPUTE_CAPABILITIES, _NV.NONE, _PX.NONE, _MN.NONE, _NA.NONE, None, None, None,
@@ -473,16 +621,33 @@ BEHAVIOURS: Mapping[str, ReleaseBehaviour] = MappingProxyType({row.profile: row 
     _row("2.23.4", "v2.23.4-1", _R.TOPOLOGY_SEARCH, None, None, _T.TUNED, _S.LOWEST_TIME, _RL.INTRA_INTER,
          _IL.PPN, _TC.PER_CHANNEL, _LC.LL_MAX_BWS, _L8C.PER_CHANNEL_PER_ROW,
          _L8.ONE_COMPUTE_CAPABILITY, _NV.ONE_GPU, _PX.NVLINK_PEER, _MN.CLIQUE, _NA.NVLS_AND_TREE,
-         _NM.CLIQUE, _NR.FIVE_SIXTHS, _NL.V2_19),
+         _NM.CLIQUE, _NR.FIVE_SIXTHS, _NL.V2_19, pat_steps=PatSteps.SERIAL),
     _row("2.24.3", "v2.24.3-1", _R.TOPOLOGY_SEARCH, None, None, _T.TUNED, _S.LOWEST_TIME, _RL.INTRA_INTER,
          _IL.PPN, _TC.PER_CHANNEL, _LC.LL_MAX_BWS, _L8C.PER_CHANNEL_PER_ROW,
          _L8.ONE_COMPUTE_CAPABILITY, _NV.ONE_GPU, _PX.NVLINK_PEER, _MN.CLIQUE, _NA.NVLS_AND_TREE,
-         _NM.CLIQUE, _NR.FIVE_SIXTHS, _NL.V2_19,
-         uncertain=("nvls_mnnvl: v2.25-v2.26 follow the GPU-count rule (NvlsMnnvl.GPUS)",)),
-    _row("2.27.7", "v2.27.7-1", _R.TOPOLOGY_SEARCH, None, None, _T.TUNED, _S.LOWEST_TIME, _RL.INTRA_INTER,
-         _IL.PPN, _TC.PER_CHANNEL, _LC.LL_MAX_BWS, _L8C.PER_CHANNEL_PER_ROW,
-         _L8.ONE_COMPUTE_CAPABILITY, _NV.ONE_GPU, _PX.NVLINK_PEER, _MN.CLIQUE, _NA.NVLS_AND_TREE,
-         _NM.GPUS, _NR.FIVE_SIXTHS, _NL.V2_19),
+         _NM.CLIQUE, _NR.FIVE_SIXTHS, _NL.V2_19, pat_steps=PatSteps.SERIAL),
+    # v2.25+ (NVIDIA/nccl release commits 80f6bda4 v2.25.1-1, f44ac759 v2.26.2-1, 72d24320 v2.27.3-1,
+    # f1308997 v2.28.3-1, ebd1e929 v2.29.2-1; v2.30 and 2.31 from code diffs).
+    _row("2.25.1", "v2.25.1-1", *_SEARCH_ROW, _NM.GPUS, _NR.FIVE_SIXTHS, _NL.V2_19,
+         pat_steps=PatSteps.SERIAL),
+    _row("2.26.2", "v2.26.2-1", *_SEARCH_ROW, _NM.GPUS, _NR.FIVE_SIXTHS, _NL.V2_19,
+         pat_steps=PatSteps.PARALLEL),
+    _row("2.27.7", "v2.27.7-1", *_SEARCH_ROW, _NM.GPUS, _NR.FIVE_SIXTHS, _NL.V2_19,
+         pat_steps=PatSteps.PARALLEL, cta_policy=CtaPolicy.DEFAULT_EFFICIENCY, symmetric=SymmetricKernels.WINDOWS),
+    _row("2.28.3", "v2.28.3-1", *_SEARCH_ROW, _NM.GPUS, _NR.NSTEPS, _NL.V2_19, **_V2_28_CELLS,
+         uncertain=_V2_28_U),
+    _row("2.28.9", "v2.28.9-1", *_SEARCH_ROW, _NM.GPUS, _NR.NSTEPS, _NL.V2_19, **_V2_28_CELLS,
+         uncertain=_V2_28_U),
+    _row("2.29.2", "v2.29.2-1", *_SEARCH_ROW, _NM.GPUS, _NR.NSTEPS, _NL.V2_19,
+         **dict(_V2_28_CELLS, symmetric=SymmetricKernels.NVLINK_ONLY, copy_engine=CopyEngine.LARGE_ALLGATHER),
+         uncertain=_V2_28_U),
+    _row("2.30.7", "v2.30.7-1", *_SEARCH_ROW, _NM.GPUS, _NR.NSTEPS, _NL.V2_19,
+         **dict(_V2_28_CELLS, symmetric=SymmetricKernels.NVLINK_ONLY, copy_engine=CopyEngine.LARGE_ALLGATHER,
+                cta_policy=CtaPolicy.NAMES), uncertain=_V2_28_U + _V2_30_U),
+    _row("2.31.0", "2.31.0a7-1", *_SEARCH_ROW, _NM.GPUS, _NR.NSTEPS, _NL.V2_19,
+         **dict(_V2_28_CELLS, symmetric=SymmetricKernels.NVLINK_ONLY, copy_engine=CopyEngine.LARGE_ALLGATHER,
+                cta_policy=CtaPolicy.NAMES, tuning_code=TuningCode.PER_ALGORITHM),
+         uncertain=_V2_31_U + _V2_28_U + _V2_30_U),
 )})
 
 

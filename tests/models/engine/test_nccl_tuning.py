@@ -62,7 +62,7 @@ def test_default_profile_is_the_reference_version():
     assert DEFAULT_VERSION == "2.27.7"
     assert nccl_profile() is PROFILES["2.27.7"]
     assert nccl_profile(None).tag == "v2.27.7-1"
-    assert list(PROFILES)[0] == "2.3.5" and list(PROFILES)[-1] == "2.27.7"
+    assert list(PROFILES)[0] == "2.3.5" and list(PROFILES)[-1] == "2.31.0"
 
 
 @pytest.mark.parametrize("spelling", ["2.12.12", "v2.12.12-1", "V2.12.12", " 2.12.12-1 "])
@@ -74,9 +74,9 @@ def test_profile_passes_a_profile_through():
     assert nccl_profile(OLD) is OLD
 
 
-@pytest.mark.parametrize("bad", ["2.28", "1.3.4", "3.0.0", "", 2.27, "2.12.x", "2. 12", "2.12.12-"])
+@pytest.mark.parametrize("bad", ["2.33", "1.3.4", "3.0.0", "", 2.27, "2.12.x", "2. 12", "2.12.12-"])
 def test_unknown_version_lists_valid_ones(bad):
-    with pytest.raises(UnknownNcclVersionError, match=r"expected a release from 2.0.0 to 2.27.x"):
+    with pytest.raises(UnknownNcclVersionError, match=r"expected a release from 2\.0\.0 to 2\.32\.x"):
         nccl_profile(bad)
     assert issubclass(UnknownNcclVersionError, DgxTopoError)
     assert issubclass(UnknownNcclVersionError, ValueError)
@@ -122,8 +122,11 @@ def test_table_shapes(profile):
     for table in (profile.ll_max_bws, profile.per_ch_max_ring_ll128_bws,
                   profile.per_ch_max_tree_ll128_bws, profile.per_ch_max_tree_bws):
         assert np.shape(table) == (rows, 3)
-    # 23 entries per row; v2.5's Simple row has 22 (src/enqueue.cc v2.5.7-1).
-    assert [len(row) for row in profile.tree_correction_factor] in ([23] * 3, [23, 23, 22])
+    # 23 entries per row; v2.5's Simple row has 22 (src/enqueue.cc v2.5.7-1; the releases before it take it); 24 from v2.29.2
+    # (src/graph/tuning.cc v2.29.2-1, one more size bucket at the top).
+    lengths = [len(row) for row in profile.tree_correction_factor]
+    assert lengths == ([24] * 3 if profile.first >= (2, 29, 0) else [23, 23, 22] if profile.first < (2, 7, 0)
+                       else [23] * 3)
 
 
 @pytest.mark.parametrize("profile", list(PROFILES.values()), ids=list(PROFILES))
@@ -767,7 +770,7 @@ def test_old_profile_refuses_what_it_cannot_model():
     with pytest.raises(DgxTopoError, match="unknown path type 'C2C'"):
         applicability("all_reduce", "ring", "LL128", Communicator(4, g, g, 80, profile="2.12.12"))
     with pytest.raises(UnknownNcclVersionError):
-        h100(profile="2.28.3")
+        h100(profile="2.33.0")
 
 
 def test_a_communicator_cannot_be_tuned_under_another_release():

@@ -32,18 +32,22 @@ from topo.units import GB, us
     ("2.8.4", "2.8.4"), ("2.9.9", "2.8.4"), ("2.10.3", "2.11.4"), ("2.12", "2.12.12"),
     ("v2.12.12-1", "2.12.12"), ("2.13.4", "2.12.12"), ("2.14.3", "2.16.5"), ("2.17.2", "2.17.1"), ("2.18.3", "2.18.6"),
     ("2.19.3", "2.19.4"), ("2.20.5", "2.21.5"), ("2.22.3", "2.21.5"), ("2.23.4", "2.23.4"),
-    ("2.26.2", "2.24.3"), ("2.24.3", "2.24.3"), ("2.27.7", "2.27.7"), (" V2.27.3-1 ", "2.27.7"),
+    ("2.24.3", "2.24.3"), ("2.24.9", "2.24.3"), ("2.25.1", "2.25.1"), ("2.25", "2.25.1"),
+    ("2.26.2", "2.26.2"), ("2.26.6", "2.26.2"), ("2.27.7", "2.27.7"), (" V2.27.3-1 ", "2.27.7"),
+    ("2.28.0", "2.28.3"), ("2.28.6", "2.28.3"), ("2.28.7", "2.28.9"), ("v2.28.9-1", "2.28.9"),
+    ("2.29.2", "2.29.2"), ("2.30.3", "2.30.7"), ("2.30.7-1", "2.30.7"), ("2.31.0", "2.31.0"),
+    ("2.32.6", "2.31.0"), ("2.32", "2.31.0"),
 ])
 def test_every_release_maps_to_the_profile_that_governs_it(text, profile):
     assert nccl_profile(text).version == profile
     assert parse_nccl_version(text).profile is PROFILES[profile]
 
 
-@pytest.mark.parametrize("bad", ["1.3.4", "2.28.3", "3.0", "2", "2.x", "2.12.12.1", "2.12-", "v",
+@pytest.mark.parametrize("bad", ["1.3.4", "2.33", "2.33.0", "3.0", "2", "2.x", "2.12.12.1", "2.12-", "v",
                                  "2.12.12-1-2", "２.12", 2.12, b"2.12"])
 def test_bad_versions_name_what_was_received_and_the_range(bad):
     with pytest.raises(UnknownNcclVersionError, match=r"received|for version .*expected a release "
-                                                      r"from 2\.0\.0 to 2\.27\.x"):
+                                                      r"from 2\.0\.0 to 2\.32\.x"):
         nccl_profile(bad)
 
 
@@ -57,9 +61,9 @@ def test_the_parser_never_fails_otherwise(text):
     assert release.profile.first <= release.key <= release.profile.last
 
 
-def test_profiles_cover_2_0_to_2_27_without_gaps_or_overlaps():
+def test_profiles_cover_2_0_to_2_32_without_gaps_or_overlaps():
     profiles = list(PROFILES.values())
-    assert profiles[0].first == (2, 0, 0) and profiles[-1].last[:2] == (2, 27)
+    assert profiles[0].first == (2, 0, 0) and profiles[-1].last[:2] == (2, 32)
     for older, newer in zip(profiles, profiles[1:]):
         following = (older.last[0], older.last[1] + 1, 0) if older.last[2] == ANY_PATCH else \
             (older.last[0], older.last[1], older.last[2] + 1)

@@ -307,7 +307,8 @@ def test_nvls_choice_holds_the_numbers_its_sentence_gave():
     assert nvls_choice_text(untimed) == (
         "NVLS enabled for all_reduce, but the other algorithms cannot be timed: NCCL profile 2.17.1 has "
         "bandwidth-cap rows for compute capability < 90 only (its llMaxBws rows, NVIDIA/nccl v2.17.1-1 "
-        "src/graph/tuning.cc); received compute capability 100; expected a profile such as 2.27.7")
+        "src/graph/tuning.cc); received compute capability 100; expected a profile such as 2.27.7 "
+            "(Blackwell from 2.25)")
     assert nvls_choice_text(None) == "" and reason_text(None) == ""
 
 

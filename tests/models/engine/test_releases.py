@@ -55,7 +55,7 @@ def test_the_docstring_table_is_the_generated_one():
 
 def test_the_profiles_docstring_table_names_every_profile_its_releases_and_tag():
     """The first three columns of the profiles docstring table are versions_table's, in words."""
-    rows = re.findall(r"^(\d\.\S+-\S+)\s+(\d\.\d+\.\d+)\s+(v\S+)\s", profiles_module.__doc__,
+    rows = re.findall(r"^(\d\.\S+-\S+)\s+(\d\.\d+\.\d+)\s+(v?\d\S+-\d+)\s", profiles_module.__doc__,
                       flags=re.MULTILINE)
     assert rows == [row[:3] for row in versions_rows()]
 

@@ -115,7 +115,7 @@ def test_the_versions_table_words_are_mains():
     rows = versions_rows()
     assert rows[0] == ("2.0.0-2.3.6", "2.3.5", "v2.3.5-5", "rings from NVLink counts, no trees, no LL128, no GPU "
                        "relay, no PXN, LL/Simple by size threshold")
-    assert rows[-1] == ("2.27.0-2.27.x", "2.27.7", "v2.27.7-1", "topology search, trees, LL128, NVB relay, PXN, "
+    assert rows[-1] == ("2.31.0-2.32.x", "2.31.0", "2.31.0a7-1", "topology search, trees, LL128, NVB relay, PXN, "
                         "tuning model")
     assert format_versions_table().splitlines()[3] == \
         "2.4.0-2.4.x    2.4.8    v2.4.8-1    rings from NVLink counts, trees across nodes (threshold), no LL128, " \
@@ -190,6 +190,6 @@ def test_versions_table_is_numbers_and_enums():
     assert [r[1] for r in rows] == list(PROFILES)
     (first, last), version, tag, behaviour = rows[0]
     assert (first, last, version, tag) == ((2, 0, 0), (2, 3, 6), "2.3.5", "v2.3.5-5")
-    assert rows[-1][0] == ((2, 27, 0), (2, 27, ANY_PATCH)) and rows[-1][3] is BEHAVIOURS["2.27.7"]
+    assert rows[-1][0] == ((2, 31, 0), (2, 32, ANY_PATCH)) and rows[-1][3] is BEHAVIOURS["2.31.0"]
     assert behaviour_text(behaviour) == versions_rows()[0][3]
 

@@ -22,7 +22,7 @@ from ..releases import InterLatency, Ll128Cap, Ll128Rule, LlCap, RingBuilder
 from ..reasons import Cause, Why
 
 __all__ = ["Algorithm", "LinkCharges", "BusSteps", "LatencyInputs", "latency_inputs", "ll128_applies",
-           "table_channels"]
+           "table_channels", "cta_capped"]
 
 
 class LinkCharges(Protocol):
@@ -169,8 +169,10 @@ class Algorithm:
 
     def blocks(self, graph_channels: int, profile: NcclProfile, compute_capability: int, nnodes: int) -> int:
         """Channels its kernel runs on each GPU (one CUDA block each by default): ring, tree and
-        PAT run ``comm->nChannels`` (:func:`table_channels`)."""
-        return table_channels(graph_channels, profile)
+        PAT run ``comm->nChannels`` (:func:`table_channels`), at most the release's default CTAs
+        (:meth:`NcclProfile.max_ctas <models.engine.nccl.profiles.NcclProfile.max_ctas>`: 16 on
+        Blackwell from v2.28)."""
+        return cta_capped(table_channels(graph_channels, profile), profile, compute_capability)
 
     def charge(self, links: LinkCharges) -> None:
         """Say which links its data phase fills (the decomposition for the simulator): the
@@ -190,6 +192,14 @@ def table_channels(graph_channels: int, profile: NcclProfile) -> int:
     if profile.behaviour.ring_builder is RingBuilder.NVLINK_COUNTS:
         return graph_channels
     return min(profile.require("max_channels"), 2 * graph_channels)
+
+
+def cta_capped(channels: int, profile: NcclProfile, compute_capability: int) -> int:
+    """``channels`` clamped to the release's default maximum CTAs for the GPU (NCCL clamps
+    ``comm->nChannels`` and ``comm->nvlsChannels`` to ``[minCTAs, maxCTAs]``, src/init.cc; Blackwell
+    32, then 16 from v2.28.3-1)."""
+    limit = profile.max_ctas(compute_capability)
+    return channels if limit is None else min(channels, limit)
 
 
 class BusSteps:

@@ -24,7 +24,7 @@ from ..communicator import BusBandwidth, ChannelGraph, Communicator, Latency, La
 from ..profiles import NcclProfile
 from ..reasons import Cause, Why
 from ..releases import NvlsAlgorithms, NvlsLatency, NvlsRatio
-from .base import Algorithm, LinkCharges, latency_inputs
+from .base import Algorithm, LinkCharges, cta_capped, latency_inputs
 
 __all__ = ["Nvls", "NVLS"]
 
@@ -82,7 +82,8 @@ class Nvls(Algorithm):
 
     def bus_bandwidth(self, collective: str, protocol: str, comm: Communicator) -> BusBandwidth:
         """``nChannels x min(intra, inter)`` of the NVLS graph (src/graph/tuning.cc at the
-        profile's tag; v2.28.3+ with the NVLS efficiency)."""
+        profile's tag; v2.28.3+ with the NVLS efficiency and, for NVLSTree, the per-channel cap
+        ``perChMaxNVLSTreeBws``)."""
         graph, rules = comm.nvls, comm.profile.require("nvls")
         nnodes, ppn, nch = comm.nnodes, comm.ppn, comm.nvls.nchannels
         tree = self.across_nodes
@@ -91,9 +92,13 @@ class Nvls(Algorithm):
             intra = graph.bw_intra * rules.efficiency[row] * (nch - 1) / nch
             intra *= 2 if collective == "all_reduce" else (ppn - 1) / ppn
             inter = graph.bw_inter * (2 if nnodes <= 2 and tree else 1)
+            cap = comm.profile.per_ch_max_nvls_tree_bw(row, nnodes) if tree else None
             name = (f"min(bwIntra x nvlsEfficiency[{row}] x (nCh-1)/nCh x "
                     f"{'2' if collective == 'all_reduce' else '(ppn-1)/ppn'}, bwInter"
-                    f"{' x 2' if inter != graph.bw_inter else ''})")
+                    f"{' x 2' if inter != graph.bw_inter else ''}"
+                    f"{f', perChMaxNVLSTreeBws[{row}][{min(nnodes, 3) - 1}]' if cap is not None else ''})")
+            if cap is not None:
+                inter = min(inter, cap)
         elif not tree and collective == "all_reduce":
             intra, inter, name = graph.bw_intra, graph.bw_inter, "min(bwIntra, bwInter)"
         elif not tree:
@@ -144,7 +149,8 @@ class Nvls(Algorithm):
         :attr:`NvlsRules.nchannels <models.engine.nccl.profiles.NvlsRules.nchannels>` (sm90; sm100
         on one NCCL node; sm100 across nodes)."""
         sm90, sm100_one_node, sm100_nodes = profile.require("nvls").nchannels
-        return sm90 if compute_capability < 100 else sm100_one_node if nnodes <= 1 else sm100_nodes
+        channels = sm90 if compute_capability < 100 else sm100_one_node if nnodes <= 1 else sm100_nodes
+        return cta_capped(channels, profile, compute_capability)
 
     def charge(self, links: LinkCharges) -> None:
         """Each NVLS channel reserves ``bwIntra`` on every GPU's links to the NVSwitches, twice on

@@ -20,7 +20,7 @@ import numpy as np
 from ..communicator import BusBandwidth, Communicator, Latency, LatencyTerm, comm_channels
 from ..reasons import Cause, Why
 from ..releases import Ll128Rule, RingLatency
-from .base import Algorithm, BusSteps, latency_inputs, ll128_applies
+from .base import Algorithm, BusSteps, cta_capped, latency_inputs, ll128_applies
 
 __all__ = ["Ring", "RING"]
 
@@ -105,12 +105,13 @@ class Ring(Algorithm):
 
     def time_factors(self, collective: str, protocol: str, size: np.ndarray, comm: Communicator) -> tuple:
         """The plateau of Ring Simple AllReduce on several nodes: latency x (1.9 if minCompCap < 80
-        else 1.4) when ``nBytes / (comm->nChannels x nRanks) >= 64`` (src/enqueue.cc)."""
+        else 1.4) when ``nBytes / (comm->nChannels x nRanks) >= 64`` (src/enqueue.cc; ``comm->nChannels``
+        within the release's CTAs, 16 on Blackwell from v2.28)."""
         plateau = np.ones(size.shape)
         if protocol == "Simple" and comm.nnodes > 1 and collective == "all_reduce":
             profile = comm.profile
-            channels = comm.nchannels if comm.nchannels is not None else \
-                comm_channels(comm.ring.nchannels, comm.tree.nchannels, profile)
+            channels = comm.nchannels if comm.nchannels is not None else cta_capped(
+                comm_channels(comm.ring.nchannels, comm.tree.nchannels, profile), profile, comm.compute_capability)
             below80, from80 = profile.require("ring_plateau_factor")
             factor = below80 if comm.compute_capability < 80 else from80
             plateau = np.where(np.floor(size / (channels * comm.nranks))
