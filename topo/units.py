@@ -6,7 +6,9 @@ below are the only place where numbers leave SI, at the display edge, in the uni
 nccl-tests prints: decimal GB/s (1e9 B/s, nccl-tests ``/ 1.0E9``) and microseconds.
 
 Inputs that are sizes or counts go through :func:`parse_nbytes` and :func:`parse_count`,
-shared by the API and the command line, so both accept and refuse the same values.
+shared by the API and the command line, so both accept and refuse the same values; the API's
+own checks of a whole number and of a bandwidth are :func:`is_int` and
+:func:`positive_bandwidth`, one implementation for every module.
 
 Examples
 --------
@@ -40,6 +42,7 @@ __all__ = [
     "ns", "us", "ms",
     "to_GBps", "to_us",
     "MAX_NBYTES", "MAX_COUNT", "SIZE_SUFFIXES", "parse_nbytes", "parse_count",
+    "is_int", "positive_bandwidth",
 ]
 
 # Decimal multiples: bandwidths and line rates (1 GB/s = 1e9 B/s, as nccl-tests reports).
@@ -234,3 +237,42 @@ def parse_count(value: int | float | str, *, name: str, minimum: int = 1, maximu
     if count is None or not minimum <= count <= top:
         raise CountError(expected)
     return count
+
+
+def is_int(value: object) -> bool:
+    """Whether ``value`` is a whole number as the API takes one: a Python or numpy integer, not a
+    bool (``True`` is an ``int`` to Python, never a count to the models).
+
+    >>> is_int(3), is_int(np.int64(3)), is_int(True), is_int(3.0)
+    (True, True, False, False)
+    """
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
+def positive_bandwidth(name: str, value: object, error: type[Exception] = ValueError) -> float:
+    """A bandwidth argument checked: a finite real number > 0 (not a bool), as a float. [B/s]
+
+    Parameters
+    ----------
+    name : str
+        The argument, as the message names it (``"bw_intra"``).
+    value : object
+    error : type of Exception
+        The exception raised (the caller's own: ``TuningError``, ``ChannelSearchError``).
+
+    Raises
+    ------
+    error
+        "``name`` must be a finite bandwidth > 0 [B/s], received ``value``".
+
+    >>> positive_bandwidth("bw_intra", 20e9)
+    20000000000.0
+    >>> positive_bandwidth("bw_intra", 0)
+    Traceback (most recent call last):
+    ...
+    ValueError: bw_intra must be a finite bandwidth > 0 [B/s], received 0
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
+            or not math.isfinite(value) or value <= 0:
+        raise error(f"{name} must be a finite bandwidth > 0 [B/s], received {value!r}")
+    return float(value)

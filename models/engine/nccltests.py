@@ -54,7 +54,7 @@ import numpy as np
 import numpy.typing as npt
 
 from topo.errors import DgxTopoError, SizeError
-from topo.units import Sizes, parse_nbytes
+from topo.units import Sizes, is_int, parse_nbytes
 
 __all__ = [
     "COLLECTIVES", "NCCL_COLLECTIVES", "Collective", "UnknownCollectiveError",
@@ -373,7 +373,7 @@ def nbytes_from_count(name: str, count: npt.ArrayLike, nranks: npt.ArrayLike, ty
     spec = collective(name)
     n = _nranks(nranks)
     elements = _whole_numbers(count, "count", 0)
-    if isinstance(typesize, bool) or not isinstance(typesize, (int, np.integer)) or typesize < 1:
+    if not is_int(typesize) or typesize < 1:
         raise DgxTopoError(f"typesize must be a positive integer [bytes], received {typesize!r}")
     size = elements * typesize * (n if spec.peers_in_size else 1)
     return int(size) if size.ndim == 0 else size
@@ -418,7 +418,7 @@ def count_from_nbytes(name: str, nbytes: Sizes, nranks: npt.ArrayLike, typesize:
     spec = collective(name)
     n = _nranks(nranks)
     size = np.asarray(parse_nbytes(nbytes))
-    if isinstance(typesize, bool) or not isinstance(typesize, (int, np.integer)) or typesize < 1:
+    if not is_int(typesize) or typesize < 1:
         raise DgxTopoError(f"typesize must be a positive integer [bytes], received {typesize!r}")
     count = size // typesize // n if spec.peers_in_size else size // typesize
     counted = count if count.ndim else int(count)

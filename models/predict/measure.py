@@ -197,7 +197,7 @@ from topo.cluster import network_nics
 from topo.errors import DgxTopoError
 from topo.pcie import pcie_paths
 from topo.specs import WIRES
-from topo.units import us
+from topo.units import is_int, us
 
 from ..engine.fabric import PreparedFabric
 from ..engine.nccl.algorithms.catalog import ALGORITHMS, algorithm_named
@@ -614,7 +614,7 @@ def measured(e: Any, G: nx.DiGraph | PreparedFabric | NcclSystem, *, gpus_per_th
         If ``gpus_per_thread`` is not a whole number from 1 to the number of ranks.
     """
     profile, G = _release_and_graph(G, profile)
-    if isinstance(gpus_per_thread, bool) or not isinstance(gpus_per_thread, (int, np.integer)) \
+    if not is_int(gpus_per_thread) \
             or not 1 <= gpus_per_thread <= max(1, e.nranks):
         raise MeasurementError(f"gpus_per_thread must be an integer from 1 to {max(1, e.nranks)} "
                                f"(the ranks), received {gpus_per_thread!r}")

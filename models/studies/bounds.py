@@ -65,7 +65,7 @@ import numpy as np
 import topo
 from topo.errors import DgxTopoError, LimitError
 from topo.select import GpuIds
-from topo.units import Sizes
+from topo.units import Sizes, is_int
 
 from ..engine.fabric import PreparedFabric, prepare
 from ..engine.nccl.profiles import NcclProfile
@@ -604,7 +604,7 @@ def bound(G: nx.DiGraph | PreparedFabric, collective: str, nbytes: Sizes, gpus: 
     root_node = None
     if COLLECTIVES[name].bound == "rooted":
         root_id = ids[0] if root is None else root
-        if isinstance(root_id, bool) or not isinstance(root_id, (int, np.integer)) or root_id not in ids:
+        if not is_int(root_id) or root_id not in ids:
             raise BoundError(f"root must be a GPU id of the set {list(ids)}, received {root!r}")
         root_id = int(root_id)
         root_node = nodes[ids.index(root_id)]
@@ -681,7 +681,7 @@ def subset_bounds(G: nx.DiGraph | PreparedFabric, collective: str, k: int | None
     n = len(fabric.gpu_nodes)
     if k is None:
         sizes = range(2, n + 1)
-    elif isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 2 <= k <= n:
+    elif not is_int(k) or not 2 <= k <= n:
         raise BoundError(f"k must be a number of GPUs from 2 to {n} on {fabric.name}, received {k!r}")
     else:
         sizes = (int(k),)

@@ -25,7 +25,7 @@ import numpy as np
 
 from topo.errors import DgxTopoError
 from topo.select import GpuIds
-from topo.units import to_us, us
+from topo.units import is_int, to_us, us
 
 from ..engine.fabric import PreparedFabric, prepare
 from ..engine.nccl.profiles import NcclProfile
@@ -216,7 +216,7 @@ def _prepare(run, estimator, gpus, gpus_per_thread, inplace) -> _Prepared:
     else:
         g = 1
         caveats.append(Caveat(CaveatCode.GPUS_PER_THREAD_ASSUMED, run=run.name))
-    if not isinstance(g, (int, np.integer)) or isinstance(g, bool) or not 1 <= g <= e.nranks:
+    if not is_int(g) or not 1 <= g <= e.nranks:
         raise CalibrationError(f"gpus_per_thread must be an integer from 1 to {e.nranks} (the ranks "
                                f"of {label}), received {g!r}")
     return _Prepared(run, e, t[keep], b[keep], sizes[keep], int(g), tuple(caveats))

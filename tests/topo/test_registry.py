@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import topo
 from topo import SystemSpec, SystemSpecError, UnknownSystemError, parse_system_spec
+from topo.registry import VARIANTS
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -125,12 +126,14 @@ def test_cluster_host_counts(n):
 @given(st.one_of(st.text(max_size=30),
                  st.from_regex(r"[-+0-9.x]{0,6}x?(dgx1|dgx1v|dgx2|DGX-2|dgx9)(:[a-z_]{0,9})?"
                                r"(:(oversub|rail|x)?=?[-+0-9.]{0,3}){0,2}", fullmatch=True)))
+@example("DGXA10080G")  # found by this test: a variant's name, spelt without its separators
 def test_fuzzed_specs_parse_or_raise_a_typed_error(text):
     try:
         spec = parse_system_spec(text)
     except topo.DgxTopoError:
         return
-    assert spec.system in topo.SYSTEMS and 1 <= spec.hosts <= topo.MAX_HOSTS
+    # A variant (dgxa100-80g, whose name the text st.text() can spell) is a system too.
+    assert (spec.system in topo.SYSTEMS or spec.system in VARIANTS) and 1 <= spec.hosts <= topo.MAX_HOSTS
     assert str(spec).lower() == str(spec) and parse_system_spec(str(spec)) == spec
     assert 1 <= spec.oversub <= 64
 

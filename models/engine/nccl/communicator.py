@@ -20,6 +20,7 @@ from types import MappingProxyType
 import numpy as np
 
 from topo.errors import DgxTopoError
+from topo.units import is_int, positive_bandwidth
 
 from ..nccltests import NCCL_COLLECTIVES, collective as _collective_spec
 from .profiles import PATH_TYPES, PROTOCOLS, NcclProfile, nccl_profile
@@ -29,7 +30,7 @@ __all__ = [
     "PATTERNS", "CPU_VENDORS", "TuningError", "UnsupportedCollectiveError", "UnknownAlgorithmError",
     "UnknownProtocolError", "ChannelGraph", "Communicator", "BandwidthStep", "BusBandwidth",
     "LatencyTerm", "Latency", "check_collective", "check_protocol", "nsteps", "comm_channels",
-    "path_above", "log2i", "is_int", "positive_bandwidth",
+    "path_above", "log2i",
 ]
 
 #: Search patterns of a channel graph (NCCL_TOPO_PATTERN_*, src/graph/search.cc).
@@ -87,20 +88,6 @@ def check_protocol(name) -> str:
     return key
 
 
-def is_int(value) -> bool:
-    """Whether ``value`` is a whole number (a Python or numpy integer, not a bool)."""
-    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
-
-
-def positive_bandwidth(name: str, value, error: type[DgxTopoError] = TuningError) -> float:
-    """``value`` as a float when it is a finite bandwidth > 0 [B/s]; else ``error`` naming ``name``
-    (the one check of the tuning model's and the channel duplication's bandwidths)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
-            or not math.isfinite(value) or value <= 0:
-        raise error(f"{name} must be a finite bandwidth > 0 [B/s], received {value!r}")
-    return float(value)
-
-
 # ---------------------------------------------------------------------------------- inputs
 @dataclass(frozen=True, slots=True)
 class ChannelGraph:
@@ -155,10 +142,10 @@ class ChannelGraph:
             raise TuningError(f"nthreads must be an integer >= 1 or None, received {self.nthreads!r}")
         if not is_int(self.nchannels) or self.nchannels < 1:
             raise TuningError(f"nchannels must be an integer >= 1, received {self.nchannels!r}")
-        positive_bandwidth("bw_intra", self.bw_intra)
+        positive_bandwidth("bw_intra", self.bw_intra, TuningError)
         if self.bw_inter is None:
             object.__setattr__(self, "bw_inter", float(self.bw_intra))
-        positive_bandwidth("bw_inter", self.bw_inter)
+        positive_bandwidth("bw_inter", self.bw_inter, TuningError)
         for name in ("type_intra", "type_inter"):
             value = getattr(self, name)
             if not isinstance(value, str) and isinstance(getattr(value, "name", None), str):

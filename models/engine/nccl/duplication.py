@@ -15,9 +15,10 @@ import enum
 from dataclasses import dataclass
 
 from topo.errors import DgxTopoError
+from topo.units import is_int, positive_bandwidth
 
 from ..results import tidy_records
-from .communicator import PATTERNS, is_int, positive_bandwidth
+from .communicator import PATTERNS
 from .profiles import DupRule, NcclProfile, nccl_profile
 
 __all__ = ["ChannelSearchError", "ChannelDuplication", "DupWhy", "dup_channels"]

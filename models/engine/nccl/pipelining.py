@@ -87,7 +87,7 @@ from types import MappingProxyType
 import numpy as np
 
 from topo.errors import DgxTopoError
-from topo.units import parse_nbytes
+from topo.units import is_int, parse_nbytes
 
 from ..nccltests import COLLECTIVES, NCCL_COLLECTIVES
 from ..results import tidy_records
@@ -343,7 +343,7 @@ class Pipelining:
 
 
 def _check_count(name, value, low) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+    if not is_int(value) or value < low:
         raise PipeliningError(f"{name} must be an integer >= {low}, received {value!r}")
     return int(value)
 

@@ -1,4 +1,5 @@
-"""What the report shows, as data: every model result of every system, computed once.
+"""What the report shows, as data: the survey's numbers (:mod:`models.studies.survey`) of every
+system, worded, and shipped once computed.
 
 Any system :func:`topo.build` knows can be given by name; a number a system cannot have (an
 8-GPU column on a 4-GPU system) is None, and a model that does not cover a case (it raises a
@@ -16,14 +17,18 @@ Examples
 Two sections compare systems and measurements: :func:`generations` (NVLink per GPU, bisection
 and 8-GPU all_reduce curves of every single-host system of 8 GPUs or more, NVLS beside ring
 where the model has it) and :func:`measurement_comparison` (the model against the measured
-runs shipped in ``models/report/data``: nccl-tests on 12 GPUs of a DGX-2 through
+runs shipped in ``models/studies/data``: nccl-tests on 12 GPUs of a DGX-2 through
 :func:`models.studies.calibration.check`, and a DGX-1V's p2pBandwidthLatencyTest row).
 
 Two more answer issues 14 and 15: :func:`system_bounds` (NCCL's predicted busbw against the
 optimal schedule's bound, :func:`models.bound`, on every GPU set, one computation per class of
-:func:`set_classes`, the worst sets explained) and :func:`training_step` (a planner workload's
-layouts on the seed comparison's systems, :func:`models.search`, and
+:func:`models.studies.survey.set_classes`, the worst sets explained) and :func:`training_step` (a
+planner workload's layouts on the seed comparison's systems, :func:`models.search`, and
 :func:`models.gpus_ranking`).
+
+The model work (what each section predicts, compares and ranks) is the survey's
+(:mod:`models.studies.survey`); this module holds what the page shows of it, in words where the
+page says why (the ``*_error`` fields, ``notes``, the worst sets' explanations).
 
 Every section of a built-in system (at NCCL's reference release, with the default options) is
 computed once and shipped (:data:`SHIPPED_ANALYSIS`, :mod:`models.present.report.shipped`): a
@@ -33,66 +38,35 @@ report reads it when the fabric, release and options are the ones shipped, and c
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import re
 from dataclasses import dataclass
-from importlib import resources
 from types import MappingProxyType
 
 import numpy as np
 
 import topo
 from topo.errors import DgxTopoError
-from topo.units import GB, GiB, to_GBps, us
+from topo.units import to_GBps
 
-from ...studies.benchmarks import read_nccl_tests
-from ...studies.bounds import bound
-from ...studies.calibration import check
-from ...predict.collectives import estimate, pairwise
-from ...predict.measure import DEFAULT
 from ...engine.fabric import prepare
-from ...engine.nccl.algorithms.nvls import NVLS
-from ...engine.nccl.algorithms.ring import RING
-from ...engine.nccl.nvls import nvlink_cliques
 from ...engine.nccltests import algbw_to_busbw
-from ...engine.symmetry import MAX_SET_CLASSES
+from ...studies import survey
+from ...studies.survey import (BOUND_WORST, CURVE_SIZES, GENERATION_GPUS, MAX_MATRIX_GPUS, MEASURED_DATA,
+                               REPORT_COLLECTIVE, REPORT_SIZE, SEED_COMPARISON, SIMULATED_WORKLOAD, TRAINING_SYSTEMS,
+                               TRAINING_TP, TRAINING_WORKLOAD, applicable_bound, bound_edge_kinds,
+                               eight_in_one_domain, generation_name, measured_text, report_fabrics, single_host)
 from ..explain import describe_cut, explain_bound, explain_estimate
 from ..plan_text import fit_note, plan_error_text
-from ...predict.p2p import EFFICIENCIES, OVERHEADS, p2p_report
-from ...studies.planner.layouts import search
-from ...studies.planner.ranking import gpus_ranking
-from ...studies.planner.records import Search
 from . import shipped
 
 __all__ = ["SystemRow", "SystemAnalysis", "SeedComparison", "ReportAnalysis", "Generation",
            "CollectiveCheck", "P2PRowCheck", "MeasurementComparison", "summary_rows",
-           "analyse_report", "report_fabrics", "generations", "measurement_comparison",
-           "measured_data", "REPORT_SIZE", "CURVE_SIZES", "MAX_MATRIX_GPUS", "REPORT_COLLECTIVE",
-           "SEED_COMPARISON", "GENERATION_GPUS", "MEASURED_DATA", "SetBound", "WorstSet",
-           "SystemBounds", "TrainingStep", "bound_edge_kinds", "set_classes", "system_bounds",
+           "analyse_report", "generations", "measurement_comparison", "SetBound", "WorstSet",
+           "SystemBounds", "TrainingStep", "system_bounds", "P2P_LABELS",
            "SHIPPED_ANALYSIS", "shipped_analysis_text", "write_shipped_analysis", "shipped_plan",
-           "computed_records", "worst_sets", "training_step", "BOUND_SIZE", "BOUND_RELAY", "BOUND_WORST",
-           "TRAINING_WORKLOAD", "TRAINING_SYSTEMS", "TRAINING_TP", "SimulatedStep", "simulated_steps",
-           "SIMULATED_WORKLOAD"]
-
-#: The message size of the summary table and the pair matrices: nccl-tests' ``1G``. [bytes]
-REPORT_SIZE = GiB
-#: The sizes of the curves: nccl-tests' ``-b 8 -e 8G -f 2``. [bytes]
-CURVE_SIZES = 2 ** np.arange(3, 34)
-#: Systems with more GPUs get no GPU-by-GPU matrices (too slow and too large to draw).
-MAX_MATRIX_GPUS = 32
-#: The collective the report predicts.
-REPORT_COLLECTIVE = "all_reduce"
-#: The field's seed comparison, shown whenever a DGX-1V or DGX-2 is in the report: the same 16
-#: GPUs as one DGX-2 (NVSwitch) or as two DGX-1V joined by their four EDR NICs each.
-SEED_COMPARISON = ("dgx2", "2xdgx1v")
-#: GPUs of the generations' all_reduce curves (GPUs 0-7: every DGX since the DGX-1 has 8).
-GENERATION_GPUS = 8
-#: The measured runs the report checks the model against (package data of this module, copies
-#: of the project's tests/data files, each naming its source inside): nccl-tests on 12 GPUs
-#: of a DGX-2 and a DGX-1V's p2pBandwidthLatencyTest row of GPU0.
-MEASURED_DATA = MappingProxyType({"dgx2": "dgx2_12gpu_nccl_tests.json", "dgx1v": "dgx1v_p2p_gpu0_row.json"})
+           "computed_records", "worst_sets", "training_step", "SimulatedStep", "simulated_steps",
+           "colour_range"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,10 +85,10 @@ class SystemRow:
     bisection : float
         NVLink bisection bandwidth, per direction. [B/s]
     busbw_8, busbw_16 : float or None
-        Predicted all_reduce busbw of GPUs 0-7 / 0-15 at :data:`REPORT_SIZE`; None when the
+        Predicted all_reduce busbw of GPUs 0-7 / 0-15 at :data:`~models.studies.survey.REPORT_SIZE`; None when the
         system has fewer GPUs or the model does not cover it (see ``notes``). [B/s]
     best_pair, worst_pair : tuple of int or None
-        A GPU pair with the highest / lowest 2-GPU all_reduce busbw at :data:`REPORT_SIZE`.
+        A GPU pair with the highest / lowest 2-GPU all_reduce busbw at :data:`~models.studies.survey.REPORT_SIZE`.
     best_busbw, worst_busbw : float or None
         Their busbw. [B/s]
     best_count, worst_count : int
@@ -153,14 +127,14 @@ class SystemAnalysis:
     G : networkx.DiGraph
     row : SystemRow
     e8 : CollectiveEstimate or None
-        all_reduce of GPUs 0-7 at :data:`REPORT_SIZE` (its channels are drawn).
+        all_reduce of GPUs 0-7 at :data:`~models.studies.survey.REPORT_SIZE` (its channels are drawn).
     pairs : numpy.ndarray or None
-        2-GPU all_reduce busbw matrix at :data:`REPORT_SIZE`. [B/s]
+        2-GPU all_reduce busbw matrix at :data:`~models.studies.survey.REPORT_SIZE`. [B/s]
     p2p : P2PReport or None
     curve : CollectiveEstimate or None
-        all_reduce of all GPUs over :data:`CURVE_SIZES`.
+        all_reduce of all GPUs over :data:`~models.studies.survey.CURVE_SIZES`.
     curve8 : CollectiveEstimate or None
-        all_reduce of GPUs 0-7 over :data:`CURVE_SIZES`, for systems of more than 8 GPUs.
+        all_reduce of GPUs 0-7 over :data:`~models.studies.survey.CURVE_SIZES`, for systems of more than 8 GPUs.
     e8_error, pairs_error, p2p_error, curve_error : str or None
     """
 
@@ -179,7 +153,8 @@ class SystemAnalysis:
 
 @dataclass(frozen=True, slots=True)
 class SeedComparison:
-    """One DGX-2 against two DGX-1V (:data:`SEED_COMPARISON`) over :data:`CURVE_SIZES`.
+    """One DGX-2 against two DGX-1V (:data:`~models.studies.survey.SEED_COMPARISON`) over
+    :data:`~models.studies.survey.CURVE_SIZES`.
 
     Attributes
     ----------
@@ -207,7 +182,7 @@ class Generation:
     bisection : float
         NVLink bisection bandwidth of the whole system, per direction. [B/s]
     auto, ring, nvls : CollectiveEstimate or None
-        all_reduce of GPUs 0-7 over :data:`CURVE_SIZES`: as NCCL chooses, forced to ring,
+        all_reduce of GPUs 0-7 over :data:`~models.studies.survey.CURVE_SIZES`: as NCCL chooses, forced to ring,
         forced to NVLS (NVLink SHARP); None where the ``*_error`` says why.
     auto_error, ring_error, nvls_error : str or None
     """
@@ -227,12 +202,12 @@ class Generation:
 
     def busbw(self, which: str = "auto", nbytes: int = REPORT_SIZE) -> float | None:
         """busbw of one curve (``"auto"``, ``"ring"``, ``"nvls"``) at a size of
-        :data:`CURVE_SIZES`, None where the curve is missing. [B/s]
+        :data:`~models.studies.survey.CURVE_SIZES`, None where the curve is missing. [B/s]
 
         Raises
         ------
         topo.DgxTopoError
-            For another curve name or a size not in :data:`CURVE_SIZES`.
+            For another curve name or a size not in :data:`~models.studies.survey.CURVE_SIZES`.
         """
         if which not in ("auto", "ring", "nvls"):
             raise DgxTopoError(f"unknown curve {which!r}: expected 'auto', 'ring' or 'nvls'")
@@ -297,7 +272,7 @@ class P2PRowCheck:
 
 @dataclass(frozen=True, slots=True)
 class MeasurementComparison:
-    """The model against measured runs (:data:`MEASURED_DATA`).
+    """The model against measured runs (:data:`~models.studies.survey.MEASURED_DATA`).
 
     Attributes
     ----------
@@ -362,46 +337,13 @@ class ReportAnalysis:
     drawings: tuple = ()
 
 
-def report_fabrics(names=None) -> list:
-    """Build the systems (all built-in ones by default), once each, in the given order.
-
-    Raises
-    ------
-    topo.DgxTopoError
-        For an empty list or a name :func:`topo.build` does not know.
-    """
-    names = list(topo.SYSTEMS) if names is None else list(names)
-    if not names:
-        raise DgxTopoError("expected at least one system name, received none")
-    fabrics, seen = [], set()
-    for name in names:
-        G = topo.build(name)
-        key = G.graph.get("system", G.graph.get("name", name))
-        if key not in seen:
-            seen.add(key)
-            fabrics.append(G)
-    return fabrics
-
-
-def _try(function, *args, **kwargs):
-    """(result, None), or (None, message) for a model that does not cover the case."""
-    try:
-        return function(*args, **kwargs), None
-    except DgxTopoError as error:
-        return None, plan_error_text(error)
-
-
-def _extreme_pairs(matrix):
-    upper = [(matrix[i, j], (i, j)) for i in range(len(matrix)) for j in range(i + 1, len(matrix))
-             if math.isfinite(matrix[i, j])]
-    if not upper:
-        return (None, None, 0), (None, None, 0)
-    values = np.array([v for v, _ in upper])
-    out = []
-    for target in (values.max(), values.min()):
-        ties = [pair for v, pair in upper if math.isclose(v, target, rel_tol=1e-9)]
-        out.append((ties[0], float(target), len(ties)))
-    return tuple(out)
+def _worded(attempt) -> tuple:
+    """A survey's attempt (:mod:`models.studies.survey`) with its error in words: (result, None),
+    (None, message), or (None, None) for no attempt."""
+    if attempt is None:
+        return None, None
+    result, error = attempt
+    return result, None if error is None else plan_error_text(error)
 
 
 def _analyse(fabric, records=None) -> SystemAnalysis:
@@ -415,20 +357,17 @@ def _analyse(fabric, records=None) -> SystemAnalysis:
 
 
 def _analysed(fabric) -> SystemAnalysis:
-    G, f = fabric.G, fabric
-    s = topo.summarize(G)
+    G = fabric.G
+    r = survey.system_results(fabric)
+    s = r.summary
     n = s.gpus
     notes = []
-    e8 = e8_error = None
-    if n >= 8:
-        e8, e8_error = _try(estimate, f, REPORT_COLLECTIVE, REPORT_SIZE, list(range(8)))
-        if e8_error:
-            notes.append(f"8 GPUs: {e8_error}")
-    e16 = None
-    if n >= 16:
-        e16, e16_error = _try(estimate, f, REPORT_COLLECTIVE, REPORT_SIZE, list(range(16)))
-        if e16_error:
-            notes.append(f"16 GPUs: {e16_error}")
+    e8, e8_error = _worded(r.e8)
+    if e8_error:
+        notes.append(f"8 GPUs: {e8_error}")
+    e16, e16_error = _worded(r.e16)
+    if e16_error:
+        notes.append(f"16 GPUs: {e16_error}")
     pairs = pairs_error = p2p = p2p_error = None
     best = worst = (None, None, 0)
     if n > MAX_MATRIX_GPUS:
@@ -437,16 +376,14 @@ def _analysed(fabric) -> SystemAnalysis:
         notes.append(f"pairs: {pairs_error}")
     else:
         if n >= 2:
-            pairs, pairs_error = _try(pairwise, f, REPORT_COLLECTIVE, REPORT_SIZE)
+            pairs, pairs_error = _worded(r.pairs)
             if pairs_error:
                 notes.append(f"pairs: {pairs_error}")
             else:
-                best, worst = _extreme_pairs(pairs)
-        p2p, p2p_error = _try(p2p_report, f)
-    curve, curve_error = _try(estimate, f, REPORT_COLLECTIVE, CURVE_SIZES)
-    curve8 = None
-    if curve is not None and n > 8:
-        curve8, _ = _try(estimate, f, REPORT_COLLECTIVE, CURVE_SIZES, list(range(8)))
+                best, worst = r.extremes
+        p2p, p2p_error = _worded(r.p2p)
+    curve, curve_error = _worded(r.curve)
+    curve8, _ = _worded(r.curve8)
     row = SystemRow(
         system=s.system, name=s.name, gpus=n, gpu_models=s.gpu_models, nvlink_links=s.nvlink_links,
         nvswitches=s.nvswitches, nics=s.nics, injection=s.injection, bisection=s.bisection,
@@ -464,14 +401,8 @@ def _seed_comparison(fabric_of, records=None) -> SeedComparison:
 
 
 def _seed_compared(fabric_of) -> SeedComparison:
-    results = [_try(estimate, fabric_of(name), REPORT_COLLECTIVE, CURVE_SIZES) for name in SEED_COMPARISON]
+    results = [_worded(attempt) for attempt in survey.seed_results(fabric_of)]
     return SeedComparison(SEED_COMPARISON, tuple(e for e, _ in results), tuple(err for _, err in results))
-
-
-def _nvlink(G, gpus) -> str:
-    links = sorted({d["link"] for g in gpus for _, _, d in G.out_edges(g, data=True)
-                    if d.get("kind") == "nvlink"})
-    return "/".join(links) or "none"
 
 
 def _generation(a: SystemAnalysis, fabric, records=None) -> Generation:
@@ -482,35 +413,21 @@ def _generation(a: SystemAnalysis, fabric, records=None) -> Generation:
 
 def _generation_of(a: SystemAnalysis, fabric) -> Generation:
     G, r = a.G, a.row
-    gpus = list(range(GENERATION_GPUS))
     auto, auto_error = (a.curve, a.curve_error) if r.gpus == GENERATION_GPUS else (a.curve8, None)
-    if auto is None and auto_error is None:
-        auto, auto_error = _try(estimate, fabric, REPORT_COLLECTIVE, CURVE_SIZES, gpus)
-    ring, ring_error = _try(estimate, fabric, REPORT_COLLECTIVE, CURVE_SIZES, gpus, algorithms=(RING,))
+    chosen, ring, nvls = survey.generation_curves(fabric, auto=auto is None and auto_error is None)
+    if chosen is not None:
+        auto, auto_error = _worded(chosen)
+    ring, ring_error = _worded(ring)
     # NVLS (NVLink SHARP) where the NCCL model has it; a model without it, or a fabric NCCL
     # would not run it on, raises, and the page says why.
-    nvls, nvls_error = _try(estimate, fabric, REPORT_COLLECTIVE, CURVE_SIZES, gpus, algorithms=(NVLS,))
-    return Generation(r.system, r.name, ", ".join(r.gpu_models), _nvlink(G, topo.gpus(G)[:GENERATION_GPUS]),
+    nvls, nvls_error = _worded(nvls)
+    return Generation(r.system, r.name, ", ".join(r.gpu_models),
+                      survey.nvlink_kinds(G, topo.gpus(G)[:GENERATION_GPUS]),
                       r.injection, r.bisection, auto, auto_error, ring, ring_error, nvls, nvls_error)
 
 
-def _single_host(G) -> bool:
-    return len({G.nodes[g].get("host", 0) for g in topo.gpus(G)}) == 1
-
-
-def _one_domain(G) -> bool:
-    """One host, or one NVLink domain over several (a GB200 NVL72 rack: GPUs 0-7 are two of its
-    trays, one NCCL node, as 8 GPUs of a DGX are); a cluster has several domains."""
-    return _single_host(G) or len(nvlink_cliques(G, topo.gpus(G))) == 1
-
-
-def _eight_in_one_domain(G) -> bool:
-    """A system of the generations section: :data:`GENERATION_GPUS` GPUs or more, in one domain."""
-    return len(topo.gpus(G)) >= GENERATION_GPUS and _one_domain(G)
-
-
 def generations(analyses, fabrics=None, *, records=None) -> tuple:
-    """The generations section as data: every system of :data:`GENERATION_GPUS` GPUs or more on
+    """The generations section as data: every system of :data:`~models.studies.survey.GENERATION_GPUS` GPUs or more on
     one host or in one NVLink domain (GB200 NVL72), in order (none when fewer than two qualify).
 
     Parameters
@@ -528,31 +445,11 @@ def generations(analyses, fabrics=None, *, records=None) -> tuple:
     tuple of Generation
     """
     fabrics = [prepare(a.G) for a in analyses] if fabrics is None else list(fabrics)
-    chosen = [(a, f) for a, f in zip(analyses, fabrics) if _eight_in_one_domain(a.G)]
+    chosen = [(a, f) for a, f in zip(analyses, fabrics) if eight_in_one_domain(a.G)]
     if len(chosen) < 2:
         return ()
     records = shipped.shipped_records() if records is None else records
     return tuple(_generation(a, f, records) for a, f in chosen)
-
-
-def measured_data(system: str) -> dict:
-    """The measured data file of a system (:data:`MEASURED_DATA`), as the JSON it holds.
-
-    Raises
-    ------
-    topo.DgxTopoError
-        For a system without measured data.
-    """
-    if system not in MEASURED_DATA:
-        raise DgxTopoError(f"no measured data for {system!r}: expected one of {', '.join(MEASURED_DATA)}")
-    return json.loads(measured_text(system))
-
-
-def measured_text(system: str) -> str:
-    """The text of a system's measured data file (see :func:`measured_data`)."""
-    if system not in MEASURED_DATA:
-        raise DgxTopoError(f"no measured data for {system!r}: expected one of {', '.join(MEASURED_DATA)}")
-    return resources.files(__package__).joinpath("data", MEASURED_DATA[system]).read_text(encoding="utf-8")
 
 
 # The rows of each DGX-2 run the measurement model's constants were fitted to (see
@@ -571,41 +468,32 @@ def _suspect(collective: str, notes: str) -> str:
 
 
 def _collective_checks(G, profile) -> tuple:
-    data = measured_data("dgx2")
+    notes = survey.measured_data("dgx2").get("notes", "")
     out = []
-    for collective, run in data["collectives"].items():
-        parsed = read_nccl_tests(run["raw"], name=f"{collective} (DGX-2, -g 12)")
-        suspect = _suspect(collective, data.get("notes", ""))
-        for inplace in (False, True):
-            fitted = [_LAUNCH_ROWS] + ([_BANDWIDTH_ROWS] if collective in _BANDWIDTH_FITTED and not inplace else [])
-            result, error = _try(check, parsed, G, inplace=inplace, profile=profile)
-            out.append(CollectiveCheck(collective, "in-place" if inplace else "out-of-place", result, error,
-                                       "; ".join(fitted), suspect))
+    for collective, inplace, result, error in survey.collective_checks(G, profile):
+        fitted = [_LAUNCH_ROWS] + ([_BANDWIDTH_ROWS] if collective in _BANDWIDTH_FITTED and not inplace else [])
+        out.append(CollectiveCheck(collective, "in-place" if inplace else "out-of-place", result,
+                                   None if error is None else plan_error_text(error), "; ".join(fitted),
+                                   _suspect(collective, notes)))
     return tuple(out)
 
 
+#: The words of each series of the DGX-1V's p2pBandwidthLatencyTest row (:data:`models.studies.survey.P2P_SERIES`).
+P2P_LABELS = MappingProxyType({"bidirectional_enabled": "bidirectional, P2P enabled",
+                               "bidirectional_disabled": "bidirectional, P2P disabled",
+                               "write_latency_enabled": "write latency, P2P enabled",
+                               "latency_disabled": "latency, P2P disabled"})
+
+
 def _p2p_checks(G) -> tuple:
-    row = measured_data("dgx1v")
-    source = int(row.get("row_of_gpu", 0))
-    enabled, disabled = p2p_report(G), p2p_report(G, p2p="disabled")
-    n = len(row["bidirectional_p2p_enabled_gbps"])
-    destinations = tuple(range(n))
-    series = [
-        ("bidirectional, P2P enabled", "bandwidth", row["bidirectional_p2p_enabled_gbps"], GB,
-         enabled.bidirectional),
-        ("bidirectional, P2P disabled", "bandwidth", row["bidirectional_p2p_disabled_gbps"], GB,
-         disabled.bidirectional),
-        ("write latency, P2P enabled", "latency", row["latency_p2p_enabled_writes_us"], us, enabled.latency),
-        ("latency, P2P disabled", "latency", row["latency_p2p_disabled_us"], us, disabled.latency),
-    ]
-    return tuple(P2PRowCheck(label, quantity, destinations, tuple(float(v) * unit for v in measured),
-                             tuple(float(v) for v in np.asarray(matrix, dtype=float)[source][:n]))
-                 for label, quantity, measured, unit, matrix in series), row
+    series, row = survey.p2p_row_comparison(G)
+    return tuple(P2PRowCheck(P2P_LABELS[code], quantity, destinations, measured, predicted)
+                 for code, quantity, destinations, measured, predicted in series), row
 
 
 def measurement_comparison(systems=("dgx2", "dgx1v"), *, profile=None, fabrics=None,
                            records=None) -> MeasurementComparison:
-    """The model against the measured data of the given systems (:data:`MEASURED_DATA`).
+    """The model against the measured data of the given systems (:data:`~models.studies.survey.MEASURED_DATA`).
 
     Parameters
     ----------
@@ -647,8 +535,8 @@ def _measurement_compared(systems, profile, fabrics) -> MeasurementComparison:
     collectives, runs, constants = (), {}, ()
     if "dgx2" in systems:
         collectives = _collective_checks(fabrics["dgx2"], profile)
-        runs = {k: v for k, v in measured_data("dgx2").items() if k != "collectives"}
-        constants = tuple(p for p in DEFAULT.parameters() if p.fitted_to)
+        runs = {k: v for k, v in survey.measured_data("dgx2").items() if k != "collectives"}
+        constants = survey.fitted_constants()[0]
     p2p, p2p_source, p2p_constants, p2p_error = (), {}, (), None
     if "dgx1v" in systems:
         try:
@@ -656,14 +544,12 @@ def _measurement_compared(systems, profile, fabrics) -> MeasurementComparison:
             p2p_source = {k: v for k, v in row.items() if not isinstance(v, list)}
         except DgxTopoError as error:
             p2p_error = str(error)
-        p2p_constants = tuple((f"{table}[{key!r}]", c) for table, constants_table in
-                              (("EFFICIENCIES", EFFICIENCIES), ("OVERHEADS", OVERHEADS))
-                              for key, c in constants_table.items() if c.fitted_to)
+        p2p_constants = tuple((f"{table}[{key!r}]", c) for table, key, c in survey.fitted_constants()[1])
     return MeasurementComparison(collectives, runs, constants, p2p, p2p_source, p2p_constants, p2p_error)
 
 
 def analyse_report(fabrics, *, progress=None) -> ReportAnalysis:
-    """Every model result the report shows, for fabrics from :func:`report_fabrics`.
+    """Every model result the report shows, for fabrics from :func:`~models.studies.survey.report_fabrics`.
 
     Parameters
     ----------
@@ -715,7 +601,7 @@ def analyse_report(fabrics, *, progress=None) -> ReportAnalysis:
     measurement = measurement_comparison(measured, fabrics=by_name, records=records) if measured else None
     if measured:
         step()
-    bounds = tuple(system_bounds(f, records=records) for f in prepared if _single_host(f.G))
+    bounds = tuple(system_bounds(f, records=records) for f in prepared if single_host(f.G))
     step()
     training = (training_step(fabrics={name: fabric_of(name) for name in TRAINING_SYSTEMS}, records=records)
                 if seeded else None)
@@ -763,14 +649,6 @@ def summary_rows(names=None) -> list:
     return [_analyse(prepare(G)).row for G in report_fabrics(names)]
 
 
-# --------------------------------------------------------------- NCCL against the optimum
-#: Size of the bound section's NCCL estimates: nccl-tests' largest, ``-e 8G``, where the
-#: bandwidth term dominates (the bounds have no latency term). [bytes]
-BOUND_SIZE = int(CURVE_SIZES[-1])
-#: Relays of the bounds: NCCL's own (switches, CPUs, NICs forward; GPUs outside the set do not).
-BOUND_RELAY = "switches"
-#: Worst GPU sets (symmetry classes) shown per system.
-BOUND_WORST = 3
 # A ratio of NCCL's bandwidth term to the bound above this counts as "the links bind".
 _LINKS_BIND = 0.98
 
@@ -790,7 +668,7 @@ class SetBound:
         :attr:`models.studies.bounds.Bound.bound_busbw`), or, where NCCL runs NVLS (reduction in the
         switches), the cut bound on any schedule (:attr:`~models.studies.bounds.Bound.upper_busbw`). [B/s]
     nccl_busbw : float
-        NCCL's predicted busbw at :data:`BOUND_SIZE` (:func:`models.estimate`). [B/s]
+        NCCL's predicted busbw at :data:`~models.studies.survey.BOUND_SIZE` (:func:`models.estimate`). [B/s]
     algorithm : str
         What NCCL runs (``"ring/Simple"``).
     """
@@ -850,7 +728,7 @@ class SystemBounds:
     sets : tuple of SetBound
         Every class, by set size then GPUs.
     worst : tuple of WorstSet
-        The :data:`BOUND_WORST` lowest ratios, lowest first.
+        The :data:`~models.studies.survey.BOUND_WORST` lowest ratios, lowest first.
     error : str or None
         Why the section has no numbers for this system.
     """
@@ -876,42 +754,6 @@ class SystemBounds:
     @property
     def nsets(self) -> int:
         return sum(s.count for s in self.sets)
-
-
-def bound_edge_kinds(G) -> tuple | None:
-    """The links the report's bound uses on a fabric (see :class:`SystemBounds`)."""
-    return ("nvlink",) if topo.nodes_of_kind(G, "nvswitch") else None
-
-
-def set_classes(G, edge_kinds=None, *, max_classes: int | None = MAX_SET_CLASSES) -> dict:
-    """Every GPU set of 2 or more GPUs, grouped by the symmetries its bound and NCCL's estimate
-    share (:meth:`models.engine.symmetry.FabricSymmetry.both`; the bound over ``edge_kinds``).
-
-    The classes are counted before they are listed, and listed without listing the sets (65 519
-    sets of a DGX-2 are a few dozen classes).
-
-    Parameters
-    ----------
-    G : networkx.DiGraph or PreparedFabric
-    edge_kinds : iterable of str, optional
-    max_classes : int, optional
-        Refuse (:class:`models.engine.symmetry.SymmetryLimitError`) more classes than this.
-
-    Returns
-    -------
-    dict
-        Representative (GPU ids, the first of its class in ``itertools.combinations`` order)
-        -> number of sets in the class, by set size.
-    """
-    fabric = prepare(G)
-    symmetry = fabric.symmetry.both(edge_kinds)
-    return symmetry.set_classes(range(2, len(fabric.ids) + 1), max_classes=max_classes)
-
-
-def _applicable(b, e) -> float:
-    """The bound that applies to what NCCL runs (see :class:`SetBound`)."""
-    ran = e.algorithm_at()
-    return b.upper_busbw if ran is not None and ran.multimem else b.bound_busbw
 
 
 def _gap(G, b, e, against: float) -> tuple[str, str]:
@@ -949,9 +791,10 @@ def _gap(G, b, e, against: float) -> tuple[str, str]:
 def system_bounds(G, *, worst: int = BOUND_WORST, profile=None, records=None) -> SystemBounds:
     """NCCL against the optimal all_reduce on every GPU set of a fabric (one single host).
 
-    One bound (:func:`models.bound`, relays :data:`BOUND_RELAY`, links
-    :func:`bound_edge_kinds`) and one NCCL estimate at :data:`BOUND_SIZE` per class of
-    :func:`set_classes`; shipped for the built-in systems (:data:`SHIPPED_ANALYSIS`).
+    One bound (:func:`models.bound`, relays :data:`~models.studies.survey.BOUND_RELAY`, links
+    :func:`~models.studies.survey.bound_edge_kinds`) and one NCCL estimate at
+    :data:`~models.studies.survey.BOUND_SIZE` per class of :func:`~models.studies.survey.set_classes`;
+    shipped for the built-in systems (:data:`SHIPPED_ANALYSIS`).
 
     Parameters
     ----------
@@ -1005,7 +848,7 @@ def _content(fabric) -> str:
 def shipped_plan() -> list:
     """What the shipped file holds for the built-in systems, before it is computed: the sections
     :func:`analyse_report` shows for them (each built-in system a fabric of its own, NCCL's
-    reference release, the default options), the bounds with :data:`BOUND_WORST`.
+    reference release, the default options), the bounds with :data:`~models.studies.survey.BOUND_WORST`.
 
     Returns
     -------
@@ -1040,18 +883,18 @@ def shipped_plan() -> list:
         plan.append(("system", name, shipped.fingerprint("system", _content(f)),
                      lambda f=f: dataclasses.replace(analysed(f), G=None)))
         plan.append(("drawing", name, _drawing_key(f, colours), lambda f=f: drawn(f, colours)))
-        if _eight_in_one_domain(f.G):
+        if eight_in_one_domain(f.G):
             key, gen_key = _simulated_key(f)
             plan += [("generation", name, shipped.fingerprint("generation", _content(f)),
                       lambda f=f: _generation_of(analysed(f), f)),
-                     ("simulated-generation", name, gen_key, lambda f=f: _generation_name(f.G))]
+                     ("simulated-generation", name, gen_key, lambda f=f: generation_name(f.G))]
             # The steps the report shows: the first system of each GPU generation (the others are
             # computed when a report shows them).
-            generation = _generation_name(f.G)
+            generation = generation_name(f.G)
             if generation not in simulated:
                 simulated.add(generation)
                 plan.append(("simulated", name, key, lambda f=f: _simulated_step(analysed(f), f)))
-        if _single_host(f.G):
+        if single_host(f.G):
             plan.append(("bounds", name, shipped.fingerprint("bounds", _content(f), BOUND_WORST),
                          lambda f=f: _system_bounds(f, BOUND_WORST)))
     plan.append(("seed", "+".join(SEED_COMPARISON),
@@ -1095,12 +938,9 @@ def _system_bounds(fabric, worst) -> SystemBounds:
     kinds = bound_edge_kinds(G)
     try:
         sets, work = [], {}
-        for gpus, count in set_classes(fabric, kinds).items():
-            b = bound(fabric, REPORT_COLLECTIVE, BOUND_SIZE, list(gpus), relay=BOUND_RELAY, edge_kinds=kinds,
-                      nccl=False)
-            e = estimate(fabric, REPORT_COLLECTIVE, BOUND_SIZE, list(gpus))
+        for gpus, count, b, e in survey.set_bounds(fabric, kinds):
             p = e.point()
-            sets.append(SetBound(gpus, count, float(_applicable(b, e)), float(p.busbw),
+            sets.append(SetBound(gpus, count, float(applicable_bound(b, e)), float(p.busbw),
                                  f"{p.algorithm}/{p.protocol}"))
             work[gpus] = (b, e)
         ordered = sorted((x for x in sets if math.isfinite(x.ratio)), key=lambda x: (x.ratio, x.gpus))
@@ -1121,16 +961,6 @@ def worst_sets(bounds) -> tuple:
     return tuple(w for *_, w in sorted(rows, key=lambda r: r[:3]))
 
 
-# ---------------------------------------------------------------------------- training step
-#: The training section's workload and the systems it compares (the seed comparison's).
-TRAINING_WORKLOAD = "megatron-8.3b"
-TRAINING_SYSTEMS = SEED_COMPARISON
-#: Tensor-parallel degrees the section searches: a DGX-1V cube face and a whole host (Megatron-LM
-#: trained 8.3B with 8-way tensor parallelism: Shoeybi et al. 2019, "Megatron-LM", section 5).
-#: :func:`models.search` without ``tp`` searches every degree.
-TRAINING_TP = (4, 8)
-
-
 @dataclass(frozen=True, slots=True)
 class TrainingStep:
     """The training-step section as data.
@@ -1139,9 +969,9 @@ class TrainingStep:
     ----------
     workload : str
     names : tuple of str
-        Registry names of the systems (:data:`TRAINING_SYSTEMS`).
+        Registry names of the systems (:data:`~models.studies.survey.TRAINING_SYSTEMS`).
     searches : tuple of (models.studies.planner.Search or None)
-        Every layout with tensor parallelism in :data:`TRAINING_TP`, best first.
+        Every layout with tensor parallelism in :data:`~models.studies.survey.TRAINING_TP`, best first.
     errors : tuple of (str or None)
     ranking : tuple of models.studies.planner.GpuRank
         GPU generations for the workload (:func:`models.gpus_ranking`).
@@ -1156,16 +986,6 @@ class TrainingStep:
     ranking_dtype: str
 
 
-def _merged_search(workload, G, tps):
-    plans, skipped = [], []
-    for tp in tps:
-        s = search(workload, G, tp=tp, simulate=0)  # the analytical ranking (simulated: the next section)
-        plans += s.plans
-        skipped += s.skipped_layouts
-    plans.sort(key=lambda p: (not p.fits, p.step_time, p.memory.total, p.layout.label()))
-    return Search(tuple(plans), tuple(skipped))
-
-
 def _training_key(workload, names, tps, dtype, fabrics) -> str:
     return shipped.fingerprint("training", workload, names, tps, dtype, *(_content(fabrics[n]) for n in names))
 
@@ -1177,17 +997,10 @@ def _training_step(workload, names, tps, dtype, fabrics, records=None) -> Traini
 
 
 def _training_planned(workload, names, tps, dtype, fabrics) -> TrainingStep:
-    searches, errors = [], []
-    for name in names:
-        fabric = fabrics[name]
-        key = ("training_step", workload, tps)  # the fabric's memo: shared by a report's sections
-        if key not in fabric.memo:
-            fabric.memo[key] = _try(_merged_search, workload, fabric, tps)
-        result, error = fabric.memo[key]
-        searches.append(result)
-        errors.append(error)
-    return TrainingStep(str(workload), tuple(names), tuple(searches), tuple(errors),
-                        gpus_ranking(workload, dtype=dtype), dtype)
+    attempts, ranking = survey.training_results(workload, tuple(names), tps, dtype, fabrics)
+    worded = [_worded(attempt) for attempt in attempts]
+    return TrainingStep(str(workload), tuple(names), tuple(s for s, _ in worded), tuple(e for _, e in worded),
+                        ranking, dtype)
 
 
 def training_step(workload: str = TRAINING_WORKLOAD, names=TRAINING_SYSTEMS, *, tps=TRAINING_TP,
@@ -1214,12 +1027,6 @@ def training_step(workload: str = TRAINING_WORKLOAD, names=TRAINING_SYSTEMS, *, 
     return _training_step(workload, tuple(names), tuple(tps), dtype, fabrics or {}, records)
 
 
-# --------------------------------------------------------------------- a simulated step
-#: The worked step of the simulation section: this workload on 8 GPUs, tensor parallel over a
-#: host's GPUs (at most 8; the rest data parallel), one micro-batch per replica, full recomputation.
-SIMULATED_WORKLOAD = "llama3-8b"
-
-
 @dataclass(frozen=True, slots=True)
 class SimulatedStep:
     """One worked step of the simulation section.
@@ -1242,7 +1049,7 @@ class SimulatedStep:
 
 
 def simulated_steps(analyses, fabrics=None, *, records=None) -> tuple:
-    """One simulated step of :data:`SIMULATED_WORKLOAD` on 8 GPUs per GPU generation: the first
+    """One simulated step of :data:`~models.studies.survey.SIMULATED_WORKLOAD` on 8 GPUs per GPU generation: the first
     system of each generation among those of the generations section (:func:`generations`), in order.
 
     Parameters
@@ -1262,13 +1069,13 @@ def simulated_steps(analyses, fabrics=None, *, records=None) -> tuple:
     fabrics = [prepare(a.G) for a in analyses] if fabrics is None else list(fabrics)
     records = shipped.shipped_records() if records is None else records
     for a, fabric in zip(analyses, fabrics):
-        if not _eight_in_one_domain(a.G):
+        if not eight_in_one_domain(a.G):
             continue
         key, gen_key = _simulated_key(fabric)
         gen = shipped.shipped_record(gen_key, records)
         found = shipped.shipped_record(key, records) if gen is not None else None
         if gen is None:
-            gen = _generation_name(a.G)
+            gen = generation_name(a.G)
         if gen in seen:
             continue
         seen.add(gen)
@@ -1282,30 +1089,11 @@ def _simulated_key(fabric) -> tuple:
             shipped.fingerprint("simulated-generation", _content(fabric)))
 
 
-def _generation_name(G) -> str:
-    """The GPU generation of a fabric's first GPU (its system's name for a GPU the compute
-    model does not know)."""
-    from ...studies.compute import generation_of
-
-    try:
-        return generation_of(G.nodes[topo.gpus(G)[0]].get("model", "")).name
-    except DgxTopoError:
-        name = G.graph.get("name", "fabric")
-        return G.graph.get("system", name)  # topo.summarize's system
-
-
 def _simulated_step(a, fabric) -> SimulatedStep:
-    from ...studies.planner.layouts import plan
-    from ...studies.stepgraph import simulate_plan
-
     try:
-        nodes = topo.gpus(a.G)
-        host = a.G.nodes[nodes[0]].get("host")
-        tp = min(8, sum(1 for g in nodes if a.G.nodes[g].get("host") == host))
-        p = plan(SIMULATED_WORKLOAD, fabric, tp=tp, pp=1, dp=8 // tp, zero=0, global_batch=8 // tp,
-                 recompute="full", simulate=0)  # the analytical step, beside its simulation
+        p, result = survey.simulated_step_results(a.G, fabric)
         if not p.fits:
             return SimulatedStep(a.row.system, a.row.name, None, math.inf, fit_note(p))
-        return SimulatedStep(a.row.system, a.row.name, simulate_plan(p, a.G), p.step_time)
+        return SimulatedStep(a.row.system, a.row.name, result, p.step_time)
     except DgxTopoError as error:
         return SimulatedStep(a.row.system, a.row.name, None, math.inf, plan_error_text(error))

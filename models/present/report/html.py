@@ -38,9 +38,9 @@ from ..bounds_plot import ratio_by_size_figure_dict
 from ..plan_plot import memory_figure_dict, step_time_figure_dict
 from ..simulate_plot import gantt_figure_dict
 from .drawings import slug, system_drawings
-from .analysis import (BOUND_RELAY, BOUND_SIZE, CURVE_SIZES, GENERATION_GPUS, REPORT_COLLECTIVE, REPORT_SIZE,
-                       SIMULATED_WORKLOAD, TRAINING_TP, ReportAnalysis, analyse_report, colour_range, report_fabrics,
-                       worst_sets)
+from ...studies.survey import (BOUND_RELAY, BOUND_SIZE, CURVE_SIZES, GENERATION_GPUS, REPORT_COLLECTIVE,
+                               REPORT_SIZE, SIMULATED_WORKLOAD, TRAINING_TP, report_fabrics)
+from .analysis import ReportAnalysis, analyse_report, colour_range, worst_sets
 
 __all__ = ["report_html", "render_report", "compare_html", "check_html"]
 

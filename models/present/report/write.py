@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..output import check_output_path, write_text_atomic
-from .analysis import analyse_report, report_fabrics
+from ...studies.survey import report_fabrics
+from .analysis import analyse_report
 from .html import check_html, compare_html, render_report
 
 __all__ = ["ReportFile", "write_report", "write_compare_figure", "write_check_html"]

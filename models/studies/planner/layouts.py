@@ -22,7 +22,7 @@ import numpy as np
 
 from topo.errors import LimitError, SizeError
 from topo.select import GpuIds
-from topo.units import parse_nbytes
+from topo.units import is_int, parse_nbytes
 
 from ...engine.fabric import PreparedFabric
 from ...engine.nccl.profiles import NcclProfile
@@ -317,14 +317,10 @@ def _layouts(ctx, n, tp, pp, dp, zero, micro_batch, global_batch, recompute, seq
                         yield Layout(t, p, d, z, micro_batch, global_batch, rc, sp, order, v)
 
 
-def _is_id(value) -> bool:
-    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
-
-
 def check_int(name, value, low=1):
     if value is None:
         return
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+    if not is_int(value) or value < low:
         raise PlanError(f"{name} must be a whole number >= {low}, received {value!r}")
 
 
@@ -346,7 +342,7 @@ def prepare_job(workload, G, *, tp, pp, dp, zero, micro_batch, global_batch, dty
     if sequence_parallel is not None and not isinstance(sequence_parallel, (bool, np.bool_)):
         raise PlanError(f"sequence_parallel must be True, False or None (on whenever tp > 1), received "
                         f"{type(sequence_parallel).__name__}")
-    if zero is not None and (not _is_id(zero) or zero not in (0, 1, 2, 3)):
+    if zero is not None and (not is_int(zero) or zero not in (0, 1, 2, 3)):
         raise PlanError(f"zero must be a ZeRO stage 0, 1, 2 or 3, received {zero!r}")
     if recompute is not None and (not isinstance(recompute, str) or recompute not in RECOMPUTE):
         raise PlanError(f"recompute must be one of {', '.join(RECOMPUTE)}, received {recompute!r}")
@@ -387,7 +383,7 @@ def prepare_job(workload, G, *, tp, pp, dp, zero, micro_batch, global_batch, dty
         if tp is None:
             raise PlanError("tp_groups needs tp")
         groups = tp_groups if isinstance(tp_groups, (list, tuple)) else ()
-        groups = [g for g in groups if isinstance(g, (list, tuple)) and all(_is_id(i) for i in g)]
+        groups = [g for g in groups if isinstance(g, (list, tuple)) and all(is_int(i) for i in g)]
         flat = [int(i) for g in groups for i in g]
         if len(groups) != len(tp_groups if isinstance(tp_groups, (list, tuple)) else [None]) \
                 or sorted(flat) != sorted(ctx.fabric.ids) or any(len(g) != tp for g in groups):

@@ -26,6 +26,7 @@ from models.studies.calibration import check
 from models.present.cli import main
 from models.present.output import OutputPathError, check_output_path
 from models.present.report import analysis as analysis_module
+from models.studies import survey as survey_module
 from models.present.report import shipped as shipped_module
 from models.present.report import write as write_module
 from models.present.report import (MEASURED_DATA, analyse_report, measured_data, measurement_comparison,
@@ -36,8 +37,8 @@ from models.present.bounds_plot import ratio_by_size_figure
 from models.present.plan_plot import step_time_figure
 from models.studies.planner import gpus_ranking
 from models.present.report import render_report
-from models.present.report.analysis import (BOUND_RELAY, BOUND_SIZE, BOUND_WORST, TRAINING_TP, ReportAnalysis,
-                                    bound_edge_kinds, generations, set_classes, worst_sets)
+from models.present.report.analysis import ReportAnalysis, generations, worst_sets
+from models.studies.survey import BOUND_RELAY, BOUND_SIZE, BOUND_WORST, TRAINING_TP, bound_edge_kinds, set_classes
 from models.engine.fabric import prepare
 from tests.conftest import DATA
 from models.present.explain import describe_cut
@@ -105,7 +106,7 @@ def test_report_shows_every_system_and_figure(full_report):
     per_system = 0
     for system in topo.SYSTEMS:
         # GPU-by-GPU matrices up to MAX_MATRIX_GPUS (not a GB200 NVL72's 72).
-        matrices = len(topo.gpus(topo.build(system))) <= analysis_module.MAX_MATRIX_GPUS
+        matrices = len(topo.gpus(topo.build(system))) <= survey_module.MAX_MATRIX_GPUS
         expected = [f"{system}-fabric", f"{system}-channels"] + (
             [f"{system}-p2p", f"{system}-latency", f"{system}-pairs"] if matrices else [])
         assert [i for i in ids if i.startswith(f"{system}-")] == expected
@@ -200,7 +201,7 @@ def test_a_system_the_model_does_not_cover_gets_a_note(monkeypatch):
     analysis computed with the error, the page drawn from it; no other section computed)."""
     def refuse(*args, **kwargs):
         raise topo.DgxTopoError("not modelled for this test")
-    monkeypatch.setattr(analysis_module, "pairwise", refuse)
+    monkeypatch.setattr(survey_module, "pairwise", refuse)
     analysed = analysis_module._analysed(prepare(topo.dgx1()))
     assert analysed.pairs is None and "pairs: not modelled for this test" in analysed.row.notes
     text = render_report(ReportAnalysis((analysed,), None))
@@ -261,13 +262,13 @@ def _generations_of(all_analysis, names) -> ReportAnalysis:
 
 def test_generations_without_nvls_show_ring_and_say_why(monkeypatch, all_analysis):
     """A model without NVLS (it raises for algorithm="nvls"): ring only, and the reason."""
-    real = analysis_module.estimate
+    real = survey_module.estimate
 
     def no_nvls(*args, algorithms=None, **kwargs):
         if algorithms is not None and NVLS in algorithms:
             raise topo.DgxTopoError("NVLS needs NVSwitch gen3 (test)")
         return real(*args, algorithms=algorithms, **kwargs)
-    monkeypatch.setattr(analysis_module, "estimate", no_nvls)
+    monkeypatch.setattr(survey_module, "estimate", no_nvls)
     part = _generations_part(render_report(_generations_of(all_analysis, ["dgx1v", "dgxh100"])))
     assert "NVLS n/a on DGX-1V, DGX H100: NVLS needs NVSwitch gen3 (test)" in part
     assert "no NVLS in the model" in part and "NVLS is not shown" in part
@@ -278,7 +279,7 @@ def test_generations_with_nvls_draw_nvls_beside_ring(monkeypatch, all_analysis):
     """Once the NCCL model has NVLS, its curves appear beside ring (here a stand-in NVLS
     estimate: ring's, on the NVSwitch gen3 system only)."""
     from models.engine.fabric import graph_of
-    real = analysis_module.estimate
+    real = survey_module.estimate
 
     def some_nvls(G, *args, algorithms=None, **kwargs):
         if algorithms is not None and NVLS in algorithms:
@@ -286,7 +287,7 @@ def test_generations_with_nvls_draw_nvls_beside_ring(monkeypatch, all_analysis):
                 raise topo.DgxTopoError("no NVLink SHARP on this fabric (test)")
             algorithms = (RING,)
         return real(G, *args, algorithms=algorithms, **kwargs)
-    monkeypatch.setattr(analysis_module, "estimate", some_nvls)
+    monkeypatch.setattr(survey_module, "estimate", some_nvls)
     analysis = _generations_of(all_analysis, ["dgx1v", "dgxh100"])
     assert [g.nvls is not None for g in analysis.generations] == [False, True]
     part = _generations_part(render_report(analysis))
@@ -308,7 +309,7 @@ def test_packaged_measurements_are_the_tests_data():
     """The report's copies of the measured runs are byte for byte the project's test data."""
     from importlib import resources
     for name in MEASURED_DATA.values():
-        packaged = resources.files("models.present.report").joinpath("data", name).read_bytes()
+        packaged = resources.files("models.studies").joinpath("data", name).read_bytes()
         assert packaged == (DATA / name).read_bytes(), name
     with pytest.raises(topo.DgxTopoError, match="no measured data for 'dgx9'"):
         measured_data("dgx9")
@@ -388,7 +389,7 @@ def test_progress_counts_every_step(monkeypatch):
     calls = []
     def skip(*args, **kwargs):  # the steps are counted here, not their results
         raise topo.DgxTopoError("skipped")
-    monkeypatch.setattr(analysis_module, "pairwise", skip)
+    monkeypatch.setattr(survey_module, "pairwise", skip)
     monkeypatch.setattr(analysis_module, "system_bounds", lambda G, **kwargs: None)
     monkeypatch.setattr(analysis_module, "training_step", lambda **kwargs: None)
     analyse_report(report_fabrics(["dgx1", "dgx1v"]), progress=lambda done, total: calls.append((done, total)))

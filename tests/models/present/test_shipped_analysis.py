@@ -25,7 +25,8 @@ import topo
 from models.engine.fabric import prepare
 from models.engine.routes import PathType
 from models.present.report import analysis, shipped
-from models.present.report.analysis import BOUND_WORST, shipped_plan, system_bounds
+from models.present.report.analysis import shipped_plan, system_bounds
+from models.studies.survey import BOUND_WORST
 from topo.errors import DgxTopoError
 
 # One record of every section (the per-system ones on the DGX H100), recomputed by the suite.
