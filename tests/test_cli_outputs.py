@@ -181,3 +181,24 @@ def test_simulate_refuses_every_collision_and_keeps_every_file(tmp_path_factory,
     _refused(capsys, ["simulate", "--graph", folder / graph, "--system", "dgx1v", "--out", folder / out,
                       "--trace", folder / trace])
     assert _snapshot(folder) == before
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(writer=st.sampled_from(WRITERS), spelling=st.sampled_from(["name", "dotted", "symlink", "hardlink"]),
+       other=st.sampled_from(["run", "smi", "graph", "cal", "fabric"]))
+def test_every_writer_refuses_any_spelling_of_any_input_it_reads(tmp_path_factory, capsys, writer, spelling, other):
+    """Any command that writes, its output any spelling of any file: refused when the file is one it
+    reads, and every file kept; a file it does not read is not refused for that (not run here)."""
+    _, argv, source = writer
+    folder = tmp_path_factory.mktemp("writer")
+    files = {"run": folder / "m.txt", "smi": folder / "smi.txt", "graph": folder / "g.json",
+             "cal": folder / "cal.json", "fabric": folder / "fabric.json"}
+    for name, path in files.items():
+        path.write_text(name)  # never read: the refusal comes first
+    out = _spellings(files[other])[spelling]
+    filled = [a.format(out=out, **files) for a in argv]
+    if "{" + other + "}" not in argv:  # not an input of this command
+        return
+    before = _snapshot(folder)
+    assert "is the input" in _refused(capsys, filled)
+    assert _snapshot(folder) == before

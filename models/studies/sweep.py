@@ -282,9 +282,10 @@ def _evaluate_batch(tasks, collective, nbytes, p2p, profile, algorithms=None) ->
 
 @dataclass(frozen=True, slots=True)
 class _Cost:
-    """What a sweep's parts take in this process, timed on the sweep's own first failure (the
+    """What a sweep's parts take in this process, timed on the sweep's own failures (the
     baseline's time alone is no guide: a healthy host's search ends at its first speed, a failed
-    host's tries speed after speed, ten times as long on a DGX H100). [s]"""
+    host's tries speed after speed; on 16xDGX H100 the baseline's 0.071 s per estimate predicted
+    5.7 s for an NVLink sweep that took 54 s in this process). [s]"""
 
     build: float  # building a failed fabric (each distinct case is built to be classified)
     search: float  # an estimate whose failed host shape is searched anew
@@ -300,42 +301,46 @@ class _Cost:
 
     def words(self, estimates: int, shapes: int, classify: int) -> str:
         new = max(shapes - self.probed, 0)
-        parts = [f"{classify:,} failed fabrics to build at about {self.build:.2g} s"] if classify else []
-        parts.append(f"{new:,} failed host shapes to search at about {self.search:.2g} s each (timed on "
-                     f"{self.timed} of them)")
+        parts = [f"{classify:,} failed fabrics to build and classify at about {self.build:.2g} s each"] \
+            if classify else []
+        if estimates:
+            parts.append(f"{new:,} failed host shapes to search at about {self.search:.2g} s each (timed on "
+                         f"{self.timed} of them)")
         if estimates > new:
             parts.append(f"{estimates - new:,} estimates sharing those searches at about {self.cached:.2g} s")
         return ", ".join(parts)
 
 
-def _probe(G, collective, size, job, p2p, profile, picks, searches, algorithms, baseline) -> _Cost:
-    """Time a few of the sweep's failures (``picks``: ``(case, shared)``, one per failed host
-    shape, spread over them; ``shared``: its search serves the shape's later estimates): each
-    build and estimate (its failed host searched anew), and the first again (every search in the
-    memo). A failure that leaves no fabric is skipped; without any, the baseline's time stands
-    for each."""
-    builds, searched, cached, probed = [], [], None, 0
-    for case, shared in picks:
+def _probe(G, collective, size, job, p2p, profile, picks, cases, searches, algorithms, baseline) -> _Cost:
+    """Time a few of a cluster's failures before they are classified (``picks``: one case per
+    failed host shape, spread over them; their searches serve the shapes' later estimates): each
+    build and estimate (its failed host searched anew), and the first again, built anew (every
+    search in the memo). Without picks (one host, or parts of no host), only a build of the first
+    case that builds (the search is timed on the first tasks, :func:`_run`)."""
+    builds, searched, cached = [], [], None
+    for case in picks or cases[:8]:
         started = time.perf_counter()
         try:
             H = failed_fabric(G, case)
         except TopologyError:
             continue
         builds.append(time.perf_counter() - started)
+        if not picks:
+            break
         remaining = [n for n in job if n in H]
         if not remaining:
             continue
         started = time.perf_counter()
         _evaluate(H, collective, size, remaining, p2p, profile, searches, algorithms)
         searched.append(time.perf_counter() - started)
-        probed += bool(shared)
-        if cached is None:
+        if cached is None:  # the same failure built anew: only its searches are in the memo
             started = time.perf_counter()
-            _evaluate(H, collective, size, remaining, p2p, profile, searches, algorithms)
+            _evaluate(failed_fabric(G, case), collective, size, remaining, p2p, profile, searches, algorithms)
             cached = time.perf_counter() - started
+    build = sum(builds) / len(builds) if builds else 0.0
     if not searched:
-        return _Cost(sum(builds) / len(builds) if builds else 0.0, baseline, baseline, 0, 1)
-    return _Cost(sum(builds) / len(builds), sum(searched) / len(searched), cached, probed, len(searched))
+        return _Cost(build, baseline, baseline, 0, 0)
+    return _Cost(build, sum(searched) / len(searched), cached, len(searched), len(searched))
 
 
 def _spread(items: list, k: int = 3) -> list:
@@ -467,9 +472,10 @@ class _ClusterCases:
     and links to the same nodes (:func:`interchangeable_nodes`; a transposition of two twins is an
     automorphism, so every permutation within a class is), and, outside the hosts, nodes with
     the same attributes and the same links (a rack's NVSwitch chips). Equal keys are failures
-    that an automorphism of the cluster maps onto each other: one estimate. A failure of a part
-    of no host (a network switch, a rack's chip) has no key and is classified on the whole
-    failed fabric."""
+    that an automorphism of the cluster maps onto each other: one estimate. A failure of one part
+    of no host (a network switch, a rack's chip) is keyed by its twins there (a transposition of
+    twins is an automorphism too); one of parts of several hosts has no key and is classified on
+    the whole failed fabric."""
 
     def __init__(self, G, job):
         self.G = G
@@ -517,6 +523,8 @@ class _ClusterCases:
         searches one failed host shape (the channel search is shared by the local names of a
         host's nodes, :mod:`models.engine.nccl.search`), so its estimates cost one search."""
         c, ends, count, factor = key
+        if c == "outside":  # no host searched apart: a shape of its own
+            return key
         if ("place", c) not in self._twins:
             places: dict = {}
             for n, i in self._local_twins(c).items():
@@ -531,6 +539,8 @@ class _ClusterCases:
             return None
         failure = case[0]
         hosts = {_host_of(self.G, n) for n in failure.nodes} - {None}
+        if not hosts and len(failure.nodes) == 1:  # a part of no host: by its twins (a rack's chips)
+            return "outside", self._outside(failure.nodes[0]), failure.count, failure.factor
         if len(hosts) != 1:
             return None
         (h,) = hosts
@@ -758,49 +768,67 @@ def _run(G, collective, size, job, p2p, profile, cases, keys, cluster, symmetry,
     base = _evaluate(G, collective, size, job, p2p, profile, searches, algorithms)  # checks the profile too
     baseline = time.perf_counter() - started
     shape_of = {k: cluster.shape(k) for k in keys if k is not None} if cluster is not None else {}
-    first_of: dict = {}  # one case per failed host shape, in the cases' order
+    first_of: dict = {}  # one case per failed host shape of a cluster, in the cases' order
     for case, key in zip(cases, keys):
-        first_of.setdefault(shape_of[key] if key is not None else ("case", len(first_of)), (case, key is not None))
-    cost = _probe(G, collective, size, job, p2p, profile, _spread(list(first_of.values())), searches,
+        if key is not None:
+            first_of.setdefault(shape_of[key], case)
+    cost = _probe(G, collective, size, job, p2p, profile, _spread(list(first_of.values())), cases, searches,
                   algorithms, baseline)
 
     def refuse_beyond(estimates, shapes, classify, what_counted):
         predicted = time.perf_counter() - started + cost.predict(estimates, shapes, classify)
         if predicted > max_seconds:
+            counted = f"needs {what_counted}{estimates:,} distinct estimates, " if estimates else "needs "
             raise SweepSizeError(
                 what, keyword="max_seconds", size=predicted, limit=max_seconds, message=(
-                    f"{what} needs {what_counted}{estimates:,} distinct estimates, {cost.words(estimates, shapes, classify)}: "
-                    f"about {predicted:.2g} s in all, more than max_seconds={max_seconds:g}: "
-                    f"pass a larger max_seconds= or fewer GPUs (gpus=)"))
+                    f"{what} {counted}{cost.words(estimates, shapes, classify)}: about {predicted:.2g} s in all, "
+                    f"more than max_seconds={max_seconds:g}: pass a larger max_seconds= or fewer GPUs (gpus=)"))
         return predicted
 
     distinct = {k for k in keys if k is not None}
     unkeyed = sum(k is None for k in keys)
-    if cluster is not None:  # every key is an estimate of its own (unless the fabric disconnects)
+    if first_of:  # every key is an estimate of its own (unless the fabric disconnects)
         refuse_beyond(len(distinct) + unkeyed, len(set(shape_of.values())) + unkeyed, len(distinct) + unkeyed,
                       "up to ")
     else:  # the classes are known once every case is classified: that much first
         refuse_beyond(0, 0, len(cases), "")
     total = len(cases)
     assigned, tasks = _classify(G, cases, keys, cluster, job, symmetry=symmetry, tick=tick)
+    done = total
+    total += len(tasks)
+    outcomes: list = [None] * len(tasks)
+    if not cost.timed and tasks:
+        # No search timed yet (one host, or parts of no host): the first tasks are the probe, a
+        # few spread over them, evaluated for good (each is a class of its own: none is wasted).
+        timed = []
+        for i in _spread(list(range(len(tasks)))):
+            H, remaining, _ = tasks[i]
+            begun = time.perf_counter()
+            outcomes[i] = _evaluate(H, collective, size, remaining, p2p, profile, searches, algorithms)
+            timed.append(time.perf_counter() - begun)
+            done += 1
+            tick(done, total)
+        each = sum(timed) / len(timed)
+        cost = _Cost(cost.build, each, each, 0, len(timed))
     # The tasks that search one failed host shape (a key's, or a task of its own) run together.
     batches: dict = {}
     for i, (_, _, case) in enumerate(tasks):
-        key = cluster.key(case) if cluster is not None else None
-        batches.setdefault(shape_of.get(key, ("task", i)), []).append(i)
-    predicted = refuse_beyond(len(tasks), len(batches), 0, "")
-    done = total
-    total += len(tasks)
+        if outcomes[i] is None:
+            key = cluster.key(case) if cluster is not None else None
+            batches.setdefault(shape_of.get(key, ("task", i)), []).append(i)
+    left = sum(map(len, batches.values()))
+    predicted = refuse_beyond(left, len(batches), 0, "")
 
-    outcomes: list = [None] * len(tasks)
     runner, close = _executor(executor_kind, executor, len(batches), predicted - (time.perf_counter() - started),
                               client)
     try:
         if runner is None:
-            for i, (H, remaining, _) in enumerate(tasks):
-                outcomes[i] = _evaluate(H, collective, size, remaining, p2p, profile, searches, algorithms)
-                done += 1
-                tick(done, total)
+            for batch in batches.values():
+                for i in batch:
+                    H, remaining, _ = tasks[i]
+                    outcomes[i] = _evaluate(H, collective, size, remaining, p2p, profile, searches, algorithms)
+                    done += 1
+                    tick(done, total)
         else:
             futures = {runner.submit(_evaluate_batch, [tasks[i][:2] for i in batch], collective, size, p2p,
                                      profile, algorithms): batch for batch in batches.values()}

@@ -19,6 +19,7 @@ MiB = 2**20
     ("2xdgx1v", "nic", None),
     ("4xdgx1v:rail", "gpu", "0-1,8-9,16,24"),
     ("3xdgx1v", "nvlink", "0-1,8-9,16-17"),
+    ("gb200nvl72", "nvswitch", "0-7"),  # the rack's chips, parts of no host, keyed by their twins
 ])
 def test_cluster_classes_give_what_computing_every_case_gives(system, fail_each, gpus):
     G = topo.build(system)
