@@ -308,7 +308,10 @@ def test_plan_that_does_not_fit_exits_2_with_the_verdict_and_one_line(capsys):
     (["bert-large", "--system", "dgx1v", "--overlap", "nan"], "--overlap must be a number in [0, 1]"),
     (["bert-large", "--system", "dgx1v", "--calibrate", "fast"], "expected a measured step"),
     (["bert-large", "--system", "dgx1v", "--calibrate", "1s", "--compute-scale", "2"], "not both"),
-    (["llama2-7b", "--system", "dgx1v", "--dtype", "tf32"], "V100 has no tf32 arithmetic"),
+    (["llama2-7b", "--system", "dgx1v", "--dtype", "tf32"], "V100-SXM2 (V100 generation) has no tf32 arithmetic"),
+    (["llama2-7b", "--system", "dgxh100", "--dtype", "nvfp4"],
+     "has no nvfp4 arithmetic: expected one of its dtypes, fp32, tf32, fp16, bf16, fp8; received 'nvfp4'"),
+    (["llama2-7b", "--system", "dgxa100", "--dtype", "mxfp8"], "has no mxfp8 arithmetic"),
     (["llama2-7b", "--system", "dgx1v", "--software", "flash"], "Ampere"),
     (["bert-large", "--system", "dgx1v", "--sequence-parallel", "maybe"], "argument --sequence-parallel"),
 ])

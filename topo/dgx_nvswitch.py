@@ -32,12 +32,18 @@ Sources (keys as in the catalogue :mod:`topo.specs`):
     [S68] NVIDIA/nccl issue 1182: HGX H100 nvidia-smi nvlink -R, GPU0 5/5/4/4 over 4 switches.
     [S71] vllm-project/vllm issue 16336: 8x B200 nvidia-smi topo -m (PXB 1:1 NIC, 12 NICs).
     [S74] MLCommons inference v6.1 GB200-NVL72 system description: NV18 within a 4-GPU tray.
+    [S49] DGX SuperPOD reference architectures: DGX B300 with 8x XDR 800G compute NICs per node.
+    [S114] HGX / DGX B300 datasheets: 8x Blackwell Ultra, NVLink 5 at 1.8 TB/s per GPU.
+    [S115] GB300 NVL72 datasheet and reference architecture components: 18 compute trays of 2 Grace
+          + 4 Blackwell Ultra, 9 NVLink switch trays, one ConnectX-8 800G per GPU.
+    [S116] H800 SXM5: H100 with NVLink cut to 400 GB/s bidirectional (8 links); DeepSeek-V3's
+          cluster of 8-GPU H800 nodes on NVLink/NVSwitch with InfiniBand between them.
 
 Examples
 --------
 >>> from topo.dgx_nvswitch import SYSTEMS, dgxh100
 >>> sorted(SYSTEMS)
-['dgxa100', 'dgxb200', 'dgxh100', 'dgxh200', 'gb200nvl72']
+['dgxa100', 'dgxb200', 'dgxb300', 'dgxh100', 'dgxh200', 'dgxh800', 'gb200nvl72', 'gb300nvl72']
 >>> G = dgxh100()
 >>> [G.edges["gpu0", f"nvswitch{s}"]["links"] for s in range(4)]
 [5, 4, 4, 5]
@@ -54,7 +60,8 @@ from .parts import add_cpu, add_gpu, add_link, add_nic, add_nvswitch, add_pcie_s
 from .specs import CPUS, NVSWITCHES
 from .unedited import sealed
 
-__all__ = ["dgxa100", "dgxh100", "dgxh200", "dgxb200", "gb200nvl72", "SYSTEMS", "UNCERTAIN"]
+__all__ = ["dgxa100", "dgxh100", "dgxh200", "dgxh800", "dgxb200", "dgxb300", "gb200nvl72", "gb300nvl72",
+           "SYSTEMS", "UNCERTAIN"]
 
 
 # -- shared pieces ------------------------------------------------------------------------------
@@ -190,10 +197,15 @@ _HOPPER_STORAGE_PORTS = ((1, 2), (7, 8))
 _H100_LINKS_PER_SWITCH = (5, 4, 4, 5)
 # [S17] DGX B200: 9 NVLink 5 links from every GPU to each of the 2 switch chips.
 _B200_LINKS_PER_SWITCH = (9, 9)
+# [S116] H800: 8 NVLink 4.0 links per GPU; [U] spread 2 to each of the 4 NVSwitch gen3 chips of
+# the HGX H100 board (the HGX H800 wiring is not published).
+_H800_LINKS_PER_SWITCH = (2, 2, 2, 2)
+_NDR_NIC = ("ConnectX-7 (NDR InfiniBand)", "ib_ndr")
+_XDR_NIC = ("ConnectX-8 (XDR InfiniBand)", "ib_xdr")
 
 
 def _dgx_8gpu_xeon(name: str, system: str, description: str, gpu: str, cpu: str, switch: str,
-                   links_per_switch, storage_model: str) -> nx.DiGraph:
+                   links_per_switch, storage_model: str, nic=_NDR_NIC) -> nx.DiGraph:
     """The DGX H100 chassis (also DGX H200, and DGX B200's arrangement [S43] [S71]).
 
     Per GPU a PCIe Gen5 complex on its own root port (own host bridge) with the GPU's
@@ -207,7 +219,7 @@ def _dgx_8gpu_xeon(name: str, system: str, description: str, gpu: str, cpu: str,
         socket = g // 4
         _gpu_nic_complex(G, g, cpu=f"cpu{socket}", socket=socket, host_bridge=g % 4, gpus=(g,),
                          nics=(_HOPPER_COMPUTE_NICS[g],), gpu=gpu, pcie="pcie5_x16",
-                         nic_model="ConnectX-7 (NDR InfiniBand)", nic_port="ib_ndr")
+                         nic_model=nic[0], nic_port=nic[1])
     for socket, ports in enumerate(_HOPPER_STORAGE_PORTS):
         _storage_card(G, f"cpu{socket}", socket=socket, host_bridge=4, ports=ports,
                       pcie="pcie5_x16", model=storage_model)
@@ -257,6 +269,29 @@ def dgxh200() -> nx.DiGraph:
                           "ConnectX-7 dual-port (storage)")
 
 
+def dgxh800() -> nx.DiGraph:
+    """DGX H800: the DGX H100 chassis with 8x H800, whose NVLink is cut to 8 links [S116].
+
+    NVLink layer [S116]: 8 NVLink 4.0 links of 25 GB/s per GPU, 200 GB/s per direction (400 GB/s
+    bidirectional), taken as 2 to each of the 4 NVSwitch gen3 chips [U]; NV8 for every pair.
+    Everything else as :func:`dgxh100` [U]: one ConnectX-7 NDR (400 Gb/s, DeepSeek-V3's "50 GB/s"
+    of InfiniBand per GPU [S116]) per GPU, 2x Xeon 8480C.
+
+    Returns
+    -------
+    networkx.DiGraph
+
+    Examples
+    --------
+    >>> G = dgxh800()
+    >>> sum(d["bandwidth"] for _, _, d in G.out_edges("gpu0", data=True) if d["kind"] == "nvlink") / 1e9
+    200.0
+    """
+    return _dgx_8gpu_xeon("DGX H800", "dgxh800", "DGX H800, 8x H800 SXM5, 4 NVSwitch gen3, NV8",
+                          "H800", "Platinum8480C", "nvswitch3", _H800_LINKS_PER_SWITCH,
+                          "ConnectX-7 dual-port (storage)")
+
+
 def dgxb200() -> nx.DiGraph:
     """DGX B200: 8x B200 on 2 NVLink 5 switch chips, 2x Xeon Platinum 8570.
 
@@ -282,6 +317,30 @@ def dgxb200() -> nx.DiGraph:
     return _dgx_8gpu_xeon("DGX B200", "dgxb200", "DGX B200, 8x B200, 2 NVLink 5 switch chips, NV18",
                           "B200", "Platinum8570", "nvswitch4", _B200_LINKS_PER_SWITCH,
                           "BlueField-3 dual-port (storage)")
+
+
+def dgxb300() -> nx.DiGraph:
+    """DGX B300: 8x B300 (Blackwell Ultra) on 2 NVLink 5 switch chips, one ConnectX-8 per GPU.
+
+    NVLink layer [S114]: 18 NVLink 5 links per GPU (1.8 TB/s bidirectional), taken as DGX B200's
+    9 to each of 2 chips [U]. Network [S49]: 8 compute ports of 800 Gb/s XDR per node, one
+    ConnectX-8 per GPU. Everything else as :func:`dgxb200` [U]: the PCIe arrangement (PCIe Gen5;
+    ConnectX-8 and B300 can run Gen6, which NCCL's PCIe figures do not cover), the host (DGX B300
+    ships Intel Xeon 6776P; taken as DGX B200's Xeon 8570), the storage cards.
+
+    Returns
+    -------
+    networkx.DiGraph
+
+    Examples
+    --------
+    >>> G = dgxb300()
+    >>> G.nodes["gpu0"]["model"], G.nodes["mlx5_0"]["model"]
+    ('NVIDIA B300', 'ConnectX-8 (XDR InfiniBand)')
+    """
+    return _dgx_8gpu_xeon("DGX B300", "dgxb300", "DGX B300, 8x B300, 2 NVLink 5 switch chips, NV18, ConnectX-8",
+                          "B300", "Platinum8570", "nvswitch4", _B200_LINKS_PER_SWITCH,
+                          "BlueField-3 dual-port (storage)", nic=_XDR_NIC)
 
 
 # -- GB200 NVL72 --------------------------------------------------------------------------------
@@ -328,10 +387,38 @@ def gb200nvl72() -> nx.DiGraph:
     >>> len([n for n, k in G.nodes(data="kind") if k == "gpu"]), G.nodes["t17.gpu3"]["host"]
     (72, 17)
     """
-    G = nx.DiGraph(name="GB200 NVL72", system="gb200nvl72",
-                   description="GB200 NVL72 rack: 18 trays of 2 Grace + 4 B200, 18 NVLink 5 switch chips")
+    return _nvl72("GB200 NVL72", "gb200nvl72",
+                  "GB200 NVL72 rack: 18 trays of 2 Grace + 4 B200, 18 NVLink 5 switch chips", "GB200", _NDR_NIC)
+
+
+def gb300nvl72() -> nx.DiGraph:
+    """GB300 NVL72: 72 Blackwell Ultra GPUs in one NVLink domain, built as :func:`gb200nvl72`.
+
+    [S115]: 18 compute trays of 2 Grace + 4 GB300 GPUs, 9 NVLink switch trays (130 TB/s, 1.8 TB/s
+    per GPU), and one ConnectX-8 SuperNIC of 800 Gb/s per GPU (4 per tray on 2 mezzanine boards).
+    Taken from GB200 NVL72 [U]: the switch chips and wiring, the mlx5 names and root ports, the
+    BlueField-3 storage ports, NVLink-C2C and the Grace-to-Grace link.
+
+    Returns
+    -------
+    networkx.DiGraph
+
+    Examples
+    --------
+    >>> G = gb300nvl72()
+    >>> G.nodes["t0.gpu0"]["model"], G.nodes["t0.mlx5_0"]["model"]
+    ('NVIDIA GB300', 'ConnectX-8 (XDR InfiniBand)')
+    """
+    return _nvl72("GB300 NVL72", "gb300nvl72",
+                  "GB300 NVL72 rack: 18 trays of 2 Grace + 4 Blackwell Ultra, 18 NVLink 5 switch chips, ConnectX-8",
+                  "GB300", _XDR_NIC)
+
+
+def _nvl72(name: str, system: str, description: str, gpu: str, nic) -> nx.DiGraph:
+    """An NVL72 rack (:func:`gb200nvl72`) with the given GPU part and compute NIC."""
+    G = nx.DiGraph(name=name, system=system, description=description)
     switch = NVSWITCHES["nvswitch4"]
-    gpu, cpu = "GB200", "Grace"
+    cpu = "Grace"
     chips = _NVL72_SWITCH_TRAYS * _NVL72_CHIPS_PER_SWITCH_TRAY
     for c in range(chips):
         add_nvswitch(G, f"nvswitch{c}", index=c, ports=switch.ports,
@@ -353,8 +440,7 @@ def gb200nvl72() -> nx.DiGraph:
             for c in range(chips):
                 add_link(G, node, f"nvswitch{c}", switch.link)
             n = _NVL72_COMPUTE_NICS[g]
-            add_nic(G, f"{p}mlx5_{n}", index=n, socket=socket, model="ConnectX-7 (NDR InfiniBand)",
-                    port="ib_ndr", host=t)
+            add_nic(G, f"{p}mlx5_{n}", index=n, socket=socket, model=nic[0], port=nic[1], host=t)
             G.nodes[f"{p}mlx5_{n}"]["name"] = f"mlx5_{n}"
             add_link(G, f"{p}cpu{socket}", f"{p}mlx5_{n}", "pcie5_x16", host_bridge=1 + g % per_grace)
         for socket, ports in enumerate(_NVL72_STORAGE_PORTS):
@@ -374,6 +460,10 @@ SYSTEMS: dict[str, tuple[Callable[[], nx.DiGraph], str]] = {
     "dgxh200": (dgxh200, "DGX H200, 8x H200 on the DGX H100 fabric (NV18), 2x Xeon 8480C"),
     "dgxb200": (dgxb200, "DGX B200, 8x B200 on 2 NVLink 5 switch chips (NV18), 2x Xeon 8570"),
     "gb200nvl72": (gb200nvl72, "GB200 NVL72, 72 B200 in 18 trays on 18 NVLink 5 switch chips"),
+    "dgxh800": (dgxh800, "DGX H800, 8x H800 SXM5 on 4 NVSwitch gen3 (NV8: 400 GB/s NVLink), 2x Xeon 8480C"),
+    "dgxb300": (dgxb300, "DGX B300, 8x B300 on 2 NVLink 5 switch chips (NV18), ConnectX-8 800G"),
+    "gb300nvl72": (gb300nvl72, "GB300 NVL72, 72 Blackwell Ultra in 18 trays on 18 NVLink 5 switch chips, "
+                   "ConnectX-8 800G"),
 }
 
 #: What each builder takes on trust: the facts marked [U] above, per system.
@@ -403,3 +493,10 @@ UNCERTAIN: dict[str, str] = {
         "'pcie' edge; link latencies are assumptions"),
 }
 UNCERTAIN["dgxh200"] = UNCERTAIN["dgxh100"]
+UNCERTAIN["dgxh800"] = ("8 NVLink links per H800 spread 2 to each of the 4 NVSwitch gen3 chips (HGX H800 wiring "
+                        "unpublished); the chassis, NICs and host taken from DGX H100; " + UNCERTAIN["dgxh100"])
+UNCERTAIN["dgxb300"] = ("the NVLink wiring (9 + 9) and the PCIe/NIC arrangement taken from DGX B200; PCIe Gen5 "
+                        "links where ConnectX-8 and B300 can run Gen6; the host taken as DGX B200's Xeon 8570 "
+                        "(DGX B300 ships Xeon 6776P); " + UNCERTAIN["dgxb200"])
+UNCERTAIN["gb300nvl72"] = ("everything but the GPUs and the ConnectX-8 800G compute NICs taken from GB200 NVL72; "
+                           + UNCERTAIN["gb200nvl72"])

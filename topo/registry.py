@@ -22,8 +22,8 @@ raises it.
 
 Examples
 --------
->>> sorted(SYSTEMS)
-['dgx1', 'dgx1v', 'dgx2', 'dgxa100', 'dgxb200', 'dgxh100', 'dgxh200', 'gb200nvl72']
+>>> " ".join(sorted(SYSTEMS))
+'dgx1 dgx1v dgx2 dgxa100 dgxb200 dgxb300 dgxh100 dgxh200 dgxh800 gb200nvl72 gb300nvl72'
 >>> parse_system_spec("16xDGX-2:rail")
 SystemSpec(system='dgx2', hosts=16, network='rail', oversub=1)
 >>> str(parse_system_spec("16xdgx2:fat_tree:oversub=4"))
@@ -49,7 +49,7 @@ import networkx as nx
 
 from .cluster import MAX_HOSTS, MAX_OVERSUB, NETWORKS, check_hosts, check_oversub, join_hosts
 from .dgx import dgx1, dgx1v, dgx2
-from .dgx_nvswitch import dgxa100, dgxb200, dgxh100, dgxh200, gb200nvl72
+from .dgx_nvswitch import dgxa100, dgxb200, dgxb300, dgxh100, dgxh200, dgxh800, gb200nvl72, gb300nvl72
 from .errors import DgxTopoError, SystemSpecError, UnknownSystemError
 from .parts import gpu_attributes
 from .unedited import seal
@@ -61,8 +61,8 @@ __all__ = ["SYSTEMS", "VARIANTS", "Variant", "HOSTS_PER_SYSTEM", "OPTIONS", "Sys
 #: NVLink domain (:data:`HOSTS_PER_SYSTEM`); ``8xgb200nvl72`` joins 8 racks.
 SYSTEMS: dict[str, Callable[[], nx.DiGraph]] = {
     "dgx1": dgx1, "dgx1v": dgx1v, "dgx2": dgx2,
-    "dgxa100": dgxa100, "dgxh100": dgxh100, "dgxh200": dgxh200, "dgxb200": dgxb200,
-    "gb200nvl72": gb200nvl72,
+    "dgxa100": dgxa100, "dgxh100": dgxh100, "dgxh200": dgxh200, "dgxh800": dgxh800, "dgxb200": dgxb200,
+    "dgxb300": dgxb300, "gb200nvl72": gb200nvl72, "gb300nvl72": gb300nvl72,
 }
 
 
@@ -132,7 +132,7 @@ def _builder(key: str) -> Callable[[], nx.DiGraph]:
 
 #: Hosts of one copy of a system where it is more than one (a GB200 NVL72 rack: 18 compute
 #: trays [S44]); the host limit of a spec counts them.
-HOSTS_PER_SYSTEM: dict[str, int] = {"gb200nvl72": 18}
+HOSTS_PER_SYSTEM: dict[str, int] = {"gb200nvl72": 18, "gb300nvl72": 18}
 
 #: The grammar, as help texts and error messages state it.
 SPEC_GRAMMAR = ("NAME or NxNAME[:network][:oversub=K] (network fat_tree, rail or rail_only) such as "
@@ -409,7 +409,7 @@ def build(name: str | SystemSpec, *, max_hosts: int = MAX_HOSTS) -> nx.DiGraph:
     >>> build("dgx3")
     Traceback (most recent call last):
     ...
-    topo.errors.UnknownSystemError: unknown system 'dgx3': expected one of dgx1, dgx1v, dgx2, dgxa100, dgxh100, dgxh200, dgxb200, gb200nvl72 (or a variant: dgxa100-80g, dgx1v-32g, dgx2h), or a cluster such as 2xdgx1v or 16xdgx2:rail
+    topo.errors.UnknownSystemError: unknown system 'dgx3': expected one of dgx1, dgx1v, dgx2, dgxa100, dgxh100, dgxh200, dgxh800, dgxb200, dgxb300, gb200nvl72, gb300nvl72 (or a variant: dgxa100-80g, dgx1v-32g, dgx2h), or a cluster such as 2xdgx1v or 16xdgx2:rail
     >>> build("2xdgx1v").graph["hosts"]
     2
     >>> G = build("4xdgxh100:rail")

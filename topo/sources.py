@@ -190,4 +190,21 @@ SOURCES: dict[str, Source] = {s.key: s for s in (
     Source('S113', 'NVIDIA Developer Blog 2019, "Getting Started with CUDA Graphs" (back-to-back short '
            'kernels cost about 3.8 us each when launched one by one)',
            'https://developer.nvidia.com/blog/cuda-graphs/'),
+    Source('S114', 'NVIDIA HGX B300 / DGX B300 datasheets (Blackwell Ultra; per 8 GPUs 108 PFLOPS dense '
+           'FP4, 72 PFLOPS FP8/FP6 and 36 PFLOPS FP16/BF16 with sparsity; up to 2.3 TB HBM3e; NVLink 5 '
+           '1.8 TB/s per GPU) and G. Lockwood\'s B300 notes (HGX B300 about 13 PF dense FP4 per GPU, '
+           '288 GB HBM3e, 8 TB/s)', 'https://glennklockwood.com/garden/processors/B300'),
+    Source('S115', 'NVIDIA GB300 NVL72 datasheet and enterprise reference architecture components page '
+           '(72 Blackwell Ultra GPUs, 18 compute trays of 2 Grace + 4 GPUs, 9 NVLink switch trays, '
+           '130 TB/s NVLink; 1,440 / 1,080 PFLOPS FP4 sparse / dense, 720 PFLOPS FP8, 360 PFLOPS '
+           'BF16 with sparsity; one ConnectX-8 800 Gb/s per GPU)',
+           'https://docs.nvidia.com/enterprise-reference-architectures/nvl72-ai-factory/latest/components.html'),
+    Source('S116', 'NVIDIA H800 SXM5 product brief (the export variant of H100 SXM5: H100\'s tensor-core '
+           'rates and 80 GB HBM3, NVLink cut to 400 GB/s bidirectional per GPU) and DeepSeek-AI 2024, '
+           '"DeepSeek-V3 Technical Report" section 3.1 (2,048 H800 in nodes of 8 on NVLink/NVSwitch, '
+           'InfiniBand between nodes)', 'https://arxiv.org/abs/2412.19437'),
+    Source('S117', 'NVIDIA Blackwell architecture technical brief and Transformer Engine documentation '
+           '(MXFP8 at the FP8 rate and NVFP4 at the FP4 rate on Blackwell tensor cores; MX block '
+           'scaling is a Blackwell feature, Hopper has per-tensor FP8 only)',
+           'https://docs.nvidia.com/deeplearning/transformer-engine/'),
 )}

@@ -332,14 +332,24 @@ _V100_PEAK = (("fp32", 15.7 * TF), ("fp16", 125 * TF))
 _A100_PEAK = (("fp32", 19.5 * TF), ("tf32", 156 * TF), ("fp16", 312 * TF), ("bf16", 312 * TF))
 _H100_PEAK = (("fp32", 67 * TF), ("tf32", 494.7 * TF), ("fp16", 989.5 * TF), ("bf16", 989.5 * TF),
               ("fp8", 1979 * TF))
+# Blackwell adds the block-scaled formats: MXFP8 at the FP8 rate, NVFP4 at the FP4 rate [S117];
+# Hopper has per-tensor FP8 only (no MX block scaling) [S117].
 _B200_PEAK = (("fp32", 80 * TF), ("tf32", 1125 * TF), ("fp16", 2250 * TF), ("bf16", 2250 * TF),
-              ("fp8", 4500 * TF))
+              ("fp8", 4500 * TF), ("mxfp8", 4500 * TF), ("nvfp4", 9000 * TF))
 _GB200_PEAK = (("fp32", 80 * TF), ("tf32", 1250 * TF), ("fp16", 2500 * TF), ("bf16", 2500 * TF),
-               ("fp8", 5000 * TF))
+               ("fp8", 5000 * TF), ("mxfp8", 5000 * TF), ("nvfp4", 10000 * TF))
+# Blackwell Ultra: B200's 16-bit and FP8 rates, FP4 raised (HGX B300 108 PFLOPS dense FP4 per
+# 8 GPUs [S114]; GB300 NVL72 1,080 PFLOPS dense FP4, 720 FP8 and 360 BF16 with sparsity per 72
+# GPUs [S115]); TF32 and FP32 as B200 [U].
+_B300_PEAK = (("fp32", 80 * TF), ("tf32", 1125 * TF), ("fp16", 2250 * TF), ("bf16", 2250 * TF),
+              ("fp8", 4500 * TF), ("mxfp8", 4500 * TF), ("nvfp4", 13500 * TF))
+_GB300_PEAK = (("fp32", 80 * TF), ("tf32", 1250 * TF), ("fp16", 2500 * TF), ("bf16", 2500 * TF),
+               ("fp8", 5000 * TF), ("mxfp8", 5000 * TF), ("nvfp4", 15000 * TF))
 _HBM_NOTE = "memory_bandwidth is NVIDIA's datasheet figure, not cross-checked by a second source [U]"
 
 #: GPU models by short name. Compute facts: [S101] P100, [S102] V100, [S103] DGX-2H, [S104]
-#: A100, [S105] H100, [S106] H200, [S107] B200, [S108] GB200. Each peak is the product of SMs,
+#: A100, [S105] H100, [S106] H200, [S107] B200, [S108] GB200, [S114] B300, [S115] GB300, [S116]
+#: H800. Each peak is the product of SMs,
 #: tensor (or FP32) operations per SM per clock and the boost clock, which the entries check.
 GPUS: dict[str, GpuSpec] = {
     "P100": GpuSpec("Tesla P100-SXM2-16GB", 60, "nvlink1", 4, 16 * GiB, 732 * GB,
@@ -384,6 +394,13 @@ GPUS: dict[str, GpuSpec] = {
                               "[S105] 132 SMs, 3.35 TB/s HBM3; tensor peak at 1,830 MHz",
                               _HBM_NOTE + "; the nvidia-smi name is from public outputs [U]",
                               generation="H100", sm_count=132, clock=1830 * MHz, peak=_H100_PEAK),
+    "H800": GpuSpec("NVIDIA H800 80GB HBM3", 90, "nvlink4", 8, 80 * GiB, 3350 * GB,
+                    "[S116] the export variant of H100 SXM5: H100's tensor-core rates and HBM3, "
+                    "NVLink cut to 400 GB/s bidirectional = 8 NVLink 4.0 links of 25 GB/s per "
+                    "direction [S13]; DeepSeek-V3 was trained on 2,048 of them [S116]",
+                    _HBM_NOTE + "; [U] the nvidia-smi name; [U] 8 links (400 GB/s over NVLink 4.0's "
+                    "25 GB/s links) rather than fewer, faster ones; [U] 132 SMs as H100",
+                    generation="H100", sm_count=132, clock=1830 * MHz, peak=_H100_PEAK),
     "H200": GpuSpec("NVIDIA H200", 90, "nvlink4", 18, 141 * GB, 4800 * GB,
                     "[S43] DGX H200: 8x H200 141 GB on the DGX H100 board and NVLink fabric; "
                     "[S106] H100's compute, 141 GB HBM3e at 4.8 TB/s",
@@ -403,6 +420,22 @@ GPUS: dict[str, GpuSpec] = {
                      "memory and memory_bandwidth 8 TB/s are NVIDIA's datasheet figures [U]; [U] 148 "
                      "SMs as B200",
                      generation="B200", sm_count=148, peak=_GB200_PEAK),
+    "B300": GpuSpec("NVIDIA B300", 100, "nvlink5", 18, 288 * GB, 8000 * GB,
+                    "[S114] HGX/DGX B300: 8x Blackwell Ultra, 2.3 TB HBM3e (288 GB each), 8 TB/s, "
+                    "18 NVLink 5 links (1.8 TB/s bidirectional) per GPU; per GPU 13.5 PFLOPS "
+                    "dense FP4 (108 per 8), 4.5 PFLOPS FP8, 2.25 PFLOPS FP16/BF16 dense",
+                    _HBM_NOTE + "; [U] 288 GB (270 GB usable per one secondary source); [U] 160 SMs "
+                    "(Blackwell Ultra) and the clock not in NVIDIA's datasheets (clock left 0); [U] "
+                    "fp32 and tf32 as B200",
+                    generation="B300", sm_count=160, peak=_B300_PEAK),
+    "GB300": GpuSpec("NVIDIA GB300", 100, "nvlink5", 18, 288 * GB, 8000 * GB,
+                     "[S115] Blackwell Ultra GPU of a GB300 NVL72 compute tray (2 Grace + 4 GPUs); "
+                     "18 NVLink 5 links, 1.8 TB/s; NVL72: 1,080 PFLOPS dense FP4, 720 PFLOPS FP8 and "
+                     "360 PFLOPS FP16/BF16 with sparsity for 72 GPUs, so 15, 5 and 2.5 PFLOPS dense "
+                     "each [D]; 20 TB HBM3e over 72 GPUs",
+                     "memory (279-288 GB) and 8 TB/s are NVIDIA's figures via secondary sources [U]; "
+                     "[U] 160 SMs as B300; [U] fp32 and tf32 as GB200",
+                     generation="B300", sm_count=160, peak=_GB300_PEAK),
 }
 
 #: Host CPU models by short name.

@@ -26,6 +26,8 @@ _FACE = MappingProxyType({
     "memory": "models.studies.planner.gpu_memory",
     "step_components": "models.studies.planner.step",
     "parse_workload": "models.studies.workload",
+    "moe_workload": "models.studies.moe",
+    "model_state": "models.studies.moe",
     "compute_model": "models.studies.compute",
     "generation": "models.studies.compute",
     "step_graph": "models.studies.stepgraph",
@@ -45,6 +47,7 @@ if TYPE_CHECKING:  # what a type checker sees of the face: each name as its modu
     from .benchmarks import read_benchmark, read_nccl_tests, read_p2p_benchmark
     from .bounds import bound, pairwise_bounds, subset_bounds
     from .calibration import calibrate, check
+    from .moe import model_state, moe_workload
     from .compute import compute_model, generation
     from .packing import pack_trees
     from .planner.calibrate import calibrate_plan

@@ -27,6 +27,11 @@ A :class:`ComputeModel` times each kernel of a workload (:class:`models.studies.
   (:data:`models.studies.workload.SOFTWARE`) decides how many kernels there are.
 * **flash attention** as one kernel at :data:`ATTENTION_EFFICIENCY` of the peak, executing half
   the score matrix when causal, its backward recomputing the scores (2.5 times the forward).
+* **low precision** (``fp8`` per-tensor on Hopper and Blackwell, ``mxfp8`` and ``nvfp4`` on
+  Blackwell): the linear layers' products run at the dtype's peak and its efficiency fitted to
+  measured GEMMs (:data:`FITTED_LOW_PRECISION_EFFICIENCY`), each paying the casts of its input
+  and output gradient; the attention core, the output head and the memory-bound passes stay
+  bf16 (:data:`models.studies.workload.LOW_PRECISION`).
 
 Nothing here is fitted to published training throughputs; :func:`models.studies.planner.calibrate_plan`
 fits one time scale to a step the user measured.
@@ -57,10 +62,11 @@ from topo.specs import GPUS, GpuSpec
 from topo.units import GiB
 
 from ..engine.results import tidy_records
-from .workload import DTYPES, SOFTWARE, Op, Software, Workload, dtype_bytes, software as as_software
+from .workload import LOW_PRECISION, QUANTISED_BYTES, SOFTWARE, Op, Software, Workload, dtype_bytes, \
+    software as as_software
 
-__all__ = ["Gpu", "GENERATIONS", "GEMM_EFFICIENCY", "ATTENTION_EFFICIENCY",
-           "DEFAULT_MEMORY_EFFICIENCY", "KERNEL_FLOOR", "MAX_SCALE", "TILES", "ComputeModel", "OpTime",
+__all__ = ["Gpu", "GENERATIONS", "GEMM_EFFICIENCY", "FITTED_LOW_PRECISION_EFFICIENCY", "ATTENTION_EFFICIENCY",
+           "DEFAULT_MEMORY_EFFICIENCY", "KERNEL_FLOOR", "MAX_SCALE", "MIN_FRACTION", "TILES", "ComputeModel", "OpTime",
            "ComputeFacts", "UnknownGenerationError", "UnsupportedDtypeError", "gpu_of", "generation_of",
            "generation", "gpu_memory", "compute_model", "default_software"]
 
@@ -78,25 +84,54 @@ TILES = ((256, 128, 1.0), (128, 256, 1.0), (128, 128, 1.0), (128, 64, 2 / 3), (6
 # CUTLASS do for such shapes [U]).
 _MAX_SPLIT = 32
 
+#: Low-precision GEMM efficiency FITTED to cuBLASLt measurements: the Azure/AI-benchmarking-guide
+#: GEMM tables (ND H200 v5 fp8, ND GB200 v6 fp8 and fp4), transcribed in the project's shared
+#: calibration data as gpu_microbenchmarks.json and copied to tests/data/gemm_microbenchmarks.json.
+#: What was fitted: the full-wave fraction of the dense peak (:data:`GEMM_EFFICIENCY`) at which
+#: this module's GEMM model (tiles, waves, epilogues: :meth:`ComputeModel.gemm_time`) reproduces
+#: the median measured TFLOP/s over the large products (every dimension >= 4096: the squares
+#: 4096-32768 and 6144 x 12288 x 12288). Measured rate over the dense peak on those shapes is
+#: lower (H200 fp8 0.666, GB200 fp8 0.575, GB200 fp4 0.751, medians) because the model's waves
+#: and epilogues already cost the rest. Nothing else is fitted to these tables; the small and
+#: skinny shapes stay predictions (tests/models/studies/test_compute_precision.py).
+FITTED_LOW_PRECISION_EFFICIENCY: Mapping[str, float] = MappingProxyType(
+    {"H200 fp8": 0.708, "GB200 fp8": 0.616, "GB200 fp4": 0.800})
+
 #: Achievable fraction of the dense peak on large matrix multiplies, by generation and dtype.
 #: A100 and H100 16-bit: the "Maximum Achievable Matmul FLOPS" of cuBLAS measured over a sweep
 #: of shapes, 86.9 % and 80.3 % [S110] (H100 below A100: the 700 W part throttles its clock under
-#: tensor load). V100 16-bit: 83 TFLOPS from cuBLAS mixed precision [S111] of the 112 TFLOPS
-#: of the part measured [U: PCIe or SXM2 not retrieved]. FP32 (SGEMM on the CUDA cores) 0.9 and
-#: TF32 as 16-bit, fp8 0.7, H200 as H100, P100 and B200 are [U] (no measurement retrieved).
+#: tensor load; the Azure A100 fp16 table behind :data:`FITTED_LOW_PRECISION_EFFICIENCY` would
+#: fit 0.826 the same way, a single run rather than the best of a sweep, and is not used).
+#: V100 16-bit: 83 TFLOPS from cuBLAS mixed precision [S111] of the 112 TFLOPS of the part
+#: measured [U: PCIe or SXM2 not retrieved]. FP32 (SGEMM on the CUDA cores) 0.9 and TF32 as
+#: 16-bit, H200 16-bit as H100, P100 and B200 16-bit are [U] (no measurement retrieved).
+#: Low precision is fitted (:data:`FITTED_LOW_PRECISION_EFFICIENCY`): fp8 of H100 and H200 from
+#: the H200 fit (the same silicon and clocks), fp8 of B200 from the GB200 fit; mxfp8 as fp8 and
+#: nvfp4 from the GB200 fp4 fit (same tensor-core path, [U]: no MX measurement); B300 (Blackwell
+#: Ultra) as B200 [U: no measurement].
 GEMM_EFFICIENCY: Mapping[str, dict[str, float]] = MappingProxyType({
     "P100": {"fp32": 0.90, "fp16": 0.85},
     "V100": {"fp32": 0.90, "fp16": 0.74},
     "A100": {"fp32": 0.90, "tf32": 0.87, "fp16": 0.87, "bf16": 0.87},
-    "H100": {"fp32": 0.90, "tf32": 0.80, "fp16": 0.80, "bf16": 0.80, "fp8": 0.70},
-    "H200": {"fp32": 0.90, "tf32": 0.80, "fp16": 0.80, "bf16": 0.80, "fp8": 0.70},
-    "B200": {"fp32": 0.90, "tf32": 0.75, "fp16": 0.75, "bf16": 0.75, "fp8": 0.70},
+    "H100": {"fp32": 0.90, "tf32": 0.80, "fp16": 0.80, "bf16": 0.80,
+             "fp8": FITTED_LOW_PRECISION_EFFICIENCY["H200 fp8"]},
+    "H200": {"fp32": 0.90, "tf32": 0.80, "fp16": 0.80, "bf16": 0.80,
+             "fp8": FITTED_LOW_PRECISION_EFFICIENCY["H200 fp8"]},
+    "B200": {"fp32": 0.90, "tf32": 0.75, "fp16": 0.75, "bf16": 0.75,
+             "fp8": FITTED_LOW_PRECISION_EFFICIENCY["GB200 fp8"],
+             "mxfp8": FITTED_LOW_PRECISION_EFFICIENCY["GB200 fp8"],
+             "nvfp4": FITTED_LOW_PRECISION_EFFICIENCY["GB200 fp4"]},
+    "B300": {"fp32": 0.90, "tf32": 0.75, "fp16": 0.75, "bf16": 0.75,
+             "fp8": FITTED_LOW_PRECISION_EFFICIENCY["GB200 fp8"],
+             "mxfp8": FITTED_LOW_PRECISION_EFFICIENCY["GB200 fp8"],
+             "nvfp4": FITTED_LOW_PRECISION_EFFICIENCY["GB200 fp4"]},
 })
 #: Fraction of the dense peak a flash-attention kernel reaches, forward and backward:
 #: FlashAttention-2 reaches 50-73 % on A100 [S112], taken as 0.6; H100, H200 and B200 as A100
 #: [U] (FlashAttention-2 reaches about 35 % on H100, FlashAttention-3 and cuDNN's fused attention
 #: more). None before Ampere: FlashAttention-2 needs Ampere or newer [S112].
-ATTENTION_EFFICIENCY: Mapping[str, float] = MappingProxyType({"A100": 0.6, "H100": 0.6, "H200": 0.6, "B200": 0.6})
+ATTENTION_EFFICIENCY: Mapping[str, float] = MappingProxyType({"A100": 0.6, "H100": 0.6, "H200": 0.6, "B200": 0.6,
+                                                              "B300": 0.6})
 #: Achievable fraction of the HBM peak on streaming kernels [U] (the usual STREAM fraction;
 #: a default, not fitted).
 DEFAULT_MEMORY_EFFICIENCY = 0.8
@@ -112,7 +147,7 @@ MAX_SCALE = 1e4
 #: The representative part of each generation (its SXM part with the most memory, as NVIDIA's
 #: datasheets quote first).
 _REPRESENTATIVE = MappingProxyType({"P100": "P100", "V100": "V100-SXM2", "A100": "A100-SXM4-80GB",
-                   "H100": "H100-SXM5-80GB", "H200": "H200", "B200": "B200"})
+                   "H100": "H100-SXM5-80GB", "H200": "H200", "B200": "B200", "B300": "B300"})
 
 
 class UnknownGenerationError(DgxTopoError):
@@ -120,7 +155,8 @@ class UnknownGenerationError(DgxTopoError):
 
 
 class UnsupportedDtypeError(DgxTopoError):
-    """A dtype the GPU has no arithmetic for (bf16 and tf32 before Ampere, fp8 before Hopper)."""
+    """A dtype the GPU has no arithmetic for (bf16 and tf32 before Ampere, fp8 before Hopper,
+    mxfp8 and nvfp4 before Blackwell)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,8 +216,9 @@ class Gpu:
         """
         dtype_bytes(dtype)
         if dtype not in self.peak:
-            raise UnsupportedDtypeError(f"{self.generation} has no {dtype} arithmetic: expected one of "
-                                        f"{', '.join(self.peak)}")
+            gpu = self.name if self.name == self.generation else f"{self.name} ({self.generation} generation)"
+            raise UnsupportedDtypeError(f"{gpu} has no {dtype} arithmetic: expected one of its dtypes, "
+                                        f"{', '.join(self.peak)}; received {dtype!r}")
         return self.peak[dtype]
 
     def ridge(self, dtype: str) -> float:
@@ -223,6 +260,9 @@ def generation_of(model: str) -> Gpu:
     ------
     UnknownGenerationError
     """
+    for spec in GPUS.values():  # a catalogued part: its own generation (an H800 is an H100)
+        if spec.model == model and spec.generation in GENERATIONS:
+            return GENERATIONS[spec.generation]
     text = str(model).upper()
     for name, g in GENERATIONS.items():
         if name in text:
@@ -357,15 +397,26 @@ class ComputeFacts:
             "scale": self.scale})
 
 
+#: The smallest achievable fraction a caller may set: 10^-6 of a peak is no longer a correction of
+#: the model (the counterpart of :data:`MAX_SCALE`), and far smaller ones (a denormal such as
+#: 2e-311) take kernel times to infinity and a step's sums to NaN.
+MIN_FRACTION = 1e-6
+
+
 def _fraction(name, value):
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
-        raise DgxTopoError(f"{name} must be a fraction in (0, 1], received {value!r}")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not MIN_FRACTION <= value <= 1:
+        raise DgxTopoError(f"{name} must be a fraction in (0, 1] of at least {MIN_FRACTION:g}, received {value!r}")
     return float(value)
 
 
 @dataclass(frozen=True, slots=True)
 class ComputeModel:
     """Times the kernels of a workload on one GPU (module docstring).
+
+    With a low-precision dtype (:data:`models.studies.workload.LOW_PRECISION`) the products
+    marked ``quantised`` run at that dtype's peak and fitted efficiency, each paying the casts
+    of its operands (:meth:`quantisation_time`); the others (the attention core and the output
+    head) and every memory-bound pass stay 16-bit, at the bf16 peak and efficiency.
 
     Attributes
     ----------
@@ -384,6 +435,9 @@ class ComputeModel:
         Least time of one kernel. [s]
     scale : float
         Calibrated multiplier on every kernel's time (1: the model from hardware facts).
+    wide_efficiency : float
+        Fraction of the bf16 peak of the products kept in 16-bit when ``dtype`` is low
+        precision (0 otherwise: every product runs in ``dtype``).
     """
 
     gpu: Gpu
@@ -394,11 +448,22 @@ class ComputeModel:
     memory_efficiency: float
     kernel_floor: float = KERNEL_FLOOR
     scale: float = 1.0
+    wide_efficiency: float = 0.0
 
     @property
     def peak(self) -> float:
         """Dense peak of the dtype. [FLOP/s]"""
         return self.gpu.peak_flops(self.dtype)
+
+    @property
+    def low_precision(self) -> bool:
+        """The products run on quantised operands (:data:`models.studies.workload.LOW_PRECISION`)."""
+        return self.dtype in LOW_PRECISION
+
+    @property
+    def wide_peak(self) -> float:
+        """Dense peak of the 16-bit work (bf16 when the dtype is low precision, else the dtype's). [FLOP/s]"""
+        return self.gpu.peak_flops("bf16") if self.low_precision else self.peak
 
     @property
     def facts(self) -> ComputeFacts:
@@ -420,7 +485,14 @@ class ComputeModel:
     def _hbm(self, nbytes: float) -> float:
         return nbytes / self._hbm_rate
 
-    def gemm_time(self, m: int, n: int, k: int, batch: int = 1, nbytes: float = 0.0) -> float:
+    def _rate(self, quantised: bool) -> tuple:
+        """(achievable rate, bytes per operand element) of a product. [FLOP/s, bytes]"""
+        if self.low_precision and not quantised:
+            return self.wide_peak * self.wide_efficiency, 2.0
+        return self.peak * self.gemm_efficiency, dtype_bytes(self.dtype)
+
+    def gemm_time(self, m: int, n: int, k: int, batch: int = 1, nbytes: float = 0.0, *,
+                  quantised: bool = True) -> float:
         """Time of ``batch`` products ``(m x k) @ (k x n)``, tile- and wave-quantised. [s]
 
         Parameters
@@ -429,12 +501,14 @@ class ComputeModel:
         batch : int
         nbytes : float
             Bytes the product moves (its memory roofline). [bytes]
+        quantised : bool
+            The product runs in the low-precision dtype when the model has one (else bf16).
         """
         if m <= 0 or n <= 0 or k <= 0:
             return 0.0
-        gpu, elem = self.gpu, dtype_bytes(self.dtype)
-        align = max(1, 16 // elem)
-        rate = self.peak * self.gemm_efficiency
+        gpu = self.gpu
+        rate, elem = self._rate(quantised)
+        align = max(1, int(16 // elem))
         if self.tensor_cores and gpu.spec.compute_capability < 80 and (m % align or n % align or k % align):
             # Before Ampere a misaligned product leaves the tensor cores: half precision on the
             # CUDA cores runs at twice the FP32 rate [S102] [S109].
@@ -470,15 +544,32 @@ class ComputeModel:
                 split *= 2
         return self.scale * max(best, nbytes / hbm, self.kernel_floor)
 
+    def quantisation_time(self, elements: float) -> float:
+        """Time of one cast kernel of a 16-bit tensor into the low-precision dtype (0 in 16/32-bit). [s]
+
+        The cast reads the 16-bit tensor and writes the quantised copy and its transpose (the
+        weight-gradient product reads the other operand layout; Transformer Engine's fused
+        cast-transpose [U: Blackwell's MX formats may skip the transpose]), scales included
+        (:data:`models.studies.workload.QUANTISED_BYTES`); one launch. Weights are cast once
+        per step and not charged here [U].
+        """
+        if not self.low_precision or elements <= 0:
+            return 0.0
+        nbytes = elements * (2 + 2 * QUANTISED_BYTES[self.dtype])
+        return self.scale * max(self._hbm(nbytes), self.kernel_floor)
+
     def _op_ideal(self, op: Op) -> float:
         if op.kind == "matmul":
-            return op.flops / (self.peak * self.gemm_efficiency)
+            return op.flops / self._rate(op.quantised)[0]
         if op.kind == "attention":
-            return op.flops * op.executed / (self.peak * self.attention_efficiency)
+            return op.flops * op.executed / (self.wide_peak * self.attention_efficiency)
         return self._hbm(op.nbytes)
 
     def time(self, op: Op) -> OpTime:
         """The forward and backward time of one op.
+
+        A quantised product in a low-precision dtype adds the cast of its input to the forward
+        and of its output gradient to the backward (:meth:`quantisation_time`).
 
         Raises
         ------
@@ -486,14 +577,18 @@ class ComputeModel:
             For a flash-attention op on a GPU without it.
         """
         if op.kind == "matmul":
-            forward = self.gemm_time(op.m, op.n, op.k, op.batch, op.nbytes)
+            q = op.quantised
+            forward = self.gemm_time(op.m, op.n, op.k, op.batch, op.nbytes, quantised=q)
             if op.m and op.n and op.k:
                 # Input gradient (m x n)(n x k) and weight gradient (k x m)(m x n).
-                backward = (self.gemm_time(op.m, op.k, op.n, op.batch, op.nbytes)
-                            + self.gemm_time(op.k, op.n, op.m, op.batch, op.nbytes))
+                backward = (self.gemm_time(op.m, op.k, op.n, op.batch, op.nbytes, quantised=q)
+                            + self.gemm_time(op.k, op.n, op.m, op.batch, op.nbytes, quantised=q))
             else:
                 forward = self.scale * max(self._op_ideal(op), self._hbm(op.nbytes), self.kernel_floor)
                 backward = 2 * forward
+            if q and self.low_precision:
+                forward += self.quantisation_time(float(op.batch) * op.m * op.k)
+                backward += self.quantisation_time(float(op.batch) * op.m * op.n)
             ideal = self.scale * self._op_ideal(op)
             bound = "compute" if ideal >= self.scale * self._hbm(op.nbytes) else "memory"
             return OpTime(op, forward, backward, "launch" if forward <= self.scale * self.kernel_floor
@@ -502,7 +597,7 @@ class ComputeModel:
             if not self.attention_efficiency:
                 raise DgxTopoError(f"{self.gpu.generation} has no flash-attention kernel (FlashAttention-2 "
                                    "needs Ampere or newer): expected software 'fused' or 'eager'")
-            compute = op.flops * op.executed / (self.peak * self.attention_efficiency)
+            compute = op.flops * op.executed / (self.wide_peak * self.attention_efficiency)
             memory = self._hbm(op.nbytes)
             forward = self.scale * max(compute, memory, self.kernel_floor)
             backward = self.scale * max(compute * op.backward, memory * op.backward, self.kernel_floor)
@@ -558,4 +653,5 @@ def compute_model(gpu: Gpu | str, dtype: str, *, stack: str | Software | None = 
               else _fraction("memory_efficiency", memory_efficiency))
     if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not 0 < scale <= MAX_SCALE:
         raise DgxTopoError(f"scale must be a number in (0, {MAX_SCALE:g}], received {scale!r}")
-    return ComputeModel(g, dtype, sw, gemm, attention, memory, KERNEL_FLOOR, float(scale))
+    wide = GEMM_EFFICIENCY[g.generation]["bf16"] if dtype in LOW_PRECISION else 0.0
+    return ComputeModel(g, dtype, sw, gemm, attention, memory, KERNEL_FLOOR, float(scale), wide)

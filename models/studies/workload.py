@@ -54,7 +54,7 @@ from __future__ import annotations
 import enum
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import TypeAlias
 
@@ -62,11 +62,13 @@ from topo.errors import DgxTopoError
 
 from ..engine.results import tidy_records
 
-__all__ = ["DEFAULT_BUCKET", "OPTIMIZER_PASS_BYTES", "DTYPES", "Op", "Software", "SOFTWARE", "Transformer",
-           "ConvLayer", "CNN", "PRESETS",
+__all__ = ["DEFAULT_BUCKET", "OPTIMIZER_PASS_BYTES", "DTYPES", "LOW_PRECISION", "QUANTISED_BYTES",
+           "is_low_precision", "Op", "matmul_op", "memory_op", "Software", "SOFTWARE", "Transformer",
+           "ConvLayer", "CNN", "PRESETS", "MoeNotPlannedError",
            "WORKLOAD_GRAMMAR", "WORKLOAD_LIMITS", "HEADS", "WorkloadError", "UnknownWorkloadError",
            "UnknownDtypeError", "UnknownSoftwareError", "workload", "parse_workload", "dtype_bytes",
-           "activation_bytes_per_element", "software", "resnet50", "TpLimit", "TpConstraint", "tp_limit"]
+           "activation_bytes_per_element", "software", "resnet50", "TpLimit", "TpConstraint", "tp_limit",
+           "with_seq_length"]
 
 #: Bytes per element of each training dtype's matmul operands. ``tf32`` is fp32 storage with
 #: the matmuls on TF32 tensor cores (Ampere and later: "NVIDIA A100 Tensor Core GPU
@@ -74,7 +76,20 @@ __all__ = ["DEFAULT_BUCKET", "OPTIMIZER_PASS_BYTES", "DTYPES", "Op", "Software",
 #: recipes ("Using FP8 with Transformer Engine", NVIDIA Transformer Engine documentation); its
 #: activations, weights, gradients and optimizer state stay 16/32-bit, see
 #: :func:`activation_bytes_per_element` and :func:`models.studies.planner.memory`.
-DTYPES: Mapping[str, int] = MappingProxyType({"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1})
+#: ``mxfp8`` and ``nvfp4`` are Blackwell's block-scaled formats (OCP Microscaling Formats (MX)
+#: v1.0: 8-bit elements with one 8-bit power-of-two scale per 32; NVFP4: 4-bit E2M1 elements
+#: with one FP8 E4M3 scale per 16, "Introducing NVFP4 for Efficient and Accurate Low-Precision
+#: Inference", NVIDIA Technical Blog 2025); the scales are counted in :data:`QUANTISED_BYTES`.
+DTYPES: Mapping[str, float] = MappingProxyType({"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1,
+                                               "mxfp8": 1, "nvfp4": 0.5})
+#: The dtypes whose products take a quantised copy of their operands while the rest of the
+#: step stays 16-bit (Transformer Engine's FP8 and block-scaled recipes; DeepSeek-V3's FP8
+#: framework keeps the attention core, embedding, output head, gating and norms in higher
+#: precision, DeepSeek-V3 Technical Report, arXiv 2412.19437, section 3.3).
+LOW_PRECISION = ("fp8", "mxfp8", "nvfp4")
+#: Bytes one quantised element occupies with its share of the scales: fp8 per-tensor (one fp32
+#: scale per tensor, nothing per element), mxfp8 (1 + 1/32), nvfp4 (1/2 + 1/16). [bytes]
+QUANTISED_BYTES: Mapping[str, float] = MappingProxyType({"fp8": 1.0, "mxfp8": 1 + 1 / 32, "nvfp4": 0.5 + 1 / 16})
 
 #: Gradient bucket: PyTorch DDP's default ``bucket_cap_mb=25`` (torch.nn.parallel.DistributedDataParallel). [bytes]
 DEFAULT_BUCKET = 25 * 2**20
@@ -110,6 +125,11 @@ class UnknownWorkloadError(WorkloadError):
     """A workload name that is not a preset."""
 
 
+class MoeNotPlannedError(WorkloadError):
+    """A mixture-of-experts workload where only dense transformers and CNNs are modelled (the
+    planner, the GPU ranking and the step simulation: expert-parallel layouts are not built yet)."""
+
+
 class UnknownDtypeError(WorkloadError):
     """A training dtype that is not one of :data:`DTYPES`."""
 
@@ -118,7 +138,7 @@ class UnknownSoftwareError(WorkloadError):
     """A software stack that is not one of :data:`SOFTWARE`."""
 
 
-def dtype_bytes(dtype: str) -> int:
+def dtype_bytes(dtype: str) -> float:
     """Bytes per element of a training dtype's matmul operands (``fp32``, ``tf32``, ``fp16``, ...).
 
     Raises
@@ -137,6 +157,17 @@ def activation_bytes_per_element(dtype: str) -> int:
     fp8 recipes keep activations and weights in 16-bit and cast at each matmul.
     """
     return 4 if dtype_bytes(dtype) == 4 else 2
+
+
+def is_low_precision(dtype: str) -> bool:
+    """Whether a dtype's products run on quantised operands (:data:`LOW_PRECISION`).
+
+    Raises
+    ------
+    UnknownDtypeError
+    """
+    dtype_bytes(dtype)
+    return str(dtype).strip().lower() in LOW_PRECISION
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,6 +256,10 @@ class Op:
         scores: 2.5), bytes for memory passes (1.5: the backward reads the saved tensor and the
         incoming gradient and writes one gradient, where the forward moves two tensors [U]).
         Products do not use it: their backward is the two transposed products.
+    quantised : bool
+        A product that runs in the step's low-precision dtype when it has one
+        (:data:`LOW_PRECISION`); False for the attention core and the output head, which FP8
+        recipes keep in 16-bit (:data:`LOW_PRECISION`'s sources).
     """
 
     name: str
@@ -238,16 +273,23 @@ class Op:
     kernels: int = 1
     executed: float = 1.0
     backward: float = 2.0
+    quantised: bool = True
 
 
-def _matmul(name, m, n, k, elem, batch=1) -> Op:
-    """``batch`` products ``(m x k) @ (k x n)``: ``2 m n k`` FLOPs each; operands read, product written."""
+def matmul_op(name: str, m: int, n: int, k: int, elem: float, batch: int = 1, *, quantised: bool = True) -> Op:
+    """``batch`` products ``(m x k) @ (k x n)``: ``2 m n k`` FLOPs each; operands read, product
+    written (``elem`` bytes per element). ``batch`` > 1 is a batched or grouped product (heads,
+    or the experts of a MoE layer held by one GPU)."""
     return Op(name, "matmul", 2.0 * batch * m * n * k, float(elem) * batch * (m * k + k * n + m * n),
-              m=int(m), n=int(n), k=int(k), batch=int(batch))
+              m=int(m), n=int(n), k=int(k), batch=int(batch), quantised=quantised)
 
 
-def _memory(name, nbytes, kernels=1) -> Op:
+def memory_op(name: str, nbytes: float, kernels: int = 1) -> Op:
+    """A memory-bound pass moving ``nbytes`` in ``kernels`` launches (its backward 1.5 times the bytes)."""
     return Op(name, "memory", 0.0, float(nbytes), kernels=int(kernels), backward=1.5)
+
+
+_matmul, _memory = matmul_op, memory_op
 
 
 @dataclass(frozen=True, slots=True)
@@ -435,10 +477,10 @@ class Transformer:
         if sw.flash_attention:
             flops = 2.0 * 2 * b * heads * s * s * d
             ops.append(Op("flash_attention", "attention", flops, float(act) * 4 * m * h / tp,
-                          executed=0.5 if self.causal else 1.0, backward=2.5))
+                          executed=0.5 if self.causal else 1.0, backward=2.5, quantised=False))
         else:
             # Scores and weighted values, per head over the full s x s matrix.
-            ops.append(_matmul("scores", s, s, d, elem, batch=b * heads))
+            ops.append(_matmul("scores", s, s, d, act, batch=b * heads, quantised=False))
             scores = float(act) * b * heads * s * s
             masks = (float(b * heads * s * s) if self.dropout else 0.0)  # 1 byte per element
             # Scale, mask and softmax: one kernel fused, three unfused, each reading and writing
@@ -447,7 +489,7 @@ class Transformer:
             passes = 1 if sw.fused_softmax else 3
             dropout = 2 * scores + masks if self.dropout else 0.0
             ops.append(_memory("softmax", 2 * passes * scores + dropout, passes + (1 if self.dropout else 0)))
-            ops.append(_matmul("context", s, d, s, elem, batch=b * heads))
+            ops.append(_matmul("context", s, d, s, act, batch=b * heads, quantised=False))
         ops += [_matmul("proj", m, h, h // tp, elem),
                 _matmul("ffn_in", m, (2 if self.gated else 1) * f // tp, h, elem),
                 _matmul("ffn_out", m, h, f // tp, elem)]
@@ -489,14 +531,14 @@ class Transformer:
             p = b * self.predictions
             ops += [_matmul("mlm_transform", p, h, h, elem),
                     _memory("mlm_gelu_norm", float(act) * 4 * p * h, 2),
-                    _matmul("logits", p, -(-v // tp), h, elem),
+                    _matmul("logits", p, -(-v // tp), h, act, quantised=False),
                     _memory("loss", 4.0 * 2 * p * v / tp, 1),
                     _matmul("pooler", b, h, h, elem)]
         elif self.head == "span":
             ops += [_matmul("span_logits", m, 2, h, elem), _memory("loss", 4.0 * 2 * m * 2, 1)]
         else:
             ops += [_memory("final_norm", float(act) * 2 * m * h, 1),
-                    _matmul("logits", m, -(-v // tp), h, elem),
+                    _matmul("logits", m, -(-v // tp), h, act, quantised=False),
                     _memory("loss", 4.0 * 2 * m * v / tp, 1)]
         return tuple(ops)
 
@@ -808,6 +850,9 @@ def workload(spec: str | Workload) -> Workload:
     """
     if isinstance(spec, (Transformer, CNN)):
         return spec
+    if getattr(spec, "kind", None) == "moe":  # a models.studies.moe.MoeTransformer
+        raise MoeNotPlannedError(f"{spec.name} is a mixture-of-experts workload: expected a dense transformer "
+                                 "or a CNN (expert-parallel layouts are not planned yet)")
     return parse_workload(spec)
 
 
@@ -877,6 +922,34 @@ def parse_workload(text: str) -> Workload:
     if values.get("flash"):
         fields["dropout"] = False
     return Transformer("transformer", **fields)
+
+
+def with_seq_length(w: Workload, seq_length: int) -> Workload:
+    """The workload trained at another sequence length (``plan --seq-length``): the same
+    shapes, ``seq`` replaced; any object with a ``seq`` field (a transformer, dense or MoE).
+
+    Raises
+    ------
+    WorkloadError
+        For a CNN, or a length that is not a whole number from 1 to ``WORKLOAD_LIMITS["seq"]``
+        (or below an ``mlm`` head's masked positions).
+
+    Examples
+    --------
+    >>> with_seq_length(PRESETS["llama3-8b"], 131072).seq
+    131072
+    >>> with_seq_length(PRESETS["resnet50"], 1024)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    models.studies.workload.WorkloadError: resnet50 is a CNN: a sequence length applies to a transformer, ...
+    """
+    limit = WORKLOAD_LIMITS["seq"]
+    if isinstance(seq_length, bool) or not isinstance(seq_length, int) or not 1 <= seq_length <= limit:
+        raise WorkloadError(f"seq_length must be a whole number from 1 to {limit}, received {seq_length!r}")
+    if isinstance(w, CNN) or not hasattr(w, "seq"):
+        raise WorkloadError(f"{getattr(w, 'name', w)} is a CNN: a sequence length applies to a transformer, "
+                            f"received seq_length={seq_length}")
+    return replace(w, seq=seq_length)
 
 
 class TpLimit(enum.Enum):

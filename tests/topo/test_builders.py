@@ -12,10 +12,11 @@ from topo.specs import GPUS, LINKS, NVSWITCHES
 from topo.unedited import unedited
 
 GPU_COUNT = {"dgx1": 8, "dgx1v": 8, "dgx2": 16, "dgxa100": 8, "dgxh100": 8, "dgxh200": 8, "dgxb200": 8,
-             "gb200nvl72": 72}
-# P100 4 x NVLink 1.0, V100 6 x NVLink 2.0, A100 12 x NVLink 3, H100/H200 18 x NVLink 4, B200 18 x NVLink 5
+             "gb200nvl72": 72, "dgxh800": 8, "dgxb300": 8, "gb300nvl72": 72}
+# P100 4 x NVLink 1.0, V100 6 x NVLink 2.0, A100 12 x NVLink 3, H100/H200 18 x NVLink 4, B200 18 x NVLink 5,
+# H800 8 x NVLink 4 [S116], B300/GB300 18 x NVLink 5 [S114] [S115]
 NVLINK_PORTS = {"dgx1": 4, "dgx1v": 6, "dgx2": 6, "dgxa100": 12, "dgxh100": 18, "dgxh200": 18, "dgxb200": 18,
-                "gb200nvl72": 18}
+                "gb200nvl72": 18, "dgxh800": 8, "dgxb300": 18, "gb300nvl72": 18}
 
 
 def nvlink_links(G, node) -> int:

@@ -129,6 +129,7 @@ def test_summary(fabric, system):
     assert summary.system == system and summary.gpus == len(topo.gpus(fabric))
     assert summary.nvlink_links == {"dgx1": 16, "dgx1v": 24, "dgx2": 96 + 48, "dgxa100": 8 * 12,
                                      "dgxh100": 8 * 18, "dgxh200": 8 * 18, "dgxb200": 8 * 18,
-                                     "gb200nvl72": 72 * 18}[system]
+                                     "gb200nvl72": 72 * 18, "dgxh800": 8 * 8, "dgxb300": 8 * 18,
+                                     "gb300nvl72": 72 * 18}[system]
     data = summary.to_dict()
     assert data["bisection_gbps"] == summary.bisection / GB

@@ -15,7 +15,8 @@ import pytest
 
 import models
 import topo
-from topo.dgx_nvswitch import SYSTEMS, UNCERTAIN, dgxa100, dgxb200, dgxh100, dgxh200, gb200nvl72
+from topo.dgx_nvswitch import (SYSTEMS, UNCERTAIN, dgxa100, dgxb200, dgxb300, dgxh100, dgxh200, dgxh800, gb200nvl72,
+                               gb300nvl72)
 from topo.specs import CPUS, GPUS, LINKS, NVSWITCHES
 
 TB = 1e12
@@ -28,10 +29,16 @@ FABRIC = {
     "dgxh200": (8, 4, (5, 4, 4, 5), "nvswitch3"),
     "dgxb200": (8, 2, (9, 9), "nvswitch4"),
     "gb200nvl72": (72, 18, (1,) * 18, "nvswitch4"),
+    "dgxh800": (8, 4, (2, 2, 2, 2), "nvswitch3"),
+    "dgxb300": (8, 2, (9, 9), "nvswitch4"),
+    "gb300nvl72": (72, 18, (1,) * 18, "nvswitch4"),
 }
-# Datasheet per-GPU NVLink bandwidth, both directions [S12] [S13] [S64].
+NVL72 = ("gb200nvl72", "gb300nvl72")
+# Datasheet per-GPU NVLink bandwidth, both directions [S12] [S13] [S64]; H800 400 GB/s [S116],
+# B300 and GB300 1.8 TB/s [S114] [S115].
 BIDIRECTIONAL_PER_GPU = {"dgxa100": 600 * GB, "dgxh100": 900 * GB, "dgxh200": 900 * GB,
-                         "dgxb200": 1800 * GB, "gb200nvl72": 1800 * GB}
+                         "dgxb200": 1800 * GB, "gb200nvl72": 1800 * GB, "dgxh800": 400 * GB,
+                         "dgxb300": 1800 * GB, "gb300nvl72": 1800 * GB}
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +85,7 @@ def test_gpu_numbering(built, name):
     gpus = topo.gpus(G)
     count = FABRIC[name][0]
     assert len(gpus) == count
-    if name == "gb200nvl72":  # one host per compute tray, CUDA indices 0-3 on each
+    if name in NVL72:  # one host per compute tray, CUDA indices 0-3 on each
         assert [(G.nodes[g]["host"], G.nodes[g]["index"]) for g in gpus] == \
             [(t, i) for t in range(18) for i in range(4)]
     else:
@@ -106,7 +113,7 @@ def test_links_per_gpu_switch_pair(built, name):
 
 
 GPUS_LINK = {"dgxa100": "nvlink3", "dgxh100": "nvlink4", "dgxh200": "nvlink4", "dgxb200": "nvlink5",
-             "gb200nvl72": "nvlink5"}
+             "gb200nvl72": "nvlink5", "dgxh800": "nvlink4", "dgxb300": "nvlink5", "gb300nvl72": "nvlink5"}
 
 
 def test_injection_is_the_datasheet_figure(built, name):
@@ -115,7 +122,8 @@ def test_injection_is_the_datasheet_figure(built, name):
 
 
 @pytest.mark.parametrize("name, per_direction", [
-    ("dgxa100", 1.2 * TB), ("dgxh100", 1.8 * TB), ("dgxb200", 3.6 * TB), ("gb200nvl72", 32.4 * TB)])
+    ("dgxa100", 1.2 * TB), ("dgxh100", 1.8 * TB), ("dgxh800", 0.8 * TB), ("dgxb200", 3.6 * TB),
+    ("dgxb300", 3.6 * TB), ("gb200nvl72", 32.4 * TB), ("gb300nvl72", 32.4 * TB)])
 def test_bisection_of_the_non_blocking_switch_layer(built, name, per_direction):
     """Half the GPUs at full injection: the switch chips never bind (each has equal links to
     both halves), so the cut is the GPU links of one half."""
@@ -124,8 +132,9 @@ def test_bisection_of_the_non_blocking_switch_layer(built, name, per_direction):
     assert cut.cases == 1, "all GPUs interchangeable over NVLink: one max-flow"
 
 
-def test_nvl72_aggregate_is_130_TBps(built):
-    total = sum(topo.injection_bandwidth(built["gb200nvl72"]).values())
+@pytest.mark.parametrize("name", NVL72)
+def test_nvl72_aggregate_is_130_TBps(built, name):
+    total = sum(topo.injection_bandwidth(built[name]).values())
     assert 2 * total == pytest.approx(129.6 * TB)
     assert round(2 * total / TB, -1) == 130
 
@@ -139,8 +148,9 @@ def test_dgxb200_switches_are_the_user_guides_14_4_TBps(built):
                for s in topo.nodes_of_kind(G, "nvswitch")), "every port of both chips used by GPUs"
 
 
-def test_nvl72_switch_trays_and_compute_trays(built):
-    G = built["gb200nvl72"]
+@pytest.mark.parametrize("name, link", [("gb200nvl72", "ib_ndr"), ("gb300nvl72", "ib_xdr")])
+def test_nvl72_switch_trays_and_compute_trays(built, name, link):
+    G = built[name]
     switches = topo.nodes_of_kind(G, "nvswitch")
     assert sorted(G.nodes[s]["baseboard"] for s in switches) == sorted(list(range(9)) * 2)
     assert {G.nodes[s]["host"] for s in switches} == {-1}
@@ -154,11 +164,12 @@ def test_nvl72_switch_trays_and_compute_trays(built):
             assert G.nodes[g]["socket"] == G.nodes[g]["index"] // 2
         nics = topo.compute_nics(G, host=t)
         assert [G.nodes[n]["name"] for n in nics] == ["mlx5_0", "mlx5_1", "mlx5_4", "mlx5_5"]
-        assert {G.nodes[n]["port_link"] for n in nics} == {"ib_ndr"}
+        assert {G.nodes[n]["port_link"] for n in nics} == {link}
 
 
 @pytest.mark.parametrize("name, link, count", [
-    ("dgxa100", "ib_hdr", 8), ("dgxh100", "ib_ndr", 8), ("dgxb200", "ib_ndr", 8)])
+    ("dgxa100", "ib_hdr", 8), ("dgxh100", "ib_ndr", 8), ("dgxh800", "ib_ndr", 8), ("dgxb200", "ib_ndr", 8),
+    ("dgxb300", "ib_xdr", 8)])
 def test_compute_and_storage_nics(built, name, link, count):
     G = built[name]
     compute = topo.compute_nics(G)
@@ -211,7 +222,7 @@ HOPPER_NIC = {0: "mlx5_0", 1: "mlx5_3", 2: "mlx5_4", 3: "mlx5_5", 4: "mlx5_6", 5
               6: "mlx5_10", 7: "mlx5_11"}  # DGX H100 User Guide Table 6 [S60]
 
 
-@pytest.mark.parametrize("name", ["dgxh100", "dgxh200", "dgxb200"])
+@pytest.mark.parametrize("name", ["dgxh100", "dgxh200", "dgxb200", "dgxb300", "dgxh800"])
 def test_hopper_blackwell_matrix_as_published(built, name):
     """[S42] [S60] [S71] [S72]: NV18; PXB to the GPU's own NIC, NODE to the other NICs of its
     socket, SYS across; affinities of the Xeon 8480C / 8570."""
@@ -220,7 +231,8 @@ def test_hopper_blackwell_matrix_as_published(built, name):
     assert list(cm.devices) == [f"GPU{i}" for i in range(8)] + nics
     socket_of_nic = {n: built[name].nodes[n]["socket"] for n in nics}
     for g in range(8):
-        assert all(cm.cell(f"GPU{g}", f"GPU{h}") == ("X" if g == h else "NV18") for h in range(8))
+        nv = "NV8" if name == "dgxh800" else "NV18"
+        assert all(cm.cell(f"GPU{g}", f"GPU{h}") == ("X" if g == h else nv) for h in range(8))
         expected = ["PXB" if n == HOPPER_NIC[g] else "NODE" if socket_of_nic[n] == g // 4 else "SYS"
                     for n in nics]
         assert [cm.cell(f"GPU{g}", n) for n in nics] == expected
@@ -250,7 +262,9 @@ def test_printed_matrix_keeps_a_gap_after_long_affinities(built):
 # -- P2P over NVSwitch ---------------------------------------------------------------------
 @pytest.mark.parametrize("name, smi, line_rate, nccl", [
     ("dgxa100", "NV12", 300 * GB, 240 * GB), ("dgxh100", "NV18", 450 * GB, 370.8 * GB),
-    ("dgxb200", "NV18", 900 * GB, 721.8 * GB), ("gb200nvl72", "NV18", 900 * GB, 721.8 * GB)])
+    ("dgxb200", "NV18", 900 * GB, 721.8 * GB), ("gb200nvl72", "NV18", 900 * GB, 721.8 * GB),
+    # H800: 8 links of NVLink 4.0, NCCL's SM90 20.6 GB/s each.
+    ("dgxh800", "NV8", 200 * GB, 164.8 * GB), ("dgxb300", "NV18", 900 * GB, 721.8 * GB)])
 def test_p2p_over_the_switches(built, name, smi, line_rate, nccl):
     """A copy sprays over every switch chip in proportion to its links, so it gets the GPU's
     whole NVLink line rate; NCCL charges links x its per-link figure."""
@@ -282,7 +296,8 @@ def test_p2p_matrix_is_uniform(built, name):
 
 
 def test_catalogue_entries_name_their_sources():
-    for key in ("A100-SXM4-40GB", "A100-SXM4-80GB", "H100-SXM5-80GB", "H200", "B200", "GB200"):
+    for key in ("A100-SXM4-40GB", "A100-SXM4-80GB", "H100-SXM5-80GB", "H200", "B200", "GB200", "H800", "B300",
+                "GB300"):
         assert GPUS[key].source and GPUS[key].uncertain
     for key in ("nvswitch2", "nvswitch3", "nvswitch4"):
         assert NVSWITCHES[key].source and "[U]" in NVSWITCHES[key].uncertain
@@ -291,6 +306,27 @@ def test_catalogue_entries_name_their_sources():
     assert GPUS["H200"].nvlink == GPUS["H100-SXM5-80GB"].nvlink and dgxh200().graph["system"] == "dgxh200"
     assert dgxh100().graph["system"] == "dgxh100" and dgxb200().graph["name"] == "DGX B200"
     assert gb200nvl72().graph["system"] == "gb200nvl72"
+    assert dgxh800().graph["system"] == "dgxh800" and dgxb300().graph["name"] == "DGX B300"
+    assert gb300nvl72().graph["system"] == "gb300nvl72"
+
+
+def test_h800_is_h100_with_8_links():
+    """[S116]: the H800 keeps H100's compute and memory; only its NVLink is cut (400 GB/s)."""
+    h800, h100 = GPUS["H800"], GPUS["H100-SXM5-80GB"]
+    assert (h800.peak, h800.memory, h800.memory_bandwidth, h800.nvlink) == \
+        (h100.peak, h100.memory, h100.memory_bandwidth, h100.nvlink)
+    assert 2 * h800.nvlink_bandwidth == 400 * GB and h800.nvlink_ports == 8
+
+
+def test_blackwell_ultra_parts():
+    """[S114] [S115]: B300 and GB300 have B200's and GB200's 16-bit and FP8 rates, NVFP4 raised
+    to 13.5 and 15 PFLOPS dense; 288 GB of HBM3e."""
+    for ultra, base in (("B300", "B200"), ("GB300", "GB200")):
+        a, b = GPUS[ultra].peaks, GPUS[base].peaks
+        assert (a["bf16"], a["fp8"], a["mxfp8"]) == (b["bf16"], b["fp8"], b["mxfp8"])
+        assert a["nvfp4"] > b["nvfp4"]
+        assert GPUS[ultra].memory == 288 * GB
+    assert 8 * GPUS["B300"].peaks["nvfp4"] == 108e15 and 72 * GPUS["GB300"].peaks["nvfp4"] == 1080e15
 
 
 def test_nvl72_against_the_gb200_nvl72_datasheet(built):

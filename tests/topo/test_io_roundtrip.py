@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import topo
+from topo.registry import HOSTS_PER_SYSTEM
 from models.engine.fabric import PreparedFabric
 from models.predict.collectives import estimate
 from models.predict.p2p import p2p_matrix
@@ -191,7 +192,7 @@ def test_an_ambiguous_name_lists_names_that_resolve():
 
 
 # -- NCCL's topology XML ------------------------------------------------------------------------
-SINGLE_HOST = sorted(s for s in topo.SYSTEMS if s != "gb200nvl72")
+SINGLE_HOST = sorted(s for s in topo.SYSTEMS if s not in HOSTS_PER_SYSTEM)
 
 
 @pytest.mark.parametrize("system", SINGLE_HOST)

@@ -61,6 +61,8 @@ def layout_options(parser):
                         help="micro-batch per GPU [samples] (default 1)")
     layout.add_argument("--global-batch", type=at_least(1), metavar="B",
                         help="global batch [samples] (default: the workload's published one)")
+    layout.add_argument("--seq-length", type=at_least(1), metavar="N",
+                        help="train at this sequence length [tokens] (default: the workload's own)")
     _dtype_option(layout)
     layout.add_argument("--recompute", choices=RECOMPUTE, metavar="MODE",
                         help=f"activation recomputation, {', '.join(RECOMPUTE)} (default: none and full "
@@ -140,7 +142,7 @@ def planner_words(command):
 def _plan(args) -> int:
     from ...studies.planner.calibrate import calibrate_plan
     from ...studies.planner.layouts import plan, search
-    from ...studies.workload import DEFAULT_BUCKET, parse_workload
+    from ...studies.workload import DEFAULT_BUCKET, with_seq_length
     from ..json_shapes import plan_calibration_json, plan_json, search_json
     from ..plan_text import format_plan, format_search
 
@@ -148,7 +150,9 @@ def _plan(args) -> int:
         raise UsageError("--top ranks layouts: expected it with --search")
     if args.calibrate is not None and args.compute_scale is not None:
         raise UsageError("--calibrate fits the compute scale: expected --calibrate or --compute-scale, not both")
-    w = parse_workload(args.workload)  # a bad workload fails before the fabric is built
+    w = dense_workload(args.workload)  # a bad workload fails before the fabric is built
+    if args.seq_length is not None:
+        w = with_seq_length(w, args.seq_length)
     G = fabric_of(args, args.system)
     degrees = (args.tp, args.pp, args.dp)
     ngpus = math.prod(degrees) if None not in degrees else len(topo.gpus(G))
@@ -227,11 +231,10 @@ def _gpus_arguments(parser) -> None:
 
 def _gpus(args) -> None:
     from ...studies.planner.ranking import gpus_ranking
-    from ...studies.workload import parse_workload
     from ..json_shapes import gpus_ranking_json
     from ..plan_text import format_gpus_ranking, format_workload
 
-    w = parse_workload(args.workload)
+    w = dense_workload(args.workload)
     ranks = gpus_ranking(w, dtype=args.dtype, micro_batch=args.micro_batch)
     if args.json:
         print_json(gpus_ranking_json(w.name, args.dtype, ranks))
@@ -242,9 +245,25 @@ def _gpus(args) -> None:
 
 
 def workload_grammar() -> str:
+    from ...studies.moe import MOE_PRESETS
     from ...studies.workload import WORKLOAD_GRAMMAR
 
-    return WORKLOAD_GRAMMAR
+    return (WORKLOAD_GRAMMAR + ". The mixture-of-experts presets (" + ", ".join(MOE_PRESETS) + ") and moe: specs "
+            "are described but not planned yet")
+
+
+def dense_workload(text):
+    """The dense workload a command's WORKLOAD names; a MoE preset or ``moe:`` spec is read (a bad
+    one refused in its own words) and then refused, naming what it is."""
+    from ...studies.moe import is_moe_spec, moe_workload
+    from ...studies.workload import MoeNotPlannedError, parse_workload
+
+    if is_moe_spec(text):
+        w = moe_workload(text)
+        raise MoeNotPlannedError(f"{w.name} is a mixture-of-experts workload ({w.parameters / 1e9:.1f} B parameters, "
+                                 f"{w.active_parameters / 1e9:.1f} B active): expected a dense transformer or a CNN "
+                                 "(expert-parallel layouts are not planned yet)")
+    return parse_workload(text)
 
 
 PLAN = Command("plan", "a training step on a fabric: the best layout and where the time goes",

@@ -11,7 +11,7 @@ from .inputs import fabric_of
 from .options import (MAX_PLAN_GPUS, Command, UsageError, at_least, json_option, nccl_option, parse_size,
                       system_option, too_much)
 from .outputs import print_json, progress_for, write_figures
-from .plan import layout_options, planner_words, workload_grammar
+from .plan import dense_workload, layout_options, planner_words, workload_grammar
 
 
 def _simulate_arguments(parser) -> None:
@@ -45,7 +45,7 @@ def _simulate(args) -> None:
     from ...predict.taskgraph import read_task_graph
     from ...studies.planner.layouts import plan
     from ...studies.stepgraph import compute_time, step_graph
-    from ...studies.workload import DEFAULT_BUCKET, parse_workload
+    from ...studies.workload import DEFAULT_BUCKET, with_seq_length
     from ..json_shapes import simulation_json
     from ..text import simulation_table
 
@@ -56,13 +56,15 @@ def _simulate(args) -> None:
         given = [option for option, value in (
             ("--tp", args.tp), ("--pp", args.pp), ("--dp", args.dp), ("--zero", args.zero),
             ("--micro-batch", None if args.micro_batch == 1 else args.micro_batch),
-            ("--global-batch", args.global_batch), ("--dtype", args.dtype), ("--recompute", args.recompute),
-            ("--sequence-parallel", args.sequence_parallel),
+            ("--global-batch", args.global_batch), ("--seq-length", args.seq_length), ("--dtype", args.dtype),
+            ("--recompute", args.recompute), ("--sequence-parallel", args.sequence_parallel),
             ("--virtual-stages", None if args.virtual_stages == 1 else args.virtual_stages),
             ("--bucket", args.bucket)) if value is not None]
         if given:
             raise UsageError(f"{', '.join(given)} shape(s) a WORKLOAD's step: expected none with --graph")
-    w = parse_workload(args.workload) if args.workload is not None else None
+    w = dense_workload(args.workload) if args.workload is not None else None
+    if w is not None and args.seq_length is not None:
+        w = with_seq_length(w, args.seq_length)
     G = fabric_of(args, args.system)
     planned = None
     if w is not None:

@@ -31,7 +31,7 @@ from ...predict.simulate import simulate as simulate_graph
 from ..compute import ComputeModel, Gpu, compute_model, generation, gpu_of
 from ..stepgraph import step_graph, step_graph_size
 from ..workload import CNN, DEFAULT_BUCKET, Workload, activation_bytes_per_element, dtype_bytes, \
-    software as as_software, tp_limit, workload as as_workload
+    software as as_software, tp_limit, with_seq_length, workload as as_workload
 from .gpu_memory import memory
 from .placement import JobGroups, job_gpus, tp_partition
 from .records import (ORDERS, RECOMPUTE, Layout, NoLayoutError, Plan, PlanError, PlanWarning, Search, SkipCode,
@@ -327,9 +327,11 @@ def check_int(name, value, low=1):
 def prepare_job(workload, G, *, tp, pp, dp, zero, micro_batch, global_batch, dtype, recompute, overlap, bucket,
              efficiency, memory_efficiency, gpus, generation, memory_capacity, tp_groups, software,
              attention_efficiency, compute_scale, virtual_stages, sequence_parallel,
-             profile=None, simulate=DEFAULT_SIMULATED, max_events=PLAN_MAX_EVENTS):
+             profile=None, simulate=DEFAULT_SIMULATED, max_events=PLAN_MAX_EVENTS, seq_length=None):
     """The context of a search and the job's GPU count and global batch."""
     w = as_workload(workload)
+    if seq_length is not None:
+        w = with_seq_length(w, seq_length)
     for name, value in (("tp", tp), ("pp", pp), ("dp", dp), ("micro_batch", micro_batch),
                         ("global_batch", global_batch), ("virtual_stages", virtual_stages)):
         check_int(name, value)
@@ -400,7 +402,8 @@ def search(workload: str | Workload, G: nx.DiGraph | PreparedFabric, *, tp: int 
            memory_capacity: float | None = None, tp_groups: Sequence[Sequence[int]] | None = None,
            software: str | None = None, attention_efficiency: float | None = None, compute_scale: float = 1.0,
            virtual_stages: int = 1, profile: str | NcclProfile | None = None,
-           simulate: int = DEFAULT_SIMULATED, max_events: int = PLAN_MAX_EVENTS) -> Search:
+           simulate: int = DEFAULT_SIMULATED, max_events: int = PLAN_MAX_EVENTS,
+           seq_length: int | None = None) -> Search:
     """Evaluate every layout of the job's GPUs and rank them (fitting first, by step time).
 
     Parameters
@@ -466,6 +469,9 @@ def search(workload: str | Workload, G: nx.DiGraph | PreparedFabric, *, tp: int 
         The simulations' budget, sized before any (:func:`models.studies.stepgraph.step_graph_size`):
         their events (three per task) add up to at most this (default :data:`PLAN_MAX_EVENTS`);
         the candidates beyond it keep their analytical step, with a note naming ``max_events``.
+    seq_length : int, optional
+        Train the workload at this sequence length instead of its own
+        (:func:`models.studies.workload.with_seq_length`; the plans' ``workload_spec`` carries it).
 
     Raises
     ------

@@ -573,7 +573,8 @@ NOT_RESULTS = {
     "PipelineConstants", "DupRule", "NvlsRules", "PatRules", "NcclProfile", "Column", "ReleaseBehaviour",
     "ChannelGraph", "Communicator", "Collective", "StepParameters", "Parameter", "LinkClass",
     "MeasurementModel", "Calibrated", "Task", "Gpu", "ComputeModel", "Layout", "Failure",
-    "Op", "Software", "Transformer", "ConvLayer", "CNN",
+    "Op", "Software", "Transformer", "ConvLayer", "CNN", "MoeTransformer", "GroupedQueryAttention",
+    "LatentAttention",
     # strategies: NCCL's algorithms (models.engine.nccl.algorithms) and what their latency reads
     "Algorithm", "Ring", "Tree", "Nvls", "NvlsTree", "Pat", "LatencyInputs",
     # parts: their parent's rows (ChannelSearch: LinkLoad, SearchStep; Tuning: the bandwidth and

@@ -224,8 +224,8 @@ def test_generations_as_data(all_analysis):
     # Hardware facts: NVLink per GPU 80 (P100, 4 x 20), 150 (V100, 6 x 25), 300 (A100, 12 x 25),
     # 450 (H100, 18 x 25), 900 GB/s (B200, 18 x 50) per direction.
     assert {k: round(g.nvlink_per_gpu / 1e9) for k, g in gens.items()} == {
-        "dgx1": 80, "dgx1v": 150, "dgx2": 150, "dgxa100": 300, "dgxh100": 450, "dgxh200": 450, "dgxb200": 900,
-        "gb200nvl72": 900}
+        "dgx1": 80, "dgx1v": 150, "dgx2": 150, "dgxa100": 300, "dgxh100": 450, "dgxh200": 450, "dgxh800": 200,
+        "dgxb200": 900, "dgxb300": 900, "gb200nvl72": 900, "gb300nvl72": 900}
     # GPUs 0-7 of an NVL72 are two trays, one NCCL node over NVLink: a DGX B200's 8 GPUs in NCCL's
     # figures (18 x 40.1 GB/s to the NVSwitch, NVLS); the rack's bisection is 36 x 900 GB/s.
     assert gens["gb200nvl72"].auto.nranks == 8 and gens["gb200nvl72"].bisection == pytest.approx(32.4e12)
@@ -423,7 +423,7 @@ def test_set_classes_agree_with_every_set_brute_force():
 def test_bounds_section_as_data(all_analysis):
     bounds = {b.system: b for b in all_analysis.bounds}
     # Every built-in system of one host (not the NVL72 rack of 18 trays).
-    assert list(bounds) == [s for s in topo.SYSTEMS if s != "gb200nvl72"]
+    assert list(bounds) == [s for s in topo.SYSTEMS if s not in topo.registry.HOSTS_PER_SYSTEM]
     for b in bounds.values():
         assert b.error is None and b.nsets == 2 ** len(topo.gpus(topo.build(b.system))) - len(
             topo.gpus(topo.build(b.system))) - 1
@@ -514,8 +514,9 @@ def test_no_training_section_without_a_v100_system():
 
 def test_simulated_section_one_step_per_generation(all_analysis, full_report):
     steps = {s.system: s for s in all_analysis.simulated}
-    # the first system of each GPU generation: P100, V100 (not the DGX-2), A100, H100, H200, B200
-    assert list(steps) == ["dgx1", "dgx1v", "dgxa100", "dgxh100", "dgxh200", "dgxb200"]
+    # the first system of each GPU generation: P100, V100 (not the DGX-2), A100, H100 (not the
+    # H800), H200, B200, B300
+    assert list(steps) == ["dgx1", "dgx1v", "dgxa100", "dgxh100", "dgxh200", "dgxb200", "dgxb300"]
     assert steps["dgx1v"].result is None and "out of memory" in steps["dgx1v"].error
     for name in ("dgxa100", "dgxh100", "dgxh200", "dgxb200"):
         r = steps[name].result
@@ -884,7 +885,10 @@ _INSPECT = """
       if (a.xaxis !== b.xaxis || a.yaxis !== b.yaxis) continue;
       if (!same([...a.x], [...b.x]) || !same([...a.y], [...b.y])) continue;
       const look = t => [(t.line || {}).dash || 'solid', (t.marker || {}).symbol || 'circle'].join('/');
-      const said = [b.hovertemplate, ...(b.hovertext || [])].some(h => String(h).includes('coincides with ' + a.name));
+      // b names a, or both name the first curve of their group (three or more coincide)
+      const named = t => { const m = [t.hovertemplate, ...(t.hovertext || [])].map(String).join(' ')
+          .match(/coincides with ([^)<]*)/); return m ? m[1] : null; };
+      const said = named(b) === a.name || (named(b) !== null && named(b) === named(a));
       hidden.push({under: a.name, over: b.name, marked: look(a) !== look(b) && said});
     }
     out[gd.id] = {names, bars, hidden, buttons: ((gd.layout.updatemenus || [])[0] || {}).buttons || []};

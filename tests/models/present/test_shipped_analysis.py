@@ -174,4 +174,5 @@ def test_the_report_of_the_built_in_systems_computes_nothing(monkeypatch):
     report = analysis.analyse_report(analysis.report_fabrics())
     assert len(report.systems) == len(topo.SYSTEMS) and report.training.searches[0].best.fits
     assert all(drawn is not None for drawn in report.drawings)  # the page draws none of them
-    assert [s.system for s in report.simulated] == ["dgx1", "dgx1v", "dgxa100", "dgxh100", "dgxh200", "dgxb200"]
+    assert [s.system for s in report.simulated] == ["dgx1", "dgx1v", "dgxa100", "dgxh100", "dgxh200", "dgxb200",
+                                                         "dgxb300"]
