@@ -36,7 +36,7 @@ option, work beyond a limit) prints one line on stderr that points to the comman
 exits 2; a limit is raised by the library as :class:`topo.LimitError` naming its keyword, which
 the command line maps to its option. Ctrl-C prints one line and exits 130, leaving no partial file.
 Work that takes more than about 2 s shows a progress bar on stderr when stderr is a terminal
-(never with ``--json``). The JSON forms are documented in the README ("JSON output") and are
+(never with ``--json``). The JSON forms are documented in docs/json.md and are
 stable. Tables live in :mod:`models.present.text`, JSON shapes in :mod:`models.present.json_shapes`,
 the ``--explain`` working in :mod:`models.present.explain`.
 
