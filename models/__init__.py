@@ -44,6 +44,7 @@ from topo.version import __version__
 # names is first asked for (topo.faces), so that ``import models`` (and the command line's
 # start-up) costs nothing beyond topo; every other name is imported from its module.
 _FACE = MappingProxyType({
+    "__version__": "topo.version",
     "prepare": "models.engine.fabric",
     "PreparedFabric": "models.engine.fabric",
     "estimate": "models.predict.collectives",
@@ -73,10 +74,10 @@ _FACE = MappingProxyType({
     "read_benchmark": "models.studies.benchmarks",
     "simulate": "models.predict.simulate",
     "simulate_plan": "models.studies.stepgraph",
-    "task_graph": "models.predict.simulate",
+    "task_graph": "models.predict.taskgraph",
 })
 
-__all__: list[str] = ["__version__", *_FACE]
+__all__: list[str] = list(_FACE)
 
 if TYPE_CHECKING:  # what a type checker sees of the face: each name as its module annotates it
     from .engine.fabric import PreparedFabric, prepare
@@ -88,7 +89,8 @@ if TYPE_CHECKING:  # what a type checker sees of the face: each name as its modu
     from .predict.maxflow import maxflow_matrix
     from .predict.measure import measured
     from .predict.p2p import p2p_latency_matrix, p2p_matrix, p2p_path, p2p_report
-    from .predict.simulate import simulate, task_graph
+    from .predict.simulate import simulate
+    from .predict.taskgraph import task_graph
     from .studies.benchmarks import read_benchmark
     from .studies.bounds import bound, subset_bounds
     from .studies.calibration import calibrate, check

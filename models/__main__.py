@@ -1,5 +1,5 @@
 """``python -m models`` runs the ``dgxtopo`` command line."""
 
-from .present.cli import main
+from .present.cli.core import main
 
 raise SystemExit(main())

@@ -350,7 +350,7 @@ def test_top_is_honoured_in_json(capsys):
     data = json.loads(out)
     assert status == 0 and len(data["rows"]) == 3 and data["count"] == 16
     # Data parallel layouts only: still more than 2. One simulated: --top cuts the ranking the
-    # same way (the default eight run in the README's `plan ... --search --top 2 --json`).
+    # same way (the default eight run in docs/json.md's `plan ... --search --top 2 --json`).
     status, out, _ = run(capsys, "plan", "bert-large", "--system", "dgx1v", "--tp", "1", "--pp", "1", "--search",
                          "--simulate", "1", "--top", "2", "--json")
     data = json.loads(out)

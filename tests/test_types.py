@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import importlib
 import inspect
@@ -81,21 +80,6 @@ def test_unannotated_is_found():
         return x
 
     assert _unannotated(half) == ["x", "return"]
-
-
-@pytest.mark.parametrize("face", ["models", "topo", "models.engine", "models.predict", "models.studies",
-                                  "models.present"])
-def test_type_checkers_see_every_name_of_the_lazy_faces(face):
-    """models, its wings and topo import their names on first use (``__getattr__``); each face's
-    ``if TYPE_CHECKING:`` block imports each name from the module the face names, so that checkers
-    see the annotated objects."""
-    package = importlib.import_module(face)
-    tree = ast.parse((ROOT / face.replace(".", "/") / "__init__.py").read_text(encoding="utf-8"))
-    block = next(node for node in tree.body if isinstance(node, ast.If)
-                 and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING")
-    seen = {alias.name: f"{face}.{node.module}" for node in block.body if isinstance(node, ast.ImportFrom)
-            for alias in node.names}
-    assert seen == dict(package._FACE)
 
 
 # A user's code: one call as documented, one with a GPU selection of the wrong type.

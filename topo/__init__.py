@@ -14,6 +14,7 @@ from .version import __version__
 # (topo.faces), so that ``import topo`` (and the command line's start-up) imports no networkx or
 # numpy before a name is used.
 _MODULES = MappingProxyType({
+    "topo.version": ("__version__",),
     "topo.errors": ("CountError", "DgxTopoError", "LimitError", "SizeError", "SystemSpecError",
                     "TopologyError", "TransformError", "UnknownPartError", "UnknownSystemError"),
     "topo.schema": ("ATTRIBUTES", "EDGE_KINDS", "NODE_KINDS", "gpus", "nodes_of_kind", "schema_markdown",
@@ -37,27 +38,7 @@ _MODULES = MappingProxyType({
 _FACE = MappingProxyType({name: module for module, names in _MODULES.items() for name in names})
 
 
-__all__ = [
-    "__version__",
-    "DgxTopoError", "TopologyError", "UnknownSystemError", "SystemSpecError", "SizeError",
-    "CountError", "LimitError", "TransformError", "UnknownPartError",
-    "ATTRIBUTES", "EDGE_KINDS", "NODE_KINDS", "gpus", "nodes_of_kind", "schema_markdown", "validate",
-    "CPUS", "GPUS", "LINKS", "NVSWITCHES", "CpuSpec", "GpuSpec", "LinkSpec", "SwitchSpec",
-    "dgx1", "dgx1v", "dgx2",
-    "MAX_HOSTS", "NETWORKS", "compute_nics", "join_hosts",
-    "SYSTEMS", "VARIANTS", "SystemSpec", "build", "cluster", "parse_system_spec",
-    "LayoutError", "fabric_layout", "layout_style",
-    "ConnectionMatrix", "connection_matrix", "format_connection_matrix",
-    "Bisection", "bisection", "bisection_bandwidth", "injection_bandwidth",
-    "FabricSummary", "summarize",
-    "GpuSelectionError", "parse_gpu_ids", "parse_gpu_list", "select_gpus",
-    "MAX_NBYTES", "parse_count", "parse_nbytes",
-    "connection_class", "pcie_class", "pcie_path",
-    "add_links", "remove_links", "remove_nodes", "scale_kind", "scale_links",
-    "gpu_automorphisms", "interchangeable_gpus",
-    "TopologyImportError", "gpu_model", "from_nvidia_smi", "from_nccl_xml", "to_nccl_xml",
-    "to_json", "from_json", "to_graphml", "from_graphml",
-]
+__all__ = list(_FACE)
 
 if TYPE_CHECKING:  # what a type checker sees of the face: each name as its module annotates it
     from .errors import (CountError, DgxTopoError, LimitError, SizeError, SystemSpecError,

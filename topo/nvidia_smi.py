@@ -77,7 +77,7 @@ class ConnectionMatrix:
         return self.cells[self.devices.index(a)][self.devices.index(b)]
 
     def to_dict(self) -> dict:
-        """The JSON form printed by ``dgxtopo topo --json`` (see README, "JSON output")."""
+        """The JSON form printed by ``dgxtopo topo --json`` (see docs/json.md)."""
         return {
             "devices": list(self.devices),
             "matrix": [list(row) for row in self.cells],

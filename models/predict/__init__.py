@@ -30,9 +30,9 @@ _FACE = MappingProxyType({
     "network_load": "models.predict.network",
     "nic_path": "models.predict.nicpath",
     "max_min_share": "models.predict.flows",
-    "task_graph": "models.predict.simulate",
-    "read_task_graph": "models.predict.simulate",
-    "TaskGraph": "models.predict.simulate",
+    "task_graph": "models.predict.taskgraph",
+    "read_task_graph": "models.predict.taskgraph",
+    "TaskGraph": "models.predict.taskgraph",
     "SimulationResult": "models.predict.simulate",
     "simulation_size": "models.predict.simulate",
 })
@@ -47,6 +47,7 @@ if TYPE_CHECKING:  # what a type checker sees of the face: each name as its modu
     from .network import network_load
     from .nicpath import nic_path
     from .p2p import p2p_latency_matrix, p2p_matrix, p2p_path, p2p_report, path_type_matrix
-    from .simulate import SimulationResult, TaskGraph, read_task_graph, simulation_size, task_graph
+    from .simulate import SimulationResult, simulation_size
+    from .taskgraph import TaskGraph, read_task_graph, task_graph
 
 __getattr__, __dir__ = lazy_face(__name__, _FACE)

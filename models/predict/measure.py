@@ -59,7 +59,7 @@ path every current nccl-tests run takes (``test_all_gather_and_reduce_scatter_ro
 Everything else (other link classes, generations, the network) is predicted from hardware facts:
 nothing is fitted to a network (``nic_efficiency`` is 1 [U]); the one PCIe DMA figure across
 hosts, PCIe 3.0's (``dma:pcie3_x16``), was fitted to the DGX-1V p2pBandwidthLatencyTest row
-(:data:`models.predict.p2p.EFFICIENCIES`) and is used for PCIe 3.0 alone.
+(:data:`models.predict.p2p_constants.EFFICIENCIES`) and is used for PCIe 3.0 alone.
 
 Each release's pipeline adds no time
 ------------------------------------
@@ -128,7 +128,7 @@ hop moves data as a copy staged through host memory does (the sender's stores go
 path as posted writes into the receiver's buffer in host memory; the receiver reads it back,
 read requests up and completions down its own PCIe path; the socket link is crossed once,
 whichever socket holds the pages [U]), so the staged-copy facts of
-:data:`models.predict.p2p.EFFICIENCIES` price it: one way, ``staged`` 0.6068 x 15.754 GB/s (PCIe
+:data:`models.predict.p2p_constants.EFFICIENCIES` price it: one way, ``staged`` 0.6068 x 15.754 GB/s (PCIe
 3.0 x16) = 9.56 GB/s for copy engines, x the kernels' 0.8405 = 8.03 GB/s for NCCL's kernels;
 both at or above the 8 GB/s the ring already runs at, so the facts here cannot lower this
 prediction. What differs from a staged copy is the engine: one ring is one block (``nThreads +
@@ -207,7 +207,7 @@ from ..engine.nccl.system import NcclSystem
 from ..engine.nccltests import algbw, busbw
 from ..engine.results import tidy_records
 from .nicpath import MEASURED_DMA, dma_share, nic_path
-from .p2p import EFFICIENCIES as P2P_EFFICIENCIES
+from .p2p_constants import EFFICIENCIES as P2P_EFFICIENCIES
 
 __all__ = [
     "MeasurementError", "Parameter", "LinkClass", "LINK_CLASSES", "MeasurementModel", "DEFAULT",
@@ -401,7 +401,7 @@ class MeasurementModel:
                 f"dma:{link}", dma_share(link)[0], "1",
                 f"share of the line rate a NIC's GPUDirect RDMA (writes one way, read completions "
                 f"the other) moves each way over a {topo.LINKS[link].label} link: "
-                f"models.predict.p2p.EFFICIENCIES[{key!r}], fitted to the {c.fitted_to} ({c.source})",
+                f"models.predict.p2p_constants.EFFICIENCIES[{key!r}], fitted to the {c.fitted_to} ({c.source})",
                 "", "a copy staged through host memory (the root complex completes its reads) "
                 "taken for a NIC's GPUDirect RDMA (the GPU completes them); " + c.uncertain))
         for link, value in self.efficiency_overrides:

@@ -24,7 +24,7 @@ What DMA both ways moves over a PCIe link is taken per generation (:func:`dma_sh
 - *PCIe 3.0* was measured: on a DGX-1V, two GPUs under one PLX switch copying to each other
   through host memory move 9.56 GB/s over the switch's x16 uplink in each direction at once
   (writes up, read completions down: the pattern of a NIC doing GPUDirect RDMA), 0.6068 of the
-  line rate (:data:`models.predict.p2p.EFFICIENCIES` ``"staged"``, fitted to
+  line rate (:data:`models.predict.p2p_constants.EFFICIENCIES` ``"staged"``, fitted to
   tests/data/dgx1v_p2p_gpu0_row.json). It is what binds a DGX-1V's or DGX-2's EDR NICs:
   9.56 GB/s, below the port's 12.42 and NCCL's 12.
 - *PCIe 4.0, 5.0, 6.0* have no such measurement: the specification's figure
@@ -92,7 +92,7 @@ from topo.specs import LINKS, WIRES
 from ..engine.nccl.profiles import nccl_profile
 from ..engine.nccl.system import nccl_capacity
 from ..engine.results import tidy_records
-from .p2p import EFFICIENCIES
+from .p2p_constants import EFFICIENCIES
 
 __all__ = ["NicPath", "nic_path", "dma_share", "GDR_CLASSES", "MEASURED_DMA"]
 
@@ -101,7 +101,7 @@ __all__ = ["NicPath", "nic_path", "dma_share", "GDR_CLASSES", "MEASURED_DMA"]
 GDR_CLASSES = ("PIX", "PXB")
 
 #: PCIe generations whose DMA both ways at once was measured, with the key of the measurement
-#: in :data:`models.predict.p2p.EFFICIENCIES` (a share of the line rate, each direction).
+#: in :data:`models.predict.p2p_constants.EFFICIENCIES` (a share of the line rate, each direction).
 MEASURED_DMA = MappingProxyType({"pcie3_x16": "staged"})
 
 

@@ -13,7 +13,7 @@ from topo.faces import lazy_face
 
 # What a user calls, and the module that defines it.
 _FACE = MappingProxyType({
-    "main": "models.present.cli",
+    "main": "models.present.cli.core",
     "format_bytes": "models.present.format",
     "format_gbps": "models.present.format",
     "format_us": "models.present.format",
@@ -46,7 +46,7 @@ _FACE = MappingProxyType({
 __all__ = list(_FACE)
 
 if TYPE_CHECKING:  # what a type checker sees of the face: each name as its module annotates it
-    from .cli import main
+    from .cli.core import main
     from .explain import explain_bound, explain_estimate
     from .format import format_bytes, format_gbps, format_percent, format_us
     from .page import html_page

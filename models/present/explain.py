@@ -40,7 +40,8 @@ from ..predict.decompose import CollectiveSteps
 from ..predict.measure import FILL_NOTE, Measured, Parameter, PipelineFill
 from ..predict.network import NetworkLoad
 from ..predict.nicpath import NicPath
-from ..predict.p2p import EFFICIENCIES, OVERHEADS, P2PResult
+from ..predict.p2p import P2PResult
+from ..predict.p2p_constants import EFFICIENCIES, OVERHEADS
 from ..studies.bounds import Bound, Cut
 from ..studies.calibration import Check
 from ..studies.packing import TreePacking

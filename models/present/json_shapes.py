@@ -2,8 +2,8 @@
 
 The display edge, like :mod:`models.present.text`: values arrive in SI (bytes, seconds, B/s)
 and leave in the units the familiar tools print, named by the key's suffix (``_gbps``: GB/s =
-1e9 B/s; ``_us``: microseconds; ``_s``: seconds; ``_bytes``: bytes). The README documents every
-shape ("JSON output") and ``tests/test_readme.py`` checks them against the real output. For
+1e9 B/s; ``_us``: microseconds; ``_s``: seconds; ``_bytes``: bytes). docs/json.md documents every
+shape and ``tests/test_readme.py`` checks them against the real output. For
 the numbers in SI, tidy and flat, every result has ``to_records()`` instead
 (:mod:`models.engine.results`).
 """

@@ -3,14 +3,14 @@ search's trace (:func:`models.present.explain.search_step_text` words that): cha
 
 Examples
 --------
->>> from models.engine.nccl.search import dup_channels
+>>> from models.engine.nccl.duplication import dup_channels
 >>> duplication_note(dup_channels(6, 60e9, compute_capability=90))
 'duplicated to min(2 x 6, 32) channels'
 """
 
 from __future__ import annotations
 
-from ..engine.nccl.search import ChannelDuplication, DupWhy
+from ..engine.nccl.duplication import ChannelDuplication, DupWhy
 
 __all__ = ["duplication_note"]
 
@@ -20,7 +20,7 @@ def duplication_note(d: ChannelDuplication) -> str:
 
     Examples
     --------
-    >>> from models.engine.nccl.search import dup_channels
+    >>> from models.engine.nccl.duplication import dup_channels
     >>> duplication_note(dup_channels(4, 24e9, compute_capability=70))
     'bwIntra below 2.5e+10 B/s'
     >>> duplication_note(dup_channels(5, 40e9, compute_capability=90))

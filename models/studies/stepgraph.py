@@ -56,7 +56,8 @@ from topo.errors import DgxTopoError, LimitError
 from topo.units import parse_count
 
 from ..predict.decompose import host_kinds
-from ..predict.simulate import MAX_BYTES, MAX_EVENTS, SimulationResult, Task, TaskGraph, simulate
+from ..predict.simulate import MAX_EVENTS, SimulationResult, simulate
+from ..predict.taskgraph import MAX_BYTES, Task, TaskGraph
 from .compute import ComputeModel, compute_model, gpu_of
 from .workload import CNN, DEFAULT_BUCKET, OPTIMIZER_PASS_BYTES, activation_bytes_per_element, dtype_bytes, \
     workload as as_workload, Workload
@@ -211,7 +212,7 @@ def step_graph(plan: Any, G: nx.DiGraph, *, workload: str | Workload | None = No
         forced generation, fractions and scale); the fractions above are then ignored.
     fold : bool
         Build replica 0's tasks only, each carrying the other data-parallel replicas' copies as
-        *images* (:class:`models.predict.simulate.Task`): their links are charged, and they run in
+        *images* (:class:`models.predict.taskgraph.Task`): their links are charged, and they run in
         lockstep with replica 0. Exact when the replicas' GPUs are images of each other under a
         symmetry of the fabric (identical hosts; a network that treats their hosts alike), which
         is the case of the built-in clusters up to the network's placement of hosts on leaves [U].

@@ -28,14 +28,36 @@ Examples
 True
 """
 
-from .common import DEFAULT_NIC_LINK, DEFAULT_PCIE, TopologyImportError, gpu_model
-from .fabric_file import JSON_FORMAT, JSON_VERSION, from_graphml, from_json, to_graphml, to_json
-from .nccl_xml import NVLINK_BY_SM, from_nccl_xml, to_nccl_xml
-from .smi_text import from_nvidia_smi
+from types import MappingProxyType
+from typing import TYPE_CHECKING
 
-__all__ = [
-    "TopologyImportError", "gpu_model",
-    "from_nvidia_smi", "from_nccl_xml", "to_nccl_xml",
-    "to_json", "from_json", "to_graphml", "from_graphml",
-    "JSON_FORMAT", "JSON_VERSION", "DEFAULT_PCIE", "DEFAULT_NIC_LINK", "NVLINK_BY_SM",
-]
+from topo.faces import lazy_face
+
+# What a user calls, and the module that defines it (imported on first use: reading one format
+# does not import the others).
+_FACE = MappingProxyType({
+    "TopologyImportError": "topo.io.common",
+    "gpu_model": "topo.io.common",
+    "from_nvidia_smi": "topo.io.smi_text",
+    "from_nccl_xml": "topo.io.nccl_xml",
+    "to_nccl_xml": "topo.io.nccl_xml",
+    "to_json": "topo.io.fabric_file",
+    "from_json": "topo.io.fabric_file",
+    "to_graphml": "topo.io.fabric_file",
+    "from_graphml": "topo.io.fabric_file",
+    "JSON_FORMAT": "topo.io.fabric_file",
+    "JSON_VERSION": "topo.io.fabric_file",
+    "DEFAULT_PCIE": "topo.io.common",
+    "DEFAULT_NIC_LINK": "topo.io.common",
+    "NVLINK_BY_SM": "topo.io.nccl_xml",
+})
+
+__all__ = list(_FACE)
+
+if TYPE_CHECKING:  # what a type checker sees of the face: each name as its module annotates it
+    from .common import DEFAULT_NIC_LINK, DEFAULT_PCIE, TopologyImportError, gpu_model
+    from .fabric_file import JSON_FORMAT, JSON_VERSION, from_graphml, from_json, to_graphml, to_json
+    from .nccl_xml import NVLINK_BY_SM, from_nccl_xml, to_nccl_xml
+    from .smi_text import from_nvidia_smi
+
+__getattr__, __dir__ = lazy_face(__name__, _FACE)

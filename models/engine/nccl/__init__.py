@@ -34,6 +34,7 @@ The layers, in the order data flows (each imports only the ones before it):
 
 import sys
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 from topo.faces import Face, lazy_face
 
@@ -75,6 +76,20 @@ _FACE = MappingProxyType({
 })
 
 __all__ = list(_FACE)
+
+if TYPE_CHECKING:  # what a type checker sees of the face: each name as its module annotates it
+    from .algorithms.base import Algorithm
+    from .algorithms.catalog import ALGORITHMS
+    from .channels import ChannelGraphs, channel_graphs, nccl_view
+    from .communicator import ChannelGraph, Communicator
+    from .legacy_rings import legacy_rings
+    from .nvls import nvls_search, nvls_support
+    from .profiles import (DEFAULT_VERSION, PROFILES, PROTOCOLS, MissingConstantError, NcclProfile,
+                           UnknownNcclVersionError, nccl_profile, parse_nccl_version, versions_table)
+    from .search import ChannelSearch, ChannelSearchError, search_channels
+    from .system import NcclSystem, nccl_capacity
+    from .trees import double_binary_tree
+    from .tuning import NCCL_COLLECTIVES, Selection, Tuning, algo_time, select_algorithm, tune, tuning_table
 
 __getattr__, __dir__ = lazy_face(__name__, _FACE)
 # legacy_rings is the function and its module: importing models/engine/nccl/legacy_rings.py (as

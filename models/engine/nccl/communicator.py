@@ -94,8 +94,9 @@ class ChannelGraph:
     """What NCCL's channel search found for one algorithm (an ``ncclTopoGraph``).
 
     The channel search fills one for the ring graph and one for the tree graph, with the
-    values NCCL's ``ncclTopoCompute`` ends with *after* :func:`dup_channels` (the values NCCL
-    logs as ``Pattern %d, crossNic %d, nChannels %d, bw %f/%f, type %s/%s, sameChannels %d``).
+    values NCCL's ``ncclTopoCompute`` ends with *after*
+    :func:`~models.engine.nccl.duplication.dup_channels` (the values NCCL logs as
+    ``Pattern %d, crossNic %d, nChannels %d, bw %f/%f, type %s/%s, sameChannels %d``).
 
     Attributes
     ----------

@@ -84,6 +84,17 @@ Tree, Ring, NVLS, NVLSTree (:class:`NvlsRules`, v2.17+) and PAT (:class:`PatRule
 are modelled. CollNet is not: NCCL enables CollNetDirect/CollNetChain only with a CollNet
 (SHARP-enabled network) plugin, which none of these fabrics has, so NCCL would not pick them.
 
+Why one module
+--------------
+Over 1,200 lines, and kept whole: it is one table. Each release's profile is written as the
+differences from the one above it (:func:`_derive`), in NCCL's own units next to the file and tag
+each number comes from, and everything is converted to SI in one place (:func:`_build`); the
+class, the per-release tables and the lookup by version change together whenever a release is
+added. Split by release, reading what 2.18 changes would mean reading three files, and the rule
+that no module but this one carries an NCCL literal would hold across a package instead of a
+file. What a release does differently in code already lives apart
+(:mod:`models.engine.nccl.releases`).
+
 References
 ----------
 .. [1] NVIDIA/nccl, at the tag each profile names (:attr:`NcclProfile.tag`, e.g. v2.12.12-1,

@@ -9,6 +9,7 @@ determines it, and read instead of computed when a report asks for the same.
 """
 
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 from topo.faces import lazy_face
 
@@ -43,5 +44,15 @@ _FACE = MappingProxyType({
 })
 
 __all__ = list(_FACE)
+
+if TYPE_CHECKING:  # what a type checker sees of the face: each name as its module annotates it
+    from .analysis import (Generation, MeasurementComparison, ReportAnalysis, SystemAnalysis, analyse_report,
+                           generations, measurement_comparison, summary_rows, system_bounds, training_step,
+                           worst_sets)
+    from .html import check_html, compare_html, render_report, report_html
+    from .write import ReportFile, write_check_html, write_compare_figure, write_report
+    from ..output import OutputPathError
+    from ...studies.survey import (MEASURED_DATA, REPORT_COLLECTIVE, REPORT_SIZE, measured_data, report_fabrics,
+                                   set_classes)
 
 __getattr__, __dir__ = lazy_face(__name__, _FACE)

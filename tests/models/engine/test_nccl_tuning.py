@@ -22,7 +22,7 @@ from models.engine.nccl.profiles import (
     UnknownNcclVersionError, nccl_profile,
 )
 from models.engine.nccl.reasons import Cause, Why
-from models.engine.nccl.search import ChannelSearchError, dup_channels
+from models.engine.nccl.duplication import ChannelSearchError, dup_channels
 from models.engine.nccl.tuning import (
     NCCL_COLLECTIVES, ChannelGraph, Communicator, NoAlgorithmError, TuningError,
     UnknownAlgorithmError, UnknownProtocolError, UnsupportedCollectiveError, algo_time,

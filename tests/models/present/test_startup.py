@@ -83,7 +83,7 @@ def _run(argv) -> tuple:
 def test_a_command_line_prints_what_the_whole_parser_prints(monkeypatch):
     # main builds the parser of the command that runs, alone when the command line starts with it;
     # every help, usage and error it can print is the whole parser's, byte for byte.
-    from models.present import cli
+    from models.present.cli import core
 
     argvs = [["--help"], ["--version"], [], ["colective"], ["--help", "plan"], ["-h", "systems"],
              ["collective", "all_reduce", "--system", "dgx1v", "--gpus"], ["p2p", "-h"], ["bound", "--version"],
@@ -91,6 +91,6 @@ def test_a_command_line_prints_what_the_whole_parser_prints(monkeypatch):
     argvs += [[command.name, option] for command in COMMANDS for option in ("--help", "--no-such-option")]
     lazy = [_run(argv) for argv in argvs]
     whole = build_parser()  # one parser parses every command line (argparse keeps no state between them)
-    monkeypatch.setattr(cli, "_parser_for", lambda argv: whole)
+    monkeypatch.setattr(core, "_parser_for", lambda argv: whole)
     assert lazy == [_run(argv) for argv in argvs]
     assert all(status in (0, 2) and (out or err) for status, out, err in lazy)

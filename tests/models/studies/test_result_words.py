@@ -14,7 +14,7 @@ import pytest
 
 import topo
 from models.engine.fabric import PreparedFabric
-from models.engine.nccl.search import ChannelDuplication, DupWhy, dup_channels
+from models.engine.nccl.duplication import ChannelDuplication, DupWhy, dup_channels
 from models.present.plan_text import (CROSS_HOST_TP_WARNING, fit_note, memory_note, plan_error_text, skipped_note,
                                       skipped_notes, timing_note, tp_limit_note, warning_note,
                                       warning_notes)

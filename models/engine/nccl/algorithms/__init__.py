@@ -37,18 +37,50 @@ Its name shows wherever the winner's does (results, records, ``--explain``). One
 defaults count ring steps). To say which links its data fills in the simulator, override
 :meth:`~.base.Algorithm.charge` with the primitives of :class:`~.base.LinkCharges` (the default
 runs a ring's channels). Adding one to NCCL's set: one module here, one line in
-:data:`~.catalog.ALGORITHMS` (``catalog.py``) and its re-export here, its tests; then rewrite the
-start-up data (``python -m models.present.startup``) for ``--algo`` to list it.
+:data:`~.catalog.ALGORITHMS` (``catalog.py``), its name in this face's mapping (and the
+``TYPE_CHECKING`` import beside it, which ``tests/test_faces.py`` holds to the mapping), its tests;
+then rewrite the start-up data (``python -m models.present.startup``) for ``--algo`` to list it.
 """
 
-from .base import Algorithm, BusSteps, LatencyInputs, LinkCharges, latency_inputs, ll128_applies
-from .catalog import ALGORITHMS, algorithm_named, algorithm_set, resolve, serving
-from .nvls import NVLS, Nvls
-from .nvls_tree import NVLS_TREE, NvlsTree
-from .pat import PAT, Pat
-from .ring import RING, Ring
-from .tree import TREE, Tree
+from types import MappingProxyType
+from typing import TYPE_CHECKING
 
-__all__ = ["ALGORITHMS", "Algorithm", "LinkCharges", "BusSteps", "LatencyInputs", "latency_inputs",
-           "ll128_applies", "Ring", "Tree", "Nvls", "NvlsTree", "Pat", "RING", "TREE", "NVLS", "NVLS_TREE",
-           "PAT", "algorithm_named", "resolve", "algorithm_set", "serving"]
+from topo.faces import lazy_face
+
+# What a user calls, and the module that defines it (imported on first use).
+_FACE = MappingProxyType({
+    "ALGORITHMS": "models.engine.nccl.algorithms.catalog",
+    "Algorithm": "models.engine.nccl.algorithms.base",
+    "LinkCharges": "models.engine.nccl.algorithms.base",
+    "BusSteps": "models.engine.nccl.algorithms.base",
+    "LatencyInputs": "models.engine.nccl.algorithms.base",
+    "latency_inputs": "models.engine.nccl.algorithms.base",
+    "ll128_applies": "models.engine.nccl.algorithms.base",
+    "Ring": "models.engine.nccl.algorithms.ring",
+    "Tree": "models.engine.nccl.algorithms.tree",
+    "Nvls": "models.engine.nccl.algorithms.nvls",
+    "NvlsTree": "models.engine.nccl.algorithms.nvls_tree",
+    "Pat": "models.engine.nccl.algorithms.pat",
+    "RING": "models.engine.nccl.algorithms.ring",
+    "TREE": "models.engine.nccl.algorithms.tree",
+    "NVLS": "models.engine.nccl.algorithms.nvls",
+    "NVLS_TREE": "models.engine.nccl.algorithms.nvls_tree",
+    "PAT": "models.engine.nccl.algorithms.pat",
+    "algorithm_named": "models.engine.nccl.algorithms.catalog",
+    "resolve": "models.engine.nccl.algorithms.catalog",
+    "algorithm_set": "models.engine.nccl.algorithms.catalog",
+    "serving": "models.engine.nccl.algorithms.catalog",
+})
+
+__all__ = list(_FACE)
+
+if TYPE_CHECKING:  # what a type checker sees of the face: each name as its module annotates it
+    from .base import Algorithm, BusSteps, LatencyInputs, LinkCharges, latency_inputs, ll128_applies
+    from .catalog import ALGORITHMS, algorithm_named, algorithm_set, resolve, serving
+    from .nvls import NVLS, Nvls
+    from .nvls_tree import NVLS_TREE, NvlsTree
+    from .pat import PAT, Pat
+    from .ring import RING, Ring
+    from .tree import TREE, Tree
+
+__getattr__, __dir__ = lazy_face(__name__, _FACE)
