@@ -194,7 +194,7 @@ FILES = st.sampled_from(["{input}", "{input}", "{input}", "{run}", "{fifo}", "{t
 
 
 INPUT_COMMANDS = ("check", "calibrate", "import", "collective", "export", "topo", "bound", "whatif", "gpus",
-                  "compare", "schedule")
+                  "compare", "schedule", "tuner")
 
 
 @st.composite
@@ -240,6 +240,10 @@ def input_command_lines(draw, kind):
     if kind == "schedule":
         files = st.one_of(st.sampled_from(["{sched}", "{sched}"]), FILES)  # a real schedule, or the drawn input
         return ["schedule", "check", draw(files), *limit, *draw(st.sampled_from([[], ["--json"]]))]
+    if kind == "tuner":
+        return ["tuner", *system, *limit, *draw(st.sampled_from([[], ["--gpus", "0-3"], ["--gpus", "0"]])),
+                *(out or ["--out", "{tmp}/nccl_tuner.conf"]), *draw(st.sampled_from([[], ["--json"]])),
+                "--max-gpus", "16"]
     if kind == "gpus":
         return ["gpus", draw(st.sampled_from(["bert-large", "x", "gpt3-175b"]))]
     return ["compare", "--system", "dgx1v",
