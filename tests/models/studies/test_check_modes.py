@@ -123,3 +123,12 @@ def test_the_note_in_text_and_json(dgx2, tmp_path, capsys):
     assert data["notes"][-1] == note.removeprefix("# note: ")
     c = check(read_nccl_tests(path.read_text(), name=str(path)), dgx2)
     assert check_table(c).splitlines()[-1] == note
+
+
+def test_the_documented_example_is_the_published_run_cut():
+    """examples/data/dgx2_12gpu_all_reduce_small.txt (docs/cli.md, docs/json.md) is the DGX-2
+    all_reduce output of tests/data without its command line and header, rows below 1 MiB."""
+    example = (DATA.parents[1] / "examples" / "data" / "dgx2_12gpu_all_reduce_small.txt").read_text()
+    cut = [line for line in _without_mode(RUNS["all_reduce"]["raw"]).splitlines()
+           if not (line.split() and line.split()[0].isdigit() and int(line.split()[0]) >= MiB)]
+    assert example == "\n".join(cut).rstrip() + "\n"
