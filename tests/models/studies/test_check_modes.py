@@ -54,6 +54,9 @@ def test_a_run_of_g_12_without_its_header_is_read_as_g_12(dgx2, collective):
     c = check(read_nccl_tests(raw, name="cut"), dgx2)
     assert c.gpus_per_thread == 1  # the default the command used before stays
     (mode,) = _modes(c)
+    (record,) = mode.to_records()
+    assert (record["code"], record["gpus_per_thread"], record["median_error_gn"]) == (
+        "mode_fit", 12, mode.median_error_gn)
     sizes = [r.size for r in c.rows]
     assert mode.count == 12 and mode.gpus_per_thread == 12
     assert mode.below == MiB and mode.rows == sum(s < MiB for s in sizes)
