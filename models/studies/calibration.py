@@ -105,7 +105,8 @@ class Caveat:
     ----------
     code : CaveatCode
     count : int or None
-        The p2pBandwidthLatencyTest outputs not fitted, or the GPUs assumed.
+        The p2pBandwidthLatencyTest outputs not fitted, the GPUs assumed, or the run's ranks
+        (:attr:`CaveatCode.MODE_FIT`).
     run : str or None
         The run's name (None for a run without one).
     ranks_source : str
@@ -115,9 +116,6 @@ class Caveat:
         The system's name (None for a fabric without one).
     text : str
         :attr:`CaveatCode.READ`: the words read from a calibration file.
-
-    Examples
-    --------
     collective : str or None
         The collective read from the run's columns.
     calibration_system : str or None
