@@ -19,6 +19,7 @@ from topo.units import to_GBps, to_us
 
 from .explain import explain_estimate
 from .reasons_text import nvls_bound_text
+from ..studies.calibration import CaveatCode
 from .text import caveat_texts
 
 __all__ = ["systems_json", "collective_json", "pairs_json", "subsets_json", "compare_json",
@@ -250,7 +251,10 @@ def check_json(check) -> dict:
     """``dgxtopo check --json``: ``{"rows": [{"size_bytes", "measured_time_us",
     "predicted_time_us", "measured_busbw_gbps", "predicted_busbw_gbps", "time_error",
     "busbw_error"}], "median_abs_time_error", "max_abs_time_error"}``, and ``"notes"`` (what was
-    assumed) when there are any."""
+    assumed) when there are any; a run that does not show its ``-g`` adds ``"measurement_modes":
+    {"better_gpus_per_thread", "below_bytes", "rows", "median_abs_time_error": {"1", "N"}}``
+    (both readings compared: :attr:`models.studies.calibration.CaveatCode.MODE_FIT`)."""
+    modes = [c for c in check.caveats if c.code is CaveatCode.MODE_FIT]
     return {
         "rows": [{"size_bytes": r.size, "measured_time_us": to_us(r.measured_time),
                   "predicted_time_us": to_us(r.predicted_time),
@@ -260,7 +264,13 @@ def check_json(check) -> dict:
         "median_abs_time_error": check.median_abs_time_error,
         "max_abs_time_error": check.max_abs_time_error,
         **({"notes": list(caveat_texts(check.caveats))} if check.caveats else {}),
+        **({"measurement_modes": _modes_json(modes[0])} if modes else {}),
     }
+
+
+def _modes_json(c) -> dict:
+    return {"better_gpus_per_thread": c.gpus_per_thread, "below_bytes": c.below, "rows": c.rows,
+            "median_abs_time_error": {"1": c.median_error_g1, str(c.count): c.median_error_gn}}
 
 
 # ------------------------------------------------------------------------------- whatif

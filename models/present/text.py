@@ -28,7 +28,7 @@ from topo.units import GB, to_GBps, to_us
 
 from ..studies.calibration import Caveat, CaveatCode
 from .explain import explain_estimate
-from .format import format_gbps, format_percent
+from .format import format_bytes, format_gbps, format_percent
 
 __all__ = ["format_table", "format_gpu_ids", "package_version",
            "systems_table", "collective_table", "pairs_table", "subsets_table", "compare_table",
@@ -365,6 +365,18 @@ def _gpus_in_rank_order(c: Caveat) -> str:
             f"expected gpus= naming them if the run used others")
 
 
+def _mode_fit(c: Caveat) -> str:
+    better, worse = (c.count, 1) if c.gpus_per_thread == c.count else (1, c.count)
+    e_better, e_worse = ((c.median_error_gn, c.median_error_g1) if better == c.count
+                         else (c.median_error_g1, c.median_error_gn))
+    where = (f"its {c.rows} rows below {format_bytes(c.below)}" if c.below is not None
+             else f"its {c.rows} rows (none below 1 MiB)")
+    return (f"{c.run or 'the run'} read both ways: -g {better} fits {where} better than -g {worse} "
+            f"(median |time error| {format_percent(e_better)} vs {format_percent(e_worse)}); "
+            f"-g {c.count} is one thread driving all {c.count} GPUs, -g 1 one process per GPU (MPI); "
+            f"this check keeps -g 1 unless -g is given")
+
+
 #: One sentence per caveat of a calibration or a check.
 _CAVEATS = MappingProxyType({
     CaveatCode.P2P_NOT_FITTED:
@@ -385,6 +397,7 @@ _CAVEATS = MappingProxyType({
     CaveatCode.CALIBRATION_OF_ANOTHER_SYSTEM:
         lambda c: (f"the calibration was fitted on {c.calibration_system}, the check runs on {c.system}: "
                    f"its constants are those of {c.calibration_system}'s runs"),
+    CaveatCode.MODE_FIT: _mode_fit,
     CaveatCode.READ: lambda c: c.text,
 })
 

@@ -45,6 +45,10 @@ SCHEMA_VERSION = 1
 _BOUNDS = MappingProxyType({"launch_per_gpu": (0.0, 50 * us), "floor": (0.0, 1000 * us), "efficiency": (0.05, 1.0)})
 # Scale of the soft-L1 loss: relative errors above ~5 % count linearly.
 _ROBUST = 0.05
+# Rows below this size [bytes] tell -g 1 from -g N: below 1 MiB the two readings of a run differ
+# 2-3x (under -g N one thread launches the collective on each of the N GPUs in turn:
+# models.predict.measure), above it the bandwidth term dominates.
+_SMALL = 2**20
 # A row is bandwidth-bound when the bandwidth term is at least this share of its predicted time.
 _BANDWIDTH_BOUND = 0.5
 # A row is launch-bound when the host term is the startup term and at least this share of it.
@@ -79,6 +83,14 @@ class CaveatCode(enum.Enum):
     COLLECTIVE_FROM_COLUMNS = "collective_from_columns"
     #: The calibration applied was fitted on ``calibration_system``, the check runs on ``system``.
     CALIBRATION_OF_ANOTHER_SYSTEM = "calibration_of_another_system"
+    #: ``run`` does not show its ``-g`` and none was given (so :attr:`GPUS_PER_THREAD_ASSUMED`
+    #: too): its rows compared under both readings, ``-g 1`` (one GPU per process, as MPI runs
+    #: it) and ``-g count`` (one thread driving every rank): ``median_error_g1`` and
+    #: ``median_error_gn`` are the median |time error| of each over ``rows`` rows, those below
+    #: ``below`` bytes (1 MiB, where the readings differ 2-3x), or every row (``below`` None)
+    #: if the run has none there; ``gpus_per_thread`` is the reading with the lower one. The
+    #: check itself keeps ``-g 1``.
+    MODE_FIT = "mode_fit"
     #: ``text``: a note as a calibration file has it (:meth:`Calibration.from_json`).
     READ = "read"
 
@@ -93,7 +105,8 @@ class Caveat:
     ----------
     code : CaveatCode
     count : int or None
-        The p2pBandwidthLatencyTest outputs not fitted, or the GPUs assumed.
+        The p2pBandwidthLatencyTest outputs not fitted, the GPUs assumed, or the run's ranks
+        (:attr:`CaveatCode.MODE_FIT`).
     run : str or None
         The run's name (None for a run without one).
     ranks_source : str
@@ -103,13 +116,19 @@ class Caveat:
         The system's name (None for a fabric without one).
     text : str
         :attr:`CaveatCode.READ`: the words read from a calibration file.
-
-    Examples
-    --------
     collective : str or None
         The collective read from the run's columns.
     calibration_system : str or None
         The system a calibration applied to another one was fitted on.
+    gpus_per_thread : int or None
+        :attr:`CaveatCode.MODE_FIT`: the ``-g`` that fits the run better.
+    median_error_g1, median_error_gn : float or None
+        :attr:`CaveatCode.MODE_FIT`: the median |time error| under ``-g 1`` and ``-g count``.
+    below : int or None
+        :attr:`CaveatCode.MODE_FIT`: the rows compared are those below this size [bytes]
+        (None: every row).
+    rows : int or None
+        :attr:`CaveatCode.MODE_FIT`: how many rows were compared.
 
     Examples
     --------
@@ -125,12 +144,19 @@ class Caveat:
     text: str = ""
     collective: str | None = None
     calibration_system: str | None = None
+    gpus_per_thread: int | None = None
+    median_error_g1: float | None = None
+    median_error_gn: float | None = None
+    below: int | None = None
+    rows: int | None = None
 
     def to_records(self) -> list:
         """One row: the code's value and the values it sets."""
         return tidy_records({"code": self.code.value, "count": self.count, "run": self.run,
                              "ranks_source": self.ranks_source, "system": self.system, "text": self.text,
-                             "collective": self.collective, "calibration_system": self.calibration_system})
+                             "collective": self.collective, "calibration_system": self.calibration_system,
+                             "gpus_per_thread": self.gpus_per_thread, "median_error_g1": self.median_error_g1,
+                             "median_error_gn": self.median_error_gn, "below": self.below, "rows": self.rows})
 
 
 @dataclass(frozen=True, slots=True)
@@ -611,6 +637,19 @@ class Check:
             "time_error": [r.time_error for r in rows], "busbw_error": [r.busbw_error for r in rows]})
 
 
+def _mode_fit(p: _Prepared, estimator, model, time_g1) -> Caveat:
+    """:attr:`CaveatCode.MODE_FIT` of a run whose ``-g`` is unknown: ``time_g1`` is its
+    prediction under ``-g 1``; the other reading drives every rank from one thread."""
+    n = int(p.estimate.nranks)
+    time_gn = np.atleast_1d(measured(p.estimate, estimator.fabric.nccl, gpus_per_thread=n, model=model).time)
+    small = p.sizes < _SMALL
+    keep = small if small.any() else np.ones_like(small)
+    e1, en = (float(np.median(np.abs(t[keep] / p.measured_time[keep] - 1))) for t in (time_g1, time_gn))
+    return Caveat(CaveatCode.MODE_FIT, count=n, run=p.run.name, gpus_per_thread=n if en < e1 else 1,
+                  median_error_g1=e1, median_error_gn=en, below=_SMALL if small.any() else None,
+                  rows=int(keep.sum()))
+
+
 def check(run: NcclTestsRun, G: nx.DiGraph | PreparedFabric, *, gpus: GpuIds = None, gpus_per_thread: int | None = None,
           profile: str | NcclProfile | None = None, calibration: CalibrationLike = None, inplace: bool = False) -> Check:
     """Measured vs predicted, size by size, for one nccl-tests run.
@@ -646,6 +685,8 @@ def check(run: NcclTestsRun, G: nx.DiGraph | PreparedFabric, *, gpus: GpuIds = N
                            calibration_system=calibration.system),)
     m = measured(p.estimate, estimator.fabric.nccl, gpus_per_thread=p.gpus_per_thread, model=model)
     time, busbw = np.atleast_1d(m.time), np.atleast_1d(m.busbw)
+    if any(c.code is CaveatCode.GPUS_PER_THREAD_ASSUMED for c in caveats) and p.estimate.nranks > 1:
+        caveats += (_mode_fit(p, estimator, model, time),)
     rows = []
     for size, mt, pt, mb, pb in zip(p.sizes, p.measured_time, time, p.measured_busbw, busbw):
         berr = float(pb / mb - 1) if np.isfinite(mb) and mb > 0 else None

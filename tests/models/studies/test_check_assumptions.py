@@ -56,23 +56,25 @@ def test_a_header_of_ngpus_0_is_refused_as_the_command_line_refuses_g_0(dgx2, tm
 def test_rows_alone_say_the_collective_gpus_and_g_they_assume(dgx2, tmp_path, capsys):
     c = check(read_nccl_tests(ROWS, name="rows"), dgx2)
     assert (c.collective, c.gpus, c.gpus_per_thread) == ("all_reduce", tuple(range(12)), 1)
-    assert c.caveats == (
+    assert c.caveats[:3] == (
         Caveat(CaveatCode.COLLECTIVE_FROM_COLUMNS, run="rows", collective="all_reduce"),
         Caveat(CaveatCode.GPUS_IN_RANK_ORDER, count=12, run="rows", ranks_source="busbw / algbw", system="DGX-2"),
         Caveat(CaveatCode.GPUS_PER_THREAD_ASSUMED, run="rows"))
+    # ... and both readings of its -g compared (tests/models/studies/test_check_modes.py)
+    assert [x.code for x in c.caveats[3:]] == [CaveatCode.MODE_FIT]
     words = caveat_texts(c.caveats)
     assert words[0].startswith("rows does not name its program (no *_perf line): all_reduce read from its columns")
     assert "assumed rank r on GPU r of DGX-2 (GPUs 0-11)" in words[1]
     assert "assumed -g 1, one GPU per thread" in words[2]
-    assert check_table(c).splitlines()[-3:] == [f"# note: {w}" for w in words]
+    assert check_table(c).splitlines()[-4:] == [f"# note: {w}" for w in words]
     assert check_json(c)["notes"] == list(words)
     path = tmp_path / "rows.txt"
     path.write_text(ROWS)
     assert main(["check", str(path), "--system", "dgx2"]) == 0
     out = capsys.readouterr()[0]
-    assert sum(line.startswith("# note: ") for line in out.splitlines()) == 3
+    assert sum(line.startswith("# note: ") for line in out.splitlines()) == 4
     assert main(["check", str(path), "--system", "dgx2", "--json"]) == 0
-    assert len(json.loads(capsys.readouterr()[0])["notes"]) == 3
+    assert len(json.loads(capsys.readouterr()[0])["notes"]) == 4
     # What the caller says is not assumed.
     told = check(read_nccl_tests(ROWS, collective="all_reduce"), dgx2, gpus="1,2,6-15", gpus_per_thread=12)
     assert told.caveats == () and told.gpus == (1, 2, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)
@@ -114,6 +116,7 @@ def test_whatever_lines_are_kept_each_assumption_is_said(dgx2, keep):
     codes = {caveat.code for caveat in c.caveats}
     assert (run.collective_source == "columns") == (CaveatCode.COLLECTIVE_FROM_COLUMNS in codes)
     assert (run.gpus_per_thread is None) == (CaveatCode.GPUS_PER_THREAD_ASSUMED in codes)
+    assert (CaveatCode.MODE_FIT in codes) == (CaveatCode.GPUS_PER_THREAD_ASSUMED in codes and len(c.gpus) > 1)
     gpus_read = run.complete_devices or run.gpu_ids is not None or (
         run.cuda_visible_devices is not None and len(run.cuda_visible_devices) >= len(c.gpus))
     assert gpus_read or codes & {CaveatCode.GPUS_IN_RANK_ORDER, CaveatCode.GPUS_ASSUMED}, (text, c.caveats)

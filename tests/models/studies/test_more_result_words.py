@@ -142,7 +142,9 @@ def test_a_calibration_holds_its_caveats_worded_as_before(fitted):
     assert calibration_file_json(fitted)["notes"] == [P2P_WORDS, FLOOR_WORDS]
     assert fitted.caveats[0].to_records() == [{"code": "p2p_not_fitted", "count": 2, "run": None,
                                                "ranks_source": "", "system": None, "text": "",
-                                               "collective": None, "calibration_system": None}]
+                                               "collective": None, "calibration_system": None,
+                                               "gpus_per_thread": None, "median_error_g1": None,
+                                               "median_error_gn": None, "below": None, "rows": None}]
 
 
 def test_a_calibration_file_keeps_its_notes_both_ways(fitted):
