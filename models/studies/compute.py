@@ -450,6 +450,12 @@ class ComputeModel:
     scale: float = 1.0
     wide_efficiency: float = 0.0
 
+    def __post_init__(self):
+        # A low-precision model times its 16-bit products at wide_efficiency: 0 would divide by zero
+        # in every such product (compute_model sets it; a model built by hand must too).
+        if self.low_precision:
+            _fraction("wide_efficiency", self.wide_efficiency)
+
     @property
     def peak(self) -> float:
         """Dense peak of the dtype. [FLOP/s]"""

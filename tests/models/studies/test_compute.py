@@ -185,3 +185,17 @@ def test_calibrated_scale_multiplies_every_kernel():
     for a, b in zip(base.times(w.layer_ops(2)), slow.times(w.layer_ops(2))):
         assert b.forward == pytest.approx(1.5 * a.forward) and b.backward == pytest.approx(1.5 * a.backward)
     assert "calibrated time x1.500" in compute_note(slow)
+
+
+def test_a_low_precision_model_built_by_hand_needs_its_16_bit_efficiency():
+    """Review finding: a fp8 model made from a bf16 one (wide_efficiency 0) divided by zero in its
+    first 16-bit product; it is refused when made, naming the field."""
+    import dataclasses
+
+    from topo import DgxTopoError
+    from models.studies.compute import compute_model
+
+    bf16 = compute_model("H100", "bf16")
+    with pytest.raises(DgxTopoError, match="wide_efficiency"):
+        dataclasses.replace(bf16, dtype="fp8")
+    assert 0 < compute_model("H100", "fp8").wide_efficiency <= 1
