@@ -128,8 +128,8 @@ COLLECTIVES: Mapping[str, Collective] = MappingProxyType({c.name: c for c in (
     Collective("sendrecv", "count", False, "1", "nccl-tests src/sendrecv.cu", bound="flow"),
 )})
 #: The collectives NCCL's tuning model covers, in NCCL's function order (``ncclFunc_t``).
-NCCL_COLLECTIVES = tuple(sorted((c.name for c in COLLECTIVES.values() if c.tuned),
-                                key=lambda name: COLLECTIVES[name].function or 0))
+NCCL_COLLECTIVES = tuple(c.name for c in sorted((c for c in COLLECTIVES.values() if c.tuned),
+                                                 key=lambda c: c.function or 0))  # (tuned: never None)
 
 
 def collective(name: str) -> Collective:

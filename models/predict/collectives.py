@@ -586,8 +586,9 @@ def _nccl_view_estimate(ctx, collective, nbytes, gpus, algorithm=None, protocol=
     # alltoall, sendrecv: an algorithm of the set that runs it (a user's own; NCCL's run none)
     own = ctx.algorithms if algorithm is None else (algorithm,) if not isinstance(algorithm, str) \
         else tuple(a for a in ctx.algorithms if a.name == algorithm.lower())
-    if serving(spec.name, own):
-        return _nccl_estimate(ctx, spec.name, size, nodes, ids, serving(spec.name, own), protocol)
+    runners = serving(spec.name, own)
+    if runners:
+        return _nccl_estimate(ctx, spec.name, size, nodes, ids, runners, protocol)
     if forced not in (None, "p2p") or protocol not in (None, "Simple"):
         raise DgxTopoError(f"{collective} runs as point-to-point sends: expected no algorithm or "
                            f"protocol, received {forced!r}/{protocol!r}")
@@ -601,7 +602,8 @@ def _nccl_estimate(ctx, collective, size, nodes, ids, pool, protocol):
     selection = select_algorithm(collective, size, comm, protocol=protocol, algorithms=pool)
     names = np.asarray(selection.algorithm, dtype=str)
     ran = {name: algorithm_named(str(name), pool) for name in np.unique(names)}
-    nchannels = np.vectorize(lambda name: ran[name].nchannels(comm), otypes=[np.int64])(names)
+    per_algorithm = {name: ran[name].nchannels(comm) for name in ran}  # once each, not once a size
+    nchannels = np.vectorize(per_algorithm.__getitem__, otypes=[np.int64])(names)
     last = ran[names.reshape(-1)[-1]]
     bottleneck = last.searched(graphs).bottleneck
     network = ()
