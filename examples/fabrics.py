@@ -1,4 +1,4 @@
-"""An architect's first look: the three built-in DGX fabrics side by side, and a failure what-if.
+"""An architect's first look: every built-in DGX fabric side by side, and a failure what-if.
 
 Run: python examples/fabrics.py
 """

@@ -205,7 +205,7 @@ def topo_file_options(parser, *, many: bool = False) -> None:
 def max_input_option(parser) -> None:
     parser.add_argument("--max-input", type=parse_size, metavar="SIZE",
                         help="refuse input files larger than SIZE (default: per kind, "
-                             "topo.inputs.INPUT_KINDS: 64M for fabrics, 16M for benchmark outputs, "
+                             "topo.inputs.INPUT_KINDS: 64M for fabrics and task graphs, 16M for benchmark outputs, "
                              "imports and MSCCL schedules, 1M for calibrations)")
 
 
