@@ -262,9 +262,7 @@ def measured_data(system: str) -> dict:
     topo.DgxTopoError
         For a system without measured data.
     """
-    if system not in MEASURED_DATA:
-        raise DgxTopoError(f"no measured data for {system!r}: expected one of {', '.join(MEASURED_DATA)}")
-    return json.loads(measured_text(system))
+    return json.loads(measured_text(system))  # measured_text refuses a system without data
 
 
 def measured_text(system: str) -> str:

@@ -66,10 +66,10 @@ def _calibrate(args) -> None:
     runs = [_read_run(path, args) for path in args.files]
     result = calibrate(runs, fabric_of(args, args.system), gpus=args.gpus, gpus_per_thread=args.g,
                        profile=args.nccl, inplace=args.inplace)
-    text = json.dumps(calibration_file_json(result), indent=2)
-    path = write_text_atomic(args.out, text)
+    data = calibration_file_json(result)
+    path = write_text_atomic(args.out, json.dumps(data, indent=2))
     if args.json:
-        print_json(calibration_json(args.out, path.stat().st_size, json.loads(text)))
+        print_json(calibration_json(args.out, path.stat().st_size, data))
         return
     print(calibration_table(result))
     print(f"wrote {args.out}")

@@ -5,7 +5,6 @@ shares."""
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 
@@ -142,7 +141,7 @@ def planner_words(command):
 def _plan(args) -> int:
     from ...studies.planner.calibrate import calibrate_plan
     from ...studies.planner.layouts import plan, search
-    from ...studies.workload import DEFAULT_BUCKET, with_seq_length
+    from ...studies.workload import DEFAULT_BUCKET
     from ..json_shapes import plan_calibration_json, plan_json, search_json
     from ..plan_text import format_plan, format_search
 
@@ -150,14 +149,9 @@ def _plan(args) -> int:
         raise UsageError("--top ranks layouts: expected it with --search")
     if args.calibrate is not None and args.compute_scale is not None:
         raise UsageError("--calibrate fits the compute scale: expected --calibrate or --compute-scale, not both")
-    w = dense_workload(args.workload)  # a bad workload fails before the fabric is built
-    if args.seq_length is not None:
-        w = with_seq_length(w, args.seq_length)
+    w = planned_workload(args)  # a bad workload fails before the fabric is built
     G = fabric_of(args, args.system)
-    degrees = (args.tp, args.pp, args.dp)
-    ngpus = math.prod(degrees) if None not in degrees else len(topo.gpus(G))
-    if ngpus > args.limit:
-        raise too_much(f"a plan of {ngpus} GPUs", ngpus, args.limit, "--limit")
+    check_plan_gpus(args, G)
     options = dict(tp=args.tp, pp=args.pp, dp=args.dp, zero=args.zero, micro_batch=args.micro_batch,
                    global_batch=args.global_batch, dtype=args.dtype, recompute=args.recompute,
                    profile=args.nccl,
@@ -194,7 +188,7 @@ def _plan(args) -> int:
                 data["calibration"] = plan_calibration_json(best.calibration)
             print_json(data)
         else:
-            print(json.dumps(plan_json(best), indent=2))
+            print_json(plan_json(best))
         return 0 if fits else _does_not_fit(best, result if args.search else None)
     if args.search:
         print(format_search(result, top=top))
@@ -250,6 +244,22 @@ def workload_grammar() -> str:
 
     return (WORKLOAD_GRAMMAR + ". The mixture-of-experts presets (" + ", ".join(MOE_PRESETS) + ") and moe: specs "
             "are described but not planned yet")
+
+
+def planned_workload(args):
+    """The dense workload of ``plan`` and ``simulate``'s WORKLOAD at ``--seq-length`` when given."""
+    from ...studies.workload import with_seq_length
+
+    w = dense_workload(args.workload)
+    return w if args.seq_length is None else with_seq_length(w, args.seq_length)
+
+
+def check_plan_gpus(args, G) -> None:
+    """Refuse a layout (or the whole fabric, for the degrees left to choose) of more GPUs than ``--limit``."""
+    degrees = (args.tp, args.pp, args.dp)
+    ngpus = math.prod(degrees) if None not in degrees else len(topo.gpus(G))
+    if ngpus > args.limit:
+        raise too_much(f"a plan of {ngpus} GPUs", ngpus, args.limit, "--limit")
 
 
 def dense_workload(text):

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import json
-import math
 
 import topo
 
 from .inputs import fabric_of
 from .options import (MAX_PLAN_GPUS, Command, UsageError, at_least, json_option, nccl_option, parse_size,
-                      system_option, too_much)
+                      system_option)
 from .outputs import print_json, progress_for, write_figures
-from .plan import dense_workload, layout_options, planner_words, workload_grammar
+from .plan import check_plan_gpus, layout_options, planned_workload, planner_words, workload_grammar
 
 
 def _simulate_arguments(parser) -> None:
@@ -45,7 +44,7 @@ def _simulate(args) -> None:
     from ...predict.taskgraph import read_task_graph
     from ...studies.planner.layouts import plan
     from ...studies.stepgraph import compute_time, step_graph
-    from ...studies.workload import DEFAULT_BUCKET, with_seq_length
+    from ...studies.workload import DEFAULT_BUCKET
     from ..json_shapes import simulation_json
     from ..text import simulation_table
 
@@ -62,16 +61,11 @@ def _simulate(args) -> None:
             ("--bucket", args.bucket)) if value is not None]
         if given:
             raise UsageError(f"{', '.join(given)} shape(s) a WORKLOAD's step: expected none with --graph")
-    w = dense_workload(args.workload) if args.workload is not None else None
-    if w is not None and args.seq_length is not None:
-        w = with_seq_length(w, args.seq_length)
+    w = planned_workload(args) if args.workload is not None else None
     G = fabric_of(args, args.system)
     planned = None
     if w is not None:
-        degrees = (args.tp, args.pp, args.dp)
-        ngpus = math.prod(degrees) if None not in degrees else len(topo.gpus(G))
-        if ngpus > args.limit:
-            raise too_much(f"a plan of {ngpus} GPUs", ngpus, args.limit, "--limit")
+        check_plan_gpus(args, G)
         if args.virtual_stages != 1:
             raise UsageError("simulate builds plain 1F1B schedules: expected --virtual-stages 1, received "
                               f"{args.virtual_stages} (plan --virtual-stages models the interleaved step)")
