@@ -33,10 +33,8 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import numpy as np
-
 from topo.errors import DgxTopoError, LimitError
-from topo.units import MAX_NBYTES
+from topo.units import MAX_NBYTES, is_int
 
 from ..engine.nccltests import COLLECTIVES
 from ..engine.results import gpu_set, gpu_sets, tidy_records
@@ -178,7 +176,7 @@ _FIELDS = frozenset({"id", "op", "gpus", "gpu", "src", "dst", "bytes", "root", "
 
 
 def _int(value, task, name, low=0, high=None) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+    if not is_int(value):
         if isinstance(value, float) and value.is_integer():
             value = int(value)
         else:

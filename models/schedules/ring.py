@@ -15,6 +15,7 @@ only), sends it, forwards (``rcs``) the next ``ngpus - 2`` chunks it receives an
 from __future__ import annotations
 
 from topo.errors import CountError
+from topo.units import is_int
 
 from .msccl import EXECUTOR, Dialect, Gpu, Schedule, Step, Threadblock
 
@@ -31,7 +32,7 @@ def ring_all_gather(ngpus: int, *, chunks: int = 1, channels: int = 1, inplace: 
         For fewer than 2 ranks, fewer than 1 chunk, or channels outside 1..chunks.
     """
     for name, value, low in (("ngpus", ngpus, 2), ("chunks", chunks, 1), ("channels", channels, 1)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        if not is_int(value) or value < low:
             raise CountError(f"expected {name} a whole number >= {low}, received {value!r}")
     if channels > chunks:
         raise CountError(f"expected channels at most chunks={chunks}, received {channels}")
