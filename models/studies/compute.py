@@ -253,6 +253,11 @@ def generation(name: str | Gpu) -> Gpu:
                                  f"{', '.join(GENERATIONS)}")
 
 
+def _catalogued(model: str) -> str | None:
+    """The key of the catalogue entry (:data:`topo.specs.GPUS`) whose model string is ``model``."""
+    return next((key for key, spec in GPUS.items() if spec.model == model), None)
+
+
 def generation_of(model: str) -> Gpu:
     """The representative part of the generation of an nvidia-smi model string.
 
@@ -260,9 +265,9 @@ def generation_of(model: str) -> Gpu:
     ------
     UnknownGenerationError
     """
-    for spec in GPUS.values():  # a catalogued part: its own generation (an H800 is an H100)
-        if spec.model == model and spec.generation in GENERATIONS:
-            return GENERATIONS[spec.generation]
+    key = _catalogued(model)  # a catalogued part: its own generation (an H800 is an H100)
+    if key is not None and GPUS[key].generation in GENERATIONS:
+        return GENERATIONS[GPUS[key].generation]
     text = str(model).upper()
     for name, g in GENERATIONS.items():
         if name in text:
@@ -282,9 +287,9 @@ def gpu_of(model: str) -> Gpu:
     ------
     UnknownGenerationError
     """
-    for key, spec in GPUS.items():
-        if spec.model == model:
-            return _part(key)
+    key = _catalogued(model)
+    if key is not None:
+        return _part(key)
     g = generation_of(model)
     found = _GB_IN_MODEL.search(str(model))
     if found and int(found.group(1)) > 0:
