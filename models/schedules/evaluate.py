@@ -117,6 +117,10 @@ class SchedulePricing:
         That link class.
     local_rate : float
         The device-local copy rate (read and write bytes counted) of the first GPU. [B/s]
+    chunk_limit : int
+        The largest chunk of one loop: the bytes NCCL forwards as one slice for the protocol
+        (:func:`models.engine.nccl.pipelining.pipelining`'s ``slice_bytes``; [MR]'s kernel sizes
+        a chunk by the protocol's bytes per step [U]). [B]
     """
 
     protocol: str
@@ -130,6 +134,7 @@ class SchedulePricing:
     achieved_ratio: float
     link: str
     local_rate: float
+    chunk_limit: int
 
     def to_records(self) -> list:
         """One tidy row: every attribute."""
@@ -144,8 +149,11 @@ class SchedulePoint:
     ----------
     nbytes, count : int
         nccl-tests' size [B] and its float32 elements.
+    loops : int
+        Loops of the schedule the runtime runs: the buffer over ``nchunksperloop`` chunks of at
+        most :attr:`SchedulePricing.chunk_limit`.
     chunk_bytes : float
-        One chunk: ``nbytes / nchunksperloop``. [B]
+        One chunk: ``nbytes / (nchunksperloop x loops)``. [B]
     time, algbw, busbw : float
         The schedule's. [s, B/s]
     critical_steps : int
@@ -161,6 +169,7 @@ class SchedulePoint:
 
     nbytes: int
     count: int
+    loops: int
     chunk_bytes: float
     time: float
     algbw: float
@@ -210,7 +219,7 @@ class ScheduleEvaluation:
         return tidy_records({
             "schedule": self.name, "collective": self.collective, "protocol": self.protocol,
             "system": self.system, "gpus": gpu_set(self.gpus), "ngpus": len(self.gpus),
-            "nbytes": [x.nbytes for x in p], "count": [x.count for x in p],
+            "nbytes": [x.nbytes for x in p], "count": [x.count for x in p], "loops": [x.loops for x in p],
             "chunk_bytes": [x.chunk_bytes for x in p], "time_s": [x.time for x in p],
             "algbw_Bps": [x.algbw for x in p], "busbw_Bps": [x.busbw for x in p],
             "critical_steps": [x.critical_steps for x in p], "nccl_time_s": [x.nccl_time for x in p],
@@ -249,6 +258,7 @@ def schedule_pricing(fabric: PreparedFabric, protocol: str, collective: str, gpu
     from ..predict.collectives import estimate
     from ..predict.p2p import p2p_path
     from ..engine.nccl.algorithms.ring import RING
+    from ..engine.nccl.pipelining import pipelining
 
     priced_as = collective if collective in _RING_PRICED else "all_gather"
     e = estimate(fabric, priced_as, 2**20, list(gpus), algorithm=RING, protocol=protocol)
@@ -269,7 +279,8 @@ def schedule_pricing(fabric: PreparedFabric, protocol: str, collective: str, gpu
                               base_latency=float(latency.base),
                               achieved_ratio=float(measurement.ratio) if measurement is not None else 1.0,
                               link=str(measurement.link) if measurement is not None else "",
-                              local_rate=float(local))
+                              local_rate=float(local),
+                              chunk_limit=int(pipelining(fabric.nccl.profile, priced_as, protocol).slice_bytes))
     return pricing, e
 
 
@@ -305,42 +316,54 @@ class _StepDecomposer(Decomposer):
             edges, usage, rate = self._path(src, dst)
             p = self.pricing
             found = self._steps[key] = CollectiveSteps(
-                "send", (src, dst), int(nbytes), "msccl", p.protocol, 1, p.step_latency,
+                "send", (src, dst), int(nbytes), "msccl", p.protocol, 1, 0.0,
                 int(nbytes) / (rate * p.achieved_ratio), edges, usage)
         return found
 
 
-def schedule_tasks(schedule: Schedule, chunk_bytes: float, ranks, pricing: SchedulePricing):
-    """The simulator's :class:`~models.predict.taskgraph.TaskGraph` of a schedule at one chunk
-    size: one task per step (``"g.t.s"``), on a stream of its threadblock (``"g.t"``)."""
+def schedule_tasks(schedule: Schedule, chunk_bytes: float, ranks, pricing: SchedulePricing, iterations: int = 1):
+    """The simulator's :class:`~models.predict.taskgraph.TaskGraph` of a schedule run for
+    ``iterations`` loops of chunks of ``chunk_bytes``: one task per step and loop (``"i.g.t.s"``),
+    on a stream of its threadblock (``"g.t"``), each threadblock running its steps loop after loop.
+    The first loop's sends wait Ring's latency per step first (a task ``"lat.g.t.s"``): later
+    loops' start-ups overlap the data in flight, as NCCL's latency is paid once per pass."""
     from ..predict.taskgraph import Task, TaskGraph
 
     matched = match_transfers(schedule)
     tasks = []
-    for gpu in schedule.gpus:
-        g = gpu.id
-        here = ranks[g]
-        for tb in gpu.threadblocks:
-            stream = f"{g}.{tb.id}"
-            for step in tb.steps:
-                after = []
-                if step.s:
-                    after.append(f"{stream}.{step.s - 1}")
-                if step.depid >= 0 and step.depid != tb.id:
-                    after.append(f"{g}.{step.depid}.{step.deps}")
-                sender = matched.get((g, tb.id, step.s))
-                if sender is not None:
-                    after.append("%d.%d.%d" % sender)
-                op = step.instruction
-                nbytes = int(round(step.cnt * chunk_bytes))
-                if op.sends:
-                    tasks.append(Task(f"{stream}.{step.s}", "send", (here, ranks[tb.send]), nbytes,
-                                      after=tuple(after), stream=stream))
-                else:
-                    touches = 0 if op.receives else _LOCAL_TOUCHES.get(step.type, 0)
-                    seconds = touches * nbytes / pricing.local_rate if touches else 0.0
-                    tasks.append(Task(f"{stream}.{step.s}", "compute", (here,), 0, seconds, tuple(after),
-                                      stream=stream))
+    latency = pricing.step_latency
+    for it in range(iterations):
+        for gpu in schedule.gpus:
+            g = gpu.id
+            here = ranks[g]
+            for tb in gpu.threadblocks:
+                stream = f"{g}.{tb.id}"
+                last = len(tb.steps) - 1
+                for step in tb.steps:
+                    after = []
+                    if step.s:
+                        after.append(f"{it}.{stream}.{step.s - 1}")
+                    elif it:
+                        after.append(f"{it - 1}.{stream}.{last}")
+                    if step.depid >= 0 and step.depid != tb.id:
+                        after.append(f"{it}.{g}.{step.depid}.{step.deps}")
+                    sender = matched.get((g, tb.id, step.s))
+                    if sender is not None:
+                        after.append("%d.%d.%d.%d" % ((it,) + sender))
+                    op = step.instruction
+                    nbytes = int(round(step.cnt * chunk_bytes))
+                    name = f"{it}.{stream}.{step.s}"
+                    if op.sends:
+                        if not it and latency > 0:
+                            tasks.append(Task(f"lat.{stream}.{step.s}", "compute", (here,), 0, latency, tuple(after),
+                                              stream=stream))
+                            after = [f"lat.{stream}.{step.s}"]
+                        tasks.append(Task(name, "send", (here, ranks[tb.send]), nbytes, after=tuple(after),
+                                          stream=stream))
+                    else:
+                        touches = 0 if op.receives else _LOCAL_TOUCHES.get(step.type, 0)
+                        seconds = touches * nbytes / pricing.local_rate if touches else 0.0
+                        tasks.append(Task(name, "compute", (here,), 0, seconds, tuple(after), stream=stream))
     return TaskGraph(tuple(tasks), schedule.name)
 
 
@@ -366,8 +389,29 @@ def _sizes(nbytes, collective, nranks) -> tuple:
     return counts, rounded
 
 
+def _timed(schedule, size, ranks, pricing, decomposer, max_loops) -> tuple:
+    """(loops, time, steps on the critical path) of the schedule at one size."""
+    from ..predict.simulate import simulate
+
+    loops = max(1, -(-size // (schedule.nchunksperloop * pricing.chunk_limit)))
+    chunk = size / (schedule.nchunksperloop * loops)
+
+    def run(iterations):
+        result = simulate(decomposer.G, schedule_tasks(schedule, chunk, ranks, pricing, iterations),
+                          sm_share=False, decomposer=decomposer, max_events=max(6 * schedule.nsteps * iterations, 1))
+        return result.step_time, sum(1 for task in result.critical_path if not task.startswith("lat."))
+
+    if loops <= max_loops:
+        makespan, critical = run(loops)
+    else:  # the loops after the first few repeat: extrapolate their period
+        half, critical = run(max_loops // 2)
+        makespan, critical = run(max_loops)
+        makespan += (loops - max_loops) * (makespan - half) / (max_loops - max_loops // 2)
+    return loops, pricing.base_latency + makespan, critical
+
+
 def evaluate_schedule(G, schedule: Schedule, nbytes, gpus=None, *, profile=None, nccl: bool = True,
-                      bound: bool = True) -> ScheduleEvaluation:
+                      bound: bool = True, max_loops: int = 4) -> ScheduleEvaluation:
     """Time a schedule on a fabric at each size, beside NCCL's choice and the bound.
 
     Parameters
@@ -384,6 +428,9 @@ def evaluate_schedule(G, schedule: Schedule, nbytes, gpus=None, *, profile=None,
         NCCL release of the pricing and of NCCL's estimate.
     nccl, bound : bool
         Also give NCCL's estimate and the bound at each size.
+    max_loops : int
+        The most loops of the schedule simulated (even, >= 2): beyond, the time of the later loops
+        is the period between the simulations of ``max_loops / 2`` and ``max_loops`` loops.
 
     Returns
     -------
@@ -399,8 +446,9 @@ def evaluate_schedule(G, schedule: Schedule, nbytes, gpus=None, *, profile=None,
     topo.SizeError, topo.GpuSelectionError
     """
     from ..predict.collectives import estimate
-    from ..predict.simulate import simulate
 
+    if isinstance(max_loops, bool) or not isinstance(max_loops, int) or max_loops < 2 or max_loops % 2:
+        raise ScheduleEvaluationError(f"expected max_loops an even whole number >= 2, received {max_loops!r}")
     if not isinstance(schedule, Schedule):
         raise ScheduleEvaluationError(f"expected a Schedule (models.schedules.read_msccl), received "
                                       f"{type(schedule).__name__}")
@@ -418,16 +466,13 @@ def evaluate_schedule(G, schedule: Schedule, nbytes, gpus=None, *, profile=None,
         limit = float(bound_of(fabric, name, int(sizes.max()), list(ranks), nccl=False).bound_busbw)
     points = []
     for i, (count, size) in enumerate(zip(counts.tolist(), sizes.tolist())):
-        chunk = size / schedule.nchunksperloop
-        result = simulate(decomposer.G, schedule_tasks(schedule, chunk, ranks, pricing), sm_share=False,
-                          decomposer=decomposer, max_events=max(3 * schedule.nsteps, 1))
-        time = pricing.base_latency + result.step_time
+        loops, time, critical = _timed(schedule, size, ranks, pricing, decomposer, max_loops)
         algbw = size / time if time > 0 else math.inf
         busbw = float(algbw_to_busbw(name, algbw, len(ranks))) if name is not None else algbw
         point = e.point(i) if e is not None else None
         points.append(SchedulePoint(
-            nbytes=int(size), count=int(count), chunk_bytes=chunk, time=time, algbw=algbw, busbw=busbw,
-            critical_steps=len(result.critical_path),
+            nbytes=int(size), count=int(count), loops=loops, chunk_bytes=size / (schedule.nchunksperloop * loops),
+            time=time, algbw=algbw, busbw=busbw, critical_steps=critical,
             nccl_time=None if point is None else float(point.time),
             nccl_busbw=None if point is None else float(point.busbw),
             nccl_algorithm=None if point is None else f"{point.algorithm}/{point.protocol}",

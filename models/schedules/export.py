@@ -141,17 +141,85 @@ def nccl_schedule(G, collective: str, gpus=None, *, profile=None, protocol: str 
     return _schedule(f"nccl_ring_{collective}_{n}x{c}", collective, protocol, c, n, c, per_gpu)
 
 
-def _shares(k: int, rates) -> list:
-    """``k`` chunks shared by rates (largest remainder)."""
-    total = sum(rates)
-    exact = [k * r / total for r in rates]
-    whole = [int(x) for x in exact]
-    for i in sorted(range(len(rates)), key=lambda i: whole[i] - exact[i])[:k - sum(whole)]:
-        whole[i] += 1
-    return whole
+#: Chunk counts per root :func:`packing_schedule` tries, fewest first, until the chunks' rounding of
+#: the trees' rates costs at most :data:`ROUNDING_LOSS`.
+CHUNK_COUNTS = (8, 12, 16, 24, 32, 48, 64)
+#: The largest share of the packing's rate the rounding of its trees to whole chunks may cost.
+ROUNDING_LOSS = 0.02
 
 
-def packing_schedule(G, collective: str, gpus=None, *, chunks: int = 48, profile=None,
+def _chunk_counts(packing, k: int) -> tuple:
+    """Each tree's whole chunks, ``k`` per root, and the rate their rounding keeps (1: none lost).
+
+    Trees start at the whole part of their share of ``k`` by rate; each chunk left goes to the tree
+    of its root whose links it loads least (the busiest link's load over its capacity, greedily).
+    """
+    capacity = {edge: cap for edge, _, cap in packing.loads}
+    uses = []
+    for tree in packing.trees:
+        count: dict = defaultdict(int)
+        for _, _, path in tree.arcs:
+            for edge in zip(path, path[1:]):
+                count[edge] += 1
+        uses.append(count)
+    x = packing.rate
+    counts = [int(k * tree.rate / x + 1e-9) for tree in packing.trees]
+    load: dict = defaultdict(float)
+    for t, c in enumerate(counts):
+        for edge, m in uses[t].items():
+            load[edge] += c * m / capacity[edge]
+    by_root: dict = defaultdict(list)
+    for t, tree in enumerate(packing.trees):
+        by_root[tree.root].append(t)
+    for root, trees in by_root.items():
+        for _ in range(k - sum(counts[t] for t in trees)):
+            best = min(trees, key=lambda t: (max(load[e] + m / capacity[e] for e, m in uses[t].items()), t))
+            counts[best] += 1
+            for edge, m in uses[best].items():
+                load[edge] += m / capacity[edge]
+    # The busiest link with each tree's exact share of k, over the busiest with whole chunks.
+    ideal = max((k / x * value / cap for _, value, cap in packing.loads), default=0.0)
+    worst = max(load.values(), default=0.0)
+    return counts, ideal / worst if worst > 0 else 1.0
+
+
+def _lanes(packing, rank, gpu_of, per_channel) -> tuple:
+    """Channels of each hop of each tree between GPUs of the set: ``({(a, b, (tree, arc, hop)):
+    (first, count)}, {(a, b): channels})`` (a tree whose paths cross one GPU pair twice has
+    channels for each crossing, so that a relay waiting for its data holds up no earlier hop).
+
+    Threadblocks sharing a link split it evenly (the simulator's max-min sharing, as CTAs sharing a
+    link do [U]), so each tree gets channels in proportion to its rate: one per ``unit`` of rate,
+    ``unit`` one channel's rate over the largest divisor that keeps the runtime's limits (channels
+    per GPU pair, threadblocks per GPU). A tree then moves at its rate on every hop, and a
+    threadblock waiting for one tree's data holds up no other tree.
+    """
+    hops = []
+    for t, tree in enumerate(packing.trees):
+        for j, (_, _, path) in enumerate(tree.arcs):
+            stops = [rank[gpu_of[v]] for v in path if v in gpu_of]
+            hops += [(a, b, (t, j, i), tree.rate) for i, (a, b) in enumerate(zip(stops, stops[1:]))]
+    limits = EXECUTOR.limits
+    for divisor in (8, 6, 4, 3, 2, 1):
+        unit = per_channel / divisor
+        lanes: dict = {}
+        width: dict = defaultdict(int)
+        for a, b, t, rate in hops:
+            if (a, b, t) not in lanes:
+                count = max(1, round(rate / unit))
+                lanes[a, b, t] = (width[a, b], count)
+                width[a, b] += count
+        per_gpu: dict = defaultdict(int)
+        for (a, b), count in width.items():
+            per_gpu[a] += count
+            per_gpu[b] += count
+        if max(width.values()) <= limits.max_channels and max(per_gpu.values()) <= limits.max_threadblocks:
+            return lanes, width
+    raise ExportError(f"the packing needs more than {limits.max_channels} channels on one GPU pair or "
+                      f"{limits.max_threadblocks} threadblocks on one GPU")
+
+
+def packing_schedule(G, collective: str, gpus=None, *, chunks: int | None = None, profile=None,
                      protocol: str = "Simple") -> Schedule:
     """The tree packing that meets the bound, as an MSCCL all_gather (module docstring).
 
@@ -160,9 +228,9 @@ def packing_schedule(G, collective: str, gpus=None, *, chunks: int = 48, profile
     G : networkx.DiGraph or PreparedFabric
     collective : {"all_gather"}
     gpus : str or iterable of int, optional
-    chunks : int
-        Chunks of each root's block, shared among its trees (more chunks: a shorter fill of the
-        trees' pipeline, more steps).
+    chunks : int, optional
+        Chunks of each root's block, shared among its trees by their rates (default: the fewest
+        of :data:`CHUNK_COUNTS` whose rounding costs at most :data:`ROUNDING_LOSS` of the rate).
     profile : str or NcclProfile, optional
     protocol : {"Simple", "LL128", "LL"}
 
@@ -177,41 +245,36 @@ def packing_schedule(G, collective: str, gpus=None, *, chunks: int = 48, profile
 
     if collective not in PACKING_COLLECTIVES:
         raise ExportError(f"the packing is written for {', '.join(PACKING_COLLECTIVES)}, received {collective!r}")
-    if isinstance(chunks, bool) or not isinstance(chunks, int) or chunks < 1:
-        raise ExportError(f"expected chunks a whole number >= 1, received {chunks!r}")
+    if chunks is not None and (isinstance(chunks, bool) or not isinstance(chunks, int) or chunks < 1):
+        raise ExportError(f"expected chunks a whole number >= 1 or None, received {chunks!r}")
     fabric = prepare(G, nccl=profile)
     ids = _selection(fabric, gpus)
     rank = {g: r for r, g in enumerate(ids)}
     pricing, _ = schedule_pricing(fabric, protocol, collective, ids)
     packing = pack_trees(achieved_graph(fabric, pricing.achieved_ratio), collective, list(ids), edge_kinds=["nvlink"])
-    n, k = len(ids), chunks
+    for k in (chunks,) if chunks is not None else CHUNK_COUNTS:
+        counts, kept = _chunk_counts(packing, k)
+        if kept >= 1 - ROUNDING_LOSS:
+            break
+    n = len(ids)
     per_channel = pricing.channel_rate * pricing.achieved_ratio
     nodes = topo.gpus(fabric.G)
     gpu_of = {nodes[g]: g for g in ids}
-    load: dict = defaultdict(float)  # per hop between GPUs of the set, the trees' rates
-    for tree in packing.trees:
-        for _, _, path in tree.arcs:
-            stops = [rank[gpu_of[v]] for v in path if v in gpu_of]
-            for a, b in zip(stops, stops[1:]):
-                load[a, b] += tree.rate
-    channels = {arc: max(1, -int(-(rate / per_channel - 1e-9) // 1)) for arc, rate in load.items()}
+    lanes, width = _lanes(packing, rank, gpu_of, per_channel)
     # Each root's chunks among its trees, then every (tree, chunk) in an order that keeps the trees
     # of all roots moving together.
-    by_root: dict = defaultdict(list)
-    for tree in packing.trees:
-        by_root[rank[tree.root]].append(tree)
     work = []
-    for root, trees in by_root.items():
-        offset = root * k
-        for t, (tree, count) in enumerate(zip(trees, _shares(k, [x.rate for x in trees]))):
-            for m in range(count):
-                work.append(((m + 0.5) / count, root, t, tree, offset + m))
-            offset += count
+    offset = [r * k for r in range(len(ids))]
+    for t, (tree, count) in enumerate(zip(packing.trees, counts)):
+        root = rank[tree.root]
+        for m in range(count):
+            work.append(((m + 0.5) / count, root, t, tree, offset[root] + m, t))
+        offset[root] += count
     work.sort(key=lambda w: w[:3])
     per_gpu: list = [[] for _ in range(n)]
     tbs: dict = {}  # (rank, send, recv, chan) -> [tb id, steps]
     scratch = [0] * n  # scratch chunks each GPU relays through
-    used: dict = defaultdict(int)  # hop -> chunks sent over it (its channel round robin)
+    used: dict = defaultdict(int)  # (hop, tree) -> chunks sent (its channels round robin)
 
     def tb(r, send, recv, chan):
         key = (r, send, recv, chan)
@@ -221,11 +284,12 @@ def packing_schedule(G, collective: str, gpus=None, *, chunks: int = 48, profile
             per_gpu[r].append((send, recv, chan, found[1]))
         return found
 
-    def hop(a, b, held, into):
-        """Send the chunk ``a`` holds (``held``: buffer, offset, (tb, step) it waits for) to ``b``,
-        which receives it into ``into`` (buffer, offset); returns what ``b`` then holds."""
-        chan = used[a, b] % channels[a, b]
-        used[a, b] += 1
+    def hop(a, b, t, held, into):  # t: (tree, arc, hop), the lane's key
+        """Send tree ``t``'s chunk ``a`` holds (``held``: buffer, offset, (tb, step) it waits for)
+        to ``b``, which receives it into ``into`` (buffer, offset); returns what ``b`` then holds."""
+        first, count = lanes[a, b, t]
+        chan = first + used[a, b, t] % count
+        used[a, b, t] += 1
         buf, off, dep = held
         tb(a, b, -1, chan)[1].append(["s", buf, off, buf, off, dep])
         target = tb(b, -1, a, chan)
@@ -237,34 +301,34 @@ def packing_schedule(G, collective: str, gpus=None, *, chunks: int = 48, profile
     # one channel's rate): processed in that order, a threadblock's steps come as their data does.
     hop_time = packing.rate / (k * per_channel) if per_channel > 0 else 0.0
     hops = []
-    for w, (due, root, _, tree, slot) in enumerate(work):
+    for w, (due, root, _, tree, slot, t) in enumerate(work):
         depth = {root: 0}
-        pending = list(tree.arcs)
+        pending = [(j, a, b, path) for j, (a, b, path) in enumerate(tree.arcs)]
         while pending:  # parents before children
             later = []
-            for a, b, path in pending:
+            for j, a, b, path in pending:
                 if rank[a] not in depth:
-                    later.append((a, b, path))
+                    later.append((j, a, b, path))
                     continue
                 stops = [rank[gpu_of[v]] for v in path if v in gpu_of]
                 d = depth[rank[a]]
                 source = ("gpu", stops[0])
                 for i, (u, v) in enumerate(zip(stops, stops[1:])):
                     target = ("gpu", v) if i == len(stops) - 2 else ("relay", a, b, i)
-                    hops.append((due + (d + i) * hop_time, d + i, w, u, v, source, target, slot))
+                    hops.append((due + (d + i) * hop_time, d + i, w, u, v, source, target, slot, (t, j, i)))
                     source = target
                 depth[rank[b]] = d + len(stops) - 1
             pending = later
     hops.sort(key=lambda h: h[:3])
     holds = {}
-    for _, _, w, u, v, source, target, slot in hops:
+    for _, _, w, u, v, source, target, slot, t in hops:
         held = holds.get((w, source))
         if held is None:  # the root's own chunk
             held = ("o", slot, None)
         if target[0] == "gpu":
-            holds[w, target] = hop(u, v, held, ("o", slot))
+            holds[w, target] = hop(u, v, t, held, ("o", slot))
         else:  # a GPU on the path relays through its scratch buffer
-            holds[w, target] = hop(u, v, held, ("s", scratch[v]))
+            holds[w, target] = hop(u, v, t, held, ("s", scratch[v]))
             scratch[v] += 1
     waited = {(r, dep) for r in range(n) for _, _, _, steps in per_gpu[r] for *_, dep in steps if dep}
     built = []
@@ -279,12 +343,12 @@ def packing_schedule(G, collective: str, gpus=None, *, chunks: int = 48, profile
                 Step(s, kind, sb, so, db, do, 1, *(dep if dep else (-1, -1)), hasdep=(r, (t, s)) in waited)
                 for s, (kind, sb, so, db, do, dep) in enumerate(steps)]))
         built.append(tbs_r)
-    nchannels = max(channels.values())
+    nchannels = max(width.values())
     return _schedule(f"packing_{collective}_{n}x{k}", collective, protocol, nchannels, n, k, built, scratch)
 
 
 def export_schedule(G, collective: str, gpus=None, *, source: str = "packing", profile=None,
-                    protocol: str = "Simple", chunks: int = 48) -> Schedule:
+                    protocol: str = "Simple", chunks: int | None = None) -> Schedule:
     """:func:`packing_schedule` or :func:`nccl_schedule` by ``source`` (``"packing"``, ``"nccl"``)."""
     if source == "packing":
         return packing_schedule(G, collective, gpus, chunks=chunks, profile=profile, protocol=protocol)
