@@ -396,22 +396,23 @@ def _timed(schedule, size, ranks, pricing, decomposer, max_loops) -> tuple:
     loops = max(1, -(-size // (schedule.nchunksperloop * pricing.chunk_limit)))
     chunk = size / (schedule.nchunksperloop * loops)
 
-    def run(iterations):
-        result = simulate(decomposer.G, schedule_tasks(schedule, chunk, ranks, pricing, iterations),
-                          sm_share=False, decomposer=decomposer, max_events=max(6 * schedule.nsteps * iterations, 1))
-        return result.step_time, sum(1 for task in result.critical_path if not task.startswith("lat."))
-
-    if loops <= max_loops:
-        makespan, critical = run(loops)
-    else:  # the loops after the first few repeat: extrapolate their period
-        half, critical = run(max_loops // 2)
-        makespan, critical = run(max_loops)
-        makespan += (loops - max_loops) * (makespan - half) / (max_loops - max_loops // 2)
+    result = simulate(decomposer.G, schedule_tasks(schedule, chunk, ranks, pricing, min(loops, max_loops)),
+                      sm_share=False, decomposer=decomposer, max_events=max(6 * schedule.nsteps * max_loops, 1))
+    makespan = result.step_time
+    critical = sum(1 for task in result.critical_path if not task.startswith("lat."))
+    if loops > max_loops:  # each later loop takes the mean period of the simulated second half
+        ends: dict = {}
+        for t in result.tasks:
+            loop = t.id.split(".", 1)[0]
+            if loop != "lat":
+                ends.setdefault(int(loop), []).append(t.end)
+        last, middle = (float(np.mean(ends[i])) for i in (max_loops - 1, max_loops // 2 - 1))
+        makespan += (loops - max_loops) * (last - middle) / (max_loops - max_loops // 2)
     return loops, pricing.base_latency + makespan, critical
 
 
 def evaluate_schedule(G, schedule: Schedule, nbytes, gpus=None, *, profile=None, nccl: bool = True,
-                      bound: bool = True, max_loops: int = 4) -> ScheduleEvaluation:
+                      bound: bool = True, max_loops: int = 64) -> ScheduleEvaluation:
     """Time a schedule on a fabric at each size, beside NCCL's choice and the bound.
 
     Parameters
@@ -429,8 +430,8 @@ def evaluate_schedule(G, schedule: Schedule, nbytes, gpus=None, *, profile=None,
     nccl, bound : bool
         Also give NCCL's estimate and the bound at each size.
     max_loops : int
-        The most loops of the schedule simulated (even, >= 2): beyond, the time of the later loops
-        is the period between the simulations of ``max_loops / 2`` and ``max_loops`` loops.
+        The most loops of the schedule simulated (even, >= 2): beyond, each later loop takes the
+        mean period of the second half of those simulated.
 
     Returns
     -------

@@ -33,8 +33,9 @@ def _schedule_arguments(parser) -> None:
                         help="export: the tree packing that meets the bound (default), or NCCL's rings")
     parser.add_argument("--proto", choices=("Simple", "LL128", "LL"), default="Simple",
                         help="export: the schedule's protocol (default Simple)")
-    parser.add_argument("--chunks", type=at_least(1), default=48, metavar="K",
-                        help="export --source packing: chunks of each GPU's block (default 48)")
+    parser.add_argument("--chunks", type=at_least(1), metavar="K",
+                        help="export --source packing: chunks of each GPU's block (default: the fewest of 8, "
+                             "12, 16, 24, 32, 48, 64 whose rounding of the trees' rates costs at most 2 %%)")
     parser.add_argument("--out", metavar="FILE", help="export: the MSCCL XML file to write (required)")
     nccl_option(parser)
     parser.add_argument("--explain", action="store_true", help="evaluate: what each step costs")
