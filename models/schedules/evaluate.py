@@ -261,13 +261,14 @@ def schedule_pricing(fabric: PreparedFabric, protocol: str, collective: str, gpu
     from ..engine.nccl.pipelining import pipelining
 
     priced_as = collective if collective in _RING_PRICED else "all_gather"
-    e = estimate(fabric, priced_as, 2**20, list(gpus), algorithm=RING, protocol=protocol)
-    tuning = next(c.tuning for c in e.selection.candidates
-                  if c.tuning.algorithm == RING.name and c.tuning.protocol == protocol)
-    if not tuning.enabled or tuning.bus is None or tuning.latency is None:
-        raise ScheduleEvaluationError(f"NCCL does not enable Ring {protocol} for {priced_as} on GPUs "
-                                      f"{topo.select.format_gpu_ids(gpus)} of {fabric.G.graph.get('name')} "
-                                      f"({tuning.why}): the schedule's protocol cannot be priced there")
+    e = estimate(fabric, priced_as, 2**20, list(gpus), algorithm=RING)
+    tuning = next((c.tuning for c in e.selection.candidates
+                   if c.tuning.algorithm == RING.name and c.tuning.protocol == protocol), None)
+    if tuning is None or not tuning.enabled or tuning.bus is None or tuning.latency is None:
+        why = f" ({tuning.why.cause.value})" if tuning is not None and tuning.why is not None else ""
+        raise ScheduleEvaluationError(f"NCCL {fabric.profile.version} does not enable Ring {protocol} for {priced_as} "
+                                      f"on GPUs {topo.select.format_gpu_ids(gpus)} of {fabric.G.graph.get('name')}"
+                                      f"{why}: the schedule's protocol cannot be priced there")
     nchannels = int(e.ring.nchannels)
     latency = tuning.latency
     measurement = e.measurement
