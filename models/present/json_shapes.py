@@ -26,7 +26,7 @@ __all__ = ["systems_json", "collective_json", "pairs_json", "subsets_json", "com
            "gpus_ranking_json", "p2p_json", "cut_json", "tree_json", "packing_json", "bound_json",
            "check_json", "sweep_json", "export_json", "import_json",
            "report_json", "calibration_json", "simulation_json", "plan_json", "search_json",
-           "plan_calibration_json", "calibration_file_json", "task_graph_json", "schedule_check_json"]
+           "plan_calibration_json", "calibration_file_json", "task_graph_json", "schedule_check_json", "schedule_evaluation_json"]
 
 
 def systems_json(summaries) -> dict:
@@ -417,3 +417,8 @@ def schedule_check_json(schedule, result, *, source: str) -> dict:
     return {"source": source, **result.to_records()[0], "coll": schedule.coll, "inplace": schedule.inplace,
             "min_bytes": schedule.min_bytes, "max_bytes": schedule.max_bytes, "nchannels": schedule.nchannels,
             "dialect": schedule.dialect.name, "verdict": "ok"}
+
+
+def schedule_evaluation_json(evaluation, *, source: str) -> dict:
+    """``dgxtopo schedule evaluate --json``: the figures each step was priced with, and one row per size."""
+    return {"source": source, "pricing": evaluation.pricing.to_records()[0], "rows": evaluation.to_records()}

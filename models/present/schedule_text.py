@@ -85,5 +85,7 @@ def schedule_evaluation_text(evaluation, *, source: str, explain: bool = False) 
                   f"  achieved       x{c.achieved_ratio:.4f} of NCCL's figure ({c.link or 'no link class'})",
                   f"  latency        {to_us(c.step_latency):.2f} us per step, {to_us(c.base_latency):.2f} us once",
                   f"  local copies   {to_GBps(c.local_rate):.2f} GB/s of memory traffic",
-                  "  chunk          size / nchunksperloop; the steps run on the simulator (links shared max-min)"]
+                  f"  chunks         nchunksperloop per loop, each at most {format_bytes(c.chunk_limit)} (one "
+                  f"slice): loops {', '.join(str(p.loops) for p in e.points)}; the steps run on the simulator "
+                  f"(links shared max-min)"]
     return "\n".join(lines)

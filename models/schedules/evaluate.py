@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from types import MappingProxyType
 
 import numpy as np
 
@@ -70,7 +71,7 @@ __all__ = ["ScheduleEvaluationError", "SchedulePricing", "SchedulePoint", "Sched
 #: another collective is priced as all_gather's copy, which moves data without reducing).
 _RING_PRICED = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce")
 #: Bytes of the GPU's memory each payload byte of a local step touches (read and write counted).
-_LOCAL_TOUCHES = {"cpy": 2, "re": 3, "ra": 3, "nop": 0}
+_LOCAL_TOUCHES = MappingProxyType({"cpy": 2, "re": 3, "ra": 3, "nop": 0})
 
 
 class ScheduleEvaluationError(ScheduleError):

@@ -30,6 +30,7 @@ Examples
 from __future__ import annotations
 
 from collections import defaultdict
+from types import MappingProxyType
 
 import topo
 
@@ -46,7 +47,7 @@ PACKING_COLLECTIVES = ("all_gather",)
 #: The sources of :func:`export_schedule`.
 SOURCES = ("packing", "nccl")
 #: MSCCL's ``coll`` of each collective (the executor dialect's, [MX]).
-_COLL = {"all_gather": "allgather", "reduce_scatter": "reducescatter", "all_reduce": "allreduce"}
+_COLL = MappingProxyType({"all_gather": "allgather", "reduce_scatter": "reducescatter", "all_reduce": "allreduce"})
 
 
 class ExportError(ScheduleError):

@@ -4,6 +4,9 @@ would; ``schedule evaluate FILE`` times it on a fabric beside NCCL's own choice 
 
 from __future__ import annotations
 
+import topo
+
+from ...engine.fabric import prepare
 from .inputs import fabric_of, read_text
 from .options import (UsageError, at_least, json_option, parse_size, size_sweep,
                       system_option, Command, nccl_option)
@@ -24,7 +27,7 @@ def _schedule_arguments(parser) -> None:
     parser.add_argument("--gpus", metavar="IDS", help="evaluate: the GPU of each rank, in order of their ids "
                         "(default: the first ngpus); export: the GPU set (default: all)")
     parser.add_argument("-b", "--minbytes", type=parse_size, metavar="SIZE",
-                        help="evaluate: smallest size (default the schedule's minBytes, else its maxBytes)")
+                        help="evaluate (export --evaluate: default 1G): smallest size (default the schedule's minBytes, else its maxBytes)")
     parser.add_argument("-e", "--maxbytes", type=parse_size, metavar="SIZE",
                         help="evaluate: largest size (default the schedule's maxBytes)")
     parser.add_argument("-f", "--stepfactor", type=at_least(2), default=2, metavar="F",
@@ -38,7 +41,9 @@ def _schedule_arguments(parser) -> None:
                              "12, 16, 24, 32, 48, 64 whose rounding of the trees' rates costs at most 2 %%)")
     parser.add_argument("--out", metavar="FILE", help="export: the MSCCL XML file to write (required)")
     nccl_option(parser)
-    parser.add_argument("--explain", action="store_true", help="evaluate: what each step costs")
+    parser.add_argument("--evaluate", action="store_true",
+                        help="export: also time what was written, as evaluate does (-b/-e default 1G)")
+    parser.add_argument("--explain", action="store_true", help="evaluate, export --evaluate: what each step costs")
     json_option(parser, "the summary")
 
 
@@ -66,25 +71,33 @@ def _check(args) -> None:
 
 
 def _evaluate(args) -> None:
-    from ...schedules.evaluate import evaluate_schedule
+    from ..json_shapes import schedule_evaluation_json
     from ..schedule_text import schedule_evaluation_text
 
     G = fabric_of(args, args.system)
     source, schedule, _ = _read(args)
-    top = args.maxbytes if args.maxbytes is not None else schedule.max_bytes
-    low = args.minbytes if args.minbytes is not None else (schedule.min_bytes or top)
-    evaluation = evaluate_schedule(G, schedule, size_sweep(low, top, args.stepfactor), args.gpus, profile=args.nccl)
+    evaluation = _evaluation(args, G, schedule, args.gpus, schedule.min_bytes or schedule.max_bytes,
+                             schedule.max_bytes)
     if args.json:
-        print_json({"source": source, "pricing": evaluation.pricing.to_records()[0],
-                    "rows": evaluation.to_records()})
+        print_json(schedule_evaluation_json(evaluation, source=source))
         return
     print(schedule_evaluation_text(evaluation, source=source, explain=args.explain))
+
+
+def _evaluation(args, G, schedule, gpus, low, top):
+    from ...schedules.evaluate import evaluate_schedule
+
+    top = args.maxbytes if args.maxbytes is not None else top
+    low = args.minbytes if args.minbytes is not None else min(low, top)
+    return evaluate_schedule(G, schedule, size_sweep(low, top, args.stepfactor), gpus, profile=args.nccl)
+
 
 
 def _export(args) -> None:
     from ...schedules.check import check_schedule
     from ...schedules.export import export_schedule
     from ...schedules.msccl import to_msccl_xml
+    from ..json_shapes import schedule_evaluation_json
     from ..output import check_output_paths, write_text_atomic
 
     if args.out is None:
@@ -95,12 +108,32 @@ def _export(args) -> None:
                                protocol=args.proto, chunks=args.chunks)
     result = check_schedule(schedule)  # what is written holds
     write_text_atomic(args.out, to_msccl_xml(schedule))
+    evaluation = None
+    if args.evaluate:
+        ids = {g: i for i, g in enumerate(topo.gpus(G))}
+        gpus = sorted(ids[g] for g in topo.select_gpus(G, args.gpus))
+        evaluation = _evaluation(args, G, schedule, gpus, 2**30, 2**30)
     if args.json:
-        print_json({"path": args.out, "source": args.source, **result.to_records()[0]})
+        print_json({"path": args.out, "source": args.source, **result.to_records()[0],
+                    **({"evaluation": schedule_evaluation_json(evaluation, source=args.out)} if evaluation else {})})
         return
     print(f"# dgxtopo: wrote {args.out}: {schedule.name}, {result.collective} on {result.ngpus} GPUs, "
           f"{result.protocol}, {result.steps} steps, {result.threadblocks} threadblocks, {schedule.nchannels} "
           f"channels (checked: OK)")
+    if evaluation is not None:
+        from topo.units import to_GBps
+
+        from ...schedules.evaluate import achieved_graph
+        from ...studies.bounds import bound
+        from ..schedule_text import schedule_evaluation_text
+
+        print(schedule_evaluation_text(evaluation, source=args.out, explain=args.explain))
+        if args.source == "packing":
+            own = bound(achieved_graph(prepare(G, nccl=args.nccl), evaluation.pricing.achieved_ratio), args.target,
+                        2**30, gpus, edge_kinds=["nvlink"], nccl=False)
+            print(f"bound: every link at its line rate (dgxtopo bound); the packing's trees cross NVLink at what "
+                  f"NCCL's kernels achieve (x{evaluation.pricing.achieved_ratio:.4f} of NCCL's figure), where its "
+                  f"bound is {to_GBps(own.bound_busbw):.2f} GB/s")
 
 
 def _schedule(args) -> None:
