@@ -182,6 +182,10 @@ class SchedulePoint:
     nccl_channels: int | None
     bound_busbw: float | None
 
+    def to_records(self) -> list:
+        """One tidy row: every attribute."""
+        return tidy_records({name: getattr(self, name) for name in self.__slots__})
+
 
 @dataclass(frozen=True, slots=True)
 class ScheduleEvaluation:
