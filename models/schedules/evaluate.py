@@ -43,7 +43,7 @@ Examples
 >>> r = evaluate_schedule(topo.build("dgxa100"), ring_all_gather(8, chunks=12, channels=12, inplace=True), "1G")
 >>> p = r.points[0]
 >>> round(p.busbw / 1e9, 1), round(p.nccl_busbw / 1e9, 1), p.nccl_algorithm
-(234.9, 235.4, 'ring/Simple')
+(235.4, 235.4, 'ring/Simple')
 """
 
 from __future__ import annotations

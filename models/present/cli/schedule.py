@@ -4,9 +4,6 @@ would; ``schedule evaluate FILE`` times it on a fabric beside NCCL's own choice 
 
 from __future__ import annotations
 
-import topo
-
-from ...engine.fabric import prepare
 from .inputs import fabric_of, read_text
 from .options import (UsageError, at_least, json_option, parse_size, size_sweep,
                       system_option, Command, nccl_option)
@@ -23,7 +20,7 @@ def _schedule_arguments(parser) -> None:
     parser.add_argument("target", metavar="FILE|COLLECTIVE",
                         help="check, evaluate: an MSCCL XML schedule (- for standard input); export: all_gather, "
                              "reduce_scatter or all_reduce (the packing: all_gather)")
-    system_option(parser, whatif=False)
+    system_option(parser)
     parser.add_argument("--gpus", metavar="IDS", help="evaluate: the GPU of each rank, in order of their ids "
                         "(default: the first ngpus); export: the GPU set (default: all)")
     parser.add_argument("-b", "--minbytes", type=parse_size, metavar="SIZE",
@@ -110,6 +107,8 @@ def _export(args) -> None:
     write_text_atomic(args.out, to_msccl_xml(schedule))
     evaluation = None
     if args.evaluate:
+        import topo
+
         ids = {g: i for i, g in enumerate(topo.gpus(G))}
         gpus = sorted(ids[g] for g in topo.select_gpus(G, args.gpus))
         evaluation = _evaluation(args, G, schedule, gpus, 2**30, 2**30)
@@ -123,6 +122,7 @@ def _export(args) -> None:
     if evaluation is not None:
         from topo.units import to_GBps
 
+        from ...engine.fabric import prepare
         from ...schedules.evaluate import achieved_graph
         from ...studies.bounds import bound
         from ..schedule_text import schedule_evaluation_text
