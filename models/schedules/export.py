@@ -184,57 +184,6 @@ def _chunk_counts(packing, k: int) -> tuple:
     return counts, ideal / worst if worst > 0 else 1.0
 
 
-#: Trees :func:`_fewer_trees` drops, by their rate's share of the root's, while the rate kept is at
-#: least ``1 - ROUNDING_LOSS / 2`` of the packing's.
-_SMALL_TREES = (0.25, 0.2, 0.15, 0.1, 0.05)
-
-
-def _fewer_trees(packing):
-    """The packing with its small trees left out and the others' rates re-solved (a linear program
-    over the trees it found: the most per-root rate the links allow), where that keeps all but
-    ``ROUNDING_LOSS / 2`` of the rate: fewer, larger trees share links in proportion to their
-    channels more closely."""
-    from dataclasses import replace
-
-    import numpy as np
-    from scipy.optimize import linprog
-
-    capacity = {edge: cap for edge, _, cap in packing.loads}
-    edges = list(capacity)
-    row = {edge: i for i, edge in enumerate(edges)}
-    roots = sorted({t.root for t in packing.trees})
-    for share in _SMALL_TREES:
-        kept = [t for t in packing.trees if t.rate >= share * packing.rate]
-        if {t.root for t in kept} != set(roots):
-            continue
-        m = len(kept)
-        A = np.zeros((len(roots) + len(edges), m + 1))
-        A[:len(roots), m] = 1.0
-        for j, tree in enumerate(kept):
-            A[roots.index(tree.root), j] = -1.0
-            for _, _, path in tree.arcs:
-                for edge in zip(path, path[1:]):
-                    A[len(roots) + row[edge], j] += 1.0
-        b = np.concatenate([np.zeros(len(roots)), [capacity[e] / 1e9 for e in edges]])
-        c = np.zeros(m + 1)
-        c[m] = -1.0
-        solution = linprog(c, A_ub=A, b_ub=b, bounds=(0, None), method="highs")
-        if solution.status != 0 or solution.x[m] * 1e9 < (1 - ROUNDING_LOSS / 2) * packing.rate:
-            continue
-        x = float(solution.x[m]) * 1e9
-        per_root = {r: sum(float(solution.x[j]) for j, t in enumerate(kept) if t.root == r) * 1e9 for r in roots}
-        trees = tuple(replace(t, rate=float(solution.x[j]) * 1e9 * x / per_root[t.root])
-                      for j, t in enumerate(kept) if solution.x[j] * 1e9 > 1e-9 * x)
-        load: dict = {}
-        for tree in trees:
-            for _, _, path in tree.arcs:
-                for edge in zip(path, path[1:]):
-                    load[edge] = load.get(edge, 0.0) + tree.rate
-        return replace(packing, rate=x, trees=trees,
-                       loads=tuple((edge, value, capacity[edge]) for edge, value in load.items()))
-    return packing
-
-
 def _lanes(packing, rank, gpu_of, per_channel) -> tuple:
     """Channels of each hop of each tree between GPUs of the set: ``({(a, b, (tree, arc, hop)):
     (first, count)}, {(a, b): channels})`` (a tree whose paths cross one GPU pair twice has
@@ -303,8 +252,7 @@ def packing_schedule(G, collective: str, gpus=None, *, chunks: int | None = None
     ids = _selection(fabric, gpus)
     rank = {g: r for r, g in enumerate(ids)}
     pricing, _ = schedule_pricing(fabric, protocol, collective, ids)
-    packing = _fewer_trees(pack_trees(achieved_graph(fabric, pricing.achieved_ratio), collective, list(ids),
-                                      edge_kinds=["nvlink"]))
+    packing = pack_trees(achieved_graph(fabric, pricing.achieved_ratio), collective, list(ids), edge_kinds=["nvlink"])
     for k in (chunks,) if chunks is not None else CHUNK_COUNTS:
         counts, kept = _chunk_counts(packing, k)
         if kept >= 1 - ROUNDING_LOSS:
