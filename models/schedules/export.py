@@ -192,7 +192,8 @@ def _lanes(packing, rank, gpu_of, per_channel) -> tuple:
     Threadblocks sharing a link split it evenly (the simulator's max-min sharing, as CTAs sharing a
     link do [U]), so each tree gets channels in proportion to its rate: one per ``unit`` of rate,
     ``unit`` one channel's rate over the largest divisor that keeps the runtime's limits (channels
-    per GPU pair, threadblocks per GPU). A tree then moves at its rate on every hop, and a
+    per GPU pair, threadblocks per GPU), and no less than the smallest tree's rate (a tree of one
+    channel then takes no more than its share). A tree then moves at its rate on every hop, and a
     threadblock waiting for one tree's data holds up no other tree.
     """
     hops = []
@@ -201,8 +202,9 @@ def _lanes(packing, rank, gpu_of, per_channel) -> tuple:
             stops = [rank[gpu_of[v]] for v in path if v in gpu_of]
             hops += [(a, b, (t, j, i), tree.rate) for i, (a, b) in enumerate(zip(stops, stops[1:]))]
     limits = EXECUTOR.limits
+    smallest = min(rate for *_, rate in hops)
     for divisor in (8, 6, 4, 3, 2, 1):
-        unit = per_channel / divisor
+        unit = max(per_channel / divisor, min(smallest, per_channel))
         lanes: dict = {}
         width: dict = defaultdict(int)
         for a, b, t, rate in hops:
