@@ -182,6 +182,7 @@ needs a run of that machine and release (``calibrate`` fits the measurement cons
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from itertools import chain
 from operator import itemgetter
@@ -207,6 +208,7 @@ from ..engine.nccl.system import NcclSystem
 from ..engine.nccltests import algbw, busbw
 from ..engine.results import tidy_records
 from .nicpath import MEASURED_DMA, dma_share, nic_path
+from .pipeline import DEFAULT_STEP_COSTS, StepCosts, ll_share, pipeline_time, slowest_hop
 from .p2p_constants import EFFICIENCIES as P2P_EFFICIENCIES
 
 __all__ = [
@@ -521,6 +523,9 @@ class Measured:
         The release's pipeline for the largest size (:func:`pipeline_fill`).
     nic_paths : tuple of models.predict.nicpath.NicPath
         Across hosts, the path of each NIC the channels use (port or PCIe, whichever binds).
+    pipelines : tuple of models.predict.pipeline.PipelineTime or None
+        Per size (flattened), the kernels' pipeline that timed it (None where NCCL's table did:
+        NVLS, PAT, point-to-point); empty when no size was pipelined.
     """
 
     collective: str
@@ -541,6 +546,7 @@ class Measured:
     release: str = ""
     pipeline: "PipelineFill | None" = None
     nic_paths: tuple = ()
+    pipelines: tuple = ()
 
     @property
     def nranks(self) -> int:
@@ -587,7 +593,8 @@ def _release_and_graph(fabric, profile) -> tuple:
 
 # ``e`` is a CollectiveEstimate, left Any: models.predict.collectives imports this module.
 def measured(e: Any, G: nx.DiGraph | PreparedFabric | NcclSystem, *, gpus_per_thread: int = 1,
-             model: MeasurementModel = DEFAULT, profile: str | NcclProfile | None = None) -> Measured:
+             model: MeasurementModel = DEFAULT, profile: str | NcclProfile | None = None,
+             pipeline: bool = True, step_costs: StepCosts = DEFAULT_STEP_COSTS) -> Measured:
     """Predict what nccl-tests measures for an estimate.
 
     Parameters
@@ -603,6 +610,13 @@ def measured(e: Any, G: nx.DiGraph | PreparedFabric | NcclSystem, *, gpus_per_th
     profile : str or NcclProfile, optional
         With a graph ``G`` only: the NCCL release ``e`` was estimated with (its per-link figures
         are what ``ratio`` divides by; default the reference release). An NCCL view carries its own.
+    pipeline : bool
+        Time what NCCL chose by its kernels' pipeline (:mod:`models.predict.pipeline`; rings,
+        chains and trees): ``max(host, fill + steps x handshake) + data_time + steps x work``,
+        the pipeline's hops overlapping the launches as NCCL's latency did; False keeps NCCL's table,
+        ``max(host, latency) + nbytes / bandwidth``.
+    step_costs : models.predict.pipeline.StepCosts
+        The kernel's per-step work (fitted to the DGX-2 runs).
 
     Returns
     -------
@@ -631,13 +645,65 @@ def measured(e: Any, G: nx.DiGraph | PreparedFabric | NcclSystem, *, gpus_per_th
     with np.errstate(divide="ignore", invalid="ignore"):
         transfer = np.where(np.asarray(nbytes) > 0, np.asarray(nbytes, dtype=float)
                             / (np.asarray(bandwidth, dtype=float) * ratio * network_factor), 0.0)
+    pipes = _pipelines(e, G, profile, ratio * np.asarray(network_factor, dtype=float), step_costs) if pipeline else ()
+    if any(p is not None for p in pipes):  # the kernels' pipeline times what the tuner chose
+        shape = np.shape(nbytes)
+        flat = [(max(host, p.latency, float(lat)), p.work_time) if p is not None else (s, t) for p, s, t, lat in zip(
+            pipes, np.broadcast_to(startup, shape).reshape(-1), np.broadcast_to(transfer, shape).reshape(-1),
+            np.broadcast_to(e.latency, shape).reshape(-1))]
+        startup = np.array([f for f, _ in flat]).reshape(shape)
+        transfer = np.array([t for _, t in flat]).reshape(shape)
     time = startup + transfer
     if np.ndim(nbytes) == 0:
         time, startup = float(time), float(startup)
         network_factor = float(np.asarray(network_factor).reshape(-1)[-1])
     return Measured(e.collective, tuple(e.gpus), nbytes, time, e.time, e.latency, host, startup,
                     bandwidth, float(ratio), link, int(gpus_per_thread), model, network_factor, network,
-                    profile.version, pipeline_fill(e, profile, ratio * network_factor), paths)
+                    profile.version, pipeline_fill(e, profile, ratio * network_factor), paths, tuple(pipes))
+
+
+def _pipelines(e, G, profile, achieved, costs) -> tuple:
+    """Per size (flattened), the pipeline of what NCCL chose (:func:`models.predict.pipeline.pipeline_time`),
+    None where no ring, chain or tree runs; ``()`` when nothing of the estimate is pipelined."""
+    selection = getattr(e, "selection", None)
+    if selection is None or e.collective not in PIPELINE_COLLECTIVES or e.nranks < 2:
+        return ()
+    sizes = np.atleast_1d(e.nbytes).reshape(-1)
+    names = np.broadcast_to(np.asarray(e.algorithm, dtype=str), np.shape(e.nbytes)).reshape(-1)
+    protocols = np.broadcast_to(np.asarray(e.protocol, dtype=str), np.shape(e.nbytes)).reshape(-1)
+    factors = np.broadcast_to(np.asarray(achieved, dtype=float), np.shape(e.nbytes)).reshape(-1)
+    channels = np.broadcast_to(np.asarray(e.nchannels), np.shape(e.nbytes)).reshape(-1)
+    cells = {(c.tuning.algorithm, c.tuning.protocol): c.tuning for c in selection.candidates}
+    hops: dict = {}
+    out = []
+    for i, size in enumerate(sizes):
+        ran = _algorithm(e, i)
+        name, protocol = str(names[i]), str(protocols[i])
+        if ran is None or not ran.pipelined or name not in ("ring", "tree") or int(channels[i]) < 1:
+            out.append(None)
+            continue
+        search = ran.searched(e)
+        if search is None:
+            out.append(None)
+            continue
+        if name not in hops:
+            order = tuple(search.channels[0]) if search.channels else ()
+            hops[name] = slowest_hop(G, order, cyclic=name == "ring")
+        cell = cells.get((name, protocol))
+        simple = cells.get((name, "Simple"))
+        if cell is None:
+            out.append(None)
+            continue
+        bw = cell.bandwidth
+        if protocol == "LL" and simple is not None:  # the line's data share of the link, not the tuner's
+            bw = max(bw, ll_share() * simple.bandwidth)
+        nnodes = max(1, int(getattr(search, "nnodes", 1) or 1))
+        depth = (e.nranks // nnodes - 1) + (int(math.floor(math.log2(nnodes))) if nnodes > 1 else 0)
+        out.append(pipeline_time(e.collective, name, protocol, int(size), nranks=e.nranks,
+                                 graph_channels=int(channels[i]), rate=bw * float(factors[i]),
+                                 hop=hops[name], profile=profile, depth=depth,
+                                 ring_bandwidth=e.ring.bandwidth if e.ring is not None else float("inf"), costs=costs))
+    return tuple(out)
 
 
 def _algorithm(e, index):
