@@ -594,7 +594,7 @@ def _release_and_graph(fabric, profile) -> tuple:
 # ``e`` is a CollectiveEstimate, left Any: models.predict.collectives imports this module.
 def measured(e: Any, G: nx.DiGraph | PreparedFabric | NcclSystem, *, gpus_per_thread: int = 1,
              model: MeasurementModel = DEFAULT, profile: str | NcclProfile | None = None,
-             pipeline: bool = True, step_costs: StepCosts = DEFAULT_STEP_COSTS) -> Measured:
+             pipeline: bool = False, step_costs: StepCosts = DEFAULT_STEP_COSTS) -> Measured:
     """Predict what nccl-tests measures for an estimate.
 
     Parameters
@@ -611,7 +611,8 @@ def measured(e: Any, G: nx.DiGraph | PreparedFabric | NcclSystem, *, gpus_per_th
         With a graph ``G`` only: the NCCL release ``e`` was estimated with (its per-link figures
         are what ``ratio`` divides by; default the reference release). An NCCL view carries its own.
     pipeline : bool
-        Time what NCCL chose by its kernels' pipeline (:mod:`models.predict.pipeline`; rings,
+        Opt-in (default False until the suite's pinned mid-size figures are revisited): time
+        what NCCL chose by its kernels' pipeline (:mod:`models.predict.pipeline`; rings,
         chains and trees): ``max(host, fill + steps x handshake) + data_time + steps x work``,
         the pipeline's hops overlapping the launches as NCCL's latency did; False keeps NCCL's table,
         ``max(host, latency) + nbytes / bandwidth``.

@@ -102,6 +102,11 @@ class StepCosts:
         """The per-step work of a protocol. [s]"""
         return float(self.work[protocol])
 
+    def to_records(self) -> list:
+        """One row per protocol: its per-step work and what it was fitted to."""
+        return tidy_records({"protocol": list(self.work), "work_s": [float(v) for v in self.work.values()],
+                             "fitted_to": self.fitted_to})
+
 
 _FITTED_TO = ("least squares on the relative time error of the out-of-place rows 1 KiB - 64 MiB of "
               "all_reduce, broadcast and reduce, nccl-tests -g 12 on 12 GPUs of a DGX-2 (wohlbier/"
@@ -135,6 +140,11 @@ class Hop:
     dst: object
     latency: float
     link: str
+
+    def to_records(self) -> list:
+        """One row: the hop's ends, latency and link class."""
+        return tidy_records({"src": str(self.src), "dst": str(self.dst), "latency_s": self.latency,
+                             "link": self.link})
 
 
 def _hop(G, src, dst) -> Hop:
@@ -174,6 +184,10 @@ class Shape:
     """
 
     name: str
+
+    def to_records(self) -> list:
+        """One row: the shape's name."""
+        return tidy_records({"shape": self.name})
 
     def steps(self, pipe: Pipelining, nbytes: int, nchannels: int, nranks: int) -> tuple:
         """``(steps, step_bytes)`` of one channel."""

@@ -2,7 +2,7 @@
 
 NCCL's tuner prices an (algorithm, protocol) with every channel of its graph, but the enqueue
 step then launches fewer at small sizes (``topoGetAlgoInfo``/``getAlgoInfo``, src/enqueue.cc,
-NVIDIA/nccl v2.5.7-1 to v2.27.7-1; ../shared/reference/nccl-model.md section 5.7)::
+NVIDIA/nccl v2.5.7-1 to v2.27.7-1)::
 
     nc = comm->nChannels; nt = maxThreads[algorithm][protocol]
     threshold = threadThresholds[algorithm][protocol]
@@ -14,7 +14,7 @@ NVIDIA/nccl v2.5.7-1 to v2.27.7-1; ../shared/reference/nccl-model.md section 5.7
     if (protocol == SIMPLE) nt += WARP_SIZE   // ring: one warp for synchronisation
                                               // (tree: four, and every thread since v2.9 [U])
 
-Per algorithm and protocol (section 5.7): ``maxThreads`` LL 512, LL128 640, Simple 512
+Per algorithm and protocol (src/enqueue.cc, src/include/device.h at v2.27.7-1): ``maxThreads`` LL 512, LL128 640, Simple 512
 (a ring whose ``bwIntra x nChannels`` is at most PCI_BW, 12 GB/s, takes 256); NVLS and CollNet
 640. ``threadThreshold`` (bytes per thread): LL 8, LL128 8, Simple 64; a ring's LL threshold is
 multiplied by ``nRanks``. The reduction does not change NCCL's predicted time (the tuner ran
@@ -40,7 +40,7 @@ __all__ = ["LaunchError", "Launch", "max_threads", "thread_threshold", "reduced_
 WARP_SIZE = 32
 #: ``PCI_BW`` 12 GB/s (src/graph/topo.h): a ring at most this fast runs 256 Simple threads. [B/s]
 PCI_BW = 12e9
-_SOURCE = "NVIDIA/nccl v2.27.7-1 src/enqueue.cc (getAlgoInfo), src/include/device.h; nccl-model.md 5.7"
+_SOURCE = "NVIDIA/nccl v2.27.7-1 src/enqueue.cc (getAlgoInfo), src/include/device.h"
 
 
 class LaunchError(DgxTopoError):
