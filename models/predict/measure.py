@@ -182,7 +182,6 @@ needs a run of that machine and release (``calibrate`` fits the measurement cons
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from itertools import chain
 from operator import itemgetter
@@ -208,7 +207,7 @@ from ..engine.nccl.system import NcclSystem
 from ..engine.nccltests import algbw, busbw
 from ..engine.results import tidy_records
 from .nicpath import MEASURED_DMA, dma_share, nic_path
-from .pipeline import DEFAULT_STEP_COSTS, StepCosts, ll_share, pipeline_time, slowest_hop
+from .pipeline import DEFAULT_STEP_COSTS, StepCosts, channel_hops, ll_share, pipeline_time
 from .p2p_constants import EFFICIENCIES as P2P_EFFICIENCIES
 
 __all__ = [
@@ -594,7 +593,7 @@ def _release_and_graph(fabric, profile) -> tuple:
 # ``e`` is a CollectiveEstimate, left Any: models.predict.collectives imports this module.
 def measured(e: Any, G: nx.DiGraph | PreparedFabric | NcclSystem, *, gpus_per_thread: int = 1,
              model: MeasurementModel = DEFAULT, profile: str | NcclProfile | None = None,
-             pipeline: bool = False, step_costs: StepCosts = DEFAULT_STEP_COSTS) -> Measured:
+             pipeline: bool = True, step_costs: StepCosts = DEFAULT_STEP_COSTS) -> Measured:
     """Predict what nccl-tests measures for an estimate.
 
     Parameters
@@ -611,10 +610,9 @@ def measured(e: Any, G: nx.DiGraph | PreparedFabric | NcclSystem, *, gpus_per_th
         With a graph ``G`` only: the NCCL release ``e`` was estimated with (its per-link figures
         are what ``ratio`` divides by; default the reference release). An NCCL view carries its own.
     pipeline : bool
-        Opt-in (default False until the suite's pinned mid-size figures are revisited): time
-        what NCCL chose by its kernels' pipeline (:mod:`models.predict.pipeline`; rings,
-        chains and trees): ``max(host, fill + steps x handshake) + data_time + steps x work``,
-        the pipeline's hops overlapping the launches as NCCL's latency did; False keeps NCCL's table,
+        Time what NCCL chose by its kernels' pipeline (:mod:`models.predict.pipeline`; rings,
+        chains and trees): ``max(host, NCCL's latency, fill + steps x handshake) + data_time +
+        steps x exposed work`` (:mod:`models.predict.pipeline`); False keeps NCCL's table,
         ``max(host, latency) + nbytes / bandwidth``.
     step_costs : models.predict.pipeline.StepCosts
         The kernel's per-step work (fitted to the DGX-2 runs).
@@ -646,10 +644,11 @@ def measured(e: Any, G: nx.DiGraph | PreparedFabric | NcclSystem, *, gpus_per_th
     with np.errstate(divide="ignore", invalid="ignore"):
         transfer = np.where(np.asarray(nbytes) > 0, np.asarray(nbytes, dtype=float)
                             / (np.asarray(bandwidth, dtype=float) * ratio * network_factor), 0.0)
-    pipes = _pipelines(e, G, profile, ratio * np.asarray(network_factor, dtype=float), step_costs) if pipeline else ()
+    pipes = _pipelines(e, G, profile, ratio * np.asarray(network_factor, dtype=float), step_costs,
+                               bool(paths) and bool(link) and topo.LINKS[link].kind != "nvlink") if pipeline else ()
     if any(p is not None for p in pipes):  # the kernels' pipeline times what the tuner chose
         shape = np.shape(nbytes)
-        flat = [(max(host, p.latency, float(lat)), p.work_time) if p is not None else (s, t) for p, s, t, lat in zip(
+        flat = [(max(host, float(lat), p.latency), p.work_time) if p is not None else (s, t) for p, s, t, lat in zip(
             pipes, np.broadcast_to(startup, shape).reshape(-1), np.broadcast_to(transfer, shape).reshape(-1),
             np.broadcast_to(e.latency, shape).reshape(-1))]
         startup = np.array([f for f, _ in flat]).reshape(shape)
@@ -663,7 +662,21 @@ def measured(e: Any, G: nx.DiGraph | PreparedFabric | NcclSystem, *, gpus_per_th
                     profile.version, pipeline_fill(e, profile, ratio * network_factor), paths, tuple(pipes))
 
 
-def _pipelines(e, G, profile, achieved, costs) -> tuple:
+def _line_rate(cell) -> float:
+    """An LL cell's algorithm bandwidth with the LL line's data share (8 of 16 bytes) in place of
+    the tuner's LL factor (1/4 or 1/3 before v2.21, 1/2 since), its caps kept: what the line
+    carries at the link's rate, not what a release's tuner assumed. [B/s]"""
+    bus = cell.bus
+    if bus is None or not bus.value > 0:
+        return cell.bandwidth
+    value = bus.raw
+    for step in bus.steps:
+        factor = max(step.factor, ll_share()) if step.name.endswith(" LL") else step.factor
+        value = value * factor if step.cap is None else min(value * factor, step.cap)
+    return value * cell.ratio
+
+
+def _pipelines(e, G, profile, achieved, costs, dma_bound) -> tuple:
     """Per size (flattened), the pipeline of what NCCL chose (:func:`models.predict.pipeline.pipeline_time`),
     None where no ring, chain or tree runs; ``()`` when nothing of the estimate is pipelined."""
     selection = getattr(e, "selection", None)
@@ -689,20 +702,15 @@ def _pipelines(e, G, profile, achieved, costs) -> tuple:
             continue
         if name not in hops:
             order = tuple(search.channels[0]) if search.channels else ()
-            hops[name] = slowest_hop(G, order, cyclic=name == "ring")
+            hops[name] = channel_hops(G, order, tuple(e.nodes))
         cell = cells.get((name, protocol))
-        simple = cells.get((name, "Simple"))
         if cell is None:
             out.append(None)
             continue
-        bw = cell.bandwidth
-        if protocol == "LL" and simple is not None:  # the line's data share of the link, not the tuner's
-            bw = max(bw, ll_share() * simple.bandwidth)
-        nnodes = max(1, int(getattr(search, "nnodes", 1) or 1))
-        depth = (e.nranks // nnodes - 1) + (int(math.floor(math.log2(nnodes))) if nnodes > 1 else 0)
+        bw = _line_rate(cell) if protocol == "LL" else cell.bandwidth
         out.append(pipeline_time(e.collective, name, protocol, int(size), nranks=e.nranks,
                                  graph_channels=int(channels[i]), rate=bw * float(factors[i]),
-                                 hop=hops[name], profile=profile, depth=depth,
+                                 hops=hops[name], profile=profile, dma_bound=dma_bound,
                                  ring_bandwidth=e.ring.bandwidth if e.ring is not None else float("inf"), costs=costs))
     return tuple(out)
 

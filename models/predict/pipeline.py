@@ -7,33 +7,50 @@ module times what was chosen, per channel, from NCCL's pipeline
 each protocol holds) and the launch NCCL makes at that size (:mod:`models.engine.nccl.launch`:
 the channels and threads left after ``getAlgoInfo``'s reduction)::
 
-    time = fill + steps x (data_time / steps + exposed)
+    latency = fill + steps x handshake;  work = data_time + steps x exposed
 
-- ``data_time = nbytes / (rate x launched channels / graph channels)``: the steady-state rate of
-  the (algorithm, protocol) on the channels launched. ``rate`` is the caller's (the measurement
+- ``data_time = nbytes / rate``: the steady-state rate of the (algorithm, protocol).
+  ``rate`` is the caller's (the measurement
   model's achieved algorithm bandwidth at every channel of the graph: NCCL's figure x the
-  binding link class's achieved ratio x the network's factor); for LL it is the line's data
-  share, 8 of 16 bytes (``union ncclLLFifoLine``, src/include/device.h), of the Simple
-  protocol's rate of the same algorithm (NCCL 2.5-2.20's tuner counts 1/4 or 1/3 of it, a
-  choice of the tuner, not a fact of the line). At large sizes every channel runs, the steps'
-  sync hides behind data in flight, and the time is the old bandwidth term.
+  binding link class's achieved ratio x the network's factor); for LL the measurement model puts
+  the line's data share, 8 of 16 bytes (``union ncclLLFifoLine``, src/include/device.h), in
+  place of the tuner's LL factor (1/4 or 1/3 before v2.21, a choice of the tuner, not a fact of
+  the line), the tuner's caps kept. The channels NCCL sheds at small sizes change
+  the steps (a channel's chunk), not the rate: on an NVSwitch the hardware spreads a GPU's
+  traffic over all its NVLinks, so fewer blocks each move more; the DGX-2 runs at 64 KiB on one
+  channel leave ~5 us beside the host term, where one sixth of the rate would take 12 [U: no
+  per-block rate is in the sources here]. At large sizes the steps' sync hides behind data in
+  flight, and the time is the old bandwidth term.
 - ``steps``: a channel's sequence of steps. On a **ring** (all_reduce, all_gather,
   reduce_scatter) ``loops x 2(n-1)`` (all_reduce) or ``loops x (n-1)``, each moving a chunk
   ``min(chunk, ceil(nbytes / (channels x n)))`` (the device code's ``realChunkSize`` shrinks the
   chunk when the data does not fill a loop); on a **chain** (broadcast, reduce) ``ceil(D /
   slice)`` with ``D = ceil(nbytes / channels)``; a **tree** all_reduce is a chain up the tree
   and one down.
-- ``exposed``: what each step adds beyond its data. A step costs a flag handshake across one hop
-  (the hop's latency, read from the graph's edges along NCCL's route: NVLink, NVSwitch, PCIe or
-  the network) plus the kernel's per-step work (:class:`StepCosts`), less what data in flight
-  overlaps: on a ring the other slices of the chunk (Simple: ``CHUNKSTEPS/SLICESTEPS - 1``), on
-  a chain the steps the connection buffer lets a sender run ahead (``NCCL_STEPS/SLICESTEPS -
-  1``); LL and LL128 carry a flag in every line, so a ring step's lines wait for the previous
-  step's and nothing overlaps. A chain pays the hop once per hop in its fill.
-- ``fill``: the hops before the last rank of a chain receives: ``(n - 1) x hop`` (chain),
-  ``2 x depth x hop`` (tree), 0 on a ring (every rank sends from its first step). Chains forward
-  finer than a posted slice (the DGX-2 runs show no store-and-forward fill,
-  :data:`models.predict.measure.FILL_NOTE`), so the fill is hops, not slices.
+- ``handshake``: the flag a step waits for across one hop, read from the graph's edges along
+  NCCL's route (:func:`channel_hops`: NVLink, NVSwitch, PCIe inside a host; the network between
+  hosts). A ring's step depends on the previous hop's step, so each step waits for a hop: on
+  average a hop of the ring, ``nnodes`` of its ``n`` between hosts (the split NCCL's tuner
+  counts, ``nInterSteps``), less what data in flight overlaps (Simple: the chunk's other slices,
+  ``CHUNKSTEPS/SLICESTEPS - 1``; LL and LL128 carry a flag in every line, so a step's lines wait
+  for the previous step's and nothing overlaps). A chain's ranks forward as data arrives: it
+  pays its hops once, in the fill.
+- ``exposed``: the kernel's work per step (:class:`StepCosts`) beyond what the overlap left
+  hidden; across hosts, where a NIC's DMA binds, the block works while the network moves the
+  step (hidden up to the step's data time).
+- ``fill``: the hops before the last rank of a chain receives, ``n - 1`` of them (``nnodes - 1``
+  between hosts); a tree all_reduce's chain up and down, ``2 x (ppn - 1 + log2(nnodes))``; 0 on a
+  ring (every rank sends from its first step). Chains forward finer than a posted slice (the
+  DGX-2 runs show no store-and-forward fill, :data:`models.predict.measure.FILL_NOTE`), so the
+  fill is hops, not slices.
+
+How it enters a measured time (:func:`models.predict.measure.measured`)::
+
+    time = max(host, NCCL's latency, fill + steps x handshake) + data_time + steps x exposed
+
+The hops overlap the host's launches as NCCL's latency did; NCCL's own latency (its per-step
+``hwLat``, which NVIDIA measured) stays a floor, the pipeline's hops can only lengthen it; the
+kernel's exposed work does not overlap (the ranks run it once all are launched).
 
 NVLS, NVLSTree, PAT and CollNet run no chunk/slice ring or chain here (and an algorithm of the
 caller's that is not ``pipelined``): :func:`pipeline_time` returns None and the measurement
@@ -73,7 +90,7 @@ from ..engine.nccl.profiles import NcclProfile
 from ..engine.results import tidy_records
 from ..engine.routes import route
 
-__all__ = ["PipelineError", "StepCosts", "DEFAULT_STEP_COSTS", "Hop", "slowest_hop", "Shape", "RING",
+__all__ = ["PipelineError", "StepCosts", "DEFAULT_STEP_COSTS", "Hop", "Hops", "channel_hops", "Shape", "RING",
            "CHAIN", "TREE", "PipelineTime", "pipeline_time", "ll_share"]
 
 _US = 1e-6
@@ -156,21 +173,53 @@ def _hop(G, src, dst) -> Hop:
     return Hop(src, dst, float(r.latency), link)
 
 
-def slowest_hop(G: nx.DiGraph, order: tuple, *, cyclic: bool = True) -> Hop | None:
-    """The slowest hop between consecutive GPUs of a channel's order (the first hop inside a host
-    and the first between hosts are read: every other is one of the two by symmetry of NCCL's
-    channels [U]); None for fewer than two GPUs."""
-    if len(order) < 2:
-        return None
-    pairs = list(zip(order, order[1:] + (order[:1] if cyclic else ())))
-    host = {n: G.nodes[n].get("host") for n in order}
-    picked = {}
-    for u, v in pairs:
-        picked.setdefault(host[u] == host[v], (u, v))
-        if len(picked) == 2:
-            break
-    hops = [_hop(G, u, v) for u, v in picked.values()]
-    return max(hops, key=lambda h: h.latency)
+@dataclass(frozen=True, slots=True)
+class Hops:
+    """The hops of a channel: one inside a host and one between hosts (NCCL's channels are alike
+    hop for hop, so one of each stands for all [U]).
+
+    Attributes
+    ----------
+    intra : Hop or None
+        A hop between consecutive GPUs of a host (None with one GPU per host).
+    inter : Hop or None
+        The hop from a host's last GPU to the next host's first (None on one host).
+    nnodes : int
+        Hosts the channel crosses.
+    """
+
+    intra: Hop | None
+    inter: Hop | None
+    nnodes: int = 1
+
+    def to_records(self) -> list:
+        """One row per hop: which (``intra``/``inter``) and the hop's fields."""
+        return [{"hop": name, **h.to_records()[0]} for name, h in (("intra", self.intra), ("inter", self.inter))
+                if h is not None]
+
+    def path(self, intra: int, inter: int) -> float:
+        """Latency of a path of ``intra`` hops inside hosts and ``inter`` between them. [s]"""
+        a = 0.0 if self.intra is None else self.intra.latency
+        b = a if self.inter is None else self.inter.latency
+        return intra * a + inter * b
+
+    @property
+    def slowest(self) -> Hop | None:
+        """The slower of the two."""
+        hops = [h for h in (self.intra, self.inter) if h is not None]
+        return max(hops, key=lambda h: h.latency) if hops else None
+
+
+def channel_hops(G: nx.DiGraph, order: tuple, nodes: tuple = ()) -> Hops:
+    """A channel's hops: between the first two GPUs of its order (one host's, as NCCL's search
+    gives it) and, when ``nodes`` (the communicator's GPUs) span hosts, from the order's last GPU
+    to the first GPU of another host, over NCCL's route (:func:`models.engine.routes.route`)."""
+    host = {n: G.nodes[n].get("host") for n in (*order, *nodes)}
+    intra = _hop(G, order[0], order[1]) if len(order) >= 2 else None
+    other = next((n for n in nodes if order and host[n] != host[order[-1]]), None)
+    inter = _hop(G, order[-1], other) if other is not None else None
+    nnodes = len({host[n] for n in nodes}) if nodes else 1
+    return Hops(intra, inter, max(1, nnodes))
 
 
 @dataclass(frozen=True)
@@ -197,12 +246,12 @@ class Shape:
         """Steps of data in flight that hide one step's sync (Simple only)."""
         raise NotImplementedError
 
-    def handshake_per_step(self) -> bool:
-        """Whether every step pays a hop's latency (a ring's lockstep) or only the fill does."""
+    def step_latency(self, hops: Hops, nranks: int) -> float:
+        """The hop latency each step waits for (a ring's lockstep), 0 where only the fill pays. [s]"""
         raise NotImplementedError
 
-    def fill_hops(self, nranks: int, depth: int) -> int:
-        """Hops before the last rank's first step."""
+    def fill(self, hops: Hops, nranks: int) -> float:
+        """Latency before the last rank's first step. [s]"""
         raise NotImplementedError
 
 
@@ -216,11 +265,13 @@ class _Ring(Shape):
     def overlap_steps(self, pipe):
         return pipe.slices_per_chunk - 1 if pipe.protocol == "Simple" else 0
 
-    def handshake_per_step(self):
-        return True
+    def step_latency(self, hops, nranks):
+        # a step's dependency walks round the ring: on average a hop of the ring's n, nnodes of
+        # them between hosts (NCCL's tuner counts the same split: nInterSteps)
+        return hops.path(nranks - hops.nnodes, hops.nnodes) / nranks if hops.nnodes > 1 else hops.path(1, 0)
 
-    def fill_hops(self, nranks, depth):
-        return 0
+    def fill(self, hops, nranks):
+        return 0.0
 
 
 class _Chain(Shape):
@@ -232,16 +283,18 @@ class _Chain(Shape):
     def overlap_steps(self, pipe):
         return pipe.steps_in_flight // pipe.slice_steps - 1 if pipe.protocol == "Simple" else 0
 
-    def handshake_per_step(self):
-        return False
+    def step_latency(self, hops, nranks):
+        return 0.0
 
-    def fill_hops(self, nranks, depth):
-        return nranks - 1
+    def fill(self, hops, nranks):
+        return hops.path(nranks - hops.nnodes, hops.nnodes - 1)
 
 
 class _Tree(_Chain):
-    def fill_hops(self, nranks, depth):
-        return 2 * depth
+    def fill(self, hops, nranks):
+        # up the tree and down: the host's chain of ppn - 1 hops, log2(nnodes) between hosts
+        inter = int(math.floor(math.log2(hops.nnodes))) if hops.nnodes > 1 else 0
+        return 2 * hops.path(nranks // hops.nnodes - 1, inter)
 
 
 #: A ring's lockstep: each step needs the previous hop's step.
@@ -272,20 +325,20 @@ class PipelineTime:
     step_bytes : int
         Data of one step (the chunk on a ring, the slice on a chain or tree). [bytes]
     rate : float
-        Algorithm bandwidth of the channels launched. [B/s]
-    hop : Hop or None
-        The slowest hop of a channel.
+        Algorithm bandwidth the steps move data at. [B/s]
+    hops : Hops or None
+        A channel's hops (None: no hop latency).
     work : float
         The kernel's per-step work (:class:`StepCosts`). [s]
     overlap : float
         Data time of the steps in flight that hide a step's sync. [s]
     handshake : float
         The hop's flag handshake each step waits for beyond the overlap (a ring's lockstep;
-        a chain pays hops in its fill): ``max(0, hop latency - overlap)``. [s]
+        a chain pays hops in its fill): ``max(0, step latency - overlap)``. [s]
     exposed : float
         The kernel's work each step adds beyond what the overlap left hidden. [s]
     fill : float
-        ``fill hops x hop latency``. [s]
+        The hops' latency before the last rank's first step. [s]
     data_time : float
         ``nbytes / rate``. [s]
     time : float
@@ -303,7 +356,7 @@ class PipelineTime:
     steps: int
     step_bytes: int
     rate: float
-    hop: Hop | None
+    hops: Hops | None
     work: float
     overlap: float
     handshake: float
@@ -323,6 +376,11 @@ class PipelineTime:
         """``data_time + steps x exposed``: moving the data and the kernel's exposed work. [s]"""
         return self.data_time + self.steps * self.exposed
 
+    @property
+    def slowest(self) -> Hop | None:
+        """The slowest hop of a channel."""
+        return None if self.hops is None else self.hops.slowest
+
     def to_records(self) -> list:
         """One row: the choice, the launch, the steps and every term of the time."""
         return tidy_records({
@@ -330,8 +388,8 @@ class PipelineTime:
             "nbytes": self.nbytes, "nranks": self.nranks, "shape": self.shape,
             "nchannels": self.launch.nchannels, "graph_channels": self.launch.graph_channels,
             "nthreads": self.launch.nthreads, "steps": self.steps, "step_bytes": self.step_bytes,
-            "rate_Bps": self.rate, "hop_latency_s": 0.0 if self.hop is None else self.hop.latency,
-            "hop_link": "" if self.hop is None else self.hop.link, "work_s": self.work,
+            "rate_Bps": self.rate, "hop_latency_s": 0.0 if self.slowest is None else self.slowest.latency,
+            "hop_link": "" if self.slowest is None else self.slowest.link, "work_s": self.work,
             "overlap_s": self.overlap, "handshake_s": self.handshake, "exposed_s": self.exposed, "fill_s": self.fill,
             "data_time_s": self.data_time, "time_s": self.time})
 
@@ -345,8 +403,8 @@ def _shape(collective, algorithm) -> Shape | None:
 
 
 def pipeline_time(collective: str, algorithm: str, protocol: str, nbytes: int, *, nranks: int,
-                  graph_channels: int, rate: float, hop: Hop | None, profile: str | NcclProfile | None,
-                  depth: int = 0, ring_bandwidth: float = float("inf"),
+                  graph_channels: int, rate: float, hops: Hops | None, profile: str | NcclProfile | None,
+                  ring_bandwidth: float = float("inf"), dma_bound: bool = False,
                   costs: StepCosts = DEFAULT_STEP_COSTS) -> PipelineTime | None:
     """Time one collective's pipeline at one size (module docstring).
 
@@ -363,14 +421,15 @@ def pipeline_time(collective: str, algorithm: str, protocol: str, nbytes: int, *
         ``comm->nChannels`` the tuner priced.
     rate : float
         Achieved algorithm bandwidth with every graph channel. [B/s]
-    hop : Hop or None
-        The slowest hop of a channel (None: no hop latency).
+    hops : Hops or None
+        A channel's hops (:func:`channel_hops`; None: no hop latency).
     profile : str or NcclProfile or None
         The release.
-    depth : int
-        A tree's depth in hops (tree only).
     ring_bandwidth : float
         ``ring.bwIntra x ring.nChannels`` (:func:`models.engine.nccl.launch.max_threads`). [B/s]
+    dma_bound : bool
+        A NIC's DMA binds the rate (across hosts): the block's per-step work runs while the
+        network moves the step's data, hidden up to a step's data time.
     costs : StepCosts
 
     Returns
@@ -397,15 +456,16 @@ def pipeline_time(collective: str, algorithm: str, protocol: str, nbytes: int, *
     pipe = pipelining(profile, collective, protocol)
     launch = reduced_launch(nbytes, graph_channels, algorithm, protocol, nranks, ring_bandwidth=ring_bandwidth)
     steps, step_bytes = shape.steps(pipe, max(nbytes, 1), launch.nchannels, nranks)
-    used = rate * launch.nchannels / graph_channels
+    used = rate  # the channels launched share what the graph's would (module docstring)
     data_time = nbytes / used
     per_step = data_time / steps
-    latency = 0.0 if hop is None else hop.latency
+    hops = hops or Hops(None, None)
     work = costs.of(protocol)
     overlap = shape.overlap_steps(pipe) * per_step
-    handshake = max(0.0, (latency if shape.handshake_per_step() else 0.0) - overlap)
-    exposed = max(0.0, work - max(0.0, overlap - handshake))
-    fill = shape.fill_hops(nranks, depth) * latency
+    handshake = max(0.0, shape.step_latency(hops, nranks) - overlap)
+    hidden = per_step if dma_bound else max(0.0, overlap - handshake)
+    exposed = max(0.0, work - hidden)
+    fill = shape.fill(hops, nranks)
     return PipelineTime(collective, algorithm, protocol, nbytes, nranks, shape.name, launch, pipe, int(steps),
-                        int(step_bytes), used, hop, work, overlap, handshake, exposed, fill, data_time,
+                        int(step_bytes), used, hops, work, overlap, handshake, exposed, fill, data_time,
                         fill + steps * handshake + data_time + steps * exposed)

@@ -8,9 +8,9 @@ import topo
 from models.engine.nccl.launch import LaunchError, reduced_launch
 from models.engine.nccl.pipelining import pipelining
 from models.predict.measure import measured
-from models.predict.pipeline import DEFAULT_STEP_COSTS, Hop, PipelineError, pipeline_time
+from models.predict.pipeline import DEFAULT_STEP_COSTS, Hop, Hops, PipelineError, channel_hops, pipeline_time
 
-HOP = Hop("a", "b", 1e-6, "nvswitch")
+HOP = Hops(Hop("a", "b", 1e-6, "nvswitch"), None)
 
 
 # ------------------------------------------------------------------ NCCL's reduction, at its boundaries
@@ -47,7 +47,7 @@ def test_reduction_rejects_bad_input(args):
 # ------------------------------------------------------------------ closed forms
 def test_one_channel_one_step_of_a_chain():
     # broadcast, LL128 on 4 ranks, one channel: 1000 B is one step; fill 3 hops; work once
-    p = pipeline_time("broadcast", "ring", "LL128", 1000, nranks=4, graph_channels=1, rate=1e9, hop=HOP,
+    p = pipeline_time("broadcast", "ring", "LL128", 1000, nranks=4, graph_channels=1, rate=1e9, hops=HOP,
                       profile="2.27.7")
     assert (p.launch.nchannels, p.steps, p.step_bytes) == (1, 1, 1000)
     assert p.fill == pytest.approx(3e-6)
@@ -58,15 +58,15 @@ def test_ring_steps_and_handshakes_at_a_known_step_count():
     # all_reduce Simple, 8 ranks, 8 channels, 1 GiB: 2 MiB chunks, 8 loops of 14 steps = 112 steps;
     # a step's 1 us handshake hides behind the other 1 MiB slice (1 MiB / (rate/8 channels))
     rate = 100e9
-    p = pipeline_time("all_reduce", "ring", "Simple", 2**30, nranks=8, graph_channels=8, rate=rate, hop=HOP,
+    p = pipeline_time("all_reduce", "ring", "Simple", 2**30, nranks=8, graph_channels=8, rate=rate, hops=HOP,
                       profile="2.27.7")
     assert (p.steps, p.step_bytes, p.fill) == (112, 2 * 2**20, 0.0)
     assert p.handshake == 0.0 and p.time == pytest.approx(2**30 / rate)
     # 64 KiB on one channel (the reduction leaves 2): chunk 64K / (2 x 8) = 4 KiB, 14 steps, each
     # waiting 1 us less its other slice's data time
-    q = pipeline_time("all_reduce", "ring", "Simple", 2**16, nranks=8, graph_channels=8, rate=rate, hop=HOP,
+    q = pipeline_time("all_reduce", "ring", "Simple", 2**16, nranks=8, graph_channels=8, rate=rate, hops=HOP,
                       profile="2.27.7")
-    used = rate * q.launch.nchannels / 8
+    used = rate
     per_step = 2**16 / used / 14
     assert (q.launch.nchannels, q.steps, q.step_bytes) == (2, 14, 4096)
     assert q.handshake == pytest.approx(1e-6 - per_step)
@@ -75,15 +75,15 @@ def test_ring_steps_and_handshakes_at_a_known_step_count():
 
 def test_nvls_and_one_rank_are_not_pipelined():
     assert pipeline_time("all_reduce", "nvls", "Simple", 2**20, nranks=8, graph_channels=8, rate=1e9,
-                         hop=HOP, profile=None) is None
+                         hops=HOP, profile=None) is None
     assert pipeline_time("all_reduce", "ring", "Simple", 2**20, nranks=1, graph_channels=8, rate=1e9,
-                         hop=HOP, profile=None) is None
+                         hops=HOP, profile=None) is None
 
 
 @pytest.mark.parametrize("kwargs", [{"rate": 0.0}, {"graph_channels": 0}, {"nbytes": -1}])
 def test_pipeline_rejects_bad_input(kwargs):
     args = {"collective": "all_reduce", "algorithm": "ring", "protocol": "LL", "nbytes": 8, "nranks": 2,
-            "graph_channels": 1, "rate": 1e9, "hop": HOP, "profile": None, **kwargs}
+            "graph_channels": 1, "rate": 1e9, "hops": HOP, "profile": None, **kwargs}
     with pytest.raises(PipelineError):
         pipeline_time(**args)
 
@@ -96,7 +96,7 @@ def test_pipeline_rejects_bad_input(kwargs):
 def test_time_is_monotone_in_size_and_never_beats_the_bandwidth_bound(collective, protocol, nranks, nc, size, step):
     def at(n):
         return pipeline_time(collective, "ring", protocol, n, nranks=nranks, graph_channels=nc, rate=50e9,
-                             hop=HOP, profile="2.27.7")
+                             hops=HOP, profile="2.27.7")
     small, large = at(size), at(size + step)
     # a fixed choice: NCCL's reduction sheds channels below its threshold, a real step down in rate
     assume((small.launch.nchannels, small.launch.nthreads) == (large.launch.nchannels, large.launch.nthreads))
