@@ -134,3 +134,35 @@ def test_dgx2_calibration_sweep_mid_band_improves():
           "pipeline:", [f"{x:.1%}" for x in errs[True]])
     assert max(errs[True]) < 0.15 < max(errs[False])
     assert pipelining("2.5.7", "all_reduce", "LL128").step_bytes == 576000
+
+
+def test_ll128_step_work_is_the_dgx2_least_squares():
+    """Re-derives DEFAULT_STEP_COSTS' LL128 work (the one identifiable constant) from the DGX-2
+    sweep: out-of-place rows 1 KiB - 64 MiB of all_reduce, broadcast, reduce, -g 12, NCCL 2.5.7."""
+    import json
+    from pathlib import Path
+    from types import MappingProxyType
+
+    import numpy as np
+
+    from models.predict.pipeline import StepCosts
+
+    run = json.loads((Path(__file__).parents[2] / "data" / "dgx2_12gpu_nccl_tests.json").read_text())
+    fab = models.PreparedFabric(topo.build("dgx2"), nccl="2.5.7")
+    data = []
+    for c in ("all_reduce", "broadcast", "reduce"):
+        rows = [r for r in run["collectives"][c]["rows"] if 2**10 <= r["size_bytes"] <= 2**26]
+        e = models.estimate(fab, c, [r["size_bytes"] for r in rows], gpus=run["cuda_visible_devices"])
+        data.append((e, np.array([r["oop_time_us"] for r in rows]) * 1e-6))
+
+    def cost(work):
+        costs = StepCosts(MappingProxyType({"LL": 0.0, "LL128": work, "Simple": 0.0}), "")
+        return sum(np.sum((measured(e, fab, gpus_per_thread=12, step_costs=costs).time / t - 1) ** 2)
+                   for e, t in data)
+
+    coarse = np.arange(0.0, 4.0, 0.1) * 1e-6
+    middle = coarse[np.argmin([cost(w) for w in coarse])]
+    fine = np.arange(middle - 0.1e-6, middle + 0.1e-6, 0.01e-6)
+    best = fine[np.argmin([cost(w) for w in fine])]
+    print(f"LL128 step work: {best * 1e6:.2f} us")
+    assert DEFAULT_STEP_COSTS.of("LL128") == pytest.approx(best, abs=0.02e-6)
