@@ -61,7 +61,17 @@ nothing is fitted to a network (``nic_efficiency`` is 1 [U]); the one PCIe DMA f
 hosts, PCIe 3.0's (``dma:pcie3_x16``), was fitted to the DGX-1V p2pBandwidthLatencyTest row
 (:data:`models.predict.p2p_constants.EFFICIENCIES`) and is used for PCIe 3.0 alone.
 
-Each release's pipeline adds no time
+The kernels' pipeline
+---------------------
+What NCCL's tuner chose (algorithm, protocol) is timed by its kernels' pipeline
+(:mod:`models.predict.pipeline`, ``measured(pipeline=True)``, the default) for rings, chains and
+trees: the channels and threads NCCL launches at the size, the steps and their hops (NCCL's
+latency stays a floor of the part that overlaps the host), the LL line's data share, and the
+kernel's per-step work (fitted on the same DGX-2 runs, 1 KiB - 64 MiB). Large messages keep
+the bandwidth term above: every step's sync hides behind data in flight. The store-and-forward
+fill of a release's slices, below, is still not added.
+
+Each release's pipeline adds no fill
 ------------------------------------
 The runs were taken with a 2.5-era release, whose pipeline constants every later profile
 shares (:mod:`models.engine.nccl.pipelining`), so whatever fill those runs show is already in
