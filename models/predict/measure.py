@@ -636,6 +636,8 @@ def measured(e: Any, G: nx.DiGraph | PreparedFabric | NcclSystem, *, gpus_per_th
     MeasurementError
         If ``gpus_per_thread`` is not a whole number from 1 to the number of ranks.
     """
+    view = G.nccl if isinstance(G, PreparedFabric) else G
+    router = view.router if isinstance(view, NcclSystem) else None
     profile, G = _release_and_graph(G, profile)
     if not is_int(gpus_per_thread) \
             or not 1 <= gpus_per_thread <= max(1, e.nranks):
@@ -654,7 +656,7 @@ def measured(e: Any, G: nx.DiGraph | PreparedFabric | NcclSystem, *, gpus_per_th
     with np.errstate(divide="ignore", invalid="ignore"):
         transfer = np.where(np.asarray(nbytes) > 0, np.asarray(nbytes, dtype=float)
                             / (np.asarray(bandwidth, dtype=float) * ratio * network_factor), 0.0)
-    pipes = _pipelines(e, G, profile, ratio * np.asarray(network_factor, dtype=float), step_costs,
+    pipes = _pipelines(e, G, profile, ratio * np.asarray(network_factor, dtype=float), step_costs, router,
                                bool(paths) and bool(link) and topo.LINKS[link].kind != "nvlink") if pipeline else ()
     if any(p is not None for p in pipes):  # the kernels' pipeline times what the tuner chose
         shape = np.shape(nbytes)
@@ -686,7 +688,7 @@ def _line_rate(cell) -> float:
     return value * cell.ratio
 
 
-def _pipelines(e, G, profile, achieved, costs, dma_bound) -> tuple:
+def _pipelines(e, G, profile, achieved, costs, router, dma_bound) -> tuple:
     """Per size (flattened), the pipeline of what NCCL chose (:func:`models.predict.pipeline.pipeline_time`),
     None where no ring, chain or tree runs; ``()`` when nothing of the estimate is pipelined."""
     selection = getattr(e, "selection", None)
@@ -712,7 +714,7 @@ def _pipelines(e, G, profile, achieved, costs, dma_bound) -> tuple:
             continue
         if name not in hops:
             order = tuple(search.channels[0]) if search.channels else ()
-            hops[name] = channel_hops(G, order, tuple(e.nodes))
+            hops[name] = channel_hops(G, order, tuple(e.nodes), router=router)
         cell = cells.get((name, protocol))
         if cell is None:
             out.append(None)

@@ -88,7 +88,7 @@ from ..engine.nccl.launch import Launch, reduced_launch
 from ..engine.nccl.pipelining import LL_DATA_BYTES, LL_LINE_BYTES, PIPELINE_COLLECTIVES, Pipelining, pipelining
 from ..engine.nccl.profiles import NcclProfile
 from ..engine.results import tidy_records
-from ..engine.routes import route
+from ..engine.routes import Router, route
 
 __all__ = ["PipelineError", "StepCosts", "DEFAULT_STEP_COSTS", "Hop", "Hops", "channel_hops", "Shape", "RING",
            "CHAIN", "TREE", "PipelineTime", "pipeline_time", "ll_share"]
@@ -164,8 +164,8 @@ class Hop:
                              "link": self.link})
 
 
-def _hop(G, src, dst) -> Hop:
-    r = route(G, src, dst)
+def _hop(G, src, dst, router) -> Hop:
+    r = router.route(src, dst) if router is not None else route(G, src, dst)
     kinds = {G.nodes[v].get("kind") for _, v in r.edges}
     edge_kinds = {G.edges[u, v].get("kind") for u, v in r.edges}
     link = "network" if "network" in edge_kinds else "nvswitch" if "nvswitch" in kinds else \
@@ -210,14 +210,15 @@ class Hops:
         return max(hops, key=lambda h: h.latency) if hops else None
 
 
-def channel_hops(G: nx.DiGraph, order: tuple, nodes: tuple = ()) -> Hops:
+def channel_hops(G: nx.DiGraph, order: tuple, nodes: tuple = (), *, router: Router | None = None) -> Hops:
     """A channel's hops: between the first two GPUs of its order (one host's, as NCCL's search
     gives it) and, when ``nodes`` (the communicator's GPUs) span hosts, from the order's last GPU
-    to the first GPU of another host, over NCCL's route (:func:`models.engine.routes.route`)."""
+    to the first GPU of another host, over NCCL's route (:func:`models.engine.routes.route`;
+    ``router``, a prepared fabric's, routes without validating ``G`` again)."""
     host = {n: G.nodes[n].get("host") for n in (*order, *nodes)}
-    intra = _hop(G, order[0], order[1]) if len(order) >= 2 else None
+    intra = _hop(G, order[0], order[1], router) if len(order) >= 2 else None
     other = next((n for n in nodes if order and host[n] != host[order[-1]]), None)
-    inter = _hop(G, order[-1], other) if other is not None else None
+    inter = _hop(G, order[-1], other, router) if other is not None else None
     nnodes = len({host[n] for n in nodes}) if nodes else 1
     return Hops(intra, inter, max(1, nnodes))
 
