@@ -363,7 +363,7 @@ def explain_measurement(m: Measured) -> str:
         f"Measurement model for {m.collective} on {m.nranks} GPUs, {size} B:",
         *([f"  NCCL release {_release_words(nccl_profile(m.release))}"] if m.release else []),
         *(_release_caveats(nccl_profile(m.release)) if m.release else []),
-        *(["  " + describe_pipeline_fill(m.pipeline)] if m.pipeline is not None and piped is None else []),
+        *(["  " + describe_pipeline_fill(m.pipeline)] if m.pipeline is not None else []),
         *(["  " + line for line in describe_pipeline_time(piped).splitlines()] if piped is not None else []),
         ("  time = max(floor + g x launch_per_gpu, nccl_latency, pipeline latency) + pipeline work "
          "(rate: nccl_bandwidth x ratio" + (" x network" if m.network else "") + ")") if piped is not None else
