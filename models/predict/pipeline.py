@@ -26,7 +26,8 @@ the channels and threads left after ``getAlgoInfo``'s reduction)::
   ``min(chunk, ceil(nbytes / (channels x n)))`` (the device code's ``realChunkSize`` shrinks the
   chunk when the data does not fill a loop); on a **chain** (broadcast, reduce) ``ceil(D /
   slice)`` with ``D = ceil(nbytes / channels)``; a **tree** all_reduce is a chain up the tree
-  and one down.
+  and one down, in all_reduce's slices [U: the tree's own chunk size, src/enqueue.cc, was not
+  re-read].
 - ``handshake``: the flag a step waits for across one hop, read from the graph's edges along
   NCCL's route (:func:`channel_hops`: NVLink, NVSwitch, PCIe inside a host; the network between
   hosts). A ring's step depends on the previous hop's step, so each step waits for a hop: on
