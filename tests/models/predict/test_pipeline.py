@@ -1,5 +1,7 @@
 """The kernels' pipeline (models.predict.pipeline) and NCCL's launch reduction (models.engine.nccl.launch)."""
 
+import math
+
 import pytest
 from hypothesis import assume, given, settings, strategies as st
 
@@ -166,3 +168,42 @@ def test_ll128_step_work_is_the_dgx2_least_squares():
     best = fine[np.argmin([cost(w) for w in fine])]
     print(f"LL128 step work: {best * 1e6:.2f} us")
     assert DEFAULT_STEP_COSTS.of("LL128") == pytest.approx(best, abs=0.02e-6)
+
+
+# ------------------------------------------------------------------ across node counts (issue 39, item 5)
+@pytest.mark.parametrize("nnodes", [2, 4, 8, 16])
+def test_network_hops_and_per_nic_ratio_across_node_counts(nnodes):
+    """dgxh100 clusters, all_reduce: the per-NIC ratio is the port's at every node count (nothing
+    is fitted to a node count); a ring's step waits on average for nnodes of its n hops over the
+    network; a tree's fill is 2 x (ppn - 1 + log2 nnodes) hops (NCCL's own count, tuning.cc)."""
+    fab = models.PreparedFabric(topo.build(f"{nnodes}xdgxh100"))
+    ring = models.estimate(fab, "all_reduce", 2**20, algorithm="ring", protocol="LL128").measurement
+    tree = models.estimate(fab, "all_reduce", 2**20, algorithm="tree", protocol="LL128").measurement
+    assert ring.link == tree.link == "ib_ndr" and ring.ratio == pytest.approx(49.6875 / 48, rel=1e-3)
+    p, t = ring.pipelines[0], tree.pipelines[0]
+    hops = p.hops
+    assert hops.nnodes == nnodes and hops.inter.link == "network" and hops.intra.link == "nvswitch"
+    n = 8 * nnodes
+    assert p.steps == 2 * (n - 1)
+    assert p.handshake == pytest.approx(((n - nnodes) * hops.intra.latency + nnodes * hops.inter.latency) / n)
+    depth_inter = int(math.log2(nnodes))
+    assert t.fill == pytest.approx(2 * (7 * hops.intra.latency + depth_inter * hops.inter.latency))
+
+
+def test_channel_hops_on_one_host_have_no_network_hop():
+    G = topo.build("dgxh100")
+    hops = channel_hops(G, ("gpu0", "gpu1", "gpu2"), ("gpu0", "gpu1", "gpu2"))
+    assert hops.inter is None and hops.nnodes == 1 and hops.intra.link == "nvswitch"
+    assert hops.path(3, 0) == pytest.approx(3 * hops.intra.latency)
+
+
+def test_explain_shows_the_pipeline_working():
+    from models.present.explain import explain
+    fab = models.PreparedFabric(topo.build("dgx2"), nccl="2.5.7")
+    e = models.estimate(fab, "all_reduce", 8 * 2**20, gpus=list(range(12)))
+    text = explain(e.measurement)
+    # 8 MiB / (6 channels x 12 ranks) = 116509 B a step, 22 steps, LL128's 1.93 us of work each
+    assert "pipeline (ring, LL128) at 8388608 B: 6 of 6 channel(s), 640 threads" in text
+    assert "22 step(s) per channel of 116509 B (step buffer 576000 B" in text
+    assert "(nvswitch)" in text and "kernel work 1.930 us of which 1.930 us exposed" in text
+    assert "time = max(floor + g x launch_per_gpu, nccl_latency, pipeline latency) + pipeline work" in text
