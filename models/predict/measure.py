@@ -217,7 +217,7 @@ from ..engine.nccl.system import NcclSystem
 from ..engine.nccltests import algbw, busbw
 from ..engine.results import tidy_records
 from .nicpath import MEASURED_DMA, dma_share, nic_path
-from .pipeline import DEFAULT_STEP_COSTS, StepCosts, channel_hops, ll_share, pipeline_time
+from .pipeline import DEFAULT_STEP_COSTS, StepCosts, channel_hops, ll_share, pipeline_time, shape_of
 from .p2p_constants import EFFICIENCIES as P2P_EFFICIENCIES
 
 __all__ = [
@@ -700,12 +700,14 @@ def _pipelines(e, G, profile, achieved, costs, router, dma_bound) -> tuple:
     factors = np.broadcast_to(np.asarray(achieved, dtype=float), np.shape(e.nbytes)).reshape(-1)
     channels = np.broadcast_to(np.asarray(e.nchannels), np.shape(e.nbytes)).reshape(-1)
     cells = {(c.tuning.algorithm, c.tuning.protocol): c.tuning for c in selection.candidates}
+    cc = min(G.nodes[n]["compute_capability"] for n in e.nodes)
+    nnodes = e.ring.nnodes if e.ring is not None else 1  # NCCL's nodes (an MNNVL domain is one)
     hops: dict = {}
     out = []
     for i, size in enumerate(sizes):
         ran = _algorithm(e, i)
         name, protocol = str(names[i]), str(protocols[i])
-        if ran is None or not ran.pipelined or name not in ("ring", "tree") or int(channels[i]) < 1:
+        if ran is None or shape_of(e.collective, name) is None or int(channels[i]) < 1:
             out.append(None)
             continue
         search = ran.searched(e)
@@ -720,10 +722,15 @@ def _pipelines(e, G, profile, achieved, costs, router, dma_bound) -> tuple:
             out.append(None)
             continue
         bw = _line_rate(cell) if protocol == "LL" else cell.bandwidth
+        graph_channels, heads = int(channels[i]), 0
+        if ran.multimem:  # NVLS runs comm->nvlsChannels, decorrelated from the graph's heads
+            heads = graph_channels
+            graph_channels = ran.blocks(graph_channels, profile, cc, nnodes)
         out.append(pipeline_time(e.collective, name, protocol, int(size), nranks=e.nranks,
-                                 graph_channels=int(channels[i]), rate=bw * float(factors[i]),
+                                 graph_channels=graph_channels, rate=bw * float(factors[i]),
                                  hops=hops[name], profile=profile, dma_bound=dma_bound,
-                                 ring_bandwidth=e.ring.bandwidth if e.ring is not None else float("inf"), costs=costs))
+                                 ring_bandwidth=e.ring.bandwidth if e.ring is not None else float("inf"), costs=costs,
+                                 nnodes=nnodes, heads=heads))
     return tuple(out)
 
 
