@@ -64,8 +64,9 @@ hosts, PCIe 3.0's (``dma:pcie3_x16``), was fitted to the DGX-1V p2pBandwidthLate
 The kernels' pipeline
 ---------------------
 What NCCL's tuner chose (algorithm, protocol) is timed by its kernels' pipeline
-(:mod:`models.predict.pipeline`, ``measured(pipeline=True)``, the default) for rings, chains and
-trees: the channels and threads NCCL launches at the size, the steps and their hops (NCCL's
+(:mod:`models.predict.pipeline`, ``measured(pipeline=True)``, the default) for rings, chains,
+trees, NVLS, NVLSTree and PAT: the channels and threads NCCL launches at the size (NVLS:
+``comm->nvlsChannels`` at every size), the steps and their hops (NCCL's
 latency stays a floor of the part that overlaps the host), the LL line's data share, and the
 kernel's per-step work (fitted on the same DGX-2 runs, 1 KiB - 64 MiB). Large messages keep
 the bandwidth term above: every step's sync hides behind data in flight. The store-and-forward
@@ -534,7 +535,7 @@ class Measured:
         Across hosts, the path of each NIC the channels use (port or PCIe, whichever binds).
     pipelines : tuple of models.predict.pipeline.PipelineTime or None
         Per size (flattened), the kernels' pipeline that timed it (None where NCCL's table did:
-        NVLS, PAT, point-to-point); empty when no size was pipelined.
+        CollNet, a caller's own algorithm, point-to-point); empty when no size was pipelined.
     """
 
     collective: str
@@ -621,7 +622,7 @@ def measured(e: Any, G: nx.DiGraph | PreparedFabric | NcclSystem, *, gpus_per_th
         are what ``ratio`` divides by; default the reference release). An NCCL view carries its own.
     pipeline : bool
         Time what NCCL chose by its kernels' pipeline (:mod:`models.predict.pipeline`; rings,
-        chains and trees): ``max(host, NCCL's latency, fill + steps x handshake) + data_time +
+        chains, trees, NVLS, NVLSTree and PAT): ``max(host, NCCL's latency, fill + steps x handshake) + data_time +
         steps x exposed work`` (:mod:`models.predict.pipeline`); False keeps NCCL's table,
         ``max(host, latency) + nbytes / bandwidth``.
     step_costs : models.predict.pipeline.StepCosts
@@ -690,7 +691,7 @@ def _line_rate(cell) -> float:
 
 def _pipelines(e, G, profile, achieved, costs, router, dma_bound) -> tuple:
     """Per size (flattened), the pipeline of what NCCL chose (:func:`models.predict.pipeline.pipeline_time`),
-    None where no ring, chain or tree runs; ``()`` when nothing of the estimate is pipelined."""
+    None where no pipeline is modelled (:func:`models.predict.pipeline.shape_of`); ``()`` when nothing of the estimate is pipelined."""
     selection = getattr(e, "selection", None)
     if selection is None or e.collective not in PIPELINE_COLLECTIVES or e.nranks < 2:
         return ()

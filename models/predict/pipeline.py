@@ -26,8 +26,12 @@ the channels and threads left after ``getAlgoInfo``'s reduction)::
   ``min(chunk, ceil(nbytes / (channels x n)))`` (the device code's ``realChunkSize`` shrinks the
   chunk when the data does not fill a loop); on a **chain** (broadcast, reduce) ``ceil(D /
   slice)`` with ``D = ceil(nbytes / channels)``; a **tree** all_reduce is a chain up the tree
-  and one down, in all_reduce's slices [U: the tree's own chunk size, src/enqueue.cc, was not
-  re-read].
+  and one down in the tree's own chunks (:func:`tree_chunk`: one step each, 512 KiB Simple
+  halved by the tree's depth rule, LL128's line share halved by its ``nstepsLL128`` rule);
+  **NVLS** and **NVLSTree** run ``ceil(nbytes / (channels x heads x chunk))`` loops of one step
+  (:func:`nvls_chunk`: 128 KiB, shrunk by ``nChannels x nHeads``; all_gather and reduce_scatter
+  move a chunk of each rank's block a loop), on ``comm->nvlsChannels`` at every size (no
+  reduction); **PAT** ``loops x (n-1)``, a chunk of each other rank's block a step.
 - ``handshake``: the flag a step waits for across one hop, read from the graph's edges along
   NCCL's route (:func:`channel_hops`: NVLink, NVSwitch, PCIe inside a host; the network between
   hosts). A ring's step depends on the previous hop's step, so each step waits for a hop: on
@@ -36,6 +40,11 @@ the channels and threads left after ``getAlgoInfo``'s reduction)::
   ``CHUNKSTEPS/SLICESTEPS - 1``; LL and LL128 carry a flag in every line, so a step's lines wait
   for the previous step's and nothing overlaps). A chain's ranks forward as data arrives: it
   pays its hops once, in the fill.
+  **NVLS**: the head's ``multimem.ld_reduce`` (and the flag poll, itself a min-reduce through
+  the switch, ``NCCL_NVLS_MIN_POLL``, src/transport/nvls.cc) is a round trip through the
+  switch each step, two GPU-to-GPU routes, less one step's data in flight (the scatter warps
+  run a step ahead [U]). **PAT**: a network hop a step, shared from v2.26 by the 16 steps that
+  run in parallel (release notes of v2.26.2-1), less the step's data in flight.
 - ``exposed``: the kernel's work per step (:class:`StepCosts`) beyond what the overlap left
   hidden; across hosts, where a NIC's DMA binds, the block works while the network moves the
   step (hidden up to the step's data time).
@@ -44,6 +53,9 @@ the channels and threads left after ``getAlgoInfo``'s reduction)::
   ring (every rank sends from its first step). Chains forward finer than a posted slice (the
   DGX-2 runs show no store-and-forward fill, :data:`models.predict.measure.FILL_NOTE`), so the
   fill is hops, not slices.
+  NVLS: the first step's flag poll (a round trip) and its store to every GPU, 3 routes;
+  NVLSTree adds ``2 log2i(nnodes)`` network hops (up the tree between hosts and down); PAT
+  ``log2i(n)`` network hops (its binomial trees' depth).
 
 How it enters a measured time (:func:`models.predict.measure.measured`)::
 
@@ -53,9 +65,19 @@ The hops overlap the host's launches as NCCL's latency did; NCCL's own latency (
 ``hwLat``, which NVIDIA measured) stays a floor, the pipeline's hops can only lengthen it; the
 kernel's exposed work does not overlap (the ranks run it once all are launched).
 
-NVLS, NVLSTree, PAT and CollNet run no chunk/slice ring or chain here (and an algorithm of the
-caller's that is not ``pipelined``): :func:`pipeline_time` returns None and the measurement
-model keeps NCCL's table time for them.
+CollNet (and an algorithm of the caller's) runs no pipeline here: :func:`pipeline_time`
+returns None and the measurement model keeps NCCL's table time for it.
+
+NVLS, NVLSTree and PAT are predicted from NCCL's source and the graph's routes only: the DGX-2
+sweep the per-step work was fitted on has no NVLS or PAT run, so nothing of theirs is fitted
+(their per-step work is Simple's, 0). [U] Their chunk rules (src/enqueue.cc
+``calcCollChunking``, v2.19-v2.27) and the tree's (``computeColl``/``calcCollChunking``; the
+depth ``nRanks/nNodes - 1 + log2i(nNodes)`` of src/graph/connect.cc ``connectTrees``) are
+recalled, not re-read at the tags; PAT's aggregation of several blocks into one step at small
+sizes is not modelled. At the graph's hop latencies (1 us a route through an NVSwitch) the
+NVLS pipeline's latency (3 us of fill, its round trips hidden behind a step's data from 1 MiB)
+stays below NCCL's own NVLS latency (25 us, ``hwLat[NVLINK][NVLS][Simple]``), which remains
+the floor: NVLS's 1-64 MiB figures do not move.
 
 What was fitted, to what
 ------------------------
@@ -523,14 +545,14 @@ class PipelineTime:
         [bytes]
     nranks : int
     shape : str
-        ``"ring"``, ``"chain"`` or ``"tree"``.
+        ``"ring"``, ``"chain"``, ``"tree"``, ``"nvls"``, ``"nvls_tree"`` or ``"pat"``.
     launch : models.engine.nccl.launch.Launch
         Channels and threads launched after NCCL's reduction.
     pipelining : models.engine.nccl.pipelining.Pipelining
     steps : int
         Steps of one channel.
     step_bytes : int
-        Data of one step (the chunk on a ring, the slice on a chain or tree). [bytes]
+        Data of one step (the chunk on a ring, NVLS, PAT and a tree, the slice on a chain). [bytes]
     rate : float
         Algorithm bandwidth the steps move data at. [B/s]
     hops : Hops or None
@@ -633,7 +655,7 @@ def pipeline_time(collective: str, algorithm: str, protocol: str, nbytes: int, *
     ----------
     collective : str
     algorithm : str
-        NCCL's algorithm name (``"ring"``, ``"tree"``; others return None).
+        NCCL's algorithm name (:data:`PIPELINE_ALGORITHMS`; others return None).
     protocol : str
     nbytes : int
         NCCL's ``nBytes``. [bytes]
@@ -660,8 +682,8 @@ def pipeline_time(collective: str, algorithm: str, protocol: str, nbytes: int, *
     Returns
     -------
     PipelineTime or None
-        None for an algorithm or collective NCCL does not run as a ring, chain or tree, and for
-        one rank.
+        None for an (algorithm, collective) with no modelled pipeline (:func:`shape_of`), and
+        for one rank.
 
     Raises
     ------
