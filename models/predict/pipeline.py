@@ -275,6 +275,13 @@ class ShapeInputs:
     heads: int = 0
     release: tuple = (2, 27, 7)
 
+    def to_records(self) -> list:
+        """One row: the collective, protocol, size, channels, ranks, nodes, heads and release."""
+        return tidy_records({"collective": self.pipe.collective, "protocol": self.pipe.protocol,
+                             "nbytes": self.nbytes, "nchannels": self.nchannels, "nranks": self.nranks,
+                             "nnodes": self.nnodes, "heads": self.heads,
+                             "release": ".".join(str(v) for v in self.release)})
+
 
 @dataclass(frozen=True)
 class Shape:
@@ -478,7 +485,8 @@ class _NvlsTree(_Nvls):
         return nvls_chunk(x, tree=True)
 
     def fill(self, hops, x):
-        up_down = 2 * _log2i(hops.nnodes) if hops.nnodes > 1 else 0
+        # NCCL's nodes (an MNNVL domain of several hosts is one)
+        up_down = 2 * _log2i(x.nnodes) if x.nnodes > 1 else 0
         return 3 * hops.path(1, 0) + hops.path(0, up_down)
 
 
