@@ -19,15 +19,20 @@ best of ``--repeat`` runs, each on a freshly built fabric so that no cache is wa
   the child, the best of ``--repeat``), net of start-up (``dgxtopo --version``, three times).
   Target: under 0.5 s. Beside it, the floor no change of the project can go below: the three
   processes' imports of networkx and numpy (``python -c "import networkx, numpy"`` net of a bare
-  interpreter, three times). With ``--skip-cli`` this part is left out.
+  interpreter, three times). Twice: as this environment runs Python (from a source tree with
+  ``PYTHONDONTWRITEBYTECODE`` set, every module is compiled in every process), and with bytecode
+  cached (in a scratch ``PYTHONPYCACHEPREFIX``), as an installed package runs. With
+  ``--skip-cli`` this part is left out.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 
 import topo
@@ -73,27 +78,30 @@ CLI_COMMANDS = (("p2p", "--system", "gb200nvl72", "--mode", "route"),
                 ("collective", "all_reduce", "--system", "gb200nvl72", "-b", "8", "-e", "8G", "-f", "2"))
 
 
-def child_cpu(command, repeat: int) -> float:
+def child_cpu(command, repeat: int, env=None) -> float:
     """The smallest user + system CPU time [s] of ``repeat`` runs of ``command`` in a child process
     (its interpreter's start-up and imports included)."""
     best = float("inf")
     for _ in range(repeat):
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(command, check=True, stdout=subprocess.DEVNULL, env=env)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         best = min(best, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime))
     return best
 
 
-def cli_figures(repeat: int) -> None:
+def cli_figures(repeat: int, env=None, label: str = "") -> None:
     """The CLI's P2P in both modes and all_reduce sweep, net of start-up, and the import floor."""
     dgxtopo = (sys.executable, "-m", "models.present.cli")
-    startup = child_cpu((*dgxtopo, "--version"), repeat)
-    spent = [child_cpu((*dgxtopo, *words), repeat) for words in CLI_COMMANDS]
-    bare = child_cpu((sys.executable, "-c", "pass"), repeat)
-    libraries = child_cpu((sys.executable, "-c", "import networkx, numpy"), repeat) - bare
+    if env is not None:  # one run of each first, which writes the bytecode
+        for words in (("--version",), *CLI_COMMANDS):
+            subprocess.run((*dgxtopo, *words), check=True, stdout=subprocess.DEVNULL, env=env)
+    startup = child_cpu((*dgxtopo, "--version"), repeat, env)
+    spent = [child_cpu((*dgxtopo, *words), repeat, env) for words in CLI_COMMANDS]
+    bare = child_cpu((sys.executable, "-c", "pass"), repeat, env)
+    libraries = child_cpu((sys.executable, "-c", "import networkx, numpy"), repeat, env) - bare
     net = sum(spent) - len(spent) * startup
-    print(f"CLI: start-up (dgxtopo --version) {startup:.3f} s cpu; "
+    print(f"CLI{label}: start-up (dgxtopo --version) {startup:.3f} s cpu; "
           + "; ".join(f"{' '.join(words[:1] + words[-2:])} {t:.3f} s" for words, t in zip(CLI_COMMANDS, spent)))
     print(f"  p2p route + maxflow + 31-size all_reduce sweep: {sum(spent):.3f} s cpu, {net:.3f} s net of "
           f"start-up (target 0.5 s); of it, importing networkx and numpy in each process "
@@ -107,7 +115,11 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     repeat = max(1, args.repeat)
     if not args.skip_cli:
-        cli_figures(repeat)
+        cli_figures(repeat, label=" (this environment" + (", no bytecode written" if
+                                                           os.environ.get("PYTHONDONTWRITEBYTECODE") else "") + ")")
+        with tempfile.TemporaryDirectory() as cache:
+            env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+            cli_figures(repeat, {**env, "PYTHONPYCACHEPREFIX": cache}, " (bytecode cached, as installed)")
 
     (route, flow, sweep), built, spent, cold = best_of(repeat, lambda: topo.build("gb200nvl72"),
                                                        rack_analysis)
