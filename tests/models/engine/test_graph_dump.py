@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from models.engine.nccl.graph_dump import (GRAPH_DUMP_INPUT, GraphDumpError, parse_graph_dump,
                                            read_graph_dump)
+from tests.xml_fuzz import hostile_texts, with_attribute
 from topo.inputs import InputFileError
 
 DUMP = Path(__file__).parents[2] / "data" / "nccl_graph_dgxh100_synthetic.xml"
@@ -89,13 +90,7 @@ def test_a_dump_without_graphs_or_with_one_graph_twice_is_refused():
         parse_graph_dump(f'<graphs version="1">{graph}{graph}</graphs>')
 
 
-BILLION_LAUGHS = ('<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol">'
-                  '<!ENTITY lol2 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;">]>'
-                  '<graphs version="&lol2;"/>')
-XXE = '<?xml version="1.0"?><!DOCTYPE g [<!ENTITY xxe SYSTEM "file:///etc/passwd">]><graphs version="&xxe;"/>'
-
-
-@pytest.mark.parametrize("text", [BILLION_LAUGHS, XXE, b"<graphs", "", "not xml", b"\xff\xfe<graphs/>", 42])
+@pytest.mark.parametrize("text", hostile_texts("graphs"))
 def test_hostile_or_broken_text_raises_only_the_typed_error(text):
     with pytest.raises(GraphDumpError):
         parse_graph_dump(text)
@@ -117,15 +112,9 @@ _VALUE = st.one_of(st.integers(-3, 2**70).map(str), st.integers(0, 2**64).map(he
 @settings(max_examples=150)
 @given(name=_ATTRIBUTE, value=_VALUE, nth=st.integers(0, 5))
 def test_any_attribute_value_parses_or_raises_the_typed_error(name, value, nth):
-    from xml.sax.saxutils import quoteattr
-
-    parts = SMALL.split(f' {name}="')
-    if len(parts) < 2:
+    text = with_attribute(SMALL, name, value, nth)
+    if text is None:
         return
-    i = 1 + nth % (len(parts) - 1)
-    rest = parts[i].split('"', 1)[1]
-    text = f' {name}="'.join(parts[:i]) + f" {name}={quoteattr(value)}" + rest
-    text = text if i + 1 >= len(parts) else text + f' {name}="' + f' {name}="'.join(parts[i + 1:])
     try:
         dump = parse_graph_dump(text)
     except GraphDumpError:
