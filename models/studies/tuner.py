@@ -108,7 +108,8 @@ class TunerRow:
         <models.engine.nccl.algorithms.base.Algorithm.blocks>`, ``comm->nChannels`` or
         ``comm->nvlsChannels``, not the search's graph count (the module's doc says why).
     nnodes, nranks : int
-        Hosts and GPUs of the communicator.
+        NCCL's nodes (the hosts; the hosts of a multi-node NVLink domain, which NCCL fuses, are
+        one) and the GPUs of the communicator, as the plugin matches them.
     """
 
     collective: str
@@ -220,7 +221,7 @@ def tuner_rows(G: nx.DiGraph | PreparedFabric, collectives: Iterable[str] = NCCL
     nodes = topo.select_gpus(fabric.G, gpus)
     if len(nodes) < 2:
         raise TunerError(f"expected a communicator of at least 2 GPUs for a tuner config, received {len(nodes)}")
-    nnodes = len({fabric.G.nodes[n]["host"] for n in nodes})
+    hosts = len({fabric.G.nodes[n]["host"] for n in nodes})
     compute_capability = min(fabric.G.nodes[n]["compute_capability"] for n in nodes)
     ids: tuple = ()
     sizes = [2**k for k in range(max_bytes.bit_length()) if 2**k <= max_bytes]
@@ -230,6 +231,9 @@ def tuner_rows(G: nx.DiGraph | PreparedFabric, collectives: Iterable[str] = NCCL
     for name in names:
         e = estimator.estimate(name, sizes, gpus)
         ids = ids or tuple(e.gpus)
+        # NCCL's node count, which the plugin matches nNodes against and NVLS's channels depend on:
+        # the hosts of a multi-node NVLink domain are one NCCL node (the ring search's nnodes).
+        nnodes = e.ring.nnodes if e.ring is not None else hosts
         choices = list(zip(e.algorithm.tolist(), e.protocol.tolist(), e.nchannels.tolist()))
 
         def choice(nbytes: int, name=name) -> tuple:

@@ -37,7 +37,7 @@ def _choice(estimator, collective, sizes, gpus) -> list:
     G = estimator.fabric.G
     nodes = topo.select_gpus(G, gpus)
     cc = min(G.nodes[n]["compute_capability"] for n in nodes)
-    nnodes = len({G.nodes[n]["host"] for n in nodes})
+    nnodes = e.ring.nnodes  # NCCL's nodes: a multi-node NVLink domain's hosts are one
     return [(a, p, algorithm_named(a).blocks(c, estimator.fabric.profile, cc, nnodes))
             for a, p, c in zip(np.atleast_1d(e.algorithm).tolist(), np.atleast_1d(e.protocol).tolist(),
                                np.atleast_1d(e.nchannels).tolist())]
@@ -99,6 +99,17 @@ def test_a_large_all_reduce_on_a_dgx_h100_reads_back_as_nvls_simple_in_the_plugi
         "nNodes": "1", "nRanks": "8"}
     assert (str(e.algorithm), str(e.protocol), int(e.nchannels)) == ("nvls", "Simple", 8)
     assert parse_tuner_config(text) == rows.rows
+
+
+def test_a_gb200_nvl72_rack_is_one_nccl_node_running_24_nvls_channels():
+    """NCCL fuses a GB200 NVL72's 18 trays into one node (MNNVL), so the plugin sees nNodes 1; on
+    one node sm100 runs comm->nvlsChannels = 24 (NVIDIA/nccl v2.27.7-1 src/transport/nvls.cc,
+    NVLS_NCHANNELS_SM100; 32 only across nodes), though the NVLS graph has 32 heads."""
+    G = topo.build("gb200nvl72")
+    (row,) = [r for r in tuner_rows(G, collectives=["all_reduce"]) if r.max_bytes == MAX_BYTES]
+    e = estimate(G, "all_reduce", 2**30)
+    assert (row.algorithm, row.nnodes, row.nranks, row.nchannels) == ("nvls", 1, 72, 24)
+    assert (str(e.algorithm), int(e.nchannels), e.ring.nnodes) == ("nvls", 32, 1)
 
 
 def test_a_ring_row_on_a_dgx_h100_asks_for_the_24_channels_nccl_runs_not_the_12_its_search_found(computed):
