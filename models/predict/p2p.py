@@ -508,7 +508,7 @@ class _Table:
         self.first = self.representatives()
         self._pairs: dict = {}
         self._one_way: dict = {}
-        self._keys = None  # _host_keys
+        self._keys: tuple | None = None  # _host_keys
 
     def _representative(self, a: int, b: int) -> tuple:
         """The pair of nodes standing for positions a and b (a != b) in host mode."""
@@ -620,7 +620,8 @@ class _Table:
         """``(keys, index)``, computed once: the representative pairs ``(a, b)`` and diagonal GPUs
         (host mode) in first-seen order, and per position ``[a, b]`` of the matrix the index of
         its key; a matrix is its keys' figures taken at ``index``."""
-        if self._keys is None:
+        keys = self._keys
+        if keys is None:
             n = len(self.nodes)
             index = np.empty((n, n), dtype=np.intp)
             seen: dict = {}
@@ -630,8 +631,8 @@ class _Table:
                         index[a, b] = seen.setdefault(self._representative(a, b), len(seen))
             for a, (c, _, p) in enumerate(self.where):
                 index[a, a] = seen.setdefault(self.classes[c][0][p], len(seen))
-            self._keys = (tuple(seen), index)
-        return self._keys
+            keys = self._keys = (tuple(seen), index)
+        return keys
 
     def unidirectional(self, achieved: bool) -> np.ndarray:
         return self.matrix(lambda a, b: self.one_way(a, b, achieved)[0],
