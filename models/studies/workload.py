@@ -1007,6 +1007,15 @@ def tp_limit(w: Workload, tp: int) -> TpConstraint | None:
         return None
     if isinstance(w, CNN):
         return TpConstraint(TpLimit.CNN, tp)
+    if getattr(w, "kind", None) == "moe":  # a models.studies.moe.MoeTransformer: its dense FFNs and shared experts
+        a = w.attention
+        for limit, value in ((TpLimit.HEADS, a.heads), (TpLimit.FFN, w.dense_ffn), (TpLimit.FFN, w.shared_ffn)):
+            if value and value % tp:
+                return TpConstraint(limit, tp, value)
+        kv = getattr(a, "kv_heads", None)
+        if kv is not None and kv % tp and tp % kv:
+            return TpConstraint(TpLimit.KV_HEADS, tp, kv)
+        return None
     for limit, value in ((TpLimit.HEADS, w.heads), (TpLimit.FFN, w.ffn)):
         if value % tp:
             return TpConstraint(limit, tp, value)
