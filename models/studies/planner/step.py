@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from ..compute import ComputeModel
 from ..workload import CNN, DEFAULT_BUCKET, OPTIMIZER_PASS_BYTES, Workload, activation_bytes_per_element, dtype_bytes
@@ -34,7 +34,7 @@ def _bucketed(comm, collective, nbytes, bucket):
     return full * t_full + t_rest, (t_rest if rest > 0 else t_full)
 
 
-def data_parallel_time(streams, zero: int, overlap: float, fwd: float, bwd: float, m: int, bucket: float) -> tuple:
+def data_parallel_time(streams: Sequence, zero: int, overlap: float, fwd: float, bwd: float, m: int, bucket: float) -> tuple:
     """(time, exposed) of the data-parallel communication of one step (module docstring of
     :mod:`models.studies.planner`): ``streams`` are ``(comm, nbytes)``, each ``comm(collective,
     nbytes)`` timing one collective on its groups (the dense gradients over the data-parallel
