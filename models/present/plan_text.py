@@ -24,6 +24,7 @@ from types import MappingProxyType
 from topo.units import GB, MiB, to_us
 
 from ..studies.compute import GENERATIONS, TF, ComputeFacts, ComputeModel
+from ..studies.planner.parallel import SplitError, stage_split
 from ..studies.planner.ranking import GpuRank
 from ..studies.planner.records import (BubbleDetail, Calibration, Component, ComputeDetail, ContextParallelDetail,
                                        DataParallelDetail, DoesNotFitError, ExpertParallelDetail, Memory, NoLayoutError, OptimizerDetail, PipelineDetail, Plan,
@@ -155,6 +156,17 @@ def _skipped_label(s: SkippedLayout) -> str:
     return f"tp{s.tp}{cp} pp{s.pp}{v} dp{s.dp}{ep}"
 
 
+def _split_note(s: SkippedLayout) -> str:
+    """What the split a refusal asked for breaks, in :func:`~models.studies.planner.parallel.stage_split`'s words."""
+    first, last, embedding, loss = s.split or (0, 0, False, False)
+    try:
+        stage_split(s.count or 0, s.pp or 1, s.virtual_stages, first=first, last=last, embedding_in_split=embedding,
+                    loss_in_split=loss)
+    except SplitError as error:
+        return str(error)
+    return f"the split of {s.count} layers over pp {s.pp} x v {s.virtual_stages} is refused"
+
+
 def skipped_note(s: SkippedLayout) -> str:
     """A layout :func:`~models.studies.planner.search` refused, and why, in words: what
     ``plan --search --json`` lists in ``skipped``.
@@ -188,7 +200,7 @@ def skipped_note(s: SkippedLayout) -> str:
         SkipCode.CP_SEQUENCE: lambda: f"the sequence of {c} tokens does not split into 2 x cp = {2 * s.cp} chunks",
         SkipCode.CP_FLASH: lambda: "context parallelism needs flash attention: expected the flash software stack",
         SkipCode.CP_HEADS: lambda: f"all-to-all context parallelism needs the {c} heads per rank divisible by cp {s.cp}",
-        SkipCode.SPLIT: lambda: s.why or f"the split of {c} layers leaves a stage empty",
+        SkipCode.SPLIT: lambda: _split_note(s),
         SkipCode.DUALPIPE: lambda: (f"DualPipe needs an even pp and micro-batches (received pp {s.pp}, {c} "
                                     "micro-batches) and no interleaving")}
     return f"{_skipped_label(s)}: {words[s.code]()}"

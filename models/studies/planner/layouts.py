@@ -363,8 +363,8 @@ def _refusal(w, t, c, p, d, e, et, cp_comm, sequence_parallel, stack_flash, spli
     """Why Megatron refuses this layout (a :class:`SkippedLayout`), or None."""
     moe = is_moe(w)
 
-    def skip(code, count=None, why=None):
-        return SkippedLayout(code, t, p, d, v, count=count, cp=c, ep=e, etp=et, why=why)
+    def skip(code, count=None, asked=()):
+        return SkippedLayout(code, t, p, d, v, count=count, cp=c, ep=e, etp=et, split=asked)
     if c > 1:
         if not stack_flash:
             return skip(SkipCode.CP_FLASH)
@@ -388,8 +388,9 @@ def _refusal(w, t, c, p, d, e, et, cp_comm, sequence_parallel, stack_flash, spli
         return skip(SkipCode.DUALPIPE, m)
     try:
         stage_split(w.layers, p, v, **split)
-    except SplitError as error:
-        return skip(SkipCode.SPLIT, w.layers, str(error))
+    except SplitError:
+        return skip(SkipCode.SPLIT, w.layers, (split.get("first", 0), split.get("last", 0),
+                                                bool(split.get("embedding_in_split")), bool(split.get("loss_in_split"))))
     return None
 
 
@@ -515,9 +516,7 @@ def prepare_job(workload, G, *, tp, pp, dp, zero, micro_batch, global_batch, dty
     if (isinstance(expert_balance, bool) or not isinstance(expert_balance, (int, float))
             or not 1 <= expert_balance <= 1000):
         raise PlanError(f"expert_balance must be a number from 1 (force-balanced) to 1000, received {expert_balance!r}")
-    if not is_moe(w) and ((ep or 1) > 1 or (etp or 1) > 1):
-        raise PlanError(f"ep and etp split the experts of a mixture-of-experts workload: expected 1 for the dense "
-                        f"{w.name}, received ep {ep}, etp {etp}")
+
     check_int("simulate", simulate, low=0)
     check_int("max_events", max_events)
     for name, value in (("simulate", simulate), ("max_events", max_events), ("micro_batch", micro_batch),

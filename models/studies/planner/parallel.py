@@ -27,7 +27,7 @@ Sources:
 Examples
 --------
 >>> [len(c) for c in stage_split(126, 16, 4, embedding_in_split=True, loss_in_split=True).stages][:2]
-[8, 8]
+[7, 8]
 >>> stage_split(126, 16, 4, embedding_in_split=True, loss_in_split=True).chunk_layers[:2]
 (1, 2)
 """
@@ -67,6 +67,10 @@ class PipelineSplit:
     chunk_layers: tuple
     pp: int
     virtual_stages: int
+
+    def to_records(self) -> list:
+        """One tidy row per chunk: its index, stage and layers."""
+        return [{"chunk": c, "stage": c % self.pp, "layers": n} for c, n in enumerate(self.chunk_layers)]
 
     @property
     def stages(self) -> tuple:

@@ -323,7 +323,7 @@ class SkipCode(enum.Enum):
     #: All-to-all context parallelism needs the ``count`` heads per tensor-parallel rank divisible by ``cp``.
     CP_HEADS = "cp_heads"
     #: The pipeline split of the ``count`` layers leaves a stage (or a virtual chunk) empty or
-    #: uneven where it must divide (``why`` of the :class:`SkippedLayout` says which).
+    #: uneven where it must divide (``split`` of the :class:`SkippedLayout` holds what was asked).
     SPLIT = "split"
     #: DualPipe needs an even ``pp`` and an even number of micro-batches (``count``).
     DUALPIPE = "dualpipe"
@@ -350,8 +350,10 @@ class SkippedLayout:
         :attr:`SkipCode.TP_LIMIT`: why the workload cannot be split ``tp`` ways.
     cp, ep, etp : int
         The context-, expert- and expert-tensor-parallel degrees refused (1: none).
-    why : str or None
-        :attr:`SkipCode.SPLIT`: the split's own words (:func:`models.studies.planner.parallel.stage_split`).
+    split : tuple
+        :attr:`SkipCode.SPLIT`: the split asked, ``(first_stage_layers, last_stage_layers,
+        embedding_in_split, loss_in_split)`` (:func:`models.studies.planner.parallel.stage_split`
+        of ``count`` layers over ``pp x virtual_stages`` says what it breaks).
 
     Examples
     --------
@@ -372,7 +374,7 @@ class SkippedLayout:
     cp: int = 1
     ep: int = 1
     etp: int = 1
-    why: str | None = None
+    split: tuple = ()
 
     def __repr__(self) -> str:
         given = [f"{f.name}={getattr(self, f.name)!r}" for f in dataclasses.fields(self)[1:]
@@ -386,7 +388,9 @@ class SkippedLayout:
                              "virtual_stages": self.virtual_stages, "count": self.count,
                              "micro_batch": self.micro_batch, "tp_limit": None if limit is None else limit.limit.value,
                              "tp_limit_value": None if limit is None else limit.value, "cp": self.cp,
-                             "ep": self.ep, "etp": self.etp, "why": self.why})
+                             "ep": self.ep, "etp": self.etp,
+                             **dict(zip(("first_stage_layers", "last_stage_layers", "embedding_in_split",
+                                         "loss_in_split"), self.split or (0, 0, False, False)))})
 
 
 @dataclass(frozen=True, slots=True)

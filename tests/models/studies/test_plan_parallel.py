@@ -160,8 +160,8 @@ def test_bad_options_are_refused(two_hosts, options, message):
 
 
 def test_ep_on_a_dense_workload_is_refused(two_hosts):
-    with pytest.raises(PlanError, match="expected 1 for the dense llama3-8b, received ep 2"):
-        search("llama3-8b", two_hosts, ep=2, simulate=0)
+    with pytest.raises(NoLayoutError, match="EP_DENSE"):
+        search("llama3-8b", two_hosts, ep=2, tp=8, pp=1, simulate=0)
 
 
 @pytest.mark.parametrize("args, options, message", [
@@ -192,7 +192,8 @@ def test_top_k_above_experts_is_a_typed_error():
      "does not split into 2 x cp = 32 chunks"),
     (["plan", "llama3-8b", "--system", "2xdgxh100", "--tp", "1", "--pp", "4", "--first-stage-layers", "32"],
      "expected a positive whole number each"),
-    (["plan", "llama3-8b", "--system", "2xdgxh100", "--ep", "2"], "expected 1 for the dense llama3-8b"),
+    (["plan", "llama3-8b", "--system", "2xdgxh100", "--tp", "8", "--pp", "1", "--ep", "2"],
+     "expert parallelism needs a mixture-of-experts workload: expected ep 1 and etp 1"),
     (["plan", SMALL.replace("top_k=4", "top_k=33"), "--system", "2xdgxh100"],
      "top_k (33) must be at most the routed experts (32)"),
     (["plan", SMALL, "--system", "2xdgxh100", "--expert-balance", "0.5"], "--expert-balance must be a number"),
