@@ -127,7 +127,7 @@ class UnknownWorkloadError(WorkloadError):
 
 class MoeNotPlannedError(WorkloadError):
     """A mixture-of-experts workload where only dense transformers and CNNs are modelled (the
-    planner, the GPU ranking and the step simulation: expert-parallel layouts are not built yet)."""
+    GPU ranking and the step simulation; :func:`models.studies.planner.plan` takes one)."""
 
 
 class UnknownDtypeError(WorkloadError):
@@ -852,7 +852,7 @@ def workload(spec: str | Workload) -> Workload:
         return spec
     if getattr(spec, "kind", None) == "moe":  # a models.studies.moe.MoeTransformer
         raise MoeNotPlannedError(f"{spec.name} is a mixture-of-experts workload: expected a dense transformer "
-                                 "or a CNN (expert-parallel layouts are not planned yet)")
+                                 "or a CNN (models.studies.planner.plan takes it; step graphs and the GPU ranking are dense only yet)")
     return parse_workload(spec)
 
 

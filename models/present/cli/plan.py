@@ -318,7 +318,7 @@ def dense_workload(text):
         w = moe_workload(text)
         raise MoeNotPlannedError(f"{w.name} is a mixture-of-experts workload ({w.parameters / 1e9:.1f} B parameters, "
                                  f"{w.active_parameters / 1e9:.1f} B active): expected a dense transformer or a CNN "
-                                 "(expert-parallel layouts are not planned yet)")
+                                 "(plan takes it; simulate and gpus model dense workloads only yet)")
     return parse_workload(text)
 
 
