@@ -38,10 +38,17 @@ def prepared():
 
 @pytest.mark.parametrize("collective", COLLECTIVE_NAMES)
 def test_time_grows_with_size(prepared, collective):
+    # Strictly within each run of one (algorithm, protocol). Where NCCL's tuner switches, the
+    # pipeline times what it chose (models.predict.pipeline), so a switch the tuner makes early
+    # can show as a small drop (DGX-2 broadcast, LL at 256 KiB -> Simple at 512 KiB: the chain's
+    # 15 hops dominate both and LL's capped rate is the slower): at most 15 %.
     sizes = 2 ** np.arange(0, 34)
     for system in ("dgx1", "dgx1v", "dgx2"):
-        time = estimate(prepared[system], collective, sizes).time
-        assert np.all(np.diff(time) > 0)
+        e = estimate(prepared[system], collective, sizes)
+        time, choice = e.time, np.char.add(e.algorithm, e.protocol)
+        same = choice[1:] == choice[:-1]
+        assert np.all(np.diff(time)[same] > 0)
+        assert np.all(time[1:][~same] > 0.85 * time[:-1][~same])
 
 
 def test_vector_and_scalar_agree():
