@@ -63,7 +63,6 @@ from ..engine.nccl.algorithms.catalog import ALGORITHMS, algorithm_named, algori
 from ..engine.nccl.algorithms.ring import RING
 from ..engine.nccl.tuning import Selection, nvls_choice, select_algorithm
 from ..engine.nccltests import COLLECTIVES, NCCL_COLLECTIVES, algbw, busbw, collective as _collective
-from .network import network_load
 from ..engine.results import tidy_records
 from ..engine.results import gpu_set
 from ..engine.routes import PathType
@@ -608,6 +607,8 @@ def _nccl_estimate(ctx, collective, size, nodes, ids, pool, protocol):
     bottleneck = last.searched(graphs).bottleneck
     network = ()
     if graphs.ring.nnodes > 1:  # what the network gives the channels NCCL charged only at the NICs
+        from .network import network_load  # across hosts only: imported for them
+
         loads = []
         for name in sorted(ran):
             charged = ran[name].network(graphs)
