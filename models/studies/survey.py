@@ -59,7 +59,7 @@ from ..predict.p2p import EFFICIENCIES, OVERHEADS, p2p_report
 from .benchmarks import read_nccl_tests
 from .bounds import bound
 from .calibration import check
-from .planner.layouts import search
+from .planner.layouts import plan_order, search
 from .planner.ranking import gpus_ranking
 from .planner.records import Search
 
@@ -393,7 +393,7 @@ def merged_search(workload, G, tps) -> Search:
         s = search(workload, G, tp=tp, simulate=0)  # the analytical ranking (simulated: the next section)
         plans += s.plans
         skipped += s.skipped_layouts
-    plans.sort(key=lambda p: (not p.fits, p.step_time, p.memory.total, p.layout.label()))
+    plans.sort(key=plan_order)
     return Search(tuple(plans), tuple(skipped))
 
 

@@ -57,6 +57,7 @@ from ...studies.survey import (BOUND_WORST, CURVE_SIZES, GENERATION_GPUS, MAX_MA
                                SCHEDULE_SYSTEM, SEED_COMPARISON, SIMULATED_WORKLOAD, TRAINING_SYSTEMS,
                                TRAINING_TP, TRAINING_WORKLOAD, applicable_bound, bound_edge_kinds,
                                eight_in_one_domain, generation_name, measured_text, report_fabrics, single_host)
+from ...studies.moe_systems import MOE_GPUS, MOE_SHOWN_WITH, MOE_SYSTEMS, MOE_WORKLOAD, moe_candidates
 from ..explain import describe_cut, explain_bound, explain_estimate
 from ..plan_text import fit_note, plan_error_text
 from . import shipped
@@ -67,7 +68,7 @@ __all__ = ["SystemRow", "SystemAnalysis", "SeedComparison", "ReportAnalysis", "G
            "SystemBounds", "TrainingStep", "system_bounds", "P2P_LABELS",
            "SHIPPED_ANALYSIS", "shipped_analysis_text", "write_shipped_analysis", "shipped_plan",
            "computed_records", "worst_sets", "training_step", "SimulatedStep", "simulated_steps",
-           "colour_range", "ScheduleSection", "schedule_section"]
+           "colour_range", "ScheduleSection", "schedule_section", "MoeSection", "moe_section"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -321,6 +322,8 @@ class ReportAnalysis:
         Present with the seed comparison (a DGX-1V or a DGX-2 among the systems).
     simulated : tuple of SimulatedStep
         One simulated training step per system of the generations section.
+    moe : MoeSection or None
+        Present when one of :data:`~models.studies.moe_systems.MOE_SHOWN_WITH` is among the systems.
     schedule : ScheduleSection or None
         Present when a :data:`~models.studies.survey.SCHEDULE_SYSTEM` is among the systems.
     drawings : tuple of (dict or None)
@@ -339,6 +342,7 @@ class ReportAnalysis:
     simulated: tuple = ()
     drawings: tuple = ()
     schedule: object = None
+    moe: object = None
 
 
 def _worded(attempt) -> tuple:
@@ -615,7 +619,10 @@ def analyse_report(fabrics, *, progress=None) -> ReportAnalysis:
     colours = colour_range([f.G for f in prepared])
     drawings = tuple(shipped.shipped_record(_drawing_key(f, colours), records) for f in prepared)
     schedule = schedule_section(by_name[SCHEDULE_SYSTEM], records=records) if SCHEDULE_SYSTEM in present else None
-    return ReportAnalysis(tuple(systems), seed, gens, measurement, bounds, training, simulated, drawings, schedule)
+    moe = (moe_section({name: fabric_of(name) for name in MOE_SYSTEMS}, records=records)
+           if present & set(MOE_SHOWN_WITH) else None)
+    return ReportAnalysis(tuple(systems), seed, gens, measurement, bounds, training, simulated, drawings, schedule,
+                          moe)
 
 
 def colour_range(graphs) -> tuple:
@@ -908,6 +915,8 @@ def shipped_plan() -> list:
     if SCHEDULE_SYSTEM in by_name:
         f = by_name[SCHEDULE_SYSTEM]
         plan.append(("schedule", SCHEDULE_SYSTEM, _schedule_key(f), lambda f=f: _schedule_compared(f)))
+    moe = {name: fabric_of(name) for name in MOE_SYSTEMS}
+    plan.append(("moe", "+".join(MOE_SYSTEMS), _moe_key(moe), lambda: _moe_compared(moe)))
     measured = set(MEASURED_DATA)
     plan.append(("measurement", "+".join(sorted(measured)), _measurement_key(measured, None, by_name),
                  lambda: _measurement_compared(measured, None, by_name)))
@@ -1155,3 +1164,54 @@ def _schedule_compared(fabric) -> ScheduleSection:
                                packing_comparison(fabric, SCHEDULE_COLLECTIVE, list(SCHEDULE_GPUS), SCHEDULE_SIZES))
     except DgxTopoError as error:
         return ScheduleSection(G.graph.get("system", name), name, None, str(error))
+
+
+@dataclass(frozen=True, slots=True)
+class MoeSection:
+    """The section "DeepSeek-V3 on 256 GPUs": :data:`~models.studies.moe_systems.MOE_WORKLOAD` on
+    :data:`~models.studies.moe_systems.MOE_GPUS` GPUs of each of
+    :data:`~models.studies.moe_systems.MOE_SYSTEMS`, the best of the candidate layouts
+    (:func:`models.studies.moe_systems.moe_candidates`) on each.
+
+    Attributes
+    ----------
+    workload : str
+    ngpus : int
+    systems : tuple of models.studies.moe_systems.SystemLayouts
+        One per system, in :data:`~models.studies.moe_systems.MOE_SYSTEMS`'s order.
+    candidates : int
+        Candidate layouts per system.
+    """
+
+    workload: str
+    ngpus: int
+    systems: tuple
+    candidates: int
+
+
+def _moe_key(fabrics) -> str:
+    return shipped.fingerprint("moe", MOE_WORKLOAD, MOE_GPUS, repr(moe_candidates(MOE_GPUS)),
+                               *(_content(fabrics[n]) for n in MOE_SYSTEMS))
+
+
+def moe_section(fabrics=None, *, records=None) -> MoeSection:
+    """The MoE section, read from the shipped file when it holds it.
+
+    Parameters
+    ----------
+    fabrics : dict, optional
+        System name -> :class:`models.engine.fabric.PreparedFabric` of
+        :data:`~models.studies.moe_systems.MOE_SYSTEMS` (built when missing).
+    records : dict, optional
+        The shipped file (see :func:`generations`).
+    """
+    fabrics = {name: (fabrics or {}).get(name) or prepare(topo.build(name)) for name in MOE_SYSTEMS}
+    found = shipped.shipped_record(_moe_key(fabrics), records)
+    return _moe_compared(fabrics) if found is None else found
+
+
+def _moe_compared(fabrics) -> MoeSection:
+    from ...studies.moe_systems import system_layouts
+
+    return MoeSection(MOE_WORKLOAD, MOE_GPUS, tuple(system_layouts(name, fabrics[name]) for name in MOE_SYSTEMS),
+                      len(moe_candidates(MOE_GPUS)))

@@ -7,7 +7,8 @@ beside ring), the model against measured runs with its errors per collective and
 NCCL against the optimal schedule on every GPU set (by set size, and the worst sets with the
 explanation of each gap), the packing of trees that reaches the bound written as an MSCCL schedule
 and timed beside NCCL and the bounds (DGX-1V GPUs 0,1,4,5, the trees drawn), a training step (Megatron 8.3B layouts on a DGX-2 and on two DGX-1V,
-and the GPU generations ranked for it), one simulated training step per GPU generation (a
+and the GPU generations ranked for it), DeepSeek-V3 on 256 GPUs of GB200 NVL72, DGX B200 and DGX H100
+(the best of a bounded set of layouts on each, where its step goes, memory per GPU), one simulated training step per GPU generation (a
 timeline: where the step's time goes), and per system its fabric, the channels of an 8-GPU all_reduce on it, its P2P bandwidth and
 latency matrices and its 2-GPU all_reduce matrix, followed by a short text on how the model
 works and how it was validated.
@@ -39,6 +40,7 @@ from ..bounds_plot import packing_figure_dict, ratio_by_size_figure_dict
 from ..plan_plot import memory_figure_dict, step_time_figure_dict
 from ..simulate_plot import gantt_figure_dict
 from .drawings import slug, system_drawings
+from ...studies.moe_systems import MOE_EP, MOE_PP, MOE_RECOMPUTE, MOE_ZERO
 from ...studies.survey import (BOUND_RELAY, BOUND_SIZE, CURVE_SIZES, GENERATION_GPUS, REPORT_COLLECTIVE,
                                REPORT_SIZE, SIMULATED_WORKLOAD, TRAINING_TP, report_fabrics)
 from .analysis import ReportAnalysis, analyse_report, colour_range, worst_sets
@@ -552,6 +554,72 @@ def _schedule_section(s, G, figures: FigureDivs) -> str:
     return "\n".join(parts)
 
 
+#: The MoE section's step components, in the table's order, with their headings.
+_MOE_COMPONENTS = (("compute", "compute"), ("ep_comm", "EP all-to-all"), ("tp_comm", "TP"), ("cp_comm", "CP"),
+                   ("pp_comm", "PP sends"), ("dp_comm", "DP"), ("bubble", "bubble"), ("optimizer", "optimizer"))
+
+
+def _moe_section(m, figures: FigureDivs) -> str:
+    """The best of a bounded set of layouts of DeepSeek-V3 on 256 GPUs of each system, where each
+    step's time goes and its memory per GPU."""
+    spec = next((r.search.best.workload_spec for r in m.systems if r.search is not None), None)
+    size = (f" ({spec.parameters / 1e9:.0f} B parameters, {spec.active_parameters / 1e9:.0f} B active per token)"
+            if spec is not None and hasattr(spec, "active_parameters") else "")
+    parts = ["<section id='moe'>", f"<h2>DeepSeek-V3 on {m.ngpus} GPUs: GB200 NVL72 vs DGX B200 vs DGX H100</h2>",
+             f"<p>{escape(m.workload)}{size} on {m.ngpus} GPUs of each system: "
+             f"the best of {m.candidates} layouts per system, <b>not a full search</b>: no tensor or context "
+             f"parallelism (as DeepSeek-V3 was trained), pipeline {_or(MOE_PP)}, expert parallel "
+             f"{_or(MOE_EP)} where it divides the data-parallel degree, ZeRO {_or(MOE_ZERO)}, recomputation "
+             f"{_or(MOE_RECOMPUTE)} (<code>models.studies.moe_systems</code>). Each is the planner's analytical "
+             "step (<code>models.search(..., simulate=0)</code>), ranked as the planner ranks: fitting first, "
+             "then by step time. The columns after MFU are what each part of the step adds to it (its exposed "
+             "time); they add up to the step. <code>dgxtopo plan deepseek-v3 --system 32xdgxh100 --search</code> "
+             "searches every degree.</p>"]
+    head = (["system", "best layout", "step (s)", "tokens/s", "MFU", "memory per GPU (GB)"]
+            + [f"{title} (s)" for _, title in _MOE_COMPONENTS] + ["fitting candidates"])
+    rows, best = [], []
+    for r in m.systems:
+        s = r.search
+        if s is None or not s.fitting():
+            rows.append(f"<tr><td>{escape(r.system)}</td><td colspan='{len(head) - 1}'>n/a: "
+                        f"{escape(r.error or 'no candidate fits')}</td></tr>")
+            continue
+        p = s.best
+        best.append((r.system, p))
+        times = {c.name: c.exposed for c in p.components}
+        rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in [
+            f"<b>{escape(p.fabric)}</b><br><span class='muted'>{escape(r.system)}</span>",
+            escape(p.layout.label()), f"{p.step_time:.1f}", f"{p.tokens_per_s:,.0f}", _share(p.mfu),
+            f"{p.memory.total / 1e9:.1f} of {p.memory.capacity / 1e9:.0f}",
+            *(f"{times.get(name, 0.0):.2f}" for name, _ in _MOE_COMPONENTS),
+            f"{len(s.fitting())} of {len(s.plans)}"]) + "</tr>")
+    parts.append("<div class='scroll'><table class='summary moe'><thead><tr>"
+                 + "".join(f"<th>{escape(h)}</th>" for h in head) + "</tr></thead><tbody>" + "".join(rows)
+                 + "</tbody></table></div>")
+    for r in m.systems:
+        if r.search is None:
+            parts.append(figures.missing(f"{r.system}: {m.workload}'s layouts", r.error or ""))
+    if best:
+        plans = [p for _, p in best]
+        labels = [f"{p.fabric}<br>{p.layout.label()}" for p in plans]
+        grid = []
+        for make, name, title in ((step_time_figure_dict, "moe-step", "exposed step time of the best layout"),
+                                  (memory_figure_dict, "moe-memory", "memory per GPU of the best layout")):
+            fig = make(plans, top=len(plans))
+            for trace in fig["data"]:
+                trace["x"] = labels
+            fig["layout"]["title"]["text"] = f"{m.workload} on {m.ngpus} GPUs: {title}"
+            fig["layout"]["xaxis"]["title"]["text"] = "system and layout"
+            grid.append(figures.div(fig, name))
+        parts.append("<div class='grid'>" + "".join(grid) + "</div>")
+    parts.append("</section>")
+    return "\n".join(parts)
+
+
+def _or(values) -> str:
+    return escape(", ".join(map(str, values[:-1])) + " or " + str(values[-1]))
+
+
 def _training_section(t, figures: FigureDivs) -> str:
     parts = ["<section id='training'>", "<h2>Training step</h2>",
              f"<p>{escape(t.workload)} on {escape(' and '.join(t.names))}, the same 16 GPUs: every layout with "
@@ -728,6 +796,7 @@ def render_report(analysis: ReportAnalysis) -> str:
         + ("<a href='#bounds'>NCCL vs optimum</a> " if analysis.bounds else "")
         + ("<a href='#schedule'>the packing as a schedule</a> " if analysis.schedule is not None else "")
         + ("<a href='#training'>training step</a> " if analysis.training is not None else "")
+        + ("<a href='#moe'>DeepSeek-V3 on 256 GPUs</a> " if analysis.moe is not None else "")
         + ("<a href='#simulated'>simulated step</a> " if analysis.simulated else "")
         + f"{nav} <a href='#model'>model</a> <a href='#validation'>validation</a></nav></header>",
         "<section id='summary'><h2>Summary</h2>", _table([a.row for a in analyses]), "</section>",
@@ -748,6 +817,8 @@ def render_report(analysis: ReportAnalysis) -> str:
         body.append(_schedule_section(analysis.schedule, G, figures))
     if analysis.training is not None:
         body.append(_training_section(analysis.training, figures))
+    if analysis.moe is not None:
+        body.append(_moe_section(analysis.moe, figures))
     if analysis.simulated:
         body.append(_simulation_section(analysis.simulated, figures))
     drawings = analysis.drawings or (None,) * len(analyses)

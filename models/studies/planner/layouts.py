@@ -42,7 +42,7 @@ from .records import (CP_COMM, ORDERS, RECOMPUTE, Layout, NoLayoutError, Plan, P
                       SkipCode, SkippedLayout, TimingCode, TimingWhy, UnknownOptionError)
 from .step import DEFAULT_OVERLAP, simulated_components, step_components
 
-__all__ = ["search", "plan", "DEFAULT_SIMULATED", "PLAN_MAX_EVENTS"]
+__all__ = ["search", "plan", "plan_order", "DEFAULT_SIMULATED", "PLAN_MAX_EVENTS"]
 
 #: How many of the best layouts of the analytical first pass :func:`search` simulates (a
 #: simulation costs thousands of analytical estimates; the first pass's order is close).
@@ -693,6 +693,12 @@ def search(workload: str | Workload, G: nx.DiGraph | PreparedFabric, *, tp: int 
     return ranked(*prepare_job(workload, G, **options), options)
 
 
+def plan_order(p: Plan) -> tuple:
+    """The planner's ranking of plans as a sort key: fitting first, then by step time, memory
+    per GPU and the layout's label."""
+    return (not p.fits, p.step_time, p.memory.total, p.layout.label())
+
+
 def ranked(w, ctx: Context, n: int, global_batch: int, options: dict) -> Search:
     """Every layout of the prepared job, fitting ones first by step time."""
     skipped: list = []
@@ -707,7 +713,7 @@ def ranked(w, ctx: Context, n: int, global_batch: int, options: dict) -> Search:
     plans = [evaluate(ctx, layout, options["tp_groups"]) for layout in layouts]
     if not plans:
         raise NoLayoutError(w.name, n, ctx.fabric.name, tuple(skipped))
-    plans.sort(key=lambda p: (not p.fits, p.step_time, p.memory.total, p.layout.label()))
+    plans.sort(key=plan_order)
     plans = simulate_plans(w, ctx, plans, options["simulate"], options["max_events"])
     return Search(tuple(plans), tuple(skipped))
 

@@ -101,7 +101,7 @@ def test_report_shows_every_system_and_figure(full_report):
     measured = [f"measured-{c.replace('_', '-')}" for c in measured_data("dgx2")["collectives"]]
     measured += ["measured-p2p-bandwidth", "measured-p2p-latency"]
     measured += ["bounds-ratio", "schedule-busbw", "schedule-trees", "training-dgx2-step", "training-dgx2-memory", "training-2xdgx1v-step",
-                 "training-2xdgx1v-memory", "simulated-dgxa100"]
+                 "training-2xdgx1v-memory", "moe-step", "moe-memory", "simulated-dgxa100"]
     assert ids[:len(shared) + len(measured)] == shared + measured
     per_system = 0
     for system in topo.SYSTEMS:
@@ -120,7 +120,9 @@ def test_report_shows_every_system_and_figure(full_report):
     assert "3.20x faster" in text and "widens it" in text
     assert text.count("class=\"plotly-graph-div\"") == len(ids)
     for heading in ("Summary", "Generations", "Model vs measurement", "NCCL against the optimum",
-                    "The packing as a schedule", "Training step", "How the model works", "How it was validated"):
+                    "The packing as a schedule", "Training step",
+                    "DeepSeek-V3 on 256 GPUs: GB200 NVL72 vs DGX B200 vs DGX H100", "How the model works",
+                    "How it was validated"):
         assert f">{heading}</h2>" in text
     assert "n/a" in text  # 16-GPU column of the 8-GPU systems
     assert "GB/s" in text
@@ -509,8 +511,9 @@ def test_training_section_as_data(all_analysis, full_report):
 def test_no_training_section_without_a_v100_system():
     analysis = analyse_report(report_fabrics(["dgxa100"]))
     assert analysis.training is None and len(analysis.bounds) == 1 and analysis.schedule is None
+    assert analysis.moe is None  # no GB200 NVL72, DGX B200 or DGX H100
     text = render_report(analysis)
-    assert "id='training'" not in text and "id='schedule'" not in text
+    assert "id='training'" not in text and "id='schedule'" not in text and "id='moe'" not in text
 
 
 def test_schedule_section_as_data(all_analysis, full_report):
@@ -568,6 +571,65 @@ def test_schedule_section_says_why_it_is_missing(monkeypatch):
     text = render_report(ReportAnalysis((analysed,), None, schedule=section))
     assert "the packing&#x27;s schedule</b>: not available; not written for this test" in text
     assert not any(i.startswith("schedule-") for i in _figure_ids(text))
+
+
+def test_moe_section_as_data(all_analysis, full_report):
+    """DeepSeek-V3 on 256 GPUs of GB200 NVL72, DGX B200 and DGX H100 (issue 40, item 6): every
+    candidate evaluated once per placement, the best of each system the best by the planner's own
+    ranking, fitting, its components adding up to its step; the DGX H100's is the README's plan."""
+    from models.studies.moe_systems import MOE_SYSTEMS, moe_candidates
+    from models.studies.planner import plan
+    from models.studies.planner.layouts import plan_order
+
+    m = all_analysis.moe
+    assert (m.workload, m.ngpus, m.candidates) == ("deepseek-v3", 256, 36)
+    assert [r.system for r in m.systems] == list(MOE_SYSTEMS) and all(r.error is None for r in m.systems)
+    wanted = {(c["pp"], c["ep"], c["zero"], c["recompute"]) for c in moe_candidates()}
+    best = {}
+    for r in m.systems:
+        plans = r.search.plans
+        assert {(p.layout.pp, p.layout.ep, p.layout.zero, p.layout.recompute) for p in plans} == wanted
+        assert all((p.layout.tp, p.layout.cp, p.layout.ngpus, p.timing) == (1, 1, 256, "analytical") for p in plans)
+        p = r.search.best
+        assert p == min(plans, key=plan_order) and p.fits and p.memory.total <= p.memory.capacity
+        assert sum(c.exposed for c in p.components) == pytest.approx(p.step_time, rel=1e-9)
+        assert {c.name for c in p.components} >= {"compute", "ep_comm", "pp_comm", "dp_comm", "bubble"}
+        best[r.system] = p
+    # Blackwell's 2.5x the H100's dense bf16 peak: both Blackwell systems at least twice as fast;
+    # the H100's 80 GB force full recomputation, the B200's 180 GB do not.
+    h100, b200, gb200 = best["32xdgxh100"], best["32xdgxb200"], best["4xgb200nvl72"]
+    assert h100.layout.recompute == "full" and b200.layout.recompute == "none"
+    assert gb200.step_time < b200.step_time and 2 * b200.step_time < h100.step_time
+    assert [round(p.step_time, 1) for p in (gb200, b200, h100)] == [72.3, 77.9, 207.6]
+    G = prepare(topo.build("32xdgxh100"))
+    again = plan("deepseek-v3", G, tp=1, pp=8, dp=32, ep=8, zero=2, recompute="full", simulate=0)
+    assert again.step_time == pytest.approx(h100.step_time, rel=1e-12) and again.layout == h100.layout
+    _, text = full_report
+    section = text[text.index("<section id='moe'>"):]
+    section = section[:section.index("</section>")]
+    assert "the best of 36 layouts per system, <b>not a full search</b>" in section
+    assert "<td>tp1 pp8 dp32 ep8 zero2 mb1 rc=full tp-dp-pp</td><td>207.6</td>" in section
+    assert "<td>78.0 of 86</td>" in section and "<td>28 of 72</td>" in section
+    figures = _page_figures(text)
+    assert figures["fig-moe-step"]["data"][0]["x"] == [f"{p.fabric}<br>{p.layout.label()}" for p in (gb200, b200, h100)]
+
+
+def test_moe_section_says_why_a_system_is_missing(monkeypatch):
+    """A system the planner refuses leaves its row and a note, not a failed report."""
+    from models.studies import moe_systems
+    from models.studies.planner import PlanError
+
+    def refuse(*args, **kwargs):
+        raise PlanError("refused for this test")
+    monkeypatch.setattr(moe_systems, "search", refuse)
+    refused = moe_systems.system_layouts("32xdgxh100", prepare(topo.build("32xdgxh100")))
+    assert (refused.search, refused.error) == (None, "refused for this test")
+    section = analysis_module.MoeSection("deepseek-v3", 256, (refused,), 36)
+    analysed = analysis_module._analysed(prepare(topo.build("dgxh100")))
+    text = render_report(ReportAnalysis((analysed,), None, moe=section))
+    assert "<td>32xdgxh100</td><td colspan='14'>n/a: refused for this test</td>" in text
+    assert "32xdgxh100: deepseek-v3&#x27;s layouts</b>: not available; refused for this test" in text
+    assert not any(i.startswith("moe-") for i in _figure_ids(text))
 
 
 def test_simulated_section_one_step_per_generation(all_analysis, full_report):

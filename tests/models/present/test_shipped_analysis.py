@@ -61,7 +61,7 @@ def test_the_shipped_file_holds_a_record_of_every_section_of_the_built_in_system
         {key: (r["section"], r["label"]) for key, r in records.items()}
     sections = {section for section, *_ in plan}
     assert sections == {"system", "drawing", "generation", "simulated", "simulated-generation", "bounds", "seed",
-                        "measurement", "training", "schedule"}
+                        "measurement", "training", "schedule", "moe"}
     assert {(section, label) for section, label, *_ in plan} >= SAMPLE
 
 
