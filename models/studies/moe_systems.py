@@ -22,7 +22,7 @@ from .planner.layouts import plan_order, search
 from .planner.records import Search
 
 __all__ = ["MOE_WORKLOAD", "MOE_SYSTEMS", "MOE_GPUS", "MOE_PP", "MOE_EP", "MOE_ZERO", "MOE_RECOMPUTE",
-           "MOE_SHOWN_WITH",            "SystemLayouts", "moe_candidates", "system_layouts"]
+           "MOE_SHOWN_WITH",            "SystemLayouts", "MoeComparison", "moe_candidates", "system_layouts", "moe_comparison"]
 
 #: The workload (:mod:`models.studies.moe`'s preset: 671 B parameters, 37 B active per token).
 MOE_WORKLOAD = "deepseek-v3"
@@ -59,6 +59,37 @@ class SystemLayouts:
     search: Search | None
     error: str | None = None
 
+    def to_records(self) -> list:
+        """The search's rows (:meth:`~models.studies.planner.Search.to_records`), each with its
+        ``system``; one row with the ``error`` when refused."""
+        if self.search is None:
+            return [{"system": self.system, "error": self.error}]
+        return [{"system": self.system, **row} for row in self.search.to_records()]
+
+
+@dataclass(frozen=True, slots=True)
+class MoeComparison:
+    """The section as data: ``workload`` on ``ngpus`` GPUs of each system.
+
+    Attributes
+    ----------
+    workload : str
+    ngpus : int
+    systems : tuple of SystemLayouts
+        One per system, in :data:`MOE_SYSTEMS`'s order.
+    candidates : int
+        Candidate layouts per system (:func:`moe_candidates`).
+    """
+
+    workload: str
+    ngpus: int
+    systems: tuple
+    candidates: int
+
+    def to_records(self) -> list:
+        """Every system's rows (:meth:`SystemLayouts.to_records`)."""
+        return [row for r in self.systems for row in r.to_records()]
+
 
 def moe_candidates(ngpus: int = MOE_GPUS) -> tuple:
     """The candidate layouts on ``ngpus`` GPUs as :func:`~models.studies.planner.search` options
@@ -87,3 +118,10 @@ def system_layouts(name: str, fabric, *, workload: str = MOE_WORKLOAD, ngpus: in
         return SystemLayouts(name, None, str(error))
     plans.sort(key=plan_order)
     return SystemLayouts(name, Search(tuple(plans), tuple(skipped)))
+
+
+def moe_comparison(fabrics) -> MoeComparison:
+    """:func:`system_layouts` of :data:`MOE_WORKLOAD` on :data:`MOE_GPUS` GPUs of each of
+    :data:`MOE_SYSTEMS` (``fabrics[name]``: its prepared fabric)."""
+    return MoeComparison(MOE_WORKLOAD, MOE_GPUS, tuple(system_layouts(name, fabrics[name]) for name in MOE_SYSTEMS),
+                         len(moe_candidates(MOE_GPUS)))

@@ -57,7 +57,8 @@ from ...studies.survey import (BOUND_WORST, CURVE_SIZES, GENERATION_GPUS, MAX_MA
                                SCHEDULE_SYSTEM, SEED_COMPARISON, SIMULATED_WORKLOAD, TRAINING_SYSTEMS,
                                TRAINING_TP, TRAINING_WORKLOAD, applicable_bound, bound_edge_kinds,
                                eight_in_one_domain, generation_name, measured_text, report_fabrics, single_host)
-from ...studies.moe_systems import MOE_GPUS, MOE_SHOWN_WITH, MOE_SYSTEMS, MOE_WORKLOAD, moe_candidates
+from ...studies.moe_systems import (MOE_GPUS, MOE_SHOWN_WITH, MOE_SYSTEMS, MOE_WORKLOAD, moe_candidates,
+                                   moe_comparison)
 from ..explain import describe_cut, explain_bound, explain_estimate
 from ..plan_text import fit_note, plan_error_text
 from . import shipped
@@ -68,7 +69,7 @@ __all__ = ["SystemRow", "SystemAnalysis", "SeedComparison", "ReportAnalysis", "G
            "SystemBounds", "TrainingStep", "system_bounds", "P2P_LABELS",
            "SHIPPED_ANALYSIS", "shipped_analysis_text", "write_shipped_analysis", "shipped_plan",
            "computed_records", "worst_sets", "training_step", "SimulatedStep", "simulated_steps",
-           "colour_range", "ScheduleSection", "schedule_section", "MoeSection", "moe_section"]
+           "colour_range", "ScheduleSection", "schedule_section", "moe_section"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -322,7 +323,7 @@ class ReportAnalysis:
         Present with the seed comparison (a DGX-1V or a DGX-2 among the systems).
     simulated : tuple of SimulatedStep
         One simulated training step per system of the generations section.
-    moe : MoeSection or None
+    moe : models.studies.moe_systems.MoeComparison or None
         Present when one of :data:`~models.studies.moe_systems.MOE_SHOWN_WITH` is among the systems.
     schedule : ScheduleSection or None
         Present when a :data:`~models.studies.survey.SCHEDULE_SYSTEM` is among the systems.
@@ -916,7 +917,7 @@ def shipped_plan() -> list:
         f = by_name[SCHEDULE_SYSTEM]
         plan.append(("schedule", SCHEDULE_SYSTEM, _schedule_key(f), lambda f=f: _schedule_compared(f)))
     moe = {name: fabric_of(name) for name in MOE_SYSTEMS}
-    plan.append(("moe", "+".join(MOE_SYSTEMS), _moe_key(moe), lambda: _moe_compared(moe)))
+    plan.append(("moe", "+".join(MOE_SYSTEMS), _moe_key(moe), lambda: moe_comparison(moe)))
     measured = set(MEASURED_DATA)
     plan.append(("measurement", "+".join(sorted(measured)), _measurement_key(measured, None, by_name),
                  lambda: _measurement_compared(measured, None, by_name)))
@@ -1166,36 +1167,14 @@ def _schedule_compared(fabric) -> ScheduleSection:
         return ScheduleSection(G.graph.get("system", name), name, None, str(error))
 
 
-@dataclass(frozen=True, slots=True)
-class MoeSection:
-    """The section "DeepSeek-V3 on 256 GPUs": :data:`~models.studies.moe_systems.MOE_WORKLOAD` on
-    :data:`~models.studies.moe_systems.MOE_GPUS` GPUs of each of
-    :data:`~models.studies.moe_systems.MOE_SYSTEMS`, the best of the candidate layouts
-    (:func:`models.studies.moe_systems.moe_candidates`) on each.
-
-    Attributes
-    ----------
-    workload : str
-    ngpus : int
-    systems : tuple of models.studies.moe_systems.SystemLayouts
-        One per system, in :data:`~models.studies.moe_systems.MOE_SYSTEMS`'s order.
-    candidates : int
-        Candidate layouts per system.
-    """
-
-    workload: str
-    ngpus: int
-    systems: tuple
-    candidates: int
-
-
 def _moe_key(fabrics) -> str:
     return shipped.fingerprint("moe", MOE_WORKLOAD, MOE_GPUS, repr(moe_candidates(MOE_GPUS)),
                                *(_content(fabrics[n]) for n in MOE_SYSTEMS))
 
 
-def moe_section(fabrics=None, *, records=None) -> MoeSection:
-    """The MoE section, read from the shipped file when it holds it.
+def moe_section(fabrics=None, *, records=None):
+    """The section "DeepSeek-V3 on 256 GPUs" (a :class:`models.studies.moe_systems.MoeComparison`),
+    read from the shipped file when it holds it.
 
     Parameters
     ----------
@@ -1207,11 +1186,5 @@ def moe_section(fabrics=None, *, records=None) -> MoeSection:
     """
     fabrics = {name: (fabrics or {}).get(name) or prepare(topo.build(name)) for name in MOE_SYSTEMS}
     found = shipped.shipped_record(_moe_key(fabrics), records)
-    return _moe_compared(fabrics) if found is None else found
+    return moe_comparison(fabrics) if found is None else found
 
-
-def _moe_compared(fabrics) -> MoeSection:
-    from ...studies.moe_systems import system_layouts
-
-    return MoeSection(MOE_WORKLOAD, MOE_GPUS, tuple(system_layouts(name, fabrics[name]) for name in MOE_SYSTEMS),
-                      len(moe_candidates(MOE_GPUS)))

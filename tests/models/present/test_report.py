@@ -595,6 +595,8 @@ def test_moe_section_as_data(all_analysis, full_report):
         assert sum(c.exposed for c in p.components) == pytest.approx(p.step_time, rel=1e-9)
         assert {c.name for c in p.components} >= {"compute", "ep_comm", "pp_comm", "dp_comm", "bubble"}
         best[r.system] = p
+    rows = m.to_records()  # a row per component of every candidate, each naming its system
+    assert len({(row["system"], row["rank"]) for row in rows}) == sum(len(r.search.plans) for r in m.systems)
     # Blackwell's 2.5x the H100's dense bf16 peak: both Blackwell systems at least twice as fast;
     # the H100's 80 GB force full recomputation, the B200's 180 GB do not.
     h100, b200, gb200 = best["32xdgxh100"], best["32xdgxb200"], best["4xgb200nvl72"]
@@ -624,7 +626,7 @@ def test_moe_section_says_why_a_system_is_missing(monkeypatch):
     monkeypatch.setattr(moe_systems, "search", refuse)
     refused = moe_systems.system_layouts("32xdgxh100", prepare(topo.build("32xdgxh100")))
     assert (refused.search, refused.error) == (None, "refused for this test")
-    section = analysis_module.MoeSection("deepseek-v3", 256, (refused,), 36)
+    section = moe_systems.MoeComparison("deepseek-v3", 256, (refused,), 36)
     analysed = analysis_module._analysed(prepare(topo.build("dgxh100")))
     text = render_report(ReportAnalysis((analysed,), None, moe=section))
     assert "<td>32xdgxh100</td><td colspan='14'>n/a: refused for this test</td>" in text
