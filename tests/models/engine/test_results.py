@@ -584,6 +584,8 @@ NOT_RESULTS = {
     # Device, NcclTestsRow, P2PDevice; Check: CheckRow; Plan: Component, Calibration; Sweep: SweepRow)
     "LinkLoad", "SearchStep", "BandwidthStep", "BusBandwidth", "LatencyTerm", "Latency", "TaskTiming",
     "LinkUse", "Device", "NcclTestsRow", "P2PDevice", "CheckRow", "Component", "Calibration", "SweepRow",
+    # P2pSchedule: ScheduleRound (one row per round); P2pLayout: a schedule's inputs
+    "ScheduleRound", "P2pLayout",
 }
 
 

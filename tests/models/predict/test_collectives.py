@@ -41,7 +41,13 @@ def test_time_grows_with_size(prepared, collective):
     sizes = 2 ** np.arange(0, 34)
     for system in ("dgx1", "dgx1v", "dgx2"):
         time = estimate(prepared[system], collective, sizes).time
-        assert np.all(np.diff(time) > 0)
+        if collective in ("alltoall", "sendrecv"):
+            # NCCL splits a peer's transfer over twice the channels when it doubles (64 -> 128 KiB
+            # per peer on a DGX-2: 1 -> 2 channels of 64 KiB): where the channels bind, the time
+            # holds still (models.engine.nccl.p2p_plan.parts); it never falls
+            assert np.all(np.diff(time) >= 0) and time[-1] > time[0]
+        else:
+            assert np.all(np.diff(time) > 0)
 
 
 def test_vector_and_scalar_agree():
