@@ -489,7 +489,7 @@ def _matrix(matrix, n, where) -> np.ndarray:
         raise P2pError(f"{where}: expected an {n} x {n} matrix of bytes (one row and column per rank), "
                        f"received shape {m.shape}")
     if not np.all(np.isfinite(m)) or np.any(m < 0) or np.any(m != np.floor(m)):
-        bad = m[~(np.isfinite(m) & (m >= 0) & (m == np.floor(m)))].reshape(-1)[0]
+        bad = float(m[~(np.isfinite(m) & (m >= 0) & (m == np.floor(m)))].reshape(-1)[0])
         raise P2pError(f"{where}: expected whole non-negative bytes, received {bad!r}")
     return m.astype(np.int64)
 
