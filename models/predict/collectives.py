@@ -145,7 +145,8 @@ class CollectiveEstimate:
         on one GPU).
     nchannels : numpy.ndarray of int64
         NCCL's ``nChannels`` of the graph that runs (as NCCL logs it in ``Pattern ...,
-        nChannels``), 0 where no channel graph is used.
+        nChannels``); for alltoall and sendrecv its ``p2pnChannels`` (``%d p2p channels``); 0 on
+        one GPU.
     latency : numpy.ndarray of float64
         The latency term of the time. [s]
     bandwidth : numpy.ndarray of float64
@@ -654,6 +655,7 @@ def _p2p_estimate(ctx, collective, size, nodes, ids):
     flat = size.reshape(-1)
     latency = np.empty(flat.shape)
     bandwidth = np.empty(flat.shape)
+    protocols = []
     schedules = []
     for index, s in enumerate(flat.tolist()):
         per_pair = s / share  # each flow moves S / share at ``rate``
@@ -664,12 +666,13 @@ def _p2p_estimate(ctx, collective, size, nodes, ids):
         schedule = layout.schedule(pairs, link_time=per_pair / rate, bottleneck=(worst,),
                                    alike=collective != "sendrecv")
         schedules.append(schedule)
+        protocols.append(max((r.protocol for r in schedule.rounds), key=("LL", "Simple").index, default="Simple"))
         latency[index] = schedule.latency + schedule.fill
         # the link-bound bandwidth where nothing moves (size 0), else the size over the larger term
         bandwidth[index] = s / schedule.transfer if s > 0 and schedule.transfer > 0 else rate * share
     profile = system.profile
     e = _result(collective, ids, nodes, size, (latency + size.reshape(-1) / bandwidth).reshape(shape), "p2p",
-                "Simple", layout.plan.nchannels, latency.reshape(shape), bandwidth.reshape(shape), None, None,
+                np.asarray(protocols, dtype=str).reshape(shape), layout.plan.nchannels, latency.reshape(shape), bandwidth.reshape(shape), None, None,
                 (worst,), None,
                 f"NCCL {profile.version}'s point-to-point schedule: rounds of peers on its p2p channels, "
                 f"over its paths (this project's model; NCCL's tuning model does not cover {collective})")
