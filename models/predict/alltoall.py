@@ -16,7 +16,11 @@ module times that layout on a fabric:
 - *link term*: every round's traffic runs at once over NCCL's paths (its NVB relays, its PCIe
   overhead, PXN and the network legs per NIC), each link shared by the bytes crossing it, at
   NCCL's capacity of the link: ``max over links of bytes / capacity``. This is the load model
-  this module replaced, unchanged: bandwidth-bound sizes keep its figures.
+  this module replaced, unchanged: bandwidth-bound sizes keep its figures. Across nodes a GPU
+  sends through its nearest NIC, and to a network that NIC does not reach (another rail of a
+  rail-only fabric) through NCCL's PXN proxy, the GPU beside a NIC of that network over NVLink
+  (the PXN path of NVIDIA/nccl v2.27.7-1 src/graph/paths.cc, which the net transport's p2p sends
+  take unless ``NCCL_PXN_DISABLE=1``, src/transport/net.cc [U]).
 - *channel term*: one channel moves at most NCCL's per-channel bandwidth of the communicator's
   ring graph (the search's ``bwIntra``; half of it for LL, whose 16-byte lines carry 8 bytes of
   data), and a rank's parts on one channel run one after the other: ``max over channels of the

@@ -9,8 +9,8 @@ Two schedules, each with its working (:class:`DispatchPath`):
     Megatron-Core's ``alltoall`` dispatcher: one copy of the token per chosen expert, sent by one
     NCCL all-to-all(v) over the whole expert-parallel group (NVIDIA/Megatron-LM
     ``MoEAlltoAllTokenDispatcher`` [U]: it permutes the tokens by expert, so two experts on one
-    GPU receive two copies). Timed by NCCL's per-peer schedule (:func:`models.predict.alltoall.alltoallv`)
-    on the expected matrix.
+    GPU receive two copies). Timed by NCCL's per-peer schedule as an alltoall of the expected
+    (even) bytes per pair (:func:`models.predict.collectives.estimate`).
 ``hierarchical``
     DeepSeek-V3's dispatch (DeepSeek-V3 Technical Report, arXiv 2412.19437, section 3.2.2 [U]):
     a token crosses the network once per *node* holding one of its experts, to the GPU of the same
@@ -34,7 +34,6 @@ from dataclasses import dataclass
 from math import comb
 
 import networkx as nx
-import numpy as np
 
 import topo
 from topo.select import GpuIds
@@ -42,7 +41,8 @@ from topo.units import is_int
 
 from ..engine.fabric import PreparedFabric, prepare
 from ..engine.results import gpu_set, tidy_records
-from .alltoall import P2pError, P2pEstimate, alltoallv, nvlink_groups
+from .alltoall import P2pError, nvlink_groups
+from .collectives import CollectiveEstimate, estimate
 
 __all__ = ["DispatchError", "DispatchPath", "DispatchEstimate", "moe_dispatch", "reach"]
 
@@ -110,8 +110,8 @@ class DispatchEstimate:
     nodes_per_token, gpus_per_token : float
         Expected distinct nodes and GPUs one token reaches (:func:`reach`).
     flat, hierarchical : DispatchPath
-    flat_estimate : P2pEstimate
-        The flat all-to-allv as nccl-tests would time it.
+    flat_estimate : CollectiveEstimate
+        The flat dispatch as NCCL's alltoall, as nccl-tests would time it (``time``).
     """
 
     gpus: tuple
@@ -127,12 +127,17 @@ class DispatchEstimate:
     gpus_per_token: float
     flat: DispatchPath
     hierarchical: DispatchPath
-    flat_estimate: P2pEstimate
+    flat_estimate: CollectiveEstimate
 
     @property
     def token_bytes(self) -> int:
         """One token's hidden vector. [bytes]"""
         return self.hidden * self.dtype_bytes
+
+    @property
+    def best(self) -> DispatchPath:
+        """The faster schedule (``flat`` on a tie)."""
+        return self.hierarchical if self.hierarchical.time < self.flat.time else self.flat
 
     @property
     def faster(self) -> str:
@@ -248,11 +253,10 @@ def moe_dispatch(G: nx.DiGraph | PreparedFabric, tokens: int, hidden: int, top_k
     token = hidden * dtype_bytes
     nodes_hit, gpus_hit = reach(experts, top_k, nnodes, local, limit)
 
-    # flat: one copy per (token, expert), spread evenly over the group's GPUs
+    # flat: one copy per (token, expert), spread evenly over the group's GPUs: NCCL's alltoall of
+    # n x that per rank (the copy to itself included, as nccl-tests' size)
     per_pair = tokens * top_k * token // n
-    matrix = np.full((n, n), per_pair, dtype=np.int64)
-    np.fill_diagonal(matrix, 0)
-    flat_e = alltoallv(fabric, matrix, list(ids))
+    flat_e = estimate(fabric, "alltoall", per_pair * n, list(ids))
     s = flat_e.schedule
     nvl_rate, net_rate = _rates(system, nodes, groups)
     flat_nvl, flat_net = float(per_pair * (local - 1)), float(per_pair * local * (nnodes - 1))

@@ -126,6 +126,7 @@ def test_a_uniform_alltoallv_is_the_alltoall(system, per_pair):
     v = alltoallv(G, m)
     e = estimate(G, "alltoall", per_pair * n)
     assert v.nccl_time == pytest.approx(float(e.nccl_time), rel=1e-9)
+    assert v.time == pytest.approx(float(e.time), rel=1e-9)  # the same measurement terms
 
 
 @settings(max_examples=10, deadline=None)
