@@ -32,6 +32,13 @@ def two_h100():
     return PreparedFabric(topo.build("2xdgxh100"))
 
 
+@pytest.fixture(scope="module")
+def fabrics(h100, two_h100):
+    """Prepared once for the module's property tests, by name."""
+    return {"dgxh100": h100, "2xdgxh100": two_h100, "dgx2": PreparedFabric(topo.build("dgx2")),
+            "gb200nvl72": PreparedFabric(topo.build("gb200nvl72"))}
+
+
 # ------------------------------------------------------------------ the plan, by hand
 def test_plan_on_8_gpus_of_a_dgx_h100(h100):
     """comm nChannels 32 (16 ring channels doubled); a peer over 18 NVLinks may take 2 x 18 = 36,
@@ -110,16 +117,16 @@ def test_sendrecv_matrix_is_the_estimate(h100):
 
 @settings(max_examples=25, deadline=None)
 @given(st.integers(0, 2**31), st.integers(0, 2**31))
-def test_time_never_falls_with_size(a, b):
+def test_time_never_falls_with_size(fabrics, a, b):
     lo, hi = sorted((a, b))
-    e = estimate(_fabric("dgxh100"), "alltoall", [lo, hi])
+    e = estimate(fabrics["dgxh100"], "alltoall", [lo, hi])
     assert e.time[1] >= e.time[0]
 
 
 @settings(max_examples=10, deadline=None)
 @given(st.sampled_from(["dgxh100", "2xdgxh100", "dgx2"]), st.integers(1, 2**28))
-def test_a_uniform_alltoallv_is_the_alltoall(system, per_pair):
-    G = _fabric(system)
+def test_a_uniform_alltoallv_is_the_alltoall(fabrics, system, per_pair):
+    G = fabrics[system]
     n = len(topo.gpus(G.G))
     m = np.full((n, n), per_pair)
     np.fill_diagonal(m, 0)
@@ -131,10 +138,10 @@ def test_a_uniform_alltoallv_is_the_alltoall(system, per_pair):
 
 @settings(max_examples=10, deadline=None)
 @given(st.sampled_from(["dgxh100", "2xdgxh100", "dgx2", "gb200nvl72"]), st.integers(1, 2**32))
-def test_never_faster_than_a_gpus_port_or_its_nic(system, size):
+def test_never_faster_than_a_gpus_port_or_its_nic(fabrics, system, size):
     """What leaves a GPU (S (n-1)/n) crosses its NVLink port at most at NCCL's figure for it;
     across hosts what goes to other hosts crosses its NIC at most at the port's."""
-    G = _fabric(system)
+    G = fabrics[system]
     e = estimate(G, "alltoall", size)
     gpu = topo.gpus(G.G)[0]
     nvlink = sum(G.nccl.capacity(gpu, v) for v in G.G.adj[gpu] if G.G.adj[gpu][v]["kind"] == "nvlink")
@@ -142,15 +149,6 @@ def test_never_faster_than_a_gpus_port_or_its_nic(system, size):
     assert float(e.nccl_time) >= size * (n - 1) / n / nvlink
     if system == "2xdgxh100":
         assert float(e.nccl_time) >= size / 2 / (400e9 / 8)
-
-
-_FABRICS: dict = {}
-
-
-def _fabric(system):
-    if system not in _FABRICS:
-        _FABRICS[system] = PreparedFabric(topo.build(system))
-    return _FABRICS[system]
 
 
 def test_large_sizes_stay_near_the_load_model(h100, two_h100):
