@@ -25,7 +25,9 @@ module times that layout on a fabric:
   ring graph (the search's ``bwIntra``; half of it for LL, whose 16-byte lines carry 8 bytes of
   data), and a rank's parts on one channel run one after the other: ``max over channels of the
   bytes of its parts / rate``. It binds at mid sizes, where a peer's transfer takes few channels.
-  [U] the per-channel rate of a p2p channel is taken as the ring's.
+  [U] the per-channel rate of a p2p channel is taken as the ring's; a part is counted at the
+  largest part NCCL cuts at its size or below (:func:`models.engine.nccl.p2p_plan.part_bytes`),
+  so the time never falls where NCCL doubles a peer's channels.
 - *fill*: a Simple part goes through the receiver's buffer one chunk at a time (the sender
   writes a step, posts it, the receiver copies it out), so the last chunk of each batch is
   copied out after it arrives: ``batches x min(part, chunk) / rate``. LL moves data with its
@@ -61,11 +63,12 @@ from topo.units import is_int
 from ..engine.fabric import PreparedFabric, prepare
 from ..engine.nccl.channels import channel_graphs
 from ..engine.nccl.p2p_plan import (MAX_P2P_PER_BATCH, P2pChannels, channel_base, channel_for_part, chunk_size,
-                                    p2p_channels, parts, peer_nchannels, protocol, rank_rounds)
+                                    p2p_channels, part_bytes, parts, peer_nchannels, protocol,
+                                    rank_rounds)
 from ..engine.nccl.system import NcclSystem
 from ..engine.results import gpu_set, tidy_records
 from ..engine.routes import PathType
-from .measure import DEFAULT as DEFAULT_MEASUREMENT, CalibrationLike, MeasurementModel, Measured, measured
+from .measure import CalibrationLike, Measured, measured, measurement_model
 
 __all__ = ["P2pError", "ScheduleRound", "P2pSchedule", "P2pLayout", "P2pEstimate", "p2p_layout", "flow_load",
            "nvlink_groups", "alltoallv", "gather", "scatter", "sendrecv", "LL_DATA_SHARE"]
@@ -309,12 +312,13 @@ class P2pLayout:
                 ids = tuple(channel_for_part(plan.nchannels, base, p) for p in range(count))
                 proto = protocol(b)
                 share = LL_DATA_SHARE if proto == "LL" else 1.0
+                part = part_bytes(plan, b)
                 for c in ids:
                     entry = per_channel.setdefault((rank, c), [0.0, 0.0, 0])
-                    entry[direction] += b / count / share
+                    entry[direction] += part / share
                     entry[2] += 1 - direction
                 if proto == "Simple":
-                    step = max(step, min(-(-b // count), plan.chunk))
+                    step = max(step, min(part, plan.chunk))
                 if b > largest.get(k, (0,))[0]:
                     largest[k] = (b, count, ids)
         rounds = []
@@ -325,7 +329,7 @@ class P2pLayout:
             rounds.append(ScheduleRound(k, divmod(k, plan.local_ranks), hw, proto, b, count, ids,
                                         profile.hw_lat(hw, "ring", proto)))
         biggest = max((r.nbytes for r in rounds), default=0)
-        base = profile.base_lat("ring", protocol(biggest) if biggest else "Simple")
+        base = profile.base_lat("ring", protocol(biggest))
         rate = self.channel_rate
         channel_time = max((max(s, g) / rate for s, g, _ in per_channel.values()), default=0.0)
         batches = max((-(-max(1, ops_) // MAX_P2P_PER_BATCH) for _, _, ops_ in per_channel.values()), default=0)
@@ -472,17 +476,6 @@ class _Terms:
         return len(self.gpus)
 
 
-def _measurement_model(calibration) -> MeasurementModel:
-    if calibration is None:
-        return DEFAULT_MEASUREMENT
-    if isinstance(calibration, MeasurementModel):
-        return calibration
-    model = getattr(calibration, "model", None)
-    if isinstance(model, MeasurementModel):
-        return model
-    raise P2pError(f"calibration must be a Calibration or a MeasurementModel, received {type(calibration).__name__}")
-
-
 def _matrix(matrix, n, where) -> np.ndarray:
     """A square matrix of whole non-negative bytes for ``n`` ranks, as int64."""
     try:
@@ -525,7 +518,7 @@ def _estimate(operation, G, matrix, gpus, profile, gpus_per_thread, calibration)
     startup = schedule.latency + schedule.fill
     bandwidth = nbytes / schedule.transfer if schedule.transfer > 0 else float("inf")
     terms = _Terms("alltoall", ids, tuple(nodes), nbytes, startup, bandwidth, bottleneck, schedule.time)
-    m_ = measured(terms, system, gpus_per_thread=gpus_per_thread, model=_measurement_model(calibration))
+    m_ = measured(terms, system, gpus_per_thread=gpus_per_thread, model=measurement_model(calibration))
     return P2pEstimate(operation, ids, tuple(nodes), m, schedule, schedule.time, float(m_.time), m_)
 
 

@@ -51,7 +51,7 @@ from topo.errors import DgxTopoError, LimitError, SizeError
 from topo.select import GpuIds, parse_gpu_ids
 from topo.units import Sizes
 
-from .measure import DEFAULT as DEFAULT_MEASUREMENT, CalibrationLike, MeasurementModel, Measured, measured
+from .measure import CalibrationLike, Measured, measured, measurement_model
 from ..engine.nccl.channels import channel_graphs
 from ..engine.nccl.nvls import NvlsGraph
 from ..engine.nccl.search import ChannelSearch
@@ -60,7 +60,6 @@ from ..engine.nccl.profiles import NcclProfile
 from ..engine.nccl.reasons import NvlsChoice
 from ..engine.nccl.algorithms.base import Algorithm
 from ..engine.nccl.algorithms.catalog import ALGORITHMS, algorithm_named, algorithm_set, resolve, serving
-from ..engine.nccl.algorithms.ring import RING
 from ..engine.nccl.tuning import Selection, nvls_choice, select_algorithm
 from ..engine.nccltests import COLLECTIVES, NCCL_COLLECTIVES, algbw, busbw, collective as _collective
 from .network import network_load
@@ -361,20 +360,6 @@ def _result(collective, ids, nodes, size, time, algorithm, protocol, nchannels, 
         _shaped(algorithm, shape, str), _shaped(protocol, shape, str),
         _shaped(nchannels, shape, np.int64), _shaped(latency, shape, np.float64),
         _shaped(bandwidth, shape, np.float64), ring, tree, bottleneck, selection, model)
-
-
-def measurement_model(calibration=None) -> MeasurementModel:
-    """The measurement model of a calibration (a :class:`models.studies.calibration.Calibration`, a
-    :class:`~models.predict.measure.MeasurementModel`, or None for the default fitted one)."""
-    if calibration is None:
-        return DEFAULT_MEASUREMENT
-    if isinstance(calibration, MeasurementModel):
-        return calibration
-    model = getattr(calibration, "model", None)
-    if isinstance(model, MeasurementModel):
-        return model
-    raise DgxTopoError(f"calibration must be a models.studies.calibration.Calibration or a MeasurementModel, received "
-                       f"{type(calibration).__name__}")
 
 
 class _Context:

@@ -58,7 +58,7 @@ from ..results import tidy_records
 
 __all__ = ["P2P_NVL_CHUNKSIZE", "P2P_NET_CHUNKSIZE", "P2P_PCI_CHUNKSIZE", "P2P_LL_THRESHOLD",
            "NCHANNELS_PER_NET_PEER", "MAX_P2P_PER_BATCH", "P2pPlanError", "P2pChannels", "p2p_channels",
-           "peer_nchannels", "parts", "protocol", "peer_rounds", "rank_rounds", "channel_base", "channel_for_part",
+           "peer_nchannels", "parts", "part_bytes", "protocol", "peer_rounds", "rank_rounds", "channel_base", "channel_for_part",
            "chunk_size", "pow2_up"]
 
 #: ``NCCL_P2P_NVL_CHUNKSIZE`` default, 512 KiB: the p2p chunk of a one-node communicator whose
@@ -238,6 +238,31 @@ def parts(channels: P2pChannels, nbytes: int) -> int:
         n *= 2
         part = -(-int(nbytes) // n)
     return n
+
+
+def part_bytes(channels: P2pChannels, nbytes: int) -> int:
+    """The largest part NCCL cuts from a transfer of ``nbytes`` or less (:func:`parts`): its
+    part sizes smoothed over the doublings, so that a larger transfer never gets smaller parts.
+    [U] The time of a part is taken at this size: where NCCL doubles a peer's channels, the part
+    halves and the peer's transfer would finish sooner for being larger; a benchmark's curve is
+    not known to dip there. [bytes]
+
+    >>> c = p2p_channels(8, 1, 8, comm_nchannels=32, peer_nchannels=36, chunk=P2P_NVL_CHUNKSIZE)
+    >>> [part_bytes(c, b) for b in (1000, 65536, 65537, 2**20, 2**28, 2**30)]
+    [1000, 65536, 65536, 65536, 16777216, 33554432]
+    """
+    b = max(0, int(nbytes))
+    lo, hi = channels.min_part, channels.max_part
+    least, most = channels.min_per_peer, channels.per_peer
+    if b <= lo:
+        return b
+    if b <= least * lo:
+        return lo
+    if b <= least * hi:
+        return max(lo, -(-b // least))
+    if b <= most * hi:
+        return max(lo, hi)
+    return -(-b // most)
 
 
 def protocol(nbytes: int) -> str:

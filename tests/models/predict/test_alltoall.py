@@ -10,8 +10,8 @@ from hypothesis import given, settings, strategies as st
 import topo
 import models
 from models.engine.fabric import PreparedFabric
-from models.engine.nccl.p2p_plan import (P2pPlanError, channel_base, channel_for_part, p2p_channels, parts,
-                                         peer_rounds, protocol)
+from models.engine.nccl.p2p_plan import (P2pPlanError, channel_base, channel_for_part, p2p_channels, part_bytes,
+                                         parts, peer_rounds, protocol)
 from models.predict.alltoall import P2pError, alltoallv, gather, p2p_layout, scatter, sendrecv
 from models.predict.collectives import estimate
 from models.predict.dispatch import DispatchError, moe_dispatch, reach
@@ -86,6 +86,19 @@ def test_plan_pieces_by_hand():
     assert peer_rounds((0, 0, 1), (0, 1, 0))[2] == ((2, 2), (-1, -1), (0, 0))  # node 1 lacks local 1
 
 
+@settings(max_examples=50, deadline=None)
+@given(st.integers(0, 2**26), st.sampled_from([(8, 1, 8, 32, 36, 1 << 19), (16, 2, 8, 32, 2, 1 << 17),
+                                              (16, 1, 16, 12, 12, 1 << 19), (72, 1, 72, 32, 36, 1 << 19)]))
+def test_part_bytes_is_the_largest_part_up_to_the_size(nbytes, shape):
+    """part_bytes(b) = the largest part NCCL's split rule (parts) cuts from any b' <= b: checked at
+    b and at the sizes where the rule's parts peak (each multiple of the part limits below b)."""
+    nranks, nnodes, local, comm, peer, chunk = shape
+    c = p2p_channels(nranks, nnodes, local, comm_nchannels=comm, peer_nchannels=peer, chunk=chunk)
+    candidates = {nbytes} | {k * limit for limit in (c.min_part, c.max_part) for k in range(1, 2 * c.per_peer + 1)
+                             if k * limit <= nbytes}
+    assert part_bytes(c, nbytes) == max((-(-b // parts(c, b)) if b else 0) for b in candidates)
+
+
 # ---------------------------------------------------------------- closed forms, then the fabric
 def test_small_alltoall_is_base_plus_one_hop_per_round(h100):
     """1 KiB on 8 GPUs: 128 B per peer runs LL: Ring LL base 6.6 us + 7 rounds x NVLink LL 0.6 us."""
@@ -119,8 +132,9 @@ def test_sendrecv_matrix_is_the_estimate(h100):
 @given(st.integers(0, 2**31), st.integers(0, 2**31))
 def test_time_never_falls_with_size(fabrics, a, b):
     lo, hi = sorted((a, b))
-    e = estimate(fabrics["dgxh100"], "alltoall", [lo, hi])
-    assert e.time[1] >= e.time[0]
+    for system, collective in (("dgxh100", "alltoall"), ("2xdgxh100", "alltoall"), ("dgxh100", "sendrecv")):
+        e = estimate(fabrics[system], collective, [lo, hi])
+        assert e.time[1] >= e.time[0] * (1 - 1e-12)  # the rounding of size / bandwidth
 
 
 @settings(max_examples=10, deadline=None)

@@ -44,8 +44,9 @@ def test_time_grows_with_size(prepared, collective):
         if collective in ("alltoall", "sendrecv"):
             # NCCL splits a peer's transfer over twice the channels when it doubles (64 -> 128 KiB
             # per peer on a DGX-2: 1 -> 2 channels of 64 KiB): where the channels bind, the time
-            # holds still (models.engine.nccl.p2p_plan.parts); it never falls
-            assert np.all(np.diff(time) >= 0) and time[-1] > time[0]
+            # holds still (models.engine.nccl.p2p_plan.part_bytes); it never falls (but for the
+            # rounding of size / bandwidth)
+            assert np.all(np.diff(time) >= -1e-12 * time[1:]) and time[-1] > time[0]
         else:
             assert np.all(np.diff(time) > 0)
 
