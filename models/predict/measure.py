@@ -429,7 +429,7 @@ class Fitted(Protocol):
 CalibrationLike: TypeAlias = "Fitted | MeasurementModel | None"
 
 
-def measurement_model(calibration=None) -> MeasurementModel:
+def measurement_model(calibration: CalibrationLike = None) -> MeasurementModel:
     """The measurement model of a calibration (a :class:`models.studies.calibration.Calibration`, a
     :class:`~models.predict.measure.MeasurementModel`, or None for the default fitted one)."""
     if calibration is None:
