@@ -135,6 +135,11 @@ class DispatchEstimate:
         return self.hidden * self.dtype_bytes
 
     @property
+    def time(self) -> float:
+        """The faster schedule's time (:attr:`best`). [s]"""
+        return self.best.time
+
+    @property
     def best(self) -> DispatchPath:
         """The faster schedule (``flat`` on a tie)."""
         return self.hierarchical if self.hierarchical.time < self.flat.time else self.flat

@@ -191,6 +191,7 @@ def test_dispatch_bytes_by_hand_on_two_hosts(two_h100):
     assert d.hierarchical.nvlink_bytes == pytest.approx(rdma * 105 / 92 + 7 / 8 * 2_048_000)
     assert d.hierarchical.network_rate == 48e9  # NCCL's NDR port figure
     assert d.hierarchical.bottleneck == "network" and d.faster == "hierarchical"
+    assert d.time == d.best.time == d.hierarchical.time < d.flat.time
     assert "hierarchical" in explain(d) and d.to_records()[1]["schedule"] == "hierarchical"
 
 
@@ -250,3 +251,31 @@ def test_explain_shows_the_schedule(two_h100):
                    "round   8 (node +1, local +0): NET", "channels bind"):
         assert needle in text
     assert models.estimate(two_h100, "alltoall", 2**20).schedule is not None
+
+
+# ------------------------------------------------------------------------- the command line
+def test_collective_alltoall_explain_prints_the_schedule(capsys):
+    from models.present.cli import main
+
+    assert main(["collective", "alltoall", "--system", "dgxh100", "-b", "1K", "-e", "1G", "-f", "1024",
+                 "--explain"]) == 0
+    out = capsys.readouterr().out
+    rows = [line.split() for line in out.splitlines() if line.strip() and line.strip()[0].isdigit()]
+    assert [(r[0], r[-2], r[-1]) for r in rows] == [("1024", "LL", "32"), ("1048576", "Simple", "32"),
+                                                    ("1073741824", "Simple", "32")]
+    assert "up to 32 per peer (16 before splitting further), chunk 524288 B" in out
+    assert "round   7 (node +0, local +7): NVLINK Simple 134217728 B on 16 channel(s)" in out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["collective", "alltoall", "--system", "dgxh100", "--algo", "ring"],
+     "alltoall runs as point-to-point sends: expected no algorithm or protocol, received 'ring'/None"),
+    (["collective", "sendrecv", "--system", "dgxh100", "--proto", "LL"],
+     "sendrecv runs as point-to-point sends: expected no algorithm or protocol, received None/'LL'"),
+])
+def test_bad_p2p_requests_are_one_line_and_exit_2(capsys, argv, message):
+    from models.present.cli import main
+
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and message in err
