@@ -4,15 +4,18 @@ NCCL runs these as grouped sends and receives laid out in rounds of peers on its
 (:mod:`models.engine.nccl.p2p_plan`: rounds, channels per peer, chunk, protocol, batches). This
 module times that layout on a fabric:
 
-``time = base + sum over rounds of hwLat(round) + fill + max(link term, channel term)``
+``time = base + the rounds' hwLat + fill + max(link term, channel term)``
 
 - *base*: NCCL's Ring base latency of the protocol the largest transfer runs (the kernel launch
   as NCCL's tuner prices one operation, :meth:`NcclProfile.base_lat`).
 - *rounds*: every round with a transfer costs one hop of NCCL's ``hwLat`` for its hardware
   (``NVLINK`` inside a node over NVLink, ``PCI`` over PCIe or host memory, ``NET`` to another
-  node) and its protocol. [U] That the rounds' handshakes add up, one after another, is this
-  project's reading: a channel posts its batches in round order and one batch's parts share its
-  warps; NCCL's source states no latency for p2p.
+  node) and its protocol, but the network rounds NCCL lays in one batch (the up to 8 local
+  deltas of one node delta share a base channel, ``ncclP2pChannelBaseForRound``) cost one, their
+  largest: their sends are posted to the network together. [U] That the handshakes add up, one
+  after another, is this project's reading (NCCL's source states no latency for p2p): inside a
+  node ``n - 1`` hops, as the model before this one charged; across nodes one network hop per
+  node delta.
 - *link term*: every round's traffic runs at once over NCCL's paths (its NVB relays, its PCIe
   overhead, PXN and the network legs per NIC), each link shared by the bytes crossing it, at
   NCCL's capacity of the link: ``max over links of bytes / capacity``. This is the load model
@@ -105,6 +108,9 @@ class ScheduleRound:
         The channels its parts run on (of the rank that sends it).
     latency : float
         ``hwLat`` of the round's hardware and protocol. [s]
+    base : int
+        Its base channel (``ncclP2pChannelBaseForRound``): across nodes the rounds of one node
+        delta share one, and one batch.
     """
 
     index: int
@@ -115,6 +121,7 @@ class ScheduleRound:
     parts: int
     channels: tuple
     latency: float
+    base: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,9 +162,25 @@ class P2pSchedule:
     nbytes: int
 
     @property
+    def handshakes(self) -> tuple:
+        """The hwLat the rounds add, in order: one per round over NVLink or PCIe, one per batch of
+        network rounds (the rounds of one base channel; their largest). [s]"""
+        out: list = []
+        batch: dict = {}
+        for r in self.rounds:
+            if r.hardware != "NET":
+                out.append(r.latency)
+            elif r.base not in batch:
+                batch[r.base] = len(out)
+                out.append(r.latency)
+            else:
+                out[batch[r.base]] = max(out[batch[r.base]], r.latency)
+        return tuple(out)
+
+    @property
     def latency(self) -> float:
-        """``base + sum of the rounds' hwLat``. [s]"""
-        return self.base_latency + sum(r.latency for r in self.rounds)
+        """``base + the rounds' handshakes`` (:attr:`handshakes`). [s]"""
+        return self.base_latency + sum(self.handshakes)
 
     @property
     def transfer(self) -> float:
@@ -327,7 +350,8 @@ class P2pLayout:
             proto = protocol(b)
             hw = self.hardware[k]
             rounds.append(ScheduleRound(k, divmod(k, plan.local_ranks), hw, proto, b, count, ids,
-                                        profile.hw_lat(hw, "ring", proto)))
+                                        profile.hw_lat(hw, "ring", proto),
+                                        channel_base(k, plan.nnodes, plan.local_ranks)))
         biggest = max((r.nbytes for r in rounds), default=0)
         base = profile.base_lat("ring", protocol(biggest))
         rate = self.channel_rate

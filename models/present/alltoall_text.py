@@ -43,9 +43,9 @@ def schedule_lines(s: P2pSchedule) -> list:
              f"up to {p.per_peer} per peer ({p.min_per_peer} before splitting further), chunk {p.chunk} B, "
              f"{p.nnodes} node(s) of {p.local_ranks} rank(s)"]
     lines += _rounds_text(s.rounds)
-    lines.append(f"  latency: base {to_us(s.base_latency):.2f} us + {len(s.rounds)} round(s) "
-                 f"{to_us(s.latency - s.base_latency):.2f} us = {to_us(s.latency):.2f} us [U: rounds taken one "
-                 f"after another]")
+    lines.append(f"  latency: base {to_us(s.base_latency):.2f} us + {len(s.rounds)} round(s) in {len(s.handshakes)} "
+                 f"handshake(s) (one a round, one a batch of network rounds) {to_us(s.latency - s.base_latency):.2f} us "
+                 f"= {to_us(s.latency):.2f} us [U: handshakes taken one after another]")
     lines.append(f"  fill: {s.batches} batch(es) x the last chunk at {format_gbps(s.channel_rate, 1)} GB/s per channel "
                  f"= {to_us(s.fill):.2f} us")
     edge = f" ({s.bottleneck[0][0]}->{s.bottleneck[0][1]})" if s.bottleneck else ""

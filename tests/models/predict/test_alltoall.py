@@ -279,3 +279,13 @@ def test_bad_p2p_requests_are_one_line_and_exit_2(capsys, argv, message):
     assert main(argv) == 2
     out, err = capsys.readouterr()
     assert out == "" and err.count("\n") == 1 and message in err
+
+
+def test_network_rounds_of_a_batch_share_one_handshake(two_h100, h100):
+    """2 DGX H100 at 1 KiB (LL): Ring LL base 6.6 us, 7 NVLink rounds of 0.6 us one after another,
+    and the 8 rounds to the other node in one batch (base channel 1): one network hop of 2.7 us."""
+    s = estimate(two_h100, "alltoall", 1024).schedule
+    assert [r.base for r in s.rounds] == [0] * 7 + [1] * 8
+    assert s.handshakes == pytest.approx([0.6 * US] * 7 + [2.7 * US])
+    assert s.latency == pytest.approx((6.6 + 7 * 0.6 + 2.7) * US)
+    assert s.latency > estimate(h100, "alltoall", 1024).schedule.latency  # more than one node's 8 GPUs
