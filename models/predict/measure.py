@@ -61,7 +61,17 @@ nothing is fitted to a network (``nic_efficiency`` is 1 [U]); the one PCIe DMA f
 hosts, PCIe 3.0's (``dma:pcie3_x16``), was fitted to the DGX-1V p2pBandwidthLatencyTest row
 (:data:`models.predict.p2p_constants.EFFICIENCIES`) and is used for PCIe 3.0 alone.
 
-Each release's pipeline adds no time
+The kernels' pipeline
+---------------------
+What NCCL's tuner chose (algorithm, protocol) is timed by its kernels' pipeline
+(:mod:`models.predict.pipeline`, ``measured(pipeline=True)``, the default) for rings, chains and
+trees: the channels and threads NCCL launches at the size, the steps and their hops (NCCL's
+latency stays a floor of the part that overlaps the host), the LL line's data share, and the
+kernel's per-step work (fitted on the same DGX-2 runs, 1 KiB - 64 MiB). Large messages keep
+the bandwidth term above: every step's sync hides behind data in flight. The store-and-forward
+fill of a release's slices, below, is still not added.
+
+Each release's pipeline adds no fill
 ------------------------------------
 The runs were taken with a 2.5-era release, whose pipeline constants every later profile
 shares (:mod:`models.engine.nccl.pipelining`), so whatever fill those runs show is already in
@@ -207,6 +217,7 @@ from ..engine.nccl.system import NcclSystem
 from ..engine.nccltests import algbw, busbw
 from ..engine.results import tidy_records
 from .nicpath import MEASURED_DMA, dma_share, nic_path
+from .pipeline import DEFAULT_STEP_COSTS, StepCosts, channel_hops, ll_share, pipeline_time
 from .p2p_constants import EFFICIENCIES as P2P_EFFICIENCIES
 
 __all__ = [
@@ -535,6 +546,9 @@ class Measured:
         The release's pipeline for the largest size (:func:`pipeline_fill`).
     nic_paths : tuple of models.predict.nicpath.NicPath
         Across hosts, the path of each NIC the channels use (port or PCIe, whichever binds).
+    pipelines : tuple of models.predict.pipeline.PipelineTime or None
+        Per size (flattened), the kernels' pipeline that timed it (None where NCCL's table did:
+        NVLS, PAT, point-to-point); empty when no size was pipelined.
     """
 
     collective: str
@@ -555,6 +569,7 @@ class Measured:
     release: str = ""
     pipeline: "PipelineFill | None" = None
     nic_paths: tuple = ()
+    pipelines: tuple = ()
 
     @property
     def nranks(self) -> int:
@@ -601,7 +616,8 @@ def _release_and_graph(fabric, profile) -> tuple:
 
 # ``e`` is a CollectiveEstimate, left Any: models.predict.collectives imports this module.
 def measured(e: Any, G: nx.DiGraph | PreparedFabric | NcclSystem, *, gpus_per_thread: int = 1,
-             model: MeasurementModel = DEFAULT, profile: str | NcclProfile | None = None) -> Measured:
+             model: MeasurementModel = DEFAULT, profile: str | NcclProfile | None = None,
+             pipeline: bool = True, step_costs: StepCosts = DEFAULT_STEP_COSTS) -> Measured:
     """Predict what nccl-tests measures for an estimate.
 
     Parameters
@@ -617,6 +633,13 @@ def measured(e: Any, G: nx.DiGraph | PreparedFabric | NcclSystem, *, gpus_per_th
     profile : str or NcclProfile, optional
         With a graph ``G`` only: the NCCL release ``e`` was estimated with (its per-link figures
         are what ``ratio`` divides by; default the reference release). An NCCL view carries its own.
+    pipeline : bool
+        Time what NCCL chose by its kernels' pipeline (:mod:`models.predict.pipeline`; rings,
+        chains and trees): ``max(host, NCCL's latency, fill + steps x handshake) + data_time +
+        steps x exposed work`` (:mod:`models.predict.pipeline`); False keeps NCCL's table,
+        ``max(host, latency) + nbytes / bandwidth``.
+    step_costs : models.predict.pipeline.StepCosts
+        The kernel's per-step work (fitted to the DGX-2 runs).
 
     Returns
     -------
@@ -627,6 +650,8 @@ def measured(e: Any, G: nx.DiGraph | PreparedFabric | NcclSystem, *, gpus_per_th
     MeasurementError
         If ``gpus_per_thread`` is not a whole number from 1 to the number of ranks.
     """
+    view = G.nccl if isinstance(G, PreparedFabric) else G
+    router = view.router if isinstance(view, NcclSystem) else None
     profile, G = _release_and_graph(G, profile)
     if not is_int(gpus_per_thread) \
             or not 1 <= gpus_per_thread <= max(1, e.nranks):
@@ -645,13 +670,75 @@ def measured(e: Any, G: nx.DiGraph | PreparedFabric | NcclSystem, *, gpus_per_th
     with np.errstate(divide="ignore", invalid="ignore"):
         transfer = np.where(np.asarray(nbytes) > 0, np.asarray(nbytes, dtype=float)
                             / (np.asarray(bandwidth, dtype=float) * ratio * network_factor), 0.0)
+    pipes = _pipelines(e, G, profile, ratio * np.asarray(network_factor, dtype=float), step_costs, router,
+                               bool(paths) and bool(link) and topo.LINKS[link].kind != "nvlink") if pipeline else ()
+    if any(p is not None for p in pipes):  # the kernels' pipeline times what the tuner chose
+        shape = np.shape(nbytes)
+        flat = [(max(host, float(lat), p.latency), p.work_time) if p is not None else (s, t) for p, s, t, lat in zip(
+            pipes, np.broadcast_to(startup, shape).reshape(-1), np.broadcast_to(transfer, shape).reshape(-1),
+            np.broadcast_to(e.latency, shape).reshape(-1))]
+        startup = np.array([f for f, _ in flat]).reshape(shape)
+        transfer = np.array([t for _, t in flat]).reshape(shape)
     time = startup + transfer
     if np.ndim(nbytes) == 0:
         time, startup = float(time), float(startup)
         network_factor = float(np.asarray(network_factor).reshape(-1)[-1])
     return Measured(e.collective, tuple(e.gpus), nbytes, time, e.time, e.latency, host, startup,
                     bandwidth, float(ratio), link, int(gpus_per_thread), model, network_factor, network,
-                    profile.version, pipeline_fill(e, profile, ratio * network_factor), paths)
+                    profile.version, pipeline_fill(e, profile, ratio * network_factor), paths, tuple(pipes))
+
+
+def _line_rate(cell) -> float:
+    """An LL cell's algorithm bandwidth with the LL line's data share (8 of 16 bytes) in place of
+    the tuner's LL factor (1/4 or 1/3 before v2.21, 1/2 since), its caps kept: what the line
+    carries at the link's rate, not what a release's tuner assumed. [B/s]"""
+    bus = cell.bus
+    if bus is None or not bus.value > 0:
+        return cell.bandwidth
+    value = bus.raw
+    for step in bus.steps:
+        factor = max(step.factor, ll_share()) if step.name.endswith(" LL") else step.factor
+        value = value * factor if step.cap is None else min(value * factor, step.cap)
+    return value * cell.ratio
+
+
+def _pipelines(e, G, profile, achieved, costs, router, dma_bound) -> tuple:
+    """Per size (flattened), the pipeline of what NCCL chose (:func:`models.predict.pipeline.pipeline_time`),
+    None where no ring, chain or tree runs; ``()`` when nothing of the estimate is pipelined."""
+    selection = getattr(e, "selection", None)
+    if selection is None or e.collective not in PIPELINE_COLLECTIVES or e.nranks < 2:
+        return ()
+    sizes = np.atleast_1d(e.nbytes).reshape(-1)
+    names = np.broadcast_to(np.asarray(e.algorithm, dtype=str), np.shape(e.nbytes)).reshape(-1)
+    protocols = np.broadcast_to(np.asarray(e.protocol, dtype=str), np.shape(e.nbytes)).reshape(-1)
+    factors = np.broadcast_to(np.asarray(achieved, dtype=float), np.shape(e.nbytes)).reshape(-1)
+    channels = np.broadcast_to(np.asarray(e.nchannels), np.shape(e.nbytes)).reshape(-1)
+    cells = {(c.tuning.algorithm, c.tuning.protocol): c.tuning for c in selection.candidates}
+    hops: dict = {}
+    out = []
+    for i, size in enumerate(sizes):
+        ran = _algorithm(e, i)
+        name, protocol = str(names[i]), str(protocols[i])
+        if ran is None or not ran.pipelined or name not in ("ring", "tree") or int(channels[i]) < 1:
+            out.append(None)
+            continue
+        search = ran.searched(e)
+        if search is None:
+            out.append(None)
+            continue
+        if name not in hops:
+            order = tuple(search.channels[0]) if search.channels else ()
+            hops[name] = channel_hops(G, order, tuple(e.nodes), router=router)
+        cell = cells.get((name, protocol))
+        if cell is None:
+            out.append(None)
+            continue
+        bw = _line_rate(cell) if protocol == "LL" else cell.bandwidth
+        out.append(pipeline_time(e.collective, name, protocol, int(size), nranks=e.nranks,
+                                 graph_channels=int(channels[i]), rate=bw * float(factors[i]),
+                                 hops=hops[name], profile=profile, dma_bound=dma_bound,
+                                 ring_bandwidth=e.ring.bandwidth if e.ring is not None else float("inf"), costs=costs))
+    return tuple(out)
 
 
 def _algorithm(e, index):

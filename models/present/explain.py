@@ -42,6 +42,7 @@ from ..predict.network import NetworkLoad
 from ..predict.nicpath import NicPath
 from ..predict.alltoall import P2pEstimate
 from ..predict.dispatch import DispatchEstimate
+from ..predict.pipeline import PipelineTime
 from ..predict.p2p import P2PResult
 from ..predict.p2p_constants import EFFICIENCIES, OVERHEADS
 from ..studies.bounds import Bound, Cut
@@ -53,7 +54,7 @@ from .reasons_text import nvls_bound_text, nvls_choice_text
 
 __all__ = ["explain", "explain_estimate", "explain_measurement", "explain_p2p_path", "explain_bound",
            "explain_check", "describe_parameter", "describe_network_load", "network_load_where",
-           "describe_nic_path", "describe_cut", "describe_packing", "describe_pipeline_fill", "bound_summary", "explain_steps",
+           "describe_nic_path", "describe_cut", "describe_packing", "describe_pipeline_fill", "describe_pipeline_time", "bound_summary", "explain_steps",
            "search_step_text"]
 
 
@@ -258,6 +259,32 @@ def describe_pipeline_fill(fill: PipelineFill) -> str:
             f"not added ({FILL_NOTE})")
 
 
+def describe_pipeline_time(p: PipelineTime) -> str:
+    """Lines: the kernels' pipeline of one size (:func:`models.predict.pipeline.pipeline_time`):
+    the channels and threads launched, the steps, the hops and their link class, the fill, the
+    bytes per step and every term of the time."""
+    launch, hop = p.launch, p.slowest
+    hops = p.hops
+    where = "" if hops is None else ", ".join(
+        f"{name} {h.src}->{h.dst} {to_us(h.latency):.2f} us ({h.link})"
+        for name, h in (("in a host", hops.intra), ("between hosts", hops.inter)) if h is not None)
+    lines = [
+        f"pipeline ({p.shape}, {p.protocol}) at {p.nbytes} B: {launch.nchannels} of {launch.graph_channels} "
+        f"channel(s), {launch.nthreads} threads after NCCL's reduction (nBytes < nc x nt x "
+        f"{launch.threshold} B sheds channels, then threads; block {launch.block_threads} threads)",
+        f"  {p.steps} step(s) per channel of {p.step_bytes} B (step buffer {p.pipelining.step_bytes} B, "
+        f"chunk {p.pipelining.chunk_steps}, slice {p.pipelining.slice_steps} step(s), "
+        f"{p.pipelining.steps_in_flight} in flight)",
+        f"  hops: {where or 'none'}" + (f"; slowest {hop.link}" if hop is not None else ""),
+        f"  per step: handshake {to_us(p.handshake):.3f} us (after {to_us(p.overlap):.3f} us of data in "
+        f"flight), kernel work {to_us(p.work):.3f} us of which {to_us(p.exposed):.3f} us exposed",
+        f"  fill {to_us(p.fill):.2f} us; latency = fill + steps x handshake = {to_us(p.latency):.2f} us; "
+        f"data {p.nbytes} B at {to_GBps(p.rate):.2f} GB/s = {to_us(p.data_time):.2f} us; "
+        f"work = data + steps x exposed = {to_us(p.work_time):.2f} us",
+    ]
+    return "\n".join(lines)
+
+
 def network_load_where(load: NetworkLoad) -> str:
     """The busiest link group of a network load in words (:attr:`NetworkLoad.group
     <models.predict.network.NetworkLoad>` and its nodes): ``"h0.mlx5_0->net.leaf0"`` (one link),
@@ -337,17 +364,23 @@ def explain_measurement(m: Measured) -> str:
         return float(np.atleast_1d(x)[-1])
 
     size = int(last(m.nbytes))
+    piped = m.pipelines[-1] if m.pipelines else None
     lines = [
         f"Measurement model for {m.collective} on {m.nranks} GPUs, {size} B:",
         *([f"  NCCL release {_release_words(nccl_profile(m.release))}"] if m.release else []),
         *(_release_caveats(nccl_profile(m.release)) if m.release else []),
         *(["  " + describe_pipeline_fill(m.pipeline)] if m.pipeline is not None else []),
+        *(["  " + line for line in describe_pipeline_time(piped).splitlines()] if piped is not None else []),
+        ("  time = max(floor + g x launch_per_gpu, nccl_latency, pipeline latency) + pipeline work "
+         "(rate: nccl_bandwidth x ratio" + (" x network" if m.network else "") + ")") if piped is not None else
         "  time = max(floor + g x launch_per_gpu, nccl_latency) + nbytes / (nccl_bandwidth x ratio"
         + (" x network)" if m.network else ")"),
         f"  host term: floor {to_us(model.floor):.3f} us + {m.gpus_per_thread} x "
         f"{to_us(model.launch_per_gpu):.3f} us = {to_us(m.host_time):.2f} us",
-        f"  NCCL latency term: {to_us(last(m.nccl_latency)):.2f} us (overlaps the host term; "
-        f"the larger, {to_us(last(m.startup)):.2f} us, counts)",
+        f"  NCCL latency term: {to_us(last(m.nccl_latency)):.2f} us"
+        + (f", pipeline latency {to_us(piped.latency):.2f} us (they overlap the host term; the largest, "
+           if piped is not None else " (overlaps the host term; the larger, ")
+        + f"{to_us(last(m.startup)):.2f} us, counts)",
     ]
     if any(p.binding == m.link and math.isclose(p.ratio, m.ratio) for p in m.nic_paths):
         lines.append(f"  bandwidth: NCCL {to_GBps(last(m.nccl_bandwidth)):.2f} GB/s x ratio "
@@ -534,8 +567,8 @@ _EXPLAINERS = ((CollectiveEstimate, explain_estimate), (CollectiveSteps, explain
                (Cut, describe_cut), (TreePacking, describe_packing),
                (NetworkLoad, describe_network_load), (NicPath, describe_nic_path),
                (Parameter, describe_parameter),
-               (PipelineFill, describe_pipeline_fill), (P2pEstimate, explain_p2p_estimate),
-               (DispatchEstimate, explain_dispatch))
+               (PipelineFill, describe_pipeline_fill), (PipelineTime, describe_pipeline_time),
+               (P2pEstimate, explain_p2p_estimate), (DispatchEstimate, explain_dispatch))
 
 
 def explain(result) -> str:
@@ -544,7 +577,7 @@ def explain(result) -> str:
     Parameters
     ----------
     result : CollectiveEstimate, CollectiveSteps, Measured, P2PResult, Bound, Check, Cut, TreePacking,
-        NetworkLoad, NicPath, Parameter, PipelineFill, P2pEstimate or DispatchEstimate
+        NetworkLoad, NicPath, Parameter, PipelineFill, PipelineTime, P2pEstimate or DispatchEstimate
 
     Returns
     -------

@@ -38,17 +38,24 @@ def prepared():
 
 @pytest.mark.parametrize("collective", COLLECTIVE_NAMES)
 def test_time_grows_with_size(prepared, collective):
+    # Strictly within each run of one (algorithm, protocol). Where NCCL's tuner switches, the
+    # pipeline times what it chose (models.predict.pipeline), so a switch the tuner makes early
+    # can show as a small drop (DGX-2 broadcast, LL at 256 KiB -> Simple at 512 KiB: the chain's
+    # 15 hops dominate both and LL's capped rate is the slower): at most 15 %.
     sizes = 2 ** np.arange(0, 34)
     for system in ("dgx1", "dgx1v", "dgx2"):
-        time = estimate(prepared[system], collective, sizes).time
+        e = estimate(prepared[system], collective, sizes)
+        time, choice = e.time, np.char.add(e.algorithm, e.protocol)
         if collective in ("alltoall", "sendrecv"):
             # NCCL splits a peer's transfer over twice the channels when it doubles (64 -> 128 KiB
             # per peer on a DGX-2: 1 -> 2 channels of 64 KiB): where the channels bind, the time
             # holds still (models.engine.nccl.p2p_plan.part_bytes); it never falls (but for the
             # rounding of size / bandwidth)
             assert np.all(np.diff(time) >= -1e-12 * time[1:]) and time[-1] > time[0]
-        else:
-            assert np.all(np.diff(time) > 0)
+            continue
+        same = choice[1:] == choice[:-1]
+        assert np.all(np.diff(time)[same] > 0)
+        assert np.all(time[1:][~same] > 0.85 * time[:-1][~same])
 
 
 def test_vector_and_scalar_agree():

@@ -1,0 +1,473 @@
+"""The time of one collective as NCCL's kernels run it: a pipeline of steps per channel.
+
+NCCL's tuner chooses an (algorithm, protocol) with an alpha-beta table
+(:mod:`models.engine.nccl.tuning`); the table's latency is not what the kernels then spend. This
+module times what was chosen, per channel, from NCCL's pipeline
+(:mod:`models.engine.nccl.pipelining`: ``NCCL_STEPS``, chunk and slice steps, the bytes a step of
+each protocol holds) and the launch NCCL makes at that size (:mod:`models.engine.nccl.launch`:
+the channels and threads left after ``getAlgoInfo``'s reduction)::
+
+    latency = fill + steps x handshake;  work = data_time + steps x exposed
+
+- ``data_time = nbytes / rate``: the steady-state rate of the (algorithm, protocol).
+  ``rate`` is the caller's (the measurement
+  model's achieved algorithm bandwidth at every channel of the graph: NCCL's figure x the
+  binding link class's achieved ratio x the network's factor); for LL the measurement model puts
+  the line's data share, 8 of 16 bytes (``union ncclLLFifoLine``, src/include/device.h), in
+  place of the tuner's LL factor (1/4 or 1/3 before v2.21, a choice of the tuner, not a fact of
+  the line), the tuner's caps kept. The channels NCCL sheds at small sizes change
+  the steps (a channel's chunk), not the rate: on an NVSwitch the hardware spreads a GPU's
+  traffic over all its NVLinks, so fewer blocks each move more; the DGX-2 runs at 64 KiB on one
+  channel leave ~5 us beside the host term, where one sixth of the rate would take 12 [U: no
+  per-block rate is in the sources here]. At large sizes the steps' sync hides behind data in
+  flight, and the time is the old bandwidth term.
+- ``steps``: a channel's sequence of steps. On a **ring** (all_reduce, all_gather,
+  reduce_scatter) ``loops x 2(n-1)`` (all_reduce) or ``loops x (n-1)``, each moving a chunk
+  ``min(chunk, ceil(nbytes / (channels x n)))`` (the device code's ``realChunkSize`` shrinks the
+  chunk when the data does not fill a loop); on a **chain** (broadcast, reduce) ``ceil(D /
+  slice)`` with ``D = ceil(nbytes / channels)``; a **tree** all_reduce is a chain up the tree
+  and one down, in all_reduce's slices [U: the tree's own chunk size, src/enqueue.cc, was not
+  re-read].
+- ``handshake``: the flag a step waits for across one hop, read from the graph's edges along
+  NCCL's route (:func:`channel_hops`: NVLink, NVSwitch, PCIe inside a host; the network between
+  hosts). A ring's step depends on the previous hop's step, so each step waits for a hop: on
+  average a hop of the ring, ``nnodes`` of its ``n`` between hosts (the split NCCL's tuner
+  counts, ``nInterSteps``), less what data in flight overlaps (Simple: the chunk's other slices,
+  ``CHUNKSTEPS/SLICESTEPS - 1``; LL and LL128 carry a flag in every line, so a step's lines wait
+  for the previous step's and nothing overlaps). A chain's ranks forward as data arrives: it
+  pays its hops once, in the fill.
+- ``exposed``: the kernel's work per step (:class:`StepCosts`) beyond what the overlap left
+  hidden; across hosts, where a NIC's DMA binds, the block works while the network moves the
+  step (hidden up to the step's data time).
+- ``fill``: the hops before the last rank of a chain receives, ``n - 1`` of them (``nnodes - 1``
+  between hosts); a tree all_reduce's chain up and down, ``2 x (ppn - 1 + log2(nnodes))``; 0 on a
+  ring (every rank sends from its first step). Chains forward finer than a posted slice (the
+  DGX-2 runs show no store-and-forward fill, :data:`models.predict.measure.FILL_NOTE`), so the
+  fill is hops, not slices.
+
+How it enters a measured time (:func:`models.predict.measure.measured`)::
+
+    time = max(host, NCCL's latency, fill + steps x handshake) + data_time + steps x exposed
+
+The hops overlap the host's launches as NCCL's latency did; NCCL's own latency (its per-step
+``hwLat``, which NVIDIA measured) stays a floor, the pipeline's hops can only lengthen it; the
+kernel's exposed work does not overlap (the ranks run it once all are launched).
+
+NVLS, NVLSTree, PAT and CollNet run no chunk/slice ring or chain here (and an algorithm of the
+caller's that is not ``pipelined``): :func:`pipeline_time` returns None and the measurement
+model keeps NCCL's table time for them.
+
+What was fitted, to what
+------------------------
+Only :data:`DEFAULT_STEP_COSTS`, the kernel's per-step work per protocol, by least squares on
+the relative time error of the out-of-place rows 1 KiB - 64 MiB of all_reduce, broadcast and
+reduce of the DGX-2 12-GPU sweep (``-g 12``; tests/data/dgx2_12gpu_nccl_tests.json; NCCL 2.5.7
+profile, hops over NVSwitch at the graph's latencies), with the launch cost and the transfer
+efficiency of :mod:`models.predict.measure` held. ``tests/models/predict/test_pipeline.py``
+re-derives them and prints the residuals. Everything else is NCCL's source (the steps, chunks,
+lines, the reduction) or the graph (hop latencies, rates).
+
+Residual not modelled: NCCL 2.5's LL128 all_reduce on the DGX-2 runs at about 0.8 of the rate
+NCCL's table gives it (12.9 GB/s per channel where broadcast's LL128 reaches 16.4), so 8-16 MiB
+all_reduce stays 10-15 % fast; no source here says why a ring's LL128 step is slower than a
+chain's [U].
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+import networkx as nx
+
+import topo
+from topo.errors import DgxTopoError
+
+from ..engine.nccl.launch import Launch, reduced_launch
+from ..engine.nccl.pipelining import LL_DATA_BYTES, LL_LINE_BYTES, PIPELINE_COLLECTIVES, Pipelining, pipelining
+from ..engine.nccl.profiles import NcclProfile
+from ..engine.results import tidy_records
+from ..engine.routes import Router, route
+
+__all__ = ["PipelineError", "StepCosts", "DEFAULT_STEP_COSTS", "Hop", "Hops", "channel_hops", "Shape", "RING",
+           "CHAIN", "TREE", "PipelineTime", "pipeline_time", "ll_share"]
+
+_US = 1e-6
+
+
+class PipelineError(DgxTopoError):
+    """A pipeline request that cannot be answered (bad size, rate or count)."""
+
+
+@dataclass(frozen=True, slots=True)
+class StepCosts:
+    """The kernel's work per step, per protocol (the fitted part of the pipeline). [s]
+
+    Attributes
+    ----------
+    work : mapping of str to float
+        Per protocol, what a block spends per step beyond moving its data (waiting on and posting
+        flags, its barrier, its loop). [s]
+    fitted_to : str
+    """
+
+    work: Any
+    fitted_to: str
+
+    def of(self, protocol: str) -> float:
+        """The per-step work of a protocol. [s]"""
+        return float(self.work[protocol])
+
+    def to_records(self) -> list:
+        """One row per protocol: its per-step work and what it was fitted to."""
+        return tidy_records({"protocol": list(self.work), "work_s": [float(v) for v in self.work.values()],
+                             "fitted_to": self.fitted_to})
+
+
+_FITTED_TO = ("least squares on the relative time error of the out-of-place rows 1 KiB - 64 MiB of "
+              "all_reduce, broadcast and reduce, nccl-tests -g 12 on 12 GPUs of a DGX-2 (wohlbier/"
+              "nccl-tests README \"Results on dgx-2\", 2020; tests/data/dgx2_12gpu_nccl_tests.json), "
+              "NCCL 2.5.7 profile, launch_per_gpu and transfer_efficiency held")
+#: Fitted (module docstring): LL128's block spends 1.93 us a step; LL's fit is 0 (0.0008 us);
+#: Simple's is not identifiable (its other slice hides it at every size fitted) and is set to 0.
+DEFAULT_STEP_COSTS = StepCosts(MappingProxyType({"LL": 0.0, "LL128": 1.93 * _US, "Simple": 0.0}),
+                               _FITTED_TO)
+
+
+def ll_share() -> float:
+    """Data bytes per byte of an LL line, ``8 / 16`` (src/include/device.h ``ncclLLFifoLine``)."""
+    return LL_DATA_BYTES / LL_LINE_BYTES
+
+
+@dataclass(frozen=True, slots=True)
+class Hop:
+    """The slowest hop of a channel: its latency and link class.
+
+    Attributes
+    ----------
+    src, dst : node ids
+    latency : float
+        Sum of the edges' ``latency`` along NCCL's route (:func:`models.engine.routes.route`). [s]
+    link : str
+        ``"nvlink"``, ``"nvswitch"``, ``"pcie"`` or ``"network"``: what the hop crosses.
+    """
+
+    src: object
+    dst: object
+    latency: float
+    link: str
+
+    def to_records(self) -> list:
+        """One row: the hop's ends, latency and link class."""
+        return tidy_records({"src": str(self.src), "dst": str(self.dst), "latency_s": self.latency,
+                             "link": self.link})
+
+
+def _hop(G, src, dst, router) -> Hop:
+    r = router.route(src, dst) if router is not None else route(G, src, dst)
+    kinds = {G.nodes[v].get("kind") for _, v in r.edges}
+    edge_kinds = {G.edges[u, v].get("kind") for u, v in r.edges}
+    link = "network" if "network" in edge_kinds else "nvswitch" if "nvswitch" in kinds else \
+        "nvlink" if edge_kinds <= {"nvlink"} else "pcie"
+    return Hop(src, dst, float(r.latency), link)
+
+
+@dataclass(frozen=True, slots=True)
+class Hops:
+    """The hops of a channel: one inside a host and one between hosts (NCCL's channels are alike
+    hop for hop, so one of each stands for all [U]).
+
+    Attributes
+    ----------
+    intra : Hop or None
+        A hop between consecutive GPUs of a host (None with one GPU per host).
+    inter : Hop or None
+        The hop from a host's last GPU to the next host's first (None on one host).
+    nnodes : int
+        Hosts the channel crosses.
+    """
+
+    intra: Hop | None
+    inter: Hop | None
+    nnodes: int = 1
+
+    def to_records(self) -> list:
+        """One row per hop: which (``intra``/``inter``) and the hop's fields."""
+        return [{"hop": name, **h.to_records()[0]} for name, h in (("intra", self.intra), ("inter", self.inter))
+                if h is not None]
+
+    def path(self, intra: int, inter: int) -> float:
+        """Latency of a path of ``intra`` hops inside hosts and ``inter`` between them. [s]"""
+        a = 0.0 if self.intra is None else self.intra.latency
+        b = a if self.inter is None else self.inter.latency
+        return intra * a + inter * b
+
+    @property
+    def slowest(self) -> Hop | None:
+        """The slower of the two."""
+        hops = [h for h in (self.intra, self.inter) if h is not None]
+        return max(hops, key=lambda h: h.latency) if hops else None
+
+
+def channel_hops(G: nx.DiGraph, order: tuple, nodes: tuple = (), *, router: Router | None = None) -> Hops:
+    """A channel's hops: between the first two GPUs of its order (one host's, as NCCL's search
+    gives it) and, when ``nodes`` (the communicator's GPUs) span hosts, from the order's last GPU
+    to the first GPU of another host, over NCCL's route (:func:`models.engine.routes.route`;
+    ``router``, a prepared fabric's, routes without validating ``G`` again)."""
+    host = {n: G.nodes[n].get("host") for n in (*order, *nodes)}
+    intra = _hop(G, order[0], order[1], router) if len(order) >= 2 else None
+    other = next((n for n in nodes if order and host[n] != host[order[-1]]), None)
+    inter = _hop(G, order[-1], other, router) if other is not None else None
+    nnodes = len({host[n] for n in nodes}) if nodes else 1
+    return Hops(intra, inter, max(1, nnodes))
+
+
+@dataclass(frozen=True)
+class Shape:
+    """How a channel's steps depend on each other: a strategy object (:data:`RING`,
+    :data:`CHAIN`, :data:`TREE`).
+
+    Attributes
+    ----------
+    name : str
+    """
+
+    name: str
+
+    def to_records(self) -> list:
+        """One row: the shape's name."""
+        return tidy_records({"shape": self.name})
+
+    def steps(self, pipe: Pipelining, nbytes: int, nchannels: int, nranks: int) -> tuple:
+        """``(steps, step_bytes)`` of one channel."""
+        raise NotImplementedError
+
+    def overlap_steps(self, pipe: Pipelining) -> int:
+        """Steps of data in flight that hide one step's sync (Simple only)."""
+        raise NotImplementedError
+
+    def step_latency(self, hops: Hops, nranks: int) -> float:
+        """The hop latency each step waits for (a ring's lockstep), 0 where only the fill pays. [s]"""
+        raise NotImplementedError
+
+    def fill(self, hops: Hops, nranks: int) -> float:
+        """Latency before the last rank's first step. [s]"""
+        raise NotImplementedError
+
+
+class _Ring(Shape):
+    def steps(self, pipe, nbytes, nchannels, nranks):
+        per_loop = nchannels * nranks
+        loops = max(1, math.ceil(nbytes / (per_loop * pipe.chunk_bytes)))
+        chunk = min(pipe.chunk_bytes, math.ceil(nbytes / per_loop))
+        return loops * pipe.ring_steps(nranks), chunk
+
+    def overlap_steps(self, pipe):
+        return pipe.slices_per_chunk - 1 if pipe.protocol == "Simple" else 0
+
+    def step_latency(self, hops, nranks):
+        # a step's dependency walks round the ring: on average a hop of the ring's n, nnodes of
+        # them between hosts (NCCL's tuner counts the same split: nInterSteps)
+        return hops.path(nranks - hops.nnodes, hops.nnodes) / nranks if hops.nnodes > 1 else hops.path(1, 0)
+
+    def fill(self, hops, nranks):
+        return 0.0
+
+
+class _Chain(Shape):
+    def steps(self, pipe, nbytes, nchannels, nranks):
+        per_channel = math.ceil(nbytes / nchannels)
+        slice_ = max(1, min(pipe.slice_bytes, per_channel))
+        return max(1, math.ceil(per_channel / slice_)), slice_
+
+    def overlap_steps(self, pipe):
+        return pipe.steps_in_flight // pipe.slice_steps - 1 if pipe.protocol == "Simple" else 0
+
+    def step_latency(self, hops, nranks):
+        return 0.0
+
+    def fill(self, hops, nranks):
+        return hops.path(nranks - hops.nnodes, hops.nnodes - 1)
+
+
+class _Tree(_Chain):
+    def fill(self, hops, nranks):
+        # up the tree and down: the host's chain of ppn - 1 hops, log2(nnodes) between hosts
+        inter = int(math.floor(math.log2(hops.nnodes))) if hops.nnodes > 1 else 0
+        return 2 * hops.path(nranks // hops.nnodes - 1, inter)
+
+
+#: A ring's lockstep: each step needs the previous hop's step.
+RING = _Ring("ring")
+#: A chain (broadcast, reduce on NCCL's ring): each rank forwards as data arrives.
+CHAIN = _Chain("chain")
+#: A tree all_reduce: a chain up the tree and one down.
+TREE = _Tree("tree")
+
+
+@dataclass(frozen=True, slots=True)
+class PipelineTime:
+    """The pipeline of one collective at one size, and its time.
+
+    Attributes
+    ----------
+    collective, algorithm, protocol : str
+    nbytes : int
+        [bytes]
+    nranks : int
+    shape : str
+        ``"ring"``, ``"chain"`` or ``"tree"``.
+    launch : models.engine.nccl.launch.Launch
+        Channels and threads launched after NCCL's reduction.
+    pipelining : models.engine.nccl.pipelining.Pipelining
+    steps : int
+        Steps of one channel.
+    step_bytes : int
+        Data of one step (the chunk on a ring, the slice on a chain or tree). [bytes]
+    rate : float
+        Algorithm bandwidth the steps move data at. [B/s]
+    hops : Hops or None
+        A channel's hops (None: no hop latency).
+    work : float
+        The kernel's per-step work (:class:`StepCosts`). [s]
+    overlap : float
+        Data time of the steps in flight that hide a step's sync. [s]
+    handshake : float
+        The hop's flag handshake each step waits for beyond the overlap (a ring's lockstep;
+        a chain pays hops in its fill): ``max(0, step latency - overlap)``. [s]
+    exposed : float
+        The kernel's work each step adds beyond what the overlap left hidden. [s]
+    fill : float
+        The hops' latency before the last rank's first step. [s]
+    data_time : float
+        ``nbytes / rate``. [s]
+    time : float
+        ``latency + data_time + steps x exposed``. [s]
+    """
+
+    collective: str
+    algorithm: str
+    protocol: str
+    nbytes: int
+    nranks: int
+    shape: str
+    launch: Launch
+    pipelining: Pipelining
+    steps: int
+    step_bytes: int
+    rate: float
+    hops: Hops | None
+    work: float
+    overlap: float
+    handshake: float
+    exposed: float
+    fill: float
+    data_time: float
+    time: float
+
+    @property
+    def latency(self) -> float:
+        """The pipeline's latency, ``fill + steps x handshake``: the hops the GPUs wait for (it
+        overlaps the host's launches, as NCCL's latency did: :func:`models.predict.measure.measured`). [s]"""
+        return self.fill + self.steps * self.handshake
+
+    @property
+    def work_time(self) -> float:
+        """``data_time + steps x exposed``: moving the data and the kernel's exposed work. [s]"""
+        return self.data_time + self.steps * self.exposed
+
+    @property
+    def slowest(self) -> Hop | None:
+        """The slowest hop of a channel."""
+        return None if self.hops is None else self.hops.slowest
+
+    def to_records(self) -> list:
+        """One row: the choice, the launch, the steps and every term of the time."""
+        return tidy_records({
+            "collective": self.collective, "algorithm": self.algorithm, "protocol": self.protocol,
+            "nbytes": self.nbytes, "nranks": self.nranks, "shape": self.shape,
+            "nchannels": self.launch.nchannels, "graph_channels": self.launch.graph_channels,
+            "nthreads": self.launch.nthreads, "steps": self.steps, "step_bytes": self.step_bytes,
+            "rate_Bps": self.rate, "hop_latency_s": 0.0 if self.slowest is None else self.slowest.latency,
+            "hop_link": "" if self.slowest is None else self.slowest.link, "work_s": self.work,
+            "overlap_s": self.overlap, "handshake_s": self.handshake, "exposed_s": self.exposed, "fill_s": self.fill,
+            "data_time_s": self.data_time, "time_s": self.time})
+
+
+def _shape(collective, algorithm) -> Shape | None:
+    if algorithm == "tree":
+        return TREE if collective == "all_reduce" else None
+    if algorithm != "ring":
+        return None
+    return RING if collective in ("all_reduce", "all_gather", "reduce_scatter") else CHAIN
+
+
+def pipeline_time(collective: str, algorithm: str, protocol: str, nbytes: int, *, nranks: int,
+                  graph_channels: int, rate: float, hops: Hops | None, profile: str | NcclProfile | None,
+                  ring_bandwidth: float = float("inf"), dma_bound: bool = False,
+                  costs: StepCosts = DEFAULT_STEP_COSTS) -> PipelineTime | None:
+    """Time one collective's pipeline at one size (module docstring).
+
+    Parameters
+    ----------
+    collective : str
+    algorithm : str
+        NCCL's algorithm name (``"ring"``, ``"tree"``; others return None).
+    protocol : str
+    nbytes : int
+        NCCL's ``nBytes``. [bytes]
+    nranks : int
+    graph_channels : int
+        ``comm->nChannels`` the tuner priced.
+    rate : float
+        Achieved algorithm bandwidth with every graph channel. [B/s]
+    hops : Hops or None
+        A channel's hops (:func:`channel_hops`; None: no hop latency).
+    profile : str or NcclProfile or None
+        The release.
+    ring_bandwidth : float
+        ``ring.bwIntra x ring.nChannels`` (:func:`models.engine.nccl.launch.max_threads`). [B/s]
+    dma_bound : bool
+        A NIC's DMA binds the rate (across hosts): the block's per-step work runs while the
+        network moves the step's data, hidden up to a step's data time.
+    costs : StepCosts
+
+    Returns
+    -------
+    PipelineTime or None
+        None for an algorithm or collective NCCL does not run as a ring, chain or tree, and for
+        one rank.
+
+    Raises
+    ------
+    PipelineError
+        For a size below 0, a rate that is not positive, or a channel count below 1.
+    """
+    if not isinstance(nbytes, int | float) or nbytes < 0 or nbytes != int(nbytes):
+        raise PipelineError(f"nbytes must be an integer >= 0, received {nbytes!r}")
+    if not rate > 0:
+        raise PipelineError(f"rate must be > 0 B/s, received {rate!r}")
+    if not isinstance(graph_channels, int) or graph_channels < 1:
+        raise PipelineError(f"graph_channels must be an integer >= 1, received {graph_channels!r}")
+    shape = _shape(collective, algorithm)
+    if shape is None or collective not in PIPELINE_COLLECTIVES or nranks < 2:
+        return None
+    nbytes = int(nbytes)
+    pipe = pipelining(profile, collective, protocol)
+    launch = reduced_launch(nbytes, graph_channels, algorithm, protocol, nranks, ring_bandwidth=ring_bandwidth)
+    steps, step_bytes = shape.steps(pipe, max(nbytes, 1), launch.nchannels, nranks)
+    used = rate  # the channels launched share what the graph's would (module docstring)
+    data_time = nbytes / used
+    per_step = data_time / steps
+    hops = hops or Hops(None, None)
+    work = costs.of(protocol)
+    overlap = shape.overlap_steps(pipe) * per_step
+    handshake = max(0.0, shape.step_latency(hops, nranks) - overlap)
+    hidden = per_step if dma_bound else max(0.0, overlap - handshake)
+    exposed = max(0.0, work - hidden)
+    fill = shape.fill(hops, nranks)
+    return PipelineTime(collective, algorithm, protocol, nbytes, nranks, shape.name, launch, pipe, int(steps),
+                        int(step_bytes), used, hops, work, overlap, handshake, exposed, fill, data_time,
+                        fill + steps * handshake + data_time + steps * exposed)
