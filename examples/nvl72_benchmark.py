@@ -13,11 +13,26 @@ best of ``--repeat`` runs, each on a freshly built fabric so that no cache is wa
   all_reduce estimate over its 576 GPUs (target: under 1 s), one rack's 72 GPUs, and one tray
   of each rack. Across racks each rack is one NCCL node with all its trays' NICs; a GPU
   reaches only its own tray's (PXN needs the NIC's own GPU within PXB). Each estimate runs on a freshly built fabric (its build not counted), so no cache is warm.
+- the same analysis through the CLI (issue 40 item 7): ``dgxtopo p2p --system gb200nvl72`` in
+  both modes (``--mode route``, ``--mode maxflow``) and ``dgxtopo collective all_reduce --system
+  gb200nvl72 -b 8 -e 8G -f 2``, each a fresh interpreter as a shell runs it (user + system CPU of
+  the child, the best of ``--repeat``), net of start-up (``dgxtopo --version``, three times).
+  Target: under 0.5 s. Beside it, the floor no change of the project can go below: the three
+  processes' imports of networkx and numpy (``python -c "import networkx, numpy"`` net of a bare
+  interpreter, three times). Twice: as this environment runs Python (from a source tree with
+  ``PYTHONDONTWRITEBYTECODE`` set, every module is compiled in every process), and with bytecode
+  cached (in a scratch ``PYTHONPYCACHEPREFIX``), as an installed package runs. With
+  ``--skip-cli`` this part is left out.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import resource
+import subprocess
+import sys
+import tempfile
 import time
 
 import topo
@@ -57,11 +72,54 @@ def best_of(repeat: int, build, work):
     return result, best_build, best, first
 
 
+#: The CLI commands of the issue-40 speed target: P2P in both modes and the 31-size sweep.
+CLI_COMMANDS = (("p2p", "--system", "gb200nvl72", "--mode", "route"),
+                ("p2p", "--system", "gb200nvl72", "--mode", "maxflow"),
+                ("collective", "all_reduce", "--system", "gb200nvl72", "-b", "8", "-e", "8G", "-f", "2"))
+
+
+def child_cpu(command, repeat: int, env=None) -> float:
+    """The smallest user + system CPU time [s] of ``repeat`` runs of ``command`` in a child process
+    (its interpreter's start-up and imports included)."""
+    best = float("inf")
+    for _ in range(repeat):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        subprocess.run(command, check=True, stdout=subprocess.DEVNULL, env=env)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        best = min(best, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime))
+    return best
+
+
+def cli_figures(repeat: int, env=None, label: str = "") -> None:
+    """The CLI's P2P in both modes and all_reduce sweep, net of start-up, and the import floor."""
+    dgxtopo = (sys.executable, "-m", "models.present.cli")
+    if env is not None:  # one run of each first, which writes the bytecode
+        for words in (("--version",), *CLI_COMMANDS):
+            subprocess.run((*dgxtopo, *words), check=True, stdout=subprocess.DEVNULL, env=env)
+    startup = child_cpu((*dgxtopo, "--version"), repeat, env)
+    spent = [child_cpu((*dgxtopo, *words), repeat, env) for words in CLI_COMMANDS]
+    bare = child_cpu((sys.executable, "-c", "pass"), repeat, env)
+    libraries = child_cpu((sys.executable, "-c", "import networkx, numpy"), repeat, env) - bare
+    net = sum(spent) - len(spent) * startup
+    print(f"CLI{label}: start-up (dgxtopo --version) {startup:.3f} s cpu; "
+          + "; ".join(f"{' '.join(words[:1] + words[-2:])} {t:.3f} s" for words, t in zip(CLI_COMMANDS, spent)))
+    print(f"  p2p route + maxflow + 31-size all_reduce sweep: {sum(spent):.3f} s cpu, {net:.3f} s net of "
+          f"start-up (target 0.5 s); of it, importing networkx and numpy in each process "
+          f"{len(spent) * libraries:.3f} s (the floor); net of that too {net - len(spent) * libraries:.3f} s")
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3, help="runs per figure (the best is shown)")
+    parser.add_argument("--skip-cli", action="store_true", help="leave out the CLI figures")
     args = parser.parse_args(argv)
     repeat = max(1, args.repeat)
+    if not args.skip_cli:
+        cli_figures(repeat, label=" (this environment" + (", no bytecode written" if
+                                                           os.environ.get("PYTHONDONTWRITEBYTECODE") else "") + ")")
+        with tempfile.TemporaryDirectory() as cache:
+            env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+            cli_figures(repeat, {**env, "PYTHONPYCACHEPREFIX": cache}, " (bytecode cached, as installed)")
 
     (route, flow, sweep), built, spent, cold = best_of(repeat, lambda: topo.build("gb200nvl72"),
                                                        rack_analysis)

@@ -1,5 +1,7 @@
-"""``dgxtopo schedule check``: the summary of a schedule that holds (exit 0), one line naming the
-GPU, threadblock and step of one that does not (exit 2)."""
+"""``dgxtopo schedule``: ``check``, the summary of a schedule that holds (exit 0), one line naming
+the GPU, threadblock and step of one that does not (exit 2); ``evaluate``, nccl-tests' columns of
+the schedule beside NCCL and the bound; ``export``, NCCL's rings or the packing written atomically
+to a regular file, checked."""
 
 from __future__ import annotations
 
@@ -57,6 +59,52 @@ def test_malformed_xml_and_standard_input(capsys, monkeypatch):
     assert status == 0 and "MSCCL schedule standard input (ring_all_gather_4x1): OK" in out
 
 
-def test_only_check_is_an_action_yet(capsys):
-    status, _, err = _run(capsys, "schedule", "evaluate", AP2LL)
-    assert status == 2 and "invalid choice: 'evaluate'" in err
+def test_evaluate_prints_the_schedule_beside_nccl_and_the_bound(capsys):
+    status, out, err = _run(capsys, "schedule", "evaluate", AP2LL, "--system", "dgxa100", "-b", "8K", "-e", "16K",
+                            "--explain")
+    assert status == 0 and err == ""
+    lines = out.splitlines()
+    assert lines[0].startswith(f"# dgxtopo: MSCCL schedule {AP2LL} (allreduce_pairs) on DGX A100 GPUs 0-7 (8 ranks)")
+    rows = [line.split() for line in lines[3:5]]
+    assert [r[0] for r in rows] == ["8192", "16384"] and all(r[9] == "ring/LL" for r in rows)
+    assert "channel rate" in out and "bound by llMaxBws" in out
+
+
+def test_evaluate_json_and_its_default_sizes(capsys):
+    status, out, _ = _run(capsys, "schedule", "evaluate", AP2LL, "--system", "dgxa100", "--json")
+    data = json.loads(out)
+    assert status == 0 and [r["nbytes"] for r in data["rows"]] == [512 * 2**i for i in range(7)]  # 512 B - 40 KiB
+    assert data["pricing"]["protocol"] == "LL" and data["rows"][0]["schedule"] == "allreduce_pairs"
+
+
+def test_evaluate_refuses_a_schedule_for_more_gpus(capsys, tmp_path):
+    path = tmp_path / "ring.xml"
+    path.write_text(to_msccl_xml(ring_all_gather(4)))
+    status, out, err = _run(capsys, "schedule", "evaluate", str(path), "--system", "dgx1v", "--gpus", "0-2")
+    assert status == 2 and out == "" and err.count("\n") == 1
+    assert "is for 4 GPUs, but the selection 0-2 of DGX-1V has 3" in err
+    status, _, err = _run(capsys, "schedule", "evaluate", str(path))
+    assert status == 2 and "--system SPEC (or --topo-file FILE)" in err
+
+
+def test_export_writes_a_schedule_the_checker_and_the_evaluator_take(capsys, tmp_path):
+    out_file = tmp_path / "ring.xml"
+    status, out, err = _run(capsys, "schedule", "export", "all_gather", "--system", "dgx1v", "--source", "nccl",
+                            "--out", str(out_file))
+    assert status == 0 and err == "" and out.startswith(f"# dgxtopo: wrote {out_file}: nccl_ring_all_gather_8x6")
+    status, out, _ = _run(capsys, "schedule", "check", str(out_file))
+    assert status == 0 and out.splitlines()[0].endswith("OK")
+    status, out, _ = _run(capsys, "schedule", "evaluate", str(out_file), "--system", "dgx1v", "-b", "1G", "-e", "1G")
+    row = out.splitlines()[3].split()
+    assert status == 0 and row[7] == row[8]  # busbw as NCCL's own ring
+
+
+def test_export_refuses_what_it_cannot_write(capsys, tmp_path):
+    status, _, err = _run(capsys, "schedule", "export", "all_gather", "--system", "dgx1v")
+    assert status == 2 and "--out FILE" in err
+    status, _, err = _run(capsys, "schedule", "export", "all_gather", "--system", "dgx1v", "--out", str(tmp_path))
+    assert status == 2 and "it is a directory, expected a regular file" in err
+    status, _, err = _run(capsys, "schedule", "export", "broadcast", "--system", "dgx1v", "--out",
+                          str(tmp_path / "b.xml"))
+    assert status == 2 and "the packing is written for all_gather, received 'broadcast'" in err
+    assert not (tmp_path / "b.xml").exists()

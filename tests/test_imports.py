@@ -110,3 +110,25 @@ def test_faces_import_a_module_only_when_one_of_its_names_is_asked_for():
     result = subprocess.run([sys.executable, "-c", _LAZY], capture_output=True, text=True,
                             cwd=Path(__file__).parents[1])
     assert result.returncode == 0, result.stderr
+
+
+_TEXT_COMMANDS = """
+import contextlib, io, sys
+from models.present.cli.core import main
+for argv in (['p2p', '--system', 'dgx1'], ['p2p', '--system', 'dgx1', '--mode', 'maxflow'],
+             ['collective', 'all_reduce', '--system', 'dgx1', '-b', '8', '-e', '1M', '-f', '2']):
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main(argv) == 0, argv
+heavy = [m for m in ('models.present.json_shapes', 'models.present.explain', 'models.studies.calibration',
+                     'models.studies.bounds') if m in sys.modules]
+assert not heavy, heavy
+"""
+
+
+def test_the_text_of_p2p_and_collective_imports_neither_the_json_shapes_nor_the_explain_records():
+    """``p2p`` and ``collective`` printing text (issue 40's CLI speed target: P2P in both modes and
+    an all_reduce sweep) import the JSON shapes, the explain records and the calibration module
+    (with the bounds and benchmarks they pull in) only for --json, --explain or a caveat."""
+    result = subprocess.run([sys.executable, "-c", _TEXT_COMMANDS], capture_output=True, text=True,
+                            cwd=Path(__file__).parents[1])
+    assert result.returncode == 0, result.stderr

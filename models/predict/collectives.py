@@ -62,7 +62,6 @@ from ..engine.nccl.algorithms.base import Algorithm
 from ..engine.nccl.algorithms.catalog import ALGORITHMS, algorithm_named, algorithm_set, resolve, serving
 from ..engine.nccl.tuning import Selection, nvls_choice, select_algorithm
 from ..engine.nccltests import COLLECTIVES, NCCL_COLLECTIVES, algbw, busbw, collective as _collective
-from .network import network_load
 from .alltoall import P2pSchedule, flow_load, nvlink_groups, p2p_layout
 from ..engine.results import tidy_records
 from ..engine.results import gpu_set
@@ -599,6 +598,8 @@ def _nccl_estimate(ctx, collective, size, nodes, ids, pool, protocol):
     bottleneck = last.searched(graphs).bottleneck
     network = ()
     if graphs.ring.nnodes > 1:  # what the network gives the channels NCCL charged only at the NICs
+        from .network import network_load  # across hosts only: imported for them
+
         loads = []
         for name in sorted(ran):
             charged = ran[name].network(graphs)

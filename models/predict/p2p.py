@@ -508,6 +508,7 @@ class _Table:
         self.first = self.representatives()
         self._pairs: dict = {}
         self._one_way: dict = {}
+        self._keys: tuple | None = None  # _host_keys
 
     def _representative(self, a: int, b: int) -> tuple:
         """The pair of nodes standing for positions a and b (a != b) in host mode."""
@@ -609,22 +610,29 @@ class _Table:
         return full
 
     def _host_matrix(self, pair, diagonal, dtype, fill) -> np.ndarray:
-        n = len(self.nodes)
-        full = np.full((n, n), fill, dtype=dtype)
-        values: dict = {}
-        for a in range(n):
-            for b in range(n):
-                if a != b:
-                    key = self._representative(a, b)
-                    if key not in values:
-                        values[key] = pair(*key)
-                    full[a, b] = values[key]
-        for a, (c, _, p) in enumerate(self.where):
-            node = self.classes[c][0][p]
-            if node not in values:
-                values[node] = diagonal(node)
-            full[a, a] = values[node]
-        return full
+        keys, index = self._host_keys()  # every position is a key's: ``fill`` is never seen
+        values = np.empty(len(keys), dtype=dtype)
+        for k, key in enumerate(keys):
+            values[k] = pair(*key) if isinstance(key, tuple) else diagonal(key)
+        return values[index]
+
+    def _host_keys(self) -> tuple:
+        """``(keys, index)``, computed once: the representative pairs ``(a, b)`` and diagonal GPUs
+        (host mode) in first-seen order, and per position ``[a, b]`` of the matrix the index of
+        its key; a matrix is its keys' figures taken at ``index``."""
+        keys = self._keys
+        if keys is None:
+            n = len(self.nodes)
+            index = np.empty((n, n), dtype=np.intp)
+            seen: dict = {}
+            for a in range(n):
+                for b in range(n):
+                    if a != b:
+                        index[a, b] = seen.setdefault(self._representative(a, b), len(seen))
+            for a, (c, _, p) in enumerate(self.where):
+                index[a, a] = seen.setdefault(self.classes[c][0][p], len(seen))
+            keys = self._keys = (tuple(seen), index)
+        return keys
 
     def unidirectional(self, achieved: bool) -> np.ndarray:
         return self.matrix(lambda a, b: self.one_way(a, b, achieved)[0],

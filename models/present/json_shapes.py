@@ -17,16 +17,14 @@ import numpy as np
 from topo.summary import summarize
 from topo.units import to_GBps, to_us
 
-from .explain import explain_estimate
 from .reasons_text import nvls_bound_text
-from ..studies.calibration import CaveatCode
 from .text import caveat_texts
 
 __all__ = ["systems_json", "collective_json", "pairs_json", "subsets_json", "compare_json",
            "gpus_ranking_json", "p2p_json", "cut_json", "tree_json", "packing_json", "bound_json",
            "check_json", "sweep_json", "export_json", "import_json",
            "report_json", "calibration_json", "simulation_json", "plan_json", "search_json",
-           "plan_calibration_json", "calibration_file_json", "task_graph_json", "schedule_check_json"]
+           "plan_calibration_json", "calibration_file_json", "task_graph_json", "schedule_check_json", "schedule_evaluation_json"]
 
 
 def systems_json(summaries) -> dict:
@@ -45,6 +43,8 @@ def collective_json(G, e, *, explain: bool = False) -> dict:
                                                   np.atleast_1d(e.nchannels))]
     data = {"system": G.graph["system"], "collective": e.collective, "gpus": list(e.gpus), "rows": rows}
     if explain:
+        from .explain import explain_estimate  # the explain records' imports: only when asked for
+
         data["explanation"] = explain_estimate(e)
     return data
 
@@ -254,6 +254,8 @@ def check_json(check) -> dict:
     assumed) when there are any; a run that does not show its ``-g`` adds ``"measurement_modes":
     {"better_gpus_per_thread", "below_bytes", "rows", "median_abs_time_error": {"1", "N"}}``
     (both readings compared: :attr:`models.studies.calibration.CaveatCode.MODE_FIT`)."""
+    from ..studies.calibration import CaveatCode  # imported by the check that made ``check``
+
     modes = [c for c in check.caveats if c.code is CaveatCode.MODE_FIT]
     return {
         "rows": [{"size_bytes": r.size, "measured_time_us": to_us(r.measured_time),
@@ -417,3 +419,8 @@ def schedule_check_json(schedule, result, *, source: str) -> dict:
     return {"source": source, **result.to_records()[0], "coll": schedule.coll, "inplace": schedule.inplace,
             "min_bytes": schedule.min_bytes, "max_bytes": schedule.max_bytes, "nchannels": schedule.nchannels,
             "dialect": schedule.dialect.name, "verdict": "ok"}
+
+
+def schedule_evaluation_json(evaluation, *, source: str) -> dict:
+    """``dgxtopo schedule evaluate --json``: the figures each step was priced with, and one row per size."""
+    return {"source": source, "pricing": evaluation.pricing.to_records()[0], "rows": evaluation.to_records()}

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from .format import format_bytes
 
-__all__ = ["schedule_check_text", "CHECKS"]
+__all__ = ["schedule_check_text", "schedule_evaluation_text", "CHECKS"]
 
 #: What a schedule that holds has passed, in the order the checker checks (models.schedules.check).
 CHECKS = ("limits", "dependencies", "send/receive matching", "no deadlock", "no race")
@@ -50,3 +50,42 @@ def schedule_check_text(schedule, result, *, source: str) -> str:
     ]
     return "\n".join([f"# dgxtopo: MSCCL schedule {source} ({result.name}): OK"]
                      + [f"  {name:<14} {value}" for name, value in rows])
+
+
+def schedule_evaluation_text(evaluation, *, source: str, explain: bool = False) -> str:
+    """``dgxtopo schedule evaluate``: nccl-tests' columns for the schedule at each size, NCCL's own
+    choice and the bound beside it (``explain``: what each step costs, from the engine)."""
+    from topo.select import format_gpu_ids
+    from topo.units import to_GBps, to_us
+
+    from ..schedules.evaluate import nccl_name
+    from .text import NCCL_TESTS_REDOP, NCCL_TESTS_ROOT
+
+    e = evaluation
+    name = nccl_name(e.collective) or e.collective
+    gbps = lambda b: "-" if b is None else f"{to_GBps(b):.2f}"  # noqa: E731
+    lines = [f"# dgxtopo: MSCCL schedule {source} ({e.name}) on {e.system} GPUs {format_gpu_ids(e.gpus)} "
+             f"({len(e.gpus)} ranks): {e.collective}, {e.protocol}, {e.steps} steps, {e.threadblocks} "
+             f"threadblocks, {e.nchannels} channels",
+             f"# {'size':>10}  {'count':>12}  {'type':>6}  {'redop':>6}  {'root':>5}  {'time':>9}  {'algbw':>7}  "
+             f"{'busbw':>7}  {'NCCL':>7}  {'NCCL':>11}  {'bound':>7}",
+             f"# {'(B)':>10}  {'(elements)':>12}  {'':>6}  {'':>6}  {'':>5}  {'(us)':>9}  {'(GB/s)':>7}  "
+             f"{'(GB/s)':>7}  {'(GB/s)':>7}  {'algo/proto':>11}  {'(GB/s)':>7}"]
+    redop, root = NCCL_TESTS_REDOP.get(name, "none"), NCCL_TESTS_ROOT.get(name, -1)
+    for p in e.points:
+        lines.append(f"  {p.nbytes:>10}  {p.count:>12}  {'float':>6}  {redop:>6}  {root:>5}  {to_us(p.time):>9.2f}  "
+                     f"{to_GBps(p.algbw):>7.2f}  {to_GBps(p.busbw):>7.2f}  {gbps(p.nccl_busbw):>7}  "
+                     f"{p.nccl_algorithm or '-':>11}  {gbps(p.bound_busbw):>7}")
+    if explain:
+        c = e.pricing
+        lines += ["", f"Each step, as the collective model prices Ring {c.protocol} ({c.priced_as}) on these GPUs:",
+                  f"  channel rate   {to_GBps(c.channel_rate):.2f} GB/s (Ring's bus bandwidth over its "
+                  f"{c.ring_channels} channels{'; bound by ' + c.bus_bound_by if c.bus_bound_by != 'None' else ''})",
+                  f"  wire           {c.wire:.4g} bytes per payload byte",
+                  f"  achieved       x{c.achieved_ratio:.4f} of NCCL's figure ({c.link or 'no link class'})",
+                  f"  latency        {to_us(c.step_latency):.2f} us per step, {to_us(c.base_latency):.2f} us once",
+                  f"  local copies   {to_GBps(c.local_rate):.2f} GB/s of memory traffic",
+                  f"  chunks         nchunksperloop per loop, each at most {format_bytes(c.chunk_limit)} (one "
+                  f"slice): loops {', '.join(str(p.loops) for p in e.points)}; the steps run on the simulator "
+                  f"(links shared max-min)"]
+    return "\n".join(lines)

@@ -20,15 +20,17 @@ from __future__ import annotations
 import math
 import textwrap
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from topo.select import format_gpu_ids
 from topo.units import GB, to_GBps, to_us
 
-from ..studies.calibration import Caveat, CaveatCode
-from .explain import explain_estimate
 from .format import format_bytes, format_gbps, format_percent
+
+if TYPE_CHECKING:  # the calibration module (and what it imports) only when a caveat is worded
+    from ..studies.calibration import Caveat
 
 __all__ = ["format_table", "format_gpu_ids", "package_version",
            "systems_table", "collective_table", "pairs_table", "subsets_table", "compare_table",
@@ -135,6 +137,7 @@ def collective_table(G, e, counts, *, explain: bool = False, measurement: str = 
                      f"{int(nc):>3}")
     lines.append(f"# Avg bus bandwidth    : {to_GBps(float(np.mean(busbw))):.4g}")
     if explain:
+        from .explain import explain_estimate  # the explain records' imports: only when asked for
         lines += ["", explain_estimate(e)]
     return "\n".join(lines)
 
@@ -377,29 +380,33 @@ def _mode_fit(c: Caveat) -> str:
             f"this check keeps -g 1 unless -g is given")
 
 
-#: One sentence per caveat of a calibration or a check.
-_CAVEATS = MappingProxyType({
-    CaveatCode.P2P_NOT_FITTED:
-        lambda c: (f"{c.count} p2pBandwidthLatencyTest output(s) read but not fitted: the P2P copy "
-                   f"model is calibrated separately"),
-    CaveatCode.FLOOR_HELD:
-        lambda c: "floor held (all runs use one -g: floor and launch_per_gpu are not separable)",
-    CaveatCode.GPUS_ASSUMED: _gpus_assumed,
-    CaveatCode.GPUS_IN_RANK_ORDER: _gpus_in_rank_order,
-    CaveatCode.GPUS_PER_THREAD_ASSUMED:
-        lambda c: (f"{c.run or 'the run'} does not show its -g (no '# nThread .. nGpus ..' header, no -g on "
-                   f"its command line): assumed -g 1, one GPU per thread; expected gpus_per_thread= (-g) if "
-                   f"a thread drove several"),
-    CaveatCode.COLLECTIVE_FROM_COLUMNS:
-        lambda c: (f"{c.run or 'the run'} does not name its program (no *_perf line): {c.collective} read "
-                   f"from its columns (a root, a reduction, the size per rank); expected collective= "
-                   f"(--collective) if it is another"),
-    CaveatCode.CALIBRATION_OF_ANOTHER_SYSTEM:
-        lambda c: (f"the calibration was fitted on {c.calibration_system}, the check runs on {c.system}: "
-                   f"its constants are those of {c.calibration_system}'s runs"),
-    CaveatCode.MODE_FIT: _mode_fit,
-    CaveatCode.READ: lambda c: c.text,
-})
+def _caveat_sentences() -> MappingProxyType:
+    """One sentence per caveat of a calibration or a check, by its code (built when a caveat is
+    worded: the calibration module's imports are not paid by commands that word none)."""
+    from ..studies.calibration import CaveatCode
+
+    return MappingProxyType({
+        CaveatCode.P2P_NOT_FITTED:
+            lambda c: (f"{c.count} p2pBandwidthLatencyTest output(s) read but not fitted: the P2P copy "
+                       f"model is calibrated separately"),
+        CaveatCode.FLOOR_HELD:
+            lambda c: "floor held (all runs use one -g: floor and launch_per_gpu are not separable)",
+        CaveatCode.GPUS_ASSUMED: _gpus_assumed,
+        CaveatCode.GPUS_IN_RANK_ORDER: _gpus_in_rank_order,
+        CaveatCode.GPUS_PER_THREAD_ASSUMED:
+            lambda c: (f"{c.run or 'the run'} does not show its -g (no '# nThread .. nGpus ..' header, no -g on "
+                       f"its command line): assumed -g 1, one GPU per thread; expected gpus_per_thread= (-g) if "
+                       f"a thread drove several"),
+        CaveatCode.COLLECTIVE_FROM_COLUMNS:
+            lambda c: (f"{c.run or 'the run'} does not name its program (no *_perf line): {c.collective} read "
+                       f"from its columns (a root, a reduction, the size per rank); expected collective= "
+                       f"(--collective) if it is another"),
+        CaveatCode.CALIBRATION_OF_ANOTHER_SYSTEM:
+            lambda c: (f"the calibration was fitted on {c.calibration_system}, the check runs on {c.system}: "
+                       f"its constants are those of {c.calibration_system}'s runs"),
+        CaveatCode.MODE_FIT: _mode_fit,
+        CaveatCode.READ: lambda c: c.text,
+    })
 
 
 def caveat_text(caveat: Caveat) -> str:
@@ -413,12 +420,13 @@ def caveat_text(caveat: Caveat) -> str:
     >>> caveat_text(Caveat(CaveatCode.P2P_NOT_FITTED, count=1))
     '1 p2pBandwidthLatencyTest output(s) read but not fitted: the P2P copy model is calibrated separately'
     """
-    return _CAVEATS[caveat.code](caveat)
+    return _caveat_sentences()[caveat.code](caveat)
 
 
 def caveat_texts(caveats) -> tuple:
     """:func:`caveat_text` of each caveat, in order (the ``notes`` of a calibration or check)."""
-    return tuple(caveat_text(c) for c in caveats)
+    sentences = _caveat_sentences()
+    return tuple(sentences[c.code](c) for c in caveats)
 
 
 def calibration_table(calibration) -> str:

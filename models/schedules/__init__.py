@@ -1,5 +1,7 @@
-"""Collective schedules as data: MSCCL XML read (:mod:`models.schedules.msccl`) and checked
-(:mod:`models.schedules.check`); the ring all_gather built as one (:mod:`models.schedules.ring`).
+"""Collective schedules as data: MSCCL XML read (:mod:`models.schedules.msccl`), checked
+(:mod:`models.schedules.check`) and timed on a fabric beside NCCL and the bound
+(:mod:`models.schedules.evaluate`); the ring all_gather built as one (:mod:`models.schedules.ring`),
+NCCL's rings and the bound-reaching tree packing written as one (:mod:`models.schedules.export`).
 A schedule is not a fabric, so :mod:`topo` knows nothing of it.
 
 Its face lists what a user calls, each imported from its module on first use (:mod:`topo.faces`).
@@ -26,6 +28,15 @@ _FACE = MappingProxyType({
     "ScheduleCheckError": "models.schedules.check",
     "CHECKED_COLLECTIVES": "models.schedules.check",
     "ring_all_gather": "models.schedules.ring",
+    "evaluate_schedule": "models.schedules.evaluate",
+    "ScheduleEvaluation": "models.schedules.evaluate",
+    "SchedulePoint": "models.schedules.evaluate",
+    "SchedulePricing": "models.schedules.evaluate",
+    "ScheduleEvaluationError": "models.schedules.evaluate",
+    "export_schedule": "models.schedules.export",
+    "nccl_schedule": "models.schedules.export",
+    "packing_schedule": "models.schedules.export",
+    "ExportError": "models.schedules.export",
 })
 
 __all__ = list(_FACE)
@@ -34,6 +45,9 @@ if TYPE_CHECKING:  # what a type checker sees of the face: each name as its modu
     from .check import CHECKED_COLLECTIVES, ScheduleCheck, ScheduleCheckError, check_schedule
     from .msccl import (EXECUTOR, MSCCL, RuntimeLimits, Schedule, ScheduleError, ScheduleFormatError, parse_msccl,
                         read_msccl, to_msccl_xml)
+    from .evaluate import (ScheduleEvaluation, ScheduleEvaluationError, SchedulePoint, SchedulePricing,
+                           evaluate_schedule)
+    from .export import ExportError, export_schedule, nccl_schedule, packing_schedule
     from .ring import ring_all_gather
 
 __getattr__, __dir__ = lazy_face(__name__, _FACE)

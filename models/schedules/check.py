@@ -45,7 +45,7 @@ from topo.errors import LimitError
 from ..engine.results import tidy_records
 from .msccl import RuntimeLimits, Schedule, ScheduleError
 
-__all__ = ["ScheduleCheckError", "ScheduleCheck", "CHECKED_COLLECTIVES", "check_schedule"]
+__all__ = ["ScheduleCheckError", "ScheduleCheck", "CHECKED_COLLECTIVES", "check_schedule", "match_transfers"]
 
 #: The collectives whose postcondition is checked.
 CHECKED_COLLECTIVES = ("all_gather", "reduce_scatter", "all_reduce", "all_to_all")
@@ -281,8 +281,15 @@ def _check_dependencies(schedule: Schedule) -> None:
 
 # --- 3. matching ------------------------------------------------------------------------------
 
-def _match(schedule: Schedule) -> dict:
-    """{(gpu, tb, step) of a receive: (gpu, tb, step) of its send}."""
+def match_transfers(schedule: Schedule) -> dict:
+    """Each receive's send: ``{(gpu, tb, step) of a receive: (gpu, tb, step) of its send}``, per
+    channel and ordered GPU pair in FIFO order (rule 3 of the module's docstring).
+
+    Raises
+    ------
+    ScheduleCheckError
+        (rule ``matching``) For sends and receives that disagree in number or ``cnt``.
+    """
     sends, recvs = defaultdict(list), defaultdict(list)
     for gpu in schedule.gpus:
         for tb in gpu.threadblocks:
@@ -529,7 +536,7 @@ def check_schedule(schedule: Schedule, *, limits: RuntimeLimits | None = None,
     layout = _Layout(schedule)
     _check_limits(schedule, limits, layout)
     _check_dependencies(schedule)
-    matched = _match(schedule)
+    matched = match_transfers(schedule)
     checked = schedule.collective in CHECKED_COLLECTIVES
     # A clock entry counts the steps of one threadblock: 16 bits hold the runtime's 256.
     dtype = np.int16 if limits.max_steps < 2**15 else np.int32

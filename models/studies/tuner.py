@@ -20,12 +20,28 @@ constant; :func:`tuner_config` writes them in the plugin's format. Sizes above `
 no line, and NCCL keeps its own choice there. A choice that changes and changes back between two
 sampled sizes (powers of two and the bisection's points) is not seen.
 
+**The channels column** is the count NCCL runs, not the search's. The plugin's ``*nChannels``
+stands for the channels the collective runs on (``info->nChannels`` in place of
+``comm->nChannels``: NCCL v2.18 src/enqueue.cc rescales a forced count's bandwidth by
+``bw / comm->nChannels * info->nChannels``), and NCCL by itself runs ``comm->nChannels`` for Ring,
+Tree and PAT and ``comm->nvlsChannels`` for NVLS and NVLSTree (v2.27.7-1 src/enqueue.cc
+``topoGetAlgoInfo``), each clamped to the release's CTAs: :meth:`Algorithm.blocks
+<models.engine.nccl.algorithms.base.Algorithm.blocks>` of the chosen algorithm. On a DGX H100 the
+ring's search finds 12 channels and ``ncclTopoPostset`` doubles them to ``comm->nChannels`` = 24
+(src/graph/connect.cc); NVLS runs ``comm->nvlsChannels`` = 16 on sm90 whatever its graph's 8 heads.
+Writing the search's 12 would halve what NCCL runs. ``-1`` ("keep NCCL's") is not written: the
+example plugin sets ``*nChannels = 1`` before it matches and leaves it so for ``-1``
+(plugins/tuner/example/plugin.c, v2.29.7), so what NCCL then runs hangs on how the release reads
+that 1 [U]; the explicit count is NCCL's own. NCCL's own count shrinks for small sizes (``nBytes <
+nc x nThreads x threadThreshold``), which the model does not follow [U]: there a row asks for more
+channels than NCCL would pick by itself.
+
 Examples
 --------
 >>> import topo
 >>> rows = tuner_rows(topo.build("dgxh100"), collectives=["all_reduce"])
 >>> rows[-1].nccl_line()
-'allreduce,1154555,4294967295,nvls,simple,8,1,8'
+'allreduce,1154555,4294967295,nvls,simple,16,1,8'
 """
 
 from __future__ import annotations
@@ -41,6 +57,7 @@ from topo.errors import DgxTopoError
 from topo.select import GpuIds
 
 from ..engine.fabric import PreparedFabric
+from ..engine.nccl.algorithms.catalog import algorithm_named
 from ..engine.nccl.profiles import NcclProfile
 from ..engine.nccltests import NCCL_COLLECTIVES, collective as _collective
 from ..engine.results import gpu_set, tidy_records
@@ -87,9 +104,12 @@ class TunerRow:
     algorithm, protocol : str
         What the model chooses there (``nvls``, ``Simple``).
     nchannels : int
-        NCCL's channel count of that algorithm's graph.
+        The channels NCCL runs for it (the plugin's ``channels`` column): :meth:`Algorithm.blocks
+        <models.engine.nccl.algorithms.base.Algorithm.blocks>`, ``comm->nChannels`` or
+        ``comm->nvlsChannels``, not the search's graph count (the module's doc says why).
     nnodes, nranks : int
-        Hosts and GPUs of the communicator.
+        NCCL's nodes (the hosts; the hosts of a multi-node NVLink domain, which NCCL fuses, are
+        one) and the GPUs of the communicator, as the plugin matches them.
     """
 
     collective: str
@@ -201,7 +221,8 @@ def tuner_rows(G: nx.DiGraph | PreparedFabric, collectives: Iterable[str] = NCCL
     nodes = topo.select_gpus(fabric.G, gpus)
     if len(nodes) < 2:
         raise TunerError(f"expected a communicator of at least 2 GPUs for a tuner config, received {len(nodes)}")
-    nnodes = len({fabric.G.nodes[n]["host"] for n in nodes})
+    hosts = len({fabric.G.nodes[n]["host"] for n in nodes})
+    compute_capability = min(fabric.G.nodes[n]["compute_capability"] for n in nodes)
     ids: tuple = ()
     sizes = [2**k for k in range(max_bytes.bit_length()) if 2**k <= max_bytes]
     if sizes[-1] != max_bytes:
@@ -210,6 +231,9 @@ def tuner_rows(G: nx.DiGraph | PreparedFabric, collectives: Iterable[str] = NCCL
     for name in names:
         e = estimator.estimate(name, sizes, gpus)
         ids = ids or tuple(e.gpus)
+        # NCCL's node count, which the plugin matches nNodes against and NVLS's channels depend on:
+        # the hosts of a multi-node NVLink domain are one NCCL node (the ring search's nnodes).
+        nnodes = e.ring.nnodes if e.ring is not None else hosts
         choices = list(zip(e.algorithm.tolist(), e.protocol.tolist(), e.nchannels.tolist()))
 
         def choice(nbytes: int, name=name) -> tuple:
@@ -235,7 +259,8 @@ def tuner_rows(G: nx.DiGraph | PreparedFabric, collectives: Iterable[str] = NCCL
                 raise TunerError(f"NCCL's tuner plugin names algorithms {', '.join(NCCL_ALGORITHM_NAMES)} and "
                                  f"protocols LL, LL128, Simple: expected one of them for {name}, received "
                                  f"{algorithm!r}/{protocol!r}")
-            rows.append(TunerRow(name, start, end - 1, algorithm, protocol, nchannels, nnodes, len(nodes)))
+            runs = algorithm_named(algorithm).blocks(nchannels, fabric.profile, compute_capability, nnodes)
+            rows.append(TunerRow(name, start, end - 1, algorithm, protocol, runs, nnodes, len(nodes)))
     return TunerRows(_merged(rows), ids, fabric.profile.version)
 
 

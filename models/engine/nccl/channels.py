@@ -47,7 +47,6 @@ from dataclasses import dataclass
 
 from topo.cluster import network_nics
 
-from .legacy_rings import legacy_rings
 from ..results import tidy_records
 from .nvls import NvlsGraph, nvlink_cliques, nvls_search, nvls_support
 from .reasons import Cause, Why
@@ -277,6 +276,8 @@ def channel_graphs(fabric: NcclSystem, nodes) -> ChannelGraphs:
     ccs = [G.nodes[n]["compute_capability"] for n in nodes]
     legacy = profile.behaviour.ring_builder is RingBuilder.NVLINK_COUNTS
     if legacy:
+        from .legacy_rings import legacy_rings  # releases before v2.5 only: imported for them
+
         built = legacy_rings(view, nodes)
         ring, tree, ring_graph = built.search, None, built.graph()
     else:

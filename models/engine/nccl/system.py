@@ -144,6 +144,20 @@ def _edge_capacity(G, u, v, profile: NcclProfile, fabric_cc: int | None = None) 
     return figure * (data["bandwidth"] / (links * spec.bandwidth))
 
 
+def _link_key(data) -> tuple:
+    """What NCCL's capacity of an edge reads of its attributes (:func:`_edge_capacity`)."""
+    return data["kind"], data.get("link"), data.get("links"), data.get("bandwidth")
+
+
+def _renamed(charged: tuple, first: tuple, pair: tuple) -> tuple:
+    """:meth:`NcclSystem.charged_hop`'s record of hop ``first`` (through switches only: edges
+    leaving its first GPU, entering its second) for hop ``pair`` of the same shape."""
+    (a0, b0), (a, b) = first, pair
+    path_type, charges, width, nhops, ends = charged
+    return (path_type, tuple(((a if u == a0 else u, b if v == b0 else v), f) for (u, v), f in charges),
+            width, nhops, ends)
+
+
 def nccl_capacity(G: nx.DiGraph, u: str, v: str, profile: str | NcclProfile | None = None) -> float:
     """NCCL's bandwidth for the directed edge (u, v) under a profile, per direction.
 
@@ -240,6 +254,8 @@ class NcclSystem:
         self._relays: dict = {}
         self._capacity: dict = {}
         self._charged: dict = {}
+        self._signatures: dict = {}  # (GPU, True): its side of a switch hop's shape leaving it; (GPU, False): entering it
+        self._shapes: dict = {}  # a switch hop's shape -> the first hop of it, () when it is no hop through switches
         self.searches = BoundedMemo(256) if searches is None else searches
         # A problem is the size of its GPU set squared: the recent ones are the ones asked again
         # (a set's ring then tree search, its next estimate).
@@ -359,7 +375,19 @@ class NcclSystem:
         """:meth:`hop` as NCCL's search books it, computed once per hop of the fabric:
         ``(path type, ((edge, multiplier), ...), width, hops, (leaving, entering))``
         (:meth:`charge`); ``leaving`` and ``entering`` are the positions of the edges that leave
-        ``a`` and of those that enter ``b``."""
+        ``a`` and of those that enter ``b``.
+
+        A hop through one tier of NVSwitches is a function of ``a``'s NVLinks to switches and
+        ``b``'s from them (:meth:`_switch_shape`): the hops of one shape are the first one's,
+        renamed (:func:`_renamed`), not routed again. On an NVSwitch host every GPU pair is of one
+        shape (GB200 NVL72: 5,112 hops, one routed)."""
+        shape = self._switch_shape(a, b)
+        first = None if shape is None else self._shapes.get(shape)
+        if first:  # a hop of the same shape through the same switches: its charges renamed
+            found = self._charged.get((a, b))
+            if found is None:
+                found = self._charged[a, b] = _renamed(self._charged[first], first, (a, b))
+            return found
         path_type, flow = self.hop(a, b, members)
         key = (a, b, flow[0][0][1]) if path_type == PathType.NVB else (a, b)
         found = self._charged.get(key)
@@ -367,7 +395,49 @@ class NcclSystem:
             ends = (tuple(e for e, ((u, _), _) in enumerate(flow) if u == a),
                     tuple(e for e, ((_, v), _) in enumerate(flow) if v == b))
             found = self._charged[key] = (path_type, *self.charge(flow, self.pcie_overhead(path_type)), ends)
+        if shape is not None and first is None:  # the first of its shape: the others rename it if it is a switch hop
+            kind = self.router.kind
+            switched = path_type == PathType.NVL and all(
+                (u == a and kind[v] == "nvswitch") or (v == b and kind[u] == "nvswitch") for (u, v), _ in found[1])
+            self._shapes[shape] = (a, b) if switched else ()
         return found
+
+    def _switch_shape(self, a: str, b: str) -> tuple | None:
+        """What NCCL's hop from GPU ``a`` to GPU ``b`` through one tier of NVSwitches depends on, or
+        None where it may depend on more (the same GPU; a direct NVLink between them).
+
+        :meth:`Router.nvlink_flow <models.engine.routes.Router.nvlink_flow>` sprays such a hop
+        over the switches that ``a`` reaches and that reach ``b``, split by the bandwidth of
+        ``a``'s links, in the order of ``a``'s adjacency or of ``b``'s predecessors (whichever
+        list is shorter); :meth:`charge` books each edge at its capacity, which reads the edge's
+        attributes and the compute capability of its GPU end. So the shape is: ``a``'s number of
+        neighbours, compute capability and NVLinks to switches (in adjacency order, with their
+        attributes), and ``b``'s compute capability and NVLinks from switches (in predecessor
+        order). Two hops of one shape through one tier of switches cross the same switches in
+        the same order with the same charges, ``a`` and ``b`` renamed.
+        """
+        if a == b:
+            return None
+        router = self.router
+        out = router.adj[a]
+        direct = out.get(b)
+        if direct is not None and direct["kind"] == "nvlink":
+            return None
+        signatures = self._signatures
+        key_a, key_b = (a, True), (b, False)
+        if key_a not in signatures:
+            signatures[key_a] = (len(out), self.G.nodes[a].get("compute_capability"),
+                                 tuple((v, *_link_key(d)) for v, d in out.items()
+                                       if d["kind"] == "nvlink" and router.kind[v] == "nvswitch"))
+        if key_b not in signatures:
+            into = router.adj
+            signatures[key_b] = (self.G.nodes[b].get("compute_capability"),
+                                 tuple((u, *_link_key(into[u][b])) for u in router.nv_pred[b]
+                                       if router.kind[u] == "nvswitch"))
+        shape_a, shape_b = signatures[key_a], signatures[key_b]
+        if not shape_a[2] or not shape_b[1]:  # no switch on one side: no hop through switches
+            return None
+        return shape_a, shape_b
 
     def charged_net(self, gpu: str, nic: str) -> tuple:
         """``(route, out, back)``: :meth:`net_route` and what its two directions book, GPU to NIC

@@ -36,8 +36,6 @@ def _collective(args) -> None:
     from ...engine.nccl.algorithms.catalog import algorithm_named
     from ...engine.nccltests import count_from_nbytes
     from ...predict.collectives import estimate
-    from ..json_shapes import collective_json
-    from ..text import collective_table
 
     calibration = calibration_of(args)  # a bad file fails before any work
     G = fabric_of(args, args.system)
@@ -48,9 +46,13 @@ def _collective(args) -> None:
     algorithms = None if args.algo is None else (algorithm_named(args.algo),)
     e = estimate(G, args.coll, sizes, args.gpus, protocol=args.proto, profile=args.nccl, gpus_per_thread=args.g,
                  calibration=calibration, max_pairs=args.limit, algorithms=algorithms)
-    if args.json:
+    if args.json:  # the JSON shapes import every record's module: only for --json
+        from ..json_shapes import collective_json
+
         print_json(collective_json(G, e, explain=args.explain))
     else:
+        from ..text import collective_table
+
         print(collective_table(G, e, counts, explain=args.explain, measurement=measurement_note_of(args)))
 
 

@@ -107,11 +107,11 @@ def check_cluster_options(args) -> None:
 
 def _whatif(G, args):
     """``G`` with the command line's --fail and --degrade applied (models.studies.whatif)."""
+    fail, degrade = getattr(args, "fail", None) or (), getattr(args, "degrade", None) or ()
+    if not fail and not degrade:  # the what-if modules are imported only for a what-if
+        return G
     from ...studies.whatif import apply_failures
 
-    fail, degrade = getattr(args, "fail", None) or (), getattr(args, "degrade", None) or ()
-    if not fail and not degrade:
-        return G
     return apply_failures(G, fail, degrade).graph
 
 

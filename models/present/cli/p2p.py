@@ -27,14 +27,16 @@ def _p2p_arguments(parser) -> None:
 
 def _p2p(args) -> None:
     from ...predict.p2p import p2p_report
-    from ..json_shapes import p2p_json
-    from ..text import format_p2p_report
 
     G = fabric_of(args, args.system)
     report = p2p_report(G, args.gpus, mode=args.mode, p2p=args.p2p, max_pairs=args.limit)
-    if args.json:
+    if args.json:  # the JSON shapes import every record's module: only for --json
+        from ..json_shapes import p2p_json
+
         print_json(p2p_json(report))
         return
+    from ..text import format_p2p_report
+
     print(format_p2p_report(report, bidirectional=args.bidirectional, latency=args.latency))
 
 

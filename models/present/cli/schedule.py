@@ -1,39 +1,143 @@
-"""``schedule``: ``schedule check FILE``, an MSCCL XML schedule read and checked as its runtime would.
-
-One action for now; ``evaluate`` and ``export`` (issue 41) join it with their own options.
-"""
+"""``schedule``: MSCCL XML schedules. ``schedule check FILE`` reads and checks one as its runtime
+would; ``schedule evaluate FILE`` times it on a fabric beside NCCL's own choice and the bound;
+``schedule export COLLECTIVE`` writes NCCL's rings or the bound-reaching tree packing as one."""
 
 from __future__ import annotations
 
-from .inputs import read_text
-from .options import Command, json_option, max_input_option
+from .inputs import fabric_of, read_text
+from .options import (UsageError, at_least, json_option, parse_size, size_sweep,
+                      system_option, Command, nccl_option)
 from .outputs import print_json
+
+_ACTIONS = ("check", "evaluate", "export")
 
 
 def _schedule_arguments(parser) -> None:
-    parser.add_argument("action", choices=("check",), help="check: read FILE and check it (limits, dependencies, "
-                        "send/receive matching, deadlock, races, the collective's postcondition)")
-    parser.add_argument("file", metavar="FILE", help="an MSCCL XML schedule (- for standard input)")
-    max_input_option(parser)
+    parser.add_argument("action", choices=_ACTIONS, help="check: read FILE and check it (limits, dependencies, "
+                        "send/receive matching, deadlock, races, the collective's postcondition); evaluate: check "
+                        "FILE and time it on --system beside NCCL and the bound; export: write COLLECTIVE's "
+                        "schedule (--source) to --out")
+    parser.add_argument("target", metavar="FILE|COLLECTIVE",
+                        help="check, evaluate: an MSCCL XML schedule (- for standard input); export: all_gather, "
+                             "reduce_scatter or all_reduce (the packing: all_gather)")
+    system_option(parser)
+    parser.add_argument("--gpus", metavar="IDS", help="evaluate: the GPU of each rank, in order of their ids "
+                        "(default: the first ngpus); export: the GPU set (default: all)")
+    parser.add_argument("-b", "--minbytes", type=parse_size, metavar="SIZE",
+                        help="evaluate (export --evaluate: default 1G): smallest size (default the schedule's minBytes, else its maxBytes)")
+    parser.add_argument("-e", "--maxbytes", type=parse_size, metavar="SIZE",
+                        help="evaluate: largest size (default the schedule's maxBytes)")
+    parser.add_argument("-f", "--stepfactor", type=at_least(2), default=2, metavar="F",
+                        help="evaluate: size multiplier, an integer >= 2 (default 2)")
+    parser.add_argument("--source", choices=("packing", "nccl"), default="packing",
+                        help="export: the tree packing that meets the bound (default), or NCCL's rings")
+    parser.add_argument("--proto", choices=("Simple", "LL128", "LL"), default="Simple",
+                        help="export: the schedule's protocol (default Simple)")
+    parser.add_argument("--chunks", type=at_least(1), metavar="K",
+                        help="export --source packing: chunks of each GPU's block (default: the fewest of 8, "
+                             "12, 16, 24, 32, 48, 64 whose rounding of the trees' rates costs at most 2 %%)")
+    parser.add_argument("--out", metavar="FILE", help="export: the MSCCL XML file to write (required)")
+    nccl_option(parser)
+    parser.add_argument("--evaluate", action="store_true",
+                        help="export: also time what was written, as evaluate does (-b/-e default 1G)")
+    parser.add_argument("--explain", action="store_true", help="evaluate, export --evaluate: what each step costs")
     json_option(parser, "the summary")
 
 
-def _schedule(args) -> None:
+def _read(args):
     from ...schedules.check import check_schedule
     from ...schedules.msccl import MSCCL_INPUT, ScheduleError, parse_msccl
+
+    source = "standard input" if args.target == "-" else args.target
+    try:
+        schedule = parse_msccl(read_text(args.target, MSCCL_INPUT, args))
+        return source, schedule, check_schedule(schedule)
+    except ScheduleError as error:  # one line naming the file, the GPU, threadblock and step
+        raise ScheduleError(f"{source}: {error}", gpu=error.gpu, tb=error.tb, step=error.step) from None
+
+
+def _check(args) -> None:
     from ..json_shapes import schedule_check_json
     from ..schedule_text import schedule_check_text
 
-    source = "standard input" if args.file == "-" else args.file
-    try:
-        schedule = parse_msccl(read_text(args.file, MSCCL_INPUT, args))
-        result = check_schedule(schedule)
-    except ScheduleError as error:  # one line naming the file, the GPU, threadblock and step
-        raise ScheduleError(f"{source}: {error}", gpu=error.gpu, tb=error.tb, step=error.step) from None
+    source, schedule, result = _read(args)
     if args.json:
         print_json(schedule_check_json(schedule, result, source=source))
         return
     print(schedule_check_text(schedule, result, source=source))
 
 
-SCHEDULE = Command("schedule", "check an MSCCL XML schedule as its runtime would", _schedule_arguments, _schedule)
+def _evaluate(args) -> None:
+    from ..json_shapes import schedule_evaluation_json
+    from ..schedule_text import schedule_evaluation_text
+
+    G = fabric_of(args, args.system)
+    source, schedule, _ = _read(args)
+    evaluation = _evaluation(args, G, schedule, args.gpus, schedule.min_bytes or schedule.max_bytes,
+                             schedule.max_bytes)
+    if args.json:
+        print_json(schedule_evaluation_json(evaluation, source=source))
+        return
+    print(schedule_evaluation_text(evaluation, source=source, explain=args.explain))
+
+
+def _evaluation(args, G, schedule, gpus, low, top):
+    from ...schedules.evaluate import evaluate_schedule
+
+    top = args.maxbytes if args.maxbytes is not None else top
+    low = args.minbytes if args.minbytes is not None else min(low, top)
+    return evaluate_schedule(G, schedule, size_sweep(low, top, args.stepfactor), gpus, profile=args.nccl)
+
+
+
+def _export(args) -> None:
+    from ...schedules.check import check_schedule
+    from ...schedules.export import export_schedule
+    from ...schedules.msccl import to_msccl_xml
+    from ..json_shapes import schedule_evaluation_json
+    from ..output import check_output_paths, write_text_atomic
+
+    if args.out is None:
+        raise UsageError("schedule export: the following arguments are required: --out FILE")
+    check_output_paths({"--out": args.out})
+    G = fabric_of(args, args.system)
+    schedule = export_schedule(G, args.target, args.gpus, source=args.source, profile=args.nccl,
+                               protocol=args.proto, chunks=args.chunks)
+    result = check_schedule(schedule)  # what is written holds
+    write_text_atomic(args.out, to_msccl_xml(schedule))
+    evaluation = None
+    if args.evaluate:
+        import topo
+
+        ids = {g: i for i, g in enumerate(topo.gpus(G))}
+        gpus = sorted(ids[g] for g in topo.select_gpus(G, args.gpus))
+        evaluation = _evaluation(args, G, schedule, gpus, 2**30, 2**30)
+    if args.json:
+        print_json({"path": args.out, "source": args.source, **result.to_records()[0],
+                    **({"evaluation": schedule_evaluation_json(evaluation, source=args.out)} if evaluation else {})})
+        return
+    print(f"# dgxtopo: wrote {args.out}: {schedule.name}, {result.collective} on {result.ngpus} GPUs, "
+          f"{result.protocol}, {result.steps} steps, {result.threadblocks} threadblocks, {schedule.nchannels} "
+          f"channels (checked: OK)")
+    if evaluation is not None:
+        from topo.units import to_GBps
+
+        from ...engine.fabric import prepare
+        from ...schedules.evaluate import achieved_graph
+        from ...studies.bounds import bound
+        from ..schedule_text import schedule_evaluation_text
+
+        print(schedule_evaluation_text(evaluation, source=args.out, explain=args.explain))
+        if args.source == "packing":
+            own = bound(achieved_graph(prepare(G, nccl=args.nccl), evaluation.pricing.achieved_ratio), args.target,
+                        2**30, gpus, edge_kinds=["nvlink"], nccl=False)
+            print(f"bound: every link at its line rate (dgxtopo bound); the packing's trees cross NVLink at what "
+                  f"NCCL's kernels achieve (x{evaluation.pricing.achieved_ratio:.4f} of NCCL's figure), where its "
+                  f"bound is {to_GBps(own.bound_busbw):.2f} GB/s")
+
+
+def _schedule(args) -> None:
+    {"check": _check, "evaluate": _evaluate, "export": _export}[args.action](args)
+
+
+SCHEDULE = Command("schedule", "check, evaluate or export an MSCCL XML schedule", _schedule_arguments, _schedule)

@@ -581,9 +581,11 @@ NOT_RESULTS = {
     "Algorithm", "Ring", "Tree", "Nvls", "NvlsTree", "Pat", "LatencyInputs",
     # parts: their parent's rows (ChannelSearch: LinkLoad, SearchStep; Tuning: the bandwidth and
     # latency terms; SimulationResult: TaskTiming, LinkUse (link_records); a benchmark's parse:
-    # Device, NcclTestsRow, P2PDevice; Check: CheckRow; Plan: Component, Calibration; Sweep: SweepRow)
+    # Device, NcclTestsRow, P2PDevice; Check: CheckRow; Plan: Component, Calibration; Sweep: SweepRow;
+    # GraphDump: DumpGraph, DumpChannel; GraphComparison: GraphPair, ChannelPair)
     "LinkLoad", "SearchStep", "BandwidthStep", "BusBandwidth", "LatencyTerm", "Latency", "TaskTiming",
     "LinkUse", "Device", "NcclTestsRow", "P2PDevice", "CheckRow", "Component", "Calibration", "SweepRow",
+    "DumpGraph", "DumpChannel", "GraphPair", "ChannelPair",
     # P2pSchedule: ScheduleRound (one row per round); P2pLayout: a schedule's inputs
     "ScheduleRound", "P2pLayout",
 }

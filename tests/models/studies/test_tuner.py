@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import topo
+from models.engine.nccl.algorithms.catalog import algorithm_named
 from models.engine.nccltests import NCCL_COLLECTIVES, UnknownCollectiveError
 from models.predict.collectives import Estimator, estimate
 from models.studies.tuner import (CSV_COLUMNS, MAX_BYTES, TunerError, TunerRow, TunerRows, parse_tuner_config,
@@ -30,9 +31,16 @@ def computed():
 
 
 def _choice(estimator, collective, sizes, gpus) -> list:
+    """(algorithm, protocol, channels NCCL runs) that estimate chose at each size: the channels are
+    its algorithm's blocks of the graph's channels (comm->nChannels, comm->nvlsChannels)."""
     e = estimator.estimate(collective, sizes, gpus)
-    return list(zip(np.atleast_1d(e.algorithm).tolist(), np.atleast_1d(e.protocol).tolist(),
-                    np.atleast_1d(e.nchannels).tolist()))
+    G = estimator.fabric.G
+    nodes = topo.select_gpus(G, gpus)
+    cc = min(G.nodes[n]["compute_capability"] for n in nodes)
+    nnodes = e.ring.nnodes  # NCCL's nodes: a multi-node NVLink domain's hosts are one
+    return [(a, p, algorithm_named(a).blocks(c, estimator.fabric.profile, cc, nnodes))
+            for a, p, c in zip(np.atleast_1d(e.algorithm).tolist(), np.atleast_1d(e.protocol).tolist(),
+                               np.atleast_1d(e.nchannels).tolist())]
 
 
 def _named(row) -> tuple:
@@ -83,12 +91,39 @@ def test_a_large_all_reduce_on_a_dgx_h100_reads_back_as_nvls_simple_in_the_plugi
     e = estimate(topo.build("dgxh100"), "all_reduce", nbytes)
     (line,) = [line for line in lines if line.startswith("allreduce,")
                and int(line.split(",")[1]) <= nbytes <= int(line.split(",")[2])]
+    # channels: what NCCL runs, comm->nvlsChannels = 16 on sm90 (NVIDIA/nccl v2.27.7-1
+    # src/transport/nvls.cc, NVLS_NCHANNELS_SM90), not the NVLS graph's 8 heads (e.nchannels).
     assert dict(zip(CSV_COLUMNS, line.split(","))) == {
         "collective_type": "allreduce", "min_bytes": str(rows.row_for("all_reduce", nbytes).min_bytes),
-        "max_bytes": str(MAX_BYTES), "algorithm": "nvls", "protocol": "simple", "channels": str(int(e.nchannels)),
+        "max_bytes": str(MAX_BYTES), "algorithm": "nvls", "protocol": "simple", "channels": "16",
         "nNodes": "1", "nRanks": "8"}
-    assert (str(e.algorithm), str(e.protocol)) == ("nvls", "Simple")
+    assert (str(e.algorithm), str(e.protocol), int(e.nchannels)) == ("nvls", "Simple", 8)
     assert parse_tuner_config(text) == rows.rows
+
+
+def test_a_gb200_nvl72_rack_is_one_nccl_node_running_24_nvls_channels():
+    """NCCL fuses a GB200 NVL72's 18 trays into one node (MNNVL), so the plugin sees nNodes 1; on
+    one node sm100 runs comm->nvlsChannels = 24 (NVIDIA/nccl v2.27.7-1 src/transport/nvls.cc,
+    NVLS_NCHANNELS_SM100; 32 only across nodes), though the NVLS graph has 32 heads."""
+    G = topo.build("gb200nvl72")
+    (row,) = [r for r in tuner_rows(G, collectives=["all_reduce"]) if r.max_bytes == MAX_BYTES]
+    e = estimate(G, "all_reduce", 2**30)
+    assert (row.algorithm, row.nnodes, row.nranks, row.nchannels) == ("nvls", 1, 72, 24)
+    assert (str(e.algorithm), int(e.nchannels), e.ring.nnodes) == ("nvls", 32, 1)
+
+
+def test_a_ring_row_on_a_dgx_h100_asks_for_the_24_channels_nccl_runs_not_the_12_its_search_found(computed):
+    """NCCL's ring search on a DGX H100 (18 NVLinks x 20.6 GB/s = 370.8 GB/s per GPU) starts at 60
+    GB/s, 6 channels x 60 = 360 <= 370.8; ncclTopoDupChannels makes them 12 x 30; pass 2's 12 x 40
+    = 480 > 370.8 fails: 12 channels (NVIDIA/nccl v2.27.7-1 src/graph/search.cc, traced by hand).
+    ncclTopoPostset doubles them: comm->nChannels = min(MAXCHANNELS 32, 2 x 12) = 24
+    (src/graph/connect.cc), the count Ring kernels run and the plugin's channels column replaces."""
+    rows = computed["dgxh100"][0]
+    ring = [r for r in rows if r.algorithm == "ring"]
+    e = estimate(topo.build("dgxh100"), "all_gather", 2**30)
+    assert str(e.algorithm) == "ring" and int(e.nchannels) == 12
+    assert ring and {r.nchannels for r in ring} == {24}
+    assert ",ring,simple,24,1,8" in tuner_config(rows)
 
 
 def test_the_config_has_no_spaces_and_eight_fields_a_line(computed):

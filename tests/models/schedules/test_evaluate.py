@@ -1,0 +1,146 @@
+"""Timing MSCCL schedules on a fabric (models.schedules.evaluate).
+
+Known answers: one chunk over one NVLink pair is Ring's base latency, one step's latency and the
+chunk at one channel's rate times the achieved ratio (every figure read from the engine's tuning,
+not restated); two channels share one NV1 link (half each) and fill an NV2 bundle; NCCL's own ring,
+written as a schedule, times as the collective model's ring at large sizes (both bandwidth-bound)
+and, at a mid size, as the engine's tuning prices Ring: its latency plus the bytes at its algorithm
+bandwidth (the collective model's timing of 1-64 MiB may change beside it, the tuning's does not).
+The two real schedules evaluate on the fabric they were written for (NDv4: 8 A100 as a DGX A100;
+NDv5: 8 H100 as a DGX H100) within a factor of 2 of NCCL there (issue 41)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+import topo
+from models.engine.fabric import prepare
+from models.engine.nccl.algorithms.ring import RING
+from models.predict.collectives import estimate
+from models.predict.p2p import p2p_path
+from models.schedules import ScheduleCheckError, read_msccl
+from models.schedules.evaluate import (ScheduleEvaluationError, evaluate_schedule, nccl_name, schedule_pricing)
+from models.schedules.export import nccl_schedule
+from models.schedules.ring import ring_all_gather
+from tests.conftest import DATA
+
+AP2LL = DATA / "msccl" / "ndv4_ap2ll.xml"
+AG1M = DATA / "msccl" / "ndv5_ag-1m.xml"
+
+
+@pytest.fixture(scope="module")
+def dgx1v():
+    return prepare(topo.build("dgx1v"))
+
+
+def _ring_tuning(fabric, collective, gpus, protocol="Simple"):
+    e = estimate(fabric, collective, 2**20, gpus, algorithm=RING)
+    return e, next(c.tuning for c in e.selection.candidates if c.tuning.protocol == protocol)
+
+
+def test_one_chunk_over_one_pair_is_latency_and_one_channel(dgx1v):
+    e, tuning = _ring_tuning(dgx1v, "all_gather", [0, 3])
+    size = 2**20  # two chunks of 512 KiB: one loop (a Simple slice is 1 MiB)
+    channel = tuning.bus.value / e.ring.nchannels
+    expected = tuning.latency.base + tuning.latency.terms[0].per_step + size / 2 / (channel * e.measurement.ratio)
+    point = evaluate_schedule(dgx1v, ring_all_gather(2, inplace=True), size, "0,3").points[0]
+    assert point.loops == 1 and point.chunk_bytes == size / 2
+    assert point.time == pytest.approx(expected, rel=1e-9)
+    # Out of place, each rank first copies its chunk into place: read and written once each.
+    copy = 2 * (size / 2) / p2p_path(dgx1v, 0, 0).bandwidth
+    out_of_place = evaluate_schedule(dgx1v, ring_all_gather(2), size, "0,3").points[0]
+    assert out_of_place.time == pytest.approx(expected + copy, rel=1e-9)
+
+
+def test_two_channels_share_one_link_and_fill_a_bundle(dgx1v):
+    size = 2**20
+    times = {}
+    for pair in ("0,1", "0,3"):  # NV1, NV2
+        one = evaluate_schedule(dgx1v, ring_all_gather(2, chunks=2, channels=1, inplace=True), size,
+                                pair).points[0].time
+        two = evaluate_schedule(dgx1v, ring_all_gather(2, chunks=2, channels=2, inplace=True), size,
+                                pair).points[0].time
+        times[pair] = (one, two)
+    pricing, _ = schedule_pricing(dgx1v, "Simple", "all_gather", (0, 1))
+    fixed = pricing.base_latency + pricing.step_latency
+    # NV1: the link is the channel's rate; a second channel gains nothing (each gets half).
+    assert times["0,1"][1] - fixed == pytest.approx((times["0,1"][0] - fixed - pricing.step_latency) / 1, rel=1e-6)
+    # NV2: two channels move the same bytes in half the time of one.
+    one, two = times["0,3"]
+    assert (two - fixed) == pytest.approx((one - fixed - pricing.step_latency) / 2, rel=1e-6)
+
+
+@pytest.mark.parametrize("system", ["dgx1v", "dgxa100"])
+@pytest.mark.parametrize("collective", ["all_gather", "all_reduce"])
+def test_nccl_rings_time_as_the_collective_model_at_large_sizes(system, collective):
+    fabric = prepare(topo.build(system))
+    result = evaluate_schedule(fabric, nccl_schedule(fabric, collective), ["1G", "8G"], bound=False)
+    for p in result.points:
+        assert p.nccl_algorithm == "ring/Simple"
+        assert p.busbw == pytest.approx(p.nccl_busbw, rel=0.01)
+    assert result.points[1].loops > 64  # beyond the loops simulated: extrapolated
+
+
+def test_a_mid_size_ring_times_as_the_engine_prices_ring(dgx1v):
+    size = 2**22
+    e, tuning = _ring_tuning(dgx1v, "all_gather", list(range(8)))
+    engine = tuning.latency.value + size / (tuning.bandwidth * e.measurement.ratio)
+    point = evaluate_schedule(dgx1v, nccl_schedule(dgx1v, "all_gather"), size, nccl=False, bound=False).points[0]
+    assert point.time == pytest.approx(engine, rel=0.01)
+
+
+def test_the_real_all_reduce_on_a_dgx_a100():
+    result = evaluate_schedule(topo.build("dgxa100"), read_msccl(AP2LL), [512, 40960])
+    assert (result.collective, result.protocol, result.steps, result.gpus) == ("all_reduce", "LL", 2672,
+                                                                                 tuple(range(8)))
+    for p in result.points:
+        assert p.loops == 1 and math.isfinite(p.time) and p.time > 0
+        assert 0.5 < p.busbw / p.nccl_busbw < 2
+        assert p.bound_busbw > p.busbw
+    assert [r["nbytes"] for r in result.to_records()] == [512, 40960]
+
+
+def test_the_real_all_gather_on_a_dgx_h100():
+    result = evaluate_schedule(topo.build("dgxh100"), read_msccl(AG1M), "1M")
+    p = result.points[0]
+    assert (result.collective, result.nchannels, p.loops) == ("all_gather", 32, 1)
+    assert 0.5 < p.busbw / p.nccl_busbw < 2 and p.busbw < p.bound_busbw
+
+
+def test_a_schedule_runs_on_the_first_gpus_of_a_larger_fabric():
+    result = evaluate_schedule(topo.build("dgx2"), ring_all_gather(4), "1M", nccl=False, bound=False)
+    assert result.gpus == (0, 1, 2, 3) and result.points[0].nccl_busbw is None
+
+
+def test_refusals_name_what_is_wrong(dgx1v):
+    with pytest.raises(ScheduleEvaluationError, match="'ring_all_gather_16x1' is for 16 GPUs, but DGX-1V has 8"):
+        evaluate_schedule(dgx1v, ring_all_gather(16), "1M")
+    with pytest.raises(ScheduleEvaluationError, match="is for 4 GPUs, but the selection 0-2 of DGX-1V has 3"):
+        evaluate_schedule(dgx1v, ring_all_gather(4), "1M", "0-2")
+    with pytest.raises(ScheduleEvaluationError, match="does not enable Ring LL128 for all_gather on GPUs 0-3 of DGX-1"):
+        evaluate_schedule(topo.build("dgx1"), ring_all_gather(4, protocol="LL128"), "1M", "0-3")
+    with pytest.raises(ScheduleEvaluationError, match="expected a Schedule"):
+        evaluate_schedule(dgx1v, "ring.xml", "1M")
+    with pytest.raises(ScheduleEvaluationError, match="max_loops an even whole number"):
+        evaluate_schedule(dgx1v, ring_all_gather(2), "1M", max_loops=3)
+    with pytest.raises(topo.SizeError):
+        evaluate_schedule(dgx1v, ring_all_gather(2), "1.5G")
+
+
+def test_unmatched_sends_are_refused_by_name(dgx1v):
+    ring = ring_all_gather(3)
+    gpu = ring.gpus[0]
+    tb = gpu.threadblocks[0]
+    broken = tb.__class__(tb.id, tb.send, tb.recv, tb.chan, tb.steps[:-1])
+    schedule = ring.__class__(**{**{f: getattr(ring, f) for f in ring.__slots__},
+                                 "gpus": (gpu.__class__(gpu.id, gpu.i_chunks, gpu.o_chunks, gpu.s_chunks, (broken,)),)
+                                 + ring.gpus[1:]})
+    with pytest.raises(ScheduleCheckError, match="gpu 2, tb 0, step 2: sends to gpu 0 on channel 0 .2 sends., but gpu 0 receives only 1"):
+        evaluate_schedule(dgx1v, schedule, "1M", "0-2")
+
+
+def test_nccl_names():
+    assert [nccl_name(c) for c in ("all_to_all", "all_reduce", "custom", "gather")] == \
+        ["alltoall", "all_reduce", None, None]
