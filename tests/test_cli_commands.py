@@ -322,7 +322,7 @@ def test_plan_refuses_in_one_line(capsys, argv, message):
 @pytest.mark.parametrize("argv, message", [
     (["nope", "--system", "dgx1v"], "unknown workload 'nope'"),
     (["transformer:layers=2", "--system", "dgx1v"], "lacks hidden"),
-    (["bert-large", "--system", "16xdgx2"], "a plan of 256 GPUs, more than the limit of 128"),
+    (["bert-large", "--system", "16xdgx2", "--limit", "128"], "a plan of 256 GPUs, more than the limit of 128"),
     (["bert-large", "--system", "dgx1v", "--tp", "3", "--pp", "1", "--dp", "1"], "does not divide"),
     (["bert-large", "--system", "dgx1v", "--zero", "4"], "argument --zero"),
     (["bert-large", "--system", "dgx1v", "--dtype", "int4"], "argument --dtype"),

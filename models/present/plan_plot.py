@@ -34,6 +34,11 @@ def _plans(result, top):
     return plans[:top]
 
 
+def _exposed(p, name: str) -> float:
+    """A component's exposed time, 0 where the plan has none (a layout without context or expert parallelism). [s]"""
+    return next((c.exposed for c in p.components if c.name == name), 0.0)
+
+
 def step_time_figure(result, *, top: int = 12) -> go.Figure:
     """Stacked bars: the exposed time of each step component, per layout (fitting ones), in the
     unit the longest step reads best in (s, ms or µs, as the tables write it).
@@ -53,8 +58,11 @@ def step_time_figure_dict(result, *, top: int = 12) -> dict:
     plans = [p for p in _plans(result, top) if p.fits]
     labels = [p.layout.label() for p in plans]
     unit, factor = time_unit(max((p.step_time for p in plans), default=0.0))
-    data = [dict(type="bar", name=name, x=labels, y=[p.component(name).exposed * factor for p in plans],
-                 hovertemplate="%{x}<br>" + name + ": %{y:.2f} " + unit + "<extra></extra>") for name in _COMPONENTS]
+    # Context and expert parallelism's components where a plan has them.
+    names = _COMPONENTS + tuple(n for n in ("cp_comm", "ep_comm")
+                                if any(c.name == n for p in plans for c in p.components))
+    data = [dict(type="bar", name=name, x=labels, y=[_exposed(p, name) * factor for p in plans],
+                 hovertemplate="%{x}<br>" + name + ": %{y:.2f} " + unit + "<extra></extra>") for name in names]
     title = f"{plans[0].workload} on {plans[0].fabric}: step time per layout" if plans else "no layout fits"
     layout = style_layout(title=title, default_height=480, margin=dict(b=_LABEL_MARGIN))
     layout.update(barmode="stack", yaxis=dict(title=dict(text=axis_title("exposed time per step", unit))),

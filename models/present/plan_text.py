@@ -24,9 +24,10 @@ from types import MappingProxyType
 from topo.units import GB, MiB, to_us
 
 from ..studies.compute import GENERATIONS, TF, ComputeFacts, ComputeModel
+from ..studies.planner.parallel import SplitError, stage_split
 from ..studies.planner.ranking import GpuRank
-from ..studies.planner.records import (BubbleDetail, Calibration, Component, ComputeDetail, DataParallelDetail,
-                                       DoesNotFitError, Memory, NoLayoutError, OptimizerDetail, PipelineDetail, Plan,
+from ..studies.planner.records import (BubbleDetail, Calibration, Component, ComputeDetail, ContextParallelDetail,
+                                       DataParallelDetail, DoesNotFitError, ExpertParallelDetail, Memory, NoLayoutError, OptimizerDetail, PipelineDetail, Plan,
                                        PlanWarning, Search, SkipCode, SkippedLayout, TensorParallelDetail, TimingCode,
                                        TimingWhy)
 from ..studies.stepgraph import PlanDoesNotFitError
@@ -112,6 +113,11 @@ def timing_note(why: Plan | TimingWhy | None) -> str:
                                           f"max_events={why.max_events}"),
         TimingCode.CNN: lambda: "a CNN's step is not simulated: step graphs follow Megatron's transformer schedule",
         TimingCode.INTERLEAVED: lambda: "interleaved 1F1B is not simulated: step graphs build plain 1F1B",
+        TimingCode.MOE: lambda: ("a mixture-of-experts step is not simulated yet (no dispatch/combine task graphs): "
+                                 "analytical, its expert all-to-alls included"),
+        TimingCode.CONTEXT_PARALLEL: lambda: ("a context-parallel step is not simulated yet (no K/V exchange task "
+                                              "graphs): analytical, its K/V exchange included"),
+        TimingCode.UNEVEN_SPLIT: lambda: "an uneven pipeline split is not simulated: step graphs split layers evenly",
         TimingCode.OVERLAP_FIRST_PASS: lambda: (f"overlap={why.overlap:g} shapes the first pass only: the "
                                                 "simulation overlaps the gradient buckets as the schedule allows")}
     return words[why.code]()
@@ -134,16 +140,31 @@ def tp_limit_note(c: TpConstraint) -> str:
 
 
 def _skipped_label(s: SkippedLayout) -> str:
-    """The degrees a refusal names: ``tp2``, ``tp2 pp3``, ``pp16``, ``tp1 pp1 dp8``, ``tp1 pp4 v2 dp2``."""
+    """The degrees a refusal names: ``tp2``, ``tp2 pp3``, ``pp16``, ``tp1 pp1 dp8``, ``tp1 pp4 v2 dp2``
+    (with ``cp``, ``ep`` and ``etp`` where they are not 1)."""
+    cp = f" cp{s.cp}" if s.cp > 1 else ""
     if s.code in (SkipCode.TP_LIMIT, SkipCode.TP_HOST):
         return f"tp{s.tp}"
     if s.code is SkipCode.GPUS:
-        return f"tp{s.tp} pp{s.pp}"
+        return f"tp{s.tp}{cp}" + (f" pp{s.pp}" if s.pp is not None else "")
     if s.code is SkipCode.LAYERS:
         return f"pp{s.pp}"
     if s.code is SkipCode.BATCH:
-        return f"tp{s.tp} pp{s.pp} dp{s.dp}"
-    return f"tp{s.tp} pp{s.pp} v{s.virtual_stages} dp{s.dp}"
+        return f"tp{s.tp}{cp} pp{s.pp} dp{s.dp}"
+    ep = (f" ep{s.ep}" if s.ep > 1 else "") + (f" etp{s.etp}" if s.etp > 1 else "")
+    v = f" v{s.virtual_stages}" if s.virtual_stages > 1 or s.code.name.startswith("INTERLEAVE") else ""
+    return f"tp{s.tp}{cp} pp{s.pp}{v} dp{s.dp}{ep}"
+
+
+def _split_note(s: SkippedLayout) -> str:
+    """What the split a refusal asked for breaks, in :func:`~models.studies.planner.parallel.stage_split`'s words."""
+    first, last, embedding, loss = s.split or (0, 0, False, False)
+    try:
+        stage_split(s.count or 0, s.pp or 1, s.virtual_stages, first=first, last=last, embedding_in_split=embedding,
+                    loss_in_split=loss)
+    except SplitError as error:
+        return str(error)
+    return f"the split of {s.count} layers over pp {s.pp} x v {s.virtual_stages} is refused"
 
 
 def skipped_note(s: SkippedLayout) -> str:
@@ -168,7 +189,20 @@ def skipped_note(s: SkippedLayout) -> str:
         SkipCode.INTERLEAVE_PIPELINE: lambda: "interleaving needs a pipeline (pp > 1)",
         SkipCode.INTERLEAVE_LAYERS: lambda: (f"{c} layers do not split into pp x v = {s.pp * s.virtual_stages} "
                                              "chunks"),
-        SkipCode.INTERLEAVE_MICRO_BATCHES: lambda: f"{c} micro-batches are not a multiple of pp = {s.pp}"}
+        SkipCode.INTERLEAVE_MICRO_BATCHES: lambda: f"{c} micro-batches are not a multiple of pp = {s.pp}",
+        SkipCode.EP_DENSE: lambda: "expert parallelism needs a mixture-of-experts workload: expected ep 1 and etp 1",
+        SkipCode.EP_EXPERTS: lambda: f"ep {s.ep} does not divide the {c} routed experts",
+        SkipCode.EP_FOLD: lambda: (f"etp x ep = {s.etp * s.ep} does not divide tp x cp x dp = {c}: expected the expert "
+                                   "layers to fold the stage's GPUs"),
+        SkipCode.EP_SEQUENCE_PARALLEL: lambda: ("expert with tensor parallelism needs sequence parallelism "
+                                                "(Megatron refuses it off): expected --sequence-parallel on"),
+        SkipCode.ETP_FFN: lambda: f"etp {s.etp} does not divide the expert FFN width {c}",
+        SkipCode.CP_SEQUENCE: lambda: f"the sequence of {c} tokens does not split into 2 x cp = {2 * s.cp} chunks",
+        SkipCode.CP_FLASH: lambda: "context parallelism needs flash attention: expected the flash software stack",
+        SkipCode.CP_HEADS: lambda: f"all-to-all context parallelism needs the {c} heads per rank divisible by cp {s.cp}",
+        SkipCode.SPLIT: lambda: _split_note(s),
+        SkipCode.DUALPIPE: lambda: (f"DualPipe needs an even pp and micro-batches (received pp {s.pp}, {c} "
+                                    "micro-batches) and no interleaving")}
     return f"{_skipped_label(s)}: {words[s.code]()}"
 
 
@@ -264,6 +298,26 @@ def _data_parallel_detail(d: DataParallelDetail) -> str:
     return f"{what}; {overlap}"
 
 
+def _context_parallel_detail(d: ContextParallelDetail) -> str:
+    if d.degree == 1:
+        return "no context parallelism"
+    if d.comm == "a2a":
+        return f"{d.layers} layers x 2 x 4 all-to-alls ({d.nbytes / MiB:.1f} MiB per rank in all) per micro-batch"
+    return (f"{d.layers} layers x ring of {d.degree - 1} K/V steps of {d.nbytes / MiB:.1f} MiB each way per "
+            "micro-batch, hidden behind the attention where it is faster")
+
+
+def _expert_parallel_detail(d: ExpertParallelDetail) -> str:
+    if d.layers == 0:
+        return "no experts (a dense model)"
+    if d.degree == 1 and d.tensor_degree == 1:
+        return f"{d.layers} MoE layers, experts local (no expert parallelism)"
+    overlap = {"none": "not overlapped", "batch": "batch-level overlap", "dualpipe": "DualPipe overlap"}[d.overlap]
+    balance = f", balance x{d.balance:g}" if d.balance != 1 else ""
+    return (f"{d.layers} MoE layers x dispatch {d.dispatch_bytes / MiB:.1f} + combine {d.combine_bytes / MiB:.1f} "
+            f"MiB per rank over ep{d.degree} ({d.network_fraction:.0%} off the NVLink domain){balance}; {overlap}")
+
+
 def _optimizer_detail(d: OptimizerDetail) -> str:
     return f"Adam pass over {d.parameters / 1e9:.2f} B local parameters"
 
@@ -285,6 +339,7 @@ def component_note(c: Component) -> str:
     if d is None or isinstance(d, str):
         return d or ""
     words = {ComputeDetail: _compute_detail, TensorParallelDetail: _tensor_parallel_detail,
+             ContextParallelDetail: _context_parallel_detail, ExpertParallelDetail: _expert_parallel_detail,
              PipelineDetail: _pipeline_detail, BubbleDetail: _bubble_detail,
              DataParallelDetail: _data_parallel_detail, OptimizerDetail: _optimizer_detail}
     return words[type(d)](d)
@@ -331,7 +386,9 @@ def format_plan(p: Plan, verbose: bool = False) -> str:
         lines.append(f"  compute model: {compute_note(p.compute)}")
         if p.calibration is not None:
             lines.append(format_calibration(p.calibration))
-        for dim in ("tp", "pp", "dp"):
+        for dim in ("tp", "cp", "ep", "pp", "dp"):
+            if dim not in p.groups or (dim in ("cp", "ep") and len(p.groups[dim][0]) < 2):
+                continue
             shown = p.groups[dim][:4]
             more = len(p.groups[dim]) - len(shown)
             lines.append(f"  {dim} groups: " + " ".join("(" + ",".join(map(str, g)) + ")" for g in shown)

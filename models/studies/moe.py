@@ -46,7 +46,7 @@ from ..engine.results import tidy_records
 from .workload import Op, WorkloadError, activation_bytes_per_element, matmul_op, memory_op
 
 __all__ = ["GroupedQueryAttention", "LatentAttention", "Attention", "MoeTransformer", "MoeSpecError",
-           "MOE_PRESETS", "ModelState", "model_state", "moe_workload", "is_moe_spec", "MOE_GRAMMAR"]
+           "MOE_PRESETS", "ModelState", "model_state", "stage_parameters", "moe_workload", "is_moe_spec", "MOE_GRAMMAR"]
 
 
 class MoeSpecError(WorkloadError):
@@ -225,6 +225,9 @@ class MoeTransformer:
     source: str = ""
 
     kind = "moe"
+    #: Trained with flash attention (the default software stack is ``flash`` where the GPU has it):
+    #: every preset's training framework runs fused attention kernels.
+    flash_attention = True
 
     def __post_init__(self):
         for key in ("layers", "hidden", "vocab", "seq", "experts", "top_k", "expert_ffn"):
@@ -531,8 +534,23 @@ def _stages(w: MoeTransformer, pp: int) -> list:
     return out
 
 
+def stage_parameters(w: MoeTransformer, dense_layers: int, moe_layers: int, *, first: bool, last: bool) -> tuple:
+    """(dense, routed-expert) parameters of one pipeline stage holding these layers: the first
+    stage also holds the embedding, the last the head and the MTP modules (DeepSeek-V3's
+    placement). The dense part counts attention, norms, routers, shared experts and dense FFNs."""
+    expert_layer = w.experts * w.expert_parameters
+    dense = dense_layers * w.dense_layer_parameters + moe_layers * (w._moe_layer(w.experts) - expert_layer)
+    experts = moe_layers * expert_layer
+    if first:
+        dense += w.embedding_parameters
+    if last:
+        dense += w.head_parameters + w.mtp_layers * (w.mtp_module_parameters - expert_layer)
+        experts += w.mtp_layers * expert_layer
+    return dense, experts
+
+
 def model_state(w: MoeTransformer, *, ep: int = 1, tp: int = 1, etp: int | None = None, pp: int = 1,
-                dp: int = 1, cp: int = 1, zero: int = 1, dtype: str = "bf16") -> ModelState:
+                dp: int = 1, cp: int = 1, zero: int = 1, dtype: str = "bf16", split=None) -> ModelState:
     """Model state per GPU with the routed experts sharded by expert parallelism ``ep``.
 
     Megatron-Core's folding: the dense layers run on ``tp x cp x dp`` GPUs per stage, the
@@ -544,7 +562,9 @@ def model_state(w: MoeTransformer, *, ep: int = 1, tp: int = 1, etp: int | None 
     ``zero >= 1`` shards the optimizer state, ``>= 2`` the gradients, ``>= 3`` the weights, over
     ``dp x cp`` for the dense part and over ``edp`` for the experts. Stage 0 holds the
     embedding, the last stage the head and the MTP modules (as DeepSeek-V3 places them);
-    the heaviest stage is returned.
+    the heaviest stage is returned. ``split``, when given, is the model indices of each stage's
+    layers (``pp`` of them; :func:`models.studies.planner.parallel.stage_split`'s ``stages``)
+    instead of the even split.
 
     Raises
     ------
@@ -568,18 +588,17 @@ def model_state(w: MoeTransformer, *, ep: int = 1, tp: int = 1, etp: int | None 
     edp = dense_group // (etp * ep)
     weight = activation_bytes_per_element(dtype)
     optimizer = 8 if weight == 4 else 12
-    stages = _stages(w, pp)
+    if split is None:
+        stages = _stages(w, pp)
+    else:
+        if len(split) != pp:
+            raise MoeSpecError(f"split must hold the layers of pp ({pp}) stages, received {len(split)}")
+        stages = [(sum(1 for i in held if i < w.dense_layers), sum(1 for i in held if i >= w.dense_layers))
+                  for held in split]
     expert_layer = w.experts * w.expert_parameters
     best = None
     for s, (dense_layers, moe_layers) in enumerate(stages):
-        dense = (dense_layers * w.dense_layer_parameters
-                 + moe_layers * (w._moe_layer(w.experts) - expert_layer))
-        experts = moe_layers * expert_layer
-        if s == 0:
-            dense += w.embedding_parameters
-        if s == pp - 1:
-            dense += w.head_parameters + w.mtp_layers * (w.mtp_module_parameters - expert_layer)
-            experts += w.mtp_layers * expert_layer
+        dense, experts = stage_parameters(w, dense_layers, moe_layers, first=s == 0, last=s == pp - 1)
         d, e = dense / tp, experts / (etp * ep)
         shard_d, shard_e = dp * cp, edp
         params = weight * (d / (shard_d if zero >= 3 else 1) + e / (shard_e if zero >= 3 else 1))

@@ -127,7 +127,7 @@ class UnknownWorkloadError(WorkloadError):
 
 class MoeNotPlannedError(WorkloadError):
     """A mixture-of-experts workload where only dense transformers and CNNs are modelled (the
-    planner, the GPU ranking and the step simulation: expert-parallel layouts are not built yet)."""
+    GPU ranking and the step simulation; :func:`models.studies.planner.plan` takes one)."""
 
 
 class UnknownDtypeError(WorkloadError):
@@ -852,7 +852,7 @@ def workload(spec: str | Workload) -> Workload:
         return spec
     if getattr(spec, "kind", None) == "moe":  # a models.studies.moe.MoeTransformer
         raise MoeNotPlannedError(f"{spec.name} is a mixture-of-experts workload: expected a dense transformer "
-                                 "or a CNN (expert-parallel layouts are not planned yet)")
+                                 "or a CNN (models.studies.planner.plan takes it; step graphs and the GPU ranking are dense only yet)")
     return parse_workload(spec)
 
 
@@ -1007,6 +1007,15 @@ def tp_limit(w: Workload, tp: int) -> TpConstraint | None:
         return None
     if isinstance(w, CNN):
         return TpConstraint(TpLimit.CNN, tp)
+    if getattr(w, "kind", None) == "moe":  # a models.studies.moe.MoeTransformer: its dense FFNs and shared experts
+        a = w.attention
+        for limit, value in ((TpLimit.HEADS, a.heads), (TpLimit.FFN, w.dense_ffn), (TpLimit.FFN, w.shared_ffn)):
+            if value and value % tp:
+                return TpConstraint(limit, tp, value)
+        kv = getattr(a, "kv_heads", None)
+        if kv is not None and kv % tp and tp % kv:
+            return TpConstraint(TpLimit.KV_HEADS, tp, kv)
+        return None
     for limit, value in ((TpLimit.HEADS, w.heads), (TpLimit.FFN, w.ffn)):
         if value % tp:
             return TpConstraint(limit, tp, value)

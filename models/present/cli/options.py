@@ -44,8 +44,9 @@ MAX_SETS = 50_000
 #: rank order: models.engine.symmetry).
 MAX_SEARCHES = 150
 #: Default of ``--limit`` for ``plan``: the most GPUs a planned job may use. A layout search
-#: estimates every group shape of every layout; 64 GPUs (8xdgxh100) take about 15 s.
-MAX_PLAN_GPUS = 128
+#: estimates every group shape of every layout; 64 GPUs (8xdgxh100) take about 15 s, a MoE
+#: search of 256 (deepseek-v3 on 32xdgxh100) about 30 s.
+MAX_PLAN_GPUS = 512
 #: Default of ``--limit`` for ``bound``: the most GPUs in the set. The cut bounds grow faster
 #: than linearly with the GPUs (4xdgx2, 64 GPUs: about 1 s; 16xdgx2, 256 GPUs: about 50 s);
 #: alltoall's LP has its own limit (models.studies.bounds.MAX_LP_VARIABLES).

@@ -73,6 +73,49 @@ def layout_options(parser):
     return layout
 
 
+def parallel_options(parser) -> None:
+    """``plan``'s context, expert and pipeline-split options (what ``simulate`` does not build yet)."""
+    from ...studies.planner.parallel import EP_OVERLAP
+    from ...studies.planner.records import CP_COMM
+    from ...studies.workload import DTYPES
+
+    group = parser.add_argument_group("context, expert and uneven pipeline parallelism")
+    group.add_argument("--cp", type=at_least(1), metavar="N",
+                       help="context-parallel degree (default: searched from 16K tokens on, else 1)")
+    group.add_argument("--cp-comm", choices=CP_COMM, default="p2p",
+                       help="context-parallel attention: p2p ring (default) or a2a (all-to-all)")
+    group.add_argument("--ep", type=at_least(1), metavar="N",
+                       help="expert-parallel degree of a MoE workload, carved out of tp x cp x dp (default: searched)")
+    group.add_argument("--etp", type=at_least(1), metavar="N",
+                       help="expert tensor-parallel degree (default: searched over 1 and tp)")
+    group.add_argument("--ep-overlap", choices=EP_OVERLAP, default="none",
+                       help="how expert all-to-alls overlap compute: none (default), batch (Megatron's "
+                            "batch-level overlap) or dualpipe (DeepSeek-V3's DualPipe)")
+    group.add_argument("--expert-balance", type=_plan_number("--expert-balance", low=1, high=1000, low_open=False),
+                       default=1.0, metavar="F",
+                       help="the busiest rank's routed tokens over the balanced share (default 1: force-balanced)")
+    group.add_argument("--dispatch-dtype", choices=DTYPES, metavar="DTYPE",
+                       help="dtype of the dispatch all-to-all (default: fp8's quantised copy when training in "
+                            "fp8, mxfp8 or nvfp4, else 16-bit)")
+    group.add_argument("--first-stage-layers", type=at_least(1), metavar="N",
+                       help="layers of the first pipeline stage (the rest split evenly)")
+    group.add_argument("--last-stage-layers", type=at_least(1), metavar="N",
+                       help="layers of the last pipeline stage (the rest split evenly)")
+    group.add_argument("--account-for-embedding-in-pipeline-split", action="store_true",
+                       help="count the embedding as one layer of the first stage")
+    group.add_argument("--account-for-loss-in-pipeline-split", action="store_true",
+                       help="count the output layer and loss as one layer of the last stage")
+
+
+def parallel_values(args) -> dict:
+    """The options of :func:`parallel_options` as :func:`models.studies.planner.search` takes them."""
+    return dict(cp=args.cp, cp_comm=args.cp_comm, ep=args.ep, etp=args.etp, ep_overlap=args.ep_overlap,
+                expert_balance=args.expert_balance, dispatch_dtype=args.dispatch_dtype,
+                first_stage_layers=args.first_stage_layers or 0, last_stage_layers=args.last_stage_layers or 0,
+                embedding_in_split=args.account_for_embedding_in_pipeline_split,
+                loss_in_split=args.account_for_loss_in_pipeline_split)
+
+
 def _plan_arguments(parser) -> None:
     from ...studies.planner.calibrate import MEASURED_GRAMMAR
     from ...studies.workload import SOFTWARE
@@ -81,6 +124,7 @@ def _plan_arguments(parser) -> None:
     system_option(parser)
     nccl_option(parser)
     layout_options(parser)
+    parallel_options(parser)
     model = parser.add_argument_group("compute and overlap model")
     model.add_argument("--software", choices=SOFTWARE, metavar="STACK",
                        help="which kernels are fused: " + "; ".join(f"{k}: {v.description}" for k, v in
@@ -149,7 +193,7 @@ def _plan(args) -> int:
         raise UsageError("--top ranks layouts: expected it with --search")
     if args.calibrate is not None and args.compute_scale is not None:
         raise UsageError("--calibrate fits the compute scale: expected --calibrate or --compute-scale, not both")
-    w = planned_workload(args)  # a bad workload fails before the fabric is built
+    w = planned_workload(args, moe=True)  # a bad workload fails before the fabric is built
     G = fabric_of(args, args.system)
     check_plan_gpus(args, G)
     options = dict(tp=args.tp, pp=args.pp, dp=args.dp, zero=args.zero, micro_batch=args.micro_batch,
@@ -159,7 +203,7 @@ def _plan(args) -> int:
                    virtual_stages=args.virtual_stages, software=args.software, efficiency=args.efficiency,
                    attention_efficiency=args.attention_efficiency, memory_efficiency=args.memory_efficiency,
                    bucket=DEFAULT_BUCKET if args.bucket is None else args.bucket,
-                   simulate=args.simulate, max_events=args.max_events)
+                   simulate=args.simulate, max_events=args.max_events, **parallel_values(args))
     if args.overlap is not None:
         options["overlap"] = args.overlap
     top = 10 if args.top is None else args.top
@@ -239,24 +283,26 @@ def _gpus(args) -> None:
 
 
 def workload_grammar() -> str:
-    from ...studies.moe import MOE_PRESETS
+    from ...studies.moe import MOE_GRAMMAR, MOE_PRESETS
     from ...studies.workload import WORKLOAD_GRAMMAR
 
     return (WORKLOAD_GRAMMAR + ". The mixture-of-experts presets (" + ", ".join(MOE_PRESETS) + ") and moe: specs "
-            "are described but not planned yet")
+            "(" + MOE_GRAMMAR + ") are planned by plan (analytically), not yet by simulate or gpus")
 
 
-def planned_workload(args):
-    """The dense workload of ``plan`` and ``simulate``'s WORKLOAD at ``--seq-length`` when given."""
+def planned_workload(args, moe: bool = False):
+    """The workload of ``plan`` (a MoE one too when ``moe``) and ``simulate``'s (dense) WORKLOAD, at
+    ``--seq-length`` when given."""
+    from ...studies.moe import is_moe_spec, moe_workload
     from ...studies.workload import with_seq_length
 
-    w = dense_workload(args.workload)
+    w = moe_workload(args.workload) if moe and is_moe_spec(args.workload) else dense_workload(args.workload)
     return w if args.seq_length is None else with_seq_length(w, args.seq_length)
 
 
 def check_plan_gpus(args, G) -> None:
     """Refuse a layout (or the whole fabric, for the degrees left to choose) of more GPUs than ``--limit``."""
-    degrees = (args.tp, args.pp, args.dp)
+    degrees = (args.tp, args.pp, args.dp, getattr(args, "cp", None) or 1)
     ngpus = math.prod(degrees) if None not in degrees else len(topo.gpus(G))
     if ngpus > args.limit:
         raise too_much(f"a plan of {ngpus} GPUs", ngpus, args.limit, "--limit")
@@ -272,7 +318,7 @@ def dense_workload(text):
         w = moe_workload(text)
         raise MoeNotPlannedError(f"{w.name} is a mixture-of-experts workload ({w.parameters / 1e9:.1f} B parameters, "
                                  f"{w.active_parameters / 1e9:.1f} B active): expected a dense transformer or a CNN "
-                                 "(expert-parallel layouts are not planned yet)")
+                                 "(plan takes it; simulate and gpus model dense workloads only yet)")
     return parse_workload(text)
 
 

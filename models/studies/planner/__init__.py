@@ -4,7 +4,11 @@ One module per topic: :mod:`~models.studies.planner.records` (the records and er
 :mod:`~models.studies.planner.gpu_memory` (memory per GPU), :mod:`~models.studies.planner.step`
 (the step's components), :mod:`~models.studies.planner.placement` (the job's GPUs and groups),
 :mod:`~models.studies.planner.layouts` (the layout search), :mod:`~models.studies.planner.calibrate`
-(a measured step) and :mod:`~models.studies.planner.ranking` (GPU generations). The face below lists
+(a measured step), :mod:`~models.studies.planner.ranking` (GPU generations), and for context and
+expert parallelism, uneven pipeline splits and mixture-of-experts workloads
+:mod:`~models.studies.planner.parallel` (splits, ring and dispatch bytes),
+:mod:`~models.studies.planner.parallel_step` (their step and memory) and
+:mod:`~models.studies.planner.dispatch` (every all-to-all priced in one function). The face below lists
 what a user calls, each imported from its module on first use (:mod:`topo.faces`).
 
 :func:`plan` answers "how long does one training step of this workload take on these GPUs, with
@@ -105,7 +109,9 @@ _FACE = MappingProxyType({
                      "PlanWarning", "TimingCode", "TimingWhy", "SkipCode", "SkippedLayout", "ComputeDetail",
                      "TensorParallelDetail", "PipelineDetail", "BubbleDetail", "DataParallelDetail",
                      "OptimizerDetail", "Component", "ComponentDetail", "Calibration", "Plan", "Search",
-                     "ORDERS", "RECOMPUTE"), "models.studies.planner.records"),
+                     "ORDERS", "RECOMPUTE", "CP_COMM", "ContextParallelDetail", "ExpertParallelDetail"),
+                    "models.studies.planner.records"),
+    **dict.fromkeys(("stage_split", "PipelineSplit", "SplitError", "EP_OVERLAP"), "models.studies.planner.parallel"),
     "memory": "models.studies.planner.gpu_memory",
     "step_components": "models.studies.planner.step",
     "DEFAULT_OVERLAP": "models.studies.planner.step",
@@ -129,9 +135,10 @@ if TYPE_CHECKING:  # what a type checker sees of the face: each name as its modu
     from .calibrate import MEASURED_GRAMMAR, calibrate_plan, parse_measured
     from .gpu_memory import memory
     from .layouts import DEFAULT_SIMULATED, PLAN_MAX_EVENTS, plan, search
+    from .parallel import EP_OVERLAP, PipelineSplit, SplitError, stage_split
     from .ranking import GpuRank, gpus_ranking
-    from .records import (ORDERS, RECOMPUTE, BubbleDetail, Calibration, Component, ComponentDetail, ComputeDetail,
-                          DataParallelDetail, DoesNotFitError, Layout, Memory, NoLayoutError, OptimizerDetail,
+    from .records import (CP_COMM, ORDERS, RECOMPUTE, BubbleDetail, Calibration, Component, ComponentDetail,
+                          ComputeDetail, ContextParallelDetail, DataParallelDetail, ExpertParallelDetail, DoesNotFitError, Layout, Memory, NoLayoutError, OptimizerDetail,
                           PipelineDetail, Plan, PlanError, PlanWarning, Search, SkipCode, SkippedLayout,
                           TensorParallelDetail, TimingCode, TimingWhy, UnknownOptionError)
     from .step import DEFAULT_OVERLAP, step_components

@@ -24,13 +24,21 @@ def stage_parameters(w, pp: int):
     """(first stage, last stage) parameters of a pipeline of ``pp`` stages."""
     if isinstance(w, CNN):
         return w.parameters, w.parameters
-    per_stage = math.ceil(w.layers / pp) * w.layer_parameters
-    emb = w.embedding_parameters + w.extra_parameters
-    if pp == 1:
-        return per_stage + emb + w.head_parameters, per_stage + emb + w.head_parameters
-    # Megatron keeps a copy of a tied embedding on the last stage for the output projection.
-    last_head = w.head_parameters + (w.vocab * w.hidden if w.tied else 0)
-    return per_stage + emb, per_stage + last_head
+    layers = math.ceil(w.layers / pp)
+    return (held_parameters(w, layers, first=True, last=pp == 1),
+            held_parameters(w, layers, first=pp == 1, last=True))
+
+
+def held_parameters(w, layers: int, *, first: bool, last: bool) -> float:
+    """Parameters of a dense transformer's stage holding ``layers`` layers, the embedding when
+    ``first`` and the head when ``last`` (Megatron keeps a copy of a tied embedding on the last
+    stage for the output projection)."""
+    out = layers * w.layer_parameters
+    if first:
+        out += w.embedding_parameters + w.extra_parameters
+    if last:
+        out += w.head_parameters + (w.vocab * w.hidden if w.tied and not first else 0)
+    return out
 
 
 def memory(workload: str | Workload, layout: Layout, *, dtype: str = "bf16", capacity: float = 80 * GiB,

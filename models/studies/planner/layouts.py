@@ -29,13 +29,17 @@ from ...engine.nccl.profiles import NcclProfile
 from ...predict.decompose import Decomposer
 from ...predict.simulate import simulate as simulate_graph
 from ..compute import ComputeModel, Gpu, compute_model, generation, gpu_of
+from ..moe import is_moe_spec, moe_workload
 from ..stepgraph import step_graph, step_graph_size
-from ..workload import CNN, DEFAULT_BUCKET, Workload, activation_bytes_per_element, dtype_bytes, \
-    software as as_software, tp_limit, with_seq_length, workload as as_workload
+from ..workload import CNN, DEFAULT_BUCKET, QUANTISED_BYTES, Workload, activation_bytes_per_element, dtype_bytes, \
+    is_low_precision, software as as_software, tp_limit, with_seq_length, workload as as_workload
+from .dispatch import alltoall_time, domain_of
 from .gpu_memory import memory
+from .parallel import EP_OVERLAP, SplitError, alltoall_split, stage_split
+from .parallel_step import is_moe, moe_flops_per_token, parallel_components, parallel_memory
 from .placement import JobGroups, job_gpus, tp_partition
-from .records import (ORDERS, RECOMPUTE, Layout, NoLayoutError, Plan, PlanError, PlanWarning, Search, SkipCode,
-                      SkippedLayout, TimingCode, TimingWhy, UnknownOptionError)
+from .records import (CP_COMM, ORDERS, RECOMPUTE, Layout, NoLayoutError, Plan, PlanError, PlanWarning, Search,
+                      SkipCode, SkippedLayout, TimingCode, TimingWhy, UnknownOptionError)
 from .step import DEFAULT_OVERLAP, simulated_components, step_components
 
 __all__ = ["search", "plan", "DEFAULT_SIMULATED", "PLAN_MAX_EVENTS"]
@@ -76,8 +80,11 @@ def _size(name, value) -> float:
 
 class Context:
     def __init__(self, w, G, gpus, dtype, efficiency, memory_efficiency, overlap, bucket,
-                 gen, capacity, software=None, attention_efficiency=None, compute_scale=1.0, profile=None):
+                 gen, capacity, software=None, attention_efficiency=None, compute_scale=1.0, profile=None,
+                 ep_overlap="none", expert_balance=1.0, dispatch_dtype=None):
         self.w = w
+        self.ep_overlap = ep_overlap
+        self.expert_balance = expert_balance
         self.fabric = JobGroups(G, gpus, profile)
         if gen is None:
             parts = {gpu_of(m) for m in self.fabric.models}
@@ -101,6 +108,15 @@ class Context:
         else:
             self.capacity = _size("memory_capacity", capacity)
         self.overlap = _fraction("overlap", overlap)
+        # The dispatch's bytes per element: the low-precision dtype's quantised copy (DeepSeek-V3
+        # dispatches in FP8, arXiv 2412.19437 section 3.3), else the activations' 16 bits.
+        act = activation_bytes_per_element(dtype)
+        chosen = dispatch_dtype if dispatch_dtype is not None else (dtype if is_low_precision(dtype) else None)
+        if chosen is None:
+            self.dispatch_elem = float(act)
+        else:
+            dtype_bytes(chosen)
+            self.dispatch_elem = QUANTISED_BYTES.get(str(chosen).lower(), float(activation_bytes_per_element(chosen)))
         self.bucket = _size("bucket", bucket)
         self.partitions: dict = {}
         self._kernel_times: dict = {}  # (compute model, ops) -> their times, for every layout of the search
@@ -122,8 +138,11 @@ class Context:
         """The workload's training FLOPs per token (:meth:`Transformer.training_flops_per_token
         <models.studies.workload.Transformer.training_flops_per_token>`), kept for the search."""
         if recompute not in self._flops:
-            self._flops[recompute] = (self.w.training_flops_per_token() if recompute is None
-                                      else self.w.training_flops_per_token(recompute))
+            if is_moe(self.w):
+                self._flops[recompute] = moe_flops_per_token(self.w, recompute or "none")
+            else:
+                self._flops[recompute] = (self.w.training_flops_per_token() if recompute is None
+                                          else self.w.training_flops_per_token(recompute))
         return self._flops[recompute]
 
     @property
@@ -153,13 +172,34 @@ def _placement(ctx: Context, layout: Layout, tp_groups=None) -> dict:
                 where = {i: k for k, i in enumerate(host_ids)}
                 ctx.partitions[key] = tuple(tuple(where[i] for i in g) for g in chosen)
             slots.extend(tuple(host_ids[k] for k in g) for g in ctx.partitions[key])
+    # The stage's tp x cp x dp GPUs in Megatron's rank order (tp fastest, then cp, then dp): the
+    # slots j = d cp + c of each stage, in either nesting with the pipeline.
+    cp = layout.cp
+    width = cp * dp
     if layout.order == "tp-dp-pp":
-        def slot(p, d): return slots[p * dp + d]
+        def slot(p, j): return slots[p * width + j]
     else:
-        def slot(p, d): return slots[d * pp + p]
-    dp_groups = tuple(tuple(slot(p, d)[r] for d in range(dp)) for p in range(pp) for r in range(tp))
-    pp_chains = tuple(tuple(slot(p, d)[r] for p in range(pp)) for d in range(dp) for r in range(tp))
-    return {"tp": tuple(tuple(s) for s in slots), "pp": pp_chains, "dp": dp_groups}
+        def slot(p, j): return slots[j * pp + p]
+    dp_groups = tuple(tuple(slot(p, d * cp + c)[r] for d in range(dp)) for p in range(pp) for c in range(cp)
+                      for r in range(tp))
+    pp_chains = tuple(tuple(slot(p, j)[r] for p in range(pp)) for j in range(width) for r in range(tp))
+    groups = {"tp": tuple(tuple(s) for s in slots), "pp": pp_chains, "dp": dp_groups}
+    if not layout.extended:
+        return groups
+    groups["cp"] = tuple(tuple(slot(p, d * cp + c)[r] for c in range(cp)) for p in range(pp) for d in range(dp)
+                         for r in range(tp))
+    # The dense gradients are reduced over dp x cp (the GPUs holding the same weights).
+    groups["dp"] = tuple(tuple(slot(p, j)[r] for j in range(width)) for p in range(pp) for r in range(tp))
+    # The expert layers fold the stage's GPUs as etp x ep x edp, etp fastest (Megatron-Core).
+    etp, ep, edp = layout.etp, layout.ep, layout.edp
+    stage = [[slot(p, j)[r] for j in range(width) for r in range(tp)] for p in range(pp)]
+    groups["etp"] = tuple(tuple(g[(x * ep + e) * etp + r] for r in range(etp)) for g in stage for x in range(edp)
+                          for e in range(ep))
+    groups["ep"] = tuple(tuple(g[(x * ep + e) * etp + r] for e in range(ep)) for g in stage for x in range(edp)
+                         for r in range(etp))
+    groups["edp"] = tuple(tuple(g[(x * ep + e) * etp + r] for x in range(edp)) for g in stage for e in range(ep)
+                          for r in range(etp))
+    return groups
 
 
 def evaluate(ctx: Context, layout: Layout, tp_groups=None, cm=None) -> Plan:
@@ -172,9 +212,12 @@ def evaluate(ctx: Context, layout: Layout, tp_groups=None, cm=None) -> Plan:
     def comm(dimension, collective, nbytes):
         return fabric.dimension_time(collective, nbytes, dims[dimension])
 
-    mem = memory(w, layout, dtype=ctx.dtype, capacity=ctx.capacity, flash=cm.stack.flash_attention)
-    components = step_components(w, layout, cm, comm, overlap=ctx.overlap, bucket=ctx.bucket,
-                                 times=ctx.kernel_times(cm))
+    if layout.extended or is_moe(w):
+        mem, components = _evaluate_parallel(ctx, layout, cm, groups, comm)
+    else:
+        mem = memory(w, layout, dtype=ctx.dtype, capacity=ctx.capacity, flash=cm.stack.flash_attention)
+        components = step_components(w, layout, cm, comm, overlap=ctx.overlap, bucket=ctx.bucket,
+                                     times=ctx.kernel_times(cm))
     step = sum(c.exposed for c in components)
     tokens = layout.global_batch * (1 if isinstance(w, CNN) else w.seq)
     model_flops = ctx.flops_per_token() * tokens
@@ -188,12 +231,48 @@ def evaluate(ctx: Context, layout: Layout, tp_groups=None, cm=None) -> Plan:
                 workload_spec=w)
 
 
+def _evaluate_parallel(ctx: Context, layout: Layout, cm, groups, comm) -> tuple:
+    """Memory and components of a layout with context or expert parallelism, an uneven split or
+    a MoE workload (:mod:`models.studies.planner.parallel_step`)."""
+    w, fabric = ctx.w, ctx.fabric
+    split = stage_split(w.layers, layout.pp, layout.virtual_stages, first=layout.first_stage_layers,
+                        last=layout.last_stage_layers, embedding_in_split=layout.embedding_in_split,
+                        loss_in_split=layout.loss_in_split)
+    ring = tuple((g[k], g[(k + 1) % len(g)]) for g in groups.get("cp", ()) for k in range(len(g)) if len(g) > 1)
+    extra = {"cp_ring": ring, "etp": groups.get("etp", ()), "edp": groups.get("edp", ())}
+
+    def comm_all(dimension, collective, nbytes):
+        if dimension in extra:
+            return fabric.dimension_time(collective, nbytes, extra[dimension])
+        return comm(dimension, collective, nbytes)
+
+    def alltoall(dimension, nbytes):
+        return alltoall_time(fabric, nbytes, groups.get(dimension, ()))
+
+    ep_groups = groups.get("ep", ())
+    network = alltoall_split(ep_groups[0], domain_of(fabric))[2] if ep_groups and len(ep_groups[0]) > 1 else 0.0
+    mem = parallel_memory(w, layout, split, dtype=ctx.dtype, capacity=ctx.capacity, flash=cm.stack.flash_attention,
+                          ep_overlap=ctx.ep_overlap, balance=ctx.expert_balance)
+    components = parallel_components(w, layout, split, cm, comm_all, alltoall, overlap=ctx.overlap,
+                                     bucket=ctx.bucket, times=ctx.kernel_times(cm), ep_overlap=ctx.ep_overlap,
+                                     balance=ctx.expert_balance, dispatch_elem=ctx.dispatch_elem,
+                                     network_fraction=network)
+    return mem, components
+
+
 def _not_simulated(w, p: Plan) -> TimingWhy | None:
-    """Why a plan's step cannot be simulated (None when it can)."""
+    """Why a plan's step cannot be simulated (None when it can): step graphs follow Megatron's
+    dense transformer schedule, plain 1F1B with the layers split evenly."""
     if isinstance(w, CNN):
         return TimingWhy(TimingCode.CNN)
+    if is_moe(w):
+        return TimingWhy(TimingCode.MOE)
+    if p.layout.cp > 1:
+        return TimingWhy(TimingCode.CONTEXT_PARALLEL)
     if p.layout.virtual_stages != 1:
         return TimingWhy(TimingCode.INTERLEAVED)
+    if p.layout.extended:
+        return TimingWhy(TimingCode.UNEVEN_SPLIT)
     return None
 
 
@@ -264,9 +343,62 @@ def simulate_plans(w, ctx: Context, plans, count: int, max_events: int, cm=None)
     return out
 
 
+#: Context parallelism is searched (when ``cp`` is not given) from this sequence length on
+#: [tokens]: below it, every rank already holds a whole sequence's activations comfortably and
+#: splitting it only adds the K/V exchange (Megatron-Core's guidance: CP for long context) [U].
+CP_SEARCH_FROM = 16384
+
+
+def _cps(ctx, cp, per_host) -> list:
+    """The context-parallel degrees searched: ``cp`` when given, else 1, and from
+    :data:`CP_SEARCH_FROM` tokens on the divisors of a host's GPUs."""
+    if cp is not None:
+        return [cp]
+    if isinstance(ctx.w, CNN) or ctx.w.seq < CP_SEARCH_FROM:
+        return [1]
+    return [d for d in _divisors(per_host)]
+
+
+def _refusal(w, t, c, p, d, e, et, cp_comm, sequence_parallel, stack_flash, split, v, m, ep_overlap):
+    """Why Megatron refuses this layout (a :class:`SkippedLayout`), or None."""
+    moe = is_moe(w)
+
+    def skip(code, count=None, asked=()):
+        return SkippedLayout(code, t, p, d, v, count=count, cp=c, ep=e, etp=et, split=asked)
+    if c > 1:
+        if not stack_flash:
+            return skip(SkipCode.CP_FLASH)
+        if w.seq % (2 * c):
+            return skip(SkipCode.CP_SEQUENCE, w.seq)
+        heads = (w.attention.heads if moe else w.heads) // t
+        if cp_comm == "a2a" and heads % c:
+            return skip(SkipCode.CP_HEADS, heads)
+    if not moe and (e > 1 or et > 1):
+        return skip(SkipCode.EP_DENSE)
+    if moe:
+        if w.experts % e:
+            return skip(SkipCode.EP_EXPERTS, w.experts)
+        if (t * c * d) % (et * e):
+            return skip(SkipCode.EP_FOLD, t * c * d)
+        if w.expert_ffn % et:
+            return skip(SkipCode.ETP_FFN, w.expert_ffn)
+        if e > 1 and t > 1 and not sequence_parallel:
+            return skip(SkipCode.EP_SEQUENCE_PARALLEL)
+    if ep_overlap == "dualpipe" and (p % 2 or m % 2 or v > 1):
+        return skip(SkipCode.DUALPIPE, m)
+    try:
+        stage_split(w.layers, p, v, **split)
+    except SplitError:
+        return skip(SkipCode.SPLIT, w.layers, (split.get("first", 0), split.get("last", 0),
+                                                bool(split.get("embedding_in_split")), bool(split.get("loss_in_split"))))
+    return None
+
+
 def _layouts(ctx, n, tp, pp, dp, zero, micro_batch, global_batch, recompute, sequence_parallel,
-             virtual_stages, skipped):
+             virtual_stages, skipped, cp=1, ep=1, etp=None, cp_comm="p2p", split=None):
     w = ctx.w
+    split = dict(split or {})
+    moe = is_moe(w)
     per_host = min(len(h) for h in ctx.fabric.hosts)
     cnn = isinstance(w, CNN)
     tps = [tp] if tp is not None else [d for d in _divisors(per_host)
@@ -275,6 +407,8 @@ def _layouts(ctx, n, tp, pp, dp, zero, micro_batch, global_batch, recompute, seq
         tps = [t for t in tps if t == 1]
     zeros = [zero] if zero is not None else [0, 1, 2, 3]
     recomputes = [recompute] if recompute is not None else ["none", "full"]
+    flash = ctx.cm.stack.flash_attention
+    given_split = any(split.values())
     for t in tps:
         limit = tp_limit(w, t)
         if limit is not None:
@@ -283,38 +417,67 @@ def _layouts(ctx, n, tp, pp, dp, zero, micro_batch, global_batch, recompute, seq
         if per_host % t and t % per_host:
             skipped.append(SkippedLayout(SkipCode.TP_HOST, t, count=per_host))
             continue
-        pps = [pp] if pp is not None else [d for d in _divisors(n // t) if d <= w.layers and
-                                           (not cnn or d == 1)]
-        for p in pps:
-            if n % (t * p):
-                skipped.append(SkippedLayout(SkipCode.GPUS, t, p, count=n))
+        for c in _cps(ctx, cp, per_host):
+            if n % (t * c):
+                skipped.append(SkippedLayout(SkipCode.GPUS, t, count=n, cp=c))
                 continue
-            d = n // (t * p)
-            if dp is not None and d != dp:
-                continue
-            if p > w.layers:
-                skipped.append(SkippedLayout(SkipCode.LAYERS, t, p, count=w.layers))
-                continue
-            if global_batch % (d * micro_batch):
-                skipped.append(SkippedLayout(SkipCode.BATCH, t, p, d, count=global_batch, micro_batch=micro_batch))
-                continue
-            v = virtual_stages
-            if v > 1:
+            pps = [pp] if pp is not None else [d for d in _divisors(n // (t * c)) if d <= w.layers and
+                                               (not cnn or d == 1)]
+            for p in pps:
+                if n % (t * c * p):
+                    skipped.append(SkippedLayout(SkipCode.GPUS, t, p, count=n, cp=c))
+                    continue
+                d = n // (t * c * p)
+                if dp is not None and d != dp:
+                    continue
+                if p > w.layers:
+                    skipped.append(SkippedLayout(SkipCode.LAYERS, t, p, count=w.layers, cp=c))
+                    continue
+                if global_batch % (d * micro_batch):
+                    skipped.append(SkippedLayout(SkipCode.BATCH, t, p, d, count=global_batch, micro_batch=micro_batch,
+                                                 cp=c))
+                    continue
+                v = virtual_stages
                 m = global_batch // (d * micro_batch)
-                why = ((SkipCode.INTERLEAVE_PIPELINE, None) if p == 1 else
-                       (SkipCode.INTERLEAVE_LAYERS, w.layers) if w.layers % (p * v) else
-                       (SkipCode.INTERLEAVE_MICRO_BATCHES, m) if m % p else None)
-                if why is not None:
-                    skipped.append(SkippedLayout(why[0], t, p, d, v, count=why[1]))
-                    continue
-            orders = ORDERS if (p > 1 and d > 1) else ORDERS[:1]
-            for z in zeros:
-                if d == 1 and z > 0 and zero is None:
-                    continue
-                for rc in recomputes:
-                    sp = (t > 1) if sequence_parallel is None else bool(sequence_parallel and t > 1)
-                    for order in orders:
-                        yield Layout(t, p, d, z, micro_batch, global_batch, rc, sp, order, v)
+                layout_split = split
+                if v > 1:
+                    # Layers that do not split into pp x v chunks split with the embedding and the
+                    # loss counted as layers, when that divides (Llama 3.1 405B's 126 + 2 over 64).
+                    if (not given_split and w.layers % (p * v) and p > 1
+                            and (w.layers + 2) % (p * v) == 0):
+                        layout_split = dict(split, embedding_in_split=True, loss_in_split=True)
+                    why = ((SkipCode.INTERLEAVE_PIPELINE, None) if p == 1 else
+                           (SkipCode.INTERLEAVE_LAYERS, w.layers)
+                           if w.layers % (p * v) and layout_split is split and not given_split else
+                           (SkipCode.INTERLEAVE_MICRO_BATCHES, m) if m % p else None)
+                    if why is not None:
+                        skipped.append(SkippedLayout(why[0], t, p, d, v, count=why[1], cp=c))
+                        continue
+                if moe:
+                    group = t * c * d
+                    ets = [etp] if etp is not None else sorted({1, t})
+                    eps = [ep] if ep is not None else [e for e in _divisors(w.experts) if group % e == 0]
+                else:
+                    ets, eps = [1 if etp is None else etp], [1 if ep is None else ep]
+                orders = ORDERS if (p > 1 and d * c > 1) else ORDERS[:1]
+                for et in ets:
+                    for e in eps:
+                        for z in zeros:
+                            if d * c == 1 and z > 0 and zero is None:
+                                continue
+                            for rc in recomputes:
+                                sp = (t > 1) if sequence_parallel is None else bool(sequence_parallel and t > 1)
+                                why_not = _refusal(w, t, c, p, d, e, et, cp_comm, sp, flash, layout_split, v, m,
+                                                   ctx.ep_overlap)
+                                if why_not is not None:
+                                    if why_not not in skipped:
+                                        skipped.append(why_not)
+                                    continue
+                                for order in orders:
+                                    yield Layout(t, p, d, z, micro_batch, global_batch, rc, sp, order, v, c, e, et,
+                                                 cp_comm, layout_split.get("first", 0), layout_split.get("last", 0),
+                                                 bool(layout_split.get("embedding_in_split")),
+                                                 bool(layout_split.get("loss_in_split")))
 
 
 def check_int(name, value, low=1):
@@ -327,14 +490,33 @@ def check_int(name, value, low=1):
 def prepare_job(workload, G, *, tp, pp, dp, zero, micro_batch, global_batch, dtype, recompute, overlap, bucket,
              efficiency, memory_efficiency, gpus, generation, memory_capacity, tp_groups, software,
              attention_efficiency, compute_scale, virtual_stages, sequence_parallel,
-             profile=None, simulate=DEFAULT_SIMULATED, max_events=PLAN_MAX_EVENTS, seq_length=None):
+             profile=None, simulate=DEFAULT_SIMULATED, max_events=PLAN_MAX_EVENTS, seq_length=None,
+             cp=None, ep=None, etp=None, cp_comm="p2p", first_stage_layers=0, last_stage_layers=0,
+             embedding_in_split=False, loss_in_split=False, ep_overlap="none", expert_balance=1.0,
+             dispatch_dtype=None):
     """The context of a search and the job's GPU count and global batch."""
-    w = as_workload(workload)
+    w = moe_workload(workload) if is_moe_spec(workload) else as_workload(workload)
     if seq_length is not None:
         w = with_seq_length(w, seq_length)
     for name, value in (("tp", tp), ("pp", pp), ("dp", dp), ("micro_batch", micro_batch),
-                        ("global_batch", global_batch), ("virtual_stages", virtual_stages)):
+                        ("global_batch", global_batch), ("virtual_stages", virtual_stages), ("cp", cp),
+                        ("ep", ep), ("etp", etp)):
         check_int(name, value)
+    for name, value in (("first_stage_layers", first_stage_layers), ("last_stage_layers", last_stage_layers)):
+        check_int(name, value, low=0)
+        if value is None:
+            raise PlanError(f"{name} must be a whole number >= 0, received None")
+    for name, value in (("embedding_in_split", embedding_in_split), ("loss_in_split", loss_in_split)):
+        if not isinstance(value, (bool, np.bool_)):
+            raise PlanError(f"{name} must be True or False, received {value!r}")
+    if not isinstance(cp_comm, str) or cp_comm not in CP_COMM:
+        raise PlanError(f"cp_comm must be one of {', '.join(CP_COMM)}, received {cp_comm!r}")
+    if not isinstance(ep_overlap, str) or ep_overlap not in EP_OVERLAP:
+        raise PlanError(f"ep_overlap must be one of {', '.join(EP_OVERLAP)}, received {ep_overlap!r}")
+    if (isinstance(expert_balance, bool) or not isinstance(expert_balance, (int, float))
+            or not 1 <= expert_balance <= 1000):
+        raise PlanError(f"expert_balance must be a number from 1 (force-balanced) to 1000, received {expert_balance!r}")
+
     check_int("simulate", simulate, low=0)
     check_int("max_events", max_events)
     for name, value in (("simulate", simulate), ("max_events", max_events), ("micro_batch", micro_batch),
@@ -351,14 +533,15 @@ def prepare_job(workload, G, *, tp, pp, dp, zero, micro_batch, global_batch, dty
     if software is not None:
         as_software(software)
     ctx = Context(w, G, gpus, dtype, efficiency, memory_efficiency, overlap, bucket, generation,
-                   memory_capacity, software, attention_efficiency, compute_scale, profile)
+                   memory_capacity, software, attention_efficiency, compute_scale, profile, ep_overlap,
+                   float(expert_balance), dispatch_dtype)
     available = len(ctx.fabric.ids)
     if len({len(h) for h in ctx.fabric.hosts}) > 1:
         raise PlanError("expected the same number of GPUs on every host of the job")
     per_host = len(ctx.fabric.hosts[0])
     forced_one = isinstance(w, CNN)  # a CNN is data parallel only: tp = pp = 1
     if tp is not None and pp is not None and dp is not None:
-        n = tp * pp * dp
+        n = tp * pp * dp * (cp or 1)
     elif forced_one and dp is not None:
         n = dp
     else:
@@ -403,7 +586,10 @@ def search(workload: str | Workload, G: nx.DiGraph | PreparedFabric, *, tp: int 
            software: str | None = None, attention_efficiency: float | None = None, compute_scale: float = 1.0,
            virtual_stages: int = 1, profile: str | NcclProfile | None = None,
            simulate: int = DEFAULT_SIMULATED, max_events: int = PLAN_MAX_EVENTS,
-           seq_length: int | None = None) -> Search:
+           seq_length: int | None = None, cp: int | None = None, ep: int | None = None, etp: int | None = None,
+           cp_comm: str = "p2p", first_stage_layers: int = 0, last_stage_layers: int = 0,
+           embedding_in_split: bool = False, loss_in_split: bool = False, ep_overlap: str = "none",
+           expert_balance: float = 1.0, dispatch_dtype: str | None = None) -> Search:
     """Evaluate every layout of the job's GPUs and rank them (fitting first, by step time).
 
     Parameters
@@ -472,6 +658,30 @@ def search(workload: str | Workload, G: nx.DiGraph | PreparedFabric, *, tp: int 
     seq_length : int, optional
         Train the workload at this sequence length instead of its own
         (:func:`models.studies.workload.with_seq_length`; the plans' ``workload_spec`` carries it).
+    cp : int, optional
+        Context-parallel degree (``tp x cp x pp x dp`` GPUs). Searched over the divisors of a
+        host's GPUs from :data:`CP_SEARCH_FROM` tokens on, else 1.
+    ep, etp : int, optional
+        Expert- and expert-tensor-parallel degrees of a mixture-of-experts workload (a MoE preset
+        such as ``deepseek-v3`` or a ``moe:`` spec, :mod:`models.studies.moe`): the expert layers
+        fold each stage's ``tp x cp x dp`` GPUs as ``etp x ep x edp``. ``ep`` is searched over the
+        divisors of the experts that divide the stage's GPUs, ``etp`` over 1 and ``tp``.
+    cp_comm : str
+        ``p2p`` (ring attention, default) or ``a2a`` (:data:`models.studies.planner.records.CP_COMM`).
+    first_stage_layers, last_stage_layers : int
+        Layers of the first / last pipeline stage (0: the even split); the rest split evenly.
+    embedding_in_split, loss_in_split : bool
+        Count the embedding / the output layer and loss as one layer each in the split
+        (:func:`models.studies.planner.parallel.stage_split`). An interleaved layout whose layers
+        do not split into ``pp x v`` chunks uses both when that divides.
+    ep_overlap : str
+        How expert-parallel all-to-alls overlap compute (:data:`models.studies.planner.parallel.EP_OVERLAP`).
+    expert_balance : float
+        The busiest rank's routed tokens over the balanced share, >= 1 (1: force-balanced, as
+        published benchmarks run).
+    dispatch_dtype : str, optional
+        The dispatch all-to-all's dtype (default: the training dtype's quantised copy for fp8,
+        mxfp8 and nvfp4, else 16-bit); the combine is 16-bit.
 
     Raises
     ------
@@ -486,9 +696,14 @@ def search(workload: str | Workload, G: nx.DiGraph | PreparedFabric, *, tp: int 
 def ranked(w, ctx: Context, n: int, global_batch: int, options: dict) -> Search:
     """Every layout of the prepared job, fitting ones first by step time."""
     skipped: list = []
+    split = {"first": options.get("first_stage_layers", 0), "last": options.get("last_stage_layers", 0),
+             "embedding_in_split": options.get("embedding_in_split", False),
+             "loss_in_split": options.get("loss_in_split", False)}
     layouts = _layouts(ctx, n, options["tp"], options["pp"], options["dp"], options["zero"],
                        options["micro_batch"], global_batch, options["recompute"],
-                       options["sequence_parallel"], options["virtual_stages"], skipped)
+                       options["sequence_parallel"], options["virtual_stages"], skipped,
+                       options.get("cp"), options.get("ep"), options.get("etp"), options.get("cp_comm", "p2p"),
+                       split)
     plans = [evaluate(ctx, layout, options["tp_groups"]) for layout in layouts]
     if not plans:
         raise NoLayoutError(w.name, n, ctx.fabric.name, tuple(skipped))

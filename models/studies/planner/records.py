@@ -18,6 +18,7 @@ from ..compute import ComputeFacts
 from ..workload import TpConstraint, Workload
 
 __all__ = ["PlanError", "Layout", "Memory", "Component", "ComponentDetail", "ComputeDetail", "TensorParallelDetail",
+           "ContextParallelDetail", "ExpertParallelDetail", "CP_COMM",
            "PipelineDetail", "BubbleDetail", "DataParallelDetail", "OptimizerDetail", "Plan", "Search",
            "Calibration", "PlanWarning", "TimingWhy", "TimingCode", "SkipCode", "SkippedLayout", "NoLayoutError",
            "DoesNotFitError", "UnknownOptionError", "ORDERS", "RECOMPUTE"]
@@ -26,6 +27,10 @@ __all__ = ["PlanError", "Layout", "Memory", "Component", "ComponentDetail", "Com
 ORDERS = ("tp-dp-pp", "tp-pp-dp")
 #: Recomputation modes (Korthikanti et al. 2022).
 RECOMPUTE = ("none", "selective", "full")
+#: Context-parallel attention (Megatron-Core's ``cp_comm_type``): ``p2p``, ring attention passing
+#: K/V blocks around the ring, overlapped with the attention of the block in hand; ``a2a``,
+#: Ulysses-style all-to-alls swapping the sequence split for a head split and back.
+CP_COMM = ("p2p", "a2a")
 
 
 class PlanError(DgxTopoError):
@@ -105,6 +110,20 @@ class Layout:
         One of :data:`ORDERS`.
     virtual_stages : int
         Model chunks per GPU of an interleaved 1F1B pipeline (1: plain 1F1B).
+    cp : int
+        Context-parallel degree: each sequence split over ``cp`` GPUs (``tp x cp x pp x dp`` GPUs).
+    ep, etp : int
+        Expert- and expert-tensor-parallel degrees of a mixture-of-experts workload: the expert
+        layers fold the ``tp x cp x dp`` GPUs of a stage as ``etp x ep x edp`` (Megatron-Core's
+        "MoE parallel folding"); 1 and 1 for a dense workload.
+    cp_comm : str
+        One of :data:`CP_COMM` (meaningful when ``cp > 1``).
+    first_stage_layers, last_stage_layers : int
+        Transformer layers of the first and last pipeline stages (0: the even split), the rest
+        spread evenly over the others (Megatron's ``--decoder-first/last-pipeline-num-layers``).
+    embedding_in_split, loss_in_split : bool
+        The embedding (first stage) and the output layer with its loss (last stage) count as one
+        layer each when the layers are split (Megatron's ``--account-for-embedding/loss-in-pipeline-split``).
     """
 
     tp: int
@@ -117,10 +136,30 @@ class Layout:
     sequence_parallel: bool
     order: str
     virtual_stages: int = 1
+    cp: int = 1
+    ep: int = 1
+    etp: int = 1
+    cp_comm: str = "p2p"
+    first_stage_layers: int = 0
+    last_stage_layers: int = 0
+    embedding_in_split: bool = False
+    loss_in_split: bool = False
 
     @property
     def ngpus(self) -> int:
-        return self.tp * self.pp * self.dp
+        return self.tp * self.cp * self.pp * self.dp
+
+    @property
+    def edp(self) -> int:
+        """The expert layers' data-parallel degree, ``tp cp dp / (etp ep)``."""
+        return self.tp * self.cp * self.dp // (self.etp * self.ep)
+
+    @property
+    def extended(self) -> bool:
+        """Uses what the first planner did not model: context or expert parallelism, or a pipeline
+        split other than the even one (:mod:`models.studies.planner.parallel_step` times it)."""
+        return (self.cp > 1 or self.ep > 1 or self.etp > 1 or bool(self.first_stage_layers)
+                or bool(self.last_stage_layers) or self.embedding_in_split or self.loss_in_split)
 
     @property
     def micro_batches(self) -> int:
@@ -128,8 +167,15 @@ class Layout:
         return self.global_batch // (self.dp * self.micro_batch)
 
     def label(self) -> str:
-        return (f"tp{self.tp} pp{self.pp}{f' v{self.virtual_stages}' if self.virtual_stages > 1 else ''} "
-                f"dp{self.dp} zero{self.zero} mb{self.micro_batch} "
+        cp = f"cp{self.cp}{'a2a' if self.cp_comm == 'a2a' else ''} " if self.cp > 1 else ""
+        ep = f" ep{self.ep}" + (f" etp{self.etp}" if self.etp != 1 else "") if self.ep > 1 or self.etp > 1 else ""
+        split = ""
+        if self.first_stage_layers or self.last_stage_layers:
+            split = f" split{self.first_stage_layers or '-'}/{self.last_stage_layers or '-'}"
+        if self.embedding_in_split or self.loss_in_split:
+            split += "+" + "".join(k for k, on in (("E", self.embedding_in_split), ("L", self.loss_in_split)) if on)
+        return (f"tp{self.tp} {cp}pp{self.pp}{f' v{self.virtual_stages}' if self.virtual_stages > 1 else ''}{split} "
+                f"dp{self.dp}{ep} zero{self.zero} mb{self.micro_batch} "
                 f"rc={self.recompute}{' sp' if self.sequence_parallel else ''} {self.order}")
 
 
@@ -193,6 +239,13 @@ class TimingCode(enum.Enum):
     CNN = "cnn"
     #: An interleaved 1F1B step is not simulated (step graphs build plain 1F1B).
     INTERLEAVED = "interleaved"
+    #: A mixture-of-experts step is not simulated (its dispatch/combine task graphs are not built):
+    #: the analytical step, its expert-parallel all-to-alls included.
+    MOE = "moe"
+    #: A context-parallel step is not simulated (its K/V exchange task graphs are not built).
+    CONTEXT_PARALLEL = "context_parallel"
+    #: An uneven pipeline split is not simulated (step graphs split the layers evenly).
+    UNEVEN_SPLIT = "uneven_split"
     #: Simulated: the fraction ``overlap`` (between 0 and 1) shaped the first pass only; the
     #: simulation overlaps the gradient buckets as the schedule allows.
     OVERLAP_FIRST_PASS = "overlap_first_pass"
@@ -253,6 +306,27 @@ class SkipCode(enum.Enum):
     INTERLEAVE_LAYERS = "interleave_layers"
     #: The ``count`` micro-batches are not a multiple of ``pp``.
     INTERLEAVE_MICRO_BATCHES = "interleave_micro_batches"
+    #: Expert parallelism on a dense workload (it has no experts).
+    EP_DENSE = "ep_dense"
+    #: ``ep`` does not divide the ``count`` routed experts.
+    EP_EXPERTS = "ep_experts"
+    #: ``etp x ep`` does not divide the stage's ``count`` = ``tp x cp x dp`` GPUs (the folding).
+    EP_FOLD = "ep_fold"
+    #: Expert with tensor parallelism needs sequence parallelism (Megatron-LM's arguments check).
+    EP_SEQUENCE_PARALLEL = "ep_sequence_parallel"
+    #: ``etp`` does not divide the expert FFN width ``count``.
+    ETP_FFN = "etp_ffn"
+    #: The sequence of ``count`` tokens does not split into ``2 x cp`` load-balanced chunks.
+    CP_SEQUENCE = "cp_sequence"
+    #: Context parallelism needs flash attention (Transformer Engine's fused attention).
+    CP_FLASH = "cp_flash"
+    #: All-to-all context parallelism needs the ``count`` heads per tensor-parallel rank divisible by ``cp``.
+    CP_HEADS = "cp_heads"
+    #: The pipeline split of the ``count`` layers leaves a stage (or a virtual chunk) empty or
+    #: uneven where it must divide (``split`` of the :class:`SkippedLayout` holds what was asked).
+    SPLIT = "split"
+    #: DualPipe needs an even ``pp`` and an even number of micro-batches (``count``).
+    DUALPIPE = "dualpipe"
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -274,6 +348,12 @@ class SkippedLayout:
         :attr:`SkipCode.BATCH`: the micro-batch.
     tp_limit : TpConstraint or None
         :attr:`SkipCode.TP_LIMIT`: why the workload cannot be split ``tp`` ways.
+    cp, ep, etp : int
+        The context-, expert- and expert-tensor-parallel degrees refused (1: none).
+    split : tuple
+        :attr:`SkipCode.SPLIT`: the split asked, ``(first_stage_layers, last_stage_layers,
+        embedding_in_split, loss_in_split)`` (:func:`models.studies.planner.parallel.stage_split`
+        of ``count`` layers over ``pp x virtual_stages`` says what it breaks).
 
     Examples
     --------
@@ -291,6 +371,10 @@ class SkippedLayout:
     count: int | None = None
     micro_batch: int | None = None
     tp_limit: TpConstraint | None = None
+    cp: int = 1
+    ep: int = 1
+    etp: int = 1
+    split: tuple = ()
 
     def __repr__(self) -> str:
         given = [f"{f.name}={getattr(self, f.name)!r}" for f in dataclasses.fields(self)[1:]
@@ -303,7 +387,10 @@ class SkippedLayout:
         return tidy_records({"code": self.code.value, "tp": self.tp, "pp": self.pp, "dp": self.dp,
                              "virtual_stages": self.virtual_stages, "count": self.count,
                              "micro_batch": self.micro_batch, "tp_limit": None if limit is None else limit.limit.value,
-                             "tp_limit_value": None if limit is None else limit.value})
+                             "tp_limit_value": None if limit is None else limit.value, "cp": self.cp,
+                             "ep": self.ep, "etp": self.etp,
+                             **dict(zip(("first_stage_layers", "last_stage_layers", "embedding_in_split",
+                                         "loss_in_split"), self.split or (0, 0, False, False)))})
 
 
 @dataclass(frozen=True, slots=True)
@@ -380,6 +467,77 @@ class TensorParallelDetail:
         """One tidy row (``collectives`` joined by ``+``)."""
         return tidy_records({"degree": self.degree, "collectives": "+".join(self.collectives),
                              "count": self.count, "nbytes": self.nbytes})
+
+
+@dataclass(frozen=True, slots=True)
+class ContextParallelDetail:
+    """The numbers of a step's ``cp_comm`` component: per micro-batch, the K/V exchange of each
+    attention layer of the stage over the context-parallel groups.
+
+    Attributes
+    ----------
+    degree : int
+        The context-parallel degree.
+    comm : str
+        ``p2p`` (ring: ``degree - 1`` sends per pass, each of one K/V block, overlapped with the
+        attention of the block in hand) or ``a2a`` (4 all-to-alls per pass, not overlapped).
+    layers : int
+        Attention layers of the stage.
+    nbytes : float
+        ``p2p``: one ring step's K/V block, sent by every GPU to the next (the backward sends the
+        block and its gradient, twice this); ``a2a``: the per-rank buffer of one all-to-all. [bytes]
+    """
+
+    degree: int
+    comm: str
+    layers: int
+    nbytes: float
+
+    def to_records(self) -> list:
+        """One tidy row."""
+        return tidy_records({"degree": self.degree, "comm": self.comm, "layers": self.layers,
+                             "nbytes": self.nbytes})
+
+
+@dataclass(frozen=True, slots=True)
+class ExpertParallelDetail:
+    """The numbers of a step's ``ep_comm`` component: per micro-batch and MoE layer of the
+    stage, the dispatch and combine all-to-alls over the expert-parallel groups (and their
+    gradients in the backward).
+
+    Attributes
+    ----------
+    degree, tensor_degree : int
+        ``ep`` and ``etp``.
+    layers : int
+        MoE layers of the stage (the MTP modules' included).
+    dispatch_bytes, combine_bytes : float
+        Per-rank buffers of one dispatch and one combine (nccl-tests alltoall size: routed token
+        copies x hidden x dtype bytes, times the load-balance factor). [bytes]
+    network_fraction : float
+        Of a rank's buffer, the share sent to GPUs outside its NVLink domain.
+    balance : float
+        The busiest rank's tokens over the balanced share (1: force-balanced).
+    overlap : str
+        How the all-to-alls overlap compute: ``none``, ``batch`` (Megatron's batch-level
+        overlap) or ``dualpipe`` (:data:`models.studies.planner.parallel.EP_OVERLAP`).
+    """
+
+    degree: int
+    tensor_degree: int
+    layers: int
+    dispatch_bytes: float
+    combine_bytes: float
+    network_fraction: float
+    balance: float
+    overlap: str
+
+    def to_records(self) -> list:
+        """One tidy row."""
+        return tidy_records({"degree": self.degree, "tensor_degree": self.tensor_degree, "layers": self.layers,
+                             "dispatch_bytes": self.dispatch_bytes, "combine_bytes": self.combine_bytes,
+                             "network_fraction": self.network_fraction, "balance": self.balance,
+                             "overlap": self.overlap})
 
 
 @dataclass(frozen=True, slots=True)
@@ -497,7 +655,8 @@ class Component:
     Attributes
     ----------
     name : str
-        ``compute``, ``tp_comm``, ``pp_comm``, ``dp_comm``, ``bubble``, ``optimizer``.
+        ``compute``, ``tp_comm``, ``cp_comm``, ``ep_comm`` (those two in a layout with context or
+        expert parallelism), ``pp_comm``, ``dp_comm``, ``bubble``, ``optimizer``.
     time : float
         Its whole duration. [s]
     exposed : float
@@ -514,8 +673,8 @@ class Component:
 
 
 #: The numbers of a component, one type per kind (:attr:`Component.detail`).
-ComponentDetail = (ComputeDetail | TensorParallelDetail | PipelineDetail | BubbleDetail | DataParallelDetail
-                   | OptimizerDetail)
+ComponentDetail = (ComputeDetail | TensorParallelDetail | ContextParallelDetail | ExpertParallelDetail
+                   | PipelineDetail | BubbleDetail | DataParallelDetail | OptimizerDetail)
 
 
 @dataclass(frozen=True, slots=True)

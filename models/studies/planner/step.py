@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from ..compute import ComputeModel
 from ..workload import CNN, DEFAULT_BUCKET, OPTIMIZER_PASS_BYTES, Workload, activation_bytes_per_element, dtype_bytes
@@ -15,7 +15,7 @@ from .gpu_memory import stage_parameters
 from .records import (BubbleDetail, Component, ComputeDetail, DataParallelDetail, Layout, OptimizerDetail,
                       PipelineDetail, Plan, TensorParallelDetail)
 
-__all__ = ["step_components", "DEFAULT_OVERLAP"]
+__all__ = ["step_components", "DEFAULT_OVERLAP", "data_parallel_time"]
 
 #: Fraction of a backward (forward for ZeRO 3 gathers) that can hide data-parallel
 #: communication: all of it by default (frameworks launch each bucket as soon as it is ready);
@@ -32,6 +32,28 @@ def _bucketed(comm, collective, nbytes, bucket):
     t_full = comm(collective, bucket) if full else 0.0
     t_rest = comm(collective, rest) if rest > 0 else 0.0
     return full * t_full + t_rest, (t_rest if rest > 0 else t_full)
+
+
+def data_parallel_time(streams: Sequence, zero: int, overlap: float, fwd: float, bwd: float, m: int, bucket: float) -> tuple:
+    """(time, exposed) of the data-parallel communication of one step (module docstring of
+    :mod:`models.studies.planner`): ``streams`` are ``(comm, nbytes)``, each ``comm(collective,
+    nbytes)`` timing one collective on its groups (the dense gradients over the data-parallel
+    groups, the experts' over the expert data-parallel ones), sent one after the other in
+    buckets and hidden behind the same backward (forward for ZeRO 3's gathers). [s]"""
+    def total(collective):
+        times = [_bucketed(c, collective, nbytes, bucket) for c, nbytes in streams]
+        return sum(t for t, _ in times), max((last for _, last in times), default=0.0)
+
+    window = overlap * bwd
+    if zero == 0:
+        ar, last_b = total("all_reduce")
+        return ar, max(ar - window, last_b)
+    rs, last_b = total("reduce_scatter")
+    ag, _ = total("all_gather")
+    if zero in (1, 2):
+        return rs + ag, max(rs - window, last_b) + ag
+    fwd_hidden = overlap * fwd
+    return 2 * m * ag + rs, m * (max(0.0, ag - fwd_hidden) + max(0.0, ag - window)) + max(rs - window, last_b)
 
 
 def _pass(times) -> tuple:
@@ -122,20 +144,8 @@ def step_components(w: Workload, layout: Layout, cm: ComputeModel, comm: Callabl
         def dp_comm(collective, nbytes):
             return comm("dp", collective, nbytes)
 
-        window = overlap * bwd
-        if layout.zero == 0:
-            total, last_b = _bucketed(dp_comm, "all_reduce", grad_bytes, bucket)
-            dp_time, dp_exposed = total, max(total - window, last_b)
-        elif layout.zero in (1, 2):
-            rs, last_b = _bucketed(dp_comm, "reduce_scatter", grad_bytes, bucket)
-            ag, _ = _bucketed(dp_comm, "all_gather", grad_bytes, bucket)
-            dp_time, dp_exposed = rs + ag, max(rs - window, last_b) + ag
-        else:
-            ag, _ = _bucketed(dp_comm, "all_gather", grad_bytes, bucket)
-            rs, last_b = _bucketed(dp_comm, "reduce_scatter", grad_bytes, bucket)
-            fwd_hidden = overlap * fwd
-            dp_time = 2 * m * ag + rs
-            dp_exposed = m * (max(0.0, ag - fwd_hidden) + max(0.0, ag - window)) + max(rs - window, last_b)
+        dp_time, dp_exposed = data_parallel_time(((dp_comm, grad_bytes),), layout.zero, overlap, fwd, bwd, m,
+                                                 bucket)
     # ---- optimizer
     opt_params = local_params / (dp if layout.zero >= 1 else 1)
     optimizer = cm.scale * opt_params * OPTIMIZER_PASS_BYTES / (cm.gpu.memory_bandwidth * cm.memory_efficiency)

@@ -28,6 +28,8 @@ from models.studies.workload import PRESETS, TpConstraint, TpLimit, resnet50, tp
 
 SMALL = "transformer:layers=4,hidden=512,heads=8,seq=256,vocab=1000"
 EIGHT = "transformer:layers=8,hidden=512,heads=8,seq=256,vocab=1000"
+FLASH = "transformer:layers=4,hidden=768,heads=12,seq=256,vocab=1000,flash=1"
+MOE = "moe:layers=4,hidden=768,vocab=1000,seq=256,heads=12,experts=8,top_k=2,expert_ffn=510"
 OOM_WORDS = ("out of memory: needs 349.9 GB of 17.2 GB (weights 43.7, gradients 43.7, optimizer 261.9, "
              "activations 0.7) per GPU")
 
@@ -173,6 +175,40 @@ REFUSED = [
     (("transformer:layers=2,hidden=512,heads=8,ffn=1001,seq=256,vocab=1000", "dgx1v"), dict(tp=2),
      [SkippedLayout(SkipCode.TP_LIMIT, 2, tp_limit=TpConstraint(TpLimit.FFN, 2, 1001))],
      "no layout of transformer on 8 GPUs of DGX-1V: tp2: tensor parallel 2 does not divide ffn (1001)"),
+    ((FLASH, "dgxa100"), dict(tp=1, pp=1, dp=4, ep=2), [SkippedLayout(SkipCode.EP_DENSE, 1, 1, 4, ep=2)],
+     "no layout of transformer on 4 GPUs of DGX A100: tp1 pp1 dp4 ep2: expert parallelism needs a mixture-of-experts "
+     "workload: expected ep 1 and etp 1"),
+    ((MOE, "dgx1v"), dict(tp=1, pp=1, dp=8, ep=3), [SkippedLayout(SkipCode.EP_EXPERTS, 1, 1, 8, count=8, ep=3)],
+     "no layout of moe on 8 GPUs of DGX-1V: tp1 pp1 dp8 ep3: ep 3 does not divide the 8 routed experts"),
+    ((MOE, "dgx1v"), dict(tp=1, pp=2, dp=4, ep=8), [SkippedLayout(SkipCode.EP_FOLD, 1, 2, 4, count=4, ep=8)],
+     "no layout of moe on 8 GPUs of DGX-1V: tp1 pp2 dp4 ep8: etp x ep = 8 does not divide tp x cp x dp = 4: "
+     "expected the expert layers to fold the stage's GPUs"),
+    ((MOE, "dgx1v"), dict(tp=2, pp=1, dp=4, ep=2, etp=1, sequence_parallel=False),
+     [SkippedLayout(SkipCode.EP_SEQUENCE_PARALLEL, 2, 1, 4, ep=2)],
+     "no layout of moe on 8 GPUs of DGX-1V: tp2 pp1 dp4 ep2: expert with tensor parallelism needs sequence "
+     "parallelism (Megatron refuses it off): expected --sequence-parallel on"),
+    ((MOE, "dgx1v"), dict(tp=4, pp=1, dp=2, ep=1, etp=4), [SkippedLayout(SkipCode.ETP_FFN, 4, 1, 2, count=510, etp=4)],
+     "no layout of moe on 8 GPUs of DGX-1V: tp4 pp1 dp2 etp4: etp 4 does not divide the expert FFN width 510"),
+    ((FLASH, "dgxa100"), dict(tp=1, pp=1, dp=1, cp=8, seq_length=264),
+     [SkippedLayout(SkipCode.CP_SEQUENCE, 1, 1, 1, count=264, cp=8)],
+     "no layout of transformer on 8 GPUs of DGX A100: tp1 cp8 pp1 dp1: the sequence of 264 tokens does not split "
+     "into 2 x cp = 16 chunks"),
+    ((SMALL, "dgxa100"), dict(tp=1, pp=1, dp=4, cp=2, software="fused"),
+     [SkippedLayout(SkipCode.CP_FLASH, 1, 1, 4, cp=2)],
+     "no layout of transformer on 8 GPUs of DGX A100: tp1 cp2 pp1 dp4: context parallelism needs flash attention: "
+     "expected the flash software stack"),
+    ((FLASH, "dgxa100"), dict(tp=4, pp=1, dp=1, cp=2, cp_comm="a2a"),
+     [SkippedLayout(SkipCode.CP_HEADS, 4, 1, 1, count=3, cp=2)],
+     "no layout of transformer on 8 GPUs of DGX A100: tp4 cp2 pp1 dp1: all-to-all context parallelism needs the 3 "
+     "heads per rank divisible by cp 2"),
+    ((SMALL, "dgx1v"), dict(tp=1, pp=2, dp=4, first_stage_layers=4),
+     [SkippedLayout(SkipCode.SPLIT, 1, 2, 4, count=4, split=(4, 0, False, False))],
+     "no layout of transformer on 8 GPUs of DGX-1V: tp1 pp2 dp4: 4 layers with 4 on the first stage and the even "
+     "share on the last leave 0 for 1 other stages: expected a positive whole number each"),
+    ((MOE, "dgx1v"), dict(tp=1, pp=2, dp=4, ep=2, ep_overlap="dualpipe", global_batch=12),
+     [SkippedLayout(SkipCode.DUALPIPE, 1, 2, 4, count=3, ep=2)],
+     "no layout of moe on 8 GPUs of DGX-1V: tp1 pp2 dp4 ep2: DualPipe needs an even pp and micro-batches (received "
+     "pp 2, 3 micro-batches) and no interleaving"),
 ]
 
 
@@ -180,9 +216,10 @@ REFUSED = [
 def test_a_search_that_refuses_every_layout_raises_its_numbers(dgx1v, args, options, refused, words):
     G = dgx1v if args[1] == "dgx1v" else topo.build(args[1])
     with pytest.raises(NoLayoutError) as caught:
-        search(args[0], G, simulate=0, **options)
+        search(args[0], G, simulate=0, **({"zero": 1, "recompute": "none"} if args[0] in (MOE, FLASH) else {}),
+               **options)
     error = caught.value
-    assert list(error.skipped) == refused and error.workload == "transformer"
+    assert list(error.skipped) == refused and error.workload in ("transformer", "moe")
     assert f" on {error.ngpus} GPUs of {error.fabric}: " in words
     assert plan_error_text(error) == words  # main's words of the error, byte for byte
     assert str(error).startswith(words.split(": ")[0] + ": ") and repr(refused[0]) in str(error)
@@ -203,7 +240,8 @@ def test_a_search_lists_the_layouts_it_refused(dgx1v):
     assert skipped_notes(s) == ("tp1 pp1 dp8: global batch 12 is not a multiple of dp x micro-batch = 8",)
     (row,) = s.skipped_layouts[0].to_records()
     assert row == {"code": "batch", "tp": 1, "pp": 1, "dp": 8, "virtual_stages": 1, "count": 12, "micro_batch": 1,
-                   "tp_limit": None, "tp_limit_value": None}
+                   "tp_limit": None, "tp_limit_value": None, "cp": 1, "ep": 1, "etp": 1, "first_stage_layers": 0,
+                   "last_stage_layers": 0, "embedding_in_split": False, "loss_in_split": False}
     assert SkippedLayout(SkipCode.TP_LIMIT, 2, tp_limit=TpConstraint(TpLimit.HEADS, 2, 25)).to_records()[0][
         "tp_limit_value"] == 25
 

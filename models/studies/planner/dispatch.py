@@ -1,0 +1,63 @@
+"""The expert-parallel dispatch and combine (and context parallelism's all-to-alls) priced on the
+job's GPU groups as placed on the fabric (:func:`alltoall_time`).
+
+One function prices every all-to-all of a plan, through the public collective estimate
+(:func:`models.estimate`, nccl-tests' alltoall: ``nbytes`` is the per-rank buffer), so that a
+better all-to-all model (a per-peer schedule, a hierarchical NVLink-forwarding dispatch) flows
+into the planner by changing this function alone.
+"""
+
+from __future__ import annotations
+
+from ...predict.collectives import estimate
+from .parallel import alltoall_split
+from .placement import JobGroups
+
+# Nothing here is called by a user: the planner's evaluation prices its all-to-alls with it.
+__all__: list[str] = []
+
+
+def domain_of(fabric: JobGroups):
+    """GPU id -> its NVLink domain: the fabric's ``nvlink_domain`` attribute (an NVL72 rack), else its host."""
+    G, nodes = fabric.G, fabric.nodes
+
+    def domain(i):
+        found = G.nodes[nodes[i]].get("nvlink_domain")
+        return ("host", fabric.host[i]) if found is None else ("domain", found)
+    return domain
+
+
+def _one(fabric: JobGroups, nbytes: float, ids: tuple) -> float:
+    """One all-to-all of ``nbytes`` per rank on these GPUs, alone on the fabric. [s]"""
+    key = ("planner.alltoall", float(nbytes), fabric.key(ids))
+    memo = fabric.prepared.memo
+    if key not in memo:
+        memo[key] = float(estimate(fabric.prepared, "alltoall", [int(nbytes)], list(ids)).time[0])
+    return memo[key]
+
+
+def alltoall_time(fabric: JobGroups, nbytes: float, groups) -> float:
+    """Concurrent all-to-alls of ``nbytes`` per rank, one per group: the slowest group, and no
+    faster than the network can carry what every group sends out of each NVLink domain (the
+    hosts' NIC bandwidth, :class:`JobGroups`). [s]"""
+    if not groups or len(groups[0]) < 2 or nbytes <= 0:
+        return 0.0
+    seen: dict = {}
+    for g in groups:
+        k = fabric.key(g)
+        if k not in seen:
+            seen[k] = _one(fabric, nbytes, tuple(g))
+    slowest = max(seen.values())
+    if not fabric.nic_bandwidth:
+        return slowest
+    domain = domain_of(fabric)
+    load: dict = {}
+    for g in groups:
+        network = alltoall_split(g, domain)[2]
+        if network <= 0:
+            continue
+        for i in g:
+            load[fabric.host[i]] = load.get(fabric.host[i], 0.0) + network * nbytes
+    if not load:
+        return slowest
+    return max(slowest, max(b / fabric.nic_bandwidth[h] for h, b in load.items()))

@@ -1,0 +1,372 @@
+"""The step and memory of a layout with context or expert parallelism, or an uneven pipeline split
+(:func:`parallel_components`, :func:`parallel_memory`): the analytical first pass of
+:func:`models.studies.planner.step.step_components` stage by stage, for dense and
+mixture-of-experts transformers.
+
+Per micro-batch on each stage (the heaviest, compute and exposed communication, sets the step):
+
+* compute: every layer's kernels (:meth:`models.studies.moe.MoeTransformer.layer_ops`: attention,
+  router, permutation, the grouped GEMMs of the ``experts / ep`` local experts, shared experts;
+  a dense transformer's :meth:`~models.studies.workload.Transformer.layer_ops`) on ``seq / cp``
+  tokens, the attention core over the whole sequence's keys (load-balanced chunks: each rank does
+  ``1 / cp`` of the causal work); the embedding on the first stage, the head, its loss and the MTP
+  modules on the last;
+* ``tp_comm``: as the dense planner, on ``seq / cp`` tokens: 4 collectives per dense layer (6
+  with full recomputation), 2 per MoE layer's attention (4 with shared experts) and 2 for the
+  embedding or head the stage holds;
+* ``cp_comm`` (:mod:`~models.studies.planner.parallel`): ``p2p``: per attention layer ``cp - 1``
+  ring steps each way, a K/V block forward and K/V with their gradients backward, each hidden
+  behind ``1 / cp`` of the attention kernel; exposed what exceeds it. ``a2a``: 4 all-to-alls
+  forward and 4 backward, exposed;
+* ``ep_comm``: per MoE layer, dispatch (the dispatch dtype) and combine (16-bit) all-to-alls
+  forward, their two gradients (16-bit) backward, again forward with full recomputation; with
+  ``etp > 1`` an all_gather and a reduce_scatter of the routed tokens over the expert
+  tensor-parallel group each way. Exposed: all of it (``none``), or what the stage's compute of
+  another micro-batch cannot hide (``batch``, ``dualpipe``) [U: the overlap is taken as perfect
+  up to the compute];
+* ``pp_comm`` and ``bubble``: 1F1B (interleaved) as the dense planner; DualPipe hides the sends
+  and leaves ``pp / 2 - 1`` slots of bubble (DeepSeek-V3 Technical Report, arXiv 2412.19437,
+  table 2: ``(PP/2 - 1)(F&B + B - 3W)`` against 1F1B's ``(PP - 1)(F + B)``, taken here as
+  ``F + B`` slots [U]);
+* ``dp_comm``: the dense gradients over the ``dp x cp`` GPUs holding the same weights, the
+  experts' over the ``edp`` GPUs holding the same experts (:func:`~models.studies.planner.step.data_parallel_time`);
+* ``optimizer``: the local parameters' Adam pass.
+
+Memory per GPU: the stage's weights, gradients and optimizer state (experts over ``etp x ep``,
+ZeRO sharding the dense part over ``dp x cp`` and the experts over ``edp``; ZeRO 3 also holds two
+whole layers gathered; DualPipe keeps two copies of the weights), activations of the micro-batches in flight (``pp - stage`` in 1F1B, one
+more with DualPipe) for ``seq / cp`` tokens and fp32 logits on the last stage.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+
+from ..moe import stage_parameters as moe_stage_parameters
+from ..workload import (OPTIMIZER_PASS_BYTES, activation_bytes_per_element, dtype_bytes, matmul_op, memory_op,
+                        with_seq_length)
+from .gpu_memory import held_parameters
+from .parallel import PipelineSplit, cp_a2a_bytes, cp_ring_bytes, dispatch_bytes
+from .records import (BubbleDetail, Component, ComputeDetail, ContextParallelDetail, DataParallelDetail,
+                      ExpertParallelDetail, Layout, Memory, OptimizerDetail, PipelineDetail, TensorParallelDetail)
+from .step import data_parallel_time
+
+# The planner's evaluation calls these; a user calls :func:`models.studies.planner.plan`.
+__all__: list[str] = []
+
+_ATTENTION = ("flash_attention", "scores", "softmax", "context")
+
+
+def is_moe(w) -> bool:
+    return getattr(w, "kind", None) == "moe"
+
+
+def _sliding(w, i: int) -> bool:
+    """Layer ``i`` of a MoE model uses the sliding window (every other layer from the first,
+    gpt-oss's alternation, until ``sliding_layers`` are placed)."""
+    if not is_moe(w) or not w.sliding_layers:
+        return False
+    every = max(1, w.layers // w.sliding_layers)
+    return i % every == 0 and i // every < w.sliding_layers
+
+
+def _kind(w, i: int) -> tuple:
+    """(dense FFN, sliding window) of layer ``i``."""
+    return (not is_moe(w) or i < w.dense_layers, _sliding(w, i))
+
+
+def _tokens(w, cp: int) -> int:
+    return w.seq // cp
+
+
+def layer_ops(w, kind: tuple, layout: Layout, cm, act: int, balance: float) -> tuple:
+    """The forward kernels of one layer on one GPU: ``seq / cp`` tokens, the attention core over
+    the whole sequence's keys (each rank's share of the causal work)."""
+    cp, b, tp = layout.cp, layout.micro_batch, layout.tp
+    local = w if cp == 1 else with_seq_length(w, _tokens(w, cp))
+    elem = dtype_bytes(cm.dtype)
+    dense, sliding = kind
+    if is_moe(w):
+        ops = local.layer_ops(b, dense=dense, sliding=sliding, tp=tp, ep=layout.ep, etp=layout.etp,
+                              elem=elem, act=act, balance=balance)
+        window = w.sliding_window if sliding else w.seq
+    else:
+        ops = local.layer_ops(b, tp, elem, sequence_parallel=layout.sequence_parallel, stack=cm.stack, act=act)
+        window = w.seq
+    if cp == 1:
+        return tuple(ops)
+    # The local queries attend min(s, window) keys, not the min(s / cp, window) of the local sequence.
+    factor = min(w.seq, window) / min(_tokens(w, cp), window)
+    return tuple(dataclasses.replace(op, flops=op.flops * factor) if op.name == "flash_attention" else op
+                 for op in ops)
+
+
+def head_ops(w, layout: Layout, cm, act: int) -> tuple:
+    """(first stage's, last stage's) kernels outside the layers: the embedding; the final norm,
+    the logits and the loss (and the MTP modules' projections, layers and heads)."""
+    b, tp, cp = layout.micro_batch, layout.tp, layout.cp
+    elem = dtype_bytes(cm.dtype)
+    if not is_moe(w):
+        local = w if cp == 1 else with_seq_length(w, _tokens(w, cp))
+        head = local.head_ops(b, tp, elem, act=act)
+        return tuple(head[:1]), tuple(head[1:])
+    m, h, v = b * _tokens(w, cp), w.hidden, w.vocab
+    first = (memory_op("embedding", float(act) * 2 * m * h, 1),)
+    last = (memory_op("final_norm", float(act) * 2 * m * h, 1),
+            matmul_op("logits", m, -(-v // tp), h, act, quantised=False),
+            memory_op("loss", 4.0 * 2 * m * v / tp, 1))
+    return first, last
+
+
+def _pass(times) -> tuple:
+    return sum(t.forward for t in times), sum(t.backward for t in times)
+
+
+def _stage_parameters(w, held, s: int, pp: int) -> tuple:
+    """(dense, expert) parameters of stage ``s`` holding layers ``held``."""
+    first, last = s == 0, s == pp - 1
+    if is_moe(w):
+        dense_layers = sum(1 for i in held if i < w.dense_layers)
+        return moe_stage_parameters(w, dense_layers, len(held) - dense_layers, first=first, last=last)
+    return held_parameters(w, len(held), first=first, last=last), 0
+
+
+def moe_flops_per_token(w, recompute: str = "none") -> float:
+    """A MoE model's training FLOPs per token: model FLOPs (:meth:`MoeTransformer.training_flops_per_token
+    <models.studies.moe.MoeTransformer.training_flops_per_token>`), plus a forward of the layers
+    (the output head apart) with full recomputation, or of the attention cores with selective."""
+    flops = w.training_flops_per_token()
+    if recompute == "full":
+        flops += w.forward_flops_per_token() - 2.0 * w.vocab * w.hidden * (1 + w.mtp_layers)
+    elif recompute == "selective":
+        flops += w.layers * w.attention_flops_per_token()
+    return flops
+
+
+def _moe_activation_bytes(w, layout: Layout, kind: tuple, act: int, balance: float) -> float:
+    """One MoE-model layer's stored activations for one micro-batch on one GPU [U: the tensors
+    Korthikanti et al. 2022 count for a dense layer, carried over]: norm and residual inputs
+    (over ``tp`` with sequence parallelism), the attention's latents, Q, K, V and context (over
+    ``tp``), the FFN's input and three inner tensors, and for a MoE layer the routed copies
+    (``top_k`` per token, times ``balance``) with their three expert-wide tensors, the shared
+    experts' and the fp32 router logits. [bytes]"""
+    t = float(layout.micro_batch) * _tokens(w, layout.cp)
+    tp, h = layout.tp, w.hidden
+    sp = tp if layout.sequence_parallel else 1
+    if layout.recompute == "full":
+        return act * t * h / sp
+    a = w.attention
+    dense, _ = kind
+    if hasattr(a, "kv_heads"):
+        attention = (a.heads * a.head_dim * 2 + 2 * max(a.kv_heads // tp, 1) * a.head_dim * tp) / tp
+    else:
+        attention = a.q_lora_rank + a.kv_lora_rank + a.qk_rope_head_dim + a.heads * (2 * a.qk_dim + 2 * a.v_dim) / tp
+    out = act * t * (4 * h / sp + attention)
+    if dense:
+        return out + act * t * (h + 3 * w.dense_ffn / tp)
+    copies = t / sp * w.top_k * balance * layout.etp
+    out += act * copies * (h + 3 * w.expert_ffn / layout.etp) + 4.0 * t * w.experts
+    if w.shared_experts:
+        out += act * t * 3 * w.shared_experts * w.shared_ffn / tp
+    return out + act * t * h
+
+
+def _logits_bytes(w, layout: Layout) -> float:
+    if is_moe(w):
+        return 4.0 * 2 * layout.micro_batch * _tokens(w, layout.cp) * w.vocab / layout.tp * (1 + w.mtp_layers)
+    return w.logits_bytes(layout.micro_batch, layout.tp) / layout.cp
+
+
+def _largest_layer(w, layout: Layout) -> float:
+    """The local parameters of the largest layer, gathered whole by ZeRO 3 (dense part over
+    ``tp``, experts over ``etp x ep``)."""
+    if not is_moe(w):
+        return w.layer_parameters / layout.tp
+    dense, experts = moe_stage_parameters(w, 0, 1, first=False, last=False)
+    return max(dense / layout.tp + experts / (layout.etp * layout.ep),
+               moe_stage_parameters(w, 1, 0, first=False, last=False)[0] / layout.tp if w.dense_layers else 0.0)
+
+
+def parallel_memory(w, layout: Layout, split: PipelineSplit, *, dtype: str, capacity: float, flash: bool,
+                    ep_overlap: str = "none", balance: float = 1.0) -> Memory:
+    """Memory per GPU of the heaviest stage (module docstring). [bytes]"""
+    weight = activation_bytes_per_element(dtype)
+    optimizer = 8 if weight == 4 else 12
+    tp, pp, zero, m = layout.tp, layout.pp, layout.zero, layout.micro_batches
+    dense_shard, expert_shard = layout.dp * layout.cp, layout.edp
+    worst = None
+    for s, held in enumerate(split.stages):
+        dense, experts = _stage_parameters(w, held, s, pp)
+        d, e = dense / tp, experts / (layout.etp * layout.ep)
+
+        def sharded(stage_from):
+            return d / (dense_shard if zero >= stage_from else 1) + e / (expert_shard if zero >= stage_from else 1)
+        copies = 2 if ep_overlap == "dualpipe" else 1
+        params, grads, opt = copies * weight * sharded(3), weight * sharded(2), optimizer * sharded(1)
+        if zero >= 3 and held:  # the gathered layer in use and the next one prefetched (FSDP's units) [U]
+            params += 2 * weight * _largest_layer(w, layout)
+        in_flight = float(min(pp - s + (1 if ep_overlap == "dualpipe" else 0), m))
+        if s == 0 and layout.virtual_stages > 1:
+            in_flight *= 1 + (pp - 1) / (pp * layout.virtual_stages)
+        kinds = Counter(_kind(w, i) for i in held)
+        if is_moe(w):
+            per_mb = sum(n * _moe_activation_bytes(w, layout, k, weight, balance) for k, n in kinds.items())
+            if s == pp - 1:
+                per_mb += w.mtp_layers * _moe_activation_bytes(w, layout, (False, False), weight, balance)
+        else:
+            per_mb = len(held) * w.activation_bytes(layout.micro_batch, tp, sequence_parallel=layout.sequence_parallel,
+                                                    recompute=layout.recompute, flash=flash) * weight / 2 / layout.cp
+        act = per_mb * in_flight + (_logits_bytes(w, layout) if s == pp - 1 else 0.0)
+        mem = Memory(params, grads, opt, act, float(capacity))
+        if worst is None or mem.total > worst.total:
+            worst = mem
+    assert worst is not None
+    return worst
+
+
+def parallel_components(w, layout: Layout, split: PipelineSplit, cm, comm, alltoall, *, overlap: float,
+                        bucket: float, times, ep_overlap: str = "none", balance: float = 1.0,
+                        dispatch_elem: float | None = None, network_fraction: float = 0.0) -> tuple:
+    """The components of one step (module docstring).
+
+    ``comm(dimension, collective, nbytes)`` times a collective on the layout's ``"tp"``,
+    ``"cp_ring"`` (ring neighbours), ``"etp"``, ``"pp"``, ``"dp"`` (the dense gradients' ``dp x
+    cp`` groups) or ``"edp"`` groups; ``alltoall(dimension, nbytes)`` an all-to-all of ``nbytes``
+    per rank on the ``"ep"`` or ``"cp"`` groups. [s] ``network_fraction``: of a dispatch
+    buffer, the share that leaves the NVLink domain (shown in the detail).
+    """
+    act = activation_bytes_per_element(cm.dtype)
+    dispatch_elem = act if dispatch_elem is None else dispatch_elem
+    tp, pp, cp, v = layout.tp, layout.pp, layout.cp, layout.virtual_stages
+    b, m = layout.micro_batch, layout.micro_batches
+    full = layout.recompute == "full"
+    sp = layout.sequence_parallel and tp > 1
+    first_ops, last_ops = head_ops(w, layout, cm, act)
+    ff, fb = _pass(times(first_ops))
+    hf, hb = _pass(times(last_ops))
+    tokens = b * _tokens(w, cp)
+    tp_bytes = float(tokens * w.hidden * act)
+    one_tp = 0.0
+    if tp > 1:
+        one_tp = (comm("tp", "reduce_scatter", tp_bytes) + comm("tp", "all_gather", tp_bytes) if sp
+                  else comm("tp", "all_reduce", tp_bytes))
+    # Expert parallelism, one MoE layer's all-to-alls of one micro-batch.
+    moe = is_moe(w)
+    disp = comb = 0.0
+    t_ep_layer = 0.0
+    if moe:
+        routed = tokens / (tp if sp else 1)
+        disp = dispatch_bytes(routed, w.top_k, w.hidden, dispatch_elem, balance)
+        comb = dispatch_bytes(routed, w.top_k, w.hidden, act, balance)
+        t_d, t_c = alltoall("ep", disp), alltoall("ep", comb)
+        fwd_ep = t_d + t_c
+        if layout.etp > 1:
+            fwd_ep += comm("etp", "all_gather", comb * layout.etp) + comm("etp", "reduce_scatter", comb * layout.etp)
+        bwd_ep = 2 * t_c + (fwd_ep - t_d - t_c)
+        t_ep_layer = fwd_ep + bwd_ep + (fwd_ep if full else 0.0)
+    # Context parallelism, one attention layer's exchange of one micro-batch: (time, exposed) given
+    # the attention kernel's forward and backward.
+    ring = cp_ring_bytes(w, b, cp, tp, act) if cp > 1 and layout.cp_comm == "p2p" else 0.0
+    a2a = cp_a2a_bytes(w, b, cp, tp, act) if cp > 1 and layout.cp_comm == "a2a" else ()
+    t_ring = (comm("cp_ring", "sendrecv", ring), comm("cp_ring", "sendrecv", 2 * ring)) if ring else (0.0, 0.0)
+    t_a2a = sum(alltoall("cp", x) for x in a2a)
+
+    def cp_layer(att_f, att_b):
+        if cp == 1:
+            return 0.0, 0.0
+        if a2a:
+            time = 2 * t_a2a + (t_a2a if full else 0.0)
+            return time, time
+        f = (cp - 1) * t_ring[0]
+        exposed_f = (cp - 1) * max(0.0, t_ring[0] - att_f / cp)
+        exposed_b = (cp - 1) * max(0.0, t_ring[1] - att_b / cp)
+        return (f + (cp - 1) * t_ring[1] + (f if full else 0.0),
+                exposed_f + exposed_b + (exposed_f if full else 0.0))
+
+    best = None
+    for s, held in enumerate(split.stages):
+        kinds = Counter(_kind(w, i) for i in held)
+        mtp = w.mtp_layers if moe and s == pp - 1 else 0
+        if mtp:
+            kinds[(False, False)] += mtp
+        fwd_layers = bwd_layers = recomputed = 0.0
+        cp_time = cp_exposed = 0.0
+        tp_count = 0
+        products = ideal = layer_forward = 0.0
+        for kind, n in kinds.items():
+            timed = times(layer_ops(w, kind, layout, cm, act, balance))
+            lf, lb = _pass(timed)
+            fwd_layers += n * lf
+            bwd_layers += n * lb
+            att = [t for t in timed if t.op.name in _ATTENTION]
+            if layout.recompute == "selective":
+                recomputed += n * _pass(att)[0]
+            af, ab = _pass(att)
+            ct, ce = cp_layer(af, ab)
+            cp_time += n * ct
+            cp_exposed += n * ce
+            dense = kind[0]
+            per = 4 if (dense or (moe and w.shared_experts)) else 2
+            tp_count += n * (per * 3 // 2 if full else per)
+            if lf > layer_forward:
+                layer_forward = lf
+                products = sum(t.forward for t in timed if t.op.kind != "memory")
+                ideal = sum(t.ideal for t in timed if t.op.kind != "memory")
+        fwd = fwd_layers + (ff if s == 0 else 0.0) + (hf * (1 + mtp) if s == pp - 1 else 0.0)
+        bwd = bwd_layers + (fb if s == 0 else 0.0) + (hb * (1 + mtp) if s == pp - 1 else 0.0)
+        if mtp:  # the MTP modules' 2h -> h projections
+            proj = times((matmul_op("mtp_projection", tokens, w.hidden, 2 * w.hidden, dtype_bytes(cm.dtype)),))
+            pf, pb = _pass(proj)
+            fwd, bwd = fwd + mtp * pf, bwd + mtp * pb
+        if full:
+            bwd += fwd_layers
+        bwd += recomputed
+        tp_count += 2 if (s == 0 or s == pp - 1) else 0
+        t_tp = tp_count * one_tp
+        n_moe = sum(n for kind, n in kinds.items() if not kind[0]) if moe else 0
+        ep_time = n_moe * t_ep_layer
+        ep_exposed = ep_time if ep_overlap == "none" else max(0.0, ep_time - (fwd + bwd))
+        slot = fwd + bwd + t_tp + cp_exposed + ep_exposed
+        found = (slot, s, fwd, bwd, t_tp, tp_count, cp_time, cp_exposed, ep_time, ep_exposed, n_moe,
+                 sum(kinds.values()), layer_forward, products, ideal)
+        if best is None or found[0] > best[0]:
+            best = found
+    assert best is not None
+    (slot, s, fwd, bwd, t_tp, tp_count, cp_time, cp_exposed, ep_time, ep_exposed, n_moe, n_attention,
+     layer_forward, products, ideal) = best
+    # ---- pipeline
+    sends = v * m + pp - 1
+    t_pp_one = comm("pp", "sendrecv", tp_bytes / tp) if pp > 1 else 0.0
+    pp_comm = 2 * sends * t_pp_one
+    pp_exposed = 0.0 if ep_overlap == "dualpipe" else pp_comm
+    bubble = (max(0.0, pp / 2 - 1) if ep_overlap == "dualpipe" else (pp - 1) / v) * slot
+    # ---- data parallel: the dense gradients over dp x cp, the experts' over edp
+    dense, experts = _stage_parameters(w, split.stages[s], s, pp)
+    d_local, e_local = dense / tp, experts / (layout.etp * layout.ep)
+    streams = []
+    if layout.dp * cp > 1:
+        streams.append((lambda c, n: comm("dp", c, n), d_local * act))
+    if e_local and layout.edp > 1:
+        streams.append((lambda c, n: comm("edp", c, n), e_local * act))
+    dp_time, dp_exposed = data_parallel_time(streams, layout.zero, overlap, fwd, bwd, m, bucket) if streams \
+        else (0.0, 0.0)
+    # ---- optimizer
+    opt_params = (d_local / (layout.dp * cp if layout.zero >= 1 else 1)
+                  + e_local / (layout.edp if layout.zero >= 1 else 1))
+    optimizer = cm.scale * opt_params * OPTIMIZER_PASS_BYTES / (cm.gpu.memory_bandwidth * cm.memory_efficiency)
+    compute = m * (fwd + bwd)
+    collectives = ("reduce_scatter", "all_gather") if sp else ("all_reduce",)
+    return (
+        Component("compute", compute, compute, ComputeDetail(m, fwd, bwd, layer_forward, products, ideal)),
+        Component("tp_comm", m * t_tp, m * t_tp, TensorParallelDetail(tp, collectives, tp_count, tp_bytes)),
+        Component("cp_comm", m * cp_time, m * cp_exposed,
+                  ContextParallelDetail(cp, layout.cp_comm, n_attention, ring or sum(a2a))),
+        Component("ep_comm", m * ep_time, m * ep_exposed,
+                  ExpertParallelDetail(layout.ep, layout.etp, n_moe, disp, comb, network_fraction, balance, ep_overlap)),
+        Component("pp_comm", pp_comm, pp_exposed, PipelineDetail(pp, sends, tp_bytes / tp)),
+        Component("bubble", bubble, bubble, BubbleDetail(pp, v, m)),
+        Component("dp_comm", dp_time, dp_exposed,
+                  DataParallelDetail(layout.dp * cp, layout.zero, (d_local + e_local) * act, bucket, overlap)),
+        Component("optimizer", optimizer, optimizer, OptimizerDetail(opt_params)),
+    )
