@@ -116,7 +116,7 @@ def compute_time(G: nx.DiGraph, *, efficiency: float | None = None) -> Callable[
     return seconds
 
 
-class _Builder:
+class GraphBuilder:
     """The sink of :func:`_schedule` that builds the tasks (:func:`step_graph`)."""
 
     def __init__(self, image_maps=()):
@@ -140,7 +140,7 @@ class _Builder:
         return id_
 
 
-class _Counter:
+class TaskCounter:
     """The sink of :func:`_schedule` that counts the tasks instead (:func:`step_graph_size`)."""
 
     def __init__(self):
@@ -170,7 +170,12 @@ def _checked_workload(plan: Any, workload, bucket) -> Workload:
         raise PlanDoesNotFitError(plan)
     if isinstance(bucket, bool) or not isinstance(bucket, (int, float)) or not bucket >= 1:
         raise StepGraphError(f"bucket must be a size >= 1 byte, received {bucket!r}")
-    w = as_workload(workload if workload is not None else getattr(plan, "workload_spec", None) or plan.workload)
+    spec = workload if workload is not None else getattr(plan, "workload_spec", None)
+    if plan.layout.extended or getattr(spec, "kind", None) == "moe":
+        raise StepGraphError(f"{plan.layout.label()} of {plan.workload} has expert or context parallelism, a "
+                             "mixture-of-experts workload or an uneven split: expected a dense layout (its step "
+                             "graph is models.studies.planner.parallel_graph.plan_step_graph's)")
+    w = as_workload(spec or plan.workload)
     if isinstance(w, CNN):
         raise StepGraphError(f"{w.name} is a CNN: expected a transformer (step graphs follow Megatron's schedule)")
     if plan.layout.virtual_stages != 1:
@@ -269,9 +274,9 @@ def step_graph(plan: Any, G: nx.DiGraph, *, workload: str | Workload | None = No
         slot = _slot(plan)
         for d in range(1, dp):
             maps.append({g: h for p in range(pp) for g, h in zip(slot(p, 0), slot(p, d))})
-        fold = _hosts_alike(G, maps)
+        fold = hosts_alike(G, maps)
         maps = maps if fold else []
-    out = _Builder(maps)
+    out = GraphBuilder(maps)
     _schedule(out, plan, w, bucket=bucket, fold=fold, times=times)
     return TaskGraph(tuple(out.tasks), f"{plan.workload} {lay.label()}")
 
@@ -280,7 +285,7 @@ def _schedule(out, plan: Any, w: Workload, *, bucket: float, fold: bool, times: 
               shape_only: bool = False) -> None:
     """Add the tasks of one training step of ``plan`` to ``out`` (the module docstring's
     schedule): the one description of a step graph's shape, which :func:`step_graph` builds
-    (``out`` a :class:`_Builder`) and :func:`step_graph_size` counts (a :class:`_Counter`).
+    (``out`` a :class:`GraphBuilder`) and :func:`step_graph_size` counts (a :class:`TaskCounter`).
 
     ``fold``: replica 0's tasks only, carrying the other replicas as images. ``shape_only``
     (counting): what has the shape of something walked is counted, not walked again: every
@@ -447,7 +452,7 @@ def _schedule(out, plan: Any, w: Workload, *, bucket: float, fold: bool, times: 
                                       after=tuple(f"d{d}.p{p}.opt" for d in replicas), kind="dp_comm"))
 
 
-def _hosts_alike(G, maps) -> bool:
+def hosts_alike(G, maps) -> bool:
     """Every GPU of replica 0 and its image in another replica on hosts that are copies."""
     kinds = host_kinds(G)
     if not kinds:
@@ -485,7 +490,7 @@ def step_graph_size(plan: Any, *, workload: str | Workload | None = None, bucket
         w = _checked_workload(plan, workload, bucket)
     except StepGraphError:
         return 0
-    out = _Counter()
+    out = TaskCounter()
     _schedule(out, plan, w, bucket=bucket, fold=fold, times=_Times(), shape_only=True)
     return out.count
 
