@@ -212,7 +212,7 @@ def test_cli_plans_deepseek_v3_with_ep(capsys):
     assert status == 0, err
     # 4,096 tokens x top-8 x 7,168 x 2 bytes = 448 MiB; ep 32 over 4 hosts: 24 of 32 peers elsewhere.
     assert "dispatch 448.0 + combine 448.0 MiB per rank over ep32 (75% off the NVLink domain)" in out
-    assert "timing: analytical (a mixture-of-experts step is not simulated yet" in out
+    assert "timing: analytical (analytical only (simulate=0))" in out
 
 
 # ------------------------------------------------------------------ invariants
