@@ -91,7 +91,7 @@ def test_the_step_breakdown_names_every_exposed_term(two_hosts):
     names = [c.name for c in p.components]
     assert names == ["compute", "tp_comm", "cp_comm", "ep_comm", "pp_comm", "bubble", "dp_comm", "optimizer"]
     assert p.step_time == pytest.approx(sum(c.exposed for c in p.components))
-    assert p.timing_why.code.value == "moe"  # kept analytical, with a note, not dropped
+    assert p.timing_why.code.value == "analytical_only"  # simulate=0: analytical, with a note
 
 
 def test_overlap_and_dualpipe_hide_what_they_should(two_hosts):
