@@ -52,7 +52,7 @@ Examples
 --------
 >>> import topo
 >>> from models.studies.planner import plan
->>> G = topo.build("dgxh100", hosts=2)
+>>> G = topo.build("2xdgxh100")
 >>> p = plan("mixtral-8x7b", G, tp=2, pp=1, ep=8, zero=1, global_batch=8, simulate=0)
 >>> g = plan_step_graph(p, G)
 >>> sorted({t.kind for t in g.tasks})
