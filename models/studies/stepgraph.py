@@ -339,14 +339,7 @@ def _schedule(out, plan: Any, w: Workload, *, bucket: float, fold: bool, times: 
             if shape_only:  # the blocks whose tasks every other block of the stage repeats
                 order = [("F", 0), ("B", m - 1)]
             else:
-                warm = min(pp - p - 1, m)
-                order = [("F", i) for i in range(warm)]
-                f_next = warm
-                for i in range(m):
-                    if f_next < m:
-                        order.append(("F", f_next))
-                        f_next += 1
-                    order.append(("B", i))
+                order = one_f_one_b(pp, p, m)
             prev = ""
             block = {}  # shape only: the tasks of the first forward's block and of the last backward's
             for what, i in order:
@@ -450,6 +443,20 @@ def _schedule(out, plan: Any, w: Workload, *, bucket: float, fold: bool, times: 
                 total = sum(nb for nb, _ in buckets)
                 finals.append(out.add(f"p{p}.params.r{r}", "all_gather", group, nbytes=total,
                                       after=tuple(f"d{d}.p{p}.opt" for d in replicas), kind="dp_comm"))
+
+
+def one_f_one_b(pp: int, p: int, m: int) -> list:
+    """Stage ``p``'s blocks in 1F1B's program order: ``min(pp - p - 1, m)`` warm-up forwards, then
+    a forward and a backward in turn, then the cool-down backwards; ``("F" or "B", micro-batch)``."""
+    warm = min(pp - p - 1, m)
+    order = [("F", i) for i in range(warm)]
+    f_next = warm
+    for i in range(m):
+        if f_next < m:
+            order.append(("F", f_next))
+            f_next += 1
+        order.append(("B", i))
+    return order
 
 
 def hosts_alike(G, maps) -> bool:

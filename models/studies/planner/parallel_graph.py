@@ -75,7 +75,8 @@ from topo.units import parse_count
 from ...predict.simulate import MAX_EVENTS, SimulationResult, simulate
 from ...predict.taskgraph import MAX_BYTES, Task, TaskGraph
 from ..compute import ComputeModel, compute_model, gpu_of
-from ..stepgraph import PlanDoesNotFitError, StepGraphError, check_step_events, step_graph, step_graph_size
+from ..stepgraph import PlanDoesNotFitError, StepGraphError, check_step_events, one_f_one_b, step_graph, \
+    step_graph_size
 from ..workload import CNN, DEFAULT_BUCKET, OPTIMIZER_PASS_BYTES, activation_bytes_per_element, dtype_bytes, \
     matmul_op, Workload
 from ..workload import workload as as_workload
@@ -367,14 +368,7 @@ def _schedule(out: _Sink, plan: Any, w, stages, work: _Work | None, *, bucket: f
         if shape_only:
             order = [("F", 0), ("B", m - 1)]
         else:
-            warm = min(pp - p - 1, m)
-            order = [("F", i) for i in range(warm)]
-            f_next = warm
-            for i in range(m):
-                if f_next < m:
-                    order.append(("F", f_next))
-                    f_next += 1
-                order.append(("B", i))
+            order = one_f_one_b(pp, p, m)
         ends: list = []  # the last task of each block, in program order
         blocks = {}
         for k, (what, i) in enumerate(order):
