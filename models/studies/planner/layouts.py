@@ -262,7 +262,7 @@ def _evaluate_parallel(ctx: Context, layout: Layout, cm, groups, comm) -> tuple:
 
 def _not_simulated(w, p: Plan) -> TimingWhy | None:
     """Why a plan's step cannot be simulated (None when it can): step graphs follow Megatron's
-    dense transformer schedule, plain 1F1B with the layers split evenly."""
+    transformer schedule in plain 1F1B (:func:`~models.studies.planner.parallel_graph.plan_step_graph`)."""
     if isinstance(w, CNN):
         return TimingWhy(TimingCode.CNN)
     if p.layout.virtual_stages != 1:
@@ -286,7 +286,7 @@ def simulate_plans(w, ctx: Context, plans, count: int, max_events: int, cm=None)
     ``timing``), ranked: the simulated by their simulated step, then the other fitting ones by
     their analytical step, then those that do not fit.
 
-    Sized first: the simulations' events (three per task, :func:`models.studies.stepgraph.step_graph_size`)
+    Sized first: the simulations' events (three per task, :func:`~models.studies.planner.parallel_graph.plan_step_graph_size`)
     add up until ``max_events``; the candidates beyond it keep their analytical step, with a
     note (a larger step is better estimated than refused: the first pass is a full answer).
     """
@@ -643,12 +643,12 @@ def search(workload: str | Workload, G: nx.DiGraph | PreparedFabric, *, tp: int 
         version, :data:`models.engine.nccl.DEFAULT_VERSION`).
     simulate : int
         How many of the best layouts of the analytical first pass (:func:`step_components`) are
-        then simulated (:func:`models.studies.stepgraph.step_graph`, run by
+        then simulated (:func:`models.studies.planner.parallel_graph.plan_step_graph`, run by
         :func:`models.predict.simulate.simulate`), and ranked by their simulated step ahead of
-        the others (default :data:`DEFAULT_SIMULATED`; 0: analytical only). CNNs and interleaved
-        schedules stay analytical. Each plan says which (``timing``).
+        the others (default :data:`DEFAULT_SIMULATED`; 0: analytical only). CNNs, interleaved
+        and DualPipe schedules stay analytical. Each plan says which (``timing``).
     max_events : int
-        The simulations' budget, sized before any (:func:`models.studies.stepgraph.step_graph_size`):
+        The simulations' budget, sized before any (:func:`~models.studies.planner.parallel_graph.plan_step_graph_size`):
         their events (three per task) add up to at most this (default :data:`PLAN_MAX_EVENTS`);
         the candidates beyond it keep their analytical step, with a note naming ``max_events``.
     seq_length : int, optional
