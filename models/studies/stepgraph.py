@@ -164,12 +164,33 @@ class _Times:
     optimizer_bandwidth: float = 1.0  # the HBM bandwidth the optimizer's pass achieves [B/s]
 
 
-def _checked_workload(plan: Any, workload, bucket) -> Workload:
-    """The plan's workload, when its step can be a step graph."""
+def check_graph_input(plan: Any, bucket) -> None:
+    """Refuse a plan that does not fit, interleaved stages or a bucket below one byte: what no step
+    graph builds (this module's and :mod:`models.studies.planner.parallel_graph`'s)."""
     if not plan.fits:
         raise PlanDoesNotFitError(plan)
     if isinstance(bucket, bool) or not isinstance(bucket, (int, float)) or not bucket >= 1:
         raise StepGraphError(f"bucket must be a size >= 1 byte, received {bucket!r}")
+    if plan.layout.virtual_stages != 1:
+        raise StepGraphError(f"the plan interleaves {plan.layout.virtual_stages} virtual stages: step graphs follow "
+                             "plain 1F1B (expected virtual_stages 1)")
+
+
+def plan_compute(plan: Any, G: nx.DiGraph, w, *, efficiency: float | None = None,
+                 attention_efficiency: float | None = None, memory_efficiency: float | None = None) -> ComputeModel:
+    """The compute model that times a plan's kernels: its GPU part (the slowest HBM of its GPUs,
+    as the planner takes it), dtype, software stack and calibrated scale."""
+    nodes = topo.gpus(G)
+    gen = min((gpu_of(G.nodes[nodes[g]].get("model", "")) for group in plan.groups["tp"] for g in group),
+              key=lambda part: (part.memory_bandwidth, part.memory))
+    scale = plan.calibration.scale if plan.calibration is not None else 1.0
+    return compute_model(gen, plan.dtype, stack=plan.software or None, workload=w, efficiency=efficiency,
+                         attention_efficiency=attention_efficiency, memory_efficiency=memory_efficiency, scale=scale)
+
+
+def _checked_workload(plan: Any, workload, bucket) -> Workload:
+    """The plan's workload, when its step can be a step graph."""
+    check_graph_input(plan, bucket)
     spec = workload if workload is not None else getattr(plan, "workload_spec", None)
     if plan.layout.extended or getattr(spec, "kind", None) == "moe":
         raise StepGraphError(f"{plan.layout.label()} of {plan.workload} has expert or context parallelism, a "
@@ -178,9 +199,6 @@ def _checked_workload(plan: Any, workload, bucket) -> Workload:
     w = as_workload(spec or plan.workload)
     if isinstance(w, CNN):
         raise StepGraphError(f"{w.name} is a CNN: expected a transformer (step graphs follow Megatron's schedule)")
-    if plan.layout.virtual_stages != 1:
-        raise StepGraphError(f"the plan interleaves {plan.layout.virtual_stages} virtual stages: step graphs follow "
-                             "plain 1F1B (expected virtual_stages 1)")
     return w
 
 
@@ -246,14 +264,9 @@ def step_graph(plan: Any, G: nx.DiGraph, *, workload: str | Workload | None = No
         check_step_events(plan, max_events, workload=w, bucket=bucket)
     lay = plan.layout
     tp, pp, dp, b = lay.tp, lay.pp, lay.dp, lay.micro_batch
-    nodes = topo.gpus(G)
-    # The plan's GPU part: the slowest HBM of its GPUs, as the planner takes it.
-    gen = min((gpu_of(G.nodes[nodes[g]].get("model", "")) for group in plan.groups["tp"] for g in group),
-              key=lambda part: (part.memory_bandwidth, part.memory))
-    scale = plan.calibration.scale if plan.calibration is not None else 1.0
-    cm = compute if compute is not None else compute_model(
-        gen, plan.dtype, stack=plan.software or None, workload=w, efficiency=efficiency,
-        attention_efficiency=attention_efficiency, memory_efficiency=memory_efficiency, scale=scale)
+    cm = compute if compute is not None else plan_compute(plan, G, w, efficiency=efficiency,
+                                                          attention_efficiency=attention_efficiency,
+                                                          memory_efficiency=memory_efficiency)
     elem = dtype_bytes(plan.dtype)
     act_elem = activation_bytes_per_element(plan.dtype)
 

@@ -68,14 +68,13 @@ from typing import Any
 
 import networkx as nx
 
-import topo
 from topo.errors import LimitError
 from topo.units import parse_count
 
 from ...predict.simulate import MAX_EVENTS, SimulationResult, simulate
 from ...predict.taskgraph import MAX_BYTES, Task, TaskGraph
-from ..compute import ComputeModel, compute_model, gpu_of
-from ..stepgraph import PlanDoesNotFitError, StepGraphError, check_step_events, one_f_one_b, step_graph, \
+from ..compute import ComputeModel
+from ..stepgraph import StepGraphError, check_graph_input, check_step_events, one_f_one_b, plan_compute, step_graph, \
     step_graph_size
 from ..workload import CNN, DEFAULT_BUCKET, OPTIMIZER_PASS_BYTES, activation_bytes_per_element, dtype_bytes, \
     matmul_op, Workload
@@ -131,17 +130,10 @@ def _workload(plan: Any, workload) -> Any:
 
 
 def _checked(plan: Any, workload, bucket) -> Any:
-    if not plan.fits:
-        raise PlanDoesNotFitError(plan)
-    if isinstance(bucket, bool) or not isinstance(bucket, (int, float)) or not bucket >= 1:
-        raise StepGraphError(f"bucket must be a size >= 1 byte, received {bucket!r}")
+    check_graph_input(plan, bucket)
     w = _workload(plan, workload)
     if isinstance(w, CNN):
         raise StepGraphError(f"{w.name} is a CNN: expected a transformer (step graphs follow Megatron's schedule)")
-    lay = plan.layout
-    if lay.virtual_stages != 1:
-        raise StepGraphError(f"the plan interleaves {lay.virtual_stages} virtual stages: step graphs follow "
-                             "plain 1F1B (expected virtual_stages 1)")
     if _ep_overlap(plan) == "dualpipe":
         raise StepGraphError("the plan overlaps its all-to-alls DualPipe's way: step graphs build 1F1B "
                              "(expected ep_overlap none or batch)")
@@ -551,12 +543,7 @@ def parallel_step_graph(plan: Any, G: nx.DiGraph, *, workload: str | Workload | 
     if max_events is not None:
         check_plan_events(plan, max_events, workload=w, bucket=bucket)
     lay = plan.layout
-    nodes = topo.gpus(G)
-    gen = min((gpu_of(G.nodes[nodes[g]].get("model", "")) for group in plan.groups["tp"] for g in group),
-              key=lambda part: (part.memory_bandwidth, part.memory))
-    scale = plan.calibration.scale if plan.calibration is not None else 1.0
-    cm = compute if compute is not None else compute_model(gen, plan.dtype, stack=plan.software or None, workload=w,
-                                                           scale=scale)
+    cm = compute if compute is not None else plan_compute(plan, G, w)
     stages = _split(plan, w)
     out = _Sink(_maps(plan), build=True)
     _schedule(out, plan, w, stages, _work(plan, w, cm, stages), bucket=bucket, shape_only=False)
