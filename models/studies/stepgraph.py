@@ -537,7 +537,12 @@ def check_step_events(plan: Any, max_events: int, *, workload: str | Workload | 
     topo.errors.LimitError: a simulation of the step's 38,400,001 tasks (115,200,003 events, three per task, counted before building it): 115200003 is more than max_events=1000000
     """
     max_events = parse_count(max_events, name="max_events", maximum=MAX_BYTES)
-    tasks = step_graph_size(plan, workload=workload, bucket=bucket, fold=False)
+    return step_events(step_graph_size(plan, workload=workload, bucket=bucket, fold=False), max_events)
+
+
+def step_events(tasks: int, max_events: int) -> int:
+    """The events of a step graph of ``tasks`` tasks and images (three each), refused beyond
+    ``max_events`` (:class:`topo.LimitError`, keyword ``max_events``)."""
     events = 3 * tasks
     if events > max_events:
         raise LimitError(f"a simulation of the step's {tasks:,} tasks ({events:,} events, three per task, "

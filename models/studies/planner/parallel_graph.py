@@ -68,14 +68,13 @@ from typing import Any
 
 import networkx as nx
 
-from topo.errors import LimitError
 from topo.units import parse_count
 
 from ...predict.simulate import MAX_EVENTS, SimulationResult, simulate
 from ...predict.taskgraph import MAX_BYTES, Task, TaskGraph
 from ..compute import ComputeModel
-from ..stepgraph import StepGraphError, check_graph_input, check_step_events, one_f_one_b, plan_compute, step_graph, \
-    step_graph_size
+from ..stepgraph import StepGraphError, check_graph_input, check_step_events, one_f_one_b, plan_compute, step_events, \
+    step_graph, step_graph_size
 from ..workload import CNN, DEFAULT_BUCKET, OPTIMIZER_PASS_BYTES, activation_bytes_per_element, dtype_bytes, \
     matmul_op, Workload
 from ..workload import workload as as_workload
@@ -602,12 +601,7 @@ def check_plan_events(plan: Any, max_events: int, *, workload: str | Workload | 
     if not is_parallel_plan(plan, w):
         return check_step_events(plan, max_events, workload=workload, bucket=bucket)
     max_events = parse_count(max_events, name="max_events", maximum=MAX_BYTES)
-    tasks = plan_step_graph_size(plan, workload=w, bucket=bucket, fold=False)
-    events = 3 * tasks
-    if events > max_events:
-        raise LimitError(f"a simulation of the step's {tasks:,} tasks ({events:,} events, three per task, "
-                         f"counted before building it)", keyword="max_events", size=events, limit=max_events)
-    return events
+    return step_events(plan_step_graph_size(plan, workload=w, bucket=bucket, fold=False), max_events)
 
 
 def simulate_planned(plan: Any, G: nx.DiGraph, *, bucket: float = DEFAULT_BUCKET,
