@@ -224,7 +224,7 @@ from .p2p_constants import EFFICIENCIES as P2P_EFFICIENCIES
 
 __all__ = [
     "MeasurementError", "Parameter", "LinkClass", "LINK_CLASSES", "MeasurementModel", "DEFAULT",
-    "Measured", "measured", "link_classes", "PipelineFill", "pipeline_fill",
+    "Measured", "measured", "measurement_model", "link_classes", "PipelineFill", "pipeline_fill",
 ]
 
 
@@ -440,6 +440,20 @@ class Fitted(Protocol):
 
 #: A ``calibration`` argument, for annotations: a fit, a measurement model, or None (:data:`DEFAULT`).
 CalibrationLike: TypeAlias = "Fitted | MeasurementModel | None"
+
+
+def measurement_model(calibration: CalibrationLike = None) -> MeasurementModel:
+    """The measurement model of a calibration (a :class:`models.studies.calibration.Calibration`, a
+    :class:`~models.predict.measure.MeasurementModel`, or None for the default fitted one)."""
+    if calibration is None:
+        return DEFAULT
+    if isinstance(calibration, MeasurementModel):
+        return calibration
+    model = getattr(calibration, "model", None)
+    if isinstance(model, MeasurementModel):
+        return model
+    raise MeasurementError(f"calibration must be a models.studies.calibration.Calibration or a MeasurementModel, received "
+                       f"{type(calibration).__name__}")
 
 
 def nccl_link_figure(link: str, profile=None, compute_capability: int | None = None) -> float:
