@@ -84,7 +84,6 @@ from dataclasses import dataclass
 
 import networkx as nx
 
-from topo.cluster import network_nics
 from topo.collector import collector_paused
 from topo.schema import validate
 from topo.select import GpuIds, select_gpus
@@ -1648,7 +1647,7 @@ def _search_nodes(fabric, hosts, min_channels, max_channels) -> ChannelSearch:
         shape = (fabric.host_kind(host), tuple(G.nodes[n]["index"] for n in members))
         key = (*shape, min_channels, max_channels)
         if key not in done:
-            nets = network_nics(G, host)
+            nets = fabric.network_nics(host)
             if not nets:
                 raise ChannelSearchError(f"host {host} has no NIC on a network: expected a cluster "
                                          f"fabric (topo.cluster) for GPUs of several hosts")
@@ -1656,7 +1655,7 @@ def _search_nodes(fabric, hosts, min_channels, max_channels) -> ChannelSearch:
         if shape not in results:
             moved = _on_host(G, *done[key], host)
             if moved is None:  # not a copy of the host searched: search this one
-                moved = _search_host(fabric, members, network_nics(G, host), "ring", min_channels, max_channels)
+                moved = _search_host(fabric, members, fabric.network_nics(host), "ring", min_channels, max_channels)
             results[shape] = moved
     # NCCL reduces nChannels and the bandwidths to the minimum over all ranks (init.cc).
     worst = min(results.values(), key=lambda r: (r.nchannels * r.bw_intra, r.nchannels))

@@ -50,6 +50,7 @@ from dataclasses import dataclass
 
 import networkx as nx
 
+from topo.cluster import network_nics
 from topo.errors import DgxTopoError, TopologyError
 from topo.schema import validate as validate_graph
 from topo.specs import LINKS
@@ -266,6 +267,7 @@ class NcclSystem:
         self.views: dict = {}
         self.split: dict = {}
         self.network_loads: dict = {}
+        self._network_nics: dict = {}  # host (None: every host) -> its NICs on a network
 
     def capacity(self, u: str, v: str) -> float:
         """NCCL's charge for the directed edge (u, v) (:func:`nccl_capacity`). [B/s]"""
@@ -273,6 +275,19 @@ class NcclSystem:
         if value is None:
             value = self._capacity[u, v] = _edge_capacity(self.G, u, v, self.profile, self._fabric_cc)
         return value
+
+    def network_nics(self, host: int | None = None) -> tuple:
+        """:func:`topo.cluster.network_nics` of the graph (NCCL's NET nodes of ``host``, of
+        every host if None, in (host, index) order), listed once per fabric: the list scans
+        every node."""
+        cache = self._network_nics
+        if not cache:
+            every = cache[None] = tuple(network_nics(self.G))
+            for n in every:
+                cache.setdefault(self.G.nodes[n]["host"], []).append(n)
+            for h in list(cache):
+                cache[h] = tuple(cache[h])
+        return cache.get(host, ())
 
     def host_kind(self, host: int) -> int:
         """A number shared by the hosts that are copies of each other as a host's channel search
