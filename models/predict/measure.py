@@ -64,8 +64,9 @@ hosts, PCIe 3.0's (``dma:pcie3_x16``), was fitted to the DGX-1V p2pBandwidthLate
 The kernels' pipeline
 ---------------------
 What NCCL's tuner chose (algorithm, protocol) is timed by its kernels' pipeline
-(:mod:`models.predict.pipeline`, ``measured(pipeline=True)``, the default) for rings, chains and
-trees: the channels and threads NCCL launches at the size, the steps and their hops (NCCL's
+(:mod:`models.predict.pipeline`, ``measured(pipeline=True)``, the default) for rings, chains,
+trees, NVLS, NVLSTree and PAT: the channels and threads NCCL launches at the size (NVLS:
+``comm->nvlsChannels`` at every size), the steps and their hops (NCCL's
 latency stays a floor of the part that overlaps the host), the LL line's data share, and the
 kernel's per-step work (fitted on the same DGX-2 runs, 1 KiB - 64 MiB). Large messages keep
 the bandwidth term above: every step's sync hides behind data in flight. The store-and-forward
@@ -217,7 +218,7 @@ from ..engine.nccl.system import NcclSystem
 from ..engine.nccltests import algbw, busbw
 from ..engine.results import tidy_records
 from .nicpath import MEASURED_DMA, dma_share, nic_path
-from .pipeline import DEFAULT_STEP_COSTS, StepCosts, channel_hops, ll_share, pipeline_time
+from .pipeline import DEFAULT_STEP_COSTS, StepCosts, channel_hops, ll_share, pipeline_time, shape_of
 from .p2p_constants import EFFICIENCIES as P2P_EFFICIENCIES
 
 __all__ = [
@@ -534,7 +535,7 @@ class Measured:
         Across hosts, the path of each NIC the channels use (port or PCIe, whichever binds).
     pipelines : tuple of models.predict.pipeline.PipelineTime or None
         Per size (flattened), the kernels' pipeline that timed it (None where NCCL's table did:
-        NVLS, PAT, point-to-point); empty when no size was pipelined.
+        CollNet, a caller's own algorithm, point-to-point); empty when no size was pipelined.
     """
 
     collective: str
@@ -621,7 +622,7 @@ def measured(e: Any, G: nx.DiGraph | PreparedFabric | NcclSystem, *, gpus_per_th
         are what ``ratio`` divides by; default the reference release). An NCCL view carries its own.
     pipeline : bool
         Time what NCCL chose by its kernels' pipeline (:mod:`models.predict.pipeline`; rings,
-        chains and trees): ``max(host, NCCL's latency, fill + steps x handshake) + data_time +
+        chains, trees, NVLS, NVLSTree and PAT): ``max(host, NCCL's latency, fill + steps x handshake) + data_time +
         steps x exposed work`` (:mod:`models.predict.pipeline`); False keeps NCCL's table,
         ``max(host, latency) + nbytes / bandwidth``.
     step_costs : models.predict.pipeline.StepCosts
@@ -690,7 +691,7 @@ def _line_rate(cell) -> float:
 
 def _pipelines(e, G, profile, achieved, costs, router, dma_bound) -> tuple:
     """Per size (flattened), the pipeline of what NCCL chose (:func:`models.predict.pipeline.pipeline_time`),
-    None where no ring, chain or tree runs; ``()`` when nothing of the estimate is pipelined."""
+    None where no pipeline is modelled (:func:`models.predict.pipeline.shape_of`); ``()`` when nothing of the estimate is pipelined."""
     selection = getattr(e, "selection", None)
     if selection is None or e.collective not in PIPELINE_COLLECTIVES or e.nranks < 2:
         return ()
@@ -700,12 +701,14 @@ def _pipelines(e, G, profile, achieved, costs, router, dma_bound) -> tuple:
     factors = np.broadcast_to(np.asarray(achieved, dtype=float), np.shape(e.nbytes)).reshape(-1)
     channels = np.broadcast_to(np.asarray(e.nchannels), np.shape(e.nbytes)).reshape(-1)
     cells = {(c.tuning.algorithm, c.tuning.protocol): c.tuning for c in selection.candidates}
+    cc = min(G.nodes[n]["compute_capability"] for n in e.nodes)
+    nnodes = e.ring.nnodes if e.ring is not None else 1  # NCCL's nodes (an MNNVL domain is one)
     hops: dict = {}
     out = []
     for i, size in enumerate(sizes):
         ran = _algorithm(e, i)
         name, protocol = str(names[i]), str(protocols[i])
-        if ran is None or not ran.pipelined or name not in ("ring", "tree") or int(channels[i]) < 1:
+        if ran is None or shape_of(e.collective, name) is None or int(channels[i]) < 1:
             out.append(None)
             continue
         search = ran.searched(e)
@@ -720,10 +723,15 @@ def _pipelines(e, G, profile, achieved, costs, router, dma_bound) -> tuple:
             out.append(None)
             continue
         bw = _line_rate(cell) if protocol == "LL" else cell.bandwidth
+        graph_channels, heads = int(channels[i]), 0
+        if ran.multimem:  # NVLS runs comm->nvlsChannels, decorrelated from the graph's heads
+            heads = graph_channels
+            graph_channels = ran.blocks(graph_channels, profile, cc, nnodes)
         out.append(pipeline_time(e.collective, name, protocol, int(size), nranks=e.nranks,
-                                 graph_channels=int(channels[i]), rate=bw * float(factors[i]),
+                                 graph_channels=graph_channels, rate=bw * float(factors[i]),
                                  hops=hops[name], profile=profile, dma_bound=dma_bound,
-                                 ring_bandwidth=e.ring.bandwidth if e.ring is not None else float("inf"), costs=costs))
+                                 ring_bandwidth=e.ring.bandwidth if e.ring is not None else float("inf"), costs=costs,
+                                 nnodes=nnodes, heads=heads))
     return tuple(out)
 
 

@@ -26,8 +26,12 @@ the channels and threads left after ``getAlgoInfo``'s reduction)::
   ``min(chunk, ceil(nbytes / (channels x n)))`` (the device code's ``realChunkSize`` shrinks the
   chunk when the data does not fill a loop); on a **chain** (broadcast, reduce) ``ceil(D /
   slice)`` with ``D = ceil(nbytes / channels)``; a **tree** all_reduce is a chain up the tree
-  and one down, in all_reduce's slices [U: the tree's own chunk size, src/enqueue.cc, was not
-  re-read].
+  and one down in the tree's own chunks (:func:`tree_chunk`: one step each, 512 KiB Simple
+  halved by the tree's depth rule, LL128's line share halved by its ``nstepsLL128`` rule);
+  **NVLS** and **NVLSTree** run ``ceil(nbytes / (channels x heads x chunk))`` loops of one step
+  (:func:`nvls_chunk`: 128 KiB, shrunk by ``nChannels x nHeads``; all_gather and reduce_scatter
+  move a chunk of each rank's block a loop), on ``comm->nvlsChannels`` at every size (no
+  reduction); **PAT** ``loops x (n-1)``, a chunk of each other rank's block a step.
 - ``handshake``: the flag a step waits for across one hop, read from the graph's edges along
   NCCL's route (:func:`channel_hops`: NVLink, NVSwitch, PCIe inside a host; the network between
   hosts). A ring's step depends on the previous hop's step, so each step waits for a hop: on
@@ -36,6 +40,11 @@ the channels and threads left after ``getAlgoInfo``'s reduction)::
   ``CHUNKSTEPS/SLICESTEPS - 1``; LL and LL128 carry a flag in every line, so a step's lines wait
   for the previous step's and nothing overlaps). A chain's ranks forward as data arrives: it
   pays its hops once, in the fill.
+  **NVLS**: the head's ``multimem.ld_reduce`` (and the flag poll, itself a min-reduce through
+  the switch, ``NCCL_NVLS_MIN_POLL``, src/transport/nvls.cc) is a round trip through the
+  switch each step, two GPU-to-GPU routes, less one step's data in flight (the scatter warps
+  run a step ahead [U]). **PAT**: a network hop a step, shared from v2.26 by the 16 steps that
+  run in parallel (release notes of v2.26.2-1), less the step's data in flight.
 - ``exposed``: the kernel's work per step (:class:`StepCosts`) beyond what the overlap left
   hidden; across hosts, where a NIC's DMA binds, the block works while the network moves the
   step (hidden up to the step's data time).
@@ -44,6 +53,9 @@ the channels and threads left after ``getAlgoInfo``'s reduction)::
   ring (every rank sends from its first step). Chains forward finer than a posted slice (the
   DGX-2 runs show no store-and-forward fill, :data:`models.predict.measure.FILL_NOTE`), so the
   fill is hops, not slices.
+  NVLS: the first step's flag poll (a round trip) and its store to every GPU, 3 routes;
+  NVLSTree adds ``2 log2i(nnodes)`` network hops (up the tree between hosts and down); PAT
+  ``log2i(n)`` network hops (its binomial trees' depth).
 
 How it enters a measured time (:func:`models.predict.measure.measured`)::
 
@@ -53,9 +65,19 @@ The hops overlap the host's launches as NCCL's latency did; NCCL's own latency (
 ``hwLat``, which NVIDIA measured) stays a floor, the pipeline's hops can only lengthen it; the
 kernel's exposed work does not overlap (the ranks run it once all are launched).
 
-NVLS, NVLSTree, PAT and CollNet run no chunk/slice ring or chain here (and an algorithm of the
-caller's that is not ``pipelined``): :func:`pipeline_time` returns None and the measurement
-model keeps NCCL's table time for them.
+CollNet (and an algorithm of the caller's) runs no pipeline here: :func:`pipeline_time`
+returns None and the measurement model keeps NCCL's table time for it.
+
+NVLS, NVLSTree and PAT are predicted from NCCL's source and the graph's routes only: the DGX-2
+sweep the per-step work was fitted on has no NVLS or PAT run, so nothing of theirs is fitted
+(their per-step work is Simple's, 0). [U] Their chunk rules (src/enqueue.cc
+``calcCollChunking``, v2.19-v2.27) and the tree's (``computeColl``/``calcCollChunking``; the
+depth ``nRanks/nNodes - 1 + log2i(nNodes)`` of src/graph/connect.cc ``connectTrees``) are
+recalled, not re-read at the tags; PAT's aggregation of several blocks into one step at small
+sizes is not modelled. At the graph's hop latencies (1 us a route through an NVSwitch) the
+NVLS pipeline's latency (3 us of fill, its round trips hidden behind a step's data from 1 MiB)
+stays below NCCL's own NVLS latency (25 us, ``hwLat[NVLINK][NVLS][Simple]``), which remains
+the floor: NVLS's 1-64 MiB figures do not move.
 
 What was fitted, to what
 ------------------------
@@ -87,12 +109,13 @@ from topo.errors import DgxTopoError
 
 from ..engine.nccl.launch import Launch, reduced_launch
 from ..engine.nccl.pipelining import LL_DATA_BYTES, LL_LINE_BYTES, PIPELINE_COLLECTIVES, Pipelining, pipelining
-from ..engine.nccl.profiles import NcclProfile
+from ..engine.nccl.profiles import NcclProfile, nccl_profile
 from ..engine.results import tidy_records
 from ..engine.routes import Router, route
 
-__all__ = ["PipelineError", "StepCosts", "DEFAULT_STEP_COSTS", "Hop", "Hops", "channel_hops", "Shape", "RING",
-           "CHAIN", "TREE", "PipelineTime", "pipeline_time", "ll_share"]
+__all__ = ["PipelineError", "StepCosts", "DEFAULT_STEP_COSTS", "Hop", "Hops", "channel_hops", "Shape",
+           "ShapeInputs", "RING", "CHAIN", "TREE", "NVLS", "NVLS_TREE", "PAT", "PIPELINE_ALGORITHMS", "shape_of",
+           "tree_chunk", "nvls_chunk", "NVLS_CHUNK", "PipelineTime", "pipeline_time", "ll_share"]
 
 _US = 1e-6
 
@@ -224,10 +247,46 @@ def channel_hops(G: nx.DiGraph, order: tuple, nodes: tuple = (), *, router: Rout
     return Hops(intra, inter, max(1, nnodes))
 
 
+@dataclass(frozen=True, slots=True)
+class ShapeInputs:
+    """What a shape reads to cut one collective into steps.
+
+    Attributes
+    ----------
+    pipe : Pipelining
+        The release's pipeline of the collective and protocol.
+    nbytes : int
+        NCCL's ``nBytes`` (the total for all_gather / reduce_scatter). [bytes]
+    nchannels : int
+        Channels launched.
+    nranks, nnodes : int
+        Ranks, and NCCL nodes they span.
+    heads : int
+        NVLS heads (the NVLS graph's channels), 0 for other algorithms.
+    release : tuple of int
+        The release's first version (``NcclProfile.first``).
+    """
+
+    pipe: Pipelining
+    nbytes: int
+    nchannels: int
+    nranks: int
+    nnodes: int = 1
+    heads: int = 0
+    release: tuple = (2, 27, 7)
+
+    def to_records(self) -> list:
+        """One row: the collective, protocol, size, channels, ranks, nodes, heads and release."""
+        return tidy_records({"collective": self.pipe.collective, "protocol": self.pipe.protocol,
+                             "nbytes": self.nbytes, "nchannels": self.nchannels, "nranks": self.nranks,
+                             "nnodes": self.nnodes, "heads": self.heads,
+                             "release": ".".join(str(v) for v in self.release)})
+
+
 @dataclass(frozen=True)
 class Shape:
     """How a channel's steps depend on each other: a strategy object (:data:`RING`,
-    :data:`CHAIN`, :data:`TREE`).
+    :data:`CHAIN`, :data:`TREE`, :data:`NVLS`, :data:`NVLS_TREE`, :data:`PAT`).
 
     Attributes
     ----------
@@ -240,71 +299,247 @@ class Shape:
         """One row: the shape's name."""
         return tidy_records({"shape": self.name})
 
-    def steps(self, pipe: Pipelining, nbytes: int, nchannels: int, nranks: int) -> tuple:
+    def steps(self, x: ShapeInputs) -> tuple:
         """``(steps, step_bytes)`` of one channel."""
         raise NotImplementedError
 
-    def overlap_steps(self, pipe: Pipelining) -> int:
-        """Steps of data in flight that hide one step's sync (Simple only)."""
+    def overlap_steps(self, x: ShapeInputs) -> int:
+        """Steps of data in flight that hide one step's sync."""
         raise NotImplementedError
 
-    def step_latency(self, hops: Hops, nranks: int) -> float:
+    def step_latency(self, hops: Hops, x: ShapeInputs) -> float:
         """The hop latency each step waits for (a ring's lockstep), 0 where only the fill pays. [s]"""
         raise NotImplementedError
 
-    def fill(self, hops: Hops, nranks: int) -> float:
+    def parallel_steps(self, x: ShapeInputs) -> int:
+        """Steps a channel runs at once, each waiting its own :meth:`step_latency` (the latency
+        is shared by them: ``step_latency / parallel``). 1 but for PAT from v2.26."""
+        return 1
+
+    def fill(self, hops: Hops, x: ShapeInputs) -> float:
         """Latency before the last rank's first step. [s]"""
         raise NotImplementedError
 
 
 class _Ring(Shape):
-    def steps(self, pipe, nbytes, nchannels, nranks):
-        per_loop = nchannels * nranks
-        loops = max(1, math.ceil(nbytes / (per_loop * pipe.chunk_bytes)))
-        chunk = min(pipe.chunk_bytes, math.ceil(nbytes / per_loop))
-        return loops * pipe.ring_steps(nranks), chunk
+    def steps(self, x):
+        pipe = x.pipe
+        per_loop = x.nchannels * x.nranks
+        loops = max(1, math.ceil(x.nbytes / (per_loop * pipe.chunk_bytes)))
+        chunk = min(pipe.chunk_bytes, math.ceil(x.nbytes / per_loop))
+        return loops * pipe.ring_steps(x.nranks), chunk
 
-    def overlap_steps(self, pipe):
-        return pipe.slices_per_chunk - 1 if pipe.protocol == "Simple" else 0
+    def overlap_steps(self, x):
+        return x.pipe.slices_per_chunk - 1 if x.pipe.protocol == "Simple" else 0
 
-    def step_latency(self, hops, nranks):
+    def step_latency(self, hops, x):
         # a step's dependency walks round the ring: on average a hop of the ring's n, nnodes of
         # them between hosts (NCCL's tuner counts the same split: nInterSteps)
-        return hops.path(nranks - hops.nnodes, hops.nnodes) / nranks if hops.nnodes > 1 else hops.path(1, 0)
+        n = x.nranks
+        return hops.path(n - hops.nnodes, hops.nnodes) / n if hops.nnodes > 1 else hops.path(1, 0)
 
-    def fill(self, hops, nranks):
+    def fill(self, hops, x):
         return 0.0
 
 
 class _Chain(Shape):
-    def steps(self, pipe, nbytes, nchannels, nranks):
-        per_channel = math.ceil(nbytes / nchannels)
-        slice_ = max(1, min(pipe.slice_bytes, per_channel))
+    def steps(self, x):
+        per_channel = math.ceil(x.nbytes / x.nchannels)
+        slice_ = max(1, min(x.pipe.slice_bytes, per_channel))
         return max(1, math.ceil(per_channel / slice_)), slice_
 
-    def overlap_steps(self, pipe):
+    def overlap_steps(self, x):
+        pipe = x.pipe
         return pipe.steps_in_flight // pipe.slice_steps - 1 if pipe.protocol == "Simple" else 0
 
-    def step_latency(self, hops, nranks):
+    def step_latency(self, hops, x):
         return 0.0
 
-    def fill(self, hops, nranks):
-        return hops.path(nranks - hops.nnodes, hops.nnodes - 1)
+    def fill(self, hops, x):
+        return hops.path(x.nranks - hops.nnodes, hops.nnodes - 1)
+
+
+def tree_chunk(x: ShapeInputs) -> int:
+    """A tree all_reduce's chunk (one step each: a tree runs ``chunkSteps = sliceSteps = 1``),
+    shrunk at small sizes by NCCL's rule (src/enqueue.cc ``computeColl`` v2.5-v2.18,
+    ``calcCollChunking`` v2.19+ [U] recalled, not re-read at the tag)::
+
+        Simple: chunk = stepSize (512 KiB); depth = nRanks/nNodes - 1 + log2i(nNodes)
+                (src/graph/connect.cc connectTrees, "not an exact value but a good approximation")
+          while nBytes / (nChannels x chunk) < depth x 8 and chunk > 128 KiB: chunk /= 2
+          while nBytes / (nChannels x chunk) < depth x 4 and chunk > 64 KiB:  chunk /= 2
+          while nBytes / (nChannels x chunk) < depth     and chunk > 32 KiB:  chunk /= 2
+        LL128:  chunk = the step's data (576000 B); nsteps = 1 + log2i(nNodes) + 0.1 ppn
+          while nBytes / (nChannels x chunk) < nsteps x 64 / ppn and chunk > 128 KiB: chunk /= 2
+          while nBytes / (nChannels x chunk) < nsteps x 16 / ppn and chunk > 32 KiB:  chunk /= 2
+        LL:     chunk = the step's data (32 KiB)
+    [bytes]"""
+    chunk, nodes = x.pipe.step_bytes, max(1, x.nnodes)
+    ppn = x.nranks / nodes
+    per = x.nbytes / x.nchannels  # NCCL divides integers; the comparisons are the same
+
+    def shrink(limit, floor):
+        nonlocal chunk
+        while per / chunk < limit and chunk > floor:
+            chunk //= 2
+
+    if x.pipe.protocol == "Simple":
+        depth = x.nranks // nodes - 1 + _log2i(nodes)
+        shrink(depth * 8, 131072)
+        shrink(depth * 4, 65536)
+        shrink(depth, 32768)
+    elif x.pipe.protocol == "LL128":
+        nsteps = 1 + _log2i(nodes) + 0.1 * ppn
+        shrink(nsteps * 64 / ppn, 131072)
+        shrink(nsteps * 16 / ppn, 32768)
+    return int(chunk)
+
+
+def _log2i(n: int) -> int:
+    return int(n).bit_length() - 1 if n >= 1 else -1
 
 
 class _Tree(_Chain):
-    def fill(self, hops, nranks):
+    def steps(self, x):
+        per_channel = math.ceil(x.nbytes / x.nchannels)
+        chunk = max(1, min(tree_chunk(x), per_channel))
+        return max(1, math.ceil(per_channel / chunk)), chunk
+
+    def overlap_steps(self, x):
+        # the buffer's other steps (a chunk is one step)
+        return x.pipe.steps_in_flight - 1 if x.pipe.protocol == "Simple" else 0
+
+    def fill(self, hops, x):
         # up the tree and down: the host's chain of ppn - 1 hops, log2(nnodes) between hosts
-        inter = int(math.floor(math.log2(hops.nnodes))) if hops.nnodes > 1 else 0
-        return 2 * hops.path(nranks // hops.nnodes - 1, inter)
+        inter = _log2i(hops.nnodes) if hops.nnodes > 1 else 0
+        return 2 * hops.path(x.nranks // hops.nnodes - 1, inter)
+
+
+#: ``NCCL_NVLS_CHUNKSIZE`` default 128 KiB (src/init.cc; ``comm->nvlsChunkSize``) [U: recalled].
+NVLS_CHUNK = 128 * 1024
+
+
+def nvls_chunk(x: ShapeInputs, tree: bool) -> int:
+    """NVLS's and NVLSTree's chunk (one step each), after NCCL's shrink at small sizes, with
+    ``ops = nChannels x nHeads`` (src/enqueue.cc ``calcCollChunking`` v2.19-v2.27 [U] recalled,
+    not re-read at the tag)::
+
+        NVLS:      chunk = nvlsChunkSize (128 KiB)
+          nBytes < 64 ops chunk and chunk > 64 KiB: 64 KiB;  nBytes < 8 ops chunk and > 32 KiB: 32 KiB
+          nBytes < 2 ops chunk and chunk > 16 KiB: 16 KiB
+        NVLSTree:  chunk = nvlsChunkSize, at most 64 KiB on 4 nodes or more (NCCL_NVLSTREE_MAX_CHUNKSIZE)
+          nBytes < 4 ops chunk and chunk > 64 KiB: 64 KiB;  nBytes < ops chunk and > 32 KiB: 32 KiB
+    [bytes]"""
+    chunk = NVLS_CHUNK
+    ops = x.nchannels * max(1, x.heads)
+    rules = ((4, 65536), (1, 32768)) if tree else ((64, 65536), (8, 32768), (2, 16384))
+    if tree and x.nnodes >= 4:
+        chunk = min(chunk, 65536)
+    for times, size in rules:
+        if x.nbytes < times * ops * chunk and chunk > size:
+            chunk = size
+    return chunk
+
+
+class _Nvls(Shape):
+    """One node: each loop a channel scatters ``heads`` chunks into the NVLS buffers, its head
+    reduces one through the switch (``multimem.ld_reduce``) and stores it to every GPU
+    (``multimem.st``), and every rank gathers them: three warp groups, one step each per loop,
+    pipelined through ``NCCL_STEPS`` buffer slots (src/device/all_reduce.h ``RunWorkColl<...,
+    NCCL_ALGO_NVLS, ...>``; all_gather.h / reduce_scatter.h: the store or the reduce alone,
+    each rank's block)."""
+
+    def width(self, x):
+        # chunks a channel moves per loop: one per head (all_reduce) or per rank's block
+        return max(1, x.heads) if x.pipe.collective == "all_reduce" else x.nranks
+
+    def chunk(self, x):
+        return nvls_chunk(x, tree=False)
+
+    def steps(self, x):
+        chunk = self.chunk(x)
+        per_loop = x.nchannels * self.width(x)
+        loops = max(1, math.ceil(x.nbytes / (per_loop * chunk)))
+        return loops, min(chunk, max(1, math.ceil(x.nbytes / per_loop)))
+
+    def overlap_steps(self, x):
+        # the scatter (store) warps run a step ahead of the reducer [U]
+        return 1
+
+    def step_latency(self, hops, x):
+        # the reducer's ld_reduce (or the flag poll, itself a multimem min-reduce: NCCL_NVLS_MIN_POLL,
+        # src/transport/nvls.cc) is a round trip through the switch each step
+        return 2 * hops.path(1, 0)
+
+    def fill(self, hops, x):
+        # the first step's flag poll (a round trip) and its store to every GPU (one way)
+        return 3 * hops.path(1, 0)
+
+
+class _NvlsTree(_Nvls):
+    """NVLS inside each node, a tree between the nodes' heads (src/device/all_reduce.h
+    ``NCCL_ALGO_NVLS_TREE``): the network's steps forward as they arrive (a chain: its hops in
+    the fill, up the tree and down)."""
+
+    def chunk(self, x):
+        return nvls_chunk(x, tree=True)
+
+    def fill(self, hops, x):
+        # NCCL's nodes (an MNNVL domain of several hosts is one)
+        up_down = 2 * _log2i(x.nnodes) if x.nnodes > 1 else 0
+        return 3 * hops.path(1, 0) + hops.path(0, up_down)
+
+
+class _Pat(Shape):
+    """PAT (one GPU per node, all_gather / reduce_scatter, Simple): each rank's block reaches the
+    others along binomial trees (peers ``rank +- 2^k``), ``n - 1`` blocks a rank per loop, in
+    chunks of ``stepSize`` halved while ``chunk x nChannels x 32`` (all_gather; 16 for
+    reduce_scatter) exceeds ``nBytes`` and the chunk exceeds 64 KiB (src/enqueue.cc v2.23+,
+    B.2 of the reference). Up to v2.25 a step waits for the previous one; from v2.26 16 steps
+    run in parallel (its release notes; ``NCCL_SHMEM_PAT_STEPS`` 32) and hide each other's
+    hops. [U] PAT aggregates blocks into one step at small sizes; not modelled (each block a step)."""
+
+    def chunk(self, x):
+        chunk = x.pipe.step_bytes
+        factor = 32 if x.pipe.collective == "all_gather" else 16
+        while chunk * x.nchannels * factor > x.nbytes and chunk > 65536:
+            chunk //= 2
+        return chunk
+
+    def steps(self, x):
+        chunk = self.chunk(x)
+        per_loop = x.nchannels * x.nranks
+        loops = max(1, math.ceil(x.nbytes / (per_loop * chunk)))
+        return loops * (x.nranks - 1), min(chunk, max(1, math.ceil(x.nbytes / per_loop)))
+
+    def overlap_steps(self, x):
+        # a step's own data in flight beside its wait, as a ring's other slice [U]
+        return 1
+
+    def parallel_steps(self, x):
+        # v2.26+: up to 16 steps in parallel (its release notes; the steps computed and run by
+        # separate warps)
+        return 16 if x.release >= (2, 26, 0) else 1
+
+    def step_latency(self, hops, x):
+        return hops.path(0, 1)
+
+    def fill(self, hops, x):
+        return hops.path(0, _log2i(max(1, x.nranks)))
 
 
 #: A ring's lockstep: each step needs the previous hop's step.
 RING = _Ring("ring")
 #: A chain (broadcast, reduce on NCCL's ring): each rank forwards as data arrives.
 CHAIN = _Chain("chain")
-#: A tree all_reduce: a chain up the tree and one down.
+#: A tree all_reduce: a chain up the tree and one down, in the tree's own chunks.
 TREE = _Tree("tree")
+#: NVLS on one node: scatter, reduce and store through the switch, gather.
+NVLS = _Nvls("nvls")
+#: NVLSTree: NVLS in each node, a tree between nodes.
+NVLS_TREE = _NvlsTree("nvls_tree")
+#: PAT: binomial trees, one GPU per node.
+PAT = _Pat("pat")
 
 
 @dataclass(frozen=True, slots=True)
@@ -318,14 +553,14 @@ class PipelineTime:
         [bytes]
     nranks : int
     shape : str
-        ``"ring"``, ``"chain"`` or ``"tree"``.
+        ``"ring"``, ``"chain"``, ``"tree"``, ``"nvls"``, ``"nvls_tree"`` or ``"pat"``.
     launch : models.engine.nccl.launch.Launch
         Channels and threads launched after NCCL's reduction.
     pipelining : models.engine.nccl.pipelining.Pipelining
     steps : int
         Steps of one channel.
     step_bytes : int
-        Data of one step (the chunk on a ring, the slice on a chain or tree). [bytes]
+        Data of one step (the chunk on a ring, NVLS, PAT and a tree, the slice on a chain). [bytes]
     rate : float
         Algorithm bandwidth the steps move data at. [B/s]
     hops : Hops or None
@@ -345,6 +580,8 @@ class PipelineTime:
         ``nbytes / rate``. [s]
     time : float
         ``latency + data_time + steps x exposed``. [s]
+    heads : int
+        NVLS heads a channel's loop serves (NVLS and NVLSTree; 0 otherwise).
     """
 
     collective: str
@@ -366,6 +603,7 @@ class PipelineTime:
     fill: float
     data_time: float
     time: float
+    heads: int = 0
 
     @property
     def latency(self) -> float:
@@ -393,28 +631,39 @@ class PipelineTime:
             "rate_Bps": self.rate, "hop_latency_s": 0.0 if self.slowest is None else self.slowest.latency,
             "hop_link": "" if self.slowest is None else self.slowest.link, "work_s": self.work,
             "overlap_s": self.overlap, "handshake_s": self.handshake, "exposed_s": self.exposed, "fill_s": self.fill,
-            "data_time_s": self.data_time, "time_s": self.time})
+            "data_time_s": self.data_time, "time_s": self.time, "heads": self.heads})
 
 
-def _shape(collective, algorithm) -> Shape | None:
-    if algorithm == "tree":
-        return TREE if collective == "all_reduce" else None
-    if algorithm != "ring":
-        return None
-    return RING if collective in ("all_reduce", "all_gather", "reduce_scatter") else CHAIN
+#: The shape of each (algorithm, collective) NCCL runs as a pipeline here.
+_SHAPES = MappingProxyType({
+    **{("ring", c): RING for c in ("all_reduce", "all_gather", "reduce_scatter")},
+    **{("ring", c): CHAIN for c in ("broadcast", "reduce")},
+    ("tree", "all_reduce"): TREE,
+    **{("nvls", c): NVLS for c in ("all_reduce", "all_gather", "reduce_scatter")},
+    ("nvls_tree", "all_reduce"): NVLS_TREE,
+    **{("pat", c): PAT for c in ("all_gather", "reduce_scatter")},
+})
+#: Algorithms :func:`pipeline_time` times (NCCL's names; CollNet and a caller's own are not).
+PIPELINE_ALGORITHMS = tuple(sorted({a for a, _ in _SHAPES}))
+
+
+def shape_of(collective: str, algorithm: str) -> Shape | None:
+    """The shape NCCL runs ``collective`` with ``algorithm`` in, None where none is modelled."""
+    return _SHAPES.get((algorithm, collective))
 
 
 def pipeline_time(collective: str, algorithm: str, protocol: str, nbytes: int, *, nranks: int,
                   graph_channels: int, rate: float, hops: Hops | None, profile: str | NcclProfile | None,
                   ring_bandwidth: float = float("inf"), dma_bound: bool = False,
-                  costs: StepCosts = DEFAULT_STEP_COSTS) -> PipelineTime | None:
+                  costs: StepCosts = DEFAULT_STEP_COSTS, nnodes: int | None = None,
+                  heads: int = 0) -> PipelineTime | None:
     """Time one collective's pipeline at one size (module docstring).
 
     Parameters
     ----------
     collective : str
     algorithm : str
-        NCCL's algorithm name (``"ring"``, ``"tree"``; others return None).
+        NCCL's algorithm name (:data:`PIPELINE_ALGORITHMS`; others return None).
     protocol : str
     nbytes : int
         NCCL's ``nBytes``. [bytes]
@@ -433,12 +682,16 @@ def pipeline_time(collective: str, algorithm: str, protocol: str, nbytes: int, *
         A NIC's DMA binds the rate (across hosts): the block's per-step work runs while the
         network moves the step's data, hidden up to a step's data time.
     costs : StepCosts
+    nnodes : int, optional
+        NCCL nodes (default: the hosts ``hops`` counts; an MNNVL domain is one node).
+    heads : int
+        NVLS heads (the NVLS graph's channels); NVLS and NVLSTree only.
 
     Returns
     -------
     PipelineTime or None
-        None for an algorithm or collective NCCL does not run as a ring, chain or tree, and for
-        one rank.
+        None for an (algorithm, collective) with no modelled pipeline (:func:`shape_of`), and
+        for one rank.
 
     Raises
     ------
@@ -451,23 +704,26 @@ def pipeline_time(collective: str, algorithm: str, protocol: str, nbytes: int, *
         raise PipelineError(f"rate must be > 0 B/s, received {rate!r}")
     if not isinstance(graph_channels, int) or graph_channels < 1:
         raise PipelineError(f"graph_channels must be an integer >= 1, received {graph_channels!r}")
-    shape = _shape(collective, algorithm)
+    shape = shape_of(collective, algorithm)
     if shape is None or collective not in PIPELINE_COLLECTIVES or nranks < 2:
         return None
     nbytes = int(nbytes)
-    pipe = pipelining(profile, collective, protocol)
+    release = nccl_profile(profile)
+    pipe = pipelining(release, collective, protocol)
     launch = reduced_launch(nbytes, graph_channels, algorithm, protocol, nranks, ring_bandwidth=ring_bandwidth)
-    steps, step_bytes = shape.steps(pipe, max(nbytes, 1), launch.nchannels, nranks)
+    hops = hops or Hops(None, None)
+    x = ShapeInputs(pipe, max(nbytes, 1), launch.nchannels, nranks, hops.nnodes if nnodes is None else nnodes,
+                    heads, release.first)
+    steps, step_bytes = shape.steps(x)
     used = rate  # the channels launched share what the graph's would (module docstring)
     data_time = nbytes / used
     per_step = data_time / steps
-    hops = hops or Hops(None, None)
     work = costs.of(protocol)
-    overlap = shape.overlap_steps(pipe) * per_step
-    handshake = max(0.0, shape.step_latency(hops, nranks) - overlap)
+    overlap = shape.overlap_steps(x) * per_step
+    handshake = max(0.0, shape.step_latency(hops, x) / shape.parallel_steps(x) - overlap)
     hidden = per_step if dma_bound else max(0.0, overlap - handshake)
     exposed = max(0.0, work - hidden)
-    fill = shape.fill(hops, nranks)
+    fill = shape.fill(hops, x)
     return PipelineTime(collective, algorithm, protocol, nbytes, nranks, shape.name, launch, pipe, int(steps),
                         int(step_bytes), used, hops, work, overlap, handshake, exposed, fill, data_time,
-                        fill + steps * handshake + data_time + steps * exposed)
+                        fill + steps * handshake + data_time + steps * exposed, int(heads))

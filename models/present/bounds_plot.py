@@ -19,7 +19,7 @@ import plotly.graph_objects as go
 
 import topo
 from topo.errors import DgxTopoError
-from topo.plot import fabric_figure
+from topo.plot import fabric_figure_dict
 from topo.plot_style import axis_title, build_figure, style_figure, style_layout
 from topo.units import to_GBps
 
@@ -29,7 +29,7 @@ from ..studies.packing import TreePacking
 from .format import format_percent
 from .plot import curve_styles
 
-__all__ = ["packing_figure", "bound_vs_nccl_figure", "ratio_by_size_figure", "ratio_by_size_figure_dict", "DODGE"]
+__all__ = ["packing_figure", "packing_figure_dict", "bound_vs_nccl_figure", "ratio_by_size_figure", "ratio_by_size_figure_dict", "DODGE"]
 
 #: Largest distance between the dodged lines of :func:`ratio_by_size_figure`. [GPUs]
 DODGE = 0.12
@@ -58,6 +58,20 @@ def packing_figure(G, packing, *, title: str | None = None, width: int | None = 
     topo.DgxTopoError
         For a bound without a packing, or another object.
     """
+    return build_figure(**packing_figure_dict(G, packing, title=title, width=width, height=height))
+
+
+def packing_figure_dict(G, packing, *, title: str | None = None, width: int | None = None,
+                        height: int | None = None) -> dict:
+    """:func:`packing_figure` as plotly's plain figure dict, unchecked, for a page that writes its
+    figures' JSON itself (:func:`models.present.page.figure_html`). The arguments, the drawing and
+    the errors are :func:`packing_figure`'s.
+
+    Returns
+    -------
+    dict
+        ``{"data": [trace dicts], "layout": {...}}``.
+    """
     if isinstance(packing, Bound):
         if not packing.packings:
             raise DgxTopoError("the bound has no tree packing to draw: expected bound(..., trees=True)")
@@ -72,16 +86,17 @@ def packing_figure(G, packing, *, title: str | None = None, width: int | None = 
         f"{G.graph.get('name', 'fabric')}: {packing.collective} tree packing, {len(packing.trees)} trees, "
         f"{to_GBps(packing.rate):.2f} GB/s per root")
     order = topo.gpus(G)  # GPU ids index this order
-    fig = fabric_figure(G, host_layer=host_layer, edge_values=values,
-                        value_label="load (% of<br>capacity)", value_range=(0.0, 100.0),
-                        missing_label="links no tree crosses", edge_text=text,
-                        highlight=[order[i] for i in packing.gpus], title=heading, width=width,
-                        height=height)
+    figure = fabric_figure_dict(G, host_layer=host_layer, edge_values=values,
+                                value_label="load (% of<br>capacity)", value_range=(0.0, 100.0),
+                                missing_label="links no tree crosses", edge_text=text,
+                                highlight=[order[i] for i in packing.gpus], title=heading, width=width,
+                                height=height)
     shown = [f"{t.root}: " + " ".join(f"{a}>{b}" for a, b, _ in t.arcs) for t in packing.trees[:6]]
-    fig.update_layout(title=dict(subtitle=dict(text="trees (root: arcs): " + " | ".join(shown)
-                                               + (" ..." if len(packing.trees) > 6 else ""))),
-                      margin=dict(t=80))
-    return fig
+    layout = figure["layout"]
+    layout["title"] = {**layout.get("title", {}), "subtitle": dict(
+        text="trees (root: arcs): " + " | ".join(shown) + (" ..." if len(packing.trees) > 6 else ""))}
+    layout["margin"] = {**layout.get("margin", {}), "t": 80}
+    return figure
 
 
 def bound_vs_nccl_figure(G, collective: str, nbytes=2**33, *, relay: str = "switches", edge_kinds=None,

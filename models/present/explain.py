@@ -262,13 +262,23 @@ def describe_pipeline_time(p: PipelineTime) -> str:
     where = "" if hops is None else ", ".join(
         f"{name} {h.src}->{h.dst} {to_us(h.latency):.2f} us ({h.link})"
         for name, h in (("in a host", hops.intra), ("between hosts", hops.inter)) if h is not None)
+    if launch.reduces:
+        launched = (f"{launch.nchannels} of {launch.graph_channels} channel(s), {launch.nthreads} threads after "
+                    f"NCCL's reduction (nBytes < nc x nt x {launch.threshold} B sheds channels, then threads; "
+                    f"block {launch.block_threads} threads)")
+    else:
+        launched = (f"{launch.nchannels} channel(s) (comm->nvlsChannels at every size, no reduction), "
+                    f"{launch.nthreads} threads")
+    if p.shape in ("ring", "chain"):
+        cut = (f"step buffer {p.pipelining.step_bytes} B, chunk {p.pipelining.chunk_steps}, slice "
+               f"{p.pipelining.slice_steps} step(s), {p.pipelining.steps_in_flight} in flight")
+    else:
+        cut = (f"NCCL's {p.shape} chunk, one step each, shrunk at small sizes"
+               + (f"; {p.heads} head(s) a loop" if p.heads else "")
+               + f"; {p.pipelining.steps_in_flight} in flight")
     lines = [
-        f"pipeline ({p.shape}, {p.protocol}) at {p.nbytes} B: {launch.nchannels} of {launch.graph_channels} "
-        f"channel(s), {launch.nthreads} threads after NCCL's reduction (nBytes < nc x nt x "
-        f"{launch.threshold} B sheds channels, then threads; block {launch.block_threads} threads)",
-        f"  {p.steps} step(s) per channel of {p.step_bytes} B (step buffer {p.pipelining.step_bytes} B, "
-        f"chunk {p.pipelining.chunk_steps}, slice {p.pipelining.slice_steps} step(s), "
-        f"{p.pipelining.steps_in_flight} in flight)",
+        f"pipeline ({p.shape}, {p.protocol}) at {p.nbytes} B: {launched}",
+        f"  {p.steps} step(s) per channel of {p.step_bytes} B ({cut})",
         f"  hops: {where or 'none'}" + (f"; slowest {hop.link}" if hop is not None else ""),
         f"  per step: handshake {to_us(p.handshake):.3f} us (after {to_us(p.overlap):.3f} us of data in "
         f"flight), kernel work {to_us(p.work):.3f} us of which {to_us(p.exposed):.3f} us exposed",

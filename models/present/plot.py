@@ -46,7 +46,7 @@ from ..predict.collectives import CollectiveEstimate
 __all__ = ["p2p_figure", "latency_figure", "busbw_figure", "pairs_figure", "channels_figure", "channels_figure_dict",
            "subsets_figure", "check_figure", "p2p_check_figure", "generations_figure", "p2p_figure_dict",
            "latency_figure_dict", "busbw_figure_dict", "pairs_figure_dict", "p2p_check_figure_dict",
-           "generations_figure_dict", "check_figure_dict",
+           "generations_figure_dict", "check_figure_dict", "schedule_figure_dict",
            "format_bytes", "curve_styles", "Y_QUANTITIES", "DASHES", "SYMBOLS"]
 
 #: What :func:`busbw_figure` can plot: attribute of the estimate, axis label, conversion.
@@ -409,6 +409,65 @@ def busbw_figure_dict(estimates, *, y: str = "busbw", title: str | None = None,
         layout["yaxis"] = dict(title=dict(text=y_title), **log_axis(v for _, values in points for v in values))
     else:
         layout["yaxis"] = dict(title=dict(text=y_title), type="linear", rangemode="tozero")
+    layout.update(hovermode="closest", legend=dict(title=dict(text="")))
+    return dict(data=data, layout=layout)
+
+
+def schedule_figure_dict(evaluation, bounds=(), *, title: str | None = None, width: int | None = None,
+                         height: int | None = None) -> dict:
+    """busbw against message size of a timed schedule (:class:`models.schedules.ScheduleEvaluation`)
+    beside NCCL's own choice and flat bounds, as plotly's plain figure dict (unchecked, for a page
+    that writes its figures' JSON itself, :func:`models.present.page.figure_html`).
+
+    Parameters
+    ----------
+    evaluation : ScheduleEvaluation
+    bounds : sequence of (str, float)
+        Label and busbw of each bound drawn as a flat dotted line. [B/s]
+    title : str, optional
+    width, height : int, optional
+        [px]
+
+    Returns
+    -------
+    dict
+        ``{"data": [trace dicts], "layout": {...}}``.
+
+    Examples
+    --------
+    >>> import topo
+    >>> from models.schedules import evaluate_schedule, packing_schedule
+    >>> G = topo.dgx1v()
+    >>> e = evaluate_schedule(G, packing_schedule(G, "all_gather", [0, 1, 4, 5]), [2**20, 2**30], [0, 1, 4, 5])
+    >>> [t["name"] for t in schedule_figure_dict(e, [("bound", 90e9)])["data"]]
+    ['NCCL', 'packing_all_gather_4x8', 'bound']
+    """
+    points = evaluation.points
+    sizes = np.array([p.nbytes for p in points], dtype=float)
+    curves = []
+    if all(p.nccl_busbw is not None for p in points):
+        curves.append(("NCCL", np.array([p.nccl_busbw for p in points], dtype=float),
+                       [f"NCCL {p.nccl_algorithm}, {p.nccl_channels} channels" for p in points]))
+    curves.append((evaluation.name, np.array([p.busbw for p in points], dtype=float),
+                   [f"{evaluation.protocol}, {p.loops} loops of {format_bytes(p.chunk_bytes)} chunks" for p in points]))
+    curves += [(str(label), np.full(sizes.shape, float(value)), ["no latency term"] * len(points))
+               for label, value in bounds]
+    styles = curve_styles([(sizes, to_GBps(y)) for _, y, _ in curves])
+    data = []
+    for i, ((label, y, notes), style) in enumerate(zip(curves, styles)):
+        flat = i >= len(curves) - len(bounds)
+        hover = [f"<b>{label}</b><br>{evaluation.collective}, {len(evaluation.gpus)} GPUs<br>size {format_bytes(s)} "
+                 f"({int(s)} B)<br>busbw {b:.2f} GB/s<br>{n}" for s, b, n in zip(sizes, to_GBps(y), notes)]
+        data.append(dict(type="scatter", x=sizes, y=to_GBps(y), name=label, hovertext=hover,
+                         mode="lines" if flat else "lines+markers", hovertemplate="%{hovertext}<extra></extra>",
+                         line=dict(dash="dot" if flat else style["dash"], width=style["width"]),
+                         marker=dict(symbol=style["symbol"], size=style["size"])))
+    layout = style_layout(title=title if title is not None else
+                          f"{evaluation.system} GPUs {topo.select.format_gpu_ids(evaluation.gpus)}: "
+                          f"{evaluation.collective} busbw vs message size",
+                          width=width, height=height, default_height=460)
+    layout["xaxis"] = dict(**_size_axis_properties(sizes), title=dict(text=axis_title("message size", "bytes")))
+    layout["yaxis"] = dict(title=dict(text=axis_title("busbw", "GB/s")), type="linear", rangemode="tozero")
     layout.update(hovermode="closest", legend=dict(title=dict(text="")))
     return dict(data=data, layout=layout)
 

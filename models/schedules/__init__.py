@@ -1,7 +1,8 @@
 """Collective schedules as data: MSCCL XML read (:mod:`models.schedules.msccl`), checked
 (:mod:`models.schedules.check`) and timed on a fabric beside NCCL and the bound
 (:mod:`models.schedules.evaluate`); the ring all_gather built as one (:mod:`models.schedules.ring`),
-NCCL's rings and the bound-reaching tree packing written as one (:mod:`models.schedules.export`).
+NCCL's rings and the bound-reaching tree packing written as one (:mod:`models.schedules.export`),
+the packing's schedule beside NCCL and the bounds on one GPU set (:mod:`models.schedules.compare`).
 A schedule is not a fabric, so :mod:`topo` knows nothing of it.
 
 Its face lists what a user calls, each imported from its module on first use (:mod:`topo.faces`).
@@ -37,6 +38,9 @@ _FACE = MappingProxyType({
     "nccl_schedule": "models.schedules.export",
     "packing_schedule": "models.schedules.export",
     "ExportError": "models.schedules.export",
+    "schedule_packing": "models.schedules.export",
+    "packing_comparison": "models.schedules.compare",
+    "PackingComparison": "models.schedules.compare",
 })
 
 __all__ = list(_FACE)
@@ -47,7 +51,8 @@ if TYPE_CHECKING:  # what a type checker sees of the face: each name as its modu
                         read_msccl, to_msccl_xml)
     from .evaluate import (ScheduleEvaluation, ScheduleEvaluationError, SchedulePoint, SchedulePricing,
                            evaluate_schedule)
-    from .export import ExportError, export_schedule, nccl_schedule, packing_schedule
+    from .export import ExportError, export_schedule, nccl_schedule, packing_schedule, schedule_packing
+    from .compare import PackingComparison, packing_comparison
     from .ring import ring_all_gather
 
 __getattr__, __dir__ = lazy_face(__name__, _FACE)

@@ -38,7 +38,7 @@ from ..engine.fabric import prepare
 from .msccl import EXECUTOR, Gpu, Schedule, ScheduleError, Step, Threadblock
 
 __all__ = ["ExportError", "EXPORT_COLLECTIVES", "PACKING_COLLECTIVES", "nccl_schedule", "packing_schedule",
-           "export_schedule", "SOURCES"]
+           "schedule_packing", "export_schedule", "SOURCES"]
 
 #: What :func:`nccl_schedule` writes.
 EXPORT_COLLECTIVES = ("all_gather", "reduce_scatter", "all_reduce")
@@ -222,6 +222,27 @@ def _lanes(packing, rank, gpu_of, per_channel) -> tuple:
                       f"{limits.max_threadblocks} threadblocks on one GPU")
 
 
+def _packing(fabric, collective: str, ids, protocol: str) -> tuple:
+    """``(packing, pricing)``: the trees :func:`packing_schedule` writes (NVLink only, on the
+    capacities the evaluator times with) and the pricing of ``protocol`` on GPU ids ``ids``."""
+    from ..studies.packing import pack_trees
+    from .evaluate import achieved_graph, schedule_pricing
+
+    pricing, _ = schedule_pricing(fabric, protocol, collective, ids)
+    return pack_trees(achieved_graph(fabric, pricing.achieved_ratio), collective, list(ids),
+                      edge_kinds=["nvlink"]), pricing
+
+
+def schedule_packing(G, collective: str, gpus=None, *, profile=None, protocol: str = "Simple"):
+    """The tree packing :func:`packing_schedule` writes as a schedule
+    (:class:`models.studies.packing.TreePacking`, on the capacities the evaluator times with),
+    for drawing it or reading its trees' rates. Arguments and errors are :func:`packing_schedule`'s."""
+    if collective not in PACKING_COLLECTIVES:
+        raise ExportError(f"the packing is written for {', '.join(PACKING_COLLECTIVES)}, received {collective!r}")
+    fabric = prepare(G, nccl=profile)
+    return _packing(fabric, collective, _selection(fabric, gpus), protocol)[0]
+
+
 def packing_schedule(G, collective: str, gpus=None, *, chunks: int | None = None, profile=None,
                      protocol: str = "Simple") -> Schedule:
     """The tree packing that meets the bound, as an MSCCL all_gather (module docstring).
@@ -243,9 +264,6 @@ def packing_schedule(G, collective: str, gpus=None, *, chunks: int | None = None
         For another collective, fewer than 2 GPUs, fewer than 1 chunk, or a threadblock of more
         steps than the runtime takes (fewer ``chunks`` help).
     """
-    from ..studies.packing import pack_trees
-    from .evaluate import achieved_graph, schedule_pricing
-
     if collective not in PACKING_COLLECTIVES:
         raise ExportError(f"the packing is written for {', '.join(PACKING_COLLECTIVES)}, received {collective!r}")
     if chunks is not None and (isinstance(chunks, bool) or not isinstance(chunks, int) or chunks < 1):
@@ -253,8 +271,7 @@ def packing_schedule(G, collective: str, gpus=None, *, chunks: int | None = None
     fabric = prepare(G, nccl=profile)
     ids = _selection(fabric, gpus)
     rank = {g: r for r, g in enumerate(ids)}
-    pricing, _ = schedule_pricing(fabric, protocol, collective, ids)
-    packing = pack_trees(achieved_graph(fabric, pricing.achieved_ratio), collective, list(ids), edge_kinds=["nvlink"])
+    packing, pricing = _packing(fabric, collective, ids, protocol)
     for k in (chunks,) if chunks is not None else CHUNK_COUNTS:
         counts, kept = _chunk_counts(packing, k)
         if kept >= 1 - ROUNDING_LOSS:

@@ -70,7 +70,8 @@ __all__ = ["SystemResults", "report_fabrics", "system_results", "extreme_pairs",
            "training_results", "generation_name", "simulated_step_results",
            "REPORT_SIZE", "CURVE_SIZES", "MAX_MATRIX_GPUS", "REPORT_COLLECTIVE", "SEED_COMPARISON",
            "GENERATION_GPUS", "MEASURED_DATA", "P2P_SERIES", "BOUND_SIZE", "BOUND_RELAY", "BOUND_WORST",
-           "TRAINING_WORKLOAD", "TRAINING_SYSTEMS", "TRAINING_TP", "SIMULATED_WORKLOAD"]
+           "TRAINING_WORKLOAD", "TRAINING_SYSTEMS", "TRAINING_TP", "SIMULATED_WORKLOAD",
+           "SCHEDULE_SYSTEM", "SCHEDULE_GPUS", "SCHEDULE_COLLECTIVE", "SCHEDULE_SIZES"]
 
 #: The message size of the summary table and the pair matrices: nccl-tests' ``1G``. [bytes]
 REPORT_SIZE = GiB
@@ -112,6 +113,15 @@ TRAINING_TP = (4, 8)
 #: The worked step of the simulation section: this workload on 8 GPUs, tensor parallel over a
 #: host's GPUs (at most 8; the rest data parallel), one micro-batch per replica, full recomputation.
 SIMULATED_WORKLOAD = "llama3-8b"
+#: The schedule section's GPU set: four GPUs of a DGX-1V (two of its cube's faces' corners) where
+#: NCCL's rings leave a third of the NVLinks idle and the bound beats NCCL by half again; the tree
+#: packing written as an MSCCL schedule (:mod:`models.schedules`) is timed beside both.
+SCHEDULE_SYSTEM = "dgx1v"
+SCHEDULE_GPUS = (0, 1, 4, 5)
+#: The collective the packing is written for (:data:`models.schedules.export.PACKING_COLLECTIVES`).
+SCHEDULE_COLLECTIVE = "all_gather"
+#: The section's sizes: nccl-tests' ``-b 64K -e 1G -f 4``. [bytes]
+SCHEDULE_SIZES = tuple(int(2**k) for k in range(16, 31, 2))
 
 
 def report_fabrics(names=None) -> list:

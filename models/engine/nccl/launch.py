@@ -15,8 +15,10 @@ NVIDIA/nccl v2.5.7-1 to v2.27.7-1)::
                                               // (tree: four, and every thread since v2.9 [U])
 
 Per algorithm and protocol (src/enqueue.cc, src/include/device.h at v2.27.7-1): ``maxThreads`` LL 512, LL128 640, Simple 512
-(a ring whose ``bwIntra x nChannels`` is at most PCI_BW, 12 GB/s, takes 256); NVLS and CollNet
-640. ``threadThreshold`` (bytes per thread): LL 8, LL128 8, Simple 64; a ring's LL threshold is
+(a ring whose ``bwIntra x nChannels`` is at most PCI_BW, 12 GB/s, takes 256); NVLS, CollNet and
+PAT 640 (``NCCL_MAX_NTHREADS``). NVLS and NVLSTree skip the reduction: they launch
+``comm->nvlsChannels`` at every size (the caller passes it as ``nchannels``); PAT sheds channels
+as a ring does but keeps its 640 threads. ``threadThreshold`` (bytes per thread): LL 8, LL128 8, Simple 64; a ring's LL threshold is
 multiplied by ``nRanks``. The reduction does not change NCCL's predicted time (the tuner ran
 first); it changes what the kernels do, which :mod:`models.predict.pipeline` times.
 
@@ -41,6 +43,9 @@ WARP_SIZE = 32
 #: ``PCI_BW`` 12 GB/s (src/graph/topo.h): a ring at most this fast runs 256 Simple threads. [B/s]
 PCI_BW = 12e9
 _SOURCE = "NVIDIA/nccl v2.27.7-1 src/enqueue.cc (getAlgoInfo), src/include/device.h"
+#: NVLS and NVLSTree launch ``comm->nvlsChannels`` whatever the size ("NVLS should not need more
+#: than 16 channels to get peak BW", src/enqueue.cc ``topoGetAlgoInfo``): no reduction.
+_NO_REDUCTION = ("nvls", "nvls_tree")
 
 
 class LaunchError(DgxTopoError):
@@ -59,7 +64,7 @@ def max_threads(algorithm: str, protocol: str, ring_bandwidth: float = float("in
         ``ring.bwIntra x ring.nChannels`` [B/s]: a Simple ring at most :data:`PCI_BW` runs 256.
     """
     _protocol(protocol)
-    if algorithm in ("nvls", "nvls_tree", "collnet_direct", "collnet_chain"):
+    if algorithm in ("nvls", "nvls_tree", "collnet_direct", "collnet_chain", "pat"):
         return 640
     if protocol == "LL128":
         return 640
@@ -99,6 +104,8 @@ class Launch:
         Bytes per thread of the rule. [bytes]
     block_threads : int
         Threads a block runs: ``nthreads`` plus the Simple protocol's synchronisation warp.
+    reduces : bool
+        The rule applied (False: NVLS and NVLSTree launch ``comm->nvlsChannels`` at every size).
     source : str
     """
 
@@ -108,13 +115,15 @@ class Launch:
     nthreads: int
     threshold: int
     block_threads: int
+    reduces: bool = True
     source: str = _SOURCE
 
     def to_records(self) -> list:
         """One row: the size, the channels and threads before and after the reduction."""
         return tidy_records({"nbytes": self.nbytes, "graph_channels": self.graph_channels,
                              "nchannels": self.nchannels, "nthreads": self.nthreads,
-                             "threshold": self.threshold, "block_threads": self.block_threads})
+                             "threshold": self.threshold, "block_threads": self.block_threads,
+                             "reduces": self.reduces})
 
 
 def reduced_launch(nbytes: int, nchannels: int, algorithm: str, protocol: str, nranks: int, *,
@@ -139,13 +148,13 @@ def reduced_launch(nbytes: int, nchannels: int, algorithm: str, protocol: str, n
     nt = max_threads(algorithm, protocol, ring_bandwidth)
     threshold = thread_threshold(algorithm, protocol, int(nranks))
     nc = int(nchannels)
-    while nbytes < nc * nt * threshold:
+    while algorithm not in _NO_REDUCTION and nbytes < nc * nt * threshold:
         if nc >= 2:
             nc -= 1
-        elif nt % 128 == 0:
+        elif nt % 128 == 0 and algorithm != "pat":
             nt //= 2
         else:
             break
     extra = WARP_SIZE if protocol == "Simple" and algorithm == "ring" else \
         4 * WARP_SIZE if protocol == "Simple" and algorithm == "tree" else 0
-    return Launch(int(nbytes), int(nchannels), nc, nt, threshold, nt + extra)
+    return Launch(int(nbytes), int(nchannels), nc, nt, threshold, nt + extra, algorithm not in _NO_REDUCTION)

@@ -53,7 +53,8 @@ from ...engine.fabric import prepare
 from ...engine.nccltests import algbw_to_busbw
 from ...studies import survey
 from ...studies.survey import (BOUND_WORST, CURVE_SIZES, GENERATION_GPUS, MAX_MATRIX_GPUS, MEASURED_DATA,
-                               REPORT_COLLECTIVE, REPORT_SIZE, SEED_COMPARISON, SIMULATED_WORKLOAD, TRAINING_SYSTEMS,
+                               REPORT_COLLECTIVE, REPORT_SIZE, SCHEDULE_COLLECTIVE, SCHEDULE_GPUS, SCHEDULE_SIZES,
+                               SCHEDULE_SYSTEM, SEED_COMPARISON, SIMULATED_WORKLOAD, TRAINING_SYSTEMS,
                                TRAINING_TP, TRAINING_WORKLOAD, applicable_bound, bound_edge_kinds,
                                eight_in_one_domain, generation_name, measured_text, report_fabrics, single_host)
 from ..explain import describe_cut, explain_bound, explain_estimate
@@ -66,7 +67,7 @@ __all__ = ["SystemRow", "SystemAnalysis", "SeedComparison", "ReportAnalysis", "G
            "SystemBounds", "TrainingStep", "system_bounds", "P2P_LABELS",
            "SHIPPED_ANALYSIS", "shipped_analysis_text", "write_shipped_analysis", "shipped_plan",
            "computed_records", "worst_sets", "training_step", "SimulatedStep", "simulated_steps",
-           "colour_range"]
+           "colour_range", "ScheduleSection", "schedule_section"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -320,6 +321,8 @@ class ReportAnalysis:
         Present with the seed comparison (a DGX-1V or a DGX-2 among the systems).
     simulated : tuple of SimulatedStep
         One simulated training step per system of the generations section.
+    schedule : ScheduleSection or None
+        Present when a :data:`~models.studies.survey.SCHEDULE_SYSTEM` is among the systems.
     drawings : tuple of (dict or None)
         Per system, its fabric and channel figures as the page writes them
         (:func:`models.present.report.drawings.system_drawings`) when the shipped analysis holds
@@ -335,6 +338,7 @@ class ReportAnalysis:
     training: object = None
     simulated: tuple = ()
     drawings: tuple = ()
+    schedule: object = None
 
 
 def _worded(attempt) -> tuple:
@@ -610,7 +614,8 @@ def analyse_report(fabrics, *, progress=None) -> ReportAnalysis:
     simulated = simulated_steps(systems, prepared, records=records) if gens else ()
     colours = colour_range([f.G for f in prepared])
     drawings = tuple(shipped.shipped_record(_drawing_key(f, colours), records) for f in prepared)
-    return ReportAnalysis(tuple(systems), seed, gens, measurement, bounds, training, simulated, drawings)
+    schedule = schedule_section(by_name[SCHEDULE_SYSTEM], records=records) if SCHEDULE_SYSTEM in present else None
+    return ReportAnalysis(tuple(systems), seed, gens, measurement, bounds, training, simulated, drawings, schedule)
 
 
 def colour_range(graphs) -> tuple:
@@ -900,6 +905,9 @@ def shipped_plan() -> list:
     plan.append(("seed", "+".join(SEED_COMPARISON),
                  shipped.fingerprint("seed", *(_content(fabric_of(n)) for n in SEED_COMPARISON)),
                  lambda: _seed_compared(fabric_of)))
+    if SCHEDULE_SYSTEM in by_name:
+        f = by_name[SCHEDULE_SYSTEM]
+        plan.append(("schedule", SCHEDULE_SYSTEM, _schedule_key(f), lambda f=f: _schedule_compared(f)))
     measured = set(MEASURED_DATA)
     plan.append(("measurement", "+".join(sorted(measured)), _measurement_key(measured, None, by_name),
                  lambda: _measurement_compared(measured, None, by_name)))
@@ -1097,3 +1105,53 @@ def _simulated_step(a, fabric) -> SimulatedStep:
         return SimulatedStep(a.row.system, a.row.name, result, p.step_time)
     except DgxTopoError as error:
         return SimulatedStep(a.row.system, a.row.name, None, math.inf, plan_error_text(error))
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleSection:
+    """The schedule section: the tree packing written as an MSCCL schedule on
+    :data:`~models.studies.survey.SCHEDULE_GPUS` of a system, beside NCCL and the bounds.
+
+    Attributes
+    ----------
+    system, name : str
+    comparison : models.schedules.PackingComparison or None
+        None where ``error`` says why.
+    error : str or None
+    """
+
+    system: str
+    name: str
+    comparison: object
+    error: str | None = None
+
+
+def _schedule_key(fabric) -> str:
+    return shipped.fingerprint("schedule", _content(fabric), SCHEDULE_COLLECTIVE, SCHEDULE_GPUS, SCHEDULE_SIZES)
+
+
+def schedule_section(fabric, *, records=None) -> ScheduleSection:
+    """The schedule section of a prepared fabric (:func:`models.schedules.packing_comparison` of
+    :data:`~models.studies.survey.SCHEDULE_COLLECTIVE` on :data:`~models.studies.survey.SCHEDULE_GPUS`
+    at :data:`~models.studies.survey.SCHEDULE_SIZES`), read from the shipped file when it holds it.
+
+    Parameters
+    ----------
+    fabric : PreparedFabric
+    records : dict, optional
+        The shipped file (see :func:`generations`).
+    """
+    found = shipped.shipped_record(_schedule_key(fabric), records)
+    return _schedule_compared(fabric) if found is None else found
+
+
+def _schedule_compared(fabric) -> ScheduleSection:
+    from ...schedules.compare import packing_comparison
+
+    G = fabric.G
+    name = G.graph.get("name", "fabric")
+    try:
+        return ScheduleSection(G.graph.get("system", name), name,
+                               packing_comparison(fabric, SCHEDULE_COLLECTIVE, list(SCHEDULE_GPUS), SCHEDULE_SIZES))
+    except DgxTopoError as error:
+        return ScheduleSection(G.graph.get("system", name), name, None, str(error))

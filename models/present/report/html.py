@@ -5,7 +5,8 @@ summary table of the chosen systems, all_reduce busbw and time against message s
 of them, the generations side by side (NVLink per GPU, bisection, 8-GPU all_reduce, NVLS
 beside ring), the model against measured runs with its errors per collective and per size,
 NCCL against the optimal schedule on every GPU set (by set size, and the worst sets with the
-explanation of each gap), a training step (Megatron 8.3B layouts on a DGX-2 and on two DGX-1V,
+explanation of each gap), the packing of trees that reaches the bound written as an MSCCL schedule
+and timed beside NCCL and the bounds (DGX-1V GPUs 0,1,4,5, the trees drawn), a training step (Megatron 8.3B layouts on a DGX-2 and on two DGX-1V,
 and the GPU generations ranked for it), one simulated training step per GPU generation (a
 timeline: where the step's time goes), and per system its fabric, the channels of an 8-GPU all_reduce on it, its P2P bandwidth and
 latency matrices and its 2-GPU all_reduce matrix, followed by a short text on how the model
@@ -33,8 +34,8 @@ from ..format import format_bytes, format_gbps, format_percent
 from ..page import FigureDivs, escape, html_page
 from ..plot import (busbw_figure_dict, check_figure_dict, curve_styles,
                     generations_figure_dict, latency_figure_dict, p2p_check_figure_dict, p2p_figure_dict,
-                    pairs_figure_dict)
-from ..bounds_plot import ratio_by_size_figure_dict
+                    pairs_figure_dict, schedule_figure_dict)
+from ..bounds_plot import packing_figure_dict, ratio_by_size_figure_dict
 from ..plan_plot import memory_figure_dict, step_time_figure_dict
 from ..simulate_plot import gantt_figure_dict
 from .drawings import slug, system_drawings
@@ -501,6 +502,56 @@ def _bounds_section(bounds, figures: FigureDivs, absent=()) -> str:
     return "\n".join(parts)
 
 
+def _schedule_section(s, G, figures: FigureDivs) -> str:
+    """The tree packing written as an MSCCL schedule on one GPU set, beside NCCL and the bounds;
+    ``G`` is the system's fabric (the trees are drawn on it)."""
+    parts = ["<section id='schedule'>", "<h2>The packing as a schedule</h2>"]
+    c = s.comparison
+    if c is None:
+        parts += [figures.missing(f"{s.name}: the packing's schedule", s.error), "</section>"]
+        return "\n".join(parts)
+    e = c.evaluation
+    gpus = format_gpu_ids(c.gpus)
+    line_rate = e.points[-1].bound_busbw
+    parts.append(
+        f"<p>The spanning trees that reach the bound on the NVLinks (<code>models.studies.packing</code>) are a "
+        f"schedule a machine can run: <code>dgxtopo schedule export {escape(c.collective)} --system "
+        f"{escape(s.system)} --gpus {escape(','.join(map(str, c.gpus)))} --out packing.xml</code> writes them as "
+        f"MSCCL XML ({c.steps} steps, {c.threadblocks} threadblocks, {c.nchannels} channels, {escape(e.protocol)}), "
+        f"which the MSCCL runtime runs and <code>dgxtopo schedule evaluate</code> times: each step a flow of the "
+        f"simulator, links shared max-min, priced as NCCL's ring is. On GPUs {escape(gpus)} of the "
+        f"{escape(s.name)} NCCL's rings leave NVLinks idle; the packing's trees use them. Two bounds, neither "
+        f"with a latency term: every link at its line rate, PCIe included (<code>dgxtopo bound</code>, "
+        f"{_gbps(line_rate)} GB/s), and the NVLinks alone at what NCCL's kernels achieve over them "
+        f"(x{e.pricing.achieved_ratio:.4f} of NCCL's figure of each link), the rate the evaluator lets the "
+        f"trees move and so the most they can reach ({_gbps(c.achieved_bound)} GB/s).</p>")
+    head = ["size", "NCCL (GB/s)", "packing's schedule (GB/s)", "schedule / NCCL",
+            "schedule / its bound", "loops"]
+    rows = []
+    for p in e.points:
+        cells = [escape(format_bytes(p.nbytes)),
+                 f"{_gbps(p.nccl_busbw)}<br><span class='muted'>{escape(p.nccl_algorithm or '')}</span>",
+                 _gbps(p.busbw), f"{p.busbw / p.nccl_busbw:.2f}x" if p.nccl_busbw else "n/a",
+                 _share(p.busbw / c.achieved_bound), p.loops]
+        rows.append("<tr>" + "".join(f"<td>{x}</td>" for x in cells) + "</tr>")
+    parts += ["<div class='scroll'><table class='summary schedule'>",
+              "<thead><tr>" + "".join(f"<th>{escape(h)}</th>" for h in head) + "</tr></thead><tbody>",
+              *rows, "</tbody></table></div>"]
+    bounds = [("bound, line rates", line_rate), ("bound, NVLink at NCCL's achieved rate", c.achieved_bound)]
+    parts.append(figures.div(schedule_figure_dict(e, bounds, title=f"{s.name} GPUs {gpus}: {c.collective}, "
+                                                                   "NCCL vs the packing's schedule vs the bound"),
+                             "schedule-busbw",
+                             "Small sizes pay the schedule's steps one after another (a tree is as deep as "
+                             "its longest path); from a few MiB the trees pipeline and approach their bound."))
+    parts.append(figures.div(packing_figure_dict(G, c.packing, title=f"{s.name} GPUs {gpus}: the packing's "
+                                                                 f"{len(c.packing.trees)} trees"),
+                             "schedule-trees",
+                             "Each link coloured by the share of its capacity (at NCCL's achieved rate) the "
+                             "trees load; the trees' arcs, root first, above the drawing."))
+    parts.append("</section>")
+    return "\n".join(parts)
+
+
 def _training_section(t, figures: FigureDivs) -> str:
     parts = ["<section id='training'>", "<h2>Training step</h2>",
              f"<p>{escape(t.workload)} on {escape(' and '.join(t.names))}, the same 16 GPUs: every layout with "
@@ -675,6 +726,7 @@ def render_report(analysis: ReportAnalysis) -> str:
         + ("<a href='#compare'>DGX-2 vs 2xDGX-1V</a> " if analysis.seed is not None else "")
         + ("<a href='#measured'>model vs measurement</a> " if analysis.measurement is not None else "")
         + ("<a href='#bounds'>NCCL vs optimum</a> " if analysis.bounds else "")
+        + ("<a href='#schedule'>the packing as a schedule</a> " if analysis.schedule is not None else "")
         + ("<a href='#training'>training step</a> " if analysis.training is not None else "")
         + ("<a href='#simulated'>simulated step</a> " if analysis.simulated else "")
         + f"{nav} <a href='#model'>model</a> <a href='#validation'>validation</a></nav></header>",
@@ -691,6 +743,9 @@ def render_report(analysis: ReportAnalysis) -> str:
         bounded = {b.system for b in analysis.bounds}
         body.append(_bounds_section(analysis.bounds, figures,
                                     [a.row.name for a in analyses if a.row.system not in bounded]))
+    if analysis.schedule is not None:
+        G = next(a.G for a in analyses if a.row.system == analysis.schedule.system)
+        body.append(_schedule_section(analysis.schedule, G, figures))
     if analysis.training is not None:
         body.append(_training_section(analysis.training, figures))
     if analysis.simulated:

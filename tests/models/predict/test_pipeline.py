@@ -75,8 +75,10 @@ def test_ring_steps_and_handshakes_at_a_known_step_count():
     assert q.time == pytest.approx(14 * (1e-6 - per_step) + 2**16 / used)
 
 
-def test_nvls_and_one_rank_are_not_pipelined():
-    assert pipeline_time("all_reduce", "nvls", "Simple", 2**20, nranks=8, graph_channels=8, rate=1e9,
+def test_collnet_a_callers_algorithm_and_one_rank_are_not_pipelined():
+    assert pipeline_time("all_reduce", "collnet_direct", "Simple", 2**20, nranks=8, graph_channels=8, rate=1e9,
+                         hops=HOP, profile=None) is None
+    assert pipeline_time("broadcast", "nvls", "Simple", 2**20, nranks=8, graph_channels=8, rate=1e9,
                          hops=HOP, profile=None) is None
     assert pipeline_time("all_reduce", "ring", "Simple", 2**20, nranks=1, graph_channels=8, rate=1e9,
                          hops=HOP, profile=None) is None

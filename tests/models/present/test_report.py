@@ -100,7 +100,7 @@ def test_report_shows_every_system_and_figure(full_report):
               "generations-nvls", "compare-busbw", "compare-time"]
     measured = [f"measured-{c.replace('_', '-')}" for c in measured_data("dgx2")["collectives"]]
     measured += ["measured-p2p-bandwidth", "measured-p2p-latency"]
-    measured += ["bounds-ratio", "training-dgx2-step", "training-dgx2-memory", "training-2xdgx1v-step",
+    measured += ["bounds-ratio", "schedule-busbw", "schedule-trees", "training-dgx2-step", "training-dgx2-memory", "training-2xdgx1v-step",
                  "training-2xdgx1v-memory", "simulated-dgxa100"]
     assert ids[:len(shared) + len(measured)] == shared + measured
     per_system = 0
@@ -120,7 +120,7 @@ def test_report_shows_every_system_and_figure(full_report):
     assert "3.20x faster" in text and "widens it" in text
     assert text.count("class=\"plotly-graph-div\"") == len(ids)
     for heading in ("Summary", "Generations", "Model vs measurement", "NCCL against the optimum",
-                    "Training step", "How the model works", "How it was validated"):
+                    "The packing as a schedule", "Training step", "How the model works", "How it was validated"):
         assert f">{heading}</h2>" in text
     assert "n/a" in text  # 16-GPU column of the 8-GPU systems
     assert "GB/s" in text
@@ -508,8 +508,66 @@ def test_training_section_as_data(all_analysis, full_report):
 
 def test_no_training_section_without_a_v100_system():
     analysis = analyse_report(report_fabrics(["dgxa100"]))
-    assert analysis.training is None and len(analysis.bounds) == 1
-    assert "id='training'" not in render_report(analysis)
+    assert analysis.training is None and len(analysis.bounds) == 1 and analysis.schedule is None
+    text = render_report(analysis)
+    assert "id='training'" not in text and "id='schedule'" not in text
+
+
+def test_schedule_section_as_data(all_analysis, full_report):
+    """The tree packing written as an MSCCL schedule on DGX-1V GPUs 0,1,4,5 (issue 41, item 6):
+    the README's figures at 1 GiB (NCCL 40.75, the schedule 60.52, the packing's own bound 61.18,
+    the line-rate bound 90.75 GB/s), the bound of models.studies.bounds, and the page's table."""
+    from models.schedules import check_schedule, packing_schedule
+    from models.studies.survey import SCHEDULE_GPUS, SCHEDULE_SIZES
+
+    s = all_analysis.schedule
+    assert (s.system, s.error) == ("dgx1v", None)
+    c = s.comparison
+    points = c.evaluation.points
+    assert c.gpus == SCHEDULE_GPUS and [p.nbytes for p in points] == list(SCHEDULE_SIZES)
+    last = points[-1]
+    assert [round(x / 1e9, 2) for x in (last.nccl_busbw, last.busbw, c.achieved_bound, last.bound_busbw)] == \
+        [40.75, 60.52, 61.18, 90.75]
+    G = topo.dgx1v()
+    assert last.bound_busbw == pytest.approx(bound(G, "all_gather", last.nbytes, list(SCHEDULE_GPUS),
+                                                   nccl=False).bound_busbw, rel=1e-12)
+    # The schedule is the one export writes (it checks), its busbw grows with size up to its bound.
+    schedule = packing_schedule(G, "all_gather", list(SCHEDULE_GPUS))
+    assert (c.steps, c.threadblocks, c.nchannels) == (schedule.nsteps, schedule.nthreadblocks, schedule.nchannels)
+    assert check_schedule(schedule).steps == c.steps
+    busbw = [p.busbw for p in points]
+    assert busbw == sorted(busbw) and busbw[-1] <= c.achieved_bound < last.bound_busbw
+    assert busbw[-1] >= 0.95 * c.achieved_bound and busbw[-1] > 1.4 * last.nccl_busbw
+    # The packing drawn: every GPU a root, each root's trees carrying the packing's rate together.
+    roots: dict = {}
+    for tree in c.packing.trees:
+        roots[tree.root] = roots.get(tree.root, 0.0) + tree.rate
+    assert len(roots) == len(SCHEDULE_GPUS)
+    assert all(rate == pytest.approx(c.packing.rate, rel=1e-6) for rate in roots.values())
+    _, text = full_report
+    section = text[text.index("<section id='schedule'>"):]
+    section = section[:section.index("</section>")]
+    assert "<td>1 GiB</td><td>40.8<br>" in section and "<td>60.5</td><td>1.49x</td><td>99%</td>" in section
+    assert "--gpus 0,1,4,5 --out packing.xml" in section and f"({c.steps} steps," in section
+    figures = _page_figures(text)
+    assert [t["name"] for t in figures["fig-schedule-busbw"]["data"]] == [
+        "NCCL", schedule.name, "bound, line rates", "bound, NVLink at NCCL's achieved rate"]
+
+
+def test_schedule_section_says_why_it_is_missing(monkeypatch):
+    """A packing that cannot be written or timed leaves a note, not a failed report."""
+    from models.schedules import ExportError
+    from models.schedules import compare
+
+    def refuse(*args, **kwargs):
+        raise ExportError("not written for this test")
+    monkeypatch.setattr(compare, "packing_comparison", refuse)
+    section = analysis_module.schedule_section(prepare(topo.dgx1v()), records=shipped_module.NO_RECORDS)
+    assert section.comparison is None and section.error == "not written for this test"
+    analysed = analysis_module._analysed(prepare(topo.dgx1v()))
+    text = render_report(ReportAnalysis((analysed,), None, schedule=section))
+    assert "the packing&#x27;s schedule</b>: not available; not written for this test" in text
+    assert not any(i.startswith("schedule-") for i in _figure_ids(text))
 
 
 def test_simulated_section_one_step_per_generation(all_analysis, full_report):

@@ -32,7 +32,7 @@ from topo.errors import DgxTopoError
 # One record of every section (the per-system ones on the DGX H100), recomputed by the suite.
 SAMPLE = {("system", "dgxh100"), ("drawing", "dgxh100"), ("generation", "dgxh100"), ("simulated", "dgxh100"),
           ("simulated-generation", "dgxh100"), ("bounds", "dgxh100"), ("seed", "dgx2+2xdgx1v"),
-          ("measurement", "dgx1v+dgx2"), ("training", "dgx2+2xdgx1v")}
+          ("measurement", "dgx1v+dgx2"), ("training", "dgx2+2xdgx1v"), ("schedule", "dgx1v")}
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +61,7 @@ def test_the_shipped_file_holds_a_record_of_every_section_of_the_built_in_system
         {key: (r["section"], r["label"]) for key, r in records.items()}
     sections = {section for section, *_ in plan}
     assert sections == {"system", "drawing", "generation", "simulated", "simulated-generation", "bounds", "seed",
-                        "measurement", "training"}
+                        "measurement", "training", "schedule"}
     assert {(section, label) for section, label, *_ in plan} >= SAMPLE
 
 

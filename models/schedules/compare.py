@@ -1,0 +1,97 @@
+"""The tree packing's schedule beside NCCL and the bounds on one GPU set, as one frozen record: what
+the report's schedule section shows (:mod:`models.present.report.analysis` words it and draws it).
+
+:func:`packing_comparison` writes the packing as a schedule
+(:func:`models.schedules.export.packing_schedule`), times it at each size beside NCCL's own choice
+and the bound at the fabric's line rates (:func:`models.schedules.evaluate.evaluate_schedule`), and
+adds the bound the packing's trees can reach: the NVLink-only bound at the capacities the evaluator
+times with (NCCL's capacity of each link times what NCCL's kernels achieve over it,
+:func:`models.schedules.evaluate.achieved_graph`), which is the packing's own rate.
+
+Examples
+--------
+>>> import topo
+>>> c = packing_comparison(topo.dgx1v(), "all_gather", [0, 1, 4, 5], [2**30])
+>>> p = c.evaluation.points[0]
+>>> [round(x / 1e9, 2) for x in (p.nccl_busbw, p.busbw, c.achieved_bound, p.bound_busbw)]
+[40.75, 60.52, 61.18, 90.75]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..engine.fabric import prepare
+from .evaluate import ScheduleEvaluation, achieved_graph, evaluate_schedule
+from .export import packing_schedule, schedule_packing
+
+__all__ = ["PackingComparison", "packing_comparison"]
+
+
+@dataclass(frozen=True, slots=True)
+class PackingComparison:
+    """The packing's schedule on one GPU set, beside NCCL and the bounds.
+
+    Attributes
+    ----------
+    system : str
+        The fabric's name.
+    collective : str
+    gpus : tuple of int
+        The GPU of each rank.
+    evaluation : ScheduleEvaluation
+        The schedule at each size, with NCCL's choice and the line-rate bound.
+    packing : models.studies.packing.TreePacking
+        The trees the schedule was written from (on the capacities the evaluator times with).
+    achieved_bound : float
+        busbw of the NVLink-only bound at those capacities: what the packing's trees can reach. [B/s]
+    steps, threadblocks, nchannels : int
+        The schedule's.
+    """
+
+    system: str
+    collective: str
+    gpus: tuple
+    evaluation: ScheduleEvaluation
+    packing: object
+    achieved_bound: float
+    steps: int
+    threadblocks: int
+    nchannels: int
+
+    def to_records(self) -> list:
+        """Tidy rows, one per size: the evaluation's, with the achieved-rate bound beside the line-rate one."""
+        return [{**row, "achieved_bound_busbw_Bps": self.achieved_bound} for row in self.evaluation.to_records()]
+
+
+def packing_comparison(G, collective: str, gpus, sizes, *, profile=None) -> PackingComparison:
+    """The packing's schedule of ``collective`` on ``gpus`` of ``G``, timed at each of ``sizes``
+    beside NCCL's choice, the line-rate bound and the bound at the rates the evaluator times with.
+
+    Parameters
+    ----------
+    G : networkx.DiGraph or PreparedFabric
+    collective : {"all_gather"}
+        What :func:`~models.schedules.export.packing_schedule` writes.
+    gpus : str or iterable of int
+    sizes : int, str or sequence
+        nccl-tests' sizes.
+    profile : str or NcclProfile, optional
+
+    Raises
+    ------
+    models.schedules.ExportError, models.schedules.ScheduleEvaluationError
+        Where the packing cannot be written or priced (named by the error).
+    """
+    from ..studies.bounds import bound
+
+    fabric = prepare(G, nccl=profile)
+    schedule = packing_schedule(fabric, collective, gpus)
+    evaluation = evaluate_schedule(fabric, schedule, sizes, gpus)
+    ranks = list(evaluation.gpus)
+    achieved = achieved_graph(fabric, evaluation.pricing.achieved_ratio)
+    own = bound(achieved, collective, max(p.nbytes for p in evaluation.points), ranks, edge_kinds=["nvlink"],
+                nccl=False)
+    return PackingComparison(evaluation.system, collective, tuple(ranks), evaluation,
+                             schedule_packing(fabric, collective, ranks), float(own.bound_busbw),
+                             schedule.nsteps, schedule.nthreadblocks, schedule.nchannels)
