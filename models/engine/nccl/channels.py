@@ -45,6 +45,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from topo.cluster import network_nics
 
 from ..results import tidy_records
 from .nvls import NvlsGraph, nvlink_cliques, nvls_search, nvls_support
@@ -243,7 +244,7 @@ def _nvls(fabric, nodes, nnodes, mnnvl) -> tuple:
                                       clique=len(members) if mnnvl else None)
         if not supported:
             return None, why
-        nets = fabric.network_nics(host) if nnodes > 1 else ()
+        nets = network_nics(fabric.G, host) if nnodes > 1 else ()
         if nnodes > 1 and not nets:
             return None, Why(Cause.NVLS_NO_NIC, names=(str(host),))
         graph = nvls_search(fabric, members, nets)

@@ -145,7 +145,7 @@ def _edge_capacity(G, u, v, profile: NcclProfile, fabric_cc: int | None = None) 
     return figure * (data["bandwidth"] / (links * spec.bandwidth))
 
 
-def link_key(data) -> tuple:
+def link_key(data: dict) -> tuple:
     """What NCCL's capacity of an edge reads of its attributes (:func:`_edge_capacity`)."""
     return data["kind"], data.get("link"), data.get("links"), data.get("bandwidth")
 
