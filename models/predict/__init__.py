@@ -19,6 +19,10 @@ _FACE = MappingProxyType({
     "Estimator": "models.predict.collectives",
     "CollectiveEstimate": "models.predict.collectives",
     "SubsetResult": "models.predict.collectives",
+    "alltoallv": "models.predict.alltoall",
+    "gather": "models.predict.alltoall",
+    "scatter": "models.predict.alltoall",
+    "moe_dispatch": "models.predict.dispatch",
     "p2p_matrix": "models.predict.p2p",
     "p2p_latency_matrix": "models.predict.p2p",
     "p2p_path": "models.predict.p2p",
@@ -40,7 +44,9 @@ _FACE = MappingProxyType({
 __all__ = list(_FACE)
 
 if TYPE_CHECKING:  # what a type checker sees of the face: each name as its module annotates it
+    from .alltoall import alltoallv, gather, scatter
     from .collectives import CollectiveEstimate, Estimator, SubsetResult, estimate, pairwise, subsets
+    from .dispatch import moe_dispatch
     from .flows import max_min_share
     from .maxflow import maxflow_matrix
     from .measure import measured, pipeline_fill

@@ -51,7 +51,7 @@ from topo.errors import DgxTopoError, LimitError, SizeError
 from topo.select import GpuIds, parse_gpu_ids
 from topo.units import Sizes
 
-from .measure import DEFAULT as DEFAULT_MEASUREMENT, CalibrationLike, MeasurementModel, Measured, measured
+from .measure import CalibrationLike, Measured, measured, measurement_model
 from ..engine.nccl.channels import channel_graphs
 from ..engine.nccl.nvls import NvlsGraph
 from ..engine.nccl.search import ChannelSearch
@@ -60,9 +60,9 @@ from ..engine.nccl.profiles import NcclProfile
 from ..engine.nccl.reasons import NvlsChoice
 from ..engine.nccl.algorithms.base import Algorithm
 from ..engine.nccl.algorithms.catalog import ALGORITHMS, algorithm_named, algorithm_set, resolve, serving
-from ..engine.nccl.algorithms.ring import RING
 from ..engine.nccl.tuning import Selection, nvls_choice, select_algorithm
 from ..engine.nccltests import COLLECTIVES, NCCL_COLLECTIVES, algbw, busbw, collective as _collective
+from .alltoall import P2pSchedule, flow_load, nvlink_groups, p2p_layout
 from ..engine.results import tidy_records
 from ..engine.results import gpu_set
 from ..engine.routes import PathType
@@ -143,7 +143,8 @@ class CollectiveEstimate:
         on one GPU).
     nchannels : numpy.ndarray of int64
         NCCL's ``nChannels`` of the graph that runs (as NCCL logs it in ``Pattern ...,
-        nChannels``), 0 where no channel graph is used.
+        nChannels``); for alltoall and sendrecv its ``p2pnChannels`` (``%d p2p channels``); 0 on
+        one GPU.
     latency : numpy.ndarray of float64
         The latency term of the time. [s]
     bandwidth : numpy.ndarray of float64
@@ -170,6 +171,9 @@ class CollectiveEstimate:
     network : tuple of models.predict.network.NetworkLoad
         Across hosts, what the network gives the channels of each pattern that runs (ring,
         tree); NCCL charges only the NICs, the measured ``time`` charges every network edge.
+    schedule : models.predict.alltoall.P2pSchedule or None
+        alltoall and sendrecv: NCCL's per-peer schedule at the largest size (rounds, channels per
+        peer, chunk, protocol, the binding term); None for the others.
 
     Examples
     --------
@@ -200,6 +204,7 @@ class CollectiveEstimate:
     nvls_choice: NvlsChoice | None = field(default=None, repr=False)
     network: tuple = field(default=(), repr=False)
     algorithms: tuple = field(default=(), repr=False)
+    schedule: P2pSchedule | None = field(default=None, repr=False)
 
     @property
     def nranks(self) -> int:
@@ -356,20 +361,6 @@ def _result(collective, ids, nodes, size, time, algorithm, protocol, nchannels, 
         _shaped(bandwidth, shape, np.float64), ring, tree, bottleneck, selection, model)
 
 
-def measurement_model(calibration=None) -> MeasurementModel:
-    """The measurement model of a calibration (a :class:`models.studies.calibration.Calibration`, a
-    :class:`~models.predict.measure.MeasurementModel`, or None for the default fitted one)."""
-    if calibration is None:
-        return DEFAULT_MEASUREMENT
-    if isinstance(calibration, MeasurementModel):
-        return calibration
-    model = getattr(calibration, "model", None)
-    if isinstance(model, MeasurementModel):
-        return model
-    raise DgxTopoError(f"calibration must be a models.studies.calibration.Calibration or a MeasurementModel, received "
-                       f"{type(calibration).__name__}")
-
-
 class _Context:
     """One call's view of a prepared fabric: the fabric (its NCCL view ``fabric`` carries the
     release, resolved from ``profile`` by :func:`models.engine.fabric.prepare` only) and how the
@@ -449,12 +440,12 @@ class Estimator:
             src, dst = gpus
             if src == dst:
                 raise DgxTopoError(f"a send needs two different GPUs, received {list(gpus)}")
-            return _flow_load(ctx, ctx.nodes([src]) + ctx.nodes([dst]), [(0, 1)])[0]
+            return flow_load(ctx.fabric, ctx.nodes([src]) + ctx.nodes([dst]), [(0, 1)])[0]
         nodes = ctx.nodes(gpus)
         if collective == "alltoall":
             return _alltoall_load(ctx, nodes)[0]
         if collective == "sendrecv":
-            return _flow_load(ctx, nodes, [(i, (i + 1) % len(nodes)) for i in range(len(nodes))])[0]
+            return flow_load(ctx.fabric, nodes, [(i, (i + 1) % len(nodes)) for i in range(len(nodes))])[0]
         raise DgxTopoError(f"no point-to-point flows for {collective!r}: expected 'send', 'sendrecv' or 'alltoall'")
 
 
@@ -633,48 +624,49 @@ def _nccl_estimate(ctx, collective, size, nodes, ids, pool, protocol):
 
 
 def _p2p_estimate(ctx, collective, size, nodes, ids):
-    """Concurrent point-to-point flows over NCCL's paths (see the module docstring)."""
+    """NCCL's per-peer schedule of alltoall or sendrecv (:mod:`models.predict.alltoall`): the
+    rounds' latency and the fill as the latency, the size over the larger of the link and the
+    channel terms as the bandwidth."""
     n = len(nodes)
-    if collective == "sendrecv":
-        load, worst_type = _flow_load(ctx, nodes, [(i, (i + 1) % n) for i in range(n)])
-        share = 1  # each rank sends its whole buffer to the next
-        steps = 1
-    else:  # alltoall: every rank sends S/n to every other rank
-        load, worst_type = _alltoall_load(ctx, nodes)
-        share = n
-        steps = n - 1
     system = ctx.fabric
+    if collective == "sendrecv":
+        load, _ = flow_load(system, nodes, [(i, (i + 1) % n) for i in range(n)])
+        share = 1
+    else:  # alltoall: every rank sends S/n to every other rank
+        load, _ = _alltoall_load(ctx, nodes)
+        share = n
     rate, worst = min((system.capacity(*edge) / f, edge) for edge, f in load.items())
-    hardware = "NVLINK" if worst_type == PathType.NVL else "PCI"
+    layout = p2p_layout(system, nodes)
+    shape = size.shape
+    flat = size.reshape(-1)
+    latency = np.empty(flat.shape)
+    bandwidth = np.empty(flat.shape)
+    protocols = []
+    schedules = []
+    for index, s in enumerate(flat.tolist()):
+        per_pair = s / share  # each flow moves S / share at ``rate``
+        if collective == "sendrecv":
+            pairs = ((i, (i + 1) % n, int(s)) for i in range(n))
+        else:
+            pairs = [(0, j, int(per_pair)) for j in range(1, n)] + [(j, 0, int(per_pair)) for j in range(1, n)]
+        schedule = layout.schedule(pairs, link_time=per_pair / rate, bottleneck=(worst,),
+                                   alike=collective != "sendrecv")
+        schedules.append(schedule)
+        protocols.append(max((r.protocol for r in schedule.rounds), key=("LL", "Simple").index, default="Simple"))
+        latency[index] = schedule.latency + schedule.fill
+        # the link-bound bandwidth where nothing moves (size 0), else the size over the larger term
+        bandwidth[index] = s / schedule.transfer if s > 0 and schedule.transfer > 0 else rate * share
     profile = system.profile
-    latency = profile.base_lat(RING.table, "Simple") + steps * profile.hw_lat(hardware, RING.table, "Simple")
-    # Each flow moves S / share at ``rate``: the size is divided by rate x share.
-    bandwidth = rate * share
-    time = latency + size / bandwidth
-    return _result(collective, ids, nodes, size, time, "p2p", "Simple", 0, latency, bandwidth, None, None,
-                   (worst,), None,
-                   f"concurrent point-to-point flows over NCCL {profile.version} paths (this project's "
-                   f"model; NCCL's tuning model does not cover {collective})")
-
-
-def _flow_load(ctx, nodes, flows, load=None) -> tuple:
-    """Per edge, the sum of the shares of the flows ``(i, j)`` (rank i to rank j) crossing it,
-    and the worst path type among them."""
-    system, G = ctx.fabric, ctx.G
-    members = set(nodes)
-    load = {} if load is None else load
-    worst_type = PathType.LOC
-    for i, j in flows:
-        path_type, flow = system.hop(nodes[i], nodes[j], members)
-        worst_type = max(worst_type, path_type)
-        overhead = system.pcie_overhead(path_type)
-        for (u, v), f in flow:
-            load[u, v] = load.get((u, v), 0.0) + f * (overhead if G.adj[u][v]["kind"] == "pcie" else 1.0)
-    return load, worst_type
+    e = _result(collective, ids, nodes, size, (latency + size.reshape(-1) / bandwidth).reshape(shape), "p2p",
+                np.asarray(protocols, dtype=str).reshape(shape), layout.plan.nchannels, latency.reshape(shape), bandwidth.reshape(shape), None, None,
+                (worst,), None,
+                f"NCCL {profile.version}'s point-to-point schedule: rounds of peers on its p2p channels, "
+                f"over its paths (this project's model; NCCL's tuning model does not cover {collective})")
+    return dataclasses.replace(e, schedule=schedules[-1])
 
 
 def _alltoall_load(ctx, nodes) -> tuple:
-    """:func:`_flow_load` of every rank to every other, without routing every pair across hosts.
+    """:func:`models.predict.alltoall.flow_load` of every rank to every other, without routing every pair across hosts.
 
     A route between hosts is three legs (:class:`models.engine.routes.Router`): the source GPU to the
     NIC it sends through, the network from that NIC to the destination's nearest NIC, that NIC
@@ -687,13 +679,13 @@ def _alltoall_load(ctx, nodes) -> tuple:
     carries (GPUs sending through one) x (GPUs behind the other) flows, summed per pair of
     leaves (:func:`_network_load`). Pairs inside a host, or inside one NVLink domain of several
     hosts (the trays of a GB200 NVL72, whose NICs sit behind Grace), are routed one by one: they
-    never leave NVLink (:func:`_nvlink_groups`).
+    never leave NVLink (:func:`models.predict.alltoall.nvlink_groups`).
     """
     G = ctx.G
-    hosts = _nvlink_groups(ctx, nodes)
+    hosts = nvlink_groups(ctx.fabric, nodes)
     load, worst_type = {}, PathType.LOC
     for ranks in hosts.values():
-        load, worst = _flow_load(ctx, nodes, [(i, j) for i in ranks for j in ranks if i != j], load)
+        load, worst = flow_load(ctx.fabric, nodes, [(i, j) for i in ranks for j in ranks if i != j], load)
         worst_type = max(worst_type, worst)
     if len(hosts) == 1:
         return load, worst_type
@@ -737,30 +729,6 @@ def _alltoall_load(ctx, nodes) -> tuple:
             nic_host[out] = host
     _network_load(router, send, recv, nic_host, load)
     return load, PathType.NET
-
-
-def _nvlink_groups(ctx, nodes) -> dict:
-    """The ranks grouped by where their pairs stay on NVLink: one group per host, hosts joined
-    when their GPUs reach each other over NVLink (an NVLink domain of several hosts, as the 18
-    trays of a GB200 NVL72; a cluster marks its copies with ``nvlink_domain``). Keyed by the
-    lowest host of the group, in order."""
-    G, router = ctx.G, ctx.fabric.router
-    hosts: dict = {}
-    for i, g in enumerate(nodes):
-        hosts.setdefault(G.nodes[g]["host"], []).append(i)
-    groups: dict = {}  # first host -> ranks
-    anchors: list = []  # (domain, first host, a GPU)
-    for host in sorted(hosts):
-        gpu = nodes[hosts[host][0]]
-        domain = G.nodes[gpu].get("nvlink_domain")
-        key = next((first for d, first, other in anchors
-                    if d == domain and router.nvlink_reaches(gpu, other)), None)
-        if key is None:
-            anchors.append((domain, host, gpu))
-            groups[host] = []
-            key = host
-        groups[key].extend(hosts[host])
-    return groups
 
 
 def _network_load(router, send, recv, nic_host, load) -> None:

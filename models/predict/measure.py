@@ -213,6 +213,7 @@ from topo.units import is_int, us
 from ..engine.fabric import PreparedFabric
 from ..engine.nccl.algorithms.catalog import ALGORITHMS, algorithm_named
 from ..engine.nccl.pipelining import PIPELINE_COLLECTIVES, Pipelining, pipelining
+from ..engine.nccl.nvls import nvlink_cliques
 from ..engine.nccl.profiles import NcclProfile, nccl_profile
 from ..engine.nccl.system import NcclSystem
 from ..engine.nccltests import algbw, busbw
@@ -223,7 +224,7 @@ from .p2p_constants import EFFICIENCIES as P2P_EFFICIENCIES
 
 __all__ = [
     "MeasurementError", "Parameter", "LinkClass", "LINK_CLASSES", "MeasurementModel", "DEFAULT",
-    "Measured", "measured", "link_classes", "PipelineFill", "pipeline_fill",
+    "Measured", "measured", "measurement_model", "link_classes", "PipelineFill", "pipeline_fill",
 ]
 
 
@@ -439,6 +440,20 @@ class Fitted(Protocol):
 
 #: A ``calibration`` argument, for annotations: a fit, a measurement model, or None (:data:`DEFAULT`).
 CalibrationLike: TypeAlias = "Fitted | MeasurementModel | None"
+
+
+def measurement_model(calibration: CalibrationLike = None) -> MeasurementModel:
+    """The measurement model of a calibration (a :class:`models.studies.calibration.Calibration`, a
+    :class:`~models.predict.measure.MeasurementModel`, or None for the default fitted one)."""
+    if calibration is None:
+        return DEFAULT
+    if isinstance(calibration, MeasurementModel):
+        return calibration
+    model = getattr(calibration, "model", None)
+    if isinstance(model, MeasurementModel):
+        return model
+    raise MeasurementError(f"calibration must be a models.studies.calibration.Calibration or a MeasurementModel, received "
+                       f"{type(calibration).__name__}")
 
 
 def nccl_link_figure(link: str, profile=None, compute_capability: int | None = None) -> float:
@@ -717,7 +732,7 @@ def _pipelines(e, G, profile, achieved, costs, router, dma_bound) -> tuple:
             continue
         if name not in hops:
             order = tuple(search.channels[0]) if search.channels else ()
-            hops[name] = channel_hops(G, order, tuple(e.nodes), router=router)
+            hops[name] = channel_hops(G, order, tuple(e.nodes), router=router, node_of=_nccl_nodes(G, e.nodes, nnodes))
         cell = cells.get((name, protocol))
         if cell is None:
             out.append(None)
@@ -731,8 +746,29 @@ def _pipelines(e, G, profile, achieved, costs, router, dma_bound) -> tuple:
                                  graph_channels=graph_channels, rate=bw * float(factors[i]),
                                  hops=hops[name], profile=profile, dma_bound=dma_bound,
                                  ring_bandwidth=e.ring.bandwidth if e.ring is not None else float("inf"), costs=costs,
-                                 nnodes=nnodes, heads=heads))
+                                 nnodes=nnodes, heads=heads, block_rate=_block_rate(cell, bw) * float(factors[i])))
     return tuple(out)
+
+
+def _nccl_nodes(G, gpus, nnodes: int) -> dict | None:
+    """GPU -> NCCL node where NCCL counts fewer nodes than hosts (an MNNVL domain's hosts are one
+    node: src/graph/topo.cc; :func:`models.engine.nccl.channels.nccl_view`), the GPU's NVLink
+    domain (:func:`models.engine.nccl.nvls.nvlink_cliques`); None (hosts) otherwise."""
+    if nnodes >= len({G.nodes[n].get("host") for n in gpus}):
+        return None
+    return {g: i for i, clique in enumerate(nvlink_cliques(G, list(gpus))) for g in clique}
+
+
+def _block_rate(cell, bandwidth: float) -> float:
+    """What the cell's blocks could move were no link to bind: ``bandwidth`` (the cell's rate)
+    scaled from the tuner's figure to its per-channel cap (NCCL's own figure of what a block
+    moves, e.g. ``perChMaxRingLL128Bw``, src/graph/tuning.cc); ``bandwidth`` itself where the
+    cap binds or there is none. [B/s]"""
+    bus = cell.bus
+    caps = [step.cap for step in (bus.steps if bus is not None else ()) if step.cap is not None]
+    if not caps or not bus.value > 0:
+        return bandwidth
+    return bandwidth * max(1.0, min(caps) / bus.value)
 
 
 def _algorithm(e, index):

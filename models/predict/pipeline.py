@@ -46,8 +46,23 @@ the channels and threads left after ``getAlgoInfo``'s reduction)::
   run a step ahead [U]). **PAT**: a network hop a step, shared from v2.26 by the 16 steps that
   run in parallel (release notes of v2.26.2-1), less the step's data in flight.
 - ``exposed``: the kernel's work per step (:class:`StepCosts`) beyond what the overlap left
-  hidden; across hosts, where a NIC's DMA binds, the block works while the network moves the
-  step (hidden up to the step's data time).
+  hidden. A block runs its steps one after another, each its work (wait for a free slot of the
+  ``NCCL_STEPS`` ring, the barrier, post the head and tail: src/device/prims_ll128.h
+  ``GenericOp``/``waitSend``/``postRecv``/``postSend`` [U] recalled at v2.27.7-1) then the step's
+  lines; the slots only let the block run ahead of its peer, they do not run its work beside its
+  own lines. So a step takes ``max(work + data / block rate, data / link rate)``: where the block
+  binds (its rate is the tuner's per-channel cap, e.g. ``perChMaxRingLL128Bw``, src/graph/
+  tuning.cc, as on the DGX-2 the work was fitted on) the work adds to every step; where a link
+  binds, the block waits ``data x (1/link - 1/block)`` a step and its work fills that wait first
+  (``block_rate``). Across hosts, where a NIC's DMA binds, the block works while the network
+  moves the step (hidden up to the step's data time). The work is per step, not per byte: the DGX-2 all_reduce at
+  2 MiB (LL128, 22 steps a twentieth of a full step) reads 143.5 us where the table gives 99.4,
+  22 steps of 2 us; a per-byte cost large enough for that would be 4x too large at 8 MiB. It is
+  the V100's (NCCL 2.5) on every GPU [U]: no source here times a Hopper or Blackwell step;
+  scaling it by SM clock (1.53 GHz to about 1.9) would take a fifth off and change no verdict below.
+  At 1 GiB every step is full and the work hides or is a few % of a step; at 64 MiB on the 72
+  GPUs of an NVL72 rack, all_gather and reduce_scatter run ring LL128 in steps of 58 KB (a tenth
+  of a full step) and the work adds about 37 % to the table's time.
 - ``fill``: the hops before the last rank of a chain receives, ``n - 1`` of them (``nnodes - 1``
   between hosts); a tree all_reduce's chain up and down, ``2 x (ppn - 1 + log2(nnodes))``; 0 on a
   ring (every rank sends from its first step). Chains forward finer than a posted slice (the
@@ -98,6 +113,7 @@ chain's [U].
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
@@ -234,16 +250,20 @@ class Hops:
         return max(hops, key=lambda h: h.latency) if hops else None
 
 
-def channel_hops(G: nx.DiGraph, order: tuple, nodes: tuple = (), *, router: Router | None = None) -> Hops:
-    """A channel's hops: between the first two GPUs of its order (one host's, as NCCL's search
-    gives it) and, when ``nodes`` (the communicator's GPUs) span hosts, from the order's last GPU
-    to the first GPU of another host, over NCCL's route (:func:`models.engine.routes.route`;
-    ``router``, a prepared fabric's, routes without validating ``G`` again)."""
-    host = {n: G.nodes[n].get("host") for n in (*order, *nodes)}
+def channel_hops(G: nx.DiGraph, order: tuple, nodes: tuple = (), *, router: Router | None = None,
+                 node_of: Mapping | None = None) -> Hops:
+    """A channel's hops: between the first two GPUs of its order (one NCCL node's, as NCCL's
+    search gives it) and, when ``nodes`` (the communicator's GPUs) span NCCL nodes, from the
+    order's last GPU to the first GPU of another NCCL node, over NCCL's route
+    (:func:`models.engine.routes.route`; ``router``, a prepared fabric's, routes without
+    validating ``G`` again). ``node_of`` maps a GPU to its NCCL node (default its host; an MNNVL
+    domain of several hosts is one node, src/graph/topo.cc, so the hop between its hosts is an
+    NVLink route, not the network's)."""
+    node = {n: (node_of[n] if node_of is not None else G.nodes[n].get("host")) for n in (*order, *nodes)}
     intra = _hop(G, order[0], order[1], router) if len(order) >= 2 else None
-    other = next((n for n in nodes if order and host[n] != host[order[-1]]), None)
+    other = next((n for n in nodes if order and node[n] != node[order[-1]]), None)
     inter = _hop(G, order[-1], other, router) if other is not None else None
-    nnodes = len({host[n] for n in nodes}) if nodes else 1
+    nnodes = len({node[n] for n in nodes}) if nodes else 1
     return Hops(intra, inter, max(1, nnodes))
 
 
@@ -656,7 +676,7 @@ def pipeline_time(collective: str, algorithm: str, protocol: str, nbytes: int, *
                   graph_channels: int, rate: float, hops: Hops | None, profile: str | NcclProfile | None,
                   ring_bandwidth: float = float("inf"), dma_bound: bool = False,
                   costs: StepCosts = DEFAULT_STEP_COSTS, nnodes: int | None = None,
-                  heads: int = 0) -> PipelineTime | None:
+                  heads: int = 0, block_rate: float | None = None) -> PipelineTime | None:
     """Time one collective's pipeline at one size (module docstring).
 
     Parameters
@@ -686,6 +706,9 @@ def pipeline_time(collective: str, algorithm: str, protocol: str, nbytes: int, *
         NCCL nodes (default: the hosts ``hops`` counts; an MNNVL domain is one node).
     heads : int
         NVLS heads (the NVLS graph's channels); NVLS and NVLSTree only.
+    block_rate : float, optional
+        What the launched blocks could move were no link to bind: the tuner's per-channel cap of
+        the (algorithm, protocol) at the same achieved ratio (None: ``rate``, the blocks bind). [B/s]
 
     Returns
     -------
@@ -722,7 +745,11 @@ def pipeline_time(collective: str, algorithm: str, protocol: str, nbytes: int, *
     overlap = shape.overlap_steps(x) * per_step
     handshake = max(0.0, shape.step_latency(hops, x) / shape.parallel_steps(x) - overlap)
     hidden = per_step if dma_bound else max(0.0, overlap - handshake)
-    exposed = max(0.0, work - hidden)
+    # where a link, not the block, binds, the block waits on it part of every step: its work
+    # fills that wait first (module docstring, ``exposed``)
+    block = rate if block_rate is None else max(rate, float(block_rate))
+    slack = per_step * (1.0 - rate / block)
+    exposed = max(0.0, work - max(hidden, slack))
     fill = shape.fill(hops, x)
     return PipelineTime(collective, algorithm, protocol, nbytes, nranks, shape.name, launch, pipe, int(steps),
                         int(step_bytes), used, hops, work, overlap, handshake, exposed, fill, data_time,

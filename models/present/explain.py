@@ -40,12 +40,15 @@ from ..predict.decompose import CollectiveSteps
 from ..predict.measure import FILL_NOTE, Measured, Parameter, PipelineFill
 from ..predict.network import NetworkLoad
 from ..predict.nicpath import NicPath
+from ..predict.alltoall import P2pEstimate
+from ..predict.dispatch import DispatchEstimate
 from ..predict.pipeline import PipelineTime
 from ..predict.p2p import P2PResult
 from ..predict.p2p_constants import EFFICIENCIES, OVERHEADS
 from ..studies.bounds import Bound, Cut
 from ..studies.calibration import Check
 from ..studies.packing import TreePacking
+from .alltoall_text import explain_dispatch, explain_p2p_estimate, schedule_lines
 from .format import format_gbps, format_percent
 from .reasons_text import nvls_bound_text, nvls_choice_text
 
@@ -214,6 +217,9 @@ def explain_estimate(e: CollectiveEstimate) -> str:
         point = e.point()
         lines.append(f"latency {to_us(point.latency):.1f} us; bandwidth {_gbps(point.bandwidth)} GB/s"
                      + (f"; bottleneck {e.bottleneck[0][0]}->{e.bottleneck[0][1]}" if e.bottleneck else ""))
+        if e.schedule is not None:
+            lines.append(f"largest size {point.nbytes} B:")
+            lines += schedule_lines(e.schedule)
     if e.measurement is not None:
         lines.append(explain_measurement(e.measurement))
     return "\n".join(lines)
@@ -571,7 +577,8 @@ _EXPLAINERS = ((CollectiveEstimate, explain_estimate), (CollectiveSteps, explain
                (Cut, describe_cut), (TreePacking, describe_packing),
                (NetworkLoad, describe_network_load), (NicPath, describe_nic_path),
                (Parameter, describe_parameter),
-               (PipelineFill, describe_pipeline_fill), (PipelineTime, describe_pipeline_time))
+               (PipelineFill, describe_pipeline_fill), (PipelineTime, describe_pipeline_time),
+               (P2pEstimate, explain_p2p_estimate), (DispatchEstimate, explain_dispatch))
 
 
 def explain(result) -> str:
@@ -580,7 +587,7 @@ def explain(result) -> str:
     Parameters
     ----------
     result : CollectiveEstimate, CollectiveSteps, Measured, P2PResult, Bound, Check, Cut, TreePacking,
-        NetworkLoad, NicPath, Parameter, PipelineFill or PipelineTime
+        NetworkLoad, NicPath, Parameter, PipelineFill, PipelineTime, P2pEstimate or DispatchEstimate
 
     Returns
     -------

@@ -586,6 +586,8 @@ NOT_RESULTS = {
     "LinkLoad", "SearchStep", "BandwidthStep", "BusBandwidth", "LatencyTerm", "Latency", "TaskTiming",
     "LinkUse", "Device", "NcclTestsRow", "P2PDevice", "CheckRow", "Component", "Calibration", "SweepRow",
     "DumpGraph", "DumpChannel", "GraphPair", "ChannelPair",
+    # P2pSchedule: ScheduleRound (one row per round); P2pLayout: a schedule's inputs
+    "ScheduleRound", "P2pLayout",
 }
 
 

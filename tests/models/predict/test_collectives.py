@@ -46,6 +46,13 @@ def test_time_grows_with_size(prepared, collective):
     for system in ("dgx1", "dgx1v", "dgx2"):
         e = estimate(prepared[system], collective, sizes)
         time, choice = e.time, np.char.add(e.algorithm, e.protocol)
+        if collective in ("alltoall", "sendrecv"):
+            # NCCL splits a peer's transfer over twice the channels when it doubles (64 -> 128 KiB
+            # per peer on a DGX-2: 1 -> 2 channels of 64 KiB): where the channels bind, the time
+            # holds still (models.engine.nccl.p2p_plan.part_bytes); it never falls (but for the
+            # rounding of size / bandwidth)
+            assert np.all(np.diff(time) >= -1e-12 * time[1:]) and time[-1] > time[0]
+            continue
         same = choice[1:] == choice[:-1]
         assert np.all(np.diff(time)[same] > 0)
         assert np.all(time[1:][~same] > 0.85 * time[:-1][~same])

@@ -15,7 +15,7 @@ import topo
 from models.engine.nccl.launch import reduced_launch
 from models.engine.nccl.pipelining import pipelining
 from models.predict.measure import measured
-from models.predict.pipeline import (NVLS_CHUNK, Hop, Hops, ShapeInputs, nvls_chunk, pipeline_time, shape_of,
+from models.predict.pipeline import (NVLS_CHUNK, Hop, Hops, channel_hops, ShapeInputs, nvls_chunk, pipeline_time, shape_of,
                                      tree_chunk)
 
 KiB, MiB = 1024, 2**20
@@ -202,3 +202,30 @@ def test_explain_shows_the_nvls_pipeline(fabrics):
     assert "2 step(s) per channel of 32768 B (NCCL's nvls chunk, one step each, shrunk at small sizes; " \
            "8 head(s) a loop; 8 in flight)" in text
     assert "fill 3.00 us" in text and "(nvswitch)" in text
+
+
+@pytest.mark.parametrize("system", ["2xgb200nvl72", "2xdgxh100"])
+def test_the_network_hop_goes_to_the_next_nccl_node(fabrics, system):
+    """An MNNVL domain (a GB200 NVL72 rack, 18 hosts) is one NCCL node (src/graph/topo.cc): the
+    hop between NCCL nodes is the network's, not the NVSwitch route to the rack's next host, and
+    NVLSTree's fill crosses it 2 log2(nnodes) times (up the tree and down)."""
+    fab = fabrics[system]
+    e = models.estimate(fab, "all_reduce", 8 * MiB, algorithm="nvls_tree")
+    p = e.measurement.pipelines[0]
+    hops = p.hops
+    assert (p.shape, hops.nnodes, e.ring.nnodes) == ("nvls_tree", 2, 2)
+    assert hops.inter.link == "network" and hops.intra.link == "nvswitch"
+    assert fab.G.nodes[hops.inter.src]["host"] != fab.G.nodes[hops.inter.dst]["host"]
+    assert p.fill == pytest.approx(3 * hops.intra.latency + 2 * hops.inter.latency)
+    assert hops.inter.latency > hops.intra.latency
+
+
+def test_channel_hops_by_host_would_stay_in_the_rack(fabrics):
+    # the same GPUs counted by host: the next host of rack 0 is an NVSwitch route away
+    G = fabrics["2xgb200nvl72"].G
+    gpus = tuple(sorted((n for n, d in G.nodes(data=True) if d["kind"] == "gpu"), key=str))
+    first = gpus[:4]
+    by_host = channel_hops(G, first, gpus)
+    assert by_host.inter.link == "nvswitch" and by_host.nnodes == 36
+    by_rack = channel_hops(G, first, gpus, node_of={g: str(g).split(".")[0] for g in gpus})
+    assert by_rack.inter.link == "network" and by_rack.nnodes == 2
