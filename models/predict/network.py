@@ -61,7 +61,6 @@ from dataclasses import dataclass
 import networkx as nx
 from networkx.utils import UnionFind
 
-from topo.cluster import network_nics
 from topo.errors import DgxTopoError
 
 from ..engine.nccl.nvls import NvlsGraph
@@ -174,12 +173,12 @@ class _Nics:
         return self.nics[position]
 
 
-def _nics_by_host(G) -> dict:
+def _nics_by_host(fabric: NcclSystem) -> dict:
     """Per host, its NICs on a network in index order (the same order on every copy:
     :func:`topo.cluster.network_nics` lists them in (host, index) order)."""
     found: dict = {}
-    for n in network_nics(G):
-        found.setdefault(G.nodes[n]["host"], []).append(n)
+    for n in fabric.network_nics():
+        found.setdefault(fabric.G.nodes[n]["host"], []).append(n)
     return found
 
 
@@ -241,7 +240,7 @@ def network_load(fabric: NcclSystem, search: ChannelSearch | NvlsGraph, pattern:
 
 def _charge(fabric, pattern, channel_nets, channel_rate, exits, hosts) -> NetworkLoad:
     G, router = fabric.G, fabric.router
-    host_nics = _nics_by_host(G)
+    host_nics = _nics_by_host(fabric)
     # The channels' NICs are those of the host the search ran on: not always the first one (a
     # what-if on a later host makes that host the one searched), so positions are its own.
     first = host_nics[G.nodes[channel_nets[0][0]]["host"]]

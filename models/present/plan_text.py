@@ -113,11 +113,8 @@ def timing_note(why: Plan | TimingWhy | None) -> str:
                                           f"max_events={why.max_events}"),
         TimingCode.CNN: lambda: "a CNN's step is not simulated: step graphs follow Megatron's transformer schedule",
         TimingCode.INTERLEAVED: lambda: "interleaved 1F1B is not simulated: step graphs build plain 1F1B",
-        TimingCode.MOE: lambda: ("a mixture-of-experts step is not simulated yet (no dispatch/combine task graphs): "
-                                 "analytical, its expert all-to-alls included"),
-        TimingCode.CONTEXT_PARALLEL: lambda: ("a context-parallel step is not simulated yet (no K/V exchange task "
-                                              "graphs): analytical, its K/V exchange included"),
-        TimingCode.UNEVEN_SPLIT: lambda: "an uneven pipeline split is not simulated: step graphs split layers evenly",
+        TimingCode.DUALPIPE: lambda: ("a DualPipe step is not simulated: step graphs build 1F1B; analytical, "
+                                      "its bubble and hidden sends as DualPipe's"),
         TimingCode.OVERLAP_FIRST_PASS: lambda: (f"overlap={why.overlap:g} shapes the first pass only: the "
                                                 "simulation overlaps the gradient buckets as the schedule allows")}
     return words[why.code]()

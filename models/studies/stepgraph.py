@@ -116,7 +116,7 @@ def compute_time(G: nx.DiGraph, *, efficiency: float | None = None) -> Callable[
     return seconds
 
 
-class _Builder:
+class GraphBuilder:
     """The sink of :func:`_schedule` that builds the tasks (:func:`step_graph`)."""
 
     def __init__(self, image_maps=()):
@@ -140,7 +140,7 @@ class _Builder:
         return id_
 
 
-class _Counter:
+class TaskCounter:
     """The sink of :func:`_schedule` that counts the tasks instead (:func:`step_graph_size`)."""
 
     def __init__(self):
@@ -164,18 +164,41 @@ class _Times:
     optimizer_bandwidth: float = 1.0  # the HBM bandwidth the optimizer's pass achieves [B/s]
 
 
-def _checked_workload(plan: Any, workload, bucket) -> Workload:
-    """The plan's workload, when its step can be a step graph."""
+def check_graph_input(plan: Any, bucket) -> None:
+    """Refuse a plan that does not fit, interleaved stages or a bucket below one byte: what no step
+    graph builds (this module's and :mod:`models.studies.planner.parallel_graph`'s)."""
     if not plan.fits:
         raise PlanDoesNotFitError(plan)
     if isinstance(bucket, bool) or not isinstance(bucket, (int, float)) or not bucket >= 1:
         raise StepGraphError(f"bucket must be a size >= 1 byte, received {bucket!r}")
-    w = as_workload(workload if workload is not None else getattr(plan, "workload_spec", None) or plan.workload)
-    if isinstance(w, CNN):
-        raise StepGraphError(f"{w.name} is a CNN: expected a transformer (step graphs follow Megatron's schedule)")
     if plan.layout.virtual_stages != 1:
         raise StepGraphError(f"the plan interleaves {plan.layout.virtual_stages} virtual stages: step graphs follow "
                              "plain 1F1B (expected virtual_stages 1)")
+
+
+def plan_compute(plan: Any, G: nx.DiGraph, w, *, efficiency: float | None = None,
+                 attention_efficiency: float | None = None, memory_efficiency: float | None = None) -> ComputeModel:
+    """The compute model that times a plan's kernels: its GPU part (the slowest HBM of its GPUs,
+    as the planner takes it), dtype, software stack and calibrated scale."""
+    nodes = topo.gpus(G)
+    gen = min((gpu_of(G.nodes[nodes[g]].get("model", "")) for group in plan.groups["tp"] for g in group),
+              key=lambda part: (part.memory_bandwidth, part.memory))
+    scale = plan.calibration.scale if plan.calibration is not None else 1.0
+    return compute_model(gen, plan.dtype, stack=plan.software or None, workload=w, efficiency=efficiency,
+                         attention_efficiency=attention_efficiency, memory_efficiency=memory_efficiency, scale=scale)
+
+
+def _checked_workload(plan: Any, workload, bucket) -> Workload:
+    """The plan's workload, when its step can be a step graph."""
+    check_graph_input(plan, bucket)
+    spec = workload if workload is not None else getattr(plan, "workload_spec", None)
+    if plan.layout.extended or getattr(spec, "kind", None) == "moe":
+        raise StepGraphError(f"{plan.layout.label()} of {plan.workload} has expert or context parallelism, a "
+                             "mixture-of-experts workload or an uneven split: expected a dense layout (its step "
+                             "graph is models.studies.planner.parallel_graph.plan_step_graph's)")
+    w = as_workload(spec or plan.workload)
+    if isinstance(w, CNN):
+        raise StepGraphError(f"{w.name} is a CNN: expected a transformer (step graphs follow Megatron's schedule)")
     return w
 
 
@@ -241,14 +264,9 @@ def step_graph(plan: Any, G: nx.DiGraph, *, workload: str | Workload | None = No
         check_step_events(plan, max_events, workload=w, bucket=bucket)
     lay = plan.layout
     tp, pp, dp, b = lay.tp, lay.pp, lay.dp, lay.micro_batch
-    nodes = topo.gpus(G)
-    # The plan's GPU part: the slowest HBM of its GPUs, as the planner takes it.
-    gen = min((gpu_of(G.nodes[nodes[g]].get("model", "")) for group in plan.groups["tp"] for g in group),
-              key=lambda part: (part.memory_bandwidth, part.memory))
-    scale = plan.calibration.scale if plan.calibration is not None else 1.0
-    cm = compute if compute is not None else compute_model(
-        gen, plan.dtype, stack=plan.software or None, workload=w, efficiency=efficiency,
-        attention_efficiency=attention_efficiency, memory_efficiency=memory_efficiency, scale=scale)
+    cm = compute if compute is not None else plan_compute(plan, G, w, efficiency=efficiency,
+                                                          attention_efficiency=attention_efficiency,
+                                                          memory_efficiency=memory_efficiency)
     elem = dtype_bytes(plan.dtype)
     act_elem = activation_bytes_per_element(plan.dtype)
 
@@ -269,9 +287,9 @@ def step_graph(plan: Any, G: nx.DiGraph, *, workload: str | Workload | None = No
         slot = _slot(plan)
         for d in range(1, dp):
             maps.append({g: h for p in range(pp) for g, h in zip(slot(p, 0), slot(p, d))})
-        fold = _hosts_alike(G, maps)
+        fold = hosts_alike(G, maps)
         maps = maps if fold else []
-    out = _Builder(maps)
+    out = GraphBuilder(maps)
     _schedule(out, plan, w, bucket=bucket, fold=fold, times=times)
     return TaskGraph(tuple(out.tasks), f"{plan.workload} {lay.label()}")
 
@@ -280,7 +298,7 @@ def _schedule(out, plan: Any, w: Workload, *, bucket: float, fold: bool, times: 
               shape_only: bool = False) -> None:
     """Add the tasks of one training step of ``plan`` to ``out`` (the module docstring's
     schedule): the one description of a step graph's shape, which :func:`step_graph` builds
-    (``out`` a :class:`_Builder`) and :func:`step_graph_size` counts (a :class:`_Counter`).
+    (``out`` a :class:`GraphBuilder`) and :func:`step_graph_size` counts (a :class:`TaskCounter`).
 
     ``fold``: replica 0's tasks only, carrying the other replicas as images. ``shape_only``
     (counting): what has the shape of something walked is counted, not walked again: every
@@ -334,14 +352,7 @@ def _schedule(out, plan: Any, w: Workload, *, bucket: float, fold: bool, times: 
             if shape_only:  # the blocks whose tasks every other block of the stage repeats
                 order = [("F", 0), ("B", m - 1)]
             else:
-                warm = min(pp - p - 1, m)
-                order = [("F", i) for i in range(warm)]
-                f_next = warm
-                for i in range(m):
-                    if f_next < m:
-                        order.append(("F", f_next))
-                        f_next += 1
-                    order.append(("B", i))
+                order = one_f_one_b(pp, p, m)
             prev = ""
             block = {}  # shape only: the tasks of the first forward's block and of the last backward's
             for what, i in order:
@@ -447,7 +458,21 @@ def _schedule(out, plan: Any, w: Workload, *, bucket: float, fold: bool, times: 
                                       after=tuple(f"d{d}.p{p}.opt" for d in replicas), kind="dp_comm"))
 
 
-def _hosts_alike(G, maps) -> bool:
+def one_f_one_b(pp: int, p: int, m: int) -> list:
+    """Stage ``p``'s blocks in 1F1B's program order: ``min(pp - p - 1, m)`` warm-up forwards, then
+    a forward and a backward in turn, then the cool-down backwards; ``("F" or "B", micro-batch)``."""
+    warm = min(pp - p - 1, m)
+    order = [("F", i) for i in range(warm)]
+    f_next = warm
+    for i in range(m):
+        if f_next < m:
+            order.append(("F", f_next))
+            f_next += 1
+        order.append(("B", i))
+    return order
+
+
+def hosts_alike(G, maps) -> bool:
     """Every GPU of replica 0 and its image in another replica on hosts that are copies."""
     kinds = host_kinds(G)
     if not kinds:
@@ -485,7 +510,7 @@ def step_graph_size(plan: Any, *, workload: str | Workload | None = None, bucket
         w = _checked_workload(plan, workload, bucket)
     except StepGraphError:
         return 0
-    out = _Counter()
+    out = TaskCounter()
     _schedule(out, plan, w, bucket=bucket, fold=fold, times=_Times(), shape_only=True)
     return out.count
 
@@ -512,7 +537,12 @@ def check_step_events(plan: Any, max_events: int, *, workload: str | Workload | 
     topo.errors.LimitError: a simulation of the step's 38,400,001 tasks (115,200,003 events, three per task, counted before building it): 115200003 is more than max_events=1000000
     """
     max_events = parse_count(max_events, name="max_events", maximum=MAX_BYTES)
-    tasks = step_graph_size(plan, workload=workload, bucket=bucket, fold=False)
+    return step_events(step_graph_size(plan, workload=workload, bucket=bucket, fold=False), max_events)
+
+
+def step_events(tasks: int, max_events: int) -> int:
+    """The events of a step graph of ``tasks`` tasks and images (three each), refused beyond
+    ``max_events`` (:class:`topo.LimitError`, keyword ``max_events``)."""
     events = 3 * tasks
     if events > max_events:
         raise LimitError(f"a simulation of the step's {tasks:,} tasks ({events:,} events, three per task, "

@@ -84,7 +84,6 @@ from dataclasses import dataclass
 
 import networkx as nx
 
-from topo.cluster import network_nics
 from topo.collector import collector_paused
 from topo.schema import validate
 from topo.select import GpuIds, select_gpus
@@ -94,7 +93,7 @@ from ..results import tidy_records
 from ..routes import PathType
 from .duplication import ChannelSearchError, dup_channels
 from .profiles import NcclProfile, nccl_profile
-from .system import NcclSystem
+from .system import NcclSystem, link_key
 from .tuning import ChannelGraph
 
 __all__ = ["ChannelSearch", "ChannelSearchError", "LinkLoad", "SearchStep", "STEP_KINDS", "search_channels",
@@ -1648,7 +1647,7 @@ def _search_nodes(fabric, hosts, min_channels, max_channels) -> ChannelSearch:
         shape = (fabric.host_kind(host), tuple(G.nodes[n]["index"] for n in members))
         key = (*shape, min_channels, max_channels)
         if key not in done:
-            nets = network_nics(G, host)
+            nets = fabric.network_nics(host)
             if not nets:
                 raise ChannelSearchError(f"host {host} has no NIC on a network: expected a cluster "
                                          f"fabric (topo.cluster) for GPUs of several hosts")
@@ -1656,7 +1655,7 @@ def _search_nodes(fabric, hosts, min_channels, max_channels) -> ChannelSearch:
         if shape not in results:
             moved = _on_host(G, *done[key], host)
             if moved is None:  # not a copy of the host searched: search this one
-                moved = _search_host(fabric, members, network_nics(G, host), "ring", min_channels, max_channels)
+                moved = _search_host(fabric, members, fabric.network_nics(host), "ring", min_channels, max_channels)
             results[shape] = moved
     # NCCL reduces nChannels and the bandwidths to the minimum over all ranks (init.cc).
     worst = min(results.values(), key=lambda r: (r.nchannels * r.bw_intra, r.nchannels))
@@ -1682,16 +1681,36 @@ def _search_nodes(fabric, hosts, min_channels, max_channels) -> ChannelSearch:
 def _on_host(G, searched, result, host):
     """A host search done on host ``searched``, moved to the same GPUs and NICs of ``host``;
     None when some node of ``searched`` the result names has no counterpart on ``host`` (hosts
-    that are not copies of each other, as the trays of a rack: then search ``host`` itself)."""
+    that are not copies of each other, as the trays of a rack: then search ``host`` itself).
+
+    A node outside both hosts that the search loads (the NVSwitch chips of a rack its trays
+    reach) is the one of ``host``'s NVLink domain with the same kind and index when the two hosts
+    are in different domains (the trays ``t6`` of racks 0 and 1 are copies, each wired to its own
+    rack's chips); every moved edge must be an edge of ``G`` with the attributes NCCL's capacity
+    reads equal to the searched one's (:func:`models.engine.nccl.system.link_key`), else None."""
     if searched == host:
         return result
+    nodes = G.nodes
     local = {n.split(".", 1)[-1]: n for n, h in G.nodes(data="host") if h == host}
     name: dict = {}
     named = {n for c in result.channels for n in c} | set(result.gpus) \
         | {n for pair in result.nets for n in pair} | {n for load in result.loads for n in load.edge}
+    domain = nodes[result.gpus[0]].get("nvlink_domain"), nodes[local.get(result.gpus[0].split(".", 1)[-1],
+                                                                         result.gpus[0])].get("nvlink_domain")
+    by_place: dict | None = None  # (NVLink domain, kind, index) -> node, outside every host
     for n in named:
-        if G.nodes[n].get("host") == searched:
+        data = nodes[n]
+        if data.get("host") == searched:
             counterpart = local.get(n.split(".", 1)[-1])
+            if counterpart is None:
+                return None
+            name[n] = counterpart
+        elif domain[0] != domain[1] and data.get("nvlink_domain") is not None \
+                and data.get("nvlink_domain") == domain[0]:
+            if by_place is None:
+                by_place = {(d.get("nvlink_domain"), d["kind"], d.get("index")): m for m, d in nodes(data=True)
+                            if d.get("nvlink_domain") is not None and d.get("host") not in (searched, host)}
+            counterpart = by_place.get((domain[1], data["kind"], data.get("index")))
             if counterpart is None:
                 return None
             name[n] = counterpart
@@ -1709,7 +1728,10 @@ def _on_host(G, searched, result, host):
         return u2, v2
 
     loads = [LinkLoad(move_edge(*load.edge), load.reserved, load.capacity) for load in result.loads]
-    if any(None in load.edge for load in loads):
+    adj = G.adj
+    if any(None in load.edge or load.edge[1] not in adj[load.edge[0]]
+           or link_key(adj[load.edge[0]][load.edge[1]]) != link_key(adj[old.edge[0]][old.edge[1]])
+           for load, old in zip(loads, result.loads)):
         return None
     return dataclasses.replace(
         result, gpus=tuple(name[n] for n in result.gpus),

@@ -50,6 +50,7 @@ from dataclasses import dataclass
 
 import networkx as nx
 
+from topo.cluster import network_nics
 from topo.errors import DgxTopoError, TopologyError
 from topo.schema import validate as validate_graph
 from topo.specs import LINKS
@@ -61,7 +62,7 @@ from ..symmetry import host_classes
 from .profiles import NcclProfile, nccl_profile
 from .releases import NvbRelay, Pxn
 
-__all__ = ["NcclSystem", "NetRoute", "NcclSystemError", "nccl_capacity", "INTEL_P2P_OVERHEAD"]
+__all__ = ["NcclSystem", "NetRoute", "NcclSystemError", "nccl_capacity", "INTEL_P2P_OVERHEAD", "link_key"]
 
 #: NCCL charges PCIe links 6/5 of the bandwidth on a PHB path through an Intel CPU
 #: (``INTEL_P2P_OVERHEAD``, NVIDIA/nccl v2.27.7-1 src/graph/topo.h, v2.9+).
@@ -144,7 +145,7 @@ def _edge_capacity(G, u, v, profile: NcclProfile, fabric_cc: int | None = None) 
     return figure * (data["bandwidth"] / (links * spec.bandwidth))
 
 
-def _link_key(data) -> tuple:
+def link_key(data: dict) -> tuple:
     """What NCCL's capacity of an edge reads of its attributes (:func:`_edge_capacity`)."""
     return data["kind"], data.get("link"), data.get("links"), data.get("bandwidth")
 
@@ -266,6 +267,7 @@ class NcclSystem:
         self.views: dict = {}
         self.split: dict = {}
         self.network_loads: dict = {}
+        self._network_nics: dict = {}  # host (None: every host) -> its NICs on a network
 
     def capacity(self, u: str, v: str) -> float:
         """NCCL's charge for the directed edge (u, v) (:func:`nccl_capacity`). [B/s]"""
@@ -273,6 +275,19 @@ class NcclSystem:
         if value is None:
             value = self._capacity[u, v] = _edge_capacity(self.G, u, v, self.profile, self._fabric_cc)
         return value
+
+    def network_nics(self, host: int | None = None) -> tuple:
+        """:func:`topo.cluster.network_nics` of the graph (NCCL's NET nodes of ``host``, of
+        every host if None, in (host, index) order), listed once per fabric: the list scans
+        every node."""
+        cache = self._network_nics
+        if not cache:
+            every = cache[None] = tuple(network_nics(self.G))
+            for n in every:
+                cache.setdefault(self.G.nodes[n]["host"], []).append(n)
+            for h in list(cache):
+                cache[h] = tuple(cache[h])
+        return cache.get(host, ())
 
     def host_kind(self, host: int) -> int:
         """A number shared by the hosts that are copies of each other as a host's channel search
@@ -427,12 +442,12 @@ class NcclSystem:
         key_a, key_b = (a, True), (b, False)
         if key_a not in signatures:
             signatures[key_a] = (len(out), self.G.nodes[a].get("compute_capability"),
-                                 tuple((v, *_link_key(d)) for v, d in out.items()
+                                 tuple((v, *link_key(d)) for v, d in out.items()
                                        if d["kind"] == "nvlink" and router.kind[v] == "nvswitch"))
         if key_b not in signatures:
             into = router.adj
             signatures[key_b] = (self.G.nodes[b].get("compute_capability"),
-                                 tuple((u, *_link_key(into[u][b])) for u in router.nv_pred[b]
+                                 tuple((u, *link_key(into[u][b])) for u in router.nv_pred[b]
                                        if router.kind[u] == "nvswitch"))
         shape_a, shape_b = signatures[key_a], signatures[key_b]
         if not shape_a[2] or not shape_b[1]:  # no switch on one side: no hop through switches

@@ -74,7 +74,7 @@ def layout_options(parser):
 
 
 def parallel_options(parser) -> None:
-    """``plan``'s context, expert and pipeline-split options (what ``simulate`` does not build yet)."""
+    """``plan``'s (and ``simulate``'s) context, expert and pipeline-split options."""
     from ...studies.planner.parallel import EP_OVERLAP
     from ...studies.planner.records import CP_COMM
     from ...studies.workload import DTYPES
@@ -287,11 +287,11 @@ def workload_grammar() -> str:
     from ...studies.workload import WORKLOAD_GRAMMAR
 
     return (WORKLOAD_GRAMMAR + ". The mixture-of-experts presets (" + ", ".join(MOE_PRESETS) + ") and moe: specs "
-            "(" + MOE_GRAMMAR + ") are planned by plan (analytically), not yet by simulate or gpus")
+            "(" + MOE_GRAMMAR + ") are planned by plan and simulate, not yet by gpus")
 
 
 def planned_workload(args, moe: bool = False):
-    """The workload of ``plan`` (a MoE one too when ``moe``) and ``simulate``'s (dense) WORKLOAD, at
+    """The workload of ``plan`` and ``simulate`` (a MoE one too when ``moe``), at
     ``--seq-length`` when given."""
     from ...studies.moe import is_moe_spec, moe_workload
     from ...studies.workload import with_seq_length
@@ -318,7 +318,7 @@ def dense_workload(text):
         w = moe_workload(text)
         raise MoeNotPlannedError(f"{w.name} is a mixture-of-experts workload ({w.parameters / 1e9:.1f} B parameters, "
                                  f"{w.active_parameters / 1e9:.1f} B active): expected a dense transformer or a CNN "
-                                 "(plan takes it; simulate and gpus model dense workloads only yet)")
+                                 "(plan and simulate take it; gpus models dense workloads only yet)")
     return parse_workload(text)
 
 

@@ -10,7 +10,8 @@ from .inputs import fabric_of
 from .options import (MAX_PLAN_GPUS, Command, UsageError, at_least, json_option, nccl_option, parse_size,
                       system_option)
 from .outputs import print_json, progress_for, write_figures
-from .plan import check_plan_gpus, layout_options, planned_workload, planner_words, workload_grammar
+from .plan import (check_plan_gpus, layout_options, parallel_options, parallel_values, planned_workload, planner_words,
+                   workload_grammar)
 
 
 def _simulate_arguments(parser) -> None:
@@ -24,6 +25,7 @@ def _simulate_arguments(parser) -> None:
     layout = layout_options(parser)
     layout.add_argument("--bucket", type=parse_size, default=None, metavar="SIZE",
                         help="data-parallel gradient bucket (default 25M, PyTorch DDP's)")
+    parallel_options(parser)
     parser.add_argument("--no-sm-share", action="store_true",
                         help="do not slow compute by the SMs NCCL's kernels hold")
     parser.add_argument("--trace", metavar="OUT.json",
@@ -43,7 +45,8 @@ def _simulate(args) -> None:
     from ...predict.simulate import simulate
     from ...predict.taskgraph import read_task_graph
     from ...studies.planner.layouts import plan
-    from ...studies.stepgraph import compute_time, step_graph
+    from ...studies.planner.parallel_graph import plan_step_graph
+    from ...studies.stepgraph import compute_time
     from ...studies.workload import DEFAULT_BUCKET
     from ..json_shapes import simulation_json
     from ..text import simulation_table
@@ -58,10 +61,13 @@ def _simulate(args) -> None:
             ("--global-batch", args.global_batch), ("--seq-length", args.seq_length), ("--dtype", args.dtype),
             ("--recompute", args.recompute), ("--sequence-parallel", args.sequence_parallel),
             ("--virtual-stages", None if args.virtual_stages == 1 else args.virtual_stages),
-            ("--bucket", args.bucket)) if value is not None]
+            ("--bucket", args.bucket), ("--cp", args.cp), ("--ep", args.ep), ("--etp", args.etp),
+            ("--ep-overlap", None if args.ep_overlap == "none" else args.ep_overlap),
+            ("--first-stage-layers", args.first_stage_layers), ("--last-stage-layers", args.last_stage_layers))
+            if value is not None]
         if given:
             raise UsageError(f"{', '.join(given)} shape(s) a WORKLOAD's step: expected none with --graph")
-    w = planned_workload(args) if args.workload is not None else None
+    w = planned_workload(args, moe=True) if args.workload is not None else None
     G = fabric_of(args, args.system)
     planned = None
     if w is not None:
@@ -72,8 +78,8 @@ def _simulate(args) -> None:
         planned = plan(w, G, tp=args.tp, pp=args.pp, dp=args.dp, zero=args.zero, micro_batch=args.micro_batch,
                        global_batch=args.global_batch, dtype=args.dtype, recompute=args.recompute,
                        sequence_parallel=None if args.sequence_parallel is None else args.sequence_parallel == "on",
-                       profile=args.nccl, simulate=0)  # the analytical step, compared below
-        graph = step_graph(planned, G, workload=w, bucket=DEFAULT_BUCKET if args.bucket is None else args.bucket,
+                       profile=args.nccl, simulate=0, **parallel_values(args))  # the analytical step, compared below
+        graph = plan_step_graph(planned, G, workload=w, bucket=DEFAULT_BUCKET if args.bucket is None else args.bucket,
                            max_events=args.max_events)  # counted on the plan before the graph is built
     else:
         graph = read_task_graph(args.graph, ngpus=len(topo.gpus(G)), compute_time=compute_time(G),

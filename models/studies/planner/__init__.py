@@ -50,7 +50,9 @@ Training on GPU Clusters Using Megatron-LM", sections 2-3) on the heaviest pipel
 That is the analytical *first pass*. The best :data:`DEFAULT_SIMULATED` layouts it finds are
 then simulated (``simulate``): the step's task graph (:func:`models.studies.stepgraph.step_graph`:
 Megatron's 1F1B schedule, the per-layer collectives, the sends, the gradient buckets launched as
-the backward produces them) runs on the fabric (:func:`models.predict.simulate.simulate`), so
+the backward produces them; with expert or context parallelism, a MoE workload or an uneven split,
+:mod:`models.studies.planner.parallel_graph`'s, with the dispatch and combine all-to-alls and the
+K/V ring sends) runs on the fabric (:func:`models.predict.simulate.simulate`), so
 overlap and contention, including concurrent groups sharing links, come from the schedule and
 the fabric rather than fractions; they are ranked by their simulated step, and each plan says
 how it was timed (``timing``). The simulations are sized first and share a budget of events

@@ -42,22 +42,37 @@ def alltoall_time(fabric: JobGroups, nbytes: float, groups) -> float:
     hosts' NIC bandwidth, :class:`JobGroups`). [s]"""
     if not groups or len(groups[0]) < 2 or nbytes <= 0:
         return 0.0
-    seen: dict = {}
-    for g in groups:
-        k = fabric.key(g)
-        if k not in seen:
-            seen[k] = _one(fabric, nbytes, tuple(g))
-    slowest = max(seen.values())
-    if not fabric.nic_bandwidth:
+    firsts, shares = _spread(fabric, groups)
+    slowest = max(_one(fabric, nbytes, g) for g in firsts)
+    if not fabric.nic_bandwidth or not shares:
         return slowest
-    domain = domain_of(fabric)
     load: dict = {}
-    for g in groups:
-        network = alltoall_split(g, domain)[2]
-        if network <= 0:
-            continue
-        for i in g:
-            load[fabric.host[i]] = load.get(fabric.host[i], 0.0) + network * nbytes
-    if not load:
-        return slowest
+    for h, each in shares.items():
+        total = 0.0
+        for network in each:
+            total = total + network * nbytes
+        load[h] = total
     return max(slowest, max(b / fabric.nic_bandwidth[h] for h, b in load.items()))
+
+
+def _spread(fabric: JobGroups, groups) -> tuple:
+    """``(firsts, shares)`` of concurrent all-to-all ``groups``: the first group of each key
+    (:meth:`JobGroups.spread`), and host -> the network share of each group rank on it, in
+    ``groups``' order (:func:`alltoall_split`; only groups that leave their NVLink domain).
+    Kept by the prepared fabric per ``groups``."""
+    groups = tuple(map(tuple, groups))
+    key = ("planner.alltoall_spread", groups)
+    memo = fabric.prepared.memo
+    found = memo.get(key)
+    if found is None:
+        shares: dict = {}
+        if fabric.nic_bandwidth:
+            domain = domain_of(fabric)
+            for g in groups:
+                network = alltoall_split(g, domain)[2]
+                if network <= 0:
+                    continue
+                for i in g:
+                    shares.setdefault(fabric.host[i], []).append(network)
+        found = memo[key] = (fabric.spread(groups)[0], {h: tuple(v) for h, v in shares.items()})
+    return found

@@ -30,11 +30,11 @@ from ...predict.decompose import Decomposer
 from ...predict.simulate import simulate as simulate_graph
 from ..compute import ComputeModel, Gpu, compute_model, generation, gpu_of
 from ..moe import is_moe_spec, moe_workload
-from ..stepgraph import step_graph, step_graph_size
 from ..workload import CNN, DEFAULT_BUCKET, QUANTISED_BYTES, Workload, activation_bytes_per_element, dtype_bytes, \
     is_low_precision, software as as_software, tp_limit, with_seq_length, workload as as_workload
 from .dispatch import alltoall_time, domain_of
 from .gpu_memory import memory
+from .parallel_graph import plan_step_graph, plan_step_graph_size
 from .parallel import EP_OVERLAP, SplitError, alltoall_split, stage_split
 from .parallel_step import is_moe, moe_flops_per_token, parallel_components, parallel_memory
 from .placement import JobGroups, job_gpus, tp_partition
@@ -262,17 +262,13 @@ def _evaluate_parallel(ctx: Context, layout: Layout, cm, groups, comm) -> tuple:
 
 def _not_simulated(w, p: Plan) -> TimingWhy | None:
     """Why a plan's step cannot be simulated (None when it can): step graphs follow Megatron's
-    dense transformer schedule, plain 1F1B with the layers split evenly."""
+    transformer schedule in plain 1F1B (:func:`~models.studies.planner.parallel_graph.plan_step_graph`)."""
     if isinstance(w, CNN):
         return TimingWhy(TimingCode.CNN)
-    if is_moe(w):
-        return TimingWhy(TimingCode.MOE)
-    if p.layout.cp > 1:
-        return TimingWhy(TimingCode.CONTEXT_PARALLEL)
     if p.layout.virtual_stages != 1:
         return TimingWhy(TimingCode.INTERLEAVED)
-    if p.layout.extended:
-        return TimingWhy(TimingCode.UNEVEN_SPLIT)
+    if any(c.name == "ep_comm" and c.detail.overlap == "dualpipe" for c in p.components):
+        return TimingWhy(TimingCode.DUALPIPE)
     return None
 
 
@@ -290,7 +286,7 @@ def simulate_plans(w, ctx: Context, plans, count: int, max_events: int, cm=None)
     ``timing``), ranked: the simulated by their simulated step, then the other fitting ones by
     their analytical step, then those that do not fit.
 
-    Sized first: the simulations' events (three per task, :func:`models.studies.stepgraph.step_graph_size`)
+    Sized first: the simulations' events (three per task, :func:`~models.studies.planner.parallel_graph.plan_step_graph_size`)
     add up until ``max_events``; the candidates beyond it keep their analytical step, with a
     note (a larger step is better estimated than refused: the first pass is a full answer).
     """
@@ -315,7 +311,7 @@ def simulate_plans(w, ctx: Context, plans, count: int, max_events: int, cm=None)
             why[id(p)] = TimingWhy(TimingCode.BEYOND_BUDGET, max_events=max_events)
             continue
         # As the simulator sizes a folded graph: every replica it stands for (simulation_size).
-        events = 3 * step_graph_size(p, workload=w, bucket=bucket, fold=False)
+        events = 3 * plan_step_graph_size(p, workload=w, bucket=bucket, fold=False)
         if events > budget:
             why[id(p)] = (TimingWhy(TimingCode.NEEDS_EVENTS, events=events, max_events=max_events)
                           if not chosen else TimingWhy(TimingCode.BEYOND_BUDGET, max_events=max_events))
@@ -329,7 +325,7 @@ def simulate_plans(w, ctx: Context, plans, count: int, max_events: int, cm=None)
         G = decomposer.G
         for p in chosen:
             try:
-                result = simulate_graph(G, step_graph(p, G, workload=w, bucket=bucket, compute=cm),
+                result = simulate_graph(G, plan_step_graph(p, G, workload=w, bucket=bucket, compute=cm),
                                         decomposer=decomposer, max_events=max_events)
             except LimitError as error:  # the count above is the simulator's; should it differ, keep the first pass
                 why[id(p)] = TimingWhy(TimingCode.NEEDS_EVENTS, events=error.size, max_events=max_events)
@@ -647,12 +643,12 @@ def search(workload: str | Workload, G: nx.DiGraph | PreparedFabric, *, tp: int 
         version, :data:`models.engine.nccl.DEFAULT_VERSION`).
     simulate : int
         How many of the best layouts of the analytical first pass (:func:`step_components`) are
-        then simulated (:func:`models.studies.stepgraph.step_graph`, run by
+        then simulated (:func:`models.studies.planner.parallel_graph.plan_step_graph`, run by
         :func:`models.predict.simulate.simulate`), and ranked by their simulated step ahead of
-        the others (default :data:`DEFAULT_SIMULATED`; 0: analytical only). CNNs and interleaved
-        schedules stay analytical. Each plan says which (``timing``).
+        the others (default :data:`DEFAULT_SIMULATED`; 0: analytical only). CNNs, interleaved
+        and DualPipe schedules stay analytical. Each plan says which (``timing``).
     max_events : int
-        The simulations' budget, sized before any (:func:`models.studies.stepgraph.step_graph_size`):
+        The simulations' budget, sized before any (:func:`~models.studies.planner.parallel_graph.plan_step_graph_size`):
         their events (three per task) add up to at most this (default :data:`PLAN_MAX_EVENTS`);
         the candidates beyond it keep their analytical step, with a note naming ``max_events``.
     seq_length : int, optional

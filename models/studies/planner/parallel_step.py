@@ -71,7 +71,7 @@ def _sliding(w, i: int) -> bool:
     return i % every == 0 and i // every < w.sliding_layers
 
 
-def _kind(w, i: int) -> tuple:
+def layer_kind(w, i: int) -> tuple:
     """(dense FFN, sliding window) of layer ``i``."""
     return (not is_moe(w) or i < w.dense_layers, _sliding(w, i))
 
@@ -123,7 +123,7 @@ def _pass(times) -> tuple:
     return sum(t.forward for t in times), sum(t.backward for t in times)
 
 
-def _stage_parameters(w, held, s: int, pp: int) -> tuple:
+def stage_parameters(w, held, s: int, pp: int) -> tuple:
     """(dense, expert) parameters of stage ``s`` holding layers ``held``."""
     first, last = s == 0, s == pp - 1
     if is_moe(w):
@@ -197,7 +197,7 @@ def parallel_memory(w, layout: Layout, split: PipelineSplit, *, dtype: str, capa
     dense_shard, expert_shard = layout.dp * layout.cp, layout.edp
     worst = None
     for s, held in enumerate(split.stages):
-        dense, experts = _stage_parameters(w, held, s, pp)
+        dense, experts = stage_parameters(w, held, s, pp)
         d, e = dense / tp, experts / (layout.etp * layout.ep)
 
         def sharded(stage_from):
@@ -209,7 +209,7 @@ def parallel_memory(w, layout: Layout, split: PipelineSplit, *, dtype: str, capa
         in_flight = float(min(pp - s + (1 if ep_overlap == "dualpipe" else 0), m))
         if s == 0 and layout.virtual_stages > 1:
             in_flight *= 1 + (pp - 1) / (pp * layout.virtual_stages)
-        kinds = Counter(_kind(w, i) for i in held)
+        kinds = Counter(layer_kind(w, i) for i in held)
         if is_moe(w):
             per_mb = sum(n * _moe_activation_bytes(w, layout, k, weight, balance) for k, n in kinds.items())
             if s == pp - 1:
@@ -286,7 +286,7 @@ def parallel_components(w, layout: Layout, split: PipelineSplit, cm, comm, allto
 
     best = None
     for s, held in enumerate(split.stages):
-        kinds = Counter(_kind(w, i) for i in held)
+        kinds = Counter(layer_kind(w, i) for i in held)
         mtp = w.mtp_layers if moe and s == pp - 1 else 0
         if mtp:
             kinds[(False, False)] += mtp
@@ -342,7 +342,7 @@ def parallel_components(w, layout: Layout, split: PipelineSplit, cm, comm, allto
     pp_exposed = 0.0 if ep_overlap == "dualpipe" else pp_comm
     bubble = (max(0.0, pp / 2 - 1) if ep_overlap == "dualpipe" else (pp - 1) / v) * slot
     # ---- data parallel: the dense gradients over dp x cp, the experts' over edp
-    dense, experts = _stage_parameters(w, split.stages[s], s, pp)
+    dense, experts = stage_parameters(w, split.stages[s], s, pp)
     d_local, e_local = dense / tp, experts / (layout.etp * layout.ep)
     streams = []
     if layout.dp * cp > 1:

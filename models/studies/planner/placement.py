@@ -66,6 +66,10 @@ class JobGroups:
         self._keys: dict = {}  # GPU ids as asked -> their key
         self._times: dict = {}  # (collective, size, GPU ids as asked) -> time [s]
         self._shape_times: dict = {}  # (collective, size, key) -> time [s]
+        # Concurrent groups as a layout places them (a tuple of GPU-id tuples; every layout with
+        # the same degrees asks the same ones) -> their first group of each key, and per host the
+        # spanning groups leaving it (:meth:`spread`).
+        self._spreads: dict = {}
 
     def _nic_bandwidth(self) -> dict:
         G = self.G
@@ -140,27 +144,37 @@ class JobGroups:
             self._times[asked] = found
         return found
 
+    def spread(self, groups) -> tuple:
+        """``(firsts, load)`` of concurrent ``groups`` (GPU-id tuples): the first group of each
+        key (in ``groups``' order; a key's estimate is made on it), and host -> the number of
+        groups that span it and other hosts. Kept per ``groups``: a search asks the same groups
+        of every layout with the same degrees many times."""
+        groups = tuple(map(tuple, groups))
+        found = self._spreads.get(groups)
+        if found is None:
+            self.prefetch(groups)
+            firsts: dict = {}
+            load: dict = {}
+            for g in groups:
+                firsts.setdefault(self.key(g), g)
+                hosts = {self.host[i] for i in g}
+                if len(hosts) > 1:
+                    for h in hosts:
+                        load[h] = load.get(h, 0) + 1
+            found = self._spreads[groups] = (tuple(firsts.values()), load)
+        return found
+
     def dimension_time(self, collective: str, nbytes: float, groups) -> float:
         """The slowest of concurrent groups, with their shared NICs charged. [s]"""
         if not groups or len(groups[0]) < 2 or nbytes <= 0:
             return 0.0
-        seen: dict = {}
-        for g in groups:
-            k = self.key(g)
-            if k not in seen:
-                seen[k] = self.time(collective, nbytes, g)
-        slowest = max(seen.values())
+        firsts, load = self.spread(groups)
+        slowest = max(self.time(collective, nbytes, g) for g in firsts)
         if not self.nic_bandwidth:
             return slowest
         # Bytes each spanning group sends out of one host (ring: one exit per host).
         n = len(groups[0])
         factor = busbw_factor(collective, n)  # a ring's bytes per host exit: nccl-tests' busbw factor
-        load: dict = {}
-        for g in groups:
-            hosts = {self.host[i] for i in g}
-            if len(hosts) > 1:
-                for h in hosts:
-                    load[h] = load.get(h, 0) + 1
         if not load:
             return slowest
         network = max(count * factor * nbytes / self.nic_bandwidth[h] for h, count in load.items())

@@ -239,13 +239,8 @@ class TimingCode(enum.Enum):
     CNN = "cnn"
     #: An interleaved 1F1B step is not simulated (step graphs build plain 1F1B).
     INTERLEAVED = "interleaved"
-    #: A mixture-of-experts step is not simulated (its dispatch/combine task graphs are not built):
-    #: the analytical step, its expert-parallel all-to-alls included.
-    MOE = "moe"
-    #: A context-parallel step is not simulated (its K/V exchange task graphs are not built).
-    CONTEXT_PARALLEL = "context_parallel"
-    #: An uneven pipeline split is not simulated (step graphs split the layers evenly).
-    UNEVEN_SPLIT = "uneven_split"
+    #: A DualPipe step is not simulated (step graphs build 1F1B; :mod:`models.studies.planner.parallel_graph`).
+    DUALPIPE = "dualpipe"
     #: Simulated: the fraction ``overlap`` (between 0 and 1) shaped the first pass only; the
     #: simulation overlaps the gradient buckets as the schedule allows.
     OVERLAP_FIRST_PASS = "overlap_first_pass"

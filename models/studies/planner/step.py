@@ -176,7 +176,8 @@ def simulated_components(p: Plan, result) -> tuple:
             per_gpu[g] = per_gpu.get(g, 0.0) + t.duration
     time = {kind: max(per_gpu.values()) for kind, per_gpu in busy.items()}
     critical = result.critical_by_kind()
-    exposed = {kind: critical.get(kind, 0.0) for kind in ("tp_comm", "pp_comm", "dp_comm", "optimizer")}
+    exposed = {kind: critical.get(kind, 0.0) for kind in ("tp_comm", "cp_comm", "ep_comm", "pp_comm", "dp_comm",
+                                                          "optimizer")}
     exposed["compute"] = min(critical.get("compute", 0.0), time.get("compute", 0.0))
     exposed["bubble"] = max(0.0, result.step_time - sum(exposed.values()))
     out = []

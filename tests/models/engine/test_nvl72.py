@@ -251,6 +251,28 @@ def test_trays_searched_without_fusing_are_not_taken_for_copies():
     assert second.nchannels == first.nchannels
 
 
+@pytest.mark.parametrize("collective", ["all_reduce", "all_gather", "reduce_scatter", "broadcast"])
+def test_a_tray_search_moved_to_another_rack_loads_that_racks_switches(collective):
+    """Trays t0 of racks 0 and 1 are copies: the search of r0.t0's GPUs 0 and 2 (asked first)
+    serves r1.t0's, each wired to its own rack's NVSwitch chips. The move renamed the tray's
+    nodes and kept rack 0's chips, so r1.t0's loads named edges (r1.t0.gpu0, r0.nvswitch0) that
+    do not exist and the measurement raised KeyError 'r0.nvswitch0' (a 256-GPU planner search
+    on 4xgb200nvl72). Now the estimate is the one a fresh fabric gives, every load an edge."""
+    from models.predict.measure import measured
+    fabric = models.PreparedFabric(topo.build("2xgb200nvl72"))
+    estimate(fabric, collective, [2 ** 26], [0, 2, 72, 74])  # host search of r0.t0's (0, 2)
+    e = estimate(fabric, collective, [2 ** 16, 2 ** 26], [0, 1, 72, 74])  # r1.t0's (0, 2): moved
+    fresh_fabric = models.PreparedFabric(topo.build("2xgb200nvl72"))
+    fresh = estimate(fresh_fabric, collective, [2 ** 16, 2 ** 26], [0, 1, 72, 74])
+    G = fabric.G
+    assert all(G.has_edge(*load.edge) for load in e.ring.loads)
+    assert {n for load in e.ring.loads for n in load.edge if G.nodes[n]["kind"] == "nvswitch"
+            and any(G.nodes[m].get("host") == 18 for m in load.edge)} <= {f"r1.nvswitch{i}" for i in range(18)}
+    assert sorted(e.ring.loads, key=repr) == sorted(fresh.ring.loads, key=repr)
+    assert list(e.time) == list(fresh.time)
+    assert list(measured(e, fabric).time) == list(measured(fresh, fresh_fabric).time)
+
+
 def test_alltoall_across_trays_stays_on_nvlink():
     """issue 24: alltoall on the whole NVL72 raised ValueError (max() of an empty sequence): its 18
     trays are hosts, but every pair reaches the other over the NVSwitches, not the NICs behind

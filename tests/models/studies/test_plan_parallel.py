@@ -91,7 +91,7 @@ def test_the_step_breakdown_names_every_exposed_term(two_hosts):
     names = [c.name for c in p.components]
     assert names == ["compute", "tp_comm", "cp_comm", "ep_comm", "pp_comm", "bubble", "dp_comm", "optimizer"]
     assert p.step_time == pytest.approx(sum(c.exposed for c in p.components))
-    assert p.timing_why.code.value == "moe"  # kept analytical, with a note, not dropped
+    assert p.timing_why.code.value == "analytical_only"  # simulate=0: analytical, with a note
 
 
 def test_overlap_and_dualpipe_hide_what_they_should(two_hosts):
@@ -212,7 +212,7 @@ def test_cli_plans_deepseek_v3_with_ep(capsys):
     assert status == 0, err
     # 4,096 tokens x top-8 x 7,168 x 2 bytes = 448 MiB; ep 32 over 4 hosts: 24 of 32 peers elsewhere.
     assert "dispatch 448.0 + combine 448.0 MiB per rank over ep32 (75% off the NVLink domain)" in out
-    assert "timing: analytical (a mixture-of-experts step is not simulated yet" in out
+    assert "timing: analytical (analytical only (simulate=0))" in out
 
 
 # ------------------------------------------------------------------ invariants

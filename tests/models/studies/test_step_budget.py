@@ -27,7 +27,7 @@ def no_building(monkeypatch):
     """Fail the test if a step graph is built (the budget must refuse before)."""
     def refuse(*args, **kwargs):
         raise AssertionError("the step graph was built before its budget was checked")
-    monkeypatch.setattr(stepgraph, "_Builder", refuse)
+    monkeypatch.setattr(stepgraph, "GraphBuilder", refuse)
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,611 @@
+"""The task graph of a step with expert or context parallelism, a mixture-of-experts workload or
+an uneven pipeline split (:func:`parallel_step_graph`), and the step graph of any plan
+(:func:`plan_step_graph`, :func:`plan_step_graph_size`, :func:`check_plan_events`).
+
+The schedule is :mod:`models.studies.stepgraph`'s (Megatron-LM's plain 1F1B, tensor-parallel
+collectives per layer half, pipeline sends per tensor-parallel rank, data-parallel gradient
+buckets as the last micro-batch's backward produces them, the optimizer's pass), with what the
+analytical first pass (:mod:`models.studies.planner.parallel_step`) prices in closed form as
+tasks sharing the fabric's links:
+
+* the stages hold the layers of the plan's split (:func:`models.studies.planner.parallel.stage_split`:
+  ``--first-stage-layers``, ``--last-stage-layers``, the embedding and loss accounted in the
+  split), the last stage also the MTP modules as MoE layers; each layer's kernels are the first
+  pass's (:func:`~models.studies.planner.parallel_step.layer_ops`, ``seq / cp`` tokens), timed by
+  the plan's compute model; the embedding joins the first layer's work, the head and loss the
+  last layer's, each with one tensor-parallel collective per pass as the first pass counts;
+* a layer is its attention half (the projections and norms, then the attention core), a
+  tensor-parallel collective, its FFN half and another collective (a MoE layer without shared
+  experts has none after its FFN half, as the first pass counts). A MoE layer's FFN half is the
+  router and permutation, the **dispatch** all-to-all over the expert-parallel group (the
+  dispatch dtype's buffer, :func:`~models.studies.planner.parallel.dispatch_bytes`), with
+  ``etp > 1`` an all_gather over the expert tensor-parallel group, the local experts' grouped
+  GEMMs, a reduce_scatter, the **combine** all-to-all (16-bit), then the shared experts. The
+  backward runs the same tasks with the backward's kernels, both all-to-alls at the combine's
+  16 bits (the gradients), preceded by the forward's pair again with full recomputation;
+  the backward's tasks keep the forward's order (the totals are the same) [U];
+* the all-to-alls are :func:`models.predict.simulate.simulate` ``alltoall`` tasks: the per-peer
+  flows of :func:`models.estimate`'s all-to-all on the links it charges them (NVLink inside the
+  domain, then the network), sharing them with every other task;
+* ``--ep-overlap batch`` (and ``dualpipe``, whose pipeline schedule is not built: it is not
+  simulated, :class:`~models.studies.planner.records.TimingCode`): the forward and backward blocks
+  of 1F1B's steady state run as two streams of work per stage instead of one after the other, so
+  one micro-batch's all-to-alls run while the other's kernels use the GPU (a GPU still runs one
+  kernel at a time); ``none``: one stream, the all-to-alls on the critical path;
+* context parallelism ``p2p``: the attention core of each layer runs in ``cp`` chunks; ring step
+  ``k`` (every rank sends the K/V block of ``seq / cp`` tokens to the next rank of its ring,
+  :func:`~models.studies.planner.parallel.cp_ring_bytes`; K/V and their gradients backward, plus
+  the forward's block again with full recomputation) runs beside chunk ``k``, and chunk ``k + 1``
+  waits for it. ``a2a``: the attention core waits for the 4 all-to-alls
+  (:func:`~models.studies.planner.parallel.cp_a2a_bytes`) over the context-parallel group;
+* data parallelism: the dense gradients over the ``dp x cp`` GPUs holding the same weights (the
+  plan's ``dp`` groups), the experts' over the ``edp`` groups, each in buckets of ``bucket``
+  bytes; ZeRO 3 gathers both before each layer's forward and backward (one layer ahead).
+
+Replicas run in lockstep (:func:`models.studies.stepgraph.step_graph`'s ``fold``): replica 0 of
+every stage is built, the other ``dp x cp - 1`` replicas as images of its tasks; the all-to-alls,
+ring sends and expert collectives that span replicas are built once for the groups holding
+replica 0's GPUs, the other groups as their images. The replicas are taken as images of each
+other even on hosts that differ [U].
+
+Examples
+--------
+>>> import topo
+>>> from models.studies.planner import plan
+>>> G = topo.build("2xdgxh100")
+>>> p = plan("mixtral-8x7b", G, tp=2, pp=1, ep=8, zero=1, global_batch=8, simulate=0)
+>>> g = plan_step_graph(p, G)
+>>> sorted({t.kind for t in g.tasks})
+['compute', 'dp_comm', 'ep_comm', 'optimizer', 'tp_comm']
+>>> plan_step_graph_size(p, fold=False) == sum(t.copies for t in g.tasks)
+True
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import networkx as nx
+
+from topo.units import parse_count
+
+from ...predict.simulate import MAX_EVENTS, SimulationResult, simulate
+from ...predict.taskgraph import MAX_BYTES, Task, TaskGraph
+from ..compute import ComputeModel
+from ..stepgraph import StepGraphError, check_graph_input, check_step_events, one_f_one_b, plan_compute, step_events, \
+    step_graph, step_graph_size
+from ..workload import CNN, DEFAULT_BUCKET, OPTIMIZER_PASS_BYTES, activation_bytes_per_element, dtype_bytes, \
+    matmul_op, Workload
+from ..workload import workload as as_workload
+from ..moe import is_moe_spec, moe_workload
+from .parallel import cp_a2a_bytes, cp_ring_bytes, stage_split
+from .parallel_step import head_ops, is_moe, layer_kind, layer_ops, stage_parameters
+
+__all__ = ["parallel_step_graph", "plan_step_graph", "plan_step_graph_size", "check_plan_events",
+           "simulate_planned"]
+
+_ATTENTION = frozenset(("flash_attention", "scores", "softmax", "context"))
+_ROUTE = frozenset(("router", "permute"))
+_EXPERTS = frozenset(("experts_in", "experts_out", "expert_activation"))
+_FFN = frozenset(("ffn_in", "ffn_out", "activation", "shared_in", "shared_out", "shared_activation")) | _ROUTE \
+    | _EXPERTS
+
+
+def is_parallel_plan(plan: Any, w=None) -> bool:
+    """A plan whose step :func:`parallel_step_graph` builds (expert or context parallelism, an
+    uneven split, a MoE workload) rather than :func:`models.studies.stepgraph.step_graph`."""
+    w = w if w is not None else getattr(plan, "workload_spec", None)
+    return bool(plan.layout.extended) or is_moe(w)
+
+
+@dataclass(frozen=True, slots=True)
+class _Pass:
+    """One layer kind's kernel times in one pass, by part (:func:`parallel_step_graph`). [s]"""
+
+    pre: float = 0.0  # the attention half around its core (projections, norms)
+    attention: float = 0.0  # the attention core
+    route: float = 0.0  # router and permutation (MoE)
+    experts: float = 0.0  # the local experts' grouped GEMMs (MoE)
+    rest: float = 0.0  # the dense FFN, or the shared experts
+
+
+@dataclass(frozen=True, slots=True)
+class _Work:
+    """The kernel times of a step (zero when only counted). [s]"""
+
+    forward: dict  # layer kind -> _Pass
+    backward: dict  # layer kind -> _Pass (recomputation included)
+    first: tuple = (0.0, 0.0)  # the embedding (forward, backward)
+    last: tuple = (0.0, 0.0)  # the head, loss and MTP projections (forward, backward)
+    optimizer: tuple = ()  # per stage, the optimizer's pass
+
+
+def _workload(plan: Any, workload) -> Any:
+    spec = workload if workload is not None else getattr(plan, "workload_spec", None) or plan.workload
+    if isinstance(spec, str):
+        return moe_workload(spec) if is_moe_spec(spec) else as_workload(spec)
+    return spec
+
+
+def _checked(plan: Any, workload, bucket) -> Any:
+    check_graph_input(plan, bucket)
+    w = _workload(plan, workload)
+    if isinstance(w, CNN):
+        raise StepGraphError(f"{w.name} is a CNN: expected a transformer (step graphs follow Megatron's schedule)")
+    if _ep_overlap(plan) == "dualpipe":
+        raise StepGraphError("the plan overlaps its all-to-alls DualPipe's way: step graphs build 1F1B "
+                             "(expected ep_overlap none or batch)")
+    return w
+
+
+def _detail(plan: Any, name: str):
+    for c in plan.components:
+        if c.name == name:
+            return c.detail
+    return None
+
+
+def _ep_overlap(plan: Any) -> str:
+    d = _detail(plan, "ep_comm")
+    return d.overlap if d is not None else "none"
+
+
+def _split(plan: Any, w) -> tuple:
+    """Per stage, the layer kinds in model order (the MTP modules last on the last stage)."""
+    lay = plan.layout
+    split = stage_split(w.layers, lay.pp, 1, first=lay.first_stage_layers, last=lay.last_stage_layers,
+                        embedding_in_split=lay.embedding_in_split, loss_in_split=lay.loss_in_split)
+    out = []
+    for s, held in enumerate(split.stages):
+        kinds = [layer_kind(w, i) for i in held]
+        if is_moe(w) and s == lay.pp - 1:
+            kinds += [(False, False)] * w.mtp_layers
+        out.append((held, tuple(kinds)))
+    return tuple(out)
+
+
+def _slot(plan: Any):
+    """``slot(p, j)``: the tensor-parallel group of replica ``j`` (of ``dp x cp``) on stage ``p``."""
+    slots, lay = plan.groups["tp"], plan.layout
+    width = lay.dp * lay.cp
+    if lay.order == "tp-dp-pp":
+        return lambda p, j: slots[p * width + j]
+    return lambda p, j: slots[j * lay.pp + p]
+
+
+def _parts(timed, backward: bool) -> _Pass:
+    out = dict(pre=0.0, attention=0.0, route=0.0, experts=0.0, rest=0.0)
+    for t in timed:
+        name = t.op.name
+        part = ("attention" if name in _ATTENTION else "route" if name in _ROUTE else "experts" if name in _EXPERTS
+                else "rest" if name in _FFN else "pre")
+        out[part] += t.backward if backward else t.forward
+    return _Pass(**out)
+
+
+def _work(plan: Any, w, cm: ComputeModel, stages) -> _Work:
+    lay = plan.layout
+    act = activation_bytes_per_element(cm.dtype)
+    balance = _detail(plan, "ep_comm").balance if _detail(plan, "ep_comm") is not None else 1.0
+    forward, backward = {}, {}
+    for kind in {k for _, kinds in stages for k in kinds}:
+        timed = cm.times(layer_ops(w, kind, lay, cm, act, balance))
+        f, b = _parts(timed, False), _parts(timed, True)
+        if lay.recompute == "full":  # the layer's forward again before its backward
+            b = _Pass(*(x + y for x, y in zip((b.pre, b.attention, b.route, b.experts, b.rest),
+                                              (f.pre, f.attention, f.route, f.experts, f.rest))))
+        elif lay.recompute == "selective":
+            b = _Pass(b.pre, b.attention + f.attention, b.route, b.experts, b.rest)
+        forward[kind], backward[kind] = f, b
+    first_ops, last_ops = head_ops(w, lay, cm, act)
+    ff = sum(t.forward for t in cm.times(first_ops))
+    fb = sum(t.backward for t in cm.times(first_ops))
+    timed_last = cm.times(last_ops)
+    mtp = w.mtp_layers if is_moe(w) else 0
+    hf = sum(t.forward for t in timed_last) * (1 + mtp)
+    hb = sum(t.backward for t in timed_last) * (1 + mtp)
+    if mtp:  # the MTP modules' 2h -> h projections
+        tokens = lay.micro_batch * (w.seq // lay.cp)
+        proj = cm.times((matmul_op("mtp_projection", tokens, w.hidden, 2 * w.hidden, dtype_bytes(cm.dtype)),))
+        hf += mtp * sum(t.forward for t in proj)
+        hb += mtp * sum(t.backward for t in proj)
+    optimizer = []
+    for s, (held, _) in enumerate(stages):
+        dense, experts = stage_parameters(w, held, s, lay.pp)
+        local = (dense / lay.tp / (lay.dp * lay.cp if lay.zero >= 1 else 1)
+                 + experts / (lay.etp * lay.ep) / (lay.edp if lay.zero >= 1 else 1))
+        optimizer.append(cm.scale * local * OPTIMIZER_PASS_BYTES / (cm.gpu.memory_bandwidth * cm.memory_efficiency))
+    return _Work(forward, backward, (ff, fb), (hf, hb), tuple(optimizer))
+
+
+class _Sink:
+    """Adds tasks to a list (``build``) or counts them, each folded image and given image counted
+    (``count``: the unfolded graph's size, as :func:`models.predict.simulate.simulation_size` sizes it)."""
+
+    def __init__(self, maps, build: bool, images: bool = True):
+        self.maps = maps  # per other replica: GPU id of replica 0 -> its GPU id
+        self.build = build
+        self.images = images  # count the images
+        self.tasks: list = []
+        self.count = 0
+        self._images: dict = {}
+
+    def add(self, id_, op, gpus, *, nbytes=0, seconds=0.0, after=(), kind="", fold=False, images=()) -> str:
+        gpus = tuple(gpus)
+        if fold:
+            found = self._images.get(gpus)
+            if found is None:
+                found = self._images[gpus] = tuple(tuple(m[g] for g in gpus) for m in self.maps)
+            images = found
+        self.count += 1 + (len(images) if self.images else 0)
+        if self.build:
+            self.tasks.append(Task(id_, op, gpus, int(nbytes), float(seconds), _flat(after), kind,
+                                   images=tuple(images)))
+        return id_
+
+
+def _flat(after) -> tuple:
+    """Task ids from ids and tuples of ids (a step that ends in several tasks), empty ones dropped."""
+    out: list = []
+    for a in after:
+        if isinstance(a, tuple):
+            out.extend(x for x in a if x)
+        elif a:
+            out.append(a)
+    return tuple(dict.fromkeys(out))
+
+
+def _spanning(groups, stage_gpus, replica0) -> tuple:
+    """The groups of one stage that hold a GPU of replica 0, each with its images: the stage's
+    other groups, dealt out in turn (the replicas run in lockstep)."""
+    mine = [tuple(g) for g in groups if g[0] in stage_gpus and set(g) & replica0]
+    others = [tuple(g) for g in groups if g[0] in stage_gpus and not set(g) & replica0]
+    return tuple((g, tuple(others[k::len(mine)])) for k, g in enumerate(mine)) if mine else ()
+
+
+def _schedule(out: _Sink, plan: Any, w, stages, work: _Work | None, *, bucket: float, shape_only: bool) -> None:
+    """Add one step's tasks to ``out`` (the module docstring's schedule), replica 0 of every stage
+    with its images. ``shape_only``: the forward (backward) blocks after the first (last) of a
+    stage are counted as copies of it."""
+    lay = plan.layout
+    tp, pp, m, width = lay.tp, lay.pp, lay.micro_batches, lay.dp * lay.cp
+    act = activation_bytes_per_element(plan.dtype)
+    elem = dtype_bytes(plan.dtype)
+    slot = _slot(plan)
+    tokens = lay.micro_batch * (w.seq // lay.cp)
+    tp_bytes = float(tokens * w.hidden * act)
+    sp = lay.sequence_parallel and tp > 1
+    full = lay.recompute == "full"
+    ep_detail = _detail(plan, "ep_comm")
+    disp = ep_detail.dispatch_bytes if ep_detail is not None else 0.0
+    comb = ep_detail.combine_bytes if ep_detail is not None else 0.0
+    overlap = _ep_overlap(plan) != "none"
+    cp = lay.cp
+    ring = cp_ring_bytes(w, lay.micro_batch, cp, tp, act) if cp > 1 and lay.cp_comm == "p2p" else 0.0
+    a2a = cp_a2a_bytes(w, lay.micro_batch, cp, tp, act) if cp > 1 and lay.cp_comm == "a2a" else ()
+    zero_pass = _Pass()
+    groups = plan.groups
+    stage_sets = [frozenset(g for j in range(width) for g in slot(p, j)) for p in range(pp)]
+    replica0 = [frozenset(slot(p, 0)) for p in range(pp)]
+
+    def span(name, p):
+        return _spanning(groups.get(name, ()), stage_sets[p], replica0[p])
+
+    ep_groups = [span("ep", p) if lay.ep > 1 else () for p in range(pp)]
+    etp_groups = [span("etp", p) if lay.etp > 1 else () for p in range(pp)]
+    cp_groups = [span("cp", p) if cp > 1 else () for p in range(pp)]
+    # Ring sends of replica 0 (its rank 0 of each ring) to the next rank, the others' sends as images.
+    ring_sends = []
+    for p in range(pp):
+        sends = []
+        if ring:
+            rings = [tuple(g) for g in groups["cp"] if g[0] in stage_sets[p]]
+            mine = [(g[0], g[1]) for g, _ in cp_groups[p]]
+            others = [(r[k], r[(k + 1) % cp]) for r in rings for k in range(cp) if (r[k], r[(k + 1) % cp]) not in mine]
+            sends = [(pair, tuple(others[k::len(mine)])) for k, pair in enumerate(mine)]
+        ring_sends.append(sends)
+    # the dense gradients' groups (dp x cp) of replica 0's GPUs, the experts' (edp) of the stage
+    dp_groups = [[tuple(g) for g in groups["dp"] if set(g) & replica0[p]] for p in range(pp)]
+    edp_groups = [[tuple(g) for g in groups.get("edp", ()) if g[0] in stage_sets[p]] if is_moe(w) else []
+                  for p in range(pp)]
+    if width == 1:
+        dp_groups = [[] for _ in range(pp)]
+    if not any(len(g) > 1 for gs in edp_groups for g in gs):
+        edp_groups = [[] for _ in range(pp)]
+    dense_layer = {}
+    for kind in {k for _, kinds in stages for k in kinds}:
+        d, e = stage_parameters(w, (0,) if kind[0] else (w.dense_layers,), 1, 3) if is_moe(w) else \
+            (w.layer_parameters, 0.0)
+        dense_layer[kind] = (d / tp * act, e / (lay.etp * lay.ep) * act)
+
+    def tp_comm(prefix, group, after, count) -> str:
+        last = after
+        if tp == 1:
+            return last
+        for c in range(count):
+            if sp:
+                last = out.add(f"{prefix}.rs{c}", "reduce_scatter", group, nbytes=tp_bytes, after=(last,),
+                               kind="tp_comm", fold=True)
+                last = out.add(f"{prefix}.ag{c}", "all_gather", group, nbytes=tp_bytes, after=(last,),
+                               kind="tp_comm", fold=True)
+            else:
+                last = out.add(f"{prefix}.ar{c}", "all_reduce", group, nbytes=tp_bytes, after=(last,),
+                               kind="tp_comm", fold=True)
+        return last
+
+    def collective(prefix, op, spanning, nbytes, after, kind) -> str:
+        """One collective per group holding replica 0's GPUs (the others as images); the last id."""
+        ids = tuple(out.add(f"{prefix}{k}", op, g, nbytes=nbytes, after=(after,), kind=kind, images=images)
+                    for k, (g, images) in enumerate(spanning))
+        return ids or after
+
+    def zero3_gather(prefix, p, kind, after) -> list:
+        d_bytes, e_bytes = dense_layer[kind]
+        ids = [out.add(f"{prefix}.zg{k}", "all_gather", g, nbytes=d_bytes * elem / act, after=(after,),
+                       kind="dp_comm") for k, g in enumerate(dp_groups[p])]
+        if e_bytes:
+            ids += [out.add(f"{prefix}.ze{k}", "all_gather", g, nbytes=e_bytes * elem / act, after=(after,),
+                            kind="dp_comm") for k, g in enumerate(edp_groups[p])]
+        return ids
+
+    last_grads = {p: [] for p in range(pp)}
+    stage_end = {}
+    for p in range(pp):
+        group = slot(p, 0)
+        held, kinds = stages[p]
+        nl = len(kinds)
+        last_stage, first_stage = p == pp - 1, p == 0
+        if shape_only:
+            order = [("F", 0), ("B", m - 1)]
+        else:
+            order = one_f_one_b(pp, p, m)
+        ends: list = []  # the last task of each block, in program order
+        blocks = {}
+        for k, (what, i) in enumerate(order):
+            block_start = out.count
+            base = f"p{p}.{what}{i}"
+            # program order: after the block before; with batch overlap, after the last block of
+            # the same kind (1F1B's steady state pairs a forward with a backward, run side by side)
+            prev = ends[-1] if ends else ""
+            if overlap and k >= 1 and order[k - 1][0] != what:
+                prev = ends[-2] if k >= 2 else ""
+            gate = []
+            if what == "F" and p > 0:
+                gate = [f"p{p - 1}.F{i}.send{r}" for r in range(tp)]
+            if what == "B" and not last_stage:
+                gate = [f"p{p + 1}.B{i}.send{r}" for r in range(tp)]
+            fwd = what == "F"
+            last = prev
+            ahead = last
+            indices = range(nl) if fwd else reversed(range(nl))
+            for li in indices:
+                kind = kinds[li]
+                lid = f"{base}.l{li}"
+                times = (work.forward if fwd else work.backward).get(kind, zero_pass) if work else zero_pass
+                zg = []
+                if lay.zero == 3 and width > 1:
+                    zg = zero3_gather(lid, p, kind, ahead)
+                    ahead = last
+                extra = 0.0
+                if first_stage and li == 0 and work:
+                    extra += work.first[0 if fwd else 1]
+                if last_stage and li == nl - 1 and work:
+                    extra += work.last[0 if fwd else 1]
+                # the attention half
+                recount = 1 + (not fwd and full)
+                head_tp = (first_stage and li == 0) + (last_stage and li == nl - 1)
+                if cp > 1 and ring:
+                    last = out.add(f"{lid}.c0", "compute", group, seconds=times.pre + extra,
+                                   after=(last, *gate, *zg), kind="compute", fold=True)
+                    nbytes = ring if fwd else 2 * ring + (ring if full else 0.0)
+                    for step in range(cp):
+                        chunk = out.add(f"{lid}.a{step}", "compute", group, seconds=times.attention / cp,
+                                        after=(last,), kind="compute", fold=True)
+                        if step == cp - 1:
+                            last = chunk
+                            break
+                        sent = [out.add(f"{lid}.kv{step}.{r}", "send", pair, nbytes=nbytes, after=(last,),
+                                        kind="cp_comm", images=images) for r, (pair, images) in
+                                enumerate(ring_sends[p])]
+                        last = (chunk, *sent)
+                elif cp > 1:
+                    last = out.add(f"{lid}.c0", "compute", group, seconds=times.pre + extra,
+                                   after=(last, *gate, *zg), kind="compute", fold=True)
+                    for x, nbytes in enumerate(a2a * (1 + (not fwd) + (not fwd and full))):
+                        last = collective(f"{lid}.cpa{x}.", "alltoall", cp_groups[p], nbytes, last, "cp_comm")
+                    last = out.add(f"{lid}.att", "compute", group, seconds=times.attention, after=(last,),
+                                   kind="compute", fold=True)
+                else:
+                    last = out.add(f"{lid}.c0", "compute", group, seconds=times.pre + times.attention + extra,
+                                   after=(last, *gate, *zg), kind="compute", fold=True)
+                gate, zg = [], []
+                last = tp_comm(f"{lid}.h0", group, last, recount)
+                dense = kind[0]
+                if dense:
+                    last = out.add(f"{lid}.c1", "compute", group, seconds=times.route + times.experts + times.rest,
+                                   after=(last,), kind="compute", fold=True)
+                else:
+                    last = out.add(f"{lid}.route", "compute", group, seconds=times.route, after=(last,),
+                                   kind="compute", fold=True)
+                    pairs = [(disp, comb)] if fwd else ([(disp, comb)] if full else []) + [(comb, comb)]
+                    for x, (d_bytes, c_bytes) in enumerate(pairs):
+                        last = collective(f"{lid}.dispatch{x}.", "alltoall", ep_groups[p], d_bytes, last, "ep_comm")
+                        if lay.etp > 1:
+                            last = collective(f"{lid}.etpag{x}.", "all_gather", etp_groups[p], c_bytes * lay.etp,
+                                              last, "ep_comm")
+                        if x == len(pairs) - 1:
+                            last = out.add(f"{lid}.experts", "compute", group, seconds=times.experts,
+                                           after=(last,), kind="compute", fold=True)
+                        if lay.etp > 1:
+                            last = collective(f"{lid}.etprs{x}.", "reduce_scatter", etp_groups[p],
+                                              c_bytes * lay.etp, last, "ep_comm")
+                        last = collective(f"{lid}.combine{x}.", "alltoall", ep_groups[p], c_bytes, last, "ep_comm")
+                    if times.rest or w.shared_experts:
+                        last = out.add(f"{lid}.c1", "compute", group, seconds=times.rest, after=(last,),
+                                       kind="compute", fold=True)
+                ffn_tp = recount if (dense or (is_moe(w) and w.shared_experts)) else 0
+                last = tp_comm(f"{lid}.h1", group, last, ffn_tp + head_tp)
+                if not fwd and i == m - 1:
+                    last_grads[p].append((kind, last))
+            if fwd and not last_stage:
+                for r in range(tp):
+                    out.add(f"{base}.send{r}", "send", [group[r], slot(p + 1, 0)[r]], nbytes=tp_bytes / tp,
+                            after=(last,), kind="pp_comm", fold=True)
+            if not fwd and p > 0:
+                for r in range(tp):
+                    out.add(f"{base}.send{r}", "send", [group[r], slot(p - 1, 0)[r]], nbytes=tp_bytes / tp,
+                            after=(last,), kind="pp_comm", fold=True)
+            ends.append(last)
+            blocks[what] = out.count - block_start
+        if shape_only:
+            out.count += (m - 1) * sum(blocks.values())
+        stage_end[p] = _flat(ends[-2:] if overlap else ends[-1:])  # with overlap, both streams end it
+    # data-parallel gradient buckets: the dense part over dp x cp, the experts over edp
+    collective_op = "all_reduce" if lay.zero == 0 else "reduce_scatter"
+    for p in range(pp):
+        group = slot(p, 0)
+        held, kinds = stages[p]
+        dense_total, expert_total = stage_parameters(w, held, p, pp)
+        streams = []
+        for name, groups_p, index, total, share in (
+                ("d", dp_groups[p], 0, dense_total, tp),
+                ("e", edp_groups[p], 1, expert_total, lay.etp * lay.ep)):
+            if not groups_p or not total:
+                continue
+            ready = [(dense_layer[kind][index], done) for kind, done in last_grads[p]]
+            extra = total / share * act - sum(b for b, _ in ready)
+            buckets, filled = [], 0.0
+            for nbytes, done in ready:
+                filled += nbytes
+                if filled >= bucket:
+                    buckets.append((filled, done))
+                    filled = 0.0
+            filled += max(0.0, extra)
+            if filled > 0:
+                buckets.append((filled, stage_end[p]))
+            streams.append((name, groups_p, buckets))
+        prev: dict = {}
+        done_all = []
+        for name, groups_p, buckets in streams:
+            for k, (nbytes, done) in enumerate(buckets):
+                for r, g in enumerate(groups_p):
+                    prev[name, r] = out.add(f"p{p}.{name}bucket{k}.r{r}", collective_op, g, nbytes=nbytes,
+                                            after=(done, prev.get((name, r), "")), kind="dp_comm")
+        done_all = list(prev.values())
+        opt = out.add(f"p{p}.opt", "compute", group, seconds=work.optimizer[p] if work else 0.0,
+                      after=(stage_end[p], *done_all), kind="optimizer", fold=True)
+        if lay.zero in (1, 2):
+            for name, groups_p, buckets in streams:
+                total = sum(nb for nb, _ in buckets)
+                for r, g in enumerate(groups_p):
+                    out.add(f"p{p}.{name}params.r{r}", "all_gather", g, nbytes=total * elem / act, after=(opt,),
+                            kind="dp_comm")
+
+
+def _maps(plan: Any) -> list:
+    slot, lay = _slot(plan), plan.layout
+    return [{g: h for p in range(lay.pp) for g, h in zip(slot(p, 0), slot(p, j))}
+            for j in range(1, lay.dp * lay.cp)]
+
+
+def parallel_step_graph(plan: Any, G: nx.DiGraph, *, workload: str | Workload | None = None,
+                        bucket: float = DEFAULT_BUCKET, compute: ComputeModel | None = None,
+                        max_events: int | None = None) -> TaskGraph:
+    """The task graph of one step of a plan with expert or context parallelism, a MoE workload or
+    an uneven split (module docstring), folded (replica 0 and its images).
+
+    Parameters
+    ----------
+    plan : Plan
+        From :func:`models.studies.planner.plan` on ``G``.
+    G : networkx.DiGraph
+    workload : optional
+        The workload, when the plan does not carry it (``plan.workload_spec``).
+    bucket : float
+        Data-parallel gradient bucket. [bytes]
+    compute : models.studies.compute.ComputeModel, optional
+        Time the kernels by this compute model (the planner passes its own); default the plan's
+        GPU part, dtype, software stack and calibrated scale.
+    max_events : int, optional
+        Refuse a graph whose simulation would take more than this many events, counted before
+        anything is built (:func:`check_plan_events`). None: no limit.
+
+    Raises
+    ------
+    StepGraphError
+        A plan that does not fit, a CNN, interleaved stages, DualPipe, a bucket below one byte.
+    topo.LimitError
+        Beyond ``max_events`` (keyword ``max_events``), before the graph is built.
+    """
+    w = _checked(plan, workload, bucket)
+    if max_events is not None:
+        check_plan_events(plan, max_events, workload=w, bucket=bucket)
+    lay = plan.layout
+    cm = compute if compute is not None else plan_compute(plan, G, w)
+    stages = _split(plan, w)
+    out = _Sink(_maps(plan), build=True)
+    _schedule(out, plan, w, stages, _work(plan, w, cm, stages), bucket=bucket, shape_only=False)
+    return TaskGraph(tuple(out.tasks), f"{plan.workload} {lay.label()}")
+
+
+def _size(plan: Any, w, bucket: float) -> int:
+    out = _Sink(_maps(plan), build=False)
+    _schedule(out, plan, w, _split(plan, w), None, bucket=bucket, shape_only=True)
+    return out.count
+
+
+def plan_step_graph(plan: Any, G: nx.DiGraph, **options: Any) -> TaskGraph:
+    """The task graph of any plan's step: :func:`parallel_step_graph` for expert or context
+    parallelism, a MoE workload or an uneven split, else :func:`models.studies.stepgraph.step_graph`
+    (``options`` are theirs; ``fold`` is the dense graph's only)."""
+    if is_parallel_plan(plan, _workload(plan, options.get("workload"))):
+        options.pop("fold", None)
+        for dense_only in ("efficiency", "attention_efficiency", "memory_efficiency"):
+            options.pop(dense_only, None)
+        return parallel_step_graph(plan, G, **options)
+    return step_graph(plan, G, **options)
+
+
+def plan_step_graph_size(plan: Any, *, workload: str | Workload | None = None, bucket: float = DEFAULT_BUCKET,
+                         fold: bool = True) -> int:
+    """Tasks the step graph of a plan has (:func:`plan_step_graph`), counted without building it;
+    ``fold=False``: every folded image counted (the events :func:`models.predict.simulate.simulation_size`
+    sizes, over three). 0 for a plan that is no step graph."""
+    try:
+        w = _workload(plan, workload)
+        if not is_parallel_plan(plan, w):
+            return step_graph_size(plan, workload=workload, bucket=bucket, fold=fold)
+        w = _checked(plan, workload, bucket)
+    except StepGraphError:
+        return 0
+    if not fold:
+        return _size(plan, w, bucket)
+    out = _Sink([], build=False, images=False)
+    _schedule(out, plan, w, _split(plan, w), None, bucket=bucket, shape_only=True)
+    return out.count
+
+
+def check_plan_events(plan: Any, max_events: int, *, workload: str | Workload | None = None,
+                      bucket: float = DEFAULT_BUCKET) -> int:
+    """The events a simulation of a plan's step takes (three per task and image), counted without
+    building it (:func:`plan_step_graph_size`); refused beyond ``max_events``
+    (:func:`models.studies.stepgraph.check_step_events` for a dense plan).
+
+    Raises
+    ------
+    topo.LimitError
+        Beyond ``max_events`` (keyword ``max_events``): it names the tasks, the events and the limit.
+    """
+    w = _workload(plan, workload)
+    if not is_parallel_plan(plan, w):
+        return check_step_events(plan, max_events, workload=workload, bucket=bucket)
+    max_events = parse_count(max_events, name="max_events", maximum=MAX_BYTES)
+    return step_events(plan_step_graph_size(plan, workload=w, bucket=bucket, fold=False), max_events)
+
+
+def simulate_planned(plan: Any, G: nx.DiGraph, *, bucket: float = DEFAULT_BUCKET,
+                     workload: str | Workload | None = None, **options: Any) -> SimulationResult:
+    """Simulate one step of any plan (:func:`plan_step_graph`, then :func:`models.predict.simulate.simulate`)."""
+    budget = options.get("max_events", MAX_EVENTS)
+    return simulate(G, plan_step_graph(plan, G, bucket=bucket, workload=workload, max_events=budget), **options)
