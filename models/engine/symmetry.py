@@ -54,7 +54,6 @@ Examples
 from __future__ import annotations
 
 import itertools
-import math
 from types import MappingProxyType
 
 import networkx as nx

@@ -120,7 +120,6 @@ from typing import Any
 
 import networkx as nx
 
-import topo
 from topo.errors import DgxTopoError
 
 from ..engine.nccl.launch import Launch, reduced_launch

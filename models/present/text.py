@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from topo.select import format_gpu_ids
-from topo.units import GB, to_GBps, to_us
+from topo.units import to_GBps, to_us
 
 from .format import format_bytes, format_gbps, format_percent
 

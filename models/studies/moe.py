@@ -595,7 +595,6 @@ def model_state(w: MoeTransformer, *, ep: int = 1, tp: int = 1, etp: int | None 
             raise MoeSpecError(f"split must hold the layers of pp ({pp}) stages, received {len(split)}")
         stages = [(sum(1 for i in held if i < w.dense_layers), sum(1 for i in held if i >= w.dense_layers))
                   for held in split]
-    expert_layer = w.experts * w.expert_parameters
     best = None
     for s, (dense_layers, moe_layers) in enumerate(stages):
         dense, experts = stage_parameters(w, dense_layers, moe_layers, first=s == 0, last=s == pp - 1)

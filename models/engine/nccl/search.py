@@ -92,7 +92,7 @@ from ..memo import LazyTable
 from ..results import tidy_records
 from ..routes import PathType
 from .duplication import ChannelSearchError, dup_channels
-from .profiles import NcclProfile, nccl_profile
+from .profiles import NcclProfile
 from .system import NcclSystem, link_key
 from .tuning import ChannelGraph
 
