@@ -35,6 +35,22 @@ module times that layout on a fabric:
   writes a step, posts it, the receiver copies it out), so the last chunk of each batch is
   copied out after it arrives: ``batches x min(part, chunk) / rate``. LL moves data with its
   flags and has no fill.
+- *proxy*: every send or receive to a peer on another NCCL node is a network operation the
+  rank's one proxy thread progresses, one after another (src/proxy.cc ``ncclProxyProgress``
+  walks its ops in turn [U]); NCCL's tuner charges a network operation ``getNetOverhead()``,
+  x3 for Simple (src/graph/tuning.cc v2.18+, 1 us on an Intel host, 2 on AMD, the floor of a
+  ring's step across nodes: :meth:`NcclProfile.net_overhead_of`). The rank's network
+  operations add that much each to the latency. 0 on one node and before v2.18.
+- *enqueue* (the host's): nccl-tests posts one ``ncclSend`` and one ``ncclRecv`` per peer,
+  itself included (src/alltoall.cu, gather.cu, scatter.cu loop over every rank), inside one
+  ``ncclGroupStart``/``ncclGroupEnd``; each is a task the host appends (``taskAppend``) and
+  the group lays out (``addP2pToPlan``, src/enqueue.cc v2.19+) before the one kernel launch.
+  The measurement model's ``launch_per_gpu`` (fitted on one collective a GPU) holds one task
+  and the launch; each further task costs the host ``getNetOverhead()`` (LL's, 1 us on Intel),
+  NCCL's own figure for a host thread's work on one operation [U: NCCL prices its proxy's
+  work so, not its enqueue's; no source here times the enqueue]. It is
+  :attr:`P2pSchedule.enqueue`, per GPU a host thread drives, and lengthens the host term
+  (:func:`models.predict.measure.measured`), which the GPU's latency overlaps.
 
 The estimate (:func:`models.predict.collectives.estimate`) states the base, the rounds and the fill
 as its latency and the size over the larger of the two terms as its bandwidth; the measurement
@@ -74,7 +90,7 @@ from ..engine.routes import PathType
 from .measure import CalibrationLike, Measured, measured, measurement_model
 
 __all__ = ["P2pError", "ScheduleRound", "P2pSchedule", "P2pLayout", "P2pEstimate", "p2p_layout", "flow_load",
-           "nvlink_groups", "alltoallv", "gather", "scatter", "sendrecv", "LL_DATA_SHARE"]
+           "nvlink_groups", "cpu_vendor", "alltoallv", "gather", "scatter", "sendrecv", "LL_DATA_SHARE"]
 
 #: Share of an LL line that is data: 8 bytes of data and 8 of flags per 16-byte line
 #: (NVIDIA/nccl v2.27.7-1 src/device/prims_ll.h, ``ncclLLFifoLine``).
@@ -148,6 +164,16 @@ class P2pSchedule:
         The link that binds the link term, as ``((u, v),)``.
     nbytes : int
         The most one rank sends. [bytes]
+    proxy : float
+        The network operations' proxy work, one after another, of the rank with the most
+        (module docstring). [s]
+    network_ops : int
+        That rank's sends and receives to other NCCL nodes.
+    tasks : int
+        The most p2p tasks one rank posts (its sends and receives, its copy to itself included
+        where nccl-tests posts one).
+    enqueue : float
+        The host's work on those tasks beyond the first, per GPU (module docstring). [s]
     """
 
     plan: P2pChannels
@@ -160,6 +186,10 @@ class P2pSchedule:
     channel_time: float
     bottleneck: tuple
     nbytes: int
+    proxy: float = 0.0
+    network_ops: int = 0
+    tasks: int = 0
+    enqueue: float = 0.0
 
     @property
     def handshakes(self) -> tuple:
@@ -179,8 +209,8 @@ class P2pSchedule:
 
     @property
     def latency(self) -> float:
-        """``base + the rounds' handshakes`` (:attr:`handshakes`). [s]"""
-        return self.base_latency + sum(self.handshakes)
+        """``base + the rounds' handshakes + proxy`` (:attr:`handshakes`, :attr:`proxy`). [s]"""
+        return self.base_latency + sum(self.handshakes) + self.proxy
 
     @property
     def transfer(self) -> float:
@@ -208,7 +238,7 @@ class P2pSchedule:
                 "channels": " ".join(map(str, r.channels)), "latency_s": r.latency,
                 "p2p_nchannels": self.plan.nchannels, "chunk_bytes": self.plan.chunk,
                 "link_time_s": self.link_time, "channel_time_s": self.channel_time, "fill_s": self.fill,
-                "time_s": self.time})
+                "proxy_s": self.proxy, "enqueue_s": self.enqueue, "tasks": self.tasks, "time_s": self.time})
         return rows
 
 
@@ -286,6 +316,8 @@ class P2pLayout:
         Per round (rank 0's peer), NCCL's hardware column.
     channel_rate : float
         NCCL's per-channel bandwidth of the ring graph. [B/s]
+    cpu_vendor : str
+        The communicator's CPU vendor (NCCL's ``getNetOverhead`` column).
     """
 
     fabric: NcclSystem
@@ -295,6 +327,7 @@ class P2pLayout:
     plan: P2pChannels
     hardware: tuple
     channel_rate: float
+    cpu_vendor: str = "intel"
 
     @property
     def nranks(self) -> int:
@@ -306,24 +339,31 @@ class P2pLayout:
         nnodes, local = self.plan.nnodes, self.plan.local_ranks
         return ((self.node_of[j] - self.node_of[i]) % nnodes) * local + (self.local_of[j] - self.local_of[i]) % local
 
-    def schedule(self, pairs, *, link_time: float, bottleneck: tuple, alike: bool = False) -> P2pSchedule:
+    def schedule(self, pairs, *, link_time: float, bottleneck: tuple, alike: bool = False,
+                 self_copy: bool = False) -> P2pSchedule:
         """Time one transfer: ``pairs`` of ``(i, j, bytes)``, rank i sending rank j. With ``alike``
         the ranks are alike (a uniform alltoall) and rank 0's sends and receives stand for every
-        rank's. The link term is given (:func:`flow_load` over the same pairs)."""
+        rank's. The link term is given (:func:`flow_load` over the same pairs). With
+        ``self_copy`` every rank with a transfer also posts a send and a receive to itself, as
+        nccl-tests' alltoall, gather and scatter do (tasks for the host, no time on the GPU)."""
         profile = self.fabric.profile
         plan = self.plan
         ops: dict = {}  # (rank, round) -> [sent, received]
+        tasks: dict = {}  # rank -> p2p tasks posted
         for i, j, b in pairs:
             if b <= 0 or i == j:
                 continue
             k = self.round_of(i, j)
             if not alike or i == 0:
                 ops.setdefault((i, k), [0, 0])[0] += int(b)
+                tasks[i] = tasks.get(i, 0) + 1
             if not alike or j == 0:
                 ops.setdefault((j, k), [0, 0])[1] += int(b)
+                tasks[j] = tasks.get(j, 0) + 1
         per_channel: dict = {}  # (rank, channel) -> [send bytes, receive bytes, parts]
         largest: dict = {}  # round -> (bytes, parts, channels)
         sent: dict = {}
+        proxy: dict = {}  # rank -> [network operations, their proxy work]
         step = 0
         for (rank, k), moved in ops.items():
             base = channel_base(k, plan.nnodes, plan.local_ranks)
@@ -334,6 +374,10 @@ class P2pLayout:
                 count = parts(plan, b)
                 ids = tuple(channel_for_part(plan.nchannels, base, p) for p in range(count))
                 proto = protocol(b)
+                if self.hardware[k] == "NET":
+                    entry = proxy.setdefault(rank, [0, 0.0])
+                    entry[0] += 1
+                    entry[1] += profile.net_overhead_of(self.cpu_vendor, proto)
                 share = LL_DATA_SHARE if proto == "LL" else 1.0
                 part = part_bytes(plan, b)
                 for c in ids:
@@ -358,8 +402,28 @@ class P2pLayout:
         channel_time = max((max(s, g) / rate for s, g, _ in per_channel.values()), default=0.0)
         batches = max((-(-max(1, ops_) // MAX_P2P_PER_BATCH) for _, _, ops_ in per_channel.values()), default=0)
         fill = batches * step / rate
+        network_ops, proxy_time = max(proxy.values(), key=lambda v: v[1], default=(0, 0.0))
+        most = max(tasks.values(), default=0) + (2 if self_copy and tasks else 0)
+        enqueue = max(0, most - 1) * profile.net_overhead_of(self.cpu_vendor, "LL")
         return P2pSchedule(plan, tuple(rounds), base, fill, batches, rate, float(link_time), channel_time,
-                           tuple(bottleneck), int(max(sent.values(), default=0)))
+                           tuple(bottleneck), int(max(sent.values(), default=0)), float(proxy_time),
+                           int(network_ops), int(most), float(enqueue))
+
+
+def cpu_vendor(G: nx.DiGraph, gpu) -> str:
+    """NCCL's CPU vendor of the host of ``gpu`` (``ncclTopoCpuType``, src/graph/topo.cc, from the
+    CPU's vendor string): ``"amd"`` or ``"intel"`` by the model of the host's CPU node, else
+    ``"other"`` (an Arm Grace). [U] The collectives' communicator keeps its default (Intel);
+    this reading is the point-to-point model's only.
+
+    >>> import topo
+    >>> cpu_vendor(topo.build("dgxa100"), "gpu0"), cpu_vendor(topo.build("dgxh100"), "gpu0")
+    ('amd', 'intel')
+    """
+    host = G.nodes[gpu].get("host")
+    model = next((str(d.get("model", "")) for _, d in G.nodes(data=True)
+                  if d.get("kind") == "cpu" and d.get("host") == host), "")
+    return "amd" if model.startswith("AMD") else "intel" if model.startswith("Intel") else "other"
 
 
 def _path_bandwidth(fabric, a, b, members) -> tuple:
@@ -420,7 +484,8 @@ def p2p_layout(fabric: NcclSystem, nodes: Sequence) -> P2pLayout:
         else:
             path_type, _ = fabric.hop(nodes[0], nodes[peer], members)
             hardware.append("NVLINK" if path_type in (PathType.NVL, PathType.NVB) else "PCI")
-    return P2pLayout(fabric, nodes, tuple(node_of), tuple(local_of), plan, tuple(hardware), float(ring.bw_intra))
+    return P2pLayout(fabric, nodes, tuple(node_of), tuple(local_of), plan, tuple(hardware), float(ring.bw_intra),
+                     cpu_vendor(G, nodes[0]))
 
 
 # --------------------------------------------------------------------- matrices, public API
@@ -494,6 +559,7 @@ class _Terms:
     nchannels: int = 0
     network: tuple = ()
     algorithms: tuple = ()
+    schedule: object = None
 
     @property
     def nranks(self) -> int:
@@ -537,11 +603,13 @@ def _estimate(operation, G, matrix, gpus, profile, gpus_per_thread, calibration)
         bottleneck = (worst,)
     else:
         link_time, bottleneck = 0.0, ()
-    schedule = layout.schedule(((i, j, m[i, j]) for i, j in pairs), link_time=link_time, bottleneck=bottleneck)
+    schedule = layout.schedule(((i, j, m[i, j]) for i, j in pairs), link_time=link_time, bottleneck=bottleneck,
+                               self_copy=operation != "sendrecv")
     nbytes = max(1, schedule.nbytes)
     startup = schedule.latency + schedule.fill
     bandwidth = nbytes / schedule.transfer if schedule.transfer > 0 else float("inf")
-    terms = _Terms("alltoall", ids, tuple(nodes), nbytes, startup, bandwidth, bottleneck, schedule.time)
+    terms = _Terms("alltoall", ids, tuple(nodes), nbytes, startup, bandwidth, bottleneck, schedule.time,
+                   schedule=schedule)
     m_ = measured(terms, system, gpus_per_thread=gpus_per_thread, model=measurement_model(calibration))
     return P2pEstimate(operation, ids, tuple(nodes), m, schedule, schedule.time, float(m_.time), m_)
 

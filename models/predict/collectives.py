@@ -650,7 +650,7 @@ def _p2p_estimate(ctx, collective, size, nodes, ids):
         else:
             pairs = [(0, j, int(per_pair)) for j in range(1, n)] + [(j, 0, int(per_pair)) for j in range(1, n)]
         schedule = layout.schedule(pairs, link_time=per_pair / rate, bottleneck=(worst,),
-                                   alike=collective != "sendrecv")
+                                   alike=collective != "sendrecv", self_copy=collective != "sendrecv")
         schedules.append(schedule)
         protocols.append(max((r.protocol for r in schedule.rounds), key=("LL", "Simple").index, default="Simple"))
         latency[index] = schedule.latency + schedule.fill

@@ -44,8 +44,12 @@ def schedule_lines(s: P2pSchedule) -> list:
              f"{p.nnodes} node(s) of {p.local_ranks} rank(s)"]
     lines += _rounds_text(s.rounds)
     lines.append(f"  latency: base {to_us(s.base_latency):.2f} us + {len(s.rounds)} round(s) in {len(s.handshakes)} "
-                 f"handshake(s) (one a round, one a batch of network rounds) {to_us(s.latency - s.base_latency):.2f} us "
-                 f"= {to_us(s.latency):.2f} us [U: handshakes taken one after another]")
+                 f"handshake(s) (one a round, one a batch of network rounds) {to_us(sum(s.handshakes)):.2f} us "
+                 f"+ proxy {s.network_ops} network op(s) {to_us(s.proxy):.2f} us "
+                 f"= {to_us(s.latency):.2f} us [U: handshakes taken one after another; proxy ops at NCCL's "
+                 f"getNetOverhead, one after another]")
+    lines.append(f"  host: {s.tasks} p2p task(s) a rank posts; the {max(0, s.tasks - 1)} beyond the first "
+                 f"{to_us(s.enqueue):.2f} us per GPU (getNetOverhead each [U]) on top of the launch")
     lines.append(f"  fill: {s.batches} batch(es) x the last chunk at {format_gbps(s.channel_rate, 1)} GB/s per channel "
                  f"= {to_us(s.fill):.2f} us")
     edge = f" ({s.bottleneck[0][0]}->{s.bottleneck[0][1]})" if s.bottleneck else ""
