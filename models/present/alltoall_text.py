@@ -10,7 +10,7 @@ from ..predict.alltoall import P2pEstimate, P2pSchedule
 from ..predict.dispatch import DispatchEstimate, DispatchPath
 from .format import format_gbps
 
-__all__ = ["schedule_lines", "explain_p2p_estimate", "explain_dispatch", "dispatch_path_line"]
+__all__ = ["schedule_lines", "explain_p2p_estimate", "explain_dispatch", "dispatch_path_line", "dispatch_table"]
 
 #: Rounds listed one by one before the rest are summed up.
 _SHOWN = 8
@@ -93,4 +93,22 @@ def explain_dispatch(d: DispatchEstimate) -> str:
              f"over NVLink",
              dispatch_path_line(d.flat), dispatch_path_line(d.hierarchical),
              f"  faster: {d.faster} (x{max(d.flat.time, d.hierarchical.time) / min(d.flat.time, d.hierarchical.time):.2f})"]
+    return "\n".join(lines)
+
+
+def dispatch_table(d: DispatchEstimate) -> str:
+    """One line per schedule of a dispatch (time, latency, bytes per GPU, what binds), and the faster.
+
+    >>> import topo
+    >>> from models.predict.dispatch import moe_dispatch
+    >>> print(dispatch_table(moe_dispatch(topo.build("2xdgxh100"), 4096, 7168, 8, 64, dtype_bytes=1)).splitlines()[1])
+    # schedule       time (us)  latency (us)  NVLink (MB)  network (MB)  binds
+    """
+    lines = [f"# MoE dispatch on GPUs {format_gpu_ids(d.gpus)} ({d.nnodes} node(s) x {d.local_ranks} GPUs), "
+             f"{d.tokens} tokens x {d.token_bytes} B per GPU, top-{d.top_k} of {d.experts} experts",
+             "# schedule       time (us)  latency (us)  NVLink (MB)  network (MB)  binds"]
+    for p in (d.flat, d.hierarchical):
+        lines.append(f"  {p.name:12} {to_us(p.time):12.1f} {to_us(p.latency):13.1f} {p.nvlink_bytes / 1e6:12.2f} "
+                     f"{p.network_bytes / 1e6:13.2f}  {p.bottleneck}")
+    lines.append(f"# faster: {d.faster}")
     return "\n".join(lines)
