@@ -8,14 +8,18 @@ module times that layout on a fabric:
 
 - *base*: NCCL's Ring base latency of the protocol the largest transfer runs (the kernel launch
   as NCCL's tuner prices one operation, :meth:`NcclProfile.base_lat`).
-- *rounds*: every round with a transfer costs one hop of NCCL's ``hwLat`` for its hardware
-  (``NVLINK`` inside a node over NVLink, ``PCI`` over PCIe or host memory, ``NET`` to another
-  node) and its protocol, but the network rounds NCCL lays in one batch (the up to 8 local
-  deltas of one node delta share a base channel, ``ncclP2pChannelBaseForRound``) cost one, their
-  largest: their sends are posted to the network together. [U] That the handshakes add up, one
-  after another, is this project's reading (NCCL's source states no latency for p2p): inside a
-  node ``n - 1`` hops, as the model before this one charged; across nodes one network hop per
-  node delta.
+- *rounds*: a round's send and receive on a channel are one p2p work (``ncclDevWorkP2p``, a
+  send and a receive, src/include/device.h v2.19+ [U]); the kernel runs one block per channel,
+  the blocks at once, and a block runs its works in batches of up to
+  ``NCCL_MAX_DEV_WORK_P2P_PER_BATCH`` (8), a batch's works at once, the batches one after
+  another in round order (src/device/sendrecv.h ``RunWorkBatch`` [U]). A batch waits for one hop
+  of NCCL's ``hwLat`` of its works' hardware (``NVLINK`` inside a node over NVLink, ``PCI`` over
+  PCIe or host memory, ``NET`` to another node) and protocol, its largest. The rounds' latency
+  is the slowest channel's: the sum over its batches (:attr:`P2pSchedule.handshakes`). On one
+  node of 8 GPUs each round has its own channels: one hop; across nodes the rounds of one node
+  delta share a base channel (``ncclP2pChannelBaseForRound``): one hop per batch of them.
+  [U] NCCL's source states no latency for p2p; the hop is its tuner's ``hwLat`` of a ring
+  step (Ring column), as for the collectives.
 - *link term*: every round's traffic runs at once over NCCL's paths (its NVB relays, its PCIe
   overhead, PXN and the network legs per NIC), each link shared by the bytes crossing it, at
   NCCL's capacity of the link: ``max over links of bytes / capacity``. This is the load model
@@ -31,6 +35,12 @@ module times that layout on a fabric:
   [U] the per-channel rate of a p2p channel is taken as the ring's; a part is counted at the
   largest part NCCL cuts at its size or below (:func:`models.engine.nccl.p2p_plan.part_bytes`),
   so the time never falls where NCCL doubles a peer's channels.
+- *steps*: a Simple part moves in steps of the chunk through the receiver's ``NCCL_STEPS`` (8)
+  buffer slots, LL in one (a transfer of at most 16 KiB fits an LL step); the sender runs up to
+  8 slots ahead, so a step's flag handshake hides behind the steps in flight, as a collective's
+  chain does (:mod:`models.predict.pipeline`), and what each step adds is the kernel's per-step
+  work of the protocol (:data:`models.predict.pipeline.DEFAULT_STEP_COSTS`, fitted on the DGX-2:
+  LL 0, Simple 0), added to a channel's term.
 - *fill*: a Simple part goes through the receiver's buffer one chunk at a time (the sender
   writes a step, posts it, the receiver copies it out), so the last chunk of each batch is
   copied out after it arrives: ``batches x min(part, chunk) / rate``. LL moves data with its
@@ -88,6 +98,7 @@ from ..engine.nccl.system import NcclSystem
 from ..engine.results import gpu_set, tidy_records
 from ..engine.routes import PathType
 from .measure import CalibrationLike, Measured, measured, measurement_model
+from .pipeline import DEFAULT_STEP_COSTS, StepCosts
 
 __all__ = ["P2pError", "ScheduleRound", "P2pSchedule", "P2pLayout", "P2pEstimate", "p2p_layout", "flow_load",
            "nvlink_groups", "cpu_vendor", "alltoallv", "gather", "scatter", "sendrecv", "LL_DATA_SHARE"]
@@ -174,6 +185,10 @@ class P2pSchedule:
         where nccl-tests posts one).
     enqueue : float
         The host's work on those tasks beyond the first, per GPU (module docstring). [s]
+    handshakes : tuple of float
+        The hwLat of each batch of the slowest channel, in order (module docstring). [s]
+    channel : int
+        That channel (-1: none).
     """
 
     plan: P2pChannels
@@ -190,22 +205,8 @@ class P2pSchedule:
     network_ops: int = 0
     tasks: int = 0
     enqueue: float = 0.0
-
-    @property
-    def handshakes(self) -> tuple:
-        """The hwLat the rounds add, in order: one per round over NVLink or PCIe, one per batch of
-        network rounds (the rounds of one base channel; their largest). [s]"""
-        out: list = []
-        batch: dict = {}
-        for r in self.rounds:
-            if r.hardware != "NET":
-                out.append(r.latency)
-            elif r.base not in batch:
-                batch[r.base] = len(out)
-                out.append(r.latency)
-            else:
-                out[batch[r.base]] = max(out[batch[r.base]], r.latency)
-        return tuple(out)
+    handshakes: tuple = ()
+    channel: int = -1
 
     @property
     def latency(self) -> float:
@@ -318,6 +319,8 @@ class P2pLayout:
         NCCL's per-channel bandwidth of the ring graph. [B/s]
     cpu_vendor : str
         The communicator's CPU vendor (NCCL's ``getNetOverhead`` column).
+    step_costs : StepCosts
+        The kernel's work per step (:data:`models.predict.pipeline.DEFAULT_STEP_COSTS`).
     """
 
     fabric: NcclSystem
@@ -328,6 +331,7 @@ class P2pLayout:
     hardware: tuple
     channel_rate: float
     cpu_vendor: str = "intel"
+    step_costs: StepCosts = DEFAULT_STEP_COSTS
 
     @property
     def nranks(self) -> int:
@@ -361,6 +365,8 @@ class P2pLayout:
                 ops.setdefault((j, k), [0, 0])[1] += int(b)
                 tasks[j] = tasks.get(j, 0) + 1
         per_channel: dict = {}  # (rank, channel) -> [send bytes, receive bytes, parts]
+        works: dict = {}  # (rank, channel) -> {round: hwLat of its work there}
+        stepwork: dict = {}  # (rank, channel) -> the kernel's per-step work of its parts
         largest: dict = {}  # round -> (bytes, parts, channels)
         sent: dict = {}
         proxy: dict = {}  # rank -> [network operations, their proxy work]
@@ -380,10 +386,16 @@ class P2pLayout:
                     entry[1] += profile.net_overhead_of(self.cpu_vendor, proto)
                 share = LL_DATA_SHARE if proto == "LL" else 1.0
                 part = part_bytes(plan, b)
+                hop = profile.hw_lat(self.hardware[k], "ring", proto)
                 for c in ids:
                     entry = per_channel.setdefault((rank, c), [0.0, 0.0, 0])
                     entry[direction] += part / share
                     entry[2] += 1 - direction
+                    work = works.setdefault((rank, c), {})
+                    work[k] = max(work.get(k, 0.0), hop)
+                    # the kernel's work per step, as a collective's pipeline charges it
+                    steps = -(-part // plan.chunk) if proto == "Simple" else 1
+                    stepwork[rank, c] = stepwork.get((rank, c), 0.0) + steps * self.step_costs.of(proto)
                 if proto == "Simple":
                     step = max(step, min(part, plan.chunk))
                 if b > largest.get(k, (0,))[0]:
@@ -399,15 +411,33 @@ class P2pLayout:
         biggest = max((r.nbytes for r in rounds), default=0)
         base = profile.base_lat("ring", protocol(biggest))
         rate = self.channel_rate
-        channel_time = max((max(s, g) / rate for s, g, _ in per_channel.values()), default=0.0)
-        batches = max((-(-max(1, ops_) // MAX_P2P_PER_BATCH) for _, _, ops_ in per_channel.values()), default=0)
+        channel_time = max((max(s, g) / rate + stepwork.get(key, 0.0) for key, (s, g, _) in per_channel.items()),
+                           default=0.0)
+        handshakes, channel = _slowest_channel(works)
+        batches = max((-(-len(w) // MAX_P2P_PER_BATCH) for w in works.values()), default=0)
         fill = batches * step / rate
         network_ops, proxy_time = max(proxy.values(), key=lambda v: v[1], default=(0, 0.0))
         most = max(tasks.values(), default=0) + (2 if self_copy and tasks else 0)
         enqueue = max(0, most - 1) * profile.net_overhead_of(self.cpu_vendor, "LL")
         return P2pSchedule(plan, tuple(rounds), base, fill, batches, rate, float(link_time), channel_time,
                            tuple(bottleneck), int(max(sent.values(), default=0)), float(proxy_time),
-                           int(network_ops), int(most), float(enqueue))
+                           int(network_ops), int(most), float(enqueue), handshakes, channel)
+
+
+def _slowest_channel(works: dict) -> tuple:
+    """Per channel, its works in round order cut into batches of :data:`MAX_P2P_PER_BATCH`, each
+    batch its largest hop: the batches' hops of the channel whose sum is largest, and the channel.
+
+    >>> _slowest_channel({(0, 1): {1: 1.0}, (0, 2): {k: float(k) for k in range(2, 12)}})
+    ((9.0, 11.0), 2)
+    """
+    best, channel = (), -1
+    for (_, c), rounds in sorted(works.items()):
+        order = [rounds[k] for k in sorted(rounds)]
+        hops = tuple(max(order[i:i + MAX_P2P_PER_BATCH]) for i in range(0, len(order), MAX_P2P_PER_BATCH))
+        if sum(hops) > sum(best):
+            best, channel = hops, c
+    return best, channel
 
 
 def cpu_vendor(G: nx.DiGraph, gpu) -> str:

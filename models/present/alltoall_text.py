@@ -43,10 +43,10 @@ def schedule_lines(s: P2pSchedule) -> list:
              f"up to {p.per_peer} per peer ({p.min_per_peer} before splitting further), chunk {p.chunk} B, "
              f"{p.nnodes} node(s) of {p.local_ranks} rank(s)"]
     lines += _rounds_text(s.rounds)
-    lines.append(f"  latency: base {to_us(s.base_latency):.2f} us + {len(s.rounds)} round(s) in {len(s.handshakes)} "
-                 f"handshake(s) (one a round, one a batch of network rounds) {to_us(sum(s.handshakes)):.2f} us "
-                 f"+ proxy {s.network_ops} network op(s) {to_us(s.proxy):.2f} us "
-                 f"= {to_us(s.latency):.2f} us [U: handshakes taken one after another; proxy ops at NCCL's "
+    lines.append(f"  latency: base {to_us(s.base_latency):.2f} us + {len(s.rounds)} round(s) on channels at once, "
+                 f"the slowest (channel {s.channel}) {len(s.handshakes)} batch(es) of works one after another, a hop "
+                 f"each {to_us(sum(s.handshakes)):.2f} us + proxy {s.network_ops} network op(s) {to_us(s.proxy):.2f} us "
+                 f"= {to_us(s.latency):.2f} us [U: a batch's hop at NCCL's ring hwLat; proxy ops at NCCL's "
                  f"getNetOverhead, one after another]")
     lines.append(f"  host: {s.tasks} p2p task(s) a rank posts; the {max(0, s.tasks - 1)} beyond the first "
                  f"{to_us(s.enqueue):.2f} us per GPU (getNetOverhead each [U]) on top of the launch")

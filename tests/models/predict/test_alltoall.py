@@ -100,11 +100,26 @@ def test_part_bytes_is_the_largest_part_up_to_the_size(nbytes, shape):
 
 
 # ---------------------------------------------------------------- closed forms, then the fabric
-def test_small_alltoall_is_base_plus_one_hop_per_round(h100):
-    """1 KiB on 8 GPUs: 128 B per peer runs LL: Ring LL base 6.6 us + 7 rounds x NVLink LL 0.6 us."""
+def test_small_alltoall_is_base_plus_one_hop(h100):
+    """1 KiB on 8 GPUs: 128 B per peer runs LL, one part a peer; round k on channel k (of 32), so the
+    7 rounds run on 7 blocks at once, one batch each: Ring LL base 6.6 us + one NVLink LL hop 0.6 us."""
     s = estimate(h100, "alltoall", 1024).schedule
-    assert s.latency == pytest.approx((6.6 + 7 * 0.6) * US)
+    assert [r.channels for r in s.rounds] == [(k,) for k in range(1, 8)]
+    assert s.handshakes == pytest.approx((0.6 * US,)) and s.batches == 1
+    assert s.latency == pytest.approx((6.6 + 0.6) * US)
     assert s.fill == 0
+
+
+def test_more_rounds_than_channels_share_them(fabrics):
+    """16 GPUs of a DGX-2 (one node, NVSwitch): p2pnChannels is the communicator's channels to a power of
+    two; round k on channel k mod p2pnChannels. Where two rounds share a channel their works run in one
+    batch (at most 8): still one hop."""
+    s = estimate(fabrics["dgx2"], "alltoall", 1024).schedule
+    assert len(s.rounds) == 15
+    per_channel = {}
+    for r in s.rounds:
+        per_channel.setdefault(r.channels[0], []).append(r.index)
+    assert max(-(-len(v) // 8) for v in per_channel.values()) == s.batches == len(s.handshakes)
 
 
 def test_large_alltoall_is_the_gpus_nvlink_port(h100):
@@ -112,7 +127,7 @@ def test_large_alltoall_is_the_gpus_nvlink_port(h100):
     s = estimate(h100, "alltoall", 2**30).schedule
     assert s.link_time == pytest.approx(2**30 * 7 / 8 / H100_GPU, rel=1e-9)
     assert s.binding == "links"
-    assert s.time == pytest.approx((8.4 + 7 * 3.4) * US + s.fill + s.link_time)
+    assert s.time == pytest.approx((8.4 + 3.4) * US + s.fill + s.link_time)
 
 
 def test_scatter_is_the_roots_port(h100):
@@ -282,14 +297,15 @@ def test_bad_p2p_requests_are_one_line_and_exit_2(capsys, argv, message):
 
 
 def test_network_rounds_of_a_batch_share_one_handshake(two_h100, h100):
-    """2 DGX H100 at 1 KiB (LL): Ring LL base 6.6 us, 7 NVLink rounds of 0.6 us one after another,
-    and the 8 rounds to the other node in one batch (base channel 1): one network hop of 2.7 us;
-    the proxy's 8 sends and 8 receives to the other node, LL, 1 us each (getNetOverhead, Intel)."""
+    """2 DGX H100 at 1 KiB (LL): Ring LL base 6.6 us; the 7 NVLink rounds share base channel 0 (one
+    batch of 7 works, 0.6 us), the 8 rounds to the other node base channel 1 (one batch of 8 works,
+    one network hop of 2.7 us); the channels run at once, so the slower counts; the proxy's 8 sends
+    and 8 receives to the other node, LL, 1 us each (getNetOverhead, Intel), one after another."""
     s = estimate(two_h100, "alltoall", 1024).schedule
     assert [r.base for r in s.rounds] == [0] * 7 + [1] * 8
-    assert s.handshakes == pytest.approx([0.6 * US] * 7 + [2.7 * US])
+    assert s.handshakes == pytest.approx([2.7 * US]) and s.channel == 1
     assert s.network_ops == 16 and s.proxy == pytest.approx(16 * US)
-    assert s.latency == pytest.approx((6.6 + 7 * 0.6 + 2.7 + 16) * US)
+    assert s.latency == pytest.approx((6.6 + 2.7 + 16) * US)
     assert s.latency > estimate(h100, "alltoall", 1024).schedule.latency  # more than one node's 8 GPUs
 
 
