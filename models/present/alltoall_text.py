@@ -10,7 +10,8 @@ from ..predict.alltoall import P2pEstimate, P2pSchedule
 from ..predict.dispatch import DispatchEstimate, DispatchPath
 from .format import format_gbps
 
-__all__ = ["schedule_lines", "explain_p2p_estimate", "explain_dispatch", "dispatch_path_line", "dispatch_table"]
+__all__ = ["schedule_lines", "explain_p2p_estimate", "explain_dispatch", "dispatch_path_line", "dispatch_table",
+           "grouped_table"]
 
 #: Rounds listed one by one before the rest are summed up.
 _SHOWN = 8
@@ -111,4 +112,25 @@ def dispatch_table(d: DispatchEstimate) -> str:
         lines.append(f"  {p.name:12} {to_us(p.time):12.1f} {to_us(p.latency):13.1f} {p.nvlink_bytes / 1e6:12.2f} "
                      f"{p.network_bytes / 1e6:13.2f}  {p.bottleneck}")
     lines.append(f"# faster: {d.faster}")
+    return "\n".join(lines)
+
+
+def grouped_table(operation: str, last: P2pEstimate, root: int, rows, gpus_per_thread: int) -> str:
+    """nccl-tests' columns of a gather or scatter sweep: ``rows`` of (size, time, algbw, busbw) in
+    bytes, seconds and B/s, ``last`` the largest size's estimate (its GPUs and release).
+
+    >>> import topo
+    >>> from models.predict.alltoall import gather
+    >>> e = gather(topo.build("dgxh100"), 2**20)
+    >>> t = grouped_table("gather", e, 0, [(8 * 2**20, e.time, 8 * 2**20 / e.time, 7 * 2**20 / e.time)], 1)
+    >>> print(t.splitlines()[1]); t.splitlines()[2].split()[0]
+    #     size (B)   time (us)   algbw (GB/s)   busbw (GB/s)
+    '8388608'
+    """
+    lines = [f"# dgxtopo: predicted nccl-tests {operation} on GPUs {format_gpu_ids(last.gpus)} ({last.nranks} "
+             f"ranks), root {root}, -g {gpus_per_thread}; NCCL's grouped sends and receives (its per-peer "
+             f"schedule, this project's model)",
+             "#     size (B)   time (us)   algbw (GB/s)   busbw (GB/s)"]
+    for size, time, algbw, busbw in rows:
+        lines.append(f"{size:14d} {to_us(time):11.2f} {format_gbps(algbw, 2):>14} {format_gbps(busbw, 2):>14}")
     return "\n".join(lines)

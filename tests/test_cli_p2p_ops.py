@@ -1,4 +1,5 @@
-"""``dgxtopo dispatch``: the MoE dispatch, flat against hierarchical, run in-process."""
+"""``dgxtopo dispatch`` (the MoE dispatch, flat against hierarchical) and ``dgxtopo grouped``
+(gather, scatter), run in-process."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import json
 import pytest
 
 import topo
+from models.predict.alltoall import gather, scatter
 from models.predict.dispatch import moe_dispatch
 from models.present.cli import main
 
@@ -56,6 +58,41 @@ def test_bad_input_is_one_line_and_exit_2(capsys, extra, message):
             argv[argv.index(option) + 1] = value
         else:
             argv += [option, value]
+    status, out, err = run(capsys, *argv)
+    assert status == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith("dgxtopo: error: ") and message in err
+
+
+@pytest.mark.parametrize("op, lib", [("gather", gather), ("scatter", scatter)])
+def test_grouped_rows_are_the_library_with_nccl_tests_sizes(capsys, op, lib):
+    """nccl-tests' size is the whole buffer, count x n x typesize: each rank's block is size / n; busbw
+    is algbw x (n - 1) / n (nccl-tests src/gather.cu, scatter.cu)."""
+    status, out, err = run(capsys, "grouped", op, "--system", "dgxh100", "-b", "8M", "-e", "8M",
+                                     "--root", "3", "--json")
+    data = json.loads(out)
+    e = lib(topo.build("dgxh100"), 2**20, 3)
+    (row,) = data["rows"]
+    assert status == 0 and data["root"] == 3 and row["size_bytes"] == 8 * 2**20
+    assert row["time_us"] == pytest.approx(e.time * 1e6, rel=1e-9)
+    assert row["busbw_gbps"] == pytest.approx(row["algbw_gbps"] * 7 / 8, rel=1e-9)
+    assert row["algbw_gbps"] == pytest.approx(8 * 2**20 / e.time / 1e9, rel=1e-9)
+
+
+def test_grouped_table_and_explain(capsys):
+    status, out, _ = run(capsys, "grouped", "scatter", "--system", "dgxh100", "-b", "1K", "-e", "1M", "-f", "32",
+                         "--explain")
+    lines = out.splitlines()
+    assert status == 0 and lines[0].startswith("# dgxtopo: predicted nccl-tests scatter on GPUs 0-7 (8 ranks)")
+    assert [int(line.split()[0]) for line in lines[2:5]] == [1024, 32768, 1048576]
+    assert any(line.startswith("p2p schedule") for line in lines)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["grouped", "gather", "--system", "dgxh100", "--root", "9"], "expected a root among the GPUs"),
+    (["grouped", "broadcast", "--system", "dgxh100"], "invalid choice: 'broadcast'"),
+    (["grouped", "gather"], "the following arguments are required: --system"),
+])
+def test_grouped_bad_input_is_one_line_and_exit_2(capsys, argv, message):
     status, out, err = run(capsys, *argv)
     assert status == 2 and out == ""
     assert err.count("\n") == 1 and err.startswith("dgxtopo: error: ") and message in err
