@@ -25,7 +25,7 @@ def _rounds_text(rounds) -> list:
                      f"{' ...' if len(r.channels) > 8 else ''}], hwLat {to_us(r.latency):.2f} us")
     if len(rounds) > _SHOWN:
         rest = rounds[_SHOWN:]
-        lines.append(f"  ... {len(rest)} more round(s), hwLat {to_us(sum(r.latency for r in rest)):.2f} us in all")
+        lines.append(f"  ... {len(rest)} more round(s), hwLat up to {to_us(max(r.latency for r in rest)):.2f} us")
     return lines
 
 
