@@ -241,11 +241,12 @@ def test_charging_by_tiers_gives_the_loads_of_routing_each_leaf_pair(built, spec
 _FAILURES = ("{h}.nvswitch0", "{h}.gpu0-{h}.nvswitch0", "{h}.gpu3-{h}.nvswitch1")  # a switch, a bundle, a link
 
 
-# Every failure kind on 2xdgxh100 and 2xdgxb200 (two NVSwitch generations); the H200 (the same
-# fabric as the H100's) and a third host once each, which keeps the suite's time in bounds.
+# Every failure kind on 2xdgxh100 and 2xdgxb200 (two NVSwitch generations), and a third host
+# once. Not the H200: its fabric is the H100's (topo.dgx_nvswitch builds both alike; only the GPU model
+# and its memory differ), so its case ran the same searches and charges as 2xdgxh100's.
 @pytest.mark.parametrize("spec, later, failure",
                          [("2xdgxh100", "h1", f) for f in _FAILURES] + [("2xdgxb200", "h1", f) for f in _FAILURES]
-                         + [("2xdgxh200", "h1", _FAILURES[0]), ("3xdgxh100", "h2", _FAILURES[0])])
+                         + [("3xdgxh100", "h2", _FAILURES[0])])
 def test_a_failure_on_a_later_host_is_charged_as_on_host_0(spec, later, failure):
     from models.studies.whatif import apply_failures
 
