@@ -19,8 +19,6 @@ paths inside a group and 48 across groups. It is a scaling test, not a real prod
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 import time
 
 import networkx as nx
