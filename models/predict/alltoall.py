@@ -94,7 +94,7 @@ from ..engine.nccl.channels import channel_graphs
 from ..engine.nccl.p2p_plan import (MAX_P2P_PER_BATCH, P2pChannels, channel_base, channel_for_part, chunk_size,
                                     p2p_channels, part_bytes, parts, peer_nchannels, protocol,
                                     rank_rounds)
-from ..engine.nccl.system import NcclSystem
+from ..engine.nccl.system import NcclSystem, cpu_vendor
 from ..engine.results import gpu_set, tidy_records
 from ..engine.routes import PathType
 from .measure import CalibrationLike, Measured, measured, measurement_model
@@ -438,22 +438,6 @@ def _slowest_channel(works: dict) -> tuple:
         if sum(hops) > sum(best):
             best, channel = hops, c
     return best, channel
-
-
-def cpu_vendor(G: nx.DiGraph, gpu) -> str:
-    """NCCL's CPU vendor of the host of ``gpu`` (``ncclTopoCpuType``, src/graph/topo.cc, from the
-    CPU's vendor string): ``"amd"`` or ``"intel"`` by the model of the host's CPU node, else
-    ``"other"`` (an Arm Grace). [U] The collectives' communicator keeps its default (Intel);
-    this reading is the point-to-point model's only.
-
-    >>> import topo
-    >>> cpu_vendor(topo.build("dgxa100"), "gpu0"), cpu_vendor(topo.build("dgxh100"), "gpu0")
-    ('amd', 'intel')
-    """
-    host = G.nodes[gpu].get("host")
-    model = next((str(d.get("model", "")) for _, d in G.nodes(data=True)
-                  if d.get("kind") == "cpu" and d.get("host") == host), "")
-    return "amd" if model.startswith("AMD") else "intel" if model.startswith("Intel") else "other"
 
 
 def _path_bandwidth(fabric, a, b, members) -> tuple:
