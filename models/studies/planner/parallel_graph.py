@@ -34,10 +34,10 @@ tasks sharing the fabric's links:
   kernel at a time); ``none``: one stream, the all-to-alls on the critical path;
 * context parallelism ``p2p``: the attention core of each layer runs in ``cp`` chunks; ring step
   ``k`` (every rank sends the K/V block of ``seq / cp`` tokens to the next rank of its ring,
-  :func:`~models.studies.planner.parallel.cp_ring_bytes`; K/V and their gradients backward, plus
+  :func:`~models.studies.planner.cp_exchange.cp_ring_bytes`; K/V and their gradients backward, plus
   the forward's block again with full recomputation) runs beside chunk ``k``, and chunk ``k + 1``
   waits for it. ``a2a``: the attention core waits for the 4 all-to-alls
-  (:func:`~models.studies.planner.parallel.cp_a2a_bytes`) over the context-parallel group;
+  (:func:`~models.studies.planner.cp_exchange.cp_a2a_bytes`) over the context-parallel group;
 * data parallelism: the dense gradients over the ``dp x cp`` GPUs holding the same weights (the
   plan's ``dp`` groups), the experts' over the ``edp`` groups, each in buckets of ``bucket``
   bytes; ZeRO 3 gathers both before each layer's forward and backward (one layer ahead).
@@ -79,7 +79,8 @@ from ..workload import CNN, DEFAULT_BUCKET, OPTIMIZER_PASS_BYTES, activation_byt
     matmul_op, Workload
 from ..workload import workload as as_workload
 from ..moe import is_moe_spec, moe_workload
-from .parallel import cp_a2a_bytes, cp_ring_bytes, stage_split
+from .ep_overlap import EP_OVERLAPS, NO_OVERLAP, EpOverlap
+from .parallel import stage_split
 from .parallel_step import head_ops, is_moe, layer_kind, layer_ops, stage_parameters
 
 __all__ = ["parallel_step_graph", "plan_step_graph", "plan_step_graph_size", "check_plan_events",
@@ -133,9 +134,11 @@ def _checked(plan: Any, workload, bucket) -> Any:
     w = _workload(plan, workload)
     if isinstance(w, CNN):
         raise StepGraphError(f"{w.name} is a CNN: expected a transformer (step graphs follow Megatron's schedule)")
-    if _ep_overlap(plan) == "dualpipe":
-        raise StepGraphError("the plan overlaps its all-to-alls DualPipe's way: step graphs build 1F1B "
-                             "(expected ep_overlap none or batch)")
+    overlap = _ep_overlap(plan)
+    if not overlap.simulated:
+        built = " or ".join(o.name for o in EP_OVERLAPS if o.simulated)
+        raise StepGraphError(f"the plan overlaps its all-to-alls {type(overlap).__name__}'s way: "
+                             f"step graphs build 1F1B (expected ep_overlap {built})")
     return w
 
 
@@ -146,9 +149,9 @@ def _detail(plan: Any, name: str):
     return None
 
 
-def _ep_overlap(plan: Any) -> str:
+def _ep_overlap(plan: Any) -> EpOverlap:
     d = _detail(plan, "ep_comm")
-    return d.overlap if d is not None else "none"
+    return d.overlap if d is not None else NO_OVERLAP
 
 
 def _split(plan: Any, w) -> tuple:
@@ -264,6 +267,30 @@ def _spanning(groups, stage_gpus, replica0) -> tuple:
     return tuple((g, tuple(others[k::len(mine)])) for k, g in enumerate(mine)) if mine else ()
 
 
+@dataclass(frozen=True, slots=True)
+class _AttentionTasks:
+    """The tasks a context-parallel exchange builds one layer's attention core from
+    (:class:`~models.studies.planner.cp_exchange.AttentionTasks`), on the layer's group."""
+
+    out: _Sink
+    lid: str  # the layer's task id prefix
+    group: tuple  # its tensor-parallel group (replica 0's)
+    ring_sends: list  # replica 0's ring sends and their images
+    cp_groups: tuple  # the context-parallel groups holding replica 0's GPUs, with their images
+    collective: Any  # (prefix, op, spanning groups, nbytes, after, kind) -> the last id
+
+    def compute(self, suffix: str, seconds: float, after: tuple) -> str:
+        return self.out.add(f"{self.lid}.{suffix}", "compute", self.group, seconds=seconds, after=after,
+                            kind="compute", fold=True)
+
+    def ring_send(self, suffix: str, nbytes: float, after: tuple) -> tuple:
+        return tuple(self.out.add(f"{self.lid}.{suffix}.{r}", "send", pair, nbytes=nbytes, after=after,
+                                  kind="cp_comm", images=images) for r, (pair, images) in enumerate(self.ring_sends))
+
+    def alltoall(self, prefix: str, nbytes: float, after) -> str:
+        return self.collective(f"{self.lid}.{prefix}", "alltoall", self.cp_groups, nbytes, after, "cp_comm")
+
+
 def _schedule(out: _Sink, plan: Any, w, stages, work: _Work | None, *, bucket: float, shape_only: bool) -> None:
     """Add one step's tasks to ``out`` (the module docstring's schedule), replica 0 of every stage
     with its images. ``shape_only``: the forward (backward) blocks after the first (last) of a
@@ -280,10 +307,9 @@ def _schedule(out: _Sink, plan: Any, w, stages, work: _Work | None, *, bucket: f
     ep_detail = _detail(plan, "ep_comm")
     disp = ep_detail.dispatch_bytes if ep_detail is not None else 0.0
     comb = ep_detail.combine_bytes if ep_detail is not None else 0.0
-    overlap = _ep_overlap(plan) != "none"
-    cp = lay.cp
-    ring = cp_ring_bytes(w, lay.micro_batch, cp, tp, act) if cp > 1 and lay.cp_comm == "p2p" else 0.0
-    a2a = cp_a2a_bytes(w, lay.micro_batch, cp, tp, act) if cp > 1 and lay.cp_comm == "a2a" else ()
+    overlap = _ep_overlap(plan).two_streams
+    cp, exchange = lay.cp, lay.cp_comm
+    cp_bytes = exchange.buffers(w, lay.micro_batch, cp, tp, act) if cp > 1 else ()
     zero_pass = _Pass()
     groups = plan.groups
     stage_sets = [frozenset(g for j in range(width) for g in slot(p, j)) for p in range(pp)]
@@ -299,7 +325,7 @@ def _schedule(out: _Sink, plan: Any, w, stages, work: _Work | None, *, bucket: f
     ring_sends = []
     for p in range(pp):
         sends = []
-        if ring:
+        if cp > 1:
             rings = [tuple(g) for g in groups["cp"] if g[0] in stage_sets[p]]
             mine = [(g[0], g[1]) for g, _ in cp_groups[p]]
             others = [(r[k], r[(k + 1) % cp]) for r in rings for k in range(cp) if (r[k], r[(k + 1) % cp]) not in mine]
@@ -395,27 +421,12 @@ def _schedule(out: _Sink, plan: Any, w, stages, work: _Work | None, *, bucket: f
                 # the attention half
                 recount = 1 + (not fwd and full)
                 head_tp = (first_stage and li == 0) + (last_stage and li == nl - 1)
-                if cp > 1 and ring:
+                if cp > 1:  # the exchange builds the attention core
                     last = out.add(f"{lid}.c0", "compute", group, seconds=times.pre + extra,
                                    after=(last, *gate, *zg), kind="compute", fold=True)
-                    nbytes = ring if fwd else 2 * ring + (ring if full else 0.0)
-                    for step in range(cp):
-                        chunk = out.add(f"{lid}.a{step}", "compute", group, seconds=times.attention / cp,
-                                        after=(last,), kind="compute", fold=True)
-                        if step == cp - 1:
-                            last = chunk
-                            break
-                        sent = [out.add(f"{lid}.kv{step}.{r}", "send", pair, nbytes=nbytes, after=(last,),
-                                        kind="cp_comm", images=images) for r, (pair, images) in
-                                enumerate(ring_sends[p])]
-                        last = (chunk, *sent)
-                elif cp > 1:
-                    last = out.add(f"{lid}.c0", "compute", group, seconds=times.pre + extra,
-                                   after=(last, *gate, *zg), kind="compute", fold=True)
-                    for x, nbytes in enumerate(a2a * (1 + (not fwd) + (not fwd and full))):
-                        last = collective(f"{lid}.cpa{x}.", "alltoall", cp_groups[p], nbytes, last, "cp_comm")
-                    last = out.add(f"{lid}.att", "compute", group, seconds=times.attention, after=(last,),
-                                   kind="compute", fold=True)
+                    tasks = _AttentionTasks(out, lid, group, ring_sends[p], cp_groups[p], collective)
+                    last = exchange.attention_tasks(tasks, cp_bytes, times.attention, cp, last, forward=fwd,
+                                                    full=full)
                 else:
                     last = out.add(f"{lid}.c0", "compute", group, seconds=times.pre + times.attention + extra,
                                    after=(last, *gate, *zg), kind="compute", fold=True)
