@@ -71,14 +71,13 @@ import networkx as nx
 from topo.units import parse_count
 
 from ...predict.simulate import MAX_EVENTS, SimulationResult, simulate
-from ...predict.taskgraph import MAX_BYTES, Task, TaskGraph
+from ...predict.taskgraph import MAX_BYTES, TaskGraph
 from ..compute import ComputeModel
-from ..stepgraph import StepGraphError, check_graph_input, check_step_events, one_f_one_b, plan_compute, step_events, \
-    step_graph, step_graph_size
-from ..workload import CNN, DEFAULT_BUCKET, OPTIMIZER_PASS_BYTES, activation_bytes_per_element, dtype_bytes, \
+from ..stepgraph import GraphBuilder, StepGraphError, TaskSink, check_step_events, checked_workload, flat_ids, \
+    is_extended_step, one_f_one_b, pipeline_sends, plan_compute, replica_slot, step_events, step_graph, \
+    step_graph_size, step_workload, tp_collectives
+from ..workload import DEFAULT_BUCKET, OPTIMIZER_PASS_BYTES, activation_bytes_per_element, dtype_bytes, \
     matmul_op, Workload
-from ..workload import workload as as_workload
-from ..moe import is_moe_spec, moe_workload
 from .ep_overlap import EP_OVERLAPS, NO_OVERLAP, EpOverlap
 from .parallel import stage_split
 from .parallel_step import head_ops, is_moe, layer_kind, layer_ops, stage_parameters
@@ -96,8 +95,7 @@ _FFN = frozenset(("ffn_in", "ffn_out", "activation", "shared_in", "shared_out", 
 def is_parallel_plan(plan: Any, w=None) -> bool:
     """A plan whose step :func:`parallel_step_graph` builds (expert or context parallelism, an
     uneven split, a MoE workload) rather than :func:`models.studies.stepgraph.step_graph`."""
-    w = w if w is not None else getattr(plan, "workload_spec", None)
-    return bool(plan.layout.extended) or is_moe(w)
+    return is_extended_step(plan, w if w is not None else getattr(plan, "workload_spec", None))
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,18 +120,10 @@ class _Work:
     optimizer: tuple = ()  # per stage, the optimizer's pass
 
 
-def _workload(plan: Any, workload) -> Any:
-    spec = workload if workload is not None else getattr(plan, "workload_spec", None) or plan.workload
-    if isinstance(spec, str):
-        return moe_workload(spec) if is_moe_spec(spec) else as_workload(spec)
-    return spec
-
-
 def _checked(plan: Any, workload, bucket) -> Any:
-    check_graph_input(plan, bucket)
-    w = _workload(plan, workload)
-    if isinstance(w, CNN):
-        raise StepGraphError(f"{w.name} is a CNN: expected a transformer (step graphs follow Megatron's schedule)")
+    """The step graphs' one input check (:func:`models.studies.stepgraph.checked_workload`), and
+    an expert overlap whose schedule is built."""
+    w = checked_workload(plan, workload, bucket)
     overlap = _ep_overlap(plan)
     if not overlap.simulated:
         built = " or ".join(o.name for o in EP_OVERLAPS if o.simulated)
@@ -166,15 +156,6 @@ def _split(plan: Any, w) -> tuple:
             kinds += [(False, False)] * w.mtp_layers
         out.append((held, tuple(kinds)))
     return tuple(out)
-
-
-def _slot(plan: Any):
-    """``slot(p, j)``: the tensor-parallel group of replica ``j`` (of ``dp x cp``) on stage ``p``."""
-    slots, lay = plan.groups["tp"], plan.layout
-    width = lay.dp * lay.cp
-    if lay.order == "tp-dp-pp":
-        return lambda p, j: slots[p * width + j]
-    return lambda p, j: slots[j * lay.pp + p]
 
 
 def _parts(timed, backward: bool) -> _Pass:
@@ -222,43 +203,6 @@ def _work(plan: Any, w, cm: ComputeModel, stages) -> _Work:
     return _Work(forward, backward, (ff, fb), (hf, hb), tuple(optimizer))
 
 
-class _Sink:
-    """Adds tasks to a list (``build``) or counts them, each folded image and given image counted
-    (``count``: the unfolded graph's size, as :func:`models.predict.simulate.simulation_size` sizes it)."""
-
-    def __init__(self, maps, build: bool, images: bool = True):
-        self.maps = maps  # per other replica: GPU id of replica 0 -> its GPU id
-        self.build = build
-        self.images = images  # count the images
-        self.tasks: list = []
-        self.count = 0
-        self._images: dict = {}
-
-    def add(self, id_, op, gpus, *, nbytes=0, seconds=0.0, after=(), kind="", fold=False, images=()) -> str:
-        gpus = tuple(gpus)
-        if fold:
-            found = self._images.get(gpus)
-            if found is None:
-                found = self._images[gpus] = tuple(tuple(m[g] for g in gpus) for m in self.maps)
-            images = found
-        self.count += 1 + (len(images) if self.images else 0)
-        if self.build:
-            self.tasks.append(Task(id_, op, gpus, int(nbytes), float(seconds), _flat(after), kind,
-                                   images=tuple(images)))
-        return id_
-
-
-def _flat(after) -> tuple:
-    """Task ids from ids and tuples of ids (a step that ends in several tasks), empty ones dropped."""
-    out: list = []
-    for a in after:
-        if isinstance(a, tuple):
-            out.extend(x for x in a if x)
-        elif a:
-            out.append(a)
-    return tuple(dict.fromkeys(out))
-
-
 def _spanning(groups, stage_gpus, replica0) -> tuple:
     """The groups of one stage that hold a GPU of replica 0, each with its images: the stage's
     other groups, dealt out in turn (the replicas run in lockstep)."""
@@ -272,7 +216,7 @@ class _AttentionTasks:
     """The tasks a context-parallel exchange builds one layer's attention core from
     (:class:`~models.studies.planner.cp_exchange.AttentionTasks`), on the layer's group."""
 
-    out: _Sink
+    out: TaskSink
     lid: str  # the layer's task id prefix
     group: tuple  # its tensor-parallel group (replica 0's)
     ring_sends: list  # replica 0's ring sends and their images
@@ -291,7 +235,7 @@ class _AttentionTasks:
         return self.collective(f"{self.lid}.{prefix}", "alltoall", self.cp_groups, nbytes, after, "cp_comm")
 
 
-def _schedule(out: _Sink, plan: Any, w, stages, work: _Work | None, *, bucket: float, shape_only: bool) -> None:
+def _schedule(out: TaskSink, plan: Any, w, stages, work: _Work | None, *, bucket: float, shape_only: bool) -> None:
     """Add one step's tasks to ``out`` (the module docstring's schedule), replica 0 of every stage
     with its images. ``shape_only``: the forward (backward) blocks after the first (last) of a
     stage are counted as copies of it."""
@@ -299,7 +243,7 @@ def _schedule(out: _Sink, plan: Any, w, stages, work: _Work | None, *, bucket: f
     tp, pp, m, width = lay.tp, lay.pp, lay.micro_batches, lay.dp * lay.cp
     act = activation_bytes_per_element(plan.dtype)
     elem = dtype_bytes(plan.dtype)
-    slot = _slot(plan)
+    slot = replica_slot(plan)
     tokens = lay.micro_batch * (w.seq // lay.cp)
     tp_bytes = float(tokens * w.hidden * act)
     sp = lay.sequence_parallel and tp > 1
@@ -346,19 +290,7 @@ def _schedule(out: _Sink, plan: Any, w, stages, work: _Work | None, *, bucket: f
         dense_layer[kind] = (d / tp * act, e / (lay.etp * lay.ep) * act)
 
     def tp_comm(prefix, group, after, count) -> str:
-        last = after
-        if tp == 1:
-            return last
-        for c in range(count):
-            if sp:
-                last = out.add(f"{prefix}.rs{c}", "reduce_scatter", group, nbytes=tp_bytes, after=(last,),
-                               kind="tp_comm", fold=True)
-                last = out.add(f"{prefix}.ag{c}", "all_gather", group, nbytes=tp_bytes, after=(last,),
-                               kind="tp_comm", fold=True)
-            else:
-                last = out.add(f"{prefix}.ar{c}", "all_reduce", group, nbytes=tp_bytes, after=(last,),
-                               kind="tp_comm", fold=True)
-        return last
+        return tp_collectives(out, prefix, group, after, count, nbytes=tp_bytes, sequence_parallel=sp, fold=True)
 
     def collective(prefix, op, spanning, nbytes, after, kind) -> str:
         """One collective per group holding replica 0's GPUs (the others as images); the last id."""
@@ -460,18 +392,14 @@ def _schedule(out: _Sink, plan: Any, w, stages, work: _Work | None, *, bucket: f
                 if not fwd and i == m - 1:
                     last_grads[p].append((kind, last))
             if fwd and not last_stage:
-                for r in range(tp):
-                    out.add(f"{base}.send{r}", "send", [group[r], slot(p + 1, 0)[r]], nbytes=tp_bytes / tp,
-                            after=(last,), kind="pp_comm", fold=True)
+                pipeline_sends(out, base, group, slot(p + 1, 0), tp_bytes / tp, last, fold=True)
             if not fwd and p > 0:
-                for r in range(tp):
-                    out.add(f"{base}.send{r}", "send", [group[r], slot(p - 1, 0)[r]], nbytes=tp_bytes / tp,
-                            after=(last,), kind="pp_comm", fold=True)
+                pipeline_sends(out, base, group, slot(p - 1, 0), tp_bytes / tp, last, fold=True)
             ends.append(last)
             blocks[what] = out.count - block_start
         if shape_only:
             out.count += (m - 1) * sum(blocks.values())
-        stage_end[p] = _flat(ends[-2:] if overlap else ends[-1:])  # with overlap, both streams end it
+        stage_end[p] = flat_ids(ends[-2:] if overlap else ends[-1:])  # with overlap, both streams end it
     # data-parallel gradient buckets: the dense part over dp x cp, the experts over edp
     collective_op = "all_reduce" if lay.zero == 0 else "reduce_scatter"
     for p in range(pp):
@@ -515,7 +443,7 @@ def _schedule(out: _Sink, plan: Any, w, stages, work: _Work | None, *, bucket: f
 
 
 def _maps(plan: Any) -> list:
-    slot, lay = _slot(plan), plan.layout
+    slot, lay = replica_slot(plan), plan.layout
     return [{g: h for p in range(lay.pp) for g, h in zip(slot(p, 0), slot(p, j))}
             for j in range(1, lay.dp * lay.cp)]
 
@@ -555,13 +483,13 @@ def parallel_step_graph(plan: Any, G: nx.DiGraph, *, workload: str | Workload | 
     lay = plan.layout
     cm = compute if compute is not None else plan_compute(plan, G, w)
     stages = _split(plan, w)
-    out = _Sink(_maps(plan), build=True)
+    out = GraphBuilder(_maps(plan))
     _schedule(out, plan, w, stages, _work(plan, w, cm, stages), bucket=bucket, shape_only=False)
     return TaskGraph(tuple(out.tasks), f"{plan.workload} {lay.label()}")
 
 
 def _size(plan: Any, w, bucket: float) -> int:
-    out = _Sink(_maps(plan), build=False)
+    out = TaskSink(_maps(plan), build=False)
     _schedule(out, plan, w, _split(plan, w), None, bucket=bucket, shape_only=True)
     return out.count
 
@@ -570,7 +498,7 @@ def plan_step_graph(plan: Any, G: nx.DiGraph, **options: Any) -> TaskGraph:
     """The task graph of any plan's step: :func:`parallel_step_graph` for expert or context
     parallelism, a MoE workload or an uneven split, else :func:`models.studies.stepgraph.step_graph`
     (``options`` are theirs; ``fold`` is the dense graph's only)."""
-    if is_parallel_plan(plan, _workload(plan, options.get("workload"))):
+    if is_parallel_plan(plan, step_workload(plan, options.get("workload"))):
         options.pop("fold", None)
         for dense_only in ("efficiency", "attention_efficiency", "memory_efficiency"):
             options.pop(dense_only, None)
@@ -584,7 +512,7 @@ def plan_step_graph_size(plan: Any, *, workload: str | Workload | None = None, b
     ``fold=False``: every folded image counted (the events :func:`models.predict.simulate.simulation_size`
     sizes, over three). 0 for a plan that is no step graph."""
     try:
-        w = _workload(plan, workload)
+        w = step_workload(plan, workload)
         if not is_parallel_plan(plan, w):
             return step_graph_size(plan, workload=workload, bucket=bucket, fold=fold)
         w = _checked(plan, workload, bucket)
@@ -592,7 +520,7 @@ def plan_step_graph_size(plan: Any, *, workload: str | Workload | None = None, b
         return 0
     if not fold:
         return _size(plan, w, bucket)
-    out = _Sink([], build=False, images=False)
+    out = TaskSink(build=False, images=False)
     _schedule(out, plan, w, _split(plan, w), None, bucket=bucket, shape_only=True)
     return out.count
 
@@ -608,7 +536,7 @@ def check_plan_events(plan: Any, max_events: int, *, workload: str | Workload | 
     topo.LimitError
         Beyond ``max_events`` (keyword ``max_events``): it names the tasks, the events and the limit.
     """
-    w = _workload(plan, workload)
+    w = step_workload(plan, workload)
     if not is_parallel_plan(plan, w):
         return check_step_events(plan, max_events, workload=workload, bucket=bucket)
     max_events = parse_count(max_events, name="max_events", maximum=MAX_BYTES)
