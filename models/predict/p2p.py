@@ -480,6 +480,7 @@ class _Table:
         self.nodes = nodes
         self.p2p = p2p
         self.router = Router(G)
+        self._flows: dict = {}  # achieved -> maxflow matrix
         copies = host_copies(G) if symmetry is not None else None
         if copies is not None:
             self._by_host(nodes, copies)
@@ -653,6 +654,15 @@ class _Table:
         return types.astype(str)
 
     def maxflow(self, achieved: bool) -> np.ndarray:
+        """The NVLink maximum flow between every pair, computed once per ``achieved`` (a report's
+        one-way and both-ways matrices read the same flows). Read-only."""
+        flows = self._flows.get(achieved)
+        if flows is None:
+            flows = self._flows[achieved] = self._maxflow(achieved)
+            flows.setflags(write=False)
+        return flows
+
+    def _maxflow(self, achieved: bool) -> np.ndarray:
         capacity = achieved_capacity if achieved else line_rate
         if self.host_of is None:
             return flow_matrix(self.G, self.nodes, capacity)
