@@ -96,7 +96,6 @@ from topo.select import GpuIds, select_gpus
 from .maxflow import flow_matrix
 from .p2p_constants import EFFICIENCIES, HOST_CEILINGS, OVERHEADS, Calibrated
 from ..engine.fabric import PreparedFabric, graph_of, prepare
-from ..engine.nccl.system import nccl_capacity
 from ..engine.results import tidy_records
 from ..engine.symmetry import host_copies
 from ..engine.routes import PathType, Route, Router, line_rate, route_bandwidth
@@ -741,6 +740,8 @@ def p2p_path(G: nx.DiGraph | PreparedFabric, src: int, dst: int, *, p2p: bool | 
     rate, bottleneck, efficiency = table.one_way(a, b, True)
     line = table.one_way(a, b, False)[0] if p.staged is not None else p.route.bandwidth
     latency, overhead = table.latency_of(a, b)
+    from ..engine.nccl.system import nccl_capacity  # NCCL's figure: this function's only
+
     return P2PResult(src, dst, p.route, smi, line, rate, bottleneck,
                      route_bandwidth(G, p.route, nccl_capacity)[0], latency, p.staged,
                      efficiency, overhead)
