@@ -505,10 +505,10 @@ class _Table:
         self.classes = classes
         self.where = [where[n] for n in nodes]
         self.host_of = np.array([(c, i) for c, i, _ in self.where])
-        self.first = self.representatives()
         self._pairs: dict = {}
         self._one_way: dict = {}
         self._keys: tuple | None = None  # _host_keys
+        self.first = self.representatives()
 
     def _representative(self, a: int, b: int) -> tuple:
         """The pair of nodes standing for positions a and b (a != b) in host mode."""
@@ -518,10 +518,9 @@ class _Table:
         return hosts[c1][0][p1], second[p2]
 
     def representatives(self) -> list:
-        """GPU nodes whose pairs stand for every pair of the selection (host mode)."""
-        n = len(self.nodes)
-        return list(dict.fromkeys(x for a in range(n) for b in range(n) if a != b
-                                  for x in self._representative(a, b)))
+        """GPU nodes whose pairs stand for every pair of the selection (host mode), in the order
+        the pairs first name them (read from :meth:`_host_keys`, whose pairs come first)."""
+        return list(dict.fromkeys(x for key in self._host_keys()[0] if isinstance(key, tuple) for x in key))
 
     def expand(self, rows: dict) -> np.ndarray:
         """The full matrix from ``rows[(a, b)]`` over the representative pairs (off-diagonal)."""
