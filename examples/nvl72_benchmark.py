@@ -88,15 +88,17 @@ CLI_COMMANDS = (("p2p", "--system", "gb200nvl72", "--mode", "route"),
                 ("collective", "all_reduce", "--system", "gb200nvl72", "-b", "8", "-e", "8G", "-f", "2"))
 
 
-def child_cpu(command, repeat: int, env=None) -> float:
-    """The smallest user + system CPU time [s] of ``repeat`` runs of ``command`` in a child process
-    (its interpreter's start-up and imports included)."""
-    best = float("inf")
+def child_cpu(commands, repeat: int, env=None) -> list:
+    """Per command of ``commands``, the smallest user + system CPU time [s] of ``repeat`` runs in a
+    child process (its interpreter's start-up and imports included). The commands take turns
+    within each round, so that a machine busier at one moment weighs on all of them alike."""
+    best = [float("inf")] * len(commands)
     for _ in range(repeat):
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        subprocess.run(command, check=True, stdout=subprocess.DEVNULL, env=env)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        best = min(best, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime))
+        for k, command in enumerate(commands):
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            subprocess.run(command, check=True, stdout=subprocess.DEVNULL, env=env)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            best[k] = min(best[k], (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime))
     return best
 
 
@@ -113,12 +115,13 @@ def cli_figures(repeat: int, env=None, label: str = "") -> None:
     if env is not None:  # one run of each first, which writes the bytecode
         for words in (("--version",), *CLI_COMMANDS):
             subprocess.run((*dgxtopo, *words), check=True, stdout=subprocess.DEVNULL, env=env)
-    spent = [child_cpu((*dgxtopo, *words), repeat, env) for words in CLI_COMMANDS]
-    startup = child_cpu((sys.executable, "-c", STARTUP_CODE), repeat, env)
-    version = child_cpu((*dgxtopo, "--version"), repeat, env)
-    bare = child_cpu((sys.executable, "-c", "pass"), repeat, env)
-    libraries = child_cpu((sys.executable, "-c", "import networkx, numpy"), repeat, env) - bare
-    raw, n = sum(spent), len(spent)
+    n = len(CLI_COMMANDS)
+    *spent, startup, version, bare, libraries = child_cpu(
+        [(*dgxtopo, *words) for words in CLI_COMMANDS] + [(sys.executable, "-c", STARTUP_CODE), (*dgxtopo, "--version"),
+                                                          (sys.executable, "-c", "pass"),
+                                                          (sys.executable, "-c", "import networkx, numpy")], repeat, env)
+    libraries -= bare
+    raw = sum(spent)
     print(f"CLI{label}: " + "; ".join(f"{' '.join(words[:1] + words[-2:])} {t:.3f} s"
                                       for words, t in zip(CLI_COMMANDS, spent)) + " cpu")
     print(f"  p2p route + maxflow + 31-size all_reduce sweep: raw {raw:.3f} s cpu; start-up {startup:.3f} s "
