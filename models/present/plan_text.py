@@ -37,7 +37,7 @@ from .reasons_text import error_text
 __all__ = ["format_plan", "format_search", "format_calibration", "format_gpus_ranking", "format_workload",
            "format_generations", "compute_note", "component_note", "memory_note", "fit_note", "warning_note",
            "warning_notes", "timing_note", "tp_limit_note", "skipped_note", "skipped_notes",
-           "plan_error_text", "WARNING_TEXT", "CROSS_HOST_TP_WARNING"]
+           "plan_error_text", "group_text", "WARNING_TEXT", "CROSS_HOST_TP_WARNING"]
 
 #: The warning of a plan whose tensor-parallel groups span hosts (:attr:`PlanWarning.CROSS_HOST_TP
 #: <models.studies.planner.PlanWarning.CROSS_HOST_TP>`).
@@ -401,9 +401,23 @@ def format_plan(p: Plan, verbose: bool = False) -> str:
                 continue
             shown = p.groups[dim][:4]
             more = len(p.groups[dim]) - len(shown)
-            lines.append(f"  {dim} groups: " + " ".join("(" + ",".join(map(str, g)) + ")" for g in shown)
+            lines.append(f"  {dim} groups: " + " ".join(group_text(g) for g in shown)
                          + (f" ... +{more}" if more > 0 else ""))
     return "\n".join(lines)
+
+
+def group_text(group: Iterable[int]) -> str:
+    """A group of GPUs as the plan prints it: every member up to eight, a longer evenly spaced one
+    by its ends (a run of consecutive GPUs as ``a-b``, as ``--gpus`` reads it).
+
+    >>> group_text((0, 1, 2)), group_text(range(32)), group_text(range(0, 2048, 128))
+    ('(0,1,2)', '(0-31)', '(0,128,...,1920)')
+    """
+    g = list(group)
+    steps = {b - a for a, b in zip(g, g[1:])}
+    if len(g) <= 8 or len(steps) != 1:
+        return "(" + ",".join(map(str, g)) + ")"
+    return f"({g[0]}-{g[-1]})" if steps == {1} else f"({g[0]},{g[1]},...,{g[-1]})"
 
 
 def format_search(s: Search, top: int = 10) -> str:
