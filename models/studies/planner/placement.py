@@ -57,7 +57,7 @@ class JobGroups:
         self.models = sorted(models_)
         # The key of NCCL's estimates (models.engine.symmetry): on a cluster, identical hosts and
         # each host's own symmetry; on one host, the symmetry of what NCCL's paths use.
-        self.symmetry = self.prepared.symmetry.nccl()
+        self.symmetry = self.prepared.symmetry.nccl(units=True)
         self.nic_bandwidth = self._nic_bandwidth()
         self.estimator = Estimator(self.prepared)
         # A placement asks the same few groups again and again (every partition of a host, every
