@@ -47,10 +47,12 @@ __all__ = ["search", "plan", "plan_order", "DEFAULT_SIMULATED", "PLAN_MAX_EVENTS
 #: How many of the best layouts of the analytical first pass :func:`search` simulates (a
 #: simulation costs thousands of analytical estimates; the first pass's order is close).
 DEFAULT_SIMULATED = 8
-#: The planner's default budget of simulated events (three per task), over every candidate
-#: simulated: about ten seconds of simulation on one core (examples/simulate_benchmark.py's
-#: rate); a larger step keeps its analytical estimate, saying so.
-PLAN_MAX_EVENTS = 300_000
+#: The planner's default budget of simulated events (three per task built, a folded replica adds
+#: none: :func:`models.predict.simulate.simulation_size`), over every candidate simulated: about
+#: fifteen seconds of simulation on one core (deepseek-v3 tp1 pp8 ep8 zero2 on 32xdgxh100, 409,576
+#: tasks standing for 8.3 M, 1.23 M events, simulated in 14 CPU s); a larger step keeps its
+#: analytical estimate, saying so.
+PLAN_MAX_EVENTS = 1_500_000
 
 
 def _divisors(n):
@@ -286,7 +288,7 @@ def simulate_plans(w, ctx: Context, plans, count: int, max_events: int, cm=None)
     ``timing``), ranked: the simulated by their simulated step, then the other fitting ones by
     their analytical step, then those that do not fit.
 
-    Sized first: the simulations' events (three per task, :func:`~models.studies.planner.parallel_graph.plan_step_graph_size`)
+    Sized first: the simulations' events (three per task built, :func:`~models.studies.planner.parallel_graph.plan_step_graph_size`)
     add up until ``max_events``; the candidates beyond it keep their analytical step, with a
     note (a larger step is better estimated than refused: the first pass is a full answer).
     """
@@ -310,8 +312,8 @@ def simulate_plans(w, ctx: Context, plans, count: int, max_events: int, cm=None)
         if budget < 0 and chosen:  # past the budget: its size changes nothing (nor the note)
             why[id(p)] = TimingWhy(TimingCode.BEYOND_BUDGET, max_events=max_events)
             continue
-        # As the simulator sizes a folded graph: every replica it stands for (simulation_size).
-        events = 3 * plan_step_graph_size(p, workload=w, bucket=bucket, fold=False)
+        # As the simulator sizes a graph: three events per task built (simulation_size).
+        events = 3 * plan_step_graph_size(p, workload=w, bucket=bucket)
         if events > budget:
             why[id(p)] = (TimingWhy(TimingCode.NEEDS_EVENTS, events=events, max_events=max_events)
                           if not chosen else TimingWhy(TimingCode.BEYOND_BUDGET, max_events=max_events))
