@@ -121,6 +121,7 @@ class Context:
             self.dispatch_elem = QUANTISED_BYTES.get(str(chosen).lower(), float(activation_bytes_per_element(chosen)))
         self.bucket = _size("bucket", bucket)
         self.partitions: dict = {}
+        self.placements: dict = {}  # the groups of every layout with the same degrees and order (_placement)
         self._kernel_times: dict = {}  # (compute model, ops) -> their times, for every layout of the search
         self._flops: dict = {}  # recompute mode -> training FLOPs per token
 
@@ -153,12 +154,25 @@ class Context:
 
 
 def _placement(ctx: Context, layout: Layout, tp_groups=None) -> dict:
-    """The GPU groups of each dimension: ``{"tp", "pp", "dp"}`` -> tuples of GPU-id tuples."""
-    fabric, w = ctx.fabric, ctx.w
-    tp, pp, dp = layout.tp, layout.pp, layout.dp
-    per_host = len(fabric.hosts[0])
+    """The GPU groups of each dimension: ``{"tp", "pp", "dp"}`` -> tuples of GPU-id tuples.
+    The same for every layout with the same degrees, order and TP bytes: kept by the context
+    (the same tuples, so that the fabric's memos of concurrent groups find them at once)."""
+    w = ctx.w
     tp_bytes = 0.0 if isinstance(w, CNN) else float(
         layout.micro_batch * w.seq * w.hidden * activation_bytes_per_element(ctx.dtype))
+    if tp_groups is not None:
+        return _place(ctx, layout, tp_bytes, tp_groups)
+    key = (layout.tp, layout.pp, layout.dp, layout.cp, layout.ep, layout.etp, layout.order, layout.extended, tp_bytes)
+    found = ctx.placements.get(key)
+    if found is None:
+        found = ctx.placements[key] = _place(ctx, layout, tp_bytes, None)
+    return dict(found)
+
+
+def _place(ctx: Context, layout: Layout, tp_bytes: float, tp_groups) -> dict:
+    fabric = ctx.fabric
+    tp, pp, dp = layout.tp, layout.pp, layout.dp
+    per_host = len(fabric.hosts[0])
     if tp_groups is not None:
         slots = [tuple(g) for g in tp_groups]
     elif tp > per_host:

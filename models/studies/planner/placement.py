@@ -17,6 +17,7 @@ import topo
 from topo.units import GiB
 
 from ...engine.fabric import PreparedFabric, prepare
+from ...engine.memo import BoundedMemo
 from ...engine.nccltests import busbw_factor
 from ...engine.symmetry import GpuSymmetry
 from ...predict.collectives import Estimator
@@ -70,6 +71,11 @@ class JobGroups:
         # the same degrees asks the same ones) -> their first group of each key, and per host the
         # spanning groups leaving it (:meth:`spread`).
         self._spreads: dict = {}
+        # The same concurrent groups asked again as the same tuple (a layout's placement is kept,
+        # :func:`models.studies.planner.layouts`): found by identity first, the tuple held so its
+        # id stays its own.
+        self._spreads_by_id = BoundedMemo(1024)  # id(groups) -> (groups, spread), the recent ones
+        self._factors: dict = {}  # (collective, n) -> busbw factor
 
     def _nic_bandwidth(self) -> dict:
         G = self.G
@@ -149,6 +155,10 @@ class JobGroups:
         key (in ``groups``' order; a key's estimate is made on it), and host -> the number of
         groups that span it and other hosts. Kept per ``groups``: a search asks the same groups
         of every layout with the same degrees many times."""
+        held = self._spreads_by_id.get(id(groups))
+        if held is not None and held[0] is groups:
+            return held[1]
+        asked = groups
         groups = tuple(map(tuple, groups))
         found = self._spreads.get(groups)
         if found is None:
@@ -162,6 +172,8 @@ class JobGroups:
                     for h in hosts:
                         load[h] = load.get(h, 0) + 1
             found = self._spreads[groups] = (tuple(firsts.values()), load)
+        if isinstance(asked, tuple):
+            self._spreads_by_id.put(id(asked), (asked, found))
         return found
 
     def dimension_time(self, collective: str, nbytes: float, groups) -> float:
@@ -174,7 +186,9 @@ class JobGroups:
             return slowest
         # Bytes each spanning group sends out of one host (ring: one exit per host).
         n = len(groups[0])
-        factor = busbw_factor(collective, n)  # a ring's bytes per host exit: nccl-tests' busbw factor
+        factor = self._factors.get((collective, n))
+        if factor is None:  # a ring's bytes per host exit: nccl-tests' busbw factor
+            factor = self._factors[collective, n] = busbw_factor(collective, n)
         if not load:
             return slowest
         network = max(count * factor * nbytes / self.nic_bandwidth[h] for h, count in load.items())
