@@ -32,6 +32,10 @@ a wrong answer).
   applies: a set is keyed by the (host class, local key) of its first host, then those of its
   other hosts sorted. The first host is not swapped with the others: NCCL's model takes the
   channels and their NICs from the first node's search, so a set is not its mirror image.
+  With ``units`` (the planner's key, :meth:`FabricSymmetry.nccl`), classes of hosts that swap
+  whole with the switches they alone are cabled to (:func:`class_units`: the leaves of a fat
+  tree) are one shape too: a set is then its hosts per class, whatever the classes (on
+  128 DGX H100 under 32 leaves, two GPUs on two leaves are one estimate, not 32 x 31).
 * :meth:`FabricSymmetry.graph` keys the bounds: the whole graph (or its edges of some kinds).
 * :meth:`FabricSymmetry.both` keys a section that shows both (the report's bound vs NCCL).
 
