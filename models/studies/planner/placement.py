@@ -74,7 +74,7 @@ class JobGroups:
         # The same concurrent groups asked again as the same tuple (a layout's placement is kept,
         # :func:`models.studies.planner.layouts`): found by identity first, the tuple held so its
         # id stays its own.
-        self._spreads_by_id = BoundedMemo(1024)  # id(groups) -> (groups, spread), the recent ones
+        self._held = BoundedMemo(1024)  # (kind, id(groups)) -> (groups, found), the recent ones
         self._factors: dict = {}  # (collective, n) -> busbw factor
 
     def _nic_bandwidth(self) -> dict:
@@ -155,10 +155,22 @@ class JobGroups:
         key (in ``groups``' order; a key's estimate is made on it), and host -> the number of
         groups that span it and other hosts. Kept per ``groups``: a search asks the same groups
         of every layout with the same degrees many times."""
-        held = self._spreads_by_id.get(id(groups))
+        return self.held("spread", groups, lambda: self._spread(groups))
+
+    def held(self, kind: str, groups, make):
+        """``make()``, what is found of concurrent ``groups``, kept for the tuple asked (by its
+        identity: the recent ones, each held so its id stays its own); a list is not kept."""
+        if not isinstance(groups, tuple):
+            return make()
+        key = (kind, id(groups))
+        held = self._held.get(key)
         if held is not None and held[0] is groups:
             return held[1]
-        asked = groups
+        found = make()
+        self._held.put(key, (groups, found))
+        return found
+
+    def _spread(self, groups) -> tuple:
         groups = tuple(map(tuple, groups))
         found = self._spreads.get(groups)
         if found is None:
@@ -172,8 +184,6 @@ class JobGroups:
                     for h in hosts:
                         load[h] = load.get(h, 0) + 1
             found = self._spreads[groups] = (tuple(firsts.values()), load)
-        if isinstance(asked, tuple):
-            self._spreads_by_id.put(id(asked), (asked, found))
         return found
 
     def dimension_time(self, collective: str, nbytes: float, groups) -> float:
