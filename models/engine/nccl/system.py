@@ -293,7 +293,7 @@ class NcclSystem:
                 cache[h] = tuple(cache[h])
         return cache.get(host, ())
 
-    def nvlink_leaves(self, hosts) -> bool:
+    def nvlink_leaves(self, hosts: Iterable[int]) -> bool:
         """Whether an NVLink leaves a GPU or NVSwitch of one of ``hosts`` for a GPU or NVSwitch of
         another host (the hosts it leaves are found once per fabric: one scan of the edges)."""
         if self._nvlink_leaving is None:
