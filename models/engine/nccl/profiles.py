@@ -798,8 +798,9 @@ _V2_27_NVLINK_BW = ((100, 40.1), (90, 20.6), (87, 20.0), (86, 12.0), (80, 20.0),
                     (60, 18.0))
 
 # src/graph/topo.cc ncclTopoAddPci: bw = width * speed / 80 with kvDictPciGen speeds 60, 120,
-# 240 for 8, 16, 32 GT/s; x16 links give 12, 24, 48 GB/s (v2.27.7-1). [GB/s]
-_V2_27_PCI_BW = (("pcie3_x16", 12.0), ("pcie4_x16", 24.0), ("pcie5_x16", 48.0))
+# 240, 480 for 8, 16, 32, 64 GT/s; x16 links give 12, 24, 48, 96 GB/s (v2.27.7-1; [U] the
+# first release that knows "64.0 GT/s PCIe": taken as known wherever this table is used). [GB/s]
+_V2_27_PCI_BW = (("pcie3_x16", 12.0), ("pcie4_x16", 24.0), ("pcie5_x16", 48.0), ("pcie6_x16", 96.0))
 
 # --- v2.12.12-1 -----------------------------------------------------------------------------
 # baseLat, NVIDIA/nccl v2.12.12-1 src/graph/tuning.cc (the same from v2.7 to v2.17). [µs]
