@@ -220,6 +220,11 @@ def _nvlink_leaves_host(fabric, nodes) -> bool:
     return fabric.nvlink_leaves({G.nodes[n]["host"] for n in nodes})
 
 
+def _network_nics(fabric, host) -> tuple:
+    """NCCL's NET nodes of ``host`` (:meth:`NcclSystem.network_nics`: listed once per fabric)."""
+    return fabric.network_nics(host)
+
+
 def _nvls(fabric, nodes, nnodes, mnnvl) -> tuple:
     """The NVLS graph of the communicator (the worst NCCL node) and None, or None and why not."""
     G = fabric.G
@@ -232,7 +237,7 @@ def _nvls(fabric, nodes, nnodes, mnnvl) -> tuple:
                                       clique=len(members) if mnnvl else None)
         if not supported:
             return None, why
-        nets = fabric.network_nics(host) if nnodes > 1 else ()
+        nets = _network_nics(fabric, host) if nnodes > 1 else ()
         if nnodes > 1 and not nets:
             return None, Why(Cause.NVLS_NO_NIC, names=(str(host),))
         graph = nvls_search(fabric, members, nets)
