@@ -56,6 +56,8 @@ import json
 import statistics
 from dataclasses import dataclass
 
+import _bootstrap  # noqa: F401  (examples/_bootstrap.py: the repository importable when not installed)
+
 #: Megatron's GPT shapes: ``transformer:`` spec of a GPT with learned positions (Megatron pads
 #: the vocabulary to 51,200).
 _GPT = "transformer:layers={l},hidden={h},heads={a},seq={s},vocab=51200"

@@ -609,6 +609,18 @@ class NcclProfile:
         return rules.hw_latency[HARDWARE.index(hardware)][NVLS_ALGORITHMS.index(algorithm)] \
             if protocol == "Simple" else 0.0
 
+    def net_overhead_of(self, cpu_vendor: str, protocol: str) -> float:
+        """``getNetOverhead() x (Simple ? 3 : 1)`` (src/graph/tuning.cc, v2.18+): what NCCL's tuner
+        charges a network operation for its proxy thread, by the host's CPU vendor (``"intel"``,
+        ``"amd"``, anything else the third column); 0 in releases without it. [s]
+
+        >>> from models.engine.nccl.profiles import nccl_profile
+        >>> round(nccl_profile("2.27.7").net_overhead_of("amd", "Simple") * 1e6, 3)
+        6.0
+        """
+        vendor = {"intel": 0, "amd": 1}.get(cpu_vendor, 2)
+        return self.net_overhead[vendor] * (self.net_overhead_simple_factor if protocol == "Simple" else 1)
+
     def ll_max_bw(self, row: int, nnodes: int) -> float:
         """``llMaxBws[row][index2]``, index2 = nnodes - 1 capped at 2. [B/s]"""
         return self.ll_max_bws[row][min(nnodes, 3) - 1]
