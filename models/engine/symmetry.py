@@ -32,6 +32,10 @@ a wrong answer).
   applies: a set is keyed by the (host class, local key) of its first host, then those of its
   other hosts sorted. The first host is not swapped with the others: NCCL's model takes the
   channels and their NICs from the first node's search, so a set is not its mirror image.
+  With ``units`` (the planner's key, :meth:`FabricSymmetry.nccl`), classes of hosts that swap
+  whole with the switches they alone are cabled to (:func:`class_units`: the leaves of a fat
+  tree) are one shape too: a set is then its hosts per class, whatever the classes (on
+  128 DGX H100 under 32 leaves, two GPUs on two leaves are one estimate, not 32 x 31).
 * :meth:`FabricSymmetry.graph` keys the bounds: the whole graph (or its edges of some kinds).
 * :meth:`FabricSymmetry.both` keys a section that shows both (the report's bound vs NCCL).
 
@@ -65,7 +69,7 @@ from topo.schema import gpus as gpu_nodes_of
 from topo.symmetry import colour_refinement, gpu_automorphisms, interchangeable_gpus, interchangeable_nodes
 
 __all__ = ["GpuSymmetry", "ClusterSymmetry", "path_support", "FabricSymmetry", "FabricClasses", "SymmetryLimitError",
-           "host_classes", "host_copies", "host_place", "interchangeable_nodes", "MAX_SET_CLASSES", "FABRIC_NODE_KEYS", "FABRIC_EDGE_KEYS"]
+           "host_classes", "class_units", "host_copies", "host_place", "interchangeable_nodes", "MAX_SET_CLASSES", "FABRIC_NODE_KEYS", "FABRIC_EDGE_KEYS"]
 
 #: Default limit of the GPU-set classes one call enumerates (:meth:`GpuSymmetry.set_classes`,
 #: keyword ``max_classes``): each class is an estimate or a bound to compute.
@@ -419,6 +423,93 @@ def _neighbours(G, n):
     yield from G.pred[n]
 
 
+def class_units(G, classes, marked=frozenset()) -> list:
+    """The host classes of ``G`` (:func:`host_classes`) grouped into *units* whose classes swap
+    whole, each with the nodes outside the hosts it alone is cabled to: on a fat tree, the leaf
+    switches and the hosts under each (two DGX H100 on one leaf are then one shape wherever the
+    leaf is).
+
+    Two classes ``a`` and ``b`` (the same number of hosts) swap when the map that exchanges
+    their hosts in host order (node by place, :func:`host_place`) and the outside nodes their
+    nodes are cabled to (matched link by link, unambiguously) is an automorphism of ``G``: every
+    edge touching a moved node has its image, with the same attributes, and every moved node its
+    image's attributes (but ``host``, ``index`` and a host's own ``nvlink_domain``; ``marked``
+    nodes stay marked). Checked exactly, for the first class of a unit against each other one:
+    those swaps generate every permutation of the unit's classes. Anything ambiguous (a node
+    with outside neighbours alike) leaves the classes apart (more work, never a wrong answer).
+
+    Returns
+    -------
+    list of list of int
+        Class numbers (positions in ``classes``), each unit in class order.
+    """
+    host_of = {n: h for n, h in G.nodes(data="host") if isinstance(h, int) and h >= 0}
+    nodes_of: dict = {}
+    for n, h in host_of.items():
+        nodes_of.setdefault(h, {})[host_place(n)] = n
+    domains: dict = {}
+    for n, domain in G.nodes(data="nvlink_domain"):
+        if domain is not None:
+            domains.setdefault(domain, set()).add(host_of.get(n))
+    own = frozenset(d for d, hosts in domains.items() if len(hosts) == 1 and None not in hosts)
+
+    def attributes(n):
+        data = G.nodes[n]
+        drop = ("host",) if n in host_of else ("host", "index")
+        return _attributes({k: v for k, v in data.items() if k not in drop}, own), n in marked
+
+    def outside(n, adjacency):
+        found = [(repr(sorted(d.items())), G.nodes[w].get("kind"), w) for w, d in adjacency[n].items()
+                 if w not in host_of]
+        found.sort(key=lambda x: x[:2])
+        return found
+
+    def swap(a, b):
+        ha, hb = classes[a], classes[b]
+        if len(ha) != len(hb):
+            return None
+        pi: dict = {}
+        for x, y in zip(ha, hb):
+            if nodes_of[x].keys() != nodes_of[y].keys():
+                return None
+            for place, n in nodes_of[x].items():
+                m = nodes_of[y][place]
+                pi[n], pi[m] = m, n
+        hosts = dict(pi)
+        for n, m in hosts.items():
+            for adjacency in (G.adj, G.pred):
+                mine, theirs = outside(n, adjacency), outside(m, adjacency)
+                if [x[:2] for x in mine] != [x[:2] for x in theirs] \
+                        or len({x[:2] for x in mine}) != len(mine):
+                    return None  # unlike, or alike neighbours: no unambiguous match
+                for (_, _, w), (_, _, v) in zip(mine, theirs):
+                    if pi.get(w, v) != v or pi.get(v, w) != w:
+                        return None
+                    pi[w], pi[v] = v, w
+        for u, image in pi.items():
+            if attributes(u) != attributes(image):
+                return None
+            for adjacency in (G.adj, G.pred):
+                there = adjacency[image]
+                for v, d in adjacency[u].items():
+                    if there.get(pi.get(v, v)) != d:
+                        return None
+        return pi
+
+    units: list = []
+    placed: set = set()
+    for a in range(len(classes)):
+        if a in placed:
+            continue
+        unit = [a]
+        for b in range(a + 1, len(classes)):
+            if b not in placed and swap(a, b) is not None:
+                unit.append(b)
+                placed.add(b)
+        units.append(unit)
+    return units
+
+
 class ClusterSymmetry:
     """The GPU-set key of a cluster: hosts that swap (:func:`host_classes`), and within a host
     the symmetry of the host with its outside neighbours pinned (kept in place).
@@ -427,12 +518,18 @@ class ClusterSymmetry:
     ----------
     host_class : dict
         Host number -> class number.
+    unit : dict
+        Class number -> the first class of its unit (``units=True``: classes that swap whole
+        with the switches they alone are cabled to, :func:`class_units`), else itself.
     """
 
-    def __init__(self, G, marked=frozenset(), system=None):
+    def __init__(self, G, marked=frozenset(), system=None, *, units=False):
         self.G = G
         classes = host_classes(G, marked)
         self.host_class = {h: c for c, hosts in enumerate(classes) for h in hosts}
+        # Class -> the first class of its unit (:func:`class_units`; itself without ``units``).
+        self.unit = {c: members[0] for members in (class_units(G, classes, marked) if units else
+                                                   [[c] for c in range(len(classes))]) for c in members}
         self._representative = [hosts[0] for hosts in classes]
         self._local: dict = {}
         self._names: dict = {}
@@ -479,30 +576,41 @@ class ClusterSymmetry:
         return [self.key([gpus[i] for i in row]) for row in sets]
 
     def key(self, nodes, root=None) -> tuple:
-        """``("hosts", first host's (class, local key), sorted (class, local key) of the others)``
-        (and the root's). The first host stays first: NCCL's model takes the channels and their
-        NICs from the first node's search."""
+        """``("hosts", first host's (unit, local key, root), the (local key, root) of the others
+        of its class, sorted, then per other class the sorted (unit, local key, root) of its
+        hosts, sorted)``. The first host stays first: NCCL's model takes the channels and their
+        NICs from the first node's search. A class is a host's place up to the fabric's swaps (on
+        a fat tree its leaf switch): two sets with one key have their hosts under the same number
+        of classes, as many in each, and a swap of classes within units maps one onto the other.
+        Without ``units`` every class is its own unit."""
         by_host: dict = {}
         for g in nodes:
             by_host.setdefault(self.host[g], []).append(g)
         if len(by_host) == 1:
             (h, members), = by_host.items()
-            c = self.host_class[h]
+            c = self.unit[self.host_class[h]]
             inside = self.inside(c)
             if inside is not None:  # one host: the symmetry of its paths, NICs unpinned
                 symmetry, place = inside
                 mapped = [place[host_place(g)] for g in members]
                 r = place[host_place(root)] if root is not None else None
                 return ("inside", c, symmetry.key(mapped, r))
-        shapes = []
+        groups: dict = {}
+        first = None
         for h, members in sorted(by_host.items()):
             c = self.host_class[h]
-            local = self.local(c)
-            names = self._names[c]
+            u = self.unit[c]
+            local = self.local(u)
+            names = self._names[u]
             mapped = [names[host_place(g)] for g in members]
             r = names[host_place(root)] if root is not None and root in members else None
-            shapes.append((c, local.key(mapped, r), r is not None))
-        return ("hosts", shapes[0]) + tuple(sorted(shapes[1:]))
+            shape = (u, local.key(mapped, r), r is not None)
+            if first is None:
+                first, first_class = shape, c
+            else:
+                groups.setdefault(c, []).append(shape)
+        same = tuple(sorted(groups.pop(first_class, ())))
+        return ("hosts", first, same) + tuple(sorted(tuple(sorted(g)) for g in groups.values()))
 
 
 class FabricSymmetry:
@@ -538,11 +646,14 @@ class FabricSymmetry:
     def hosts(self) -> int:
         return len({self.G.nodes[g]["host"] for g in gpu_nodes_of(self.G)})
 
-    def nccl(self, collective: str | None = None, *, network: bool = True):
+    def nccl(self, collective: str | None = None, *, network: bool = True, units: bool = False):
         """The key of NCCL's estimates: :class:`ClusterSymmetry` for a collective of NCCL's
         channels on a cluster (``network=True``), else the symmetry of the support of NCCL's
-        paths (point-to-point collectives: alltoall, sendrecv)."""
+        paths (point-to-point collectives: alltoall, sendrecv). ``units``: on a cluster, classes
+        of hosts that swap whole with their switches are one shape too (:func:`class_units`)."""
         if self.hosts > 1 and network:
+            if units:
+                return self._scope("cluster units", lambda: ClusterSymmetry(self.G, system=self.system, units=True))
             return self._scope("cluster", lambda: ClusterSymmetry(self.G, system=self.system))
         return self._scope("support", lambda: GpuSymmetry(self._support()))
 

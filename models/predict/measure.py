@@ -487,24 +487,38 @@ def link_classes(e: Any, G: nx.DiGraph) -> tuple:
     tuple of str
         Sorted ``topo.LINKS`` keys (empty if nothing binds, e.g. one GPU).
     """
+    classes = set(_bottleneck_classes(e, G))
+    if _nnodes(e) > 1:
+        classes.update(_network_classes(G))
+    return tuple(sorted(classes))
+
+
+def _bottleneck_classes(e, G) -> set:
+    """The catalogued link classes of an estimate's bottleneck edges."""
     classes = set()
     for edge in e.bottleneck:
         if G.has_edge(*edge[:2]):
             link = G.edges[edge[0], edge[1]].get("link")
             if link in LINK_CLASSES:
                 classes.add(link)
-    nnodes = max((s.nnodes for s in (e.ring, e.tree) if s is not None), default=1)
-    if nnodes > 1:
-        # The distinct (kind, link) of the edges, read in C loops over the adjacency's dicts
-        # (G.adjacency() yields them as they are): a 1,024-host cluster has 338,000 edges and a
-        # handful of pairs.
-        rows = chain.from_iterable(neighbours.values() for _, neighbours in G.adjacency())
-        try:
-            pairs = set(map(itemgetter("kind", "link"), rows))
-        except KeyError:  # an edge without both (an unvalidated graph): as before, by name
-            pairs = {(d.get("kind"), d.get("link")) for _, _, d in G.edges(data=True)}
-        classes.update(link for kind, link in pairs if kind == "network" and link in LINK_CLASSES)
-    return tuple(sorted(classes))
+    return classes
+
+
+def _nnodes(e) -> int:
+    return max((s.nnodes for s in (e.ring, e.tree) if s is not None), default=1)
+
+
+def _network_classes(G) -> tuple:
+    """The catalogued link classes of the fabric's network edges."""
+    # The distinct (kind, link) of the edges, read in C loops over the adjacency's dicts
+    # (G.adjacency() yields them as they are): a 1,024-host cluster has 338,000 edges and a
+    # handful of pairs.
+    rows = chain.from_iterable(neighbours.values() for _, neighbours in G.adjacency())
+    try:
+        pairs = set(map(itemgetter("kind", "link"), rows))
+    except KeyError:  # an edge without both (an unvalidated graph): as before, by name
+        pairs = {(d.get("kind"), d.get("link")) for _, _, d in G.edges(data=True)}
+    return tuple(sorted(link for kind, link in pairs if kind == "network" and link in LINK_CLASSES))
 
 
 @dataclass(frozen=True, slots=True)
@@ -661,7 +675,7 @@ def measured(e: Any, G: nx.DiGraph | PreparedFabric | NcclSystem, *, gpus_per_th
             or not 1 <= gpus_per_thread <= max(1, e.nranks):
         raise MeasurementError(f"gpus_per_thread must be an integer from 1 to {max(1, e.nranks)} "
                                f"(the ranks), received {gpus_per_thread!r}")
-    link, ratio, paths = _binding(e, G, model, profile)
+    link, ratio, paths = _binding(e, G, model, profile, view if isinstance(view, NcclSystem) else None)
     host = model.floor + int(gpus_per_thread) * (model.launch_per_gpu + host_enqueue(e))
     nbytes = e.nbytes
     startup = np.maximum(host, e.latency)
@@ -788,7 +802,7 @@ def _algorithm(e, index):
     return algorithm_named(str(names[index]), getattr(e, "algorithms", ()) or ALGORITHMS)
 
 
-def _binding(e, G, model, profile) -> tuple:
+def _binding(e, G, model, profile, view=None) -> tuple:
     """The link class that binds an estimate's bandwidth, the ratio of achieved to NCCL's
     bandwidth it gives, and across hosts the NICs' paths.
 
@@ -799,8 +813,25 @@ def _binding(e, G, model, profile) -> tuple:
     by the headroom of every NVLink edge the channels load (achieved / reserved), since a path
     faster than NCCL assumed runs the channels faster across NVLink too; NVLS runs at its NVLink
     class's ratio.
+
+    ``view``, the NCCL view of ``G`` when the caller has one, keeps what this reads of the whole
+    fabric (the network's link classes, the first host's NICs, each NIC's path) for its next
+    estimates (:attr:`NcclSystem.measure_facts`): the same values, found once.
     """
-    classes = link_classes(e, G)
+    facts = view.measure_facts if view is not None else {}
+
+    def fact(key, make):
+        found = facts.get(key)
+        if found is None:
+            found = make()
+            if view is not None:
+                facts[key] = found
+        return found
+
+    classes = _bottleneck_classes(e, G)
+    if _nnodes(e) > 1:
+        classes.update(fact(("network classes",), lambda: _network_classes(G)))
+    classes = tuple(sorted(classes))
     if len({G.nodes[n].get("host") for n in e.nodes}) < 2:
         if not classes:
             return "", 1.0, ()
@@ -815,11 +846,14 @@ def _binding(e, G, model, profile) -> tuple:
         nics = sorted({nic for pair in search.nets for nic in pair}, key=str)
     else:  # point-to-point flows (alltoall, sendrecv): every network NIC of the first host
         host = G.nodes[e.nodes[0]].get("host")
-        nics = [n for n in network_nics(G) if G.nodes[n].get("host") == host
-                and any(G.nodes[m].get("kind") == "gpu" for m in pcie_paths(G, n))]
+        nics = fact(("p2p nics", host), lambda: tuple(
+            n for n in network_nics(G) if G.nodes[n].get("host") == host
+            and any(G.nodes[m].get("kind") == "gpu" for m in pcie_paths(G, n))))
     overrides = dict(model.efficiency_overrides)
-    paths = tuple(nic_path(G, nic, efficiency=lambda link: overrides.get(link, NIC_EFFICIENCY),
-                           sm_efficiency=model.transfer_efficiency, profile=profile) for nic in nics)
+    shape = (tuple(sorted(overrides.items())), model.transfer_efficiency)
+    paths = tuple(fact(("nic path", nic, shape), lambda nic=nic: nic_path(
+        G, nic, efficiency=lambda link: overrides.get(link, NIC_EFFICIENCY),
+        sm_efficiency=model.transfer_efficiency, profile=profile)) for nic in nics)
     ratios: dict = {}
 
     def bind(link, value):

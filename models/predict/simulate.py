@@ -74,8 +74,8 @@ __all__ = ["Task", "TaskGraph", "TaskGraphError", "TaskTiming", "LinkUse", "Simu
            "task_graph", "read_task_graph", "simulate", "simulation_size", "sm_counts", "COLLECTIVE_OPS",
            "MAX_TASKS", "MAX_BYTES", "MAX_EVENTS", "LimitError"]
 
-#: Default limit on a simulation's size (:func:`simulation_size`: three events per task and folded
-#: image: start, data, end); one to two minutes of work on one core at the rate of the benchmark
+#: Default limit on a simulation's size (:func:`simulation_size`: three events per task, start, data,
+#: end; a folded image adds none); one to two minutes of work on one core at the rate of the benchmark
 #: (examples/simulate_benchmark.py: 43,156 tasks, a size of 129,468, in under 4 s).
 MAX_EVENTS = 3_000_000
 
@@ -368,17 +368,21 @@ def sm_counts(G: nx.DiGraph) -> list:
 
 
 def simulation_size(graph: TaskGraph) -> int:
-    """The size of a simulation of ``graph``: three events (start, data, end) per task and per
-    folded image of a task, so a folded graph is sized as the graph it stands for (each image's
-    operation is decomposed and its links charged).
+    """The size of a simulation of ``graph``: three events (start, data, end) per task it runs.
+
+    What the simulator's work follows: the event loop runs the tasks built, each once; a folded
+    image of a task (a replica run in lockstep) is decomposed once per distinct (operation, GPUs,
+    size) and its links are charged within its task's events, so it adds no event. A folded
+    graph is sized as what is built, not as the graph it stands for (a DeepSeek-class step of
+    8 M images is some 10^5 tasks).
 
     Examples
     --------
     >>> simulation_size(task_graph({"tasks": [
     ...     {"id": "a", "op": "all_reduce", "gpus": [0, 1], "bytes": 8, "images": [[2, 3], [4, 5]]}]}))
-    9
+    3
     """
-    return 3 * sum(t.copies for t in graph.tasks)
+    return 3 * len(graph.tasks)
 
 
 def _stream_keys(t: Task) -> tuple:
@@ -461,7 +465,8 @@ def simulate(G: nx.DiGraph, graph: TaskGraph, *, profile: str | NcclProfile | No
                          size=size, limit=max_events)
     ngpus = len(topo.gpus(G))
     used = set(itertools.chain.from_iterable(t.gpus for t in graph.tasks))
-    used.update(itertools.chain.from_iterable(i for t in graph.tasks for i in t.images))
+    images = {id(t.images): t.images for t in graph.tasks if t.images}  # a tuple shared by tasks: once
+    used.update(itertools.chain.from_iterable(itertools.chain.from_iterable(images.values())))
     if used and (min(used) < 0 or max(used) >= ngpus):
         for t in graph.tasks:  # name the first task at fault
             bad = [g for g in itertools.chain(t.gpus, *t.images) if not 0 <= g < ngpus]
@@ -501,19 +506,22 @@ class _Run:
         self.protocol = [""] * n
         self.is_compute = [t.op == "compute" for t in tasks]
         self.link_of: dict = {}
-        decomposer.prepare((t.op, gpus, t.nbytes) for t in tasks if t.op != "compute" for gpus in (t.gpus,) + t.images)
+        # Each distinct task once, with its images (a folded step repeats its tasks' images
+        # across micro-batches: the same tuple, walked once).
+        distinct = {(t.op, t.gpus, t.nbytes, id(t.images)): t for t in tasks if t.op != "compute"}
+        decomposer.prepare((t.op, gpus, t.nbytes) for t in distinct.values() for gpus in (t.gpus,) + t.images)
         arrays: dict = {}  # one link array per distinct decomposition
         self.flow_class = flow_class = [-1] * n
         self.class_links: list = []
         self.class_usage: list = []
         self.class_peak: list = []
         asked: dict = {}
-        by_task: dict = {}  # (op, gpus, nbytes, images) -> (steps, flow class)
+        by_task: dict = {}  # (op, gpus, nbytes, the images' tuple) -> (steps, flow class)
         for k, t in enumerate(tasks):
             if t.op == "compute":
                 work[k] = t.seconds
                 continue
-            found = by_task.get((t.op, t.gpus, t.nbytes, t.images))
+            found = by_task.get((t.op, t.gpus, t.nbytes, id(t.images)))
             if found is None:
                 steps = asked.get((t.op, t.gpus, t.nbytes))
                 if steps is None:
@@ -538,7 +546,7 @@ class _Run:
                     self.class_usage.append(np.fromiter(merged.values(), dtype=np.float64, count=len(merged)))
                     # Each image is one of several identical flows: it fills its own busiest link alone.
                     self.class_peak.append(float(steps.usage.max()) if len(steps.usage) else 0.0)
-                found = by_task[t.op, t.gpus, t.nbytes, t.images] = (steps, c)
+                found = by_task[t.op, t.gpus, t.nbytes, id(t.images)] = (steps, c)
             steps, flow_class[k] = found
             startup[k], work[k] = steps.startup, steps.transfer
             self.algorithm[k], self.protocol[k] = steps.algorithm, steps.protocol

@@ -326,7 +326,7 @@ def step_graph(plan: Any, G: nx.DiGraph, *, workload: str | Workload | None = No
         simulation then costs ``dp`` times more).
     max_events : int, optional
         Refuse a graph whose simulation would take more than this many events (three per task
-        and folded image, :func:`models.predict.simulate.simulation_size`), counted in closed
+        built, :func:`models.predict.simulate.simulation_size`), counted in closed
         form from the plan before anything is built (:func:`step_graph_size`). None: no limit.
 
     Returns
@@ -582,9 +582,9 @@ def step_graph_size(plan: Any, *, workload: str | Workload | None = None, bucket
 
 def check_step_events(plan: Any, max_events: int, *, workload: str | Workload | None = None,
                       bucket: float = DEFAULT_BUCKET) -> int:
-    """The events a simulation of a plan's step takes (three per task, each folded image counted,
-    as :func:`models.predict.simulate.simulation_size` sizes the graph), counted without building
-    it (:func:`step_graph_size`, unfolded); refused beyond ``max_events``.
+    """The events a simulation of a plan's step takes (three per task built, as
+    :func:`models.predict.simulate.simulation_size` sizes the graph: a folded image adds none),
+    counted without building it (:func:`step_graph_size`, folded); refused beyond ``max_events``.
 
     Raises
     ------
@@ -602,11 +602,11 @@ def check_step_events(plan: Any, max_events: int, *, workload: str | Workload | 
     topo.errors.LimitError: a simulation of the step's 38,400,001 tasks (115,200,003 events, three per task, counted before building it): 115200003 is more than max_events=1000000
     """
     max_events = parse_count(max_events, name="max_events", maximum=MAX_BYTES)
-    return step_events(step_graph_size(plan, workload=workload, bucket=bucket, fold=False), max_events)
+    return step_events(step_graph_size(plan, workload=workload, bucket=bucket), max_events)
 
 
 def step_events(tasks: int, max_events: int) -> int:
-    """The events of a step graph of ``tasks`` tasks and images (three each), refused beyond
+    """The events of a step graph of ``tasks`` tasks (three each), refused beyond
     ``max_events`` (:class:`topo.LimitError`, keyword ``max_events``)."""
     events = 3 * tasks
     if events > max_events:

@@ -45,7 +45,6 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from topo.cluster import network_nics
 
 from ..results import tidy_records
 from .nvls import NvlsGraph, nvlink_cliques, nvls_search, nvls_support
@@ -212,24 +211,18 @@ def _split_loads(search, split):
     return dataclasses.replace(search, loads=tuple(loads))
 
 
-_NO_HOST = object()  # the host of a node that is neither a GPU nor an NVSwitch
-
-
 def _nvlink_leaves_host(fabric, nodes) -> bool:
     """Whether an NVLink leaves a GPU or NVSwitch of the hosts of ``nodes`` for a GPU or NVSwitch of
     another host: without one, no NVLink clique of ``nodes`` spans hosts (a path from one host to
-    another crosses such a link), which spares the clique search over a large cluster."""
-    G, kind = fabric.G, fabric.router.kind
-    hosts = {G.nodes[n]["host"] for n in nodes}
-    fabric_nodes = ("gpu", "nvswitch")
-    host_of = {n: data.get("host") for n, data in G.nodes(data=True) if data["kind"] in fabric_nodes}
-    for u, neighbours in G.adjacency():
-        host = host_of.get(u, _NO_HOST)
-        if host in hosts:
-            for v, data in neighbours.items():
-                if data["kind"] == "nvlink" and kind[v] in fabric_nodes and host_of[v] != host:
-                    return True
-    return False
+    another crosses such a link), which spares the clique search over a large cluster
+    (:meth:`NcclSystem.nvlink_leaves`: the fabric scans its edges once)."""
+    G = fabric.G
+    return fabric.nvlink_leaves({G.nodes[n]["host"] for n in nodes})
+
+
+def _network_nics(fabric, host) -> tuple:
+    """NCCL's NET nodes of ``host`` (:meth:`NcclSystem.network_nics`: listed once per fabric)."""
+    return fabric.network_nics(host)
 
 
 def _nvls(fabric, nodes, nnodes, mnnvl) -> tuple:
@@ -244,7 +237,7 @@ def _nvls(fabric, nodes, nnodes, mnnvl) -> tuple:
                                       clique=len(members) if mnnvl else None)
         if not supported:
             return None, why
-        nets = network_nics(fabric.G, host) if nnodes > 1 else ()
+        nets = _network_nics(fabric, host) if nnodes > 1 else ()
         if nnodes > 1 and not nets:
             return None, Why(Cause.NVLS_NO_NIC, names=(str(host),))
         graph = nvls_search(fabric, members, nets)

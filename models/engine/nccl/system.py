@@ -297,6 +297,10 @@ class NcclSystem:
         self.split: dict = {}
         self.network_loads: dict = {}
         self._network_nics: dict = {}  # host (None: every host) -> its NICs on a network
+        self._nvlink_leaving: frozenset | None = None  # hosts an NVLink leaves (:meth:`nvlink_leaves`)
+        # What models.predict.measure reads of the fabric for every estimate across hosts (the
+        # network's link classes, each NIC's path), found once per fabric: keyed by its arguments.
+        self.measure_facts: dict = {}
 
     def capacity(self, u: str, v: str) -> float:
         """NCCL's charge for the directed edge (u, v) (:func:`nccl_capacity`). [B/s]"""
@@ -317,6 +321,25 @@ class NcclSystem:
             for h in list(cache):
                 cache[h] = tuple(cache[h])
         return cache.get(host, ())
+
+    def nvlink_leaves(self, hosts: Iterable[int]) -> bool:
+        """Whether an NVLink leaves a GPU or NVSwitch of one of ``hosts`` for a GPU or NVSwitch of
+        another host (the hosts it leaves are found once per fabric: one scan of the edges)."""
+        if self._nvlink_leaving is None:
+            G, kind = self.G, self.router.kind
+            fabric_nodes = ("gpu", "nvswitch")
+            host_of = {n: data.get("host") for n, data in G.nodes(data=True) if data["kind"] in fabric_nodes}
+            leaving = set()
+            for u, neighbours in G.adjacency():
+                if u not in host_of:
+                    continue
+                host = host_of[u]
+                for v, data in neighbours.items():
+                    if data["kind"] == "nvlink" and kind[v] in fabric_nodes and host_of[v] != host:
+                        leaving.add(host)
+                        break
+            self._nvlink_leaving = frozenset(leaving)
+        return not self._nvlink_leaving.isdisjoint(hosts)
 
     def host_kind(self, host: int) -> int:
         """A number shared by the hosts that are copies of each other as a host's channel search

@@ -160,8 +160,9 @@ def _plan_arguments(parser) -> None:
                         help=f"simulate the N best layouts of the analytical first pass and rank them by "
                              f"their simulated step (default {DEFAULT_SIMULATED}; 0: analytical only)")
     parser.add_argument("--max-events", type=at_least(1), default=PLAN_MAX_EVENTS, metavar="N",
-                        help=f"the simulations' budget in events, three per task (default {PLAN_MAX_EVENTS}); "
-                             f"layouts beyond it keep their analytical step")
+                        help=f"the simulations' budget in events, three per task built (a folded data-parallel "
+                             f"replica adds none; default {PLAN_MAX_EVENTS}); layouts beyond it keep their "
+                             f"analytical step")
     parser.add_argument("--top", type=at_least(1), metavar="N",
                         help="with --search: layouts shown (default: 10 in text, all in JSON)")
     json_option(parser, "text")

@@ -34,8 +34,8 @@ def _simulate_arguments(parser) -> None:
     parser.add_argument("--out", metavar="FILE.html",
                         help="also write a Gantt chart and the links' utilisation (replaced atomically)")
     parser.add_argument("--max-events", type=at_least(1), default=MAX_EVENTS, metavar="N",
-                        help=f"refuse simulations of more than N events, three per task and folded image "
-                             f"(default {MAX_EVENTS})")
+                        help=f"refuse simulations of more than N events, three per task built (a folded "
+                             f"data-parallel replica adds none; default {MAX_EVENTS})")
     parser.add_argument("--limit", type=at_least(1), default=MAX_PLAN_GPUS, metavar="N",
                         help=f"refuse jobs of more than N GPUs (default {MAX_PLAN_GPUS})")
 

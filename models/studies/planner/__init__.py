@@ -64,8 +64,9 @@ placement matters. Groups of one dimension run concurrently; the model also char
 shared network ports (the traffic of every concurrent group crossing a host's NICs over the
 host's NIC bandwidth), but not their sharing of links inside a host [U]. Estimates are cached
 per group shape (GPU sets equal under the fabric's key of NCCL estimates,
-:meth:`models.engine.symmetry.FabricSymmetry.nccl`: identical hosts, and the symmetry of what NCCL's
-paths use), one channel search per shape: each is run
+:meth:`models.engine.symmetry.FabricSymmetry.nccl` with ``units``: identical hosts, the leaves of
+a fat tree swapped whole with their hosts, and the symmetry of what NCCL's paths use), one
+channel search per shape: each is run
 on a grid of sizes and a size in between takes the best of the (latency, bandwidth) pairs NCCL
 selected on the grid, which is NCCL's own selection whenever each candidate that wins somewhere
 wins at a grid point.

@@ -59,7 +59,12 @@ def _spread(fabric: JobGroups, groups) -> tuple:
     """``(firsts, shares)`` of concurrent all-to-all ``groups``: the first group of each key
     (:meth:`JobGroups.spread`), and host -> the network share of each group rank on it, in
     ``groups``' order (:func:`alltoall_split`; only groups that leave their NVLink domain).
-    Kept by the prepared fabric per ``groups``."""
+    Kept by the prepared fabric per ``groups`` (and by the job's groups per the tuple asked,
+    :meth:`JobGroups.held`)."""
+    return fabric.held("alltoall spread", groups, lambda: _spread_of(fabric, groups))
+
+
+def _spread_of(fabric: JobGroups, groups) -> tuple:
     groups = tuple(map(tuple, groups))
     key = ("planner.alltoall_spread", groups)
     memo = fabric.prepared.memo

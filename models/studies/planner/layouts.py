@@ -49,10 +49,12 @@ __all__ = ["search", "plan", "plan_order", "DEFAULT_SIMULATED", "PLAN_MAX_EVENTS
 #: How many of the best layouts of the analytical first pass :func:`search` simulates (a
 #: simulation costs thousands of analytical estimates; the first pass's order is close).
 DEFAULT_SIMULATED = 8
-#: The planner's default budget of simulated events (three per task), over every candidate
-#: simulated: about ten seconds of simulation on one core (examples/simulate_benchmark.py's
-#: rate); a larger step keeps its analytical estimate, saying so.
-PLAN_MAX_EVENTS = 300_000
+#: The planner's default budget of simulated events (three per task built, a folded replica adds
+#: none: :func:`models.predict.simulate.simulation_size`), over every candidate simulated: about
+#: fifteen seconds of simulation on one core (deepseek-v3 tp1 pp8 ep8 zero2 on 32xdgxh100, 409,576
+#: tasks standing for 8.3 M, 1.23 M events, simulated in 14 CPU s); a larger step keeps its
+#: analytical estimate, saying so.
+PLAN_MAX_EVENTS = 1_500_000
 
 
 def _divisors(n):
@@ -122,6 +124,7 @@ class Context:
             self.dispatch_elem = QUANTISED_BYTES.get(str(chosen).lower(), float(activation_bytes_per_element(chosen)))
         self.bucket = _size("bucket", bucket)
         self.partitions: dict = {}
+        self.placements: dict = {}  # the groups of every layout with the same degrees and order (_placement)
         self._kernel_times: dict = {}  # (compute model, ops) -> their times, for every layout of the search
         self._flops: dict = {}  # recompute mode -> training FLOPs per token
 
@@ -154,12 +157,25 @@ class Context:
 
 
 def _placement(ctx: Context, layout: Layout, tp_groups=None) -> dict:
-    """The GPU groups of each dimension: ``{"tp", "pp", "dp"}`` -> tuples of GPU-id tuples."""
-    fabric, w = ctx.fabric, ctx.w
-    tp, pp, dp = layout.tp, layout.pp, layout.dp
-    per_host = len(fabric.hosts[0])
+    """The GPU groups of each dimension: ``{"tp", "pp", "dp"}`` -> tuples of GPU-id tuples.
+    The same for every layout with the same degrees, order and TP bytes: kept by the context
+    (the same tuples, so that the fabric's memos of concurrent groups find them at once)."""
+    w = ctx.w
     tp_bytes = 0.0 if isinstance(w, CNN) else float(
         layout.micro_batch * w.seq * w.hidden * activation_bytes_per_element(ctx.dtype))
+    if tp_groups is not None:
+        return _place(ctx, layout, tp_bytes, tp_groups)
+    key = (layout.tp, layout.pp, layout.dp, layout.cp, layout.ep, layout.etp, layout.order, layout.extended, tp_bytes)
+    found = ctx.placements.get(key)
+    if found is None:
+        found = ctx.placements[key] = _place(ctx, layout, tp_bytes, None)
+    return dict(found)
+
+
+def _place(ctx: Context, layout: Layout, tp_bytes: float, tp_groups) -> dict:
+    fabric = ctx.fabric
+    tp, pp, dp = layout.tp, layout.pp, layout.dp
+    per_host = len(fabric.hosts[0])
     if tp_groups is not None:
         slots = [tuple(g) for g in tp_groups]
     elif tp > per_host:
@@ -289,7 +305,7 @@ def simulate_plans(w, ctx: Context, plans, count: int, max_events: int, cm=None)
     ``timing``), ranked: the simulated by their simulated step, then the other fitting ones by
     their analytical step, then those that do not fit.
 
-    Sized first: the simulations' events (three per task, :func:`~models.studies.planner.parallel_graph.plan_step_graph_size`)
+    Sized first: the simulations' events (three per task built, :func:`~models.studies.planner.parallel_graph.plan_step_graph_size`)
     add up until ``max_events``; the candidates beyond it keep their analytical step, with a
     note (a larger step is better estimated than refused: the first pass is a full answer).
     """
@@ -313,8 +329,8 @@ def simulate_plans(w, ctx: Context, plans, count: int, max_events: int, cm=None)
         if budget < 0 and chosen:  # past the budget: its size changes nothing (nor the note)
             why[id(p)] = TimingWhy(TimingCode.BEYOND_BUDGET, max_events=max_events)
             continue
-        # As the simulator sizes a folded graph: every replica it stands for (simulation_size).
-        events = 3 * plan_step_graph_size(p, workload=w, bucket=bucket, fold=False)
+        # As the simulator sizes a graph: three events per task built (simulation_size).
+        events = 3 * plan_step_graph_size(p, workload=w, bucket=bucket)
         if events > budget:
             why[id(p)] = (TimingWhy(TimingCode.NEEDS_EVENTS, events=events, max_events=max_events)
                           if not chosen else TimingWhy(TimingCode.BEYOND_BUDGET, max_events=max_events))

@@ -527,8 +527,9 @@ def plan_step_graph_size(plan: Any, *, workload: str | Workload | None = None, b
 
 def check_plan_events(plan: Any, max_events: int, *, workload: str | Workload | None = None,
                       bucket: float = DEFAULT_BUCKET) -> int:
-    """The events a simulation of a plan's step takes (three per task and image), counted without
-    building it (:func:`plan_step_graph_size`); refused beyond ``max_events``
+    """The events a simulation of a plan's step takes (three per task built, a folded image adds
+    none: :func:`models.predict.simulate.simulation_size`), counted without building it
+    (:func:`plan_step_graph_size`, folded); refused beyond ``max_events``
     (:func:`models.studies.stepgraph.check_step_events` for a dense plan).
 
     Raises
@@ -540,7 +541,7 @@ def check_plan_events(plan: Any, max_events: int, *, workload: str | Workload | 
     if not is_parallel_plan(plan, w):
         return check_step_events(plan, max_events, workload=workload, bucket=bucket)
     max_events = parse_count(max_events, name="max_events", maximum=MAX_BYTES)
-    return step_events(plan_step_graph_size(plan, workload=w, bucket=bucket, fold=False), max_events)
+    return step_events(plan_step_graph_size(plan, workload=w, bucket=bucket), max_events)
 
 
 def simulate_planned(plan: Any, G: nx.DiGraph, *, bucket: float = DEFAULT_BUCKET,

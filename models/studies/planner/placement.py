@@ -17,6 +17,7 @@ import topo
 from topo.units import GiB
 
 from ...engine.fabric import PreparedFabric, prepare
+from ...engine.memo import BoundedMemo
 from ...engine.nccltests import busbw_factor
 from ...engine.symmetry import GpuSymmetry
 from ...predict.collectives import Estimator
@@ -57,7 +58,7 @@ class JobGroups:
         self.models = sorted(models_)
         # The key of NCCL's estimates (models.engine.symmetry): on a cluster, identical hosts and
         # each host's own symmetry; on one host, the symmetry of what NCCL's paths use.
-        self.symmetry = self.prepared.symmetry.nccl()
+        self.symmetry = self.prepared.symmetry.nccl(units=True)
         self.nic_bandwidth = self._nic_bandwidth()
         self.estimator = Estimator(self.prepared)
         # A placement asks the same few groups again and again (every partition of a host, every
@@ -70,6 +71,11 @@ class JobGroups:
         # the same degrees asks the same ones) -> their first group of each key, and per host the
         # spanning groups leaving it (:meth:`spread`).
         self._spreads: dict = {}
+        # The same concurrent groups asked again as the same tuple (a layout's placement is kept,
+        # :func:`models.studies.planner.layouts`): found by identity first, the tuple held so its
+        # id stays its own.
+        self._held = BoundedMemo(1024)  # (kind, id(groups)) -> (groups, found), the recent ones
+        self._factors: dict = {}  # (collective, n) -> busbw factor
 
     def _nic_bandwidth(self) -> dict:
         G = self.G
@@ -149,6 +155,22 @@ class JobGroups:
         key (in ``groups``' order; a key's estimate is made on it), and host -> the number of
         groups that span it and other hosts. Kept per ``groups``: a search asks the same groups
         of every layout with the same degrees many times."""
+        return self.held("spread", groups, lambda: self._spread(groups))
+
+    def held(self, kind: str, groups, make):
+        """``make()``, what is found of concurrent ``groups``, kept for the tuple asked (by its
+        identity: the recent ones, each held so its id stays its own); a list is not kept."""
+        if not isinstance(groups, tuple):
+            return make()
+        key = (kind, id(groups))
+        held = self._held.get(key)
+        if held is not None and held[0] is groups:
+            return held[1]
+        found = make()
+        self._held.put(key, (groups, found))
+        return found
+
+    def _spread(self, groups) -> tuple:
         groups = tuple(map(tuple, groups))
         found = self._spreads.get(groups)
         if found is None:
@@ -174,7 +196,9 @@ class JobGroups:
             return slowest
         # Bytes each spanning group sends out of one host (ring: one exit per host).
         n = len(groups[0])
-        factor = busbw_factor(collective, n)  # a ring's bytes per host exit: nccl-tests' busbw factor
+        factor = self._factors.get((collective, n))
+        if factor is None:  # a ring's bytes per host exit: nccl-tests' busbw factor
+            factor = self._factors[collective, n] = busbw_factor(collective, n)
         if not load:
             return slowest
         network = max(count * factor * nbytes / self.nic_bandwidth[h] for h, count in load.items())

@@ -199,7 +199,7 @@ def _reach(way, monkeypatch):
     if kind == "graphs":
         system, version, what_if = a
         if what_if == "no_nic":  # no built-in fabric gets there: the ring search needs the NICs first
-            monkeypatch.setattr(channels_module, "network_nics", lambda G, host: ())
+            monkeypatch.setattr(channels_module, "_network_nics", lambda fabric, host: ())
             what_if = None
         g = _graphs(system, version, what_if)
         assert g.nvls is None and g.communicator.nvls is None and g.communicator.nvls_why == g.nvls_why

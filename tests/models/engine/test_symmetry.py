@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 import models
 import topo
 from models.engine.fabric import PreparedFabric
-from models.engine.symmetry import SymmetryLimitError, host_classes
+from models.engine.symmetry import SymmetryLimitError, class_units, host_classes
 from topo.errors import LimitError
 from models.studies.bounds import bound
 
@@ -166,6 +166,28 @@ def test_hosts_a_channel_search_sees_as_copies_ignore_which_switch_a_nic_is_cabl
     assert host_classes(topo.build("2xdgx1v"), outside="kind") == [[0, 1]]
     damaged = topo.transform.remove_nodes(topo.build("2xdgx1v"), ["h1.mlx5_1"])
     assert host_classes(damaged, outside="kind") == [[0], [1]]
+
+
+def test_the_leaves_of_a_fat_tree_swap_whole_with_their_hosts():
+    """16 DGX H100 on a fat tree of 4 leaves: the hosts of a leaf swap (a class each), and so do
+    the leaves with their hosts (one unit): two GPUs on two leaves are one shape wherever the
+    leaves are, with one estimate, and another shape than two GPUs on one leaf. A leaf that lost
+    a spine link swaps with no other."""
+    G = topo.build("16xdgxh100")
+    classes = host_classes(G)
+    assert classes == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11], [12, 13, 14, 15]]
+    assert class_units(G, classes) == [[0, 1, 2, 3]]
+    prepared = PreparedFabric(G)
+    key, plain = prepared.symmetry.nccl(units=True).key, prepared.symmetry.nccl().key
+    across = (["h0.gpu0", "h4.gpu0"], ["h8.gpu0", "h12.gpu0"], ["h5.gpu0", "h13.gpu0"])
+    assert len({key(s) for s in across}) == 1 and len({plain(s) for s in across}) == 3
+    assert key(["h0.gpu0", "h1.gpu0"]) != key(across[0])
+    for collective in ("all_reduce", "alltoall"):
+        times = {tuple(models.estimate(prepared, collective, [8, 2**30], [prepared.ids[g] for g in s]).time.tolist())
+                 for s in across}
+        assert len(times) == 1
+    damaged = topo.transform.remove_links(G, "net.leaf1", "net.spine0")
+    assert class_units(damaged, host_classes(damaged)) == [[0, 2, 3], [1]]
 
 
 def test_a_communicator_within_one_host_of_a_cluster_is_keyed_by_the_hosts_own_paths():

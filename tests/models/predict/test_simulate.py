@@ -17,7 +17,7 @@ from models.engine.fabric import PreparedFabric
 from models.predict.collectives import COLLECTIVE_NAMES, LimitError, estimate
 from models.predict.decompose import DecomposeError, Decomposer
 from models.predict.flows import FlowError, max_min_share
-from models.predict.simulate import TaskGraphError, read_task_graph, simulate, task_graph
+from models.predict.simulate import TaskGraphError, read_task_graph, simulate, simulation_size, task_graph
 from models.present.json_shapes import task_graph_json
 
 MiB = 2**20
@@ -432,6 +432,21 @@ def test_graph_level_errors():
                    max_tasks=1)
     with pytest.raises(TaskGraphError, match="does not parse"):  # nesting too deep for json
         task_graph("[" * 100000 + "]" * 100000)
+
+
+def test_the_budget_counts_the_tasks_run_not_their_images():
+    """Three events per task the simulator runs: a folded image (a replica in lockstep) is charged
+    on the links within its task's events, and adds none."""
+    G = topo.build("dgx1v")
+    images = [[2, 3], [4, 5], [6, 7]]
+    graph = task_graph({"tasks": [
+        {"id": "a", "op": "all_reduce", "gpus": [0, 1], "bytes": 1 << 20, "images": images},
+        {"id": "b", "op": "all_reduce", "gpus": [0, 1], "bytes": 1 << 20, "images": images, "after": ["a"]}]})
+    assert simulation_size(graph) == 6 < 3 * sum(t.copies for t in graph.tasks)
+    assert simulate(G, graph, max_events=6).step_time > 0
+    with pytest.raises(LimitError) as error:
+        simulate(G, graph, max_events=5)
+    assert (error.value.keyword, error.value.size, error.value.limit) == ("max_events", 6, 5)
 
 
 def test_simulation_errors():

@@ -141,7 +141,7 @@ def test_the_count_before_building_is_the_built_graphs_size(cluster, kw):
     g = plan_step_graph(p, cluster.G)
     size = simulation_size(g)
     assert plan_step_graph_size(p) == len(g)
-    assert check_plan_events(p, size) == size == 3 * plan_step_graph_size(p, fold=False)
+    assert check_plan_events(p, size) == size == 3 * len(g)
     with pytest.raises(LimitError) as refused:
         check_plan_events(p, size - 1)
     assert refused.value.keyword == "max_events"
@@ -149,7 +149,7 @@ def test_the_count_before_building_is_the_built_graphs_size(cluster, kw):
 
 def test_the_budget_refuses_before_building(cluster, monkeypatch):
     p = plan(SMALL, cluster, tp=1, pp=2, ep=8, zero=1, global_batch=32, simulate=0)
-    events = 3 * plan_step_graph_size(p, fold=False)
+    events = 3 * plan_step_graph_size(p)
 
     def refuse(*args, **kwargs):
         raise AssertionError("the step graph was built before the budget was checked")
@@ -163,7 +163,20 @@ def test_the_budget_refuses_before_building(cluster, monkeypatch):
 def test_the_planner_keeps_the_analytical_step_beyond_the_budget(cluster):
     p = plan(SMALL, cluster, tp=1, pp=2, ep=8, zero=1, global_batch=32, max_events=10)
     assert p.timing == "analytical" and p.timing_why.code is TimingCode.NEEDS_EVENTS
-    assert p.timing_why.events == 3 * plan_step_graph_size(p, fold=False)
+    assert p.timing_why.events == 3 * plan_step_graph_size(p)
+
+
+def test_the_budget_counts_the_tasks_built_not_their_images(cluster):
+    """A folded step (its data-parallel replicas images of replica 0's tasks) costs the simulator
+    its tasks: a budget of three events per task built simulates it, though the replicas it
+    stands for are several times more."""
+    p = plan(SMALL, cluster, tp=1, pp=2, ep=8, zero=1, global_batch=32, simulate=0)
+    built = plan_step_graph_size(p)
+    assert built == len(plan_step_graph(p, cluster.G)) < plan_step_graph_size(p, fold=False)
+    simulated = plan(SMALL, cluster, tp=1, pp=2, ep=8, zero=1, global_batch=32, max_events=3 * built)
+    assert simulated.timing == "simulated"
+    short = plan(SMALL, cluster, tp=1, pp=2, ep=8, zero=1, global_batch=32, max_events=3 * built - 1)
+    assert short.timing == "analytical" and short.timing_why.events == 3 * built
 
 
 def test_error_paths(cluster):

@@ -48,7 +48,7 @@ def test_the_cli_refuses_a_huge_step_before_building_it(capsys, no_building):
 
 def test_the_library_refuses_before_building(cluster, no_building):
     p = plan("llama3-8b", cluster, tp=8, pp=2, dp=1, zero=0, global_batch=64, simulate=0)
-    events = 3 * step_graph_size(p, fold=False)
+    events = 3 * step_graph_size(p)
     with pytest.raises(LimitError) as refused:
         step_graph(p, cluster.G, max_events=events - 1)
     assert (refused.value.keyword, refused.value.size, refused.value.limit) == ("max_events", events, events - 1)
@@ -67,6 +67,6 @@ def test_the_count_is_the_built_graphs_size(cluster, layout, batches, micro_batc
     if not p.fits:
         return
     size = simulation_size(step_graph(p, cluster.G))
-    assert check_step_events(p, size) == size == 3 * step_graph_size(p, fold=False)
+    assert check_step_events(p, size) == size == 3 * step_graph_size(p) == 3 * len(step_graph(p, cluster.G))
     with pytest.raises(LimitError):
         check_step_events(p, size - 1)
