@@ -106,5 +106,5 @@ def test_export_refuses_what_it_cannot_write(capsys, tmp_path):
     assert status == 2 and "it is a directory, expected a regular file" in err
     status, _, err = _run(capsys, "schedule", "export", "broadcast", "--system", "dgx1v", "--out",
                           str(tmp_path / "b.xml"))
-    assert status == 2 and "the packing is written for all_gather, received 'broadcast'" in err
+    assert status == 2 and "the packing is written for all_gather, reduce_scatter, all_reduce, received 'broadcast'" in err
     assert not (tmp_path / "b.xml").exists()
