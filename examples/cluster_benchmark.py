@@ -20,6 +20,7 @@ import time
 
 import networkx as nx
 
+import _bootstrap  # noqa: F401  (examples/_bootstrap.py: the repository importable when not installed)
 import topo
 from models.engine.fabric import freeze_graph
 from models.predict.collectives import estimate, subsets

@@ -19,6 +19,7 @@ import time
 
 import numpy as np
 
+import _bootstrap  # noqa: F401  (examples/_bootstrap.py: the repository importable when not installed)
 import topo
 from models.engine.fabric import PreparedFabric
 from models.predict.collectives import estimate, subsets

@@ -5,6 +5,7 @@ Run: python examples/fabrics.py
 
 from __future__ import annotations
 
+import _bootstrap  # noqa: F401  (examples/_bootstrap.py: the repository importable when not installed)
 import topo
 from topo.units import to_GBps
 

@@ -18,6 +18,7 @@ import sys
 import numpy as np
 import plotly.io as pio
 
+import _bootstrap  # noqa: F401  (examples/_bootstrap.py: the repository importable when not installed)
 import models
 import topo
 from models.present.output import OutputPathError, check_output_path, write_text_atomic

@@ -14,6 +14,7 @@ a data-parallel replica is the same collective.)
 
 from __future__ import annotations
 
+import _bootstrap  # noqa: F401  (examples/_bootstrap.py: the repository importable when not installed)
 import models
 import topo
 from models.present.text import format_table

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import plotly.io as pio
 
+import _bootstrap  # noqa: F401  (examples/_bootstrap.py: the repository importable when not installed)
 import models
 import topo
 from models.present.output import write_text_atomic

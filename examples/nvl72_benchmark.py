@@ -35,6 +35,7 @@ import sys
 import tempfile
 import time
 
+import _bootstrap  # noqa: F401  (examples/_bootstrap.py: the repository importable when not installed)
 import topo
 from models.predict.collectives import estimate
 from topo.errors import DgxTopoError

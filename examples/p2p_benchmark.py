@@ -19,21 +19,19 @@ paths inside a group and 48 across groups. It is a scaling test, not a real prod
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 import time
 
 import networkx as nx
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir))
+import _bootstrap  # noqa: F401  (examples/_bootstrap.py: the repository importable when not installed)
 
-import topo  # noqa: E402
-from topo.parts import add_gpu, add_link, add_nvswitch  # noqa: E402
-from topo.specs import NVSWITCHES  # noqa: E402
+import topo
+from topo.parts import add_gpu, add_link, add_nvswitch
+from topo.specs import NVSWITCHES
 
-import models  # noqa: E402
-from models.predict.maxflow import MaxFlowError, maxflow_matrix  # noqa: E402
-from models.predict.p2p import MODES  # noqa: E402
+import models
+from models.predict.maxflow import MaxFlowError, maxflow_matrix
+from models.predict.p2p import MODES
 
 GROUPS, GPUS_PER_GROUP, PLANES, SPINES_PER_PLANE = 128, 8, 6, 8
 

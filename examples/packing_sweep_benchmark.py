@@ -21,6 +21,7 @@ import itertools
 import statistics
 import time
 
+import _bootstrap  # noqa: F401  (examples/_bootstrap.py: the repository importable when not installed)
 import topo
 from models.engine.fabric import prepare
 from models.predict.collectives import estimate

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import time
 
+import _bootstrap  # noqa: F401  (examples/_bootstrap.py: the repository importable when not installed)
 import topo
 from models import PreparedFabric
 from models.studies.planner import search

@@ -44,6 +44,9 @@ sequence parallelism arrived with Korthikanti et al. 2022, so the earlier rows r
   layers on the first stages (the same 8 layers on the busiest stage). The 16,384-GPU rows
   (one with context parallelism, which the planner does not model) are left out. 8,192 GPUs is
   beyond the default ``--max-gpus``: run with ``--max-gpus 8192`` (about ten CPU minutes).
+* DeepSeek-AI 2024, "DeepSeek-V3 Technical Report" (arXiv:2412.19437): 2,048 H800 GPUs at 180K
+  GPU hours per trillion tokens, pp16 ep64 ZeRO-1 DualPipe FP8, sequence 4K, batch 15,360; [U]
+  recalled, see :func:`_deepseek_2024` (planned with full recomputation).
 """
 
 from __future__ import annotations
@@ -52,6 +55,8 @@ import argparse
 import json
 import statistics
 from dataclasses import dataclass
+
+import _bootstrap  # noqa: F401  (examples/_bootstrap.py: the repository importable when not installed)
 
 #: Megatron's GPT shapes: ``transformer:`` spec of a GPT with learned positions (Megatron pads
 #: the vocabulary to 51,200).
@@ -142,10 +147,28 @@ def _dubey_2024():
                      sequence_parallel=True, zero=2), 430.0, "model_tflops")]
 
 
+def _deepseek_2024():
+    """DeepSeek-V3 Technical Report (arXiv 2412.19437): "each trillion tokens requires only 180K
+    H800 GPU hours, i.e. 3.7 days on our cluster with 2048 H800 GPUs"; pp16, ep64 over 8 nodes,
+    ZeRO-1, no tensor parallelism, DualPipe, FP8 GEMMs, sequence 4K, batch 15,360 sequences
+    after the ramp. [U] every figure recalled from the report, not re-read here (as the
+    reference's models-moe.md §2.4 marks them). The iteration follows: 15,360 x 4,096 tokens /
+    (2,048 GPUs x 1e12 / (180e3 x 3,600 s) tokens/s per GPU) = 19.91 s. DeepSeek recomputes
+    RMSNorm and the MLA up-projections and keeps some activations in FP8; the planner has no
+    such partial recomputation (its selective one leaves this model's activations at 122 GB of
+    80 per GPU), so the run plans with full recomputation [U]: the prediction is then slow by
+    the recomputed forward DeepSeek does not pay."""
+    source = "DeepSeek-AI 2024 (DeepSeek-V3), sec. 1 and 3 [U]"
+    seconds = 15360 * 4096 / (2048 * 1e12 / (180e3 * 3600))
+    return [Run(source, "DeepSeek-V3, 2048 H800 (s/iteration)", "deepseek-v3", "256xdgxh800",
+                dict(tp=1, pp=16, dp=128, ep=64, zero=1, micro_batch=1, global_batch=15360, dtype="fp8",
+                     recompute="full", seq_length=4096, ep_overlap="dualpipe"), seconds, "time")]
+
+
 #: Every published run, oldest first.
-RUNS = _megatron_2019() + _narayanan_2021() + _korthikanti_2022() + _dubey_2024()
+RUNS = _megatron_2019() + _narayanan_2021() + _korthikanti_2022() + _dubey_2024() + _deepseek_2024()
 #: GPU generation of each system family.
-GENERATION = {"dgx2h": "V100", "dgxa100-80g": "A100", "dgxh100": "H100"}
+GENERATION = {"dgx2h": "V100", "dgxa100-80g": "A100", "dgxh100": "H100", "dgxh800": "H800"}
 
 
 def generation_of(run: Run) -> str:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import time
 
+import _bootstrap  # noqa: F401  (examples/_bootstrap.py: the repository importable when not installed)
 import topo
 from models.engine.fabric import prepare
 from models.schedules import check_schedule, evaluate_schedule, parse_msccl, to_msccl_xml

@@ -33,6 +33,7 @@ ms (1), which the key that keeps the rank order gives. It also keeps 349 classes
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import resource
 import subprocess
@@ -42,6 +43,7 @@ import time
 
 import networkx as nx
 
+import _bootstrap  # noqa: F401  (examples/_bootstrap.py: the repository importable when not installed)
 import topo
 from models.engine.fabric import PreparedFabric, freeze_graph
 from models.predict.collectives import estimate, subsets
@@ -99,7 +101,7 @@ def main(argv=None) -> None:
     # A copy of a plain graph: topo.build's own dicts are a subclass (topo.unedited), which
     # networkx copies more slowly, and the target is networkx's copy of any graph this size.
     plain = nx.DiGraph(G)
-    _, copy = best_cpu(args.repeat, lambda: nx.DiGraph(plain))
+    _, copy = best_cpu(args.repeat, functools.partial(nx.DiGraph, plain))
     del plain
     copies = [nx.DiGraph(G) for _ in range(args.repeat)]
     _, freeze = best_cpu(args.repeat, lambda: freeze_graph(copies.pop()))

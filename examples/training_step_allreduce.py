@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+import _bootstrap  # noqa: F401  (examples/_bootstrap.py: the repository importable when not installed)
 import models
 import topo
 from models.present.text import format_table

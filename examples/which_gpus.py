@@ -9,6 +9,7 @@ then answers the question a scheduler really has: GPUs 0 and 6 are busy, what is
 
 from __future__ import annotations
 
+import _bootstrap  # noqa: F401  (examples/_bootstrap.py: the repository importable when not installed)
 import models
 import topo
 from topo.units import MiB, ms, to_GBps

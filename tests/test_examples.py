@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import os
+import re
 import runpy
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-EXAMPLES = sorted(p for p in (Path(__file__).parents[1] / "examples").glob("*.py")
-                  if "benchmark" not in p.name)
+#: The examples (not examples/_bootstrap.py, which each imports first).
+ALL = sorted(p for p in (Path(__file__).parents[1] / "examples").glob("*.py") if not p.name.startswith("_"))
+EXAMPLES = [p for p in ALL if "benchmark" not in p.name]
 
 # Command-line arguments of the examples whose default question is slow to answer: the same
 # code paths on a smaller question (the planner's full searches are tested in
@@ -32,6 +36,7 @@ def test_example_runs(path, capsys, monkeypatch, tmp_path):
     if path.name == "architect_comparison.py":
         arguments = ["--out", str(tmp_path)]  # not a new temporary directory left behind
     monkeypatch.setattr(sys, "argv", [str(path), *arguments])
+    monkeypatch.syspath_prepend(str(path.parent))  # as `python examples/NAME.py` runs it
     runpy.run_path(str(path), run_name="__main__")
     captured = capsys.readouterr()
     assert captured.out.strip(), f"{path.name} printed nothing"
@@ -40,3 +45,26 @@ def test_example_runs(path, capsys, monkeypatch, tmp_path):
 
 def test_there_are_examples():
     assert any(p.name == "fabrics.py" for p in EXAMPLES)
+
+
+def test_every_example_imports_the_bootstrap_before_the_package():
+    """Each example (the benchmarks too) runs as ``python examples/NAME.py`` without installing
+    dgx-topo or setting PYTHONPATH: it imports examples/_bootstrap.py before topo or models."""
+    late = []
+    for path in ALL:
+        lines = path.read_text().splitlines()
+        package = next(i for i, line in enumerate(lines) if re.match(r"\s*(import|from) (topo|models)\b", line))
+        if "import _bootstrap" not in [line.split("  #")[0] for line in lines[:package]]:
+            late.append(path.name)
+    assert late == []
+
+
+def test_an_example_runs_from_anywhere_without_pythonpath(tmp_path):
+    """A fresh interpreter, outside the repository and without PYTHONPATH (the package is not
+    installed in the test environment, or is: either way the example runs)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    script = Path(__file__).parents[1] / "examples" / "fabrics.py"
+    done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "dgx1" in done.stdout

@@ -82,26 +82,29 @@ def _two_sockets(G, cpu: str) -> None:
 
 
 def _gpu_nic_complex(G, k: int, *, cpu, socket: int, host_bridge: int, gpus, nics, gpu: str,
-                     pcie: str, nic_model: str, nic_port: str) -> None:
+                     pcie: str, nic_model: str, nic_port: str, device_pcie: str | None = None) -> None:
     """A two-level PCIe switch complex on one CPU root port.
 
     The upper switch holds the NICs and a lower switch that holds the GPUs, so that a GPU and
     a NIC of the complex are two switches apart (nvidia-smi PXB) and NCCL's flattening of the
     two Broadcom levels (NVIDIA/nccl v2.27.7-1 src/graph/topo.cc ncclTopoFlattenBcmSwitches)
     would make them one. [U] which level holds which device; only GPU-to-NIC PXB is verified.
+    ``device_pcie`` (default ``pcie``) is the technology below the root port: the links between
+    the levels and to the GPUs and NICs, where those run a later generation than the CPU.
     """
+    device_pcie = device_pcie or pcie
     upper, lower = f"pcie{2 * k}", f"pcie{2 * k + 1}"
-    model = f"PCIe {pcie[4]}.0 switch"
+    model = f"PCIe {device_pcie[4]}.0 switch"
     add_pcie_switch(G, upper, index=2 * k, socket=socket, model=model)
     add_pcie_switch(G, lower, index=2 * k + 1, socket=socket, model=model)
     add_link(G, cpu, upper, pcie, host_bridge=host_bridge)  # [U] x16 upstream
-    add_link(G, upper, lower, pcie)                          # [U] x16 between the levels
+    add_link(G, upper, lower, device_pcie)                   # [U] x16 between the levels
     for g in gpus:
         add_gpu(G, f"gpu{g}", gpu, index=g, socket=socket)
-        add_link(G, lower, f"gpu{g}", pcie)
+        add_link(G, lower, f"gpu{g}", device_pcie)
     for n in nics:
         add_nic(G, f"mlx5_{n}", index=n, socket=socket, model=nic_model, port=nic_port)
-        add_link(G, upper, f"mlx5_{n}", pcie)
+        add_link(G, upper, f"mlx5_{n}", device_pcie)
 
 
 def _storage_card(G, cpu, *, socket: int, host_bridge: int, ports, pcie: str, model: str) -> None:
@@ -205,7 +208,8 @@ _XDR_NIC = ("ConnectX-8 (XDR InfiniBand)", "ib_xdr")
 
 
 def _dgx_8gpu_xeon(name: str, system: str, description: str, gpu: str, cpu: str, switch: str,
-                   links_per_switch, storage_model: str, nic=_NDR_NIC) -> nx.DiGraph:
+                   links_per_switch, storage_model: str, nic=_NDR_NIC,
+                   device_pcie: str = "pcie5_x16") -> nx.DiGraph:
     """The DGX H100 chassis (also DGX H200, and DGX B200's arrangement [S43] [S71]).
 
     Per GPU a PCIe Gen5 complex on its own root port (own host bridge) with the GPU's
@@ -219,7 +223,7 @@ def _dgx_8gpu_xeon(name: str, system: str, description: str, gpu: str, cpu: str,
         socket = g // 4
         _gpu_nic_complex(G, g, cpu=f"cpu{socket}", socket=socket, host_bridge=g % 4, gpus=(g,),
                          nics=(_HOPPER_COMPUTE_NICS[g],), gpu=gpu, pcie="pcie5_x16",
-                         nic_model=nic[0], nic_port=nic[1])
+                         nic_model=nic[0], nic_port=nic[1], device_pcie=device_pcie)
     for socket, ports in enumerate(_HOPPER_STORAGE_PORTS):
         _storage_card(G, f"cpu{socket}", socket=socket, host_bridge=4, ports=ports,
                       pcie="pcie5_x16", model=storage_model)
@@ -324,9 +328,13 @@ def dgxb300() -> nx.DiGraph:
 
     NVLink layer [S114]: 18 NVLink 5 links per GPU (1.8 TB/s bidirectional), taken as DGX B200's
     9 to each of 2 chips [U]. Network [S49]: 8 compute ports of 800 Gb/s XDR per node, one
-    ConnectX-8 per GPU. Everything else as :func:`dgxb200` [U]: the PCIe arrangement (PCIe Gen5;
-    ConnectX-8 and B300 can run Gen6, which NCCL's PCIe figures do not cover), the host (DGX B300
-    ships Intel Xeon 6776P; taken as DGX B200's Xeon 8570), the storage cards.
+    ConnectX-8 per GPU, on the GPU board (hardware reference §4.4: HGX B300 carries ConnectX-8)
+    with its GPU on PCIe Gen6 x16 [U] (ConnectX-8 SuperNIC's Gen6 host interface and B300's Gen6,
+    recalled from NVIDIA's product pages; NCCL reads 64 GT/s x16 as 96 GB/s). On Gen5, as DGX
+    B200, an 800 Gb/s port (100 GB/s) would be held to NCCL's 48 GB/s and a B300 cluster's
+    network would equal a B200 one's. The root port to the CPU stays Gen5 (Xeon). Everything else
+    as :func:`dgxb200` [U]: the switch levels, the host (DGX B300 ships Intel Xeon 6776P; taken as
+    DGX B200's Xeon 8570), the storage cards.
 
     Returns
     -------
@@ -340,7 +348,7 @@ def dgxb300() -> nx.DiGraph:
     """
     return _dgx_8gpu_xeon("DGX B300", "dgxb300", "DGX B300, 8x B300, 2 NVLink 5 switch chips, NV18, ConnectX-8",
                           "B300", "Platinum8570", "nvswitch4", _B200_LINKS_PER_SWITCH,
-                          "BlueField-3 dual-port (storage)", nic=_XDR_NIC)
+                          "BlueField-3 dual-port (storage)", nic=_XDR_NIC, device_pcie="pcie6_x16")
 
 
 # -- GB200 NVL72 --------------------------------------------------------------------------------
@@ -495,8 +503,8 @@ UNCERTAIN: dict[str, str] = {
 UNCERTAIN["dgxh200"] = UNCERTAIN["dgxh100"]
 UNCERTAIN["dgxh800"] = ("8 NVLink links per H800 spread 2 to each of the 4 NVSwitch gen3 chips (HGX H800 wiring "
                         "unpublished); the chassis, NICs and host taken from DGX H100; " + UNCERTAIN["dgxh100"])
-UNCERTAIN["dgxb300"] = ("the NVLink wiring (9 + 9) and the PCIe/NIC arrangement taken from DGX B200; PCIe Gen5 "
-                        "links where ConnectX-8 and B300 can run Gen6; the host taken as DGX B200's Xeon 8570 "
+UNCERTAIN["dgxb300"] = ("the NVLink wiring (9 + 9) and the PCIe/NIC arrangement taken from DGX B200; PCIe Gen6 "
+                        "x16 from each GPU and ConnectX-8 to their switch (Gen5 to the CPU); the host taken as DGX B200's Xeon 8570 "
                         "(DGX B300 ships Xeon 6776P); " + UNCERTAIN["dgxb200"])
 UNCERTAIN["gb300nvl72"] = ("everything but the GPUs and the ConnectX-8 800G compute NICs taken from GB200 NVL72; "
                            + UNCERTAIN["gb200nvl72"])

@@ -646,15 +646,15 @@ def _bundles(G, pairs, pos, paint, unit) -> list:
             continue
         groups[(frozenset(links), keys.pop(), vertical, line)].append(g)
     bundles = []
-    for (switches, key, vertical, line), gpus in groups.items():
-        if len(gpus) < 2:
+    for (switches, key, vertical, line), members in groups.items():
+        if len(members) < 2:
             continue
         axis = 0 if vertical else 1
         switch_line = float(pos[next(iter(switches))][axis])
-        along = [float(pos[n][1 - axis]) for n in [*gpus, *switches]]
+        along = [float(pos[n][1 - axis]) for n in [*members, *switches]]
         switches = tuple(sorted(switches, key=lambda w: pos[w][1 - axis]))
-        bundles.append(_Bundle(tuple(gpus), switches,
-                               tuple(switches_of[g][w] for g in gpus for w in switches), vertical,
+        bundles.append(_Bundle(tuple(members), switches,
+                               tuple(switches_of[g][w] for g in members for w in switches), vertical,
                                (line + switch_line) / 2, (min(along), max(along)), key))
     return bundles
 

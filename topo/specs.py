@@ -259,8 +259,9 @@ LINKS: dict[str, LinkSpec] = {spec.name: spec for spec in (
     LinkSpec("pcie6_x16", "pcie", "PCIe 6.0 x16", 16 * 64e9 / 8, _PCIE_LATENCY,
              "64 GT/s x16 PAM4, no line code (flit mode): 128 GB/s per direction (PCI Express "
              "Base Specification 6.0, ch. 4 'Physical Layer Logical Block')",
-             "no system built here has a PCIe 6.0 link yet; NCCL's figure for it is not in the "
-             "profiles; " + _PCIE_LATENCY_NOTE),
+             "DGX B300's GPU and ConnectX-8 links are taken as PCIe 6.0 [U]; NCCL's "
+             "kvDictPciGen gives 64 GT/s x16 96 GB/s (src/graph/topo.cc v2.27.7-1); "
+             + _PCIE_LATENCY_NOTE),
     LinkSpec("qpi_bdw", "cpu-to-cpu", "QPI 9.6 GT/s (Broadwell-EP)", 9.6e9 * 2, _SOCKET_LATENCY,
              "[S52] 9.6 GT/s x 2 bytes = 19.2 GB/s per direction per link; NCCL BDW_QPI_BW 6.0 "
              "for the whole socket-to-socket connection [S30]",

@@ -8,14 +8,18 @@ module times that layout on a fabric:
 
 - *base*: NCCL's Ring base latency of the protocol the largest transfer runs (the kernel launch
   as NCCL's tuner prices one operation, :meth:`NcclProfile.base_lat`).
-- *rounds*: every round with a transfer costs one hop of NCCL's ``hwLat`` for its hardware
-  (``NVLINK`` inside a node over NVLink, ``PCI`` over PCIe or host memory, ``NET`` to another
-  node) and its protocol, but the network rounds NCCL lays in one batch (the up to 8 local
-  deltas of one node delta share a base channel, ``ncclP2pChannelBaseForRound``) cost one, their
-  largest: their sends are posted to the network together. [U] That the handshakes add up, one
-  after another, is this project's reading (NCCL's source states no latency for p2p): inside a
-  node ``n - 1`` hops, as the model before this one charged; across nodes one network hop per
-  node delta.
+- *rounds*: a round's send and receive on a channel are one p2p work (``ncclDevWorkP2p``, a
+  send and a receive, src/include/device.h v2.19+ [U]); the kernel runs one block per channel,
+  the blocks at once, and a block runs its works in batches of up to
+  ``NCCL_MAX_DEV_WORK_P2P_PER_BATCH`` (8), a batch's works at once, the batches one after
+  another in round order (src/device/sendrecv.h ``RunWorkBatch`` [U]). A batch waits for one hop
+  of NCCL's ``hwLat`` of its works' hardware (``NVLINK`` inside a node over NVLink, ``PCI`` over
+  PCIe or host memory, ``NET`` to another node) and protocol, its largest. The rounds' latency
+  is the slowest channel's: the sum over its batches (:attr:`P2pSchedule.handshakes`). On one
+  node of 8 GPUs each round has its own channels: one hop; across nodes the rounds of one node
+  delta share a base channel (``ncclP2pChannelBaseForRound``): one hop per batch of them.
+  [U] NCCL's source states no latency for p2p; the hop is its tuner's ``hwLat`` of a ring
+  step (Ring column), as for the collectives.
 - *link term*: every round's traffic runs at once over NCCL's paths (its NVB relays, its PCIe
   overhead, PXN and the network legs per NIC), each link shared by the bytes crossing it, at
   NCCL's capacity of the link: ``max over links of bytes / capacity``. This is the load model
@@ -31,10 +35,32 @@ module times that layout on a fabric:
   [U] the per-channel rate of a p2p channel is taken as the ring's; a part is counted at the
   largest part NCCL cuts at its size or below (:func:`models.engine.nccl.p2p_plan.part_bytes`),
   so the time never falls where NCCL doubles a peer's channels.
+- *steps*: a Simple part moves in steps of the chunk through the receiver's ``NCCL_STEPS`` (8)
+  buffer slots, LL in one (a transfer of at most 16 KiB fits an LL step); the sender runs up to
+  8 slots ahead, so a step's flag handshake hides behind the steps in flight, as a collective's
+  chain does (:mod:`models.predict.pipeline`), and what each step adds is the kernel's per-step
+  work of the protocol (:data:`models.predict.pipeline.DEFAULT_STEP_COSTS`, fitted on the DGX-2:
+  LL 0, Simple 0), added to a channel's term.
 - *fill*: a Simple part goes through the receiver's buffer one chunk at a time (the sender
   writes a step, posts it, the receiver copies it out), so the last chunk of each batch is
   copied out after it arrives: ``batches x min(part, chunk) / rate``. LL moves data with its
   flags and has no fill.
+- *proxy*: every send or receive to a peer on another NCCL node is a network operation the
+  rank's one proxy thread progresses, one after another (src/proxy.cc ``ncclProxyProgress``
+  walks its ops in turn [U]); NCCL's tuner charges a network operation ``getNetOverhead()``,
+  x3 for Simple (src/graph/tuning.cc v2.18+, 1 us on an Intel host, 2 on AMD, the floor of a
+  ring's step across nodes: :meth:`NcclProfile.net_overhead_of`). The rank's network
+  operations add that much each to the latency. 0 on one node and before v2.18.
+- *enqueue* (the host's): nccl-tests posts one ``ncclSend`` and one ``ncclRecv`` per peer,
+  itself included (src/alltoall.cu, gather.cu, scatter.cu loop over every rank), inside one
+  ``ncclGroupStart``/``ncclGroupEnd``; each is a task the host appends (``taskAppend``) and
+  the group lays out (``addP2pToPlan``, src/enqueue.cc v2.19+) before the one kernel launch.
+  The measurement model's ``launch_per_gpu`` (fitted on one collective a GPU) holds one task
+  and the launch; each further task costs the host ``getNetOverhead()`` (LL's, 1 us on Intel),
+  NCCL's own figure for a host thread's work on one operation [U: NCCL prices its proxy's
+  work so, not its enqueue's; no source here times the enqueue]. It is
+  :attr:`P2pSchedule.enqueue`, per GPU a host thread drives, and lengthens the host term
+  (:func:`models.predict.measure.measured`), which the GPU's latency overlaps.
 
 The estimate (:func:`models.predict.collectives.estimate`) states the base, the rounds and the fill
 as its latency and the size over the larger of the two terms as its bandwidth; the measurement
@@ -68,13 +94,14 @@ from ..engine.nccl.channels import channel_graphs
 from ..engine.nccl.p2p_plan import (MAX_P2P_PER_BATCH, P2pChannels, channel_base, channel_for_part, chunk_size,
                                     p2p_channels, part_bytes, parts, peer_nchannels, protocol,
                                     rank_rounds)
-from ..engine.nccl.system import NcclSystem
+from ..engine.nccl.system import NcclSystem, cpu_vendor
 from ..engine.results import gpu_set, tidy_records
 from ..engine.routes import PathType
 from .measure import CalibrationLike, Measured, measured, measurement_model
+from .pipeline import DEFAULT_STEP_COSTS, StepCosts
 
 __all__ = ["P2pError", "ScheduleRound", "P2pSchedule", "P2pLayout", "P2pEstimate", "p2p_layout", "flow_load",
-           "nvlink_groups", "alltoallv", "gather", "scatter", "sendrecv", "LL_DATA_SHARE"]
+           "nvlink_groups", "cpu_vendor", "alltoallv", "gather", "scatter", "sendrecv", "LL_DATA_SHARE"]
 
 #: Share of an LL line that is data: 8 bytes of data and 8 of flags per 16-byte line
 #: (NVIDIA/nccl v2.27.7-1 src/device/prims_ll.h, ``ncclLLFifoLine``).
@@ -148,6 +175,20 @@ class P2pSchedule:
         The link that binds the link term, as ``((u, v),)``.
     nbytes : int
         The most one rank sends. [bytes]
+    proxy : float
+        The network operations' proxy work, one after another, of the rank with the most
+        (module docstring). [s]
+    network_ops : int
+        That rank's sends and receives to other NCCL nodes.
+    tasks : int
+        The most p2p tasks one rank posts (its sends and receives, its copy to itself included
+        where nccl-tests posts one).
+    enqueue : float
+        The host's work on those tasks beyond the first, per GPU (module docstring). [s]
+    handshakes : tuple of float
+        The hwLat of each batch of the slowest channel, in order (module docstring). [s]
+    channel : int
+        That channel (-1: none).
     """
 
     plan: P2pChannels
@@ -160,27 +201,17 @@ class P2pSchedule:
     channel_time: float
     bottleneck: tuple
     nbytes: int
-
-    @property
-    def handshakes(self) -> tuple:
-        """The hwLat the rounds add, in order: one per round over NVLink or PCIe, one per batch of
-        network rounds (the rounds of one base channel; their largest). [s]"""
-        out: list = []
-        batch: dict = {}
-        for r in self.rounds:
-            if r.hardware != "NET":
-                out.append(r.latency)
-            elif r.base not in batch:
-                batch[r.base] = len(out)
-                out.append(r.latency)
-            else:
-                out[batch[r.base]] = max(out[batch[r.base]], r.latency)
-        return tuple(out)
+    proxy: float = 0.0
+    network_ops: int = 0
+    tasks: int = 0
+    enqueue: float = 0.0
+    handshakes: tuple = ()
+    channel: int = -1
 
     @property
     def latency(self) -> float:
-        """``base + the rounds' handshakes`` (:attr:`handshakes`). [s]"""
-        return self.base_latency + sum(self.handshakes)
+        """``base + the rounds' handshakes + proxy`` (:attr:`handshakes`, :attr:`proxy`). [s]"""
+        return self.base_latency + sum(self.handshakes) + self.proxy
 
     @property
     def transfer(self) -> float:
@@ -208,7 +239,7 @@ class P2pSchedule:
                 "channels": " ".join(map(str, r.channels)), "latency_s": r.latency,
                 "p2p_nchannels": self.plan.nchannels, "chunk_bytes": self.plan.chunk,
                 "link_time_s": self.link_time, "channel_time_s": self.channel_time, "fill_s": self.fill,
-                "time_s": self.time})
+                "proxy_s": self.proxy, "enqueue_s": self.enqueue, "tasks": self.tasks, "time_s": self.time})
         return rows
 
 
@@ -286,6 +317,10 @@ class P2pLayout:
         Per round (rank 0's peer), NCCL's hardware column.
     channel_rate : float
         NCCL's per-channel bandwidth of the ring graph. [B/s]
+    cpu_vendor : str
+        The communicator's CPU vendor (NCCL's ``getNetOverhead`` column).
+    step_costs : StepCosts
+        The kernel's work per step (:data:`models.predict.pipeline.DEFAULT_STEP_COSTS`).
     """
 
     fabric: NcclSystem
@@ -295,6 +330,8 @@ class P2pLayout:
     plan: P2pChannels
     hardware: tuple
     channel_rate: float
+    cpu_vendor: str = "intel"
+    step_costs: StepCosts = DEFAULT_STEP_COSTS
 
     @property
     def nranks(self) -> int:
@@ -306,24 +343,33 @@ class P2pLayout:
         nnodes, local = self.plan.nnodes, self.plan.local_ranks
         return ((self.node_of[j] - self.node_of[i]) % nnodes) * local + (self.local_of[j] - self.local_of[i]) % local
 
-    def schedule(self, pairs, *, link_time: float, bottleneck: tuple, alike: bool = False) -> P2pSchedule:
+    def schedule(self, pairs, *, link_time: float, bottleneck: tuple, alike: bool = False,
+                 self_copy: bool = False) -> P2pSchedule:
         """Time one transfer: ``pairs`` of ``(i, j, bytes)``, rank i sending rank j. With ``alike``
         the ranks are alike (a uniform alltoall) and rank 0's sends and receives stand for every
-        rank's. The link term is given (:func:`flow_load` over the same pairs)."""
+        rank's. The link term is given (:func:`flow_load` over the same pairs). With
+        ``self_copy`` every rank with a transfer also posts a send and a receive to itself, as
+        nccl-tests' alltoall, gather and scatter do (tasks for the host, no time on the GPU)."""
         profile = self.fabric.profile
         plan = self.plan
         ops: dict = {}  # (rank, round) -> [sent, received]
+        tasks: dict = {}  # rank -> p2p tasks posted
         for i, j, b in pairs:
             if b <= 0 or i == j:
                 continue
             k = self.round_of(i, j)
             if not alike or i == 0:
                 ops.setdefault((i, k), [0, 0])[0] += int(b)
+                tasks[i] = tasks.get(i, 0) + 1
             if not alike or j == 0:
                 ops.setdefault((j, k), [0, 0])[1] += int(b)
+                tasks[j] = tasks.get(j, 0) + 1
         per_channel: dict = {}  # (rank, channel) -> [send bytes, receive bytes, parts]
+        works: dict = {}  # (rank, channel) -> {round: hwLat of its work there}
+        stepwork: dict = {}  # (rank, channel) -> the kernel's per-step work of its parts
         largest: dict = {}  # round -> (bytes, parts, channels)
         sent: dict = {}
+        proxy: dict = {}  # rank -> [network operations, their proxy work]
         step = 0
         for (rank, k), moved in ops.items():
             base = channel_base(k, plan.nnodes, plan.local_ranks)
@@ -334,12 +380,22 @@ class P2pLayout:
                 count = parts(plan, b)
                 ids = tuple(channel_for_part(plan.nchannels, base, p) for p in range(count))
                 proto = protocol(b)
+                if self.hardware[k] == "NET":
+                    entry = proxy.setdefault(rank, [0, 0.0])
+                    entry[0] += 1
+                    entry[1] += profile.net_overhead_of(self.cpu_vendor, proto)
                 share = LL_DATA_SHARE if proto == "LL" else 1.0
                 part = part_bytes(plan, b)
+                hop = profile.hw_lat(self.hardware[k], "ring", proto)
                 for c in ids:
                     entry = per_channel.setdefault((rank, c), [0.0, 0.0, 0])
                     entry[direction] += part / share
                     entry[2] += 1 - direction
+                    work = works.setdefault((rank, c), {})
+                    work[k] = max(work.get(k, 0.0), hop)
+                    # the kernel's work per step, as a collective's pipeline charges it
+                    steps = -(-part // plan.chunk) if proto == "Simple" else 1
+                    stepwork[rank, c] = stepwork.get((rank, c), 0.0) + steps * self.step_costs.of(proto)
                 if proto == "Simple":
                     step = max(step, min(part, plan.chunk))
                 if b > largest.get(k, (0,))[0]:
@@ -355,11 +411,33 @@ class P2pLayout:
         biggest = max((r.nbytes for r in rounds), default=0)
         base = profile.base_lat("ring", protocol(biggest))
         rate = self.channel_rate
-        channel_time = max((max(s, g) / rate for s, g, _ in per_channel.values()), default=0.0)
-        batches = max((-(-max(1, ops_) // MAX_P2P_PER_BATCH) for _, _, ops_ in per_channel.values()), default=0)
+        channel_time = max((max(s, g) / rate + stepwork.get(key, 0.0) for key, (s, g, _) in per_channel.items()),
+                           default=0.0)
+        handshakes, channel = _slowest_channel(works)
+        batches = max((-(-len(w) // MAX_P2P_PER_BATCH) for w in works.values()), default=0)
         fill = batches * step / rate
+        network_ops, proxy_time = max(proxy.values(), key=lambda v: v[1], default=(0, 0.0))
+        most = max(tasks.values(), default=0) + (2 if self_copy and tasks else 0)
+        enqueue = max(0, most - 1) * profile.net_overhead_of(self.cpu_vendor, "LL")
         return P2pSchedule(plan, tuple(rounds), base, fill, batches, rate, float(link_time), channel_time,
-                           tuple(bottleneck), int(max(sent.values(), default=0)))
+                           tuple(bottleneck), int(max(sent.values(), default=0)), float(proxy_time),
+                           int(network_ops), int(most), float(enqueue), handshakes, channel)
+
+
+def _slowest_channel(works: dict) -> tuple:
+    """Per channel, its works in round order cut into batches of :data:`MAX_P2P_PER_BATCH`, each
+    batch its largest hop: the batches' hops of the channel whose sum is largest, and the channel.
+
+    >>> _slowest_channel({(0, 1): {1: 1.0}, (0, 2): {k: float(k) for k in range(2, 12)}})
+    ((9.0, 11.0), 2)
+    """
+    best, channel = (), -1
+    for (_, c), rounds in sorted(works.items()):
+        order = [rounds[k] for k in sorted(rounds)]
+        hops = tuple(max(order[i:i + MAX_P2P_PER_BATCH]) for i in range(0, len(order), MAX_P2P_PER_BATCH))
+        if sum(hops) > sum(best):
+            best, channel = hops, c
+    return best, channel
 
 
 def _path_bandwidth(fabric, a, b, members) -> tuple:
@@ -420,7 +498,8 @@ def p2p_layout(fabric: NcclSystem, nodes: Sequence) -> P2pLayout:
         else:
             path_type, _ = fabric.hop(nodes[0], nodes[peer], members)
             hardware.append("NVLINK" if path_type in (PathType.NVL, PathType.NVB) else "PCI")
-    return P2pLayout(fabric, nodes, tuple(node_of), tuple(local_of), plan, tuple(hardware), float(ring.bw_intra))
+    return P2pLayout(fabric, nodes, tuple(node_of), tuple(local_of), plan, tuple(hardware), float(ring.bw_intra),
+                     cpu_vendor(G, nodes[0]))
 
 
 # --------------------------------------------------------------------- matrices, public API
@@ -494,6 +573,7 @@ class _Terms:
     nchannels: int = 0
     network: tuple = ()
     algorithms: tuple = ()
+    schedule: object = None
 
     @property
     def nranks(self) -> int:
@@ -537,11 +617,13 @@ def _estimate(operation, G, matrix, gpus, profile, gpus_per_thread, calibration)
         bottleneck = (worst,)
     else:
         link_time, bottleneck = 0.0, ()
-    schedule = layout.schedule(((i, j, m[i, j]) for i, j in pairs), link_time=link_time, bottleneck=bottleneck)
+    schedule = layout.schedule(((i, j, m[i, j]) for i, j in pairs), link_time=link_time, bottleneck=bottleneck,
+                               self_copy=operation != "sendrecv")
     nbytes = max(1, schedule.nbytes)
     startup = schedule.latency + schedule.fill
     bandwidth = nbytes / schedule.transfer if schedule.transfer > 0 else float("inf")
-    terms = _Terms("alltoall", ids, tuple(nodes), nbytes, startup, bandwidth, bottleneck, schedule.time)
+    terms = _Terms("alltoall", ids, tuple(nodes), nbytes, startup, bandwidth, bottleneck, schedule.time,
+                   schedule=schedule)
     m_ = measured(terms, system, gpus_per_thread=gpus_per_thread, model=measurement_model(calibration))
     return P2pEstimate(operation, ids, tuple(nodes), m, schedule, schedule.time, float(m_.time), m_)
 

@@ -8,11 +8,12 @@ fastest (algorithm, protocol) per size, as NCCL does unless the caller forces on
 and busbw then follow nccl-tests' definitions (:mod:`models.engine.nccltests`).
 
 alltoall and sendrecv are not collectives for NCCL's tuning model: NCCL runs them as grouped
-point-to-point sends. They are modelled here as concurrent flows over the same NCCL paths
-(sendrecv: every rank to the next one; alltoall: every rank to every other), each link shared
-in proportion to the flows crossing it, at NCCL's link figures; the latency is NCCL's Ring
-Simple base latency plus one hardware step per peer. That part is this project's model, not
-NCCL's, and is marked so in every explanation.
+point-to-point sends, timed here by their per-peer schedule (:mod:`models.predict.alltoall`: the
+rounds on NCCL's p2p channels, the channels' batches, the proxy's work per network op, the host's
+per task) over the same NCCL paths as concurrent flows (sendrecv: every rank to the next one;
+alltoall: every rank to every other), each link shared in proportion to the flows crossing it,
+at NCCL's link figures. That part is this project's model, not NCCL's, and is marked so in every
+explanation.
 
 A single GPU runs no collective: NCCL copies the buffer on the device, so the time is a read
 and a write of it at the GPU's memory bandwidth, and busbw is 0 as nccl-tests prints it.
@@ -650,7 +651,7 @@ def _p2p_estimate(ctx, collective, size, nodes, ids):
         else:
             pairs = [(0, j, int(per_pair)) for j in range(1, n)] + [(j, 0, int(per_pair)) for j in range(1, n)]
         schedule = layout.schedule(pairs, link_time=per_pair / rate, bottleneck=(worst,),
-                                   alike=collective != "sendrecv")
+                                   alike=collective != "sendrecv", self_copy=collective != "sendrecv")
         schedules.append(schedule)
         protocols.append(max((r.protocol for r in schedule.rounds), key=("LL", "Simple").index, default="Simple"))
         latency[index] = schedule.latency + schedule.fill

@@ -8,7 +8,8 @@ of :class:`MeasurementModel` with its source or fit:
 *Host issue cost.* nccl-tests with ``-g N`` runs one thread that launches every collective on
 its N GPUs one after the other (``ncclGroupStart``; one ``ncclAllReduce`` ... per GPU;
 ``ncclGroupEnd``), so no GPU can finish before the last one was launched. The host needs
-``floor + gpus_per_thread x launch_per_gpu`` per operation; NCCL's latency term (the pipeline
+``floor + gpus_per_thread x launch_per_gpu`` per operation (a point-to-point group adds its
+further tasks per GPU, :func:`host_enqueue`); NCCL's latency term (the pipeline
 fill) runs on the GPUs already launched while the thread launches the others, so the two
 overlap and only the larger counts::
 
@@ -224,7 +225,7 @@ from .p2p_constants import EFFICIENCIES as P2P_EFFICIENCIES
 
 __all__ = [
     "MeasurementError", "Parameter", "LinkClass", "LINK_CLASSES", "MeasurementModel", "DEFAULT",
-    "Measured", "measured", "measurement_model", "link_classes", "PipelineFill", "pipeline_fill",
+    "Measured", "measured", "measurement_model", "link_classes", "PipelineFill", "pipeline_fill", "host_enqueue",
 ]
 
 
@@ -525,7 +526,8 @@ class Measured:
     nccl_latency : float or numpy.ndarray
         Its latency term. [s]
     host_time : float
-        ``floor + gpus_per_thread x launch_per_gpu``. [s]
+        ``floor + gpus_per_thread x (launch_per_gpu + enqueue)``; ``enqueue`` a point-to-point
+        group's further tasks (:func:`host_enqueue`), 0 for a collective. [s]
     startup : float or numpy.ndarray
         ``max(host_time, nccl_latency)``. [s]
     nccl_bandwidth : float or numpy.ndarray
@@ -660,7 +662,7 @@ def measured(e: Any, G: nx.DiGraph | PreparedFabric | NcclSystem, *, gpus_per_th
         raise MeasurementError(f"gpus_per_thread must be an integer from 1 to {max(1, e.nranks)} "
                                f"(the ranks), received {gpus_per_thread!r}")
     link, ratio, paths = _binding(e, G, model, profile)
-    host = model.floor + int(gpus_per_thread) * model.launch_per_gpu
+    host = model.floor + int(gpus_per_thread) * (model.launch_per_gpu + host_enqueue(e))
     nbytes = e.nbytes
     startup = np.maximum(host, e.latency)
     bandwidth = e.bandwidth
@@ -688,6 +690,12 @@ def measured(e: Any, G: nx.DiGraph | PreparedFabric | NcclSystem, *, gpus_per_th
     return Measured(e.collective, tuple(e.gpus), nbytes, time, e.time, e.latency, host, startup,
                     bandwidth, float(ratio), link, int(gpus_per_thread), model, network_factor, network,
                     profile.version, pipeline_fill(e, profile, ratio * network_factor), paths, tuple(pipes))
+
+
+def host_enqueue(e: Any) -> float:
+    """The host's work per GPU beyond one operation's launch: a point-to-point group's further
+    tasks (:attr:`models.predict.alltoall.P2pSchedule.enqueue`); 0 for a collective. [s]"""
+    return float(getattr(getattr(e, "schedule", None), "enqueue", 0.0) or 0.0)
 
 
 def _line_rate(cell) -> float:

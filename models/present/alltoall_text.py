@@ -10,7 +10,8 @@ from ..predict.alltoall import P2pEstimate, P2pSchedule
 from ..predict.dispatch import DispatchEstimate, DispatchPath
 from .format import format_gbps
 
-__all__ = ["schedule_lines", "explain_p2p_estimate", "explain_dispatch", "dispatch_path_line"]
+__all__ = ["schedule_lines", "explain_p2p_estimate", "explain_dispatch", "dispatch_path_line", "dispatch_table",
+           "grouped_table"]
 
 #: Rounds listed one by one before the rest are summed up.
 _SHOWN = 8
@@ -24,7 +25,7 @@ def _rounds_text(rounds) -> list:
                      f"{' ...' if len(r.channels) > 8 else ''}], hwLat {to_us(r.latency):.2f} us")
     if len(rounds) > _SHOWN:
         rest = rounds[_SHOWN:]
-        lines.append(f"  ... {len(rest)} more round(s), hwLat {to_us(sum(r.latency for r in rest)):.2f} us in all")
+        lines.append(f"  ... {len(rest)} more round(s), hwLat up to {to_us(max(r.latency for r in rest)):.2f} us")
     return lines
 
 
@@ -43,9 +44,13 @@ def schedule_lines(s: P2pSchedule) -> list:
              f"up to {p.per_peer} per peer ({p.min_per_peer} before splitting further), chunk {p.chunk} B, "
              f"{p.nnodes} node(s) of {p.local_ranks} rank(s)"]
     lines += _rounds_text(s.rounds)
-    lines.append(f"  latency: base {to_us(s.base_latency):.2f} us + {len(s.rounds)} round(s) in {len(s.handshakes)} "
-                 f"handshake(s) (one a round, one a batch of network rounds) {to_us(s.latency - s.base_latency):.2f} us "
-                 f"= {to_us(s.latency):.2f} us [U: handshakes taken one after another]")
+    lines.append(f"  latency: base {to_us(s.base_latency):.2f} us + {len(s.rounds)} round(s) on channels at once, "
+                 f"the slowest (channel {s.channel}) {len(s.handshakes)} batch(es) of works one after another, a hop "
+                 f"each {to_us(sum(s.handshakes)):.2f} us + proxy {s.network_ops} network op(s) {to_us(s.proxy):.2f} us "
+                 f"= {to_us(s.latency):.2f} us [U: a batch's hop at NCCL's ring hwLat; proxy ops at NCCL's "
+                 f"getNetOverhead, one after another]")
+    lines.append(f"  host: {s.tasks} p2p task(s) a rank posts; the {max(0, s.tasks - 1)} beyond the first "
+                 f"{to_us(s.enqueue):.2f} us per GPU (getNetOverhead each [U]) on top of the launch")
     lines.append(f"  fill: {s.batches} batch(es) x the last chunk at {format_gbps(s.channel_rate, 1)} GB/s per channel "
                  f"= {to_us(s.fill):.2f} us")
     edge = f" ({s.bottleneck[0][0]}->{s.bottleneck[0][1]})" if s.bottleneck else ""
@@ -89,4 +94,43 @@ def explain_dispatch(d: DispatchEstimate) -> str:
              f"over NVLink",
              dispatch_path_line(d.flat), dispatch_path_line(d.hierarchical),
              f"  faster: {d.faster} (x{max(d.flat.time, d.hierarchical.time) / min(d.flat.time, d.hierarchical.time):.2f})"]
+    return "\n".join(lines)
+
+
+def dispatch_table(d: DispatchEstimate) -> str:
+    """One line per schedule of a dispatch (time, latency, bytes per GPU, what binds), and the faster.
+
+    >>> import topo
+    >>> from models.predict.dispatch import moe_dispatch
+    >>> print(dispatch_table(moe_dispatch(topo.build("2xdgxh100"), 4096, 7168, 8, 64, dtype_bytes=1)).splitlines()[1])
+    # schedule       time (us)  latency (us)  NVLink (MB)  network (MB)  binds
+    """
+    lines = [f"# MoE dispatch on GPUs {format_gpu_ids(d.gpus)} ({d.nnodes} node(s) x {d.local_ranks} GPUs), "
+             f"{d.tokens} tokens x {d.token_bytes} B per GPU, top-{d.top_k} of {d.experts} experts",
+             "# schedule       time (us)  latency (us)  NVLink (MB)  network (MB)  binds"]
+    for p in (d.flat, d.hierarchical):
+        lines.append(f"  {p.name:12} {to_us(p.time):12.1f} {to_us(p.latency):13.1f} {p.nvlink_bytes / 1e6:12.2f} "
+                     f"{p.network_bytes / 1e6:13.2f}  {p.bottleneck}")
+    lines.append(f"# faster: {d.faster}")
+    return "\n".join(lines)
+
+
+def grouped_table(operation: str, last: P2pEstimate, root: int, rows, gpus_per_thread: int) -> str:
+    """nccl-tests' columns of a gather or scatter sweep: ``rows`` of (size, time, algbw, busbw) in
+    bytes, seconds and B/s, ``last`` the largest size's estimate (its GPUs and release).
+
+    >>> import topo
+    >>> from models.predict.alltoall import gather
+    >>> e = gather(topo.build("dgxh100"), 2**20)
+    >>> t = grouped_table("gather", e, 0, [(8 * 2**20, e.time, 8 * 2**20 / e.time, 7 * 2**20 / e.time)], 1)
+    >>> print(t.splitlines()[1]); t.splitlines()[2].split()[0]
+    #     size (B)   time (us)   algbw (GB/s)   busbw (GB/s)
+    '8388608'
+    """
+    lines = [f"# dgxtopo: predicted nccl-tests {operation} on GPUs {format_gpu_ids(last.gpus)} ({last.nranks} "
+             f"ranks), root {root}, -g {gpus_per_thread}; NCCL's grouped sends and receives (its per-peer "
+             f"schedule, this project's model)",
+             "#     size (B)   time (us)   algbw (GB/s)   busbw (GB/s)"]
+    for size, time, algbw, busbw in rows:
+        lines.append(f"{size:14d} {to_us(time):11.2f} {format_gbps(algbw, 2):>14} {format_gbps(busbw, 2):>14}")
     return "\n".join(lines)

@@ -375,6 +375,7 @@ def explain_measurement(m: Measured) -> str:
 
     size = int(last(m.nbytes))
     piped = m.pipelines[-1] if m.pipelines else None
+    enqueue = (m.host_time - model.floor) / m.gpus_per_thread - model.launch_per_gpu
     lines = [
         f"Measurement model for {m.collective} on {m.nranks} GPUs, {size} B:",
         *([f"  NCCL release {_release_words(nccl_profile(m.release))}"] if m.release else []),
@@ -386,7 +387,9 @@ def explain_measurement(m: Measured) -> str:
         "  time = max(floor + g x launch_per_gpu, nccl_latency) + nbytes / (nccl_bandwidth x ratio"
         + (" x network)" if m.network else ")"),
         f"  host term: floor {to_us(model.floor):.3f} us + {m.gpus_per_thread} x "
-        f"{to_us(model.launch_per_gpu):.3f} us = {to_us(m.host_time):.2f} us",
+        + (f"({to_us(model.launch_per_gpu):.3f} us + p2p enqueue {to_us(enqueue):.3f} us)" if enqueue > 1e-12
+           else f"{to_us(model.launch_per_gpu):.3f} us")
+        + f" = {to_us(m.host_time):.2f} us",
         f"  NCCL latency term: {to_us(last(m.nccl_latency)):.2f} us"
         + (f", pipeline latency {to_us(piped.latency):.2f} us (they overlap the host term; the largest, "
            if piped is not None else " (overlaps the host term; the larger, ")

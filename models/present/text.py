@@ -159,7 +159,7 @@ def pairs_table(G, collective: str, nbytes: int, matrix, bounds=None) -> str:
         return text
     share = np.asarray(matrix) / np.where(np.asarray(bounds) > 0, bounds, np.nan)
     lo, hi = np.nanmin(share), np.nanmax(share)
-    return (text + f"\n\nBound (GB/s): the most any schedule could reach on each pair (bandwidth only)\n"
+    return (text + "\n\nBound (GB/s): the most any schedule could reach on each pair (bandwidth only)\n"
             + _matrix_table(bounds)
             + f"\n\nNCCL gets {format_percent(lo, 0)} to {format_percent(hi, 0)} of the busbw this fabric "
               f"allows a pair")

@@ -207,7 +207,7 @@ def _check_limits(schedule: Schedule, limits: RuntimeLimits, layout) -> None:
         for buf, chunks, m in () if not rule else (("i", gpu.i_chunks, m_in), ("o", gpu.o_chunks, m_out)):
             if chunks and chunks * m != schedule.nchunksperloop:
                 raise _err("limits", f"{buf}_chunks={chunks}, expected {schedule.nchunksperloop // m} "
-                                     f"(nchunksperloop={schedule.nchunksperloop}" + (f" / ngpus" if m > 1 else "")
+                                     f"(nchunksperloop={schedule.nchunksperloop}" + (" / ngpus" if m > 1 else "")
                                      + f" for {schedule.collective}) or 0", g)
         if len(gpu.threadblocks) > limits.max_threadblocks:
             raise _err("limits", f"{len(gpu.threadblocks)} threadblocks, more than {limits.max_threadblocks} "

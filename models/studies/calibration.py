@@ -385,12 +385,12 @@ class Calibration:
         notes = data.get("notes", [])
         method = data.get("method", "")
         residuals = data.get("residuals", {})
-        for field, value, kind in (("system", system, str), ("method", method, str),
-                                   ("sources", sources, list), ("notes", notes, list),
-                                   ("residuals", residuals, dict)):
+        for key, value, kind in (("system", system, str), ("method", method, str),
+                                 ("sources", sources, list), ("notes", notes, list),
+                                 ("residuals", residuals, dict)):
             if not isinstance(value, kind) or (kind is list and not all(isinstance(v, str) for v in value)):
                 shape = {str: "a string", list: "a list of strings", dict: "an object"}[kind]
-                raise CalibrationError(f"{source}: expected \"{field}\": {shape}, received "
+                raise CalibrationError(f"{source}: expected \"{key}\": {shape}, received "
                                        f"{type(value).__name__}")
         model = DEFAULT.with_values(**params)
         model = _with_provenance(model, [f[0] for f in fitted], f"calibration on {system or '?'} "

@@ -351,3 +351,22 @@ def test_nvl72_against_the_gb200_nvl72_datasheet(built):
     assert 72 * per_gpu_both_ways == pytest.approx(129.6 * TB)   # "130 TB/s", rounded
     # One NVLink domain: every GPU pair is one switch hop apart (no GPU-to-GPU link, no trunk).
     assert not any(G.nodes[v]["kind"] != "gpu" for s in switches for v in G.successors(s))
+
+
+def test_b300_gpu_and_connectx8_on_gen6_so_the_800g_port_is_not_held_to_gen5(built):
+    """DGX B300: each GPU and its ConnectX-8 sit on PCIe 6.0 x16 below a Gen5 root port [U]. NCCL
+    reads 64 GT/s x16 as 96 GB/s (src/graph/topo.cc kvDictPciGen, v2.27.7-1), which passes the
+    800 Gb/s port's 100 GB/s nearly whole, where Gen5's 48 GB/s would halve it: a two-node
+    all_gather, bound by the network, then moves 96/48 = 2x DGX B200's (400 Gb/s ports)."""
+    G = built["dgxb300"]
+    for g in topo.gpus(G):
+        (switch,) = (n for n in G.predecessors(g) if G.nodes[n]["kind"] == "pcie_switch")
+        assert G.edges[switch, g]["link"] == "pcie6_x16"
+    root_links = {d["link"] for a, b, d in G.edges(data=True)
+                  if G.nodes[a]["kind"] == "cpu" and G.nodes[b]["kind"] == "pcie_switch"}
+    assert root_links == {"pcie5_x16"}
+    profile = models.engine.nccl.nccl_profile()
+    assert profile.link_bandwidth("pcie6_x16") == 2 * profile.link_bandwidth("pcie5_x16") == 96e9
+    b300 = models.estimate(topo.build("2xdgxb300"), "all_gather", 2**30, algorithm="ring").point().busbw
+    b200 = models.estimate(topo.build("2xdgxb200"), "all_gather", 2**30, algorithm="ring").point().busbw
+    assert b300 / b200 == pytest.approx(2.0, rel=0.05)

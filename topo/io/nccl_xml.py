@@ -41,11 +41,12 @@ _GPU_DEVICES = {
     0x2330: "NVIDIA H100 80GB HBM3",
 }
 
-# PCIe transfer rate [GT/s] -> (catalogue link of the generation, encoding efficiency). Gen1
-# and gen2 (8b/10b) are charged as a fraction of the gen3 link. (PCI-SIG base specifications;
-# NCCL v2.27.7-1 src/graph/xml.cc reads the same link_speed strings.)
-_PCIE_GENERATIONS = {2.5: ("pcie3_x16", 0.8), 5.0: ("pcie3_x16", 0.8), 8.0: ("pcie3_x16", 128 / 130),
-                     16.0: ("pcie4_x16", 128 / 130), 32.0: ("pcie5_x16", 128 / 130)}
+# PCIe transfer rate [GT/s] -> (catalogue link of the generation, encoding efficiency; None for
+# the catalogue link's own figure). Gen1 and gen2 (8b/10b) are charged as a fraction of the gen3
+# link. (PCI-SIG base specifications; NCCL v2.27.7-1 src/graph/xml.cc reads the same link_speed
+# strings, "64.0 GT/s PCIe" included.)
+_PCIE_GENERATIONS = {2.5: ("pcie3_x16", 0.8), 5.0: ("pcie3_x16", 0.8), 8.0: ("pcie3_x16", None),
+                     16.0: ("pcie4_x16", None), 32.0: ("pcie5_x16", None), 64.0: ("pcie6_x16", None)}
 
 _BUSID = re.compile(r"[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-9a-f]")
 
@@ -101,7 +102,7 @@ def _pcie_edge(element, path, default_link):
         raise _xml_err(path, f"link_speed={speed!r}, expected one of "
                              f"{', '.join(f'{r:g} GT/s' for r in _PCIE_GENERATIONS)}")
     link, efficiency = _PCIE_GENERATIONS[rate]
-    if efficiency == 128 / 130:  # the catalogue's own figure, so that x16 scales by exactly 1
+    if efficiency is None:  # the catalogue's own figure, so that x16 scales by exactly 1
         return link, LINKS[link].bandwidth * width / 16
     return link, width * rate * 1e9 * efficiency / 8
 
@@ -504,9 +505,9 @@ def _add_nvlink(G, state, a, b, count, nvlink=None):
 # --------------------------------------------------------------------------------------------
 
 # PCIe link technology -> the link_speed NCCL writes for it (src/graph/xml.cc reads sysfs's
-# "max_link_speed": "8.0 GT/s PCIe", "16.0 GT/s PCIe", "32.0 GT/s PCIe").
+# "max_link_speed": "8.0 GT/s PCIe", "16.0 GT/s PCIe", "32.0 GT/s PCIe", "64.0 GT/s PCIe").
 _LINK_SPEED = {link: f"{rate:.1f} GT/s PCIe" for rate, (link, efficiency) in _PCIE_GENERATIONS.items()
-               if efficiency == 128 / 130}
+               if efficiency is None}
 _DEVICE_OF_MODEL = {}
 for _device, _name in _GPU_DEVICES.items():
     _DEVICE_OF_MODEL.setdefault(GPUS[gpu_model(_name)].model, _device)

@@ -52,7 +52,7 @@ from .nvls import NvlsGraph, nvlink_cliques, nvls_search, nvls_support
 from .reasons import Cause, Why
 from .releases import Mnnvl, NvlsAlgorithms, RingBuilder
 from .search import ChannelSearch, LinkLoad, SearchStep, search_channels_in
-from .system import NcclSystem
+from .system import NcclSystem, cpu_vendor
 from .tuning import ChannelGraph, Communicator
 
 __all__ = ["ChannelGraphs", "channel_graphs", "nccl_view"]
@@ -302,7 +302,7 @@ def channel_graphs(fabric: NcclSystem, nodes) -> ChannelGraphs:
         note = SearchStep("mnnvl", count=ring.nnodes, names=hosts, release=profile.version)
         ring = dataclasses.replace(ring, trace=(note, *ring.trace))
     comm = Communicator(len(nodes), ring_graph, tree_graph, min(ccs), nnodes=ring.nnodes,
-                        compute_capability_max=max(ccs), profile=profile,
+                        compute_capability_max=max(ccs), profile=profile, cpu_vendor=cpu_vendor(fabric.G, nodes[0]),
                         nvls=None if nvls is None else nvls.graph(),
                         nvls_why=Why(Cause.NVLS_SUPPORTED) if why is None else why)
     return ChannelGraphs(ring, tree, comm, nvls, why, mnnvl, view)

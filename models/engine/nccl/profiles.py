@@ -609,6 +609,18 @@ class NcclProfile:
         return rules.hw_latency[HARDWARE.index(hardware)][NVLS_ALGORITHMS.index(algorithm)] \
             if protocol == "Simple" else 0.0
 
+    def net_overhead_of(self, cpu_vendor: str, protocol: str) -> float:
+        """``getNetOverhead() x (Simple ? 3 : 1)`` (src/graph/tuning.cc, v2.18+): what NCCL's tuner
+        charges a network operation for its proxy thread, by the host's CPU vendor (``"intel"``,
+        ``"amd"``, anything else the third column); 0 in releases without it. [s]
+
+        >>> from models.engine.nccl.profiles import nccl_profile
+        >>> round(nccl_profile("2.27.7").net_overhead_of("amd", "Simple") * 1e6, 3)
+        6.0
+        """
+        vendor = {"intel": 0, "amd": 1}.get(cpu_vendor, 2)
+        return self.net_overhead[vendor] * (self.net_overhead_simple_factor if protocol == "Simple" else 1)
+
     def ll_max_bw(self, row: int, nnodes: int) -> float:
         """``llMaxBws[row][index2]``, index2 = nnodes - 1 capped at 2. [B/s]"""
         return self.ll_max_bws[row][min(nnodes, 3) - 1]
@@ -798,8 +810,9 @@ _V2_27_NVLINK_BW = ((100, 40.1), (90, 20.6), (87, 20.0), (86, 12.0), (80, 20.0),
                     (60, 18.0))
 
 # src/graph/topo.cc ncclTopoAddPci: bw = width * speed / 80 with kvDictPciGen speeds 60, 120,
-# 240 for 8, 16, 32 GT/s; x16 links give 12, 24, 48 GB/s (v2.27.7-1). [GB/s]
-_V2_27_PCI_BW = (("pcie3_x16", 12.0), ("pcie4_x16", 24.0), ("pcie5_x16", 48.0))
+# 240, 480 for 8, 16, 32, 64 GT/s; x16 links give 12, 24, 48, 96 GB/s (v2.27.7-1; [U] the
+# first release that knows "64.0 GT/s PCIe": taken as known wherever this table is used). [GB/s]
+_V2_27_PCI_BW = (("pcie3_x16", 12.0), ("pcie4_x16", 24.0), ("pcie5_x16", 48.0), ("pcie6_x16", 96.0))
 
 # --- v2.12.12-1 -----------------------------------------------------------------------------
 # baseLat, NVIDIA/nccl v2.12.12-1 src/graph/tuning.cc (the same from v2.7 to v2.17). [µs]

@@ -62,7 +62,8 @@ from ..symmetry import host_classes
 from .profiles import NcclProfile, nccl_profile
 from .releases import NvbRelay, Pxn
 
-__all__ = ["NcclSystem", "NetRoute", "NcclSystemError", "nccl_capacity", "INTEL_P2P_OVERHEAD", "link_key"]
+__all__ = ["NcclSystem", "NetRoute", "NcclSystemError", "nccl_capacity", "INTEL_P2P_OVERHEAD", "link_key",
+           "cpu_vendor"]
 
 #: NCCL charges PCIe links 6/5 of the bandwidth on a PHB path through an Intel CPU
 #: (``INTEL_P2P_OVERHEAD``, NVIDIA/nccl v2.27.7-1 src/graph/topo.h, v2.9+).
@@ -117,6 +118,34 @@ class NetRoute:
         shares = [share for _, share in self.flow] + [1.0, 1.0]
         return tidy_records({"part": parts, "u": [str(u) for u, _ in edges], "v": [str(v) for _, v in edges],
                              "share": shares, "path_type": self.path_type.name, "inward": self.inward})
+
+
+def cpu_vendor(G: nx.DiGraph, gpu) -> str:
+    """NCCL's CPU vendor of the host of ``gpu`` (``ncclTopoCpuType``, src/graph/topo.cc, from the
+    CPU's vendor string): ``"amd"`` or ``"intel"`` by the model of the CPU nearest the GPU in its
+    host, else ``"other"`` (an Arm Grace, or a fabric without CPUs). It picks the multi-node
+    ``llMaxBws`` row and ``getNetOverhead`` (src/graph/tuning.cc) of the collectives and of p2p.
+
+    >>> import topo
+    >>> [cpu_vendor(topo.build(s), "gpu0") for s in ("dgxa100", "dgxh100", "dgx1v")]
+    ['amd', 'intel', 'intel']
+    """
+    host = G.nodes[gpu].get("host")
+    seen, frontier = {gpu}, [gpu]
+    while frontier:  # breadth first through the host's PCIe and C2C parts: a few nodes
+        step = []
+        for node in frontier:
+            for other in G.successors(node):
+                data = G.nodes[other]
+                if other in seen or data.get("host") != host or data.get("kind") in ("gpu", "nvswitch"):
+                    continue
+                if data.get("kind") == "cpu":
+                    model = str(data.get("model", ""))
+                    return "amd" if model.startswith("AMD") else "intel" if model.startswith("Intel") else "other"
+                seen.add(other)
+                step.append(other)
+        frontier = step
+    return "other"
 
 
 def _slowest_gpu(G) -> int:

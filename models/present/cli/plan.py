@@ -21,7 +21,8 @@ def _workload_argument(parser) -> None:
     from ...studies.workload import PRESETS
 
     parser.add_argument("workload", metavar="WORKLOAD",
-                        help=f"a preset ({', '.join(PRESETS)}) or a transformer spec (see below)")
+                        help=f"a preset ({', '.join(PRESETS)}), a mixture-of-experts preset or a "
+                             "transformer or moe: spec (see below)")
 
 
 def _dtype_option(parser, default=None) -> None:

@@ -481,7 +481,7 @@ def _bounds_section(bounds, figures: FigureDivs, absent=()) -> str:
                                     if same else ".")))
     worst = worst_sets(bounds)
     if worst:
-        head = ["system", "GPUs", "sets like it", f"bound (GB/s)", "NCCL (GB/s)", "NCCL / bound", "what binds",
+        head = ["system", "GPUs", "sets like it", "bound (GB/s)", "NCCL (GB/s)", "NCCL / bound", "what binds",
                 "why"]
         rows = []
         for w in worst:

@@ -13,6 +13,7 @@ from hypothesis import given, settings, strategies as st
 
 import topo
 from models import estimate
+from models.engine.fabric import PreparedFabric
 from models.engine.nccl.channels import channel_graphs
 from models.engine.nccl.system import NcclSystem
 from models.predict.network import network_load
@@ -240,18 +241,21 @@ def test_charging_by_tiers_gives_the_loads_of_routing_each_leaf_pair(built, spec
 _FAILURES = ("{h}.nvswitch0", "{h}.gpu0-{h}.nvswitch0", "{h}.gpu3-{h}.nvswitch1")  # a switch, a bundle, a link
 
 
-# Every failure kind on 2xdgxh100 and 2xdgxb200 (two NVSwitch generations); the H200 (the same
-# fabric as the H100's) and a third host once each, which keeps the suite's time in bounds.
+# Every failure kind on 2xdgxh100 and 2xdgxb200 (two NVSwitch generations), and a third host
+# once. Not the H200: its fabric is the H100's (topo.dgx_nvswitch builds both alike; only the GPU model
+# and its memory differ), so its case ran the same searches and charges as 2xdgxh100's.
 @pytest.mark.parametrize("spec, later, failure",
                          [("2xdgxh100", "h1", f) for f in _FAILURES] + [("2xdgxb200", "h1", f) for f in _FAILURES]
-                         + [("2xdgxh200", "h1", _FAILURES[0]), ("3xdgxh100", "h2", _FAILURES[0])])
+                         + [("3xdgxh100", "h2", _FAILURES[0])])
 def test_a_failure_on_a_later_host_is_charged_as_on_host_0(spec, later, failure):
     from models.studies.whatif import apply_failures
 
     G = topo.build(spec)
     sizes = [2**20, 2**30]
-    on_first = apply_failures(G, failure.format(h="h0")).graph  # each failed fabric built once:
-    on_later = apply_failures(G, failure.format(h=later)).graph  # its searches are cached on it
+    # Each failed fabric prepared once: its channel searches are cached on it (a graph passed
+    # as such is prepared anew by each estimate, which searched both hosts again: ~3x the time).
+    on_first = PreparedFabric(apply_failures(G, failure.format(h="h0")).graph)
+    on_later = PreparedFabric(apply_failures(G, failure.format(h=later)).graph)
     first = estimate(on_first, "all_reduce", sizes)
     other = estimate(on_later, "all_reduce", sizes)
     assert list(other.time) == pytest.approx(list(first.time), rel=1e-12)
@@ -260,4 +264,4 @@ def test_a_failure_on_a_later_host_is_charged_as_on_host_0(spec, later, failure)
     for algorithm in ("ring", "tree"):  # each charge, not only the fastest algorithm's
         one = estimate(on_first, "all_reduce", sizes, algorithm=algorithm)
         two = estimate(on_later, "all_reduce", sizes, algorithm=algorithm)
-    assert list(two.time) == pytest.approx(list(one.time), rel=1e-12)
+        assert list(two.time) == pytest.approx(list(one.time), rel=1e-12)

@@ -267,23 +267,23 @@ def _oracle_race(schedule) -> bool:
     sends, recvs, access = {}, {}, []
     for g in schedule.gpus:
         for tb in g.threadblocks:
-            for st in tb.steps:
-                node = (g.id, tb.id, st.s)
+            for step in tb.steps:
+                node = (g.id, tb.id, step.s)
                 G.add_node(node)
-                if st.s:
-                    G.add_edge((g.id, tb.id, st.s - 1), node)
-                if st.depid >= 0:
-                    G.add_edge((g.id, st.depid, st.deps), node)
-                op = st.instruction
+                if step.s:
+                    G.add_edge((g.id, tb.id, step.s - 1), node)
+                if step.depid >= 0:
+                    G.add_edge((g.id, step.depid, step.deps), node)
+                op = step.instruction
                 if op.sends:
                     sends.setdefault((g.id, tb.send, tb.chan), []).append(node)
                 if op.receives:
                     recvs.setdefault((tb.recv, g.id, tb.chan), []).append(node)
-                for i in range(st.cnt):
+                for i in range(step.cnt):
                     if op.reads_src:
-                        access.append((g.id, (st.srcbuf, st.srcoff + i), node, False))
+                        access.append((g.id, (step.srcbuf, step.srcoff + i), node, False))
                     if op.writes_dst:
-                        access.append((g.id, (st.dstbuf, st.dstoff + i), node, True))
+                        access.append((g.id, (step.dstbuf, step.dstoff + i), node, True))
     for key, out in sends.items():
         G.add_edges_from(zip(out, recvs[key]))
     closure = nx.transitive_closure_dag(G)

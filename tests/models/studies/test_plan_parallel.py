@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import topo
+from models.engine.fabric import PreparedFabric
 from models.studies.moe import MOE_PRESETS, MoeSpecError
 from models.studies.planner import NoLayoutError, PlanError, SkipCode, plan, search
 from models.studies.planner.parallel import SplitError, alltoall_split, cp_ring_bytes, dispatch_bytes, stage_split
@@ -20,7 +21,9 @@ SMALL = "moe:layers=4,hidden=1024,vocab=32000,seq=2048,heads=8,experts=32,top_k=
 
 @pytest.fixture(scope="module")
 def two_hosts():
-    return topo.build("2xdgxh100")
+    """Two DGX H100, prepared once (frozen: read only) so that the module's plans share its
+    channel searches."""
+    return PreparedFabric(topo.build("2xdgxh100"))
 
 
 # ------------------------------------------------------------------ known answers by hand

@@ -85,7 +85,7 @@ def test_bert_heads_count_only_the_masked_tokens():
 
 def test_flash_attention_stores_no_score_matrix():
     w = PRESETS["gpt3-175b"]
-    s, b, h, a = w.seq, 1, w.hidden, w.heads
+    s, b, a = w.seq, 1, w.heads
     assert w.activation_bytes(b) - w.activation_bytes(b, flash=True) == pytest.approx(5 * a * s * s * b)
 
 

@@ -85,9 +85,7 @@ class Ring(Algorithm):
                                      profile.hw_lat(hw, per_algorithm, protocol)),)
         else:
             if nnodes > 1:
-                vendor = {"intel": 0, "amd": 1}.get(comm.cpu_vendor, 2)
-                overhead = profile.net_overhead[vendor] * (
-                    profile.net_overhead_simple_factor if protocol == "Simple" else 1)
+                overhead = profile.net_overhead_of(comm.cpu_vendor, protocol)
                 if protocol == "LL":
                     intra *= profile.ring_ll_multi_node_intra_factor
             intra_step = max(intra, overhead)
