@@ -2,7 +2,7 @@
 NCCL: how close the evaluated schedule comes to the bound. Run by hand (minutes of CPU; not by the
 tests, which check three sets).
 
-Run: PYTHONPATH=. python examples/packing_sweep_benchmark.py [--system dgx1v] [--size 1G]
+Run: python examples/packing_sweep_benchmark.py [--system dgx1v] [--size 1G]
 [--collective all_gather|reduce_scatter|all_reduce]
 
 For each class of GPU sets under the fabric's symmetry (its NVLink graph's), the bound is the
