@@ -120,7 +120,7 @@ class NetRoute:
                              "share": shares, "path_type": self.path_type.name, "inward": self.inward})
 
 
-def cpu_vendor(G: nx.DiGraph, gpu) -> str:
+def cpu_vendor(G: nx.DiGraph, gpu: str) -> str:
     """NCCL's CPU vendor of the host of ``gpu`` (``ncclTopoCpuType``, src/graph/topo.cc, from the
     CPU's vendor string): ``"amd"`` or ``"intel"`` by the model of the CPU nearest the GPU in its
     host, else ``"other"`` (an Arm Grace, or a fabric without CPUs). It picks the multi-node
