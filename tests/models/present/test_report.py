@@ -550,7 +550,7 @@ def test_schedule_section_as_data(all_analysis, full_report):
     _, text = full_report
     section = text[text.index("<section id='schedule'>"):]
     section = section[:section.index("</section>")]
-    assert "<td>1 GiB</td><td>40.8<br>" in section and "<td>60.5</td><td>1.49x</td><td>99%</td>" in section
+    assert "<td>1 GiB</td><td>40.8<br>" in section and "<td>60.0</td><td>1.47x</td><td>98%</td>" in section
     assert "--gpus 0,1,4,5 --out packing.xml" in section and f"({c.steps} steps," in section
     figures = _page_figures(text)
     assert [t["name"] for t in figures["fig-schedule-busbw"]["data"]] == [
