@@ -112,23 +112,56 @@ def test_faces_import_a_module_only_when_one_of_its_names_is_asked_for():
     assert result.returncode == 0, result.stderr
 
 
-_TEXT_COMMANDS = """
-import contextlib, io, sys
+_CORE_COMMANDS = """
+import contextlib, io, runpy, sys
+
+def imported(before, *prefixes):
+    return sorted(m for m in set(sys.modules) - before if any(m == p or m.startswith(p + '.') for p in prefixes))
+
+before = set(sys.modules)
+sys.argv = ['dgxtopo', '--version']
+with contextlib.redirect_stdout(io.StringIO()):
+    try:
+        runpy.run_module('models.present.cli', run_name='__main__', alter_sys=True)
+    except SystemExit as exit_:
+        assert exit_.code == 0, exit_.code
+assert not imported(before, 'networkx', 'numpy', 'models.predict', 'models.engine'), imported(before, 'networkx', 'numpy')
+
 from models.present.cli.core import main
-for argv in (['p2p', '--system', 'dgx1'], ['p2p', '--system', 'dgx1', '--mode', 'maxflow'],
-             ['collective', 'all_reduce', '--system', 'dgx1', '-b', '8', '-e', '1M', '-f', '2']):
+
+def run(argv):
     with contextlib.redirect_stdout(io.StringIO()):
         assert main(argv) == 0, argv
-heavy = [m for m in ('models.present.json_shapes', 'models.present.explain', 'models.studies.calibration',
-                     'models.studies.bounds') if m in sys.modules]
-assert not heavy, heavy
+
+# Never for the text of p2p and collective: plotting, scipy, the JSON shapes, the explain records,
+# every study (calibration with its bounds and benchmarks, the planner), the other kinds of
+# model (simulation, decomposition), and numpy.ma (np.unique on strings imports it).
+OPTIONAL = ('plotly', 'scipy', 'numpy.ma', 'models.studies', 'models.schedules', 'models.present.json_shapes',
+            'models.present.explain', 'models.present.plot', 'models.present.report', 'models.predict.simulate',
+            'models.predict.taskgraph', 'models.predict.decompose', 'models.predict.dispatch')
+# Nor for one NVLink domain's collective: the point-to-point (alltoall, sendrecv) model and the
+# network's load (across hosts only).
+P2P_ONLY = ('models.predict.alltoall', 'models.engine.nccl.p2p_plan', 'models.predict.network', 'models.predict.flows')
+for argv in (['p2p', '--system', 'gb200nvl72'], ['p2p', '--system', 'gb200nvl72', '--mode', 'maxflow']):
+    run(argv)
+# P2P matrices read the graph: none of NCCL's model beyond the release's figures.
+bad = imported(before, *OPTIONAL, *P2P_ONLY, 'models.engine.nccl.system', 'models.engine.nccl.search',
+               'models.predict.collectives', 'models.predict.measure')
+assert not bad, ('p2p', bad)
+run(['collective', 'all_reduce', '--system', 'gb200nvl72', '-b', '8', '-e', '8G', '-f', '2'])
+bad = imported(before, *OPTIONAL, *P2P_ONLY)
+assert not bad, ('collective', bad)
+assert imported(before, 'models.engine.nccl.search', 'networkx'), 'the check sees nothing'
 """
 
 
-def test_the_text_of_p2p_and_collective_imports_neither_the_json_shapes_nor_the_explain_records():
-    """``p2p`` and ``collective`` printing text (issue 40's CLI speed target: P2P in both modes and
-    an all_reduce sweep) import the JSON shapes, the explain records and the calibration module
-    (with the bounds and benchmarks they pull in) only for --json, --explain or a caveat."""
-    result = subprocess.run([sys.executable, "-c", _TEXT_COMMANDS], capture_output=True, text=True,
+def test_the_core_commands_import_only_what_they_run():
+    """Issue 40's CLI speed target (examples/nvl72_benchmark.py) as sets of modules, not times:
+    ``dgxtopo --version`` imports neither networkx nor numpy nor any model; ``p2p`` in both modes
+    on a GB200 NVL72 imports none of NCCL's channel search and collective model; ``p2p`` and the
+    31-size ``collective all_reduce`` sweep print their text without plotly, scipy, numpy.ma, the
+    JSON shapes, the explain records, any study, the simulator, or the point-to-point and
+    network models (alltoall, sendrecv and what crosses hosts)."""
+    result = subprocess.run([sys.executable, "-c", _CORE_COMMANDS], capture_output=True, text=True,
                             cwd=Path(__file__).parents[1])
     assert result.returncode == 0, result.stderr

@@ -297,3 +297,18 @@ def test_documented_json_shape_is_what_the_command_prints(index, monkeypatch):
         monkeypatch.setattr(write_module, "analyse_report", lambda fabrics, **kw: None)
     data = json.loads(run_command(command))
     assert shape_mismatches(parse_shape(text), data) == []
+
+
+def test_the_shipped_calibration_is_what_the_documented_calibrate_writes(tmp_path):
+    """docs/cli.md's `collective ... --calibration examples/data/dgx2_calibration.json` reads the
+    file its `calibrate` block writes: in the pages' scratch directory each worker rewrites it, so
+    a stale copy in the repository would make that block's figures depend on which ran first."""
+    import json
+
+    from models.present.cli import main
+
+    out = tmp_path / "calibration.json"
+    assert main(["calibrate", str(ROOT / "examples/data/dgx2_12gpu_all_reduce.txt"), "--system", "dgx2",
+                 "--out", str(out)]) == 0
+    fresh, shipped = (json.loads(p.read_text()) for p in (out, ROOT / "examples/data/dgx2_calibration.json"))
+    assert fresh["parameters"] == pytest.approx(shipped["parameters"], rel=1e-9)

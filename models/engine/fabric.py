@@ -35,6 +35,8 @@ models.engine.fabric.FrozenFabricError: the graph 'DGX-1V' is prepared (models.P
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import networkx as nx
 
 from topo.collector import collector_paused
@@ -43,10 +45,12 @@ from topo.schema import gpus as gpu_nodes
 from topo.schema import validated_gpus
 from topo.unedited import unedited
 
-from .nccl.profiles import NcclProfile, nccl_profile
 from .memo import BoundedMemo
-from .nccl.system import NcclSystem
 from .symmetry import FabricSymmetry
+
+if TYPE_CHECKING:  # NCCL's model is imported when a fabric first needs it (PreparedFabric.nccl)
+    from .nccl.profiles import NcclProfile
+    from .nccl.system import NcclSystem
 
 __all__ = ["PreparedFabric", "FrozenFabricError", "prepare", "graph_of", "freeze_graph"]
 
@@ -224,9 +228,11 @@ class PreparedFabric:
     G : networkx.DiGraph
         The frozen graph.
     profile : NcclProfile
+        The release (a named one is checked here; the default, built on first use).
     nccl : models.engine.nccl.system.NcclSystem
         NCCL's view: routes, capacities, and the caches of the channel searches (its MNNVL views,
-        host searches and the search memo) and of the network's charge.
+        host searches and the search memo) and of the network's charge. Built on first use: what
+        reads only the graph (P2P matrices, the graph's symmetry) does not import NCCL's model.
     ids : dict
         GPU node -> GPU id (position in :func:`topo.gpus`).
     name : str
@@ -251,19 +257,46 @@ class PreparedFabric:
             freeze_graph(G)
             G.__dict__[_VALIDATED] = (G.graph, G._node, G._adj, G._pred, gpus, built)
         self.G = G
-        self.profile: NcclProfile = nccl_profile(nccl)
-        self.nccl = NcclSystem(G, self.profile, validate=False, searches=searches, hosts_alike=built)
+        self._profile: NcclProfile | None = None
+        if nccl is not None:  # a release named is checked now
+            from .nccl.profiles import nccl_profile
+
+            self._profile = nccl_profile(nccl)
+        self._nccl: NcclSystem | None = None
+        self._searches, self._built = searches, built
         self.ids = {n: i for i, n in enumerate(gpus)}
         self.name = G.graph.get("name", "fabric")
         self.memo: dict = {}
         self._symmetry = None
 
     @property
+    def profile(self) -> NcclProfile:
+        """The NCCL release (the reference release unless one was named)."""
+        if self._profile is None:
+            from .nccl.profiles import nccl_profile
+
+            self._profile = nccl_profile(None)
+        return self._profile
+
+    @property
+    def nccl(self) -> NcclSystem:
+        """NCCL's view of the fabric, built on first use."""
+        if self._nccl is None:
+            from .nccl.system import NcclSystem
+
+            self._nccl = NcclSystem(self.G, self.profile, validate=False, searches=self._searches,
+                                    hosts_alike=self._built)
+        return self._nccl
+
+    def _nccl_system(self) -> NcclSystem:
+        return self.nccl
+
+    @property
     def symmetry(self) -> FabricSymmetry:
         """The GPU-set symmetry of this fabric (:class:`models.engine.symmetry.FabricSymmetry`),
         built on first use."""
         if self._symmetry is None:
-            self._symmetry = FabricSymmetry(self.G, self.nccl)
+            self._symmetry = FabricSymmetry(self.G, self._nccl_system)
         return self._symmetry
 
     @property
@@ -292,7 +325,11 @@ def prepare(fabric: nx.DiGraph | PreparedFabric, *, nccl: str | NcclProfile | No
         release.
     """
     if isinstance(fabric, PreparedFabric):
-        if nccl is not None and nccl_profile(nccl) != fabric.profile:
+        if nccl is None:
+            return fabric
+        from .nccl.profiles import nccl_profile
+
+        if nccl_profile(nccl) != fabric.profile:
             asked = nccl_profile(nccl).version
             raise DgxTopoError(f"the fabric is prepared for NCCL {fabric.profile.version}, received profile "
                                f"{asked!r}: prepare the graph for that release (models.PreparedFabric(G.copy(), "

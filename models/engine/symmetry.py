@@ -511,14 +511,23 @@ class FabricSymmetry:
     Parameters
     ----------
     G : networkx.DiGraph
-    system : models.engine.nccl.system.NcclSystem
-        NCCL's view of ``G`` (its hops give the support of NCCL's paths).
+    system : models.engine.nccl.system.NcclSystem or callable
+        NCCL's view of ``G`` (its hops give the support of NCCL's paths), or a function of no
+        argument that returns it, called when a key first needs it (a prepared fabric's view,
+        built on first use: the graph's own keys never read it).
     """
 
     def __init__(self, G, system):
         self.G = G
-        self.system = system
+        self._system = system
         self._scopes: dict = {}
+
+    @property
+    def system(self):
+        """NCCL's view of ``G`` (:class:`models.engine.nccl.system.NcclSystem`)."""
+        if callable(self._system):
+            self._system = self._system()
+        return self._system
 
     def _scope(self, key, build):
         if key not in self._scopes:

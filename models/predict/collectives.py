@@ -42,7 +42,7 @@ import itertools
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
 
 import networkx as nx
 import numpy as np
@@ -63,10 +63,12 @@ from ..engine.nccl.algorithms.base import Algorithm
 from ..engine.nccl.algorithms.catalog import ALGORITHMS, algorithm_named, algorithm_set, resolve, serving
 from ..engine.nccl.tuning import Selection, nvls_choice, select_algorithm
 from ..engine.nccltests import COLLECTIVES, NCCL_COLLECTIVES, algbw, busbw, collective as _collective
-from .alltoall import P2pSchedule, flow_load, nvlink_groups, p2p_layout
 from ..engine.results import tidy_records
 from ..engine.results import gpu_set
 from ..engine.routes import PathType
+
+if TYPE_CHECKING:  # alltoall and sendrecv only: imported where they run
+    from .alltoall import P2pSchedule
 
 __all__ = ["CollectiveEstimate", "EstimatePoint", "Estimator", "SubsetResult", "SubsetRanking", "estimate",
            "pairwise", "subsets", "routed_pairs", "SizeError", "LimitError", "COLLECTIVE_NAMES"]
@@ -436,6 +438,8 @@ class Estimator:
         >>> load["gpu0", "nvswitch0"]            # 7 flows out of GPU 0, over 4 switches by bandwidth
         1.9444444444444442
         """
+        from .alltoall import flow_load
+
         ctx = self._context
         if collective == "send":
             src, dst = gpus
@@ -592,7 +596,8 @@ def _nccl_estimate(ctx, collective, size, nodes, ids, pool, protocol):
     comm = graphs.communicator
     selection = select_algorithm(collective, size, comm, protocol=protocol, algorithms=pool)
     names = np.asarray(selection.algorithm, dtype=str)
-    ran = {name: algorithm_named(str(name), pool) for name in np.unique(names)}
+    # sorted(set()), not np.unique: on strings numpy imports numpy.ma for it (15 ms a process)
+    ran = {name: algorithm_named(name, pool) for name in sorted(set(names.ravel().tolist()))}
     per_algorithm = {name: ran[name].nchannels(comm) for name in ran}  # once each, not once a size
     nchannels = np.vectorize(per_algorithm.__getitem__, otypes=[np.int64])(names)
     last = ran[names.reshape(-1)[-1]]
@@ -628,6 +633,8 @@ def _p2p_estimate(ctx, collective, size, nodes, ids):
     """NCCL's per-peer schedule of alltoall or sendrecv (:mod:`models.predict.alltoall`): the
     rounds' latency and the fill as the latency, the size over the larger of the link and the
     channel terms as the bandwidth."""
+    from .alltoall import flow_load, p2p_layout
+
     n = len(nodes)
     system = ctx.fabric
     if collective == "sendrecv":
@@ -682,6 +689,8 @@ def _alltoall_load(ctx, nodes) -> tuple:
     hosts (the trays of a GB200 NVL72, whose NICs sit behind Grace), are routed one by one: they
     never leave NVLink (:func:`models.predict.alltoall.nvlink_groups`).
     """
+    from .alltoall import flow_load, nvlink_groups
+
     G = ctx.G
     hosts = nvlink_groups(ctx.fabric, nodes)
     load, worst_type = {}, PathType.LOC

@@ -96,7 +96,6 @@ from topo.select import GpuIds, select_gpus
 from .maxflow import flow_matrix
 from .p2p_constants import EFFICIENCIES, HOST_CEILINGS, OVERHEADS, Calibrated
 from ..engine.fabric import PreparedFabric, graph_of, prepare
-from ..engine.nccl.system import nccl_capacity
 from ..engine.results import tidy_records
 from ..engine.symmetry import host_copies
 from ..engine.routes import PathType, Route, Router, line_rate, route_bandwidth
@@ -480,6 +479,7 @@ class _Table:
         self.nodes = nodes
         self.p2p = p2p
         self.router = Router(G)
+        self._flows: dict = {}  # achieved -> maxflow matrix
         copies = host_copies(G) if symmetry is not None else None
         if copies is not None:
             self._by_host(nodes, copies)
@@ -505,10 +505,10 @@ class _Table:
         self.classes = classes
         self.where = [where[n] for n in nodes]
         self.host_of = np.array([(c, i) for c, i, _ in self.where])
-        self.first = self.representatives()
         self._pairs: dict = {}
         self._one_way: dict = {}
         self._keys: tuple | None = None  # _host_keys
+        self.first = self.representatives()
 
     def _representative(self, a: int, b: int) -> tuple:
         """The pair of nodes standing for positions a and b (a != b) in host mode."""
@@ -518,10 +518,9 @@ class _Table:
         return hosts[c1][0][p1], second[p2]
 
     def representatives(self) -> list:
-        """GPU nodes whose pairs stand for every pair of the selection (host mode)."""
-        n = len(self.nodes)
-        return list(dict.fromkeys(x for a in range(n) for b in range(n) if a != b
-                                  for x in self._representative(a, b)))
+        """GPU nodes whose pairs stand for every pair of the selection (host mode), in the order
+        the pairs first name them (read from :meth:`_host_keys`, whose pairs come first)."""
+        return list(dict.fromkeys(x for key in self._host_keys()[0] if isinstance(key, tuple) for x in key))
 
     def expand(self, rows: dict) -> np.ndarray:
         """The full matrix from ``rows[(a, b)]`` over the representative pairs (off-diagonal)."""
@@ -653,6 +652,15 @@ class _Table:
         return types.astype(str)
 
     def maxflow(self, achieved: bool) -> np.ndarray:
+        """The NVLink maximum flow between every pair, computed once per ``achieved`` (a report's
+        one-way and both-ways matrices read the same flows). Read-only."""
+        flows = self._flows.get(achieved)
+        if flows is None:
+            flows = self._flows[achieved] = self._maxflow(achieved)
+            flows.setflags(write=False)
+        return flows
+
+    def _maxflow(self, achieved: bool) -> np.ndarray:
         capacity = achieved_capacity if achieved else line_rate
         if self.host_of is None:
             return flow_matrix(self.G, self.nodes, capacity)
@@ -731,6 +739,8 @@ def p2p_path(G: nx.DiGraph | PreparedFabric, src: int, dst: int, *, p2p: bool | 
     rate, bottleneck, efficiency = table.one_way(a, b, True)
     line = table.one_way(a, b, False)[0] if p.staged is not None else p.route.bandwidth
     latency, overhead = table.latency_of(a, b)
+    from ..engine.nccl.system import nccl_capacity  # NCCL's figure: this function's only
+
     return P2PResult(src, dst, p.route, smi, line, rate, bottleneck,
                      route_bandwidth(G, p.route, nccl_capacity)[0], latency, p.staged,
                      efficiency, overhead)

@@ -133,12 +133,16 @@ def plan_json(p) -> dict:
     :func:`~models.present.plan_text.fit_note`, :func:`~models.present.plan_text.timing_note`,
     :func:`~models.present.plan_text.warning_notes`)."""
     # the planner's words: only a plan's JSON imports them
+    from ..studies.planner.cp_exchange import CpExchange
     from .plan_text import component_note, compute_note, fit_note, timing_note, warning_notes
+
+    def plain(value):  # a strategy object by its name
+        return value.name if isinstance(value, CpExchange) else value
 
     return {
         "workload": p.workload, "fabric": p.fabric, "nccl": p.nccl, "generation": p.generation,
         "dtype": p.dtype, "software": p.software, "compute": compute_note(p.compute),
-        "layout": {k: getattr(p.layout, k) for k in type(p.layout).__slots__},
+        "layout": {k: plain(getattr(p.layout, k)) for k in type(p.layout).__slots__},
         "fits": p.fits, "reason": fit_note(p),
         "step_time_s": p.step_time if p.fits else None,
         "timing": p.timing, "timing_note": timing_note(p),

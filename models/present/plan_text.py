@@ -295,13 +295,26 @@ def _data_parallel_detail(d: DataParallelDetail) -> str:
     return f"{what}; {overlap}"
 
 
+#: The words of the built-in context-parallel exchanges (:mod:`models.studies.planner.cp_exchange`),
+#: by name, of the detail's ``layers``, ``steps`` (``cp - 1``) and ``mib``; another shows by its name.
+_CP_EXCHANGE_WORDS = MappingProxyType({
+    "p2p": ("{layers} layers x ring of {steps} K/V steps of {mib:.1f} MiB each way per micro-batch, hidden behind "
+            "the attention where it is faster"),
+    "a2a": "{layers} layers x 2 x 4 all-to-alls ({mib:.1f} MiB per rank in all) per micro-batch"})
+
+
 def _context_parallel_detail(d: ContextParallelDetail) -> str:
     if d.degree == 1:
         return "no context parallelism"
-    if d.comm == "a2a":
-        return f"{d.layers} layers x 2 x 4 all-to-alls ({d.nbytes / MiB:.1f} MiB per rank in all) per micro-batch"
-    return (f"{d.layers} layers x ring of {d.degree - 1} K/V steps of {d.nbytes / MiB:.1f} MiB each way per "
-            "micro-batch, hidden behind the attention where it is faster")
+    words = _CP_EXCHANGE_WORDS.get(d.comm.name, "{layers} layers x {name} K/V exchange of {mib:.1f} MiB per "
+                                                "micro-batch")
+    return words.format(layers=d.layers, steps=d.degree - 1, mib=d.nbytes / MiB, name=d.comm.name)
+
+
+#: The words of the built-in expert overlaps (:mod:`models.studies.planner.ep_overlap`), by
+#: name; another shows by its name.
+_EP_OVERLAP_WORDS = MappingProxyType({"none": "not overlapped", "batch": "batch-level overlap",
+                                      "dualpipe": "DualPipe overlap"})
 
 
 def _expert_parallel_detail(d: ExpertParallelDetail) -> str:
@@ -309,7 +322,7 @@ def _expert_parallel_detail(d: ExpertParallelDetail) -> str:
         return "no experts (a dense model)"
     if d.degree == 1 and d.tensor_degree == 1:
         return f"{d.layers} MoE layers, experts local (no expert parallelism)"
-    overlap = {"none": "not overlapped", "batch": "batch-level overlap", "dualpipe": "DualPipe overlap"}[d.overlap]
+    overlap = _EP_OVERLAP_WORDS.get(d.overlap.name, f"{d.overlap.name} overlap")
     balance = f", balance x{d.balance:g}" if d.balance != 1 else ""
     return (f"{d.layers} MoE layers x dispatch {d.dispatch_bytes / MiB:.1f} + combine {d.combine_bytes / MiB:.1f} "
             f"MiB per rank over ep{d.degree} ({d.network_fraction:.0%} off the NVLink domain){balance}; {overlap}")

@@ -284,7 +284,7 @@ def import_summary(G, *, source: str, what: str, nvswitch_origin: str, pcie_orig
 def _layout(title: str, corner: str, ids, matrix, cell) -> list:
     """One matrix as p2pBandwidthLatencyTest prints it: ``%6d`` labels, ``%6.02f`` cells."""
     lines = [title, f"{corner:>6} " + "".join(f"{i:6d} " for i in ids).rstrip()]
-    for i, row in zip(ids, matrix):
+    for i, row in zip(ids, matrix.tolist()):  # Python floats and strings: faster to format
         lines.append((f"{i:6d} " + "".join(f"{cell(x):>6} " for x in row)).rstrip())
     return lines
 

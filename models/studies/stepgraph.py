@@ -27,6 +27,15 @@ Large-Scale Language Model Training on GPU Clusters Using Megatron-LM", sections
 * the optimizer: a memory-bound pass over the local optimizer state
   (:data:`models.studies.planner.OPTIMIZER_PASS_BYTES` per parameter).
 
+The core every step graph shares (this module's dense step and
+:mod:`models.studies.planner.parallel_graph`'s steps with context or expert parallelism, a
+mixture-of-experts workload or an uneven split, of which a dense step is the ``cp = ep = 1`` case)
+is here: the one input check (:func:`checked_workload`), the sink that builds or counts the tasks
+(:class:`TaskSink`), the replicas' groups (:func:`replica_slot`), 1F1B's program order
+(:func:`one_f_one_b`), a layer half's tensor-parallel collectives (:func:`tp_collectives`) and the
+pipeline sends (:func:`pipeline_sends`). The dense step keeps its own layer halves (its forward
+split evenly [U]) so that its simulated times stay what they were.
+
 Kernel times come from the roofline of :mod:`models.studies.compute` (seconds reach the
 simulator; FLOPs are converted here, the floor that knows the GPUs). The attention and MLP
 halves of a layer split its forward evenly [U].
@@ -59,6 +68,7 @@ from ..predict.decompose import host_kinds
 from ..predict.simulate import MAX_EVENTS, SimulationResult, simulate
 from ..predict.taskgraph import MAX_BYTES, Task, TaskGraph
 from .compute import ComputeModel, compute_model, gpu_of
+from .moe import is_moe_spec, moe_workload
 from .workload import CNN, DEFAULT_BUCKET, OPTIMIZER_PASS_BYTES, activation_bytes_per_element, dtype_bytes, \
     workload as as_workload, Workload
 
@@ -116,39 +126,56 @@ def compute_time(G: nx.DiGraph, *, efficiency: float | None = None) -> Callable[
     return seconds
 
 
-class GraphBuilder:
-    """The sink of :func:`_schedule` that builds the tasks (:func:`step_graph`)."""
+class TaskSink:
+    """Where a step graph's schedule puts its tasks (this module's and
+    :mod:`models.studies.planner.parallel_graph`'s): a list of them (``build``), or their count
+    only, each folded image counted with ``images`` (the unfolded graph's size, as
+    :func:`models.predict.simulate.simulation_size` sizes it), not without.
 
-    def __init__(self, image_maps=()):
+    ``image_maps``: per folded replica, GPU id of replica 0 -> its GPU id; a task added with
+    ``fold`` carries the images of its GPUs under them, one added with ``images`` those given.
+    """
+
+    def __init__(self, image_maps=(), build: bool = True, images: bool = True):
+        self.image_maps = image_maps
+        self.build = build
+        self.images = images
         self.tasks: list = []
-        self.image_maps = image_maps  # per folded replica: GPU id of replica 0 -> its GPU id
+        self.count = 0
         self._images: dict = {}  # GPU ids of replica 0 -> their images (a step repeats a few groups)
 
-    @property
-    def count(self) -> int:
-        return len(self.tasks)
-
-    def add(self, id_, op, gpus, *, nbytes=0, seconds=0.0, after=(), kind="", fold=False) -> str:
+    def add(self, id_, op, gpus, *, nbytes=0, seconds=0.0, after=(), kind="", fold=False, images=()) -> str:
         gpus = tuple(gpus)
-        images = ()
         if fold:
-            images = self._images.get(gpus)
-            if images is None:
-                images = self._images[gpus] = tuple(tuple(m[g] for g in gpus) for m in self.image_maps)
-        self.tasks.append(Task(id_, op, gpus, int(nbytes), float(seconds), tuple([a for a in after if a]), kind,
-                               images=images))
+            found = self._images.get(gpus)
+            if found is None:
+                found = self._images[gpus] = tuple(tuple(m[g] for g in gpus) for m in self.image_maps)
+            images = found
+        self.count += 1 + (len(images) if self.images else 0)
+        if self.build:
+            self.tasks.append(Task(id_, op, gpus, int(nbytes), float(seconds), flat_ids(after), kind,
+                                   images=tuple(images)))
         return id_
 
 
-class TaskCounter:
-    """The sink of :func:`_schedule` that counts the tasks instead (:func:`step_graph_size`)."""
+class GraphBuilder(TaskSink):
+    """The sink that builds the tasks (:func:`step_graph`,
+    :func:`models.studies.planner.parallel_graph.parallel_step_graph`)."""
 
-    def __init__(self):
-        self.count = 0
+    def __init__(self, image_maps=()):
+        super().__init__(image_maps, build=True)
 
-    def add(self, id_, *args, **kwargs) -> str:
-        self.count += 1
-        return id_
+
+def flat_ids(after) -> tuple:
+    """Task ids from ids and tuples of ids (a step that ends in several tasks), empty ones and
+    repeats dropped."""
+    out: list = []
+    for a in after:
+        if isinstance(a, tuple):
+            out.extend(x for x in a if x)
+        elif a:
+            out.append(a)
+    return tuple(dict.fromkeys(out))
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,26 +215,80 @@ def plan_compute(plan: Any, G: nx.DiGraph, w, *, efficiency: float | None = None
                          attention_efficiency=attention_efficiency, memory_efficiency=memory_efficiency, scale=scale)
 
 
-def _checked_workload(plan: Any, workload, bucket) -> Workload:
-    """The plan's workload, when its step can be a step graph."""
+def step_workload(plan: Any, workload=None) -> Any:
+    """The workload of a plan's step: ``workload``, else the plan's own (``workload_spec``, else
+    its name), a name read as its preset or spec (a mixture-of-experts one included)."""
+    spec = workload if workload is not None else getattr(plan, "workload_spec", None) or plan.workload
+    if isinstance(spec, str):
+        return moe_workload(spec) if is_moe_spec(spec) else as_workload(spec)
+    return spec
+
+
+def is_extended_step(plan: Any, w) -> bool:
+    """A step with expert or context parallelism, an uneven split or a MoE workload: the one
+    :func:`models.studies.planner.parallel_graph.parallel_step_graph` builds; a dense step is its
+    ``cp = ep = 1`` case that :func:`step_graph` builds."""
+    return bool(plan.layout.extended) or getattr(w, "kind", None) == "moe"
+
+
+def checked_workload(plan: Any, workload, bucket, *, dense: bool = False) -> Any:
+    """The plan's workload (:func:`step_workload`), when its step can be a step graph: the one
+    input check of every step graph (:func:`check_graph_input`, then a transformer; ``dense``:
+    also a dense step, :func:`is_extended_step`).
+
+    Raises
+    ------
+    StepGraphError
+        Naming what was expected: a plan that fits, a bucket of at least one byte, plain 1F1B, a
+        dense layout (``dense``), a transformer.
+    """
     check_graph_input(plan, bucket)
-    spec = workload if workload is not None else getattr(plan, "workload_spec", None)
-    if plan.layout.extended or getattr(spec, "kind", None) == "moe":
+    w = step_workload(plan, workload)
+    if dense and is_extended_step(plan, w):
         raise StepGraphError(f"{plan.layout.label()} of {plan.workload} has expert or context parallelism, a "
                              "mixture-of-experts workload or an uneven split: expected a dense layout (its step "
                              "graph is models.studies.planner.parallel_graph.plan_step_graph's)")
-    w = as_workload(spec or plan.workload)
     if isinstance(w, CNN):
         raise StepGraphError(f"{w.name} is a CNN: expected a transformer (step graphs follow Megatron's schedule)")
     return w
 
 
-def _slot(plan: Any) -> Callable[[int, int], tuple]:
-    """``slot(p, d)``: the tensor-parallel group of stage ``p`` of data-parallel replica ``d``."""
+def replica_slot(plan: Any) -> Callable[[int, int], tuple]:
+    """``slot(p, j)``: the tensor-parallel group of stage ``p`` of replica ``j`` (of the ``dp x cp``
+    GPUs' groups holding the same weights; ``dp`` of a dense layout)."""
     slots, lay = plan.groups["tp"], plan.layout
+    width = lay.dp * lay.cp
     if lay.order == "tp-dp-pp":
-        return lambda p, d: slots[p * lay.dp + d]
-    return lambda p, d: slots[d * lay.pp + p]
+        return lambda p, j: slots[p * width + j]
+    return lambda p, j: slots[j * lay.pp + p]
+
+
+def tp_collectives(out: TaskSink, prefix: str, group, after, count: int, *, nbytes: float, sequence_parallel: bool,
+                   fold: bool) -> str:
+    """``count`` tensor-parallel collectives of a layer half over ``group``, one after the other
+    after ``after``: an all_reduce of ``nbytes`` each, or with sequence parallelism a
+    reduce_scatter then an all_gather; the last id (``after`` without tensor parallelism)."""
+    last = after
+    if len(group) == 1:
+        return last
+    for c in range(count):
+        if sequence_parallel:
+            last = out.add(f"{prefix}.rs{c}", "reduce_scatter", group, nbytes=nbytes, after=(last,), kind="tp_comm",
+                           fold=fold)
+            last = out.add(f"{prefix}.ag{c}", "all_gather", group, nbytes=nbytes, after=(last,), kind="tp_comm",
+                           fold=fold)
+        else:
+            last = out.add(f"{prefix}.ar{c}", "all_reduce", group, nbytes=nbytes, after=(last,), kind="tp_comm",
+                           fold=fold)
+    return last
+
+
+def pipeline_sends(out: TaskSink, base: str, group, to, nbytes: float, after, *, fold: bool) -> None:
+    """Each tensor-parallel rank of ``group`` sends its ``nbytes`` to the same rank of ``to`` (the
+    next or previous stage), after ``after``: ids ``{base}.send{r}``."""
+    for r in range(len(group)):
+        out.add(f"{base}.send{r}", "send", [group[r], to[r]], nbytes=nbytes, after=(after,), kind="pp_comm",
+                fold=fold)
 
 
 def step_graph(plan: Any, G: nx.DiGraph, *, workload: str | Workload | None = None, bucket: float = DEFAULT_BUCKET,
@@ -259,7 +340,7 @@ def step_graph(plan: Any, G: nx.DiGraph, *, workload: str | Workload | None = No
     topo.LimitError
         Beyond ``max_events`` (keyword ``max_events``), before the graph is built.
     """
-    w = _checked_workload(plan, workload, bucket)
+    w = checked_workload(plan, workload, bucket, dense=True)
     if max_events is not None:
         check_step_events(plan, max_events, workload=w, bucket=bucket)
     lay = plan.layout
@@ -284,7 +365,7 @@ def step_graph(plan: Any, G: nx.DiGraph, *, workload: str | Workload | None = No
                    cm.scale, cm.gpu.memory_bandwidth * cm.memory_efficiency)
     maps = []
     if fold:
-        slot = _slot(plan)
+        slot = replica_slot(plan)
         for d in range(1, dp):
             maps.append({g: h for p in range(pp) for g, h in zip(slot(p, 0), slot(p, d))})
         fold = hosts_alike(G, maps)
@@ -314,7 +395,7 @@ def _schedule(out, plan: Any, w: Workload, *, bucket: float, fold: bool, times: 
     tp_bytes = b * w.seq * w.hidden * act_elem
     base, more = divmod(w.layers, pp)
     layers = [base + (s < more) for s in range(pp)]  # the first stages take the remainder
-    slot = _slot(plan)
+    slot = replica_slot(plan)
     layer_grad = w.layer_parameters / tp * grad_elem
     replicas = range(1) if fold else range(dp)
     walked = replicas[:2] if shape_only else replicas
@@ -323,21 +404,9 @@ def _schedule(out, plan: Any, w: Workload, *, bucket: float, fold: bool, times: 
     dp_group = {(p, r): tuple(slot(p, d)[r] for d in range(dp)) for p in range(pp) for r in range(tp)}
     gathered = w.layer_parameters / tp * elem  # ZeRO 3: a layer's parameters, gathered
 
-    def tp_comm(prefix, group, after, count=2) -> str:
-        """A layer half's tensor-parallel collective(s), after ``after``; returns the last id."""
-        last = after
-        if tp == 1:
-            return last
-        for c in range(count):
-            if lay.sequence_parallel:
-                last = out.add(f"{prefix}.rs{c}", "reduce_scatter", group, nbytes=tp_bytes, after=(last,),
-                               kind="tp_comm", fold=fold)
-                last = out.add(f"{prefix}.ag{c}", "all_gather", group, nbytes=tp_bytes, after=(last,), kind="tp_comm",
-                               fold=fold)
-            else:
-                last = out.add(f"{prefix}.ar{c}", "all_reduce", group, nbytes=tp_bytes, after=(last,), kind="tp_comm",
-                               fold=fold)
-        return last
+    def tp_comm(prefix, group, after, count) -> str:
+        return tp_collectives(out, prefix, group, after, count, nbytes=tp_bytes,
+                              sequence_parallel=lay.sequence_parallel, fold=fold)
 
     def zero3_gather(prefix, p, after) -> list:
         return [out.add(f"{prefix}.zg{r}", "all_gather", dp_group[p, r],
@@ -390,13 +459,9 @@ def _schedule(out, plan: Any, w: Workload, *, bucket: float, fold: bool, times: 
                     if what == "B" and i == m - 1 and dp > 1:
                         last_grads[(d, p)].append((li, last))
                 if what == "F" and not last_stage:
-                    for r in range(tp):
-                        out.add(f"{base}.send{r}", "send", [group[r], slot(p + 1, d)[r]], nbytes=tp_bytes / tp,
-                                after=(last,), kind="pp_comm", fold=fold)
+                    pipeline_sends(out, base, group, slot(p + 1, d), tp_bytes / tp, last, fold=fold)
                 if what == "B" and p > 0:
-                    for r in range(tp):
-                        out.add(f"{base}.send{r}", "send", [group[r], slot(p - 1, d)[r]], nbytes=tp_bytes / tp,
-                                after=(last,), kind="pp_comm", fold=fold)
+                    pipeline_sends(out, base, group, slot(p - 1, d), tp_bytes / tp, last, fold=fold)
                 prev = last
                 block[what] = out.count - block_start
             if shape_only:  # every micro-batch's forward and backward block has the same tasks
@@ -507,10 +572,10 @@ def step_graph_size(plan: Any, *, workload: str | Workload | None = None, bucket
     True
     """
     try:
-        w = _checked_workload(plan, workload, bucket)
+        w = checked_workload(plan, workload, bucket, dense=True)
     except StepGraphError:
         return 0
-    out = TaskCounter()
+    out = TaskSink(build=False, images=False)
     _schedule(out, plan, w, bucket=bucket, fold=fold, times=_Times(), shape_only=True)
     return out.count
 

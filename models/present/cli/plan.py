@@ -76,8 +76,8 @@ def layout_options(parser):
 
 def parallel_options(parser) -> None:
     """``plan``'s (and ``simulate``'s) context, expert and pipeline-split options."""
-    from ...studies.planner.parallel import EP_OVERLAP
-    from ...studies.planner.records import CP_COMM
+    from ...studies.planner.cp_exchange import CP_COMM
+    from ...studies.planner.ep_overlap import EP_OVERLAP
     from ...studies.workload import DTYPES
 
     group = parser.add_argument_group("context, expert and uneven pipeline parallelism")
@@ -109,8 +109,13 @@ def parallel_options(parser) -> None:
 
 
 def parallel_values(args) -> dict:
-    """The options of :func:`parallel_options` as :func:`models.studies.planner.search` takes them."""
-    return dict(cp=args.cp, cp_comm=args.cp_comm, ep=args.ep, etp=args.etp, ep_overlap=args.ep_overlap,
+    """The options of :func:`parallel_options` as :func:`models.studies.planner.search` takes them:
+    ``--cp-comm`` and ``--ep-overlap`` chosen here, once, as their strategy objects."""
+    from ...studies.planner.cp_exchange import cp_exchange_named
+    from ...studies.planner.ep_overlap import ep_overlap_named
+
+    return dict(cp=args.cp, cp_comm=cp_exchange_named(args.cp_comm), ep=args.ep, etp=args.etp,
+                ep_overlap=ep_overlap_named(args.ep_overlap),
                 expert_balance=args.expert_balance, dispatch_dtype=args.dispatch_dtype,
                 first_stage_layers=args.first_stage_layers or 0, last_stage_layers=args.last_stage_layers or 0,
                 embedding_in_split=args.account_for_embedding_in_pipeline_split,

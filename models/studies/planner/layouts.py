@@ -35,10 +35,12 @@ from ..workload import CNN, DEFAULT_BUCKET, QUANTISED_BYTES, Workload, activatio
 from .dispatch import alltoall_time, domain_of
 from .gpu_memory import memory
 from .parallel_graph import plan_step_graph, plan_step_graph_size
-from .parallel import EP_OVERLAP, SplitError, alltoall_split, stage_split
+from .cp_exchange import CP_COMM, RING, CpExchange, cp_exchange_named
+from .ep_overlap import EP_OVERLAP, NO_OVERLAP, EpOverlap, ep_overlap_named
+from .parallel import SplitError, alltoall_split, stage_split
 from .parallel_step import is_moe, moe_flops_per_token, parallel_components, parallel_memory
 from .placement import JobGroups, job_gpus, tp_partition
-from .records import (CP_COMM, ORDERS, RECOMPUTE, Layout, NoLayoutError, Plan, PlanError, PlanWarning, Search,
+from .records import (ORDERS, RECOMPUTE, Layout, NoLayoutError, Plan, PlanError, PlanWarning, Search,
                       SkipCode, SkippedLayout, TimingCode, TimingWhy, UnknownOptionError)
 from .step import DEFAULT_OVERLAP, simulated_components, step_components
 
@@ -81,9 +83,10 @@ def _size(name, value) -> float:
 class Context:
     def __init__(self, w, G, gpus, dtype, efficiency, memory_efficiency, overlap, bucket,
                  gen, capacity, software=None, attention_efficiency=None, compute_scale=1.0, profile=None,
-                 ep_overlap="none", expert_balance=1.0, dispatch_dtype=None):
+                 ep_overlap=NO_OVERLAP, expert_balance=1.0, dispatch_dtype=None, cp_comm=RING):
         self.w = w
         self.ep_overlap = ep_overlap
+        self.cp_comm = cp_comm
         self.expert_balance = expert_balance
         self.fabric = JobGroups(G, gpus, profile)
         if gen is None:
@@ -267,7 +270,7 @@ def _not_simulated(w, p: Plan) -> TimingWhy | None:
         return TimingWhy(TimingCode.CNN)
     if p.layout.virtual_stages != 1:
         return TimingWhy(TimingCode.INTERLEAVED)
-    if any(c.name == "ep_comm" and c.detail.overlap == "dualpipe" for c in p.components):
+    if any(c.name == "ep_comm" and not c.detail.overlap.simulated for c in p.components):
         return TimingWhy(TimingCode.DUALPIPE)
     return None
 
@@ -367,7 +370,7 @@ def _refusal(w, t, c, p, d, e, et, cp_comm, sequence_parallel, stack_flash, spli
         if w.seq % (2 * c):
             return skip(SkipCode.CP_SEQUENCE, w.seq)
         heads = (w.attention.heads if moe else w.heads) // t
-        if cp_comm == "a2a" and heads % c:
+        if cp_comm.refuses(heads, c):
             return skip(SkipCode.CP_HEADS, heads)
     if not moe and (e > 1 or et > 1):
         return skip(SkipCode.EP_DENSE)
@@ -380,7 +383,7 @@ def _refusal(w, t, c, p, d, e, et, cp_comm, sequence_parallel, stack_flash, spli
             return skip(SkipCode.ETP_FFN, w.expert_ffn)
         if e > 1 and t > 1 and not sequence_parallel:
             return skip(SkipCode.EP_SEQUENCE_PARALLEL)
-    if ep_overlap == "dualpipe" and (p % 2 or m % 2 or v > 1):
+    if ep_overlap.refuses(p, m, v):
         return skip(SkipCode.DUALPIPE, m)
     try:
         stage_split(w.layers, p, v, **split)
@@ -391,7 +394,7 @@ def _refusal(w, t, c, p, d, e, et, cp_comm, sequence_parallel, stack_flash, spli
 
 
 def _layouts(ctx, n, tp, pp, dp, zero, micro_batch, global_batch, recompute, sequence_parallel,
-             virtual_stages, skipped, cp=1, ep=1, etp=None, cp_comm="p2p", split=None):
+             virtual_stages, skipped, cp=1, ep=1, etp=None, cp_comm=RING, split=None):
     w = ctx.w
     split = dict(split or {})
     moe = is_moe(w)
@@ -476,6 +479,14 @@ def _layouts(ctx, n, tp, pp, dp, zero, micro_batch, global_batch, recompute, seq
                                                  bool(layout_split.get("loss_in_split")))
 
 
+def _strategy(name, value, kind, named, names):
+    """A strategy object: ``value`` itself, or the registered one of that name (read once, here)."""
+    found = value if isinstance(value, kind) else named(value) if isinstance(value, str) else None
+    if found is None:
+        raise PlanError(f"{name} must be one of {', '.join(names)}, received {value!r}")
+    return found
+
+
 def check_int(name, value, low=1):
     if value is None:
         return
@@ -487,8 +498,8 @@ def prepare_job(workload, G, *, tp, pp, dp, zero, micro_batch, global_batch, dty
              efficiency, memory_efficiency, gpus, generation, memory_capacity, tp_groups, software,
              attention_efficiency, compute_scale, virtual_stages, sequence_parallel,
              profile=None, simulate=DEFAULT_SIMULATED, max_events=PLAN_MAX_EVENTS, seq_length=None,
-             cp=None, ep=None, etp=None, cp_comm="p2p", first_stage_layers=0, last_stage_layers=0,
-             embedding_in_split=False, loss_in_split=False, ep_overlap="none", expert_balance=1.0,
+             cp=None, ep=None, etp=None, cp_comm=RING, first_stage_layers=0, last_stage_layers=0,
+             embedding_in_split=False, loss_in_split=False, ep_overlap=NO_OVERLAP, expert_balance=1.0,
              dispatch_dtype=None):
     """The context of a search and the job's GPU count and global batch."""
     w = moe_workload(workload) if is_moe_spec(workload) else as_workload(workload)
@@ -505,10 +516,8 @@ def prepare_job(workload, G, *, tp, pp, dp, zero, micro_batch, global_batch, dty
     for name, value in (("embedding_in_split", embedding_in_split), ("loss_in_split", loss_in_split)):
         if not isinstance(value, (bool, np.bool_)):
             raise PlanError(f"{name} must be True or False, received {value!r}")
-    if not isinstance(cp_comm, str) or cp_comm not in CP_COMM:
-        raise PlanError(f"cp_comm must be one of {', '.join(CP_COMM)}, received {cp_comm!r}")
-    if not isinstance(ep_overlap, str) or ep_overlap not in EP_OVERLAP:
-        raise PlanError(f"ep_overlap must be one of {', '.join(EP_OVERLAP)}, received {ep_overlap!r}")
+    cp_comm = _strategy("cp_comm", cp_comm, CpExchange, cp_exchange_named, CP_COMM)
+    ep_overlap = _strategy("ep_overlap", ep_overlap, EpOverlap, ep_overlap_named, EP_OVERLAP)
     if (isinstance(expert_balance, bool) or not isinstance(expert_balance, (int, float))
             or not 1 <= expert_balance <= 1000):
         raise PlanError(f"expert_balance must be a number from 1 (force-balanced) to 1000, received {expert_balance!r}")
@@ -530,7 +539,7 @@ def prepare_job(workload, G, *, tp, pp, dp, zero, micro_batch, global_batch, dty
         as_software(software)
     ctx = Context(w, G, gpus, dtype, efficiency, memory_efficiency, overlap, bucket, generation,
                    memory_capacity, software, attention_efficiency, compute_scale, profile, ep_overlap,
-                   float(expert_balance), dispatch_dtype)
+                   float(expert_balance), dispatch_dtype, cp_comm)
     available = len(ctx.fabric.ids)
     if len({len(h) for h in ctx.fabric.hosts}) > 1:
         raise PlanError("expected the same number of GPUs on every host of the job")
@@ -583,8 +592,8 @@ def search(workload: str | Workload, G: nx.DiGraph | PreparedFabric, *, tp: int 
            virtual_stages: int = 1, profile: str | NcclProfile | None = None,
            simulate: int = DEFAULT_SIMULATED, max_events: int = PLAN_MAX_EVENTS,
            seq_length: int | None = None, cp: int | None = None, ep: int | None = None, etp: int | None = None,
-           cp_comm: str = "p2p", first_stage_layers: int = 0, last_stage_layers: int = 0,
-           embedding_in_split: bool = False, loss_in_split: bool = False, ep_overlap: str = "none",
+           cp_comm: str | CpExchange = "p2p", first_stage_layers: int = 0, last_stage_layers: int = 0,
+           embedding_in_split: bool = False, loss_in_split: bool = False, ep_overlap: str | EpOverlap = "none",
            expert_balance: float = 1.0, dispatch_dtype: str | None = None) -> Search:
     """Evaluate every layout of the job's GPUs and rank them (fitting first, by step time).
 
@@ -662,16 +671,18 @@ def search(workload: str | Workload, G: nx.DiGraph | PreparedFabric, *, tp: int 
         such as ``deepseek-v3`` or a ``moe:`` spec, :mod:`models.studies.moe`): the expert layers
         fold each stage's ``tp x cp x dp`` GPUs as ``etp x ep x edp``. ``ep`` is searched over the
         divisors of the experts that divide the stage's GPUs, ``etp`` over 1 and ``tp``.
-    cp_comm : str
-        ``p2p`` (ring attention, default) or ``a2a`` (:data:`models.studies.planner.records.CP_COMM`).
+    cp_comm : str or CpExchange
+        How context parallelism exchanges K/V: ``p2p`` (ring attention, default) or ``a2a``, a
+        name or the object (:mod:`models.studies.planner.cp_exchange`, one of your own included).
     first_stage_layers, last_stage_layers : int
         Layers of the first / last pipeline stage (0: the even split); the rest split evenly.
     embedding_in_split, loss_in_split : bool
         Count the embedding / the output layer and loss as one layer each in the split
         (:func:`models.studies.planner.parallel.stage_split`). An interleaved layout whose layers
         do not split into ``pp x v`` chunks uses both when that divides.
-    ep_overlap : str
-        How expert-parallel all-to-alls overlap compute (:data:`models.studies.planner.parallel.EP_OVERLAP`).
+    ep_overlap : str or EpOverlap
+        How expert-parallel all-to-alls overlap compute: ``none`` (default), ``batch`` or
+        ``dualpipe``, a name or the object (:mod:`models.studies.planner.ep_overlap`).
     expert_balance : float
         The busiest rank's routed tokens over the balanced share, >= 1 (1: force-balanced, as
         published benchmarks run).
@@ -704,8 +715,7 @@ def ranked(w, ctx: Context, n: int, global_batch: int, options: dict) -> Search:
     layouts = _layouts(ctx, n, options["tp"], options["pp"], options["dp"], options["zero"],
                        options["micro_batch"], global_batch, options["recompute"],
                        options["sequence_parallel"], options["virtual_stages"], skipped,
-                       options.get("cp"), options.get("ep"), options.get("etp"), options.get("cp_comm", "p2p"),
-                       split)
+                       options.get("cp"), options.get("ep"), options.get("etp"), ctx.cp_comm, split)
     plans = [evaluate(ctx, layout, options["tp_groups"]) for layout in layouts]
     if not plans:
         raise NoLayoutError(w.name, n, ctx.fabric.name, tuple(skipped))

@@ -36,18 +36,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .cp_exchange import cp_a2a_bytes, cp_ring_bytes
+from .ep_overlap import EP_OVERLAP
 from .records import PlanError
 
 __all__ = ["SplitError", "PipelineSplit", "stage_split", "cp_ring_bytes", "cp_a2a_bytes", "dispatch_bytes",
            "alltoall_split", "EP_OVERLAP"]
-
-#: How expert-parallel all-to-alls overlap compute: ``none`` (on the critical path), ``batch``
-#: (Megatron-Core v0.14's ``--overlap-moe-expert-parallel-comm``: one micro-batch's all-to-alls
-#: hidden behind another's compute), ``dualpipe`` (DeepSeek-V3's DualPipe, arXiv 2412.19437
-#: section 3.2.1: forward and backward chunks overlapped, pipeline sends hidden, bubble
-#: ``(pp/2 - 1)`` slots instead of ``pp - 1``, two copies of the parameters).
-EP_OVERLAP = ("none", "batch", "dualpipe")
-
 
 class SplitError(PlanError):
     """A pipeline split that leaves a stage (or a chunk) empty, or does not divide."""
@@ -139,44 +133,6 @@ def stage_split(layers: int, pp: int, virtual_stages: int = 1, *, first: int = 0
         raise SplitError(f"the split of {layers} layers over pp {pp} x v {v} leaves stage {empty[0] if empty else 0} "
                          "without layers: expected at least one layer per stage")
     return split
-
-
-def _kv_widths(w, tp: int) -> tuple:
-    """(K width, V width) of one token's keys and values held by one tensor-parallel rank."""
-    a = getattr(w, "attention", None)
-    if a is None:  # a dense Transformer: kv_heads of hidden / heads, replicated above tp
-        d = w.hidden // w.heads
-        kv = max(w.kv_heads // tp, 1) * d
-        return kv, kv
-    if hasattr(a, "kv_heads"):  # grouped-query attention
-        kv = max(a.kv_heads // tp, 1) * a.head_dim
-        return kv, kv
-    heads = a.heads // tp  # latent attention: decompressed per head (what the kernel reads)
-    return heads * a.qk_dim, heads * a.v_dim
-
-
-def cp_ring_bytes(w, micro_batch: int, cp: int, tp: int, act: float) -> float:
-    """One ring step of context parallelism: the K/V block of ``seq / cp`` tokens one GPU sends
-    to the next, ``b (s / cp) (K + V widths) act``. [bytes]
-
-    >>> from models.studies.workload import PRESETS
-    >>> cp_ring_bytes(PRESETS["llama3-8b"], 1, 2, 1, 2)  # 4,096 tokens x (1,024 + 1,024) x 2 bytes
-    16777216.0
-    """
-    k, v = _kv_widths(w, tp)
-    return float(micro_batch) * (w.seq // cp) * (k + v) * act
-
-
-def cp_a2a_bytes(w, micro_batch: int, cp: int, tp: int, act: float) -> tuple:
-    """The per-rank buffers of the all-to-all variant's four all-to-alls of one forward (Q, K, V
-    in, the output back): ``b (s / cp) width act`` each. [bytes]"""
-    k, v = _kv_widths(w, tp)
-    a = getattr(w, "attention", None)
-    heads = (w.heads if a is None else a.heads) // tp
-    q = heads * (w.hidden // w.heads if a is None else a.qk_dim)
-    o = heads * (w.hidden // w.heads if a is None else a.v_dim)
-    tokens = float(micro_batch) * (w.seq // cp)
-    return tuple(tokens * width * act for width in (q, k, v, o))
 
 
 def dispatch_bytes(tokens: float, top_k: int, hidden: int, elem: float, balance: float = 1.0) -> float:

@@ -34,10 +34,10 @@ tasks sharing the fabric's links:
   kernel at a time); ``none``: one stream, the all-to-alls on the critical path;
 * context parallelism ``p2p``: the attention core of each layer runs in ``cp`` chunks; ring step
   ``k`` (every rank sends the K/V block of ``seq / cp`` tokens to the next rank of its ring,
-  :func:`~models.studies.planner.parallel.cp_ring_bytes`; K/V and their gradients backward, plus
+  :func:`~models.studies.planner.cp_exchange.cp_ring_bytes`; K/V and their gradients backward, plus
   the forward's block again with full recomputation) runs beside chunk ``k``, and chunk ``k + 1``
   waits for it. ``a2a``: the attention core waits for the 4 all-to-alls
-  (:func:`~models.studies.planner.parallel.cp_a2a_bytes`) over the context-parallel group;
+  (:func:`~models.studies.planner.cp_exchange.cp_a2a_bytes`) over the context-parallel group;
 * data parallelism: the dense gradients over the ``dp x cp`` GPUs holding the same weights (the
   plan's ``dp`` groups), the experts' over the ``edp`` groups, each in buckets of ``bucket``
   bytes; ZeRO 3 gathers both before each layer's forward and backward (one layer ahead).
@@ -71,15 +71,15 @@ import networkx as nx
 from topo.units import parse_count
 
 from ...predict.simulate import MAX_EVENTS, SimulationResult, simulate
-from ...predict.taskgraph import MAX_BYTES, Task, TaskGraph
+from ...predict.taskgraph import MAX_BYTES, TaskGraph
 from ..compute import ComputeModel
-from ..stepgraph import StepGraphError, check_graph_input, check_step_events, one_f_one_b, plan_compute, step_events, \
-    step_graph, step_graph_size
-from ..workload import CNN, DEFAULT_BUCKET, OPTIMIZER_PASS_BYTES, activation_bytes_per_element, dtype_bytes, \
+from ..stepgraph import GraphBuilder, StepGraphError, TaskSink, check_step_events, checked_workload, flat_ids, \
+    is_extended_step, one_f_one_b, pipeline_sends, plan_compute, replica_slot, step_events, step_graph, \
+    step_graph_size, step_workload, tp_collectives
+from ..workload import DEFAULT_BUCKET, OPTIMIZER_PASS_BYTES, activation_bytes_per_element, dtype_bytes, \
     matmul_op, Workload
-from ..workload import workload as as_workload
-from ..moe import is_moe_spec, moe_workload
-from .parallel import cp_a2a_bytes, cp_ring_bytes, stage_split
+from .ep_overlap import EP_OVERLAPS, NO_OVERLAP, EpOverlap
+from .parallel import stage_split
 from .parallel_step import head_ops, is_moe, layer_kind, layer_ops, stage_parameters
 
 __all__ = ["parallel_step_graph", "plan_step_graph", "plan_step_graph_size", "check_plan_events",
@@ -95,8 +95,7 @@ _FFN = frozenset(("ffn_in", "ffn_out", "activation", "shared_in", "shared_out", 
 def is_parallel_plan(plan: Any, w=None) -> bool:
     """A plan whose step :func:`parallel_step_graph` builds (expert or context parallelism, an
     uneven split, a MoE workload) rather than :func:`models.studies.stepgraph.step_graph`."""
-    w = w if w is not None else getattr(plan, "workload_spec", None)
-    return bool(plan.layout.extended) or is_moe(w)
+    return is_extended_step(plan, w if w is not None else getattr(plan, "workload_spec", None))
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,21 +120,15 @@ class _Work:
     optimizer: tuple = ()  # per stage, the optimizer's pass
 
 
-def _workload(plan: Any, workload) -> Any:
-    spec = workload if workload is not None else getattr(plan, "workload_spec", None) or plan.workload
-    if isinstance(spec, str):
-        return moe_workload(spec) if is_moe_spec(spec) else as_workload(spec)
-    return spec
-
-
 def _checked(plan: Any, workload, bucket) -> Any:
-    check_graph_input(plan, bucket)
-    w = _workload(plan, workload)
-    if isinstance(w, CNN):
-        raise StepGraphError(f"{w.name} is a CNN: expected a transformer (step graphs follow Megatron's schedule)")
-    if _ep_overlap(plan) == "dualpipe":
-        raise StepGraphError("the plan overlaps its all-to-alls DualPipe's way: step graphs build 1F1B "
-                             "(expected ep_overlap none or batch)")
+    """The step graphs' one input check (:func:`models.studies.stepgraph.checked_workload`), and
+    an expert overlap whose schedule is built."""
+    w = checked_workload(plan, workload, bucket)
+    overlap = _ep_overlap(plan)
+    if not overlap.simulated:
+        built = " or ".join(o.name for o in EP_OVERLAPS if o.simulated)
+        raise StepGraphError(f"the plan overlaps its all-to-alls {type(overlap).__name__}'s way: "
+                             f"step graphs build 1F1B (expected ep_overlap {built})")
     return w
 
 
@@ -146,9 +139,9 @@ def _detail(plan: Any, name: str):
     return None
 
 
-def _ep_overlap(plan: Any) -> str:
+def _ep_overlap(plan: Any) -> EpOverlap:
     d = _detail(plan, "ep_comm")
-    return d.overlap if d is not None else "none"
+    return d.overlap if d is not None else NO_OVERLAP
 
 
 def _split(plan: Any, w) -> tuple:
@@ -163,15 +156,6 @@ def _split(plan: Any, w) -> tuple:
             kinds += [(False, False)] * w.mtp_layers
         out.append((held, tuple(kinds)))
     return tuple(out)
-
-
-def _slot(plan: Any):
-    """``slot(p, j)``: the tensor-parallel group of replica ``j`` (of ``dp x cp``) on stage ``p``."""
-    slots, lay = plan.groups["tp"], plan.layout
-    width = lay.dp * lay.cp
-    if lay.order == "tp-dp-pp":
-        return lambda p, j: slots[p * width + j]
-    return lambda p, j: slots[j * lay.pp + p]
 
 
 def _parts(timed, backward: bool) -> _Pass:
@@ -219,43 +203,6 @@ def _work(plan: Any, w, cm: ComputeModel, stages) -> _Work:
     return _Work(forward, backward, (ff, fb), (hf, hb), tuple(optimizer))
 
 
-class _Sink:
-    """Adds tasks to a list (``build``) or counts them, each folded image and given image counted
-    (``count``: the unfolded graph's size, as :func:`models.predict.simulate.simulation_size` sizes it)."""
-
-    def __init__(self, maps, build: bool, images: bool = True):
-        self.maps = maps  # per other replica: GPU id of replica 0 -> its GPU id
-        self.build = build
-        self.images = images  # count the images
-        self.tasks: list = []
-        self.count = 0
-        self._images: dict = {}
-
-    def add(self, id_, op, gpus, *, nbytes=0, seconds=0.0, after=(), kind="", fold=False, images=()) -> str:
-        gpus = tuple(gpus)
-        if fold:
-            found = self._images.get(gpus)
-            if found is None:
-                found = self._images[gpus] = tuple(tuple(m[g] for g in gpus) for m in self.maps)
-            images = found
-        self.count += 1 + (len(images) if self.images else 0)
-        if self.build:
-            self.tasks.append(Task(id_, op, gpus, int(nbytes), float(seconds), _flat(after), kind,
-                                   images=tuple(images)))
-        return id_
-
-
-def _flat(after) -> tuple:
-    """Task ids from ids and tuples of ids (a step that ends in several tasks), empty ones dropped."""
-    out: list = []
-    for a in after:
-        if isinstance(a, tuple):
-            out.extend(x for x in a if x)
-        elif a:
-            out.append(a)
-    return tuple(dict.fromkeys(out))
-
-
 def _spanning(groups, stage_gpus, replica0) -> tuple:
     """The groups of one stage that hold a GPU of replica 0, each with its images: the stage's
     other groups, dealt out in turn (the replicas run in lockstep)."""
@@ -264,7 +211,31 @@ def _spanning(groups, stage_gpus, replica0) -> tuple:
     return tuple((g, tuple(others[k::len(mine)])) for k, g in enumerate(mine)) if mine else ()
 
 
-def _schedule(out: _Sink, plan: Any, w, stages, work: _Work | None, *, bucket: float, shape_only: bool) -> None:
+@dataclass(frozen=True, slots=True)
+class _AttentionTasks:
+    """The tasks a context-parallel exchange builds one layer's attention core from
+    (:class:`~models.studies.planner.cp_exchange.AttentionTasks`), on the layer's group."""
+
+    out: TaskSink
+    lid: str  # the layer's task id prefix
+    group: tuple  # its tensor-parallel group (replica 0's)
+    ring_sends: list  # replica 0's ring sends and their images
+    cp_groups: tuple  # the context-parallel groups holding replica 0's GPUs, with their images
+    collective: Any  # (prefix, op, spanning groups, nbytes, after, kind) -> the last id
+
+    def compute(self, suffix: str, seconds: float, after: tuple) -> str:
+        return self.out.add(f"{self.lid}.{suffix}", "compute", self.group, seconds=seconds, after=after,
+                            kind="compute", fold=True)
+
+    def ring_send(self, suffix: str, nbytes: float, after: tuple) -> tuple:
+        return tuple(self.out.add(f"{self.lid}.{suffix}.{r}", "send", pair, nbytes=nbytes, after=after,
+                                  kind="cp_comm", images=images) for r, (pair, images) in enumerate(self.ring_sends))
+
+    def alltoall(self, prefix: str, nbytes: float, after) -> str:
+        return self.collective(f"{self.lid}.{prefix}", "alltoall", self.cp_groups, nbytes, after, "cp_comm")
+
+
+def _schedule(out: TaskSink, plan: Any, w, stages, work: _Work | None, *, bucket: float, shape_only: bool) -> None:
     """Add one step's tasks to ``out`` (the module docstring's schedule), replica 0 of every stage
     with its images. ``shape_only``: the forward (backward) blocks after the first (last) of a
     stage are counted as copies of it."""
@@ -272,7 +243,7 @@ def _schedule(out: _Sink, plan: Any, w, stages, work: _Work | None, *, bucket: f
     tp, pp, m, width = lay.tp, lay.pp, lay.micro_batches, lay.dp * lay.cp
     act = activation_bytes_per_element(plan.dtype)
     elem = dtype_bytes(plan.dtype)
-    slot = _slot(plan)
+    slot = replica_slot(plan)
     tokens = lay.micro_batch * (w.seq // lay.cp)
     tp_bytes = float(tokens * w.hidden * act)
     sp = lay.sequence_parallel and tp > 1
@@ -280,10 +251,9 @@ def _schedule(out: _Sink, plan: Any, w, stages, work: _Work | None, *, bucket: f
     ep_detail = _detail(plan, "ep_comm")
     disp = ep_detail.dispatch_bytes if ep_detail is not None else 0.0
     comb = ep_detail.combine_bytes if ep_detail is not None else 0.0
-    overlap = _ep_overlap(plan) != "none"
-    cp = lay.cp
-    ring = cp_ring_bytes(w, lay.micro_batch, cp, tp, act) if cp > 1 and lay.cp_comm == "p2p" else 0.0
-    a2a = cp_a2a_bytes(w, lay.micro_batch, cp, tp, act) if cp > 1 and lay.cp_comm == "a2a" else ()
+    overlap = _ep_overlap(plan).two_streams
+    cp, exchange = lay.cp, lay.cp_comm
+    cp_bytes = exchange.buffers(w, lay.micro_batch, cp, tp, act) if cp > 1 else ()
     zero_pass = _Pass()
     groups = plan.groups
     stage_sets = [frozenset(g for j in range(width) for g in slot(p, j)) for p in range(pp)]
@@ -299,7 +269,7 @@ def _schedule(out: _Sink, plan: Any, w, stages, work: _Work | None, *, bucket: f
     ring_sends = []
     for p in range(pp):
         sends = []
-        if ring:
+        if cp > 1:
             rings = [tuple(g) for g in groups["cp"] if g[0] in stage_sets[p]]
             mine = [(g[0], g[1]) for g, _ in cp_groups[p]]
             others = [(r[k], r[(k + 1) % cp]) for r in rings for k in range(cp) if (r[k], r[(k + 1) % cp]) not in mine]
@@ -320,19 +290,7 @@ def _schedule(out: _Sink, plan: Any, w, stages, work: _Work | None, *, bucket: f
         dense_layer[kind] = (d / tp * act, e / (lay.etp * lay.ep) * act)
 
     def tp_comm(prefix, group, after, count) -> str:
-        last = after
-        if tp == 1:
-            return last
-        for c in range(count):
-            if sp:
-                last = out.add(f"{prefix}.rs{c}", "reduce_scatter", group, nbytes=tp_bytes, after=(last,),
-                               kind="tp_comm", fold=True)
-                last = out.add(f"{prefix}.ag{c}", "all_gather", group, nbytes=tp_bytes, after=(last,),
-                               kind="tp_comm", fold=True)
-            else:
-                last = out.add(f"{prefix}.ar{c}", "all_reduce", group, nbytes=tp_bytes, after=(last,),
-                               kind="tp_comm", fold=True)
-        return last
+        return tp_collectives(out, prefix, group, after, count, nbytes=tp_bytes, sequence_parallel=sp, fold=True)
 
     def collective(prefix, op, spanning, nbytes, after, kind) -> str:
         """One collective per group holding replica 0's GPUs (the others as images); the last id."""
@@ -395,27 +353,12 @@ def _schedule(out: _Sink, plan: Any, w, stages, work: _Work | None, *, bucket: f
                 # the attention half
                 recount = 1 + (not fwd and full)
                 head_tp = (first_stage and li == 0) + (last_stage and li == nl - 1)
-                if cp > 1 and ring:
+                if cp > 1:  # the exchange builds the attention core
                     last = out.add(f"{lid}.c0", "compute", group, seconds=times.pre + extra,
                                    after=(last, *gate, *zg), kind="compute", fold=True)
-                    nbytes = ring if fwd else 2 * ring + (ring if full else 0.0)
-                    for step in range(cp):
-                        chunk = out.add(f"{lid}.a{step}", "compute", group, seconds=times.attention / cp,
-                                        after=(last,), kind="compute", fold=True)
-                        if step == cp - 1:
-                            last = chunk
-                            break
-                        sent = [out.add(f"{lid}.kv{step}.{r}", "send", pair, nbytes=nbytes, after=(last,),
-                                        kind="cp_comm", images=images) for r, (pair, images) in
-                                enumerate(ring_sends[p])]
-                        last = (chunk, *sent)
-                elif cp > 1:
-                    last = out.add(f"{lid}.c0", "compute", group, seconds=times.pre + extra,
-                                   after=(last, *gate, *zg), kind="compute", fold=True)
-                    for x, nbytes in enumerate(a2a * (1 + (not fwd) + (not fwd and full))):
-                        last = collective(f"{lid}.cpa{x}.", "alltoall", cp_groups[p], nbytes, last, "cp_comm")
-                    last = out.add(f"{lid}.att", "compute", group, seconds=times.attention, after=(last,),
-                                   kind="compute", fold=True)
+                    tasks = _AttentionTasks(out, lid, group, ring_sends[p], cp_groups[p], collective)
+                    last = exchange.attention_tasks(tasks, cp_bytes, times.attention, cp, last, forward=fwd,
+                                                    full=full)
                 else:
                     last = out.add(f"{lid}.c0", "compute", group, seconds=times.pre + times.attention + extra,
                                    after=(last, *gate, *zg), kind="compute", fold=True)
@@ -449,18 +392,14 @@ def _schedule(out: _Sink, plan: Any, w, stages, work: _Work | None, *, bucket: f
                 if not fwd and i == m - 1:
                     last_grads[p].append((kind, last))
             if fwd and not last_stage:
-                for r in range(tp):
-                    out.add(f"{base}.send{r}", "send", [group[r], slot(p + 1, 0)[r]], nbytes=tp_bytes / tp,
-                            after=(last,), kind="pp_comm", fold=True)
+                pipeline_sends(out, base, group, slot(p + 1, 0), tp_bytes / tp, last, fold=True)
             if not fwd and p > 0:
-                for r in range(tp):
-                    out.add(f"{base}.send{r}", "send", [group[r], slot(p - 1, 0)[r]], nbytes=tp_bytes / tp,
-                            after=(last,), kind="pp_comm", fold=True)
+                pipeline_sends(out, base, group, slot(p - 1, 0), tp_bytes / tp, last, fold=True)
             ends.append(last)
             blocks[what] = out.count - block_start
         if shape_only:
             out.count += (m - 1) * sum(blocks.values())
-        stage_end[p] = _flat(ends[-2:] if overlap else ends[-1:])  # with overlap, both streams end it
+        stage_end[p] = flat_ids(ends[-2:] if overlap else ends[-1:])  # with overlap, both streams end it
     # data-parallel gradient buckets: the dense part over dp x cp, the experts over edp
     collective_op = "all_reduce" if lay.zero == 0 else "reduce_scatter"
     for p in range(pp):
@@ -504,7 +443,7 @@ def _schedule(out: _Sink, plan: Any, w, stages, work: _Work | None, *, bucket: f
 
 
 def _maps(plan: Any) -> list:
-    slot, lay = _slot(plan), plan.layout
+    slot, lay = replica_slot(plan), plan.layout
     return [{g: h for p in range(lay.pp) for g, h in zip(slot(p, 0), slot(p, j))}
             for j in range(1, lay.dp * lay.cp)]
 
@@ -544,13 +483,13 @@ def parallel_step_graph(plan: Any, G: nx.DiGraph, *, workload: str | Workload | 
     lay = plan.layout
     cm = compute if compute is not None else plan_compute(plan, G, w)
     stages = _split(plan, w)
-    out = _Sink(_maps(plan), build=True)
+    out = GraphBuilder(_maps(plan))
     _schedule(out, plan, w, stages, _work(plan, w, cm, stages), bucket=bucket, shape_only=False)
     return TaskGraph(tuple(out.tasks), f"{plan.workload} {lay.label()}")
 
 
 def _size(plan: Any, w, bucket: float) -> int:
-    out = _Sink(_maps(plan), build=False)
+    out = TaskSink(_maps(plan), build=False)
     _schedule(out, plan, w, _split(plan, w), None, bucket=bucket, shape_only=True)
     return out.count
 
@@ -559,7 +498,7 @@ def plan_step_graph(plan: Any, G: nx.DiGraph, **options: Any) -> TaskGraph:
     """The task graph of any plan's step: :func:`parallel_step_graph` for expert or context
     parallelism, a MoE workload or an uneven split, else :func:`models.studies.stepgraph.step_graph`
     (``options`` are theirs; ``fold`` is the dense graph's only)."""
-    if is_parallel_plan(plan, _workload(plan, options.get("workload"))):
+    if is_parallel_plan(plan, step_workload(plan, options.get("workload"))):
         options.pop("fold", None)
         for dense_only in ("efficiency", "attention_efficiency", "memory_efficiency"):
             options.pop(dense_only, None)
@@ -573,7 +512,7 @@ def plan_step_graph_size(plan: Any, *, workload: str | Workload | None = None, b
     ``fold=False``: every folded image counted (the events :func:`models.predict.simulate.simulation_size`
     sizes, over three). 0 for a plan that is no step graph."""
     try:
-        w = _workload(plan, workload)
+        w = step_workload(plan, workload)
         if not is_parallel_plan(plan, w):
             return step_graph_size(plan, workload=workload, bucket=bucket, fold=fold)
         w = _checked(plan, workload, bucket)
@@ -581,7 +520,7 @@ def plan_step_graph_size(plan: Any, *, workload: str | Workload | None = None, b
         return 0
     if not fold:
         return _size(plan, w, bucket)
-    out = _Sink([], build=False, images=False)
+    out = TaskSink(build=False, images=False)
     _schedule(out, plan, w, _split(plan, w), None, bucket=bucket, shape_only=True)
     return out.count
 
@@ -597,7 +536,7 @@ def check_plan_events(plan: Any, max_events: int, *, workload: str | Workload | 
     topo.LimitError
         Beyond ``max_events`` (keyword ``max_events``): it names the tasks, the events and the limit.
     """
-    w = _workload(plan, workload)
+    w = step_workload(plan, workload)
     if not is_parallel_plan(plan, w):
         return check_step_events(plan, max_events, workload=workload, bucket=bucket)
     max_events = parse_count(max_events, name="max_events", maximum=MAX_BYTES)

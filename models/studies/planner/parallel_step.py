@@ -14,7 +14,7 @@ Per micro-batch on each stage (the heaviest, compute and exposed communication, 
 * ``tp_comm``: as the dense planner, on ``seq / cp`` tokens: 4 collectives per dense layer (6
   with full recomputation), 2 per MoE layer's attention (4 with shared experts) and 2 for the
   embedding or head the stage holds;
-* ``cp_comm`` (:mod:`~models.studies.planner.parallel`): ``p2p``: per attention layer ``cp - 1``
+* ``cp_comm`` (:mod:`~models.studies.planner.cp_exchange`): ``p2p``: per attention layer ``cp - 1``
   ring steps each way, a K/V block forward and K/V with their gradients backward, each hidden
   behind ``1 / cp`` of the attention kernel; exposed what exceeds it. ``a2a``: 4 all-to-alls
   forward and 4 backward, exposed;
@@ -23,7 +23,7 @@ Per micro-batch on each stage (the heaviest, compute and exposed communication, 
   ``etp > 1`` an all_gather and a reduce_scatter of the routed tokens over the expert
   tensor-parallel group each way. Exposed: all of it (``none``), or what the stage's compute of
   another micro-batch cannot hide (``batch``, ``dualpipe``) [U: the overlap is taken as perfect
-  up to the compute];
+  up to the compute] (:mod:`~models.studies.planner.ep_overlap`);
 * ``pp_comm`` and ``bubble``: 1F1B (interleaved) as the dense planner; DualPipe hides the sends
   and leaves ``pp / 2 - 1`` slots of bubble (DeepSeek-V3 Technical Report, arXiv 2412.19437,
   table 2: ``(PP/2 - 1)(F&B + B - 3W)`` against 1F1B's ``(PP - 1)(F + B)``, taken here as
@@ -47,7 +47,8 @@ from ..moe import stage_parameters as moe_stage_parameters
 from ..workload import (OPTIMIZER_PASS_BYTES, activation_bytes_per_element, dtype_bytes, matmul_op, memory_op,
                         with_seq_length)
 from .gpu_memory import held_parameters
-from .parallel import PipelineSplit, cp_a2a_bytes, cp_ring_bytes, dispatch_bytes
+from .ep_overlap import NO_OVERLAP, EpOverlap
+from .parallel import PipelineSplit, dispatch_bytes
 from .records import (BubbleDetail, Component, ComputeDetail, ContextParallelDetail, DataParallelDetail,
                       ExpertParallelDetail, Layout, Memory, OptimizerDetail, PipelineDetail, TensorParallelDetail)
 from .step import data_parallel_time
@@ -189,7 +190,7 @@ def _largest_layer(w, layout: Layout) -> float:
 
 
 def parallel_memory(w, layout: Layout, split: PipelineSplit, *, dtype: str, capacity: float, flash: bool,
-                    ep_overlap: str = "none", balance: float = 1.0) -> Memory:
+                    ep_overlap: EpOverlap = NO_OVERLAP, balance: float = 1.0) -> Memory:
     """Memory per GPU of the heaviest stage (module docstring). [bytes]"""
     weight = activation_bytes_per_element(dtype)
     optimizer = 8 if weight == 4 else 12
@@ -202,11 +203,11 @@ def parallel_memory(w, layout: Layout, split: PipelineSplit, *, dtype: str, capa
 
         def sharded(stage_from):
             return d / (dense_shard if zero >= stage_from else 1) + e / (expert_shard if zero >= stage_from else 1)
-        copies = 2 if ep_overlap == "dualpipe" else 1
+        copies = ep_overlap.parameter_copies
         params, grads, opt = copies * weight * sharded(3), weight * sharded(2), optimizer * sharded(1)
         if zero >= 3 and held:  # the gathered layer in use and the next one prefetched (FSDP's units) [U]
             params += 2 * weight * _largest_layer(w, layout)
-        in_flight = float(min(pp - s + (1 if ep_overlap == "dualpipe" else 0), m))
+        in_flight = float(min(pp - s + ep_overlap.extra_in_flight, m))
         if s == 0 and layout.virtual_stages > 1:
             in_flight *= 1 + (pp - 1) / (pp * layout.virtual_stages)
         kinds = Counter(layer_kind(w, i) for i in held)
@@ -225,8 +226,13 @@ def parallel_memory(w, layout: Layout, split: PipelineSplit, *, dtype: str, capa
     return worst
 
 
+def _no_exchange(att_f: float, att_b: float, full: bool) -> tuple:
+    """No context parallelism: nothing exchanged."""
+    return 0.0, 0.0
+
+
 def parallel_components(w, layout: Layout, split: PipelineSplit, cm, comm, alltoall, *, overlap: float,
-                        bucket: float, times, ep_overlap: str = "none", balance: float = 1.0,
+                        bucket: float, times, ep_overlap: EpOverlap = NO_OVERLAP, balance: float = 1.0,
                         dispatch_elem: float | None = None, network_fraction: float = 0.0) -> tuple:
     """The components of one step (module docstring).
 
@@ -267,22 +273,9 @@ def parallel_components(w, layout: Layout, split: PipelineSplit, cm, comm, allto
         t_ep_layer = fwd_ep + bwd_ep + (fwd_ep if full else 0.0)
     # Context parallelism, one attention layer's exchange of one micro-batch: (time, exposed) given
     # the attention kernel's forward and backward.
-    ring = cp_ring_bytes(w, b, cp, tp, act) if cp > 1 and layout.cp_comm == "p2p" else 0.0
-    a2a = cp_a2a_bytes(w, b, cp, tp, act) if cp > 1 and layout.cp_comm == "a2a" else ()
-    t_ring = (comm("cp_ring", "sendrecv", ring), comm("cp_ring", "sendrecv", 2 * ring)) if ring else (0.0, 0.0)
-    t_a2a = sum(alltoall("cp", x) for x in a2a)
-
-    def cp_layer(att_f, att_b):
-        if cp == 1:
-            return 0.0, 0.0
-        if a2a:
-            time = 2 * t_a2a + (t_a2a if full else 0.0)
-            return time, time
-        f = (cp - 1) * t_ring[0]
-        exposed_f = (cp - 1) * max(0.0, t_ring[0] - att_f / cp)
-        exposed_b = (cp - 1) * max(0.0, t_ring[1] - att_b / cp)
-        return (f + (cp - 1) * t_ring[1] + (f if full else 0.0),
-                exposed_f + exposed_b + (exposed_f if full else 0.0))
+    exchange = layout.cp_comm
+    cp_bytes = exchange.buffers(w, b, cp, tp, act) if cp > 1 else ()
+    cp_layer = exchange.layer_timer(cp_bytes, cp, comm, alltoall) if cp > 1 else _no_exchange
 
     best = None
     for s, held in enumerate(split.stages):
@@ -303,7 +296,7 @@ def parallel_components(w, layout: Layout, split: PipelineSplit, cm, comm, allto
             if layout.recompute == "selective":
                 recomputed += n * _pass(att)[0]
             af, ab = _pass(att)
-            ct, ce = cp_layer(af, ab)
+            ct, ce = cp_layer(af, ab, full)
             cp_time += n * ct
             cp_exposed += n * ce
             dense = kind[0]
@@ -326,7 +319,7 @@ def parallel_components(w, layout: Layout, split: PipelineSplit, cm, comm, allto
         t_tp = tp_count * one_tp
         n_moe = sum(n for kind, n in kinds.items() if not kind[0]) if moe else 0
         ep_time = n_moe * t_ep_layer
-        ep_exposed = ep_time if ep_overlap == "none" else max(0.0, ep_time - (fwd + bwd))
+        ep_exposed = ep_overlap.exposed_ep(ep_time, fwd + bwd)
         slot = fwd + bwd + t_tp + cp_exposed + ep_exposed
         found = (slot, s, fwd, bwd, t_tp, tp_count, cp_time, cp_exposed, ep_time, ep_exposed, n_moe,
                  sum(kinds.values()), layer_forward, products, ideal)
@@ -339,8 +332,8 @@ def parallel_components(w, layout: Layout, split: PipelineSplit, cm, comm, allto
     sends = v * m + pp - 1
     t_pp_one = comm("pp", "sendrecv", tp_bytes / tp) if pp > 1 else 0.0
     pp_comm = 2 * sends * t_pp_one
-    pp_exposed = 0.0 if ep_overlap == "dualpipe" else pp_comm
-    bubble = (max(0.0, pp / 2 - 1) if ep_overlap == "dualpipe" else (pp - 1) / v) * slot
+    pp_exposed = ep_overlap.exposed_pp(pp_comm)
+    bubble = ep_overlap.bubble_slots(pp, v) * slot
     # ---- data parallel: the dense gradients over dp x cp, the experts' over edp
     dense, experts = stage_parameters(w, split.stages[s], s, pp)
     d_local, e_local = dense / tp, experts / (layout.etp * layout.ep)
@@ -361,7 +354,7 @@ def parallel_components(w, layout: Layout, split: PipelineSplit, cm, comm, allto
         Component("compute", compute, compute, ComputeDetail(m, fwd, bwd, layer_forward, products, ideal)),
         Component("tp_comm", m * t_tp, m * t_tp, TensorParallelDetail(tp, collectives, tp_count, tp_bytes)),
         Component("cp_comm", m * cp_time, m * cp_exposed,
-                  ContextParallelDetail(cp, layout.cp_comm, n_attention, ring or sum(a2a))),
+                  ContextParallelDetail(cp, exchange, n_attention, sum(cp_bytes))),
         Component("ep_comm", m * ep_time, m * ep_exposed,
                   ExpertParallelDetail(layout.ep, layout.etp, n_moe, disp, comb, network_fraction, balance, ep_overlap)),
         Component("pp_comm", pp_comm, pp_exposed, PipelineDetail(pp, sends, tp_bytes / tp)),

@@ -16,6 +16,8 @@ from topo.errors import DgxTopoError
 from ...engine.results import tidy_records
 from ..compute import ComputeFacts
 from ..workload import TpConstraint, Workload
+from .cp_exchange import CP_COMM, RING, CpExchange, cp_exchange_named  # CP_COMM: the exchanges' names
+from .ep_overlap import EpOverlap
 
 __all__ = ["PlanError", "Layout", "Memory", "Component", "ComponentDetail", "ComputeDetail", "TensorParallelDetail",
            "ContextParallelDetail", "ExpertParallelDetail", "CP_COMM",
@@ -27,10 +29,6 @@ __all__ = ["PlanError", "Layout", "Memory", "Component", "ComponentDetail", "Com
 ORDERS = ("tp-dp-pp", "tp-pp-dp")
 #: Recomputation modes (Korthikanti et al. 2022).
 RECOMPUTE = ("none", "selective", "full")
-#: Context-parallel attention (Megatron-Core's ``cp_comm_type``): ``p2p``, ring attention passing
-#: K/V blocks around the ring, overlapped with the attention of the block in hand; ``a2a``,
-#: Ulysses-style all-to-alls swapping the sequence split for a head split and back.
-CP_COMM = ("p2p", "a2a")
 
 
 class PlanError(DgxTopoError):
@@ -116,8 +114,9 @@ class Layout:
         Expert- and expert-tensor-parallel degrees of a mixture-of-experts workload: the expert
         layers fold the ``tp x cp x dp`` GPUs of a stage as ``etp x ep x edp`` (Megatron-Core's
         "MoE parallel folding"); 1 and 1 for a dense workload.
-    cp_comm : str
-        One of :data:`CP_COMM` (meaningful when ``cp > 1``).
+    cp_comm : CpExchange
+        How context parallelism exchanges K/V (meaningful when ``cp > 1``): an object of
+        :mod:`models.studies.planner.cp_exchange` (a name of :data:`CP_COMM` given is read as its object).
     first_stage_layers, last_stage_layers : int
         Transformer layers of the first and last pipeline stages (0: the even split), the rest
         spread evenly over the others (Megatron's ``--decoder-first/last-pipeline-num-layers``).
@@ -139,11 +138,18 @@ class Layout:
     cp: int = 1
     ep: int = 1
     etp: int = 1
-    cp_comm: str = "p2p"
+    cp_comm: CpExchange = RING
     first_stage_layers: int = 0
     last_stage_layers: int = 0
     embedding_in_split: bool = False
     loss_in_split: bool = False
+
+    def __post_init__(self):
+        if isinstance(self.cp_comm, str):  # a name, read once as its object
+            found = cp_exchange_named(self.cp_comm)
+            if found is None:
+                raise PlanError(f"cp_comm must be one of {', '.join(CP_COMM)}, received {self.cp_comm!r}")
+            object.__setattr__(self, "cp_comm", found)
 
     @property
     def ngpus(self) -> int:
@@ -167,7 +173,7 @@ class Layout:
         return self.global_batch // (self.dp * self.micro_batch)
 
     def label(self) -> str:
-        cp = f"cp{self.cp}{'a2a' if self.cp_comm == 'a2a' else ''} " if self.cp > 1 else ""
+        cp = f"cp{self.cp}{self.cp_comm.label} " if self.cp > 1 else ""
         ep = f" ep{self.ep}" + (f" etp{self.etp}" if self.etp != 1 else "") if self.ep > 1 or self.etp > 1 else ""
         split = ""
         if self.first_stage_layers or self.last_stage_layers:
@@ -473,9 +479,10 @@ class ContextParallelDetail:
     ----------
     degree : int
         The context-parallel degree.
-    comm : str
-        ``p2p`` (ring: ``degree - 1`` sends per pass, each of one K/V block, overlapped with the
-        attention of the block in hand) or ``a2a`` (4 all-to-alls per pass, not overlapped).
+    comm : CpExchange
+        The exchange (:mod:`models.studies.planner.cp_exchange`): ``p2p`` (ring: ``degree - 1``
+        sends per pass, each of one K/V block, overlapped with the attention of the block in hand)
+        or ``a2a`` (4 all-to-alls per pass, not overlapped); records give its name.
     layers : int
         Attention layers of the stage.
     nbytes : float
@@ -484,13 +491,13 @@ class ContextParallelDetail:
     """
 
     degree: int
-    comm: str
+    comm: CpExchange
     layers: int
     nbytes: float
 
     def to_records(self) -> list:
         """One tidy row."""
-        return tidy_records({"degree": self.degree, "comm": self.comm, "layers": self.layers,
+        return tidy_records({"degree": self.degree, "comm": self.comm.name, "layers": self.layers,
                              "nbytes": self.nbytes})
 
 
@@ -513,9 +520,9 @@ class ExpertParallelDetail:
         Of a rank's buffer, the share sent to GPUs outside its NVLink domain.
     balance : float
         The busiest rank's tokens over the balanced share (1: force-balanced).
-    overlap : str
-        How the all-to-alls overlap compute: ``none``, ``batch`` (Megatron's batch-level
-        overlap) or ``dualpipe`` (:data:`models.studies.planner.parallel.EP_OVERLAP`).
+    overlap : EpOverlap
+        How the all-to-alls overlap compute (:mod:`models.studies.planner.ep_overlap`): ``none``,
+        ``batch`` (Megatron's batch-level overlap) or ``dualpipe``; records give its name.
     """
 
     degree: int
@@ -525,14 +532,14 @@ class ExpertParallelDetail:
     combine_bytes: float
     network_fraction: float
     balance: float
-    overlap: str
+    overlap: EpOverlap
 
     def to_records(self) -> list:
         """One tidy row."""
         return tidy_records({"degree": self.degree, "tensor_degree": self.tensor_degree, "layers": self.layers,
                              "dispatch_bytes": self.dispatch_bytes, "combine_bytes": self.combine_bytes,
                              "network_fraction": self.network_fraction, "balance": self.balance,
-                             "overlap": self.overlap})
+                             "overlap": self.overlap.name})
 
 
 @dataclass(frozen=True, slots=True)

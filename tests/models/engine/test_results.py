@@ -579,6 +579,8 @@ NOT_RESULTS = {
     "Instruction", "RuntimeLimits", "Dialect", "Step", "Threadblock",
     # strategies: NCCL's algorithms (models.engine.nccl.algorithms) and what their latency reads
     "Algorithm", "Ring", "Tree", "Nvls", "NvlsTree", "Pat", "LatencyInputs",
+    # the planner's strategies (models.studies.planner.cp_exchange, .ep_overlap): named in a plan's rows
+    "CpExchange", "RingExchange", "AllToAllExchange", "EpOverlap", "BatchOverlap", "DualPipe",
     # parts: their parent's rows (ChannelSearch: LinkLoad, SearchStep; Tuning: the bandwidth and
     # latency terms; SimulationResult: TaskTiming, LinkUse (link_records); a benchmark's parse:
     # Device, NcclTestsRow, P2PDevice; Check: CheckRow; Plan: Component, Calibration; Sweep: SweepRow;
@@ -641,6 +643,8 @@ WORDS_KEPT = {
     ("NcclRelease", "text"): "the release as the user wrote it",
     ("Caveat", "text"): "a note read back from a calibration file (CaveatCode.READ)",
     ("Software", "description"): "a software stack's description, a constant of its table",
+    ("CpExchange", "label"): "the exchange's mark in a layout's label (Layout.label: a2a), a code",
+    ("AllToAllExchange", "label"): "the same, its value (a2a)",
 }
 _WORDS_NAME = re.compile(r"(reason|reasons|note|notes|detail|details|where|warning|warnings|skipped|explanation"
                          r"|text|message|description|why|label)$")

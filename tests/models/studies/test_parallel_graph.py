@@ -152,8 +152,8 @@ def test_the_budget_refuses_before_building(cluster, monkeypatch):
     events = 3 * plan_step_graph_size(p, fold=False)
 
     def refuse(*args, **kwargs):
-        raise AssertionError("a task was built before the budget was checked")
-    monkeypatch.setattr(parallel_graph, "Task", refuse)
+        raise AssertionError("the step graph was built before the budget was checked")
+    monkeypatch.setattr(parallel_graph, "GraphBuilder", refuse)
     with pytest.raises(LimitError):
         plan_step_graph(p, cluster.G, max_events=events - 1)
     with pytest.raises(LimitError):

@@ -1,0 +1,133 @@
+"""How expert-parallel all-to-alls overlap compute, as strategy objects (:data:`EP_OVERLAPS`):
+what each does to a step's exposed expert and pipeline communication, its bubble, the memory of
+its in-flight micro-batches and parameter copies, whether the step graph builds it and how, and
+the layouts it refuses (:mod:`models.present.plan_text` words each by its name).
+
+* :data:`NO_OVERLAP` (``none``): the all-to-alls on the critical path.
+* :data:`BATCH_OVERLAP` (``batch``): Megatron-Core v0.14's ``--overlap-moe-expert-parallel-comm``,
+  one micro-batch's all-to-alls hidden behind another's compute [U: the overlap is taken as
+  perfect up to the compute]. The step graph runs 1F1B's forward and backward blocks as two
+  streams of work per stage.
+* :data:`DUALPIPE` (``dualpipe``): DeepSeek-V3's DualPipe (arXiv 2412.19437, section 3.2.1):
+  forward and backward chunks overlapped, the all-to-alls and pipeline sends hidden, a bubble of
+  ``(pp/2 - 1)`` slots instead of 1F1B's ``pp - 1`` (table 2: ``(PP/2 - 1)(F&B + B - 3W)``,
+  taken as ``F + B`` slots [U]), two copies of the parameters and one micro-batch more in
+  flight; it needs an even ``pp``, an even number of micro-batches and no interleaving. Priced
+  analytically only: the step graph builds 1F1B (:attr:`EpOverlap.simulated`).
+
+The planner takes one (``plan(..., ep_overlap="batch")``, ``plan --ep-overlap batch``), read once
+at its edge (:func:`ep_overlap_named`), and passes the object down; a step's
+:class:`~models.studies.planner.records.ExpertParallelDetail` carries it. One of your own:
+subclass :class:`EpOverlap` (a frozen dataclass with a default ``name``) and pass the instance.
+
+Examples
+--------
+>>> ep_overlap_named("dualpipe").bubble_slots(8, 1), NO_OVERLAP.bubble_slots(8, 1)
+(3.0, 7.0)
+>>> BATCH_OVERLAP.exposed_ep(5.0, 3.0), NO_OVERLAP.exposed_ep(5.0, 3.0)
+(2.0, 5.0)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["EpOverlap", "BatchOverlap", "DualPipe", "NO_OVERLAP", "BATCH_OVERLAP", "DUALPIPE", "EP_OVERLAPS",
+           "EP_OVERLAP", "ep_overlap_named"]
+
+
+@dataclass(frozen=True)
+class EpOverlap:
+    """One way the expert all-to-alls overlap compute (module docstring): the interface, and
+    ``none``'s behaviour (all exposed, 1F1B's bubble).
+
+    Attributes
+    ----------
+    name : str
+        What ``--ep-overlap`` and records call it.
+    simulated : bool
+        Whether the step graph builds its schedule (else the plan keeps its analytical step,
+        :attr:`~models.studies.planner.records.TimingCode.DUALPIPE`).
+    two_streams : bool
+        Whether the step graph runs 1F1B's forward and backward blocks of a stage as two streams
+        (one micro-batch's all-to-alls beside the other's kernels) rather than one.
+    parameter_copies : int
+        Copies of the stage's parameters held.
+    extra_in_flight : int
+        Micro-batches in flight beyond 1F1B's ``pp - stage``.
+    """
+
+    name: str = "none"
+    simulated: bool = True
+    two_streams: bool = False
+    parameter_copies: int = 1
+    extra_in_flight: int = 0
+
+    def __str__(self) -> str:
+        return self.name
+
+    def exposed_ep(self, ep_time: float, compute: float) -> float:
+        """The exposed part of ``ep_time`` of all-to-alls beside ``compute`` of one micro-batch. [s]"""
+        return ep_time
+
+    def exposed_pp(self, pp_comm: float) -> float:
+        """The exposed part of the pipeline sends. [s]"""
+        return pp_comm
+
+    def bubble_slots(self, pp: int, virtual_stages: int) -> float:
+        """The bubble in slots of one micro-batch's forward and backward: 1F1B's ``(pp - 1) / v``."""
+        return (pp - 1) / virtual_stages
+
+    def refuses(self, pp: int, micro_batches: int, virtual_stages: int) -> bool:
+        """Whether its schedule rules the pipeline out (``none``: never)."""
+        return False
+
+
+@dataclass(frozen=True)
+class BatchOverlap(EpOverlap):
+    """Megatron's batch-level overlap (``batch``): what another micro-batch's compute hides."""
+
+    name: str = "batch"
+    two_streams: bool = True
+
+    def exposed_ep(self, ep_time: float, compute: float) -> float:
+        """What exceeds the compute of one micro-batch's forward and backward. [s]"""
+        return max(0.0, ep_time - compute)
+
+
+@dataclass(frozen=True)
+class DualPipe(BatchOverlap):
+    """DeepSeek-V3's DualPipe (``dualpipe``): batch overlap's exposure, the pipeline sends hidden,
+    ``pp / 2 - 1`` slots of bubble, two parameter copies, one micro-batch more in flight."""
+
+    name: str = "dualpipe"
+    simulated: bool = False
+    parameter_copies: int = 2
+    extra_in_flight: int = 1
+
+    def exposed_pp(self, pp_comm: float) -> float:
+        return 0.0
+
+    def bubble_slots(self, pp: int, virtual_stages: int) -> float:
+        return max(0.0, pp / 2 - 1)
+
+    def refuses(self, pp: int, micro_batches: int, virtual_stages: int) -> bool:
+        """Micro-batches fed from both ends: an even ``pp`` and micro-batch count, no interleaving."""
+        return bool(pp % 2 or micro_batches % 2 or virtual_stages > 1)
+
+
+#: All-to-alls on the critical path (``none``, the default).
+NO_OVERLAP = EpOverlap()
+#: Megatron-Core's batch-level overlap (``batch``).
+BATCH_OVERLAP = BatchOverlap()
+#: DeepSeek-V3's DualPipe (``dualpipe``).
+DUALPIPE = DualPipe()
+#: The overlaps ``--ep-overlap`` chooses among, the default first.
+EP_OVERLAPS = (NO_OVERLAP, BATCH_OVERLAP, DUALPIPE)
+#: Their names: ``none``, ``batch``, ``dualpipe``.
+EP_OVERLAP = tuple(o.name for o in EP_OVERLAPS)
+
+
+def ep_overlap_named(name: str, overlaps=EP_OVERLAPS) -> EpOverlap | None:
+    """The overlap of ``overlaps`` called ``name``, or None."""
+    return next((o for o in overlaps if o.name == name), None)
