@@ -3,13 +3,15 @@ NCCL: how close the evaluated schedule comes to the bound. Run by hand (minutes 
 tests, which check three sets).
 
 Run: python examples/packing_sweep_benchmark.py [--system dgx1v] [--size 1G]
+[--collective all_gather|reduce_scatter|all_reduce]
 
 For each class of GPU sets under the fabric's symmetry (its NVLink graph's), the bound is the
-all_gather bound on the NVLinks at the capacities the evaluator times with (NCCL's capacity of each
-link times what NCCL's kernels achieve over it: the packing's trees use NVLink, and the runtime's
-connections NCCL's paths); sets where it beats NCCL's predicted busbw by more than 1 % are written
-(``models.schedules.packing_schedule``) and evaluated (``evaluate_schedule``). Prints each set,
-the bound, NCCL, the schedule's busbw and its share of the bound, then the least and the median.
+collective's bound on the NVLinks at the capacities the evaluator times with (NCCL's capacity of
+each link times what NCCL's kernels achieve over it: the packing's trees use NVLink, and the
+runtime's connections NCCL's paths; ``models.schedules.export`` says why this bound); sets where it
+beats NCCL's predicted busbw by more than 1 % are written (``models.schedules.packing_schedule``)
+and evaluated (``evaluate_schedule``). Prints each set, the bound, NCCL, the schedule's busbw and
+its share of the bound, then the least and the median.
 """
 
 from __future__ import annotations
@@ -32,10 +34,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--system", default="dgx1v")
     parser.add_argument("--size", default="1G")
+    parser.add_argument("--collective", default="all_gather", choices=("all_gather", "reduce_scatter", "all_reduce"))
     args = parser.parse_args()
     fabric = prepare(topo.build(args.system))
     nodes = topo.gpus(fabric.G)
-    pricing, _ = schedule_pricing(fabric, "Simple", "all_gather", tuple(range(len(nodes))))
+    collective = args.collective
+    pricing, _ = schedule_pricing(fabric, "Simple", collective, tuple(range(len(nodes))))
     H = achieved_graph(fabric, pricing.achieved_ratio)
     symmetry = fabric.symmetry.graph(("nvlink",))
     seen, shares = set(), []
@@ -47,11 +51,11 @@ def main() -> None:
                 continue
             seen.add(key)
             gpus = list(combo)
-            limit = bound(H, "all_gather", args.size, gpus, edge_kinds=["nvlink"], nccl=False).bound_busbw
-            nccl = float(estimate(fabric, "all_gather", args.size, gpus).busbw)
+            limit = bound(H, collective, args.size, gpus, edge_kinds=["nvlink"], nccl=False).bound_busbw
+            nccl = float(estimate(fabric, collective, args.size, gpus).busbw)
             if limit <= 1.01 * nccl:
                 continue
-            schedule = packing_schedule(fabric, "all_gather", gpus)
+            schedule = packing_schedule(fabric, collective, gpus)
             busbw = evaluate_schedule(fabric, schedule, args.size, gpus, nccl=False, bound=False).points[0].busbw
             shares.append(busbw / limit)
             print(f"{topo.select.format_gpu_ids(combo):>14}  bound {limit / 1e9:6.2f}  NCCL {nccl / 1e9:6.2f}  "

@@ -106,5 +106,18 @@ def test_export_refuses_what_it_cannot_write(capsys, tmp_path):
     assert status == 2 and "it is a directory, expected a regular file" in err
     status, _, err = _run(capsys, "schedule", "export", "broadcast", "--system", "dgx1v", "--out",
                           str(tmp_path / "b.xml"))
-    assert status == 2 and "the packing is written for all_gather, received 'broadcast'" in err
+    assert status == 2 and "the packing is written for all_gather, reduce_scatter, all_reduce, received 'broadcast'" in err
     assert not (tmp_path / "b.xml").exists()
+
+
+def test_export_writes_nccl_trees_and_the_packing_s_all_reduce(capsys, tmp_path):
+    out_file = tmp_path / "tree.xml"
+    status, out, err = _run(capsys, "schedule", "export", "all_reduce", "--system", "dgx1v", "--gpus", "0,1,2",
+                            "--source", "nccl", "--algo", "tree", "--out", str(out_file))
+    assert status == 0 and err == "" and out.startswith(f"# dgxtopo: wrote {out_file}: nccl_tree_all_reduce_3x2")
+    status, _, err = _run(capsys, "schedule", "export", "all_gather", "--system", "dgx1v", "--source", "nccl",
+                          "--algo", "tree", "--out", str(out_file))
+    assert status == 2 and "NCCL's trees are written for all_reduce, received 'all_gather'" in err
+    status, out, _ = _run(capsys, "schedule", "export", "all_reduce", "--system", "dgx1v", "--gpus", "0,3",
+                          "--chunks", "2", "--out", str(tmp_path / "ar.xml"))
+    assert status == 0 and "packing_all_reduce_2x2, all_reduce on 2 GPUs" in out and out.endswith("(checked: OK)\n")

@@ -440,7 +440,7 @@ def schedule_figure_dict(evaluation, bounds=(), *, title: str | None = None, wid
     >>> G = topo.dgx1v()
     >>> e = evaluate_schedule(G, packing_schedule(G, "all_gather", [0, 1, 4, 5]), [2**20, 2**30], [0, 1, 4, 5])
     >>> [t["name"] for t in schedule_figure_dict(e, [("bound", 90e9)])["data"]]
-    ['NCCL', 'packing_all_gather_4x8', 'bound']
+    ['NCCL', 'packing_all_gather_4x128', 'bound']
     """
     points = evaluation.points
     sizes = np.array([p.nbytes for p in points], dtype=float)

@@ -1,7 +1,8 @@
 """Collective schedules as data: MSCCL XML read (:mod:`models.schedules.msccl`), checked
 (:mod:`models.schedules.check`) and timed on a fabric beside NCCL and the bound
 (:mod:`models.schedules.evaluate`); the ring all_gather built as one (:mod:`models.schedules.ring`),
-NCCL's rings and the bound-reaching tree packing written as one (:mod:`models.schedules.export`),
+NCCL's rings and trees and the bound-reaching tree packing written as one (:mod:`models.schedules.export`,
+the packing's steps and channels :mod:`models.schedules.packed`),
 the packing's schedule beside NCCL and the bounds on one GPU set (:mod:`models.schedules.compare`).
 A schedule is not a fabric, so :mod:`topo` knows nothing of it.
 

@@ -14,7 +14,7 @@ Examples
 >>> c = packing_comparison(topo.dgx1v(), "all_gather", [0, 1, 4, 5], [2**30])
 >>> p = c.evaluation.points[0]
 >>> [round(x / 1e9, 2) for x in (p.nccl_busbw, p.busbw, c.achieved_bound, p.bound_busbw)]
-[40.75, 60.52, 61.18, 90.75]
+[40.75, 60.0, 61.18, 90.75]
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ def packing_comparison(G, collective: str, gpus, sizes, *, profile=None) -> Pack
     Parameters
     ----------
     G : networkx.DiGraph or PreparedFabric
-    collective : {"all_gather"}
+    collective : {"all_gather", "reduce_scatter", "all_reduce"}
         What :func:`~models.schedules.export.packing_schedule` writes.
     gpus : str or iterable of int
     sizes : int, str or sequence

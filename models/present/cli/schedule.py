@@ -1,6 +1,6 @@
 """``schedule``: MSCCL XML schedules. ``schedule check FILE`` reads and checks one as its runtime
 would; ``schedule evaluate FILE`` times it on a fabric beside NCCL's own choice and the bound;
-``schedule export COLLECTIVE`` writes NCCL's rings or the bound-reaching tree packing as one."""
+``schedule export COLLECTIVE`` writes NCCL's rings or trees or the bound-reaching tree packing as one."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ def _schedule_arguments(parser) -> None:
                         "schedule (--source) to --out")
     parser.add_argument("target", metavar="FILE|COLLECTIVE",
                         help="check, evaluate: an MSCCL XML schedule (- for standard input); export: all_gather, "
-                             "reduce_scatter or all_reduce (the packing: all_gather)")
+                             "reduce_scatter or all_reduce (--source nccl --algo tree: all_reduce)")
     system_option(parser)
     parser.add_argument("--gpus", metavar="IDS", help="evaluate: the GPU of each rank, in order of their ids "
                         "(default: the first ngpus); export: the GPU set (default: all)")
@@ -30,12 +30,15 @@ def _schedule_arguments(parser) -> None:
     parser.add_argument("-f", "--stepfactor", type=at_least(2), default=2, metavar="F",
                         help="evaluate: size multiplier, an integer >= 2 (default 2)")
     parser.add_argument("--source", choices=("packing", "nccl"), default="packing",
-                        help="export: the tree packing that meets the bound (default), or NCCL's rings")
+                        help="export: the tree packing that meets the bound (default), or NCCL's rings or trees")
+    parser.add_argument("--algo", choices=("ring", "tree"), default="ring",
+                        help="export --source nccl: NCCL's ring graph (default) or its tree graph (tree all_reduce)")
     parser.add_argument("--proto", choices=("Simple", "LL128", "LL"), default="Simple",
                         help="export: the schedule's protocol (default Simple)")
     parser.add_argument("--chunks", type=at_least(1), metavar="K",
-                        help="export --source packing: chunks of each GPU's block (default: the fewest of 8, "
-                             "12, 16, 24, 32, 48, 64 whose rounding of the trees' rates costs at most 2 %%)")
+                        help="export --source packing: chunks of each GPU's block (default: the most of 128, 96, "
+                             "64, 48, 32, 24, 16, 12, 8 whose rounding of the trees' rates costs at most 1 %% and "
+                             "whose threadblocks fit the runtime's 256 steps)")
     parser.add_argument("--out", metavar="FILE", help="export: the MSCCL XML file to write (required)")
     nccl_option(parser)
     parser.add_argument("--evaluate", action="store_true",
@@ -102,7 +105,7 @@ def _export(args) -> None:
     check_output_paths({"--out": args.out})
     G = fabric_of(args, args.system)
     schedule = export_schedule(G, args.target, args.gpus, source=args.source, profile=args.nccl,
-                               protocol=args.proto, chunks=args.chunks)
+                               protocol=args.proto, chunks=args.chunks, algorithm=args.algo)
     result = check_schedule(schedule)  # what is written holds
     write_text_atomic(args.out, to_msccl_xml(schedule))
     evaluation = None

@@ -1,15 +1,22 @@
-"""Writing schedules (models.schedules.export): NCCL's rings and the tree packing as MSCCL XML that
-the checker accepts and the evaluator times.
+"""Writing schedules (models.schedules.export): NCCL's rings and trees and the tree packing as
+MSCCL XML that the checker accepts and the evaluator times.
 
 Known answers: NCCL's rings on all 8 GPUs of a DGX-1V are its 6 searched channels, one chunk per
 channel and rank (8 steps per threadblock for all_gather and reduce_scatter, 15 for all_reduce:
-n - 1 receives, and n - 1 more for all_reduce's all-gather); the packing reaches its bound on GPU
-sets of a DGX-1V where the bound beats NCCL's rings (the NVLink bound at the capacities the
-evaluator times with: the packing's trees use NVLink, the runtime's connections NCCL's paths)."""
+n - 1 receives, and n - 1 more for all_reduce's all-gather); NCCL's tree all_reduce on a chain of
+n GPUs is one step per threadblock, two threadblocks a channel on each middle GPU and on the tail,
+one on the head (its ``rrcs``); the packing of two GPUs joined by NVLink, written by hand below
+for each collective; the packing reaches 95 % of its bound on the GPU sets of a DGX-1V and a DGX-1
+where it came closest to failing in the sweep (examples/packing_sweep_benchmark.py) and where the
+bound beats NCCL's rings (the NVLink bound at the capacities the evaluator times with: the
+packing's trees use NVLink, the runtime's connections NCCL's paths, models.schedules.export)."""
 
 from __future__ import annotations
 
+import networkx as nx
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import topo
 from models.engine.fabric import prepare
@@ -24,6 +31,9 @@ def dgx1v():
     return prepare(topo.build("dgx1v"))
 
 
+_FABRICS = {name: prepare(topo.build(name)) for name in ("dgx1", "dgx1v")}
+
+
 @pytest.mark.parametrize("collective, steps", [("all_gather", 8), ("reduce_scatter", 8), ("all_reduce", 15)])
 def test_nccl_rings_are_written_as_searched(dgx1v, collective, steps):
     schedule = nccl_schedule(dgx1v, collective)
@@ -34,16 +44,86 @@ def test_nccl_rings_are_written_as_searched(dgx1v, collective, steps):
     assert again == schedule
 
 
-@pytest.mark.parametrize("gpus", ["0,2,3", "0,3,6,7", "0,1,4,5"])
-def test_the_packing_reaches_its_bound(dgx1v, gpus):
-    schedule = packing_schedule(dgx1v, "all_gather", gpus)
+def _steps(schedule) -> dict:
+    """{(gpu, send, recv): [(type, buffer, offset, waits for a step)]}."""
+    return {(g.id, tb.send, tb.recv): [(st.type, st.srcbuf, st.srcoff, st.depid >= 0) for st in tb.steps]
+            for g in schedule.gpus for tb in g.threadblocks}
+
+
+# GPUs 0 and 3 of a DGX-1V share two NVLinks and no other GPU: one tree per root, one arc each.
+@pytest.mark.parametrize("collective, steps", [
+    ("all_gather", {(0, 1, -1): [("s", "o", 0, False)], (0, -1, 1): [("r", "o", 1, False)],
+                    (1, 0, -1): [("s", "o", 1, False)], (1, -1, 0): [("r", "o", 0, False)]}),
+    # each sends the other's block, and reduces its own from the other's
+    ("reduce_scatter", {(0, 1, -1): [("s", "i", 1, False)], (0, -1, 1): [("rrc", "i", 0, False)],
+                        (1, 0, -1): [("s", "i", 0, False)], (1, -1, 0): [("rrc", "i", 1, False)]}),
+])
+def test_the_packing_of_two_gpus_by_hand(dgx1v, collective, steps):
+    schedule = packing_schedule(dgx1v, collective, "0,3", chunks=1)
+    assert _steps(schedule) == steps and schedule.nchunksperloop == 2
     assert check_schedule(schedule).postcondition
-    point = evaluate_schedule(dgx1v, schedule, "1G", gpus, bound=False).points[0]
-    pricing_ratio = evaluate_schedule(dgx1v, schedule, 2**20, gpus, nccl=False, bound=False).pricing.achieved_ratio
-    limit = bound(achieved_graph(dgx1v, pricing_ratio), "all_gather", "1G", gpus, edge_kinds=["nvlink"],
-                  nccl=False).bound_busbw
+
+
+def test_the_packing_all_reduce_sends_each_sum_once_it_is_made(dgx1v):
+    schedule = packing_schedule(dgx1v, "all_reduce", "0,3", chunks=1)
+    assert check_schedule(schedule).postcondition
+    for rank in (0, 1):
+        other = 1 - rank
+        kinds = sorted((st.type, st.srcoff, st.depid >= 0) for tb in schedule.gpus[rank].threadblocks
+                       for st in tb.steps)
+        # reduce-scatter: send the other's block, reduce its own; all-gather: send its sum (after
+        # the reduction), receive the other's
+        assert kinds == sorted([("s", other, False), ("rrc", rank, False), ("s", rank, True), ("r", other, False)])
+
+
+@pytest.mark.parametrize("system, gpus, collective", [
+    ("dgx1v", "1-4,6,7", "all_gather"),  # the sweep's least (95.1 %; 91.3 % with a tree's own channels)
+    ("dgx1v", "0-5", "all_gather"),      # the next (95.8 %)
+    ("dgx1", "0-6", "all_gather"),
+    ("dgx1v", "0,1,4,5", "reduce_scatter"),
+    ("dgx1v", "0,1,4,5", "all_reduce"),
+])
+def test_the_packing_reaches_95_percent_of_its_bound(system, gpus, collective):
+    fabric = _FABRICS[system]
+    schedule = packing_schedule(fabric, collective, gpus)
+    assert check_schedule(schedule).postcondition
+    point = evaluate_schedule(fabric, schedule, "1G", gpus, bound=False).points[0]
+    ratio = evaluate_schedule(fabric, schedule, 2**20, gpus, nccl=False, bound=False).pricing.achieved_ratio
+    limit = bound(achieved_graph(fabric, ratio), collective, "1G", gpus, edge_kinds=["nvlink"], nccl=False).bound_busbw
     assert limit > 1.01 * point.nccl_busbw  # a set where the bound beats NCCL
     assert point.busbw >= 0.95 * limit
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(system=st.sampled_from(sorted(_FABRICS)), collective=st.sampled_from(["all_gather", "reduce_scatter",
+                                                                             "all_reduce"]),
+       gpus=st.sets(st.integers(0, 7), min_size=2, max_size=5), chunks=st.integers(1, 3))
+def test_every_packing_schedule_checks(system, collective, gpus, chunks):
+    fabric = _FABRICS[system]
+    nodes = topo.gpus(fabric.G)
+    chosen = {nodes[g] for g in gpus}
+    nvlinks = nx.DiGraph((u, v) for u, v, kind in fabric.G.edges(data="kind")
+                         if kind == "nvlink" and u in chosen and v in chosen)
+    if len(nvlinks) < len(chosen) or not nx.is_strongly_connected(nvlinks):  # no tree of NVLinks spans them
+        with pytest.raises(ExportError, match="are not all joined by NVLink"):
+            packing_schedule(fabric, collective, sorted(gpus), chunks=chunks)
+        return
+    schedule = packing_schedule(fabric, collective, sorted(gpus), chunks=chunks)
+    result = check_schedule(schedule)
+    assert result.postcondition and result.ngpus == len(gpus) and schedule.nchunksperloop == len(gpus) * chunks
+    assert parse_msccl(to_msccl_xml(schedule)) == schedule
+
+
+@pytest.mark.parametrize("system, gpus, channels", [("dgx1v", None, 6), ("dgx1v", "0,1,2", 2), ("dgx1", None, 4)])
+def test_nccl_trees_are_chains_reduced_up_and_copied_down(system, gpus, channels):
+    schedule = nccl_schedule(_FABRICS[system], "all_reduce", gpus, algorithm="tree")
+    result = check_schedule(schedule)
+    n = result.ngpus
+    assert result.postcondition and schedule.nchannels == channels and schedule.nchunksperloop == channels
+    # per channel: the head one threadblock (rrcs), every other GPU two (up and down): 2n - 1
+    assert result.threadblocks == channels * (2 * n - 1) and result.steps_per_threadblock == 1
+    kinds = sorted(st.type for g in schedule.gpus for tb in g.threadblocks for st in tb.steps if tb.chan == 0)
+    assert kinds == sorted(["rrcs"] + ["rrs", "rcs"] * (n - 2) + ["s", "r"])
 
 
 def test_a_chosen_chunk_count_and_the_source(dgx1v):
@@ -56,8 +136,13 @@ def test_refusals_name_what_is_wrong(dgx1v):
     with pytest.raises(ExportError, match="NCCL's rings are written for all_gather, reduce_scatter, all_reduce, "
                                           "received 'broadcast'"):
         nccl_schedule(dgx1v, "broadcast")
-    with pytest.raises(ExportError, match="the packing is written for all_gather, received 'all_reduce'"):
-        packing_schedule(dgx1v, "all_reduce")
+    with pytest.raises(ExportError, match="the packing is written for all_gather, reduce_scatter, all_reduce, "
+                                          "received 'broadcast'"):
+        packing_schedule(dgx1v, "broadcast")
+    with pytest.raises(ExportError, match="NCCL's trees are written for all_reduce, received 'all_gather'"):
+        nccl_schedule(dgx1v, "all_gather", algorithm="tree")
+    with pytest.raises(ExportError, match="expected an algorithm of ring, tree, received 'nvls'"):
+        export_schedule(dgx1v, "all_reduce", source="nccl", algorithm="nvls")
     with pytest.raises(ExportError, match="at least 2 GPUs, received GPUs \\[3\\]"):
         packing_schedule(dgx1v, "all_gather", "3")
     with pytest.raises(ExportError, match="expected chunks a whole number >= 1 or None, received 0"):
@@ -66,3 +151,5 @@ def test_refusals_name_what_is_wrong(dgx1v):
         export_schedule(dgx1v, "all_gather", source="msccl")
     with pytest.raises(ExportError, match="more than the runtime's 256"):
         packing_schedule(dgx1v, "all_gather", "0,3", chunks=5000)
+    with pytest.raises(ExportError, match="NCCL 2.4.8's search builds no tree graph"):
+        nccl_schedule(topo.build("dgx1v"), "all_reduce", algorithm="tree", profile="2.4.8")
