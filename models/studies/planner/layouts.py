@@ -51,10 +51,11 @@ __all__ = ["search", "plan", "plan_order", "DEFAULT_SIMULATED", "PLAN_MAX_EVENTS
 DEFAULT_SIMULATED = 8
 #: The planner's default budget of simulated events (three per task built, a folded replica adds
 #: none: :func:`models.predict.simulate.simulation_size`), over every candidate simulated: about
-#: fifteen seconds of simulation on one core (deepseek-v3 tp1 pp8 ep8 zero2 on 32xdgxh100, 409,576
-#: tasks standing for 8.3 M, 1.23 M events, simulated in 14 CPU s); a larger step keeps its
-#: analytical estimate, saying so.
-PLAN_MAX_EVENTS = 1_500_000
+#: three seconds of simulation on one core, so that ``plan`` stays interactive (and the test
+#: suite's plans with it); a larger step keeps its analytical estimate, saying so and naming
+#: ``max_events``. deepseek-v3 tp1 pp8 ep8 zero2 on 32xdgxh100 is 409,576 tasks standing for
+#: 8.3 M, 1.23 M events, simulated in 14 CPU s with ``max_events=1_500_000``.
+PLAN_MAX_EVENTS = 300_000
 
 
 def _divisors(n):
