@@ -191,6 +191,10 @@ def _nccl_trees(fabric, ids, rank_of, protocol) -> Schedule:
 
     nodes = topo.gpus(fabric.G)
     graphs = channel_graphs(fabric.nccl, [nodes[g] for g in ids])
+    if graphs.ring.nnodes > 1:
+        # NCCL builds trees across nodes too; this model's search builds the tree graph of one node.
+        raise ExportError(f"NCCL's trees are written for the GPUs of one host (NCCL node), received "
+                          f"{len(ids)} GPUs on {graphs.ring.nnodes} nodes: expected algorithm 'ring'")
     if graphs.tree is None:
         raise ExportError(f"NCCL {fabric.profile.version}'s search builds no tree graph: expected "
                           f"algorithm 'ring'")
@@ -252,7 +256,7 @@ def packing_schedule(G, collective: str, gpus=None, *, chunks: int | None = None
     collective : {"all_gather", "reduce_scatter", "all_reduce"}
     gpus : str or iterable of int, optional
     chunks : int, optional
-        Chunks of each root's block, shared among its trees by their rates (default: the fewest
+        Chunks of each root's block, shared among its trees by their rates (default: the most
         of :data:`~models.schedules.packed.CHUNK_COUNTS` whose rounding costs at most
         :data:`~models.schedules.packed.ROUNDING_LOSS` of the rate).
     profile : str or NcclProfile, optional
@@ -296,6 +300,9 @@ def export_schedule(G, collective: str, gpus=None, *, source: str = "packing", p
     """:func:`packing_schedule` or :func:`nccl_schedule` (on NCCL's ``algorithm``) by ``source``
     (``"packing"``, ``"nccl"``)."""
     if source == "packing":
+        if algorithm != "ring":
+            raise ExportError(f"the packing is its own schedule: expected no algorithm with source 'packing' "
+                              f"(NCCL's {algorithm} is source 'nccl'), received algorithm {algorithm!r}")
         return packing_schedule(G, collective, gpus, chunks=chunks, profile=profile, protocol=protocol)
     if source == "nccl":
         return nccl_schedule(G, collective, gpus, profile=profile, protocol=protocol, algorithm=algorithm)

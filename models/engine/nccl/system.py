@@ -121,10 +121,12 @@ class NetRoute:
 
 
 def cpu_vendor(G: nx.DiGraph, gpu: str) -> str:
-    """NCCL's CPU vendor of the host of ``gpu`` (``ncclTopoCpuType``, src/graph/topo.cc, from the
-    CPU's vendor string): ``"amd"`` or ``"intel"`` by the model of the CPU nearest the GPU in its
-    host, else ``"other"`` (an Arm Grace, or a fabric without CPUs). It picks the multi-node
-    ``llMaxBws`` row and ``getNetOverhead`` (src/graph/tuning.cc) of the collectives and of p2p.
+    """NCCL's CPU vendor of the host of ``gpu`` (``ncclTopoCpuType``, src/graph/topo.cc, reads the
+    vendor string of the topology's first CPU): ``"amd"`` or ``"intel"`` by the model of the CPU
+    nearest the GPU in its host, else ``"other"`` (an Arm Grace, or a fabric without CPUs); the
+    same CPU as NCCL's on any host whose sockets share a vendor, as every built-in one does [U]
+    for a host of mixed sockets. It picks the multi-node ``llMaxBws`` row and ``getNetOverhead``
+    (src/graph/tuning.cc) of the collectives and of p2p.
 
     >>> import topo
     >>> [cpu_vendor(topo.build(s), "gpu0") for s in ("dgxa100", "dgxh100", "dgx1v")]

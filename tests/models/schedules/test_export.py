@@ -156,6 +156,11 @@ def test_refusals_name_what_is_wrong(dgx1v):
         packing_schedule(dgx1v, "all_gather", chunks=0)
     with pytest.raises(ExportError, match="expected a source of packing, nccl, received 'msccl'"):
         export_schedule(dgx1v, "all_gather", source="msccl")
+    with pytest.raises(ExportError, match="expected no algorithm with source 'packing' .* received algorithm 'tree'"):
+        export_schedule(dgx1v, "all_reduce", source="packing", algorithm="tree")
+    with pytest.raises(ExportError, match="NCCL's trees are written for the GPUs of one host .* received 16 GPUs on "
+                                          "2 nodes"):
+        nccl_schedule(topo.build("2xdgxh100"), "all_reduce", algorithm="tree")
     with pytest.raises(ExportError, match="more than the runtime's 256"):
         packing_schedule(dgx1v, "all_gather", "0,3", chunks=5000)
     with pytest.raises(ExportError, match="NCCL 2.4.8's search builds no tree graph"):
