@@ -341,10 +341,17 @@ def step_graph(plan: Any, G: nx.DiGraph, *, workload: str | Workload | None = No
         Beyond ``max_events`` (keyword ``max_events``), before the graph is built.
     """
     w = checked_workload(plan, workload, bucket, dense=True)
-    if max_events is not None:
-        check_step_events(plan, max_events, workload=w, bucket=bucket)
     lay = plan.layout
     tp, pp, dp, b = lay.tp, lay.pp, lay.dp, lay.micro_batch
+    maps = []
+    if fold:
+        slot = replica_slot(plan)
+        for d in range(1, dp):
+            maps.append({g: h for p in range(pp) for g, h in zip(slot(p, 0), slot(p, d))})
+        fold = hosts_alike(G, maps)
+        maps = maps if fold else []
+    if max_events is not None:  # sized as it will be built: folded only where the hosts allow it
+        check_step_events(plan, max_events, workload=w, bucket=bucket, fold=fold)
     cm = compute if compute is not None else plan_compute(plan, G, w, efficiency=efficiency,
                                                           attention_efficiency=attention_efficiency,
                                                           memory_efficiency=memory_efficiency)
@@ -363,13 +370,6 @@ def step_graph(plan: Any, G: nx.DiGraph, *, workload: str | Workload | None = No
     times = _Times(sum(t.forward for t in layer_times), sum(t.backward for t in layer_times),
                    sum(t.forward for t in head_times), sum(t.backward for t in head_times), recompute_layer,
                    cm.scale, cm.gpu.memory_bandwidth * cm.memory_efficiency)
-    maps = []
-    if fold:
-        slot = replica_slot(plan)
-        for d in range(1, dp):
-            maps.append({g: h for p in range(pp) for g, h in zip(slot(p, 0), slot(p, d))})
-        fold = hosts_alike(G, maps)
-        maps = maps if fold else []
     out = GraphBuilder(maps)
     _schedule(out, plan, w, bucket=bucket, fold=fold, times=times)
     return TaskGraph(tuple(out.tasks), f"{plan.workload} {lay.label()}")
@@ -581,10 +581,12 @@ def step_graph_size(plan: Any, *, workload: str | Workload | None = None, bucket
 
 
 def check_step_events(plan: Any, max_events: int, *, workload: str | Workload | None = None,
-                      bucket: float = DEFAULT_BUCKET) -> int:
+                      bucket: float = DEFAULT_BUCKET, fold: bool = True) -> int:
     """The events a simulation of a plan's step takes (three per task built, as
     :func:`models.predict.simulate.simulation_size` sizes the graph: a folded image adds none),
-    counted without building it (:func:`step_graph_size`, folded); refused beyond ``max_events``.
+    counted without building it (:func:`step_graph_size`, folded unless ``fold`` is False, as
+    :func:`step_graph` builds it on hosts that are not copies of each other); refused beyond
+    ``max_events``.
 
     Raises
     ------
@@ -602,7 +604,7 @@ def check_step_events(plan: Any, max_events: int, *, workload: str | Workload | 
     topo.errors.LimitError: a simulation of the step's 38,400,001 tasks (115,200,003 events, three per task, counted before building it): 115200003 is more than max_events=1000000
     """
     max_events = parse_count(max_events, name="max_events", maximum=MAX_BYTES)
-    return step_events(step_graph_size(plan, workload=workload, bucket=bucket), max_events)
+    return step_events(step_graph_size(plan, workload=workload, bucket=bucket, fold=fold), max_events)
 
 
 def step_events(tasks: int, max_events: int) -> int:

@@ -70,3 +70,16 @@ def test_the_count_is_the_built_graphs_size(cluster, layout, batches, micro_batc
     assert check_step_events(p, size) == size == 3 * step_graph_size(p) == 3 * len(step_graph(p, cluster.G))
     with pytest.raises(LimitError):
         check_step_events(p, size - 1)
+
+
+def test_an_unfolded_graph_is_sized_unfolded(no_building):
+    """step_graph builds every replica with fold=False (or on hosts that are not copies of each
+    other): the budget counts that graph, not the folded one (dgxh100 tp2 dp4: 837 tasks folded,
+    3,144 unfolded; a budget between the two used to let the whole graph be built)."""
+    G = topo.build("dgxh100")
+    p = plan("llama3-8b", G, tp=2, pp=1, dp=4, zero=1, global_batch=8, simulate=0)
+    folded, unfolded = step_graph_size(p), step_graph_size(p, fold=False)
+    assert folded < unfolded
+    with pytest.raises(LimitError) as refused:
+        step_graph(p, G, fold=False, max_events=3 * folded)
+    assert refused.value.size == 3 * unfolded
