@@ -104,7 +104,8 @@ class CpExchange:
     name : str
         What ``--cp-comm`` and records call it.
     label : str
-        Its mark after ``cp{N}`` in a layout's label ('' for the default).
+        Its mark after ``cp{N}`` in a layout's label ('' for the ring; an exchange without one is
+        marked by its name).
     """
 
     name: str = "p2p"

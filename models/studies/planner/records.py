@@ -150,6 +150,9 @@ class Layout:
             if found is None:
                 raise PlanError(f"cp_comm must be one of {', '.join(CP_COMM)}, received {self.cp_comm!r}")
             object.__setattr__(self, "cp_comm", found)
+        elif not isinstance(self.cp_comm, CpExchange):
+            raise PlanError(f"cp_comm must be one of {', '.join(CP_COMM)} or a CpExchange, received "
+                            f"{type(self.cp_comm).__name__} {self.cp_comm!r}")
 
     @property
     def ngpus(self) -> int:
@@ -173,7 +176,8 @@ class Layout:
         return self.global_batch // (self.dp * self.micro_batch)
 
     def label(self) -> str:
-        cp = f"cp{self.cp}{self.cp_comm.label} " if self.cp > 1 else ""
+        mark = self.cp_comm.label or ("" if self.cp_comm.name == RING.name else self.cp_comm.name)
+        cp = f"cp{self.cp}{mark} " if self.cp > 1 else ""
         ep = f" ep{self.ep}" + (f" etp{self.etp}" if self.etp != 1 else "") if self.ep > 1 or self.etp > 1 else ""
         split = ""
         if self.first_stage_layers or self.last_stage_layers:

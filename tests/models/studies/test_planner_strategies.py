@@ -77,6 +77,19 @@ def test_a_layout_reads_a_name_once_as_its_object():
     assert Layout(1, 1, 1, 0, 1, 1, "none", False, "tp-dp-pp").cp_comm is RING
     with pytest.raises(PlanError, match="cp_comm must be one of p2p, a2a, received 'ring'"):
         Layout(2, 1, 1, 0, 1, 4, "none", True, "tp-dp-pp", cp=2, cp_comm="ring")
+    with pytest.raises(PlanError, match="cp_comm must be one of p2p, a2a or a CpExchange, received NoneType None"):
+        Layout(2, 1, 1, 0, 1, 4, "none", True, "tp-dp-pp", cp=2, cp_comm=None)
+
+
+def test_a_users_exchange_without_a_label_is_marked_by_its_name():
+    @dataclass(frozen=True)
+    class Mine(AllToAllExchange):
+        name: str = "mine"
+        label: str = ""
+
+    lay = Layout(2, 1, 1, 0, 1, 4, "none", True, "tp-dp-pp", cp=2, cp_comm=Mine())
+    assert lay.label().startswith("tp2 cp2mine pp1")
+    assert Layout(2, 1, 1, 0, 1, 4, "none", True, "tp-dp-pp", cp=2).label().startswith("tp2 cp2 pp1")
 
 
 def test_names_and_objects_plan_alike(cluster):
