@@ -72,7 +72,7 @@ from .moe import is_moe_spec, moe_workload
 from .workload import CNN, DEFAULT_BUCKET, OPTIMIZER_PASS_BYTES, activation_bytes_per_element, dtype_bytes, \
     workload as as_workload, Workload
 
-__all__ = ["StepGraphError", "PlanDoesNotFitError", "step_graph", "step_graph_size", "check_step_events",
+__all__ = ["StepGraphError", "PlanDoesNotFitError", "step_graph", "step_graph_size", "check_step_events", "folds",
            "simulate_plan", "compute_time", "simulate_many"]
 
 
@@ -345,9 +345,7 @@ def step_graph(plan: Any, G: nx.DiGraph, *, workload: str | Workload | None = No
     tp, pp, dp, b = lay.tp, lay.pp, lay.dp, lay.micro_batch
     maps = []
     if fold:
-        slot = replica_slot(plan)
-        for d in range(1, dp):
-            maps.append({g: h for p in range(pp) for g, h in zip(slot(p, 0), slot(p, d))})
+        maps = _replica_maps(plan)
         fold = hosts_alike(G, maps)
         maps = maps if fold else []
     if max_events is not None:  # sized as it will be built: folded only where the hosts allow it
@@ -373,6 +371,19 @@ def step_graph(plan: Any, G: nx.DiGraph, *, workload: str | Workload | None = No
     out = GraphBuilder(maps)
     _schedule(out, plan, w, bucket=bucket, fold=fold, times=times)
     return TaskGraph(tuple(out.tasks), f"{plan.workload} {lay.label()}")
+
+
+def _replica_maps(plan: Any) -> list:
+    """GPU maps from data-parallel replica 0 to each other replica (the images of a folded graph)."""
+    lay = plan.layout
+    slot = replica_slot(plan)
+    return [{g: h for p in range(lay.pp) for g, h in zip(slot(p, 0), slot(p, d))} for d in range(1, lay.dp)]
+
+
+def folds(plan: Any, G: nx.DiGraph) -> bool:
+    """Whether :func:`step_graph` folds a dense plan's replicas on ``G`` (their hosts are copies of
+    each other), so that a budget sizes the graph as it will be built."""
+    return hosts_alike(G, _replica_maps(plan))
 
 
 def _schedule(out, plan: Any, w: Workload, *, bucket: float, fold: bool, times: _Times,

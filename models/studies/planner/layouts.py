@@ -331,7 +331,7 @@ def simulate_plans(w, ctx: Context, plans, count: int, max_events: int, cm=None)
             why[id(p)] = TimingWhy(TimingCode.BEYOND_BUDGET, max_events=max_events)
             continue
         # As the simulator sizes a graph: three events per task built (simulation_size).
-        events = 3 * plan_step_graph_size(p, workload=w, bucket=bucket)
+        events = 3 * plan_step_graph_size(p, workload=w, bucket=bucket, G=ctx.fabric.prepared.G)
         if events > budget:
             why[id(p)] = (TimingWhy(TimingCode.NEEDS_EVENTS, events=events, max_events=max_events)
                           if not chosen else TimingWhy(TimingCode.BEYOND_BUDGET, max_events=max_events))

@@ -73,7 +73,7 @@ from topo.units import parse_count
 from ...predict.simulate import MAX_EVENTS, SimulationResult, simulate
 from ...predict.taskgraph import MAX_BYTES, TaskGraph
 from ..compute import ComputeModel
-from ..stepgraph import GraphBuilder, StepGraphError, TaskSink, check_step_events, checked_workload, flat_ids, \
+from ..stepgraph import GraphBuilder, StepGraphError, TaskSink, check_step_events, checked_workload, flat_ids, folds, \
     is_extended_step, one_f_one_b, pipeline_sends, plan_compute, replica_slot, step_events, step_graph, \
     step_graph_size, step_workload, tp_collectives
 from ..workload import DEFAULT_BUCKET, OPTIMIZER_PASS_BYTES, activation_bytes_per_element, dtype_bytes, \
@@ -507,13 +507,16 @@ def plan_step_graph(plan: Any, G: nx.DiGraph, **options: Any) -> TaskGraph:
 
 
 def plan_step_graph_size(plan: Any, *, workload: str | Workload | None = None, bucket: float = DEFAULT_BUCKET,
-                         fold: bool = True) -> int:
+                         fold: bool = True, G: nx.DiGraph | None = None) -> int:
     """Tasks the step graph of a plan has (:func:`plan_step_graph`), counted without building it;
     ``fold=False``: every folded image counted (the events :func:`models.predict.simulate.simulation_size`
-    sizes, over three). 0 for a plan that is no step graph."""
+    sizes, over three). With the fabric ``G``, a dense plan is counted as :func:`plan_step_graph`
+    builds it there: unfolded where its replicas' hosts are not copies (:func:`~models.studies.stepgraph.folds`).
+    0 for a plan that is no step graph."""
     try:
         w = step_workload(plan, workload)
         if not is_parallel_plan(plan, w):
+            fold = fold and (G is None or folds(plan, G))
             return step_graph_size(plan, workload=workload, bucket=bucket, fold=fold)
         w = _checked(plan, workload, bucket)
     except StepGraphError:

@@ -83,3 +83,16 @@ def test_an_unfolded_graph_is_sized_unfolded(no_building):
     with pytest.raises(LimitError) as refused:
         step_graph(p, G, fold=False, max_events=3 * folded)
     assert refused.value.size == 3 * unfolded
+
+
+def test_the_planner_sizes_a_dense_plan_as_it_is_built_on_its_fabric():
+    """On a fabric whose replicas' hosts differ (a what-if slowing one link of host 1), step_graph
+    builds every replica: the planner's sizing (plan_step_graph_size with the fabric) counts them."""
+    from models.studies.planner.parallel_graph import plan_step_graph_size
+    from topo import transform
+
+    G = topo.build("2xdgxh100")
+    odd = transform.scale_links(G, "h1.gpu0", "h1.nvswitch0", 0.5)
+    p = plan("llama3-8b", G, tp=8, pp=1, dp=2, zero=0, global_batch=16, simulate=0)
+    assert plan_step_graph_size(p, G=G) == step_graph_size(p) < step_graph_size(p, fold=False)
+    assert plan_step_graph_size(p, G=odd) == step_graph_size(p, fold=False) == len(step_graph(p, odd).tasks)
