@@ -636,7 +636,9 @@ def alltoallv(G: nx.DiGraph | PreparedFabric, matrix, gpus: GpuIds = None, *, pr
     ----------
     G : networkx.DiGraph or PreparedFabric
     matrix : array_like
-        ``n x n`` whole non-negative bytes, ``n`` the GPUs (the diagonal is a local copy, not timed).
+        ``n x n`` whole non-negative bytes, ``n`` the GPUs (the diagonal is a local copy, not timed;
+        each rank's send to and receive from itself are still posted and charged as host tasks,
+        as nccl-tests' alltoall posts them, whatever the diagonal holds).
     gpus : GPU ids, optional
         The ranks in id order (every GPU by default).
     profile, gpus_per_thread, calibration : optional
