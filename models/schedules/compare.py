@@ -1,9 +1,9 @@
 """The tree packing's schedule beside NCCL and the bounds on one GPU set, as one frozen record: what
 the report's schedule section shows (:mod:`models.present.report.analysis` words it and draws it).
 
-:func:`packing_comparison` writes the packing as a schedule
-(:func:`models.schedules.export.packing_schedule`), times it at each size beside NCCL's own choice
-and the bound at the fabric's line rates (:func:`models.schedules.evaluate.evaluate_schedule`), and
+:func:`packing_comparison` writes the packing as a schedule for each size
+(:func:`models.schedules.export.sized_chunks`: the chunk count that times fastest there), times
+it beside NCCL's own choice and the bound at the fabric's line rates (:func:`models.schedules.evaluate.evaluate_schedule`), and
 adds the bound the packing's trees can reach: the NVLink-only bound at the capacities the evaluator
 times with (NCCL's capacity of each link times what NCCL's kernels achieve over it,
 :func:`models.schedules.evaluate.achieved_graph`), which is the packing's own rate.
@@ -13,17 +13,17 @@ Examples
 >>> import topo
 >>> c = packing_comparison(topo.dgx1v(), "all_gather", [0, 1, 4, 5], [2**30])
 >>> p = c.evaluation.points[0]
->>> [round(x / 1e9, 2) for x in (p.nccl_busbw, p.busbw, c.achieved_bound, p.bound_busbw)]
-[40.75, 60.0, 61.18, 90.75]
+>>> [round(x / 1e9, 2) for x in (p.nccl_busbw, p.busbw, c.achieved_bound, p.bound_busbw)], c.chunks
+([40.75, 60.81, 61.18, 90.75], (2,))
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..engine.fabric import prepare
 from .evaluate import ScheduleEvaluation, achieved_graph, evaluate_schedule
-from .export import packing_schedule, schedule_packing
+from .export import schedule_packing, sized_chunks
 
 __all__ = ["PackingComparison", "packing_comparison"]
 
@@ -40,13 +40,17 @@ class PackingComparison:
     gpus : tuple of int
         The GPU of each rank.
     evaluation : ScheduleEvaluation
-        The schedule at each size, with NCCL's choice and the line-rate bound.
+        The schedule at each size, with NCCL's choice and the line-rate bound: at each size the
+        schedule written for it (:func:`~models.schedules.export.sized_chunks`); its name and
+        counts are the largest size's.
     packing : models.studies.packing.TreePacking
         The trees the schedule was written from (on the capacities the evaluator times with).
     achieved_bound : float
         busbw of the NVLink-only bound at those capacities: what the packing's trees can reach. [B/s]
     steps, threadblocks, nchannels : int
-        The schedule's.
+        The largest size's schedule's.
+    chunks : tuple of int
+        Chunks per GPU of each size's schedule, by size.
     """
 
     system: str
@@ -58,10 +62,12 @@ class PackingComparison:
     steps: int
     threadblocks: int
     nchannels: int
+    chunks: tuple = ()
 
     def to_records(self) -> list:
         """Tidy rows, one per size: the evaluation's, with the achieved-rate bound beside the line-rate one."""
-        return [{**row, "achieved_bound_busbw_Bps": self.achieved_bound} for row in self.evaluation.to_records()]
+        return [{**row, "achieved_bound_busbw_Bps": self.achieved_bound, "chunks_per_gpu": k}
+                for row, k in zip(self.evaluation.to_records(), self.chunks)]
 
 
 def packing_comparison(G, collective: str, gpus, sizes, *, profile=None) -> PackingComparison:
@@ -85,13 +91,21 @@ def packing_comparison(G, collective: str, gpus, sizes, *, profile=None) -> Pack
     """
     from ..studies.bounds import bound
 
+    import numpy as np
+    from topo.units import parse_nbytes
+
     fabric = prepare(G, nccl=profile)
-    schedule = packing_schedule(fabric, collective, gpus)
-    evaluation = evaluate_schedule(fabric, schedule, sizes, gpus)
+    points, chunks = [], []
+    for size in np.atleast_1d(parse_nbytes(sizes)).tolist():  # each size its own schedule
+        schedule = sized_chunks(fabric, collective, gpus, int(size))[0]
+        evaluation = evaluate_schedule(fabric, schedule, int(size), gpus)
+        points += evaluation.points
+        chunks.append(schedule.nchunksperloop // schedule.ngpus)
+    evaluation = replace(evaluation, points=tuple(points))
     ranks = list(evaluation.gpus)
     achieved = achieved_graph(fabric, evaluation.pricing.achieved_ratio)
     own = bound(achieved, collective, max(p.nbytes for p in evaluation.points), ranks, edge_kinds=["nvlink"],
                 nccl=False)
     return PackingComparison(evaluation.system, collective, tuple(ranks), evaluation,
                              schedule_packing(fabric, collective, ranks), float(own.bound_busbw),
-                             schedule.nsteps, schedule.nthreadblocks, schedule.nchannels)
+                             schedule.nsteps, schedule.nthreadblocks, schedule.nchannels, tuple(chunks))

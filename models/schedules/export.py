@@ -53,7 +53,8 @@ from ..engine.fabric import prepare
 from .msccl import EXECUTOR, Gpu, Schedule, ScheduleError, Step, Threadblock
 
 __all__ = ["ExportError", "EXPORT_COLLECTIVES", "PACKING_COLLECTIVES", "TREE_COLLECTIVES", "NCCL_ALGORITHMS",
-           "nccl_schedule", "packing_schedule", "schedule_packing", "export_schedule", "SOURCES"]
+           "nccl_schedule", "packing_schedule", "schedule_packing", "export_schedule", "SOURCES",
+           "sized_chunks", "SIZED_CHUNK_COUNTS", "SIZED_PATIENCE"]
 
 #: What :func:`nccl_schedule` writes.
 EXPORT_COLLECTIVES = ("all_gather", "reduce_scatter", "all_reduce")
@@ -65,6 +66,12 @@ NCCL_ALGORITHMS = ("ring", "tree")
 PACKING_COLLECTIVES = ("all_gather", "reduce_scatter", "all_reduce")
 #: The sources of :func:`export_schedule`.
 SOURCES = ("packing", "nccl")
+#: Chunks per root :func:`sized_chunks` times at a size, fewest first (powers of two: each halves
+#: the chunk), up to the default count.
+SIZED_CHUNK_COUNTS = (1, 2, 4, 8, 16, 32, 64, 128)
+#: Counts timed past the fastest before :func:`sized_chunks` stops (the time falls, then rises, as
+#: the chunks go from few and slow to many and latency-bound; 2 lets one rounding blip pass).
+SIZED_PATIENCE = 2
 #: MSCCL's ``coll`` of each collective (the executor dialect's, [MX]).
 _COLL = MappingProxyType({"all_gather": "allgather", "reduce_scatter": "reducescatter", "all_reduce": "allreduce"})
 
@@ -245,7 +252,7 @@ def schedule_packing(G, collective: str, gpus=None, *, profile=None, protocol: s
     return _packings(fabric, collective, _selection(fabric, gpus), protocol)[0][-1][1]
 
 
-def packing_schedule(G, collective: str, gpus=None, *, chunks: int | None = None, profile=None,
+def packing_schedule(G, collective: str, gpus=None, *, chunks: int | None = None, size=None, profile=None,
                      protocol: str = "Simple") -> Schedule:
     """The tree packing that meets the bound, as an MSCCL all_gather, reduce_scatter or
     all_reduce (module docstring; the steps: :mod:`models.schedules.packed`).
@@ -258,7 +265,11 @@ def packing_schedule(G, collective: str, gpus=None, *, chunks: int | None = None
     chunks : int, optional
         Chunks of each root's block, shared among its trees by their rates (default: the most
         of :data:`~models.schedules.packed.CHUNK_COUNTS` whose rounding costs at most
-        :data:`~models.schedules.packed.ROUNDING_LOSS` of the rate).
+        :data:`~models.schedules.packed.ROUNDING_LOSS` of the rate; with ``size``, the count
+        :func:`sized_chunks` chooses for it).
+    size : int or str, optional
+        The message (nccl-tests' size) the schedule is written for: without ``chunks``, its chunks
+        per root are :func:`sized_chunks`'s choice at that size.
     profile : str or NcclProfile, optional
     protocol : {"Simple", "LL128", "LL"}
 
@@ -267,15 +278,24 @@ def packing_schedule(G, collective: str, gpus=None, *, chunks: int | None = None
     ExportError
         For another collective, fewer than 2 GPUs, GPUs the NVLinks do not connect, fewer than 1
         chunk, or a threadblock of more steps than the runtime takes (fewer ``chunks`` help).
+    topo.SizeError
+        For a ``size`` that is not one.
     """
-    from .packed import StepLimitError, chunk_choices, packed_steps
-
     _packing_collective(collective)
     if chunks is not None and (isinstance(chunks, bool) or not isinstance(chunks, int) or chunks < 1):
         raise ExportError(f"expected chunks a whole number >= 1 or None, received {chunks!r}")
     fabric = prepare(G, nccl=profile)
     ids = _selection(fabric, gpus)
+    if chunks is None and size is not None:
+        return sized_chunks(fabric, collective, ids, size, protocol=protocol)[0]
     phases, pricing = _packings(fabric, collective, ids, protocol)
+    return _packed_schedule(fabric, collective, ids, phases, pricing, chunks)
+
+
+def _packed_schedule(fabric, collective: str, ids, phases, pricing, chunks) -> Schedule:
+    """The packing's schedule of ``chunks`` per root (None: :func:`chunk_choices`' first that fits)."""
+    from .packed import StepLimitError, chunk_choices, packed_steps
+
     ratio = pricing.achieved_ratio
     capacity = fabric.nccl.capacity
     error = None
@@ -291,19 +311,96 @@ def packing_schedule(G, collective: str, gpus=None, *, chunks: int | None = None
             raise ExportError(f"{other}") from None
     else:
         raise ExportError(f"{error}") from None
-    return _schedule(f"packing_{collective}_{len(ids)}x{k}", collective, protocol, nchannels, len(ids), k, per_gpu,
+    return _schedule(f"packing_{collective}_{len(ids)}x{k}", collective, pricing.protocol, nchannels, len(ids), k, per_gpu,
                      scratch)
 
 
+def sized_chunks(G, collective: str, gpus, size, *, profile=None, protocol: str = "Simple") -> tuple:
+    """The packing's schedule for one message size, and how its chunks per root were chosen.
+
+    Each send of a schedule waits Ring's latency per step in the first loop (the evaluator's
+    pricing), and a loop's pipeline fills and drains one chunk a hop; later loops overlap the
+    previous ones' drain. So a small message split into many chunks pays mostly latencies (128
+    chunks a GPU: 0.30 GB/s at 64 KiB on DGX-1V GPUs 0,1,4,5, where 2 reach 2.43), and even a
+    large one often runs best as many loops of few chunks (2 a GPU there at 1 GiB: 99 % of the
+    packing's bound, 98 % with 128). As a synthesizer writes a schedule per size band, the
+    counts of :data:`SIZED_CHUNK_COUNTS` up to the default (:func:`packing_schedule`'s) are
+    written and timed at ``size`` (:func:`~models.schedules.evaluate.evaluate_schedule`), the
+    fewest first, until the time has risen :data:`SIZED_PATIENCE` counts in a row; the fastest
+    is chosen (the fewer chunks on a tie). Timing a count of many chunks at a large size takes
+    seconds to a minute (all_reduce on seven GPUs).
+
+    Parameters
+    ----------
+    G : networkx.DiGraph or PreparedFabric
+    collective : {"all_gather", "reduce_scatter", "all_reduce"}
+    gpus : str or iterable of int
+    size : int or str
+        nccl-tests' size.
+    profile : str or NcclProfile, optional
+    protocol : {"Simple", "LL128", "LL"}
+
+    Returns
+    -------
+    (Schedule, tuple of (int, float))
+        The chosen schedule, and each count tried with its evaluated time at ``size``. [s]
+
+    Raises
+    ------
+    ExportError, topo.SizeError
+        As :func:`packing_schedule`.
+
+    Examples
+    --------
+    >>> import topo
+    >>> s, tried = sized_chunks(topo.build("dgx1v"), "all_gather", "0,1,4,5", "64K")
+    >>> s.nchunksperloop // 4, [k for k, _ in tried]
+    (2, [1, 2, 4, 8])
+    """
+    from topo.units import parse_nbytes
+
+    from .evaluate import evaluate_schedule
+    from .packed import StepLimitError
+
+    _packing_collective(collective)
+    fabric = prepare(G, nccl=profile)
+    ids = _selection(fabric, gpus)
+    nbytes = int(parse_nbytes(size))
+    phases, pricing = _packings(fabric, collective, ids, protocol)
+    default = _packed_schedule(fabric, collective, ids, phases, pricing, None)
+    most = default.nchunksperloop // len(ids)
+    tried, best, rises, last = [], None, 0, None
+    for k in (k for k in SIZED_CHUNK_COUNTS if k < most) if most > 1 else ():
+        try:
+            schedule = _packed_schedule(fabric, collective, ids, phases, pricing, k)
+        except (ExportError, StepLimitError):
+            break
+        time = evaluate_schedule(fabric, schedule, nbytes, ids, nccl=False, bound=False).points[0].time
+        tried.append((k, time))
+        if best is None or time < best[1]:
+            best = (schedule, time)
+        rises = rises + 1 if last is not None and time > last else 0
+        last = time
+        if rises >= SIZED_PATIENCE:
+            break
+    else:
+        time = evaluate_schedule(fabric, default, nbytes, ids, nccl=False, bound=False).points[0].time
+        tried.append((most, time))
+        if best is None or time < best[1]:
+            best = (default, time)
+    return best[0], tuple(tried)
+
+
 def export_schedule(G, collective: str, gpus=None, *, source: str = "packing", profile=None,
-                    protocol: str = "Simple", chunks: int | None = None, algorithm: str = "ring") -> Schedule:
-    """:func:`packing_schedule` or :func:`nccl_schedule` (on NCCL's ``algorithm``) by ``source``
-    (``"packing"``, ``"nccl"``)."""
+                    protocol: str = "Simple", chunks: int | None = None, algorithm: str = "ring",
+                    size=None) -> Schedule:
+    """:func:`packing_schedule` (for ``size``, if given) or :func:`nccl_schedule` (on NCCL's
+    ``algorithm``) by ``source`` (``"packing"``, ``"nccl"``)."""
     if source == "packing":
         if algorithm != "ring":
             raise ExportError(f"the packing is its own schedule: expected no algorithm with source 'packing' "
                               f"(NCCL's {algorithm} is source 'nccl'), received algorithm {algorithm!r}")
-        return packing_schedule(G, collective, gpus, chunks=chunks, profile=profile, protocol=protocol)
+        return packing_schedule(G, collective, gpus, chunks=chunks, size=size, profile=profile, protocol=protocol)
     if source == "nccl":
         return nccl_schedule(G, collective, gpus, profile=profile, protocol=protocol, algorithm=algorithm)
     raise ExportError(f"expected a source of {', '.join(SOURCES)}, received {source!r}")

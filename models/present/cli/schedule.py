@@ -39,10 +39,14 @@ def _schedule_arguments(parser) -> None:
                         help="export --source packing: chunks of each GPU's block (default: the most of 128, 96, "
                              "64, 48, 32, 24, 16, 12, 8 whose rounding of the trees' rates costs at most 1 %% and "
                              "whose threadblocks fit the runtime's 256 steps)")
+    parser.add_argument("--size", type=parse_size, metavar="SIZE",
+                        help="export --source packing: write the schedule for this message size, its chunks "
+                             "per GPU the count of 1, 2, 4 ... 128 that times fastest there (default: the --chunks "
+                             "rule); export --evaluate times it at this size")
     parser.add_argument("--out", metavar="FILE", help="export: the MSCCL XML file to write (required)")
     nccl_option(parser)
     parser.add_argument("--evaluate", action="store_true",
-                        help="export: also time what was written, as evaluate does (-b/-e default 1G)")
+                        help="export: also time what was written, as evaluate does (-b/-e default --size, else 1G)")
     parser.add_argument("--explain", action="store_true", help="evaluate, export --evaluate: what each step costs")
     json_option(parser, "the summary")
 
@@ -105,7 +109,8 @@ def _export(args) -> None:
     check_output_paths({"--out": args.out})
     G = fabric_of(args, args.system)
     schedule = export_schedule(G, args.target, args.gpus, source=args.source, profile=args.nccl,
-                               protocol=args.proto, chunks=args.chunks, algorithm=args.algo)
+                               protocol=args.proto, chunks=args.chunks, algorithm=args.algo,
+                               size=args.size if args.source == "packing" else None)
     result = check_schedule(schedule)  # what is written holds
     write_text_atomic(args.out, to_msccl_xml(schedule))
     evaluation = None
@@ -114,7 +119,8 @@ def _export(args) -> None:
 
         ids = {g: i for i, g in enumerate(topo.gpus(G))}
         gpus = sorted(ids[g] for g in topo.select_gpus(G, args.gpus))
-        evaluation = _evaluation(args, G, schedule, gpus, 2**30, 2**30)
+        at = args.size or 2**30
+        evaluation = _evaluation(args, G, schedule, gpus, at, at)
     if args.json:
         print_json({"path": args.out, "source": args.source, **result.to_records()[0],
                     **({"evaluation": schedule_evaluation_json(evaluation, source=args.out)} if evaluation else {})})
@@ -133,7 +139,7 @@ def _export(args) -> None:
         print(schedule_evaluation_text(evaluation, source=args.out, explain=args.explain))
         if args.source == "packing":
             own = bound(achieved_graph(prepare(G, nccl=args.nccl), evaluation.pricing.achieved_ratio), args.target,
-                        2**30, gpus, edge_kinds=["nvlink"], nccl=False)
+                        max(p.nbytes for p in evaluation.points), gpus, edge_kinds=["nvlink"], nccl=False)
             print(f"bound: every link at its line rate (dgxtopo bound); the packing's trees cross NVLink at what "
                   f"NCCL's kernels achieve (x{evaluation.pricing.achieved_ratio:.4f} of NCCL's figure), where its "
                   f"bound is {to_GBps(own.bound_busbw):.2f} GB/s")
