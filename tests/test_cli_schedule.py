@@ -121,3 +121,13 @@ def test_export_writes_nccl_trees_and_the_packing_s_all_reduce(capsys, tmp_path)
     status, out, _ = _run(capsys, "schedule", "export", "all_reduce", "--system", "dgx1v", "--gpus", "0,3",
                           "--chunks", "2", "--out", str(tmp_path / "ar.xml"))
     assert status == 0 and "packing_all_reduce_2x2, all_reduce on 2 GPUs" in out and out.endswith("(checked: OK)\n")
+
+
+def test_export_writes_the_packing_for_a_size(capsys, tmp_path):
+    """--size writes the packing for that message: 2 chunks a GPU at 64 KiB on DGX-1V GPUs 0,1,4,5
+    (models.schedules.export.sized_chunks' known answer), timed there by --evaluate."""
+    status, out, err = _run(capsys, "schedule", "export", "all_gather", "--system", "dgx1v", "--gpus", "0,1,4,5",
+                            "--size", "64K", "--evaluate", "--out", str(tmp_path / "small.xml"))
+    assert status == 0 and err == "" and "packing_all_gather_4x2, all_gather on 4 GPUs" in out
+    row = next(line for line in out.splitlines() if line.lstrip().startswith("65536"))
+    assert row.split()[7] == "2.43" and row.split()[8] == "4.55"  # the schedule's busbw, NCCL's (LL)
