@@ -3,14 +3,15 @@ NCCL: how close the evaluated schedule comes to the bound. Run by hand (minutes 
 tests, which check three sets).
 
 Run: python examples/packing_sweep_benchmark.py [--system dgx1v] [--size 1G]
-[--collective all_gather|reduce_scatter|all_reduce]
+[--collective all_gather|reduce_scatter|all_reduce] [--sized]
 
 For each class of GPU sets under the fabric's symmetry (its NVLink graph's), the bound is the
 collective's bound on the NVLinks at the capacities the evaluator times with (NCCL's capacity of
 each link times what NCCL's kernels achieve over it: the packing's trees use NVLink, and the
 runtime's connections NCCL's paths; ``models.schedules.export`` says why this bound); sets where it
 beats NCCL's predicted busbw by more than 1 % are written (``models.schedules.packing_schedule``)
-and evaluated (``evaluate_schedule``). Prints each set, the bound, NCCL, the schedule's busbw and
+and evaluated (``evaluate_schedule``); ``--sized`` writes each for the size
+(``models.schedules.export.sized_chunks``: the chunk count that times fastest there). Prints each set, the bound, NCCL, the schedule's busbw and
 its share of the bound, then the least and the median.
 """
 
@@ -26,6 +27,7 @@ import topo
 from models.engine.fabric import prepare
 from models.predict.collectives import estimate
 from models.schedules import evaluate_schedule, packing_schedule
+from models.schedules.export import sized_chunks
 from models.schedules.evaluate import achieved_graph, schedule_pricing
 from models.studies.bounds import bound
 
@@ -35,6 +37,7 @@ def main() -> None:
     parser.add_argument("--system", default="dgx1v")
     parser.add_argument("--size", default="1G")
     parser.add_argument("--collective", default="all_gather", choices=("all_gather", "reduce_scatter", "all_reduce"))
+    parser.add_argument("--sized", action="store_true", help="write each schedule for --size (its chunks timed there)")
     args = parser.parse_args()
     fabric = prepare(topo.build(args.system))
     nodes = topo.gpus(fabric.G)
@@ -55,11 +58,13 @@ def main() -> None:
             nccl = float(estimate(fabric, collective, args.size, gpus).busbw)
             if limit <= 1.01 * nccl:
                 continue
-            schedule = packing_schedule(fabric, collective, gpus)
+            schedule = (sized_chunks(fabric, collective, gpus, args.size)[0] if args.sized
+                        else packing_schedule(fabric, collective, gpus))
             busbw = evaluate_schedule(fabric, schedule, args.size, gpus, nccl=False, bound=False).points[0].busbw
             shares.append(busbw / limit)
             print(f"{topo.select.format_gpu_ids(combo):>14}  bound {limit / 1e9:6.2f}  NCCL {nccl / 1e9:6.2f}  "
-                  f"schedule {busbw / 1e9:6.2f} GB/s  {busbw / limit:6.1%} of the bound", flush=True)
+                  f"schedule {busbw / 1e9:6.2f} GB/s  {busbw / limit:6.1%} of the bound  "
+                  f"({schedule.nchunksperloop // len(gpus)} chunks a GPU)", flush=True)
     print(f"{len(shares)} of {len(seen)} classes where the bound beats NCCL: the schedule reaches "
           f"{min(shares):.1%} of the bound at least, {statistics.median(shares):.1%} in the median, 95 % on "
           f"{sum(s >= 0.95 for s in shares)} ({time.process_time() - start:.0f} s CPU)")
