@@ -265,7 +265,8 @@ TAKES = {"systems": (), "topo": _ALL, "p2p": _ALL, "collective": _ALL, "pairs": 
          "compare": _ALL, "report": ("spec", "topo_file", "size"), "calibrate": ("spec", "topo_file", "size"),
          "check": ("spec", "topo_file", "size"), "import": ("size",), "export": _ALL, "bound": _ALL,
          "whatif": _ALL, "plan": _ALL, "gpus": (), "simulate": _ALL,
-         "tuner": _ALL, "schedule": _ALL, "graphs": _ALL, "dispatch": _ALL, "grouped": _ALL}  # size: --max-input SIZE too
+         "tuner": _ALL, "schedule": _ALL, "graphs": _ALL, "dispatch": _ALL, "grouped": _ALL,
+         "alltoallv": _ALL}  # size: --max-input SIZE too
 
 
 @pytest.mark.parametrize("command", [c.name for c in COMMANDS])
