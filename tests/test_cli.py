@@ -459,7 +459,7 @@ def test_every_k_of_every_built_in_system_is_within_the_default_limits(capsys):
 
 
 def test_progress_is_silent_when_piped_or_json(capsys):
-    from models.present.progress import progress_bar, wants_progress
+    from models.present.progress import wants_progress
 
     class Terminal:
         def isatty(self):

@@ -20,6 +20,7 @@ Examples
 
 from __future__ import annotations
 
+import importlib
 import math
 from collections.abc import Callable, Sequence
 
@@ -123,7 +124,7 @@ def _scipy_cut(H):
 
 def _scipy_installed() -> bool:
     try:
-        import scipy.sparse.csgraph  # noqa: F401
+        importlib.import_module("scipy.sparse.csgraph")
     except ImportError:
         return False
     return True

@@ -53,6 +53,7 @@ Examples
 from __future__ import annotations
 
 import enum
+import importlib
 import ipaddress
 import itertools
 import math
@@ -374,7 +375,7 @@ def _executor_kind(executor, dask_timeout) -> str:
                 raise ExecutorSpecError(f"executor={brief_repr(executor)}: expected dask://HOST:PORT with a "
                                         f"host name or address and a port from 1 to 65535")
             try:
-                import distributed  # noqa: F401  (optional extra dgx-topo[dask])
+                importlib.import_module("distributed")  # the optional extra dgx-topo[dask]
             except ImportError as err:
                 raise ExecutorSpecError(f"executor={executor!r} needs Dask distributed: install the "
                                         f"optional extra, pip install 'dgx-topo[dask]'") from err
