@@ -63,6 +63,7 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
+from importlib.util import find_spec
 from typing import Any
 
 import networkx as nx
@@ -373,11 +374,9 @@ def _executor_kind(executor, dask_timeout) -> str:
             if match is None or not 1 <= int(match["port"]) <= 65535:
                 raise ExecutorSpecError(f"executor={brief_repr(executor)}: expected dask://HOST:PORT with a "
                                         f"host name or address and a port from 1 to 65535")
-            try:
-                import distributed  # noqa: F401  (optional extra dgx-topo[dask])
-            except ImportError as err:
+            if find_spec("distributed") is None:  # the optional extra dgx-topo[dask], not imported here
                 raise ExecutorSpecError(f"executor={executor!r} needs Dask distributed: install the "
-                                        f"optional extra, pip install 'dgx-topo[dask]'") from err
+                                        f"optional extra, pip install 'dgx-topo[dask]'")
             return "dask"
     raise ExecutorSpecError(f"executor={brief_repr(executor)}: expected None (automatic), 'inline', "
                             f"'process', 'dask://HOST:PORT' or a concurrent.futures.Executor "
