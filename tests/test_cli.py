@@ -265,7 +265,8 @@ TAKES = {"systems": (), "topo": _ALL, "p2p": _ALL, "collective": _ALL, "pairs": 
          "compare": _ALL, "report": ("spec", "topo_file", "size"), "calibrate": ("spec", "topo_file", "size"),
          "check": ("spec", "topo_file", "size"), "import": ("size",), "export": _ALL, "bound": _ALL,
          "whatif": _ALL, "plan": _ALL, "gpus": (), "simulate": _ALL,
-         "tuner": _ALL, "schedule": _ALL, "graphs": _ALL, "dispatch": _ALL, "grouped": _ALL}  # size: --max-input SIZE too
+         "tuner": _ALL, "schedule": _ALL, "graphs": _ALL, "dispatch": _ALL, "grouped": _ALL,
+         "alltoallv": _ALL}  # size: --max-input SIZE too
 
 
 @pytest.mark.parametrize("command", [c.name for c in COMMANDS])
@@ -458,7 +459,7 @@ def test_every_k_of_every_built_in_system_is_within_the_default_limits(capsys):
 
 
 def test_progress_is_silent_when_piped_or_json(capsys):
-    from models.present.progress import progress_bar, wants_progress
+    from models.present.progress import wants_progress
 
     class Terminal:
         def isatty(self):

@@ -404,8 +404,19 @@ def gb300nvl72() -> nx.DiGraph:
 
     [S115]: 18 compute trays of 2 Grace + 4 GB300 GPUs, 9 NVLink switch trays (130 TB/s, 1.8 TB/s
     per GPU), and one ConnectX-8 SuperNIC of 800 Gb/s per GPU (4 per tray on 2 mezzanine boards).
-    Taken from GB200 NVL72 [U]: the switch chips and wiring, the mlx5 names and root ports, the
-    BlueField-3 storage ports, NVLink-C2C and the Grace-to-Grace link.
+
+    NIC path [U: not in the sources; ConnectX-8's integrated PCIe Gen6 switch and Blackwell
+    Ultra's Gen6 host interface recalled from NVIDIA's product pages, as for :func:`dgxb300`]:
+    each GPU's ConnectX-8 holds a PCIe switch (``pcie{g}`` of the tray, ``PCIe 6.0 switch
+    (ConnectX-8)``) with the GPU and the NIC below it on PCIe Gen6 x16 (NCCL reads 64 GT/s x16 as
+    96 GB/s), and its upstream port on a Grace root port at Gen5 x16 (Grace's PCIe is Gen5), the
+    root port GB200's NIC has. The GPU keeps NVLink-C2C to its Grace, so it has two neighbours on
+    the host side: C2C to Grace, and PCIe to its NIC's switch. GPU to own NIC is PIX (one switch:
+    GPUDirect RDMA at NCCL's default ``NCCL_NET_GDR_LEVEL`` PXB), to the other NICs of its Grace
+    NODE and of the other Grace SYS, as on GB200. On Grace's Gen5 as GB200's, the 800 Gb/s port
+    (100 GB/s) would be held to NCCL's 48 GB/s and a GB300 cluster's network would equal a
+    GB200 one's. Taken from GB200 NVL72 [U]: the switch chips and wiring, the mlx5 names and root
+    ports, the BlueField-3 storage ports, NVLink-C2C and the Grace-to-Grace link.
 
     Returns
     -------
@@ -416,14 +427,19 @@ def gb300nvl72() -> nx.DiGraph:
     >>> G = gb300nvl72()
     >>> G.nodes["t0.gpu0"]["model"], G.nodes["t0.mlx5_0"]["model"]
     ('NVIDIA GB300', 'ConnectX-8 (XDR InfiniBand)')
+    >>> [G.edges[u, v]["link"] for u, v in (("t0.gpu0", "t0.cpu0"), ("t0.gpu0", "t0.pcie0"),
+    ...                                      ("t0.pcie0", "t0.mlx5_0"), ("t0.pcie0", "t0.cpu0"))]
+    ['nvlink_c2c', 'pcie6_x16', 'pcie6_x16', 'pcie5_x16']
     """
     return _nvl72("GB300 NVL72", "gb300nvl72",
                   "GB300 NVL72 rack: 18 trays of 2 Grace + 4 Blackwell Ultra, 18 NVLink 5 switch chips, ConnectX-8",
-                  "GB300", _XDR_NIC)
+                  "GB300", _XDR_NIC, nic_switch="pcie6_x16")
 
 
-def _nvl72(name: str, system: str, description: str, gpu: str, nic) -> nx.DiGraph:
-    """An NVL72 rack (:func:`gb200nvl72`) with the given GPU part and compute NIC."""
+def _nvl72(name: str, system: str, description: str, gpu: str, nic, nic_switch: str | None = None) -> nx.DiGraph:
+    """An NVL72 rack (:func:`gb200nvl72`) with the given GPU part and compute NIC: on a Grace root
+    port, or with ``nic_switch`` (a PCIe link technology) in a PCIe switch of its own with its GPU
+    below it on that technology and the switch on the Grace root port (:func:`gb300nvl72`)."""
     G = nx.DiGraph(name=name, system=system, description=description)
     switch = NVSWITCHES["nvswitch4"]
     cpu = "Grace"
@@ -450,7 +466,14 @@ def _nvl72(name: str, system: str, description: str, gpu: str, nic) -> nx.DiGrap
             n = _NVL72_COMPUTE_NICS[g]
             add_nic(G, f"{p}mlx5_{n}", index=n, socket=socket, model=nic[0], port=nic[1], host=t)
             G.nodes[f"{p}mlx5_{n}"]["name"] = f"mlx5_{n}"
-            add_link(G, f"{p}cpu{socket}", f"{p}mlx5_{n}", "pcie5_x16", host_bridge=1 + g % per_grace)
+            if nic_switch is None:
+                add_link(G, f"{p}cpu{socket}", f"{p}mlx5_{n}", "pcie5_x16", host_bridge=1 + g % per_grace)
+            else:  # the NIC's own PCIe switch on that root port, the GPU and the NIC below it [U]
+                add_pcie_switch(G, f"{p}pcie{g}", index=g, socket=socket, host=t,
+                                model=f"PCIe {nic_switch[4]}.0 switch ({nic[0].split(' (')[0]})")
+                add_link(G, f"{p}cpu{socket}", f"{p}pcie{g}", "pcie5_x16", host_bridge=1 + g % per_grace)
+                add_link(G, f"{p}pcie{g}", node, nic_switch)
+                add_link(G, f"{p}pcie{g}", f"{p}mlx5_{n}", nic_switch)
         for socket, ports in enumerate(_NVL72_STORAGE_PORTS):
             for n in ports:
                 add_nic(G, f"{p}mlx5_{n}", index=n, socket=socket, model="BlueField-3 dual-port",
@@ -506,5 +529,6 @@ UNCERTAIN["dgxh800"] = ("8 NVLink links per H800 spread 2 to each of the 4 NVSwi
 UNCERTAIN["dgxb300"] = ("the NVLink wiring (9 + 9) and the PCIe/NIC arrangement taken from DGX B200; PCIe Gen6 "
                         "x16 from each GPU and ConnectX-8 to their switch (Gen5 to the CPU); the host taken as DGX B200's Xeon 8570 "
                         "(DGX B300 ships Xeon 6776P); " + UNCERTAIN["dgxb200"])
-UNCERTAIN["gb300nvl72"] = ("everything but the GPUs and the ConnectX-8 800G compute NICs taken from GB200 NVL72; "
-                           + UNCERTAIN["gb200nvl72"])
+UNCERTAIN["gb300nvl72"] = ("each ConnectX-8 as a PCIe switch with its GPU and NIC on PCIe Gen6 x16 and its upstream "
+                           "port on the Grace root port GB200's NIC has, at Gen5 x16; everything else but the GPUs and "
+                           "the ConnectX-8 800G compute NICs taken from GB200 NVL72; " + UNCERTAIN["gb200nvl72"])

@@ -75,7 +75,8 @@ _ROW_SWITCH_Y = 2.5      # a single board on its side: GPU row to NVSwitch row
 _ROW_SPACING = 1.0       # its host layer: least distance between neighbours of a row
 _RING_STEP = 1.0
 _HOST_GAP = 2.0          # between the hosts of a cluster
-_TRAY_GPU_STEP = 1.5     # GPUs of a rack's tray: room for the NICs spread beside each CPU
+_TRAY_GPU_STEP = 1.8     # GPUs of a rack's tray: room for the NICs spread beside each CPU and the
+                         # ConnectX-8 switches (GB300) and their NICs beside them
 _SHARED_STEP = 1.5       # nodes shared by hosts: height per hop above the hosts
 _SPREAD = 0.6            # nodes that would coincide are spread this far apart
 _EPS = 1e-9

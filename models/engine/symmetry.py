@@ -69,7 +69,7 @@ from topo.schema import gpus as gpu_nodes_of
 from topo.symmetry import colour_refinement, gpu_automorphisms, interchangeable_gpus, interchangeable_nodes
 
 __all__ = ["GpuSymmetry", "ClusterSymmetry", "path_support", "FabricSymmetry", "FabricClasses", "SymmetryLimitError",
-           "host_classes", "class_units", "host_copies", "host_place", "interchangeable_nodes", "MAX_SET_CLASSES", "FABRIC_NODE_KEYS", "FABRIC_EDGE_KEYS"]
+           "host_classes", "class_units", "host_copies", "host_places", "interchangeable_nodes", "MAX_SET_CLASSES", "FABRIC_NODE_KEYS", "FABRIC_EDGE_KEYS"]
 
 #: Default limit of the GPU-set classes one call enumerates (:meth:`GpuSymmetry.set_classes`,
 #: keyword ``max_classes``): each class is an estimate or a bound to compute.
@@ -280,10 +280,32 @@ def _words(word, k):
 
 
 # ------------------------------------------------------------------------------ hosts
-def host_place(n) -> str:
-    """A node's place within its host: its name without the host prefix (``h3.gpu0`` ->
-    ``gpu0``), as :func:`topo.cluster` names the copies."""
-    return str(n).split(".", 1)[-1]
+def host_places(G) -> dict:
+    """Each host node's place within its host: its name without the dotted prefix every node of
+    its host shares (``h3.gpu0`` -> ``gpu0`` in a cluster of DGX, ``r1.t2.gpu0`` -> ``gpu0`` in
+    a cluster of GB200 NVL72 racks, whose hosts are the trays; ``gpu0`` stays ``gpu0`` in a lone
+    DGX). Whole name components only, and never the last, so a host's places are as distinct as
+    its names (a dot inside an imported name, ``0000:07:00.0``, strips nothing it does not share).
+
+    Returns
+    -------
+    dict
+        Node (with a non-negative ``host``) -> its place (str).
+    """
+    names_of: dict = {}
+    for n, h in G.nodes(data="host"):
+        if isinstance(h, int) and h >= 0:
+            names_of.setdefault(h, []).append(n)
+    places: dict = {}
+    for nodes in names_of.values():
+        parts = [str(n).split(".") for n in nodes]
+        first, keep = parts[0], min(len(p) for p in parts) - 1
+        common = 0
+        while common < keep and all(p[common] == first[common] for p in parts):
+            common += 1
+        for n, p in zip(nodes, parts):
+            places[n] = ".".join(p[common:])
+    return places
 
 
 def _attributes(data, own_domains=frozenset()) -> tuple:
@@ -298,7 +320,7 @@ def host_classes(G, marked=frozenset(), *, outside: str = "node") -> list:
     """The hosts of ``G`` grouped into classes whose swaps are automorphisms of the whole fabric.
 
     A host is its nodes with a non-negative ``host``; two hosts swap when they hold the same
-    places (:func:`host_place`) with the same attributes (but ``host``) and the same edges, to the
+    places (:func:`host_places`) with the same attributes (but ``host``) and the same edges, to the
     same places of their own host or to the same node outside (a network switch, a rack's
     NVSwitch chip), and the same nodes are ``marked`` (a job's GPUs). Linear in the edges.
     With ``outside="kind"`` an edge to a node outside the host is compared by that node's kind
@@ -319,7 +341,7 @@ def host_classes(G, marked=frozenset(), *, outside: str = "node") -> list:
         if domain is not None:
             hosts_of_domain.setdefault(domain, set()).add(host_of.get(n))
     own = frozenset(d for d, hosts in hosts_of_domain.items() if len(hosts) == 1 and None not in hosts)
-    places = {n: ("local", host_place(n)) for n in host_of}
+    places = {n: ("local", place) for n, place in host_places(G).items()}
     # The key of an edge's attributes, by their items: the hosts' copies of a link are alike.
     edge_keys: dict = {}
 
@@ -430,7 +452,7 @@ def class_units(G, classes, marked=frozenset()) -> list:
     leaf is).
 
     Two classes ``a`` and ``b`` (the same number of hosts) swap when the map that exchanges
-    their hosts in host order (node by place, :func:`host_place`) and the outside nodes their
+    their hosts in host order (node by place, :func:`host_places`) and the outside nodes their
     nodes are cabled to (matched link by link, unambiguously) is an automorphism of ``G``: every
     edge touching a moved node has its image, with the same attributes, and every moved node its
     image's attributes (but ``host``, ``index`` and a host's own ``nvlink_domain``; ``marked``
@@ -445,8 +467,8 @@ def class_units(G, classes, marked=frozenset()) -> list:
     """
     host_of = {n: h for n, h in G.nodes(data="host") if isinstance(h, int) and h >= 0}
     nodes_of: dict = {}
-    for n, h in host_of.items():
-        nodes_of.setdefault(h, {})[host_place(n)] = n
+    for n, place in host_places(G).items():
+        nodes_of.setdefault(host_of[n], {})[place] = n
     domains: dict = {}
     for n, domain in G.nodes(data="nvlink_domain"):
         if domain is not None:
@@ -537,6 +559,8 @@ class ClusterSymmetry:
         self._inside: dict = {}  # class -> (symmetry of the paths, place -> GPU) or None
         self.gpus = tuple(gpu_nodes_of(G))
         self.host = {g: G.nodes[g]["host"] for g in self.gpus}
+        places = host_places(G)
+        self.place = {g: places[g] for g in self.gpus if g in places}  # GPU -> its place in its host
 
     def inside(self, c: int) -> tuple | None:
         """The symmetry of NCCL's paths between the GPUs of a host of class ``c`` (its
@@ -551,7 +575,7 @@ class ClusterSymmetry:
                 gpus = [g for g in self.gpus if self.host[g] == host]
                 S = path_support(G, self.system, gpus)
                 if all(G.nodes[n].get("host") == host for n in S):
-                    inside = (GpuSymmetry(S), {host_place(g): g for g in gpus})
+                    inside = (GpuSymmetry(S), {self.place[g]: g for g in gpus})
             self._inside[c] = inside
         return self._inside[c]
 
@@ -566,7 +590,7 @@ class ClusterSymmetry:
                 H.nodes[w]["model"] = f"pinned {w}"
             H.remove_edges_from([(u, v) for u, v in list(H.edges) if u in outside and v in outside])
             self._local[c] = GpuSymmetry(H)
-            self._names[c] = {host_place(g): g for g in gpu_nodes_of(H)}
+            self._names[c] = {self.place[g]: g for g in gpu_nodes_of(H)}
         return self._local[c]
 
     def keys(self, sets) -> list:
@@ -592,8 +616,8 @@ class ClusterSymmetry:
             inside = self.inside(c)
             if inside is not None:  # one host: the symmetry of its paths, NICs unpinned
                 symmetry, place = inside
-                mapped = [place[host_place(g)] for g in members]
-                r = place[host_place(root)] if root is not None else None
+                mapped = [place[self.place[g]] for g in members]
+                r = place[self.place[root]] if root is not None else None
                 return ("inside", c, symmetry.key(mapped, r))
         groups: dict = {}
         first = None
@@ -602,8 +626,8 @@ class ClusterSymmetry:
             u = self.unit[c]
             local = self.local(u)
             names = self._names[u]
-            mapped = [names[host_place(g)] for g in members]
-            r = names[host_place(root)] if root is not None and root in members else None
+            mapped = [names[self.place[g]] for g in members]
+            r = names[self.place[root]] if root is not None and root in members else None
             shape = (u, local.key(mapped, r), r is not None)
             if first is None:
                 first, first_class = shape, c

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from importlib.util import find_spec
 
 import networkx as nx
 import numpy as np
@@ -122,11 +123,10 @@ def _scipy_cut(H):
 
 
 def _scipy_installed() -> bool:
-    try:
-        import scipy.sparse.csgraph  # noqa: F401
-    except ImportError:
+    try:  # the submodule's parents are imported to find it; the submodule is not
+        return find_spec("scipy.sparse.csgraph") is not None
+    except ImportError:  # scipy itself is not installed
         return False
-    return True
 
 
 def _cut_function(H, backend):

@@ -11,7 +11,7 @@ from ..predict.dispatch import DispatchEstimate, DispatchPath
 from .format import format_gbps
 
 __all__ = ["schedule_lines", "explain_p2p_estimate", "explain_dispatch", "dispatch_path_line", "dispatch_table",
-           "grouped_table"]
+           "grouped_table", "alltoallv_table"]
 
 #: Rounds listed one by one before the rest are summed up.
 _SHOWN = 8
@@ -133,4 +133,28 @@ def grouped_table(operation: str, last: P2pEstimate, root: int, rows, gpus_per_t
              "#     size (B)   time (us)   algbw (GB/s)   busbw (GB/s)"]
     for size, time, algbw, busbw in rows:
         lines.append(f"{size:14d} {to_us(time):11.2f} {format_gbps(algbw, 2):>14} {format_gbps(busbw, 2):>14}")
+    return "\n".join(lines)
+
+
+def alltoallv_table(e: P2pEstimate, source: str, size: int, algbw: float, busbw: float, gpus_per_thread: int) -> str:
+    """nccl-tests' columns of one all-to-allv (:func:`models.predict.alltoall.alltoallv`) of the matrix
+    read from ``source``: ``size`` the largest row's sum (a rank's send buffer) in bytes, ``algbw`` and
+    ``busbw`` in B/s; a line above says what the matrix holds.
+
+    >>> import topo
+    >>> from models.predict.alltoall import alltoallv
+    >>> e = alltoallv(topo.build("dgxh100"), [[0, 2**20], [3 * 2**20, 0]], gpus=[0, 1])
+    >>> print(alltoallv_table(e, "m.csv", 3 * 2**20, 3 * 2**20 / e.time, 1.5 * 2**20 / e.time, 1).splitlines()[1])
+    # matrix m.csv: 2 x 2, 4194304 B in all, 0 B on the diagonal (not timed); the most a GPU sends 3145728 B (GPU 1), receives 3145728 B (GPU 0)
+    """
+    m = e.matrix
+    sent, received = m.sum(axis=1) - m.diagonal(), m.sum(axis=0) - m.diagonal()
+    shown = "standard input" if source == "-" else source
+    lines = [f"# dgxtopo: predicted alltoallv on GPUs {format_gpu_ids(e.gpus)} ({e.nranks} ranks), -g "
+             f"{gpus_per_thread}; NCCL's grouped sends and receives (its per-peer schedule, this project's model)",
+             f"# matrix {shown}: {e.nranks} x {e.nranks}, {int(m.sum())} B in all, {int(m.diagonal().sum())} B on the "
+             f"diagonal (not timed); the most a GPU sends {int(sent.max())} B (GPU {e.gpus[int(sent.argmax())]}), "
+             f"receives {int(received.max())} B (GPU {e.gpus[int(received.argmax())]})",
+             "#     size (B)   time (us)   algbw (GB/s)   busbw (GB/s)",
+             f"{size:14d} {to_us(e.time):11.2f} {format_gbps(algbw, 2):>14} {format_gbps(busbw, 2):>14}"]
     return "\n".join(lines)

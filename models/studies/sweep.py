@@ -63,6 +63,7 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
+from importlib.util import find_spec
 from typing import Any
 
 import networkx as nx
@@ -80,7 +81,7 @@ from ..engine.nccl.profiles import NcclProfile
 from ..engine.nccl.search import ChannelSearchError
 from ..engine.nccltests import collective as _collective
 from ..engine.routes import RouteError
-from ..engine.symmetry import FABRIC_NODE_KEYS, FabricClasses, host_classes, host_place, interchangeable_nodes
+from ..engine.symmetry import FABRIC_NODE_KEYS, FabricClasses, host_classes, host_places, interchangeable_nodes
 from ..predict.collectives import estimate
 from ..predict.p2p import p2p_matrix
 from .whatif import WhatIfError, brief_repr, components, failed_fabric
@@ -373,11 +374,9 @@ def _executor_kind(executor, dask_timeout) -> str:
             if match is None or not 1 <= int(match["port"]) <= 65535:
                 raise ExecutorSpecError(f"executor={brief_repr(executor)}: expected dask://HOST:PORT with a "
                                         f"host name or address and a port from 1 to 65535")
-            try:
-                import distributed  # noqa: F401  (optional extra dgx-topo[dask])
-            except ImportError as err:
+            if find_spec("distributed") is None:  # the optional extra dgx-topo[dask], not imported here
                 raise ExecutorSpecError(f"executor={executor!r} needs Dask distributed: install the "
-                                        f"optional extra, pip install 'dgx-topo[dask]'") from err
+                                        f"optional extra, pip install 'dgx-topo[dask]'")
             return "dask"
     raise ExecutorSpecError(f"executor={brief_repr(executor)}: expected None (automatic), 'inline', "
                             f"'process', 'dask://HOST:PORT' or a concurrent.futures.Executor "
@@ -489,11 +488,8 @@ class _ClusterCases:
                               if (rest := [h for h in hosts if h != lead])]
         self.host_class = {h: c for c, hosts in enumerate(classes) for h in hosts}
         self.first_host = [hosts[0] for hosts in classes]
-        self.by_place = {}
-        for n in G:
-            h = _host_of(G, n)
-            if h is not None:
-                self.by_place[h, host_place(n)] = n
+        self.place = host_places(G)
+        self.by_place = {(G.nodes[n]["host"], place): n for n, place in self.place.items()}
         self.outside_twins = None
         self._twins: dict = {}
 
@@ -528,7 +524,7 @@ class _ClusterCases:
         if ("place", c) not in self._twins:
             places: dict = {}
             for n, i in self._local_twins(c).items():
-                places.setdefault(i, []).append(host_place(n))
+                places.setdefault(i, []).append(self.place[n])
             self._twins["place", c] = {i: min(members) for i, members in places.items()}
         place = self._twins["place", c]
         return tuple(sorted(end if end[0] == "outside" else ("host", place[end[1]]) for end in ends)), count, factor
@@ -551,7 +547,7 @@ class _ClusterCases:
             if _host_of(self.G, n) is None:
                 ends.append(self._outside(n))
             else:
-                ends.append(("host", twins[self.by_place[self.first_host[c], host_place(n)]]))
+                ends.append(("host", twins[self.by_place[self.first_host[c], self.place[n]]]))
         return c, tuple(sorted(ends)), failure.count, failure.factor
 
 

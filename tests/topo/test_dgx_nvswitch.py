@@ -370,3 +370,60 @@ def test_b300_gpu_and_connectx8_on_gen6_so_the_800g_port_is_not_held_to_gen5(bui
     b300 = models.estimate(topo.build("2xdgxb300"), "all_gather", 2**30, algorithm="ring").point().busbw
     b200 = models.estimate(topo.build("2xdgxb200"), "all_gather", 2**30, algorithm="ring").point().busbw
     assert b300 / b200 == pytest.approx(2.0, rel=0.05)
+
+
+def test_gb300_connectx8_is_a_gen6_switch_beside_the_gpus_c2c(built):
+    """GB300 NVL72: each GPU keeps NVLink-C2C to its Grace and has its ConnectX-8's PCIe switch as a
+    second host-side neighbour, GPU and NIC on PCIe 6.0 x16 below it, its upstream port on the
+    Grace root port at Gen5 x16 [U]. GB200's NIC hangs off Grace alone."""
+    G = built["gb300nvl72"]
+    for t in (0, 17):
+        for g, n in enumerate((0, 1, 4, 5)):
+            gpu, nic, switch, grace = f"t{t}.gpu{g}", f"t{t}.mlx5_{n}", f"t{t}.pcie{g}", f"t{t}.cpu{g // 2}"
+            host_side = {v: d["link"] for v, d in G.adj[gpu].items() if d["kind"] == "pcie"}
+            assert host_side == {grace: "nvlink_c2c", switch: "pcie6_x16"}
+            assert {v: d["link"] for v, d in G.adj[switch].items()} == {gpu: "pcie6_x16", nic: "pcie6_x16",
+                                                                        grace: "pcie5_x16"}
+            assert G.nodes[switch]["kind"] == "pcie_switch" and G.nodes[switch]["socket"] == g // 2
+            assert topo.connection_class(G, gpu, nic) == "PIX"
+    cm = topo.connection_matrix(G)
+    assert [cm.cell("GPU0", f"mlx5_{n}") for n in (0, 1, 4, 5)] == ["PIX", "NODE", "SYS", "SYS"]
+    assert [topo.connection_matrix(built["gb200nvl72"]).cell("GPU0", f"mlx5_{n}") for n in (0, 1, 4, 5)] == \
+        ["NODE", "NODE", "SYS", "SYS"]
+
+
+def test_gb300_nccl_reaches_its_nic_over_the_switch_with_gpudirect_rdma():
+    """NCCL's GPU-to-NIC path on GB300 is PIX through the ConnectX-8's switch (not through Grace, as
+    GB200's PHB), within NCCL_NET_GDR_LEVEL's default PXB: GPUDirect RDMA, at NCCL's 96 GB/s of a
+    64 GT/s x16 link (src/graph/topo.cc kvDictPciGen, v2.27.7-1). Where the network binds (one tray
+    per rack, 8 GPUs: each ring channel crosses the network) a ring all_gather then moves 96/48 = 2x
+    GB200's; the full racks' ring is bound by NVLink either way."""
+    from models.engine.fabric import prepare
+    from models.engine.routes import PathType
+    from models.predict.nicpath import nic_path
+
+    G = topo.build("2xgb300nvl72")
+    system = prepare(G).nccl
+    route = system.net_route("r0.t0.gpu1", "r0.t0.mlx5_1")
+    assert route.path_type is PathType.PIX
+    assert route.edges == (("r0.t0.gpu1", "r0.t0.pcie1"), ("r0.t0.pcie1", "r0.t0.mlx5_1"))
+    assert min(system.capacity(u, v) for u, v in route.edges) == 96e9
+    assert nic_path(G, "r0.t0.mlx5_1").gdr and nic_path(G, "r0.t0.mlx5_1").path_class == "PIX"
+    old = topo.build("2xgb200nvl72")
+    assert prepare(old).nccl.net_route("r0.t0.gpu1", "r0.t0.mlx5_1").path_type is PathType.PHB
+    assert not nic_path(old, "r0.t0.mlx5_1").gdr
+    gpus = [0, 1, 2, 3, 72, 73, 74, 75]
+    gb300 = models.estimate(G, "all_gather", 2**30, gpus, algorithm="ring").point().busbw
+    gb200 = models.estimate(old, "all_gather", 2**30, gpus, algorithm="ring").point().busbw
+    assert gb300 / gb200 == pytest.approx(2.0, rel=0.05)
+
+
+def test_gb300_nccl_xml_keeps_the_switch_and_gen6_links():
+    """NCCL's XML of a GB300 tray nests each GPU and its NIC in the ConnectX-8's switch (64.0 GT/s
+    below, 32.0 GT/s above); C2C is not written (a GPU is placed by its PCIe link), and reading it
+    back gives the same NIC path."""
+    text = topo.to_nccl_xml(topo.build("gb300nvl72"), host=0)
+    assert text.count('link_speed="64.0 GT/s PCIe"') == 8 and text.count('link_speed="32.0 GT/s PCIe"') == 4
+    H = topo.from_nccl_xml(text)
+    assert [topo.connection_class(H, "gpu0", n) for n in ("mlx5_0", "mlx5_1", "mlx5_4")] == ["PIX", "PHB", "SYS"]
+    assert H.edges["gpu0", "pcie0"]["link"] == "pcie6_x16"

@@ -218,7 +218,7 @@ def test_nccl_xml_export_of_a_dgx1v_names_its_gpus_and_cpus():
 
 
 @pytest.mark.parametrize("make, message", [
-    (lambda: topo.build("gb200nvl72"), "is nvlink_c2c, which NCCL's XML cannot state"),
+    (lambda: topo.build("gb200nvl72"), r"does not hang off a CPU by PCIe \(NVLink-C2C"),
     (lambda: topo.scale_links(topo.build("dgx1v"), "gpu0", "gpu3", 0.5), "NCCL's XML states link counts"),
     (lambda: topo.scale_links(topo.build("dgx1v"), "pcie0", "gpu0", 0.3), "which is no PCIe width"),
 ])

@@ -532,6 +532,12 @@ def _pcie_attributes(G, parent, child, where: str) -> dict:
     return {"link_speed": _LINK_SPEED[data["link"]], "link_width": str(round(width))}
 
 
+def _tree_edge(data: dict) -> bool:
+    """A PCIe edge of the tree the XML nests (NVLink-C2C, an edge of kind ``pcie`` too, is not:
+    NCCL writes it as a ``<c2c>`` of the GPU, which this module does not model)."""
+    return data["kind"] == "pcie" and data["link"] != "nvlink_c2c"
+
+
 def to_nccl_xml(G: nx.DiGraph, *, host: int = 0) -> str:
     """One host of a fabric as NCCL's topology XML (what ``NCCL_TOPO_DUMP_FILE`` holds).
 
@@ -543,7 +549,9 @@ def to_nccl_xml(G: nx.DiGraph, *, host: int = 0) -> str:
     order (NVSwitches after the devices). NCCL's XML has no room for the rest, which a round
     trip therefore does not keep: NICs without a network port (storage cards), host bridges
     (NCCL has no NODE class), NVSwitch trunks (the importer rejoins two baseboards), thread
-    counts and socket link counts (NCCL charges one figure per socket pair). Reading it back
+    counts and socket link counts (NCCL charges one figure per socket pair), NVLink-C2C (a GPU
+    with a PCIe link besides, as GB300's beside its ConnectX-8, is written below that link; one
+    with C2C only, as GB200's, cannot be written). Reading it back
     gives the fabric NCCL builds from it, and so NCCL's predictions.
 
     Parameters
@@ -621,7 +629,7 @@ def to_nccl_xml(G: nx.DiGraph, *, host: int = 0) -> str:
                           speed=str(round(kind[node]["port_bandwidth"] * 8 / 1e6)), port="1", gdr="1")
         else:
             for kid, data in G.adj[node].items():
-                if data["kind"] == "pcie" and kid not in placed and kind[kid]["kind"] in ("pcie_switch", "gpu", "nic"):
+                if _tree_edge(data) and kid not in placed and kind[kid]["kind"] in ("pcie_switch", "gpu", "nic"):
                     device(element, node, kid)
             if not len(element):
                 parent_element.remove(element)  # a switch with nothing NCCL uses below it
@@ -640,7 +648,7 @@ def to_nccl_xml(G: nx.DiGraph, *, host: int = 0) -> str:
                                 affinity=",".join(digits[k:k + 8] for k in range(0, len(digits), 8)),
                                 arch=arch, vendor=vendor, familyid=str(family), modelid=str(model))
         for kid, edge in G.adj[c].items():
-            if edge["kind"] == "pcie" and kind[kid]["kind"] in ("pcie_switch", "gpu", "nic") and kid not in placed:
+            if _tree_edge(edge) and kind[kid]["kind"] in ("pcie_switch", "gpu", "nic") and kid not in placed:
                 device(element, c, kid)
     missing = [g for g in gpu_nodes if g not in placed]
     if missing:

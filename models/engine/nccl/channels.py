@@ -116,35 +116,55 @@ def nccl_view(fabric: NcclSystem, nodes) -> tuple:
     -------
     (NcclSystem, bool)
         ``fabric`` itself when no multi-node NVLink clique applies; otherwise a view of a copy
-        of its graph in which the hosts of each clique are one host, and True.
+        of its graph (the communicator's hosts and the nodes of no host) in which the hosts of
+        each clique are one host, and True.
     """
     G, profile = fabric.G, fabric.profile
     nodes = list(nodes)
     if profile.behaviour.mnnvl is Mnnvl.NONE or not _nvlink_leaves_host(fabric, nodes):
         return fabric, False
-    hosts_of = [sorted({G.nodes[n]["host"] for n in clique}) for clique in nvlink_cliques(G, nodes)]
+    cliques = _cliques(fabric, nodes)
+    hosts_of = [sorted({G.nodes[n]["host"] for n in clique}) for clique in cliques]
     fused = [hosts for hosts in hosts_of if len(hosts) > 1]
     if not fused:
         return fabric, False
     all_hosts = {G.nodes[n]["host"] for n in nodes}
     if profile.behaviour.mnnvl is Mnnvl.ALL_RANKS and not (len(hosts_of) == 1 and set(hosts_of[0]) == all_hosts):
         return fabric, False
-    key = tuple(tuple(h) for h in fused)
-    views = fabric.views  # one MNNVL view per clique hosts: the fused copy is built once per fabric
+    key = tuple(tuple(h) for h in fused), tuple(sorted(all_hosts))
+    views = fabric.views  # one MNNVL view per communicator's hosts: each fused copy is built once per fabric
     if key not in views:
         host_map = {h: hosts[0] for hosts in fused for h in hosts}
-        H = G.copy()
+        # The communicator's hosts and every node of no host (the racks' switch chips, the
+        # network): NCCL's view of a communicator holds its ranks' nodes alone, and a copy of
+        # the rest of a cluster of racks (40 ms for 4 racks) would be most of the cost.
+        H = G.subgraph([n for n, h in G.nodes(data="host") if h in all_hosts or not isinstance(h, int) or h < 0]).copy()
         for _, data in H.nodes(data=True):
             if data.get("host") in host_map:
                 data["host"] = host_map[data["host"]]
         split = {}
-        for clique in nvlink_cliques(G, nodes):
+        for clique in cliques:
             if any(G.nodes[n]["host"] in host_map for n in clique):
                 split.update(_merge_switches(H, clique))
         views[key] = NcclSystem(H, profile, validate=False, searches=fabric.searches,
                                 hosts_alike=fabric.hosts_alike)
         views[key].split.update(split)
     return views[key], True
+
+
+def _cliques(fabric: NcclSystem, nodes) -> list:
+    """:func:`models.engine.nccl.nvls.nvlink_cliques` of ``nodes``, from every GPU's NVLink domain
+    found once per fabric (:attr:`NcclSystem.clique_of`): a rack's domain is walked once, not
+    once per communicator."""
+    clique_of = fabric.clique_of
+    if not clique_of:
+        G = fabric.G
+        gpus = [n for n, kind in G.nodes(data="kind") if kind == "gpu"]
+        clique_of.update((g, i) for i, clique in enumerate(nvlink_cliques(G, gpus)) for g in clique)
+    groups: dict = {}
+    for n in nodes:
+        groups.setdefault(clique_of[n], []).append(n)
+    return list(groups.values())
 
 
 def _merge_switches(H, clique) -> dict:

@@ -75,8 +75,9 @@ P2P_PCI_CHUNKSIZE = 1 << 17
 #: (src/enqueue.cc, ``NCCL_PARAM(P2pLLThreshold, "P2P_LL_THRESHOLD", 16384)`` [U]). [bytes]
 P2P_LL_THRESHOLD = 16384
 #: ``NCCL_NCHANNELS_PER_NET_PEER`` default: channels per peer on another node (src/graph/paths.cc
-#: ``ncclTopoGetNchannels`` [U]; v2.29 changes the default for alltoall/send/recv, release notes,
-#: not modelled).
+#: ``ncclTopoGetNchannels`` [U]). v2.29's release notes give alltoall/send/recv "better default
+#: channels per net peer" without a value (the reference's appendix has none either): every
+#: release keeps 2, marked [U] in the 2.29+ behaviour rows (models.engine.nccl.releases).
 NCHANNELS_PER_NET_PEER = 2
 #: ``NCCL_MAX_DEV_WORK_P2P_PER_BATCH``: p2p parts one batch of a channel runs at once
 #: (src/include/device.h, v2.19+ [U]).

@@ -549,6 +549,11 @@ _V2_28_U = (
     "nvls_ratio: nRanks / nsteps is given for HEAD and 5/6 for v2.19-v2.27; it is taken to come "
     "with v2.28.3's nvlsEfficiency",
 )
+_V2_29_U = (
+    "p2p_channels_per_net_peer: v2.29's release notes give alltoall/send/recv \"better default channels per "
+    "net peer\" (NCCL_NCHANNELS_PER_NET_PEER) but no value, nor does the appendix; the default before it, 2 "
+    "(models.engine.nccl.p2p_plan.NCHANNELS_PER_NET_PEER), is kept",
+)
 _V2_30_U = (
     "nvls: the Blackwell multi-node NVLSTree channel and chunk tuning of v2.30.3 "
     "(ncclNvlsTreeSm100Tuning) is not modelled (it sets execution channels and chunk sizes, "
@@ -640,14 +645,14 @@ BEHAVIOURS: Mapping[str, ReleaseBehaviour] = MappingProxyType({row.profile: row 
          uncertain=_V2_28_U),
     _row("2.29.2", "v2.29.2-1", *_SEARCH_ROW, _NM.GPUS, _NR.NSTEPS, _NL.V2_19,
          **dict(_V2_28_CELLS, symmetric=SymmetricKernels.NVLINK_ONLY, copy_engine=CopyEngine.LARGE_ALLGATHER),
-         uncertain=_V2_28_U),
+         uncertain=_V2_28_U + _V2_29_U),
     _row("2.30.7", "v2.30.7-1", *_SEARCH_ROW, _NM.GPUS, _NR.NSTEPS, _NL.V2_19,
          **dict(_V2_28_CELLS, symmetric=SymmetricKernels.NVLINK_ONLY, copy_engine=CopyEngine.LARGE_ALLGATHER,
-                cta_policy=CtaPolicy.NAMES), uncertain=_V2_28_U + _V2_30_U),
+                cta_policy=CtaPolicy.NAMES), uncertain=_V2_28_U + _V2_29_U + _V2_30_U),
     _row("2.31.0", "2.31.0a7-1", *_SEARCH_ROW, _NM.GPUS, _NR.NSTEPS, _NL.V2_19,
          **dict(_V2_28_CELLS, symmetric=SymmetricKernels.NVLINK_ONLY, copy_engine=CopyEngine.LARGE_ALLGATHER,
                 cta_policy=CtaPolicy.NAMES, tuning_code=TuningCode.PER_ALGORITHM),
-         uncertain=_V2_31_U + _V2_28_U + _V2_30_U),
+         uncertain=_V2_31_U + _V2_28_U + _V2_29_U + _V2_30_U),
 )})
 
 

@@ -259,7 +259,11 @@ class NcclSystem:
     hosts_alike : bool
         Hosts with the same local node names are copies (the parameter).
     views : dict
-        MNNVL views of this fabric by fused hosts (:func:`models.engine.nccl.channels.nccl_view`).
+        MNNVL views of this fabric by fused hosts and the communicator's hosts
+        (:func:`models.engine.nccl.channels.nccl_view`).
+    clique_of : dict
+        Every GPU's NVLink domain, numbered (:func:`models.engine.nccl.channels.nccl_view` fills
+        it on first use from :func:`models.engine.nccl.nvls.nvlink_cliques` of all GPUs).
     split : dict
         In an MNNVL view whose switch chips were merged: merged node -> ((chip, share), ...).
     network_loads : dict
@@ -296,6 +300,7 @@ class NcclSystem:
         self.hosts_alike = hosts_alike
         self._host_kinds: dict = {}
         self.views: dict = {}
+        self.clique_of: dict = {}
         self.split: dict = {}
         self.network_loads: dict = {}
         self._network_nics: dict = {}  # host (None: every host) -> its NICs on a network

@@ -24,6 +24,7 @@ Subcommands (``dgxtopo COMMAND --help`` for each)
 ``tuner``       the model's choices per size band as the config of NCCL's example tuner plugin.
 ``dispatch``    one MoE token dispatch, NCCL's flat all-to-all against hierarchical (NVLink, then RDMA).
 ``grouped``     gather or scatter swept as nccl-tests prints them: NCCL's grouped sends and receives.
+``alltoallv``   an all-to-allv of a send-count matrix file (``--matrix FILE``): NCCL's per-peer schedule.
 
 Every command that takes a system names it ``--system SPEC`` (``compare`` and ``report`` take
 several: ``--system dgx2 2xdgx1v``): the one form that reads the same next to each command's own

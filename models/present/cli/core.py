@@ -12,7 +12,7 @@ from types import MappingProxyType
 
 from topo.errors import DgxTopoError, LimitError
 
-from . import (bound, collective, compare, dispatch, files, graphs, grouped, measured, p2p, plan, report, schedule, sets, simulate, systems,
+from . import (alltoallv, bound, collective, compare, dispatch, files, graphs, grouped, measured, p2p, plan, report, schedule, sets, simulate, systems,
                tuner, whatif)
 from .inputs import check_files
 from .options import (SIZE_HELP, TOPO_FILE_HELP, WHATIF_HELP, Command, Parser, UsageError, parse_size, spec_help,
@@ -24,7 +24,7 @@ COMMANDS: tuple[Command, ...] = (
     systems.SYSTEMS, systems.TOPO, p2p.P2P, collective.COLLECTIVE, sets.PAIRS, sets.SUBSETS, compare.COMPARE,
     report.REPORT, measured.CALIBRATE, measured.CHECK, files.IMPORT, files.EXPORT, bound.BOUND, whatif.WHATIF,
     plan.PLAN, plan.GPUS, simulate.SIMULATE, schedule.SCHEDULE, tuner.TUNER, graphs.GRAPHS,
-    dispatch.DISPATCH, grouped.GROUPED)
+    dispatch.DISPATCH, grouped.GROUPED, alltoallv.ALLTOALLV)
 
 
 def _grammars(parser) -> list:

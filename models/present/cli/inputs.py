@@ -47,9 +47,9 @@ def read_text(path: str, kind, args) -> str:
 
 
 def _input_paths(args) -> list:
-    """Every file the command line names as an input (--topo-file, --calibration, --graph, FILE...)."""
+    """Every file the command line names as an input (--topo-file, --calibration, --graph, --matrix, FILE...)."""
     paths = []
-    for name in ("file", "files", "topo_file", "calibration", "graph"):
+    for name in ("file", "files", "topo_file", "calibration", "graph", "matrix"):
         value = getattr(args, name, None)
         paths += value if isinstance(value, list) else [] if value is None else [value]
     if paths.count("-") > 1:

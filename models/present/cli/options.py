@@ -207,7 +207,7 @@ def max_input_option(parser) -> None:
     parser.add_argument("--max-input", type=parse_size, metavar="SIZE",
                         help="refuse input files larger than SIZE (default: per kind, "
                              "topo.inputs.INPUT_KINDS: 64M for fabrics and task graphs, 16M for benchmark outputs, "
-                             "imports and MSCCL schedules, 1M for calibrations)")
+                             "imports and MSCCL schedules, 4M for send-count matrices, 1M for calibrations)")
 
 
 def whatif_options(parser) -> None:

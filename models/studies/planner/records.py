@@ -491,7 +491,9 @@ class ContextParallelDetail:
         Attention layers of the stage.
     nbytes : float
         ``p2p``: one ring step's K/V block, sent by every GPU to the next (the backward sends the
-        block and its gradient, twice this); ``a2a``: the per-rank buffer of one all-to-all. [bytes]
+        block and its gradient, twice this); ``a2a``: the per-rank buffers of the four all-to-alls of
+        one forward pass summed (Q, K, V in, the output back), what a rank sends in that pass
+        (:func:`models.studies.planner.cp_exchange.cp_a2a_bytes` gives the four). [bytes]
     """
 
     degree: int

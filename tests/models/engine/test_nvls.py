@@ -25,7 +25,7 @@ from models.engine.nccl.tuning import (ChannelGraph, Communicator, NoAlgorithmEr
                                 select_algorithm)
 from models.present.reasons_text import nvls_choice_text, reason_text
 from topo.dgx_nvswitch import gb200nvl72
-from topo.units import GB, GiB, MiB, us
+from topo.units import GB, GiB, us
 
 EIGHT = [f"gpu{i}" for i in range(8)]
 

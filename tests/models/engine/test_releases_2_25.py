@@ -72,6 +72,10 @@ def test_uncertain_rows_are_the_ones_the_appendix_marks():
     assert any("2.32" in u for u in BEHAVIOURS["2.31.0"].uncertain)
     assert any(u.startswith("every cell:") for u in BEHAVIOURS["2.31.0"].uncertain)
     assert any("release notes of 2.30" in u for u in BEHAVIOURS["2.30.7"].uncertain)
+    # v2.29's "better default channels per net peer" has no value in the notes or the appendix
+    for version in ("2.29.2", "2.30.7", "2.31.0"):
+        assert any(u.startswith("p2p_channels_per_net_peer:") for u in BEHAVIOURS[version].uncertain)
+    assert not any("per_net_peer" in u for u in BEHAVIOURS["2.28.9"].uncertain)
     assert all(note.startswith("[U]") for note in nccl_profile("2.32.6").notes[:2])
 
 
@@ -244,6 +248,7 @@ def test_explain_says_what_is_uncertain_and_what_is_not_timed(capsys):
     out = capsys.readouterr().out
     assert "NCCL release 2.31.0 (2.31.0a7-1)" in out
     assert "[U] 2.32: nothing was found for it in NVIDIA/nccl" in out
+    assert "[U] p2p_channels_per_net_peer: v2.29's release notes" in out
     assert "not timed: symmetric kernels" in out and "ncclCommWindowRegister" in out
     assert main(["collective", "all_reduce", "--system", "dgxb200", "-b", "1G", "-e", "1G", "--nccl", "2.25",
                  "--explain"]) == 0

@@ -11,15 +11,13 @@ import pytest
 
 import topo
 from models.engine.results import gpu_set, gpu_sets, tidy_records
-from models.predict.collectives import CollectiveEstimate, estimate, subsets
-from models.predict.measure import DEFAULT, Parameter, measured
-from models.predict.network import NetworkLoad
-from models.predict.nicpath import NicPath
-from models.predict.p2p import P2PReport, P2PResult, p2p_path, p2p_report
+from models.predict.collectives import estimate, subsets
+from models.predict.measure import DEFAULT, measured
+from models.predict.p2p import p2p_path, p2p_report
 from models.studies.benchmarks import read_nccl_tests
 from models.studies.bounds import bound, subset_bounds
 from models.studies.calibration import Calibration, check
-from models.studies.planner import Plan, Search, gpus_ranking, plan, search
+from models.studies.planner import gpus_ranking, plan, search
 from topo.errors import DgxTopoError
 from tests.conftest import DATA
 

@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import networkx as nx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -20,7 +21,7 @@ from hypothesis import strategies as st
 import models
 import topo
 from models.engine.fabric import PreparedFabric
-from models.engine.symmetry import SymmetryLimitError, class_units, host_classes
+from models.engine.symmetry import SymmetryLimitError, class_units, host_classes, host_places
 from topo.errors import LimitError
 from models.studies.bounds import bound
 
@@ -156,6 +157,57 @@ def test_a_uniform_clusters_hosts_are_one_class_and_a_fat_trees_are_not():
     assert host_classes(topo.build("gb200nvl72")) == [list(range(18))]
     # 18 ports per leaf: host 2's NICs straddle two leaves, so it swaps with no host
     assert [2] in host_classes(topo.build("8xdgx2"))
+
+
+def _is_automorphism(G, pi) -> bool:
+    """Whether the node map ``pi`` (identity elsewhere) keeps every edge and its attributes, and
+    every moved node's attributes but ``host``."""
+    for u, image in pi.items():
+        if {**G.nodes[u], "host": None} != {**G.nodes[image], "host": None}:
+            return False
+    moved = set(pi)
+    for u, v, d in G.edges(data=True):
+        if (u in moved or v in moved) and G.edges.get((pi.get(u, u), pi.get(v, v))) != d:
+            return False
+    return True
+
+
+def test_a_hosts_place_is_its_name_without_the_prefix_its_host_shares():
+    """The trays of racks in a cluster (``r1.t2.gpu0``) have the places of a lone DGX's nodes;
+    a prefix is stripped only where the whole host shares it, whole components, never the last."""
+    places = host_places(topo.build("4xgb200nvl72"))
+    assert places["r1.t2.gpu0"] == places["r3.t17.gpu0"] == "gpu0"
+    assert host_places(topo.build("2xdgxh100"))["h1.nvswitch3"] == "nvswitch3"
+    assert host_places(topo.build("dgxh100"))["gpu5"] == "gpu5"
+    G = nx.DiGraph()  # an imported host whose names carry dots of their own
+    G.add_nodes_from(["0000:07:00.0", "0000:0f:00.0", "cpu0"], host=0)
+    G.add_node("x.y", host=1)
+    assert host_places(G) == {"0000:07:00.0": "0000:07:00.0", "0000:0f:00.0": "0000:0f:00.0", "cpu0": "cpu0",
+                              "x.y": "y"}
+
+
+def test_the_trays_of_racks_in_a_cluster_swap_within_their_rack_and_leaf():
+    """4 GB200 NVL72 racks on a fat tree: trays of one rack whose NICs share leaves are one class
+    (were 72 classes of one tray while a tray's place kept its tray number), never trays of two
+    racks (each rack has its own NVLink switch chips), and every swap within a class is an
+    automorphism of the whole fabric."""
+    G = topo.build("4xgb200nvl72")
+    classes = host_classes(G)
+    assert sorted(map(len, classes)) == [2, 2, 4, 4, 6, 6, 8, 8, 8, 8, 8, 8]
+    domain = {G.nodes[n]["host"]: G.nodes[n]["nvlink_domain"] for n in topo.gpus(G)}
+    assert all(len({domain[h] for h in hosts}) == 1 for hosts in classes)
+    places = host_places(G)
+    nodes_of: dict = {}
+    for n, place in places.items():
+        nodes_of.setdefault(G.nodes[n]["host"], {})[place] = n
+    for hosts in classes:
+        a, b = hosts[0], hosts[-1]
+        pi = {n: nodes_of[b][p] for p, n in nodes_of[a].items()} | {n: nodes_of[a][p] for p, n in nodes_of[b].items()}
+        assert _is_automorphism(G, pi), (a, b)
+    # a swap across racks is not one
+    a, b = 0, 18
+    pi = {n: nodes_of[b][p] for p, n in nodes_of[a].items()} | {n: nodes_of[a][p] for p, n in nodes_of[b].items()}
+    assert not _is_automorphism(G, pi)
 
 
 def test_hosts_a_channel_search_sees_as_copies_ignore_which_switch_a_nic_is_cabled_to():

@@ -15,7 +15,7 @@ from hypothesis import given, settings, strategies as st
 
 import models
 import topo
-from models.predict.measure import DEFAULT, LINK_CLASSES, MeasurementError, link_classes, measured
+from models.predict.measure import DEFAULT, LINK_CLASSES, MeasurementError, measured
 from models.present.explain import explain
 from tests.conftest import DATA
 

@@ -12,7 +12,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import models
 from models.engine.fabric import prepare
 import topo
 from models.present.cli import main
@@ -21,7 +20,7 @@ from models.predict.maxflow import MaxFlowError, maxflow_matrix
 from models.predict.p2p import (EFFICIENCIES, HOST_CEILINGS, OVERHEADS, P2PError, _Table,
                         achieved_capacity, p2p_latency_matrix, p2p_matrix,
                         p2p_path, p2p_report, path_type_matrix, staged_copy)
-from models.engine.routes import PathType, RouteError
+from models.engine.routes import PathType
 from models.engine.routes import route
 from models.engine.nccl.system import nccl_capacity
 from models.predict.p2p import MODES

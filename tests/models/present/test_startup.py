@@ -7,7 +7,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import topo
 import models
 from models.present.cli import COMMANDS, build_parser
 from models.present.startup import read_startup_data, startup_data
