@@ -54,7 +54,7 @@ from .msccl import EXECUTOR, Gpu, Schedule, ScheduleError, Step, Threadblock
 
 __all__ = ["ExportError", "EXPORT_COLLECTIVES", "PACKING_COLLECTIVES", "TREE_COLLECTIVES", "NCCL_ALGORITHMS",
            "nccl_schedule", "packing_schedule", "schedule_packing", "export_schedule", "SOURCES",
-           "sized_chunks", "SIZED_CHUNK_COUNTS", "SIZED_PATIENCE"]
+           "sized_chunks", "SIZED_CHUNK_COUNTS", "SIZED_MAX_LOOPS", "SIZED_PATIENCE"]
 
 #: What :func:`nccl_schedule` writes.
 EXPORT_COLLECTIVES = ("all_gather", "reduce_scatter", "all_reduce")
@@ -69,6 +69,11 @@ SOURCES = ("packing", "nccl")
 #: Chunks per root :func:`sized_chunks` times at a size, fewest first (powers of two: each halves
 #: the chunk), up to the default count.
 SIZED_CHUNK_COUNTS = (1, 2, 4, 8, 16, 32, 64, 128)
+#: The most loops of a count :func:`sized_chunks` times: each one simulated, none extrapolated
+#: (:func:`~models.schedules.evaluate.evaluate_schedule` extrapolates loops beyond ``max_loops``
+#: from the mean period of its tasks, which the streams that run ahead of the busiest links
+#: shorten: few chunks of many loops timed that way beat the bound).
+SIZED_MAX_LOOPS = 64
 #: Counts timed past the fastest before :func:`sized_chunks` stops (the time falls, then rises, as
 #: the chunks go from few and slow to many and latency-bound; 2 lets one rounding blip pass).
 SIZED_PATIENCE = 2
@@ -321,13 +326,14 @@ def sized_chunks(G, collective: str, gpus, size, *, profile=None, protocol: str 
     Each send of a schedule waits Ring's latency per step in the first loop (the evaluator's
     pricing), and a loop's pipeline fills and drains one chunk a hop; later loops overlap the
     previous ones' drain. So a small message split into many chunks pays mostly latencies (128
-    chunks a GPU: 0.30 GB/s at 64 KiB on DGX-1V GPUs 0,1,4,5, where 2 reach 2.43), and even a
-    large one often runs best as many loops of few chunks (2 a GPU there at 1 GiB: 99 % of the
-    packing's bound, 98 % with 128). As a synthesizer writes a schedule per size band, the
+    chunks a GPU: 0.30 GB/s at 64 KiB on DGX-1V GPUs 0,1,4,5, where 2 reach 2.43), and a
+    large one may run best as many loops of few chunks (2 a GPU there at 256 MiB: 59.06 GB/s,
+    57.95 with 128) or as few loops of many (128 at 1 GiB). As a synthesizer writes a schedule per size band, the
     counts of :data:`SIZED_CHUNK_COUNTS` up to the default (:func:`packing_schedule`'s) are
-    written and timed at ``size`` (:func:`~models.schedules.evaluate.evaluate_schedule`), the
-    fewest first, until the time has risen :data:`SIZED_PATIENCE` counts in a row; the fastest
-    is chosen (the fewer chunks on a tie). Timing a count of many chunks at a large size takes
+    written and timed at ``size`` (:func:`~models.schedules.evaluate.evaluate_schedule`, every loop
+    simulated: counts of more than :data:`SIZED_MAX_LOOPS` loops are not tried), the fewest first,
+    until the time has risen :data:`SIZED_PATIENCE` counts in a row, and the default count; the
+    fastest is chosen (the fewer chunks on a tie). Timing a count of many chunks at a large size takes
     seconds to a minute (all_reduce on seven GPUs).
 
     Parameters
@@ -355,7 +361,7 @@ def sized_chunks(G, collective: str, gpus, size, *, profile=None, protocol: str 
     >>> import topo
     >>> s, tried = sized_chunks(topo.build("dgx1v"), "all_gather", "0,1,4,5", "64K")
     >>> s.nchunksperloop // 4, [k for k, _ in tried]
-    (2, [1, 2, 4, 8])
+    (2, [1, 2, 4, 8, 128])
     """
     from topo.units import parse_nbytes
 
@@ -370,12 +376,14 @@ def sized_chunks(G, collective: str, gpus, size, *, profile=None, protocol: str 
     default = _packed_schedule(fabric, collective, ids, phases, pricing, None)
     most = default.nchunksperloop // len(ids)
     tried, best, rises, last = [], None, 0, None
-    for k in (k for k in SIZED_CHUNK_COUNTS if k < most) if most > 1 else ():
+    fewest = -(-nbytes // (len(ids) * pricing.chunk_limit * SIZED_MAX_LOOPS))  # no more loops than simulated
+    for k in (k for k in SIZED_CHUNK_COUNTS if fewest <= k < most) if most > 1 else ():
         try:
             schedule = _packed_schedule(fabric, collective, ids, phases, pricing, k)
         except (ExportError, StepLimitError):
             break
-        time = evaluate_schedule(fabric, schedule, nbytes, ids, nccl=False, bound=False).points[0].time
+        time = evaluate_schedule(fabric, schedule, nbytes, ids, nccl=False, bound=False,
+                                  max_loops=SIZED_MAX_LOOPS).points[0].time
         tried.append((k, time))
         if best is None or time < best[1]:
             best = (schedule, time)
@@ -383,11 +391,13 @@ def sized_chunks(G, collective: str, gpus, size, *, profile=None, protocol: str 
         last = time
         if rises >= SIZED_PATIENCE:
             break
-    else:
-        time = evaluate_schedule(fabric, default, nbytes, ids, nccl=False, bound=False).points[0].time
-        tried.append((most, time))
-        if best is None or time < best[1]:
-            best = (default, time)
+    # the default, the most chunks, is always timed: past the latency-bound counts the time can
+    # fall again as the chunks shrink and each loop's pipeline fills and drains sooner
+    time = evaluate_schedule(fabric, default, nbytes, ids, nccl=False, bound=False,
+                             max_loops=SIZED_MAX_LOOPS).points[0].time
+    tried.append((most, time))
+    if best is None or time < best[1]:
+        best = (default, time)
     return best[0], tuple(tried)
 
 
