@@ -375,30 +375,30 @@ def sized_chunks(G, collective: str, gpus, size, *, profile=None, protocol: str 
     phases, pricing = _packings(fabric, collective, ids, protocol)
     default = _packed_schedule(fabric, collective, ids, phases, pricing, None)
     most = default.nchunksperloop // len(ids)
-    tried, best, rises, last = [], None, 0, None
+    tried: list = []
+
+    def timed(schedule, k: int) -> float:
+        time = evaluate_schedule(fabric, schedule, nbytes, ids, nccl=False, bound=False,
+                                 max_loops=SIZED_MAX_LOOPS).points[0].time
+        tried.append((k, time, schedule))
+        return time
+
+    rises, last = 0, None
     fewest = -(-nbytes // (len(ids) * pricing.chunk_limit * SIZED_MAX_LOOPS))  # no more loops than simulated
     for k in (k for k in SIZED_CHUNK_COUNTS if fewest <= k < most) if most > 1 else ():
         try:
-            schedule = _packed_schedule(fabric, collective, ids, phases, pricing, k)
+            time = timed(_packed_schedule(fabric, collective, ids, phases, pricing, k), k)
         except (ExportError, StepLimitError):
             break
-        time = evaluate_schedule(fabric, schedule, nbytes, ids, nccl=False, bound=False,
-                                  max_loops=SIZED_MAX_LOOPS).points[0].time
-        tried.append((k, time))
-        if best is None or time < best[1]:
-            best = (schedule, time)
         rises = rises + 1 if last is not None and time > last else 0
         last = time
         if rises >= SIZED_PATIENCE:
             break
     # the default, the most chunks, is always timed: past the latency-bound counts the time can
     # fall again as the chunks shrink and each loop's pipeline fills and drains sooner
-    time = evaluate_schedule(fabric, default, nbytes, ids, nccl=False, bound=False,
-                             max_loops=SIZED_MAX_LOOPS).points[0].time
-    tried.append((most, time))
-    if best is None or time < best[1]:
-        best = (default, time)
-    return best[0], tuple(tried)
+    timed(default, most)
+    best = min(tried, key=lambda t: (t[1], t[0]))
+    return best[2], tuple((k, time) for k, time, _ in tried)
 
 
 def export_schedule(G, collective: str, gpus=None, *, source: str = "packing", profile=None,
