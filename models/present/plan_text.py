@@ -113,8 +113,8 @@ def timing_note(why: Plan | TimingWhy | None) -> str:
                                           f"max_events={why.max_events}"),
         TimingCode.CNN: lambda: "a CNN's step is not simulated: step graphs follow Megatron's transformer schedule",
         TimingCode.INTERLEAVED: lambda: "interleaved 1F1B is not simulated: step graphs build plain 1F1B",
-        TimingCode.DUALPIPE: lambda: ("a DualPipe step is not simulated: step graphs build 1F1B; analytical, "
-                                      "its bubble and hidden sends as DualPipe's"),
+        TimingCode.DUALPIPE: lambda: ("its expert overlap's schedule is not one step graphs build (a strategy whose "
+                                      "simulated is False); analytical"),
         TimingCode.OVERLAP_FIRST_PASS: lambda: (f"overlap={why.overlap:g} shapes the first pass only: the "
                                                 "simulation overlaps the gradient buckets as the schedule allows")}
     return words[why.code]()
@@ -198,8 +198,9 @@ def skipped_note(s: SkippedLayout) -> str:
         SkipCode.CP_FLASH: lambda: "context parallelism needs flash attention: expected the flash software stack",
         SkipCode.CP_HEADS: lambda: f"all-to-all context parallelism needs the {c} heads per rank divisible by cp {s.cp}",
         SkipCode.SPLIT: lambda: _split_note(s),
-        SkipCode.DUALPIPE: lambda: (f"DualPipe needs an even pp and micro-batches (received pp {s.pp}, {c} "
-                                    "micro-batches) and no interleaving")}
+        SkipCode.DUALPIPE: lambda: (f"DualPipe needs an even pp, an even number of micro-batches of at least 2 x pp "
+                                    f"and no interleaving (received pp {s.pp}, {c} micro-batches"
+                                    f"{f', v {s.virtual_stages}' if s.virtual_stages > 1 else ''})")}
     return f"{_skipped_label(s)}: {words[s.code]()}"
 
 

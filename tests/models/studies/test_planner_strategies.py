@@ -45,10 +45,12 @@ def test_overlap_known_answers():
     assert BATCH_OVERLAP.exposed_ep(1.0, 3.0) == 0.0
     assert NO_OVERLAP.exposed_pp(0.4) == BATCH_OVERLAP.exposed_pp(0.4) == 0.4 and DUALPIPE.exposed_pp(0.4) == 0.0
     assert [(o.parameter_copies, o.extra_in_flight) for o in EP_OVERLAPS] == [(1, 0), (1, 0), (2, 1)]
-    assert [o.simulated for o in EP_OVERLAPS] == [True, True, False]
+    assert [o.simulated for o in EP_OVERLAPS] == [True, True, True]
+    assert [o.bidirectional for o in EP_OVERLAPS] == [False, False, True]
     # DualPipe feeds micro-batches from both ends: even pp and micro-batches, no interleaving
     assert not DUALPIPE.refuses(4, 8, 1)
     assert DUALPIPE.refuses(3, 8, 1) and DUALPIPE.refuses(4, 7, 1) and DUALPIPE.refuses(4, 8, 2)
+    assert DUALPIPE.refuses(4, 6, 1)  # fewer than 2 x pp micro-batches
     assert not NO_OVERLAP.refuses(3, 7, 2) and not BATCH_OVERLAP.refuses(3, 7, 2)
 
 
