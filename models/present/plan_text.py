@@ -421,14 +421,21 @@ def group_text(group: Iterable[int]) -> str:
     return f"({g[0]}-{g[-1]})" if steps == {1} else f"({g[0]},{g[1]},...,{g[-1]})"
 
 
+def _overlap_of(p: Plan) -> str:
+    return next((c.detail.overlap.name for c in p.components if c.name == "ep_comm"), "")
+
+
 def format_search(s: Search, top: int = 10) -> str:
-    """The ranking as a table."""
-    lines = [f"{'layout':44} {'step ms':>9} {'timing':10} {'samples/s':>10} {'MFU':>6} {'HFU':>6} {'mem GB':>7}"
+    """The ranking as a table; a search of several expert overlaps names each row's after its layout."""
+    several = len({_overlap_of(p) for p in s.plans}) > 1
+    labels = [p.layout.label() + (f" {_overlap_of(p)}" if several else "") for p in s.plans[:top]]
+    width = max([44] + [len(label) for label in labels])
+    lines = [f"{'layout':{width}} {'step ms':>9} {'timing':10} {'samples/s':>10} {'MFU':>6} {'HFU':>6} {'mem GB':>7}"
              f"  binding"]
-    for p in s.plans[:top]:
+    for p, label in zip(s.plans[:top], labels):
         step = f"{p.step_time * 1e3:9.1f}" if p.fits else f"{'OOM':>9}"
         timing = p.timing if p.fits else "-"
-        lines.append(f"{p.layout.label():44} {step} {timing:10} {p.samples_per_s:10.2f} {p.mfu:6.1%} {p.hfu:6.1%} "
+        lines.append(f"{label:{width}} {step} {timing:10} {p.samples_per_s:10.2f} {p.mfu:6.1%} {p.hfu:6.1%} "
                      f"{p.memory.total / GB:7.1f}  {p.binding() if p.fits else 'memory capacity'}")
     simulated = sum(p.simulated for p in s.plans)
     lines.append(f"(simulated: the {simulated} best of the analytical first pass, ranked first by their simulated "

@@ -18,8 +18,9 @@ the layouts it refuses (:mod:`models.present.plan_text` words each by its name).
   (:func:`~models.studies.planner.dualpipe.dualpipe_refusal`). The step graph runs its program
   (:mod:`models.studies.planner.dualpipe`, :attr:`EpOverlap.bidirectional`).
 
-The planner takes one (``plan(..., ep_overlap="batch")``, ``plan --ep-overlap batch``), read once
-at its edge (:func:`ep_overlap_named`), and passes the object down; a step's
+The planner takes one (``plan(..., ep_overlap="batch")``, ``plan --ep-overlap batch``), or several
+for its search to cover (``ep_overlap=EP_OVERLAPS``, ``--ep-overlap all`` or ``none,dualpipe``), read
+once at its edge (:func:`ep_overlap_named`), and passes the object down; a step's
 :class:`~models.studies.planner.records.ExpertParallelDetail` carries it. One of your own:
 subclass :class:`EpOverlap` (a frozen dataclass with a default ``name``) and pass the instance.
 

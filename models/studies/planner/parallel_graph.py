@@ -27,11 +27,21 @@ tasks sharing the fabric's links:
 * the all-to-alls are :func:`models.predict.simulate.simulate` ``alltoall`` tasks: the per-peer
   flows of :func:`models.estimate`'s all-to-all on the links it charges them (NVLink inside the
   domain, then the network), sharing them with every other task;
-* ``--ep-overlap batch`` (and ``dualpipe``, whose pipeline schedule is not built: it is not
-  simulated, :class:`~models.studies.planner.records.TimingCode`): the forward and backward blocks
-  of 1F1B's steady state run as two streams of work per stage instead of one after the other, so
-  one micro-batch's all-to-alls run while the other's kernels use the GPU (a GPU still runs one
-  kernel at a time); ``none``: one stream, the all-to-alls on the critical path;
+* ``--ep-overlap batch``: the forward and backward blocks of 1F1B's steady state run as two
+  streams of work per stage instead of one after the other, so one micro-batch's all-to-alls run
+  while the other's kernels use the GPU (a GPU still runs one kernel at a time); ``none``: one
+  stream, the all-to-alls on the critical path;
+* ``--ep-overlap dualpipe``: DeepSeek-V3's DualPipe instead of 1F1B
+  (:mod:`~models.studies.planner.dualpipe`: each rank's program). Rank ``r`` runs stage ``r`` for
+  the micro-batches fed at rank 0 and stage ``pp - 1 - r`` for those fed at rank ``pp - 1``
+  (blocks ``p{r}.F{direction}.{micro-batch}``, ``B...``), each block sending to the next rank of
+  its direction as it ends; an overlapped pair's forward and backward run as two streams of work;
+  a backward whose weight gradient is deferred runs without it (each product's weight-gradient
+  GEMM, :func:`~models.studies.planner.dualpipe.weight_gradients`) and a ``W`` task runs it later,
+  in the program's place. Every stage's parameters are held by ranks ``r`` and ``pp - 1 - r``:
+  their gradients are reduced over both ranks' data-parallel groups (twice the GPUs, both
+  stages' bytes), after both copies' last backward (or ``W``), and each rank's optimizer updates
+  both stages (sharded over both copies with ZeRO);
 * context parallelism ``p2p``: the attention core of each layer runs in ``cp`` chunks; ring step
   ``k`` (every rank sends the K/V block of ``seq / cp`` tokens to the next rank of its ring,
   :func:`~models.studies.planner.cp_exchange.cp_ring_bytes`; K/V and their gradients backward, plus
@@ -594,7 +604,8 @@ def parallel_step_graph(plan: Any, G: nx.DiGraph, *, workload: str | Workload | 
     Raises
     ------
     StepGraphError
-        A plan that does not fit, a CNN, interleaved stages, DualPipe, a bucket below one byte.
+        A plan that does not fit, a CNN, interleaved stages, a bucket below one byte, an expert
+        overlap whose schedule is not built, DualPipe on a pipeline its program cannot run.
     topo.LimitError
         Beyond ``max_events`` (keyword ``max_events``), before the graph is built.
     """
