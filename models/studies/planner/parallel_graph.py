@@ -175,26 +175,23 @@ def _split(plan: Any, w) -> tuple:
     return tuple(out)
 
 
-def _parts(timed, backward: bool) -> _Pass:
+def _by_part(named) -> _Pass:
+    """Seconds of ``(op name, seconds)`` pairs summed by the part of the layer each op is in."""
     out = dict(pre=0.0, attention=0.0, route=0.0, experts=0.0, rest=0.0)
-    for t in timed:
-        name = t.op.name
+    for name, seconds in named:
         part = ("attention" if name in _ATTENTION else "route" if name in _ROUTE else "experts" if name in _EXPERTS
                 else "rest" if name in _FFN else "pre")
-        out[part] += t.backward if backward else t.forward
+        out[part] += seconds
     return _Pass(**out)
+
+
+def _parts(timed, backward: bool) -> _Pass:
+    return _by_part((t.op.name, t.backward if backward else t.forward) for t in timed)
 
 
 def _weight_parts(cm: ComputeModel, timed) -> _Pass:
     """The weight gradients' part of a backward, by part (:func:`~models.studies.planner.dualpipe.weight_gradients`)."""
-    return _parts([_WeightTime(t.op, wt) for t, wt in zip(timed, weight_gradients(cm, timed))], True)
-
-
-@dataclass(frozen=True, slots=True)
-class _WeightTime:
-    op: Any
-    backward: float
-    forward: float = 0.0
+    return _by_part((t.op.name, w) for t, w in zip(timed, weight_gradients(cm, timed)))
 
 
 def _minus(a: _Pass, b: _Pass) -> _Pass:
@@ -550,7 +547,7 @@ def _bidirectional(out: TaskSink, plan: Any, stages, work: _Work | None, block, 
             return (base,)
         start = out.count
         if op.kind == "W":
-            held, kinds = stages[s]
+            _, kinds = stages[s]
             seconds = 0.0
             if work:
                 seconds = sum(sum(astuple(work.weight[k])) for k in kinds) + (work.last_weight if s == pp - 1 else 0.0)
