@@ -43,8 +43,8 @@ divisible by 2 (section 3.2.1).
 
 Examples
 --------
->>> [f"{op}" for step in dualpipe_program(2, 0, 4) for op in step]  # doctest: +NORMALIZE_WHITESPACE
-['F0.0', 'F1.0', 'F0.1|B1.0', 'F1.1|B0.0', 'B1.1', 'B0.1w', 'W0.1']
+>>> ["|".join(map(str, step)) for step in dualpipe_program(2, 0, 4)]  # a middle rank: its first pair apart
+['F0.0', 'F1.0', 'F0.1', 'B1.0', 'F1.1|B0.0', 'B1.1', 'B0.1w', 'W0.1']
 >>> bubble_units(8, 1.0, 1.0, 1.0)   # (pp/2 - 1)(F&B + B - 3W) with F&B = F + B + W
 3.0
 """
