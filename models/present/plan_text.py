@@ -113,8 +113,8 @@ def timing_note(why: Plan | TimingWhy | None) -> str:
                                           f"max_events={why.max_events}"),
         TimingCode.CNN: lambda: "a CNN's step is not simulated: step graphs follow Megatron's transformer schedule",
         TimingCode.INTERLEAVED: lambda: "interleaved 1F1B is not simulated: step graphs build plain 1F1B",
-        TimingCode.DUALPIPE: lambda: ("a DualPipe step is not simulated: step graphs build 1F1B; analytical, "
-                                      "its bubble and hidden sends as DualPipe's"),
+        TimingCode.DUALPIPE: lambda: ("its expert overlap's schedule is not one step graphs build (a strategy whose "
+                                      "simulated is False); analytical"),
         TimingCode.OVERLAP_FIRST_PASS: lambda: (f"overlap={why.overlap:g} shapes the first pass only: the "
                                                 "simulation overlaps the gradient buckets as the schedule allows")}
     return words[why.code]()
@@ -198,8 +198,9 @@ def skipped_note(s: SkippedLayout) -> str:
         SkipCode.CP_FLASH: lambda: "context parallelism needs flash attention: expected the flash software stack",
         SkipCode.CP_HEADS: lambda: f"all-to-all context parallelism needs the {c} heads per rank divisible by cp {s.cp}",
         SkipCode.SPLIT: lambda: _split_note(s),
-        SkipCode.DUALPIPE: lambda: (f"DualPipe needs an even pp and micro-batches (received pp {s.pp}, {c} "
-                                    "micro-batches) and no interleaving")}
+        SkipCode.DUALPIPE: lambda: (f"DualPipe needs an even pp, an even number of micro-batches of at least 2 x pp "
+                                    f"and no interleaving (received pp {s.pp}, {c} micro-batches"
+                                    f"{f', v {s.virtual_stages}' if s.virtual_stages > 1 else ''})")}
     return f"{_skipped_label(s)}: {words[s.code]()}"
 
 
@@ -420,14 +421,21 @@ def group_text(group: Iterable[int]) -> str:
     return f"({g[0]}-{g[-1]})" if steps == {1} else f"({g[0]},{g[1]},...,{g[-1]})"
 
 
+def _overlap_of(p: Plan) -> str:
+    return next((c.detail.overlap.name for c in p.components if c.name == "ep_comm"), "")
+
+
 def format_search(s: Search, top: int = 10) -> str:
-    """The ranking as a table."""
-    lines = [f"{'layout':44} {'step ms':>9} {'timing':10} {'samples/s':>10} {'MFU':>6} {'HFU':>6} {'mem GB':>7}"
+    """The ranking as a table; a search of several expert overlaps names each row's after its layout."""
+    several = len({_overlap_of(p) for p in s.plans}) > 1
+    labels = [p.layout.label() + (f" {_overlap_of(p)}" if several else "") for p in s.plans[:top]]
+    width = max([44] + [len(label) for label in labels])
+    lines = [f"{'layout':{width}} {'step ms':>9} {'timing':10} {'samples/s':>10} {'MFU':>6} {'HFU':>6} {'mem GB':>7}"
              f"  binding"]
-    for p in s.plans[:top]:
+    for p, label in zip(s.plans[:top], labels):
         step = f"{p.step_time * 1e3:9.1f}" if p.fits else f"{'OOM':>9}"
         timing = p.timing if p.fits else "-"
-        lines.append(f"{p.layout.label():44} {step} {timing:10} {p.samples_per_s:10.2f} {p.mfu:6.1%} {p.hfu:6.1%} "
+        lines.append(f"{label:{width}} {step} {timing:10} {p.samples_per_s:10.2f} {p.mfu:6.1%} {p.hfu:6.1%} "
                      f"{p.memory.total / GB:7.1f}  {p.binding() if p.fits else 'memory capacity'}")
     simulated = sum(p.simulated for p in s.plans)
     lines.append(f"(simulated: the {simulated} best of the analytical first pass, ranked first by their simulated "

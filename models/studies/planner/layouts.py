@@ -88,7 +88,9 @@ class Context:
                  gen, capacity, software=None, attention_efficiency=None, compute_scale=1.0, profile=None,
                  ep_overlap=NO_OVERLAP, expert_balance=1.0, dispatch_dtype=None, cp_comm=RING):
         self.w = w
-        self.ep_overlap = ep_overlap
+        # the expert overlaps searched (the first where only one applies: a dense workload)
+        self.ep_overlaps = tuple(ep_overlap) if isinstance(ep_overlap, tuple) else (ep_overlap,)
+        self.ep_overlap = self.ep_overlaps[0]
         self.cp_comm = cp_comm
         self.expert_balance = expert_balance
         self.fabric = JobGroups(G, gpus, profile)
@@ -504,6 +506,18 @@ def _strategy(name, value, kind, named, names):
     return found
 
 
+def _overlaps(value):
+    """One expert overlap (a name or the object), or a tuple of them for a list or tuple: the
+    search covers each (:func:`search`)."""
+    if isinstance(value, (list, tuple)):
+        found = tuple(_strategy("ep_overlap", v, EpOverlap, ep_overlap_named, EP_OVERLAP) for v in value)
+        names = [o.name for o in found]
+        if not found or len(set(names)) != len(names):
+            raise PlanError(f"ep_overlap must be one overlap or a list of distinct ones, received {list(value)!r}")
+        return found
+    return _strategy("ep_overlap", value, EpOverlap, ep_overlap_named, EP_OVERLAP)
+
+
 def check_int(name, value, low=1):
     if value is None:
         return
@@ -534,7 +548,7 @@ def prepare_job(workload, G, *, tp, pp, dp, zero, micro_batch, global_batch, dty
         if not isinstance(value, (bool, np.bool_)):
             raise PlanError(f"{name} must be True or False, received {value!r}")
     cp_comm = _strategy("cp_comm", cp_comm, CpExchange, cp_exchange_named, CP_COMM)
-    ep_overlap = _strategy("ep_overlap", ep_overlap, EpOverlap, ep_overlap_named, EP_OVERLAP)
+    ep_overlap = _overlaps(ep_overlap)
     if (isinstance(expert_balance, bool) or not isinstance(expert_balance, (int, float))
             or not 1 <= expert_balance <= 1000):
         raise PlanError(f"expert_balance must be a number from 1 (force-balanced) to 1000, received {expert_balance!r}")
@@ -610,7 +624,8 @@ def search(workload: str | Workload, G: nx.DiGraph | PreparedFabric, *, tp: int 
            simulate: int = DEFAULT_SIMULATED, max_events: int = PLAN_MAX_EVENTS,
            seq_length: int | None = None, cp: int | None = None, ep: int | None = None, etp: int | None = None,
            cp_comm: str | CpExchange = "p2p", first_stage_layers: int = 0, last_stage_layers: int = 0,
-           embedding_in_split: bool = False, loss_in_split: bool = False, ep_overlap: str | EpOverlap = "none",
+           embedding_in_split: bool = False, loss_in_split: bool = False,
+           ep_overlap: str | EpOverlap | Sequence[str | EpOverlap] = "none",
            expert_balance: float = 1.0, dispatch_dtype: str | None = None) -> Search:
     """Evaluate every layout of the job's GPUs and rank them (fitting first, by step time).
 
@@ -697,9 +712,11 @@ def search(workload: str | Workload, G: nx.DiGraph | PreparedFabric, *, tp: int 
         Count the embedding / the output layer and loss as one layer each in the split
         (:func:`models.studies.planner.parallel.stage_split`). An interleaved layout whose layers
         do not split into ``pp x v`` chunks uses both when that divides.
-    ep_overlap : str or EpOverlap
+    ep_overlap : str, EpOverlap or a list of them
         How expert-parallel all-to-alls overlap compute: ``none`` (default), ``batch`` or
-        ``dualpipe``, a name or the object (:mod:`models.studies.planner.ep_overlap`).
+        ``dualpipe``, a name or the object (:mod:`models.studies.planner.ep_overlap`); a list
+        or tuple of them (``EP_OVERLAPS``: all): a mixture-of-experts workload's layouts are
+        searched with each, every plan carrying its own (``ExpertParallelDetail.overlap``).
     expert_balance : float
         The busiest rank's routed tokens over the balanced share, >= 1 (1: force-balanced, as
         published benchmarks run).
@@ -729,16 +746,30 @@ def ranked(w, ctx: Context, n: int, global_batch: int, options: dict) -> Search:
     split = {"first": options.get("first_stage_layers", 0), "last": options.get("last_stage_layers", 0),
              "embedding_in_split": options.get("embedding_in_split", False),
              "loss_in_split": options.get("loss_in_split", False)}
-    layouts = _layouts(ctx, n, options["tp"], options["pp"], options["dp"], options["zero"],
-                       options["micro_batch"], global_batch, options["recompute"],
-                       options["sequence_parallel"], options["virtual_stages"], skipped,
-                       options.get("cp"), options.get("ep"), options.get("etp"), ctx.cp_comm, split)
-    plans = [evaluate(ctx, layout, options["tp_groups"]) for layout in layouts]
+    plans = []
+    # every expert overlap asked for, of a mixture-of-experts workload (a dense one has no all-to-alls)
+    for overlap in ctx.ep_overlaps if is_moe(w) else ctx.ep_overlaps[:1]:
+        each = ctx if overlap is ctx.ep_overlap else _with_overlap(ctx, overlap)
+        found: list = []
+        layouts = _layouts(each, n, options["tp"], options["pp"], options["dp"], options["zero"],
+                           options["micro_batch"], global_batch, options["recompute"],
+                           options["sequence_parallel"], options["virtual_stages"], found,
+                           options.get("cp"), options.get("ep"), options.get("etp"), ctx.cp_comm, split)
+        plans += [evaluate(each, layout, options["tp_groups"]) for layout in layouts]
+        skipped += [s for s in found if s not in skipped]
     if not plans:
         raise NoLayoutError(w.name, n, ctx.fabric.name, tuple(skipped))
     plans.sort(key=plan_order)
     plans = simulate_plans(w, ctx, plans, options["simulate"], options["max_events"])
     return Search(tuple(plans), tuple(skipped))
+
+
+def _with_overlap(ctx: Context, overlap: EpOverlap) -> Context:
+    """The search's context with another expert overlap (its caches shared)."""
+    each = object.__new__(Context)
+    each.__dict__.update(ctx.__dict__)
+    each.ep_overlap = overlap
+    return each
 
 
 def plan(workload: str | Workload, G: nx.DiGraph | PreparedFabric, **options: Any) -> Plan:

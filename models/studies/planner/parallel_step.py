@@ -25,9 +25,10 @@ Per micro-batch on each stage (the heaviest, compute and exposed communication, 
   another micro-batch cannot hide (``batch``, ``dualpipe``) [U: the overlap is taken as perfect
   up to the compute] (:mod:`~models.studies.planner.ep_overlap`);
 * ``pp_comm`` and ``bubble``: 1F1B (interleaved) as the dense planner; DualPipe hides the sends
-  and leaves ``pp / 2 - 1`` slots of bubble (DeepSeek-V3 Technical Report, arXiv 2412.19437,
-  table 2: ``(PP/2 - 1)(F&B + B - 3W)`` against 1F1B's ``(PP - 1)(F + B)``, taken here as
-  ``F + B`` slots [U]);
+  and leaves the report's bubble (DeepSeek-V3 Technical Report, arXiv 2412.19437, table 2:
+  ``(PP/2 - 1)(F&B + B - 3W)`` against 1F1B's ``(PP - 1)(F + B)``), ``F&B`` the slot, ``W``
+  the backward's weight gradients (:func:`~models.studies.planner.dualpipe.weight_gradients`)
+  and ``B`` the rest of it;
 * ``dp_comm``: the dense gradients over the ``dp x cp`` GPUs holding the same weights, the
   experts' over the ``edp`` GPUs holding the same experts (:func:`~models.studies.planner.step.data_parallel_time`);
 * ``optimizer``: the local parameters' Adam pass.
@@ -47,6 +48,7 @@ from ..moe import stage_parameters as moe_stage_parameters
 from ..workload import (OPTIMIZER_PASS_BYTES, activation_bytes_per_element, dtype_bytes, matmul_op, memory_op,
                         with_seq_length)
 from .gpu_memory import held_parameters
+from .dualpipe import weight_gradients
 from .ep_overlap import NO_OVERLAP, EpOverlap
 from .parallel import PipelineSplit, dispatch_bytes
 from .records import (BubbleDetail, Component, ComputeDetail, ContextParallelDetail, DataParallelDetail,
@@ -57,6 +59,9 @@ from .step import data_parallel_time
 __all__: list[str] = []
 
 _ATTENTION = ("flash_attention", "scores", "softmax", "context")
+#: The times of a stage's micro-batch that a rank running several stages averages (slot, forward,
+#: backward, tp, cp and ep communication, weight gradients), by their place in the stage's record.
+_AVERAGED = frozenset((0, 2, 3, 4, 6, 7, 8, 9, 15))
 
 
 def is_moe(w) -> bool:
@@ -251,6 +256,7 @@ def parallel_components(w, layout: Layout, split: PipelineSplit, cm, comm, allto
     first_ops, last_ops = head_ops(w, layout, cm, act)
     ff, fb = _pass(times(first_ops))
     hf, hb = _pass(times(last_ops))
+    hw = sum(weight_gradients(cm, times(last_ops)))  # the head's weight gradient (DualPipe's W)
     tokens = b * _tokens(w, cp)
     tp_bytes = float(tokens * w.hidden * act)
     one_tp = 0.0
@@ -277,7 +283,7 @@ def parallel_components(w, layout: Layout, split: PipelineSplit, cm, comm, allto
     cp_bytes = exchange.buffers(w, b, cp, tp, act) if cp > 1 else ()
     cp_layer = exchange.layer_timer(cp_bytes, cp, comm, alltoall) if cp > 1 else _no_exchange
 
-    best = None
+    per_stage = []
     for s, held in enumerate(split.stages):
         kinds = Counter(layer_kind(w, i) for i in held)
         mtp = w.mtp_layers if moe and s == pp - 1 else 0
@@ -287,9 +293,11 @@ def parallel_components(w, layout: Layout, split: PipelineSplit, cm, comm, allto
         cp_time = cp_exposed = 0.0
         tp_count = 0
         products = ideal = layer_forward = 0.0
+        wgrad = hw * (1 + mtp) if s == pp - 1 else 0.0  # the weight gradients of a micro-batch's backward
         for kind, n in kinds.items():
             timed = times(layer_ops(w, kind, layout, cm, act, balance))
             lf, lb = _pass(timed)
+            wgrad += n * sum(weight_gradients(cm, timed))
             fwd_layers += n * lf
             bwd_layers += n * lb
             att = [t for t in timed if t.op.name in _ATTENTION]
@@ -312,6 +320,7 @@ def parallel_components(w, layout: Layout, split: PipelineSplit, cm, comm, allto
             proj = times((matmul_op("mtp_projection", tokens, w.hidden, 2 * w.hidden, dtype_bytes(cm.dtype)),))
             pf, pb = _pass(proj)
             fwd, bwd = fwd + mtp * pf, bwd + mtp * pb
+            wgrad += mtp * sum(weight_gradients(cm, proj))
         if full:
             bwd += fwd_layers
         bwd += recomputed
@@ -319,21 +328,30 @@ def parallel_components(w, layout: Layout, split: PipelineSplit, cm, comm, allto
         t_tp = tp_count * one_tp
         n_moe = sum(n for kind, n in kinds.items() if not kind[0]) if moe else 0
         ep_time = n_moe * t_ep_layer
-        ep_exposed = ep_overlap.exposed_ep(ep_time, fwd + bwd)
+        alone = ep_overlap.alone(pp, m)  # the blocks of a warm-up and cool-down run alone: all exposed
+        ep_exposed = (1 - alone) * ep_overlap.exposed_ep(ep_time, fwd + bwd) + alone * ep_time
         slot = fwd + bwd + t_tp + cp_exposed + ep_exposed
         found = (slot, s, fwd, bwd, t_tp, tp_count, cp_time, cp_exposed, ep_time, ep_exposed, n_moe,
-                 sum(kinds.values()), layer_forward, products, ideal)
+                 sum(kinds.values()), layer_forward, products, ideal, wgrad)
+        per_stage.append(found)
+    # The busiest rank: the stages it runs, each for an equal share of the micro-batches (1F1B: its
+    # own; DualPipe: stages r and pp - 1 - r), their times averaged, the heavier stage's counts.
+    best = None
+    for ran in ep_overlap.rank_stages(pp):
+        heavy = max((per_stage[s] for s in ran), key=lambda f: f[0])
+        mean = [sum(per_stage[s][i] for s in ran) / len(ran) for i in range(len(heavy))]
+        found = tuple(mean[i] if i in _AVERAGED else heavy[i] for i in range(len(heavy)))
         if best is None or found[0] > best[0]:
             best = found
     assert best is not None
     (slot, s, fwd, bwd, t_tp, tp_count, cp_time, cp_exposed, ep_time, ep_exposed, n_moe, n_attention,
-     layer_forward, products, ideal) = best
+     layer_forward, products, ideal, wgrad) = best
     # ---- pipeline
     sends = v * m + pp - 1
     t_pp_one = comm("pp", "sendrecv", tp_bytes / tp) if pp > 1 else 0.0
     pp_comm = 2 * sends * t_pp_one
     pp_exposed = ep_overlap.exposed_pp(pp_comm)
-    bubble = ep_overlap.bubble_slots(pp, v) * slot
+    bubble = ep_overlap.bubble(pp, v, slot=slot, backward_input=bwd - wgrad, weight=wgrad)
     # ---- data parallel: the dense gradients over dp x cp, the experts' over edp
     dense, experts = stage_parameters(w, split.stages[s], s, pp)
     d_local, e_local = dense / tp, experts / (layout.etp * layout.ep)

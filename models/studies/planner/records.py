@@ -249,7 +249,8 @@ class TimingCode(enum.Enum):
     CNN = "cnn"
     #: An interleaved 1F1B step is not simulated (step graphs build plain 1F1B).
     INTERLEAVED = "interleaved"
-    #: A DualPipe step is not simulated (step graphs build 1F1B; :mod:`models.studies.planner.parallel_graph`).
+    #: An expert overlap whose schedule step graphs do not build (``EpOverlap.simulated`` False: one of
+    #: your own; the built-in ones, DualPipe included, are built by :mod:`models.studies.planner.parallel_graph`).
     DUALPIPE = "dualpipe"
     #: Simulated: the fraction ``overlap`` (between 0 and 1) shaped the first pass only; the
     #: simulation overlaps the gradient buckets as the schedule allows.
@@ -330,7 +331,8 @@ class SkipCode(enum.Enum):
     #: The pipeline split of the ``count`` layers leaves a stage (or a virtual chunk) empty or
     #: uneven where it must divide (``split`` of the :class:`SkippedLayout` holds what was asked).
     SPLIT = "split"
-    #: DualPipe needs an even ``pp`` and an even number of micro-batches (``count``).
+    #: DualPipe needs an even ``pp``, an even number of micro-batches (``count``) of at least ``2 pp``
+    #: and no interleaving (:func:`models.studies.planner.dualpipe.dualpipe_refusal`).
     DUALPIPE = "dualpipe"
 
 
