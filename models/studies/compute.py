@@ -46,7 +46,7 @@ Examples
 1555.0
 >>> m = compute_model("A100", "bf16", efficiency=1.0)
 >>> round(m.gemm_time(8192, 8192, 8192) * 1e3, 3)  # 2 x 8192^3 / 312 TFLOP/s = 3.524: 19 waves, epilogues
-3.613
+3.614
 """
 
 from __future__ import annotations
@@ -367,7 +367,7 @@ class OpTime:
         >>> t = compute_model("A100", "bf16").time(Op("mlp", "matmul", 2.0 * 8192 ** 3, 0.0, 8192, 8192, 8192))
         >>> row = t.to_records()[0]
         >>> row["name"], row["bound"], round(row["forward_s"] * 1e3, 3), row["backward_s"] == 2 * row["forward_s"]
-        ('mlp', 'compute', 4.141, True)
+        ('mlp', 'compute', 4.363, True)
         """
         return tidy_records({"name": self.op.name, "kind": self.op.kind, "flops": self.op.flops,
                              "nbytes": self.op.nbytes, "forward_s": self.forward, "backward_s": self.backward,
@@ -404,7 +404,7 @@ class ComputeFacts:
     --------
     >>> f = compute_model("H100", "bf16").facts
     >>> f.gpu, f.peak / 1e12, f.memory_bandwidth / 1e9, f.stack, f.gemm_efficiency
-    ('H100', 989.5, 3350.0, 'fused', 0.8)
+    ('H100', 989.5, 3350.0, 'fused', 0.762)
     """
 
     gpu: str

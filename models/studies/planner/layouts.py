@@ -40,6 +40,7 @@ from .ep_overlap import EP_OVERLAP, NO_OVERLAP, EpOverlap, ep_overlap_named
 from .parallel import SplitError, alltoall_split, stage_split
 from .parallel_step import is_moe, moe_flops_per_token, parallel_components, parallel_memory
 from .placement import JobGroups, job_gpus, tp_partition
+from .recomputation import DEEPSEEK, RECOMPUTES, recompute_named
 from .records import (ORDERS, RECOMPUTE, Layout, NoLayoutError, Plan, PlanError, PlanWarning, Search,
                       SkipCode, SkippedLayout, TimingCode, TimingWhy, UnknownOptionError)
 from .step import DEFAULT_OVERLAP, simulated_components, step_components
@@ -422,7 +423,8 @@ def _layouts(ctx, n, tp, pp, dp, zero, micro_batch, global_batch, recompute, seq
     if cnn:
         tps = [t for t in tps if t == 1]
     zeros = [zero] if zero is not None else [0, 1, 2, 3]
-    recomputes = [recompute] if recompute is not None else ["none", "full"]
+    # Searched when not given: none and full, and DeepSeek-V3's partial recomputation for a MoE workload.
+    recomputes = [recompute] if recompute is not None else ["none", DEEPSEEK.name, "full"] if moe else ["none", "full"]
     flash = ctx.cm.stack.flash_attention
     given_split = any(split.values())
     for t in tps:
@@ -552,6 +554,10 @@ def prepare_job(workload, G, *, tp, pp, dp, zero, micro_batch, global_batch, dty
         raise PlanError(f"zero must be a ZeRO stage 0, 1, 2 or 3, received {zero!r}")
     if recompute is not None and (not isinstance(recompute, str) or recompute not in RECOMPUTE):
         raise PlanError(f"recompute must be one of {', '.join(RECOMPUTE)}, received {recompute!r}")
+    if recompute is not None and recompute_named(recompute).moe_only and not is_moe(w):
+        raise PlanError(f"recompute {recompute!r} recomputes the norms, MLA up-projections and expert activations of a "
+                        f"mixture-of-experts model: expected a MoE workload, received {w.name} (dense); for a dense "
+                        f"one: {', '.join(r.name for r in RECOMPUTES if not r.moe_only)}")
     if software is not None:
         as_software(software)
     ctx = Context(w, G, gpus, dtype, efficiency, memory_efficiency, overlap, bucket, generation,
@@ -634,7 +640,8 @@ def search(workload: str | Workload, G: nx.DiGraph | PreparedFabric, *, tp: int 
         ``bf16`` where the GPU has it, else ``fp16``; ``tf32`` runs fp32 training on TF32
         tensor cores (Ampere and later).
     recompute : str, optional
-        One of :data:`RECOMPUTE` (``none`` and ``full`` searched when omitted).
+        One of :data:`RECOMPUTE` (``none`` and ``full`` searched when omitted, and ``deepseek`` for a
+        mixture-of-experts workload; ``deepseek`` is refused for a dense one).
     sequence_parallel : bool, optional
         Default: on whenever ``tp > 1``.
     overlap : float

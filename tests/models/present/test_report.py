@@ -609,7 +609,7 @@ def test_moe_section_as_data(all_analysis, full_report):
     _, text = full_report
     section = text[text.index("<section id='moe'>"):]
     section = section[:section.index("</section>")]
-    assert "the best of 36 layouts per system, <b>not a full search</b>" in section
+    assert "the best of 54 layouts per system, <b>not a full search</b>" in section
     assert "<td>tp1 pp8 dp32 ep8 zero2 mb1 rc=full tp-dp-pp</td><td>207.5</td>" in section
     assert "<td>78.0 of 86</td>" in section and "<td>28 of 72</td>" in section
     figures = _page_figures(text)
