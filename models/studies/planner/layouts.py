@@ -38,7 +38,7 @@ from .parallel_graph import plan_step_graph, plan_step_graph_size
 from .cp_exchange import CP_COMM, RING, CpExchange, cp_exchange_named
 from .ep_overlap import EP_OVERLAP, NO_OVERLAP, EpOverlap, ep_overlap_named
 from .parallel import SplitError, alltoall_split, stage_split
-from .parallel_step import is_moe, moe_flops_per_token, parallel_components, parallel_memory
+from .parallel_step import is_moe, layer_ops, moe_flops_per_token, parallel_components, parallel_memory
 from .placement import JobGroups, job_gpus, tp_partition
 from .recomputation import DEEPSEEK, RECOMPUTES, recompute_named
 from .records import (ORDERS, RECOMPUTE, Layout, NoLayoutError, Plan, PlanError, PlanWarning, Search,
@@ -128,6 +128,7 @@ class Context:
         self.partitions: dict = {}
         self.placements: dict = {}  # the groups of every layout with the same degrees and order (_placement)
         self._kernel_times: dict = {}  # (compute model, ops) -> their times, for every layout of the search
+        self._layer_times: dict = {}  # (compute model, layer kind, the layout's degrees) -> the layer's kernel times
         self._flops: dict = {}  # recompute mode -> training FLOPs per token
 
     def kernel_times(self, cm: ComputeModel) -> Callable[[tuple], tuple]:
@@ -152,6 +153,24 @@ class Context:
                 self._flops[recompute] = (self.w.training_flops_per_token() if recompute is None
                                           else self.w.training_flops_per_token(recompute))
         return self._flops[recompute]
+
+    def layer_times(self, cm: ComputeModel, layout: Layout) -> Callable[[tuple], tuple]:
+        """The kernel times of one layer of a kind on ``layout``
+        (:func:`~models.studies.planner.parallel_step.layer_ops`), kept for the search: layouts
+        that differ only in what does not shape a layer's kernels (recomputation, ZeRO, the
+        pipeline, the order) share them."""
+        memo, times, w = self._layer_times, self.kernel_times(cm), self.w
+        shape = (cm, layout.cp, layout.micro_batch, layout.tp, layout.ep, layout.etp, layout.sequence_parallel,
+                 self.expert_balance)
+        act = activation_bytes_per_element(cm.dtype)
+
+        def timed(kind: tuple) -> tuple:
+            key = (kind, shape)
+            found = memo.get(key)
+            if found is None:
+                found = memo[key] = times(layer_ops(w, kind, layout, cm, act, self.expert_balance))
+            return found
+        return timed
 
     @property
     def gen(self) -> Gpu:
@@ -277,7 +296,7 @@ def _evaluate_parallel(ctx: Context, layout: Layout, cm, groups, comm) -> tuple:
     components = parallel_components(w, layout, split, cm, comm_all, alltoall, overlap=ctx.overlap,
                                      bucket=ctx.bucket, times=ctx.kernel_times(cm), ep_overlap=ctx.ep_overlap,
                                      balance=ctx.expert_balance, dispatch_elem=ctx.dispatch_elem,
-                                     network_fraction=network)
+                                     network_fraction=network, layer_times=ctx.layer_times(cm, layout))
     return mem, components
 
 

@@ -258,14 +258,16 @@ def _no_exchange(att_f: float, att_b: float, full: bool) -> tuple:
 
 def parallel_components(w, layout: Layout, split: PipelineSplit, cm, comm, alltoall, *, overlap: float,
                         bucket: float, times, ep_overlap: EpOverlap = NO_OVERLAP, balance: float = 1.0,
-                        dispatch_elem: float | None = None, network_fraction: float = 0.0) -> tuple:
+                        dispatch_elem: float | None = None, network_fraction: float = 0.0,
+                        layer_times=None) -> tuple:
     """The components of one step (module docstring).
 
     ``comm(dimension, collective, nbytes)`` times a collective on the layout's ``"tp"``,
     ``"cp_ring"`` (ring neighbours), ``"etp"``, ``"pp"``, ``"dp"`` (the dense gradients' ``dp x
     cp`` groups) or ``"edp"`` groups; ``alltoall(dimension, nbytes)`` an all-to-all of ``nbytes``
     per rank on the ``"ep"`` or ``"cp"`` groups. [s] ``network_fraction``: of a dispatch
-    buffer, the share that leaves the NVLink domain (shown in the detail).
+    buffer, the share that leaves the NVLink domain (shown in the detail). ``layer_times(kind)``,
+    when given, is ``times(layer_ops(w, kind, layout, cm, act, balance))`` kept by the caller.
     """
     act = activation_bytes_per_element(cm.dtype)
     dispatch_elem = act if dispatch_elem is None else dispatch_elem
@@ -314,7 +316,8 @@ def parallel_components(w, layout: Layout, split: PipelineSplit, cm, comm, allto
         tp_count = 0
         products = ideal = layer_forward = 0.0
         for kind, n in kinds.items():
-            timed = times(layer_ops(w, kind, layout, cm, act, balance))
+            timed = (layer_times(kind) if layer_times is not None
+                     else times(layer_ops(w, kind, layout, cm, act, balance)))
             lf, lb = _pass(timed)
             fwd_layers += n * lf
             bwd_layers += n * lb

@@ -582,7 +582,7 @@ def test_moe_section_as_data(all_analysis, full_report):
     from models.studies.planner.layouts import plan_order
 
     m = all_analysis.moe
-    assert (m.workload, m.ngpus, m.candidates) == ("deepseek-v3", 256, 36)
+    assert (m.workload, m.ngpus, m.candidates) == ("deepseek-v3", 256, 54)
     assert [r.system for r in m.systems] == list(MOE_SYSTEMS) and all(r.error is None for r in m.systems)
     wanted = {(c["pp"], c["ep"], c["zero"], c["recompute"]) for c in moe_candidates()}
     best = {}
