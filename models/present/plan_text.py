@@ -243,9 +243,9 @@ def compute_note(compute: ComputeFacts | ComputeModel | None) -> str:
     --------
     >>> from models.studies.compute import compute_model
     >>> compute_note(compute_model("H100", "bf16"))
-    'H100 bf16 (H100, 989.5 TFLOP/s dense, 3,350 GB/s HBM), fused kernels: GEMM 80% of peak, HBM 80%'
+    'H100 bf16 (H100, 989.5 TFLOP/s dense, 3,350 GB/s HBM), fused kernels: GEMM 76% of peak, HBM 84%'
     >>> compute_note(compute_model("A100", "bf16", stack="flash", scale=1.5).facts)
-    'A100 bf16 (A100, 312.0 TFLOP/s dense, 2,039 GB/s HBM), flash kernels: GEMM 87% of peak, flash attention 60%, HBM 80%, calibrated time x1.500'
+    'A100 bf16 (A100, 312.0 TFLOP/s dense, 2,039 GB/s HBM), flash kernels: GEMM 82% of peak, flash attention 57%, HBM 79%, calibrated time x1.500'
     """
     if compute is None:
         return ""

@@ -65,8 +65,10 @@ def layout_options(parser):
                         help="train at this sequence length [tokens] (default: the workload's own)")
     _dtype_option(layout)
     layout.add_argument("--recompute", choices=RECOMPUTE, metavar="MODE",
-                        help=f"activation recomputation, {', '.join(RECOMPUTE)} (default: none and full "
-                             f"searched)")
+                        help=f"activation recomputation, {', '.join(RECOMPUTE)} (deepseek: DeepSeek-V3's norms, "
+                             f"MLA up-projections and expert activations again, activations cached in the "
+                             f"low-precision dtype; MoE only) (default: none and full searched, and deepseek "
+                             f"for a MoE workload)")
     layout.add_argument("--sequence-parallel", choices=("on", "off"),
                         help="sequence parallelism with tensor parallelism (default on)")
     layout.add_argument("--virtual-stages", type=at_least(1), default=1, metavar="V",

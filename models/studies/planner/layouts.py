@@ -38,8 +38,9 @@ from .parallel_graph import plan_step_graph, plan_step_graph_size
 from .cp_exchange import CP_COMM, RING, CpExchange, cp_exchange_named
 from .ep_overlap import EP_OVERLAP, NO_OVERLAP, EpOverlap, ep_overlap_named
 from .parallel import SplitError, alltoall_split, stage_split
-from .parallel_step import is_moe, moe_flops_per_token, parallel_components, parallel_memory
+from .parallel_step import is_moe, layer_ops, moe_flops_per_token, parallel_components, parallel_memory
 from .placement import JobGroups, job_gpus, tp_partition
+from .recomputation import DEEPSEEK, RECOMPUTES, recompute_named
 from .records import (ORDERS, RECOMPUTE, Layout, NoLayoutError, Plan, PlanError, PlanWarning, Search,
                       SkipCode, SkippedLayout, TimingCode, TimingWhy, UnknownOptionError)
 from .step import DEFAULT_OVERLAP, simulated_components, step_components
@@ -129,6 +130,7 @@ class Context:
         self.partitions: dict = {}
         self.placements: dict = {}  # the groups of every layout with the same degrees and order (_placement)
         self._kernel_times: dict = {}  # (compute model, ops) -> their times, for every layout of the search
+        self._layer_times: dict = {}  # (compute model, layer kind, the layout's degrees) -> the layer's kernel times
         self._flops: dict = {}  # recompute mode -> training FLOPs per token
 
     def kernel_times(self, cm: ComputeModel) -> Callable[[tuple], tuple]:
@@ -153,6 +155,24 @@ class Context:
                 self._flops[recompute] = (self.w.training_flops_per_token() if recompute is None
                                           else self.w.training_flops_per_token(recompute))
         return self._flops[recompute]
+
+    def layer_times(self, cm: ComputeModel, layout: Layout) -> Callable[[tuple], tuple]:
+        """The kernel times of one layer of a kind on ``layout``
+        (:func:`~models.studies.planner.parallel_step.layer_ops`), kept for the search: layouts
+        that differ only in what does not shape a layer's kernels (recomputation, ZeRO, the
+        pipeline, the order) share them."""
+        memo, times, w = self._layer_times, self.kernel_times(cm), self.w
+        shape = (cm, layout.cp, layout.micro_batch, layout.tp, layout.ep, layout.etp, layout.sequence_parallel,
+                 self.expert_balance)
+        act = activation_bytes_per_element(cm.dtype)
+
+        def timed(kind: tuple) -> tuple:
+            key = (kind, shape)
+            found = memo.get(key)
+            if found is None:
+                found = memo[key] = times(layer_ops(w, kind, layout, cm, act, self.expert_balance))
+            return found
+        return timed
 
     @property
     def gen(self) -> Gpu:
@@ -278,7 +298,7 @@ def _evaluate_parallel(ctx: Context, layout: Layout, cm, groups, comm) -> tuple:
     components = parallel_components(w, layout, split, cm, comm_all, alltoall, overlap=ctx.overlap,
                                      bucket=ctx.bucket, times=ctx.kernel_times(cm), ep_overlap=ctx.ep_overlap,
                                      balance=ctx.expert_balance, dispatch_elem=ctx.dispatch_elem,
-                                     network_fraction=network)
+                                     network_fraction=network, layer_times=ctx.layer_times(cm, layout))
     return mem, components
 
 
@@ -424,7 +444,8 @@ def _layouts(ctx, n, tp, pp, dp, zero, micro_batch, global_batch, recompute, seq
     if cnn:
         tps = [t for t in tps if t == 1]
     zeros = [zero] if zero is not None else [0, 1, 2, 3]
-    recomputes = [recompute] if recompute is not None else ["none", "full"]
+    # Searched when not given: none and full, and DeepSeek-V3's partial recomputation for a MoE workload.
+    recomputes = [recompute] if recompute is not None else ["none", DEEPSEEK.name, "full"] if moe else ["none", "full"]
     flash = ctx.cm.stack.flash_attention
     given_split = any(split.values())
     for t in tps:
@@ -566,6 +587,10 @@ def prepare_job(workload, G, *, tp, pp, dp, zero, micro_batch, global_batch, dty
         raise PlanError(f"zero must be a ZeRO stage 0, 1, 2 or 3, received {zero!r}")
     if recompute is not None and (not isinstance(recompute, str) or recompute not in RECOMPUTE):
         raise PlanError(f"recompute must be one of {', '.join(RECOMPUTE)}, received {recompute!r}")
+    if recompute is not None and recompute_named(recompute).moe_only and not is_moe(w):
+        raise PlanError(f"recompute {recompute!r} recomputes the norms, MLA up-projections and expert activations of a "
+                        f"mixture-of-experts model: expected a MoE workload, received {w.name} (dense); for a dense "
+                        f"one: {', '.join(r.name for r in RECOMPUTES if not r.moe_only)}")
     if software is not None:
         as_software(software)
     ctx = Context(w, G, gpus, dtype, efficiency, memory_efficiency, overlap, bucket, generation,
@@ -649,7 +674,8 @@ def search(workload: str | Workload, G: nx.DiGraph | PreparedFabric, *, tp: int 
         ``bf16`` where the GPU has it, else ``fp16``; ``tf32`` runs fp32 training on TF32
         tensor cores (Ampere and later).
     recompute : str, optional
-        One of :data:`RECOMPUTE` (``none`` and ``full`` searched when omitted).
+        One of :data:`RECOMPUTE` (``none`` and ``full`` searched when omitted, and ``deepseek`` for a
+        mixture-of-experts workload; ``deepseek`` is refused for a dense one).
     sequence_parallel : bool, optional
         Default: on whenever ``tp > 1``.
     overlap : float

@@ -92,6 +92,7 @@ from .dualpipe import dualpipe_blocks, dualpipe_refusal, stage_of, weight_gradie
 from .ep_overlap import EP_OVERLAPS, NO_OVERLAP, EpOverlap
 from .parallel import stage_split
 from .parallel_step import head_ops, is_moe, layer_kind, layer_ops, stage_parameters
+from .recomputation import NO_RECOMPUTE, recompute_named
 
 __all__ = ["parallel_step_graph", "plan_step_graph", "plan_step_graph_size", "check_plan_events",
            "simulate_planned"]
@@ -203,6 +204,7 @@ def _work(plan: Any, w, cm: ComputeModel, stages) -> _Work:
     act = activation_bytes_per_element(cm.dtype)
     balance = _detail(plan, "ep_comm").balance if _detail(plan, "ep_comm") is not None else 1.0
     forward, backward, weight = {}, {}, {}
+    recompute = recompute_named(lay.recompute) or NO_RECOMPUTE
     for kind in {k for _, kinds in stages for k in kinds}:
         timed = cm.times(layer_ops(w, kind, lay, cm, act, balance))
         f, b = _parts(timed, False), _parts(timed, True)
@@ -210,8 +212,10 @@ def _work(plan: Any, w, cm: ComputeModel, stages) -> _Work:
         if lay.recompute == "full":  # the layer's forward again before its backward
             b = _Pass(*(x + y for x, y in zip((b.pre, b.attention, b.route, b.experts, b.rest),
                                               (f.pre, f.attention, f.route, f.experts, f.rest))))
-        elif lay.recompute == "selective":
-            b = _Pass(b.pre, b.attention + f.attention, b.route, b.experts, b.rest)
+        else:  # the kernels the recomputation runs again (selective: the attention core)
+            again = _parts([t for t in timed if recompute.recomputes(t.op.name)], False)
+            b = _Pass(*(x + y for x, y in zip((b.pre, b.attention, b.route, b.experts, b.rest),
+                                              (again.pre, again.attention, again.route, again.experts, again.rest))))
         forward[kind], backward[kind] = f, b
     first_ops, last_ops = head_ops(w, lay, cm, act)
     ff = sum(t.forward for t in cm.times(first_ops))

@@ -45,12 +45,13 @@ import dataclasses
 from collections import Counter
 
 from ..moe import stage_parameters as moe_stage_parameters
-from ..workload import (OPTIMIZER_PASS_BYTES, activation_bytes_per_element, dtype_bytes, matmul_op, memory_op,
-                        with_seq_length)
+from ..workload import (OPTIMIZER_PASS_BYTES, QUANTISED_BYTES, activation_bytes_per_element, dtype_bytes,
+                        is_low_precision, matmul_op, memory_op, with_seq_length)
 from .gpu_memory import held_parameters
 from .dualpipe import weight_gradients
 from .ep_overlap import NO_OVERLAP, EpOverlap
 from .parallel import PipelineSplit, dispatch_bytes
+from .recomputation import NO_RECOMPUTE, SELECTIVE, recompute_named
 from .records import (BubbleDetail, Component, ComputeDetail, ContextParallelDetail, DataParallelDetail,
                       ExpertParallelDetail, Layout, Memory, OptimizerDetail, PipelineDetail, TensorParallelDetail)
 from .step import data_parallel_time
@@ -140,42 +141,65 @@ def stage_parameters(w, held, s: int, pp: int) -> tuple:
 
 def moe_flops_per_token(w, recompute: str = "none") -> float:
     """A MoE model's training FLOPs per token: model FLOPs (:meth:`MoeTransformer.training_flops_per_token
-    <models.studies.moe.MoeTransformer.training_flops_per_token>`), plus a forward of the layers
-    (the output head apart) with full recomputation, or of the attention cores with selective."""
+    <models.studies.moe.MoeTransformer.training_flops_per_token>`), plus what recomputation runs
+    again (:mod:`~models.studies.planner.recomputation`): a forward of the layers (the output
+    head apart) with full recomputation, of the attention cores with selective, of the products
+    of the modules recomputed otherwise (``deepseek``: MLA's up-projections; the norms and
+    activations it recomputes are memory passes, no FLOPs)."""
     flops = w.training_flops_per_token()
-    if recompute == "full":
-        flops += w.forward_flops_per_token() - 2.0 * w.vocab * w.hidden * (1 + w.mtp_layers)
-    elif recompute == "selective":
-        flops += w.layers * w.attention_flops_per_token()
+    rc = recompute_named(recompute)
+    if rc is None or rc is NO_RECOMPUTE:
+        return flops
+    if rc.whole_layer:
+        return flops + w.forward_flops_per_token() - 2.0 * w.vocab * w.hidden * (1 + w.mtp_layers)
+    if rc.modules == SELECTIVE.modules:
+        return flops + w.layers * w.attention_flops_per_token()
+    for kind, n in Counter(layer_kind(w, i) for i in range(w.layers)).items():
+        ops = w.layer_ops(1, dense=kind[0], sliding=kind[1])
+        flops += n * sum(op.flops for op in ops if op.kind != "memory" and rc.recomputes(op.name)) / w.seq
     return flops
 
 
-def _moe_activation_bytes(w, layout: Layout, kind: tuple, act: int, balance: float) -> float:
+def _moe_activation_bytes(w, layout: Layout, kind: tuple, act: int, balance: float,
+                          quantised: float | None = None) -> float:
     """One MoE-model layer's stored activations for one micro-batch on one GPU [U: the tensors
-    Korthikanti et al. 2022 count for a dense layer, carried over]: norm and residual inputs
-    (over ``tp`` with sequence parallelism), the attention's latents, Q, K, V and context (over
-    ``tp``), the FFN's input and three inner tensors, and for a MoE layer the routed copies
-    (``top_k`` per token, times ``balance``) with their three expert-wide tensors, the shared
-    experts' and the fp32 router logits. [bytes]"""
+    Korthikanti et al. 2022 count for a dense layer, carried over], per token: the two norms'
+    inputs and one more hidden-wide tensor (over ``tp`` with sequence parallelism), the
+    attention's input (a norm's output); MLA's latents (``q_lora + kv_lora + rope``), Q, K and V
+    and the context (over ``tp``; GQA: Q, K, V, context); a dense FFN's input (a norm's output)
+    and three inner tensors (the SwiGLU's two inputs and its output); for a MoE layer the routed
+    copies (``top_k`` per token, times ``balance``) with their three expert-wide tensors, the
+    shared experts' three, the fp32 router logits and the FFN's input (a norm's output). [bytes]
+
+    The layout's recomputation (:mod:`~models.studies.planner.recomputation`) drops what it
+    recomputes: ``full`` keeps the layer's input only; ``layernorm`` the norms' outputs,
+    ``mla_up_proj`` Q, K and V, ``moe_act`` the experts' SwiGLU outputs; a low-precision cache
+    keeps the linear layers' inputs and the MoE SwiGLU's inputs at ``quantised`` bytes each."""
     t = float(layout.micro_batch) * _tokens(w, layout.cp)
     tp, h = layout.tp, w.hidden
     sp = tp if layout.sequence_parallel else 1
-    if layout.recompute == "full":
+    rc = recompute_named(layout.recompute) or NO_RECOMPUTE
+    if rc.whole_layer:
         return act * t * h / sp
+    lin = quantised if (rc.low_precision_cache and quantised) else act  # a linear layer's stored input
+    norm_out = 0.0 if rc.drops("layernorm") else lin
+    moe_act = 0.0 if rc.drops("moe_act") else lin
     a = w.attention
     dense, _ = kind
     if hasattr(a, "kv_heads"):
-        attention = (a.heads * a.head_dim * 2 + 2 * max(a.kv_heads // tp, 1) * a.head_dim * tp) / tp
+        qkv = (a.heads * a.head_dim + 2 * max(a.kv_heads // tp, 1) * a.head_dim * tp) / tp
+        latents, context = 0.0, a.heads * a.head_dim / tp
     else:
-        attention = a.q_lora_rank + a.kv_lora_rank + a.qk_rope_head_dim + a.heads * (2 * a.qk_dim + 2 * a.v_dim) / tp
-    out = act * t * (4 * h / sp + attention)
+        qkv = 0.0 if rc.drops("mla_up_proj") else a.heads * (2 * a.qk_dim + a.v_dim) / tp
+        latents, context = a.q_lora_rank + a.kv_lora_rank + a.qk_rope_head_dim, a.heads * a.v_dim / tp
+    out = t * (act * 3 * h / sp + norm_out * h / sp + act * qkv + lin * (latents + context))
     if dense:
-        return out + act * t * (h + 3 * w.dense_ffn / tp)
+        return out + t * (norm_out * h + act * 2 * w.dense_ffn / tp + lin * w.dense_ffn / tp)
     copies = t / sp * w.top_k * balance * layout.etp
-    out += act * copies * (h + 3 * w.expert_ffn / layout.etp) + 4.0 * t * w.experts
+    out += copies * (lin * h + (2 * lin + moe_act) * w.expert_ffn / layout.etp) + 4.0 * t * w.experts
     if w.shared_experts:
-        out += act * t * 3 * w.shared_experts * w.shared_ffn / tp
-    return out + act * t * h
+        out += t * (2 * lin + moe_act) * w.shared_experts * w.shared_ffn / tp
+    return out + norm_out * t * h
 
 
 def _logits_bytes(w, layout: Layout) -> float:
@@ -201,6 +225,7 @@ def parallel_memory(w, layout: Layout, split: PipelineSplit, *, dtype: str, capa
     optimizer = 8 if weight == 4 else 12
     tp, pp, zero, m = layout.tp, layout.pp, layout.zero, layout.micro_batches
     dense_shard, expert_shard = layout.dp * layout.cp, layout.edp
+    quantised = QUANTISED_BYTES[str(dtype).strip().lower()] if is_low_precision(dtype) else None
     worst = None
     for s, held in enumerate(split.stages):
         dense, experts = stage_parameters(w, held, s, pp)
@@ -217,9 +242,9 @@ def parallel_memory(w, layout: Layout, split: PipelineSplit, *, dtype: str, capa
             in_flight *= 1 + (pp - 1) / (pp * layout.virtual_stages)
         kinds = Counter(layer_kind(w, i) for i in held)
         if is_moe(w):
-            per_mb = sum(n * _moe_activation_bytes(w, layout, k, weight, balance) for k, n in kinds.items())
+            per_mb = sum(n * _moe_activation_bytes(w, layout, k, weight, balance, quantised) for k, n in kinds.items())
             if s == pp - 1:
-                per_mb += w.mtp_layers * _moe_activation_bytes(w, layout, (False, False), weight, balance)
+                per_mb += w.mtp_layers * _moe_activation_bytes(w, layout, (False, False), weight, balance, quantised)
         else:
             per_mb = len(held) * w.activation_bytes(layout.micro_batch, tp, sequence_parallel=layout.sequence_parallel,
                                                     recompute=layout.recompute, flash=flash) * weight / 2 / layout.cp
@@ -238,20 +263,23 @@ def _no_exchange(att_f: float, att_b: float, full: bool) -> tuple:
 
 def parallel_components(w, layout: Layout, split: PipelineSplit, cm, comm, alltoall, *, overlap: float,
                         bucket: float, times, ep_overlap: EpOverlap = NO_OVERLAP, balance: float = 1.0,
-                        dispatch_elem: float | None = None, network_fraction: float = 0.0) -> tuple:
+                        dispatch_elem: float | None = None, network_fraction: float = 0.0,
+                        layer_times=None) -> tuple:
     """The components of one step (module docstring).
 
     ``comm(dimension, collective, nbytes)`` times a collective on the layout's ``"tp"``,
     ``"cp_ring"`` (ring neighbours), ``"etp"``, ``"pp"``, ``"dp"`` (the dense gradients' ``dp x
     cp`` groups) or ``"edp"`` groups; ``alltoall(dimension, nbytes)`` an all-to-all of ``nbytes``
     per rank on the ``"ep"`` or ``"cp"`` groups. [s] ``network_fraction``: of a dispatch
-    buffer, the share that leaves the NVLink domain (shown in the detail).
+    buffer, the share that leaves the NVLink domain (shown in the detail). ``layer_times(kind)``,
+    when given, is ``times(layer_ops(w, kind, layout, cm, act, balance))`` kept by the caller.
     """
     act = activation_bytes_per_element(cm.dtype)
     dispatch_elem = act if dispatch_elem is None else dispatch_elem
     tp, pp, cp, v = layout.tp, layout.pp, layout.cp, layout.virtual_stages
     b, m = layout.micro_batch, layout.micro_batches
-    full = layout.recompute == "full"
+    rc = recompute_named(layout.recompute) or NO_RECOMPUTE
+    full = rc.whole_layer
     sp = layout.sequence_parallel and tp > 1
     first_ops, last_ops = head_ops(w, layout, cm, act)
     ff, fb = _pass(times(first_ops))
@@ -295,14 +323,15 @@ def parallel_components(w, layout: Layout, split: PipelineSplit, cm, comm, allto
         products = ideal = layer_forward = 0.0
         wgrad = hw * (1 + mtp) if s == pp - 1 else 0.0  # the weight gradients of a micro-batch's backward
         for kind, n in kinds.items():
-            timed = times(layer_ops(w, kind, layout, cm, act, balance))
+            timed = (layer_times(kind) if layer_times is not None
+                     else times(layer_ops(w, kind, layout, cm, act, balance)))
             lf, lb = _pass(timed)
             wgrad += n * sum(weight_gradients(cm, timed))
             fwd_layers += n * lf
             bwd_layers += n * lb
             att = [t for t in timed if t.op.name in _ATTENTION]
-            if layout.recompute == "selective":
-                recomputed += n * _pass(att)[0]
+            if not full:  # the kernels the recomputation runs again (full: the whole forward, below)
+                recomputed += n * sum(t.forward for t in timed if rc.recomputes(t.op.name))
             af, ab = _pass(att)
             ct, ce = cp_layer(af, ab, full)
             cp_time += n * ct

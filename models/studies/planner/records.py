@@ -18,6 +18,7 @@ from ..compute import ComputeFacts
 from ..workload import TpConstraint, Workload
 from .cp_exchange import CP_COMM, RING, CpExchange, cp_exchange_named  # CP_COMM: the exchanges' names
 from .ep_overlap import EpOverlap
+from .recomputation import RECOMPUTES
 
 __all__ = ["PlanError", "Layout", "Memory", "Component", "ComponentDetail", "ComputeDetail", "TensorParallelDetail",
            "ContextParallelDetail", "ExpertParallelDetail", "CP_COMM",
@@ -27,8 +28,9 @@ __all__ = ["PlanError", "Layout", "Memory", "Component", "ComponentDetail", "Com
 
 #: Nesting orders of the data- and pipeline-parallel groups over the tensor-parallel groups.
 ORDERS = ("tp-dp-pp", "tp-pp-dp")
-#: Recomputation modes (Korthikanti et al. 2022).
-RECOMPUTE = ("none", "selective", "full")
+#: Recomputation modes by name (:mod:`models.studies.planner.recomputation`: Korthikanti et al.
+#: 2022's none, selective and full; DeepSeek-V3's norms, MLA up-projections and MoE activations).
+RECOMPUTE = tuple(r.name for r in RECOMPUTES)
 
 
 class PlanError(DgxTopoError):
