@@ -273,6 +273,25 @@ def evaluate(ctx: Context, layout: Layout, tp_groups=None, cm=None) -> Plan:
                 workload_spec=w)
 
 
+def _with_copies(groups, chains, rank_stages) -> tuple:
+    """``groups`` (of GPUs of one stage each) joined with the GPUs at the same place of the
+    other ranks that hold the same stage (``rank_stages``: the stages each pipeline rank runs,
+    :meth:`~models.studies.planner.ep_overlap.EpOverlap.rank_stages`), each joined group once:
+    the GPUs holding the same weights when every stage has several copies (DualPipe)."""
+    rank = {g: p for chain in chains for p, g in enumerate(chain)}
+    at = {(chain[0], p): g for chain in chains for p, g in enumerate(chain)}  # (chain, rank) -> GPU
+    head = {g: chain[0] for chain in chains for g in chain}
+    out, seen = [], set()
+    for g in groups:
+        stage = rank[g[0]]
+        holders = [stage] + [r for r, held in enumerate(rank_stages) if stage in held and r != stage]
+        joined = tuple(at[head[x], r] for r in holders for x in g)
+        if frozenset(joined) not in seen:
+            seen.add(frozenset(joined))
+            out.append(joined)
+    return tuple(out)
+
+
 def _evaluate_parallel(ctx: Context, layout: Layout, cm, groups, comm) -> tuple:
     """Memory and components of a layout with context or expert parallelism, an uneven split or
     a MoE workload (:mod:`models.studies.planner.parallel_step`)."""
@@ -282,6 +301,9 @@ def _evaluate_parallel(ctx: Context, layout: Layout, cm, groups, comm) -> tuple:
                         loss_in_split=layout.loss_in_split)
     ring = tuple((g[k], g[(k + 1) % len(g)]) for g in groups.get("cp", ()) for k in range(len(g)) if len(g) > 1)
     extra = {"cp_ring": ring, "etp": groups.get("etp", ()), "edp": groups.get("edp", ())}
+    if ctx.ep_overlap.parameter_copies > 1:
+        extra["dp_copies"] = _with_copies(groups["dp"], groups["pp"], ctx.ep_overlap.rank_stages(layout.pp))
+        extra["edp_copies"] = _with_copies(groups.get("edp", ()), groups["pp"], ctx.ep_overlap.rank_stages(layout.pp))
 
     def comm_all(dimension, collective, nbytes):
         if dimension in extra:

@@ -31,11 +31,15 @@ Per micro-batch on each stage (the heaviest, compute and exposed communication, 
   and ``B`` the rest of it;
 * ``dp_comm``: the dense gradients over the ``dp x cp`` GPUs holding the same weights, the
   experts' over the ``edp`` GPUs holding the same experts (:func:`~models.studies.planner.step.data_parallel_time`);
-* ``optimizer``: the local parameters' Adam pass.
+  with DualPipe, both stages of the busiest rank over both copies' groups (``"dp_copies"``,
+  ``"edp_copies"``: twice the GPUs), as the step graph reduces them;
+* ``optimizer``: the local parameters' Adam pass (DualPipe: both stages', sharded over both copies
+  with ZeRO).
 
 Memory per GPU: the stage's weights, gradients and optimizer state (experts over ``etp x ep``,
 ZeRO sharding the dense part over ``dp x cp`` and the experts over ``edp``; ZeRO 3 also holds two
-whole layers gathered; DualPipe keeps two copies of the weights), activations of the micro-batches in flight (``pp - stage`` in 1F1B, one
+whole layers gathered; DualPipe keeps two copies of the weights, of their gradients and optimizer
+state, ZeRO sharding them over both copies' GPUs), activations of the micro-batches in flight (``pp - stage`` in 1F1B, one
 more with DualPipe) for ``seq / cp`` tokens and fp32 logits on the last stage.
 """
 
@@ -224,7 +228,10 @@ def parallel_memory(w, layout: Layout, split: PipelineSplit, *, dtype: str, capa
     weight = activation_bytes_per_element(dtype)
     optimizer = 8 if weight == 4 else 12
     tp, pp, zero, m = layout.tp, layout.pp, layout.zero, layout.micro_batches
-    dense_shard, expert_shard = layout.dp * layout.cp, layout.edp
+    # Every copy of a stage's parameters holds their gradients and optimizer state; ZeRO shards
+    # them over all the GPUs holding the same weights (both copies' data-parallel groups).
+    copies = ep_overlap.parameter_copies
+    dense_shard, expert_shard = copies * layout.dp * layout.cp, copies * layout.edp
     quantised = QUANTISED_BYTES[str(dtype).strip().lower()] if is_low_precision(dtype) else None
     worst = None
     for s, held in enumerate(split.stages):
@@ -232,9 +239,9 @@ def parallel_memory(w, layout: Layout, split: PipelineSplit, *, dtype: str, capa
         d, e = dense / tp, experts / (layout.etp * layout.ep)
 
         def sharded(stage_from):
-            return d / (dense_shard if zero >= stage_from else 1) + e / (expert_shard if zero >= stage_from else 1)
-        copies = ep_overlap.parameter_copies
-        params, grads, opt = copies * weight * sharded(3), weight * sharded(2), optimizer * sharded(1)
+            return copies * (d / (dense_shard if zero >= stage_from else 1)
+                             + e / (expert_shard if zero >= stage_from else 1))
+        params, grads, opt = weight * sharded(3), weight * sharded(2), optimizer * sharded(1)
         if zero >= 3 and held:  # the gathered layer in use and the next one prefetched (FSDP's units) [U]
             params += 2 * weight * _largest_layer(w, layout)
         in_flight = float(min(pp - s + ep_overlap.extra_in_flight, m))
@@ -269,7 +276,8 @@ def parallel_components(w, layout: Layout, split: PipelineSplit, cm, comm, allto
 
     ``comm(dimension, collective, nbytes)`` times a collective on the layout's ``"tp"``,
     ``"cp_ring"`` (ring neighbours), ``"etp"``, ``"pp"``, ``"dp"`` (the dense gradients' ``dp x
-    cp`` groups) or ``"edp"`` groups; ``alltoall(dimension, nbytes)`` an all-to-all of ``nbytes``
+    cp`` groups) or ``"edp"`` groups, ``"dp_copies"`` and ``"edp_copies"`` (those groups joined
+    with the other copies' of the same stage, when ``ep_overlap`` holds several); ``alltoall(dimension, nbytes)`` an all-to-all of ``nbytes``
     per rank on the ``"ep"`` or ``"cp"`` groups. [s] ``network_fraction``: of a dispatch
     buffer, the share that leaves the NVLink domain (shown in the detail). ``layer_times(kind)``,
     when given, is ``times(layer_ops(w, kind, layout, cm, act, balance))`` kept by the caller.
@@ -365,13 +373,13 @@ def parallel_components(w, layout: Layout, split: PipelineSplit, cm, comm, allto
         per_stage.append(found)
     # The busiest rank: the stages it runs, each for an equal share of the micro-batches (1F1B: its
     # own; DualPipe: stages r and pp - 1 - r), their times averaged, the heavier stage's counts.
-    best = None
+    best, busiest = None, ()
     for ran in ep_overlap.rank_stages(pp):
         heavy = max((per_stage[s] for s in ran), key=lambda f: f[0])
         mean = [sum(per_stage[s][i] for s in ran) / len(ran) for i in range(len(heavy))]
         found = tuple(mean[i] if i in _AVERAGED else heavy[i] for i in range(len(heavy)))
         if best is None or found[0] > best[0]:
-            best = found
+            best, busiest = found, ran
     assert best is not None
     (slot, s, fwd, bwd, t_tp, tp_count, cp_time, cp_exposed, ep_time, ep_exposed, n_moe, n_attention,
      layer_forward, products, ideal, wgrad) = best
@@ -381,19 +389,25 @@ def parallel_components(w, layout: Layout, split: PipelineSplit, cm, comm, allto
     pp_comm = 2 * sends * t_pp_one
     pp_exposed = ep_overlap.exposed_pp(pp_comm)
     bubble = ep_overlap.bubble(pp, v, slot=slot, backward_input=bwd - wgrad, weight=wgrad)
-    # ---- data parallel: the dense gradients over dp x cp, the experts' over edp
-    dense, experts = stage_parameters(w, split.stages[s], s, pp)
-    d_local, e_local = dense / tp, experts / (layout.etp * layout.ep)
+    # ---- data parallel: the dense gradients over dp x cp, the experts' over edp; with several
+    # copies of each stage (DualPipe), the busiest rank's stages over all their copies' GPUs
+    copies = ep_overlap.parameter_copies
+    named = ("dp", "edp") if copies == 1 else ("dp_copies", "edp_copies")
+    d_local = e_local = 0.0
+    for h in busiest:
+        dense, experts = stage_parameters(w, split.stages[h], h, pp)
+        d_local, e_local = d_local + dense / tp, e_local + experts / (layout.etp * layout.ep)
+    dense_group, expert_group = copies * layout.dp * cp, copies * layout.edp
     streams = []
-    if layout.dp * cp > 1:
-        streams.append((lambda c, n: comm("dp", c, n), d_local * act))
-    if e_local and layout.edp > 1:
-        streams.append((lambda c, n: comm("edp", c, n), e_local * act))
+    if dense_group > 1:
+        streams.append((lambda c, n: comm(named[0], c, n), d_local * act))
+    if e_local and expert_group > 1:
+        streams.append((lambda c, n: comm(named[1], c, n), e_local * act))
     dp_time, dp_exposed = data_parallel_time(streams, layout.zero, overlap, fwd, bwd, m, bucket) if streams \
         else (0.0, 0.0)
     # ---- optimizer
-    opt_params = (d_local / (layout.dp * cp if layout.zero >= 1 else 1)
-                  + e_local / (layout.edp if layout.zero >= 1 else 1))
+    opt_params = (d_local / (dense_group if layout.zero >= 1 else 1)
+                  + e_local / (expert_group if layout.zero >= 1 else 1))
     optimizer = cm.scale * opt_params * OPTIMIZER_PASS_BYTES / (cm.gpu.memory_bandwidth * cm.memory_efficiency)
     compute = m * (fwd + bwd)
     collectives = ("reduce_scatter", "all_gather") if sp else ("all_reduce",)
@@ -407,6 +421,6 @@ def parallel_components(w, layout: Layout, split: PipelineSplit, cm, comm, allto
         Component("pp_comm", pp_comm, pp_exposed, PipelineDetail(pp, sends, tp_bytes / tp)),
         Component("bubble", bubble, bubble, BubbleDetail(pp, v, m)),
         Component("dp_comm", dp_time, dp_exposed,
-                  DataParallelDetail(layout.dp * cp, layout.zero, (d_local + e_local) * act, bucket, overlap)),
+                  DataParallelDetail(dense_group, layout.zero, (d_local + e_local) * act, bucket, overlap)),
         Component("optimizer", optimizer, optimizer, OptimizerDetail(opt_params)),
     )

@@ -204,6 +204,55 @@ def test_the_simulated_step_is_the_analytical_one_on_one_host(host, workload, kw
     assert simulated.step_time == pytest.approx(analytical.step_time, rel=tolerance)
 
 
+def test_a_dualpipe_rank_holds_both_stages_gradients_and_optimizer_state(cluster):
+    # tp1 pp2 dp8 ep8 (edp 1) on two hosts: every rank holds stages 0 and 1, each stage's weights
+    # on the 8 GPUs of rank 0 and the 8 of rank 1. 1F1B's rank holds one stage: P parameters,
+    # their bf16 gradients, ZeRO sharding 12 bytes of optimizer state per parameter. DualPipe's
+    # holds two copies: 2 P of weights and, ZeRO 1 or below, 2 P of gradients (not sharded);
+    # ZeRO shards the optimizer state (1 and up) and the gradients (2 and up) over both copies'
+    # 16 GPUs (the experts' over 2), so they stay one copy's share.
+    for zero in (0, 1, 2):
+        one = plan(SMALL, cluster, tp=1, pp=2, ep=8, zero=zero, global_batch=64, simulate=0)
+        two = plan(SMALL, cluster, tp=1, pp=2, ep=8, zero=zero, global_batch=64, ep_overlap="dualpipe", simulate=0)
+        assert one.layout.micro_batches == two.layout.micro_batches == 8
+        a, b = one.memory, two.memory
+        assert b.parameters == 2 * a.parameters
+        assert b.gradients == pytest.approx(2 * a.gradients if zero <= 1 else a.gradients)
+        assert b.optimizer == pytest.approx(2 * a.optimizer if zero == 0 else a.optimizer)
+        if zero <= 1:  # bf16 gradients of every parameter held: as many bytes as the weights
+            assert b.gradients == b.parameters
+        if zero == 0:  # Adam's fp32 master, momentum and variance: 12 bytes a parameter
+            assert b.optimizer == 6 * b.parameters
+
+
+def test_the_analytical_gradient_reduction_is_the_step_graphs(cluster):
+    # The step graph reduces both stages' gradients of a rank over the 16 GPUs holding them (the
+    # experts' over the 2 holding the same experts); the analytical pass prices the same bytes
+    # on the same groups of the fabric (models.studies.planner.placement.JobGroups).
+    from models.studies.planner.placement import JobGroups
+    from models.studies.planner.step import data_parallel_time
+    from models.studies.workload import DEFAULT_BUCKET
+    jobs = JobGroups(cluster)
+    for zero in (0, 1):
+        p = plan(SMALL, cluster, tp=1, pp=2, ep=8, zero=zero, global_batch=64, ep_overlap="dualpipe", simulate=0)
+        g = plan_step_graph(p, cluster.G)
+        dp = next(c for c in p.components if c.name == "dp_comm")
+        streams = []
+        for name in ("d", "e"):
+            buckets = [t for t in g.tasks if t.kind == "dp_comm" and t.id.startswith(f"p0.{name}bucket")]
+            groups = tuple(sorted({t.gpus for t in buckets}))
+            nbytes = sum(t.nbytes for t in buckets if t.id.endswith(".r0"))
+            streams.append((groups, nbytes))
+        (dense, d_bytes), (experts, e_bytes) = streams
+        assert {len(x) for x in dense} == {16} and {len(x) for x in experts} == {2}
+        assert dp.detail.degree == 16
+        assert dp.detail.nbytes == pytest.approx(d_bytes + e_bytes, abs=8)  # integer bytes per task
+        priced = [(lambda c, n, gs=gs: jobs.dimension_time(c, n, gs), nb) for gs, nb in streams]
+        fwd, bwd = p.components[0].detail.forward, p.components[0].detail.backward
+        expected, _ = data_parallel_time(priced, zero, 1.0, fwd, bwd, p.layout.micro_batches, DEFAULT_BUCKET)
+        assert dp.time == pytest.approx(expected, rel=1e-6)
+
+
 def test_the_analytical_bubble_is_the_reports():
     # (PP/2 - 1)(F&B + B - 3W), never above pp/2 - 1 slots; 1F1B keeps (pp - 1) slots
     assert DUALPIPE.bubble(8, 1, slot=3.0, backward_input=1.0, weight=1.0) == 3.0
