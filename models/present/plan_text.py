@@ -275,9 +275,25 @@ def _pipeline_detail(d: PipelineDetail) -> str:
     return f"2 x {d.sends} sends of {d.nbytes / MiB:.1f} MiB" if d.stages > 1 else "no pipeline"
 
 
+def _dualpipe_bubble(d: BubbleDetail) -> str:
+    """DualPipe's bubble, the report's formula with its numbers (capped at ``PP/2 - 1`` slots)."""
+    pairs = max(0, d.stages // 2 - 1)
+    formula = (f"(PP/2-1)(F&B+B-3W) = {pairs} x ({to_us(d.slot) / 1e3:.2f} + {to_us(d.backward_input) / 1e3:.2f} "
+               f"- 3 x {to_us(d.weight) / 1e3:.2f} ms)")
+    capped = d.slot + d.backward_input - 3 * d.weight > d.slot
+    return f"{formula}{f', capped at {pairs} slots' if capped else ''} = {d.fraction:.2%} of the ideal step"
+
+
+#: The words of the built-in overlaps' own bubbles, by name (else 1F1B's).
+_BUBBLE_WORDS = MappingProxyType({"dualpipe": _dualpipe_bubble})
+
+
 def _bubble_detail(d: BubbleDetail) -> str:
     if d.simulated:
         return "the rest of the critical path: the pipeline's fill and drain, waits for a stream"
+    own = _BUBBLE_WORDS.get(d.overlap.name)
+    if own is not None:
+        return own(d)
     v, m = d.virtual_stages, d.micro_batches
     return f"(p-1)/{'(v m)' if v > 1 else 'm'} = {d.stages - 1}/{v * m if v > 1 else m} of the ideal step"
 

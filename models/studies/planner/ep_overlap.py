@@ -102,6 +102,16 @@ class EpOverlap:
         the weight gradients: :meth:`bubble_slots` slots. [s]"""
         return self.bubble_slots(pp, virtual_stages) * slot
 
+    def bubble_fraction(self, pp: int, virtual_stages: int, micro_batches: int, *, slot: float = 0.0,
+                        backward_input: float = 0.0, weight: float = 0.0) -> float:
+        """:meth:`bubble` over the ideal step (``micro_batches`` slots): 1F1B's ``(p - 1) / (v m)``."""
+        return (pp - 1) / (virtual_stages * micro_batches)
+
+    def bubble_terms(self, *, slot: float, backward_input: float, weight: float) -> dict:
+        """The terms of its bubble beyond ``p``, ``v`` and ``m`` (a record's columns, SI): none
+        for 1F1B's."""
+        return {}
+
     def refuses(self, pp: int, micro_batches: int, virtual_stages: int) -> bool:
         """Whether its schedule rules the pipeline out (``none``: never)."""
         return False
@@ -147,6 +157,19 @@ class DualPipe(BatchOverlap):
         2; :func:`~models.studies.planner.dualpipe.bubble_units`); no more than
         :meth:`bubble_slots` slots. [s]"""
         return min(bubble_units(pp, 0.0, backward_input, weight, pair=slot), self.bubble_slots(pp, 1) * slot)
+
+    def bubble_fraction(self, pp: int, virtual_stages: int, micro_batches: int, *, slot: float = 0.0,
+                        backward_input: float = 0.0, weight: float = 0.0) -> float:
+        """:meth:`bubble` over the ideal step, ``micro_batches`` slots of ``F&B``."""
+        if slot <= 0:
+            return 0.0
+        bubble = self.bubble(pp, virtual_stages, slot=slot, backward_input=backward_input, weight=weight)
+        return bubble / (micro_batches * slot)
+
+    def bubble_terms(self, *, slot: float, backward_input: float, weight: float) -> dict:
+        """The report's formula and its terms: ``F&B`` (``pair_s``), ``B`` and ``W``. [s]"""
+        return {"formula": "(PP/2-1)(F&B+B-3W)", "pair_s": slot, "backward_input_s": backward_input,
+                "weight_s": weight}
 
     def refuses(self, pp: int, micro_batches: int, virtual_stages: int) -> bool:
         """Micro-batches fed from both ends (:func:`~models.studies.planner.dualpipe.dualpipe_refusal`):

@@ -17,7 +17,7 @@ from ...engine.results import tidy_records
 from ..compute import ComputeFacts
 from ..workload import TpConstraint, Workload
 from .cp_exchange import CP_COMM, RING, CpExchange, cp_exchange_named  # CP_COMM: the exchanges' names
-from .ep_overlap import EpOverlap
+from .ep_overlap import NO_OVERLAP, EpOverlap
 from .recomputation import RECOMPUTES
 
 __all__ = ["PlanError", "Layout", "Memory", "Component", "ComponentDetail", "ComputeDetail", "TensorParallelDetail",
@@ -587,23 +587,37 @@ class BubbleDetail:
     simulated : bool
         The bubble is what a simulation's critical path holds beyond its other components (the
         pipeline's fill and drain, waits for a stream), not :attr:`fraction` of the ideal step.
+    overlap : EpOverlap
+        The expert overlap whose schedule sets the bubble
+        (:meth:`~models.studies.planner.ep_overlap.EpOverlap.bubble`): 1F1B's unless DualPipe.
+    slot, backward_input, weight : float
+        One micro-batch's forward and backward with their exposed communication (DualPipe's
+        ``F&B``), the backward's input gradients (``B``) and weight gradients (``W``). [s]
     """
 
     stages: int
     virtual_stages: int
     micro_batches: int
     simulated: bool = False
+    overlap: EpOverlap = NO_OVERLAP
+    slot: float = 0.0
+    backward_input: float = 0.0
+    weight: float = 0.0
 
     @property
     def fraction(self) -> float:
-        """The analytical bubble over the ideal step, ``(p - 1) / (v m)``."""
-        return (self.stages - 1) / (self.virtual_stages * self.micro_batches)
+        """The analytical bubble over the ideal step: 1F1B's ``(p - 1) / (v m)``, or the
+        overlap's own (:meth:`~models.studies.planner.ep_overlap.EpOverlap.bubble_fraction`)."""
+        return self.overlap.bubble_fraction(self.stages, self.virtual_stages, self.micro_batches, slot=self.slot,
+                                            backward_input=self.backward_input, weight=self.weight)
 
     def to_records(self) -> list:
-        """One tidy row."""
+        """One tidy row (with the overlap's terms of its bubble, DualPipe's ``formula``,
+        ``pair_s``, ``backward_input_s`` and ``weight_s``)."""
+        terms = self.overlap.bubble_terms(slot=self.slot, backward_input=self.backward_input, weight=self.weight)
         return tidy_records({"stages": self.stages, "virtual_stages": self.virtual_stages,
                              "micro_batches": self.micro_batches, "fraction": self.fraction,
-                             "simulated": self.simulated})
+                             "simulated": self.simulated, **terms})
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,11 +10,11 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import topo
-from models.present.plan_text import plan_error_text
+from models.present.plan_text import component_note, plan_error_text
 from models.engine.fabric import PreparedFabric
 from models.predict.simulate import simulate
 from models.predict.taskgraph import Task, TaskGraph, task_graph
-from models.studies.planner import NoLayoutError, plan
+from models.studies.planner import BubbleDetail, Component, NoLayoutError, plan
 from models.studies.planner.dualpipe import (PipeOp, bubble_units, dualpipe_blocks, dualpipe_program,
                                              dualpipe_refusal, stage_of, unpaired_blocks)
 from models.studies.planner.ep_overlap import DUALPIPE
@@ -260,6 +260,31 @@ def test_the_analytical_bubble_is_the_reports():
     assert DUALPIPE.bubble(2, 1, slot=3.0, backward_input=1.0, weight=1.0) == 0.0
     assert DUALPIPE.rank_stages(4) == ((0, 3), (1, 2), (1, 2), (0, 3))
     assert DUALPIPE.alone(8, 110) == pytest.approx(11 / 110)  # 3 x 4 - 1 blocks of each kind alone
+
+
+def test_the_bubble_detail_is_dualpipes_own(cluster):
+    # F&B 3 ms, B 1 ms, W 1 ms on pp8: (8/2 - 1)(3 + 1 - 3) = 3 ms over an ideal step of 480 x
+    # 3 ms; with B 2 ms and W 0, 3 x 5 ms is above PP/2 - 1 = 3 slots: the bubble is 9 ms.
+    d = BubbleDetail(8, 1, 480, overlap=DUALPIPE, slot=3e-3, backward_input=1e-3, weight=1e-3)
+    assert d.fraction == pytest.approx(3e-3 / (480 * 3e-3))
+    assert component_note(Component("bubble", 3e-3, 3e-3, d)) == \
+        "(PP/2-1)(F&B+B-3W) = 3 x (3.00 + 1.00 - 3 x 1.00 ms) = 0.21% of the ideal step"
+    capped = dataclasses.replace(d, backward_input=2e-3, weight=0.0)
+    assert capped.fraction == pytest.approx(9e-3 / (480 * 3e-3))
+    assert component_note(Component("bubble", 9e-3, 9e-3, capped)) == \
+        "(PP/2-1)(F&B+B-3W) = 3 x (3.00 + 2.00 - 3 x 0.00 ms), capped at 3 slots = 0.63% of the ideal step"
+    (row,) = d.to_records()
+    assert row["formula"] == "(PP/2-1)(F&B+B-3W)" and row["fraction"] == d.fraction
+    assert (row["pair_s"], row["backward_input_s"], row["weight_s"]) == (3e-3, 1e-3, 1e-3)
+    # a plan's: the fraction of its ideal step (m slots) is its bubble; 1F1B's keeps (p - 1)/m
+    p = plan(SMALL, cluster, tp=1, pp=2, ep=8, zero=1, global_batch=64, ep_overlap="dualpipe", simulate=0)
+    b = next(c for c in p.components if c.name == "bubble")
+    assert b.detail.overlap is DUALPIPE and b.detail.slot > 0 and b.detail.weight > 0
+    assert b.detail.fraction * p.layout.micro_batches * b.detail.slot == pytest.approx(b.time)
+    assert component_note(b).startswith("(PP/2-1)(F&B+B-3W) = 0 x (")
+    one = plan(SMALL, cluster, tp=1, pp=2, ep=8, zero=1, global_batch=64, simulate=0)
+    b1 = next(c for c in one.components if c.name == "bubble")
+    assert component_note(b1) == "(p-1)/m = 1/8 of the ideal step" and "formula" not in b1.detail.to_records()[0]
 
 
 # ------------------------------------------------------------------ refusals
