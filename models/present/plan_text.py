@@ -438,7 +438,7 @@ def group_text(group: Iterable[int]) -> str:
 
 
 def _overlap_of(p: Plan) -> str:
-    return next((c.detail.overlap.name for c in p.components if c.name == "ep_comm"), "")
+    return p.ep_overlap.name if p.ep_overlap is not None else ""
 
 
 def format_search(s: Search, top: int = 10) -> str:

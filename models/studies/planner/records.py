@@ -851,6 +851,12 @@ class Plan:
         """Hardware FLOPs utilisation: hardware FLOPs / (step time x GPUs x dense peak)."""
         return self.hardware_flops / (self.step_time * self.layout.ngpus * self.peak) if self.fits else 0.0
 
+    @property
+    def ep_overlap(self) -> EpOverlap | None:
+        """The expert overlap its step runs (:mod:`~models.studies.planner.ep_overlap`): the one
+        a search of several chose; None without an ``ep_comm`` component (a dense workload)."""
+        return next((c.detail.overlap for c in self.components if c.name == "ep_comm"), None)
+
     def component(self, name: str) -> Component:
         for c in self.components:
             if c.name == name:

@@ -323,5 +323,23 @@ def test_the_cli_refuses_dualpipe_on_an_odd_pipeline_in_one_line(capsys):
     assert "(received pp 4, 6 micro-batches)" in line
 
 
+def test_simulate_names_the_overlap_a_search_of_several_chose(capsys):
+    # simulate searches what is not given, as plan does: of none, batch and dualpipe it runs
+    # the best, and its header says which (one overlap given: the header as before)
+    from tests.test_cli_commands import run
+
+    args = (SMALL, "--system", "2xdgxh100", "--tp", "1", "--pp", "2", "--ep", "8", "--zero", "1",
+            "--global-batch", "64")
+    status, out, _ = run(capsys, "simulate", *args, "--ep-overlap", "all")
+    chosen = plan(SMALL, PreparedFabric(topo.build("2xdgxh100")), tp=1, pp=2, ep=8, zero=1, global_batch=64,
+                  ep_overlap=("none", "batch", "dualpipe")).ep_overlap
+    assert status == 0 and chosen is not None
+    assert out.splitlines()[0].startswith(f"moe tp1 pp2 dp8 ep8 zero1 mb1 rc=none tp-dp-pp ep-overlap {chosen.name} "
+                                          "on 2xDGX H100: step ")
+    status, out, _ = run(capsys, "simulate", *args, "--ep-overlap", "batch")
+    head = out.splitlines()[0]
+    assert status == 0 and head.startswith("moe tp1 pp2 dp8 ep8 zero1 mb1 rc=none ") and "ep-overlap" not in head
+
+
 def test_pipe_ops_read_as_the_program_writes_them():
     assert str(PipeOp("B", 1, 3, True)) == "B1.3w" and str(PipeOp("W", 0, 2)) == "W0.2"
