@@ -186,8 +186,11 @@ def dualpipe_blocks(pp: int, m: int, block: Callable[..., tuple]) -> dict:
 
 
 def bubble_units(pp: int, forward: float, backward_input: float, weight: float, pair: float | None = None) -> float:
-    """DualPipe's bubble, ``(pp/2 - 1)(F&B + B - 3W)`` (the report's table 2), ``pair`` (``F&B``)
-    defaulting to ``F + B + W`` (an overlapped pair that hides all its communication). [s]"""
+    """DualPipe's bubble, ``(pp/2 - 1)(F&B + B - 3W)`` with ``B`` the backward's input gradient
+    alone (what :func:`dualpipe_program` idles by at unit times; [U] the report's table 2 writes
+    the formula with ``B`` a full backward chunk, ``(pp/2 - 1) W`` more: see
+    :meth:`~models.studies.planner.ep_overlap.DualPipe.bubble`), ``pair`` (``F&B``) defaulting to
+    ``F + B + W`` (an overlapped pair that hides all its communication). [s]"""
     fb = forward + backward_input + weight if pair is None else pair
     return max(0.0, pp / 2 - 1) * (fb + backward_input - 3 * weight)
 

@@ -10,9 +10,10 @@ the layouts it refuses (:mod:`models.present.plan_text` words each by its name).
   streams of work per stage.
 * :data:`DUALPIPE` (``dualpipe``): DeepSeek-V3's DualPipe (arXiv 2412.19437, section 3.2.1):
   micro-batches fed from both ends, forward and backward chunks of two micro-batches overlapped,
-  the all-to-alls and pipeline sends hidden, the bubble of the report's table 2,
-  ``(PP/2 - 1)(F&B + B - 3W)`` (:meth:`EpOverlap.bubble`, ``F&B`` the slot of one micro-batch's
-  forward and backward, ``B`` its input gradient and ``W`` its weight gradient), two copies of
+  the all-to-alls and pipeline sends hidden, a bubble of ``(PP/2 - 1)(F&B + B - 3W)``
+  (:meth:`EpOverlap.bubble`, ``F&B`` the slot of one micro-batch's forward and backward, ``B``
+  its input gradient and ``W`` its weight gradient: what the program simulated here leaves idle,
+  [U] below), two copies of
   the parameters and one micro-batch more in flight; it needs an even ``pp``, an even number of
   micro-batches, at least ``2 pp`` of them, and no interleaving
   (:func:`~models.studies.planner.dualpipe.dualpipe_refusal`). The step graph runs its program
@@ -153,9 +154,15 @@ class DualPipe(BatchOverlap):
 
     def bubble(self, pp: int, virtual_stages: int, *, slot: float, backward_input: float = 0.0,
                weight: float = 0.0) -> float:
-        """``(PP/2 - 1)(F&B + B - 3W)`` with ``F&B`` the slot (DeepSeek-V3 Technical Report, table
-        2; :func:`~models.studies.planner.dualpipe.bubble_units`); no more than
-        :meth:`bubble_slots` slots. [s]"""
+        """``(PP/2 - 1)(F&B + B - 3W)`` with ``F&B`` the slot and ``B`` the input gradient alone
+        (:func:`~models.studies.planner.dualpipe.bubble_units`), no more than :meth:`bubble_slots`
+        slots: the idle time of the program the step graph runs
+        (:func:`~models.studies.planner.dualpipe.dualpipe_program`), so that the analytical and
+        simulated steps agree. [U] The DeepSeek-V3 Technical Report's table 2 prints the same
+        formula with ``B`` "a full backward chunk" (input and weight gradients), which is
+        ``(PP/2 - 1) W`` more than this; the program is recalled from deepseek-ai/DualPipe, not
+        re-read, and which reading the real schedule idles by is not settled here. The cap is
+        the program's too (no pair slot idles longer than a slot), not the report's. [s]"""
         return min(bubble_units(pp, 0.0, backward_input, weight, pair=slot), self.bubble_slots(pp, 1) * slot)
 
     def bubble_fraction(self, pp: int, virtual_stages: int, micro_batches: int, *, slot: float = 0.0,

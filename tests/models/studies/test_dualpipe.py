@@ -89,8 +89,9 @@ def _unit_graph(pp, m, F, B, W) -> TaskGraph:
     (4, 8, 2.0, 1.0, 1.0, 34.0),  # 8 x 4 + (4 + 1 - 3)
     (8, 16, 2.0, 1.0, 1.0, 70.0),  # 16 x 4 + 3 x 2
 ])
-def test_a_unit_time_schedule_has_the_reports_bubble(host, pp, m, F, B, W, step):
-    # DeepSeek-V3 Technical Report table 2: DualPipe's bubble is (PP/2 - 1)(F&B + B - 3W), F&B
+def test_a_unit_time_schedule_has_the_programs_bubble(host, pp, m, F, B, W, step):
+    # DualPipe's bubble is (PP/2 - 1)(F&B + B - 3W) with B the input gradient (the report's table
+    # 2 writes B for a full backward: (PP/2 - 1) W more, [U] in ep_overlap.DualPipe.bubble), F&B
     # the overlapped pair (here F + B + W: nothing to hide), on top of m (F + B + W) per rank.
     G = host.G if pp <= 8 else topo.build("2xdgxh100")
     r = simulate(G, _unit_graph(pp, m, F, B, W), sm_share=False)
