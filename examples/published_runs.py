@@ -46,7 +46,7 @@ sequence parallelism arrived with Korthikanti et al. 2022, so the earlier rows r
   beyond the default ``--max-gpus``: run with ``--max-gpus 8192`` (about ten CPU minutes).
 * DeepSeek-AI 2024, "DeepSeek-V3 Technical Report" (arXiv:2412.19437): 2,048 H800 GPUs at 180K
   GPU hours per trillion tokens, pp16 ep64 ZeRO-1 DualPipe FP8, sequence 4K, batch 15,360; [U]
-  recalled, see :func:`_deepseek_2024` (planned with full recomputation).
+  recalled, see :func:`_deepseek_2024` (planned with its own partial recomputation, ``deepseek``).
 """
 
 from __future__ import annotations
@@ -154,15 +154,14 @@ def _deepseek_2024():
     after the ramp. [U] every figure recalled from the report, not re-read here (as the
     reference's models-moe.md §2.4 marks them). The iteration follows: 15,360 x 4,096 tokens /
     (2,048 GPUs x 1e12 / (180e3 x 3,600 s) tokens/s per GPU) = 19.91 s. DeepSeek recomputes
-    RMSNorm and the MLA up-projections and keeps some activations in FP8; the planner has no
-    such partial recomputation (its selective one leaves this model's activations at 122 GB of
-    80 per GPU), so the run plans with full recomputation [U]: the prediction is then slow by
-    the recomputed forward DeepSeek does not pay."""
+    RMSNorm and the MLA up-projections and keeps activations in FP8 (report sections 3.2.3 and
+    3.3.3 [U]): the planner's ``deepseek`` recomputation
+    (:data:`models.studies.planner.recomputation.DEEPSEEK`)."""
     source = "DeepSeek-AI 2024 (DeepSeek-V3), sec. 1 and 3 [U]"
     seconds = 15360 * 4096 / (2048 * 1e12 / (180e3 * 3600))
     return [Run(source, "DeepSeek-V3, 2048 H800 (s/iteration)", "deepseek-v3", "256xdgxh800",
                 dict(tp=1, pp=16, dp=128, ep=64, zero=1, micro_batch=1, global_batch=15360, dtype="fp8",
-                     recompute="full", seq_length=4096, ep_overlap="dualpipe"), seconds, "time")]
+                     recompute="deepseek", seq_length=4096, ep_overlap="dualpipe"), seconds, "time")]
 
 
 #: Every published run, oldest first.

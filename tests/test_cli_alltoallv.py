@@ -42,8 +42,9 @@ def test_the_parser_reads_suffixes_comments_and_both_separators():
 
 
 def test_an_uneven_matrix_prints_the_library_figures(capsys, matrix_file):
-    """The time is alltoallv's; the size is the largest row's sum (a rank's send buffer: rank 1,
-    2 MiB + 512 KiB + 1 KiB), algbw size / time, busbw algbw x 3/4 (nccl-tests' alltoall)."""
+    """The time is alltoallv's; the size is the most a rank sends its peers (rank 2's 8 MiB) times
+    n / (n - 1) = 4/3 (nccl-tests' alltoall size for equal counts), algbw size / time, busbw algbw x
+    3/4 (nccl-tests' alltoall)."""
     path = matrix_file(UNEVEN_TEXT)
     status, out, err = run(capsys, "alltoallv", "--system", "dgxh100", "--gpus", "2,3,5,7", "--matrix", path,
                            "--json")
@@ -51,16 +52,35 @@ def test_an_uneven_matrix_prints_the_library_figures(capsys, matrix_file):
     data = json.loads(out)
     (row,) = data["rows"]
     assert status == 0 and err == "" and data["gpus"] == [2, 3, 5, 7]
-    assert row["size_bytes"] == 8 * 2**20 == max(UNEVEN.sum(axis=1))
+    size = round(8 * 2**20 * 4 / 3)
+    assert row["size_bytes"] == size
     assert row["time_us"] == pytest.approx(e.time * 1e6, rel=1e-12)
-    assert row["algbw_gbps"] == pytest.approx(8 * 2**20 / e.time / 1e9, rel=1e-12)
+    assert row["algbw_gbps"] == pytest.approx(size / e.time / 1e9, rel=1e-12)
     assert row["busbw_gbps"] == pytest.approx(row["algbw_gbps"] * 3 / 4, rel=1e-12)
     assert data["schedule"]["nbytes"] == 8 * 2**20 and data["schedule"]["rounds"] == 3
     status, out, _ = run(capsys, "alltoallv", "--system", "dgxh100", "--gpus", "2,3,5,7", "--matrix", path)
     lines = out.splitlines()
     assert lines[1].endswith("the most a GPU sends 8388608 B (GPU 5), receives 11535360 B (GPU 7)")
-    assert lines[3].split() == [str(8 * 2**20), f"{e.time * 1e6:.2f}", f"{8 * 2**20 / e.time / 1e9:.2f}",
-                                f"{8 * 2**20 / e.time / 1e9 * 3 / 4:.2f}"]
+    assert lines[3].split() == [str(size), f"{e.time * 1e6:.2f}", f"{size / e.time / 1e9:.2f}",
+                                f"{size / e.time / 1e9 * 3 / 4:.2f}"]
+
+
+def test_the_diagonal_changes_neither_the_time_nor_the_size(capsys, matrix_file):
+    """A rank's copy to itself is not timed, so it does not count in the size either: 1 GiB on the
+    diagonal printed an algbw of 26,625 GB/s when the size was the largest row's sum."""
+    rows = []
+    for diagonal in ("0", "1M", "1G"):
+        text = "\n".join(",".join(diagonal if i == j else "1M" for j in range(8)) for i in range(8))
+        status, out, _ = run(capsys, "alltoallv", "--system", "dgxh100", "--matrix", matrix_file(text), "--json")
+        assert status == 0
+        rows.append(json.loads(out)["rows"][0])
+    assert rows[0] == rows[1] == rows[2] and rows[0]["size_bytes"] == 8 * 2**20
+
+
+def test_an_empty_csv_field_is_refused(capsys, matrix_file):
+    status, _, err = run(capsys, "alltoallv", "--system", "dgxh100", "--gpus", "0,1,2",
+                         "--matrix", matrix_file("0,,1K\n1,0,2\n3,4,0\n"))
+    assert status == 2 and "line 1, column 2" in err and "an empty field" in err and len(err.splitlines()) == 1
 
 
 @pytest.mark.parametrize("system, block", [("dgxh100", "128M"), ("2xdgxh100", "1M"), ("dgx1v", "4K")])

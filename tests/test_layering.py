@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import NamedTuple
 
 import networkx as nx
-import pytest
 
 from topo.collector import collector_paused
 
@@ -171,12 +170,16 @@ def test_topo_never_imports_models():
     assert not offenders
 
 
-@pytest.mark.parametrize("module", sorted(MODULES))
-def test_no_module_reads_another_modules_private_names(module):
-    offenders = [(t, n, line) for t, n, line in _imports(module)
+# The checks of every module below run in one test each, naming every offending module (as one
+# test per module they were ~850 tests, each a few milliseconds of pytest's and xdist's work
+# around a dictionary lookup).
+def test_no_module_reads_another_modules_private_names():
+    def offenders(module):
+        found = [(t, n, line) for t, n, line in _imports(module)
                  if n is not None and n.startswith("_") and not n.startswith("__") and t != module]
-    offenders += _scan(module).private_reads  # topo._private / models.x._private through an imported module
-    assert not offenders, f"{module} reads private names of other modules: {offenders}"
+        return found + list(_scan(module).private_reads)  # topo._private / models.x._private through an imported module
+    found = {module: bad for module in sorted(MODULES) if (bad := offenders(module))}
+    assert not found, f"modules read private names of other modules: {found}"
 
 
 def test_the_floor_scan_sees_every_wing():
@@ -188,22 +191,25 @@ def test_the_floor_scan_sees_every_wing():
 PENDING_UPWARD = set()
 
 
-@pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith("models")))
-def test_nothing_imports_upward(module):
-    here = _floor(module)
-    upward = [(t, line) for t, _, line in _imports(module) if _floor(_target_module(t)) > here
-              and (module, _target_module(t)) not in PENDING_UPWARD]
-    assert not upward, f"{module} (floor {FLOORS[here] if here < len(FLOORS) else 'face'}) imports upward: {upward}"
+def test_nothing_imports_upward():
+    def upward(module):
+        here = _floor(module)
+        return [(t, line) for t, _, line in _imports(module) if _floor(_target_module(t)) > here
+                and (module, _target_module(t)) not in PENDING_UPWARD]
+    found = {f"{module} (floor {FLOORS[_floor(module)] if _floor(module) < len(FLOORS) else 'face'})": bad
+             for module in sorted(MODULES) if module.startswith("models") and (bad := upward(module))}
+    assert not found, f"modules import upward: {found}"
 
 
-@pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith("models.")))
-def test_no_module_imports_a_package_face_of_models(module):
+def test_no_module_imports_a_package_face_of_models():
     # A face re-exports its package: importing it from inside runs every module of the package
     # (an arrow to each, and a cycle through the face). Modules import modules.
-    faces = [(t, line) for t, _, line in _imports(module)
-             if (target := _target_module(t)).startswith("models")
-             and MODULES[target].name == "__init__.py" and target != module]
-    assert not faces, f"{module} imports a package face: {faces}"
+    def faces(module):
+        return [(t, line) for t, _, line in _imports(module)
+                if (target := _target_module(t)).startswith("models")
+                and MODULES[target].name == "__init__.py" and target != module]
+    found = {module: bad for module in sorted(MODULES) if module.startswith("models.") and (bad := faces(module))}
+    assert not found, f"modules import a package face: {found}"
 
 
 #: Names that build words: a ``format_*`` function, or one of these methods (none below
@@ -233,10 +239,10 @@ def _word_builders(nodes) -> list:
     return found
 
 
-@pytest.mark.parametrize("module", sorted(m for m in MODULES if _floor(m) in (1, 2, 3, 4)))
-def test_words_are_built_only_in_present(module):
-    offenders = list(_scan(module).word_builders)
-    assert not offenders, f"{module} builds words below models.present (move them there): {offenders}"
+def test_words_are_built_only_in_present():
+    found = {module: list(_scan(module).word_builders) for module in sorted(MODULES)
+             if _floor(module) in (1, 2, 3, 4) and _scan(module).word_builders}
+    assert not found, f"modules build words below models.present (move them there): {found}"
 
 
 def test_the_words_scan_finds_word_builders():
@@ -258,21 +264,21 @@ def test_the_words_scan_finds_word_builders():
 IMPORTS_BY_NAME = {"models.present.report.shipped"}
 
 
-@pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith("models")))
-def test_only_the_shipped_decoder_imports_by_name(module):
-    lines = _scan(module).dynamic_imports
-    assert not lines or module in IMPORTS_BY_NAME, f"{module} imports by name at lines {list(lines)}"
+def test_only_the_shipped_decoder_imports_by_name():
+    found = {module: list(_scan(module).dynamic_imports) for module in sorted(MODULES)
+             if module.startswith("models") and _scan(module).dynamic_imports and module not in IMPORTS_BY_NAME}
+    assert not found, f"modules import by name (at these lines): {found}"
 
 
-@pytest.mark.parametrize("module", sorted(MODULES))
-def test_no_string_names_a_higher_floor(module):
+def test_no_string_names_a_higher_floor():
     """A name handed to a mechanism that imports it when read is an import all the same, and keeps
     to the floors: a face names its own floor and those below, and no other string outside a
     docstring names a module of a higher floor (or a name in one)."""
-    here = _floor(module)
-    bad = [(where, name, line) for where, name, line in _scan(module).by_name
-           if _floor(_target_module(name.rstrip("."))) > here]
-    assert not bad, f"{module} names a higher floor: {bad}"
+    def higher(module):
+        return [(where, name, line) for where, name, line in _scan(module).by_name
+                if _floor(_target_module(name.rstrip("."))) > _floor(module)]
+    found = {module: bad for module in sorted(MODULES) if (bad := higher(module))}
+    assert not found, f"modules name a higher floor: {found}"
 
 
 def test_the_by_name_scan_sees_faces_and_strings():

@@ -5,6 +5,7 @@ every documented JSON shape is what the command prints, and every Python example
 
 from __future__ import annotations
 
+import functools
 import re
 
 import pytest
@@ -155,13 +156,22 @@ def test_every_output_block_names_its_exact_command():
     assert [(page, b.split("\n", 1)[0]) for page, b in blocks if command_of(b) is None] == []
 
 
+@functools.cache
+def _expected_block(block: str) -> str:
+    """:func:`tests.regen_readme.expected_block`, run once per block text: the README's tour shows
+    some blocks of docs/cli.md again, command and output alike (the planner's search, the
+    packing's export, subsets), and each ran its command twice. (With this cache the file runs
+    whole on one worker: tests/conftest.py.)"""
+    from tests.regen_readme import expected_block
+    return expected_block(block)
+
+
 @pytest.mark.parametrize("index", range(len(_text_blocks())),
                          ids=[f"{page}:{i}" for i, (page, _) in enumerate(_text_blocks())])
 def test_output_block_is_what_its_command_prints(index):
     """The pages show only output their commands print (`python -m tests.regen_readme` rewrites)."""
-    from tests.regen_readme import expected_block
     block = _text_blocks()[index][1]
-    assert block == expected_block(block), "run `python -m tests.regen_readme` and review the diff"
+    assert block == _expected_block(block), "run `python -m tests.regen_readme` and review the diff"
 
 
 # ------------------------------------------------------------------------ generated tables

@@ -138,7 +138,7 @@ def grouped_table(operation: str, last: P2pEstimate, root: int, rows, gpus_per_t
 
 def alltoallv_table(e: P2pEstimate, source: str, size: int, algbw: float, busbw: float, gpus_per_thread: int) -> str:
     """nccl-tests' columns of one all-to-allv (:func:`models.predict.alltoall.alltoallv`) of the matrix
-    read from ``source``: ``size`` the largest row's sum (a rank's send buffer) in bytes, ``algbw`` and
+    read from ``source``: ``size`` the most a rank sends to its peers times ``n / (n - 1)`` (:func:`~models.present.cli.alltoallv.alltoallv_size`) in bytes, ``algbw`` and
     ``busbw`` in B/s; a line above says what the matrix holds.
 
     >>> import topo

@@ -113,8 +113,8 @@ def timing_note(why: Plan | TimingWhy | None) -> str:
                                           f"max_events={why.max_events}"),
         TimingCode.CNN: lambda: "a CNN's step is not simulated: step graphs follow Megatron's transformer schedule",
         TimingCode.INTERLEAVED: lambda: "interleaved 1F1B is not simulated: step graphs build plain 1F1B",
-        TimingCode.DUALPIPE: lambda: ("a DualPipe step is not simulated: step graphs build 1F1B; analytical, "
-                                      "its bubble and hidden sends as DualPipe's"),
+        TimingCode.DUALPIPE: lambda: ("its expert overlap's schedule is not one step graphs build (a strategy whose "
+                                      "simulated is False); analytical"),
         TimingCode.OVERLAP_FIRST_PASS: lambda: (f"overlap={why.overlap:g} shapes the first pass only: the "
                                                 "simulation overlaps the gradient buckets as the schedule allows")}
     return words[why.code]()
@@ -198,8 +198,9 @@ def skipped_note(s: SkippedLayout) -> str:
         SkipCode.CP_FLASH: lambda: "context parallelism needs flash attention: expected the flash software stack",
         SkipCode.CP_HEADS: lambda: f"all-to-all context parallelism needs the {c} heads per rank divisible by cp {s.cp}",
         SkipCode.SPLIT: lambda: _split_note(s),
-        SkipCode.DUALPIPE: lambda: (f"DualPipe needs an even pp and micro-batches (received pp {s.pp}, {c} "
-                                    "micro-batches) and no interleaving")}
+        SkipCode.DUALPIPE: lambda: (f"DualPipe needs an even pp, an even number of micro-batches of at least 2 x pp "
+                                    f"and no interleaving (received pp {s.pp}, {c} micro-batches"
+                                    f"{f', v {s.virtual_stages}' if s.virtual_stages > 1 else ''})")}
     return f"{_skipped_label(s)}: {words[s.code]()}"
 
 
@@ -242,9 +243,9 @@ def compute_note(compute: ComputeFacts | ComputeModel | None) -> str:
     --------
     >>> from models.studies.compute import compute_model
     >>> compute_note(compute_model("H100", "bf16"))
-    'H100 bf16 (H100, 989.5 TFLOP/s dense, 3,350 GB/s HBM), fused kernels: GEMM 80% of peak, HBM 80%'
+    'H100 bf16 (H100, 989.5 TFLOP/s dense, 3,350 GB/s HBM), fused kernels: GEMM 76% of peak, HBM 84%'
     >>> compute_note(compute_model("A100", "bf16", stack="flash", scale=1.5).facts)
-    'A100 bf16 (A100, 312.0 TFLOP/s dense, 2,039 GB/s HBM), flash kernels: GEMM 87% of peak, flash attention 60%, HBM 80%, calibrated time x1.500'
+    'A100 bf16 (A100, 312.0 TFLOP/s dense, 2,039 GB/s HBM), flash kernels: GEMM 82% of peak, flash attention 57%, HBM 79%, calibrated time x1.500'
     """
     if compute is None:
         return ""
@@ -274,9 +275,25 @@ def _pipeline_detail(d: PipelineDetail) -> str:
     return f"2 x {d.sends} sends of {d.nbytes / MiB:.1f} MiB" if d.stages > 1 else "no pipeline"
 
 
+def _dualpipe_bubble(d: BubbleDetail) -> str:
+    """DualPipe's bubble, the report's formula with its numbers (capped at ``PP/2 - 1`` slots)."""
+    pairs = max(0, d.stages // 2 - 1)
+    formula = (f"(PP/2-1)(F&B+B-3W) = {pairs} x ({to_us(d.slot) / 1e3:.2f} + {to_us(d.backward_input) / 1e3:.2f} "
+               f"- 3 x {to_us(d.weight) / 1e3:.2f} ms)")
+    capped = d.slot + d.backward_input - 3 * d.weight > d.slot
+    return f"{formula}{f', capped at {pairs} slots' if capped else ''} = {d.fraction:.2%} of the ideal step"
+
+
+#: The words of the built-in overlaps' own bubbles, by name (else 1F1B's).
+_BUBBLE_WORDS = MappingProxyType({"dualpipe": _dualpipe_bubble})
+
+
 def _bubble_detail(d: BubbleDetail) -> str:
     if d.simulated:
         return "the rest of the critical path: the pipeline's fill and drain, waits for a stream"
+    own = _BUBBLE_WORDS.get(d.overlap.name)
+    if own is not None:
+        return own(d)
     v, m = d.virtual_stages, d.micro_batches
     return f"(p-1)/{'(v m)' if v > 1 else 'm'} = {d.stages - 1}/{v * m if v > 1 else m} of the ideal step"
 
@@ -420,14 +437,21 @@ def group_text(group: Iterable[int]) -> str:
     return f"({g[0]}-{g[-1]})" if steps == {1} else f"({g[0]},{g[1]},...,{g[-1]})"
 
 
+def _overlap_of(p: Plan) -> str:
+    return p.ep_overlap.name if p.ep_overlap is not None else ""
+
+
 def format_search(s: Search, top: int = 10) -> str:
-    """The ranking as a table."""
-    lines = [f"{'layout':44} {'step ms':>9} {'timing':10} {'samples/s':>10} {'MFU':>6} {'HFU':>6} {'mem GB':>7}"
+    """The ranking as a table; a search of several expert overlaps names each row's after its layout."""
+    several = len({_overlap_of(p) for p in s.plans}) > 1
+    labels = [p.layout.label() + (f" {_overlap_of(p)}" if several else "") for p in s.plans[:top]]
+    width = max([44] + [len(label) for label in labels])
+    lines = [f"{'layout':{width}} {'step ms':>9} {'timing':10} {'samples/s':>10} {'MFU':>6} {'HFU':>6} {'mem GB':>7}"
              f"  binding"]
-    for p in s.plans[:top]:
+    for p, label in zip(s.plans[:top], labels):
         step = f"{p.step_time * 1e3:9.1f}" if p.fits else f"{'OOM':>9}"
         timing = p.timing if p.fits else "-"
-        lines.append(f"{p.layout.label():44} {step} {timing:10} {p.samples_per_s:10.2f} {p.mfu:6.1%} {p.hfu:6.1%} "
+        lines.append(f"{label:{width}} {step} {timing:10} {p.samples_per_s:10.2f} {p.mfu:6.1%} {p.hfu:6.1%} "
                      f"{p.memory.total / GB:7.1f}  {p.binding() if p.fits else 'memory capacity'}")
     simulated = sum(p.simulated for p in s.plans)
     lines.append(f"(simulated: the {simulated} best of the analytical first pass, ranked first by their simulated "

@@ -37,7 +37,7 @@ __all__ = ["MatrixFileError", "MATRIX_INPUT", "parse_matrix"]
 #: limit of routed pairs (70,000, about 265 ranks) a matrix of 19-digit entries is about 1.4 MB.
 MATRIX_INPUT = InputKind("matrix", "send-count matrix", 4 * MiB)
 
-_SEPARATOR = re.compile(r"[,\s]+")
+_SEPARATOR = re.compile(r"\s+")
 _EXPECTED = "one row per sending rank, one column per receiving rank"
 
 
@@ -47,19 +47,26 @@ class MatrixFileError(InputFileError):
 
 
 def _rows(text: str) -> list:
-    """``(line number, entries)`` of every line that holds entries."""
+    """``(line number, entries)`` of every line that holds entries: a line with a comma is CSV
+    (each field one entry, an empty field kept as ``""`` to be refused: ``0,,1K`` is not two
+    entries), any other is split at white space."""
     rows = []
     for number, line in enumerate(text.splitlines(), 1):
         body = line.strip().lstrip("\ufeff")
         if not body or body.startswith("#"):
             continue
-        rows.append((number, [e for e in _SEPARATOR.split(body) if e]))
+        if "," in body:
+            rows.append((number, [e.strip() for e in body.split(",")]))
+        else:
+            rows.append((number, [e for e in _SEPARATOR.split(body) if e]))
     return rows
 
 
 def _why(entry: str) -> str:
     """What an entry the size parser refused is, in words, where a word says more than its message."""
     lower = entry.lower().lstrip("+-")
+    if not entry:
+        return "an empty field"
     if lower in ("nan", "inf", "infinity"):
         return "not a finite number"
     if entry.startswith("-"):

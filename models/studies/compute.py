@@ -21,7 +21,7 @@ A :class:`ComputeModel` times each kernel of a workload (:class:`models.studies.
   fraction of cuBLAS on large products per generation and dtype (sourced there). The backward
   pass is the two transposed products (input and weight gradients), each quantised.
 * **memory-bound passes** (norms, bias, activation, dropout, residual adds, softmax, loss) by
-  the bytes each kernel moves at :data:`DEFAULT_MEMORY_EFFICIENCY` of the HBM bandwidth, and
+  the bytes each kernel moves at :data:`MEMORY_EFFICIENCY` of the HBM bandwidth (fitted to STREAM), and
   at least :data:`KERNEL_FLOOR` per kernel launched (short kernels launched one by one cost
   their launch [S113]); the software stack
   (:data:`models.studies.workload.SOFTWARE`) decides how many kernels there are.
@@ -46,7 +46,7 @@ Examples
 1555.0
 >>> m = compute_model("A100", "bf16", efficiency=1.0)
 >>> round(m.gemm_time(8192, 8192, 8192) * 1e3, 3)  # 2 x 8192^3 / 312 TFLOP/s = 3.524: 19 waves, epilogues
-3.613
+3.614
 """
 
 from __future__ import annotations
@@ -65,8 +65,8 @@ from ..engine.results import tidy_records
 from .workload import LOW_PRECISION, QUANTISED_BYTES, SOFTWARE, Op, Software, Workload, dtype_bytes, \
     software as as_software
 
-__all__ = ["Gpu", "GENERATIONS", "GEMM_EFFICIENCY", "FITTED_LOW_PRECISION_EFFICIENCY", "ATTENTION_EFFICIENCY",
-           "DEFAULT_MEMORY_EFFICIENCY", "KERNEL_FLOOR", "MAX_SCALE", "MIN_FRACTION", "TILES", "ComputeModel", "OpTime",
+__all__ = ["Gpu", "GENERATIONS", "GEMM_EFFICIENCY", "FITTED_GEMM_EFFICIENCY", "FITTED_LOW_PRECISION_EFFICIENCY",
+           "ATTENTION_EFFICIENCY", "DEFAULT_MEMORY_EFFICIENCY", "MEMORY_EFFICIENCY", "KERNEL_FLOOR", "MAX_SCALE", "MIN_FRACTION", "TILES", "ComputeModel", "OpTime",
            "ComputeFacts", "UnknownGenerationError", "UnsupportedDtypeError", "gpu_of", "generation_of",
            "generation", "gpu_memory", "compute_model", "default_software"]
 
@@ -84,57 +84,84 @@ TILES = ((256, 128, 1.0), (128, 256, 1.0), (128, 128, 1.0), (128, 64, 2 / 3), (6
 # CUTLASS do for such shapes [U]).
 _MAX_SPLIT = 32
 
-#: Low-precision GEMM efficiency FITTED to cuBLASLt measurements: the Azure/AI-benchmarking-guide
-#: GEMM tables (ND H200 v5 fp8, ND GB200 v6 fp8 and fp4), transcribed in the project's shared
+#: GEMM efficiency FITTED to cuBLASLt measurements: the Azure/AI-benchmarking-guide GEMM tables
+#: (ND A100 v4 fp16, ND H200 v5 fp8, ND GB200 v6 fp8 and fp4), transcribed in the project's shared
 #: calibration data as gpu_microbenchmarks.json and copied to tests/data/gemm_microbenchmarks.json.
 #: What was fitted: the full-wave fraction of the dense peak (:data:`GEMM_EFFICIENCY`) at which
 #: this module's GEMM model (tiles, waves, epilogues: :meth:`ComputeModel.gemm_time`) reproduces
 #: the median measured TFLOP/s over the large products (every dimension >= 4096: the squares
 #: 4096-32768 and 6144 x 12288 x 12288). Measured rate over the dense peak on those shapes is
-#: lower (H200 fp8 0.666, GB200 fp8 0.575, GB200 fp4 0.751, medians) because the model's waves
-#: and epilogues already cost the rest. Nothing else is fitted to these tables; the small and
-#: skinny shapes stay predictions (tests/models/studies/test_compute_precision.py).
+#: lower (A100 fp16 0.813, H200 fp8 0.666, GB200 fp8 0.575, GB200 fp4 0.751, medians) because the
+#: model's waves and epilogues already cost the rest. Nothing else is fitted to these tables; the
+#: small and skinny shapes (1024-2048 cubes, 1024 x 2145 x 1024, 802816 x 192 x 768) stay
+#: predictions of the shape model (tests/models/studies/test_compute_precision.py).
+FITTED_GEMM_EFFICIENCY: Mapping[str, float] = MappingProxyType(
+    {"A100 fp16": 0.825, "H200 fp8": 0.708, "GB200 fp8": 0.616, "GB200 fp4": 0.800})
+#: The low-precision entries of :data:`FITTED_GEMM_EFFICIENCY` (the name other modules import).
 FITTED_LOW_PRECISION_EFFICIENCY: Mapping[str, float] = MappingProxyType(
-    {"H200 fp8": 0.708, "GB200 fp8": 0.616, "GB200 fp4": 0.800})
+    {k: v for k, v in FITTED_GEMM_EFFICIENCY.items() if not k.endswith("fp16")})
+#: The "Maximum Achievable Matmul FLOPS" of cuBLAS in 16-bit, best of a sweep of shapes, on A100
+#: and H100 SXM [S110]: 86.9 % and 80.3 % of the dense peak (H100 below A100: the 700 W part
+#: throttles its clock under tensor load).
+_MAMF = MappingProxyType({"A100": 0.869, "H100": 0.803})
+#: H100 16-bit, DERIVED (no Hopper 16-bit GEMM is measured in the shared data): [S110]'s H100
+#: best-of-sweep fraction times the ratio of A100's fitted fraction (a single run over training-size
+#: shapes, :data:`FITTED_GEMM_EFFICIENCY`) to [S110]'s A100 best-of-sweep, 0.825 / 0.869
+#: [U: A100's ratio carried to Hopper].
+_H100_16BIT = round(_MAMF["H100"] * FITTED_GEMM_EFFICIENCY["A100 fp16"] / _MAMF["A100"], 3)
 
 #: Achievable fraction of the dense peak on large matrix multiplies, by generation and dtype.
-#: A100 and H100 16-bit: the "Maximum Achievable Matmul FLOPS" of cuBLAS measured over a sweep
-#: of shapes, 86.9 % and 80.3 % [S110] (H100 below A100: the 700 W part throttles its clock under
-#: tensor load; the Azure A100 fp16 table behind :data:`FITTED_LOW_PRECISION_EFFICIENCY` would
-#: fit 0.826 the same way, a single run rather than the best of a sweep, and is not used).
-#: V100 16-bit: 83 TFLOPS from cuBLAS mixed precision [S111] of the 112 TFLOPS of the part
-#: measured [U: PCIe or SXM2 not retrieved]. FP32 (SGEMM on the CUDA cores) 0.9 and TF32 as
-#: 16-bit, H200 16-bit as H100, P100 and B200 16-bit are [U] (no measurement retrieved).
-#: Low precision is fitted (:data:`FITTED_LOW_PRECISION_EFFICIENCY`): fp8 of H100 and H200 from
-#: the H200 fit (the same silicon and clocks), fp8 of B200 from the GB200 fit; mxfp8 as fp8 and
-#: nvfp4 from the GB200 fp4 fit (same tensor-core path, [U]: no MX measurement); B300 (Blackwell
-#: Ultra) as B200 [U: no measurement].
+#: A100 16-bit: fitted (:data:`FITTED_GEMM_EFFICIENCY`, the A100 fp16 table; [S110]'s best of a
+#: sweep, 0.869, is the ceiling it sits under). H100 and H200 16-bit: derived from [S110] and the
+#: A100 fit (:data:`_H100_16BIT`, 0.762; H200 is the same silicon and clocks). V100 16-bit: 83
+#: TFLOPS from cuBLAS mixed precision [S111] of the 112 TFLOPS of the part measured [U: PCIe or
+#: SXM2 not retrieved]. FP32 (SGEMM on the CUDA cores) 0.9 and TF32 as 16-bit, P100 and B200
+#: 16-bit are [U] (no measurement retrieved).
+#: Low precision is fitted (:data:`FITTED_GEMM_EFFICIENCY`): fp8 of H100 and H200 from the H200
+#: fit (the same silicon and clocks), fp8 of B200 from the GB200 fit; mxfp8 as fp8 and nvfp4 from
+#: the GB200 fp4 fit (same tensor-core path, [U]: no MX measurement); B300 (Blackwell Ultra) as
+#: B200 [U: no measurement].
 GEMM_EFFICIENCY: Mapping[str, dict[str, float]] = MappingProxyType({
     "P100": {"fp32": 0.90, "fp16": 0.85},
     "V100": {"fp32": 0.90, "fp16": 0.74},
-    "A100": {"fp32": 0.90, "tf32": 0.87, "fp16": 0.87, "bf16": 0.87},
-    "H100": {"fp32": 0.90, "tf32": 0.80, "fp16": 0.80, "bf16": 0.80,
-             "fp8": FITTED_LOW_PRECISION_EFFICIENCY["H200 fp8"]},
-    "H200": {"fp32": 0.90, "tf32": 0.80, "fp16": 0.80, "bf16": 0.80,
-             "fp8": FITTED_LOW_PRECISION_EFFICIENCY["H200 fp8"]},
+    "A100": {"fp32": 0.90, "tf32": FITTED_GEMM_EFFICIENCY["A100 fp16"], "fp16": FITTED_GEMM_EFFICIENCY["A100 fp16"],
+             "bf16": FITTED_GEMM_EFFICIENCY["A100 fp16"]},
+    "H100": {"fp32": 0.90, "tf32": _H100_16BIT, "fp16": _H100_16BIT, "bf16": _H100_16BIT,
+             "fp8": FITTED_GEMM_EFFICIENCY["H200 fp8"]},
+    "H200": {"fp32": 0.90, "tf32": _H100_16BIT, "fp16": _H100_16BIT, "bf16": _H100_16BIT,
+             "fp8": FITTED_GEMM_EFFICIENCY["H200 fp8"]},
     "B200": {"fp32": 0.90, "tf32": 0.75, "fp16": 0.75, "bf16": 0.75,
-             "fp8": FITTED_LOW_PRECISION_EFFICIENCY["GB200 fp8"],
-             "mxfp8": FITTED_LOW_PRECISION_EFFICIENCY["GB200 fp8"],
-             "nvfp4": FITTED_LOW_PRECISION_EFFICIENCY["GB200 fp4"]},
+             "fp8": FITTED_GEMM_EFFICIENCY["GB200 fp8"],
+             "mxfp8": FITTED_GEMM_EFFICIENCY["GB200 fp8"],
+             "nvfp4": FITTED_GEMM_EFFICIENCY["GB200 fp4"]},
     "B300": {"fp32": 0.90, "tf32": 0.75, "fp16": 0.75, "bf16": 0.75,
-             "fp8": FITTED_LOW_PRECISION_EFFICIENCY["GB200 fp8"],
-             "mxfp8": FITTED_LOW_PRECISION_EFFICIENCY["GB200 fp8"],
-             "nvfp4": FITTED_LOW_PRECISION_EFFICIENCY["GB200 fp4"]},
+             "fp8": FITTED_GEMM_EFFICIENCY["GB200 fp8"],
+             "mxfp8": FITTED_GEMM_EFFICIENCY["GB200 fp8"],
+             "nvfp4": FITTED_GEMM_EFFICIENCY["GB200 fp4"]},
 })
-#: Fraction of the dense peak a flash-attention kernel reaches, forward and backward:
-#: FlashAttention-2 reaches 50-73 % on A100 [S112], taken as 0.6; H100, H200 and B200 as A100
-#: [U] (FlashAttention-2 reaches about 35 % on H100, FlashAttention-3 and cuDNN's fused attention
-#: more). None before Ampere: FlashAttention-2 needs Ampere or newer [S112].
-ATTENTION_EFFICIENCY: Mapping[str, float] = MappingProxyType({"A100": 0.6, "H100": 0.6, "H200": 0.6, "B200": 0.6,
-                                                              "B300": 0.6})
-#: Achievable fraction of the HBM peak on streaming kernels [U] (the usual STREAM fraction;
-#: a default, not fitted).
+#: Fraction of the dense 16-bit peak a flash-attention kernel reaches over its forward and
+#: backward, FITTED to the FlashAttention-2 rows of the shared calibration data
+#: (gpu_microbenchmarks.json, Azure/AI-benchmarking-guide; copied to
+#: tests/data/gemm_microbenchmarks.json): batch 2, sequence 8,192, A100 head dim 64 179.5 TFLOP/s
+#: of 312 (0.575), H200 head dim 128 329.3 of 989.5 (0.333; H100 is the same SM and clocks), taken
+#: as the forward-and-backward rate the FlashAttention benchmark prints (executed FLOPs, the
+#: backward 2.5 forwards [U: the page does not say]). Hopper's FlashAttention-2 runs Ampere's
+#: warp-level MMA, not Hopper's warpgroup MMA (FlashAttention-3, Shah et al. 2024, sec. 1), which is
+#: why it sits far below the GEMMs there. B200 and B300 stay 0.6 [U]: the GB200 row (373.9 TFLOP/s,
+#: 0.15 of 2,500) measures a kernel with no Blackwell path, not what Blackwell training runs
+#: (cuDNN's fused attention) [U]. None before Ampere: FlashAttention-2 needs Ampere or newer [S112].
+ATTENTION_EFFICIENCY: Mapping[str, float] = MappingProxyType({"A100": 0.575, "H100": 0.333, "H200": 0.333,
+                                                              "B200": 0.6, "B300": 0.6})
+#: Achievable fraction of the HBM peak on streaming kernels where the shared data measures none
+#: [U] (the usual STREAM fraction; a default, not fitted).
 DEFAULT_MEMORY_EFFICIENCY = 0.8
+#: Fraction of the HBM peak of a streaming kernel, FITTED to the STREAM "copy" rows of the shared
+#: calibration data (gpu_microbenchmarks.json, Azure/AI-benchmarking-guide; copied to
+#: tests/data/gemm_microbenchmarks.json; copy reads one array and writes one, as the memory-bound
+#: passes here count their bytes): A100-SXM4-80GB 1.61 of 2.039 TB/s (0.790), H200 4.01 of 4.8
+#: (0.835); H100 as H200 [U: HBM3 rather than HBM3e, same memory controller generation]. Other
+#: generations :data:`DEFAULT_MEMORY_EFFICIENCY`.
+MEMORY_EFFICIENCY: Mapping[str, float] = MappingProxyType({"A100": 0.790, "H100": 0.835, "H200": 0.835})
 #: Least time of one kernel launched on its own: back-to-back short kernels cost about 3.8 us
 #: each when launched one by one (NVIDIA Developer Blog, "Getting Started with CUDA Graphs"
 #: [S113]). [s]
@@ -340,7 +367,7 @@ class OpTime:
         >>> t = compute_model("A100", "bf16").time(Op("mlp", "matmul", 2.0 * 8192 ** 3, 0.0, 8192, 8192, 8192))
         >>> row = t.to_records()[0]
         >>> row["name"], row["bound"], round(row["forward_s"] * 1e3, 3), row["backward_s"] == 2 * row["forward_s"]
-        ('mlp', 'compute', 4.141, True)
+        ('mlp', 'compute', 4.363, True)
         """
         return tidy_records({"name": self.op.name, "kind": self.op.kind, "flops": self.op.flops,
                              "nbytes": self.op.nbytes, "forward_s": self.forward, "backward_s": self.backward,
@@ -377,7 +404,7 @@ class ComputeFacts:
     --------
     >>> f = compute_model("H100", "bf16").facts
     >>> f.gpu, f.peak / 1e12, f.memory_bandwidth / 1e9, f.stack, f.gemm_efficiency
-    ('H100', 989.5, 3350.0, 'fused', 0.8)
+    ('H100', 989.5, 3350.0, 'fused', 0.762)
     """
 
     gpu: str
@@ -660,7 +687,7 @@ def compute_model(gpu: Gpu | str, dtype: str, *, stack: str | Software | None = 
     gemm = GEMM_EFFICIENCY[g.generation][dtype] if efficiency is None else _fraction("efficiency", efficiency)
     attention = (ATTENTION_EFFICIENCY.get(g.generation, 0.0) if attention_efficiency is None
                  else _fraction("attention_efficiency", attention_efficiency))
-    memory = (DEFAULT_MEMORY_EFFICIENCY if memory_efficiency is None
+    memory = (MEMORY_EFFICIENCY.get(g.generation, DEFAULT_MEMORY_EFFICIENCY) if memory_efficiency is None
               else _fraction("memory_efficiency", memory_efficiency))
     if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not 0 < scale <= MAX_SCALE:
         raise DgxTopoError(f"scale must be a number in (0, {MAX_SCALE:g}], received {scale!r}")

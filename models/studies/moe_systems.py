@@ -38,7 +38,10 @@ MOE_GPUS = 256
 MOE_PP = (4, 8, 16)
 MOE_EP = (8, 16, 32, 64)
 MOE_ZERO = (1, 2)
-MOE_RECOMPUTE = ("none", "full")
+#: Recomputation: none, DeepSeek-V3's own (norms, MLA up-projections and expert activations again,
+#: activations cached in the low-precision dtype; :data:`models.studies.planner.recomputation.DEEPSEEK`)
+#: and full.
+MOE_RECOMPUTE = ("none", "deepseek", "full")
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,8 +98,8 @@ def moe_candidates(ngpus: int = MOE_GPUS) -> tuple:
     """The candidate layouts on ``ngpus`` GPUs as :func:`~models.studies.planner.search` options
     (``tp=1, cp=1`` and one ``pp``, ``ep``, ``zero``, ``recompute`` each).
 
-    >>> len(moe_candidates())  # pp4: ep 8-64; pp8: ep 8-32; pp16: ep 8, 16; each x 2 ZeRO x 2 recompute
-    36
+    >>> len(moe_candidates())  # pp4: ep 8-64; pp8: ep 8-32; pp16: ep 8, 16; each x 2 ZeRO x 3 recompute
+    54
     """
     return tuple(dict(tp=1, cp=1, pp=pp, ep=ep, zero=zero, recompute=rc)
                  for pp in MOE_PP if ngpus % pp == 0

@@ -335,6 +335,9 @@ class Transformer:
     predictions : int
         Masked positions per sequence of an ``mlm`` head (Google's BERT: 20 at 128 tokens, 80
         at 512).
+    rotary : bool
+        Rotary position embeddings applied to Q and K in each layer (Su et al. 2021, "RoFormer";
+        Llama): one memory-bound pass reading and writing the local Q and K.
     """
 
     name: str
@@ -357,6 +360,7 @@ class Transformer:
     causal: bool = True
     head: str = "lm"
     predictions: int = 0
+    rotary: bool = False
 
     def __post_init__(self):
         for key in ("layers", "hidden", "heads", "seq", "vocab"):
@@ -513,6 +517,8 @@ class Transformer:
             bias = 2 * fb * (2 if self.gated else 1) if self.biases else 0.0
             ops.append(_memory("activation", bias + (5 if self.gated else 2) * fb,
                                (2 if self.gated else 1) + (1 if self.biases else 0)))
+        if self.rotary:  # read and write the local Q and K (Megatron-Core's fused RoPE kernel: one launch)
+            ops.append(_memory("rotary", float(act) * 2 * m * (h // tp + kv_local), 1))
         return tuple(ops)
 
     def head_ops(self, micro_batch: int, tp: int = 1, elem: int = 2, *, act: int | None = None) -> tuple:
@@ -765,11 +771,11 @@ def resnet50() -> CNN:
 
 
 _LLAMA3 = MappingProxyType(dict(vocab=128256, kv_heads=8, gated=True, tied=False, biases=False, flash_attention=True,
-               dropout=False, seq=8192))
+               dropout=False, seq=8192, rotary=True))
 _LLAMA3_SOURCE = ("Llama Team 2024, The Llama 3 Herd of Models (table 3: layers, width, FFN, heads, "
                   "8 KV heads, vocabulary 128K); Meta Llama 3 / 3.1 model cards (8B, 70B, 405B)")
 _LLAMA2 = MappingProxyType(dict(vocab=32000, gated=True, tied=False, biases=False, flash_attention=True, dropout=False,
-               seq=4096, global_batch=1024))
+               seq=4096, global_batch=1024, rotary=True))
 _LLAMA2_SOURCE = ("Touvron et al. 2023, Llama 2: Open Foundation and Fine-Tuned Chat Models (4K context, "
                   "global batch 4M tokens, GQA for 70B); Meta Llama 2 model configs (layers, width, FFN, "
                   "heads)")

@@ -15,8 +15,8 @@ _MATRIX_HELP = (
     "Matrices (--matrix FILE): one row per sending rank and one column per receiving rank, in the "
     "order of --gpus, entries separated by commas or spaces, each bytes as -b/-e take them (4096, "
     "64K, 1M); lines starting with # are skipped; the diagonal (a rank's copy to itself) is not "
-    "timed. The size printed is the largest row's sum, a rank's send buffer as nccl-tests' alltoall "
-    "counts it; busbw is algbw x (n-1)/n, alltoall's factor.")
+    "timed. The size printed is the most a rank sends to its peers times n/(n-1), nccl-tests' alltoall "
+    "size for equal counts (n x count); busbw is algbw x (n-1)/n, alltoall's factor.")
 
 
 def _alltoallv_arguments(parser) -> None:
@@ -47,6 +47,23 @@ def read_matrix(args, n: int):
     return parse_matrix(text, n, source="standard input" if args.matrix == "-" else args.matrix)
 
 
+def alltoallv_size(matrix) -> int:
+    """The size an all-to-allv is reported at: the largest rank's sends to its peers scaled to
+    nccl-tests' alltoall size, ``max_i sum_{j != i} m[i, j] x n / (n - 1)`` (``n x count`` for equal
+    counts, so busbw is ``collective alltoall``'s). The diagonal, a rank's copy to itself, is not
+    timed, so it does not count either. [bytes]
+
+    >>> import numpy as np
+    >>> alltoallv_size(np.full((8, 8), 2**20)), alltoallv_size(np.full((8, 8), 2**20) + np.diag([2**30] * 8))
+    (8388608, 8388608)
+    """
+    n = len(matrix)
+    if n < 2:
+        return 0
+    off = matrix.sum(axis=1) - matrix.diagonal()
+    return int(round(int(off.max()) * n / (n - 1)))
+
+
 def _alltoallv(args) -> None:
     from ...engine.fabric import prepare
     from ...engine.nccltests import algbw, algbw_to_busbw
@@ -60,7 +77,7 @@ def _alltoallv(args) -> None:
                        "--limit")
     matrix = read_matrix(args, n)
     e = alltoallv(G, matrix, args.gpus, gpus_per_thread=args.g, calibration=calibration)
-    size = int(matrix.sum(axis=1).max())  # a rank's send buffer, nccl-tests' alltoall size
+    size = alltoallv_size(matrix)
     bw = float(algbw(size, e.time))
     busbw = float(algbw_to_busbw("alltoall", bw, n))  # nccl-tests' alltoall factor, (n - 1) / n
     from ..alltoall_text import alltoallv_table, explain_p2p_estimate

@@ -65,8 +65,10 @@ def layout_options(parser):
                         help="train at this sequence length [tokens] (default: the workload's own)")
     _dtype_option(layout)
     layout.add_argument("--recompute", choices=RECOMPUTE, metavar="MODE",
-                        help=f"activation recomputation, {', '.join(RECOMPUTE)} (default: none and full "
-                             f"searched)")
+                        help=f"activation recomputation, {', '.join(RECOMPUTE)} (deepseek: DeepSeek-V3's norms, "
+                             f"MLA up-projections and expert activations again, activations cached in the "
+                             f"low-precision dtype; MoE only) (default: none and full searched, and deepseek "
+                             f"for a MoE workload)")
     layout.add_argument("--sequence-parallel", choices=("on", "off"),
                         help="sequence parallelism with tensor parallelism (default on)")
     layout.add_argument("--virtual-stages", type=at_least(1), default=1, metavar="V",
@@ -89,9 +91,10 @@ def parallel_options(parser) -> None:
                        help="expert-parallel degree of a MoE workload, carved out of tp x cp x dp (default: searched)")
     group.add_argument("--etp", type=at_least(1), metavar="N",
                        help="expert tensor-parallel degree (default: searched over 1 and tp)")
-    group.add_argument("--ep-overlap", choices=EP_OVERLAP, default="none",
-                       help="how expert all-to-alls overlap compute: none (default), batch (Megatron's "
-                            "batch-level overlap) or dualpipe (DeepSeek-V3's DualPipe)")
+    group.add_argument("--ep-overlap", type=_overlap_names, default="none", metavar="NAME[,NAME...]",
+                       help=f"how expert all-to-alls overlap compute: none (default), batch (Megatron's "
+                            f"batch-level overlap) or dualpipe (DeepSeek-V3's DualPipe); several, comma-separated, "
+                            f"or 'all' ({','.join(EP_OVERLAP)}): the search covers each")
     group.add_argument("--expert-balance", type=_plan_number("--expert-balance", low=1, high=1000, low_open=False),
                        default=1.0, metavar="F",
                        help="the busiest rank's routed tokens over the balanced share (default 1: force-balanced)")
@@ -108,6 +111,23 @@ def parallel_options(parser) -> None:
                        help="count the output layer and loss as one layer of the last stage")
 
 
+def _overlap_names(text: str) -> str:
+    """An argparse type: expert overlaps by name, comma-separated, or ``all``; their names, joined."""
+    from ...studies.planner.ep_overlap import EP_OVERLAP
+
+    names = list(EP_OVERLAP) if text == "all" else text.split(",")
+    unknown = [n for n in names if n not in EP_OVERLAP]
+    if unknown or len(set(names)) != len(names):
+        raise argparse.ArgumentTypeError(f"expected distinct names of {', '.join(EP_OVERLAP)} (comma-separated) or "
+                                         f"all, received {text!r}")
+    return ",".join(names)
+
+
+def _overlap_choice(overlaps: list):
+    """One overlap, or a tuple of them for the search to cover."""
+    return overlaps[0] if len(overlaps) == 1 else tuple(overlaps)
+
+
 def parallel_values(args) -> dict:
     """The options of :func:`parallel_options` as :func:`models.studies.planner.search` takes them:
     ``--cp-comm`` and ``--ep-overlap`` chosen here, once, as their strategy objects."""
@@ -115,7 +135,7 @@ def parallel_values(args) -> dict:
     from ...studies.planner.ep_overlap import ep_overlap_named
 
     return dict(cp=args.cp, cp_comm=cp_exchange_named(args.cp_comm), ep=args.ep, etp=args.etp,
-                ep_overlap=ep_overlap_named(args.ep_overlap),
+                ep_overlap=_overlap_choice([ep_overlap_named(name) for name in args.ep_overlap.split(",")]),
                 expert_balance=args.expert_balance, dispatch_dtype=args.dispatch_dtype,
                 first_stage_layers=args.first_stage_layers or 0, last_stage_layers=args.last_stage_layers or 0,
                 embedding_in_split=args.account_for_embedding_in_pipeline_split,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import topo
@@ -81,6 +82,8 @@ def _simulate(args) -> None:
                        profile=args.nccl, simulate=0, **parallel_values(args))  # the analytical step, compared below
         graph = plan_step_graph(planned, G, workload=w, bucket=DEFAULT_BUCKET if args.bucket is None else args.bucket,
                            max_events=args.max_events)  # counted on the plan before the graph is built
+        if "," in args.ep_overlap and planned.ep_overlap is not None:  # a search of several: say which it chose
+            graph = dataclasses.replace(graph, name=f"{graph.name} ep-overlap {planned.ep_overlap.name}")
     else:
         graph = read_task_graph(args.graph, ngpus=len(topo.gpus(G)), compute_time=compute_time(G),
                                 limit=args.max_input)

@@ -9,14 +9,19 @@ the layouts it refuses (:mod:`models.present.plan_text` words each by its name).
   perfect up to the compute]. The step graph runs 1F1B's forward and backward blocks as two
   streams of work per stage.
 * :data:`DUALPIPE` (``dualpipe``): DeepSeek-V3's DualPipe (arXiv 2412.19437, section 3.2.1):
-  forward and backward chunks overlapped, the all-to-alls and pipeline sends hidden, a bubble of
-  ``(pp/2 - 1)`` slots instead of 1F1B's ``pp - 1`` (table 2: ``(PP/2 - 1)(F&B + B - 3W)``,
-  taken as ``F + B`` slots [U]), two copies of the parameters and one micro-batch more in
-  flight; it needs an even ``pp``, an even number of micro-batches and no interleaving. Priced
-  analytically only: the step graph builds 1F1B (:attr:`EpOverlap.simulated`).
+  micro-batches fed from both ends, forward and backward chunks of two micro-batches overlapped,
+  the all-to-alls and pipeline sends hidden, a bubble of ``(PP/2 - 1)(F&B + B - 3W)``
+  (:meth:`EpOverlap.bubble`, ``F&B`` the slot of one micro-batch's forward and backward, ``B``
+  its input gradient and ``W`` its weight gradient: what the program simulated here leaves idle,
+  [U] below), two copies of
+  the parameters and one micro-batch more in flight; it needs an even ``pp``, an even number of
+  micro-batches, at least ``2 pp`` of them, and no interleaving
+  (:func:`~models.studies.planner.dualpipe.dualpipe_refusal`). The step graph runs its program
+  (:mod:`models.studies.planner.dualpipe`, :attr:`EpOverlap.bidirectional`).
 
-The planner takes one (``plan(..., ep_overlap="batch")``, ``plan --ep-overlap batch``), read once
-at its edge (:func:`ep_overlap_named`), and passes the object down; a step's
+The planner takes one (``plan(..., ep_overlap="batch")``, ``plan --ep-overlap batch``), or several
+for its search to cover (``ep_overlap=EP_OVERLAPS``, ``--ep-overlap all`` or ``none,dualpipe``), read
+once at its edge (:func:`ep_overlap_named`), and passes the object down; a step's
 :class:`~models.studies.planner.records.ExpertParallelDetail` carries it. One of your own:
 subclass :class:`EpOverlap` (a frozen dataclass with a default ``name``) and pass the instance.
 
@@ -24,6 +29,8 @@ Examples
 --------
 >>> ep_overlap_named("dualpipe").bubble_slots(8, 1), NO_OVERLAP.bubble_slots(8, 1)
 (3.0, 7.0)
+>>> DUALPIPE.bubble(8, 1, slot=3.0, backward_input=1.0, weight=1.0), NO_OVERLAP.bubble(8, 1, slot=3.0)
+(3.0, 21.0)
 >>> BATCH_OVERLAP.exposed_ep(5.0, 3.0), NO_OVERLAP.exposed_ep(5.0, 3.0)
 (2.0, 5.0)
 """
@@ -31,6 +38,8 @@ Examples
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from .dualpipe import bubble_units, dualpipe_refusal, stage_of, unpaired_blocks
 
 __all__ = ["EpOverlap", "BatchOverlap", "DualPipe", "NO_OVERLAP", "BATCH_OVERLAP", "DUALPIPE", "EP_OVERLAPS",
            "EP_OVERLAP", "ep_overlap_named"]
@@ -51,6 +60,9 @@ class EpOverlap:
     two_streams : bool
         Whether the step graph runs 1F1B's forward and backward blocks of a stage as two streams
         (one micro-batch's all-to-alls beside the other's kernels) rather than one.
+    bidirectional : bool
+        Whether the step graph runs DualPipe's program (:mod:`models.studies.planner.dualpipe`)
+        instead of 1F1B.
     parameter_copies : int
         Copies of the stage's parameters held.
     extra_in_flight : int
@@ -60,6 +72,7 @@ class EpOverlap:
     name: str = "none"
     simulated: bool = True
     two_streams: bool = False
+    bidirectional: bool = False
     parameter_copies: int = 1
     extra_in_flight: int = 0
 
@@ -70,6 +83,11 @@ class EpOverlap:
         """The exposed part of ``ep_time`` of all-to-alls beside ``compute`` of one micro-batch. [s]"""
         return ep_time
 
+    def alone(self, pp: int, micro_batches: int) -> float:
+        """Of a rank's micro-batches, the share whose blocks run alone, their all-to-alls all
+        exposed whatever :meth:`exposed_ep` hides (0: the overlap is taken as perfect)."""
+        return 0.0
+
     def exposed_pp(self, pp_comm: float) -> float:
         """The exposed part of the pipeline sends. [s]"""
         return pp_comm
@@ -78,9 +96,31 @@ class EpOverlap:
         """The bubble in slots of one micro-batch's forward and backward: 1F1B's ``(pp - 1) / v``."""
         return (pp - 1) / virtual_stages
 
+    def bubble(self, pp: int, virtual_stages: int, *, slot: float, backward_input: float = 0.0,
+               weight: float = 0.0) -> float:
+        """The bubble of a step whose micro-batch takes ``slot`` (its forward, backward and exposed
+        communication), ``backward_input`` of it the backward's input gradients and ``weight``
+        the weight gradients: :meth:`bubble_slots` slots. [s]"""
+        return self.bubble_slots(pp, virtual_stages) * slot
+
+    def bubble_fraction(self, pp: int, virtual_stages: int, micro_batches: int, *, slot: float = 0.0,
+                        backward_input: float = 0.0, weight: float = 0.0) -> float:
+        """:meth:`bubble` over the ideal step (``micro_batches`` slots): 1F1B's ``(p - 1) / (v m)``."""
+        return (pp - 1) / (virtual_stages * micro_batches)
+
+    def bubble_terms(self, *, slot: float, backward_input: float, weight: float) -> dict:
+        """The terms of its bubble beyond ``p``, ``v`` and ``m`` (a record's columns, SI): none
+        for 1F1B's."""
+        return {}
+
     def refuses(self, pp: int, micro_batches: int, virtual_stages: int) -> bool:
         """Whether its schedule rules the pipeline out (``none``: never)."""
         return False
+
+    def rank_stages(self, pp: int) -> tuple:
+        """The stages each pipeline rank runs, each for an equal share of the micro-batches: 1F1B's
+        rank ``r`` runs stage ``r``."""
+        return tuple((s,) for s in range(pp))
 
 
 @dataclass(frozen=True)
@@ -98,10 +138,10 @@ class BatchOverlap(EpOverlap):
 @dataclass(frozen=True)
 class DualPipe(BatchOverlap):
     """DeepSeek-V3's DualPipe (``dualpipe``): batch overlap's exposure, the pipeline sends hidden,
-    ``pp / 2 - 1`` slots of bubble, two parameter copies, one micro-batch more in flight."""
+    the report's bubble, two parameter copies, one micro-batch more in flight."""
 
     name: str = "dualpipe"
-    simulated: bool = False
+    bidirectional: bool = True
     parameter_copies: int = 2
     extra_in_flight: int = 1
 
@@ -109,11 +149,49 @@ class DualPipe(BatchOverlap):
         return 0.0
 
     def bubble_slots(self, pp: int, virtual_stages: int) -> float:
+        """``pp / 2 - 1``: the report's ``PP/2 - 1`` overlapped pairs' bubble, at most a slot each."""
         return max(0.0, pp / 2 - 1)
 
+    def bubble(self, pp: int, virtual_stages: int, *, slot: float, backward_input: float = 0.0,
+               weight: float = 0.0) -> float:
+        """``(PP/2 - 1)(F&B + B - 3W)`` with ``F&B`` the slot and ``B`` the input gradient alone
+        (:func:`~models.studies.planner.dualpipe.bubble_units`), no more than :meth:`bubble_slots`
+        slots: the idle time of the program the step graph runs
+        (:func:`~models.studies.planner.dualpipe.dualpipe_program`), so that the analytical and
+        simulated steps agree. [U] The DeepSeek-V3 Technical Report's table 2 prints the same
+        formula with ``B`` "a full backward chunk" (input and weight gradients), which is
+        ``(PP/2 - 1) W`` more than this; the program is recalled from deepseek-ai/DualPipe, not
+        re-read, and which reading the real schedule idles by is not settled here. The cap is
+        the program's too (no pair slot idles longer than a slot), not the report's. [s]"""
+        return min(bubble_units(pp, 0.0, backward_input, weight, pair=slot), self.bubble_slots(pp, 1) * slot)
+
+    def bubble_fraction(self, pp: int, virtual_stages: int, micro_batches: int, *, slot: float = 0.0,
+                        backward_input: float = 0.0, weight: float = 0.0) -> float:
+        """:meth:`bubble` over the ideal step, ``micro_batches`` slots of ``F&B``."""
+        if slot <= 0:
+            return 0.0
+        bubble = self.bubble(pp, virtual_stages, slot=slot, backward_input=backward_input, weight=weight)
+        return bubble / (micro_batches * slot)
+
+    def bubble_terms(self, *, slot: float, backward_input: float, weight: float) -> dict:
+        """The report's formula and its terms: ``F&B`` (``pair_s``), ``B`` and ``W``. [s]"""
+        return {"formula": "(PP/2-1)(F&B+B-3W)", "pair_s": slot, "backward_input_s": backward_input,
+                "weight_s": weight}
+
     def refuses(self, pp: int, micro_batches: int, virtual_stages: int) -> bool:
-        """Micro-batches fed from both ends: an even ``pp`` and micro-batch count, no interleaving."""
-        return bool(pp % 2 or micro_batches % 2 or virtual_stages > 1)
+        """Micro-batches fed from both ends (:func:`~models.studies.planner.dualpipe.dualpipe_refusal`):
+        an even ``pp``, an even micro-batch count of at least ``2 pp``, no interleaving."""
+        return dualpipe_refusal(pp, micro_batches, virtual_stages) is not None
+
+    def alone(self, pp: int, micro_batches: int) -> float:
+        """The blocks DualPipe's program runs outside an overlapped pair (the warm-up and the
+        cool-down, :func:`~models.studies.planner.dualpipe.unpaired_blocks`), over the micro-batches."""
+        return min(1.0, unpaired_blocks(pp) / micro_batches)
+
+    def rank_stages(self, pp: int) -> tuple:
+        """Rank ``r`` runs stage ``r`` for the micro-batches fed at rank 0 and stage ``pp - 1 - r``
+        for those fed at rank ``pp - 1`` (:func:`~models.studies.planner.dualpipe.stage_of`)."""
+        return tuple(tuple(sorted({stage_of(pp, r, 0), stage_of(pp, r, 1)})) for r in range(pp))
 
 
 #: All-to-alls on the critical path (``none``, the default).

@@ -38,8 +38,9 @@ from .parallel_graph import plan_step_graph, plan_step_graph_size
 from .cp_exchange import CP_COMM, RING, CpExchange, cp_exchange_named
 from .ep_overlap import EP_OVERLAP, NO_OVERLAP, EpOverlap, ep_overlap_named
 from .parallel import SplitError, alltoall_split, stage_split
-from .parallel_step import is_moe, moe_flops_per_token, parallel_components, parallel_memory
+from .parallel_step import is_moe, layer_ops, moe_flops_per_token, parallel_components, parallel_memory
 from .placement import JobGroups, job_gpus, tp_partition
+from .recomputation import DEEPSEEK, RECOMPUTES, recompute_named
 from .records import (ORDERS, RECOMPUTE, Layout, NoLayoutError, Plan, PlanError, PlanWarning, Search,
                       SkipCode, SkippedLayout, TimingCode, TimingWhy, UnknownOptionError)
 from .step import DEFAULT_OVERLAP, simulated_components, step_components
@@ -88,7 +89,9 @@ class Context:
                  gen, capacity, software=None, attention_efficiency=None, compute_scale=1.0, profile=None,
                  ep_overlap=NO_OVERLAP, expert_balance=1.0, dispatch_dtype=None, cp_comm=RING):
         self.w = w
-        self.ep_overlap = ep_overlap
+        # the expert overlaps searched (the first where only one applies: a dense workload)
+        self.ep_overlaps = tuple(ep_overlap) if isinstance(ep_overlap, tuple) else (ep_overlap,)
+        self.ep_overlap = self.ep_overlaps[0]
         self.cp_comm = cp_comm
         self.expert_balance = expert_balance
         self.fabric = JobGroups(G, gpus, profile)
@@ -127,6 +130,7 @@ class Context:
         self.partitions: dict = {}
         self.placements: dict = {}  # the groups of every layout with the same degrees and order (_placement)
         self._kernel_times: dict = {}  # (compute model, ops) -> their times, for every layout of the search
+        self._layer_times: dict = {}  # (compute model, layer kind, the layout's degrees) -> the layer's kernel times
         self._flops: dict = {}  # recompute mode -> training FLOPs per token
 
     def kernel_times(self, cm: ComputeModel) -> Callable[[tuple], tuple]:
@@ -151,6 +155,24 @@ class Context:
                 self._flops[recompute] = (self.w.training_flops_per_token() if recompute is None
                                           else self.w.training_flops_per_token(recompute))
         return self._flops[recompute]
+
+    def layer_times(self, cm: ComputeModel, layout: Layout) -> Callable[[tuple], tuple]:
+        """The kernel times of one layer of a kind on ``layout``
+        (:func:`~models.studies.planner.parallel_step.layer_ops`), kept for the search: layouts
+        that differ only in what does not shape a layer's kernels (recomputation, ZeRO, the
+        pipeline, the order) share them."""
+        memo, times, w = self._layer_times, self.kernel_times(cm), self.w
+        shape = (cm, layout.cp, layout.micro_batch, layout.tp, layout.ep, layout.etp, layout.sequence_parallel,
+                 self.expert_balance)
+        act = activation_bytes_per_element(cm.dtype)
+
+        def timed(kind: tuple) -> tuple:
+            key = (kind, shape)
+            found = memo.get(key)
+            if found is None:
+                found = memo[key] = times(layer_ops(w, kind, layout, cm, act, self.expert_balance))
+            return found
+        return timed
 
     @property
     def gen(self) -> Gpu:
@@ -251,6 +273,25 @@ def evaluate(ctx: Context, layout: Layout, tp_groups=None, cm=None) -> Plan:
                 workload_spec=w)
 
 
+def _with_copies(groups, chains, rank_stages) -> tuple:
+    """``groups`` (of GPUs of one stage each) joined with the GPUs at the same place of the
+    other ranks that hold the same stage (``rank_stages``: the stages each pipeline rank runs,
+    :meth:`~models.studies.planner.ep_overlap.EpOverlap.rank_stages`), each joined group once:
+    the GPUs holding the same weights when every stage has several copies (DualPipe)."""
+    rank = {g: p for chain in chains for p, g in enumerate(chain)}
+    at = {(chain[0], p): g for chain in chains for p, g in enumerate(chain)}  # (chain, rank) -> GPU
+    head = {g: chain[0] for chain in chains for g in chain}
+    out, seen = [], set()
+    for g in groups:
+        stage = rank[g[0]]
+        holders = [stage] + [r for r, held in enumerate(rank_stages) if stage in held and r != stage]
+        joined = tuple(at[head[x], r] for r in holders for x in g)
+        if frozenset(joined) not in seen:
+            seen.add(frozenset(joined))
+            out.append(joined)
+    return tuple(out)
+
+
 def _evaluate_parallel(ctx: Context, layout: Layout, cm, groups, comm) -> tuple:
     """Memory and components of a layout with context or expert parallelism, an uneven split or
     a MoE workload (:mod:`models.studies.planner.parallel_step`)."""
@@ -260,6 +301,9 @@ def _evaluate_parallel(ctx: Context, layout: Layout, cm, groups, comm) -> tuple:
                         loss_in_split=layout.loss_in_split)
     ring = tuple((g[k], g[(k + 1) % len(g)]) for g in groups.get("cp", ()) for k in range(len(g)) if len(g) > 1)
     extra = {"cp_ring": ring, "etp": groups.get("etp", ()), "edp": groups.get("edp", ())}
+    if ctx.ep_overlap.parameter_copies > 1:
+        extra["dp_copies"] = _with_copies(groups["dp"], groups["pp"], ctx.ep_overlap.rank_stages(layout.pp))
+        extra["edp_copies"] = _with_copies(groups.get("edp", ()), groups["pp"], ctx.ep_overlap.rank_stages(layout.pp))
 
     def comm_all(dimension, collective, nbytes):
         if dimension in extra:
@@ -276,7 +320,7 @@ def _evaluate_parallel(ctx: Context, layout: Layout, cm, groups, comm) -> tuple:
     components = parallel_components(w, layout, split, cm, comm_all, alltoall, overlap=ctx.overlap,
                                      bucket=ctx.bucket, times=ctx.kernel_times(cm), ep_overlap=ctx.ep_overlap,
                                      balance=ctx.expert_balance, dispatch_elem=ctx.dispatch_elem,
-                                     network_fraction=network)
+                                     network_fraction=network, layer_times=ctx.layer_times(cm, layout))
     return mem, components
 
 
@@ -422,7 +466,8 @@ def _layouts(ctx, n, tp, pp, dp, zero, micro_batch, global_batch, recompute, seq
     if cnn:
         tps = [t for t in tps if t == 1]
     zeros = [zero] if zero is not None else [0, 1, 2, 3]
-    recomputes = [recompute] if recompute is not None else ["none", "full"]
+    # Searched when not given: none and full, and DeepSeek-V3's partial recomputation for a MoE workload.
+    recomputes = [recompute] if recompute is not None else ["none", DEEPSEEK.name, "full"] if moe else ["none", "full"]
     flash = ctx.cm.stack.flash_attention
     given_split = any(split.values())
     for t in tps:
@@ -504,6 +549,18 @@ def _strategy(name, value, kind, named, names):
     return found
 
 
+def _overlaps(value):
+    """One expert overlap (a name or the object), or a tuple of them for a list or tuple: the
+    search covers each (:func:`search`)."""
+    if isinstance(value, (list, tuple)):
+        found = tuple(_strategy("ep_overlap", v, EpOverlap, ep_overlap_named, EP_OVERLAP) for v in value)
+        names = [o.name for o in found]
+        if not found or len(set(names)) != len(names):
+            raise PlanError(f"ep_overlap must be one overlap or a list of distinct ones, received {list(value)!r}")
+        return found
+    return _strategy("ep_overlap", value, EpOverlap, ep_overlap_named, EP_OVERLAP)
+
+
 def check_int(name, value, low=1):
     if value is None:
         return
@@ -534,7 +591,7 @@ def prepare_job(workload, G, *, tp, pp, dp, zero, micro_batch, global_batch, dty
         if not isinstance(value, (bool, np.bool_)):
             raise PlanError(f"{name} must be True or False, received {value!r}")
     cp_comm = _strategy("cp_comm", cp_comm, CpExchange, cp_exchange_named, CP_COMM)
-    ep_overlap = _strategy("ep_overlap", ep_overlap, EpOverlap, ep_overlap_named, EP_OVERLAP)
+    ep_overlap = _overlaps(ep_overlap)
     if (isinstance(expert_balance, bool) or not isinstance(expert_balance, (int, float))
             or not 1 <= expert_balance <= 1000):
         raise PlanError(f"expert_balance must be a number from 1 (force-balanced) to 1000, received {expert_balance!r}")
@@ -552,6 +609,10 @@ def prepare_job(workload, G, *, tp, pp, dp, zero, micro_batch, global_batch, dty
         raise PlanError(f"zero must be a ZeRO stage 0, 1, 2 or 3, received {zero!r}")
     if recompute is not None and (not isinstance(recompute, str) or recompute not in RECOMPUTE):
         raise PlanError(f"recompute must be one of {', '.join(RECOMPUTE)}, received {recompute!r}")
+    if recompute is not None and recompute_named(recompute).moe_only and not is_moe(w):
+        raise PlanError(f"recompute {recompute!r} recomputes the norms, MLA up-projections and expert activations of a "
+                        f"mixture-of-experts model: expected a MoE workload, received {w.name} (dense); for a dense "
+                        f"one: {', '.join(r.name for r in RECOMPUTES if not r.moe_only)}")
     if software is not None:
         as_software(software)
     ctx = Context(w, G, gpus, dtype, efficiency, memory_efficiency, overlap, bucket, generation,
@@ -610,7 +671,8 @@ def search(workload: str | Workload, G: nx.DiGraph | PreparedFabric, *, tp: int 
            simulate: int = DEFAULT_SIMULATED, max_events: int = PLAN_MAX_EVENTS,
            seq_length: int | None = None, cp: int | None = None, ep: int | None = None, etp: int | None = None,
            cp_comm: str | CpExchange = "p2p", first_stage_layers: int = 0, last_stage_layers: int = 0,
-           embedding_in_split: bool = False, loss_in_split: bool = False, ep_overlap: str | EpOverlap = "none",
+           embedding_in_split: bool = False, loss_in_split: bool = False,
+           ep_overlap: str | EpOverlap | Sequence[str | EpOverlap] = "none",
            expert_balance: float = 1.0, dispatch_dtype: str | None = None) -> Search:
     """Evaluate every layout of the job's GPUs and rank them (fitting first, by step time).
 
@@ -634,7 +696,8 @@ def search(workload: str | Workload, G: nx.DiGraph | PreparedFabric, *, tp: int 
         ``bf16`` where the GPU has it, else ``fp16``; ``tf32`` runs fp32 training on TF32
         tensor cores (Ampere and later).
     recompute : str, optional
-        One of :data:`RECOMPUTE` (``none`` and ``full`` searched when omitted).
+        One of :data:`RECOMPUTE` (``none`` and ``full`` searched when omitted, and ``deepseek`` for a
+        mixture-of-experts workload; ``deepseek`` is refused for a dense one).
     sequence_parallel : bool, optional
         Default: on whenever ``tp > 1``.
     overlap : float
@@ -697,9 +760,11 @@ def search(workload: str | Workload, G: nx.DiGraph | PreparedFabric, *, tp: int 
         Count the embedding / the output layer and loss as one layer each in the split
         (:func:`models.studies.planner.parallel.stage_split`). An interleaved layout whose layers
         do not split into ``pp x v`` chunks uses both when that divides.
-    ep_overlap : str or EpOverlap
+    ep_overlap : str, EpOverlap or a list of them
         How expert-parallel all-to-alls overlap compute: ``none`` (default), ``batch`` or
-        ``dualpipe``, a name or the object (:mod:`models.studies.planner.ep_overlap`).
+        ``dualpipe``, a name or the object (:mod:`models.studies.planner.ep_overlap`); a list
+        or tuple of them (``EP_OVERLAPS``: all): a mixture-of-experts workload's layouts are
+        searched with each, every plan carrying its own (``ExpertParallelDetail.overlap``).
     expert_balance : float
         The busiest rank's routed tokens over the balanced share, >= 1 (1: force-balanced, as
         published benchmarks run).
@@ -729,16 +794,30 @@ def ranked(w, ctx: Context, n: int, global_batch: int, options: dict) -> Search:
     split = {"first": options.get("first_stage_layers", 0), "last": options.get("last_stage_layers", 0),
              "embedding_in_split": options.get("embedding_in_split", False),
              "loss_in_split": options.get("loss_in_split", False)}
-    layouts = _layouts(ctx, n, options["tp"], options["pp"], options["dp"], options["zero"],
-                       options["micro_batch"], global_batch, options["recompute"],
-                       options["sequence_parallel"], options["virtual_stages"], skipped,
-                       options.get("cp"), options.get("ep"), options.get("etp"), ctx.cp_comm, split)
-    plans = [evaluate(ctx, layout, options["tp_groups"]) for layout in layouts]
+    plans = []
+    # every expert overlap asked for, of a mixture-of-experts workload (a dense one has no all-to-alls)
+    for overlap in ctx.ep_overlaps if is_moe(w) else ctx.ep_overlaps[:1]:
+        each = ctx if overlap is ctx.ep_overlap else _with_overlap(ctx, overlap)
+        found: list = []
+        layouts = _layouts(each, n, options["tp"], options["pp"], options["dp"], options["zero"],
+                           options["micro_batch"], global_batch, options["recompute"],
+                           options["sequence_parallel"], options["virtual_stages"], found,
+                           options.get("cp"), options.get("ep"), options.get("etp"), ctx.cp_comm, split)
+        plans += [evaluate(each, layout, options["tp_groups"]) for layout in layouts]
+        skipped += [s for s in found if s not in skipped]
     if not plans:
         raise NoLayoutError(w.name, n, ctx.fabric.name, tuple(skipped))
     plans.sort(key=plan_order)
     plans = simulate_plans(w, ctx, plans, options["simulate"], options["max_events"])
     return Search(tuple(plans), tuple(skipped))
+
+
+def _with_overlap(ctx: Context, overlap: EpOverlap) -> Context:
+    """The search's context with another expert overlap (its caches shared)."""
+    each = object.__new__(Context)
+    each.__dict__.update(ctx.__dict__)
+    each.ep_overlap = overlap
+    return each
 
 
 def plan(workload: str | Workload, G: nx.DiGraph | PreparedFabric, **options: Any) -> Plan:

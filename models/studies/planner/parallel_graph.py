@@ -27,11 +27,21 @@ tasks sharing the fabric's links:
 * the all-to-alls are :func:`models.predict.simulate.simulate` ``alltoall`` tasks: the per-peer
   flows of :func:`models.estimate`'s all-to-all on the links it charges them (NVLink inside the
   domain, then the network), sharing them with every other task;
-* ``--ep-overlap batch`` (and ``dualpipe``, whose pipeline schedule is not built: it is not
-  simulated, :class:`~models.studies.planner.records.TimingCode`): the forward and backward blocks
-  of 1F1B's steady state run as two streams of work per stage instead of one after the other, so
-  one micro-batch's all-to-alls run while the other's kernels use the GPU (a GPU still runs one
-  kernel at a time); ``none``: one stream, the all-to-alls on the critical path;
+* ``--ep-overlap batch``: the forward and backward blocks of 1F1B's steady state run as two
+  streams of work per stage instead of one after the other, so one micro-batch's all-to-alls run
+  while the other's kernels use the GPU (a GPU still runs one kernel at a time); ``none``: one
+  stream, the all-to-alls on the critical path;
+* ``--ep-overlap dualpipe``: DeepSeek-V3's DualPipe instead of 1F1B
+  (:mod:`~models.studies.planner.dualpipe`: each rank's program). Rank ``r`` runs stage ``r`` for
+  the micro-batches fed at rank 0 and stage ``pp - 1 - r`` for those fed at rank ``pp - 1``
+  (blocks ``p{r}.F{direction}.{micro-batch}``, ``B...``), each block sending to the next rank of
+  its direction as it ends; an overlapped pair's forward and backward run as two streams of work;
+  a backward whose weight gradient is deferred runs without it (each product's weight-gradient
+  GEMM, :func:`~models.studies.planner.dualpipe.weight_gradients`) and a ``W`` task runs it later,
+  in the program's place. Every stage's parameters are held by ranks ``r`` and ``pp - 1 - r``:
+  their gradients are reduced over both ranks' data-parallel groups (twice the GPUs, both
+  stages' bytes), after both copies' last backward (or ``W``), and each rank's optimizer updates
+  both stages (sharded over both copies with ZeRO);
 * context parallelism ``p2p``: the attention core of each layer runs in ``cp`` chunks; ring step
   ``k`` (every rank sends the K/V block of ``seq / cp`` tokens to the next rank of its ring,
   :func:`~models.studies.planner.cp_exchange.cp_ring_bytes`; K/V and their gradients backward, plus
@@ -63,7 +73,7 @@ True
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from typing import Any
 
 import networkx as nx
@@ -78,9 +88,11 @@ from ..stepgraph import GraphBuilder, StepGraphError, TaskSink, check_step_event
     step_graph_size, step_workload, tp_collectives
 from ..workload import DEFAULT_BUCKET, OPTIMIZER_PASS_BYTES, activation_bytes_per_element, dtype_bytes, \
     matmul_op, Workload
+from .dualpipe import dualpipe_blocks, dualpipe_refusal, stage_of, weight_gradients
 from .ep_overlap import EP_OVERLAPS, NO_OVERLAP, EpOverlap
 from .parallel import stage_split
 from .parallel_step import head_ops, is_moe, layer_kind, layer_ops, stage_parameters
+from .recomputation import NO_RECOMPUTE, recompute_named
 
 __all__ = ["parallel_step_graph", "plan_step_graph", "plan_step_graph_size", "check_plan_events",
            "simulate_planned"]
@@ -118,6 +130,8 @@ class _Work:
     first: tuple = (0.0, 0.0)  # the embedding (forward, backward)
     last: tuple = (0.0, 0.0)  # the head, loss and MTP projections (forward, backward)
     optimizer: tuple = ()  # per stage, the optimizer's pass
+    weight: dict | None = None  # layer kind -> _Pass: the weight gradients' part of the backward
+    last_weight: float = 0.0  # the head's weight gradient (the last stage)
 
 
 def _checked(plan: Any, workload, bucket) -> Any:
@@ -127,8 +141,12 @@ def _checked(plan: Any, workload, bucket) -> Any:
     overlap = _ep_overlap(plan)
     if not overlap.simulated:
         built = " or ".join(o.name for o in EP_OVERLAPS if o.simulated)
-        raise StepGraphError(f"the plan overlaps its all-to-alls {type(overlap).__name__}'s way: "
-                             f"step graphs build 1F1B (expected ep_overlap {built})")
+        raise StepGraphError(f"the plan overlaps its all-to-alls {type(overlap).__name__}'s way, which step graphs "
+                             f"do not build (expected ep_overlap {built})")
+    lay = plan.layout
+    why = dualpipe_refusal(lay.pp, lay.micro_batches, lay.virtual_stages) if overlap.bidirectional else None
+    if why is not None:
+        raise StepGraphError(f"DualPipe's program cannot run {lay.label()}: {why}")
     return w
 
 
@@ -158,29 +176,46 @@ def _split(plan: Any, w) -> tuple:
     return tuple(out)
 
 
-def _parts(timed, backward: bool) -> _Pass:
+def _by_part(named) -> _Pass:
+    """Seconds of ``(op name, seconds)`` pairs summed by the part of the layer each op is in."""
     out = dict(pre=0.0, attention=0.0, route=0.0, experts=0.0, rest=0.0)
-    for t in timed:
-        name = t.op.name
+    for name, seconds in named:
         part = ("attention" if name in _ATTENTION else "route" if name in _ROUTE else "experts" if name in _EXPERTS
                 else "rest" if name in _FFN else "pre")
-        out[part] += t.backward if backward else t.forward
+        out[part] += seconds
     return _Pass(**out)
+
+
+def _parts(timed, backward: bool) -> _Pass:
+    return _by_part((t.op.name, t.backward if backward else t.forward) for t in timed)
+
+
+def _weight_parts(cm: ComputeModel, timed) -> _Pass:
+    """The weight gradients' part of a backward, by part (:func:`~models.studies.planner.dualpipe.weight_gradients`)."""
+    return _by_part((t.op.name, w) for t, w in zip(timed, weight_gradients(cm, timed)))
+
+
+def _minus(a: _Pass, b: _Pass) -> _Pass:
+    return _Pass(a.pre - b.pre, a.attention - b.attention, a.route - b.route, a.experts - b.experts, a.rest - b.rest)
 
 
 def _work(plan: Any, w, cm: ComputeModel, stages) -> _Work:
     lay = plan.layout
     act = activation_bytes_per_element(cm.dtype)
     balance = _detail(plan, "ep_comm").balance if _detail(plan, "ep_comm") is not None else 1.0
-    forward, backward = {}, {}
+    forward, backward, weight = {}, {}, {}
+    recompute = recompute_named(lay.recompute) or NO_RECOMPUTE
     for kind in {k for _, kinds in stages for k in kinds}:
         timed = cm.times(layer_ops(w, kind, lay, cm, act, balance))
         f, b = _parts(timed, False), _parts(timed, True)
+        weight[kind] = _weight_parts(cm, timed)
         if lay.recompute == "full":  # the layer's forward again before its backward
             b = _Pass(*(x + y for x, y in zip((b.pre, b.attention, b.route, b.experts, b.rest),
                                               (f.pre, f.attention, f.route, f.experts, f.rest))))
-        elif lay.recompute == "selective":
-            b = _Pass(b.pre, b.attention + f.attention, b.route, b.experts, b.rest)
+        else:  # the kernels the recomputation runs again (selective: the attention core)
+            again = _parts([t for t in timed if recompute.recomputes(t.op.name)], False)
+            b = _Pass(*(x + y for x, y in zip((b.pre, b.attention, b.route, b.experts, b.rest),
+                                              (again.pre, again.attention, again.route, again.experts, again.rest))))
         forward[kind], backward[kind] = f, b
     first_ops, last_ops = head_ops(w, lay, cm, act)
     ff = sum(t.forward for t in cm.times(first_ops))
@@ -189,18 +224,20 @@ def _work(plan: Any, w, cm: ComputeModel, stages) -> _Work:
     mtp = w.mtp_layers if is_moe(w) else 0
     hf = sum(t.forward for t in timed_last) * (1 + mtp)
     hb = sum(t.backward for t in timed_last) * (1 + mtp)
+    hw = sum(astuple(_weight_parts(cm, timed_last))) * (1 + mtp)
     if mtp:  # the MTP modules' 2h -> h projections
         tokens = lay.micro_batch * (w.seq // lay.cp)
         proj = cm.times((matmul_op("mtp_projection", tokens, w.hidden, 2 * w.hidden, dtype_bytes(cm.dtype)),))
         hf += mtp * sum(t.forward for t in proj)
         hb += mtp * sum(t.backward for t in proj)
+        hw += mtp * sum(astuple(_weight_parts(cm, proj)))
     optimizer = []
     for s, (held, _) in enumerate(stages):
         dense, experts = stage_parameters(w, held, s, lay.pp)
         local = (dense / lay.tp / (lay.dp * lay.cp if lay.zero >= 1 else 1)
                  + experts / (lay.etp * lay.ep) / (lay.edp if lay.zero >= 1 else 1))
         optimizer.append(cm.scale * local * OPTIMIZER_PASS_BYTES / (cm.gpu.memory_bandwidth * cm.memory_efficiency))
-    return _Work(forward, backward, (ff, fb), (hf, hb), tuple(optimizer))
+    return _Work(forward, backward, (ff, fb), (hf, hb), tuple(optimizer), weight, hw)
 
 
 def _spanning(groups, stage_gpus, replica0) -> tuple:
@@ -251,7 +288,8 @@ def _schedule(out: TaskSink, plan: Any, w, stages, work: _Work | None, *, bucket
     ep_detail = _detail(plan, "ep_comm")
     disp = ep_detail.dispatch_bytes if ep_detail is not None else 0.0
     comb = ep_detail.combine_bytes if ep_detail is not None else 0.0
-    overlap = _ep_overlap(plan).two_streams
+    strategy = _ep_overlap(plan)
+    overlap, bidirectional = strategy.two_streams, strategy.bidirectional
     cp, exchange = lay.cp, lay.cp_comm
     cp_bytes = exchange.buffers(w, lay.micro_batch, cp, tp, act) if cp > 1 else ()
     zero_pass = _Pass()
@@ -275,11 +313,13 @@ def _schedule(out: TaskSink, plan: Any, w, stages, work: _Work | None, *, bucket
             others = [(r[k], r[(k + 1) % cp]) for r in rings for k in range(cp) if (r[k], r[(k + 1) % cp]) not in mine]
             sends = [(pair, tuple(others[k::len(mine)])) for k, pair in enumerate(mine)]
         ring_sends.append(sends)
-    # the dense gradients' groups (dp x cp) of replica 0's GPUs, the experts' (edp) of the stage
+    # the gradients' groups (dp x cp) of replica 0's GPUs, the experts' (edp) of the stage
     dp_groups = [[tuple(g) for g in groups["dp"] if set(g) & replica0[p]] for p in range(pp)]
     edp_groups = [[tuple(g) for g in groups.get("edp", ()) if g[0] in stage_sets[p]] if is_moe(w) else []
                   for p in range(pp)]
-    if width == 1:
+    if bidirectional:  # ranks p and pp - 1 - p hold the same two stages: their gradients are summed over both
+        dp_groups, edp_groups = _paired_groups(slot, pp, width, dp_groups, edp_groups)
+    if width == 1 and not bidirectional:
         dp_groups = [[] for _ in range(pp)]
     if not any(len(g) > 1 for gs in edp_groups for g in gs):
         edp_groups = [[] for _ in range(pp)]
@@ -307,13 +347,82 @@ def _schedule(out: TaskSink, plan: Any, w, stages, work: _Work | None, *, bucket
                             kind="dp_comm") for k, g in enumerate(edp_groups[p])]
         return ids
 
-    last_grads = {p: [] for p in range(pp)}
-    stage_end = {}
-    for p in range(pp):
+    def block(p, s, fwd, base, prev, gate, *, deferred=False, grads=None):
+        """One forward or backward of stage ``s``'s layers on rank ``p``'s GPUs after ``prev`` and
+        ``gate``; ``deferred``: a backward without its weight gradients; ``grads``: a list the
+        layers' ends are added to (the last backward). The last id."""
         group = slot(p, 0)
-        held, kinds = stages[p]
+        held, kinds = stages[s]
         nl = len(kinds)
-        last_stage, first_stage = p == pp - 1, p == 0
+        last_stage, first_stage = s == pp - 1, s == 0
+        last = prev
+        ahead = last
+        indices = range(nl) if fwd else reversed(range(nl))
+        for li in indices:
+            kind = kinds[li]
+            lid = f"{base}.l{li}"
+            times = (work.forward if fwd else work.backward).get(kind, zero_pass) if work else zero_pass
+            if deferred and work:
+                times = _minus(times, work.weight[kind])
+            zg = []
+            if lay.zero == 3 and (width > 1 or bidirectional):
+                zg = zero3_gather(lid, p, kind, ahead)
+                ahead = last
+            extra = 0.0
+            if first_stage and li == 0 and work:
+                extra += work.first[0 if fwd else 1]
+            if last_stage and li == nl - 1 and work:
+                extra += work.last[0 if fwd else 1] - (work.last_weight if deferred else 0.0)
+            # the attention half
+            recount = 1 + (not fwd and full)
+            head_tp = (first_stage and li == 0) + (last_stage and li == nl - 1)
+            if cp > 1:  # the exchange builds the attention core
+                last = out.add(f"{lid}.c0", "compute", group, seconds=times.pre + extra,
+                               after=(last, *gate, *zg), kind="compute", fold=True)
+                tasks = _AttentionTasks(out, lid, group, ring_sends[p], cp_groups[p], collective)
+                last = exchange.attention_tasks(tasks, cp_bytes, times.attention, cp, last, forward=fwd,
+                                                full=full)
+            else:
+                last = out.add(f"{lid}.c0", "compute", group, seconds=times.pre + times.attention + extra,
+                               after=(last, *gate, *zg), kind="compute", fold=True)
+            gate, zg = [], []
+            last = tp_comm(f"{lid}.h0", group, last, recount)
+            dense = kind[0]
+            if dense:
+                last = out.add(f"{lid}.c1", "compute", group, seconds=times.route + times.experts + times.rest,
+                               after=(last,), kind="compute", fold=True)
+            else:
+                last = out.add(f"{lid}.route", "compute", group, seconds=times.route, after=(last,),
+                               kind="compute", fold=True)
+                pairs = [(disp, comb)] if fwd else ([(disp, comb)] if full else []) + [(comb, comb)]
+                for x, (d_bytes, c_bytes) in enumerate(pairs):
+                    last = collective(f"{lid}.dispatch{x}.", "alltoall", ep_groups[p], d_bytes, last, "ep_comm")
+                    if lay.etp > 1:
+                        last = collective(f"{lid}.etpag{x}.", "all_gather", etp_groups[p], c_bytes * lay.etp,
+                                          last, "ep_comm")
+                    if x == len(pairs) - 1:
+                        last = out.add(f"{lid}.experts", "compute", group, seconds=times.experts,
+                                       after=(last,), kind="compute", fold=True)
+                    if lay.etp > 1:
+                        last = collective(f"{lid}.etprs{x}.", "reduce_scatter", etp_groups[p],
+                                          c_bytes * lay.etp, last, "ep_comm")
+                    last = collective(f"{lid}.combine{x}.", "alltoall", ep_groups[p], c_bytes, last, "ep_comm")
+                if times.rest or w.shared_experts:
+                    last = out.add(f"{lid}.c1", "compute", group, seconds=times.rest, after=(last,),
+                                   kind="compute", fold=True)
+            ffn_tp = recount if (dense or (is_moe(w) and w.shared_experts)) else 0
+            last = tp_comm(f"{lid}.h1", group, last, ffn_tp + head_tp)
+            if grads is not None:
+                grads.append((kind, last))
+        return last
+
+    last_grads: dict = {}  # (stage, rank) -> the last backward's layer ends, in its order
+    stage_end = {}
+    if bidirectional:
+        stage_end = _bidirectional(out, plan, stages, work, block, last_grads, tp_bytes / tp, shape_only)
+    for p in range(pp if not bidirectional else 0):
+        group = slot(p, 0)
+        last_stage = p == pp - 1
         if shape_only:
             order = [("F", 0), ("B", m - 1)]
         else:
@@ -334,63 +443,8 @@ def _schedule(out: TaskSink, plan: Any, w, stages, work: _Work | None, *, bucket
             if what == "B" and not last_stage:
                 gate = [f"p{p + 1}.B{i}.send{r}" for r in range(tp)]
             fwd = what == "F"
-            last = prev
-            ahead = last
-            indices = range(nl) if fwd else reversed(range(nl))
-            for li in indices:
-                kind = kinds[li]
-                lid = f"{base}.l{li}"
-                times = (work.forward if fwd else work.backward).get(kind, zero_pass) if work else zero_pass
-                zg = []
-                if lay.zero == 3 and width > 1:
-                    zg = zero3_gather(lid, p, kind, ahead)
-                    ahead = last
-                extra = 0.0
-                if first_stage and li == 0 and work:
-                    extra += work.first[0 if fwd else 1]
-                if last_stage and li == nl - 1 and work:
-                    extra += work.last[0 if fwd else 1]
-                # the attention half
-                recount = 1 + (not fwd and full)
-                head_tp = (first_stage and li == 0) + (last_stage and li == nl - 1)
-                if cp > 1:  # the exchange builds the attention core
-                    last = out.add(f"{lid}.c0", "compute", group, seconds=times.pre + extra,
-                                   after=(last, *gate, *zg), kind="compute", fold=True)
-                    tasks = _AttentionTasks(out, lid, group, ring_sends[p], cp_groups[p], collective)
-                    last = exchange.attention_tasks(tasks, cp_bytes, times.attention, cp, last, forward=fwd,
-                                                    full=full)
-                else:
-                    last = out.add(f"{lid}.c0", "compute", group, seconds=times.pre + times.attention + extra,
-                                   after=(last, *gate, *zg), kind="compute", fold=True)
-                gate, zg = [], []
-                last = tp_comm(f"{lid}.h0", group, last, recount)
-                dense = kind[0]
-                if dense:
-                    last = out.add(f"{lid}.c1", "compute", group, seconds=times.route + times.experts + times.rest,
-                                   after=(last,), kind="compute", fold=True)
-                else:
-                    last = out.add(f"{lid}.route", "compute", group, seconds=times.route, after=(last,),
-                                   kind="compute", fold=True)
-                    pairs = [(disp, comb)] if fwd else ([(disp, comb)] if full else []) + [(comb, comb)]
-                    for x, (d_bytes, c_bytes) in enumerate(pairs):
-                        last = collective(f"{lid}.dispatch{x}.", "alltoall", ep_groups[p], d_bytes, last, "ep_comm")
-                        if lay.etp > 1:
-                            last = collective(f"{lid}.etpag{x}.", "all_gather", etp_groups[p], c_bytes * lay.etp,
-                                              last, "ep_comm")
-                        if x == len(pairs) - 1:
-                            last = out.add(f"{lid}.experts", "compute", group, seconds=times.experts,
-                                           after=(last,), kind="compute", fold=True)
-                        if lay.etp > 1:
-                            last = collective(f"{lid}.etprs{x}.", "reduce_scatter", etp_groups[p],
-                                              c_bytes * lay.etp, last, "ep_comm")
-                        last = collective(f"{lid}.combine{x}.", "alltoall", ep_groups[p], c_bytes, last, "ep_comm")
-                    if times.rest or w.shared_experts:
-                        last = out.add(f"{lid}.c1", "compute", group, seconds=times.rest, after=(last,),
-                                       kind="compute", fold=True)
-                ffn_tp = recount if (dense or (is_moe(w) and w.shared_experts)) else 0
-                last = tp_comm(f"{lid}.h1", group, last, ffn_tp + head_tp)
-                if not fwd and i == m - 1:
-                    last_grads[p].append((kind, last))
+            last = block(p, p, fwd, base, prev, gate,
+                         grads=last_grads.setdefault((p, p), []) if not fwd and i == m - 1 else None)
             if fwd and not last_stage:
                 pipeline_sends(out, base, group, slot(p + 1, 0), tp_bytes / tp, last, fold=True)
             if not fwd and p > 0:
@@ -400,46 +454,124 @@ def _schedule(out: TaskSink, plan: Any, w, stages, work: _Work | None, *, bucket
         if shape_only:
             out.count += (m - 1) * sum(blocks.values())
         stage_end[p] = flat_ids(ends[-2:] if overlap else ends[-1:])  # with overlap, both streams end it
-    # data-parallel gradient buckets: the dense part over dp x cp, the experts over edp
+    # data-parallel gradient buckets: the dense part over dp x cp, the experts over edp; with
+    # DualPipe, both copies of a stage's (ranks p and pp - 1 - p) over both ranks' groups
     collective_op = "all_reduce" if lay.zero == 0 else "reduce_scatter"
-    for p in range(pp):
-        group = slot(p, 0)
-        held, kinds = stages[p]
-        dense_total, expert_total = stage_parameters(w, held, p, pp)
+    units = [((p, pp - 1 - p), (p, pp - 1 - p)) for p in range(pp // 2)] if bidirectional else \
+        [((p,), (p,)) for p in range(pp)]
+    for ranks, held_stages in units:
+        p = ranks[0]
+        ready_parts = []  # per stage: (layer kind, the ids its gradient waits for), in the backward's order
+        dense_total = expert_total = 0.0
+        for s in held_stages:
+            lists = [last_grads.get((s, r), []) for r in ranks]
+            ready_parts.append([(kind, flat_ids(tuple(other[k][1] for other in lists)))
+                                for k, (kind, _) in enumerate(lists[0])])
+            d_total, e_total = stage_parameters(w, stages[s][0], s, pp)
+            dense_total += d_total
+            expert_total += e_total
+        end = flat_ids(tuple(stage_end[r] for r in ranks))
         streams = []
         for name, groups_p, index, total, share in (
                 ("d", dp_groups[p], 0, dense_total, tp),
                 ("e", edp_groups[p], 1, expert_total, lay.etp * lay.ep)):
             if not groups_p or not total:
                 continue
-            ready = [(dense_layer[kind][index], done) for kind, done in last_grads[p]]
-            extra = total / share * act - sum(b for b, _ in ready)
+            extra = total / share * act - sum(dense_layer[kind][index] for part in ready_parts for kind, _ in part)
             buckets, filled = [], 0.0
-            for nbytes, done in ready:
-                filled += nbytes
-                if filled >= bucket:
-                    buckets.append((filled, done))
+            for part in ready_parts:
+                for kind, done in part:
+                    filled += dense_layer[kind][index]
+                    if filled >= bucket:
+                        buckets.append((filled, done))
+                        filled = 0.0
+                if bidirectional and filled > 0 and part is not ready_parts[-1]:  # a bucket holds one stage's
+                    buckets.append((filled, part[-1][1]))
                     filled = 0.0
             filled += max(0.0, extra)
             if filled > 0:
-                buckets.append((filled, stage_end[p]))
+                buckets.append((filled, end))
             streams.append((name, groups_p, buckets))
         prev: dict = {}
-        done_all = []
         for name, groups_p, buckets in streams:
             for k, (nbytes, done) in enumerate(buckets):
                 for r, g in enumerate(groups_p):
                     prev[name, r] = out.add(f"p{p}.{name}bucket{k}.r{r}", collective_op, g, nbytes=nbytes,
                                             after=(done, prev.get((name, r), "")), kind="dp_comm")
         done_all = list(prev.values())
-        opt = out.add(f"p{p}.opt", "compute", group, seconds=work.optimizer[p] if work else 0.0,
-                      after=(stage_end[p], *done_all), kind="optimizer", fold=True)
+        opts = []
+        for rank in ranks:
+            seconds = 0.0
+            if work:  # both copies' optimizer state, sharded over both copies' GPUs with ZeRO
+                seconds = sum(work.optimizer[s] for s in held_stages) / (len(ranks) if lay.zero >= 1 else 1)
+            opts.append(out.add(f"p{rank}.opt", "compute", slot(rank, 0), seconds=seconds,
+                                after=(stage_end[rank], *done_all), kind="optimizer", fold=True))
         if lay.zero in (1, 2):
             for name, groups_p, buckets in streams:
                 total = sum(nb for nb, _ in buckets)
                 for r, g in enumerate(groups_p):
-                    out.add(f"p{p}.{name}params.r{r}", "all_gather", g, nbytes=total * elem / act, after=(opt,),
+                    out.add(f"p{p}.{name}params.r{r}", "all_gather", g, nbytes=total * elem / act, after=tuple(opts),
                             kind="dp_comm")
+
+
+def _paired_groups(slot, pp, width, dp_groups, edp_groups) -> tuple:
+    """DualPipe's gradient groups: rank ``p``'s groups joined with their images on rank ``pp - 1
+    - p`` (the GPUs at the same place of the other rank, which hold the same two stages)."""
+    dp_out, edp_out = [], []
+    for p in range(pp):
+        q = pp - 1 - p
+        mirror = {g: h for j in range(width) for g, h in zip(slot(p, j), slot(q, j))}
+        own = [next((g for g in dp_groups[p] if x in g), (x,)) for x in slot(p, 0)]
+        dp_out.append([tuple(g) + tuple(mirror[x] for x in g) for g in own])
+        experts = edp_groups[p] or [(x,) for j in range(width) for x in slot(p, j)]
+        edp_out.append([tuple(g) + tuple(mirror[x] for x in g) for g in experts])
+    return dp_out, edp_out
+
+
+def _bidirectional(out: TaskSink, plan: Any, stages, work: _Work | None, block, last_grads: dict, send_bytes: float,
+                   shape_only: bool) -> dict:
+    """DualPipe's blocks (:mod:`~models.studies.planner.dualpipe`): every rank's program, its
+    pairs as two streams of work, each block's sends to the next rank of its direction as it
+    ends, a deferred weight gradient as one task after its backward. ``shape_only``: a block
+    of a (rank, kind, direction) walked before is counted as its copy. The ids that end each
+    rank's program."""
+    lay = plan.layout
+    pp, m, tp = lay.pp, lay.micro_batches, lay.tp
+    slot = replica_slot(plan)
+    last = m // 2 - 1  # the last micro-batch of a direction
+    counted: dict = {}
+
+    def run(r, op, after, source):
+        s = stage_of(pp, r, op.direction)
+        base = f"p{r}.{op.kind}{op.direction}.{op.micro_batch}"
+        flow = 1 if op.direction == 0 else -1
+        key = (r, op.kind, op.direction)
+        if shape_only and key in counted and op.micro_batch != last:
+            out.count += counted[key]
+            return (base,)
+        start = out.count
+        if op.kind == "W":
+            _, kinds = stages[s]
+            seconds = 0.0
+            if work:
+                seconds = sum(sum(astuple(work.weight[k])) for k in kinds) + (work.last_weight if s == pp - 1 else 0.0)
+            done = out.add(base, "compute", slot(r, 0), seconds=seconds, after=after, kind="compute", fold=True)
+            if op.micro_batch == last:
+                last_grads[(s, r)] = [(k, done) for k in reversed(kinds)]
+            counted[key] = out.count - start
+            return (done,)
+        gate = () if source is None else tuple(
+            f"p{source[0]}.{source[1].kind}{source[1].direction}.{source[1].micro_batch}.send{k}" for k in range(tp))
+        fwd = op.kind == "F"
+        grads = last_grads.setdefault((s, r), []) if not fwd and op.micro_batch == last and not op.deferred else None
+        end = block(r, s, fwd, base, after, gate, deferred=op.deferred, grads=grads)
+        to = r + flow if fwd else r - flow
+        if 0 <= to < pp:
+            pipeline_sends(out, base, slot(r, 0), slot(to, 0), send_bytes, end, fold=True)
+        counted[key] = out.count - start
+        return flat_ids((end,))
+
+    return dualpipe_blocks(pp, m, run)
 
 
 def _maps(plan: Any) -> list:
@@ -473,7 +605,8 @@ def parallel_step_graph(plan: Any, G: nx.DiGraph, *, workload: str | Workload | 
     Raises
     ------
     StepGraphError
-        A plan that does not fit, a CNN, interleaved stages, DualPipe, a bucket below one byte.
+        A plan that does not fit, a CNN, interleaved stages, a bucket below one byte, an expert
+        overlap whose schedule is not built, DualPipe on a pipeline its program cannot run.
     topo.LimitError
         Beyond ``max_events`` (keyword ``max_events``), before the graph is built.
     """

@@ -25,16 +25,21 @@ Per micro-batch on each stage (the heaviest, compute and exposed communication, 
   another micro-batch cannot hide (``batch``, ``dualpipe``) [U: the overlap is taken as perfect
   up to the compute] (:mod:`~models.studies.planner.ep_overlap`);
 * ``pp_comm`` and ``bubble``: 1F1B (interleaved) as the dense planner; DualPipe hides the sends
-  and leaves ``pp / 2 - 1`` slots of bubble (DeepSeek-V3 Technical Report, arXiv 2412.19437,
-  table 2: ``(PP/2 - 1)(F&B + B - 3W)`` against 1F1B's ``(PP - 1)(F + B)``, taken here as
-  ``F + B`` slots [U]);
+  and leaves the report's bubble (DeepSeek-V3 Technical Report, arXiv 2412.19437, table 2:
+  ``(PP/2 - 1)(F&B + B - 3W)`` against 1F1B's ``(PP - 1)(F + B)``), ``F&B`` the slot, ``W``
+  the backward's weight gradients (:func:`~models.studies.planner.dualpipe.weight_gradients`)
+  and ``B`` the rest of it;
 * ``dp_comm``: the dense gradients over the ``dp x cp`` GPUs holding the same weights, the
   experts' over the ``edp`` GPUs holding the same experts (:func:`~models.studies.planner.step.data_parallel_time`);
-* ``optimizer``: the local parameters' Adam pass.
+  with DualPipe, both stages of the busiest rank over both copies' groups (``"dp_copies"``,
+  ``"edp_copies"``: twice the GPUs), as the step graph reduces them;
+* ``optimizer``: the local parameters' Adam pass (DualPipe: both stages', sharded over both copies
+  with ZeRO).
 
 Memory per GPU: the stage's weights, gradients and optimizer state (experts over ``etp x ep``,
 ZeRO sharding the dense part over ``dp x cp`` and the experts over ``edp``; ZeRO 3 also holds two
-whole layers gathered; DualPipe keeps two copies of the weights), activations of the micro-batches in flight (``pp - stage`` in 1F1B, one
+whole layers gathered; DualPipe keeps two copies of the weights, of their gradients and optimizer
+state, ZeRO sharding them over both copies' GPUs), activations of the micro-batches in flight (``pp - stage`` in 1F1B, one
 more with DualPipe) for ``seq / cp`` tokens and fp32 logits on the last stage.
 """
 
@@ -44,11 +49,13 @@ import dataclasses
 from collections import Counter
 
 from ..moe import stage_parameters as moe_stage_parameters
-from ..workload import (OPTIMIZER_PASS_BYTES, activation_bytes_per_element, dtype_bytes, matmul_op, memory_op,
-                        with_seq_length)
+from ..workload import (OPTIMIZER_PASS_BYTES, QUANTISED_BYTES, activation_bytes_per_element, dtype_bytes,
+                        is_low_precision, matmul_op, memory_op, with_seq_length)
 from .gpu_memory import held_parameters
+from .dualpipe import weight_gradients
 from .ep_overlap import NO_OVERLAP, EpOverlap
 from .parallel import PipelineSplit, dispatch_bytes
+from .recomputation import NO_RECOMPUTE, SELECTIVE, recompute_named
 from .records import (BubbleDetail, Component, ComputeDetail, ContextParallelDetail, DataParallelDetail,
                       ExpertParallelDetail, Layout, Memory, OptimizerDetail, PipelineDetail, TensorParallelDetail)
 from .step import data_parallel_time
@@ -57,6 +64,9 @@ from .step import data_parallel_time
 __all__: list[str] = []
 
 _ATTENTION = ("flash_attention", "scores", "softmax", "context")
+#: The times of a stage's micro-batch that a rank running several stages averages (slot, forward,
+#: backward, tp, cp and ep communication, weight gradients), by their place in the stage's record.
+_AVERAGED = frozenset((0, 2, 3, 4, 6, 7, 8, 9, 15))
 
 
 def is_moe(w) -> bool:
@@ -135,42 +145,65 @@ def stage_parameters(w, held, s: int, pp: int) -> tuple:
 
 def moe_flops_per_token(w, recompute: str = "none") -> float:
     """A MoE model's training FLOPs per token: model FLOPs (:meth:`MoeTransformer.training_flops_per_token
-    <models.studies.moe.MoeTransformer.training_flops_per_token>`), plus a forward of the layers
-    (the output head apart) with full recomputation, or of the attention cores with selective."""
+    <models.studies.moe.MoeTransformer.training_flops_per_token>`), plus what recomputation runs
+    again (:mod:`~models.studies.planner.recomputation`): a forward of the layers (the output
+    head apart) with full recomputation, of the attention cores with selective, of the products
+    of the modules recomputed otherwise (``deepseek``: MLA's up-projections; the norms and
+    activations it recomputes are memory passes, no FLOPs)."""
     flops = w.training_flops_per_token()
-    if recompute == "full":
-        flops += w.forward_flops_per_token() - 2.0 * w.vocab * w.hidden * (1 + w.mtp_layers)
-    elif recompute == "selective":
-        flops += w.layers * w.attention_flops_per_token()
+    rc = recompute_named(recompute)
+    if rc is None or rc is NO_RECOMPUTE:
+        return flops
+    if rc.whole_layer:
+        return flops + w.forward_flops_per_token() - 2.0 * w.vocab * w.hidden * (1 + w.mtp_layers)
+    if rc.modules == SELECTIVE.modules:
+        return flops + w.layers * w.attention_flops_per_token()
+    for kind, n in Counter(layer_kind(w, i) for i in range(w.layers)).items():
+        ops = w.layer_ops(1, dense=kind[0], sliding=kind[1])
+        flops += n * sum(op.flops for op in ops if op.kind != "memory" and rc.recomputes(op.name)) / w.seq
     return flops
 
 
-def _moe_activation_bytes(w, layout: Layout, kind: tuple, act: int, balance: float) -> float:
+def _moe_activation_bytes(w, layout: Layout, kind: tuple, act: int, balance: float,
+                          quantised: float | None = None) -> float:
     """One MoE-model layer's stored activations for one micro-batch on one GPU [U: the tensors
-    Korthikanti et al. 2022 count for a dense layer, carried over]: norm and residual inputs
-    (over ``tp`` with sequence parallelism), the attention's latents, Q, K, V and context (over
-    ``tp``), the FFN's input and three inner tensors, and for a MoE layer the routed copies
-    (``top_k`` per token, times ``balance``) with their three expert-wide tensors, the shared
-    experts' and the fp32 router logits. [bytes]"""
+    Korthikanti et al. 2022 count for a dense layer, carried over], per token: the two norms'
+    inputs and one more hidden-wide tensor (over ``tp`` with sequence parallelism), the
+    attention's input (a norm's output); MLA's latents (``q_lora + kv_lora + rope``), Q, K and V
+    and the context (over ``tp``; GQA: Q, K, V, context); a dense FFN's input (a norm's output)
+    and three inner tensors (the SwiGLU's two inputs and its output); for a MoE layer the routed
+    copies (``top_k`` per token, times ``balance``) with their three expert-wide tensors, the
+    shared experts' three, the fp32 router logits and the FFN's input (a norm's output). [bytes]
+
+    The layout's recomputation (:mod:`~models.studies.planner.recomputation`) drops what it
+    recomputes: ``full`` keeps the layer's input only; ``layernorm`` the norms' outputs,
+    ``mla_up_proj`` Q, K and V, ``moe_act`` the experts' SwiGLU outputs; a low-precision cache
+    keeps the linear layers' inputs and the MoE SwiGLU's inputs at ``quantised`` bytes each."""
     t = float(layout.micro_batch) * _tokens(w, layout.cp)
     tp, h = layout.tp, w.hidden
     sp = tp if layout.sequence_parallel else 1
-    if layout.recompute == "full":
+    rc = recompute_named(layout.recompute) or NO_RECOMPUTE
+    if rc.whole_layer:
         return act * t * h / sp
+    lin = quantised if (rc.low_precision_cache and quantised) else act  # a linear layer's stored input
+    norm_out = 0.0 if rc.drops("layernorm") else lin
+    moe_act = 0.0 if rc.drops("moe_act") else lin
     a = w.attention
     dense, _ = kind
     if hasattr(a, "kv_heads"):
-        attention = (a.heads * a.head_dim * 2 + 2 * max(a.kv_heads // tp, 1) * a.head_dim * tp) / tp
+        qkv = (a.heads * a.head_dim + 2 * max(a.kv_heads // tp, 1) * a.head_dim * tp) / tp
+        latents, context = 0.0, a.heads * a.head_dim / tp
     else:
-        attention = a.q_lora_rank + a.kv_lora_rank + a.qk_rope_head_dim + a.heads * (2 * a.qk_dim + 2 * a.v_dim) / tp
-    out = act * t * (4 * h / sp + attention)
+        qkv = 0.0 if rc.drops("mla_up_proj") else a.heads * (2 * a.qk_dim + a.v_dim) / tp
+        latents, context = a.q_lora_rank + a.kv_lora_rank + a.qk_rope_head_dim, a.heads * a.v_dim / tp
+    out = t * (act * 3 * h / sp + norm_out * h / sp + act * qkv + lin * (latents + context))
     if dense:
-        return out + act * t * (h + 3 * w.dense_ffn / tp)
+        return out + t * (norm_out * h + act * 2 * w.dense_ffn / tp + lin * w.dense_ffn / tp)
     copies = t / sp * w.top_k * balance * layout.etp
-    out += act * copies * (h + 3 * w.expert_ffn / layout.etp) + 4.0 * t * w.experts
+    out += copies * (lin * h + (2 * lin + moe_act) * w.expert_ffn / layout.etp) + 4.0 * t * w.experts
     if w.shared_experts:
-        out += act * t * 3 * w.shared_experts * w.shared_ffn / tp
-    return out + act * t * h
+        out += t * (2 * lin + moe_act) * w.shared_experts * w.shared_ffn / tp
+    return out + norm_out * t * h
 
 
 def _logits_bytes(w, layout: Layout) -> float:
@@ -195,16 +228,20 @@ def parallel_memory(w, layout: Layout, split: PipelineSplit, *, dtype: str, capa
     weight = activation_bytes_per_element(dtype)
     optimizer = 8 if weight == 4 else 12
     tp, pp, zero, m = layout.tp, layout.pp, layout.zero, layout.micro_batches
-    dense_shard, expert_shard = layout.dp * layout.cp, layout.edp
+    # Every copy of a stage's parameters holds their gradients and optimizer state; ZeRO shards
+    # them over all the GPUs holding the same weights (both copies' data-parallel groups).
+    copies = ep_overlap.parameter_copies
+    dense_shard, expert_shard = copies * layout.dp * layout.cp, copies * layout.edp
+    quantised = QUANTISED_BYTES[str(dtype).strip().lower()] if is_low_precision(dtype) else None
     worst = None
     for s, held in enumerate(split.stages):
         dense, experts = stage_parameters(w, held, s, pp)
         d, e = dense / tp, experts / (layout.etp * layout.ep)
 
         def sharded(stage_from):
-            return d / (dense_shard if zero >= stage_from else 1) + e / (expert_shard if zero >= stage_from else 1)
-        copies = ep_overlap.parameter_copies
-        params, grads, opt = copies * weight * sharded(3), weight * sharded(2), optimizer * sharded(1)
+            return copies * (d / (dense_shard if zero >= stage_from else 1)
+                             + e / (expert_shard if zero >= stage_from else 1))
+        params, grads, opt = weight * sharded(3), weight * sharded(2), optimizer * sharded(1)
         if zero >= 3 and held:  # the gathered layer in use and the next one prefetched (FSDP's units) [U]
             params += 2 * weight * _largest_layer(w, layout)
         in_flight = float(min(pp - s + ep_overlap.extra_in_flight, m))
@@ -212,9 +249,9 @@ def parallel_memory(w, layout: Layout, split: PipelineSplit, *, dtype: str, capa
             in_flight *= 1 + (pp - 1) / (pp * layout.virtual_stages)
         kinds = Counter(layer_kind(w, i) for i in held)
         if is_moe(w):
-            per_mb = sum(n * _moe_activation_bytes(w, layout, k, weight, balance) for k, n in kinds.items())
+            per_mb = sum(n * _moe_activation_bytes(w, layout, k, weight, balance, quantised) for k, n in kinds.items())
             if s == pp - 1:
-                per_mb += w.mtp_layers * _moe_activation_bytes(w, layout, (False, False), weight, balance)
+                per_mb += w.mtp_layers * _moe_activation_bytes(w, layout, (False, False), weight, balance, quantised)
         else:
             per_mb = len(held) * w.activation_bytes(layout.micro_batch, tp, sequence_parallel=layout.sequence_parallel,
                                                     recompute=layout.recompute, flash=flash) * weight / 2 / layout.cp
@@ -233,24 +270,29 @@ def _no_exchange(att_f: float, att_b: float, full: bool) -> tuple:
 
 def parallel_components(w, layout: Layout, split: PipelineSplit, cm, comm, alltoall, *, overlap: float,
                         bucket: float, times, ep_overlap: EpOverlap = NO_OVERLAP, balance: float = 1.0,
-                        dispatch_elem: float | None = None, network_fraction: float = 0.0) -> tuple:
+                        dispatch_elem: float | None = None, network_fraction: float = 0.0,
+                        layer_times=None) -> tuple:
     """The components of one step (module docstring).
 
     ``comm(dimension, collective, nbytes)`` times a collective on the layout's ``"tp"``,
     ``"cp_ring"`` (ring neighbours), ``"etp"``, ``"pp"``, ``"dp"`` (the dense gradients' ``dp x
-    cp`` groups) or ``"edp"`` groups; ``alltoall(dimension, nbytes)`` an all-to-all of ``nbytes``
+    cp`` groups) or ``"edp"`` groups, ``"dp_copies"`` and ``"edp_copies"`` (those groups joined
+    with the other copies' of the same stage, when ``ep_overlap`` holds several); ``alltoall(dimension, nbytes)`` an all-to-all of ``nbytes``
     per rank on the ``"ep"`` or ``"cp"`` groups. [s] ``network_fraction``: of a dispatch
-    buffer, the share that leaves the NVLink domain (shown in the detail).
+    buffer, the share that leaves the NVLink domain (shown in the detail). ``layer_times(kind)``,
+    when given, is ``times(layer_ops(w, kind, layout, cm, act, balance))`` kept by the caller.
     """
     act = activation_bytes_per_element(cm.dtype)
     dispatch_elem = act if dispatch_elem is None else dispatch_elem
     tp, pp, cp, v = layout.tp, layout.pp, layout.cp, layout.virtual_stages
     b, m = layout.micro_batch, layout.micro_batches
-    full = layout.recompute == "full"
+    rc = recompute_named(layout.recompute) or NO_RECOMPUTE
+    full = rc.whole_layer
     sp = layout.sequence_parallel and tp > 1
     first_ops, last_ops = head_ops(w, layout, cm, act)
     ff, fb = _pass(times(first_ops))
     hf, hb = _pass(times(last_ops))
+    hw = sum(weight_gradients(cm, times(last_ops)))  # the head's weight gradient (DualPipe's W)
     tokens = b * _tokens(w, cp)
     tp_bytes = float(tokens * w.hidden * act)
     one_tp = 0.0
@@ -277,7 +319,7 @@ def parallel_components(w, layout: Layout, split: PipelineSplit, cm, comm, allto
     cp_bytes = exchange.buffers(w, b, cp, tp, act) if cp > 1 else ()
     cp_layer = exchange.layer_timer(cp_bytes, cp, comm, alltoall) if cp > 1 else _no_exchange
 
-    best = None
+    per_stage = []
     for s, held in enumerate(split.stages):
         kinds = Counter(layer_kind(w, i) for i in held)
         mtp = w.mtp_layers if moe and s == pp - 1 else 0
@@ -287,14 +329,17 @@ def parallel_components(w, layout: Layout, split: PipelineSplit, cm, comm, allto
         cp_time = cp_exposed = 0.0
         tp_count = 0
         products = ideal = layer_forward = 0.0
+        wgrad = hw * (1 + mtp) if s == pp - 1 else 0.0  # the weight gradients of a micro-batch's backward
         for kind, n in kinds.items():
-            timed = times(layer_ops(w, kind, layout, cm, act, balance))
+            timed = (layer_times(kind) if layer_times is not None
+                     else times(layer_ops(w, kind, layout, cm, act, balance)))
             lf, lb = _pass(timed)
+            wgrad += n * sum(weight_gradients(cm, timed))
             fwd_layers += n * lf
             bwd_layers += n * lb
             att = [t for t in timed if t.op.name in _ATTENTION]
-            if layout.recompute == "selective":
-                recomputed += n * _pass(att)[0]
+            if not full:  # the kernels the recomputation runs again (full: the whole forward, below)
+                recomputed += n * sum(t.forward for t in timed if rc.recomputes(t.op.name))
             af, ab = _pass(att)
             ct, ce = cp_layer(af, ab, full)
             cp_time += n * ct
@@ -312,6 +357,7 @@ def parallel_components(w, layout: Layout, split: PipelineSplit, cm, comm, allto
             proj = times((matmul_op("mtp_projection", tokens, w.hidden, 2 * w.hidden, dtype_bytes(cm.dtype)),))
             pf, pb = _pass(proj)
             fwd, bwd = fwd + mtp * pf, bwd + mtp * pb
+            wgrad += mtp * sum(weight_gradients(cm, proj))
         if full:
             bwd += fwd_layers
         bwd += recomputed
@@ -319,34 +365,49 @@ def parallel_components(w, layout: Layout, split: PipelineSplit, cm, comm, allto
         t_tp = tp_count * one_tp
         n_moe = sum(n for kind, n in kinds.items() if not kind[0]) if moe else 0
         ep_time = n_moe * t_ep_layer
-        ep_exposed = ep_overlap.exposed_ep(ep_time, fwd + bwd)
+        alone = ep_overlap.alone(pp, m)  # the blocks of a warm-up and cool-down run alone: all exposed
+        ep_exposed = (1 - alone) * ep_overlap.exposed_ep(ep_time, fwd + bwd) + alone * ep_time
         slot = fwd + bwd + t_tp + cp_exposed + ep_exposed
         found = (slot, s, fwd, bwd, t_tp, tp_count, cp_time, cp_exposed, ep_time, ep_exposed, n_moe,
-                 sum(kinds.values()), layer_forward, products, ideal)
+                 sum(kinds.values()), layer_forward, products, ideal, wgrad)
+        per_stage.append(found)
+    # The busiest rank: the stages it runs, each for an equal share of the micro-batches (1F1B: its
+    # own; DualPipe: stages r and pp - 1 - r), their times averaged, the heavier stage's counts.
+    best, busiest = None, ()
+    for ran in ep_overlap.rank_stages(pp):
+        heavy = max((per_stage[s] for s in ran), key=lambda f: f[0])
+        mean = [sum(per_stage[s][i] for s in ran) / len(ran) for i in range(len(heavy))]
+        found = tuple(mean[i] if i in _AVERAGED else heavy[i] for i in range(len(heavy)))
         if best is None or found[0] > best[0]:
-            best = found
+            best, busiest = found, ran
     assert best is not None
     (slot, s, fwd, bwd, t_tp, tp_count, cp_time, cp_exposed, ep_time, ep_exposed, n_moe, n_attention,
-     layer_forward, products, ideal) = best
+     layer_forward, products, ideal, wgrad) = best
     # ---- pipeline
     sends = v * m + pp - 1
     t_pp_one = comm("pp", "sendrecv", tp_bytes / tp) if pp > 1 else 0.0
     pp_comm = 2 * sends * t_pp_one
     pp_exposed = ep_overlap.exposed_pp(pp_comm)
-    bubble = ep_overlap.bubble_slots(pp, v) * slot
-    # ---- data parallel: the dense gradients over dp x cp, the experts' over edp
-    dense, experts = stage_parameters(w, split.stages[s], s, pp)
-    d_local, e_local = dense / tp, experts / (layout.etp * layout.ep)
+    bubble = ep_overlap.bubble(pp, v, slot=slot, backward_input=bwd - wgrad, weight=wgrad)
+    # ---- data parallel: the dense gradients over dp x cp, the experts' over edp; with several
+    # copies of each stage (DualPipe), the busiest rank's stages over all their copies' GPUs
+    copies = ep_overlap.parameter_copies
+    named = ("dp", "edp") if copies == 1 else ("dp_copies", "edp_copies")
+    d_local = e_local = 0.0
+    for h in busiest:
+        dense, experts = stage_parameters(w, split.stages[h], h, pp)
+        d_local, e_local = d_local + dense / tp, e_local + experts / (layout.etp * layout.ep)
+    dense_group, expert_group = copies * layout.dp * cp, copies * layout.edp
     streams = []
-    if layout.dp * cp > 1:
-        streams.append((lambda c, n: comm("dp", c, n), d_local * act))
-    if e_local and layout.edp > 1:
-        streams.append((lambda c, n: comm("edp", c, n), e_local * act))
+    if dense_group > 1:
+        streams.append((lambda c, n: comm(named[0], c, n), d_local * act))
+    if e_local and expert_group > 1:
+        streams.append((lambda c, n: comm(named[1], c, n), e_local * act))
     dp_time, dp_exposed = data_parallel_time(streams, layout.zero, overlap, fwd, bwd, m, bucket) if streams \
         else (0.0, 0.0)
     # ---- optimizer
-    opt_params = (d_local / (layout.dp * cp if layout.zero >= 1 else 1)
-                  + e_local / (layout.edp if layout.zero >= 1 else 1))
+    opt_params = (d_local / (dense_group if layout.zero >= 1 else 1)
+                  + e_local / (expert_group if layout.zero >= 1 else 1))
     optimizer = cm.scale * opt_params * OPTIMIZER_PASS_BYTES / (cm.gpu.memory_bandwidth * cm.memory_efficiency)
     compute = m * (fwd + bwd)
     collectives = ("reduce_scatter", "all_gather") if sp else ("all_reduce",)
@@ -358,8 +419,9 @@ def parallel_components(w, layout: Layout, split: PipelineSplit, cm, comm, allto
         Component("ep_comm", m * ep_time, m * ep_exposed,
                   ExpertParallelDetail(layout.ep, layout.etp, n_moe, disp, comb, network_fraction, balance, ep_overlap)),
         Component("pp_comm", pp_comm, pp_exposed, PipelineDetail(pp, sends, tp_bytes / tp)),
-        Component("bubble", bubble, bubble, BubbleDetail(pp, v, m)),
+        Component("bubble", bubble, bubble, BubbleDetail(pp, v, m, overlap=ep_overlap, slot=slot,
+                                                         backward_input=bwd - wgrad, weight=wgrad)),
         Component("dp_comm", dp_time, dp_exposed,
-                  DataParallelDetail(layout.dp * cp, layout.zero, (d_local + e_local) * act, bucket, overlap)),
+                  DataParallelDetail(dense_group, layout.zero, (d_local + e_local) * act, bucket, overlap)),
         Component("optimizer", optimizer, optimizer, OptimizerDetail(opt_params)),
     )

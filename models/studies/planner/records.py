@@ -17,7 +17,8 @@ from ...engine.results import tidy_records
 from ..compute import ComputeFacts
 from ..workload import TpConstraint, Workload
 from .cp_exchange import CP_COMM, RING, CpExchange, cp_exchange_named  # CP_COMM: the exchanges' names
-from .ep_overlap import EpOverlap
+from .ep_overlap import NO_OVERLAP, EpOverlap
+from .recomputation import RECOMPUTES
 
 __all__ = ["PlanError", "Layout", "Memory", "Component", "ComponentDetail", "ComputeDetail", "TensorParallelDetail",
            "ContextParallelDetail", "ExpertParallelDetail", "CP_COMM",
@@ -27,8 +28,9 @@ __all__ = ["PlanError", "Layout", "Memory", "Component", "ComponentDetail", "Com
 
 #: Nesting orders of the data- and pipeline-parallel groups over the tensor-parallel groups.
 ORDERS = ("tp-dp-pp", "tp-pp-dp")
-#: Recomputation modes (Korthikanti et al. 2022).
-RECOMPUTE = ("none", "selective", "full")
+#: Recomputation modes by name (:mod:`models.studies.planner.recomputation`: Korthikanti et al.
+#: 2022's none, selective and full; DeepSeek-V3's norms, MLA up-projections and MoE activations).
+RECOMPUTE = tuple(r.name for r in RECOMPUTES)
 
 
 class PlanError(DgxTopoError):
@@ -249,7 +251,8 @@ class TimingCode(enum.Enum):
     CNN = "cnn"
     #: An interleaved 1F1B step is not simulated (step graphs build plain 1F1B).
     INTERLEAVED = "interleaved"
-    #: A DualPipe step is not simulated (step graphs build 1F1B; :mod:`models.studies.planner.parallel_graph`).
+    #: An expert overlap whose schedule step graphs do not build (``EpOverlap.simulated`` False: one of
+    #: your own; the built-in ones, DualPipe included, are built by :mod:`models.studies.planner.parallel_graph`).
     DUALPIPE = "dualpipe"
     #: Simulated: the fraction ``overlap`` (between 0 and 1) shaped the first pass only; the
     #: simulation overlaps the gradient buckets as the schedule allows.
@@ -330,7 +333,8 @@ class SkipCode(enum.Enum):
     #: The pipeline split of the ``count`` layers leaves a stage (or a virtual chunk) empty or
     #: uneven where it must divide (``split`` of the :class:`SkippedLayout` holds what was asked).
     SPLIT = "split"
-    #: DualPipe needs an even ``pp`` and an even number of micro-batches (``count``).
+    #: DualPipe needs an even ``pp``, an even number of micro-batches (``count``) of at least ``2 pp``
+    #: and no interleaving (:func:`models.studies.planner.dualpipe.dualpipe_refusal`).
     DUALPIPE = "dualpipe"
 
 
@@ -583,23 +587,37 @@ class BubbleDetail:
     simulated : bool
         The bubble is what a simulation's critical path holds beyond its other components (the
         pipeline's fill and drain, waits for a stream), not :attr:`fraction` of the ideal step.
+    overlap : EpOverlap
+        The expert overlap whose schedule sets the bubble
+        (:meth:`~models.studies.planner.ep_overlap.EpOverlap.bubble`): 1F1B's unless DualPipe.
+    slot, backward_input, weight : float
+        One micro-batch's forward and backward with their exposed communication (DualPipe's
+        ``F&B``), the backward's input gradients (``B``) and weight gradients (``W``). [s]
     """
 
     stages: int
     virtual_stages: int
     micro_batches: int
     simulated: bool = False
+    overlap: EpOverlap = NO_OVERLAP
+    slot: float = 0.0
+    backward_input: float = 0.0
+    weight: float = 0.0
 
     @property
     def fraction(self) -> float:
-        """The analytical bubble over the ideal step, ``(p - 1) / (v m)``."""
-        return (self.stages - 1) / (self.virtual_stages * self.micro_batches)
+        """The analytical bubble over the ideal step: 1F1B's ``(p - 1) / (v m)``, or the
+        overlap's own (:meth:`~models.studies.planner.ep_overlap.EpOverlap.bubble_fraction`)."""
+        return self.overlap.bubble_fraction(self.stages, self.virtual_stages, self.micro_batches, slot=self.slot,
+                                            backward_input=self.backward_input, weight=self.weight)
 
     def to_records(self) -> list:
-        """One tidy row."""
+        """One tidy row (with the overlap's terms of its bubble, DualPipe's ``formula``,
+        ``pair_s``, ``backward_input_s`` and ``weight_s``)."""
+        terms = self.overlap.bubble_terms(slot=self.slot, backward_input=self.backward_input, weight=self.weight)
         return tidy_records({"stages": self.stages, "virtual_stages": self.virtual_stages,
                              "micro_batches": self.micro_batches, "fraction": self.fraction,
-                             "simulated": self.simulated})
+                             "simulated": self.simulated, **terms})
 
 
 @dataclass(frozen=True, slots=True)
@@ -832,6 +850,12 @@ class Plan:
     def hfu(self) -> float:
         """Hardware FLOPs utilisation: hardware FLOPs / (step time x GPUs x dense peak)."""
         return self.hardware_flops / (self.step_time * self.layout.ngpus * self.peak) if self.fits else 0.0
+
+    @property
+    def ep_overlap(self) -> EpOverlap | None:
+        """The expert overlap its step runs (:mod:`~models.studies.planner.ep_overlap`): the one
+        a search of several chose; None without an ``ep_comm`` component (a dense workload)."""
+        return next((c.detail.overlap for c in self.components if c.name == "ep_comm"), None)
 
     def component(self, name: str) -> Component:
         for c in self.components:

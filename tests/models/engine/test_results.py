@@ -577,8 +577,11 @@ NOT_RESULTS = {
     "Instruction", "RuntimeLimits", "Dialect", "Step", "Threadblock",
     # strategies: NCCL's algorithms (models.engine.nccl.algorithms) and what their latency reads
     "Algorithm", "Ring", "Tree", "Nvls", "NvlsTree", "Pat", "LatencyInputs",
-    # the planner's strategies (models.studies.planner.cp_exchange, .ep_overlap): named in a plan's rows
-    "CpExchange", "RingExchange", "AllToAllExchange", "EpOverlap", "BatchOverlap", "DualPipe",
+    # the planner's strategies (models.studies.planner.cp_exchange, .ep_overlap, .recomputation): named in
+    # a plan's rows
+    "CpExchange", "RingExchange", "AllToAllExchange", "EpOverlap", "BatchOverlap", "DualPipe", "Recompute",
+    # a block of DualPipe's program (models.studies.planner.dualpipe): an input of the step graph's builder
+    "PipeOp",
     # parts: their parent's rows (ChannelSearch: LinkLoad, SearchStep; Tuning: the bandwidth and
     # latency terms; SimulationResult: TaskTiming, LinkUse (link_records); a benchmark's parse:
     # Device, NcclTestsRow, P2PDevice; Check: CheckRow; Plan: Component, Calibration; Sweep: SweepRow;

@@ -585,7 +585,7 @@ def test_moe_section_as_data(all_analysis, full_report):
     from models.studies.planner.layouts import plan_order
 
     m = all_analysis.moe
-    assert (m.workload, m.ngpus, m.candidates) == ("deepseek-v3", 256, 36)
+    assert (m.workload, m.ngpus, m.candidates) == ("deepseek-v3", 256, 54)
     assert [r.system for r in m.systems] == list(MOE_SYSTEMS) and all(r.error is None for r in m.systems)
     wanted = {(c["pp"], c["ep"], c["zero"], c["recompute"]) for c in moe_candidates()}
     best = {}
@@ -601,20 +601,21 @@ def test_moe_section_as_data(all_analysis, full_report):
     rows = m.to_records()  # a row per component of every candidate, each naming its system
     assert len({(row["system"], row["rank"]) for row in rows}) == sum(len(r.search.plans) for r in m.systems)
     # Blackwell's 2.5x the H100's dense bf16 peak: both Blackwell systems at least twice as fast;
-    # the H100's 80 GB force full recomputation, the B200's 180 GB do not.
+    # the H100's 80 GB force full recomputation; the Blackwells' 180 GB hold a 4-stage pipeline with
+    # DeepSeek's partial recomputation (its activations only: norms, MLA up-projections, expert SwiGLU).
     h100, b200, gb200 = best["32xdgxh100"], best["32xdgxb200"], best["4xgb200nvl72"]
-    assert h100.layout.recompute == "full" and b200.layout.recompute == "none"
+    assert h100.layout.recompute == "full" and b200.layout.recompute == gb200.layout.recompute == "deepseek"
     assert gb200.step_time < b200.step_time and 2 * b200.step_time < h100.step_time
-    assert [round(p.step_time, 1) for p in (gb200, b200, h100)] == [72.2, 77.7, 207.5]
+    assert [round(p.step_time, 1) for p in (gb200, b200, h100)] == [66.0, 71.2, 228.8]
     G = prepare(topo.build("32xdgxh100"))
     again = plan("deepseek-v3", G, tp=1, pp=8, dp=32, ep=8, zero=2, recompute="full", simulate=0)
     assert again.step_time == pytest.approx(h100.step_time, rel=1e-12) and again.layout == h100.layout
     _, text = full_report
     section = text[text.index("<section id='moe'>"):]
     section = section[:section.index("</section>")]
-    assert "the best of 36 layouts per system, <b>not a full search</b>" in section
-    assert "<td>tp1 pp8 dp32 ep8 zero2 mb1 rc=full tp-dp-pp</td><td>207.5</td>" in section
-    assert "<td>78.0 of 86</td>" in section and "<td>28 of 72</td>" in section
+    assert "the best of 54 layouts per system, <b>not a full search</b>" in section
+    assert "<td>tp1 pp8 dp32 ep8 zero2 mb1 rc=full tp-dp-pp</td><td>228.8</td>" in section
+    assert "<td>78.0 of 86</td>" in section and "<td>28 of 108</td>" in section
     figures = _page_figures(text)
     assert figures["fig-moe-step"]["data"][0]["x"] == [f"{p.fabric}<br>{p.layout.label()}" for p in (gb200, b200, h100)]
 

@@ -152,7 +152,8 @@ def test_a_deeper_reduction_is_never_faster_where_split_k_starts():
 def test_memory_kernels_and_the_launch_floor():
     cm = compute_model("A100", "bf16")
     big = cm.time(Op("x", "memory", 0.0, 1e9, kernels=2, backward=1.5))
-    assert big.forward == pytest.approx(1e9 / (2039e9 * 0.8)) and big.backward == pytest.approx(1.5 * big.forward)
+    # STREAM copy on an A100-SXM4-80GB: 1.61 TB/s of 2.039 (tests/data/gemm_microbenchmarks.json).
+    assert big.forward == pytest.approx(1e9 / 1.61e12, rel=1e-3) and big.backward == pytest.approx(1.5 * big.forward)
     tiny = cm.time(Op("x", "memory", 0.0, 10.0, kernels=3))
     assert tiny.forward == pytest.approx(3 * KERNEL_FLOOR) and tiny.bound == "launch"
 

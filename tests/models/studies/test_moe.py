@@ -263,7 +263,8 @@ def test_the_planner_refuses_a_moe_workload_naming_it():
 @pytest.mark.parametrize("argv, message", [
     (["gpus", "kimi-k2"], "kimi-k2 is a mixture-of-experts workload"),
     (["simulate", SMALL, "--system", "dgxh100", "--tp", "1", "--pp", "2", "--ep", "2", "--ep-overlap", "dualpipe",
-      "--global-batch", "8"], "the plan overlaps its all-to-alls DualPipe's way: step graphs build 1F1B"),
+      "--global-batch", "8"], "DualPipe needs an even pp, an even number of micro-batches of at least 2 x pp and no "
+                              "interleaving (received pp 2, 2 micro-batches)"),
     (["plan", SMALL.replace("top_k=2", "top_k=9"), "--system", "dgxh100"],
      "top_k (9) must be at most the routed experts (8)"),
     (["plan", SMALL.replace("experts=8", "experts=0"), "--system", "dgxh100"],

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 import topo
@@ -14,6 +16,7 @@ from models.studies.planner import plan
 from models.studies.planner.parallel import cp_ring_bytes, dispatch_bytes
 from models.studies.planner.parallel_graph import (check_plan_events, plan_step_graph, plan_step_graph_size,
                                                    simulate_planned)
+from models.studies.planner.ep_overlap import BatchOverlap
 from models.studies.planner.records import TimingCode
 from models.studies.stepgraph import PlanDoesNotFitError, StepGraphError, step_graph
 from topo.errors import LimitError
@@ -119,11 +122,19 @@ def test_batch_overlap_hides_all_to_alls_behind_the_other_micro_batch(cluster):
     assert batch.step_time < none.step_time
 
 
-def test_dualpipe_stays_analytical_with_its_reason(cluster):
-    p = plan(SMALL, cluster, tp=1, pp=2, ep=8, zero=1, global_batch=64, ep_overlap="dualpipe")
+def test_an_overlap_whose_schedule_is_not_built_stays_analytical_with_its_reason(cluster):
+    @dataclasses.dataclass(frozen=True)
+    class Mine(BatchOverlap):
+        name: str = "mine"
+        simulated: bool = False
+
+    p = plan(SMALL, cluster, tp=1, pp=2, ep=8, zero=1, global_batch=64, ep_overlap=Mine())
     assert p.timing == "analytical" and p.timing_why.code is TimingCode.DUALPIPE
-    with pytest.raises(StepGraphError, match="DualPipe"):
+    with pytest.raises(StepGraphError, match="the plan overlaps its all-to-alls Mine's way, which step graphs do not "
+                                             "build"):
         plan_step_graph(p, cluster.G)
+    # DualPipe's is built (tests/models/studies/test_dualpipe.py)
+    assert plan(SMALL, cluster, tp=1, pp=2, ep=8, zero=1, global_batch=64, ep_overlap="dualpipe").simulated
 
 
 @pytest.mark.parametrize("kw", [

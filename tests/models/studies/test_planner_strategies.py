@@ -45,10 +45,12 @@ def test_overlap_known_answers():
     assert BATCH_OVERLAP.exposed_ep(1.0, 3.0) == 0.0
     assert NO_OVERLAP.exposed_pp(0.4) == BATCH_OVERLAP.exposed_pp(0.4) == 0.4 and DUALPIPE.exposed_pp(0.4) == 0.0
     assert [(o.parameter_copies, o.extra_in_flight) for o in EP_OVERLAPS] == [(1, 0), (1, 0), (2, 1)]
-    assert [o.simulated for o in EP_OVERLAPS] == [True, True, False]
+    assert [o.simulated for o in EP_OVERLAPS] == [True, True, True]
+    assert [o.bidirectional for o in EP_OVERLAPS] == [False, False, True]
     # DualPipe feeds micro-batches from both ends: even pp and micro-batches, no interleaving
     assert not DUALPIPE.refuses(4, 8, 1)
     assert DUALPIPE.refuses(3, 8, 1) and DUALPIPE.refuses(4, 7, 1) and DUALPIPE.refuses(4, 8, 2)
+    assert DUALPIPE.refuses(4, 6, 1)  # fewer than 2 x pp micro-batches
     assert not NO_OVERLAP.refuses(3, 7, 2) and not BATCH_OVERLAP.refuses(3, 7, 2)
 
 
@@ -142,3 +144,50 @@ def test_a_users_strategies_take_part(cluster):
     wide = plan(w, cluster, tp=1, pp=1, dp=1, cp=4, cp_comm=_WideRing(), global_batch=4, simulate=0)
     assert wide.layout.label().startswith("tp1 cp4w pp1") and wide.component("cp_comm").exposed > 0
     assert component_note(wide.component("cp_comm")).startswith("2 layers x wide K/V exchange of ")
+
+
+# ------------------------------------------------------------------ the search over overlaps
+def test_a_search_covers_every_overlap_asked_for(cluster):
+    from models.present.plan_text import format_search
+    from models.studies.planner import search
+
+    kw = dict(tp=1, pp=2, ep=8, zero=1, global_batch=64, simulate=0)
+    every = search(SMALL, cluster, ep_overlap=EP_OVERLAPS, **kw)
+    alone = {o.name: search(SMALL, cluster, ep_overlap=o, **kw) for o in EP_OVERLAPS}
+    # each overlap's layouts, priced as its own search prices them, ranked together
+    assert len(every.plans) == sum(len(s.plans) for s in alone.values())
+    assert {p.component("ep_comm").detail.overlap.name for p in every.plans} == set(EP_OVERLAP)
+    assert every.best.step_time == min(s.best.step_time for s in alone.values())
+    assert every.best.component("ep_comm").detail.overlap is DUALPIPE  # pp 2: no bubble, sends hidden
+    # the table names each row's overlap only when they differ
+    assert format_search(every).splitlines()[1].split()[8] == "dualpipe"
+    assert "dualpipe" not in format_search(alone["dualpipe"])
+    # a dense workload has no all-to-alls: the first overlap only
+    dense = dict(tp=2, pp=2, global_batch=16, simulate=0)
+    assert len(search("llama3-8b", cluster, ep_overlap=["none", "batch"], **dense).plans) == \
+        len(search("llama3-8b", cluster, **dense).plans)
+
+
+@pytest.mark.parametrize("value, words", [
+    ([], "ep_overlap must be one overlap or a list of distinct ones, received []"),
+    (["batch", BATCH_OVERLAP], "ep_overlap must be one overlap or a list of distinct ones, received ['batch', "),
+    (["batch", "sometimes"], "ep_overlap must be one of none, batch, dualpipe, received 'sometimes'"),
+])
+def test_a_list_of_overlaps_is_checked(cluster, value, words):
+    with pytest.raises(PlanError) as error:
+        plan(SMALL, cluster, tp=1, pp=2, ep=8, global_batch=32, ep_overlap=value, simulate=0)
+    assert str(error.value).startswith(words)
+
+
+def test_the_cli_searches_the_overlaps_it_is_given(capsys):
+    from tests.test_cli_commands import one_line_error, run
+
+    status, out, err = run(capsys, "plan", SMALL, "--system", "2xdgxh100", "--tp", "1", "--pp", "2", "--ep", "8",
+                           "--zero", "1", "--recompute", "none", "--global-batch", "64", "--ep-overlap",
+                           "none,dualpipe", "--search", "--simulate", "0")
+    assert status == 0, err
+    rows = out.splitlines()[1:4]
+    assert [r.split()[8] for r in rows[:2]] == ["dualpipe", "dualpipe"] and {r.split()[8] for r in rows} <= {
+        "none", "dualpipe"}
+    line = one_line_error(capsys, "plan", SMALL, "--system", "dgxh100", "--ep-overlap", "batch,batch")
+    assert "expected distinct names of none, batch, dualpipe (comma-separated) or all, received 'batch,batch'" in line

@@ -207,8 +207,8 @@ REFUSED = [
      "share on the last leave 0 for 1 other stages: expected a positive whole number each"),
     ((MOE, "dgx1v"), dict(tp=1, pp=2, dp=4, ep=2, ep_overlap="dualpipe", global_batch=12),
      [SkippedLayout(SkipCode.DUALPIPE, 1, 2, 4, count=3, ep=2)],
-     "no layout of moe on 8 GPUs of DGX-1V: tp1 pp2 dp4 ep2: DualPipe needs an even pp and micro-batches (received "
-     "pp 2, 3 micro-batches) and no interleaving"),
+     "no layout of moe on 8 GPUs of DGX-1V: tp1 pp2 dp4 ep2: DualPipe needs an even pp, an even number of "
+     "micro-batches of at least 2 x pp and no interleaving (received pp 2, 3 micro-batches)"),
 ]
 
 

@@ -99,10 +99,20 @@ def test_bad_dask_timeouts_are_refused(timeout):
 # Issue 38: whatif --fail-each nvswitch|nvlink on clusters of DGX H100/H200/B200 crashed in a
 # pool worker (the network charge was keyed by host 0's NICs), and its time was predicted from
 # the baseline's, a healthy host's search, ten times shorter than a failed host's.
-@pytest.mark.parametrize("system", ["2xdgxh100", "2xdgxh200", "2xdgxb200"])
-def test_every_nvswitch_of_a_cluster_fails_alike_on_every_host(system):
+# Failing nvswitch0/3 (5 links per GPU) or nvswitch1/2 (4) of either host of a 2xDGX H100: two
+# failed host shapes, and the healthy host; the first host is a class of its own, so 4 distinct
+# estimates from 3 searches. A DGX B200's two NVSwitches take 9 links per GPU each: one failed
+# shape, the healthy host, 2 estimates. Not the H200 (issue 38 named it too): its fabric is the
+# H100's (topo.dgx_nvswitch builds both alike; only the GPU model and its memory differ), so its
+# case ran the same searches and charges as 2xdgxh100's (as in tests/models/predict/test_network.py).
+@pytest.mark.parametrize("system, evaluations, searches", [("2xdgxh100", 4, 3), ("2xdgxb200", 2, 2)])
+def test_every_nvswitch_of_a_cluster_fails_alike_on_every_host(system, evaluations, searches, monkeypatch):
+    """Every NVSwitch fails alike on every host, and the sweep searches each failed host shape once
+    (one sweep checked for both)."""
     G = topo.build(system)
+    computed = _counting_searches(monkeypatch)
     s = sweep(G, "all_reduce", 2**30, fail_each="nvswitch", executor="inline")
+    assert s.evaluations == evaluations and len(computed) == searches
     by_label = {r.label: r for r in s.rows}
     assert sorted(by_label) == sorted(n for n, kind in G.nodes(data="kind") if kind == "nvswitch")
     for label, row in by_label.items():
@@ -146,15 +156,6 @@ def test_a_failed_host_shape_is_searched_once_whichever_host_it_is_on(monkeypatc
     assert moved.ring.channels == fresh.ring.channels and moved.ring.nets == fresh.ring.nets
     assert moved.ring.loads == fresh.ring.loads and moved.ring.trace == fresh.ring.trace
     assert list(moved.time) == list(fresh.time) == pytest.approx(list(first.time), rel=1e-12)
-
-
-def test_a_cluster_sweep_searches_each_failed_host_shape_once(monkeypatch):
-    G = topo.build("2xdgxh100")
-    computed = _counting_searches(monkeypatch)
-    s = sweep(G, "all_reduce", 2**30, fail_each="nvswitch", executor="inline")
-    # Failing nvswitch0/3 (5 links per GPU) or nvswitch1/2 (4) of either host: two shapes, and
-    # the healthy host; the first host is a class of its own, so 4 distinct estimates.
-    assert s.evaluations == 4 and len(computed) == 3
 
 
 def test_the_predicted_time_counts_the_failed_host_shapes_to_search():
