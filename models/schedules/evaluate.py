@@ -407,12 +407,15 @@ def _timed(schedule, size, ranks, pricing, decomposer, max_loops) -> tuple:
     makespan = result.step_time
     critical = sum(1 for task in result.critical_path if not task.startswith("lat."))
     if loops > max_loops:  # each later loop takes the mean period of the simulated second half
+        # a loop ends with its last task: the mean end of its tasks would let threadblocks that
+        # run ahead of the busiest links shorten the period (few chunks over many loops then
+        # "beat" the bound)
         ends: dict = {}
         for t in result.tasks:
             loop = t.id.split(".", 1)[0]
             if loop != "lat":
-                ends.setdefault(int(loop), []).append(t.end)
-        last, middle = (float(np.mean(ends[i])) for i in (max_loops - 1, max_loops // 2 - 1))
+                ends[int(loop)] = max(ends.get(int(loop), 0.0), t.end)
+        last, middle = (ends[i] for i in (max_loops - 1, max_loops // 2 - 1))
         makespan += (loops - max_loops) * (last - middle) / (max_loops - max_loops // 2)
     return loops, pricing.base_latency + makespan, critical
 

@@ -144,3 +144,16 @@ def test_unmatched_sends_are_refused_by_name(dgx1v):
 def test_nccl_names():
     assert [nccl_name(c) for c in ("all_to_all", "all_reduce", "custom", "gather")] == \
         ["alltoall", "all_reduce", None, None]
+
+
+def test_loops_beyond_the_simulated_ones_take_the_period_of_a_whole_loop(dgx1v):
+    """Loops past ``max_loops`` are extrapolated from the loops' ends: each loop ends with its
+    last task. From the mean end of its tasks, threadblocks that run ahead of the busiest links
+    shortened the period: one chunk a GPU of the 8-GPU packing's reduce_scatter on a DGX-1V at
+    1 GiB (128 loops) read 81.82 GB/s from 64 loops, against 69.50 with all 128 simulated."""
+    from models.schedules.export import packing_schedule
+
+    schedule = packing_schedule(dgx1v, "reduce_scatter", "0-7", chunks=1)
+    busbw = [evaluate_schedule(dgx1v, schedule, "1G", "0-7", max_loops=m, nccl=False, bound=False)
+             .to_records()[0]["busbw_Bps"] for m in (64, 128)]
+    assert busbw[0] == pytest.approx(busbw[1], rel=0.015)
