@@ -440,7 +440,8 @@ def evaluate_schedule(G, schedule: Schedule, nbytes, gpus=None, *, profile=None,
         Also give NCCL's estimate and the bound at each size.
     max_loops : int
         The most loops of the schedule simulated (even, >= 2): beyond, each later loop takes the
-        mean period of the second half of those simulated.
+        mean period of the second half of those simulated (between the ends of whole loops, each
+        ending with its last task).
 
     Returns
     -------

@@ -70,9 +70,10 @@ SOURCES = ("packing", "nccl")
 #: the chunk), up to the default count.
 SIZED_CHUNK_COUNTS = (1, 2, 4, 8, 16, 32, 64, 128)
 #: The most loops of a count :func:`sized_chunks` times: each one simulated, none extrapolated
-#: (:func:`~models.schedules.evaluate.evaluate_schedule` extrapolates loops beyond ``max_loops``
-#: from the mean period of its tasks, which the streams that run ahead of the busiest links
-#: shorten: few chunks of many loops timed that way beat the bound).
+#: (set while :func:`~models.schedules.evaluate.evaluate_schedule` extrapolated loops beyond
+#: ``max_loops`` from the mean end of their tasks, which streams running ahead of the busiest
+#: links shortened, so few chunks of many loops beat the bound; it now takes whole loops' ends,
+#: within 1 % where checked, and the cap stays: a count is then timed loop by loop).
 SIZED_MAX_LOOPS = 64
 #: Counts timed past the fastest before :func:`sized_chunks` stops (the time falls, then rises, as
 #: the chunks go from few and slow to many and latency-bound; 2 lets one rounding blip pass).
