@@ -131,3 +131,22 @@ def test_export_writes_the_packing_for_a_size(capsys, tmp_path):
     assert status == 0 and err == "" and "packing_all_gather_4x2, all_gather on 4 GPUs" in out
     row = next(line for line in out.splitlines() if line.lstrip().startswith("65536"))
     assert row.split()[7] == "2.43" and row.split()[8] == "4.55"  # the schedule's busbw, NCCL's (LL)
+
+
+def test_size_is_refused_where_it_would_be_ignored(capsys, tmp_path):
+    """--size chooses a packing's chunks: with --chunks, with --source nccl and in evaluate it would
+    be silently ignored; one line and exit 2 instead, nothing written."""
+    out = tmp_path / "x.xml"
+    cases = ((["export", "all_gather", "--chunks", "4"], "without --chunks, received --source packing with --chunks"),
+             (["export", "all_gather", "--source", "nccl"], "received --source nccl"),
+             (["evaluate", str(DATA / "msccl" / "ndv5_ag-1m.xml")], "give the sizes to time with -b/-e"))
+    for argv, words in cases:
+        status, _, err = _run(capsys, "schedule", *argv, "--system", "dgx1v", "--gpus", "0,1", "--size", "64K",
+                              *(["--out", str(out)] if argv[0] == "export" else []))
+        assert status == 2 and words in err and len(err.splitlines()) == 1 and not out.exists()
+
+
+def test_a_schedule_written_for_zero_bytes_is_timed_at_zero(capsys, tmp_path):
+    status, out, err = _run(capsys, "schedule", "export", "all_gather", "--system", "dgx1v", "--gpus", "0,1",
+                            "--size", "0", "--evaluate", "--json", "--out", str(tmp_path / "z.xml"))
+    assert status == 0 and json.loads(out)["evaluation"]["rows"][0]["nbytes"] == 0

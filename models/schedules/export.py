@@ -333,7 +333,8 @@ def sized_chunks(G, collective: str, gpus, size, *, profile=None, protocol: str 
     counts of :data:`SIZED_CHUNK_COUNTS` up to the default (:func:`packing_schedule`'s) are
     written and timed at ``size`` (:func:`~models.schedules.evaluate.evaluate_schedule`, every loop
     simulated: counts of more than :data:`SIZED_MAX_LOOPS` loops are not tried), the fewest first,
-    until the time has risen :data:`SIZED_PATIENCE` counts in a row, and the default count; the
+    until the time has risen :data:`SIZED_PATIENCE` counts in a row, and the default count (timed
+    whatever its loops, extrapolated beyond 64 from whole loops' period); the
     fastest is chosen (the fewer chunks on a tie). Timing a count of many chunks at a large size takes
     seconds to a minute (all_reduce on seven GPUs).
 

@@ -78,6 +78,9 @@ def _evaluate(args) -> None:
     from ..json_shapes import schedule_evaluation_json
     from ..schedule_text import schedule_evaluation_text
 
+    if args.size is not None:
+        raise UsageError("schedule evaluate: --size is export's (the size a packing is written for); "
+                         "give the sizes to time with -b/-e")
     G = fabric_of(args, args.system)
     source, schedule, _ = _read(args)
     evaluation = _evaluation(args, G, schedule, args.gpus, schedule.min_bytes or schedule.max_bytes,
@@ -106,6 +109,10 @@ def _export(args) -> None:
 
     if args.out is None:
         raise UsageError("schedule export: the following arguments are required: --out FILE")
+    if args.size is not None and (args.source != "packing" or args.chunks is not None):
+        raise UsageError(f"schedule export: --size chooses a packing's chunks per GPU: expected --source "
+                         f"packing without --chunks, received --source {args.source}"
+                         f"{' with --chunks' if args.chunks is not None else ''}")
     check_output_paths({"--out": args.out})
     G = fabric_of(args, args.system)
     schedule = export_schedule(G, args.target, args.gpus, source=args.source, profile=args.nccl,
@@ -119,7 +126,7 @@ def _export(args) -> None:
 
         ids = {g: i for i, g in enumerate(topo.gpus(G))}
         gpus = sorted(ids[g] for g in topo.select_gpus(G, args.gpus))
-        at = args.size or 2**30
+        at = args.size if args.size is not None else 2**30
         evaluation = _evaluation(args, G, schedule, gpus, at, at)
     if args.json:
         print_json({"path": args.out, "source": args.source, **result.to_records()[0],
