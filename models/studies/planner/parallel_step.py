@@ -228,19 +228,22 @@ def parallel_memory(w, layout: Layout, split: PipelineSplit, *, dtype: str, capa
     weight = activation_bytes_per_element(dtype)
     optimizer = 8 if weight == 4 else 12
     tp, pp, zero, m = layout.tp, layout.pp, layout.zero, layout.micro_batches
-    # Every copy of a stage's parameters holds their gradients and optimizer state; ZeRO shards
-    # them over all the GPUs holding the same weights (both copies' data-parallel groups).
+    # A rank holds its stages' parameters (EpOverlap.rank_stages: DualPipe's rank r holds stages r
+    # and pp - 1 - r, each once), their gradients and optimizer state; ZeRO shards them over all
+    # the GPUs holding the same weights (both copies' data-parallel groups).
     copies = ep_overlap.parameter_copies
     dense_shard, expert_shard = copies * layout.dp * layout.cp, copies * layout.edp
     quantised = QUANTISED_BYTES[str(dtype).strip().lower()] if is_low_precision(dtype) else None
+    local = [stage_parameters(w, held, s, pp) for s, held in enumerate(split.stages)]
+    ranks = ep_overlap.rank_stages(pp)  # pipeline rank s holds these stages' weights (1F1B: stage s)
     worst = None
     for s, held in enumerate(split.stages):
-        dense, experts = stage_parameters(w, held, s, pp)
-        d, e = dense / tp, experts / (layout.etp * layout.ep)
+        d = sum(local[k][0] for k in ranks[s]) / tp
+        e = sum(local[k][1] for k in ranks[s]) / (layout.etp * layout.ep)
 
         def sharded(stage_from):
-            return copies * (d / (dense_shard if zero >= stage_from else 1)
-                             + e / (expert_shard if zero >= stage_from else 1))
+            return (d / (dense_shard if zero >= stage_from else 1)
+                    + e / (expert_shard if zero >= stage_from else 1))
         params, grads, opt = weight * sharded(3), weight * sharded(2), optimizer * sharded(1)
         if zero >= 3 and held:  # the gathered layer in use and the next one prefetched (FSDP's units) [U]
             params += 2 * weight * _largest_layer(w, layout)

@@ -217,13 +217,30 @@ def test_a_dualpipe_rank_holds_both_stages_gradients_and_optimizer_state(cluster
         two = plan(SMALL, cluster, tp=1, pp=2, ep=8, zero=zero, global_batch=64, ep_overlap="dualpipe", simulate=0)
         assert one.layout.micro_batches == two.layout.micro_batches == 8
         a, b = one.memory, two.memory
-        assert b.parameters == 2 * a.parameters
-        assert b.gradients == pytest.approx(2 * a.gradients if zero <= 1 else a.gradients)
-        assert b.optimizer == pytest.approx(2 * a.optimizer if zero == 0 else a.optimizer)
+        assert b.parameters == pytest.approx(2 * a.parameters, rel=1e-4)  # stages 0 and 1 (a: the heavier)
+        assert b.parameters <= 2 * a.parameters
+        assert b.gradients == pytest.approx(2 * a.gradients if zero <= 1 else a.gradients, rel=1e-4)
+        assert b.optimizer == pytest.approx(2 * a.optimizer if zero == 0 else a.optimizer, rel=1e-4)
         if zero <= 1:  # bf16 gradients of every parameter held: as many bytes as the weights
             assert b.gradients == b.parameters
         if zero == 0:  # Adam's fp32 master, momentum and variance: 12 bytes a parameter
             assert b.optimizer == 6 * b.parameters
+
+
+def test_a_dualpipe_rank_holds_its_two_stages_whatever_the_split(cluster):
+    """Rank r holds stages r and pp - 1 - r, each once: with 8 layers over pp4 every rank holds 4
+    layers split 2 + 2 or (uneven, 1, 2, 2, 3) 1 + 3 and 2 + 2, rank 0 the embedding and the head
+    either way, so its weights, gradients and optimizer state are the same (they counted the
+    heaviest stage twice: 25 % more for the uneven split); 1F1B's heaviest stage grows with it."""
+    spec = SMALL.replace("layers=4", "layers=8")
+    uneven = {"first_stage_layers": 1, "last_stage_layers": 3}
+    for zero in (0, 3):
+        even, odd = (plan(spec, cluster, tp=1, pp=4, ep=4, zero=zero, global_batch=64, ep_overlap="dualpipe",
+                          simulate=0, **kw).memory for kw in ({}, uneven))
+        assert (even.parameters, even.gradients, even.optimizer) == (odd.parameters, odd.gradients, odd.optimizer)
+    one, two = (plan(spec, cluster, tp=1, pp=4, ep=4, zero=0, global_batch=64, simulate=0, **kw).memory
+                for kw in ({}, uneven))
+    assert two.parameters > one.parameters
 
 
 def test_the_analytical_gradient_reduction_is_the_step_graphs(cluster):

@@ -108,7 +108,7 @@ def test_overlap_and_dualpipe_hide_what_they_should(two_hosts):
     dual = plan(SMALL, two_hosts, ep_overlap="dualpipe", **base)
     assert dual.component("bubble").exposed == 0  # pp 2: pp / 2 - 1 = 0 slots
     assert dual.component("pp_comm").exposed == 0
-    assert dual.memory.parameters == pytest.approx(2 * none.memory.parameters)  # two copies
+    assert dual.memory.parameters == pytest.approx(2 * none.memory.parameters, rel=1e-4)  # stages 0 and 1
 
 
 # ------------------------------------------------------------------ Megatron's refusals
