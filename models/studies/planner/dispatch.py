@@ -14,7 +14,7 @@ from .parallel import alltoall_split
 from .placement import JobGroups
 
 # Nothing here is called by a user: the planner's evaluation prices its all-to-alls with it.
-__all__: list[str] = []
+__all__: tuple[str, ...] = ()
 
 
 def domain_of(fabric: JobGroups):

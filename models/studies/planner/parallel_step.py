@@ -61,7 +61,7 @@ from .records import (BubbleDetail, Component, ComputeDetail, ContextParallelDet
 from .step import data_parallel_time
 
 # The planner's evaluation calls these; a user calls :func:`models.studies.planner.plan`.
-__all__: list[str] = []
+__all__: tuple[str, ...] = ()
 
 _ATTENTION = ("flash_attention", "scores", "softmax", "context")
 #: The times of a stage's micro-batch that a rank running several stages averages (slot, forward,

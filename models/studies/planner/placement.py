@@ -23,7 +23,7 @@ from ...engine.symmetry import GpuSymmetry
 from ...predict.collectives import Estimator
 
 # Nothing here is called by a user: :mod:`models.studies.planner.layouts` places every layout with it.
-__all__: list[str] = []
+__all__: tuple[str, ...] = ()
 
 # module-level array could be written to (an array is made where it is used).
 _GRID = tuple(2.0 ** k for k in range(10, 37, 2))
