@@ -209,7 +209,7 @@ def _work(plan: Any, w, cm: ComputeModel, stages) -> _Work:
         timed = cm.times(layer_ops(w, kind, lay, cm, act, balance))
         f, b = _parts(timed, False), _parts(timed, True)
         weight[kind] = _weight_parts(cm, timed)
-        if lay.recompute == "full":  # the layer's forward again before its backward
+        if recompute.whole_layer:  # the layer's forward again before its backward
             b = _Pass(*(x + y for x, y in zip((b.pre, b.attention, b.route, b.experts, b.rest),
                                               (f.pre, f.attention, f.route, f.experts, f.rest))))
         else:  # the kernels the recomputation runs again (selective: the attention core)
@@ -284,7 +284,7 @@ def _schedule(out: TaskSink, plan: Any, w, stages, work: _Work | None, *, bucket
     tokens = lay.micro_batch * (w.seq // lay.cp)
     tp_bytes = float(tokens * w.hidden * act)
     sp = lay.sequence_parallel and tp > 1
-    full = lay.recompute == "full"
+    full = (recompute_named(lay.recompute) or NO_RECOMPUTE).whole_layer
     ep_detail = _detail(plan, "ep_comm")
     disp = ep_detail.dispatch_bytes if ep_detail is not None else 0.0
     comb = ep_detail.combine_bytes if ep_detail is not None else 0.0
