@@ -17,7 +17,8 @@ Per micro-batch on each stage (the heaviest, compute and exposed communication, 
 * ``cp_comm`` (:mod:`~models.studies.planner.cp_exchange`): ``p2p``: per attention layer ``cp - 1``
   ring steps each way, a K/V block forward and K/V with their gradients backward, each hidden
   behind ``1 / cp`` of the attention kernel; exposed what exceeds it. ``a2a``: 4 all-to-alls
-  forward and 4 backward, exposed;
+  forward and 4 backward, exposed; ``a2a+p2p``: those all-to-alls over the inner groups of ``a``
+  and the ring over the outer groups of ``p``;
 * ``ep_comm``: per MoE layer, dispatch (the dispatch dtype) and combine (16-bit) all-to-alls
   forward, their two gradients (16-bit) backward, again forward with full recomputation; with
   ``etp > 1`` an all_gather and a reduce_scatter of the routed tokens over the expert

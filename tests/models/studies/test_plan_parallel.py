@@ -145,7 +145,7 @@ def test_cp_is_searched_for_long_sequences(two_hosts):
 
 # ------------------------------------------------------------------ bad input
 @pytest.mark.parametrize("options, message", [
-    (dict(cp_comm="ring"), "cp_comm must be one of p2p, a2a, received 'ring'"),
+    (dict(cp_comm="ring"), "cp_comm must be one of p2p, a2a, a2a\\+p2p, received 'ring'"),
     (dict(ep_overlap="always"), "ep_overlap must be one of none, batch, dualpipe"),
     (dict(expert_balance=0.5), "expert_balance must be a number from 1"),
     (dict(expert_balance=True), "expert_balance must be a number from 1"),
