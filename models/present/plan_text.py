@@ -74,7 +74,7 @@ def fit_note(p: Plan) -> str:
     >>> import topo
     >>> from models.studies.planner import plan
     >>> fit_note(plan("gpt3-175b", topo.dgx1v(), tp=8, pp=1, dp=1, simulate=0))
-    'out of memory: needs 349.9 GB of 17.2 GB (weights 43.7, gradients 43.7, optimizer 261.9, activations 0.7) per GPU'
+    'out of memory: needs 437.2 GB of 17.2 GB (weights 43.7, gradients 43.7, optimizer 349.2, activations 0.7) per GPU'
     """
     return "" if p.fits else f"out of memory: needs {memory_note(p.memory)} per GPU"
 

@@ -31,7 +31,7 @@ SMALL = "transformer:layers=4,hidden=512,heads=8,seq=256,vocab=1000"
 EIGHT = "transformer:layers=8,hidden=512,heads=8,seq=256,vocab=1000"
 FLASH = "transformer:layers=4,hidden=768,heads=12,seq=256,vocab=1000,flash=1"
 MOE = "moe:layers=4,hidden=768,vocab=1000,seq=256,heads=12,experts=8,top_k=2,expert_ffn=510"
-OOM_WORDS = ("out of memory: needs 349.9 GB of 17.2 GB (weights 43.7, gradients 43.7, optimizer 261.9, "
+OOM_WORDS = ("out of memory: needs 437.2 GB of 17.2 GB (weights 43.7, gradients 43.7, optimizer 349.2, "
              "activations 0.7) per GPU")
 
 
