@@ -55,7 +55,7 @@ from .gpu_memory import held_parameters
 from .dualpipe import weight_gradients
 from .ep_overlap import NO_OVERLAP, EpOverlap
 from .parallel import PipelineSplit, dispatch_bytes
-from .recomputation import NO_RECOMPUTE, SELECTIVE, recompute_named
+from ..recomputation import NO_RECOMPUTE, SELECTIVE, Recompute, as_recompute
 from .records import (BubbleDetail, Component, ComputeDetail, ContextParallelDetail, DataParallelDetail,
                       ExpertParallelDetail, Layout, Memory, OptimizerDetail, PipelineDetail, TensorParallelDetail)
 from .step import data_parallel_time
@@ -143,16 +143,16 @@ def stage_parameters(w, held, s: int, pp: int) -> tuple:
     return held_parameters(w, len(held), first=first, last=last), 0
 
 
-def moe_flops_per_token(w, recompute: str = "none") -> float:
+def moe_flops_per_token(w, recompute: str | Recompute = "none") -> float:
     """A MoE model's training FLOPs per token: model FLOPs (:meth:`MoeTransformer.training_flops_per_token
     <models.studies.moe.MoeTransformer.training_flops_per_token>`), plus what recomputation runs
-    again (:mod:`~models.studies.planner.recomputation`): a forward of the layers (the output
-    head apart) with full recomputation, of the attention cores with selective, of the products
-    of the modules recomputed otherwise (``deepseek``: MLA's up-projections; the norms and
+    again (:mod:`~models.studies.recomputation`, a strategy or its name): a forward of the layers
+    (the output head apart) with full recomputation, of the attention cores with selective, of the
+    products of the modules recomputed otherwise (``deepseek``: MLA's up-projections; the norms and
     activations it recomputes are memory passes, no FLOPs)."""
     flops = w.training_flops_per_token()
-    rc = recompute_named(recompute)
-    if rc is None or rc is NO_RECOMPUTE:
+    rc = as_recompute(recompute)
+    if rc is None or rc == NO_RECOMPUTE:
         return flops
     if rc.whole_layer:
         return flops + w.forward_flops_per_token() - 2.0 * w.vocab * w.hidden * (1 + w.mtp_layers)
@@ -175,14 +175,14 @@ def _moe_activation_bytes(w, layout: Layout, kind: tuple, act: int, balance: flo
     copies (``top_k`` per token, times ``balance``) with their three expert-wide tensors, the
     shared experts' three, the fp32 router logits and the FFN's input (a norm's output). [bytes]
 
-    The layout's recomputation (:mod:`~models.studies.planner.recomputation`) drops what it
+    The layout's recomputation (:mod:`~models.studies.recomputation`) drops what it
     recomputes: ``full`` keeps the layer's input only; ``layernorm`` the norms' outputs,
     ``mla_up_proj`` Q, K and V, ``moe_act`` the experts' SwiGLU outputs; a low-precision cache
     keeps the linear layers' inputs and the MoE SwiGLU's inputs at ``quantised`` bytes each."""
     t = float(layout.micro_batch) * _tokens(w, layout.cp)
     tp, h = layout.tp, w.hidden
     sp = tp if layout.sequence_parallel else 1
-    rc = recompute_named(layout.recompute) or NO_RECOMPUTE
+    rc = layout.recompute
     if rc.whole_layer:
         return act * t * h / sp
     lin = quantised if (rc.low_precision_cache and quantised) else act  # a linear layer's stored input
@@ -289,7 +289,7 @@ def parallel_components(w, layout: Layout, split: PipelineSplit, cm, comm, allto
     dispatch_elem = act if dispatch_elem is None else dispatch_elem
     tp, pp, cp, v = layout.tp, layout.pp, layout.cp, layout.virtual_stages
     b, m = layout.micro_batch, layout.micro_batches
-    rc = recompute_named(layout.recompute) or NO_RECOMPUTE
+    rc = layout.recompute
     full = rc.whole_layer
     sp = layout.sequence_parallel and tp > 1
     first_ops, last_ops = head_ops(w, layout, cm, act)
@@ -349,7 +349,7 @@ def parallel_components(w, layout: Layout, split: PipelineSplit, cm, comm, allto
             cp_exposed += n * ce
             dense = kind[0]
             per = 4 if (dense or (moe and w.shared_experts)) else 2
-            tp_count += n * (per * 3 // 2 if full else per)
+            tp_count += n * (per + rc.repeated(per // 2))  # the forward's again before the backward
             if lf > layer_forward:
                 layer_forward = lf
                 products = sum(t.forward for t in timed if t.op.kind != "memory")
