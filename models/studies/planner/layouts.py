@@ -10,6 +10,7 @@ docstring).
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import difflib
 import inspect
@@ -132,6 +133,13 @@ class Context:
         self._kernel_times: dict = {}  # (compute model, ops) -> their times, for every layout of the search
         self._layer_times: dict = {}  # (compute model, layer kind, the layout's degrees) -> the layer's kernel times
         self._flops: dict = {}  # recompute strategy -> training FLOPs per token
+
+    def with_overlap(self, overlap: EpOverlap) -> Context:
+        """This search's context with another expert overlap: a shallow copy (:func:`copy.copy`),
+        its fabric, compute model and caches shared with this one."""
+        each = copy.copy(self)
+        each.ep_overlap = overlap
+        return each
 
     def kernel_times(self, cm: ComputeModel) -> Callable[[tuple], tuple]:
         """``cm.times``, kept for the search: equal ops on one compute model take equal times."""
@@ -800,7 +808,7 @@ def ranked(w, ctx: Context, n: int, global_batch: int, options: dict) -> Search:
     plans = []
     # every expert overlap asked for, of a mixture-of-experts workload (a dense one has no all-to-alls)
     for overlap in ctx.ep_overlaps if is_moe(w) else ctx.ep_overlaps[:1]:
-        each = ctx if overlap is ctx.ep_overlap else _with_overlap(ctx, overlap)
+        each = ctx if overlap is ctx.ep_overlap else ctx.with_overlap(overlap)
         found: list = []
         layouts = _layouts(each, n, options["tp"], options["pp"], options["dp"], options["zero"],
                            options["micro_batch"], global_batch, options["recompute"],
@@ -813,14 +821,6 @@ def ranked(w, ctx: Context, n: int, global_batch: int, options: dict) -> Search:
     plans.sort(key=plan_order)
     plans = simulate_plans(w, ctx, plans, options["simulate"], options["max_events"])
     return Search(tuple(plans), tuple(skipped))
-
-
-def _with_overlap(ctx: Context, overlap: EpOverlap) -> Context:
-    """The search's context with another expert overlap (its caches shared)."""
-    each = object.__new__(Context)
-    each.__dict__.update(ctx.__dict__)
-    each.ep_overlap = overlap
-    return each
 
 
 def plan(workload: str | Workload, G: nx.DiGraph | PreparedFabric, **options: Any) -> Plan:
