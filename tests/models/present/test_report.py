@@ -400,8 +400,11 @@ def test_progress_counts_every_step(monkeypatch):
 
 
 # ------------------------------------------------------------------ NCCL against the optimum
+# Not gb300nvl72: its 72 GPUs form one class, as gb200nvl72's do (one class of each size, 71), so the
+# counts summed below are the same computation on the same word; only its automorphism search
+# differs, and it costs ~7 s of a core (~10x gb200nvl72's), which the sums cannot check.
 def test_set_classes_cover_every_set_once():
-    for name in topo.SYSTEMS:
+    for name in sorted(set(topo.SYSTEMS) - {"gb300nvl72"}):
         G = topo.build(name)
         n = len(topo.gpus(G))
         classes = set_classes(G, bound_edge_kinds(G))
