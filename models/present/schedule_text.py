@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from .format import format_bytes
 
-__all__ = ["schedule_check_text", "schedule_evaluation_text", "CHECKS"]
+__all__ = ["schedule_check_text", "schedule_evaluation_text", "sized_choice_text", "CHECKS"]
 
 #: What a schedule that holds has passed, in the order the checker checks (models.schedules.check).
 CHECKS = ("limits", "dependencies", "send/receive matching", "no deadlock", "no race")
@@ -88,4 +88,32 @@ def schedule_evaluation_text(evaluation, *, source: str, explain: bool = False) 
                   f"  chunks         nchunksperloop per loop, each at most {format_bytes(c.chunk_limit)} (one "
                   f"slice): loops {', '.join(str(p.loops) for p in e.points)}; the steps run on the simulator "
                   f"(links shared max-min)"]
+    return "\n".join(lines)
+
+
+def sized_choice_text(schedule, tried, size) -> str:
+    """How :func:`models.schedules.export.sized_chunks` chose ``schedule`` for ``size``: each
+    protocol's chunks per GPU timed there, in the order timed, and the protocols not timed, why.
+
+    >>> from models.schedules.export import SizedTiming
+    >>> from models.schedules.ring import ring_all_gather
+    >>> print(sized_choice_text(ring_all_gather(2), [SizedTiming("Simple", 1, 1e-5), SizedTiming("LL", 1, 2e-5),
+    ...                                              SizedTiming("LL128", None, None, "not enabled")], 65536))
+    Chosen for 64 KiB: Simple with 1 chunk per GPU (ring_all_gather_2x1), the fastest timed there (us by chunks per GPU):
+      Simple   1: 10.00
+      LL       1: 20.00
+      LL128    not timed: not enabled
+    """
+    from topo.units import to_us
+
+    per = schedule.nchunksperloop // schedule.ngpus
+    lines = [f"Chosen for {format_bytes(size)}: {schedule.protocol} with {per} chunk{'s' * (per != 1)} per GPU "
+             f"({schedule.name}), the fastest timed there (us by chunks per GPU):"]
+    for protocol in dict.fromkeys(t.protocol for t in tried):
+        timed = [t for t in tried if t.protocol == protocol and t.time is not None]
+        if timed:
+            lines.append(f"  {protocol:<8} " + ", ".join(f"{t.chunks}: {to_us(t.time):.2f}" for t in timed))
+        for t in tried:
+            if t.protocol == protocol and t.time is None:
+                lines.append(f"  {protocol:<8} not timed: {t.why}")
     return "\n".join(lines)
