@@ -120,8 +120,10 @@ def test_a_gpu_no_system_has_takes_the_board_of_its_nvlink_generation(monkeypatc
     port count stands in (the same baseboard family), and says it is not exact."""
     from dataclasses import replace
     from topo.io.known import reference_system
-    monkeypatch.setitem(topo.GPUS, "A100-SXM4-96GB", replace(topo.GPUS["A100-SXM4-80GB"],
-                                                             model="NVIDIA A100-SXM4-96GB"))
+    from types import MappingProxyType
+    import topo.io.known
+    extra = replace(topo.GPUS["A100-SXM4-80GB"], model="NVIDIA A100-SXM4-96GB")
+    monkeypatch.setattr(topo.io.known, "GPUS", MappingProxyType({**topo.GPUS, "A100-SXM4-96GB": extra}))
     ref = reference_system("A100-SXM4-96GB")
     assert (ref.name, ref.exact) == ("dgxa100", False)
 

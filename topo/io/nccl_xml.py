@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+from types import MappingProxyType
 
 import networkx as nx
 
@@ -24,7 +25,7 @@ __all__ = ["from_nccl_xml", "to_nccl_xml", "NVLINK_BY_SM", "MAX_CPU_ELEMENTS", "
 #: NVLink generation by the major digit(s) of the SM version NCCL writes (``sm="80"``):
 #: Pascal NVLink 1.0, Volta 2.0, Ampere 3.0, Hopper 4.0, Blackwell 5.0 (whitepapers [S10]
 #: [S3] [S12] [S13] [S15]).
-NVLINK_BY_SM = {6: "nvlink1", 7: "nvlink2", 8: "nvlink3", 9: "nvlink4", 10: "nvlink5"}
+NVLINK_BY_SM = MappingProxyType({6: "nvlink1", 7: "nvlink2", 8: "nvlink3", 9: "nvlink4", 10: "nvlink5"})
 
 # PCI classes NCCL tells apart (NVIDIA/nccl v2.27.7-1 src/graph/xml.h, topo.cc: kvDictPciClass).
 _CLASS_BRIDGE = "0x0604"
@@ -34,23 +35,23 @@ _CLASS_NVSWITCH = "0x068000"
 _CLASS_CPU_NVLINK = "0x068001"
 
 # PCI device ids of NVIDIA GPUs (PCI ID Repository, vendor 10de) -> GPUS key or model name.
-_GPU_DEVICES = {
+_GPU_DEVICES = MappingProxyType({
     0x15F8: "P100", 0x15F9: "P100",
     0x1DB1: "V100-SXM2", 0x1DB5: "V100-SXM2", 0x1DB8: "V100-SXM3",
     0x20B0: "NVIDIA A100-SXM4-40GB", 0x20B2: "NVIDIA A100-SXM4-80GB",
     0x2330: "NVIDIA H100 80GB HBM3",
-}
+})
 
 # PCIe transfer rate [GT/s] -> (catalogue link of the generation, encoding efficiency; None for
 # the catalogue link's own figure). Gen1 and gen2 (8b/10b) are charged as a fraction of the gen3
 # link. (PCI-SIG base specifications; NCCL v2.27.7-1 src/graph/xml.cc reads the same link_speed
 # strings, "64.0 GT/s PCIe" included.)
-_PCIE_GENERATIONS = {2.5: ("pcie3_x16", 0.8), 5.0: ("pcie3_x16", 0.8), 8.0: ("pcie3_x16", None),
-                     16.0: ("pcie4_x16", None), 32.0: ("pcie5_x16", None), 64.0: ("pcie6_x16", None)}
+_PCIE_GENERATIONS = MappingProxyType({2.5: ("pcie3_x16", 0.8), 5.0: ("pcie3_x16", 0.8), 8.0: ("pcie3_x16", None),
+                     16.0: ("pcie4_x16", None), 32.0: ("pcie5_x16", None), 64.0: ("pcie6_x16", None)})
 
 _BUSID = re.compile(r"[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-9a-f]")
 
-_KNOWN_ELEMENTS = {"system", "cpu", "pci", "gpu", "nvlink", "c2c", "pcilink", "nic", "net"}
+_KNOWN_ELEMENTS = frozenset({"system", "cpu", "pci", "gpu", "nvlink", "c2c", "pcilink", "nic", "net"})
 
 #: ``<cpu>`` elements (NUMA nodes) one XML may hold: a host's CPU nodes are joined pair by pair,
 #: so the work grows with their square. The largest hosts have 32 NUMA nodes (8 sockets of 4
@@ -115,10 +116,10 @@ def _pcie_edge(element, path, default_link):
 # link by :func:`to_nccl_xml` is a real CPU of that kind (Broadwell-EP 0x4F, Skylake-SP 0x55,
 # Sapphire Rapids 0x8F, Emerald Rapids 0xCF, EPYC Rome family 23 model 0x31, Grace arm64).
 _INTEL_MODELS = ((0xCF, "upi_emr"), (0x8F, "upi_spr"), (0x55, "upi_skl"), (0, "qpi_bdw"))
-_CPU_IDENTITY = {"qpi_bdw": ("x86_64", "GenuineIntel", 6, 0x4F), "upi_skl": ("x86_64", "GenuineIntel", 6, 0x55),
+_CPU_IDENTITY = MappingProxyType({"qpi_bdw": ("x86_64", "GenuineIntel", 6, 0x4F), "upi_skl": ("x86_64", "GenuineIntel", 6, 0x55),
                  "upi_spr": ("x86_64", "GenuineIntel", 6, 0x8F), "upi_emr": ("x86_64", "GenuineIntel", 6, 0xCF),
                  "xgmi": ("x86_64", "AuthenticAMD", 23, 0x31), "infinity_fabric": ("x86_64", "AuthenticAMD", 23, 0x31),
-                 "grace_grace": ("arm64", "ARM", 0, 0)}
+                 "grace_grace": ("arm64", "ARM", 0, 0)})
 
 
 def _socket_link(cpu, path, option):
@@ -506,12 +507,11 @@ def _add_nvlink(G, state, a, b, count, nvlink=None):
 
 # PCIe link technology -> the link_speed NCCL writes for it (src/graph/xml.cc reads sysfs's
 # "max_link_speed": "8.0 GT/s PCIe", "16.0 GT/s PCIe", "32.0 GT/s PCIe", "64.0 GT/s PCIe").
-_LINK_SPEED = {link: f"{rate:.1f} GT/s PCIe" for rate, (link, efficiency) in _PCIE_GENERATIONS.items()
-               if efficiency is None}
-_DEVICE_OF_MODEL = {}
-for _device, _name in _GPU_DEVICES.items():
-    _DEVICE_OF_MODEL.setdefault(GPUS[gpu_model(_name)].model, _device)
-del _device, _name
+_LINK_SPEED = MappingProxyType({link: f"{rate:.1f} GT/s PCIe" for rate, (link, efficiency) in _PCIE_GENERATIONS.items()
+               if efficiency is None})
+# GPU model -> the first PCI device id _GPU_DEVICES gives it.
+_DEVICE_OF_MODEL = MappingProxyType({model: device for device, model in reversed(
+    [(device, GPUS[gpu_model(name)].model) for device, name in _GPU_DEVICES.items()])})
 
 
 def _busid(number: int) -> str:
