@@ -2,7 +2,7 @@
 the report's schedule section shows (:mod:`models.present.report.analysis` words it and draws it).
 
 :func:`packing_comparison` writes the packing as a schedule for each size
-(:func:`models.schedules.export.sized_chunks`: the chunk count that times fastest there), times
+(:func:`models.schedules.export.sized_chunks`: the protocol and chunk count that time fastest there), times
 it beside NCCL's own choice and the bound at the fabric's line rates (:func:`models.schedules.evaluate.evaluate_schedule`), and
 adds the bound the packing's trees can reach: the NVLink-only bound at the capacities the evaluator
 times with (NCCL's capacity of each link times what NCCL's kernels achieve over it,

@@ -87,10 +87,10 @@ SIZED_PATIENCE = 2
 SIZED_PROTOCOLS = ("Simple", "LL128", "LL")
 #: The simulator events :func:`sized_chunks`' timings take at most by default (``max_events``;
 #: the command line's ``--max-events``; :func:`~models.schedules.evaluate.schedule_events`). A
-#: limit on the work, not a fit: it takes every collective at every size up to 1 GiB on DGX-1V
-#: GPU sets of up to 8 (Simple on seven GPUs, all_reduce at 1 GiB: 659,622 events, about a minute
-#: of one core) and refuses a DGX-2's 16 GPUs at 1 GiB (all_reduce: some 1.7 M events on links
-#: shared by hundreds of flows, about five minutes).
+#: limit on the work, not a fit: it takes every collective at every size up to 1 GiB on a DGX-1V
+#: (the most, Simple's all_reduce on all eight GPUs at 1 GiB: 687,456 events) and refuses a DGX-2's
+#: 16 GPUs at 1 GiB (all_reduce: 2,026,080 events on links shared by hundreds of flows, which took
+#: about five minutes).
 SIZED_MAX_EVENTS = 1_000_000
 #: MSCCL's ``coll`` of each collective (the executor dialect's, [MX]).
 _COLL = MappingProxyType({"all_gather": "allgather", "reduce_scatter": "reducescatter", "all_reduce": "allreduce"})
@@ -302,7 +302,7 @@ def schedule_packing(G, collective: str, gpus=None, *, profile=None, protocol: s
 
 
 def packing_schedule(G, collective: str, gpus=None, *, chunks: int | None = None, size=None, profile=None,
-                     protocol: str | None = "Simple") -> Schedule:
+                     protocol: str | None = None) -> Schedule:
     """The tree packing that meets the bound, as an MSCCL all_gather, reduce_scatter or
     all_reduce (module docstring; the steps: :mod:`models.schedules.packed`).
 
@@ -320,9 +320,9 @@ def packing_schedule(G, collective: str, gpus=None, *, chunks: int | None = None
         The message (nccl-tests' size) the schedule is written for: without ``chunks``, its chunks
         per root are :func:`sized_chunks`'s choice at that size.
     profile : str or NcclProfile, optional
-    protocol : {"Simple", "LL128", "LL"} or None
-        None: with ``size`` (and no ``chunks``), the protocol :func:`sized_chunks` chooses for it;
-        otherwise Simple.
+    protocol : {"Simple", "LL128", "LL"}, optional
+        Default: with ``size`` (and no ``chunks``), the protocol :func:`sized_chunks` chooses for
+        it; otherwise Simple.
 
     Raises
     ------
@@ -445,9 +445,9 @@ def sized_chunks(G, collective: str, gpus, size, *, profile=None, protocol: str 
     the first protocol's beyond it are refused before any is timed (:class:`topo.LimitError`), a
     later protocol's beyond what is left are not timed (its :class:`SizedTiming` says so), as
     the planner's simulations beyond their budget. Timing a count of many chunks at a large size
-    takes seconds to a minute (all_reduce on seven GPUs of a DGX-1V at 1 GiB: 659,622 events for
-    Simple); a DGX-2's 16 GPUs at 1 GiB are beyond the default limit (all_reduce: some 1.7 M,
-    which took about five minutes).
+    takes seconds to a minute (all_reduce on the eight GPUs of a DGX-1V at 1 GiB: 687,456 events
+    for Simple); a DGX-2's 16 GPUs at 1 GiB are beyond the default limit (all_reduce: 2,026,080
+    events, which took about five minutes).
 
     Parameters
     ----------
@@ -563,11 +563,11 @@ def sized_chunks(G, collective: str, gpus, size, *, profile=None, protocol: str 
 
 
 def export_schedule(G, collective: str, gpus=None, *, source: str = "packing", profile=None,
-                    protocol: str | None = "Simple", chunks: int | None = None, algorithm: str = "ring",
+                    protocol: str | None = None, chunks: int | None = None, algorithm: str = "ring",
                     size=None) -> Schedule:
     """:func:`packing_schedule` (for ``size``, if given) or :func:`nccl_schedule` (on NCCL's
-    ``algorithm``) by ``source`` (``"packing"``, ``"nccl"``). ``protocol`` None: the one
-    :func:`sized_chunks` chooses for ``size`` (the packing), otherwise Simple."""
+    ``algorithm``) by ``source`` (``"packing"``, ``"nccl"``). ``protocol`` None (the default): the
+    one :func:`sized_chunks` chooses for ``size`` (the packing), otherwise Simple."""
     if source == "packing":
         if algorithm != "ring":
             raise ExportError(f"the packing is its own schedule: expected no algorithm with source 'packing' "
