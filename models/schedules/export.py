@@ -436,7 +436,7 @@ def sized_chunks(G, collective: str, gpus, size, *, profile=None, protocol: str 
     times with, each link carrying its capacity over the protocol's wire bytes per payload byte
     (LL's 2 halve it), which no schedule of the packing's NVLink transfers can beat. The fastest
     is chosen (on a tie, the earlier protocol, then the fewer chunks). At 64 KiB on DGX-1V GPUs
-    0,1,4,5, LL with 2 chunks a GPU (4.22 GB/s; Simple's best 2.43, NCCL's LL 4.55); at 1 GiB
+    0,1,4,5, LL with 8 chunks a GPU (4.23 GB/s; Simple's best 2.43, NCCL's LL 4.55); at 1 GiB
     Simple with 128 (60.00 GB/s: LL128's bound, 57.36, and LL's, 30.59, cannot beat it).
 
     The work is sized before it is done: each protocol's schedules that may be timed are written
