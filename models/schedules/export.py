@@ -51,6 +51,7 @@ from types import MappingProxyType
 import topo
 
 from ..engine.fabric import prepare
+from ..engine.results import tidy_records
 from .msccl import EXECUTOR, Gpu, Schedule, ScheduleError, Step, Threadblock
 
 __all__ = ["ExportError", "EXPORT_COLLECTIVES", "PACKING_COLLECTIVES", "TREE_COLLECTIVES", "NCCL_ALGORITHMS",
@@ -116,6 +117,10 @@ class SizedTiming:
     chunks: int | None
     time: float | None
     why: str = ""
+
+    def to_records(self) -> list:
+        """One tidy row: every attribute."""
+        return tidy_records({name: getattr(self, name) for name in self.__slots__})
 
 
 class ExportError(ScheduleError):
@@ -445,8 +450,8 @@ def sized_chunks(G, collective: str, gpus, size, *, profile=None, protocol: str 
     the first protocol's beyond it are refused before any is timed (:class:`topo.LimitError`), a
     later protocol's beyond what is left are not timed (its :class:`SizedTiming` says so), as
     the planner's simulations beyond their budget. Timing a count of many chunks at a large size
-    takes seconds to a minute (all_reduce on the eight GPUs of a DGX-1V at 1 GiB: 687,456 events
-    for Simple); a DGX-2's 16 GPUs at 1 GiB are beyond the default limit (all_reduce: 2,026,080
+    takes seconds to minutes (all_reduce on the eight GPUs of a DGX-1V at 1 GiB: 687,456 events
+    for Simple, two minutes of one core); a DGX-2's 16 GPUs at 1 GiB are beyond the default limit (all_reduce: 2,026,080
     events, which took about five minutes).
 
     Parameters
