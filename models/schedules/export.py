@@ -45,6 +45,7 @@ Examples
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 from types import MappingProxyType
 
@@ -56,7 +57,7 @@ from .msccl import EXECUTOR, Gpu, Schedule, ScheduleError, Step, Threadblock
 
 __all__ = ["ExportError", "EXPORT_COLLECTIVES", "PACKING_COLLECTIVES", "TREE_COLLECTIVES", "NCCL_ALGORITHMS",
            "nccl_schedule", "packing_schedule", "schedule_packing", "export_schedule", "SOURCES",
-           "sized_chunks", "SizedTiming", "SIZED_CHUNK_COUNTS", "SIZED_MAX_LOOPS", "SIZED_PATIENCE", "SIZED_PROTOCOLS",
+           "sized_chunks", "SizedTiming", "SizedSkip", "SIZED_CHUNK_COUNTS", "SIZED_MAX_LOOPS", "SIZED_PATIENCE", "SIZED_PROTOCOLS",
            "SIZED_MAX_EVENTS"]
 
 #: What :func:`nccl_schedule` writes.
@@ -97,6 +98,18 @@ SIZED_MAX_EVENTS = 1_000_000
 _COLL = MappingProxyType({"all_gather": "allgather", "reduce_scatter": "reducescatter", "all_reduce": "allreduce"})
 
 
+class SizedSkip(enum.Enum):
+    """Why :func:`sized_chunks` did not time a protocol."""
+
+    #: NCCL does not enable the protocol for Ring on these GPUs (the evaluator cannot price it).
+    NOT_ENABLED = "not_enabled"
+    #: Its least possible time (:attr:`SizedTiming.lower`) is no less than the fastest found.
+    BOUND = "bound"
+    #: Its schedules need more simulator events (:attr:`SizedTiming.events`) than are left of
+    #: ``max_events`` (:attr:`SizedTiming.left`).
+    BEYOND_BUDGET = "beyond_budget"
+
+
 @dataclass(frozen=True, slots=True)
 class SizedTiming:
     """One schedule :func:`sized_chunks` timed, or one protocol it did not time.
@@ -107,20 +120,31 @@ class SizedTiming:
     chunks : int or None
         Chunks per GPU of the schedule (None: the protocol was not timed).
     time : float or None
-        Its evaluated time at the size. [s]
-    why : str
-        Why the protocol was not timed ("" when it was): NCCL does not enable it, or its bound
-        cannot beat the fastest found.
+        Its evaluated time at the size (None: not timed). [s]
+    skipped : SizedSkip or None
+        Why the protocol was not timed (None: it was).
+    lower : float or None
+        :attr:`SizedSkip.BOUND`: the protocol's least possible time at the size. [s]
+    fastest : float or None
+        :attr:`SizedSkip.BOUND`: the fastest time found before it. [s]
+    events, left : int or None
+        :attr:`SizedSkip.BEYOND_BUDGET`: the events its schedules need, and those left.
     """
 
     protocol: str
     chunks: int | None
     time: float | None
-    why: str = ""
+    skipped: SizedSkip | None = None
+    lower: float | None = None
+    fastest: float | None = None
+    events: int | None = None
+    left: int | None = None
 
     def to_records(self) -> list:
-        """One tidy row: every attribute."""
-        return tidy_records({name: getattr(self, name) for name in self.__slots__})
+        """One tidy row: every attribute (``skipped`` as its code)."""
+        row = {name: getattr(self, name) for name in self.__slots__}
+        row["skipped"] = None if self.skipped is None else self.skipped.value
+        return tidy_records(row)
 
 
 class ExportError(ScheduleError):
@@ -495,7 +519,7 @@ def sized_chunks(G, collective: str, gpus, size, *, profile=None, protocol: str 
     (2, [1, 2, 4, 8, 128])
     """
     from topo.errors import LimitError
-    from topo.units import parse_count, parse_nbytes, to_us
+    from topo.units import parse_count, parse_nbytes
 
     from .evaluate import ScheduleEvaluationError, evaluate_schedule, schedule_events, schedule_pricing
 
@@ -509,6 +533,7 @@ def sized_chunks(G, collective: str, gpus, size, *, profile=None, protocol: str 
     nbytes = int(parse_nbytes(size))
     rounded = _rounded(collective, nbytes, len(ids))
     tried: list = []
+    errors: list = []  # why NCCL enables a protocol nowhere here, for the error if none is
     best = None  # (time, order, k, schedule)
     phases: dict = {}  # the packings of an achieved ratio (the protocols share one)
     bounds: dict = {}
@@ -520,13 +545,13 @@ def sized_chunks(G, collective: str, gpus, size, *, profile=None, protocol: str 
         except ScheduleEvaluationError as error:
             if protocol is not None:
                 raise
-            tried.append(SizedTiming(name, None, None, f"{error}"))
+            tried.append(SizedTiming(name, None, None, SizedSkip.NOT_ENABLED))
+            errors.append(f"{error}")
             continue
         if best is not None:
-            fastest = _fastest_possible(fabric, collective, ids, rounded, pricing, bounds)
-            if fastest >= best[0]:
-                tried.append(SizedTiming(name, None, None, f"its bound at this size, {to_us(fastest):.2f} us, cannot "
-                                                           f"beat {to_us(best[0]):.2f} us"))
+            lower = _fastest_possible(fabric, collective, ids, rounded, pricing, bounds)
+            if lower >= best[0]:
+                tried.append(SizedTiming(name, None, None, SizedSkip.BOUND, lower=lower, fastest=best[0]))
                 continue
         ratio = pricing.achieved_ratio
         packings = phases[ratio] if ratio in phases else phases.setdefault(ratio, _phases(fabric, collective, ids, ratio))
@@ -537,9 +562,8 @@ def sized_chunks(G, collective: str, gpus, size, *, profile=None, protocol: str 
                 raise LimitError(f"choosing the packing's chunks for {nbytes} B of {collective} on {len(ids)} GPUs "
                                  f"({name}): {len(candidates)} schedules to time, {sum(events)} simulator events",
                                  keyword="max_events", size=sum(events), limit=max_events)
-            tried.append(SizedTiming(name, None, None, f"its {len(candidates)} schedules need {sum(events)} simulator "
-                                                       f"events, more than the {max_events - spent} left of "
-                                                       f"max_events={max_events}"))
+            tried.append(SizedTiming(name, None, None, SizedSkip.BEYOND_BUDGET, events=sum(events),
+                                     left=max_events - spent))
             continue
         before, sized = sized, sized + sum(events) // 3
         rises, last = 0, None
@@ -563,7 +587,7 @@ def sized_chunks(G, collective: str, gpus, size, *, profile=None, protocol: str 
         progress(sized, sized)
     if best is None:
         raise ScheduleEvaluationError(f"NCCL {fabric.profile.version} enables none of {', '.join(SIZED_PROTOCOLS)} "
-                                      f"for Ring on GPUs {list(ids)}: " + "; ".join(t.why for t in tried))
+                                      f"for Ring on GPUs {list(ids)}: " + "; ".join(errors))
     return best[3], tuple(tried)
 
 

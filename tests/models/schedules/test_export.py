@@ -22,7 +22,8 @@ import topo
 from models.engine.fabric import prepare
 from models.schedules import check_schedule, parse_msccl, to_msccl_xml
 from models.schedules.evaluate import achieved_graph, evaluate_schedule
-from models.schedules.export import ExportError, export_schedule, nccl_schedule, packing_schedule, sized_chunks
+from models.schedules.export import (ExportError, SizedSkip, export_schedule, nccl_schedule, packing_schedule,
+                                     sized_chunks)
 from models.studies.bounds import bound
 
 
@@ -193,7 +194,7 @@ def test_the_protocol_chosen_for_each_size(dgx1v):
     small, tried = sized_chunks(dgx1v, "all_gather", "0,1,4,5", "64K")
     assert (small.protocol, small.name) == ("LL", "packing_all_gather_4x8")
     assert [t.protocol for t in tried if t.chunks == 128] == ["Simple", "LL128", "LL"]
-    assert all(t.why == "" for t in tried)
+    assert all(t.skipped is None for t in tried)
     fastest = min(tried, key=lambda t: t.time)
     point = evaluate_schedule(dgx1v, small, "64K", "0,1,4,5").points[0]
     assert point.time == fastest.time and round(point.busbw / 1e9, 2) == 4.23
@@ -203,10 +204,12 @@ def test_the_protocol_chosen_for_each_size(dgx1v):
     assert (large.protocol, large.name) == ("Simple", "packing_all_gather_4x128")
     assert [(t.protocol, t.chunks) for t in tried if t.time is None] == [("LL128", None), ("LL", None)]
     # LL's: its base latency, 6.60 us, and 1 GiB at half the 61.18 GB/s bound busbw (x 4/3 for algbw)
-    assert [t.why for t in tried if t.time is None] == [
-        "its bound at this size, 14053.64 us, cannot beat 13421.88 us",
-        "its bound at this size, 26330.92 us, cannot beat 13421.88 us"]
+    assert [(t.skipped, round(t.lower * 1e6, 2), round(t.fastest * 1e6, 2)) for t in tried if t.time is None] == [
+        (SizedSkip.BOUND, 14053.64, 13421.88), (SizedSkip.BOUND, 26330.92, 13421.88)]
     assert abs(26330.92 - (6.60 + 2 * 2**30 / (61.18e9 * 4 / 3) * 1e6)) < 3
+    assert tried[-1].to_records() == [{"protocol": "LL", "chunks": None, "time": None, "skipped": "bound",
+                                       "lower": tried[-1].lower, "fastest": tried[-1].fastest, "events": None,
+                                       "left": None}]
 
 
 def test_the_work_is_sized_before_it_is_done(dgx1v, monkeypatch):
@@ -234,8 +237,8 @@ def test_the_work_is_sized_before_it_is_done(dgx1v, monkeypatch):
     schedule, tried = sized_chunks(dgx1v, "all_gather", "0,1,4,5", "64K", max_events=30_000)
     assert schedule.name == "packing_all_gather_4x2" and schedule.protocol == "Simple"
     assert [t.protocol for t in tried if t.time is None] == ["LL128", "LL"]
-    assert all("need 27540 simulator events, more than the 14556 left of max_events=30000" in t.why
-               for t in tried if t.time is None)
+    assert [(t.skipped, t.events, t.left) for t in tried if t.time is None] == [
+        (SizedSkip.BEYOND_BUDGET, 27540, 14556)] * 2
     with pytest.raises(topo.CountError):
         sized_chunks(dgx1v, "all_gather", "0,1,4,5", "64K", max_events=0)
     with pytest.raises(ExportError, match="expected progress a callable"):
