@@ -55,6 +55,7 @@ import argparse
 import json
 import statistics
 from dataclasses import dataclass
+from types import MappingProxyType
 
 import _bootstrap  # noqa: F401  (examples/_bootstrap.py: the repository importable when not installed)
 
@@ -167,7 +168,7 @@ def _deepseek_2024():
 #: Every published run, oldest first.
 RUNS = _megatron_2019() + _narayanan_2021() + _korthikanti_2022() + _dubey_2024() + _deepseek_2024()
 #: GPU generation of each system family.
-GENERATION = {"dgx2h": "V100", "dgxa100-80g": "A100", "dgxh100": "H100", "dgxh800": "H800"}
+GENERATION = MappingProxyType({"dgx2h": "V100", "dgxa100-80g": "A100", "dgxh100": "H100", "dgxh800": "H800"})
 
 
 def generation_of(run: Run) -> str:
