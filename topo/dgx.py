@@ -18,6 +18,7 @@ Examples
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from types import MappingProxyType
 
 import networkx as nx
@@ -44,7 +45,7 @@ _DGX1V_NVLINKS = MappingProxyType({
 })
 
 
-def _dgx1_family(name: str, description: str, gpu: str, nvlinks: dict) -> nx.DiGraph:
+def _dgx1_family(name: str, description: str, gpu: str, nvlinks: Mapping) -> nx.DiGraph:
     """DGX-1 chassis: 8 SXM2 GPUs, 4 PCIe switches, 4 EDR NICs, 2 Broadwell sockets.
 
     Each PEX8764 PCIe gen3 switch [S4] holds a GPU pair (0/1, 2/3, 4/5, 6/7)
