@@ -72,6 +72,11 @@ def test_a_workload_step_with_trace_and_figures(capsys, tmp_path):
      "--ep-overlap shape(s) a WORKLOAD's step: expected none with --graph"),
     (["simulate", "--graph", "{graph}", "--system", "dgxh100", "--ep-overlap", "none", "--max-events", "5"],
      "more than the limit of 5"),  # the default overlap named: not a layout option given
+    (["simulate", "--graph", "{graph}", "--system", "dgxh100", "--cp-comm", "a2a+p2p",
+      "--hierarchical-context-parallel-sizes", "2", "4"],
+     "--cp-comm, --hierarchical-context-parallel-sizes shape(s) a WORKLOAD's step: expected none with --graph"),
+    (["simulate", "--graph", "{graph}", "--system", "dgxh100", "--cp-comm", "p2p", "--max-events", "5"],
+     "more than the limit of 5"),  # the default exchange named: not a layout option given
     (["simulate", "llama3-8b", "--system", "dgxh100", "--tp", "8", "--pp", "1", "--dp", "1", "--bucket", "0"],
      "bucket must be a size >= 1 byte, received 0"),
     (["simulate", "--graph", "{graph}", "--system", "dgxh100", "--nccl", "2.99"], "2.99"),

@@ -63,7 +63,10 @@ def _simulate(args) -> None:
             ("--global-batch", args.global_batch), ("--seq-length", args.seq_length), ("--dtype", args.dtype),
             ("--recompute", args.recompute), ("--sequence-parallel", args.sequence_parallel),
             ("--virtual-stages", None if args.virtual_stages == 1 else args.virtual_stages),
-            ("--bucket", args.bucket), ("--cp", args.cp), ("--ep", args.ep), ("--etp", args.etp),
+            ("--bucket", args.bucket), ("--cp", args.cp),
+            ("--cp-comm", None if args.cp_comm == "p2p" else args.cp_comm),
+            ("--hierarchical-context-parallel-sizes", args.hierarchical_context_parallel_sizes),
+            ("--ep", args.ep), ("--etp", args.etp),
             ("--ep-overlap", None if args.ep_overlap == (NO_OVERLAP,) else args.ep_overlap),
             ("--first-stage-layers", args.first_stage_layers), ("--last-stage-layers", args.last_stage_layers))
             if value is not None]
