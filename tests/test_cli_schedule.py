@@ -167,3 +167,14 @@ def test_a_schedule_written_for_zero_bytes_is_timed_at_zero(capsys, tmp_path):
     status, out, err = _run(capsys, "schedule", "export", "all_gather", "--system", "dgx1v", "--gpus", "0,1",
                             "--size", "0", "--evaluate", "--json", "--out", str(tmp_path / "z.xml"))
     assert status == 0 and json.loads(out)["evaluation"]["rows"][0]["nbytes"] == 0
+
+
+def test_max_events_is_refused_where_it_would_be_ignored(capsys, tmp_path):
+    """--max-events limits the timings that choose a size's schedule: without --size (export) and
+    in evaluate it would be silently ignored; one line and exit 2 instead, nothing written."""
+    out = tmp_path / "x.xml"
+    cases = ((["export", "all_gather", "--out", str(out)], "expected it with --size"),
+             (["evaluate", str(DATA / "msccl" / "ndv5_ag-1m.xml")], "--max-events is export's (with --size)"))
+    for argv, words in cases:
+        status, _, err = _run(capsys, "schedule", *argv, "--system", "dgx1v", "--gpus", "0,1", "--max-events", "10")
+        assert status == 2 and words in err and len(err.splitlines()) == 1 and not out.exists()

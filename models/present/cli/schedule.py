@@ -46,7 +46,7 @@ def _schedule_arguments(parser) -> None:
                         help="export --source packing: write the schedule for this message size, its protocol "
                              "(unless --proto) and chunks per GPU (1, 2, 4 ... 128) those that time fastest there "
                              "(default: the --chunks rule); export --evaluate times it at this size")
-    parser.add_argument("--max-events", type=at_least(1), default=SIZED_MAX_EVENTS, metavar="N",
+    parser.add_argument("--max-events", type=at_least(1), metavar="N",
                         help=f"export --size: the most simulator events the timings that choose take (the "
                              f"work grows with the size and the GPUs; default {SIZED_MAX_EVENTS})")
     parser.add_argument("--out", metavar="FILE", help="export: the MSCCL XML file to write (required)")
@@ -84,6 +84,8 @@ def _evaluate(args) -> None:
     from ..json_shapes import schedule_evaluation_json
     from ..schedule_text import schedule_evaluation_text
 
+    if args.max_events is not None:
+        raise UsageError("schedule evaluate: --max-events is export's (with --size), received it")
     if args.size is not None:
         raise UsageError("schedule evaluate: --size is export's (the size a packing is written for); "
                          "give the sizes to time with -b/-e")
@@ -108,13 +110,16 @@ def _evaluation(args, G, schedule, gpus, low, top):
 
 def _export(args) -> None:
     from ...schedules.check import check_schedule
-    from ...schedules.export import export_schedule, sized_chunks
+    from ...schedules.export import SIZED_MAX_EVENTS, export_schedule, sized_chunks
     from ...schedules.msccl import to_msccl_xml
     from ..json_shapes import schedule_evaluation_json
     from ..output import check_output_paths, write_text_atomic
 
     if args.out is None:
         raise UsageError("schedule export: the following arguments are required: --out FILE")
+    if args.max_events is not None and args.size is None:
+        raise UsageError("schedule export: --max-events limits the timings that choose a size's protocol and chunks: "
+                         "expected it with --size")
     if args.size is not None and (args.source != "packing" or args.chunks is not None):
         raise UsageError(f"schedule export: --size chooses a packing's chunks per GPU: expected --source "
                          f"packing without --chunks, received --source {args.source}"
@@ -125,7 +130,8 @@ def _export(args) -> None:
     if args.size is not None and args.algo == "ring":  # sized, refused beyond --max-events, with a bar
         with progress_for(args, f"timing the packing at {args.size} B", "task") as progress:
             schedule, tried = sized_chunks(G, args.target, args.gpus, args.size, profile=args.nccl,
-                                           protocol=args.proto, max_events=args.max_events, progress=progress)
+                                           protocol=args.proto, progress=progress,
+                                           max_events=SIZED_MAX_EVENTS if args.max_events is None else args.max_events)
     else:
         schedule = export_schedule(G, args.target, args.gpus, source=args.source, profile=args.nccl,
                                    protocol=args.proto or "Simple", chunks=args.chunks, algorithm=args.algo,
