@@ -343,6 +343,14 @@ def test_nvlink_to_a_gpu_absent_from_the_xml_is_dropped():
     assert [d["kind"] for _, _, d in G.edges(data=True)] == ["pcie", "pcie"]
 
 
+def test_a_pcie_link_stated_to_the_cpu_of_a_c2c_is_replaced_and_said():
+    """A GPU under its CPU stating a PCIe link, with a <c2c> to that CPU: one edge joins the pair,
+    the NVLink-C2C (bw x count MB/s), and the import says the PCIe link was read as it."""
+    G = topo.from_nccl_xml(_xml(_gpu("0000:01:00.0", 0, '<c2c bw="450000" count="2"/>')))
+    assert {(d["link"], d["links"], d["bandwidth"]) for _, _, d in G.edges(data=True)} == {("nvlink_c2c", 2, 900e9)}
+    assert "gpu0: its PCIe link to cpu0 (pcie3_x16) read as its NVLink-C2C" in G.graph["inferred"]
+
+
 BILLION_LAUGHS = ('<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol"><!ENTITY lol2 '
                   '"&lol;&lol;&lol;&lol;">]><system version="1">&lol2;</system>')
 

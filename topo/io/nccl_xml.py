@@ -172,7 +172,9 @@ def from_nccl_xml(text: str | bytes, *, gpu: str | None = None, pcie: str | None
       under of ``count`` links and ``bw x count`` MB/s (NVIDIA/nccl v2.26 src/graph/topo.cc
       ``ncclTopoAddC2c``). A GPU with a ``<c2c>`` whose ``<pci>`` sits directly under its
       ``<cpu>`` stating no link speed or width hangs off it by C2C only (GB200; what
-      :func:`to_nccl_xml` writes); otherwise its PCIe link is read as stated, beside the C2C.
+      :func:`to_nccl_xml` writes); otherwise its PCIe link is read as stated, beside the C2C
+      (a GPU under a PCIe switch, as GB300's), except a PCIe link stated straight to that CPU,
+      which the C2C replaces (one edge joins a pair; the import says so).
     - NVLink generation from ``sm`` (:data:`NVLINK_BY_SM`); the GPU model from ``gpu=`` or
       the PCI device id, else ``"NVIDIA GPU sm<sm>"``.
     - Each ``<net>`` becomes a NIC named as NCCL names it, indexed by ``dev``, with a port of
@@ -270,6 +272,9 @@ def from_nccl_xml(text: str | bytes, *, gpu: str | None = None, pcie: str | None
         link, bandwidth = attributes(default_pcie)
         _xml_link(G, u, v, link, bandwidth, **({"host_bridge": 0} if G.nodes[u]["kind"] == "cpu" else {}))
     for node, (count, bandwidth, _, socket) in state["c2c"].items():
+        if G.has_edge(f"cpu{socket}", node):  # a PCIe link stated to the same CPU: one edge joins a pair
+            state["notes"].append(f"{node}: its PCIe link to cpu{socket} "
+                                  f"({G.edges[f'cpu{socket}', node]['link']}) read as its NVLink-C2C")
         _xml_link(G, f"cpu{socket}", node, "nvlink_c2c", bandwidth, host_bridge=0)
         for a, b in ((node, f"cpu{socket}"), (f"cpu{socket}", node)):
             G.edges[a, b]["links"] = count
