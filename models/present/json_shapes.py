@@ -143,7 +143,9 @@ def plan_json(p) -> dict:
     return {
         "workload": p.workload, "fabric": p.fabric, "nccl": p.nccl, "generation": p.generation,
         "dtype": p.dtype, "software": p.software, "compute": compute_note(p.compute),
-        "layout": {k: plain(getattr(p.layout, k)) for k in type(p.layout).__slots__},
+        "layout": {**{k: plain(getattr(p.layout, k)) for k in type(p.layout).__slots__},
+                   # a hierarchical exchange's (a2a, p2p) sizes, which its name alone does not give
+                   "cp_comm_sizes": list(getattr(p.layout.cp_comm, "sizes", None) or ()) or None},
         "fits": p.fits, "reason": fit_note(p),
         "step_time_s": p.step_time if p.fits else None,
         "timing": p.timing, "timing_note": timing_note(p),

@@ -146,3 +146,18 @@ def test_cli_plans_it(capsys):
                           "--seq-length", "65536", "--global-batch", "8", "--simulate", "0", "--zero", "1")
     assert status == 0 and " cp8a4p2 " in out.splitlines()[0]
     assert "2 x 4 all-to-alls in groups of 4" in out and "ring of 1 K/V steps" in out
+
+
+def test_cli_json_keeps_the_sizes(capsys):
+    """plan --json: the layout's cp_comm is the exchange's name; its sizes beside it (a4p2 and
+    a2p4 share the name), null for the ring."""
+    import json
+
+    argv = ("plan", "llama3-8b", "--system", "2xdgxh100", "--tp", "2", "--pp", "1", "--cp", "8",
+            "--seq-length", "65536", "--global-batch", "8", "--simulate", "0", "--zero", "1", "--json")
+    status, out, _ = _run(capsys, *argv, "--cp-comm", "a2a+p2p", "--hierarchical-context-parallel-sizes", "4", "2")
+    layout = json.loads(out)["layout"]
+    assert status == 0 and (layout["cp_comm"], layout["cp_comm_sizes"]) == ("a2a+p2p", [4, 2])
+    status, out, _ = _run(capsys, *argv)
+    layout = json.loads(out)["layout"]
+    assert status == 0 and (layout["cp_comm"], layout["cp_comm_sizes"]) == ("p2p", None)
