@@ -34,9 +34,11 @@ def state_bytes(dtype: str) -> tuple:
     Megatron-LM's "Distributed Optimizer" documentation tabulates the bytes per parameter: fp16
     weights with fp16 gradients 20 (4 + 16 / d with the distributed optimizer over d GPUs), bf16
     weights with fp32 gradients 18 (6 + 12 / d), fp32 16 (8 + 8 / d) [U: recalled, not in the
-    project's references]. With bf16 the gradients accumulate (and reduce) in fp32, 4 bytes per
-    parameter: Megatron-LM's arguments turn ``--accumulate-allreduce-grads-in-fp32`` on for bf16
-    [U: recalled]; the optimizer holds the fp32 master weights and two moments (12). With fp16 the
+    project's references]. With bf16 the gradients accumulate in fp32, 4 bytes per parameter:
+    Megatron-LM's arguments turn ``--accumulate-allreduce-grads-in-fp32`` on for bf16 [U:
+    recalled], so its data-parallel reduction runs on that fp32 buffer too; the planner's
+    gradient collectives are still priced at the activation dtype's bytes (2 a parameter), half
+    what this buffer implies [U: not yet reconciled]. The optimizer holds the fp32 master weights and two moments (12). With fp16 the
     gradients stay fp16 and the optimizer copies them to fp32 beside its 12 (16). The low-precision
     dtypes (fp8, mxfp8, nvfp4) train with bf16 weights (Transformer Engine's recipes cast at each
     product; DeepSeek-V3 keeps master weights and gradients in fp32, arXiv 2412.19437 section 3.3):
