@@ -40,6 +40,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .dualpipe import bubble_units, dualpipe_refusal, stage_of, unpaired_blocks
+from .pair_overlap import communication, pair_exposure
 
 __all__ = ["EpOverlap", "BatchOverlap", "DualPipe", "NO_OVERLAP", "BATCH_OVERLAP", "DUALPIPE", "EP_OVERLAPS",
            "EP_OVERLAP", "ep_overlap_named"]
@@ -80,8 +81,21 @@ class EpOverlap:
         return self.name
 
     def exposed_ep(self, ep_time: float, compute: float) -> float:
-        """The exposed part of ``ep_time`` of all-to-alls beside ``compute`` of one micro-batch. [s]"""
+        """The exposed part of ``ep_time`` of all-to-alls beside ``compute`` of one micro-batch,
+        at best (:meth:`exposed_pair` walks the blocks). [s]"""
         return ep_time
+
+    def paired_stage(self, pp: int, stage: int) -> int:
+        """The stage whose backward block runs beside a forward block of ``stage`` (its own)."""
+        return stage
+
+    def exposed_pair(self, forward: tuple, backward: tuple) -> float:
+        """The exposed communication of a forward block beside a backward one, each a chain of
+        ``(stream, seconds)`` segments (:func:`~models.studies.planner.pair_overlap.block_segments`):
+        :meth:`exposed_ep` of their communication beside their kernels (``none``: all of it). [s]"""
+        comm = communication(forward) + communication(backward)
+        busy = sum(s for _, s in (*forward, *backward)) - comm
+        return self.exposed_ep(comm, busy)
 
     def alone(self, pp: int, micro_batches: int) -> float:
         """Of a rank's micro-batches, the share whose blocks run alone, their all-to-alls all
@@ -131,8 +145,14 @@ class BatchOverlap(EpOverlap):
     two_streams: bool = True
 
     def exposed_ep(self, ep_time: float, compute: float) -> float:
-        """What exceeds the compute of one micro-batch's forward and backward. [s]"""
+        """What exceeds the compute of one micro-batch's forward and backward (perfect overlap). [s]"""
         return max(0.0, ep_time - compute)
+
+    def exposed_pair(self, forward: tuple, backward: tuple) -> float:
+        """What the GPU idles while the two blocks run as two streams of work, phase by phase
+        (:func:`~models.studies.planner.pair_overlap.pair_exposure`), and no less than
+        :meth:`exposed_ep`. [s]"""
+        return max(super().exposed_pair(forward, backward), pair_exposure(forward, backward))
 
 
 @dataclass(frozen=True)
@@ -147,6 +167,11 @@ class DualPipe(BatchOverlap):
 
     def exposed_pp(self, pp_comm: float) -> float:
         return 0.0
+
+    def paired_stage(self, pp: int, stage: int) -> int:
+        """``pp - 1 - stage``: the program pairs a forward of one direction with a backward of the
+        other on the same rank (:func:`~models.studies.planner.dualpipe.stage_of`)."""
+        return pp - 1 - stage
 
     def bubble_slots(self, pp: int, virtual_stages: int) -> float:
         """``pp / 2 - 1``: the report's ``PP/2 - 1`` overlapped pairs' bubble, at most a slot each."""

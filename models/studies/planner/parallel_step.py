@@ -54,6 +54,7 @@ from ..workload import (OPTIMIZER_PASS_BYTES, QUANTISED_BYTES, activation_bytes_
 from .gpu_memory import held_parameters
 from .dualpipe import weight_gradients
 from .ep_overlap import NO_OVERLAP, EpOverlap
+from .pair_overlap import ATTENTION_OPS, block_segments, layer_pass
 from .parallel import PipelineSplit, dispatch_bytes
 from .recomputation import NO_RECOMPUTE, SELECTIVE, recompute_named
 from .records import (BubbleDetail, Component, ComputeDetail, ContextParallelDetail, DataParallelDetail,
@@ -63,7 +64,6 @@ from .step import data_parallel_time
 # The planner's evaluation calls these; a user calls :func:`models.studies.planner.plan`.
 __all__: tuple[str, ...] = ()
 
-_ATTENTION = ("flash_attention", "scores", "softmax", "context")
 #: The times of a stage's micro-batch that a rank running several stages averages (slot, forward,
 #: backward, tp, cp and ep communication, weight gradients), by their place in the stage's record.
 _AVERAGED = frozenset((0, 2, 3, 4, 6, 7, 8, 9, 15))
@@ -305,7 +305,7 @@ def parallel_components(w, layout: Layout, split: PipelineSplit, cm, comm, allto
     # Expert parallelism, one MoE layer's all-to-alls of one micro-batch.
     moe = is_moe(w)
     disp = comb = 0.0
-    t_ep_layer = 0.0
+    t_ep_layer = t_d = t_c = 0.0
     if moe:
         routed = tokens / (tp if sp else 1)
         disp = dispatch_bytes(routed, w.top_k, w.hidden, dispatch_elem, balance)
@@ -322,13 +322,18 @@ def parallel_components(w, layout: Layout, split: PipelineSplit, cm, comm, allto
     cp_bytes = exchange.buffers(w, b, cp, tp, act) if cp > 1 else ()
     cp_layer = exchange.layer_timer(cp_bytes, cp, comm, alltoall) if cp > 1 else _no_exchange
 
-    per_stage = []
+    etp_pair = ((comm("etp", "all_gather", comb * layout.etp), comm("etp", "reduce_scatter", comb * layout.etp))
+                if moe and layout.etp > 1 else None)
+    walk = moe  # the blocks' all-to-alls walked beside the paired blocks' kernels (pair_overlap)
+    measured = []
+    blocks = []  # per stage, its (forward, backward) blocks as segments (pair_overlap), when walked
     for s, held in enumerate(split.stages):
         kinds = Counter(layer_kind(w, i) for i in held)
         mtp = w.mtp_layers if moe and s == pp - 1 else 0
         if mtp:
             kinds[(False, False)] += mtp
         fwd_layers = bwd_layers = recomputed = 0.0
+        passes = {}  # layer kind -> (forward, backward) by part, recomputation in the backward
         cp_time = cp_exposed = 0.0
         tp_count = 0
         products = ideal = layer_forward = 0.0
@@ -340,9 +345,12 @@ def parallel_components(w, layout: Layout, split: PipelineSplit, cm, comm, allto
             wgrad += n * sum(weight_gradients(cm, timed))
             fwd_layers += n * lf
             bwd_layers += n * lb
-            att = [t for t in timed if t.op.name in _ATTENTION]
+            att = [t for t in timed if t.op.name in ATTENTION_OPS]
+            again = layer_pass(timed, False) if full else layer_pass(
+                [t for t in timed if rc.recomputes(t.op.name)], False)
+            passes[kind] = (layer_pass(timed, False), layer_pass(timed, True) + again)
             if not full:  # the kernels the recomputation runs again (full: the whole forward, below)
-                recomputed += n * sum(t.forward for t in timed if rc.recomputes(t.op.name))
+                recomputed += n * again.total
             af, ab = _pass(att)
             ct, ce = cp_layer(af, ab, full)
             cp_time += n * ct
@@ -368,12 +376,33 @@ def parallel_components(w, layout: Layout, split: PipelineSplit, cm, comm, allto
         t_tp = tp_count * one_tp
         n_moe = sum(n for kind, n in kinds.items() if not kind[0]) if moe else 0
         ep_time = n_moe * t_ep_layer
-        alone = ep_overlap.alone(pp, m)  # the blocks of a warm-up and cool-down run alone: all exposed
-        ep_exposed = (1 - alone) * ep_overlap.exposed_ep(ep_time, fwd + bwd) + alone * ep_time
+        if walk:
+            order = [layer_kind(w, i) for i in held] + [(False, False)] * mtp
+            attention_exposed = cp_exposed / max(1, sum(kinds.values())) / 2  # [U] half in each pass
+            common = dict(etp=etp_pair or (), one_tp=one_tp, shared=bool(moe and w.shared_experts),
+                          head_collectives=(int(s == 0), int(s == pp - 1)), attention_exposed=attention_exposed)
+            ends_f = (ff if s == 0 else 0.0, fwd - fwd_layers - (ff if s == 0 else 0.0))
+            ends_b = (fb if s == 0 else 0.0, bwd - bwd_layers - recomputed - (fb if s == 0 else 0.0)
+                      - (fwd_layers if full else 0.0))
+            blocks.append((
+                block_segments([(k[0], passes[k][0]) for k in order], forward=True, ep=((t_d, t_c),),
+                               first=ends_f[0], last=ends_f[1], **common),
+                block_segments([(k[0], passes[k][1]) for k in order], forward=False,
+                               ep=(((t_d, t_c),) if full else ()) + ((t_c, t_c),), recount=1 + full,
+                               first=ends_b[0], last=ends_b[1], **common)))
+        measured.append((s, fwd, bwd, t_tp, tp_count, cp_time, cp_exposed, ep_time, n_moe, sum(kinds.values()),
+                         layer_forward, products, ideal, wgrad))
+    per_stage = []
+    alone = ep_overlap.alone(pp, m)  # the blocks of a warm-up and cool-down run alone: all exposed
+    for (s, fwd, bwd, t_tp, tp_count, cp_time, cp_exposed, ep_time, n_moe, n_layers, layer_forward, products, ideal,
+         wgrad) in measured:
+        # the forward beside the paired stage's backward, walked as the step graph runs them
+        paired = ep_overlap.exposed_pair(blocks[s][0], blocks[ep_overlap.paired_stage(pp, s)][1]) if walk \
+            else ep_overlap.exposed_ep(ep_time, fwd + bwd)
+        ep_exposed = (1 - alone) * paired + alone * ep_time
         slot = fwd + bwd + t_tp + cp_exposed + ep_exposed
-        found = (slot, s, fwd, bwd, t_tp, tp_count, cp_time, cp_exposed, ep_time, ep_exposed, n_moe,
-                 sum(kinds.values()), layer_forward, products, ideal, wgrad)
-        per_stage.append(found)
+        per_stage.append((slot, s, fwd, bwd, t_tp, tp_count, cp_time, cp_exposed, ep_time, ep_exposed, n_moe,
+                          n_layers, layer_forward, products, ideal, wgrad))
     # The busiest rank: the stages it runs, each for an equal share of the micro-batches (1F1B: its
     # own; DualPipe: stages r and pp - 1 - r), their times averaged, the heavier stage's counts.
     best, busiest = None, ()
