@@ -37,13 +37,24 @@ Examples
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
+
+from topo.errors import DgxTopoError
 
 from .dualpipe import bubble_units, dualpipe_refusal, stage_of, unpaired_blocks
 from .pair_overlap import communication, pair_exposure
 
-__all__ = ["EpOverlap", "BatchOverlap", "DualPipe", "NO_OVERLAP", "BATCH_OVERLAP", "DUALPIPE", "EP_OVERLAPS",
+__all__ = ["EpOverlapError", "EpOverlap", "BatchOverlap", "DualPipe", "NO_OVERLAP", "BATCH_OVERLAP", "DUALPIPE", "EP_OVERLAPS",
            "EP_OVERLAP", "ep_overlap_named"]
+
+
+#: The pipelines an overlap's :meth:`EpOverlap.rank_stages` is checked on when it is made.
+_CHECKED_PP = (2, 4, 8)
+
+
+class EpOverlapError(DgxTopoError):
+    """An expert overlap whose parts disagree (its parameter copies and the stages its ranks hold)."""
 
 
 @dataclass(frozen=True)
@@ -76,6 +87,32 @@ class EpOverlap:
     bidirectional: bool = False
     parameter_copies: int = 1
     extra_in_flight: int = 0
+
+    def __post_init__(self) -> None:
+        """Refuse an overlap whose ranks do not hold :attr:`parameter_copies` copies of every stage
+        (:meth:`rank_stages` on pipelines of 2, 4 and 8 stages): one that holds two copies must
+        say which ranks hold them, as :class:`DualPipe` does.
+
+        Raises
+        ------
+        EpOverlapError
+            Naming the copies, the pipeline and the stage held otherwise."""
+        copies = self.parameter_copies
+        if isinstance(copies, bool) or not isinstance(copies, int) or copies < 1:
+            raise EpOverlapError(f"{type(self).__name__}'s parameter_copies must be a whole number >= 1, "
+                                 f"received {copies!r}")
+        for pp in _CHECKED_PP:
+            ranks = tuple(self.rank_stages(pp))
+            held = Counter(s for ran in ranks for s in ran)
+            wrong = next((s for s in sorted(set(held) | set(range(pp))) if held[s] != copies or not 0 <= s < pp),
+                         None)
+            if len(ranks) != pp or wrong is not None:
+                found = (f"{len(ranks)} ranks" if len(ranks) != pp else
+                         f"stage {wrong} on {held[wrong]} rank{'s' if held[wrong] != 1 else ''}")
+                raise EpOverlapError(
+                    f"{type(self).__name__} has parameter_copies {copies}, but its rank_stages({pp}) gives {found}: "
+                    f"expected {pp} ranks, each of stages 0-{pp - 1} on {copies} rank{'s' if copies != 1 else ''} "
+                    f"(override rank_stages along with parameter_copies)")
 
     def __str__(self) -> str:
         return self.name
