@@ -5,8 +5,9 @@ the layouts it refuses (:mod:`models.present.plan_text` words each by its name).
 
 * :data:`NO_OVERLAP` (``none``): the all-to-alls on the critical path.
 * :data:`BATCH_OVERLAP` (``batch``): Megatron-Core v0.14's ``--overlap-moe-expert-parallel-comm``,
-  one micro-batch's all-to-alls hidden behind another's compute [U: the overlap is taken as
-  perfect up to the compute]. The step graph runs 1F1B's forward and backward blocks as two
+  one micro-batch's all-to-alls run beside another's kernels: a forward block beside a backward
+  block of the same stage, walked phase by phase (:mod:`~models.studies.planner.pair_overlap`,
+  :meth:`EpOverlap.exposed_pair`). The step graph runs 1F1B's forward and backward blocks as two
   streams of work per stage.
 * :data:`DUALPIPE` (``dualpipe``): DeepSeek-V3's DualPipe (arXiv 2412.19437, section 3.2.1):
   micro-batches fed from both ends, forward and backward chunks of two micro-batches overlapped,
@@ -136,7 +137,7 @@ class EpOverlap:
 
     def alone(self, pp: int, micro_batches: int) -> float:
         """Of a rank's micro-batches, the share whose blocks run alone, their all-to-alls all
-        exposed whatever :meth:`exposed_ep` hides (0: the overlap is taken as perfect)."""
+        exposed whatever :meth:`exposed_pair` hides (0: every block runs in a pair)."""
         return 0.0
 
     def exposed_pp(self, pp_comm: float) -> float:

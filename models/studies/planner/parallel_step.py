@@ -21,9 +21,11 @@ Per micro-batch on each stage (the heaviest, compute and exposed communication, 
 * ``ep_comm``: per MoE layer, dispatch (the dispatch dtype) and combine (16-bit) all-to-alls
   forward, their two gradients (16-bit) backward, again forward with full recomputation; with
   ``etp > 1`` an all_gather and a reduce_scatter of the routed tokens over the expert
-  tensor-parallel group each way. Exposed: all of it (``none``), or what the stage's compute of
-  another micro-batch cannot hide (``batch``, ``dualpipe``) [U: the overlap is taken as perfect
-  up to the compute] (:mod:`~models.studies.planner.ep_overlap`);
+  tensor-parallel group each way. Exposed: all of it (``none``), or what the GPU idles while a
+  forward block runs beside the paired stage's backward block (``batch``: the same stage;
+  ``dualpipe``: stage ``pp - 1 - s``), the two walked phase by phase as the step graph runs them,
+  one kernel and one all-to-all at a time (:mod:`~models.studies.planner.pair_overlap`), plus all
+  of it for the blocks a schedule runs alone (:mod:`~models.studies.planner.ep_overlap`);
 * ``pp_comm`` and ``bubble``: 1F1B (interleaved) as the dense planner; DualPipe hides the sends
   and leaves the report's bubble (DeepSeek-V3 Technical Report, arXiv 2412.19437, table 2:
   ``(PP/2 - 1)(F&B + B - 3W)`` against 1F1B's ``(PP - 1)(F + B)``), ``F&B`` the slot, ``W``

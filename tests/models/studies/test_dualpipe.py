@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import topo
-from models.present.plan_text import component_note, plan_error_text
+from models.present.plan_text import component_note, format_plan, group_text, plan_error_text
 from models.engine.fabric import PreparedFabric
 from models.predict.simulate import simulate
 from models.predict.taskgraph import Task, TaskGraph, task_graph
@@ -374,3 +374,24 @@ def test_simulate_names_the_overlap_a_search_of_several_chose(capsys):
 
 def test_pipe_ops_read_as_the_program_writes_them():
     assert str(PipeOp("B", 1, 3, True)) == "B1.3w" and str(PipeOp("W", 0, 2)) == "W0.2"
+
+
+@pytest.mark.parametrize("kw", [dict(tp=1, pp=2, ep=8, zero=1, global_batch=64),
+                                dict(tp=2, pp=2, ep=4, zero=1, global_batch=64)])
+def test_a_dualpipe_plan_names_the_groups_its_step_reduces_over(cluster, kw):
+    # ranks r and pp - 1 - r hold the same two stages: the gradients are reduced over both ranks'
+    # data-parallel groups, which the plan records and prints, not each rank's own
+    p = plan(SMALL, cluster, ep_overlap="dualpipe", simulate=0, **kw)
+    g = plan_step_graph(p, cluster.G)
+    reduced = {frozenset(t.gpus) for t in g.tasks if t.kind == "dp_comm" and ".dbucket" in t.id}
+    experts = {frozenset(t.gpus) for t in g.tasks if t.kind == "dp_comm" and ".ebucket" in t.id}
+    assert reduced == {frozenset(x) for x in p.groups["dp_copies"]}
+    assert experts == {frozenset(x) for x in p.groups["edp_copies"]}
+    assert all(len(x) == 2 * len(p.groups["dp"][0]) for x in p.groups["dp_copies"])
+    text = format_plan(p, verbose=True)
+    shown = p.groups["dp_copies"][0]
+    assert f"  dp groups (every copy of a stage): {group_text(shown)}" in text
+    assert "  edp groups (every copy of a stage): " in text
+    one = plan(SMALL, cluster, simulate=0, **kw)  # 1F1B: each stage once, its own groups
+    assert "dp_copies" not in one.groups and "edp groups" not in format_plan(one, verbose=True)
+    assert f"  dp groups: {group_text(one.groups['dp'][0])}" in format_plan(one, verbose=True)
