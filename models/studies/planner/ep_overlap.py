@@ -129,8 +129,10 @@ class EpOverlap:
 
     def exposed_pair(self, forward: tuple, backward: tuple) -> float:
         """The exposed communication of a forward block beside a backward one, each a chain of
-        ``(stream, seconds)`` segments (:func:`~models.studies.planner.pair_overlap.block_segments`):
-        :meth:`exposed_ep` of their communication beside their kernels (``none``: all of it). [s]"""
+        ``(stream, seconds)`` segments (:func:`~models.studies.planner.pair_overlap.block_segments`),
+        for an overlap that runs them as :attr:`two_streams` (the first pass asks the others
+        :meth:`exposed_ep` of a stage's all-to-alls alone): here :meth:`exposed_ep` of their
+        communication beside their kernels. [s]"""
         comm = communication(forward) + communication(backward)
         busy = sum(s for _, s in (*forward, *backward)) - comm
         return self.exposed_ep(comm, busy)

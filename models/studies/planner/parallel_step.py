@@ -326,7 +326,7 @@ def parallel_components(w, layout: Layout, split: PipelineSplit, cm, comm, allto
 
     etp_pair = ((comm("etp", "all_gather", comb * layout.etp), comm("etp", "reduce_scatter", comb * layout.etp))
                 if moe and layout.etp > 1 else None)
-    walk = moe  # the blocks' all-to-alls walked beside the paired blocks' kernels (pair_overlap)
+    walk = moe and ep_overlap.two_streams  # the blocks' all-to-alls walked beside the paired blocks' (pair_overlap)
     measured = []
     blocks = []  # per stage, its (forward, backward) blocks as segments (pair_overlap), when walked
     for s, held in enumerate(split.stages):
