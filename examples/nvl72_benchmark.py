@@ -52,7 +52,7 @@ from topo.errors import DgxTopoError
 from models.predict.p2p import p2p_matrix
 
 #: nccl-tests -b 8 -e 8G -f 2: 8 B to 8 GiB, 31 sizes.
-SWEEP = [2 ** k for k in range(3, 34)]
+SWEEP = tuple(2 ** k for k in range(3, 34))
 
 
 def cpu(fn):

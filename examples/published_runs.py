@@ -55,6 +55,7 @@ import argparse
 import json
 import statistics
 from dataclasses import dataclass
+from types import MappingProxyType
 
 import _bootstrap  # noqa: F401  (examples/_bootstrap.py: the repository importable when not installed)
 
@@ -156,7 +157,7 @@ def _deepseek_2024():
     (2,048 GPUs x 1e12 / (180e3 x 3,600 s) tokens/s per GPU) = 19.91 s. DeepSeek recomputes
     RMSNorm and the MLA up-projections and keeps activations in FP8 (report sections 3.2.3 and
     3.3.3 [U]): the planner's ``deepseek`` recomputation
-    (:data:`models.studies.planner.recomputation.DEEPSEEK`)."""
+    (:data:`models.studies.recomputation.DEEPSEEK`)."""
     source = "DeepSeek-AI 2024 (DeepSeek-V3), sec. 1 and 3 [U]"
     seconds = 15360 * 4096 / (2048 * 1e12 / (180e3 * 3600))
     return [Run(source, "DeepSeek-V3, 2048 H800 (s/iteration)", "deepseek-v3", "256xdgxh800",
@@ -167,7 +168,7 @@ def _deepseek_2024():
 #: Every published run, oldest first.
 RUNS = _megatron_2019() + _narayanan_2021() + _korthikanti_2022() + _dubey_2024() + _deepseek_2024()
 #: GPU generation of each system family.
-GENERATION = {"dgx2h": "V100", "dgxa100-80g": "A100", "dgxh100": "H100", "dgxh800": "H800"}
+GENERATION = MappingProxyType({"dgx2h": "V100", "dgxa100-80g": "A100", "dgxh100": "H100", "dgxh800": "H800"})
 
 
 def generation_of(run: Run) -> str:

@@ -11,6 +11,8 @@ with the backward pass, so it bounds what the network adds to a step rather than
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 import numpy as np
 
 import _bootstrap  # noqa: F401  (examples/_bootstrap.py: the repository importable when not installed)
@@ -19,8 +21,8 @@ import topo
 from models.present.text import format_table
 from topo.units import MB, ms, to_GBps
 
-MODELS = {"ResNet-50": 25_600_000, "BERT-large": 340_000_000, "8.7B model": 8_700_000_000}
-DTYPES = {"fp32": 4, "fp16": 2}  # bytes per gradient element
+MODELS = MappingProxyType({"ResNet-50": 25_600_000, "BERT-large": 340_000_000, "8.7B model": 8_700_000_000})
+DTYPES = MappingProxyType({"fp32": 4, "fp16": 2})  # bytes per gradient element
 # (system, GPU ids): all GPUs of each system, and the DGX-2 also with 8 GPUs to compare like for like.
 RUNS = (("dgx1", None), ("dgx1v", None), ("dgx2", "0-7"), ("dgx2", None))
 

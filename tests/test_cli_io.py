@@ -526,9 +526,15 @@ def test_export_nccl_xml_and_import_it(capsys, tmp_path):
     argv = ["collective", "all_reduce", "-b", "1G", "-e", "1G", "--json"]
     assert (json.loads(ok(capsys, *argv, "--topo-file", tmp_path / "dgx2.json"))["rows"]
             == json.loads(ok(capsys, *argv, "--system", "dgx2"))["rows"])
-    assert "does not hang off a CPU by PCIe (NVLink-C2C" in fails(
-        capsys, "export", "--system", "gb200nvl72", "--format", "nccl-xml", "--out", tmp_path / "g.xml")
-    assert not (tmp_path / "g.xml").exists()
+    # A GB200 NVL72 rack: NCCL's XML of its host 0, one tray, whose GPUs reach Grace by C2C only.
+    out = ok(capsys, "export", "--system", "gb200nvl72", "--format", "nccl-xml", "--out", tmp_path / "g.xml")
+    assert out == f"wrote {tmp_path / 'g.xml'} (nccl-xml: GB200 NVL72, host 0 of 18, 4 GPUs)\n"
+    shape = json.loads(ok(capsys, "export", "--system", "gb200nvl72", "--format", "nccl-xml", "--out",
+                          tmp_path / "g.xml", "--json"))
+    assert (shape["host"], shape["host_gpus"], shape["fabric"]["gpus"]) == (0, 4, 72)
+    ok(capsys, "import", tmp_path / "g.xml", "--gpu", "gb200", "--out", tmp_path / "g.json")
+    assert (json.loads(ok(capsys, *argv, "--topo-file", tmp_path / "g.json"))["rows"]
+            == json.loads(ok(capsys, *argv, "--system", "gb200nvl72", "--gpus", "0-3"))["rows"])
 
 
 def test_a_fabric_file_with_a_terminal_escape_is_refused(capsys, tmp_path):

@@ -68,6 +68,10 @@ def test_a_workload_step_with_trace_and_figures(capsys, tmp_path):
     (["simulate", "nosuchmodel", "--system", "dgxh100"], "nosuchmodel"),
     (["simulate", "--graph", "{graph}", "--system", "dgxh100", "--tp", "2", "--bucket", "1M"],
      "--tp, --bucket shape(s) a WORKLOAD's step: expected none with --graph"),
+    (["simulate", "--graph", "{graph}", "--system", "dgxh100", "--ep-overlap", "all", "--max-events", "5"],
+     "--ep-overlap shape(s) a WORKLOAD's step: expected none with --graph"),
+    (["simulate", "--graph", "{graph}", "--system", "dgxh100", "--ep-overlap", "none", "--max-events", "5"],
+     "more than the limit of 5"),  # the default overlap named: not a layout option given
     (["simulate", "llama3-8b", "--system", "dgxh100", "--tp", "8", "--pp", "1", "--dp", "1", "--bucket", "0"],
      "bucket must be a size >= 1 byte, received 0"),
     (["simulate", "--graph", "{graph}", "--system", "dgxh100", "--nccl", "2.99"], "2.99"),

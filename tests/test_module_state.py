@@ -1,4 +1,4 @@
-"""No module of ``models`` holds mutable state: caches belong to the object whose lifetime they
+"""No module of ``models``, ``topo`` or ``examples/`` holds mutable state: caches belong to the object whose lifetime they
 share (a :class:`models.engine.fabric.PreparedFabric`), never to a module. Read from the source
 (ast), anywhere at module level (inside ``if``/``try``/``with``/``for`` blocks too) and in class
 bodies (a class attribute is shared by every instance): a name bound to a dict, list or set (a
@@ -94,9 +94,9 @@ def _module_state(tree: ast.Module) -> list:
     return sorted(found)
 
 
-def test_no_module_level_mutable_state_in_models():
+def test_no_module_level_mutable_state_in_the_package_or_the_examples():
     found = [f"{path.relative_to(ROOT)}:{line}: {what}"
-             for path in sorted((ROOT / "models").rglob("*.py"))
+             for tree in ("models", "topo", "examples") for path in sorted((ROOT / tree).rglob("*.py"))
              for line, what in module_state(path.read_text(encoding="utf-8"))]
     assert not found, "module-level mutable state (keep it on the object that owns it):\n" + "\n".join(found)
 

@@ -18,6 +18,9 @@ Examples
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
+
 import networkx as nx
 
 from .parts import add_cpu, add_gpu, add_link, add_nic, add_nvswitch, add_pcie_switch
@@ -28,21 +31,21 @@ __all__ = ["dgx1", "dgx1v", "dgx2"]
 
 # DGX-1 (P100) hybrid cube-mesh, one NVLink 1.0 link per edge [S10] [S11]: both quads
 # {0-3} and {4-7} fully connected plus i <-> i+4 (NVIDIA/go-gpuallocator NewDGX1PascalNode). [U] no pasted P100 nvidia-smi confirms the index order; it is the DGX-1V edge set.
-_DGX1_P100_NVLINKS = {
+_DGX1_P100_NVLINKS = MappingProxyType({
     (0, 1): 1, (0, 2): 1, (0, 3): 1, (1, 2): 1, (1, 3): 1, (2, 3): 1,
     (4, 5): 1, (4, 6): 1, (4, 7): 1, (5, 6): 1, (5, 7): 1, (6, 7): 1,
     (0, 4): 1, (1, 5): 1, (2, 6): 1, (3, 7): 1,
-}
+})
 
 # [V] nvidia-smi topo -m of DGX-1V-class machines [S1] [S2] [S5], the NCCL
 # topology dump of a DGX1-V100 [S4]. Every GPU has 6 links; 24 links on 16 GPU pairs.
-_DGX1V_NVLINKS = {
+_DGX1V_NVLINKS = MappingProxyType({
     (0, 3): 2, (0, 4): 2, (1, 2): 2, (1, 5): 2, (2, 3): 2, (4, 7): 2, (5, 6): 2, (6, 7): 2,
     (0, 1): 1, (0, 2): 1, (1, 3): 1, (2, 6): 1, (3, 7): 1, (4, 5): 1, (4, 6): 1, (5, 7): 1,
-}
+})
 
 
-def _dgx1_family(name: str, description: str, gpu: str, nvlinks: dict) -> nx.DiGraph:
+def _dgx1_family(name: str, description: str, gpu: str, nvlinks: Mapping) -> nx.DiGraph:
     """DGX-1 chassis: 8 SXM2 GPUs, 4 PCIe switches, 4 EDR NICs, 2 Broadwell sockets.
 
     Each PEX8764 PCIe gen3 switch [S4] holds a GPU pair (0/1, 2/3, 4/5, 6/7)

@@ -51,7 +51,8 @@ Examples
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 
 import networkx as nx
 
@@ -123,7 +124,7 @@ def _storage_card(G, cpu, *, socket: int, host_bridge: int, ports, pcie: str, mo
 # its two ConnectX-6 HDR NICs, both PXB to both GPUs.
 _A100_COMPLEXES = ((3, (0, 1), (0, 1)), (1, (2, 3), (2, 3)), (7, (4, 5), (6, 7)), (5, (6, 7), (8, 9)))
 _A100_STORAGE = ((0, (4, 5)), (4, (10, 11)))  # (NUMA node, mlx5 ports); the second [U] 640GB only
-_A100_VARIANTS = {"320GB": ("A100-SXM4-40GB", 1), "640GB": ("A100-SXM4-80GB", 2)}
+_A100_VARIANTS = MappingProxyType({"320GB": ("A100-SXM4-40GB", 1), "640GB": ("A100-SXM4-80GB", 2)})
 
 
 def dgxa100(variant: str = "320GB") -> nx.DiGraph:
@@ -485,7 +486,7 @@ def _nvl72(name: str, system: str, description: str, gpu: str, nic, nic_switch: 
 
 #: Builders of this module by registry name -> (builder, one-line description). The lead
 #: registers them in the system registry.
-SYSTEMS: dict[str, tuple[Callable[[], nx.DiGraph], str]] = {
+SYSTEMS: Mapping[str, tuple[Callable[[], nx.DiGraph], str]] = MappingProxyType({
     "dgxa100": (dgxa100, "DGX A100, 8x A100 SXM4 on 6 NVSwitch gen2 (NV12), 2x EPYC 7742 NPS4"),
     "dgxh100": (dgxh100, "DGX H100, 8x H100 SXM5 on 4 NVSwitch gen3 (NV18), 2x Xeon 8480C"),
     "dgxh200": (dgxh200, "DGX H200, 8x H200 on the DGX H100 fabric (NV18), 2x Xeon 8480C"),
@@ -495,40 +496,47 @@ SYSTEMS: dict[str, tuple[Callable[[], nx.DiGraph], str]] = {
     "dgxb300": (dgxb300, "DGX B300, 8x B300 on 2 NVLink 5 switch chips (NV18), ConnectX-8 800G"),
     "gb300nvl72": (gb300nvl72, "GB300 NVL72, 72 Blackwell Ultra in 18 trays on 18 NVLink 5 switch chips, "
                    "ConnectX-8 800G"),
-}
+})
+
+
+def _uncertain() -> dict[str, str]:
+    """What each builder takes on trust; a system built from another adds what it changes."""
+    facts = {
+        "dgxa100": (
+            "NVSwitch gen2 port count 36 (secondary); NUMA node 5 of GPUs 6/7 and mlx5_8/9; which PCIe "
+            "switch level holds GPUs and NICs (only GPU-NIC PXB is published) and the x16 widths "
+            "between levels; the xGMI link count, rate and their mapping to NPS4 quadrants; the "
+            "Infinity Fabric bandwidth between quadrants; the second storage card (640GB model) on "
+            "NUMA 4; PIX between the two ports of a storage card comes out PHB; link latencies are "
+            "assumptions"),
+        "dgxh100": (
+            "which two NVSwitch chips carry five links (DGX chip numbering unpublished); NVSwitch gen3 "
+            "port count 64 (secondary); the PCIe switch inside each ConnectX-7 and the two-level "
+            "complex; one host bridge per GPU complex; the storage card ports mlx5_1/2 and mlx5_7/8 "
+            "(from one DGX H100-class output) and PIX between them coming out PHB; 4 UPI links at "
+            "16 GT/s; link latencies are assumptions"),
+        "dgxb200": (
+            "the PCIe/NIC arrangement and mlx5 names copied from DGX H100 (one 8x B200 nvidia-smi "
+            "agrees on the classes); BlueField-3 placement; PCIe Gen5 links; NVLink 5 lane rate; 4 UPI "
+            "links at 20 GT/s and NCCL's ERP figure for the 8570; link latencies are assumptions"),
+        "gb200nvl72": (
+            "one NVLink from every GPU to each of the 18 switch chips (derived from port counts); 2 "
+            "chips per switch tray (secondary); NVLink-C2C bandwidth per GPU (900 GB/s bidirectional "
+            "per GPU or per superchip); the Grace-to-Grace link; GPU-to-NIC pairing and NIC root "
+            "ports (PCI domains); nvidia-smi classes of the NIC rows; mlx5_7; C2C modelled as a "
+            "'pcie' edge; link latencies are assumptions"),
+    }
+    facts["dgxh200"] = facts["dgxh100"]
+    facts["dgxh800"] = ("8 NVLink links per H800 spread 2 to each of the 4 NVSwitch gen3 chips (HGX H800 wiring "
+                        "unpublished); the chassis, NICs and host taken from DGX H100; " + facts["dgxh100"])
+    facts["dgxb300"] = ("the NVLink wiring (9 + 9) and the PCIe/NIC arrangement taken from DGX B200; PCIe Gen6 "
+                        "x16 from each GPU and ConnectX-8 to their switch (Gen5 to the CPU); the host taken as DGX B200's Xeon 8570 "
+                        "(DGX B300 ships Xeon 6776P); " + facts["dgxb200"])
+    facts["gb300nvl72"] = ("each ConnectX-8 as a PCIe switch with its GPU and NIC on PCIe Gen6 x16 and its upstream "
+                           "port on the Grace root port GB200's NIC has, at Gen5 x16; everything else but the GPUs and "
+                           "the ConnectX-8 800G compute NICs taken from GB200 NVL72; " + facts["gb200nvl72"])
+    return facts
+
 
 #: What each builder takes on trust: the facts marked [U] above, per system.
-UNCERTAIN: dict[str, str] = {
-    "dgxa100": (
-        "NVSwitch gen2 port count 36 (secondary); NUMA node 5 of GPUs 6/7 and mlx5_8/9; which PCIe "
-        "switch level holds GPUs and NICs (only GPU-NIC PXB is published) and the x16 widths "
-        "between levels; the xGMI link count, rate and their mapping to NPS4 quadrants; the "
-        "Infinity Fabric bandwidth between quadrants; the second storage card (640GB model) on "
-        "NUMA 4; PIX between the two ports of a storage card comes out PHB; link latencies are "
-        "assumptions"),
-    "dgxh100": (
-        "which two NVSwitch chips carry five links (DGX chip numbering unpublished); NVSwitch gen3 "
-        "port count 64 (secondary); the PCIe switch inside each ConnectX-7 and the two-level "
-        "complex; one host bridge per GPU complex; the storage card ports mlx5_1/2 and mlx5_7/8 "
-        "(from one DGX H100-class output) and PIX between them coming out PHB; 4 UPI links at "
-        "16 GT/s; link latencies are assumptions"),
-    "dgxb200": (
-        "the PCIe/NIC arrangement and mlx5 names copied from DGX H100 (one 8x B200 nvidia-smi "
-        "agrees on the classes); BlueField-3 placement; PCIe Gen5 links; NVLink 5 lane rate; 4 UPI "
-        "links at 20 GT/s and NCCL's ERP figure for the 8570; link latencies are assumptions"),
-    "gb200nvl72": (
-        "one NVLink from every GPU to each of the 18 switch chips (derived from port counts); 2 "
-        "chips per switch tray (secondary); NVLink-C2C bandwidth per GPU (900 GB/s bidirectional "
-        "per GPU or per superchip); the Grace-to-Grace link; GPU-to-NIC pairing and NIC root "
-        "ports (PCI domains); nvidia-smi classes of the NIC rows; mlx5_7; C2C modelled as a "
-        "'pcie' edge; link latencies are assumptions"),
-}
-UNCERTAIN["dgxh200"] = UNCERTAIN["dgxh100"]
-UNCERTAIN["dgxh800"] = ("8 NVLink links per H800 spread 2 to each of the 4 NVSwitch gen3 chips (HGX H800 wiring "
-                        "unpublished); the chassis, NICs and host taken from DGX H100; " + UNCERTAIN["dgxh100"])
-UNCERTAIN["dgxb300"] = ("the NVLink wiring (9 + 9) and the PCIe/NIC arrangement taken from DGX B200; PCIe Gen6 "
-                        "x16 from each GPU and ConnectX-8 to their switch (Gen5 to the CPU); the host taken as DGX B200's Xeon 8570 "
-                        "(DGX B300 ships Xeon 6776P); " + UNCERTAIN["dgxb200"])
-UNCERTAIN["gb300nvl72"] = ("each ConnectX-8 as a PCIe switch with its GPU and NIC on PCIe Gen6 x16 and its upstream "
-                           "port on the Grace root port GB200's NIC has, at Gen5 x16; everything else but the GPUs and "
-                           "the ConnectX-8 800G compute NICs taken from GB200 NVL72; " + UNCERTAIN["gb200nvl72"])
+UNCERTAIN: Mapping[str, str] = MappingProxyType(_uncertain())

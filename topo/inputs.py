@@ -39,6 +39,7 @@ import os
 import stat
 import sys
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from .errors import DgxTopoError
 from .units import MiB
@@ -99,7 +100,7 @@ class InputKind:
 #   NCCL_DEBUG=INFO of a few hundred ranks reach a few MB.
 # - calibration JSON ('dgxtopo calibrate --out') is about 1 KB.
 # - task graph JSON (one training step's operations) stays below a few MB for thousands of ops.
-INPUT_KINDS: dict = {kind.name: kind for kind in (
+INPUT_KINDS: dict = MappingProxyType({kind.name: kind for kind in (
     InputKind("fabric", "topology file (JSON or GraphML)", 64 * MiB),
     InputKind("nvidia-smi", "nvidia-smi topo -m output", 4 * MiB),
     InputKind("nccl-xml", "NCCL topology XML", 16 * MiB),
@@ -107,7 +108,7 @@ INPUT_KINDS: dict = {kind.name: kind for kind in (
     InputKind("benchmark", "nccl-tests or p2pBandwidthLatencyTest output", 16 * MiB),
     InputKind("calibration", "calibration file", 1 * MiB, json=True),
     InputKind("task-graph", "task graph JSON", 64 * MiB, json=True),
-)}
+)})
 
 
 def _kind(kind) -> InputKind:

@@ -52,6 +52,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections import defaultdict
+from types import MappingProxyType
 
 import networkx as nx
 
@@ -211,10 +212,10 @@ def _ring(G, gpu_nodes, switches):
     return pos
 
 
-_CORES = {"cube_mesh": _cube_mesh, "baseboards": _baseboards, "ring": _ring}
+_CORES = MappingProxyType({"cube_mesh": _cube_mesh, "baseboards": _baseboards, "ring": _ring})
 # The push of the host layer per style: its axis and the step per hop.
-_PUSH = {"cube_mesh": ("vertical", _CUBE_STEP), "baseboards": ("horizontal", _BOARD_STEP),
-         "ring": ("radial", _RING_STEP)}
+_PUSH = MappingProxyType({"cube_mesh": ("vertical", _CUBE_STEP), "baseboards": ("horizontal", _BOARD_STEP),
+         "ring": ("radial", _RING_STEP)})
 
 
 def _host_nodes(G) -> dict:

@@ -7,6 +7,8 @@ once, and parallel links merge into one edge per direction.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from .errors import TopologyError, UnknownPartError
 from .specs import CPUS, GPUS, LINKS
 
@@ -64,7 +66,7 @@ def add_link(G, u, v, link: str, links: int = 1, **attributes) -> None:
         data["bandwidth"] = data["links"] * spec.bandwidth
 
 
-def _lookup(table: dict, key, what: str):
+def _lookup(table: Mapping, key, what: str):
     """``table[key]``, or an :class:`UnknownPartError` listing the known keys."""
     try:
         return table[key]

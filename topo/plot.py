@@ -50,6 +50,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from dataclasses import dataclass
+from types import MappingProxyType
 
 import numpy as np
 import plotly.colors as pcolors
@@ -67,23 +68,29 @@ __all__ = ["fabric_figure", "fabric_figure_dict", "link_class", "label_side", "M
            "MAX_LABELLED"]
 
 #: Link colours by bandwidth (log scale): light (slow) to dark (fast).
-BANDWIDTH_COLORSCALE = [[0.0, "#a6cee3"], [0.5, "#3182bd"], [1.0, "#08306b"]]
+BANDWIDTH_COLORSCALE = ((0.0, "#a6cee3"), (0.5, "#3182bd"), (1.0, "#08306b"))
 #: Link colours by a value such as the share of capacity a collective uses: 0 to the maximum.
-LOAD_COLORSCALE = [[0.0, "#fee391"], [0.5, "#fc8d59"], [1.0, "#b2182b"]]
+LOAD_COLORSCALE = ((0.0, "#fee391"), (0.5, "#fc8d59"), (1.0, "#b2182b"))
 _UNUSED_COLOR = "#d0d0d0"
 
+
+def _as_lists(scale) -> list:
+    """A colour scale as plotly takes it: a list of ``[position, colour]`` (it reads a tuple as one colour)."""
+    return [list(stop) for stop in scale]
+
+
 #: How each node kind is drawn: legend name, marker symbol, size, colour.
-KIND_STYLE = {
+KIND_STYLE = MappingProxyType({
     "gpu": ("GPU", "square", 26, "#76b900"),
     "nvswitch": ("NVSwitch", "diamond", 20, "#5b3f8c"),
     "pcie_switch": ("PCIe switch", "circle", 13, "#8c8c8c"),
     "cpu": ("CPU", "hexagon", 24, "#4d4d4d"),
     "nic": ("NIC", "triangle-up", 15, "#d98c1f"),
     "network_switch": ("network switch", "square-open", 18, "#b03060"),
-}
+})
 _OTHER_STYLE = ("circle", 14, "#b07aa1")
-_DASH = {"nvlink": "solid", "pcie": "dot", "cpu-to-cpu": "dash", "network": "dashdot"}
-_KIND_LABEL = {"nvlink": "NVLink", "pcie": "PCIe", "cpu-to-cpu": "CPU-to-CPU", "network": "network"}
+_DASH = MappingProxyType({"nvlink": "solid", "pcie": "dot", "cpu-to-cpu": "dash", "network": "dashdot"})
+_KIND_LABEL = MappingProxyType({"nvlink": "NVLink", "pcie": "PCIe", "cpu-to-cpu": "CPU-to-CPU", "network": "network"})
 _WIDTH = (1.5, 8.0)  # line width of the slowest and the fastest link [px]
 #: Fabrics with more nodes drawn get no labels and smaller markers by default.
 MAX_LABELLED = 150
@@ -849,17 +856,17 @@ class _Paint:
     def _sample(self, scale, fraction) -> str:
         key = (id(scale), fraction)
         if key not in self.sampled:
-            self.sampled[key] = pcolors.sample_colorscale(scale, [fraction])[0]
+            self.sampled[key] = pcolors.sample_colorscale(_as_lists(scale), [fraction])[0]
         return self.sampled[key]
 
     def colour_bar(self) -> dict:
         if self.values is None:
             ticks = _ticks(10 ** self.log_lo, 10 ** self.log_hi)
-            return dict(colorscale=BANDWIDTH_COLORSCALE, cmin=self.log_lo, cmax=self.log_hi,
+            return dict(colorscale=_as_lists(BANDWIDTH_COLORSCALE), cmin=self.log_lo, cmax=self.log_hi,
                         colorbar=dict(title=dict(text="GB/s per<br>direction"), len=0.6,
                                       tickvals=[math.log10(t) for t in ticks],
                                       ticktext=[f"{t:.4g}" for t in ticks]))
-        return dict(colorscale=LOAD_COLORSCALE, cmin=self.vlo, cmax=self.vhi,
+        return dict(colorscale=_as_lists(LOAD_COLORSCALE), cmin=self.vlo, cmax=self.vhi,
                     colorbar=dict(title=dict(text=self.value_label), len=0.6))
 
 

@@ -28,6 +28,7 @@ Examples
 from __future__ import annotations
 
 import math
+from types import MappingProxyType
 
 import plotly.graph_objects as go
 
@@ -44,7 +45,7 @@ GRID_COLOR = "#eeeeee"
 #: Text colours :func:`text_colour` chooses between.
 DARK_TEXT, LIGHT_TEXT = "#1a1a1a", "white"
 _TEXT_COLOR = "#222222"
-_MARGIN = dict(l=60, r=20, t=60, b=50)
+_MARGIN = MappingProxyType(dict(l=60, r=20, t=60, b=50))
 
 
 def _template_layout() -> dict:

@@ -42,8 +42,9 @@ from __future__ import annotations
 
 import re
 import reprlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 import networkx as nx
 
@@ -59,11 +60,11 @@ __all__ = ["SYSTEMS", "VARIANTS", "Variant", "HOSTS_PER_SYSTEM", "OPTIONS", "Sys
 
 #: Built-in systems by name. ``gb200nvl72`` is one rack of 18 hosts (compute trays) in one
 #: NVLink domain (:data:`HOSTS_PER_SYSTEM`); ``8xgb200nvl72`` joins 8 racks.
-SYSTEMS: dict[str, Callable[[], nx.DiGraph]] = {
+SYSTEMS: Mapping[str, Callable[[], nx.DiGraph]] = MappingProxyType({
     "dgx1": dgx1, "dgx1v": dgx1v, "dgx2": dgx2,
     "dgxa100": dgxa100, "dgxh100": dgxh100, "dgxh200": dgxh200, "dgxh800": dgxh800, "dgxb200": dgxb200,
     "dgxb300": dgxb300, "gb200nvl72": gb200nvl72, "gb300nvl72": gb300nvl72,
-}
+})
 
 
 
@@ -99,14 +100,14 @@ def _dgxa100_640gb() -> nx.DiGraph:
 #: Variants of the built-in systems by name, usable wherever a system name is (``4xdgxa100-80g``).
 #: They are not in :data:`SYSTEMS`, whose entries are the distinct fabrics: a variant has its
 #: base's NVLink, PCIe and network layers and differs in the GPUs' memory, HBM and clocks.
-VARIANTS: dict[str, Variant] = {
+VARIANTS: Mapping[str, Variant] = MappingProxyType({
     "dgxa100-80g": Variant("dgxa100", "A100-SXM4-80GB", "DGX A100 640GB",
                            "DGX A100 640GB, 8x A100 SXM4 80GB, 6 NVSwitch gen2, NV12 [S38]", _dgxa100_640gb),
     "dgx1v-32g": Variant("dgx1v", "V100-SXM2-32GB", "DGX-1V 32GB",
                          "DGX-1, 8x V100 SXM2 32GB, NVLink 2.0 hybrid cube-mesh [S9]", dgx1v),
     "dgx2h": Variant("dgx2", "V100-SXM3-32GB-H", "DGX-2H",
                      "DGX-2H, 16x V100 SXM3 32GB at 450 W, 12 NVSwitches [S103]", dgx2),
-}
+})
 
 
 def _variant(key: str) -> nx.DiGraph:
@@ -132,16 +133,16 @@ def _builder(key: str) -> Callable[[], nx.DiGraph]:
 
 #: Hosts of one copy of a system where it is more than one (a GB200 NVL72 rack: 18 compute
 #: trays [S44]); the host limit of a spec counts them.
-HOSTS_PER_SYSTEM: dict[str, int] = {"gb200nvl72": 18, "gb300nvl72": 18}
+HOSTS_PER_SYSTEM: Mapping[str, int] = MappingProxyType({"gb200nvl72": 18, "gb300nvl72": 18})
 
 #: The grammar, as help texts and error messages state it.
 SPEC_GRAMMAR = ("NAME or NxNAME[:network][:oversub=K] (network fat_tree, rail or rail_only) such as "
                 "dgx2, 2xdgx1v, 16xdgx2:rail, 4xdgxh100:rail_only or 16xdgx2:fat_tree:oversub=4")
 
 # Spellings of the networks (after lower-casing) and the network they mean.
-_NETWORK_NAMES = {"fat_tree": "fat_tree", "fattree": "fat_tree", "fat-tree": "fat_tree",
+_NETWORK_NAMES = MappingProxyType({"fat_tree": "fat_tree", "fattree": "fat_tree", "fat-tree": "fat_tree",
                   "rail": "rail", "rail_only": "rail_only", "railonly": "rail_only",
-                  "rail-only": "rail_only"}
+                  "rail-only": "rail_only"})
 #: Options of a cluster spec.
 OPTIONS = ("oversub",)
 _COUNT = re.compile(r"[0-9]+")

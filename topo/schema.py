@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from types import MappingProxyType
 
 import networkx as nx
 
@@ -237,10 +238,10 @@ def _type_ok(value, expected: type) -> bool:
 
 # The rows that apply to each (scope, kind), read once from ATTRIBUTES: validation runs over
 # every node and edge of fabrics with hundreds of thousands of them.
-_APPLICABLE = {
+_APPLICABLE = MappingProxyType({
     (scope, kind): tuple(a for a in ATTRIBUTES if a.where == scope and a.name != "kind" and a.applies(kind))
     for scope, kinds in (("node", NODE_KINDS), ("edge", EDGE_KINDS)) for kind in kinds
-}
+})
 
 
 def _label(scope: str, item) -> str:

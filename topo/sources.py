@@ -14,7 +14,9 @@ Examples
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 __all__ = ["Source", "SOURCES"]
 
@@ -39,7 +41,7 @@ class Source:
 
 
 #: Cited sources by key.
-SOURCES: dict[str, Source] = {s.key: s for s in (
+SOURCES: Mapping[str, Source] = MappingProxyType({s.key: s for s in (
     Source('S1', 'pytorch/pytorch benchmarks/distributed/ddp/README.md: nvidia-smi topo -m of a DGX-1V with 4x 100 Gb InfiniBand',
            'github.com/pytorch/pytorch'),
     Source('S2', 'OneFlow DLPerf benchmark reports (8x V100-SXM2): nvidia-smi topo -m',
@@ -207,4 +209,4 @@ SOURCES: dict[str, Source] = {s.key: s for s in (
            '(MXFP8 at the FP8 rate and NVFP4 at the FP4 rate on Blackwell tensor cores; MX block '
            'scaling is a Blackwell feature, Hopper has per-tensor FP8 only)',
            'https://docs.nvidia.com/deeplearning/transformer-engine/'),
-)}
+)})

@@ -57,7 +57,9 @@ Examples
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from .units import GB, GiB, ns
 
@@ -230,7 +232,7 @@ _IB_LATENCY = 600 * ns
 _IB_LATENCY_NOTE = "latency: 600 ns per network hop (NIC to switch port) is an assumption"
 
 #: Link technologies by catalogue key.
-LINKS: dict[str, LinkSpec] = {spec.name: spec for spec in (
+LINKS: Mapping[str, LinkSpec] = MappingProxyType({spec.name: spec for spec in (
     LinkSpec("nvlink1", "nvlink", "NVLink 1.0", 20 * GB, _NVLINK_LATENCY,
              "[S10] [S11] 20 GB/s per direction per link (P100); NCCL SM60 18.0 [S30]",
              _NVLINK_LATENCY_NOTE),
@@ -321,7 +323,7 @@ LINKS: dict[str, LinkSpec] = {spec.name: spec for spec in (
              "net bw = port speed in Mb/s / 8000 = 100 (NVIDIA/nccl v2.27.7-1 "
              "src/graph/topo.cc ncclTopoAddNet)",
              "[U] no system built here has XDR NICs yet; " + _IB_LATENCY_NOTE),
-)}
+)})
 
 TF = 1e12  # FLOP/s per TFLOP/s, for the peaks below
 MHz = 1e6
@@ -352,7 +354,7 @@ _HBM_NOTE = "memory_bandwidth is NVIDIA's datasheet figure, not cross-checked by
 #: A100, [S105] H100, [S106] H200, [S107] B200, [S108] GB200, [S114] B300, [S115] GB300, [S116]
 #: H800. Each peak is the product of SMs,
 #: tensor (or FP32) operations per SM per clock and the boost clock, which the entries check.
-GPUS: dict[str, GpuSpec] = {
+GPUS: Mapping[str, GpuSpec] = MappingProxyType({
     "P100": GpuSpec("Tesla P100-SXM2-16GB", 60, "nvlink1", 4, 16 * GiB, 732 * GB,
                     "4 NVLink 1.0 links [S10] [S11], 16 GB [S8]; [S101] 56 SMs, 1,480 MHz boost, "
                     "10.6 TFLOPS FP32, 21.2 TFLOPS FP16 (no tensor cores), 732 GB/s HBM2",
@@ -437,10 +439,10 @@ GPUS: dict[str, GpuSpec] = {
                      "memory (279-288 GB) and 8 TB/s are NVIDIA's figures via secondary sources [U]; "
                      "[U] 160 SMs as B300; [U] fp32 and tf32 as GB200",
                      generation="B300", sm_count=160, peak=_GB300_PEAK),
-}
+})
 
 #: Host CPU models by short name.
-CPUS: dict[str, CpuSpec] = {
+CPUS: Mapping[str, CpuSpec] = MappingProxyType({
     "E5-2698v4": CpuSpec("Intel Xeon E5-2698 v4", 20, 2, "qpi_bdw", 2,
                          "20 cores at 2.2 GHz, DGX-1 and DGX-1V [S8] [S9]; affinity "
                          "0-19,40-59 / 20-39,60-79 [S5]",
@@ -466,10 +468,10 @@ CPUS: dict[str, CpuSpec] = {
                      "GB200 compute tray: 2 Grace CPUs [S44]; 72 Arm Neoverse V2 cores, one thread "
                      "each (NVIDIA Grace datasheet)",
                      "cores from NVIDIA's datasheet, not retrieved [U]; the Grace-to-Grace link [U]"),
-}
+})
 
 #: NVSwitch generations by short name.
-NVSWITCHES: dict[str, SwitchSpec] = {
+NVSWITCHES: Mapping[str, SwitchSpec] = MappingProxyType({
     "nvswitch1": SwitchSpec("NVSwitch (first generation)", 18, "nvlink2",
                             "18 NVLink 2.0 ports at 25 GB/s per direction, "
                             "non-blocking crossbar [S18] [S19] [S25]"),
@@ -489,13 +491,13 @@ NVSWITCHES: dict[str, SwitchSpec] = {
                             "NVL72 switch tray: 144 ports = 2 chips [S64]",
                             "72 ports per chip is derived [D] from the tray's 144 and DGX B200's "
                             "14.4 TB/s; [U] secondary for the 2 chips per tray", sharp=True),
-}
+})
 
 #: InfiniBand switches by the link key of their ports. [U] Port counts are the vendors'
 #: datasheet figures for the usual switch of each generation (EDR Switch-IB 2: 36 ports;
 #: HDR Quantum QM8700: 40; NDR Quantum-2 QM9700: 64; XDR Quantum-X800 Q3400: 144), not
 #: retrieved. :mod:`topo.cluster` builds every tier of a cluster's network from them.
-NETWORK_SWITCHES: dict[str, SwitchSpec] = {
+NETWORK_SWITCHES: Mapping[str, SwitchSpec] = MappingProxyType({
     "ib_edr": SwitchSpec("36-port EDR InfiniBand switch", 36, "ib_edr",
                          "vendor datasheet (Switch-IB 2 class)", "port count [U]"),
     "ib_hdr": SwitchSpec("40-port HDR InfiniBand switch", 40, "ib_hdr",
@@ -507,7 +509,7 @@ NETWORK_SWITCHES: dict[str, SwitchSpec] = {
                          "announcement, GTC 2024); the DGX B300 SuperPOD reference architecture "
                          "builds its compute fabric from it [S49]",
                          "port count from the announcement, datasheet not retrieved [U]"),
-}
+})
 
 
 # ------------------------------------------------------------------ the wire of each technology
@@ -630,7 +632,7 @@ _KP4 = ("256b/257b transcoding and RS(544,514) FEC (IEEE Std 802.3bs-2017, claus
         "InfiniBand Architecture Specification vol. 2 physical layer uses the same lane format)")
 
 #: The wire of each link technology, keyed like :data:`LINKS`.
-WIRES: dict[str, WireFormat] = {w.link: w for w in (
+WIRES: Mapping[str, WireFormat] = MappingProxyType({w.link: w for w in (
     WireFormat("nvlink1", 8, 20e9, (1, 1), (1, 1), 256, 16,
                source="8 lanes x 20 Gb/s (Tesla P100 whitepaper, NVIDIA 2016); " + _NVLINK_FRAMING,
                uncertain="[U] 8 lanes per direction"),
@@ -687,4 +689,4 @@ WIRES: dict[str, WireFormat] = {w.link: w for w in (
                source="4 PAM4 lanes x 212.5 Gb/s, " + _KP4 + "; " + _IB_PACKET_FORMAT,
                uncertain="[U] XDR's lane rate and FEC taken as NDR's doubled (not retrieved); "
                          + _IB_UNCERTAIN),
-)}
+)})

@@ -31,6 +31,7 @@ import math
 import numbers
 import re
 from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import TypeAlias
 
 import numpy as np
@@ -103,7 +104,7 @@ Sizes: TypeAlias = "int | float | str | Sequence[int | float | str] | np.ndarray
 #: Largest count :func:`parse_count` accepts when no ``maximum`` is given (int32's maximum).
 MAX_COUNT = 2**31 - 1
 #: Size suffixes and their binary multiples, as nccl-tests' ``-b``/``-e`` read them (either case).
-SIZE_SUFFIXES = {"": 1, "K": KiB, "M": MiB, "G": GiB, "T": TiB}
+SIZE_SUFFIXES = MappingProxyType({"": 1, "K": KiB, "M": MiB, "G": GiB, "T": TiB})
 
 _SIZE_TEXT = re.compile(r"([0-9]+)([KMGT]?)", re.IGNORECASE)
 _SIZE_EXPECTED = ("expected a whole number of bytes from 0 to 2**62: an integer, an integral "

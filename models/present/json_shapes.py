@@ -134,10 +134,11 @@ def plan_json(p) -> dict:
     :func:`~models.present.plan_text.warning_notes`)."""
     # the planner's words: only a plan's JSON imports them
     from ..studies.planner.cp_exchange import CpExchange
+    from ..studies.recomputation import Recompute
     from .plan_text import component_note, compute_note, fit_note, timing_note, warning_notes
 
     def plain(value):  # a strategy object by its name
-        return value.name if isinstance(value, CpExchange) else value
+        return value.name if isinstance(value, (CpExchange, Recompute)) else value
 
     return {
         "workload": p.workload, "fabric": p.fabric, "nccl": p.nccl, "generation": p.generation,

@@ -24,6 +24,7 @@ from types import MappingProxyType
 from topo.units import GB, MiB, to_us
 
 from ..studies.compute import GENERATIONS, TF, ComputeFacts, ComputeModel
+from ..studies.planner.ep_overlap import BatchOverlap, DualPipe, EpOverlap
 from ..studies.planner.parallel import SplitError, stage_split
 from ..studies.planner.ranking import GpuRank
 from ..studies.planner.records import (BubbleDetail, Calibration, Component, ComputeDetail, ContextParallelDetail,
@@ -284,14 +285,15 @@ def _dualpipe_bubble(d: BubbleDetail) -> str:
     return f"{formula}{f', capped at {pairs} slots' if capped else ''} = {d.fraction:.2%} of the ideal step"
 
 
-#: The words of the built-in overlaps' own bubbles, by name (else 1F1B's).
-_BUBBLE_WORDS = MappingProxyType({"dualpipe": _dualpipe_bubble})
+#: The words of the built-in overlaps' own bubbles, by the overlap's class (else 1F1B's): a
+#: subclass of your own keeps 1F1B's words, as its bubble may be its own.
+_BUBBLE_WORDS = MappingProxyType({DualPipe: _dualpipe_bubble})
 
 
 def _bubble_detail(d: BubbleDetail) -> str:
     if d.simulated:
         return "the rest of the critical path: the pipeline's fill and drain, waits for a stream"
-    own = _BUBBLE_WORDS.get(d.overlap.name)
+    own = _BUBBLE_WORDS.get(type(d.overlap))
     if own is not None:
         return own(d)
     v, m = d.virtual_stages, d.micro_batches
@@ -329,9 +331,9 @@ def _context_parallel_detail(d: ContextParallelDetail) -> str:
 
 
 #: The words of the built-in expert overlaps (:mod:`models.studies.planner.ep_overlap`), by
-#: name; another shows by its name.
-_EP_OVERLAP_WORDS = MappingProxyType({"none": "not overlapped", "batch": "batch-level overlap",
-                                      "dualpipe": "DualPipe overlap"})
+#: class (each behaves as its class does, whatever its name); a subclass of your own shows by its name.
+_EP_OVERLAP_WORDS = MappingProxyType({EpOverlap: "not overlapped", BatchOverlap: "batch-level overlap",
+                                      DualPipe: "DualPipe overlap"})
 
 
 def _expert_parallel_detail(d: ExpertParallelDetail) -> str:
@@ -339,7 +341,7 @@ def _expert_parallel_detail(d: ExpertParallelDetail) -> str:
         return "no experts (a dense model)"
     if d.degree == 1 and d.tensor_degree == 1:
         return f"{d.layers} MoE layers, experts local (no expert parallelism)"
-    overlap = _EP_OVERLAP_WORDS.get(d.overlap.name, f"{d.overlap.name} overlap")
+    overlap = _EP_OVERLAP_WORDS.get(type(d.overlap), f"{d.overlap.name} overlap")
     balance = f", balance x{d.balance:g}" if d.balance != 1 else ""
     return (f"{d.layers} MoE layers x dispatch {d.dispatch_bytes / MiB:.1f} + combine {d.combine_bytes / MiB:.1f} "
             f"MiB per rank over ep{d.degree} ({d.network_fraction:.0%} off the NVLink domain){balance}; {overlap}")

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from topo.errors import DgxTopoError
 
 from .planner.layouts import plan_order, search
+from .recomputation import DEEPSEEK, FULL, NO_RECOMPUTE
 from .planner.records import Search
 
 __all__ = ["MOE_WORKLOAD", "MOE_SYSTEMS", "MOE_GPUS", "MOE_PP", "MOE_EP", "MOE_ZERO", "MOE_RECOMPUTE",
@@ -38,10 +39,10 @@ MOE_GPUS = 256
 MOE_PP = (4, 8, 16)
 MOE_EP = (8, 16, 32, 64)
 MOE_ZERO = (1, 2)
-#: Recomputation: none, DeepSeek-V3's own (norms, MLA up-projections and expert activations again,
-#: activations cached in the low-precision dtype; :data:`models.studies.planner.recomputation.DEEPSEEK`)
-#: and full.
-MOE_RECOMPUTE = ("none", "deepseek", "full")
+#: Recomputation strategies (:mod:`models.studies.recomputation`): none, DeepSeek-V3's own (norms,
+#: MLA up-projections and expert activations again, activations cached in the low-precision dtype;
+#: :data:`~models.studies.recomputation.DEEPSEEK`) and full.
+MOE_RECOMPUTE = (NO_RECOMPUTE, DEEPSEEK, FULL)
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,12 +97,13 @@ class MoeComparison:
 
 def moe_candidates(ngpus: int = MOE_GPUS) -> tuple:
     """The candidate layouts on ``ngpus`` GPUs as :func:`~models.studies.planner.search` options
-    (``tp=1, cp=1`` and one ``pp``, ``ep``, ``zero``, ``recompute`` each).
+    (``tp=1, cp=1`` and one ``pp``, ``ep``, ``zero``, ``recompute`` each; ``recompute`` by name,
+    as a user passes it).
 
     >>> len(moe_candidates())  # pp4: ep 8-64; pp8: ep 8-32; pp16: ep 8, 16; each x 2 ZeRO x 3 recompute
     54
     """
-    return tuple(dict(tp=1, cp=1, pp=pp, ep=ep, zero=zero, recompute=rc)
+    return tuple(dict(tp=1, cp=1, pp=pp, ep=ep, zero=zero, recompute=rc.name)
                  for pp in MOE_PP if ngpus % pp == 0
                  for ep in MOE_EP if (ngpus // pp) % ep == 0
                  for zero in MOE_ZERO for rc in MOE_RECOMPUTE)

@@ -359,12 +359,8 @@ def step_graph(plan: Any, G: nx.DiGraph, *, workload: str | Workload | None = No
     layer_times = cm.times(w.layer_ops(b, tp, elem, sequence_parallel=lay.sequence_parallel, stack=cm.stack,
                                        act=act_elem))
     head_times = cm.times(w.head_ops(b, tp, elem, act=act_elem)[1:])  # the head and loss of the last stage
-    recompute_layer = 0.0
-    if lay.recompute == "full":
-        recompute_layer = sum(t.forward for t in layer_times)
-    elif lay.recompute == "selective":
-        recompute_layer = sum(t.forward for t in layer_times
-                              if t.op.name in ("scores", "softmax", "context", "flash_attention"))
+    # what the layout's recomputation runs again before a layer's backward (full: its whole forward)
+    recompute_layer = float(sum(t.forward for t in layer_times if lay.recompute.recomputes(t.op.name)))
     times = _Times(sum(t.forward for t in layer_times), sum(t.backward for t in layer_times),
                    sum(t.forward for t in head_times), sum(t.backward for t in head_times), recompute_layer,
                    cm.scale, cm.gpu.memory_bandwidth * cm.memory_efficiency)
@@ -462,11 +458,11 @@ def _schedule(out, plan: Any, w: Workload, *, bucket: float, fold: bool, times: 
                     c0 = out.add(f"{lid}.c0", "compute", group, seconds=half, after=(last, *gate, *zg),
                                  kind="compute", fold=fold)
                     gate = ()
-                    a0 = tp_comm(f"{lid}.h0", group, c0, 1 + (what == "B" and lay.recompute == "full"))
+                    a0 = tp_comm(f"{lid}.h0", group, c0, 1 + (lay.recompute.repeated(1) if what == "B" else 0))
                     extra = times.head_forward if (what == "F" and last_stage and li == nl - 1) else 0.0
                     c1 = out.add(f"{lid}.c1", "compute", group, seconds=half + extra, after=(a0,), kind="compute",
                                  fold=fold)
-                    last = tp_comm(f"{lid}.h1", group, c1, 1 + (what == "B" and lay.recompute == "full"))
+                    last = tp_comm(f"{lid}.h1", group, c1, 1 + (lay.recompute.repeated(1) if what == "B" else 0))
                     if what == "B" and i == m - 1 and dp > 1:
                         last_grads[(d, p)].append((li, last))
                 if what == "F" and not last_stage:

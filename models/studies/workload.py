@@ -61,6 +61,7 @@ from typing import TypeAlias
 from topo.errors import DgxTopoError
 
 from ..engine.results import tidy_records
+from .recomputation import FULL, NO_RECOMPUTE, RECOMPUTES, Recompute, as_recompute
 
 __all__ = ["DEFAULT_BUCKET", "OPTIMIZER_PASS_BYTES", "DTYPES", "LOW_PRECISION", "QUANTISED_BYTES",
            "is_low_precision", "Op", "matmul_op", "memory_op", "Software", "SOFTWARE", "Transformer",
@@ -290,6 +291,25 @@ def memory_op(name: str, nbytes: float, kernels: int = 1) -> Op:
 
 
 _matmul, _memory = matmul_op, memory_op
+
+
+def _recompute(value, *, dense: bool) -> Recompute:
+    """``value`` (a name or a strategy object) read once as its :class:`Recompute
+    <models.studies.recomputation.Recompute>`; a dense workload refuses the strategies made for
+    mixture-of-experts layers (``moe_only``: their modules name MoE and MLA tensors)."""
+    rc = as_recompute(value)
+    if rc is None or (dense and rc.moe_only):
+        names = [r.name for r in RECOMPUTES if not (dense and r.moe_only)]
+        raise WorkloadError(f"recompute must be {', '.join(map(repr, names[:-1]))} or {names[-1]!r} "
+                            f"(or a Recompute), received {value!r}")
+    return rc
+
+
+def _flag(recompute: bool | str | Recompute) -> str | Recompute:
+    """``training_flops_per_token``'s ``recompute``: True and False as full and no recomputation."""
+    if recompute is True or recompute is False:
+        return FULL if recompute else NO_RECOMPUTE
+    return recompute
 
 
 @dataclass(frozen=True, slots=True)
@@ -563,30 +583,29 @@ class Transformer:
         layer = self._products(self.layer_ops(1, stack="fused"))
         return (self.layers * layer + self._products(self.head_ops(1))) / self.seq
 
-    def recomputed_flops_per_token(self, recompute: str = "full") -> float:
-        """FLOPs per token that recomputation executes again (a forward of the layers for
+    def recomputed_flops_per_token(self, recompute: str | Recompute = "full") -> float:
+        """FLOPs per token that recomputation executes again: the products of the layer kernels
+        the strategy runs again (:meth:`Recompute.recomputes
+        <models.studies.recomputation.Recompute.recomputes>`; a forward of the layers for
         ``"full"``, of the attention core for ``"selective"``, none for ``"none"``). [FLOP]"""
-        if recompute not in ("none", "full", "selective"):
-            raise WorkloadError(f"recompute must be 'none', 'full' or 'selective', received {recompute!r}")
-        if recompute == "none":
+        rc = _recompute(recompute, dense=True)
+        if rc == NO_RECOMPUTE:
             return 0.0
-        ops = self.layer_ops(1, stack="fused")
-        if recompute == "selective":
-            ops = [op for op in ops if op.name in ("scores", "context")]
+        ops = [op for op in self.layer_ops(1, stack="fused") if rc.recomputes(op.name)]
         return self.layers * self._products(ops) / self.seq
 
-    def training_flops_per_token(self, recompute: bool | str = False) -> float:
+    def training_flops_per_token(self, recompute: bool | str | Recompute = False) -> float:
         """Training FLOPs per token: 3 forwards (model FLOPs), plus what recomputation runs
-        again (hardware FLOPs: ``recompute`` ``True`` or ``"full"``, ``"selective"``). [FLOP]
+        again (hardware FLOPs: ``recompute`` ``True`` or ``"full"``, ``"selective"``, a
+        strategy object). [FLOP]
 
         The head is not recomputed (Megatron checkpoints layer inputs only).
         """
-        mode = {True: "full", False: "none"}.get(recompute, recompute)
-        return 3 * self.forward_flops_per_token() + self.recomputed_flops_per_token(mode)
+        return 3 * self.forward_flops_per_token() + self.recomputed_flops_per_token(_flag(recompute))
 
     # ----------------------------------------------------------------------- activations
     def activation_bytes(self, micro_batch: int, tp: int = 1, *, sequence_parallel: bool = False,
-                         recompute: str = "none", flash: bool | None = None) -> float:
+                         recompute: str | Recompute = "none", flash: bool | None = None) -> float:
         """Activation memory of one layer for one micro-batch on one GPU. [bytes]
 
         Korthikanti et al. 2022, section 4, in 16-bit: attention ``11 s b h + 5 a s^2 b``, FFN
@@ -598,23 +617,23 @@ class Transformer:
         (2 per ``f``, twice if gated), the activation output (2 per ``f``) and a dropout mask
         (1). With tensor parallelism the parts inside the parallel region divide by ``t``; the
         norms, their inputs and dropout masks (``10 s b h``) divide only with sequence
-        parallelism. ``recompute="full"`` keeps only the layer input (``2 s b h``, divided by
-        ``t`` with sequence parallelism); ``"selective"`` drops the ``s^2`` terms. ``flash``
-        (default: the workload's ``flash_attention``) stores no ``s^2`` term either.
+        parallelism. A strategy running the whole layer again (``recompute="full"``) keeps only
+        the layer input (``2 s b h``, divided by ``t`` with sequence parallelism); one dropping
+        ``core_attn`` (``"selective"``) drops the ``s^2`` terms. ``flash`` (default: the
+        workload's ``flash_attention``) stores no ``s^2`` term either.
         """
-        if recompute not in ("none", "full", "selective"):
-            raise WorkloadError(f"recompute must be 'none', 'full' or 'selective', received {recompute!r}")
+        rc = _recompute(recompute, dense=True)
         flash = self.flash_attention if flash is None else flash
         s, b, h, a, f = self.seq, micro_batch, self.hidden, self.heads, self.ffn
         sbh = s * b * h
-        if recompute == "full":
+        if rc.whole_layer:
             return 2.0 * sbh / (tp if sequence_parallel else 1)
         kv = self.kv_dim / h
         mask = 1 if self.dropout else 0
         # Inside the tensor-parallel region (divided by t): Q, K, V, projection input and the
         # FFN's inner tensors.
         inner = sbh * (2 + 2 * kv + 2 * kv + 2) + s * b * f * ((4 if self.gated else 2) + 2)
-        scores = 0.0 if (flash or recompute == "selective") else a * s * s * b * (2 + mask + 2)
+        scores = 0.0 if (flash or rc.drops("core_attn")) else a * s * s * b * (2 + mask + 2)
         # Replicated without sequence parallelism: the attention and FFN inputs (2 each), two
         # dropout masks, two norm inputs (2 each).
         outer = sbh * (2 + 2 + 2 * mask + 4)
@@ -716,31 +735,29 @@ class CNN:
     def logits_bytes(self, micro_batch: int, tp: int = 1) -> float:
         return 0.0
 
-    def recomputed_flops_per_token(self, recompute: str = "full") -> float:
+    def recomputed_flops_per_token(self, recompute: str | Recompute = "full") -> float:
         """A full recomputation runs the forward again [U]; selective has nothing to drop."""
-        return self.forward_flops_per_token() if recompute == "full" else 0.0
+        return self.forward_flops_per_token() if _recompute(recompute, dense=True).whole_layer else 0.0
 
     def forward_flops_per_token(self) -> float:
         """Forward FLOPs per image (``2 x`` MACs). [FLOP]"""
         return 2.0 * self.forward_macs
 
-    def training_flops_per_token(self, recompute: bool | str = False) -> float:
+    def training_flops_per_token(self, recompute: bool | str | Recompute = False) -> float:
         """Training FLOPs per image: 3 forwards (model FLOPs), 4 with full recomputation. [FLOP]"""
-        mode = {True: "full", False: "none"}.get(recompute, recompute)
-        return 3 * self.forward_flops_per_token() + self.recomputed_flops_per_token(mode)
+        return 3 * self.forward_flops_per_token() + self.recomputed_flops_per_token(_flag(recompute))
 
     def activation_bytes(self, micro_batch: int, tp: int = 1, *, sequence_parallel: bool = False,
-                         recompute: str = "none") -> float:
+                         recompute: str | Recompute = "none") -> float:
         """Stored activations of one micro-batch: each conv input, BN input and ReLU output. [bytes]
 
         16-bit maps: every layer keeps its output for batchnorm's backward and the ReLU output
         for the next convolution (2 + 2 bytes per element), plus the network input. Full
         recomputation keeps one map per bottleneck block instead [U].
         """
-        if recompute not in ("none", "full", "selective"):
-            raise WorkloadError(f"recompute must be 'none', 'full' or 'selective', received {recompute!r}")
+        rc = _recompute(recompute, dense=True)
         maps = [micro_batch * layer.cout * layer.out_hw ** 2 for layer in self.conv_layers]
-        if recompute == "full":
+        if rc.whole_layer:
             return 2.0 * max(maps) * 4 + 2.0 * micro_batch * 3 * self.image ** 2
         return 2.0 * 2 * sum(maps) + 2.0 * micro_batch * 3 * self.image ** 2
 

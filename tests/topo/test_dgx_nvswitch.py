@@ -420,8 +420,8 @@ def test_gb300_nccl_reaches_its_nic_over_the_switch_with_gpudirect_rdma():
 
 def test_gb300_nccl_xml_keeps_the_switch_and_gen6_links():
     """NCCL's XML of a GB300 tray nests each GPU and its NIC in the ConnectX-8's switch (64.0 GT/s
-    below, 32.0 GT/s above); C2C is not written (a GPU is placed by its PCIe link), and reading it
-    back gives the same NIC path."""
+    below, 32.0 GT/s above; each GPU's C2C as its ``<c2c>``), and reading it back gives the same NIC
+    path."""
     text = topo.to_nccl_xml(topo.build("gb300nvl72"), host=0)
     assert text.count('link_speed="64.0 GT/s PCIe"') == 8 and text.count('link_speed="32.0 GT/s PCIe"') == 4
     H = topo.from_nccl_xml(text)

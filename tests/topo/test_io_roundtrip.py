@@ -120,8 +120,10 @@ def test_a_gpu_no_system_has_takes_the_board_of_its_nvlink_generation(monkeypatc
     port count stands in (the same baseboard family), and says it is not exact."""
     from dataclasses import replace
     from topo.io.known import reference_system
-    monkeypatch.setitem(topo.GPUS, "A100-SXM4-96GB", replace(topo.GPUS["A100-SXM4-80GB"],
-                                                             model="NVIDIA A100-SXM4-96GB"))
+    from types import MappingProxyType
+    import topo.io.known
+    extra = replace(topo.GPUS["A100-SXM4-80GB"], model="NVIDIA A100-SXM4-96GB")
+    monkeypatch.setattr(topo.io.known, "GPUS", MappingProxyType({**topo.GPUS, "A100-SXM4-96GB": extra}))
     ref = reference_system("A100-SXM4-96GB")
     assert (ref.name, ref.exact) == ("dgxa100", False)
 
@@ -217,8 +219,46 @@ def test_nccl_xml_export_of_a_dgx1v_names_its_gpus_and_cpus():
     assert G.edges["cpu0", "cpu1"]["link"] == "qpi_bdw"
 
 
+def _c2c_to_the_other_grace(G):
+    """GB300 with tray 0's first GPU's C2C moved to the tray's other Grace (its PCIe stays)."""
+    G = G.copy()
+    data = dict(G.edges["t0.gpu0", "t0.cpu0"])
+    G.remove_edge("t0.gpu0", "t0.cpu0"), G.remove_edge("t0.cpu0", "t0.gpu0")
+    G.add_edge("t0.gpu0", "t0.cpu1", **data), G.add_edge("t0.cpu1", "t0.gpu0", **data)
+    return G
+
+
+@pytest.mark.parametrize("system", ["gb200nvl72", "gb300nvl72"])
+def test_nccl_xml_of_a_grace_tray_carries_its_c2c(system):
+    """NCCL's XML of a Grace tray writes each GPU's NVLink-C2C as a ``<c2c bw count>`` of the GPU
+    (per-link MB/s, NVIDIA/nccl v2.26 ncclTopoAddC2c); GB200's GPUs, reached over C2C only, sit
+    under their Grace stating no PCIe link. Reading it back gives the C2C of the built tray and
+    the built rack's figures on that tray's GPUs."""
+    B = topo.build(system)
+    text = topo.to_nccl_xml(B, host=0)
+    assert text.count('<c2c bw="450000" count="1" />') == 4
+    G = topo.from_nccl_xml(text, gpu=gpu_name(B))
+    for g in ("gpu0", "gpu1", "gpu2", "gpu3"):
+        c2c = {v: (d["link"], d["links"], d["bandwidth"]) for v, d in G.adj[g].items() if d["kind"] == "pcie"
+               and d["link"] == "nvlink_c2c"}
+        assert c2c == {f"cpu{int(g[-1]) // 2}": ("nvlink_c2c", 1, 450e9)}
+        others = sorted(d["link"] for d in G.adj[g].values() if d["kind"] == "pcie" and d["link"] != "nvlink_c2c")
+        assert others == ([] if system == "gb200nvl72" else ["pcie6_x16"])
+    assert ("reached over NVLink-C2C only" in G.graph.get("inferred", "")) == (system == "gb200nvl72")
+    rack = PreparedFabric(B)
+    for collective in ("all_reduce", "all_gather", "alltoall"):
+        for size in (2**20, GiB):
+            assert estimate(G, collective, size).point() == estimate(rack, collective, size, [0, 1, 2, 3]).point()
+    # NODE in the rack comes back PHB: NCCL's XML has one host bridge a CPU (NCCL has no NODE)
+    assert [topo.connection_class(G, "gpu0", n) for n in ("mlx5_0", "mlx5_1", "mlx5_4")] == \
+        [topo.connection_class(B, "t0.gpu0", f"t0.{n}").replace("NODE", "PHB") for n in ("mlx5_0", "mlx5_1", "mlx5_4")]
+
+
 @pytest.mark.parametrize("make, message", [
-    (lambda: topo.build("gb200nvl72"), r"does not hang off a CPU by PCIe \(NVLink-C2C"),
+    (lambda: _c2c_to_the_other_grace(topo.build("gb300nvl72")),
+     r"GPU 't0.gpu0' has NVLink-C2C to 't0.cpu1' but sits under 't0.cpu0'"),
+    (lambda: topo.scale_links(topo.build("gb200nvl72"), "t0.gpu0", "t0.cpu0", 0.5, both_directions=False),
+     r"NCCL's <c2c> states a whole number of MB/s a link, the same both ways"),
     (lambda: topo.scale_links(topo.build("dgx1v"), "gpu0", "gpu3", 0.5), "NCCL's XML states link counts"),
     (lambda: topo.scale_links(topo.build("dgx1v"), "pcie0", "gpu0", 0.3), "which is no PCIe width"),
 ])

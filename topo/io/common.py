@@ -10,6 +10,7 @@ GraphML alike.
 from __future__ import annotations
 
 import re
+from types import MappingProxyType
 
 from ..errors import DgxTopoError
 from ..specs import GPUS, LINKS
@@ -29,14 +30,14 @@ class TopologyImportError(DgxTopoError):
 #: PCIe link of an imported machine by its GPUs' NVLink generation, when ``pcie=`` is not
 #: given: P100/V100 systems are PCIe gen3, A100 gen4, H100 and later gen5 (the GPUs' PCIe
 #: interfaces per the A100 [S12] and H100 [S13] whitepapers). [U] for any given machine.
-DEFAULT_PCIE = {"nvlink1": "pcie3_x16", "nvlink2": "pcie3_x16", "nvlink3": "pcie4_x16",
-                "nvlink4": "pcie5_x16", "nvlink5": "pcie5_x16"}
+DEFAULT_PCIE = MappingProxyType({"nvlink1": "pcie3_x16", "nvlink2": "pcie3_x16", "nvlink3": "pcie4_x16",
+                "nvlink4": "pcie5_x16", "nvlink5": "pcie5_x16"})
 
 #: Network port of each NIC by the GPUs' NVLink generation, when ``nic_link=`` is not given:
 #: EDR with DGX-1/DGX-2, HDR with DGX A100, NDR with DGX H100 (the InfiniBand generation of
 #: the DGX of that GPU generation). [U] for any given machine.
-DEFAULT_NIC_LINK = {"nvlink1": "ib_edr", "nvlink2": "ib_edr", "nvlink3": "ib_hdr",
-                    "nvlink4": "ib_ndr", "nvlink5": "ib_ndr"}
+DEFAULT_NIC_LINK = MappingProxyType({"nvlink1": "ib_edr", "nvlink2": "ib_edr", "nvlink3": "ib_hdr",
+                    "nvlink4": "ib_ndr", "nvlink5": "ib_ndr"})
 
 #: A NIC's device name as nvidia-smi and NCCL print it (``mlx5_0``, ``ib0``, ``NIC3``).
 NIC_NAME = re.compile(r"[A-Za-z][\w.:-]{0,63}$")

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import math
 import re
+from types import MappingProxyType
 
 import networkx as nx
 
 from ..errors import TopologyError
 from ..parts import add_link, add_nic, add_pcie_switch
-from ..schema import MAX_NUMA_NODES, gpus, nodes_of_kind, validate
+from ..schema import MAX_BANDWIDTH, MAX_NUMA_NODES, gpus, nodes_of_kind, validate
 from ..specs import GPUS, LINKS, NVSWITCHES
 from .common import (DEFAULT_PCIE, NIC_NAME, RESERVED_ID, TopologyImportError, check_link, gpu_model,
                      parse_xml)
@@ -24,7 +25,7 @@ __all__ = ["from_nccl_xml", "to_nccl_xml", "NVLINK_BY_SM", "MAX_CPU_ELEMENTS", "
 #: NVLink generation by the major digit(s) of the SM version NCCL writes (``sm="80"``):
 #: Pascal NVLink 1.0, Volta 2.0, Ampere 3.0, Hopper 4.0, Blackwell 5.0 (whitepapers [S10]
 #: [S3] [S12] [S13] [S15]).
-NVLINK_BY_SM = {6: "nvlink1", 7: "nvlink2", 8: "nvlink3", 9: "nvlink4", 10: "nvlink5"}
+NVLINK_BY_SM = MappingProxyType({6: "nvlink1", 7: "nvlink2", 8: "nvlink3", 9: "nvlink4", 10: "nvlink5"})
 
 # PCI classes NCCL tells apart (NVIDIA/nccl v2.27.7-1 src/graph/xml.h, topo.cc: kvDictPciClass).
 _CLASS_BRIDGE = "0x0604"
@@ -34,23 +35,23 @@ _CLASS_NVSWITCH = "0x068000"
 _CLASS_CPU_NVLINK = "0x068001"
 
 # PCI device ids of NVIDIA GPUs (PCI ID Repository, vendor 10de) -> GPUS key or model name.
-_GPU_DEVICES = {
+_GPU_DEVICES = MappingProxyType({
     0x15F8: "P100", 0x15F9: "P100",
     0x1DB1: "V100-SXM2", 0x1DB5: "V100-SXM2", 0x1DB8: "V100-SXM3",
     0x20B0: "NVIDIA A100-SXM4-40GB", 0x20B2: "NVIDIA A100-SXM4-80GB",
     0x2330: "NVIDIA H100 80GB HBM3",
-}
+})
 
 # PCIe transfer rate [GT/s] -> (catalogue link of the generation, encoding efficiency; None for
 # the catalogue link's own figure). Gen1 and gen2 (8b/10b) are charged as a fraction of the gen3
 # link. (PCI-SIG base specifications; NCCL v2.27.7-1 src/graph/xml.cc reads the same link_speed
 # strings, "64.0 GT/s PCIe" included.)
-_PCIE_GENERATIONS = {2.5: ("pcie3_x16", 0.8), 5.0: ("pcie3_x16", 0.8), 8.0: ("pcie3_x16", None),
-                     16.0: ("pcie4_x16", None), 32.0: ("pcie5_x16", None), 64.0: ("pcie6_x16", None)}
+_PCIE_GENERATIONS = MappingProxyType({2.5: ("pcie3_x16", 0.8), 5.0: ("pcie3_x16", 0.8), 8.0: ("pcie3_x16", None),
+                     16.0: ("pcie4_x16", None), 32.0: ("pcie5_x16", None), 64.0: ("pcie6_x16", None)})
 
 _BUSID = re.compile(r"[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-9a-f]")
 
-_KNOWN_ELEMENTS = {"system", "cpu", "pci", "gpu", "nvlink", "c2c", "pcilink", "nic", "net"}
+_KNOWN_ELEMENTS = frozenset({"system", "cpu", "pci", "gpu", "nvlink", "c2c", "pcilink", "nic", "net"})
 
 #: ``<cpu>`` elements (NUMA nodes) one XML may hold: a host's CPU nodes are joined pair by pair,
 #: so the work grows with their square. The largest hosts have 32 NUMA nodes (8 sockets of 4
@@ -85,6 +86,11 @@ def _attr_int(element, path, name, *, base=0, required=True, default=None, minim
     return number
 
 
+def _states_link(element) -> bool:
+    """Whether a ``<pci>`` element states its link (a speed or a width)."""
+    return bool((element.get("link_speed") or "").strip() or (element.get("link_width") or "").strip())
+
+
 def _pcie_edge(element, path, default_link):
     """(link key, bandwidth) of the link between a <pci> element and its parent."""
     speed = (element.get("link_speed") or "").strip()
@@ -115,10 +121,10 @@ def _pcie_edge(element, path, default_link):
 # link by :func:`to_nccl_xml` is a real CPU of that kind (Broadwell-EP 0x4F, Skylake-SP 0x55,
 # Sapphire Rapids 0x8F, Emerald Rapids 0xCF, EPYC Rome family 23 model 0x31, Grace arm64).
 _INTEL_MODELS = ((0xCF, "upi_emr"), (0x8F, "upi_spr"), (0x55, "upi_skl"), (0, "qpi_bdw"))
-_CPU_IDENTITY = {"qpi_bdw": ("x86_64", "GenuineIntel", 6, 0x4F), "upi_skl": ("x86_64", "GenuineIntel", 6, 0x55),
+_CPU_IDENTITY = MappingProxyType({"qpi_bdw": ("x86_64", "GenuineIntel", 6, 0x4F), "upi_skl": ("x86_64", "GenuineIntel", 6, 0x55),
                  "upi_spr": ("x86_64", "GenuineIntel", 6, 0x8F), "upi_emr": ("x86_64", "GenuineIntel", 6, 0xCF),
                  "xgmi": ("x86_64", "AuthenticAMD", 23, 0x31), "infinity_fabric": ("x86_64", "AuthenticAMD", 23, 0x31),
-                 "grace_grace": ("arm64", "ARM", 0, 0)}
+                 "grace_grace": ("arm64", "ARM", 0, 0)})
 
 
 def _socket_link(cpu, path, option):
@@ -161,7 +167,12 @@ def from_nccl_xml(text: str | bytes, *, gpu: str | None = None, pcie: str | None
       ``count`` links. NVSwitch groups that share no GPU (DGX-2's two baseboards) are
       joined switch by switch with as many links as the switch has GPU links (non-blocking
       trunks, as DGX-2 is built [S17]); [U] for other machines. NVLink to a CPU (0x068001,
-      POWER9) and ``<c2c>`` are not modelled and raise.
+      POWER9) is not modelled and raises.
+    - ``<c2c bw count>`` of a GPU (NCCL 2.26+, Grace): an ``nvlink_c2c`` edge to the CPU it is
+      under of ``count`` links and ``bw x count`` MB/s (NVIDIA/nccl v2.26 src/graph/topo.cc
+      ``ncclTopoAddC2c``). A GPU with a ``<c2c>`` whose ``<pci>`` sits directly under its
+      ``<cpu>`` stating no link speed or width hangs off it by C2C only (GB200; what
+      :func:`to_nccl_xml` writes); otherwise its PCIe link is read as stated, beside the C2C.
     - NVLink generation from ``sm`` (:data:`NVLINK_BY_SM`); the GPU model from ``gpu=`` or
       the PCI device id, else ``"NVIDIA GPU sm<sm>"``.
     - Each ``<net>`` becomes a NIC named as NCCL names it, indexed by ``dev``, with a port of
@@ -214,7 +225,7 @@ def from_nccl_xml(text: str | bytes, *, gpu: str | None = None, pcie: str | None
                                         f"{', '.join(sorted(_KNOWN_ELEMENTS))}")
 
     state = {"switches": 0, "busids": {}, "gpus": {}, "nvlinks": [], "nics": {}, "nic_index": {},
-             "nvswitch_busids": set(), "pending": [], "nvlink": {}, "notes": []}
+             "nvswitch_busids": set(), "pending": [], "nvlink": {}, "notes": [], "c2c": {}}
     cpus = []
     numa_path: dict = {}
     if len(root) > MAX_CPU_ELEMENTS:
@@ -258,6 +269,10 @@ def from_nccl_xml(text: str | bytes, *, gpu: str | None = None, pcie: str | None
     for u, v, attributes in state["pending"]:
         link, bandwidth = attributes(default_pcie)
         _xml_link(G, u, v, link, bandwidth, **({"host_bridge": 0} if G.nodes[u]["kind"] == "cpu" else {}))
+    for node, (count, bandwidth, _, socket) in state["c2c"].items():
+        _xml_link(G, f"cpu{socket}", node, "nvlink_c2c", bandwidth, host_bridge=0)
+        for a, b in ((node, f"cpu{socket}"), (f"cpu{socket}", node)):
+            G.edges[a, b]["links"] = count
     _prune_switches(G)
     _xml_nvlinks(G, state)
     cpu_nodes = [f"cpu{numa}" for numa, _, _ in cpus]
@@ -316,7 +331,15 @@ def _xml_pci(G, state, element, path, parent, socket, spec_key, pcie, depth=1):
             raise _xml_err(path, "a GPU's <pci> holds one <gpu> and nothing else")
         if gpus:  # a GPU without <gpu> is not visible to NCCL (topo.cc skips it) nor here
             node = _xml_gpu(G, state, gpus[0], f"{path}/gpu", busid, socket, spec_key, element)
-            pending(node)
+            if node in state["c2c"] and parent == f"cpu{socket}" and not _states_link(element):
+                # Reached over NVLink-C2C only (GB200): the <pci> under its <cpu> with no link
+                # speed or width is how to_nccl_xml writes such a GPU. [U] whether NVIDIA's
+                # driver reports a PCIe link speed for it in a real dump; one that does is read
+                # as a PCIe link beside the C2C.
+                state["notes"].append(f"{node}: under its CPU with no PCIe link stated and a <c2c>: "
+                                      f"reached over NVLink-C2C only")
+            else:
+                pending(node)
         return
     if pci_class.startswith(_CLASS_NIC) or nics:
         if len(nics) != 1 or any(kid.tag in ("pci", "gpu") for kid in kids):
@@ -364,9 +387,21 @@ def _xml_gpu(G, state, element, path, busid, socket, spec_key, pci):
     for k, kid in enumerate(element):
         kid_path = f"{path}/{kid.tag}[{k}]"
         if kid.tag == "c2c":
-            raise _xml_err(kid_path, "C2C links (Grace) are not modelled")
+            if node in state["c2c"]:
+                raise _xml_err(kid_path, f"a second <c2c> on {node} (first {state['c2c'][node][2]})")
+            bw = _attr_int(kid, kid_path, "bw", base=10, minimum=1)
+            count = _attr_int(kid, kid_path, "count", base=10, minimum=1)
+            if count > 64:
+                raise _xml_err(kid_path, f"count={count}, expected at most 64 C2C links")
+            # NVIDIA/nccl v2.26 src/graph/topo.cc ncclTopoAddC2c: c2cBw = bw * count / 1000 GB/s,
+            # bw the per-link figure NVML reports in MB/s; a link to the GPU's local CPU.
+            if bw * count * 1e6 > MAX_BANDWIDTH:
+                raise _xml_err(kid_path, f"bw={bw} x count={count} MB/s, expected at most "
+                                         f"{MAX_BANDWIDTH / 1e6:.0f} MB/s in all (a physical link)")
+            state["c2c"][node] = (count, bw * count * 1e6, kid_path, socket)
+            continue
         if kid.tag != "nvlink":
-            raise _xml_err(kid_path, f"<{kid.tag}> under <gpu>, expected <nvlink>")
+            raise _xml_err(kid_path, f"<{kid.tag}> under <gpu>, expected <nvlink> or <c2c>")
         target = (kid.get("target") or "").strip().lower()
         if not _BUSID.fullmatch(target):
             raise _xml_err(kid_path, f"target={kid.get('target')!r}, expected the PCI bus id of the GPU or "
@@ -506,12 +541,11 @@ def _add_nvlink(G, state, a, b, count, nvlink=None):
 
 # PCIe link technology -> the link_speed NCCL writes for it (src/graph/xml.cc reads sysfs's
 # "max_link_speed": "8.0 GT/s PCIe", "16.0 GT/s PCIe", "32.0 GT/s PCIe", "64.0 GT/s PCIe").
-_LINK_SPEED = {link: f"{rate:.1f} GT/s PCIe" for rate, (link, efficiency) in _PCIE_GENERATIONS.items()
-               if efficiency is None}
-_DEVICE_OF_MODEL = {}
-for _device, _name in _GPU_DEVICES.items():
-    _DEVICE_OF_MODEL.setdefault(GPUS[gpu_model(_name)].model, _device)
-del _device, _name
+_LINK_SPEED = MappingProxyType({link: f"{rate:.1f} GT/s PCIe" for rate, (link, efficiency) in _PCIE_GENERATIONS.items()
+               if efficiency is None})
+# GPU model -> the first PCI device id _GPU_DEVICES gives it.
+_DEVICE_OF_MODEL = MappingProxyType({model: device for device, model in reversed(
+    [(device, GPUS[gpu_model(name)].model) for device, name in _GPU_DEVICES.items()])})
 
 
 def _busid(number: int) -> str:
@@ -534,7 +568,7 @@ def _pcie_attributes(G, parent, child, where: str) -> dict:
 
 def _tree_edge(data: dict) -> bool:
     """A PCIe edge of the tree the XML nests (NVLink-C2C, an edge of kind ``pcie`` too, is not:
-    NCCL writes it as a ``<c2c>`` of the GPU, which this module does not model)."""
+    NCCL writes it as a ``<c2c>`` of the GPU)."""
     return data["kind"] == "pcie" and data["link"] != "nvlink_c2c"
 
 
@@ -549,10 +583,11 @@ def to_nccl_xml(G: nx.DiGraph, *, host: int = 0) -> str:
     order (NVSwitches after the devices). NCCL's XML has no room for the rest, which a round
     trip therefore does not keep: NICs without a network port (storage cards), host bridges
     (NCCL has no NODE class), NVSwitch trunks (the importer rejoins two baseboards), thread
-    counts and socket link counts (NCCL charges one figure per socket pair), NVLink-C2C (a GPU
-    with a PCIe link besides, as GB300's beside its ConnectX-8, is written below that link; one
-    with C2C only, as GB200's, cannot be written). Reading it back
-    gives the fabric NCCL builds from it, and so NCCL's predictions.
+    counts and socket link counts (NCCL charges one figure per socket pair). NVLink-C2C is a
+    GPU's ``<c2c bw count>`` (per-link MB/s); a GPU with a PCIe link besides, as GB300's beside
+    its ConnectX-8, is written below that link, one with C2C only, as GB200's, under its CPU
+    stating no PCIe link. Reading it back gives the fabric NCCL builds from it, and so NCCL's
+    predictions.
 
     Parameters
     ----------
@@ -568,9 +603,11 @@ def to_nccl_xml(G: nx.DiGraph, *, host: int = 0) -> str:
     Raises
     ------
     TopologyError
-        For a host without GPUs or CPU nodes, a device that does not hang off a CPU by PCIe
-        (NVLink-C2C), a PCIe or NVLink edge whose bandwidth is not the catalogue's for its
-        lanes or links (a degraded what-if), or a socket link without a CPU identity.
+        For a host without GPUs or CPU nodes, a device that hangs off a CPU by neither PCIe nor
+        NVLink-C2C, a C2C to a CPU other than the one above the GPU or not a whole number of
+        MB/s a link, the same both ways, a PCIe or NVLink edge whose bandwidth is not the
+        catalogue's for its lanes or links (a degraded what-if), or a socket link without a
+        CPU identity.
 
     Examples
     --------
@@ -600,6 +637,13 @@ def to_nccl_xml(G: nx.DiGraph, *, host: int = 0) -> str:
     root = ET.Element("system", version="1", name=str(G.graph.get("name", "imported")))
     placed: set = set()
     gpu_element: dict = {}
+    cpu_element: dict = {}
+    tree_parent: dict = {}
+
+    def cpu_above(node):
+        while kind[node]["kind"] != "cpu":
+            node = tree_parent[node]
+        return node
 
     def device(parent_element, parent, node):
         where = f"the PCIe link of {kind[node]['kind']} {node!r}"
@@ -616,13 +660,28 @@ def to_nccl_xml(G: nx.DiGraph, *, host: int = 0) -> str:
             attributes.update({"class": "0x020700", "vendor": "0x15b3"})
         else:
             attributes.update({"class": "0x060400", "vendor": "0x10b5"})
-        attributes.update(_pcie_attributes(G, parent, node, where))
+        if G.edges[parent, node]["link"] != "nvlink_c2c":  # reached over C2C only: no PCIe link to state
+            attributes.update(_pcie_attributes(G, parent, node, where))
         element = ET.SubElement(parent_element, "pci", attributes)
         placed.add(node)
+        tree_parent[node] = parent
         if kid_kind == "gpu":
             gpu_element[node] = ET.SubElement(element, "gpu", dev=str(kind[node]["index"]),
                                               sm=str(kind[node]["compute_capability"]),
                                               rank=str(kind[node]["index"]), gdr="1")
+            cpu = cpu_above(parent)
+            for peer, data in G.adj[node].items():
+                if data["link"] != "nvlink_c2c":
+                    continue
+                if peer != cpu:
+                    raise TopologyError(f"NCCL XML export: GPU {node!r} has NVLink-C2C to {peer!r} but sits "
+                                        f"under {cpu!r}: NCCL's <c2c> links a GPU to the CPU it is under")
+                per_link = data["bandwidth"] / data["links"] / 1e6
+                if per_link != round(per_link) or data["bandwidth"] != G.edges[peer, node]["bandwidth"]:
+                    raise TopologyError(f"NCCL XML export: NVLink-C2C ({node!r}, {peer!r}) carries "
+                                        f"{data['bandwidth']:.4g} B/s over {data['links']} link(s): NCCL's "
+                                        f"<c2c> states a whole number of MB/s a link, the same both ways")
+                ET.SubElement(gpu_element[node], "c2c", bw=str(round(per_link)), count=str(data["links"]))
         elif kid_kind == "nic":
             nic = ET.SubElement(element, "nic")
             ET.SubElement(nic, "net", name=str(kind[node]["name"]), dev=str(kind[node]["index"]),
@@ -650,10 +709,18 @@ def to_nccl_xml(G: nx.DiGraph, *, host: int = 0) -> str:
         for kid, edge in G.adj[c].items():
             if _tree_edge(edge) and kind[kid]["kind"] in ("pcie_switch", "gpu", "nic") and kid not in placed:
                 device(element, c, kid)
+        cpu_element[c] = element
+    # A GPU reached over NVLink-C2C only (GB200's): a <pci> under its CPU that states no PCIe
+    # link, and its <c2c> (how from_nccl_xml reads it back).
+    for g in gpu_nodes:
+        if g not in placed:
+            c2c = [c for c in G.adj[g] if c in cpu_element and G.edges[g, c]["link"] == "nvlink_c2c"]
+            if c2c:
+                device(cpu_element[c2c[0]], c2c[0], g)
     missing = [g for g in gpu_nodes if g not in placed]
     if missing:
-        raise TopologyError(f"NCCL XML export: GPU {missing[0]!r} does not hang off a CPU by PCIe (NVLink-C2C "
-                            f"or no PCIe path): NCCL's XML places a GPU in the PCIe tree")
+        raise TopologyError(f"NCCL XML export: GPU {missing[0]!r} hangs off no CPU of host {host} by PCIe or "
+                            f"NVLink-C2C: NCCL's XML places a GPU under its CPU")
     switches = [n for n in nodes_of_kind(G, "nvswitch")
                 if any(u in placed for u in G.adj[n])]
     for s_node in switches:

@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from types import MappingProxyType
 
 import networkx as nx
 
@@ -80,13 +81,13 @@ _MAX_NVLINKS = 64
 # nvidia-smi topo -m: parsing
 # --------------------------------------------------------------------------------------------
 
-_TITLES = {"CPU Affinity": "cpu_affinity", "NUMA Affinity": "numa_affinity",
-           "GPU NUMA ID": "gpu_numa_id"}
+_TITLES = MappingProxyType({"CPU Affinity": "cpu_affinity", "NUMA Affinity": "numa_affinity",
+           "GPU NUMA ID": "gpu_numa_id"})
 _TITLE_RE = re.compile(r"CPU\s+Affinity|NUMA\s+Affinity|GPU\s+NUMA\s+ID")
 _GPU_LABEL = re.compile(r"GPU(\d{1,6})$")
 _NV = re.compile(r"NV(\d{1,4})$")
 # PCIe classes, nearest first. SOC is the old drivers' name of SYS.
-_LEVEL = {"PIX": 1, "PXB": 2, "PHB": 3, "NODE": 4, "SYS": 5, "SOC": 5}
+_LEVEL = MappingProxyType({"PIX": 1, "PXB": 2, "PHB": 3, "NODE": 4, "SYS": 5, "SOC": 5})
 _CPU_LIST = re.compile(r"\d{1,6}(-\d{1,6})?(,\d{1,6}(-\d{1,6})?)*$")
 _NUMBER = re.compile(r"\d{1,6}$")
 _LEGEND_LINE = re.compile(r"\s*\S+\s*=.*$")

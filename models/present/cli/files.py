@@ -148,11 +148,16 @@ def _export(args) -> None:
     G = fabric_of(args, args.system)
     write = {"json": topo.to_json, "graphml": topo.to_graphml, "nccl-xml": topo.to_nccl_xml}[args.format]
     path = write_text_atomic(args.out, write(G))
+    # NCCL's XML is one host's (host 0): say what it holds, not the whole cluster's summary.
+    host = {"host": 0, "host_gpus": sum(G.nodes[g]["host"] == 0 for g in topo.gpus(G))} \
+        if args.format == "nccl-xml" else {}
     if args.json:
-        print_json(export_json(G, args.out, args.format, path.stat().st_size))
+        print_json({**export_json(G, args.out, args.format, path.stat().st_size), **host})
         return
-    print(f"wrote {args.out} ({args.format}: {G.graph.get('name', '?')}, {len(topo.gpus(G))} GPUs, "
-          f"{G.number_of_nodes()} nodes, {G.number_of_edges()} edges)")
+    hosts = len({h for _, h in G.nodes(data="host")} - {-1})
+    what = (f"host 0 of {hosts}, {host['host_gpus']} GPUs" if host and hosts > 1 else
+            f"{len(topo.gpus(G))} GPUs, {G.number_of_nodes()} nodes, {G.number_of_edges()} edges")
+    print(f"wrote {args.out} ({args.format}: {G.graph.get('name', '?')}, {what})")
 
 
 IMPORT = Command("import", "read nvidia-smi topo -m text or an NCCL topology XML into a fabric file",

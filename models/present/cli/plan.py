@@ -111,31 +111,32 @@ def parallel_options(parser) -> None:
                        help="count the output layer and loss as one layer of the last stage")
 
 
-def _overlap_names(text: str) -> str:
-    """An argparse type: expert overlaps by name, comma-separated, or ``all``; their names, joined."""
-    from ...studies.planner.ep_overlap import EP_OVERLAP
+def _overlap_names(text: str) -> tuple:
+    """An argparse type: expert overlaps by name, comma-separated, or ``all``; read once as their
+    strategy objects (:mod:`models.studies.planner.ep_overlap`), in the order given."""
+    from ...studies.planner.ep_overlap import EP_OVERLAP, EP_OVERLAPS, ep_overlap_named
 
     names = list(EP_OVERLAP) if text == "all" else text.split(",")
     unknown = [n for n in names if n not in EP_OVERLAP]
     if unknown or len(set(names)) != len(names):
         raise argparse.ArgumentTypeError(f"expected distinct names of {', '.join(EP_OVERLAP)} (comma-separated) or "
                                          f"all, received {text!r}")
-    return ",".join(names)
+    return EP_OVERLAPS if text == "all" else tuple(ep_overlap_named(n) for n in names)
 
 
-def _overlap_choice(overlaps: list):
-    """One overlap, or a tuple of them for the search to cover."""
-    return overlaps[0] if len(overlaps) == 1 else tuple(overlaps)
+def _overlap_choice(overlaps: tuple):
+    """``--ep-overlap``'s overlaps as :func:`models.studies.planner.search` takes them: one
+    overlap, or the tuple of several for the search to cover."""
+    return overlaps[0] if len(overlaps) == 1 else overlaps
 
 
 def parallel_values(args) -> dict:
     """The options of :func:`parallel_options` as :func:`models.studies.planner.search` takes them:
     ``--cp-comm`` and ``--ep-overlap`` chosen here, once, as their strategy objects."""
     from ...studies.planner.cp_exchange import cp_exchange_named
-    from ...studies.planner.ep_overlap import ep_overlap_named
 
     return dict(cp=args.cp, cp_comm=cp_exchange_named(args.cp_comm), ep=args.ep, etp=args.etp,
-                ep_overlap=_overlap_choice([ep_overlap_named(name) for name in args.ep_overlap.split(",")]),
+                ep_overlap=_overlap_choice(args.ep_overlap),
                 expert_balance=args.expert_balance, dispatch_dtype=args.dispatch_dtype,
                 first_stage_layers=args.first_stage_layers or 0, last_stage_layers=args.last_stage_layers or 0,
                 embedding_in_split=args.account_for_embedding_in_pipeline_split,

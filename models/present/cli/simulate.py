@@ -45,6 +45,7 @@ def _simulate_arguments(parser) -> None:
 def _simulate(args) -> None:
     from ...predict.simulate import simulate
     from ...predict.taskgraph import read_task_graph
+    from ...studies.planner.ep_overlap import NO_OVERLAP
     from ...studies.planner.layouts import plan
     from ...studies.planner.parallel_graph import plan_step_graph
     from ...studies.stepgraph import compute_time
@@ -63,7 +64,7 @@ def _simulate(args) -> None:
             ("--recompute", args.recompute), ("--sequence-parallel", args.sequence_parallel),
             ("--virtual-stages", None if args.virtual_stages == 1 else args.virtual_stages),
             ("--bucket", args.bucket), ("--cp", args.cp), ("--ep", args.ep), ("--etp", args.etp),
-            ("--ep-overlap", None if args.ep_overlap == "none" else args.ep_overlap),
+            ("--ep-overlap", None if args.ep_overlap == (NO_OVERLAP,) else args.ep_overlap),
             ("--first-stage-layers", args.first_stage_layers), ("--last-stage-layers", args.last_stage_layers))
             if value is not None]
         if given:
@@ -82,7 +83,7 @@ def _simulate(args) -> None:
                        profile=args.nccl, simulate=0, **parallel_values(args))  # the analytical step, compared below
         graph = plan_step_graph(planned, G, workload=w, bucket=DEFAULT_BUCKET if args.bucket is None else args.bucket,
                            max_events=args.max_events)  # counted on the plan before the graph is built
-        if "," in args.ep_overlap and planned.ep_overlap is not None:  # a search of several: say which it chose
+        if len(args.ep_overlap) > 1 and planned.ep_overlap is not None:  # a search of several: say which it chose
             graph = dataclasses.replace(graph, name=f"{graph.name} ep-overlap {planned.ep_overlap.name}")
     else:
         graph = read_task_graph(args.graph, ngpus=len(topo.gpus(G)), compute_time=compute_time(G),

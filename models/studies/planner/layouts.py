@@ -10,6 +10,7 @@ docstring).
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import difflib
 import inspect
@@ -40,7 +41,7 @@ from .ep_overlap import EP_OVERLAP, NO_OVERLAP, EpOverlap, ep_overlap_named
 from .parallel import SplitError, alltoall_split, stage_split
 from .parallel_step import is_moe, layer_ops, moe_flops_per_token, parallel_components, parallel_memory
 from .placement import JobGroups, job_gpus, tp_partition
-from .recomputation import DEEPSEEK, RECOMPUTES, recompute_named
+from ..recomputation import NO_RECOMPUTE, RECOMPUTES, SEARCHED, Recompute, as_recompute
 from .records import (ORDERS, RECOMPUTE, Layout, NoLayoutError, Plan, PlanError, PlanWarning, Search,
                       SkipCode, SkippedLayout, TimingCode, TimingWhy, UnknownOptionError)
 from .step import DEFAULT_OVERLAP, simulated_components, step_components
@@ -131,7 +132,14 @@ class Context:
         self.placements: dict = {}  # the groups of every layout with the same degrees and order (_placement)
         self._kernel_times: dict = {}  # (compute model, ops) -> their times, for every layout of the search
         self._layer_times: dict = {}  # (compute model, layer kind, the layout's degrees) -> the layer's kernel times
-        self._flops: dict = {}  # recompute mode -> training FLOPs per token
+        self._flops: dict = {}  # recompute strategy -> training FLOPs per token
+
+    def with_overlap(self, overlap: EpOverlap) -> Context:
+        """This search's context with another expert overlap: a shallow copy (:func:`copy.copy`),
+        its fabric, compute model and caches shared with this one."""
+        each = copy.copy(self)
+        each.ep_overlap = overlap
+        return each
 
     def kernel_times(self, cm: ComputeModel) -> Callable[[tuple], tuple]:
         """``cm.times``, kept for the search: equal ops on one compute model take equal times."""
@@ -150,7 +158,7 @@ class Context:
         <models.studies.workload.Transformer.training_flops_per_token>`), kept for the search."""
         if recompute not in self._flops:
             if is_moe(self.w):
-                self._flops[recompute] = moe_flops_per_token(self.w, recompute or "none")
+                self._flops[recompute] = moe_flops_per_token(self.w, recompute or NO_RECOMPUTE)
             else:
                 self._flops[recompute] = (self.w.training_flops_per_token() if recompute is None
                                           else self.w.training_flops_per_token(recompute))
@@ -471,7 +479,8 @@ def _layouts(ctx, n, tp, pp, dp, zero, micro_batch, global_batch, recompute, seq
         tps = [t for t in tps if t == 1]
     zeros = [zero] if zero is not None else [0, 1, 2, 3]
     # Searched when not given: none and full, and DeepSeek-V3's partial recomputation for a MoE workload.
-    recomputes = [recompute] if recompute is not None else ["none", DEEPSEEK.name, "full"] if moe else ["none", "full"]
+    recomputes = ([as_recompute(recompute)] if recompute is not None
+                  else [r for r in SEARCHED if moe or not r.moe_only])
     flash = ctx.cm.stack.flash_attention
     given_split = any(split.values())
     for t in tps:
@@ -611,10 +620,11 @@ def prepare_job(workload, G, *, tp, pp, dp, zero, micro_batch, global_batch, dty
                         f"{type(sequence_parallel).__name__}")
     if zero is not None and (not is_int(zero) or zero not in (0, 1, 2, 3)):
         raise PlanError(f"zero must be a ZeRO stage 0, 1, 2 or 3, received {zero!r}")
-    if recompute is not None and (not isinstance(recompute, str) or recompute not in RECOMPUTE):
-        raise PlanError(f"recompute must be one of {', '.join(RECOMPUTE)}, received {recompute!r}")
-    if recompute is not None and recompute_named(recompute).moe_only and not is_moe(w):
-        raise PlanError(f"recompute {recompute!r} recomputes the norms, MLA up-projections and expert activations of a "
+    rc = as_recompute(recompute)  # a name read once as its object (one of your own as it is)
+    if recompute is not None and rc is None:
+        raise PlanError(f"recompute must be one of {', '.join(RECOMPUTE)} or a Recompute, received {recompute!r}")
+    if rc is not None and rc.moe_only and not is_moe(w):
+        raise PlanError(f"recompute {rc.name!r} recomputes the norms, MLA up-projections and expert activations of a "
                         f"mixture-of-experts model: expected a MoE workload, received {w.name} (dense); for a dense "
                         f"one: {', '.join(r.name for r in RECOMPUTES if not r.moe_only)}")
     if software is not None:
@@ -666,7 +676,7 @@ def prepare_job(workload, G, *, tp, pp, dp, zero, micro_batch, global_batch, dty
 
 def search(workload: str | Workload, G: nx.DiGraph | PreparedFabric, *, tp: int | None = None, pp: int | None = None,
            dp: int | None = None, zero: int | None = None, micro_batch: int = 1, global_batch: int | None = None,
-           dtype: str | None = None, recompute: str | None = None, sequence_parallel: bool | None = None,
+           dtype: str | None = None, recompute: str | Recompute | None = None, sequence_parallel: bool | None = None,
            overlap: float = DEFAULT_OVERLAP, bucket: float = DEFAULT_BUCKET, efficiency: float | None = None,
            memory_efficiency: float | None = None, gpus: GpuIds = None, generation: str | None = None,
            memory_capacity: float | None = None, tp_groups: Sequence[Sequence[int]] | None = None,
@@ -699,8 +709,9 @@ def search(workload: str | Workload, G: nx.DiGraph | PreparedFabric, *, tp: int 
     dtype : str, optional
         ``bf16`` where the GPU has it, else ``fp16``; ``tf32`` runs fp32 training on TF32
         tensor cores (Ampere and later).
-    recompute : str, optional
-        One of :data:`RECOMPUTE` (``none`` and ``full`` searched when omitted, and ``deepseek`` for a
+    recompute : str or Recompute, optional
+        One of :data:`RECOMPUTE` or the strategy object (:mod:`models.studies.recomputation`, one
+        of your own included; ``none`` and ``full`` searched when omitted, and ``deepseek`` for a
         mixture-of-experts workload; ``deepseek`` is refused for a dense one).
     sequence_parallel : bool, optional
         Default: on whenever ``tp > 1``.
@@ -801,7 +812,7 @@ def ranked(w, ctx: Context, n: int, global_batch: int, options: dict) -> Search:
     plans = []
     # every expert overlap asked for, of a mixture-of-experts workload (a dense one has no all-to-alls)
     for overlap in ctx.ep_overlaps if is_moe(w) else ctx.ep_overlaps[:1]:
-        each = ctx if overlap is ctx.ep_overlap else _with_overlap(ctx, overlap)
+        each = ctx if overlap is ctx.ep_overlap else ctx.with_overlap(overlap)
         found: list = []
         layouts = _layouts(each, n, options["tp"], options["pp"], options["dp"], options["zero"],
                            options["micro_batch"], global_batch, options["recompute"],
@@ -814,14 +825,6 @@ def ranked(w, ctx: Context, n: int, global_batch: int, options: dict) -> Search:
     plans.sort(key=plan_order)
     plans = simulate_plans(w, ctx, plans, options["simulate"], options["max_events"])
     return Search(tuple(plans), tuple(skipped))
-
-
-def _with_overlap(ctx: Context, overlap: EpOverlap) -> Context:
-    """The search's context with another expert overlap (its caches shared)."""
-    each = object.__new__(Context)
-    each.__dict__.update(ctx.__dict__)
-    each.ep_overlap = overlap
-    return each
 
 
 def plan(workload: str | Workload, G: nx.DiGraph | PreparedFabric, **options: Any) -> Plan:

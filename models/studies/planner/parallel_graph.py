@@ -93,7 +93,6 @@ from .ep_overlap import EP_OVERLAPS, NO_OVERLAP, EpOverlap
 from .pair_overlap import LayerPass, by_part, layer_pass
 from .parallel import stage_split
 from .parallel_step import head_ops, is_moe, layer_kind, layer_ops, stage_parameters
-from .recomputation import NO_RECOMPUTE, recompute_named
 
 __all__ = ["parallel_step_graph", "plan_step_graph", "plan_step_graph_size", "check_plan_events",
            "simulate_planned"]
@@ -181,7 +180,7 @@ def _work(plan: Any, w, cm: ComputeModel, stages) -> _Work:
     act = activation_bytes_per_element(cm.dtype)
     balance = _detail(plan, "ep_comm").balance if _detail(plan, "ep_comm") is not None else 1.0
     forward, backward, weight = {}, {}, {}
-    recompute = recompute_named(lay.recompute) or NO_RECOMPUTE
+    recompute = lay.recompute
     for kind in {k for _, kinds in stages for k in kinds}:
         timed = cm.times(layer_ops(w, kind, lay, cm, act, balance))
         f, b = _parts(timed, False), _parts(timed, True)
@@ -261,7 +260,7 @@ def _schedule(out: TaskSink, plan: Any, w, stages, work: _Work | None, *, bucket
     tokens = lay.micro_batch * (w.seq // lay.cp)
     tp_bytes = float(tokens * w.hidden * act)
     sp = lay.sequence_parallel and tp > 1
-    full = (recompute_named(lay.recompute) or NO_RECOMPUTE).whole_layer
+    full = lay.recompute.whole_layer
     ep_detail = _detail(plan, "ep_comm")
     disp = ep_detail.dispatch_bytes if ep_detail is not None else 0.0
     comb = ep_detail.combine_bytes if ep_detail is not None else 0.0

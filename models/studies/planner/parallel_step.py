@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
+from types import MappingProxyType
 
 from ..moe import stage_parameters as moe_stage_parameters
 from ..workload import (OPTIMIZER_PASS_BYTES, QUANTISED_BYTES, activation_bytes_per_element, dtype_bytes,
@@ -58,7 +59,7 @@ from .dualpipe import weight_gradients
 from .ep_overlap import NO_OVERLAP, EpOverlap
 from .pair_overlap import ATTENTION_OPS, block_segments, layer_pass
 from .parallel import PipelineSplit, dispatch_bytes
-from .recomputation import NO_RECOMPUTE, SELECTIVE, recompute_named
+from ..recomputation import NO_RECOMPUTE, SELECTIVE, Recompute, as_recompute
 from .records import (BubbleDetail, Component, ComputeDetail, ContextParallelDetail, DataParallelDetail,
                       ExpertParallelDetail, Layout, Memory, OptimizerDetail, PipelineDetail, TensorParallelDetail)
 from .step import data_parallel_time
@@ -66,9 +67,39 @@ from .step import data_parallel_time
 # The planner's evaluation calls these; a user calls :func:`models.studies.planner.plan`.
 __all__: tuple[str, ...] = ()
 
-#: The times of a stage's micro-batch that a rank running several stages averages (slot, forward,
-#: backward, tp, cp and ep communication, weight gradients), by their place in the stage's record.
-_AVERAGED = frozenset((0, 2, 3, 4, 6, 7, 8, 9, 15))
+#: A :class:`_Stage` field a rank running several stages averages over them (its times); the others
+#: (counts, the stage's index, its heaviest layer) are the heaviest stage's.
+_MEAN = MappingProxyType({"averaged": True})
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Stage:
+    """One stage's micro-batch: its times [s] and counts."""
+
+    slot: float = dataclasses.field(metadata=_MEAN)  # forward, backward and exposed communication
+    stage: int
+    forward: float = dataclasses.field(metadata=_MEAN)
+    backward: float = dataclasses.field(metadata=_MEAN)
+    tp: float = dataclasses.field(metadata=_MEAN)
+    tp_count: int
+    cp: float = dataclasses.field(metadata=_MEAN)
+    cp_exposed: float = dataclasses.field(metadata=_MEAN)
+    ep: float = dataclasses.field(metadata=_MEAN)
+    ep_exposed: float = dataclasses.field(metadata=_MEAN)
+    moe_layers: int
+    attention_layers: int
+    layer_forward: float  # the heaviest layer's forward, its products' time and their ideal
+    products: float
+    ideal: float
+    weight_gradients: float = dataclasses.field(metadata=_MEAN)
+
+
+def _rank_stage(stages: list) -> _Stage:
+    """What a rank running ``stages`` (each for an equal share of the micro-batches) spends on a
+    micro-batch: their averaged fields' mean, the heaviest's others."""
+    heavy = max(stages, key=lambda f: f.slot)
+    return dataclasses.replace(heavy, **{f.name: sum(getattr(x, f.name) for x in stages) / len(stages)
+                                         for f in dataclasses.fields(_Stage) if f.metadata.get("averaged")})
 
 
 def is_moe(w) -> bool:
@@ -145,16 +176,16 @@ def stage_parameters(w, held, s: int, pp: int) -> tuple:
     return held_parameters(w, len(held), first=first, last=last), 0
 
 
-def moe_flops_per_token(w, recompute: str = "none") -> float:
+def moe_flops_per_token(w, recompute: str | Recompute = "none") -> float:
     """A MoE model's training FLOPs per token: model FLOPs (:meth:`MoeTransformer.training_flops_per_token
     <models.studies.moe.MoeTransformer.training_flops_per_token>`), plus what recomputation runs
-    again (:mod:`~models.studies.planner.recomputation`): a forward of the layers (the output
-    head apart) with full recomputation, of the attention cores with selective, of the products
-    of the modules recomputed otherwise (``deepseek``: MLA's up-projections; the norms and
+    again (:mod:`~models.studies.recomputation`, a strategy or its name): a forward of the layers
+    (the output head apart) with full recomputation, of the attention cores with selective, of the
+    products of the modules recomputed otherwise (``deepseek``: MLA's up-projections; the norms and
     activations it recomputes are memory passes, no FLOPs)."""
     flops = w.training_flops_per_token()
-    rc = recompute_named(recompute)
-    if rc is None or rc is NO_RECOMPUTE:
+    rc = as_recompute(recompute)
+    if rc is None or rc == NO_RECOMPUTE:
         return flops
     if rc.whole_layer:
         return flops + w.forward_flops_per_token() - 2.0 * w.vocab * w.hidden * (1 + w.mtp_layers)
@@ -177,14 +208,14 @@ def _moe_activation_bytes(w, layout: Layout, kind: tuple, act: int, balance: flo
     copies (``top_k`` per token, times ``balance``) with their three expert-wide tensors, the
     shared experts' three, the fp32 router logits and the FFN's input (a norm's output). [bytes]
 
-    The layout's recomputation (:mod:`~models.studies.planner.recomputation`) drops what it
+    The layout's recomputation (:mod:`~models.studies.recomputation`) drops what it
     recomputes: ``full`` keeps the layer's input only; ``layernorm`` the norms' outputs,
     ``mla_up_proj`` Q, K and V, ``moe_act`` the experts' SwiGLU outputs; a low-precision cache
     keeps the linear layers' inputs and the MoE SwiGLU's inputs at ``quantised`` bytes each."""
     t = float(layout.micro_batch) * _tokens(w, layout.cp)
     tp, h = layout.tp, w.hidden
     sp = tp if layout.sequence_parallel else 1
-    rc = recompute_named(layout.recompute) or NO_RECOMPUTE
+    rc = layout.recompute
     if rc.whole_layer:
         return act * t * h / sp
     lin = quantised if (rc.low_precision_cache and quantised) else act  # a linear layer's stored input
@@ -291,7 +322,7 @@ def parallel_components(w, layout: Layout, split: PipelineSplit, cm, comm, allto
     dispatch_elem = act if dispatch_elem is None else dispatch_elem
     tp, pp, cp, v = layout.tp, layout.pp, layout.cp, layout.virtual_stages
     b, m = layout.micro_batch, layout.micro_batches
-    rc = recompute_named(layout.recompute) or NO_RECOMPUTE
+    rc = layout.recompute
     full = rc.whole_layer
     sp = layout.sequence_parallel and tp > 1
     first_ops, last_ops = head_ops(w, layout, cm, act)
@@ -327,8 +358,8 @@ def parallel_components(w, layout: Layout, split: PipelineSplit, cm, comm, allto
     etp_pair = ((comm("etp", "all_gather", comb * layout.etp), comm("etp", "reduce_scatter", comb * layout.etp))
                 if moe and layout.etp > 1 else None)
     walk = moe and ep_overlap.two_streams  # the blocks' all-to-alls walked beside the paired blocks' (pair_overlap)
-    measured = []
     blocks = []  # per stage, its (forward, backward) blocks as segments (pair_overlap), when walked
+    per_stage = []
     for s, held in enumerate(split.stages):
         kinds = Counter(layer_kind(w, i) for i in held)
         mtp = w.mtp_layers if moe and s == pp - 1 else 0
@@ -359,7 +390,7 @@ def parallel_components(w, layout: Layout, split: PipelineSplit, cm, comm, allto
             cp_exposed += n * ce
             dense = kind[0]
             per = 4 if (dense or (moe and w.shared_experts)) else 2
-            tp_count += n * (per * 3 // 2 if full else per)
+            tp_count += n * (per + rc.repeated(per // 2))  # the forward's again before the backward
             if lf > layer_forward:
                 layer_forward = lf
                 products = sum(t.forward for t in timed if t.op.kind != "memory")
@@ -392,31 +423,28 @@ def parallel_components(w, layout: Layout, split: PipelineSplit, cm, comm, allto
                 block_segments([(k[0], passes[k][1]) for k in order], forward=False,
                                ep=(((t_d, t_c),) if full else ()) + ((t_c, t_c),), recount=1 + full,
                                first=ends_b[0], last=ends_b[1], **common)))
-        measured.append((s, fwd, bwd, t_tp, tp_count, cp_time, cp_exposed, ep_time, n_moe, sum(kinds.values()),
-                         layer_forward, products, ideal, wgrad))
-    per_stage = []
+        per_stage.append(_Stage(0.0, s, fwd, bwd, t_tp, tp_count, cp_time, cp_exposed, ep_time, 0.0, n_moe,
+                                sum(kinds.values()), layer_forward, products, ideal, wgrad))
     alone = ep_overlap.alone(pp, m)  # the blocks of a warm-up and cool-down run alone: all exposed
-    for (s, fwd, bwd, t_tp, tp_count, cp_time, cp_exposed, ep_time, n_moe, n_layers, layer_forward, products, ideal,
-         wgrad) in measured:
+    for k, x in enumerate(per_stage):
         # the forward beside the paired stage's backward, walked as the step graph runs them
-        paired = ep_overlap.exposed_pair(blocks[s][0], blocks[ep_overlap.paired_stage(pp, s)][1]) if walk \
-            else ep_overlap.exposed_ep(ep_time, fwd + bwd)
-        ep_exposed = (1 - alone) * paired + alone * ep_time
-        slot = fwd + bwd + t_tp + cp_exposed + ep_exposed
-        per_stage.append((slot, s, fwd, bwd, t_tp, tp_count, cp_time, cp_exposed, ep_time, ep_exposed, n_moe,
-                          n_layers, layer_forward, products, ideal, wgrad))
+        paired = ep_overlap.exposed_pair(blocks[k][0], blocks[ep_overlap.paired_stage(pp, k)][1]) if walk \
+            else ep_overlap.exposed_ep(x.ep, x.forward + x.backward)
+        ep_exposed = (1 - alone) * paired + alone * x.ep
+        per_stage[k] = dataclasses.replace(x, slot=x.forward + x.backward + x.tp + x.cp_exposed + ep_exposed,
+                                           ep_exposed=ep_exposed)
     # The busiest rank: the stages it runs, each for an equal share of the micro-batches (1F1B: its
     # own; DualPipe: stages r and pp - 1 - r), their times averaged, the heavier stage's counts.
     best, busiest = None, ()
     for ran in ep_overlap.rank_stages(pp):
-        heavy = max((per_stage[s] for s in ran), key=lambda f: f[0])
-        mean = [sum(per_stage[s][i] for s in ran) / len(ran) for i in range(len(heavy))]
-        found = tuple(mean[i] if i in _AVERAGED else heavy[i] for i in range(len(heavy)))
-        if best is None or found[0] > best[0]:
+        found = _rank_stage([per_stage[s] for s in ran])
+        if best is None or found.slot > best.slot:
             best, busiest = found, ran
     assert best is not None
-    (slot, s, fwd, bwd, t_tp, tp_count, cp_time, cp_exposed, ep_time, ep_exposed, n_moe, n_attention,
-     layer_forward, products, ideal, wgrad) = best
+    slot, fwd, bwd, t_tp, tp_count = best.slot, best.forward, best.backward, best.tp, best.tp_count
+    cp_time, cp_exposed, ep_time, ep_exposed = best.cp, best.cp_exposed, best.ep, best.ep_exposed
+    n_moe, n_attention, wgrad = best.moe_layers, best.attention_layers, best.weight_gradients
+    layer_forward, products, ideal = best.layer_forward, best.products, best.ideal
     # ---- pipeline
     sends = v * m + pp - 1
     t_pp_one = comm("pp", "sendrecv", tp_bytes / tp) if pp > 1 else 0.0

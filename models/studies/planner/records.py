@@ -18,7 +18,7 @@ from ..compute import ComputeFacts
 from ..workload import TpConstraint, Workload
 from .cp_exchange import CP_COMM, RING, CpExchange, cp_exchange_named  # CP_COMM: the exchanges' names
 from .ep_overlap import NO_OVERLAP, EpOverlap
-from .recomputation import RECOMPUTES
+from ..recomputation import RECOMPUTES, Recompute, as_recompute
 
 __all__ = ["PlanError", "Layout", "Memory", "Component", "ComponentDetail", "ComputeDetail", "TensorParallelDetail",
            "ContextParallelDetail", "ExpertParallelDetail", "CP_COMM",
@@ -28,7 +28,7 @@ __all__ = ["PlanError", "Layout", "Memory", "Component", "ComponentDetail", "Com
 
 #: Nesting orders of the data- and pipeline-parallel groups over the tensor-parallel groups.
 ORDERS = ("tp-dp-pp", "tp-pp-dp")
-#: Recomputation modes by name (:mod:`models.studies.planner.recomputation`: Korthikanti et al.
+#: Recomputation modes by name (:mod:`models.studies.recomputation`: Korthikanti et al.
 #: 2022's none, selective and full; DeepSeek-V3's norms, MLA up-projections and MoE activations).
 RECOMPUTE = tuple(r.name for r in RECOMPUTES)
 
@@ -103,8 +103,9 @@ class Layout:
         ZeRO stage 0-3 over the data-parallel group.
     micro_batch, global_batch : int
         [samples]
-    recompute : str
-        One of :data:`RECOMPUTE`.
+    recompute : Recompute
+        What runs again before each backward: a strategy object of
+        :mod:`models.studies.recomputation` (a name of :data:`RECOMPUTE` given is read as its object).
     sequence_parallel : bool
     order : str
         One of :data:`ORDERS`.
@@ -133,7 +134,7 @@ class Layout:
     zero: int
     micro_batch: int
     global_batch: int
-    recompute: str
+    recompute: Recompute
     sequence_parallel: bool
     order: str
     virtual_stages: int = 1
@@ -147,6 +148,11 @@ class Layout:
     loss_in_split: bool = False
 
     def __post_init__(self):
+        recompute = as_recompute(self.recompute)  # a name, read once as its object
+        if recompute is None:
+            raise PlanError(f"recompute must be one of {', '.join(RECOMPUTE)} or a Recompute, received "
+                            f"{type(self.recompute).__name__} {self.recompute!r}")
+        object.__setattr__(self, "recompute", recompute)
         if isinstance(self.cp_comm, str):  # a name, read once as its object
             found = cp_exchange_named(self.cp_comm)
             if found is None:
@@ -878,7 +884,7 @@ class Plan:
             "workload": self.workload, "fabric": self.fabric, "generation": self.generation,
             "dtype": self.dtype, "layout": self.layout.label(), "tp": self.layout.tp, "pp": self.layout.pp,
             "dp": self.layout.dp, "zero": self.layout.zero, "micro_batch": self.layout.micro_batch,
-            "global_batch": self.layout.global_batch, "recompute": self.layout.recompute,
+            "global_batch": self.layout.global_batch, "recompute": self.layout.recompute.name,
             "fits": self.fits, "step_time_s": self.step_time if self.fits else None,
             "samples_per_s": self.samples_per_s, "mfu": self.mfu, "memory_bytes": self.memory.total,
             "component": [c.name for c in components], "time_s": [c.time for c in components],

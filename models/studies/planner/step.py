@@ -112,16 +112,14 @@ def step_components(w: Workload, layout: Layout, cm: ComputeModel, comm: Callabl
     fwd_layers = nl * lf
     fwd = fwd_layers + ef
     bwd = nl * lb + eb
-    if layout.recompute == "full":
-        bwd += fwd_layers
-    elif layout.recompute == "selective":
-        core = [t for t in layer_times if t.op.name in ("scores", "softmax", "context", "flash_attention")]
-        bwd += nl * _pass(core)[0]
+    # what the layout's recomputation runs again before each layer's backward (full: its whole forward)
+    rc = layout.recompute
+    bwd += nl * _pass([t for t in layer_times if rc.recomputes(t.op.name)])[0]
     products = sum(t.forward for t in layer_times if t.op.kind != "memory")
     ideal = sum(t.ideal for t in layer_times if t.op.kind != "memory")
     # ---- tensor parallel, per micro-batch
     tp_bytes = 0.0 if cnn else float(b * w.seq * w.hidden * act)
-    per_layer = 6 if layout.recompute == "full" else 4
+    per_layer = 4 + rc.repeated(2)  # 2 forward, 2 backward, the forward's again before the backward
     t_tp = 0.0
     if tp > 1:
         if layout.sequence_parallel:

@@ -581,6 +581,7 @@ def test_moe_section_as_data(all_analysis, full_report):
     candidate evaluated once per placement, the best of each system the best by the planner's own
     ranking, fitting, its components adding up to its step; the DGX H100's is the README's plan."""
     from models.studies.moe_systems import MOE_SYSTEMS, moe_candidates
+    from models.studies.recomputation import DEEPSEEK, FULL
     from models.studies.planner import plan
     from models.studies.planner.layouts import plan_order
 
@@ -591,7 +592,7 @@ def test_moe_section_as_data(all_analysis, full_report):
     best = {}
     for r in m.systems:
         plans = r.search.plans
-        assert {(p.layout.pp, p.layout.ep, p.layout.zero, p.layout.recompute) for p in plans} == wanted
+        assert {(p.layout.pp, p.layout.ep, p.layout.zero, p.layout.recompute.name) for p in plans} == wanted
         assert all((p.layout.tp, p.layout.cp, p.layout.ngpus, p.timing) == (1, 1, 256, "analytical") for p in plans)
         p = r.search.best
         assert p == min(plans, key=plan_order) and p.fits and p.memory.total <= p.memory.capacity
@@ -604,7 +605,7 @@ def test_moe_section_as_data(all_analysis, full_report):
     # the H100's 80 GB force full recomputation; the Blackwells' 180 GB hold a 4-stage pipeline with
     # DeepSeek's partial recomputation (its activations only: norms, MLA up-projections, expert SwiGLU).
     h100, b200, gb200 = best["32xdgxh100"], best["32xdgxb200"], best["4xgb200nvl72"]
-    assert h100.layout.recompute == "full" and b200.layout.recompute == gb200.layout.recompute == "deepseek"
+    assert h100.layout.recompute == FULL and b200.layout.recompute == gb200.layout.recompute == DEEPSEEK
     assert gb200.step_time < b200.step_time and 2 * b200.step_time < h100.step_time
     assert [round(p.step_time, 1) for p in (gb200, b200, h100)] == [66.0, 71.2, 228.8]
     G = prepare(topo.build("32xdgxh100"))

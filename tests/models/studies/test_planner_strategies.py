@@ -11,11 +11,11 @@ import pytest
 import topo
 from models.engine.fabric import PreparedFabric
 from models.present.plan_text import component_note
-from models.studies.planner import Layout, PlanError, SkipCode, plan
+from models.studies.planner import BubbleDetail, Component, ExpertParallelDetail, Layout, PlanError, SkipCode, plan
 from models.studies.planner.cp_exchange import (ALL_TO_ALL, CP_COMM, CP_EXCHANGES, RING, AllToAllExchange,
                                                 cp_exchange_named)
-from models.studies.planner.ep_overlap import (BATCH_OVERLAP, EpOverlapError, DUALPIPE, EP_OVERLAP, EP_OVERLAPS, NO_OVERLAP,
-                                               BatchOverlap, EpOverlap, ep_overlap_named)
+from models.studies.planner.ep_overlap import (BATCH_OVERLAP, DUALPIPE, EP_OVERLAP, EP_OVERLAPS, NO_OVERLAP,
+                                               BatchOverlap, DualPipe, EpOverlap, EpOverlapError, ep_overlap_named)
 from models.studies.planner.parallel_graph import plan_step_graph
 
 # tests/models/studies/test_parallel_graph.py's small MoE
@@ -115,6 +115,22 @@ class _HalfHidden(BatchOverlap):
 
     def exposed_ep(self, ep_time: float, compute: float) -> float:
         return max(ep_time / 2, ep_time - compute)
+
+
+def test_an_overlaps_words_follow_its_class_not_its_name():
+    # DualPipe's bubble on pp8, F&B 3 ms, B 1 ms, W 1 ms: (8/2 - 1)(3 + 1 - 3) = 3 ms of 480 x 3 ms;
+    # 1F1B's (p - 1)/m = 7/480. A DualPipe by another name is DualPipe; a user's class named
+    # "dualpipe" is the user's own (its bubble may differ), shown by its name.
+    def words(overlap):
+        bubble = BubbleDetail(8, 1, 480, overlap=overlap, slot=3e-3, backward_input=1e-3, weight=1e-3)
+        ep = ExpertParallelDetail(8, 1, 4, 2 * 2 ** 20, 2 * 2 ** 20, 0.0, 1.0, overlap)
+        return (component_note(Component("bubble", 3e-3, 3e-3, bubble)),
+                component_note(Component("ep_comm", 1e-3, 1e-3, ep)).rsplit("; ", 1)[1])
+
+    dualpipe = ("(PP/2-1)(F&B+B-3W) = 3 x (3.00 + 1.00 - 3 x 1.00 ms) = 0.21% of the ideal step", "DualPipe overlap")
+    assert words(DUALPIPE) == words(DualPipe(name="mirror")) == dualpipe
+    assert words(_HalfHidden(name="dualpipe")) == ("(p-1)/m = 7/480 of the ideal step", "dualpipe overlap")
+    assert [words(o)[1] for o in (NO_OVERLAP, BATCH_OVERLAP)] == ["not overlapped", "batch-level overlap"]
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
-"""Recomputation strategies (models.studies.planner.recomputation): DeepSeek-V3's partial
+"""Recomputation strategies (models.studies.recomputation): DeepSeek-V3's partial
 recomputation by hand (memory per GPU of one layout, the recomputed FLOPs and kernels), the
-search covering it, and its refusals."""
+search covering it, and its refusals; the dense paths asking the object, not its name (a
+strategy of your own behaves as the one it equals)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,11 @@ import topo
 from models.engine.fabric import PreparedFabric
 from models.studies.compute import compute_model, gpu_of
 from models.studies.moe import moe_workload
-from models.studies.planner import RECOMPUTE, PlanError, search
+from models.studies.planner import RECOMPUTE, Layout, PlanError, plan, search
 from models.studies.planner.parallel_step import layer_kind, moe_flops_per_token
-from models.studies.planner.recomputation import (DEEPSEEK, FULL, NO_RECOMPUTE, RECOMPUTE_MODULES, RECOMPUTES,
-                                                  SELECTIVE, recompute_named)
+from models.studies.recomputation import (DEEPSEEK, FULL, NO_RECOMPUTE, RECOMPUTE_MODULES, RECOMPUTES, SELECTIVE,
+                                          Recompute, as_recompute, recompute_named)
+from models.studies.workload import WorkloadError, workload
 
 # DeepSeek-V3 (tests/data/moe_published_parameters.json; the preset's shapes): hidden 7,168, MLA q_lora
 # 1,536, kv_lora 512, rope 64, 128 heads of qk 128 + 64 and v 128; 3 dense layers of FFN 18,432, 58 MoE
@@ -122,9 +124,9 @@ def test_deepseek_recomputed_kernels_and_flops_in_the_plan(h800):
 def test_the_search_covers_deepseek_for_moe_and_refuses_it_for_dense(h800):
     s = search("deepseek-v3", h800, tp=1, pp=1, dp=8, ep=8, zero=1, micro_batch=1, global_batch=8, dtype="fp8",
                seq_length=4096, simulate=0)
-    assert {p.layout.recompute for p in s.plans} == {"none", "deepseek", "full"}
+    assert {p.layout.recompute for p in s.plans} == {NO_RECOMPUTE, DEEPSEEK, FULL}
     dense = search("llama3-8b", h800, tp=8, pp=1, dp=1, zero=0, global_batch=8, simulate=0)
-    assert {p.layout.recompute for p in dense.plans} == {"none", "full"}
+    assert {p.layout.recompute for p in dense.plans} == {NO_RECOMPUTE, FULL}
     with pytest.raises(PlanError, match="expected a MoE workload, received llama3-8b"):
         search("llama3-8b", h800, tp=8, pp=1, dp=1, zero=0, global_batch=8, recompute="deepseek", simulate=0)
 
@@ -134,3 +136,60 @@ def test_the_cli_refuses_deepseek_for_a_dense_model_in_one_line(capsys):
     status = main(["plan", "llama3-8b", "--system", "dgxh100", "--tp", "8", "--pp", "1", "--recompute", "deepseek"])
     out, err = capsys.readouterr()
     assert status == 2 and out == "" and err.count("\n") == 1 and "expected a MoE workload" in err
+
+
+def test_a_name_is_read_once_as_its_object():
+    assert [as_recompute(r.name) for r in RECOMPUTES] == list(RECOMPUTES)
+    mine = Recompute("attention", ("core_attn",))
+    assert as_recompute(mine) is mine and as_recompute("some") is None and as_recompute(["full"]) is None
+    lay = Layout(8, 1, 2, 0, 1, 16, "selective", True, "tp-dp-pp")
+    assert lay.recompute is SELECTIVE and lay.label() == "tp8 pp1 dp2 zero0 mb1 rc=selective sp tp-dp-pp"
+    with pytest.raises(PlanError, match="recompute must be one of none, selective, full, deepseek or a Recompute, "
+                                        "received str 'partial'"):
+        Layout(8, 1, 2, 0, 1, 16, "partial", True, "tp-dp-pp")
+
+
+def test_the_backward_repeats_the_forward_collectives_only_with_the_whole_layer():
+    # Megatron-LM's tensor parallelism: 2 all-reduces a layer forward, 2 backward, the forward's 2
+    # again before the backward with full recomputation (Shoeybi et al. 2019, section 3).
+    assert [r.repeated(2) for r in RECOMPUTES] == [0, 0, 2, 0]
+    dgx2 = topo.dgx2()
+    counts = {rc: plan("megatron-8.3b", dgx2, tp=8, pp=1, dp=2, zero=0, recompute=rc, dtype="fp16",
+                       simulate=0).component("tp_comm").detail.count for rc in ("none", "selective", "full")}
+    assert counts == {"none": 4 * 72 + 2, "selective": 4 * 72 + 2, "full": 6 * 72 + 2}  # 72 layers, + the embedding
+
+
+@pytest.mark.parametrize("name, mine", [("selective", Recompute("attention", ("core_attn",))),
+                                        ("full", Recompute("whole", whole_layer=True))])
+def test_a_strategy_of_your_own_times_as_the_one_it_equals(name, mine):
+    """The dense step (analytical and simulated), its memory and FLOPs follow the object's modules,
+    not its name; records and labels print the name it carries."""
+    dgx2 = topo.dgx2()
+    opts = dict(tp=8, pp=1, dp=2, zero=0, dtype="fp16", global_batch=4, simulate=1)
+    ours, theirs = plan("megatron-8.3b", dgx2, recompute=mine, **opts), plan("megatron-8.3b", dgx2, recompute=name, **opts)
+    assert ours.timing == theirs.timing == "simulated"
+    assert (ours.step_time, ours.analytical_step_time, ours.memory, ours.hardware_flops) == \
+        (theirs.step_time, theirs.analytical_step_time, theirs.memory, theirs.hardware_flops)
+    assert ours.layout.recompute is mine and f"rc={mine.name} " in ours.layout.label()
+    assert {r["recompute"] for r in ours.to_records()} == {mine.name}
+    w = workload("megatron-8.3b")
+    assert w.training_flops_per_token(mine) == w.training_flops_per_token(name) > w.training_flops_per_token()
+    assert w.activation_bytes(2, 8, recompute=mine) == w.activation_bytes(2, 8, recompute=name)
+
+
+def test_the_dense_workload_asks_the_object():
+    # Korthikanti et al. 2022, section 4 (16-bit, f = 4h, multi-head, no flash): full keeps the layer
+    # input, 2 s b h; selective drops the 5 a s^2 b of the attention core.
+    w = workload("megatron-8.3b")
+    s, b, h, a = w.seq, 1, w.hidden, w.heads
+    assert w.activation_bytes(b, recompute=FULL) == 2 * s * b * h
+    assert w.activation_bytes(b, recompute=NO_RECOMPUTE) - w.activation_bytes(b, recompute=SELECTIVE) == \
+        5 * a * s * s * b
+    # Selective runs the score and value products again: 2 s h FLOPs a token each, every layer
+    # (Narayanan et al. 2021's attention count); full the layers' whole forward (True: full).
+    assert w.training_flops_per_token(SELECTIVE) - w.training_flops_per_token(NO_RECOMPUTE) == \
+        pytest.approx(w.layers * 4 * s * h, rel=1e-12)
+    assert w.training_flops_per_token(True) == w.training_flops_per_token(FULL) > w.training_flops_per_token(SELECTIVE)
+    for bad in ("deepseek", DEEPSEEK, "some", 3):
+        with pytest.raises(WorkloadError, match="recompute must be 'none', 'selective' or 'full' \\(or a Recompute\\)"):
+            w.activation_bytes(b, recompute=bad)

@@ -1,9 +1,12 @@
 """Activation recomputation as strategy objects (:data:`RECOMPUTES`): which kernels of a layer run
 again before its backward, and which stored activations that spares.
 
-A layout names one (``Layout.recompute``, one of :data:`~models.studies.planner.records.RECOMPUTE`, ``plan --recompute MODE``); :func:`recompute_named` reads
-the name once and the planner asks the object (:mod:`models.studies.planner.parallel_step`, the
-MoE step graph). The modules are Megatron-Core's ``--recompute-modules`` vocabulary (with
+A layout holds one (``Layout.recompute``; ``plan(..., recompute=...)`` and ``plan --recompute MODE``
+take its name, one of :data:`~models.studies.planner.records.RECOMPUTE`, or a :class:`Recompute` of
+your own): :func:`as_recompute` reads the name once, and the workloads and the planner ask the object
+what stays stored (:meth:`Recompute.drops`), what forward work runs again
+(:meth:`Recompute.recomputes`) and which collectives the backward repeats
+(:meth:`Recompute.repeated`), never its name. The modules are Megatron-Core's ``--recompute-modules`` vocabulary (with
 ``--recompute-granularity selective``; Megatron-Core v0.13 on [U: the release that brought
 ``layernorm``, ``mla_up_proj`` and ``moe_act``]), so a user reads ``deepseek`` as the Megatron flags
 that reproduce it:
@@ -39,7 +42,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 __all__ = ["Recompute", "NO_RECOMPUTE", "SELECTIVE", "FULL", "DEEPSEEK", "RECOMPUTES", "RECOMPUTE_MODULES",
-           "recompute_named"]
+           "SEARCHED", "recompute_named", "as_recompute"]
 
 #: The kernels (op names of :meth:`models.studies.workload.Transformer.layer_ops` and
 #: :meth:`models.studies.moe.MoeTransformer.layer_ops`) each Megatron-Core recompute module runs
@@ -89,6 +92,14 @@ class Recompute:
         """Whether the tensors ``module`` produces are recomputed rather than stored."""
         return self.whole_layer or module in self.modules
 
+    def repeated(self, forward: int) -> int:
+        """How many of the ``forward`` collectives a layer's forward runs (tensor-parallel
+        all-reduces or their sequence-parallel pairs, expert all-to-alls) its backward runs again
+        before its own: all of them when the whole forward runs again (a layer's 2 tensor-parallel
+        all-reduces of the forward again beside the backward's 2; Shoeybi et al. 2019, "Megatron-LM",
+        section 3), none when only modules inside the parallel regions run again."""
+        return forward if self.whole_layer else 0
+
 
 #: Every activation stored (``none``).
 NO_RECOMPUTE = Recompute()
@@ -102,6 +113,23 @@ DEEPSEEK = Recompute("deepseek", ("layernorm", "mla_up_proj", "moe_act"), low_pr
 RECOMPUTES = (NO_RECOMPUTE, SELECTIVE, FULL, DEEPSEEK)
 
 
+#: The strategies a search tries when none is given, in this order: every activation stored and
+#: the whole layer again, and DeepSeek-V3's for a mixture-of-experts workload (``moe_only``).
+SEARCHED = (NO_RECOMPUTE, DEEPSEEK, FULL)
+
+
 def recompute_named(name: str, strategies=RECOMPUTES) -> Recompute | None:
     """The strategy of ``strategies`` called ``name``, or None."""
     return next((r for r in strategies if r.name == name), None)
+
+
+def as_recompute(value) -> Recompute | None:
+    """``value`` as a strategy: a :class:`Recompute` (one of your own included) as it is, a name of
+    :data:`RECOMPUTES` as its object; None for anything else (the caller names what it expected).
+
+    >>> as_recompute("full") is FULL, as_recompute(SELECTIVE) is SELECTIVE, as_recompute("some")
+    (True, True, None)
+    """
+    if isinstance(value, Recompute):
+        return value
+    return recompute_named(value) if isinstance(value, str) else None
