@@ -287,7 +287,7 @@ def test_plan_that_does_not_fit_exits_2_with_the_verdict_and_one_line(capsys):
     status, out, err = run(capsys, "plan", "gpt3-175b", "--system", "dgx1v")
     assert status == 2 and "does not fit: out of memory" in out
     assert err == ("dgxtopo: error: gpt3-175b does not fit on DGX-1V: tp8 pp1 dp1 zero0 mb1 rc=full sp tp-dp-pp: "
-                   "out of memory: needs 349.9 GB of 17.2 GB (weights 43.7, gradients 43.7, optimizer 261.9, "
+                   "out of memory: needs 437.2 GB of 17.2 GB (weights 43.7, gradients 43.7, optimizer 349.2, "
                    "activations 0.7) per GPU\n")
     # The JSON and the search at the layout the default search chose above (tp8 pp1): the same verdict.
     status, out, err = run(capsys, "plan", "gpt3-175b", "--system", "dgx1v", "--tp", "8", "--pp", "1", "--json")

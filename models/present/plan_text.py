@@ -75,7 +75,7 @@ def fit_note(p: Plan) -> str:
     >>> import topo
     >>> from models.studies.planner import plan
     >>> fit_note(plan("gpt3-175b", topo.dgx1v(), tp=8, pp=1, dp=1, simulate=0))
-    'out of memory: needs 349.9 GB of 17.2 GB (weights 43.7, gradients 43.7, optimizer 261.9, activations 0.7) per GPU'
+    'out of memory: needs 437.2 GB of 17.2 GB (weights 43.7, gradients 43.7, optimizer 349.2, activations 0.7) per GPU'
     """
     return "" if p.fits else f"out of memory: needs {memory_note(p.memory)} per GPU"
 
@@ -198,6 +198,8 @@ def skipped_note(s: SkippedLayout) -> str:
         SkipCode.CP_SEQUENCE: lambda: f"the sequence of {c} tokens does not split into 2 x cp = {2 * s.cp} chunks",
         SkipCode.CP_FLASH: lambda: "context parallelism needs flash attention: expected the flash software stack",
         SkipCode.CP_HEADS: lambda: f"all-to-all context parallelism needs the {c} heads per rank divisible by cp {s.cp}",
+        SkipCode.CP_HIERARCHY: lambda: (f"a2a+p2p context parallelism needs sizes a x p = cp {s.cp}, both >= 2, and "
+                                        f"the {c} heads per rank divisible by a"),
         SkipCode.SPLIT: lambda: _split_note(s),
         SkipCode.DUALPIPE: lambda: (f"DualPipe needs an even pp, an even number of micro-batches of at least 2 x pp "
                                     f"and no interleaving (received pp {s.pp}, {c} micro-batches"
@@ -319,7 +321,10 @@ def _data_parallel_detail(d: DataParallelDetail) -> str:
 _CP_EXCHANGE_WORDS = MappingProxyType({
     "p2p": ("{layers} layers x ring of {steps} K/V steps of {mib:.1f} MiB each way per micro-batch, hidden behind "
             "the attention where it is faster"),
-    "a2a": "{layers} layers x 2 x 4 all-to-alls ({mib:.1f} MiB per rank in all) per micro-batch"})
+    "a2a": "{layers} layers x 2 x 4 all-to-alls ({mib:.1f} MiB per rank in all) per micro-batch",
+    "a2a+p2p": ("{layers} layers x (2 x 4 all-to-alls in groups of {a} + ring of {steps} K/V steps each way across "
+                "{p} groups; {mib:.1f} MiB per rank in all) per micro-batch, the ring hidden behind the attention "
+                "where it is faster")})
 
 
 def _context_parallel_detail(d: ContextParallelDetail) -> str:
@@ -327,7 +332,8 @@ def _context_parallel_detail(d: ContextParallelDetail) -> str:
         return "no context parallelism"
     words = _CP_EXCHANGE_WORDS.get(d.comm.name, "{layers} layers x {name} K/V exchange of {mib:.1f} MiB per "
                                                 "micro-batch")
-    return words.format(layers=d.layers, steps=d.degree - 1, mib=d.nbytes / MiB, name=d.comm.name)
+    a, p = getattr(d.comm, "sizes", None) or (1, d.degree)  # a hierarchical exchange's (a2a, p2p) sizes
+    return words.format(layers=d.layers, steps=p - 1, mib=d.nbytes / MiB, name=d.comm.name, a=a, p=p)
 
 
 #: The words of the built-in expert overlaps (:mod:`models.studies.planner.ep_overlap`), by

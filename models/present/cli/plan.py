@@ -86,7 +86,11 @@ def parallel_options(parser) -> None:
     group.add_argument("--cp", type=at_least(1), metavar="N",
                        help="context-parallel degree (default: searched from 16K tokens on, else 1)")
     group.add_argument("--cp-comm", choices=CP_COMM, default="p2p",
-                       help="context-parallel attention: p2p ring (default) or a2a (all-to-all)")
+                       help="context-parallel attention: p2p ring (default), a2a (all-to-all) or a2a+p2p "
+                            "(hierarchical: all-to-all in groups, a ring across them)")
+    group.add_argument("--hierarchical-context-parallel-sizes", type=at_least(1), nargs=2, metavar=("A", "P"),
+                       help="a2a+p2p's all-to-all group and ring sizes, A x P = cp, both >= 2 (Megatron-Core's "
+                            "hierarchical_context_parallel_sizes; default: searched)")
     group.add_argument("--ep", type=at_least(1), metavar="N",
                        help="expert-parallel degree of a MoE workload, carved out of tp x cp x dp (default: searched)")
     group.add_argument("--etp", type=at_least(1), metavar="N",
@@ -133,9 +137,16 @@ def _overlap_choice(overlaps: tuple):
 def parallel_values(args) -> dict:
     """The options of :func:`parallel_options` as :func:`models.studies.planner.search` takes them:
     ``--cp-comm`` and ``--ep-overlap`` chosen here, once, as their strategy objects."""
-    from ...studies.planner.cp_exchange import cp_exchange_named
+    from ...studies.planner.cp_exchange import HierarchicalExchange, cp_exchange_named
 
-    return dict(cp=args.cp, cp_comm=cp_exchange_named(args.cp_comm), ep=args.ep, etp=args.etp,
+    exchange = cp_exchange_named(args.cp_comm)
+    sizes = args.hierarchical_context_parallel_sizes
+    if sizes is not None:
+        if not isinstance(exchange, HierarchicalExchange):
+            raise UsageError(f"--hierarchical-context-parallel-sizes needs --cp-comm a2a+p2p, received --cp-comm "
+                             f"{args.cp_comm}")
+        exchange = HierarchicalExchange(sizes=tuple(sizes))
+    return dict(cp=args.cp, cp_comm=exchange, ep=args.ep, etp=args.etp,
                 ep_overlap=_overlap_choice(args.ep_overlap),
                 expert_balance=args.expert_balance, dispatch_dtype=args.dispatch_dtype,
                 first_stage_layers=args.first_stage_layers or 0, last_stage_layers=args.last_stage_layers or 0,

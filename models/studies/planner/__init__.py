@@ -75,8 +75,10 @@ Throughput is reported in both FLOP conventions: *model* FLOPs (no recomputation
 *hardware* FLOPs (with what recomputation runs again; Megatron's published TFLOP/s and HFU),
 :meth:`models.studies.workload.Transformer.training_flops_per_token`.
 
-Memory per GPU (heaviest stage): weights, gradients and optimizer state (mixed-precision Adam:
-2 + 2 + 12 = 16 bytes per parameter; fp32 and tf32: 4 + 4 + 8) sharded by ZeRO stage,
+Memory per GPU (heaviest stage): weights, gradients and optimizer state (mixed-precision Adam
+as Megatron-LM keeps it, :func:`~models.studies.planner.gpu_memory.state_bytes`: bf16 and the
+low-precision dtypes 2 + 4 + 12 = 18 bytes per parameter, the gradients in fp32; fp16 2 + 2 + 16;
+fp32 and tf32 4 + 4 + 8) sharded by ZeRO stage,
 activations of the micro-batches in flight (1F1B keeps ``p`` on the first stage, times ``1 +
 (p - 1) / (p v)`` when interleaved, Korthikanti et al. 2022, section 4.2.3; per layer
 :meth:`models.studies.workload.Transformer.activation_bytes`) and the fp32 logits of the last

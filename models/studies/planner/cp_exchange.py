@@ -12,6 +12,19 @@ chunks, rank ``r`` holding chunks ``r`` and ``2 cp - 1 - r`` (causal load balanc
 * :data:`ALL_TO_ALL` (``a2a``, Ulysses): swaps the sequence split for a head split with
   all-to-alls of Q, K, V and back of the output (the heads per tensor-parallel rank must divide
   ``cp``), not overlapped.
+* :class:`HierarchicalExchange` (``a2a+p2p``, Transformer Engine >= 1.12's hierarchical context
+  parallelism, Megatron-Core's ``hierarchical_context_parallel_sizes = [a, p]``, ``a p = cp``):
+  the all-to-alls inside groups of ``a`` consecutive context-parallel ranks (the inner level,
+  within the NVLink domain as the ranks are laid out: tensor-parallel fastest, then context), then
+  a ring of ``p`` steps across the groups (ranks ``a`` apart) on ``seq / p`` tokens of ``1 / a`` of
+  the heads: the ring's blocks are the plain ring's bytes, ``p - 1`` steps instead of ``cp - 1``.
+  Both sizes at least 2 (``a = cp`` is ``a2a``, ``p = cp`` is ``p2p``: name those instead); the
+  heads per tensor-parallel rank divisible by ``a``. Unsized (``HierarchicalExchange()``), the
+  search takes every ``a`` of each ``cp`` it tries (:meth:`CpExchange.for_degree`).
+
+The groups [U: Megatron-Core ``parallel_state.create_hierarchical_parallel_groups``, recalled]:
+the inner (all-to-all) group of rank ``i`` of a context-parallel group ``g`` is ``g[a k .. a k +
+a - 1]``, the outer (ring) group ``g[j], g[j + a], ...``.
 
 The planner takes one of them (``plan(..., cp_comm="a2a")``, ``plan --cp-comm a2a``), read once
 at its edge (:func:`cp_exchange_named`); a layout carries the object
@@ -24,17 +37,22 @@ Examples
 >>> cp_exchange_named("a2a") is ALL_TO_ALL, cp_exchange_named("ring")
 (True, None)
 >>> [x.name for x in CP_EXCHANGES]
-['p2p', 'a2a']
+['p2p', 'a2a', 'a2a+p2p']
+>>> HierarchicalExchange((2, 4)).alltoall_groups((0, 1, 2, 3, 4, 5, 6, 7))
+((0, 1), (2, 3), (4, 5), (6, 7))
+>>> HierarchicalExchange((2, 4)).ring_groups((0, 1, 2, 3, 4, 5, 6, 7))
+((0, 2, 4, 6), (1, 3, 5, 7))
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import ClassVar, Protocol
 
-__all__ = ["CpExchange", "RingExchange", "AllToAllExchange", "RING", "ALL_TO_ALL", "CP_EXCHANGES", "CP_COMM",
-           "cp_exchange_named", "cp_ring_bytes", "cp_a2a_bytes", "AttentionTasks"]
+__all__ = ["CpExchange", "RingExchange", "AllToAllExchange", "HierarchicalExchange", "RING", "ALL_TO_ALL",
+           "HIERARCHICAL", "CP_EXCHANGES", "CP_COMM", "cp_exchange_named", "cp_ring_bytes", "cp_a2a_bytes",
+           "AttentionTasks"]
 
 
 def _kv_widths(w, tp: int) -> tuple:
@@ -110,9 +128,33 @@ class CpExchange:
 
     name: str = "p2p"
     label: str = ""
+    #: The :class:`~models.studies.planner.records.SkipCode` value of a layout :meth:`refuses` names.
+    refusal: ClassVar[str] = "cp_heads"
 
     def __str__(self) -> str:
         return self.name
+
+    def check(self, cp: int | None) -> str | None:
+        """What is wrong with this exchange for a context-parallel degree ``cp`` given (None:
+        searched), in words; None when nothing is (the ring and the all-to-all: never)."""
+        return None
+
+    @property
+    def degree(self) -> int | None:
+        """The context-parallel degree the exchange implies (None: any)."""
+        return None
+
+    def for_degree(self, cp: int) -> tuple:
+        """The exchanges a layout of ``cp`` may take for this one (itself)."""
+        return (self,)
+
+    def ring_groups(self, group: tuple) -> tuple:
+        """The rings K/V blocks pass around, of one context-parallel group's GPUs (the group)."""
+        return (tuple(group),)
+
+    def alltoall_groups(self, group: tuple) -> tuple:
+        """The groups the all-to-alls run over, of one context-parallel group's GPUs (the group)."""
+        return (tuple(group),)
 
     def buffers(self, w, micro_batch: int, cp: int, tp: int, act: float) -> tuple:
         """The bytes of the forward's exchange per attention layer (one ring step's K/V block). [bytes]"""
@@ -193,13 +235,114 @@ class AllToAllExchange(CpExchange):
         return tasks.compute("att", attention, (last,))
 
 
+@dataclass(frozen=True, init=False)
+class HierarchicalExchange(CpExchange):
+    """Hierarchical context parallelism (``a2a+p2p``, module docstring): per pass the 4
+    all-to-alls of :class:`AllToAllExchange` over the inner groups of ``a`` (exposed), and a ring
+    of ``p - 1`` steps over the outer groups, each hidden behind ``1 / p`` of the attention kernel.
+
+    Attributes
+    ----------
+    sizes : tuple of (int, int) or None
+        ``(a, p)``: the all-to-all (inner) and ring (outer) group sizes, Megatron-Core's
+        ``hierarchical_context_parallel_sizes``; None: searched (every ``a`` of a degree).
+    """
+
+    name: str = "a2a+p2p"
+    label: str = ""
+    sizes: tuple | None = None
+    refusal: ClassVar[str] = "cp_hierarchy"
+
+    def __init__(self, sizes: tuple | None = None, *, name: str = "a2a+p2p", label: str = ""):
+        object.__setattr__(self, "sizes", tuple(sizes) if isinstance(sizes, list) else sizes)
+        object.__setattr__(self, "name", name)
+        if not label and self.sizes is not None and self.check(None) is None:
+            label = f"a{self.sizes[0]}p{self.sizes[1]}"  # tp1 cp8a2p4 ...
+        object.__setattr__(self, "label", label)
+
+    def check(self, cp: int | None) -> str | None:
+        """The sizes must be two whole numbers >= 2 whose product is ``cp`` (when given: a layout's
+        degree needs them)."""
+        sizes = self.sizes
+        if sizes is None:
+            return None if cp is None else (f"a2a+p2p needs its sizes a x p = cp {cp}, both >= 2 "
+                                            f"(hierarchical_context_parallel_sizes), received none")
+        ok = (isinstance(sizes, tuple) and len(sizes) == 2
+              and all(isinstance(x, int) and not isinstance(x, bool) and x >= 2 for x in sizes))
+        if not ok:
+            return (f"a2a+p2p sizes must be two whole numbers >= 2 (the all-to-all group, the ring; 1 of either is "
+                    f"p2p or a2a), received {sizes!r}")
+        if cp is not None and sizes[0] * sizes[1] != cp:
+            return f"a2a+p2p sizes {sizes[0]} x {sizes[1]} must multiply to cp {cp}, received {sizes[0] * sizes[1]}"
+        return None
+
+    @property
+    def degree(self) -> int | None:
+        """``a x p`` when sized: the degree a search takes when ``cp`` is not given."""
+        return None if self.sizes is None or self.check(None) else self.sizes[0] * self.sizes[1]
+
+    def for_degree(self, cp: int) -> tuple:
+        """Sized: itself; unsized: one per all-to-all size ``a`` of ``cp`` with ``a, cp / a >= 2``
+        (none: itself, which :meth:`refuses` the degree)."""
+        if self.sizes is not None:
+            return (self,)
+        found = tuple(type(self)((a, cp // a)) for a in range(2, cp // 2 + 1) if cp % a == 0)
+        return found or (self,)
+
+    def buffers(self, w, micro_batch: int, cp: int, tp: int, act: float) -> tuple:
+        """(one ring step's K/V block, the four all-to-all buffers of a forward): the block is
+        :func:`cp_ring_bytes` of ``seq / p`` tokens with the heads of ``tp a`` ranks; the
+        all-to-alls' :func:`cp_a2a_bytes` of ``seq / cp`` tokens. [bytes]"""
+        a, p = self.sizes
+        return (cp_ring_bytes(w, micro_batch, p, tp * a, act), *cp_a2a_bytes(w, micro_batch, cp, tp, act))
+
+    def refuses(self, heads: int, cp: int) -> bool:
+        """Unsized, the wrong sizes for ``cp``, or the heads per tensor-parallel rank not divisible by ``a``."""
+        return self.sizes is None or self.check(cp) is not None or bool(heads % self.sizes[0])
+
+    def ring_groups(self, group: tuple) -> tuple:
+        """The outer rings: ranks ``a`` apart."""
+        a = self.sizes[0]
+        return tuple(tuple(group[j::a]) for j in range(a))
+
+    def alltoall_groups(self, group: tuple) -> tuple:
+        """The inner groups: ``a`` consecutive ranks."""
+        a = self.sizes[0]
+        return tuple(tuple(group[k:k + a]) for k in range(0, len(group), a))
+
+    def layer_timer(self, buffers: tuple, cp: int, comm, alltoall) -> LayerTimer:
+        """The inner all-to-alls (exposed) and the outer ring of ``p`` (hidden behind the
+        attention where faster), forward, backward and again forward with full recomputation. [s]"""
+        p = self.sizes[1]
+        ring = CpExchange.layer_timer(self, buffers[:1], p, comm, alltoall)
+        one = sum(alltoall("cp", x) for x in buffers[1:])
+
+        def layer(att_f: float, att_b: float, full: bool) -> tuple:
+            a2a = 2 * one + (one if full else 0.0)
+            time, exposed = ring(att_f, att_b, full)
+            return time + a2a, exposed + a2a
+        return layer
+
+    def attention_tasks(self, tasks: AttentionTasks, buffers: tuple, attention: float, cp: int, after, *,
+                        forward: bool, full: bool):
+        """The pass's all-to-alls over the inner groups one after the other, then the ring of
+        ``p`` over the outer groups beside the attention's ``p`` chunks."""
+        last = after
+        for x, nbytes in enumerate(buffers[1:] * (1 + (not forward) + (not forward and full))):
+            last = tasks.alltoall(f"cpa{x}.", nbytes, last)
+        return CpExchange.attention_tasks(self, tasks, buffers[:1], attention, self.sizes[1], last,
+                                          forward=forward, full=full)
+
+
 #: Ring attention passing K/V blocks point to point (``p2p``, the default).
 RING = RingExchange()
 #: Ulysses all-to-all attention (``a2a``).
 ALL_TO_ALL = AllToAllExchange()
+#: Hierarchical (``a2a+p2p``), its sizes searched.
+HIERARCHICAL = HierarchicalExchange()
 #: The exchanges ``--cp-comm`` chooses among, the default first.
-CP_EXCHANGES = (RING, ALL_TO_ALL)
-#: Their names (Megatron-Core's ``cp_comm_type``): ``p2p``, ``a2a``.
+CP_EXCHANGES = (RING, ALL_TO_ALL, HIERARCHICAL)
+#: Their names (Megatron-Core's ``cp_comm_type``): ``p2p``, ``a2a``, ``a2a+p2p``.
 CP_COMM = tuple(x.name for x in CP_EXCHANGES)
 
 

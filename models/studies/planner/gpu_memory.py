@@ -1,7 +1,8 @@
 """Memory per GPU of a layout's heaviest pipeline stage (:func:`memory`).
 
-Weights, gradients and optimizer state (mixed-precision Adam: 2 + 2 + 12 = 16 bytes per
-parameter; fp32 and tf32: 4 + 4 + 8) sharded by ZeRO stage, activations of the micro-batches in
+Weights, gradients and optimizer state (:func:`state_bytes`: bf16 and the low-precision dtypes
+2 + 4 + 12 = 18 bytes per parameter, the gradients accumulated in fp32; fp16 2 + 2 + 16; fp32 and
+tf32 4 + 4 + 8) sharded by ZeRO stage, activations of the micro-batches in
 flight (1F1B keeps ``p`` on the first stage, times ``1 + (p - 1) / (p v)`` when interleaved,
 Korthikanti et al. 2022, section 4.2.3; per layer
 :meth:`models.studies.workload.Transformer.activation_bytes`) and the fp32 logits of the last
@@ -14,10 +15,59 @@ import math
 
 from topo.units import GiB
 
-from ..workload import CNN, Workload, activation_bytes_per_element, workload as as_workload
+from ..workload import (CNN, QUANTISED_BYTES, Workload, activation_bytes_per_element, dtype_bytes,
+                        is_low_precision, workload as as_workload)
 from .records import Layout, Memory
 
-__all__ = ["memory"]
+__all__ = ["memory", "state_bytes", "cached_bytes", "FP8_TILE"]
+
+#: DeepSeek-V3's fine-grained FP8 (DeepSeek-V3 Technical Report, arXiv 2412.19437, section 3.3
+#: [U: recalled]): activations quantised in 1 x ``FP8_TILE`` tiles and weights in ``FP8_TILE`` x
+#: ``FP8_TILE`` blocks, each with one fp32 scale. [elements]
+FP8_TILE = 128
+
+
+def state_bytes(dtype: str) -> tuple:
+    """(weights, gradients, optimizer state) bytes per parameter of mixed-precision Adam as
+    Megatron-LM keeps them, before ZeRO shards them. [bytes]
+
+    Megatron-LM's "Distributed Optimizer" documentation tabulates the bytes per parameter: fp16
+    weights with fp16 gradients 20 (4 + 16 / d with the distributed optimizer over d GPUs), bf16
+    weights with fp32 gradients 18 (6 + 12 / d), fp32 16 (8 + 8 / d) [U: recalled, not in the
+    project's references]. With bf16 the gradients accumulate (and reduce) in fp32, 4 bytes per
+    parameter: Megatron-LM's arguments turn ``--accumulate-allreduce-grads-in-fp32`` on for bf16
+    [U: recalled]; the optimizer holds the fp32 master weights and two moments (12). With fp16 the
+    gradients stay fp16 and the optimizer copies them to fp32 beside its 12 (16). The low-precision
+    dtypes (fp8, mxfp8, nvfp4) train with bf16 weights (Transformer Engine's recipes cast at each
+    product; DeepSeek-V3 keeps master weights and gradients in fp32, arXiv 2412.19437 section 3.3):
+    as bf16. Their fp8 weights are cast for each product and not held [U], so the 128 x 128
+    blocks' scales (4 bytes per 16,384 weights) take no memory here.
+
+    >>> state_bytes("bf16"), state_bytes("fp8"), state_bytes("fp16"), state_bytes("tf32")
+    ((2, 4, 12), (2, 4, 12), (2, 2, 16), (4, 4, 8))
+    """
+    if activation_bytes_per_element(dtype) == 4:
+        return 4, 4, 8
+    if str(dtype).strip().lower() == "fp16":
+        return 2, 2, 16
+    return 2, 4, 12
+
+
+def cached_bytes(dtype: str) -> float | None:
+    """Bytes per element of an activation a low-precision cache keeps (recompute ``deepseek``),
+    its scales included; None for a 16/32-bit dtype (nothing quantised to keep). fp8 in
+    DeepSeek-V3's 1 x 128 tiles with an fp32 scale each (:data:`FP8_TILE`): ``1 + 4 / 128``;
+    mxfp8 and nvfp4 in their block formats (:data:`~models.studies.workload.QUANTISED_BYTES`). [bytes]
+
+    >>> cached_bytes("fp8"), cached_bytes("mxfp8"), cached_bytes("nvfp4"), cached_bytes("bf16")
+    (1.03125, 1.03125, 0.5625, None)
+    """
+    if not is_low_precision(dtype):
+        return None
+    name = str(dtype).strip().lower()
+    if name == "fp8":
+        return dtype_bytes(name) + 4 / FP8_TILE
+    return QUANTISED_BYTES[name]
 
 
 def stage_parameters(w, pp: int):
@@ -66,16 +116,15 @@ def memory(workload: str | Workload, layout: Layout, *, dtype: str = "bf16", cap
     (9.6, 29.2)
     """
     w = as_workload(workload)
-    weight = activation_bytes_per_element(dtype)  # fp8 recipes keep 16-bit weights and gradients
-    optimizer = 8 if weight == 4 else 12  # Adam moments (+ fp32 master copy)
-    act_elem = weight
+    weight, grad, optimizer = state_bytes(dtype)  # fp8 recipes keep 16-bit weights
+    act_elem = activation_bytes_per_element(dtype)
     tp, pp, dp, zero = layout.tp, layout.pp, layout.dp, layout.zero
     b, m = layout.micro_batch, layout.micro_batches
     worst = None
     for stage, params in zip(("first", "last"), stage_parameters(w, pp)):
         local = params / tp
         p_bytes = local * weight / (dp if zero >= 3 else 1)
-        g_bytes = local * weight / (dp if zero >= 2 else 1)
+        g_bytes = local * grad / (dp if zero >= 2 else 1)
         o_bytes = local * optimizer / (dp if zero >= 1 else 1)
         if isinstance(w, CNN):
             act = w.activation_bytes(b, recompute=layout.recompute) * act_elem / 2

@@ -311,8 +311,12 @@ def _evaluate_parallel(ctx: Context, layout: Layout, cm, groups, comm) -> tuple:
     split = stage_split(w.layers, layout.pp, layout.virtual_stages, first=layout.first_stage_layers,
                         last=layout.last_stage_layers, embedding_in_split=layout.embedding_in_split,
                         loss_in_split=layout.loss_in_split)
-    ring = tuple((g[k], g[(k + 1) % len(g)]) for g in groups.get("cp", ()) for k in range(len(g)) if len(g) > 1)
+    # the exchange's rings and all-to-all groups of each context-parallel group (the ring: the group)
+    exchange = layout.cp_comm if layout.cp > 1 else None
+    rings = tuple(r for g in groups.get("cp", ()) for r in exchange.ring_groups(g)) if exchange else ()
+    ring = tuple((g[k], g[(k + 1) % len(g)]) for g in rings for k in range(len(g)) if len(g) > 1)
     extra = {"cp_ring": ring, "etp": groups.get("etp", ()), "edp": groups.get("edp", ())}
+    a2a = {"cp": tuple(x for g in groups.get("cp", ()) for x in exchange.alltoall_groups(g))} if exchange else {}
     for copies in ("dp_copies", "edp_copies"):  # several copies of each stage (evaluate)
         if copies in groups:
             extra[copies] = groups[copies]
@@ -323,7 +327,7 @@ def _evaluate_parallel(ctx: Context, layout: Layout, cm, groups, comm) -> tuple:
         return comm(dimension, collective, nbytes)
 
     def alltoall(dimension, nbytes):
-        return alltoall_time(fabric, nbytes, groups.get(dimension, ()))
+        return alltoall_time(fabric, nbytes, a2a.get(dimension) or groups.get(dimension, ()))
 
     ep_groups = groups.get("ep", ())
     network = alltoall_split(ep_groups[0], domain_of(fabric))[2] if ep_groups and len(ep_groups[0]) > 1 else 0.0
@@ -426,6 +430,8 @@ def _cps(ctx, cp, per_host) -> list:
     :data:`CP_SEARCH_FROM` tokens on the divisors of a host's GPUs."""
     if cp is not None:
         return [cp]
+    if ctx.cp_comm.degree is not None:  # a sized hierarchical exchange names its degree
+        return [ctx.cp_comm.degree]
     if isinstance(ctx.w, CNN) or ctx.w.seq < CP_SEARCH_FROM:
         return [1]
     return [d for d in _divisors(per_host)]
@@ -444,7 +450,7 @@ def _refusal(w, t, c, p, d, e, et, cp_comm, sequence_parallel, stack_flash, spli
             return skip(SkipCode.CP_SEQUENCE, w.seq)
         heads = (w.attention.heads if moe else w.heads) // t
         if cp_comm.refuses(heads, c):
-            return skip(SkipCode.CP_HEADS, heads)
+            return skip(SkipCode(cp_comm.refusal), heads)
     if not moe and (e > 1 or et > 1):
         return skip(SkipCode.EP_DENSE)
     if moe:
@@ -534,24 +540,25 @@ def _layouts(ctx, n, tp, pp, dp, zero, micro_batch, global_batch, recompute, seq
                 else:
                     ets, eps = [1 if etp is None else etp], [1 if ep is None else ep]
                 orders = ORDERS if (p > 1 and d * c > 1) else ORDERS[:1]
-                for et in ets:
-                    for e in eps:
-                        for z in zeros:
-                            if d * c == 1 and z > 0 and zero is None:
+                # the exchanges of this degree (a hierarchical one unsized: each of its sizes)
+                for x, et, e in ((x, et, e) for x in (cp_comm.for_degree(c) if c > 1 else (cp_comm,))
+                                 for et in ets for e in eps):
+                    for z in zeros:
+                        if d * c == 1 and z > 0 and zero is None:
+                            continue
+                        for rc in recomputes:
+                            sp = (t > 1) if sequence_parallel is None else bool(sequence_parallel and t > 1)
+                            why_not = _refusal(w, t, c, p, d, e, et, x, sp, flash, layout_split, v, m,
+                                               ctx.ep_overlap)
+                            if why_not is not None:
+                                if why_not not in skipped:
+                                    skipped.append(why_not)
                                 continue
-                            for rc in recomputes:
-                                sp = (t > 1) if sequence_parallel is None else bool(sequence_parallel and t > 1)
-                                why_not = _refusal(w, t, c, p, d, e, et, cp_comm, sp, flash, layout_split, v, m,
-                                                   ctx.ep_overlap)
-                                if why_not is not None:
-                                    if why_not not in skipped:
-                                        skipped.append(why_not)
-                                    continue
-                                for order in orders:
-                                    yield Layout(t, p, d, z, micro_batch, global_batch, rc, sp, order, v, c, e, et,
-                                                 cp_comm, layout_split.get("first", 0), layout_split.get("last", 0),
-                                                 bool(layout_split.get("embedding_in_split")),
-                                                 bool(layout_split.get("loss_in_split")))
+                            for order in orders:
+                                yield Layout(t, p, d, z, micro_batch, global_batch, rc, sp, order, v, c, e, et,
+                                             x, layout_split.get("first", 0), layout_split.get("last", 0),
+                                             bool(layout_split.get("embedding_in_split")),
+                                             bool(layout_split.get("loss_in_split")))
 
 
 def _strategy(name, value, kind, named, names):
@@ -604,6 +611,10 @@ def prepare_job(workload, G, *, tp, pp, dp, zero, micro_batch, global_batch, dty
         if not isinstance(value, (bool, np.bool_)):
             raise PlanError(f"{name} must be True or False, received {value!r}")
     cp_comm = _strategy("cp_comm", cp_comm, CpExchange, cp_exchange_named, CP_COMM)
+    for each in (cp_comm.for_degree(cp) if cp is not None else (cp_comm,)):
+        wrong = each.check(cp)
+        if wrong is not None:
+            raise PlanError(wrong)
     ep_overlap = _overlaps(ep_overlap)
     if (isinstance(expert_balance, bool) or not isinstance(expert_balance, (int, float))
             or not 1 <= expert_balance <= 1000):
@@ -638,7 +649,7 @@ def prepare_job(workload, G, *, tp, pp, dp, zero, micro_batch, global_batch, dty
     per_host = len(ctx.fabric.hosts[0])
     forced_one = isinstance(w, CNN)  # a CNN is data parallel only: tp = pp = 1
     if tp is not None and pp is not None and dp is not None:
-        n = tp * pp * dp * (cp or 1)
+        n = tp * pp * dp * (cp or cp_comm.degree or 1)
     elif forced_one and dp is not None:
         n = dp
     else:

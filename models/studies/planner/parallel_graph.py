@@ -278,15 +278,20 @@ def _schedule(out: TaskSink, plan: Any, w, stages, work: _Work | None, *, bucket
 
     ep_groups = [span("ep", p) if lay.ep > 1 else () for p in range(pp)]
     etp_groups = [span("etp", p) if lay.etp > 1 else () for p in range(pp)]
-    cp_groups = [span("cp", p) if cp > 1 else () for p in range(pp)]
+    # the exchange's all-to-all groups and rings of each context-parallel group (the ring: the group)
+    cp_all = groups.get("cp", ()) if cp > 1 else ()
+    a2a_all = tuple(x for g in cp_all for x in exchange.alltoall_groups(g))
+    rings_all = tuple(r for g in cp_all for r in exchange.ring_groups(g))
+    cp_groups = [_spanning(a2a_all, stage_sets[p], replica0[p]) if cp > 1 else () for p in range(pp)]
     # Ring sends of replica 0 (its rank 0 of each ring) to the next rank, the others' sends as images.
     ring_sends = []
     for p in range(pp):
         sends = []
-        if cp > 1:
-            rings = [tuple(g) for g in groups["cp"] if g[0] in stage_sets[p]]
-            mine = [(g[0], g[1]) for g, _ in cp_groups[p]]
-            others = [(r[k], r[(k + 1) % cp]) for r in rings for k in range(cp) if (r[k], r[(k + 1) % cp]) not in mine]
+        rings = [r for r in rings_all if r[0] in stage_sets[p] and len(r) > 1]
+        mine = [(r[0], r[1]) for r in rings if r[0] in replica0[p]]
+        if mine:
+            others = [(r[k], r[(k + 1) % len(r)]) for r in rings for k in range(len(r))
+                      if (r[k], r[(k + 1) % len(r)]) not in mine]
             sends = [(pair, tuple(others[k::len(mine)])) for k, pair in enumerate(mine)]
         ring_sends.append(sends)
     # the gradients' groups (dp x cp) of replica 0's GPUs, the experts' (edp) of the stage

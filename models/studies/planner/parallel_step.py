@@ -17,7 +17,8 @@ Per micro-batch on each stage (the heaviest, compute and exposed communication, 
 * ``cp_comm`` (:mod:`~models.studies.planner.cp_exchange`): ``p2p``: per attention layer ``cp - 1``
   ring steps each way, a K/V block forward and K/V with their gradients backward, each hidden
   behind ``1 / cp`` of the attention kernel; exposed what exceeds it. ``a2a``: 4 all-to-alls
-  forward and 4 backward, exposed;
+  forward and 4 backward, exposed; ``a2a+p2p``: those all-to-alls over the inner groups of ``a``
+  and the ring over the outer groups of ``p``;
 * ``ep_comm``: per MoE layer, dispatch (the dispatch dtype) and combine (16-bit) all-to-alls
   forward, their two gradients (16-bit) backward, again forward with full recomputation; with
   ``etp > 1`` an all_gather and a reduce_scatter of the routed tokens over the expert
@@ -38,11 +39,14 @@ Per micro-batch on each stage (the heaviest, compute and exposed communication, 
 * ``optimizer``: the local parameters' Adam pass (DualPipe: both stages', sharded over both copies
   with ZeRO).
 
-Memory per GPU: the stage's weights, gradients and optimizer state (experts over ``etp x ep``,
+Memory per GPU: the stage's weights, gradients and optimizer state (bytes per parameter:
+:func:`~models.studies.planner.gpu_memory.state_bytes`; experts over ``etp x ep``,
 ZeRO sharding the dense part over ``dp x cp`` and the experts over ``edp``; ZeRO 3 also holds two
 whole layers gathered; DualPipe keeps two copies of the weights, of their gradients and optimizer
 state, ZeRO sharding them over both copies' GPUs), activations of the micro-batches in flight (``pp - stage`` in 1F1B, one
-more with DualPipe) for ``seq / cp`` tokens and fp32 logits on the last stage.
+more with DualPipe) for ``seq / cp`` tokens (a low-precision cache's tensors at
+:func:`~models.studies.planner.gpu_memory.cached_bytes`: fp8 in DeepSeek-V3's 1 x 128 tiles with
+their fp32 scales) and fp32 logits on the last stage.
 """
 
 from __future__ import annotations
@@ -52,9 +56,9 @@ from collections import Counter
 from types import MappingProxyType
 
 from ..moe import stage_parameters as moe_stage_parameters
-from ..workload import (OPTIMIZER_PASS_BYTES, QUANTISED_BYTES, activation_bytes_per_element, dtype_bytes,
-                        is_low_precision, matmul_op, memory_op, with_seq_length)
-from .gpu_memory import held_parameters
+from ..workload import (OPTIMIZER_PASS_BYTES, activation_bytes_per_element, dtype_bytes, matmul_op, memory_op,
+                        with_seq_length)
+from .gpu_memory import cached_bytes, held_parameters, state_bytes
 from .dualpipe import weight_gradients
 from .ep_overlap import NO_OVERLAP, EpOverlap
 from .pair_overlap import ATTENTION_OPS, block_segments, layer_pass
@@ -259,14 +263,14 @@ def parallel_memory(w, layout: Layout, split: PipelineSplit, *, dtype: str, capa
                     ep_overlap: EpOverlap = NO_OVERLAP, balance: float = 1.0) -> Memory:
     """Memory per GPU of the heaviest stage (module docstring). [bytes]"""
     weight = activation_bytes_per_element(dtype)
-    optimizer = 8 if weight == 4 else 12
+    _, grad, optimizer = state_bytes(dtype)  # the weights as the activations, 16- or 32-bit
     tp, pp, zero, m = layout.tp, layout.pp, layout.zero, layout.micro_batches
     # A rank holds its stages' parameters (EpOverlap.rank_stages: DualPipe's rank r holds stages r
     # and pp - 1 - r, each once), their gradients and optimizer state; ZeRO shards them over all
     # the GPUs holding the same weights (both copies' data-parallel groups).
     copies = ep_overlap.parameter_copies
     dense_shard, expert_shard = copies * layout.dp * layout.cp, copies * layout.edp
-    quantised = QUANTISED_BYTES[str(dtype).strip().lower()] if is_low_precision(dtype) else None
+    quantised = cached_bytes(dtype)  # what a low-precision cache keeps per element, scales included
     local = [stage_parameters(w, held, s, pp) for s, held in enumerate(split.stages)]
     ranks = ep_overlap.rank_stages(pp)  # pipeline rank s holds these stages' weights (1F1B: stage s)
     worst = None
@@ -277,7 +281,7 @@ def parallel_memory(w, layout: Layout, split: PipelineSplit, *, dtype: str, capa
         def sharded(stage_from):
             return (d / (dense_shard if zero >= stage_from else 1)
                     + e / (expert_shard if zero >= stage_from else 1))
-        params, grads, opt = weight * sharded(3), weight * sharded(2), optimizer * sharded(1)
+        params, grads, opt = weight * sharded(3), grad * sharded(2), optimizer * sharded(1)
         if zero >= 3 and held:  # the gathered layer in use and the next one prefetched (FSDP's units) [U]
             params += 2 * weight * _largest_layer(w, layout)
         in_flight = float(min(pp - s + ep_overlap.extra_in_flight, m))

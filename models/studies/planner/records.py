@@ -161,6 +161,10 @@ class Layout:
         elif not isinstance(self.cp_comm, CpExchange):
             raise PlanError(f"cp_comm must be one of {', '.join(CP_COMM)} or a CpExchange, received "
                             f"{type(self.cp_comm).__name__} {self.cp_comm!r}")
+        if self.cp > 1:
+            wrong = self.cp_comm.check(self.cp)
+            if wrong is not None:
+                raise PlanError(wrong)
 
     @property
     def ngpus(self) -> int:
@@ -336,6 +340,10 @@ class SkipCode(enum.Enum):
     CP_FLASH = "cp_flash"
     #: All-to-all context parallelism needs the ``count`` heads per tensor-parallel rank divisible by ``cp``.
     CP_HEADS = "cp_heads"
+    #: Hierarchical context parallelism (``a2a+p2p``) needs sizes ``a x p = cp``, both >= 2, and
+    #: the ``count`` heads per tensor-parallel rank divisible by ``a``
+    #: (:class:`models.studies.planner.cp_exchange.HierarchicalExchange`).
+    CP_HIERARCHY = "cp_hierarchy"
     #: The pipeline split of the ``count`` layers leaves a stage (or a virtual chunk) empty or
     #: uneven where it must divide (``split`` of the :class:`SkippedLayout` holds what was asked).
     SPLIT = "split"
@@ -503,7 +511,8 @@ class ContextParallelDetail:
         ``p2p``: one ring step's K/V block, sent by every GPU to the next (the backward sends the
         block and its gradient, twice this); ``a2a``: the per-rank buffers of the four all-to-alls of
         one forward pass summed (Q, K, V in, the output back), what a rank sends in that pass
-        (:func:`models.studies.planner.cp_exchange.cp_a2a_bytes` gives the four). [bytes]
+        (:func:`models.studies.planner.cp_exchange.cp_a2a_bytes` gives the four); ``a2a+p2p``: the
+        ring's block and the four all-to-all buffers summed. [bytes]
     """
 
     degree: int
@@ -512,9 +521,9 @@ class ContextParallelDetail:
     nbytes: float
 
     def to_records(self) -> list:
-        """One tidy row."""
-        return tidy_records({"degree": self.degree, "comm": self.comm.name, "layers": self.layers,
-                             "nbytes": self.nbytes})
+        """One tidy row (the exchange's label too: a hierarchical one's sizes, ``a2p4``)."""
+        return tidy_records({"degree": self.degree, "comm": self.comm.name, "label": self.comm.label,
+                             "layers": self.layers, "nbytes": self.nbytes})
 
 
 @dataclass(frozen=True, slots=True)

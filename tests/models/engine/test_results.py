@@ -579,7 +579,7 @@ NOT_RESULTS = {
     "Algorithm", "Ring", "Tree", "Nvls", "NvlsTree", "Pat", "LatencyInputs",
     # the planner's strategies (models.studies.planner.cp_exchange, .ep_overlap, .recomputation): named in
     # a plan's rows
-    "CpExchange", "RingExchange", "AllToAllExchange", "EpOverlap", "BatchOverlap", "DualPipe", "Recompute",
+    "CpExchange", "RingExchange", "AllToAllExchange", "HierarchicalExchange", "EpOverlap", "BatchOverlap", "DualPipe", "Recompute",
     # a block of DualPipe's program (models.studies.planner.dualpipe) and a layer's kernel times by
     # part (.pair_overlap): inputs of the step graph's builder and of the overlapped pairs' walk
     "PipeOp", "LayerPass",
@@ -647,6 +647,7 @@ WORDS_KEPT = {
     ("Software", "description"): "a software stack's description, a constant of its table",
     ("CpExchange", "label"): "the exchange's mark in a layout's label (Layout.label: a2a), a code",
     ("AllToAllExchange", "label"): "the same, its value (a2a)",
+    ("HierarchicalExchange", "label"): "the same, from its sizes (a2p4)",
 }
 _WORDS_NAME = re.compile(r"(reason|reasons|note|notes|detail|details|where|warning|warnings|skipped|explanation"
                          r"|text|message|description|why|label)$")

@@ -400,8 +400,11 @@ def test_progress_counts_every_step(monkeypatch):
 
 
 # ------------------------------------------------------------------ NCCL against the optimum
+# Not gb300nvl72: its 72 GPUs form one class, as gb200nvl72's do (one class of each size, 71), so the
+# counts summed below are the same computation on the same word; only its automorphism search
+# differs, and it costs ~7 s of a core (~10x gb200nvl72's), which the sums cannot check.
 def test_set_classes_cover_every_set_once():
-    for name in topo.SYSTEMS:
+    for name in sorted(set(topo.SYSTEMS) - {"gb300nvl72"}):
         G = topo.build(name)
         n = len(topo.gpus(G))
         classes = set_classes(G, bound_edge_kinds(G))
@@ -616,7 +619,7 @@ def test_moe_section_as_data(all_analysis, full_report):
     section = section[:section.index("</section>")]
     assert "the best of 54 layouts per system, <b>not a full search</b>" in section
     assert "<td>tp1 pp8 dp32 ep8 zero2 mb1 rc=full tp-dp-pp</td><td>228.8</td>" in section
-    assert "<td>78.0 of 86</td>" in section and "<td>28 of 108</td>" in section
+    assert "<td>83.8 of 86</td>" in section and "<td>18 of 108</td>" in section  # fp32 main gradients: fewer fit
     figures = _page_figures(text)
     assert figures["fig-moe-step"]["data"][0]["x"] == [f"{p.fabric}<br>{p.layout.label()}" for p in (gb200, b200, h100)]
 

@@ -221,7 +221,7 @@ def test_the_simulated_step_is_the_analytical_one_across_hosts():
 def test_a_dualpipe_rank_holds_both_stages_gradients_and_optimizer_state(cluster):
     # tp1 pp2 dp8 ep8 (edp 1) on two hosts: every rank holds stages 0 and 1, each stage's weights
     # on the 8 GPUs of rank 0 and the 8 of rank 1. 1F1B's rank holds one stage: P parameters,
-    # their bf16 gradients, ZeRO sharding 12 bytes of optimizer state per parameter. DualPipe's
+    # their fp32 gradients, ZeRO sharding 12 bytes of optimizer state per parameter. DualPipe's
     # holds two copies: 2 P of weights and, ZeRO 1 or below, 2 P of gradients (not sharded);
     # ZeRO shards the optimizer state (1 and up) and the gradients (2 and up) over both copies'
     # 16 GPUs (the experts' over 2), so they stay one copy's share.
@@ -234,8 +234,8 @@ def test_a_dualpipe_rank_holds_both_stages_gradients_and_optimizer_state(cluster
         assert b.parameters <= 2 * a.parameters
         assert b.gradients == pytest.approx(2 * a.gradients if zero <= 1 else a.gradients, rel=1e-4)
         assert b.optimizer == pytest.approx(2 * a.optimizer if zero == 0 else a.optimizer, rel=1e-4)
-        if zero <= 1:  # bf16 gradients of every parameter held: as many bytes as the weights
-            assert b.gradients == b.parameters
+        if zero <= 1:  # fp32 gradients of every bf16 parameter held: twice the weights' bytes
+            assert b.gradients == 2 * b.parameters
         if zero == 0:  # Adam's fp32 master, momentum and variance: 12 bytes a parameter
             assert b.optimizer == 6 * b.parameters
 

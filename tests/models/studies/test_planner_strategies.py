@@ -28,7 +28,7 @@ def cluster():
 
 
 def test_registries_name_each_strategy_once():
-    assert EP_OVERLAP == ("none", "batch", "dualpipe") and CP_COMM == ("p2p", "a2a")
+    assert EP_OVERLAP == ("none", "batch", "dualpipe") and CP_COMM == ("p2p", "a2a", "a2a+p2p")
     assert [ep_overlap_named(n) for n in EP_OVERLAP] == list(EP_OVERLAPS)
     assert [cp_exchange_named(n) for n in CP_COMM] == list(CP_EXCHANGES)
     assert ep_overlap_named("always") is None and cp_exchange_named("ring") is None
@@ -77,9 +77,9 @@ def test_a_layout_reads_a_name_once_as_its_object():
                                                        cp_comm=ALL_TO_ALL)
     assert lay.label().startswith("tp2 cp2a2a pp1")
     assert Layout(1, 1, 1, 0, 1, 1, "none", False, "tp-dp-pp").cp_comm is RING
-    with pytest.raises(PlanError, match="cp_comm must be one of p2p, a2a, received 'ring'"):
+    with pytest.raises(PlanError, match="cp_comm must be one of p2p, a2a, a2a\\+p2p, received 'ring'"):
         Layout(2, 1, 1, 0, 1, 4, "none", True, "tp-dp-pp", cp=2, cp_comm="ring")
-    with pytest.raises(PlanError, match="cp_comm must be one of p2p, a2a or a CpExchange, received NoneType None"):
+    with pytest.raises(PlanError, match="cp_comm must be one of p2p, a2a, a2a\\+p2p or a CpExchange, received NoneType None"):
         Layout(2, 1, 1, 0, 1, 4, "none", True, "tp-dp-pp", cp=2, cp_comm=None)
 
 

@@ -86,6 +86,8 @@ def test_deepseek_memory_per_gpu_by_hand(h800):
     # layers' inputs and the SwiGLUs' inputs in fp8 (1 byte).
     dense, moe = _per_token(lin=1, norm_out=0, qkv=0, moe_act=0)
     assert (dense, moe) == (153_664, 156_736)
+    # ... each fp8 byte with its share of DeepSeek-V3's fp32 scale per 1 x 128 tile: 1 + 4 / 128 bytes
+    dense, moe = _per_token(lin=1 + 4 / 128, norm_out=0, qkv=0, moe_act=0)
     p = _plan(h800, "deepseek")
     assert p.memory.activations == pytest.approx(4096 * (3 * dense + 59 * moe) + logits)
     # Weights, gradients and optimizer state do not move with recomputation.

@@ -20,6 +20,7 @@ from models.present.plan_text import (CROSS_HOST_TP_WARNING, fit_note, memory_no
                                       warning_notes)
 from models.present.search_text import duplication_note
 from models.present.sweep_text import sweep_row_note
+from models.studies.planner.cp_exchange import HierarchicalExchange
 from models.studies.planner import (DoesNotFitError, Memory, NoLayoutError, PlanError, PlanWarning, SkipCode,
                                     SkippedLayout, TimingCode, TimingWhy, calibrate_plan, plan, search)
 from models.studies.stepgraph import PlanDoesNotFitError, StepGraphError, step_graph, step_graph_size
@@ -30,7 +31,7 @@ SMALL = "transformer:layers=4,hidden=512,heads=8,seq=256,vocab=1000"
 EIGHT = "transformer:layers=8,hidden=512,heads=8,seq=256,vocab=1000"
 FLASH = "transformer:layers=4,hidden=768,heads=12,seq=256,vocab=1000,flash=1"
 MOE = "moe:layers=4,hidden=768,vocab=1000,seq=256,heads=12,experts=8,top_k=2,expert_ffn=510"
-OOM_WORDS = ("out of memory: needs 349.9 GB of 17.2 GB (weights 43.7, gradients 43.7, optimizer 261.9, "
+OOM_WORDS = ("out of memory: needs 437.2 GB of 17.2 GB (weights 43.7, gradients 43.7, optimizer 349.2, "
              "activations 0.7) per GPU")
 
 
@@ -201,6 +202,11 @@ REFUSED = [
      [SkippedLayout(SkipCode.CP_HEADS, 4, 1, 1, count=3, cp=2)],
      "no layout of transformer on 8 GPUs of DGX A100: tp4 cp2 pp1 dp1: all-to-all context parallelism needs the 3 "
      "heads per rank divisible by cp 2"),
+    # a2a+p2p sized 4 x 2 (the degree it implies, cp 8): 12 heads over tp 2 leave 6 per rank, not a multiple of 4
+    ((FLASH, "2xdgxa100"), dict(tp=2, pp=1, dp=1, cp_comm=HierarchicalExchange((4, 2))),
+     [SkippedLayout(SkipCode.CP_HIERARCHY, 2, 1, 1, count=6, cp=8)],
+     "no layout of transformer on 16 GPUs of 2xDGX A100: tp2 cp8 pp1 dp1: a2a+p2p context parallelism needs sizes "
+     "a x p = cp 8, both >= 2, and the 6 heads per rank divisible by a"),
     ((SMALL, "dgx1v"), dict(tp=1, pp=2, dp=4, first_stage_layers=4),
      [SkippedLayout(SkipCode.SPLIT, 1, 2, 4, count=4, split=(4, 0, False, False))],
      "no layout of transformer on 8 GPUs of DGX-1V: tp1 pp2 dp4: 4 layers with 4 on the first stage and the even "
