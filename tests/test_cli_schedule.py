@@ -124,13 +124,30 @@ def test_export_writes_nccl_trees_and_the_packing_s_all_reduce(capsys, tmp_path)
 
 
 def test_export_writes_the_packing_for_a_size(capsys, tmp_path):
-    """--size writes the packing for that message: 2 chunks a GPU at 64 KiB on DGX-1V GPUs 0,1,4,5
-    (models.schedules.export.sized_chunks' known answer), timed there by --evaluate."""
+    """--size writes the packing for that message: LL with 8 chunks a GPU at 64 KiB on DGX-1V GPUs
+    0,1,4,5, 2 with --proto Simple (models.schedules.export.sized_chunks' known answers), timed
+    there by --evaluate; --explain shows what was timed."""
     status, out, err = _run(capsys, "schedule", "export", "all_gather", "--system", "dgx1v", "--gpus", "0,1,4,5",
-                            "--size", "64K", "--evaluate", "--out", str(tmp_path / "small.xml"))
-    assert status == 0 and err == "" and "packing_all_gather_4x2, all_gather on 4 GPUs" in out
+                            "--size", "64K", "--evaluate", "--explain", "--out", str(tmp_path / "small.xml"))
+    assert status == 0 and err == "" and "packing_all_gather_4x8, all_gather on 4 GPUs, LL," in out
     row = next(line for line in out.splitlines() if line.lstrip().startswith("65536"))
-    assert row.split()[7] == "2.43" and row.split()[8] == "4.55"  # the schedule's busbw, NCCL's (LL)
+    assert row.split()[7] == "4.23" and row.split()[8] == "4.55"  # the schedule's busbw, NCCL's (LL)
+    assert "Chosen for 64 KiB: LL with 8 chunks per GPU" in out and "\n  Simple   1: 21.01, 2: 20.21," in out
+    assert 'proto="LL"' in (tmp_path / "small.xml").read_text()
+    status, out, err = _run(capsys, "schedule", "export", "all_gather", "--system", "dgx1v", "--gpus", "0,1,4,5",
+                            "--size", "64K", "--proto", "Simple", "--evaluate", "--out", str(tmp_path / "s.xml"))
+    row = next(line for line in out.splitlines() if line.lstrip().startswith("65536"))
+    assert status == 0 and "packing_all_gather_4x2, all_gather on 4 GPUs, Simple," in out and row.split()[7] == "2.43"
+
+
+def test_export_for_a_size_is_refused_beyond_its_work_limit(capsys, tmp_path):
+    """The timings that choose are sized first: beyond --max-events, one line naming the option
+    that raises it, exit 2, nothing written (1 GiB on 4 GPUs of a DGX-1V: 119,664 events)."""
+    out = tmp_path / "big.xml"
+    status, stdout, err = _run(capsys, "schedule", "export", "all_gather", "--system", "dgx1v", "--gpus", "0,1,4,5",
+                               "--size", "1G", "--max-events", "100000", "--out", str(out))
+    assert status == 2 and stdout == "" and len(err.splitlines()) == 1 and not out.exists()
+    assert "119664 simulator events, more than the limit of 100000: raise it with --max-events N" in err
 
 
 def test_size_is_refused_where_it_would_be_ignored(capsys, tmp_path):

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from .format import format_bytes
 
-__all__ = ["schedule_check_text", "schedule_evaluation_text", "CHECKS"]
+__all__ = ["schedule_check_text", "schedule_evaluation_text", "sized_choice_text", "CHECKS"]
 
 #: What a schedule that holds has passed, in the order the checker checks (models.schedules.check).
 CHECKS = ("limits", "dependencies", "send/receive matching", "no deadlock", "no race")
@@ -88,4 +88,41 @@ def schedule_evaluation_text(evaluation, *, source: str, explain: bool = False) 
                   f"  chunks         nchunksperloop per loop, each at most {format_bytes(c.chunk_limit)} (one "
                   f"slice): loops {', '.join(str(p.loops) for p in e.points)}; the steps run on the simulator "
                   f"(links shared max-min)"]
+    return "\n".join(lines)
+
+
+def sized_choice_text(schedule, tried, size) -> str:
+    """How :func:`models.schedules.export.sized_chunks` chose ``schedule`` for ``size``: each
+    protocol's chunks per GPU timed there, in the order timed, and the protocols not timed, why.
+
+    >>> from models.schedules.export import SizedSkip, SizedTiming
+    >>> from models.schedules.ring import ring_all_gather
+    >>> print(sized_choice_text(ring_all_gather(2), [
+    ...     SizedTiming("Simple", 1, 1e-5), SizedTiming("Simple", 2, 2e-5),
+    ...     SizedTiming("LL128", None, None, SizedSkip.BEYOND_BUDGET, events=900, left=100),
+    ...     SizedTiming("LL", None, None, SizedSkip.BOUND, lower=1.5e-5, fastest=1e-5)], 65536))
+    Chosen for 64 KiB: Simple with 1 chunk per GPU (ring_all_gather_2x1), the fastest timed there (us by chunks per GPU):
+      Simple   1: 10.00, 2: 20.00
+      LL128    not timed: its schedules need 900 simulator events, more than the 100 left (--max-events)
+      LL       not timed: its bound at this size, 15.00 us, cannot beat 10.00 us
+    """
+    from topo.units import to_us
+
+    from ..schedules.export import SizedSkip
+
+    def why(t) -> str:
+        if t.skipped is SizedSkip.BOUND:
+            return f"its bound at this size, {to_us(t.lower):.2f} us, cannot beat {to_us(t.fastest):.2f} us"
+        if t.skipped is SizedSkip.BEYOND_BUDGET:
+            return f"its schedules need {t.events} simulator events, more than the {t.left} left (--max-events)"
+        return "NCCL does not enable it for Ring on these GPUs"
+
+    per = schedule.nchunksperloop // schedule.ngpus
+    lines = [f"Chosen for {format_bytes(size)}: {schedule.protocol} with {per} chunk{'s' * (per != 1)} per GPU "
+             f"({schedule.name}), the fastest timed there (us by chunks per GPU):"]
+    for protocol in dict.fromkeys(t.protocol for t in tried):
+        timed = [t for t in tried if t.protocol == protocol and t.time is not None]
+        if timed:
+            lines.append(f"  {protocol:<8} " + ", ".join(f"{t.chunks}: {to_us(t.time):.2f}" for t in timed))
+        lines += [f"  {protocol:<8} not timed: {why(t)}" for t in tried if t.protocol == protocol and t.skipped]
     return "\n".join(lines)

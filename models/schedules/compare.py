@@ -2,7 +2,7 @@
 the report's schedule section shows (:mod:`models.present.report.analysis` words it and draws it).
 
 :func:`packing_comparison` writes the packing as a schedule for each size
-(:func:`models.schedules.export.sized_chunks`: the chunk count that times fastest there), times
+(:func:`models.schedules.export.sized_chunks`: the protocol and chunk count that time fastest there), times
 it beside NCCL's own choice and the bound at the fabric's line rates (:func:`models.schedules.evaluate.evaluate_schedule`), and
 adds the bound the packing's trees can reach: the NVLink-only bound at the capacities the evaluator
 times with (NCCL's capacity of each link times what NCCL's kernels achieve over it,
@@ -23,7 +23,8 @@ from dataclasses import dataclass, replace
 
 from ..engine.fabric import prepare
 from .evaluate import ScheduleEvaluation, achieved_graph, evaluate_schedule
-from .export import schedule_packing, sized_chunks
+from .export import SIZED_MAX_EVENTS, schedule_packing, sized_chunks
+from .msccl import ScheduleError
 
 __all__ = ["PackingComparison", "packing_comparison"]
 
@@ -41,8 +42,8 @@ class PackingComparison:
         The GPU of each rank.
     evaluation : ScheduleEvaluation
         The schedule at each size, with NCCL's choice and the line-rate bound: at each size the
-        schedule written for it (:func:`~models.schedules.export.sized_chunks`); its name and
-        counts are the largest size's.
+        schedule written for it (:func:`~models.schedules.export.sized_chunks`), its points in
+        the order of ``sizes``; its name, protocol, pricing and counts are the largest size's.
     packing : models.studies.packing.TreePacking
         The trees the schedule was written from (on the capacities the evaluator times with).
     achieved_bound : float
@@ -50,7 +51,9 @@ class PackingComparison:
     steps, threadblocks, nchannels : int
         The largest size's schedule's.
     chunks : tuple of int
-        Chunks per GPU of each size's schedule, by size.
+        Chunks per GPU of each size's schedule, one per point (empty: not recorded).
+    protocols : tuple of str
+        The protocol of each size's schedule, one per point (empty: the evaluation's at every size).
     """
 
     system: str
@@ -63,14 +66,27 @@ class PackingComparison:
     threadblocks: int
     nchannels: int
     chunks: tuple = ()
+    protocols: tuple = ()
+
+    def __post_init__(self):
+        points = len(self.evaluation.points)
+        for name in ("chunks", "protocols"):
+            value = getattr(self, name)
+            if value and len(value) != points:
+                raise ScheduleError(f"expected {name} one per size ({points}) or none, received {len(value)}")
 
     def to_records(self) -> list:
-        """Tidy rows, one per size: the evaluation's, with the achieved-rate bound beside the line-rate one."""
-        return [{**row, "achieved_bound_busbw_Bps": self.achieved_bound, "chunks_per_gpu": k}
-                for row, k in zip(self.evaluation.to_records(), self.chunks)]
+        """Tidy rows, one per size: the evaluation's, with the achieved-rate bound beside the
+        line-rate one, and each size's chunks per GPU (None where not recorded) and protocol."""
+        rows = self.evaluation.to_records()
+        chunks = self.chunks or (None,) * len(rows)
+        protocols = self.protocols or tuple(row["protocol"] for row in rows)
+        return [{**row, "protocol": protocol, "achieved_bound_busbw_Bps": self.achieved_bound, "chunks_per_gpu": k}
+                for row, k, protocol in zip(rows, chunks, protocols)]
 
 
-def packing_comparison(G, collective: str, gpus, sizes, *, profile=None) -> PackingComparison:
+def packing_comparison(G, collective: str, gpus, sizes, *, profile=None,
+                       max_events: int = SIZED_MAX_EVENTS) -> PackingComparison:
     """The packing's schedule of ``collective`` on ``gpus`` of ``G``, timed at each of ``sizes``
     beside NCCL's choice, the line-rate bound and the bound at the rates the evaluator times with.
 
@@ -83,11 +99,15 @@ def packing_comparison(G, collective: str, gpus, sizes, *, profile=None) -> Pack
     sizes : int, str or sequence
         nccl-tests' sizes.
     profile : str or NcclProfile, optional
+    max_events : int
+        Each size's :func:`~models.schedules.export.sized_chunks` limit.
 
     Raises
     ------
     models.schedules.ExportError, models.schedules.ScheduleEvaluationError
         Where the packing cannot be written or priced (named by the error).
+    topo.LimitError
+        For a size whose choice is beyond ``max_events``.
     """
     from ..studies.bounds import bound
 
@@ -95,12 +115,16 @@ def packing_comparison(G, collective: str, gpus, sizes, *, profile=None) -> Pack
     from topo.units import parse_nbytes
 
     fabric = prepare(G, nccl=profile)
-    points, chunks = [], []
+    points, chunks, protocols, largest = [], [], [], None
     for size in np.atleast_1d(parse_nbytes(sizes)).tolist():  # each size its own schedule
-        schedule = sized_chunks(fabric, collective, gpus, int(size))[0]
+        schedule = sized_chunks(fabric, collective, gpus, int(size), max_events=max_events)[0]
         evaluation = evaluate_schedule(fabric, schedule, int(size), gpus)
         points += evaluation.points
         chunks.append(schedule.nchunksperloop // schedule.ngpus)
+        protocols.append(schedule.protocol)
+        if largest is None or size > largest[0]:  # the sizes may come in any order
+            largest = (size, schedule, evaluation)
+    _, schedule, evaluation = largest
     evaluation = replace(evaluation, points=tuple(points))
     ranks = list(evaluation.gpus)
     achieved = achieved_graph(fabric, evaluation.pricing.achieved_ratio)
@@ -108,4 +132,5 @@ def packing_comparison(G, collective: str, gpus, sizes, *, profile=None) -> Pack
                 nccl=False)
     return PackingComparison(evaluation.system, collective, tuple(ranks), evaluation,
                              schedule_packing(fabric, collective, ranks), float(own.bound_busbw),
-                             schedule.nsteps, schedule.nthreadblocks, schedule.nchannels, tuple(chunks))
+                             schedule.nsteps, schedule.nthreadblocks, schedule.nchannels, tuple(chunks),
+                             tuple(protocols))

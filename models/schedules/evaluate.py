@@ -65,7 +65,8 @@ from .check import match_transfers
 from .msccl import Schedule, ScheduleError
 
 __all__ = ["ScheduleEvaluationError", "SchedulePricing", "SchedulePoint", "ScheduleEvaluation",
-           "evaluate_schedule", "schedule_pricing", "schedule_tasks", "nccl_name", "achieved_graph"]
+           "evaluate_schedule", "schedule_pricing", "schedule_tasks", "schedule_loops", "schedule_events", "nccl_name",
+           "achieved_graph"]
 
 #: The collectives NCCL's Ring runs (its per-protocol figures price every schedule; a schedule of
 #: another collective is priced as all_gather's copy, which moves data without reducing).
@@ -395,15 +396,34 @@ def _sizes(nbytes, collective, nranks) -> tuple:
     return counts, rounded
 
 
-def _timed(schedule, size, ranks, pricing, decomposer, max_loops) -> tuple:
+def schedule_loops(schedule: Schedule, nbytes: int, pricing: SchedulePricing) -> int:
+    """Loops of the schedule the runtime runs for a buffer of ``nbytes`` (nccl-tests' size, as
+    rounded): ``nchunksperloop`` chunks of at most :attr:`SchedulePricing.chunk_limit` a loop."""
+    return max(1, -(-int(nbytes) // (schedule.nchunksperloop * pricing.chunk_limit)))
+
+
+def schedule_events(schedule: Schedule, nbytes: int, pricing: SchedulePricing, max_loops: int = 64) -> int:
+    """The simulator events of timing the schedule at ``nbytes`` (nccl-tests' size, as rounded),
+    counted before its task graph is built: :func:`~models.predict.simulate.simulation_size` of
+    :func:`schedule_tasks` for the loops simulated (at most ``max_loops``), three events per task.
+    What :func:`evaluate_schedule`'s work follows, and what a caller that times many schedules
+    sizes its work by."""
+    loops = min(schedule_loops(schedule, nbytes, pricing), max_loops)
+    waits = sum(1 for gpu in schedule.gpus for tb in gpu.threadblocks for step in tb.steps
+                if step.instruction.sends) if pricing.step_latency > 0 else 0
+    return 3 * (schedule.nsteps * loops + waits)
+
+
+def _timed(schedule, size, ranks, pricing, decomposer, max_loops, progress=None) -> tuple:
     """(loops, time, steps on the critical path) of the schedule at one size."""
     from ..predict.simulate import simulate
 
-    loops = max(1, -(-size // (schedule.nchunksperloop * pricing.chunk_limit)))
+    loops = schedule_loops(schedule, size, pricing)
     chunk = size / (schedule.nchunksperloop * loops)
 
     result = simulate(decomposer.G, schedule_tasks(schedule, chunk, ranks, pricing, min(loops, max_loops)),
-                      sm_share=False, decomposer=decomposer, max_events=max(6 * schedule.nsteps * max_loops, 1))
+                      sm_share=False, decomposer=decomposer, max_events=max(6 * schedule.nsteps * max_loops, 1),
+                      progress=progress)
     makespan = result.step_time
     critical = sum(1 for task in result.critical_path if not task.startswith("lat."))
     if loops > max_loops:  # each later loop takes the mean period of the simulated second half
@@ -420,8 +440,13 @@ def _timed(schedule, size, ranks, pricing, decomposer, max_loops) -> tuple:
     return loops, pricing.base_latency + makespan, critical
 
 
+def _offset(progress, before: int, total: int):
+    """``progress`` of one simulation's tasks among ``total``, ``before`` of them done already."""
+    return lambda done, _: progress(before + done, total)
+
+
 def evaluate_schedule(G, schedule: Schedule, nbytes, gpus=None, *, profile=None, nccl: bool = True,
-                      bound: bool = True, max_loops: int = 64) -> ScheduleEvaluation:
+                      bound: bool = True, max_loops: int = 64, progress=None) -> ScheduleEvaluation:
     """Time a schedule on a fabric at each size, beside NCCL's choice and the bound.
 
     Parameters
@@ -442,6 +467,9 @@ def evaluate_schedule(G, schedule: Schedule, nbytes, gpus=None, *, profile=None,
         The most loops of the schedule simulated (even, >= 2): beyond, each later loop takes the
         mean period of the second half of those simulated (between the ends of whole loops, each
         ending with its last task).
+    progress : callable, optional
+        ``progress(done, total)`` as the simulator's tasks end, counted over every size (each
+        size's tasks: :func:`schedule_events` over three).
 
     Returns
     -------
@@ -476,8 +504,10 @@ def evaluate_schedule(G, schedule: Schedule, nbytes, gpus=None, *, profile=None,
 
         limit = float(bound_of(fabric, name, int(sizes.max()), list(ranks), nccl=False).bound_busbw)
     points = []
+    tasks = [schedule_events(schedule, size, pricing, max_loops) // 3 for size in sizes.tolist()]
     for i, (count, size) in enumerate(zip(counts.tolist(), sizes.tolist())):
-        loops, time, critical = _timed(schedule, size, ranks, pricing, decomposer, max_loops)
+        step = None if progress is None else _offset(progress, sum(tasks[:i]), sum(tasks))
+        loops, time, critical = _timed(schedule, size, ranks, pricing, decomposer, max_loops, step)
         algbw = size / time if time > 0 else math.inf
         busbw = float(algbw_to_busbw(name, algbw, len(ranks))) if name is not None else algbw
         point = e.point(i) if e is not None else None

@@ -45,16 +45,20 @@ Examples
 
 from __future__ import annotations
 
+import enum
+from dataclasses import dataclass
 from types import MappingProxyType
 
 import topo
 
 from ..engine.fabric import prepare
+from ..engine.results import tidy_records
 from .msccl import EXECUTOR, Gpu, Schedule, ScheduleError, Step, Threadblock
 
 __all__ = ["ExportError", "EXPORT_COLLECTIVES", "PACKING_COLLECTIVES", "TREE_COLLECTIVES", "NCCL_ALGORITHMS",
            "nccl_schedule", "packing_schedule", "schedule_packing", "export_schedule", "SOURCES",
-           "sized_chunks", "SIZED_CHUNK_COUNTS", "SIZED_MAX_LOOPS", "SIZED_PATIENCE"]
+           "sized_chunks", "SizedTiming", "SizedSkip", "SIZED_CHUNK_COUNTS", "SIZED_MAX_LOOPS", "SIZED_PATIENCE", "SIZED_PROTOCOLS",
+           "SIZED_MAX_EVENTS"]
 
 #: What :func:`nccl_schedule` writes.
 EXPORT_COLLECTIVES = ("all_gather", "reduce_scatter", "all_reduce")
@@ -78,8 +82,69 @@ SIZED_MAX_LOOPS = 64
 #: Counts timed past the fastest before :func:`sized_chunks` stops (the time falls, then rises, as
 #: the chunks go from few and slow to many and latency-bound; 2 lets one rounding blip pass).
 SIZED_PATIENCE = 2
+#: The protocols :func:`sized_chunks` chooses among when none is given, in the order timed: Simple
+#: first (its default count is always timed), then LL128 and LL, whose lower latency per step
+#: (NVIDIA/nccl v2.27.7-1 src/graph/tuning.cc, ``hwLat``) wins at small sizes and whose rate per
+#: channel and wire bytes per payload byte lose at large ones (the evaluator's pricing of Ring).
+SIZED_PROTOCOLS = ("Simple", "LL128", "LL")
+#: The simulator events :func:`sized_chunks`' timings take at most by default (``max_events``;
+#: the command line's ``--max-events``; :func:`~models.schedules.evaluate.schedule_events`). A
+#: limit on the work, not a fit: it takes every collective at every size up to 1 GiB on a DGX-1V
+#: (the most, Simple's all_reduce on all eight GPUs at 1 GiB: 687,456 events) and refuses a DGX-2's
+#: 16 GPUs at 1 GiB (all_reduce: 2,026,080 events on links shared by hundreds of flows, which took
+#: about five minutes).
+SIZED_MAX_EVENTS = 1_000_000
 #: MSCCL's ``coll`` of each collective (the executor dialect's, [MX]).
 _COLL = MappingProxyType({"all_gather": "allgather", "reduce_scatter": "reducescatter", "all_reduce": "allreduce"})
+
+
+class SizedSkip(enum.Enum):
+    """Why :func:`sized_chunks` did not time a protocol."""
+
+    #: NCCL does not enable the protocol for Ring on these GPUs (the evaluator cannot price it).
+    NOT_ENABLED = "not_enabled"
+    #: Its least possible time (:attr:`SizedTiming.lower`) is no less than the fastest found.
+    BOUND = "bound"
+    #: Its schedules need more simulator events (:attr:`SizedTiming.events`) than are left of
+    #: ``max_events`` (:attr:`SizedTiming.left`).
+    BEYOND_BUDGET = "beyond_budget"
+
+
+@dataclass(frozen=True, slots=True)
+class SizedTiming:
+    """One schedule :func:`sized_chunks` timed, or one protocol it did not time.
+
+    Attributes
+    ----------
+    protocol : str
+    chunks : int or None
+        Chunks per GPU of the schedule (None: the protocol was not timed).
+    time : float or None
+        Its evaluated time at the size (None: not timed). [s]
+    skipped : SizedSkip or None
+        Why the protocol was not timed (None: it was).
+    lower : float or None
+        :attr:`SizedSkip.BOUND`: the protocol's least possible time at the size. [s]
+    fastest : float or None
+        :attr:`SizedSkip.BOUND`: the fastest time found before it. [s]
+    events, left : int or None
+        :attr:`SizedSkip.BEYOND_BUDGET`: the events its schedules need, and those left.
+    """
+
+    protocol: str
+    chunks: int | None
+    time: float | None
+    skipped: SizedSkip | None = None
+    lower: float | None = None
+    fastest: float | None = None
+    events: int | None = None
+    left: int | None = None
+
+    def to_records(self) -> list:
+        """One tidy row: every attribute (``skipped`` as its code)."""
+        row = {name: getattr(self, name) for name in self.__slots__}
+        row["skipped"] = None if self.skipped is None else self.skipped.value
+        return tidy_records(row)
 
 
 class ExportError(ScheduleError):
@@ -228,18 +293,25 @@ def _packings(fabric, collective: str, ids, protocol: str) -> tuple:
     """``(phases, pricing)``: the packings :func:`packing_schedule` writes, each ``("up" |
     "down", TreePacking)`` in the order a chunk runs them (NVLink only, on the capacities the
     evaluator times with), and the pricing of ``protocol`` on GPU ids ``ids``."""
-    from ..studies.packing import pack_trees
-    from .evaluate import achieved_graph, schedule_pricing
+    from .evaluate import schedule_pricing
 
     pricing, _ = schedule_pricing(fabric, protocol, collective, ids)
-    H = achieved_graph(fabric, pricing.achieved_ratio)
+    return _phases(fabric, collective, ids, pricing.achieved_ratio), pricing
+
+
+def _phases(fabric, collective: str, ids, ratio: float) -> tuple:
+    """The packings of :func:`_packings` on the capacities of the achieved ``ratio``."""
+    from ..studies.packing import pack_trees
+    from .evaluate import achieved_graph
+
+    H = achieved_graph(fabric, ratio)
     phases = {"all_gather": (("down", "all_gather"),), "reduce_scatter": (("up", "reduce_scatter"),),
               "all_reduce": (("up", "reduce_scatter"), ("down", "all_gather"))}[collective]
     packings = tuple((how, pack_trees(H, packed, list(ids), edge_kinds=["nvlink"])) for how, packed in phases)
     if any(p.rate <= 0 for _, p in packings):
         raise ExportError(f"the packing's trees use NVLink only, and GPUs {list(ids)} are not all joined by NVLink: "
                           f"expected a GPU set the NVLinks connect")
-    return packings, pricing
+    return packings
 
 
 def _packing_collective(collective: str) -> None:
@@ -259,7 +331,7 @@ def schedule_packing(G, collective: str, gpus=None, *, profile=None, protocol: s
 
 
 def packing_schedule(G, collective: str, gpus=None, *, chunks: int | None = None, size=None, profile=None,
-                     protocol: str = "Simple") -> Schedule:
+                     protocol: str | None = None) -> Schedule:
     """The tree packing that meets the bound, as an MSCCL all_gather, reduce_scatter or
     all_reduce (module docstring; the steps: :mod:`models.schedules.packed`).
 
@@ -277,7 +349,9 @@ def packing_schedule(G, collective: str, gpus=None, *, chunks: int | None = None
         The message (nccl-tests' size) the schedule is written for: without ``chunks``, its chunks
         per root are :func:`sized_chunks`'s choice at that size.
     profile : str or NcclProfile, optional
-    protocol : {"Simple", "LL128", "LL"}
+    protocol : {"Simple", "LL128", "LL"}, optional
+        Default: with ``size`` (and no ``chunks``), the protocol :func:`sized_chunks` chooses for
+        it; otherwise Simple.
 
     Raises
     ------
@@ -286,6 +360,9 @@ def packing_schedule(G, collective: str, gpus=None, *, chunks: int | None = None
         chunk, or a threadblock of more steps than the runtime takes (fewer ``chunks`` help).
     topo.SizeError
         For a ``size`` that is not one.
+    topo.LimitError
+        For a ``size`` whose choice would take more than :data:`SIZED_MAX_EVENTS` simulator events
+        (:func:`sized_chunks` with ``max_events`` raises it).
     """
     _packing_collective(collective)
     if chunks is not None and (isinstance(chunks, bool) or not isinstance(chunks, int) or chunks < 1):
@@ -294,7 +371,7 @@ def packing_schedule(G, collective: str, gpus=None, *, chunks: int | None = None
     ids = _selection(fabric, gpus)
     if chunks is None and size is not None:
         return sized_chunks(fabric, collective, ids, size, protocol=protocol)[0]
-    phases, pricing = _packings(fabric, collective, ids, protocol)
+    phases, pricing = _packings(fabric, collective, ids, "Simple" if protocol is None else protocol)
     return _packed_schedule(fabric, collective, ids, phases, pricing, chunks)
 
 
@@ -321,22 +398,85 @@ def _packed_schedule(fabric, collective: str, ids, phases, pricing, chunks) -> S
                      scratch)
 
 
-def sized_chunks(G, collective: str, gpus, size, *, profile=None, protocol: str = "Simple") -> tuple:
-    """The packing's schedule for one message size, and how its chunks per root were chosen.
+def _rounded(collective: str, nbytes: int, n: int) -> int:
+    """nccl-tests' size of ``nbytes`` on ``n`` ranks, as the evaluator rounds it."""
+    from ..engine.nccltests import count_from_nbytes
+
+    return int(count_from_nbytes(collective, nbytes, n)[1])
+
+
+def _sized_candidates(fabric, collective: str, ids, nbytes: int, pricing, packings, first: bool) -> list:
+    """``[(k, schedule, default)]``: the schedules of one protocol :func:`sized_chunks` may time,
+    the fewest chunks first and the default count last (the first protocol's whatever its loops,
+    another's within :data:`SIZED_MAX_LOOPS`)."""
+    from .evaluate import schedule_loops
+
+    n = len(ids)
+    default = _packed_schedule(fabric, collective, ids, packings, pricing, None)
+    most = default.nchunksperloop // n
+    fewest = -(-nbytes // (n * pricing.chunk_limit * SIZED_MAX_LOOPS))  # no more loops than simulated
+    candidates = []
+    for k in (k for k in SIZED_CHUNK_COUNTS if fewest <= k < most) if most > 1 else ():
+        try:
+            candidates.append((k, _packed_schedule(fabric, collective, ids, packings, pricing, k), False))
+        except ExportError:  # more steps than the runtime takes: no more chunks
+            break
+    if first or schedule_loops(default, nbytes, pricing) <= SIZED_MAX_LOOPS:
+        candidates.append((most, default, True))
+    return candidates
+
+
+def _fastest_possible(fabric, collective: str, ids, nbytes: int, pricing, bounds: dict) -> float:
+    """The least time any schedule of NVLink transfers between ``ids`` can take at ``nbytes`` as
+    the evaluator prices ``pricing``: Ring's base latency for the protocol, plus the size at the
+    NVLink-only bound on the capacities the evaluator times with, each link's payload its capacity
+    over the protocol's wire bytes per payload byte (``bounds``: each ratio's bound busbw, kept)."""
+    from ..engine.nccltests import busbw_to_algbw
+    from ..studies.bounds import bound
+    from .evaluate import achieved_graph
+
+    ratio = pricing.achieved_ratio
+    if ratio not in bounds:
+        bounds[ratio] = float(bound(achieved_graph(fabric, ratio), collective, max(nbytes, 1), list(ids),
+                                    edge_kinds=["nvlink"], nccl=False).bound_busbw)
+    algbw = float(busbw_to_algbw(collective, bounds[ratio] / pricing.wire, len(ids)))
+    return pricing.base_latency + nbytes / algbw
+
+
+def sized_chunks(G, collective: str, gpus, size, *, profile=None, protocol: str | None = None,
+                 max_events: int = SIZED_MAX_EVENTS, progress=None) -> tuple:
+    """The packing's schedule for one message size, and how its protocol and chunks per root were
+    chosen.
 
     Each send of a schedule waits Ring's latency per step in the first loop (the evaluator's
     pricing), and a loop's pipeline fills and drains one chunk a hop; later loops overlap the
     previous ones' drain. So a small message split into many chunks pays mostly latencies (128
-    chunks a GPU: 0.30 GB/s at 64 KiB on DGX-1V GPUs 0,1,4,5, where 2 reach 2.43), and a
-    large one may run best as many loops of few chunks (2 a GPU there at 256 MiB: 59.06 GB/s,
-    57.95 with 128) or as few loops of many (128 at 1 GiB). As a synthesizer writes a schedule per size band, the
-    counts of :data:`SIZED_CHUNK_COUNTS` up to the default (:func:`packing_schedule`'s) are
-    written and timed at ``size`` (:func:`~models.schedules.evaluate.evaluate_schedule`, every loop
-    simulated: counts of more than :data:`SIZED_MAX_LOOPS` loops are not tried), the fewest first,
-    until the time has risen :data:`SIZED_PATIENCE` counts in a row, and the default count (timed
-    whatever its loops, extrapolated beyond 64 from whole loops' period); the
-    fastest is chosen (the fewer chunks on a tie). Timing a count of many chunks at a large size takes
-    seconds to a minute (all_reduce on seven GPUs).
+    chunks a GPU: 0.30 GB/s at 64 KiB on DGX-1V GPUs 0,1,4,5 with Simple, where 2 reach 2.43), and
+    a large one may run best as many loops of few chunks (2 a GPU there at 256 MiB: 59.06 GB/s,
+    57.95 with 128) or as few loops of many (128 at 1 GiB). As a synthesizer writes a schedule per
+    size band, for each protocol of :data:`SIZED_PROTOCOLS` (or ``protocol`` alone) the counts of
+    :data:`SIZED_CHUNK_COUNTS` up to the default (:func:`packing_schedule`'s) are written and timed
+    at ``size`` (:func:`~models.schedules.evaluate.evaluate_schedule`, every loop simulated: counts
+    of more than :data:`SIZED_MAX_LOOPS` loops are not tried), the fewest first, until the time has
+    risen :data:`SIZED_PATIENCE` counts in a row, and the default count (the first protocol's timed
+    whatever its loops, extrapolated beyond 64 from whole loops' period; another's within 64
+    loops). A protocol is not timed when even the bound cannot beat the fastest found: Ring's
+    base latency for it plus the size at the NVLink-only bound on the capacities the evaluator
+    times with, each link carrying its capacity over the protocol's wire bytes per payload byte
+    (LL's 2 halve it), which no schedule of the packing's NVLink transfers can beat. The fastest
+    is chosen (on a tie, the earlier protocol, then the fewer chunks). At 64 KiB on DGX-1V GPUs
+    0,1,4,5, LL with 8 chunks a GPU (4.23 GB/s; Simple's best 2.43, NCCL's LL 4.55); at 1 GiB
+    Simple with 128 (60.00 GB/s: LL128's bound, 57.36, and LL's, 30.59, cannot beat it).
+
+    The work is sized before it is done: each protocol's schedules that may be timed are written
+    and their simulator events counted (:func:`~models.schedules.evaluate.schedule_events`, the
+    simulator's work, every loop simulated), and the timings take at most ``max_events`` in all:
+    the first protocol's beyond it are refused before any is timed (:class:`topo.LimitError`), a
+    later protocol's beyond what is left are not timed (its :class:`SizedTiming` says so), as
+    the planner's simulations beyond their budget. Timing a count of many chunks at a large size
+    takes seconds to minutes (all_reduce on the eight GPUs of a DGX-1V at 1 GiB: 687,456 events
+    for Simple, two minutes of one core); a DGX-2's 16 GPUs at 1 GiB are beyond the default limit (all_reduce: 2,026,080
+    events, which took about five minutes).
 
     Parameters
     ----------
@@ -346,73 +486,122 @@ def sized_chunks(G, collective: str, gpus, size, *, profile=None, protocol: str 
     size : int or str
         nccl-tests' size.
     profile : str or NcclProfile, optional
-    protocol : {"Simple", "LL128", "LL"}
+    protocol : {"Simple", "LL128", "LL"}, optional
+        The schedule's protocol; default: the one of :data:`SIZED_PROTOCOLS` that times fastest
+        (a protocol NCCL does not enable for Ring on these GPUs is not tried).
+    max_events : int
+        The most simulator events the timings may take (default :data:`SIZED_MAX_EVENTS`).
+    progress : callable, optional
+        ``progress(done, total)`` in simulated tasks, the total those of every schedule that may be
+        timed (the count jumps past the ones not timed).
 
     Returns
     -------
-    (Schedule, tuple of (int, float))
-        The chosen schedule, and each count tried with its evaluated time at ``size``. [s]
+    (Schedule, tuple of SizedTiming)
+        The chosen schedule, and each schedule timed at ``size`` (and each protocol not timed,
+        with the reason), in the order considered.
 
     Raises
     ------
     ExportError, topo.SizeError
         As :func:`packing_schedule`.
+    topo.LimitError
+        For a first protocol whose schedules need more than ``max_events`` events (keyword
+        ``max_events``), before any is simulated.
+    ScheduleEvaluationError
+        For a ``protocol`` NCCL does not enable for Ring on these GPUs.
 
     Examples
     --------
     >>> import topo
-    >>> s, tried = sized_chunks(topo.build("dgx1v"), "all_gather", "0,1,4,5", "64K")
-    >>> s.nchunksperloop // 4, [k for k, _ in tried]
+    >>> s, tried = sized_chunks(topo.build("dgx1v"), "all_gather", "0,1,4,5", "64K", protocol="Simple")
+    >>> s.nchunksperloop // 4, [t.chunks for t in tried]
     (2, [1, 2, 4, 8, 128])
     """
-    from topo.units import parse_nbytes
+    from topo.errors import LimitError
+    from topo.units import parse_count, parse_nbytes
 
-    from .evaluate import evaluate_schedule
-    from .packed import StepLimitError
+    from .evaluate import ScheduleEvaluationError, evaluate_schedule, schedule_events, schedule_pricing
 
     _packing_collective(collective)
+    max_events = parse_count(max_events, name="max_events")
+    if progress is not None and not callable(progress):
+        raise ExportError(f"expected progress a callable progress(done, total) or None, received "
+                          f"{type(progress).__name__}")
     fabric = prepare(G, nccl=profile)
     ids = _selection(fabric, gpus)
     nbytes = int(parse_nbytes(size))
-    phases, pricing = _packings(fabric, collective, ids, protocol)
-    default = _packed_schedule(fabric, collective, ids, phases, pricing, None)
-    most = default.nchunksperloop // len(ids)
+    rounded = _rounded(collective, nbytes, len(ids))
     tried: list = []
-
-    def timed(schedule, k: int) -> float:
-        time = evaluate_schedule(fabric, schedule, nbytes, ids, nccl=False, bound=False,
-                                 max_loops=SIZED_MAX_LOOPS).points[0].time
-        tried.append((k, time, schedule))
-        return time
-
-    rises, last = 0, None
-    fewest = -(-nbytes // (len(ids) * pricing.chunk_limit * SIZED_MAX_LOOPS))  # no more loops than simulated
-    for k in (k for k in SIZED_CHUNK_COUNTS if fewest <= k < most) if most > 1 else ():
+    errors: list = []  # why NCCL enables a protocol nowhere here, for the error if none is
+    best = None  # (time, order, k, schedule)
+    phases: dict = {}  # the packings of an achieved ratio (the protocols share one)
+    bounds: dict = {}
+    spent = 0  # events of the schedules timed or passed over
+    sized = 0  # tasks sized so far (the progress bar's total)
+    for order, name in enumerate((protocol,) if protocol is not None else SIZED_PROTOCOLS):
         try:
-            time = timed(_packed_schedule(fabric, collective, ids, phases, pricing, k), k)
-        except (ExportError, StepLimitError):
-            break
-        rises = rises + 1 if last is not None and time > last else 0
-        last = time
-        if rises >= SIZED_PATIENCE:
-            break
-    # the default, the most chunks, is always timed: past the latency-bound counts the time can
-    # fall again as the chunks shrink and each loop's pipeline fills and drains sooner
-    timed(default, most)
-    best = min(tried, key=lambda t: (t[1], t[0]))
-    return best[2], tuple((k, time) for k, time, _ in tried)
+            pricing, _ = schedule_pricing(fabric, name, collective, ids)
+        except ScheduleEvaluationError as error:
+            if protocol is not None:
+                raise
+            tried.append(SizedTiming(name, None, None, SizedSkip.NOT_ENABLED))
+            errors.append(f"{error}")
+            continue
+        if best is not None:
+            lower = _fastest_possible(fabric, collective, ids, rounded, pricing, bounds)
+            if lower >= best[0]:
+                tried.append(SizedTiming(name, None, None, SizedSkip.BOUND, lower=lower, fastest=best[0]))
+                continue
+        ratio = pricing.achieved_ratio
+        packings = phases[ratio] if ratio in phases else phases.setdefault(ratio, _phases(fabric, collective, ids, ratio))
+        candidates = _sized_candidates(fabric, collective, ids, rounded, pricing, packings, best is None)
+        events = [schedule_events(schedule, rounded, pricing, SIZED_MAX_LOOPS) for _, schedule, _ in candidates]
+        if spent + sum(events) > max_events:
+            if best is None:  # nothing timed yet: refused before any work
+                raise LimitError(f"choosing the packing's chunks for {nbytes} B of {collective} on {len(ids)} GPUs "
+                                 f"({name}): {len(candidates)} schedules to time, {sum(events)} simulator events",
+                                 keyword="max_events", size=sum(events), limit=max_events)
+            tried.append(SizedTiming(name, None, None, SizedSkip.BEYOND_BUDGET, events=sum(events),
+                                     left=max_events - spent))
+            continue
+        before, sized = sized, sized + sum(events) // 3
+        rises, last = 0, None
+        for (k, schedule, default), cost in zip(candidates, events):
+            if rises >= SIZED_PATIENCE and not default:  # past the fastest: not timed
+                before += cost // 3
+                continue
+            spent += cost
+            step = None if progress is None else (  # this timing's tasks among all sized
+                lambda done, _, at=before: progress(at + done, sized))
+            time = evaluate_schedule(fabric, schedule, nbytes, ids, nccl=False, bound=False,
+                                     max_loops=SIZED_MAX_LOOPS, progress=step).points[0].time
+            before += cost // 3
+            tried.append(SizedTiming(name, k, time))
+            if not default:
+                rises = rises + 1 if last is not None and time > last else 0
+                last = time
+            if best is None or (time, order, k) < best[:3]:
+                best = (time, order, k, schedule)
+    if progress is not None:
+        progress(sized, sized)
+    if best is None:
+        raise ScheduleEvaluationError(f"NCCL {fabric.profile.version} enables none of {', '.join(SIZED_PROTOCOLS)} "
+                                      f"for Ring on GPUs {list(ids)}: " + "; ".join(errors))
+    return best[3], tuple(tried)
 
 
 def export_schedule(G, collective: str, gpus=None, *, source: str = "packing", profile=None,
-                    protocol: str = "Simple", chunks: int | None = None, algorithm: str = "ring",
+                    protocol: str | None = None, chunks: int | None = None, algorithm: str = "ring",
                     size=None) -> Schedule:
     """:func:`packing_schedule` (for ``size``, if given) or :func:`nccl_schedule` (on NCCL's
-    ``algorithm``) by ``source`` (``"packing"``, ``"nccl"``)."""
+    ``algorithm``) by ``source`` (``"packing"``, ``"nccl"``). ``protocol`` None (the default): the
+    one :func:`sized_chunks` chooses for ``size`` (the packing), otherwise Simple."""
     if source == "packing":
         if algorithm != "ring":
             raise ExportError(f"the packing is its own schedule: expected no algorithm with source 'packing' "
                               f"(NCCL's {algorithm} is source 'nccl'), received algorithm {algorithm!r}")
         return packing_schedule(G, collective, gpus, chunks=chunks, size=size, profile=profile, protocol=protocol)
     if source == "nccl":
-        return nccl_schedule(G, collective, gpus, profile=profile, protocol=protocol, algorithm=algorithm)
+        return nccl_schedule(G, collective, gpus, profile=profile, protocol=protocol or "Simple", algorithm=algorithm)
     raise ExportError(f"expected a source of {', '.join(SOURCES)}, received {source!r}")

@@ -7,12 +7,14 @@ from __future__ import annotations
 from .inputs import fabric_of, read_text
 from .options import (UsageError, at_least, json_option, parse_size, size_sweep,
                       system_option, Command, nccl_option)
-from .outputs import print_json
+from .outputs import print_json, progress_for
 
 _ACTIONS = ("check", "evaluate", "export")
 
 
 def _schedule_arguments(parser) -> None:
+    from ...schedules.export import SIZED_MAX_EVENTS
+
     parser.add_argument("action", choices=_ACTIONS, help="check: read FILE and check it (limits, dependencies, "
                         "send/receive matching, deadlock, races, the collective's postcondition); evaluate: check "
                         "FILE and time it on --system beside NCCL and the bound; export: write COLLECTIVE's "
@@ -33,16 +35,20 @@ def _schedule_arguments(parser) -> None:
                         help="export: the tree packing that meets the bound (default), or NCCL's rings or trees")
     parser.add_argument("--algo", choices=("ring", "tree"), default="ring",
                         help="export --source nccl: NCCL's ring graph (default) or its tree graph (tree all_reduce)")
-    parser.add_argument("--proto", choices=("Simple", "LL128", "LL"), default="Simple",
-                        help="export: the schedule's protocol (default Simple)")
+    parser.add_argument("--proto", choices=("Simple", "LL128", "LL"),
+                        help="export: the schedule's protocol (default Simple; with --size, the one of Simple, "
+                             "LL128 and LL that times fastest there)")
     parser.add_argument("--chunks", type=at_least(1), metavar="K",
                         help="export --source packing: chunks of each GPU's block (default: the most of 128, 96, "
                              "64, 48, 32, 24, 16, 12, 8 whose rounding of the trees' rates costs at most 1 %% and "
                              "whose threadblocks fit the runtime's 256 steps)")
     parser.add_argument("--size", type=parse_size, metavar="SIZE",
-                        help="export --source packing: write the schedule for this message size, its chunks "
-                             "per GPU the count of 1, 2, 4 ... 128 that times fastest there (default: the --chunks "
-                             "rule); export --evaluate times it at this size")
+                        help="export --source packing: write the schedule for this message size, its protocol "
+                             "(unless --proto) and chunks per GPU (1, 2, 4 ... 128) those that time fastest there "
+                             "(default: the --chunks rule); export --evaluate times it at this size")
+    parser.add_argument("--max-events", type=at_least(1), default=SIZED_MAX_EVENTS, metavar="N",
+                        help=f"export --size: the most simulator events the timings that choose take (the "
+                             f"work grows with the size and the GPUs; default {SIZED_MAX_EVENTS})")
     parser.add_argument("--out", metavar="FILE", help="export: the MSCCL XML file to write (required)")
     nccl_option(parser)
     parser.add_argument("--evaluate", action="store_true",
@@ -102,7 +108,7 @@ def _evaluation(args, G, schedule, gpus, low, top):
 
 def _export(args) -> None:
     from ...schedules.check import check_schedule
-    from ...schedules.export import export_schedule
+    from ...schedules.export import export_schedule, sized_chunks
     from ...schedules.msccl import to_msccl_xml
     from ..json_shapes import schedule_evaluation_json
     from ..output import check_output_paths, write_text_atomic
@@ -115,9 +121,15 @@ def _export(args) -> None:
                          f"{' with --chunks' if args.chunks is not None else ''}")
     check_output_paths({"--out": args.out})
     G = fabric_of(args, args.system)
-    schedule = export_schedule(G, args.target, args.gpus, source=args.source, profile=args.nccl,
-                               protocol=args.proto, chunks=args.chunks, algorithm=args.algo,
-                               size=args.size if args.source == "packing" else None)
+    tried = ()
+    if args.size is not None and args.algo == "ring":  # sized, refused beyond --max-events, with a bar
+        with progress_for(args, f"timing the packing at {args.size} B", "task") as progress:
+            schedule, tried = sized_chunks(G, args.target, args.gpus, args.size, profile=args.nccl,
+                                           protocol=args.proto, max_events=args.max_events, progress=progress)
+    else:
+        schedule = export_schedule(G, args.target, args.gpus, source=args.source, profile=args.nccl,
+                                   protocol=args.proto or "Simple", chunks=args.chunks, algorithm=args.algo,
+                                   size=args.size)
     result = check_schedule(schedule)  # what is written holds
     write_text_atomic(args.out, to_msccl_xml(schedule))
     evaluation = None
@@ -135,6 +147,10 @@ def _export(args) -> None:
     print(f"# dgxtopo: wrote {args.out}: {schedule.name}, {result.collective} on {result.ngpus} GPUs, "
           f"{result.protocol}, {result.steps} steps, {result.threadblocks} threadblocks, {schedule.nchannels} "
           f"channels (checked: OK)")
+    if tried and args.explain:
+        from ..schedule_text import sized_choice_text
+
+        print(sized_choice_text(schedule, tried, args.size))
     if evaluation is not None:
         from topo.units import to_GBps
 

@@ -519,8 +519,9 @@ def _schedule_section(s, G, figures: FigureDivs) -> str:
         f"<p>The spanning trees that reach the bound on the NVLinks (<code>models.studies.packing</code>) are a "
         f"schedule a machine can run: <code>dgxtopo schedule export {escape(c.collective)} --system "
         f"{escape(s.system)} --gpus {escape(','.join(map(str, c.gpus)))} --size 1G --out packing.xml</code> writes them as "
-        f"MSCCL XML for one message size, each GPU's block in the chunks that time fastest there (a small "
-        f"message in few, as each step waits Ring's latency first; 1 GiB: {c.steps} steps, {c.threadblocks} threadblocks, {c.nchannels} channels, {escape(e.protocol)}), "
+        f"MSCCL XML for one message size, in the protocol and chunks per GPU that time fastest there (a small "
+        f"message in few chunks of LL, as each step waits Ring's latency first, least for LL; 1 GiB: {c.steps} steps, "
+        f"{c.threadblocks} threadblocks, {c.nchannels} channels, {escape(e.protocol)}), "
         f"which the MSCCL runtime runs and <code>dgxtopo schedule evaluate</code> times: each step a flow of the "
         f"simulator, links shared max-min, priced as NCCL's ring is. On GPUs {escape(gpus)} of the "
         f"{escape(s.name)} NCCL's rings leave NVLinks idle; the packing's trees use them. Two bounds, neither "
@@ -529,13 +530,14 @@ def _schedule_section(s, G, figures: FigureDivs) -> str:
         f"(x{e.pricing.achieved_ratio:.4f} of NCCL's figure of each link), the rate the evaluator lets the "
         f"trees move and so the most they can reach ({_gbps(c.achieved_bound)} GB/s).</p>")
     head = ["size", "NCCL (GB/s)", "packing's schedule (GB/s)", "schedule / NCCL",
-            "schedule / its bound", "chunks per GPU", "loops"]
+            "schedule / its bound", "protocol", "chunks per GPU", "loops"]
     rows = []
-    for p, k in zip(e.points, c.chunks or ("",) * len(e.points)):
+    protocols = c.protocols or (e.protocol,) * len(e.points)
+    for p, k, protocol in zip(e.points, c.chunks or ("",) * len(e.points), protocols):
         cells = [escape(format_bytes(p.nbytes)),
                  f"{_gbps(p.nccl_busbw)}<br><span class='muted'>{escape(p.nccl_algorithm or '')}</span>",
                  _gbps(p.busbw), f"{p.busbw / p.nccl_busbw:.2f}x" if p.nccl_busbw else "n/a",
-                 _share(p.busbw / c.achieved_bound), k, p.loops]
+                 _share(p.busbw / c.achieved_bound), escape(protocol), k, p.loops]
         rows.append("<tr>" + "".join(f"<td>{x}</td>" for x in cells) + "</tr>")
     parts += ["<div class='scroll'><table class='summary schedule'>",
               "<thead><tr>" + "".join(f"<th>{escape(h)}</th>" for h in head) + "</tr></thead><tbody>",
@@ -544,7 +546,8 @@ def _schedule_section(s, G, figures: FigureDivs) -> str:
     parts.append(figures.div(schedule_figure_dict(e, bounds, title=f"{s.name} GPUs {gpus}: {c.collective}, "
                                                                    "NCCL vs the packing's schedule vs the bound"),
                              "schedule-busbw",
-                             "Each size runs the schedule written for it (its chunks per GPU in the table). "
+                             "Each size runs the schedule written for it (its protocol and chunks per GPU in the "
+                             "table). "
                              "Small sizes pay each step's latency along the trees' depth; from a few MiB the "
                              "trees pipeline, loop after loop, and approach their bound."))
     parts.append(figures.div(packing_figure_dict(G, c.packing, title=f"{s.name} GPUs {gpus}: the packing's "

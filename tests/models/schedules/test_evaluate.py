@@ -157,3 +157,23 @@ def test_loops_beyond_the_simulated_ones_take_the_period_of_a_whole_loop(dgx1v):
     busbw = [evaluate_schedule(dgx1v, schedule, "1G", "0-7", max_loops=m, nccl=False, bound=False)
              .to_records()[0]["busbw_Bps"] for m in (64, 128)]
     assert busbw[0] == pytest.approx(busbw[1], rel=0.015)
+
+
+def test_the_events_of_a_timing_are_counted_before_it(dgx1v):
+    """A ring all_gather of 8 ranks, one chunk each, one channel: 8 steps a rank (its send, 6
+    receive-copy-sends, a receive), 7 of them sends, so 64 steps and 56 latency waits in the first
+    loop, 3 events a task: 360 events for one loop. At 1 GiB, 8 chunks of at most 1 MiB (Simple's
+    slice) a loop make 128 loops, 64 of them simulated: 3 x (64 x 64 + 56) = 12,456. Each is the
+    simulator's own count of the graph timed, and what the evaluation reports as it runs."""
+    from models.predict.simulate import simulation_size
+    from models.schedules.evaluate import schedule_events, schedule_loops, schedule_tasks
+
+    ring = ring_all_gather(8, chunks=1, channels=1, inplace=True)
+    pricing, _ = schedule_pricing(dgx1v, "Simple", "all_gather", tuple(range(8)))
+    assert (schedule_loops(ring, 2**20, pricing), schedule_loops(ring, 2**30, pricing)) == (1, 128)
+    assert schedule_events(ring, 2**20, pricing) == 360 == simulation_size(schedule_tasks(ring, 2**17, range(8), pricing))
+    assert schedule_events(ring, 2**30, pricing) == 12_456 == simulation_size(
+        schedule_tasks(ring, 2**20, range(8), pricing, 64))
+    calls = []
+    evaluate_schedule(dgx1v, ring, [2**20, 2**21], nccl=False, bound=False, progress=lambda *c: calls.append(c))
+    assert calls[-1] == (240, 240) and all(total == 240 for _, total in calls)  # 120 tasks a size

@@ -22,7 +22,8 @@ import topo
 from models.engine.fabric import prepare
 from models.schedules import check_schedule, parse_msccl, to_msccl_xml
 from models.schedules.evaluate import achieved_graph, evaluate_schedule
-from models.schedules.export import ExportError, export_schedule, nccl_schedule, packing_schedule, sized_chunks
+from models.schedules.export import (ExportError, SizedSkip, export_schedule, nccl_schedule, packing_schedule,
+                                     sized_chunks)
 from models.studies.bounds import bound
 
 
@@ -171,12 +172,85 @@ def test_refusals_name_what_is_wrong(dgx1v):
 
 def test_the_chunks_chosen_for_a_small_message(dgx1v):
     """At 64 KiB on DGX-1V GPUs 0,1,4,5 each step's latency (3.4 us, Ring Simple's per step) outweighs
-    its 8 KiB: 1, 2, 4 and 8 chunks a GPU are timed, the time falls to 2 and rises twice, then the
-    default 128; 2 are written (2.43 GB/s; 128 give 0.30). A count given wins over the size."""
-    schedule, tried = sized_chunks(dgx1v, "all_gather", "0,1,4,5", "64K")
-    times = [t for _, t in tried]
-    assert [k for k, _ in tried] == [1, 2, 4, 8, 128] and schedule.name == "packing_all_gather_4x2"
+    its 8 KiB: with Simple, 1, 2, 4 and 8 chunks a GPU are timed, the time falls to 2 and rises
+    twice, then the default 128; 2 are written (2.43 GB/s; 128 give 0.30). A count given wins over
+    the size."""
+    schedule, tried = sized_chunks(dgx1v, "all_gather", "0,1,4,5", "64K", protocol="Simple")
+    times = [t.time for t in tried]
+    assert [t.chunks for t in tried] == [1, 2, 4, 8, 128] and schedule.name == "packing_all_gather_4x2"
+    assert {t.protocol for t in tried} == {"Simple"} and schedule.protocol == "Simple"
     assert min(times) == times[1] and times[1] < times[0] < times[2] < times[3] < times[4]
     assert check_schedule(schedule).postcondition
-    assert export_schedule(dgx1v, "all_gather", "0,1,4,5", size="64K") == schedule
+    assert export_schedule(dgx1v, "all_gather", "0,1,4,5", size="64K", protocol="Simple") == schedule
     assert packing_schedule(dgx1v, "all_gather", "0,1,4,5", size="64K", chunks=4).name == "packing_all_gather_4x4"
+
+
+def test_the_protocol_chosen_for_each_size(dgx1v):
+    """Without a protocol, each of Simple, LL128 and LL is timed at the size: at 64 KiB on DGX-1V
+    GPUs 0,1,4,5, LL's 0.6 us a step (Simple's 3.4) wins, 8 chunks a GPU reaching 4.23 GB/s (NCCL's
+    own LL: 4.55; Simple's best 2.43); at 1 GiB Simple's 128 chunks (60.00 GB/s) are kept without
+    timing the others: LL128's bound there (its 1.0667 wire bytes per byte: 57.36 GB/s) and LL's (2
+    per byte: 30.59) are slower than what Simple reached. What is written is what was timed."""
+    small, tried = sized_chunks(dgx1v, "all_gather", "0,1,4,5", "64K")
+    assert (small.protocol, small.name) == ("LL", "packing_all_gather_4x8")
+    assert [t.protocol for t in tried if t.chunks == 128] == ["Simple", "LL128", "LL"]
+    assert all(t.skipped is None for t in tried)
+    fastest = min(tried, key=lambda t: t.time)
+    point = evaluate_schedule(dgx1v, small, "64K", "0,1,4,5").points[0]
+    assert point.time == fastest.time and round(point.busbw / 1e9, 2) == 4.23
+    assert packing_schedule(dgx1v, "all_gather", "0,1,4,5", size="64K") == small
+    assert export_schedule(dgx1v, "all_gather", "0,1,4,5", size="64K") == small
+    large, tried = sized_chunks(dgx1v, "all_gather", "0,1,4,5", "1G")
+    assert (large.protocol, large.name) == ("Simple", "packing_all_gather_4x128")
+    assert [(t.protocol, t.chunks) for t in tried if t.time is None] == [("LL128", None), ("LL", None)]
+    # LL's: its base latency, 6.60 us, and 1 GiB at half the 61.18 GB/s bound busbw (x 4/3 for algbw)
+    assert [(t.skipped, round(t.lower * 1e6, 2), round(t.fastest * 1e6, 2)) for t in tried if t.time is None] == [
+        (SizedSkip.BOUND, 14053.64, 13421.88), (SizedSkip.BOUND, 26330.92, 13421.88)]
+    assert abs(26330.92 - (6.60 + 2 * 2**30 / (61.18e9 * 4 / 3) * 1e6)) < 3
+    assert tried[-1].to_records() == [{"protocol": "LL", "chunks": None, "time": None, "skipped": "bound",
+                                       "lower": tried[-1].lower, "fastest": tried[-1].fastest, "events": None,
+                                       "left": None}]
+
+
+def test_the_work_is_sized_before_it_is_done(dgx1v, monkeypatch):
+    """Each schedule that may be timed is sized by its simulator events before any is timed: at
+    1 GiB on DGX-1V GPUs 0,1,4,5, Simple's counts of 4 to 64 chunks a GPU (at most 64 loops of
+    1 MiB chunks) and its default 128: 119,664 events (3 per task, a task per step and loop plus
+    one latency wait per send of the first loop). Fewer allowed is refused before any simulation
+    (topo.LimitError naming max_events); a later protocol beyond what is left is not timed."""
+    from models.schedules import evaluate as evaluate_module
+
+    timed = []
+    real = evaluate_module.evaluate_schedule
+
+    def counting(*args, **kwargs):
+        timed.append(args[1].name)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(evaluate_module, "evaluate_schedule", counting)
+    with pytest.raises(topo.LimitError, match="6 schedules to time, 119664 simulator events") as error:
+        sized_chunks(dgx1v, "all_gather", "0,1,4,5", "1G", max_events=119663)
+    assert (error.value.keyword, error.value.size, error.value.limit) == ("max_events", 119664, 119663)
+    assert timed == []
+    # 64 KiB: Simple's 8 counts need 27,540 events and take 15,444 (1, 2, 4, 8 and 128 timed);
+    # LL128's 8 need 27,540 more than the 14,556 left: not timed, nor LL's
+    schedule, tried = sized_chunks(dgx1v, "all_gather", "0,1,4,5", "64K", max_events=30_000)
+    assert schedule.name == "packing_all_gather_4x2" and schedule.protocol == "Simple"
+    assert [t.protocol for t in tried if t.time is None] == ["LL128", "LL"]
+    assert [(t.skipped, t.events, t.left) for t in tried if t.time is None] == [
+        (SizedSkip.BEYOND_BUDGET, 27540, 14556)] * 2
+    with pytest.raises(topo.CountError):
+        sized_chunks(dgx1v, "all_gather", "0,1,4,5", "64K", max_events=0)
+    with pytest.raises(ExportError, match="expected progress a callable"):
+        sized_chunks(dgx1v, "all_gather", "0,1,4,5", "64K", progress=3)
+
+
+def test_the_choice_reports_its_progress(dgx1v):
+    """``progress(done, total)`` in simulated tasks: never backwards, never past the total, ending
+    at it (the total grows as each protocol's schedules are sized)."""
+    calls = []
+    sized_chunks(dgx1v, "all_gather", "0,1,4,5", "64K", progress=lambda done, total: calls.append((done, total)))
+    assert calls and calls[-1][0] == calls[-1][1]
+    assert all(0 <= done <= total for done, total in calls)
+    assert all(a[0] <= b[0] and a[1] <= b[1] for a, b in zip(calls, calls[1:]))
+    assert calls[-1][1] == 3 * 27540 // 3  # three protocols' eight counts, 9,180 tasks each
