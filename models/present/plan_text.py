@@ -421,13 +421,16 @@ def format_plan(p: Plan, verbose: bool = False) -> str:
         lines.append(f"  compute model: {compute_note(p.compute)}")
         if p.calibration is not None:
             lines.append(format_calibration(p.calibration))
-        for dim in ("tp", "cp", "ep", "pp", "dp"):
-            if dim not in p.groups or (dim in ("cp", "ep") and len(p.groups[dim][0]) < 2):
+        copied = "dp_copies" in p.groups  # each stage held on several ranks (DualPipe): reduced over all
+        for dim in ("tp", "cp", "ep", "pp", "dp", "edp"):
+            key = f"{dim}_copies" if copied and dim in ("dp", "edp") else dim
+            if key not in p.groups or (dim == "edp" and not copied) or (dim in ("cp", "ep")
+                                                                         and len(p.groups[dim][0]) < 2):
                 continue
-            shown = p.groups[dim][:4]
-            more = len(p.groups[dim]) - len(shown)
-            lines.append(f"  {dim} groups: " + " ".join(group_text(g) for g in shown)
-                         + (f" ... +{more}" if more > 0 else ""))
+            shown = p.groups[key][:4]
+            more = len(p.groups[key]) - len(shown)
+            lines.append(f"  {dim} groups{' (every copy of a stage)' if key != dim else ''}: "
+                         + " ".join(group_text(g) for g in shown) + (f" ... +{more}" if more > 0 else ""))
     return "\n".join(lines)
 
 

@@ -5,8 +5,9 @@ the layouts it refuses (:mod:`models.present.plan_text` words each by its name).
 
 * :data:`NO_OVERLAP` (``none``): the all-to-alls on the critical path.
 * :data:`BATCH_OVERLAP` (``batch``): Megatron-Core v0.14's ``--overlap-moe-expert-parallel-comm``,
-  one micro-batch's all-to-alls hidden behind another's compute [U: the overlap is taken as
-  perfect up to the compute]. The step graph runs 1F1B's forward and backward blocks as two
+  one micro-batch's all-to-alls run beside another's kernels: a forward block beside a backward
+  block of the same stage, walked phase by phase (:mod:`~models.studies.planner.pair_overlap`,
+  :meth:`EpOverlap.exposed_pair`). The step graph runs 1F1B's forward and backward blocks as two
   streams of work per stage.
 * :data:`DUALPIPE` (``dualpipe``): DeepSeek-V3's DualPipe (arXiv 2412.19437, section 3.2.1):
   micro-batches fed from both ends, forward and backward chunks of two micro-batches overlapped,
@@ -37,12 +38,24 @@ Examples
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
-from .dualpipe import bubble_units, dualpipe_refusal, stage_of, unpaired_blocks
+from topo.errors import DgxTopoError
 
-__all__ = ["EpOverlap", "BatchOverlap", "DualPipe", "NO_OVERLAP", "BATCH_OVERLAP", "DUALPIPE", "EP_OVERLAPS",
+from .dualpipe import bubble_units, dualpipe_refusal, stage_of, unpaired_blocks
+from .pair_overlap import communication, pair_exposure
+
+__all__ = ["EpOverlapError", "EpOverlap", "BatchOverlap", "DualPipe", "NO_OVERLAP", "BATCH_OVERLAP", "DUALPIPE", "EP_OVERLAPS",
            "EP_OVERLAP", "ep_overlap_named"]
+
+
+#: The pipelines an overlap's :meth:`EpOverlap.rank_stages` is checked on when it is made.
+_CHECKED_PP = (2, 4, 8)
+
+
+class EpOverlapError(DgxTopoError):
+    """An expert overlap whose parts disagree (its parameter copies and the stages its ranks hold)."""
 
 
 @dataclass(frozen=True)
@@ -76,16 +89,57 @@ class EpOverlap:
     parameter_copies: int = 1
     extra_in_flight: int = 0
 
+    def __post_init__(self) -> None:
+        """Refuse an overlap whose ranks do not hold :attr:`parameter_copies` copies of every stage
+        (:meth:`rank_stages` on pipelines of 2, 4 and 8 stages): one that holds two copies must
+        say which ranks hold them, as :class:`DualPipe` does.
+
+        Raises
+        ------
+        EpOverlapError
+            Naming the copies, the pipeline and the stage held otherwise."""
+        copies = self.parameter_copies
+        if isinstance(copies, bool) or not isinstance(copies, int) or copies < 1:
+            raise EpOverlapError(f"{type(self).__name__}'s parameter_copies must be a whole number >= 1, "
+                                 f"received {copies!r}")
+        for pp in _CHECKED_PP:
+            ranks = tuple(self.rank_stages(pp))
+            held = Counter(s for ran in ranks for s in ran)
+            wrong = next((s for s in sorted(set(held) | set(range(pp))) if held[s] != copies or not 0 <= s < pp),
+                         None)
+            if len(ranks) != pp or wrong is not None:
+                found = (f"{len(ranks)} ranks" if len(ranks) != pp else
+                         f"stage {wrong} on {held[wrong]} rank{'s' if held[wrong] != 1 else ''}")
+                raise EpOverlapError(
+                    f"{type(self).__name__} has parameter_copies {copies}, but its rank_stages({pp}) gives {found}: "
+                    f"expected {pp} ranks, each of stages 0-{pp - 1} on {copies} rank{'s' if copies != 1 else ''} "
+                    f"(override rank_stages along with parameter_copies)")
+
     def __str__(self) -> str:
         return self.name
 
     def exposed_ep(self, ep_time: float, compute: float) -> float:
-        """The exposed part of ``ep_time`` of all-to-alls beside ``compute`` of one micro-batch. [s]"""
+        """The exposed part of ``ep_time`` of all-to-alls beside ``compute`` of one micro-batch,
+        at best (:meth:`exposed_pair` walks the blocks). [s]"""
         return ep_time
+
+    def paired_stage(self, pp: int, stage: int) -> int:
+        """The stage whose backward block runs beside a forward block of ``stage`` (its own)."""
+        return stage
+
+    def exposed_pair(self, forward: tuple, backward: tuple) -> float:
+        """The exposed communication of a forward block beside a backward one, each a chain of
+        ``(stream, seconds)`` segments (:func:`~models.studies.planner.pair_overlap.block_segments`),
+        for an overlap that runs them as :attr:`two_streams` (the first pass asks the others
+        :meth:`exposed_ep` of a stage's all-to-alls alone): here :meth:`exposed_ep` of their
+        communication beside their kernels. [s]"""
+        comm = communication(forward) + communication(backward)
+        busy = sum(s for _, s in (*forward, *backward)) - comm
+        return self.exposed_ep(comm, busy)
 
     def alone(self, pp: int, micro_batches: int) -> float:
         """Of a rank's micro-batches, the share whose blocks run alone, their all-to-alls all
-        exposed whatever :meth:`exposed_ep` hides (0: the overlap is taken as perfect)."""
+        exposed whatever :meth:`exposed_pair` hides (0: every block runs in a pair)."""
         return 0.0
 
     def exposed_pp(self, pp_comm: float) -> float:
@@ -131,8 +185,14 @@ class BatchOverlap(EpOverlap):
     two_streams: bool = True
 
     def exposed_ep(self, ep_time: float, compute: float) -> float:
-        """What exceeds the compute of one micro-batch's forward and backward. [s]"""
+        """What exceeds the compute of one micro-batch's forward and backward (perfect overlap). [s]"""
         return max(0.0, ep_time - compute)
+
+    def exposed_pair(self, forward: tuple, backward: tuple) -> float:
+        """What the GPU idles while the two blocks run as two streams of work, phase by phase
+        (:func:`~models.studies.planner.pair_overlap.pair_exposure`), and no less than
+        :meth:`exposed_ep`. [s]"""
+        return max(super().exposed_pair(forward, backward), pair_exposure(forward, backward))
 
 
 @dataclass(frozen=True)
@@ -147,6 +207,11 @@ class DualPipe(BatchOverlap):
 
     def exposed_pp(self, pp_comm: float) -> float:
         return 0.0
+
+    def paired_stage(self, pp: int, stage: int) -> int:
+        """``pp - 1 - stage``: the program pairs a forward of one direction with a backward of the
+        other on the same rank (:func:`~models.studies.planner.dualpipe.stage_of`)."""
+        return pp - 1 - stage
 
     def bubble_slots(self, pp: int, virtual_stages: int) -> float:
         """``pp / 2 - 1``: the report's ``PP/2 - 1`` overlapped pairs' bubble, at most a slot each."""

@@ -263,6 +263,10 @@ def evaluate(ctx: Context, layout: Layout, tp_groups=None, cm=None) -> Plan:
         return fabric.dimension_time(collective, nbytes, dims[dimension])
 
     if layout.extended or is_moe(w):
+        if ctx.ep_overlap.parameter_copies > 1:  # the groups the step reduces each stage's gradients over
+            stages = ctx.ep_overlap.rank_stages(layout.pp)
+            groups = {**groups, "dp_copies": _with_copies(groups["dp"], groups["pp"], stages),
+                      "edp_copies": _with_copies(groups.get("edp", ()), groups["pp"], stages)}
         mem, components = _evaluate_parallel(ctx, layout, cm, groups, comm)
     else:
         mem = memory(w, layout, dtype=ctx.dtype, capacity=ctx.capacity, flash=cm.stack.flash_attention)
@@ -313,9 +317,9 @@ def _evaluate_parallel(ctx: Context, layout: Layout, cm, groups, comm) -> tuple:
     ring = tuple((g[k], g[(k + 1) % len(g)]) for g in rings for k in range(len(g)) if len(g) > 1)
     extra = {"cp_ring": ring, "etp": groups.get("etp", ()), "edp": groups.get("edp", ())}
     a2a = {"cp": tuple(x for g in groups.get("cp", ()) for x in exchange.alltoall_groups(g))} if exchange else {}
-    if ctx.ep_overlap.parameter_copies > 1:
-        extra["dp_copies"] = _with_copies(groups["dp"], groups["pp"], ctx.ep_overlap.rank_stages(layout.pp))
-        extra["edp_copies"] = _with_copies(groups.get("edp", ()), groups["pp"], ctx.ep_overlap.rank_stages(layout.pp))
+    for copies in ("dp_copies", "edp_copies"):  # several copies of each stage (evaluate)
+        if copies in groups:
+            extra[copies] = groups[copies]
 
     def comm_all(dimension, collective, nbytes):
         if dimension in extra:

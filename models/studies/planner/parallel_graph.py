@@ -90,34 +90,21 @@ from ..workload import DEFAULT_BUCKET, OPTIMIZER_PASS_BYTES, activation_bytes_pe
     matmul_op, Workload
 from .dualpipe import dualpipe_blocks, dualpipe_refusal, stage_of, weight_gradients
 from .ep_overlap import EP_OVERLAPS, NO_OVERLAP, EpOverlap
+from .pair_overlap import LayerPass, by_part, layer_pass
 from .parallel import stage_split
 from .parallel_step import head_ops, is_moe, layer_kind, layer_ops, stage_parameters
 
 __all__ = ["parallel_step_graph", "plan_step_graph", "plan_step_graph_size", "check_plan_events",
            "simulate_planned"]
 
-_ATTENTION = frozenset(("flash_attention", "scores", "softmax", "context"))
-_ROUTE = frozenset(("router", "permute"))
-_EXPERTS = frozenset(("experts_in", "experts_out", "expert_activation"))
-_FFN = frozenset(("ffn_in", "ffn_out", "activation", "shared_in", "shared_out", "shared_activation")) | _ROUTE \
-    | _EXPERTS
+#: One layer kind's kernel times in one pass, by part (the first pass's: :mod:`~models.studies.planner.pair_overlap`).
+_Pass = LayerPass
 
 
 def is_parallel_plan(plan: Any, w=None) -> bool:
     """A plan whose step :func:`parallel_step_graph` builds (expert or context parallelism, an
     uneven split, a MoE workload) rather than :func:`models.studies.stepgraph.step_graph`."""
     return is_extended_step(plan, w if w is not None else getattr(plan, "workload_spec", None))
-
-
-@dataclass(frozen=True, slots=True)
-class _Pass:
-    """One layer kind's kernel times in one pass, by part (:func:`parallel_step_graph`). [s]"""
-
-    pre: float = 0.0  # the attention half around its core (projections, norms)
-    attention: float = 0.0  # the attention core
-    route: float = 0.0  # router and permutation (MoE)
-    experts: float = 0.0  # the local experts' grouped GEMMs (MoE)
-    rest: float = 0.0  # the dense FFN, or the shared experts
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,27 +162,17 @@ def _split(plan: Any, w) -> tuple:
     return tuple(out)
 
 
-def _by_part(named) -> _Pass:
-    """Seconds of ``(op name, seconds)`` pairs summed by the part of the layer each op is in."""
-    out = dict(pre=0.0, attention=0.0, route=0.0, experts=0.0, rest=0.0)
-    for name, seconds in named:
-        part = ("attention" if name in _ATTENTION else "route" if name in _ROUTE else "experts" if name in _EXPERTS
-                else "rest" if name in _FFN else "pre")
-        out[part] += seconds
-    return _Pass(**out)
-
-
 def _parts(timed, backward: bool) -> _Pass:
-    return _by_part((t.op.name, t.backward if backward else t.forward) for t in timed)
+    return layer_pass(timed, backward)
 
 
 def _weight_parts(cm: ComputeModel, timed) -> _Pass:
     """The weight gradients' part of a backward, by part (:func:`~models.studies.planner.dualpipe.weight_gradients`)."""
-    return _by_part((t.op.name, w) for t, w in zip(timed, weight_gradients(cm, timed)))
+    return by_part((t.op.name, w) for t, w in zip(timed, weight_gradients(cm, timed)))
 
 
 def _minus(a: _Pass, b: _Pass) -> _Pass:
-    return _Pass(a.pre - b.pre, a.attention - b.attention, a.route - b.route, a.experts - b.experts, a.rest - b.rest)
+    return a - b
 
 
 def _work(plan: Any, w, cm: ComputeModel, stages) -> _Work:

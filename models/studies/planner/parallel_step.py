@@ -22,9 +22,11 @@ Per micro-batch on each stage (the heaviest, compute and exposed communication, 
 * ``ep_comm``: per MoE layer, dispatch (the dispatch dtype) and combine (16-bit) all-to-alls
   forward, their two gradients (16-bit) backward, again forward with full recomputation; with
   ``etp > 1`` an all_gather and a reduce_scatter of the routed tokens over the expert
-  tensor-parallel group each way. Exposed: all of it (``none``), or what the stage's compute of
-  another micro-batch cannot hide (``batch``, ``dualpipe``) [U: the overlap is taken as perfect
-  up to the compute] (:mod:`~models.studies.planner.ep_overlap`);
+  tensor-parallel group each way. Exposed: all of it (``none``), or what the GPU idles while a
+  forward block runs beside the paired stage's backward block (``batch``: the same stage;
+  ``dualpipe``: stage ``pp - 1 - s``), the two walked phase by phase as the step graph runs them,
+  one kernel and one all-to-all at a time (:mod:`~models.studies.planner.pair_overlap`), plus all
+  of it for the blocks a schedule runs alone (:mod:`~models.studies.planner.ep_overlap`);
 * ``pp_comm`` and ``bubble``: 1F1B (interleaved) as the dense planner; DualPipe hides the sends
   and leaves the report's bubble (DeepSeek-V3 Technical Report, arXiv 2412.19437, table 2:
   ``(PP/2 - 1)(F&B + B - 3W)`` against 1F1B's ``(PP - 1)(F + B)``), ``F&B`` the slot, ``W``
@@ -59,6 +61,7 @@ from ..workload import (OPTIMIZER_PASS_BYTES, activation_bytes_per_element, dtyp
 from .gpu_memory import cached_bytes, held_parameters, state_bytes
 from .dualpipe import weight_gradients
 from .ep_overlap import NO_OVERLAP, EpOverlap
+from .pair_overlap import ATTENTION_OPS, block_segments, layer_pass
 from .parallel import PipelineSplit, dispatch_bytes
 from ..recomputation import NO_RECOMPUTE, SELECTIVE, Recompute, as_recompute
 from .records import (BubbleDetail, Component, ComputeDetail, ContextParallelDetail, DataParallelDetail,
@@ -68,7 +71,6 @@ from .step import data_parallel_time
 # The planner's evaluation calls these; a user calls :func:`models.studies.planner.plan`.
 __all__: tuple[str, ...] = ()
 
-_ATTENTION = ("flash_attention", "scores", "softmax", "context")
 #: A :class:`_Stage` field a rank running several stages averages over them (its times); the others
 #: (counts, the stage's index, its heaviest layer) are the heaviest stage's.
 _MEAN = MappingProxyType({"averaged": True})
@@ -340,7 +342,7 @@ def parallel_components(w, layout: Layout, split: PipelineSplit, cm, comm, allto
     # Expert parallelism, one MoE layer's all-to-alls of one micro-batch.
     moe = is_moe(w)
     disp = comb = 0.0
-    t_ep_layer = 0.0
+    t_ep_layer = t_d = t_c = 0.0
     if moe:
         routed = tokens / (tp if sp else 1)
         disp = dispatch_bytes(routed, w.top_k, w.hidden, dispatch_elem, balance)
@@ -357,6 +359,10 @@ def parallel_components(w, layout: Layout, split: PipelineSplit, cm, comm, allto
     cp_bytes = exchange.buffers(w, b, cp, tp, act) if cp > 1 else ()
     cp_layer = exchange.layer_timer(cp_bytes, cp, comm, alltoall) if cp > 1 else _no_exchange
 
+    etp_pair = ((comm("etp", "all_gather", comb * layout.etp), comm("etp", "reduce_scatter", comb * layout.etp))
+                if moe and layout.etp > 1 else None)
+    walk = moe and ep_overlap.two_streams  # the blocks' all-to-alls walked beside the paired blocks' (pair_overlap)
+    blocks = []  # per stage, its (forward, backward) blocks as segments (pair_overlap), when walked
     per_stage = []
     for s, held in enumerate(split.stages):
         kinds = Counter(layer_kind(w, i) for i in held)
@@ -364,6 +370,7 @@ def parallel_components(w, layout: Layout, split: PipelineSplit, cm, comm, allto
         if mtp:
             kinds[(False, False)] += mtp
         fwd_layers = bwd_layers = recomputed = 0.0
+        passes = {}  # layer kind -> (forward, backward) by part, recomputation in the backward
         cp_time = cp_exposed = 0.0
         tp_count = 0
         products = ideal = layer_forward = 0.0
@@ -375,9 +382,12 @@ def parallel_components(w, layout: Layout, split: PipelineSplit, cm, comm, allto
             wgrad += n * sum(weight_gradients(cm, timed))
             fwd_layers += n * lf
             bwd_layers += n * lb
-            att = [t for t in timed if t.op.name in _ATTENTION]
+            att = [t for t in timed if t.op.name in ATTENTION_OPS]
+            again = layer_pass(timed, False) if full else layer_pass(
+                [t for t in timed if rc.recomputes(t.op.name)], False)
+            passes[kind] = (layer_pass(timed, False), layer_pass(timed, True) + again)
             if not full:  # the kernels the recomputation runs again (full: the whole forward, below)
-                recomputed += n * sum(t.forward for t in timed if rc.recomputes(t.op.name))
+                recomputed += n * again.total
             af, ab = _pass(att)
             ct, ce = cp_layer(af, ab, full)
             cp_time += n * ct
@@ -403,11 +413,30 @@ def parallel_components(w, layout: Layout, split: PipelineSplit, cm, comm, allto
         t_tp = tp_count * one_tp
         n_moe = sum(n for kind, n in kinds.items() if not kind[0]) if moe else 0
         ep_time = n_moe * t_ep_layer
-        alone = ep_overlap.alone(pp, m)  # the blocks of a warm-up and cool-down run alone: all exposed
-        ep_exposed = (1 - alone) * ep_overlap.exposed_ep(ep_time, fwd + bwd) + alone * ep_time
-        slot = fwd + bwd + t_tp + cp_exposed + ep_exposed
-        per_stage.append(_Stage(slot, s, fwd, bwd, t_tp, tp_count, cp_time, cp_exposed, ep_time, ep_exposed, n_moe,
+        if walk:
+            order = [layer_kind(w, i) for i in held] + [(False, False)] * mtp
+            attention_exposed = cp_exposed / max(1, sum(kinds.values())) / 2  # [U] half in each pass
+            common = dict(etp=etp_pair or (), one_tp=one_tp, shared=bool(moe and w.shared_experts),
+                          head_collectives=(int(s == 0), int(s == pp - 1)), attention_exposed=attention_exposed)
+            ends_f = (ff if s == 0 else 0.0, fwd - fwd_layers - (ff if s == 0 else 0.0))
+            ends_b = (fb if s == 0 else 0.0, bwd - bwd_layers - recomputed - (fb if s == 0 else 0.0)
+                      - (fwd_layers if full else 0.0))
+            blocks.append((
+                block_segments([(k[0], passes[k][0]) for k in order], forward=True, ep=((t_d, t_c),),
+                               first=ends_f[0], last=ends_f[1], **common),
+                block_segments([(k[0], passes[k][1]) for k in order], forward=False,
+                               ep=(((t_d, t_c),) if full else ()) + ((t_c, t_c),), recount=1 + full,
+                               first=ends_b[0], last=ends_b[1], **common)))
+        per_stage.append(_Stage(0.0, s, fwd, bwd, t_tp, tp_count, cp_time, cp_exposed, ep_time, 0.0, n_moe,
                                 sum(kinds.values()), layer_forward, products, ideal, wgrad))
+    alone = ep_overlap.alone(pp, m)  # the blocks of a warm-up and cool-down run alone: all exposed
+    for k, x in enumerate(per_stage):
+        # the forward beside the paired stage's backward, walked as the step graph runs them
+        paired = ep_overlap.exposed_pair(blocks[k][0], blocks[ep_overlap.paired_stage(pp, k)][1]) if walk \
+            else ep_overlap.exposed_ep(x.ep, x.forward + x.backward)
+        ep_exposed = (1 - alone) * paired + alone * x.ep
+        per_stage[k] = dataclasses.replace(x, slot=x.forward + x.backward + x.tp + x.cp_exposed + ep_exposed,
+                                           ep_exposed=ep_exposed)
     # The busiest rank: the stages it runs, each for an equal share of the micro-batches (1F1B: its
     # own; DualPipe: stages r and pp - 1 - r), their times averaged, the heavier stage's counts.
     best, busiest = None, ()

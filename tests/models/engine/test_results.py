@@ -580,8 +580,9 @@ NOT_RESULTS = {
     # the planner's strategies (models.studies.planner.cp_exchange, .ep_overlap, .recomputation): named in
     # a plan's rows
     "CpExchange", "RingExchange", "AllToAllExchange", "HierarchicalExchange", "EpOverlap", "BatchOverlap", "DualPipe", "Recompute",
-    # a block of DualPipe's program (models.studies.planner.dualpipe): an input of the step graph's builder
-    "PipeOp",
+    # a block of DualPipe's program (models.studies.planner.dualpipe) and a layer's kernel times by
+    # part (.pair_overlap): inputs of the step graph's builder and of the overlapped pairs' walk
+    "PipeOp", "LayerPass",
     # parts: their parent's rows (ChannelSearch: LinkLoad, SearchStep; Tuning: the bandwidth and
     # latency terms; SimulationResult: TaskTiming, LinkUse (link_records); a benchmark's parse:
     # Device, NcclTestsRow, P2PDevice; Check: CheckRow; Plan: Component, Calibration; Sweep: SweepRow;

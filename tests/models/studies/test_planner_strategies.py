@@ -15,7 +15,7 @@ from models.studies.planner import BubbleDetail, Component, ExpertParallelDetail
 from models.studies.planner.cp_exchange import (ALL_TO_ALL, CP_COMM, CP_EXCHANGES, RING, AllToAllExchange,
                                                 cp_exchange_named)
 from models.studies.planner.ep_overlap import (BATCH_OVERLAP, DUALPIPE, EP_OVERLAP, EP_OVERLAPS, NO_OVERLAP,
-                                               BatchOverlap, DualPipe, ep_overlap_named)
+                                               BatchOverlap, DualPipe, EpOverlap, EpOverlapError, ep_overlap_named)
 from models.studies.planner.parallel_graph import plan_step_graph
 
 # tests/models/studies/test_parallel_graph.py's small MoE
@@ -207,3 +207,45 @@ def test_the_cli_searches_the_overlaps_it_is_given(capsys):
         "none", "dualpipe"}
     line = one_line_error(capsys, "plan", SMALL, "--system", "dgxh100", "--ep-overlap", "batch,batch")
     assert "expected distinct names of none, batch, dualpipe (comma-separated) or all, received 'batch,batch'" in line
+
+
+@dataclass(frozen=True)
+class _TwoCopies(BatchOverlap):
+    """A user's overlap claiming two parameter copies without saying which ranks hold them."""
+
+    name: str = "two"
+    parameter_copies: int = 2
+
+
+@dataclass(frozen=True)
+class _Mirrored(_TwoCopies):
+    """The same, holding stage s on ranks s and pp - 1 - s as DualPipe does."""
+
+    def rank_stages(self, pp: int) -> tuple:
+        return tuple(tuple(sorted({r, pp - 1 - r})) for r in range(pp))
+
+
+@dataclass(frozen=True)
+class _Short(EpOverlap):
+    """Ranks missing: one rank fewer than the pipeline."""
+
+    name: str = "short"
+
+    def rank_stages(self, pp: int) -> tuple:
+        return tuple((s,) for s in range(pp - 1))
+
+
+def test_an_overlap_whose_copies_and_ranks_disagree_is_refused(cluster):
+    with pytest.raises(EpOverlapError, match=r"_TwoCopies has parameter_copies 2, but its rank_stages\(2\) gives "
+                                             r"stage 0 on 1 rank: expected 2 ranks, each of stages 0-1 on 2 ranks"):
+        _TwoCopies()
+    with pytest.raises(EpOverlapError, match=r"rank_stages\(2\) gives 1 ranks: expected 2 ranks"):
+        _Short()
+    for copies in (0, 1.5, True):
+        with pytest.raises(EpOverlapError, match=f"parameter_copies must be a whole number >= 1, received {copies!r}"):
+            BatchOverlap(parameter_copies=copies)
+    mirrored = _Mirrored()  # consistent: planned with two copies of each stage, as DualPipe's memory
+    options = dict(tp=1, pp=2, ep=8, zero=0, global_batch=32, simulate=0)
+    two = plan(SMALL, cluster, ep_overlap=mirrored, **options).memory
+    one = plan(SMALL, cluster, ep_overlap="batch", **options).memory
+    assert two.parameters > one.parameters
