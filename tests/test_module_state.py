@@ -6,7 +6,8 @@ display, a comprehension or a call such as ``dict()``, ``OrderedDict()``, ``defa
 ``WeakKeyDictionary()``, a memo of :mod:`models.engine.memo`), a numpy array (writeable), a
 function cached with ``lru_cache``/``cache`` (as a decorator or called on it), and a ``global``
 statement (a function rebinding a module name), each fails. Constants stay: tuples, frozensets,
-strings and numbers, and tables wrapped read-only in ``types.MappingProxyType(...)``."""
+strings and numbers, and tables wrapped read-only in ``types.MappingProxyType(...)`` whose
+values are not themselves dicts, lists or sets."""
 
 from __future__ import annotations
 
@@ -38,6 +39,11 @@ def _mutable(value) -> str | None:
     """What makes ``value`` (an assigned expression) mutable state, or None."""
     if isinstance(value, MUTABLE_DISPLAYS) or _called(value) in MUTABLE_CALLS:
         return type(value).__name__
+    if _called(value) == "MappingProxyType" and value.args and isinstance(value.args[0], ast.Dict):
+        table = value.args[0]
+        inner = [v for k, v in zip(table.keys, table.values) if k is not None and _mutable(v) is not None]
+        if inner:  # read-only outside, writable within: TABLE["k"]["x"] = 0 still changes it
+            return f"MappingProxyType of mutable values ({_mutable(inner[0])})"
     if isinstance(value, ast.Call):
         f = value.func
         if isinstance(f, ast.Attribute) and f.attr in ARRAY_CALLS and ast.unparse(f.value) in ("np", "numpy"):
@@ -137,6 +143,7 @@ N = BoundedMemo(8)
 def count():
     global COUNT
     COUNT = 1
+P = MappingProxyType({"a": {"b": 1}})
 OK1 = (1, 2)
 OK2 = frozenset({1})
 OK3 = MappingProxyType({"a": 1})
@@ -148,5 +155,5 @@ class OK6:
 """
     found = module_state(source)
     assert [line for line, _ in found] == [8, 9, 10, 11, 12, 13, 14, 15, 17, 19, 21, 23, 25, 27, 29, 30, 31, 32,
-                                           34]
+                                           34, 36]
     assert any("K.table" in what for _, what in found) and any("global COUNT" in what for _, what in found)

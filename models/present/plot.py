@@ -718,8 +718,9 @@ def check_figure_dict(check, *, title: str | None = None, width: int | None = No
 # The three panels of check_figure, one above the other on one size axis: what plotly's
 # make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.06, row_heights=[0.38,
 # 0.34, 0.28]) writes (tests/models/present/test_plot.py checks it), without its cost per figure.
-_CHECK_PANELS = MappingProxyType({1: dict(xaxis="x", yaxis="y"), 2: dict(xaxis="x2", yaxis="y2"),
-                                  3: dict(xaxis="x3", yaxis="y3")})
+_CHECK_PANELS = MappingProxyType({1: MappingProxyType(dict(xaxis="x", yaxis="y")),
+                                  2: MappingProxyType(dict(xaxis="x2", yaxis="y2")),
+                                  3: MappingProxyType(dict(xaxis="x3", yaxis="y3"))})
 _CHECK_SPACING, _CHECK_HEIGHTS = 0.06, (0.38, 0.34, 0.28)
 
 

@@ -121,24 +121,25 @@ _H100_16BIT = round(_MAMF["H100"] * FITTED_GEMM_EFFICIENCY["A100 fp16"] / _MAMF[
 #: fit (the same silicon and clocks), fp8 of B200 from the GB200 fit; mxfp8 as fp8 and nvfp4 from
 #: the GB200 fp4 fit (same tensor-core path, [U]: no MX measurement); B300 (Blackwell Ultra) as
 #: B200 [U: no measurement].
-GEMM_EFFICIENCY: Mapping[str, dict[str, float]] = MappingProxyType({
-    "P100": {"fp32": 0.90, "fp16": 0.85},
-    "V100": {"fp32": 0.90, "fp16": 0.74},
-    "A100": {"fp32": 0.90, "tf32": FITTED_GEMM_EFFICIENCY["A100 fp16"], "fp16": FITTED_GEMM_EFFICIENCY["A100 fp16"],
-             "bf16": FITTED_GEMM_EFFICIENCY["A100 fp16"]},
-    "H100": {"fp32": 0.90, "tf32": _H100_16BIT, "fp16": _H100_16BIT, "bf16": _H100_16BIT,
-             "fp8": FITTED_GEMM_EFFICIENCY["H200 fp8"]},
-    "H200": {"fp32": 0.90, "tf32": _H100_16BIT, "fp16": _H100_16BIT, "bf16": _H100_16BIT,
-             "fp8": FITTED_GEMM_EFFICIENCY["H200 fp8"]},
-    "B200": {"fp32": 0.90, "tf32": 0.75, "fp16": 0.75, "bf16": 0.75,
-             "fp8": FITTED_GEMM_EFFICIENCY["GB200 fp8"],
-             "mxfp8": FITTED_GEMM_EFFICIENCY["GB200 fp8"],
-             "nvfp4": FITTED_GEMM_EFFICIENCY["GB200 fp4"]},
-    "B300": {"fp32": 0.90, "tf32": 0.75, "fp16": 0.75, "bf16": 0.75,
-             "fp8": FITTED_GEMM_EFFICIENCY["GB200 fp8"],
-             "mxfp8": FITTED_GEMM_EFFICIENCY["GB200 fp8"],
-             "nvfp4": FITTED_GEMM_EFFICIENCY["GB200 fp4"]},
-})
+GEMM_EFFICIENCY: Mapping[str, Mapping[str, float]] = MappingProxyType(
+    {generation: MappingProxyType(rates) for generation, rates in {
+        "P100": {"fp32": 0.90, "fp16": 0.85},
+        "V100": {"fp32": 0.90, "fp16": 0.74},
+        "A100": {"fp32": 0.90, "tf32": FITTED_GEMM_EFFICIENCY["A100 fp16"], "fp16": FITTED_GEMM_EFFICIENCY["A100 fp16"],
+                 "bf16": FITTED_GEMM_EFFICIENCY["A100 fp16"]},
+        "H100": {"fp32": 0.90, "tf32": _H100_16BIT, "fp16": _H100_16BIT, "bf16": _H100_16BIT,
+                 "fp8": FITTED_GEMM_EFFICIENCY["H200 fp8"]},
+        "H200": {"fp32": 0.90, "tf32": _H100_16BIT, "fp16": _H100_16BIT, "bf16": _H100_16BIT,
+                 "fp8": FITTED_GEMM_EFFICIENCY["H200 fp8"]},
+        "B200": {"fp32": 0.90, "tf32": 0.75, "fp16": 0.75, "bf16": 0.75,
+                 "fp8": FITTED_GEMM_EFFICIENCY["GB200 fp8"],
+                 "mxfp8": FITTED_GEMM_EFFICIENCY["GB200 fp8"],
+                 "nvfp4": FITTED_GEMM_EFFICIENCY["GB200 fp4"]},
+        "B300": {"fp32": 0.90, "tf32": 0.75, "fp16": 0.75, "bf16": 0.75,
+                 "fp8": FITTED_GEMM_EFFICIENCY["GB200 fp8"],
+                 "mxfp8": FITTED_GEMM_EFFICIENCY["GB200 fp8"],
+                 "nvfp4": FITTED_GEMM_EFFICIENCY["GB200 fp4"]},
+    }.items()})
 #: Fraction of the dense 16-bit peak a flash-attention kernel reaches over its forward and
 #: backward, FITTED to the FlashAttention-2 rows of the shared calibration data
 #: (gpu_microbenchmarks.json, Azure/AI-benchmarking-guide; copied to
