@@ -197,9 +197,10 @@ def skipped_note(s: SkippedLayout) -> str:
         SkipCode.ETP_FFN: lambda: f"etp {s.etp} does not divide the expert FFN width {c}",
         SkipCode.CP_SEQUENCE: lambda: f"the sequence of {c} tokens does not split into 2 x cp = {2 * s.cp} chunks",
         SkipCode.CP_FLASH: lambda: "context parallelism needs flash attention: expected the flash software stack",
-        SkipCode.CP_HEADS: lambda: f"all-to-all context parallelism needs the {c} heads per rank divisible by cp {s.cp}",
+        SkipCode.CP_HEADS: lambda: f"all-to-all context parallelism needs the {c} heads per rank (query or key/value, the fewer) "
+                                          f"divisible by cp {s.cp}",
         SkipCode.CP_HIERARCHY: lambda: (f"a2a+p2p context parallelism needs sizes a x p = cp {s.cp}, both >= 2, and "
-                                        f"the {c} heads per rank divisible by a"),
+                                        f"the {c} heads per rank (query or key/value, the fewer) divisible by a"),
         SkipCode.SPLIT: lambda: _split_note(s),
         SkipCode.DUALPIPE: lambda: (f"DualPipe needs an even pp, an even number of micro-batches of at least 2 x pp "
                                     f"and no interleaving (received pp {s.pp}, {c} micro-batches"

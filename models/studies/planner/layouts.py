@@ -448,7 +448,13 @@ def _refusal(w, t, c, p, d, e, et, cp_comm, sequence_parallel, stack_flash, spli
             return skip(SkipCode.CP_FLASH)
         if w.seq % (2 * c):
             return skip(SkipCode.CP_SEQUENCE, w.seq)
-        heads = (w.attention.heads if moe else w.heads) // t
+        # The all-to-all splits the key/value heads as well as the queries' (Transformer Engine's
+        # a2a exchange reshapes K and V by head [U: recalled]): the fewer per rank binds; K/V
+        # heads fewer than t are replicated, one a rank.
+        a = w.attention if moe else None
+        q_heads = a.heads if moe else w.heads
+        kv_heads = getattr(a, "kv_heads", q_heads) if moe else w.kv_heads
+        heads = min(q_heads // t, max(kv_heads // t, 1))
         if cp_comm.refuses(heads, c):
             return skip(SkipCode(cp_comm.refusal), heads)
     if not moe and (e > 1 or et > 1):

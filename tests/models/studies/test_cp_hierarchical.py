@@ -161,3 +161,16 @@ def test_cli_json_keeps_the_sizes(capsys):
     status, out, _ = _run(capsys, *argv)
     layout = json.loads(out)["layout"]
     assert status == 0 and (layout["cp_comm"], layout["cp_comm_sizes"]) == ("p2p", None)
+
+
+def test_the_all_to_all_splits_key_value_heads_too():
+    """llama3-70b has 64 query heads and 8 key/value heads: at tp 8 one K/V head a rank (64 / 8 = 8
+    query heads), which no all-to-all over cp 4 (or an inner group of 2) can split; at tp 4, 2 K/V
+    heads a rank split over cp 2. (Before, only the 8 query heads were checked and tp 8 cp 4 planned
+    with the one K/V head replicated.)"""
+    from models.studies.planner import plan, PlanError
+    G = topo.build("4xdgxh100")
+    for comm, code in (("a2a", "CP_HEADS"), (HierarchicalExchange((2, 2)), "CP_HIERARCHY")):
+        with pytest.raises(PlanError, match=rf"{code}, tp=8, pp=1, dp=1, count=1, cp=4"):
+            plan("llama3-70b", G, tp=8, cp=4, pp=1, dp=1, cp_comm=comm, seq_length=32768)
+    assert plan("llama3-70b", G, tp=4, cp=2, pp=1, dp=4, cp_comm="a2a", seq_length=32768).layout.cp == 2

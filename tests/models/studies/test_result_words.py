@@ -201,12 +201,12 @@ REFUSED = [
     ((FLASH, "dgxa100"), dict(tp=4, pp=1, dp=1, cp=2, cp_comm="a2a"),
      [SkippedLayout(SkipCode.CP_HEADS, 4, 1, 1, count=3, cp=2)],
      "no layout of transformer on 8 GPUs of DGX A100: tp4 cp2 pp1 dp1: all-to-all context parallelism needs the 3 "
-     "heads per rank divisible by cp 2"),
+     "heads per rank (query or key/value, the fewer) divisible by cp 2"),
     # a2a+p2p sized 4 x 2 (the degree it implies, cp 8): 12 heads over tp 2 leave 6 per rank, not a multiple of 4
     ((FLASH, "2xdgxa100"), dict(tp=2, pp=1, dp=1, cp_comm=HierarchicalExchange((4, 2))),
      [SkippedLayout(SkipCode.CP_HIERARCHY, 2, 1, 1, count=6, cp=8)],
      "no layout of transformer on 16 GPUs of 2xDGX A100: tp2 cp8 pp1 dp1: a2a+p2p context parallelism needs sizes "
-     "a x p = cp 8, both >= 2, and the 6 heads per rank divisible by a"),
+     "a x p = cp 8, both >= 2, and the 6 heads per rank (query or key/value, the fewer) divisible by a"),
     ((SMALL, "dgx1v"), dict(tp=1, pp=2, dp=4, first_stage_layers=4),
      [SkippedLayout(SkipCode.SPLIT, 1, 2, 4, count=4, split=(4, 0, False, False))],
      "no layout of transformer on 8 GPUs of DGX-1V: tp1 pp2 dp4: 4 layers with 4 on the first stage and the even "
