@@ -265,8 +265,13 @@ class HierarchicalExchange(CpExchange):
         degree needs them)."""
         sizes = self.sizes
         if sizes is None:
-            return None if cp is None else (f"a2a+p2p needs its sizes a x p = cp {cp}, both >= 2 "
-                                            f"(hierarchical_context_parallel_sizes), received none")
+            if cp is None:
+                return None
+            if not any(cp % a == 0 and cp // a >= 2 for a in range(2, cp + 1)):
+                return (f"a2a+p2p needs cp = a x p with both >= 2, and cp {cp} has no such split "
+                        f"(expected a cp such as 4, 6 or 8)")
+            return (f"a2a+p2p needs its sizes a x p = cp {cp}, both >= 2 "
+                    f"(hierarchical_context_parallel_sizes), received none")
         ok = (isinstance(sizes, tuple) and len(sizes) == 2
               and all(isinstance(x, int) and not isinstance(x, bool) and x >= 2 for x in sizes))
         if not ok:

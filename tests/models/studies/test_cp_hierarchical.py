@@ -61,6 +61,7 @@ def test_sizes_degree_and_refusals():
     assert HierarchicalExchange((1, 8)).check(8).startswith("a2a+p2p sizes must be two whole numbers >= 2")
     assert A2P4.check(4) == "a2a+p2p sizes 2 x 4 must multiply to cp 4, received 8"
     assert HIERARCHICAL.check(None) is None and "needs its sizes a x p = cp 8" in HIERARCHICAL.check(8)
+    assert all("has no such split" in HIERARCHICAL.check(c) for c in (2, 3, 5, 7)) and HIERARCHICAL.check(6).startswith("a2a+p2p needs its sizes")
     with pytest.raises(PlanError, match="sizes 2 x 4 must multiply to cp 4"):
         Layout(1, 1, 1, 0, 1, 4, "none", False, "tp-dp-pp", cp=4, cp_comm=A2P4)
     with pytest.raises(PlanError, match="needs its sizes"):
@@ -130,7 +131,7 @@ def _run(capsys, *argv):
      "a2a+p2p sizes 2 x 2 must multiply to cp 8, received 4"),
     (("--cp", "8", "--hierarchical-context-parallel-sizes", "2", "4"),
      "--hierarchical-context-parallel-sizes needs --cp-comm a2a+p2p, received --cp-comm p2p"),
-    (("--cp", "2", "--cp-comm", "a2a+p2p"), "a2a+p2p needs its sizes a x p = cp 2, both >= 2"),
+    (("--cp", "2", "--cp-comm", "a2a+p2p"), "a2a+p2p needs cp = a x p with both >= 2, and cp 2 has no such split"),
     (("--cp", "8", "--cp-comm", "a2a+p2p", "--hierarchical-context-parallel-sizes", "1", "8"),
      "a2a+p2p sizes must be two whole numbers >= 2"),
 ])
