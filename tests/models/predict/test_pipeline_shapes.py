@@ -4,9 +4,6 @@ Predicted from NCCL's source and the graph's hop latencies only: the DGX-2 sweep
 work was fitted on has no NVLS or PAT run, so nothing here is fitted.
 """
 
-import math
-
-import numpy as np
 import pytest
 from hypothesis import assume, given, settings, strategies as st
 
@@ -15,7 +12,7 @@ import topo
 from models.engine.nccl.launch import reduced_launch
 from models.engine.nccl.pipelining import pipelining
 from models.predict.measure import measured
-from models.predict.pipeline import (NVLS_CHUNK, Hop, Hops, channel_hops, ShapeInputs, nvls_chunk, pipeline_time, shape_of,
+from models.predict.pipeline import (Hop, Hops, channel_hops, ShapeInputs, nvls_chunk, pipeline_time, shape_of,
                                      tree_chunk)
 
 KiB, MiB = 1024, 2**20

@@ -25,16 +25,6 @@ SMALL = "moe:layers=4,hidden=1024,vocab=32000,seq=2048,heads=8,experts=32,top_k=
 EIGHT = SMALL.replace("layers=4", "layers=8")
 
 
-@pytest.fixture(scope="module")
-def host():
-    return PreparedFabric(topo.build("dgxh100"))
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    return PreparedFabric(topo.build("2xdgxh100"))
-
-
 def _program(pp, rank, m) -> list:
     return ["|".join(map(str, step)) for step in dualpipe_program(pp, rank, m)]
 

@@ -4,7 +4,6 @@ and the bounds any schedule of two chains obeys."""
 
 from __future__ import annotations
 
-import pytest
 from hypothesis import given, settings, strategies as st
 
 from models.studies.planner.ep_overlap import BATCH_OVERLAP, DUALPIPE, NO_OVERLAP

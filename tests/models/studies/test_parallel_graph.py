@@ -7,9 +7,7 @@ import dataclasses
 
 import pytest
 
-import topo
 import models.studies.planner.parallel_graph as parallel_graph
-from models.engine.fabric import PreparedFabric
 from models.predict.collectives import Estimator
 from models.predict.simulate import simulate, simulation_size
 from models.studies.planner import plan
@@ -24,16 +22,6 @@ from topo.errors import LimitError
 # A small MoE: 32 experts of width 512, top-4, 2,048 tokens (tests/models/studies/test_plan_parallel.py's).
 SMALL = "moe:layers=4,hidden=1024,vocab=32000,seq=2048,heads=8,experts=32,top_k=4,expert_ffn=512"
 MIB = 2 ** 20
-
-
-@pytest.fixture(scope="module")
-def host():
-    return PreparedFabric(topo.build("dgxh100"))
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    return PreparedFabric(topo.build("2xdgxh100"))
 
 
 def _parts(p) -> dict:

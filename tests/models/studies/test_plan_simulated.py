@@ -27,11 +27,6 @@ def dgxh100():
 
 
 @pytest.fixture(scope="module")
-def cluster():
-    return PreparedFabric(topo.build("2xdgxh100"))
-
-
-@pytest.fixture(scope="module")
 def prepared_cluster():
     """Two DGX-1 (P100) prepared once (frozen, so safe to share): the property's examples share its
     NCCL channel searches instead of searching the same GPU sets again in each example. The step

@@ -8,8 +8,6 @@ from dataclasses import dataclass
 
 import pytest
 
-import topo
-from models.engine.fabric import PreparedFabric
 from models.present.plan_text import component_note
 from models.studies.planner import BubbleDetail, Component, ExpertParallelDetail, Layout, PlanError, SkipCode, plan
 from models.studies.planner.cp_exchange import (ALL_TO_ALL, CP_COMM, CP_EXCHANGES, RING, AllToAllExchange,
@@ -20,11 +18,6 @@ from models.studies.planner.parallel_graph import plan_step_graph
 
 # tests/models/studies/test_parallel_graph.py's small MoE
 SMALL = "moe:layers=4,hidden=1024,vocab=32000,seq=2048,heads=8,experts=32,top_k=4,expert_ffn=512"
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    return PreparedFabric(topo.build("2xdgxh100"))
 
 
 def test_registries_name_each_strategy_once():

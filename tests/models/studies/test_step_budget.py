@@ -14,7 +14,6 @@ from hypothesis import strategies as st
 
 import topo
 import models.studies.stepgraph as stepgraph
-from models.engine.fabric import PreparedFabric
 from models.predict.simulate import simulation_size
 from models.present.cli import main
 from models.studies.planner import plan
@@ -28,11 +27,6 @@ def no_building(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("the step graph was built before its budget was checked")
     monkeypatch.setattr(stepgraph, "GraphBuilder", refuse)
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    return PreparedFabric(topo.build("2xdgxh100"))
 
 
 def test_the_cli_refuses_a_huge_step_before_building_it(capsys, no_building):
