@@ -72,8 +72,10 @@ from ..engine.nccl.profiles import NcclProfile
 
 __all__ = ["Task", "TaskGraph", "TaskGraphError", "TaskTiming", "LinkUse", "SimulationResult",
            "task_graph", "read_task_graph", "simulate", "simulation_size", "sm_counts", "COLLECTIVE_OPS",
-           "MAX_TASKS", "MAX_BYTES", "MAX_EVENTS", "LimitError"]
+           "MAX_TASKS", "MAX_BYTES", "MAX_EVENTS", "EVENTS_PER_TASK", "LimitError"]
 
+#: Events a task costs the simulator: its start, its data, its end (:func:`simulation_size`).
+EVENTS_PER_TASK = 3
 #: Default limit on a simulation's size (:func:`simulation_size`: three events per task, start, data,
 #: end; a folded image adds none); one to two minutes of work on one core at the rate of the benchmark
 #: (examples/simulate_benchmark.py: 43,156 tasks, a size of 129,468, in under 4 s).
@@ -382,7 +384,7 @@ def simulation_size(graph: TaskGraph) -> int:
     ...     {"id": "a", "op": "all_reduce", "gpus": [0, 1], "bytes": 8, "images": [[2, 3], [4, 5]]}]}))
     3
     """
-    return 3 * len(graph.tasks)
+    return EVENTS_PER_TASK * len(graph.tasks)
 
 
 def _stream_keys(t: Task) -> tuple:

@@ -408,10 +408,12 @@ def schedule_events(schedule: Schedule, nbytes: int, pricing: SchedulePricing, m
     :func:`schedule_tasks` for the loops simulated (at most ``max_loops``), three events per task.
     What :func:`evaluate_schedule`'s work follows, and what a caller that times many schedules
     sizes its work by."""
+    from ..predict.simulate import EVENTS_PER_TASK
+
     loops = min(schedule_loops(schedule, nbytes, pricing), max_loops)
     waits = sum(1 for gpu in schedule.gpus for tb in gpu.threadblocks for step in tb.steps
                 if step.instruction.sends) if pricing.step_latency > 0 else 0
-    return 3 * (schedule.nsteps * loops + waits)
+    return EVENTS_PER_TASK * (schedule.nsteps * loops + waits)
 
 
 def _timed(schedule, size, ranks, pricing, decomposer, max_loops, progress=None) -> tuple:
@@ -504,7 +506,9 @@ def evaluate_schedule(G, schedule: Schedule, nbytes, gpus=None, *, profile=None,
 
         limit = float(bound_of(fabric, name, int(sizes.max()), list(ranks), nccl=False).bound_busbw)
     points = []
-    tasks = [schedule_events(schedule, size, pricing, max_loops) // 3 for size in sizes.tolist()]
+    from ..predict.simulate import EVENTS_PER_TASK
+
+    tasks = [schedule_events(schedule, size, pricing, max_loops) // EVENTS_PER_TASK for size in sizes.tolist()]
     for i, (count, size) in enumerate(zip(counts.tolist(), sizes.tolist())):
         step = None if progress is None else _offset(progress, sum(tasks[:i]), sum(tasks))
         loops, time, critical = _timed(schedule, size, ranks, pricing, decomposer, max_loops, step)

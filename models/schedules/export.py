@@ -521,6 +521,7 @@ def sized_chunks(G, collective: str, gpus, size, *, profile=None, protocol: str 
     from topo.errors import LimitError
     from topo.units import parse_count, parse_nbytes
 
+    from ..predict.simulate import EVENTS_PER_TASK
     from .evaluate import ScheduleEvaluationError, evaluate_schedule, schedule_events, schedule_pricing
 
     _packing_collective(collective)
@@ -537,7 +538,7 @@ def sized_chunks(G, collective: str, gpus, size, *, profile=None, protocol: str 
     best = None  # (time, order, k, schedule)
     phases: dict = {}  # the packings of an achieved ratio (the protocols share one)
     bounds: dict = {}
-    spent = 0  # events of the schedules timed or passed over
+    spent = 0  # events of the schedules timed
     sized = 0  # tasks sized so far (the progress bar's total)
     for order, name in enumerate((protocol,) if protocol is not None else SIZED_PROTOCOLS):
         try:
@@ -565,18 +566,18 @@ def sized_chunks(G, collective: str, gpus, size, *, profile=None, protocol: str 
             tried.append(SizedTiming(name, None, None, SizedSkip.BEYOND_BUDGET, events=sum(events),
                                      left=max_events - spent))
             continue
-        before, sized = sized, sized + sum(events) // 3
+        before, sized = sized, sized + sum(events) // EVENTS_PER_TASK
         rises, last = 0, None
         for (k, schedule, default), cost in zip(candidates, events):
             if rises >= SIZED_PATIENCE and not default:  # past the fastest: not timed
-                before += cost // 3
+                before += cost // EVENTS_PER_TASK
                 continue
             spent += cost
             step = None if progress is None else (  # this timing's tasks among all sized
                 lambda done, _, at=before: progress(at + done, sized))
             time = evaluate_schedule(fabric, schedule, nbytes, ids, nccl=False, bound=False,
                                      max_loops=SIZED_MAX_LOOPS, progress=step).points[0].time
-            before += cost // 3
+            before += cost // EVENTS_PER_TASK
             tried.append(SizedTiming(name, k, time))
             if not default:
                 rises = rises + 1 if last is not None and time > last else 0

@@ -65,7 +65,7 @@ from topo.errors import DgxTopoError, LimitError
 from topo.units import parse_count
 
 from ..predict.decompose import host_kinds
-from ..predict.simulate import MAX_EVENTS, SimulationResult, simulate
+from ..predict.simulate import EVENTS_PER_TASK, MAX_EVENTS, SimulationResult, simulate
 from ..predict.taskgraph import MAX_BYTES, Task, TaskGraph
 from .compute import ComputeModel, compute_model, gpu_of
 from .moe import is_moe_spec, moe_workload
@@ -617,7 +617,7 @@ def check_step_events(plan: Any, max_events: int, *, workload: str | Workload | 
 def step_events(tasks: int, max_events: int) -> int:
     """The events of a step graph of ``tasks`` tasks (three each), refused beyond
     ``max_events`` (:class:`topo.LimitError`, keyword ``max_events``)."""
-    events = 3 * tasks
+    events = EVENTS_PER_TASK * tasks
     if events > max_events:
         raise LimitError(f"a simulation of the step's {tasks:,} tasks ({events:,} events, three per task, "
                          f"counted before building it)", keyword="max_events", size=events, limit=max_events)

@@ -28,7 +28,7 @@ from topo.units import is_int, parse_nbytes
 from ...engine.fabric import PreparedFabric
 from ...engine.nccl.profiles import NcclProfile
 from ...predict.decompose import Decomposer
-from ...predict.simulate import simulate as simulate_graph
+from ...predict.simulate import EVENTS_PER_TASK, simulate as simulate_graph
 from ..compute import ComputeModel, Gpu, compute_model, generation, gpu_of
 from ..moe import is_moe_spec, moe_workload
 from ..workload import CNN, DEFAULT_BUCKET, QUANTISED_BYTES, Workload, activation_bytes_per_element, dtype_bytes, \
@@ -391,7 +391,7 @@ def simulate_plans(w, ctx: Context, plans, count: int, max_events: int, cm=None)
             why[id(p)] = TimingWhy(TimingCode.BEYOND_BUDGET, max_events=max_events)
             continue
         # As the simulator sizes a graph: three events per task built (simulation_size).
-        events = 3 * plan_step_graph_size(p, workload=w, bucket=bucket, G=ctx.fabric.prepared.G)
+        events = EVENTS_PER_TASK * plan_step_graph_size(p, workload=w, bucket=bucket, G=ctx.fabric.prepared.G)
         if events > budget:
             why[id(p)] = (TimingWhy(TimingCode.NEEDS_EVENTS, events=events, max_events=max_events)
                           if not chosen else TimingWhy(TimingCode.BEYOND_BUDGET, max_events=max_events))
