@@ -262,8 +262,7 @@ def _largest_layer(w, layout: Layout) -> float:
 def parallel_memory(w, layout: Layout, split: PipelineSplit, *, dtype: str, capacity: float, flash: bool,
                     ep_overlap: EpOverlap = NO_OVERLAP, balance: float = 1.0) -> Memory:
     """Memory per GPU of the heaviest stage (module docstring). [bytes]"""
-    weight = activation_bytes_per_element(dtype)
-    _, grad, optimizer = state_bytes(dtype)  # the weights as the activations, 16- or 32-bit
+    weight, grad, optimizer = state_bytes(dtype)  # the weights as the activations, 16- or 32-bit
     tp, pp, zero, m = layout.tp, layout.pp, layout.zero, layout.micro_batches
     # A rank holds its stages' parameters (EpOverlap.rank_stages: DualPipe's rank r holds stages r
     # and pp - 1 - r, each once), their gradients and optimizer state; ZeRO shards them over all
