@@ -275,9 +275,7 @@ def from_nccl_xml(text: str | bytes, *, gpu: str | None = None, pcie: str | None
         if G.has_edge(f"cpu{socket}", node):  # a PCIe link stated to the same CPU: one edge joins a pair
             state["notes"].append(f"{node}: its PCIe link to cpu{socket} "
                                   f"({G.edges[f'cpu{socket}', node]['link']}) read as its NVLink-C2C")
-        _xml_link(G, f"cpu{socket}", node, "nvlink_c2c", bandwidth, host_bridge=0)
-        for a, b in ((node, f"cpu{socket}"), (f"cpu{socket}", node)):
-            G.edges[a, b]["links"] = count
+        _xml_link(G, f"cpu{socket}", node, "nvlink_c2c", bandwidth, links=count, host_bridge=0)
     _prune_switches(G)
     _xml_nvlinks(G, state)
     cpu_nodes = [f"cpu{numa}" for numa, _, _ in cpus]
@@ -294,10 +292,10 @@ def from_nccl_xml(text: str | bytes, *, gpu: str | None = None, pcie: str | None
     return G
 
 
-def _xml_link(G, u, v, link, bandwidth, **attributes):
+def _xml_link(G, u, v, link, bandwidth, links=1, **attributes):
     spec = LINKS[link]
     for a, b in ((u, v), (v, u)):
-        G.add_edge(a, b, kind=spec.kind, link=link, links=1, bandwidth=bandwidth, latency=spec.latency,
+        G.add_edge(a, b, kind=spec.kind, link=link, links=links, bandwidth=bandwidth, latency=spec.latency,
                    **attributes)
 
 
