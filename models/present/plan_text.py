@@ -24,6 +24,7 @@ from types import MappingProxyType
 from topo.units import GB, MiB, to_us
 
 from ..studies.compute import GENERATIONS, TF, ComputeFacts, ComputeModel
+from ..studies.planner.cp_exchange import AllToAllExchange, HierarchicalExchange, RingExchange
 from ..studies.planner.ep_overlap import BatchOverlap, DualPipe, EpOverlap
 from ..studies.planner.parallel import SplitError, stage_split
 from ..studies.planner.ranking import GpuRank
@@ -318,12 +319,12 @@ def _data_parallel_detail(d: DataParallelDetail) -> str:
 
 
 #: The words of the built-in context-parallel exchanges (:mod:`models.studies.planner.cp_exchange`),
-#: by name, of the detail's ``layers``, ``steps`` (``cp - 1``) and ``mib``; another shows by its name.
+#: by class, of the detail's ``layers``, ``steps`` (``cp - 1``) and ``mib``; another shows by its name.
 _CP_EXCHANGE_WORDS = MappingProxyType({
-    "p2p": ("{layers} layers x ring of {steps} K/V steps of {mib:.1f} MiB each way per micro-batch, hidden behind "
+    RingExchange: ("{layers} layers x ring of {steps} K/V steps of {mib:.1f} MiB each way per micro-batch, hidden behind "
             "the attention where it is faster"),
-    "a2a": "{layers} layers x 2 x 4 all-to-alls ({mib:.1f} MiB per rank in all) per micro-batch",
-    "a2a+p2p": ("{layers} layers x (2 x 4 all-to-alls in groups of {a} + ring of {steps} K/V steps each way across "
+    AllToAllExchange: "{layers} layers x 2 x 4 all-to-alls ({mib:.1f} MiB per rank in all) per micro-batch",
+    HierarchicalExchange: ("{layers} layers x (2 x 4 all-to-alls in groups of {a} + ring of {steps} K/V steps each way across "
                 "{p} groups; {mib:.1f} MiB per rank in all) per micro-batch, the ring hidden behind the attention "
                 "where it is faster")})
 
@@ -331,7 +332,7 @@ _CP_EXCHANGE_WORDS = MappingProxyType({
 def _context_parallel_detail(d: ContextParallelDetail) -> str:
     if d.degree == 1:
         return "no context parallelism"
-    words = _CP_EXCHANGE_WORDS.get(d.comm.name, "{layers} layers x {name} K/V exchange of {mib:.1f} MiB per "
+    words = _CP_EXCHANGE_WORDS.get(type(d.comm), "{layers} layers x {name} K/V exchange of {mib:.1f} MiB per "
                                                 "micro-batch")
     a, p = getattr(d.comm, "sizes", None) or (1, d.degree)  # a hierarchical exchange's (a2a, p2p) sizes
     return words.format(layers=d.layers, steps=p - 1, mib=d.nbytes / MiB, name=d.comm.name, a=a, p=p)
