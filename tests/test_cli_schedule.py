@@ -169,12 +169,74 @@ def test_a_schedule_written_for_zero_bytes_is_timed_at_zero(capsys, tmp_path):
     assert status == 0 and json.loads(out)["evaluation"]["rows"][0]["nbytes"] == 0
 
 
-def test_max_events_is_refused_where_it_would_be_ignored(capsys, tmp_path):
-    """--max-events limits the timings that choose a size's schedule: without --size (export) and
-    in evaluate it would be silently ignored; one line and exit 2 instead, nothing written."""
+def test_work_limits_are_refused_where_they_would_be_ignored(capsys, tmp_path):
+    """--max-events limits the timings (a size's choice, --evaluate's, evaluate's): an export
+    without --size or --evaluate would ignore it; --max-hops limits the packing's build: evaluate
+    and --source nccl would ignore it. One line and exit 2 instead, nothing written."""
     out = tmp_path / "x.xml"
-    cases = ((["export", "all_gather", "--out", str(out)], "expected it with --size"),
-             (["evaluate", str(DATA / "msccl" / "ndv5_ag-1m.xml")], "--max-events is export's (with --size)"))
+    cases = ((["export", "all_gather", "--out", str(out), "--max-events", "10"], "expected it with --size or --evaluate"),
+             (["export", "all_gather", "--source", "nccl", "--out", str(out), "--max-hops", "10"],
+              "expected it with --source packing, received --source nccl"),
+             (["evaluate", str(DATA / "msccl" / "ndv5_ag-1m.xml"), "--max-hops", "10"],
+              "--max-hops limits the packing export builds"))
     for argv, words in cases:
-        status, _, err = _run(capsys, "schedule", *argv, "--system", "dgx1v", "--gpus", "0,1", "--max-events", "10")
+        status, _, err = _run(capsys, "schedule", *argv, "--system", "dgx1v", "--gpus", "0,1")
         assert status == 2 and words in err and len(err.splitlines()) == 1 and not out.exists()
+
+
+def test_evaluate_is_refused_beyond_its_work_limit(capsys, tmp_path):
+    """A schedule's timings are sized before any is simulated (three events a task, a task per
+    step and loop, and one latency wait per send of the first loop): Azure's NDv5 all_gather at
+    1 MiB, 448 steps of which 224 send, on one loop: 3 x (448 + 224) = 2,016 events. Beyond
+    --max-events, one line naming the option; --evaluate's refusal writes nothing."""
+    status, stdout, err = _run(capsys, "schedule", "evaluate", str(DATA / "msccl" / "ndv5_ag-1m.xml"), "--system",
+                               "dgxh100", "--max-events", "2015")
+    assert status == 2 and stdout == "" and len(err.splitlines()) == 1
+    assert ("timing schedule 'all_gather_llm' (448 steps) at 1 size up to 1048576 B: 2016 simulator events, more than "
+            "the limit of 2015: raise it with --max-events N") in err
+    status, stdout, _ = _run(capsys, "schedule", "evaluate", str(DATA / "msccl" / "ndv5_ag-1m.xml"), "--system",
+                             "dgxh100", "--max-events", "2016")
+    assert status == 0 and "1048576" in stdout
+    out = tmp_path / "x.xml"
+    status, stdout, err = _run(capsys, "schedule", "export", "all_gather", "--system", "dgx1v", "--gpus", "0,1",
+                               "--chunks", "4", "--evaluate", "--max-events", "10", "--out", str(out))
+    assert status == 2 and stdout == "" and len(err.splitlines()) == 1 and not out.exists()
+    assert "timing schedule 'packing_all_gather_2x4'" in err and "raise it with --max-events N" in err
+
+
+def test_the_packing_build_is_refused_beyond_its_work_limit(capsys, tmp_path):
+    """The packing's build is sized before the trees are packed, in tree hops (GPUs x (GPUs - 1) x
+    chunks a GPU, twice for all_reduce): all 72 GPUs of a GB200 NVL72 rack at 128 chunks, 654,336
+    hops, beyond the default 75,000; 8 GPUs of a DGX-1V with 1,000 chunks all_reduce, 112,000. One
+    line naming --max-hops, exit 2, nothing written; raised, the same export is written."""
+    out = tmp_path / "x.xml"
+    for argv, words in ((["all_gather", "--system", "gb200nvl72"],
+                         "all_gather on 72 GPUs with 128 chunks a GPU: 654336 tree hops, more than the limit of 75000"),
+                        (["all_reduce", "--system", "dgx1v", "--chunks", "1000"],
+                         "all_reduce on 8 GPUs with 1000 chunks a GPU: 112000 tree hops"),
+                        (["all_gather", "--system", "dgx1v", "--gpus", "0,1", "--size", "1M", "--max-hops", "255"],
+                         "all_gather on 2 GPUs with 128 chunks a GPU: 256 tree hops, more than the limit of 255")):
+        status, stdout, err = _run(capsys, "schedule", "export", *argv, "--out", str(out))
+        assert status == 2 and stdout == "" and len(err.splitlines()) == 1 and not out.exists()
+        assert words in err and "raise it with --max-hops N" in err
+    status, stdout, _ = _run(capsys, "schedule", "export", "all_gather", "--system", "dgx1v", "--gpus", "0,1",
+                             "--max-hops", "256", "--out", str(out))
+    assert status == 0 and out.exists() and "packing_all_gather_2x128" in stdout
+
+
+def test_export_for_a_size_says_how_it_chose_in_json(capsys, tmp_path):
+    """--size --json adds ``choice``: the size, the pick, and every schedule timed (and each
+    protocol not timed, why), as --explain prints them: at 64 KiB on DGX-1V GPUs 0,1,4,5 LL with 8
+    chunks a GPU, timed beside Simple's 1, 2, 4, 8 and 128 (Simple: 21.01 us with one)."""
+    status, out, err = _run(capsys, "schedule", "export", "all_gather", "--system", "dgx1v", "--gpus", "0,1,4,5",
+                            "--size", "64K", "--json", "--out", str(tmp_path / "small.xml"))
+    choice = json.loads(out)["choice"]
+    assert status == 0 and (choice["nbytes"], choice["protocol"], choice["chunks_per_gpu"]) == (65536, "LL", 8)
+    assert [t["chunks_per_gpu"] for t in choice["tried"] if t["protocol"] == "Simple"] == [1, 2, 4, 8, 128]
+    assert round(choice["tried"][0]["time_s"] * 1e6, 2) == 21.01
+    chosen = [t for t in choice["tried"] if t["chosen"]]
+    assert [(t["protocol"], t["chunks_per_gpu"]) for t in chosen] == [("LL", 8)]
+    assert chosen[0]["time_s"] == min(t["time_s"] for t in choice["tried"] if t["time_s"] is not None)
+    status, out, _ = _run(capsys, "schedule", "export", "all_gather", "--system", "dgx1v", "--gpus", "0,1,4,5",
+                          "--json", "--out", str(tmp_path / "default.xml"))
+    assert status == 0 and "choice" not in json.loads(out)

@@ -24,7 +24,8 @@ __all__ = ["systems_json", "collective_json", "pairs_json", "subsets_json", "com
            "gpus_ranking_json", "p2p_json", "cut_json", "tree_json", "packing_json", "bound_json",
            "check_json", "sweep_json", "export_json", "import_json",
            "report_json", "calibration_json", "simulation_json", "plan_json", "search_json",
-           "plan_calibration_json", "calibration_file_json", "task_graph_json", "schedule_check_json", "schedule_evaluation_json"]
+           "plan_calibration_json", "calibration_file_json", "task_graph_json", "schedule_check_json", "schedule_evaluation_json",
+           "sized_choice_json"]
 
 
 def systems_json(summaries) -> dict:
@@ -426,6 +427,31 @@ def schedule_check_json(schedule, result, *, source: str) -> dict:
     return {"source": source, **result.to_records()[0], "coll": schedule.coll, "inplace": schedule.inplace,
             "min_bytes": schedule.min_bytes, "max_bytes": schedule.max_bytes, "nchannels": schedule.nchannels,
             "dialect": schedule.dialect.name, "verdict": "ok"}
+
+
+def sized_choice_json(schedule, tried, size) -> dict:
+    """``dgxtopo schedule export --size --json``'s ``choice``: how
+    :func:`models.schedules.export.sized_chunks` chose the schedule's protocol and chunks per GPU
+    for ``size``: the pick, and every schedule timed there (and each protocol not timed, why), in
+    the order considered.
+
+    >>> from models.schedules.export import SizedTiming
+    >>> from models.schedules.ring import ring_all_gather
+    >>> c = sized_choice_json(ring_all_gather(2), [SizedTiming("Simple", 1, 1e-5)], "64K")
+    >>> c["nbytes"], c["protocol"], c["chunks_per_gpu"], c["tried"][0]["time_s"]
+    (65536, 'Simple', 1, 1e-05)
+    """
+    from topo.units import parse_nbytes
+
+    rows = []
+    for t in tried:
+        row = t.to_records()[0]
+        rows.append({"protocol": row["protocol"], "chunks_per_gpu": row["chunks"], "time_s": row["time"],
+                     "chosen": t.protocol == schedule.protocol and t.chunks == schedule.nchunksperloop // schedule.ngpus,
+                     "skipped": row["skipped"], "lower_s": row["lower"], "fastest_s": row["fastest"],
+                     "events": row["events"], "events_left": row["left"]})
+    return {"nbytes": int(parse_nbytes(size)), "protocol": schedule.protocol,
+            "chunks_per_gpu": schedule.nchunksperloop // schedule.ngpus, "tried": rows}
 
 
 def schedule_evaluation_json(evaluation, *, source: str) -> dict:

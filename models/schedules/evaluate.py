@@ -66,13 +66,22 @@ from .msccl import Schedule, ScheduleError
 
 __all__ = ["ScheduleEvaluationError", "SchedulePricing", "SchedulePoint", "ScheduleEvaluation",
            "evaluate_schedule", "schedule_pricing", "schedule_tasks", "schedule_loops", "schedule_events", "nccl_name",
-           "achieved_graph"]
+           "achieved_graph", "SCHEDULE_MAX_EVENTS"]
 
 #: The collectives NCCL's Ring runs (its per-protocol figures price every schedule; a schedule of
 #: another collective is priced as all_gather's copy, which moves data without reducing).
 _RING_PRICED = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce")
 #: Bytes of the GPU's memory each payload byte of a local step touches (read and write counted).
 _LOCAL_TOUCHES = MappingProxyType({"cpy": 2, "re": 3, "ra": 3, "nop": 0})
+#: The simulator events timing schedules takes at most by default: :func:`evaluate_schedule`'s
+#: over all its sizes, and :func:`models.schedules.export.sized_chunks`' over the schedules it
+#: times (``max_events``; the command line's ``--max-events``; :func:`schedule_events` counts them
+#: before any is simulated). A limit on the work, not a fit: it takes every collective of the
+#: packing at any one size up to 1 GiB on a DGX-1V (the most, Simple's all_reduce on all eight GPUs
+#: at 1 GiB: 687,456 events for the choice of its chunks, about two minutes of one core) and refuses
+#: a DGX-2's 16 GPUs at 1 GiB (the choice for all_reduce: 2,026,080 events on links shared by
+#: hundreds of flows, which took about five minutes).
+SCHEDULE_MAX_EVENTS = 1_000_000
 
 
 class ScheduleEvaluationError(ScheduleError):
@@ -448,7 +457,8 @@ def _offset(progress, before: int, total: int):
 
 
 def evaluate_schedule(G, schedule: Schedule, nbytes, gpus=None, *, profile=None, nccl: bool = True,
-                      bound: bool = True, max_loops: int = 64, progress=None) -> ScheduleEvaluation:
+                      bound: bool = True, max_loops: int = 64, max_events: int = SCHEDULE_MAX_EVENTS,
+                      progress=None) -> ScheduleEvaluation:
     """Time a schedule on a fabric at each size, beside NCCL's choice and the bound.
 
     Parameters
@@ -469,6 +479,10 @@ def evaluate_schedule(G, schedule: Schedule, nbytes, gpus=None, *, profile=None,
         The most loops of the schedule simulated (even, >= 2): beyond, each later loop takes the
         mean period of the second half of those simulated (between the ends of whole loops, each
         ending with its last task).
+    max_events : int
+        The most simulator events the timings of all sizes may take (default
+        :data:`SCHEDULE_MAX_EVENTS`; :func:`schedule_events` counts each size's before any is
+        simulated): beyond, :class:`topo.LimitError` before any timing.
     progress : callable, optional
         ``progress(done, total)`` as the simulator's tasks end, counted over every size (each
         size's tasks: :func:`schedule_events` over three).
@@ -484,19 +498,36 @@ def evaluate_schedule(G, schedule: Schedule, nbytes, gpus=None, *, profile=None,
         does not enable for Ring there.
     models.schedules.ScheduleCheckError
         For sends and receives that do not match.
-    topo.SizeError, topo.GpuSelectionError
+    topo.LimitError
+        For sizes whose timings need more than ``max_events`` simulator events (keyword
+        ``max_events``), before any is timed.
+    topo.SizeError, topo.GpuSelectionError, topo.CountError
+        The last for a ``max_events`` that is not a whole number >= 1.
     """
+    from topo.errors import LimitError
+    from topo.units import parse_count
+
     from ..predict.collectives import estimate
+    from ..predict.simulate import EVENTS_PER_TASK
 
     if isinstance(max_loops, bool) or not isinstance(max_loops, int) or max_loops < 2 or max_loops % 2:
         raise ScheduleEvaluationError(f"expected max_loops an even whole number >= 2, received {max_loops!r}")
     if not isinstance(schedule, Schedule):
         raise ScheduleEvaluationError(f"expected a Schedule (models.schedules.read_msccl), received "
                                       f"{type(schedule).__name__}")
+    max_events = parse_count(max_events, name="max_events")
+    if progress is not None and not callable(progress):
+        raise ScheduleEvaluationError(f"expected progress a callable progress(done, total) or None, received "
+                                      f"{type(progress).__name__}")
     fabric = prepare(G, nccl=profile)
     ranks = _ranks(fabric, schedule, gpus)
     counts, sizes = _sizes(nbytes, schedule.collective, len(ranks))
     pricing, _ = schedule_pricing(fabric, schedule.protocol, schedule.collective, ranks)
+    events = [schedule_events(schedule, size, pricing, max_loops) for size in sizes.tolist()]
+    if sum(events) > max_events:  # sized before any work
+        raise LimitError(f"timing schedule {schedule.name!r} ({schedule.nsteps} steps) at {len(events)} size"
+                         f"{'s' if len(events) != 1 else ''} up to {int(sizes.max())} B: {sum(events)} simulator "
+                         f"events", keyword="max_events", size=sum(events), limit=max_events)
     decomposer = _StepDecomposer(fabric, pricing)
     name = nccl_name(schedule.collective)
     e = estimate(fabric, name, sizes, list(ranks)) if nccl and name is not None and len(ranks) > 1 else None
@@ -506,9 +537,7 @@ def evaluate_schedule(G, schedule: Schedule, nbytes, gpus=None, *, profile=None,
 
         limit = float(bound_of(fabric, name, int(sizes.max()), list(ranks), nccl=False).bound_busbw)
     points = []
-    from ..predict.simulate import EVENTS_PER_TASK
-
-    tasks = [schedule_events(schedule, size, pricing, max_loops) // EVENTS_PER_TASK for size in sizes.tolist()]
+    tasks = [count // EVENTS_PER_TASK for count in events]
     for i, (count, size) in enumerate(zip(counts.tolist(), sizes.tolist())):
         step = None if progress is None else _offset(progress, sum(tasks[:i]), sum(tasks))
         loops, time, critical = _timed(schedule, size, ranks, pricing, decomposer, max_loops, step)

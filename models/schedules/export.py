@@ -53,12 +53,14 @@ import topo
 
 from ..engine.fabric import prepare
 from ..engine.results import tidy_records
+from .evaluate import SCHEDULE_MAX_EVENTS
 from .msccl import EXECUTOR, Gpu, Schedule, ScheduleError, Step, Threadblock
+from .packed import CHUNK_COUNTS
 
 __all__ = ["ExportError", "EXPORT_COLLECTIVES", "PACKING_COLLECTIVES", "TREE_COLLECTIVES", "NCCL_ALGORITHMS",
            "nccl_schedule", "packing_schedule", "schedule_packing", "export_schedule", "SOURCES",
            "sized_chunks", "SizedTiming", "SizedSkip", "SIZED_CHUNK_COUNTS", "SIZED_MAX_LOOPS", "SIZED_PATIENCE", "SIZED_PROTOCOLS",
-           "SIZED_MAX_EVENTS"]
+           "SIZED_MAX_EVENTS", "PACKING_MAX_HOPS", "packing_hops"]
 
 #: What :func:`nccl_schedule` writes.
 EXPORT_COLLECTIVES = ("all_gather", "reduce_scatter", "all_reduce")
@@ -88,12 +90,19 @@ SIZED_PATIENCE = 2
 #: channel and wire bytes per payload byte lose at large ones (the evaluator's pricing of Ring).
 SIZED_PROTOCOLS = ("Simple", "LL128", "LL")
 #: The simulator events :func:`sized_chunks`' timings take at most by default (``max_events``;
-#: the command line's ``--max-events``; :func:`~models.schedules.evaluate.schedule_events`). A
-#: limit on the work, not a fit: it takes every collective at every size up to 1 GiB on a DGX-1V
-#: (the most, Simple's all_reduce on all eight GPUs at 1 GiB: 687,456 events) and refuses a DGX-2's
-#: 16 GPUs at 1 GiB (all_reduce: 2,026,080 events on links shared by hundreds of flows, which took
-#: about five minutes).
-SIZED_MAX_EVENTS = 1_000_000
+#: the command line's ``--max-events``): the evaluator's one limit,
+#: :data:`~models.schedules.evaluate.SCHEDULE_MAX_EVENTS`, which says what it takes and refuses.
+SIZED_MAX_EVENTS = SCHEDULE_MAX_EVENTS
+#: The tree hops building the packing's schedule may write at most by default (``max_hops``; the
+#: command line's ``--max-hops``; :func:`packing_hops` counts them before the trees are packed).
+#: Its work grows faster than the hops (the packing's column generation searches a tree per GPU
+#: each round over every pair of GPUs), so the limit is set by what the GPU sets of one NVLink
+#: domain cost: a limit on the work, not a fit. It takes every collective on the 16 GPUs of a DGX-2
+#: (all_reduce at 128 chunks a GPU: 61,440 hops, about 25 CPU seconds to build) and refuses
+#: all_gather and reduce_scatter on more than 24 GPUs, all_reduce on more than 17 (all_gather on
+#: 25: 76,800 hops at 128 chunks; on all 72 of an NVL72 rack 654,336, whose packing would take
+#: hours).
+PACKING_MAX_HOPS = 75_000
 #: MSCCL's ``coll`` of each collective (the executor dialect's, [MX]).
 _COLL = MappingProxyType({"all_gather": "allgather", "reduce_scatter": "reducescatter", "all_reduce": "allreduce"})
 
@@ -289,25 +298,64 @@ def _nccl_trees(fabric, ids, rank_of, protocol) -> Schedule:
     return _schedule(f"nccl_tree_all_reduce_{n}x{c}", "all_reduce", protocol, c, n, 1, per_gpu, chunks=c)
 
 
-def _packings(fabric, collective: str, ids, protocol: str) -> tuple:
+#: The packings each collective's schedule runs, ``(how, packed collective)`` in the order a chunk
+#: runs them: all_gather's down its trees, reduce_scatter's up its (reversed) trees, all_reduce's both.
+_PHASES = MappingProxyType({"all_gather": (("down", "all_gather"),), "reduce_scatter": (("up", "reduce_scatter"),),
+                            "all_reduce": (("up", "reduce_scatter"), ("down", "all_gather"))})
+
+
+def packing_hops(collective: str, ngpus: int, chunks: int | None = None) -> int:
+    """The tree hops the packing's schedule of ``collective`` on ``ngpus`` GPUs writes with
+    ``chunks`` per root (None: the most tried, :data:`~models.schedules.packed.CHUNK_COUNTS`'
+    first), counted before the trees are packed: each root's chunks cross each of its trees'
+    ``ngpus - 1`` arcs once a packing (all_reduce: two), at least (an arc relayed through another
+    GPU of the set is two hops). What the build's work is sized by (:data:`PACKING_MAX_HOPS`).
+
+    >>> packing_hops("all_reduce", 16), packing_hops("all_gather", 8, 4)
+    (61440, 224)
+    """
+    from .packed import CHUNK_COUNTS
+
+    _packing_collective(collective)
+    k = max(CHUNK_COUNTS) if chunks is None else chunks
+    return len(_PHASES[collective]) * ngpus * (ngpus - 1) * k
+
+
+def _sized_build(collective: str, ids, chunks, max_hops: int) -> None:
+    """Refuse (:class:`topo.LimitError`, keyword ``max_hops``) a build beyond ``max_hops``."""
+    from topo.errors import LimitError
+
+    hops = packing_hops(collective, len(ids), chunks)
+    if hops > max_hops:
+        raise LimitError(f"building the packing's {collective} on {len(ids)} GPUs with "
+                         f"{max(CHUNK_COUNTS) if chunks is None else chunks} chunks a GPU: {hops} tree hops",
+                         keyword="max_hops", size=hops, limit=max_hops)
+
+
+def _packings(fabric, collective: str, ids, protocol: str, progress=None) -> tuple:
     """``(phases, pricing)``: the packings :func:`packing_schedule` writes, each ``("up" |
     "down", TreePacking)`` in the order a chunk runs them (NVLink only, on the capacities the
     evaluator times with), and the pricing of ``protocol`` on GPU ids ``ids``."""
     from .evaluate import schedule_pricing
 
     pricing, _ = schedule_pricing(fabric, protocol, collective, ids)
-    return _phases(fabric, collective, ids, pricing.achieved_ratio), pricing
+    return _phases(fabric, collective, ids, pricing.achieved_ratio, progress), pricing
 
 
-def _phases(fabric, collective: str, ids, ratio: float) -> tuple:
-    """The packings of :func:`_packings` on the capacities of the achieved ``ratio``."""
+def _phases(fabric, collective: str, ids, ratio: float, progress=None) -> tuple:
+    """The packings of :func:`_packings` on the capacities of the achieved ``ratio``;
+    ``progress(done, total)`` after each, of the build's parts (each packing, then the steps)."""
     from ..studies.packing import pack_trees
     from .evaluate import achieved_graph
 
     H = achieved_graph(fabric, ratio)
-    phases = {"all_gather": (("down", "all_gather"),), "reduce_scatter": (("up", "reduce_scatter"),),
-              "all_reduce": (("up", "reduce_scatter"), ("down", "all_gather"))}[collective]
-    packings = tuple((how, pack_trees(H, packed, list(ids), edge_kinds=["nvlink"])) for how, packed in phases)
+    phases = _PHASES[collective]
+    packings = []
+    for how, packed in phases:
+        packings.append((how, pack_trees(H, packed, list(ids), edge_kinds=["nvlink"])))
+        if progress is not None:
+            progress(len(packings), len(phases) + 1)
+    packings = tuple(packings)
     if any(p.rate <= 0 for _, p in packings):
         raise ExportError(f"the packing's trees use NVLink only, and GPUs {list(ids)} are not all joined by NVLink: "
                           f"expected a GPU set the NVLinks connect")
@@ -319,19 +367,26 @@ def _packing_collective(collective: str) -> None:
         raise ExportError(f"the packing is written for {', '.join(PACKING_COLLECTIVES)}, received {collective!r}")
 
 
-def schedule_packing(G, collective: str, gpus=None, *, profile=None, protocol: str = "Simple"):
+def schedule_packing(G, collective: str, gpus=None, *, profile=None, protocol: str = "Simple",
+                     max_hops: int = PACKING_MAX_HOPS):
     """The tree packing :func:`packing_schedule` writes as a schedule
     (:class:`models.studies.packing.TreePacking`, on the capacities the evaluator times with),
     for drawing it or reading its trees' rates: all_reduce's is its all_gather half (its
     reduce_scatter half is the same trees reversed on a fabric whose links are the same both ways).
-    Arguments and errors are :func:`packing_schedule`'s."""
+    Arguments and errors are :func:`packing_schedule`'s (the build sized at its default chunks)."""
+    from topo.units import parse_count
+
     _packing_collective(collective)
+    max_hops = parse_count(max_hops, name="max_hops")
     fabric = prepare(G, nccl=profile)
-    return _packings(fabric, collective, _selection(fabric, gpus), protocol)[0][-1][1]
+    ids = _selection(fabric, gpus)
+    _sized_build(collective, ids, None, max_hops)
+    return _packings(fabric, collective, ids, protocol)[0][-1][1]
 
 
 def packing_schedule(G, collective: str, gpus=None, *, chunks: int | None = None, size=None, profile=None,
-                     protocol: str | None = None) -> Schedule:
+                     protocol: str | None = None, max_hops: int = PACKING_MAX_HOPS,
+                     max_events: int = SIZED_MAX_EVENTS, progress=None) -> Schedule:
     """The tree packing that meets the bound, as an MSCCL all_gather, reduce_scatter or
     all_reduce (module docstring; the steps: :mod:`models.schedules.packed`).
 
@@ -352,27 +407,54 @@ def packing_schedule(G, collective: str, gpus=None, *, chunks: int | None = None
     protocol : {"Simple", "LL128", "LL"}, optional
         Default: with ``size`` (and no ``chunks``), the protocol :func:`sized_chunks` chooses for
         it; otherwise Simple.
+    max_hops : int
+        The most tree hops the build may write (:func:`packing_hops`, counted before the trees
+        are packed; default :data:`PACKING_MAX_HOPS`).
+    max_events : int
+        With ``size``: :func:`sized_chunks`' limit on its timings.
+    progress : callable, optional
+        ``progress(done, total)`` after each part of the build (each packing, then the steps);
+        with ``size``, :func:`sized_chunks`' (its timings' tasks).
 
     Raises
     ------
     ExportError
         For another collective, fewer than 2 GPUs, GPUs the NVLinks do not connect, fewer than 1
-        chunk, or a threadblock of more steps than the runtime takes (fewer ``chunks`` help).
+        chunk, a ``progress`` that is not callable, or a threadblock of more steps than the
+        runtime takes (fewer ``chunks`` help).
     topo.SizeError
         For a ``size`` that is not one.
     topo.LimitError
-        For a ``size`` whose choice would take more than :data:`SIZED_MAX_EVENTS` simulator events
-        (:func:`sized_chunks` with ``max_events`` raises it).
+        For a build of more than ``max_hops`` tree hops (keyword ``max_hops``), before the trees
+        are packed; for a ``size`` whose choice would take more than ``max_events`` simulator
+        events (:func:`sized_chunks`).
+    topo.CountError
+        For a ``max_hops`` or ``max_events`` that is not a whole number >= 1.
     """
+    from topo.units import parse_count
+
     _packing_collective(collective)
     if chunks is not None and (isinstance(chunks, bool) or not isinstance(chunks, int) or chunks < 1):
         raise ExportError(f"expected chunks a whole number >= 1 or None, received {chunks!r}")
+    max_hops = parse_count(max_hops, name="max_hops")
+    _callable(progress)
     fabric = prepare(G, nccl=profile)
     ids = _selection(fabric, gpus)
     if chunks is None and size is not None:
-        return sized_chunks(fabric, collective, ids, size, protocol=protocol)[0]
-    phases, pricing = _packings(fabric, collective, ids, "Simple" if protocol is None else protocol)
-    return _packed_schedule(fabric, collective, ids, phases, pricing, chunks)
+        return sized_chunks(fabric, collective, ids, size, protocol=protocol, max_hops=max_hops,
+                            max_events=max_events, progress=progress)[0]
+    _sized_build(collective, ids, chunks, max_hops)
+    phases, pricing = _packings(fabric, collective, ids, "Simple" if protocol is None else protocol, progress)
+    schedule = _packed_schedule(fabric, collective, ids, phases, pricing, chunks)
+    if progress is not None:
+        progress(len(phases) + 1, len(phases) + 1)
+    return schedule
+
+
+def _callable(progress) -> None:
+    if progress is not None and not callable(progress):
+        raise ExportError(f"expected progress a callable progress(done, total) or None, received "
+                          f"{type(progress).__name__}")
 
 
 def _packed_schedule(fabric, collective: str, ids, phases, pricing, chunks) -> Schedule:
@@ -444,7 +526,7 @@ def _fastest_possible(fabric, collective: str, ids, nbytes: int, pricing, bounds
 
 
 def sized_chunks(G, collective: str, gpus, size, *, profile=None, protocol: str | None = None,
-                 max_events: int = SIZED_MAX_EVENTS, progress=None) -> tuple:
+                 max_events: int = SIZED_MAX_EVENTS, max_hops: int = PACKING_MAX_HOPS, progress=None) -> tuple:
     """The packing's schedule for one message size, and how its protocol and chunks per root were
     chosen.
 
@@ -491,6 +573,9 @@ def sized_chunks(G, collective: str, gpus, size, *, profile=None, protocol: str 
         (a protocol NCCL does not enable for Ring on these GPUs is not tried).
     max_events : int
         The most simulator events the timings may take (default :data:`SIZED_MAX_EVENTS`).
+    max_hops : int
+        The most tree hops the packing's build may write at its default count
+        (:func:`packing_schedule`'s limit, checked before the trees are packed).
     progress : callable, optional
         ``progress(done, total)`` in simulated tasks, the total those of every schedule that may be
         timed (the count jumps past the ones not timed).
@@ -507,7 +592,8 @@ def sized_chunks(G, collective: str, gpus, size, *, profile=None, protocol: str 
         As :func:`packing_schedule`.
     topo.LimitError
         For a first protocol whose schedules need more than ``max_events`` events (keyword
-        ``max_events``), before any is simulated.
+        ``max_events``), before any is simulated; for a build beyond ``max_hops`` (keyword
+        ``max_hops``), before the trees are packed.
     ScheduleEvaluationError
         For a ``protocol`` NCCL does not enable for Ring on these GPUs.
 
@@ -526,12 +612,12 @@ def sized_chunks(G, collective: str, gpus, size, *, profile=None, protocol: str 
 
     _packing_collective(collective)
     max_events = parse_count(max_events, name="max_events")
-    if progress is not None and not callable(progress):
-        raise ExportError(f"expected progress a callable progress(done, total) or None, received "
-                          f"{type(progress).__name__}")
+    max_hops = parse_count(max_hops, name="max_hops")
+    _callable(progress)
     fabric = prepare(G, nccl=profile)
     ids = _selection(fabric, gpus)
     nbytes = int(parse_nbytes(size))
+    _sized_build(collective, ids, None, max_hops)
     rounded = _rounded(collective, nbytes, len(ids))
     tried: list = []
     errors: list = []  # why NCCL enables a protocol nowhere here, for the error if none is
@@ -576,7 +662,7 @@ def sized_chunks(G, collective: str, gpus, size, *, profile=None, protocol: str 
             step = None if progress is None else (  # this timing's tasks among all sized
                 lambda done, _, at=before: progress(at + done, sized))
             time = evaluate_schedule(fabric, schedule, nbytes, ids, nccl=False, bound=False,
-                                     max_loops=SIZED_MAX_LOOPS, progress=step).points[0].time
+                                     max_loops=SIZED_MAX_LOOPS, max_events=max_events, progress=step).points[0].time
             before += cost // EVENTS_PER_TASK
             tried.append(SizedTiming(name, k, time))
             if not default:
@@ -594,15 +680,18 @@ def sized_chunks(G, collective: str, gpus, size, *, profile=None, protocol: str 
 
 def export_schedule(G, collective: str, gpus=None, *, source: str = "packing", profile=None,
                     protocol: str | None = None, chunks: int | None = None, algorithm: str = "ring",
-                    size=None) -> Schedule:
+                    size=None, max_hops: int = PACKING_MAX_HOPS, max_events: int = SIZED_MAX_EVENTS,
+                    progress=None) -> Schedule:
     """:func:`packing_schedule` (for ``size``, if given) or :func:`nccl_schedule` (on NCCL's
     ``algorithm``) by ``source`` (``"packing"``, ``"nccl"``). ``protocol`` None (the default): the
-    one :func:`sized_chunks` chooses for ``size`` (the packing), otherwise Simple."""
+    one :func:`sized_chunks` chooses for ``size`` (the packing), otherwise Simple. ``max_hops``,
+    ``max_events`` and ``progress`` are the packing's (:func:`packing_schedule`)."""
     if source == "packing":
         if algorithm != "ring":
             raise ExportError(f"the packing is its own schedule: expected no algorithm with source 'packing' "
                               f"(NCCL's {algorithm} is source 'nccl'), received algorithm {algorithm!r}")
-        return packing_schedule(G, collective, gpus, chunks=chunks, size=size, profile=profile, protocol=protocol)
+        return packing_schedule(G, collective, gpus, chunks=chunks, size=size, profile=profile, protocol=protocol,
+                                max_hops=max_hops, max_events=max_events, progress=progress)
     if source == "nccl":
         return nccl_schedule(G, collective, gpus, profile=profile, protocol=protocol or "Simple", algorithm=algorithm)
     raise ExportError(f"expected a source of {', '.join(SOURCES)}, received {source!r}")

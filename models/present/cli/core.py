@@ -132,7 +132,7 @@ _KEYWORD_OPTIONS = MappingProxyType({"gpus_per_thread": "-g", "fail_each": "--fa
                     "pairs": "--pairs", "max_cases": "--max-cases", "max_sets": "--limit",
                     "max_searches": "--max-searches", "calibration": "--calibration",
                     "max_rows": "--max-rows", "max_pairs": "--limit", "max_gpus": "--limit",
-                    "max_events": "--max-events", "max_seconds": "--max-seconds",
+                    "max_events": "--max-events", "max_hops": "--max-hops", "max_seconds": "--max-seconds",
                     "dask_timeout": "--dask-timeout", "max_devices": "--max-devices"})
 _KEYWORD = re.compile(r"\b(" + "|".join(_KEYWORD_OPTIONS) + r")=(?:True\b)?|\b(gpus_per_thread)\b")
 

@@ -13,7 +13,8 @@ _ACTIONS = ("check", "evaluate", "export")
 
 
 def _schedule_arguments(parser) -> None:
-    from ...schedules.export import SIZED_MAX_EVENTS
+    from ...schedules.evaluate import SCHEDULE_MAX_EVENTS
+    from ...schedules.export import PACKING_MAX_HOPS
 
     parser.add_argument("action", choices=_ACTIONS, help="check: read FILE and check it (limits, dependencies, "
                         "send/receive matching, deadlock, races, the collective's postcondition); evaluate: check "
@@ -47,8 +48,13 @@ def _schedule_arguments(parser) -> None:
                              "(unless --proto) and chunks per GPU (1, 2, 4 ... 128) those that time fastest there "
                              "(default: the --chunks rule); export --evaluate times it at this size")
     parser.add_argument("--max-events", type=at_least(1), metavar="N",
-                        help=f"export --size: the most simulator events the timings that choose take (the "
-                             f"work grows with the size and the GPUs; default {SIZED_MAX_EVENTS})")
+                        help=f"evaluate, export --evaluate: the most simulator events the timings take (all sizes "
+                             f"together); export --size: those of the timings that choose (the work grows with "
+                             f"the size, the steps and the GPUs; default {SCHEDULE_MAX_EVENTS})")
+    parser.add_argument("--max-hops", type=at_least(1), metavar="N",
+                        help=f"export --source packing: the most tree hops building the packing's schedule may "
+                             f"write (GPUs x (GPUs - 1) x chunks a GPU, twice for all_reduce; default "
+                             f"{PACKING_MAX_HOPS})")
     parser.add_argument("--out", metavar="FILE", help="export: the MSCCL XML file to write (required)")
     nccl_option(parser)
     parser.add_argument("--evaluate", action="store_true",
@@ -84,8 +90,8 @@ def _evaluate(args) -> None:
     from ..json_shapes import schedule_evaluation_json
     from ..schedule_text import schedule_evaluation_text
 
-    if args.max_events is not None:
-        raise UsageError("schedule evaluate: --max-events is export's (with --size), received it")
+    if args.max_hops is not None:
+        raise UsageError("schedule evaluate: --max-hops limits the packing export builds, received it")
     if args.size is not None:
         raise UsageError("schedule evaluate: --size is export's (the size a packing is written for); "
                          "give the sizes to time with -b/-e")
@@ -100,26 +106,33 @@ def _evaluate(args) -> None:
 
 
 def _evaluation(args, G, schedule, gpus, low, top):
-    from ...schedules.evaluate import evaluate_schedule
+    """The schedule timed at the sizes asked: refused beyond --max-events, with a bar."""
+    from ...schedules.evaluate import SCHEDULE_MAX_EVENTS, evaluate_schedule
 
     top = args.maxbytes if args.maxbytes is not None else top
     low = args.minbytes if args.minbytes is not None else min(low, top)
-    return evaluate_schedule(G, schedule, size_sweep(low, top, args.stepfactor), gpus, profile=args.nccl)
+    with progress_for(args, f"timing {schedule.name}", "task") as progress:
+        return evaluate_schedule(G, schedule, size_sweep(low, top, args.stepfactor), gpus, profile=args.nccl,
+                                 max_events=SCHEDULE_MAX_EVENTS if args.max_events is None else args.max_events,
+                                 progress=progress)
 
 
 
 def _export(args) -> None:
     from ...schedules.check import check_schedule
-    from ...schedules.export import SIZED_MAX_EVENTS, export_schedule, sized_chunks
+    from ...schedules.export import PACKING_MAX_HOPS, SIZED_MAX_EVENTS, export_schedule, sized_chunks
     from ...schedules.msccl import to_msccl_xml
     from ..json_shapes import schedule_evaluation_json
     from ..output import check_output_paths, write_text_atomic
 
     if args.out is None:
         raise UsageError("schedule export: the following arguments are required: --out FILE")
-    if args.max_events is not None and args.size is None:
-        raise UsageError("schedule export: --max-events limits the timings that choose a size's protocol and chunks: "
-                         "expected it with --size")
+    if args.max_events is not None and args.size is None and not args.evaluate:
+        raise UsageError("schedule export: --max-events limits the timings that choose a size's protocol and chunks "
+                         "and those of --evaluate: expected it with --size or --evaluate")
+    if args.max_hops is not None and args.source != "packing":
+        raise UsageError(f"schedule export: --max-hops limits building the packing: expected it with --source "
+                         f"packing, received --source {args.source}")
     if args.size is not None and (args.source != "packing" or args.chunks is not None):
         raise UsageError(f"schedule export: --size chooses a packing's chunks per GPU: expected --source "
                          f"packing without --chunks, received --source {args.source}"
@@ -127,27 +140,32 @@ def _export(args) -> None:
     check_output_paths({"--out": args.out})
     G = fabric_of(args, args.system)
     tried = ()
+    max_hops = PACKING_MAX_HOPS if args.max_hops is None else args.max_hops
     if args.size is not None and args.algo == "ring":  # sized, refused beyond --max-events, with a bar
         with progress_for(args, f"timing the packing at {args.size} B", "task") as progress:
             schedule, tried = sized_chunks(G, args.target, args.gpus, args.size, profile=args.nccl,
-                                           protocol=args.proto, progress=progress,
+                                           protocol=args.proto, progress=progress, max_hops=max_hops,
                                            max_events=SIZED_MAX_EVENTS if args.max_events is None else args.max_events)
-    else:
-        schedule = export_schedule(G, args.target, args.gpus, source=args.source, profile=args.nccl,
-                                   protocol=args.proto or "Simple", chunks=args.chunks, algorithm=args.algo,
-                                   size=args.size)
+    else:  # the packing's build refused beyond --max-hops, with a bar
+        with progress_for(args, f"building the {args.source}'s {args.target}", "part") as progress:
+            schedule = export_schedule(G, args.target, args.gpus, source=args.source, profile=args.nccl,
+                                       protocol=args.proto or "Simple", chunks=args.chunks, algorithm=args.algo,
+                                       size=args.size, max_hops=max_hops, progress=progress)
     result = check_schedule(schedule)  # what is written holds
-    write_text_atomic(args.out, to_msccl_xml(schedule))
     evaluation = None
-    if args.evaluate:
+    if args.evaluate:  # timed before it is written: a refusal (--max-events) writes nothing
         import topo
 
         ids = {g: i for i, g in enumerate(topo.gpus(G))}
         gpus = sorted(ids[g] for g in topo.select_gpus(G, args.gpus))
         at = args.size if args.size is not None else 2**30
         evaluation = _evaluation(args, G, schedule, gpus, at, at)
+    write_text_atomic(args.out, to_msccl_xml(schedule))
     if args.json:
+        from ..json_shapes import sized_choice_json
+
         print_json({"path": args.out, "source": args.source, **result.to_records()[0],
+                    **({"choice": sized_choice_json(schedule, tried, args.size)} if tried else {}),
                     **({"evaluation": schedule_evaluation_json(evaluation, source=args.out)} if evaluation else {})})
         return
     print(f"# dgxtopo: wrote {args.out}: {schedule.name}, {result.collective} on {result.ngpus} GPUs, "

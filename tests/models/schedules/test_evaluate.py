@@ -177,3 +177,24 @@ def test_the_events_of_a_timing_are_counted_before_it(dgx1v):
     calls = []
     evaluate_schedule(dgx1v, ring, [2**20, 2**21], nccl=False, bound=False, progress=lambda *c: calls.append(c))
     assert calls[-1] == (240, 240) and all(total == 240 for _, total in calls)  # 120 tasks a size
+
+
+def test_the_timings_are_refused_beyond_their_work_limit(dgx1v, monkeypatch):
+    """Every size's events are counted before any is simulated: the ring above at 1 MiB and 2 MiB
+    (one loop each) takes 2 x 360 = 720 events. One fewer allowed is refused (topo.LimitError
+    naming max_events) and nothing is simulated; exactly as many is timed."""
+    from models.predict import simulate as simulate_module
+
+    ring = ring_all_gather(8, chunks=1, channels=1, inplace=True)
+    simulated = []
+    real = simulate_module.simulate
+    monkeypatch.setattr(simulate_module, "simulate", lambda *a, **k: simulated.append(1) or real(*a, **k))
+    with pytest.raises(topo.LimitError, match="at 2 sizes up to 2097152 B: 720 simulator events") as error:
+        evaluate_schedule(dgx1v, ring, [2**20, 2**21], nccl=False, bound=False, max_events=719)
+    assert (error.value.keyword, error.value.size, error.value.limit, simulated) == ("max_events", 720, 719, [])
+    assert len(evaluate_schedule(dgx1v, ring, [2**20, 2**21], nccl=False, bound=False, max_events=720).points) == 2
+    assert len(simulated) == 2
+    with pytest.raises(topo.CountError):
+        evaluate_schedule(dgx1v, ring, "1M", max_events=0)
+    with pytest.raises(ScheduleEvaluationError, match="expected progress a callable"):
+        evaluate_schedule(dgx1v, ring, "1M", progress="bar")

@@ -22,8 +22,8 @@ import topo
 from models.engine.fabric import prepare
 from models.schedules import check_schedule, parse_msccl, to_msccl_xml
 from models.schedules.evaluate import achieved_graph, evaluate_schedule
-from models.schedules.export import (ExportError, SizedSkip, export_schedule, nccl_schedule, packing_schedule,
-                                     sized_chunks)
+from models.schedules.export import (PACKING_MAX_HOPS, ExportError, SizedSkip, export_schedule, nccl_schedule,
+                                     packing_hops, packing_schedule, sized_chunks)
 from models.studies.bounds import bound
 
 
@@ -243,6 +243,48 @@ def test_the_work_is_sized_before_it_is_done(dgx1v, monkeypatch):
         sized_chunks(dgx1v, "all_gather", "0,1,4,5", "64K", max_events=0)
     with pytest.raises(ExportError, match="expected progress a callable"):
         sized_chunks(dgx1v, "all_gather", "0,1,4,5", "64K", progress=3)
+
+
+def test_the_packing_build_is_sized_before_the_trees_are_packed(dgx1v, monkeypatch):
+    """The build's tree hops, counted before packing: each root's chunks over its trees' n - 1
+    arcs, a packing per phase (all_reduce two): DGX-2's 16 GPUs all_reduce at the default 128
+    chunks, 2 x 16 x 15 x 128 = 61,440, within the default limit; 72 GPUs' all_gather 654,336,
+    beyond it. Beyond ``max_hops``: topo.LimitError naming it, before any tree is packed (by
+    packing_schedule, export_schedule, sized_chunks and schedule_packing)."""
+    from models.schedules import export as export_module
+    from models.studies import packing as packing_module
+
+    assert packing_hops("all_reduce", 16) == 61_440 <= PACKING_MAX_HOPS < packing_hops("all_gather", 72) == 654_336
+    assert [packing_hops(c, 4, 2) for c in ("all_gather", "reduce_scatter", "all_reduce")] == [24, 24, 48]
+    with pytest.raises(ExportError, match="the packing is written for"):
+        packing_hops("broadcast", 4)
+    packed = []
+    real = packing_module.pack_trees
+    monkeypatch.setattr(packing_module, "pack_trees", lambda *a, **k: packed.append(1) or real(*a, **k))
+    for build in (lambda m: packing_schedule(dgx1v, "all_reduce", "0,1,4,5", max_hops=m),
+                  lambda m: export_schedule(dgx1v, "all_reduce", "0,1,4,5", max_hops=m),
+                  lambda m: sized_chunks(dgx1v, "all_reduce", "0,1,4,5", "64K", max_hops=m),
+                  lambda m: export_module.schedule_packing(dgx1v, "all_reduce", "0,1,4,5", max_hops=m)):
+        with pytest.raises(topo.LimitError, match="all_reduce on 4 GPUs with 128 chunks a GPU: 3072 tree hops") as error:
+            build(3071)
+        assert (error.value.keyword, error.value.size, error.value.limit, packed) == ("max_hops", 3072, 3071, [])
+    with pytest.raises(topo.LimitError, match="with 300 chunks a GPU: 7200 tree hops"):
+        packing_schedule(dgx1v, "all_reduce", "0,1,4,5", chunks=300, max_hops=7199)
+    assert packing_schedule(dgx1v, "all_reduce", "0,1,4,5", max_hops=3072).name == "packing_all_reduce_4x128"
+    assert packed == [1, 1]
+    with pytest.raises(topo.CountError):
+        packing_schedule(dgx1v, "all_reduce", "0,1,4,5", max_hops=0)
+    with pytest.raises(ExportError, match="expected progress a callable"):
+        packing_schedule(dgx1v, "all_reduce", "0,1,4,5", progress=1)
+
+
+def test_the_build_reports_its_progress(dgx1v):
+    """``progress(done, total)`` after each part of the build: all_reduce's two packings, then the
+    steps; all_gather's one packing, then the steps."""
+    for collective, parts in (("all_reduce", 3), ("all_gather", 2)):
+        calls = []
+        packing_schedule(dgx1v, collective, "0,1,4,5", progress=lambda done, total: calls.append((done, total)))
+        assert calls == [(i, parts) for i in range(1, parts + 1)]
 
 
 def test_the_choice_reports_its_progress(dgx1v):
