@@ -124,20 +124,20 @@ def test_export_writes_nccl_trees_and_the_packing_s_all_reduce(capsys, tmp_path)
 
 
 def test_export_writes_the_packing_for_a_size(capsys, tmp_path):
-    """--size writes the packing for that message: LL with 8 chunks a GPU at 64 KiB on DGX-1V GPUs
-    0,1,4,5, 2 with --proto Simple (models.schedules.export.sized_chunks' known answers), timed
+    """--size writes the packing for that message: LL with 32 chunks a GPU at 64 KiB on DGX-1V GPUs
+    0,1,4,5, 4 with --proto Simple (models.schedules.export.sized_chunks' known answers), timed
     there by --evaluate; --explain shows what was timed."""
     status, out, err = _run(capsys, "schedule", "export", "all_gather", "--system", "dgx1v", "--gpus", "0,1,4,5",
                             "--size", "64K", "--evaluate", "--explain", "--out", str(tmp_path / "small.xml"))
-    assert status == 0 and err == "" and "packing_all_gather_4x8, all_gather on 4 GPUs, LL," in out
+    assert status == 0 and err == "" and "packing_all_gather_4x32, all_gather on 4 GPUs, LL," in out
     row = next(line for line in out.splitlines() if line.lstrip().startswith("65536"))
-    assert row.split()[7] == "4.23" and row.split()[8] == "4.55"  # the schedule's busbw, NCCL's (LL)
-    assert "Chosen for 64 KiB: LL with 8 chunks per GPU" in out and "\n  Simple   1: 21.01, 2: 20.21," in out
+    assert row.split()[7] == "4.78" and row.split()[8] == "4.55"  # the schedule's busbw, NCCL's (LL)
+    assert "Chosen for 64 KiB: LL with 32 chunks per GPU" in out and "\n  Simple   1: 21.01, 2: 20.21," in out
     assert 'proto="LL"' in (tmp_path / "small.xml").read_text()
     status, out, err = _run(capsys, "schedule", "export", "all_gather", "--system", "dgx1v", "--gpus", "0,1,4,5",
                             "--size", "64K", "--proto", "Simple", "--evaluate", "--out", str(tmp_path / "s.xml"))
     row = next(line for line in out.splitlines() if line.lstrip().startswith("65536"))
-    assert status == 0 and "packing_all_gather_4x2, all_gather on 4 GPUs, Simple," in out and row.split()[7] == "2.43"
+    assert status == 0 and "packing_all_gather_4x4, all_gather on 4 GPUs, Simple," in out and row.split()[7] == "2.45"
 
 
 def test_export_for_a_size_is_refused_beyond_its_work_limit(capsys, tmp_path):
@@ -226,16 +226,16 @@ def test_the_packing_build_is_refused_beyond_its_work_limit(capsys, tmp_path):
 
 def test_export_for_a_size_says_how_it_chose_in_json(capsys, tmp_path):
     """--size --json adds ``choice``: the size, the pick, and every schedule timed (and each
-    protocol not timed, why), as --explain prints them: at 64 KiB on DGX-1V GPUs 0,1,4,5 LL with 8
-    chunks a GPU, timed beside Simple's 1, 2, 4, 8 and 128 (Simple: 21.01 us with one)."""
+    protocol not timed, why), as --explain prints them: at 64 KiB on DGX-1V GPUs 0,1,4,5 LL with 32
+    chunks a GPU, timed beside Simple's 1 to 128 (Simple: 21.01 us with one)."""
     status, out, err = _run(capsys, "schedule", "export", "all_gather", "--system", "dgx1v", "--gpus", "0,1,4,5",
                             "--size", "64K", "--json", "--out", str(tmp_path / "small.xml"))
     choice = json.loads(out)["choice"]
-    assert status == 0 and (choice["nbytes"], choice["protocol"], choice["chunks_per_gpu"]) == (65536, "LL", 8)
-    assert [t["chunks_per_gpu"] for t in choice["tried"] if t["protocol"] == "Simple"] == [1, 2, 4, 8, 128]
+    assert status == 0 and (choice["nbytes"], choice["protocol"], choice["chunks_per_gpu"]) == (65536, "LL", 32)
+    assert [t["chunks_per_gpu"] for t in choice["tried"] if t["protocol"] == "Simple"] == [1, 2, 4, 8, 16, 32, 64, 128]
     assert round(choice["tried"][0]["time_s"] * 1e6, 2) == 21.01
     chosen = [t for t in choice["tried"] if t["chosen"]]
-    assert [(t["protocol"], t["chunks_per_gpu"]) for t in chosen] == [("LL", 8)]
+    assert [(t["protocol"], t["chunks_per_gpu"]) for t in chosen] == [("LL", 32)]
     assert chosen[0]["time_s"] == min(t["time_s"] for t in choice["tried"] if t["time_s"] is not None)
     status, out, _ = _run(capsys, "schedule", "export", "all_gather", "--system", "dgx1v", "--gpus", "0,1,4,5",
                           "--json", "--out", str(tmp_path / "default.xml"))

@@ -22,7 +22,8 @@ engine, none restated here (:class:`SchedulePricing` shows them):
   simulator's decomposition of a collective does; its data then takes what the links achieve over
   NCCL's figure (:mod:`models.predict.measure`'s ratio of NCCL's ring on the same GPUs). Its
   start-up is Ring's hardware latency per step for the protocol (the intra-node term of
-  :func:`models.engine.nccl.tuning.latency`).
+  :func:`models.engine.nccl.tuning.latency`), counted from when its data is there, beside the
+  sends before it on its connection, which pipeline (:func:`schedule_tasks`).
 - **A step that only receives** (``r``, ``rrc``) ends when its transfer has arrived; ``rrc``'s
   reduction runs as the data arrives, as NCCL's kernels reduce while receiving [U].
 - **Local steps** ``cpy``, ``re`` and ``ra`` move their chunks through the GPU's memory at the
@@ -337,12 +338,25 @@ class _StepDecomposer(Decomposer):
         return found
 
 
+def _feeds(before, step) -> bool:
+    """Whether a threadblock's step ``before`` makes the data its next step ``step`` sends: it
+    writes the chunks sent from (a copy, a reduction or a receive into them: same buffer, ranges
+    meeting)."""
+    return (before.instruction.writes_dst and before.dstbuf == step.srcbuf
+            and before.dstoff < step.srcoff + step.cnt and step.srcoff < before.dstoff + before.cnt)
+
+
 def schedule_tasks(schedule: Schedule, chunk_bytes: float, ranks, pricing: SchedulePricing, iterations: int = 1):
     """The simulator's :class:`~models.predict.taskgraph.TaskGraph` of a schedule run for
     ``iterations`` loops of chunks of ``chunk_bytes``: one task per step and loop (``"i.g.t.s"``),
     on a stream of its threadblock (``"g.t"``), each threadblock running its steps loop after loop.
-    The first loop's sends wait Ring's latency per step first (a task ``"lat.g.t.s"``): later
-    loops' start-ups overlap the data in flight, as NCCL's latency is paid once per pass."""
+    The first loop's sends wait Ring's latency per step after their data is there (a task
+    ``"lat.g.t.s"`` on a stream of its own, after the send's dependencies, and after the
+    threadblock's previous step only where that step made the data sent: a copy or reduction, or
+    a receive into the chunks sent): a send whose data was there while the steps before it on its
+    connection ran has paid it meanwhile, as the connection's slots pipeline successive transfers
+    (NCCL_STEPS in flight). Later loops' start-ups overlap the data in flight, as NCCL's latency is
+    paid once per pass."""
     from ..predict.taskgraph import Task, TaskGraph
 
     matched = match_transfers(schedule)
@@ -370,10 +384,12 @@ def schedule_tasks(schedule: Schedule, chunk_bytes: float, ranks, pricing: Sched
                     nbytes = int(round(step.cnt * chunk_bytes))
                     name = f"{it}.{stream}.{step.s}"
                     if op.sends:
-                        if not it and latency > 0:
-                            tasks.append(Task(f"lat.{stream}.{step.s}", "compute", (here,), 0, latency, tuple(after),
-                                              stream=stream))
-                            after = [f"lat.{stream}.{step.s}"]
+                        if not it and latency > 0:  # from its data, beside the sends before it
+                            wait = f"lat.{stream}.{step.s}"
+                            piped = step.s and not _feeds(tb.steps[step.s - 1], step)
+                            data = tuple(a for a in after if not (piped and a == f"{it}.{stream}.{step.s - 1}"))
+                            tasks.append(Task(wait, "compute", (here,), 0, latency, data, stream=wait))
+                            after.append(wait)
                         tasks.append(Task(name, "send", (here, ranks[tb.send]), nbytes, after=tuple(after),
                                           stream=stream))
                     else:

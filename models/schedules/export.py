@@ -530,12 +530,12 @@ def sized_chunks(G, collective: str, gpus, size, *, profile=None, protocol: str 
     """The packing's schedule for one message size, and how its protocol and chunks per root were
     chosen.
 
-    Each send of a schedule waits Ring's latency per step in the first loop (the evaluator's
-    pricing), and a loop's pipeline fills and drains one chunk a hop; later loops overlap the
-    previous ones' drain. So a small message split into many chunks pays mostly latencies (128
-    chunks a GPU: 0.30 GB/s at 64 KiB on DGX-1V GPUs 0,1,4,5 with Simple, where 2 reach 2.43), and
-    a large one may run best as many loops of few chunks (2 a GPU there at 256 MiB: 59.06 GB/s,
-    57.95 with 128) or as few loops of many (128 at 1 GiB). As a synthesizer writes a schedule per
+    Each hop of the first loop waits Ring's latency per step once its data is there (the
+    evaluator's pricing; a connection's successive sends pipeline it), and a loop's pipeline fills
+    and drains one chunk a hop; later loops overlap the previous ones' drain. So a small message
+    pays mostly latencies, and a protocol's latency and rate decide more than its chunks (64 KiB on
+    DGX-1V GPUs 0,1,4,5 with Simple: 2.45 GB/s at best, 4 chunks a GPU; 2.16 with 128), and a large
+    one runs best as few loops of many chunks (128 a GPU from 4 MiB up there). As a synthesizer writes a schedule per
     size band, for each protocol of :data:`SIZED_PROTOCOLS` (or ``protocol`` alone) the counts of
     :data:`SIZED_CHUNK_COUNTS` up to the default (:func:`packing_schedule`'s) are written and timed
     at ``size`` (:func:`~models.schedules.evaluate.evaluate_schedule`, every loop simulated: counts
@@ -547,8 +547,8 @@ def sized_chunks(G, collective: str, gpus, size, *, profile=None, protocol: str 
     times with, each link carrying its capacity over the protocol's wire bytes per payload byte
     (LL's 2 halve it), which no schedule of the packing's NVLink transfers can beat. The fastest
     is chosen (on a tie, the earlier protocol, then the fewer chunks). At 64 KiB on DGX-1V GPUs
-    0,1,4,5, LL with 8 chunks a GPU (4.23 GB/s; Simple's best 2.43, NCCL's LL 4.55); at 1 GiB
-    Simple with 128 (60.00 GB/s: LL128's bound, 57.36, and LL's, 30.59, cannot beat it).
+    0,1,4,5, LL with 32 chunks a GPU (4.78 GB/s; Simple's best 2.45, NCCL's LL 4.55); at 1 GiB
+    Simple with 128 (60.41 GB/s: LL128's bound, 57.36, and LL's, 30.59, cannot beat it).
 
     The work is sized before it is done: each protocol's schedules that may be timed are written
     and their simulator events counted (:func:`~models.schedules.evaluate.schedule_events`, the

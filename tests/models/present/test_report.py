@@ -521,9 +521,9 @@ def test_no_training_section_without_a_v100_system():
 
 def test_schedule_section_as_data(all_analysis, full_report):
     """The tree packing written as an MSCCL schedule on DGX-1V GPUs 0,1,4,5 (issue 41, item 6):
-    the figures at 1 GiB (NCCL 40.75, the schedule written for 1 GiB 60.00, the packing's own bound
-    61.18, the line-rate bound 90.75 GB/s), each size's own schedule and protocol (LL with 8 chunks a
-    GPU at 64 KiB: 4.23 GB/s, where Simple's best gave 2.43; LL128 at 4 MiB; Simple from 16 MiB),
+    the figures at 1 GiB (NCCL 40.75, the schedule written for 1 GiB 60.41, the packing's own bound
+    61.18, the line-rate bound 90.75 GB/s), each size's own schedule and protocol (LL with 32 chunks
+    a GPU at 64 KiB: 4.78 GB/s, where Simple's best gave 2.45; LL to 256 KiB; Simple from 1 MiB),
     the bound of models.studies.bounds, and the page's table."""
     from models.schedules import check_schedule
     from models.schedules.export import sized_chunks
@@ -536,9 +536,9 @@ def test_schedule_section_as_data(all_analysis, full_report):
     assert c.gpus == SCHEDULE_GPUS and [p.nbytes for p in points] == list(SCHEDULE_SIZES)
     last = points[-1]
     assert [round(x / 1e9, 2) for x in (last.nccl_busbw, last.busbw, c.achieved_bound, last.bound_busbw)] == \
-        [40.75, 60.0, 61.18, 90.75]
-    assert round(points[0].busbw / 1e9, 2) == 4.23 and c.chunks[0] == 8
-    assert c.protocols == ("LL", "LL", "LL", "LL128", "Simple", "Simple", "Simple", "Simple")
+        [40.75, 60.41, 61.18, 90.75]
+    assert round(points[0].busbw / 1e9, 2) == 4.78 and c.chunks[0] == 32
+    assert c.protocols == ("LL", "LL", "Simple", "Simple", "Simple", "Simple", "Simple", "Simple")
     G = topo.dgx1v()
     assert last.bound_busbw == pytest.approx(bound(G, "all_gather", last.nbytes, list(SCHEDULE_GPUS),
                                                    nccl=False).bound_busbw, rel=1e-12)
@@ -559,8 +559,8 @@ def test_schedule_section_as_data(all_analysis, full_report):
     section = text[text.index("<section id='schedule'>"):]
     section = section[:section.index("</section>")]
     assert "<td>1 GiB</td><td>40.8<br>" in section
-    assert "<td>60.0</td><td>1.47x</td><td>98%</td><td>Simple</td><td>128</td>" in section
-    assert "<td>64 KiB</td>" in section and "<td>LL</td><td>8</td>" in section
+    assert "<td>60.4</td><td>1.48x</td><td>99%</td><td>Simple</td><td>128</td>" in section
+    assert "<td>64 KiB</td>" in section and "<td>LL</td><td>32</td>" in section
     assert "--gpus 0,1,4,5 --size 1G --out packing.xml" in section and f"1 GiB: {c.steps} steps," in section
     figures = _page_figures(text)
     assert [t["name"] for t in figures["fig-schedule-busbw"]["data"]] == [
