@@ -36,6 +36,14 @@ port binds: HDR and NDR at 1.035 of NCCL's PCIe figure). The NVLink the channels
 counts by its headroom, achieved over what the channels reserve on it. ``ratio`` is the lowest
 of these.
 
+*Each size by its own algorithm.* NCCL's tuner chooses an algorithm for each call and the call
+runs that algorithm's channels alone (src/enqueue.cc ``topoGetAlgoInfo``), so the binding link
+class, its ratio, the NICs' paths and the host's point-to-point tasks are those of the
+algorithm and schedule that run at the size: a Tree LL128 all_reduce of 256 KiB on two DGX H100
+binds at the NICs' DMA (NDR, 1.035 of NCCL's figure) whether or not a 64 MiB NVLSTree (NVLink 4,
+0.960) is in the same sweep. The sizes are grouped by algorithm (``Measured.ratios``,
+``links``, ``hosts``); ``ratio``, ``link`` and ``host_time`` are the largest size's, shown.
+
 What was fitted, to what
 ------------------------
 Only nccl-tests on 12 GPUs of a DGX-2 (``-g 12``; wohlbier/nccl-tests README, "Results on
