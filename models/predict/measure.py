@@ -481,8 +481,9 @@ def nccl_link_figure(link: str, profile=None, compute_capability: int | None = N
 
 
 def link_classes(e: Any, G: nx.DiGraph) -> tuple:
-    """Link classes that bind an estimate's bandwidth: the bottleneck's, and across hosts the
-    network's (NCCL's per-NIC figure is not what the NIC sustains).
+    """Link classes that bind an estimate's bandwidth at its largest size: that size's bottleneck
+    (``e.bottleneck``), and across hosts the network's (NCCL's per-NIC figure is not what the NIC
+    sustains). Each size's own binding class is :attr:`Measured.links`.
 
     Parameters
     ----------
