@@ -14,7 +14,7 @@ Examples
 >>> c = packing_comparison(topo.dgx1v(), "all_gather", [0, 1, 4, 5], [2**30])
 >>> p = c.evaluation.points[0]
 >>> [round(x / 1e9, 2) for x in (p.nccl_busbw, p.busbw, c.achieved_bound, p.bound_busbw)], c.chunks
-([40.75, 60.0, 61.18, 90.75], (128,))
+([40.75, 60.41, 61.18, 90.75], (128,))
 """
 
 from __future__ import annotations

@@ -602,7 +602,7 @@ def sized_chunks(G, collective: str, gpus, size, *, profile=None, protocol: str 
     >>> import topo
     >>> s, tried = sized_chunks(topo.build("dgx1v"), "all_gather", "0,1,4,5", "64K", protocol="Simple")
     >>> s.nchunksperloop // 4, [t.chunks for t in tried]
-    (2, [1, 2, 4, 8, 128])
+    (4, [1, 2, 4, 8, 16, 32, 64, 128])
     """
     from topo.errors import LimitError
     from topo.units import parse_count, parse_nbytes
