@@ -301,11 +301,9 @@ def _bubble_detail(d: BubbleDetail) -> str:
     if own is not None:
         return own(d)
     v, m = d.virtual_stages, d.micro_batches
-    words = f"(p-1)/{'(v m)' if v > 1 else 'm'} = {d.stages - 1}/{v * m if v > 1 else m}"
     if d.slot > 0 and d.busiest > 0 and abs(d.slot / d.busiest - 1) >= 0.01:  # stages unequal by 1 % or more
-        return (f"{words} x the other stages' {to_us(d.slot) / 1e3:.2f} ms over the busiest's "
-                f"{to_us(d.busiest) / 1e3:.2f} = {d.fraction:.2%} of the ideal step")
-    return f"{words} of the ideal step"
+        return f"{(d.stages - 1) / v:g} x the other stages' {to_us(d.slot) / 1e3:.2f} ms"  # (p - 1) / v slots
+    return f"(p-1)/{'(v m)' if v > 1 else 'm'} = {d.stages - 1}/{v * m if v > 1 else m} of the ideal step"
 
 
 def _data_parallel_detail(d: DataParallelDetail) -> str:
