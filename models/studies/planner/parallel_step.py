@@ -34,9 +34,9 @@ Per micro-batch on each stage (the heaviest, compute and exposed communication, 
   all-to-alls exposed: the fill's forward and the drain's backward run alone), the textbook
   ``(m - 1) max t + sum t`` of a pipeline of unequal stages, 1F1B's ``(p - 1) / v`` slots when
   they are equal; batch overlap's warm-up and cool-down blocks (``2 (pp - 1 - s) + 1`` each)
-  run alone; DualPipe hides the sends and leaves the report's bubble (DeepSeek-V3 Technical Report, arXiv 2412.19437, table 2:
-  ``(PP/2 - 1)(F&B + B - 3W)`` against 1F1B's ``(PP - 1)(F + B)``), ``F&B`` the slot, ``W``
-  the backward's weight gradients (:func:`~models.studies.planner.dualpipe.weight_gradients`)
+  run alone; DualPipe hides the sends and leaves the report's bubble (DeepSeek-V3 Technical
+  Report, arXiv 2412.19437, table 2: ``(PP/2 - 1)(F&B + B - 3W)`` against 1F1B's
+  ``(PP - 1)(F + B)``), ``F&B`` the slot, ``W`` the backward's weight gradients (:func:`~models.studies.planner.dualpipe.weight_gradients`)
   and ``B`` the rest of it;
 * ``dp_comm``: the dense gradients over the ``dp x cp`` GPUs holding the same weights, the
   experts' over the ``edp`` GPUs holding the same experts (:func:`~models.studies.planner.step.data_parallel_time`);
@@ -49,8 +49,9 @@ Memory per GPU: the stage's weights, gradients and optimizer state (bytes per pa
 :func:`~models.studies.planner.gpu_memory.state_bytes`; experts over ``etp x ep``,
 ZeRO sharding the dense part over ``dp x cp`` and the experts over ``edp``; ZeRO 3 also holds two
 whole layers gathered; DualPipe keeps two copies of the weights, of their gradients and optimizer
-state, ZeRO sharding them over both copies' GPUs), activations of the micro-batches in flight (``pp - stage`` in 1F1B, one
-more with DualPipe, ``2 (pp - stage)`` with batch overlap's longer warm-up) for ``seq / cp`` tokens (a low-precision cache's tensors at
+state, ZeRO sharding them over both copies' GPUs), activations of the micro-batches in flight
+(``pp - stage`` in 1F1B, one more with DualPipe, ``2 (pp - stage)`` with batch overlap's longer
+warm-up) for ``seq / cp`` tokens (a low-precision cache's tensors at
 :func:`~models.studies.planner.gpu_memory.cached_bytes`: fp8 in DeepSeek-V3's 1 x 128 tiles with
 their fp32 scales) and fp32 logits on the last stage.
 """
