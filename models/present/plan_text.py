@@ -356,7 +356,7 @@ def _expert_parallel_detail(d: ExpertParallelDetail) -> str:
         split = f"{d.network_fraction:.0%} off the NVLink domain"
     else:  # a token once per node over the network, then over NVLink
         how = "hierarchical" if isinstance(d.dispatcher, HierarchicalDispatch) else d.dispatcher.name
-        split = f"{how}: {d.network_fraction:.0%} of it over the network, {d.nvlink_fraction:.0%} over NVLink"
+        split = f"{how}: {d.network_fraction:.0%} network, {d.nvlink_fraction:.0%} NVLink"
     return (f"{d.layers} MoE layers x dispatch {d.dispatch_bytes / MiB:.1f} + combine {d.combine_bytes / MiB:.1f} "
             f"MiB per rank over ep{d.degree} ({split}){balance}; {overlap}")
 
