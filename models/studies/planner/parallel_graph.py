@@ -279,7 +279,9 @@ def _schedule(out: TaskSink, plan: Any, w, stages, work: _Work | None, *, bucket
     def span(name, p):
         return _spanning(groups.get(name, ()), stage_sets[p], replica0[p])
 
-    ep_groups = [span("ep", p) if lay.ep > 1 else () for p in range(pp)]
+    # the dispatcher's all-to-alls of one dispatch, side by side (flat: one over the ep groups)
+    legs = (ep_detail.legs if ep_detail is not None else ()) or (("ep", 1.0),)
+    ep_groups = [{name: span(name, p) for name, _ in legs} if lay.ep > 1 else {} for p in range(pp)]
     etp_groups = [span("etp", p) if lay.etp > 1 else () for p in range(pp)]
     # the exchange's all-to-all groups and rings of each context-parallel group (the ring: the group)
     cp_all = groups.get("cp", ()) if cp > 1 else ()
@@ -321,6 +323,14 @@ def _schedule(out: TaskSink, plan: Any, w, stages, work: _Work | None, *, bucket
         ids = tuple(out.add(f"{prefix}{k}", op, g, nbytes=nbytes, after=(after,), kind=kind, images=images)
                     for k, (g, images) in enumerate(spanning))
         return ids or after
+
+    def ep_alltoall(prefix, p, nbytes, after):
+        """One dispatch (or combine) of ``nbytes`` per rank on stage ``p``: the dispatcher's legs
+        after ``after``, side by side; what the next task waits for."""
+        if not ep_groups[p]:
+            return after
+        return flat_ids(tuple(collective(prefix if name == "ep" else f"{prefix}{name}.", "alltoall", ep_groups[p][name],
+                                         nbytes * scale, after, "ep_comm") for name, scale in legs))
 
     def zero3_gather(prefix, p, kind, after) -> list:
         d_bytes, e_bytes = dense_layer[kind]
@@ -380,7 +390,7 @@ def _schedule(out: TaskSink, plan: Any, w, stages, work: _Work | None, *, bucket
                                kind="compute", fold=True)
                 pairs = [(disp, comb)] if fwd else ([(disp, comb)] if full else []) + [(comb, comb)]
                 for x, (d_bytes, c_bytes) in enumerate(pairs):
-                    last = collective(f"{lid}.dispatch{x}.", "alltoall", ep_groups[p], d_bytes, last, "ep_comm")
+                    last = ep_alltoall(f"{lid}.dispatch{x}.", p, d_bytes, last)
                     if lay.etp > 1:
                         last = collective(f"{lid}.etpag{x}.", "all_gather", etp_groups[p], c_bytes * lay.etp,
                                           last, "ep_comm")
@@ -390,7 +400,7 @@ def _schedule(out: TaskSink, plan: Any, w, stages, work: _Work | None, *, bucket
                     if lay.etp > 1:
                         last = collective(f"{lid}.etprs{x}.", "reduce_scatter", etp_groups[p],
                                           c_bytes * lay.etp, last, "ep_comm")
-                    last = collective(f"{lid}.combine{x}.", "alltoall", ep_groups[p], c_bytes, last, "ep_comm")
+                    last = ep_alltoall(f"{lid}.combine{x}.", p, c_bytes, last)
                 if times.rest or w.shared_experts:
                     last = out.add(f"{lid}.c1", "compute", group, seconds=times.rest, after=(last,),
                                    kind="compute", fold=True)

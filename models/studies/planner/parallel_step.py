@@ -66,6 +66,7 @@ from ..moe import stage_parameters as moe_stage_parameters
 from ..workload import (OPTIMIZER_PASS_BYTES, activation_bytes_per_element, dtype_bytes, matmul_op, memory_op,
                         with_seq_length)
 from .gpu_memory import cached_bytes, held_parameters, state_bytes
+from .dispatcher import FLAT_DISPATCH, Dispatcher
 from .dualpipe import weight_gradients
 from .ep_overlap import NO_OVERLAP, EpOverlap
 from .pair_overlap import ATTENTION_OPS, block_segments, layer_pass
@@ -317,15 +318,18 @@ def _no_exchange(att_f: float, att_b: float, full: bool) -> tuple:
 def parallel_components(w, layout: Layout, split: PipelineSplit, cm, comm, alltoall, *, overlap: float,
                         bucket: float, times, ep_overlap: EpOverlap = NO_OVERLAP, balance: float = 1.0,
                         dispatch_elem: float | None = None, network_fraction: float = 0.0,
-                        layer_times=None) -> tuple:
+                        layer_times=None, dispatcher: Dispatcher = FLAT_DISPATCH, nvlink_fraction: float = 0.0,
+                        dispatch_legs: tuple = ()) -> tuple:
     """The components of one step (module docstring).
 
     ``comm(dimension, collective, nbytes)`` times a collective on the layout's ``"tp"``,
     ``"cp_ring"`` (ring neighbours), ``"etp"``, ``"pp"``, ``"dp"`` (the dense gradients' ``dp x
     cp`` groups) or ``"edp"`` groups, ``"dp_copies"`` and ``"edp_copies"`` (those groups joined
     with the other copies' of the same stage, when ``ep_overlap`` holds several); ``alltoall(dimension, nbytes)`` an all-to-all of ``nbytes``
-    per rank on the ``"ep"`` or ``"cp"`` groups. [s] ``network_fraction``: of a dispatch
-    buffer, the share that leaves the NVLink domain (shown in the detail). ``layer_times(kind)``,
+    per rank on the ``"ep"`` or ``"cp"`` groups (``"ep"``: as ``dispatcher`` sends it). [s]
+    ``network_fraction``, ``nvlink_fraction``: of a dispatch buffer, the bytes one GPU sends
+    over the network and over NVLink, and ``dispatch_legs`` the step graph's all-to-alls of one
+    dispatch (:meth:`Dispatcher.legs <models.studies.planner.dispatcher.Dispatcher.legs>`), shown in the detail. ``layer_times(kind)``,
     when given, is ``times(layer_ops(w, kind, layout, cm, act, balance))`` kept by the caller.
     """
     act = activation_bytes_per_element(cm.dtype)
@@ -503,7 +507,8 @@ def parallel_components(w, layout: Layout, split: PipelineSplit, cm, comm, allto
         Component("cp_comm", m * cp_time, m * cp_exposed,
                   ContextParallelDetail(cp, exchange, n_attention, sum(cp_bytes))),
         Component("ep_comm", m * ep_time, m * ep_exposed,
-                  ExpertParallelDetail(layout.ep, layout.etp, n_moe, disp, comb, network_fraction, balance, ep_overlap)),
+                  ExpertParallelDetail(layout.ep, layout.etp, n_moe, disp, comb, network_fraction, balance, ep_overlap,
+                                       dispatcher, nvlink_fraction, dispatch_legs)),
         Component("pp_comm", pp_comm, pp_exposed, PipelineDetail(pp, sends, tp_bytes / tp)),
         Component("bubble", bubble, bubble, BubbleDetail(pp, v, m, overlap=ep_overlap,
                                                          slot=ep_overlap.fill_slot(slot, fill),

@@ -17,6 +17,7 @@ from ...engine.results import tidy_records
 from ..compute import ComputeFacts
 from ..workload import TpConstraint, Workload
 from .cp_exchange import CP_COMM, RING, CpExchange, cp_exchange_named  # CP_COMM: the exchanges' names
+from .dispatcher import FLAT_DISPATCH, Dispatcher
 from .ep_overlap import NO_OVERLAP, EpOverlap
 from ..recomputation import RECOMPUTES, Recompute, as_recompute
 
@@ -548,6 +549,16 @@ class ExpertParallelDetail:
     overlap : EpOverlap
         How the all-to-alls overlap compute (:mod:`models.studies.planner.ep_overlap`): ``none``,
         ``batch`` (Megatron's batch-level overlap) or ``dualpipe``; records give its name.
+    dispatcher : Dispatcher
+        How the tokens are sent (:mod:`models.studies.planner.dispatcher`): ``flat`` or
+        ``hierarchical``; records give its name.
+    nvlink_fraction : float
+        Of a rank's buffer, the bytes one GPU sends over NVLink per byte (the hierarchical
+        dispatch's forwarding included; ``network_fraction`` likewise over the network).
+    legs : tuple
+        The step graph's all-to-alls of one dispatch, side by side: ``(groups' name, per-rank
+        buffer per byte of the buffer)`` each (:meth:`Dispatcher.legs
+        <models.studies.planner.dispatcher.Dispatcher.legs>`).
     """
 
     degree: int
@@ -558,13 +569,17 @@ class ExpertParallelDetail:
     network_fraction: float
     balance: float
     overlap: EpOverlap
+    dispatcher: Dispatcher = FLAT_DISPATCH
+    nvlink_fraction: float = 0.0
+    legs: tuple = ()
 
     def to_records(self) -> list:
         """One tidy row."""
         return tidy_records({"degree": self.degree, "tensor_degree": self.tensor_degree, "layers": self.layers,
                              "dispatch_bytes": self.dispatch_bytes, "combine_bytes": self.combine_bytes,
                              "network_fraction": self.network_fraction, "balance": self.balance,
-                             "overlap": self.overlap.name})
+                             "overlap": self.overlap.name, "dispatcher": self.dispatcher.name,
+                             "nvlink_fraction": self.nvlink_fraction})
 
 
 @dataclass(frozen=True, slots=True)
