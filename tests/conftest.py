@@ -8,6 +8,8 @@ import gc
 import os
 import re
 import signal
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -51,6 +53,23 @@ def read_data(name: str) -> str:
     return "\n".join(line for line in lines if not line.startswith("#"))
 
 
+def _bytecode_outside_the_tree():
+    """Where the environment says not to write bytecode (PYTHONDONTWRITEBYTECODE, as on this
+    project's machines), the suite writes it under the temporary directory instead
+    (``sys.pycache_prefix``, PYTHONPYCACHEPREFIX for the xdist workers and the commands the tests
+    start), never beside the sources: each worker compiled every module it imports and pytest
+    rewrote every test module on each run (collection on one process, measured: 6.5 s of CPU
+    without bytecode, 2.9 s with the prefix's bytecode of an earlier run). A prefix already set
+    is kept; bytecode is checked against its source's time and size, as in ``__pycache__``."""
+    if not sys.dont_write_bytecode or sys.pycache_prefix is not None:
+        return
+    user = getattr(os, "getuid", lambda: "user")()
+    prefix = str(Path(tempfile.gettempdir()) / f"dgx-topo-pycache-{user}")
+    sys.pycache_prefix, sys.dont_write_bytecode = prefix, False
+    os.environ["PYTHONPYCACHEPREFIX"] = prefix
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+
+
 # One memo of NCCL channel searches for the whole test session (each xdist worker has its own). The
 # library keeps none of its own (tests/test_module_state.py): a prepared fabric owns its memo
 # (models.engine.nccl.system.NcclSystem.searches), and fabrics may share one, since it is keyed by
@@ -65,6 +84,7 @@ SHARED_SEARCHES = 4096
 
 
 def pytest_configure(config):
+    _bytecode_outside_the_tree()
     config.addinivalue_line("markers", "own_searches: the test's fabrics start from an empty channel-search "
                                        "memo (tests/conftest.py, shared_searches)")
 

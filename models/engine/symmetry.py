@@ -131,6 +131,10 @@ class GpuSymmetry:
         position = self.position
         ranked = sorted(nodes, key=position.__getitem__)
         rank = None if root is None else ranked.index(root)
+        if len(self.classes) == 1:
+            # Every GPU of one class: every image's word is all zeros, so no map can lower it
+            # (the automorphisms are not searched: on GB300 NVL72 that search costs seconds).
+            return (0,) * len(ranked), rank
         best = None
         for m in self.maps:
             image = [m[g] for g in ranked]
@@ -157,7 +161,7 @@ class GpuSymmetry:
             ``key(set)`` for every set, in order.
         """
         sets = np.asarray(sets, dtype=np.intp)
-        if sets.size == 0:
+        if sets.size == 0 or len(self.classes) == 1:
             return [self.key([self.gpus[i] for i in row]) for row in sets]
         maps = self._map_array()  # (automorphisms, GPUs): the image position of each position
         word = np.asarray(self.word, dtype=np.intp)
