@@ -118,6 +118,8 @@ class GpuSymmetry:
         """Automorphisms as GPU maps, identity first (:func:`topo.gpu_automorphisms`)."""
         if self._maps is None:
             self._maps = tuple(gpu_automorphisms(self._graph))
+        elif callable(self._maps):  # a meet's: the maps both keep, found on first use
+            self._maps = tuple(self._maps())
         return self._maps
 
     def key(self, nodes, root=None) -> tuple:
@@ -214,8 +216,9 @@ class GpuSymmetry:
         classes: dict = {}
         for g in self.gpus:
             classes.setdefault((self.class_of[g], other.class_of[g]), []).append(g)
-        maps = [m for m in self.maps if m in other.maps]
-        return GpuSymmetry(_parts=(self.gpus, tuple(tuple(c) for c in classes.values()), tuple(maps)))
+        # Found when a key needs them: none does where every GPU is of one class.
+        return GpuSymmetry(_parts=(self.gpus, tuple(tuple(c) for c in classes.values()),
+                                   lambda: [m for m in self.maps if m in other.maps]))
 
     def set_classes(self, sizes, *, max_classes: int | None = MAX_SET_CLASSES) -> dict:
         """Every GPU set of the given sizes, grouped into classes, without listing the sets.
