@@ -301,6 +301,8 @@ def _bubble_detail(d: BubbleDetail) -> str:
     if own is not None:
         return own(d)
     v, m = d.virtual_stages, d.micro_batches
+    if d.slot > 0 and d.busiest > 0 and abs(d.slot / d.busiest - 1) >= 0.01:  # stages unequal by 1 % or more
+        return f"{(d.stages - 1) / v:g} x the other stages' {to_us(d.slot) / 1e3:.2f} ms"  # (p - 1) / v slots
     return f"(p-1)/{'(v m)' if v > 1 else 'm'} = {d.stages - 1}/{v * m if v > 1 else m} of the ideal step"
 
 

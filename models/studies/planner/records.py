@@ -607,7 +607,11 @@ class BubbleDetail:
         (:meth:`~models.studies.planner.ep_overlap.EpOverlap.bubble`): 1F1B's unless DualPipe.
     slot, backward_input, weight : float
         One micro-batch's forward and backward with their exposed communication (DualPipe's
-        ``F&B``), the backward's input gradients (``B``) and weight gradients (``W``). [s]
+        ``F&B``; 1F1B's: the mean of the ranks' but the busiest, which the pipeline fills and
+        drains through, :meth:`~models.studies.planner.ep_overlap.EpOverlap.fill_slot`), the
+        backward's input gradients (``B``) and weight gradients (``W``). [s]
+    busiest : float
+        The busiest rank's micro-batch (0: not given; the bubble then in slots of it). [s]
     """
 
     stages: int
@@ -618,13 +622,16 @@ class BubbleDetail:
     slot: float = 0.0
     backward_input: float = 0.0
     weight: float = 0.0
+    busiest: float = 0.0
 
     @property
     def fraction(self) -> float:
-        """The analytical bubble over the ideal step: 1F1B's ``(p - 1) / (v m)``, or the
-        overlap's own (:meth:`~models.studies.planner.ep_overlap.EpOverlap.bubble_fraction`)."""
+        """The analytical bubble over the ideal step: 1F1B's ``(p - 1) / (v m)`` (times the other
+        ranks' slot over the busiest's), or the overlap's own
+        (:meth:`~models.studies.planner.ep_overlap.EpOverlap.bubble_fraction`)."""
         return self.overlap.bubble_fraction(self.stages, self.virtual_stages, self.micro_batches, slot=self.slot,
-                                            backward_input=self.backward_input, weight=self.weight)
+                                            backward_input=self.backward_input, weight=self.weight,
+                                            busiest=self.busiest)
 
     def to_records(self) -> list:
         """One tidy row (with the overlap's terms of its bubble, DualPipe's ``formula``,
