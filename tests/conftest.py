@@ -76,7 +76,7 @@ def _bytecode_outside_the_tree():
 # the problem's content under local names and by the NCCL profile's identity (the profiles are the
 # constants of models.engine.nccl.profiles): an entry is the answer of every fabric whose problem
 # has that content, whichever test asked it first. The suite asks 10,650 searches of 1,254
-# distinct problems (measured on one process): sharing spares the repeats across tests, which each
+# distinct problems (a profile on one process, main of 2026-12-07): sharing spares the repeats across tests, which each
 # prepared its own fabrics. A fabric given a memo of its own (``searches=``) keeps it; a test that
 # counts what is searched, or the memo's entries, is marked ``own_searches`` and runs with an empty
 # memo of its own, so that nothing asked before it is found.
@@ -86,7 +86,7 @@ SHARED_SEARCHES = 4096
 def pytest_configure(config):
     _bytecode_outside_the_tree()
     config.addinivalue_line("markers", "own_searches: the test's fabrics start from an empty channel-search "
-                                       "memo (tests/conftest.py, shared_searches)")
+                                       "memo (tests/conftest.py, _session_searches)")
 
 
 @pytest.fixture(scope="session", autouse=True)
