@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import os
 import re
 import signal
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -48,6 +51,76 @@ def read_data(name: str) -> str:
     """A file of tests/data without its '#' comment lines (which name the source)."""
     lines = (DATA / name).read_text().splitlines()
     return "\n".join(line for line in lines if not line.startswith("#"))
+
+
+def _bytecode_outside_the_tree():
+    """Where the environment says not to write bytecode (PYTHONDONTWRITEBYTECODE, as on this
+    project's machines), the suite writes it under the temporary directory instead
+    (``sys.pycache_prefix``, PYTHONPYCACHEPREFIX for the xdist workers and the commands the tests
+    start), never beside the sources: each worker compiled every module it imports and pytest
+    rewrote every test module on each run (collection on one process, measured: 6.5 s of CPU
+    without bytecode, 2.9 s with the prefix's bytecode of an earlier run). A prefix already set
+    is kept; bytecode is checked against its source's time and size, as in ``__pycache__``."""
+    if not sys.dont_write_bytecode or sys.pycache_prefix is not None:
+        return
+    user = getattr(os, "getuid", lambda: "user")()
+    prefix = str(Path(tempfile.gettempdir()) / f"dgx-topo-pycache-{user}")
+    sys.pycache_prefix, sys.dont_write_bytecode = prefix, False
+    os.environ["PYTHONPYCACHEPREFIX"] = prefix
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+
+
+# One memo of NCCL channel searches for the whole test session (each xdist worker has its own). The
+# library keeps none of its own (tests/test_module_state.py): a prepared fabric owns its memo
+# (models.engine.nccl.system.NcclSystem.searches), and fabrics may share one, since it is keyed by
+# the problem's content under local names and by the NCCL profile's identity (the profiles are the
+# constants of models.engine.nccl.profiles): an entry is the answer of every fabric whose problem
+# has that content, whichever test asked it first. The suite asks 10,650 searches of 1,254
+# distinct problems (a profile on one process, main of 2026-12-07): sharing spares the repeats across tests, which each
+# prepared its own fabrics. A fabric given a memo of its own (``searches=``) keeps it; a test that
+# counts what is searched, or the memo's entries, is marked ``own_searches`` and runs with an empty
+# memo of its own, so that nothing asked before it is found.
+SHARED_SEARCHES = 4096
+
+
+def pytest_configure(config):
+    _bytecode_outside_the_tree()
+    config.addinivalue_line("markers", "own_searches: the test's fabrics start from an empty channel-search "
+                                       "memo (tests/conftest.py, _session_searches)")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _session_searches():
+    """The session's memo, put in as NcclSystem's default (a holder, so that a test marked
+    ``own_searches`` can swap in its own)."""
+    from models.engine.memo import BoundedMemo
+    from models.engine.nccl.system import NcclSystem
+
+    holder = [BoundedMemo(SHARED_SEARCHES)]
+    original = NcclSystem.__init__
+
+    @functools.wraps(original)
+    def init(self, G, profile=None, *, searches=None, **options):
+        original(self, G, profile, searches=holder[0] if searches is None else searches, **options)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(NcclSystem, "__init__", init)
+        yield holder
+
+
+@pytest.fixture(autouse=True)
+def _own_searches(request, _session_searches):
+    """An empty memo for a test marked ``own_searches``; the session's otherwise."""
+    if request.node.get_closest_marker("own_searches") is None:
+        yield
+        return
+    from models.engine.memo import BoundedMemo
+
+    shared = _session_searches[0]
+    _session_searches[0] = BoundedMemo(SHARED_SEARCHES)
+    try:
+        yield
+    finally:
+        _session_searches[0] = shared
 
 
 @pytest.fixture(params=sorted(topo.SYSTEMS))

@@ -118,6 +118,8 @@ class GpuSymmetry:
         """Automorphisms as GPU maps, identity first (:func:`topo.gpu_automorphisms`)."""
         if self._maps is None:
             self._maps = tuple(gpu_automorphisms(self._graph))
+        elif callable(self._maps):  # a meet's: the maps both keep, found on first use
+            self._maps = tuple(self._maps())
         return self._maps
 
     def key(self, nodes, root=None) -> tuple:
@@ -131,6 +133,10 @@ class GpuSymmetry:
         position = self.position
         ranked = sorted(nodes, key=position.__getitem__)
         rank = None if root is None else ranked.index(root)
+        if len(self.classes) == 1:
+            # Every GPU of one class: every image's word is all zeros, so no map can lower it
+            # (the automorphisms are not searched: on GB300 NVL72 that search costs seconds).
+            return (0,) * len(ranked), rank
         best = None
         for m in self.maps:
             image = [m[g] for g in ranked]
@@ -157,7 +163,7 @@ class GpuSymmetry:
             ``key(set)`` for every set, in order.
         """
         sets = np.asarray(sets, dtype=np.intp)
-        if sets.size == 0:
+        if sets.size == 0 or len(self.classes) == 1:
             return [self.key([self.gpus[i] for i in row]) for row in sets]
         maps = self._map_array()  # (automorphisms, GPUs): the image position of each position
         word = np.asarray(self.word, dtype=np.intp)
@@ -210,8 +216,9 @@ class GpuSymmetry:
         classes: dict = {}
         for g in self.gpus:
             classes.setdefault((self.class_of[g], other.class_of[g]), []).append(g)
-        maps = [m for m in self.maps if m in other.maps]
-        return GpuSymmetry(_parts=(self.gpus, tuple(tuple(c) for c in classes.values()), tuple(maps)))
+        # Found when a key needs them: none does where every GPU is of one class.
+        return GpuSymmetry(_parts=(self.gpus, tuple(tuple(c) for c in classes.values()),
+                                   lambda: [m for m in self.maps if m in other.maps]))
 
     def set_classes(self, sizes, *, max_classes: int | None = MAX_SET_CLASSES) -> dict:
         """Every GPU set of the given sizes, grouped into classes, without listing the sets.

@@ -118,6 +118,7 @@ def test_a_transformed_graph_prepared_anew_gives_the_transformed_answer():
     assert float(models.estimate(fabric, "all_reduce", GiB, [0, 3]).busbw) == before
 
 
+@pytest.mark.own_searches  # counts its memo's entries
 def test_the_fabric_owns_the_caches_and_carries_the_release():
     fabric = PreparedFabric(topo.build("2xdgx1v"), nccl="2.18")
     assert fabric.profile.version.startswith("2.18") and len(fabric.searches) == 0

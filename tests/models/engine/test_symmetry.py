@@ -7,6 +7,7 @@ links, an imported fabric), GPU sets of every size, estimates and bounds alike."
 from __future__ import annotations
 
 import itertools
+import math
 import os
 import pickle
 import subprocess
@@ -137,6 +138,28 @@ def test_classes_are_counted_before_they_are_listed():
     again = pickle.loads(pickle.dumps(err.value))
     assert isinstance(again, LimitError) and type(again) is SymmetryLimitError
     assert (str(again), again.keyword, again.size, again.limit) == (str(err.value), "max_classes", 4, 3)
+
+
+def test_gpus_of_one_class_are_keyed_without_searching_automorphisms(monkeypatch):
+    """GB300 NVL72 over NVLink: its 72 GPUs are one class (each has a ConnectX-8 switch of its own,
+    so none is interchangeable on the whole fabric, whose automorphisms VF2 searches for seconds
+    without ending: the maps cannot lower an all-zero word). One class of each size, 2 to 72, each
+    holding every set; a set's key is its size in zeros, rank kept."""
+    import models.engine.symmetry as symmetry
+
+    def searched(G, **_):
+        raise AssertionError("automorphisms searched")
+    monkeypatch.setattr(symmetry, "gpu_automorphisms", searched)
+    symmetry = PreparedFabric(topo.build("gb300nvl72")).symmetry
+    # the bound's scope, and the bound's met with NCCL's estimate's (the report's set classes)
+    for sym in (symmetry.graph(["nvlink"]), symmetry.both(["nvlink"])):
+        assert len(sym.classes) == 1 and [sym.count(k) for k in (2, 36, 72)] == [1, 1, 1]
+        classes = sym.set_classes(range(2, 73))
+        assert len(classes) == 71 and all(count == math.comb(72, len(rep)) for rep, count in classes.items())
+        assert sym.key(["t5.gpu3", "t0.gpu1", "t17.gpu0"], root="t5.gpu3") == ((0, 0, 0), 1)
+        assert sym.keys([[0, 9], [3, 70]]) == [((0, 0), None)] * 2
+    with pytest.raises(AssertionError, match="searched"):
+        PreparedFabric(topo.build("gb300nvl72")).symmetry.graph().key(["t0.gpu0", "t1.gpu0"])
 
 
 def test_a_server_without_interchangeable_gpus_is_refused_at_once():
