@@ -307,12 +307,13 @@ def _bubble_detail(d: BubbleDetail) -> str:
 def _data_parallel_detail(d: DataParallelDetail) -> str:
     if d.degree == 1:
         return "no data parallelism"
+    grads, params = f"{d.nbytes / GB:.2f} GB of gradients", f"{d.parameter_bytes / GB:.2f} GB of parameters"
     if d.zero == 0:
-        what = f"all_reduce of {d.nbytes / GB:.2f} GB in {d.bucket / MiB:.0f} MiB buckets"
+        what = f"all_reduce of {grads} in {d.bucket / MiB:.0f} MiB buckets"
     elif d.zero in (1, 2):
-        what = "reduce_scatter of gradients (overlapped) + all_gather of parameters (exposed)"
+        what = f"reduce_scatter of {grads} (overlapped) + all_gather of {params} (exposed)"
     else:
-        what = "all_gather of parameters per forward and backward + reduce_scatter of gradients"
+        what = f"all_gather of {params} per forward and backward + reduce_scatter of {grads}"
     overlap = ("overlapped with the backward as the schedule allows" if d.simulated
                else f"overlap {d.overlap:.0%} of the backward")
     return f"{what}; {overlap}"
@@ -356,7 +357,7 @@ def _expert_parallel_detail(d: ExpertParallelDetail) -> str:
 
 
 def _optimizer_detail(d: OptimizerDetail) -> str:
-    return f"Adam pass over {d.parameters / 1e9:.2f} B local parameters"
+    return f"Adam pass over {d.parameters / 1e9:.2f} B local parameters x {d.pass_bytes:g} B"
 
 
 def component_note(c: Component) -> str:

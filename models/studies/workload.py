@@ -63,7 +63,7 @@ from topo.errors import DgxTopoError
 from ..engine.results import tidy_records
 from .recomputation import FULL, NO_RECOMPUTE, RECOMPUTES, Recompute, as_recompute
 
-__all__ = ["DEFAULT_BUCKET", "OPTIMIZER_PASS_BYTES", "DTYPES", "LOW_PRECISION", "QUANTISED_BYTES",
+__all__ = ["DEFAULT_BUCKET", "DTYPES", "LOW_PRECISION", "QUANTISED_BYTES",
            "is_low_precision", "Op", "matmul_op", "memory_op", "Software", "SOFTWARE", "Transformer",
            "ConvLayer", "CNN", "PRESETS", "MoeNotPlannedError",
            "WORKLOAD_GRAMMAR", "WORKLOAD_LIMITS", "HEADS", "WorkloadError", "UnknownWorkloadError",
@@ -94,9 +94,6 @@ QUANTISED_BYTES: Mapping[str, float] = MappingProxyType({"fp8": 1.0, "mxfp8": 1 
 
 #: Gradient bucket: PyTorch DDP's default ``bucket_cap_mb=25`` (torch.nn.parallel.DistributedDataParallel). [bytes]
 DEFAULT_BUCKET = 25 * 2**20
-#: Bytes the mixed-precision Adam step moves per local parameter: read and write fp32 master,
-#: two fp32 moments (24), read the 16-bit gradient (2), write the 16-bit weight (2) [U].
-OPTIMIZER_PASS_BYTES = 28
 #: Heads of a transformer (module docstring).
 HEADS = ("lm", "mlm", "span")
 
