@@ -614,10 +614,14 @@ class Transformer:
         (2 per ``f``, twice if gated), the activation output (2 per ``f``) and a dropout mask
         (1). With tensor parallelism the parts inside the parallel region divide by ``t``; the
         norms, their inputs and dropout masks (``10 s b h``) divide only with sequence
-        parallelism. A strategy running the whole layer again (``recompute="full"``) keeps only
-        the layer input (``2 s b h``, divided by ``t`` with sequence parallelism); one dropping
-        ``core_attn`` (``"selective"``) drops the ``s^2`` terms. ``flash`` (default: the
-        workload's ``flash_attention``) stores no ``s^2`` term either.
+        parallelism. The strategy (:class:`~models.studies.recomputation.Recompute`, a name or
+        an object of your own) is asked what it keeps, term by term, as the time paths ask it
+        what runs again: one running the whole layer again (``recompute="full"``) keeps only the
+        layer input (``2 s b h``, divided by ``t`` with sequence parallelism); one dropping
+        ``core_attn`` (``"selective"``) drops the ``s^2`` terms; one dropping ``layernorm``
+        (Megatron-Core's module: the norms run again from their inputs, which stay stored as the
+        residual) drops the norms' outputs, the attention's and the FFN's inputs (``4 s b h``).
+        ``flash`` (default: the workload's ``flash_attention``) stores no ``s^2`` term either.
         """
         rc = _recompute(recompute, dense=True)
         flash = self.flash_attention if flash is None else flash
@@ -631,9 +635,10 @@ class Transformer:
         # FFN's inner tensors.
         inner = sbh * (2 + 2 * kv + 2 * kv + 2) + s * b * f * ((4 if self.gated else 2) + 2)
         scores = 0.0 if (flash or rc.drops("core_attn")) else a * s * s * b * (2 + mask + 2)
-        # Replicated without sequence parallelism: the attention and FFN inputs (2 each), two
-        # dropout masks, two norm inputs (2 each).
-        outer = sbh * (2 + 2 + 2 * mask + 4)
+        # Replicated without sequence parallelism: the attention and FFN inputs (2 each: the
+        # norms' outputs), two dropout masks, two norm inputs (2 each).
+        norm_outputs = 0 if rc.drops("layernorm") else 2 + 2
+        outer = sbh * (norm_outputs + 2 * mask + 4)
         return (inner + scores) / tp + outer / (tp if sequence_parallel else 1)
 
 
