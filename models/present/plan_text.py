@@ -370,8 +370,8 @@ def component_note(c: Component) -> str:
     >>> from models.studies.planner import BubbleDetail, DataParallelDetail
     >>> component_note(Component("bubble", 0.1, 0.1, BubbleDetail(4, 2, 8)))
     '(p-1)/(v m) = 3/16 of the ideal step'
-    >>> component_note(Component("dp_comm", 0.1, 0.05, DataParallelDetail(2, 0, 1.23e9, 25 * MiB, 0.5)))
-    'all_reduce of 1.23 GB in 25 MiB buckets; overlap 50% of the backward'
+    >>> component_note(Component("dp_comm", 0.1, 0.05, DataParallelDetail(2, 0, 1.23e9, 25 * MiB, 0.5, 0.615e9)))
+    'all_reduce of 1.23 GB of gradients in 25 MiB buckets; overlap 50% of the backward'
     """
     d = c.detail
     if d is None or isinstance(d, str):
