@@ -423,21 +423,24 @@ GPUS: Mapping[str, GpuSpec] = MappingProxyType({
                      "memory and memory_bandwidth 8 TB/s are NVIDIA's datasheet figures [U]; [U] 148 "
                      "SMs as B200",
                      generation="B200", sm_count=148, peak=_GB200_PEAK),
-    "B300": GpuSpec("NVIDIA B300", 100, "nvlink5", 18, 288 * GB, 8000 * GB,
+    "B300": GpuSpec("NVIDIA B300", 103, "nvlink5", 18, 288 * GB, 8000 * GB,
                     "[S114] HGX/DGX B300: 8x Blackwell Ultra, 2.3 TB HBM3e (288 GB each), 8 TB/s, "
                     "18 NVLink 5 links (1.8 TB/s bidirectional) per GPU; per GPU 13.5 PFLOPS "
                     "dense FP4 (108 per 8), 4.5 PFLOPS FP8, 2.25 PFLOPS FP16/BF16 dense",
                     _HBM_NOTE + "; [U] 288 GB (270 GB usable per one secondary source); [U] 160 SMs "
                     "(Blackwell Ultra) and the clock not in NVIDIA's datasheets (clock left 0); [U] "
-                    "fp32 and tf32 as B200",
+                    "fp32 and tf32 as B200; [U] compute capability 10.3 (sm_103, Blackwell Ultra: "
+                    "CUDA Toolkit 12.9 release notes, recalled; one of the architectures NVIDIA/nccl "
+                    "v2.27.7-1 builds for, makefiles/common.mk)",
                     generation="B300", sm_count=160, peak=_B300_PEAK),
-    "GB300": GpuSpec("NVIDIA GB300", 100, "nvlink5", 18, 288 * GB, 8000 * GB,
+    "GB300": GpuSpec("NVIDIA GB300", 103, "nvlink5", 18, 288 * GB, 8000 * GB,
                      "[S115] Blackwell Ultra GPU of a GB300 NVL72 compute tray (2 Grace + 4 GPUs); "
                      "18 NVLink 5 links, 1.8 TB/s; NVL72: 1,080 PFLOPS dense FP4, 720 PFLOPS FP8 and "
                      "360 PFLOPS FP16/BF16 with sparsity for 72 GPUs, so 15, 5 and 2.5 PFLOPS dense "
                      "each [D]; 20 TB HBM3e over 72 GPUs",
                      "memory (279-288 GB) and 8 TB/s are NVIDIA's figures via secondary sources [U]; "
-                     "[U] 160 SMs as B300; [U] fp32 and tf32 as GB200",
+                     "[U] 160 SMs as B300; [U] fp32 and tf32 as GB200; [U] compute capability 10.3 "
+                     "as B300",
                      generation="B300", sm_count=160, peak=_GB300_PEAK),
 })
 
