@@ -637,7 +637,7 @@ def simulate_plan(plan: Any, G: nx.DiGraph, *, bucket: float = DEFAULT_BUCKET, w
     >>> p = plan("llama3-8b", G, tp=8, pp=1, dp=1, zero=0, global_batch=1, simulate=0)
     >>> r = simulate_plan(p, G)     # one micro-batch: nothing to overlap, the analytical sum
     >>> round(r.step_time * 1e3, 1), round(p.step_time * 1e3, 1), sorted(r.critical_by_kind())
-    (161.6, 162.5, ['compute', 'optimizer', 'tp_comm'])
+    (162.3, 163.2, ['compute', 'optimizer', 'tp_comm'])
     """
     # The budget is counted on the plan before the graph is built (the simulator counts it again).
     budget = options.get("max_events", MAX_EVENTS)

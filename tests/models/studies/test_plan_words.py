@@ -45,9 +45,9 @@ def test_the_component_lines_are_mains(dgx1v):
         "  tp_comm          8.72 ms (exposed      8.72 ms)  10 x reduce_scatter+all_gather of 0.2 MiB per micro-batch",
         "  pp_comm          1.32 ms (exposed      1.32 ms)  2 x 33 sends of 0.1 MiB",  # NCCL's p2p schedule
         "  bubble           0.68 ms (exposed      0.68 ms)  (p-1)/m = 1/32 of the ideal step",
-        "  dp_comm         11.63 ms (exposed      5.13 ms)  all_gather of 0.01 GB of parameters per forward and "
-        "backward + reduce_scatter of 0.01 GB of gradients; overlap 50% of the backward",
-        "  optimizer        0.09 ms (exposed      0.09 ms)  Adam pass over 0.00 B local parameters x 36 B"]
+        "  dp_comm         11.63 ms (exposed      5.13 ms)  all_gather of 0.01 GB parameters per forward and "
+        "backward + reduce_scatter of 0.01 GB gradients; overlap 50% of the backward",
+        "  optimizer        0.09 ms (exposed      0.09 ms)  Adam pass: 0.00 B local parameters x 36 B"]
     assert format_plan(p, verbose=True).splitlines()[11] == (
         "  compute model: V100-SXM2 fp16 (V100, 125.0 TFLOP/s dense, 900 GB/s HBM), fused kernels: GEMM 74% of "
         "peak, HBM 80%")
@@ -64,9 +64,9 @@ def test_interleaved_without_tensor_parallelism_words_are_mains(dgx1v):
         "no tensor parallelism",
         "2 x 33 sends of 0.2 MiB",
         "(p-1)/(v m) = 1/32 of the ideal step",
-        "reduce_scatter of 0.01 GB of gradients (overlapped) + all_gather of 0.01 GB of parameters (exposed); "
+        "reduce_scatter of 0.01 GB gradients (overlapped) + all_gather of 0.01 GB parameters (exposed); "
         "overlap 100% of the backward",
-        "Adam pass over 0.00 B local parameters x 36 B"]
+        "Adam pass: 0.00 B local parameters x 36 B"]
 
 
 def test_a_simulated_step_words_its_bubble_and_overlap_as_main(dgx1v):
@@ -74,7 +74,7 @@ def test_a_simulated_step_words_its_bubble_and_overlap_as_main(dgx1v):
     assert p.simulated
     words = {c.name: component_note(c) for c in p.components}
     assert words["bubble"] == "the rest of the critical path: the pipeline's fill and drain, waits for a stream"
-    assert words["dp_comm"] == ("all_reduce of 0.01 GB of gradients in 25 MiB buckets; overlapped with the backward "
+    assert words["dp_comm"] == ("all_reduce of 0.01 GB gradients in 25 MiB buckets; overlapped with the backward "
                                 "as the schedule allows")
     assert p.component("bubble").detail.simulated and p.component("dp_comm").detail.simulated
     analytical = dataclasses.replace(p.component("dp_comm").detail, simulated=False)
@@ -92,15 +92,15 @@ def test_a_simulated_step_words_its_bubble_and_overlap_as_main(dgx1v):
     (PipelineDetail(1, 8, 0.0), "no pipeline"),
     (BubbleDetail(4, 1, 8), "(p-1)/m = 3/8 of the ideal step"),
     (DataParallelDetail(2, 0, 1.23e9, 25 * MiB, 0.5, 0.615e9),
-     "all_reduce of 1.23 GB of gradients in 25 MiB buckets; overlap 50% of the backward"),
+     "all_reduce of 1.23 GB gradients in 25 MiB buckets; overlap 50% of the backward"),
     (DataParallelDetail(2, 1, 1.23e9, 25 * MiB, 0.5, 0.615e9),
-     "reduce_scatter of 1.23 GB of gradients (overlapped) + all_gather of 0.61 GB of parameters (exposed); "
+     "reduce_scatter of 1.23 GB gradients (overlapped) + all_gather of 0.61 GB parameters (exposed); "
      "overlap 50% of the backward"),
     (DataParallelDetail(2, 3, 1.23e9, 25 * MiB, 0.5, 0.615e9),
-     "all_gather of 0.61 GB of parameters per forward and backward + reduce_scatter of 1.23 GB of gradients; "
+     "all_gather of 0.61 GB parameters per forward and backward + reduce_scatter of 1.23 GB gradients; "
      "overlap 50% of the backward"),
     (DataParallelDetail(1, 0, 1.23e9, 25 * MiB, 0.5, 0.615e9), "no data parallelism"),
-    (OptimizerDetail(1.25e9, 30), "Adam pass over 1.25 B local parameters x 30 B"),
+    (OptimizerDetail(1.25e9, 30), "Adam pass: 1.25 B local parameters x 30 B"),
     (None, ""),
     ("a 0.2 detail in words", "a 0.2 detail in words"),
 ])
