@@ -554,19 +554,18 @@ def model_state(w: MoeTransformer, *, ep: int = 1, tp: int = 1, etp: int | None 
                 dp: int = 1, cp: int = 1, zero: int = 1, dtype: str = "bf16", split=None) -> ModelState:
     """Model state per GPU with the routed experts sharded by expert parallelism ``ep``.
 
-    Megatron-Core's folding: the dense layers run on ``tp x cp x dp`` GPUs per stage, the
-    expert layers on the same GPUs as ``etp x ep x edp`` (``etp`` defaults to ``tp``), so
-    ``edp = tp cp dp / (etp ep)`` replicas hold each expert. Mixed-precision Adam as the
-    planner counts it, from its one table
-    (:func:`models.studies.planner.gpu_memory.state_bytes`): bf16 and the low-precision recipes
-    16-bit weights, fp32 gradients and 12 bytes of optimizer state (fp32 master and two
-    moments); fp16 16-bit weights and gradients and 16 bytes of optimizer state; fp32 4 + 4 + 8. ZeRO/distributed optimizer:
-    ``zero >= 1`` shards the optimizer state, ``>= 2`` the gradients, ``>= 3`` the weights, over
-    ``dp x cp`` for the dense part and over ``edp`` for the experts. Stage 0 holds the
-    embedding, the last stage the head and the MTP modules (as DeepSeek-V3 places them);
-    the heaviest stage is returned. ``split``, when given, is the model indices of each stage's
-    layers (``pp`` of them; :func:`models.studies.planner.parallel.stage_split`'s ``stages``)
-    instead of the even split.
+    Megatron-Core's folding: the dense layers run on ``tp x cp x dp`` GPUs per stage, the expert
+    layers on the same GPUs as ``etp x ep x edp`` (``etp`` defaults to ``tp``), so ``edp = tp cp dp
+    / (etp ep)`` replicas hold each expert. Mixed-precision Adam as the planner counts it, from its
+    one table (:func:`models.studies.planner.gpu_memory.state_bytes`): bf16 and the low-precision
+    recipes 16-bit weights, fp32 gradients and 12 bytes of optimizer state (fp32 master and two
+    moments); fp16 16-bit weights and gradients and 16 bytes of optimizer state; fp32 4 + 4 + 8.
+    ZeRO/distributed optimizer: ``zero >= 1`` shards the optimizer state, ``>= 2`` the gradients,
+    ``>= 3`` the weights, over ``dp x cp`` for the dense part and over ``edp`` for the experts.
+    Stage 0 holds the embedding, the last stage the head and the MTP modules (as DeepSeek-V3 places
+    them); the heaviest stage is returned. ``split``, when given, is the model indices of each
+    stage's layers (``pp`` of them; :func:`models.studies.planner.parallel.stage_split`'s
+    ``stages``) instead of the even split.
 
     Raises
     ------

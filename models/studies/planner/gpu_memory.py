@@ -36,19 +36,19 @@ def state_bytes(dtype: str) -> tuple:
     weights with fp32 gradients 18 (6 + 12 / d), fp32 16 (8 + 8 / d) [U: recalled, not in the
     project's references]. With bf16 the gradients accumulate in fp32, 4 bytes per parameter:
     Megatron-LM's arguments turn ``--accumulate-allreduce-grads-in-fp32`` on for bf16 ("bfloat16
-    requires gradient accumulation and all-reduce to be done in fp32", megatron/training/arguments.py
-    [U: recalled]), so its data-parallel reduction (the all_reduce, or the distributed optimizer's
-    reduce_scatter) runs on that fp32 buffer: the planner prices every gradient collective at this
-    table's gradient bytes and every parameter all_gather (the distributed optimizer's after the
-    step, ZeRO 3's before each pass) at its weight bytes (the step's ``dp_comm``, its step graphs'
-    buckets). The optimizer holds the fp32 master weights and two moments (12). With fp16 the
-    gradients stay fp16 (reduced in fp16) and the optimizer copies them to fp32 beside its 12 (16). The low-precision
-    dtypes (fp8, mxfp8, nvfp4) train with bf16 weights (Transformer Engine's recipes cast at each
-    product; DeepSeek-V3 keeps master weights and gradients in fp32, arXiv 2412.19437 section 3.3):
-    as bf16, their gradients reduced in fp32 and their bf16 weights gathered (Megatron-Core's
-    ``--fp8-param-gather``, which keeps and gathers fp8 weights, is an option not modelled [U]).
-    Their fp8 weights are cast for each product and not held [U], so the 128 x 128
-    blocks' scales (4 bytes per 16,384 weights) take no memory here.
+    requires gradient accumulation and all-reduce to be done in fp32",
+    megatron/training/arguments.py [U: recalled]), so its data-parallel reduction (the all_reduce,
+    or the distributed optimizer's reduce_scatter) runs on that fp32 buffer: the planner prices
+    every gradient collective at this table's gradient bytes and every parameter all_gather (the
+    distributed optimizer's after the step, ZeRO 3's before each pass) at its weight bytes (the
+    step's ``dp_comm``, its step graphs' buckets). The optimizer holds the fp32 master weights and
+    two moments (12). With fp16 the gradients stay fp16 (reduced in fp16) and the optimizer copies
+    them to fp32 beside its 12 (16). The low-precision dtypes (fp8, mxfp8, nvfp4) train with bf16
+    weights (Transformer Engine's recipes cast at each product; DeepSeek-V3 keeps master weights and
+    gradients in fp32, arXiv 2412.19437 section 3.3): as bf16, their gradients reduced in fp32 and
+    their bf16 weights gathered (Megatron-Core's ``--fp8-param-gather``, which keeps and gathers fp8
+    weights, is an option not modelled [U]). Their fp8 weights are cast for each product and not
+    held [U], so the 128 x 128 blocks' scales (4 bytes per 16,384 weights) take no memory here.
 
     >>> state_bytes("bf16"), state_bytes("fp8"), state_bytes("fp16"), state_bytes("tf32")
     ((2, 4, 12), (2, 4, 12), (2, 2, 16), (4, 4, 8))
@@ -74,8 +74,8 @@ def optimizer_pass_bytes(dtype: str) -> int:
     counted: Megatron-LM's gradient-norm pass for clipping (reads the gradients again) and the
     zeroing of the gradient buffer before the next step (writes them) [U].
 
-    >>> optimizer_pass_bytes("bf16"), optimizer_pass_bytes("fp8"), optimizer_pass_bytes("fp16"), optimizer_pass_bytes("fp32")
-    (30, 30, 36, 28)
+    >>> [optimizer_pass_bytes(dtype) for dtype in ("bf16", "fp8", "fp16", "fp32")]
+    [30, 30, 36, 28]
     """
     weight, grad, optimizer = state_bytes(dtype)
     in_place = weight == 4  # no master copy: the optimizer updates the fp32 weights themselves
