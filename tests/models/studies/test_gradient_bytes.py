@@ -141,3 +141,15 @@ def test_the_optimizer_time_is_its_pass_over_hbm(host, dtype):
     g = step_graph(p, host.G)
     (opt,) = {t.seconds for t in g.tasks if t.kind == "optimizer"}
     assert opt == pytest.approx(o.time)
+
+
+def test_the_gpu_ranking_reduces_the_gradients_at_their_bytes():
+    # 8 GPUs of one board, nothing hidden: the all_reduce moves 2 x 7/8 of the gradients over each
+    # GPU's NVLink, 4 bytes a parameter in bf16 and 2 in fp16 (an H100's 450 GB/s each way).
+    from models.studies.compute import GENERATIONS
+    from models.studies.planner import gpus_ranking
+    w = workload(DENSE)
+    for dtype, grad in (("bf16", 4), ("fp16", 2)):
+        (h100,) = [r for r in gpus_ranking(DENSE, dtype=dtype, overlap=0.0) if r.generation == "H100"]
+        assert GENERATIONS["H100"].nvlink_bandwidth == 450e9
+        assert h100.communication == pytest.approx(2 * 7 / 8 * w.parameters * grad / 450e9)
