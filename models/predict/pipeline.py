@@ -62,7 +62,7 @@ the channels and threads left after ``getAlgoInfo``'s reduction)::
   scaling it by SM clock (1.53 GHz to about 1.9) would take a fifth off and change no verdict below.
   At 1 GiB every step is full and the work hides or is a few % of a step; at 64 MiB on the 72
   GPUs of an NVL72 rack, all_gather and reduce_scatter run ring LL128 in steps of 58 KB (a tenth
-  of a full step) and the work adds about 37 % to the table's time.
+  of a full step) and the work adds about 37 % to the table's time (a ramp cell: below).
 - ``fill``: the hops before the last rank of a chain receives, ``n - 1`` of them (``nnodes - 1``
   between hosts); a tree all_reduce's chain up and down, ``2 x (ppn - 1 + log2(nnodes))``; 0 on a
   ring (every rank sends from its first step). Chains forward finer than a posted slice (the
@@ -108,6 +108,41 @@ Residual not modelled: NCCL 2.5's LL128 all_reduce on the DGX-2 runs at about 0.
 NCCL's table gives it (12.9 GB/s per channel where broadcast's LL128 reaches 16.4), so 8-16 MiB
 all_reduce stays 10-15 % fast; no source here says why a ring's LL128 step is slower than a
 chain's [U].
+
+The 72-GPU NVL72 64 MiB cell is a ramp cell, not a large one
+-------------------------------------------------------------
+Its all_gather / reduce_scatter (ring LL128, 16 channels, NCCL 2.27.7) runs 71 steps of 58255 B:
+per step 1.43 us of data, 1.31 us of exposed work, against NCCL's 1.9 us ``hwLat``. A forced ring
+LL128 all_gather of 7456640 B on a DGX B200 (8 GPUs, the same 16 x 45 GB/s ring) runs 7 steps of
+the same 58255 B with the same 1.43 and 1.31 us (``test_pipeline.py``). Both add ``steps x
+exposed`` to NCCL's time, a per-step ratio of 1.31 / (1.9 + 1.43) = +39 %; the 8-GPU cell shows
++25 % (NCCL's 14 us base weighs against 7 steps), the 72-GPU one +37 % (against 71). So no rule
+of the per step can bring the 72-GPU cell to NCCL's time without moving the 1-64 MiB LL128
+cells of every 8-GPU node as much, and none of NCCL's sources here makes a ring's LL128 step
+depend on the rank count. Rules tried on the 256 KiB - 64 MiB LL128 cells at ``-g 1`` (dgxh100,
+dgxa100, dgx1v, 2xdgxh100) and that cell (issue 39; not taken):
+
+- ``max(host + work, NCCL's latency + data, the ranks in lockstep)`` (NCCL's ``hwLat`` holds the
+  work): 343.1 -> 250.2 us, but the small systems' cells move by up to -36 % (2xdgxh100
+  all_gather 1 MiB), -31 % (dgx1v all_reduce 1 MiB), the way the held-out sweeps say the model
+  is already too fast;
+- the exposed work in the per-step chain, ``max(host, NCCL's latency, fill + steps x (handshake
+  + exposed)) + data``: 265.2 us, the same moves of the small systems;
+- ``comm->nChannels`` (twice the graph's, ``ncclTopoPostset``; 32 on Blackwell in v2.27) for the
+  launch: the step halves and the block's slack doubles, 315 us, and the link-bound 8-GPU cells
+  lose most of their exposed work.
+
+The DGX-2 calibration sweep, for the record (``dgxtopo check``, all_reduce ``-g 12``): 2.5.7
+|time error| median / max 2.0 / 6.4 % below 1 MiB, 5.2 / 13.2 % at 1-64 MiB, 1.7 / 8.3 % from
+64 MiB; 2.27.7 2.2 / 10.7, 14.9 / 26.8, 1.2 / 3.5 %. Its 32-128 MiB rows (Simple) read the host's
+59.8 us plus the data (565.7 us measured at 32 MiB, 562.5 so computed), not NCCL 2.5.7's ring
+Simple latency (8.4 + 22 x 5.7 = 133.8 us) that the model keeps as a floor (+12.5 %, +8.3 %,
++4.7 %). Taking off NCCL's per-step latency where a step's other slice in flight hides it would
+bring them to -0.6, +1.3 and +1.1 % (both releases), but moves a lone 64 MiB Simple ring at
+``-g 1`` by -2.5 % (DGX-1) to -21 % (DGX B200), and a 1 GiB one by -14 % on an NVL72 rack and
+-25 % on two, past the 1 % a large message may move; not taken. Its 4-16 MiB LL128 rows rise at 42.1 GB/s (0.79
+of the 52.97 modelled, NCCL 2.5.7's ``ll128MaxBw`` all_reduce cap, 100 GB/s bus): the residual
+above.
 """
 
 from __future__ import annotations

@@ -144,6 +144,31 @@ def test_large_messages_move_at_most_one_percent(large_fabrics, system, collecti
         assert a - b == pytest.approx(p.steps * p.exposed, rel=1e-6) and a > b * 1.3
 
 
+def test_the_nvl72_64_mib_cell_steps_as_an_8_gpu_ramp_cell(large_fabrics):
+    """The 72-GPU 64 MiB all_gather (ring LL128, 16 channels of 45 GB/s) runs steps of the bytes,
+    data time and exposed work of a forced ring LL128 all_gather of 16 x 8 x 58255 B on a DGX
+    B200 (the same 16 x 45 GB/s ring, 8 GPUs): only the step count differs, 71 against 7, so its
+    +37 % over NCCL's time is the ramp's per-step cost, not a fact of 72 ranks (pipeline module
+    docstring, "The 72-GPU NVL72 64 MiB cell is a ramp cell")."""
+    cells = {}
+    for system, size in (("gb200nvl72", 64 * 2**20), ("dgxb200", 16 * 8 * 58255)):
+        if system not in large_fabrics:
+            large_fabrics[system] = models.PreparedFabric(topo.build(system))
+        fab = large_fabrics[system]
+        e = models.estimate(fab, "all_gather", [size], algorithm="ring", protocol="LL128")
+        m = measured(e, fab)
+        cells[system] = (m.pipelines[0], float(m.time[0]), float(measured(e, fab, pipeline=False).time[0]))
+    (big, big_t, big_table), (small, small_t, small_table) = cells["gb200nvl72"], cells["dgxb200"]
+    assert (big.steps, small.steps) == (71, 7)
+    assert big.step_bytes == small.step_bytes == 58255 and big.launch.nchannels == small.launch.nchannels == 16
+    assert big.data_time / big.steps == pytest.approx(small.data_time / small.steps, rel=1e-3)
+    assert big.exposed == pytest.approx(small.exposed, rel=1e-3) and big.exposed > 0
+    for p, t, table in ((big, big_t, big_table), (small, small_t, small_table)):
+        assert t - table == pytest.approx(p.steps * p.exposed, rel=1e-6)
+    # the same per-step add weighs more against NCCL's 14 us base over 71 steps than over 7
+    assert big_t / big_table > small_t / small_table > 1.2
+
+
 def test_a_link_bound_block_hides_its_work_in_the_wait():
     """Where a link, not the block, binds (the block could move ``block_rate``), the block waits
     ``per_step x (1 - rate / block_rate)`` a step, and its work fills that wait first."""
