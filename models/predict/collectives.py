@@ -155,7 +155,7 @@ class CollectiveEstimate:
     ring, tree : ChannelSearch or None
         The channel searches behind the estimate.
     bottleneck : tuple
-        The edges that bind the bandwidth that runs (for the largest size).
+        The edges that bind the bandwidth that runs (for the largest size: a summary, shown).
     selection : Selection or None
         NCCL's full tuning table for these sizes (None outside NCCL's tuning model).
     model : str
@@ -177,6 +177,13 @@ class CollectiveEstimate:
     schedule : models.predict.alltoall.P2pSchedule or None
         alltoall and sendrecv: NCCL's per-peer schedule at the largest size (rounds, channels per
         peer, chunk, protocol, the binding term); None for the others.
+    bottlenecks : tuple of (str, tuple)
+        Per algorithm that runs at some size, ``(name, edges)``: the edges that bind it (its
+        search's, or across hosts the network's where the network binds it); ``bottleneck`` is
+        the largest size's. What each size's measured time reads (:mod:`models.predict.measure`),
+        so a size's figure does not depend on the other sizes asked with it.
+    schedules : tuple of models.predict.alltoall.P2pSchedule
+        alltoall and sendrecv: the schedule of every size (flattened); ``schedule`` is the last.
 
     Examples
     --------
@@ -208,6 +215,8 @@ class CollectiveEstimate:
     network: tuple = field(default=(), repr=False)
     algorithms: tuple = field(default=(), repr=False)
     schedule: P2pSchedule | None = field(default=None, repr=False)
+    bottlenecks: tuple = field(default=(), repr=False)
+    schedules: tuple = field(default=(), repr=False)
 
     @property
     def nranks(self) -> int:
@@ -601,7 +610,6 @@ def _nccl_estimate(ctx, collective, size, nodes, ids, pool, protocol):
     per_algorithm = {name: ran[name].nchannels(comm) for name in ran}  # once each, not once a size
     nchannels = np.vectorize(per_algorithm.__getitem__, otypes=[np.int64])(names)
     last = ran[names.reshape(-1)[-1]]
-    bottleneck = last.searched(graphs).bottleneck
     network = ()
     if graphs.ring.nnodes > 1:  # what the network gives the channels NCCL charged only at the NICs
         from .network import network_load  # across hosts only: imported for them
@@ -615,9 +623,12 @@ def _nccl_estimate(ctx, collective, size, nodes, ids, pool, protocol):
             if load is not None:
                 loads.append(dataclasses.replace(load, algorithm=str(name)))
         network = tuple(loads)
-        binding = [n for n in network if n.factor < 1 and n.algorithm == last.name]
-        if binding:
-            bottleneck = binding[0].edges
+
+    def binds(name):  # its search's edges, or the network's where the network binds it
+        binding = [n for n in network if n.factor < 1 and n.algorithm == name]
+        return binding[0].edges if binding else ran[name].searched(graphs).bottleneck
+    bottlenecks = tuple((name, binds(name)) for name in sorted(ran))
+    bottleneck = dict(bottlenecks)[last.name]
     e = _result(collective, ids, nodes, size, selection.time, names, selection.protocol,
                 nchannels, selection.latency, selection.bandwidth, graphs.ring, graphs.tree, bottleneck,
                 selection, f"NCCL {ctx.fabric.profile.version} tuning model")
@@ -626,7 +637,8 @@ def _nccl_estimate(ctx, collective, size, nodes, ids, pool, protocol):
     contenders = ALGORITHMS if ctx.algorithms is ALGORITHMS else \
         ctx.algorithms + tuple(a for a in ALGORITHMS if a.name not in own)
     choice = nvls_choice(collective, size, comm, algorithms=contenders) if collective in NCCL_COLLECTIVES else None
-    return dataclasses.replace(e, nvls=graphs.nvls, nvls_choice=choice, network=network, algorithms=tuple(pool))
+    return dataclasses.replace(e, nvls=graphs.nvls, nvls_choice=choice, network=network, algorithms=tuple(pool),
+                               bottlenecks=bottlenecks)
 
 
 def _p2p_estimate(ctx, collective, size, nodes, ids):
@@ -670,7 +682,7 @@ def _p2p_estimate(ctx, collective, size, nodes, ids):
                 (worst,), None,
                 f"NCCL {profile.version}'s point-to-point schedule: rounds of peers on its p2p channels, "
                 f"over its paths (this project's model; NCCL's tuning model does not cover {collective})")
-    return dataclasses.replace(e, schedule=schedules[-1])
+    return dataclasses.replace(e, schedule=schedules[-1], schedules=tuple(schedules))
 
 
 def _alltoall_load(ctx, nodes) -> tuple:

@@ -44,7 +44,8 @@ from ..engine.results import gpu_set, tidy_records
 from .alltoall import P2pError, nvlink_groups
 from .collectives import CollectiveEstimate, estimate
 
-__all__ = ["DispatchError", "DispatchPath", "DispatchEstimate", "moe_dispatch", "reach"]
+__all__ = ["DispatchError", "DispatchPath", "DispatchEstimate", "moe_dispatch", "reach", "routed_reach",
+           "hierarchical_bytes", "hierarchical_latency", "hierarchical_path", "leg_rates"]
 
 
 class DispatchError(P2pError):
@@ -162,8 +163,63 @@ def _hit(pool: int, held: int, k: int) -> float:
     return 1.0 - comb(pool - held, k) / comb(pool, k)
 
 
+def _units_hit(experts: int, top_k: int, units: int, groups: int, limit: int) -> float:
+    """Expected units (nodes or GPUs, ``experts / units`` consecutive experts each) one token
+    reaches when it picks ``limit`` of ``groups`` groups (``experts / groups`` consecutive
+    experts each) uniformly, then ``top_k`` distinct experts uniformly among theirs."""
+    pool = limit * (experts // groups)
+    held = experts // units
+    if units % groups == 0:  # a group spans units / groups units: a unit is hit if its group is picked
+        return units * limit / groups * _hit(pool, held, top_k)
+    per = groups // units  # a unit holds `per` groups, i of them picked (hypergeometric)
+    picked = sum(comb(per, i) * comb(groups - per, limit - i) * _hit(pool, i * (experts // groups), top_k)
+                 for i in range(1, min(per, limit) + 1))
+    return units * picked / comb(groups, limit)
+
+
+def routed_reach(experts: int, top_k: int, nnodes: int, local_ranks: int, groups: int | None = None,
+                 group_limit: int | None = None) -> tuple:
+    """Expected distinct nodes and GPUs a token reaches under uniform group-limited routing.
+
+    The ``experts`` sit in order on the ``nnodes x local_ranks`` GPUs (node-major) and fall in
+    ``groups`` groups of consecutive experts (DeepSeek-V3's ``n_group``; the nodes when None); a
+    token picks ``group_limit`` groups (``topk_group``; every group when None) uniformly, then
+    ``top_k`` distinct experts uniformly among theirs. Node-limited routing is groups = nodes
+    (:func:`reach`). A node (or GPU) holding part of a group is reached when its group is picked
+    and one of its experts drawn; one holding ``q`` whole groups when one of the picked groups it
+    holds (a hypergeometric count) has one drawn.
+
+    Raises
+    ------
+    DispatchError
+        Groups that neither divide nor are divided by the nodes (and the GPUs), a group limit
+        outside 1 to the groups, experts that do not divide over the groups and GPUs, or
+        ``top_k`` above the experts of ``group_limit`` groups.
+
+    >>> [round(x, 4) for x in routed_reach(256, 8, 8, 8, 8, 4)]  # DeepSeek-V3 on EP 64 over 8 nodes
+    [3.629, 7.3594]
+    """
+    g = nnodes if groups is None else groups
+    m = g if group_limit is None else group_limit
+    gpus = nnodes * local_ranks
+    if g < 1 or not 1 <= m <= g:
+        raise DispatchError(f"routing: expected a group limit from 1 to the {g} groups, received {m}")
+    if experts % g or experts % gpus:
+        raise DispatchError(f"routing: expected {experts} experts to divide over the {g} groups and the {gpus} "
+                            f"GPUs, received {experts % g or experts % gpus} left over")
+    for units, what in ((nnodes, "nodes"), (gpus, "GPUs")):
+        if units % g and g % units:
+            raise DispatchError(f"routing: expected the {g} expert groups to divide or be divided by the "
+                                f"{units} {what}, received neither")
+    if top_k > m * (experts // g):
+        raise DispatchError(f"routing: expected top_k at most the {m * (experts // g)} experts of {m} group(s), "
+                            f"received {top_k}")
+    return _units_hit(experts, top_k, nnodes, g, m), _units_hit(experts, top_k, gpus, g, m)
+
+
 def reach(experts: int, top_k: int, nnodes: int, local_ranks: int, node_limit: int | None = None) -> tuple:
-    """Expected distinct nodes and GPUs a token reaches under uniform node-limited routing.
+    """Expected distinct nodes and GPUs a token reaches under uniform node-limited routing
+    (:func:`routed_reach` with one group per node).
 
     ``M = node_limit`` nodes of ``H``, then ``k`` experts of their ``M E / H``: a node is reached
     with ``M (1 - C(ME/H - E/H, k) / C(ME/H, k))`` expected nodes in all, a GPU likewise with its
@@ -172,11 +228,40 @@ def reach(experts: int, top_k: int, nnodes: int, local_ranks: int, node_limit: i
     >>> [round(x, 4) for x in reach(16, 2, 2, 8)]   # 2 nodes of 8 GPUs, one expert each, top-2
     [1.5333, 2.0]
     """
-    m = nnodes if node_limit is None else node_limit
-    per_node = experts // nnodes
-    per_gpu = per_node // local_ranks
-    pool = m * per_node
-    return m * _hit(pool, per_node, top_k), m * local_ranks * _hit(pool, per_gpu, top_k)
+    return routed_reach(experts, top_k, nnodes, local_ranks, nnodes, node_limit)
+
+
+def hierarchical_bytes(routed: float, nodes_hit: float, gpus_hit: float, nnodes: int, local_ranks: int) -> tuple:
+    """``(nvlink, network)`` bytes one GPU sends in a hierarchical dispatch of ``routed`` bytes of
+    token vectors (tokens x hidden x dtype, each token once): each token once over the network to
+    every other node it reaches, there forwarded over NVLink to the other GPUs it reaches on that
+    node, and sent over NVLink to the GPUs it reaches on its own node (expected values: ``nodes_hit``
+    and ``gpus_hit`` of :func:`routed_reach`, every GPU alike). [bytes]
+
+    >>> hierarchical_bytes(100.0, 2.0, 4.0, 2, 2)  # 2 nodes of 2, every GPU reached
+    (200.0, 100.0)
+    """
+    network = routed * nodes_hit * (nnodes - 1) / nnodes
+    per_node = gpus_hit / nodes_hit if nodes_hit else 0.0  # GPUs reached on a node reached
+    forwarded = network * per_node * (local_ranks - 1) / local_ranks
+    own = routed * gpus_hit * (local_ranks - 1) / (nnodes * local_ranks)
+    return forwarded + own, network
+
+
+def hierarchical_latency(profile, nnodes: int) -> float:
+    """NCCL's base latency and one NVLink hop (one network hop more across nodes) of the
+    profile's ring / Simple tables [U: DeepEP's kernels are not NCCL's]. [s]"""
+    return profile.base_lat("ring", "Simple") + profile.hw_lat("NVLINK", "ring", "Simple") + \
+        (profile.hw_lat("NET", "ring", "Simple") if nnodes > 1 else 0.0)
+
+
+def hierarchical_path(nvlink_bytes: float, network_bytes: float, nvlink_rate: float, network_rate: float,
+                      latency: float) -> DispatchPath:
+    """The hierarchical schedule of these bytes per GPU: both legs pipelined, the slower sets the time."""
+    nvl_time = nvlink_bytes / nvlink_rate if nvlink_rate else 0.0
+    net_time = network_bytes / network_rate if network_rate else 0.0
+    return DispatchPath("hierarchical", nvlink_bytes, network_bytes, nvlink_rate, network_rate, nvl_time, net_time,
+                        latency, latency + max(nvl_time, net_time), "network" if net_time > nvl_time else "nvlink")
 
 
 def _whole(name, value, least=1) -> int:
@@ -263,31 +348,20 @@ def moe_dispatch(G: nx.DiGraph | PreparedFabric, tokens: int, hidden: int, top_k
     per_pair = tokens * top_k * token // n
     flat_e = estimate(fabric, "alltoall", per_pair * n, list(ids))
     s = flat_e.schedule
-    nvl_rate, net_rate = _rates(system, nodes, groups)
+    nvl_rate, net_rate = leg_rates(system, nodes, groups)
     flat_nvl, flat_net = float(per_pair * (local - 1)), float(per_pair * local * (nnodes - 1))
     flat = DispatchPath("flat", flat_nvl, flat_net, nvl_rate, net_rate, flat_nvl / nvl_rate if nvl_rate else 0.0,
                         flat_net / net_rate if net_rate else 0.0, s.latency + s.fill, s.time,
                         "channels" if s.binding == "channels" else "network" if nnodes > 1 else "nvlink")
 
     # hierarchical: once per remote node by RDMA, then once per GPU over NVLink
-    remote_share = (nnodes - 1) / nnodes
-    net_bytes = tokens * token * nodes_hit * remote_share
-    per_node_gpus = gpus_hit / nodes_hit if nodes_hit else 0.0  # GPUs reached on a node reached
-    forwarded = net_bytes * per_node_gpus * (local - 1) / local
-    own = tokens * token * (gpus_hit / (limit * local)) * (limit / nnodes) * (local - 1)
-    nvl_bytes = forwarded + own
-    profile_ = system.profile
-    latency = profile_.base_lat("ring", "Simple") + profile_.hw_lat("NVLINK", "ring", "Simple") + \
-        (profile_.hw_lat("NET", "ring", "Simple") if nnodes > 1 else 0.0)
-    nvl_time = nvl_bytes / nvl_rate if nvl_rate else 0.0
-    net_time = net_bytes / net_rate if net_rate else 0.0
-    hier = DispatchPath("hierarchical", nvl_bytes, net_bytes, nvl_rate, net_rate, nvl_time, net_time, latency,
-                        latency + max(nvl_time, net_time), "network" if net_time > nvl_time else "nvlink")
+    nvl_bytes, net_bytes = hierarchical_bytes(tokens * token, nodes_hit, gpus_hit, nnodes, local)
+    hier = hierarchical_path(nvl_bytes, net_bytes, nvl_rate, net_rate, hierarchical_latency(system.profile, nnodes))
     return DispatchEstimate(ids, tokens, hidden, top_k, experts, dtype_bytes, limit, nnodes, local, nodes_hit,
                             gpus_hit, flat, hier, flat_e)
 
 
-def _rates(system, nodes, groups) -> tuple:
+def leg_rates(system, nodes, groups) -> tuple:
     """NCCL's rate of one GPU's NVLink (all its NVLink edges out) and of its RDMA leg to the GPU
     of the same local index on the next node (the route's narrowest edge at NCCL's capacity)."""
     G = system.G

@@ -36,6 +36,14 @@ port binds: HDR and NDR at 1.035 of NCCL's PCIe figure). The NVLink the channels
 counts by its headroom, achieved over what the channels reserve on it. ``ratio`` is the lowest
 of these.
 
+*Each size by its own algorithm.* NCCL's tuner chooses an algorithm for each call and the call
+runs that algorithm's channels alone (src/enqueue.cc ``topoGetAlgoInfo``), so the binding link
+class, its ratio, the NICs' paths and the host's point-to-point tasks are those of the
+algorithm and schedule that run at the size: a Tree LL128 all_reduce of 256 KiB on two DGX H100
+binds at the NICs' DMA (NDR, 1.035 of NCCL's figure) whether or not a 64 MiB NVLSTree (NVLink 4,
+0.960) is in the same sweep. The sizes are grouped by algorithm (``Measured.ratios``,
+``links``, ``hosts``); ``ratio``, ``link`` and ``host_time`` are the largest size's, shown.
+
 What was fitted, to what
 ------------------------
 Only nccl-tests on 12 GPUs of a DGX-2 (``-g 12``; wohlbier/nccl-tests README, "Results on
@@ -473,8 +481,9 @@ def nccl_link_figure(link: str, profile=None, compute_capability: int | None = N
 
 
 def link_classes(e: Any, G: nx.DiGraph) -> tuple:
-    """Link classes that bind an estimate's bandwidth: the bottleneck's, and across hosts the
-    network's (NCCL's per-NIC figure is not what the NIC sustains).
+    """Link classes that bind an estimate's bandwidth at its largest size: that size's bottleneck
+    (``e.bottleneck``), and across hosts the network's (NCCL's per-NIC figure is not what the NIC
+    sustains). Each size's own binding class is :attr:`Measured.links`.
 
     Parameters
     ----------
@@ -493,10 +502,13 @@ def link_classes(e: Any, G: nx.DiGraph) -> tuple:
     return tuple(sorted(classes))
 
 
-def _bottleneck_classes(e, G) -> set:
-    """The catalogued link classes of an estimate's bottleneck edges."""
+def _bottleneck_classes(e, G, name=None) -> set:
+    """The catalogued link classes of an estimate's bottleneck edges: those of the algorithm
+    ``name`` where the estimate has them per algorithm (:attr:`CollectiveEstimate.bottlenecks`),
+    else its bottleneck at the largest size."""
+    own = dict(getattr(e, "bottlenecks", ()) or ())
     classes = set()
-    for edge in e.bottleneck:
+    for edge in own.get(name, e.bottleneck):
         if G.has_edge(*edge[:2]):
             link = G.edges[edge[0], edge[1]].get("link")
             if link in LINK_CLASSES:
@@ -541,15 +553,17 @@ class Measured:
         Its latency term. [s]
     host_time : float
         ``floor + gpus_per_thread x (launch_per_gpu + enqueue)``; ``enqueue`` a point-to-point
-        group's further tasks (:func:`host_enqueue`), 0 for a collective. [s]
+        group's further tasks (:func:`host_enqueue`), 0 for a collective; the largest size's
+        (``hosts`` has every size's). [s]
     startup : float or numpy.ndarray
         ``max(host_time, nccl_latency)``. [s]
     nccl_bandwidth : float or numpy.ndarray
         NCCL's algorithm bandwidth. [B/s]
     ratio : float
-        Achieved / NCCL-nominal bandwidth of the binding link class.
+        Achieved / NCCL-nominal bandwidth of the binding link class, at the largest size (shown;
+        ``ratios`` has every size's).
     link : str
-        The binding link class (``""`` if none).
+        The binding link class at the largest size (``""`` if none; ``links`` has every size's).
     gpus_per_thread : int
     model : MeasurementModel
     network_factor : float or numpy.ndarray
@@ -567,6 +581,13 @@ class Measured:
     pipelines : tuple of models.predict.pipeline.PipelineTime or None
         Per size (flattened), the kernels' pipeline that timed it (None where NCCL's table did:
         CollNet, a caller's own algorithm, point-to-point); empty when no size was pipelined.
+    ratios : float or numpy.ndarray
+        Per size, ``ratio`` of the algorithm that runs at that size: its own bottleneck's link
+        classes (across hosts its own NICs' paths), never another size's. Default: ``ratio``.
+    links : str or numpy.ndarray
+        Per size, the link class behind ``ratios``. Default: ``link``.
+    hosts : float or numpy.ndarray
+        Per size, the host term with that size's own point-to-point tasks. Default: ``host_time``.
     """
 
     collective: str
@@ -588,6 +609,14 @@ class Measured:
     pipeline: "PipelineFill | None" = None
     nic_paths: tuple = ()
     pipelines: tuple = ()
+    ratios: object = None
+    links: object = None
+    hosts: object = None
+
+    def __post_init__(self) -> None:
+        for name, summary in (("ratios", self.ratio), ("links", self.link), ("hosts", self.host_time)):
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, summary)
 
     @property
     def nranks(self) -> int:
@@ -614,8 +643,8 @@ class Measured:
             "collective": self.collective, "nranks": self.nranks, "nbytes": sizes,
             "time_s": each(self.time), "algbw_Bps": each(self.algbw), "busbw_Bps": each(self.busbw),
             "nccl_time_s": each(self.nccl_time), "nccl_latency_s": each(self.nccl_latency),
-            "host_time_s": self.host_time, "startup_s": each(self.startup),
-            "nccl_bandwidth_Bps": each(self.nccl_bandwidth), "ratio": self.ratio, "link": self.link,
+            "host_time_s": each(self.hosts), "startup_s": each(self.startup),
+            "nccl_bandwidth_Bps": each(self.nccl_bandwidth), "ratio": each(self.ratios), "link": each(self.links),
             "gpus_per_thread": self.gpus_per_thread, "network_factor": each(self.network_factor)})
 
 
@@ -675,9 +704,22 @@ def measured(e: Any, G: nx.DiGraph | PreparedFabric | NcclSystem, *, gpus_per_th
             or not 1 <= gpus_per_thread <= max(1, e.nranks):
         raise MeasurementError(f"gpus_per_thread must be an integer from 1 to {max(1, e.nranks)} "
                                f"(the ranks), received {gpus_per_thread!r}")
-    link, ratio, paths = _binding(e, G, model, profile, view if isinstance(view, NcclSystem) else None)
-    host = model.floor + int(gpus_per_thread) * (model.launch_per_gpu + host_enqueue(e))
     nbytes = e.nbytes
+    shape = np.shape(nbytes)
+    # Each size's binding is its own algorithm's: the sizes are grouped by the algorithm that
+    # runs them (a handful), never read off another size of the sweep.
+    ran = np.broadcast_to(np.asarray(getattr(e, "algorithm", ""), dtype=str), shape)
+    found = {name: _binding(e, G, model, profile, view if isinstance(view, NcclSystem) else None, name)
+             for name in sorted(set(ran.reshape(-1).tolist()))}
+    link, ratio, paths = found[str(ran.reshape(-1)[-1])]  # the largest size's: shown
+    links = np.full(shape, link, dtype=np.asarray([b[0] for b in found.values()], dtype=str).dtype)
+    ratios = np.full(shape, ratio, dtype=float)
+    dma = np.zeros(shape, dtype=bool)
+    for name, (bound, value, through) in found.items():
+        where = ran == name
+        links[where], ratios[where] = bound, value
+        dma[where] = bool(through) and bool(bound) and topo.LINKS[bound].kind != "nvlink"
+    host = model.floor + int(gpus_per_thread) * (model.launch_per_gpu + host_enqueue(e))
     startup = np.maximum(host, e.latency)
     bandwidth = e.bandwidth
     network = tuple(getattr(e, "network", ()) or ())
@@ -687,28 +729,36 @@ def measured(e: Any, G: nx.DiGraph | PreparedFabric | NcclSystem, *, gpus_per_th
         algorithms) if factors else np.ones(np.shape(algorithms))
     with np.errstate(divide="ignore", invalid="ignore"):
         transfer = np.where(np.asarray(nbytes) > 0, np.asarray(nbytes, dtype=float)
-                            / (np.asarray(bandwidth, dtype=float) * ratio * network_factor), 0.0)
-    pipes = _pipelines(e, G, profile, ratio * np.asarray(network_factor, dtype=float), step_costs, router,
-                               bool(paths) and bool(link) and topo.LINKS[link].kind != "nvlink") if pipeline else ()
+                            / (np.asarray(bandwidth, dtype=float) * ratios * network_factor), 0.0)
+    pipes = _pipelines(e, G, profile, ratios * np.asarray(network_factor, dtype=float), step_costs, router,
+                       dma) if pipeline else ()
     if any(p is not None for p in pipes):  # the kernels' pipeline times what the tuner chose
-        shape = np.shape(nbytes)
-        flat = [(max(host, float(lat), p.latency), p.work_time) if p is not None else (s, t) for p, s, t, lat in zip(
-            pipes, np.broadcast_to(startup, shape).reshape(-1), np.broadcast_to(transfer, shape).reshape(-1),
-            np.broadcast_to(e.latency, shape).reshape(-1))]
+        flat = [(max(float(h), float(lat), p.latency), p.work_time) if p is not None else (s, t)
+                for p, s, t, lat, h in zip(
+                    pipes, np.broadcast_to(startup, shape).reshape(-1), np.broadcast_to(transfer, shape).reshape(-1),
+                    np.broadcast_to(e.latency, shape).reshape(-1), np.broadcast_to(host, shape).reshape(-1))]
         startup = np.array([f for f, _ in flat]).reshape(shape)
         transfer = np.array([t for _, t in flat]).reshape(shape)
     time = startup + transfer
+    hosts = host
     if np.ndim(nbytes) == 0:
         time, startup = float(time), float(startup)
         network_factor = float(np.asarray(network_factor).reshape(-1)[-1])
-    return Measured(e.collective, tuple(e.gpus), nbytes, time, e.time, e.latency, host, startup,
-                    bandwidth, float(ratio), link, int(gpus_per_thread), model, network_factor, network,
-                    profile.version, pipeline_fill(e, profile, ratio * network_factor), paths, tuple(pipes))
+        ratios, links, hosts = float(ratios), str(links), float(host)
+    return Measured(e.collective, tuple(e.gpus), nbytes, time, e.time, e.latency,
+                    float(np.asarray(host).reshape(-1)[-1]), startup, bandwidth, float(ratio), link,
+                    int(gpus_per_thread), model, network_factor, network, profile.version,
+                    pipeline_fill(e, profile, ratios * network_factor), paths, tuple(pipes), ratios, links, hosts)
 
 
-def host_enqueue(e: Any) -> float:
+def host_enqueue(e: Any) -> float | np.ndarray:
     """The host's work per GPU beyond one operation's launch: a point-to-point group's further
-    tasks (:attr:`models.predict.alltoall.P2pSchedule.enqueue`); 0 for a collective. [s]"""
+    tasks (:attr:`models.predict.alltoall.P2pSchedule.enqueue`), each size its own schedule's
+    (an array of the sizes' shape where the estimate has a schedule per size); 0 for a
+    collective. [s]"""
+    schedules = getattr(e, "schedules", ()) or ()
+    if schedules and len(schedules) == np.size(e.nbytes):
+        return np.array([float(s.enqueue or 0.0) for s in schedules]).reshape(np.shape(e.nbytes))
     return float(getattr(getattr(e, "schedule", None), "enqueue", 0.0) or 0.0)
 
 
@@ -728,7 +778,8 @@ def _line_rate(cell) -> float:
 
 def _pipelines(e, G, profile, achieved, costs, router, dma_bound) -> tuple:
     """Per size (flattened), the pipeline of what NCCL chose (:func:`models.predict.pipeline.pipeline_time`),
-    None where no pipeline is modelled (:func:`models.predict.pipeline.shape_of`); ``()`` when nothing of the estimate is pipelined."""
+    None where no pipeline is modelled (:func:`models.predict.pipeline.shape_of`); ``()`` when nothing of the estimate is pipelined.
+    ``achieved`` and ``dma_bound`` (a NIC's DMA binds) are per size, each its own algorithm's."""
     selection = getattr(e, "selection", None)
     if selection is None or e.collective not in PIPELINE_COLLECTIVES or e.nranks < 2:
         return ()
@@ -737,6 +788,7 @@ def _pipelines(e, G, profile, achieved, costs, router, dma_bound) -> tuple:
     protocols = np.broadcast_to(np.asarray(e.protocol, dtype=str), np.shape(e.nbytes)).reshape(-1)
     factors = np.broadcast_to(np.asarray(achieved, dtype=float), np.shape(e.nbytes)).reshape(-1)
     channels = np.broadcast_to(np.asarray(e.nchannels), np.shape(e.nbytes)).reshape(-1)
+    dma = np.broadcast_to(np.asarray(dma_bound, dtype=bool), np.shape(e.nbytes)).reshape(-1)
     cells = {(c.tuning.algorithm, c.tuning.protocol): c.tuning for c in selection.candidates}
     cc = min(G.nodes[n]["compute_capability"] for n in e.nodes)
     nnodes = e.ring.nnodes if e.ring is not None else 1  # NCCL's nodes (an MNNVL domain is one)
@@ -766,7 +818,7 @@ def _pipelines(e, G, profile, achieved, costs, router, dma_bound) -> tuple:
             graph_channels = ran.blocks(graph_channels, profile, cc, nnodes)
         out.append(pipeline_time(e.collective, name, protocol, int(size), nranks=e.nranks,
                                  graph_channels=graph_channels, rate=bw * float(factors[i]),
-                                 hops=hops[name], profile=profile, dma_bound=dma_bound,
+                                 hops=hops[name], profile=profile, dma_bound=bool(dma[i]),
                                  ring_bandwidth=e.ring.bandwidth if e.ring is not None else float("inf"), costs=costs,
                                  nnodes=nnodes, heads=heads, block_rate=_block_rate(cell, bw) * float(factors[i])))
     return tuple(out)
@@ -802,9 +854,15 @@ def _algorithm(e, index):
     return algorithm_named(str(names[index]), getattr(e, "algorithms", ()) or ALGORITHMS)
 
 
-def _binding(e, G, model, profile, view=None) -> tuple:
-    """The link class that binds an estimate's bandwidth, the ratio of achieved to NCCL's
-    bandwidth it gives, and across hosts the NICs' paths.
+def _binding(e, G, model, profile, view=None, name=None) -> tuple:
+    """The link class that binds an estimate's bandwidth where the algorithm ``name`` runs (of
+    ``e.algorithm``; the largest size's by default), the ratio of achieved to NCCL's bandwidth
+    it gives, and across hosts the NICs' paths.
+
+    Each algorithm binds by its own channels: a tree at 256 KiB runs the tree's edges and NICs,
+    whatever the ring or NVLSTree of a larger size of the same sweep crosses (NCCL launches
+    the one algorithm its tuner chose for each call, src/enqueue.cc ``topoGetAlgoInfo``), so the
+    bottleneck read is the algorithm's own (:attr:`CollectiveEstimate.bottlenecks`).
 
     On one host: the lowest :meth:`MeasurementModel.ratio` over the classes of the bottleneck
     (NCCL's kernels drive every link). Across hosts the PCIe links and the ports carry the NICs'
@@ -828,7 +886,9 @@ def _binding(e, G, model, profile, view=None) -> tuple:
                 facts[key] = found
         return found
 
-    classes = _bottleneck_classes(e, G)
+    if name is None:
+        name = str(np.atleast_1d(np.asarray(getattr(e, "algorithm", ""), dtype=str))[-1])
+    classes = _bottleneck_classes(e, G, name)
     if _nnodes(e) > 1:
         classes.update(fact(("network classes",), lambda: _network_classes(G)))
     classes = tuple(sorted(classes))
@@ -839,7 +899,7 @@ def _binding(e, G, model, profile, view=None) -> tuple:
         ratios = {c: model.ratio(c, profile, cc) for c in classes}
         link = min(ratios, key=ratios.get)
         return link, ratios[link], ()
-    ran = _algorithm(e, -1)
+    ran = algorithm_named(name, getattr(e, "algorithms", ()) or ALGORITHMS)
     search = ran.searched(e) if ran is not None else e.ring
     multimem = ran is not None and ran.multimem
     if search is not None and search.nets:

@@ -126,7 +126,8 @@ def plan_json(p) -> dict:
     ``analytical_step_time_s``, ``simulated_step_time_s``; null where they do not apply),
     throughput (``samples_per_s``, ``tokens_per_s``, ``model_tflops_per_gpu``,
     ``hardware_tflops_per_gpu``, ``mfu``, ``hfu``), ``memory_per_gpu_bytes`` and ``memory``,
-    ``components`` (``time_s``, ``exposed_s``, ``detail`` each), ``exposed_comm_s``, ``groups``,
+    ``components`` (``time_s``, ``exposed_s``, ``detail`` each), ``exposed_comm_s``, ``dispatch``
+    (:func:`_dispatch_json`), ``groups``,
     ``warnings`` and ``calibration`` (:func:`plan_calibration_json`, or null). ``compute``, each
     ``detail``, ``reason``, ``timing_note`` and ``warnings`` are the words of the plan's numbers
     (:func:`models.present.plan_text.compute_note`, :func:`~models.present.plan_text.component_note`,
@@ -161,10 +162,22 @@ def plan_json(p) -> dict:
         "components": {c.name: {"time_s": c.time, "exposed_s": c.exposed, "detail": component_note(c)}
                        for c in p.components},
         "exposed_comm_s": sum(c.exposed for c in p.components if c.name.endswith("_comm")),
+        "dispatch": _dispatch_json(p),
         "groups": {k: [list(g) for g in v] for k, v in p.groups.items()},
         "warnings": list(warning_notes(p)),
         "calibration": plan_calibration_json(p.calibration) if p.calibration is not None else None,
     }
+
+
+def _dispatch_json(p) -> dict | None:
+    """How a plan's expert layers send their tokens: the dispatcher's name and, per byte of a
+    rank's buffer, the bytes one GPU sends over the network and over NVLink (null without
+    expert parallelism)."""
+    d = next((c.detail for c in p.components if c.name == "ep_comm"), None)
+    if d is None or d.degree * d.tensor_degree < 2:
+        return None
+    return {"dispatcher": d.dispatcher.name, "network_fraction": d.network_fraction,
+            "nvlink_fraction": d.nvlink_fraction}
 
 
 def search_json(search, top: int | None = None) -> dict:

@@ -26,6 +26,7 @@ from topo.units import GB, MiB, to_us
 from ..studies.compute import GENERATIONS, TF, ComputeFacts, ComputeModel
 from ..studies.planner.cp_exchange import AllToAllExchange, HierarchicalExchange, RingExchange
 from ..studies.planner.ep_overlap import BatchOverlap, DualPipe, EpOverlap
+from ..studies.planner.dispatcher import FlatDispatch, HierarchicalDispatch
 from ..studies.planner.parallel import SplitError, stage_split
 from ..studies.planner.ranking import GpuRank
 from ..studies.planner.records import (BubbleDetail, Calibration, Component, ComputeDetail, ContextParallelDetail,
@@ -301,6 +302,8 @@ def _bubble_detail(d: BubbleDetail) -> str:
     if own is not None:
         return own(d)
     v, m = d.virtual_stages, d.micro_batches
+    if d.slot > 0 and d.busiest > 0 and abs(d.slot / d.busiest - 1) >= 0.01:  # stages unequal by 1 % or more
+        return f"{(d.stages - 1) / v:g} x the other stages' {to_us(d.slot) / 1e3:.2f} ms"  # (p - 1) / v slots
     return f"(p-1)/{'(v m)' if v > 1 else 'm'} = {d.stages - 1}/{v * m if v > 1 else m} of the ideal step"
 
 
@@ -352,8 +355,13 @@ def _expert_parallel_detail(d: ExpertParallelDetail) -> str:
         return f"{d.layers} MoE layers, experts local (no expert parallelism)"
     overlap = _EP_OVERLAP_WORDS.get(type(d.overlap), f"{d.overlap.name} overlap")
     balance = f", balance x{d.balance:g}" if d.balance != 1 else ""
+    if isinstance(d.dispatcher, FlatDispatch):
+        split = f"{d.network_fraction:.0%} off the NVLink domain"
+    else:  # a token once per node over the network, then over NVLink
+        how = "hierarchical" if isinstance(d.dispatcher, HierarchicalDispatch) else d.dispatcher.name
+        split = f"{how}: {d.network_fraction:.0%} network, {d.nvlink_fraction:.0%} NVLink"
     return (f"{d.layers} MoE layers x dispatch {d.dispatch_bytes / MiB:.1f} + combine {d.combine_bytes / MiB:.1f} "
-            f"MiB per rank over ep{d.degree} ({d.network_fraction:.0%} off the NVLink domain){balance}; {overlap}")
+            f"MiB per rank over ep{d.degree} ({split}){balance}; {overlap}")
 
 
 def _optimizer_detail(d: OptimizerDetail) -> str:

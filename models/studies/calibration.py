@@ -519,11 +519,12 @@ def calibrate(runs: Iterable[NcclTestsRun | P2PBenchmark], G: nx.DiGraph | Prepa
         m = measured(p.estimate, fabric, gpus_per_thread=p.gpus_per_thread, model=model)
         time = np.atleast_1d(m.time)
         bw_share = (time - np.atleast_1d(m.startup)) / time
-        host_share = np.where(m.host_time >= np.atleast_1d(m.nccl_latency), m.host_time / time, 0)
+        hosts = np.broadcast_to(np.atleast_1d(m.hosts), time.shape)
+        host_share = np.where(hosts >= np.atleast_1d(m.nccl_latency), hosts / time, 0)
         launch_rows += int(np.sum(host_share >= _LAUNCH_BOUND))
-        if m.link and np.any(bw_share >= _BANDWIDTH_BOUND):
-            bandwidth_rows += int(np.sum(bw_share >= _BANDWIDTH_BOUND))
-            classes.add(m.link)
+        bound = (bw_share >= _BANDWIDTH_BOUND) & (np.broadcast_to(np.atleast_1d(m.links), time.shape) != "")
+        bandwidth_rows += int(np.sum(bound))
+        classes.update(str(c) for c in np.broadcast_to(np.atleast_1d(m.links), time.shape)[bound])  # each row's own
     if launch_rows:
         names.append("launch_per_gpu")
         if len({p.gpus_per_thread for p in prepared}) > 1:

@@ -43,8 +43,7 @@ from types import MappingProxyType
 from typing import TypeAlias
 
 from ..engine.results import tidy_records
-from .planner.gpu_memory import state_bytes
-from .workload import Op, WorkloadError, matmul_op, memory_op
+from .workload import Op, WorkloadError, matmul_op, memory_op, state_bytes
 
 __all__ = ["GroupedQueryAttention", "LatentAttention", "Attention", "MoeTransformer", "MoeSpecError",
            "MOE_PRESETS", "ModelState", "model_state", "stage_parameters", "moe_workload", "is_moe_spec", "MOE_GRAMMAR"]
@@ -201,6 +200,13 @@ class MoeTransformer:
         The published global batch [sequences] (0: not published).
     source : str
         Where the architecture is stated.
+    routing_groups, group_limit : int
+        Group-limited routing (``n_group``, ``topk_group`` of the config): the experts fall in
+        ``routing_groups`` groups of consecutive experts and a token's experts come from at most
+        ``group_limit`` of them (1 and 1: not limited). DeepSeek-V3 places a group per node, so
+        a token reaches at most 4 nodes (its report's node-limited routing, section 2.1.2 [U]), which
+        bounds the network traffic of its hierarchical dispatch
+        (:mod:`models.studies.planner.dispatcher`).
     """
 
     name: str
@@ -224,6 +230,8 @@ class MoeTransformer:
     tied: bool = False
     global_batch: int = 0
     source: str = ""
+    routing_groups: int = 1
+    group_limit: int = 1
 
     kind = "moe"
     #: Trained with flash attention (the default software stack is ``flash`` where the GPU has it):
@@ -252,6 +260,17 @@ class MoeTransformer:
         if bool(self.sliding_layers) != bool(self.sliding_window):
             raise MoeSpecError(f"sliding_window ({self.sliding_window}) and sliding_layers "
                                f"({self.sliding_layers}) must both be 0 or both >= 1")
+        _whole("routing_groups", self.routing_groups)
+        _whole("group_limit", self.group_limit)
+        if self.experts % self.routing_groups:
+            raise MoeSpecError(f"routing_groups ({self.routing_groups}) must divide the routed experts "
+                               f"({self.experts}): groups of consecutive experts")
+        if self.group_limit > self.routing_groups:
+            raise MoeSpecError(f"group_limit ({self.group_limit}) must be at most routing_groups "
+                               f"({self.routing_groups})")
+        if self.routing_groups > 1 and self.top_k > self.group_limit * (self.experts // self.routing_groups):
+            raise MoeSpecError(f"top_k ({self.top_k}) must be at most the {self.group_limit * self.experts // self.routing_groups} "
+                               f"experts of group_limit ({self.group_limit}) groups")
         if self.shared_experts and not self.shared_ffn:
             object.__setattr__(self, "shared_ffn", self.expert_ffn)
 
@@ -260,6 +279,11 @@ class MoeTransformer:
     def moe_layers(self) -> int:
         """Layers whose FFN is routed experts."""
         return self.layers - self.dense_layers
+
+    @property
+    def group_limited(self) -> bool:
+        """Whether routing limits a token's groups (``group_limit < routing_groups``)."""
+        return self.group_limit < self.routing_groups
 
     @property
     def tokens_per_sample(self) -> int:
@@ -617,6 +641,7 @@ _DEEPSEEK_SOURCE = ("DeepSeek-AI 2024, DeepSeek-V3 Technical Report (arXiv 2412.
                     "config.json of deepseek-ai/DeepSeek-V3: 61 layers, hidden 7168, MLA (128 heads, "
                     "q_lora 1536, kv_lora 512, nope 128, rope 64, v 128), first 3 layers dense (18432), "
                     "256 routed experts top-8 of width 2048 + 1 shared, 1 MTP module, vocab 129280; "
+                    "group-limited routing n_group 8, topk_group 4 (at most 4 nodes, section 2.1.2 [U]); "
                     "pre-trained at 4K tokens, batch up to 15,360 sequences")
 _QWEN3_SOURCE = ("Qwen Team 2025, Qwen3 Technical Report (arXiv 2505.09388) table 2 and config.json of "
                  "Qwen/Qwen3-30B-A3B and Qwen/Qwen3-235B-A22B: 128 experts, top-8, no shared experts, "
@@ -627,7 +652,7 @@ _GPT_OSS_SOURCE = ("OpenAI 2025, gpt-oss-120b & gpt-oss-20b Model Card and confi
                    "vocab 201088")
 _KIMI_SOURCE = ("Moonshot AI 2025, Kimi K2 technical report (arXiv 2507.20534) and config.json of "
                 "moonshotai/Kimi-K2-Instruct: the DeepSeek-V3 architecture with 64 heads, 384 experts "
-                "top-8 + 1 shared, 1 dense layer, vocab 163840")
+                "top-8 + 1 shared, 1 dense layer, vocab 163840; n_group 1, topk_group 1 (routing not limited) [U]")
 
 #: The MoE presets by name.
 MOE_PRESETS: Mapping[str, MoeTransformer] = MappingProxyType({w.name: w for w in (
@@ -637,7 +662,8 @@ MOE_PRESETS: Mapping[str, MoeTransformer] = MappingProxyType({w.name: w for w in
                    experts=8, top_k=2, expert_ffn=16384, source=_MIXTRAL_SOURCE),
     MoeTransformer("deepseek-v3", 61, 7168, 129280, 4096, LatentAttention(128, 1536, 512, 128, 64, 128),
                    experts=256, top_k=8, expert_ffn=2048, shared_experts=1, dense_layers=3,
-                   dense_ffn=18432, mtp_layers=1, global_batch=15360, source=_DEEPSEEK_SOURCE),
+                   dense_ffn=18432, mtp_layers=1, global_batch=15360, source=_DEEPSEEK_SOURCE,
+                   routing_groups=8, group_limit=4),
     MoeTransformer("qwen3-30b-a3b", 48, 2048, 151936, 4096, GroupedQueryAttention(32, 4, 128, qk_norm=True),
                    experts=128, top_k=8, expert_ffn=768, source=_QWEN3_SOURCE),
     MoeTransformer("qwen3-235b-a22b", 94, 4096, 151936, 4096, GroupedQueryAttention(64, 4, 128, qk_norm=True),
@@ -654,7 +680,8 @@ MOE_PRESETS: Mapping[str, MoeTransformer] = MappingProxyType({w.name: w for w in
 _GQA_KEYS = ("kv_heads", "head_dim")
 _MLA_KEYS = ("q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
 _MOE_KEYS = ("layers", "hidden", "vocab", "seq", "heads", "experts", "top_k", "expert_ffn", "shared_experts",
-             "shared_ffn", "dense_layers", "dense_ffn", "sliding_window", "sliding_layers", "mtp_layers", "batch")
+             "shared_ffn", "dense_layers", "dense_ffn", "sliding_window", "sliding_layers", "mtp_layers", "batch",
+             "routing_groups", "group_limit")
 _MOE_REQUIRED = ("layers", "hidden", "vocab", "seq", "heads", "experts", "top_k", "expert_ffn")
 # Whole numbers above this are refused (far beyond any model: every count stays a finite float).
 _MOE_LIMIT = 100_000_000
@@ -663,7 +690,7 @@ _MOE_LIMIT = 100_000_000
 MOE_GRAMMAR = ("a MoE preset name (" + ", ".join(MOE_PRESETS) + ") or moe:layers=L,hidden=H,vocab=V,seq=S,"
                "heads=A,experts=E,top_k=K,expert_ffn=F[,kv_heads=G][,head_dim=D][,shared_experts=N]"
                "[,shared_ffn=F][,dense_layers=N,dense_ffn=F][,sliding_window=W,sliding_layers=N]"
-               "[,mtp_layers=N][,batch=B], with q_lora_rank, kv_lora_rank, qk_nope_head_dim, "
+               "[,mtp_layers=N][,batch=B][,routing_groups=G,group_limit=M], with q_lora_rank, kv_lora_rank, qk_nope_head_dim, "
                "qk_rope_head_dim and v_head_dim for latent attention (MLA)")
 
 

@@ -71,8 +71,7 @@ from ..predict.simulate import EVENTS_PER_TASK, MAX_EVENTS, SimulationResult, si
 from ..predict.taskgraph import MAX_BYTES, Task, TaskGraph
 from .compute import ComputeModel, compute_model, gpu_of
 from .moe import is_moe_spec, moe_workload
-from .planner.gpu_memory import optimizer_pass_bytes, state_bytes
-from .workload import CNN, DEFAULT_BUCKET, activation_bytes_per_element, dtype_bytes, \
+from .workload import CNN, DEFAULT_BUCKET, activation_bytes_per_element, dtype_bytes, optimizer_pass_bytes, state_bytes, \
     workload as as_workload, Workload
 
 __all__ = ["StepGraphError", "PlanDoesNotFitError", "step_graph", "step_graph_size", "check_step_events", "folds",
@@ -534,15 +533,24 @@ def _schedule(out, plan: Any, w: Workload, *, bucket: float, fold: bool, times: 
 def one_f_one_b(pp: int, p: int, m: int) -> list:
     """Stage ``p``'s blocks in 1F1B's program order: ``min(pp - p - 1, m)`` warm-up forwards, then
     a forward and a backward in turn, then the cool-down backwards; ``("F" or "B", micro-batch)``."""
-    warm = min(pp - p - 1, m)
-    order = [("F", i) for i in range(warm)]
-    f_next = warm
-    for i in range(m):
-        if f_next < m:
-            order.append(("F", f_next))
-            f_next += 1
-        order.append(("B", i))
-    return order
+    return [block for unit in one_f_one_b_units(min(pp - p - 1, m), m, paired=False) for block in unit]
+
+
+def one_f_one_b_units(warmup: int, micro_batches: int, *, paired: bool) -> tuple:
+    """A stage's 1F1B program as units of ``("F" or "B", micro-batch)`` blocks: ``warmup``
+    forwards, then forward ``i + warmup`` and backward ``i`` (one unit of both when
+    ``paired``, else one each, the forward first), then the last ``warmup`` backwards.
+
+    >>> one_f_one_b_units(1, 3, paired=False)
+    ((('F', 0),), (('F', 1),), (('B', 0),), (('F', 2),), (('B', 1),), (('B', 2),))
+    >>> one_f_one_b_units(1, 3, paired=True)
+    ((('F', 0),), (('F', 1), ('B', 0)), (('F', 2), ('B', 1)), (('B', 2),))
+    """
+    units: list = [(("F", i),) for i in range(warmup)]
+    for i in range(micro_batches - warmup):
+        pair = (("F", i + warmup), ("B", i))
+        units += [pair] if paired else [pair[:1], pair[1:]]
+    return tuple(units + [(("B", i),) for i in range(micro_batches - warmup, micro_batches)])
 
 
 def hosts_alike(G, maps) -> bool:

@@ -68,7 +68,8 @@ __all__ = ["DEFAULT_BUCKET", "DTYPES", "LOW_PRECISION", "QUANTISED_BYTES",
            "ConvLayer", "CNN", "PRESETS", "MoeNotPlannedError",
            "WORKLOAD_GRAMMAR", "WORKLOAD_LIMITS", "HEADS", "WorkloadError", "UnknownWorkloadError",
            "UnknownDtypeError", "UnknownSoftwareError", "workload", "parse_workload", "dtype_bytes",
-           "activation_bytes_per_element", "software", "resnet50", "TpLimit", "TpConstraint", "tp_limit",
+           "activation_bytes_per_element", "state_bytes", "optimizer_pass_bytes", "software", "resnet50", "TpLimit",
+           "TpConstraint", "tp_limit",
            "with_seq_length"]
 
 #: Bytes per element of each training dtype's matmul operands. ``tf32`` is fp32 storage with
@@ -155,6 +156,61 @@ def activation_bytes_per_element(dtype: str) -> int:
     fp8 recipes keep activations and weights in 16-bit and cast at each matmul.
     """
     return 4 if dtype_bytes(dtype) == 4 else 2
+
+
+def state_bytes(dtype: str) -> tuple:
+    """(weights, gradients, optimizer state) bytes per parameter of mixed-precision Adam as
+    Megatron-LM keeps them, before ZeRO shards them. [bytes]
+
+    Megatron-LM's "Distributed Optimizer" documentation tabulates the bytes per parameter: fp16
+    weights with fp16 gradients 20 (4 + 16 / d with the distributed optimizer over d GPUs), bf16
+    weights with fp32 gradients 18 (6 + 12 / d), fp32 16 (8 + 8 / d) [U: recalled, not in the
+    project's references]. With bf16 the gradients accumulate in fp32, 4 bytes per parameter:
+    Megatron-LM's arguments turn ``--accumulate-allreduce-grads-in-fp32`` on for bf16 ("bfloat16
+    requires gradient accumulation and all-reduce to be done in fp32",
+    megatron/training/arguments.py [U: recalled]), so its data-parallel reduction (the all_reduce,
+    or the distributed optimizer's reduce_scatter) runs on that fp32 buffer: the planner prices
+    every gradient collective at this table's gradient bytes and every parameter all_gather (the
+    distributed optimizer's after the step, ZeRO 3's before each pass) at its weight bytes (the
+    step's ``dp_comm``, its step graphs' buckets). The optimizer holds the fp32 master weights and
+    two moments (12). With fp16 the gradients stay fp16 (reduced in fp16) and the optimizer copies
+    them to fp32 beside its 12 (16). The low-precision dtypes (fp8, mxfp8, nvfp4) train with bf16
+    weights (Transformer Engine's recipes cast at each product; DeepSeek-V3 keeps master weights and
+    gradients in fp32, arXiv 2412.19437 section 3.3): as bf16, their gradients reduced in fp32 and
+    their bf16 weights gathered (Megatron-Core's ``--fp8-param-gather``, which keeps and gathers fp8
+    weights, is an option not modelled [U]). Their fp8 weights are cast for each product and not
+    held [U], so the 128 x 128 blocks' scales (4 bytes per 16,384 weights) take no memory here.
+
+    >>> state_bytes("bf16"), state_bytes("fp8"), state_bytes("fp16"), state_bytes("tf32")
+    ((2, 4, 12), (2, 4, 12), (2, 2, 16), (4, 4, 8))
+    """
+    if activation_bytes_per_element(dtype) == 4:
+        return 4, 4, 8
+    if str(dtype).strip().lower() == "fp16":
+        return 2, 2, 16
+    return 2, 4, 12
+
+
+def optimizer_pass_bytes(dtype: str) -> int:
+    """Memory traffic of the optimizer step per local parameter, from :func:`state_bytes`'
+    table: one fused Adam pass (Apex's and Transformer Engine's ``FusedAdam``, the multi-tensor
+    kernels Megatron-LM steps with [U: recalled]) reads each gradient and the optimizer state and
+    writes the optimizer state back, then writes the 16-bit weight it casts from the fp32 master;
+    with fp32 weights the weights are the master, read and written in place. [bytes]
+
+    bf16 (and the low-precision dtypes): gradient 4, master and moments 12 read and 12 written,
+    weight 2 written: 30. fp16: gradient 2, the fp32 copy of it with the master and moments 16
+    read and 16 written (the copy written when made, read by Adam), weight 2: 36. fp32 and tf32:
+    gradient 4, the moments 8 read and 8 written, the weight 4 read and 4 written: 28. Not
+    counted: Megatron-LM's gradient-norm pass for clipping (reads the gradients again) and the
+    zeroing of the gradient buffer before the next step (writes them) [U].
+
+    >>> [optimizer_pass_bytes(dtype) for dtype in ("bf16", "fp8", "fp16", "fp32")]
+    [30, 30, 36, 28]
+    """
+    weight, grad, optimizer = state_bytes(dtype)
+    in_place = weight == 4  # no master copy: the optimizer updates the fp32 weights themselves
+    return grad + 2 * optimizer + (2 if in_place else 1) * weight
 
 
 def is_low_precision(dtype: str) -> bool:

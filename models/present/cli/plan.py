@@ -79,6 +79,7 @@ def layout_options(parser):
 def parallel_options(parser) -> None:
     """``plan``'s (and ``simulate``'s) context, expert and pipeline-split options."""
     from ...studies.planner.cp_exchange import CP_COMM
+    from ...studies.planner.dispatcher import DISPATCHER
     from ...studies.planner.ep_overlap import EP_OVERLAP
     from ...studies.workload import DTYPES
 
@@ -102,6 +103,11 @@ def parallel_options(parser) -> None:
     group.add_argument("--expert-balance", type=_plan_number("--expert-balance", low=1, high=1000, low_open=False),
                        default=1.0, metavar="F",
                        help="the busiest rank's routed tokens over the balanced share (default 1: force-balanced)")
+    group.add_argument("--dispatcher", choices=DISPATCHER,
+                       help="how the expert layers send their tokens: flat (Megatron-Core's all-to-all) or "
+                            "hierarchical (DeepSeek-V3's: once per node over the network, then NVLink) "
+                            "(default: the workload's published software's: hierarchical for group-limited "
+                            "routing, deepseek-v3; else flat)")
     group.add_argument("--dispatch-dtype", choices=DTYPES, metavar="DTYPE",
                        help="dtype of the dispatch all-to-all (default: fp8's quantised copy when training in "
                             "fp8, mxfp8 or nvfp4, else 16-bit)")
@@ -148,7 +154,7 @@ def parallel_values(args) -> dict:
         exchange = HierarchicalExchange(sizes=tuple(sizes))
     return dict(cp=args.cp, cp_comm=exchange, ep=args.ep, etp=args.etp,
                 ep_overlap=_overlap_choice(args.ep_overlap),
-                expert_balance=args.expert_balance, dispatch_dtype=args.dispatch_dtype,
+                expert_balance=args.expert_balance, dispatch_dtype=args.dispatch_dtype, dispatcher=args.dispatcher,
                 first_stage_layers=args.first_stage_layers or 0, last_stage_layers=args.last_stage_layers or 0,
                 embedding_in_split=args.account_for_embedding_in_pipeline_split,
                 loss_in_split=args.account_for_loss_in_pipeline_split)

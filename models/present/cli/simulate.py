@@ -66,7 +66,7 @@ def _simulate(args) -> None:
             ("--bucket", args.bucket), ("--cp", args.cp),
             ("--cp-comm", None if args.cp_comm == "p2p" else args.cp_comm),
             ("--hierarchical-context-parallel-sizes", args.hierarchical_context_parallel_sizes),
-            ("--ep", args.ep), ("--etp", args.etp),
+            ("--ep", args.ep), ("--etp", args.etp), ("--dispatcher", args.dispatcher),
             ("--ep-overlap", None if args.ep_overlap == (NO_OVERLAP,) else args.ep_overlap),
             ("--first-stage-layers", args.first_stage_layers), ("--last-stage-layers", args.last_stage_layers))
             if value is not None]

@@ -4,12 +4,15 @@ job's GPU groups as placed on the fabric (:func:`alltoall_time`).
 One function prices every all-to-all of a plan, through the public collective estimate
 (:func:`models.estimate`, nccl-tests' alltoall: ``nbytes`` is the per-rank buffer), so that a
 better all-to-all model (a per-peer schedule, a hierarchical NVLink-forwarding dispatch) flows
-into the planner by changing this function alone.
+into the planner by changing this function alone; and where an expert-parallel group sits on the
+fabric, for the dispatchers (:func:`dispatch_site`, :mod:`models.studies.planner.dispatcher`).
 """
 
 from __future__ import annotations
 
 from ...predict.collectives import estimate
+from ...predict.dispatch import hierarchical_latency, leg_rates
+from .dispatcher import DispatchSite
 from .parallel import alltoall_split
 from .placement import JobGroups
 
@@ -80,4 +83,32 @@ def _spread_of(fabric: JobGroups, groups) -> tuple:
                 for i in g:
                     shares.setdefault(fabric.host[i], []).append(network)
         found = memo[key] = (fabric.spread(groups)[0], {h: tuple(v) for h, v in shares.items()})
+    return found
+
+
+def dispatch_site(fabric: JobGroups, group) -> DispatchSite:
+    """An expert-parallel group on the fabric (:class:`DispatchSite`): its NVLink domains and GPUs
+    in each (their mean when uneven [U]), one GPU's NVLink and rail rates (NCCL's capacities,
+    :func:`models.predict.dispatch.leg_rates`; the rail no faster than its host's NICs shared by
+    the job's GPUs on it), the hierarchical latency, the flat all-to-all's NVLink and network
+    shares. Kept by the prepared fabric per group shape and job."""
+    group = tuple(group)
+    key = ("planner.dispatch_site", fabric.key(group), tuple(len(h) for h in fabric.hosts))
+    memo = fabric.prepared.memo
+    found = memo.get(key)
+    if found is None:
+        domain = domain_of(fabric)
+        doms: dict = {}
+        for k, i in enumerate(group):
+            doms.setdefault(domain(i), []).append(k)
+        parts = list(doms.values())
+        nnodes, local = len(parts), max(1, len(group) // len(parts))
+        system = fabric.prepared.nccl
+        nvlink, network = leg_rates(system, [fabric.nodes[i] for i in group], parts)
+        if network and fabric.nic_bandwidth:
+            per_host = {h: len(ids) for h, ids in zip((fabric.host[ids[0]] for ids in fabric.hosts), fabric.hosts)}
+            network = min(network, min(fabric.nic_bandwidth[fabric.host[i]] / per_host[fabric.host[i]] for i in group))
+        _, nvlink_share, network_share = alltoall_split(group, domain)
+        found = memo[key] = DispatchSite(nnodes, local, nvlink, network, hierarchical_latency(system.profile, nnodes),
+                                         nvlink_share, network_share)
     return found

@@ -43,6 +43,7 @@ from dataclasses import dataclass
 
 from topo.errors import DgxTopoError
 
+from ..stepgraph import one_f_one_b_units
 from .dualpipe import bubble_units, dualpipe_refusal, stage_of, unpaired_blocks
 from .pair_overlap import communication, pair_exposure
 
@@ -137,10 +138,43 @@ class EpOverlap:
         busy = sum(s for _, s in (*forward, *backward)) - comm
         return self.exposed_ep(comm, busy)
 
-    def alone(self, pp: int, micro_batches: int) -> float:
-        """Of a rank's micro-batches, the share whose blocks run alone, their all-to-alls all
-        exposed whatever :meth:`exposed_pair` hides (0: every block runs in a pair)."""
-        return 0.0
+    def alone(self, pp: int, micro_batches: int, stage: int = 0) -> float:
+        """Of ``stage``'s micro-batches, the share whose blocks run alone, their all-to-alls all
+        exposed whatever :meth:`exposed_pair` hides: those of its :meth:`program`'s warm-up and
+        cool-down (0 for one that pairs no blocks: nothing to hide them behind)."""
+        if not self.two_streams:
+            return 0.0
+        return min(1.0, self.warmup(pp, stage, micro_batches) / micro_batches)
+
+    def warmup(self, pp: int, stage: int, micro_batches: int) -> int:
+        """The forwards ``stage`` runs before its first backward, at most all: 1F1B's ``pp - 1 -
+        stage`` (Megatron-LM's ``forward_backward_pipelining_without_interleaving``); with
+        :attr:`two_streams`, ``2 (pp - 1 - stage) + 1``: Megatron-Core's interleaved
+        schedule's warm-up ``(pp - rank - 1) 2 + (v - 1) pp`` at ``v = 1``, one more with
+        ``--overlap-moe-expert-parallel-comm`` (so that the last stage pairs micro-batch
+        ``i + 1``'s forward with ``i``'s backward, not with its own) [U: both recalled from
+        megatron/core/pipeline_parallel/schedules.py, not re-read; Megatron-Core asks for
+        virtual stages with the overlap when ``pp > 1`` [U], which the step graph does not
+        build]. It is what a paired program needs not to stall: a pair of stage ``s`` waits
+        for the gradient stage ``s + 1``'s pair returns, which waits for a forward of stage
+        ``s``'s; with two warm-up forwards more than the next stage's, that forward is two
+        pairs old and the round trip hidden (with one more only, the two stages take turns)."""
+        if self.two_streams:
+            return min(2 * (pp - 1 - stage) + 1, micro_batches)
+        return min(pp - 1 - stage, micro_batches)
+
+    def program(self, pp: int, stage: int, micro_batches: int) -> tuple:
+        """``stage``'s blocks in program order, as units each started when the one before it has
+        ended (:func:`~models.studies.stepgraph.one_f_one_b_units`): :meth:`warmup` forwards alone, then a forward and a
+        backward (two units, or one pair with :attr:`two_streams`), then the cool-down's
+        backwards alone."""
+        return one_f_one_b_units(self.warmup(pp, stage, micro_batches), micro_batches, paired=self.two_streams)
+
+    def in_flight(self, pp: int, stage: int, micro_batches: int) -> int:
+        """Micro-batches whose activations ``stage`` holds at once: its :meth:`warmup` forwards
+        and the one forward run before the next backward frees one, plus
+        :attr:`extra_in_flight`; at most all."""
+        return min(self.warmup(pp, stage, micro_batches) + 1 + self.extra_in_flight, micro_batches)
 
     def exposed_pp(self, pp_comm: float) -> float:
         """The exposed part of the pipeline sends. [s]"""
@@ -153,14 +187,24 @@ class EpOverlap:
     def bubble(self, pp: int, virtual_stages: int, *, slot: float, backward_input: float = 0.0,
                weight: float = 0.0) -> float:
         """The bubble of a step whose micro-batch takes ``slot`` (its forward, backward and exposed
-        communication), ``backward_input`` of it the backward's input gradients and ``weight``
-        the weight gradients: :meth:`bubble_slots` slots. [s]"""
+        communication; :meth:`fill_slot`), ``backward_input`` of it the backward's input
+        gradients and ``weight`` the weight gradients: :meth:`bubble_slots` slots. [s]"""
         return self.bubble_slots(pp, virtual_stages) * slot
 
+    def fill_slot(self, busiest: float, others: float) -> float:
+        """The slot :meth:`bubble` counts, given the busiest rank's micro-batch and the mean of
+        the other ranks': 1F1B's pipeline fills and drains through the other stages (the
+        textbook makespan of ``m`` micro-batches through stages of times ``t``:
+        ``(m - 1) max t + sum t``, ``m max t`` the ideal step), so ``others``. [s]"""
+        return others
+
     def bubble_fraction(self, pp: int, virtual_stages: int, micro_batches: int, *, slot: float = 0.0,
-                        backward_input: float = 0.0, weight: float = 0.0) -> float:
-        """:meth:`bubble` over the ideal step (``micro_batches`` slots): 1F1B's ``(p - 1) / (v m)``."""
-        return (pp - 1) / (virtual_stages * micro_batches)
+                        backward_input: float = 0.0, weight: float = 0.0, busiest: float = 0.0) -> float:
+        """:meth:`bubble` over the ideal step (``micro_batches`` slots of the ``busiest`` rank):
+        1F1B's ``(p - 1) / (v m)``, times ``slot / busiest`` when both are given (the other
+        stages' slot, :meth:`fill_slot`)."""
+        scale = slot / busiest if slot > 0 and busiest > 0 else 1.0
+        return (pp - 1) / (virtual_stages * micro_batches) * scale
 
     def bubble_terms(self, *, slot: float, backward_input: float, weight: float) -> dict:
         """The terms of its bubble beyond ``p``, ``v`` and ``m`` (a record's columns, SI): none
@@ -179,7 +223,8 @@ class EpOverlap:
 
 @dataclass(frozen=True)
 class BatchOverlap(EpOverlap):
-    """Megatron's batch-level overlap (``batch``): what another micro-batch's compute hides."""
+    """Megatron's batch-level overlap (``batch``): what another micro-batch's compute hides, in
+    1F1B paired: each steady-state forward runs beside a backward as one unit (:meth:`program`)."""
 
     name: str = "batch"
     two_streams: bool = True
@@ -208,10 +253,19 @@ class DualPipe(BatchOverlap):
     def exposed_pp(self, pp_comm: float) -> float:
         return 0.0
 
+    def in_flight(self, pp: int, stage: int, micro_batches: int) -> int:
+        """1F1B's ``pp - stage`` and :attr:`extra_in_flight` more, at most all (its program is
+        :mod:`~models.studies.planner.dualpipe`'s, not :meth:`program`)."""
+        return min(pp - stage + self.extra_in_flight, micro_batches)
+
     def paired_stage(self, pp: int, stage: int) -> int:
         """``pp - 1 - stage``: the program pairs a forward of one direction with a backward of the
         other on the same rank (:func:`~models.studies.planner.dualpipe.stage_of`)."""
         return pp - 1 - stage
+
+    def fill_slot(self, busiest: float, others: float) -> float:
+        """The busiest rank's slot: the report's bubble is in its ``F&B``. [s]"""
+        return busiest
 
     def bubble_slots(self, pp: int, virtual_stages: int) -> float:
         """``pp / 2 - 1``: the report's ``PP/2 - 1`` overlapped pairs' bubble, at most a slot each."""
@@ -231,8 +285,9 @@ class DualPipe(BatchOverlap):
         return min(bubble_units(pp, 0.0, backward_input, weight, pair=slot), self.bubble_slots(pp, 1) * slot)
 
     def bubble_fraction(self, pp: int, virtual_stages: int, micro_batches: int, *, slot: float = 0.0,
-                        backward_input: float = 0.0, weight: float = 0.0) -> float:
-        """:meth:`bubble` over the ideal step, ``micro_batches`` slots of ``F&B``."""
+                        backward_input: float = 0.0, weight: float = 0.0, busiest: float = 0.0) -> float:
+        """:meth:`bubble` over the ideal step, ``micro_batches`` slots of ``F&B`` (``slot``, the
+        busiest rank's)."""
         if slot <= 0:
             return 0.0
         bubble = self.bubble(pp, virtual_stages, slot=slot, backward_input=backward_input, weight=weight)
@@ -248,9 +303,10 @@ class DualPipe(BatchOverlap):
         an even ``pp``, an even micro-batch count of at least ``2 pp``, no interleaving."""
         return dualpipe_refusal(pp, micro_batches, virtual_stages) is not None
 
-    def alone(self, pp: int, micro_batches: int) -> float:
+    def alone(self, pp: int, micro_batches: int, stage: int = 0) -> float:
         """The blocks DualPipe's program runs outside an overlapped pair (the warm-up and the
-        cool-down, :func:`~models.studies.planner.dualpipe.unpaired_blocks`), over the micro-batches."""
+        cool-down, :func:`~models.studies.planner.dualpipe.unpaired_blocks`), over the
+        micro-batches (the busiest rank's, whatever ``stage``)."""
         return min(1.0, unpaired_blocks(pp) / micro_batches)
 
     def rank_stages(self, pp: int) -> tuple:

@@ -33,12 +33,13 @@ from ..compute import ComputeModel, Gpu, compute_model, generation, gpu_of
 from ..moe import is_moe_spec, moe_workload
 from ..workload import CNN, DEFAULT_BUCKET, QUANTISED_BYTES, Workload, activation_bytes_per_element, dtype_bytes, \
     is_low_precision, software as as_software, tp_limit, with_seq_length, workload as as_workload
-from .dispatch import alltoall_time, domain_of
+from .dispatch import alltoall_time, dispatch_site, domain_of
+from .dispatcher import DISPATCHER, Dispatcher, default_dispatcher, dispatcher_named
 from .gpu_memory import memory
 from .parallel_graph import plan_step_graph, plan_step_graph_size
 from .cp_exchange import CP_COMM, RING, CpExchange, cp_exchange_named
 from .ep_overlap import EP_OVERLAP, NO_OVERLAP, EpOverlap, ep_overlap_named
-from .parallel import SplitError, alltoall_split, stage_split
+from .parallel import SplitError, stage_split
 from .parallel_step import is_moe, layer_ops, moe_flops_per_token, parallel_components, parallel_memory
 from .placement import JobGroups, job_gpus, tp_partition
 from ..recomputation import NO_RECOMPUTE, RECOMPUTES, SEARCHED, Recompute, as_recompute
@@ -88,8 +89,10 @@ def _size(name, value) -> float:
 class Context:
     def __init__(self, w, G, gpus, dtype, efficiency, memory_efficiency, overlap, bucket,
                  gen, capacity, software=None, attention_efficiency=None, compute_scale=1.0, profile=None,
-                 ep_overlap=NO_OVERLAP, expert_balance=1.0, dispatch_dtype=None, cp_comm=RING):
+                 ep_overlap=NO_OVERLAP, expert_balance=1.0, dispatch_dtype=None, cp_comm=RING, dispatcher=None):
         self.w = w
+        # how the expert layers dispatch their tokens (None: the workload's published software's)
+        self.dispatcher = default_dispatcher(w) if dispatcher is None else dispatcher
         # the expert overlaps searched (the first where only one applies: a dense workload)
         self.ep_overlaps = tuple(ep_overlap) if isinstance(ep_overlap, tuple) else (ep_overlap,)
         self.ep_overlap = self.ep_overlaps[0]
@@ -263,6 +266,12 @@ def evaluate(ctx: Context, layout: Layout, tp_groups=None, cm=None) -> Plan:
         return fabric.dimension_time(collective, nbytes, dims[dimension])
 
     if layout.extended or is_moe(w):
+        if is_moe(w) and layout.ep > 1:  # the groups the dispatcher's step-graph all-to-alls run over
+            legs: dict = {}
+            for g in groups["ep"]:
+                for name, found in ctx.dispatcher.leg_groups(g, domain_of(fabric)).items():
+                    legs[name] = legs.get(name, ()) + found
+            groups = {**groups, **legs}
         if ctx.ep_overlap.parameter_copies > 1:  # the groups the step reduces each stage's gradients over
             stages = ctx.ep_overlap.rank_stages(layout.pp)
             groups = {**groups, "dp_copies": _with_copies(groups["dp"], groups["pp"], stages),
@@ -326,17 +335,26 @@ def _evaluate_parallel(ctx: Context, layout: Layout, cm, groups, comm) -> tuple:
             return fabric.dimension_time(collective, nbytes, extra[dimension])
         return comm(dimension, collective, nbytes)
 
+    ep_groups = groups.get("ep", ())
+    dispatcher = ctx.dispatcher
+    site = dispatch_site(fabric, ep_groups[0]) if is_moe(w) and ep_groups and len(ep_groups[0]) > 1 else None
+    ep_time = (dispatcher.timer(w, site, lambda nbytes: alltoall_time(fabric, nbytes, ep_groups))
+               if site is not None else None)
+
     def alltoall(dimension, nbytes):
+        if dimension == "ep" and ep_time is not None:
+            return ep_time(nbytes)
         return alltoall_time(fabric, nbytes, a2a.get(dimension) or groups.get(dimension, ()))
 
-    ep_groups = groups.get("ep", ())
-    network = alltoall_split(ep_groups[0], domain_of(fabric))[2] if ep_groups and len(ep_groups[0]) > 1 else 0.0
+    nvlink, network = dispatcher.split(w, site, 1.0) if site is not None else (0.0, 0.0)
     mem = parallel_memory(w, layout, split, dtype=ctx.dtype, capacity=ctx.capacity, flash=cm.stack.flash_attention,
                           ep_overlap=ctx.ep_overlap, balance=ctx.expert_balance)
     components = parallel_components(w, layout, split, cm, comm_all, alltoall, overlap=ctx.overlap,
                                      bucket=ctx.bucket, times=ctx.kernel_times(cm), ep_overlap=ctx.ep_overlap,
                                      balance=ctx.expert_balance, dispatch_elem=ctx.dispatch_elem,
-                                     network_fraction=network, layer_times=ctx.layer_times(cm, layout))
+                                     network_fraction=network, layer_times=ctx.layer_times(cm, layout),
+                                     dispatcher=dispatcher, nvlink_fraction=nvlink,
+                                     dispatch_legs=dispatcher.legs(w, site) if site is not None else ())
     return mem, components
 
 
@@ -600,7 +618,7 @@ def prepare_job(workload, G, *, tp, pp, dp, zero, micro_batch, global_batch, dty
              profile=None, simulate=DEFAULT_SIMULATED, max_events=PLAN_MAX_EVENTS, seq_length=None,
              cp=None, ep=None, etp=None, cp_comm=RING, first_stage_layers=0, last_stage_layers=0,
              embedding_in_split=False, loss_in_split=False, ep_overlap=NO_OVERLAP, expert_balance=1.0,
-             dispatch_dtype=None):
+             dispatch_dtype=None, dispatcher=None):
     """The context of a search and the job's GPU count and global batch."""
     w = moe_workload(workload) if is_moe_spec(workload) else as_workload(workload)
     if seq_length is not None:
@@ -622,6 +640,8 @@ def prepare_job(workload, G, *, tp, pp, dp, zero, micro_batch, global_batch, dty
         if wrong is not None:
             raise PlanError(wrong)
     ep_overlap = _overlaps(ep_overlap)
+    if dispatcher is not None:
+        dispatcher = _strategy("dispatcher", dispatcher, Dispatcher, dispatcher_named, DISPATCHER)
     if (isinstance(expert_balance, bool) or not isinstance(expert_balance, (int, float))
             or not 1 <= expert_balance <= 1000):
         raise PlanError(f"expert_balance must be a number from 1 (force-balanced) to 1000, received {expert_balance!r}")
@@ -648,7 +668,7 @@ def prepare_job(workload, G, *, tp, pp, dp, zero, micro_batch, global_batch, dty
         as_software(software)
     ctx = Context(w, G, gpus, dtype, efficiency, memory_efficiency, overlap, bucket, generation,
                    memory_capacity, software, attention_efficiency, compute_scale, profile, ep_overlap,
-                   float(expert_balance), dispatch_dtype, cp_comm)
+                   float(expert_balance), dispatch_dtype, cp_comm, dispatcher)
     available = len(ctx.fabric.ids)
     if len({len(h) for h in ctx.fabric.hosts}) > 1:
         raise PlanError("expected the same number of GPUs on every host of the job")
@@ -704,7 +724,8 @@ def search(workload: str | Workload, G: nx.DiGraph | PreparedFabric, *, tp: int 
            cp_comm: str | CpExchange = "p2p", first_stage_layers: int = 0, last_stage_layers: int = 0,
            embedding_in_split: bool = False, loss_in_split: bool = False,
            ep_overlap: str | EpOverlap | Sequence[str | EpOverlap] = "none",
-           expert_balance: float = 1.0, dispatch_dtype: str | None = None) -> Search:
+           expert_balance: float = 1.0, dispatch_dtype: str | None = None,
+           dispatcher: str | Dispatcher | None = None) -> Search:
     """Evaluate every layout of the job's GPUs and rank them (fitting first, by step time).
 
     Parameters
@@ -803,6 +824,11 @@ def search(workload: str | Workload, G: nx.DiGraph | PreparedFabric, *, tp: int 
     dispatch_dtype : str, optional
         The dispatch all-to-all's dtype (default: the training dtype's quantised copy for fp8,
         mxfp8 and nvfp4, else 16-bit); the combine is 16-bit.
+    dispatcher : str or Dispatcher, optional
+        How the expert layers dispatch and combine their tokens: ``flat`` (Megatron-Core's
+        all-to-all) or ``hierarchical`` (DeepSeek-V3's, node-limited), a name or the object
+        (:mod:`models.studies.planner.dispatcher`); default: what the workload's published
+        software runs (hierarchical for group-limited routing, DeepSeek-V3; else flat).
 
     Raises
     ------

@@ -27,10 +27,13 @@ tasks sharing the fabric's links:
 * the all-to-alls are :func:`models.predict.simulate.simulate` ``alltoall`` tasks: the per-peer
   flows of :func:`models.estimate`'s all-to-all on the links it charges them (NVLink inside the
   domain, then the network), sharing them with every other task;
-* ``--ep-overlap batch``: the forward and backward blocks of 1F1B's steady state run as two
-  streams of work per stage instead of one after the other, so one micro-batch's all-to-alls run
-  while the other's kernels use the GPU (a GPU still runs one kernel at a time); ``none``: one
-  stream, the all-to-alls on the critical path;
+* each stage runs its overlap's program (:meth:`~models.studies.planner.ep_overlap.EpOverlap.program`),
+  unit by unit: a unit starts when the one before it has ended, its pipeline sends included (a
+  Megatron-LM stage waits for its p2p exchanges [U]), and when its blocks' inputs have arrived.
+  ``none``: 1F1B, a block a unit, the all-to-alls on the critical path; ``--ep-overlap batch``:
+  ``2 (pp - 1 - s) + 1`` warm-up forwards, then a forward and another micro-batch's backward as
+  one unit of two streams of work, so one micro-batch's all-to-alls run while the other's
+  kernels use the GPU (a GPU still runs one kernel at a time), then the cool-down backwards;
 * ``--ep-overlap dualpipe``: DeepSeek-V3's DualPipe instead of 1F1B
   (:mod:`~models.studies.planner.dualpipe`: each rank's program). Rank ``r`` runs stage ``r`` for
   the micro-batches fed at rank 0 and stage ``pp - 1 - r`` for those fed at rank ``pp - 1``
@@ -86,7 +89,7 @@ from ...predict.simulate import MAX_EVENTS, SimulationResult, simulate
 from ...predict.taskgraph import MAX_BYTES, TaskGraph
 from ..compute import ComputeModel
 from ..stepgraph import GraphBuilder, StepGraphError, TaskSink, check_step_events, checked_workload, flat_ids, folds, \
-    is_extended_step, one_f_one_b, pipeline_sends, plan_compute, replica_slot, step_events, step_graph, \
+    is_extended_step, pipeline_sends, plan_compute, replica_slot, step_events, step_graph, \
     step_graph_size, step_workload, tp_collectives
 from ..workload import DEFAULT_BUCKET, activation_bytes_per_element, dtype_bytes, \
     matmul_op, Workload
@@ -269,7 +272,7 @@ def _schedule(out: TaskSink, plan: Any, w, stages, work: _Work | None, *, bucket
     disp = ep_detail.dispatch_bytes if ep_detail is not None else 0.0
     comb = ep_detail.combine_bytes if ep_detail is not None else 0.0
     strategy = _ep_overlap(plan)
-    overlap, bidirectional = strategy.two_streams, strategy.bidirectional
+    bidirectional = strategy.bidirectional
     cp, exchange = lay.cp, lay.cp_comm
     cp_bytes = exchange.buffers(w, lay.micro_batch, cp, tp, act) if cp > 1 else ()
     zero_pass = _Pass()
@@ -280,7 +283,9 @@ def _schedule(out: TaskSink, plan: Any, w, stages, work: _Work | None, *, bucket
     def span(name, p):
         return _spanning(groups.get(name, ()), stage_sets[p], replica0[p])
 
-    ep_groups = [span("ep", p) if lay.ep > 1 else () for p in range(pp)]
+    # the dispatcher's all-to-alls of one dispatch, side by side (flat: one over the ep groups)
+    legs = (ep_detail.legs if ep_detail is not None else ()) or (("ep", 1.0),)
+    ep_groups = [{name: span(name, p) for name, _ in legs} if lay.ep > 1 else {} for p in range(pp)]
     etp_groups = [span("etp", p) if lay.etp > 1 else () for p in range(pp)]
     # the exchange's all-to-all groups and rings of each context-parallel group (the ring: the group)
     cp_all = groups.get("cp", ()) if cp > 1 else ()
@@ -322,6 +327,14 @@ def _schedule(out: TaskSink, plan: Any, w, stages, work: _Work | None, *, bucket
         ids = tuple(out.add(f"{prefix}{k}", op, g, nbytes=nbytes, after=(after,), kind=kind, images=images)
                     for k, (g, images) in enumerate(spanning))
         return ids or after
+
+    def ep_alltoall(prefix, p, nbytes, after):
+        """One dispatch (or combine) of ``nbytes`` per rank on stage ``p``: the dispatcher's legs
+        after ``after``, side by side; what the next task waits for."""
+        if not ep_groups[p]:
+            return after
+        return flat_ids(tuple(collective(prefix if name == "ep" else f"{prefix}{name}.", "alltoall", ep_groups[p][name],
+                                         nbytes * scale, after, "ep_comm") for name, scale in legs))
 
     def zero3_gather(prefix, p, kind, after) -> list:
         d_params, e_params = layer_params[kind]
@@ -381,7 +394,7 @@ def _schedule(out: TaskSink, plan: Any, w, stages, work: _Work | None, *, bucket
                                kind="compute", fold=True)
                 pairs = [(disp, comb)] if fwd else ([(disp, comb)] if full else []) + [(comb, comb)]
                 for x, (d_bytes, c_bytes) in enumerate(pairs):
-                    last = collective(f"{lid}.dispatch{x}.", "alltoall", ep_groups[p], d_bytes, last, "ep_comm")
+                    last = ep_alltoall(f"{lid}.dispatch{x}.", p, d_bytes, last)
                     if lay.etp > 1:
                         last = collective(f"{lid}.etpag{x}.", "all_gather", etp_groups[p], c_bytes * lay.etp,
                                           last, "ep_comm")
@@ -391,7 +404,7 @@ def _schedule(out: TaskSink, plan: Any, w, stages, work: _Work | None, *, bucket
                     if lay.etp > 1:
                         last = collective(f"{lid}.etprs{x}.", "reduce_scatter", etp_groups[p],
                                           c_bytes * lay.etp, last, "ep_comm")
-                    last = collective(f"{lid}.combine{x}.", "alltoall", ep_groups[p], c_bytes, last, "ep_comm")
+                    last = ep_alltoall(f"{lid}.combine{x}.", p, c_bytes, last)
                 if times.rest or w.shared_experts:
                     last = out.add(f"{lid}.c1", "compute", group, seconds=times.rest, after=(last,),
                                    kind="compute", fold=True)
@@ -408,37 +421,39 @@ def _schedule(out: TaskSink, plan: Any, w, stages, work: _Work | None, *, bucket
     for p in range(pp if not bidirectional else 0):
         group = slot(p, 0)
         last_stage = p == pp - 1
-        if shape_only:
-            order = [("F", 0), ("B", m - 1)]
+        if shape_only:  # every forward (backward) block of a stage has the first (last) one's tasks
+            units = ((("F", 0),), (("B", m - 1),))
         else:
-            order = one_f_one_b(pp, p, m)
-        ends: list = []  # the last task of each block, in program order
+            units = strategy.program(pp, p, m)
+        done: tuple = ()  # the ends of the unit before (its blocks and their sends)
         blocks = {}
-        for k, (what, i) in enumerate(order):
-            block_start = out.count
-            base = f"p{p}.{what}{i}"
-            # program order: after the block before; with batch overlap, after the last block of
-            # the same kind (1F1B's steady state pairs a forward with a backward, run side by side)
-            prev = ends[-1] if ends else ""
-            if overlap and k >= 1 and order[k - 1][0] != what:
-                prev = ends[-2] if k >= 2 else ""
+        for unit in units:
+            # a unit starts when the one before it has ended, its sends included (Megatron-LM's
+            # p2p exchanges wait for their sends and receives [U]), and when every block of it has
+            # received its input (a pair's forward and backward start together)
             gate = []
-            if what == "F" and p > 0:
-                gate = [f"p{p - 1}.F{i}.send{r}" for r in range(tp)]
-            if what == "B" and not last_stage:
-                gate = [f"p{p + 1}.B{i}.send{r}" for r in range(tp)]
-            fwd = what == "F"
-            last = block(p, p, fwd, base, prev, gate,
-                         grads=last_grads.setdefault((p, p), []) if not fwd and i == m - 1 else None)
-            if fwd and not last_stage:
-                pipeline_sends(out, base, group, slot(p + 1, 0), tp_bytes / tp, last, fold=True)
-            if not fwd and p > 0:
-                pipeline_sends(out, base, group, slot(p - 1, 0), tp_bytes / tp, last, fold=True)
-            ends.append(last)
-            blocks[what] = out.count - block_start
+            for what, i in unit:
+                if what == "F" and p > 0:
+                    gate += [f"p{p - 1}.F{i}.send{r}" for r in range(tp)]
+                if what == "B" and not last_stage:
+                    gate += [f"p{p + 1}.B{i}.send{r}" for r in range(tp)]
+            ends = []
+            for what, i in unit:
+                block_start = out.count
+                base = f"p{p}.{what}{i}"
+                fwd = what == "F"
+                last = block(p, p, fwd, base, done, gate,
+                             grads=last_grads.setdefault((p, p), []) if not fwd and i == m - 1 else None)
+                ends.append(last)
+                to = (p + 1 if fwd else p - 1)
+                if 0 <= to < pp:
+                    pipeline_sends(out, base, group, slot(to, 0), tp_bytes / tp, last, fold=True)
+                    ends += [f"{base}.send{r}" for r in range(tp)]
+                blocks[what] = out.count - block_start
+            done = flat_ids(tuple(ends))
         if shape_only:
             out.count += (m - 1) * sum(blocks.values())
-        stage_end[p] = flat_ids(ends[-2:] if overlap else ends[-1:])  # with overlap, both streams end it
+        stage_end[p] = done
     # data-parallel gradient buckets: the dense part over dp x cp, the experts over edp; with
     # DualPipe, both copies of a stage's (ranks p and pp - 1 - p) over both ranks' groups
     collective_op = "all_reduce" if lay.zero == 0 else "reduce_scatter"

@@ -27,10 +27,16 @@ Per micro-batch on each stage (the heaviest, compute and exposed communication, 
   ``dualpipe``: stage ``pp - 1 - s``), the two walked phase by phase as the step graph runs them,
   one kernel and one all-to-all at a time (:mod:`~models.studies.planner.pair_overlap`), plus all
   of it for the blocks a schedule runs alone (:mod:`~models.studies.planner.ep_overlap`);
-* ``pp_comm`` and ``bubble``: 1F1B (interleaved) as the dense planner; DualPipe hides the sends
-  and leaves the report's bubble (DeepSeek-V3 Technical Report, arXiv 2412.19437, table 2:
-  ``(PP/2 - 1)(F&B + B - 3W)`` against 1F1B's ``(PP - 1)(F + B)``), ``F&B`` the slot, ``W``
-  the backward's weight gradients (:func:`~models.studies.planner.dualpipe.weight_gradients`)
+* ``pp_comm`` and ``bubble``: 1F1B (interleaved) as the step graph runs it: a rank waits for its
+  sends (a forward's and a backward's from a middle rank, one from an end, each chunk's), the
+  busiest rank's for all ``m`` micro-batches and the others' for the pipeline's fill and drain;
+  the bubble is ``(p - 1) / v`` slots of the other ranks' (their mean micro-batch with its
+  all-to-alls exposed: the fill's forward and the drain's backward run alone), the textbook
+  ``(m - 1) max t + sum t`` of a pipeline of unequal stages, 1F1B's ``(p - 1) / v`` slots when
+  they are equal; batch overlap's warm-up and cool-down blocks (``2 (pp - 1 - s) + 1`` each)
+  run alone; DualPipe hides the sends and leaves the report's bubble (DeepSeek-V3 Technical
+  Report, arXiv 2412.19437, table 2: ``(PP/2 - 1)(F&B + B - 3W)`` against 1F1B's
+  ``(PP - 1)(F + B)``), ``F&B`` the slot, ``W`` the backward's weight gradients (:func:`~models.studies.planner.dualpipe.weight_gradients`)
   and ``B`` the rest of it;
 * ``dp_comm``: the dense gradients over the ``dp x cp`` GPUs holding the same weights, the
   experts' over the ``edp`` GPUs holding the same experts (:func:`~models.studies.planner.step.data_parallel_time`);
@@ -43,8 +49,9 @@ Memory per GPU: the stage's weights, gradients and optimizer state (bytes per pa
 :func:`~models.studies.planner.gpu_memory.state_bytes`; experts over ``etp x ep``,
 ZeRO sharding the dense part over ``dp x cp`` and the experts over ``edp``; ZeRO 3 also holds two
 whole layers gathered; DualPipe keeps two copies of the weights, of their gradients and optimizer
-state, ZeRO sharding them over both copies' GPUs), activations of the micro-batches in flight (``pp - stage`` in 1F1B, one
-more with DualPipe) for ``seq / cp`` tokens (a low-precision cache's tensors at
+state, ZeRO sharding them over both copies' GPUs), activations of the micro-batches in flight
+(``pp - stage`` in 1F1B, one more with DualPipe, ``2 (pp - stage)`` with batch overlap's longer
+warm-up) for ``seq / cp`` tokens (a low-precision cache's tensors at
 :func:`~models.studies.planner.gpu_memory.cached_bytes`: fp8 in DeepSeek-V3's 1 x 128 tiles with
 their fp32 scales) and fp32 logits on the last stage.
 """
@@ -58,6 +65,7 @@ from types import MappingProxyType
 from ..moe import stage_parameters as moe_stage_parameters
 from ..workload import activation_bytes_per_element, dtype_bytes, matmul_op, memory_op, with_seq_length
 from .gpu_memory import cached_bytes, held_parameters, optimizer_pass_bytes, state_bytes
+from .dispatcher import FLAT_DISPATCH, Dispatcher
 from .dualpipe import weight_gradients
 from .ep_overlap import NO_OVERLAP, EpOverlap
 from .pair_overlap import ATTENTION_OPS, block_segments, layer_pass
@@ -282,7 +290,7 @@ def parallel_memory(w, layout: Layout, split: PipelineSplit, *, dtype: str, capa
         params, grads, opt = weight * sharded(3), grad * sharded(2), optimizer * sharded(1)
         if zero >= 3 and held:  # the gathered layer in use and the next one prefetched (FSDP's units) [U]
             params += 2 * weight * _largest_layer(w, layout)
-        in_flight = float(min(pp - s + ep_overlap.extra_in_flight, m))
+        in_flight = float(ep_overlap.in_flight(pp, s, m))  # 1F1B: pp - s; paired: its longer warm-up
         if s == 0 and layout.virtual_stages > 1:
             in_flight *= 1 + (pp - 1) / (pp * layout.virtual_stages)
         kinds = Counter(layer_kind(w, i) for i in held)
@@ -309,15 +317,18 @@ def _no_exchange(att_f: float, att_b: float, full: bool) -> tuple:
 def parallel_components(w, layout: Layout, split: PipelineSplit, cm, comm, alltoall, *, overlap: float,
                         bucket: float, times, ep_overlap: EpOverlap = NO_OVERLAP, balance: float = 1.0,
                         dispatch_elem: float | None = None, network_fraction: float = 0.0,
-                        layer_times=None) -> tuple:
+                        layer_times=None, dispatcher: Dispatcher = FLAT_DISPATCH, nvlink_fraction: float = 0.0,
+                        dispatch_legs: tuple = ()) -> tuple:
     """The components of one step (module docstring).
 
     ``comm(dimension, collective, nbytes)`` times a collective on the layout's ``"tp"``,
     ``"cp_ring"`` (ring neighbours), ``"etp"``, ``"pp"``, ``"dp"`` (the dense gradients' ``dp x
     cp`` groups) or ``"edp"`` groups, ``"dp_copies"`` and ``"edp_copies"`` (those groups joined
     with the other copies' of the same stage, when ``ep_overlap`` holds several); ``alltoall(dimension, nbytes)`` an all-to-all of ``nbytes``
-    per rank on the ``"ep"`` or ``"cp"`` groups. [s] ``network_fraction``: of a dispatch
-    buffer, the share that leaves the NVLink domain (shown in the detail). ``layer_times(kind)``,
+    per rank on the ``"ep"`` or ``"cp"`` groups (``"ep"``: as ``dispatcher`` sends it). [s]
+    ``network_fraction``, ``nvlink_fraction``: of a dispatch buffer, the bytes one GPU sends
+    over the network and over NVLink, and ``dispatch_legs`` the step graph's all-to-alls of one
+    dispatch (:meth:`Dispatcher.legs <models.studies.planner.dispatcher.Dispatcher.legs>`), shown in the detail. ``layer_times(kind)``,
     when given, is ``times(layer_ops(w, kind, layout, cm, act, balance))`` kept by the caller.
     """
     act = activation_bytes_per_element(cm.dtype)
@@ -427,32 +438,46 @@ def parallel_components(w, layout: Layout, split: PipelineSplit, cm, comm, allto
                                first=ends_b[0], last=ends_b[1], **common)))
         per_stage.append(_Stage(0.0, s, fwd, bwd, t_tp, tp_count, cp_time, cp_exposed, ep_time, 0.0, n_moe,
                                 sum(kinds.values()), layer_forward, products, ideal, wgrad))
-    alone = ep_overlap.alone(pp, m)  # the blocks of a warm-up and cool-down run alone: all exposed
     for k, x in enumerate(per_stage):
-        # the forward beside the paired stage's backward, walked as the step graph runs them
+        # the blocks of a warm-up and cool-down run alone (all exposed), the others beside the
+        # paired stage's, walked as the step graph runs them
+        alone = ep_overlap.alone(pp, m, k)
         paired = ep_overlap.exposed_pair(blocks[k][0], blocks[ep_overlap.paired_stage(pp, k)][1]) if walk \
             else ep_overlap.exposed_ep(x.ep, x.forward + x.backward)
         ep_exposed = (1 - alone) * paired + alone * x.ep
         per_stage[k] = dataclasses.replace(x, slot=x.forward + x.backward + x.tp + x.cp_exposed + ep_exposed,
                                            ep_exposed=ep_exposed)
-    # The busiest rank: the stages it runs, each for an equal share of the micro-batches (1F1B: its
-    # own; DualPipe: stages r and pp - 1 - r), their times averaged, the heavier stage's counts.
-    best, busiest = None, ()
-    for ran in ep_overlap.rank_stages(pp):
-        found = _rank_stage([per_stage[s] for s in ran])
-        if best is None or found.slot > best.slot:
-            best, busiest = found, ran
-    assert best is not None
+    # Each rank's micro-batch: the stages it runs, each for an equal share of the micro-batches
+    # (1F1B: its own; DualPipe: stages r and pp - 1 - r), their times averaged, the heavier
+    # stage's counts; and the pipeline sends it waits for (1F1B: a rank's program waits for its
+    # p2p exchanges, Megatron-LM's send_forward_recv_backward and send_backward_recv_forward
+    # [U: recalled]: a forward and a backward send a micro-batch from a middle rank, one from
+    # an end, each of its v chunks but the model's first and last).
+    t_pp_one = comm("pp", "sendrecv", tp_bytes / tp) if pp > 1 else 0.0
+    ranks = []
+    for r, ran in enumerate(ep_overlap.rank_stages(pp)):
+        waits = ep_overlap.exposed_pp((2 * v - (r == 0) - (r == pp - 1)) * t_pp_one) if pp > 1 else 0.0
+        ranks.append((_rank_stage([per_stage[s] for s in ran]), ran, waits))
+    # The busiest (slowest) rank sets the steady state, m of its micro-batches; the pipeline fills
+    # and drains through the others, each for one micro-batch over its v chunks: the flow shop's
+    # (m - 1) max t + sum t (equal stages: 1F1B's (p - 1) / v slots of bubble), the micro-batch
+    # of a warm-up's first forward and a cool-down's last backward, which run alone (their
+    # all-to-alls exposed whatever the overlap)
+    b = max(range(len(ranks)), key=lambda r: ranks[r][0].slot + ranks[r][2])
+    best, busiest, waits = ranks[b]
+    others = [x.slot - x.ep_exposed + x.ep for k, (x, _, _) in enumerate(ranks) if k != b]
+    fill = sum(others) / len(others) if others else best.slot
     slot, fwd, bwd, t_tp, tp_count = best.slot, best.forward, best.backward, best.tp, best.tp_count
     cp_time, cp_exposed, ep_time, ep_exposed = best.cp, best.cp_exposed, best.ep, best.ep_exposed
     n_moe, n_attention, wgrad = best.moe_layers, best.attention_layers, best.weight_gradients
     layer_forward, products, ideal = best.layer_forward, best.products, best.ideal
-    # ---- pipeline
+    # ---- pipeline: every send's time; exposed, the busiest rank's waits and one micro-batch's
+    # of each other rank (the fill and drain)
     sends = v * m + pp - 1
-    t_pp_one = comm("pp", "sendrecv", tp_bytes / tp) if pp > 1 else 0.0
     pp_comm = 2 * sends * t_pp_one
-    pp_exposed = ep_overlap.exposed_pp(pp_comm)
-    bubble = ep_overlap.bubble(pp, v, slot=slot, backward_input=bwd - wgrad, weight=wgrad)
+    pp_exposed = m * waits + sum(x[2] for k, x in enumerate(ranks) if k != b) / v
+    bubble = ep_overlap.bubble(pp, v, slot=ep_overlap.fill_slot(slot, fill), backward_input=bwd - wgrad,
+                               weight=wgrad)
     # ---- data parallel: the dense gradients over dp x cp, the experts' over edp; with several
     # copies of each stage (DualPipe), the busiest rank's stages over all their copies' GPUs
     copies = ep_overlap.parameter_copies
@@ -485,10 +510,12 @@ def parallel_components(w, layout: Layout, split: PipelineSplit, cm, comm, allto
         Component("cp_comm", m * cp_time, m * cp_exposed,
                   ContextParallelDetail(cp, exchange, n_attention, sum(cp_bytes))),
         Component("ep_comm", m * ep_time, m * ep_exposed,
-                  ExpertParallelDetail(layout.ep, layout.etp, n_moe, disp, comb, network_fraction, balance, ep_overlap)),
+                  ExpertParallelDetail(layout.ep, layout.etp, n_moe, disp, comb, network_fraction, balance, ep_overlap,
+                                       dispatcher, nvlink_fraction, dispatch_legs)),
         Component("pp_comm", pp_comm, pp_exposed, PipelineDetail(pp, sends, tp_bytes / tp)),
-        Component("bubble", bubble, bubble, BubbleDetail(pp, v, m, overlap=ep_overlap, slot=slot,
-                                                         backward_input=bwd - wgrad, weight=wgrad)),
+        Component("bubble", bubble, bubble, BubbleDetail(pp, v, m, overlap=ep_overlap,
+                                                         slot=ep_overlap.fill_slot(slot, fill),
+                                                         backward_input=bwd - wgrad, weight=wgrad, busiest=slot)),
         Component("dp_comm", dp_time, dp_exposed,
                   DataParallelDetail(dense_group, layout.zero, reduced * grad_elem, bucket, overlap,
                                      reduced * weight_elem)),

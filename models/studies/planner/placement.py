@@ -128,9 +128,9 @@ class JobGroups:
             # What the step sees is what the machine achieves (models.predict.measure): the host's launch
             # overlaps NCCL's latency, and the links move data at their achieved rate.
             m = e.measurement
-            latency = np.broadcast_to(np.maximum(np.asarray(e.latency, dtype=float), m.host_time),
+            latency = np.broadcast_to(np.maximum(np.asarray(e.latency, dtype=float), m.hosts),
                                       grid.shape)
-            bandwidth = np.broadcast_to(np.asarray(e.bandwidth, dtype=float) * m.ratio, grid.shape)
+            bandwidth = np.broadcast_to(np.asarray(e.bandwidth, dtype=float) * m.ratios, grid.shape)
             pairs = sorted(set(zip(latency.tolist(), bandwidth.tolist())))
             cache[key] = (np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs]))
         return cache[key]

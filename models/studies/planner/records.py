@@ -17,6 +17,7 @@ from ...engine.results import tidy_records
 from ..compute import ComputeFacts
 from ..workload import TpConstraint, Workload
 from .cp_exchange import CP_COMM, RING, CpExchange, cp_exchange_named  # CP_COMM: the exchanges' names
+from .dispatcher import FLAT_DISPATCH, Dispatcher
 from .ep_overlap import NO_OVERLAP, EpOverlap
 from ..recomputation import RECOMPUTES, Recompute, as_recompute
 
@@ -548,6 +549,16 @@ class ExpertParallelDetail:
     overlap : EpOverlap
         How the all-to-alls overlap compute (:mod:`models.studies.planner.ep_overlap`): ``none``,
         ``batch`` (Megatron's batch-level overlap) or ``dualpipe``; records give its name.
+    dispatcher : Dispatcher
+        How the tokens are sent (:mod:`models.studies.planner.dispatcher`): ``flat`` or
+        ``hierarchical``; records give its name.
+    nvlink_fraction : float
+        Of a rank's buffer, the bytes one GPU sends over NVLink per byte (the hierarchical
+        dispatch's forwarding included; ``network_fraction`` likewise over the network).
+    legs : tuple
+        The step graph's all-to-alls of one dispatch, side by side: ``(groups' name, per-rank
+        buffer per byte of the buffer)`` each (:meth:`Dispatcher.legs
+        <models.studies.planner.dispatcher.Dispatcher.legs>`).
     """
 
     degree: int
@@ -558,13 +569,17 @@ class ExpertParallelDetail:
     network_fraction: float
     balance: float
     overlap: EpOverlap
+    dispatcher: Dispatcher = FLAT_DISPATCH
+    nvlink_fraction: float = 0.0
+    legs: tuple = ()
 
     def to_records(self) -> list:
         """One tidy row."""
         return tidy_records({"degree": self.degree, "tensor_degree": self.tensor_degree, "layers": self.layers,
                              "dispatch_bytes": self.dispatch_bytes, "combine_bytes": self.combine_bytes,
                              "network_fraction": self.network_fraction, "balance": self.balance,
-                             "overlap": self.overlap.name})
+                             "overlap": self.overlap.name, "dispatcher": self.dispatcher.name,
+                             "nvlink_fraction": self.nvlink_fraction})
 
 
 @dataclass(frozen=True, slots=True)
@@ -607,7 +622,11 @@ class BubbleDetail:
         (:meth:`~models.studies.planner.ep_overlap.EpOverlap.bubble`): 1F1B's unless DualPipe.
     slot, backward_input, weight : float
         One micro-batch's forward and backward with their exposed communication (DualPipe's
-        ``F&B``), the backward's input gradients (``B``) and weight gradients (``W``). [s]
+        ``F&B``; 1F1B's: the mean of the ranks' but the busiest, which the pipeline fills and
+        drains through, :meth:`~models.studies.planner.ep_overlap.EpOverlap.fill_slot`), the
+        backward's input gradients (``B``) and weight gradients (``W``). [s]
+    busiest : float
+        The busiest rank's micro-batch (0: not given; the bubble then in slots of it). [s]
     """
 
     stages: int
@@ -618,13 +637,16 @@ class BubbleDetail:
     slot: float = 0.0
     backward_input: float = 0.0
     weight: float = 0.0
+    busiest: float = 0.0
 
     @property
     def fraction(self) -> float:
-        """The analytical bubble over the ideal step: 1F1B's ``(p - 1) / (v m)``, or the
-        overlap's own (:meth:`~models.studies.planner.ep_overlap.EpOverlap.bubble_fraction`)."""
+        """The analytical bubble over the ideal step: 1F1B's ``(p - 1) / (v m)`` (times the other
+        ranks' slot over the busiest's), or the overlap's own
+        (:meth:`~models.studies.planner.ep_overlap.EpOverlap.bubble_fraction`)."""
         return self.overlap.bubble_fraction(self.stages, self.virtual_stages, self.micro_batches, slot=self.slot,
-                                            backward_input=self.backward_input, weight=self.weight)
+                                            backward_input=self.backward_input, weight=self.weight,
+                                            busiest=self.busiest)
 
     def to_records(self) -> list:
         """One tidy row (with the overlap's terms of its bubble, DualPipe's ``formula``,

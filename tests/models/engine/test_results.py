@@ -577,9 +577,10 @@ NOT_RESULTS = {
     "Instruction", "RuntimeLimits", "Dialect", "Step", "Threadblock",
     # strategies: NCCL's algorithms (models.engine.nccl.algorithms) and what their latency reads
     "Algorithm", "Ring", "Tree", "Nvls", "NvlsTree", "Pat", "LatencyInputs",
-    # the planner's strategies (models.studies.planner.cp_exchange, .ep_overlap, .recomputation): named in
-    # a plan's rows
+    # the planner's strategies (models.studies.planner.cp_exchange, .ep_overlap, .recomputation, .dispatcher):
+    # named in a plan's rows; a dispatcher's input, the expert-parallel group on the fabric (DispatchSite)
     "CpExchange", "RingExchange", "AllToAllExchange", "HierarchicalExchange", "EpOverlap", "BatchOverlap", "DualPipe", "Recompute",
+    "Dispatcher", "FlatDispatch", "HierarchicalDispatch", "DispatchSite",
     # a block of DualPipe's program (models.studies.planner.dualpipe) and a layer's kernel times by
     # part (.pair_overlap): inputs of the step graph's builder and of the overlapped pairs' walk
     "PipeOp", "LayerPass",

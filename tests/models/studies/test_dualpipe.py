@@ -309,7 +309,7 @@ def test_the_bubble_detail_is_dualpipes_own(cluster):
     assert component_note(b).startswith("(PP/2-1)(F&B+B-3W) = 0 x (")
     one = plan(SMALL, cluster, tp=1, pp=2, ep=8, zero=1, global_batch=64, simulate=0)
     b1 = next(c for c in one.components if c.name == "bubble")
-    assert component_note(b1) == "(p-1)/m = 1/8 of the ideal step" and "formula" not in b1.detail.to_records()[0]
+    assert component_note(b1).startswith("1 x the other stages' ") and "formula" not in b1.detail.to_records()[0]
 
 
 # ------------------------------------------------------------------ refusals

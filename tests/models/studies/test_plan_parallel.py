@@ -211,7 +211,7 @@ def test_cli_plans_deepseek_v3_with_ep(capsys):
     from tests.test_cli_commands import run
 
     status, out, err = run(capsys, "plan", "deepseek-v3", "--system", "32xdgxh100", "--tp", "1", "--pp", "8",
-                           "--ep", "32", "--zero", "1", "--recompute", "full", "--simulate", "0")
+                           "--ep", "32", "--zero", "1", "--recompute", "full", "--simulate", "0", "--dispatcher", "flat")
     assert status == 0, err
     # 4,096 tokens x top-8 x 7,168 x 2 bytes = 448 MiB; ep 32 over 4 hosts: 24 of 32 peers elsewhere.
     assert "dispatch 448.0 + combine 448.0 MiB per rank over ep32 (75% off the NVLink domain)" in out
