@@ -310,12 +310,13 @@ def _bubble_detail(d: BubbleDetail) -> str:
 def _data_parallel_detail(d: DataParallelDetail) -> str:
     if d.degree == 1:
         return "no data parallelism"
+    grads, params = f"{d.nbytes / GB:.2f} GB gradients", f"{d.parameter_bytes / GB:.2f} GB parameters"
     if d.zero == 0:
-        what = f"all_reduce of {d.nbytes / GB:.2f} GB in {d.bucket / MiB:.0f} MiB buckets"
+        what = f"all_reduce of {grads} in {d.bucket / MiB:.0f} MiB buckets"
     elif d.zero in (1, 2):
-        what = "reduce_scatter of gradients (overlapped) + all_gather of parameters (exposed)"
+        what = f"reduce_scatter of {grads} (overlapped) + all_gather of {params} (exposed)"
     else:
-        what = "all_gather of parameters per forward and backward + reduce_scatter of gradients"
+        what = f"all_gather of {params} per forward and backward + reduce_scatter of {grads}"
     overlap = ("overlapped with the backward as the schedule allows" if d.simulated
                else f"overlap {d.overlap:.0%} of the backward")
     return f"{what}; {overlap}"
@@ -364,7 +365,7 @@ def _expert_parallel_detail(d: ExpertParallelDetail) -> str:
 
 
 def _optimizer_detail(d: OptimizerDetail) -> str:
-    return f"Adam pass over {d.parameters / 1e9:.2f} B local parameters"
+    return f"Adam pass: {d.parameters / 1e9:.2f} B local parameters x {d.pass_bytes:g} B"
 
 
 def component_note(c: Component) -> str:
@@ -377,8 +378,8 @@ def component_note(c: Component) -> str:
     >>> from models.studies.planner import BubbleDetail, DataParallelDetail
     >>> component_note(Component("bubble", 0.1, 0.1, BubbleDetail(4, 2, 8)))
     '(p-1)/(v m) = 3/16 of the ideal step'
-    >>> component_note(Component("dp_comm", 0.1, 0.05, DataParallelDetail(2, 0, 1.23e9, 25 * MiB, 0.5)))
-    'all_reduce of 1.23 GB in 25 MiB buckets; overlap 50% of the backward'
+    >>> component_note(Component("dp_comm", 0.1, 0.05, DataParallelDetail(2, 0, 1.23e9, 25 * MiB, 0.5, 0.615e9)))
+    'all_reduce of 1.23 GB gradients in 25 MiB buckets; overlap 50% of the backward'
     """
     d = c.detail
     if d is None or isinstance(d, str):

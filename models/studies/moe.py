@@ -43,7 +43,7 @@ from types import MappingProxyType
 from typing import TypeAlias
 
 from ..engine.results import tidy_records
-from .workload import Op, WorkloadError, activation_bytes_per_element, matmul_op, memory_op
+from .workload import Op, WorkloadError, matmul_op, memory_op, state_bytes
 
 __all__ = ["GroupedQueryAttention", "LatentAttention", "Attention", "MoeTransformer", "MoeSpecError",
            "MOE_PRESETS", "ModelState", "model_state", "stage_parameters", "moe_workload", "is_moe_spec", "MOE_GRAMMAR"]
@@ -538,7 +538,7 @@ class ModelState:
         --------
         >>> row = model_state(MOE_PRESETS["mixtral-8x7b"], ep=8, dp=8).to_records()[0]
         >>> row["stage"], row["expert_parameters"], round(row["total_bytes"] / 1e9, 1)
-        (0, 5637144576.0, 99.0)
+        (0, 5637144576.0, 113.5)
         """
         return tidy_records({"stage": self.stage, "dense_parameters": self.dense_parameters,
                              "expert_parameters": self.expert_parameters, "parameters_bytes": self.parameters,
@@ -578,18 +578,18 @@ def model_state(w: MoeTransformer, *, ep: int = 1, tp: int = 1, etp: int | None 
                 dp: int = 1, cp: int = 1, zero: int = 1, dtype: str = "bf16", split=None) -> ModelState:
     """Model state per GPU with the routed experts sharded by expert parallelism ``ep``.
 
-    Megatron-Core's folding: the dense layers run on ``tp x cp x dp`` GPUs per stage, the
-    expert layers on the same GPUs as ``etp x ep x edp`` (``etp`` defaults to ``tp``), so
-    ``edp = tp cp dp / (etp ep)`` replicas hold each expert. Mixed-precision Adam as the dense
-    planner counts it (:func:`models.studies.planner.memory`): 16-bit weights and gradients
-    (fp32 in fp32/tf32), 12 bytes of optimizer state per parameter (fp32 master and two
-    moments; 8 in fp32); low-precision recipes keep 16-bit weights. ZeRO/distributed optimizer:
-    ``zero >= 1`` shards the optimizer state, ``>= 2`` the gradients, ``>= 3`` the weights, over
-    ``dp x cp`` for the dense part and over ``edp`` for the experts. Stage 0 holds the
-    embedding, the last stage the head and the MTP modules (as DeepSeek-V3 places them);
-    the heaviest stage is returned. ``split``, when given, is the model indices of each stage's
-    layers (``pp`` of them; :func:`models.studies.planner.parallel.stage_split`'s ``stages``)
-    instead of the even split.
+    Megatron-Core's folding: the dense layers run on ``tp x cp x dp`` GPUs per stage, the expert
+    layers on the same GPUs as ``etp x ep x edp`` (``etp`` defaults to ``tp``), so ``edp = tp cp dp
+    / (etp ep)`` replicas hold each expert. Mixed-precision Adam as the planner counts it, from its
+    one table (:func:`models.studies.planner.gpu_memory.state_bytes`): bf16 and the low-precision
+    recipes 16-bit weights, fp32 gradients and 12 bytes of optimizer state (fp32 master and two
+    moments); fp16 16-bit weights and gradients and 16 bytes of optimizer state; fp32 4 + 4 + 8.
+    ZeRO/distributed optimizer: ``zero >= 1`` shards the optimizer state, ``>= 2`` the gradients,
+    ``>= 3`` the weights, over ``dp x cp`` for the dense part and over ``edp`` for the experts.
+    Stage 0 holds the embedding, the last stage the head and the MTP modules (as DeepSeek-V3 places
+    them); the heaviest stage is returned. ``split``, when given, is the model indices of each
+    stage's layers (``pp`` of them; :func:`models.studies.planner.parallel.stage_split`'s
+    ``stages``) instead of the even split.
 
     Raises
     ------
@@ -611,8 +611,7 @@ def model_state(w: MoeTransformer, *, ep: int = 1, tp: int = 1, etp: int | None 
     if pp > w.layers:
         raise MoeSpecError(f"pp ({pp}) must be at most the layers ({w.layers}) of {w.name}")
     edp = dense_group // (etp * ep)
-    weight = activation_bytes_per_element(dtype)
-    optimizer = 8 if weight == 4 else 12
+    weight, grad, optimizer = state_bytes(dtype)
     if split is None:
         stages = _stages(w, pp)
     else:
@@ -626,7 +625,7 @@ def model_state(w: MoeTransformer, *, ep: int = 1, tp: int = 1, etp: int | None 
         d, e = dense / tp, experts / (etp * ep)
         shard_d, shard_e = dp * cp, edp
         params = weight * (d / (shard_d if zero >= 3 else 1) + e / (shard_e if zero >= 3 else 1))
-        grads = weight * (d / (shard_d if zero >= 2 else 1) + e / (shard_e if zero >= 2 else 1))
+        grads = grad * (d / (shard_d if zero >= 2 else 1) + e / (shard_e if zero >= 2 else 1))
         opt = optimizer * (d / (shard_d if zero >= 1 else 1) + e / (shard_e if zero >= 1 else 1))
         state = ModelState(s, d, e, params, grads, opt)
         if best is None or state.total > best.total:

@@ -19,13 +19,15 @@ Large-Scale Language Model Training on GPU Clusters Using Megatron-LM", sections
 * data parallel: gradients are reduced in buckets of ``bucket`` bytes (PyTorch DDP's
   ``bucket_cap_mb``, 25 MiB) as the last micro-batch's backward produces them, layer by layer
   from the last (DDP and Megatron accumulate over the other micro-batches without
-  communicating); ZeRO 1/2 reduce_scatter them and all_gather the updated parameters after the
+  communicating), at the gradients' bytes per parameter and the parameters' gathered at theirs
+  (:func:`models.studies.planner.gpu_memory.state_bytes`: fp32 gradients and bf16 parameters for
+  bf16); ZeRO 1/2 reduce_scatter them and all_gather the updated parameters after the
   optimizer; ZeRO 3 also all_gathers each layer's parameters before its forward and backward of
   every micro-batch, prefetched one layer ahead: a layer's gather is issued when the layer before
   it starts (Rajbhandari et al. 2020; the depth of DeepSpeed's stage-3 prefetch is a bucket of
   parameters, taken here as one layer [U]);
 * the optimizer: a memory-bound pass over the local optimizer state
-  (:data:`models.studies.planner.OPTIMIZER_PASS_BYTES` per parameter).
+  (:func:`models.studies.planner.gpu_memory.optimizer_pass_bytes` per parameter).
 
 The core every step graph shares (this module's dense step and
 :mod:`models.studies.planner.parallel_graph`'s steps with context or expert parallelism, a
@@ -69,7 +71,7 @@ from ..predict.simulate import EVENTS_PER_TASK, MAX_EVENTS, SimulationResult, si
 from ..predict.taskgraph import MAX_BYTES, Task, TaskGraph
 from .compute import ComputeModel, compute_model, gpu_of
 from .moe import is_moe_spec, moe_workload
-from .workload import CNN, DEFAULT_BUCKET, OPTIMIZER_PASS_BYTES, activation_bytes_per_element, dtype_bytes, \
+from .workload import CNN, DEFAULT_BUCKET, activation_bytes_per_element, dtype_bytes, optimizer_pass_bytes, state_bytes, \
     workload as as_workload, Workload
 
 __all__ = ["StepGraphError", "PlanDoesNotFitError", "step_graph", "step_graph_size", "check_step_events", "folds",
@@ -397,8 +399,7 @@ def _schedule(out, plan: Any, w: Workload, *, bucket: float, fold: bool, times: 
     lay = plan.layout
     tp, pp, dp, m, b = lay.tp, lay.pp, lay.dp, lay.micro_batches, lay.micro_batch
     act_elem = activation_bytes_per_element(plan.dtype)
-    elem = dtype_bytes(plan.dtype)
-    grad_elem = act_elem
+    weight_elem, grad_elem, _ = state_bytes(plan.dtype)  # the gradients at their own bytes (fp32 for bf16)
     tp_bytes = b * w.seq * w.hidden * act_elem
     base, more = divmod(w.layers, pp)
     layers = [base + (s < more) for s in range(pp)]  # the first stages take the remainder
@@ -409,7 +410,7 @@ def _schedule(out, plan: Any, w: Workload, *, bucket: float, fold: bool, times: 
     last_grads = {(d, p): [] for d in replicas for p in range(pp)}  # the last backward's layer ends
     stage_end: dict = {}
     dp_group = {(p, r): tuple(slot(p, d)[r] for d in range(dp)) for p in range(pp) for r in range(tp)}
-    gathered = w.layer_parameters / tp * elem  # ZeRO 3: a layer's parameters, gathered
+    gathered = w.layer_parameters / tp * weight_elem  # ZeRO 3: a layer's parameters, gathered
 
     def tp_comm(prefix, group, after, count) -> str:
         return tp_collectives(out, prefix, group, after, count, nbytes=tp_bytes,
@@ -490,7 +491,7 @@ def _schedule(out, plan: Any, w: Workload, *, bucket: float, fold: bool, times: 
             extra += w.head_parameters + (w.vocab * w.hidden if w.tied and pp > 1 else 0)
         extra_bytes = extra / tp * grad_elem
         local = (nl * w.layer_parameters + extra) / tp
-        opt_seconds = (times.scale * local / (dp if lay.zero >= 1 else 1) * OPTIMIZER_PASS_BYTES
+        opt_seconds = (times.scale * local / (dp if lay.zero >= 1 else 1) * optimizer_pass_bytes(plan.dtype)
                        / times.optimizer_bandwidth)
         if dp == 1:
             finals.append(out.add(f"d0.p{p}.opt", "compute", slot(p, 0), seconds=opt_seconds,
@@ -525,8 +526,7 @@ def _schedule(out, plan: Any, w: Workload, *, bucket: float, fold: bool, times: 
         if lay.zero in (1, 2):
             for r in range(tp):
                 group = dp_group[p, r]
-                total = sum(nb for nb, _ in buckets)
-                finals.append(out.add(f"p{p}.params.r{r}", "all_gather", group, nbytes=total,
+                finals.append(out.add(f"p{p}.params.r{r}", "all_gather", group, nbytes=local * weight_elem,
                                       after=tuple(f"d{d}.p{p}.opt" for d in replicas), kind="dp_comm"))
 
 
@@ -645,7 +645,7 @@ def simulate_plan(plan: Any, G: nx.DiGraph, *, bucket: float = DEFAULT_BUCKET, w
     >>> p = plan("llama3-8b", G, tp=8, pp=1, dp=1, zero=0, global_batch=1, simulate=0)
     >>> r = simulate_plan(p, G)     # one micro-batch: nothing to overlap, the analytical sum
     >>> round(r.step_time * 1e3, 1), round(p.step_time * 1e3, 1), sorted(r.critical_by_kind())
-    (161.6, 162.5, ['compute', 'optimizer', 'tp_comm'])
+    (162.3, 163.2, ['compute', 'optimizer', 'tp_comm'])
     """
     # The budget is counted on the plan before the graph is built (the simulator counts it again).
     budget = options.get("max_events", MAX_EVENTS)

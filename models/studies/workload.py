@@ -63,12 +63,13 @@ from topo.errors import DgxTopoError
 from ..engine.results import tidy_records
 from .recomputation import FULL, NO_RECOMPUTE, RECOMPUTES, Recompute, as_recompute
 
-__all__ = ["DEFAULT_BUCKET", "OPTIMIZER_PASS_BYTES", "DTYPES", "LOW_PRECISION", "QUANTISED_BYTES",
+__all__ = ["DEFAULT_BUCKET", "DTYPES", "LOW_PRECISION", "QUANTISED_BYTES",
            "is_low_precision", "Op", "matmul_op", "memory_op", "Software", "SOFTWARE", "Transformer",
            "ConvLayer", "CNN", "PRESETS", "MoeNotPlannedError",
            "WORKLOAD_GRAMMAR", "WORKLOAD_LIMITS", "HEADS", "WorkloadError", "UnknownWorkloadError",
            "UnknownDtypeError", "UnknownSoftwareError", "workload", "parse_workload", "dtype_bytes",
-           "activation_bytes_per_element", "software", "resnet50", "TpLimit", "TpConstraint", "tp_limit",
+           "activation_bytes_per_element", "state_bytes", "optimizer_pass_bytes", "software", "resnet50", "TpLimit",
+           "TpConstraint", "tp_limit",
            "with_seq_length"]
 
 #: Bytes per element of each training dtype's matmul operands. ``tf32`` is fp32 storage with
@@ -94,9 +95,6 @@ QUANTISED_BYTES: Mapping[str, float] = MappingProxyType({"fp8": 1.0, "mxfp8": 1 
 
 #: Gradient bucket: PyTorch DDP's default ``bucket_cap_mb=25`` (torch.nn.parallel.DistributedDataParallel). [bytes]
 DEFAULT_BUCKET = 25 * 2**20
-#: Bytes the mixed-precision Adam step moves per local parameter: read and write fp32 master,
-#: two fp32 moments (24), read the 16-bit gradient (2), write the 16-bit weight (2) [U].
-OPTIMIZER_PASS_BYTES = 28
 #: Heads of a transformer (module docstring).
 HEADS = ("lm", "mlm", "span")
 
@@ -158,6 +156,61 @@ def activation_bytes_per_element(dtype: str) -> int:
     fp8 recipes keep activations and weights in 16-bit and cast at each matmul.
     """
     return 4 if dtype_bytes(dtype) == 4 else 2
+
+
+def state_bytes(dtype: str) -> tuple:
+    """(weights, gradients, optimizer state) bytes per parameter of mixed-precision Adam as
+    Megatron-LM keeps them, before ZeRO shards them. [bytes]
+
+    Megatron-LM's "Distributed Optimizer" documentation tabulates the bytes per parameter: fp16
+    weights with fp16 gradients 20 (4 + 16 / d with the distributed optimizer over d GPUs), bf16
+    weights with fp32 gradients 18 (6 + 12 / d), fp32 16 (8 + 8 / d) [U: recalled, not in the
+    project's references]. With bf16 the gradients accumulate in fp32, 4 bytes per parameter:
+    Megatron-LM's arguments turn ``--accumulate-allreduce-grads-in-fp32`` on for bf16 ("bfloat16
+    requires gradient accumulation and all-reduce to be done in fp32",
+    megatron/training/arguments.py [U: recalled]), so its data-parallel reduction (the all_reduce,
+    or the distributed optimizer's reduce_scatter) runs on that fp32 buffer: the planner prices
+    every gradient collective at this table's gradient bytes and every parameter all_gather (the
+    distributed optimizer's after the step, ZeRO 3's before each pass) at its weight bytes (the
+    step's ``dp_comm``, its step graphs' buckets). The optimizer holds the fp32 master weights and
+    two moments (12). With fp16 the gradients stay fp16 (reduced in fp16) and the optimizer copies
+    them to fp32 beside its 12 (16). The low-precision dtypes (fp8, mxfp8, nvfp4) train with bf16
+    weights (Transformer Engine's recipes cast at each product; DeepSeek-V3 keeps master weights and
+    gradients in fp32, arXiv 2412.19437 section 3.3): as bf16, their gradients reduced in fp32 and
+    their bf16 weights gathered (Megatron-Core's ``--fp8-param-gather``, which keeps and gathers fp8
+    weights, is an option not modelled [U]). Their fp8 weights are cast for each product and not
+    held [U], so the 128 x 128 blocks' scales (4 bytes per 16,384 weights) take no memory here.
+
+    >>> state_bytes("bf16"), state_bytes("fp8"), state_bytes("fp16"), state_bytes("tf32")
+    ((2, 4, 12), (2, 4, 12), (2, 2, 16), (4, 4, 8))
+    """
+    if activation_bytes_per_element(dtype) == 4:
+        return 4, 4, 8
+    if str(dtype).strip().lower() == "fp16":
+        return 2, 2, 16
+    return 2, 4, 12
+
+
+def optimizer_pass_bytes(dtype: str) -> int:
+    """Memory traffic of the optimizer step per local parameter, from :func:`state_bytes`'
+    table: one fused Adam pass (Apex's and Transformer Engine's ``FusedAdam``, the multi-tensor
+    kernels Megatron-LM steps with [U: recalled]) reads each gradient and the optimizer state and
+    writes the optimizer state back, then writes the 16-bit weight it casts from the fp32 master;
+    with fp32 weights the weights are the master, read and written in place. [bytes]
+
+    bf16 (and the low-precision dtypes): gradient 4, master and moments 12 read and 12 written,
+    weight 2 written: 30. fp16: gradient 2, the fp32 copy of it with the master and moments 16
+    read and 16 written (the copy written when made, read by Adam), weight 2: 36. fp32 and tf32:
+    gradient 4, the moments 8 read and 8 written, the weight 4 read and 4 written: 28. Not
+    counted: Megatron-LM's gradient-norm pass for clipping (reads the gradients again) and the
+    zeroing of the gradient buffer before the next step (writes them) [U].
+
+    >>> [optimizer_pass_bytes(dtype) for dtype in ("bf16", "fp8", "fp16", "fp32")]
+    [30, 30, 36, 28]
+    """
+    weight, grad, optimizer = state_bytes(dtype)
+    in_place = weight == 4  # no master copy: the optimizer updates the fp32 weights themselves
+    return grad + 2 * optimizer + (2 if in_place else 1) * weight
 
 
 def is_low_precision(dtype: str) -> bool:
@@ -617,10 +670,14 @@ class Transformer:
         (2 per ``f``, twice if gated), the activation output (2 per ``f``) and a dropout mask
         (1). With tensor parallelism the parts inside the parallel region divide by ``t``; the
         norms, their inputs and dropout masks (``10 s b h``) divide only with sequence
-        parallelism. A strategy running the whole layer again (``recompute="full"``) keeps only
-        the layer input (``2 s b h``, divided by ``t`` with sequence parallelism); one dropping
-        ``core_attn`` (``"selective"``) drops the ``s^2`` terms. ``flash`` (default: the
-        workload's ``flash_attention``) stores no ``s^2`` term either.
+        parallelism. The strategy (:class:`~models.studies.recomputation.Recompute`, a name or
+        an object of your own) is asked what it keeps, term by term, as the time paths ask it
+        what runs again: one running the whole layer again (``recompute="full"``) keeps only the
+        layer input (``2 s b h``, divided by ``t`` with sequence parallelism); one dropping
+        ``core_attn`` (``"selective"``) drops the ``s^2`` terms; one dropping ``layernorm``
+        (Megatron-Core's module: the norms run again from their inputs, which stay stored as the
+        residual) drops the norms' outputs, the attention's and the FFN's inputs (``4 s b h``).
+        ``flash`` (default: the workload's ``flash_attention``) stores no ``s^2`` term either.
         """
         rc = _recompute(recompute, dense=True)
         flash = self.flash_attention if flash is None else flash
@@ -634,9 +691,10 @@ class Transformer:
         # FFN's inner tensors.
         inner = sbh * (2 + 2 * kv + 2 * kv + 2) + s * b * f * ((4 if self.gated else 2) + 2)
         scores = 0.0 if (flash or rc.drops("core_attn")) else a * s * s * b * (2 + mask + 2)
-        # Replicated without sequence parallelism: the attention and FFN inputs (2 each), two
-        # dropout masks, two norm inputs (2 each).
-        outer = sbh * (2 + 2 + 2 * mask + 4)
+        # Replicated without sequence parallelism: the attention and FFN inputs (2 each: the
+        # norms' outputs), two dropout masks, two norm inputs (2 each).
+        norm_outputs = 0 if rc.drops("layernorm") else 2 + 2
+        outer = sbh * (norm_outputs + 2 * mask + 4)
         return (inner + scores) / tp + outer / (tp if sequence_parallel else 1)
 
 

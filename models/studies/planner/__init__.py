@@ -42,10 +42,14 @@ Training on GPU Clusters Using Megatron-LM", sections 2-3) on the heaviest pipel
   al. 2020, "ZeRO: Memory Optimizations Toward Training Trillion Parameter Models") replace the
   all_reduce by a reduce_scatter (overlapped) and an all_gather of the updated parameters
   (exposed); ZeRO 3 / FSDP all_gather the parameters for every forward and backward of every
-  micro-batch, overlapped with that pass up to ``overlap``;
+  micro-batch, overlapped with that pass up to ``overlap``. The gradients travel at their
+  own bytes (fp32 for bf16 and the low-precision dtypes, as Megatron-LM reduces them; 16-bit
+  for fp16) and the parameters at theirs (16-bit; fp32 for fp32 and tf32): the table of the
+  memory below, :func:`~models.studies.planner.gpu_memory.state_bytes`;
 * the optimizer step: a memory-bound pass over the local optimizer state (mixed-precision
-  Adam reads and writes fp32 master weights, two moments, the gradient and the 16-bit weights,
-  28 bytes per parameter [U]).
+  Adam reads the gradient, reads and writes the fp32 master weights and two moments and writes
+  the 16-bit weights: :func:`~models.studies.planner.gpu_memory.optimizer_pass_bytes`, 30 bytes
+  per parameter in bf16, from the table of the memory below).
 
 That is the analytical *first pass*. The best :data:`DEFAULT_SIMULATED` layouts it finds are
 then simulated (``simulate``): the step's task graph (:func:`models.studies.stepgraph.step_graph`:
@@ -130,15 +134,15 @@ _FACE = MappingProxyType({
     "GpuRank": "models.studies.planner.ranking",
     "gpus_ranking": "models.studies.planner.ranking",
     "DEFAULT_BUCKET": "models.studies.workload",
-    "OPTIMIZER_PASS_BYTES": "models.studies.workload",
+    "optimizer_pass_bytes": "models.studies.planner.gpu_memory",
 })
 
 __all__ = list(_FACE)
 
 if TYPE_CHECKING:  # what a type checker sees of the face: each name as its module annotates it
-    from ..workload import DEFAULT_BUCKET, OPTIMIZER_PASS_BYTES
+    from ..workload import DEFAULT_BUCKET
     from .calibrate import MEASURED_GRAMMAR, calibrate_plan, parse_measured
-    from .gpu_memory import memory
+    from .gpu_memory import memory, optimizer_pass_bytes
     from .layouts import DEFAULT_SIMULATED, PLAN_MAX_EVENTS, plan, search
     from .parallel import EP_OVERLAP, PipelineSplit, SplitError, stage_split
     from .ranking import GpuRank, gpus_ranking

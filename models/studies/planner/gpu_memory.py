@@ -16,43 +16,16 @@ import math
 from topo.units import GiB
 
 from ..workload import (CNN, QUANTISED_BYTES, Workload, activation_bytes_per_element, dtype_bytes,
+                        optimizer_pass_bytes, state_bytes,
                         is_low_precision, workload as as_workload)
 from .records import Layout, Memory
 
-__all__ = ["memory", "state_bytes", "cached_bytes", "FP8_TILE"]
+__all__ = ["memory", "state_bytes", "optimizer_pass_bytes", "cached_bytes", "FP8_TILE"]
 
 #: DeepSeek-V3's fine-grained FP8 (DeepSeek-V3 Technical Report, arXiv 2412.19437, section 3.3
 #: [U: recalled]): activations quantised in 1 x ``FP8_TILE`` tiles and weights in ``FP8_TILE`` x
 #: ``FP8_TILE`` blocks, each with one fp32 scale. [elements]
 FP8_TILE = 128
-
-
-def state_bytes(dtype: str) -> tuple:
-    """(weights, gradients, optimizer state) bytes per parameter of mixed-precision Adam as
-    Megatron-LM keeps them, before ZeRO shards them. [bytes]
-
-    Megatron-LM's "Distributed Optimizer" documentation tabulates the bytes per parameter: fp16
-    weights with fp16 gradients 20 (4 + 16 / d with the distributed optimizer over d GPUs), bf16
-    weights with fp32 gradients 18 (6 + 12 / d), fp32 16 (8 + 8 / d) [U: recalled, not in the
-    project's references]. With bf16 the gradients accumulate in fp32, 4 bytes per parameter:
-    Megatron-LM's arguments turn ``--accumulate-allreduce-grads-in-fp32`` on for bf16 [U:
-    recalled], so its data-parallel reduction runs on that fp32 buffer too; the planner's
-    gradient collectives are still priced at the activation dtype's bytes (2 a parameter), half
-    what this buffer implies [U: not yet reconciled]. The optimizer holds the fp32 master weights and two moments (12). With fp16 the
-    gradients stay fp16 and the optimizer copies them to fp32 beside its 12 (16). The low-precision
-    dtypes (fp8, mxfp8, nvfp4) train with bf16 weights (Transformer Engine's recipes cast at each
-    product; DeepSeek-V3 keeps master weights and gradients in fp32, arXiv 2412.19437 section 3.3):
-    as bf16. Their fp8 weights are cast for each product and not held [U], so the 128 x 128
-    blocks' scales (4 bytes per 16,384 weights) take no memory here.
-
-    >>> state_bytes("bf16"), state_bytes("fp8"), state_bytes("fp16"), state_bytes("tf32")
-    ((2, 4, 12), (2, 4, 12), (2, 2, 16), (4, 4, 8))
-    """
-    if activation_bytes_per_element(dtype) == 4:
-        return 4, 4, 8
-    if str(dtype).strip().lower() == "fp16":
-        return 2, 2, 16
-    return 2, 4, 12
 
 
 def cached_bytes(dtype: str) -> float | None:

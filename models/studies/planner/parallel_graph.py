@@ -53,7 +53,9 @@ tasks sharing the fabric's links:
   (:func:`~models.studies.planner.cp_exchange.cp_a2a_bytes`) over the context-parallel group;
 * data parallelism: the dense gradients over the ``dp x cp`` GPUs holding the same weights (the
   plan's ``dp`` groups), the experts' over the ``edp`` groups, each in buckets of ``bucket``
-  bytes; ZeRO 3 gathers both before each layer's forward and backward (one layer ahead).
+  bytes of gradients at their own bytes per parameter and the parameters gathered at theirs
+  (:func:`~models.studies.planner.gpu_memory.state_bytes`, as the first pass); ZeRO 3 gathers
+  both before each layer's forward and backward (one layer ahead).
 
 Replicas run in lockstep (:func:`models.studies.stepgraph.step_graph`'s ``fold``): replica 0 of
 every stage is built, the other ``dp x cp - 1`` replicas as images of its tasks; the all-to-alls,
@@ -89,10 +91,11 @@ from ..compute import ComputeModel
 from ..stepgraph import GraphBuilder, StepGraphError, TaskSink, check_step_events, checked_workload, flat_ids, folds, \
     is_extended_step, pipeline_sends, plan_compute, replica_slot, step_events, step_graph, \
     step_graph_size, step_workload, tp_collectives
-from ..workload import DEFAULT_BUCKET, OPTIMIZER_PASS_BYTES, activation_bytes_per_element, dtype_bytes, \
+from ..workload import DEFAULT_BUCKET, activation_bytes_per_element, dtype_bytes, \
     matmul_op, Workload
 from .dualpipe import dualpipe_blocks, dualpipe_refusal, stage_of, weight_gradients
 from .ep_overlap import EP_OVERLAPS, NO_OVERLAP, EpOverlap
+from .gpu_memory import optimizer_pass_bytes, state_bytes
 from .pair_overlap import LayerPass, by_part, layer_pass
 from .parallel import stage_split
 from .parallel_step import head_ops, is_moe, layer_kind, layer_ops, stage_parameters
@@ -215,7 +218,8 @@ def _work(plan: Any, w, cm: ComputeModel, stages) -> _Work:
         dense, experts = stage_parameters(w, held, s, lay.pp)
         local = (dense / lay.tp / (lay.dp * lay.cp if lay.zero >= 1 else 1)
                  + experts / (lay.etp * lay.ep) / (lay.edp if lay.zero >= 1 else 1))
-        optimizer.append(cm.scale * local * OPTIMIZER_PASS_BYTES / (cm.gpu.memory_bandwidth * cm.memory_efficiency))
+        optimizer.append(cm.scale * local * optimizer_pass_bytes(cm.dtype)
+                         / (cm.gpu.memory_bandwidth * cm.memory_efficiency))
     return _Work(forward, backward, (ff, fb), (hf, hb), tuple(optimizer), weight, hw)
 
 
@@ -258,7 +262,7 @@ def _schedule(out: TaskSink, plan: Any, w, stages, work: _Work | None, *, bucket
     lay = plan.layout
     tp, pp, m, width = lay.tp, lay.pp, lay.micro_batches, lay.dp * lay.cp
     act = activation_bytes_per_element(plan.dtype)
-    elem = dtype_bytes(plan.dtype)
+    weight_elem, grad_elem, _ = state_bytes(plan.dtype)  # the gradients at their own bytes (fp32 for bf16)
     slot = replica_slot(plan)
     tokens = lay.micro_batch * (w.seq // lay.cp)
     tp_bytes = float(tokens * w.hidden * act)
@@ -309,11 +313,11 @@ def _schedule(out: TaskSink, plan: Any, w, stages, work: _Work | None, *, bucket
         dp_groups = [[] for _ in range(pp)]
     if not any(len(g) > 1 for gs in edp_groups for g in gs):
         edp_groups = [[] for _ in range(pp)]
-    dense_layer = {}
+    layer_params = {}  # layer kind -> (dense, expert) parameters of one layer on one GPU
     for kind in {k for _, kinds in stages for k in kinds}:
         d, e = stage_parameters(w, (0,) if kind[0] else (w.dense_layers,), 1, 3) if is_moe(w) else \
             (w.layer_parameters, 0.0)
-        dense_layer[kind] = (d / tp * act, e / (lay.etp * lay.ep) * act)
+        layer_params[kind] = (d / tp, e / (lay.etp * lay.ep))
 
     def tp_comm(prefix, group, after, count) -> str:
         return tp_collectives(out, prefix, group, after, count, nbytes=tp_bytes, sequence_parallel=sp, fold=True)
@@ -333,11 +337,11 @@ def _schedule(out: TaskSink, plan: Any, w, stages, work: _Work | None, *, bucket
                                          nbytes * scale, after, "ep_comm") for name, scale in legs))
 
     def zero3_gather(prefix, p, kind, after) -> list:
-        d_bytes, e_bytes = dense_layer[kind]
-        ids = [out.add(f"{prefix}.zg{k}", "all_gather", g, nbytes=d_bytes * elem / act, after=(after,),
+        d_params, e_params = layer_params[kind]
+        ids = [out.add(f"{prefix}.zg{k}", "all_gather", g, nbytes=d_params * weight_elem, after=(after,),
                        kind="dp_comm") for k, g in enumerate(dp_groups[p])]
-        if e_bytes:
-            ids += [out.add(f"{prefix}.ze{k}", "all_gather", g, nbytes=e_bytes * elem / act, after=(after,),
+        if e_params:
+            ids += [out.add(f"{prefix}.ze{k}", "all_gather", g, nbytes=e_params * weight_elem, after=(after,),
                             kind="dp_comm") for k, g in enumerate(edp_groups[p])]
         return ids
 
@@ -473,11 +477,12 @@ def _schedule(out: TaskSink, plan: Any, w, stages, work: _Work | None, *, bucket
                 ("e", edp_groups[p], 1, expert_total, lay.etp * lay.ep)):
             if not groups_p or not total:
                 continue
-            extra = total / share * act - sum(dense_layer[kind][index] for part in ready_parts for kind, _ in part)
+            extra = (total / share - sum(layer_params[kind][index] for part in ready_parts for kind, _ in part)) \
+                * grad_elem
             buckets, filled = [], 0.0
             for part in ready_parts:
                 for kind, done in part:
-                    filled += dense_layer[kind][index]
+                    filled += layer_params[kind][index] * grad_elem
                     if filled >= bucket:
                         buckets.append((filled, done))
                         filled = 0.0
@@ -504,9 +509,9 @@ def _schedule(out: TaskSink, plan: Any, w, stages, work: _Work | None, *, bucket
                                 after=(stage_end[rank], *done_all), kind="optimizer", fold=True))
         if lay.zero in (1, 2):
             for name, groups_p, buckets in streams:
-                total = sum(nb for nb, _ in buckets)
+                total = sum(nb for nb, _ in buckets) / grad_elem * weight_elem  # the same parameters
                 for r, g in enumerate(groups_p):
-                    out.add(f"p{p}.{name}params.r{r}", "all_gather", g, nbytes=total * elem / act, after=tuple(opts),
+                    out.add(f"p{p}.{name}params.r{r}", "all_gather", g, nbytes=total, after=tuple(opts),
                             kind="dp_comm")
 
 

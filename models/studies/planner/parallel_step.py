@@ -63,9 +63,8 @@ from collections import Counter
 from types import MappingProxyType
 
 from ..moe import stage_parameters as moe_stage_parameters
-from ..workload import (OPTIMIZER_PASS_BYTES, activation_bytes_per_element, dtype_bytes, matmul_op, memory_op,
-                        with_seq_length)
-from .gpu_memory import cached_bytes, held_parameters, state_bytes
+from ..workload import activation_bytes_per_element, dtype_bytes, matmul_op, memory_op, with_seq_length
+from .gpu_memory import cached_bytes, held_parameters, optimizer_pass_bytes, state_bytes
 from .dispatcher import FLAT_DISPATCH, Dispatcher
 from .dualpipe import weight_gradients
 from .ep_overlap import NO_OVERLAP, EpOverlap
@@ -488,17 +487,21 @@ def parallel_components(w, layout: Layout, split: PipelineSplit, cm, comm, allto
         dense, experts = stage_parameters(w, split.stages[h], h, pp)
         d_local, e_local = d_local + dense / tp, e_local + experts / (layout.etp * layout.ep)
     dense_group, expert_group = copies * layout.dp * cp, copies * layout.edp
-    streams = []
+    weight_elem, grad_elem, _ = state_bytes(cm.dtype)  # the gradients at their own bytes (fp32 for bf16)
+    streams, reduced = [], 0.0  # reduced: the parameters whose gradients travel (a group of one sends none)
     if dense_group > 1:
-        streams.append((lambda c, n: comm(named[0], c, n), d_local * act))
+        streams.append((lambda c, n: comm(named[0], c, n), d_local * grad_elem, d_local * weight_elem))
+        reduced += d_local
     if e_local and expert_group > 1:
-        streams.append((lambda c, n: comm(named[1], c, n), e_local * act))
+        streams.append((lambda c, n: comm(named[1], c, n), e_local * grad_elem, e_local * weight_elem))
+        reduced += e_local
     dp_time, dp_exposed = data_parallel_time(streams, layout.zero, overlap, fwd, bwd, m, bucket) if streams \
         else (0.0, 0.0)
     # ---- optimizer
     opt_params = (d_local / (dense_group if layout.zero >= 1 else 1)
                   + e_local / (expert_group if layout.zero >= 1 else 1))
-    optimizer = cm.scale * opt_params * OPTIMIZER_PASS_BYTES / (cm.gpu.memory_bandwidth * cm.memory_efficiency)
+    pass_bytes = optimizer_pass_bytes(cm.dtype)
+    optimizer = cm.scale * opt_params * pass_bytes / (cm.gpu.memory_bandwidth * cm.memory_efficiency)
     compute = m * (fwd + bwd)
     collectives = ("reduce_scatter", "all_gather") if sp else ("all_reduce",)
     return (
@@ -514,6 +517,7 @@ def parallel_components(w, layout: Layout, split: PipelineSplit, cm, comm, allto
                                                          slot=ep_overlap.fill_slot(slot, fill),
                                                          backward_input=bwd - wgrad, weight=wgrad, busiest=slot)),
         Component("dp_comm", dp_time, dp_exposed,
-                  DataParallelDetail(dense_group, layout.zero, (d_local + e_local) * act, bucket, overlap)),
-        Component("optimizer", optimizer, optimizer, OptimizerDetail(opt_params)),
+                  DataParallelDetail(dense_group, layout.zero, reduced * grad_elem, bucket, overlap,
+                                     reduced * weight_elem)),
+        Component("optimizer", optimizer, optimizer, OptimizerDetail(opt_params, pass_bytes)),
     )

@@ -9,7 +9,7 @@ from ...engine.nccltests import busbw_factor
 from ...engine.results import tidy_records
 from ..compute import GENERATIONS, compute_model
 from ..workload import CNN, Workload, activation_bytes_per_element, dtype_bytes, workload as as_workload
-from .gpu_memory import memory
+from .gpu_memory import memory, state_bytes
 from .layouts import check_int
 from .records import Layout
 from .step import DEFAULT_OVERLAP
@@ -61,7 +61,8 @@ def gpus_ranking(workload: str | Workload, *, dtype: str = "fp16", micro_batch: 
 
     Each generation runs one micro-batch per GPU, data parallel over ``ngpus`` GPUs of one
     board: forward + backward on its compute model, then the gradient all_reduce at ``2 (n-1)/n``
-    times the gradient bytes over the part's NVLink (:attr:`topo.specs.GpuSpec.nvlink_bandwidth`),
+    times the gradient bytes (:func:`~models.studies.planner.gpu_memory.state_bytes`: fp32 for
+    bf16) over the part's NVLink (:attr:`topo.specs.GpuSpec.nvlink_bandwidth`),
     overlapped with the backward up to ``overlap`` (a board-level scalar model: no fabric of every
     generation is available).
 
@@ -87,7 +88,7 @@ def gpus_ranking(workload: str | Workload, *, dtype: str = "fp16", micro_batch: 
                            (w.head_ops(micro_batch, 1, elem, act=act), 1)):
             for t in cm.times(ops):
                 times["memory" if t.op.kind == "memory" else "compute"] += count * (t.forward + t.backward)
-        grad = w.parameters * act
+        grad = w.parameters * state_bytes(dtype)[1]  # the gradients at their own bytes (fp32 for bf16)
         comm = busbw_factor("all_reduce", ngpus) * grad / gen.nvlink_bandwidth if ngpus > 1 else 0.0
         backward = (times["compute"] + times["memory"]) * 2 / 3
         exposed = max(0.0, comm - overlap * backward)

@@ -670,12 +670,18 @@ class DataParallelDetail:
         and all_gather the parameters (exposed); 3 all_gathers the parameters for every forward
         and backward and reduce_scatters the gradients.
     nbytes : float
-        The gradients of one GPU (its parameters over ``tp``, in the activations' dtype). [bytes]
+        The gradients one GPU reduces (its parameters over ``tp``, the experts' over ``etp x
+        ep``), at the gradients' bytes per parameter
+        (:func:`~models.studies.planner.gpu_memory.state_bytes`: 4 for bf16, whose gradients
+        Megatron-LM accumulates and reduces in fp32; 2 for fp16). [bytes]
     bucket : float
         Gradient bucket. [bytes]
     overlap : float
         Fraction of the backward (forward for ZeRO 3's gathers) that hides the communication in
         the analytical first pass.
+    parameter_bytes : float
+        The same parameters at the weights' bytes per parameter: what one all_gather of them
+        moves (ZeRO 1/2 once after the step, ZeRO 3 before every forward and backward). [bytes]
     simulated : bool
         The overlap is the simulated schedule's, not ``overlap``.
     """
@@ -685,12 +691,14 @@ class DataParallelDetail:
     nbytes: float
     bucket: float
     overlap: float
+    parameter_bytes: float
     simulated: bool = False
 
     def to_records(self) -> list:
         """One tidy row."""
         return tidy_records({"degree": self.degree, "zero": self.zero, "nbytes": self.nbytes,
-                             "bucket_bytes": self.bucket, "overlap": self.overlap, "simulated": self.simulated})
+                             "parameter_bytes": self.parameter_bytes, "bucket_bytes": self.bucket,
+                             "overlap": self.overlap, "simulated": self.simulated})
 
 
 @dataclass(frozen=True, slots=True)
@@ -701,14 +709,18 @@ class OptimizerDetail:
     ----------
     parameters : float
         The parameters one GPU's optimizer updates (its stage's, over ``tp``, over ``dp`` with
-        ZeRO), each :data:`OPTIMIZER_PASS_BYTES` of memory traffic.
+        ZeRO).
+    pass_bytes : float
+        The memory traffic of each
+        (:func:`~models.studies.planner.gpu_memory.optimizer_pass_bytes`). [bytes]
     """
 
     parameters: float
+    pass_bytes: float
 
     def to_records(self) -> list:
         """One tidy row."""
-        return tidy_records({"parameters": self.parameters})
+        return tidy_records({"parameters": self.parameters, "pass_bytes": self.pass_bytes})
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,8 +10,8 @@ import math
 from collections.abc import Callable, Sequence
 
 from ..compute import ComputeModel
-from ..workload import CNN, DEFAULT_BUCKET, OPTIMIZER_PASS_BYTES, Workload, activation_bytes_per_element, dtype_bytes
-from .gpu_memory import stage_parameters
+from ..workload import CNN, DEFAULT_BUCKET, Workload, activation_bytes_per_element, dtype_bytes
+from .gpu_memory import optimizer_pass_bytes, stage_parameters, state_bytes
 from .records import (BubbleDetail, Component, ComputeDetail, DataParallelDetail, Layout, OptimizerDetail,
                       PipelineDetail, Plan, TensorParallelDetail)
 
@@ -36,12 +36,14 @@ def _bucketed(comm, collective, nbytes, bucket):
 
 def data_parallel_time(streams: Sequence, zero: int, overlap: float, fwd: float, bwd: float, m: int, bucket: float) -> tuple:
     """(time, exposed) of the data-parallel communication of one step (module docstring of
-    :mod:`models.studies.planner`): ``streams`` are ``(comm, nbytes)``, each ``comm(collective,
-    nbytes)`` timing one collective on its groups (the dense gradients over the data-parallel
-    groups, the experts' over the expert data-parallel ones), sent one after the other in
-    buckets and hidden behind the same backward (forward for ZeRO 3's gathers). [s]"""
-    def total(collective):
-        times = [_bucketed(c, collective, nbytes, bucket) for c, nbytes in streams]
+    :mod:`models.studies.planner`): ``streams`` are ``(comm, gradient bytes, parameter bytes)``,
+    each ``comm(collective, nbytes)`` timing one collective on its groups (the dense gradients
+    over the data-parallel groups, the experts' over the expert data-parallel ones), sent one
+    after the other in buckets (the gradients' reductions and the parameters' all_gathers each
+    in buffers of ``bucket`` bytes) and hidden behind the same backward (forward for ZeRO 3's
+    gathers). [s]"""
+    def total(collective, gather=False):
+        times = [_bucketed(c, collective, params if gather else grads, bucket) for c, grads, params in streams]
         return sum(t for t, _ in times), max((last for _, last in times), default=0.0)
 
     window = overlap * bwd
@@ -49,7 +51,7 @@ def data_parallel_time(streams: Sequence, zero: int, overlap: float, fwd: float,
         ar, last_b = total("all_reduce")
         return ar, max(ar - window, last_b)
     rs, last_b = total("reduce_scatter")
-    ag, _ = total("all_gather")
+    ag, _ = total("all_gather", gather=True)
     if zero in (1, 2):
         return rs + ag, max(rs - window, last_b) + ag
     fwd_hidden = overlap * fwd
@@ -136,17 +138,19 @@ def step_components(w: Workload, layout: Layout, cm: ComputeModel, comm: Callabl
     # ---- data parallel
     first, last = stage_parameters(w, pp)
     local_params = max(first, last) / tp
-    grad_bytes = local_params * act
+    weight_elem, grad_elem, _ = state_bytes(cm.dtype)  # the gradients at their own bytes (fp32 for bf16)
+    grad_bytes, param_bytes = local_params * grad_elem, local_params * weight_elem
     dp_time = dp_exposed = 0.0
     if dp > 1:
         def dp_comm(collective, nbytes):
             return comm("dp", collective, nbytes)
 
-        dp_time, dp_exposed = data_parallel_time(((dp_comm, grad_bytes),), layout.zero, overlap, fwd, bwd, m,
-                                                 bucket)
+        dp_time, dp_exposed = data_parallel_time(((dp_comm, grad_bytes, param_bytes),), layout.zero, overlap, fwd,
+                                                 bwd, m, bucket)
     # ---- optimizer
     opt_params = local_params / (dp if layout.zero >= 1 else 1)
-    optimizer = cm.scale * opt_params * OPTIMIZER_PASS_BYTES / (cm.gpu.memory_bandwidth * cm.memory_efficiency)
+    pass_bytes = optimizer_pass_bytes(cm.dtype)
+    optimizer = cm.scale * opt_params * pass_bytes / (cm.gpu.memory_bandwidth * cm.memory_efficiency)
     compute = m * (fwd + bwd)
     collectives = ("reduce_scatter", "all_gather") if layout.sequence_parallel else ("all_reduce",)
     return (
@@ -154,8 +158,9 @@ def step_components(w: Workload, layout: Layout, cm: ComputeModel, comm: Callabl
         Component("tp_comm", m * t_tp, m * t_tp, TensorParallelDetail(tp, collectives, per_layer * nl + 2, tp_bytes)),
         Component("pp_comm", pp_comm, pp_comm, PipelineDetail(pp, sends, tp_bytes / tp)),
         Component("bubble", bubble, bubble, BubbleDetail(pp, v, m)),
-        Component("dp_comm", dp_time, dp_exposed, DataParallelDetail(dp, layout.zero, grad_bytes, bucket, overlap)),
-        Component("optimizer", optimizer, optimizer, OptimizerDetail(opt_params)),
+        Component("dp_comm", dp_time, dp_exposed,
+                  DataParallelDetail(dp, layout.zero, grad_bytes, bucket, overlap, param_bytes)),
+        Component("optimizer", optimizer, optimizer, OptimizerDetail(opt_params, pass_bytes)),
     )
 
 

@@ -263,12 +263,16 @@ def test_the_analytical_gradient_reduction_is_the_step_graphs(cluster):
             buckets = [t for t in g.tasks if t.kind == "dp_comm" and t.id.startswith(f"p0.{name}bucket")]
             groups = tuple(sorted({t.gpus for t in buckets}))
             nbytes = sum(t.nbytes for t in buckets if t.id.endswith(".r0"))
+            # ZeRO 1's all_gather of the same parameters in bf16 after the step: half the fp32 gradients
+            gathers = [t.nbytes for t in g.tasks if t.id == f"p0.{name}params.r0"]
+            assert gathers == ([] if zero == 0 else [pytest.approx(nbytes / 2, abs=8)])
             streams.append((groups, nbytes))
         (dense, d_bytes), (experts, e_bytes) = streams
         assert {len(x) for x in dense} == {16} and {len(x) for x in experts} == {2}
         assert dp.detail.degree == 16
         assert dp.detail.nbytes == pytest.approx(d_bytes + e_bytes, abs=8)  # integer bytes per task
-        priced = [(lambda c, n, gs=gs: jobs.dimension_time(c, n, gs), nb) for gs, nb in streams]
+        assert dp.detail.parameter_bytes == pytest.approx(dp.detail.nbytes / 2)
+        priced = [(lambda c, n, gs=gs: jobs.dimension_time(c, n, gs), nb, nb / 2) for gs, nb in streams]
         fwd, bwd = p.components[0].detail.forward, p.components[0].detail.backward
         expected, _ = data_parallel_time(priced, zero, 1.0, fwd, bwd, p.layout.micro_batches, DEFAULT_BUCKET)
         assert dp.time == pytest.approx(expected, rel=1e-6)

@@ -113,16 +113,20 @@ def test_mixtral_state_per_gpu_by_hand():
 
     Dense part per GPU: attention 32 x 41,943,040, norms 65 x 4096, routers 32 x 32,768,
     embedding and head 2 x 131,072,000 = 1,605,636,096. Experts per GPU: 32 x 176,160,768 =
-    5,637,144,576. 16-bit weights and gradients of both; the optimizer's 12 bytes sharded over
-    the 8 data-parallel GPUs for the dense part but over edp = 8 / 8 = 1 for the experts."""
+    5,637,144,576. 16-bit weights and fp32 gradients of both (bf16: Megatron-LM's 6 bytes a
+    parameter held); the optimizer's 12 bytes sharded over the 8 data-parallel GPUs for the dense
+    part but over edp = 8 / 8 = 1 for the experts."""
     dense = 32 * 41_943_040 + 65 * 4096 + 32 * 32_768 + 2 * 131_072_000
     experts = 32 * 176_160_768
     assert dense == 1_605_636_096
     s = model_state(MOE_PRESETS["mixtral-8x7b"], ep=8, dp=8, zero=1)
     assert (s.dense_parameters, s.expert_parameters) == (dense, experts)
-    assert s.parameters == s.gradients == 2 * (dense + experts)
+    assert s.parameters == 2 * (dense + experts) and s.gradients == 4 * (dense + experts)
     assert s.optimizer == 12 * dense / 8 + 12 * experts
-    assert round(s.total / 1e9, 1) == 99.0
+    assert round(s.total / 1e9, 1) == 113.5
+    fp16 = model_state(MOE_PRESETS["mixtral-8x7b"], ep=8, dp=8, zero=1, dtype="fp16")  # 2 + 2 + 16
+    assert (fp16.parameters, fp16.gradients, fp16.optimizer) == \
+        (2 * (dense + experts), 2 * (dense + experts), 16 * dense / 8 + 16 * experts)
 
 
 def test_deepseek_v3_state_by_hand_on_its_published_layout():
@@ -140,7 +144,7 @@ def test_deepseek_v3_state_by_hand_on_its_published_layout():
     assert s.stage == 15
     assert (s.dense_parameters, s.expert_parameters) == (dense, experts)
     edp = 128 // 64
-    assert s.total == pytest.approx(4 * (dense + experts) + 12 * dense / 128 + 12 * experts / edp)
+    assert s.total == pytest.approx(6 * (dense + experts) + 12 * dense / 128 + 12 * experts / edp)
 
 
 def test_expert_tensor_parallel_and_context_parallel_fold():

@@ -41,11 +41,12 @@ def test_a_small_moe_step_simulates_to_its_analytical_step(host, zero):
     assert s["ep_comm"].exposed > 0
     # ...but the gradients: the first pass sends them in 25 MiB buckets, each paying NCCL's
     # start-up, the simulation (overlap 0: Megatron's local DDP) as one buffer after the backward;
-    # the ~160 MB of dense gradients are 7 buckets, so the step differs by their start-ups (< 8 %).
+    # the ~320 MB of dense fp32 gradients are 13 buckets (and ZeRO 1's 160 MB of bf16 parameters 7
+    # more), so the step differs by their start-ups (< 12 %).
     assert s["dp_comm"].exposed < a["dp_comm"].exposed
     rest = simulated.step_time - s["dp_comm"].exposed
     assert rest == pytest.approx(analytical.step_time - a["dp_comm"].exposed, rel=1e-6)
-    assert simulated.step_time == pytest.approx(analytical.step_time, rel=0.08)
+    assert simulated.step_time == pytest.approx(analytical.step_time, rel=0.12)
 
 
 def test_the_dispatch_flows_by_hand_on_two_hosts(cluster):

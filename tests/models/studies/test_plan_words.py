@@ -19,7 +19,7 @@ from models.present.versions_text import behaviour_text, format_versions_table, 
 from models.studies.compute import ComputeFacts, compute_model
 from models.studies.planner import (BubbleDetail, Component, ComputeDetail, DataParallelDetail, OptimizerDetail,
                                     PipelineDetail, TensorParallelDetail, plan)
-from models.studies.workload import OPTIMIZER_PASS_BYTES, Op, workload
+from models.studies.workload import Op, workload
 from topo.units import GB, MiB
 
 SMALL = "transformer:layers=4,hidden=512,heads=8,seq=256,vocab=1000"
@@ -45,9 +45,9 @@ def test_the_component_lines_are_mains(dgx1v):
         "  tp_comm          8.72 ms (exposed      8.72 ms)  10 x reduce_scatter+all_gather of 0.2 MiB per micro-batch",
         "  pp_comm          1.32 ms (exposed      1.32 ms)  2 x 33 sends of 0.1 MiB",  # NCCL's p2p schedule
         "  bubble           0.68 ms (exposed      0.68 ms)  (p-1)/m = 1/32 of the ideal step",
-        "  dp_comm         11.63 ms (exposed      5.13 ms)  all_gather of parameters per forward and backward + "
-        "reduce_scatter of gradients; overlap 50% of the backward",
-        "  optimizer        0.07 ms (exposed      0.07 ms)  Adam pass over 0.00 B local parameters"]
+        "  dp_comm         11.63 ms (exposed      5.13 ms)  all_gather of 0.01 GB parameters per forward and "
+        "backward + reduce_scatter of 0.01 GB gradients; overlap 50% of the backward",
+        "  optimizer        0.09 ms (exposed      0.09 ms)  Adam pass: 0.00 B local parameters x 36 B"]
     assert format_plan(p, verbose=True).splitlines()[11] == (
         "  compute model: V100-SXM2 fp16 (V100, 125.0 TFLOP/s dense, 900 GB/s HBM), fused kernels: GEMM 74% of "
         "peak, HBM 80%")
@@ -64,8 +64,9 @@ def test_interleaved_without_tensor_parallelism_words_are_mains(dgx1v):
         "no tensor parallelism",
         "2 x 33 sends of 0.2 MiB",
         "(p-1)/(v m) = 1/32 of the ideal step",
-        "reduce_scatter of gradients (overlapped) + all_gather of parameters (exposed); overlap 100% of the backward",
-        "Adam pass over 0.00 B local parameters"]
+        "reduce_scatter of 0.01 GB gradients (overlapped) + all_gather of 0.01 GB parameters (exposed); "
+        "overlap 100% of the backward",
+        "Adam pass: 0.00 B local parameters x 36 B"]
 
 
 def test_a_simulated_step_words_its_bubble_and_overlap_as_main(dgx1v):
@@ -73,8 +74,8 @@ def test_a_simulated_step_words_its_bubble_and_overlap_as_main(dgx1v):
     assert p.simulated
     words = {c.name: component_note(c) for c in p.components}
     assert words["bubble"] == "the rest of the critical path: the pipeline's fill and drain, waits for a stream"
-    assert words["dp_comm"] == ("all_reduce of 0.01 GB in 25 MiB buckets; overlapped with the backward as the "
-                                "schedule allows")
+    assert words["dp_comm"] == ("all_reduce of 0.01 GB gradients in 25 MiB buckets; overlapped with the backward "
+                                "as the schedule allows")
     assert p.component("bubble").detail.simulated and p.component("dp_comm").detail.simulated
     analytical = dataclasses.replace(p.component("dp_comm").detail, simulated=False)
     assert component_note(Component("dp_comm", 0.0, 0.0, analytical)).endswith("; overlap 100% of the backward")
@@ -90,10 +91,16 @@ def test_a_simulated_step_words_its_bubble_and_overlap_as_main(dgx1v):
     (TensorParallelDetail(1, ("all_reduce",), 98, 12 * MiB), "no tensor parallelism"),
     (PipelineDetail(1, 8, 0.0), "no pipeline"),
     (BubbleDetail(4, 1, 8), "(p-1)/m = 3/8 of the ideal step"),
-    (DataParallelDetail(2, 0, 1.23e9, 25 * MiB, 0.5),
-     "all_reduce of 1.23 GB in 25 MiB buckets; overlap 50% of the backward"),
-    (DataParallelDetail(1, 0, 1.23e9, 25 * MiB, 0.5), "no data parallelism"),
-    (OptimizerDetail(1.25e9), "Adam pass over 1.25 B local parameters"),
+    (DataParallelDetail(2, 0, 1.23e9, 25 * MiB, 0.5, 0.615e9),
+     "all_reduce of 1.23 GB gradients in 25 MiB buckets; overlap 50% of the backward"),
+    (DataParallelDetail(2, 1, 1.23e9, 25 * MiB, 0.5, 0.615e9),
+     "reduce_scatter of 1.23 GB gradients (overlapped) + all_gather of 0.61 GB parameters (exposed); "
+     "overlap 50% of the backward"),
+    (DataParallelDetail(2, 3, 1.23e9, 25 * MiB, 0.5, 0.615e9),
+     "all_gather of 0.61 GB parameters per forward and backward + reduce_scatter of 1.23 GB gradients; "
+     "overlap 50% of the backward"),
+    (DataParallelDetail(1, 0, 1.23e9, 25 * MiB, 0.5, 0.615e9), "no data parallelism"),
+    (OptimizerDetail(1.25e9, 30), "Adam pass: 1.25 B local parameters x 30 B"),
     (None, ""),
     ("a 0.2 detail in words", "a 0.2 detail in words"),
 ])
@@ -139,10 +146,13 @@ def test_the_details_hold_the_steps_numbers(dgx1v):
     assert tp == TensorParallelDetail(4, ("reduce_scatter", "all_gather"), 6 * w.layers + 2, 1 * w.seq * w.hidden * 2)
     assert pp.stages == 1 and pp.sends == m and pp.nbytes == tp.nbytes / 4
     assert (bubble.stages, bubble.virtual_stages, bubble.micro_batches, bubble.fraction) == (1, 1, m, 0.0)
-    # The gradients of one GPU: the parameters over tp, 2 bytes each; one step of 25 MiB buckets.
-    assert dp == DataParallelDetail(2, 0, w.parameters / 4 * 2, 25 * MiB, 1.0)
-    assert opt.parameters == w.parameters / 4
-    assert p.component("optimizer").time == pytest.approx(opt.parameters * OPTIMIZER_PASS_BYTES / (900 * GB * 0.8))
+    # The gradients of one GPU: the parameters over tp, 2 bytes each in fp16 (and the parameters
+    # too); one step of 25 MiB buckets.
+    assert dp == DataParallelDetail(2, 0, w.parameters / 4 * 2, 25 * MiB, 1.0, w.parameters / 4 * 2)
+    # fp16 Adam: the fp16 gradient read (2), its fp32 copy, master and moments read and written
+    # (2 x 16), the fp16 weight written (2).
+    assert opt == OptimizerDetail(w.parameters / 4, 36)
+    assert p.component("optimizer").time == pytest.approx(opt.parameters * 36 / (900 * GB * 0.8))
     assert p.compute == ComputeFacts("V100-SXM2", "V100", "fp16", 125e12, 900 * GB, "fused", False, 0.74, 0.0, 0.8)
 
 
@@ -171,9 +181,10 @@ def test_records_of_the_numbers(dgx1v):
     assert p.component("bubble").detail.to_records() == [
         {"stages": 2, "virtual_stages": 1, "micro_batches": 32, "fraction": 1 / 32, "simulated": False}]
     dp = p.component("dp_comm").detail
-    assert dp.to_records() == [{"degree": 2, "zero": 3, "nbytes": dp.nbytes, "bucket_bytes": 25.0 * MiB,
-                                "overlap": 0.5, "simulated": False}]
-    assert p.component("optimizer").detail.to_records() == [{"parameters": p.component("optimizer").detail.parameters}]
+    assert dp.to_records() == [{"degree": 2, "zero": 3, "nbytes": dp.nbytes, "parameter_bytes": dp.nbytes,
+                                "bucket_bytes": 25.0 * MiB, "overlap": 0.5, "simulated": False}]
+    assert p.component("optimizer").detail.to_records() == [
+        {"parameters": p.component("optimizer").detail.parameters, "pass_bytes": 36}]
 
 
 def test_op_time_records():

@@ -195,3 +195,42 @@ def test_the_dense_workload_asks_the_object():
     for bad in ("deepseek", DEEPSEEK, "some", 3):
         with pytest.raises(WorkloadError, match="recompute must be 'none', 'selective' or 'full' \\(or a Recompute\\)"):
             w.activation_bytes(b, recompute=bad)
+
+
+def test_the_dense_memory_asks_the_object_term_by_term():
+    # Korthikanti et al. 2022, section 4: a layer keeps 34 s b h + 5 a s^2 b (16-bit, f = 4h,
+    # multi-head, dropout, no flash, tp 1): attention 11 s b h + 5 a s^2 b, FFN 19 s b h, the two
+    # norms' inputs 4 s b h. Selective drops the 5 a s^2 b; full keeps the layer's input, 2 s b h.
+    # A strategy of your own dropping Megatron-Core's layernorm module drops the norms' outputs (the
+    # attention's and the FFN's inputs, 2 s b h each), recomputed from the inputs the norms keep.
+    w = workload("gpt3-175b")
+    s, b, h, a = w.seq, 1, w.hidden, w.heads
+    assert (w.ffn, w.kv_dim, w.dropout, w.gated) == (4 * h, h, True, False)
+    sbh, s2 = s * b * h, 5 * a * s * s * b
+    norms = Recompute("norms", ("layernorm",))
+    both = Recompute("attention and norms", ("core_attn", "layernorm"))
+    kept = {rc.name: w.activation_bytes(b, recompute=rc, flash=False)
+            for rc in (NO_RECOMPUTE, SELECTIVE, FULL, norms, both, Recompute("mine", ("core_attn",)))}
+    assert kept == {"none": 34 * sbh + s2, "selective": 34 * sbh, "full": 2 * sbh, "norms": 30 * sbh + s2,
+                    "attention and norms": 30 * sbh, "mine": 34 * sbh}
+    # with tp 8 and sequence parallelism the norms' outputs are split over the group like the rest
+    assert w.activation_bytes(b, 8, sequence_parallel=True, recompute=SELECTIVE) - \
+        w.activation_bytes(b, 8, sequence_parallel=True, recompute=both) == 4 * sbh / 8
+    # the MoE modules name no tensor of a dense layer: nothing dropped, nothing run again
+    moe_act = Recompute("experts", ("moe_act", "mla_up_proj"))
+    assert w.activation_bytes(b, recompute=moe_act, flash=False) == kept["none"]
+    assert w.training_flops_per_token(moe_act) == w.training_flops_per_token()
+
+
+def test_a_plan_of_your_own_layernorm_strategy_saves_its_memory_and_runs_the_norms_again():
+    dgx2 = topo.dgx2()
+    norms = Recompute("norms", ("layernorm",))
+    opts = dict(tp=8, pp=1, dp=2, zero=0, dtype="fp16", global_batch=4, simulate=0)
+    ours, none = plan("megatron-8.3b", dgx2, recompute=norms, **opts), plan("megatron-8.3b", dgx2, recompute="none", **opts)
+    w = workload("megatron-8.3b")
+    # 4 s b h per layer and micro-batch, split over tp 8 with sequence parallelism, one micro-batch
+    # in flight (pp 1), every layer on the one stage
+    saved = 4 * w.seq * 1 * w.hidden / 8 * w.layers
+    assert ours.layout.sequence_parallel
+    assert none.memory.activations - ours.memory.activations == pytest.approx(saved)
+    assert ours.component("compute").time > none.component("compute").time  # the norms again
