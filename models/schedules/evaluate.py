@@ -352,8 +352,8 @@ def schedule_tasks(schedule: Schedule, chunk_bytes: float, ranks, pricing: Sched
     on a stream of its threadblock (``"g.t"``), each threadblock running its steps loop after loop.
     The first loop's sends wait Ring's latency per step after their data is there (a task
     ``"lat.g.t.s"`` on a stream of its own, after the send's dependencies, and after the
-    threadblock's previous step only where that step made the data sent: a copy or reduction, or
-    a receive into the chunks sent): a send whose data was there while the steps before it on its
+    threadblock's own step that last made the data sent, if any: a copy or reduction, or a
+    receive into the chunks sent, however many steps before it): a send whose data was there while the steps before it on its
     connection ran has paid it meanwhile, as the connection's slots pipeline successive transfers
     (NCCL_STEPS in flight). Later loops' start-ups overlap the data in flight, as NCCL's latency is
     paid once per pass."""
@@ -369,6 +369,7 @@ def schedule_tasks(schedule: Schedule, chunk_bytes: float, ranks, pricing: Sched
             for tb in gpu.threadblocks:
                 stream = f"{g}.{tb.id}"
                 last = len(tb.steps) - 1
+                written: dict = {}  # the first loop: (buffer, chunk) -> the last step writing it
                 for step in tb.steps:
                     after = []
                     if step.s:
@@ -388,6 +389,10 @@ def schedule_tasks(schedule: Schedule, chunk_bytes: float, ranks, pricing: Sched
                             wait = f"lat.{stream}.{step.s}"
                             piped = step.s and not _feeds(tb.steps[step.s - 1], step)
                             data = tuple(a for a in after if not (piped and a == f"{it}.{stream}.{step.s - 1}"))
+                            maker = max((written.get((step.srcbuf, c), -1)
+                                         for c in range(step.srcoff, step.srcoff + step.cnt)), default=-1)
+                            if piped and maker >= 0:  # an earlier step of its own made the data sent
+                                data += (f"{it}.{stream}.{maker}",)
                             tasks.append(Task(wait, "compute", (here,), 0, latency, data, stream=wait))
                             after.append(wait)
                         tasks.append(Task(name, "send", (here, ranks[tb.send]), nbytes, after=tuple(after),
@@ -396,6 +401,8 @@ def schedule_tasks(schedule: Schedule, chunk_bytes: float, ranks, pricing: Sched
                         touches = 0 if op.receives else _LOCAL_TOUCHES.get(step.type, 0)
                         seconds = touches * nbytes / pricing.local_rate if touches else 0.0
                         tasks.append(Task(name, "compute", (here,), 0, seconds, tuple(after), stream=stream))
+                    if not it and op.writes_dst:
+                        written.update(((step.dstbuf, c), step.s) for c in range(step.dstoff, step.dstoff + step.cnt))
     return TaskGraph(tuple(tasks), schedule.name)
 
 

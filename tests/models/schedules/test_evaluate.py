@@ -200,3 +200,26 @@ def test_the_timings_are_refused_beyond_their_work_limit(dgx1v, monkeypatch):
         evaluate_schedule(dgx1v, ring, "1M", max_events=0)
     with pytest.raises(ScheduleEvaluationError, match="expected progress a callable"):
         evaluate_schedule(dgx1v, ring, "1M", progress="bar")
+
+
+def test_a_sends_latency_waits_for_the_step_that_made_its_data_however_far_back(dgx1v):
+    """The first loop's send pays Ring's step latency from when its data is there: GPU 0 receives
+    o[1] (step 0), sends its own o[0] (step 1), then sends o[1] (step 2). Step 2's wait follows
+    step 0, which made its data, not only step 1 (review: it looked one step back, so the wait
+    could start before the data existed); step 1's wait follows nothing of its threadblock."""
+    from models.schedules import parse_msccl
+    from models.schedules.evaluate import schedule_tasks
+
+    def step(s, kind, off):
+        return (f'<step s="{s}" type="{kind}" srcbuf="o" srcoff="{off}" dstbuf="o" dstoff="{off}" cnt="1" '
+                f'depid="-1" deps="-1" hasdep="0"/>')
+    xml = ('<algo name="far" proto="Simple" nchannels="1" nchunksperloop="3" ngpus="2" coll="allgather" '
+           'inplace="1" outofplace="0" minBytes="0" maxBytes="0">'
+           '<gpu id="0" i_chunks="0" o_chunks="3" s_chunks="0"><tb id="0" send="1" recv="1" chan="0">'
+           + step(0, "r", 1) + step(1, "s", 0) + step(2, "s", 1) + '</tb></gpu>'
+           '<gpu id="1" i_chunks="0" o_chunks="3" s_chunks="0"><tb id="0" send="0" recv="0" chan="0">'
+           + step(0, "s", 1) + step(1, "r", 0) + step(2, "r", 2) + '</tb></gpu></algo>')
+    pricing, _ = schedule_pricing(dgx1v, "Simple", "all_gather", (0, 1))
+    tasks = {t.id: t for t in schedule_tasks(parse_msccl(xml), 1024.0, {0: "gpu0", 1: "gpu1"}, pricing).tasks}
+    assert "0.0.0.0" in tasks["lat.0.0.2"].after and "0.0.0.1" not in tasks["lat.0.0.2"].after
+    assert not any(a.startswith("0.0.0.") for a in tasks["lat.0.0.1"].after)
