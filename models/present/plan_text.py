@@ -28,6 +28,7 @@ from ..studies.planner.cp_exchange import AllToAllExchange, HierarchicalExchange
 from ..studies.planner.ep_overlap import BatchOverlap, DualPipe, EpOverlap
 from ..studies.planner.dispatcher import FlatDispatch, HierarchicalDispatch
 from ..studies.planner.parallel import SplitError, stage_split
+from ..studies.planner.step import gradient_bucket
 from ..studies.planner.ranking import GpuRank
 from ..studies.planner.records import (BubbleDetail, Calibration, Component, ComputeDetail, ContextParallelDetail,
                                        DataParallelDetail, DoesNotFitError, ExpertParallelDetail, Memory, NoLayoutError, OptimizerDetail, PipelineDetail, Plan,
@@ -312,7 +313,9 @@ def _data_parallel_detail(d: DataParallelDetail) -> str:
         return "no data parallelism"
     grads, params = f"{d.nbytes / GB:.2f} GB gradients", f"{d.parameter_bytes / GB:.2f} GB parameters"
     if d.zero == 0:
-        what = f"all_reduce of {grads} in {d.bucket / MiB:.0f} MiB buckets"
+        bucket = gradient_bucket(d.bucket, d.overlap)
+        what = (f"all_reduce of {grads} in one buffer after the backward" if math.isinf(bucket)
+                else f"all_reduce of {grads} in {bucket / MiB:.0f} MiB buckets")
     elif d.zero in (1, 2):
         what = f"reduce_scatter of {grads} (overlapped) + all_gather of {params} (exposed)"
     else:

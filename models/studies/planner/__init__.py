@@ -38,7 +38,10 @@ Training on GPU Clusters Using Megatron-LM", sections 2-3) on the heaviest pipel
   (v m)`` and the sends grow to ``v m + p - 1`` each way;
 * data parallel: after the last micro-batch, gradients all_reduced in buckets (``bucket``,
   25 MiB as PyTorch DDP's ``bucket_cap_mb``), overlapped with that micro-batch's backward up to
-  the fraction ``overlap`` of it; the last bucket is always exposed. ZeRO 1/2 (Rajbhandari et
+  the fraction ``overlap`` of it; the last bucket is always exposed. With ``overlap`` 0 they
+  (and ZeRO's parameter all_gathers) go as one buffer after the backward, in both passes, as
+  Megatron-LM's DDP without ``overlap_grad_reduce`` sends them
+  (:func:`~models.studies.planner.step.gradient_bucket`). ZeRO 1/2 (Rajbhandari et
   al. 2020, "ZeRO: Memory Optimizations Toward Training Trillion Parameter Models") replace the
   all_reduce by a reduce_scatter (overlapped) and an all_gather of the updated parameters
   (exposed); ZeRO 3 / FSDP all_gather the parameters for every forward and backward of every

@@ -45,7 +45,7 @@ from .placement import JobGroups, job_gpus, tp_partition
 from ..recomputation import NO_RECOMPUTE, RECOMPUTES, SEARCHED, Recompute, as_recompute
 from .records import (ORDERS, RECOMPUTE, Layout, NoLayoutError, Plan, PlanError, PlanWarning, Search,
                       SkipCode, SkippedLayout, TimingCode, TimingWhy, UnknownOptionError)
-from .step import DEFAULT_OVERLAP, simulated_components, step_components
+from .step import DEFAULT_OVERLAP, gradient_bucket, simulated_components, step_components
 
 __all__ = ["search", "plan", "plan_order", "DEFAULT_SIMULATED", "PLAN_MAX_EVENTS"]
 
@@ -390,9 +390,10 @@ def simulate_plans(w, ctx: Context, plans, count: int, max_events: int, cm=None)
     """
     cm = ctx.cm if cm is None else cm
     # overlap 0 (gradients reduced once the backward is done, as Megatron-LM's local DDP did) is
-    # the schedule's to honour: one bucket after the backward. Other fractions are the first
-    # pass's; the simulation overlaps the buckets as the backward produces them.
-    bucket = ctx.bucket if ctx.overlap > 0 else math.inf
+    # the schedule's to honour: one buffer after the backward, as the first pass prices it
+    # (gradient_bucket). Other fractions are the first pass's; the simulation overlaps the
+    # buckets as the backward produces them.
+    bucket = gradient_bucket(ctx.bucket, ctx.overlap)
     fraction = TimingWhy(TimingCode.OVERLAP_FIRST_PASS, overlap=ctx.overlap) if 0 < ctx.overlap < 1 else None
     why = {}
     chosen = []
@@ -763,7 +764,8 @@ def search(workload: str | Workload, G: nx.DiGraph | PreparedFabric, *, tp: int 
         Fraction of a backward (forward) that can hide data-parallel communication, in [0, 1],
         in the analytical first pass. A simulated step overlaps the gradient buckets as its
         schedule allows, except with ``overlap=0``: every gradient is then reduced after the
-        backward (one bucket), as Megatron-LM's early local DDP did.
+        backward (one buffer, in the first pass too: :func:`~models.studies.planner.step.gradient_bucket`),
+        as Megatron-LM's DDP without ``overlap_grad_reduce`` does.
     bucket : float
         Gradient bucket [bytes]: a whole number of bytes, or digits with K, M, G, T (``"25M"``).
     efficiency, attention_efficiency, memory_efficiency : float, optional

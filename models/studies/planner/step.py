@@ -15,7 +15,7 @@ from .gpu_memory import optimizer_pass_bytes, stage_parameters, state_bytes
 from .records import (BubbleDetail, Component, ComputeDetail, DataParallelDetail, Layout, OptimizerDetail,
                       PipelineDetail, Plan, TensorParallelDetail)
 
-__all__ = ["step_components", "DEFAULT_OVERLAP", "data_parallel_time"]
+__all__ = ["step_components", "DEFAULT_OVERLAP", "data_parallel_time", "gradient_bucket"]
 
 #: Fraction of a backward (forward for ZeRO 3 gathers) that can hide data-parallel
 #: communication: all of it by default (frameworks launch each bucket as soon as it is ready);
@@ -23,10 +23,29 @@ __all__ = ["step_components", "DEFAULT_OVERLAP", "data_parallel_time"]
 DEFAULT_OVERLAP = 1.0
 
 
+def gradient_bucket(bucket: float, overlap: float) -> float:
+    """The buffer the data-parallel collectives are sent in, for both passes (the first pass's
+    :func:`data_parallel_time` and the simulated step graph): ``bucket`` when the communication
+    overlaps the backward, one buffer (``math.inf``) at ``overlap`` 0, where the gradients are
+    reduced once the backward is done, as Megatron-LM's local DDP without ``overlap_grad_reduce``
+    does (megatron/core/distributed/distributed_data_parallel.py: no bucket size when not
+    overlapping [U]). The default ``bucket`` is PyTorch DDP's 25 MiB
+    (:data:`~models.studies.workload.DEFAULT_BUCKET`), not Megatron-Core's
+    ``max(40,000,000, 1,000,000 x dp)`` elements [U]: it is the option's, stated as such. [bytes]
+
+    >>> gradient_bucket(25 * 2**20, 0.5), gradient_bucket(25 * 2**20, 0)
+    (26214400, inf)
+    """
+    return bucket if overlap > 0 else math.inf
+
+
 def _bucketed(comm, collective, nbytes, bucket):
     """(total time, time of the last bucket) of ``nbytes`` sent in buckets. [s]"""
     if nbytes <= 0:
         return 0.0, 0.0
+    if nbytes <= bucket:  # one buffer (an infinite bucket among them)
+        t = comm(collective, nbytes)
+        return t, t
     full = int(nbytes // bucket)
     rest = nbytes - full * bucket
     t_full = comm(collective, bucket) if full else 0.0
@@ -39,11 +58,16 @@ def data_parallel_time(streams: Sequence, zero: int, overlap: float, fwd: float,
     :mod:`models.studies.planner`): ``streams`` are ``(comm, gradient bytes, parameter bytes)``,
     each ``comm(collective, nbytes)`` timing one collective on its groups (the dense gradients
     over the data-parallel groups, the experts' over the expert data-parallel ones), sent one
-    after the other in buckets (the gradients' reductions and the parameters' all_gathers each
-    in buffers of ``bucket`` bytes) and hidden behind the same backward (forward for ZeRO 3's
-    gathers). [s]"""
+    after the other in buckets (the gradients' reductions and ZeRO 1/2's parameter all_gathers
+    in buffers of :func:`gradient_bucket` bytes, one buffer at ``overlap`` 0; ZeRO 3's gathers
+    before each pass in ``bucket`` bytes whatever the overlap, as the step graph gathers them
+    layer by layer) and hidden behind the same backward (forward for ZeRO 3's gathers). [s]"""
+    reduced = gradient_bucket(bucket, overlap)
+    gathered = bucket if zero == 3 else reduced
+
     def total(collective, gather=False):
-        times = [_bucketed(c, collective, params if gather else grads, bucket) for c, grads, params in streams]
+        times = [_bucketed(c, collective, params if gather else grads, gathered if gather else reduced)
+                 for c, grads, params in streams]
         return sum(t for t, _ in times), max((last for _, last in times), default=0.0)
 
     window = overlap * bwd

@@ -203,6 +203,20 @@ def test_overlap_zero_reduces_every_gradient_after_the_backward(dgxh100):
     assert plan(SMALL, dgxh100, **options).step_time < after.step_time
 
 
+@pytest.mark.parametrize("zero", [0, 1])
+def test_without_overlap_both_passes_send_the_gradients_as_one_buffer(dgxh100, zero):
+    # overlap 0: the gradients (and ZeRO 1's parameters) go as one buffer after the backward in
+    # the first pass as in the simulation (gradient_bucket), whatever the bucket option: 1 MiB
+    # buckets would be ~40 start-ups more in the first pass alone.
+    options = dict(tp=1, pp=1, dp=8, zero=zero, global_batch=16, recompute="none", bucket=2.0**20, overlap=0.0)
+    simulated, analytical = plan(SMALL, dgxh100, **options), plan(SMALL, dgxh100, simulate=0, **options)
+    assert simulated.simulated and not analytical.simulated
+    assert simulated.component("dp_comm").exposed == pytest.approx(analytical.component("dp_comm").exposed, rel=1e-6)
+    # with overlap the first pass buckets them: the same bytes cost more start-ups
+    bucketed = plan(SMALL, dgxh100, simulate=0, **{**options, "overlap": 1e-9})
+    assert bucketed.component("dp_comm").time > analytical.component("dp_comm").time * 1.05
+
+
 def test_an_overlap_fraction_shapes_the_first_pass_and_the_simulated_plan_says_so(dgxh100):
     """Between 0 and 1 the fraction is the analytical pass's knob: the simulated step comes from
     the schedule (the same as with full overlap) and the plan names the fraction it did not use."""

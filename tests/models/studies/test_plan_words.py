@@ -93,6 +93,8 @@ def test_a_simulated_step_words_its_bubble_and_overlap_as_main(dgx1v):
     (BubbleDetail(4, 1, 8), "(p-1)/m = 3/8 of the ideal step"),
     (DataParallelDetail(2, 0, 1.23e9, 25 * MiB, 0.5, 0.615e9),
      "all_reduce of 1.23 GB gradients in 25 MiB buckets; overlap 50% of the backward"),
+    (DataParallelDetail(2, 0, 1.23e9, 25 * MiB, 0.0, 0.615e9),  # gradient_bucket: one buffer without overlap
+     "all_reduce of 1.23 GB gradients in one buffer after the backward; overlap 0% of the backward"),
     (DataParallelDetail(2, 1, 1.23e9, 25 * MiB, 0.5, 0.615e9),
      "reduce_scatter of 1.23 GB gradients (overlapped) + all_gather of 0.61 GB parameters (exposed); "
      "overlap 50% of the backward"),
