@@ -105,6 +105,10 @@ def test_hierarchical_analytical_and_simulated_agree_on_four_hosts(four_hosts):
     p = plan(FOUR_LIMITED, four_hosts, tp=1, pp=1, ep=32, zero=1, global_batch=64, simulate=1, max_events=3_000_000)
     assert p.simulated
     assert p.step_time == pytest.approx(p.analytical_step_time, rel=0.05)
+    # both legs (rails over the NICs, nodes over NVLink) side by side: the first pass's ep_comm is
+    # the simulated one (the same all-to-alls on the same groups, the legs on disjoint links)
+    first = plan(FOUR_LIMITED, four_hosts, tp=1, pp=1, ep=32, zero=1, global_batch=64, simulate=0)
+    assert p.component("ep_comm").exposed == pytest.approx(first.component("ep_comm").exposed, rel=1e-6)
     flat = plan(FOUR_LIMITED, four_hosts, tp=1, pp=1, ep=32, zero=1, global_batch=64, dispatcher="flat", simulate=0)
     assert p.analytical_step_time < flat.analytical_step_time  # a quarter of the network bytes
 
