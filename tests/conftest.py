@@ -64,7 +64,17 @@ def _bytecode_outside_the_tree():
     if not sys.dont_write_bytecode or sys.pycache_prefix is not None:
         return
     user = getattr(os, "getuid", lambda: "user")()
-    prefix = str(Path(tempfile.gettempdir()) / f"dgx-topo-pycache-{user}")
+    prefix = Path(tempfile.gettempdir()) / f"dgx-topo-pycache-{user}"
+    try:  # the suite's own directory, private to this user (one already there must be this user's)
+        prefix.mkdir(mode=0o700, exist_ok=True)
+        held = prefix.lstat()
+    except OSError:
+        return
+    if not prefix.is_dir() or prefix.is_symlink() or (hasattr(os, "getuid") and held.st_uid != os.getuid()):
+        return  # someone else's: no bytecode rather than bytecode another user could have planted
+    if held.st_mode & 0o077:
+        prefix.chmod(0o700)
+    prefix = str(prefix)
     sys.pycache_prefix, sys.dont_write_bytecode = prefix, False
     os.environ["PYTHONPYCACHEPREFIX"] = prefix
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)

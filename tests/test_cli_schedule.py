@@ -184,6 +184,21 @@ def test_work_limits_are_refused_where_they_would_be_ignored(capsys, tmp_path):
         assert status == 2 and words in err and len(err.splitlines()) == 1 and not out.exists()
 
 
+def test_check_refuses_what_only_evaluate_and_export_read(capsys, tmp_path):
+    """check reads FILE alone: a fabric, sizes, limits or an output given to it were ignored with
+    exit 0 (review); one line naming the first such option, exit 2, nothing written. --json is
+    check's own."""
+    path, out = str(DATA / "msccl" / "ndv5_ag-1m.xml"), tmp_path / "x.xml"
+    for extra in (["--system", "dgx1v"], ["--max-events", "3"], ["--max-hops", "3"], ["--size", "1M"],
+                  ["--chunks", "2"], ["--evaluate"], ["--out", str(out)], ["-b", "1K"], ["--fail", "gpu1"],
+                  ["--source", "nccl"], ["-f", "4"]):
+        status, stdout, err = _run(capsys, "schedule", "check", path, *extra)
+        assert status == 2 and stdout == "" and len(err.splitlines()) == 1 and not out.exists()
+        assert f"expected no {extra[0]}, received it" in err
+    status, stdout, _ = _run(capsys, "schedule", "check", path, "--json")
+    assert status == 0 and json.loads(stdout)
+
+
 def test_evaluate_is_refused_beyond_its_work_limit(capsys, tmp_path):
     """A schedule's timings are sized before any is simulated (three events a task, a task per
     step and loop, and one latency wait per send of the first loop): Azure's NDv5 all_gather at

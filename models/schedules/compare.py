@@ -22,8 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ..engine.fabric import prepare
-from .evaluate import ScheduleEvaluation, achieved_graph, evaluate_schedule
-from .export import SIZED_MAX_EVENTS, schedule_packing, sized_chunks
+from .evaluate import SCHEDULE_MAX_EVENTS, ScheduleEvaluation, achieved_graph, evaluate_schedule
+from .export import schedule_packing, sized_chunks
 from .msccl import ScheduleError
 
 __all__ = ["PackingComparison", "packing_comparison"]
@@ -86,7 +86,7 @@ class PackingComparison:
 
 
 def packing_comparison(G, collective: str, gpus, sizes, *, profile=None,
-                       max_events: int = SIZED_MAX_EVENTS) -> PackingComparison:
+                       max_events: int = SCHEDULE_MAX_EVENTS) -> PackingComparison:
     """The packing's schedule of ``collective`` on ``gpus`` of ``G``, timed at each of ``sizes``
     beside NCCL's choice, the line-rate bound and the bound at the rates the evaluator times with.
 

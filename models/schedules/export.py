@@ -60,7 +60,7 @@ from .packed import CHUNK_COUNTS
 __all__ = ["ExportError", "EXPORT_COLLECTIVES", "PACKING_COLLECTIVES", "TREE_COLLECTIVES", "NCCL_ALGORITHMS",
            "nccl_schedule", "packing_schedule", "schedule_packing", "export_schedule", "SOURCES",
            "sized_chunks", "SizedTiming", "SizedSkip", "SIZED_CHUNK_COUNTS", "SIZED_MAX_LOOPS", "SIZED_PATIENCE", "SIZED_PROTOCOLS",
-           "SIZED_MAX_EVENTS", "PACKING_MAX_HOPS", "packing_hops"]
+           "PACKING_MAX_HOPS", "packing_hops"]
 
 #: What :func:`nccl_schedule` writes.
 EXPORT_COLLECTIVES = ("all_gather", "reduce_scatter", "all_reduce")
@@ -89,10 +89,6 @@ SIZED_PATIENCE = 2
 #: (NVIDIA/nccl v2.27.7-1 src/graph/tuning.cc, ``hwLat``) wins at small sizes and whose rate per
 #: channel and wire bytes per payload byte lose at large ones (the evaluator's pricing of Ring).
 SIZED_PROTOCOLS = ("Simple", "LL128", "LL")
-#: The simulator events :func:`sized_chunks`' timings take at most by default (``max_events``;
-#: the command line's ``--max-events``): the evaluator's one limit,
-#: :data:`~models.schedules.evaluate.SCHEDULE_MAX_EVENTS`, which says what it takes and refuses.
-SIZED_MAX_EVENTS = SCHEDULE_MAX_EVENTS
 #: The tree hops building the packing's schedule may write at most by default (``max_hops``; the
 #: command line's ``--max-hops``; :func:`packing_hops` counts them before the trees are packed).
 #: Its work grows faster than the hops (the packing's column generation searches a tree per GPU
@@ -386,7 +382,7 @@ def schedule_packing(G, collective: str, gpus=None, *, profile=None, protocol: s
 
 def packing_schedule(G, collective: str, gpus=None, *, chunks: int | None = None, size=None, profile=None,
                      protocol: str | None = None, max_hops: int = PACKING_MAX_HOPS,
-                     max_events: int = SIZED_MAX_EVENTS, progress=None) -> Schedule:
+                     max_events: int = SCHEDULE_MAX_EVENTS, progress=None) -> Schedule:
     """The tree packing that meets the bound, as an MSCCL all_gather, reduce_scatter or
     all_reduce (module docstring; the steps: :mod:`models.schedules.packed`).
 
@@ -526,7 +522,7 @@ def _fastest_possible(fabric, collective: str, ids, nbytes: int, pricing, bounds
 
 
 def sized_chunks(G, collective: str, gpus, size, *, profile=None, protocol: str | None = None,
-                 max_events: int = SIZED_MAX_EVENTS, max_hops: int = PACKING_MAX_HOPS, progress=None) -> tuple:
+                 max_events: int = SCHEDULE_MAX_EVENTS, max_hops: int = PACKING_MAX_HOPS, progress=None) -> tuple:
     """The packing's schedule for one message size, and how its protocol and chunks per root were
     chosen.
 
@@ -572,7 +568,8 @@ def sized_chunks(G, collective: str, gpus, size, *, profile=None, protocol: str 
         The schedule's protocol; default: the one of :data:`SIZED_PROTOCOLS` that times fastest
         (a protocol NCCL does not enable for Ring on these GPUs is not tried).
     max_events : int
-        The most simulator events the timings may take (default :data:`SIZED_MAX_EVENTS`).
+        The most simulator events the timings may take (default: the evaluator's one limit,
+        :data:`~models.schedules.evaluate.SCHEDULE_MAX_EVENTS`).
     max_hops : int
         The most tree hops the packing's build may write at its default count
         (:func:`packing_schedule`'s limit, checked before the trees are packed).
@@ -680,7 +677,7 @@ def sized_chunks(G, collective: str, gpus, size, *, profile=None, protocol: str 
 
 def export_schedule(G, collective: str, gpus=None, *, source: str = "packing", profile=None,
                     protocol: str | None = None, chunks: int | None = None, algorithm: str = "ring",
-                    size=None, max_hops: int = PACKING_MAX_HOPS, max_events: int = SIZED_MAX_EVENTS,
+                    size=None, max_hops: int = PACKING_MAX_HOPS, max_events: int = SCHEDULE_MAX_EVENTS,
                     progress=None) -> Schedule:
     """:func:`packing_schedule` (for ``size``, if given) or :func:`nccl_schedule` (on NCCL's
     ``algorithm``) by ``source`` (``"packing"``, ``"nccl"``). ``protocol`` None (the default): the

@@ -75,10 +75,25 @@ def _read(args):
         raise ScheduleError(f"{source}: {error}", gpu=error.gpu, tb=error.tb, step=error.step) from None
 
 
+#: What ``check`` does not read (it reads FILE and the input limit only), each option's flag and
+#: its value when not given: given to ``check``, it is refused rather than ignored.
+_NOT_CHECK = (("system", "--system", None), ("topo_file", "--topo-file", None), ("fail", "--fail", []),
+              ("degrade", "--degrade", []), ("gpus", "--gpus", None), ("minbytes", "-b", None),
+              ("maxbytes", "-e", None), ("stepfactor", "-f", 2), ("source", "--source", "packing"),
+              ("algo", "--algo", "ring"), ("proto", "--proto", None), ("chunks", "--chunks", None),
+              ("size", "--size", None), ("max_events", "--max-events", None), ("max_hops", "--max-hops", None),
+              ("out", "--out", None), ("nccl", "--nccl", None), ("evaluate", "--evaluate", False),
+              ("explain", "--explain", False))
+
+
 def _check(args) -> None:
     from ..json_shapes import schedule_check_json
     from ..schedule_text import schedule_check_text
 
+    given = [flag for dest, flag, unset in _NOT_CHECK if getattr(args, dest, unset) not in (unset, None)]
+    if given:
+        raise UsageError(f"schedule check: reads FILE only (the checks need no fabric nor sizes): expected no "
+                         f"{given[0]}, received it")
     source, schedule, result = _read(args)
     if args.json:
         print_json(schedule_check_json(schedule, result, source=source))
@@ -120,7 +135,8 @@ def _evaluation(args, G, schedule, gpus, low, top):
 
 def _export(args) -> None:
     from ...schedules.check import check_schedule
-    from ...schedules.export import PACKING_MAX_HOPS, SIZED_MAX_EVENTS, export_schedule, sized_chunks
+    from ...schedules.evaluate import SCHEDULE_MAX_EVENTS
+    from ...schedules.export import PACKING_MAX_HOPS, export_schedule, sized_chunks
     from ...schedules.msccl import to_msccl_xml
     from ..json_shapes import schedule_evaluation_json
     from ..output import check_output_paths, write_text_atomic
@@ -145,7 +161,7 @@ def _export(args) -> None:
         with progress_for(args, f"timing the packing at {args.size} B", "task") as progress:
             schedule, tried = sized_chunks(G, args.target, args.gpus, args.size, profile=args.nccl,
                                            protocol=args.proto, progress=progress, max_hops=max_hops,
-                                           max_events=SIZED_MAX_EVENTS if args.max_events is None else args.max_events)
+                                           max_events=SCHEDULE_MAX_EVENTS if args.max_events is None else args.max_events)
     else:  # the packing's build refused beyond --max-hops, with a bar
         with progress_for(args, f"building the {args.source}'s {args.target}", "part") as progress:
             schedule = export_schedule(G, args.target, args.gpus, source=args.source, profile=args.nccl,

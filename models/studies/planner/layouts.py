@@ -645,6 +645,12 @@ def prepare_job(workload, G, *, tp, pp, dp, zero, micro_batch, global_batch, dty
     if (isinstance(expert_balance, bool) or not isinstance(expert_balance, (int, float))
             or not 1 <= expert_balance <= 1000):
         raise PlanError(f"expert_balance must be a number from 1 (force-balanced) to 1000, received {expert_balance!r}")
+    if not is_moe(w):  # what only expert layers read: refused, not ignored, for a dense workload
+        given = [name for name, value, unset in (("dispatcher", dispatcher, None), ("dispatch_dtype", dispatch_dtype, None),
+                                                 ("expert_balance", expert_balance, 1.0)) if value != unset]
+        if given:
+            raise PlanError(f"{given[0]} sets how expert layers send their tokens: expected a mixture-of-experts "
+                            f"workload, received {w.name} (dense)")
 
     check_int("simulate", simulate, low=0)
     check_int("max_events", max_events)

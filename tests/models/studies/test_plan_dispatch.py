@@ -198,3 +198,17 @@ def test_a_dispatcher_of_your_own_is_priced_by_its_behaviour(cluster):
     mine = plan(TWO, cluster, tp=1, pp=1, ep=16, zero=1, global_batch=16, simulate=0, dispatcher=Twice("twice"))
     assert mine.component("ep_comm").time == pytest.approx(2 * flat.component("ep_comm").time, rel=1e-12)
     assert _ep(mine).dispatcher.name == "twice"
+
+
+def test_expert_options_on_a_dense_workload_are_refused(capsys, cluster):
+    """A dense workload has no expert layers: a dispatcher, a dispatch dtype or a load balance
+    given for one was ignored (review); refused by name, the CLI in one line (exit 2)."""
+    from tests.test_cli_commands import one_line_error
+
+    for name, value in (("dispatcher", "hierarchical"), ("dispatch_dtype", "fp8"), ("expert_balance", 1.5)):
+        with pytest.raises(PlanError, match=f"{name} sets how expert layers send their tokens: expected a "
+                                            f"mixture-of-experts workload, received llama3-8b"):
+            plan("llama3-8b", cluster, tp=8, pp=1, dp=2, simulate=0, **{name: value})
+    assert "expected a mixture-of-experts workload" in one_line_error(
+        capsys, "plan", "llama3-8b", "--system", "2xdgxh100", "--dispatcher", "flat")
+    assert plan("llama3-8b", cluster, tp=8, pp=1, dp=2, simulate=0, expert_balance=1).step_time > 0
