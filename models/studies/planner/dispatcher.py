@@ -14,12 +14,13 @@ one dispatch in the analytical first pass, and the all-to-alls the step graph ru
   experts on its own node are reached over NVLink directly. With group-limited routing (the
   workload's ``routing_groups`` and ``group_limit``: DeepSeek-V3's 8 groups, 4 per token) a
   token reaches fewer nodes. The bytes are the closed forms of :mod:`models.predict.dispatch`
-  (:func:`~models.predict.dispatch.routed_reach`, :func:`~models.predict.dispatch.hierarchical_bytes`),
-  the time its pipelined legs (:func:`~models.predict.dispatch.hierarchical_path`: the slower
-  of the network leg at the GPU's rail rate, its host's NICs shared by its GPUs, and the NVLink
-  leg at the GPU's NVLink rate). The step graph runs the two legs side by side (pipelined): an
-  all-to-all over each rail (the group's GPUs of one local index, one per node) and one over
-  each node's GPUs of the group, each sized so that its GPUs send the leg's bytes to the others.
+  (:func:`~models.predict.dispatch.routed_reach`, :func:`~models.predict.dispatch.hierarchical_bytes`).
+  Its two legs run side by side (pipelined): an all-to-all over each rail (the group's GPUs of
+  one local index, one per node) and one over each node's GPUs of the group, each sized so that
+  its GPUs send the leg's bytes to the others (:meth:`Dispatcher.legs`). The step graph runs
+  those all-to-alls; the first pass prices the same ones on the same groups
+  (:meth:`Dispatcher.timer`: each by :func:`models.studies.planner.dispatch.alltoall_time`, the
+  slower leg's time, the legs on disjoint links), so both passes price one dispatch alike.
 
 The default is what each workload's published software runs (:func:`default_dispatcher`): a
 workload trained with group-limited routing dispatches hierarchically (node-limited routing
@@ -48,7 +49,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ...predict.dispatch import DispatchError, hierarchical_bytes, hierarchical_path, routed_reach
+from ...predict.dispatch import DispatchError, hierarchical_bytes, routed_reach
 
 __all__ = ["Dispatcher", "FlatDispatch", "HierarchicalDispatch", "DispatchSite", "FLAT_DISPATCH",
            "HIERARCHICAL_DISPATCH", "DISPATCHERS", "DISPATCHER", "dispatcher_named", "default_dispatcher"]
@@ -102,10 +103,16 @@ class Dispatcher:
         flat all-to-all's buffer: routed copies x hidden x dtype). [bytes]"""
         return nbytes * site.nvlink_share, nbytes * site.network_share
 
-    def timer(self, w, site: DispatchSite, alltoall: Callable[[float], float]) -> Callable[[float], float]:
-        """The time of one dispatch of ``nbytes`` per rank; ``alltoall(nbytes)`` prices an
-        all-to-all over the layout's expert-parallel groups. [s]"""
-        return alltoall
+    def timer(self, w, site: DispatchSite, alltoall: Callable[[str, float], float]) -> Callable[[float], float]:
+        """The time of one dispatch of ``nbytes`` per rank, as the step graph runs it: its
+        :meth:`legs` side by side, each an all-to-all over its groups (``alltoall(name, nbytes)``
+        prices concurrent all-to-alls over the layout's groups of that name), the slowest leg's
+        time (legs on disjoint links: the rails' NICs and the nodes' NVLink). [s]"""
+        legs = self.legs(w, site)
+
+        def time(nbytes: float) -> float:
+            return max((alltoall(name, nbytes * scale) for name, scale in legs), default=0.0)
+        return time
 
     def leg_groups(self, group: tuple, domain_of) -> dict:
         """The groups the step graph's all-to-alls run over besides the expert-parallel
@@ -145,17 +152,6 @@ class HierarchicalDispatch(Dispatcher):
         bytes of the rank's token vectors). [bytes]"""
         nodes, gpus = self.reach(w, site)
         return hierarchical_bytes(nbytes / w.top_k, nodes, gpus, site.nnodes, site.local)
-
-    def timer(self, w, site: DispatchSite, alltoall: Callable[[float], float]) -> Callable[[float], float]:
-        """The pipelined legs' time (:func:`~models.predict.dispatch.hierarchical_path`). [s]"""
-        per_byte = self.split(w, site, 1.0)
-
-        def time(nbytes: float) -> float:
-            if nbytes <= 0 or site.nnodes * site.local < 2:
-                return 0.0
-            return hierarchical_path(per_byte[0] * nbytes, per_byte[1] * nbytes, site.nvlink_rate, site.network_rate,
-                                     site.latency).time
-        return time
 
     def leg_groups(self, group: tuple, domain_of) -> dict:
         """``ep_rail``: the group's GPUs of each local index, one per node; ``ep_node``: its GPUs

@@ -338,7 +338,7 @@ def _evaluate_parallel(ctx: Context, layout: Layout, cm, groups, comm) -> tuple:
     ep_groups = groups.get("ep", ())
     dispatcher = ctx.dispatcher
     site = dispatch_site(fabric, ep_groups[0]) if is_moe(w) and ep_groups and len(ep_groups[0]) > 1 else None
-    ep_time = (dispatcher.timer(w, site, lambda nbytes: alltoall_time(fabric, nbytes, ep_groups))
+    ep_time = (dispatcher.timer(w, site, lambda name, nbytes: alltoall_time(fabric, nbytes, groups.get(name, ())))
                if site is not None else None)
 
     def alltoall(dimension, nbytes):

@@ -105,8 +105,38 @@ def test_hierarchical_analytical_and_simulated_agree_on_four_hosts(four_hosts):
     p = plan(FOUR_LIMITED, four_hosts, tp=1, pp=1, ep=32, zero=1, global_batch=64, simulate=1, max_events=3_000_000)
     assert p.simulated
     assert p.step_time == pytest.approx(p.analytical_step_time, rel=0.05)
+    # both legs (rails over the NICs, nodes over NVLink) side by side: the first pass's ep_comm is
+    # the simulated one (the same all-to-alls on the same groups, the legs on disjoint links)
+    first = plan(FOUR_LIMITED, four_hosts, tp=1, pp=1, ep=32, zero=1, global_batch=64, simulate=0)
+    assert p.component("ep_comm").exposed == pytest.approx(first.component("ep_comm").exposed, rel=1e-6)
     flat = plan(FOUR_LIMITED, four_hosts, tp=1, pp=1, ep=32, zero=1, global_batch=64, dispatcher="flat", simulate=0)
     assert p.analytical_step_time < flat.analytical_step_time  # a quarter of the network bytes
+
+
+# SMALL of tests/models/studies/test_parallel_graph.py at 8 layers.
+SMALL8 = "moe:layers=8,hidden=1024,vocab=32000,seq=2048,heads=8,experts=32,top_k=4,expert_ffn=512"
+
+
+def test_both_passes_price_the_hierarchical_legs_alike(host, cluster):
+    # The first pass prices the legs the step graph runs (the same all-to-alls on the same rail
+    # and node groups at the same bytes, the slower leg): on one host (the node leg alone,
+    # nothing contending) the two passes' ep_comm agree exactly, as the flat dispatch's do.
+    kw = dict(tp=1, ep=8, zero=1, global_batch=256, overlap=0)
+    for d in ("flat", "hierarchical"):
+        a = plan(SMALL8, host, pp=1, dispatcher=d, simulate=0, **kw)
+        s = plan(SMALL8, host, pp=1, dispatcher=d, **kw)
+        assert s.simulated
+        assert s.component("ep_comm").exposed == pytest.approx(a.component("ep_comm").exposed, rel=1e-9), d
+    # Two hosts, a stage on each: the simulation's ep_comm exceeds the first pass's by the same
+    # share for both dispatchers (the pipeline's, not the dispatcher's), within 1 %.
+    ratio = {}
+    for d in ("flat", "hierarchical"):
+        a = plan(SMALL8, cluster, pp=2, dispatcher=d, simulate=0, **kw)
+        s = plan(SMALL8, cluster, pp=2, dispatcher=d, **kw)
+        assert s.simulated
+        ratio[d] = s.component("ep_comm").exposed / a.component("ep_comm").exposed
+    assert ratio["hierarchical"] == pytest.approx(ratio["flat"], rel=0.01)
+    assert ratio["hierarchical"] == pytest.approx(1.0, rel=0.04)
 
 
 def test_the_step_graph_runs_both_legs_side_by_side(four_hosts):
@@ -162,7 +192,7 @@ def test_an_unknown_dispatcher_is_refused(capsys, cluster):
 def test_a_dispatcher_of_your_own_is_priced_by_its_behaviour(cluster):
     class Twice(Dispatcher):
         def timer(self, w, site, alltoall):
-            return lambda nbytes: 2 * alltoall(nbytes)
+            return lambda nbytes: 2 * alltoall("ep", nbytes)  # the expert-parallel groups' all-to-all
 
     flat = plan(TWO, cluster, tp=1, pp=1, ep=16, zero=1, global_batch=16, simulate=0)
     mine = plan(TWO, cluster, tp=1, pp=1, ep=16, zero=1, global_batch=16, simulate=0, dispatcher=Twice("twice"))
