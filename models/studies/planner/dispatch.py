@@ -11,7 +11,6 @@ fabric, for the dispatchers (:func:`dispatch_site`, :mod:`models.studies.planner
 from __future__ import annotations
 
 from ...predict.collectives import estimate
-from ...predict.dispatch import hierarchical_latency, leg_rates
 from .dispatcher import DispatchSite
 from .parallel import alltoall_split
 from .placement import JobGroups
@@ -88,10 +87,9 @@ def _spread_of(fabric: JobGroups, groups) -> tuple:
 
 def dispatch_site(fabric: JobGroups, group) -> DispatchSite:
     """An expert-parallel group on the fabric (:class:`DispatchSite`): its NVLink domains and GPUs
-    in each (their mean when uneven [U]), one GPU's NVLink and rail rates (NCCL's capacities,
-    :func:`models.predict.dispatch.leg_rates`; the rail no faster than its host's NICs shared by
-    the job's GPUs on it), the hierarchical latency, the flat all-to-all's NVLink and network
-    shares. Kept by the prepared fabric per group shape and job."""
+    in each (the group's GPUs over its domains, rounded down, when uneven [U]), the flat
+    all-to-all's NVLink and network shares. Kept by the prepared fabric per group shape and job.
+    The legs' rates are not here: each leg is timed as the all-to-all it runs on its own groups."""
     group = tuple(group)
     key = ("planner.dispatch_site", fabric.key(group), tuple(len(h) for h in fabric.hosts))
     memo = fabric.prepared.memo
@@ -103,12 +101,6 @@ def dispatch_site(fabric: JobGroups, group) -> DispatchSite:
             doms.setdefault(domain(i), []).append(k)
         parts = list(doms.values())
         nnodes, local = len(parts), max(1, len(group) // len(parts))
-        system = fabric.prepared.nccl
-        nvlink, network = leg_rates(system, [fabric.nodes[i] for i in group], parts)
-        if network and fabric.nic_bandwidth:
-            per_host = {h: len(ids) for h, ids in zip((fabric.host[ids[0]] for ids in fabric.hosts), fabric.hosts)}
-            network = min(network, min(fabric.nic_bandwidth[fabric.host[i]] / per_host[fabric.host[i]] for i in group))
         _, nvlink_share, network_share = alltoall_split(group, domain)
-        found = memo[key] = DispatchSite(nnodes, local, nvlink, network, hierarchical_latency(system.profile, nnodes),
-                                         nvlink_share, network_share)
+        found = memo[key] = DispatchSite(nnodes, local, nvlink_share, network_share)
     return found

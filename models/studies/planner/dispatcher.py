@@ -33,11 +33,11 @@ and ``plan --dispatcher`` choose one by name; one of your own: subclass :class:`
 Routing is taken as uniform [U] (a balanced router). Where the routing groups do not fall on
 whole nodes and GPUs of the expert-parallel group (neither divides the other), the token is
 taken to reach every group [U]; a group of GPUs spread unevenly over nodes is taken as its
-nodes' mean [U].
+GPUs over its nodes, rounded down [U].
 
 Examples
 --------
->>> site = DispatchSite(2, 8, 450e9, 50e9, 0.0, 7 / 256, 128 / 256)
+>>> site = DispatchSite(2, 8, 7 / 256, 128 / 256)
 >>> FLAT_DISPATCH.split(None, site, 256.0)  # 7 of 16 peers over NVLink, 8 over the network
 (7.0, 128.0)
 >>> dispatcher_named("hierarchical") is HIERARCHICAL_DISPATCH, dispatcher_named("deepep")
@@ -63,11 +63,6 @@ class DispatchSite:
     ----------
     nnodes, local : int
         NVLink domains the group spans and its GPUs in each.
-    nvlink_rate, network_rate : float
-        One GPU's NVLink rate and its network (rail) rate, the host's NICs shared by the job's
-        GPUs on it (NCCL's capacities of the graph's edges). [B/s]
-    latency : float
-        One hierarchical dispatch's latency (:func:`models.predict.dispatch.hierarchical_latency`). [s]
     nvlink_share, network_share : float
         Of a flat all-to-all's per-rank buffer, the shares sent over NVLink and the network
         (:func:`models.studies.planner.parallel.alltoall_split`).
@@ -75,9 +70,6 @@ class DispatchSite:
 
     nnodes: int
     local: int
-    nvlink_rate: float
-    network_rate: float
-    latency: float
     nvlink_share: float
     network_share: float
 
