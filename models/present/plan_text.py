@@ -26,7 +26,7 @@ from topo.units import GB, MiB, to_us
 from ..studies.compute import GENERATIONS, TF, ComputeFacts, ComputeModel
 from ..studies.planner.cp_exchange import AllToAllExchange, HierarchicalExchange, RingExchange
 from ..studies.planner.ep_overlap import BatchOverlap, DualPipe, EpOverlap
-from ..studies.planner.dispatcher import FlatDispatch, HierarchicalDispatch
+from ..studies.planner.dispatcher import FlatDispatch
 from ..studies.planner.parallel import SplitError, stage_split
 from ..studies.planner.step import gradient_bucket
 from ..studies.planner.ranking import GpuRank
@@ -358,11 +358,10 @@ def _expert_parallel_detail(d: ExpertParallelDetail) -> str:
         return f"{d.layers} MoE layers, experts local (no expert parallelism)"
     overlap = _EP_OVERLAP_WORDS.get(type(d.overlap), f"{d.overlap.name} overlap")
     balance = f", balance x{d.balance:g}" if d.balance != 1 else ""
-    if isinstance(d.dispatcher, FlatDispatch):
+    if type(d.dispatcher) is FlatDispatch:  # every copy by NCCL's all-to-all: its shares are the placement's
         split = f"{d.network_fraction:.0%} off the NVLink domain"
-    else:  # a token once per node over the network, then over NVLink
-        how = "hierarchical" if isinstance(d.dispatcher, HierarchicalDispatch) else d.dispatcher.name
-        split = f"{how}: {d.network_fraction:.0%} network, {d.nvlink_fraction:.0%} NVLink"
+    else:  # hierarchical, or one of your own (a subclass too): its own name and byte split
+        split = f"{d.dispatcher.name}: {d.network_fraction:.0%} network, {d.nvlink_fraction:.0%} NVLink"
     return (f"{d.layers} MoE layers x dispatch {d.dispatch_bytes / MiB:.1f} + combine {d.combine_bytes / MiB:.1f} "
             f"MiB per rank over ep{d.degree} ({split}){balance}; {overlap}")
 

@@ -211,3 +211,24 @@ def test_expert_options_on_a_dense_workload_are_refused(capsys, cluster):
     assert "expected a mixture-of-experts workload" in one_line_error(
         capsys, "plan", "llama3-8b", "--system", "2xdgxh100", "--dispatcher", "flat")
     assert plan("llama3-8b", cluster, tp=8, pp=1, dp=2, simulate=0, expert_balance=1).step_time > 0
+
+
+def test_a_dispatcher_of_your_own_is_worded_by_its_name_and_split(cluster):
+    """A subclass of the flat dispatcher sending half its bytes over NVLink is not flat's
+    placement: its detail gives its own name and split (review: worded as flat's by class)."""
+    from dataclasses import dataclass
+
+    from models.present.plan_text import component_note
+    from models.studies.planner.dispatcher import FlatDispatch
+
+    @dataclass(frozen=True)
+    class Halves(FlatDispatch):
+        name: str = "halves"
+
+        def split(self, w, site, nbytes):
+            return nbytes / 2, nbytes / 2
+
+    mine = plan(TWO, cluster, tp=1, pp=1, ep=16, zero=1, global_batch=16, simulate=0, dispatcher=Halves())
+    flat = plan(TWO, cluster, tp=1, pp=1, ep=16, zero=1, global_batch=16, simulate=0)
+    assert "(halves: 50% network, 50% NVLink)" in component_note(mine.component("ep_comm"))
+    assert "% off the NVLink domain)" in component_note(flat.component("ep_comm"))
