@@ -851,7 +851,13 @@ def _algorithm(e, index):
     names = np.atleast_1d(np.asarray(getattr(e, "algorithm", ""), dtype=str))
     if not names.size:
         return None
-    return algorithm_named(str(names[index]), getattr(e, "algorithms", ()) or ALGORITHMS)
+    return _algorithm_called(e, str(names[index]))
+
+
+def _algorithm_called(e, name: str):
+    """The algorithm object ``name`` of those an estimate chose among (NCCL's for an estimate
+    that does not say), None for none."""
+    return algorithm_named(name, getattr(e, "algorithms", ()) or ALGORITHMS)
 
 
 def _binding(e, G, model, profile, view=None, name=None) -> tuple:
@@ -899,7 +905,7 @@ def _binding(e, G, model, profile, view=None, name=None) -> tuple:
         ratios = {c: model.ratio(c, profile, cc) for c in classes}
         link = min(ratios, key=ratios.get)
         return link, ratios[link], ()
-    ran = algorithm_named(name, getattr(e, "algorithms", ()) or ALGORITHMS)
+    ran = _algorithm_called(e, name)
     search = ran.searched(e) if ran is not None else e.ring
     multimem = ran is not None and ran.multimem
     if search is not None and search.nets:
